@@ -1,0 +1,101 @@
+/* cli_list.c: `tessera list WHAT`: the built-in tables, so users need not read the source. */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+#include "cost.h"
+#include "gpu.h"
+#include "model.h"
+#include "policy.h"
+#include "presets.h"
+#include "sched.h"
+
+static void list_models(void)
+{
+    printf("%-14s %6s %6s %5s %5s %5s %6s %7s %8s %9s %8s %7s\n", "model", "layers", "hidden",
+           "heads", "kv", "hdim", "ffn", "vocab", "max_pos", "experts", "params", "KV/tok");
+    for (int i = 0; i < model_num_builtin(); i++) {
+        const struct model_cfg *m = model_builtin(i);
+        char ex[16] = "-";
+        if (m->num_experts)
+            snprintf(ex, sizeof ex, "%d/%d+%d", m->experts_top_k, m->num_experts, m->num_shared_experts);
+        printf("%-14s %6d %6d %5d %5d %5d %6d %7d %8d %9s %7.2fB %5.0fKiB\n", m->name, m->num_layers,
+               m->hidden, m->num_heads, m->num_kv_heads, m->head_dim, m->ffn, m->vocab, m->max_pos,
+               ex, model_params(m) / 1e9, model_kv_bytes_per_token(m) / 1024.0);
+    }
+}
+
+static void list_gpus(void)
+{
+    struct gpu_table *t = gpu_table_create();
+    printf("%-10s %9s %12s %10s %10s\n", "gpu", "mem_GiB", "bf16_TFLOPS", "mem_GB/s", "host_GB/s");
+    for (int i = 0; i < gpu_table_count(t); i++) {
+        const struct gpu_spec *g = gpu_table_get(t, i);
+        printf("%-10s %9.1f %12.1f %10.0f %10.0f\n", g->name, g->mem_bytes / TS_GIB,
+               g->bf16_flops / 1e12, g->mem_bw / 1e9, g->host_bw / 1e9);
+    }
+    gpu_table_destroy(t);
+}
+
+static void list_decode(void)
+{
+    struct sim_config c;
+    sim_config_defaults(&c);
+    char path[CFG_PATH + 32];
+    snprintf(path, sizeof path, "%s/decode_profiles.json", c.datadir);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    printf("fixed:K              K tokens per step\n");
+    printf("threshold:TPF        random tokens per step with mean TPF\n");
+    if (!root) {
+        fprintf(stderr, "%s:%d: %s\n", path, jerr.line, jerr.text);
+        return;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        if (key[0] == '_' || !json_is_object(v))
+            continue;
+        json_t *src = json_object_get(v, "source");
+        printf("threshold:%-10s TPF %.2f  %s\n", key, json_number_value(json_object_get(v, "tpf")),
+               json_is_string(src) ? json_string_value(src) : "");
+    }
+    json_decref(root);
+}
+
+int cli_list(int argc, char **argv)
+{
+    const char *what = argc > 1 ? argv[1] : "";
+    char buf[512];
+    if (strcmp(what, "models") == 0)
+        list_models();
+    else if (strcmp(what, "gpus") == 0)
+        list_gpus();
+    else if (strcmp(what, "policies") == 0) {
+        for (int i = 0; policy_get(i); i++)
+            printf("%-8s %s\n", policy_get(i)->name, policy_get(i)->help);
+    } else if (strcmp(what, "schedulers") == 0) {
+        for (int i = 0; sched_get(i); i++)
+            printf("%-8s %s\n", sched_get(i)->name, sched_get(i)->help);
+    } else if (strcmp(what, "systems") == 0) {
+        for (int i = 0; i < preset_count(); i++) {
+            const struct preset *p = preset_get(i);
+            printf("%-11s %s\n            = --policy %s --scheduler %s --decode %s --impl %s "
+                   "--max-num-logits %d\n", p->name, p->help, p->policy, p->scheduler, p->decode,
+                   p->impl, p->max_num_logits);
+            if (p->note)
+                printf("            note: %s\n", p->note);
+        }
+    } else if (strcmp(what, "impls") == 0) {
+        impl_list(buf, sizeof buf);
+        printf("%s\n", buf);
+    } else if (strcmp(what, "decode") == 0)
+        list_decode();
+    else {
+        fprintf(stderr, "usage: tessera list models|gpus|policies|schedulers|systems|impls|decode\n");
+        return strcmp(what, "--help") == 0 ? 0 : EXIT_USAGE;
+    }
+    return 0;
+}

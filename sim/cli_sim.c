@@ -1,0 +1,373 @@
+/*
+ * cli_sim.c: `tessera sim`. Options are parsed twice: the first pass finds --system so that the
+ * preset is applied first and every explicit option overrides it.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "presets.h"
+#include "sim.h"
+
+enum {
+    O_SYSTEM = 256, O_MODEL, O_GPU, O_GPU_FILE, O_POLICY, O_SCHED, O_DECODE, O_COST, O_IMPL,
+    O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN,
+    O_BLOCK, O_REFRESH, O_EARLY, O_MASK_ONLY, O_MNBT, O_MNL, O_FFN_CHUNKS, O_MAX_BATCH, O_KV_PAGE,
+    O_RESERVE, O_PREEMPT, O_DB, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
+    O_DATADIR
+};
+
+static const struct option opts[] = {
+    {"system", required_argument, 0, O_SYSTEM},
+    {"model", required_argument, 0, O_MODEL},
+    {"gpu", required_argument, 0, O_GPU},
+    {"gpu-file", required_argument, 0, O_GPU_FILE},
+    {"policy", required_argument, 0, O_POLICY},
+    {"scheduler", required_argument, 0, O_SCHED},
+    {"decode", required_argument, 0, O_DECODE},
+    {"cost", required_argument, 0, O_COST},
+    {"impl", required_argument, 0, O_IMPL},
+    {"trace", required_argument, 0, O_TRACE},
+    {"arrivals", required_argument, 0, O_ARRIVALS},
+    {"lengths", required_argument, 0, O_LENGTHS},
+    {"rps", required_argument, 0, O_RPS},
+    {"requests", required_argument, 0, O_REQUESTS},
+    {"seed", required_argument, 0, O_SEED},
+    {"skip-bad-rows", no_argument, 0, O_SKIP_BAD},
+    {"clip-prompt", no_argument, 0, O_CLIP},
+    {"gen-len", required_argument, 0, O_GEN_LEN},
+    {"block", required_argument, 0, O_BLOCK},
+    {"refresh-interval", required_argument, 0, O_REFRESH},
+    {"early-stop", no_argument, 0, O_EARLY},
+    {"mask-only", no_argument, 0, O_MASK_ONLY},
+    {"max-num-batched-tokens", required_argument, 0, O_MNBT},
+    {"max-num-logits", required_argument, 0, O_MNL},
+    {"ffn-chunks", required_argument, 0, O_FFN_CHUNKS},
+    {"max-batch", required_argument, 0, O_MAX_BATCH},
+    {"kv-page", required_argument, 0, O_KV_PAGE},
+    {"reserve-gib", required_argument, 0, O_RESERVE},
+    {"preempt", required_argument, 0, O_PREEMPT},
+    {"db", required_argument, 0, O_DB},
+    {"json", no_argument, 0, O_JSON},
+    {"no-steps", no_argument, 0, O_NO_STEPS},
+    {"quiet", no_argument, 0, O_QUIET},
+    {"progress", no_argument, 0, O_PROGRESS},
+    {"no-progress", no_argument, 0, O_NO_PROGRESS},
+    {"datadir", required_argument, 0, O_DATADIR},
+    {"help", no_argument, 0, O_HELP},
+    {0, 0, 0, 0},
+};
+
+static void sim_usage(FILE *f)
+{
+    fprintf(f,
+"usage: tessera sim [options]\n"
+"\n"
+"Replays a request trace through a dLLM denoising policy, a scheduler and a cost model, and\n"
+"prints a summary. Every option has a default: `tessera sim` alone simulates 200 requests with\n"
+"ShareGPT-shaped lengths arriving at 1 req/s on LLaDA-8B / H200 (dual cache, phase scheduler).\n"
+"\n"
+"system and model:\n"
+"  --system NAME            preset applied before the other options: fast-dllm, dllm-serve,\n"
+"                           lmdeploy (dllm-serve: its sparse KV cache arrives with the sparse\n"
+"                           policy of a later issue; the preset runs the dense dual cache)\n"
+"  --model NAME|config.json built-in model (tessera list models) or a Hugging Face config.json\n"
+"                           [llada-8b]\n"
+"  --gpu NAME               rtx3090 rtx4090 l40s a100-40gb a100-80gb h100 h200 [h200]\n"
+"  --gpu-file FILE          JSON overriding or adding GPUs: {\"NAME\": {\"mem_gib\":..,\n"
+"                           \"bf16_tflops\":.., \"mem_bw_gbs\":.., \"host_bw_gbs\":..}}\n"
+"  --impl NAME              implementation profile: tessera, torch-eager [tessera]\n"
+"  --cost NAME              cost model back end: roofline [roofline]\n"
+"\n"
+"denoising:\n"
+"  --policy NAME            vanilla prefix dual block [dual]\n"
+"  --decode SPEC            fixed:K | threshold:PROFILE | threshold:TPF | threshold:FILE:NAME\n"
+"                           (profiles: tessera list decode) [fixed:1]\n"
+"  --gen-len G              positions denoised per request; 0 = the trace's output length\n"
+"                           rounded up to whole blocks [256]\n"
+"  --block BS               block size [32]\n"
+"  --refresh-interval K     dual: also refresh every K steps inside a block [0 = block start]\n"
+"  --early-stop             finish once the content and one EOS block are decoded\n"
+"  --mask-only              logits only for masked rows (Mosaic)\n"
+"\n"
+"scheduling and memory:\n"
+"  --scheduler NAME         static request phase [phase]\n"
+"  --max-num-batched-tokens N  phase: query tokens per step [0 = 4000 on <= 32 GiB GPUs,\n"
+"                           else 16384, as dLLM-Serve configures them]\n"
+"  --max-num-logits N       logit rows per LM-head chunk; 0 = monolithic [2048]\n"
+"  --ffn-chunks N           FFN token chunks [1]\n"
+"  --max-batch N            static/request: cap on requests per batch [0 = what fits]\n"
+"  --kv-page N              KV pool page size in tokens [16]\n"
+"  --reserve-gib X          framework reserve [implementation profile's: 1.0 torch-eager,\n"
+"                           0.5 tessera]\n"
+"  --preempt MODE           recompute | swap [recompute]\n"
+"\n"
+"workload:\n"
+"  --trace FILE|synthetic   Azure/BurstGPT/length CSV, Mooncake JSONL, tessera CSV [synthetic]\n"
+"  --requests N             synthetic count [200], or the first N requests of a file\n"
+"  --rps R                  synthetic rate [1]; rescales a file with times to R; gives a\n"
+"                           length-only file Poisson/Gamma arrivals at R [1]\n"
+"  --arrivals SPEC          poisson | gamma:CV [poisson]\n"
+"  --lengths SPEC           sharegpt | fixed:P,O | lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O |\n"
+"                           file:PATH [sharegpt: a lognormal fitted to ShareGPT]\n"
+"  --seed S                 run seed: arrivals, lengths and every request's decode stream [1]\n"
+"  --skip-bad-rows          skip and count malformed trace rows instead of stopping\n"
+"  --clip-prompt            truncate prompts so that P + G fits the model\n"
+"\n"
+"output:\n"
+"  --db FILE                write runs/requests/steps/segments/summary to SQLite (appends to\n"
+"                           an existing database)\n"
+"  --no-steps               leave out per-step and per-segment rows (large sweeps)\n"
+"  --json                   print the summary as one JSON object\n"
+"  --quiet                  no log lines on stderr\n"
+"  --progress, --no-progress   progress line on stderr [on when stderr is a terminal]\n"
+"\n"
+"Bad input (malformed trace row, unknown name) exits with status 2, a message naming file,\n"
+"line and field, and no database file.\n");
+}
+
+static int num_i32(const char *opt, const char *v, int32_t *out)
+{
+    int64_t x;
+    if (ts_parse_i64(v, &x) || x < INT32_MIN || x > INT32_MAX) {
+        fprintf(stderr, "tessera sim: --%s: '%s' is not an integer\n", opt, v);
+        return -1;
+    }
+    *out = (int32_t)x;
+    return 0;
+}
+
+static int copy_str(char *dst, size_t n, const char *opt, const char *v)
+{
+    if (strlen(v) >= n) {
+        fprintf(stderr, "tessera sim: --%s: value too long\n", opt);
+        return -1;
+    }
+    snprintf(dst, n, "%s", v);
+    return 0;
+}
+
+#define STR(field) copy_str(c->field, sizeof c->field, name, optarg)
+
+static int apply_opt(int o, const char *name, struct sim_config *c)
+{
+    int64_t i64;
+    switch (o) {
+    case O_SYSTEM: return 0; /* applied in the first pass */
+    case O_MODEL: return STR(model);
+    case O_GPU: return STR(gpu);
+    case O_GPU_FILE: return STR(gpu_file);
+    case O_POLICY: return STR(policy);
+    case O_SCHED: return STR(scheduler);
+    case O_DECODE: return STR(decode);
+    case O_COST: return STR(cost);
+    case O_IMPL: return STR(impl);
+    case O_TRACE: return STR(trace);
+    case O_ARRIVALS: return STR(arrivals);
+    case O_LENGTHS: return STR(lengths);
+    case O_PREEMPT: return STR(preempt);
+    case O_DB: return STR(db);
+    case O_DATADIR: return STR(datadir);
+    case O_RPS:
+        if (ts_parse_double(optarg, &c->rps) || c->rps <= 0) {
+            fprintf(stderr, "tessera sim: --rps: '%s' is not a positive number\n", optarg);
+            return -1;
+        }
+        return 0;
+    case O_RESERVE:
+        if (ts_parse_double(optarg, &c->reserve_gib) || c->reserve_gib < 0) {
+            fprintf(stderr, "tessera sim: --reserve-gib: '%s' is not a number >= 0\n", optarg);
+            return -1;
+        }
+        return 0;
+    case O_REQUESTS:
+    case O_SEED:
+        if (ts_parse_i64(optarg, &i64) || i64 < 0) {
+            fprintf(stderr, "tessera sim: --%s: '%s' is not a non-negative integer\n", name, optarg);
+            return -1;
+        }
+        if (o == O_REQUESTS)
+            c->requests = i64;
+        else
+            c->seed = (uint64_t)i64;
+        return 0;
+    case O_GEN_LEN: return num_i32(name, optarg, &c->gen_len);
+    case O_BLOCK: return num_i32(name, optarg, &c->block_size);
+    case O_REFRESH: return num_i32(name, optarg, &c->refresh_interval);
+    case O_MNBT: return num_i32(name, optarg, &c->max_num_batched_tokens);
+    case O_MNL: return num_i32(name, optarg, &c->max_num_logits);
+    case O_FFN_CHUNKS: return num_i32(name, optarg, &c->ffn_chunks);
+    case O_MAX_BATCH: return num_i32(name, optarg, &c->max_batch);
+    case O_KV_PAGE: return num_i32(name, optarg, &c->kv_page_tokens);
+    case O_SKIP_BAD: c->skip_bad_rows = true; return 0;
+    case O_CLIP: c->clip_prompt = true; return 0;
+    case O_EARLY: c->early_stop = true; return 0;
+    case O_MASK_ONLY: c->mask_only = true; return 0;
+    case O_JSON: c->json = true; return 0;
+    case O_NO_STEPS: c->no_steps = true; return 0;
+    case O_QUIET: c->quiet = true; return 0;
+    case O_PROGRESS: c->progress = true; return 0;
+    case O_NO_PROGRESS: c->progress = false; return 0;
+    }
+    return -1;
+}
+
+/* Parses argv into *c. Returns 0, 1 for --help (already printed) or -1 on a usage error. */
+static int parse_args(int argc, char **argv, struct sim_config *c)
+{
+    sim_config_defaults(c);
+    c->progress = isatty(STDERR_FILENO);
+    for (int i = 1; i < argc; i++) { /* first pass: the preset */
+        const char *v = NULL;
+        if (strcmp(argv[i], "--system") == 0 && i + 1 < argc)
+            v = argv[i + 1];
+        else if (strncmp(argv[i], "--system=", 9) == 0)
+            v = argv[i] + 9;
+        if (v) {
+            struct ts_err err;
+            if (preset_apply(v, c, &err)) {
+                fprintf(stderr, "tessera sim: %s\n", err.msg);
+                return -1;
+            }
+        }
+    }
+    optind = 1;
+    opterr = 1;
+    int o, idx;
+    while ((o = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
+        if (o == O_HELP || o == 'h') {
+            sim_usage(stdout);
+            return 1;
+        }
+        if (o == '?' || o == ':') {
+            fprintf(stderr, "tessera sim: see --help\n");
+            return -1;
+        }
+        if (apply_opt(o, opts[idx].name, c))
+            return -1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "tessera sim: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+static void print_summary(const struct sim_config *c, const struct sim_summary *m)
+{
+    printf("tessera sim: %s on %s, policy %s, scheduler %s, decode %s, impl %s%s%s\n", c->model,
+           c->gpu, c->policy, c->scheduler, c->decode, c->impl, c->system[0] ? ", system " : "",
+           c->system);
+    printf("  requests      %lld finished, %lld rejected, %lld preemptions (of %lld)\n",
+           (long long)m->num_finished, (long long)m->num_rejected, (long long)m->num_preemptions,
+           (long long)m->num_requests);
+    printf("  makespan      %.3f s over %lld steps (%.1f requests and %.0f query tokens per step)\n",
+           (double)m->makespan_ns * 1e-9, (long long)m->num_steps, m->mean_segs_per_step,
+           m->mean_q_per_step);
+    printf("  throughput    %.1f generated tokens/s (%.1f content tokens/s, %.3f req/s)\n",
+           m->throughput_tok_s, m->content_tok_s, m->req_s);
+    printf("  latency (s)   mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  std %.3f  max-min %.3f\n",
+           m->lat_mean_s, m->lat_p50_s, m->lat_p90_s, m->lat_p99_s, m->lat_std_s, m->lat_span_s);
+    printf("  first block   mean %.3f s after arrival; queueing mean %.3f s\n", m->ttfb_mean_s,
+           m->queue_mean_s);
+    printf("  memory (GiB)  capacity %.2f = weights %.2f + KV pool %.2f (+ activations); "
+           "peak in use %.2f\n", m->capacity_bytes / TS_GIB, m->weight_bytes / TS_GIB,
+           m->kv_pool_bytes / TS_GIB, m->peak_mem_bytes / TS_GIB);
+    if (m->static_batch)
+        printf("  static batch  %d requests\n", m->static_batch);
+    /* the six ops that took the most time */
+    int order[OP_COUNT];
+    for (int i = 0; i < OP_COUNT; i++)
+        order[i] = i;
+    for (int i = 1; i < OP_COUNT; i++)
+        for (int j = i; j > 0 && m->ops.op_s[order[j]] > m->ops.op_s[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    double tot = m->ops.total_s > 0 ? m->ops.total_s : 1;
+    printf("  time by op   ");
+    for (int i = 0; i < 6 && m->ops.op_s[order[i]] > 0; i++)
+        printf("%s %s %.1f%%", i ? "," : "", cost_op_name((enum cost_op)order[i]),
+               100.0 * m->ops.op_s[order[i]] / tot);
+    printf("\n");
+}
+
+static void print_json(const struct sim_config *c, const struct sim_summary *m)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "system", json_string(c->system));
+    json_object_set_new(o, "model", json_string(c->model));
+    json_object_set_new(o, "gpu", json_string(c->gpu));
+    json_object_set_new(o, "policy", json_string(c->policy));
+    json_object_set_new(o, "scheduler", json_string(c->scheduler));
+    json_object_set_new(o, "seed", json_integer((json_int_t)c->seed));
+    json_object_set_new(o, "num_requests", json_integer(m->num_requests));
+    json_object_set_new(o, "num_finished", json_integer(m->num_finished));
+    json_object_set_new(o, "num_rejected", json_integer(m->num_rejected));
+    json_object_set_new(o, "num_preemptions", json_integer(m->num_preemptions));
+    json_object_set_new(o, "num_steps", json_integer(m->num_steps));
+    json_object_set_new(o, "request_steps", json_integer(m->request_steps));
+    json_object_set_new(o, "tokens_decoded", json_integer(m->tokens_decoded));
+    json_object_set_new(o, "content_tokens", json_integer(m->content_tokens));
+    json_object_set_new(o, "makespan_ns", json_integer(m->makespan_ns));
+    json_object_set_new(o, "throughput_tok_s", json_real(m->throughput_tok_s));
+    json_object_set_new(o, "content_tok_s", json_real(m->content_tok_s));
+    json_object_set_new(o, "req_s", json_real(m->req_s));
+    json_object_set_new(o, "lat_mean_s", json_real(m->lat_mean_s));
+    json_object_set_new(o, "lat_p50_s", json_real(m->lat_p50_s));
+    json_object_set_new(o, "lat_p90_s", json_real(m->lat_p90_s));
+    json_object_set_new(o, "lat_p99_s", json_real(m->lat_p99_s));
+    json_object_set_new(o, "lat_std_s", json_real(m->lat_std_s));
+    json_object_set_new(o, "lat_span_s", json_real(m->lat_span_s));
+    json_object_set_new(o, "ttfb_mean_s", json_real(m->ttfb_mean_s));
+    json_object_set_new(o, "queue_mean_s", json_real(m->queue_mean_s));
+    json_object_set_new(o, "peak_mem_bytes", json_integer(m->peak_mem_bytes));
+    json_object_set_new(o, "kv_pool_bytes", json_integer(m->kv_pool_bytes));
+    json_object_set_new(o, "weight_bytes", json_integer(m->weight_bytes));
+    json_object_set_new(o, "static_batch", json_integer(m->static_batch));
+    json_t *ops = json_object();
+    for (int i = 0; i < OP_COUNT; i++)
+        json_object_set_new(ops, cost_op_name((enum cost_op)i), json_real(m->ops.op_s[i]));
+    json_object_set_new(o, "op_seconds", ops);
+    char *txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    printf("%s\n", txt);
+    free(txt);
+    json_decref(o);
+}
+
+int cli_sim(int argc, char **argv)
+{
+    struct sim_config c;
+    int rc = parse_args(argc, argv, &c);
+    if (rc)
+        return rc > 0 ? 0 : EXIT_USAGE;
+    struct ts_err err;
+    struct sim *s = sim_create(&c, &err);
+    if (!s) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    const struct preset *p = c.system[0] ? preset_find(c.system) : NULL;
+    if (p && p->note && !c.quiet)
+        fprintf(stderr, "tessera sim: note: --system %s: %s\n", p->name, p->note);
+    sim_run(s);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    rc = 0;
+    if (c.db[0] && sim_write_db(s, c.db, &err)) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        rc = 1;
+    }
+    if (c.json)
+        print_json(sim_config(s), &m);
+    else
+        print_summary(sim_config(s), &m);
+    sim_destroy(s);
+    return rc;
+}

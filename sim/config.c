@@ -1,0 +1,103 @@
+/* config.c: defaults, validation and the JSON echo of a run's configuration. */
+#include "config.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef TS_DATADIR
+#define TS_DATADIR "sim/data"
+#endif
+
+void sim_config_defaults(struct sim_config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->model, sizeof c->model, "llada-8b");
+    snprintf(c->gpu, sizeof c->gpu, "h200");
+    snprintf(c->policy, sizeof c->policy, "dual");
+    snprintf(c->scheduler, sizeof c->scheduler, "phase");
+    snprintf(c->decode, sizeof c->decode, "fixed:1");
+    snprintf(c->cost, sizeof c->cost, "roofline");
+    snprintf(c->impl, sizeof c->impl, "tessera");
+    const char *env = getenv("TESSERA_DATA");
+    snprintf(c->datadir, sizeof c->datadir, "%s", env && *env ? env : TS_DATADIR);
+    snprintf(c->trace, sizeof c->trace, "synthetic");
+    snprintf(c->arrivals, sizeof c->arrivals, "poisson");
+    snprintf(c->lengths, sizeof c->lengths, "sharegpt");
+    c->rps = 0;
+    c->requests = 0;
+    c->seed = 1;
+    c->gen_len = 256;
+    c->block_size = 32;
+    c->max_num_batched_tokens = 0; /* auto: dLLM-Serve's 4,000 on <= 32 GiB cards, else 16,384 */
+    c->max_num_logits = 2048;
+    c->ffn_chunks = 1;
+    c->kv_page_tokens = 16;
+    c->reserve_gib = -1;
+    snprintf(c->preempt, sizeof c->preempt, "recompute");
+}
+
+int sim_config_validate(const struct sim_config *c, struct ts_err *err)
+{
+    if (c->block_size < 1 || c->block_size > 65536)
+        return ts_fail(err, "--block: must be in 1..65536 (got %d)", c->block_size);
+    if (c->gen_len < 0)
+        return ts_fail(err, "--gen-len: must be >= 0 (got %d)", c->gen_len);
+    if (c->rps < 0)
+        return ts_fail(err, "--rps: must be >= 0 (got %g)", c->rps);
+    if (c->requests < 0)
+        return ts_fail(err, "--requests: must be >= 0");
+    if (c->refresh_interval < 0)
+        return ts_fail(err, "--refresh-interval: must be >= 0");
+    if (c->max_num_batched_tokens < 0)
+        return ts_fail(err, "--max-num-batched-tokens: must be >= 0 (0 = by GPU memory)");
+    if (c->max_num_logits < 0)
+        return ts_fail(err, "--max-num-logits: must be >= 0 (0 = monolithic)");
+    if (c->ffn_chunks < 1 || c->ffn_chunks > 4096)
+        return ts_fail(err, "--ffn-chunks: must be in 1..4096");
+    if (c->max_batch < 0)
+        return ts_fail(err, "--max-batch: must be >= 0");
+    if (c->kv_page_tokens < 1)
+        return ts_fail(err, "--kv-page: must be >= 1");
+    if (strcmp(c->preempt, "recompute") && strcmp(c->preempt, "swap"))
+        return ts_fail(err, "--preempt: '%s' is not recompute or swap", c->preempt);
+    return 0;
+}
+
+char *sim_config_to_json(const struct sim_config *c)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "system", json_string(c->system));
+    json_object_set_new(o, "model", json_string(c->model));
+    json_object_set_new(o, "gpu", json_string(c->gpu));
+    json_object_set_new(o, "gpu_file", json_string(c->gpu_file));
+    json_object_set_new(o, "policy", json_string(c->policy));
+    json_object_set_new(o, "scheduler", json_string(c->scheduler));
+    json_object_set_new(o, "decode", json_string(c->decode));
+    json_object_set_new(o, "cost", json_string(c->cost));
+    json_object_set_new(o, "impl", json_string(c->impl));
+    json_object_set_new(o, "trace", json_string(c->trace));
+    json_object_set_new(o, "arrivals", json_string(c->arrivals));
+    json_object_set_new(o, "lengths", json_string(c->lengths));
+    json_object_set_new(o, "rps", json_real(c->rps));
+    json_object_set_new(o, "requests", json_integer(c->requests));
+    json_object_set_new(o, "seed", json_integer((json_int_t)c->seed));
+    json_object_set_new(o, "skip_bad_rows", json_boolean(c->skip_bad_rows));
+    json_object_set_new(o, "clip_prompt", json_boolean(c->clip_prompt));
+    json_object_set_new(o, "gen_len", json_integer(c->gen_len));
+    json_object_set_new(o, "block_size", json_integer(c->block_size));
+    json_object_set_new(o, "refresh_interval", json_integer(c->refresh_interval));
+    json_object_set_new(o, "early_stop", json_boolean(c->early_stop));
+    json_object_set_new(o, "mask_only", json_boolean(c->mask_only));
+    json_object_set_new(o, "max_num_batched_tokens", json_integer(c->max_num_batched_tokens));
+    json_object_set_new(o, "max_num_logits", json_integer(c->max_num_logits));
+    json_object_set_new(o, "ffn_chunks", json_integer(c->ffn_chunks));
+    json_object_set_new(o, "max_batch", json_integer(c->max_batch));
+    json_object_set_new(o, "kv_page_tokens", json_integer(c->kv_page_tokens));
+    json_object_set_new(o, "reserve_gib", json_real(c->reserve_gib));
+    json_object_set_new(o, "preempt", json_string(c->preempt));
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    TS_ASSERT(s != NULL);
+    return s;
+}

@@ -1,0 +1,67 @@
+/*
+ * config.h: the resolved configuration of one simulation run. Plain data with _defaults() and
+ * _validate(); the whole struct is echoed as JSON and stored with every result (runs.config_json).
+ */
+#ifndef TESSERA_CONFIG_H
+#define TESSERA_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util.h"
+
+#define CFG_STR 256
+#define CFG_PATH 1024
+
+struct sim_config {
+    char system[CFG_STR];      /* preset applied before explicit options ("" = none) */
+    char model[CFG_PATH];      /* built-in name or path to config.json */
+    char gpu[CFG_STR];
+    char gpu_file[CFG_PATH];   /* JSON overriding/adding GPUs ("" = none) */
+    char policy[CFG_STR];
+    char scheduler[CFG_STR];
+    char decode[CFG_STR];
+    char cost[CFG_STR];        /* cost model back end */
+    char impl[CFG_STR];        /* implementation profile */
+    char datadir[CFG_PATH];    /* where decode_profiles.json lives */
+
+    /* workload */
+    char trace[CFG_PATH];      /* file, or "synthetic" */
+    char arrivals[CFG_STR];    /* poisson | gamma:CV (synthetic, and files without times) */
+    char lengths[CFG_PATH];    /* synthetic lengths: sharegpt | fixed:P,O | lognormal:... | file:PATH */
+    double rps;                /* target rate; 0 = keep a file's own timing */
+    int64_t requests;          /* synthetic count, or the first N of a file (0 = all) */
+    uint64_t seed;
+    bool skip_bad_rows;
+    bool clip_prompt;          /* truncate prompts so that P + G fits the model */
+
+    /* dLLM generation */
+    int32_t gen_len;           /* G for every request; 0 = the trace's output length rounded up to blocks */
+    int32_t block_size;        /* Bs */
+    int32_t refresh_interval;  /* dual: extra refresh every K steps (0 = block start only) */
+    bool early_stop;
+    bool mask_only;
+
+    /* execution and memory */
+    int32_t max_num_batched_tokens; /* phase: cap on query tokens per step; 0 = by GPU memory */
+    int32_t max_num_logits;    /* logit rows per LM-head chunk; 0 = monolithic */
+    int32_t ffn_chunks;
+    int32_t max_batch;         /* static: batch size cap (0 = largest that fits) */
+    int32_t kv_page_tokens;
+    double reserve_gib;        /* framework reserve; < 0 = the implementation profile's */
+    char preempt[CFG_STR];     /* recompute | swap */
+
+    /* output */
+    char db[CFG_PATH];         /* "" = no database */
+    bool json;
+    bool no_steps;
+    bool quiet;
+    bool progress;             /* progress line on stderr (default: when stderr is a terminal) */
+};
+
+void sim_config_defaults(struct sim_config *c);
+int sim_config_validate(const struct sim_config *c, struct ts_err *err);
+/* Returns a newly allocated JSON text of the configuration; caller frees. */
+char *sim_config_to_json(const struct sim_config *c);
+
+#endif

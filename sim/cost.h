@@ -1,0 +1,65 @@
+/*
+ * cost.h: the cost model, cost_step(step_desc) -> seconds with a per-op breakdown (SPEC section 7).
+ * One interface, several back ends (struct cost_ops); `roofline` is built in here, `calibrated`
+ * arrives with the calibration issue. An implementation profile says how an implementation runs
+ * the forward on the GPU: kernels per op, the cost of issuing one, per-step host overhead and the
+ * fraction of peak its kernels reach.
+ */
+#ifndef TESSERA_COST_H
+#define TESSERA_COST_H
+
+#include <stdint.h>
+
+#include "gpu.h"
+#include "model.h"
+#include "step_desc.h"
+#include "util.h"
+
+enum cost_op {
+    OP_EMBED = 0, OP_NORM, OP_QKV, OP_ROPE, OP_KV_WRITE, OP_ATTN, OP_OPROJ, OP_RESID,
+    OP_GATE_UP, OP_ACT, OP_DOWN, OP_ROUTER, OP_EXPERTS, OP_LM_HEAD, OP_SAMPLE, OP_HOST,
+    OP_COUNT
+};
+
+const char *cost_op_name(enum cost_op op);
+
+struct impl_profile {
+    char name[32];
+    double launch_s;        /* issuing one kernel (host side; overlaps GPU work) */
+    double host_step_s;     /* per-step host overhead (scheduling, input preparation) */
+    double host_seg_s;      /* per-segment host overhead */
+    double gemm_eff;        /* fraction of peak FLOP/s the GEMMs reach */
+    double attn_eff;        /* fraction of peak FLOP/s attention reaches */
+    double mem_eff;         /* fraction of peak bandwidth memory-bound kernels reach */
+    int32_t kernels[OP_COUNT]; /* kernels per op instance (per layer for layer ops, per chunk for
+                                  the LM head and sampling) */
+    int32_t softmax_copy_bytes; /* bytes per logit of the softmax copy it makes (0: none) */
+    int64_t reserve_bytes;  /* device memory the implementation keeps for itself (context, workspaces) */
+};
+
+/* Finds a built-in implementation profile ("torch-eager", "tessera"). */
+int impl_resolve(const char *name, struct impl_profile *out, struct ts_err *err);
+void impl_list(char *buf, size_t len);
+
+struct cost_breakdown {
+    double op_s[OP_COUNT];
+    double total_s;
+};
+
+struct cost_ctx {
+    struct model_cfg model;
+    struct gpu_spec gpu;
+    struct impl_profile impl;
+};
+
+struct cost_ops {
+    const char *name;
+    /* Prices one step; fills *bd when not NULL. Pure function of (ctx, step). */
+    double (*step_s)(const struct cost_ctx *ctx, const struct step_desc *sd, struct cost_breakdown *bd);
+};
+
+int cost_resolve(const char *name, const struct cost_ops **out, struct ts_err *err);
+
+extern const struct cost_ops cost_roofline;
+
+#endif

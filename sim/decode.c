@@ -1,0 +1,102 @@
+/* decode.c: fixed and threshold decode models, and the TPF profile files they read. */
+#include "decode.h"
+
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Looks `name` up in a profile file: {"NAME": {"tpf": x}, ...}. */
+static int profile_lookup(const char *path, const char *name, double *tpf, struct ts_err *err)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root)
+        return ts_fail(err, "%s:%d: %s", path, jerr.line, jerr.text);
+    int rc = -1;
+    json_t *p = json_is_object(root) ? json_object_get(root, name) : NULL;
+    if (!p || !json_is_object(p)) {
+        char list[512];
+        size_t off = 0;
+        const char *key;
+        json_t *v;
+        list[0] = '\0';
+        if (json_is_object(root))
+            json_object_foreach(root, key, v) {
+                if (key[0] != '_' && off < sizeof list)
+                    off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", off ? ", " : "",
+                                            key);
+            }
+        ts_fail(err, "%s: no decode profile '%s' (profiles: %s)", path, name, list);
+        goto done;
+    }
+    json_t *t = json_object_get(p, "tpf");
+    if (!json_is_number(t) || json_number_value(t) < 1.0) {
+        ts_fail(err, "%s: %s.tpf: must be a number >= 1", path, name);
+        goto done;
+    }
+    *tpf = json_number_value(t);
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
+
+int decode_parse(const char *spec, const char *datadir, struct decode_model *out,
+                 struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->spec, sizeof out->spec, "%s", spec);
+    const char *colon = strchr(spec, ':');
+    if (!colon)
+        return ts_fail(err, "decode model '%s': expected fixed:K or threshold:PROFILE", spec);
+    const char *arg = colon + 1;
+    size_t kind_len = (size_t)(colon - spec);
+    if (kind_len == 5 && strncmp(spec, "fixed", 5) == 0) {
+        int64_t k;
+        if (ts_parse_i64(arg, &k) || k < 1 || k > 1 << 20)
+            return ts_fail(err, "decode model '%s': K must be a positive integer", spec);
+        out->kind = DECODE_FIXED;
+        out->k = (int32_t)k;
+        return 0;
+    }
+    if (kind_len == 9 && strncmp(spec, "threshold", 9) == 0) {
+        out->kind = DECODE_THRESHOLD;
+        double v;
+        if (ts_parse_double(arg, &v) == 0) {
+            if (v < 1.0)
+                return ts_fail(err, "decode model '%s': mean tokens per forward must be >= 1", spec);
+            out->tpf = v;
+            return 0;
+        }
+        char path[1024], name[128];
+        const char *sep = strrchr(arg, ':');
+        if (sep) { /* threshold:FILE:NAME */
+            snprintf(path, sizeof path, "%.*s", (int)(sep - arg), arg);
+            snprintf(name, sizeof name, "%s", sep + 1);
+        } else {
+            snprintf(path, sizeof path, "%s/decode_profiles.json", datadir);
+            snprintf(name, sizeof name, "%s", arg);
+        }
+        return profile_lookup(path, name, &out->tpf, err);
+    }
+    return ts_fail(err, "decode model '%s': unknown kind (fixed:K or threshold:PROFILE)", spec);
+}
+
+int32_t decode_tokens(const struct decode_model *dm, const struct request *r)
+{
+    int32_t masked = req_masked_in_block(r);
+    TS_ASSERT(masked > 0);
+    if (req_content_left_in_block(r) == 0)
+        return masked; /* only EOS positions left: the rest of the block decodes at once */
+    int32_t k;
+    if (dm->kind == DECODE_FIXED) {
+        k = dm->k;
+    } else {
+        TS_ASSERT(r->rng != NULL);
+        k = 1 + (int32_t)gsl_ran_poisson(r->rng, dm->tpf - 1.0);
+    }
+    return k < masked ? k : masked;
+}

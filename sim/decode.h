@@ -1,0 +1,37 @@
+/*
+ * decode.h: decode models, i.e. how many masked tokens one step commits (SPEC section 3).
+ *   fixed:k              k tokens per step (LLaDA default: k = 1, steps = G)
+ *   threshold:PROFILE    a random count per step, at least 1 and at most the masked positions of
+ *                        the block, with the profile's mean tokens per forward (TPF); PROFILE is a
+ *                        name in sim/data/decode_profiles.json, a path to such a file
+ *                        (threshold:FILE:NAME) or a number (threshold:2.5)
+ * Once a request's content is decoded, its EOS positions decode in bulk (the rest of the block in
+ * one step); that rule lives in decode_tokens(), common to all models.
+ * Randomness comes from the request's own GSL stream, so results do not depend on batch makeup.
+ */
+#ifndef TESSERA_DECODE_H
+#define TESSERA_DECODE_H
+
+#include <stdint.h>
+
+#include "request.h"
+#include "util.h"
+
+enum decode_kind { DECODE_FIXED = 0, DECODE_THRESHOLD };
+
+struct decode_model {
+    enum decode_kind kind;
+    int32_t k;         /* fixed: tokens per step */
+    double tpf;        /* threshold: mean tokens per forward */
+    char spec[128];    /* as given, for the run record */
+};
+
+/* Parses a decode model spec; `datadir` is where decode_profiles.json lives. */
+int decode_parse(const char *spec, const char *datadir, struct decode_model *out,
+                 struct ts_err *err);
+/* Tokens committed by r's next (non-prefill) step; needs r->rng for threshold models. */
+int32_t decode_tokens(const struct decode_model *dm, const struct request *r);
+/* Whether the model needs a random stream per request. */
+static inline int decode_needs_rng(const struct decode_model *dm) { return dm->kind != DECODE_FIXED; }
+
+#endif

@@ -1,0 +1,157 @@
+/*
+ * gpu.c: the built-in GPU table (datasheet figures) and its JSON override file.
+ *
+ * Memory is what nvidia-smi reports (MiB); FLOP/s are dense (no sparsity) bf16 tensor-core figures
+ * with fp32 accumulation, which is half the fp16-accumulate figure on GeForce cards; bandwidths are
+ * the datasheet peaks. Measured figures (issue: calibration) replace these through a file.
+ */
+#include "gpu.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (1024LL * 1024LL)
+
+static const struct gpu_spec builtin_gpus[] = {
+    {"rtx3090", 24576 * MIB, 71e12, 936e9, 25e9},
+    {"rtx4090", 24564 * MIB, 165.2e12, 1008e9, 25e9},
+    {"l40s", 46068 * MIB, 362.05e12, 864e9, 25e9},
+    {"a100-40gb", 40960 * MIB, 312e12, 1555e9, 25e9},
+    {"a100-80gb", 81920 * MIB, 312e12, 2039e9, 25e9},
+    {"h100", 81559 * MIB, 989.4e12, 3350e9, 50e9},
+    {"h200", 143771 * MIB, 989.4e12, 4800e9, 50e9},
+};
+
+struct gpu_table {
+    struct gpu_spec *v;
+    size_t n, cap;
+};
+
+struct gpu_table *gpu_table_create(void)
+{
+    struct gpu_table *t = xcalloc(1, sizeof *t);
+    ts_grow((void **)&t->v, &t->cap, TS_ARRAY_LEN(builtin_gpus), sizeof *t->v);
+    memcpy(t->v, builtin_gpus, sizeof builtin_gpus);
+    t->n = TS_ARRAY_LEN(builtin_gpus);
+    return t;
+}
+
+void gpu_table_destroy(struct gpu_table *t)
+{
+    if (!t)
+        return;
+    free(t->v);
+    free(t);
+}
+
+int gpu_table_count(const struct gpu_table *t) { return (int)t->n; }
+
+const struct gpu_spec *gpu_table_get(const struct gpu_table *t, int i)
+{
+    TS_ASSERT(i >= 0 && (size_t)i < t->n);
+    return &t->v[i];
+}
+
+static struct gpu_spec *find(const struct gpu_table *t, const char *name)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (ts_name_eq(t->v[i].name, name))
+            return &t->v[i];
+    return NULL;
+}
+
+static int get_pos(const char *path, const char *gpu, json_t *o, const char *key, double scale,
+                   double *out, struct ts_err *err)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v)
+        return 0;
+    if (!json_is_number(v) || json_number_value(v) <= 0)
+        return ts_fail(err, "%s: %s.%s: must be a positive number", path, gpu, key);
+    *out = json_number_value(v) * scale;
+    return 0;
+}
+
+int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t len,
+              struct ts_err *err)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    if (!root)
+        return ts_fail(err, "%s:%d: %s", path, jerr.line, jerr.text);
+    int rc = -1;
+    if (!json_is_object(root)) {
+        ts_fail(err, "%s: top level must be an object of GPU names", path);
+        goto done;
+    }
+    const char *key;
+    json_t *o;
+    json_object_foreach(root, key, o) {
+        if (!json_is_object(o)) {
+            ts_fail(err, "%s: %s: must be an object", path, key);
+            goto done;
+        }
+        if (strlen(key) == 0 || strlen(key) >= sizeof t->v[0].name) {
+            ts_fail(err, "%s: GPU name '%s' is empty or longer than 31 characters", path, key);
+            goto done;
+        }
+        struct gpu_spec g, *old = find(t, key);
+        if (old)
+            g = *old;
+        else {
+            memset(&g, 0, sizeof g);
+            snprintf(g.name, sizeof g.name, "%s", key);
+        }
+        double mem = (double)g.mem_bytes;
+        if (get_pos(path, key, o, "mem_gib", TS_GIB, &mem, err) ||
+            get_pos(path, key, o, "bf16_tflops", 1e12, &g.bf16_flops, err) ||
+            get_pos(path, key, o, "mem_bw_gbs", 1e9, &g.mem_bw, err) ||
+            get_pos(path, key, o, "host_bw_gbs", 1e9, &g.host_bw, err))
+            goto done;
+        g.mem_bytes = (int64_t)mem;
+        if (g.host_bw == 0)
+            g.host_bw = 25e9;
+        if (g.mem_bytes <= 0 || g.bf16_flops <= 0 || g.mem_bw <= 0) {
+            ts_fail(err, "%s: %s: a new GPU needs mem_gib, bf16_tflops and mem_bw_gbs", path, key);
+            goto done;
+        }
+        if (old)
+            *old = g;
+        else {
+            ts_grow((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v);
+            t->v[t->n++] = g;
+        }
+    }
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
+
+int gpu_load_file(struct gpu_table *t, const char *path, struct ts_err *err)
+{
+    char *text;
+    size_t len;
+    if (ts_read_file(path, &text, &len, err))
+        return -1;
+    int rc = gpu_parse(t, path, text, len, err);
+    free(text);
+    return rc;
+}
+
+int gpu_lookup(const struct gpu_table *t, const char *name, struct gpu_spec *out,
+               struct ts_err *err)
+{
+    const struct gpu_spec *g = find(t, name);
+    if (g) {
+        *out = *g;
+        return 0;
+    }
+    char list[512];
+    size_t off = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < t->n && off < sizeof list; i++)
+        off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", i ? ", " : "", t->v[i].name);
+    return ts_fail(err, "unknown GPU '%s' (known: %s; add one with --gpu-file)", name, list);
+}

@@ -1,0 +1,36 @@
+/*
+ * gpu.h: GPU datasheet figures: memory, dense bf16 tensor FLOP/s (fp32 accumulate), memory
+ * bandwidth and the host link. Built-in entries can be overridden, and new ones added, from a JSON
+ * file (gpu_load_file), e.g. with the figures a calibration measured.
+ */
+#ifndef TESSERA_GPU_H
+#define TESSERA_GPU_H
+
+#include <stdint.h>
+
+#include "util.h"
+
+struct gpu_spec {
+    char name[32];
+    int64_t mem_bytes;     /* device memory as the driver reports it */
+    double bf16_flops;     /* dense bf16 tensor FLOP/s with fp32 accumulation */
+    double mem_bw;         /* bytes/s */
+    double host_bw;        /* bytes/s over the host link (PCIe), for swapping */
+};
+
+struct gpu_table;
+
+/* Returns a table holding the built-in GPUs. Caller frees with gpu_table_destroy(). */
+struct gpu_table *gpu_table_create(void);
+void gpu_table_destroy(struct gpu_table *t);
+/* Merges {"GPU-NAME": {"mem_gib":..,"bf16_tflops":..,"mem_bw_gbs":..,"host_bw_gbs":..}, ...} into
+ * the table: known names are overridden field by field, unknown names are added. */
+int gpu_load_file(struct gpu_table *t, const char *path, struct ts_err *err);
+int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t len,
+              struct ts_err *err);
+int gpu_lookup(const struct gpu_table *t, const char *name, struct gpu_spec *out,
+               struct ts_err *err);
+int gpu_table_count(const struct gpu_table *t);
+const struct gpu_spec *gpu_table_get(const struct gpu_table *t, int i);
+
+#endif

@@ -1,0 +1,50 @@
+/* main.c: `tessera <command> ...`, dispatch to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#ifndef TS_VERSION
+#define TS_VERSION "unknown"
+#endif
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "tessera %s: a simulator for serving diffusion LLMs\n"
+            "\n"
+            "usage: tessera <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  sim      replay a trace through a policy, scheduler and cost model; print a summary\n"
+            "  trace    info FILE | gen ... | fit FILE: inspect, generate and fit traces\n"
+            "  list     models | gpus | policies | schedulers | systems | impls | decode\n"
+            "\n"
+            "Every command takes --help. `tessera sim` alone runs the default scenario.\n",
+            TS_VERSION);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "sim") == 0)
+        return cli_sim(argc - 1, argv + 1);
+    if (strcmp(cmd, "trace") == 0)
+        return cli_trace(argc - 1, argv + 1);
+    if (strcmp(cmd, "list") == 0)
+        return cli_list(argc - 1, argv + 1);
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("tessera %s\n", TS_VERSION);
+        return 0;
+    }
+    fprintf(stderr, "tessera: unknown command '%s' (commands: sim, trace, list)\n", cmd);
+    return EXIT_USAGE;
+}

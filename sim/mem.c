@@ -1,0 +1,67 @@
+/*
+ * mem.c: activation peak from the op sequence of one forward.
+ *
+ * Per layer (T packed tokens, bf16 activations, a = 2 bytes):
+ *   attention block: x [T,h] is alive throughout; norm [T,h] -> qkv [T,qd+2kvd] -> attn [T,qd]
+ *                    -> o [T,h]; the peak is the largest of {x+norm+qkv, x+qkv+attn, x+attn+o}
+ *   FFN block (c chunks of T/c tokens, the norm output alive across chunks):
+ *                    {x+norm+gu, x+norm+gu+act, x+norm+act+down} with gu [T/c,2F], act [T/c,F],
+ *                    down [T/c,h]; an MoE layer routes k copies of each token to width-Fe experts
+ *                    (plus shared experts), holds fp32 router logits [T,E] and the combined
+ *                    output [T,h]
+ *   LM head:         norm [T,h] + gathered rows [R,h] + one chunk of logits [Rc,V] in bf16 plus the
+ *                    softmax copy [Rc,V] of the baseline, if any
+ * Attention scores are never materialised (flash-style kernels, also PyTorch's SDPA).
+ */
+#include "mem.h"
+
+static int64_t max3(int64_t a, int64_t b, int64_t c) { return TS_MAX(a, TS_MAX(b, c)); }
+
+static int64_t ffn_peak(int64_t T, int64_t h, int64_t width, int64_t chunks)
+{
+    int64_t a = 2, Tc = (T + chunks - 1) / chunks;
+    int64_t x = T * h * a, norm = T * h * a;
+    int64_t gu = Tc * 2 * width * a, act = Tc * width * a, down = Tc * h * a;
+    return max3(x + norm + gu, x + norm + gu + act, x + norm + act + down);
+}
+
+int64_t mem_logits_bytes(const struct model_cfg *m, int64_t logit_rows, const struct act_knobs *k)
+{
+    int64_t rows = logit_rows;
+    if (k->logit_chunk_rows > 0 && rows > k->logit_chunk_rows)
+        rows = k->logit_chunk_rows;
+    return rows * (int64_t)m->vocab * (2 + k->softmax_copy_bytes);
+}
+
+int64_t mem_act_peak(const struct model_cfg *m, int64_t T, int64_t R, const struct act_knobs *k)
+{
+    if (T <= 0)
+        return 0;
+    int64_t a = 2, h = m->hidden, qd = model_q_dim(m), kvd = model_kv_dim(m);
+    int64_t chunks = k->ffn_chunks > 0 ? k->ffn_chunks : 1;
+    int64_t x = T * h * a, norm = T * h * a;
+    int64_t qkv = T * (qd + 2 * kvd) * a, attn = T * qd * a, o = T * h * a;
+    int64_t peak = max3(x + norm + qkv, x + qkv + attn, x + attn + o);
+
+    if (m->num_layers - model_num_moe_layers(m) > 0)
+        peak = TS_MAX(peak, ffn_peak(T, h, m->ffn, chunks));
+    if (model_num_moe_layers(m) > 0) {
+        /* routed: k gathered copies of each token, chunked like the dense FFN */
+        int64_t Tk = (T * m->experts_top_k + chunks - 1) / chunks, Fe = m->moe_ffn;
+        int64_t gin = Tk * h * a, gu = Tk * 2 * Fe * a, act = Tk * Fe * a, out = Tk * h * a;
+        int64_t routed = max3(gin + gu, gin + gu + act, act + out);
+        int64_t Tc = (T + chunks - 1) / chunks, S = Fe * (int64_t)m->num_shared_experts;
+        int64_t shared = S ? max3(Tc * 2 * S * a, Tc * 3 * S * a, Tc * (S + h) * a) : 0;
+        int64_t router = T * m->num_experts * 4, combined = T * h * a;
+        peak = TS_MAX(peak, x + norm + router + combined + TS_MAX(routed, shared));
+    }
+    int64_t head = norm + R * h * a + mem_logits_bytes(m, R, k);
+    return TS_MAX(peak, head);
+}
+
+int64_t mem_act_peak_step(const struct model_cfg *m, const struct step_desc *sd,
+                          int32_t softmax_copy_bytes)
+{
+    struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, softmax_copy_bytes};
+    return mem_act_peak(m, sd->tot.q_tokens, sd->tot.logit_rows, &k);
+}

@@ -1,0 +1,292 @@
+/*
+ * model.c: the built-in model table and the Hugging Face config.json loader.
+ *
+ * Values are those of the published config.json of each checkpoint:
+ *   llada-8b        GSAI-ML/LLaDA-8B-Instruct        (d_model, n_layers, n_heads, mlp_hidden_size, ...)
+ *   dream-7b        Dream-org/Dream-v0-Instruct-7B   (Qwen2.5-7B shapes, QKV bias)
+ *   sdar-8b         JetLM/SDAR-8B-Chat               (Qwen3-8B shapes, block diffusion)
+ *   llada-moe-7b    inclusionAI/LLaDA-MoE-7B-A1B-Instruct (64 experts, top-8, every layer MoE)
+ *   llada2.0-mini   inclusionAI/LLaDA2.0-mini        (256 experts, top-8, 1 shared, layer 0 dense)
+ */
+#include "model.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct model_cfg builtin_models[] = {
+    {.name = "llada-8b", .num_layers = 32, .hidden = 4096, .num_heads = 32, .num_kv_heads = 32,
+     .head_dim = 128, .ffn = 12288, .vocab = 126464, .max_pos = 4096, .rope_theta = 500000.0,
+     .weight_bytes = 2, .kv_bytes = 2},
+    {.name = "dream-7b", .num_layers = 28, .hidden = 3584, .num_heads = 28, .num_kv_heads = 4,
+     .head_dim = 128, .ffn = 18944, .vocab = 152064, .max_pos = 131072, .rope_theta = 1000000.0,
+     .qkv_bias = true, .weight_bytes = 2, .kv_bytes = 2},
+    {.name = "sdar-8b", .num_layers = 36, .hidden = 4096, .num_heads = 32, .num_kv_heads = 8,
+     .head_dim = 128, .ffn = 12288, .vocab = 151936, .max_pos = 32768, .rope_theta = 1000000.0,
+     .block_causal = true, .weight_bytes = 2, .kv_bytes = 2},
+    {.name = "llada-moe-7b", .num_layers = 16, .hidden = 2048, .num_heads = 16, .num_kv_heads = 16,
+     .head_dim = 128, .ffn = 0, .vocab = 157184, .max_pos = 8192, .rope_theta = 50000.0,
+     .num_experts = 64, .experts_top_k = 8, .moe_ffn = 1024, .weight_bytes = 2, .kv_bytes = 2},
+    {.name = "llada2.0-mini", .num_layers = 20, .hidden = 2048, .num_heads = 16, .num_kv_heads = 4,
+     .head_dim = 128, .ffn = 5120, .vocab = 157184, .max_pos = 32768, .rope_theta = 600000.0,
+     .block_causal = true, .num_experts = 256, .experts_top_k = 8, .moe_ffn = 512,
+     .num_shared_experts = 1, .first_dense_layers = 1, .weight_bytes = 2, .kv_bytes = 2},
+};
+
+int model_num_builtin(void) { return (int)TS_ARRAY_LEN(builtin_models); }
+
+const struct model_cfg *model_builtin(int i)
+{
+    TS_ASSERT(i >= 0 && i < model_num_builtin());
+    return &builtin_models[i];
+}
+
+const struct model_cfg *model_find(const char *name)
+{
+    for (size_t i = 0; i < TS_ARRAY_LEN(builtin_models); i++)
+        if (ts_name_eq(builtin_models[i].name, name))
+            return &builtin_models[i];
+    return NULL;
+}
+
+void model_list(char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < TS_ARRAY_LEN(builtin_models) && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", builtin_models[i].name);
+}
+
+int model_validate(const struct model_cfg *m, struct ts_err *err)
+{
+    if (m->num_layers <= 0 || m->hidden <= 0 || m->num_heads <= 0 || m->num_kv_heads <= 0 ||
+        m->head_dim <= 0 || m->vocab <= 0 || m->max_pos <= 0)
+        return ts_fail(err, "model %s: layers, hidden, heads, kv heads, head dim, vocab and "
+                            "max positions must all be positive", m->name);
+    if (m->num_heads % m->num_kv_heads)
+        return ts_fail(err, "model %s: num_heads %d is not a multiple of num_kv_heads %d", m->name,
+                       m->num_heads, m->num_kv_heads);
+    if (m->num_experts < 0 || (m->num_experts > 0 && (m->experts_top_k <= 0 ||
+                                                      m->experts_top_k > m->num_experts ||
+                                                      m->moe_ffn <= 0)))
+        return ts_fail(err, "model %s: MoE needs 0 < experts_top_k <= num_experts and moe_ffn > 0",
+                       m->name);
+    if (m->first_dense_layers < 0 || m->first_dense_layers > m->num_layers)
+        return ts_fail(err, "model %s: first_dense_layers out of range", m->name);
+    if (m->num_experts == 0 && m->ffn <= 0)
+        return ts_fail(err, "model %s: a dense model needs ffn (intermediate_size) > 0", m->name);
+    if (m->num_experts > 0 && m->first_dense_layers > 0 && m->ffn <= 0)
+        return ts_fail(err, "model %s: dense leading layers need ffn (intermediate_size) > 0",
+                       m->name);
+    if (m->weight_bytes <= 0 || m->kv_bytes <= 0)
+        return ts_fail(err, "model %s: weight_bytes and kv_bytes must be positive", m->name);
+    return 0;
+}
+
+/* --- Hugging Face config.json ------------------------------------------------------------- */
+
+/* Reads the first present key of `keys` as a non-negative integer. Returns 1 if found, 0 if
+ * absent, -1 on a bad value (message in err). */
+static int json_get_int(const char *path, json_t *root, const char *const *keys, int *out,
+                        struct ts_err *err)
+{
+    for (; *keys; keys++) {
+        json_t *v = json_object_get(root, *keys);
+        if (!v || json_is_null(v))
+            continue;
+        double d;
+        if (json_is_integer(v))
+            d = (double)json_integer_value(v);
+        else if (json_is_real(v))
+            d = json_real_value(v);
+        else
+            return ts_fail(err, "%s: %s: not a number", path, *keys);
+        if (d < 0 || d > 1e9 || d != (double)(int)d)
+            return ts_fail(err, "%s: %s: not a non-negative integer (%g)", path, *keys, d);
+        *out = (int)d;
+        return 1;
+    }
+    return 0;
+}
+
+static int json_get_bool(json_t *root, const char *const *keys, bool *out)
+{
+    for (; *keys; keys++) {
+        json_t *v = json_object_get(root, *keys);
+        if (v && json_is_boolean(v)) {
+            *out = json_is_true(v);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+#define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static int need_int(const char *path, json_t *root, const char *const *keys, int *out,
+                    struct ts_err *err)
+{
+    int r = json_get_int(path, root, keys, out, err);
+    if (r < 0)
+        return -1;
+    if (r == 0)
+        return ts_fail(err, "%s: %s: missing (a required model field)", path, keys[0]);
+    return 0;
+}
+
+int model_parse_hf(const char *path, const char *text, size_t len, struct model_cfg *out,
+                   struct ts_err *err)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    if (!root)
+        return ts_fail(err, "%s:%d: %s", path, jerr.line, jerr.text);
+    int rc = -1;
+    struct model_cfg m;
+    memset(&m, 0, sizeof m);
+    m.weight_bytes = m.kv_bytes = 2;
+    m.rope_theta = 10000.0;
+    if (!json_is_object(root)) {
+        ts_fail(err, "%s: top level is not a JSON object", path);
+        goto done;
+    }
+    const char *base = strrchr(path, '/');
+    snprintf(m.name, sizeof m.name, "%s", base ? base + 1 : path);
+    json_t *mt = json_object_get(root, "model_type");
+    if (json_is_string(mt))
+        snprintf(m.name, sizeof m.name, "%s(%s)", json_string_value(mt), base ? base + 1 : path);
+
+    if (need_int(path, root, KEYS("num_hidden_layers", "n_layers"), &m.num_layers, err) ||
+        need_int(path, root, KEYS("hidden_size", "d_model"), &m.hidden, err) ||
+        need_int(path, root, KEYS("num_attention_heads", "n_heads"), &m.num_heads, err) ||
+        need_int(path, root, KEYS("vocab_size", "embedding_size"), &m.vocab, err))
+        goto done;
+    int r;
+    if ((r = json_get_int(path, root, KEYS("num_key_value_heads", "n_kv_heads"), &m.num_kv_heads,
+                          err)) < 0)
+        goto done;
+    if (r == 0 || m.num_kv_heads == 0)
+        m.num_kv_heads = m.num_heads;
+    if ((r = json_get_int(path, root, KEYS("head_dim"), &m.head_dim, err)) < 0)
+        goto done;
+    if (r == 0 && m.num_heads > 0)
+        m.head_dim = m.hidden / m.num_heads;
+    if (json_get_int(path, root, KEYS("intermediate_size", "mlp_hidden_size"), &m.ffn, err) < 0 ||
+        json_get_int(path, root, KEYS("max_position_embeddings", "max_sequence_length"), &m.max_pos,
+                     err) < 0 ||
+        json_get_int(path, root, KEYS("num_experts", "moe_num_experts", "n_routed_experts"),
+                     &m.num_experts, err) < 0 ||
+        json_get_int(path, root, KEYS("num_experts_per_tok", "moe_top_k"), &m.experts_top_k, err) <
+            0 ||
+        json_get_int(path, root, KEYS("moe_intermediate_size", "expert_intermediate_size"),
+                     &m.moe_ffn, err) < 0 ||
+        json_get_int(path, root, KEYS("num_shared_experts", "n_shared_experts"),
+                     &m.num_shared_experts, err) < 0 ||
+        json_get_int(path, root, KEYS("first_k_dense_replace"), &m.first_dense_layers, err) < 0)
+        goto done;
+    if (m.max_pos == 0)
+        m.max_pos = 4096;
+    json_t *theta = json_object_get(root, "rope_theta");
+    if (json_is_number(theta))
+        m.rope_theta = json_number_value(theta);
+    json_get_bool(root, KEYS("attention_bias", "use_qkv_bias", "include_qkv_bias", "include_bias"),
+                  &m.qkv_bias);
+    /* Qwen2-family configs (Dream) carry QKV bias without saying so. */
+    if (json_is_string(mt) && (strcmp(json_string_value(mt), "qwen2") == 0 ||
+                               strcmp(json_string_value(mt), "Dream") == 0))
+        m.qkv_bias = true;
+    if (json_is_string(mt) && (strstr(json_string_value(mt), "sdar") ||
+                               strstr(json_string_value(mt), "llada2")))
+        m.block_causal = true;
+    if (m.num_experts > 0 && m.moe_ffn == 0)
+        m.moe_ffn = m.ffn;
+    if (model_validate(&m, err))
+        goto done;
+    *out = m;
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
+
+int model_load_hf(const char *path, struct model_cfg *out, struct ts_err *err)
+{
+    char *text;
+    size_t len;
+    if (ts_read_file(path, &text, &len, err))
+        return -1;
+    int rc = model_parse_hf(path, text, len, out, err);
+    free(text);
+    return rc;
+}
+
+int model_resolve(const char *name_or_path, struct model_cfg *out, struct ts_err *err)
+{
+    const struct model_cfg *m = model_find(name_or_path);
+    if (m) {
+        *out = *m;
+        return 0;
+    }
+    if (strchr(name_or_path, '/') || strstr(name_or_path, ".json"))
+        return model_load_hf(name_or_path, out, err);
+    char list[512];
+    model_list(list, sizeof list);
+    return ts_fail(err, "unknown model '%s' (built in: %s; or give a path to config.json)",
+                   name_or_path, list);
+}
+
+/* --- derived sizes ---------------------------------------------------------------------- */
+
+int model_q_dim(const struct model_cfg *m) { return m->num_heads * m->head_dim; }
+int model_kv_dim(const struct model_cfg *m) { return m->num_kv_heads * m->head_dim; }
+
+bool model_is_moe_layer(const struct model_cfg *m, int layer)
+{
+    return m->num_experts > 0 && layer >= m->first_dense_layers;
+}
+
+int model_num_moe_layers(const struct model_cfg *m)
+{
+    return m->num_experts > 0 ? m->num_layers - m->first_dense_layers : 0;
+}
+
+static int64_t attn_params(const struct model_cfg *m)
+{
+    int64_t h = m->hidden, qd = model_q_dim(m), kvd = model_kv_dim(m);
+    int64_t p = h * (qd + 2 * kvd) + qd * h;
+    if (m->qkv_bias)
+        p += qd + 2 * kvd;
+    return p + 2 * h; /* two RMSNorm weights */
+}
+
+static int64_t ffn_params(int64_t hidden, int64_t width) { return 3 * hidden * width; }
+
+int64_t model_params(const struct model_cfg *m)
+{
+    int64_t h = m->hidden, p = 2 * (int64_t)m->vocab * h + h; /* embedding, LM head, final norm */
+    int moe = model_num_moe_layers(m), dense = m->num_layers - moe;
+    p += (int64_t)m->num_layers * attn_params(m);
+    p += (int64_t)dense * ffn_params(h, m->ffn);
+    p += (int64_t)moe * ((int64_t)(m->num_experts + m->num_shared_experts) *
+                             ffn_params(h, m->moe_ffn) + h * m->num_experts);
+    return p;
+}
+
+int64_t model_active_params(const struct model_cfg *m)
+{
+    int64_t h = m->hidden, p = 2 * (int64_t)m->vocab * h + h;
+    int moe = model_num_moe_layers(m), dense = m->num_layers - moe;
+    p += (int64_t)m->num_layers * attn_params(m);
+    p += (int64_t)dense * ffn_params(h, m->ffn);
+    p += (int64_t)moe * ((int64_t)(m->experts_top_k + m->num_shared_experts) *
+                             ffn_params(h, m->moe_ffn) + h * m->num_experts);
+    return p;
+}
+
+int64_t model_weight_bytes(const struct model_cfg *m) { return model_params(m) * m->weight_bytes; }
+
+int64_t model_kv_bytes_per_token(const struct model_cfg *m)
+{
+    return 2LL * m->num_layers * model_kv_dim(m) * m->kv_bytes;
+}

@@ -1,0 +1,64 @@
+/*
+ * model.h: model shapes. A model is the handful of numbers from its Hugging Face config.json that
+ * decide FLOPs, bytes and memory: layers, hidden size, heads, KV heads, head dim, FFN width,
+ * experts, vocabulary, maximum positions. Built-in models carry the values of their published
+ * config.json files; model_load_hf() reads any other config.json.
+ */
+#ifndef TESSERA_MODEL_H
+#define TESSERA_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util.h"
+
+struct model_cfg {
+    char name[64];
+    int num_layers;
+    int hidden;         /* d_model */
+    int num_heads;      /* query heads */
+    int num_kv_heads;   /* K/V heads (GQA when < num_heads) */
+    int head_dim;
+    int ffn;            /* dense FFN width (intermediate_size); 0 when every layer is MoE */
+    int vocab;
+    int max_pos;        /* longest sequence (max_position_embeddings) */
+    double rope_theta;
+    bool qkv_bias;
+    bool block_causal;  /* trained for block diffusion (SDAR, LLaDA2.0) */
+    /* MoE; num_experts == 0 means dense */
+    int num_experts;
+    int experts_top_k;
+    int moe_ffn;             /* width of one expert */
+    int num_shared_experts;  /* always-on experts of width moe_ffn */
+    int first_dense_layers;  /* leading layers that stay dense (first_k_dense_replace) */
+    int weight_bytes;        /* bytes per parameter: 2 for bf16 */
+    int kv_bytes;            /* bytes per cached K or V element: 2 for bf16 */
+};
+
+/* Finds a built-in model by name (case-insensitive). Returns NULL if unknown. */
+const struct model_cfg *model_find(const char *name);
+/* Writes the comma-separated list of built-in names into buf. */
+void model_list(char *buf, size_t len);
+/* Resolves NAME or a path to config.json into *out. */
+int model_resolve(const char *name_or_path, struct model_cfg *out, struct ts_err *err);
+/* Loads a Hugging Face config.json (LLaDA, Dream/Qwen2, SDAR/Qwen3, LLaDA-MoE, LLaDA2 keys). */
+int model_load_hf(const char *path, struct model_cfg *out, struct ts_err *err);
+/* Parses config.json text; `path` is used only in messages. */
+int model_parse_hf(const char *path, const char *text, size_t len, struct model_cfg *out,
+                   struct ts_err *err);
+int model_validate(const struct model_cfg *m, struct ts_err *err);
+
+int model_num_builtin(void);
+const struct model_cfg *model_builtin(int i);
+
+bool model_is_moe_layer(const struct model_cfg *m, int layer);
+int model_num_moe_layers(const struct model_cfg *m);
+int64_t model_params(const struct model_cfg *m);
+int64_t model_active_params(const struct model_cfg *m);
+int64_t model_weight_bytes(const struct model_cfg *m);
+/* K+V bytes one token occupies across all layers. */
+int64_t model_kv_bytes_per_token(const struct model_cfg *m);
+int model_q_dim(const struct model_cfg *m);  /* num_heads * head_dim */
+int model_kv_dim(const struct model_cfg *m); /* num_kv_heads * head_dim */
+
+#endif

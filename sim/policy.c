@@ -1,0 +1,81 @@
+/* policy.c: the policy table and the block progress shared by every policy. */
+#include "policy.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct policy_ops *const policies[] = {
+    &policy_vanilla,
+    &policy_prefix,
+    &policy_dual,
+    &policy_block,
+};
+
+const struct policy_ops *policy_find(const char *name)
+{
+    for (size_t i = 0; i < TS_ARRAY_LEN(policies); i++)
+        if (ts_name_eq(policies[i]->name, name))
+            return policies[i];
+    return NULL;
+}
+
+const struct policy_ops *policy_get(int i)
+{
+    return i >= 0 && (size_t)i < TS_ARRAY_LEN(policies) ? policies[i] : NULL;
+}
+
+void policy_list(char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < TS_ARRAY_LEN(policies) && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", policies[i]->name);
+}
+
+int policy_resolve(const char *name, const struct policy_ops **out, struct ts_err *err)
+{
+    *out = policy_find(name);
+    if (*out)
+        return 0;
+    char list[256];
+    policy_list(list, sizeof list);
+    return ts_fail(err, "unknown policy '%s' (known: %s)", name, list);
+}
+
+void policy_req_init(struct request *r, const struct policy_cfg *pc)
+{
+    TS_ASSERT(pc->block_size > 0 && r->G > 0 && r->P >= 0 && r->C >= 0 && r->C <= r->G);
+    r->Bs = pc->block_size;
+    r->L = r->P + r->G;
+    r->num_blocks = (r->G + r->Bs - 1) / r->Bs;
+    r->last_block = r->num_blocks - 1;
+    if (pc->early_stop) {
+        int32_t eos_block = r->C / r->Bs; /* the block holding the first EOS position */
+        if (eos_block < r->last_block)
+            r->last_block = eos_block;
+    }
+    r->cur_block = r->decoded_in_block = r->decoded_total = 0;
+    r->steps_in_block = r->steps = 0;
+    memset(r->pstate, 0, sizeof r->pstate);
+    r->need_refresh = false;
+}
+
+bool policy_advance(const struct policy_ops *po, struct request *r, const struct policy_cfg *pc,
+                    const struct segment *seg)
+{
+    TS_ASSERT(seg->decoded <= req_masked_in_block(r));
+    r->decoded_in_block += seg->decoded;
+    r->decoded_total += seg->decoded;
+    r->steps++;
+    r->steps_in_block++;
+    r->need_refresh = false;
+    bool block_done = r->decoded_in_block == req_block_len(r, r->cur_block);
+    bool finished = block_done && r->cur_block == r->last_block;
+    if (block_done && !finished) {
+        r->cur_block++;
+        r->decoded_in_block = 0;
+        r->steps_in_block = 0;
+    }
+    po->advance(r, pc, seg, block_done);
+    return finished;
+}

@@ -1,0 +1,67 @@
+/*
+ * policy.h: denoising/caching policies (SPEC section 2). A policy is a small state machine per
+ * request: emit() gives the exact shape of the request's next step, advance() moves its phase
+ * state after the step, and kv_tokens()/kv_peak_tokens() say how much KV cache it holds.
+ * Block progress (decoded tokens, block index) is advanced by policy_advance() for every policy.
+ *
+ * Adding a policy: one new file policy_NAME.c defining a `const struct policy_ops`, one line in
+ * the table of policy.c.
+ */
+#ifndef TESSERA_POLICY_H
+#define TESSERA_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "request.h"
+#include "step_desc.h"
+#include "util.h"
+
+struct policy_cfg {
+    int32_t block_size;       /* Bs */
+    int32_t refresh_interval; /* dual: also refresh every K steps inside a block; 0 = block start only */
+    bool mask_only;           /* logit rows are only the masked rows among the queries */
+    bool early_stop;          /* finish once the content and one EOS block are decoded */
+};
+
+struct policy_ops {
+    const char *name;
+    const char *help;
+    /* Fills *seg with the next step's shape for r (everything but `decoded`). */
+    void (*emit)(const struct request *r, const struct policy_cfg *pc, struct segment *seg);
+    /* Updates the policy state after a step with shape *seg; `block_done` says the step finished
+     * the block r->cur_block had when the step was emitted (r->cur_block is already advanced). */
+    void (*advance)(struct request *r, const struct policy_cfg *pc, const struct segment *seg,
+                    bool block_done);
+    /* K/V tokens the request must hold for its next step. */
+    int64_t (*kv_tokens)(const struct request *r, const struct policy_cfg *pc);
+    /* The most K/V tokens it holds at any point of its life. */
+    int64_t (*kv_peak_tokens)(const struct request *r, const struct policy_cfg *pc);
+    /* The largest q any step of this request can have (admission control uses it). */
+    int32_t (*peak_q)(const struct request *r, const struct policy_cfg *pc);
+};
+
+const struct policy_ops *policy_find(const char *name);
+/* The i-th policy of the table, NULL past the end. */
+const struct policy_ops *policy_get(int i);
+void policy_list(char *buf, size_t len);
+int policy_resolve(const char *name, const struct policy_ops **out, struct ts_err *err);
+
+/* Sets up r's shape-derived fields for the policy config (num_blocks, last_block, progress). */
+void policy_req_init(struct request *r, const struct policy_cfg *pc);
+/* Applies a finished step: advances the block progress and the policy state. Returns true when
+ * the request is finished. */
+bool policy_advance(const struct policy_ops *po, struct request *r, const struct policy_cfg *pc,
+                    const struct segment *seg);
+/* The logit rows of a segment of q rows containing `masked` masked rows. */
+static inline int32_t policy_logit_rows(const struct policy_cfg *pc, int32_t q, int32_t masked)
+{
+    return pc->mask_only ? (masked < q ? masked : q) : q;
+}
+
+extern const struct policy_ops policy_vanilla;
+extern const struct policy_ops policy_prefix;
+extern const struct policy_ops policy_dual;
+extern const struct policy_ops policy_block;
+
+#endif

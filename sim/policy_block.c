@@ -1,0 +1,78 @@
+/* policy_block.c: block diffusion with an exact prefix cache (SDAR, LLaDA2.0, Fast-dLLM v2,
+ * LMDeploy). PREFILL once: q = P, kv_write = P, nothing decoded. Each step of block b runs the
+ * block over the cached prefix: q = Bs, kv = P + b*Bs. The finished block's K/V is written by a
+ * commit forward fused into the next block's first step: q = 2*Bs, kv = P + (b-1)*Bs,
+ * kv_write = Bs. After a preemption by recompute the prefill covers the prompt and every finished
+ * block. pstate[0]: prefilled; pstate[1]: a finished block waits for its commit. */
+#include "policy.h"
+
+static void block_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
+{
+    int32_t bl = req_block_len(r, r->cur_block);
+    int32_t cached = r->P + r->cur_block * r->Bs;
+    if (!r->pstate[0] || r->need_refresh) {
+        s->phase = PHASE_PREFILL;
+        s->q = cached;
+        s->kv = 0;
+        s->kv_write = cached;
+        s->logit_rows = 0;
+        return;
+    }
+    s->phase = PHASE_BLOCK;
+    if (r->pstate[1]) { /* fused commit of block b-1 */
+        s->q = r->Bs + bl;
+        s->kv = cached - r->Bs;
+        s->kv_write = r->Bs;
+    } else {
+        s->q = bl;
+        s->kv = cached;
+        s->kv_write = 0;
+    }
+    s->logit_rows = policy_logit_rows(pc, bl, req_masked_in_block(r));
+}
+
+static void block_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s,
+                          bool block_done)
+{
+    (void)pc;
+    if (s->phase == PHASE_PREFILL) {
+        r->pstate[0] = 1;
+        r->pstate[1] = 0;
+        return;
+    }
+    if (r->pstate[1])
+        r->pstate[1] = 0;
+    if (block_done)
+        r->pstate[1] = 1;
+}
+
+static int64_t block_kv(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)pc;
+    return r->P + (int64_t)r->cur_block * r->Bs;
+}
+
+static int64_t block_kv_peak(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)pc;
+    return r->P + (int64_t)r->last_block * r->Bs;
+}
+
+static int32_t block_peak_q(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)pc;
+    int32_t commit = r->last_block > 0 ? 2 * r->Bs : r->Bs;
+    int32_t prefill = r->P + r->last_block * r->Bs; /* a prefill after recompute */
+    return prefill > commit ? prefill : commit;
+}
+
+const struct policy_ops policy_block = {
+    .name = "block",
+    .help = "block diffusion: PREFILL once, then q = Bs per step over the cached prefix, the "
+            "finished block committed in the next block's first step (q = 2*Bs)",
+    .emit = block_emit,
+    .advance = block_advance,
+    .kv_tokens = block_kv,
+    .kv_peak_tokens = block_kv_peak,
+    .peak_q = block_peak_q,
+};

@@ -1,0 +1,40 @@
+/* policy_vanilla.c: no cache (LLaDA, Mosaic). Every step runs the whole sequence:
+ * FULL q = L, kv = 0; logit rows = L, or the masked positions left with mask-only logits. */
+#include "policy.h"
+
+static void vanilla_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
+{
+    s->phase = PHASE_FULL;
+    s->q = r->L;
+    s->kv = 0;
+    s->kv_write = 0;
+    s->logit_rows = policy_logit_rows(pc, s->q, r->G - r->decoded_total);
+}
+
+static void vanilla_advance(struct request *r, const struct policy_cfg *pc,
+                            const struct segment *s, bool block_done)
+{
+    (void)r, (void)pc, (void)s, (void)block_done;
+}
+
+static int64_t vanilla_kv(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)r, (void)pc;
+    return 0;
+}
+
+static int32_t vanilla_peak_q(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)pc;
+    return r->L;
+}
+
+const struct policy_ops policy_vanilla = {
+    .name = "vanilla",
+    .help = "no cache: every step is a FULL forward over L = P + G tokens",
+    .emit = vanilla_emit,
+    .advance = vanilla_advance,
+    .kv_tokens = vanilla_kv,
+    .kv_peak_tokens = vanilla_kv,
+    .peak_q = vanilla_peak_q,
+};

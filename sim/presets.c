@@ -1,0 +1,52 @@
+/* presets.c: the --system table. */
+#include "presets.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct preset presets[] = {
+    {"fast-dllm", "Fast-dLLM dual cache, static batches, monolithic logits, PyTorch eager",
+     "dual", "static", "fixed:1", "torch-eager", 0, NULL},
+    {"dllm-serve", "dLLM-Serve: phase-multiplexed scheduler, logit decomposition (2048 rows), "
+                   "PyTorch runtime", "dual", "phase", "fixed:1", "torch-eager", 2048,
+     "its head-centric sparse KV cache arrives with the sparse policy (a later issue); until then "
+     "this preset runs the dense dual cache"},
+    {"lmdeploy", "LMDeploy-style block diffusion with request-level continuous batching, compiled "
+                 "engine", "block", "request", "fixed:1", "tessera", 0, NULL},
+};
+
+int preset_count(void) { return (int)TS_ARRAY_LEN(presets); }
+
+const struct preset *preset_get(int i)
+{
+    TS_ASSERT(i >= 0 && i < preset_count());
+    return &presets[i];
+}
+
+const struct preset *preset_find(const char *name)
+{
+    for (size_t i = 0; i < TS_ARRAY_LEN(presets); i++)
+        if (ts_name_eq(presets[i].name, name))
+            return &presets[i];
+    return NULL;
+}
+
+int preset_apply(const char *name, struct sim_config *c, struct ts_err *err)
+{
+    const struct preset *p = preset_find(name);
+    if (!p) {
+        char list[256];
+        size_t off = 0;
+        list[0] = '\0';
+        for (size_t i = 0; i < TS_ARRAY_LEN(presets); i++)
+            off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", i ? ", " : "", presets[i].name);
+        return ts_fail(err, "unknown system preset '%s' (known: %s)", name, list);
+    }
+    snprintf(c->system, sizeof c->system, "%s", p->name);
+    snprintf(c->policy, sizeof c->policy, "%s", p->policy);
+    snprintf(c->scheduler, sizeof c->scheduler, "%s", p->scheduler);
+    snprintf(c->decode, sizeof c->decode, "%s", p->decode);
+    snprintf(c->impl, sizeof c->impl, "%s", p->impl);
+    c->max_num_logits = p->max_num_logits;
+    return 0;
+}

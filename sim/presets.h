@@ -1,0 +1,24 @@
+/*
+ * presets.h: --system presets, a policy + scheduler + logit handling + decode model +
+ * implementation profile as a paper ran it. Applied before explicit options, which override them.
+ */
+#ifndef TESSERA_PRESETS_H
+#define TESSERA_PRESETS_H
+
+#include "config.h"
+#include "util.h"
+
+struct preset {
+    const char *name;
+    const char *help;
+    const char *policy, *scheduler, *decode, *impl;
+    int32_t max_num_logits; /* 0 = monolithic */
+    const char *note;       /* what is not modelled yet, or NULL */
+};
+
+const struct preset *preset_find(const char *name);
+int preset_apply(const char *name, struct sim_config *c, struct ts_err *err);
+int preset_count(void);
+const struct preset *preset_get(int i);
+
+#endif

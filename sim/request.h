@@ -1,0 +1,75 @@
+/*
+ * request.h: one request's life in the simulator: its shape (P, G, C), its denoising progress
+ * (block, decoded tokens, steps) and its scheduling record. Policies read and advance the progress
+ * fields; schedulers own the state and the timestamps.
+ */
+#ifndef TESSERA_REQUEST_H
+#define TESSERA_REQUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "step_desc.h"
+
+enum req_state { REQ_PENDING = 0, REQ_WAITING, REQ_RUNNING, REQ_FINISHED, REQ_REJECTED };
+
+struct request {
+    int32_t id;
+    int64_t arrival_ns;
+    int32_t P_orig, G_orig; /* the request as it arrived (P and G may be padded by a static batch) */
+    int32_t P;          /* prompt tokens */
+    int32_t G;          /* generation positions denoised */
+    int32_t C;          /* content tokens (<= G); the other positions become EOS */
+    int32_t L;          /* P + G */
+    int32_t Bs;         /* block size */
+    int32_t num_blocks; /* ceil(G / Bs) */
+    int32_t last_block; /* the block after which the request is done (early stop moves it) */
+
+    /* denoising progress */
+    int32_t cur_block;
+    int32_t decoded_in_block;
+    int32_t decoded_total;
+    int32_t steps_in_block;
+    int32_t steps;
+    int32_t pstate[4];  /* policy-private state, zeroed at admission */
+    bool need_refresh;  /* the cache was dropped (preemption by recompute) */
+    bool swapped;       /* its cache sits in host memory (preemption by swap) */
+    bool work_done;     /* every block it needs is decoded (a static batch may still hold it) */
+
+    /* scheduling record */
+    enum req_state state;
+    int64_t admitted_ns;     /* first admission; -1 before */
+    int64_t first_block_ns;  /* end of the step that finished block 0; -1 before */
+    int64_t finish_ns;       /* -1 before */
+    int32_t preemptions;
+    int64_t kv_tokens_held;  /* tokens of KV pool the request holds now */
+    int64_t act_reserved;    /* bytes of activation reserved for it (request scheduler) */
+    const char *reject_reason;
+    struct segment last_seg; /* shape of its previous step (static batches repeat it while waiting) */
+    gsl_rng *rng;            /* its own decode stream; NULL for deterministic decode models */
+};
+
+static inline int32_t req_block_len(const struct request *r, int32_t b)
+{
+    int32_t left = r->G - b * r->Bs;
+    return left < r->Bs ? left : r->Bs;
+}
+
+/* Masked positions left in the current block. */
+static inline int32_t req_masked_in_block(const struct request *r)
+{
+    return req_block_len(r, r->cur_block) - r->decoded_in_block;
+}
+
+/* Content (non-EOS) positions still masked in the current block, assuming content decodes first. */
+static inline int32_t req_content_left_in_block(const struct request *r)
+{
+    int32_t start = r->cur_block * r->Bs + r->decoded_in_block;
+    int32_t end = r->cur_block * r->Bs + req_block_len(r, r->cur_block);
+    int32_t c_end = r->C < end ? r->C : end;
+    return c_end > start ? c_end - start : 0;
+}
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * sched.h: schedulers (SPEC section 5). A scheduler sees the waiting queue, the running set, the
+ * memory manager (sim_kv_*) and the cost model through struct sim, and owns three decisions:
+ *   init     size its memory budgets (activation reservation, KV pool) before the run
+ *   reject   say why an arriving request can never run (NULL if it can)
+ *   build    pack the next step: admit, preempt, choose segments (the step may stay empty)
+ *   done     react to requests that finished in the step just applied (optional)
+ * Every scheduler keeps its invariants in every step (checked by sim.c and by the tests): the
+ * memory in use never exceeds the capacity and every admitted request finishes.
+ *
+ * Adding a scheduler: one new file sched_NAME.c with a `const struct sched_ops`, one line in the
+ * table of sched.c.
+ */
+#ifndef TESSERA_SCHED_H
+#define TESSERA_SCHED_H
+
+#include <stdbool.h>
+
+#include "util.h"
+
+struct sim;
+struct request;
+
+struct sched_ops {
+    const char *name;
+    const char *help;
+    bool finish_with_batch; /* requests finish together when the scheduler says (static) */
+    int (*init)(struct sim *s, struct ts_err *err);
+    const char *(*reject)(struct sim *s, const struct request *r);
+    void (*build)(struct sim *s);
+    void (*after_step)(struct sim *s);
+    void (*free)(struct sim *s);
+};
+
+const struct sched_ops *sched_find(const char *name);
+/* The i-th scheduler of the table, NULL past the end. */
+const struct sched_ops *sched_get(int i);
+void sched_list(char *buf, size_t len);
+int sched_resolve(const char *name, const struct sched_ops **out, struct ts_err *err);
+
+extern const struct sched_ops sched_static;
+extern const struct sched_ops sched_request;
+extern const struct sched_ops sched_phase;
+
+#endif

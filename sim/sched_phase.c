@@ -1,0 +1,100 @@
+/*
+ * sched_phase.c: dLLM-Serve's phase-multiplexed greedy FCFS scheduler (dLLM-Serve section 4.4).
+ *
+ * Memory: the activation budget is reserved once, as the peak of a forward of
+ * max_num_batched_tokens query tokens with its logits decomposed into max_num_logits rows (or
+ * monolithic when that is 0); the rest of the device after weights is the paged KV pool.
+ * Each step:
+ *   1. running requests, in admission order, contribute their current phase's q (Refresh: L,
+ *      Reuse: Bs) while the step's query tokens stay within max_num_batched_tokens; one that does
+ *      not fit waits for a later step. A request whose cache must grow and cannot preempts the
+ *      most recently admitted requests (recompute by default, or swap).
+ *   2. unless a running request had to wait, queued requests are admitted in FCFS order (starting
+ *      in Refresh) while the budget and the KV pool allow; the first that does not fit stops
+ *      admission, so no request overtakes an earlier one.
+ * Invariant: the step's query tokens never exceed max_num_batched_tokens.
+ */
+#include <stdio.h>
+
+#include "sim_internal.h"
+
+static int phase_init(struct sim *s, struct ts_err *err)
+{
+    if (s->cfg.max_num_batched_tokens == 0) /* dLLM-Serve's Table 3 settings */
+        s->cfg.max_num_batched_tokens = s->gpu.mem_bytes <= 32 * (int64_t)TS_GIB ? 4000 : 16384;
+    int64_t cap = s->cfg.max_num_batched_tokens;
+    s->act_reserved = sim_act_peak(s, cap, cap);
+    s->kv_pool_bytes = s->capacity - s->weight_bytes - s->act_reserved;
+    if (s->kv_pool_bytes <= 0)
+        return ts_fail(err, "phase scheduler: the activation budget for max_num_batched_tokens=%lld "
+                            "(%.2f GiB) leaves no KV pool on %s after %.2f GiB of weights; lower "
+                            "--max-num-batched-tokens or set --max-num-logits",
+                       (long long)cap, s->act_reserved / TS_GIB, s->gpu.name, s->weight_bytes / TS_GIB);
+    s->kv_pages_total = s->kv_pool_bytes / (s->kv_page_tokens * s->kv_token_bytes);
+    return 0;
+}
+
+static const char *phase_reject(struct sim *s, const struct request *r)
+{
+    if (r->L > s->model.max_pos)
+        return "P + G exceeds the model's maximum positions";
+    if (s->pol->peak_q(r, &s->pcfg) > s->cfg.max_num_batched_tokens)
+        return "its largest step needs more query tokens than max_num_batched_tokens";
+    if (sim_kv_pages(s, s->pol->kv_peak_tokens(r, &s->pcfg)) > s->kv_pages_total)
+        return "its KV cache is larger than the whole KV pool";
+    return NULL;
+}
+
+/* Reserves r's KV for its next step, preempting the latest-admitted requests after it in the
+ * running order if needed. Returns false if r itself had to be preempted. */
+static bool reserve_or_preempt(struct sim *s, struct request *r, int64_t tokens)
+{
+    while (!sim_kv_reserve(s, r, tokens)) {
+        struct request *victim = &s->reqs[s->running[s->num_running - 1]];
+        sim_preempt(s, victim);
+        if (victim == r)
+            return false;
+    }
+    return true;
+}
+
+static void phase_build(struct sim *s)
+{
+    int64_t budget = s->cfg.max_num_batched_tokens;
+    bool someone_waits = false;
+    struct segment seg;
+    for (size_t i = 0; i < s->num_running; i++) {
+        struct request *r = &s->reqs[s->running[i]];
+        sim_emit(s, r, &seg);
+        if (seg.q > budget) {
+            someone_waits = true;
+            continue;
+        }
+        if (!reserve_or_preempt(s, r, s->pol->kv_tokens(r, &s->pcfg))) {
+            someone_waits = true;
+            break; /* r was the last running request */
+        }
+        sim_add_segment(s, &seg);
+        budget -= seg.q;
+    }
+    while (!someone_waits && s->waiting.n > 0) {
+        struct request *r = &s->reqs[deque_front(&s->waiting)];
+        sim_emit(s, r, &seg);
+        if (seg.q > budget || !sim_kv_reserve(s, r, s->pol->kv_tokens(r, &s->pcfg)))
+            break;
+        deque_pop_front(&s->waiting);
+        sim_admit(s, r);
+        sim_add_segment(s, &seg);
+        budget -= seg.q;
+    }
+    TS_ASSERT(s->sd.tot.q_tokens <= s->cfg.max_num_batched_tokens);
+}
+
+const struct sched_ops sched_phase = {
+    .name = "phase",
+    .help = "dLLM-Serve phase-multiplexed greedy FCFS: query tokens per step <= "
+            "max_num_batched_tokens; admission whenever budget and KV pool allow",
+    .init = phase_init,
+    .reject = phase_reject,
+    .build = phase_build,
+};

@@ -1,0 +1,85 @@
+/*
+ * sched_request.c: continuous batching at request granularity (LMDeploy-style, and the "request
+ * level" baseline of dLLM-Serve). A request is admitted, in FCFS order, only if the memory left
+ * after weights holds its peak KV cache and the activation of its peak (Refresh) step, both
+ * reserved for its whole life; every running request takes part in every step. With --max-batch
+ * the running set is also capped in count.
+ * Invariant: KV in use + the step's activation <= capacity - weights, with no preemption ever.
+ */
+#include "sim_internal.h"
+
+static int64_t req_act(const struct sim *s, const struct request *r)
+{
+    int32_t q = s->pol->peak_q(r, &s->pcfg);
+    return sim_act_peak(s, q, policy_logit_rows(&s->pcfg, q, r->G));
+}
+
+static int request_init(struct sim *s, struct ts_err *err)
+{
+    (void)err;
+    s->kv_pool_bytes = s->capacity - s->weight_bytes; /* shared with per-request activations */
+    s->kv_pages_total = s->kv_pool_bytes / (s->kv_page_tokens * s->kv_token_bytes);
+    s->act_reserved = 0;
+    return 0;
+}
+
+static int64_t reservation(const struct sim *s, const struct request *r)
+{
+    return sim_kv_pages(s, s->pol->kv_peak_tokens(r, &s->pcfg)) * s->kv_page_tokens *
+               s->kv_token_bytes + req_act(s, r);
+}
+
+static const char *request_reject(struct sim *s, const struct request *r)
+{
+    if (r->L > s->model.max_pos)
+        return "P + G exceeds the model's maximum positions";
+    if (reservation(s, r) > s->kv_pool_bytes)
+        return "its peak KV cache plus its Refresh activation exceed the memory left after weights";
+    return NULL;
+}
+
+static void request_build(struct sim *s)
+{
+    while (s->waiting.n > 0 && (s->cfg.max_batch == 0 || (int)s->num_running < s->cfg.max_batch)) {
+        struct request *r = &s->reqs[deque_front(&s->waiting)];
+        int64_t act = req_act(s, r);
+        int64_t kv_free = (s->kv_pages_total - s->kv_pages_used) * s->kv_page_tokens * s->kv_token_bytes;
+        int64_t kv_need = sim_kv_pages(s, s->pol->kv_peak_tokens(r, &s->pcfg)) * s->kv_page_tokens *
+                          s->kv_token_bytes;
+        if (kv_need + act > kv_free - s->act_reserved)
+            break;
+        TS_ASSERT(sim_kv_reserve(s, r, s->pol->kv_peak_tokens(r, &s->pcfg)));
+        r->act_reserved = act;
+        s->act_reserved += act;
+        deque_pop_front(&s->waiting);
+        sim_admit(s, r);
+    }
+    struct segment seg;
+    for (size_t i = 0; i < s->num_running; i++) {
+        sim_emit(s, &s->reqs[s->running[i]], &seg);
+        sim_add_segment(s, &seg);
+    }
+}
+
+static void request_after_step(struct sim *s)
+{
+    /* give back the activation reservations of requests that finished in this step */
+    for (int32_t i = 0; i < s->sd.num_segs; i++) {
+        struct request *r = &s->reqs[s->sd.segs[i].req_id];
+        if (r->state == REQ_FINISHED && r->act_reserved) {
+            s->act_reserved -= r->act_reserved;
+            r->act_reserved = 0;
+        }
+    }
+    TS_ASSERT(s->act_reserved >= 0);
+}
+
+const struct sched_ops sched_request = {
+    .name = "request",
+    .help = "continuous batching at request granularity: admission reserves the request's peak "
+            "KV and Refresh activation for its whole life",
+    .init = request_init,
+    .reject = request_reject,
+    .build = request_build,
+    .after_step = request_after_step,
+};

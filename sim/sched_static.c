@@ -1,0 +1,177 @@
+/*
+ * sched_static.c: request-level static batching, as the Fast-dLLM, dLLM-Cache and Sparse-dLLM
+ * baselines serve: a batch is formed from the queue (FCFS) and runs to completion before the next
+ * one starts; its requests are returned together when the batch ends.
+ *
+ * Batch size: the largest B for which weights + B x (peak KV of the longest request of the
+ * workload) + the activation of a forward over B padded sequences with monolithic logits fit the
+ * device ("preliminary profiling" in dLLM-Serve section 6.1), capped by --max-batch.
+ * Padding: every request of a batch runs with the batch's longest prompt and generation length.
+ * Lockstep: a batch moves through blocks together; a request that finished its block (or all its
+ * work) early runs padding rows of the batch's shape, committing nothing, until the others catch up.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sim_internal.h"
+
+struct static_state {
+    int32_t batch_size; /* B from profiling */
+    int32_t *batch;     /* ids of the current batch */
+    int32_t n;
+};
+
+static int64_t padded_need(const struct sim *s, int64_t B, int32_t L_pad, int32_t G_pad)
+{
+    struct request probe = {.P = L_pad - G_pad, .G = G_pad, .C = G_pad};
+    policy_req_init(&probe, &s->pcfg);
+    int64_t kv = sim_kv_pages(s, s->pol->kv_peak_tokens(&probe, &s->pcfg)) * s->kv_page_tokens *
+                 s->kv_token_bytes;
+    int64_t q = s->pol->peak_q(&probe, &s->pcfg);
+    return B * kv + sim_act_peak(s, B * q, B * (int64_t)policy_logit_rows(&s->pcfg, (int32_t)q, G_pad));
+}
+
+static int static_init(struct sim *s, struct ts_err *err)
+{
+    struct static_state *st = xcalloc(1, sizeof *st);
+    s->sched_state = st;
+    s->kv_pool_bytes = s->capacity - s->weight_bytes;
+    s->kv_pages_total = s->kv_pool_bytes / (s->kv_page_tokens * s->kv_token_bytes);
+    int32_t L_max = 0, G_max = 0;
+    for (int64_t i = 0; i < s->num_reqs; i++)
+        if (s->reqs[i].L <= s->model.max_pos) {
+            L_max = TS_MAX(L_max, s->reqs[i].L);
+            G_max = TS_MAX(G_max, s->reqs[i].G);
+        }
+    int64_t B = 0;
+    if (L_max > 0) { /* largest B that fits, by doubling then bisection */
+        int64_t lo = 0, hi = 1;
+        while (hi <= (1 << 20) && padded_need(s, hi, L_max, G_max) <= s->kv_pool_bytes) {
+            lo = hi;
+            hi *= 2;
+        }
+        while (hi - lo > 1) {
+            int64_t mid = (lo + hi) / 2;
+            if (padded_need(s, mid, L_max, G_max) <= s->kv_pool_bytes)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        B = lo;
+    }
+    if (s->cfg.max_batch > 0 && s->cfg.max_batch < B)
+        B = s->cfg.max_batch;
+    if (B == 0 && L_max > 0)
+        fprintf(stderr, "static scheduler: not even one request of the longest shape (L = %d) fits; "
+                        "batches fall back to size 1 for the requests that fit alone\n", L_max);
+    st->batch_size = (int32_t)TS_MAX(B, 1);
+    st->batch = xcalloc((size_t)st->batch_size, sizeof *st->batch);
+    s->sum.static_batch = st->batch_size;
+    (void)err;
+    return 0;
+}
+
+static const char *static_reject(struct sim *s, const struct request *r)
+{
+    if (r->L > s->model.max_pos)
+        return "P + G exceeds the model's maximum positions";
+    if (padded_need(s, 1, r->L, r->G) > s->kv_pool_bytes)
+        return "alone it needs more KV and activation memory than the device has after weights";
+    return NULL;
+}
+
+static void form_batch(struct sim *s, struct static_state *st)
+{
+    int32_t P_pad = 0, G_pad = 0;
+    st->n = 0;
+    while (s->waiting.n > 0 && st->n < st->batch_size) {
+        struct request *r = &s->reqs[deque_front(&s->waiting)];
+        int32_t P = TS_MAX(P_pad, r->P), G = TS_MAX(G_pad, r->G);
+        /* a batch smaller than B may still hold longer rows than profiled: check it fits */
+        if (st->n > 0 && padded_need(s, st->n + 1, P + G, G) > s->kv_pool_bytes)
+            break;
+        P_pad = P;
+        G_pad = G;
+        st->batch[st->n++] = deque_pop_front(&s->waiting);
+    }
+    for (int32_t i = 0; i < st->n; i++) {
+        struct request *r = &s->reqs[st->batch[i]];
+        r->P = P_pad;
+        r->G = G_pad;
+        policy_req_init(r, &s->pcfg);
+        TS_ASSERT(sim_kv_reserve(s, r, s->pol->kv_peak_tokens(r, &s->pcfg)));
+        sim_admit(s, r);
+    }
+}
+
+static void static_build(struct sim *s)
+{
+    struct static_state *st = s->sched_state;
+    if (st->n == 0)
+        form_batch(s, st);
+    if (st->n == 0)
+        return;
+    int32_t batch_block = INT_MAX;
+    for (int32_t i = 0; i < st->n; i++) {
+        const struct request *r = &s->reqs[st->batch[i]];
+        if (!r->work_done && r->cur_block < batch_block)
+            batch_block = r->cur_block;
+    }
+    struct segment seg, tmpl = {0};
+    bool have_tmpl = false;
+    for (int32_t i = 0; i < st->n; i++) {
+        struct request *r = &s->reqs[st->batch[i]];
+        if (r->work_done || r->cur_block != batch_block)
+            continue;
+        sim_emit(s, r, &seg);
+        sim_add_segment(s, &seg);
+        if (!have_tmpl) {
+            tmpl = seg;
+            have_tmpl = true;
+        }
+    }
+    TS_ASSERT(have_tmpl);
+    for (int32_t i = 0; i < st->n; i++) {
+        struct request *r = &s->reqs[st->batch[i]];
+        if (!(r->work_done || r->cur_block != batch_block))
+            continue;
+        seg = tmpl;
+        seg.req_id = r->id;
+        seg.padding = 1;
+        seg.decoded = 0;
+        sim_add_segment(s, &seg);
+    }
+}
+
+static void static_after_step(struct sim *s)
+{
+    struct static_state *st = s->sched_state;
+    for (int32_t i = 0; i < st->n; i++)
+        if (!s->reqs[st->batch[i]].work_done)
+            return;
+    for (int32_t i = 0; i < st->n; i++)
+        sim_finish(s, &s->reqs[st->batch[i]]);
+    st->n = 0;
+}
+
+static void static_free(struct sim *s)
+{
+    struct static_state *st = s->sched_state;
+    if (st)
+        free(st->batch);
+    free(st);
+    s->sched_state = NULL;
+}
+
+const struct sched_ops sched_static = {
+    .name = "static",
+    .help = "static batches run to completion (Fast-dLLM, dLLM-Cache, Sparse-dLLM baselines); "
+            "batch size from the memory model, sequences padded to the longest",
+    .finish_with_batch = true,
+    .init = static_init,
+    .reject = static_reject,
+    .build = static_build,
+    .after_step = static_after_step,
+    .free = static_free,
+};

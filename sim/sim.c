@@ -1,0 +1,516 @@
+/*
+ * sim.c: the simulator's main line.
+ *
+ *   sim_create   resolve names, load the workload, build requests, size memory (scheduler init)
+ *   sim_run      pop events in (time, seq) order; arrivals join the waiting queue (or are
+ *                rejected with a reason); when the GPU is idle: schedule -> price -> push the
+ *                step's completion; at completion: advance every request of the step
+ *   summary      latency and throughput statistics with GSL
+ *
+ * Simulated time is integer nanoseconds. Log lines on stderr start with the simulated time.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "sim_internal.h"
+
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef TS_VERSION
+#define TS_VERSION "unknown"
+#endif
+
+#define MAX_LOGGED_REJECTIONS 5
+
+/* --- the waiting deque ------------------------------------------------------------------- */
+
+static void deque_grow(struct id_deque *d)
+{
+    if (d->n < d->cap)
+        return;
+    size_t cap = d->cap ? d->cap * 2 : 64;
+    int32_t *v = xmalloc(cap * sizeof *v);
+    for (size_t i = 0; i < d->n; i++)
+        v[i] = d->v[(d->head + i) % d->cap];
+    free(d->v);
+    d->v = v;
+    d->cap = cap;
+    d->head = 0;
+}
+
+void deque_push_back(struct id_deque *d, int32_t id)
+{
+    deque_grow(d);
+    d->v[(d->head + d->n++) % d->cap] = id;
+}
+
+void deque_push_front(struct id_deque *d, int32_t id)
+{
+    deque_grow(d);
+    d->head = (d->head + d->cap - 1) % d->cap;
+    d->v[d->head] = id;
+    d->n++;
+}
+
+int32_t deque_front(const struct id_deque *d)
+{
+    TS_ASSERT(d->n > 0);
+    return d->v[d->head];
+}
+
+int32_t deque_pop_front(struct id_deque *d)
+{
+    int32_t id = deque_front(d);
+    d->head = (d->head + 1) % d->cap;
+    d->n--;
+    return id;
+}
+
+/* --- memory ------------------------------------------------------------------------------ */
+
+int64_t sim_kv_pages(const struct sim *s, int64_t tokens)
+{
+    return (tokens + s->kv_page_tokens - 1) / s->kv_page_tokens;
+}
+
+bool sim_kv_reserve(struct sim *s, struct request *r, int64_t tokens)
+{
+    int64_t have = sim_kv_pages(s, r->kv_tokens_held), need = sim_kv_pages(s, tokens);
+    if (need <= have) {
+        if (tokens > r->kv_tokens_held)
+            r->kv_tokens_held = tokens;
+        return true;
+    }
+    if (s->kv_pages_used + (need - have) > s->kv_pages_total)
+        return false;
+    s->kv_pages_used += need - have;
+    r->kv_tokens_held = tokens;
+    return true;
+}
+
+void sim_kv_release(struct sim *s, struct request *r)
+{
+    s->kv_pages_used -= sim_kv_pages(s, r->kv_tokens_held);
+    TS_ASSERT(s->kv_pages_used >= 0);
+    r->kv_tokens_held = 0;
+}
+
+int64_t sim_act_peak(const struct sim *s, int64_t q_tokens, int64_t logit_rows)
+{
+    struct act_knobs k = {s->cfg.max_num_logits, s->cfg.ffn_chunks, s->impl.softmax_copy_bytes};
+    return mem_act_peak(&s->model, q_tokens, logit_rows, &k);
+}
+
+/* --- running set ------------------------------------------------------------------------- */
+
+static void log_at(const struct sim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_at(const struct sim *s, const char *fmt, ...)
+{
+    if (s->cfg.quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[%12.6f s] ", (double)s->now_ns * 1e-9);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void sim_admit(struct sim *s, struct request *r)
+{
+    TS_ASSERT(r->state == REQ_WAITING);
+    if (r->admitted_ns < 0)
+        r->admitted_ns = s->now_ns;
+    if (r->swapped) {
+        s->step_extra_ns += llround((double)(r->kv_tokens_held * s->kv_token_bytes) / s->gpu.host_bw * 1e9);
+        r->swapped = false;
+    }
+    r->state = REQ_RUNNING;
+    ts_grow((void **)&s->running, &s->cap_running, s->num_running + 1, sizeof *s->running);
+    s->running[s->num_running++] = r->id;
+}
+
+void sim_remove_running(struct sim *s, int32_t id)
+{
+    for (size_t i = 0; i < s->num_running; i++)
+        if (s->running[i] == id) {
+            memmove(&s->running[i], &s->running[i + 1], (s->num_running - i - 1) * sizeof *s->running);
+            s->num_running--;
+            return;
+        }
+    TS_ASSERTF(0, "request %d is not running", id);
+}
+
+void sim_preempt(struct sim *s, struct request *r)
+{
+    TS_ASSERT(r->state == REQ_RUNNING);
+    sim_remove_running(s, r->id);
+    int64_t tokens = r->kv_tokens_held;
+    sim_kv_release(s, r);
+    if (strcmp(s->cfg.preempt, "swap") == 0 && tokens > 0) {
+        s->step_extra_ns += llround((double)(tokens * s->kv_token_bytes) / s->gpu.host_bw * 1e9);
+        r->swapped = true;
+        r->kv_tokens_held = 0;
+    } else {
+        r->need_refresh = true;
+    }
+    r->state = REQ_WAITING;
+    r->preemptions++;
+    s->sum.num_preemptions++;
+    deque_push_front(&s->waiting, r->id);
+}
+
+void sim_finish(struct sim *s, struct request *r)
+{
+    TS_ASSERT(r->state == REQ_RUNNING && r->work_done);
+    sim_remove_running(s, r->id);
+    sim_kv_release(s, r);
+    r->state = REQ_FINISHED;
+    r->finish_ns = s->now_ns;
+    s->num_done++;
+}
+
+void sim_emit(struct sim *s, struct request *r, struct segment *seg)
+{
+    memset(seg, 0, sizeof *seg);
+    s->pol->emit(r, &s->pcfg, seg);
+    seg->req_id = r->id;
+}
+
+void sim_add_segment(struct sim *s, const struct segment *shape)
+{
+    struct segment seg = *shape;
+    if (!seg.padding && seg.phase != PHASE_PREFILL)
+        seg.decoded = decode_tokens(&s->dm, &s->reqs[seg.req_id]);
+    step_desc_add(&s->sd, &seg);
+}
+
+/* --- creation ---------------------------------------------------------------------------- */
+
+static int build_workload(struct sim *s, struct ts_err *err)
+{
+    const struct sim_config *c = &s->cfg;
+    struct trace *t = &s->trace;
+    if (strcmp(c->trace, "synthetic") == 0) {
+        struct arrival_gen ag;
+        struct length_gen lg;
+        struct trace src = {0};
+        if (arrival_parse(c->arrivals, c->rps > 0 ? c->rps : 1.0, &ag, err))
+            return -1;
+        if (strncmp(c->lengths, "file:", 5) == 0) {
+            if (trace_load(c->lengths + 5, c->skip_bad_rows, &src, err))
+                return -1;
+            lg = (struct length_gen){.kind = LENGTH_SAMPLE, .src = &src};
+        } else if (length_parse(c->lengths, &lg, err)) {
+            return -1;
+        }
+        lg.max_output = c->gen_len > 0 ? c->gen_len : 0;
+        if (c->gen_len > 0 && s->model.max_pos > c->gen_len)
+            lg.max_prompt = s->model.max_pos - c->gen_len;
+        trace_generate(t, c->requests > 0 ? c->requests : 200, &ag, &lg, c->seed);
+        trace_free(&src);
+        return 0;
+    }
+    if (trace_load(c->trace, c->skip_bad_rows, t, err))
+        return -1;
+    if (t->skipped_rows)
+        fprintf(stderr, "%s: skipped %lld malformed rows (--skip-bad-rows)\n", c->trace,
+                (long long)t->skipped_rows);
+    if (c->requests > 0)
+        trace_truncate(t, c->requests);
+    if (!t->has_times) {
+        struct arrival_gen ag;
+        if (arrival_parse(c->arrivals, c->rps > 0 ? c->rps : 1.0, &ag, err))
+            return -1;
+        trace_assign_arrivals(t, &ag, c->seed);
+    } else if (c->rps > 0) {
+        trace_rescale(t, c->rps);
+    }
+    return 0;
+}
+
+static void build_requests(struct sim *s)
+{
+    const struct sim_config *c = &s->cfg;
+    s->num_reqs = s->trace.n;
+    s->reqs = xcalloc((size_t)s->num_reqs, sizeof *s->reqs);
+    for (int64_t i = 0; i < s->num_reqs; i++) {
+        const struct trace_req *tr = &s->trace.reqs[i];
+        struct request *r = &s->reqs[i];
+        int32_t G = c->gen_len;
+        if (G == 0) /* the trace's own output length, rounded up to whole blocks */
+            G = (TS_MAX(tr->output, 1) + c->block_size - 1) / c->block_size * c->block_size;
+        r->id = (int32_t)i;
+        r->arrival_ns = tr->arrival_ns;
+        r->P = tr->prompt;
+        if (c->clip_prompt && r->P + G > s->model.max_pos)
+            r->P = TS_MAX(s->model.max_pos - G, 0);
+        r->G = G;
+        r->C = TS_MIN(tr->output, G);
+        r->P_orig = r->P;
+        r->G_orig = r->G;
+        r->admitted_ns = r->first_block_ns = r->finish_ns = -1;
+        policy_req_init(r, &s->pcfg);
+        if (decode_needs_rng(&s->dm)) {
+            r->rng = gsl_rng_alloc(gsl_rng_taus2);
+            gsl_rng_set(r->rng, (unsigned long)ts_mix64(c->seed ^ ts_mix64((uint64_t)i + 1)));
+        }
+    }
+}
+
+struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
+{
+    if (sim_config_validate(cfg, err))
+        return NULL;
+    struct sim *s = xcalloc(1, sizeof *s);
+    s->cfg = *cfg;
+    snprintf(s->code_version, sizeof s->code_version, "%s", TS_VERSION);
+    step_desc_init(&s->sd);
+    evq_init(&s->evq);
+    struct gpu_table *gt = gpu_table_create();
+    int rc = model_resolve(cfg->model, &s->model, err);
+    if (!rc && cfg->gpu_file[0])
+        rc = gpu_load_file(gt, cfg->gpu_file, err);
+    if (!rc)
+        rc = gpu_lookup(gt, cfg->gpu, &s->gpu, err);
+    gpu_table_destroy(gt);
+    if (rc || impl_resolve(cfg->impl, &s->impl, err) || cost_resolve(cfg->cost, &s->cost, err) ||
+        policy_resolve(cfg->policy, &s->pol, err) || sched_resolve(cfg->scheduler, &s->sched, err) ||
+        decode_parse(cfg->decode, cfg->datadir, &s->dm, err))
+        goto fail;
+    s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl};
+    s->pcfg = (struct policy_cfg){cfg->block_size, cfg->refresh_interval, cfg->mask_only,
+                                  cfg->early_stop};
+    s->sd.logit_chunk_rows = cfg->max_num_logits;
+    s->sd.ffn_chunks = cfg->ffn_chunks;
+    s->sd.mask_only = cfg->mask_only;
+
+    int64_t reserve = cfg->reserve_gib >= 0 ? (int64_t)(cfg->reserve_gib * TS_GIB) : s->impl.reserve_bytes;
+    s->capacity = s->gpu.mem_bytes - reserve;
+    s->weight_bytes = model_weight_bytes(&s->model);
+    if (s->weight_bytes >= s->capacity) {
+        ts_fail(err, "model %s: weights take %.2f GiB, more than the %.2f GiB %s leaves after a "
+                     "%.2f GiB reserve", s->model.name, s->weight_bytes / TS_GIB, s->capacity / TS_GIB,
+                s->gpu.name, reserve / TS_GIB);
+        goto fail;
+    }
+    s->kv_token_bytes = model_kv_bytes_per_token(&s->model);
+    s->kv_page_tokens = cfg->kv_page_tokens;
+
+    if (build_workload(s, err))
+        goto fail;
+    build_requests(s);
+    if (s->sched->init(s, err))
+        goto fail;
+    s->sum.num_requests = s->num_reqs;
+    for (int64_t i = 0; i < s->num_reqs; i++)
+        evq_push(&s->evq, s->reqs[i].arrival_ns, EV_ARRIVAL, (int32_t)i);
+    return s;
+fail:
+    sim_destroy(s);
+    return NULL;
+}
+
+void sim_destroy(struct sim *s)
+{
+    if (!s)
+        return;
+    if (s->sched && s->sched->free)
+        s->sched->free(s);
+    for (int64_t i = 0; i < s->num_reqs; i++)
+        if (s->reqs[i].rng)
+            gsl_rng_free(s->reqs[i].rng);
+    free(s->reqs);
+    trace_free(&s->trace);
+    free(s->waiting.v);
+    free(s->running);
+    step_desc_free(&s->sd);
+    evq_free(&s->evq);
+    free(s->steps);
+    free(s->segs);
+    free(s);
+}
+
+const struct sim_config *sim_config(const struct sim *s) { return &s->cfg; }
+
+/* --- the main loop ----------------------------------------------------------------------- */
+
+static void on_arrival(struct sim *s, struct request *r)
+{
+    const char *why = s->sched->reject(s, r);
+    if (why) {
+        r->state = REQ_REJECTED;
+        r->reject_reason = why;
+        s->sum.num_rejected++;
+        s->num_done++;
+        if (s->sum.num_rejected <= MAX_LOGGED_REJECTIONS)
+            log_at(s, "request %d (P=%d, G=%d) rejected: %s%s", r->id, r->P, r->G, why,
+                   s->sum.num_rejected == MAX_LOGGED_REJECTIONS ? " (further rejections counted, "
+                                                                  "not logged)" : "");
+        return;
+    }
+    r->state = REQ_WAITING;
+    deque_push_back(&s->waiting, r->id);
+}
+
+static void record_step(struct sim *s, int64_t dur_ns, int64_t act, int64_t kv_bytes)
+{
+    if (s->cfg.no_steps)
+        return;
+    ts_grow((void **)&s->steps, &s->cap_steps, s->num_steps + 1, sizeof *s->steps);
+    s->steps[s->num_steps++] = (struct step_rec){s->now_ns, dur_ns, s->sd.tot, act, kv_bytes,
+                                                 (int64_t)s->num_segs};
+    ts_grow((void **)&s->segs, &s->cap_segs, s->num_segs + (size_t)s->sd.num_segs, sizeof *s->segs);
+    memcpy(&s->segs[s->num_segs], s->sd.segs, (size_t)s->sd.num_segs * sizeof *s->segs);
+    s->num_segs += (size_t)s->sd.num_segs;
+}
+
+static void start_step(struct sim *s)
+{
+    step_desc_clear(&s->sd);
+    s->step_extra_ns = 0;
+    s->sched->build(s);
+    if (s->sd.num_segs == 0) {
+        TS_ASSERTF(s->num_running == 0 && s->step_extra_ns == 0,
+                   "scheduler %s built an empty step with %zu requests running", s->sched->name,
+                   s->num_running);
+        return;
+    }
+    struct cost_breakdown bd;
+    double secs = s->cost->step_s(&s->cctx, &s->sd, &bd);
+    for (int i = 0; i < OP_COUNT; i++)
+        s->sum.ops.op_s[i] += bd.op_s[i];
+    s->sum.ops.total_s += bd.total_s;
+    int64_t dur = llround(secs * 1e9) + s->step_extra_ns;
+    if (dur < 1)
+        dur = 1;
+    int64_t act = mem_act_peak_step(&s->model, &s->sd, s->impl.softmax_copy_bytes);
+    int64_t kv_bytes = s->kv_pages_used * s->kv_page_tokens * s->kv_token_bytes;
+    int64_t in_use = s->weight_bytes + kv_bytes + act;
+    TS_ASSERTF(in_use <= s->capacity, "step at %lld ns uses %lld bytes, capacity %lld (scheduler %s)",
+               (long long)s->now_ns, (long long)in_use, (long long)s->capacity, s->sched->name);
+    if (in_use > s->sum.peak_mem_bytes)
+        s->sum.peak_mem_bytes = in_use;
+    record_step(s, dur, act, kv_bytes);
+    s->sum.num_steps++;
+    s->sum.request_steps += s->sd.num_segs;
+    s->sum.mean_q_per_step += (double)s->sd.tot.q_tokens;
+    s->busy = true;
+    evq_push(&s->evq, s->now_ns + dur, EV_STEP_DONE, 0);
+}
+
+static void on_step_done(struct sim *s)
+{
+    s->busy = false;
+    for (int32_t i = 0; i < s->sd.num_segs; i++) {
+        const struct segment *seg = &s->sd.segs[i];
+        if (seg->padding)
+            continue;
+        struct request *r = &s->reqs[seg->req_id];
+        TS_ASSERT(r->state == REQ_RUNNING && !r->work_done);
+        bool finished = policy_advance(s->pol, r, &s->pcfg, seg);
+        r->last_seg = *seg;
+        if (r->first_block_ns < 0 && (r->cur_block > 0 || finished))
+            r->first_block_ns = s->now_ns;
+        if (finished) {
+            r->work_done = true;
+            if (!s->sched->finish_with_batch)
+                sim_finish(s, r);
+        }
+    }
+    if (s->sched->after_step)
+        s->sched->after_step(s);
+}
+
+static void show_progress(struct sim *s, bool last)
+{
+    double now = ts_wall_s();
+    if (!last && now < s->progress_next_s)
+        return;
+    s->progress_next_s = now + 0.25;
+    fprintf(stderr, "\r[%10.3f s] %lld/%lld requests done, %zu running, %zu waiting%s",
+            (double)s->now_ns * 1e-9, (long long)s->num_done, (long long)s->num_reqs,
+            s->num_running, s->waiting.n, last ? "\n" : "");
+}
+
+void sim_run(struct sim *s)
+{
+    struct event e;
+    while (evq_pop(&s->evq, &e)) {
+        TS_ASSERT(e.time_ns >= s->now_ns);
+        s->now_ns = e.time_ns;
+        for (;;) {
+            if (e.type == EV_ARRIVAL)
+                on_arrival(s, &s->reqs[e.arg]);
+            else
+                on_step_done(s);
+            if (evq_empty(&s->evq) || evq_peek_time(&s->evq) != s->now_ns)
+                break;
+            evq_pop(&s->evq, &e);
+        }
+        if (!s->busy)
+            start_step(s);
+        if (s->cfg.progress)
+            show_progress(s, false);
+    }
+    if (s->cfg.progress)
+        show_progress(s, true);
+    TS_ASSERTF(s->num_done == s->num_reqs, "%lld of %lld requests done when events ran out "
+               "(%zu waiting, %zu running)", (long long)s->num_done, (long long)s->num_reqs,
+               s->waiting.n, s->num_running);
+}
+
+/* --- summary ----------------------------------------------------------------------------- */
+
+void sim_get_summary(const struct sim *s, struct sim_summary *out)
+{
+    *out = s->sum;
+    out->capacity_bytes = s->capacity;
+    out->weight_bytes = s->weight_bytes;
+    out->kv_pool_bytes = s->kv_pool_bytes;
+    out->act_reserved_bytes = s->act_reserved;
+    double *lat = xmalloc(sizeof *lat * (size_t)(s->num_reqs ? s->num_reqs : 1));
+    double ttfb = 0, queue = 0;
+    int64_t n = 0;
+    for (int64_t i = 0; i < s->num_reqs; i++) {
+        const struct request *r = &s->reqs[i];
+        if (r->state != REQ_FINISHED)
+            continue;
+        lat[n++] = (double)(r->finish_ns - r->arrival_ns) * 1e-9;
+        ttfb += (double)(r->first_block_ns - r->arrival_ns) * 1e-9;
+        queue += (double)(r->admitted_ns - r->arrival_ns) * 1e-9;
+        out->tokens_decoded += r->decoded_total;
+        out->content_tokens += r->C;
+        if (r->finish_ns > out->makespan_ns)
+            out->makespan_ns = r->finish_ns;
+    }
+    out->num_finished = n;
+    if (n > 0) {
+        gsl_sort(lat, 1, (size_t)n);
+        out->lat_mean_s = gsl_stats_mean(lat, 1, (size_t)n);
+        out->lat_std_s = n > 1 ? gsl_stats_sd_m(lat, 1, (size_t)n, out->lat_mean_s) : 0;
+        out->lat_p50_s = gsl_stats_quantile_from_sorted_data(lat, 1, (size_t)n, 0.50);
+        out->lat_p90_s = gsl_stats_quantile_from_sorted_data(lat, 1, (size_t)n, 0.90);
+        out->lat_p99_s = gsl_stats_quantile_from_sorted_data(lat, 1, (size_t)n, 0.99);
+        out->lat_span_s = lat[n - 1] - lat[0];
+        out->ttfb_mean_s = ttfb / (double)n;
+        out->queue_mean_s = queue / (double)n;
+    }
+    double span = (double)out->makespan_ns * 1e-9;
+    if (span > 0) {
+        out->throughput_tok_s = (double)out->tokens_decoded / span;
+        out->content_tok_s = (double)out->content_tokens / span;
+        out->req_s = (double)n / span;
+    }
+    if (out->num_steps > 0) {
+        out->mean_q_per_step = s->sum.mean_q_per_step / (double)out->num_steps;
+        out->mean_segs_per_step = (double)out->request_steps / (double)out->num_steps;
+    }
+    free(lat);
+}

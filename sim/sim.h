@@ -1,0 +1,51 @@
+/*
+ * sim.h: the discrete-event simulator. A run: resolve the configuration (model, GPU, policy,
+ * scheduler, decode model, cost model, workload), replay the arrivals, and loop
+ *     schedule -> price -> advance
+ * until every request is finished or rejected. The handle is opaque; results come out as a plain
+ * summary struct and, when asked, as a SQLite database (db.h).
+ */
+#ifndef TESSERA_SIM_H
+#define TESSERA_SIM_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "cost.h"
+#include "util.h"
+
+struct sim;
+
+struct sim_summary {
+    int64_t num_requests, num_finished, num_rejected, num_preemptions;
+    int64_t num_steps, request_steps; /* steps; segments summed over steps */
+    int64_t tokens_decoded;           /* positions committed (G per request without early stop) */
+    int64_t content_tokens;           /* sum of C over finished requests */
+    int64_t makespan_ns;              /* last finish (arrivals start at 0) */
+    double throughput_tok_s;          /* tokens_decoded / makespan */
+    double content_tok_s;
+    double req_s;
+    double lat_mean_s, lat_p50_s, lat_p90_s, lat_p99_s, lat_std_s, lat_span_s; /* finish - arrival */
+    double ttfb_mean_s;               /* first block done - arrival */
+    double queue_mean_s;              /* admitted - arrival */
+    double mean_q_per_step, mean_segs_per_step;
+    int64_t peak_mem_bytes;           /* weights + KV in use + activations, largest over steps */
+    int64_t weight_bytes, kv_pool_bytes, act_reserved_bytes, capacity_bytes;
+    int32_t static_batch;             /* static scheduler: the batch size used (0 otherwise) */
+    struct cost_breakdown ops;        /* per-op seconds summed over steps */
+};
+
+/* Builds a simulation from a validated config: loads the model, GPU, trace, etc. Returns NULL and
+ * fills err on bad input. */
+struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err);
+void sim_destroy(struct sim *s); /* NULL is safe */
+/* Runs to completion. */
+void sim_run(struct sim *s);
+void sim_get_summary(const struct sim *s, struct sim_summary *out);
+const struct sim_config *sim_config(const struct sim *s);
+/* Writes the run (runs, requests, steps, segments, summary, op_breakdown) into path in one
+ * transaction. A new file is written beside the target and renamed into place, so a failure
+ * leaves no partial database. */
+int sim_write_db(const struct sim *s, const char *path, struct ts_err *err);
+
+#endif

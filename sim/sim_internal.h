@@ -1,0 +1,108 @@
+/*
+ * sim_internal.h: the simulator's state as schedulers see it. Only sim.c, the schedulers and the
+ * database writer include it.
+ */
+#ifndef TESSERA_SIM_INTERNAL_H
+#define TESSERA_SIM_INTERNAL_H
+
+#include "config.h"
+#include "cost.h"
+#include "decode.h"
+#include "event.h"
+#include "gpu.h"
+#include "mem.h"
+#include "model.h"
+#include "policy.h"
+#include "request.h"
+#include "sched.h"
+#include "sim.h"
+#include "step_desc.h"
+#include "trace.h"
+
+/* A FIFO of request ids that also allows pushing at the front (preempted requests go first). */
+struct id_deque {
+    int32_t *v;
+    size_t cap, head, n;
+};
+
+void deque_push_back(struct id_deque *d, int32_t id);
+void deque_push_front(struct id_deque *d, int32_t id);
+int32_t deque_front(const struct id_deque *d);
+int32_t deque_pop_front(struct id_deque *d);
+
+struct step_rec {
+    int64_t start_ns, duration_ns;
+    struct step_totals tot;
+    int64_t act_peak_bytes, kv_in_use_bytes;
+    int64_t first_seg; /* index into sim.segs */
+};
+
+struct sim {
+    struct sim_config cfg;
+    struct model_cfg model;
+    struct gpu_spec gpu;
+    struct impl_profile impl;
+    const struct cost_ops *cost;
+    struct cost_ctx cctx;
+    const struct policy_ops *pol;
+    struct policy_cfg pcfg;
+    struct decode_model dm;
+    const struct sched_ops *sched;
+    void *sched_state;
+    char code_version[64];
+
+    struct trace trace;
+    struct request *reqs; /* [num_reqs] */
+    int64_t num_reqs;
+
+    struct id_deque waiting;
+    int32_t *running; /* ids in admission order */
+    size_t num_running, cap_running;
+
+    /* memory (bytes) */
+    int64_t capacity;     /* device memory minus the framework reserve */
+    int64_t weight_bytes;
+    int64_t act_reserved; /* fixed activation reservation (phase), or the sum of per-request ones */
+    int64_t kv_pool_bytes;
+    int64_t kv_token_bytes;
+    int64_t kv_page_tokens, kv_pages_total, kv_pages_used;
+
+    /* the step being built / executed */
+    struct step_desc sd;
+    int64_t now_ns;
+    int64_t step_extra_ns; /* swap traffic charged to the current step */
+    bool busy;
+    struct event_queue evq;
+
+    /* records */
+    struct step_rec *steps;
+    size_t num_steps, cap_steps;
+    struct segment *segs;
+    size_t num_segs, cap_segs;
+    struct sim_summary sum;
+    int64_t num_done; /* finished + rejected */
+    double progress_next_s;
+};
+
+/* --- services for schedulers ------------------------------------------------------------- */
+
+/* KV pool: grows r's allocation to hold `tokens`; false when the pool lacks pages. */
+bool sim_kv_reserve(struct sim *s, struct request *r, int64_t tokens);
+void sim_kv_release(struct sim *s, struct request *r);
+int64_t sim_kv_pages(const struct sim *s, int64_t tokens);
+
+/* Moves a waiting request into the running set (records its first admission). */
+void sim_admit(struct sim *s, struct request *r);
+/* Preempts a running request: frees its KV (recompute) or swaps it out, and puts it at the front
+ * of the waiting queue. */
+void sim_preempt(struct sim *s, struct request *r);
+/* Emits r's next segment (shape + tokens it decodes) and appends it to the step. */
+void sim_emit(struct sim *s, struct request *r, struct segment *seg);
+void sim_add_segment(struct sim *s, const struct segment *seg);
+/* Activation peak of a forward of q tokens and the logit rows a step of that size makes. */
+int64_t sim_act_peak(const struct sim *s, int64_t q_tokens, int64_t logit_rows);
+/* Marks a request finished now (the static scheduler finishes a batch at once). */
+void sim_finish(struct sim *s, struct request *r);
+void sim_remove_running(struct sim *s, int32_t id);
+
+#endif

@@ -1,0 +1,81 @@
+/* step_desc.c: building and summing step descriptions. */
+#include "step_desc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static const char *const phase_names[PHASE_COUNT] = {"FULL", "REFRESH", "REUSE", "PREFILL", "BLOCK"};
+
+const char *seg_phase_name(enum seg_phase p)
+{
+    return (unsigned)p < PHASE_COUNT ? phase_names[p] : "?";
+}
+
+void step_desc_init(struct step_desc *sd)
+{
+    memset(sd, 0, sizeof *sd);
+    sd->ffn_chunks = 1;
+}
+
+void step_desc_free(struct step_desc *sd)
+{
+    if (!sd)
+        return;
+    free(sd->segs);
+    sd->segs = NULL;
+    sd->num_segs = sd->cap_segs = 0;
+}
+
+void step_desc_clear(struct step_desc *sd)
+{
+    sd->num_segs = 0;
+    memset(&sd->tot, 0, sizeof sd->tot);
+}
+
+static void totals_add(struct step_totals *t, const struct segment *s)
+{
+    t->num_segs++;
+    t->q_tokens += s->q;
+    t->kv_tokens += s->kv;
+    t->kv_write_tokens += s->kv_write;
+    t->logit_rows += s->logit_rows;
+    t->decoded += s->decoded;
+    if (s->q > t->max_q)
+        t->max_q = s->q;
+    t->attn_qk_pairs += (double)s->q * (double)(s->q + s->kv);
+    t->attn_kv_read += (int64_t)s->q + s->kv;
+    t->by_phase[s->phase]++;
+}
+
+void step_desc_add(struct step_desc *sd, const struct segment *seg)
+{
+    TS_ASSERT(seg->q >= 0 && seg->kv >= 0 && seg->kv_write >= 0);
+    TS_ASSERT(seg->logit_rows >= 0 && seg->logit_rows <= seg->q);
+    TS_ASSERT(seg->decoded >= 0 && seg->phase < PHASE_COUNT);
+    if (sd->num_segs == sd->cap_segs) {
+        size_t cap = (size_t)sd->cap_segs;
+        ts_grow((void **)&sd->segs, &cap, (size_t)sd->num_segs + 1, sizeof *sd->segs);
+        sd->cap_segs = (int32_t)cap;
+    }
+    sd->segs[sd->num_segs++] = *seg;
+    totals_add(&sd->tot, seg);
+}
+
+void step_totals_compute(const struct step_desc *sd, struct step_totals *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int32_t i = 0; i < sd->num_segs; i++)
+        totals_add(out, &sd->segs[i]);
+}
+
+int64_t step_num_logit_chunks(const struct step_desc *sd)
+{
+    int64_t r = sd->tot.logit_rows;
+    if (r == 0)
+        return 0;
+    if (sd->logit_chunk_rows <= 0)
+        return 1;
+    return (r + sd->logit_chunk_rows - 1) / sd->logit_chunk_rows;
+}

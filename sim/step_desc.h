@@ -1,0 +1,83 @@
+/*
+ * step_desc.h: the description of one model forward, the contract of tessera.
+ *
+ * The simulator's policies emit segments, schedulers pack them into a step_desc, the memory model
+ * sizes its activations, the cost model prices it and the engine executes it. Nothing else crosses
+ * those boundaries, so every field below is a shape, never a pointer into simulator state.
+ *
+ * A segment is one request's part of a step (SPEC section 1):
+ *   q           query tokens: rows that run through every layer
+ *   kv          cached context tokens those queries attend to (read from the KV cache)
+ *   kv_write    tokens whose K/V this step stores into the cache
+ *   logit_rows  rows whose logits are materialised (LM head rows)
+ *   decoded     tokens committed by this step
+ *   phase       FULL, REFRESH, REUSE, PREFILL or BLOCK
+ *   padding     the rows are run only to keep a static (padded) batch in lockstep
+ * Attention within a segment is bidirectional over its own q tokens plus its kv cached tokens
+ * (block-causal models attend to the same set: the cached prefix plus the current block).
+ */
+#ifndef TESSERA_STEP_DESC_H
+#define TESSERA_STEP_DESC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum seg_phase {
+    PHASE_FULL = 0, /* vanilla: the whole sequence, no cache */
+    PHASE_REFRESH,  /* recompute everything and (re)write the cache */
+    PHASE_REUSE,    /* a few rows over cached K/V */
+    PHASE_PREFILL,  /* block policy: prompt K/V only, nothing decoded */
+    PHASE_BLOCK,    /* block policy: the current block over the cached prefix */
+    PHASE_COUNT
+};
+
+const char *seg_phase_name(enum seg_phase p);
+
+struct segment {
+    int32_t req_id;
+    int32_t q;          /* tokens */
+    int32_t kv;         /* tokens */
+    int32_t kv_write;   /* tokens */
+    int32_t logit_rows; /* rows */
+    int32_t decoded;    /* tokens */
+    uint8_t phase;      /* enum seg_phase */
+    uint8_t padding;    /* 1: rows a static batch runs for a request that waits; commit nothing */
+};
+
+/* Sums over a step's segments, kept up to date by step_desc_add(). The cost model and the memory
+ * model read only these, so pricing a step is O(1) once it is packed. */
+struct step_totals {
+    int64_t num_segs;
+    int64_t q_tokens;
+    int64_t kv_tokens;
+    int64_t kv_write_tokens;
+    int64_t logit_rows;
+    int64_t decoded;
+    int64_t max_q;        /* the longest segment's q */
+    double attn_qk_pairs; /* sum over segments of q * (q + kv): query-key pairs scored */
+    int64_t attn_kv_read; /* sum over segments of (q + kv): keys/values each segment reads */
+    int64_t by_phase[PHASE_COUNT];
+};
+
+struct step_desc {
+    struct segment *segs; /* [num_segs] owned by the step_desc */
+    int32_t num_segs;
+    int32_t cap_segs;
+    /* execution knobs */
+    int32_t logit_chunk_rows; /* max_num_logits: rows per LM-head chunk; 0 = monolithic */
+    int32_t ffn_chunks;       /* FFN token chunks (>= 1) */
+    bool mask_only;           /* logits only for masked rows (Mosaic) */
+    struct step_totals tot;
+};
+
+void step_desc_init(struct step_desc *sd);
+void step_desc_free(struct step_desc *sd); /* safe on a zeroed struct */
+void step_desc_clear(struct step_desc *sd); /* drops segments, keeps knobs and storage */
+/* Appends a copy of *seg and updates the totals. */
+void step_desc_add(struct step_desc *sd, const struct segment *seg);
+/* Recomputes the totals from the segments (tests compare it with the incremental ones). */
+void step_totals_compute(const struct step_desc *sd, struct step_totals *out);
+/* Number of LM-head chunks the step runs (0 when it has no logit rows). */
+int64_t step_num_logit_chunks(const struct step_desc *sd);
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * util.h: the few helpers every tessera module shares.
+ *
+ * Two kinds of failure (see STYLE.md):
+ *   - recoverable errors (bad input, unknown names) travel as a non-zero return status with a
+ *     message in a struct ts_err, written "FILE:LINE: FIELD: problem" where a file is involved;
+ *   - broken invariants trip TS_ASSERT, which is always on (never compiled out by NDEBUG), prints
+ *     file:line and the failed expression, and aborts.
+ * Allocation failure is treated as a broken invariant (xmalloc aborts with a message).
+ */
+#ifndef TESSERA_UTIL_H
+#define TESSERA_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#define TS_ERR_MAX 512
+
+struct ts_err {
+    char msg[TS_ERR_MAX];
+};
+
+/* Formats msg into err (which may be NULL) and returns -1, so callers can `return ts_fail(...)`. */
+int ts_fail(struct ts_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+void ts_assert_fail(const char *expr, const char *file, int line, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 4, 5)));
+
+#define TS_ASSERT(cond) \
+    do { if (!(cond)) ts_assert_fail(#cond, __FILE__, __LINE__, NULL); } while (0)
+#define TS_ASSERTF(cond, ...) \
+    do { if (!(cond)) ts_assert_fail(#cond, __FILE__, __LINE__, __VA_ARGS__); } while (0)
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t count, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+/* Grows *buf (of *cap elements of elem_size bytes) so that it holds at least need elements. */
+void ts_grow(void **buf, size_t *cap, size_t need, size_t elem_size);
+
+/* Reads a whole file into a NUL-terminated buffer. Caller frees *out. */
+int ts_read_file(const char *path, char **out, size_t *len, struct ts_err *err);
+
+/* Strict number parsing: the whole string must be a number. Return 0 on success. */
+int ts_parse_i64(const char *s, int64_t *out);
+int ts_parse_double(const char *s, double *out);
+
+/* Case-insensitive equality of ASCII names ("LLaDA-8B" == "llada-8b"). */
+bool ts_name_eq(const char *a, const char *b);
+
+/* Monotonic wall clock in seconds, for benchmarks and progress only (never for simulated time). */
+double ts_wall_s(void);
+
+/* SplitMix64: turns (seed, stream id) into well-mixed seeds for independent GSL streams. */
+uint64_t ts_mix64(uint64_t x);
+
+#define TS_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TS_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define TS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#define TS_GIB (1024.0 * 1024.0 * 1024.0)
+#define TS_MIB (1024.0 * 1024.0)
+
+#endif

@@ -1,0 +1,71 @@
+/* check_gpu.c: the GPU table and its override file. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu.h"
+#include "test_util.h"
+
+START_TEST(builtins)
+{
+    struct gpu_table *t = gpu_table_create();
+    struct gpu_spec g;
+    const char *names[] = {"rtx3090", "RTX4090", "l40s", "a100-40gb", "a100-80gb", "h100", "H200"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        ck_assert_msg(gpu_lookup(t, names[i], &g, NULL) == 0, "%s", names[i]);
+    gpu_lookup(t, "h200", &g, NULL);
+    ck_assert(g.mem_bytes > 140LL << 30 && g.mem_bw == 4.8e12);
+    gpu_lookup(t, "rtx4090", &g, NULL);
+    ck_assert(g.mem_bytes < 24LL << 30 && g.bf16_flops > 150e12);
+    struct ts_err err;
+    ck_assert_int_ne(gpu_lookup(t, "tpu", &g, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "l40s"));
+    gpu_table_destroy(t);
+    gpu_table_destroy(NULL);
+}
+END_TEST
+
+START_TEST(override_and_add)
+{
+    struct gpu_table *t = gpu_table_create();
+    const char *p = tmp_file(0, ".json", "{\"h200\": {\"bf16_tflops\": 768.6, \"mem_bw_gbs\": 4240},"
+                                         " \"mi300x\": {\"mem_gib\": 192, \"bf16_tflops\": 1307,"
+                                         " \"mem_bw_gbs\": 5300}}");
+    struct ts_err err;
+    ck_assert_msg(gpu_load_file(t, p, &err) == 0, "%s", err.msg);
+    struct gpu_spec g;
+    ck_assert_int_eq(gpu_lookup(t, "h200", &g, NULL), 0);
+    ck_assert(g.bf16_flops == 768.6e12 && g.mem_bw == 4240e9);
+    ck_assert(g.mem_bytes > 140LL << 30); /* untouched field kept */
+    ck_assert_int_eq(gpu_lookup(t, "mi300x", &g, NULL), 0);
+    ck_assert_int_eq(g.mem_bytes, 192LL << 30);
+    ck_assert_int_eq(gpu_table_count(t), 8);
+    gpu_table_destroy(t);
+}
+END_TEST
+
+START_TEST(bad_files)
+{
+    struct gpu_table *t = gpu_table_create();
+    struct ts_err err;
+    const char *p = tmp_file(0, ".json", "{\"h200\": {\"mem_bw_gbs\": -1}}");
+    ck_assert_int_ne(gpu_load_file(t, p, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "h200.mem_bw_gbs"));
+    p = tmp_file(0, ".json", "{\"newgpu\": {\"mem_gib\": 10}}");
+    ck_assert_int_ne(gpu_load_file(t, p, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "newgpu"));
+    p = tmp_file(0, ".json", "[1,2]");
+    ck_assert_int_ne(gpu_load_file(t, p, &err), 0);
+    gpu_table_destroy(t);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("gpu");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, builtins);
+    tcase_add_test(tc, override_and_add);
+    tcase_add_test(tc, bad_files);
+    suite_add_tcase(s, tc);
+    return run_suite("gpu", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}

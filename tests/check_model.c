@@ -1,0 +1,128 @@
+/* check_model.c: the built-in model table and the Hugging Face config.json loader. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "test_util.h"
+
+START_TEST(builtin_llada)
+{
+    const struct model_cfg *m = model_find("LLaDA-8B");
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(m->num_layers, 32);
+    ck_assert_int_eq(m->hidden, 4096);
+    ck_assert_int_eq(m->vocab, 126464);
+    /* 8.0 B parameters: 2 x 126464 x 4096 embeddings + 32 x (4 x 4096^2 + 3 x 4096 x 12288) */
+    int64_t expect = 2LL * 126464 * 4096 + 4096 +
+                     32LL * (4LL * 4096 * 4096 + 2 * 4096 + 3LL * 4096 * 12288);
+    ck_assert_int_eq(model_params(m), expect);
+    ck_assert_int_eq(model_kv_bytes_per_token(m), 2LL * 32 * 32 * 128 * 2); /* 512 KiB */
+    ck_assert_int_eq(model_params(m), model_active_params(m));
+}
+END_TEST
+
+START_TEST(builtin_moe_and_gqa)
+{
+    const struct model_cfg *mini = model_find("llada2.0-mini");
+    ck_assert_ptr_nonnull(mini);
+    ck_assert_int_eq(model_num_moe_layers(mini), 19);
+    ck_assert(!model_is_moe_layer(mini, 0) && model_is_moe_layer(mini, 1));
+    /* 16 B total, about 1.4 B active */
+    ck_assert(model_params(mini) > 15e9 && model_params(mini) < 17.5e9);
+    ck_assert(model_active_params(mini) > 1.2e9 && model_active_params(mini) < 1.8e9);
+    const struct model_cfg *dream = model_find("dream-7b");
+    ck_assert(dream->qkv_bias);
+    ck_assert_int_eq(model_kv_dim(dream), 4 * 128);
+    ck_assert(model_params(dream) > 7.0e9 && model_params(dream) < 8.0e9);
+    const struct model_cfg *moe = model_find("llada-moe-7b");
+    ck_assert(model_params(moe) > 6.5e9 && model_params(moe) < 7.8e9);
+    ck_assert(model_active_params(moe) > 1.0e9 && model_active_params(moe) < 1.8e9);
+    for (int i = 0; i < model_num_builtin(); i++)
+        ck_assert_int_eq(model_validate(model_builtin(i), NULL), 0);
+}
+END_TEST
+
+START_TEST(unknown_model_lists_builtins)
+{
+    struct model_cfg m;
+    struct ts_err err;
+    ck_assert_int_ne(model_resolve("gpt-9", &m, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "gpt-9"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "llada-8b"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "sdar-8b"));
+}
+END_TEST
+
+START_TEST(hf_llada_keys)
+{
+    const char *p = tmp_file(0, ".json",
+        "{\"model_type\":\"llada\",\"d_model\":4096,\"n_heads\":32,\"n_kv_heads\":32,"
+        "\"n_layers\":32,\"mlp_hidden_size\":12288,\"vocab_size\":126464,"
+        "\"max_sequence_length\":4096,\"rope_theta\":500000.0,\"include_bias\":false}");
+    struct model_cfg m;
+    struct ts_err err;
+    ck_assert_msg(model_resolve(p, &m, &err) == 0, "%s", err.msg);
+    const struct model_cfg *b = model_find("llada-8b");
+    ck_assert_int_eq(model_params(&m), model_params(b));
+    ck_assert_int_eq(m.head_dim, 128);
+    ck_assert(m.rope_theta == 500000.0);
+}
+END_TEST
+
+START_TEST(hf_qwen3_moe_keys)
+{
+    const char *p = tmp_file(0, ".json",
+        "{\"model_type\":\"llada2_moe\",\"hidden_size\":2048,\"num_attention_heads\":16,"
+        "\"num_key_value_heads\":4,\"head_dim\":128,\"num_hidden_layers\":20,"
+        "\"intermediate_size\":5120,\"moe_intermediate_size\":512,\"num_experts\":256,"
+        "\"num_experts_per_tok\":8,\"num_shared_experts\":1,\"first_k_dense_replace\":1,"
+        "\"vocab_size\":157184,\"max_position_embeddings\":32768,\"rope_theta\":600000}");
+    struct model_cfg m;
+    struct ts_err err;
+    ck_assert_msg(model_load_hf(p, &m, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(model_params(&m), model_params(model_find("llada2.0-mini")));
+    ck_assert(m.block_causal);
+}
+END_TEST
+
+START_TEST(hf_errors_name_file_and_field)
+{
+    struct model_cfg m;
+    struct ts_err err;
+    const char *p = tmp_file(0, ".json", "{\"hidden_size\":2048,\"num_attention_heads\":16,"
+                                         "\"vocab_size\":1000}");
+    ck_assert_int_ne(model_load_hf(p, &m, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, p));
+    ck_assert_ptr_nonnull(strstr(err.msg, "num_hidden_layers: missing"));
+
+    p = tmp_file(0, ".json", "{\"hidden_size\":\"big\",\"num_hidden_layers\":2}");
+    ck_assert_int_ne(model_load_hf(p, &m, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "hidden_size: not a number"));
+
+    p = tmp_file(0, ".json", "{\"hidden_size\": 64,\n \"num_hidden_layers\": 2,,}");
+    ck_assert_int_ne(model_load_hf(p, &m, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, ":2:")); /* the JSON error line */
+
+    p = tmp_file(0, ".json", "{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":6,"
+                             "\"num_key_value_heads\":4,\"vocab_size\":10,\"intermediate_size\":8}");
+    ck_assert_int_ne(model_load_hf(p, &m, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not a multiple"));
+
+    ck_assert_int_ne(model_load_hf("/nonexistent/config.json", &m, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "cannot open"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("model");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, builtin_llada);
+    tcase_add_test(tc, builtin_moe_and_gqa);
+    tcase_add_test(tc, unknown_model_lists_builtins);
+    tcase_add_test(tc, hf_llada_keys);
+    tcase_add_test(tc, hf_qwen3_moe_keys);
+    tcase_add_test(tc, hf_errors_name_file_and_field);
+    suite_add_tcase(s, tc);
+    return run_suite("model", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}

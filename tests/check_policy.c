@@ -1,0 +1,211 @@
+/*
+ * check_policy.c: exact segment shapes of every policy over a whole request (SPEC section 2),
+ * content/EOS decoding and early stop.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "policy.h"
+#include "test_util.h"
+
+#define MAX_STEPS 4096
+
+struct life {
+    struct segment seg[MAX_STEPS];
+    int n;
+};
+
+/* Runs one request to completion with a fixed:k decode model, recording every segment. */
+static void run_life(const struct policy_ops *po, const struct policy_cfg *pc, int P, int G, int C,
+                     int k, struct life *out)
+{
+    struct request r;
+    memset(&r, 0, sizeof r);
+    r.P = P;
+    r.G = G;
+    r.C = C;
+    policy_req_init(&r, pc);
+    struct decode_model dm = {.kind = DECODE_FIXED, .k = k};
+    out->n = 0;
+    for (;;) {
+        ck_assert_int_lt(out->n, MAX_STEPS);
+        struct segment *s = &out->seg[out->n++];
+        memset(s, 0, sizeof *s);
+        po->emit(&r, pc, s);
+        ck_assert_int_le(po->kv_tokens(&r, pc), po->kv_peak_tokens(&r, pc));
+        ck_assert_int_le(s->q, po->peak_q(&r, pc));
+        s->decoded = s->phase == PHASE_PREFILL ? 0 : decode_tokens(&dm, &r);
+        if (policy_advance(po, &r, pc, s))
+            break;
+    }
+    ck_assert_int_eq(r.decoded_total, pc->early_stop ? r.decoded_total : G);
+}
+
+static void expect_seg(const struct segment *s, int phase, int q, int kv, int kv_write, int logits,
+                       int decoded)
+{
+    ck_assert_str_eq(seg_phase_name(s->phase), seg_phase_name(phase));
+    ck_assert_int_eq(s->q, q);
+    ck_assert_int_eq(s->kv, kv);
+    ck_assert_int_eq(s->kv_write, kv_write);
+    ck_assert_int_eq(s->logit_rows, logits);
+    ck_assert_int_eq(s->decoded, decoded);
+}
+
+static struct life L;
+static const struct policy_cfg PC = {.block_size = 32};
+
+START_TEST(vanilla_shapes)
+{
+    run_life(&policy_vanilla, &PC, 100, 64, 64, 1, &L);
+    ck_assert_int_eq(L.n, 64);
+    for (int i = 0; i < L.n; i++)
+        expect_seg(&L.seg[i], PHASE_FULL, 164, 0, 0, 164, 1);
+    struct policy_cfg mo = PC;
+    mo.mask_only = true;
+    run_life(&policy_vanilla, &mo, 100, 64, 64, 1, &L);
+    for (int i = 0; i < L.n; i++)
+        expect_seg(&L.seg[i], PHASE_FULL, 164, 0, 0, 64 - i, 1); /* masked positions left */
+}
+END_TEST
+
+START_TEST(prefix_shapes)
+{
+    run_life(&policy_prefix, &PC, 100, 64, 64, 1, &L);
+    ck_assert_int_eq(L.n, 64);
+    expect_seg(&L.seg[0], PHASE_REFRESH, 164, 0, 100, 164, 1);
+    for (int i = 1; i < 32; i++)
+        expect_seg(&L.seg[i], PHASE_REUSE, 64, 100, 0, 64, 1);
+    expect_seg(&L.seg[32], PHASE_REFRESH, 164, 0, 132, 164, 1);
+    for (int i = 33; i < 64; i++)
+        expect_seg(&L.seg[i], PHASE_REUSE, 32, 132, 0, 32, 1);
+}
+END_TEST
+
+START_TEST(dual_shapes)
+{
+    run_life(&policy_dual, &PC, 100, 64, 64, 1, &L);
+    ck_assert_int_eq(L.n, 64);
+    for (int b = 0; b < 2; b++) {
+        expect_seg(&L.seg[32 * b], PHASE_REFRESH, 164, 0, 164, 164, 1);
+        for (int i = 1; i < 32; i++)
+            expect_seg(&L.seg[32 * b + i], PHASE_REUSE, 32, 132, 0, 32, 1);
+    }
+    /* mask-only: REFRESH logits for every masked position, REUSE for the block's masked ones */
+    struct policy_cfg mo = PC;
+    mo.mask_only = true;
+    run_life(&policy_dual, &mo, 100, 64, 64, 1, &L);
+    expect_seg(&L.seg[0], PHASE_REFRESH, 164, 0, 164, 64, 1);
+    expect_seg(&L.seg[1], PHASE_REUSE, 32, 132, 0, 31, 1);
+    expect_seg(&L.seg[32], PHASE_REFRESH, 164, 0, 164, 32, 1);
+}
+END_TEST
+
+START_TEST(dual_refresh_interval)
+{
+    struct policy_cfg pc = PC;
+    pc.refresh_interval = 8;
+    run_life(&policy_dual, &pc, 100, 32, 32, 1, &L);
+    ck_assert_int_eq(L.n, 32);
+    for (int i = 0; i < 32; i++)
+        ck_assert_int_eq(L.seg[i].phase, i % 8 == 0 ? PHASE_REFRESH : PHASE_REUSE);
+}
+END_TEST
+
+START_TEST(block_shapes)
+{
+    run_life(&policy_block, &PC, 100, 96, 96, 1, &L);
+    ck_assert_int_eq(L.n, 1 + 96);
+    expect_seg(&L.seg[0], PHASE_PREFILL, 100, 0, 100, 0, 0);
+    for (int i = 1; i <= 32; i++)
+        expect_seg(&L.seg[i], PHASE_BLOCK, 32, 100, 0, 32, 1);
+    /* the first step of block 1 commits block 0: q = 2*Bs over the prompt */
+    expect_seg(&L.seg[33], PHASE_BLOCK, 64, 100, 32, 32, 1);
+    for (int i = 34; i <= 64; i++)
+        expect_seg(&L.seg[i], PHASE_BLOCK, 32, 132, 0, 32, 1);
+    expect_seg(&L.seg[65], PHASE_BLOCK, 64, 132, 32, 32, 1);
+    expect_seg(&L.seg[66], PHASE_BLOCK, 32, 164, 0, 32, 1);
+}
+END_TEST
+
+START_TEST(block_partial_last_block)
+{
+    run_life(&policy_block, &PC, 10, 40, 40, 4, &L);
+    /* block 0: 8 steps of 4; block 1 (8 positions): 2 steps, the first fused with the commit */
+    ck_assert_int_eq(L.n, 1 + 8 + 2);
+    expect_seg(&L.seg[9], PHASE_BLOCK, 32 + 8, 10, 32, 8, 4);
+    expect_seg(&L.seg[10], PHASE_BLOCK, 8, 42, 0, 8, 4);
+}
+END_TEST
+
+START_TEST(eos_positions_decode_in_bulk)
+{
+    /* C = 40 of G = 64: block 0 takes 32 steps, block 1 eight content steps and one bulk step */
+    run_life(&policy_dual, &PC, 100, 64, 40, 1, &L);
+    ck_assert_int_eq(L.n, 32 + 8 + 1);
+    ck_assert_int_eq(L.seg[L.n - 1].decoded, 24);
+    /* C = 0: each block decodes in one step */
+    run_life(&policy_dual, &PC, 100, 64, 0, 1, &L);
+    ck_assert_int_eq(L.n, 2);
+}
+END_TEST
+
+START_TEST(early_stop_after_one_eos_block)
+{
+    struct policy_cfg pc = PC;
+    pc.early_stop = true;
+    run_life(&policy_dual, &pc, 100, 256, 10, 1, &L); /* content ends in block 0 */
+    ck_assert_int_eq(L.n, 10 + 1);
+    run_life(&policy_dual, &pc, 100, 256, 64, 1, &L); /* content fills blocks 0-1; block 2 is EOS */
+    ck_assert_int_eq(L.n, 64 + 1);
+    run_life(&policy_dual, &pc, 100, 256, 256, 1, &L); /* no EOS at all */
+    ck_assert_int_eq(L.n, 256);
+}
+END_TEST
+
+START_TEST(fixed_k_and_peaks)
+{
+    run_life(&policy_dual, &PC, 50, 256, 256, 4, &L);
+    ck_assert_int_eq(L.n, 64);
+    struct request r;
+    memset(&r, 0, sizeof r);
+    r.P = 50;
+    r.G = 256;
+    r.C = 256;
+    policy_req_init(&r, &PC);
+    ck_assert_int_eq(policy_dual.kv_peak_tokens(&r, &PC), 306);
+    ck_assert_int_eq(policy_block.kv_peak_tokens(&r, &PC), 50 + 7 * 32);
+    ck_assert_int_eq(policy_prefix.kv_peak_tokens(&r, &PC), 50 + 7 * 32);
+    ck_assert_int_eq(policy_vanilla.kv_peak_tokens(&r, &PC), 0);
+    ck_assert_int_eq(policy_block.peak_q(&r, &PC), 50 + 7 * 32);
+}
+END_TEST
+
+START_TEST(registry)
+{
+    ck_assert_ptr_eq(policy_find("DUAL"), &policy_dual);
+    const struct policy_ops *po;
+    struct ts_err err;
+    ck_assert_int_ne(policy_resolve("sparse-magic", &po, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "vanilla, prefix, dual, block"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("policy");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, vanilla_shapes);
+    tcase_add_test(tc, prefix_shapes);
+    tcase_add_test(tc, dual_shapes);
+    tcase_add_test(tc, dual_refresh_interval);
+    tcase_add_test(tc, block_shapes);
+    tcase_add_test(tc, block_partial_last_block);
+    tcase_add_test(tc, eos_positions_decode_in_bulk);
+    tcase_add_test(tc, early_stop_after_one_eos_block);
+    tcase_add_test(tc, fixed_k_and_peaks);
+    tcase_add_test(tc, registry);
+    suite_add_tcase(s, tc);
+    return run_suite("policy", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,86 @@
+/* check_step_desc.c: the step description and its running totals. */
+#include <stdlib.h>
+
+#include "step_desc.h"
+#include "test_util.h"
+
+START_TEST(totals_match_recomputation)
+{
+    struct step_desc sd;
+    step_desc_init(&sd);
+    srand(7);
+    for (int i = 0; i < 1000; i++) {
+        struct segment s = {.req_id = i, .q = 1 + rand() % 600, .kv = rand() % 3000,
+                            .kv_write = rand() % 100, .decoded = rand() % 4,
+                            .phase = (uint8_t)(rand() % PHASE_COUNT)};
+        s.logit_rows = rand() % (s.q + 1);
+        step_desc_add(&sd, &s);
+    }
+    struct step_totals t;
+    step_totals_compute(&sd, &t);
+    ck_assert_int_eq(t.num_segs, 1000);
+    ck_assert_int_eq(t.q_tokens, sd.tot.q_tokens);
+    ck_assert_int_eq(t.kv_tokens, sd.tot.kv_tokens);
+    ck_assert_int_eq(t.logit_rows, sd.tot.logit_rows);
+    ck_assert_int_eq(t.max_q, sd.tot.max_q);
+    ck_assert_int_eq(t.attn_kv_read, sd.tot.attn_kv_read);
+    ck_assert(t.attn_qk_pairs == sd.tot.attn_qk_pairs);
+    int64_t by = 0;
+    for (int p = 0; p < PHASE_COUNT; p++)
+        by += t.by_phase[p];
+    ck_assert_int_eq(by, 1000);
+    step_desc_clear(&sd);
+    ck_assert_int_eq(sd.num_segs, 0);
+    ck_assert_int_eq(sd.tot.q_tokens, 0);
+    step_desc_free(&sd);
+    step_desc_free(NULL);
+}
+END_TEST
+
+START_TEST(attention_pairs_of_one_segment)
+{
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct segment s = {.q = 32, .kv = 480, .logit_rows = 32, .phase = PHASE_REUSE};
+    step_desc_add(&sd, &s);
+    ck_assert(sd.tot.attn_qk_pairs == 32.0 * 512.0);
+    ck_assert_int_eq(sd.tot.attn_kv_read, 512);
+    step_desc_free(&sd);
+}
+END_TEST
+
+START_TEST(logit_chunks)
+{
+    struct step_desc sd;
+    step_desc_init(&sd);
+    ck_assert_int_eq(step_num_logit_chunks(&sd), 0);
+    struct segment s = {.q = 5000, .logit_rows = 4097, .phase = PHASE_FULL};
+    step_desc_add(&sd, &s);
+    ck_assert_int_eq(step_num_logit_chunks(&sd), 1); /* monolithic */
+    sd.logit_chunk_rows = 2048;
+    ck_assert_int_eq(step_num_logit_chunks(&sd), 3);
+    sd.logit_chunk_rows = 4097;
+    ck_assert_int_eq(step_num_logit_chunks(&sd), 1);
+    step_desc_free(&sd);
+}
+END_TEST
+
+START_TEST(phase_names)
+{
+    ck_assert_str_eq(seg_phase_name(PHASE_REFRESH), "REFRESH");
+    ck_assert_str_eq(seg_phase_name(PHASE_BLOCK), "BLOCK");
+    ck_assert_str_eq(seg_phase_name((enum seg_phase)99), "?");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("step_desc");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, totals_match_recomputation);
+    tcase_add_test(tc, attention_pairs_of_one_segment);
+    tcase_add_test(tc, logit_chunks);
+    tcase_add_test(tc, phase_names);
+    suite_add_tcase(s, tc);
+    return run_suite("step_desc", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,22 @@
+/* test_util.h: helpers shared by the Check suites. */
+#ifndef TESSERA_TEST_UTIL_H
+#define TESSERA_TEST_UTIL_H
+
+#include <check.h>
+#include <stdbool.h>
+
+#include "config.h"
+
+/* Writes text to a fresh temporary file whose name ends in `suffix`; returns its path (static
+ * storage, valid until the next call with the same slot 0..7). */
+const char *tmp_file(int slot, const char *suffix, const char *text);
+/* A temporary path that does not exist yet. */
+const char *tmp_path(int slot, const char *suffix);
+/* Default config for tests: quiet, no progress line. */
+void test_config(struct sim_config *c);
+/* Runs a Check suite; returns the number of failures. Prints "NAME: N passed, M failed". */
+int run_suite(const char *name, Suite *s);
+/* Path of a file in ../shared/traces/raw if it exists, else NULL. */
+const char *shared_trace(const char *name);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * trace.h: request-arrival traces: loaders for the public formats, generators, rescaling and
+ * statistics (SPEC section 9). A trace is a list of (arrival, prompt tokens, output tokens) sorted
+ * by arrival; output tokens are what the original (autoregressive) service generated, which the
+ * simulator maps onto a dLLM's generation length and content length.
+ *
+ * Formats (detected from the header or the .jsonl extension):
+ *   azure     TIMESTAMP,ContextTokens,GeneratedTokens        (Azure LLM inference 2023)
+ *   burstgpt  Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type
+ *   mooncake  JSONL {"timestamp": ms, "input_length": n, "output_length": n, ...}
+ *   lengths   num_prefill_tokens,num_decode_tokens[,...]     (no arrival times)
+ *   tessera   arrival_ns,prompt_tokens,output_tokens          (what `tessera trace gen` writes)
+ * A malformed row stops the load with "FILE:LINE: FIELD: problem" unless skip_bad is set, in
+ * which case it is skipped and counted.
+ */
+#ifndef TESSERA_TRACE_H
+#define TESSERA_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util.h"
+
+enum trace_format { TRACE_AUTO = 0, TRACE_AZURE, TRACE_BURSTGPT, TRACE_MOONCAKE, TRACE_LENGTHS,
+                    TRACE_TESSERA };
+
+struct trace_req {
+    int64_t arrival_ns; /* relative to the first request */
+    int32_t prompt;     /* tokens */
+    int32_t output;     /* tokens the original service generated */
+};
+
+struct trace {
+    struct trace_req *reqs; /* [n], owned */
+    int64_t n;
+    size_t cap;
+    bool has_times;         /* false for length-only files until arrivals are assigned */
+    int64_t skipped_rows;   /* malformed rows skipped under skip_bad */
+    enum trace_format format;
+};
+
+const char *trace_format_name(enum trace_format f);
+
+void trace_free(struct trace *t); /* safe on a zeroed struct */
+void trace_push(struct trace *t, int64_t arrival_ns, int32_t prompt, int32_t output);
+
+/* Loads a trace file. On error *out is left empty and err names file, line and field. */
+int trace_load(const char *path, bool skip_bad, struct trace *out, struct ts_err *err);
+/* Parses a trace held in memory; `path` names it in messages and, with a .jsonl suffix, selects
+ * the Mooncake format. */
+int trace_parse(const char *path, const char *buf, size_t len, bool skip_bad, struct trace *out,
+                struct ts_err *err);
+
+/* --- generation -------------------------------------------------------------------------- */
+
+enum arrival_kind { ARRIVAL_POISSON = 0, ARRIVAL_GAMMA };
+struct arrival_gen {
+    enum arrival_kind kind;
+    double rps; /* mean requests per second */
+    double cv;  /* gamma: coefficient of variation of inter-arrival times (1 = Poisson) */
+};
+
+enum length_kind { LENGTH_FIXED = 0, LENGTH_LOGNORMAL, LENGTH_SAMPLE };
+struct length_gen {
+    enum length_kind kind;
+    int32_t prompt, output;           /* fixed */
+    double mu_p, sigma_p, mu_o, sigma_o; /* lognormal (of token counts) */
+    const struct trace *src;          /* sample: rows drawn uniformly from this trace */
+    int32_t max_prompt, max_output;   /* clip (0 = none) */
+};
+
+/* Parses "poisson" or "gamma:CV". */
+int arrival_parse(const char *spec, double rps, struct arrival_gen *out, struct ts_err *err);
+/* Parses "fixed:P,O", "lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O" or "sharegpt" (a lognormal fitted to
+ * the ShareGPT length file; see trace_gen.c). "file:PATH" is resolved by the caller. */
+int length_parse(const char *spec, struct length_gen *out, struct ts_err *err);
+
+/* Generates n requests with the given arrivals and lengths from `seed`. */
+void trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag,
+                    const struct length_gen *lg, uint64_t seed);
+/* Gives a trace without times arrival times from the generator (stream `seed`). */
+void trace_assign_arrivals(struct trace *t, const struct arrival_gen *ag, uint64_t seed);
+/* Scales arrival times so the trace's mean rate becomes rps. */
+void trace_rescale(struct trace *t, double rps);
+/* Keeps the first n requests. */
+void trace_truncate(struct trace *t, int64_t n);
+/* Writes the tessera CSV format. */
+int trace_write(const struct trace *t, const char *path, struct ts_err *err);
+
+/* --- statistics -------------------------------------------------------------------------- */
+
+struct dist_stats {
+    double mean, p50, p90, p99, min, max;
+};
+
+struct trace_stats {
+    int64_t n;
+    double duration_s; /* last arrival - first arrival */
+    double rate_rps;   /* (n - 1) / duration */
+    double cv;         /* coefficient of variation of inter-arrival gaps */
+    struct dist_stats prompt, output;
+    double mu_p, sigma_p, mu_o, sigma_o; /* lognormal fit (mean and sd of the logs of counts > 0) */
+};
+
+void trace_stats_compute(const struct trace *t, struct trace_stats *s);
+
+#endif

@@ -1,0 +1,233 @@
+/*
+ * trace_gen.c: synthetic arrivals and lengths, rescaling, writing and statistics.
+ *
+ * Arrivals: Poisson (exponential gaps) or Gamma gaps with a coefficient of variation cv (shape
+ * 1/cv^2), both at a mean rate. Lengths: fixed, lognormal, or rows sampled from a trace file.
+ * The built-in "sharegpt" lognormal was fitted by `tessera trace fit` to the ShareGPT length
+ * file of shared/traces/raw (30,731 rows): the mean and standard deviation of log(token count).
+ */
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace.h"
+
+#define SHAREGPT_MU_P 7.0065
+#define SHAREGPT_SIGMA_P 1.6257
+#define SHAREGPT_MU_O 5.7694
+#define SHAREGPT_SIGMA_O 1.0011
+
+int arrival_parse(const char *spec, double rps, struct arrival_gen *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!(rps > 0))
+        return ts_fail(err, "arrival rate must be positive (got %g)", rps);
+    out->rps = rps;
+    out->cv = 1.0;
+    if (strcmp(spec, "poisson") == 0) {
+        out->kind = ARRIVAL_POISSON;
+        return 0;
+    }
+    if (strncmp(spec, "gamma:", 6) == 0) {
+        if (ts_parse_double(spec + 6, &out->cv) || !(out->cv > 0) || out->cv > 100)
+            return ts_fail(err, "arrivals '%s': CV must be a number in (0, 100]", spec);
+        out->kind = ARRIVAL_GAMMA;
+        return 0;
+    }
+    return ts_fail(err, "arrivals '%s': expected poisson or gamma:CV", spec);
+}
+
+int length_parse(const char *spec, struct length_gen *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (strcmp(spec, "sharegpt") == 0) {
+        *out = (struct length_gen){.kind = LENGTH_LOGNORMAL, .mu_p = SHAREGPT_MU_P,
+                                   .sigma_p = SHAREGPT_SIGMA_P, .mu_o = SHAREGPT_MU_O,
+                                   .sigma_o = SHAREGPT_SIGMA_O};
+        return 0;
+    }
+    if (strncmp(spec, "fixed:", 6) == 0) {
+        int p, o, used = 0;
+        if (sscanf(spec + 6, "%d,%d%n", &p, &o, &used) != 2 || spec[6 + used] || p < 0 || o < 0)
+            return ts_fail(err, "lengths '%s': expected fixed:PROMPT,OUTPUT with counts >= 0", spec);
+        out->kind = LENGTH_FIXED;
+        out->prompt = p;
+        out->output = o;
+        return 0;
+    }
+    if (strncmp(spec, "lognormal:", 10) == 0) {
+        int used = 0;
+        if (sscanf(spec + 10, "%lf,%lf,%lf,%lf%n", &out->mu_p, &out->sigma_p, &out->mu_o,
+                   &out->sigma_o, &used) != 4 || spec[10 + used] || !(out->sigma_p >= 0) ||
+            !(out->sigma_o >= 0) || !isfinite(out->mu_p) || !isfinite(out->mu_o) ||
+            out->mu_p > 20 || out->mu_o > 20)
+            return ts_fail(err, "lengths '%s': expected lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O "
+                                "(of log token counts)", spec);
+        out->kind = LENGTH_LOGNORMAL;
+        return 0;
+    }
+    return ts_fail(err, "lengths '%s': expected sharegpt, fixed:P,O, lognormal:MU_P,SIGMA_P,MU_O,"
+                        "SIGMA_O or file:PATH", spec);
+}
+
+static gsl_rng *rng_for(uint64_t seed)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, (unsigned long)ts_mix64(seed));
+    return r;
+}
+
+static double next_gap_s(const struct arrival_gen *ag, gsl_rng *r)
+{
+    if (ag->kind == ARRIVAL_POISSON)
+        return gsl_ran_exponential(r, 1.0 / ag->rps);
+    double shape = 1.0 / (ag->cv * ag->cv);
+    return gsl_ran_gamma(r, shape, 1.0 / (ag->rps * shape));
+}
+
+static int32_t clip_len(double v, int32_t lo, int32_t hi)
+{
+    if (!(v >= lo))
+        return lo;
+    if (hi > 0 && v > hi)
+        return hi;
+    return v > 1e8 ? 100000000 : (int32_t)llround(v);
+}
+
+void trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag,
+                    const struct length_gen *lg, uint64_t seed)
+{
+    memset(out, 0, sizeof *out);
+    out->format = TRACE_TESSERA;
+    out->has_times = true;
+    gsl_rng *rl = rng_for(seed * 2 + 1);
+    for (int64_t i = 0; i < n; i++) {
+        int32_t p, o;
+        switch (lg->kind) {
+        case LENGTH_FIXED:
+            p = lg->prompt;
+            o = lg->output;
+            break;
+        case LENGTH_LOGNORMAL:
+            p = clip_len(gsl_ran_lognormal(rl, lg->mu_p, lg->sigma_p), 1, lg->max_prompt);
+            o = clip_len(gsl_ran_lognormal(rl, lg->mu_o, lg->sigma_o), 1, lg->max_output);
+            break;
+        default: {
+            TS_ASSERT(lg->src && lg->src->n > 0);
+            const struct trace_req *s = &lg->src->reqs[gsl_rng_uniform_int(rl, (unsigned long)lg->src->n)];
+            p = clip_len(s->prompt, 0, lg->max_prompt);
+            o = clip_len(s->output, 0, lg->max_output);
+        }
+        }
+        trace_push(out, 0, p, o);
+    }
+    gsl_rng_free(rl);
+    trace_assign_arrivals(out, ag, seed);
+}
+
+void trace_assign_arrivals(struct trace *t, const struct arrival_gen *ag, uint64_t seed)
+{
+    gsl_rng *ra = rng_for(seed * 2);
+    double now = 0.0;
+    for (int64_t i = 0; i < t->n; i++) {
+        if (i > 0)
+            now += next_gap_s(ag, ra);
+        t->reqs[i].arrival_ns = llround(now * 1e9);
+    }
+    t->has_times = true;
+    gsl_rng_free(ra);
+}
+
+void trace_rescale(struct trace *t, double rps)
+{
+    TS_ASSERT(rps > 0 && t->has_times);
+    if (t->n < 2)
+        return;
+    double dur = (double)(t->reqs[t->n - 1].arrival_ns - t->reqs[0].arrival_ns);
+    if (dur <= 0)
+        return;
+    double factor = ((double)(t->n - 1) / rps * 1e9) / dur;
+    for (int64_t i = 0; i < t->n; i++)
+        t->reqs[i].arrival_ns = llround((double)t->reqs[i].arrival_ns * factor);
+}
+
+void trace_truncate(struct trace *t, int64_t n)
+{
+    if (n >= 0 && n < t->n)
+        t->n = n;
+}
+
+int trace_write(const struct trace *t, const char *path, struct ts_err *err)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+    if (!f)
+        return ts_fail(err, "%s: cannot create", path);
+    fprintf(f, "arrival_ns,prompt_tokens,output_tokens\n");
+    for (int64_t i = 0; i < t->n; i++)
+        fprintf(f, "%lld,%d,%d\n", (long long)t->reqs[i].arrival_ns, t->reqs[i].prompt,
+                t->reqs[i].output);
+    int bad = ferror(f);
+    if (f != stdout)
+        bad |= fclose(f) != 0;
+    if (bad)
+        return ts_fail(err, "%s: write error", path);
+    return 0;
+}
+
+static void dist_of(double *v, int64_t n, struct dist_stats *d)
+{
+    memset(d, 0, sizeof *d);
+    if (n == 0)
+        return;
+    gsl_sort(v, 1, (size_t)n);
+    d->mean = gsl_stats_mean(v, 1, (size_t)n);
+    d->p50 = gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.50);
+    d->p90 = gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.90);
+    d->p99 = gsl_stats_quantile_from_sorted_data(v, 1, (size_t)n, 0.99);
+    d->min = v[0];
+    d->max = v[n - 1];
+}
+
+/* Mean and sd of log(x) over x > 0. */
+static void log_fit(const double *v, int64_t n, double *mu, double *sigma)
+{
+    double *l = xmalloc(sizeof *l * (size_t)(n ? n : 1));
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (v[i] > 0)
+            l[k++] = log(v[i]);
+    *mu = k ? gsl_stats_mean(l, 1, (size_t)k) : 0;
+    *sigma = k > 1 ? gsl_stats_sd_m(l, 1, (size_t)k, *mu) : 0;
+    free(l);
+}
+
+void trace_stats_compute(const struct trace *t, struct trace_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    s->n = t->n;
+    if (t->n == 0)
+        return;
+    double *v = xmalloc(sizeof *v * (size_t)t->n);
+    if (t->has_times && t->n > 1) {
+        s->duration_s = (double)(t->reqs[t->n - 1].arrival_ns - t->reqs[0].arrival_ns) * 1e-9;
+        s->rate_rps = s->duration_s > 0 ? (double)(t->n - 1) / s->duration_s : 0;
+        for (int64_t i = 1; i < t->n; i++)
+            v[i - 1] = (double)(t->reqs[i].arrival_ns - t->reqs[i - 1].arrival_ns) * 1e-9;
+        double m = gsl_stats_mean(v, 1, (size_t)(t->n - 1));
+        s->cv = m > 0 && t->n > 2 ? gsl_stats_sd_m(v, 1, (size_t)(t->n - 1), m) / m : 0;
+    }
+    for (int64_t i = 0; i < t->n; i++)
+        v[i] = t->reqs[i].prompt;
+    log_fit(v, t->n, &s->mu_p, &s->sigma_p);
+    dist_of(v, t->n, &s->prompt);
+    for (int64_t i = 0; i < t->n; i++)
+        v[i] = t->reqs[i].output;
+    log_fit(v, t->n, &s->mu_o, &s->sigma_o);
+    dist_of(v, t->n, &s->output);
+    free(v);
+}
