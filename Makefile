@@ -57,7 +57,7 @@ $(BUILD)/libtessera.a: $(LIB_OBJ)
 $(BUILD)/tessera: $(BUILD)/sim/main.o $(BUILD)/libtessera.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/test_util.h $(BUILD)/libtessera.a | deps
+$(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/test_util.h tests/golden.h $(BUILD)/libtessera.a | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_COMMON) $(BUILD)/libtessera.a $(LIBS) $(CHECK_LIBS)
 
@@ -66,8 +66,7 @@ run: $(BUILD)/tessera
 
 # the unit suites (one per module), golden scenarios and the command-line checks
 check-unit: $(BUILD)/tessera $(TESTS)
-	@set -e; for t in $(TESTS); do TESSERA_BIN=$(CURDIR)/$(BUILD)/tessera ./$$t; done
-	@bash tests/cli_test.sh $(CURDIR)/$(BUILD)/tessera
+	@bash tests/run_all.sh $(CURDIR)/$(BUILD)/tessera $(TESTS)
 
 check: check-unit
 	@$(MAKE) --no-print-directory check-asan

@@ -9,7 +9,7 @@
  *                    down [T/c,h]; an MoE layer routes k copies of each token to width-Fe experts
  *                    (plus shared experts), holds fp32 router logits [T,E] and the combined
  *                    output [T,h]
- *   LM head:         norm [T,h] + gathered rows [R,h] + one chunk of logits [Rc,V] in bf16 plus the
+ *   LM head:         norm [T,h] + gathered rows [R,h] (when R < T) + one chunk of logits [Rc,V] in bf16 plus the
  *                    softmax copy [Rc,V] of the baseline, if any
  * Attention scores are never materialised (flash-style kernels, also PyTorch's SDPA).
  */
@@ -55,7 +55,8 @@ int64_t mem_act_peak(const struct model_cfg *m, int64_t T, int64_t R, const stru
         int64_t router = T * m->num_experts * 4, combined = T * h * a;
         peak = TS_MAX(peak, x + norm + router + combined + TS_MAX(routed, shared));
     }
-    int64_t head = norm + R * h * a + mem_logits_bytes(m, R, k);
+    int64_t gathered = R < T ? R * h * a : 0; /* rows gathered when not every row needs logits */
+    int64_t head = norm + gathered + mem_logits_bytes(m, R, k);
     return TS_MAX(peak, head);
 }
 

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# bench_sim.sh: simulator speed. 10,000 requests (G = 256, block 32, dual, phase, --no-steps) on
+# LLaDA-8B / H200, arriving at 200 req/s so that the phase scheduler packs hundreds of requests per
+# step. Three runs; the median wall time is reported as request-steps per second.
+# Usage: bench_sim.sh PATH/TO/tessera
+set -euo pipefail
+bin=${1:?usage: bench_sim.sh PATH/TO/tessera}
+args=(sim --requests 10000 --rps 200 --gen-len 256 --block 32 --policy dual --scheduler phase
+      --no-steps --quiet --no-progress --json)
+times=()
+steps=0
+for i in 1 2 3; do
+    start=$(date +%s.%N)
+    out=$("$bin" "${args[@]}")
+    end=$(date +%s.%N)
+    times+=("$(echo "$end - $start" | bc -l)")
+    steps=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["request_steps"])' "$out")
+done
+med=$(printf '%s\n' "${times[@]}" | sort -g | sed -n 2p)
+echo "runs: ${times[*]} s (median of 3)"
+python3 - "$steps" "$med" <<'PY'
+import sys
+n, t = int(sys.argv[1]), float(sys.argv[2])
+print(f"sim: {n} request-steps in {t:.3f} s ({n / t / 1e6:.2f} M request-steps/s)")
+PY

@@ -1,0 +1,141 @@
+/* check_cost.c: the roofline cost model against hand-computed floors. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost.h"
+#include "test_util.h"
+
+static struct cost_ctx ctx(const char *model, const char *impl)
+{
+    struct cost_ctx c;
+    c.model = *model_find(model);
+    struct gpu_table *t = gpu_table_create();
+    ck_assert_int_eq(gpu_lookup(t, "h200", &c.gpu, NULL), 0);
+    gpu_table_destroy(t);
+    ck_assert_int_eq(impl_resolve(impl, &c.impl, NULL), 0);
+    return c;
+}
+
+static double price(const struct cost_ctx *c, int nseg, int q, int kv, int logits, int chunk,
+                    struct cost_breakdown *bd)
+{
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = chunk;
+    for (int i = 0; i < nseg; i++) {
+        struct segment s = {.req_id = i, .q = q, .kv = kv, .logit_rows = logits, .phase = PHASE_REUSE};
+        step_desc_add(&sd, &s);
+    }
+    double t = cost_roofline.step_s(c, &sd, bd);
+    step_desc_free(&sd);
+    return t;
+}
+
+START_TEST(refresh_is_compute_bound)
+{
+    /* 16 x 512 tokens through LLaDA-8B: the GEMMs alone are 2 * 8192 * 7.0e9 FLOPs; the step can
+     * be no faster than that at peak, and within a factor 2 of it at the profile's efficiency */
+    struct cost_ctx c = ctx("llada-8b", "tessera");
+    struct cost_breakdown bd;
+    double t = price(&c, 16, 512, 0, 512, 0, &bd);
+    const struct model_cfg *m = &c.model;
+    double layer_params = 4.0 * 4096 * 4096 + 3.0 * 4096 * 12288;
+    double flops = 2.0 * 8192 * (m->num_layers * layer_params + 4096.0 * m->vocab);
+    double floor_s = flops / c.gpu.bf16_flops;
+    ck_assert_msg(t > floor_s && t < 2 * floor_s, "t %.4f floor %.4f", t, floor_s);
+    double sum = 0;
+    for (int i = 0; i < OP_COUNT; i++)
+        sum += bd.op_s[i];
+    ck_assert(fabs(sum - t) < 1e-12 * fmax(1, t) && fabs(bd.total_s - t) < 1e-12);
+    ck_assert(bd.op_s[OP_GATE_UP] > bd.op_s[OP_QKV]); /* 2F = 24576 > 3h = 12288 */
+}
+END_TEST
+
+START_TEST(reuse_one_block_reads_the_weights)
+{
+    /* one 32-token block over 480 cached tokens: bound by reading 16 GB of weights */
+    struct cost_ctx c = ctx("llada-8b", "tessera");
+    double t = price(&c, 1, 32, 480, 32, 0, NULL);
+    double floor_s = (double)model_weight_bytes(&c.model) / c.gpu.mem_bw;
+    ck_assert_msg(t > floor_s && t < 1.6 * floor_s, "t %.5f floor %.5f", t, floor_s);
+}
+END_TEST
+
+START_TEST(eager_is_launch_bound_on_small_steps)
+{
+    struct cost_ctx eager = ctx("llada-8b", "torch-eager"), fused = ctx("llada-8b", "tessera");
+    double te = price(&eager, 1, 32, 480, 32, 0, NULL), tf = price(&fused, 1, 32, 480, 32, 0, NULL);
+    ck_assert(te > 3 * tf);
+    /* the anchor measured about 31 ms for this step in PyTorch eager on an H200 */
+    ck_assert_msg(te > 0.015 && te < 0.060, "%.4f s", te);
+}
+END_TEST
+
+START_TEST(lm_head_chunks_reread_weights)
+{
+    struct cost_ctx c = ctx("llada-8b", "tessera");
+    struct cost_breakdown one, many;
+    price(&c, 1, 64, 0, 64, 0, &one);
+    price(&c, 1, 64, 0, 64, 1, &many); /* 64 chunks of one row */
+    double w = 2.0 * 4096 * c.model.vocab / (c.gpu.mem_bw * c.impl.mem_eff);
+    ck_assert(many.op_s[OP_LM_HEAD] > 60 * w);
+    ck_assert(one.op_s[OP_LM_HEAD] < 2 * w);
+}
+END_TEST
+
+START_TEST(attention_grows_with_context)
+{
+    struct cost_ctx c = ctx("llada-8b", "tessera");
+    struct cost_breakdown a, b;
+    price(&c, 8, 512, 0, 0, 0, &a);
+    price(&c, 8, 512, 7680, 0, 0, &b);
+    ck_assert(b.op_s[OP_ATTN] > 10 * a.op_s[OP_ATTN]);
+    ck_assert(fabs(b.op_s[OP_QKV] - a.op_s[OP_QKV]) < 1e-15); /* context does not touch GEMMs */
+}
+END_TEST
+
+START_TEST(moe_touches_distinct_experts)
+{
+    struct cost_ctx c = ctx("llada-moe-7b", "tessera");
+    struct cost_breakdown one, many;
+    price(&c, 1, 1, 0, 0, 0, &one);     /* one token: 8 of 64 experts */
+    price(&c, 1, 4096, 0, 0, 0, &many); /* thousands: all 64 */
+    double expert_bytes = 3.0 * 2048 * 1024 * 2;
+    double bw = c.gpu.mem_bw * c.impl.mem_eff;
+    int moe = model_num_moe_layers(&c.model);
+    ck_assert(one.op_s[OP_EXPERTS] < moe * 9 * expert_bytes / bw);
+    ck_assert(many.op_s[OP_EXPERTS] > moe * 60 * expert_bytes / bw);
+    ck_assert(one.op_s[OP_ROUTER] > 0 && one.op_s[OP_GATE_UP] == 0);
+}
+END_TEST
+
+START_TEST(empty_step_costs_host_time)
+{
+    struct cost_ctx c = ctx("llada-8b", "tessera");
+    struct step_desc sd;
+    step_desc_init(&sd);
+    ck_assert(cost_roofline.step_s(&c, &sd, NULL) == c.impl.host_step_s);
+    step_desc_free(&sd);
+    const struct cost_ops *co;
+    struct ts_err err;
+    ck_assert_int_ne(cost_resolve("magic", &co, &err), 0);
+    ck_assert_int_ne(impl_resolve("jax", &c.impl, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "torch-eager"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cost");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, refresh_is_compute_bound);
+    tcase_add_test(tc, reuse_one_block_reads_the_weights);
+    tcase_add_test(tc, eager_is_launch_bound_on_small_steps);
+    tcase_add_test(tc, lm_head_chunks_reread_weights);
+    tcase_add_test(tc, attention_grows_with_context);
+    tcase_add_test(tc, moe_touches_distinct_experts);
+    tcase_add_test(tc, empty_step_costs_host_time);
+    suite_add_tcase(s, tc);
+    return run_suite("cost", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}

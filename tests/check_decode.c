@@ -1,0 +1,88 @@
+/* check_decode.c: decode model parsing, the threshold model's mean, and per-request streams. */
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "policy.h"
+#include "test_util.h"
+
+static struct sim_config C;
+
+START_TEST(parse_specs)
+{
+    test_config(&C);
+    struct decode_model dm;
+    struct ts_err err;
+    ck_assert_int_eq(decode_parse("fixed:4", C.datadir, &dm, &err), 0);
+    ck_assert_int_eq(dm.kind, DECODE_FIXED);
+    ck_assert_int_eq(dm.k, 4);
+    ck_assert_msg(decode_parse("threshold:llada-gsm8k", C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(fabs(dm.tpf - 2.77) < 1e-12);
+    ck_assert_int_eq(decode_parse("threshold:3.5", C.datadir, &dm, &err), 0);
+    ck_assert(dm.tpf == 3.5);
+    const char *p = tmp_file(0, ".json", "{\"mine\": {\"tpf\": 6.25}}");
+    char spec[512];
+    snprintf(spec, sizeof spec, "threshold:%s:mine", p);
+    ck_assert_msg(decode_parse(spec, C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(dm.tpf == 6.25);
+}
+END_TEST
+
+START_TEST(parse_errors)
+{
+    test_config(&C);
+    struct decode_model dm;
+    struct ts_err err;
+    ck_assert_int_ne(decode_parse("fixed:0", C.datadir, &dm, &err), 0);
+    ck_assert_int_ne(decode_parse("fixed", C.datadir, &dm, &err), 0);
+    ck_assert_int_ne(decode_parse("greedy:1", C.datadir, &dm, &err), 0);
+    ck_assert_int_ne(decode_parse("threshold:0.5", C.datadir, &dm, &err), 0);
+    ck_assert_int_ne(decode_parse("threshold:no-such", C.datadir, &dm, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "llada-gsm8k")); /* lists the profiles */
+}
+END_TEST
+
+START_TEST(threshold_mean_and_bounds)
+{
+    struct decode_model dm = {.kind = DECODE_THRESHOLD, .tpf = 2.77};
+    struct request r;
+    memset(&r, 0, sizeof r);
+    r.P = 10;
+    r.G = 1 << 20; /* one huge block: no clipping by the masked count */
+    r.C = r.G;
+    struct policy_cfg pc = {.block_size = 1 << 20};
+    policy_req_init(&r, &pc);
+    r.rng = gsl_rng_alloc(gsl_rng_taus2);
+    gsl_rng_set(r.rng, 42);
+    double sum = 0;
+    int n = 200000;
+    for (int i = 0; i < n; i++) {
+        int32_t k = decode_tokens(&dm, &r);
+        ck_assert_int_ge(k, 1);
+        sum += k;
+    }
+    ck_assert_msg(fabs(sum / n - 2.77) < 0.02, "mean %.4f", sum / n);
+    /* at most the masked positions of the block */
+    r.G = 64;
+    r.C = 64;
+    pc.block_size = 32;
+    policy_req_init(&r, &pc);
+    r.decoded_in_block = 30;
+    for (int i = 0; i < 1000; i++)
+        ck_assert_int_le(decode_tokens(&dm, &r), 2);
+    gsl_rng_free(r.rng);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("decode");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, parse_specs);
+    tcase_add_test(tc, parse_errors);
+    tcase_add_test(tc, threshold_mean_and_bounds);
+    suite_add_tcase(s, tc);
+    return run_suite("decode", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}

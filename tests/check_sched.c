@@ -1,0 +1,225 @@
+/*
+ * check_sched.c: every scheduler keeps its invariants in every step, over randomized workloads
+ * (random seeds, loads, lengths, policies, GPUs):
+ *   - memory in use (weights + KV + the step's activation) never exceeds the capacity
+ *   - phase: the step's query tokens never exceed max_num_batched_tokens
+ *   - phase and request admit in FCFS (arrival) order
+ *   - every admitted request finishes, having decoded all its positions; every request is
+ *     finished or rejected; steps and segments add up
+ *   - a request appears at most once per step; static batches step in lockstep
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+#include "test_util.h"
+
+static void check_run(struct sim *s)
+{
+    /* per step: memory and the token cap */
+    bool phase = strcmp(s->sched->name, "phase") == 0;
+    int64_t *seen = xcalloc((size_t)s->num_reqs, sizeof *seen);
+    for (size_t i = 0; i < s->num_steps; i++) {
+        const struct step_rec *p = &s->steps[i];
+        ck_assert_int_le(s->weight_bytes + p->kv_in_use_bytes + p->act_peak_bytes, s->capacity);
+        if (phase) {
+            ck_assert_int_le(p->tot.q_tokens, s->cfg.max_num_batched_tokens);
+            ck_assert_int_le(p->act_peak_bytes, s->act_reserved);
+        }
+        ck_assert_int_gt(p->tot.num_segs, 0);
+        size_t end = i + 1 < s->num_steps ? (size_t)s->steps[i + 1].first_seg : s->num_segs;
+        for (size_t j = (size_t)p->first_seg; j < end; j++) {
+            int32_t id = s->segs[j].req_id;
+            ck_assert_msg(seen[id] != (int64_t)i + 1, "request %d twice in step %zu", id, i);
+            seen[id] = (int64_t)i + 1;
+        }
+        if (i + 1 < s->num_steps)
+            ck_assert_int_ge(s->steps[i + 1].start_ns, p->start_ns + p->duration_ns);
+    }
+    free(seen);
+    /* per request */
+    int64_t finished = 0, rejected = 0, last_admit = -1, steps = 0;
+    for (int64_t i = 0; i < s->num_reqs; i++) {
+        const struct request *r = &s->reqs[i];
+        ck_assert(r->state == REQ_FINISHED || r->state == REQ_REJECTED);
+        if (r->state == REQ_REJECTED) {
+            rejected++;
+            ck_assert_ptr_nonnull(r->reject_reason);
+            ck_assert_int_eq(r->admitted_ns, -1);
+            continue;
+        }
+        finished++;
+        steps += r->steps;
+        ck_assert_int_ge(r->admitted_ns, r->arrival_ns);
+        ck_assert_int_ge(r->first_block_ns, r->admitted_ns);
+        ck_assert_int_ge(r->finish_ns, r->first_block_ns);
+        if (!s->cfg.early_stop)
+            ck_assert_int_eq(r->decoded_total, r->G);
+        ck_assert_int_eq(r->kv_tokens_held, 0);
+        /* FCFS: first admissions in arrival order */
+        ck_assert_int_ge(r->admitted_ns, last_admit);
+        last_admit = r->admitted_ns;
+    }
+    ck_assert_int_eq(finished + rejected, s->num_reqs);
+    ck_assert_int_eq(s->kv_pages_used, 0);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.num_finished, finished);
+    ck_assert_int_eq(m.num_steps, (int64_t)s->num_steps);
+    ck_assert_int_eq(m.request_steps, (int64_t)s->num_segs);
+    if (strcmp(s->sched->name, "static") != 0 && m.num_preemptions == 0)
+        ck_assert_int_eq(steps, (int64_t)s->num_segs); /* no padding rows outside static */
+}
+
+struct scenario {
+    const char *sched, *policy, *gpu, *lengths, *decode;
+    double rps;
+    int32_t mnbt, mnl;
+};
+
+static void run_scenario(const struct scenario *sc, uint64_t seed, bool early_stop)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.scheduler, sizeof c.scheduler, "%s", sc->sched);
+    snprintf(c.policy, sizeof c.policy, "%s", sc->policy);
+    snprintf(c.gpu, sizeof c.gpu, "%s", sc->gpu);
+    snprintf(c.lengths, sizeof c.lengths, "%s", sc->lengths);
+    snprintf(c.decode, sizeof c.decode, "%s", sc->decode);
+    c.rps = sc->rps;
+    c.requests = 120;
+    c.seed = seed;
+    c.max_num_batched_tokens = sc->mnbt;
+    c.max_num_logits = sc->mnl;
+    c.early_stop = early_stop;
+    struct ts_err err;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    sim_run(s);
+    check_run(s);
+    sim_destroy(s);
+}
+
+static const struct scenario scenarios[] = {
+    {"phase", "dual", "rtx4090", "lognormal:6.0,0.8,5.0,0.6", "fixed:1", 4.0, 4000, 2048},
+    {"phase", "block", "l40s", "sharegpt", "threshold:llada-gsm8k", 8.0, 16384, 2048},
+    {"phase", "prefix", "rtx4090", "lognormal:6.5,0.5,5.0,0.6", "fixed:2", 2.0, 6000, 0},
+    {"phase", "vanilla", "a100-40gb", "lognormal:5.5,0.5,4.0,0.5", "fixed:4", 3.0, 8192, 1024},
+    {"request", "dual", "rtx4090", "lognormal:6.0,0.8,5.0,0.6", "fixed:1", 3.0, 0, 2048},
+    {"request", "block", "l40s", "sharegpt", "threshold:sdar-high", 6.0, 0, 0},
+    {"static", "dual", "l40s", "lognormal:6.0,0.8,5.0,0.6", "fixed:1", 2.0, 0, 0},
+    {"static", "prefix", "h100", "sharegpt", "threshold:2.0", 5.0, 0, 2048},
+    {"static", "block", "rtx4090", "lognormal:6.0,0.5,5.0,0.6", "fixed:1", 3.0, 0, 0},
+};
+
+START_TEST(invariants_randomized)
+{
+    const struct scenario *sc = &scenarios[_i];
+    for (uint64_t seed = 1; seed <= 4; seed++)
+        run_scenario(sc, seed * 7919 + (uint64_t)_i, seed % 2 == 0);
+}
+END_TEST
+
+/* A KV pool small enough that block-policy caches must grow into preemptions. */
+START_TEST(preemption_recompute_and_swap)
+{
+    const char *modes[] = {"recompute", "swap"};
+    for (int m = 0; m < 2; m++) {
+        struct sim_config c;
+        test_config(&c);
+        snprintf(c.policy, sizeof c.policy, "block");
+        snprintf(c.gpu, sizeof c.gpu, "rtx4090");
+        snprintf(c.lengths, sizeof c.lengths, "fixed:1500,256");
+        snprintf(c.preempt, sizeof c.preempt, "%s", modes[m]);
+        c.gen_len = 1024;
+        c.rps = 50;
+        c.requests = 60;
+        c.max_num_batched_tokens = 4000;
+        struct ts_err err;
+        struct sim *s = sim_create(&c, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        sim_run(s);
+        check_run(s);
+        struct sim_summary sum;
+        sim_get_summary(s, &sum);
+        ck_assert_msg(sum.num_preemptions > 0, "%s: no preemption happened", modes[m]);
+        ck_assert_int_eq(sum.num_finished, 60);
+        sim_destroy(s);
+    }
+}
+END_TEST
+
+START_TEST(impossible_requests_are_rejected_with_reason)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.gpu, sizeof c.gpu, "rtx4090");
+    snprintf(c.lengths, sizeof c.lengths, "fixed:3900,256"); /* L = 4156 > 4096 positions */
+    c.requests = 5;
+    struct ts_err err;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert(s != NULL);
+    sim_run(s);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.num_rejected, 5);
+    ck_assert_ptr_nonnull(strstr(s->reqs[0].reject_reason, "maximum positions"));
+    sim_destroy(s);
+    /* Refresh larger than the token cap */
+    snprintf(c.lengths, sizeof c.lengths, "fixed:3000,256");
+    c.max_num_batched_tokens = 2000;
+    s = sim_create(&c, &err);
+    sim_run(s);
+    ck_assert_ptr_nonnull(strstr(s->reqs[0].reject_reason, "max_num_batched_tokens"));
+    sim_destroy(s);
+}
+END_TEST
+
+START_TEST(static_batches_finish_together)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.scheduler, sizeof c.scheduler, "static");
+    snprintf(c.gpu, sizeof c.gpu, "l40s");
+    snprintf(c.lengths, sizeof c.lengths, "lognormal:5.5,0.6,4.5,0.8");
+    c.rps = 100; /* everyone is queued by the time the first batch ends */
+    c.requests = 50;
+    c.max_batch = 8;
+    c.max_num_logits = 0;
+    struct ts_err err;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert(s != NULL);
+    sim_run(s);
+    check_run(s);
+    /* requests finish in groups of at most 8 sharing one finish time */
+    int64_t groups = 0;
+    for (int64_t i = 0; i < s->num_reqs;) {
+        int64_t j = i;
+        while (j < s->num_reqs && s->reqs[j].finish_ns == s->reqs[i].finish_ns)
+            j++;
+        ck_assert_int_le(j - i, 8);
+        groups++;
+        i = j;
+    }
+    ck_assert_int_le(groups, 8);
+    /* padded rows exist: different C means different numbers of useful steps */
+    int64_t padding = 0;
+    for (size_t j = 0; j < s->num_segs; j++)
+        padding += s->segs[j].padding;
+    ck_assert_int_gt(padding, 0);
+    sim_destroy(s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("sched");
+    TCase *tc = tcase_create("invariants");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, invariants_randomized, 0, (int)(sizeof scenarios / sizeof *scenarios));
+    tcase_add_test(tc, preemption_recompute_and_swap);
+    tcase_add_test(tc, impossible_requests_are_rejected_with_reason);
+    tcase_add_test(tc, static_batches_finish_together);
+    suite_add_tcase(s, tc);
+    return run_suite("sched", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,276 @@
+/*
+ * check_sim.c: whole runs. Golden scenarios with fixed seeds pin exact results; the same seed gives
+ * the same run bit for bit; a request's decode stream does not depend on the batch it runs in;
+ * the SQLite output holds what the summary says; presets and overrides resolve.
+ */
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "golden.h"
+#include "presets.h"
+#include "sim_internal.h"
+#include "test_util.h"
+
+static struct sim *run(struct sim_config *c)
+{
+    struct ts_err err;
+    struct sim *s = sim_create(c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    sim_run(s);
+    return s;
+}
+
+/* Golden: the default scenario (`tessera sim` with no options). If a deliberate model change moves
+ * these numbers, update them in the same commit and say why. */
+START_TEST(golden_default_scenario)
+{
+    struct sim_config c;
+    test_config(&c);
+    struct sim *s = run(&c);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.num_requests, 200);
+    ck_assert_int_eq(m.num_finished, 200);
+    ck_assert_int_eq(m.num_rejected, 0);
+    ck_assert_int_eq(m.tokens_decoded, 200 * 256);
+    ck_assert_int_eq(m.num_steps, GOLDEN_DEFAULT_STEPS);
+    ck_assert_int_eq(m.makespan_ns, GOLDEN_DEFAULT_MAKESPAN_NS);
+    ck_assert_int_eq(m.content_tokens, GOLDEN_DEFAULT_CONTENT);
+    sim_destroy(s);
+}
+END_TEST
+
+START_TEST(golden_fast_dllm_on_4090)
+{
+    struct sim_config c;
+    test_config(&c);
+    struct ts_err err;
+    ck_assert_int_eq(preset_apply("fast-dllm", &c, &err), 0);
+    snprintf(c.gpu, sizeof c.gpu, "rtx4090");
+    snprintf(c.lengths, sizeof c.lengths, "lognormal:5.5,0.5,5.0,0.5");
+    c.requests = 64;
+    c.rps = 4;
+    c.seed = 42;
+    struct sim *s = run(&c);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.static_batch, GOLDEN_FAST_BATCH);
+    ck_assert_int_eq(m.num_steps, GOLDEN_FAST_STEPS);
+    ck_assert_int_eq(m.makespan_ns, GOLDEN_FAST_MAKESPAN_NS);
+    sim_destroy(s);
+}
+END_TEST
+
+static void summary_of(struct sim_config *c, struct sim_summary *m)
+{
+    struct sim *s = run(c);
+    sim_get_summary(s, m);
+    sim_destroy(s);
+}
+
+START_TEST(same_seed_same_results)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.decode, sizeof c.decode, "threshold:llada-math");
+    snprintf(c.arrivals, sizeof c.arrivals, "gamma:2.5");
+    c.requests = 150;
+    c.rps = 3;
+    struct sim_summary a, b;
+    summary_of(&c, &a);
+    summary_of(&c, &b);
+    ck_assert_int_eq(memcmp(&a, &b, sizeof a), 0);
+    c.seed = 2;
+    summary_of(&c, &b);
+    ck_assert_int_ne(a.makespan_ns, b.makespan_ns);
+}
+END_TEST
+
+/* Under a threshold decode model, each request draws from its own stream: the steps a request
+ * takes are the same whichever scheduler batches it with whichever others. */
+START_TEST(decode_streams_independent_of_batching)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.decode, sizeof c.decode, "threshold:llada-humaneval");
+    snprintf(c.gpu, sizeof c.gpu, "l40s");
+    snprintf(c.lengths, sizeof c.lengths, "lognormal:5.5,0.5,5.0,0.5");
+    c.requests = 80;
+    c.rps = 5;
+    c.max_num_logits = 0;
+    snprintf(c.scheduler, sizeof c.scheduler, "phase");
+    struct sim *a = run(&c);
+    snprintf(c.scheduler, sizeof c.scheduler, "request");
+    struct sim *b = run(&c);
+    c.rps = 0.5;
+    struct sim *d = run(&c);
+    for (int64_t i = 0; i < a->num_reqs; i++) {
+        ck_assert_int_eq(a->reqs[i].steps, b->reqs[i].steps);
+        ck_assert_int_eq(a->reqs[i].steps, d->reqs[i].steps);
+    }
+    sim_destroy(a);
+    sim_destroy(b);
+    sim_destroy(d);
+}
+END_TEST
+
+static int64_t query_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+START_TEST(database_matches_summary)
+{
+    struct sim_config c;
+    test_config(&c);
+    c.requests = 40;
+    c.rps = 2;
+    struct sim *s = run(&c);
+    const char *path = tmp_path(0, ".db");
+    struct ts_err err;
+    ck_assert_msg(sim_write_db(s, path, &err) == 0, "%s", err.msg);
+    ck_assert_msg(sim_write_db(s, path, &err) == 0, "%s", err.msg); /* appends run 2 */
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(query_int(db, "SELECT count(*) FROM runs"), 2);
+    ck_assert_int_eq(query_int(db, "SELECT count(*) FROM requests WHERE run_id = 1"), 40);
+    ck_assert_int_eq(query_int(db, "SELECT count(*) FROM steps WHERE run_id = 2"), m.num_steps);
+    ck_assert_int_eq(query_int(db, "SELECT count(*) FROM segments WHERE run_id = 1"), m.request_steps);
+    ck_assert_int_eq(query_int(db, "SELECT sum(decoded) FROM segments WHERE run_id = 1"), m.tokens_decoded);
+    ck_assert_int_eq(query_int(db, "SELECT max(finish_ns) FROM requests WHERE run_id = 1"), m.makespan_ns);
+    ck_assert_int_eq(query_int(db, "SELECT sum(q_tokens) FROM steps WHERE run_id = 1"),
+                     query_int(db, "SELECT sum(q) FROM segments WHERE run_id = 1"));
+    ck_assert_int_eq(query_int(db, "SELECT num_finished FROM summary WHERE run_id = 2"), 40);
+    ck_assert_int_eq(query_int(db, "SELECT seed FROM runs WHERE run_id = 1"), 1);
+    ck_assert_int_eq(query_int(db, "SELECT count(*) FROM op_breakdown WHERE run_id = 1"), OP_COUNT);
+    ck_assert_int_eq(query_int(db, "SELECT json_extract(config_json, '$.block_size') FROM runs"), 32);
+    sqlite3_close(db);
+    unlink(path);
+    /* --no-steps leaves the step tables empty */
+    s->cfg.no_steps = true;
+    ck_assert_int_eq(sim_write_db(s, path, &err), 0);
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(query_int(db, "SELECT count(*) FROM steps"), 0);
+    ck_assert_int_eq(query_int(db, "SELECT count(*) FROM summary"), 1);
+    sqlite3_close(db);
+    unlink(path);
+    /* an unwritable target leaves nothing behind */
+    ck_assert_int_ne(sim_write_db(s, "/nonexistent-dir/run.db", &err), 0);
+    ck_assert_int_ne(access("/nonexistent-dir/run.db", F_OK), 0);
+    /* a file that is not a database is refused and left as it was */
+    const char *junk = tmp_file(1, ".db", "this is not sqlite\n");
+    ck_assert_int_ne(sim_write_db(s, junk, &err), 0);
+    sim_destroy(s);
+}
+END_TEST
+
+START_TEST(bad_inputs_fail_cleanly)
+{
+    struct sim_config c;
+    struct ts_err err;
+    test_config(&c);
+    snprintf(c.model, sizeof c.model, "llama-70b");
+    ck_assert_ptr_null(sim_create(&c, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "llada-8b"));
+    test_config(&c);
+    snprintf(c.scheduler, sizeof c.scheduler, "fifo");
+    ck_assert_ptr_null(sim_create(&c, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "static, request, phase"));
+    test_config(&c);
+    snprintf(c.trace, sizeof c.trace, "%s",
+             tmp_file(0, ".csv", "num_prefill_tokens,num_decode_tokens\n10,10\n-1,5\n"));
+    ck_assert_ptr_null(sim_create(&c, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, ":3: num_prefill_tokens: negative length"));
+    c.skip_bad_rows = true;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->num_reqs, 1);
+    sim_destroy(s);
+    /* weights that do not fit */
+    test_config(&c);
+    snprintf(c.gpu_file, sizeof c.gpu_file, "%s",
+             tmp_file(1, ".json", "{\"tiny\": {\"mem_gib\": 8, \"bf16_tflops\": 50, \"mem_bw_gbs\": 300}}"));
+    snprintf(c.gpu, sizeof c.gpu, "tiny");
+    ck_assert_ptr_null(sim_create(&c, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "weights"));
+    sim_destroy(NULL);
+}
+END_TEST
+
+START_TEST(trace_files_drive_the_run)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.trace, sizeof c.trace, "%s",
+             tmp_file(0, ".jsonl", "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 20}\n"
+                                   "{\"timestamp\": 1000, \"input_length\": 300, \"output_length\": 600}\n"));
+    c.gen_len = 0; /* G from the trace, rounded up to blocks */
+    struct sim *s = run(&c);
+    ck_assert_int_eq(s->reqs[0].G, 32);
+    ck_assert_int_eq(s->reqs[0].C, 20);
+    ck_assert_int_eq(s->reqs[1].G, 608);
+    ck_assert_int_eq(s->reqs[1].arrival_ns, 1000000000);
+    sim_destroy(s);
+    c.rps = 4; /* rescaled: 2 requests 0.25 s apart */
+    s = run(&c);
+    ck_assert_int_eq(s->reqs[1].arrival_ns, 250000000);
+    sim_destroy(s);
+}
+END_TEST
+
+START_TEST(presets_and_hf_models)
+{
+    struct sim_config c;
+    test_config(&c);
+    struct ts_err err;
+    ck_assert_int_eq(preset_apply("lmdeploy", &c, &err), 0);
+    ck_assert_str_eq(c.policy, "block");
+    ck_assert_str_eq(c.scheduler, "request");
+    ck_assert_int_eq(preset_apply("dllm-serve", &c, &err), 0);
+    ck_assert_str_eq(c.scheduler, "phase");
+    ck_assert_int_eq(c.max_num_logits, 2048);
+    ck_assert_int_ne(preset_apply("vllm", &c, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "fast-dllm"));
+    /* a model from a config.json */
+    test_config(&c);
+    snprintf(c.model, sizeof c.model, "%s",
+             tmp_file(0, ".json", "{\"model_type\":\"qwen2\",\"hidden_size\":1024,\"num_hidden_layers\":8,"
+                                  "\"num_attention_heads\":16,\"num_key_value_heads\":2,"
+                                  "\"intermediate_size\":4096,\"vocab_size\":32000,"
+                                  "\"max_position_embeddings\":8192}"));
+    c.requests = 20;
+    struct sim *s = run(&c);
+    ck_assert_int_eq(s->model.num_layers, 8);
+    ck_assert(s->model.qkv_bias);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.num_finished, 20);
+    sim_destroy(s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("sim");
+    TCase *tc = tcase_create("runs");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, golden_default_scenario);
+    tcase_add_test(tc, golden_fast_dllm_on_4090);
+    tcase_add_test(tc, same_seed_same_results);
+    tcase_add_test(tc, decode_streams_independent_of_batching);
+    tcase_add_test(tc, database_matches_summary);
+    tcase_add_test(tc, bad_inputs_fail_cleanly);
+    tcase_add_test(tc, trace_files_drive_the_run);
+    tcase_add_test(tc, presets_and_hf_models);
+    suite_add_tcase(s, tc);
+    return run_suite("sim", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}

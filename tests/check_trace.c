@@ -1,0 +1,243 @@
+/* check_trace.c: trace loaders, their error messages, generators, rescaling and statistics. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "trace.h"
+
+static struct trace T;
+static struct ts_err E;
+
+static int parse(const char *name, const char *text, bool skip)
+{
+    return trace_parse(name, text, strlen(text), skip, &T, &E);
+}
+
+START_TEST(azure_crlf_no_final_newline)
+{
+    ck_assert_msg(parse("az.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
+                                  "2023-11-16 18:17:03.9799600,4808,10\r\n"
+                                  "2023-11-16 18:17:04.0319600,3180,8\r\n"
+                                  "2023-11-17 00:00:00,1,2", false) == 0, "%s", E.msg);
+    ck_assert_int_eq(T.format, TRACE_AZURE);
+    ck_assert_int_eq(T.n, 3);
+    ck_assert_int_eq(T.reqs[0].arrival_ns, 0);
+    ck_assert_int_eq(T.reqs[1].arrival_ns, 52000000);
+    ck_assert_int_eq(T.reqs[2].arrival_ns, (int64_t)(5 * 3600 + 42 * 60 + 56) * 1000000000LL + 20040000);
+    ck_assert_int_eq(T.reqs[0].prompt, 4808);
+    ck_assert_int_eq(T.reqs[1].output, 8);
+    trace_free(&T);
+}
+END_TEST
+
+START_TEST(burstgpt_mooncake_lengths_tessera)
+{
+    ck_assert_int_eq(parse("b.csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,"
+                                    "Log Type\n5,ChatGPT,472,18,490,Conversation log\n"
+                                    "45.5,GPT-4,1087,0,1087,API log\n", false), 0);
+    ck_assert_int_eq(T.format, TRACE_BURSTGPT);
+    ck_assert_int_eq(T.reqs[1].arrival_ns, 40500000000LL);
+    ck_assert_int_eq(T.reqs[1].output, 0);
+    trace_free(&T);
+    ck_assert_int_eq(parse("m.jsonl", "{\"timestamp\": 0, \"input_length\": 6758, \"output_length\": 500,"
+                                      " \"hash_ids\": [0, 1]}\n{\"timestamp\": 40, \"input_length\": 7,"
+                                      " \"output_length\": 3}\n", false), 0);
+    ck_assert_int_eq(T.format, TRACE_MOONCAKE);
+    ck_assert_int_eq(T.reqs[1].arrival_ns, 40000000);
+    trace_free(&T);
+    ck_assert_int_eq(parse("l.csv", "num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio\n"
+                                    "74,918,992,0.08\n290,905,1195,0.32\n", false), 0);
+    ck_assert_int_eq(T.format, TRACE_LENGTHS);
+    ck_assert(!T.has_times);
+    ck_assert_int_eq(T.reqs[1].prompt, 290);
+    trace_free(&T);
+    ck_assert_int_eq(parse("t.csv", "arrival_ns,prompt_tokens,output_tokens\n0,5,6\n1000,7,8\n", false), 0);
+    ck_assert_int_eq(T.format, TRACE_TESSERA);
+    ck_assert_int_eq(T.reqs[1].arrival_ns, 1000);
+    trace_free(&T);
+}
+END_TEST
+
+/* A malformed row names FILE:LINE: FIELD: problem. */
+static void expect_error(const char *name, const char *text, const char *msg)
+{
+    ck_assert_int_ne(parse(name, text, false), 0);
+    ck_assert_msg(strstr(E.msg, msg) != NULL, "got '%s', expected '%s'", E.msg, msg);
+    ck_assert_int_eq(T.n, 0);
+    ck_assert_ptr_null(T.reqs);
+}
+
+START_TEST(errors_name_file_line_field)
+{
+    const char *hdr = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03,10,5\n2023-11-16 18:17:04,abc,5\n", hdr);
+    expect_error("a.csv", buf, "a.csv:3: ContextTokens: not an integer ('abc')");
+    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03,10,-5\n", hdr);
+    expect_error("a.csv", buf, "a.csv:2: GeneratedTokens: negative length (-5)");
+    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03,10\n", hdr);
+    expect_error("a.csv", buf, "a.csv:2: GeneratedTokens: missing field");
+    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:05,10,5\n2023-11-16 18:17:04,10,5\n", hdr);
+    expect_error("a.csv", buf, "a.csv:3: TIMESTAMP: time goes backwards");
+    snprintf(buf, sizeof buf, "%syesterday,10,5\n", hdr);
+    expect_error("a.csv", buf, "a.csv:2: TIMESTAMP: not a date-time");
+    expect_error("m.jsonl", "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1}\n"
+                            "{\"timestamp\": 2, \"input_length\": 5}\n",
+                 "m.jsonl:2: output_length: missing field");
+    expect_error("m.jsonl", "{\"timestamp\": 1, \"input_length\": \"x\", \"output_length\": 1}\n",
+                 "m.jsonl:1: input_length: not a number");
+    expect_error("m.jsonl", "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1\n",
+                 "m.jsonl:1: json:");
+    expect_error("x.csv", "a,b,c\n1,2,3\n", "x.csv:1: header: not a known trace format");
+    expect_error("e.csv", "", "e.csv: empty file");
+    expect_error("h.csv", "num_prefill_tokens,num_decode_tokens\n", "h.csv: no requests");
+}
+END_TEST
+
+START_TEST(skip_bad_rows_counts)
+{
+    ck_assert_int_eq(parse("a.csv", "num_prefill_tokens,num_decode_tokens\n1,2\nx,3\n4,-1\n5,6\n7\n",
+                           true), 0);
+    ck_assert_int_eq(T.n, 2);
+    ck_assert_int_eq(T.skipped_rows, 3);
+    trace_free(&T);
+}
+END_TEST
+
+START_TEST(poisson_and_gamma_rates)
+{
+    struct arrival_gen ag;
+    struct length_gen lg;
+    ck_assert_int_eq(length_parse("fixed:100,50", &lg, NULL), 0);
+    ck_assert_int_eq(arrival_parse("poisson", 4.0, &ag, NULL), 0);
+    trace_generate(&T, 40000, &ag, &lg, 11);
+    struct trace_stats s;
+    trace_stats_compute(&T, &s);
+    ck_assert_msg(fabs(s.rate_rps - 4.0) < 0.1, "rate %.3f", s.rate_rps);
+    ck_assert_msg(fabs(s.cv - 1.0) < 0.03, "cv %.3f", s.cv);
+    ck_assert(s.prompt.p50 == 100 && s.output.max == 50);
+    trace_free(&T);
+    ck_assert_int_eq(arrival_parse("gamma:3", 4.0, &ag, NULL), 0);
+    trace_generate(&T, 40000, &ag, &lg, 11);
+    trace_stats_compute(&T, &s);
+    ck_assert_msg(fabs(s.rate_rps - 4.0) < 0.25, "rate %.3f", s.rate_rps);
+    ck_assert_msg(fabs(s.cv - 3.0) < 0.25, "cv %.3f", s.cv);
+    /* rescaling hits the target rate exactly */
+    trace_rescale(&T, 0.5);
+    trace_stats_compute(&T, &s);
+    ck_assert(fabs(s.rate_rps - 0.5) < 1e-6);
+    trace_free(&T);
+}
+END_TEST
+
+START_TEST(lognormal_fit_recovers_parameters)
+{
+    struct arrival_gen ag;
+    struct length_gen lg;
+    ck_assert_int_eq(arrival_parse("poisson", 1.0, &ag, NULL), 0);
+    ck_assert_int_eq(length_parse("lognormal:6.5,0.8,5.0,0.6", &lg, NULL), 0);
+    trace_generate(&T, 50000, &ag, &lg, 5);
+    struct trace_stats s;
+    trace_stats_compute(&T, &s);
+    ck_assert_msg(fabs(s.mu_p - 6.5) < 0.02 && fabs(s.sigma_p - 0.8) < 0.02, "%f %f", s.mu_p, s.sigma_p);
+    ck_assert_msg(fabs(s.mu_o - 5.0) < 0.02 && fabs(s.sigma_o - 0.6) < 0.02, "%f %f", s.mu_o, s.sigma_o);
+    trace_free(&T);
+    struct ts_err err;
+    ck_assert_int_ne(length_parse("lognormal:1,2", &lg, &err), 0);
+    ck_assert_int_ne(length_parse("fixed:1", &lg, &err), 0);
+    ck_assert_int_ne(arrival_parse("gamma:-1", 1.0, &ag, &err), 0);
+    ck_assert_int_ne(arrival_parse("uniform", 1.0, &ag, &err), 0);
+}
+END_TEST
+
+START_TEST(same_seed_same_trace)
+{
+    struct arrival_gen ag;
+    struct length_gen lg;
+    arrival_parse("gamma:2", 3.0, &ag, NULL);
+    length_parse("sharegpt", &lg, NULL);
+    struct trace a, b;
+    trace_generate(&a, 500, &ag, &lg, 9);
+    trace_generate(&b, 500, &ag, &lg, 9);
+    ck_assert_int_eq(memcmp(a.reqs, b.reqs, 500 * sizeof *a.reqs), 0);
+    trace_free(&b);
+    trace_generate(&b, 500, &ag, &lg, 10);
+    ck_assert_int_ne(memcmp(a.reqs, b.reqs, 500 * sizeof *a.reqs), 0);
+    trace_free(&a);
+    trace_free(&b);
+}
+END_TEST
+
+START_TEST(write_and_read_back)
+{
+    struct arrival_gen ag;
+    struct length_gen lg;
+    arrival_parse("poisson", 2.0, &ag, NULL);
+    length_parse("sharegpt", &lg, NULL);
+    struct trace a;
+    trace_generate(&a, 300, &ag, &lg, 1);
+    const char *p = tmp_path(0, ".csv");
+    ck_assert_int_eq(trace_write(&a, p, NULL), 0);
+    ck_assert_int_eq(trace_load(p, false, &T, &E), 0);
+    ck_assert_int_eq(T.n, 300);
+    ck_assert_int_eq(memcmp(a.reqs, T.reqs, 300 * sizeof *a.reqs), 0);
+    trace_free(&a);
+    trace_free(&T);
+}
+END_TEST
+
+/* The real public traces, when ../shared is beside the checkout (as in CI). */
+START_TEST(shared_traces)
+{
+    struct { const char *file; int64_t rows; enum trace_format fmt; } files[] = {
+        {"AzureLLMInferenceTrace_code.csv", 8819, TRACE_AZURE},
+        {"AzureLLMInferenceTrace_conv.csv", 19366, TRACE_AZURE},
+        {"mooncake_conversation_trace.jsonl", 12031, TRACE_MOONCAKE},
+        {"sharegpt_8k_filtered_stats_llama2_tokenizer.csv", 30731, TRACE_LENGTHS},
+        {"arxiv_summarization_stats_llama2_tokenizer_filtered_v2.csv", 28257, TRACE_LENGTHS},
+    };
+    int found = 0;
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        const char *p = shared_trace(files[i].file);
+        if (!p)
+            continue;
+        found++;
+        ck_assert_msg(trace_load(p, false, &T, &E) == 0, "%s", E.msg);
+        ck_assert_int_eq(T.format, files[i].fmt);
+        ck_assert_int_eq(T.n, files[i].rows);
+        struct trace_stats s;
+        trace_stats_compute(&T, &s);
+        if (files[i].fmt == TRACE_AZURE && strstr(files[i].file, "code")) {
+            /* README-SOURCES: 3,435.9 s; context mean 2,048, median 1,469; generated mean 28 */
+            ck_assert(fabs(s.duration_s - 3435.9) < 1.0);
+            ck_assert(fabs(s.prompt.mean - 2048) < 2 && fabs(s.output.mean - 28) < 1);
+        }
+        if (files[i].fmt == TRACE_LENGTHS && strstr(files[i].file, "sharegpt")) {
+            /* the built-in sharegpt lognormal is this fit */
+            ck_assert(fabs(s.mu_p - 7.0065) < 1e-3 && fabs(s.sigma_o - 1.0011) < 1e-3);
+        }
+        trace_free(&T);
+    }
+    if (!found)
+        fprintf(stderr, "trace: ../shared/traces/raw not found, real-trace checks skipped\n");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("trace");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, azure_crlf_no_final_newline);
+    tcase_add_test(tc, burstgpt_mooncake_lengths_tessera);
+    tcase_add_test(tc, errors_name_file_line_field);
+    tcase_add_test(tc, skip_bad_rows_counts);
+    tcase_add_test(tc, poisson_and_gamma_rates);
+    tcase_add_test(tc, lognormal_fit_recovers_parameters);
+    tcase_add_test(tc, same_seed_same_trace);
+    tcase_add_test(tc, write_and_read_back);
+    tcase_add_test(tc, shared_traces);
+    suite_add_tcase(s, tc);
+    return run_suite("trace", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# cli_test.sh: the tessera command line as a user meets it: help texts, exit statuses, error
+# messages naming file, line and field, no database left behind by bad input, JSON output.
+# Usage: cli_test.sh PATH/TO/tessera    Prints "cli: N passed, M failed".
+set -u
+bin=${1:?usage: cli_test.sh PATH/TO/tessera}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "cli: FAIL: $*" >&2; }
+
+# expect STATUS "description" -- command...   (stdout+stderr in $tmp/out)
+expect() {
+    local want=$1 what=$2
+    shift 3
+    "$@" >"$tmp/out" 2>&1
+    local got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, wanted $want"; sed 's/^/    /' "$tmp/out" >&2; fi
+}
+contains() { # contains "description" "text"
+    if grep -qF -- "$2" "$tmp/out"; then ok; else bad "$1: output lacks '$2'"; sed 's/^/    /' "$tmp/out" >&2; fi
+}
+
+# help for every command
+for c in "" "sim" "trace" "trace gen" "list"; do
+    expect 0 "tessera $c --help" -- $bin $c --help
+done
+expect 2 "no command" -- $bin
+expect 2 "unknown command" -- $bin frobnicate
+contains "unknown command lists commands" "commands: sim, trace, list"
+
+# the default scenario prints a summary
+expect 0 "default sim" -- $bin sim --no-progress
+contains "summary" "throughput"
+contains "summary" "latency (s)   mean"
+
+# JSON summary is one valid object
+expect 0 "sim --json" -- $bin sim --json --quiet --requests 20
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["num_finished"]==20' "$tmp/out" 2>/dev/null; then ok; else bad "--json output is not one JSON object with 20 finished"; fi
+
+# unknown names list the valid ones
+expect 2 "unknown model" -- $bin sim --model gpt-5
+contains "unknown model" "llada-8b, dream-7b, sdar-8b, llada-moe-7b, llada2.0-mini"
+expect 2 "unknown gpu" -- $bin sim --gpu b200
+contains "unknown gpu" "rtx4090"
+expect 2 "unknown policy" -- $bin sim --policy magic
+contains "unknown policy" "vanilla, prefix, dual, block"
+expect 2 "unknown scheduler" -- $bin sim --scheduler fifo
+contains "unknown scheduler" "static, request, phase"
+expect 2 "unknown system" -- $bin sim --system vllm
+contains "unknown system" "fast-dllm"
+expect 2 "bad number" -- $bin sim --rps fast
+contains "bad number" "--rps: 'fast'"
+expect 2 "stray argument" -- $bin sim extra
+
+# a malformed trace row: FILE:LINE: FIELD: problem, status 2, no database
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.98,4808,10\n2023-11-16 18:17:04.03,31x0,8\n' >"$tmp/bad.csv"
+expect 2 "malformed trace" -- $bin sim --trace "$tmp/bad.csv" --db "$tmp/run.db"
+contains "malformed trace" "$tmp/bad.csv:3: ContextTokens: not an integer ('31x0')"
+if [ -e "$tmp/run.db" ] || ls "$tmp"/run.db* >/dev/null 2>&1; then bad "a database was left behind"; else ok; fi
+printf 'num_prefill_tokens,num_decode_tokens\n100,20\n200,-3\n' >"$tmp/neg.csv"
+expect 2 "negative length" -- $bin sim --trace "$tmp/neg.csv"
+contains "negative length" "$tmp/neg.csv:3: num_decode_tokens: negative length (-3)"
+printf '{"timestamp": 5, "input_length": 10, "output_length": 4}\n{"timestamp": 1, "input_length": 10, "output_length": 4}\n' >"$tmp/back.jsonl"
+expect 2 "time backwards" -- $bin sim --trace "$tmp/back.jsonl"
+contains "time backwards" "$tmp/back.jsonl:2: timestamp: time goes backwards"
+expect 0 "--skip-bad-rows" -- $bin sim --trace "$tmp/bad.csv" --skip-bad-rows --db "$tmp/skip.db" --no-progress
+contains "--skip-bad-rows" "skipped 1 malformed rows"
+if [ "$(sqlite3 "$tmp/skip.db" 'select count(*) from requests' 2>/dev/null)" = 1 ]; then ok; else bad "skip.db should hold 1 request"; fi
+
+# the database: tables and a query a user would run
+expect 0 "sim --db" -- $bin sim --requests 30 --db "$tmp/ok.db" --quiet
+for t in runs requests steps segments summary op_breakdown; do
+    n=$(sqlite3 "$tmp/ok.db" "select count(*) from $t" 2>/dev/null)
+    if [ -n "$n" ] && [ "$n" -gt 0 ]; then ok; else bad "table $t empty or missing"; fi
+done
+expect 0 "sim --no-steps" -- $bin sim --requests 30 --db "$tmp/ns.db" --no-steps --quiet
+if [ "$(sqlite3 "$tmp/ns.db" 'select count(*) from steps')" = 0 ]; then ok; else bad "--no-steps wrote steps"; fi
+
+# trace subcommands
+expect 0 "trace gen" -- $bin trace gen --requests 100 --rps 5 --arrivals gamma:2 --out "$tmp/gen.csv"
+expect 0 "trace info" -- $bin trace info "$tmp/gen.csv"
+contains "trace info" "tessera trace, 100 requests"
+expect 0 "trace info --json" -- $bin trace info "$tmp/gen.csv" --json
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["requests"]==100' "$tmp/out" 2>/dev/null; then ok; else bad "trace info --json"; fi
+expect 0 "trace fit" -- $bin trace fit "$tmp/gen.csv"
+contains "trace fit" "--lengths lognormal:"
+expect 0 "sim on a generated trace" -- $bin sim --trace "$tmp/gen.csv" --quiet
+expect 2 "trace info missing file" -- $bin trace info "$tmp/none.csv"
+contains "missing file" "cannot open"
+expect 2 "trace gen bad arrivals" -- $bin trace gen --arrivals weibull
+raw=../shared/traces/raw
+if [ -d "$raw" ]; then
+    expect 0 "trace info azure" -- $bin trace info "$raw/AzureLLMInferenceTrace_conv.csv"
+    contains "azure" "azure trace, 19366 requests"
+    expect 0 "rescale a real trace" -- $bin trace gen --rescale "$raw/mooncake_conversation_trace.jsonl" --rps 2 --requests 50 --out "$tmp/mc.csv"
+    expect 0 "sim on Azure code" -- $bin sim --trace "$raw/AzureLLMInferenceTrace_code.csv" --requests 300 --rps 2 --clip-prompt --quiet
+fi
+
+# lists
+for w in models gpus policies schedulers systems impls decode; do expect 0 "list $w" -- $bin list $w; done
+contains "list decode" "threshold:llada-gsm8k"
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,14 @@
+/*
+ * golden.h: pinned results of the golden scenarios of check_sim.c (fixed seeds, exact integers).
+ * A deliberate change to the models that moves them updates them in the same commit, saying why;
+ * regenerate with the commands beside each group.
+ */
+/* tessera sim --json */
+#define GOLDEN_DEFAULT_STEPS 17780
+#define GOLDEN_DEFAULT_MAKESPAN_NS 188847401090LL
+#define GOLDEN_DEFAULT_CONTENT 42231
+/* tessera sim --system fast-dllm --gpu rtx4090 --lengths lognormal:5.5,0.5,5.0,0.5 --requests 64
+ *             --rps 4 --seed 42 --json */
+#define GOLDEN_FAST_BATCH 6
+#define GOLDEN_FAST_STEPS 2767
+#define GOLDEN_FAST_MAKESPAN_NS 181028446702LL
