@@ -4,7 +4,7 @@
 #   make check       build and run every CPU test (unit suites, golden scenarios, CLI checks,
 #                    then the whole suite again under AddressSanitizer + UBSan)
 #   make bench-sim   the simulator speed benchmark
-#   make check-valgrind, make fuzz FUZZ_SECONDS=N, make clean
+#   make check-valgrind, make fuzz FUZZ_SECONDS=N, make clean      (V=1: show commands)
 #
 # Objects live in build/ (build/asan for the sanitizer build). Settings: CC, CFLAGS, NVCC,
 # CUDA_ARCH (the engine arrives with its own issue).
@@ -46,20 +46,26 @@ help:
 deps:
 	@bash .ci/install-deps
 
+# V=1 shows the full commands
+Q := $(if $(V),,@)
+
 $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@$(if $(V),,echo "  CC      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/libtessera.a: $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/tessera: $(BUILD)/sim/main.o $(BUILD)/libtessera.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/test_util.h tests/golden.h $(BUILD)/libtessera.a | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_COMMON) $(BUILD)/libtessera.a $(LIBS) $(CHECK_LIBS)
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_COMMON) $(BUILD)/libtessera.a $(LIBS) $(CHECK_LIBS)
 
 run: $(BUILD)/tessera
 	./$(BUILD)/tessera sim --no-progress
@@ -77,7 +83,7 @@ check-asan:
 	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    check-unit
 
-check-valgrind: $(TESTS)
+check-valgrind: $(BUILD)/tessera $(TESTS)
 	@set -e; for t in $(TESTS); do CK_FORK=no valgrind -q --error-exitcode=3 --leak-check=full \
 	    --errors-for-leak-kinds=definite ./$$t; done
 
@@ -89,11 +95,12 @@ FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file
 fuzz:
 	@mkdir -p $(BUILD)/fuzz
 	@set -e; for f in $(FUZZERS); do \
-	    $(CLANG) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -Isim -Itraces \
+	    $(CLANG) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isim -Itraces \
 	        -o $(BUILD)/fuzz/$$f tests/fuzz/$$f.c $(LIB_SRC) $(LIBS); \
 	    mkdir -p $(BUILD)/fuzz/corpus-$$f; cp -n tests/fuzz/seeds/$$f/* $(BUILD)/fuzz/corpus-$$f/ 2>/dev/null || true; \
 	    echo "fuzzing $$f for $(FUZZ_SECONDS) s"; \
-	    $(BUILD)/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus-$$f; \
+	    $(BUILD)/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	        -artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/corpus-$$f; \
 	done
 
 clean:

@@ -67,8 +67,8 @@ static int get_pos(const char *path, const char *gpu, json_t *o, const char *key
     json_t *v = json_object_get(o, key);
     if (!v)
         return 0;
-    if (!json_is_number(v) || json_number_value(v) <= 0)
-        return ts_fail(err, "%s: %s.%s: must be a positive number", path, gpu, key);
+    if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 1e6)
+        return ts_fail(err, "%s: %s.%s: must be a positive number (at most 1e6)", path, gpu, key);
     *out = json_number_value(v) * scale;
     return 0;
 }

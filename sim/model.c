@@ -64,6 +64,14 @@ int model_validate(const struct model_cfg *m, struct ts_err *err)
         m->head_dim <= 0 || m->vocab <= 0 || m->max_pos <= 0)
         return ts_fail(err, "model %s: layers, hidden, heads, kv heads, head dim, vocab and "
                             "max positions must all be positive", m->name);
+    /* bounds far above any real model, so that derived sizes cannot overflow */
+    if (m->num_layers > 4096 || m->hidden > (1 << 20) || m->num_heads > 16384 ||
+        m->num_kv_heads > 16384 || m->head_dim > 16384 || m->ffn > (1 << 22) ||
+        m->vocab > (1 << 24) || m->max_pos > (1 << 28) || m->num_experts > 65536 ||
+        m->moe_ffn > (1 << 22) || m->num_shared_experts > 1024 ||
+        (int64_t)m->num_heads * m->head_dim > (1 << 22) ||
+        (int64_t)m->num_kv_heads * m->head_dim > (1 << 22))
+        return ts_fail(err, "model %s: a dimension is implausibly large", m->name);
     if (m->num_heads % m->num_kv_heads)
         return ts_fail(err, "model %s: num_heads %d is not a multiple of num_kv_heads %d", m->name,
                        m->num_heads, m->num_kv_heads);

@@ -14,12 +14,8 @@ for i in 1 2 3; do
     out=$("$bin" "${args[@]}")
     end=$(date +%s.%N)
     times+=("$(echo "$end - $start" | bc -l)")
-    steps=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["request_steps"])' "$out")
+    steps=$(echo "$out" | sed -n 's/.*"request_steps":\([0-9]*\).*/\1/p')
 done
 med=$(printf '%s\n' "${times[@]}" | sort -g | sed -n 2p)
 echo "runs: ${times[*]} s (median of 3)"
-python3 - "$steps" "$med" <<'PY'
-import sys
-n, t = int(sys.argv[1]), float(sys.argv[2])
-print(f"sim: {n} request-steps in {t:.3f} s ({n / t / 1e6:.2f} M request-steps/s)")
-PY
+awk -v n="$steps" -v t="$med" 'BEGIN { printf "sim: %d request-steps in %.3f s (%.2f M request-steps/s)\n", n, t, n / t / 1e6 }'

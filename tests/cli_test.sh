@@ -38,7 +38,11 @@ contains "summary" "latency (s)   mean"
 
 # JSON summary is one valid object
 expect 0 "sim --json" -- $bin sim --json --quiet --requests 20
-if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["num_finished"]==20' "$tmp/out" 2>/dev/null; then ok; else bad "--json output is not one JSON object with 20 finished"; fi
+json_check() { # json_check FILE PYTHON-EXPR-ON-d   (skipped without python3)
+    command -v python3 >/dev/null || return 0
+    if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert $2" "$1" 2>/dev/null; then ok; else bad "JSON check '$2' on $(head -c 200 "$1")"; fi
+}
+json_check "$tmp/out" 'd["num_finished"] == 20 and d["tokens_decoded"] == 20 * 256'
 
 # unknown names list the valid ones
 expect 2 "unknown model" -- $bin sim --model gpt-5
@@ -84,7 +88,7 @@ expect 0 "trace gen" -- $bin trace gen --requests 100 --rps 5 --arrivals gamma:2
 expect 0 "trace info" -- $bin trace info "$tmp/gen.csv"
 contains "trace info" "tessera trace, 100 requests"
 expect 0 "trace info --json" -- $bin trace info "$tmp/gen.csv" --json
-if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["requests"]==100' "$tmp/out" 2>/dev/null; then ok; else bad "trace info --json"; fi
+json_check "$tmp/out" 'd["requests"] == 100 and d["format"] == "tessera"'
 expect 0 "trace fit" -- $bin trace fit "$tmp/gen.csv"
 contains "trace fit" "--lengths lognormal:"
 expect 0 "sim on a generated trace" -- $bin sim --trace "$tmp/gen.csv" --quiet
@@ -97,6 +101,15 @@ if [ -d "$raw" ]; then
     contains "azure" "azure trace, 19366 requests"
     expect 0 "rescale a real trace" -- $bin trace gen --rescale "$raw/mooncake_conversation_trace.jsonl" --rps 2 --requests 50 --out "$tmp/mc.csv"
     expect 0 "sim on Azure code" -- $bin sim --trace "$raw/AzureLLMInferenceTrace_code.csv" --requests 300 --rps 2 --clip-prompt --quiet
+fi
+
+# figures from a database
+if command -v gnuplot >/dev/null; then
+    expect 0 "plot latency-cdf" -- bash "$(dirname "$0")/../analysis/plot.sh" latency-cdf "$tmp/cdf.png" "$tmp/ok.db"
+    if [ -s "$tmp/cdf.png" ] && [ "$(head -c 4 "$tmp/cdf.png" | tail -c 3)" = PNG ]; then ok; else bad "latency-cdf wrote no PNG"; fi
+    expect 0 "plot steps" -- bash "$(dirname "$0")/../analysis/plot.sh" steps "$tmp/steps.png" "$tmp/ok.db"
+    expect 2 "plot steps without steps" -- bash "$(dirname "$0")/../analysis/plot.sh" steps "$tmp/x.png" "$tmp/ns.db"
+    expect 0 "plot ops" -- bash "$(dirname "$0")/../analysis/plot.sh" ops "$tmp/ops.png" "$tmp/ok.db"
 fi
 
 # lists

@@ -111,7 +111,7 @@ static int field_count(const char *path, int64_t line, const char *name, const c
         /* some dumps write counts as 12.0 */
         if (ts_parse_double(s, &d) != 0 || d != floor(d))
             return ts_fail(err, "%s:%lld: %s: not an integer ('%s')", path, (long long)line, name, s);
-        v = (int64_t)d;
+        v = fabs(d) < 1e15 ? (int64_t)d : (d < 0 ? -1000000000000000LL : 1000000000000000LL);
     }
     if (v < 0)
         return ts_fail(err, "%s:%lld: %s: negative length (%lld)", path, (long long)line, name,
