@@ -123,6 +123,5 @@ int cost_resolve(const char *name, const struct cost_ops **out, struct ts_err *e
         *out = &cost_roofline;
         return 0;
     }
-    return ts_fail(err, "unknown cost model '%s' (known: roofline; 'calibrated' needs a "
-                        "calibration, see the calibration issue)", name);
+    return ts_fail(err, "unknown cost model '%s' (known: roofline)", name);
 }

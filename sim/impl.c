@@ -31,13 +31,12 @@ static const struct impl_profile builtin_impls[] = {
      .softmax_copy_bytes = 0, .reserve_bytes = (int64_t)(0.5 * TS_GIB)},
 };
 
-void impl_list(char *buf, size_t len)
+static const char *impl_name_at(int i)
 {
-    size_t off = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < TS_ARRAY_LEN(builtin_impls) && off < len; i++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", builtin_impls[i].name);
+    return (size_t)i < TS_ARRAY_LEN(builtin_impls) ? builtin_impls[i].name : NULL;
 }
+
+void impl_list(char *buf, size_t len) { ts_join_names(buf, len, impl_name_at); }
 
 int impl_resolve(const char *name, struct impl_profile *out, struct ts_err *err)
 {

@@ -50,13 +50,12 @@ const struct model_cfg *model_find(const char *name)
     return NULL;
 }
 
-void model_list(char *buf, size_t len)
+static const char *model_name_at(int i)
 {
-    size_t off = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < TS_ARRAY_LEN(builtin_models) && off < len; i++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", builtin_models[i].name);
+    return i < model_num_builtin() ? builtin_models[i].name : NULL;
 }
+
+void model_list(char *buf, size_t len) { ts_join_names(buf, len, model_name_at); }
 
 int model_validate(const struct model_cfg *m, struct ts_err *err)
 {

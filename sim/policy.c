@@ -24,13 +24,9 @@ const struct policy_ops *policy_get(int i)
     return i >= 0 && (size_t)i < TS_ARRAY_LEN(policies) ? policies[i] : NULL;
 }
 
-void policy_list(char *buf, size_t len)
-{
-    size_t off = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < TS_ARRAY_LEN(policies) && off < len; i++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", policies[i]->name);
-}
+static const char *policy_name_at(int i) { return policy_get(i) ? policy_get(i)->name : NULL; }
+
+void policy_list(char *buf, size_t len) { ts_join_names(buf, len, policy_name_at); }
 
 int policy_resolve(const char *name, const struct policy_ops **out, struct ts_err *err)
 {

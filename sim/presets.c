@@ -23,6 +23,11 @@ const struct preset *preset_get(int i)
     return &presets[i];
 }
 
+static const char *preset_name_at(int i)
+{
+    return i < preset_count() ? presets[i].name : NULL;
+}
+
 const struct preset *preset_find(const char *name)
 {
     for (size_t i = 0; i < TS_ARRAY_LEN(presets); i++)
@@ -36,10 +41,7 @@ int preset_apply(const char *name, struct sim_config *c, struct ts_err *err)
     const struct preset *p = preset_find(name);
     if (!p) {
         char list[256];
-        size_t off = 0;
-        list[0] = '\0';
-        for (size_t i = 0; i < TS_ARRAY_LEN(presets); i++)
-            off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", i ? ", " : "", presets[i].name);
+        ts_join_names(list, sizeof list, preset_name_at);
         return ts_fail(err, "unknown system preset '%s' (known: %s)", name, list);
     }
     snprintf(c->system, sizeof c->system, "%s", p->name);

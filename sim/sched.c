@@ -18,13 +18,9 @@ const struct sched_ops *sched_get(int i)
     return i >= 0 && (size_t)i < TS_ARRAY_LEN(scheds) ? scheds[i] : NULL;
 }
 
-void sched_list(char *buf, size_t len)
-{
-    size_t off = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < TS_ARRAY_LEN(scheds) && off < len; i++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", scheds[i]->name);
-}
+static const char *sched_name_at(int i) { return sched_get(i) ? sched_get(i)->name : NULL; }
+
+void sched_list(char *buf, size_t len) { ts_join_names(buf, len, sched_name_at); }
 
 int sched_resolve(const char *name, const struct sched_ops **out, struct ts_err *err)
 {

@@ -138,6 +138,15 @@ int ts_parse_double(const char *s, double *out)
     return 0;
 }
 
+void ts_join_names(char *buf, size_t len, const char *(*name)(int i))
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    const char *n;
+    for (int i = 0; (n = name(i)) && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", n);
+}
+
 bool ts_name_eq(const char *a, const char *b)
 {
     for (; *a && *b; a++, b++)

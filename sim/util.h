@@ -48,6 +48,9 @@ int ts_read_file(const char *path, char **out, size_t *len, struct ts_err *err);
 int ts_parse_i64(const char *s, int64_t *out);
 int ts_parse_double(const char *s, double *out);
 
+/* Writes "a, b, c" into buf from name(0), name(1), ... until name returns NULL. */
+void ts_join_names(char *buf, size_t len, const char *(*name)(int i));
+
 /* Case-insensitive equality of ASCII names ("LLaDA-8B" == "llada-8b"). */
 bool ts_name_eq(const char *a, const char *b);
 
