@@ -3,11 +3,13 @@
 #   make run         build, install missing Debian packages (as root), run the default simulation
 #   make check       build and run every CPU test (unit suites, golden scenarios, CLI checks,
 #                    then the whole suite again under AddressSanitizer + UBSan)
-#   make bench-sim   the simulator speed benchmark
+#   make check-gpu   (GPU machine) the engine's kernels and steps against the CPU reference
+#   make bench-sim, make bench-engine (GPU machine)
 #   make check-valgrind, make fuzz FUZZ_SECONDS=N, make clean      (V=1: show commands)
 #
 # Objects live in build/ (build/asan for the sanitizer build). Settings: CC, CFLAGS, NVCC,
-# CUDA_ARCH (the engine arrives with its own issue).
+# CUDA_ARCH (sm_90), NO_CUDA=1 (simulator only), DEPS=dir (headers and libraries unpacked from
+# Debian packages under dir/usr, for machines without them installed).
 
 CC ?= cc
 CLANG ?= clang
@@ -23,20 +25,56 @@ WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unu
 BASE_CFLAGS := -std=c11 $(WARN) -Isim -Itraces -MMD -MP -DTS_VERSION='"$(VERSION)"' -DTS_DATADIR='"$(DATADIR)"'
 OPT ?= -O2 -g
 CFLAGS ?=
-ALL_CFLAGS := $(BASE_CFLAGS) $(OPT) $(CFLAGS)
+ALL_CFLAGS = $(BASE_CFLAGS) $(OPT) $(CFLAGS)
 LIBS := -lgsl -lgslcblas -lsqlite3 -ljansson -lm
+ifneq ($(DEPS),)
+DEPS_ABS := $(abspath $(DEPS))
+BASE_CFLAGS += -I$(DEPS_ABS)/usr/include
+LIBS := -L$(DEPS_ABS)/usr/lib/x86_64-linux-gnu -Wl,-rpath,$(DEPS_ABS)/usr/lib/x86_64-linux-gnu $(LIBS)
+endif
+
+# The engine is built wherever nvcc is found (said out loud); the simulator never needs it.
+ifeq ($(NO_CUDA),)
+NVCC_PATH := $(shell command -v $(NVCC) 2>/dev/null)
+endif
+ifneq ($(NVCC_PATH),)
+CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(NVCC_PATH)))
+HAVE_CUDA := 1
+ifeq ($(filter sm_%,$(CUDA_ARCH)),)
+$(error CUDA_ARCH=$(CUDA_ARCH): expected sm_NN, e.g. sm_90)
+endif
+CUDA_CC := $(patsubst sm_%,%,$(CUDA_ARCH))
+NVCCFLAGS ?= -O3 -std=c++17 -lineinfo
+ALL_NVCCFLAGS := $(NVCCFLAGS) -Isim -Ikernels -gencode arch=compute_$(CUDA_CC),code=sm_$(CUDA_CC) \
+    -gencode arch=compute_$(CUDA_CC),code=compute_$(CUDA_CC) -MMD -MP
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+ENGINE_CFLAGS := -I$(CUDA_HOME)/include
+BASE_CFLAGS += -DTS_HAVE_CUDA
+$(info tessera: nvcc found at $(NVCC_PATH): building the engine for $(CUDA_ARCH))
+else
+$(info tessera: nvcc not found$(if $(NO_CUDA), (NO_CUDA=1),): building the simulator only)
+endif
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread -lm)
 
-# the library: everything but main.c
-LIB_SRC := $(filter-out sim/main.c,$(wildcard sim/*.c)) $(wildcard traces/*.c)
-MAIN_SRC := sim/main.c
+# the library: everything but main.c, plus the engine's host code that needs no GPU
+ENGINE_CPU_SRC := engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c engine/eng_safetensors.c
+LIB_SRC := $(filter-out sim/main.c,$(wildcard sim/*.c)) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
+ENGINE_GPU_SRC := engine/eng_cuda.c engine/eng_check.c engine/eng_bench.c engine/cli_engine.c
+KERNEL_SRC := $(wildcard kernels/*.cu)
+BASE_CFLAGS += -Iengine -Ikernels
 TEST_SRC := $(wildcard tests/check_*.c)
 TEST_COMMON := tests/test_util.c
 
+# Objects are rebuilt when the build configuration changes (CUDA on/off, flags, DEPS).
+STAMP := $(BUILD)/config.stamp
+STAMP_TEXT := cuda=$(HAVE_CUDA) arch=$(CUDA_ARCH) opt=$(OPT) cflags=$(CFLAGS) deps=$(DEPS) cc=$(CC)
+$(shell mkdir -p $(BUILD); [ "$$(cat $(STAMP) 2>/dev/null)" = "$(STAMP_TEXT)" ] || echo "$(STAMP_TEXT)" > $(STAMP))
+
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+ENGINE_OBJ := $(if $(HAVE_CUDA),$(ENGINE_GPU_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SRC:%.cu=$(BUILD)/%.o))
 TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run check check-unit check-asan check-valgrind bench-sim fuzz deps clean help
+.PHONY: all run check check-unit check-asan check-valgrind bench-sim bench-engine check-gpu fuzz deps clean help
 
 all: $(BUILD)/tessera
 
@@ -44,23 +82,33 @@ help:
 	@sed -n '3,11p' Makefile
 
 deps:
-	@bash .ci/install-deps
+	@$(if $(DEPS),true,bash .ci/install-deps)
 
 # V=1 shows the full commands
 Q := $(if $(V),,@)
 
-$(BUILD)/%.o: %.c | deps
+$(BUILD)/%.o: %.c $(STAMP) | deps
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/engine/%.o: engine/%.c $(STAMP) | deps
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(if $(filter $<,$(ENGINE_GPU_SRC)),$(ENGINE_CFLAGS)) -c $< -o $@
+
+$(BUILD)/kernels/%.o: kernels/%.cu $(STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  NVCC    $@")
+	$(Q)$(NVCC) $(ALL_NVCCFLAGS) -c $< -o $@
 
 $(BUILD)/libtessera.a: $(LIB_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(BUILD)/tessera: $(BUILD)/sim/main.o $(BUILD)/libtessera.a
+$(BUILD)/tessera: $(BUILD)/sim/main.o $(ENGINE_OBJ) $(BUILD)/libtessera.a
 	@$(if $(V),,echo "  LINK    $@")
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS) $(if $(HAVE_CUDA),$(CUDA_LIBS))
 
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/test_util.h tests/golden.h $(BUILD)/libtessera.a | deps
 	@mkdir -p $(dir $@)
@@ -77,9 +125,9 @@ check-unit: $(BUILD)/tessera $(TESTS)
 check: check-unit
 	@$(MAKE) --no-print-directory check-asan
 
-# the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer
+# the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer (host code only)
 check-asan:
-	@$(MAKE) --no-print-directory BUILD=build/asan \
+	@$(MAKE) --no-print-directory BUILD=build/asan NO_CUDA=1 \
 	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    check-unit
 
@@ -89,6 +137,17 @@ check-valgrind: $(BUILD)/tessera $(TESTS)
 
 bench-sim: $(BUILD)/tessera
 	@bash tests/bench_sim.sh ./$(BUILD)/tessera
+
+# GPU machine only: kernels and steps against the CPU reference; the engine benchmark beside
+# PyTorch (SDPA on the same shapes, and the anchor script when ANCHOR=path/to/torch_llada_step.py)
+check-gpu: $(BUILD)/tessera
+	./$(BUILD)/tessera engine check
+
+BENCH_OUT ?= $(BUILD)
+bench-engine: $(BUILD)/tessera
+	./$(BUILD)/tessera engine bench --json $(BENCH_OUT)/engine_bench.jsonl
+	python3 engine/bench/sdpa_bench.py | tee -a $(BENCH_OUT)/engine_bench.jsonl
+	$(if $(ANCHOR),PYTHONUNBUFFERED=1 python3 $(ANCHOR) | tee $(BENCH_OUT)/anchor.jsonl)
 
 # libFuzzer targets, one per parser (trace CSV/JSONL, HF config.json, GPU file)
 FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file
@@ -106,4 +165,4 @@ fuzz:
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(BUILD)/sim/main.d
+-include $(LIB_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(BUILD)/sim/main.d

@@ -19,9 +19,16 @@ static void usage(FILE *f)
             "  sim      replay a trace through a policy, scheduler and cost model; print a summary\n"
             "  trace    info FILE | gen ... | fit FILE: inspect, generate and fit traces\n"
             "  list     models | gpus | policies | schedulers | systems | impls | decode\n"
+            "  engine   check | bench: the CUDA engine (%s)\n"
             "\n"
             "Every command takes --help. `tessera sim` alone runs the default scenario.\n",
-            TS_VERSION);
+            TS_VERSION,
+#ifdef TS_HAVE_CUDA
+            "built in"
+#else
+            "not built: nvcc was not found at build time"
+#endif
+    );
 }
 
 int main(int argc, char **argv)
@@ -37,6 +44,15 @@ int main(int argc, char **argv)
         return cli_trace(argc - 1, argv + 1);
     if (strcmp(cmd, "list") == 0)
         return cli_list(argc - 1, argv + 1);
+    if (strcmp(cmd, "engine") == 0) {
+#ifdef TS_HAVE_CUDA
+        return cli_engine(argc - 1, argv + 1);
+#else
+        fprintf(stderr, "tessera engine: this tessera was built without CUDA (nvcc was not found "
+                        "at build time); rebuild with nvcc on the PATH or NVCC=/path/to/nvcc\n");
+        return EXIT_USAGE;
+#endif
+    }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;
@@ -45,6 +61,6 @@ int main(int argc, char **argv)
         printf("tessera %s\n", TS_VERSION);
         return 0;
     }
-    fprintf(stderr, "tessera: unknown command '%s' (commands: sim, trace, list)\n", cmd);
+    fprintf(stderr, "tessera: unknown command '%s' (commands: sim, trace, list, engine)\n", cmd);
     return EXIT_USAGE;
 }

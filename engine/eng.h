@@ -1,0 +1,72 @@
+/*
+ * eng.h: the CUDA engine. It executes step descriptions (step_desc.h) at full model size: packed
+ * GEMMs through cuBLAS, the varlen paged attention kernel, chunked LM head with fused
+ * argmax/confidence. Device memory is sized explicitly at creation: weights, the activation
+ * workspace (for max_tokens packed rows and one logits chunk), cuBLAS workspace and the KV pool,
+ * which takes what --mem-limit leaves. A step that does not fit is refused before any launch.
+ *
+ * The handle is opaque; every CUDA and cuBLAS call is checked and reported through ts_err.
+ */
+#ifndef TESSERA_ENG_H
+#define TESSERA_ENG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "step_desc.h"
+#include "util.h"
+
+struct eng_opts {
+    int64_t mem_limit;     /* bytes the engine may use in all; 0 = the device's free memory */
+    int32_t max_tokens;    /* workspace rows: packed query tokens per step */
+    int32_t logit_chunk;   /* rows per LM-head chunk (max_num_logits) */
+    int32_t page_tokens;   /* KV page size */
+    int32_t block_size;    /* > 0: block-causal attention (block policy) */
+    int32_t ffn_chunks;    /* FFN token chunks */
+    int64_t kv_tokens;     /* KV pool size in tokens; 0 = everything mem_limit leaves */
+    uint64_t seed;         /* random weights and token ids */
+    const char *weights;   /* safetensors file, or NULL for random weights */
+};
+
+void eng_opts_defaults(struct eng_opts *o);
+
+struct eng_mem {
+    int64_t weights, workspace, blas_workspace, kv_pool, total;
+    int64_t kv_pool_tokens;
+};
+
+struct eng_out {
+    int32_t R;      /* logit rows */
+    int32_t *tok;   /* [R] argmax (host memory owned by the engine, valid until the next step) */
+    float *maxv;    /* [R] */
+    float *conf;    /* [R] */
+};
+
+struct eng;
+
+int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng **out,
+               struct ts_err *err);
+void eng_destroy(struct eng *e); /* NULL is safe */
+void eng_mem_info(const struct eng *e, struct eng_mem *out);
+const char *eng_device_name(const struct eng *e);
+
+/* Executes one step and waits for it; *ms (if not NULL) gets its GPU time from CUDA events. */
+int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, float *ms,
+             struct ts_err *err);
+/* Frees a finished request's KV pages. */
+void eng_release(struct eng *e, int32_t req_id);
+
+/* Captures one step into a CUDA graph (executing it once); eng_graph_replay() then reruns the
+ * identical step n times and gives the median milliseconds per step. */
+int eng_graph_capture(struct eng *e, const struct step_desc *sd, struct ts_err *err);
+int eng_graph_replay(struct eng *e, int n, float *median_ms, struct ts_err *err);
+
+/* Copies the final normalised hidden rows of the last step ([R, hidden] as fp32) to dst. */
+int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err);
+/* Fills the activation workspace with NaN (checks that every output is written). */
+int eng_poison_workspace(struct eng *e, struct ts_err *err);
+/* Bytes of workspace the last step's shapes touched (to set beside the simulator's estimate). */
+int64_t eng_step_workspace_bytes(const struct eng *e, const struct step_desc *sd);
+
+#endif

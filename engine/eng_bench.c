@@ -1,0 +1,289 @@
+/*
+ * eng_bench.c: `tessera engine bench`.
+ *
+ * 1. Ceilings, measured: an 8192^3 bf16 GEMM through cuBLAS (TFLOP/s) and a 2 GiB device copy
+ *    (bytes read + written per second), medians over repetitions after warm-up.
+ * 2. Steps of the model (LLaDA-8B by default, random bf16 weights), each captured once into a CUDA
+ *    graph and replayed: Refresh of 16 x 512 tokens with logits for every token; Reuse of one
+ *    32-token block over 480 cached tokens for 1 and 16 sequences. Each is set against its floor:
+ *    max(FLOPs / GEMM ceiling, bytes / copy ceiling), FLOPs counting the linear layers, attention
+ *    and the LM head, bytes counting weights, K/V read and the logits.
+ * 3. The attention kernel alone on the same shapes, in TFLOP/s.
+ * 4. The engine's workspace for each step beside the simulator's activation estimate (mem.c).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "eng_bench.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng.h"
+#include "kernels.h"
+#include "mem.h"
+
+static int cmp_f(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+#define CKB(call)                                                                                  \
+    do {                                                                                           \
+        int e_ = (int)(call);                                                                      \
+        if (e_) {                                                                                  \
+            fprintf(stderr, "engine bench: %s:%d: %s failed (%d)\n", __FILE__, __LINE__, #call, e_); \
+            goto done;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+/* Median milliseconds of `reps` runs of fn(ctx) timed with events, after 3 warm-ups. */
+static float time_ms(void (*fn)(void *), void *ctx, int reps)
+{
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    for (int i = 0; i < 3; i++)
+        fn(ctx);
+    float *t = xmalloc(sizeof *t * (size_t)reps);
+    for (int i = 0; i < reps; i++) {
+        cudaEventRecord(a, 0);
+        fn(ctx);
+        cudaEventRecord(b, 0);
+        cudaEventSynchronize(b);
+        cudaEventElapsedTime(&t[i], a, b);
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_f);
+    float med = t[reps / 2];
+    free(t);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return med;
+}
+
+struct gemm_ctx {
+    cublasHandle_t h;
+    void *a, *b, *c;
+    int n;
+};
+
+static void run_gemm(void *p)
+{
+    struct gemm_ctx *g = p;
+    const float one = 1, zero = 0;
+    cublasGemmEx(g->h, CUBLAS_OP_T, CUBLAS_OP_N, g->n, g->n, g->n, &one, g->a, CUDA_R_16BF, g->n, g->b,
+                 CUDA_R_16BF, g->n, &zero, g->c, CUDA_R_16BF, g->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
+struct copy_ctx {
+    void *src, *dst;
+    size_t bytes;
+};
+
+static void run_copy(void *p)
+{
+    struct copy_ctx *c = p;
+    cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice, 0);
+}
+
+struct attn_ctx {
+    struct k_attn_args a;
+};
+
+static void run_attn(void *p) { k_attention(&((struct attn_ctx *)p)->a, 0); }
+
+/* The attention kernel alone: nseq segments of q queries over kv cached keys, all heads. */
+static double attention_tflops(const struct model_cfg *m, int nseq, int q, int kv, int reps, float *ms_out)
+{
+    const int H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim, pt = 16, keys = kv + q;
+    const int T = nseq * q, pages_per = (keys + pt - 1) / pt, slots = nseq * pages_per * pt;
+    int32_t *meta = xcalloc((size_t)(5 * nseq + nseq * pages_per + 2 * (nseq * ((q + 63) / 64))), 4);
+    int32_t *qs = meta, *ql = qs + nseq, *kl = ql + nseq, *kc = kl + nseq, *po = kc + nseq;
+    int32_t *pg = po + nseq, *tl = pg + nseq * pages_per;
+    int nt = 0;
+    for (int s = 0; s < nseq; s++) {
+        qs[s] = s * q, ql[s] = q, kl[s] = keys, kc[s] = kv, po[s] = s * pages_per;
+        for (int i = 0; i < pages_per; i++)
+            pg[s * pages_per + i] = s * pages_per + i;
+        for (int q0 = 0; q0 < q; q0 += 64)
+            tl[2 * nt] = s, tl[2 * nt + 1] = q0, nt++;
+    }
+    size_t meta_bytes = 4 * (size_t)(5 * nseq + nseq * pages_per + 2 * nt);
+    bf16_t *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL;
+    int32_t *dmeta = NULL;
+    double tflops = 0;
+    CKB(cudaMalloc((void **)&dq, 2 * (size_t)T * H * d));
+    CKB(cudaMalloc((void **)&dout, 2 * (size_t)T * H * d));
+    CKB(cudaMalloc((void **)&dk, 2 * (size_t)slots * Hkv * d));
+    CKB(cudaMalloc((void **)&dv, 2 * (size_t)slots * Hkv * d));
+    CKB(cudaMalloc((void **)&dmeta, meta_bytes));
+    CKB(cudaMemcpy(dmeta, meta, meta_bytes, cudaMemcpyHostToDevice));
+    CKB(k_fill_random(dq, (int64_t)T * H * d, 1, 1.f, 0));
+    CKB(k_fill_random(dk, (int64_t)slots * Hkv * d, 2, 1.f, 0));
+    CKB(k_fill_random(dv, (int64_t)slots * Hkv * d, 3, 1.f, 0));
+    int32_t *base = dmeta;
+    struct attn_ctx ctx = {{.q = dq, .q_stride = H * d, .k_pool = dk, .v_pool = dv, .o = dout,
+                            .q_start = base, .q_len = base + nseq, .key_len = base + 2 * nseq,
+                            .kv_cached = base + 3 * nseq, .page_off = base + 4 * nseq,
+                            .pages = base + 5 * nseq, .tiles = base + 5 * nseq + nseq * pages_per,
+                            .num_tiles = nt, .H = H, .Hkv = Hkv, .d = d, .page_tokens = pt,
+                            .block_size = 0, .scale = 1.0f / sqrtf((float)d)}};
+    float ms = time_ms(run_attn, &ctx, reps);
+    CKB(cudaGetLastError());
+    double flops = 4.0 * d * H * (double)nseq * q * keys;
+    tflops = flops / (ms * 1e-3) / 1e12;
+    *ms_out = ms;
+done:
+    cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(dmeta);
+    free(meta);
+    return tflops;
+}
+
+/* FLOPs and minimum bytes of a step of nseq segments (q, kv, logit rows r). */
+static void step_floor(const struct model_cfg *m, int nseq, int q, int kv, int r, double *flops,
+                       double *bytes)
+{
+    double h = m->hidden, qd = (double)m->num_heads * m->head_dim, kvd = (double)m->num_kv_heads * m->head_dim;
+    double F = m->ffn, T = (double)nseq * q, R = (double)nseq * r, L = m->num_layers;
+    double lin = h * (qd + 2 * kvd) + qd * h + 3 * h * F; /* per layer */
+    *flops = 2 * T * lin * L + 4.0 * qd * nseq * (double)q * (q + kv) * L + 2 * R * h * m->vocab;
+    *bytes = (double)model_weight_bytes(m) + 2.0 * nseq * (kv + q) * 2 * kvd * L + 2.0 * R * m->vocab;
+}
+
+struct step_case {
+    const char *name;
+    int nseq, q, kv, logits;
+    double anchor_ms; /* PyTorch eager on an H200 (shared/anchors), for orientation */
+};
+
+static void seg_add(struct step_desc *sd, int req, int q, int kv, int logits)
+{
+    struct segment s = {.req_id = req, .q = q, .kv = kv, .logit_rows = logits, .phase = PHASE_REUSE};
+    step_desc_add(sd, &s);
+}
+
+int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
+{
+    int rc = 1;
+    const struct model_cfg *m = &o->model;
+    struct gemm_ctx g = {0};
+    struct copy_ctx cp = {0};
+    struct eng *e = NULL;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct ts_err err;
+    /* 1. ceilings */
+    g.n = 8192;
+    size_t gb = 2 * (size_t)g.n * g.n;
+    CKB(cublasCreate(&g.h));
+    CKB(cudaMalloc(&g.a, gb));
+    CKB(cudaMalloc(&g.b, gb));
+    CKB(cudaMalloc(&g.c, gb));
+    CKB(k_fill_random(g.a, (int64_t)g.n * g.n, 11, 1.f, 0));
+    CKB(k_fill_random(g.b, (int64_t)g.n * g.n, 12, 1.f, 0));
+    float gemm_ms = time_ms(run_gemm, &g, o->reps);
+    CKB(cudaGetLastError());
+    double peak = 2.0 * g.n * (double)g.n * g.n / (gemm_ms * 1e-3);
+    cp.bytes = 2ULL << 30;
+    CKB(cudaMalloc(&cp.src, cp.bytes));
+    CKB(cudaMalloc(&cp.dst, cp.bytes));
+    CKB(cudaMemset(cp.src, 1, cp.bytes));
+    float copy_ms = time_ms(run_copy, &cp, o->reps);
+    double bw = 2.0 * cp.bytes / (copy_ms * 1e-3);
+    cudaFree(g.a), cudaFree(g.b), cudaFree(g.c), cudaFree(cp.src), cudaFree(cp.dst);
+    g.a = g.b = g.c = cp.src = cp.dst = NULL;
+    cublasDestroy(g.h);
+    g.h = NULL;
+    fprintf(out, "ceilings: bf16 GEMM 8192^3 %.1f TFLOP/s, device copy %.2f TB/s (read + write)\n",
+            peak / 1e12, bw / 1e12);
+    if (o->json)
+        fprintf(o->json, "{\"ceiling\":true,\"gemm_tflops\":%.2f,\"copy_tbps\":%.3f}\n", peak / 1e12, bw / 1e12);
+
+    /* 2. steps */
+    struct eng_opts eo;
+    eng_opts_defaults(&eo);
+    eo.max_tokens = 8192;
+    eo.logit_chunk = o->logit_chunk;
+    eo.mem_limit = o->mem_limit;
+    if (eng_create(m, &eo, &e, &err)) {
+        fprintf(stderr, "engine bench: %s\n", err.msg);
+        goto done;
+    }
+    struct eng_mem mem;
+    eng_mem_info(e, &mem);
+    fprintf(out, "engine: %s on %s; weights %.2f GiB, workspace %.2f GiB, KV pool %.2f GiB (%lld tokens)\n",
+            m->name, eng_device_name(e), mem.weights / TS_GIB, mem.workspace / TS_GIB,
+            mem.kv_pool / TS_GIB, (long long)mem.kv_pool_tokens);
+    const struct step_case cases[] = {
+        {"refresh 16x512, all logits", 16, 512, 0, 512, 244.376},
+        {"refresh 16x512, 256 masked logits", 16, 512, 0, 256, 242.08},
+        {"reuse 1 x 32 over 480 cached", 1, 32, 480, 32, 31.067},
+        {"reuse 16 x 32 over 480 cached", 16, 32, 480, 32, 33.824},
+    };
+    fprintf(out, "\n%-36s %9s %9s %9s %8s %10s %12s %12s\n", "step", "ms", "floor_ms", "bound",
+            "x_floor", "torch_ms", "workspace", "sim_act_est");
+    int next_req = 0;
+    for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
+        const struct step_case *c = &cases[i];
+        int first = next_req;
+        if (c->kv > 0) { /* fill the caches with a Refresh of the whole sequence first */
+            step_desc_clear(&sd);
+            for (int s = 0; s < c->nseq; s++)
+                seg_add(&sd, first + s, c->kv + c->q, 0, 0);
+            if (eng_step(e, &sd, NULL, NULL, &err)) {
+                fprintf(stderr, "engine bench: %s\n", err.msg);
+                goto done;
+            }
+        }
+        step_desc_clear(&sd);
+        for (int s = 0; s < c->nseq; s++)
+            seg_add(&sd, first + s, c->q, c->kv, c->logits);
+        float ms;
+        if (eng_graph_capture(e, &sd, &err) || eng_graph_replay(e, o->reps, &ms, &err)) {
+            fprintf(stderr, "engine bench: %s\n", err.msg);
+            goto done;
+        }
+        double flops, bytes;
+        step_floor(m, c->nseq, c->q, c->kv, c->logits, &flops, &bytes);
+        double fl_ms = flops / peak * 1e3, by_ms = bytes / bw * 1e3, floor_ms = fmax(fl_ms, by_ms);
+        struct act_knobs k = {eo.logit_chunk, 1, 0};
+        int64_t sim_act = mem_act_peak(m, sd.tot.q_tokens, sd.tot.logit_rows, &k);
+        int64_t ws = eng_step_workspace_bytes(e, &sd);
+        fprintf(out, "%-36s %9.3f %9.3f %9s %8.3f %10.3f %10.3fGiB %10.3fGiB\n", c->name, ms, floor_ms,
+                fl_ms >= by_ms ? "compute" : "memory", ms / floor_ms, c->anchor_ms, ws / TS_GIB,
+                sim_act / TS_GIB);
+        if (o->json)
+            fprintf(o->json, "{\"case\":\"%s\",\"ms\":%.4f,\"floor_ms\":%.4f,\"compute_floor_ms\":%.4f,"
+                             "\"memory_floor_ms\":%.4f,\"x_floor\":%.4f,\"workspace_bytes\":%lld,"
+                             "\"sim_act_bytes\":%lld}\n", c->name, ms, floor_ms, fl_ms, by_ms, ms / floor_ms,
+                    (long long)ws, (long long)sim_act);
+        for (int s = 0; s < c->nseq; s++)
+            eng_release(e, first + s);
+        next_req += c->nseq;
+    }
+    eng_destroy(e);
+    e = NULL;
+
+    /* 3. attention alone */
+    fprintf(out, "\n%-36s %9s %9s\n", "attention kernel", "ms", "TFLOP/s");
+    const int shapes[][3] = {{16, 512, 0}, {1, 2048, 0}, {16, 32, 480}, {1, 32, 480}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(shapes); i++) {
+        float ms = 0;
+        double tf = attention_tflops(m, shapes[i][0], shapes[i][1], shapes[i][2], o->reps, &ms);
+        char name[64];
+        snprintf(name, sizeof name, "%d seq x q %d over %d cached", shapes[i][0], shapes[i][1], shapes[i][2]);
+        fprintf(out, "%-36s %9.4f %9.1f\n", name, ms, tf);
+        if (o->json)
+            fprintf(o->json, "{\"attention\":\"%s\",\"ms\":%.5f,\"tflops\":%.2f}\n", name, ms, tf);
+    }
+    rc = 0;
+done:
+    if (g.h)
+        cublasDestroy(g.h);
+    cudaFree(g.a), cudaFree(g.b), cudaFree(g.c), cudaFree(cp.src), cudaFree(cp.dst);
+    eng_destroy(e);
+    step_desc_free(&sd);
+    return rc;
+}

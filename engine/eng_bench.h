@@ -1,0 +1,21 @@
+/* eng_bench.h: `tessera engine bench`: measured ceilings, then dLLM steps and attention timed
+ * against their floors. */
+#ifndef TESSERA_ENG_BENCH_H
+#define TESSERA_ENG_BENCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+
+struct eng_bench_opts {
+    struct model_cfg model;
+    int reps;             /* timed repetitions per case (median reported) */
+    int logit_chunk;
+    int64_t mem_limit;    /* bytes, 0 = free memory */
+    FILE *json;           /* one JSON object per line, or NULL */
+};
+
+int eng_bench_run(const struct eng_bench_opts *o, FILE *out);
+
+#endif

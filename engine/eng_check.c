@@ -1,0 +1,501 @@
+/*
+ * eng_check.c: `tessera engine check`, the GPU against the CPU reference.
+ *
+ * Kernel by kernel on fresh random inputs (outputs poisoned with NaN first): RMSNorm, bias+RoPE+K/V
+ * store, SwiGLU, varlen paged attention (bidirectional and block-causal, GQA, head dims 64 and 128,
+ * segments from 1 to 300 rows over up to 480 cached keys), the argmax/confidence reduction, the row
+ * gather. Then whole steps of tiny models (mixed Refresh/Reuse/prefill segments, QKV bias, GQA)
+ * against eng_ref_step, chunked against unchunked logits, and a Reuse step against the Refresh it
+ * reuses. Each line reports the largest normwise relative error ||gpu - ref|| / ||ref|| against its
+ * bound; bf16 storage between fp32 accumulations puts honest results between 1e-3 and 1e-2.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng.h"
+#include "eng_check.h"
+#include "eng_plan.h"
+#include "eng_ref.h"
+#include "eng_weights.h"
+#include "kernels.h"
+
+struct checker {
+    FILE *out;
+    int failed, passed;
+    uint64_t seed;
+};
+
+static void report(struct checker *c, const char *what, double err, double bound)
+{
+    bool ok = isfinite(err) && err <= bound;
+    fprintf(c->out, "  %-58s %10.3e  (bound %.0e)  %s\n", what, err, bound, ok ? "ok" : "FAIL");
+    if (ok)
+        c->passed++;
+    else
+        c->failed++;
+}
+
+static void fail_msg(struct checker *c, const char *what, const char *msg)
+{
+    fprintf(c->out, "  %-58s FAIL: %s\n", what, msg);
+    c->failed++;
+}
+
+/* normwise relative error; any non-finite GPU value makes it infinite */
+static double rel_err(const float *a, const float *b, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(a[i]))
+            return INFINITY;
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)b[i] * b[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* random bf16 values, as floats (exactly representable) and as bf16 */
+static void rand_bf16(struct checker *c, float *f, bf16_t *b, int64_t n, float scale)
+{
+    uint64_t s = ts_mix64(++c->seed);
+    for (int64_t i = 0; i < n; i++) {
+        b[i] = eng_f2bf(scale * eng_hash_uniform(s, (uint64_t)i));
+        f[i] = eng_bf2f(b[i]);
+    }
+}
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(c->out, "  CUDA error at %s:%d: %s: %s\n", __FILE__, __LINE__, #call,          \
+                    cudaGetErrorString(e_));                                                       \
+            c->failed++;                                                                           \
+            goto done;                                                                             \
+        }                                                                                          \
+    } while (0)
+#define KK(call) CK((cudaError_t)(call))
+
+static void *dev_copy(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    if (cudaMalloc(&d, bytes ? bytes : 16) != cudaSuccess)
+        return NULL;
+    if (bytes && cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+        cudaFree(d);
+        return NULL;
+    }
+    return d;
+}
+
+static void to_float(float *dst, const bf16_t *src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = eng_bf2f(src[i]);
+}
+
+static void check_rmsnorm_swiglu_gather(struct checker *c, int h)
+{
+    const int rows = 37, F = h;
+    int64_t n = (int64_t)rows * h;
+    float *xf = xmalloc(4 * n), *wf = xmalloc(4 * h), *rf = xmalloc(4 * n * 2), *gf = xmalloc(8 * n);
+    bf16_t *xb = xmalloc(2 * n), *wb = xmalloc(2 * h), *ob = xmalloc(4 * n), *gb = xmalloc(4 * n);
+    float *of = xmalloc(8 * n);
+    bf16_t *dx = NULL, *dw = NULL, *dout = NULL, *dgu = NULL;
+    int32_t *didx = NULL;
+    char what[96];
+    rand_bf16(c, xf, xb, n, 3.0f);
+    rand_bf16(c, wf, wb, h, 1.0f);
+    rand_bf16(c, gf, gb, 2 * n, 4.0f);
+    dx = dev_copy(xb, 2 * n);
+    dw = dev_copy(wb, 2 * h);
+    dgu = dev_copy(gb, 4 * n);
+    CK(cudaMalloc((void **)&dout, 4 * n));
+    if (!dx || !dw || !dgu)
+        CK(cudaErrorMemoryAllocation);
+    /* RMSNorm */
+    KK(k_fill_bits(dout, 2 * n, 0x7fc0, NULL));
+    KK(k_rmsnorm(dout, dx, dw, rows, h, 1e-5f, NULL));
+    CK(cudaMemcpy(ob, dout, 2 * n, cudaMemcpyDeviceToHost));
+    to_float(of, ob, n);
+    ref_rmsnorm(rf, xf, wf, rows, h, 1e-5f);
+    snprintf(what, sizeof what, "rmsnorm %d x %d", rows, h);
+    report(c, what, rel_err(of, rf, n), 1e-2);
+    /* SwiGLU over a fused gate|up of width 2F */
+    KK(k_fill_bits(dout, 2 * n, 0x7fc0, NULL));
+    KK(k_swiglu(dout, dgu, rows, F, NULL));
+    CK(cudaMemcpy(ob, dout, 2 * n, cudaMemcpyDeviceToHost));
+    to_float(of, ob, n);
+    ref_swiglu(rf, gf, rows, F);
+    snprintf(what, sizeof what, "swiglu %d x %d", rows, F);
+    report(c, what, rel_err(of, rf, n), 1e-2);
+    /* gather rows (exact) */
+    int32_t idx[5] = {36, 0, 17, 17, 5};
+    didx = dev_copy(idx, sizeof idx);
+    KK(k_fill_bits(dout, 5 * h, 0x7fc0, NULL));
+    KK(k_gather_rows(dout, dx, didx, 5, h, NULL));
+    CK(cudaMemcpy(ob, dout, 2 * 5 * h, cudaMemcpyDeviceToHost));
+    double bad = 0;
+    for (int i = 0; i < 5; i++)
+        bad += memcmp(ob + (size_t)i * h, xb + (size_t)idx[i] * h, 2 * (size_t)h) != 0;
+    snprintf(what, sizeof what, "gather 5 rows of %d (rows that differ)", h);
+    report(c, what, bad, 0);
+done:
+    cudaFree(dx), cudaFree(dw), cudaFree(dout), cudaFree(dgu), cudaFree(didx);
+    free(xf), free(wf), free(rf), free(gf), free(xb), free(wb), free(ob), free(gb), free(of);
+}
+
+static void check_rope_store(struct checker *c, int H, int Hkv, int d, bool bias)
+{
+    const int T = 50, width = (H + 2 * Hkv) * d, slots = 64;
+    int64_t n = (int64_t)T * width, pn = (int64_t)slots * Hkv * d;
+    float *qf = xmalloc(4 * n), *bf = xmalloc(4 * width), *got = xmalloc(4 * n), *kref = xmalloc(4 * pn);
+    float *kgot = xmalloc(4 * pn), *vref = xmalloc(4 * pn), *vgot = xmalloc(4 * pn);
+    bf16_t *qb = xmalloc(2 * n), *bb = xmalloc(2 * width), *hb = xmalloc(2 * (n > pn ? n : pn));
+    int32_t pos[50], slot[50];
+    bf16_t *dq = NULL, *db = NULL, *dk = NULL, *dv = NULL;
+    int32_t *dpos = NULL, *dslot = NULL;
+    rand_bf16(c, qf, qb, n, 2.0f);
+    rand_bf16(c, bf, bb, width, 0.5f);
+    for (int t = 0; t < T; t++) {
+        pos[t] = t * 37 % 3000;   /* positions far apart exercise the angles */
+        slot[t] = (t * 13) % slots; /* distinct slots, permuted */
+    }
+    dq = dev_copy(qb, 2 * n);
+    db = dev_copy(bb, 2 * width);
+    dpos = dev_copy(pos, sizeof pos);
+    dslot = dev_copy(slot, sizeof slot);
+    CK(cudaMalloc((void **)&dk, 2 * pn));
+    CK(cudaMalloc((void **)&dv, 2 * pn));
+    KK(k_fill_bits(dk, pn, 0, NULL));
+    KK(k_fill_bits(dv, pn, 0, NULL));
+    KK(k_qkv_rope_store(dq, bias ? db : NULL, dpos, dslot, dk, dv, T, H, Hkv, d, 10000.0f, NULL));
+    CK(cudaMemcpy(hb, dq, 2 * n, cudaMemcpyDeviceToHost));
+    to_float(got, hb, n);
+    CK(cudaMemcpy(hb, dk, 2 * pn, cudaMemcpyDeviceToHost));
+    to_float(kgot, hb, pn);
+    CK(cudaMemcpy(hb, dv, 2 * pn, cudaMemcpyDeviceToHost));
+    to_float(vgot, hb, pn);
+    ref_qkv_rope(qf, bias ? bf : NULL, pos, T, H, Hkv, d, 10000.0f);
+    memset(kref, 0, 4 * pn);
+    memset(vref, 0, 4 * pn);
+    for (int t = 0; t < T; t++) {
+        memcpy(kref + (size_t)slot[t] * Hkv * d, qf + (size_t)t * width + H * d, 4 * (size_t)Hkv * d);
+        memcpy(vref + (size_t)slot[t] * Hkv * d, qf + (size_t)t * width + (H + Hkv) * d, 4 * (size_t)Hkv * d);
+    }
+    /* compare only the q part in place */
+    double qe = 0, qn = 0;
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < H * d; j++) {
+            double a = got[(size_t)t * width + j], b = qf[(size_t)t * width + j];
+            qe += (a - b) * (a - b);
+            qn += b * b;
+        }
+    char what[96];
+    snprintf(what, sizeof what, "rope q (H %d, d %d%s)", H, d, bias ? ", bias" : "");
+    report(c, what, sqrt(qe / qn), 1e-2);
+    snprintf(what, sizeof what, "rope + store k into permuted slots (Hkv %d)", Hkv);
+    report(c, what, rel_err(kgot, kref, pn), 1e-2);
+    snprintf(what, sizeof what, "store v into permuted slots");
+    report(c, what, rel_err(vgot, vref, pn), 1e-2);
+done:
+    cudaFree(dq), cudaFree(db), cudaFree(dk), cudaFree(dv), cudaFree(dpos), cudaFree(dslot);
+    free(qf), free(bf), free(got), free(kref), free(kgot), free(vref), free(vgot), free(qb), free(bb), free(hb);
+}
+
+/* Attention over several segments at once, K/V scattered over permuted pages. */
+static void check_attention(struct checker *c, int H, int Hkv, int d, int block_size)
+{
+    const int nseg = 5, pt = 16;
+    const int q_len[5] = {1, 70, 32, 130, 64}, kv[5] = {0, 0, 480, 300, 64};
+    int q_start[5], key_len[5], page_off[5], T = 0, npages = 0;
+    for (int s = 0; s < nseg; s++) {
+        q_start[s] = T;
+        T += q_len[s];
+        key_len[s] = kv[s] + q_len[s];
+        page_off[s] = npages;
+        npages += (key_len[s] + pt - 1) / pt;
+    }
+    int32_t *pages = xmalloc(4 * (size_t)npages);
+    for (int i = 0; i < npages; i++)
+        pages[i] = (int32_t)((i * 7 + 3) % npages); /* a permutation (npages is not a multiple of 7) */
+    int tiles[2 * 64], ntiles = 0;
+    for (int s = 0; s < nseg; s++)
+        for (int q0 = 0; q0 < q_len[s]; q0 += K_ATTN_TILE_M) {
+            tiles[2 * ntiles] = s;
+            tiles[2 * ntiles + 1] = q0;
+            ntiles++;
+        }
+    const int qs = H * d, slots = npages * pt;
+    int64_t nq = (int64_t)T * qs, np = (int64_t)slots * Hkv * d;
+    float *qf = xmalloc(4 * nq), *kf = xmalloc(4 * np), *vf = xmalloc(4 * np), *of = xmalloc(4 * nq);
+    float *rf = xmalloc(4 * nq), *ks = NULL, *vs = NULL;
+    bf16_t *qb = xmalloc(2 * nq), *kb = xmalloc(2 * np), *vb = xmalloc(2 * np), *ob = xmalloc(2 * nq);
+    bf16_t *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL;
+    int32_t *dmeta[7] = {0};
+    rand_bf16(c, qf, qb, nq, 1.5f);
+    rand_bf16(c, kf, kb, np, 1.5f);
+    rand_bf16(c, vf, vb, np, 1.0f);
+    dq = dev_copy(qb, 2 * nq);
+    dk = dev_copy(kb, 2 * np);
+    dv = dev_copy(vb, 2 * np);
+    const int32_t *hm[7] = {q_start, q_len, key_len, kv, page_off, pages, tiles};
+    size_t hs[7] = {sizeof q_start, sizeof q_len, sizeof key_len, sizeof kv, sizeof page_off,
+                    4 * (size_t)npages, 8 * (size_t)ntiles};
+    for (int i = 0; i < 7; i++)
+        dmeta[i] = dev_copy(hm[i], hs[i]);
+    CK(cudaMalloc((void **)&dout, 2 * nq));
+    KK(k_fill_bits(dout, nq, 0x7fc0, NULL));
+    struct k_attn_args a = {.q = dq, .q_stride = qs, .k_pool = dk, .v_pool = dv, .o = dout,
+                            .q_start = dmeta[0], .q_len = dmeta[1], .key_len = dmeta[2],
+                            .kv_cached = dmeta[3], .page_off = dmeta[4], .pages = dmeta[5],
+                            .tiles = dmeta[6], .num_tiles = ntiles, .H = H, .Hkv = Hkv, .d = d,
+                            .page_tokens = pt, .block_size = block_size, .scale = 1.0f / sqrtf((float)d)};
+    KK(k_attention(&a, NULL));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(ob, dout, 2 * nq, cudaMemcpyDeviceToHost));
+    to_float(of, ob, nq);
+    /* reference: gather each segment's keys into a contiguous array */
+    int maxk = 0;
+    for (int s = 0; s < nseg; s++)
+        maxk = key_len[s] > maxk ? key_len[s] : maxk;
+    ks = xmalloc(4 * (size_t)maxk * Hkv * d);
+    vs = xmalloc(4 * (size_t)maxk * Hkv * d);
+    for (int s = 0; s < nseg; s++) {
+        for (int j = 0; j < key_len[s]; j++) {
+            int slot = pages[page_off[s] + j / pt] * pt + j % pt;
+            memcpy(ks + (size_t)j * Hkv * d, kf + (size_t)slot * Hkv * d, 4 * (size_t)Hkv * d);
+            memcpy(vs + (size_t)j * Hkv * d, vf + (size_t)slot * Hkv * d, 4 * (size_t)Hkv * d);
+        }
+        ref_attention(rf + (size_t)q_start[s] * qs, qf + (size_t)q_start[s] * qs, qs, ks, vs, q_len[s],
+                      key_len[s], kv[s], H, Hkv, d, block_size, 1.0f / sqrtf((float)d));
+    }
+    char what[96];
+    snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, 5 segments", H, Hkv, d,
+             block_size ? "block-causal 32" : "bidirectional");
+    report(c, what, rel_err(of, rf, nq), 2e-2);
+done:
+    cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout);
+    for (int i = 0; i < 7; i++)
+        cudaFree(dmeta[i]);
+    free(pages), free(qf), free(kf), free(vf), free(of), free(rf), free(ks), free(vs);
+    free(qb), free(kb), free(vb), free(ob);
+}
+
+static void check_argmax(struct checker *c, int V)
+{
+    const int rows = 9;
+    int64_t n = (int64_t)rows * V;
+    float *lf = xmalloc(4 * n), rmax[9], rconf[9], gmax[9], gconf[9];
+    bf16_t *lb = xmalloc(2 * n), *dl = NULL;
+    int32_t rtok[9], gtok[9], *dt = NULL;
+    float *dm = NULL, *dc = NULL;
+    rand_bf16(c, lf, lb, n, 6.0f);
+    dl = dev_copy(lb, 2 * n);
+    CK(cudaMalloc((void **)&dt, 4 * rows));
+    CK(cudaMalloc((void **)&dm, 4 * rows));
+    CK(cudaMalloc((void **)&dc, 4 * rows));
+    KK(k_argmax_conf(dl, rows, V, dt, dm, dc, 0, NULL));
+    CK(cudaMemcpy(gtok, dt, 4 * rows, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gmax, dm, 4 * rows, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gconf, dc, 4 * rows, cudaMemcpyDeviceToHost));
+    ref_argmax_conf(lf, rows, V, rtok, rmax, rconf);
+    int wrong = 0;
+    for (int r = 0; r < rows; r++)
+        wrong += gtok[r] != rtok[r] || gmax[r] != rmax[r];
+    char what[96];
+    snprintf(what, sizeof what, "argmax + max over V = %d (rows that differ)", V);
+    report(c, what, wrong, 0);
+    snprintf(what, sizeof what, "confidence over V = %d", V);
+    report(c, what, rel_err(gconf, rconf, rows), 1e-3);
+done:
+    cudaFree(dl), cudaFree(dt), cudaFree(dm), cudaFree(dc);
+    free(lf), free(lb);
+}
+
+/* --- whole steps ------------------------------------------------------------------------- */
+
+static void seg(struct step_desc *sd, int req, int q, int kv, int logits)
+{
+    struct segment s = {.req_id = req, .q = q, .kv = kv, .logit_rows = logits, .phase = PHASE_REUSE};
+    step_desc_add(sd, &s);
+}
+
+/* Runs the same steps on the engine and the reference and compares outputs. */
+static void check_steps(struct checker *c, const struct model_cfg *m, int block_size, int logit_chunk)
+{
+    struct eng_opts o;
+    eng_opts_defaults(&o);
+    o.max_tokens = 1024;
+    o.logit_chunk = logit_chunk;
+    o.kv_tokens = 4096;
+    o.block_size = block_size;
+    o.seed = 77;
+    struct eng *e = NULL;
+    struct eng_ref *r = NULL;
+    struct ts_err err;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct eng_plan p;
+    eng_plan_init(&p);
+    struct eng_kv kv;
+    eng_kv_init(&kv, o.page_tokens, 256);
+    char what[128];
+    if (eng_create(m, &o, &e, &err) || eng_ref_create(m, NULL, o.seed, &r, &err)) {
+        fail_msg(c, "engine create", err.msg);
+        goto done;
+    }
+    /* three steps with Refresh-like, Reuse-like, prefill (no logits) and fused-commit segments */
+    for (int step = 0; step < 3; step++) {
+        step_desc_clear(&sd);
+        if (step == 0) {
+            seg(&sd, 0, 200, 0, 200);
+            seg(&sd, 1, 37, 0, 0);
+        } else if (step == 1) {
+            seg(&sd, 0, 32, 168, 32);
+            seg(&sd, 1, 32, 37, 32);
+            seg(&sd, 2, 100, 0, 100);
+        } else {
+            seg(&sd, 2, 64, 100, 32);
+            seg(&sd, 0, 200, 0, 17);
+        }
+        struct eng_out out;
+        if (eng_poison_workspace(e, &err) || eng_step(e, &sd, &out, NULL, &err)) {
+            fail_msg(c, "engine step", err.msg);
+            goto done;
+        }
+        if (eng_plan_build(&p, &kv, &sd, m->vocab, o.seed, &err)) {
+            fail_msg(c, "plan", err.msg);
+            goto done;
+        }
+        int R = p.R;
+        float *href = xmalloc(4 * (size_t)R * m->hidden), *hgpu = xmalloc(4 * (size_t)R * m->hidden);
+        float *rmax = xmalloc(4 * (size_t)R), *rconf = xmalloc(4 * (size_t)R);
+        int32_t *rtok = xmalloc(4 * (size_t)R);
+        eng_ref_step(r, &sd, &p, block_size, href, rtok, rmax, rconf);
+        int same = 0;
+        double max_err = 0;
+        for (int i = 0; i < R; i++) {
+            same += out.tok[i] == rtok[i];
+            max_err = fmax(max_err, fabs(out.maxv[i] - rmax[i]) / (1.0 + fabs(rmax[i])));
+            if (!isfinite(out.maxv[i]) || !isfinite(out.conf[i]) || out.tok[i] < 0 || out.tok[i] >= m->vocab)
+                max_err = INFINITY;
+        }
+        if (eng_last_hidden(e, hgpu, &err)) {
+            fail_msg(c, "read hidden", err.msg);
+        } else {
+            snprintf(what, sizeof what, "step %d of %s%s, chunk %d: final hidden", step, m->name,
+                     block_size ? " block-causal" : "", logit_chunk);
+            report(c, what, rel_err(hgpu, href, (int64_t)R * m->hidden), 3e-2);
+        }
+        snprintf(what, sizeof what, "step %d: max logit of %d rows", step, R);
+        report(c, what, max_err, 3e-2);
+        snprintf(what, sizeof what, "step %d: argmax differs from the reference (fraction)", step);
+        report(c, what, R ? 1.0 - (double)same / R : 0, 0.10);
+        free(href), free(hgpu), free(rmax), free(rconf), free(rtok);
+    }
+done:
+    eng_destroy(e);
+    eng_ref_destroy(r);
+    step_desc_free(&sd);
+    eng_plan_free(&p);
+    eng_kv_free(&kv);
+}
+
+/* The engine against itself: chunked vs unchunked logits; Reuse against the Refresh it reuses. */
+static void check_self(struct checker *c, const struct model_cfg *m)
+{
+    struct eng_opts o;
+    eng_opts_defaults(&o);
+    o.max_tokens = 1024;
+    o.kv_tokens = 4096;
+    struct eng *a = NULL, *b = NULL;
+    struct ts_err err;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    float *ha = NULL, *hb = NULL;
+    int32_t *ta = NULL;
+    o.logit_chunk = 1024;
+    if (eng_create(m, &o, &a, &err)) {
+        fail_msg(c, "engine create", err.msg);
+        goto done;
+    }
+    o.logit_chunk = 7;
+    if (eng_create(m, &o, &b, &err)) {
+        fail_msg(c, "engine create", err.msg);
+        goto done;
+    }
+    const int L = 288, Bs = 32;
+    seg(&sd, 0, L, 0, L);
+    struct eng_out oa, ob;
+    if (eng_step(a, &sd, &oa, NULL, &err)) {
+        fail_msg(c, "refresh step", err.msg);
+        goto done;
+    }
+    ta = xmalloc(4 * L);
+    memcpy(ta, oa.tok, 4 * L);
+    ha = xmalloc(4 * (size_t)L * m->hidden);
+    hb = xmalloc(4 * (size_t)L * m->hidden);
+    if (eng_last_hidden(a, ha, &err) || eng_step(b, &sd, &ob, NULL, &err)) {
+        fail_msg(c, "chunked step", err.msg);
+        goto done;
+    }
+    int diff = 0;
+    for (int i = 0; i < L; i++)
+        diff += ob.tok[i] != ta[i];
+    report(c, "argmax: 7-row logit chunks vs one chunk (rows that differ)", diff, 0);
+    /* Reuse of the last block over the Refresh's cache: same rows, same result */
+    step_desc_clear(&sd);
+    seg(&sd, 0, Bs, L - Bs, Bs);
+    if (eng_step(a, &sd, &oa, NULL, &err) || eng_last_hidden(a, hb, &err)) {
+        fail_msg(c, "reuse step", err.msg);
+        goto done;
+    }
+    report(c, "reuse block over the cache vs the refresh's last rows", 
+           rel_err(hb, ha + (size_t)(L - Bs) * m->hidden, (int64_t)Bs * m->hidden), 2e-2);
+done:
+    eng_destroy(a);
+    eng_destroy(b);
+    step_desc_free(&sd);
+    free(ha), free(hb), free(ta);
+}
+
+int eng_check_run(uint64_t seed, FILE *out)
+{
+    struct checker c = {out, 0, 0, seed};
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+        fprintf(out, "engine check: no CUDA device here (it runs on a GPU machine: make check-gpu)\n");
+        return 2;
+    }
+    fprintf(out, "kernels against the CPU reference (normwise relative error):\n");
+    check_rmsnorm_swiglu_gather(&c, 4096);
+    check_rmsnorm_swiglu_gather(&c, 64);
+    check_rope_store(&c, 4, 2, 128, true);
+    check_rope_store(&c, 8, 8, 64, false);
+    check_attention(&c, 8, 2, 128, 0);
+    check_attention(&c, 8, 2, 128, 32);
+    check_attention(&c, 4, 4, 64, 0);
+    check_attention(&c, 32, 32, 128, 0);
+    check_argmax(&c, 126464);
+    check_argmax(&c, 1003);
+    fprintf(out, "whole steps against the CPU reference:\n");
+    struct model_cfg tiny_a = {.name = "tiny-gqa-d64", .num_layers = 2, .hidden = 256, .num_heads = 4,
+                               .num_kv_heads = 2, .head_dim = 64, .ffn = 512, .vocab = 1000,
+                               .max_pos = 4096, .rope_theta = 10000.0, .weight_bytes = 2, .kv_bytes = 2};
+    struct model_cfg tiny_b = {.name = "tiny-bias-d128", .num_layers = 2, .hidden = 256, .num_heads = 2,
+                               .num_kv_heads = 1, .head_dim = 128, .ffn = 768, .vocab = 2048,
+                               .max_pos = 4096, .rope_theta = 1000000.0, .qkv_bias = true,
+                               .weight_bytes = 2, .kv_bytes = 2};
+    check_steps(&c, &tiny_a, 0, 64);
+    check_steps(&c, &tiny_b, 0, 1024);
+    check_steps(&c, &tiny_a, 32, 50);
+    fprintf(out, "the engine against itself:\n");
+    check_self(&c, &tiny_b);
+    fprintf(out, "engine check: %d passed, %d failed\n", c.passed, c.failed);
+    return c.failed ? 1 : 0;
+}

@@ -1,0 +1,11 @@
+/* eng_check.h: `tessera engine check`: GPU kernels and steps against the CPU reference. */
+#ifndef TESSERA_ENG_CHECK_H
+#define TESSERA_ENG_CHECK_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Runs every check, reporting one line each to out; returns 0 when all pass. */
+int eng_check_run(uint64_t seed, FILE *out);
+
+#endif

@@ -1,0 +1,521 @@
+/*
+ * eng_cuda.c: the engine on the device: memory sizing, weights, the forward of one step and CUDA
+ * graph capture.
+ *
+ * Forward of a step (T packed tokens, R logit rows), per layer:
+ *   hn = rmsnorm(x); qkv = hn Wqkv^T; bias + RoPE on q,k, k and v stored into the pool;
+ *   att = attention(q, pool); x += att Wo^T (cuBLAS beta = 1: the residual add is the GEMM's);
+ *   per FFN chunk: hn = rmsnorm(x); gu = hn Wgu^T; a = silu(g) u; x += a Wdown^T
+ * then hr = rmsnorm(x[logit rows]) and, per chunk of logit_chunk rows, logits = hr Wlm^T followed by
+ * the fused argmax/max/confidence kernel, so at most one chunk of logits exists.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "eng.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_plan.h"
+#include "eng_safetensors.h"
+#include "eng_weights.h"
+#include "kernels.h"
+
+#define RMS_EPS 1e-5f
+#define BLAS_WORKSPACE (64LL << 20)
+#define RESERVE_MARGIN (256LL << 20) /* context, cuBLAS handles, allocator slack */
+
+/* Every CUDA and cuBLAS call goes through these: the failing call, file and line are reported. */
+#define CU(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return ts_fail(err, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+    } while (0)
+#define KL(call)                                                                                   \
+    do {                                                                                           \
+        int e_ = (call);                                                                           \
+        if (e_ != 0)                                                                               \
+            return ts_fail(err, "%s:%d: kernel %s: %s", __FILE__, __LINE__, #call,                 \
+                           cudaGetErrorString((cudaError_t)e_));                                   \
+    } while (0)
+#define CB(call)                                                                                   \
+    do {                                                                                           \
+        cublasStatus_t s_ = (call);                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                           \
+            return ts_fail(err, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cublasGetStatusString(s_)); \
+    } while (0)
+
+struct dev_meta { /* device copies of the plan's arrays, carved from one buffer */
+    int32_t *tok_pos, *tok_slot, *tok_ids, *q_start, *q_len, *key_len, *kv_cached, *page_off;
+    int32_t *pages, *tiles, *logit_idx;
+};
+
+struct eng {
+    struct model_cfg m;
+    struct eng_opts o;
+    struct eng_layout lay;
+    struct eng_mem mem;
+    char device[256];
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    cudaEvent_t ev0, ev1;
+    void *blas_ws;
+    bf16_t *w;                 /* weights */
+    bf16_t *k_pool, *v_pool;   /* [layers][slots][Hkv][d] */
+    int64_t slots;
+    /* workspace */
+    bf16_t *x, *hn, *qkv, *att, *gu, *act, *hr, *logits;
+    int32_t *d_meta_buf, *h_meta_buf; /* device / pinned host */
+    int64_t meta_cap;          /* int32 elements */
+    struct dev_meta dm;
+    int32_t *d_tok;
+    float *d_max, *d_conf;
+    int32_t *h_tok;
+    float *h_max, *h_conf;
+    int32_t max_segs, max_tiles, max_page_refs;
+    struct eng_kv kv;
+    struct eng_plan plan;
+    int32_t last_R;
+    cudaGraphExec_t graph;
+    bool have_graph;
+};
+
+void eng_opts_defaults(struct eng_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_tokens = 16384;
+    o->logit_chunk = 2048;
+    o->page_tokens = 16;
+    o->ffn_chunks = 1;
+    o->seed = 1;
+}
+
+const char *eng_device_name(const struct eng *e) { return e->device; }
+void eng_mem_info(const struct eng *e, struct eng_mem *out) { *out = e->mem; }
+
+static const bf16_t *W(const struct eng *e, enum w_kind k, int layer)
+{
+    const struct eng_tensor *t = eng_layout_find(&e->lay, k, layer);
+    return t ? e->w + t->offset : NULL;
+}
+
+/* Workspace bytes for T rows, R logit rows (chunked), given the engine's model and knobs. */
+static int64_t workspace_bytes(const struct model_cfg *m, const struct eng_opts *o, int64_t T, int64_t R)
+{
+    int64_t h = m->hidden, width = (int64_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim;
+    int64_t qd = (int64_t)m->num_heads * m->head_dim, F = m->ffn;
+    int64_t Tc = (T + o->ffn_chunks - 1) / o->ffn_chunks, Rc = TS_MIN(R, (int64_t)o->logit_chunk);
+    return 2 * (T * h * 2 + T * width + T * qd + Tc * 3 * F + R * h + Rc * m->vocab);
+}
+
+int64_t eng_step_workspace_bytes(const struct eng *e, const struct step_desc *sd)
+{
+    return workspace_bytes(&e->m, &e->o, sd->tot.q_tokens, sd->tot.logit_rows);
+}
+
+static int alloc(void **p, int64_t bytes, struct ts_err *err)
+{
+    CU(cudaMalloc(p, (size_t)(bytes > 0 ? bytes : 16)));
+    return 0;
+}
+
+static int load_or_init_weights(struct eng *e, struct ts_err *err)
+{
+    if (!e->o.weights) {
+        for (int i = 0; i < e->lay.n; i++) {
+            const struct eng_tensor *t = &e->lay.t[i];
+            if (t->ones)
+                KL(k_fill_bits(e->w + t->offset, t->rows * t->cols, 0x3f80, e->stream));
+            else
+                KL(k_fill_random(e->w + t->offset, t->rows * t->cols, eng_tensor_seed(e->o.seed, i),
+                                 t->scale, e->stream));
+        }
+        CU(cudaStreamSynchronize(e->stream));
+        return 0;
+    }
+    /* a checkpoint: tensor by tensor through one host staging buffer */
+    struct st_file *f;
+    if (st_open(e->o.weights, &f, err))
+        return -1;
+    int64_t biggest = 0;
+    for (int i = 0; i < e->lay.n; i++)
+        biggest = TS_MAX(biggest, e->lay.t[i].rows * e->lay.t[i].cols);
+    bf16_t *stage = xmalloc(sizeof *stage * (size_t)biggest);
+    int rc = 0;
+    for (int i = 0; i < e->lay.n && !rc; i++) {
+        const struct eng_tensor *t = &e->lay.t[i];
+        rc = st_load_tensor(f, &e->m, t, stage, err);
+        if (!rc && cudaMemcpy(e->w + t->offset, stage, sizeof *stage * (size_t)(t->rows * t->cols),
+                              cudaMemcpyHostToDevice) != cudaSuccess)
+            rc = ts_fail(err, "%s: copying %s to the device failed", e->o.weights, eng_w_kind_name(t->kind));
+    }
+    free(stage);
+    st_close(f);
+    return rc;
+}
+
+int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng **out,
+               struct ts_err *err)
+{
+    *out = NULL;
+    if (o->max_tokens < 1 || o->logit_chunk < 1 || o->page_tokens < 1 || o->ffn_chunks < 1)
+        return ts_fail(err, "engine: max_tokens, logit_chunk, page_tokens and ffn_chunks must be >= 1");
+    struct eng *e = xcalloc(1, sizeof *e);
+    e->m = *m;
+    e->o = *o;
+    if (eng_layout_build(m, &e->lay, err)) {
+        free(e);
+        return -1;
+    }
+    int rc = -1;
+    int dev_count = 0;
+    if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count == 0) {
+        ts_fail(err, "engine: no CUDA device found");
+        goto fail;
+    }
+    {
+        struct cudaDeviceProp prop;
+        if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+            ts_fail(err, "engine: cudaGetDeviceProperties failed");
+            goto fail;
+        }
+        snprintf(e->device, sizeof e->device, "%.200s (sm_%d%d, %d SMs)", prop.name, prop.major,
+                 prop.minor, prop.multiProcessorCount);
+    }
+    if (cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreate(&e->ev0) != cudaSuccess || cudaEventCreate(&e->ev1) != cudaSuccess) {
+        ts_fail(err, "engine: cannot create a stream or events");
+        goto fail;
+    }
+    if (cublasCreate(&e->blas) != CUBLAS_STATUS_SUCCESS) {
+        ts_fail(err, "engine: cublasCreate failed");
+        goto fail;
+    }
+    const int64_t T = o->max_tokens, h = m->hidden, kvrow = (int64_t)m->num_kv_heads * m->head_dim;
+    e->mem.weights = e->lay.total * 2;
+    e->mem.workspace = workspace_bytes(m, o, T, T);
+    e->mem.blas_workspace = BLAS_WORKSPACE;
+    e->max_segs = (int32_t)T;
+    e->max_tiles = (int32_t)(T / 64 + T);
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        ts_fail(err, "engine: cudaMemGetInfo failed");
+        goto fail;
+    }
+    int64_t budget = o->mem_limit > 0 ? o->mem_limit : (int64_t)free_b;
+    if (budget > (int64_t)free_b) {
+        ts_fail(err, "engine: --mem-limit %.2f GiB exceeds the %.2f GiB free on %s",
+                budget / TS_GIB, free_b / TS_GIB, e->device);
+        goto fail;
+    }
+    int64_t token_bytes = (int64_t)m->num_layers * 2 * kvrow * 2;
+    int64_t left = budget - RESERVE_MARGIN - e->mem.weights - e->mem.workspace - e->mem.blas_workspace;
+    int64_t pool_tokens = o->kv_tokens > 0 ? o->kv_tokens : (left > 0 ? left / token_bytes : 0);
+    pool_tokens = pool_tokens / o->page_tokens * o->page_tokens;
+    if (pool_tokens < o->page_tokens || pool_tokens * token_bytes > left) {
+        ts_fail(err, "engine: %s needs %.2f GiB of weights + %.2f GiB of workspace (%d tokens) + "
+                     "%.2f GiB reserved, leaving no room for a KV pool within %.2f GiB",
+                m->name, e->mem.weights / TS_GIB, e->mem.workspace / TS_GIB, o->max_tokens,
+                (RESERVE_MARGIN + BLAS_WORKSPACE) / TS_GIB, budget / TS_GIB);
+        goto fail;
+    }
+    e->slots = pool_tokens;
+    e->mem.kv_pool_tokens = pool_tokens;
+    e->mem.kv_pool = pool_tokens * token_bytes;
+    e->mem.total = e->mem.weights + e->mem.workspace + e->mem.blas_workspace + e->mem.kv_pool;
+    e->max_page_refs = (int32_t)TS_MIN((int64_t)INT32_MAX / 2, pool_tokens / o->page_tokens + T);
+    e->meta_cap = 3 * T + 5 * (int64_t)e->max_segs + e->max_page_refs + 2LL * e->max_tiles + T;
+
+    const int64_t width = (int64_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim;
+    const int64_t qd = (int64_t)m->num_heads * m->head_dim, F = m->ffn;
+    const int64_t Tc = (T + o->ffn_chunks - 1) / o->ffn_chunks, Rc = TS_MIN(T, (int64_t)o->logit_chunk);
+    if (alloc((void **)&e->w, e->mem.weights, err) || alloc(&e->blas_ws, BLAS_WORKSPACE, err) ||
+        alloc((void **)&e->k_pool, e->mem.kv_pool / 2, err) ||
+        alloc((void **)&e->v_pool, e->mem.kv_pool / 2, err) ||
+        alloc((void **)&e->x, T * h * 2, err) || alloc((void **)&e->hn, T * h * 2, err) ||
+        alloc((void **)&e->qkv, T * width * 2, err) || alloc((void **)&e->att, T * qd * 2, err) ||
+        alloc((void **)&e->gu, Tc * 2 * F * 2, err) || alloc((void **)&e->act, Tc * F * 2, err) ||
+        alloc((void **)&e->hr, T * h * 2, err) || alloc((void **)&e->logits, Rc * m->vocab * 2, err) ||
+        alloc((void **)&e->d_meta_buf, e->meta_cap * 4, err) || alloc((void **)&e->d_tok, T * 4, err) ||
+        alloc((void **)&e->d_max, T * 4, err) || alloc((void **)&e->d_conf, T * 4, err))
+        goto fail;
+    if (cudaMallocHost((void **)&e->h_meta_buf, (size_t)e->meta_cap * 4) != cudaSuccess ||
+        cudaMallocHost((void **)&e->h_tok, (size_t)T * 4) != cudaSuccess ||
+        cudaMallocHost((void **)&e->h_max, (size_t)T * 4) != cudaSuccess ||
+        cudaMallocHost((void **)&e->h_conf, (size_t)T * 4) != cudaSuccess) {
+        ts_fail(err, "engine: cannot allocate pinned host buffers");
+        goto fail;
+    }
+    if (cublasSetStream(e->blas, e->stream) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetWorkspace(e->blas, e->blas_ws, BLAS_WORKSPACE) != CUBLAS_STATUS_SUCCESS) {
+        ts_fail(err, "engine: cuBLAS stream/workspace setup failed");
+        goto fail;
+    }
+    /* no random weights for the pool: poison it so that a read of an unwritten key shows */
+    if (k_fill_bits(e->k_pool, e->mem.kv_pool / 4, 0x7fc0, e->stream) ||
+        k_fill_bits(e->v_pool, e->mem.kv_pool / 4, 0x7fc0, e->stream)) {
+        ts_fail(err, "engine: poisoning the KV pool failed");
+        goto fail;
+    }
+    if (load_or_init_weights(e, err))
+        goto fail;
+    eng_kv_init(&e->kv, o->page_tokens, (int32_t)(pool_tokens / o->page_tokens));
+    eng_plan_init(&e->plan);
+    *out = e;
+    return 0;
+fail:
+    eng_destroy(e);
+    return rc;
+}
+
+void eng_destroy(struct eng *e)
+{
+    if (!e)
+        return;
+    if (e->have_graph)
+        cudaGraphExecDestroy(e->graph);
+    void *dev[] = {e->w, e->blas_ws, e->k_pool, e->v_pool, e->x, e->hn, e->qkv, e->att, e->gu,
+                   e->act, e->hr, e->logits, e->d_meta_buf, e->d_tok, e->d_max, e->d_conf};
+    for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
+        if (dev[i])
+            cudaFree(dev[i]);
+    void *host[] = {e->h_meta_buf, e->h_tok, e->h_max, e->h_conf};
+    for (size_t i = 0; i < TS_ARRAY_LEN(host); i++)
+        if (host[i])
+            cudaFreeHost(host[i]);
+    if (e->blas)
+        cublasDestroy(e->blas);
+    if (e->ev0)
+        cudaEventDestroy(e->ev0);
+    if (e->ev1)
+        cudaEventDestroy(e->ev1);
+    if (e->stream)
+        cudaStreamDestroy(e->stream);
+    eng_kv_free(&e->kv);
+    eng_plan_free(&e->plan);
+    eng_layout_free(&e->lay);
+    free(e);
+}
+
+/* --- one step ---------------------------------------------------------------------------- */
+
+/* Y[rows, out] (+)= X[rows, in] W^T, W [out, in] row-major: cuBLAS column-major "TN". */
+static int gemm(struct eng *e, const bf16_t *Wt, const bf16_t *X, bf16_t *Y, int rows, int in,
+                int out, float beta, struct ts_err *err)
+{
+    const float alpha = 1.0f;
+    CB(cublasGemmEx(e->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &alpha, Wt, CUDA_R_16BF, in, X,
+                    CUDA_R_16BF, in, &beta, Y, CUDA_R_16BF, out, CUBLAS_COMPUTE_32F,
+                    CUBLAS_GEMM_DEFAULT));
+    return 0;
+}
+
+/* Packs the plan into the pinned buffer, carving the device pointers in the same order. */
+static int upload_plan(struct eng *e, struct ts_err *err)
+{
+    const struct eng_plan *p = &e->plan;
+    if (p->T > e->o.max_tokens)
+        return ts_fail(err, "step refused: %d packed tokens exceed the workspace (%d tokens; raise "
+                            "--max-tokens)", p->T, e->o.max_tokens);
+    if (p->S > e->max_segs || p->num_tiles > e->max_tiles || p->num_page_refs > e->max_page_refs)
+        return ts_fail(err, "step refused: %d segments / %d tiles / %d page references exceed the "
+                            "engine's metadata buffers", p->S, p->num_tiles, p->num_page_refs);
+    struct { const int32_t *src; int64_t n; int32_t **dst; } parts[] = {
+        {p->tok_pos, p->T, &e->dm.tok_pos},   {p->tok_slot, p->T, &e->dm.tok_slot},
+        {p->tok_ids, p->T, &e->dm.tok_ids},   {p->q_start, p->S, &e->dm.q_start},
+        {p->q_len, p->S, &e->dm.q_len},       {p->key_len, p->S, &e->dm.key_len},
+        {p->kv_cached, p->S, &e->dm.kv_cached}, {p->page_off, p->S, &e->dm.page_off},
+        {p->pages, p->num_page_refs, &e->dm.pages}, {p->tiles, 2LL * p->num_tiles, &e->dm.tiles},
+        {p->logit_idx, p->R, &e->dm.logit_idx},
+    };
+    int64_t off = 0;
+    for (size_t i = 0; i < TS_ARRAY_LEN(parts); i++) {
+        if (parts[i].n)
+            memcpy(e->h_meta_buf + off, parts[i].src, sizeof(int32_t) * (size_t)parts[i].n);
+        *parts[i].dst = e->d_meta_buf + off;
+        off += (parts[i].n + 3) / 4 * 4; /* 16-byte aligned parts */
+    }
+    TS_ASSERT(off <= e->meta_cap + 4 * (int64_t)TS_ARRAY_LEN(parts));
+    CU(cudaMemcpyAsync(e->d_meta_buf, e->h_meta_buf, sizeof(int32_t) * (size_t)off,
+                       cudaMemcpyHostToDevice, e->stream));
+    return 0;
+}
+
+static int forward(struct eng *e, struct ts_err *err)
+{
+    const struct model_cfg *m = &e->m;
+    const struct eng_plan *p = &e->plan;
+    const int T = p->T, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
+    const int F = m->ffn, width = (H + 2 * Hkv) * d, qd = H * d;
+    const int64_t layer_slots = e->slots * Hkv * d;
+    cudaStream_t st = e->stream;
+    if (T > 0) {
+        KL(k_embed(e->x, W(e, W_EMB, -1), e->dm.tok_ids, T, h, st));
+        struct k_attn_args aa = {
+            .q = e->qkv, .q_stride = width, .o = e->att, .q_start = e->dm.q_start,
+            .q_len = e->dm.q_len, .key_len = e->dm.key_len, .kv_cached = e->dm.kv_cached,
+            .page_off = e->dm.page_off, .pages = e->dm.pages, .tiles = e->dm.tiles,
+            .num_tiles = p->num_tiles, .H = H, .Hkv = Hkv, .d = d, .page_tokens = e->o.page_tokens,
+            .block_size = e->o.block_size, .scale = 1.0f / sqrtf((float)d)};
+        const int chunks = e->o.ffn_chunks, Tc = (T + chunks - 1) / chunks;
+        for (int L = 0; L < m->num_layers; L++) {
+            bf16_t *kp = e->k_pool + L * layer_slots, *vp = e->v_pool + L * layer_slots;
+            KL(k_rmsnorm(e->hn, e->x, W(e, W_ATTN_NORM, L), T, h, RMS_EPS, st));
+            if (gemm(e, W(e, W_QKV, L), e->hn, e->qkv, T, h, width, 0.f, err))
+                return -1;
+            KL(k_qkv_rope_store(e->qkv, W(e, W_QKV_BIAS, L), e->dm.tok_pos, e->dm.tok_slot, kp, vp, T,
+                                H, Hkv, d, (float)m->rope_theta, st));
+            aa.k_pool = kp;
+            aa.v_pool = vp;
+            KL(k_attention(&aa, st));
+            if (gemm(e, W(e, W_O, L), e->att, e->x, T, qd, h, 1.f, err))
+                return -1;
+            KL(k_rmsnorm(e->hn, e->x, W(e, W_FFN_NORM, L), T, h, RMS_EPS, st));
+            for (int c0 = 0; c0 < T; c0 += Tc) {
+                int rows = TS_MIN(Tc, T - c0);
+                if (gemm(e, W(e, W_GU, L), e->hn + (size_t)c0 * h, e->gu, rows, h, 2 * F, 0.f, err))
+                    return -1;
+                KL(k_swiglu(e->act, e->gu, rows, F, st));
+                if (gemm(e, W(e, W_DOWN, L), e->act, e->x + (size_t)c0 * h, rows, F, h, 1.f, err))
+                    return -1;
+            }
+        }
+    }
+    if (p->R > 0) {
+        KL(k_gather_rows(e->hr, e->x, e->dm.logit_idx, p->R, h, st));
+        KL(k_rmsnorm(e->hr, e->hr, W(e, W_FINAL_NORM, -1), p->R, h, RMS_EPS, st));
+        for (int c0 = 0; c0 < p->R; c0 += e->o.logit_chunk) {
+            int rows = TS_MIN(e->o.logit_chunk, p->R - c0);
+            if (gemm(e, W(e, W_LM, -1), e->hr + (size_t)c0 * h, e->logits, rows, h, m->vocab, 0.f, err))
+                return -1;
+            KL(k_argmax_conf(e->logits, rows, m->vocab, e->d_tok, e->d_max, e->d_conf, c0, st));
+        }
+    }
+    return 0;
+}
+
+static int fetch_outputs(struct eng *e, struct eng_out *out, struct ts_err *err)
+{
+    int R = e->plan.R;
+    e->last_R = R;
+    if (R > 0) {
+        CU(cudaMemcpyAsync(e->h_tok, e->d_tok, sizeof(int32_t) * (size_t)R, cudaMemcpyDeviceToHost, e->stream));
+        CU(cudaMemcpyAsync(e->h_max, e->d_max, sizeof(float) * (size_t)R, cudaMemcpyDeviceToHost, e->stream));
+        CU(cudaMemcpyAsync(e->h_conf, e->d_conf, sizeof(float) * (size_t)R, cudaMemcpyDeviceToHost, e->stream));
+    }
+    CU(cudaStreamSynchronize(e->stream));
+    if (out)
+        *out = (struct eng_out){R, e->h_tok, e->h_max, e->h_conf};
+    return 0;
+}
+
+int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, float *ms,
+             struct ts_err *err)
+{
+    if (sd->tot.q_tokens > e->o.max_tokens)
+        return ts_fail(err, "step refused: %lld packed tokens exceed the workspace (%d tokens)",
+                       (long long)sd->tot.q_tokens, e->o.max_tokens);
+    if (eng_plan_build(&e->plan, &e->kv, sd, e->m.vocab, e->o.seed, err) || upload_plan(e, err))
+        return -1;
+    CU(cudaEventRecord(e->ev0, e->stream));
+    if (forward(e, err))
+        return -1;
+    CU(cudaEventRecord(e->ev1, e->stream));
+    if (fetch_outputs(e, out, err))
+        return -1;
+    CU(cudaGetLastError());
+    if (ms)
+        CU(cudaEventElapsedTime(ms, e->ev0, e->ev1));
+    return 0;
+}
+
+void eng_release(struct eng *e, int32_t req_id) { eng_kv_release(&e->kv, req_id); }
+
+int eng_graph_capture(struct eng *e, const struct step_desc *sd, struct ts_err *err)
+{
+    if (e->have_graph) {
+        CU(cudaGraphExecDestroy(e->graph));
+        e->have_graph = false;
+    }
+    if (eng_plan_build(&e->plan, &e->kv, sd, e->m.vocab, e->o.seed, err) || upload_plan(e, err))
+        return -1;
+    CU(cudaStreamSynchronize(e->stream));
+    cudaGraph_t g;
+    CU(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+    int rc = forward(e, err);
+    cudaError_t ce = cudaStreamEndCapture(e->stream, &g);
+    if (rc)
+        return -1;
+    if (ce != cudaSuccess)
+        return ts_fail(err, "engine: graph capture failed: %s", cudaGetErrorString(ce));
+    ce = cudaGraphInstantiate(&e->graph, g, 0);
+    cudaGraphDestroy(g);
+    if (ce != cudaSuccess)
+        return ts_fail(err, "engine: graph instantiation failed: %s", cudaGetErrorString(ce));
+    e->have_graph = true;
+    CU(cudaGraphLaunch(e->graph, e->stream));
+    return fetch_outputs(e, NULL, err);
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+int eng_graph_replay(struct eng *e, int n, float *median_ms, struct ts_err *err)
+{
+    if (!e->have_graph)
+        return ts_fail(err, "engine: no captured graph to replay");
+    float *t = xmalloc(sizeof *t * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < 3; i++) /* warm-up */
+        CU(cudaGraphLaunch(e->graph, e->stream));
+    for (int i = 0; i < n; i++) {
+        CU(cudaEventRecord(e->ev0, e->stream));
+        CU(cudaGraphLaunch(e->graph, e->stream));
+        CU(cudaEventRecord(e->ev1, e->stream));
+        CU(cudaEventSynchronize(e->ev1));
+        CU(cudaEventElapsedTime(&t[i], e->ev0, e->ev1));
+    }
+    CU(cudaGetLastError());
+    qsort(t, (size_t)n, sizeof *t, cmp_float);
+    *median_ms = t[n / 2];
+    free(t);
+    return 0;
+}
+
+int eng_poison_workspace(struct eng *e, struct ts_err *err)
+{
+    const struct model_cfg *m = &e->m;
+    const int64_t T = e->o.max_tokens, h = m->hidden, F = m->ffn;
+    const int64_t width = (int64_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim;
+    const int64_t Tc = (T + e->o.ffn_chunks - 1) / e->o.ffn_chunks, Rc = TS_MIN(T, (int64_t)e->o.logit_chunk);
+    struct { bf16_t *p; int64_t n; } bufs[] = {
+        {e->x, T * h}, {e->hn, T * h}, {e->qkv, T * width}, {e->att, T * m->num_heads * m->head_dim},
+        {e->gu, Tc * 2 * F}, {e->act, Tc * F}, {e->hr, T * h}, {e->logits, Rc * m->vocab}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(bufs); i++)
+        KL(k_fill_bits(bufs[i].p, bufs[i].n, 0x7fc0, e->stream));
+    CU(cudaMemsetAsync(e->d_tok, 0xff, sizeof(int32_t) * (size_t)T, e->stream));
+    CU(cudaMemsetAsync(e->d_conf, 0xff, sizeof(float) * (size_t)T, e->stream));
+    CU(cudaStreamSynchronize(e->stream));
+    return 0;
+}
+
+int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err)
+{
+    int64_t n = (int64_t)e->last_R * e->m.hidden;
+    bf16_t *tmp = xmalloc(sizeof *tmp * (size_t)(n ? n : 1));
+    cudaError_t ce = cudaMemcpy(tmp, e->hr, sizeof *tmp * (size_t)n, cudaMemcpyDeviceToHost);
+    if (ce != cudaSuccess) {
+        free(tmp);
+        return ts_fail(err, "engine: reading the hidden rows back failed: %s", cudaGetErrorString(ce));
+    }
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = eng_bf2f(tmp[i]);
+    free(tmp);
+    return 0;
+}

@@ -1,0 +1,180 @@
+/* eng_plan.c: the KV page table and step planning. */
+#include "eng_plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+void eng_kv_init(struct eng_kv *kv, int32_t page_tokens, int32_t num_pages)
+{
+    memset(kv, 0, sizeof *kv);
+    TS_ASSERT(page_tokens > 0 && num_pages >= 0);
+    kv->page_tokens = page_tokens;
+    kv->num_pages = num_pages;
+    kv->free_pages = xmalloc(sizeof *kv->free_pages * (size_t)(num_pages ? num_pages : 1));
+    for (int32_t i = 0; i < num_pages; i++) /* lowest page id on top */
+        kv->free_pages[i] = num_pages - 1 - i;
+    kv->num_free = num_pages;
+}
+
+void eng_kv_free(struct eng_kv *kv)
+{
+    if (!kv)
+        return;
+    for (int32_t i = 0; i < kv->num_reqs; i++)
+        free(kv->reqs[i].pages);
+    free(kv->reqs);
+    free(kv->free_pages);
+    memset(kv, 0, sizeof *kv);
+}
+
+static struct eng_kv_req *req_of(struct eng_kv *kv, int32_t id)
+{
+    TS_ASSERT(id >= 0);
+    if (id >= kv->num_reqs) {
+        int32_t n = TS_MAX(id + 1, kv->num_reqs * 2);
+        kv->reqs = xrealloc(kv->reqs, sizeof *kv->reqs * (size_t)n);
+        memset(kv->reqs + kv->num_reqs, 0, sizeof *kv->reqs * (size_t)(n - kv->num_reqs));
+        kv->num_reqs = n;
+    }
+    return &kv->reqs[id];
+}
+
+int eng_kv_reserve(struct eng_kv *kv, int32_t req_id, int32_t tokens, struct ts_err *err)
+{
+    struct eng_kv_req *r = req_of(kv, req_id);
+    int32_t need = (tokens + kv->page_tokens - 1) / kv->page_tokens - r->num_pages;
+    if (need <= 0)
+        return 0;
+    if (need > kv->num_free)
+        return ts_fail(err, "KV pool exhausted: request %d needs %d more pages of %d tokens, %d of %d "
+                            "are free", req_id, need, kv->page_tokens, kv->num_free, kv->num_pages);
+    if (r->num_pages + need > r->cap) {
+        r->cap = TS_MAX(r->num_pages + need, r->cap * 2);
+        r->pages = xrealloc(r->pages, sizeof *r->pages * (size_t)r->cap);
+    }
+    while (need-- > 0)
+        r->pages[r->num_pages++] = kv->free_pages[--kv->num_free];
+    return 0;
+}
+
+void eng_kv_release(struct eng_kv *kv, int32_t req_id)
+{
+    if (req_id < 0 || req_id >= kv->num_reqs)
+        return;
+    struct eng_kv_req *r = &kv->reqs[req_id];
+    while (r->num_pages > 0)
+        kv->free_pages[kv->num_free++] = r->pages[--r->num_pages];
+}
+
+int32_t eng_kv_slot(const struct eng_kv *kv, int32_t req_id, int32_t key)
+{
+    TS_ASSERT(req_id >= 0 && req_id < kv->num_reqs);
+    const struct eng_kv_req *r = &kv->reqs[req_id];
+    TS_ASSERT(key >= 0 && key / kv->page_tokens < r->num_pages);
+    return r->pages[key / kv->page_tokens] * kv->page_tokens + key % kv->page_tokens;
+}
+
+void eng_plan_init(struct eng_plan *p) { memset(p, 0, sizeof *p); }
+
+void eng_plan_free(struct eng_plan *p)
+{
+    if (!p)
+        return;
+    free(p->tok_pos);
+    free(p->tok_slot);
+    free(p->tok_ids);
+    free(p->q_start);
+    free(p->q_len);
+    free(p->key_len);
+    free(p->kv_cached);
+    free(p->page_off);
+    free(p->pages);
+    free(p->tiles);
+    free(p->logit_idx);
+    memset(p, 0, sizeof *p);
+}
+
+static void grow32(int32_t **v, size_t *cap, size_t need)
+{
+    if (need > *cap) {
+        size_t c = TS_MAX(need, *cap * 2);
+        *v = xrealloc(*v, c * sizeof **v);
+        *cap = c;
+    }
+}
+
+/* Grows several arrays that share one capacity. */
+static void grow_group(int32_t **const *arrays, int n, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return;
+    size_t c = TS_MAX(need, *cap * 2);
+    for (int i = 0; i < n; i++)
+        *arrays[i] = xrealloc(*arrays[i], c * sizeof(int32_t));
+    *cap = c;
+}
+
+int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
+                   int32_t vocab, uint64_t seed, struct ts_err *err)
+{
+    const int32_t S = sd->num_segs;
+    int64_t T = sd->tot.q_tokens, R = sd->tot.logit_rows;
+    /* check the pool first, so that a refused step changes nothing */
+    int64_t need_pages = 0;
+    for (int32_t s = 0; s < S; s++) {
+        const struct segment *g = &sd->segs[s];
+        int32_t have = g->req_id < kv->num_reqs ? kv->reqs[g->req_id].num_pages : 0;
+        int32_t want = (g->kv + g->q + kv->page_tokens - 1) / kv->page_tokens;
+        for (int32_t t = 0; t < s; t++) /* a request twice in one step is a scheduler bug */
+            TS_ASSERTF(sd->segs[t].req_id != g->req_id, "request %d twice in a step", g->req_id);
+        need_pages += TS_MAX(want - have, 0);
+    }
+    if (need_pages > kv->num_free)
+        return ts_fail(err, "step refused: its segments need %lld more KV pages, %d of %d are free",
+                       (long long)need_pages, kv->num_free, kv->num_pages);
+    int32_t **const per_token[] = {&p->tok_pos, &p->tok_slot, &p->tok_ids};
+    int32_t **const per_seg[] = {&p->q_start, &p->q_len, &p->key_len, &p->kv_cached, &p->page_off};
+    grow_group(per_token, 3, &p->cap_T, (size_t)T);
+    grow_group(per_seg, 5, &p->cap_S, (size_t)S);
+    grow32(&p->logit_idx, &p->cap_R, (size_t)R);
+
+    int32_t row = 0, nref = 0, ntiles = 0, r = 0;
+    for (int32_t s = 0; s < S; s++) {
+        const struct segment *g = &sd->segs[s];
+        int32_t keys = g->kv + g->q;
+        TS_ASSERT(eng_kv_reserve(kv, g->req_id, keys, NULL) == 0);
+        p->q_start[s] = row;
+        p->q_len[s] = g->q;
+        p->key_len[s] = keys;
+        p->kv_cached[s] = g->kv;
+        p->page_off[s] = nref;
+        int32_t npages = (keys + kv->page_tokens - 1) / kv->page_tokens;
+        grow32(&p->pages, &p->cap_pages, (size_t)(nref + npages));
+        memcpy(p->pages + nref, kv->reqs[g->req_id].pages, sizeof *p->pages * (size_t)npages);
+        nref += npages;
+        for (int32_t i = 0; i < g->q; i++) {
+            int32_t pos = g->kv + i;
+            p->tok_pos[row + i] = pos;
+            p->tok_slot[row + i] = eng_kv_slot(kv, g->req_id, pos);
+            uint64_t h = ts_mix64(seed ^ ts_mix64(((uint64_t)(uint32_t)g->req_id << 32) | (uint32_t)pos));
+            p->tok_ids[row + i] = (int32_t)(h % (uint64_t)vocab);
+        }
+        for (int32_t i = g->q - g->logit_rows; i < g->q; i++)
+            p->logit_idx[r++] = row + i;
+        for (int32_t q0 = 0; q0 < g->q; q0 += K_ATTN_TILE_M) {
+            grow32(&p->tiles, &p->cap_tiles, (size_t)(2 * (ntiles + 1)));
+            p->tiles[2 * ntiles] = s;
+            p->tiles[2 * ntiles + 1] = q0;
+            ntiles++;
+        }
+        row += g->q;
+    }
+    p->T = (int32_t)T;
+    p->S = S;
+    p->R = (int32_t)R;
+    p->num_tiles = ntiles;
+    p->num_page_refs = nref;
+    return 0;
+}

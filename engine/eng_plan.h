@@ -1,0 +1,60 @@
+/*
+ * eng_plan.h: turning a step description into the flat arrays the kernels read. Pure host code,
+ * tested on the CPU.
+ *
+ * The engine keeps each request's K/V in pages of a pool. A segment (q, kv) of request r reads its
+ * kv cached keys from key indices [0, kv) of r's pages and writes the K/V of its q fresh tokens at
+ * key indices [kv, kv + q), so attention covers key_len = kv + q keys; query i sits at position
+ * kv + i (RoPE). This is exact for prefix and block caches and a relabelling of positions for the
+ * dual cache's Reuse block, which does not change the work done. Logits are produced for the last
+ * logit_rows query rows of each segment.
+ */
+#ifndef TESSERA_ENG_PLAN_H
+#define TESSERA_ENG_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "step_desc.h"
+#include "util.h"
+
+/* The page table of every request the engine has seen. */
+struct eng_kv {
+    int32_t page_tokens;
+    int32_t num_pages;
+    int32_t *free_pages; /* stack of free page ids */
+    int32_t num_free;
+    struct eng_kv_req {
+        int32_t *pages;
+        int32_t num_pages, cap;
+    } *reqs; /* indexed by request id */
+    int32_t num_reqs;
+};
+
+void eng_kv_init(struct eng_kv *kv, int32_t page_tokens, int32_t num_pages);
+void eng_kv_free(struct eng_kv *kv);
+/* Grows r's pages to hold `tokens` keys; fails (nothing changed) when the pool is short. */
+int eng_kv_reserve(struct eng_kv *kv, int32_t req_id, int32_t tokens, struct ts_err *err);
+void eng_kv_release(struct eng_kv *kv, int32_t req_id);
+int32_t eng_kv_slot(const struct eng_kv *kv, int32_t req_id, int32_t key);
+
+struct eng_plan {
+    int32_t T, S, R, num_tiles, num_page_refs;
+    /* per token [T] */
+    int32_t *tok_pos, *tok_slot, *tok_ids;
+    /* per segment [S] */
+    int32_t *q_start, *q_len, *key_len, *kv_cached, *page_off;
+    int32_t *pages;     /* [num_page_refs]: each segment's page list, concatenated */
+    int32_t *tiles;     /* [num_tiles][2]: (segment, first query row) of 64-row query tiles */
+    int32_t *logit_idx; /* [R]: packed rows whose logits are computed */
+    size_t cap_T, cap_S, cap_R, cap_tiles, cap_pages;
+};
+
+void eng_plan_init(struct eng_plan *p);
+void eng_plan_free(struct eng_plan *p);
+/* Reserves pages and fills the plan for sd. Token ids are a hash of (seed, request, position), so a
+ * replay is deterministic. Fails, with nothing launched, when the pool is short. */
+int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
+                   int32_t vocab, uint64_t seed, struct ts_err *err);
+
+#endif

@@ -1,0 +1,109 @@
+/* eng_weights.c: weight layout and the bit-exact host twin of the GPU's random initialisation. */
+#include "eng_weights.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[W_KIND_COUNT] = {
+    "embedding", "attn_norm", "qkv", "qkv_bias", "o_proj", "ffn_norm", "gate_up", "down",
+    "final_norm", "lm_head"};
+
+const char *eng_w_kind_name(enum w_kind k) { return (unsigned)k < W_KIND_COUNT ? kind_names[k] : "?"; }
+
+static void add(struct eng_layout *l, size_t *cap, enum w_kind k, int layer, int64_t rows,
+                int64_t cols, float scale, bool ones)
+{
+    ts_grow((void **)&l->t, cap, (size_t)l->n + 1, sizeof *l->t);
+    l->t[l->n++] = (struct eng_tensor){k, layer, rows, cols, l->total, scale, ones};
+    l->total += rows * cols;
+    l->total = (l->total + 7) / 8 * 8; /* keep every tensor 16-byte aligned */
+}
+
+int eng_layout_build(const struct model_cfg *m, struct eng_layout *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (m->num_experts > 0)
+        return ts_fail(err, "model %s: the engine runs dense models only (MoE comes later)", m->name);
+    if (m->hidden % 8 || m->ffn % 8 || (m->head_dim != 64 && m->head_dim != 128))
+        return ts_fail(err, "model %s: the engine needs hidden and FFN widths that are multiples of "
+                            "8 and a head dim of 64 or 128", m->name);
+    size_t cap = 0;
+    int64_t h = m->hidden, qkv = (int64_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim;
+    int64_t qd = (int64_t)m->num_heads * m->head_dim, F = m->ffn;
+    /* U(-1,1) has variance 1/3: sqrt(3 / fan_in) keeps unit variance through each projection */
+    add(out, &cap, W_EMB, -1, m->vocab, h, 1.0f, false);
+    for (int L = 0; L < m->num_layers; L++) {
+        add(out, &cap, W_ATTN_NORM, L, h, 1, 0, true);
+        add(out, &cap, W_QKV, L, qkv, h, sqrtf(3.0f / (float)h), false);
+        if (m->qkv_bias)
+            add(out, &cap, W_QKV_BIAS, L, qkv, 1, 0.02f, false);
+        add(out, &cap, W_O, L, h, qd, sqrtf(3.0f / (float)qd), false);
+        add(out, &cap, W_FFN_NORM, L, h, 1, 0, true);
+        add(out, &cap, W_GU, L, 2 * F, h, sqrtf(3.0f / (float)h), false);
+        add(out, &cap, W_DOWN, L, h, F, sqrtf(3.0f / (float)F), false);
+    }
+    add(out, &cap, W_FINAL_NORM, -1, h, 1, 0, true);
+    add(out, &cap, W_LM, -1, m->vocab, h, sqrtf(3.0f / (float)h), false);
+    return 0;
+}
+
+void eng_layout_free(struct eng_layout *l)
+{
+    if (!l)
+        return;
+    free(l->t);
+    memset(l, 0, sizeof *l);
+}
+
+const struct eng_tensor *eng_layout_find(const struct eng_layout *l, enum w_kind k, int layer)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->t[i].kind == k && l->t[i].layer == layer)
+            return &l->t[i];
+    return NULL;
+}
+
+uint64_t eng_tensor_seed(uint64_t seed, int index) { return ts_mix64(seed * 1000003ULL + (uint64_t)index); }
+
+float eng_hash_uniform(uint64_t seed, uint64_t i)
+{
+    uint64_t x = seed ^ (i * 0x9e3779b97f4a7c15ULL);
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return (float)(int32_t)((uint32_t)(x >> 40) - (1u << 23)) * (1.0f / (float)(1u << 23));
+}
+
+float eng_bf2f(bf16_t v)
+{
+    uint32_t u = (uint32_t)v << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+bf16_t eng_f2bf(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (bf16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (bf16_t)(u >> 16);
+}
+
+void eng_fill_host(const struct eng_layout *l, int i, uint64_t seed, bf16_t *dst)
+{
+    const struct eng_tensor *t = &l->t[i];
+    int64_t n = t->rows * t->cols;
+    if (t->ones) {
+        for (int64_t j = 0; j < n; j++)
+            dst[j] = 0x3f80;
+        return;
+    }
+    uint64_t s = eng_tensor_seed(seed, i);
+    for (int64_t j = 0; j < n; j++)
+        dst[j] = eng_f2bf(t->scale * eng_hash_uniform(s, (uint64_t)j));
+}

@@ -1,0 +1,52 @@
+/*
+ * eng_weights.h: the weight layout of a dense dLLM (LLaDA, Dream, SDAR families) in one bf16
+ * buffer, and the counter-hash initialisation shared bit for bit by the GPU (k_fill_random) and
+ * the host (eng_fill_host), so the CPU reference runs on exactly the engine's weights.
+ *
+ * Per layer: attn_norm [h], qkv [(H + 2 Hkv) d, h] (q rows, then k, then v), qkv_bias
+ * [(H + 2 Hkv) d] when the model has one, o [h, H d], ffn_norm [h], gate|up [2F, h] (gate rows
+ * first), down [h, F]. Then final_norm [h] and the LM head [V, h]; the embedding [V, h] comes first.
+ * Linear weights are [out, in] row-major, as in Hugging Face checkpoints.
+ */
+#ifndef TESSERA_ENG_WEIGHTS_H
+#define TESSERA_ENG_WEIGHTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels.h"
+#include "model.h"
+#include "util.h"
+
+enum w_kind { W_EMB = 0, W_ATTN_NORM, W_QKV, W_QKV_BIAS, W_O, W_FFN_NORM, W_GU, W_DOWN,
+              W_FINAL_NORM, W_LM, W_KIND_COUNT };
+
+struct eng_tensor {
+    enum w_kind kind;
+    int layer;           /* -1 for the embedding, final norm and LM head */
+    int64_t rows, cols;  /* cols = 1 for vectors */
+    int64_t offset;      /* elements from the start of the weight buffer */
+    float scale;         /* random init: scale * U(-1, 1) */
+    bool ones;           /* norm weights start at 1 */
+};
+
+struct eng_layout {
+    struct eng_tensor *t; /* [n], owned */
+    int n;
+    int64_t total;        /* elements */
+};
+
+const char *eng_w_kind_name(enum w_kind k);
+/* Builds the layout; refuses MoE models (the engine is dense for now). */
+int eng_layout_build(const struct model_cfg *m, struct eng_layout *out, struct ts_err *err);
+void eng_layout_free(struct eng_layout *l);
+const struct eng_tensor *eng_layout_find(const struct eng_layout *l, enum w_kind k, int layer);
+
+uint64_t eng_tensor_seed(uint64_t seed, int index);
+float eng_hash_uniform(uint64_t seed, uint64_t i);
+float eng_bf2f(bf16_t v);
+bf16_t eng_f2bf(float f);
+/* Host twin of the GPU initialisation of tensor index `i` of the layout. */
+void eng_fill_host(const struct eng_layout *l, int i, uint64_t seed, bf16_t *dst);
+
+#endif

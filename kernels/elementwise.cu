@@ -1,0 +1,206 @@
+/*
+ * elementwise.cu: memory-bound kernels: random fill, RMSNorm, embedding and row gathers,
+ * QKV bias + RoPE + K/V store, SwiGLU. Rows are processed with 16-byte vectors (8 bf16), so widths
+ * must be multiples of 8 (the launchers check).
+ */
+#include "common.cuh"
+
+static __global__ void fill_random_kernel(bf16_t *dst, int64_t n, uint64_t seed, float scale)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        dst[i] = f2bf(scale * hash_uniform(seed, (uint64_t)i));
+}
+
+extern "C" int k_fill_random(bf16_t *dst, int64_t n, uint64_t seed, float scale, k_stream stream)
+{
+    if (n <= 0)
+        return 0;
+    int64_t blocks = (n + 255) / 256;
+    fill_random_kernel<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, stream>>>(dst, n, seed, scale);
+    K_LAUNCH_RETURN();
+}
+
+static __global__ void fill_bits_kernel(bf16_t *dst, int64_t n, uint16_t bits)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        dst[i] = bits;
+}
+
+extern "C" int k_fill_bits(bf16_t *dst, int64_t n, uint16_t bits, k_stream stream)
+{
+    if (n <= 0)
+        return 0;
+    int64_t blocks = (n + 255) / 256;
+    fill_bits_kernel<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, stream>>>(dst, n, bits);
+    K_LAUNCH_RETURN();
+}
+
+/* One block per row; each thread owns 8-element vectors. */
+static __global__ void rmsnorm_kernel(bf16_t *out, const bf16_t *in, const bf16_t *w, int h, float eps)
+{
+    const bf16_t *x = in + (size_t)blockIdx.x * h;
+    bf16_t *y = out + (size_t)blockIdx.x * h;
+    float ss = 0.f;
+    for (int c = threadIdx.x * 8; c < h; c += blockDim.x * 8) {
+        uint4 v = *(const uint4 *)(x + c);
+        const bf16_t *e = (const bf16_t *)&v;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float f = bf2f(e[k]);
+            ss += f * f;
+        }
+    }
+    __shared__ float red[32];
+    for (int o = 16; o > 0; o >>= 1)
+        ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float v = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : 0.f;
+        for (int o = 16; o > 0; o >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (threadIdx.x == 0)
+            red[0] = v;
+    }
+    __syncthreads();
+    float inv = rsqrtf(red[0] / (float)h + eps);
+    for (int c = threadIdx.x * 8; c < h; c += blockDim.x * 8) {
+        uint4 v = *(const uint4 *)(x + c), wv = *(const uint4 *)(w + c), r;
+        const bf16_t *e = (const bf16_t *)&v, *we = (const bf16_t *)&wv;
+        bf16_t *re = (bf16_t *)&r;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            re[k] = f2bf(bf2f(e[k]) * inv * bf2f(we[k]));
+        *(uint4 *)(y + c) = r;
+    }
+}
+
+static int threads_for(int h)
+{
+    int t = h / 8;
+    if (t > 512)
+        t = 512;
+    t = (t + 31) / 32 * 32;
+    return t < 32 ? 32 : t;
+}
+
+extern "C" int k_rmsnorm(bf16_t *out, const bf16_t *in, const bf16_t *w, int rows, int h, float eps,
+                         k_stream stream)
+{
+    if (h % 8)
+        return (int)cudaErrorInvalidValue;
+    if (rows <= 0)
+        return 0;
+    rmsnorm_kernel<<<rows, threads_for(h), 0, stream>>>(out, in, w, h, eps);
+    K_LAUNCH_RETURN();
+}
+
+static __global__ void gather_kernel(bf16_t *out, const bf16_t *in, const int32_t *idx, int h)
+{
+    const uint4 *src = (const uint4 *)(in + (size_t)idx[blockIdx.x] * h);
+    uint4 *dst = (uint4 *)(out + (size_t)blockIdx.x * h);
+    for (int c = threadIdx.x; c < h / 8; c += blockDim.x)
+        dst[c] = src[c];
+}
+
+extern "C" int k_embed(bf16_t *x, const bf16_t *table, const int32_t *ids, int rows, int h,
+                       k_stream stream)
+{
+    return k_gather_rows(x, table, ids, rows, h, stream);
+}
+
+extern "C" int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, int rows, int h,
+                             k_stream stream)
+{
+    if (h % 8)
+        return (int)cudaErrorInvalidValue;
+    if (rows <= 0)
+        return 0;
+    gather_kernel<<<rows, threads_for(h), 0, stream>>>(out, in, idx, h);
+    K_LAUNCH_RETURN();
+}
+
+/*
+ * One block per token. Threads walk the (H + Hkv) rotated heads in pairs (i, i + d/2) and then
+ * the V head(s). K and V go to the token's pool slot; Q stays in place for the attention kernel.
+ */
+static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
+                                             const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool,
+                                             int H, int Hkv, int d, float log2_theta)
+{
+    const int t = blockIdx.x, half = d / 2, width = (H + 2 * Hkv) * d;
+    bf16_t *row = qkv + (size_t)t * width;
+    const float pos = (float)tok_pos[t];
+    const size_t slot_off = (size_t)tok_slot[t] * Hkv * d;
+    for (int e = threadIdx.x; e < (H + Hkv) * half; e += blockDim.x) {
+        int head = e / half, i = e % half;
+        int c1 = head * d + i, c2 = c1 + half;
+        float x1 = bf2f(row[c1]), x2 = bf2f(row[c2]);
+        if (bias) {
+            x1 += bf2f(bias[c1]);
+            x2 += bf2f(bias[c2]);
+        }
+        float inv_freq = exp2f(-log2_theta * (float)(2 * i) / (float)d);
+        float s, c;
+        sincosf(pos * inv_freq, &s, &c);
+        bf16_t y1 = f2bf(x1 * c - x2 * s), y2 = f2bf(x1 * s + x2 * c);
+        if (head < H) {
+            row[c1] = y1;
+            row[c2] = y2;
+        } else {
+            int kh = head - H;
+            k_pool[slot_off + kh * d + i] = y1;
+            k_pool[slot_off + kh * d + i + half] = y2;
+        }
+    }
+    for (int e = threadIdx.x; e < Hkv * d; e += blockDim.x) {
+        int c = (H + Hkv) * d + e;
+        float v = bf2f(row[c]);
+        if (bias)
+            v += bf2f(bias[c]);
+        v_pool[slot_off + e] = f2bf(v);
+    }
+}
+
+extern "C" int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
+                                const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool, int T,
+                                int H, int Hkv, int d, float theta, k_stream stream)
+{
+    if (d % 2 || T < 0)
+        return (int)cudaErrorInvalidValue;
+    if (T == 0)
+        return 0;
+    qkv_rope_store_kernel<<<T, 256, 0, stream>>>(qkv, bias, tok_pos, tok_slot, k_pool, v_pool, H, Hkv,
+                                                 d, log2f(theta));
+    K_LAUNCH_RETURN();
+}
+
+static __global__ void swiglu_kernel(bf16_t *out, const bf16_t *gu, int F)
+{
+    const bf16_t *g = gu + (size_t)blockIdx.x * 2 * F, *u = g + F;
+    bf16_t *o = out + (size_t)blockIdx.x * F;
+    for (int c = threadIdx.x * 8; c < F; c += blockDim.x * 8) {
+        uint4 gv = *(const uint4 *)(g + c), uv = *(const uint4 *)(u + c), r;
+        const bf16_t *ge = (const bf16_t *)&gv, *ue = (const bf16_t *)&uv;
+        bf16_t *re = (bf16_t *)&r;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float x = bf2f(ge[k]);
+            re[k] = f2bf(x / (1.f + __expf(-x)) * bf2f(ue[k]));
+        }
+        *(uint4 *)(o + c) = r;
+    }
+}
+
+extern "C" int k_swiglu(bf16_t *out, const bf16_t *gu, int rows, int F, k_stream stream)
+{
+    if (F % 8)
+        return (int)cudaErrorInvalidValue;
+    if (rows <= 0)
+        return 0;
+    swiglu_kernel<<<rows, threads_for(F), 0, stream>>>(out, gu, F);
+    K_LAUNCH_RETURN();
+}

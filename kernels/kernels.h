@@ -1,0 +1,83 @@
+/*
+ * kernels.h: the CUDA kernels of the engine behind plain C launchers (no CUDA syntax here, so C11
+ * host code includes it). Each launcher enqueues its kernel(s) on `stream` and returns the
+ * cudaError_t of the launch (cudaGetLastError() right after it) as an int: 0 is success.
+ *
+ * Conventions: activations are bf16 row-major [tokens, width]; bf16 values travel as uint16_t.
+ * The KV pool holds, per layer, K and V as [slots, kv_heads, head_dim] bf16, a slot being
+ * page * page_tokens + offset. Every kernel has a CPU reference in engine/eng_ref.c.
+ */
+#ifndef TESSERA_KERNELS_H
+#define TESSERA_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct CUstream_st *k_stream;
+typedef uint16_t bf16_t;
+
+/* Fills n bf16 values with scale * U(-1, 1) from a counter hash of (seed, index): bit-identical to
+ * the host's eng_fill_random(). */
+int k_fill_random(bf16_t *dst, int64_t n, uint64_t seed, float scale, k_stream stream);
+/* Fills n bf16 values with a constant bit pattern (poisoning, ones). */
+int k_fill_bits(bf16_t *dst, int64_t n, uint16_t bits, k_stream stream);
+
+/* out[t] = in[t] * rsqrt(mean(in[t]^2) + eps) * w, rows of width h. */
+int k_rmsnorm(bf16_t *out, const bf16_t *in, const bf16_t *w, int rows, int h, float eps,
+              k_stream stream);
+
+/* Embedding gather: x[t] = table[ids[t]]. */
+int k_embed(bf16_t *x, const bf16_t *table, const int32_t *ids, int rows, int h, k_stream stream);
+
+/* Row gather: out[i] = in[idx[i]]. */
+int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, int rows, int h,
+                  k_stream stream);
+
+/*
+ * QKV post-processing for T packed tokens of qkv [T, (H + 2*Hkv) * d]: adds the bias (if not NULL),
+ * applies rotary embeddings (rotate-half, theta) at tok_pos[t] to the q and k parts in place,
+ * and stores k and v into the pool slot tok_slot[t] of this layer (k_pool/v_pool point at the
+ * layer's [slots, Hkv, d] arrays).
+ */
+int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
+                     const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool, int T, int H,
+                     int Hkv, int d, float theta, k_stream stream);
+
+/* out[t, j] = silu(gu[t, j]) * gu[t, F + j] for a fused gate|up input of width 2F. */
+int k_swiglu(bf16_t *out, const bf16_t *gu, int rows, int F, k_stream stream);
+
+/*
+ * Varlen attention over packed segments. Segment s has q_len[s] query rows starting at packed
+ * row q_start[s] of q (rows of stride q_stride elements, heads of d contiguous), and attends to
+ * key_len[s] keys: its page list pages[page_off[s] ...] maps key j to slot
+ * pages[j / page_tokens] * page_tokens + j % page_tokens. Query i of the segment sits at key
+ * position kv_cached[s] + i. block_size > 0 makes it block-causal: key j is visible to query i iff
+ * j < kv_cached[s] or (j - kv_cached[s]) / block_size <= i / block_size. Output o [T, H * d].
+ * tiles: num_tiles pairs (segment, first query row) of 64-row query tiles.
+ */
+struct k_attn_args {
+    const bf16_t *q;
+    int q_stride;
+    const bf16_t *k_pool, *v_pool;
+    bf16_t *o;
+    const int32_t *q_start, *q_len, *key_len, *kv_cached, *page_off, *pages;
+    const int32_t *tiles; /* [num_tiles][2] */
+    int num_tiles;
+    int H, Hkv, d, page_tokens, block_size;
+    float scale;
+};
+#define K_ATTN_TILE_M 64
+int k_attention(const struct k_attn_args *a, k_stream stream);
+
+/* Per row of logits [rows, V]: the argmax, its value and its softmax probability (confidence),
+ * written at out_*[row_base + row]. */
+int k_argmax_conf(const bf16_t *logits, int rows, int V, int32_t *out_tok, float *out_max,
+                  float *out_conf, int row_base, k_stream stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,90 @@
+/*
+ * lmhead.cu: the fused reduction after each LM-head chunk. One block per logits row: a single
+ * pass keeps, per thread, the running max, its index and the running sum of exp(l - max) (online
+ * softmax), then a block reduction gives argmax, max and confidence = 1 / sum exp(l - max).
+ */
+#include <float.h>
+
+#include "common.cuh"
+
+struct amx {
+    float m, s;
+    int i;
+};
+
+static __device__ __forceinline__ amx amx_merge(amx a, amx b)
+{
+    if (b.m > a.m || (b.m == a.m && b.i < a.i && b.m != -FLT_MAX)) {
+        amx t = a;
+        a = b;
+        b = t;
+    }
+    /* a has the larger max */
+    if (b.s > 0.f)
+        a.s += b.s * __expf(b.m - a.m);
+    return a;
+}
+
+static __global__ void argmax_conf_kernel(const bf16_t *logits, int V, int32_t *out_tok,
+                                          float *out_max, float *out_conf, int row_base)
+{
+    const bf16_t *row = logits + (size_t)blockIdx.x * V;
+    amx acc = {-FLT_MAX, 0.f, 0x7fffffff};
+    int vec_end = (V / 8) * 8;
+    for (int c = threadIdx.x * 8; c < vec_end; c += blockDim.x * 8) {
+        uint4 v = *(const uint4 *)(row + c);
+        const bf16_t *e = (const bf16_t *)&v;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float x = bf2f(e[k]);
+            if (x > acc.m) {
+                acc.s = acc.s * __expf(acc.m - x) + 1.f;
+                acc.m = x;
+                acc.i = c + k;
+            } else {
+                acc.s += __expf(x - acc.m);
+            }
+        }
+    }
+    for (int c = vec_end + threadIdx.x; c < V; c += blockDim.x) {
+        float x = bf2f(row[c]);
+        if (x > acc.m) {
+            acc.s = acc.s * __expf(acc.m - x) + 1.f;
+            acc.m = x;
+            acc.i = c;
+        } else {
+            acc.s += __expf(x - acc.m);
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        amx b = {__shfl_xor_sync(0xffffffffu, acc.m, o), __shfl_xor_sync(0xffffffffu, acc.s, o),
+                 __shfl_xor_sync(0xffffffffu, acc.i, o)};
+        acc = amx_merge(acc, b);
+    }
+    __shared__ amx red[32];
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = acc;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        amx v = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : amx{-FLT_MAX, 0.f, 0x7fffffff};
+        for (int o = 16; o > 0; o >>= 1) {
+            amx b = {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o),
+                     __shfl_xor_sync(0xffffffffu, v.i, o)};
+            v = amx_merge(v, b);
+        }
+        if (threadIdx.x == 0) {
+            out_tok[row_base + blockIdx.x] = v.i;
+            out_max[row_base + blockIdx.x] = v.m;
+            out_conf[row_base + blockIdx.x] = v.s > 0.f ? 1.f / v.s : 0.f;
+        }
+    }
+}
+
+extern "C" int k_argmax_conf(const bf16_t *logits, int rows, int V, int32_t *out_tok, float *out_max,
+                             float *out_conf, int row_base, k_stream stream)
+{
+    if (rows <= 0)
+        return 0;
+    argmax_conf_kernel<<<rows, 512, 0, stream>>>(logits, V, out_tok, out_max, out_conf, row_base);
+    K_LAUNCH_RETURN();
+}
