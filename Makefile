@@ -30,7 +30,7 @@ LIBS := -lgsl -lgslcblas -lsqlite3 -ljansson -lm
 ifneq ($(DEPS),)
 DEPS_ABS := $(abspath $(DEPS))
 BASE_CFLAGS += -I$(DEPS_ABS)/usr/include
-LIBS := -L$(DEPS_ABS)/usr/lib/x86_64-linux-gnu -Wl,-rpath,$(DEPS_ABS)/usr/lib/x86_64-linux-gnu $(LIBS)
+LIBS := -L$(DEPS_ABS)/usr/lib/x86_64-linux-gnu -Wl,--disable-new-dtags,-rpath,$(DEPS_ABS)/usr/lib/x86_64-linux-gnu $(LIBS)
 endif
 
 # The engine is built wherever nvcc is found (said out loud); the simulator never needs it.

@@ -30,7 +30,8 @@ static __global__ void argmax_conf_kernel(const bf16_t *logits, int V, int32_t *
 {
     const bf16_t *row = logits + (size_t)blockIdx.x * V;
     amx acc = {-FLT_MAX, 0.f, 0x7fffffff};
-    int vec_end = (V / 8) * 8;
+    /* 16-byte loads need 16-byte aligned rows: V a multiple of 8 */
+    int vec_end = V % 8 == 0 ? V : 0;
     for (int c = threadIdx.x * 8; c < vec_end; c += blockDim.x * 8) {
         uint4 v = *(const uint4 *)(row + c);
         const bf16_t *e = (const bf16_t *)&v;
