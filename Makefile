@@ -150,11 +150,11 @@ bench-engine: $(BUILD)/tessera
 	$(if $(ANCHOR),PYTHONUNBUFFERED=1 python3 $(ANCHOR) | tee $(BENCH_OUT)/anchor.jsonl)
 
 # libFuzzer targets, one per parser (trace CSV/JSONL, HF config.json, GPU file)
-FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file
+FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file fuzz_safetensors
 fuzz:
 	@mkdir -p $(BUILD)/fuzz
 	@set -e; for f in $(FUZZERS); do \
-	    $(CLANG) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isim -Itraces \
+	    $(CLANG) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isim -Itraces -Iengine -Ikernels \
 	        -o $(BUILD)/fuzz/$$f tests/fuzz/$$f.c $(LIB_SRC) $(LIBS); \
 	    mkdir -p $(BUILD)/fuzz/corpus-$$f; cp -n tests/fuzz/seeds/$$f/* $(BUILD)/fuzz/corpus-$$f/ 2>/dev/null || true; \
 	    echo "fuzzing $$f for $(FUZZ_SECONDS) s"; \

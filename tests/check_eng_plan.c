@@ -1,0 +1,133 @@
+/* check_eng_plan.c: the engine's KV page table and step planning (host code, no GPU). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_plan.h"
+#include "kernels.h"
+#include "test_util.h"
+
+static void seg(struct step_desc *sd, int req, int q, int kv, int logits)
+{
+    struct segment s = {.req_id = req, .q = q, .kv = kv, .logit_rows = logits, .phase = PHASE_REUSE};
+    step_desc_add(sd, &s);
+}
+
+START_TEST(pages_reserve_release)
+{
+    struct eng_kv kv;
+    eng_kv_init(&kv, 16, 10);
+    struct ts_err err;
+    ck_assert_int_eq(eng_kv_reserve(&kv, 3, 33, &err), 0); /* 3 pages */
+    ck_assert_int_eq(kv.num_free, 7);
+    ck_assert_int_eq(eng_kv_reserve(&kv, 3, 40, &err), 0); /* still 3 */
+    ck_assert_int_eq(kv.num_free, 7);
+    ck_assert_int_eq(eng_kv_reserve(&kv, 0, 16 * 7, &err), 0);
+    ck_assert_int_eq(kv.num_free, 0);
+    ck_assert_int_ne(eng_kv_reserve(&kv, 1, 1, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "KV pool exhausted"));
+    /* slots of different requests never collide */
+    char used[160] = {0};
+    for (int k = 0; k < 48; k++) {
+        int s = eng_kv_slot(&kv, 3, k);
+        ck_assert(s >= 0 && s < 160 && !used[s]);
+        used[s] = 1;
+    }
+    for (int k = 0; k < 112; k++) {
+        int s = eng_kv_slot(&kv, 0, k);
+        ck_assert(!used[s]);
+        used[s] = 1;
+    }
+    eng_kv_release(&kv, 3);
+    ck_assert_int_eq(kv.num_free, 3);
+    eng_kv_release(&kv, 99); /* unknown: no-op */
+    eng_kv_free(&kv);
+    eng_kv_free(NULL);
+}
+END_TEST
+
+START_TEST(plan_arrays)
+{
+    struct eng_kv kv;
+    eng_kv_init(&kv, 16, 100);
+    struct eng_plan p;
+    eng_plan_init(&p);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    seg(&sd, 5, 130, 0, 130); /* a Refresh: 3 tiles */
+    seg(&sd, 2, 32, 480, 32); /* a Reuse over 480 cached keys */
+    seg(&sd, 9, 40, 0, 0);    /* a prefill: no logits */
+    struct ts_err err;
+    ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
+    ck_assert_int_eq(p.T, 202);
+    ck_assert_int_eq(p.S, 3);
+    ck_assert_int_eq(p.R, 162);
+    ck_assert_int_eq(p.q_start[1], 130);
+    ck_assert_int_eq(p.key_len[1], 512);
+    ck_assert_int_eq(p.kv_cached[1], 480);
+    ck_assert_int_eq(p.num_tiles, 3 + 1 + 1);
+    /* positions continue the cache; slots match the page table */
+    for (int i = 0; i < 32; i++) {
+        ck_assert_int_eq(p.tok_pos[130 + i], 480 + i);
+        ck_assert_int_eq(p.tok_slot[130 + i], eng_kv_slot(&kv, 2, 480 + i));
+    }
+    for (int t = 0; t < p.T; t++)
+        ck_assert(p.tok_ids[t] >= 0 && p.tok_ids[t] < 1000);
+    /* logits: the last rows of each segment */
+    ck_assert_int_eq(p.logit_idx[0], 0);
+    ck_assert_int_eq(p.logit_idx[129], 129);
+    ck_assert_int_eq(p.logit_idx[130], 130);
+    ck_assert_int_eq(p.logit_idx[161], 161);
+    /* every query row is in exactly one tile */
+    int covered[202] = {0};
+    for (int t = 0; t < p.num_tiles; t++) {
+        int s = p.tiles[2 * t], q0 = p.tiles[2 * t + 1];
+        for (int i = q0; i < q0 + K_ATTN_TILE_M && i < p.q_len[s]; i++)
+            covered[p.q_start[s] + i]++;
+    }
+    for (int t = 0; t < 202; t++)
+        ck_assert_int_eq(covered[t], 1);
+    /* page lists: a segment's key j lives in pages[page_off + j / 16] */
+    for (int j = 0; j < 512; j += 37)
+        ck_assert_int_eq(p.pages[p.page_off[1] + j / 16] * 16 + j % 16, eng_kv_slot(&kv, 2, j));
+    /* same request, same position: same token id in a later step */
+    int32_t id = p.tok_ids[130];
+    step_desc_clear(&sd);
+    seg(&sd, 2, 32, 480, 0);
+    ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
+    ck_assert_int_eq(p.tok_ids[0], id);
+    step_desc_free(&sd);
+    eng_plan_free(&p);
+    eng_kv_free(&kv);
+}
+END_TEST
+
+START_TEST(refused_step_changes_nothing)
+{
+    struct eng_kv kv;
+    eng_kv_init(&kv, 16, 4);
+    struct eng_plan p;
+    eng_plan_init(&p);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    seg(&sd, 0, 32, 0, 0);
+    seg(&sd, 1, 64, 0, 0); /* 2 + 4 pages > 4 */
+    struct ts_err err;
+    ck_assert_int_ne(eng_plan_build(&p, &kv, &sd, 100, 1, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "step refused"));
+    ck_assert_int_eq(kv.num_free, 4);
+    step_desc_free(&sd);
+    eng_plan_free(&p);
+    eng_kv_free(&kv);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("eng_plan");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, pages_reserve_release);
+    tcase_add_test(tc, plan_arrays);
+    tcase_add_test(tc, refused_step_changes_nothing);
+    suite_add_tcase(s, tc);
+    return run_suite("eng_plan", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}

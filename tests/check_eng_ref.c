@@ -1,0 +1,215 @@
+/*
+ * check_eng_ref.c: the CPU reference forward, the oracle of the engine's GPU checks: single ops
+ * against hand-derived cases, and whole steps against each other (a cache that is reused must give
+ * what recomputing gives).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_ref.h"
+#include "test_util.h"
+
+START_TEST(attention_cases)
+{
+    /* one key: the output is its value */
+    float q[4] = {0.3f, -1, 2, 0.5f}, k[4] = {1, 2, 3, 4}, v[4] = {5, 6, 7, 8}, o[4];
+    ref_attention(o, q, 4, k, v, 1, 1, 0, 1, 1, 4, 0, 0.5f);
+    for (int i = 0; i < 4; i++)
+        ck_assert(fabsf(o[i] - v[i]) < 1e-6f);
+    /* a zero query weighs all keys equally: the mean of the values */
+    float qz[2] = {0, 0}, k3[6] = {1, 2, 3, 4, 5, 6}, v3[6] = {1, 10, 2, 20, 3, 30}, o2[2];
+    ref_attention(o2, qz, 2, k3, v3, 1, 3, 0, 1, 1, 2, 0, 1.0f);
+    ck_assert(fabsf(o2[0] - 2) < 1e-6f && fabsf(o2[1] - 20) < 1e-5f);
+    /* block-causal with blocks of 1 and no cache is causal: the first query sees the first key */
+    float q2[4] = {1, 1, 1, 1}, o3[4];
+    ref_attention(o3, q2, 2, k3, v3, 2, 2, 0, 1, 1, 2, 1, 1.0f);
+    ck_assert(fabsf(o3[0] - 1) < 1e-6f && fabsf(o3[1] - 10) < 1e-6f);
+    /* ...while cached keys stay visible to everyone */
+    ref_attention(o3, qz, 2, k3, v3, 1, 3, 2, 1, 1, 2, 1, 1.0f);
+    ck_assert(fabsf(o3[0] - 2) < 1e-6f);
+}
+END_TEST
+
+START_TEST(rmsnorm_rope_swiglu_argmax)
+{
+    float x[8] = {1, -2, 3, -4, 0.5f, 0, 0, 2}, w[8] = {1, 1, 1, 1, 1, 1, 1, 1}, y[8];
+    ref_rmsnorm(y, x, w, 1, 8, 0);
+    double ss = 0;
+    for (int i = 0; i < 8; i++)
+        ss += y[i] * y[i];
+    ck_assert(fabs(ss / 8 - 1) < 1e-6);
+    /* RoPE: identity at position 0, norm-preserving, and q.k depends only on the distance */
+    const int d = 8;
+    float a[3 * d], b[3 * d];
+    for (int i = 0; i < 3 * d; i++)
+        a[i] = b[i] = (float)sin(i + 1.0);
+    int32_t p0[1] = {0};
+    ref_qkv_rope(a, NULL, p0, 1, 1, 1, d, 10000.f);
+    for (int i = 0; i < 3 * d; i++)
+        ck_assert(fabsf(a[i] - b[i]) < 1e-6f);
+    float r1[3 * d], r2[3 * d];
+    int32_t pa[1] = {7}, pb[1] = {17};
+    memcpy(r1, b, sizeof r1);
+    memcpy(r2, b, sizeof r2);
+    ref_qkv_rope(r1, NULL, pa, 1, 1, 1, d, 10000.f);
+    ref_qkv_rope(r2, NULL, pb, 1, 1, 1, d, 10000.f);
+    double n0 = 0, n1 = 0, dot1 = 0, dot2 = 0;
+    for (int i = 0; i < d; i++) {
+        n0 += b[i] * b[i];
+        n1 += r1[i] * r1[i];
+    }
+    ck_assert(fabs(n0 - n1) < 1e-5);
+    /* q at 7 with k at 7 vs q at 17 with k at 17: equal dot products */
+    for (int i = 0; i < d; i++) {
+        dot1 += r1[i] * r1[d + i];
+        dot2 += r2[i] * r2[d + i];
+    }
+    ck_assert(fabs(dot1 - dot2) < 1e-5);
+    float gu[4] = {0, 1, 2, 3}, s[2];
+    ref_swiglu(s, gu, 1, 2);
+    ck_assert(fabsf(s[0]) < 1e-7f && fabsf(s[1] - 1.0f / (1 + expf(-1)) * 3) < 1e-6f);
+    float l[5] = {0, 3, 1, 3, -1};
+    int32_t tok;
+    float mx, conf;
+    ref_argmax_conf(l, 1, 5, &tok, &mx, &conf);
+    ck_assert_int_eq(tok, 1); /* ties go to the lower index */
+    ck_assert(mx == 3);
+    double z = exp(-3) + 1 + exp(-2) + 1 + exp(-4);
+    ck_assert(fabs(conf - 1 / z) < 1e-6);
+}
+END_TEST
+
+static const struct model_cfg TINY = {.name = "tiny", .num_layers = 2, .hidden = 64, .num_heads = 4,
+                                      .num_kv_heads = 2, .head_dim = 64, .ffn = 128, .vocab = 97,
+                                      .max_pos = 4096, .rope_theta = 10000.0, .qkv_bias = true,
+                                      .weight_bytes = 2, .kv_bytes = 2};
+
+static void seg(struct step_desc *sd, int req, int q, int kv, int logits)
+{
+    struct segment s = {.req_id = req, .q = q, .kv = kv, .logit_rows = logits, .phase = PHASE_REUSE};
+    step_desc_add(sd, &s);
+}
+
+/* Runs steps[] in order on a fresh reference; returns the final hidden rows of the last step. */
+static float *run_steps(int block_size, const int (*steps)[3], int n, int req, int *R_out)
+{
+    struct eng_ref *r;
+    struct ts_err err;
+    ck_assert_int_eq(eng_ref_create(&TINY, NULL, 5, &r, &err), 0);
+    struct eng_kv kv;
+    eng_kv_init(&kv, 16, 64);
+    struct eng_plan p;
+    eng_plan_init(&p);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    float *hidden = NULL;
+    for (int i = 0; i < n; i++) {
+        step_desc_clear(&sd);
+        seg(&sd, req, steps[i][0], steps[i][1], steps[i][2]);
+        ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, TINY.vocab, 5, &err), 0);
+        free(hidden);
+        hidden = xmalloc(sizeof *hidden * (size_t)(p.R ? p.R : 1) * TINY.hidden);
+        int32_t tok[512];
+        float mx[512], conf[512];
+        eng_ref_step(r, &sd, &p, block_size, hidden, tok, mx, conf);
+        for (int j = 0; j < p.R; j++)
+            ck_assert(tok[j] >= 0 && tok[j] < TINY.vocab && conf[j] > 0 && conf[j] <= 1);
+        *R_out = p.R;
+    }
+    step_desc_free(&sd);
+    eng_plan_free(&p);
+    eng_kv_free(&kv);
+    eng_ref_destroy(r);
+    return hidden;
+}
+
+static double max_diff(const float *a, const float *b, int n)
+{
+    double m = 0;
+    for (int i = 0; i < n; i++)
+        m = fmax(m, fabs((double)a[i] - b[i]));
+    return m;
+}
+
+START_TEST(reuse_equals_refresh)
+{
+    /* dual cache: the Reuse of the last block over the Refresh's cache gives the Refresh's rows */
+    const int full[1][3] = {{96, 0, 96}}, reuse[2][3] = {{96, 0, 0}, {32, 64, 32}};
+    int R1, R2;
+    float *a = run_steps(0, full, 1, 0, &R1), *b = run_steps(0, reuse, 2, 0, &R2);
+    ck_assert_int_eq(R1, 96);
+    ck_assert_int_eq(R2, 32);
+    ck_assert(max_diff(a + 64 * TINY.hidden, b, 32 * TINY.hidden) < 1e-4);
+    /* a different request id means different tokens: different rows */
+    float *c = run_steps(0, full, 1, 1, &R1);
+    ck_assert(max_diff(a, c, 96 * TINY.hidden) > 1e-2);
+    free(a), free(b), free(c);
+}
+END_TEST
+
+START_TEST(block_causal_prefill_then_block)
+{
+    /* block policy: a prefill of 64 then a block of 32 over it equals one forward of 96 */
+    const int one[1][3] = {{96, 0, 96}}, two[2][3] = {{64, 0, 0}, {32, 64, 32}};
+    int R1, R2;
+    float *a = run_steps(32, one, 1, 3, &R1), *b = run_steps(32, two, 2, 3, &R2);
+    ck_assert(max_diff(a + 64 * TINY.hidden, b, 32 * TINY.hidden) < 1e-4);
+    /* and a bidirectional forward differs on the first block (it sees the future) */
+    float *c = run_steps(0, one, 1, 3, &R1);
+    ck_assert(max_diff(a, c, 32 * TINY.hidden) > 1e-3);
+    free(a), free(b), free(c);
+}
+END_TEST
+
+START_TEST(weights_layout_and_fill)
+{
+    struct eng_layout l;
+    struct ts_err err;
+    const struct model_cfg *m = model_find("llada-8b");
+    ck_assert_int_eq(eng_layout_build(m, &l, &err), 0);
+    /* every parameter has a place (plus alignment padding of at most 7 per tensor) */
+    ck_assert(l.total >= model_params(m) && l.total < model_params(m) + 8 * l.n);
+    ck_assert_ptr_nonnull(eng_layout_find(&l, W_GU, 31));
+    ck_assert_ptr_null(eng_layout_find(&l, W_QKV_BIAS, 0));
+    eng_layout_free(&l);
+    ck_assert_int_ne(eng_layout_build(model_find("llada-moe-7b"), &l, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "dense"));
+    /* the host fill is deterministic and within scale */
+    ck_assert_int_eq(eng_layout_build(&TINY, &l, &err), 0);
+    int i = 2; /* qkv of layer 0 */
+    int64_t n = l.t[i].rows * l.t[i].cols;
+    bf16_t *a = xmalloc(2 * n), *b = xmalloc(2 * n);
+    eng_fill_host(&l, i, 9, a);
+    eng_fill_host(&l, i, 9, b);
+    ck_assert_int_eq(memcmp(a, b, 2 * n), 0);
+    double mean = 0;
+    for (int64_t j = 0; j < n; j++) {
+        float v = eng_bf2f(a[j]);
+        ck_assert(fabsf(v) <= l.t[i].scale * 1.01f);
+        mean += v;
+    }
+    ck_assert(fabs(mean / n) < 0.05 * l.t[i].scale);
+    eng_fill_host(&l, i, 10, b);
+    ck_assert_int_ne(memcmp(a, b, 2 * n), 0);
+    ck_assert_int_eq(eng_f2bf(1.0f), 0x3f80);
+    ck_assert(eng_bf2f(eng_f2bf(3.140625f)) == 3.140625f);
+    ck_assert_int_eq(eng_f2bf(1.00390625f), 0x3f80); /* ties round to even */
+    free(a), free(b);
+    eng_layout_free(&l);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("eng_ref");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, attention_cases);
+    tcase_add_test(tc, rmsnorm_rope_swiglu_argmax);
+    tcase_add_test(tc, reuse_equals_refresh);
+    tcase_add_test(tc, block_causal_prefill_then_block);
+    tcase_add_test(tc, weights_layout_and_fill);
+    suite_add_tcase(s, tc);
+    return run_suite("eng_ref", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}

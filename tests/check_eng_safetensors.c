@@ -1,0 +1,249 @@
+#define _DEFAULT_SOURCE
+/*
+ * check_eng_safetensors.c: loading weights from safetensors files the test writes itself, with
+ * Hugging Face names (LLaMA/Qwen and LLaDA families, tied and untied LM heads, F32 tensors), and
+ * refusing corrupt or mismatched files with the tensor named.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "eng_ref.h"
+#include "eng_safetensors.h"
+#include "test_util.h"
+
+static const struct model_cfg TINY = {.name = "tiny", .num_layers = 2, .hidden = 64, .num_heads = 2,
+                                      .num_kv_heads = 1, .head_dim = 64, .ffn = 96, .vocab = 50,
+                                      .max_pos = 4096, .rope_theta = 10000.0, .qkv_bias = true,
+                                      .weight_bytes = 2, .kv_bytes = 2};
+
+struct ckpt {
+    char *names[64];
+    int64_t rows[64], cols[64];
+    const bf16_t *data[64];
+    int n;
+};
+
+static void put(struct ckpt *c, const char *name, int64_t rows, int64_t cols, const bf16_t *data)
+{
+    c->names[c->n] = xstrdup(name);
+    c->rows[c->n] = rows;
+    c->cols[c->n] = cols;
+    c->data[c->n++] = data;
+}
+
+/* The engine's random weights (seed 3), split into HF tensors: llada = LLaDA names. */
+static bf16_t *write_ckpt(const char *path, bool llada, bool tied, const char *skip)
+{
+    struct eng_layout l;
+    ck_assert_int_eq(eng_layout_build(&TINY, &l, NULL), 0);
+    bf16_t *w = xmalloc(2 * (size_t)l.total);
+    for (int i = 0; i < l.n; i++)
+        eng_fill_host(&l, i, 3, w + l.t[i].offset);
+    struct ckpt c = {.n = 0};
+    const int64_t h = 64, qd = 128, kvd = 64, F = 96;
+    char n[128];
+    put(&c, llada ? "model.transformer.wte.weight" : "model.embed_tokens.weight", 50, h,
+        w + eng_layout_find(&l, W_EMB, -1)->offset);
+    for (int L = 0; L < 2; L++) {
+        const char *pre = llada ? "model.transformer.blocks" : "model.layers";
+        const bf16_t *qkv = w + eng_layout_find(&l, W_QKV, L)->offset;
+        const bf16_t *bias = w + eng_layout_find(&l, W_QKV_BIAS, L)->offset;
+        const bf16_t *gu = w + eng_layout_find(&l, W_GU, L)->offset;
+        const char *attn = llada ? "" : "self_attn.";
+        snprintf(n, sizeof n, "%s.%d.%sq_proj.weight", pre, L, attn), put(&c, n, qd, h, qkv);
+        snprintf(n, sizeof n, "%s.%d.%sk_proj.weight", pre, L, attn), put(&c, n, kvd, h, qkv + qd * h);
+        snprintf(n, sizeof n, "%s.%d.%sv_proj.weight", pre, L, attn), put(&c, n, kvd, h, qkv + (qd + kvd) * h);
+        snprintf(n, sizeof n, "%s.%d.%sq_proj.bias", pre, L, attn), put(&c, n, qd, 0, bias);
+        snprintf(n, sizeof n, "%s.%d.%sk_proj.bias", pre, L, attn), put(&c, n, kvd, 0, bias + qd);
+        snprintf(n, sizeof n, "%s.%d.%sv_proj.bias", pre, L, attn), put(&c, n, kvd, 0, bias + qd + kvd);
+        snprintf(n, sizeof n, llada ? "%s.%d.attn_out.weight" : "%s.%d.self_attn.o_proj.weight", pre, L);
+        put(&c, n, h, qd, w + eng_layout_find(&l, W_O, L)->offset);
+        snprintf(n, sizeof n, llada ? "%s.%d.attn_norm.weight" : "%s.%d.input_layernorm.weight", pre, L);
+        put(&c, n, h, 0, w + eng_layout_find(&l, W_ATTN_NORM, L)->offset);
+        snprintf(n, sizeof n, llada ? "%s.%d.ff_norm.weight" : "%s.%d.post_attention_layernorm.weight", pre, L);
+        put(&c, n, h, 0, w + eng_layout_find(&l, W_FFN_NORM, L)->offset);
+        snprintf(n, sizeof n, llada ? "%s.%d.ff_proj.weight" : "%s.%d.mlp.gate_proj.weight", pre, L);
+        put(&c, n, F, h, gu);
+        snprintf(n, sizeof n, llada ? "%s.%d.up_proj.weight" : "%s.%d.mlp.up_proj.weight", pre, L);
+        put(&c, n, F, h, gu + F * h);
+        snprintf(n, sizeof n, llada ? "%s.%d.ff_out.weight" : "%s.%d.mlp.down_proj.weight", pre, L);
+        put(&c, n, h, F, w + eng_layout_find(&l, W_DOWN, L)->offset);
+    }
+    put(&c, llada ? "model.transformer.ln_f.weight" : "model.norm.weight", h, 0,
+        w + eng_layout_find(&l, W_FINAL_NORM, -1)->offset);
+    if (!tied)
+        put(&c, llada ? "model.transformer.ff_out.weight" : "lm_head.weight", 50, h,
+            w + eng_layout_find(&l, W_LM, -1)->offset);
+    /* drop one tensor when asked */
+    for (int i = 0; skip && i < c.n; i++)
+        if (strcmp(c.names[i], skip) == 0) {
+            free(c.names[i]);
+            memmove(&c.names[i], &c.names[i + 1], sizeof c.names[0] * (size_t)(c.n - i - 1));
+            memmove(&c.rows[i], &c.rows[i + 1], sizeof c.rows[0] * (size_t)(c.n - i - 1));
+            memmove(&c.cols[i], &c.cols[i + 1], sizeof c.cols[0] * (size_t)(c.n - i - 1));
+            memmove(&c.data[i], &c.data[i + 1], sizeof c.data[0] * (size_t)(c.n - i - 1));
+            c.n--;
+        }
+    struct ts_err err;
+    ck_assert_msg(st_write_bf16(path, c.n, (const char *const *)c.names, c.rows, c.cols, c.data, &err) == 0,
+                  "%s", err.msg);
+    for (int i = 0; i < c.n; i++)
+        free(c.names[i]);
+    eng_layout_free(&l);
+    return w;
+}
+
+/* Loads every engine tensor from path into a fresh buffer; returns 0 or -1 with err. */
+static int load_all(const char *path, bf16_t **out, struct ts_err *err)
+{
+    struct eng_layout l;
+    eng_layout_build(&TINY, &l, NULL);
+    bf16_t *w = xcalloc((size_t)l.total, 2);
+    struct st_file *f;
+    int rc = st_open(path, &f, err);
+    for (int i = 0; i < l.n && !rc; i++)
+        rc = st_load_tensor(f, &TINY, &l.t[i], w + l.t[i].offset, err);
+    st_close(f);
+    eng_layout_free(&l);
+    *out = w;
+    return rc;
+}
+
+START_TEST(roundtrip_both_families)
+{
+    for (int llada = 0; llada < 2; llada++) {
+        const char *p = tmp_path(0, ".safetensors");
+        bf16_t *w = write_ckpt(p, llada, false, NULL), *got;
+        struct ts_err err;
+        ck_assert_msg(load_all(p, &got, &err) == 0, "%s", err.msg);
+        struct eng_layout l;
+        eng_layout_build(&TINY, &l, NULL);
+        ck_assert_int_eq(memcmp(w, got, 2 * (size_t)l.total), 0);
+        /* the reference built from the file equals the one built from the seed */
+        struct eng_ref *a, *b;
+        ck_assert_int_eq(eng_ref_create(&TINY, got, 0, &a, &err), 0);
+        ck_assert_int_eq(eng_ref_create(&TINY, NULL, 3, &b, &err), 0);
+        ck_assert(memcmp(eng_ref_weight(a, W_LM, -1), eng_ref_weight(b, W_LM, -1), 4 * 50 * 64) == 0);
+        eng_ref_destroy(a);
+        eng_ref_destroy(b);
+        eng_layout_free(&l);
+        free(w), free(got);
+        unlink(p);
+    }
+}
+END_TEST
+
+START_TEST(tied_lm_head_uses_embedding)
+{
+    const char *p = tmp_path(0, ".safetensors");
+    bf16_t *w = write_ckpt(p, false, true, NULL), *got;
+    struct ts_err err;
+    ck_assert_msg(load_all(p, &got, &err) == 0, "%s", err.msg);
+    struct eng_layout l;
+    eng_layout_build(&TINY, &l, NULL);
+    ck_assert_int_eq(memcmp(got + eng_layout_find(&l, W_LM, -1)->offset,
+                            w + eng_layout_find(&l, W_EMB, -1)->offset, 2 * 50 * 64), 0);
+    eng_layout_free(&l);
+    free(w), free(got);
+    unlink(p);
+}
+END_TEST
+
+START_TEST(sharded_directory)
+{
+    /* two shards in one directory: the loader searches both */
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s.d", tmp_path(1, ""));
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    char a[300], b[300];
+    snprintf(a, sizeof a, "%s/model-00001-of-00002.safetensors", dir);
+    snprintf(b, sizeof b, "%s/model-00002-of-00002.safetensors", dir);
+    bf16_t *w = write_ckpt(a, false, false, "lm_head.weight");
+    struct eng_layout l;
+    eng_layout_build(&TINY, &l, NULL);
+    const char *name = "lm_head.weight";
+    int64_t r = 50, c = 64;
+    const bf16_t *d = w + eng_layout_find(&l, W_LM, -1)->offset;
+    ck_assert_int_eq(st_write_bf16(b, 1, &name, &r, &c, &d, NULL), 0);
+    bf16_t *got;
+    struct ts_err err;
+    ck_assert_msg(load_all(dir, &got, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(memcmp(w, got, 2 * (size_t)l.total), 0);
+    eng_layout_free(&l);
+    free(w), free(got);
+    unlink(a), unlink(b), rmdir(dir);
+}
+END_TEST
+
+START_TEST(bad_files_name_the_tensor)
+{
+    const char *p = tmp_path(0, ".safetensors");
+    bf16_t *w = write_ckpt(p, false, false, "model.layers.1.mlp.up_proj.weight"), *got;
+    struct ts_err err;
+    ck_assert_int_ne(load_all(p, &got, &err), 0);
+    ck_assert_msg(strstr(err.msg, "tensor 'model.layers.1.mlp.up_proj.weight' is missing"), "%s", err.msg);
+    free(w), free(got);
+    /* a tensor of the wrong shape */
+    const char *name = "model.embed_tokens.weight";
+    int64_t r = 50, c = 32;
+    bf16_t buf[50 * 32] = {0};
+    const bf16_t *d = buf;
+    ck_assert_int_eq(st_write_bf16(p, 1, &name, &r, &c, &d, NULL), 0);
+    ck_assert_int_ne(load_all(p, &got, &err), 0);
+    ck_assert_msg(strstr(err.msg, "'model.embed_tokens.weight': shape [50, 32] but the model needs [50, 64]"),
+                  "%s", err.msg);
+    free(got);
+    /* truncated: the data section ends early */
+    FILE *f = fopen(p, "r+b");
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fclose(f);
+    ck_assert_int_eq(truncate(p, len - 100), 0);
+    ck_assert_int_ne(load_all(p, &got, &err), 0);
+    ck_assert_msg(strstr(err.msg, "outside the file"), "%s", err.msg);
+    free(got);
+    /* not a safetensors file at all */
+    const char *junk = tmp_file(1, ".safetensors", "hello");
+    ck_assert_int_ne(load_all(junk, &got, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not a safetensors file"));
+    free(got);
+    junk = tmp_file(1, ".safetensors", "\x10\0\0\0\0\0\0\0{\"a\": nonsense}");
+    ck_assert_int_ne(load_all(junk, &got, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "header"));
+    free(got);
+    ck_assert_int_ne(load_all("/nonexistent/model.safetensors", &got, &err), 0);
+    free(got);
+    unlink(p);
+}
+END_TEST
+
+START_TEST(header_checks)
+{
+    struct ts_err err;
+    const char *ok = "{\"w\": {\"dtype\": \"F32\", \"shape\": [2, 3], \"data_offsets\": [0, 24]},"
+                     " \"__metadata__\": {\"format\": \"pt\"}}";
+    ck_assert_int_eq(st_check_header("x", ok, strlen(ok), 24, &err), 0);
+    ck_assert_int_ne(st_check_header("x", ok, strlen(ok), 20, &err), 0);
+    const char *bad_size = "{\"w\": {\"dtype\": \"BF16\", \"shape\": [2, 3], \"data_offsets\": [0, 24]}}";
+    ck_assert_int_ne(st_check_header("x", bad_size, strlen(bad_size), 24, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'w'"));
+    const char *neg = "{\"w\": {\"dtype\": \"BF16\", \"shape\": [-2], \"data_offsets\": [0, 4]}}";
+    ck_assert_int_ne(st_check_header("x", neg, strlen(neg), 24, &err), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("eng_safetensors");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, roundtrip_both_families);
+    tcase_add_test(tc, tied_lm_head_uses_embedding);
+    tcase_add_test(tc, sharded_directory);
+    tcase_add_test(tc, bad_files_name_the_tensor);
+    tcase_add_test(tc, header_checks);
+    suite_add_tcase(s, tc);
+    return run_suite("eng_safetensors", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}
