@@ -77,6 +77,21 @@ static void run_gemm(void *p)
                  CUDA_R_16BF, g->n, &zero, g->c, CUDA_R_16BF, g->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
+/* one linear layer as the engine runs it: Y[M, n] = X[M, k] W^T */
+struct lin_ctx {
+    cublasHandle_t h;
+    void *w, *x, *y;
+    int M, n, k;
+};
+
+static void run_lin(void *p)
+{
+    struct lin_ctx *c = p;
+    const float one = 1, zero = 0;
+    cublasGemmEx(c->h, CUBLAS_OP_T, CUBLAS_OP_N, c->n, c->M, c->k, &one, c->w, CUDA_R_16BF, c->k, c->x,
+                 CUDA_R_16BF, c->k, &zero, c->y, CUDA_R_16BF, c->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
 struct copy_ctx {
     void *src, *dst;
     size_t bytes;
@@ -113,7 +128,10 @@ static double attention_tflops(const struct model_cfg *m, int nseq, int q, int k
     size_t meta_bytes = 4 * (size_t)(5 * nseq + nseq * pages_per + 2 * nt);
     bf16_t *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL;
     int32_t *dmeta = NULL;
+    void *ws = NULL;
     double tflops = 0;
+    const int64_t ws_bytes = 64LL << 20;
+    CKB(cudaMalloc(&ws, (size_t)ws_bytes));
     CKB(cudaMalloc((void **)&dq, 2 * (size_t)T * H * d));
     CKB(cudaMalloc((void **)&dout, 2 * (size_t)T * H * d));
     CKB(cudaMalloc((void **)&dk, 2 * (size_t)slots * Hkv * d));
@@ -129,16 +147,60 @@ static double attention_tflops(const struct model_cfg *m, int nseq, int q, int k
                             .kv_cached = base + 3 * nseq, .page_off = base + 4 * nseq,
                             .pages = base + 5 * nseq, .tiles = base + 5 * nseq + nseq * pages_per,
                             .num_tiles = nt, .H = H, .Hkv = Hkv, .d = d, .page_tokens = pt,
-                            .block_size = 0, .scale = 1.0f / sqrtf((float)d)}};
+                            .block_size = 0, .scale = 1.0f / sqrtf((float)d), .ws = ws,
+                            .ws_bytes = ws_bytes, .T = T, .max_key_len = keys}};
     float ms = time_ms(run_attn, &ctx, reps);
     CKB(cudaGetLastError());
     double flops = 4.0 * d * H * (double)nseq * q * keys;
     tflops = flops / (ms * 1e-3) / 1e12;
     *ms_out = ms;
 done:
-    cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(dmeta);
+    cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(dmeta), cudaFree(ws);
     free(meta);
     return tflops;
+}
+
+/* The model's linear layers through cuBLAS at a few token counts: TFLOP/s and weight GB/s, to see
+ * which GEMMs keep a step from its floor. */
+static void gemm_table(const struct model_cfg *m, int reps, double peak, double bw, FILE *out, FILE *json)
+{
+    const int64_t h = m->hidden, qkv = (int64_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim;
+    const int64_t qd = (int64_t)m->num_heads * m->head_dim, F = m->ffn;
+    const struct { const char *name; int64_t n, k; } shapes[] = {
+        {"qkv", qkv, h}, {"o_proj", h, qd}, {"gate_up", 2 * F, h}, {"down", h, F}, {"lm_head", m->vocab, h}};
+    const int tokens[] = {32, 512, 2048, 8192};
+    struct gemm_ctx g = {0};
+    int64_t maxw = 0;
+    for (size_t i = 0; i < TS_ARRAY_LEN(shapes); i++)
+        maxw = TS_MAX(maxw, shapes[i].n * shapes[i].k);
+    fprintf(out, "\n%-10s %7s %10s %10s %10s %8s\n", "gemm", "tokens", "ms", "TFLOP/s", "weight GB/s", "x_floor");
+    if (cublasCreate(&g.h) != CUBLAS_STATUS_SUCCESS || cudaMalloc(&g.a, 2 * (size_t)maxw) != cudaSuccess ||
+        cudaMalloc(&g.b, 2 * 8192 * (size_t)h * 4) != cudaSuccess ||
+        cudaMalloc(&g.c, 2 * 8192 * (size_t)m->vocab / 4) != cudaSuccess) {
+        fprintf(stderr, "engine bench: GEMM table setup failed\n");
+        goto done;
+    }
+    k_fill_random(g.a, maxw, 5, 0.02f, 0);
+    k_fill_random(g.b, 8192 * h * 4, 6, 1.f, 0);
+    for (size_t i = 0; i < TS_ARRAY_LEN(shapes); i++)
+        for (size_t j = 0; j < TS_ARRAY_LEN(tokens); j++) {
+            int M = tokens[j];
+            if (shapes[i].n == m->vocab && M > 2048)
+                continue; /* the LM head runs in chunks */
+            struct lin_ctx lc = {g.h, g.a, g.b, g.c, M, (int)shapes[i].n, (int)shapes[i].k};
+            float ms = time_ms(run_lin, &lc, reps);
+            double fl = 2.0 * M * shapes[i].n * shapes[i].k, by = 2.0 * shapes[i].n * shapes[i].k;
+            double floor_ms = fmax(fl / peak, (by + 2.0 * M * (shapes[i].n + shapes[i].k)) / bw) * 1e3;
+            fprintf(out, "%-10s %7d %10.4f %10.1f %10.0f %8.2f\n", shapes[i].name, M, ms,
+                    fl / (ms * 1e-3) / 1e12, by / (ms * 1e-3) / 1e9, ms / floor_ms);
+            if (json)
+                fprintf(json, "{\"gemm\":\"%s\",\"tokens\":%d,\"ms\":%.5f,\"tflops\":%.2f,\"x_floor\":%.3f}\n",
+                        shapes[i].name, M, ms, fl / (ms * 1e-3) / 1e12, ms / floor_ms);
+        }
+done:
+    if (g.h)
+        cublasDestroy(g.h);
+    cudaFree(g.a), cudaFree(g.b), cudaFree(g.c);
 }
 
 /* FLOPs and minimum bytes of a step of nseq segments (q, kv, logit rows r). */
@@ -265,6 +327,8 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
     }
     eng_destroy(e);
     e = NULL;
+
+    gemm_table(m, o->reps, peak, bw, out, o->json);
 
     /* 3. attention alone */
     fprintf(out, "\n%-36s %9s %9s\n", "attention kernel", "ms", "TFLOP/s");

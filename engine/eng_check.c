@@ -208,7 +208,7 @@ done:
 }
 
 /* Attention over several segments at once, K/V scattered over permuted pages. */
-static void check_attention(struct checker *c, int H, int Hkv, int d, int block_size)
+static void check_attention(struct checker *c, int H, int Hkv, int d, int block_size, bool split)
 {
     const int nseg = 5, pt = 16;
     const int q_len[5] = {1, 70, 32, 130, 64}, kv[5] = {0, 0, 480, 300, 64};
@@ -237,6 +237,10 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
     bf16_t *qb = xmalloc(2 * nq), *kb = xmalloc(2 * np), *vb = xmalloc(2 * np), *ob = xmalloc(2 * nq);
     bf16_t *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL;
     int32_t *dmeta[7] = {0};
+    void *ws = NULL;
+    int max_keys = 0;
+    for (int s = 0; s < nseg; s++)
+        max_keys = key_len[s] > max_keys ? key_len[s] : max_keys;
     rand_bf16(c, qf, qb, nq, 1.5f);
     rand_bf16(c, kf, kb, np, 1.5f);
     rand_bf16(c, vf, vb, np, 1.0f);
@@ -254,7 +258,14 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
                             .q_start = dmeta[0], .q_len = dmeta[1], .key_len = dmeta[2],
                             .kv_cached = dmeta[3], .page_off = dmeta[4], .pages = dmeta[5],
                             .tiles = dmeta[6], .num_tiles = ntiles, .H = H, .Hkv = Hkv, .d = d,
-                            .page_tokens = pt, .block_size = block_size, .scale = 1.0f / sqrtf((float)d)};
+                            .page_tokens = pt, .block_size = block_size, .scale = 1.0f / sqrtf((float)d),
+                            .T = T, .max_key_len = max_keys};
+    if (split) {
+        a.ws_bytes = 64 << 20;
+        CK(cudaMalloc(&ws, (size_t)a.ws_bytes));
+        a.ws = ws;
+    }
+    int splits = k_attention_splits(&a);
     KK(k_attention(&a, NULL));
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(ob, dout, 2 * nq, cudaMemcpyDeviceToHost));
@@ -275,11 +286,13 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
                       key_len[s], kv[s], H, Hkv, d, block_size, 1.0f / sqrtf((float)d));
     }
     char what[96];
-    snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, 5 segments", H, Hkv, d,
-             block_size ? "block-causal 32" : "bidirectional");
+    snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key split%s", H, Hkv, d,
+             block_size ? "block-causal 32" : "bidirectional", splits, splits > 1 ? "s" : "");
+    if (split && splits < 2)
+        fail_msg(c, what, "the split-KV path was not taken");
     report(c, what, rel_err(of, rf, nq), 2e-2);
 done:
-    cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout);
+    cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(ws);
     for (int i = 0; i < 7; i++)
         cudaFree(dmeta[i]);
     free(pages), free(qf), free(kf), free(vf), free(of), free(rf), free(ks), free(vs);
@@ -477,10 +490,13 @@ int eng_check_run(uint64_t seed, FILE *out)
     check_rmsnorm_swiglu_gather(&c, 64);
     check_rope_store(&c, 4, 2, 128, true);
     check_rope_store(&c, 8, 8, 64, false);
-    check_attention(&c, 8, 2, 128, 0);
-    check_attention(&c, 8, 2, 128, 32);
-    check_attention(&c, 4, 4, 64, 0);
-    check_attention(&c, 32, 32, 128, 0);
+    check_attention(&c, 8, 2, 128, 0, false);
+    check_attention(&c, 8, 2, 128, 0, true);
+    check_attention(&c, 8, 2, 128, 32, false);
+    check_attention(&c, 8, 2, 128, 32, true);
+    check_attention(&c, 4, 4, 64, 0, false);
+    check_attention(&c, 4, 4, 64, 0, true);
+    check_attention(&c, 32, 32, 128, 0, false);
     check_argmax(&c, 126464);
     check_argmax(&c, 1003);
     fprintf(out, "whole steps against the CPU reference:\n");

@@ -26,6 +26,7 @@
 
 #define RMS_EPS 1e-5f
 #define BLAS_WORKSPACE (64LL << 20)
+#define ATTN_WORKSPACE (64LL << 20) /* split-KV partial results */
 #define RESERVE_MARGIN (256LL << 20) /* context, cuBLAS handles, allocator slack */
 
 /* Every CUDA and cuBLAS call goes through these: the failing call, file and line are reported. */
@@ -63,7 +64,7 @@ struct eng {
     cudaStream_t stream;
     cublasHandle_t blas;
     cudaEvent_t ev0, ev1;
-    void *blas_ws;
+    void *blas_ws, *attn_ws;
     bf16_t *w;                 /* weights */
     bf16_t *k_pool, *v_pool;   /* [layers][slots][Hkv][d] */
     int64_t slots;
@@ -198,7 +199,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     const int64_t T = o->max_tokens, h = m->hidden, kvrow = (int64_t)m->num_kv_heads * m->head_dim;
     e->mem.weights = e->lay.total * 2;
     e->mem.workspace = workspace_bytes(m, o, T, T);
-    e->mem.blas_workspace = BLAS_WORKSPACE;
+    e->mem.blas_workspace = BLAS_WORKSPACE + ATTN_WORKSPACE;
     e->max_segs = (int32_t)T;
     e->max_tiles = (int32_t)(T / 64 + T);
     size_t free_b = 0, total_b = 0;
@@ -220,7 +221,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         ts_fail(err, "engine: %s needs %.2f GiB of weights + %.2f GiB of workspace (%d tokens) + "
                      "%.2f GiB reserved, leaving no room for a KV pool within %.2f GiB",
                 m->name, e->mem.weights / TS_GIB, e->mem.workspace / TS_GIB, o->max_tokens,
-                (RESERVE_MARGIN + BLAS_WORKSPACE) / TS_GIB, budget / TS_GIB);
+                (RESERVE_MARGIN + e->mem.blas_workspace) / TS_GIB, budget / TS_GIB);
         goto fail;
     }
     e->slots = pool_tokens;
@@ -234,6 +235,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     const int64_t qd = (int64_t)m->num_heads * m->head_dim, F = m->ffn;
     const int64_t Tc = (T + o->ffn_chunks - 1) / o->ffn_chunks, Rc = TS_MIN(T, (int64_t)o->logit_chunk);
     if (alloc((void **)&e->w, e->mem.weights, err) || alloc(&e->blas_ws, BLAS_WORKSPACE, err) ||
+        alloc(&e->attn_ws, ATTN_WORKSPACE, err) ||
         alloc((void **)&e->k_pool, e->mem.kv_pool / 2, err) ||
         alloc((void **)&e->v_pool, e->mem.kv_pool / 2, err) ||
         alloc((void **)&e->x, T * h * 2, err) || alloc((void **)&e->hn, T * h * 2, err) ||
@@ -278,7 +280,7 @@ void eng_destroy(struct eng *e)
         return;
     if (e->have_graph)
         cudaGraphExecDestroy(e->graph);
-    void *dev[] = {e->w, e->blas_ws, e->k_pool, e->v_pool, e->x, e->hn, e->qkv, e->att, e->gu,
+    void *dev[] = {e->w, e->blas_ws, e->attn_ws, e->k_pool, e->v_pool, e->x, e->hn, e->qkv, e->att, e->gu,
                    e->act, e->hr, e->logits, e->d_meta_buf, e->d_tok, e->d_max, e->d_conf};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
@@ -360,7 +362,8 @@ static int forward(struct eng *e, struct ts_err *err)
             .q_len = e->dm.q_len, .key_len = e->dm.key_len, .kv_cached = e->dm.kv_cached,
             .page_off = e->dm.page_off, .pages = e->dm.pages, .tiles = e->dm.tiles,
             .num_tiles = p->num_tiles, .H = H, .Hkv = Hkv, .d = d, .page_tokens = e->o.page_tokens,
-            .block_size = e->o.block_size, .scale = 1.0f / sqrtf((float)d)};
+            .block_size = e->o.block_size, .scale = 1.0f / sqrtf((float)d), .ws = e->attn_ws,
+            .ws_bytes = ATTN_WORKSPACE, .T = T, .max_key_len = p->max_key_len};
         const int chunks = e->o.ffn_chunks, Tc = (T + chunks - 1) / chunks;
         for (int L = 0; L < m->num_layers; L++) {
             bf16_t *kp = e->k_pool + L * layer_slots, *vp = e->v_pool + L * layer_slots;

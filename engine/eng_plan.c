@@ -140,10 +140,11 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
     grow_group(per_seg, 5, &p->cap_S, (size_t)S);
     grow32(&p->logit_idx, &p->cap_R, (size_t)R);
 
-    int32_t row = 0, nref = 0, ntiles = 0, r = 0;
+    int32_t row = 0, nref = 0, ntiles = 0, r = 0, max_keys = 0;
     for (int32_t s = 0; s < S; s++) {
         const struct segment *g = &sd->segs[s];
         int32_t keys = g->kv + g->q;
+        max_keys = TS_MAX(max_keys, keys);
         TS_ASSERT(eng_kv_reserve(kv, g->req_id, keys, NULL) == 0);
         p->q_start[s] = row;
         p->q_len[s] = g->q;
@@ -176,5 +177,6 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
     p->R = (int32_t)R;
     p->num_tiles = ntiles;
     p->num_page_refs = nref;
+    p->max_key_len = max_keys;
     return 0;
 }

@@ -4,10 +4,14 @@
  *
  * A block of 4 warps takes 64 query rows of one segment and one query head; each warp owns 16 rows
  * and keeps its Q fragments, the running row max/sum and the O accumulator in registers. K/V tiles
- * of 64 keys are gathered from the pool's pages into shared memory (rows padded by 8 elements so
- * that the fragment loads are free of bank conflicts), S = Q K^T is computed, masked (key length,
- * block-causal), folded into the online softmax, and P V accumulated. GQA maps query head h to
- * K/V head h / (H / Hkv). Head dims 64 and 128 are instantiated.
+ * of 64 keys are gathered from the pool's pages into shared memory with cp.async, two stages deep
+ * so that the next tile loads while this one is computed (rows padded by 8 elements: the ldmatrix
+ * fragment loads are free of bank conflicts; V is read transposed by ldmatrix.trans). S = Q K^T is
+ * masked (key length, block-causal), folded into the online softmax (base 2), and P V accumulated.
+ *
+ * Split-KV: when the query tiles times heads cannot fill the GPU (Reuse steps of few sequences),
+ * the key range is split over gridDim.z blocks writing unnormalised partial O, max and sum in fp32;
+ * combine_kernel merges them. GQA maps query head h to K/V head h / (H / Hkv).
  */
 #include <float.h>
 
@@ -16,6 +20,7 @@
 #define TM K_ATTN_TILE_M
 #define TN 64
 #define PAD 8
+#define MAX_SPLITS 16
 
 static __device__ __forceinline__ void mma_bf16(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
 {
@@ -25,26 +30,78 @@ static __device__ __forceinline__ void mma_bf16(float *c, const uint32_t *a, uin
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+static __device__ __forceinline__ void ldsm_x4(uint32_t *r, const void *smem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+}
+
+static __device__ __forceinline__ void ldsm_x4_trans(uint32_t *r, const void *smem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+}
+
 static __device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
 {
     unsigned s = (unsigned)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
 }
 
+template <int D> struct smem_layout {
+    static constexpr int ROW = D + PAD;               /* elements per padded row */
+    static constexpr int TILE = TN * ROW;             /* elements per K or V tile */
+    static constexpr int BYTES = 2 * 2 * TILE * 2;    /* 2 stages x (K, V) x bf16 */
+};
+
+/* Gathers keys [k0, k0 + TN) of the segment into one stage (zeros past key_len). */
+template <int D>
+static __device__ __forceinline__ void load_tile(bf16_t *Ks, bf16_t *Vs, const k_attn_args &a,
+                                                 const int32_t *pages, int hk, int k0, int klen)
+{
+    constexpr int ROW = smem_layout<D>::ROW;
+    for (int c = threadIdx.x; c < TN * (D / 8); c += blockDim.x) {
+        int row = c / (D / 8), col = (c % (D / 8)) * 8, j = k0 + row;
+        if (j < klen) {
+            size_t slot = (size_t)pages[j / a.page_tokens] * a.page_tokens + j % a.page_tokens;
+            size_t off = (slot * a.Hkv + hk) * D + col;
+            cp_async16(Ks + row * ROW + col, a.k_pool + off);
+            cp_async16(Vs + row * ROW + col, a.v_pool + off);
+        } else {
+            *(uint4 *)(Ks + row * ROW + col) = make_uint4(0, 0, 0, 0);
+            *(uint4 *)(Vs + row * ROW + col) = make_uint4(0, 0, 0, 0);
+        }
+    }
+}
+
 template <int D>
 static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args a)
 {
-    __shared__ __align__(16) bf16_t Ks[TN][D + PAD];
-    __shared__ __align__(16) bf16_t Vs[TN][D + PAD];
+    extern __shared__ __align__(16) bf16_t smem[];
+    constexpr int ROW = smem_layout<D>::ROW, TILE = smem_layout<D>::TILE;
 
     const int seg = a.tiles[2 * blockIdx.x], q0 = a.tiles[2 * blockIdx.x + 1];
     const int head = blockIdx.y, hk = head / (a.H / a.Hkv);
     const int qlen = a.q_len[seg], klen = a.key_len[seg], qs = a.q_start[seg];
-    const int kvc = a.kv_cached[seg], bs = a.block_size, pt = a.page_tokens;
+    const int kvc = a.kv_cached[seg], bs = a.block_size;
     const int32_t *pages = a.pages + a.page_off[seg];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
     const int r0 = q0 + warp * 16 + g, r1 = r0 + 8; /* this thread's two query rows */
     const float sl2 = a.scale * 1.4426950408889634f;
+
+    /* the keys this block covers: its split of the keys any row of the tile may see */
+    int kend = klen;
+    if (bs > 0) {
+        int last = min(q0 + TM, qlen) - 1;
+        kend = min(klen, kvc + (last / bs + 1) * bs);
+    }
+    const int splits = gridDim.z;
+    const int per = ((kend + splits - 1) / splits + TN - 1) / TN * TN;
+    const int kbeg = blockIdx.z * per, kstop = min(kend, kbeg + per);
 
     /* Q fragments straight from global memory (rows past the segment read as zero) */
     uint32_t qf[D / 16][4];
@@ -68,26 +125,17 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
         o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 
-    int kend = klen;
-    if (bs > 0) {
-        int last = min(q0 + TM, qlen) - 1;
-        kend = min(klen, kvc + (last / bs + 1) * bs);
-    }
-    for (int k0 = 0; k0 < kend; k0 += TN) {
-        __syncthreads(); /* the previous tile is consumed */
-        for (int c = threadIdx.x; c < TN * (D / 8); c += blockDim.x) {
-            int row = c / (D / 8), col = (c % (D / 8)) * 8, j = k0 + row;
-            if (j < klen) {
-                size_t slot = (size_t)pages[j / pt] * pt + j % pt;
-                size_t off = (slot * a.Hkv + hk) * D + col;
-                cp_async16(&Ks[row][col], a.k_pool + off);
-                cp_async16(&Vs[row][col], a.v_pool + off);
-            } else {
-                *(uint4 *)&Ks[row][col] = make_uint4(0, 0, 0, 0);
-                *(uint4 *)&Vs[row][col] = make_uint4(0, 0, 0, 0);
-            }
+    int stage = 0;
+    if (kbeg < kstop)
+        load_tile<D>(smem, smem + TILE, a, pages, hk, kbeg, klen);
+    asm volatile("cp.async.commit_group;\n" ::);
+    for (int k0 = kbeg; k0 < kstop; k0 += TN) {
+        bf16_t *Ks = smem + stage * 2 * TILE, *Vs = Ks + TILE;
+        if (k0 + TN < kstop) {
+            bf16_t *Kn = smem + (stage ^ 1) * 2 * TILE;
+            load_tile<D>(Kn, Kn + TILE, a, pages, hk, k0 + TN, klen);
         }
-        asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::);
+        asm volatile("cp.async.commit_group;\ncp.async.wait_group 1;\n" ::);
         __syncthreads();
 
         float s[TN / 8][4];
@@ -95,20 +143,22 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
         for (int n = 0; n < TN / 8; n++) {
             s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
 #pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) {
-                uint32_t b0 = *(const uint32_t *)&Ks[n * 8 + g][kk * 16 + t4 * 2];
-                uint32_t b1 = *(const uint32_t *)&Ks[n * 8 + g][kk * 16 + 8 + t4 * 2];
-                mma_bf16(s[n], qf[kk], b0, b1);
+            for (int kk = 0; kk < D / 16; kk += 2) {
+                uint32_t b[4];
+                ldsm_x4(b, Ks + (n * 8 + (lane & 7)) * ROW + kk * 16 + (lane >> 3) * 8);
+                mma_bf16(s[n], qf[kk], b[0], b[1]);
+                mma_bf16(s[n], qf[kk + 1], b[2], b[3]);
             }
         }
         /* scale into log2 units and mask */
         float mx0 = -INFINITY, mx1 = -INFINITY;
+        const bool full = k0 + TN <= klen && (bs == 0 || k0 + TN <= kvc);
 #pragma unroll
         for (int n = 0; n < TN / 8; n++) {
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int j = k0 + n * 8 + t4 * 2 + (e & 1), i = e < 2 ? r0 : r1;
-                bool vis = j < klen && (bs == 0 || j < kvc || (j - kvc) / bs <= i / bs);
+                bool vis = full || (j < klen && (bs == 0 || j < kvc || (j - kvc) / bs <= i / bs));
                 s[n][e] = vis ? s[n][e] * sl2 : -INFINITY;
             }
             mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
@@ -147,30 +197,123 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
             uint32_t pa[4] = {pack_bf2(s[2 * kk][0], s[2 * kk][1]), pack_bf2(s[2 * kk][2], s[2 * kk][3]),
                               pack_bf2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                               pack_bf2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-            const int kr = kk * 16 + t4 * 2;
+            const int mat = lane >> 3;
+            const bf16_t *vrow = Vs + (kk * 16 + (mat & 1) * 8 + (lane & 7)) * ROW + (mat >> 1) * 8;
 #pragma unroll
-            for (int n = 0; n < D / 8; n++) {
-                const int col = n * 8 + g;
-                uint32_t b0 = (uint32_t)Vs[kr][col] | ((uint32_t)Vs[kr + 1][col] << 16);
-                uint32_t b1 = (uint32_t)Vs[kr + 8][col] | ((uint32_t)Vs[kr + 9][col] << 16);
-                mma_bf16(o[n], pa, b0, b1);
+            for (int n2 = 0; n2 < D / 16; n2++) {
+                uint32_t b[4];
+                ldsm_x4_trans(b, vrow + n2 * 16);
+                mma_bf16(o[2 * n2], pa, b[0], b[1]);
+                mma_bf16(o[2 * n2 + 1], pa, b[2], b[3]);
             }
         }
+        __syncthreads(); /* everyone is done with this stage before it is refilled */
+        stage ^= 1;
     }
+    asm volatile("cp.async.wait_group 0;\n" ::);
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;
-    const int ostride = a.H * D;
+    if (splits == 1) {
+        float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;
+        const int ostride = a.H * D;
+#pragma unroll
+        for (int n = 0; n < D / 8; n++) {
+            int c = head * D + n * 8 + t4 * 2;
+            if (r0 < qlen)
+                *(uint32_t *)(a.o + (size_t)(qs + r0) * ostride + c) = pack_bf2(o[n][0] * i0, o[n][1] * i0);
+            if (r1 < qlen)
+                *(uint32_t *)(a.o + (size_t)(qs + r1) * ostride + c) = pack_bf2(o[n][2] * i1, o[n][3] * i1);
+        }
+        return;
+    }
+    /* partial results: O [split][T][H][D], then (max, sum) [split][T][H] */
+    float *po = (float *)a.ws, *pml = po + (size_t)splits * a.T * a.H * D;
+    const size_t z = blockIdx.z;
 #pragma unroll
     for (int n = 0; n < D / 8; n++) {
-        int c = head * D + n * 8 + t4 * 2;
+        int c = n * 8 + t4 * 2;
         if (r0 < qlen)
-            *(uint32_t *)(a.o + (size_t)(qs + r0) * ostride + c) = pack_bf2(o[n][0] * i0, o[n][1] * i0);
+            *(float2 *)(po + ((z * a.T + qs + r0) * a.H + head) * D + c) = make_float2(o[n][0], o[n][1]);
         if (r1 < qlen)
-            *(uint32_t *)(a.o + (size_t)(qs + r1) * ostride + c) = pack_bf2(o[n][2] * i1, o[n][3] * i1);
+            *(float2 *)(po + ((z * a.T + qs + r1) * a.H + head) * D + c) = make_float2(o[n][2], o[n][3]);
     }
+    if (t4 == 0) {
+        if (r0 < qlen)
+            *(float2 *)(pml + 2 * ((z * a.T + qs + r0) * a.H + head)) = make_float2(m0, l0);
+        if (r1 < qlen)
+            *(float2 *)(pml + 2 * ((z * a.T + qs + r1) * a.H + head)) = make_float2(m1, l1);
+    }
+}
+
+/* One block per (row, head), D threads: merges the splits' partial softmax results. */
+template <int D>
+static __global__ void combine_kernel(const k_attn_args a, int splits)
+{
+    const int t = blockIdx.x, head = blockIdx.y, c = threadIdx.x;
+    const float *po = (const float *)a.ws, *pml = po + (size_t)splits * a.T * a.H * D;
+    float M = -INFINITY;
+    for (int z = 0; z < splits; z++)
+        M = fmaxf(M, pml[2 * (((size_t)z * a.T + t) * a.H + head)]);
+    float Ms = M == -INFINITY ? 0.f : M, L = 0.f, acc = 0.f;
+    for (int z = 0; z < splits; z++) {
+        size_t i = ((size_t)z * a.T + t) * a.H + head;
+        float w = exp2f(pml[2 * i] - Ms);
+        L += pml[2 * i + 1] * w;
+        acc += po[i * D + c] * w;
+    }
+    a.o[(size_t)t * a.H * D + head * D + c] = f2bf(L > 0.f ? acc / L : 0.f);
+}
+
+static int num_sms(void)
+{
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0;
+        cudaGetDevice(&dev);
+        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
+            sms = 1;
+    }
+    return sms;
+}
+
+extern "C" int k_attention_splits(const struct k_attn_args *a)
+{
+    if (!a->ws || a->num_tiles <= 0)
+        return 1;
+    int blocks = a->num_tiles * a->H;
+    int want = (2 * num_sms() + blocks - 1) / blocks;
+    int useful = (a->max_key_len + TN - 1) / TN;
+    int splits = want < useful ? want : useful;
+    if (splits > MAX_SPLITS)
+        splits = MAX_SPLITS;
+    while (splits > 1 && (int64_t)splits * a->T * a->H * (a->d + 2) * 4 > a->ws_bytes)
+        splits--;
+    return splits < 1 ? 1 : splits;
+}
+
+template <int D> static int launch(const struct k_attn_args *a, cudaStream_t stream)
+{
+    static bool configured = false;
+    const int bytes = smem_layout<D>::BYTES;
+    if (!configured) {
+        cudaError_t e = cudaFuncSetAttribute(attention_kernel<D>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+        if (e != cudaSuccess)
+            return (int)e;
+        configured = true;
+    }
+    int splits = k_attention_splits(a);
+    dim3 grid((unsigned)a->num_tiles, (unsigned)a->H, (unsigned)splits);
+    attention_kernel<D><<<grid, 128, bytes, stream>>>(*a);
+    if (splits > 1) {
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+            return (int)e;
+        combine_kernel<D><<<dim3((unsigned)a->T, (unsigned)a->H), D, 0, stream>>>(*a, splits);
+    }
+    return (int)cudaGetLastError();
 }
 
 extern "C" int k_attention(const struct k_attn_args *a, k_stream stream)
@@ -179,12 +322,9 @@ extern "C" int k_attention(const struct k_attn_args *a, k_stream stream)
         return 0;
     if (a->H % a->Hkv || a->page_tokens <= 0)
         return (int)cudaErrorInvalidValue;
-    dim3 grid((unsigned)a->num_tiles, (unsigned)a->H);
     if (a->d == 128)
-        attention_kernel<128><<<grid, 128, 0, stream>>>(*a);
-    else if (a->d == 64)
-        attention_kernel<64><<<grid, 128, 0, stream>>>(*a);
-    else
-        return (int)cudaErrorInvalidValue;
-    K_LAUNCH_RETURN();
+        return launch<128>(a, stream);
+    if (a->d == 64)
+        return launch<64>(a, stream);
+    return (int)cudaErrorInvalidValue;
 }

@@ -68,9 +68,18 @@ struct k_attn_args {
     int num_tiles;
     int H, Hkv, d, page_tokens, block_size;
     float scale;
+    /* split-KV: with few query tiles the keys are split over several blocks whose partial results
+     * (fp32) are combined by a second kernel. ws/ws_bytes is scratch for them (NULL: no split);
+     * max_key_len bounds the useful number of splits. */
+    void *ws;
+    int64_t ws_bytes;
+    int T;           /* packed query rows (for the combine) */
+    int max_key_len;
 };
 #define K_ATTN_TILE_M 64
 int k_attention(const struct k_attn_args *a, k_stream stream);
+/* The number of key splits k_attention will use for these arguments (1 = none). */
+int k_attention_splits(const struct k_attn_args *a);
 
 /* Per row of logits [rows, V]: the argmax, its value and its softmax probability (confidence),
  * written at out_*[row_base + row]. */
