@@ -17,7 +17,7 @@ static void engine_usage(FILE *f)
     fprintf(f,
 "usage: tessera engine check [--seed S]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--logit-chunk N]\n"
-"                            [--mem-limit GB] [--json FILE]\n"
+"                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention]\n"
 "\n"
 "check  every kernel and whole steps of tiny models on the GPU against the CPU reference\n"
 "       (normwise relative errors against bf16-appropriate bounds); exit 1 on any failure\n"
@@ -40,11 +40,12 @@ int cli_engine(int argc, char **argv)
                                       {"logit-chunk", required_argument, 0, 'c'},
                                       {"mem-limit", required_argument, 0, 'M'},
                                       {"json", required_argument, 0, 'j'},
+                                      {"only", required_argument, 0, 'o'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     int64_t seed = 1, reps = 20, chunk = 2048;
     double mem_gb = 0;
-    const char *model = "llada-8b", *json = NULL;
+    const char *model = "llada-8b", *json = NULL, *only = NULL;
     optind = 1;
     int c;
     while ((c = getopt_long(argc - 1, argv + 1, "h", o, NULL)) != -1) {
@@ -56,6 +57,10 @@ int cli_engine(int argc, char **argv)
         case 'M': bad = ts_parse_double(optarg, &mem_gb) || mem_gb <= 0; break;
         case 'm': model = optarg; break;
         case 'j': json = optarg; break;
+        case 'o':
+            only = optarg;
+            bad = strcmp(only, "steps") && strcmp(only, "gemm") && strcmp(only, "attention");
+            break;
         case 'h': engine_usage(stdout); return 0;
         default: fprintf(stderr, "tessera engine: see --help\n"); return EXIT_USAGE;
         }
@@ -67,7 +72,7 @@ int cli_engine(int argc, char **argv)
     if (strcmp(sub, "check") == 0)
         return eng_check_run((uint64_t)seed, stdout);
     if (strcmp(sub, "bench") == 0) {
-        struct eng_bench_opts bo = {.reps = (int)reps, .logit_chunk = (int)chunk,
+        struct eng_bench_opts bo = {.reps = (int)reps, .logit_chunk = (int)chunk, .only = only,
                                     .mem_limit = (int64_t)(mem_gb * 1e9)};
         struct ts_err err;
         if (model_resolve(model, &bo.model, &err)) {

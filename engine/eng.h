@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "model.h"
 #include "step_desc.h"
@@ -64,6 +65,8 @@ int eng_graph_replay(struct eng *e, int n, float *median_ms, struct ts_err *err)
 
 /* Copies the final normalised hidden rows of the last step ([R, hidden] as fp32) to dst. */
 int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err);
+/* Prints the GEMM shapes tuned so far with their times (eng_gemm.c). */
+void eng_report_gemms(const struct eng *e, FILE *out);
 /* Fills the activation workspace with NaN (checks that every output is written). */
 int eng_poison_workspace(struct eng *e, struct ts_err *err);
 /* Bytes of workspace the last step's shapes touched (to set beside the simulator's estimate). */

@@ -146,7 +146,7 @@ static double attention_tflops(const struct model_cfg *m, int nseq, int q, int k
                             .q_start = base, .q_len = base + nseq, .key_len = base + 2 * nseq,
                             .kv_cached = base + 3 * nseq, .page_off = base + 4 * nseq,
                             .pages = base + 5 * nseq, .tiles = base + 5 * nseq + nseq * pages_per,
-                            .num_tiles = nt, .H = H, .Hkv = Hkv, .d = d, .page_tokens = pt,
+                            .num_tiles = nt, .H = H, .Hkv = Hkv, .d = d, .page_tokens = pt, .page_shift = 4,
                             .block_size = 0, .scale = 1.0f / sqrtf((float)d), .ws = ws,
                             .ws_bytes = ws_bytes, .T = T, .max_key_len = keys}};
     float ms = time_ms(run_attn, &ctx, reps);
@@ -263,7 +263,11 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
     if (o->json)
         fprintf(o->json, "{\"ceiling\":true,\"gemm_tflops\":%.2f,\"copy_tbps\":%.3f}\n", peak / 1e12, bw / 1e12);
 
+    bool all = !o->only, steps = all || strcmp(o->only, "steps") == 0;
+    bool gemms = all || strcmp(o->only, "gemm") == 0, attn = all || strcmp(o->only, "attention") == 0;
     /* 2. steps */
+    if (!steps)
+        goto after_steps;
     struct eng_opts eo;
     eng_opts_defaults(&eo);
     eo.max_tokens = 8192;
@@ -325,11 +329,17 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
             eng_release(e, first + s);
         next_req += c->nseq;
     }
+    fprintf(out, "\ntuned GEMMs of those steps (cuBLASLt, fastest of the heuristic's candidates):\n");
+    eng_report_gemms(e, out);
     eng_destroy(e);
     e = NULL;
-
-    gemm_table(m, o->reps, peak, bw, out, o->json);
-
+after_steps:
+    if (gemms)
+        gemm_table(m, o->reps, peak, bw, out, o->json);
+    if (!attn) {
+        rc = 0;
+        goto done;
+    }
     /* 3. attention alone */
     fprintf(out, "\n%-36s %9s %9s\n", "attention kernel", "ms", "TFLOP/s");
     const int shapes[][3] = {{16, 512, 0}, {1, 2048, 0}, {16, 32, 480}, {1, 32, 480}};

@@ -14,6 +14,7 @@ struct eng_bench_opts {
     int logit_chunk;
     int64_t mem_limit;    /* bytes, 0 = free memory */
     FILE *json;           /* one JSON object per line, or NULL */
+    const char *only;     /* "steps", "gemm" or "attention"; NULL = all */
 };
 
 int eng_bench_run(const struct eng_bench_opts *o, FILE *out);

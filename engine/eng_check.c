@@ -258,7 +258,7 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
                             .q_start = dmeta[0], .q_len = dmeta[1], .key_len = dmeta[2],
                             .kv_cached = dmeta[3], .page_off = dmeta[4], .pages = dmeta[5],
                             .tiles = dmeta[6], .num_tiles = ntiles, .H = H, .Hkv = Hkv, .d = d,
-                            .page_tokens = pt, .block_size = block_size, .scale = 1.0f / sqrtf((float)d),
+                            .page_tokens = pt, .page_shift = 4, .block_size = block_size, .scale = 1.0f / sqrtf((float)d),
                             .T = T, .max_key_len = max_keys};
     if (split) {
         a.ws_bytes = 64 << 20;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_gemm.h"
 #include "eng_plan.h"
 #include "eng_safetensors.h"
 #include "eng_weights.h"
@@ -63,6 +64,8 @@ struct eng {
     char device[256];
     cudaStream_t stream;
     cublasHandle_t blas;
+    struct eng_gemm *gemm;
+    bool tuning; /* GEMM autotuning allowed (off during graph capture) */
     cudaEvent_t ev0, ev1;
     void *blas_ws, *attn_ws;
     bf16_t *w;                 /* weights */
@@ -165,6 +168,8 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     *out = NULL;
     if (o->max_tokens < 1 || o->logit_chunk < 1 || o->page_tokens < 1 || o->ffn_chunks < 1)
         return ts_fail(err, "engine: max_tokens, logit_chunk, page_tokens and ffn_chunks must be >= 1");
+    if (o->page_tokens & (o->page_tokens - 1))
+        return ts_fail(err, "engine: page_tokens %d is not a power of two", o->page_tokens);
     struct eng *e = xcalloc(1, sizeof *e);
     e->m = *m;
     e->o = *o;
@@ -265,6 +270,9 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     }
     if (load_or_init_weights(e, err))
         goto fail;
+    if (eng_gemm_create(&e->gemm, e->blas_ws, BLAS_WORKSPACE, err))
+        goto fail;
+    e->tuning = true;
     eng_kv_init(&e->kv, o->page_tokens, (int32_t)(pool_tokens / o->page_tokens));
     eng_plan_init(&e->plan);
     *out = e;
@@ -289,6 +297,7 @@ void eng_destroy(struct eng *e)
     for (size_t i = 0; i < TS_ARRAY_LEN(host); i++)
         if (host[i])
             cudaFreeHost(host[i]);
+    eng_gemm_destroy(e->gemm);
     if (e->blas)
         cublasDestroy(e->blas);
     if (e->ev0)
@@ -305,15 +314,14 @@ void eng_destroy(struct eng *e)
 
 /* --- one step ---------------------------------------------------------------------------- */
 
-/* Y[rows, out] (+)= X[rows, in] W^T, W [out, in] row-major: cuBLAS column-major "TN". */
+/* Y[rows, out] (+)= X[rows, in] W^T, W [out, in] row-major, through cuBLASLt (eng_gemm.c). The
+ * logits buffer is the tuning scratch: it is free until the LM head runs. */
 static int gemm(struct eng *e, const bf16_t *Wt, const bf16_t *X, bf16_t *Y, int rows, int in,
                 int out, float beta, struct ts_err *err)
 {
-    const float alpha = 1.0f;
-    CB(cublasGemmEx(e->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &alpha, Wt, CUDA_R_16BF, in, X,
-                    CUDA_R_16BF, in, &beta, Y, CUDA_R_16BF, out, CUBLAS_COMPUTE_32F,
-                    CUBLAS_GEMM_DEFAULT));
-    return 0;
+    size_t scratch = 2 * (size_t)TS_MIN(e->o.max_tokens, e->o.logit_chunk) * e->m.vocab;
+    return eng_gemm_run(e->gemm, Wt, X, Y, rows, out, in, beta, e->stream, e->tuning, e->logits,
+                        scratch, err);
 }
 
 /* Packs the plan into the pinned buffer, carving the device pointers in the same order. */
@@ -362,6 +370,7 @@ static int forward(struct eng *e, struct ts_err *err)
             .q_len = e->dm.q_len, .key_len = e->dm.key_len, .kv_cached = e->dm.kv_cached,
             .page_off = e->dm.page_off, .pages = e->dm.pages, .tiles = e->dm.tiles,
             .num_tiles = p->num_tiles, .H = H, .Hkv = Hkv, .d = d, .page_tokens = e->o.page_tokens,
+            .page_shift = __builtin_ctz((unsigned)e->o.page_tokens),
             .block_size = e->o.block_size, .scale = 1.0f / sqrtf((float)d), .ws = e->attn_ws,
             .ws_bytes = ATTN_WORKSPACE, .T = T, .max_key_len = p->max_key_len};
         const int chunks = e->o.ffn_chunks, Tc = (T + chunks - 1) / chunks;
@@ -446,11 +455,16 @@ int eng_graph_capture(struct eng *e, const struct step_desc *sd, struct ts_err *
     }
     if (eng_plan_build(&e->plan, &e->kv, sd, e->m.vocab, e->o.seed, err) || upload_plan(e, err))
         return -1;
+    /* one eager run first: GEMM shapes get tuned outside the capture */
+    if (forward(e, err))
+        return -1;
     CU(cudaStreamSynchronize(e->stream));
     cudaGraph_t g;
+    e->tuning = false;
     CU(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
     int rc = forward(e, err);
     cudaError_t ce = cudaStreamEndCapture(e->stream, &g);
+    e->tuning = true;
     if (rc)
         return -1;
     if (ce != cudaSuccess)
@@ -490,6 +504,8 @@ int eng_graph_replay(struct eng *e, int n, float *median_ms, struct ts_err *err)
     free(t);
     return 0;
 }
+
+void eng_report_gemms(const struct eng *e, FILE *out) { eng_gemm_report(e->gemm, out); }
 
 int eng_poison_workspace(struct eng *e, struct ts_err *err)
 {

@@ -67,7 +67,7 @@ static __device__ __forceinline__ void load_tile(bf16_t *Ks, bf16_t *Vs, const k
     for (int c = threadIdx.x; c < TN * (D / 8); c += blockDim.x) {
         int row = c / (D / 8), col = (c % (D / 8)) * 8, j = k0 + row;
         if (j < klen) {
-            size_t slot = (size_t)pages[j / a.page_tokens] * a.page_tokens + j % a.page_tokens;
+            size_t slot = ((size_t)pages[j >> a.page_shift] << a.page_shift) | (j & ((1 << a.page_shift) - 1));
             size_t off = (slot * a.Hkv + hk) * D + col;
             cp_async16(Ks + row * ROW + col, a.k_pool + off);
             cp_async16(Vs + row * ROW + col, a.v_pool + off);
@@ -150,17 +150,28 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
                 mma_bf16(s[n], qf[kk + 1], b[2], b[3]);
             }
         }
-        /* scale into log2 units and mask */
+        /* scale into log2 units; mask only tiles that reach past the keys or into the blocks */
         float mx0 = -INFINITY, mx1 = -INFINITY;
         const bool full = k0 + TN <= klen && (bs == 0 || k0 + TN <= kvc);
+        if (full) {
+#pragma unroll
+            for (int n = 0; n < TN / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    s[n][e] *= sl2;
+        } else {
+            const int b0 = bs > 0 ? r0 / bs : 0, b1 = bs > 0 ? r1 / bs : 0;
+#pragma unroll
+            for (int n = 0; n < TN / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int j = k0 + n * 8 + t4 * 2 + (e & 1);
+                    bool vis = j < klen && (bs == 0 || j < kvc || (j - kvc) / bs <= (e < 2 ? b0 : b1));
+                    s[n][e] = vis ? s[n][e] * sl2 : -INFINITY;
+                }
+        }
 #pragma unroll
         for (int n = 0; n < TN / 8; n++) {
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int j = k0 + n * 8 + t4 * 2 + (e & 1), i = e < 2 ? r0 : r1;
-                bool vis = full || (j < klen && (bs == 0 || j < kvc || (j - kvc) / bs <= i / bs));
-                s[n][e] = vis ? s[n][e] * sl2 : -INFINITY;
-            }
             mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
             mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
         }
@@ -170,7 +181,7 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
         float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
         float b0s = n0 == -INFINITY ? 0.f : n0, b1s = n1 == -INFINITY ? 0.f : n1;
-        float al0 = exp2f(m0 - b0s), al1 = exp2f(m1 - b1s);
+        float al0 = fast_exp2(m0 - b0s), al1 = fast_exp2(m1 - b1s);
         m0 = n0;
         m1 = n1;
         l0 *= al0;
@@ -184,10 +195,10 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
         }
 #pragma unroll
         for (int n = 0; n < TN / 8; n++) {
-            s[n][0] = exp2f(s[n][0] - b0s);
-            s[n][1] = exp2f(s[n][1] - b0s);
-            s[n][2] = exp2f(s[n][2] - b1s);
-            s[n][3] = exp2f(s[n][3] - b1s);
+            s[n][0] = fast_exp2(s[n][0] - b0s);
+            s[n][1] = fast_exp2(s[n][1] - b0s);
+            s[n][2] = fast_exp2(s[n][2] - b1s);
+            s[n][3] = fast_exp2(s[n][3] - b1s);
             l0 += s[n][0] + s[n][1];
             l1 += s[n][2] + s[n][3];
         }
@@ -320,7 +331,7 @@ extern "C" int k_attention(const struct k_attn_args *a, k_stream stream)
 {
     if (a->num_tiles <= 0)
         return 0;
-    if (a->H % a->Hkv || a->page_tokens <= 0)
+    if (a->H % a->Hkv || a->page_tokens <= 0 || (1 << a->page_shift) != a->page_tokens)
         return (int)cudaErrorInvalidValue;
     if (a->d == 128)
         return launch<128>(a, stream);

@@ -13,8 +13,9 @@
 
 static __device__ __forceinline__ float bf2f(bf16_t v) { return __uint_as_float((uint32_t)v << 16); }
 
-/* Round to nearest even, NaN kept quiet: the same rounding as eng_f2bf() on the host. */
-static __device__ __forceinline__ bf16_t f2bf(float f)
+/* Round to nearest even, NaN kept quiet: bit-identical to eng_f2bf() on the host (random weights
+ * must match the CPU reference exactly). Elsewhere f2bf() uses the hardware conversion. */
+static __device__ __forceinline__ bf16_t f2bf_exact(float f)
 {
     uint32_t u = __float_as_uint(f);
     if ((u & 0x7fffffffu) > 0x7f800000u)
@@ -23,9 +24,25 @@ static __device__ __forceinline__ bf16_t f2bf(float f)
     return (bf16_t)(u >> 16);
 }
 
+/* Round to nearest even in one cvt instruction (same result as f2bf_exact for finite values). */
+static __device__ __forceinline__ bf16_t f2bf(float f)
+{
+    __nv_bfloat16 b = __float2bfloat16_rn(f);
+    return *(bf16_t *)&b;
+}
+
 static __device__ __forceinline__ uint32_t pack_bf2(float lo, float hi)
 {
-    return (uint32_t)f2bf(lo) | ((uint32_t)f2bf(hi) << 16);
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); /* .x = lo in the low half */
+    return *(uint32_t *)&v;
+}
+
+/* 2^x with the special-function unit (inputs here are <= 0 or -inf). */
+static __device__ __forceinline__ float fast_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
 }
 
 /* SplitMix64 of (seed, index) -> U(-1, 1) with 24 random bits: the host's eng_hash_uniform(). */

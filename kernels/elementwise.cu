@@ -9,7 +9,7 @@ static __global__ void fill_random_kernel(bf16_t *dst, int64_t n, uint64_t seed,
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
-        dst[i] = f2bf(scale * hash_uniform(seed, (uint64_t)i));
+        dst[i] = f2bf_exact(scale * hash_uniform(seed, (uint64_t)i));
 }
 
 extern "C" int k_fill_random(bf16_t *dst, int64_t n, uint64_t seed, float scale, k_stream stream)

@@ -53,7 +53,7 @@ int k_swiglu(bf16_t *out, const bf16_t *gu, int rows, int F, k_stream stream);
  * Varlen attention over packed segments. Segment s has q_len[s] query rows starting at packed
  * row q_start[s] of q (rows of stride q_stride elements, heads of d contiguous), and attends to
  * key_len[s] keys: its page list pages[page_off[s] ...] maps key j to slot
- * pages[j / page_tokens] * page_tokens + j % page_tokens. Query i of the segment sits at key
+ * pages[j / page_tokens] * page_tokens + j % page_tokens (page_tokens a power of two). Query i of the segment sits at key
  * position kv_cached[s] + i. block_size > 0 makes it block-causal: key j is visible to query i iff
  * j < kv_cached[s] or (j - kv_cached[s]) / block_size <= i / block_size. Output o [T, H * d].
  * tiles: num_tiles pairs (segment, first query row) of 64-row query tiles.
@@ -67,6 +67,7 @@ struct k_attn_args {
     const int32_t *tiles; /* [num_tiles][2] */
     int num_tiles;
     int H, Hkv, d, page_tokens, block_size;
+    int page_shift;  /* log2(page_tokens): pages are a power of two tokens */
     float scale;
     /* split-KV: with few query tiles the keys are split over several blocks whose partial results
      * (fp32) are combined by a second kernel. ws/ws_bytes is scratch for them (NULL: no split);

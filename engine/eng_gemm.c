@@ -1,0 +1,195 @@
+/* eng_gemm.c: cuBLASLt GEMMs with per-shape algorithm selection by timing. */
+#define _POSIX_C_SOURCE 200809L
+#include "eng_gemm.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <cublasLt.h>
+#pragma GCC diagnostic pop
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ALGOS 16
+#define TUNE_REPS 5
+
+struct shape {
+    int M, N, K, beta1;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatmulAlgo_t algo;
+    bool tuned;
+    float best_ms, first_ms;
+};
+
+struct eng_gemm {
+    cublasLtHandle_t lt;
+    void *ws;
+    size_t ws_bytes;
+    struct shape *shapes;
+    size_t n, cap;
+    cudaEvent_t e0, e1;
+};
+
+#define LT(call)                                                                                   \
+    do {                                                                                           \
+        cublasStatus_t s_ = (call);                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                           \
+            return ts_fail(err, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cublasGetStatusString(s_)); \
+    } while (0)
+
+int eng_gemm_create(struct eng_gemm **out, void *workspace, size_t ws_bytes, struct ts_err *err)
+{
+    struct eng_gemm *g = xcalloc(1, sizeof *g);
+    g->ws = workspace;
+    g->ws_bytes = ws_bytes;
+    if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS || cudaEventCreate(&g->e0) != cudaSuccess ||
+        cudaEventCreate(&g->e1) != cudaSuccess) {
+        eng_gemm_destroy(g);
+        return ts_fail(err, "engine: cuBLASLt or event creation failed");
+    }
+    *out = g;
+    return 0;
+}
+
+void eng_gemm_destroy(struct eng_gemm *g)
+{
+    if (!g)
+        return;
+    for (size_t i = 0; i < g->n; i++) {
+        cublasLtMatmulDescDestroy(g->shapes[i].op);
+        cublasLtMatrixLayoutDestroy(g->shapes[i].a);
+        cublasLtMatrixLayoutDestroy(g->shapes[i].b);
+        cublasLtMatrixLayoutDestroy(g->shapes[i].c);
+    }
+    free(g->shapes);
+    if (g->lt)
+        cublasLtDestroy(g->lt);
+    if (g->e0)
+        cudaEventDestroy(g->e0);
+    if (g->e1)
+        cudaEventDestroy(g->e1);
+    free(g);
+}
+
+/* Column-major view: D[N, M] = op(A) B with A = W viewed [K, N] and transposed, B = X viewed [K, M]. */
+static int describe(struct eng_gemm *g, struct shape *s, struct ts_err *err)
+{
+    (void)g;
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    LT(cublasLtMatmulDescCreate(&s->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LT(cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT(cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LT(cublasLtMatrixLayoutCreate(&s->a, CUDA_R_16BF, (uint64_t)s->K, (uint64_t)s->N, s->K));
+    LT(cublasLtMatrixLayoutCreate(&s->b, CUDA_R_16BF, (uint64_t)s->K, (uint64_t)s->M, s->K));
+    LT(cublasLtMatrixLayoutCreate(&s->c, CUDA_R_16BF, (uint64_t)s->N, (uint64_t)s->M, s->N));
+    return 0;
+}
+
+static int candidates(struct eng_gemm *g, struct shape *s, cublasLtMatmulHeuristicResult_t *res,
+                      int *n, struct ts_err *err)
+{
+    cublasLtMatmulPreference_t pref;
+    LT(cublasLtMatmulPreferenceCreate(&pref));
+    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g->ws_bytes, sizeof g->ws_bytes);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulAlgoGetHeuristic(g->lt, s->op, s->a, s->b, s->c, s->c, pref, MAX_ALGOS, res, n);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || *n == 0)
+        return ts_fail(err, "engine: no cuBLASLt algorithm for a %d x %d x %d GEMM (%s)", s->M, s->N,
+                       s->K, cublasGetStatusString(st));
+    return 0;
+}
+
+static cublasStatus_t matmul(struct eng_gemm *g, struct shape *s, const cublasLtMatmulAlgo_t *algo,
+                             const void *W, const void *X, void *Y, float beta, cudaStream_t st)
+{
+    const float alpha = 1.0f;
+    return cublasLtMatmul(g->lt, s->op, &alpha, W, s->a, X, s->b, &beta, Y, s->c, Y, s->c, algo, g->ws,
+                          g->ws_bytes, st);
+}
+
+static int tune(struct eng_gemm *g, struct shape *s, const void *W, const void *X, void *scratch,
+                cudaStream_t st, struct ts_err *err)
+{
+    cublasLtMatmulHeuristicResult_t res[MAX_ALGOS];
+    int n = 0;
+    if (candidates(g, s, res, &n, err))
+        return -1;
+    s->algo = res[0].algo;
+    s->best_ms = s->first_ms = -1;
+    float beta = s->beta1 ? 1.0f : 0.0f;
+    for (int i = 0; i < n; i++) {
+        if (res[i].state != CUBLAS_STATUS_SUCCESS)
+            continue;
+        bool ok = matmul(g, s, &res[i].algo, W, X, scratch, beta, st) == CUBLAS_STATUS_SUCCESS;
+        float ms = 0;
+        if (ok) {
+            cudaEventRecord(g->e0, st);
+            for (int r = 0; r < TUNE_REPS; r++)
+                matmul(g, s, &res[i].algo, W, X, scratch, beta, st);
+            cudaEventRecord(g->e1, st);
+            ok = cudaEventSynchronize(g->e1) == cudaSuccess &&
+                 cudaEventElapsedTime(&ms, g->e0, g->e1) == cudaSuccess;
+        }
+        if (!ok) {
+            cudaGetLastError(); /* a candidate that fails is skipped */
+            continue;
+        }
+        ms /= TUNE_REPS;
+        if (i == 0)
+            s->first_ms = ms;
+        if (s->best_ms < 0 || ms < s->best_ms) {
+            s->best_ms = ms;
+            s->algo = res[i].algo;
+        }
+    }
+    s->tuned = true;
+    return 0;
+}
+
+int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N,
+                 int K, float beta, k_stream stream, bool may_tune, void *scratch,
+                 size_t scratch_bytes, struct ts_err *err)
+{
+    int beta1 = beta != 0.0f;
+    struct shape *s = NULL;
+    for (size_t i = 0; i < g->n; i++)
+        if (g->shapes[i].M == M && g->shapes[i].N == N && g->shapes[i].K == K && g->shapes[i].beta1 == beta1)
+            s = &g->shapes[i];
+    if (!s) {
+        ts_grow((void **)&g->shapes, &g->cap, g->n + 1, sizeof *g->shapes);
+        s = &g->shapes[g->n++];
+        memset(s, 0, sizeof *s);
+        s->M = M, s->N = N, s->K = K, s->beta1 = beta1;
+        if (describe(g, s, err))
+            return -1;
+        cublasLtMatmulHeuristicResult_t res[1];
+        int n = 0;
+        cublasLtMatmulPreference_t pref;
+        LT(cublasLtMatmulPreferenceCreate(&pref));
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                             &g->ws_bytes, sizeof g->ws_bytes);
+        cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g->lt, s->op, s->a, s->b, s->c, s->c, pref, 1, res, &n);
+        cublasLtMatmulPreferenceDestroy(pref);
+        if (st != CUBLAS_STATUS_SUCCESS || n == 0)
+            return ts_fail(err, "engine: no cuBLASLt algorithm for a %d x %d x %d GEMM", M, N, K);
+        s->algo = res[0].algo;
+    }
+    if (!s->tuned && may_tune && scratch && scratch_bytes >= 2 * (size_t)M * N && (void *)Y != scratch)
+        if (tune(g, s, W, X, scratch, (cudaStream_t)stream, err))
+            return -1;
+    LT(matmul(g, s, &s->algo, W, X, Y, beta, (cudaStream_t)stream));
+    return 0;
+}
+
+void eng_gemm_report(const struct eng_gemm *g, FILE *out)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        const struct shape *s = &g->shapes[i];
+        if (s->tuned && s->best_ms > 0)
+            fprintf(out, "  gemm %5d x %6d x %5d%s: %.4f ms (heuristic's first: %.4f ms)\n", s->M, s->N,
+                    s->K, s->beta1 ? " +C" : "", s->best_ms, s->first_ms);
+    }
+}

@@ -1,0 +1,29 @@
+/*
+ * eng_gemm.h: the engine's GEMMs, Y[M, N] (+)= X[M, K] W^T for bf16 row-major X, Y and HF-layout
+ * W [N, K], through cuBLASLt. The first time a shape is run with tuning allowed, every algorithm
+ * cuBLASLt's heuristic proposes (up to 16) is timed on a scratch output and the fastest kept;
+ * during CUDA graph capture tuning is off and a shape not tuned yet takes the heuristic's first.
+ */
+#ifndef TESSERA_ENG_GEMM_H
+#define TESSERA_ENG_GEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+
+#include "kernels.h"
+#include "util.h"
+
+struct eng_gemm;
+
+int eng_gemm_create(struct eng_gemm **out, void *workspace, size_t ws_bytes, struct ts_err *err);
+void eng_gemm_destroy(struct eng_gemm *g);
+/* scratch (scratch_bytes) receives the candidates' outputs while tuning; NULL disables tuning. */
+int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N,
+                 int K, float beta, k_stream stream, bool may_tune, void *scratch,
+                 size_t scratch_bytes, struct ts_err *err);
+/* Shapes tuned so far and the speed-up of the chosen algorithm over the heuristic's first. */
+void eng_gemm_report(const struct eng_gemm *g, FILE *out);
+
+#endif
