@@ -10,12 +10,15 @@
 #include "cli.h"
 #include "eng_bench.h"
 #include "eng_check.h"
+#include "eng_replay.h"
 #include "model.h"
 
 static void engine_usage(FILE *f)
 {
     fprintf(f,
 "usage: tessera engine check [--seed S]\n"
+"       tessera engine replay --db RUN.db [--run ID] [--steps N] [--mem-limit GB]\n"
+"       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--logit-chunk N]\n"
 "                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention]\n"
 "\n"
@@ -24,7 +27,11 @@ static void engine_usage(FILE *f)
 "bench  measures the GEMM and copy ceilings, then times Refresh and Reuse steps of the model\n"
 "       [llada-8b, random weights] from CUDA graphs (median of N [20] replays) against their\n"
 "       floors, the attention kernel alone, and the step workspace beside the simulator's\n"
-"       activation estimate; --json appends one JSON object per result to FILE\n");
+"       activation estimate; --json appends one JSON object per result to FILE\n"
+"replay executes the steps a simulation stored (tessera sim --db, without --no-steps) and\n"
+"       writes each measured duration beside the predicted one into engine_steps\n"
+"profile times every op of steps over a grid of (sequences, q, cached kv, logits) and writes\n"
+"       the rows, with GPU name, clocks, driver, CUDA and cuBLAS versions, into engine_profile\n");
 }
 
 int cli_engine(int argc, char **argv)
@@ -41,9 +48,13 @@ int cli_engine(int argc, char **argv)
                                       {"mem-limit", required_argument, 0, 'M'},
                                       {"json", required_argument, 0, 'j'},
                                       {"only", required_argument, 0, 'o'},
+                                      {"db", required_argument, 0, 'd'},
+                                      {"run", required_argument, 0, 'R'},
+                                      {"steps", required_argument, 0, 'S'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
-    int64_t seed = 1, reps = 20, chunk = 2048;
+    int64_t seed = 1, reps = 20, chunk = 2048, run = 0, steps = 0;
+    const char *db = NULL;
     double mem_gb = 0;
     const char *model = "llada-8b", *json = NULL, *only = NULL;
     optind = 1;
@@ -57,6 +68,9 @@ int cli_engine(int argc, char **argv)
         case 'M': bad = ts_parse_double(optarg, &mem_gb) || mem_gb <= 0; break;
         case 'm': model = optarg; break;
         case 'j': json = optarg; break;
+        case 'd': db = optarg; break;
+        case 'R': bad = ts_parse_i64(optarg, &run) || run < 1; break;
+        case 'S': bad = ts_parse_i64(optarg, &steps) || steps < 1; break;
         case 'o':
             only = optarg;
             bad = strcmp(only, "steps") && strcmp(only, "gemm") && strcmp(only, "attention");
@@ -88,6 +102,21 @@ int cli_engine(int argc, char **argv)
             fclose(bo.json);
         return rc;
     }
-    fprintf(stderr, "tessera engine: unknown subcommand '%s' (check, bench)\n", sub);
+    if (strcmp(sub, "replay") == 0 || strcmp(sub, "profile") == 0) {
+        if (!db) {
+            fprintf(stderr, "tessera engine %s: which database? (--db FILE)\n", sub);
+            return EXIT_USAGE;
+        }
+        if (sub[1] == 'e')
+            return eng_replay_run(db, run, steps, mem_gb, stdout);
+        struct model_cfg m;
+        struct ts_err err;
+        if (model_resolve(model, &m, &err)) {
+            fprintf(stderr, "tessera engine profile: %s\n", err.msg);
+            return EXIT_USAGE;
+        }
+        return eng_profile_run(&m, db, (int)TS_MIN(reps, 5), mem_gb, stdout);
+    }
+    fprintf(stderr, "tessera engine: unknown subcommand '%s' (check, bench, replay, profile)\n", sub);
     return EXIT_USAGE;
 }

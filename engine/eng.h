@@ -65,6 +65,10 @@ int eng_graph_replay(struct eng *e, int n, float *median_ms, struct ts_err *err)
 
 /* Copies the final normalised hidden rows of the last step ([R, hidden] as fp32) to dst. */
 int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err);
+/* Per-op GPU time of one eager step, measured with an event between consecutive ops; op_ms is
+ * indexed by enum cost_op (cost.h), the categories the cost model prices. */
+int eng_step_profile(struct eng *e, const struct step_desc *sd, double *op_ms, float *total_ms,
+                     struct ts_err *err);
 /* Prints the GEMM shapes tuned so far with their times (eng_gemm.c). */
 void eng_report_gemms(const struct eng *e, FILE *out);
 /* Fills the activation workspace with NaN (checks that every output is written). */

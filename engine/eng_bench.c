@@ -22,6 +22,7 @@
 
 #include "eng.h"
 #include "kernels.h"
+#include "cost.h"
 #include "mem.h"
 
 static int cmp_f(const void *a, const void *b)
@@ -325,6 +326,23 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
                              "\"memory_floor_ms\":%.4f,\"x_floor\":%.4f,\"workspace_bytes\":%lld,"
                              "\"sim_act_bytes\":%lld}\n", c->name, ms, floor_ms, fl_ms, by_ms, ms / floor_ms,
                     (long long)ws, (long long)sim_act);
+        double op_ms[OP_COUNT];
+        float eager_ms;
+        if (eng_step_profile(e, &sd, op_ms, &eager_ms, &err)) {
+            fprintf(stderr, "engine bench: %s\n", err.msg);
+            goto done;
+        }
+        fprintf(out, "    eager %.3f ms by op:", eager_ms);
+        for (int op = 0; op < OP_COUNT; op++)
+            if (op_ms[op] > 0.0005)
+                fprintf(out, " %s %.2f", cost_op_name((enum cost_op)op), op_ms[op]);
+        fprintf(out, "\n");
+        if (o->json) {
+            fprintf(o->json, "{\"case\":\"%s\",\"eager_ms\":%.4f", c->name, eager_ms);
+            for (int op = 0; op < OP_COUNT; op++)
+                fprintf(o->json, ",\"%s_ms\":%.4f", cost_op_name((enum cost_op)op), op_ms[op]);
+            fprintf(o->json, "}\n");
+        }
         for (int s = 0; s < c->nseq; s++)
             eng_release(e, first + s);
         next_req += c->nseq;

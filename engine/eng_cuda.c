@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "eng_gemm.h"
 #include "eng_plan.h"
 #include "eng_safetensors.h"
@@ -50,6 +51,8 @@
         if (s_ != CUBLAS_STATUS_SUCCESS)                                                           \
             return ts_fail(err, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cublasGetStatusString(s_)); \
     } while (0)
+
+#define MAX_PROF_EVENTS 1024
 
 struct dev_meta { /* device copies of the plan's arrays, carved from one buffer */
     int32_t *tok_pos, *tok_slot, *tok_ids, *q_start, *q_len, *key_len, *kv_cached, *page_off;
@@ -86,7 +89,21 @@ struct eng {
     int32_t last_R;
     cudaGraphExec_t graph;
     bool have_graph;
+    /* per-op profiling: an event after each op, tagged with its cost-model op */
+    bool profiling;
+    cudaEvent_t prof_ev[MAX_PROF_EVENTS];
+    int prof_op[MAX_PROF_EVENTS];
+    int prof_n;
 };
+
+/* Marks the end of an op in a profiled run (no-op otherwise). */
+static void mark(struct eng *e, enum cost_op op)
+{
+    if (!e->profiling || e->prof_n >= MAX_PROF_EVENTS)
+        return;
+    cudaEventRecord(e->prof_ev[e->prof_n], e->stream);
+    e->prof_op[e->prof_n++] = op;
+}
 
 void eng_opts_defaults(struct eng_opts *o)
 {
@@ -288,6 +305,8 @@ void eng_destroy(struct eng *e)
         return;
     if (e->have_graph)
         cudaGraphExecDestroy(e->graph);
+    for (int i = 0; i < MAX_PROF_EVENTS && e->prof_ev[i]; i++)
+        cudaEventDestroy(e->prof_ev[i]);
     void *dev[] = {e->w, e->blas_ws, e->attn_ws, e->k_pool, e->v_pool, e->x, e->hn, e->qkv, e->att, e->gu,
                    e->act, e->hr, e->logits, e->d_meta_buf, e->d_tok, e->d_max, e->d_conf};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
@@ -365,6 +384,7 @@ static int forward(struct eng *e, struct ts_err *err)
     cudaStream_t st = e->stream;
     if (T > 0) {
         KL(k_embed(e->x, W(e, W_EMB, -1), e->dm.tok_ids, T, h, st));
+        mark(e, OP_EMBED);
         struct k_attn_args aa = {
             .q = e->qkv, .q_stride = width, .o = e->att, .q_start = e->dm.q_start,
             .q_len = e->dm.q_len, .key_len = e->dm.key_len, .kv_cached = e->dm.kv_cached,
@@ -377,34 +397,46 @@ static int forward(struct eng *e, struct ts_err *err)
         for (int L = 0; L < m->num_layers; L++) {
             bf16_t *kp = e->k_pool + L * layer_slots, *vp = e->v_pool + L * layer_slots;
             KL(k_rmsnorm(e->hn, e->x, W(e, W_ATTN_NORM, L), T, h, RMS_EPS, st));
+            mark(e, OP_NORM);
             if (gemm(e, W(e, W_QKV, L), e->hn, e->qkv, T, h, width, 0.f, err))
                 return -1;
+            mark(e, OP_QKV);
             KL(k_qkv_rope_store(e->qkv, W(e, W_QKV_BIAS, L), e->dm.tok_pos, e->dm.tok_slot, kp, vp, T,
                                 H, Hkv, d, (float)m->rope_theta, st));
+            mark(e, OP_ROPE);
             aa.k_pool = kp;
             aa.v_pool = vp;
             KL(k_attention(&aa, st));
+            mark(e, OP_ATTN);
             if (gemm(e, W(e, W_O, L), e->att, e->x, T, qd, h, 1.f, err))
                 return -1;
+            mark(e, OP_OPROJ);
             KL(k_rmsnorm(e->hn, e->x, W(e, W_FFN_NORM, L), T, h, RMS_EPS, st));
+            mark(e, OP_NORM);
             for (int c0 = 0; c0 < T; c0 += Tc) {
                 int rows = TS_MIN(Tc, T - c0);
                 if (gemm(e, W(e, W_GU, L), e->hn + (size_t)c0 * h, e->gu, rows, h, 2 * F, 0.f, err))
                     return -1;
+                mark(e, OP_GATE_UP);
                 KL(k_swiglu(e->act, e->gu, rows, F, st));
+                mark(e, OP_ACT);
                 if (gemm(e, W(e, W_DOWN, L), e->act, e->x + (size_t)c0 * h, rows, F, h, 1.f, err))
                     return -1;
+                mark(e, OP_DOWN);
             }
         }
     }
     if (p->R > 0) {
         KL(k_gather_rows(e->hr, e->x, e->dm.logit_idx, p->R, h, st));
         KL(k_rmsnorm(e->hr, e->hr, W(e, W_FINAL_NORM, -1), p->R, h, RMS_EPS, st));
+        mark(e, OP_NORM);
         for (int c0 = 0; c0 < p->R; c0 += e->o.logit_chunk) {
             int rows = TS_MIN(e->o.logit_chunk, p->R - c0);
             if (gemm(e, W(e, W_LM, -1), e->hr + (size_t)c0 * h, e->logits, rows, h, m->vocab, 0.f, err))
                 return -1;
+            mark(e, OP_LM_HEAD);
             KL(k_argmax_conf(e->logits, rows, m->vocab, e->d_tok, e->d_max, e->d_conf, c0, st));
+            mark(e, OP_SAMPLE);
         }
     }
     return 0;
@@ -446,6 +478,37 @@ int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, flo
 }
 
 void eng_release(struct eng *e, int32_t req_id) { eng_kv_release(&e->kv, req_id); }
+
+int eng_step_profile(struct eng *e, const struct step_desc *sd, double *op_ms, float *total_ms,
+                     struct ts_err *err)
+{
+    for (int i = 0; i < OP_COUNT; i++)
+        op_ms[i] = 0;
+    if (eng_plan_build(&e->plan, &e->kv, sd, e->m.vocab, e->o.seed, err) || upload_plan(e, err))
+        return -1;
+    if (!e->prof_ev[0])
+        for (int i = 0; i < MAX_PROF_EVENTS; i++)
+            CU(cudaEventCreate(&e->prof_ev[i]));
+    e->profiling = true;
+    e->prof_n = 0;
+    CU(cudaEventRecord(e->ev0, e->stream));
+    int rc = forward(e, err);
+    e->profiling = false;
+    if (rc)
+        return -1;
+    CU(cudaEventRecord(e->ev1, e->stream));
+    if (fetch_outputs(e, NULL, err))
+        return -1;
+    CU(cudaEventElapsedTime(total_ms, e->ev0, e->ev1));
+    cudaEvent_t prev = e->ev0;
+    for (int i = 0; i < e->prof_n; i++) {
+        float ms;
+        CU(cudaEventElapsedTime(&ms, prev, e->prof_ev[i]));
+        op_ms[e->prof_op[i]] += ms;
+        prev = e->prof_ev[i];
+    }
+    return 0;
+}
 
 int eng_graph_capture(struct eng *e, const struct step_desc *sd, struct ts_err *err)
 {

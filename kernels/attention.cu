@@ -125,6 +125,8 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
         o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 
+    /* a warp whose 16 rows all lie past the segment only helps load tiles */
+    const bool active = q0 + warp * 16 < qlen;
     int stage = 0;
     if (kbeg < kstop)
         load_tile<D>(smem, smem + TILE, a, pages, hk, kbeg, klen);
@@ -137,6 +139,11 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
         }
         asm volatile("cp.async.commit_group;\ncp.async.wait_group 1;\n" ::);
         __syncthreads();
+        if (!active) {
+            __syncthreads();
+            stage ^= 1;
+            continue;
+        }
 
         float s[TN / 8][4];
 #pragma unroll

@@ -124,17 +124,26 @@ extern "C" int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, 
 }
 
 /*
- * One block per token. Threads walk the (H + Hkv) rotated heads in pairs (i, i + d/2) and then
+ * One block per token. The token's cos/sin table (d/2 angles) is computed once into shared memory
+ * and shared by all H + Hkv rotated heads; then threads walk the (head, i) pairs (i, i + d/2) and
  * the V head(s). K and V go to the token's pool slot; Q stays in place for the attention kernel.
  */
 static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
                                              const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool,
                                              int H, int Hkv, int d, float log2_theta)
 {
+    extern __shared__ float cs[]; /* [d/2] cos, then [d/2] sin */
     const int t = blockIdx.x, half = d / 2, width = (H + 2 * Hkv) * d;
     bf16_t *row = qkv + (size_t)t * width;
     const float pos = (float)tok_pos[t];
     const size_t slot_off = (size_t)tok_slot[t] * Hkv * d;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        float s, c;
+        sincosf(pos * exp2f(-log2_theta * (float)(2 * i) / (float)d), &s, &c);
+        cs[i] = c;
+        cs[half + i] = s;
+    }
+    __syncthreads();
     for (int e = threadIdx.x; e < (H + Hkv) * half; e += blockDim.x) {
         int head = e / half, i = e % half;
         int c1 = head * d + i, c2 = c1 + half;
@@ -143,9 +152,7 @@ static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, co
             x1 += bf2f(bias[c1]);
             x2 += bf2f(bias[c2]);
         }
-        float inv_freq = exp2f(-log2_theta * (float)(2 * i) / (float)d);
-        float s, c;
-        sincosf(pos * inv_freq, &s, &c);
+        float c = cs[i], s = cs[half + i];
         bf16_t y1 = f2bf(x1 * c - x2 * s), y2 = f2bf(x1 * s + x2 * c);
         if (head < H) {
             row[c1] = y1;
@@ -173,8 +180,10 @@ extern "C" int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *
         return (int)cudaErrorInvalidValue;
     if (T == 0)
         return 0;
-    qkv_rope_store_kernel<<<T, 256, 0, stream>>>(qkv, bias, tok_pos, tok_slot, k_pool, v_pool, H, Hkv,
-                                                 d, log2f(theta));
+    /* enough threads per token that a small step still spreads its work */
+    int threads = (H + Hkv) * d / 2 >= 1024 ? 512 : 256;
+    qkv_rope_store_kernel<<<T, threads, d * sizeof(float), stream>>>(qkv, bias, tok_pos, tok_slot, k_pool,
+                                                                      v_pool, H, Hkv, d, log2f(theta));
     K_LAUNCH_RETURN();
 }
 

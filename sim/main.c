@@ -19,7 +19,7 @@ static void usage(FILE *f)
             "  sim      replay a trace through a policy, scheduler and cost model; print a summary\n"
             "  trace    info FILE | gen ... | fit FILE: inspect, generate and fit traces\n"
             "  list     models | gpus | policies | schedulers | systems | impls | decode\n"
-            "  engine   check | bench: the CUDA engine (%s)\n"
+            "  engine   check | bench | replay | profile: the CUDA engine (%s)\n"
             "\n"
             "Every command takes --help. `tessera sim` alone runs the default scenario.\n",
             TS_VERSION,

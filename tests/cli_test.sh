@@ -112,6 +112,21 @@ if command -v gnuplot >/dev/null; then
     expect 0 "plot ops" -- bash "$(dirname "$0")/../analysis/plot.sh" ops "$tmp/ops.png" "$tmp/ok.db"
 fi
 
+# the engine's command line (its GPU work runs on a GPU machine: make check-gpu)
+if $bin --help | grep -q "CUDA engine (built in)"; then
+    expect 0 "engine --help" -- $bin engine --help
+    expect 2 "engine replay without --db" -- $bin engine replay
+    contains "engine replay without --db" "which database"
+    expect 2 "engine bench bad --only" -- $bin engine bench --only everything
+    expect 2 "engine unknown subcommand" -- $bin engine fly
+    contains "engine unknown subcommand" "check, bench, replay, profile"
+    expect 2 "engine check without a GPU" -- $bin engine check
+    contains "engine check without a GPU" "no CUDA device"
+else
+    expect 2 "engine not built" -- $bin engine check
+    contains "engine not built" "built without CUDA"
+fi
+
 # lists
 for w in models gpus policies schedulers systems impls decode; do expect 0 "list $w" -- $bin list $w; done
 contains "list decode" "threshold:llada-gsm8k"

@@ -1,0 +1,347 @@
+/*
+ * eng_replay.c: replaying a simulation's steps on the engine, and sweeping op shapes into a
+ * profile database. Both write SQLite in one transaction (ROLLBACK on any failure).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "eng_replay.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <jansson.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost.h"
+#include "eng.h"
+#include "step_desc.h"
+
+static int db_exec(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        fprintf(stderr, "sqlite: %s\n", msg ? msg : "?");
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int phase_of(const char *name)
+{
+    for (int p = 0; p < PHASE_COUNT; p++)
+        if (strcmp(seg_phase_name((enum seg_phase)p), name) == 0)
+            return p;
+    return PHASE_REUSE;
+}
+
+int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double mem_limit_gb, FILE *out)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL, *ins = NULL;
+    struct eng *e = NULL;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    int32_t *last_step = NULL;
+    int rc = 1;
+    struct ts_err err;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        fprintf(stderr, "tessera engine replay: %s: cannot open the database\n", path);
+        goto done;
+    }
+    /* the run and its configuration */
+    if (sqlite3_prepare_v2(db, run_id > 0 ? "SELECT run_id, config_json FROM runs WHERE run_id = ?"
+                                          : "SELECT run_id, config_json FROM runs ORDER BY run_id DESC LIMIT 1",
+                           -1, &q, NULL) != SQLITE_OK) {
+        fprintf(stderr, "tessera engine replay: %s: not a tessera database (%s)\n", path, sqlite3_errmsg(db));
+        goto done;
+    }
+    if (run_id > 0)
+        sqlite3_bind_int64(q, 1, run_id);
+    if (sqlite3_step(q) != SQLITE_ROW) {
+        fprintf(stderr, "tessera engine replay: %s: no run %lld\n", path, (long long)run_id);
+        goto done;
+    }
+    run_id = sqlite3_column_int64(q, 0);
+    json_error_t jerr;
+    json_t *cfg = json_loads((const char *)sqlite3_column_text(q, 1), 0, &jerr);
+    sqlite3_finalize(q);
+    q = NULL;
+    if (!cfg) {
+        fprintf(stderr, "tessera engine replay: run %lld: unreadable config_json\n", (long long)run_id);
+        goto done;
+    }
+    struct model_cfg m;
+    const char *model = json_string_value(json_object_get(cfg, "model"));
+    const char *policy = json_string_value(json_object_get(cfg, "policy"));
+    int block = (int)json_integer_value(json_object_get(cfg, "block_size"));
+    int chunk = (int)json_integer_value(json_object_get(cfg, "max_num_logits"));
+    int ffn_chunks = (int)json_integer_value(json_object_get(cfg, "ffn_chunks"));
+    if (!model || model_resolve(model, &m, &err)) {
+        fprintf(stderr, "tessera engine replay: run %lld: %s\n", (long long)run_id, model ? err.msg : "no model");
+        json_decref(cfg);
+        goto done;
+    }
+    bool block_causal = policy && strcmp(policy, "block") == 0 && m.block_causal;
+    json_decref(cfg);
+    /* sizes: the largest step, and the last step of each request */
+    int64_t num_steps = 0, max_q = 0, max_r = 0, max_req = -1;
+    if (sqlite3_prepare_v2(db, "SELECT count(*), max(q_tokens), max(logit_rows) FROM steps WHERE run_id = ?",
+                           -1, &q, NULL) != SQLITE_OK)
+        goto sqlfail;
+    sqlite3_bind_int64(q, 1, run_id);
+    if (sqlite3_step(q) == SQLITE_ROW) {
+        num_steps = sqlite3_column_int64(q, 0);
+        max_q = sqlite3_column_int64(q, 1);
+        max_r = sqlite3_column_int64(q, 2);
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    if (num_steps == 0) {
+        fprintf(stderr, "tessera engine replay: run %lld has no steps (was it run with --no-steps?)\n",
+                (long long)run_id);
+        goto done;
+    }
+    if (max_steps > 0 && max_steps < num_steps)
+        num_steps = max_steps;
+    if (sqlite3_prepare_v2(db, "SELECT req_id, max(step_id) FROM segments WHERE run_id = ? GROUP BY req_id",
+                           -1, &q, NULL) != SQLITE_OK)
+        goto sqlfail;
+    sqlite3_bind_int64(q, 1, run_id);
+    size_t cap = 0;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        int64_t r = sqlite3_column_int64(q, 0);
+        if (r > max_req) {
+            ts_grow((void **)&last_step, &cap, (size_t)r + 1, sizeof *last_step);
+            for (int64_t i = max_req + 1; i <= r; i++)
+                last_step[i] = -1;
+            max_req = r;
+        }
+        last_step[r] = (int32_t)sqlite3_column_int64(q, 1);
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+
+    struct eng_opts o;
+    eng_opts_defaults(&o);
+    o.max_tokens = (int32_t)TS_MAX(max_q, 64);
+    o.logit_chunk = chunk > 0 ? chunk : (int32_t)TS_MAX(max_r, 1);
+    o.block_size = block_causal ? block : 0;
+    o.ffn_chunks = ffn_chunks > 0 ? ffn_chunks : 1;
+    o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
+    if (eng_create(&m, &o, &e, &err)) {
+        fprintf(stderr, "tessera engine replay: %s\n", err.msg);
+        goto done;
+    }
+    fprintf(out, "replaying %lld steps of run %lld (%s) on %s\n", (long long)num_steps, (long long)run_id,
+            m.name, eng_device_name(e));
+    if (db_exec(db, "BEGIN IMMEDIATE") ||
+        db_exec(db, "CREATE TABLE IF NOT EXISTS engine_steps(run_id INTEGER, step_id INTEGER, predicted_ns "
+                    "INTEGER, measured_ns INTEGER, device TEXT, PRIMARY KEY(run_id, step_id))"))
+        goto done;
+    if (sqlite3_prepare_v2(db, "SELECT step_id, duration_ns FROM steps WHERE run_id = ? ORDER BY step_id", -1, &q,
+                           NULL) != SQLITE_OK)
+        goto sqlfail_rollback;
+    sqlite3_stmt *segq;
+    if (sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded FROM segments "
+                               "WHERE run_id = ? AND step_id = ?", -1, &segq, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO engine_steps VALUES(?,?,?,?,?)", -1, &ins, NULL) != SQLITE_OK)
+        goto sqlfail_rollback;
+    sqlite3_bind_int64(q, 1, run_id);
+    double sum_abs_rel = 0, sum_pred = 0, sum_meas = 0;
+    int64_t n = 0;
+    while (n < num_steps && sqlite3_step(q) == SQLITE_ROW) {
+        int64_t step = sqlite3_column_int64(q, 0), pred = sqlite3_column_int64(q, 1);
+        step_desc_clear(&sd);
+        sd.logit_chunk_rows = o.logit_chunk;
+        sqlite3_bind_int64(segq, 1, run_id);
+        sqlite3_bind_int64(segq, 2, step);
+        while (sqlite3_step(segq) == SQLITE_ROW) {
+            struct segment g = {.req_id = sqlite3_column_int(segq, 0),
+                                .phase = (uint8_t)phase_of((const char *)sqlite3_column_text(segq, 1)),
+                                .q = sqlite3_column_int(segq, 2), .kv = sqlite3_column_int(segq, 3),
+                                .kv_write = sqlite3_column_int(segq, 4),
+                                .logit_rows = sqlite3_column_int(segq, 5), .decoded = sqlite3_column_int(segq, 6)};
+            step_desc_add(&sd, &g);
+        }
+        sqlite3_reset(segq);
+        float ms = 0;
+        if (eng_step(e, &sd, NULL, &ms, &err)) {
+            fprintf(stderr, "tessera engine replay: step %lld: %s\n", (long long)step, err.msg);
+            sqlite3_finalize(segq);
+            goto rollback;
+        }
+        for (int32_t i = 0; i < sd.num_segs; i++) {
+            int32_t r = sd.segs[i].req_id;
+            if (r <= max_req && last_step[r] == step)
+                eng_release(e, r);
+        }
+        int64_t meas = llround(ms * 1e6);
+        sqlite3_bind_int64(ins, 1, run_id);
+        sqlite3_bind_int64(ins, 2, step);
+        sqlite3_bind_int64(ins, 3, pred);
+        sqlite3_bind_int64(ins, 4, meas);
+        sqlite3_bind_text(ins, 5, eng_device_name(e), -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(ins) != SQLITE_DONE) {
+            sqlite3_finalize(segq);
+            goto sqlfail_rollback;
+        }
+        sqlite3_reset(ins);
+        if (n > 0) { /* the first step carries GEMM tuning */
+            sum_abs_rel += fabs((double)pred - meas) / (double)meas;
+            sum_pred += (double)pred;
+            sum_meas += (double)meas;
+        }
+        n++;
+    }
+    sqlite3_finalize(segq);
+    if (db_exec(db, "COMMIT"))
+        goto done;
+    if (n > 1)
+        fprintf(out, "%lld steps: measured %.3f s, predicted %.3f s (%+.1f%%); per-step MAPE %.1f%% "
+                     "(first step left out: it tunes the GEMMs); rows in engine_steps\n",
+                (long long)n, sum_meas * 1e-9, sum_pred * 1e-9, 100.0 * (sum_pred - sum_meas) / sum_meas,
+                100.0 * sum_abs_rel / (double)(n - 1));
+    rc = 0;
+    goto done;
+sqlfail_rollback:
+    fprintf(stderr, "tessera engine replay: %s: %s\n", path, sqlite3_errmsg(db));
+rollback:
+    db_exec(db, "ROLLBACK");
+    goto done;
+sqlfail:
+    fprintf(stderr, "tessera engine replay: %s: %s\n", path, sqlite3_errmsg(db));
+done:
+    sqlite3_finalize(q);
+    sqlite3_finalize(ins);
+    sqlite3_close(db);
+    eng_destroy(e);
+    step_desc_free(&sd);
+    free(last_step);
+    return rc;
+}
+
+/* --- profile ----------------------------------------------------------------------------- */
+
+int eng_profile_run(const struct model_cfg *m, const char *path, int reps, double mem_limit_gb, FILE *out)
+{
+    static const int q_grid[] = {1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
+    static const int kv_grid[] = {0, 128, 480, 1024, 2048};
+    sqlite3 *db = NULL;
+    sqlite3_stmt *ins = NULL;
+    struct eng *e = NULL;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct ts_err err;
+    int rc = 1;
+    struct eng_opts o;
+    eng_opts_defaults(&o);
+    o.max_tokens = 8192;
+    o.logit_chunk = 2048;
+    o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
+    if (eng_create(m, &o, &e, &err)) {
+        fprintf(stderr, "tessera engine profile: %s\n", err.msg);
+        goto done;
+    }
+    int drv = 0, rt = 0, sm_clock = 0, mem_clock = 0, dev = 0, cublas_ver = 0;
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sm_clock, cudaDevAttrClockRate, dev);
+    cudaDeviceGetAttribute(&mem_clock, cudaDevAttrMemoryClockRate, dev);
+    cublasHandle_t h;
+    if (cublasCreate(&h) == CUBLAS_STATUS_SUCCESS) {
+        cublasGetVersion(h, &cublas_ver);
+        cublasDestroy(h);
+    }
+    if (sqlite3_open(path, &db) != SQLITE_OK) {
+        fprintf(stderr, "tessera engine profile: %s: cannot open\n", path);
+        goto done;
+    }
+    if (db_exec(db, "BEGIN IMMEDIATE") ||
+        db_exec(db, "CREATE TABLE IF NOT EXISTS engine_profile(device TEXT, sm_clock_khz INTEGER, "
+                    "mem_clock_khz INTEGER, driver INTEGER, cuda_runtime INTEGER, cublas INTEGER, model TEXT, "
+                    "segs INTEGER, q INTEGER, kv INTEGER, logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL)"))
+        goto done;
+    if (sqlite3_prepare_v2(db, "INSERT INTO engine_profile VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &ins,
+                           NULL) != SQLITE_OK)
+        goto rollback;
+    int64_t rows = 0, req = 0;
+    for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++)
+        for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++)
+            for (int with_logits = 0; with_logits < 2; with_logits++) {
+                int q = q_grid[qi], kv = kv_grid[ki];
+                int segs = TS_MIN(16, 8192 / q); /* several sequences, up to 8192 tokens */
+                if (kv > 0 && q > 512)
+                    continue; /* long Refresh steps have no cache */
+                /* fill each sequence's cache with a step of its own, then time the step */
+                for (int s = 0; s < segs && kv > 0; s++) {
+                    step_desc_clear(&sd);
+                    struct segment g = {.req_id = (int32_t)(req + s), .q = kv, .phase = PHASE_REFRESH};
+                    step_desc_add(&sd, &g);
+                    if (eng_step(e, &sd, NULL, NULL, &err))
+                        goto engfail;
+                }
+                step_desc_clear(&sd);
+                for (int s = 0; s < segs; s++) {
+                    struct segment g = {.req_id = (int32_t)(req + s), .q = q, .kv = kv,
+                                        .logit_rows = with_logits ? q : 0, .phase = PHASE_REUSE};
+                    step_desc_add(&sd, &g);
+                }
+                double acc[OP_COUNT] = {0}, op_ms[OP_COUNT];
+                float total = 0, t;
+                if (eng_step(e, &sd, NULL, NULL, &err)) /* warm-up and GEMM tuning */
+                    goto engfail;
+                for (int r = 0; r < reps; r++) {
+                    if (eng_step_profile(e, &sd, op_ms, &t, &err))
+                        goto engfail;
+                    total += t / (float)reps;
+                    for (int op = 0; op < OP_COUNT; op++)
+                        acc[op] += op_ms[op] / reps;
+                }
+                for (int op = 0; op < OP_COUNT; op++) {
+                    if (acc[op] <= 0)
+                        continue;
+                    int k = 1;
+                    sqlite3_bind_text(ins, k++, eng_device_name(e), -1, SQLITE_TRANSIENT);
+                    sqlite3_bind_int(ins, k++, sm_clock);
+                    sqlite3_bind_int(ins, k++, mem_clock);
+                    sqlite3_bind_int(ins, k++, drv);
+                    sqlite3_bind_int(ins, k++, rt);
+                    sqlite3_bind_int(ins, k++, cublas_ver);
+                    sqlite3_bind_text(ins, k++, m->name, -1, SQLITE_TRANSIENT);
+                    sqlite3_bind_int(ins, k++, segs);
+                    sqlite3_bind_int(ins, k++, q);
+                    sqlite3_bind_int(ins, k++, kv);
+                    sqlite3_bind_int(ins, k++, with_logits ? q : 0);
+                    sqlite3_bind_text(ins, k++, cost_op_name((enum cost_op)op), -1, SQLITE_STATIC);
+                    sqlite3_bind_double(ins, k++, acc[op]);
+                    sqlite3_bind_double(ins, k++, total);
+                    if (sqlite3_step(ins) != SQLITE_DONE)
+                        goto rollback;
+                    sqlite3_reset(ins);
+                    rows++;
+                }
+                fprintf(out, "  %2d x q %5d over %5d cached%s: %9.3f ms\n", segs, q, kv,
+                        with_logits ? ", logits" : "        ", total);
+                for (int s = 0; s < segs; s++)
+                    eng_release(e, (int32_t)(req + s));
+                req += segs;
+            }
+    if (db_exec(db, "COMMIT"))
+        goto done;
+    fprintf(out, "engine profile: %lld rows in %s (table engine_profile)\n", (long long)rows, path);
+    rc = 0;
+    goto done;
+engfail:
+    fprintf(stderr, "tessera engine profile: %s\n", err.msg);
+rollback:
+    db_exec(db, "ROLLBACK");
+done:
+    sqlite3_finalize(ins);
+    sqlite3_close(db);
+    eng_destroy(e);
+    step_desc_free(&sd);
+    return rc;
+}

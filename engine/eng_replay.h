@@ -1,0 +1,25 @@
+/* eng_replay.h: `tessera engine replay` and `tessera engine profile`. */
+#ifndef TESSERA_ENG_REPLAY_H
+#define TESSERA_ENG_REPLAY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+
+/*
+ * Replay: executes, step by step, the steps run `run_id` (0: the latest) of the simulation database
+ * `db` recorded, on the engine, and stores each measured duration beside the predicted one in the
+ * table engine_steps(run_id, step_id, predicted_ns, measured_ns, device) of the same database, in
+ * one transaction. Requests are released after their last segment. Prints the per-step error.
+ */
+int eng_replay_run(const char *db, int64_t run_id, int64_t max_steps, double mem_limit_gb, FILE *out);
+
+/*
+ * Profile: sweeps step shapes of a model (segments of q tokens over kv cached keys, with and
+ * without logits), times each op of each step with CUDA events, and stores the rows in the table
+ * engine_profile of `db` with the GPU name, clocks, driver, CUDA runtime and cuBLAS versions.
+ */
+int eng_profile_run(const struct model_cfg *m, const char *db, int reps, double mem_limit_gb, FILE *out);
+
+#endif
