@@ -124,9 +124,10 @@ extern "C" int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, 
 }
 
 /*
- * One block per token. The token's cos/sin table (d/2 angles) is computed once into shared memory
- * and shared by all H + Hkv rotated heads; then threads walk the (head, i) pairs (i, i + d/2) and
- * the V head(s). K and V go to the token's pool slot; Q stays in place for the attention kernel.
+ * Block (token, group): the token's cos/sin table (d/2 angles) is computed into shared memory and
+ * shared by the rotated heads of the group; threads walk the group's (head, i) pairs (i, i + d/2)
+ * and its share of the V heads. K and V go to the token's pool slot; Q stays in place for the
+ * attention kernel. Small steps use several groups per token so that enough blocks run.
  */
 static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
                                              const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool,
@@ -137,6 +138,10 @@ static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, co
     bf16_t *row = qkv + (size_t)t * width;
     const float pos = (float)tok_pos[t];
     const size_t slot_off = (size_t)tok_slot[t] * Hkv * d;
+    const int groups = gridDim.y, grp = blockIdx.y;
+    const int pairs = (H + Hkv) * half, per = (pairs + groups - 1) / groups;
+    const int pair_lo = grp * per, pair_hi = min(pairs, pair_lo + per);
+    const int vper = (Hkv * d + groups - 1) / groups, v_lo = grp * vper, v_hi = min(Hkv * d, v_lo + vper);
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
         float s, c;
         sincosf(pos * exp2f(-log2_theta * (float)(2 * i) / (float)d), &s, &c);
@@ -144,7 +149,7 @@ static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, co
         cs[half + i] = s;
     }
     __syncthreads();
-    for (int e = threadIdx.x; e < (H + Hkv) * half; e += blockDim.x) {
+    for (int e = pair_lo + threadIdx.x; e < pair_hi; e += blockDim.x) {
         int head = e / half, i = e % half;
         int c1 = head * d + i, c2 = c1 + half;
         float x1 = bf2f(row[c1]), x2 = bf2f(row[c2]);
@@ -163,7 +168,7 @@ static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, co
             k_pool[slot_off + kh * d + i + half] = y2;
         }
     }
-    for (int e = threadIdx.x; e < Hkv * d; e += blockDim.x) {
+    for (int e = v_lo + threadIdx.x; e < v_hi; e += blockDim.x) {
         int c = (H + Hkv) * d + e;
         float v = bf2f(row[c]);
         if (bias)
@@ -180,10 +185,12 @@ extern "C" int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *
         return (int)cudaErrorInvalidValue;
     if (T == 0)
         return 0;
-    /* enough threads per token that a small step still spreads its work */
-    int threads = (H + Hkv) * d / 2 >= 1024 ? 512 : 256;
-    qkv_rope_store_kernel<<<T, threads, d * sizeof(float), stream>>>(qkv, bias, tok_pos, tok_slot, k_pool,
-                                                                      v_pool, H, Hkv, d, log2f(theta));
+    /* at least ~4 blocks per SM: a small step splits each token's heads into groups */
+    int groups = 1;
+    while (groups < 16 && (int64_t)T * groups < 528 && (H + Hkv) / (groups * 2) >= 1)
+        groups *= 2;
+    qkv_rope_store_kernel<<<dim3((unsigned)T, (unsigned)groups), 256, d * sizeof(float), stream>>>(
+        qkv, bias, tok_pos, tok_slot, k_pool, v_pool, H, Hkv, d, log2f(theta));
     K_LAUNCH_RETURN();
 }
 
