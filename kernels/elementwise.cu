@@ -185,9 +185,10 @@ extern "C" int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *
         return (int)cudaErrorInvalidValue;
     if (T == 0)
         return 0;
-    /* at least ~4 blocks per SM: a small step splits each token's heads into groups */
+    /* a step of few tokens splits each token's heads into groups so that ~2 blocks per SM run
+     * (each group recomputes the cos/sin table: larger steps keep one group) */
     int groups = 1;
-    while (groups < 16 && (int64_t)T * groups < 528 && (H + Hkv) / (groups * 2) >= 1)
+    while (groups < 16 && (int64_t)T * groups < 264 && (H + Hkv) / (groups * 2) >= 1)
         groups *= 2;
     qkv_rope_store_kernel<<<dim3((unsigned)T, (unsigned)groups), 256, d * sizeof(float), stream>>>(
         qkv, bias, tok_pos, tok_slot, k_pool, v_pool, H, Hkv, d, log2f(theta));
