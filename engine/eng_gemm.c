@@ -184,6 +184,14 @@ int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y
     return 0;
 }
 
+int eng_gemm_tuned_count(const struct eng_gemm *g)
+{
+    int n = 0;
+    for (size_t i = 0; i < g->n; i++)
+        n += g->shapes[i].tuned;
+    return n;
+}
+
 void eng_gemm_report(const struct eng_gemm *g, FILE *out)
 {
     for (size_t i = 0; i < g->n; i++) {

@@ -23,6 +23,8 @@ void eng_gemm_destroy(struct eng_gemm *g);
 int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N,
                  int K, float beta, k_stream stream, bool may_tune, void *scratch,
                  size_t scratch_bytes, struct ts_err *err);
+/* How many shapes have been tuned so far (a step that tuned is not a clean timing). */
+int eng_gemm_tuned_count(const struct eng_gemm *g);
 /* Shapes tuned so far and the speed-up of the chosen algorithm over the heuristic's first. */
 void eng_gemm_report(const struct eng_gemm *g, FILE *out);
 

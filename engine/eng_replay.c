@@ -226,8 +226,9 @@ done:
 
 int eng_profile_run(const struct model_cfg *m, const char *path, int reps, double mem_limit_gb, FILE *out)
 {
-    static const int q_grid[] = {1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
-    static const int kv_grid[] = {0, 128, 480, 1024, 2048};
+    static const int q_grid[] = {1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+    static const int kv_grid[] = {0, 128, 480, 1024, 2048, 4096};
+    static const int seg_grid[] = {16, 1}; /* many short sequences, and one: the per-sequence cost */
     sqlite3 *db = NULL;
     sqlite3_stmt *ins = NULL;
     struct eng *e = NULL;
@@ -237,7 +238,7 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, doubl
     int rc = 1;
     struct eng_opts o;
     eng_opts_defaults(&o);
-    o.max_tokens = 8192;
+    o.max_tokens = 16384;
     o.logit_chunk = 2048;
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
     if (eng_create(m, &o, &e, &err)) {
@@ -270,11 +271,14 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, doubl
     int64_t rows = 0, req = 0;
     for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++)
         for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++)
+            for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
             for (int with_logits = 0; with_logits < 2; with_logits++) {
                 int q = q_grid[qi], kv = kv_grid[ki];
-                int segs = TS_MIN(16, 8192 / q); /* several sequences, up to 8192 tokens */
+                int segs = TS_MIN(seg_grid[si], 16384 / q); /* up to 16384 tokens */
                 if (kv > 0 && q > 512)
                     continue; /* long Refresh steps have no cache */
+                if (seg_grid[si] == 1 && (q > 512 || with_logits))
+                    continue; /* single sequences: short steps, without logits, are enough */
                 /* fill each sequence's cache with a step of its own, then time the step */
                 for (int s = 0; s < segs && kv > 0; s++) {
                     step_desc_clear(&sd);

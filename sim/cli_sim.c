@@ -19,7 +19,7 @@ enum {
     O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN,
     O_BLOCK, O_REFRESH, O_EARLY, O_MASK_ONLY, O_MNBT, O_MNL, O_FFN_CHUNKS, O_MAX_BATCH, O_KV_PAGE,
     O_RESERVE, O_PREEMPT, O_DB, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
-    O_DATADIR
+    O_DATADIR, O_CALIB, O_EXTRAPOLATE
 };
 
 static const struct option opts[] = {
@@ -59,6 +59,8 @@ static const struct option opts[] = {
     {"progress", no_argument, 0, O_PROGRESS},
     {"no-progress", no_argument, 0, O_NO_PROGRESS},
     {"datadir", required_argument, 0, O_DATADIR},
+    {"calib", required_argument, 0, O_CALIB},
+    {"extrapolate", no_argument, 0, O_EXTRAPOLATE},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -82,7 +84,11 @@ static void sim_usage(FILE *f)
 "  --gpu-file FILE          JSON overriding or adding GPUs: {\"NAME\": {\"mem_gib\":..,\n"
 "                           \"bf16_tflops\":.., \"mem_bw_gbs\":.., \"host_bw_gbs\":..}}\n"
 "  --impl NAME              implementation profile: tessera, torch-eager [tessera]\n"
-"  --cost NAME              cost model back end: roofline [roofline]\n"
+"  --cost NAME              cost model back end: roofline | calibrated (fitted from the\n"
+"                           engine's measured profile of this GPU, model and implementation:\n"
+"                           tessera list calibrations) [roofline]\n"
+"  --calib FILE             calibrated: the profile to fit [sim/data/calib/GPU-MODEL-IMPL.csv]\n"
+"  --extrapolate            calibrated: price steps beyond the profiled range\n"
 "\n"
 "denoising:\n"
 "  --policy NAME            vanilla prefix dual block [dual]\n"
@@ -173,6 +179,8 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_PREEMPT: return STR(preempt);
     case O_DB: return STR(db);
     case O_DATADIR: return STR(datadir);
+    case O_CALIB: return STR(calib);
+    case O_EXTRAPOLATE: c->extrapolate = true; return 0;
     case O_RPS:
         if (ts_parse_double(optarg, &c->rps) || c->rps <= 0) {
             fprintf(stderr, "tessera sim: --rps: '%s' is not a positive number\n", optarg);
@@ -356,7 +364,11 @@ int cli_sim(int argc, char **argv)
     const struct preset *p = c.system[0] ? preset_find(c.system) : NULL;
     if (p && p->note && !c.quiet)
         fprintf(stderr, "tessera sim: note: --system %s: %s\n", p->name, p->note);
-    sim_run(s);
+    if (sim_run(s, &err)) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        sim_destroy(s);
+        return EXIT_USAGE;
+    }
     struct sim_summary m;
     sim_get_summary(s, &m);
     rc = 0;

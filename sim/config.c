@@ -76,6 +76,8 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "decode", json_string(c->decode));
     json_object_set_new(o, "cost", json_string(c->cost));
     json_object_set_new(o, "impl", json_string(c->impl));
+    json_object_set_new(o, "calib", json_string(c->calib));
+    json_object_set_new(o, "extrapolate", json_boolean(c->extrapolate));
     json_object_set_new(o, "trace", json_string(c->trace));
     json_object_set_new(o, "arrivals", json_string(c->arrivals));
     json_object_set_new(o, "lengths", json_string(c->lengths));

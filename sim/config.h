@@ -23,6 +23,8 @@ struct sim_config {
     char decode[CFG_STR];
     char cost[CFG_STR];        /* cost model back end */
     char impl[CFG_STR];        /* implementation profile */
+    char calib[CFG_PATH];      /* calibrated: profile CSV ("" = datadir/calib/GPU-MODEL-IMPL.csv) */
+    bool extrapolate;          /* calibrated: price steps beyond the profiled range */
     char datadir[CFG_PATH];    /* where decode_profiles.json lives */
 
     /* workload */

@@ -8,6 +8,7 @@
 #ifndef TESSERA_COST_H
 #define TESSERA_COST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gpu.h"
@@ -46,20 +47,27 @@ struct cost_breakdown {
     double total_s;
 };
 
+struct calib;
+
 struct cost_ctx {
     struct model_cfg model;
     struct gpu_spec gpu;
     struct impl_profile impl;
+    const struct calib *calib; /* the calibrated back end's fit (calib.h); NULL for roofline */
+    bool extrapolate;          /* calibrated: price steps beyond the profiled range */
 };
 
 struct cost_ops {
     const char *name;
-    /* Prices one step; fills *bd when not NULL. Pure function of (ctx, step). */
-    double (*step_s)(const struct cost_ctx *ctx, const struct step_desc *sd, struct cost_breakdown *bd);
+    /* Prices one step into *seconds; fills *bd when not NULL. Pure function of (ctx, step).
+     * Returns -1 with err when the step cannot be priced (outside a calibration's range). */
+    int (*step_s)(const struct cost_ctx *ctx, const struct step_desc *sd, double *seconds,
+                  struct cost_breakdown *bd, struct ts_err *err);
 };
 
 int cost_resolve(const char *name, const struct cost_ops **out, struct ts_err *err);
 
 extern const struct cost_ops cost_roofline;
+extern const struct cost_ops cost_calibrated;
 
 #endif

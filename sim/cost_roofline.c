@@ -23,6 +23,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "calib.h"
 #include "cost.h"
 
 static const char *const op_names[OP_COUNT] = {
@@ -52,9 +53,10 @@ static void add_op(struct pricer *p, enum cost_op op, double count, double flops
         p->bd->op_s[op] += t;
 }
 
-static double roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
-                              struct cost_breakdown *bd)
+static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd, double *seconds,
+                           struct cost_breakdown *bd, struct ts_err *err)
 {
+    (void)err;
     if (bd)
         memset(bd, 0, sizeof *bd);
     struct pricer p = {c, bd, 0.0};
@@ -112,10 +114,20 @@ static double roofline_step_s(const struct cost_ctx *c, const struct step_desc *
         bd->op_s[OP_HOST] += host;
         bd->total_s = p.total;
     }
-    return p.total;
+    *seconds = p.total;
+    return 0;
 }
 
 const struct cost_ops cost_roofline = {.name = "roofline", .step_s = roofline_step_s};
+
+static int calibrated_step_s(const struct cost_ctx *c, const struct step_desc *sd, double *seconds,
+                             struct cost_breakdown *bd, struct ts_err *err)
+{
+    TS_ASSERT(c->calib != NULL);
+    return calib_step_s(c->calib, sd, c->extrapolate, seconds, bd, err);
+}
+
+const struct cost_ops cost_calibrated = {.name = "calibrated", .step_s = calibrated_step_s};
 
 int cost_resolve(const char *name, const struct cost_ops **out, struct ts_err *err)
 {
@@ -123,5 +135,9 @@ int cost_resolve(const char *name, const struct cost_ops **out, struct ts_err *e
         *out = &cost_roofline;
         return 0;
     }
-    return ts_fail(err, "unknown cost model '%s' (known: roofline)", name);
+    if (ts_name_eq(name, "calibrated")) {
+        *out = &cost_calibrated;
+        return 0;
+    }
+    return ts_fail(err, "unknown cost model '%s' (known: roofline, calibrated)", name);
 }

@@ -18,7 +18,8 @@ static void usage(FILE *f)
             "commands:\n"
             "  sim      replay a trace through a policy, scheduler and cost model; print a summary\n"
             "  trace    info FILE | gen ... | fit FILE: inspect, generate and fit traces\n"
-            "  list     models | gpus | policies | schedulers | systems | impls | decode\n"
+            "  calib    import | fit | show | eval: the calibrated cost model\n"
+            "  list     models | gpus | policies | schedulers | systems | impls | decode | calibrations\n"
             "  engine   check | bench | replay | profile: the CUDA engine (%s)\n"
             "\n"
             "Every command takes --help. `tessera sim` alone runs the default scenario.\n",
@@ -42,6 +43,8 @@ int main(int argc, char **argv)
         return cli_sim(argc - 1, argv + 1);
     if (strcmp(cmd, "trace") == 0)
         return cli_trace(argc - 1, argv + 1);
+    if (strcmp(cmd, "calib") == 0)
+        return cli_calib(argc - 1, argv + 1);
     if (strcmp(cmd, "list") == 0)
         return cli_list(argc - 1, argv + 1);
     if (strcmp(cmd, "engine") == 0) {
@@ -61,6 +64,6 @@ int main(int argc, char **argv)
         printf("tessera %s\n", TS_VERSION);
         return 0;
     }
-    fprintf(stderr, "tessera: unknown command '%s' (commands: sim, trace, list, engine)\n", cmd);
+    fprintf(stderr, "tessera: unknown command '%s' (commands: sim, trace, calib, list, engine)\n", cmd);
     return EXIT_USAGE;
 }

@@ -264,6 +264,38 @@ static void build_requests(struct sim *s)
     }
 }
 
+/* The calibrated back end: the profile of this GPU, model and implementation, fitted. */
+static int load_calibration(struct sim *s, struct ts_err *err)
+{
+    const struct sim_config *c = &s->cfg;
+    char path[CFG_PATH + 256];
+    if (c->calib[0])
+        snprintf(path, sizeof path, "%s", c->calib);
+    else
+        snprintf(path, sizeof path, "%s/calib/%s-%s-%s.csv", c->datadir, s->gpu.name, s->model.name,
+                 s->impl.name);
+    struct calib_data d;
+    if (calib_data_load(path, &d, err)) {
+        if (!c->calib[0])
+            ts_fail(err, "--cost calibrated: no calibration for %s on %s with the %s implementation "
+                         "(looked for %s; tessera list calibrations shows the shipped ones, --calib FILE "
+                         "names another)", s->model.name, s->gpu.name, s->impl.name, path);
+        return -1;
+    }
+    int rc = -1;
+    if (!ts_name_eq(d.model, s->model.name)) {
+        ts_fail(err, "%s: a calibration of model %s, but the run simulates %s", path, d.model, s->model.name);
+        goto done;
+    }
+    if (calib_data_validate(&d, s->gpu.name, err) || calib_fit(&d, &s->calib, err))
+        goto done;
+    s->cctx.calib = s->calib;
+    rc = 0;
+done:
+    calib_data_free(&d);
+    return rc;
+}
+
 struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
 {
     if (sim_config_validate(cfg, err))
@@ -284,7 +316,9 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         policy_resolve(cfg->policy, &s->pol, err) || sched_resolve(cfg->scheduler, &s->sched, err) ||
         decode_parse(cfg->decode, cfg->datadir, &s->dm, err))
         goto fail;
-    s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl};
+    s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate};
+    if (s->cost == &cost_calibrated && load_calibration(s, err))
+        goto fail;
     s->pcfg = (struct policy_cfg){cfg->block_size, cfg->refresh_interval, cfg->mask_only,
                                   cfg->early_stop};
     s->sd.logit_chunk_rows = cfg->max_num_logits;
@@ -334,6 +368,7 @@ void sim_destroy(struct sim *s)
     evq_free(&s->evq);
     free(s->steps);
     free(s->segs);
+    calib_free(s->calib);
     free(s);
 }
 
@@ -383,7 +418,11 @@ static void start_step(struct sim *s)
         return;
     }
     struct cost_breakdown bd;
-    double secs = s->cost->step_s(&s->cctx, &s->sd, &bd);
+    double secs;
+    if (s->cost->step_s(&s->cctx, &s->sd, &secs, &bd, &s->run_err)) {
+        s->failed = true;
+        return;
+    }
     for (int i = 0; i < OP_COUNT; i++)
         s->sum.ops.op_s[i] += bd.op_s[i];
     s->sum.ops.total_s += bd.total_s;
@@ -439,10 +478,10 @@ static void show_progress(struct sim *s, bool last)
             s->num_running, s->waiting.n, last ? "\n" : "");
 }
 
-void sim_run(struct sim *s)
+int sim_run(struct sim *s, struct ts_err *err)
 {
     struct event e;
-    while (evq_pop(&s->evq, &e)) {
+    while (!s->failed && evq_pop(&s->evq, &e)) {
         TS_ASSERT(e.time_ns >= s->now_ns);
         s->now_ns = e.time_ns;
         for (;;) {
@@ -461,9 +500,15 @@ void sim_run(struct sim *s)
     }
     if (s->cfg.progress)
         show_progress(s, true);
+    if (s->failed) {
+        if (err)
+            *err = s->run_err;
+        return -1;
+    }
     TS_ASSERTF(s->num_done == s->num_reqs, "%lld of %lld requests done when events ran out "
                "(%zu waiting, %zu running)", (long long)s->num_done, (long long)s->num_reqs,
                s->waiting.n, s->num_running);
+    return 0;
 }
 
 /* --- summary ----------------------------------------------------------------------------- */

@@ -39,8 +39,9 @@ struct sim_summary {
  * fills err on bad input. */
 struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err);
 void sim_destroy(struct sim *s); /* NULL is safe */
-/* Runs to completion. */
-void sim_run(struct sim *s);
+/* Runs to completion. Returns -1 with err when a step cannot be priced (a calibrated cost model
+ * asked outside its range); the run is then incomplete and should not be written. */
+int sim_run(struct sim *s, struct ts_err *err);
 void sim_get_summary(const struct sim *s, struct sim_summary *out);
 const struct sim_config *sim_config(const struct sim *s);
 /* Writes the run (runs, requests, steps, segments, summary, op_breakdown) into path in one

@@ -5,6 +5,7 @@
 #ifndef TESSERA_SIM_INTERNAL_H
 #define TESSERA_SIM_INTERNAL_H
 
+#include "calib.h"
 #include "config.h"
 #include "cost.h"
 #include "decode.h"
@@ -44,6 +45,9 @@ struct sim {
     struct impl_profile impl;
     const struct cost_ops *cost;
     struct cost_ctx cctx;
+    struct calib *calib;  /* owned; the calibrated back end's fit */
+    struct ts_err run_err;
+    bool failed;
     const struct policy_ops *pol;
     struct policy_cfg pcfg;
     struct decode_model dm;

@@ -95,7 +95,7 @@ static void run_scenario(const struct scenario *sc, uint64_t seed, bool early_st
     struct ts_err err;
     struct sim *s = sim_create(&c, &err);
     ck_assert_msg(s != NULL, "%s", err.msg);
-    sim_run(s);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
     check_run(s);
     sim_destroy(s);
 }
@@ -138,7 +138,7 @@ START_TEST(preemption_recompute_and_swap)
         struct ts_err err;
         struct sim *s = sim_create(&c, &err);
         ck_assert_msg(s != NULL, "%s", err.msg);
-        sim_run(s);
+        ck_assert_int_eq(sim_run(s, NULL), 0);
         check_run(s);
         struct sim_summary sum;
         sim_get_summary(s, &sum);
@@ -159,7 +159,7 @@ START_TEST(impossible_requests_are_rejected_with_reason)
     struct ts_err err;
     struct sim *s = sim_create(&c, &err);
     ck_assert(s != NULL);
-    sim_run(s);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
     struct sim_summary m;
     sim_get_summary(s, &m);
     ck_assert_int_eq(m.num_rejected, 5);
@@ -169,7 +169,7 @@ START_TEST(impossible_requests_are_rejected_with_reason)
     snprintf(c.lengths, sizeof c.lengths, "fixed:3000,256");
     c.max_num_batched_tokens = 2000;
     s = sim_create(&c, &err);
-    sim_run(s);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
     ck_assert_ptr_nonnull(strstr(s->reqs[0].reject_reason, "max_num_batched_tokens"));
     sim_destroy(s);
 }
@@ -189,7 +189,7 @@ START_TEST(static_batches_finish_together)
     struct ts_err err;
     struct sim *s = sim_create(&c, &err);
     ck_assert(s != NULL);
-    sim_run(s);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
     check_run(s);
     /* requests finish in groups of at most 8 sharing one finish time */
     int64_t groups = 0;

@@ -18,7 +18,7 @@ static struct sim *run(struct sim_config *c)
     struct ts_err err;
     struct sim *s = sim_create(c, &err);
     ck_assert_msg(s != NULL, "%s", err.msg);
-    sim_run(s);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
     return s;
 }
 

@@ -1,0 +1,619 @@
+/* calib.c: loading, validating and fitting the engine's per-op profile; pricing steps with it. */
+#define _POSIX_C_SOURCE 200809L
+#include "calib.h"
+
+#include <gsl/gsl_interp.h>
+#include <gsl/gsl_multifit.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu.h"
+#include "model.h"
+
+#define PROFILE_CHUNK_DEFAULT 2048 /* the LM-head chunk `tessera engine profile` runs with */
+#define ATTN_FEATURES 4 /* no constant: no work takes no time (segs carries the per-launch cost) */
+
+static const enum cost_op token_ops[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_OPROJ,
+                                         OP_GATE_UP, OP_ACT, OP_DOWN};
+
+void calib_data_free(struct calib_data *d)
+{
+    if (!d)
+        return;
+    free(d->rows);
+    memset(d, 0, sizeof *d);
+}
+
+static int op_by_name(const char *name, enum cost_op *out)
+{
+    for (int i = 0; i < OP_COUNT; i++)
+        if (strcmp(cost_op_name((enum cost_op)i), name) == 0) {
+            *out = (enum cost_op)i;
+            return 0;
+        }
+    return -1;
+}
+
+static void push(struct calib_data *d, const struct calib_row *r)
+{
+    ts_grow((void **)&d->rows, &d->cap, d->n + 1, sizeof *d->rows);
+    d->rows[d->n++] = *r;
+}
+
+/* Sets device/model from a row, refusing a second one. */
+static int same_source(struct calib_data *d, const char *path, long line, const char *dev,
+                       const char *model, struct ts_err *err)
+{
+    if (!d->device[0]) {
+        snprintf(d->device, sizeof d->device, "%s", dev);
+        snprintf(d->model, sizeof d->model, "%s", model);
+        return 0;
+    }
+    if (strcmp(d->device, dev) != 0)
+        return ts_fail(err, "%s:%ld: device: '%s' after '%s' (one calibration holds one GPU)", path,
+                       line, dev, d->device);
+    if (strcmp(d->model, model) != 0)
+        return ts_fail(err, "%s:%ld: model: '%s' after '%s' (one calibration holds one model)", path,
+                       line, model, d->model);
+    return 0;
+}
+
+/* Splits a CSV line with double-quoted fields (which may hold commas). */
+static int split_quoted(char *s, char **f, int max)
+{
+    int n = 0;
+    while (n < max) {
+        if (*s == '"') {
+            f[n++] = ++s;
+            while (*s && *s != '"')
+                s++;
+            if (*s)
+                *s++ = '\0';
+            if (*s == ',')
+                s++;
+            else if (!*s)
+                return n;
+        } else {
+            f[n++] = s;
+            char *c = strchr(s, ',');
+            if (!c)
+                return n;
+            *c = '\0';
+            s = c + 1;
+        }
+    }
+    return n;
+}
+
+int calib_data_load(const char *path, struct calib_data *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    char *text;
+    if (ts_read_file(path, &text, NULL, err))
+        return -1;
+    static const char *const cols[] = {"device", "model", "segs", "q", "kv", "logit_rows", "op", "ms",
+                                       "total_ms"};
+    int idx[9];
+    char *line = text, *next;
+    long lineno = 0;
+    int rc = -1;
+    for (; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\r')
+            line[len - 1] = '\0';
+        lineno++;
+        char *f[32];
+        int nf = split_quoted(line, f, 32);
+        if (lineno == 1) {
+            for (int c = 0; c < 9; c++) {
+                idx[c] = -1;
+                for (int i = 0; i < nf; i++)
+                    if (strcmp(f[i], cols[c]) == 0)
+                        idx[c] = i;
+                if (idx[c] < 0) {
+                    ts_fail(err, "%s:1: header: column '%s' missing", path, cols[c]);
+                    goto done;
+                }
+            }
+            continue;
+        }
+        if (nf == 1 && !f[0][0])
+            continue;
+        struct calib_row r;
+        int64_t v[4];
+        for (int c = 0; c < 9; c++)
+            if (idx[c] >= nf) {
+                ts_fail(err, "%s:%ld: %s: missing field", path, lineno, cols[c]);
+                goto done;
+            }
+        for (int c = 0; c < 4; c++)
+            if (ts_parse_i64(f[idx[2 + c]], &v[c]) || v[c] < 0 || v[c] > 1 << 24) {
+                ts_fail(err, "%s:%ld: %s: not a count ('%s')", path, lineno, cols[2 + c], f[idx[2 + c]]);
+                goto done;
+            }
+        r.segs = (int32_t)v[0], r.q = (int32_t)v[1], r.kv = (int32_t)v[2], r.logit_rows = (int32_t)v[3];
+        if (op_by_name(f[idx[6]], &r.op)) {
+            ts_fail(err, "%s:%ld: op: unknown op '%s'", path, lineno, f[idx[6]]);
+            goto done;
+        }
+        if (ts_parse_double(f[idx[7]], &r.ms) || r.ms < 0 || ts_parse_double(f[idx[8]], &r.total_ms) ||
+            r.total_ms < 0) {
+            ts_fail(err, "%s:%ld: ms: not a non-negative time", path, lineno);
+            goto done;
+        }
+        if (r.segs < 1 || r.q < 1) {
+            ts_fail(err, "%s:%ld: segs: a profiled step needs segments of at least one token", path, lineno);
+            goto done;
+        }
+        if (same_source(out, path, lineno, f[idx[0]], f[idx[1]], err))
+            goto done;
+        push(out, &r);
+    }
+    rc = out->n ? 0 : ts_fail(err, "%s: no profile rows", path);
+done:
+    free(text);
+    if (rc)
+        calib_data_free(out);
+    return rc;
+}
+
+int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3 *db;
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        ts_fail(err, "%s: cannot open", path);
+        goto done;
+    }
+    if (sqlite3_prepare_v2(db, "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms FROM "
+                               "engine_profile", -1, &st, NULL) != SQLITE_OK) {
+        ts_fail(err, "%s: no engine_profile table (write one with tessera engine profile)", path);
+        goto done;
+    }
+    long row = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        row++;
+        struct calib_row r = {.segs = sqlite3_column_int(st, 2), .q = sqlite3_column_int(st, 3),
+                              .kv = sqlite3_column_int(st, 4), .logit_rows = sqlite3_column_int(st, 5),
+                              .ms = sqlite3_column_double(st, 7), .total_ms = sqlite3_column_double(st, 8)};
+        const char *dev = (const char *)sqlite3_column_text(st, 0), *model = (const char *)sqlite3_column_text(st, 1);
+        const char *op = (const char *)sqlite3_column_text(st, 6);
+        if (!dev || !model || !op || op_by_name(op, &r.op) || r.segs < 1 || r.q < 1 || r.ms < 0) {
+            ts_fail(err, "%s: engine_profile row %ld: incomplete or unknown op", path, row);
+            goto done;
+        }
+        if (same_source(out, path, row, dev, model, err))
+            goto done;
+        push(out, &r);
+    }
+    rc = out->n ? 0 : ts_fail(err, "%s: engine_profile is empty", path);
+done:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    if (rc)
+        calib_data_free(out);
+    return rc;
+}
+
+int calib_data_write(const struct calib_data *d, const char *path, struct ts_err *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return ts_fail(err, "%s: cannot create", path);
+    fprintf(f, "device,model,segs,q,kv,logit_rows,op,ms,total_ms\n");
+    for (size_t i = 0; i < d->n; i++) {
+        const struct calib_row *r = &d->rows[i];
+        fprintf(f, "\"%s\",%s,%d,%d,%d,%d,%s,%.9g,%.9g\n", d->device, d->model, r->segs, r->q, r->kv,
+                r->logit_rows, cost_op_name(r->op), r->ms, r->total_ms);
+    }
+    if (fclose(f) != 0)
+        return ts_fail(err, "%s: write error", path);
+    return 0;
+}
+
+/* Distinct token counts measured for op (rows without logits). */
+static int distinct_tokens(const struct calib_data *d, enum cost_op op)
+{
+    int64_t seen[64];
+    int n = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        const struct calib_row *r = &d->rows[i];
+        if (r->op != op || r->logit_rows)
+            continue;
+        int64_t T = (int64_t)r->segs * r->q;
+        bool dup = false;
+        for (int j = 0; j < n; j++)
+            dup |= seen[j] == T;
+        if (!dup && n < 64)
+            seen[n++] = T;
+    }
+    return n;
+}
+
+int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct ts_err *err)
+{
+    const enum cost_op needed[] = {OP_NORM, OP_QKV, OP_ROPE, OP_ATTN, OP_OPROJ, OP_GATE_UP, OP_ACT,
+                                   OP_DOWN, OP_LM_HEAD, OP_SAMPLE};
+    for (size_t i = 0; i < TS_ARRAY_LEN(needed); i++) {
+        bool token_op = needed[i] != OP_LM_HEAD && needed[i] != OP_SAMPLE && needed[i] != OP_ATTN;
+        int n = 0;
+        for (size_t j = 0; j < d->n; j++)
+            n += d->rows[j].op == needed[i];
+        if (n == 0)
+            return ts_fail(err, "profile of %s on %s: no rows for op %s", d->model, d->device,
+                           cost_op_name(needed[i]));
+        if (token_op && distinct_tokens(d, needed[i]) < 3)
+            return ts_fail(err, "profile of %s on %s: op %s is measured at fewer than 3 token counts",
+                           d->model, d->device, cost_op_name(needed[i]));
+    }
+    /* the named model and GPU must be able to produce these GEMM times */
+    struct model_cfg m;
+    struct gpu_spec g;
+    struct gpu_table *t = gpu_table_create();
+    int rc = model_resolve(d->model, &m, err) || gpu_lookup(t, gpu_name, &g, err) ? -1 : 0;
+    gpu_table_destroy(t);
+    if (rc)
+        return -1;
+    for (size_t j = 0; j < d->n; j++) {
+        const struct calib_row *r = &d->rows[j];
+        if (r->op != OP_GATE_UP || r->logit_rows)
+            continue;
+        double T = (double)r->segs * r->q;
+        double flops = 2.0 * T * m.hidden * 2.0 * m.ffn * (m.num_layers - model_num_moe_layers(&m));
+        double bytes = 2.0 * 2.0 * m.ffn * m.hidden * (m.num_layers - model_num_moe_layers(&m));
+        double floor_ms = fmax(flops / g.bf16_flops, bytes / g.mem_bw) * 1e3;
+        double ratio = r->ms / floor_ms;
+        if (ratio < 0.7 || ratio > 20)
+            return ts_fail(err, "profile claims %s on %s, but gate_up at %.0f tokens takes %.3f ms, %.2fx "
+                                "the roofline floor of that model on %s: a profile of another model or "
+                                "GPU?", d->model, d->device, T, r->ms, ratio, g.name);
+    }
+    return 0;
+}
+
+/* --- fitting ----------------------------------------------------------------------------- */
+
+struct curve {
+    double *x, *y;
+    int n;
+    gsl_interp *interp;
+    gsl_interp_accel *acc;
+};
+
+struct calib {
+    char device[128], model[64];
+    struct curve tok[OP_COUNT]; /* token-driven ops */
+    struct curve lm, sample;    /* per chunk of rows */
+    double beta[ATTN_FEATURES]; /* attention least squares */
+    double step_ms;             /* per-step constant */
+    int64_t max_T;
+    const struct calib_data *data; /* for residuals in calib_show (not owned; may be NULL later) */
+    struct calib_data own;
+};
+
+static void curve_free(struct curve *c)
+{
+    if (c->interp)
+        gsl_interp_free(c->interp);
+    if (c->acc)
+        gsl_interp_accel_free(c->acc);
+    free(c->x);
+    free(c->y);
+    memset(c, 0, sizeof *c);
+}
+
+void calib_free(struct calib *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < OP_COUNT; i++)
+        curve_free(&c->tok[i]);
+    curve_free(&c->lm);
+    curve_free(&c->sample);
+    calib_data_free(&c->own);
+    free(c);
+}
+
+/* Averages y over equal x and builds a monotone interpolant (linear for two points). */
+static int curve_build(struct curve *c, const double *x, const double *y, int n, const char *what,
+                       struct ts_err *err)
+{
+    double *xs = xmalloc(sizeof *xs * (size_t)(n ? n : 1)), *ys = xmalloc(sizeof *ys * (size_t)(n ? n : 1));
+    int *cnt = xcalloc((size_t)(n ? n : 1), sizeof *cnt), m = 0;
+    for (int i = 0; i < n; i++) {
+        int j = 0;
+        while (j < m && xs[j] != x[i])
+            j++;
+        if (j == m) {
+            xs[m] = x[i];
+            ys[m] = 0;
+            m++;
+        }
+        ys[j] += y[i];
+        cnt[j]++;
+    }
+    for (int j = 0; j < m; j++)
+        ys[j] /= cnt[j];
+    for (int i = 1; i < m; i++) /* sort by x */
+        for (int j = i; j > 0 && xs[j] < xs[j - 1]; j--) {
+            double t = xs[j]; xs[j] = xs[j - 1]; xs[j - 1] = t;
+            t = ys[j]; ys[j] = ys[j - 1]; ys[j - 1] = t;
+        }
+    free(cnt);
+    if (m < 2) {
+        free(xs), free(ys);
+        return ts_fail(err, "calibration: %s needs measurements at 2 or more sizes", what);
+    }
+    c->x = xs, c->y = ys, c->n = m;
+    c->interp = gsl_interp_alloc(m >= 3 ? gsl_interp_steffen : gsl_interp_linear, (size_t)m);
+    c->acc = gsl_interp_accel_alloc();
+    if (gsl_interp_init(c->interp, xs, ys, (size_t)m) != 0)
+        return ts_fail(err, "calibration: %s: interpolation setup failed", what);
+    return 0;
+}
+
+/* f(x): flat below the first point, linear past the last (when allowed). */
+static int curve_eval(const struct curve *c, double x, bool extrapolate, double *y)
+{
+    if (x <= c->x[0]) {
+        *y = c->y[0];
+        return 0;
+    }
+    if (x > c->x[c->n - 1]) {
+        if (!extrapolate)
+            return -1;
+        double slope = (c->y[c->n - 1] - c->y[c->n - 2]) / (c->x[c->n - 1] - c->x[c->n - 2]);
+        *y = c->y[c->n - 1] + slope * (x - c->x[c->n - 1]);
+        return 0;
+    }
+    *y = gsl_interp_eval(c->interp, c->x, c->y, x, c->acc);
+    return 0;
+}
+
+static void attn_features(double segs, double q, double kv, double *f)
+{
+    f[0] = segs * q * (q + kv);
+    f[1] = segs * ceil(q / 64.0) * (q + kv);
+    f[2] = segs * q;
+    f[3] = segs;
+}
+
+int calib_fit(const struct calib_data *d, struct calib **out, struct ts_err *err)
+{
+    struct calib *c = xcalloc(1, sizeof *c);
+    snprintf(c->device, sizeof c->device, "%s", d->device);
+    snprintf(c->model, sizeof c->model, "%s", d->model);
+    c->own.rows = xmalloc(sizeof *d->rows * (d->n ? d->n : 1));
+    memcpy(c->own.rows, d->rows, sizeof *d->rows * d->n);
+    c->own.n = c->own.cap = d->n;
+    snprintf(c->own.device, sizeof c->own.device, "%s", d->device);
+    snprintf(c->own.model, sizeof c->own.model, "%s", d->model);
+    double *x = xmalloc(sizeof *x * (d->n ? d->n : 1)), *y = xmalloc(sizeof *y * (d->n ? d->n : 1));
+    int rc = -1;
+    for (size_t k = 0; k < TS_ARRAY_LEN(token_ops); k++) {
+        enum cost_op op = token_ops[k];
+        int n = 0;
+        for (size_t i = 0; i < d->n; i++)
+            if (d->rows[i].op == op && d->rows[i].logit_rows == 0) {
+                x[n] = (double)d->rows[i].segs * d->rows[i].q;
+                y[n++] = d->rows[i].ms;
+                c->max_T = TS_MAX(c->max_T, (int64_t)x[n - 1]);
+            }
+        if (n == 0)
+            continue; /* an op this implementation does not run */
+        if (curve_build(&c->tok[op], x, y, n, cost_op_name(op), err))
+            goto done;
+    }
+    /* LM head and sampling: per-chunk points */
+    for (int which = 0; which < 2; which++) {
+        enum cost_op op = which ? OP_SAMPLE : OP_LM_HEAD;
+        int n = 0;
+        for (size_t i = 0; i < d->n; i++) {
+            const struct calib_row *r = &d->rows[i];
+            if (r->op != op || r->logit_rows == 0)
+                continue;
+            int64_t R = (int64_t)r->segs * r->logit_rows, chunks = (R + PROFILE_CHUNK_DEFAULT - 1) / PROFILE_CHUNK_DEFAULT;
+            if (R > PROFILE_CHUNK_DEFAULT && R % PROFILE_CHUNK_DEFAULT)
+                continue; /* a ragged last chunk: not a clean per-chunk point */
+            x[n] = (double)(chunks > 1 ? PROFILE_CHUNK_DEFAULT : R);
+            y[n++] = r->ms / (double)chunks;
+        }
+        if (curve_build(which ? &c->sample : &c->lm, x, y, n, cost_op_name(op), err))
+            goto done;
+    }
+    /* attention: weighted least squares (weights 1/y^2: relative errors) */
+    {
+        size_t n = 0;
+        for (size_t i = 0; i < d->n; i++)
+            n += d->rows[i].op == OP_ATTN;
+        if (n < ATTN_FEATURES + 1) {
+            ts_fail(err, "calibration: attention needs at least %d measured shapes", ATTN_FEATURES + 1);
+            goto done;
+        }
+        gsl_matrix *X = gsl_matrix_alloc(n, ATTN_FEATURES), *cov = gsl_matrix_alloc(ATTN_FEATURES, ATTN_FEATURES);
+        gsl_vector *Y = gsl_vector_alloc(n), *w = gsl_vector_alloc(n), *b = gsl_vector_alloc(ATTN_FEATURES);
+        size_t k = 0;
+        for (size_t i = 0; i < d->n; i++) {
+            const struct calib_row *r = &d->rows[i];
+            if (r->op != OP_ATTN)
+                continue;
+            double f[ATTN_FEATURES];
+            attn_features(r->segs, r->q, r->kv, f);
+            for (int j = 0; j < ATTN_FEATURES; j++)
+                gsl_matrix_set(X, k, (size_t)j, f[j]);
+            gsl_vector_set(Y, k, r->ms);
+            gsl_vector_set(w, k, 1.0 / fmax(r->ms * r->ms, 1e-12));
+            k++;
+        }
+        double chisq;
+        gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(n, ATTN_FEATURES);
+        int st = gsl_multifit_wlinear(X, w, Y, b, cov, &chisq, ws);
+        for (int j = 0; j < ATTN_FEATURES; j++)
+            c->beta[j] = gsl_vector_get(b, (size_t)j);
+        gsl_multifit_linear_free(ws);
+        gsl_matrix_free(X), gsl_matrix_free(cov), gsl_vector_free(Y), gsl_vector_free(w), gsl_vector_free(b);
+        if (st) {
+            ts_fail(err, "calibration: the attention fit failed");
+            goto done;
+        }
+    }
+    /* per-step constant: total minus the sum of ops, averaged over the profiled steps */
+    {
+        double sum = 0;
+        int n = 0;
+        for (size_t i = 0; i < d->n; i++) {
+            const struct calib_row *r = &d->rows[i];
+            if (r->op != OP_QKV)
+                continue;
+            double ops = 0;
+            for (size_t j = 0; j < d->n; j++) {
+                const struct calib_row *s = &d->rows[j];
+                if (s->segs == r->segs && s->q == r->q && s->kv == r->kv && s->logit_rows == r->logit_rows)
+                    ops += s->ms;
+            }
+            sum += r->total_ms - ops;
+            n++;
+        }
+        c->step_ms = n ? fmax(sum / n, 0.0) : 0.0;
+    }
+    c->data = &c->own;
+    *out = c;
+    rc = 0;
+done:
+    free(x);
+    free(y);
+    if (rc)
+        calib_free(c);
+    return rc;
+}
+
+const char *calib_device(const struct calib *c) { return c->device; }
+const char *calib_model(const struct calib *c) { return c->model; }
+int64_t calib_max_tokens(const struct calib *c) { return c->max_T; }
+
+/* --- pricing ----------------------------------------------------------------------------- */
+
+static double chunked(const struct curve *cv, int64_t R, int64_t chunk, bool extrapolate)
+{
+    if (R <= 0)
+        return 0;
+    if (chunk <= 0)
+        chunk = R;
+    double max_rows = cv->x[cv->n - 1], total = 0, y;
+    for (int64_t r0 = 0; r0 < R; r0 += chunk) {
+        double rows = (double)TS_MIN(chunk, R - r0);
+        if (rows > max_rows) { /* as several chunks of the largest profiled size */
+            curve_eval(cv, max_rows, extrapolate, &y);
+            total += y * rows / max_rows;
+        } else {
+            curve_eval(cv, rows, extrapolate, &y);
+            total += y;
+        }
+    }
+    return total;
+}
+
+int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapolate, double *seconds,
+                 struct cost_breakdown *bd, struct ts_err *err)
+{
+    struct cost_breakdown local;
+    if (!bd)
+        bd = &local;
+    memset(bd, 0, sizeof *bd);
+    const struct step_totals *t = &sd->tot;
+    double ms = 0;
+    if (t->q_tokens > 0) {
+        for (size_t k = 0; k < TS_ARRAY_LEN(token_ops); k++) {
+            const struct curve *cv = &c->tok[token_ops[k]];
+            if (!cv->n)
+                continue;
+            double y;
+            if (curve_eval(cv, (double)t->q_tokens, extrapolate, &y))
+                return ts_fail(err, "calibrated cost: a step of %lld packed tokens is beyond the profiled "
+                                    "range (up to %lld) of %s on %s; profile larger steps or allow "
+                                    "extrapolation (--extrapolate)", (long long)t->q_tokens,
+                               (long long)c->max_T, c->model, c->device);
+            bd->op_s[token_ops[k]] = y * 1e-3;
+            ms += y;
+        }
+        double attn = 0;
+        for (int32_t i = 0; i < sd->num_segs; i++) {
+            double f[ATTN_FEATURES];
+            attn_features(1, sd->segs[i].q, sd->segs[i].kv, f);
+            for (int j = 0; j < ATTN_FEATURES; j++)
+                attn += c->beta[j] * f[j];
+        }
+        attn = fmax(attn, 0.0);
+        bd->op_s[OP_ATTN] = attn * 1e-3;
+        ms += attn;
+    }
+    double lm = chunked(&c->lm, t->logit_rows, sd->logit_chunk_rows, extrapolate);
+    double smp = chunked(&c->sample, t->logit_rows, sd->logit_chunk_rows, extrapolate);
+    bd->op_s[OP_LM_HEAD] = lm * 1e-3;
+    bd->op_s[OP_SAMPLE] = smp * 1e-3;
+    bd->op_s[OP_HOST] = c->step_ms * 1e-3;
+    ms += lm + smp + c->step_ms;
+    bd->total_s = ms * 1e-3;
+    *seconds = bd->total_s;
+    return 0;
+}
+
+/* --- report ------------------------------------------------------------------------------ */
+
+void calib_show(const struct calib *c, FILE *out)
+{
+    const struct calib_data *d = c->data;
+    fprintf(out, "calibration of %s on %s: %zu profile rows, steps up to %lld packed tokens\n", c->model,
+            c->device, d ? d->n : 0, (long long)c->max_T);
+    fprintf(out, "%-10s %-40s %12s %12s\n", "op", "model", "rms rel res", "max rel res");
+    for (int op = 0; op < OP_COUNT; op++) {
+        const struct curve *cv = op == OP_LM_HEAD ? &c->lm : op == OP_SAMPLE ? &c->sample : &c->tok[op];
+        char model[64];
+        if (op == OP_ATTN)
+            snprintf(model, sizeof model, "least squares, %d features", ATTN_FEATURES);
+        else if (op == OP_HOST)
+            snprintf(model, sizeof model, "constant %.4f ms per step", c->step_ms);
+        else if (cv->n)
+            snprintf(model, sizeof model, "monotone over %d %s (%.0f..%.0f)", cv->n,
+                     op == OP_LM_HEAD || op == OP_SAMPLE ? "chunk sizes" : "token counts", cv->x[0],
+                     cv->x[cv->n - 1]);
+        else
+            continue;
+        double ss = 0, mx = 0;
+        int n = 0;
+        for (size_t i = 0; d && i < d->n; i++) {
+            const struct calib_row *r = &d->rows[i];
+            if ((int)r->op != op || op == OP_HOST || r->ms <= 0)
+                continue;
+            struct step_desc sd;
+            step_desc_init(&sd);
+            sd.logit_chunk_rows = PROFILE_CHUNK_DEFAULT;
+            for (int s = 0; s < r->segs; s++) {
+                struct segment g = {.req_id = s, .q = r->q, .kv = r->kv, .logit_rows = r->logit_rows,
+                                    .phase = PHASE_REUSE};
+                step_desc_add(&sd, &g);
+            }
+            double secs;
+            struct cost_breakdown bd;
+            if (calib_step_s(c, &sd, true, &secs, &bd, NULL) == 0 &&
+                (op != OP_NORM || r->logit_rows == 0)) { /* the final norm is folded into norm rows */
+                double rel = (bd.op_s[op] * 1e3 - r->ms) / r->ms;
+                ss += rel * rel;
+                mx = fmax(mx, fabs(rel));
+                n++;
+            }
+            step_desc_free(&sd);
+        }
+        fprintf(out, "%-10s %-40s %11.2f%% %11.2f%%\n", cost_op_name((enum cost_op)op), model,
+                n ? 100 * sqrt(ss / n) : 0.0, 100 * mx);
+    }
+    fprintf(out, "attention (ms) = %.4g sum q(q+kv) + %.4g sum ceil(q/64)(q+kv) + %.4g sum q + %.4g segs\n",
+            c->beta[0], c->beta[1], c->beta[2], c->beta[3]);
+}

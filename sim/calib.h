@@ -1,0 +1,66 @@
+/*
+ * calib.h: calibration of the cost model from the engine's measured per-op profile
+ * (`tessera engine profile`, SPEC section 7). A calibration is fitted from rows
+ * (segments, q, kv, logit_rows, op, ms) measured on one GPU for one model and implementation:
+ *
+ *   token-driven ops (embed, norm, qkv, rope, o_proj, gate_up, act, down): time as a function of the
+ *     step's packed query tokens T, a monotone (Steffen) interpolation over the profiled T
+ *   LM head and sampling: time per chunk as a function of the chunk's rows, summed over the step's
+ *     chunks (a chunk larger than the largest profiled one counts as several of that size)
+ *   attention: least squares (weights 1/t^2, i.e. relative errors) over the step's Σ q(q+kv),
+ *     Σ ceil(q/64)(q+kv) (the kernel's 64-row tiles), Σ q and the segment count
+ *   a per-step constant: the mean of (step total - sum of its ops)
+ *
+ * Below the smallest profiled T a token-driven op keeps its smallest time (the weights are read
+ * whatever T is); above the largest, predictions are refused unless extrapolation is allowed.
+ */
+#ifndef TESSERA_CALIB_H
+#define TESSERA_CALIB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cost.h"
+#include "step_desc.h"
+#include "util.h"
+
+struct calib_row {
+    int32_t segs, q, kv, logit_rows;
+    enum cost_op op;
+    double ms;       /* the op's time in the step */
+    double total_ms; /* the whole step */
+};
+
+struct calib_data {
+    char device[128], model[64];
+    struct calib_row *rows;
+    size_t n, cap;
+};
+
+void calib_data_free(struct calib_data *d);
+/* Reads the CSV `tessera calib import` writes (the engine_profile columns). */
+int calib_data_load(const char *path, struct calib_data *out, struct ts_err *err);
+/* Reads the engine_profile table of a profile database. */
+int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err *err);
+int calib_data_write(const struct calib_data *d, const char *path, struct ts_err *err);
+/* Refuses data with several devices or models, missing ops, too few token counts, or GEMM times
+ * that cannot belong to the model it names on the GPU it names (against the roofline, with the GPU
+ * figures of gpu_name). */
+int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct ts_err *err);
+
+struct calib;
+
+int calib_fit(const struct calib_data *d, struct calib **out, struct ts_err *err);
+void calib_free(struct calib *c);
+/* Prices a step; fills bd if not NULL. Returns -1 (and err) when the step lies outside the
+ * profiled range and extrapolation is off. */
+int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapolate, double *seconds,
+                 struct cost_breakdown *bd, struct ts_err *err);
+/* Prints each fit with its residuals on the profile rows. */
+void calib_show(const struct calib *c, FILE *out);
+const char *calib_device(const struct calib *c);
+const char *calib_model(const struct calib *c);
+int64_t calib_max_tokens(const struct calib *c);
+
+#endif

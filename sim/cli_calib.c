@@ -1,0 +1,294 @@
+/*
+ * cli_calib.c: `tessera calib import | fit | show | eval`.
+ *
+ *   import   an engine profile (the engine_profile table of a profile database, or its CSV) is
+ *            checked against the GPU it claims and written as a calibration CSV
+ *   fit/show fits the per-op models of a calibration and prints each with its residuals
+ *   eval     for a run replayed on the engine (tessera engine replay), prices every replayed step
+ *            with the calibrated and the roofline back ends and compares with the measured times
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <jansson.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib.h"
+#include "cli.h"
+#include "config.h"
+#include "cost.h"
+#include "gpu.h"
+#include "model.h"
+#include "step_desc.h"
+
+static void calib_usage(FILE *f)
+{
+    fprintf(f,
+"usage: tessera calib import PROFILE.db|PROFILE.csv --gpu NAME --out FILE.csv\n"
+"       tessera calib fit FILE.csv --gpu NAME\n"
+"       tessera calib show [FILE.csv] [--gpu NAME] [--model NAME] [--impl NAME]\n"
+"       tessera calib eval --db RUN.db [--calib FILE.csv] [--extrapolate] [--csv STEPS.csv]\n"
+"\n"
+"import  checks an engine profile (tessera engine profile) against the GPU it claims (one GPU,\n"
+"        one model, every op at 3+ token counts, GEMM times the model can have on that GPU) and\n"
+"        writes it as a calibration\n"
+"fit     fits the per-op models (monotone interpolation over tokens, per-chunk LM head, least\n"
+"        squares for attention) and prints them with their residuals; show does the same for a\n"
+"        shipped calibration [h200 / llada-8b / tessera]\n"
+"eval    prices every step a run replayed on the engine (table engine_steps) with the calibrated\n"
+"        and the roofline back ends: per-step MAPE, 90th-percentile error, total-time error;\n"
+"        --csv writes every step's measured and predicted seconds\n");
+}
+
+static int load_fit(const char *path, const char *gpu, struct calib **out, struct ts_err *err)
+{
+    struct calib_data d;
+    if (calib_data_load(path, &d, err))
+        return -1;
+    int rc = calib_data_validate(&d, gpu, err) || calib_fit(&d, out, err) ? -1 : 0;
+    calib_data_free(&d);
+    return rc;
+}
+
+static bool has_suffix(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+/* --- eval -------------------------------------------------------------------------------- */
+
+static int phase_of(const char *name)
+{
+    for (int p = 0; p < PHASE_COUNT; p++)
+        if (name && strcmp(seg_phase_name((enum seg_phase)p), name) == 0)
+            return p;
+    return PHASE_REUSE;
+}
+
+struct eval_acc {
+    double *rel; /* per-step relative errors */
+    size_t n, cap;
+    double pred, meas;
+};
+
+static void report_acc(const char *name, struct eval_acc *a)
+{
+    if (a->n == 0)
+        return;
+    double *abs_rel = xmalloc(sizeof *abs_rel * a->n);
+    for (size_t i = 0; i < a->n; i++)
+        abs_rel[i] = fabs(a->rel[i]);
+    gsl_sort(abs_rel, 1, a->n);
+    printf("  %-11s per-step MAPE %6.1f%%   p90 |error| %6.1f%%   total time %+6.1f%%\n", name,
+           100 * gsl_stats_mean(abs_rel, 1, a->n), 100 * gsl_stats_quantile_from_sorted_data(abs_rel, 1, a->n, 0.9),
+           100 * (a->pred - a->meas) / a->meas);
+    free(abs_rel);
+}
+
+static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate, const char *csv)
+{
+    FILE *cf = NULL;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL, *sq = NULL;
+    struct calib *cal = NULL;
+    struct ts_err err;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct eval_acc acc[2] = {{0}, {0}};
+    int rc = EXIT_USAGE;
+    if (sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT e.run_id, r.config_json FROM engine_steps e JOIN runs r USING (run_id) "
+                               "ORDER BY e.run_id DESC LIMIT 1", -1, &q, NULL) != SQLITE_OK ||
+        sqlite3_step(q) != SQLITE_ROW) {
+        fprintf(stderr, "tessera calib eval: %s: no replayed run (run tessera engine replay first)\n", dbpath);
+        goto done;
+    }
+    int64_t run = sqlite3_column_int64(q, 0);
+    json_error_t jerr;
+    json_t *cfg = json_loads((const char *)sqlite3_column_text(q, 1), 0, &jerr);
+    sqlite3_finalize(q);
+    q = NULL;
+    struct cost_ctx ctx = {0};
+    struct gpu_table *gt = gpu_table_create();
+    const char *model = cfg ? json_string_value(json_object_get(cfg, "model")) : NULL;
+    const char *gpu = cfg ? json_string_value(json_object_get(cfg, "gpu")) : NULL;
+    const char *impl = cfg ? json_string_value(json_object_get(cfg, "impl")) : NULL;
+    int chunk = cfg ? (int)json_integer_value(json_object_get(cfg, "max_num_logits")) : 0;
+    int bad = !model || !gpu || !impl || model_resolve(model, &ctx.model, &err) ||
+              gpu_lookup(gt, gpu, &ctx.gpu, &err) || impl_resolve(impl, &ctx.impl, &err);
+    gpu_table_destroy(gt);
+    char path[CFG_PATH + 256];
+    if (!bad) {
+        struct sim_config dc;
+        sim_config_defaults(&dc);
+        if (calib_path)
+            snprintf(path, sizeof path, "%s", calib_path);
+        else
+            snprintf(path, sizeof path, "%s/calib/%s-%s-%s.csv", dc.datadir, ctx.gpu.name, ctx.model.name,
+                     ctx.impl.name);
+        bad = load_fit(path, ctx.gpu.name, &cal, &err);
+    }
+    json_decref(cfg);
+    if (bad) {
+        fprintf(stderr, "tessera calib eval: run %lld: %s\n", (long long)run, cfg ? err.msg : "unreadable config");
+        goto done;
+    }
+    ctx.calib = cal;
+    ctx.extrapolate = extrapolate;
+    if (sqlite3_prepare_v2(db, "SELECT step_id, measured_ns, predicted_ns FROM engine_steps WHERE run_id = ? "
+                               "ORDER BY step_id", -1, &q, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded FROM segments "
+                               "WHERE run_id = ? AND step_id = ?", -1, &sq, NULL) != SQLITE_OK) {
+        fprintf(stderr, "tessera calib eval: %s: %s\n", dbpath, sqlite3_errmsg(db));
+        goto done;
+    }
+    sqlite3_bind_int64(q, 1, run);
+    if (csv && !(cf = fopen(csv, "w"))) {
+        fprintf(stderr, "tessera calib eval: %s: cannot create\n", csv);
+        goto done;
+    }
+    if (cf)
+        fprintf(cf, "step_id,segments,q_tokens,kv_tokens,logit_rows,measured_s,calibrated_s,roofline_s\n");
+    int64_t steps = 0;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        int64_t step = sqlite3_column_int64(q, 0);
+        double meas = (double)sqlite3_column_int64(q, 1) * 1e-9;
+        step_desc_clear(&sd);
+        sd.logit_chunk_rows = chunk;
+        sqlite3_bind_int64(sq, 1, run);
+        sqlite3_bind_int64(sq, 2, step);
+        while (sqlite3_step(sq) == SQLITE_ROW) {
+            struct segment g = {.req_id = sqlite3_column_int(sq, 0),
+                                .phase = (uint8_t)phase_of((const char *)sqlite3_column_text(sq, 1)),
+                                .q = sqlite3_column_int(sq, 2), .kv = sqlite3_column_int(sq, 3),
+                                .kv_write = sqlite3_column_int(sq, 4), .logit_rows = sqlite3_column_int(sq, 5),
+                                .decoded = sqlite3_column_int(sq, 6)};
+            step_desc_add(&sd, &g);
+        }
+        sqlite3_reset(sq);
+        if (steps++ == 0 || meas <= 0)
+            continue; /* the replay's first step tunes the GEMMs */
+        const struct cost_ops *be[2] = {&cost_calibrated, &cost_roofline};
+        double preds[2];
+        for (int b = 0; b < 2; b++) {
+            double pred;
+            if (be[b]->step_s(&ctx, &sd, &pred, NULL, &err)) {
+                fprintf(stderr, "tessera calib eval: step %lld: %s\n", (long long)step, err.msg);
+                goto done;
+            }
+            ts_grow((void **)&acc[b].rel, &acc[b].cap, acc[b].n + 1, sizeof *acc[b].rel);
+            acc[b].rel[acc[b].n++] = (pred - meas) / meas;
+            acc[b].pred += pred;
+            acc[b].meas += meas;
+            preds[b] = pred;
+        }
+        if (cf)
+            fprintf(cf, "%lld,%d,%lld,%lld,%lld,%.9f,%.9f,%.9f\n", (long long)step, sd.num_segs,
+                    (long long)sd.tot.q_tokens, (long long)sd.tot.kv_tokens, (long long)sd.tot.logit_rows, meas,
+                    preds[0], preds[1]);
+    }
+    printf("run %lld of %s: %lld replayed steps (%s, %s), measured %.3f s in all\n", (long long)run, dbpath,
+           (long long)steps, ctx.model.name, ctx.gpu.name, acc[0].meas);
+    report_acc("calibrated", &acc[0]);
+    report_acc("roofline", &acc[1]);
+    rc = 0;
+done:
+    if (cf)
+        fclose(cf);
+    sqlite3_finalize(q);
+    sqlite3_finalize(sq);
+    sqlite3_close(db);
+    calib_free(cal);
+    step_desc_free(&sd);
+    free(acc[0].rel);
+    free(acc[1].rel);
+    return rc;
+}
+
+int cli_calib(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        calib_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : 0;
+    }
+    const char *sub = argv[1], *file = NULL, *gpu = NULL, *out = NULL, *db = NULL, *calib_path = NULL;
+    const char *csv = NULL;
+    const char *model = "llada-8b", *impl = "tessera";
+    bool extrapolate = false;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char **dst = strcmp(a, "--gpu") == 0 ? &gpu : strcmp(a, "--out") == 0 ? &out
+                         : strcmp(a, "--db") == 0 ? &db : strcmp(a, "--calib") == 0 ? &calib_path
+                         : strcmp(a, "--model") == 0 ? &model : strcmp(a, "--impl") == 0 ? &impl
+                         : strcmp(a, "--csv") == 0 ? &csv : NULL;
+        if (dst) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "tessera calib %s: %s needs a value\n", sub, a);
+                return EXIT_USAGE;
+            }
+            *dst = argv[++i];
+        } else if (strcmp(a, "--extrapolate") == 0) {
+            extrapolate = true;
+        } else if (strcmp(a, "--help") == 0) {
+            calib_usage(stdout);
+            return 0;
+        } else if (a[0] != '-' && !file) {
+            file = a;
+        } else {
+            fprintf(stderr, "tessera calib %s: unexpected argument '%s'\n", sub, a);
+            return EXIT_USAGE;
+        }
+    }
+    struct ts_err err;
+    if (strcmp(sub, "eval") == 0) {
+        if (!db) {
+            fprintf(stderr, "tessera calib eval: which run database? (--db RUN.db)\n");
+            return EXIT_USAGE;
+        }
+        return cmd_eval(db, calib_path, extrapolate, csv);
+    }
+    if (strcmp(sub, "import") == 0) {
+        if (!file || !gpu || !out) {
+            fprintf(stderr, "tessera calib import: needs PROFILE, --gpu NAME and --out FILE\n");
+            return EXIT_USAGE;
+        }
+        struct calib_data d;
+        int rc = has_suffix(file, ".csv") ? calib_data_load(file, &d, &err) : calib_data_import_db(file, &d, &err);
+        if (!rc && !(rc = calib_data_validate(&d, gpu, &err)))
+            rc = calib_data_write(&d, out, &err);
+        if (rc)
+            fprintf(stderr, "tessera calib import: %s\n", err.msg);
+        else
+            printf("%s: %zu rows of %s on %s\n", out, d.n, d.model, d.device);
+        calib_data_free(&d);
+        return rc ? EXIT_USAGE : 0;
+    }
+    if (strcmp(sub, "fit") == 0 || strcmp(sub, "show") == 0) {
+        char path[CFG_PATH + 256];
+        if (!gpu)
+            gpu = "h200";
+        if (file) {
+            snprintf(path, sizeof path, "%s", file);
+        } else {
+            struct sim_config dc;
+            sim_config_defaults(&dc);
+            snprintf(path, sizeof path, "%s/calib/%s-%s-%s.csv", dc.datadir, gpu, model, impl);
+        }
+        struct calib *c;
+        if (load_fit(path, gpu, &c, &err)) {
+            fprintf(stderr, "tessera calib %s: %s\n", sub, err.msg);
+            return EXIT_USAGE;
+        }
+        printf("%s\n", path);
+        calib_show(c, stdout);
+        calib_free(c);
+        return 0;
+    }
+    fprintf(stderr, "tessera calib: unknown subcommand '%s' (import, fit, show, eval)\n", sub);
+    return EXIT_USAGE;
+}
