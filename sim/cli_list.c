@@ -1,4 +1,6 @@
 /* cli_list.c: `tessera list WHAT`: the built-in tables, so users need not read the source. */
+#define _DEFAULT_SOURCE
+#include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,13 +90,26 @@ int cli_list(int argc, char **argv)
             if (p->note)
                 printf("            note: %s\n", p->note);
         }
+    } else if (strcmp(what, "calibrations") == 0) {
+        struct sim_config c;
+        sim_config_defaults(&c);
+        char dir[CFG_PATH + 16];
+        snprintf(dir, sizeof dir, "%s/calib", c.datadir);
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        printf("calibrations in %s (GPU-MODEL-IMPL.csv, used by --cost calibrated):\n", dir);
+        while (d && (de = readdir(d)))
+            if (strstr(de->d_name, ".csv"))
+                printf("  %s\n", de->d_name);
+        if (d)
+            closedir(d);
     } else if (strcmp(what, "impls") == 0) {
         impl_list(buf, sizeof buf);
         printf("%s\n", buf);
     } else if (strcmp(what, "decode") == 0)
         list_decode();
     else {
-        fprintf(stderr, "usage: tessera list models|gpus|policies|schedulers|systems|impls|decode\n");
+        fprintf(stderr, "usage: tessera list models|gpus|policies|schedulers|systems|impls|decode|calibrations\n");
         return strcmp(what, "--help") == 0 ? 0 : EXIT_USAGE;
     }
     return 0;

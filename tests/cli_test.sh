@@ -127,8 +127,24 @@ else
     contains "engine not built" "built without CUDA"
 fi
 
+# the calibrated cost model
+expect 0 "calib show" -- $bin calib show
+contains "calib show" "calibration of llada-8b on NVIDIA H200"
+expect 0 "sim --cost calibrated" -- $bin sim --cost calibrated --requests 20 --quiet
+contains "sim --cost calibrated" "throughput"
+expect 2 "calibrated without a calibration" -- $bin sim --cost calibrated --gpu rtx4090
+contains "calibrated without a calibration" "no calibration for llada-8b on rtx4090"
+expect 2 "calibrated beyond the range" -- $bin sim --cost calibrated --lengths fixed:3000,256 --max-num-batched-tokens 30000 --rps 50 --requests 40 --db "$tmp/range.db"
+contains "calibrated beyond the range" "beyond the profiled range"
+if [ -e "$tmp/range.db" ]; then bad "a database was left behind by a failed run"; else ok; fi
+printf 'device,model,segs,q,kv,logit_rows,op,ms,total_ms\nA,llada-8b,16,32,0,0,qkv,0.5,1\n' >"$tmp/thin.csv"
+expect 2 "calib import of a thin profile" -- $bin calib import "$tmp/thin.csv" --gpu h200 --out "$tmp/c.csv"
+contains "calib import of a thin profile" "no rows for op norm"
+expect 2 "calib eval without a replay" -- $bin calib eval --db "$tmp/ok.db"
+contains "calib eval without a replay" "no replayed run"
+
 # lists
-for w in models gpus policies schedulers systems impls decode; do expect 0 "list $w" -- $bin list $w; done
+for w in models gpus policies schedulers systems impls calibrations decode; do expect 0 "list $w" -- $bin list $w; done
 contains "list decode" "threshold:llada-gsm8k"
 
 echo "cli: $pass passed, $fail failed"

@@ -1,0 +1,245 @@
+/*
+ * check_calib.c: fitting the cost model from a per-op profile. Synthetic profiles with planted
+ * coefficients are recovered exactly; interpolation stays between the measured points, is flat below
+ * the smallest and refuses (or, when asked, extrapolates) beyond the largest; bad profiles are
+ * refused naming what is wrong; the shipped H200 calibration loads and prices a simulation.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib.h"
+#include "sim_internal.h"
+#include "test_util.h"
+
+/* planted per-op laws (ms) */
+static double tok_ms(enum cost_op op, double T) { return 0.01 * (op + 1) + 1e-4 * (op + 1) * T; }
+static double lm_ms(double rows) { return 0.25 + 3e-4 * rows; }
+static double attn_ms(double segs, double q, double kv)
+{
+    return 2e-7 * segs * q * (q + kv) + 3e-5 * segs * ceil(q / 64) * (q + kv) + 1e-4 * segs * q + 0.02 * segs;
+}
+
+static void add(struct calib_data *d, int segs, int q, int kv, int R, enum cost_op op, double ms)
+{
+    ts_grow((void **)&d->rows, &d->cap, d->n + 1, sizeof *d->rows);
+    d->rows[d->n++] = (struct calib_row){segs, q, kv, R, op, ms, 0};
+}
+
+/* A synthetic profile of llada-8b shapes on an H200, following the planted laws exactly. */
+static void planted(struct calib_data *d)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->device, sizeof d->device, "NVIDIA H200");
+    snprintf(d->model, sizeof d->model, "llada-8b");
+    const int qs[] = {1, 8, 32, 128, 512}, kvs[] = {0, 480, 2048};
+    const enum cost_op tok[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_OPROJ, OP_GATE_UP, OP_ACT, OP_DOWN};
+    for (int a = 0; a < 5; a++)
+        for (int b = 0; b < 3; b++)
+            for (int segs = 1; segs <= 16; segs *= 16) {
+                int q = qs[a], kv = kvs[b];
+                double T = (double)segs * q;
+                for (size_t k = 0; k < sizeof tok / sizeof *tok; k++) {
+                    /* gate_up must look like llada-8b on an H200 to pass validation */
+                    double ms = tok[k] == OP_GATE_UP ? 1.5 + 7e-3 * T : tok_ms(tok[k], T);
+                    add(d, segs, q, kv, 0, tok[k], ms);
+                }
+                add(d, segs, q, kv, 0, OP_ATTN, attn_ms(segs, q, kv));
+                add(d, segs, q, kv, q, OP_LM_HEAD, lm_ms(T));
+                add(d, segs, q, kv, q, OP_SAMPLE, lm_ms(T) / 10);
+            }
+    for (size_t i = 0; i < d->n; i++)
+        d->rows[i].total_ms = 0;
+}
+
+START_TEST(planted_coefficients_recovered)
+{
+    struct calib_data d;
+    planted(&d);
+    struct ts_err err;
+    ck_assert_msg(calib_data_validate(&d, "h200", &err) == 0, "%s", err.msg);
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    /* a step of mixed segments: every op recovered, attention by its planted least squares */
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 100;
+    struct segment a = {.req_id = 0, .q = 300, .kv = 700, .logit_rows = 150, .phase = PHASE_REFRESH};
+    struct segment b = {.req_id = 1, .q = 32, .kv = 1500, .logit_rows = 32, .phase = PHASE_REUSE};
+    step_desc_add(&sd, &a);
+    step_desc_add(&sd, &b);
+    double secs;
+    struct cost_breakdown bd;
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
+    double attn = attn_ms(1, 300, 700) + attn_ms(1, 32, 1500);
+    ck_assert_msg(fabs(bd.op_s[OP_ATTN] * 1e3 - attn) < 1e-9 * attn, "%g vs %g", bd.op_s[OP_ATTN] * 1e3, attn);
+    /* linear laws are interpolated exactly by a monotone spline through their points */
+    ck_assert(fabs(bd.op_s[OP_QKV] * 1e3 - tok_ms(OP_QKV, 332)) < 1e-9);
+    ck_assert(fabs(bd.op_s[OP_ACT] * 1e3 - tok_ms(OP_ACT, 332)) < 1e-9);
+    /* 182 logit rows in chunks of 100: f(100) + f(82) */
+    ck_assert(fabs(bd.op_s[OP_LM_HEAD] * 1e3 - (lm_ms(100) + lm_ms(82))) < 1e-9);
+    double sum = 0;
+    for (int op = 0; op < OP_COUNT; op++)
+        sum += bd.op_s[op];
+    ck_assert(fabs(sum - secs) < 1e-12);
+    /* below the smallest profiled step: the smallest time; beyond the largest: refused... */
+    step_desc_clear(&sd);
+    struct segment big = {.q = 9000, .logit_rows = 0, .phase = PHASE_FULL};
+    step_desc_add(&sd, &big);
+    ck_assert_int_ne(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "beyond the profiled range"));
+    /* ...unless extrapolation is asked for (linear, here exact) */
+    ck_assert_int_eq(calib_step_s(c, &sd, true, &secs, &bd, &err), 0);
+    ck_assert(fabs(bd.op_s[OP_QKV] * 1e3 - tok_ms(OP_QKV, 9000)) < 1e-6);
+    step_desc_free(&sd);
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
+START_TEST(monotone_between_points)
+{
+    struct calib_data d;
+    planted(&d);
+    /* make qkv a curve that bends: the interpolant must stay monotone between the points */
+    for (size_t i = 0; i < d.n; i++)
+        if (d.rows[i].op == OP_QKV) {
+            double T = (double)d.rows[i].segs * d.rows[i].q;
+            d.rows[i].ms = T < 100 ? 1.0 : 1.0 + sqrt(T - 100);
+        }
+    struct calib *c;
+    ck_assert_int_eq(calib_fit(&d, &c, NULL), 0);
+    double prev = 0;
+    for (int T = 1; T <= 8192; T += 7) {
+        struct step_desc sd;
+        step_desc_init(&sd);
+        struct segment s = {.q = T, .phase = PHASE_FULL};
+        step_desc_add(&sd, &s);
+        double secs;
+        struct cost_breakdown bd;
+        ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, NULL), 0);
+        ck_assert(bd.op_s[OP_QKV] >= prev - 1e-15);
+        prev = bd.op_s[OP_QKV];
+        step_desc_free(&sd);
+    }
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
+START_TEST(bad_profiles_are_refused)
+{
+    struct calib_data d;
+    struct ts_err err;
+    planted(&d);
+    /* claims llada-8b on an H200, but its GEMMs are 100x faster than the roofline allows */
+    for (size_t i = 0; i < d.n; i++)
+        if (d.rows[i].op == OP_GATE_UP)
+            d.rows[i].ms /= 100;
+    ck_assert_int_ne(calib_data_validate(&d, "h200", &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "another model or GPU"));
+    calib_data_free(&d);
+    /* an op missing */
+    planted(&d);
+    size_t k = 0;
+    for (size_t i = 0; i < d.n; i++)
+        if (d.rows[i].op != OP_DOWN)
+            d.rows[k++] = d.rows[i];
+    d.n = k;
+    ck_assert_int_ne(calib_data_validate(&d, "h200", &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no rows for op down"));
+    calib_data_free(&d);
+    /* CSV errors name file, line and field */
+    const char *p = tmp_file(0, ".csv", "device,model,segs,q,kv,logit_rows,op,ms,total_ms\n"
+                                        "\"GPU, one\",llada-8b,16,32,0,0,qkv,0.5,1\n"
+                                        "\"GPU, one\",llada-8b,16,x,0,0,qkv,0.5,1\n");
+    ck_assert_int_ne(calib_data_load(p, &d, &err), 0);
+    ck_assert_msg(strstr(err.msg, ":3: q: not a count ('x')"), "%s", err.msg);
+    p = tmp_file(0, ".csv", "device,model,segs,q,kv,logit_rows,op,ms,total_ms\n"
+                            "A,llada-8b,16,32,0,0,qkv,0.5,1\nB,llada-8b,16,32,0,0,qkv,0.5,1\n");
+    ck_assert_int_ne(calib_data_load(p, &d, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "one calibration holds one GPU"));
+    p = tmp_file(0, ".csv", "device,model,segs,q,kv,logit_rows,op,ms,total_ms\nA,llada-8b,16,32,0,0,fft,0.5,1\n");
+    ck_assert_int_ne(calib_data_load(p, &d, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "unknown op 'fft'"));
+    p = tmp_file(0, ".csv", "device,segs\n");
+    ck_assert_int_ne(calib_data_load(p, &d, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "column 'model' missing"));
+}
+END_TEST
+
+START_TEST(roundtrip_csv)
+{
+    struct calib_data d, e;
+    planted(&d);
+    const char *p = tmp_path(0, ".csv");
+    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
+    struct ts_err err;
+    ck_assert_msg(calib_data_load(p, &e, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(e.n, d.n);
+    ck_assert_str_eq(e.device, d.device);
+    for (size_t i = 0; i < d.n; i++)
+        ck_assert(e.rows[i].op == d.rows[i].op && fabs(e.rows[i].ms - d.rows[i].ms) <= 1e-8 * d.rows[i].ms);
+    calib_data_free(&d);
+    calib_data_free(&e);
+}
+END_TEST
+
+START_TEST(shipped_calibration_prices_a_run)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.cost, sizeof c.cost, "calibrated");
+    c.requests = 30;
+    c.rps = 2;
+    struct ts_err err;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    ck_assert_int_eq(sim_run(s, &err), 0);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.num_finished, 30);
+    ck_assert(m.ops.op_s[OP_GATE_UP] > 0 && m.ops.op_s[OP_ATTN] > 0);
+    sim_destroy(s);
+    /* a calibration of another model, or none for this GPU, is refused */
+    snprintf(c.model, sizeof c.model, "dream-7b");
+    ck_assert_ptr_null(sim_create(&c, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "no calibration"));
+    test_config(&c);
+    snprintf(c.cost, sizeof c.cost, "calibrated");
+    snprintf(c.model, sizeof c.model, "dream-7b");
+    snprintf(c.calib, sizeof c.calib, "%.900s/calib/h200-llada-8b-tessera.csv", c.datadir);
+    ck_assert_ptr_null(sim_create(&c, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "a calibration of model llada-8b"));
+    /* steps beyond the profiled range stop the run unless extrapolation is on */
+    test_config(&c);
+    snprintf(c.cost, sizeof c.cost, "calibrated");
+    snprintf(c.lengths, sizeof c.lengths, "fixed:3000,256");
+    c.max_num_batched_tokens = 30000;
+    c.rps = 50;
+    c.requests = 40;
+    s = sim_create(&c, &err);
+    ck_assert(s != NULL);
+    ck_assert_int_ne(sim_run(s, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "beyond the profiled range"));
+    sim_destroy(s);
+    c.extrapolate = true;
+    s = sim_create(&c, &err);
+    ck_assert_int_eq(sim_run(s, &err), 0);
+    sim_destroy(s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("calib");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, planted_coefficients_recovered);
+    tcase_add_test(tc, monotone_between_points);
+    tcase_add_test(tc, bad_profiles_are_refused);
+    tcase_add_test(tc, roundtrip_csv);
+    tcase_add_test(tc, shipped_calibration_prices_a_run);
+    suite_add_tcase(s, tc);
+    return run_suite("calib", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}
