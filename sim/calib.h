@@ -8,7 +8,8 @@
  *   LM head and sampling: time per chunk as a function of the chunk's rows, summed over the step's
  *     chunks (a chunk larger than the largest profiled one counts as several of that size)
  *   attention: least squares (weights 1/t^2, i.e. relative errors) over the step's Σ q(q+kv),
- *     Σ ceil(q/64)(q+kv) (the kernel's 64-row tiles), Σ q and the segment count
+ *     Σ ceil(q/64)(q+kv) (the kernel's 64-row tiles), Σ q, the segment count, the longest segment's
+ *     q + kv and a constant
  *   a per-step constant: the mean of (step total - sum of its ops)
  *
  * Below the smallest profiled T a token-driven op keeps its smallest time (the weights are read
