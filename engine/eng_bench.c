@@ -64,20 +64,6 @@ static float time_ms(void (*fn)(void *), void *ctx, int reps)
     return med;
 }
 
-struct gemm_ctx {
-    cublasHandle_t h;
-    void *a, *b, *c;
-    int n;
-};
-
-static void run_gemm(void *p)
-{
-    struct gemm_ctx *g = p;
-    const float one = 1, zero = 0;
-    cublasGemmEx(g->h, CUBLAS_OP_T, CUBLAS_OP_N, g->n, g->n, g->n, &one, g->a, CUDA_R_16BF, g->n, g->b,
-                 CUDA_R_16BF, g->n, &zero, g->c, CUDA_R_16BF, g->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-}
-
 /* one linear layer as the engine runs it: Y[M, n] = X[M, k] W^T */
 struct lin_ctx {
     cublasHandle_t h;
@@ -170,25 +156,25 @@ static void gemm_table(const struct model_cfg *m, int reps, double peak, double 
     const struct { const char *name; int64_t n, k; } shapes[] = {
         {"qkv", qkv, h}, {"o_proj", h, qd}, {"gate_up", 2 * F, h}, {"down", h, F}, {"lm_head", m->vocab, h}};
     const int tokens[] = {32, 512, 2048, 8192};
-    struct gemm_ctx g = {0};
+    struct lin_ctx g = {0};
     int64_t maxw = 0;
     for (size_t i = 0; i < TS_ARRAY_LEN(shapes); i++)
         maxw = TS_MAX(maxw, shapes[i].n * shapes[i].k);
     fprintf(out, "\n%-10s %7s %10s %10s %10s %8s\n", "gemm", "tokens", "ms", "TFLOP/s", "weight GB/s", "x_floor");
-    if (cublasCreate(&g.h) != CUBLAS_STATUS_SUCCESS || cudaMalloc(&g.a, 2 * (size_t)maxw) != cudaSuccess ||
-        cudaMalloc(&g.b, 2 * 8192 * (size_t)h * 4) != cudaSuccess ||
-        cudaMalloc(&g.c, 2 * 8192 * (size_t)m->vocab / 4) != cudaSuccess) {
+    if (cublasCreate(&g.h) != CUBLAS_STATUS_SUCCESS || cudaMalloc(&g.w, 2 * (size_t)maxw) != cudaSuccess ||
+        cudaMalloc(&g.x, 2 * 8192 * (size_t)h * 4) != cudaSuccess ||
+        cudaMalloc(&g.y, 2 * 8192 * (size_t)m->vocab / 4) != cudaSuccess) {
         fprintf(stderr, "engine bench: GEMM table setup failed\n");
         goto done;
     }
-    k_fill_random(g.a, maxw, 5, 0.02f, 0);
-    k_fill_random(g.b, 8192 * h * 4, 6, 1.f, 0);
+    k_fill_random(g.w, maxw, 5, 0.02f, 0);
+    k_fill_random(g.x, 8192 * h * 4, 6, 1.f, 0);
     for (size_t i = 0; i < TS_ARRAY_LEN(shapes); i++)
         for (size_t j = 0; j < TS_ARRAY_LEN(tokens); j++) {
             int M = tokens[j];
             if (shapes[i].n == m->vocab && M > 2048)
                 continue; /* the LM head runs in chunks */
-            struct lin_ctx lc = {g.h, g.a, g.b, g.c, M, (int)shapes[i].n, (int)shapes[i].k};
+            struct lin_ctx lc = {g.h, g.w, g.x, g.y, M, (int)shapes[i].n, (int)shapes[i].k};
             float ms = time_ms(run_lin, &lc, reps);
             double fl = 2.0 * M * shapes[i].n * shapes[i].k, by = 2.0 * shapes[i].n * shapes[i].k;
             double floor_ms = fmax(fl / peak, (by + 2.0 * M * (shapes[i].n + shapes[i].k)) / bw) * 1e3;
@@ -201,7 +187,7 @@ static void gemm_table(const struct model_cfg *m, int reps, double peak, double 
 done:
     if (g.h)
         cublasDestroy(g.h);
-    cudaFree(g.a), cudaFree(g.b), cudaFree(g.c);
+    cudaFree(g.w), cudaFree(g.x), cudaFree(g.y);
 }
 
 /* FLOPs and minimum bytes of a step of nseq segments (q, kv, logit rows r). */
@@ -231,22 +217,22 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
 {
     int rc = 1;
     const struct model_cfg *m = &o->model;
-    struct gemm_ctx g = {0};
+    struct lin_ctx g = {0};
     struct copy_ctx cp = {0};
     struct eng *e = NULL;
     struct step_desc sd;
     step_desc_init(&sd);
     struct ts_err err;
     /* 1. ceilings */
-    g.n = 8192;
+    g.M = g.n = g.k = 8192;
     size_t gb = 2 * (size_t)g.n * g.n;
     CKB(cublasCreate(&g.h));
-    CKB(cudaMalloc(&g.a, gb));
-    CKB(cudaMalloc(&g.b, gb));
-    CKB(cudaMalloc(&g.c, gb));
-    CKB(k_fill_random(g.a, (int64_t)g.n * g.n, 11, 1.f, 0));
-    CKB(k_fill_random(g.b, (int64_t)g.n * g.n, 12, 1.f, 0));
-    float gemm_ms = time_ms(run_gemm, &g, o->reps);
+    CKB(cudaMalloc(&g.w, gb));
+    CKB(cudaMalloc(&g.x, gb));
+    CKB(cudaMalloc(&g.y, gb));
+    CKB(k_fill_random(g.w, (int64_t)g.n * g.n, 11, 1.f, 0));
+    CKB(k_fill_random(g.x, (int64_t)g.n * g.n, 12, 1.f, 0));
+    float gemm_ms = time_ms(run_lin, &g, o->reps);
     CKB(cudaGetLastError());
     double peak = 2.0 * g.n * (double)g.n * g.n / (gemm_ms * 1e-3);
     cp.bytes = 2ULL << 30;
@@ -255,8 +241,8 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
     CKB(cudaMemset(cp.src, 1, cp.bytes));
     float copy_ms = time_ms(run_copy, &cp, o->reps);
     double bw = 2.0 * cp.bytes / (copy_ms * 1e-3);
-    cudaFree(g.a), cudaFree(g.b), cudaFree(g.c), cudaFree(cp.src), cudaFree(cp.dst);
-    g.a = g.b = g.c = cp.src = cp.dst = NULL;
+    cudaFree(g.w), cudaFree(g.x), cudaFree(g.y), cudaFree(cp.src), cudaFree(cp.dst);
+    g.w = g.x = g.y = cp.src = cp.dst = NULL;
     cublasDestroy(g.h);
     g.h = NULL;
     fprintf(out, "ceilings: bf16 GEMM 8192^3 %.1f TFLOP/s, device copy %.2f TB/s (read + write)\n",
@@ -374,7 +360,7 @@ after_steps:
 done:
     if (g.h)
         cublasDestroy(g.h);
-    cudaFree(g.a), cudaFree(g.b), cudaFree(g.c), cudaFree(cp.src), cudaFree(cp.dst);
+    cudaFree(g.w), cudaFree(g.x), cudaFree(g.y), cudaFree(cp.src), cudaFree(cp.dst);
     eng_destroy(e);
     step_desc_free(&sd);
     return rc;

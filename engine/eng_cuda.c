@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "cost.h"
+#include "eng_cuda_check.h"
 #include "eng_gemm.h"
 #include "eng_plan.h"
 #include "eng_safetensors.h"
@@ -30,27 +31,6 @@
 #define BLAS_WORKSPACE (64LL << 20)
 #define ATTN_WORKSPACE (64LL << 20) /* split-KV partial results */
 #define RESERVE_MARGIN (256LL << 20) /* context, cuBLAS handles, allocator slack */
-
-/* Every CUDA and cuBLAS call goes through these: the failing call, file and line are reported. */
-#define CU(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess)                                                                     \
-            return ts_fail(err, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-    } while (0)
-#define KL(call)                                                                                   \
-    do {                                                                                           \
-        int e_ = (call);                                                                           \
-        if (e_ != 0)                                                                               \
-            return ts_fail(err, "%s:%d: kernel %s: %s", __FILE__, __LINE__, #call,                 \
-                           cudaGetErrorString((cudaError_t)e_));                                   \
-    } while (0)
-#define CB(call)                                                                                   \
-    do {                                                                                           \
-        cublasStatus_t s_ = (call);                                                                \
-        if (s_ != CUBLAS_STATUS_SUCCESS)                                                           \
-            return ts_fail(err, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cublasGetStatusString(s_)); \
-    } while (0)
 
 #define MAX_PROF_EVENTS 1024
 

@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "eng_gemm.h"
 
+#include "eng_cuda_check.h"
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
 #include <cublasLt.h>
@@ -30,13 +32,6 @@ struct eng_gemm {
     size_t n, cap;
     cudaEvent_t e0, e1;
 };
-
-#define LT(call)                                                                                   \
-    do {                                                                                           \
-        cublasStatus_t s_ = (call);                                                                \
-        if (s_ != CUBLAS_STATUS_SUCCESS)                                                           \
-            return ts_fail(err, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cublasGetStatusString(s_)); \
-    } while (0)
 
 int eng_gemm_create(struct eng_gemm **out, void *workspace, size_t ws_bytes, struct ts_err *err)
 {
@@ -77,12 +72,12 @@ static int describe(struct eng_gemm *g, struct shape *s, struct ts_err *err)
 {
     (void)g;
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    LT(cublasLtMatmulDescCreate(&s->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    LT(cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    LT(cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    LT(cublasLtMatrixLayoutCreate(&s->a, CUDA_R_16BF, (uint64_t)s->K, (uint64_t)s->N, s->K));
-    LT(cublasLtMatrixLayoutCreate(&s->b, CUDA_R_16BF, (uint64_t)s->K, (uint64_t)s->M, s->K));
-    LT(cublasLtMatrixLayoutCreate(&s->c, CUDA_R_16BF, (uint64_t)s->N, (uint64_t)s->M, s->N));
+    CB(cublasLtMatmulDescCreate(&s->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CB(cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CB(cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    CB(cublasLtMatrixLayoutCreate(&s->a, CUDA_R_16BF, (uint64_t)s->K, (uint64_t)s->N, s->K));
+    CB(cublasLtMatrixLayoutCreate(&s->b, CUDA_R_16BF, (uint64_t)s->K, (uint64_t)s->M, s->K));
+    CB(cublasLtMatrixLayoutCreate(&s->c, CUDA_R_16BF, (uint64_t)s->N, (uint64_t)s->M, s->N));
     return 0;
 }
 
@@ -90,7 +85,7 @@ static int candidates(struct eng_gemm *g, struct shape *s, cublasLtMatmulHeurist
                       int *n, struct ts_err *err)
 {
     cublasLtMatmulPreference_t pref;
-    LT(cublasLtMatmulPreferenceCreate(&pref));
+    CB(cublasLtMatmulPreferenceCreate(&pref));
     cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g->ws_bytes, sizeof g->ws_bytes);
     if (st == CUBLAS_STATUS_SUCCESS)
@@ -168,7 +163,7 @@ int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y
         cublasLtMatmulHeuristicResult_t res[1];
         int n = 0;
         cublasLtMatmulPreference_t pref;
-        LT(cublasLtMatmulPreferenceCreate(&pref));
+        CB(cublasLtMatmulPreferenceCreate(&pref));
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                              &g->ws_bytes, sizeof g->ws_bytes);
         cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g->lt, s->op, s->a, s->b, s->c, s->c, pref, 1, res, &n);
@@ -180,7 +175,7 @@ int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y
     if (!s->tuned && may_tune && scratch && scratch_bytes >= 2 * (size_t)M * N && (void *)Y != scratch)
         if (tune(g, s, W, X, scratch, (cudaStream_t)stream, err))
             return -1;
-    LT(matmul(g, s, &s->algo, W, X, Y, beta, (cudaStream_t)stream));
+    CB(matmul(g, s, &s->algo, W, X, Y, beta, (cudaStream_t)stream));
     return 0;
 }
 

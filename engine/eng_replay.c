@@ -15,6 +15,7 @@
 
 #include "cost.h"
 #include "eng.h"
+#include "sim.h"
 #include "step_desc.h"
 
 static int db_exec(sqlite3 *db, const char *sql)
@@ -26,14 +27,6 @@ static int db_exec(sqlite3 *db, const char *sql)
         return -1;
     }
     return 0;
-}
-
-static int phase_of(const char *name)
-{
-    for (int p = 0; p < PHASE_COUNT; p++)
-        if (strcmp(seg_phase_name((enum seg_phase)p), name) == 0)
-            return p;
-    return PHASE_REUSE;
 }
 
 int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double mem_limit_gb, FILE *out)
@@ -144,8 +137,7 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
                            NULL) != SQLITE_OK)
         goto sqlfail_rollback;
     sqlite3_stmt *segq;
-    if (sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded FROM segments "
-                               "WHERE run_id = ? AND step_id = ?", -1, &segq, NULL) != SQLITE_OK ||
+    if (db_segments_prepare(db, &segq) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO engine_steps VALUES(?,?,?,?,?)", -1, &ins, NULL) != SQLITE_OK)
         goto sqlfail_rollback;
     sqlite3_bind_int64(q, 1, run_id);
@@ -153,19 +145,11 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
     int64_t n = 0;
     while (n < num_steps && sqlite3_step(q) == SQLITE_ROW) {
         int64_t step = sqlite3_column_int64(q, 0), pred = sqlite3_column_int64(q, 1);
-        step_desc_clear(&sd);
         sd.logit_chunk_rows = o.logit_chunk;
-        sqlite3_bind_int64(segq, 1, run_id);
-        sqlite3_bind_int64(segq, 2, step);
-        while (sqlite3_step(segq) == SQLITE_ROW) {
-            struct segment g = {.req_id = sqlite3_column_int(segq, 0),
-                                .phase = (uint8_t)phase_of((const char *)sqlite3_column_text(segq, 1)),
-                                .q = sqlite3_column_int(segq, 2), .kv = sqlite3_column_int(segq, 3),
-                                .kv_write = sqlite3_column_int(segq, 4),
-                                .logit_rows = sqlite3_column_int(segq, 5), .decoded = sqlite3_column_int(segq, 6)};
-            step_desc_add(&sd, &g);
+        if (db_read_step(segq, run_id, step, &sd) != SQLITE_OK) {
+            sqlite3_finalize(segq);
+            goto sqlfail_rollback;
         }
-        sqlite3_reset(segq);
         float ms = 0;
         if (eng_step(e, &sd, NULL, &ms, &err)) {
             fprintf(stderr, "tessera engine replay: step %lld: %s\n", (long long)step, err.msg);

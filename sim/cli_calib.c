@@ -23,6 +23,7 @@
 #include "cost.h"
 #include "gpu.h"
 #include "model.h"
+#include "sim.h"
 #include "step_desc.h"
 
 static void calib_usage(FILE *f)
@@ -61,14 +62,6 @@ static bool has_suffix(const char *s, const char *suf)
 }
 
 /* --- eval -------------------------------------------------------------------------------- */
-
-static int phase_of(const char *name)
-{
-    for (int p = 0; p < PHASE_COUNT; p++)
-        if (name && strcmp(seg_phase_name((enum seg_phase)p), name) == 0)
-            return p;
-    return PHASE_REUSE;
-}
 
 struct eval_acc {
     double *rel; /* per-step relative errors */
@@ -142,8 +135,7 @@ static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate
     ctx.extrapolate = extrapolate;
     if (sqlite3_prepare_v2(db, "SELECT step_id, measured_ns, predicted_ns FROM engine_steps WHERE run_id = ? "
                                "ORDER BY step_id", -1, &q, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded FROM segments "
-                               "WHERE run_id = ? AND step_id = ?", -1, &sq, NULL) != SQLITE_OK) {
+        db_segments_prepare(db, &sq) != SQLITE_OK) {
         fprintf(stderr, "tessera calib eval: %s: %s\n", dbpath, sqlite3_errmsg(db));
         goto done;
     }
@@ -158,19 +150,11 @@ static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate
     while (sqlite3_step(q) == SQLITE_ROW) {
         int64_t step = sqlite3_column_int64(q, 0);
         double meas = (double)sqlite3_column_int64(q, 1) * 1e-9;
-        step_desc_clear(&sd);
         sd.logit_chunk_rows = chunk;
-        sqlite3_bind_int64(sq, 1, run);
-        sqlite3_bind_int64(sq, 2, step);
-        while (sqlite3_step(sq) == SQLITE_ROW) {
-            struct segment g = {.req_id = sqlite3_column_int(sq, 0),
-                                .phase = (uint8_t)phase_of((const char *)sqlite3_column_text(sq, 1)),
-                                .q = sqlite3_column_int(sq, 2), .kv = sqlite3_column_int(sq, 3),
-                                .kv_write = sqlite3_column_int(sq, 4), .logit_rows = sqlite3_column_int(sq, 5),
-                                .decoded = sqlite3_column_int(sq, 6)};
-            step_desc_add(&sd, &g);
+        if (db_read_step(sq, run, step, &sd) != SQLITE_OK) {
+            fprintf(stderr, "tessera calib eval: %s: %s\n", dbpath, sqlite3_errmsg(db));
+            goto done;
         }
-        sqlite3_reset(sq);
         if (steps++ == 0 || meas <= 0)
             continue; /* the replay's first step tunes the GEMMs */
         const struct cost_ops *be[2] = {&cost_calibrated, &cost_roofline};

@@ -227,6 +227,30 @@ static int write_all(struct writer *w, const struct sim *s)
     return 0;
 }
 
+int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out)
+{
+    return sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding "
+                                  "FROM segments WHERE run_id = ? AND step_id = ? ORDER BY rowid", -1, out, NULL);
+}
+
+int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_desc *sd)
+{
+    step_desc_clear(sd);
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, step_id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct segment g = {.req_id = sqlite3_column_int(st, 0),
+                            .phase = (uint8_t)seg_phase_from_name((const char *)sqlite3_column_text(st, 1)),
+                            .q = sqlite3_column_int(st, 2), .kv = sqlite3_column_int(st, 3),
+                            .kv_write = sqlite3_column_int(st, 4), .logit_rows = sqlite3_column_int(st, 5),
+                            .decoded = sqlite3_column_int(st, 6), .padding = (uint8_t)sqlite3_column_int(st, 7)};
+        step_desc_add(sd, &g);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : rc;
+}
+
 int sim_write_db(const struct sim *s, const char *path, struct ts_err *err)
 {
     struct stat sb;

@@ -44,6 +44,15 @@ void sim_destroy(struct sim *s); /* NULL is safe */
 int sim_run(struct sim *s, struct ts_err *err);
 void sim_get_summary(const struct sim *s, struct sim_summary *out);
 const struct sim_config *sim_config(const struct sim *s);
+/* Reading recorded steps back (engine replay, calib eval): db_segments_prepare() prepares the
+ * query on an open database; db_read_step() fills sd (cleared first, knobs kept) with the segments
+ * of one recorded step. Both return 0 or an SQLite error code. */
+typedef struct sqlite3 sqlite3;
+typedef struct sqlite3_stmt sqlite3_stmt;
+struct step_desc;
+int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out);
+int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_desc *sd);
+
 /* Writes the run (runs, requests, steps, segments, summary, op_breakdown) into path in one
  * transaction. A new file is written beside the target and renamed into place, so a failure
  * leaves no partial database. */

@@ -13,6 +13,14 @@ const char *seg_phase_name(enum seg_phase p)
     return (unsigned)p < PHASE_COUNT ? phase_names[p] : "?";
 }
 
+enum seg_phase seg_phase_from_name(const char *name)
+{
+    for (int p = 0; name && p < PHASE_COUNT; p++)
+        if (strcmp(phase_names[p], name) == 0)
+            return (enum seg_phase)p;
+    return PHASE_REUSE;
+}
+
 void step_desc_init(struct step_desc *sd)
 {
     memset(sd, 0, sizeof *sd);

@@ -32,6 +32,8 @@ enum seg_phase {
 };
 
 const char *seg_phase_name(enum seg_phase p);
+/* The phase named `name` (as seg_phase_name writes it); PHASE_REUSE for an unknown name. */
+enum seg_phase seg_phase_from_name(const char *name);
 
 struct segment {
     int32_t req_id;
