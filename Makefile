@@ -26,7 +26,7 @@ BASE_CFLAGS := -std=c11 $(WARN) -Isim -Itraces -MMD -MP -DTS_VERSION='"$(VERSION
 OPT ?= -O2 -g
 CFLAGS ?=
 ALL_CFLAGS = $(BASE_CFLAGS) $(OPT) $(CFLAGS)
-LIBS := -lgsl -lgslcblas -lsqlite3 -ljansson -lm
+LIBS := -lgsl -lgslcblas -lsqlite3 -ljansson -lglpk -lm
 ifneq ($(DEPS),)
 DEPS_ABS := $(abspath $(DEPS))
 BASE_CFLAGS += -I$(DEPS_ABS)/usr/include

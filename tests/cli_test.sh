@@ -29,7 +29,7 @@ for c in "" "sim" "trace" "trace gen" "list"; do
 done
 expect 2 "no command" -- $bin
 expect 2 "unknown command" -- $bin frobnicate
-contains "unknown command lists commands" "commands: sim, trace, calib, list, engine"
+contains "unknown command lists commands" "commands: sim, trace, mem, calib, list, engine"
 
 # the default scenario prints a summary
 expect 0 "default sim" -- $bin sim --no-progress
@@ -126,6 +126,18 @@ else
     expect 2 "engine not built" -- $bin engine check
     contains "engine not built" "built without CUDA"
 fi
+
+# activation-memory planners
+expect 0 "mem plan" -- $bin mem plan --planner caching --tokens 2048 --softmax-copy 4
+contains "mem plan" "inflation"
+expect 0 "mem plan --json" -- $bin mem plan --planner first-fit --tokens 2048 --json
+json_check "$tmp/out" 'd["peak_bytes"] == d["theoretical_bytes"] and d["plan_us"] > 0'
+expect 1 "mem plan over budget" -- $bin mem plan --tokens 65536 --budget-gib 1 --chunking lazy
+contains "mem plan over budget" "does not fit"
+expect 0 "mem lmax" -- $bin mem lmax --gpu rtx4090 --planner first-fit --mask-ratio 0.5 --chunking lazy
+contains "mem lmax" "L_max ="
+expect 2 "mem unknown planner" -- $bin mem plan --planner buddy
+contains "mem unknown planner" "caching, profiled, first-fit, greedy-size, ilp"
 
 # the calibrated cost model
 expect 0 "calib show" -- $bin calib show

@@ -1,0 +1,269 @@
+/*
+ * cli_mem.c: `tessera mem plan` and `tessera mem lmax`.
+ *
+ *   plan   one forward's activation plan by a planner: peak (arena or reserved), allocated, the
+ *          theoretical peak, inflation over it, peak-to-average ratio, planning time; with a budget,
+ *          the chunk counts lazy (or brute-force) chunking needs to fit
+ *   lmax   the longest sequence whose forward fits a GPU next to the model's weights, by bisection:
+ *          one vanilla (no cache) FULL step of L tokens with logits for mask_ratio * L rows
+ *          (mask-only) or all L rows, planned by the chosen planner, chunked as asked
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cost.h"
+#include "gpu.h"
+#include "model.h"
+#include "planner.h"
+
+static void mem_usage(FILE *f)
+{
+    fprintf(f,
+"usage: tessera mem plan [--model M] [--tokens T] [--logit-rows R | --mask-ratio X] [--planner P]\n"
+"                        [--logit-chunk N] [--ffn-chunks N] [--softmax-copy B] [--budget-gib G]\n"
+"                        [--chunking none|lazy|brute] [--json]\n"
+"       tessera mem lmax [--model M] [--gpu G] [--planner P] [--mask-ratio X] [--chunking C]\n"
+"                        [--softmax-copy B] [--reserve-gib G] [--json]\n"
+"\n"
+"planners: caching (PyTorch's allocator), profiled (dLLM-Serve), first-fit (Mosaic), greedy-size\n"
+"(TFLite), ilp (GLPK, small graphs) [first-fit]. Defaults: llada-8b, 4096 tokens, logits for\n"
+"every row (--mask-ratio X: mask-only logits for X of the rows), unchunked, no softmax copy\n"
+"(--softmax-copy 4: PyTorch's fp32 copy). lmax: h200, a 1 GiB framework reserve, chunking none.\n");
+}
+
+struct mem_args {
+    const char *model, *gpu, *planner;
+    int64_t tokens, logit_rows;
+    double mask_ratio, budget_gib, reserve_gib;
+    int32_t logit_chunk, ffn_chunks, softmax_copy;
+    enum chunking chunking;
+    bool json;
+};
+
+static int parse(int argc, char **argv, struct mem_args *a)
+{
+    static const struct option o[] = {
+        {"model", required_argument, 0, 'm'}, {"gpu", required_argument, 0, 'g'},
+        {"planner", required_argument, 0, 'p'}, {"tokens", required_argument, 0, 't'},
+        {"logit-rows", required_argument, 0, 'r'}, {"mask-ratio", required_argument, 0, 'x'},
+        {"logit-chunk", required_argument, 0, 'l'}, {"ffn-chunks", required_argument, 0, 'f'},
+        {"softmax-copy", required_argument, 0, 's'}, {"budget-gib", required_argument, 0, 'b'},
+        {"reserve-gib", required_argument, 0, 'R'}, {"chunking", required_argument, 0, 'c'},
+        {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    *a = (struct mem_args){.model = "llada-8b", .gpu = "h200", .planner = "first-fit", .tokens = 4096,
+                           .logit_rows = -1, .mask_ratio = -1, .budget_gib = 0, .reserve_gib = 1.0,
+                           .ffn_chunks = 1};
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", o, NULL)) != -1) {
+        int64_t v;
+        int bad = 0;
+        switch (c) {
+        case 'm': a->model = optarg; break;
+        case 'g': a->gpu = optarg; break;
+        case 'p': a->planner = optarg; break;
+        case 't': bad = ts_parse_i64(optarg, &a->tokens) || a->tokens < 1 || a->tokens > (1 << 26); break;
+        case 'r': bad = ts_parse_i64(optarg, &a->logit_rows) || a->logit_rows < 0; break;
+        case 'x': bad = ts_parse_double(optarg, &a->mask_ratio) || a->mask_ratio < 0 || a->mask_ratio > 1; break;
+        case 'l': bad = ts_parse_i64(optarg, &v) || v < 0 || v > (1 << 24); a->logit_chunk = (int32_t)v; break;
+        case 'f': bad = ts_parse_i64(optarg, &v) || v < 1 || v > 4096; a->ffn_chunks = (int32_t)v; break;
+        case 's': bad = ts_parse_i64(optarg, &v) || (v != 0 && v != 4 && v != 8); a->softmax_copy = (int32_t)v; break;
+        case 'b': bad = ts_parse_double(optarg, &a->budget_gib) || a->budget_gib <= 0; break;
+        case 'R': bad = ts_parse_double(optarg, &a->reserve_gib) || a->reserve_gib < 0; break;
+        case 'c':
+            a->chunking = strcmp(optarg, "lazy") == 0 ? CHUNK_LAZY : strcmp(optarg, "brute") == 0 ? CHUNK_BRUTE : CHUNK_NONE;
+            bad = a->chunking == CHUNK_NONE && strcmp(optarg, "none") != 0;
+            break;
+        case 'j': a->json = true; break;
+        case 'h': mem_usage(stdout); return 1;
+        default: fprintf(stderr, "tessera mem: see --help\n"); return -1;
+        }
+        if (bad) {
+            fprintf(stderr, "tessera mem: bad value '%s'\n", optarg);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "tessera mem: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+static int64_t rows_for(const struct mem_args *a, int64_t T)
+{
+    if (a->logit_rows >= 0)
+        return TS_MIN(a->logit_rows, T);
+    if (a->mask_ratio >= 0)
+        return (int64_t)ceil(a->mask_ratio * (double)T);
+    return T;
+}
+
+static int cmd_plan(const struct mem_args *a)
+{
+    struct model_cfg m;
+    const struct planner_ops *p;
+    struct ts_err err;
+    if (model_resolve(a->model, &m, &err) || planner_resolve(a->planner, &p, &err)) {
+        fprintf(stderr, "tessera mem plan: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    struct og_shape s = {a->tokens, rows_for(a, a->tokens), a->logit_chunk, a->ffn_chunks, a->softmax_copy};
+    struct planner_opts po;
+    planner_opts_defaults(&po);
+    struct opgraph g = {0}, prof = {0};
+    if (p == planner_find("profiled")) { /* profiled at the dLLM-Serve defaults on this shape's knobs */
+        struct og_shape ps = {16384, 16384, a->logit_chunk ? a->logit_chunk : 2048, 1, a->softmax_copy};
+        opgraph_build(&prof, &m, &ps);
+        po.profiled_graph = &prof;
+    }
+    int rc = 0;
+    struct plan pl = {0};
+    struct chunk_result cr = {0};
+    if (a->budget_gib > 0) {
+        if (chunk_search(a->chunking, &m, &s, p, &po, (int64_t)(a->budget_gib * TS_GIB), &cr, &err)) {
+            fprintf(stderr, "tessera mem plan: %s\n", err.msg);
+            rc = EXIT_USAGE;
+            goto done;
+        }
+        pl = cr.plan;
+        cr.plan.offsets = NULL;
+        s.ffn_chunks = cr.ffn_chunks;
+        s.logit_chunk_rows = s.R > 0 ? (int32_t)((s.R + cr.logit_chunks - 1) / cr.logit_chunks) : 0;
+    } else if (opgraph_build(&g, &m, &s), planner_run(p, &g, &po, &pl, &err)) {
+        fprintf(stderr, "tessera mem plan: %s\n", err.msg);
+        rc = EXIT_USAGE;
+        goto done;
+    }
+    opgraph_build(&g, &m, &s);
+    double avg = opgraph_average(&g), theo = (double)opgraph_peak(&g);
+    double infl = theo > 0 ? (double)pl.arena_bytes / theo - 1.0 : 0;
+    if (a->json) {
+        json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:i,s:i,s:I,s:I,s:I,s:f,s:f,s:f,s:i,s:i}", "model", m.name,
+                              "planner", p->name, "tokens", (json_int_t)s.T, "logit_rows", (json_int_t)s.R,
+                              "logit_chunk_rows", s.logit_chunk_rows, "ffn_chunks", s.ffn_chunks,
+                              "peak_bytes", (json_int_t)pl.arena_bytes, "allocated_peak_bytes",
+                              (json_int_t)(pl.allocated_peak ? pl.allocated_peak : pl.arena_bytes),
+                              "theoretical_bytes", (json_int_t)theo, "inflation", infl, "peak_to_average",
+                              avg > 0 ? theo / avg : 0, "plan_us", pl.plan_us, "tensors", g.n, "ops", g.num_ops);
+        if (a->budget_gib > 0)
+            json_object_set_new(o, "fits", json_boolean(cr.fits));
+        char *t = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        printf("%s\n", t);
+        free(t);
+        json_decref(o);
+    } else {
+        printf("%s, %lld tokens, %lld logit rows (chunks of %d), %d FFN chunks: %d tensors over %d ops\n",
+               m.name, (long long)s.T, (long long)s.R, s.logit_chunk_rows ? s.logit_chunk_rows : (int)s.R,
+               s.ffn_chunks, g.n, g.num_ops);
+        printf("  planner %-12s peak %.3f GiB%s, theoretical %.3f GiB, inflation %+.1f%%\n", p->name,
+               pl.arena_bytes / TS_GIB, pl.allocated_peak ? " reserved" : "", theo / TS_GIB, 100 * infl);
+        if (pl.allocated_peak)
+            printf("  allocated peak %.3f GiB\n", pl.allocated_peak / TS_GIB);
+        printf("  peak-to-average %.2f, planning time %.1f us%s%s\n", avg > 0 ? theo / avg : 0, pl.plan_us,
+               pl.note[0] ? "; " : "", pl.note);
+        if (a->budget_gib > 0)
+            printf("  budget %.2f GiB: %s after %d plans (%d logit chunks, %d FFN chunks)%s%s\n", a->budget_gib,
+                   cr.fits ? "fits" : "does not fit", cr.plans_tried, cr.logit_chunks, cr.ffn_chunks,
+                   cr.fits ? "" : ": ", cr.why);
+    }
+    if (a->budget_gib > 0 && !cr.fits)
+        rc = 1;
+done:
+    plan_free(&pl);
+    opgraph_free(&g);
+    opgraph_free(&prof);
+    return rc;
+}
+
+/* Whether a FULL step of L tokens fits next to the weights; fills the chunk counts used. */
+static bool fits(const struct model_cfg *m, const struct mem_args *a, const struct planner_ops *p,
+                 int64_t budget, int64_t L, struct chunk_result *cr, struct ts_err *err)
+{
+    struct og_shape s = {L, rows_for(a, L), 0, 1, a->softmax_copy};
+    struct planner_opts po;
+    planner_opts_defaults(&po);
+    po.ilp_max_tensors = 0; /* lmax plans big graphs: the heuristics only */
+    plan_free(&cr->plan);
+    if (chunk_search(a->chunking, m, &s, p, &po, budget, cr, err))
+        return false;
+    return cr->fits;
+}
+
+static int cmd_lmax(const struct mem_args *a)
+{
+    struct model_cfg m;
+    const struct planner_ops *p;
+    struct ts_err err;
+    struct gpu_table *t = gpu_table_create();
+    struct gpu_spec gpu;
+    int rc = model_resolve(a->model, &m, &err) || planner_resolve(a->planner, &p, &err) ||
+             gpu_lookup(t, a->gpu, &gpu, &err);
+    gpu_table_destroy(t);
+    if (rc) {
+        fprintf(stderr, "tessera mem lmax: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    if (p == planner_find("profiled")) {
+        fprintf(stderr, "tessera mem lmax: the profiled planner reserves for a fixed step; use caching to "
+                        "model dLLM-Serve's allocator\n");
+        return EXIT_USAGE;
+    }
+    int64_t budget = gpu.mem_bytes - (int64_t)(a->reserve_gib * TS_GIB) - model_weight_bytes(&m);
+    if (budget <= 0) {
+        fprintf(stderr, "tessera mem lmax: %s's weights do not fit %s\n", m.name, gpu.name);
+        return EXIT_USAGE;
+    }
+    struct chunk_result cr = {0};
+    int64_t lo = 0, hi = 1;
+    while (hi < (1LL << 26) && fits(&m, a, p, budget, hi, &cr, &err)) {
+        lo = hi;
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        int64_t mid = (lo + hi) / 2;
+        if (fits(&m, a, p, budget, mid, &cr, &err))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    if (lo > 0)
+        fits(&m, a, p, budget, lo, &cr, &err); /* the chunking at L_max */
+    static const char *const names[] = {"none", "lazy", "brute"};
+    if (a->json)
+        printf("{\"model\":\"%s\",\"gpu\":\"%s\",\"planner\":\"%s\",\"chunking\":\"%s\",\"mask_ratio\":%g,"
+               "\"lmax\":%lld,\"activation_budget_bytes\":%lld,\"logit_chunks\":%d,\"ffn_chunks\":%d}\n", m.name,
+               gpu.name, p->name, names[a->chunking], a->mask_ratio, (long long)lo, (long long)budget,
+               cr.logit_chunks, cr.ffn_chunks);
+    else
+        printf("%s on %s, planner %s, chunking %s, logits for %s: L_max = %lld tokens (activations may use "
+               "%.2f GiB; at L_max: %d logit chunks, %d FFN chunks)\n", m.name, gpu.name, p->name,
+               names[a->chunking], a->mask_ratio >= 0 ? "the masked rows" : "every row", (long long)lo,
+               budget / TS_GIB, cr.logit_chunks, cr.ffn_chunks);
+    plan_free(&cr.plan);
+    return 0;
+}
+
+int cli_mem(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        mem_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : 0;
+    }
+    struct mem_args a;
+    int rc = parse(argc - 1, argv + 1, &a);
+    if (rc)
+        return rc > 0 ? 0 : EXIT_USAGE;
+    if (strcmp(argv[1], "plan") == 0)
+        return cmd_plan(&a);
+    if (strcmp(argv[1], "lmax") == 0)
+        return cmd_lmax(&a);
+    fprintf(stderr, "tessera mem: unknown subcommand '%s' (plan, lmax)\n", argv[1]);
+    return EXIT_USAGE;
+}

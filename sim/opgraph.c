@@ -1,0 +1,145 @@
+/* opgraph.c: instantiating the forward's tensor template and measuring its live bytes. */
+#include "opgraph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static const char *const kind_names[OG_KIND_COUNT] = {
+    "residual", "norm", "qkv", "attention", "router", "gate_up", "act", "gathered", "logits", "softmax"};
+
+const char *og_kind_name(enum og_kind k) { return (unsigned)k < OG_KIND_COUNT ? kind_names[k] : "?"; }
+
+static int32_t add(struct opgraph *g, enum og_kind k, int layer, int64_t bytes, int32_t first, int32_t last)
+{
+    if (bytes <= 0)
+        return -1;
+    ts_grow((void **)&g->t, &g->cap, (size_t)g->n + 1, sizeof *g->t);
+    g->t[g->n] = (struct og_tensor){bytes, first, last, (int16_t)layer, (uint8_t)k};
+    return g->n++;
+}
+
+void opgraph_build(struct opgraph *g, const struct model_cfg *m, const struct og_shape *s)
+{
+    g->n = 0;
+    const int64_t a = 2, T = s->T, R = s->R, h = m->hidden;
+    const int64_t qkv = (int64_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim;
+    const int64_t qd = (int64_t)m->num_heads * m->head_dim;
+    const int64_t chunks = s->ffn_chunks > 0 ? s->ffn_chunks : 1;
+    int32_t op = 0;
+    int32_t x = add(g, OG_X, -1, T * h * a, 0, 0); /* its end is set last */
+    for (int L = 0; L < m->num_layers && T > 0; L++) {
+        add(g, OG_NORM, L, T * h * a, op, op + 1);                 /* norm, read by qkv */
+        add(g, OG_QKV, L, T * qkv * a, op + 1, op + 3);            /* qkv, rope (in place), attention */
+        add(g, OG_ATTN, L, T * qd * a, op + 3, op + 4);            /* attention, read by o_proj */
+        op += 5;                                                   /* ... o_proj adds into x */
+        bool moe = model_is_moe_layer(m, L);
+        int64_t width = moe ? (int64_t)m->moe_ffn : m->ffn, rows = T;
+        int32_t norm2 = add(g, OG_NORM, L, T * h * a, op, op);     /* FFN input, alive across chunks */
+        op++;
+        if (moe) {
+            add(g, OG_ROUTER, L, T * m->num_experts * 4, op, op);   /* fp32 router logits, top-k */
+            op++;
+            rows = T * m->experts_top_k;                             /* routed copies */
+        }
+        int64_t per = (rows + chunks - 1) / chunks;
+        for (int64_t c = 0; c < rows; c += per) {
+            int64_t r = TS_MIN(per, rows - c);
+            if (moe)
+                add(g, OG_GATHER, L, r * h * a, op, op);             /* gathered routed inputs */
+            add(g, OG_GATE_UP, L, r * 2 * width * a, op, op + 1);
+            add(g, OG_ACT, L, r * width * a, op + 1, op + 2);
+            op += 3;                                                 /* down adds into x */
+        }
+        if (moe && m->num_shared_experts > 0) {
+            int64_t S = (int64_t)m->moe_ffn * m->num_shared_experts, pt = (T + chunks - 1) / chunks;
+            for (int64_t c = 0; c < T; c += pt) {
+                int64_t r = TS_MIN(pt, T - c);
+                add(g, OG_GATE_UP, L, r * 2 * S * a, op, op + 1);
+                add(g, OG_ACT, L, r * S * a, op + 1, op + 2);
+                op += 3;
+            }
+        }
+        g->t[norm2].last = op - 1;
+    }
+    if (R > 0) {
+        int32_t gathered = R < T ? add(g, OG_GATHER, -1, R * h * a, op, op) : -1;
+        op++; /* gather + final norm in place */
+        int64_t rc = s->logit_chunk_rows > 0 ? TS_MIN((int64_t)s->logit_chunk_rows, R) : R;
+        for (int64_t c = 0; c < R; c += rc) {
+            int64_t r = TS_MIN(rc, R - c);
+            add(g, OG_LOGITS, -1, r * m->vocab * a, op, op + 1 + (s->softmax_copy_bytes > 0));
+            if (s->softmax_copy_bytes > 0)
+                add(g, OG_SOFTMAX, -1, r * m->vocab * s->softmax_copy_bytes, op + 1, op + 2);
+            op += 2 + (s->softmax_copy_bytes > 0);
+        }
+        if (gathered >= 0)
+            g->t[gathered].last = op - 1;
+    }
+    g->num_ops = op > 0 ? op : 1;
+    if (x >= 0)
+        g->t[x].last = g->num_ops - 1;
+}
+
+void opgraph_free(struct opgraph *g)
+{
+    if (!g)
+        return;
+    free(g->t);
+    memset(g, 0, sizeof *g);
+}
+
+/* live bytes per op through a difference array */
+static int64_t *live_bytes(const struct opgraph *g)
+{
+    int64_t *d = xcalloc((size_t)g->num_ops + 1, sizeof *d);
+    for (int32_t i = 0; i < g->n; i++) {
+        d[g->t[i].first] += g->t[i].bytes;
+        d[g->t[i].last + 1] -= g->t[i].bytes;
+    }
+    for (int32_t k = 1; k <= g->num_ops; k++)
+        d[k] += d[k - 1];
+    return d;
+}
+
+int64_t opgraph_peak(const struct opgraph *g)
+{
+    int64_t *d = live_bytes(g), peak = 0;
+    for (int32_t k = 0; k < g->num_ops; k++)
+        peak = TS_MAX(peak, d[k]);
+    free(d);
+    return peak;
+}
+
+double opgraph_average(const struct opgraph *g)
+{
+    int64_t *d = live_bytes(g);
+    double sum = 0;
+    for (int32_t k = 0; k < g->num_ops; k++)
+        sum += (double)d[k];
+    free(d);
+    return sum / g->num_ops;
+}
+
+int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest)
+{
+    int64_t *d = live_bytes(g), peak = -1;
+    int32_t at = 0;
+    for (int32_t k = 0; k < g->num_ops; k++)
+        if (d[k] > peak) {
+            peak = d[k];
+            at = k;
+        }
+    free(d);
+    if (largest) {
+        int64_t best = -1;
+        *largest = OG_X;
+        for (int32_t i = 0; i < g->n; i++)
+            if (g->t[i].first <= at && at <= g->t[i].last && g->t[i].bytes > best && g->t[i].kind != OG_X) {
+                best = g->t[i].bytes;
+                *largest = (enum og_kind)g->t[i].kind;
+            }
+    }
+    return at;
+}

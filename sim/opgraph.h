@@ -1,0 +1,57 @@
+/*
+ * opgraph.h: the op graph template ("graph registrar" in Mosaic): one forward pass as the list of
+ * its activation tensors, each with its size as a function of the step's shapes and its lifetime
+ * (the first and last op that touch it). The same template serves the simulator's planners and the
+ * engine's arena (SPEC section 6).
+ *
+ * The forward is the engine's: the residual stream x is one buffer updated in place (the O and down
+ * projections add into it); per layer: norm -> qkv -> (RoPE in place) -> attention -> o_proj; then
+ * norm -> for each FFN chunk: gate_up -> act -> down; the FFN input stays alive across chunks. The
+ * head gathers the logit rows (when not all rows need logits), normalises them in place and runs
+ * the LM head chunk by chunk, each chunk's logits (and the implementation's softmax copy) dying
+ * after its argmax. MoE layers route k copies of each token to experts of width moe_ffn (+ shared
+ * experts) and keep fp32 router logits. Weights and the KV cache are not activations.
+ */
+#ifndef TESSERA_OPGRAPH_H
+#define TESSERA_OPGRAPH_H
+
+#include <stdint.h>
+
+#include "model.h"
+
+struct og_shape {
+    int64_t T;                  /* packed query tokens */
+    int64_t R;                  /* logit rows */
+    int32_t logit_chunk_rows;   /* 0 = monolithic */
+    int32_t ffn_chunks;         /* >= 1 */
+    int32_t softmax_copy_bytes; /* per logit: 0, 4 (fp32 copy) or 8 */
+};
+
+struct og_tensor {
+    int64_t bytes;
+    int32_t first, last; /* op indices, inclusive */
+    int16_t layer;       /* -1: head or whole-graph */
+    uint8_t kind;        /* enum og_kind */
+};
+
+enum og_kind { OG_X = 0, OG_NORM, OG_QKV, OG_ATTN, OG_ROUTER, OG_GATE_UP, OG_ACT, OG_GATHER,
+               OG_LOGITS, OG_SOFTMAX, OG_KIND_COUNT };
+
+struct opgraph {
+    struct og_tensor *t; /* [n], owned */
+    int32_t n, num_ops;
+    size_t cap;
+};
+
+const char *og_kind_name(enum og_kind k);
+/* Instantiates the template for a model and a step shape (the graph is cleared first). */
+void opgraph_build(struct opgraph *g, const struct model_cfg *m, const struct og_shape *s);
+void opgraph_free(struct opgraph *g);
+/* The theoretical peak: the largest sum of live tensor bytes at any op. */
+int64_t opgraph_peak(const struct opgraph *g);
+/* Live bytes averaged over the ops (peak / average is the peak-to-average ratio). */
+double opgraph_average(const struct opgraph *g);
+/* The op index where the peak is reached, and the kind of the largest tensor alive there. */
+int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest);
+
+#endif

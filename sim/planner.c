@@ -1,0 +1,288 @@
+/* planner.c: the planner table, the arena heuristics (first-fit, greedy-size), profiled, the overlap
+ * check, and lazy/brute-force chunking. */
+#define _POSIX_C_SOURCE 200809L
+#include "planner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool alive_together(const struct og_tensor *a, const struct og_tensor *b)
+{
+    return a->first <= b->last && b->first <= a->last;
+}
+
+struct span {
+    int64_t lo, hi;
+};
+
+static int cmp_span(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* Places tensor i among the placed tensors it overlaps in time: at the lowest offset (best = false)
+ * or in the smallest gap that fits (best = true); returns the offset. */
+static int64_t place(const struct opgraph *g, const int64_t *off, const bool *placed, int32_t i, bool best,
+                     struct span *buf)
+{
+    int n = 0;
+    for (int32_t j = 0; j < g->n; j++)
+        if (placed[j] && alive_together(&g->t[i], &g->t[j]))
+            buf[n++] = (struct span){off[j], off[j] + g->t[j].bytes};
+    qsort(buf, (size_t)n, sizeof *buf, cmp_span);
+    int64_t size = g->t[i].bytes, cursor = 0, best_off = -1, best_gap = INT64_MAX;
+    for (int k = 0; k < n; k++) {
+        if (buf[k].lo > cursor) {
+            int64_t gap = buf[k].lo - cursor;
+            if (gap >= size) {
+                if (!best)
+                    return cursor;
+                if (gap < best_gap) {
+                    best_gap = gap;
+                    best_off = cursor;
+                }
+            }
+        }
+        cursor = TS_MAX(cursor, buf[k].hi);
+    }
+    return best_off >= 0 ? best_off : cursor;
+}
+
+/* Sort keys carry what the comparators need (qsort has no context argument). */
+struct order_key {
+    int32_t first, idx;
+    int64_t bytes;
+};
+
+static int cmp_by_first(const void *a, const void *b)
+{
+    const struct order_key *x = a, *y = b;
+    if (x->first != y->first)
+        return (x->first > y->first) - (x->first < y->first);
+    if (x->bytes != y->bytes)
+        return (x->bytes < y->bytes) - (x->bytes > y->bytes);
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int cmp_by_size(const void *a, const void *b)
+{
+    const struct order_key *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return (x->bytes < y->bytes) - (x->bytes > y->bytes);
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int arena_plan(const struct opgraph *g, bool by_size, struct plan *out)
+{
+    struct order_key *order = xmalloc(sizeof *order * (size_t)(g->n ? g->n : 1));
+    for (int32_t i = 0; i < g->n; i++)
+        order[i] = (struct order_key){g->t[i].first, i, g->t[i].bytes};
+    qsort(order, (size_t)g->n, sizeof *order, by_size ? cmp_by_size : cmp_by_first);
+    out->offsets = xcalloc((size_t)(g->n ? g->n : 1), sizeof *out->offsets);
+    bool *placed = xcalloc((size_t)(g->n ? g->n : 1), sizeof *placed);
+    struct span *buf = xmalloc(sizeof *buf * (size_t)(g->n ? g->n : 1));
+    int64_t arena = 0;
+    for (int32_t k = 0; k < g->n; k++) {
+        int32_t i = order[k].idx;
+        out->offsets[i] = place(g, out->offsets, placed, i, by_size, buf);
+        placed[i] = true;
+        arena = TS_MAX(arena, out->offsets[i] + g->t[i].bytes);
+    }
+    out->arena_bytes = arena;
+    free(order);
+    free(placed);
+    free(buf);
+    return 0;
+}
+
+int plan_first_fit(const struct opgraph *g, const struct planner_opts *o, struct plan *out, struct ts_err *err)
+{
+    (void)o, (void)err;
+    return arena_plan(g, false, out);
+}
+
+int plan_greedy_size(const struct opgraph *g, const struct planner_opts *o, struct plan *out, struct ts_err *err)
+{
+    (void)o, (void)err;
+    return arena_plan(g, true, out);
+}
+
+static int plan_profiled(const struct opgraph *g, const struct planner_opts *o, struct plan *out,
+                         struct ts_err *err)
+{
+    const struct opgraph *ref = o->profiled_graph ? o->profiled_graph : g;
+    struct plan c = {0};
+    if (plan_caching(ref, o, &c, err))
+        return -1;
+    out->arena_bytes = c.arena_bytes + c.arena_bytes / 20; /* guard band */
+    out->allocated_peak = c.allocated_peak;
+    snprintf(out->note, sizeof out->note, "reservation of the profiled step (%s), +5%% guard band",
+             o->profiled_graph ? "max_num_batched_tokens" : "this step");
+    plan_free(&c);
+    if (o->profiled_graph && opgraph_peak(g) > out->arena_bytes)
+        return ts_fail(err, "profiled planner: this step needs %.2f GiB of activations, more than the "
+                            "%.2f GiB reserved at the profiled step", opgraph_peak(g) / TS_GIB,
+                       out->arena_bytes / TS_GIB);
+    return 0;
+}
+
+static const struct planner_ops planners[] = {
+    {"caching", "PyTorch's CUDA caching allocator: 512 B rounding, 2/20 MiB segments, best fit, "
+                "splits, nothing returned (reserved vs allocated)", plan_caching},
+    {"profiled", "dLLM-Serve: the caching reservation at max_num_batched_tokens with "
+                 "max_num_logits, +5%", plan_profiled},
+    {"first-fit", "Mosaic: one arena, tensors by first use at the lowest free offset", plan_first_fit},
+    {"greedy-size", "TFLite greedy by size: largest first into the best-fitting gap", plan_greedy_size},
+    {"ilp", "exact offsets with GLPK (small graphs, time-limited, else the best heuristic)", plan_ilp},
+};
+
+const struct planner_ops *planner_get(int i)
+{
+    return i >= 0 && (size_t)i < TS_ARRAY_LEN(planners) ? &planners[i] : NULL;
+}
+
+const struct planner_ops *planner_find(const char *name)
+{
+    for (size_t i = 0; i < TS_ARRAY_LEN(planners); i++)
+        if (ts_name_eq(planners[i].name, name))
+            return &planners[i];
+    return NULL;
+}
+
+static const char *planner_name_at(int i) { return planner_get(i) ? planner_get(i)->name : NULL; }
+
+int planner_resolve(const char *name, const struct planner_ops **out, struct ts_err *err)
+{
+    *out = planner_find(name);
+    if (*out)
+        return 0;
+    char list[128];
+    ts_join_names(list, sizeof list, planner_name_at);
+    return ts_fail(err, "unknown planner '%s' (known: %s)", name, list);
+}
+
+void planner_opts_defaults(struct planner_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->ilp_time_limit_s = 10;
+    o->ilp_max_tensors = 40;
+}
+
+int planner_run(const struct planner_ops *p, const struct opgraph *g, const struct planner_opts *o,
+                struct plan *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = ts_wall_s();
+    int rc = p->plan(g, o, out, err);
+    out->plan_us = (ts_wall_s() - t0) * 1e6;
+    out->theoretical = opgraph_peak(g);
+    return rc;
+}
+
+void plan_free(struct plan *p)
+{
+    if (!p)
+        return;
+    free(p->offsets);
+    p->offsets = NULL;
+}
+
+int plan_find_overlap(const struct opgraph *g, const struct plan *p)
+{
+    if (!p->offsets)
+        return -1;
+    for (int32_t i = 0; i < g->n; i++) {
+        if (p->offsets[i] < 0 || p->offsets[i] + g->t[i].bytes > p->arena_bytes)
+            return i;
+        for (int32_t j = i + 1; j < g->n; j++)
+            if (alive_together(&g->t[i], &g->t[j]) && p->offsets[i] < p->offsets[j] + g->t[j].bytes &&
+                p->offsets[j] < p->offsets[i] + g->t[i].bytes)
+                return i;
+    }
+    return -1;
+}
+
+/* --- chunking -------------------------------------------------------------------------------- */
+
+static int try_plan(const struct model_cfg *m, const struct og_shape *base, int32_t lc, int32_t fc,
+                    const struct planner_ops *p, const struct planner_opts *o, struct plan *out,
+                    struct opgraph *g, struct ts_err *err)
+{
+    struct og_shape s = *base;
+    s.ffn_chunks = fc;
+    s.logit_chunk_rows = base->R > 0 ? (int32_t)((base->R + lc - 1) / lc) : 0;
+    opgraph_build(g, m, &s);
+    return planner_run(p, g, o, out, err);
+}
+
+int chunk_search(enum chunking how, const struct model_cfg *m, const struct og_shape *shape,
+                 const struct planner_ops *p, const struct planner_opts *o, int64_t budget,
+                 struct chunk_result *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    struct opgraph g = {0};
+    const int32_t max_lc = (int32_t)TS_MAX(1, TS_MIN(shape->R, 4096)), max_fc = (int32_t)TS_MAX(1, TS_MIN(shape->T, 256));
+    int32_t lc = shape->logit_chunk_rows > 0 && shape->R > 0
+                     ? (int32_t)((shape->R + shape->logit_chunk_rows - 1) / shape->logit_chunk_rows) : 1;
+    int32_t fc = shape->ffn_chunks > 0 ? shape->ffn_chunks : 1;
+    int rc = 0;
+    if (how == CHUNK_BRUTE) {
+        int32_t best_sum = INT32_MAX;
+        for (int32_t l = 1; l <= max_lc; l = l < 8 ? l + 1 : l * 2)
+            for (int32_t f = 1; f <= max_fc; f = f < 8 ? f + 1 : f * 2) {
+                if (l + f >= best_sum)
+                    continue;
+                struct plan pl;
+                if (try_plan(m, shape, l, f, p, o, &pl, &g, err)) {
+                    rc = -1;
+                    goto done;
+                }
+                out->plans_tried++;
+                if (pl.arena_bytes <= budget) {
+                    plan_free(&out->plan);
+                    out->plan = pl;
+                    out->logit_chunks = l, out->ffn_chunks = f, out->fits = true;
+                    best_sum = l + f;
+                } else {
+                    plan_free(&pl);
+                }
+            }
+        if (!out->fits)
+            snprintf(out->why, sizeof out->why, "no chunking up to %d logit and %d FFN chunks fits %.2f GiB",
+                     max_lc, max_fc, budget / TS_GIB);
+        goto done;
+    }
+    for (;;) {
+        struct plan pl;
+        if (try_plan(m, shape, lc, fc, p, o, &pl, &g, err)) {
+            rc = -1;
+            goto done;
+        }
+        out->plans_tried++;
+        plan_free(&out->plan);
+        out->plan = pl;
+        out->logit_chunks = lc, out->ffn_chunks = fc;
+        if (pl.arena_bytes <= budget) {
+            out->fits = true;
+            break;
+        }
+        enum og_kind k;
+        int32_t at = opgraph_peak_op(&g, &k);
+        bool logits = k == OG_LOGITS || k == OG_SOFTMAX, ffn = k == OG_GATE_UP || k == OG_ACT;
+        if (how == CHUNK_NONE || (logits && lc >= max_lc) || (ffn && fc >= max_fc) || (!logits && !ffn)) {
+            snprintf(out->why, sizeof out->why, "%.2f GiB planned against %.2f GiB: the peak is at op %d, "
+                     "where the largest tensor is %s%s", pl.arena_bytes / TS_GIB, budget / TS_GIB, at,
+                     og_kind_name(k), how == CHUNK_NONE ? " (chunking off)" : " (which chunking cannot shrink further)");
+            break;
+        }
+        if (logits)
+            lc++;
+        else
+            fc++;
+    }
+done:
+    opgraph_free(&g);
+    return rc;
+}

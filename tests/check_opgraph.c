@@ -1,0 +1,66 @@
+/* check_opgraph.c: the op graph template: lifetimes, and its theoretical peak against the
+ * simulator's closed-form activation estimate (mem.c) over random shapes. */
+#include <stdlib.h>
+
+#include "mem.h"
+#include "opgraph.h"
+#include "test_util.h"
+
+START_TEST(peak_equals_closed_form)
+{
+    const char *models[] = {"llada-8b", "dream-7b", "sdar-8b"};
+    srand(11);
+    struct opgraph g = {0};
+    for (int k = 0; k < 300; k++) {
+        const struct model_cfg *m = model_find(models[k % 3]);
+        struct og_shape s = {1 + rand() % 20000, 0, 0, 1 + rand() % 8, (rand() % 3) * 4};
+        s.R = rand() % 2 ? s.T : rand() % (s.T + 1);
+        s.logit_chunk_rows = rand() % 2 ? 0 : 1 + rand() % 4096;
+        opgraph_build(&g, m, &s);
+        struct act_knobs kn = {s.logit_chunk_rows, s.ffn_chunks, s.softmax_copy_bytes};
+        ck_assert_msg(opgraph_peak(&g) == mem_act_peak(m, s.T, s.R, &kn),
+                      "%s T=%lld R=%lld chunk=%d ffn=%d copy=%d: graph %lld, closed form %lld", m->name,
+                      (long long)s.T, (long long)s.R, s.logit_chunk_rows, s.ffn_chunks, s.softmax_copy_bytes,
+                      (long long)opgraph_peak(&g), (long long)mem_act_peak(m, s.T, s.R, &kn));
+        for (int32_t i = 0; i < g.n; i++)
+            ck_assert(g.t[i].first >= 0 && g.t[i].first <= g.t[i].last && g.t[i].last < g.num_ops && g.t[i].bytes > 0);
+    }
+    opgraph_free(&g);
+}
+END_TEST
+
+START_TEST(chunking_lowers_the_peak_where_it_is)
+{
+    const struct model_cfg *m = model_find("llada-8b");
+    struct opgraph g = {0};
+    struct og_shape s = {16384, 16384, 0, 1, 4};
+    opgraph_build(&g, m, &s);
+    enum og_kind k;
+    opgraph_peak_op(&g, &k);
+    ck_assert(k == OG_SOFTMAX || k == OG_LOGITS); /* monolithic logits (and their fp32 copy) dominate */
+    int64_t mono = opgraph_peak(&g);
+    s.logit_chunk_rows = 1024;
+    opgraph_build(&g, m, &s);
+    opgraph_peak_op(&g, &k);
+    ck_assert(opgraph_peak(&g) < mono / 4);
+    ck_assert_int_eq(k, OG_GATE_UP); /* now the FFN is the peak */
+    int64_t before = opgraph_peak(&g);
+    s.ffn_chunks = 8;
+    opgraph_build(&g, m, &s);
+    ck_assert(opgraph_peak(&g) < before);
+    ck_assert(opgraph_average(&g) > 0 && opgraph_average(&g) <= opgraph_peak(&g));
+    opgraph_free(&g);
+    opgraph_free(NULL);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("opgraph");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, peak_equals_closed_form);
+    tcase_add_test(tc, chunking_lowers_the_peak_where_it_is);
+    suite_add_tcase(s, tc);
+    return run_suite("opgraph", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,208 @@
+/*
+ * check_planner.c: the planners. Property: no plan ever overlaps two tensors alive together (random
+ * graphs). Self-test against the exact optimum: the ILP is never worse than the heuristics, and
+ * first-fit stays within 2% of it on every op graph it solves. The caching allocator model follows
+ * PyTorch's rounding, segment and reuse rules. Lazy chunking fits where brute force does, with no
+ * more chunks than it needs to.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner.h"
+#include "test_util.h"
+
+static void random_graph(struct opgraph *g, int n, int ops)
+{
+    g->n = 0;
+    for (int i = 0; i < n; i++) {
+        int a = rand() % ops, b = a + rand() % (ops - a);
+        ts_grow((void **)&g->t, &g->cap, (size_t)g->n + 1, sizeof *g->t);
+        g->t[g->n++] = (struct og_tensor){(int64_t)(1 + rand() % 64) << (10 + rand() % 10), a, b, -1, OG_NORM};
+    }
+    g->num_ops = ops;
+}
+
+START_TEST(no_overlap_on_random_graphs)
+{
+    srand(5);
+    struct opgraph g = {0};
+    struct planner_opts po;
+    planner_opts_defaults(&po);
+    po.ilp_time_limit_s = 2;
+    const char *names[] = {"first-fit", "greedy-size", "ilp"};
+    for (int k = 0; k < 200; k++) {
+        random_graph(&g, 2 + rand() % (k < 40 ? 10 : 60), 2 + rand() % 30);
+        for (int p = 0; p < 3; p++) {
+            if (p == 2 && g.n > 10)
+                continue;
+            struct plan pl;
+            struct ts_err err;
+            ck_assert_int_eq(planner_run(planner_find(names[p]), &g, &po, &pl, &err), 0);
+            ck_assert_msg(plan_find_overlap(&g, &pl) < 0, "%s overlaps on graph %d", names[p], k);
+            ck_assert(pl.arena_bytes >= pl.theoretical);
+            plan_free(&pl);
+        }
+    }
+    opgraph_free(&g);
+}
+END_TEST
+
+START_TEST(ilp_optimum_against_heuristics)
+{
+    srand(9);
+    struct opgraph g = {0};
+    struct planner_opts po;
+    planner_opts_defaults(&po);
+    po.ilp_time_limit_s = 5;
+    int solved = 0;
+    for (int k = 0; k < 40; k++) {
+        random_graph(&g, 3 + rand() % 6, 3 + rand() % 8);
+        struct plan ilp, ff, gs;
+        ck_assert_int_eq(planner_run(planner_find("ilp"), &g, &po, &ilp, NULL), 0);
+        ck_assert_int_eq(planner_run(planner_find("first-fit"), &g, &po, &ff, NULL), 0);
+        ck_assert_int_eq(planner_run(planner_find("greedy-size"), &g, &po, &gs, NULL), 0);
+        ck_assert(ilp.arena_bytes <= ff.arena_bytes && ilp.arena_bytes <= gs.arena_bytes);
+        solved += ilp.optimal;
+        plan_free(&ilp), plan_free(&ff), plan_free(&gs);
+    }
+    ck_assert_int_gt(solved, 30);
+    /* the op graphs of forwards: first-fit within 2% of the optimum wherever the ILP solves */
+    struct model_cfg tiny = *model_find("llada-8b");
+    tiny.num_layers = 1;
+    po.ilp_max_tensors = 40;
+    int graphs = 0;
+    for (int T = 64; T <= 8192; T *= 4)
+        for (int chunks = 1; chunks <= 3; chunks++) {
+            struct og_shape s = {T, T / 2, T / 8, chunks, 4};
+            opgraph_build(&g, &tiny, &s);
+            struct plan ilp, ff;
+            ck_assert_int_eq(planner_run(planner_find("ilp"), &g, &po, &ilp, NULL), 0);
+            ck_assert_int_eq(planner_run(planner_find("first-fit"), &g, &po, &ff, NULL), 0);
+            if (ilp.optimal) {
+                graphs++;
+                ck_assert_msg(ff.arena_bytes <= ilp.arena_bytes * 1.02, "T %d chunks %d: first-fit %lld, ILP %lld",
+                              T, chunks, (long long)ff.arena_bytes, (long long)ilp.arena_bytes);
+            }
+            plan_free(&ilp), plan_free(&ff);
+        }
+    ck_assert_int_gt(graphs, 5);
+    opgraph_free(&g);
+}
+END_TEST
+
+static int64_t caching_reserved(struct opgraph *g, int64_t *allocated)
+{
+    struct plan pl;
+    ck_assert_int_eq(plan_caching(g, NULL, &pl, NULL), 0);
+    *allocated = pl.allocated_peak;
+    return pl.arena_bytes;
+}
+
+static void one(struct opgraph *g, int64_t bytes, int first, int last)
+{
+    ts_grow((void **)&g->t, &g->cap, (size_t)g->n + 1, sizeof *g->t);
+    g->t[g->n++] = (struct og_tensor){bytes, first, last, -1, OG_NORM};
+    if (last + 1 > g->num_ops)
+        g->num_ops = last + 1;
+}
+
+START_TEST(caching_allocator_rules)
+{
+    const int64_t MB = 1 << 20;
+    struct opgraph g = {0};
+    int64_t alloc;
+    one(&g, 100, 0, 0);
+    ck_assert_int_eq(caching_reserved(&g, &alloc), 2 * MB); /* a small segment */
+    ck_assert_int_eq(alloc, 512);                           /* rounded to 512 B */
+    g.n = 0;
+    one(&g, 5 * MB, 0, 0);
+    ck_assert_int_eq(caching_reserved(&g, &alloc), 20 * MB); /* large, below 10 MiB */
+    g.n = 0;
+    one(&g, 12 * MB + 1, 0, 0);
+    ck_assert_int_eq(caching_reserved(&g, &alloc), 14 * MB); /* rounded up to 2 MiB */
+    /* a freed block is reused: two 5 MiB tensors one after the other share one segment */
+    g.n = 0;
+    one(&g, 5 * MB, 0, 0);
+    one(&g, 5 * MB, 1, 1);
+    ck_assert_int_eq(caching_reserved(&g, &alloc), 20 * MB);
+    /* ...and alive together they split it */
+    g.n = 0;
+    one(&g, 5 * MB, 0, 1);
+    one(&g, 5 * MB, 1, 1);
+    ck_assert_int_eq(caching_reserved(&g, &alloc), 20 * MB);
+    ck_assert_int_eq(alloc, 10 * MB);
+    /* fragmentation: a freed 12 MiB hole cannot hold a 14 MiB request; nothing is returned */
+    g.n = 0;
+    one(&g, 12 * MB, 0, 0);
+    one(&g, 14 * MB, 1, 1);
+    ck_assert_int_eq(caching_reserved(&g, &alloc), 26 * MB);
+    ck_assert_int_eq(alloc, 14 * MB);
+    opgraph_free(&g);
+}
+END_TEST
+
+START_TEST(chunking_lazy_and_brute)
+{
+    const struct model_cfg *m = model_find("llada-8b");
+    struct planner_opts po;
+    planner_opts_defaults(&po);
+    struct og_shape s = {65536, 32768, 0, 1, 4};
+    struct chunk_result lazy, brute, none;
+    int64_t budget = 6LL << 30;
+    ck_assert_int_eq(chunk_search(CHUNK_LAZY, m, &s, planner_find("first-fit"), &po, budget, &lazy, NULL), 0);
+    ck_assert_int_eq(chunk_search(CHUNK_BRUTE, m, &s, planner_find("first-fit"), &po, budget, &brute, NULL), 0);
+    ck_assert_int_eq(chunk_search(CHUNK_NONE, m, &s, planner_find("first-fit"), &po, budget, &none, NULL), 0);
+    ck_assert(lazy.fits && brute.fits && !none.fits);
+    ck_assert_msg(strstr(none.why, "softmax") || strstr(none.why, "logits"), "%s", none.why);
+    ck_assert(lazy.plan.arena_bytes <= budget && brute.plan.arena_bytes <= budget);
+    ck_assert_int_le(brute.logit_chunks + brute.ffn_chunks, lazy.logit_chunks + lazy.ffn_chunks);
+    ck_assert_int_lt(lazy.plans_tried, brute.plans_tried);
+    plan_free(&lazy.plan), plan_free(&brute.plan), plan_free(&none.plan);
+    /* a budget below the attention block cannot be met by chunking: says which tensor */
+    ck_assert_int_eq(chunk_search(CHUNK_LAZY, m, &s, planner_find("first-fit"), &po, 1LL << 30, &lazy, NULL), 0);
+    ck_assert(!lazy.fits);
+    ck_assert_ptr_nonnull(strstr(lazy.why, "cannot shrink"));
+    plan_free(&lazy.plan);
+}
+END_TEST
+
+START_TEST(planning_a_32_layer_model_is_fast)
+{
+    const struct model_cfg *m = model_find("llada-8b");
+    struct opgraph g = {0};
+    struct og_shape s = {8192, 4096, 2048, 2, 0};
+    opgraph_build(&g, m, &s);
+    struct planner_opts po;
+    planner_opts_defaults(&po);
+    struct plan pl;
+    double best = 1e9;
+    for (int i = 0; i < 5; i++) {
+        ck_assert_int_eq(planner_run(planner_find("first-fit"), &g, &po, &pl, NULL), 0);
+        best = pl.plan_us < best ? pl.plan_us : best;
+        ck_assert(plan_find_overlap(&g, &pl) < 0);
+        ck_assert_int_eq(pl.arena_bytes, pl.theoretical); /* first-fit hits the peak on the forward */
+        plan_free(&pl);
+    }
+    fprintf(stderr, "planner: first-fit on a 32-layer graph of %d tensors: %.0f us\n", g.n, best);
+    ck_assert(best < 20000); /* the goal is < 1 ms; loose here so that sanitizer and valgrind runs pass */
+    struct ts_err err;
+    const struct planner_ops *p;
+    ck_assert_int_ne(planner_resolve("buddy", &p, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "first-fit"));
+    opgraph_free(&g);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("planner");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, no_overlap_on_random_graphs);
+    tcase_add_test(tc, ilp_optimum_against_heuristics);
+    tcase_add_test(tc, caching_allocator_rules);
+    tcase_add_test(tc, chunking_lazy_and_brute);
+    tcase_add_test(tc, planning_a_32_layer_model_is_fast);
+    suite_add_tcase(s, tc);
+    return run_suite("planner", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}
