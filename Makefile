@@ -150,7 +150,7 @@ bench-engine: $(BUILD)/tessera
 	$(if $(ANCHOR),PYTHONUNBUFFERED=1 python3 $(ANCHOR) | tee $(BENCH_OUT)/anchor.jsonl)
 
 # libFuzzer targets, one per parser (trace CSV/JSONL, HF config.json, GPU file)
-FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file fuzz_safetensors
+FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file fuzz_safetensors fuzz_calib
 fuzz:
 	@mkdir -p $(BUILD)/fuzz
 	@set -e; for f in $(FUZZERS); do \

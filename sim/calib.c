@@ -93,6 +93,14 @@ int calib_data_load(const char *path, struct calib_data *out, struct ts_err *err
     char *text;
     if (ts_read_file(path, &text, NULL, err))
         return -1;
+    int rc = calib_data_parse(path, text, out, err);
+    free(text);
+    return rc;
+}
+
+int calib_data_parse(const char *path, char *text, struct calib_data *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
     static const char *const cols[] = {"device", "model", "segs", "q", "kv", "logit_rows", "op", "ms",
                                        "total_ms"};
     int idx[9];
@@ -156,7 +164,6 @@ int calib_data_load(const char *path, struct calib_data *out, struct ts_err *err
     }
     rc = out->n ? 0 : ts_fail(err, "%s: no profile rows", path);
 done:
-    free(text);
     if (rc)
         calib_data_free(out);
     return rc;

@@ -42,6 +42,8 @@ struct calib_data {
 void calib_data_free(struct calib_data *d);
 /* Reads the CSV `tessera calib import` writes (the engine_profile columns). */
 int calib_data_load(const char *path, struct calib_data *out, struct ts_err *err);
+/* The same from text in memory (modified in place); `path` names it in messages. */
+int calib_data_parse(const char *path, char *text, struct calib_data *out, struct ts_err *err);
 /* Reads the engine_profile table of a profile database. */
 int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err *err);
 int calib_data_write(const struct calib_data *d, const char *path, struct ts_err *err);

@@ -1,4 +1,5 @@
 /* main.c: `tessera <command> ...`, dispatch to the subcommands. */
+#include <gsl/gsl_errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,6 +36,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* GSL's default handler aborts; tessera checks every GSL status itself and reports it */
+    gsl_set_error_handler_off();
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
