@@ -19,7 +19,7 @@ enum {
     O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN,
     O_BLOCK, O_REFRESH, O_EARLY, O_MASK_ONLY, O_MNBT, O_MNL, O_FFN_CHUNKS, O_MAX_BATCH, O_KV_PAGE,
     O_RESERVE, O_PREEMPT, O_DB, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
-    O_DATADIR, O_CALIB, O_EXTRAPOLATE
+    O_DATADIR, O_CALIB, O_EXTRAPOLATE, O_PLANNER
 };
 
 static const struct option opts[] = {
@@ -61,6 +61,7 @@ static const struct option opts[] = {
     {"datadir", required_argument, 0, O_DATADIR},
     {"calib", required_argument, 0, O_CALIB},
     {"extrapolate", no_argument, 0, O_EXTRAPOLATE},
+    {"planner", required_argument, 0, O_PLANNER},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -112,6 +113,9 @@ static void sim_usage(FILE *f)
 "  --reserve-gib X          framework reserve [implementation profile's: 1.0 torch-eager,\n"
 "                           0.5 tessera]\n"
 "  --preempt MODE           recompute | swap [recompute]\n"
+"  --planner NAME           activation reservations: first-fit (the theoretical peak), greedy-size,\n"
+"                           ilp, caching (PyTorch's allocator: reserved bytes), profiled (dLLM-Serve:\n"
+"                           caching at max_num_batched_tokens, +5%%) [first-fit]\n"
 "\n"
 "workload:\n"
 "  --trace FILE|synthetic   Azure/BurstGPT/length CSV, Mooncake JSONL, tessera CSV [synthetic]\n"
@@ -177,6 +181,7 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_ARRIVALS: return STR(arrivals);
     case O_LENGTHS: return STR(lengths);
     case O_PREEMPT: return STR(preempt);
+    case O_PLANNER: return STR(planner);
     case O_DB: return STR(db);
     case O_DATADIR: return STR(datadir);
     case O_CALIB: return STR(calib);

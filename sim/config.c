@@ -35,6 +35,7 @@ void sim_config_defaults(struct sim_config *c)
     c->kv_page_tokens = 16;
     c->reserve_gib = -1;
     snprintf(c->preempt, sizeof c->preempt, "recompute");
+    snprintf(c->planner, sizeof c->planner, "first-fit");
 }
 
 int sim_config_validate(const struct sim_config *c, struct ts_err *err)
@@ -98,6 +99,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "kv_page_tokens", json_integer(c->kv_page_tokens));
     json_object_set_new(o, "reserve_gib", json_real(c->reserve_gib));
     json_object_set_new(o, "preempt", json_string(c->preempt));
+    json_object_set_new(o, "planner", json_string(c->planner));
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     TS_ASSERT(s != NULL);

@@ -52,6 +52,7 @@ struct sim_config {
     int32_t kv_page_tokens;
     double reserve_gib;        /* framework reserve; < 0 = the implementation profile's */
     char preempt[CFG_STR];     /* recompute | swap */
+    char planner[CFG_STR];     /* activation reservations: first-fit | greedy-size | ilp | caching | profiled */
 
     /* output */
     char db[CFG_PATH];         /* "" = no database */

@@ -6,13 +6,13 @@
 
 static const struct preset presets[] = {
     {"fast-dllm", "Fast-dLLM dual cache, static batches, monolithic logits, PyTorch eager",
-     "dual", "static", "fixed:1", "torch-eager", 0, NULL},
+     "dual", "static", "fixed:1", "torch-eager", 0, "caching", NULL},
     {"dllm-serve", "dLLM-Serve: phase-multiplexed scheduler, logit decomposition (2048 rows), "
-                   "PyTorch runtime", "dual", "phase", "fixed:1", "torch-eager", 2048,
+                   "PyTorch runtime", "dual", "phase", "fixed:1", "torch-eager", 2048, "profiled",
      "its head-centric sparse KV cache arrives with the sparse policy (a later issue); until then "
      "this preset runs the dense dual cache"},
     {"lmdeploy", "LMDeploy-style block diffusion with request-level continuous batching, compiled "
-                 "engine", "block", "request", "fixed:1", "tessera", 0, NULL},
+                 "engine", "block", "request", "fixed:1", "tessera", 0, "first-fit", NULL},
 };
 
 int preset_count(void) { return (int)TS_ARRAY_LEN(presets); }
@@ -50,5 +50,6 @@ int preset_apply(const char *name, struct sim_config *c, struct ts_err *err)
     snprintf(c->decode, sizeof c->decode, "%s", p->decode);
     snprintf(c->impl, sizeof c->impl, "%s", p->impl);
     c->max_num_logits = p->max_num_logits;
+    snprintf(c->planner, sizeof c->planner, "%s", p->planner);
     return 0;
 }

@@ -13,6 +13,7 @@ struct preset {
     const char *help;
     const char *policy, *scheduler, *decode, *impl;
     int32_t max_num_logits; /* 0 = monolithic */
+    const char *planner;    /* activation reservations */
     const char *note;       /* what is not modelled yet, or NULL */
 };
 

@@ -46,6 +46,7 @@ struct request {
     int32_t preemptions;
     int64_t kv_tokens_held;  /* tokens of KV pool the request holds now */
     int64_t act_reserved;    /* bytes of activation reserved for it (request scheduler) */
+    int64_t act_need;        /* its peak step's activation reservation, once computed (0 before) */
     const char *reject_reason;
     struct segment last_seg; /* shape of its previous step (static batches repeat it while waiting) */
     gsl_rng *rng;            /* its own decode stream; NULL for deterministic decode models */

@@ -8,10 +8,14 @@
  */
 #include "sim_internal.h"
 
-static int64_t req_act(const struct sim *s, const struct request *r)
+/* The activation of r's peak step, planned once per request. */
+static int64_t req_act(struct sim *s, struct request *r)
 {
-    int32_t q = s->pol->peak_q(r, &s->pcfg);
-    return sim_act_peak(s, q, policy_logit_rows(&s->pcfg, q, r->G));
+    if (r->act_need == 0) {
+        int32_t q = s->pol->peak_q(r, &s->pcfg);
+        r->act_need = TS_MAX(sim_act_peak(s, q, policy_logit_rows(&s->pcfg, q, r->G)), 1);
+    }
+    return r->act_need;
 }
 
 static int request_init(struct sim *s, struct ts_err *err)
@@ -23,7 +27,7 @@ static int request_init(struct sim *s, struct ts_err *err)
     return 0;
 }
 
-static int64_t reservation(const struct sim *s, const struct request *r)
+static int64_t reservation(struct sim *s, struct request *r)
 {
     return sim_kv_pages(s, s->pol->kv_peak_tokens(r, &s->pcfg)) * s->kv_page_tokens *
                s->kv_token_bytes + req_act(s, r);
@@ -33,7 +37,7 @@ static const char *request_reject(struct sim *s, const struct request *r)
 {
     if (r->L > s->model.max_pos)
         return "P + G exceeds the model's maximum positions";
-    if (reservation(s, r) > s->kv_pool_bytes)
+    if (reservation(s, &s->reqs[r->id]) > s->kv_pool_bytes)
         return "its peak KV cache plus its Refresh activation exceed the memory left after weights";
     return NULL;
 }

@@ -22,7 +22,7 @@ struct static_state {
     int32_t n;
 };
 
-static int64_t padded_need(const struct sim *s, int64_t B, int32_t L_pad, int32_t G_pad)
+static int64_t padded_need(struct sim *s, int64_t B, int32_t L_pad, int32_t G_pad)
 {
     struct request probe = {.P = L_pad - G_pad, .G = G_pad, .C = G_pad};
     policy_req_init(&probe, &s->pcfg);

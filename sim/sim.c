@@ -101,10 +101,16 @@ void sim_kv_release(struct sim *s, struct request *r)
     r->kv_tokens_held = 0;
 }
 
-int64_t sim_act_peak(const struct sim *s, int64_t q_tokens, int64_t logit_rows)
+int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows)
 {
     struct act_knobs k = {s->cfg.max_num_logits, s->cfg.ffn_chunks, s->impl.softmax_copy_bytes};
-    return mem_act_peak(&s->model, q_tokens, logit_rows, &k);
+    if (s->planner != planner_find("caching") && s->planner != planner_find("profiled"))
+        return mem_act_peak(&s->model, q_tokens, logit_rows, &k);
+    struct og_shape shape = {q_tokens, logit_rows, k.logit_chunk_rows, k.ffn_chunks, k.softmax_copy_bytes};
+    opgraph_build(&s->graph, &s->model, &shape);
+    struct plan pl;
+    TS_ASSERT(plan_caching(&s->graph, NULL, &pl, NULL) == 0);
+    return s->planner == planner_find("profiled") ? pl.arena_bytes + pl.arena_bytes / 20 : pl.arena_bytes;
 }
 
 /* --- running set ------------------------------------------------------------------------- */
@@ -314,6 +320,7 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     gpu_table_destroy(gt);
     if (rc || impl_resolve(cfg->impl, &s->impl, err) || cost_resolve(cfg->cost, &s->cost, err) ||
         policy_resolve(cfg->policy, &s->pol, err) || sched_resolve(cfg->scheduler, &s->sched, err) ||
+        planner_resolve(cfg->planner, &s->planner, err) ||
         decode_parse(cfg->decode, cfg->datadir, &s->dm, err))
         goto fail;
     s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate};
@@ -369,6 +376,7 @@ void sim_destroy(struct sim *s)
     free(s->steps);
     free(s->segs);
     calib_free(s->calib);
+    opgraph_free(&s->graph);
     free(s);
 }
 

@@ -12,6 +12,7 @@
 #include "event.h"
 #include "gpu.h"
 #include "mem.h"
+#include "planner.h"
 #include "model.h"
 #include "policy.h"
 #include "request.h"
@@ -46,6 +47,8 @@ struct sim {
     const struct cost_ops *cost;
     struct cost_ctx cctx;
     struct calib *calib;  /* owned; the calibrated back end's fit */
+    const struct planner_ops *planner; /* activation reservations (planner.h) */
+    struct opgraph graph; /* scratch for planning */
     struct ts_err run_err;
     bool failed;
     const struct policy_ops *pol;
@@ -103,8 +106,10 @@ void sim_preempt(struct sim *s, struct request *r);
 /* Emits r's next segment (shape + tokens it decodes) and appends it to the step. */
 void sim_emit(struct sim *s, struct request *r, struct segment *seg);
 void sim_add_segment(struct sim *s, const struct segment *seg);
-/* Activation peak of a forward of q tokens and the logit rows a step of that size makes. */
-int64_t sim_act_peak(const struct sim *s, int64_t q_tokens, int64_t logit_rows);
+/* Activation memory to reserve for a forward of q tokens and its logit rows, as the run's planner
+ * lays it out: the theoretical peak for the arena planners (first-fit reaches it on a forward), the
+ * caching allocator's reserved bytes for caching, and those +5% for profiled. */
+int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows);
 /* Marks a request finished now (the static scheduler finishes a batch at once). */
 void sim_finish(struct sim *s, struct request *r);
 void sim_remove_running(struct sim *s, int32_t id);

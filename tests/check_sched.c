@@ -77,7 +77,7 @@ struct scenario {
     int32_t mnbt, mnl;
 };
 
-static void run_scenario(const struct scenario *sc, uint64_t seed, bool early_stop)
+static void run_scenario(const struct scenario *sc, uint64_t seed, bool early_stop, const char *planner)
 {
     struct sim_config c;
     test_config(&c);
@@ -92,6 +92,7 @@ static void run_scenario(const struct scenario *sc, uint64_t seed, bool early_st
     c.max_num_batched_tokens = sc->mnbt;
     c.max_num_logits = sc->mnl;
     c.early_stop = early_stop;
+    snprintf(c.planner, sizeof c.planner, "%s", planner);
     struct ts_err err;
     struct sim *s = sim_create(&c, &err);
     ck_assert_msg(s != NULL, "%s", err.msg);
@@ -111,12 +112,15 @@ static const struct scenario scenarios[] = {
     {"static", "prefix", "h100", "sharegpt", "threshold:2.0", 5.0, 0, 2048},
     {"static", "block", "rtx4090", "lognormal:6.0,0.5,5.0,0.6", "fixed:1", 3.0, 0, 0},
 };
+/* scenario i also runs with the planner below (the arena planners give the theoretical peak) */
+static const char *const scenario_planner[] = {"profiled", "caching", "first-fit", "caching", "caching",
+                                               "greedy-size", "caching", "first-fit", "caching"};
 
 START_TEST(invariants_randomized)
 {
     const struct scenario *sc = &scenarios[_i];
     for (uint64_t seed = 1; seed <= 4; seed++)
-        run_scenario(sc, seed * 7919 + (uint64_t)_i, seed % 2 == 0);
+        run_scenario(sc, seed * 7919 + (uint64_t)_i, seed % 2 == 0, seed % 2 ? scenario_planner[_i] : "first-fit");
 }
 END_TEST
 
@@ -175,6 +179,41 @@ START_TEST(impossible_requests_are_rejected_with_reason)
 }
 END_TEST
 
+/* PyTorch's allocator reserves more than the theoretical peak: static batches can only shrink */
+START_TEST(caching_planner_reserves_more)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.scheduler, sizeof c.scheduler, "static");
+    snprintf(c.gpu, sizeof c.gpu, "rtx4090");
+    snprintf(c.lengths, sizeof c.lengths, "fixed:300,256");
+    c.requests = 40;
+    c.rps = 20;
+    c.max_num_logits = 0;
+    c.reserve_gib = 0.5;
+    struct ts_err err;
+    struct sim_summary a, b;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
+    check_run(s);
+    sim_get_summary(s, &a);
+    int64_t ff = sim_act_peak(s, 4096, 4096);
+    sim_destroy(s);
+    snprintf(c.planner, sizeof c.planner, "caching");
+    s = sim_create(&c, &err);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
+    check_run(s);
+    sim_get_summary(s, &b);
+    ck_assert(sim_act_peak(s, 4096, 4096) > ff);
+    sim_destroy(s);
+    ck_assert_int_le(b.static_batch, a.static_batch);
+    snprintf(c.planner, sizeof c.planner, "buddy");
+    ck_assert_ptr_null(sim_create(&c, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "unknown planner"));
+}
+END_TEST
+
 START_TEST(static_batches_finish_together)
 {
     struct sim_config c;
@@ -220,6 +259,7 @@ int main(void)
     tcase_add_test(tc, preemption_recompute_and_swap);
     tcase_add_test(tc, impossible_requests_are_rejected_with_reason);
     tcase_add_test(tc, static_batches_finish_together);
+    tcase_add_test(tc, caching_planner_reserves_more);
     suite_add_tcase(s, tc);
     return run_suite("sched", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }
