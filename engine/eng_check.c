@@ -15,11 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "eng.h"
 #include "eng_check.h"
 #include "eng_plan.h"
 #include "eng_ref.h"
+#include "eng_safetensors.h"
 #include "eng_weights.h"
 #include "kernels.h"
 
@@ -477,6 +479,65 @@ done:
     free(ha), free(hb), free(ta);
 }
 
+/* Weights saved as an HF checkpoint and loaded back give the seeded engine's results exactly. */
+static void check_weights_file(struct checker *c, const struct model_cfg *m, bool llada_names)
+{
+    struct eng_layout l;
+    struct ts_err err;
+    struct eng *a = NULL, *b = NULL;
+    bf16_t *w = NULL;
+    float *ha = NULL, *hb = NULL;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/tessera-check-%d.safetensors", (int)getpid());
+    if (eng_layout_build(m, &l, &err)) {
+        fail_msg(c, "layout", err.msg);
+        return;
+    }
+    w = xmalloc(2 * (size_t)l.total);
+    for (int i = 0; i < l.n; i++)
+        eng_fill_host(&l, i, 77, w + l.t[i].offset);
+    struct eng_opts o;
+    eng_opts_defaults(&o);
+    o.max_tokens = 512;
+    o.logit_chunk = 256;
+    o.kv_tokens = 2048;
+    o.seed = 77;
+    if (st_export_hf(path, m, w, llada_names, false, &err) || eng_create(m, &o, &a, &err)) {
+        fail_msg(c, "checkpoint", err.msg);
+        goto done;
+    }
+    o.weights = path;
+    if (eng_create(m, &o, &b, &err)) {
+        fail_msg(c, "engine from a checkpoint", err.msg);
+        goto done;
+    }
+    seg(&sd, 0, 100, 0, 100);
+    struct eng_out oa, ob;
+    ha = xmalloc(4 * 100 * (size_t)m->hidden);
+    hb = xmalloc(4 * 100 * (size_t)m->hidden);
+    if (eng_step(a, &sd, &oa, NULL, &err) || eng_last_hidden(a, ha, &err) || eng_step(b, &sd, &ob, NULL, &err) ||
+        eng_last_hidden(b, hb, &err)) {
+        fail_msg(c, "steps", err.msg);
+        goto done;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "weights from a %s-named checkpoint vs from the seed (max diff)",
+             llada_names ? "LLaDA" : "Qwen");
+    double diff = 0;
+    for (int i = 0; i < 100 * m->hidden; i++)
+        diff = fmax(diff, fabs((double)ha[i] - hb[i]));
+    report(c, what, diff, 0);
+done:
+    unlink(path);
+    eng_destroy(a);
+    eng_destroy(b);
+    eng_layout_free(&l);
+    step_desc_free(&sd);
+    free(w), free(ha), free(hb);
+}
+
 int eng_check_run(uint64_t seed, FILE *out)
 {
     struct checker c = {out, 0, 0, seed};
@@ -512,6 +573,8 @@ int eng_check_run(uint64_t seed, FILE *out)
     check_steps(&c, &tiny_a, 32, 50);
     fprintf(out, "the engine against itself:\n");
     check_self(&c, &tiny_b);
+    check_weights_file(&c, &tiny_a, true);
+    check_weights_file(&c, &tiny_b, false);
     fprintf(out, "engine check: %d passed, %d failed\n", c.passed, c.failed);
     return c.failed ? 1 : 0;
 }

@@ -342,6 +342,58 @@ int st_load_tensor(struct st_file *f, const struct model_cfg *m, const struct en
     }
 }
 
+int st_export_hf(const char *path, const struct model_cfg *m, const bf16_t *w, bool llada, bool tied,
+                 struct ts_err *err)
+{
+    struct eng_layout l;
+    if (eng_layout_build(m, &l, err))
+        return -1;
+    const int cap = 16 * m->num_layers + 8;
+    char **names = xcalloc((size_t)cap, sizeof *names);
+    int64_t *rows = xcalloc((size_t)cap, sizeof *rows), *cols = xcalloc((size_t)cap, sizeof *cols);
+    const bf16_t **data = xcalloc((size_t)cap, sizeof *data);
+    int n = 0;
+    const int64_t h = m->hidden, qd = (int64_t)m->num_heads * m->head_dim;
+    const int64_t kvd = (int64_t)m->num_kv_heads * m->head_dim, F = m->ffn;
+#define PUT(r, c, ptr, ...)                                                                        \
+    do {                                                                                           \
+        char nm_[160];                                                                             \
+        snprintf(nm_, sizeof nm_, __VA_ARGS__);                                                    \
+        names[n] = xstrdup(nm_), rows[n] = (r), cols[n] = (c), data[n++] = (ptr);                  \
+    } while (0)
+    PUT(m->vocab, h, w + eng_layout_find(&l, W_EMB, -1)->offset, "%s",
+        llada ? "model.transformer.wte.weight" : "model.embed_tokens.weight");
+    const char *pre = llada ? "model.transformer.blocks" : "model.layers", *attn = llada ? "" : "self_attn.";
+    for (int L = 0; L < m->num_layers; L++) {
+        const bf16_t *qkv = w + eng_layout_find(&l, W_QKV, L)->offset, *gu = w + eng_layout_find(&l, W_GU, L)->offset;
+        PUT(qd, h, qkv, "%s.%d.%sq_proj.weight", pre, L, attn);
+        PUT(kvd, h, qkv + qd * h, "%s.%d.%sk_proj.weight", pre, L, attn);
+        PUT(kvd, h, qkv + (qd + kvd) * h, "%s.%d.%sv_proj.weight", pre, L, attn);
+        const struct eng_tensor *b = eng_layout_find(&l, W_QKV_BIAS, L);
+        if (b) {
+            PUT(qd, 0, w + b->offset, "%s.%d.%sq_proj.bias", pre, L, attn);
+            PUT(kvd, 0, w + b->offset + qd, "%s.%d.%sk_proj.bias", pre, L, attn);
+            PUT(kvd, 0, w + b->offset + qd + kvd, "%s.%d.%sv_proj.bias", pre, L, attn);
+        }
+        PUT(h, qd, w + eng_layout_find(&l, W_O, L)->offset, llada ? "%s.%d.attn_out.weight" : "%s.%d.self_attn.o_proj.weight", pre, L);
+        PUT(h, 0, w + eng_layout_find(&l, W_ATTN_NORM, L)->offset, llada ? "%s.%d.attn_norm.weight" : "%s.%d.input_layernorm.weight", pre, L);
+        PUT(h, 0, w + eng_layout_find(&l, W_FFN_NORM, L)->offset, llada ? "%s.%d.ff_norm.weight" : "%s.%d.post_attention_layernorm.weight", pre, L);
+        PUT(F, h, gu, llada ? "%s.%d.ff_proj.weight" : "%s.%d.mlp.gate_proj.weight", pre, L);
+        PUT(F, h, gu + F * h, llada ? "%s.%d.up_proj.weight" : "%s.%d.mlp.up_proj.weight", pre, L);
+        PUT(h, F, w + eng_layout_find(&l, W_DOWN, L)->offset, llada ? "%s.%d.ff_out.weight" : "%s.%d.mlp.down_proj.weight", pre, L);
+    }
+    PUT(h, 0, w + eng_layout_find(&l, W_FINAL_NORM, -1)->offset, "%s", llada ? "model.transformer.ln_f.weight" : "model.norm.weight");
+    if (!tied)
+        PUT(m->vocab, h, w + eng_layout_find(&l, W_LM, -1)->offset, "%s", llada ? "model.transformer.ff_out.weight" : "lm_head.weight");
+#undef PUT
+    int rc = st_write_bf16(path, n, (const char *const *)names, rows, cols, data, err);
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names), free(rows), free(cols), free(data);
+    eng_layout_free(&l);
+    return rc;
+}
+
 int st_write_bf16(const char *path, int n, const char *const *names, const int64_t *rows,
                   const int64_t *cols, const bf16_t *const *data, struct ts_err *err)
 {

@@ -11,6 +11,7 @@
 #ifndef TESSERA_ENG_SAFETENSORS_H
 #define TESSERA_ENG_SAFETENSORS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "eng_weights.h"
@@ -28,6 +29,11 @@ int st_check_header(const char *name, const char *json, size_t len, uint64_t dat
 /* Fills dst (t->rows * t->cols bf16) with the engine tensor t of model m. */
 int st_load_tensor(struct st_file *f, const struct model_cfg *m, const struct eng_tensor *t,
                    bf16_t *dst, struct ts_err *err);
+/* Writes the engine's weights (laid out by eng_layout_build(m)) as a Hugging Face checkpoint: q/k/v
+ * and gate/up split back into their HF tensors, with LLaDA names (llada = true) or LLaMA/Qwen names;
+ * tied = true leaves the LM head out (it is the embedding). */
+int st_export_hf(const char *path, const struct model_cfg *m, const bf16_t *weights, bool llada, bool tied,
+                 struct ts_err *err);
 /* Writes a safetensors file of bf16 tensors (names[i], shape rows[i] x cols[i], data[i]); cols 0
  * means a vector. For tests and for exporting the engine's random weights. */
 int st_write_bf16(const char *path, int n, const char *const *names, const int64_t *rows,

@@ -19,79 +19,16 @@ static const struct model_cfg TINY = {.name = "tiny", .num_layers = 2, .hidden =
                                       .max_pos = 4096, .rope_theta = 10000.0, .qkv_bias = true,
                                       .weight_bytes = 2, .kv_bytes = 2};
 
-struct ckpt {
-    char *names[64];
-    int64_t rows[64], cols[64];
-    const bf16_t *data[64];
-    int n;
-};
-
-static void put(struct ckpt *c, const char *name, int64_t rows, int64_t cols, const bf16_t *data)
-{
-    c->names[c->n] = xstrdup(name);
-    c->rows[c->n] = rows;
-    c->cols[c->n] = cols;
-    c->data[c->n++] = data;
-}
-
-/* The engine's random weights (seed 3), split into HF tensors: llada = LLaDA names. */
-static bf16_t *write_ckpt(const char *path, bool llada, bool tied, const char *skip)
+/* The engine's random weights (seed 3) written as an HF checkpoint. Returns them (caller frees). */
+static bf16_t *write_ckpt(const char *path, bool llada, bool tied)
 {
     struct eng_layout l;
     ck_assert_int_eq(eng_layout_build(&TINY, &l, NULL), 0);
     bf16_t *w = xmalloc(2 * (size_t)l.total);
     for (int i = 0; i < l.n; i++)
         eng_fill_host(&l, i, 3, w + l.t[i].offset);
-    struct ckpt c = {.n = 0};
-    const int64_t h = 64, qd = 128, kvd = 64, F = 96;
-    char n[128];
-    put(&c, llada ? "model.transformer.wte.weight" : "model.embed_tokens.weight", 50, h,
-        w + eng_layout_find(&l, W_EMB, -1)->offset);
-    for (int L = 0; L < 2; L++) {
-        const char *pre = llada ? "model.transformer.blocks" : "model.layers";
-        const bf16_t *qkv = w + eng_layout_find(&l, W_QKV, L)->offset;
-        const bf16_t *bias = w + eng_layout_find(&l, W_QKV_BIAS, L)->offset;
-        const bf16_t *gu = w + eng_layout_find(&l, W_GU, L)->offset;
-        const char *attn = llada ? "" : "self_attn.";
-        snprintf(n, sizeof n, "%s.%d.%sq_proj.weight", pre, L, attn), put(&c, n, qd, h, qkv);
-        snprintf(n, sizeof n, "%s.%d.%sk_proj.weight", pre, L, attn), put(&c, n, kvd, h, qkv + qd * h);
-        snprintf(n, sizeof n, "%s.%d.%sv_proj.weight", pre, L, attn), put(&c, n, kvd, h, qkv + (qd + kvd) * h);
-        snprintf(n, sizeof n, "%s.%d.%sq_proj.bias", pre, L, attn), put(&c, n, qd, 0, bias);
-        snprintf(n, sizeof n, "%s.%d.%sk_proj.bias", pre, L, attn), put(&c, n, kvd, 0, bias + qd);
-        snprintf(n, sizeof n, "%s.%d.%sv_proj.bias", pre, L, attn), put(&c, n, kvd, 0, bias + qd + kvd);
-        snprintf(n, sizeof n, llada ? "%s.%d.attn_out.weight" : "%s.%d.self_attn.o_proj.weight", pre, L);
-        put(&c, n, h, qd, w + eng_layout_find(&l, W_O, L)->offset);
-        snprintf(n, sizeof n, llada ? "%s.%d.attn_norm.weight" : "%s.%d.input_layernorm.weight", pre, L);
-        put(&c, n, h, 0, w + eng_layout_find(&l, W_ATTN_NORM, L)->offset);
-        snprintf(n, sizeof n, llada ? "%s.%d.ff_norm.weight" : "%s.%d.post_attention_layernorm.weight", pre, L);
-        put(&c, n, h, 0, w + eng_layout_find(&l, W_FFN_NORM, L)->offset);
-        snprintf(n, sizeof n, llada ? "%s.%d.ff_proj.weight" : "%s.%d.mlp.gate_proj.weight", pre, L);
-        put(&c, n, F, h, gu);
-        snprintf(n, sizeof n, llada ? "%s.%d.up_proj.weight" : "%s.%d.mlp.up_proj.weight", pre, L);
-        put(&c, n, F, h, gu + F * h);
-        snprintf(n, sizeof n, llada ? "%s.%d.ff_out.weight" : "%s.%d.mlp.down_proj.weight", pre, L);
-        put(&c, n, h, F, w + eng_layout_find(&l, W_DOWN, L)->offset);
-    }
-    put(&c, llada ? "model.transformer.ln_f.weight" : "model.norm.weight", h, 0,
-        w + eng_layout_find(&l, W_FINAL_NORM, -1)->offset);
-    if (!tied)
-        put(&c, llada ? "model.transformer.ff_out.weight" : "lm_head.weight", 50, h,
-            w + eng_layout_find(&l, W_LM, -1)->offset);
-    /* drop one tensor when asked */
-    for (int i = 0; skip && i < c.n; i++)
-        if (strcmp(c.names[i], skip) == 0) {
-            free(c.names[i]);
-            memmove(&c.names[i], &c.names[i + 1], sizeof c.names[0] * (size_t)(c.n - i - 1));
-            memmove(&c.rows[i], &c.rows[i + 1], sizeof c.rows[0] * (size_t)(c.n - i - 1));
-            memmove(&c.cols[i], &c.cols[i + 1], sizeof c.cols[0] * (size_t)(c.n - i - 1));
-            memmove(&c.data[i], &c.data[i + 1], sizeof c.data[0] * (size_t)(c.n - i - 1));
-            c.n--;
-        }
     struct ts_err err;
-    ck_assert_msg(st_write_bf16(path, c.n, (const char *const *)c.names, c.rows, c.cols, c.data, &err) == 0,
-                  "%s", err.msg);
-    for (int i = 0; i < c.n; i++)
-        free(c.names[i]);
+    ck_assert_msg(st_export_hf(path, &TINY, w, llada, tied, &err) == 0, "%s", err.msg);
     eng_layout_free(&l);
     return w;
 }
@@ -116,7 +53,7 @@ START_TEST(roundtrip_both_families)
 {
     for (int llada = 0; llada < 2; llada++) {
         const char *p = tmp_path(0, ".safetensors");
-        bf16_t *w = write_ckpt(p, llada, false, NULL), *got;
+        bf16_t *w = write_ckpt(p, llada, false), *got;
         struct ts_err err;
         ck_assert_msg(load_all(p, &got, &err) == 0, "%s", err.msg);
         struct eng_layout l;
@@ -139,7 +76,7 @@ END_TEST
 START_TEST(tied_lm_head_uses_embedding)
 {
     const char *p = tmp_path(0, ".safetensors");
-    bf16_t *w = write_ckpt(p, false, true, NULL), *got;
+    bf16_t *w = write_ckpt(p, false, true), *got;
     struct ts_err err;
     ck_assert_msg(load_all(p, &got, &err) == 0, "%s", err.msg);
     struct eng_layout l;
@@ -161,7 +98,7 @@ START_TEST(sharded_directory)
     char a[300], b[300];
     snprintf(a, sizeof a, "%s/model-00001-of-00002.safetensors", dir);
     snprintf(b, sizeof b, "%s/model-00002-of-00002.safetensors", dir);
-    bf16_t *w = write_ckpt(a, false, false, "lm_head.weight");
+    bf16_t *w = write_ckpt(a, false, true); /* tied: no lm_head in shard 1 */
     struct eng_layout l;
     eng_layout_build(&TINY, &l, NULL);
     const char *name = "lm_head.weight";
@@ -181,11 +118,16 @@ END_TEST
 START_TEST(bad_files_name_the_tensor)
 {
     const char *p = tmp_path(0, ".safetensors");
-    bf16_t *w = write_ckpt(p, false, false, "model.layers.1.mlp.up_proj.weight"), *got;
+    /* a checkpoint holding the embedding only */
     struct ts_err err;
+    bf16_t emb[50 * 64] = {0}, *got;
+    const char *only = "model.embed_tokens.weight";
+    int64_t er = 50, ec = 64;
+    const bf16_t *ed = emb;
+    ck_assert_int_eq(st_write_bf16(p, 1, &only, &er, &ec, &ed, NULL), 0);
     ck_assert_int_ne(load_all(p, &got, &err), 0);
-    ck_assert_msg(strstr(err.msg, "tensor 'model.layers.1.mlp.up_proj.weight' is missing"), "%s", err.msg);
-    free(w), free(got);
+    ck_assert_msg(strstr(err.msg, "tensor 'model.layers.0.input_layernorm.weight' is missing"), "%s", err.msg);
+    free(got);
     /* a tensor of the wrong shape */
     const char *name = "model.embed_tokens.weight";
     int64_t r = 50, c = 32;
