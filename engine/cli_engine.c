@@ -17,10 +17,11 @@ static void engine_usage(FILE *f)
 {
     fprintf(f,
 "usage: tessera engine check [--seed S]\n"
-"       tessera engine replay --db RUN.db [--run ID] [--steps N] [--mem-limit GB]\n"
+"       tessera engine replay --db RUN.db [--run ID] [--steps N] [--mem-limit GB] [--weights PATH]\n"
 "       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--logit-chunk N]\n"
 "                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention]\n"
+"                            [--weights PATH]\n"
 "\n"
 "check  every kernel and whole steps of tiny models on the GPU against the CPU reference\n"
 "       (normwise relative errors against bf16-appropriate bounds); exit 1 on any failure\n"
@@ -28,6 +29,8 @@ static void engine_usage(FILE *f)
 "       [llada-8b, random weights] from CUDA graphs (median of N [20] replays) against their\n"
 "       floors, the attention kernel alone, and the step workspace beside the simulator's\n"
 "       activation estimate; --json appends one JSON object per result to FILE\n"
+"--weights loads a safetensors checkpoint (a file or a directory of shards, Hugging Face names of\n"
+"       the LLaMA/Qwen or LLaDA families) instead of random weights\n"
 "replay executes the steps a simulation stored (tessera sim --db, without --no-steps) and\n"
 "       writes each measured duration beside the predicted one into engine_steps\n"
 "profile times every op of steps over a grid of (sequences, q, cached kv, logits) and writes\n"
@@ -51,10 +54,11 @@ int cli_engine(int argc, char **argv)
                                       {"db", required_argument, 0, 'd'},
                                       {"run", required_argument, 0, 'R'},
                                       {"steps", required_argument, 0, 'S'},
+                                      {"weights", required_argument, 0, 'w'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     int64_t seed = 1, reps = 20, chunk = 2048, run = 0, steps = 0;
-    const char *db = NULL;
+    const char *db = NULL, *weights = NULL;
     double mem_gb = 0;
     const char *model = "llada-8b", *json = NULL, *only = NULL;
     optind = 1;
@@ -69,6 +73,7 @@ int cli_engine(int argc, char **argv)
         case 'm': model = optarg; break;
         case 'j': json = optarg; break;
         case 'd': db = optarg; break;
+        case 'w': weights = optarg; break;
         case 'R': bad = ts_parse_i64(optarg, &run) || run < 1; break;
         case 'S': bad = ts_parse_i64(optarg, &steps) || steps < 1; break;
         case 'o':
@@ -86,7 +91,7 @@ int cli_engine(int argc, char **argv)
     if (strcmp(sub, "check") == 0)
         return eng_check_run((uint64_t)seed, stdout);
     if (strcmp(sub, "bench") == 0) {
-        struct eng_bench_opts bo = {.reps = (int)reps, .logit_chunk = (int)chunk, .only = only,
+        struct eng_bench_opts bo = {.reps = (int)reps, .logit_chunk = (int)chunk, .only = only, .weights = weights,
                                     .mem_limit = (int64_t)(mem_gb * 1e9)};
         struct ts_err err;
         if (model_resolve(model, &bo.model, &err)) {
@@ -108,7 +113,7 @@ int cli_engine(int argc, char **argv)
             return EXIT_USAGE;
         }
         if (sub[1] == 'e')
-            return eng_replay_run(db, run, steps, mem_gb, stdout);
+            return eng_replay_run(db, run, steps, mem_gb, weights, stdout);
         struct model_cfg m;
         struct ts_err err;
         if (model_resolve(model, &m, &err)) {

@@ -260,6 +260,7 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
     eo.max_tokens = 8192;
     eo.logit_chunk = o->logit_chunk;
     eo.mem_limit = o->mem_limit;
+    eo.weights = o->weights;
     if (eng_create(m, &eo, &e, &err)) {
         fprintf(stderr, "engine bench: %s\n", err.msg);
         goto done;

@@ -15,6 +15,7 @@ struct eng_bench_opts {
     int64_t mem_limit;    /* bytes, 0 = free memory */
     FILE *json;           /* one JSON object per line, or NULL */
     const char *only;     /* "steps", "gemm" or "attention"; NULL = all */
+    const char *weights;  /* safetensors file or directory; NULL = random weights */
 };
 
 int eng_bench_run(const struct eng_bench_opts *o, FILE *out);

@@ -29,7 +29,8 @@ static int db_exec(sqlite3 *db, const char *sql)
     return 0;
 }
 
-int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double mem_limit_gb, FILE *out)
+int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double mem_limit_gb,
+                   const char *weights, FILE *out)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *q = NULL, *ins = NULL;
@@ -123,6 +124,7 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
     o.block_size = block_causal ? block : 0;
     o.ffn_chunks = ffn_chunks > 0 ? ffn_chunks : 1;
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
+    o.weights = weights;
     if (eng_create(&m, &o, &e, &err)) {
         fprintf(stderr, "tessera engine replay: %s\n", err.msg);
         goto done;

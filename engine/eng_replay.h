@@ -13,7 +13,8 @@
  * table engine_steps(run_id, step_id, predicted_ns, measured_ns, device) of the same database, in
  * one transaction. Requests are released after their last segment. Prints the per-step error.
  */
-int eng_replay_run(const char *db, int64_t run_id, int64_t max_steps, double mem_limit_gb, FILE *out);
+int eng_replay_run(const char *db, int64_t run_id, int64_t max_steps, double mem_limit_gb,
+                   const char *weights, FILE *out);
 
 /*
  * Profile: sweeps step shapes of a model (segments of q tokens over kv cached keys, with and
