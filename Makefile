@@ -67,7 +67,7 @@ TEST_COMMON := tests/test_util.c
 
 # Objects are rebuilt when the build configuration changes (CUDA on/off, flags, DEPS).
 STAMP := $(BUILD)/config.stamp
-STAMP_TEXT := cuda=$(HAVE_CUDA) arch=$(CUDA_ARCH) opt=$(OPT) cflags=$(CFLAGS) deps=$(DEPS) cc=$(CC)
+STAMP_TEXT := engine=so cuda=$(HAVE_CUDA) arch=$(CUDA_ARCH) opt=$(OPT) cflags=$(CFLAGS) deps=$(DEPS) cc=$(CC)
 $(shell mkdir -p $(BUILD); [ "$$(cat $(STAMP) 2>/dev/null)" = "$(STAMP_TEXT)" ] || echo "$(STAMP_TEXT)" > $(STAMP))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -95,20 +95,27 @@ $(BUILD)/%.o: %.c $(STAMP) | deps
 $(BUILD)/engine/%.o: engine/%.c $(STAMP) | deps
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(if $(filter $<,$(ENGINE_GPU_SRC)),$(ENGINE_CFLAGS)) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(if $(filter $<,$(ENGINE_GPU_SRC)),$(ENGINE_CFLAGS) -fPIC) -c $< -o $@
 
 $(BUILD)/kernels/%.o: kernels/%.cu $(STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  NVCC    $@")
-	$(Q)$(NVCC) $(ALL_NVCCFLAGS) -c $< -o $@
+	$(Q)$(NVCC) $(ALL_NVCCFLAGS) -Xcompiler -fPIC -c $< -o $@
+
+# The engine is a shared library that `tessera engine` loads on demand (dlopen), so the simulator
+# never loads the CUDA libraries; it takes the rest of tessera from the executable (-rdynamic).
+$(BUILD)/libtessera_engine.so: $(ENGINE_OBJ)
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CC) -shared -o $@ $^ $(CUDA_LIBS)
 
 $(BUILD)/libtessera.a: $(LIB_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(BUILD)/tessera: $(BUILD)/sim/main.o $(ENGINE_OBJ) $(BUILD)/libtessera.a
+$(BUILD)/tessera: $(BUILD)/sim/main.o $(BUILD)/libtessera.a $(if $(HAVE_CUDA),$(BUILD)/libtessera_engine.so)
 	@$(if $(V),,echo "  LINK    $@")
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS) $(if $(HAVE_CUDA),$(CUDA_LIBS))
+	$(Q)$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $(BUILD)/sim/main.o -Wl,--whole-archive $(BUILD)/libtessera.a \
+	    -Wl,--no-whole-archive $(LIBS) -ldl
 
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/test_util.h tests/golden.h $(BUILD)/libtessera.a | deps
 	@mkdir -p $(dir $@)

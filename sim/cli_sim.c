@@ -344,6 +344,7 @@ static void print_json(const struct sim_config *c, const struct sim_summary *m)
     json_object_set_new(o, "kv_pool_bytes", json_integer(m->kv_pool_bytes));
     json_object_set_new(o, "weight_bytes", json_integer(m->weight_bytes));
     json_object_set_new(o, "static_batch", json_integer(m->static_batch));
+    json_object_set_new(o, "run_wall_s", json_real(m->run_wall_s));
     json_t *ops = json_object();
     for (int i = 0; i < OP_COUNT; i++)
         json_object_set_new(ops, cost_op_name((enum cost_op)i), json_real(m->ops.op_s[i]));

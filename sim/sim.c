@@ -488,6 +488,7 @@ static void show_progress(struct sim *s, bool last)
 
 int sim_run(struct sim *s, struct ts_err *err)
 {
+    double t0 = ts_wall_s();
     struct event e;
     while (!s->failed && evq_pop(&s->evq, &e)) {
         TS_ASSERT(e.time_ns >= s->now_ns);
@@ -508,6 +509,7 @@ int sim_run(struct sim *s, struct ts_err *err)
     }
     if (s->cfg.progress)
         show_progress(s, true);
+    s->sum.run_wall_s = ts_wall_s() - t0;
     if (s->failed) {
         if (err)
             *err = s->run_err;

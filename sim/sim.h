@@ -33,6 +33,7 @@ struct sim_summary {
     int64_t weight_bytes, kv_pool_bytes, act_reserved_bytes, capacity_bytes;
     int32_t static_batch;             /* static scheduler: the batch size used (0 otherwise) */
     struct cost_breakdown ops;        /* per-op seconds summed over steps */
+    double run_wall_s;                /* host wall time sim_run took (simulator speed) */
 };
 
 /* Builds a simulation from a validated config: loads the model, GPU, trace, etc. Returns NULL and
