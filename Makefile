@@ -52,7 +52,7 @@ ENGINE_CFLAGS := -I$(CUDA_HOME)/include
 BASE_CFLAGS += -DTS_HAVE_CUDA
 $(info tessera: nvcc found at $(NVCC_PATH): building the engine for $(CUDA_ARCH))
 else
-$(info tessera: nvcc not found$(if $(NO_CUDA), (NO_CUDA=1),): building the simulator only)
+$(info tessera: $(if $(NO_CUDA),NO_CUDA=1,nvcc not found): building the simulator only)
 endif
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread -lm)
 

@@ -1,6 +1,6 @@
 /*
  * eng.h: the CUDA engine. It executes step descriptions (step_desc.h) at full model size: packed
- * GEMMs through cuBLAS, the varlen paged attention kernel, chunked LM head with fused
+ * GEMMs through cuBLASLt (tuned per shape), the varlen paged attention kernel, chunked LM head with fused
  * argmax/confidence. Device memory is sized explicitly at creation: weights, the activation
  * workspace (for max_tokens packed rows and one logits chunk), cuBLAS workspace and the KV pool,
  * which takes what --mem-limit leaves. A step that does not fit is refused before any launch.

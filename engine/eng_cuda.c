@@ -4,15 +4,14 @@
  *
  * Forward of a step (T packed tokens, R logit rows), per layer:
  *   hn = rmsnorm(x); qkv = hn Wqkv^T; bias + RoPE on q,k, k and v stored into the pool;
- *   att = attention(q, pool); x += att Wo^T (cuBLAS beta = 1: the residual add is the GEMM's);
- *   per FFN chunk: hn = rmsnorm(x); gu = hn Wgu^T; a = silu(g) u; x += a Wdown^T
+ *   att = attention(q, pool); x += att Wo^T (cuBLASLt with beta = 1: the residual add is the GEMM's);
+ *   hn = rmsnorm(x); per FFN chunk of rows: gu = hn Wgu^T; a = silu(g) u; x += a Wdown^T
  * then hr = rmsnorm(x[logit rows]) and, per chunk of logit_chunk rows, logits = hr Wlm^T followed by
  * the fused argmax/max/confidence kernel, so at most one chunk of logits exists.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "eng.h"
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
@@ -46,7 +45,6 @@ struct eng {
     struct eng_mem mem;
     char device[256];
     cudaStream_t stream;
-    cublasHandle_t blas;
     struct eng_gemm *gemm;
     bool tuning; /* GEMM autotuning allowed (off during graph capture) */
     cudaEvent_t ev0, ev1;
@@ -194,10 +192,6 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         ts_fail(err, "engine: cannot create a stream or events");
         goto fail;
     }
-    if (cublasCreate(&e->blas) != CUBLAS_STATUS_SUCCESS) {
-        ts_fail(err, "engine: cublasCreate failed");
-        goto fail;
-    }
     const int64_t T = o->max_tokens, h = m->hidden, kvrow = (int64_t)m->num_kv_heads * m->head_dim;
     e->mem.weights = e->lay.total * 2;
     e->mem.workspace = workspace_bytes(m, o, T, T);
@@ -254,11 +248,6 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         ts_fail(err, "engine: cannot allocate pinned host buffers");
         goto fail;
     }
-    if (cublasSetStream(e->blas, e->stream) != CUBLAS_STATUS_SUCCESS ||
-        cublasSetWorkspace(e->blas, e->blas_ws, BLAS_WORKSPACE) != CUBLAS_STATUS_SUCCESS) {
-        ts_fail(err, "engine: cuBLAS stream/workspace setup failed");
-        goto fail;
-    }
     /* no random weights for the pool: poison it so that a read of an unwritten key shows */
     if (k_fill_bits(e->k_pool, e->mem.kv_pool / 4, 0x7fc0, e->stream) ||
         k_fill_bits(e->v_pool, e->mem.kv_pool / 4, 0x7fc0, e->stream)) {
@@ -297,8 +286,6 @@ void eng_destroy(struct eng *e)
         if (host[i])
             cudaFreeHost(host[i]);
     eng_gemm_destroy(e->gemm);
-    if (e->blas)
-        cublasDestroy(e->blas);
     if (e->ev0)
         cudaEventDestroy(e->ev0);
     if (e->ev1)
