@@ -19,7 +19,7 @@ enum {
     O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN,
     O_BLOCK, O_REFRESH, O_EARLY, O_MASK_ONLY, O_MNBT, O_MNL, O_FFN_CHUNKS, O_MAX_BATCH, O_KV_PAGE,
     O_RESERVE, O_PREEMPT, O_DB, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
-    O_DATADIR, O_CALIB, O_EXTRAPOLATE, O_PLANNER
+    O_DATADIR, O_CALIB, O_EXTRAPOLATE, O_PLANNER, O_LAZY
 };
 
 static const struct option opts[] = {
@@ -62,6 +62,7 @@ static const struct option opts[] = {
     {"calib", required_argument, 0, O_CALIB},
     {"extrapolate", no_argument, 0, O_EXTRAPOLATE},
     {"planner", required_argument, 0, O_PLANNER},
+    {"lazy-chunking", no_argument, 0, O_LAZY},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -77,8 +78,8 @@ static void sim_usage(FILE *f)
 "\n"
 "system and model:\n"
 "  --system NAME            preset applied before the other options: fast-dllm, dllm-serve,\n"
-"                           lmdeploy (dllm-serve: its sparse KV cache arrives with the sparse\n"
-"                           policy of a later issue; the preset runs the dense dual cache)\n"
+"                           lmdeploy, mosaic (dllm-serve: its sparse KV cache arrives with the\n"
+"                           sparse policy of a later issue; the preset runs the dense dual cache)\n"
 "  --model NAME|config.json built-in model (tessera list models) or a Hugging Face config.json\n"
 "                           [llada-8b]\n"
 "  --gpu NAME               rtx3090 rtx4090 l40s a100-40gb a100-80gb h100 h200 [h200]\n"
@@ -108,6 +109,8 @@ static void sim_usage(FILE *f)
 "                           else 16384, as dLLM-Serve configures them]\n"
 "  --max-num-logits N       logit rows per LM-head chunk; 0 = monolithic [2048]\n"
 "  --ffn-chunks N           FFN token chunks [1]\n"
+"  --lazy-chunking          Mosaic: per step, raise the logit or FFN chunk count (whichever holds\n"
+"                           the peak) until the step fits the memory left\n"
 "  --max-batch N            static/request: cap on requests per batch [0 = what fits]\n"
 "  --kv-page N              KV pool page size in tokens [16]\n"
 "  --reserve-gib X          framework reserve [implementation profile's: 1.0 torch-eager,\n"
@@ -182,6 +185,7 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_LENGTHS: return STR(lengths);
     case O_PREEMPT: return STR(preempt);
     case O_PLANNER: return STR(planner);
+    case O_LAZY: c->lazy_chunking = true; return 0;
     case O_DB: return STR(db);
     case O_DATADIR: return STR(datadir);
     case O_CALIB: return STR(calib);

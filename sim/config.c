@@ -100,6 +100,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "reserve_gib", json_real(c->reserve_gib));
     json_object_set_new(o, "preempt", json_string(c->preempt));
     json_object_set_new(o, "planner", json_string(c->planner));
+    json_object_set_new(o, "lazy_chunking", json_boolean(c->lazy_chunking));
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     TS_ASSERT(s != NULL);

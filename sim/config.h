@@ -53,6 +53,7 @@ struct sim_config {
     double reserve_gib;        /* framework reserve; < 0 = the implementation profile's */
     char preempt[CFG_STR];     /* recompute | swap */
     char planner[CFG_STR];     /* activation reservations: first-fit | greedy-size | ilp | caching | profiled */
+    bool lazy_chunking;        /* Mosaic: per step, chunk logits/FFN until the step fits the memory left */
 
     /* output */
     char db[CFG_PATH];         /* "" = no database */

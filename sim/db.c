@@ -37,7 +37,8 @@ static const char *const schema =
     " duration_ns INTEGER, num_segs INTEGER, q_tokens INTEGER, kv_tokens INTEGER,"
     " kv_write_tokens INTEGER, logit_rows INTEGER, decoded INTEGER, num_full INTEGER,"
     " num_refresh INTEGER, num_reuse INTEGER, num_prefill INTEGER, num_block INTEGER,"
-    " act_peak_bytes INTEGER, kv_in_use_bytes INTEGER, PRIMARY KEY(run_id, step_id));"
+    " act_peak_bytes INTEGER, kv_in_use_bytes INTEGER, logit_chunk_rows INTEGER, ffn_chunks INTEGER,"
+    " PRIMARY KEY(run_id, step_id));"
     "CREATE TABLE IF NOT EXISTS segments(run_id INTEGER, step_id INTEGER, req_id INTEGER,"
     " phase TEXT, q INTEGER, kv INTEGER, kv_write INTEGER, logit_rows INTEGER, decoded INTEGER,"
     " padding INTEGER);"
@@ -118,7 +119,7 @@ static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
 static int write_steps(struct writer *w, const struct sim *s, int64_t run_id)
 {
     sqlite3_stmt *st, *sg;
-    if (prepare(w, "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
+    if (prepare(w, "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
         return -1;
     if (prepare(w, "INSERT INTO segments VALUES(?,?,?,?,?,?,?,?,?,?)", &sg)) {
         sqlite3_finalize(st);
@@ -131,7 +132,8 @@ static int write_steps(struct writer *w, const struct sim *s, int64_t run_id)
                        p->tot.q_tokens, p->tot.kv_tokens, p->tot.kv_write_tokens, p->tot.logit_rows,
                        p->tot.decoded, p->tot.by_phase[PHASE_FULL], p->tot.by_phase[PHASE_REFRESH],
                        p->tot.by_phase[PHASE_REUSE], p->tot.by_phase[PHASE_PREFILL],
-                       p->tot.by_phase[PHASE_BLOCK], p->act_peak_bytes, p->kv_in_use_bytes};
+                       p->tot.by_phase[PHASE_BLOCK], p->act_peak_bytes, p->kv_in_use_bytes,
+                       p->logit_chunk_rows, p->ffn_chunks};
         for (int k = 0; k < (int)TS_ARRAY_LEN(v); k++)
             sqlite3_bind_int64(st, k + 1, v[k]);
         rc = step_done(w, st);

@@ -35,29 +35,38 @@ int64_t mem_logits_bytes(const struct model_cfg *m, int64_t logit_rows, const st
 
 int64_t mem_act_peak(const struct model_cfg *m, int64_t T, int64_t R, const struct act_knobs *k)
 {
+    struct act_parts p;
+    mem_act_parts(m, T, R, k, &p);
+    return TS_MAX(p.attention, TS_MAX(p.ffn, p.head));
+}
+
+void mem_act_parts(const struct model_cfg *m, int64_t T, int64_t R, const struct act_knobs *k,
+                   struct act_parts *out)
+{
+    *out = (struct act_parts){0, 0, 0};
     if (T <= 0)
-        return 0;
+        return;
     int64_t a = 2, h = m->hidden, qd = model_q_dim(m), kvd = model_kv_dim(m);
     int64_t chunks = k->ffn_chunks > 0 ? k->ffn_chunks : 1;
     int64_t x = T * h * a, norm = T * h * a;
     int64_t qkv = T * (qd + 2 * kvd) * a, attn = T * qd * a, o = T * h * a;
-    int64_t peak = max3(x + norm + qkv, x + qkv + attn, x + attn + o);
-
+    out->attention = max3(x + norm + qkv, x + qkv + attn, x + attn + o);
+    int64_t peak = 0;
     if (m->num_layers - model_num_moe_layers(m) > 0)
         peak = TS_MAX(peak, ffn_peak(T, h, m->ffn, chunks));
     if (model_num_moe_layers(m) > 0) {
         /* routed: k gathered copies of each token, chunked like the dense FFN */
         int64_t Tk = (T * m->experts_top_k + chunks - 1) / chunks, Fe = m->moe_ffn;
-        int64_t gin = Tk * h * a, gu = Tk * 2 * Fe * a, act = Tk * Fe * a, out = Tk * h * a;
-        int64_t routed = max3(gin + gu, gin + gu + act, act + out);
+        int64_t gin = Tk * h * a, gu = Tk * 2 * Fe * a, act = Tk * Fe * a, res = Tk * h * a;
+        int64_t routed = max3(gin + gu, gin + gu + act, act + res);
         int64_t Tc = (T + chunks - 1) / chunks, S = Fe * (int64_t)m->num_shared_experts;
         int64_t shared = S ? max3(Tc * 2 * S * a, Tc * 3 * S * a, Tc * (S + h) * a) : 0;
         int64_t router = T * m->num_experts * 4, combined = T * h * a;
         peak = TS_MAX(peak, x + norm + router + combined + TS_MAX(routed, shared));
     }
+    out->ffn = peak;
     int64_t gathered = R < T ? R * h * a : 0; /* rows gathered when not every row needs logits */
-    int64_t head = norm + gathered + mem_logits_bytes(m, R, k);
-    return TS_MAX(peak, head);
+    out->head = R > 0 ? norm + gathered + mem_logits_bytes(m, R, k) : 0;
 }
 
 int64_t mem_act_peak_step(const struct model_cfg *m, const struct step_desc *sd,

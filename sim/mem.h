@@ -28,6 +28,12 @@ int64_t mem_act_peak(const struct model_cfg *m, int64_t q_tokens, int64_t logit_
 /* The same for a packed step (its knobs and totals). */
 int64_t mem_act_peak_step(const struct model_cfg *m, const struct step_desc *sd,
                           int32_t softmax_copy_bytes);
+/* The peak of each phase of the forward: attention block, FFN block (chunked), LM head. */
+struct act_parts {
+    int64_t attention, ffn, head;
+};
+void mem_act_parts(const struct model_cfg *m, int64_t q_tokens, int64_t logit_rows,
+                   const struct act_knobs *k, struct act_parts *out);
 /* Bytes of the largest logits buffer alive (one chunk, or all rows when monolithic). */
 int64_t mem_logits_bytes(const struct model_cfg *m, int64_t logit_rows, const struct act_knobs *k);
 

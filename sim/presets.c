@@ -6,13 +6,16 @@
 
 static const struct preset presets[] = {
     {"fast-dllm", "Fast-dLLM dual cache, static batches, monolithic logits, PyTorch eager",
-     "dual", "static", "fixed:1", "torch-eager", 0, "caching", NULL},
+     "dual", "static", "fixed:1", "torch-eager", 0, "caching", false, false, NULL},
     {"dllm-serve", "dLLM-Serve: phase-multiplexed scheduler, logit decomposition (2048 rows), "
-                   "PyTorch runtime", "dual", "phase", "fixed:1", "torch-eager", 2048, "profiled",
+                   "PyTorch runtime", "dual", "phase", "fixed:1", "torch-eager", 2048, "profiled", false, false,
      "its head-centric sparse KV cache arrives with the sparse policy (a later issue); until then "
      "this preset runs the dense dual cache"},
     {"lmdeploy", "LMDeploy-style block diffusion with request-level continuous batching, compiled "
-                 "engine", "block", "request", "fixed:1", "tessera", 0, "first-fit", NULL},
+                 "engine", "block", "request", "fixed:1", "tessera", 0, "first-fit", false, false, NULL},
+    {"mosaic", "Mosaic: no cache, mask-only logits, lazy chunking, one arena laid out first-fit, "
+               "PyTorch runtime", "vanilla", "request", "fixed:1", "torch-eager", 0, "first-fit", true, true,
+     NULL},
 };
 
 int preset_count(void) { return (int)TS_ARRAY_LEN(presets); }
@@ -51,5 +54,7 @@ int preset_apply(const char *name, struct sim_config *c, struct ts_err *err)
     snprintf(c->impl, sizeof c->impl, "%s", p->impl);
     c->max_num_logits = p->max_num_logits;
     snprintf(c->planner, sizeof c->planner, "%s", p->planner);
+    c->mask_only = p->mask_only;
+    c->lazy_chunking = p->lazy_chunking;
     return 0;
 }

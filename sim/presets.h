@@ -14,6 +14,7 @@ struct preset {
     const char *policy, *scheduler, *decode, *impl;
     int32_t max_num_logits; /* 0 = monolithic */
     const char *planner;    /* activation reservations */
+    bool mask_only, lazy_chunking;
     const char *note;       /* what is not modelled yet, or NULL */
 };
 

@@ -104,6 +104,10 @@ void sim_kv_release(struct sim *s, struct request *r)
 int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows)
 {
     struct act_knobs k = {s->cfg.max_num_logits, s->cfg.ffn_chunks, s->impl.softmax_copy_bytes};
+    if (s->cfg.lazy_chunking) { /* chunk as far as it goes: 64-row logit chunks, 64-token FFN chunks */
+        k.logit_chunk_rows = (int32_t)TS_MIN(TS_MAX(logit_rows, 1), 64);
+        k.ffn_chunks = (int32_t)TS_MAX(1, TS_MIN(q_tokens / 64, 4096));
+    }
     if (s->planner != planner_find("caching") && s->planner != planner_find("profiled"))
         return mem_act_peak(&s->model, q_tokens, logit_rows, &k);
     struct og_shape shape = {q_tokens, logit_rows, k.logit_chunk_rows, k.ffn_chunks, k.softmax_copy_bytes};
@@ -408,15 +412,43 @@ static void record_step(struct sim *s, int64_t dur_ns, int64_t act, int64_t kv_b
         return;
     ts_grow((void **)&s->steps, &s->cap_steps, s->num_steps + 1, sizeof *s->steps);
     s->steps[s->num_steps++] = (struct step_rec){s->now_ns, dur_ns, s->sd.tot, act, kv_bytes,
+                                                 s->sd.logit_chunk_rows, s->sd.ffn_chunks,
                                                  (int64_t)s->num_segs};
     ts_grow((void **)&s->segs, &s->cap_segs, s->num_segs + (size_t)s->sd.num_segs, sizeof *s->segs);
     memcpy(&s->segs[s->num_segs], s->sd.segs, (size_t)s->sd.num_segs * sizeof *s->segs);
     s->num_segs += (size_t)s->sd.num_segs;
 }
 
+/* Mosaic's lazy chunking for one step: while its activations exceed the memory left, raise the
+ * chunk count of whichever of the LM head and the FFN holds the peak. The attention block cannot be
+ * chunked; reservations (sim_act_peak) already count on at least that much. */
+static void lazy_chunk(struct sim *s, int64_t budget)
+{
+    struct step_desc *sd = &s->sd;
+    const int64_t R = sd->tot.logit_rows, T = sd->tot.q_tokens;
+    int64_t logit_chunks = R > 0 && sd->logit_chunk_rows > 0 ? (R + sd->logit_chunk_rows - 1) / sd->logit_chunk_rows : 1;
+    for (int iter = 0; iter < 4096; iter++) {
+        struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, s->impl.softmax_copy_bytes};
+        struct act_parts p;
+        mem_act_parts(&s->model, T, R, &k, &p);
+        if (TS_MAX(p.attention, TS_MAX(p.ffn, p.head)) <= budget)
+            return;
+        if (p.head >= p.ffn && p.head > p.attention && logit_chunks < R) {
+            logit_chunks++;
+            sd->logit_chunk_rows = (int32_t)((R + logit_chunks - 1) / logit_chunks);
+        } else if (p.ffn > p.attention && sd->ffn_chunks < T) {
+            sd->ffn_chunks++;
+        } else {
+            return; /* nothing left to chunk: the memory check below reports it */
+        }
+    }
+}
+
 static void start_step(struct sim *s)
 {
     step_desc_clear(&s->sd);
+    s->sd.logit_chunk_rows = s->cfg.max_num_logits;
+    s->sd.ffn_chunks = s->cfg.ffn_chunks;
     s->step_extra_ns = 0;
     s->sched->build(s);
     if (s->sd.num_segs == 0) {
@@ -424,6 +456,10 @@ static void start_step(struct sim *s)
                    "scheduler %s built an empty step with %zu requests running", s->sched->name,
                    s->num_running);
         return;
+    }
+    if (s->cfg.lazy_chunking) {
+        int64_t left = s->capacity - s->weight_bytes - s->kv_pages_used * s->kv_page_tokens * s->kv_token_bytes;
+        lazy_chunk(s, s->act_reserved > 0 && s->sched == &sched_phase ? TS_MIN(left, s->act_reserved) : left);
     }
     struct cost_breakdown bd;
     double secs;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "presets.h"
 #include "sim_internal.h"
 #include "test_util.h"
 
@@ -179,6 +180,44 @@ START_TEST(impossible_requests_are_rejected_with_reason)
 }
 END_TEST
 
+/* Mosaic's stack (mask-only logits, lazy chunking) runs requests that do not fit without it; the
+ * chunk counts it picks keep every step within memory. */
+START_TEST(mosaic_lazy_chunking_fits_long_requests)
+{
+    struct sim_config c;
+    test_config(&c);
+    struct ts_err err;
+    ck_assert_int_eq(preset_apply("mosaic", &c, &err), 0);
+    snprintf(c.model, sizeof c.model, "dream-7b");
+    snprintf(c.gpu, sizeof c.gpu, "rtx4090");
+    snprintf(c.lengths, sizeof c.lengths, "fixed:30000,64");
+    c.gen_len = 64;
+    c.block_size = 32;
+    c.requests = 3;
+    c.rps = 0.01;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
+    check_run(s);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.num_finished, 3);
+    int max_ffn = 0;
+    for (size_t i = 0; i < s->num_steps; i++)
+        max_ffn = TS_MAX(max_ffn, s->steps[i].ffn_chunks);
+    ck_assert_int_gt(max_ffn, 1); /* the FFN had to be chunked */
+    sim_destroy(s);
+    /* without mask-only logits and lazy chunking the same requests are refused */
+    c.mask_only = false;
+    c.lazy_chunking = false;
+    s = sim_create(&c, &err);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.num_rejected, 3);
+    sim_destroy(s);
+}
+END_TEST
+
 /* PyTorch's allocator reserves more than the theoretical peak: static batches can only shrink */
 START_TEST(caching_planner_reserves_more)
 {
@@ -260,6 +299,7 @@ int main(void)
     tcase_add_test(tc, impossible_requests_are_rejected_with_reason);
     tcase_add_test(tc, static_batches_finish_together);
     tcase_add_test(tc, caching_planner_reserves_more);
+    tcase_add_test(tc, mosaic_lazy_chunking_fits_long_requests);
     suite_add_tcase(s, tc);
     return run_suite("sched", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

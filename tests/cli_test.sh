@@ -53,6 +53,8 @@ expect 2 "unknown policy" -- $bin sim --policy magic
 contains "unknown policy" "vanilla, prefix, dual, block"
 expect 2 "unknown scheduler" -- $bin sim --scheduler fifo
 contains "unknown scheduler" "static, request, phase"
+expect 0 "mosaic preset" -- $bin sim --system mosaic --model dream-7b --gpu rtx4090 --lengths fixed:20000,64 --gen-len 64 --requests 2 --rps 0.01 --quiet
+contains "mosaic preset" "2 finished, 0 rejected"
 expect 2 "unknown system" -- $bin sim --system vllm
 contains "unknown system" "fast-dllm"
 expect 2 "bad number" -- $bin sim --rps fast
