@@ -22,7 +22,8 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 DATADIR := $(CURDIR)/sim/data
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-BASE_CFLAGS := -std=c11 $(WARN) -Isim -Itraces -MMD -MP -DTS_VERSION='"$(VERSION)"' -DTS_DATADIR='"$(DATADIR)"'
+BASE_CFLAGS := -std=c11 $(WARN) -Isim -Itraces -MMD -MP -DTS_VERSION='"$(VERSION)"' -DTS_DATADIR='"$(DATADIR)"' \
+    -DTS_SRCDIR='"$(CURDIR)"'
 OPT ?= -O2 -g
 CFLAGS ?=
 ALL_CFLAGS = $(BASE_CFLAGS) $(OPT) $(CFLAGS)

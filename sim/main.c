@@ -24,6 +24,7 @@ static void usage(FILE *f)
             "  trace    info FILE | gen ... | fit FILE: inspect, generate and fit traces\n"
             "  mem      plan | lmax: activation-memory planners and the longest context that fits\n"
             "  calib    import | fit | show | eval: the calibrated cost model\n"
+            "  exp      list | run NAME OUT: the experiments of experiments/\n"
             "  list     models | gpus | policies | schedulers | systems | impls | decode | calibrations\n"
             "  engine   check | bench | replay | profile: the CUDA engine (%s)\n"
             "\n"
@@ -84,6 +85,8 @@ int main(int argc, char **argv)
         return cli_trace(argc - 1, argv + 1);
     if (strcmp(cmd, "mem") == 0)
         return cli_mem(argc - 1, argv + 1);
+    if (strcmp(cmd, "exp") == 0)
+        return cli_exp(argc - 1, argv + 1);
     if (strcmp(cmd, "calib") == 0)
         return cli_calib(argc - 1, argv + 1);
     if (strcmp(cmd, "list") == 0)
@@ -105,6 +108,6 @@ int main(int argc, char **argv)
         printf("tessera %s\n", TS_VERSION);
         return 0;
     }
-    fprintf(stderr, "tessera: unknown command '%s' (commands: sim, trace, mem, calib, list, engine)\n", cmd);
+    fprintf(stderr, "tessera: unknown command '%s' (commands: sim, trace, mem, calib, exp, list, engine)\n", cmd);
     return EXIT_USAGE;
 }
