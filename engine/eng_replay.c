@@ -286,9 +286,15 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, doubl
                 for (int r = 0; r < reps; r++) {
                     if (eng_step_profile(e, &sd, op_ms, &t, &err))
                         goto engfail;
-                    total += t / (float)reps;
                     for (int op = 0; op < OP_COUNT; op++)
                         acc[op] += op_ms[op] / reps;
+                }
+                /* the step's own time without the per-op events (the calibration scales the ops
+                 * to it: an event after every op costs time a real step does not spend) */
+                for (int r = 0; r < reps; r++) {
+                    if (eng_step(e, &sd, NULL, &t, &err))
+                        goto engfail;
+                    total += t / (float)reps;
                 }
                 for (int op = 0; op < OP_COUNT; op++) {
                     if (acc[op] <= 0)

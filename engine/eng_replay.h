@@ -18,8 +18,9 @@ int eng_replay_run(const char *db, int64_t run_id, int64_t max_steps, double mem
 
 /*
  * Profile: sweeps step shapes of a model (segments of q tokens over kv cached keys, with and
- * without logits), times each op of each step with CUDA events, and stores the rows in the table
- * engine_profile of `db` with the GPU name, clocks, driver, CUDA runtime and cuBLAS versions.
+ * without logits), times each op of each step with CUDA events (an event after each op) and the
+ * whole step without them (total_ms), and stores the rows in the table engine_profile of `db` with
+ * the GPU name, clocks, driver, CUDA runtime and cuBLAS versions.
  */
 int eng_profile_run(const struct model_cfg *m, const char *db, int reps, double mem_limit_gb, FILE *out);
 

@@ -405,16 +405,43 @@ static void attn_features(double segs, double q, double kv, double *f)
         attn_features_add(q, kv, f);
 }
 
-int calib_fit(const struct calib_data *d, struct calib **out, struct ts_err *err)
+/* Scales each profiled step's op times so that they add up to the step's own time (total_ms,
+ * measured without the per-op events, whose cost real steps do not pay). */
+static void scale_to_totals(struct calib_data *d)
 {
+    for (size_t i = 0; i < d->n; i++) {
+        const struct calib_row *r = &d->rows[i];
+        if (r->total_ms <= 0)
+            continue;
+        double sum = 0;
+        for (size_t j = 0; j < d->n; j++) {
+            const struct calib_row *s = &d->rows[j];
+            if (s->segs == r->segs && s->q == r->q && s->kv == r->kv && s->logit_rows == r->logit_rows)
+                sum += s->ms;
+        }
+        if (sum > 0 && r->total_ms < sum)
+            d->rows[i].ms *= r->total_ms / sum;
+    }
+}
+
+int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *err)
+{
+    struct calib_data scaled = *in;
+    scaled.rows = xmalloc(sizeof *in->rows * (in->n ? in->n : 1));
+    memcpy(scaled.rows, in->rows, sizeof *in->rows * in->n);
+    scaled.cap = in->n;
+    scale_to_totals(&scaled);
+    const struct calib_data *d = &scaled;
     struct calib *c = xcalloc(1, sizeof *c);
-    snprintf(c->device, sizeof c->device, "%s", d->device);
-    snprintf(c->model, sizeof c->model, "%s", d->model);
+    _Static_assert(sizeof c->device == sizeof d->device && sizeof c->model == sizeof d->model,
+                   "calib and calib_data name fields differ");
+    memcpy(c->device, d->device, sizeof c->device);
+    memcpy(c->model, d->model, sizeof c->model);
     c->own.rows = xmalloc(sizeof *d->rows * (d->n ? d->n : 1));
     memcpy(c->own.rows, d->rows, sizeof *d->rows * d->n);
     c->own.n = c->own.cap = d->n;
-    snprintf(c->own.device, sizeof c->own.device, "%s", d->device);
-    snprintf(c->own.model, sizeof c->own.model, "%s", d->model);
+    memcpy(c->own.device, d->device, sizeof c->own.device);
+    memcpy(c->own.model, d->model, sizeof c->own.model);
     double *x = xmalloc(sizeof *x * (d->n ? d->n : 1)), *y = xmalloc(sizeof *y * (d->n ? d->n : 1));
     int rc = -1;
     for (size_t k = 0; k < TS_ARRAY_LEN(token_ops); k++) {
@@ -509,6 +536,7 @@ int calib_fit(const struct calib_data *d, struct calib **out, struct ts_err *err
 done:
     free(x);
     free(y);
+    free(scaled.rows);
     if (rc)
         calib_free(c);
     return rc;
