@@ -405,22 +405,24 @@ static void attn_features(double segs, double q, double kv, double *f)
         attn_features_add(q, kv, f);
 }
 
-/* Scales each profiled step's op times so that they add up to the step's own time (total_ms,
- * measured without the per-op events, whose cost real steps do not pay). */
-static void scale_to_totals(struct calib_data *d)
+/* Per-op times come from event-instrumented runs, which add a little to each op;
+ * total_ms is the same step timed without the events.  Scale every op of a step
+ * down so the ops sum to the un-instrumented total; a total above the ops' sum is left
+ * to the per-step constant (launch gaps between ops). */
+static void scale_to_totals(const struct calib_data *in, struct calib_data *out)
 {
-    for (size_t i = 0; i < d->n; i++) {
-        const struct calib_row *r = &d->rows[i];
+    for (size_t i = 0; i < in->n; i++) {
+        const struct calib_row *r = &in->rows[i];
         if (r->total_ms <= 0)
             continue;
         double sum = 0;
-        for (size_t j = 0; j < d->n; j++) {
-            const struct calib_row *s = &d->rows[j];
+        for (size_t j = 0; j < in->n; j++) {
+            const struct calib_row *s = &in->rows[j];
             if (s->segs == r->segs && s->q == r->q && s->kv == r->kv && s->logit_rows == r->logit_rows)
                 sum += s->ms;
         }
         if (sum > 0 && r->total_ms < sum)
-            d->rows[i].ms *= r->total_ms / sum;
+            out->rows[i].ms = r->ms * (r->total_ms / sum);
     }
 }
 
@@ -430,7 +432,7 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
     scaled.rows = xmalloc(sizeof *in->rows * (in->n ? in->n : 1));
     memcpy(scaled.rows, in->rows, sizeof *in->rows * in->n);
     scaled.cap = in->n;
-    scale_to_totals(&scaled);
+    scale_to_totals(in, &scaled);
     const struct calib_data *d = &scaled;
     struct calib *c = xcalloc(1, sizeof *c);
     _Static_assert(sizeof c->device == sizeof d->device && sizeof c->model == sizeof d->model,

@@ -129,6 +129,47 @@ START_TEST(monotone_between_points)
 }
 END_TEST
 
+START_TEST(ops_scaled_to_uninstrumented_totals)
+{
+    /* per-op times carry the event overhead; total_ms is the step without it: every op of a step
+     * is scaled by total/sum, so a step of the profile is priced at its un-instrumented time */
+    struct calib_data d;
+    planted(&d);
+    struct calib *plain;
+    ck_assert_int_eq(calib_fit(&d, &plain, NULL), 0);
+    for (size_t i = 0; i < d.n; i++) {
+        double sum = 0;
+        for (size_t j = 0; j < d.n; j++)
+            if (d.rows[j].segs == d.rows[i].segs && d.rows[j].q == d.rows[i].q && d.rows[j].kv == d.rows[i].kv &&
+                d.rows[j].logit_rows == d.rows[i].logit_rows)
+                sum += d.rows[j].ms;
+        d.rows[i].total_ms = 0.8 * sum;
+    }
+    struct calib *scaled;
+    ck_assert_int_eq(calib_fit(&d, &scaled, NULL), 0);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct segment s = {.q = 128, .kv = 480, .logit_rows = 64, .phase = PHASE_REUSE};
+    step_desc_add(&sd, &s);
+    double a, b;
+    struct cost_breakdown bd;
+    ck_assert_int_eq(calib_step_s(plain, &sd, false, &a, &bd, NULL), 0);
+    ck_assert_int_eq(calib_step_s(scaled, &sd, false, &b, &bd, NULL), 0);
+    ck_assert_msg(fabs(b - 0.8 * a) < 1e-9 * a, "%g vs 0.8 * %g", b, a);
+    calib_free(scaled);
+    /* a total above the ops' sum never scales them up: the gap becomes a per-step constant */
+    for (size_t i = 0; i < d.n; i++)
+        d.rows[i].total_ms = d.rows[i].total_ms / 0.8 + 0.5;
+    ck_assert_int_eq(calib_fit(&d, &scaled, NULL), 0);
+    ck_assert_int_eq(calib_step_s(scaled, &sd, false, &b, &bd, NULL), 0);
+    ck_assert_msg(fabs(b - (a + 0.5e-3)) < 1e-9 * a, "%.12g vs %.12g + 0.5 ms", b, a);
+    step_desc_free(&sd);
+    calib_free(scaled);
+    calib_free(plain);
+    calib_data_free(&d);
+}
+END_TEST
+
 START_TEST(bad_profiles_are_refused)
 {
     struct calib_data d;
@@ -239,6 +280,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, planted_coefficients_recovered);
     tcase_add_test(tc, monotone_between_points);
+    tcase_add_test(tc, ops_scaled_to_uninstrumented_totals);
     tcase_add_test(tc, bad_profiles_are_refused);
     tcase_add_test(tc, roundtrip_csv);
     tcase_add_test(tc, shipped_calibration_prices_a_run);
