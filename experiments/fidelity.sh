@@ -8,7 +8,7 @@
 # Writes OUT/fidelity.csv (one row per run and back end), OUT/all-steps.csv (per step, tagged with
 # its run), OUT/calib-MODEL.csv (the calibrations) and, where gnuplot is found,
 # OUT/fidelity-steps.png (predicted vs measured per step) and OUT/fidelity-errors.png (the
-# distribution of per-step errors). Databases go to SCRATCH (default OUT/scratch). A calibration
+# distribution of per-step errors), drawn by analysis/fidelity-plot.sh. Databases go to SCRATCH (default OUT/scratch). A calibration
 # already in OUT is reused.
 #
 # Usage: experiments/fidelity.sh OUT [MODELS]   (tessera in build/gpu or TESSERA=path)
@@ -47,25 +47,5 @@ for model in $models; do
         done
     done
 done
-if command -v gnuplot >/dev/null; then
-    gnuplot <<GP
-set terminal pngcairo size 900,700 font ",11"
-set output '$out/fidelity-steps.png'
-set datafile separator ','
-set key autotitle columnhead
-set title 'Per-step time: predicted vs measured on the H200'
-set xlabel 'measured (ms)'; set ylabel 'predicted (ms)'
-set logscale xy; set grid; set key top left
-plot '$out/all-steps.csv' using (\$7*1e3):(\$9*1e3) with points pt 7 ps 0.3 lc rgb '#c0c0c0' title 'roofline', \
-     '$out/all-steps.csv' using (\$7*1e3):(\$8*1e3) with points pt 7 ps 0.3 lc rgb '#1f77b4' title 'calibrated', \
-     x with lines lc rgb 'black' title 'exact'
-set output '$out/fidelity-errors.png'
-unset logscale; set title 'Per-step relative error'
-set xlabel 'error (%)'; set ylabel 'steps'
-set xrange [-100:100]
-bin(x) = 2 * floor(x / 2)
-plot '$out/all-steps.csv' using (bin(100*(\$8-\$7)/\$7)):(1) smooth frequency with boxes fs solid 0.5 title 'calibrated', \
-     '$out/all-steps.csv' using (bin(100*(\$9-\$7)/\$7)):(1) smooth frequency with boxes fs transparent solid 0.3 title 'roofline'
-GP
-fi
+"$(dirname "$0")/../analysis/fidelity-plot.sh" "$out"
 echo "wrote $out/fidelity.csv"
