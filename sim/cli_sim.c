@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "engine_load.h"
 #include "presets.h"
 #include "sim.h"
 
@@ -19,7 +20,7 @@ enum {
     O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN,
     O_BLOCK, O_REFRESH, O_EARLY, O_MASK_ONLY, O_MNBT, O_MNL, O_FFN_CHUNKS, O_MAX_BATCH, O_KV_PAGE,
     O_RESERVE, O_PREEMPT, O_DB, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
-    O_DATADIR, O_CALIB, O_EXTRAPOLATE, O_PLANNER, O_LAZY
+    O_DATADIR, O_CALIB, O_EXTRAPOLATE, O_PLANNER, O_LAZY, O_EXECUTOR, O_LIVE_MEM
 };
 
 static const struct option opts[] = {
@@ -61,6 +62,8 @@ static const struct option opts[] = {
     {"datadir", required_argument, 0, O_DATADIR},
     {"calib", required_argument, 0, O_CALIB},
     {"extrapolate", no_argument, 0, O_EXTRAPOLATE},
+    {"executor", required_argument, 0, O_EXECUTOR},
+    {"live-mem-gib", required_argument, 0, O_LIVE_MEM},
     {"planner", required_argument, 0, O_PLANNER},
     {"lazy-chunking", no_argument, 0, O_LAZY},
     {"help", no_argument, 0, O_HELP},
@@ -91,6 +94,10 @@ static void sim_usage(FILE *f)
 "                           tessera list calibrations) [roofline]\n"
 "  --calib FILE             calibrated: the profile to fit [sim/data/calib/GPU-MODEL-IMPL.csv]\n"
 "  --extrapolate            calibrated: price steps beyond the profiled range\n"
+"  --executor NAME          model: steps take the cost model's time; gpu: live, the CUDA engine\n"
+"                           runs every step and its measured time drives the clock (the cost\n"
+"                           model still prices each step, for comparison) [model]\n"
+"  --live-mem-gib X         gpu: device memory the engine may use [0 = all that is free]\n"
 "\n"
 "denoising:\n"
 "  --policy NAME            vanilla prefix dual block [dual]\n"
@@ -190,6 +197,13 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_DATADIR: return STR(datadir);
     case O_CALIB: return STR(calib);
     case O_EXTRAPOLATE: c->extrapolate = true; return 0;
+    case O_EXECUTOR: return STR(executor);
+    case O_LIVE_MEM:
+        if (ts_parse_double(optarg, &c->live_mem_gib) || c->live_mem_gib < 0) {
+            fprintf(stderr, "tessera sim: --live-mem-gib: '%s' is not a number >= 0\n", optarg);
+            return -1;
+        }
+        return 0;
     case O_RPS:
         if (ts_parse_double(optarg, &c->rps) || c->rps <= 0) {
             fprintf(stderr, "tessera sim: --rps: '%s' is not a positive number\n", optarg);
@@ -297,6 +311,11 @@ static void print_summary(const struct sim_config *c, const struct sim_summary *
            m->kv_pool_bytes / TS_GIB, m->peak_mem_bytes / TS_GIB);
     if (m->static_batch)
         printf("  static batch  %d requests\n", m->static_batch);
+    if (m->live_steps)
+        printf("  live (gpu)    %lld steps measured %.3f s; the %s cost model predicted %.3f s (%+.1f%%), "
+               "per-step MAPE %.1f%%\n", (long long)m->live_steps, m->live_measured_s, c->cost,
+               m->live_model_s, 100.0 * (m->live_model_s - m->live_measured_s) / m->live_measured_s,
+               100.0 * m->live_abs_rel / (double)m->live_steps);
     /* the six ops that took the most time */
     int order[OP_COUNT];
     for (int i = 0; i < OP_COUNT; i++)
@@ -349,6 +368,11 @@ static void print_json(const struct sim_config *c, const struct sim_summary *m)
     json_object_set_new(o, "weight_bytes", json_integer(m->weight_bytes));
     json_object_set_new(o, "static_batch", json_integer(m->static_batch));
     json_object_set_new(o, "run_wall_s", json_real(m->run_wall_s));
+    if (m->live_steps) {
+        json_object_set_new(o, "live_steps", json_integer(m->live_steps));
+        json_object_set_new(o, "live_measured_s", json_real(m->live_measured_s));
+        json_object_set_new(o, "live_model_s", json_real(m->live_model_s));
+    }
     json_t *ops = json_object();
     for (int i = 0; i < OP_COUNT; i++)
         json_object_set_new(ops, cost_op_name((enum cost_op)i), json_real(m->ops.op_s[i]));
@@ -374,7 +398,24 @@ int cli_sim(int argc, char **argv)
     const struct preset *p = c.system[0] ? preset_find(c.system) : NULL;
     if (p && p->note && !c.quiet)
         fprintf(stderr, "tessera sim: note: --system %s: %s\n", p->name, p->note);
-    if (sim_run(s, &err)) {
+    struct sim_executor ex = {0};
+    engine_live_close_fn live_close = NULL;
+    if (strcmp(c.executor, "gpu") == 0) {
+        engine_live_open_fn live_open;
+        *(void **)&live_open = engine_symbol("eng_live_open", &err);
+        if (live_open)
+            *(void **)&live_close = engine_symbol("eng_live_close", &err);
+        if (!live_open || !live_close || live_open(s, c.live_mem_gib, &ex, &err)) {
+            fprintf(stderr, "tessera sim: --executor gpu: %s\n", err.msg);
+            sim_destroy(s);
+            return EXIT_USAGE;
+        }
+        sim_set_executor(s, &ex);
+    }
+    int run_rc = sim_run(s, &err);
+    if (live_close)
+        live_close(&ex);
+    if (run_rc) {
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         sim_destroy(s);
         return EXIT_USAGE;

@@ -18,6 +18,7 @@ void sim_config_defaults(struct sim_config *c)
     snprintf(c->scheduler, sizeof c->scheduler, "phase");
     snprintf(c->decode, sizeof c->decode, "fixed:1");
     snprintf(c->cost, sizeof c->cost, "roofline");
+    snprintf(c->executor, sizeof c->executor, "model");
     snprintf(c->impl, sizeof c->impl, "tessera");
     const char *env = getenv("TESSERA_DATA");
     snprintf(c->datadir, sizeof c->datadir, "%s", env && *env ? env : TS_DATADIR);
@@ -40,6 +41,10 @@ void sim_config_defaults(struct sim_config *c)
 
 int sim_config_validate(const struct sim_config *c, struct ts_err *err)
 {
+    if (strcmp(c->executor, "model") != 0 && strcmp(c->executor, "gpu") != 0)
+        return ts_fail(err, "--executor: '%s' is not model or gpu", c->executor);
+    if (c->live_mem_gib < 0)
+        return ts_fail(err, "--live-mem-gib: must be >= 0 (0 = all free memory)");
     if (c->block_size < 1 || c->block_size > 65536)
         return ts_fail(err, "--block: must be in 1..65536 (got %d)", c->block_size);
     if (c->gen_len < 0)
@@ -79,6 +84,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "impl", json_string(c->impl));
     json_object_set_new(o, "calib", json_string(c->calib));
     json_object_set_new(o, "extrapolate", json_boolean(c->extrapolate));
+    json_object_set_new(o, "executor", json_string(c->executor));
     json_object_set_new(o, "trace", json_string(c->trace));
     json_object_set_new(o, "arrivals", json_string(c->arrivals));
     json_object_set_new(o, "lengths", json_string(c->lengths));

@@ -1,12 +1,12 @@
 /* main.c: `tessera <command> ...`, dispatch to the subcommands. */
 #define _DEFAULT_SOURCE
-#include <dlfcn.h>
 #include <gsl/gsl_errno.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <string.h>
 
 #include "cli.h"
+#include "engine_load.h"
 
 #ifndef TS_VERSION
 #define TS_VERSION "unknown"
@@ -38,37 +38,18 @@ static void usage(FILE *f)
     );
 }
 
-#ifdef TS_HAVE_CUDA
-/* The engine lives in libtessera_engine.so beside the executable and is loaded only for
- * `tessera engine`: the simulator never pays for (or needs) the CUDA libraries. */
+/* The engine is loaded only for `tessera engine` (engine_load.h). */
 static int run_engine(int argc, char **argv)
 {
-    char exe[4096], lib[4200];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
-        fprintf(stderr, "tessera engine: cannot locate the executable\n");
-        return EXIT_USAGE;
-    }
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
-    snprintf(lib, sizeof lib, "%s/libtessera_engine.so", exe);
-    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        fprintf(stderr, "tessera engine: cannot load the engine (%s); the simulator works without it\n",
-                dlerror());
-        return EXIT_USAGE;
-    }
-    int (*entry)(int, char **);
-    *(void **)&entry = dlsym(h, "cli_engine");
+    struct ts_err err;
+    engine_cli_fn entry;
+    *(void **)&entry = engine_symbol("cli_engine", &err);
     if (!entry) {
-        fprintf(stderr, "tessera engine: %s has no cli_engine\n", lib);
+        fprintf(stderr, "tessera engine: %s\n", err.msg);
         return EXIT_USAGE;
     }
-    return entry(argc, argv); /* the library stays loaded until exit */
+    return entry(argc, argv);
 }
-#endif
 
 int main(int argc, char **argv)
 {
@@ -91,15 +72,8 @@ int main(int argc, char **argv)
         return cli_calib(argc - 1, argv + 1);
     if (strcmp(cmd, "list") == 0)
         return cli_list(argc - 1, argv + 1);
-    if (strcmp(cmd, "engine") == 0) {
-#ifdef TS_HAVE_CUDA
+    if (strcmp(cmd, "engine") == 0)
         return run_engine(argc - 1, argv + 1);
-#else
-        fprintf(stderr, "tessera engine: this tessera was built without CUDA (nvcc was not found "
-                        "at build time); rebuild with nvcc on the PATH or NVCC=/path/to/nvcc\n");
-        return EXIT_USAGE;
-#endif
-    }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;

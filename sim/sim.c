@@ -99,6 +99,8 @@ void sim_kv_release(struct sim *s, struct request *r)
     s->kv_pages_used -= sim_kv_pages(s, r->kv_tokens_held);
     TS_ASSERT(s->kv_pages_used >= 0);
     r->kv_tokens_held = 0;
+    if (s->ex.release)
+        s->ex.release(s->ex.ctx, r->id);
 }
 
 int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows)
@@ -384,6 +386,16 @@ void sim_destroy(struct sim *s)
     free(s);
 }
 
+const struct model_cfg *sim_model(const struct sim *s) { return &s->model; }
+
+void sim_set_executor(struct sim *s, const struct sim_executor *ex)
+{
+    if (ex)
+        s->ex = *ex;
+    else
+        memset(&s->ex, 0, sizeof s->ex);
+}
+
 const struct sim_config *sim_config(const struct sim *s) { return &s->cfg; }
 
 /* --- the main loop ----------------------------------------------------------------------- */
@@ -470,6 +482,18 @@ static void start_step(struct sim *s)
     for (int i = 0; i < OP_COUNT; i++)
         s->sum.ops.op_s[i] += bd.op_s[i];
     s->sum.ops.total_s += bd.total_s;
+    if (s->ex.step) {
+        double measured;
+        if (s->ex.step(s->ex.ctx, &s->sd, &measured, &s->run_err)) {
+            s->failed = true;
+            return;
+        }
+        s->sum.live_steps++;
+        s->sum.live_measured_s += measured;
+        s->sum.live_model_s += secs;
+        s->sum.live_abs_rel += fabs(secs - measured) / measured;
+        secs = measured;
+    }
     int64_t dur = llround(secs * 1e9) + s->step_extra_ns;
     if (dur < 1)
         dur = 1;

@@ -34,6 +34,20 @@ struct sim_summary {
     int32_t static_batch;             /* static scheduler: the batch size used (0 otherwise) */
     struct cost_breakdown ops;        /* per-op seconds summed over steps */
     double run_wall_s;                /* host wall time sim_run took (simulator speed) */
+    /* live mode (an executor set): steps run on it, their measured time drives the clock */
+    int64_t live_steps;
+    double live_measured_s, live_model_s; /* summed: measured, and what the cost model predicted */
+    double live_abs_rel;                  /* sum over steps of |model - measured| / measured */
+};
+
+/* Live execution (`tessera sim --executor gpu`): an executor runs every step for real and returns
+ * its time, which replaces the cost model's on the clock (the cost model still prices the step,
+ * for comparison). release() frees a request's KV state when the simulator frees its KV pages
+ * (finished or preempted). */
+struct sim_executor {
+    void *ctx;
+    int (*step)(void *ctx, const struct step_desc *sd, double *seconds, struct ts_err *err);
+    void (*release)(void *ctx, int32_t req_id);
 };
 
 /* Builds a simulation from a validated config: loads the model, GPU, trace, etc. Returns NULL and
@@ -45,6 +59,9 @@ void sim_destroy(struct sim *s); /* NULL is safe */
 int sim_run(struct sim *s, struct ts_err *err);
 void sim_get_summary(const struct sim *s, struct sim_summary *out);
 const struct sim_config *sim_config(const struct sim *s);
+const struct model_cfg *sim_model(const struct sim *s);
+/* Sets the executor before sim_run (NULL: back to the cost model). */
+void sim_set_executor(struct sim *s, const struct sim_executor *ex);
 /* Reading recorded steps back (engine replay, calib eval): db_segments_prepare() prepares the
  * query on an open database; db_read_step() fills sd (cleared first, knobs kept) with the segments
  * of one recorded step. Both return 0 or an SQLite error code. */

@@ -52,6 +52,7 @@ struct sim {
     struct opgraph graph; /* scratch for planning */
     struct ts_err run_err;
     bool failed;
+    struct sim_executor ex; /* live mode when ex.step is set */
     const struct policy_ops *pol;
     struct policy_cfg pcfg;
     struct decode_model dm;

@@ -3,6 +3,7 @@
  * the same run bit for bit; a request's decode stream does not depend on the batch it runs in;
  * the SQLite output holds what the summary says; presets and overrides resolve.
  */
+#include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,66 @@ static void summary_of(struct sim_config *c, struct sim_summary *m)
     sim_get_summary(s, m);
     sim_destroy(s);
 }
+
+/* Live mode's hook: a fake executor that takes twice the cost model's time for every step and
+ * counts releases. The clock follows the executor; every request's KV state is released. */
+struct fake_exec {
+    struct cost_ctx cctx;
+    int64_t steps, releases;
+    int32_t released[64];
+};
+
+static int fake_step(void *ctx, const struct step_desc *sd, double *seconds, struct ts_err *err)
+{
+    struct fake_exec *f = ctx;
+    if (cost_roofline.step_s(&f->cctx, sd, seconds, NULL, err))
+        return -1;
+    *seconds *= 2;
+    f->steps++;
+    return 0;
+}
+
+static void fake_release(void *ctx, int32_t req_id)
+{
+    struct fake_exec *f = ctx;
+    f->releases++;
+    if (req_id >= 0 && req_id < 64)
+        f->released[req_id]++;
+}
+
+START_TEST(executor_drives_the_clock)
+{
+    struct sim_config c;
+    test_config(&c);
+    c.requests = 40;
+    c.rps = 2;
+    struct sim_summary base, live;
+    summary_of(&c, &base);
+    ck_assert_int_eq(base.live_steps, 0);
+    struct ts_err err;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    struct fake_exec f = {.cctx = s->cctx};
+    struct sim_executor ex = {&f, fake_step, fake_release};
+    sim_set_executor(s, &ex);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
+    sim_get_summary(s, &live);
+    ck_assert_int_eq(live.live_steps, live.num_steps);
+    ck_assert_int_eq(f.steps, live.num_steps);
+    /* the model's predictions are half the "measured" times, step by step */
+    ck_assert(fabs(live.live_model_s * 2 - live.live_measured_s) < 1e-9 * live.live_measured_s);
+    ck_assert(fabs(live.live_abs_rel / (double)live.live_steps - 0.5) < 1e-12);
+    /* slower steps: a longer run and longer latencies than the same workload priced by the model */
+    ck_assert_int_eq(live.num_finished, 40);
+    ck_assert_int_gt(live.makespan_ns, base.makespan_ns);
+    ck_assert(live.lat_p50_s > base.lat_p50_s);
+    /* every request released at least once (at its finish; preemptions release too) */
+    for (int i = 0; i < 40; i++)
+        ck_assert_int_ge(f.released[i], 1);
+    ck_assert_int_ge(f.releases, 40);
+    sim_destroy(s);
+}
+END_TEST
 
 START_TEST(same_seed_same_results)
 {
@@ -266,6 +327,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, golden_default_scenario);
     tcase_add_test(tc, golden_fast_dllm_on_4090);
+    tcase_add_test(tc, executor_drives_the_clock);
     tcase_add_test(tc, same_seed_same_results);
     tcase_add_test(tc, decode_streams_independent_of_batching);
     tcase_add_test(tc, database_matches_summary);

@@ -36,6 +36,15 @@ expect 0 "default sim" -- $bin sim --no-progress
 contains "summary" "throughput"
 contains "summary" "latency (s)   mean"
 
+# live mode: a bad executor is refused; without a GPU (or without CUDA) --executor gpu says why
+expect 2 "sim --executor bogus" -- $bin sim --executor bogus --requests 2
+contains "executor named" "--executor: 'bogus' is not model or gpu"
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+    expect 2 "sim --executor gpu without a GPU" -- $bin sim --executor gpu --requests 2 --db "$tmp/live.db"
+    contains "executor gpu says why" "--executor gpu:"
+    [ ! -e "$tmp/live.db" ] && ok || bad "--executor gpu failure left a database"
+fi
+
 # JSON summary is one valid object
 expect 0 "sim --json" -- $bin sim --json --quiet --requests 20
 json_check() { # json_check FILE PYTHON-EXPR-ON-d   (skipped without python3)

@@ -1,0 +1,52 @@
+/*
+ * eng_live.c: live mode, the engine in place of the cost model (`tessera sim --executor gpu`).
+ * The simulator builds each step as usual; the engine executes it on the GPU and its measured time
+ * (CUDA events) advances the simulated clock, so one schedule runs live, its latencies measured.
+ * Requests' KV pages are freed when the simulator frees them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_load.h"
+#include "eng.h"
+#include "sim.h"
+
+static int live_step(void *ctx, const struct step_desc *sd, double *seconds, struct ts_err *err)
+{
+    float ms = 0;
+    if (eng_step(ctx, sd, NULL, &ms, err))
+        return -1;
+    *seconds = ms * 1e-3;
+    return 0;
+}
+
+static void live_release(void *ctx, int32_t req_id) { eng_release(ctx, req_id); }
+
+/* The engine sized for the simulation's steps: its token and logit-chunk caps, block-causal
+ * attention under the block policy, the FFN chunks. */
+int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor *ex, struct ts_err *err)
+{
+    const struct sim_config *c = sim_config(s);
+    const struct model_cfg *m = sim_model(s);
+    struct eng_opts o;
+    eng_opts_defaults(&o);
+    o.max_tokens = c->max_num_batched_tokens > 0 ? c->max_num_batched_tokens : 16384;
+    o.logit_chunk = c->max_num_logits > 0 ? c->max_num_logits : o.max_tokens;
+    o.block_size = strcmp(c->policy, "block") == 0 && m->block_causal ? c->block_size : 0;
+    o.ffn_chunks = c->ffn_chunks > 0 ? c->ffn_chunks : 1;
+    o.page_tokens = c->kv_page_tokens;
+    o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
+    struct eng *e;
+    if (eng_create(m, &o, &e, err))
+        return -1;
+    *ex = (struct sim_executor){e, live_step, live_release};
+    return 0;
+}
+
+void eng_live_close(struct sim_executor *ex)
+{
+    if (ex && ex->ctx)
+        eng_destroy(ex->ctx);
+    if (ex)
+        memset(ex, 0, sizeof *ex);
+}
