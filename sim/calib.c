@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "gpu.h"
 #include "model.h"
 
@@ -282,6 +283,59 @@ int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct
                                 "the roofline floor of that model on %s: a profile of another model or "
                                 "GPU?", d->model, d->device, T, r->ms, ratio, g.name);
     }
+    return 0;
+}
+
+/* The profiled step a row belongs to, as a step description: segs sequences of q query tokens over
+ * kv cached keys, logit_rows logit rows each. */
+static void row_step(const struct calib_row *r, struct step_desc *sd)
+{
+    step_desc_clear(sd);
+    for (int32_t i = 0; i < r->segs; i++) {
+        struct segment seg = {.req_id = i, .q = r->q, .kv = r->kv, .logit_rows = r->logit_rows,
+                              .phase = r->kv > 0 ? PHASE_REUSE : PHASE_FULL};
+        step_desc_add(sd, &seg);
+    }
+}
+
+int calib_data_transfer(const struct calib_data *in, const char *from, const char *to, const char *impl,
+                        struct calib_data *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    struct cost_ctx src = {0}, dst = {0};
+    struct gpu_table *t = gpu_table_create();
+    int rc = model_resolve(in->model, &src.model, err) || gpu_lookup(t, from, &src.gpu, err) ||
+                     gpu_lookup(t, to, &dst.gpu, err) || impl_resolve(impl, &src.impl, err)
+                 ? -1 : 0;
+    gpu_table_destroy(t);
+    if (rc)
+        return -1;
+    dst.model = src.model;
+    dst.impl = src.impl;
+    *out = *in;
+    snprintf(out->device, sizeof out->device, "%.24s (roofline transfer from %.70s)", dst.gpu.name, in->device);
+    out->rows = xmalloc(sizeof *in->rows * (in->n ? in->n : 1));
+    out->cap = in->n;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    for (size_t i = 0; i < in->n; i++) {
+        const struct calib_row *r = &in->rows[i];
+        sd.logit_chunk_rows = (int32_t)TS_MAX(1, (int64_t)r->segs * r->logit_rows);
+        row_step(r, &sd);
+        struct cost_breakdown a, b;
+        double sa, sb;
+        if (cost_roofline.step_s(&src, &sd, &sa, &a, err) || cost_roofline.step_s(&dst, &sd, &sb, &b, err)) {
+            step_desc_free(&sd);
+            calib_data_free(out);
+            return -1;
+        }
+        double total_ratio = sb / sa;
+        double op_ratio = a.op_s[r->op] > 0 && b.op_s[r->op] > 0 ? b.op_s[r->op] / a.op_s[r->op] : total_ratio;
+        out->rows[i] = *r;
+        out->rows[i].ms = r->ms * op_ratio;
+        out->rows[i].total_ms = r->total_ms * total_ratio;
+    }
+    step_desc_free(&sd);
     return 0;
 }
 

@@ -53,6 +53,13 @@ int calib_data_write(const struct calib_data *d, const char *path, struct ts_err
  * that cannot belong to the model it names on the GPU it names (against the roofline, with the GPU
  * figures of gpu_name). */
 int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct ts_err *err);
+/* Carries a calibration measured on GPU `from` over to GPU `to` without measuring there: every
+ * profiled step is priced by the roofline model (implementation profile `impl`) on both GPUs and
+ * each op's time is scaled by its roofline ratio (the step's total by the total's ratio), so
+ * what the profile learned about an op's efficiency on `from` is kept. An estimate: a
+ * calibration measured on `to` replaces it. */
+int calib_data_transfer(const struct calib_data *in, const char *from, const char *to, const char *impl,
+                        struct calib_data *out, struct ts_err *err);
 
 struct calib;
 

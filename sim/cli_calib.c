@@ -1,9 +1,10 @@
 /*
- * cli_calib.c: `tessera calib import | fit | show | eval`.
+ * cli_calib.c: `tessera calib import | fit | show | eval | transfer`.
  *
  *   import   an engine profile (the engine_profile table of a profile database, or its CSV) is
  *            checked against the GPU it claims and written as a calibration CSV
  *   fit/show fits the per-op models of a calibration and prints each with its residuals
+ *   transfer scales a calibration to another GPU by per-op roofline ratios (an estimate)
  *   eval     for a run replayed on the engine (tessera engine replay), prices every replayed step
  *            with the calibrated and the roofline back ends and compares with the measured times
  */
@@ -33,6 +34,7 @@ static void calib_usage(FILE *f)
 "       tessera calib fit FILE.csv --gpu NAME\n"
 "       tessera calib show [FILE.csv] [--gpu NAME] [--model NAME] [--impl NAME]\n"
 "       tessera calib eval --db RUN.db [--calib FILE.csv] [--extrapolate] [--csv STEPS.csv]\n"
+"       tessera calib transfer FILE.csv --from GPU --to GPU --out FILE.csv [--impl NAME]\n"
 "\n"
 "import  checks an engine profile (tessera engine profile) against the GPU it claims (one GPU,\n"
 "        one model, every op at 3+ token counts, GEMM times the model can have on that GPU) and\n"
@@ -42,7 +44,10 @@ static void calib_usage(FILE *f)
 "        shipped calibration [h200 / llada-8b / tessera]\n"
 "eval    prices every step a run replayed on the engine (table engine_steps) with the calibrated\n"
 "        and the roofline back ends: per-step MAPE, 90th-percentile error, total-time error;\n"
-"        --csv writes every step's measured and predicted seconds\n");
+"        --csv writes every step's measured and predicted seconds\n"
+"transfer  estimates a calibration for a GPU without measuring on it: each profiled op time is\n"
+"        scaled by the ratio of its roofline times on the two GPUs (the efficiency the profile\n"
+"        measured is kept); replace it with a measured calibration when you can\n");
 }
 
 static int load_fit(const char *path, const char *gpu, struct calib **out, struct ts_err *err)
@@ -201,7 +206,7 @@ int cli_calib(int argc, char **argv)
         return argc < 2 ? EXIT_USAGE : 0;
     }
     const char *sub = argv[1], *file = NULL, *gpu = NULL, *out = NULL, *db = NULL, *calib_path = NULL;
-    const char *csv = NULL;
+    const char *csv = NULL, *from = NULL, *to = NULL;
     const char *model = "llada-8b", *impl = "tessera";
     bool extrapolate = false;
     for (int i = 2; i < argc; i++) {
@@ -209,7 +214,8 @@ int cli_calib(int argc, char **argv)
         const char **dst = strcmp(a, "--gpu") == 0 ? &gpu : strcmp(a, "--out") == 0 ? &out
                          : strcmp(a, "--db") == 0 ? &db : strcmp(a, "--calib") == 0 ? &calib_path
                          : strcmp(a, "--model") == 0 ? &model : strcmp(a, "--impl") == 0 ? &impl
-                         : strcmp(a, "--csv") == 0 ? &csv : NULL;
+                         : strcmp(a, "--csv") == 0 ? &csv : strcmp(a, "--from") == 0 ? &from
+                         : strcmp(a, "--to") == 0 ? &to : NULL;
         if (dst) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "tessera calib %s: %s needs a value\n", sub, a);
@@ -252,6 +258,23 @@ int cli_calib(int argc, char **argv)
         calib_data_free(&d);
         return rc ? EXIT_USAGE : 0;
     }
+    if (strcmp(sub, "transfer") == 0) {
+        if (!file || !from || !to || !out) {
+            fprintf(stderr, "tessera calib transfer: needs FILE, --from GPU, --to GPU and --out FILE\n");
+            return EXIT_USAGE;
+        }
+        struct calib_data d, t;
+        int rc = calib_data_load(file, &d, &err) || calib_data_validate(&d, from, &err) ? -1 : 0;
+        if (!rc && !(rc = calib_data_transfer(&d, from, to, impl, &t, &err))) {
+            if (!(rc = calib_data_validate(&t, to, &err)) && !(rc = calib_data_write(&t, out, &err)))
+                printf("%s: %zu rows of %s on %s\n", out, t.n, t.model, t.device);
+            calib_data_free(&t);
+        }
+        if (rc)
+            fprintf(stderr, "tessera calib transfer: %s\n", err.msg);
+        calib_data_free(&d);
+        return rc ? EXIT_USAGE : 0;
+    }
     if (strcmp(sub, "fit") == 0 || strcmp(sub, "show") == 0) {
         char path[CFG_PATH + 256];
         if (!gpu)
@@ -273,6 +296,6 @@ int cli_calib(int argc, char **argv)
         calib_free(c);
         return 0;
     }
-    fprintf(stderr, "tessera calib: unknown subcommand '%s' (import, fit, show, eval)\n", sub);
+    fprintf(stderr, "tessera calib: unknown subcommand '%s' (import, fit, show, eval, transfer)\n", sub);
     return EXIT_USAGE;
 }

@@ -170,6 +170,40 @@ START_TEST(ops_scaled_to_uninstrumented_totals)
 }
 END_TEST
 
+/* Transfer to another GPU: to the same GPU nothing changes; to an L40S a large compute-bound GEMM
+ * slows by the ratio of peak FLOP/s, and the result passes the L40S's own plausibility check. */
+START_TEST(transfer_scales_by_roofline_ratios)
+{
+    struct calib_data d, same, l40s;
+    planted(&d);
+    struct ts_err err;
+    ck_assert_msg(calib_data_transfer(&d, "h200", "h200", "tessera", &same, &err) == 0, "%s", err.msg);
+    ck_assert_uint_eq(same.n, d.n);
+    for (size_t i = 0; i < d.n; i++)
+        ck_assert(fabs(same.rows[i].ms - d.rows[i].ms) <= 1e-12 * d.rows[i].ms);
+    ck_assert_int_eq(calib_data_transfer(&d, "h200", "l40s", "tessera", &l40s, &err), 0);
+    struct gpu_table *t = gpu_table_create();
+    struct gpu_spec a, b;
+    ck_assert_int_eq(gpu_lookup(t, "h200", &a, NULL), 0);
+    ck_assert_int_eq(gpu_lookup(t, "l40s", &b, NULL), 0);
+    gpu_table_destroy(t);
+    int checked = 0;
+    for (size_t i = 0; i < d.n; i++)
+        if (d.rows[i].op == OP_GATE_UP && d.rows[i].segs * d.rows[i].q >= 8192) {
+            double r = l40s.rows[i].ms / d.rows[i].ms, want = a.bf16_flops / b.bf16_flops;
+            ck_assert_msg(fabs(r / want - 1) < 0.02, "gate_up ratio %g, peak ratio %g", r, want);
+            checked++;
+        }
+    ck_assert_int_gt(checked, 0);
+    ck_assert_ptr_nonnull(strstr(l40s.device, "roofline transfer"));
+    ck_assert_msg(calib_data_validate(&l40s, "l40s", &err) == 0, "%s", err.msg);
+    calib_data_free(&same);
+    ck_assert_int_ne(calib_data_transfer(&d, "h200", "no-such-gpu", "tessera", &same, &err), 0);
+    calib_data_free(&l40s);
+    calib_data_free(&d);
+}
+END_TEST
+
 START_TEST(bad_profiles_are_refused)
 {
     struct calib_data d;
@@ -281,6 +315,7 @@ int main(void)
     tcase_add_test(tc, planted_coefficients_recovered);
     tcase_add_test(tc, monotone_between_points);
     tcase_add_test(tc, ops_scaled_to_uninstrumented_totals);
+    tcase_add_test(tc, transfer_scales_by_roofline_ratios);
     tcase_add_test(tc, bad_profiles_are_refused);
     tcase_add_test(tc, roundtrip_csv);
     tcase_add_test(tc, shipped_calibration_prices_a_run);

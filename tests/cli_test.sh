@@ -157,6 +157,14 @@ expect 0 "sim --cost calibrated" -- $bin sim --cost calibrated --requests 20 --q
 contains "sim --cost calibrated" "throughput"
 expect 2 "calibrated without a calibration" -- $bin sim --cost calibrated --gpu rtx4090
 contains "calibrated without a calibration" "no calibration for llada-8b on rtx4090"
+# ...unless one is transferred from the H200's
+data=$(dirname "$bin")/../sim/data
+[ -d "$data" ] || data=sim/data
+expect 0 "calib transfer" -- $bin calib transfer "$data/calib/h200-llada-8b-tessera.csv" --from h200 --to rtx4090 --out "$tmp/4090.csv"
+contains "calib transfer" "on rtx4090 (roofline transfer from NVIDIA H200"
+expect 0 "sim with a transferred calibration" -- $bin sim --cost calibrated --gpu rtx4090 --calib "$tmp/4090.csv" --requests 10 --quiet
+expect 2 "calib transfer without --to" -- $bin calib transfer "$data/calib/h200-llada-8b-tessera.csv" --from h200 --out "$tmp/x.csv"
+[ ! -e "$tmp/x.csv" ] && ok || bad "calib transfer failure left a file"
 expect 2 "calibrated beyond the range" -- $bin sim --cost calibrated --lengths fixed:3000,256 --max-num-batched-tokens 30000 --rps 50 --requests 40 --db "$tmp/range.db"
 contains "calibrated beyond the range" "beyond the profiled range"
 if [ -e "$tmp/range.db" ]; then bad "a database was left behind by a failed run"; else ok; fi
