@@ -150,6 +150,7 @@ bench-sim: $(BUILD)/tessera
 # PyTorch (SDPA on the same shapes, and the anchor script when ANCHOR=path/to/torch_llada_step.py)
 check-gpu: $(BUILD)/tessera
 	./$(BUILD)/tessera engine check
+	bash tests/live_gpu_test.sh ./$(BUILD)/tessera
 
 BENCH_OUT ?= $(BUILD)
 bench-engine: $(BUILD)/tessera

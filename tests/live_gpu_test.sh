@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# live_gpu_test.sh: live mode on a GPU machine (make check-gpu). A small schedule runs with
+# --executor gpu: every step is executed and measured (live_steps == num_steps), every request
+# finishes, the measured time is positive and within a factor of 3 of the calibrated model's, and
+# the database records the measured step times.
+# Usage: live_gpu_test.sh PATH/TO/tessera
+set -u
+bin=${1:?usage: live_gpu_test.sh PATH/TO/tessera}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$bin" sim --requests 6 --rps 8 --gen-len 64 --lengths fixed:200,64 --cost calibrated --executor gpu \
+    --json --quiet --no-progress --db "$tmp/live.db" >"$tmp/out.json" || { echo "live: the run failed"; exit 1; }
+python3 - "$tmp/out.json" "$tmp/live.db" <<'PY'
+import json, sqlite3, sys
+s = json.load(open(sys.argv[1]))
+fails = []
+if s.get("live_steps") != s["num_steps"] or s["num_steps"] == 0:
+    fails.append(f"live_steps {s.get('live_steps')} != num_steps {s['num_steps']}")
+if s["num_finished"] != 6:
+    fails.append(f"{s['num_finished']} of 6 requests finished")
+meas, model = s.get("live_measured_s", 0), s.get("live_model_s", 0)
+if not (meas > 0 and 1 / 3 < model / meas < 3):
+    fails.append(f"measured {meas} s vs model {model} s")
+db = sqlite3.connect(sys.argv[2])
+(steps_s,) = db.execute("SELECT sum(duration_ns) * 1e-9 FROM steps").fetchone()
+if abs(steps_s - meas) > 1e-3 * meas + 1e-6 * s["num_steps"]:
+    fails.append(f"database steps sum to {steps_s} s, measured {meas} s")
+for f in fails:
+    print("live: FAIL:", f)
+print(f"live: {s['num_steps']} steps measured {meas:.3f} s (model {model:.3f} s); "
+      f"{'ok' if not fails else 'failed'}")
+sys.exit(1 if fails else 0)
+PY
