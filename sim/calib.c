@@ -463,18 +463,25 @@ static void attn_features(double segs, double q, double kv, double *f)
  * total_ms is the same step timed without the events.  Scale every op of a step
  * down so the ops sum to the un-instrumented total; a total above the ops' sum is left
  * to the per-step constant (launch gaps between ops). */
+/* The sum of the op times of the profiled step row r belongs to. */
+static double step_ops_ms(const struct calib_data *d, const struct calib_row *r)
+{
+    double sum = 0;
+    for (size_t j = 0; j < d->n; j++) {
+        const struct calib_row *s = &d->rows[j];
+        if (s->segs == r->segs && s->q == r->q && s->kv == r->kv && s->logit_rows == r->logit_rows)
+            sum += s->ms;
+    }
+    return sum;
+}
+
 static void scale_to_totals(const struct calib_data *in, struct calib_data *out)
 {
     for (size_t i = 0; i < in->n; i++) {
         const struct calib_row *r = &in->rows[i];
         if (r->total_ms <= 0)
             continue;
-        double sum = 0;
-        for (size_t j = 0; j < in->n; j++) {
-            const struct calib_row *s = &in->rows[j];
-            if (s->segs == r->segs && s->q == r->q && s->kv == r->kv && s->logit_rows == r->logit_rows)
-                sum += s->ms;
-        }
+        double sum = step_ops_ms(in, r);
         if (sum > 0 && r->total_ms < sum)
             out->rows[i].ms = r->ms * (r->total_ms / sum);
     }
@@ -575,13 +582,7 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
             const struct calib_row *r = &d->rows[i];
             if (r->op != OP_QKV)
                 continue;
-            double ops = 0;
-            for (size_t j = 0; j < d->n; j++) {
-                const struct calib_row *s = &d->rows[j];
-                if (s->segs == r->segs && s->q == r->q && s->kv == r->kv && s->logit_rows == r->logit_rows)
-                    ops += s->ms;
-            }
-            sum += r->total_ms - ops;
+            sum += r->total_ms - step_ops_ms(d, r);
             n++;
         }
         c->step_ms = n ? fmax(sum / n, 0.0) : 0.0;
