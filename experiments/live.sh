@@ -2,10 +2,10 @@
 # experiments/live.sh: the simulator against one schedule run live on the GPU (issue 4).
 #
 # On a GPU machine with the engine built: for each model, policy, scheduler and load, the same
-# workload runs twice: priced by the calibrated cost model (`--cost calibrated`), and live
-# (`--cost calibrated --executor gpu`: the engine executes every step and its measured times drive
-# the clock, so the scheduler decides on real times). Compared: throughput, mean/p50/p99 request
-# latency, makespan. Needs the calibrations of sim/data/calib/ for the GPU (or CALIB_DIR with
+# workload runs live (`--executor gpu`: the engine executes every step and its measured times drive
+# the clock, so the scheduler decides on real times) and is predicted by both back ends
+# (`--cost calibrated`, `--cost roofline`). Compared: throughput, mean/p50/p99 request latency,
+# makespan. REUSE_LIVE=1 keeps live summaries already in SCRATCH (re-predicting needs no GPU). Needs the calibrations of sim/data/calib/ for the GPU (or CALIB_DIR with
 # calib-MODEL.csv files, as experiments/fidelity.sh writes them).
 # Writes OUT/live.csv (one row per run and metric: predicted, live, error %) and OUT/live-runs.tgz
 # (both JSON summaries of every run; kept unpacked in SCRATCH, default OUT/runs).
@@ -18,7 +18,7 @@ bin=${TESSERA:-build/gpu/tessera}
 gpu=${GPU:-h200}
 scratch=${SCRATCH:-$out/runs}
 mkdir -p "$out" "$scratch"
-echo "model,policy,scheduler,rps,metric,predicted,live,error_pct" >"$out/live.csv"
+echo "model,policy,scheduler,rps,backend,metric,predicted,live,error_pct" >"$out/live.csv"
 for model in $models; do
     calib=()
     [ -n "${CALIB_DIR:-}" ] && calib=(--calib "$CALIB_DIR/calib-$model.csv")
@@ -29,15 +29,22 @@ for model in $models; do
                 args=(--model "$model" --gpu "$gpu" --policy "$policy" --scheduler "$sched" --rps "$rps"
                       --requests 16 --lengths lognormal:6.0,0.7,5.0,0.6 --gen-len 128 --max-batch 8
                       --seed 7 --cost calibrated --extrapolate "${calib[@]}" --quiet --no-progress --json)
+                live="$scratch/$tag-gpu.json"
+                if [ "${REUSE_LIVE:-0}" != 1 ] || [ ! -s "$live" ]; then
+                    "$bin" sim "${args[@]}" --executor gpu >"$live" || continue
+                fi
                 "$bin" sim "${args[@]}" >"$scratch/$tag-model.json" || continue
-                "$bin" sim "${args[@]}" --executor gpu >"$scratch/$tag-gpu.json" || continue
-                python3 - "$scratch/$tag-model.json" "$scratch/$tag-gpu.json" "$model,$policy,$sched,$rps" \
-                    >>"$out/live.csv" <<'PY'
+                "$bin" sim "${args[@]}" --cost roofline >"$scratch/$tag-roofline.json" || continue
+                for backend in calibrated roofline; do
+                    pred="$scratch/$tag-model.json"
+                    [ "$backend" = roofline ] && pred="$scratch/$tag-roofline.json"
+                    python3 - "$pred" "$live" "$model,$policy,$sched,$rps,$backend" >>"$out/live.csv" <<'PY'
 import json, sys
 p, l = (json.load(open(f)) for f in sys.argv[1:3])
 for k in ("throughput_tok_s", "lat_mean_s", "lat_p50_s", "lat_p99_s", "makespan_ns"):
     print(f"{sys.argv[3]},{k},{p[k]:.6g},{l[k]:.6g},{100 * (p[k] - l[k]) / l[k]:+.1f}")
 PY
+                done
                 grep "$model,$policy,$sched,$rps," "$out/live.csv" | tr '\n' ' '
                 echo
             done

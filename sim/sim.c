@@ -484,7 +484,9 @@ static void start_step(struct sim *s)
     s->sum.ops.total_s += bd.total_s;
     if (s->ex.step) {
         double measured;
-        if (s->ex.step(s->ex.ctx, &s->sd, &measured, &s->run_err)) {
+        if (s->ex.step(s->ex.ctx, &s->sd, &measured, &s->run_err) ||
+            (!(measured > 0) && ts_fail(&s->run_err, "the executor measured %g s for step %lld", measured,
+                                        (long long)s->sum.num_steps))) {
             s->failed = true;
             return;
         }
