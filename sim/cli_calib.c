@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "calib.h"
 #include "cli.h"
@@ -32,7 +33,7 @@ static void calib_usage(FILE *f)
     fprintf(f,
 "usage: tessera calib import PROFILE.db|PROFILE.csv --gpu NAME --out FILE.csv\n"
 "       tessera calib fit FILE.csv --gpu NAME\n"
-"       tessera calib show [FILE.csv] [--gpu NAME] [--model NAME] [--impl NAME]\n"
+"       tessera calib show [FILE.csv] [--gpu NAME] [--model NAME] [--impl NAME] [--from GPU]\n"
 "       tessera calib eval --db RUN.db [--calib FILE.csv] [--extrapolate] [--csv STEPS.csv]\n"
 "       tessera calib transfer FILE.csv --from GPU --to GPU --out FILE.csv [--impl NAME]\n"
 "\n"
@@ -41,7 +42,8 @@ static void calib_usage(FILE *f)
 "        writes it as a calibration\n"
 "fit     fits the per-op models (monotone interpolation over tokens, per-chunk LM head, least\n"
 "        squares for attention) and prints them with their residuals; show does the same for a\n"
-"        shipped calibration [h200 / llada-8b / tessera]\n"
+"        shipped calibration [h200 / llada-8b / tessera]; for a GPU without one, the calibration\n"
+"        of --from [h200] carried over by roofline ratios, with what that assumes\n"
 "eval    prices every step a run replayed on the engine (table engine_steps) with the calibrated\n"
 "        and the roofline back ends: per-step MAPE, 90th-percentile error, total-time error;\n"
 "        --csv writes every step's measured and predicted seconds\n"
@@ -199,6 +201,44 @@ done:
     return rc;
 }
 
+/* `calib show --gpu NAME` where no calibration was measured on NAME: the shipped one of `from`
+ * carried over by roofline ratios, with what that assumes. */
+static int show_transferred(const char *gpu, const char *from, const char *model, const char *impl)
+{
+    struct sim_config dc;
+    sim_config_defaults(&dc);
+    char src[CFG_PATH + 256];
+    snprintf(src, sizeof src, "%s/calib/%s-%s-%s.csv", dc.datadir, from, model, impl);
+    struct ts_err err;
+    struct calib_data d, t;
+    if (calib_data_load(src, &d, &err)) {
+        fprintf(stderr, "tessera calib show: no calibration of %s on %s, and none on %s to transfer (%s)\n",
+                model, gpu, from, err.msg);
+        return EXIT_USAGE;
+    }
+    struct calib *c = NULL;
+    int rc = calib_data_validate(&d, from, &err) || calib_data_transfer(&d, from, gpu, impl, &t, &err) ? -1 : 0;
+    if (!rc) {
+        rc = calib_data_validate(&t, gpu, &err) || calib_fit(&t, &c, &err) ? -1 : 0;
+        calib_data_free(&t);
+    }
+    calib_data_free(&d);
+    if (rc) {
+        fprintf(stderr, "tessera calib show: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    printf("no calibration measured on %s: %s carried over by per-op roofline ratios\n"
+           "assumes: every op keeps the fraction of its roofline time it reached on %s (GEMM, attention\n"
+           "and memory-bound efficiencies alike), kernel launch and host overheads are the same on both\n"
+           "GPUs, and the same kernels run (the %s implementation); uncertainty: not quantified (no\n"
+           "second GPU has been measured; on the H200 the uncalibrated roofline was 24-30%% off per step,\n"
+           "the calibrated model 1-6%%). Measure with `tessera engine profile` to replace it.\n",
+           gpu, src, from, impl);
+    calib_show(c, stdout);
+    calib_free(c);
+    return 0;
+}
+
 int cli_calib(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -286,6 +326,8 @@ int cli_calib(int argc, char **argv)
             sim_config_defaults(&dc);
             snprintf(path, sizeof path, "%s/calib/%s-%s-%s.csv", dc.datadir, gpu, model, impl);
         }
+        if (!file && strcmp(sub, "show") == 0 && access(path, R_OK) != 0)
+            return show_transferred(gpu, from ? from : "h200", model, impl);
         struct calib *c;
         if (load_fit(path, gpu, &c, &err)) {
             fprintf(stderr, "tessera calib %s: %s\n", sub, err.msg);

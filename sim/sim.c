@@ -291,7 +291,7 @@ static int load_calibration(struct sim *s, struct ts_err *err)
         if (!c->calib[0])
             ts_fail(err, "--cost calibrated: no calibration for %s on %s with the %s implementation "
                          "(looked for %s; tessera list calibrations shows the shipped ones, --calib FILE "
-                         "names another)", s->model.name, s->gpu.name, s->impl.name, path);
+                         "names another, tessera calib transfer estimates one from another GPU's)", s->model.name, s->gpu.name, s->impl.name, path);
         return -1;
     }
     int rc = -1;

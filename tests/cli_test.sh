@@ -165,6 +165,9 @@ contains "calib transfer" "on rtx4090 (roofline transfer from NVIDIA H200"
 expect 0 "sim with a transferred calibration" -- $bin sim --cost calibrated --gpu rtx4090 --calib "$tmp/4090.csv" --requests 10 --quiet
 expect 2 "calib transfer without --to" -- $bin calib transfer "$data/calib/h200-llada-8b-tessera.csv" --from h200 --out "$tmp/x.csv"
 [ ! -e "$tmp/x.csv" ] && ok || bad "calib transfer failure left a file"
+expect 0 "calib show --gpu without a measured calibration" -- $bin calib show --gpu l40s
+contains "calib show --gpu states the transfer" "no calibration measured on l40s"
+contains "calib show --gpu states the assumptions" "assumes: every op keeps the fraction"
 expect 2 "calibrated beyond the range" -- $bin sim --cost calibrated --lengths fixed:3000,256 --max-num-batched-tokens 30000 --rps 50 --requests 40 --db "$tmp/range.db"
 contains "calibrated beyond the range" "beyond the profiled range"
 if [ -e "$tmp/range.db" ]; then bad "a database was left behind by a failed run"; else ok; fi
