@@ -1,9 +1,10 @@
 /*
- * cli_calib.c: `tessera calib import | fit | show | eval | transfer`.
+ * cli_calib.c: `tessera calib import | fit | show | eval | transfer | price`.
  *
  *   import   an engine profile (the engine_profile table of a profile database, or its CSV) is
  *            checked against the GPU it claims and written as a calibration CSV
  *   fit/show fits the per-op models of a calibration and prints each with its residuals
+ *   price    one step priced per op by both back ends
  *   transfer scales a calibration to another GPU by per-op roofline ratios (an estimate)
  *   eval     for a run replayed on the engine (tessera engine replay), prices every replayed step
  *            with the calibrated and the roofline back ends and compares with the measured times
@@ -36,6 +37,7 @@ static void calib_usage(FILE *f)
 "       tessera calib show [FILE.csv] [--gpu NAME] [--model NAME] [--impl NAME] [--from GPU]\n"
 "       tessera calib eval --db RUN.db [--calib FILE.csv] [--extrapolate] [--csv STEPS.csv]\n"
 "       tessera calib transfer FILE.csv --from GPU --to GPU --out FILE.csv [--impl NAME]\n"
+"       tessera calib price --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK] [--gpu --model --impl --calib]\n"
 "\n"
 "import  checks an engine profile (tessera engine profile) against the GPU it claims (one GPU,\n"
 "        one model, every op at 3+ token counts, GEMM times the model can have on that GPU) and\n"
@@ -47,6 +49,8 @@ static void calib_usage(FILE *f)
 "eval    prices every step a run replayed on the engine (table engine_steps) with the calibrated\n"
 "        and the roofline back ends: per-step MAPE, 90th-percentile error, total-time error;\n"
 "        --csv writes every step's measured and predicted seconds\n"
+"price   one step (SEGS sequences of Q tokens over KV cached keys, LOGIT_ROWS logit rows each,\n"
+"        LM head in CHUNK-row chunks [2048]) priced per op by the calibrated and roofline back ends\n"
 "transfer  estimates a calibration for a GPU without measuring on it: each profiled op time is\n"
 "        scaled by the ratio of its roofline times on the two GPUs (the efficiency the profile\n"
 "        measured is kept); replace it with a measured calibration when you can\n");
@@ -201,6 +205,68 @@ done:
     return rc;
 }
 
+/* `calib price`: one step (segs sequences of q tokens over kv cached keys, logit rows each) priced
+ * by the calibrated and the roofline back ends, per op. */
+static int cmd_price(const char *gpu, const char *model, const char *impl, const char *calib_path,
+                     const char *spec, bool extrapolate)
+{
+    int segs = 1, q = 0, kv = 0, rows = 0, chunk = 2048;
+    if (!spec || sscanf(spec, "%d,%d,%d,%d,%d", &segs, &q, &kv, &rows, &chunk) < 4 || segs < 1 || q < 1 ||
+        kv < 0 || rows < 0 || rows > q || chunk < 0) {
+        fprintf(stderr, "tessera calib price: --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK] (Q >= 1, LOGIT_ROWS <= Q)\n");
+        return EXIT_USAGE;
+    }
+    struct ts_err err;
+    struct cost_ctx ctx = {0};
+    struct gpu_table *gt = gpu_table_create();
+    int bad = model_resolve(model, &ctx.model, &err) || gpu_lookup(gt, gpu, &ctx.gpu, &err) ||
+              impl_resolve(impl, &ctx.impl, &err);
+    gpu_table_destroy(gt);
+    struct calib *cal = NULL;
+    if (!bad) {
+        char path[CFG_PATH + 256];
+        struct sim_config dc;
+        sim_config_defaults(&dc);
+        if (calib_path)
+            snprintf(path, sizeof path, "%s", calib_path);
+        else
+            snprintf(path, sizeof path, "%s/calib/%s-%s-%s.csv", dc.datadir, ctx.gpu.name, ctx.model.name,
+                     ctx.impl.name);
+        bad = load_fit(path, ctx.gpu.name, &cal, &err);
+    }
+    if (bad) {
+        fprintf(stderr, "tessera calib price: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    ctx.calib = cal;
+    ctx.extrapolate = extrapolate;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = chunk;
+    for (int i = 0; i < segs; i++) {
+        struct segment g = {.req_id = i, .q = q, .kv = kv, .logit_rows = rows, .phase = kv ? PHASE_REUSE : PHASE_FULL};
+        step_desc_add(&sd, &g);
+    }
+    struct cost_breakdown a, b;
+    double ca, rb;
+    int rc = 0;
+    if (cost_calibrated.step_s(&ctx, &sd, &ca, &a, &err) || cost_roofline.step_s(&ctx, &sd, &rb, &b, &err)) {
+        fprintf(stderr, "tessera calib price: %s\n", err.msg);
+        rc = EXIT_USAGE;
+    } else {
+        printf("%s on %s (%s): %d x q %d over %d cached, %d logit rows each (chunks of %d)\n", ctx.model.name,
+               ctx.gpu.name, ctx.impl.name, segs, q, kv, rows, chunk);
+        printf("%-10s %12s %12s\n", "op", "calibrated", "roofline");
+        for (int op = 0; op < OP_COUNT; op++)
+            if (a.op_s[op] > 0 || b.op_s[op] > 0)
+                printf("%-10s %9.3f ms %9.3f ms\n", cost_op_name((enum cost_op)op), a.op_s[op] * 1e3, b.op_s[op] * 1e3);
+        printf("%-10s %9.3f ms %9.3f ms\n", "step", ca * 1e3, rb * 1e3);
+    }
+    step_desc_free(&sd);
+    calib_free(cal);
+    return rc;
+}
+
 /* `calib show --gpu NAME` where no calibration was measured on NAME: the shipped one of `from`
  * carried over by roofline ratios, with what that assumes. */
 static int show_transferred(const char *gpu, const char *from, const char *model, const char *impl)
@@ -246,7 +312,7 @@ int cli_calib(int argc, char **argv)
         return argc < 2 ? EXIT_USAGE : 0;
     }
     const char *sub = argv[1], *file = NULL, *gpu = NULL, *out = NULL, *db = NULL, *calib_path = NULL;
-    const char *csv = NULL, *from = NULL, *to = NULL;
+    const char *csv = NULL, *from = NULL, *to = NULL, *step = NULL;
     const char *model = "llada-8b", *impl = "tessera";
     bool extrapolate = false;
     for (int i = 2; i < argc; i++) {
@@ -255,7 +321,7 @@ int cli_calib(int argc, char **argv)
                          : strcmp(a, "--db") == 0 ? &db : strcmp(a, "--calib") == 0 ? &calib_path
                          : strcmp(a, "--model") == 0 ? &model : strcmp(a, "--impl") == 0 ? &impl
                          : strcmp(a, "--csv") == 0 ? &csv : strcmp(a, "--from") == 0 ? &from
-                         : strcmp(a, "--to") == 0 ? &to : NULL;
+                         : strcmp(a, "--to") == 0 ? &to : strcmp(a, "--step") == 0 ? &step : NULL;
         if (dst) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "tessera calib %s: %s needs a value\n", sub, a);
@@ -298,6 +364,8 @@ int cli_calib(int argc, char **argv)
         calib_data_free(&d);
         return rc ? EXIT_USAGE : 0;
     }
+    if (strcmp(sub, "price") == 0)
+        return cmd_price(gpu ? gpu : "h200", model, impl, calib_path, step, extrapolate);
     if (strcmp(sub, "transfer") == 0) {
         if (!file || !from || !to || !out) {
             fprintf(stderr, "tessera calib transfer: needs FILE, --from GPU, --to GPU and --out FILE\n");
@@ -338,6 +406,6 @@ int cli_calib(int argc, char **argv)
         calib_free(c);
         return 0;
     }
-    fprintf(stderr, "tessera calib: unknown subcommand '%s' (import, fit, show, eval, transfer)\n", sub);
+    fprintf(stderr, "tessera calib: unknown subcommand '%s' (import, fit, show, eval, transfer, price)\n", sub);
     return EXIT_USAGE;
 }

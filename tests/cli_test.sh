@@ -165,6 +165,12 @@ contains "calib transfer" "on rtx4090 (roofline transfer from NVIDIA H200"
 expect 0 "sim with a transferred calibration" -- $bin sim --cost calibrated --gpu rtx4090 --calib "$tmp/4090.csv" --requests 10 --quiet
 expect 2 "calib transfer without --to" -- $bin calib transfer "$data/calib/h200-llada-8b-tessera.csv" --from h200 --out "$tmp/x.csv"
 [ ! -e "$tmp/x.csv" ] && ok || bad "calib transfer failure left a file"
+expect 0 "calib price" -- $bin calib price --step 16,512,0,512
+contains "calib price per op" "gate_up"
+contains "calib price step" "step "
+expect 2 "calib price with a bad step" -- $bin calib price --step 1,0,0,0
+contains "calib price names the field" "--step SEGS,Q,KV,LOGIT_ROWS"
+expect 0 "calib price, torch-eager calibration" -- $bin calib price --step 1,32,480,32 --impl torch-eager
 expect 0 "calib show --gpu without a measured calibration" -- $bin calib show --gpu l40s
 contains "calib show --gpu states the transfer" "no calibration measured on l40s"
 contains "calib show --gpu states the assumptions" "assumes: every op keeps the fraction"

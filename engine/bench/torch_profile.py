@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""torch_profile.py: the `torch-eager` implementation profile, measured (issue 4).
+
+A PyTorch eager forward of a LLaDA-8B-shaped model (random bf16 weights; the same layer as the
+PyTorch anchor: RMSNorm in fp32, fused QKV, RoPE, SDPA over cached + fresh K/V, SwiGLU, chunked LM
+head with a softmax confidence and argmax) is timed over the step shapes `tessera engine profile`
+sweeps: each op of one layer with CUDA events (median of REPS, times the layer count), and the whole
+step without events (total_ms: the real step, host launch gaps included, which eager PyTorch pays).
+Writes a calibration CSV (device,model,segs,q,kv,logit_rows,op,ms,total_ms) to stdout or --out;
+import it with
+    tessera calib import FILE --gpu h200 --out sim/data/calib/h200-llada-8b-torch-eager.csv
+Usage: torch_profile.py [--out FILE] [--reps N] [--quick]
+"""
+import argparse, csv, statistics, sys
+import torch
+import torch.nn.functional as F
+
+NL, D, H, HD, FF, V = 32, 4096, 32, 128, 12288, 126464
+CHUNK = 2048  # logit rows per LM-head chunk (tessera's default max_num_logits)
+Q_GRID = [1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
+KV_GRID = [0, 128, 480, 1024, 2048, 4096]
+SEG_GRID = [16, 1]
+
+ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+ap.add_argument("--out", help="CSV file (default: stdout)")
+ap.add_argument("--reps", type=int, default=3)
+ap.add_argument("--quick", action="store_true", help="a few shapes only (smoke test)")
+args = ap.parse_args()
+dev, dt = "cuda", torch.bfloat16
+torch.manual_seed(0)
+
+
+def w(*s):
+    return torch.randn(*s, device=dev, dtype=dt) * 0.02
+
+
+emb = w(V, D)
+layer = dict(qkv=w(3 * D, D), o=w(D, D), gu=w(2 * FF, D), down=w(D, FF))
+layers = [layer] + [dict(qkv=w(3 * D, D), o=w(D, D), gu=w(2 * FF, D), down=w(D, FF)) for _ in range(NL - 1)]
+lm = w(V, D)
+inv = 1.0 / (500000 ** (torch.arange(0, HD // 2, device=dev, dtype=torch.float32) / (HD // 2)))
+
+
+def rms(x):
+    return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5)).to(dt)
+
+
+def rope(x, pos):
+    ang = pos[:, None].float() * inv[None, :]
+    c, s = ang.cos().to(dt)[:, None, :], ang.sin().to(dt)[:, None, :]
+    x1, x2 = x[..., : HD // 2], x[..., HD // 2 :]
+    return torch.cat([x1 * c - x2 * s, x1 * s + x2 * c], -1)
+
+
+def layer_ops(l, x, pos, cache):
+    """One layer as (name, thunk) pairs run in order; the thunks share state through `st`."""
+    st = {"x": x}
+    B, T, _ = x.shape
+
+    def norm1(): st["h"] = rms(st["x"])
+    def qkv(): st["q"], st["k"], st["v"] = (st["h"] @ l["qkv"].T).split(D, -1)
+    def rope_():
+        st["q"] = rope(st["q"].view(B, T, H, HD), pos).transpose(1, 2)
+        st["k"] = rope(st["k"].view(B, T, H, HD), pos).transpose(1, 2)
+        st["v"] = st["v"].view(B, T, H, HD).transpose(1, 2)
+    def attn():
+        k, v = st["k"], st["v"]
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+        st["o"] = F.scaled_dot_product_attention(st["q"], k, v, is_causal=False)
+    def oproj(): st["x"] = st["x"] + st["o"].transpose(1, 2).reshape(B, T, D) @ l["o"].T
+    def norm2(): st["h"] = rms(st["x"])
+    def gate_up(): st["g"], st["u"] = (st["h"] @ l["gu"].T).chunk(2, -1)
+    def act(): st["a"] = F.silu(st["g"]) * st["u"]
+    def down(): st["x"] = st["x"] + st["a"] @ l["down"].T
+
+    return st, [("norm", norm1), ("qkv", qkv), ("rope", rope_), ("attention", attn), ("o_proj", oproj),
+                ("norm", norm2), ("gate_up", gate_up), ("act", act), ("down", down)]
+
+
+def head(h, logit_rows):
+    """LM head and sampling over the last logit_rows rows of every sequence, in CHUNK-row chunks."""
+    rows = h[:, h.shape[1] - logit_rows :].reshape(-1, D)
+    out = {"lm_head": [], "sample": []}
+    for i in range(0, rows.shape[0], CHUNK):
+        out["lm_head"].append(lambda r=rows[i : i + CHUNK]: r @ lm.T)
+        out["sample"].append(lambda lg: lg.float().softmax(-1).max(-1))
+    return out
+
+
+def step(ids, pos, cache, logit_rows):
+    x = emb[ids]
+    for l in layers:
+        st, ops = layer_ops(l, x, pos, cache)
+        for _, f in ops:
+            f()
+        x = st["x"]
+    if logit_rows:
+        for lmf, sf in zip(*head(rms(x), logit_rows).values()):
+            sf(lmf())
+
+
+def timed(fn, reps):
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(True), torch.cuda.Event(True)
+        a.record(); fn(); b.record(); torch.cuda.synchronize()
+        ts.append(a.elapsed_time(b))
+    return statistics.median(ts)
+
+
+def profile(segs, q, kv, with_logits, reps):
+    ids = torch.randint(0, V, (segs, q), device=dev)
+    pos = torch.arange(kv, kv + q, device=dev)
+    cache = (w(segs, H, kv, HD), w(segs, H, kv, HD)) if kv else None
+    R = q if with_logits else 0
+    ms = {}
+    e = [torch.cuda.Event(True) for _ in range(2)]
+    for r in range(reps + 1):  # the first round warms up
+        acc = {}
+        e[0].record(); x = emb[ids]; e[1].record(); torch.cuda.synchronize()
+        acc["embed"] = e[0].elapsed_time(e[1])
+        st, ops = layer_ops(layer, x, pos, cache)
+        for name, f in ops:
+            e[0].record(); f(); e[1].record(); torch.cuda.synchronize()
+            acc[name] = acc.get(name, 0) + e[0].elapsed_time(e[1]) * NL
+        if R:
+            h = rms(st["x"])
+            for name in ("lm_head", "sample"):
+                acc[name] = 0.0
+            for lmf, sf in zip(*head(h, R).values()):
+                e[0].record(); lg = lmf(); e[1].record(); torch.cuda.synchronize()
+                acc["lm_head"] += e[0].elapsed_time(e[1])
+                e[0].record(); sf(lg); e[1].record(); torch.cuda.synchronize()
+                acc["sample"] += e[0].elapsed_time(e[1])
+        if r:
+            for k, v in acc.items():
+                ms.setdefault(k, []).append(v)
+    total = timed(lambda: step(ids, pos, cache, R), reps)
+    return {k: statistics.median(v) for k, v in ms.items()}, total
+
+
+out = open(args.out, "w", newline="") if args.out else sys.stdout
+wr = csv.writer(out)
+wr.writerow(["device", "model", "segs", "q", "kv", "logit_rows", "op", "ms", "total_ms"])
+device = f"{torch.cuda.get_device_name()} (torch {torch.__version__} eager)"
+q_grid, kv_grid = ([1, 32, 512, 4096], [0, 480]) if args.quick else (Q_GRID, KV_GRID)
+n = 0
+with torch.no_grad():
+    for q in q_grid:
+        for kv in kv_grid:
+            for sg in SEG_GRID:
+                for with_logits in (0, 1):
+                    segs = min(sg, 16384 // q)
+                    if kv and q > 512:
+                        continue
+                    if sg == 1 and (q > 512 or with_logits):
+                        continue
+                    ms, total = profile(segs, q, kv, with_logits, args.reps)
+                    for op, v in ms.items():
+                        wr.writerow([device, "llada-8b", segs, q, kv, q if with_logits else 0, op, f"{v:.6g}", f"{total:.6g}"])
+                    n += 1
+                    print(f"  {segs:2d} x q {q:5d} over {kv:5d} cached{' +logits' if with_logits else ''}: {total:9.3f} ms",
+                          file=sys.stderr, flush=True)
+print(f"torch profile: {n} steps", file=sys.stderr)
