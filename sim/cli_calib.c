@@ -66,6 +66,20 @@ static int load_fit(const char *path, const char *gpu, struct calib **out, struc
     return rc;
 }
 
+/* The calibration for ctx's GPU, model and implementation: calib_path, or the shipped one
+ * (datadir/calib/GPU-MODEL-IMPL.csv); its path is left in path. */
+static int load_for(const struct cost_ctx *ctx, const char *calib_path, char *path, size_t len,
+                    struct calib **out, struct ts_err *err)
+{
+    struct sim_config dc;
+    sim_config_defaults(&dc);
+    if (calib_path)
+        snprintf(path, len, "%s", calib_path);
+    else
+        snprintf(path, len, "%s/calib/%s-%s-%s.csv", dc.datadir, ctx->gpu.name, ctx->model.name, ctx->impl.name);
+    return load_fit(path, ctx->gpu.name, out, err);
+}
+
 static bool has_suffix(const char *s, const char *suf)
 {
     size_t n = strlen(s), m = strlen(suf);
@@ -127,16 +141,8 @@ static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate
               gpu_lookup(gt, gpu, &ctx.gpu, &err) || impl_resolve(impl, &ctx.impl, &err);
     gpu_table_destroy(gt);
     char path[CFG_PATH + 256];
-    if (!bad) {
-        struct sim_config dc;
-        sim_config_defaults(&dc);
-        if (calib_path)
-            snprintf(path, sizeof path, "%s", calib_path);
-        else
-            snprintf(path, sizeof path, "%s/calib/%s-%s-%s.csv", dc.datadir, ctx.gpu.name, ctx.model.name,
-                     ctx.impl.name);
-        bad = load_fit(path, ctx.gpu.name, &cal, &err);
-    }
+    if (!bad)
+        bad = load_for(&ctx, calib_path, path, sizeof path, &cal, &err);
     json_decref(cfg);
     if (bad) {
         fprintf(stderr, "tessera calib eval: run %lld: %s\n", (long long)run, cfg ? err.msg : "unreadable config");
@@ -223,17 +229,9 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
               impl_resolve(impl, &ctx.impl, &err);
     gpu_table_destroy(gt);
     struct calib *cal = NULL;
-    if (!bad) {
-        char path[CFG_PATH + 256];
-        struct sim_config dc;
-        sim_config_defaults(&dc);
-        if (calib_path)
-            snprintf(path, sizeof path, "%s", calib_path);
-        else
-            snprintf(path, sizeof path, "%s/calib/%s-%s-%s.csv", dc.datadir, ctx.gpu.name, ctx.model.name,
-                     ctx.impl.name);
-        bad = load_fit(path, ctx.gpu.name, &cal, &err);
-    }
+    char path[CFG_PATH + 256];
+    if (!bad)
+        bad = load_for(&ctx, calib_path, path, sizeof path, &cal, &err);
     if (bad) {
         fprintf(stderr, "tessera calib price: %s\n", err.msg);
         return EXIT_USAGE;
