@@ -11,6 +11,11 @@
 # distribution of per-step errors), drawn by analysis/fidelity-plot.sh. Databases go to SCRATCH (default OUT/scratch). A calibration
 # already in OUT is reused.
 #
+# MEASURED=FILE (an all-steps.csv[.gz] from an earlier run) re-evaluates without a GPU: the
+# simulations are deterministic, so each run's steps are simulated again and the recorded measured
+# times are attached to them (checked step by step) instead of replaying; CALIB_DIR=DIR takes the
+# calibrations from DIR/calib-MODEL.csv (default: profile them, or reuse those in OUT).
+#
 # Usage: experiments/fidelity.sh OUT [MODELS]   (tessera in build/gpu or TESSERA=path)
 set -uo pipefail
 out=${1:?usage: fidelity.sh OUT [models]}
@@ -19,9 +24,38 @@ bin=${TESSERA:-build/gpu/tessera}
 scratch=${SCRATCH:-$out/scratch}
 mkdir -p "$out" "$scratch"
 echo "model,policy,scheduler,rps,backend,steps,measured_s,mape_pct,p90_pct,total_pct" >"$out/fidelity.csv"
+measured=${MEASURED:-}
+if [ -n "$measured" ]; then
+    [ -f "$measured" ] || { echo "fidelity.sh: no $measured" >&2; exit 1; }
+    case "$measured" in *.gz) gzip -dc "$measured" >"$scratch/measured.csv" ;; *) cp "$measured" "$scratch/measured.csv" ;; esac
+fi
 echo "run,step_id,segments,q_tokens,kv_tokens,logit_rows,measured_s,calibrated_s,roofline_s" >"$out/all-steps.csv"
+# attach_measured DB TAG: the recorded measured times of run TAG as DB's engine_steps
+attach_measured() {
+    python3 - "$1" "$2" "$scratch/measured.csv" <<'PY'
+import csv, sqlite3, sys
+db, tag, src = sys.argv[1:4]
+rows = {int(r["step_id"]): r for r in csv.DictReader(open(src)) if r["run"] == tag}
+con = sqlite3.connect(db)
+run = con.execute("SELECT max(run_id) FROM runs").fetchone()[0]
+steps = con.execute("SELECT step_id, num_segs, q_tokens, duration_ns FROM steps WHERE run_id = ?", (run,)).fetchall()
+if len(steps) != len(rows) + 1:  # the replay's first step (GEMM tuning) is not recorded
+    sys.exit(f"fidelity.sh: {tag}: {len(steps)} simulated steps, {len(rows)} recorded (+1 expected)")
+con.execute("CREATE TABLE IF NOT EXISTS engine_steps(run_id INTEGER, step_id INTEGER, predicted_ns INTEGER, "
+            "measured_ns INTEGER, device TEXT, PRIMARY KEY(run_id, step_id))")
+for sid, segs, q, pred in steps:
+    r = rows.get(sid)
+    if r is None and sid == steps[0][0]:
+        r = {"segments": segs, "q_tokens": q, "measured_s": pred * 1e-9}  # left out by calib eval
+    if r is None or int(r["segments"]) != segs or int(r["q_tokens"]) != q:
+        sys.exit(f"fidelity.sh: {tag}: step {sid} differs from the recorded one")
+    con.execute("INSERT OR REPLACE INTO engine_steps VALUES(?,?,?,?,?)",
+                (run, sid, pred, round(float(r["measured_s"]) * 1e9), "recorded"))
+con.commit()
+PY
+}
 for model in $models; do
-    calib="$out/calib-$model.csv"
+    calib="${CALIB_DIR:-$out}/calib-$model.csv"
     if [ ! -f "$calib" ]; then
         "$bin" engine profile --model "$model" --db "$scratch/profile-$model.db" --reps 2 | tail -1
         "$bin" calib import "$scratch/profile-$model.db" --gpu h200 --out "$calib" || exit 1
@@ -35,7 +69,11 @@ for model in $models; do
                 "$bin" sim --model "$model" --policy "$policy" --scheduler "$sched" --rps "$rps" \
                     --requests 16 --lengths lognormal:6.0,0.7,5.0,0.6 --gen-len 128 --max-batch 8 \
                     --seed 7 --db "$db" --quiet --no-progress >/dev/null || continue
-                "$bin" engine replay --db "$db" >/dev/null || continue
+                if [ -n "$measured" ]; then
+                    attach_measured "$db" "$tag" || continue
+                else
+                    "$bin" engine replay --db "$db" >/dev/null || continue
+                fi
                 "$bin" calib eval --db "$db" --calib "$calib" --extrapolate --csv "$scratch/steps-$tag.csv" |
                     awk -v m="$model" -v p="$policy" -v s="$sched" -v r="$rps" -v f="$out/fidelity.csv" '
                         /replayed steps/ { for (i = 2; i <= NF; i++) { if ($i == "replayed") steps = $(i-1); if ($i == "measured") meas = $(i+1) } }

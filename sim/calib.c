@@ -460,9 +460,10 @@ static void attn_features(double segs, double q, double kv, double *f)
 }
 
 /* Per-op times come from event-instrumented runs, which add a little to each op;
- * total_ms is the same step timed without the events.  Scale every op of a step
- * down so the ops sum to the un-instrumented total; a total above the ops' sum is left
- * to the per-step constant (launch gaps between ops). */
+ * total_ms is the same step timed without the events.  Scale every op of a step so the ops sum to
+ * the un-instrumented total, down or up: a total above the sum is, on large steps, run-to-run noise
+ * (a constant taken from it would land on every small step) and, on small ones, launch gaps that
+ * belong to that shape. */
 /* The sum of the op times of the profiled step row r belongs to. */
 static double step_ops_ms(const struct calib_data *d, const struct calib_row *r)
 {
@@ -482,7 +483,7 @@ static void scale_to_totals(const struct calib_data *in, struct calib_data *out)
         if (r->total_ms <= 0)
             continue;
         double sum = step_ops_ms(in, r);
-        if (sum > 0 && r->total_ms < sum)
+        if (sum > 0)
             out->rows[i].ms = r->ms * (r->total_ms / sum);
     }
 }
