@@ -45,6 +45,23 @@ if ! command -v nvidia-smi >/dev/null 2>&1; then
     [ ! -e "$tmp/live.db" ] && ok || bad "--executor gpu failure left a database"
 fi
 
+# fidelity regression: the calibrated back end re-evaluated on the H200's recorded step times
+# (experiments/results/fidelity-h200; deterministic simulations, each step checked against the
+# recorded one) stays within 3% per-step MAPE and 3% total time in all 16 runs
+root=$(cd "$(dirname "$0")/.." && pwd)
+if command -v python3 >/dev/null 2>&1; then
+    mkdir -p "$tmp/cal"
+    cp "$root/sim/data/calib/h200-llada-8b-tessera.csv" "$tmp/cal/calib-llada-8b.csv"
+    cp "$root/sim/data/calib/h200-sdar-8b-tessera.csv" "$tmp/cal/calib-sdar-8b.csv"
+    MEASURED="$root/experiments/results/fidelity-h200/all-steps.csv.gz" CALIB_DIR="$tmp/cal" TESSERA=$bin \
+        SCRATCH="$tmp/fid/scr" bash "$root/experiments/fidelity.sh" "$tmp/fid" >"$tmp/out" 2>&1
+    n=$(awk -F, '$5 == "calibrated"' "$tmp/fid/fidelity.csv" | wc -l)
+    worst=$(awk -F, '$5 == "calibrated" { m = $8 + 0; t = $10 + 0; if (t < 0) t = -t; if (m > w) w = m; if (t > w) w = t } END { print w + 0 }' "$tmp/fid/fidelity.csv")
+    if [ "$n" -eq 16 ] && awk -v w="$worst" 'BEGIN { exit !(w <= 3) }'; then ok; else bad "fidelity on recorded H200 steps: $n runs, worst error $worst%"; sed 's/^/    /' "$tmp/out" >&2; fi
+else
+    echo "cli: note: python3 not found; the recorded-fidelity check is skipped" >&2
+fi
+
 # JSON summary is one valid object
 expect 0 "sim --json" -- $bin sim --json --quiet --requests 20
 json_check() { # json_check FILE PYTHON-EXPR-ON-d   (skipped without python3)
