@@ -23,7 +23,7 @@ static void usage(FILE *f)
             "  sim      replay a trace through a policy, scheduler and cost model; print a summary\n"
             "  trace    info FILE | gen ... | fit FILE: inspect, generate and fit traces\n"
             "  mem      plan | lmax: activation-memory planners and the longest context that fits\n"
-            "  calib    import | fit | show | eval: the calibrated cost model\n"
+            "  calib    import | fit | show | eval | transfer | price: the calibrated cost model\n"
             "  exp      list | run NAME OUT: the experiments of experiments/\n"
             "  list     models | gpus | policies | schedulers | systems | impls | decode | calibrations\n"
             "  engine   check | bench | replay | profile: the CUDA engine (%s)\n"
