@@ -22,7 +22,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 DATADIR := $(CURDIR)/sim/data
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-BASE_CFLAGS := -std=c11 $(WARN) -Isim -Itraces -MMD -MP -DTS_VERSION='"$(VERSION)"' -DTS_DATADIR='"$(DATADIR)"' \
+BASE_CFLAGS := -std=c11 $(WARN) -Isim -Itraces -MMD -MP -DTS_DATADIR='"$(DATADIR)"' \
     -DTS_SRCDIR='"$(CURDIR)"'
 OPT ?= -O2 -g
 CFLAGS ?=
@@ -72,6 +72,14 @@ STAMP_TEXT := engine=so cuda=$(HAVE_CUDA) arch=$(CUDA_ARCH) opt=$(OPT) cflags=$(
 $(shell mkdir -p $(BUILD); [ "$$(cat $(STAMP) 2>/dev/null)" = "$(STAMP_TEXT)" ] || echo "$(STAMP_TEXT)" > $(STAMP))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+
+# The version is compiled into sim/version.o only, rebuilt when it changes.
+VERSION_FILE := $(BUILD)/version.txt
+$(shell mkdir -p $(BUILD); [ "$$(cat $(VERSION_FILE) 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" > $(VERSION_FILE))
+$(BUILD)/sim/version.o: sim/version.c $(VERSION_FILE) $(STAMP) | deps
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -DTS_VERSION='"$(VERSION)"' -c $< -o $@
 ENGINE_OBJ := $(if $(HAVE_CUDA),$(ENGINE_GPU_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SRC:%.cu=$(BUILD)/%.o))
 TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 

@@ -8,9 +8,6 @@
 #include "cli.h"
 #include "engine_load.h"
 
-#ifndef TS_VERSION
-#define TS_VERSION "unknown"
-#endif
 
 static void usage(FILE *f)
 {
@@ -29,7 +26,7 @@ static void usage(FILE *f)
             "  engine   check | bench | replay | profile: the CUDA engine (%s)\n"
             "\n"
             "Every command takes --help. `tessera sim` alone runs the default scenario.\n",
-            TS_VERSION,
+            ts_version(),
 #ifdef TS_HAVE_CUDA
             "built in"
 #else
@@ -79,7 +76,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "--version") == 0) {
-        printf("tessera %s\n", TS_VERSION);
+        printf("tessera %s\n", ts_version());
         return 0;
     }
     fprintf(stderr, "tessera: unknown command '%s' (commands: sim, trace, mem, calib, exp, list, engine)\n", cmd);

@@ -22,9 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef TS_VERSION
-#define TS_VERSION "unknown"
-#endif
 
 #define MAX_LOGGED_REJECTIONS 5
 
@@ -314,7 +311,7 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         return NULL;
     struct sim *s = xcalloc(1, sizeof *s);
     s->cfg = *cfg;
-    snprintf(s->code_version, sizeof s->code_version, "%s", TS_VERSION);
+    snprintf(s->code_version, sizeof s->code_version, "%s", ts_version());
     step_desc_init(&s->sd);
     evq_init(&s->evq);
     struct gpu_table *gt = gpu_table_create();
