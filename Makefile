@@ -73,6 +73,8 @@ $(shell mkdir -p $(BUILD); [ "$$(cat $(STAMP) 2>/dev/null)" = "$(STAMP_TEXT)" ] 
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 
+.DEFAULT_GOAL := all
+
 # The version is compiled into sim/version.o only, rebuilt when it changes.
 VERSION_FILE := $(BUILD)/version.txt
 $(shell mkdir -p $(BUILD); [ "$$(cat $(VERSION_FILE) 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" > $(VERSION_FILE))
