@@ -286,9 +286,7 @@ int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct
     return 0;
 }
 
-/* The profiled step a row belongs to, as a step description: segs sequences of q query tokens over
- * kv cached keys, logit_rows logit rows each. */
-static void row_step(const struct calib_row *r, struct step_desc *sd)
+void calib_row_step(const struct calib_row *r, struct step_desc *sd)
 {
     step_desc_clear(sd);
     for (int32_t i = 0; i < r->segs; i++) {
@@ -321,7 +319,7 @@ int calib_data_transfer(const struct calib_data *in, const char *from, const cha
     for (size_t i = 0; i < in->n; i++) {
         const struct calib_row *r = &in->rows[i];
         sd.logit_chunk_rows = (int32_t)TS_MAX(1, (int64_t)r->segs * r->logit_rows);
-        row_step(r, &sd);
+        calib_row_step(r, &sd);
         struct cost_breakdown a, b;
         double sa, sb;
         if (cost_roofline.step_s(&src, &sd, &sa, &a, err) || cost_roofline.step_s(&dst, &sd, &sb, &b, err)) {
@@ -699,11 +697,7 @@ void calib_show(const struct calib *c, FILE *out)
             struct step_desc sd;
             step_desc_init(&sd);
             sd.logit_chunk_rows = PROFILE_CHUNK_DEFAULT;
-            for (int s = 0; s < r->segs; s++) {
-                struct segment g = {.req_id = s, .q = r->q, .kv = r->kv, .logit_rows = r->logit_rows,
-                                    .phase = PHASE_REUSE};
-                step_desc_add(&sd, &g);
-            }
+            calib_row_step(r, &sd);
             double secs;
             struct cost_breakdown bd;
             if (calib_step_s(c, &sd, true, &secs, &bd, NULL) == 0 &&

@@ -58,6 +58,10 @@ int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct
  * each op's time is scaled by its roofline ratio (the step's total by the total's ratio), so
  * what the profile learned about an op's efficiency on `from` is kept. An estimate: a
  * calibration measured on `to` replaces it. */
+/* The profiled step a row belongs to, as a step description (cleared first, knobs kept): segs
+ * sequences of q query tokens over kv cached keys, logit_rows logit rows each. */
+struct step_desc;
+void calib_row_step(const struct calib_row *r, struct step_desc *sd);
 int calib_data_transfer(const struct calib_data *in, const char *from, const char *to, const char *impl,
                         struct calib_data *out, struct ts_err *err);
 

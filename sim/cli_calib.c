@@ -241,10 +241,7 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
     struct step_desc sd;
     step_desc_init(&sd);
     sd.logit_chunk_rows = chunk;
-    for (int i = 0; i < segs; i++) {
-        struct segment g = {.req_id = i, .q = q, .kv = kv, .logit_rows = rows, .phase = kv ? PHASE_REUSE : PHASE_FULL};
-        step_desc_add(&sd, &g);
-    }
+    calib_row_step(&(struct calib_row){.segs = segs, .q = q, .kv = kv, .logit_rows = rows}, &sd);
     struct cost_breakdown a, b;
     double ca, rb;
     int rc = 0;
