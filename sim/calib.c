@@ -351,7 +351,6 @@ struct calib {
     struct curve tok[OP_COUNT]; /* token-driven ops */
     struct curve lm, sample;    /* per chunk of rows */
     double beta[ATTN_FEATURES]; /* attention least squares */
-    double step_ms;             /* per-step constant */
     int64_t max_T;
     const struct calib_data *data; /* for residuals in calib_show (not owned; may be NULL later) */
     struct calib_data own;
@@ -573,19 +572,6 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
             goto done;
         }
     }
-    /* per-step constant: total minus the sum of ops, averaged over the profiled steps */
-    {
-        double sum = 0;
-        int n = 0;
-        for (size_t i = 0; i < d->n; i++) {
-            const struct calib_row *r = &d->rows[i];
-            if (r->op != OP_QKV)
-                continue;
-            sum += r->total_ms - step_ops_ms(d, r);
-            n++;
-        }
-        c->step_ms = n ? fmax(sum / n, 0.0) : 0.0;
-    }
     c->data = &c->own;
     *out = c;
     rc = 0;
@@ -660,8 +646,7 @@ int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapo
     double smp = chunked(&c->sample, t->logit_rows, sd->logit_chunk_rows, extrapolate);
     bd->op_s[OP_LM_HEAD] = lm * 1e-3;
     bd->op_s[OP_SAMPLE] = smp * 1e-3;
-    bd->op_s[OP_HOST] = c->step_ms * 1e-3;
-    ms += lm + smp + c->step_ms;
+    ms += lm + smp;
     bd->total_s = ms * 1e-3;
     *seconds = bd->total_s;
     return 0;
@@ -680,8 +665,6 @@ void calib_show(const struct calib *c, FILE *out)
         char model[64];
         if (op == OP_ATTN)
             snprintf(model, sizeof model, "least squares, %d features", ATTN_FEATURES);
-        else if (op == OP_HOST)
-            snprintf(model, sizeof model, "constant %.4f ms per step", c->step_ms);
         else if (cv->n)
             snprintf(model, sizeof model, "monotone over %d %s (%.0f..%.0f)", cv->n,
                      op == OP_LM_HEAD || op == OP_SAMPLE ? "chunk sizes" : "token counts", cv->x[0],
@@ -692,7 +675,7 @@ void calib_show(const struct calib *c, FILE *out)
         int n = 0;
         for (size_t i = 0; d && i < d->n; i++) {
             const struct calib_row *r = &d->rows[i];
-            if ((int)r->op != op || op == OP_HOST || r->ms <= 0)
+            if ((int)r->op != op || r->ms <= 0)
                 continue;
             struct step_desc sd;
             step_desc_init(&sd);

@@ -10,9 +10,9 @@
  *   attention: least squares (weights 1/t^2, i.e. relative errors) over the step's Σ q(q+kv),
  *     Σ ceil(q/64)(q+kv) (the kernel's 64-row tiles), Σ q, the segment count, the longest segment's
  *     q + kv and a constant
- *   a per-step constant: the mean of (step total - sum of its ops)
- * Each profiled step's op times are first scaled down to the step's own time measured without the
- * per-op events (total_ms), when that is smaller: the events cost time real steps do not spend.
+ * Each profiled step's op times are first scaled to the step's own time measured without the
+ * per-op events (total_ms), down or up: the events cost time real steps do not spend, and a step
+ * slower than its ops keeps its launch gaps in its own ops rather than in a constant for all steps.
  *
  * Below the smallest profiled T a token-driven op keeps its smallest time (the weights are read
  * whatever T is); above the largest, predictions are refused unless extrapolation is allowed.
