@@ -262,6 +262,20 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
     return rc;
 }
 
+/* d (measured on `from`) checked, carried over to `to` by roofline ratios, and the result checked
+ * against `to`: what `calib transfer` writes and `calib show --gpu` shows. */
+static int transfer_checked(const struct calib_data *d, const char *from, const char *to, const char *impl,
+                            struct calib_data *out, struct ts_err *err)
+{
+    if (calib_data_validate(d, from, err) || calib_data_transfer(d, from, to, impl, out, err))
+        return -1;
+    if (calib_data_validate(out, to, err)) {
+        calib_data_free(out);
+        return -1;
+    }
+    return 0;
+}
+
 /* `calib show --gpu NAME` where no calibration was measured on NAME: the shipped one of `from`
  * carried over by roofline ratios, with what that assumes. */
 static int show_transferred(const char *gpu, const char *from, const char *model, const char *impl)
@@ -278,9 +292,9 @@ static int show_transferred(const char *gpu, const char *from, const char *model
         return EXIT_USAGE;
     }
     struct calib *c = NULL;
-    int rc = calib_data_validate(&d, from, &err) || calib_data_transfer(&d, from, gpu, impl, &t, &err) ? -1 : 0;
+    int rc = transfer_checked(&d, from, gpu, impl, &t, &err);
     if (!rc) {
-        rc = calib_data_validate(&t, gpu, &err) || calib_fit(&t, &c, &err) ? -1 : 0;
+        rc = calib_fit(&t, &c, &err);
         calib_data_free(&t);
     }
     calib_data_free(&d);
@@ -367,9 +381,9 @@ int cli_calib(int argc, char **argv)
             return EXIT_USAGE;
         }
         struct calib_data d, t;
-        int rc = calib_data_load(file, &d, &err) || calib_data_validate(&d, from, &err) ? -1 : 0;
-        if (!rc && !(rc = calib_data_transfer(&d, from, to, impl, &t, &err))) {
-            if (!(rc = calib_data_validate(&t, to, &err)) && !(rc = calib_data_write(&t, out, &err)))
+        int rc = calib_data_load(file, &d, &err);
+        if (!rc && !(rc = transfer_checked(&d, from, to, impl, &t, &err))) {
+            if (!(rc = calib_data_write(&t, out, &err)))
                 printf("%s: %zu rows of %s on %s\n", out, t.n, t.model, t.device);
             calib_data_free(&t);
         }
