@@ -2,8 +2,12 @@
  * eng.h: the CUDA engine. It executes step descriptions (step_desc.h) at full model size: packed
  * GEMMs through cuBLASLt (tuned per shape), the varlen paged attention kernel, chunked LM head with fused
  * argmax/confidence. Device memory is sized explicitly at creation: weights, the activation
- * workspace (for max_tokens packed rows and one logits chunk), cuBLAS workspace and the KV pool,
+ * budget (for max_tokens packed rows and one logits chunk), cuBLAS workspace and the KV pool,
  * which takes what --mem-limit leaves. A step that does not fit is refused before any launch.
+ *
+ * Activations: each step's buffers are placed by a planner (planner.h) over the op-graph template
+ * (eng_act.h) inside one range of CUDA virtual memory (eng_arena.h), of which only the planned
+ * peak is backed by physical memory.
  *
  * The handle is opaque; every CUDA and cuBLAS call is checked and reported through ts_err.
  */
@@ -28,13 +32,31 @@ struct eng_opts {
     int64_t kv_tokens;     /* KV pool size in tokens; 0 = everything mem_limit leaves */
     uint64_t seed;         /* random weights and token ids */
     const char *weights;   /* safetensors file, or NULL for random weights */
+    const char *planner;   /* activation planner (planner.h); NULL = first-fit */
+    int32_t softmax_copy;  /* 0, or 4: also write each logit chunk's fp32 copy, as PyTorch does */
+    bool stateless;        /* no KV pool: K/V are read in place from the step's qkv rows, so only
+                            * steps without a cache run (vanilla; memory probes) */
+    bool hard_limit;       /* make mem_limit real: the rest of the device is held by a ballast */
+    int32_t run_layers;    /* layers executed (0 = all); the plan and the weights stay the model's */
+    bool no_tune;          /* never time GEMM algorithms (they need scratch memory outside the plan) */
 };
 
 void eng_opts_defaults(struct eng_opts *o);
 
 struct eng_mem {
-    int64_t weights, workspace, blas_workspace, kv_pool, total;
+    int64_t weights, workspace, blas_workspace, kv_pool, total; /* workspace: activation budget */
     int64_t kv_pool_tokens;
+    int64_t arena_mapped;   /* activation memory mapped now (the largest plan so far) */
+    int64_t ballast;        /* hard_limit: device memory held back */
+};
+
+/* The activation plan of the last step. */
+struct eng_act_info {
+    const char *planner;
+    int64_t planned;     /* the plan's arena (its peak; caching: reserved segments) */
+    int64_t theoretical; /* the op graph's theoretical peak */
+    int64_t mapped;      /* physical memory mapped in the arena */
+    int32_t logit_rows, ffn_chunks, layers_run, tensors;
 };
 
 struct eng_out {
@@ -71,9 +93,20 @@ int eng_step_profile(struct eng *e, const struct step_desc *sd, double *op_ms, f
                      struct ts_err *err);
 /* Prints the GEMM shapes tuned so far with their times (eng_gemm.c). */
 void eng_report_gemms(const struct eng *e, FILE *out);
-/* Fills the activation workspace with NaN (checks that every output is written). */
+/* Fills the next step's activations with NaN once they are mapped (checks that every output is
+ * written). */
 int eng_poison_workspace(struct eng *e, struct ts_err *err);
-/* Bytes of workspace the last step's shapes touched (to set beside the simulator's estimate). */
-int64_t eng_step_workspace_bytes(const struct eng *e, const struct step_desc *sd);
+/* Planned activation bytes of a step of sd's shapes (to set beside the simulator's estimate). */
+int64_t eng_step_workspace_bytes(struct eng *e, const struct step_desc *sd);
+void eng_act_info(const struct eng *e, struct eng_act_info *out);
+/* Rows per logit chunk and FFN chunks for the steps that follow (lazy chunking picks them). */
+void eng_set_chunking(struct eng *e, int32_t logit_chunk_rows, int32_t ffn_chunks);
+/* Plans sd's activations and maps them, without running: 0 when they fit, 1 when the device is
+ * out of memory (err says how much was asked), -1 on another error. */
+int eng_prepare_step(struct eng *e, const struct step_desc *sd, struct ts_err *err);
+/* Unmaps the whole activation arena (memory probes start each size from nothing). */
+int eng_release_activations(struct eng *e, struct ts_err *err);
+/* Device memory this process uses now: total - free - ballast (cudaMemGetInfo). */
+int eng_device_used(const struct eng *e, int64_t *bytes, struct ts_err *err);
 
 #endif

@@ -6,7 +6,9 @@
  * segments from 1 to 300 rows over up to 480 cached keys), the argmax/confidence reduction, the row
  * gather. Then whole steps of tiny models (mixed Refresh/Reuse/prefill segments, QKV bias, GQA)
  * against eng_ref_step, chunked against unchunked logits, and a Reuse step against the Refresh it
- * reuses. Each line reports the largest normwise relative error ||gpu - ref|| / ||ref|| against its
+ * reuses; the activation planners' layouts in the virtual-memory arena against first-fit (bit for
+ * bit) with the device memory they take, and the stateless engine against the pooled one. Each
+ * line reports the largest normwise relative error ||gpu - ref|| / ||ref|| against its
  * bound; bf16 storage between fp32 accumulations puts honest results between 1e-3 and 1e-2.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -175,7 +177,7 @@ static void check_rope_store(struct checker *c, int H, int Hkv, int d, bool bias
     CK(cudaMalloc((void **)&dv, 2 * pn));
     KK(k_fill_bits(dk, pn, 0, NULL));
     KK(k_fill_bits(dv, pn, 0, NULL));
-    KK(k_qkv_rope_store(dq, bias ? db : NULL, dpos, dslot, dk, dv, T, H, Hkv, d, 10000.0f, NULL));
+    KK(k_qkv_rope_store(dq, bias ? db : NULL, dpos, dslot, dk, dv, 0, T, H, Hkv, d, 10000.0f, NULL));
     CK(cudaMemcpy(hb, dq, 2 * n, cudaMemcpyDeviceToHost));
     to_float(got, hb, n);
     CK(cudaMemcpy(hb, dk, 2 * pn, cudaMemcpyDeviceToHost));
@@ -538,6 +540,183 @@ done:
     free(w), free(ha), free(hb);
 }
 
+/* The outputs of a few steps, kept to compare engines bit for bit. */
+struct step_outs {
+    int n;
+    int32_t *tok;
+    float *maxv, *conf, *hidden;
+};
+
+static void outs_free(struct step_outs *o)
+{
+    free(o->tok), free(o->maxv), free(o->conf), free(o->hidden);
+    memset(o, 0, sizeof *o);
+}
+
+/* Runs the steps (arena poisoned before each) and keeps every output. */
+static int run_steps(struct eng *e, const struct model_cfg *m, struct step_desc *steps, int n,
+                     struct step_outs *o, struct ts_err *err)
+{
+    memset(o, 0, sizeof *o);
+    for (int k = 0; k < n; k++) {
+        struct eng_out out;
+        if (eng_poison_workspace(e, err) || eng_step(e, &steps[k], &out, NULL, err))
+            return -1;
+        int base = o->n;
+        o->n += out.R;
+        o->tok = xrealloc(o->tok, 4 * (size_t)o->n);
+        o->maxv = xrealloc(o->maxv, 4 * (size_t)o->n);
+        o->conf = xrealloc(o->conf, 4 * (size_t)o->n);
+        o->hidden = xrealloc(o->hidden, 4 * (size_t)o->n * m->hidden);
+        memcpy(o->tok + base, out.tok, 4 * (size_t)out.R);
+        memcpy(o->maxv + base, out.maxv, 4 * (size_t)out.R);
+        memcpy(o->conf + base, out.conf, 4 * (size_t)out.R);
+        if (eng_last_hidden(e, o->hidden + (size_t)base * m->hidden, err))
+            return -1;
+    }
+    return 0;
+}
+
+/* The largest difference between two runs' outputs (0 when identical; infinite on a NaN or a
+ * different count). */
+static double outs_diff(const struct step_outs *a, const struct step_outs *b, int hidden)
+{
+    if (a->n != b->n)
+        return INFINITY;
+    double d = 0;
+    for (int i = 0; i < a->n; i++) {
+        d = fmax(d, a->tok[i] != b->tok[i] ? 1.0 : 0.0);
+        d = fmax(d, fabs((double)a->maxv[i] - b->maxv[i]));
+        d = fmax(d, fabs((double)a->conf[i] - b->conf[i]));
+        if (!isfinite(a->maxv[i]) || !isfinite(b->maxv[i]))
+            return INFINITY;
+    }
+    for (int64_t i = 0; i < (int64_t)a->n * hidden; i++) {
+        if (!isfinite(a->hidden[i]) || !isfinite(b->hidden[i]))
+            return INFINITY;
+        d = fmax(d, fabs((double)a->hidden[i] - b->hidden[i]));
+    }
+    return d;
+}
+
+/* Activations laid out by every planner in the virtual-memory arena give bit-identical results
+ * (any two live buffers sharing memory would show), and the device memory the arena takes is the
+ * plan's, to the mapping granularity. GEMM tuning is off so that every engine runs the same
+ * algorithms. */
+static void check_planners(struct checker *c, const struct model_cfg *m)
+{
+    const char *planners[] = {"first-fit", "greedy-size", "caching", "profiled", "ilp"};
+    struct step_desc steps[3];
+    for (int k = 0; k < 3; k++)
+        step_desc_init(&steps[k]);
+    seg(&steps[0], 0, 200, 0, 200);
+    seg(&steps[0], 1, 37, 0, 0);
+    seg(&steps[1], 0, 32, 168, 32);
+    seg(&steps[1], 1, 32, 37, 32);
+    seg(&steps[1], 2, 100, 0, 100);
+    seg(&steps[2], 2, 64, 100, 32);
+    seg(&steps[2], 0, 200, 0, 17);
+    struct step_outs ref = {0};
+    char what[128];
+    for (size_t k = 0; k < TS_ARRAY_LEN(planners); k++) {
+        struct eng_opts o;
+        eng_opts_defaults(&o);
+        o.max_tokens = 1024;
+        o.kv_tokens = 4096;
+        o.logit_chunk = 100;
+        o.ffn_chunks = 3;
+        o.no_tune = true;
+        o.seed = 91;
+        o.planner = planners[k];
+        o.softmax_copy = k == 2 ? 4 : 0; /* PyTorch's fp32 copy of the logits, with its allocator */
+        struct eng *e = NULL;
+        struct ts_err err;
+        struct step_outs got = {0}, again = {0};
+        int64_t before = 0, after = 0;
+        /* the second run starts from an unmapped arena, after everything loaded lazily has loaded */
+        if (eng_create(m, &o, &e, &err) || run_steps(e, m, steps, 3, &got, &err) ||
+            eng_release_activations(e, &err) || eng_device_used(e, &before, &err) ||
+            run_steps(e, m, steps, 3, &again, &err) || eng_device_used(e, &after, &err)) {
+            snprintf(what, sizeof what, "planner %s", planners[k]);
+            fail_msg(c, what, err.msg);
+        } else {
+            struct eng_mem mem;
+            eng_mem_info(e, &mem);
+            int64_t planned = 0;
+            for (int s = 0; s < 3; s++)
+                planned = TS_MAX(planned, eng_step_workspace_bytes(e, &steps[s]));
+            snprintf(what, sizeof what, "%s: a remapped arena gives the same outputs", planners[k]);
+            report(c, what, outs_diff(&got, &again, m->hidden), 0);
+            if (k == 0) {
+                ref = got;
+                memset(&got, 0, sizeof got);
+            } else {
+                snprintf(what, sizeof what, "%s layout vs first-fit (largest output difference)", planners[k]);
+                report(c, what, outs_diff(&got, &ref, m->hidden), 0);
+            }
+            /* mapped: the largest plan of the three steps, rounded up to the 2 MiB granularity */
+            double slack = (double)(mem.arena_mapped - planned) / 1048576.0;
+            snprintf(what, sizeof what, "%s: mapped %.1f MiB - largest plan %.2f MiB (MiB)", planners[k],
+                     mem.arena_mapped / 1048576.0, planned / 1048576.0);
+            report(c, what, slack >= 0 && slack < 2.0 ? slack : INFINITY, 2.0);
+            snprintf(what, sizeof what, "%s: device memory the steps took - mapped (MiB)", planners[k]);
+            report(c, what, fabs((double)(after - before - mem.arena_mapped)) / 1048576.0, 2.0);
+        }
+        outs_free(&again);
+        outs_free(&got);
+        eng_destroy(e);
+    }
+    outs_free(&ref);
+    for (int k = 0; k < 3; k++)
+        step_desc_free(&steps[k]);
+}
+
+/* The stateless engine (K/V read in place from the qkv rows, no pool) gives the pooled engine's
+ * results bit for bit on no-cache steps, and refuses a step that reads a cache. */
+static void check_stateless(struct checker *c, const struct model_cfg *m)
+{
+    struct step_desc steps[2], cached;
+    step_desc_init(&steps[0]);
+    step_desc_init(&steps[1]);
+    step_desc_init(&cached);
+    seg(&steps[0], 0, 300, 0, 300);
+    seg(&steps[0], 1, 37, 0, 0);
+    seg(&steps[1], 3, 130, 0, 65);
+    seg(&steps[1], 4, 17, 0, 17);
+    seg(&cached, 0, 32, 300, 32);
+    struct step_outs a = {0}, b = {0};
+    struct eng *pooled = NULL, *stateless = NULL;
+    struct ts_err err;
+    struct eng_opts o;
+    eng_opts_defaults(&o);
+    o.max_tokens = 1024;
+    o.kv_tokens = 4096;
+    o.no_tune = true;
+    o.seed = 5;
+    if (eng_create(m, &o, &pooled, &err) || run_steps(pooled, m, steps, 2, &a, &err)) {
+        fail_msg(c, "pooled engine", err.msg);
+        goto done;
+    }
+    o.stateless = true;
+    o.kv_tokens = 0;
+    if (eng_create(m, &o, &stateless, &err) || run_steps(stateless, m, steps, 2, &b, &err)) {
+        fail_msg(c, "stateless engine", err.msg);
+        goto done;
+    }
+    report(c, "stateless (K/V in the qkv rows) vs pooled (largest difference)", outs_diff(&a, &b, m->hidden), 0);
+    struct eng_out out;
+    bool refused = eng_step(stateless, &cached, &out, NULL, &err) != 0 && strstr(err.msg, "stateless");
+    report(c, "stateless engine refuses a step that reads a cache", refused ? 0 : 1, 0);
+done:
+    outs_free(&a);
+    outs_free(&b);
+    eng_destroy(pooled);
+    eng_destroy(stateless);
+    step_desc_free(&steps[0]);
+    step_desc_free(&steps[1]);
+    step_desc_free(&cached);
+}
+
 int eng_check_run(uint64_t seed, FILE *out)
 {
     struct checker c = {out, 0, 0, seed};
@@ -575,6 +754,11 @@ int eng_check_run(uint64_t seed, FILE *out)
     check_self(&c, &tiny_b);
     check_weights_file(&c, &tiny_a, true);
     check_weights_file(&c, &tiny_b, false);
+    fprintf(out, "activations planned in the virtual-memory arena:\n");
+    check_planners(&c, &tiny_a);
+    check_planners(&c, &tiny_b);
+    check_stateless(&c, &tiny_a);
+    check_stateless(&c, &tiny_b);
     fprintf(out, "engine check: %d passed, %d failed\n", c.passed, c.failed);
     return c.failed ? 1 : 0;
 }

@@ -8,6 +8,10 @@
  *   hn = rmsnorm(x); per FFN chunk of rows: gu = hn Wgu^T; a = silu(g) u; x += a Wdown^T
  * then hr = rmsnorm(x[logit rows]) and, per chunk of logit_chunk rows, logits = hr Wlm^T followed by
  * the fused argmax/max/confidence kernel, so at most one chunk of logits exists.
+ *
+ * Every activation buffer is placed by the planner's plan of the step's op graph (eng_act.h) in
+ * the arena (eng_arena.h); a step of a new shape is planned (and the arena grown) before its first
+ * launch.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "eng.h"
@@ -19,6 +23,8 @@
 #include <string.h>
 
 #include "cost.h"
+#include "eng_act.h"
+#include "eng_arena.h"
 #include "eng_cuda_check.h"
 #include "eng_gemm.h"
 #include "eng_plan.h"
@@ -52,8 +58,17 @@ struct eng {
     bf16_t *w;                 /* weights */
     bf16_t *k_pool, *v_pool;   /* [layers][slots][Hkv][d] */
     int64_t slots;
-    /* workspace */
-    bf16_t *x, *hn, *qkv, *att, *gu, *act, *hr, *logits;
+    /* activations: the step's plan, placed in the arena */
+    const struct planner_ops *planner;
+    struct planner_opts po;
+    struct opgraph prof_graph; /* the profiled planner's reference step */
+    struct eng_act act;
+    struct eng_arena arena;
+    bf16_t *hr_last;           /* the last step's normalised logit rows (in the arena) */
+    bool poison_next;
+    void *ballast;
+    void *tune_scratch;        /* GEMM tuning outputs, held only while a step tunes */
+    size_t tune_scratch_bytes;
     int32_t *d_meta_buf, *h_meta_buf; /* device / pinned host */
     int64_t meta_cap;          /* int32 elements */
     struct dev_meta dm;
@@ -91,6 +106,7 @@ void eng_opts_defaults(struct eng_opts *o)
     o->page_tokens = 16;
     o->ffn_chunks = 1;
     o->seed = 1;
+    o->planner = "first-fit";
 }
 
 const char *eng_device_name(const struct eng *e) { return e->device; }
@@ -102,18 +118,64 @@ static const bf16_t *W(const struct eng *e, enum w_kind k, int layer)
     return t ? e->w + t->offset : NULL;
 }
 
-/* Workspace bytes for T rows, R logit rows (chunked), given the engine's model and knobs. */
+/* Activation bytes for T rows, R logit rows with no buffer reused: every planner's plan of a
+ * smaller step fits in it, bar the caching allocator's segment rounding. */
 static int64_t workspace_bytes(const struct model_cfg *m, const struct eng_opts *o, int64_t T, int64_t R)
 {
     int64_t h = m->hidden, width = (int64_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim;
     int64_t qd = (int64_t)m->num_heads * m->head_dim, F = m->ffn;
     int64_t Tc = (T + o->ffn_chunks - 1) / o->ffn_chunks, Rc = TS_MIN(R, (int64_t)o->logit_chunk);
-    return 2 * (T * h * 2 + T * width + T * qd + Tc * 3 * F + R * h + Rc * m->vocab);
+    return 2 * (T * h * 2 + T * width + T * qd + Tc * 3 * F + R * h + Rc * m->vocab * (2 + o->softmax_copy) / 2);
 }
 
-int64_t eng_step_workspace_bytes(const struct eng *e, const struct step_desc *sd)
+static struct og_shape step_shape(const struct eng *e, const struct step_desc *sd)
 {
-    return workspace_bytes(&e->m, &e->o, sd->tot.q_tokens, sd->tot.logit_rows);
+    return (struct og_shape){sd->tot.q_tokens, sd->tot.logit_rows, e->o.logit_chunk, e->o.ffn_chunks,
+                             e->o.softmax_copy};
+}
+
+/* Plans the activations of a step of shape s (kept when the shape repeats). */
+static int plan_activations(struct eng *e, const struct og_shape *s, struct ts_err *err)
+{
+    if (eng_act_same(&e->act, s))
+        return 0;
+    return eng_act_plan(&e->act, &e->m, s, e->planner, &e->po, err);
+}
+
+int64_t eng_step_workspace_bytes(struct eng *e, const struct step_desc *sd)
+{
+    struct og_shape s = step_shape(e, sd);
+    return plan_activations(e, &s, NULL) ? -1 : e->act.plan.arena_bytes;
+}
+
+void eng_act_info(const struct eng *e, struct eng_act_info *out)
+{
+    *out = (struct eng_act_info){e->planner->name, e->act.plan.arena_bytes, e->act.plan.theoretical,
+                                 (int64_t)e->arena.mapped, e->act.logit_rows, e->act.ffn_chunks,
+                                 e->o.run_layers > 0 ? TS_MIN(e->o.run_layers, e->act.layers) : e->act.layers,
+                                 e->act.g.n};
+}
+
+void eng_set_chunking(struct eng *e, int32_t logit_chunk_rows, int32_t ffn_chunks)
+{
+    e->o.logit_chunk = TS_MAX(1, logit_chunk_rows);
+    e->o.ffn_chunks = TS_MAX(1, ffn_chunks);
+}
+
+int eng_release_activations(struct eng *e, struct ts_err *err)
+{
+    if (eng_arena_trim(&e->arena, 0, err))
+        return -1;
+    e->mem.arena_mapped = 0;
+    return 0;
+}
+
+int eng_device_used(const struct eng *e, int64_t *bytes, struct ts_err *err)
+{
+    size_t free_b = 0, total_b = 0;
+    CU(cudaMemGetInfo(&free_b, &total_b));
+    *bytes = (int64_t)(total_b - free_b) - e->mem.ballast;
+    return 0;
 }
 
 static int alloc(void **p, int64_t bytes, struct ts_err *err)
@@ -165,9 +227,17 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         return ts_fail(err, "engine: max_tokens, logit_chunk, page_tokens and ffn_chunks must be >= 1");
     if (o->page_tokens & (o->page_tokens - 1))
         return ts_fail(err, "engine: page_tokens %d is not a power of two", o->page_tokens);
+    if (o->softmax_copy != 0 && o->softmax_copy != 4)
+        return ts_fail(err, "engine: softmax_copy is 0 or 4 bytes per logit");
+    const struct planner_ops *planner;
+    if (planner_resolve(o->planner ? o->planner : "first-fit", &planner, err))
+        return -1;
     struct eng *e = xcalloc(1, sizeof *e);
     e->m = *m;
     e->o = *o;
+    e->planner = planner;
+    planner_opts_defaults(&e->po);
+    e->po.ilp_time_limit_s = 2; /* a step waits for it: the ILP falls back quickly */
     if (eng_layout_build(m, &e->lay, err)) {
         free(e);
         return -1;
@@ -192,12 +262,21 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         ts_fail(err, "engine: cannot create a stream or events");
         goto fail;
     }
-    const int64_t T = o->max_tokens, h = m->hidden, kvrow = (int64_t)m->num_kv_heads * m->head_dim;
+    const int64_t T = o->max_tokens, kvrow = (int64_t)m->num_kv_heads * m->head_dim;
     e->mem.weights = e->lay.total * 2;
-    e->mem.workspace = workspace_bytes(m, o, T, T);
     e->mem.blas_workspace = BLAS_WORKSPACE + ATTN_WORKSPACE;
     e->max_segs = (int32_t)T;
     e->max_tiles = (int32_t)(T / 64 + T);
+    {   /* the activation budget: the larger of the plan of the largest step and no reuse at all */
+        struct og_shape big = {T, T, o->logit_chunk, o->ffn_chunks, o->softmax_copy};
+        if (planner == planner_find("profiled")) {
+            opgraph_build(&e->prof_graph, m, &big);
+            e->po.profiled_graph = &e->prof_graph;
+        }
+        if (!o->stateless && plan_activations(e, &big, err))
+            goto fail;
+        e->mem.workspace = o->stateless ? 0 : TS_MAX(workspace_bytes(m, o, T, T), e->act.plan.arena_bytes);
+    }
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
         ts_fail(err, "engine: cudaMemGetInfo failed");
@@ -209,11 +288,30 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
                 budget / TS_GIB, free_b / TS_GIB, e->device);
         goto fail;
     }
+    if (o->hard_limit) { /* what the process holds now counts; the rest of the device is ballast */
+        int64_t used = (int64_t)(total_b - free_b), ballast = (int64_t)free_b - (budget - used);
+        if (o->mem_limit <= 0 || ballast < 0) {
+            ts_fail(err, "engine: a hard memory limit needs --mem-limit above the %.2f GiB in use",
+                    used / TS_GIB);
+            goto fail;
+        }
+        for (int i = 0; i < 64 && ballast > 0 && cudaMalloc(&e->ballast, (size_t)ballast) != cudaSuccess; i++) {
+            cudaGetLastError();
+            ballast -= 2LL << 20; /* the driver could not place all of it: hold a little less */
+        }
+        if (!e->ballast && ballast > 0) {
+            ts_fail(err, "engine: cannot allocate the %.2f GiB ballast of the hard limit", ballast / TS_GIB);
+            goto fail;
+        }
+        e->mem.ballast = ballast;
+    }
+    if (eng_arena_init(&e->arena, 0, total_b, err))
+        goto fail;
     int64_t token_bytes = (int64_t)m->num_layers * 2 * kvrow * 2;
     int64_t left = budget - RESERVE_MARGIN - e->mem.weights - e->mem.workspace - e->mem.blas_workspace;
     int64_t pool_tokens = o->kv_tokens > 0 ? o->kv_tokens : (left > 0 ? left / token_bytes : 0);
-    pool_tokens = pool_tokens / o->page_tokens * o->page_tokens;
-    if (pool_tokens < o->page_tokens || pool_tokens * token_bytes > left) {
+    pool_tokens = o->stateless ? 0 : pool_tokens / o->page_tokens * o->page_tokens;
+    if (!o->stateless && (pool_tokens < o->page_tokens || pool_tokens * token_bytes > left)) {
         ts_fail(err, "engine: %s needs %.2f GiB of weights + %.2f GiB of workspace (%d tokens) + "
                      "%.2f GiB reserved, leaving no room for a KV pool within %.2f GiB",
                 m->name, e->mem.weights / TS_GIB, e->mem.workspace / TS_GIB, o->max_tokens,
@@ -224,20 +322,14 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     e->mem.kv_pool_tokens = pool_tokens;
     e->mem.kv_pool = pool_tokens * token_bytes;
     e->mem.total = e->mem.weights + e->mem.workspace + e->mem.blas_workspace + e->mem.kv_pool;
-    e->max_page_refs = (int32_t)TS_MIN((int64_t)INT32_MAX / 2, pool_tokens / o->page_tokens + T);
+    /* a stateless step's pages are one token each: T page references */
+    e->max_page_refs = (int32_t)TS_MIN((int64_t)INT32_MAX / 2, pool_tokens / o->page_tokens + T + T);
     e->meta_cap = 3 * T + 5 * (int64_t)e->max_segs + e->max_page_refs + 2LL * e->max_tiles + T;
 
-    const int64_t width = (int64_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim;
-    const int64_t qd = (int64_t)m->num_heads * m->head_dim, F = m->ffn;
-    const int64_t Tc = (T + o->ffn_chunks - 1) / o->ffn_chunks, Rc = TS_MIN(T, (int64_t)o->logit_chunk);
     if (alloc((void **)&e->w, e->mem.weights, err) || alloc(&e->blas_ws, BLAS_WORKSPACE, err) ||
         alloc(&e->attn_ws, ATTN_WORKSPACE, err) ||
-        alloc((void **)&e->k_pool, e->mem.kv_pool / 2, err) ||
-        alloc((void **)&e->v_pool, e->mem.kv_pool / 2, err) ||
-        alloc((void **)&e->x, T * h * 2, err) || alloc((void **)&e->hn, T * h * 2, err) ||
-        alloc((void **)&e->qkv, T * width * 2, err) || alloc((void **)&e->att, T * qd * 2, err) ||
-        alloc((void **)&e->gu, Tc * 2 * F * 2, err) || alloc((void **)&e->act, Tc * F * 2, err) ||
-        alloc((void **)&e->hr, T * h * 2, err) || alloc((void **)&e->logits, Rc * m->vocab * 2, err) ||
+        (!o->stateless && (alloc((void **)&e->k_pool, e->mem.kv_pool / 2, err) ||
+                           alloc((void **)&e->v_pool, e->mem.kv_pool / 2, err))) ||
         alloc((void **)&e->d_meta_buf, e->meta_cap * 4, err) || alloc((void **)&e->d_tok, T * 4, err) ||
         alloc((void **)&e->d_max, T * 4, err) || alloc((void **)&e->d_conf, T * 4, err))
         goto fail;
@@ -249,8 +341,8 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         goto fail;
     }
     /* no random weights for the pool: poison it so that a read of an unwritten key shows */
-    if (k_fill_bits(e->k_pool, e->mem.kv_pool / 4, 0x7fc0, e->stream) ||
-        k_fill_bits(e->v_pool, e->mem.kv_pool / 4, 0x7fc0, e->stream)) {
+    if (!o->stateless && (k_fill_bits(e->k_pool, e->mem.kv_pool / 4, 0x7fc0, e->stream) ||
+                          k_fill_bits(e->v_pool, e->mem.kv_pool / 4, 0x7fc0, e->stream))) {
         ts_fail(err, "engine: poisoning the KV pool failed");
         goto fail;
     }
@@ -258,7 +350,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         goto fail;
     if (eng_gemm_create(&e->gemm, e->blas_ws, BLAS_WORKSPACE, err))
         goto fail;
-    e->tuning = true;
+    e->tuning = !o->no_tune;
     eng_kv_init(&e->kv, o->page_tokens, (int32_t)(pool_tokens / o->page_tokens));
     eng_plan_init(&e->plan);
     *out = e;
@@ -276,8 +368,8 @@ void eng_destroy(struct eng *e)
         cudaGraphExecDestroy(e->graph);
     for (int i = 0; i < MAX_PROF_EVENTS && e->prof_ev[i]; i++)
         cudaEventDestroy(e->prof_ev[i]);
-    void *dev[] = {e->w, e->blas_ws, e->attn_ws, e->k_pool, e->v_pool, e->x, e->hn, e->qkv, e->att, e->gu,
-                   e->act, e->hr, e->logits, e->d_meta_buf, e->d_tok, e->d_max, e->d_conf};
+    void *dev[] = {e->w, e->blas_ws, e->attn_ws, e->k_pool, e->v_pool, e->d_meta_buf, e->d_tok, e->d_max,
+                   e->d_conf, e->tune_scratch, e->ballast};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -292,6 +384,9 @@ void eng_destroy(struct eng *e)
         cudaEventDestroy(e->ev1);
     if (e->stream)
         cudaStreamDestroy(e->stream);
+    eng_arena_destroy(&e->arena);
+    eng_act_free(&e->act);
+    opgraph_free(&e->prof_graph);
     eng_kv_free(&e->kv);
     eng_plan_free(&e->plan);
     eng_layout_free(&e->lay);
@@ -300,14 +395,36 @@ void eng_destroy(struct eng *e)
 
 /* --- one step ---------------------------------------------------------------------------- */
 
-/* Y[rows, out] (+)= X[rows, in] W^T, W [out, in] row-major, through cuBLASLt (eng_gemm.c). The
- * logits buffer is the tuning scratch: it is free until the LM head runs. */
+/* Y[rows, out] (+)= X[rows, in] W^T, W [out, in] row-major, through cuBLASLt (eng_gemm.c). A shape
+ * tuned for the first time gets a scratch output outside the plan, freed when the step ends. */
 static int gemm(struct eng *e, const bf16_t *Wt, const bf16_t *X, bf16_t *Y, int rows, int in,
                 int out, float beta, struct ts_err *err)
 {
-    size_t scratch = 2 * (size_t)TS_MIN(e->o.max_tokens, e->o.logit_chunk) * e->m.vocab;
-    return eng_gemm_run(e->gemm, Wt, X, Y, rows, out, in, beta, e->stream, e->tuning, e->logits,
-                        scratch, err);
+    size_t need = 2 * (size_t)rows * (size_t)out;
+    if (e->tuning && need > e->tune_scratch_bytes && !eng_gemm_is_tuned(e->gemm, rows, out, in, beta)) {
+        CU(cudaStreamSynchronize(e->stream));
+        if (e->tune_scratch)
+            CU(cudaFree(e->tune_scratch));
+        e->tune_scratch = NULL;
+        e->tune_scratch_bytes = 0;
+        if (cudaMalloc(&e->tune_scratch, need) == cudaSuccess)
+            e->tune_scratch_bytes = need;
+        else /* no room: the heuristic's first algorithm */
+            cudaGetLastError();
+    }
+    return eng_gemm_run(e->gemm, Wt, X, Y, rows, out, in, beta, e->stream, e->tuning, e->tune_scratch,
+                        e->tune_scratch_bytes, err);
+}
+
+static int drop_tune_scratch(struct eng *e, struct ts_err *err)
+{
+    if (e->tune_scratch) {
+        CU(cudaStreamSynchronize(e->stream));
+        CU(cudaFree(e->tune_scratch));
+    }
+    e->tune_scratch = NULL;
+    e->tune_scratch_bytes = 0;
+    return 0;
 }
 
 /* Packs the plan into the pinned buffer, carving the device pointers in the same order. */
@@ -345,67 +462,88 @@ static int forward(struct eng *e, struct ts_err *err)
 {
     const struct model_cfg *m = &e->m;
     const struct eng_plan *p = &e->plan;
+    const struct eng_act *a = &e->act;
     const int T = p->T, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
     const int F = m->ffn, width = (H + 2 * Hkv) * d, qd = H * d;
     const int64_t layer_slots = e->slots * Hkv * d;
+    const bool stateless = e->o.stateless;
+    const int layers = e->o.run_layers > 0 ? TS_MIN(e->o.run_layers, a->layers) : a->layers;
     cudaStream_t st = e->stream;
+#define BUF(off) ((bf16_t *)eng_arena_at(&e->arena, (off)))
+    bf16_t *x = BUF(a->x);
     if (T > 0) {
-        KL(k_embed(e->x, W(e, W_EMB, -1), e->dm.tok_ids, T, h, st));
+        KL(k_embed(x, W(e, W_EMB, -1), e->dm.tok_ids, T, h, st));
         mark(e, OP_EMBED);
+        const int page_tokens = stateless ? 1 : e->o.page_tokens;
         struct k_attn_args aa = {
-            .q = e->qkv, .q_stride = width, .o = e->att, .q_start = e->dm.q_start,
+            .q_stride = width, .q_start = e->dm.q_start,
             .q_len = e->dm.q_len, .key_len = e->dm.key_len, .kv_cached = e->dm.kv_cached,
             .page_off = e->dm.page_off, .pages = e->dm.pages, .tiles = e->dm.tiles,
-            .num_tiles = p->num_tiles, .H = H, .Hkv = Hkv, .d = d, .page_tokens = e->o.page_tokens,
-            .page_shift = __builtin_ctz((unsigned)e->o.page_tokens),
+            .num_tiles = p->num_tiles, .H = H, .Hkv = Hkv, .d = d, .page_tokens = page_tokens,
+            .page_shift = __builtin_ctz((unsigned)page_tokens), .kv_stride = stateless ? width : 0,
             .block_size = e->o.block_size, .scale = 1.0f / sqrtf((float)d), .ws = e->attn_ws,
             .ws_bytes = ATTN_WORKSPACE, .T = T, .max_key_len = p->max_key_len};
-        const int chunks = e->o.ffn_chunks, Tc = (T + chunks - 1) / chunks;
-        for (int L = 0; L < m->num_layers; L++) {
-            bf16_t *kp = e->k_pool + L * layer_slots, *vp = e->v_pool + L * layer_slots;
-            KL(k_rmsnorm(e->hn, e->x, W(e, W_ATTN_NORM, L), T, h, RMS_EPS, st));
+        const int Tc = a->ffn_rows;
+        for (int L = 0; L < layers; L++) {
+            bf16_t *hn = BUF(a->norm1[L]), *qkv = BUF(a->qkv[L]), *att = BUF(a->att[L]), *hn2 = BUF(a->norm2[L]);
+            /* the pool's layer, or (stateless) the K/V columns of the qkv rows themselves */
+            bf16_t *kp = stateless ? qkv + qd : e->k_pool + L * layer_slots;
+            bf16_t *vp = stateless ? qkv + qd + Hkv * d : e->v_pool + L * layer_slots;
+            KL(k_rmsnorm(hn, x, W(e, W_ATTN_NORM, L), T, h, RMS_EPS, st));
             mark(e, OP_NORM);
-            if (gemm(e, W(e, W_QKV, L), e->hn, e->qkv, T, h, width, 0.f, err))
+            if (gemm(e, W(e, W_QKV, L), hn, qkv, T, h, width, 0.f, err))
                 return -1;
             mark(e, OP_QKV);
-            KL(k_qkv_rope_store(e->qkv, W(e, W_QKV_BIAS, L), e->dm.tok_pos, e->dm.tok_slot, kp, vp, T,
-                                H, Hkv, d, (float)m->rope_theta, st));
+            KL(k_qkv_rope_store(qkv, W(e, W_QKV_BIAS, L), e->dm.tok_pos, e->dm.tok_slot, kp, vp,
+                                aa.kv_stride, T, H, Hkv, d, (float)m->rope_theta, st));
             mark(e, OP_ROPE);
+            aa.q = qkv;
+            aa.o = att;
             aa.k_pool = kp;
             aa.v_pool = vp;
             KL(k_attention(&aa, st));
             mark(e, OP_ATTN);
-            if (gemm(e, W(e, W_O, L), e->att, e->x, T, qd, h, 1.f, err))
+            if (gemm(e, W(e, W_O, L), att, x, T, qd, h, 1.f, err))
                 return -1;
             mark(e, OP_OPROJ);
-            KL(k_rmsnorm(e->hn, e->x, W(e, W_FFN_NORM, L), T, h, RMS_EPS, st));
+            KL(k_rmsnorm(hn2, x, W(e, W_FFN_NORM, L), T, h, RMS_EPS, st));
             mark(e, OP_NORM);
-            for (int c0 = 0; c0 < T; c0 += Tc) {
+            for (int c = 0, c0 = 0; c0 < T; c++, c0 += Tc) {
                 int rows = TS_MIN(Tc, T - c0);
-                if (gemm(e, W(e, W_GU, L), e->hn + (size_t)c0 * h, e->gu, rows, h, 2 * F, 0.f, err))
+                bf16_t *gu = BUF(a->gu[L * a->ffn_chunks + c]), *act = BUF(a->act[L * a->ffn_chunks + c]);
+                if (gemm(e, W(e, W_GU, L), hn2 + (size_t)c0 * h, gu, rows, h, 2 * F, 0.f, err))
                     return -1;
                 mark(e, OP_GATE_UP);
-                KL(k_swiglu(e->act, e->gu, rows, F, st));
+                KL(k_swiglu(act, gu, rows, F, st));
                 mark(e, OP_ACT);
-                if (gemm(e, W(e, W_DOWN, L), e->act, e->x + (size_t)c0 * h, rows, F, h, 1.f, err))
+                if (gemm(e, W(e, W_DOWN, L), act, x + (size_t)c0 * h, rows, F, h, 1.f, err))
                     return -1;
                 mark(e, OP_DOWN);
             }
         }
     }
     if (p->R > 0) {
-        KL(k_gather_rows(e->hr, e->x, e->dm.logit_idx, p->R, h, st));
-        KL(k_rmsnorm(e->hr, e->hr, W(e, W_FINAL_NORM, -1), p->R, h, RMS_EPS, st));
+        /* fewer logit rows than tokens: gathered into their own buffer; else x, in place */
+        bf16_t *hr = BUF(a->head);
+        if (a->head_gathered)
+            KL(k_gather_rows(hr, x, e->dm.logit_idx, p->R, h, st));
+        KL(k_rmsnorm(hr, a->head_gathered ? hr : x, W(e, W_FINAL_NORM, -1), p->R, h, RMS_EPS, st));
         mark(e, OP_NORM);
-        for (int c0 = 0; c0 < p->R; c0 += e->o.logit_chunk) {
-            int rows = TS_MIN(e->o.logit_chunk, p->R - c0);
-            if (gemm(e, W(e, W_LM, -1), e->hr + (size_t)c0 * h, e->logits, rows, h, m->vocab, 0.f, err))
+        e->hr_last = hr;
+        for (int c = 0, c0 = 0; c0 < p->R; c++, c0 += a->logit_rows) {
+            int rows = TS_MIN(a->logit_rows, p->R - c0);
+            bf16_t *logits = BUF(a->logits[c]);
+            if (gemm(e, W(e, W_LM, -1), hr + (size_t)c0 * h, logits, rows, h, m->vocab, 0.f, err))
                 return -1;
             mark(e, OP_LM_HEAD);
-            KL(k_argmax_conf(e->logits, rows, m->vocab, e->d_tok, e->d_max, e->d_conf, c0, st));
+            if (a->softmax[c] >= 0) /* PyTorch's fp32 copy of the logits, held as long as it does */
+                KL(k_bf16_to_f32((float *)eng_arena_at(&e->arena, a->softmax[c]), logits,
+                                 (int64_t)rows * m->vocab, st));
+            KL(k_argmax_conf(logits, rows, m->vocab, e->d_tok, e->d_max, e->d_conf, c0, st));
             mark(e, OP_SAMPLE);
         }
     }
+#undef BUF
     return 0;
 }
 
@@ -424,13 +562,47 @@ static int fetch_outputs(struct eng *e, struct eng_out *out, struct ts_err *err)
     return 0;
 }
 
+/* Plans and maps the step's activations, then (run = true) reserves its KV pages and uploads its
+ * arrays; nothing changes when the step is refused. 1: out of device memory. */
+static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct ts_err *err)
+{
+    if (sd->tot.q_tokens > e->o.max_tokens)
+        return ts_fail(err, "step refused: %lld packed tokens exceed the workspace (%d tokens; raise "
+                            "--max-tokens)", (long long)sd->tot.q_tokens, e->o.max_tokens);
+    struct og_shape s = step_shape(e, sd);
+    if (plan_activations(e, &s, err))
+        return -1;
+    int64_t need = e->act.plan.arena_bytes;
+    if (!e->o.stateless && need > e->mem.workspace)
+        return ts_fail(err, "step refused: its activations, planned by %s, need %.3f GiB, more than the "
+                            "%.3f GiB reserved for them", e->planner->name, need / TS_GIB, e->mem.workspace / TS_GIB);
+    int rc = eng_arena_map(&e->arena, (size_t)need, err);
+    e->mem.arena_mapped = (int64_t)e->arena.mapped;
+    if (rc)
+        return rc;
+    if (!run)
+        return 0;
+    if (eng_plan_build(&e->plan, e->o.stateless ? NULL : &e->kv, sd, e->m.vocab, e->o.seed, err) ||
+        upload_plan(e, err))
+        return -1;
+    if (e->poison_next) {
+        e->poison_next = false;
+        KL(k_fill_bits(eng_arena_at(&e->arena, 0), (int64_t)e->arena.mapped / 2, 0x7fc0, e->stream));
+        CU(cudaMemsetAsync(e->d_tok, 0xff, sizeof(int32_t) * (size_t)e->o.max_tokens, e->stream));
+        CU(cudaMemsetAsync(e->d_conf, 0xff, sizeof(float) * (size_t)e->o.max_tokens, e->stream));
+    }
+    return 0;
+}
+
+int eng_prepare_step(struct eng *e, const struct step_desc *sd, struct ts_err *err)
+{
+    return prepare(e, sd, false, err);
+}
+
 int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, float *ms,
              struct ts_err *err)
 {
-    if (sd->tot.q_tokens > e->o.max_tokens)
-        return ts_fail(err, "step refused: %lld packed tokens exceed the workspace (%d tokens)",
-                       (long long)sd->tot.q_tokens, e->o.max_tokens);
-    if (eng_plan_build(&e->plan, &e->kv, sd, e->m.vocab, e->o.seed, err) || upload_plan(e, err))
+    if (prepare(e, sd, true, err))
         return -1;
     /* a step whose GEMM shapes get tuned now is run again for its timing (a step is idempotent:
      * it rewrites the same K/V at the same slots) */
@@ -445,7 +617,7 @@ int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, flo
             return -1;
         CU(cudaEventRecord(e->ev1, e->stream));
     }
-    if (fetch_outputs(e, out, err))
+    if (fetch_outputs(e, out, err) || drop_tune_scratch(e, err))
         return -1;
     CU(cudaGetLastError());
     if (ms)
@@ -460,7 +632,7 @@ int eng_step_profile(struct eng *e, const struct step_desc *sd, double *op_ms, f
 {
     for (int i = 0; i < OP_COUNT; i++)
         op_ms[i] = 0;
-    if (eng_plan_build(&e->plan, &e->kv, sd, e->m.vocab, e->o.seed, err) || upload_plan(e, err))
+    if (prepare(e, sd, true, err))
         return -1;
     if (!e->prof_ev[0])
         for (int i = 0; i < MAX_PROF_EVENTS; i++)
@@ -473,7 +645,7 @@ int eng_step_profile(struct eng *e, const struct step_desc *sd, double *op_ms, f
     if (rc)
         return -1;
     CU(cudaEventRecord(e->ev1, e->stream));
-    if (fetch_outputs(e, NULL, err))
+    if (fetch_outputs(e, NULL, err) || drop_tune_scratch(e, err))
         return -1;
     CU(cudaEventElapsedTime(total_ms, e->ev0, e->ev1));
     cudaEvent_t prev = e->ev0;
@@ -492,10 +664,10 @@ int eng_graph_capture(struct eng *e, const struct step_desc *sd, struct ts_err *
         CU(cudaGraphExecDestroy(e->graph));
         e->have_graph = false;
     }
-    if (eng_plan_build(&e->plan, &e->kv, sd, e->m.vocab, e->o.seed, err) || upload_plan(e, err))
+    if (prepare(e, sd, true, err))
         return -1;
     /* one eager run first: GEMM shapes get tuned outside the capture */
-    if (forward(e, err))
+    if (forward(e, err) || drop_tune_scratch(e, err))
         return -1;
     CU(cudaStreamSynchronize(e->stream));
     cudaGraph_t g;
@@ -548,18 +720,8 @@ void eng_report_gemms(const struct eng *e, FILE *out) { eng_gemm_report(e->gemm,
 
 int eng_poison_workspace(struct eng *e, struct ts_err *err)
 {
-    const struct model_cfg *m = &e->m;
-    const int64_t T = e->o.max_tokens, h = m->hidden, F = m->ffn;
-    const int64_t width = (int64_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim;
-    const int64_t Tc = (T + e->o.ffn_chunks - 1) / e->o.ffn_chunks, Rc = TS_MIN(T, (int64_t)e->o.logit_chunk);
-    struct { bf16_t *p; int64_t n; } bufs[] = {
-        {e->x, T * h}, {e->hn, T * h}, {e->qkv, T * width}, {e->att, T * m->num_heads * m->head_dim},
-        {e->gu, Tc * 2 * F}, {e->act, Tc * F}, {e->hr, T * h}, {e->logits, Rc * m->vocab}};
-    for (size_t i = 0; i < TS_ARRAY_LEN(bufs); i++)
-        KL(k_fill_bits(bufs[i].p, bufs[i].n, 0x7fc0, e->stream));
-    CU(cudaMemsetAsync(e->d_tok, 0xff, sizeof(int32_t) * (size_t)T, e->stream));
-    CU(cudaMemsetAsync(e->d_conf, 0xff, sizeof(float) * (size_t)T, e->stream));
-    CU(cudaStreamSynchronize(e->stream));
+    (void)err;
+    e->poison_next = true;
     return 0;
 }
 
@@ -567,7 +729,7 @@ int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err)
 {
     int64_t n = (int64_t)e->last_R * e->m.hidden;
     bf16_t *tmp = xmalloc(sizeof *tmp * (size_t)(n ? n : 1));
-    cudaError_t ce = cudaMemcpy(tmp, e->hr, sizeof *tmp * (size_t)n, cudaMemcpyDeviceToHost);
+    cudaError_t ce = n ? cudaMemcpy(tmp, e->hr_last, sizeof *tmp * (size_t)n, cudaMemcpyDeviceToHost) : cudaSuccess;
     if (ce != cudaSuccess) {
         free(tmp);
         return ts_fail(err, "engine: reading the hidden rows back failed: %s", cudaGetErrorString(ce));

@@ -179,6 +179,15 @@ int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y
     return 0;
 }
 
+bool eng_gemm_is_tuned(const struct eng_gemm *g, int M, int N, int K, float beta)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (g->shapes[i].M == M && g->shapes[i].N == N && g->shapes[i].K == K &&
+            g->shapes[i].beta1 == (beta != 0.0f))
+            return g->shapes[i].tuned;
+    return false;
+}
+
 int eng_gemm_tuned_count(const struct eng_gemm *g)
 {
     int n = 0;

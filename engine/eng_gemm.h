@@ -23,6 +23,7 @@ void eng_gemm_destroy(struct eng_gemm *g);
 int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N,
                  int K, float beta, k_stream stream, bool may_tune, void *scratch,
                  size_t scratch_bytes, struct ts_err *err);
+bool eng_gemm_is_tuned(const struct eng_gemm *g, int M, int N, int K, float beta);
 /* How many shapes have been tuned so far (a step that tuned is not a clean timing). */
 int eng_gemm_tuned_count(const struct eng_gemm *g);
 /* Shapes tuned so far and the speed-up of the chosen algorithm over the heuristic's first. */

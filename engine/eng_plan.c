@@ -121,9 +121,14 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
 {
     const int32_t S = sd->num_segs;
     int64_t T = sd->tot.q_tokens, R = sd->tot.logit_rows;
+    const int32_t page_tokens = kv ? kv->page_tokens : 1;
     /* check the pool first, so that a refused step changes nothing */
     int64_t need_pages = 0;
-    for (int32_t s = 0; s < S; s++) {
+    for (int32_t s = 0; s < S && !kv; s++)
+        if (sd->segs[s].kv > 0)
+            return ts_fail(err, "step refused: request %d reads %d cached tokens, but the engine is "
+                                "stateless (no KV pool)", sd->segs[s].req_id, sd->segs[s].kv);
+    for (int32_t s = 0; s < S && kv; s++) {
         const struct segment *g = &sd->segs[s];
         int32_t have = g->req_id < kv->num_reqs ? kv->reqs[g->req_id].num_pages : 0;
         int32_t want = (g->kv + g->q + kv->page_tokens - 1) / kv->page_tokens;
@@ -131,7 +136,7 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
             TS_ASSERTF(sd->segs[t].req_id != g->req_id, "request %d twice in a step", g->req_id);
         need_pages += TS_MAX(want - have, 0);
     }
-    if (need_pages > kv->num_free)
+    if (kv && need_pages > kv->num_free)
         return ts_fail(err, "step refused: its segments need %lld more KV pages, %d of %d are free",
                        (long long)need_pages, kv->num_free, kv->num_pages);
     int32_t **const per_token[] = {&p->tok_pos, &p->tok_slot, &p->tok_ids};
@@ -145,20 +150,24 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
         const struct segment *g = &sd->segs[s];
         int32_t keys = g->kv + g->q;
         max_keys = TS_MAX(max_keys, keys);
-        TS_ASSERT(eng_kv_reserve(kv, g->req_id, keys, NULL) == 0);
+        TS_ASSERT(!kv || eng_kv_reserve(kv, g->req_id, keys, NULL) == 0);
         p->q_start[s] = row;
         p->q_len[s] = g->q;
         p->key_len[s] = keys;
         p->kv_cached[s] = g->kv;
         p->page_off[s] = nref;
-        int32_t npages = (keys + kv->page_tokens - 1) / kv->page_tokens;
+        int32_t npages = (keys + page_tokens - 1) / page_tokens;
         grow32(&p->pages, &p->cap_pages, (size_t)(nref + npages));
-        memcpy(p->pages + nref, kv->reqs[g->req_id].pages, sizeof *p->pages * (size_t)npages);
+        if (kv)
+            memcpy(p->pages + nref, kv->reqs[g->req_id].pages, sizeof *p->pages * (size_t)npages);
+        else /* one-token pages over the step's own rows */
+            for (int32_t k = 0; k < npages; k++)
+                p->pages[nref + k] = row + k;
         nref += npages;
         for (int32_t i = 0; i < g->q; i++) {
             int32_t pos = g->kv + i;
             p->tok_pos[row + i] = pos;
-            p->tok_slot[row + i] = eng_kv_slot(kv, g->req_id, pos);
+            p->tok_slot[row + i] = kv ? eng_kv_slot(kv, g->req_id, pos) : row + i;
             uint64_t h = ts_mix64(seed ^ ts_mix64(((uint64_t)(uint32_t)g->req_id << 32) | (uint32_t)pos));
             p->tok_ids[row + i] = (int32_t)(h % (uint64_t)vocab);
         }

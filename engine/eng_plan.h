@@ -54,7 +54,9 @@ struct eng_plan {
 void eng_plan_init(struct eng_plan *p);
 void eng_plan_free(struct eng_plan *p);
 /* Reserves pages and fills the plan for sd. Token ids are a hash of (seed, request, position), so a
- * replay is deterministic. Fails, with nothing launched, when the pool is short. */
+ * replay is deterministic. Fails, with nothing launched, when the pool is short. kv = NULL: the
+ * stateless engine (no pool, K/V read in place from the step's qkv rows): every segment must read
+ * no cached tokens; token t's slot is t and the pages are one token each over the segment's rows. */
 int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
                    int32_t vocab, uint64_t seed, struct ts_err *err);
 

@@ -68,7 +68,7 @@ static __device__ __forceinline__ void load_tile(bf16_t *Ks, bf16_t *Vs, const k
         int row = c / (D / 8), col = (c % (D / 8)) * 8, j = k0 + row;
         if (j < klen) {
             size_t slot = ((size_t)pages[j >> a.page_shift] << a.page_shift) | (j & ((1 << a.page_shift) - 1));
-            size_t off = (slot * a.Hkv + hk) * D + col;
+            size_t off = slot * (size_t)(a.kv_stride > 0 ? a.kv_stride : a.Hkv * D) + (size_t)hk * D + col;
             cp_async16(Ks + row * ROW + col, a.k_pool + off);
             cp_async16(Vs + row * ROW + col, a.v_pool + off);
         } else {

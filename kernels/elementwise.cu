@@ -37,6 +37,22 @@ extern "C" int k_fill_bits(bf16_t *dst, int64_t n, uint16_t bits, k_stream strea
     K_LAUNCH_RETURN();
 }
 
+static __global__ void bf16_to_f32_kernel(float *dst, const bf16_t *src, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        dst[i] = bf2f(src[i]);
+}
+
+extern "C" int k_bf16_to_f32(float *dst, const bf16_t *src, int64_t n, k_stream stream)
+{
+    if (n <= 0)
+        return 0;
+    int64_t blocks = (n + 255) / 256;
+    bf16_to_f32_kernel<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, stream>>>(dst, src, n);
+    K_LAUNCH_RETURN();
+}
+
 /* One block per row; each thread owns 8-element vectors. */
 static __global__ void rmsnorm_kernel(bf16_t *out, const bf16_t *in, const bf16_t *w, int h, float eps)
 {
@@ -131,13 +147,13 @@ extern "C" int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, 
  */
 static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
                                              const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool,
-                                             int H, int Hkv, int d, float log2_theta)
+                                             int kv_stride, int H, int Hkv, int d, float log2_theta)
 {
     extern __shared__ float cs[]; /* [d/2] cos, then [d/2] sin */
     const int t = blockIdx.x, half = d / 2, width = (H + 2 * Hkv) * d;
     bf16_t *row = qkv + (size_t)t * width;
     const float pos = (float)tok_pos[t];
-    const size_t slot_off = (size_t)tok_slot[t] * Hkv * d;
+    const size_t slot_off = (size_t)tok_slot[t] * kv_stride;
     const int groups = gridDim.y, grp = blockIdx.y;
     const int pairs = (H + Hkv) * half, per = (pairs + groups - 1) / groups;
     const int pair_lo = grp * per, pair_hi = min(pairs, pair_lo + per);
@@ -178,9 +194,11 @@ static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, co
 }
 
 extern "C" int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
-                                const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool, int T,
-                                int H, int Hkv, int d, float theta, k_stream stream)
+                                const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool, int kv_stride,
+                                int T, int H, int Hkv, int d, float theta, k_stream stream)
 {
+    if (kv_stride <= 0)
+        kv_stride = Hkv * d;
     if (d % 2 || T < 0)
         return (int)cudaErrorInvalidValue;
     if (T == 0)
@@ -191,7 +209,7 @@ extern "C" int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *
     while (groups < 16 && (int64_t)T * groups < 264 && (H + Hkv) / (groups * 2) >= 1)
         groups *= 2;
     qkv_rope_store_kernel<<<dim3((unsigned)T, (unsigned)groups), 256, d * sizeof(float), stream>>>(
-        qkv, bias, tok_pos, tok_slot, k_pool, v_pool, H, Hkv, d, log2f(theta));
+        qkv, bias, tok_pos, tok_slot, k_pool, v_pool, kv_stride, H, Hkv, d, log2f(theta));
     K_LAUNCH_RETURN();
 }
 

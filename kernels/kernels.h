@@ -24,6 +24,8 @@ typedef uint16_t bf16_t;
 int k_fill_random(bf16_t *dst, int64_t n, uint64_t seed, float scale, k_stream stream);
 /* Fills n bf16 values with a constant bit pattern (poisoning, ones). */
 int k_fill_bits(bf16_t *dst, int64_t n, uint16_t bits, k_stream stream);
+/* dst[i] = (float)src[i]: the fp32 copy of the logits PyTorch's softmax makes (memory planners). */
+int k_bf16_to_f32(float *dst, const bf16_t *src, int64_t n, k_stream stream);
 
 /* out[t] = in[t] * rsqrt(mean(in[t]^2) + eps) * w, rows of width h. */
 int k_rmsnorm(bf16_t *out, const bf16_t *in, const bf16_t *w, int rows, int h, float eps,
@@ -40,11 +42,13 @@ int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, int rows, i
  * QKV post-processing for T packed tokens of qkv [T, (H + 2*Hkv) * d]: adds the bias (if not NULL),
  * applies rotary embeddings (rotate-half, theta) at tok_pos[t] to the q and k parts in place,
  * and stores k and v into the pool slot tok_slot[t] of this layer (k_pool/v_pool point at the
- * layer's [slots, Hkv, d] arrays).
+ * layer's [slots, Hkv, d] arrays; kv_stride elements from slot to slot, 0 = Hkv * d). With
+ * k_pool = qkv + H d, v_pool = qkv + (H + Hkv) d, kv_stride = (H + 2 Hkv) d and tok_slot[t] = t
+ * the K/V stay in place in the qkv rows (the stateless engine, no KV pool).
  */
 int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
-                     const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool, int T, int H,
-                     int Hkv, int d, float theta, k_stream stream);
+                     const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool, int kv_stride, int T,
+                     int H, int Hkv, int d, float theta, k_stream stream);
 
 /* out[t, j] = silu(gu[t, j]) * gu[t, F + j] for a fused gate|up input of width 2F. */
 int k_swiglu(bf16_t *out, const bf16_t *gu, int rows, int F, k_stream stream);
@@ -68,6 +72,8 @@ struct k_attn_args {
     int num_tiles;
     int H, Hkv, d, page_tokens, block_size;
     int page_shift;  /* log2(page_tokens): pages are a power of two tokens */
+    int kv_stride;   /* elements from one slot's K (V) to the next; 0 = Hkv * d (the pool). The
+                      * stateless engine reads K/V in place from the qkv rows: (H + 2 Hkv) d */
     float scale;
     /* split-KV: with few query tiles the keys are split over several blocks whose partial results
      * (fp32) are combined by a second kernel. ws/ws_bytes is scratch for them (NULL: no split);

@@ -6,7 +6,8 @@
  *          the chunk counts lazy (or brute-force) chunking needs to fit
  *   lmax   the longest sequence whose forward fits a GPU next to the model's weights, by bisection:
  *          one vanilla (no cache) FULL step of L tokens with logits for mask_ratio * L rows
- *          (mask-only) or all L rows, planned by the chosen planner, chunked as asked
+ *          (mask-only) or all L rows, planned by the chosen planner, chunked as asked; --live
+ *          measures it on the GPU with the engine (engine/eng_lmax.c) beside the prediction
  */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
@@ -18,6 +19,7 @@
 
 #include "cli.h"
 #include "cost.h"
+#include "engine_load.h"
 #include "gpu.h"
 #include "model.h"
 #include "planner.h"
@@ -28,22 +30,28 @@ static void mem_usage(FILE *f)
 "usage: tessera mem plan [--model M] [--tokens T] [--logit-rows R | --mask-ratio X] [--planner P]\n"
 "                        [--logit-chunk N] [--ffn-chunks N] [--softmax-copy B] [--budget-gib G]\n"
 "                        [--chunking none|lazy|brute] [--json]\n"
-"       tessera mem lmax [--model M] [--gpu G] [--planner P] [--mask-ratio X] [--chunking C]\n"
-"                        [--softmax-copy B] [--reserve-gib G] [--json]\n"
+"       tessera mem lmax [--model M] [--gpu G | --mem-limit GB] [--planner P] [--mask-ratio X]\n"
+"                        [--chunking C] [--softmax-copy B] [--reserve-gib G] [--json]\n"
+"                        [--live [--layers N] [--seed S]]\n"
 "\n"
 "planners: caching (PyTorch's allocator), profiled (dLLM-Serve), first-fit (Mosaic), greedy-size\n"
 "(TFLite), ilp (GLPK, small graphs) [first-fit]. Defaults: llada-8b, 4096 tokens, logits for\n"
 "every row (--mask-ratio X: mask-only logits for X of the rows), unchunked, no softmax copy\n"
-"(--softmax-copy 4: PyTorch's fp32 copy). lmax: h200, a 1 GiB framework reserve, chunking none.\n");
+"(--softmax-copy 4: PyTorch's fp32 copy). lmax: h200, a 1 GiB framework reserve, chunking none;\n"
+"--mem-limit GB (10^9 bytes) in place of the GPU's memory.\n"
+"--live (GPU machine): measure L_max with the engine under a hard limit of --mem-limit (or the\n"
+"--gpu card's memory): the weights are held, each length's planned activations are mapped in CUDA\n"
+"virtual memory, and at L_max the step runs over --layers layers [1] of the model's.\n");
 }
 
 struct mem_args {
     const char *model, *gpu, *planner;
     int64_t tokens, logit_rows;
-    double mask_ratio, budget_gib, reserve_gib;
-    int32_t logit_chunk, ffn_chunks, softmax_copy;
+    double mask_ratio, budget_gib, reserve_gib, mem_limit_gb;
+    int32_t logit_chunk, ffn_chunks, softmax_copy, layers;
     enum chunking chunking;
-    bool json;
+    bool json, live;
+    uint64_t seed;
 };
 
 static int parse(int argc, char **argv, struct mem_args *a)
@@ -55,10 +63,12 @@ static int parse(int argc, char **argv, struct mem_args *a)
         {"logit-chunk", required_argument, 0, 'l'}, {"ffn-chunks", required_argument, 0, 'f'},
         {"softmax-copy", required_argument, 0, 's'}, {"budget-gib", required_argument, 0, 'b'},
         {"reserve-gib", required_argument, 0, 'R'}, {"chunking", required_argument, 0, 'c'},
-        {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'},
+        {"mem-limit", required_argument, 0, 'M'}, {"live", no_argument, 0, 'L'},
+        {"layers", required_argument, 0, 'N'}, {"seed", required_argument, 0, 'S'}, {0, 0, 0, 0}};
     *a = (struct mem_args){.model = "llada-8b", .gpu = "h200", .planner = "first-fit", .tokens = 4096,
                            .logit_rows = -1, .mask_ratio = -1, .budget_gib = 0, .reserve_gib = 1.0,
-                           .ffn_chunks = 1};
+                           .ffn_chunks = 1, .layers = 1, .seed = 1};
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", o, NULL)) != -1) {
@@ -81,6 +91,10 @@ static int parse(int argc, char **argv, struct mem_args *a)
             bad = a->chunking == CHUNK_NONE && strcmp(optarg, "none") != 0;
             break;
         case 'j': a->json = true; break;
+        case 'M': bad = ts_parse_double(optarg, &a->mem_limit_gb) || a->mem_limit_gb <= 0 || a->mem_limit_gb > 1e4; break;
+        case 'L': a->live = true; break;
+        case 'N': bad = ts_parse_i64(optarg, &v) || v < 1 || v > 1024; a->layers = (int32_t)v; break;
+        case 'S': bad = ts_parse_i64(optarg, &v) || v < 0; a->seed = (uint64_t)v; break;
         case 'h': mem_usage(stdout); return 1;
         default: fprintf(stderr, "tessera mem: see --help\n"); return -1;
         }
@@ -196,6 +210,80 @@ static bool fits(const struct model_cfg *m, const struct mem_args *a, const stru
     return cr->fits;
 }
 
+/* The simulated L_max: bisection over fits(); cr gets the chunking at L_max. */
+static int64_t sim_lmax(const struct model_cfg *m, const struct mem_args *a, const struct planner_ops *p,
+                        int64_t budget, struct chunk_result *cr, struct ts_err *err)
+{
+    int64_t lo = 0, hi = 1;
+    while (hi < (1LL << 26) && fits(m, a, p, budget, hi, cr, err)) {
+        lo = hi;
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        int64_t mid = (lo + hi) / 2;
+        if (fits(m, a, p, budget, mid, cr, err))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    if (lo > 0)
+        fits(m, a, p, budget, lo, cr, err); /* the chunking at L_max */
+    return lo;
+}
+
+static const char *const chunking_names[] = {"none", "lazy", "brute"};
+
+/* --live: the engine measures it (engine/eng_lmax.c). */
+static int lmax_live(const struct mem_args *a, const struct model_cfg *m, const struct planner_ops *p,
+                     int64_t limit, int64_t simulated)
+{
+    struct ts_err err;
+    engine_lmax_fn fn;
+    *(void **)&fn = engine_symbol("eng_lmax_live", &err);
+    if (!fn) {
+        fprintf(stderr, "tessera mem lmax --live: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    struct lmax_live_req q = {m, p->name, a->chunking, a->mask_ratio, a->softmax_copy, limit, a->layers,
+                              TS_MAX((int64_t)4096, TS_MIN(2 * simulated + 1024, (int64_t)1 << 24)), a->seed};
+    struct lmax_live_result r;
+    if (fn(&q, &r, &err)) {
+        fprintf(stderr, "tessera mem lmax --live: %s\n", err.msg);
+        return 1;
+    }
+    if (a->json) {
+        json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:i,s:i,s:i,s:i,s:f,s:s}",
+                              "model", m->name, "device", r.device, "planner", p->name, "chunking",
+                              chunking_names[a->chunking], "mask_ratio", a->mask_ratio, "mem_limit_bytes",
+                              (json_int_t)limit, "lmax_live", (json_int_t)r.lmax, "lmax_simulated",
+                              (json_int_t)simulated, "weights_bytes", (json_int_t)r.weights, "fixed_bytes",
+                              (json_int_t)r.fixed, "planned_bytes", (json_int_t)r.planned, "theoretical_bytes",
+                              (json_int_t)r.theoretical, "mapped_bytes", (json_int_t)r.mapped, "used_bytes",
+                              (json_int_t)r.used, "logit_chunks", r.logit_chunks, "ffn_chunks", r.ffn_chunks,
+                              "layers_run", r.layers_run, "layers", r.layers_total, "probes", r.probes,
+                              "step_ms", r.step_ms, "next_fails", r.why_next);
+        char *t = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        printf("%s\n", t);
+        free(t);
+        json_decref(o);
+        return 0;
+    }
+    printf("%s on %s, planner %s, chunking %s, logits for %s, hard limit %.2f GB:\n", m->name, r.device,
+           p->name, chunking_names[a->chunking], a->mask_ratio >= 0 ? "the masked rows" : "every row", limit / 1e9);
+    printf("  L_max = %lld tokens live (simulated with a %.2f GiB reserve: %lld, %+.1f%%), %d probes\n",
+           (long long)r.lmax, a->reserve_gib, (long long)simulated,
+           simulated > 0 ? 100.0 * ((double)r.lmax / (double)simulated - 1) : 0, r.probes);
+    printf("  before activations: %.3f GiB in use (weights %.3f GiB, the rest buffers and the CUDA context)\n",
+           r.fixed / TS_GIB, r.weights / TS_GIB);
+    printf("  at L_max: plan %.3f GiB (theoretical %.3f GiB), mapped %.3f GiB, in use after the step %.3f GiB "
+           "of %.3f GiB\n", r.planned / TS_GIB, r.theoretical / TS_GIB, r.mapped / TS_GIB, r.used / TS_GIB,
+           limit / TS_GIB);
+    printf("  %d logit chunks, %d FFN chunks; ran %d of %d layers and the LM head in %.1f ms\n", r.logit_chunks,
+           r.ffn_chunks, r.layers_run, r.layers_total, r.step_ms);
+    printf("  L_max + 1: %s\n", r.why_next);
+    return 0;
+}
+
 static int cmd_lmax(const struct mem_args *a)
 {
     struct model_cfg m;
@@ -215,38 +303,32 @@ static int cmd_lmax(const struct mem_args *a)
                         "model dLLM-Serve's allocator\n");
         return EXIT_USAGE;
     }
-    int64_t budget = gpu.mem_bytes - (int64_t)(a->reserve_gib * TS_GIB) - model_weight_bytes(&m);
+    if (a->live && a->softmax_copy == 8) {
+        fprintf(stderr, "tessera mem lmax --live: the engine writes a 4-byte softmax copy (--softmax-copy 4) or none\n");
+        return EXIT_USAGE;
+    }
+    int64_t mem = a->mem_limit_gb > 0 ? (int64_t)(a->mem_limit_gb * 1e9) : gpu.mem_bytes;
+    int64_t budget = mem - (int64_t)(a->reserve_gib * TS_GIB) - model_weight_bytes(&m);
     if (budget <= 0) {
-        fprintf(stderr, "tessera mem lmax: %s's weights do not fit %s\n", m.name, gpu.name);
+        fprintf(stderr, "tessera mem lmax: %s's weights do not fit %.2f GB\n", m.name, mem / 1e9);
         return EXIT_USAGE;
     }
     struct chunk_result cr = {0};
-    int64_t lo = 0, hi = 1;
-    while (hi < (1LL << 26) && fits(&m, a, p, budget, hi, &cr, &err)) {
-        lo = hi;
-        hi *= 2;
-    }
-    while (hi - lo > 1) {
-        int64_t mid = (lo + hi) / 2;
-        if (fits(&m, a, p, budget, mid, &cr, &err))
-            lo = mid;
-        else
-            hi = mid;
-    }
-    if (lo > 0)
-        fits(&m, a, p, budget, lo, &cr, &err); /* the chunking at L_max */
-    static const char *const names[] = {"none", "lazy", "brute"};
-    if (a->json)
-        printf("{\"model\":\"%s\",\"gpu\":\"%s\",\"planner\":\"%s\",\"chunking\":\"%s\",\"mask_ratio\":%g,"
-               "\"lmax\":%lld,\"activation_budget_bytes\":%lld,\"logit_chunks\":%d,\"ffn_chunks\":%d}\n", m.name,
-               gpu.name, p->name, names[a->chunking], a->mask_ratio, (long long)lo, (long long)budget,
-               cr.logit_chunks, cr.ffn_chunks);
-    else
-        printf("%s on %s, planner %s, chunking %s, logits for %s: L_max = %lld tokens (activations may use "
-               "%.2f GiB; at L_max: %d logit chunks, %d FFN chunks)\n", m.name, gpu.name, p->name,
-               names[a->chunking], a->mask_ratio >= 0 ? "the masked rows" : "every row", (long long)lo,
-               budget / TS_GIB, cr.logit_chunks, cr.ffn_chunks);
+    int64_t lo = sim_lmax(&m, a, p, budget, &cr, &err);
     plan_free(&cr.plan);
+    if (a->live)
+        return lmax_live(a, &m, p, mem, lo);
+    const char *where = a->mem_limit_gb > 0 ? "a memory limit" : gpu.name;
+    if (a->json)
+        printf("{\"model\":\"%s\",\"gpu\":\"%s\",\"mem_bytes\":%lld,\"planner\":\"%s\",\"chunking\":\"%s\","
+               "\"mask_ratio\":%g,\"lmax\":%lld,\"activation_budget_bytes\":%lld,\"logit_chunks\":%d,"
+               "\"ffn_chunks\":%d}\n", m.name, where, (long long)mem, p->name, chunking_names[a->chunking],
+               a->mask_ratio, (long long)lo, (long long)budget, cr.logit_chunks, cr.ffn_chunks);
+    else
+        printf("%s on %s (%.2f GB), planner %s, chunking %s, logits for %s: L_max = %lld tokens (activations "
+               "may use %.2f GiB; at L_max: %d logit chunks, %d FFN chunks)\n", m.name, where, mem / 1e9, p->name,
+               chunking_names[a->chunking], a->mask_ratio >= 0 ? "the masked rows" : "every row", (long long)lo,
+               budget / TS_GIB, cr.logit_chunks, cr.ffn_chunks);
     return 0;
 }
 

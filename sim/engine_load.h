@@ -6,6 +6,8 @@
 #ifndef TESSERA_ENGINE_LOAD_H
 #define TESSERA_ENGINE_LOAD_H
 
+#include <stdint.h>
+
 #include "util.h"
 
 void *engine_symbol(const char *name, struct ts_err *err);
@@ -20,5 +22,32 @@ typedef int (*engine_live_open_fn)(const struct sim *s, double mem_limit_gb, str
 typedef void (*engine_live_close_fn)(struct sim_executor *ex);
 int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor *ex, struct ts_err *err);
 void eng_live_close(struct sim_executor *ex);
+
+/* `tessera mem lmax --live` (engine/eng_lmax.c): L_max measured on the GPU. */
+struct model_cfg;
+struct lmax_live_req {
+    const struct model_cfg *m;
+    const char *planner;
+    int chunking;          /* enum chunking (planner.h) */
+    double mask_ratio;     /* < 0: logits for every row */
+    int32_t softmax_copy;  /* 0 or 4 */
+    int64_t mem_limit;     /* bytes: the whole process's device memory, made real by a ballast */
+    int32_t layers;        /* layers executed at L_max (the weights and the plan stay the model's) */
+    int64_t max_tokens;    /* the search's upper bound */
+    uint64_t seed;
+};
+struct lmax_live_result {
+    int64_t lmax;            /* the longest step whose planned activations could be mapped */
+    int64_t planned, mapped; /* at L_max: the plan's arena and the physical memory mapped */
+    int64_t theoretical;     /* at L_max: the op graph's theoretical peak */
+    int64_t used;            /* at L_max, after the step: the process's device memory */
+    int64_t fixed;           /* before any activation: weights, buffers, CUDA context */
+    int64_t weights;
+    int32_t logit_chunks, ffn_chunks, layers_run, layers_total, probes;
+    double step_ms;          /* the step at L_max over layers_run layers (CUDA events) */
+    char device[128], why_next[512]; /* why L_max + 1 failed */
+};
+typedef int (*engine_lmax_fn)(const struct lmax_live_req *q, struct lmax_live_result *r, struct ts_err *err);
+int eng_lmax_live(const struct lmax_live_req *q, struct lmax_live_result *r, struct ts_err *err);
 
 #endif

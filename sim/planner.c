@@ -125,6 +125,15 @@ static int plan_profiled(const struct opgraph *g, const struct planner_opts *o, 
         return ts_fail(err, "profiled planner: this step needs %.2f GiB of activations, more than the "
                             "%.2f GiB reserved at the profiled step", opgraph_peak(g) / TS_GIB,
                        out->arena_bytes / TS_GIB);
+    /* inside the reservation the step's own tensors go where the caching allocator puts them */
+    if (plan_caching(g, o, &c, err))
+        return -1;
+    out->offsets = c.offsets;
+    if (c.arena_bytes > out->arena_bytes) {
+        out->arena_bytes = c.arena_bytes;
+        snprintf(out->note, sizeof out->note, "the step's caching segments (%.2f GiB) outgrow the profiled "
+                 "reservation", c.arena_bytes / TS_GIB);
+    }
     return 0;
 }
 

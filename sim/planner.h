@@ -29,7 +29,7 @@
 #include "util.h"
 
 struct plan {
-    int64_t *offsets;       /* [n] arena offsets (NULL for caching/profiled); owned */
+    int64_t *offsets;       /* [n] arena offsets (caching: segments laid end to end); owned */
     int64_t arena_bytes;    /* arena size, or reserved bytes (caching/profiled) */
     int64_t allocated_peak; /* caching: the largest allocated sum (rounded sizes) */
     int64_t theoretical;    /* the graph's theoretical peak */

@@ -9,7 +9,10 @@
  *     split when the remainder is >= 512 B (small pool) or > 1 MiB (large pool);
  *   - a freed block is merged with free neighbours of its segment and stays cached: segments are
  *     never returned to the device (no empty_cache), so reserved only grows.
- * Reserved = the sum of segments; allocated = the sum of live (rounded) requests.
+ * Reserved = the sum of segments; allocated = the sum of live (rounded) requests. The plan's offsets
+ * place each tensor in its segment, the segments laid end to end in order of creation: an arena of
+ * the reserved size that the engine maps as one range, so the allocator's fragmentation is real
+ * memory on the GPU too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +38,8 @@ struct alloc_state {
     struct block *b;
     size_t n, cap;
     int32_t segments;
+    int64_t *seg_base; /* [segments]: where each segment starts in the concatenated arena */
+    size_t seg_cap;
     int64_t reserved, allocated, allocated_peak;
 };
 
@@ -59,6 +64,8 @@ static int32_t alloc_block(struct alloc_state *st, int64_t req)
     if (best < 0) { /* a new segment */
         int64_t seg = small ? SMALL_SEGMENT : size < MIN_LARGE_ALLOC ? LARGE_SEGMENT
                                                                      : (size + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
+        ts_grow((void **)&st->seg_base, &st->seg_cap, (size_t)st->segments + 1, sizeof *st->seg_base);
+        st->seg_base[st->segments] = st->reserved;
         st->reserved += seg;
         best = new_block(st, (struct block){0, seg, st->segments++, true, small});
     }
@@ -110,10 +117,13 @@ int plan_caching(const struct opgraph *g, const struct planner_opts *o, struct p
     (void)o, (void)err;
     struct alloc_state st = {0};
     int32_t *blk = xmalloc(sizeof *blk * (size_t)(g->n ? g->n : 1));
+    out->offsets = xcalloc((size_t)(g->n ? g->n : 1), sizeof *out->offsets);
     for (int32_t op = 0; op < g->num_ops; op++) {
         for (int32_t i = 0; i < g->n; i++) /* outputs are allocated while the inputs live */
-            if (g->t[i].first == op)
+            if (g->t[i].first == op) {
                 blk[i] = alloc_block(&st, g->t[i].bytes);
+                out->offsets[i] = st.seg_base[st.b[blk[i]].segment] + st.b[blk[i]].offset;
+            }
         for (int32_t i = 0; i < g->n; i++)
             if (g->t[i].last == op)
                 free_block(&st, blk[i]);
@@ -122,5 +132,6 @@ int plan_caching(const struct opgraph *g, const struct planner_opts *o, struct p
     out->allocated_peak = st.allocated_peak;
     free(blk);
     free(st.b);
+    free(st.seg_base);
     return 0;
 }

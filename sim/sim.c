@@ -113,6 +113,7 @@ int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows)
     opgraph_build(&s->graph, &s->model, &shape);
     struct plan pl;
     TS_ASSERT(plan_caching(&s->graph, NULL, &pl, NULL) == 0);
+    plan_free(&pl);
     return s->planner == planner_find("profiled") ? pl.arena_bytes + pl.arena_bytes / 20 : pl.arena_bytes;
 }
 

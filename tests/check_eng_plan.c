@@ -121,6 +121,34 @@ START_TEST(refused_step_changes_nothing)
 }
 END_TEST
 
+START_TEST(stateless_plan)
+{
+    struct eng_plan p;
+    eng_plan_init(&p);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    seg(&sd, 4, 70, 0, 35);
+    seg(&sd, 8, 21, 0, 21);
+    struct ts_err err;
+    ck_assert_int_eq(eng_plan_build(&p, NULL, &sd, 500, 3, &err), 0);
+    ck_assert_int_eq(p.T, 91);
+    ck_assert_int_eq(p.num_page_refs, 91);
+    for (int t = 0; t < p.T; t++)
+        ck_assert_int_eq(p.tok_slot[t], t); /* K/V stay in the step's own rows */
+    /* key j of a segment is its own row q_start + j (pages of one token) */
+    for (int s = 0; s < p.S; s++)
+        for (int j = 0; j < p.key_len[s]; j++)
+            ck_assert_int_eq(p.pages[p.page_off[s] + j], p.q_start[s] + j);
+    ck_assert_int_eq(p.tok_pos[70], 0);
+    /* a segment reading a cache cannot run without a pool */
+    seg(&sd, 9, 8, 40, 8);
+    ck_assert_int_ne(eng_plan_build(&p, NULL, &sd, 500, 3, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "stateless"));
+    step_desc_free(&sd);
+    eng_plan_free(&p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("eng_plan");
@@ -128,6 +156,7 @@ int main(void)
     tcase_add_test(tc, pages_reserve_release);
     tcase_add_test(tc, plan_arrays);
     tcase_add_test(tc, refused_step_changes_nothing);
+    tcase_add_test(tc, stateless_plan);
     suite_add_tcase(s, tc);
     return run_suite("eng_plan", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

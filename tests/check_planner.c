@@ -29,15 +29,16 @@ START_TEST(no_overlap_on_random_graphs)
     struct planner_opts po;
     planner_opts_defaults(&po);
     po.ilp_time_limit_s = 2;
-    const char *names[] = {"first-fit", "greedy-size", "ilp"};
+    const char *names[] = {"first-fit", "greedy-size", "caching", "profiled", "ilp"};
     for (int k = 0; k < 200; k++) {
         random_graph(&g, 2 + rand() % (k < 40 ? 10 : 60), 2 + rand() % 30);
-        for (int p = 0; p < 3; p++) {
-            if (p == 2 && g.n > 10)
+        for (int p = 0; p < 5; p++) {
+            if (p == 4 && g.n > 10)
                 continue;
             struct plan pl;
             struct ts_err err;
             ck_assert_int_eq(planner_run(planner_find(names[p]), &g, &po, &pl, &err), 0);
+            ck_assert_msg(pl.offsets, "%s gives no offsets", names[p]);
             ck_assert_msg(plan_find_overlap(&g, &pl) < 0, "%s overlaps on graph %d", names[p], k);
             ck_assert(pl.arena_bytes >= pl.theoretical);
             plan_free(&pl);
@@ -95,7 +96,10 @@ static int64_t caching_reserved(struct opgraph *g, int64_t *allocated)
     struct plan pl;
     ck_assert_int_eq(plan_caching(g, NULL, &pl, NULL), 0);
     *allocated = pl.allocated_peak;
-    return pl.arena_bytes;
+    ck_assert_int_lt(plan_find_overlap(g, &pl), 0);
+    int64_t reserved = pl.arena_bytes;
+    plan_free(&pl);
+    return reserved;
 }
 
 static void one(struct opgraph *g, int64_t bytes, int first, int last)

@@ -1,0 +1,93 @@
+/* eng_act.c: reading the engine's buffer offsets out of a planned op graph. */
+#include "eng_act.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Grows arrays that share one capacity. */
+static void grow64(int64_t **const *v, int n, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return;
+    for (int i = 0; i < n; i++)
+        *v[i] = xrealloc(*v[i], need * sizeof **v[i]);
+    *cap = need;
+}
+
+bool eng_act_same(const struct eng_act *a, const struct og_shape *s)
+{
+    return a->plan.offsets && memcmp(&a->shape, s, sizeof *s) == 0;
+}
+
+/* The next tensor of the graph, which must be of kind k (the template's order is the forward's). */
+static int64_t take(const struct eng_act *a, int32_t *cursor, enum og_kind k)
+{
+    TS_ASSERTF(*cursor < a->g.n && a->g.t[*cursor].kind == k, "op graph out of step with the engine at "
+               "tensor %d (want %s)", *cursor, og_kind_name(k));
+    return a->plan.offsets[(*cursor)++];
+}
+
+int eng_act_plan(struct eng_act *a, const struct model_cfg *m, const struct og_shape *s,
+                 const struct planner_ops *p, const struct planner_opts *po, struct ts_err *err)
+{
+    if (m->num_experts > 0)
+        return ts_fail(err, "engine: %s is a mixture of experts; the engine runs dense models", m->name);
+    plan_free(&a->plan);
+    struct og_shape shape = *s;
+    shape.ffn_chunks = TS_MAX(1, shape.ffn_chunks);
+    if (shape.R > 0 && (shape.logit_chunk_rows <= 0 || shape.logit_chunk_rows > shape.R))
+        shape.logit_chunk_rows = (int32_t)shape.R;
+    a->shape = shape;
+    opgraph_build(&a->g, m, &shape);
+    for (int32_t i = 0; i < a->g.n; i++)
+        a->g.t[i].bytes = (a->g.t[i].bytes + ENG_ACT_ALIGN - 1) / ENG_ACT_ALIGN * ENG_ACT_ALIGN;
+    if (planner_run(p, &a->g, po, &a->plan, err))
+        return -1;
+    if (!a->plan.offsets) {
+        plan_free(&a->plan);
+        return ts_fail(err, "engine: planner %s gives no offsets", p->name);
+    }
+    const int64_t T = shape.T, R = shape.R;
+    a->layers = T > 0 ? m->num_layers : 0;
+    a->ffn_rows = (int32_t)((T + shape.ffn_chunks - 1) / shape.ffn_chunks);
+    a->ffn_chunks = a->ffn_rows > 0 ? (int32_t)((T + a->ffn_rows - 1) / a->ffn_rows) : 0;
+    a->logit_rows = R > 0 ? shape.logit_chunk_rows : 0;
+    a->logit_chunks = R > 0 ? (int32_t)((R + a->logit_rows - 1) / a->logit_rows) : 0;
+    a->head_gathered = R > 0 && R < T;
+    int64_t **const per_layer[] = {&a->norm1, &a->qkv, &a->att, &a->norm2};
+    int64_t **const per_ffn[] = {&a->gu, &a->act}, **const per_logit[] = {&a->logits, &a->softmax};
+    grow64(per_layer, 4, &a->cap_layers, (size_t)a->layers + 1);
+    grow64(per_ffn, 2, &a->cap_ffn, (size_t)a->layers * (size_t)a->ffn_chunks + 1);
+    grow64(per_logit, 2, &a->cap_logits, (size_t)a->logit_chunks + 1);
+    int32_t cur = 0;
+    a->x = T > 0 ? take(a, &cur, OG_X) : 0;
+    for (int L = 0; L < a->layers; L++) {
+        a->norm1[L] = take(a, &cur, OG_NORM);
+        a->qkv[L] = take(a, &cur, OG_QKV);
+        a->att[L] = take(a, &cur, OG_ATTN);
+        a->norm2[L] = take(a, &cur, OG_NORM);
+        for (int c = 0; c < a->ffn_chunks; c++) {
+            a->gu[L * a->ffn_chunks + c] = take(a, &cur, OG_GATE_UP);
+            a->act[L * a->ffn_chunks + c] = take(a, &cur, OG_ACT);
+        }
+    }
+    a->head = a->head_gathered ? take(a, &cur, OG_GATHER) : a->x;
+    for (int c = 0; c < a->logit_chunks; c++) {
+        a->logits[c] = take(a, &cur, OG_LOGITS);
+        a->softmax[c] = shape.softmax_copy_bytes > 0 ? take(a, &cur, OG_SOFTMAX) : -1;
+    }
+    TS_ASSERTF(cur == a->g.n, "op graph has %d tensors, the engine used %d", a->g.n, cur);
+    return 0;
+}
+
+void eng_act_free(struct eng_act *a)
+{
+    if (!a)
+        return;
+    opgraph_free(&a->g);
+    plan_free(&a->plan);
+    void *v[] = {a->norm1, a->qkv, a->att, a->norm2, a->gu, a->act, a->logits, a->softmax};
+    for (size_t i = 0; i < TS_ARRAY_LEN(v); i++)
+        free(v[i]);
+    memset(a, 0, sizeof *a);
+}

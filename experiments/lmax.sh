@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# experiments/lmax.sh: the longest context that fits, by planner, simulated and measured live
+# (issue 5).
+#
+# For each memory limit (GB, 10^9 bytes) and each configuration below, `tessera mem lmax` predicts
+# L_max (the op-graph plan next to the weights and a 1 GiB reserve) and, with LIVE=1 on a GPU
+# machine, measures it: the engine holds LLaDA-8B's weights under a hard limit (a ballast holds the
+# rest of the device), maps each length's planned activations in CUDA virtual memory, and runs the
+# step at L_max over LAYERS layers [1]. Configurations (planner, logits, chunking, softmax copy):
+#   caching     every row   none  fp32 copy   PyTorch eager with its caching allocator (the baseline)
+#   caching     masked 50%  lazy  none        Mosaic's logits and chunking, PyTorch's allocator
+#   first-fit   every row   none  none        Mosaic's planner alone
+#   greedy-size masked 50%  lazy  none        TFLite's planner with Mosaic's logits and chunking
+#   first-fit   masked 50%  lazy  none        Mosaic's full stack
+#   ilp         masked 50%  lazy  none        (forward graphs exceed the ILP: its heuristic fallback)
+# The profiled planner reserves for a fixed step, not a length: it has no L_max of its own.
+# Writes OUT/lmax.jsonl (one JSON object per run) and OUT/lmax.md (the table).
+#
+# Usage: experiments/lmax.sh OUT   (tessera in build/ or TESSERA=path; LIMITS="24 40"; LIVE=1;
+#                                   MODEL=llada-8b; LAYERS=1)
+set -uo pipefail
+out=${1:?usage: lmax.sh OUT}
+bin=${TESSERA:-build/tessera}
+model=${MODEL:-llada-8b}
+mkdir -p "$out"
+: >"$out/lmax.jsonl"
+configs=("caching all none 4" "caching 0.5 lazy 0" "first-fit all none 0" "greedy-size 0.5 lazy 0"
+         "first-fit 0.5 lazy 0" "ilp 0.5 lazy 0")
+for limit in ${LIMITS:-24 40}; do
+    for c in "${configs[@]}"; do
+        read -r planner mask chunking copy <<<"$c"
+        args=(--model "$model" --mem-limit "$limit" --planner "$planner" --chunking "$chunking"
+              --softmax-copy "$copy" --json)
+        [ "$mask" != all ] && args+=(--mask-ratio "$mask")
+        if [ -n "${LIVE:-}" ]; then
+            args+=(--live --layers "${LAYERS:-1}")
+        fi
+        echo "== $limit GB: $planner, logits $mask, chunking $chunking, softmax copy $copy" >&2
+        line=$("$bin" mem lmax "${args[@]}") || { echo "   failed" >&2; continue; }
+        echo "$line" | python3 -c '
+import json, sys
+o = json.loads(sys.stdin.read()); o["limit_gb"] = float(sys.argv[1]); o["softmax_copy"] = int(sys.argv[2])
+print(json.dumps(o))' "$limit" "$copy" >>"$out/lmax.jsonl"
+        echo "   $line" >&2
+    done
+done
+python3 - "$out/lmax.jsonl" >"$out/lmax.md" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+live = any("lmax_live" in r for r in rows)
+G = 2**30
+def logits(r):
+    return "every row" if r["mask_ratio"] < 0 else "masked %g%%" % (100 * r["mask_ratio"])
+base = {}
+for r in rows:
+    if r["planner"] == "caching" and r["mask_ratio"] < 0:
+        base[r["limit_gb"]] = r["lmax_live"] if live else r["lmax"]
+if live:
+    print("| limit | planner | logits | chunking | fp32 softmax copy | L_max simulated | L_max live | live / sim | x caching (live) | plan GiB | mapped GiB | in use GiB | layers run | step ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        b = base.get(r["limit_gb"])
+        print("| %g GB | %s | %s | %s | %s | %d | %d | %.3f | %s | %.2f | %.2f | %.2f | %d of %d | %.0f |" % (
+            r["limit_gb"], r["planner"], logits(r), r["chunking"], "yes" if r["softmax_copy"] else "no",
+            r["lmax_simulated"], r["lmax_live"], r["lmax_live"] / max(1, r["lmax_simulated"]),
+            "%.1fx" % (r["lmax_live"] / b) if b else "-", r["planned_bytes"] / G, r["mapped_bytes"] / G,
+            r["used_bytes"] / G, r["layers_run"], r["layers"], r["step_ms"]))
+else:
+    print("| limit | planner | logits | chunking | fp32 softmax copy | L_max simulated | x caching |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        b = base.get(r["limit_gb"])
+        print("| %g GB | %s | %s | %s | %s | %d | %s |" % (r["limit_gb"], r["planner"], logits(r), r["chunking"],
+              "yes" if r["softmax_copy"] else "no", r["lmax"], "%.1fx" % (r["lmax"] / b) if b else "-"))
+PY
+cat "$out/lmax.md"
