@@ -161,6 +161,7 @@ bench-sim: $(BUILD)/tessera
 check-gpu: $(BUILD)/tessera
 	./$(BUILD)/tessera engine check
 	bash tests/live_gpu_test.sh ./$(BUILD)/tessera
+	bash tests/lmax_gpu_test.sh ./$(BUILD)/tessera
 
 BENCH_OUT ?= $(BUILD)
 bench-engine: $(BUILD)/tessera

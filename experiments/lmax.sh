@@ -14,7 +14,9 @@
 #   first-fit   masked 50%  lazy  none        Mosaic's full stack
 #   ilp         masked 50%  lazy  none        (forward graphs exceed the ILP: its heuristic fallback)
 # The profiled planner reserves for a fixed step, not a length: it has no L_max of its own.
-# Writes OUT/lmax.jsonl (one JSON object per run) and OUT/lmax.md (the table).
+# Writes OUT/lmax.jsonl (one JSON object per run), OUT/lmax.md (the table) and, with gnuplot,
+# OUT/lmax.png (L_max by configuration, simulated beside live). TABLE_ONLY=1 redraws the table and
+# the figure from an existing OUT/lmax.jsonl (runs from several calls concatenated).
 #
 # Usage: experiments/lmax.sh OUT   (tessera in build/ or TESSERA=path; LIMITS="24 40"; LIVE=1;
 #                                   MODEL=llada-8b; LAYERS=1)
@@ -23,10 +25,10 @@ out=${1:?usage: lmax.sh OUT}
 bin=${TESSERA:-build/tessera}
 model=${MODEL:-llada-8b}
 mkdir -p "$out"
-: >"$out/lmax.jsonl"
+[ -z "${TABLE_ONLY:-}" ] && : >"$out/lmax.jsonl"
 configs=("caching all none 4" "caching 0.5 lazy 0" "first-fit all none 0" "greedy-size 0.5 lazy 0"
          "first-fit 0.5 lazy 0" "ilp 0.5 lazy 0")
-for limit in ${LIMITS:-24 40}; do
+for limit in $([ -z "${TABLE_ONLY:-}" ] && echo "${LIMITS:-24 40}"); do
     for c in "${configs[@]}"; do
         read -r planner mask chunking copy <<<"$c"
         args=(--model "$model" --mem-limit "$limit" --planner "$planner" --chunking "$chunking"
@@ -44,9 +46,15 @@ print(json.dumps(o))' "$limit" "$copy" >>"$out/lmax.jsonl"
         echo "   $line" >&2
     done
 done
-python3 - "$out/lmax.jsonl" >"$out/lmax.md" <<'PY'
+python3 - "$out/lmax.jsonl" "$out/lmax.dat" >"$out/lmax.md" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+with open(sys.argv[2], "w") as dat:  # for the figure: label, simulated, live (0: not measured)
+    for r in rows:
+        label = "%gGB %s%s%s%s" % (r["limit_gb"], r["planner"], " mask" if r["mask_ratio"] >= 0 else "",
+                                   " lazy" if r["chunking"] != "none" else "",
+                                   " fp32-softmax" if r.get("softmax_copy") else "")
+        dat.write('"%s" %d %d\n' % (label, r.get("lmax_simulated", r.get("lmax", 0)), r.get("lmax_live", 0)))
 live = any("lmax_live" in r for r in rows)
 G = 2**30
 def logits(r):
@@ -74,3 +82,21 @@ else:
               "yes" if r["softmax_copy"] else "no", r["lmax"], "%.1fx" % (r["lmax"] / b) if b else "-"))
 PY
 cat "$out/lmax.md"
+if command -v gnuplot >/dev/null; then
+    gnuplot <<GP
+set terminal pngcairo size 1100,520 font ",10"
+set output "$out/lmax.png"
+set termoption noenhanced
+set rmargin 10
+set bmargin 9
+set title "L_max of $model by memory planner (log scale): simulated and measured on the GPU"
+set style data histogram
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y
+set ylabel "longest context (tokens)"
+set xtics rotate by -35 scale 0
+set key top left
+plot "$out/lmax.dat" using 2:xtic(1) title "simulated", '' using (\$3 > 0 ? \$3 : 1/0) title "live (H200, hard limit)"
+GP
+fi
