@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "calib.h"
 
+#include <gsl/gsl_fit.h>
 #include <gsl/gsl_interp.h>
 #include <gsl/gsl_multifit.h>
 #include <math.h>
@@ -14,7 +15,7 @@
 #include "model.h"
 
 #define PROFILE_CHUNK_DEFAULT 2048 /* the LM-head chunk `tessera engine profile` runs with */
-#define ATTN_FEATURES 6
+#define ATTN_FEATURES 7
 
 static const enum cost_op token_ops[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_OPROJ,
                                          OP_GATE_UP, OP_ACT, OP_DOWN};
@@ -103,8 +104,8 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
 {
     memset(out, 0, sizeof *out);
     static const char *const cols[] = {"device", "model", "segs", "q", "kv", "logit_rows", "op", "ms",
-                                       "total_ms"};
-    int idx[9];
+                                       "total_ms", "gpu_ms", "host_ms"};
+    int idx[11];
     char *line = text, *next;
     long lineno = 0;
     int rc = -1;
@@ -119,23 +120,27 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
         char *f[32];
         int nf = split_quoted(line, f, 32);
         if (lineno == 1) {
-            for (int c = 0; c < 9; c++) {
+            for (int c = 0; c < 11; c++) {
                 idx[c] = -1;
                 for (int i = 0; i < nf; i++)
                     if (strcmp(f[i], cols[c]) == 0)
                         idx[c] = i;
-                if (idx[c] < 0) {
+                if (idx[c] < 0 && c < 9) {
                     ts_fail(err, "%s:1: header: column '%s' missing", path, cols[c]);
                     goto done;
                 }
+            }
+            if ((idx[9] < 0) != (idx[10] < 0)) { /* the host/GPU split comes as a pair */
+                ts_fail(err, "%s:1: header: column '%s' missing", path, cols[idx[9] < 0 ? 9 : 10]);
+                goto done;
             }
             continue;
         }
         if (nf == 1 && !f[0][0])
             continue;
-        struct calib_row r;
+        struct calib_row r = {0};
         int64_t v[4];
-        for (int c = 0; c < 9; c++)
+        for (int c = 0; c < 11; c++)
             if (idx[c] >= nf) {
                 ts_fail(err, "%s:%ld: %s: missing field", path, lineno, cols[c]);
                 goto done;
@@ -154,6 +159,13 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
             r.total_ms < 0) {
             ts_fail(err, "%s:%ld: ms: not a non-negative time", path, lineno);
             goto done;
+        }
+        for (int c = 9; c < 11 && idx[9] >= 0; c++) {
+            double *t = c == 9 ? &r.gpu_ms : &r.host_ms;
+            if (ts_parse_double(f[idx[c]], t) || *t <= 0) {
+                ts_fail(err, "%s:%ld: %s: not a positive time ('%s')", path, lineno, cols[c], f[idx[c]]);
+                goto done;
+            }
         }
         if (r.segs < 1 || r.q < 1) {
             ts_fail(err, "%s:%ld: segs: a profiled step needs segments of at least one token", path, lineno);
@@ -215,11 +227,15 @@ int calib_data_write(const struct calib_data *d, const char *path, struct ts_err
     FILE *f = fopen(path, "w");
     if (!f)
         return ts_fail(err, "%s: cannot create", path);
-    fprintf(f, "device,model,segs,q,kv,logit_rows,op,ms,total_ms\n");
+    bool split = d->n > 0 && d->rows[0].gpu_ms > 0; /* all rows or none (the parser's rule) */
+    fprintf(f, "device,model,segs,q,kv,logit_rows,op,ms,total_ms%s\n", split ? ",gpu_ms,host_ms" : "");
     for (size_t i = 0; i < d->n; i++) {
         const struct calib_row *r = &d->rows[i];
-        fprintf(f, "\"%s\",%s,%d,%d,%d,%d,%s,%.9g,%.9g\n", d->device, d->model, r->segs, r->q, r->kv,
+        fprintf(f, "\"%s\",%s,%d,%d,%d,%d,%s,%.9g,%.9g", d->device, d->model, r->segs, r->q, r->kv,
                 r->logit_rows, cost_op_name(r->op), r->ms, r->total_ms);
+        if (split)
+            fprintf(f, ",%.9g,%.9g", r->gpu_ms, r->host_ms);
+        fputc('\n', f);
     }
     if (fclose(f) != 0)
         return ts_fail(err, "%s: write error", path);
@@ -332,8 +348,46 @@ int calib_data_transfer(const struct calib_data *in, const char *from, const cha
         out->rows[i] = *r;
         out->rows[i].ms = r->ms * op_ratio;
         out->rows[i].total_ms = r->total_ms * total_ratio;
+        out->rows[i].gpu_ms = r->gpu_ms * total_ratio; /* the host's issue time stays: same CPU */
     }
     step_desc_free(&sd);
+    return 0;
+}
+
+int calib_transfer_band(const struct calib *c, const char *model, const char *from, const char *to,
+                        const char *impl, const struct step_desc *sd, double *mid_s, double *lo_s,
+                        double *hi_s, struct ts_err *err)
+{
+    struct cost_ctx src = {0}, dst = {0};
+    struct gpu_table *t = gpu_table_create();
+    int rc = model_resolve(model, &src.model, err) || gpu_lookup(t, from, &src.gpu, err) ||
+                     gpu_lookup(t, to, &dst.gpu, err) || impl_resolve(impl, &src.impl, err)
+                 ? -1 : 0;
+    gpu_table_destroy(t);
+    if (rc)
+        return -1;
+    dst.model = src.model;
+    dst.impl = src.impl;
+    struct cost_breakdown bd, a, b;
+    double sa, sb;
+    if (calib_step_s(c, sd, true, mid_s, &bd, err) || cost_roofline.step_s(&src, sd, &sa, &a, err) ||
+        cost_roofline.step_s(&dst, sd, &sb, &b, err))
+        return -1;
+    const double rc_ = src.gpu.bf16_flops / dst.gpu.bf16_flops, rm = src.gpu.mem_bw / dst.gpu.mem_bw;
+    double gpu = 0, lo = 0, hi = 0;
+    for (int o = 0; o < OP_COUNT; o++) {
+        double v = bd.op_s[o];
+        if (v <= 0 || o == OP_HOST)
+            continue;
+        double r = a.op_s[o] > 0 && b.op_s[o] > 0 ? b.op_s[o] / a.op_s[o] : sb / sa, base = v / r;
+        gpu += v;
+        lo += base * fmin(r, fmin(rc_, rm));
+        hi += base * fmax(r, fmax(rc_, rm));
+    }
+    /* a host-bound step (calib_step_s's max(host, GPU)) keeps its host time: the same host */
+    double host = bd.op_s[OP_HOST] > 0 ? gpu + bd.op_s[OP_HOST] : 0;
+    *lo_s = fmax(host, lo);
+    *hi_s = fmax(host, hi);
     return 0;
 }
 
@@ -351,6 +405,10 @@ struct calib {
     struct curve tok[OP_COUNT]; /* token-driven ops */
     struct curve lm, sample;    /* per chunk of rows */
     double beta[ATTN_FEATURES]; /* attention least squares */
+    bool host_bound;            /* priced as max(host, GPU) */
+    double host0, host_seg;     /* host issue time (ms) = host0 + host_seg * segments */
+    double eager_gap;           /* ms an eager GPU-bound step adds to its graph-replayed GPU time */
+    int host_steps;             /* host-bound profile steps the line was fitted on */
     int64_t max_T;
     const struct calib_data *data; /* for residuals in calib_show (not owned; may be NULL later) */
     struct calib_data own;
@@ -447,6 +505,7 @@ static void attn_features_add(double q, double kv, double *f)
     f[3] += 1;
     f[4] = fmax(f[4], q + kv);
     f[5] = 1;
+    f[6] += kv;
 }
 
 static void attn_features(double segs, double q, double kv, double *f)
@@ -473,16 +532,82 @@ static double step_ops_ms(const struct calib_data *d, const struct calib_row *r)
     return sum;
 }
 
-static void scale_to_totals(const struct calib_data *in, struct calib_data *out)
+/* gap >= 0: a host/GPU split profile: scale to the GPU time an eager step sees, gpu_ms + gap. */
+static void scale_to_totals(const struct calib_data *in, double gap, struct calib_data *out)
 {
     for (size_t i = 0; i < in->n; i++) {
         const struct calib_row *r = &in->rows[i];
-        if (r->total_ms <= 0)
+        double target = gap >= 0 ? r->gpu_ms + gap : r->total_ms;
+        if (target <= 0)
             continue;
         double sum = step_ops_ms(in, r);
         if (sum > 0)
-            out->rows[i].ms = r->ms * (r->total_ms / sum);
+            out->rows[i].ms = r->ms * (target / sum);
     }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One row per profiled step (its first), for step-level fits. */
+static size_t distinct_steps(const struct calib_data *d, const struct calib_row **out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        const struct calib_row *r = &d->rows[i];
+        size_t j = 0;
+        while (j < n && !(out[j]->segs == r->segs && out[j]->q == r->q && out[j]->kv == r->kv &&
+                          out[j]->logit_rows == r->logit_rows))
+            j++;
+        if (j == n)
+            out[n++] = r;
+    }
+    return n;
+}
+
+/* The host side of a split profile: the launch gap of GPU-bound eager steps (median of total - gpu)
+ * and the host's issue time as a line in the segment count over the host-bound steps (whose
+ * issue time is not stretched by a full launch queue waiting on the GPU). */
+static void fit_host(const struct calib_data *d, struct calib *c)
+{
+    const struct calib_row **steps = xmalloc(sizeof *steps * (d->n ? d->n : 1));
+    size_t n = distinct_steps(d, steps);
+    double *gaps = xmalloc(sizeof *gaps * (n ? n : 1)), *x = xmalloc(sizeof *x * (n ? n : 1));
+    double *y = xmalloc(sizeof *y * (n ? n : 1));
+    size_t ng = 0, nh = 0;
+    for (size_t i = 0; i < n; i++)
+        if (steps[i]->gpu_ms >= steps[i]->host_ms)
+            gaps[ng++] = fmax(0.0, steps[i]->total_ms - steps[i]->gpu_ms);
+    qsort(gaps, ng, sizeof *gaps, cmp_double);
+    c->eager_gap = ng ? gaps[ng / 2] : 0;
+    for (size_t i = 0; i < n; i++)
+        if (steps[i]->host_ms > steps[i]->gpu_ms + c->eager_gap) {
+            x[nh] = steps[i]->segs;
+            y[nh++] = steps[i]->host_ms;
+        }
+    if (nh == 0) { /* never host-bound: every issue time is a bound from below */
+        for (size_t i = 0; i < n; i++)
+            y[nh++] = steps[i]->host_ms;
+        qsort(y, nh, sizeof *y, cmp_double);
+        c->host0 = nh ? y[0] : 0, c->host_seg = 0;
+    } else {
+        double c0 = 0, c1 = 0, cov00, cov01, cov11, ss;
+        bool spread = false;
+        for (size_t i = 1; i < nh; i++)
+            spread |= x[i] != x[0];
+        if (spread && gsl_fit_linear(x, 1, y, 1, nh, &c0, &c1, &cov00, &cov01, &cov11, &ss) == 0 && c1 >= 0) {
+            c->host0 = c0, c->host_seg = c1;
+        } else { /* one segment count, or a falling line: the median, flat */
+            qsort(y, nh, sizeof *y, cmp_double);
+            c->host0 = y[nh / 2], c->host_seg = 0;
+        }
+    }
+    c->host_steps = (int)nh;
+    c->host_bound = true;
+    free(steps), free(gaps), free(x), free(y);
 }
 
 int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *err)
@@ -491,9 +616,14 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
     scaled.rows = xmalloc(sizeof *in->rows * (in->n ? in->n : 1));
     memcpy(scaled.rows, in->rows, sizeof *in->rows * in->n);
     scaled.cap = in->n;
-    scale_to_totals(in, &scaled);
-    const struct calib_data *d = &scaled;
     struct calib *c = xcalloc(1, sizeof *c);
+    bool split = in->n > 0;
+    for (size_t i = 0; i < in->n; i++)
+        split &= in->rows[i].gpu_ms > 0 && in->rows[i].host_ms > 0;
+    if (split)
+        fit_host(in, c);
+    scale_to_totals(in, split ? c->eager_gap : -1, &scaled);
+    const struct calib_data *d = &scaled;
     _Static_assert(sizeof c->device == sizeof d->device && sizeof c->model == sizeof d->model,
                    "calib and calib_data name fields differ");
     memcpy(c->device, d->device, sizeof c->device);
@@ -647,6 +777,13 @@ int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapo
     bd->op_s[OP_LM_HEAD] = lm * 1e-3;
     bd->op_s[OP_SAMPLE] = smp * 1e-3;
     ms += lm + smp;
+    if (c->host_bound) { /* the GPU waits for the host's issue when that takes longer */
+        double host = c->host0 + c->host_seg * sd->num_segs;
+        if (host > ms) {
+            bd->op_s[OP_HOST] = (host - ms) * 1e-3;
+            ms = host;
+        }
+    }
     bd->total_s = ms * 1e-3;
     *seconds = bd->total_s;
     return 0;
@@ -696,6 +833,10 @@ void calib_show(const struct calib *c, FILE *out)
                 n ? 100 * sqrt(ss / n) : 0.0, 100 * mx);
     }
     fprintf(out, "attention (ms) = %.4g sum q(q+kv) + %.4g sum ceil(q/64)(q+kv) + %.4g sum q + %.4g segs"
-                 " + %.4g max(q+kv) + %.4g\n", c->beta[0], c->beta[1], c->beta[2], c->beta[3], c->beta[4],
-            c->beta[5]);
+                 " + %.4g max(q+kv) + %.4g + %.4g sum kv\n", c->beta[0], c->beta[1], c->beta[2], c->beta[3],
+            c->beta[4], c->beta[5], c->beta[6]);
+    if (c->host_bound)
+        fprintf(out, "host: a step takes max(host, GPU); host issue (ms) = %.4g + %.4g segs (fitted on %d "
+                     "host-bound steps); eager GPU-bound steps add %.3g ms of launch gaps\n",
+                c->host0, c->host_seg, c->host_steps, c->eager_gap);
 }

@@ -16,6 +16,13 @@
  *
  * Below the smallest profiled T a token-driven op keeps its smallest time (the weights are read
  * whatever T is); above the largest, predictions are refused unless extrapolation is allowed.
+ *
+ * Host-bound implementations (eager PyTorch): when the profile also measured each step's GPU work
+ * alone (gpu_ms) and the host's issue time (host_ms), a step is priced as max(host, GPU): the host
+ * runs ahead of the GPU, and a small step waits for the host whatever its size. The ops are then
+ * scaled to the GPU time as an eager step sees it (gpu_ms plus the launch gaps of GPU-bound steps,
+ * their median of total_ms - gpu_ms), and the host time is a least-squares line in the segment
+ * count fitted on the host-bound steps (host_ms above that GPU time).
  */
 #ifndef TESSERA_CALIB_H
 #define TESSERA_CALIB_H
@@ -33,6 +40,8 @@ struct calib_row {
     enum cost_op op;
     double ms;       /* the op's time in the step */
     double total_ms; /* the whole step */
+    double gpu_ms;   /* the step's GPU work alone (a CUDA graph replay); 0: not measured */
+    double host_ms;  /* the host's time to issue the step (eager frameworks); 0: not measured */
 };
 
 struct calib_data {
@@ -64,6 +73,16 @@ struct step_desc;
 void calib_row_step(const struct calib_row *r, struct step_desc *sd);
 int calib_data_transfer(const struct calib_data *in, const char *from, const char *to, const char *impl,
                         struct calib_data *out, struct ts_err *err);
+
+/* How far a transferred step may be off: a transfer scales each op by its roofline ratio, which
+ * assumes the roofline knew which resource limited the kernel on the source GPU. The band prices
+ * every op both ways, scaled by the peak-FLOP ratio of the two GPUs and by their bandwidth ratio
+ * (and by the roofline ratio itself, for launch-bound ops), host time unchanged: the low and high
+ * ends take each op's smaller and larger scaling. c is the transferred calibration; mid_s its
+ * price. Not a measurement on the target. */
+int calib_transfer_band(const struct calib *c, const char *model, const char *from, const char *to,
+                        const char *impl, const struct step_desc *sd, double *mid_s, double *lo_s,
+                        double *hi_s, struct ts_err *err);
 
 struct calib;
 

@@ -292,7 +292,7 @@ static int show_transferred(const char *gpu, const char *from, const char *model
         return EXIT_USAGE;
     }
     struct calib *c = NULL;
-    int rc = transfer_checked(&d, from, gpu, impl, &t, &err);
+    int rc = transfer_checked(&d, from, gpu, impl, &t, &err) ? -1 : 0;
     if (!rc) {
         rc = calib_fit(&t, &c, &err);
         calib_data_free(&t);
@@ -300,15 +300,36 @@ static int show_transferred(const char *gpu, const char *from, const char *model
     calib_data_free(&d);
     if (rc) {
         fprintf(stderr, "tessera calib show: %s\n", err.msg);
+        calib_free(c);
         return EXIT_USAGE;
     }
     printf("no calibration measured on %s: %s carried over by per-op roofline ratios\n"
            "assumes: every op keeps the fraction of its roofline time it reached on %s (GEMM, attention\n"
            "and memory-bound efficiencies alike), kernel launch and host overheads are the same on both\n"
-           "GPUs, and the same kernels run (the %s implementation); uncertainty: not quantified (no\n"
-           "second GPU has been measured; on the H200 the uncalibrated roofline was 24-30%% off per step,\n"
-           "the calibrated model 1-6%%). Measure with `tessera engine profile` to replace it.\n",
+           "GPUs, and the same kernels run (the %s implementation). No second GPU has been measured to\n"
+           "check it (on the H200 the uncalibrated roofline was 24-30%% off per step, the calibrated\n"
+           "model 1-6%%). Measure with `tessera engine profile` to replace it.\n",
            gpu, src, from, impl);
+    printf("uncertainty band: each op scaled by the two GPUs' peak-FLOP ratio and by their bandwidth\n"
+           "ratio instead of its roofline ratio (the roofline may have misjudged which one limited the\n"
+           "kernel on %s), the smaller and larger of each op summed; not a measurement on %s:\n", from, gpu);
+    static const struct { const char *what; int segs, q, kv, rows; } ref[] = {
+        {"Refresh 16 x 512, all logits", 16, 512, 0, 512},
+        {"Reuse 16 x 32 over 480", 16, 32, 480, 32},
+        {"Reuse 1 x 32 over 480", 1, 32, 480, 32},
+    };
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 2048;
+    for (size_t i = 0; i < TS_ARRAY_LEN(ref); i++) {
+        calib_row_step(&(struct calib_row){.segs = ref[i].segs, .q = ref[i].q, .kv = ref[i].kv,
+                                           .logit_rows = ref[i].rows}, &sd);
+        double secs, lo, hi;
+        if (calib_transfer_band(c, model, from, gpu, impl, &sd, &secs, &lo, &hi, &err) == 0)
+            printf("  %-30s %9.3f ms  [%.3f, %.3f] (%+.0f%% / %+.0f%%)\n", ref[i].what, secs * 1e3, lo * 1e3,
+                   hi * 1e3, 100 * (lo / secs - 1), 100 * (hi / secs - 1));
+    }
+    step_desc_free(&sd);
     calib_show(c, stdout);
     calib_free(c);
     return 0;

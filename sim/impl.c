@@ -1,12 +1,14 @@
 /*
  * impl.c: implementation profiles. The papers' systems run PyTorch eager; tessera's engine runs
- * fused kernels under CUDA graphs. The defaults below are starting points until the calibration
- * issue replaces them with figures measured on one GPU:
- *   torch-eager  kernel counts of an HF-style eager layer (RMSNorm as ~8 element-wise kernels,
- *                RoPE recomputing its tables, SDPA, a copy before the O projection); the per-op
- *                issue cost is what the PyTorch anchor run on an H200 implies (a Reuse step of one
- *                32-token block takes 31 ms against a 4 ms weight-read floor, ~2000 kernels);
- *                logits get an fp32 softmax copy, as in Fast-dLLM's sampling.
+ * fused kernels under CUDA graphs.
+ *   torch-eager  kernel counts per op and the host's issue cost measured with the PyTorch harness
+ *                (engine/bench/torch_profile.py) on an H200: 55 kernels per layer (each RMSNorm 8
+ *                element-wise kernels, RoPE 26 recomputing its tables, attention 4 with the cache
+ *                concatenation), 11.4 us of host time per kernel and 27 us per segment, derived by
+ *                `analysis/derive_eager_impl.py engine/results/torch_kernels.h200.json
+ *                sim/data/calib/h200-llada-8b-torch-eager.csv`; the MoE router and expert counts
+ *                are not measured. Logits get an fp32 softmax copy, as in Fast-dLLM's sampling.
+ *                The efficiencies are starting points: the calibrated back end replaces them.
  *   tessera      one fused kernel per op, issued from a CUDA graph.
  */
 #include "cost.h"
@@ -15,12 +17,12 @@
 #include <string.h>
 
 static const struct impl_profile builtin_impls[] = {
-    {.name = "torch-eager", .launch_s = 13e-6, .host_step_s = 2e-3, .host_seg_s = 20e-6,
+    {.name = "torch-eager", .launch_s = 11.4e-6, .host_step_s = 0, .host_seg_s = 27e-6,
      .gemm_eff = 0.80, .attn_eff = 0.45, .mem_eff = 0.75,
-     .kernels = {[OP_EMBED] = 1, [OP_NORM] = 8, [OP_QKV] = 1, [OP_ROPE] = 32, [OP_KV_WRITE] = 2,
-                 [OP_ATTN] = 3, [OP_OPROJ] = 2, [OP_RESID] = 1, [OP_GATE_UP] = 1, [OP_ACT] = 2,
-                 [OP_DOWN] = 1, [OP_ROUTER] = 6, [OP_EXPERTS] = 12, [OP_LM_HEAD] = 1,
-                 [OP_SAMPLE] = 4},
+     .kernels = {[OP_EMBED] = 1, [OP_NORM] = 8, [OP_QKV] = 1, [OP_ROPE] = 26, [OP_KV_WRITE] = 0,
+                 [OP_ATTN] = 4, [OP_OPROJ] = 1, [OP_RESID] = 1, [OP_GATE_UP] = 1, [OP_ACT] = 2,
+                 [OP_DOWN] = 2, [OP_ROUTER] = 6, [OP_EXPERTS] = 12, [OP_LM_HEAD] = 2,
+                 [OP_SAMPLE] = 3},
      .softmax_copy_bytes = 4, .reserve_bytes = (int64_t)(1.0 * TS_GIB)},
     {.name = "tessera", .launch_s = 1.5e-6, .host_step_s = 50e-6, .host_seg_s = 0.2e-6,
      .gemm_eff = 0.85, .attn_eff = 0.60, .mem_eff = 0.85,

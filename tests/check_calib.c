@@ -24,7 +24,7 @@ static double attn_ms(double segs, double q, double kv)
 static void add(struct calib_data *d, int segs, int q, int kv, int R, enum cost_op op, double ms)
 {
     ts_grow((void **)&d->rows, &d->cap, d->n + 1, sizeof *d->rows);
-    d->rows[d->n++] = (struct calib_row){segs, q, kv, R, op, ms, 0};
+    d->rows[d->n++] = (struct calib_row){.segs = segs, .q = q, .kv = kv, .logit_rows = R, .op = op, .ms = ms};
 }
 
 /* A synthetic profile of llada-8b shapes on an H200, following the planted laws exactly. */
@@ -197,6 +197,28 @@ START_TEST(transfer_scales_by_roofline_ratios)
     ck_assert_int_gt(checked, 0);
     ck_assert_ptr_nonnull(strstr(l40s.device, "roofline transfer"));
     ck_assert_msg(calib_data_validate(&l40s, "l40s", &err) == 0, "%s", err.msg);
+    /* the band: none from a GPU to itself; around the price for another GPU, its ends the price
+     * with every op scaled by the other resource's ratio */
+    struct calib *cs, *cl;
+    ck_assert_int_eq(calib_fit(&same, &cs, &err), 0);
+    ck_assert_int_eq(calib_fit(&l40s, &cl, &err), 0);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 512;
+    calib_row_step(&(struct calib_row){.segs = 16, .q = 512, .kv = 0, .logit_rows = 512}, &sd);
+    double mid, lo, hi;
+    ck_assert_int_eq(calib_transfer_band(cs, "llada-8b", "h200", "h200", "tessera", &sd, &mid, &lo, &hi, &err), 0);
+    ck_assert(fabs(lo - mid) < 1e-9 * mid && fabs(hi - mid) < 1e-9 * mid);
+    ck_assert_int_eq(calib_transfer_band(cl, "llada-8b", "h200", "l40s", "tessera", &sd, &mid, &lo, &hi, &err), 0);
+    double rc = a.bf16_flops / b.bf16_flops, rm = a.mem_bw / b.mem_bw;
+    ck_assert_msg(lo < mid && mid <= hi * (1 + 1e-9) && lo >= mid * fmin(rc, rm) / fmax(rc, rm) * (1 - 1e-9),
+                  "band [%g, %g] around %g", lo, hi, mid);
+    /* a compute-bound Refresh on the L40S (less bandwidth per FLOP than the H200) can only get
+     * slower if its kernels were memory-limited: the high end is well above the price */
+    ck_assert(hi > 1.2 * mid);
+    step_desc_free(&sd);
+    calib_free(cs);
+    calib_free(cl);
     calib_data_free(&same);
     ck_assert_int_ne(calib_data_transfer(&d, "h200", "no-such-gpu", "tessera", &same, &err), 0);
     calib_data_free(&l40s);
@@ -262,6 +284,89 @@ START_TEST(roundtrip_csv)
 }
 END_TEST
 
+/* A planted host/GPU split: host issue = 40 + 0.5 segs ms; GPU-bound eager steps take their GPU
+ * time + 1 ms. */
+static double planted_host(int segs) { return 40.0 + 0.5 * segs; }
+
+static void planted_split(struct calib_data *d)
+{
+    planted(d);
+    for (size_t i = 0; i < d->n; i++) {
+        const struct calib_row *r = &d->rows[i];
+        double S = 0;
+        for (size_t j = 0; j < d->n; j++)
+            if (d->rows[j].segs == r->segs && d->rows[j].q == r->q && d->rows[j].kv == r->kv &&
+                d->rows[j].logit_rows == r->logit_rows)
+                S += d->rows[j].ms;
+        double host = planted_host(r->segs);
+        bool host_bound = S + 1 < host;
+        d->rows[i].gpu_ms = S;
+        d->rows[i].host_ms = host_bound ? host : fmin(host, S);
+        d->rows[i].total_ms = fmax(host, S + 1);
+    }
+}
+
+START_TEST(host_bound_steps_take_the_host_time)
+{
+    struct calib_data d;
+    planted_split(&d);
+    struct ts_err err;
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 2048;
+    double secs;
+    struct cost_breakdown bd;
+    /* small steps wait for the host: exactly the planted line, whatever their GPU work */
+    for (int segs = 1; segs <= 16; segs += 5) {
+        step_desc_clear(&sd);
+        for (int k = 0; k < segs; k++) {
+            struct segment g = {.req_id = k, .q = 8, .kv = 480, .logit_rows = 8, .phase = PHASE_REUSE};
+            step_desc_add(&sd, &g);
+        }
+        ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
+        ck_assert_msg(fabs(secs * 1e3 - planted_host(segs)) < 1e-6, "%d segs: %g ms", segs, secs * 1e3);
+        double gpu = secs - bd.op_s[OP_HOST];
+        ck_assert(bd.op_s[OP_HOST] > 0 && gpu > 0 && gpu * 1e3 < planted_host(segs));
+    }
+    /* a large profiled step is GPU-bound: its GPU time plus the 1 ms launch gap, no host part */
+    step_desc_clear(&sd);
+    struct segment big = {.req_id = 0, .q = 512, .kv = 2048, .logit_rows = 0, .phase = PHASE_REFRESH};
+    for (int k = 0; k < 16; k++) {
+        big.req_id = k;
+        step_desc_add(&sd, &big);
+    }
+    double S = 0;
+    for (size_t i = 0; i < d.n; i++)
+        if (d.rows[i].segs == 16 && d.rows[i].q == 512 && d.rows[i].kv == 2048 && d.rows[i].logit_rows == 0)
+            S = d.rows[i].gpu_ms;
+    ck_assert(S > planted_host(16));
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
+    ck_assert_msg(bd.op_s[OP_HOST] == 0 && fabs(secs * 1e3 - (S + 1)) < 0.02 * S, "%g ms vs %g", secs * 1e3, S + 1);
+    /* the split survives a CSV round trip; half of it is refused */
+    const char *p = tmp_path(1, ".csv");
+    struct calib_data e;
+    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
+    ck_assert_msg(calib_data_load(p, &e, &err) == 0, "%s", err.msg);
+    for (size_t i = 0; i < d.n; i++)
+        ck_assert(fabs(e.rows[i].gpu_ms - d.rows[i].gpu_ms) <= 1e-8 * d.rows[i].gpu_ms &&
+                  fabs(e.rows[i].host_ms - d.rows[i].host_ms) <= 1e-8 * d.rows[i].host_ms);
+    calib_data_free(&e);
+    char half[] = "device,model,segs,q,kv,logit_rows,op,ms,total_ms,gpu_ms\n"
+                  "\"NVIDIA H200\",llada-8b,1,8,0,0,qkv,1.0,2.0,1.5\n";
+    ck_assert_int_ne(calib_data_parse("half.csv", half, &e, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "half.csv:1: header: column 'host_ms' missing"));
+    char zero[] = "device,model,segs,q,kv,logit_rows,op,ms,total_ms,gpu_ms,host_ms\n"
+                  "\"NVIDIA H200\",llada-8b,1,8,0,0,qkv,1.0,2.0,1.5,0\n";
+    ck_assert_int_ne(calib_data_parse("zero.csv", zero, &e, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "zero.csv:2: host_ms"));
+    step_desc_free(&sd);
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
 START_TEST(shipped_calibration_prices_a_run)
 {
     struct sim_config c;
@@ -318,6 +423,7 @@ int main(void)
     tcase_add_test(tc, transfer_scales_by_roofline_ratios);
     tcase_add_test(tc, bad_profiles_are_refused);
     tcase_add_test(tc, roundtrip_csv);
+    tcase_add_test(tc, host_bound_steps_take_the_host_time);
     tcase_add_test(tc, shipped_calibration_prices_a_run);
     suite_add_tcase(s, tc);
     return run_suite("calib", s) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -164,6 +164,18 @@ expect 1 "mem plan over budget" -- $bin mem plan --tokens 65536 --budget-gib 1 -
 contains "mem plan over budget" "does not fit"
 expect 0 "mem lmax" -- $bin mem lmax --gpu rtx4090 --planner first-fit --mask-ratio 0.5 --chunking lazy
 contains "mem lmax" "L_max ="
+expect 0 "mem lmax --mem-limit" -- $bin mem lmax --mem-limit 24 --planner caching --softmax-copy 4 --json
+json_check "$tmp/out" 'd["mem_bytes"] == 24000000000 and 5000 < d["lmax"] < 12000'
+expect 2 "mem lmax bad --layers" -- $bin mem lmax --live --layers 0
+expect 2 "mem lmax --live profiled" -- $bin mem lmax --live --planner profiled
+contains "mem lmax --live profiled" "fixed step"
+if $bin --help | grep -q "CUDA engine (built in)"; then
+    expect 1 "mem lmax --live without a GPU" -- $bin mem lmax --live --mem-limit 24
+    contains "mem lmax --live without a GPU" "no CUDA device"
+else
+    expect 2 "mem lmax --live, engine not built" -- $bin mem lmax --live --mem-limit 24
+    contains "mem lmax --live, engine not built" "built without CUDA"
+fi
 expect 2 "mem unknown planner" -- $bin mem plan --planner buddy
 contains "mem unknown planner" "caching, profiled, first-fit, greedy-size, ilp"
 

@@ -6,12 +6,19 @@ PyTorch anchor: RMSNorm in fp32, fused QKV, RoPE, SDPA over cached + fresh K/V, 
 head with a softmax confidence and argmax) is timed over the step shapes `tessera engine profile`
 sweeps: each op of one layer with CUDA events (median of REPS, times the layer count), and the whole
 step without events (total_ms: the real step, host launch gaps included, which eager PyTorch pays).
-Writes a calibration CSV (device,model,segs,q,kv,logit_rows,op,ms,total_ms) to stdout or --out;
+It also separates the two things an eager step waits for: gpu_ms, the same step captured in a CUDA
+graph and replayed (the GPU's work alone, no launch gaps), and host_ms, the time Python takes to
+issue the eager step (measured from an idle GPU, before synchronising). Eager PyTorch runs ahead
+of the GPU, so its step takes about max(host_ms, gpu_ms); `tessera calib fit` models it so.
+And it counts the CUDA kernels each op launches (torch.profiler), for the torch-eager roofline
+profile (sim/impl.c), written to --kernels.
+Writes a calibration CSV (device,model,segs,q,kv,logit_rows,op,ms,total_ms,gpu_ms,host_ms) to
+stdout or --out;
 import it with
     tessera calib import FILE --gpu h200 --out sim/data/calib/h200-llada-8b-torch-eager.csv
-Usage: torch_profile.py [--out FILE] [--reps N] [--quick]
+Usage: torch_profile.py [--out FILE] [--reps N] [--quick] [--kernels FILE]
 """
-import argparse, csv, statistics, sys
+import argparse, csv, json, statistics, sys, time
 import torch
 import torch.nn.functional as F
 
@@ -25,6 +32,7 @@ ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 ap.add_argument("--out", help="CSV file (default: stdout)")
 ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--quick", action="store_true", help="a few shapes only (smoke test)")
+ap.add_argument("--kernels", help="JSON file for the CUDA kernels launched per op of one layer")
 args = ap.parse_args()
 dev, dt = "cuda", torch.bfloat16
 torch.manual_seed(0)
@@ -137,12 +145,60 @@ def profile(segs, q, kv, with_logits, reps):
             for k, v in acc.items():
                 ms.setdefault(k, []).append(v)
     total = timed(lambda: step(ids, pos, cache, R), reps)
-    return {k: statistics.median(v) for k, v in ms.items()}, total
+    # the host's issue time, from an idle GPU
+    hs = []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter(); step(ids, pos, cache, R); hs.append((time.perf_counter() - t0) * 1e3)
+        torch.cuda.synchronize()
+    # the GPU's time alone: the step replayed from a CUDA graph
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step(ids, pos, cache, R)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step(ids, pos, cache, R)
+    gpu = timed(g.replay, reps)
+    del g
+    torch.cuda.empty_cache()
+    return {k: statistics.median(v) for k, v in ms.items()}, total, gpu, statistics.median(hs)
+
+
+def count_kernels():
+    """CUDA kernels launched by each op of one layer and of the head (a 64-token step over 480
+    cached keys with logits), counted with torch.profiler."""
+    from torch.profiler import profile as tprofile, ProfilerActivity
+    q, kv = 64, 480
+    ids = torch.randint(0, V, (1, q), device=dev)
+    pos = torch.arange(kv, kv + q, device=dev)
+    cache = (w(1, H, kv, HD), w(1, H, kv, HD))
+    counts = {}
+    def count(name, f):
+        with tprofile(activities=[ProfilerActivity.CUDA]) as p:
+            r = f(); torch.cuda.synchronize()
+        n = sum(1 for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+        counts[name] = counts.get(name, 0) + n
+        return r
+    def one_pass(counted):
+        run = count if counted else (lambda name, f: f())
+        x = run("embed", lambda: emb[ids])
+        st, ops = layer_ops(layer, x, pos, cache)
+        for name, f in ops:
+            run(name, f)
+        for lmf, sf in zip(*head(rms(st["x"]), q).values()):
+            lg = run("lm_head", lmf)
+            run("sample", lambda: sf(lg))
+    one_pass(False)  # warm-up: library handles and workspaces exist before counting
+    torch.cuda.synchronize()
+    one_pass(True)
+    return counts
 
 
 out = open(args.out, "w", newline="") if args.out else sys.stdout
 wr = csv.writer(out)
-wr.writerow(["device", "model", "segs", "q", "kv", "logit_rows", "op", "ms", "total_ms"])
+wr.writerow(["device", "model", "segs", "q", "kv", "logit_rows", "op", "ms", "total_ms", "gpu_ms", "host_ms"])
 device = f"{torch.cuda.get_device_name()} (torch {torch.__version__} eager)"
 q_grid, kv_grid = ([1, 32, 512, 4096], [0, 480]) if args.quick else (Q_GRID, KV_GRID)
 n = 0
@@ -156,10 +212,14 @@ with torch.no_grad():
                         continue
                     if sg == 1 and (q > 512 or with_logits):
                         continue
-                    ms, total = profile(segs, q, kv, with_logits, args.reps)
+                    ms, total, gpu, host = profile(segs, q, kv, with_logits, args.reps)
                     for op, v in ms.items():
-                        wr.writerow([device, "llada-8b", segs, q, kv, q if with_logits else 0, op, f"{v:.6g}", f"{total:.6g}"])
+                        wr.writerow([device, "llada-8b", segs, q, kv, q if with_logits else 0, op, f"{v:.6g}",
+                                     f"{total:.6g}", f"{gpu:.6g}", f"{host:.6g}"])
                     n += 1
-                    print(f"  {segs:2d} x q {q:5d} over {kv:5d} cached{' +logits' if with_logits else ''}: {total:9.3f} ms",
-                          file=sys.stderr, flush=True)
+                    print(f"  {segs:2d} x q {q:5d} over {kv:5d} cached{' +logits' if with_logits else ''}: {total:9.3f} ms"
+                          f" (GPU alone {gpu:8.3f}, host {host:8.3f})", file=sys.stderr, flush=True)
+    if args.kernels:
+        with open(args.kernels, "w") as f:
+            json.dump({"device": device, "kernels_per_layer_op": count_kernels(), "layers": NL}, f, indent=1)
 print(f"torch profile: {n} steps", file=sys.stderr)
