@@ -14,9 +14,22 @@ static void grow64(int64_t **const *v, int n, size_t *cap, size_t need)
     *cap = need;
 }
 
+/* The shape as planned: at least one FFN chunk, logit chunks of at most R rows (0: one chunk). */
+static struct og_shape normalized(const struct og_shape *s)
+{
+    struct og_shape n = *s;
+    n.ffn_chunks = TS_MAX(1, n.ffn_chunks);
+    if (n.R > 0 && (n.logit_chunk_rows <= 0 || n.logit_chunk_rows > n.R))
+        n.logit_chunk_rows = (int32_t)n.R;
+    return n;
+}
+
 bool eng_act_same(const struct eng_act *a, const struct og_shape *s)
 {
-    return a->plan.offsets && memcmp(&a->shape, s, sizeof *s) == 0;
+    struct og_shape n = normalized(s);
+    const struct og_shape *h = &a->shape; /* field by field: the struct has padding */
+    return a->plan.offsets && h->T == n.T && h->R == n.R && h->logit_chunk_rows == n.logit_chunk_rows &&
+           h->ffn_chunks == n.ffn_chunks && h->softmax_copy_bytes == n.softmax_copy_bytes;
 }
 
 /* The next tensor of the graph, which must be of kind k (the template's order is the forward's). */
@@ -33,10 +46,7 @@ int eng_act_plan(struct eng_act *a, const struct model_cfg *m, const struct og_s
     if (m->num_experts > 0)
         return ts_fail(err, "engine: %s is a mixture of experts; the engine runs dense models", m->name);
     plan_free(&a->plan);
-    struct og_shape shape = *s;
-    shape.ffn_chunks = TS_MAX(1, shape.ffn_chunks);
-    if (shape.R > 0 && (shape.logit_chunk_rows <= 0 || shape.logit_chunk_rows > shape.R))
-        shape.logit_chunk_rows = (int32_t)shape.R;
+    struct og_shape shape = normalized(s);
     a->shape = shape;
     opgraph_build(&a->g, m, &shape);
     for (int32_t i = 0; i < a->g.n; i++)

@@ -312,20 +312,29 @@ void calib_row_step(const struct calib_row *r, struct step_desc *sd)
     }
 }
 
+/* Roofline contexts of one model and implementation on two GPUs. */
+static int two_gpus(const char *model, const char *from, const char *to, const char *impl,
+                    struct cost_ctx *src, struct cost_ctx *dst, struct ts_err *err)
+{
+    memset(src, 0, sizeof *src);
+    memset(dst, 0, sizeof *dst);
+    struct gpu_table *t = gpu_table_create();
+    int rc = model_resolve(model, &src->model, err) || gpu_lookup(t, from, &src->gpu, err) ||
+                     gpu_lookup(t, to, &dst->gpu, err) || impl_resolve(impl, &src->impl, err)
+                 ? -1 : 0;
+    gpu_table_destroy(t);
+    dst->model = src->model;
+    dst->impl = src->impl;
+    return rc;
+}
+
 int calib_data_transfer(const struct calib_data *in, const char *from, const char *to, const char *impl,
                         struct calib_data *out, struct ts_err *err)
 {
     memset(out, 0, sizeof *out);
-    struct cost_ctx src = {0}, dst = {0};
-    struct gpu_table *t = gpu_table_create();
-    int rc = model_resolve(in->model, &src.model, err) || gpu_lookup(t, from, &src.gpu, err) ||
-                     gpu_lookup(t, to, &dst.gpu, err) || impl_resolve(impl, &src.impl, err)
-                 ? -1 : 0;
-    gpu_table_destroy(t);
-    if (rc)
+    struct cost_ctx src, dst;
+    if (two_gpus(in->model, from, to, impl, &src, &dst, err))
         return -1;
-    dst.model = src.model;
-    dst.impl = src.impl;
     *out = *in;
     snprintf(out->device, sizeof out->device, "%.24s (roofline transfer from %.70s)", dst.gpu.name, in->device);
     out->rows = xmalloc(sizeof *in->rows * (in->n ? in->n : 1));
@@ -358,16 +367,9 @@ int calib_transfer_band(const struct calib *c, const char *model, const char *fr
                         const char *impl, const struct step_desc *sd, double *mid_s, double *lo_s,
                         double *hi_s, struct ts_err *err)
 {
-    struct cost_ctx src = {0}, dst = {0};
-    struct gpu_table *t = gpu_table_create();
-    int rc = model_resolve(model, &src.model, err) || gpu_lookup(t, from, &src.gpu, err) ||
-                     gpu_lookup(t, to, &dst.gpu, err) || impl_resolve(impl, &src.impl, err)
-                 ? -1 : 0;
-    gpu_table_destroy(t);
-    if (rc)
+    struct cost_ctx src, dst;
+    if (two_gpus(model, from, to, impl, &src, &dst, err))
         return -1;
-    dst.model = src.model;
-    dst.impl = src.impl;
     struct cost_breakdown bd, a, b;
     double sa, sb;
     if (calib_step_s(c, sd, true, mid_s, &bd, err) || cost_roofline.step_s(&src, sd, &sa, &a, err) ||

@@ -141,8 +141,15 @@ START_TEST(layout_of_a_full_model)
     ck_assert_int_eq(ff.logit_chunks, 4);
     ck_assert(!ff.head_gathered && ff.head == ff.x);
     struct og_shape other = sh;
+    other.logit_chunk_rows = 100000; /* one chunk of R rows, not four of 2048 */
+    ck_assert(!eng_act_same(&ff, &other));
+    other = sh;
     other.T = 8191;
     ck_assert(!eng_act_same(&ff, &other));
+    /* a shape that normalises to the planned one is the same plan */
+    struct og_shape one = {512, 512, 0, 0, 0}, same = {512, 512, 4096, 1, 0};
+    ck_assert_int_eq(eng_act_plan(&ff, m, &one, planner_find("first-fit"), &po, NULL), 0);
+    ck_assert(eng_act_same(&ff, &same));
     /* an MoE model is refused by name */
     struct ts_err err;
     ck_assert_int_ne(eng_act_plan(&ff, model_find("llada-moe-7b"), &sh, planner_find("first-fit"), &po, &err), 0);
