@@ -717,42 +717,6 @@ done:
     step_desc_free(&cached);
 }
 
-/* The skinny weight-streaming GEMM against a CPU product: Y = X W^T + beta Y0 (fp32 reference). */
-static void check_skinny(struct checker *c, int M, int N, int K, float beta)
-{
-    int64_t nx = (int64_t)M * K, nw = (int64_t)N * K, ny = (int64_t)M * N;
-    float *xf = xmalloc(4 * nx), *wf = xmalloc(4 * nw), *yf = xmalloc(4 * ny), *ref = xmalloc(4 * ny);
-    float *got = xmalloc(4 * ny);
-    bf16_t *xb = xmalloc(2 * nx), *wb = xmalloc(2 * nw), *yb = xmalloc(2 * ny);
-    void *dx = NULL, *dw = NULL, *dy = NULL, *ws = NULL;
-    rand_bf16(c, xf, xb, nx, 1.0f);
-    rand_bf16(c, wf, wb, nw, 0.05f);
-    rand_bf16(c, yf, yb, ny, 1.0f);
-    for (int m = 0; m < M; m++)
-        for (int n = 0; n < N; n++) {
-            double acc = 0;
-            for (int k = 0; k < K; k++)
-                acc += (double)xf[(int64_t)m * K + k] * wf[(int64_t)n * K + k];
-            ref[(int64_t)m * N + n] = (float)(acc + beta * yf[(int64_t)m * N + n]);
-        }
-    size_t wsb = k_gemm_skinny_ws_bytes(M, N, K);
-    dx = dev_copy(xb, 2 * (size_t)nx), dw = dev_copy(wb, 2 * (size_t)nw), dy = dev_copy(yb, 2 * (size_t)ny);
-    CK(cudaMalloc(&ws, wsb));
-    if (!dx || !dw || !dy) {
-        fail_msg(c, "skinny GEMM", "device allocation failed");
-        goto done;
-    }
-    KK(k_gemm_skinny(dx, dw, dy, M, N, K, beta, ws, wsb, NULL));
-    CK(cudaMemcpy(yb, dy, 2 * (size_t)ny, cudaMemcpyDeviceToHost));
-    to_float(got, yb, ny);
-    char what[96];
-    snprintf(what, sizeof what, "skinny GEMM %d x %d x %d%s", M, N, K, beta != 0 ? " +C" : "");
-    report(c, what, rel_err(got, ref, ny), 1e-2);
-done:
-    cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(ws);
-    free(xf), free(wf), free(yf), free(ref), free(got), free(xb), free(wb), free(yb);
-}
-
 int eng_check_run(uint64_t seed, FILE *out)
 {
     struct checker c = {out, 0, 0, seed};
@@ -774,10 +738,6 @@ int eng_check_run(uint64_t seed, FILE *out)
     check_attention(&c, 4, 4, 64, 0, true);
     check_attention(&c, 32, 32, 128, 0, false);
     check_argmax(&c, 126464);
-    check_skinny(&c, 1, 200, 64, 0.f);     /* one row, features past a block, one k chunk */
-    check_skinny(&c, 7, 4096, 576, 1.f);   /* a ragged last k slice, accumulate into Y */
-    check_skinny(&c, 32, 1000, 4096, 0.f); /* a Reuse block's rows */
-    check_skinny(&c, 40, 333, 1280, 1.f);
     check_argmax(&c, 1003);
     fprintf(out, "whole steps against the CPU reference:\n");
     struct model_cfg tiny_a = {.name = "tiny-gqa-d64", .num_layers = 2, .hidden = 256, .num_heads = 4,

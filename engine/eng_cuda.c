@@ -348,7 +348,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     }
     if (load_or_init_weights(e, err))
         goto fail;
-    if (eng_gemm_create(&e->gemm, e->blas_ws, BLAS_WORKSPACE, e->attn_ws, ATTN_WORKSPACE, err))
+    if (eng_gemm_create(&e->gemm, e->blas_ws, BLAS_WORKSPACE, err))
         goto fail;
     e->tuning = !o->no_tune;
     eng_kv_init(&e->kv, o->page_tokens, (int32_t)(pool_tokens / o->page_tokens));

@@ -21,29 +21,23 @@ struct shape {
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
     bool tuned;
-    bool skinny; /* k_gemm_skinny was the fastest */
-    float best_ms, first_ms, skinny_ms; /* skinny_ms: its time, when it was tried */
+    float best_ms, first_ms;
 };
 
 struct eng_gemm {
     cublasLtHandle_t lt;
     void *ws;
     size_t ws_bytes;
-    void *skinny_ws; /* partial sums of k_gemm_skinny */
-    size_t skinny_ws_bytes;
     struct shape *shapes;
     size_t n, cap;
     cudaEvent_t e0, e1;
 };
 
-int eng_gemm_create(struct eng_gemm **out, void *workspace, size_t ws_bytes, void *skinny_ws,
-                    size_t skinny_ws_bytes, struct ts_err *err)
+int eng_gemm_create(struct eng_gemm **out, void *workspace, size_t ws_bytes, struct ts_err *err)
 {
     struct eng_gemm *g = xcalloc(1, sizeof *g);
     g->ws = workspace;
     g->ws_bytes = ws_bytes;
-    g->skinny_ws = skinny_ws;
-    g->skinny_ws_bytes = skinny_ws_bytes;
     if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS || cudaEventCreate(&g->e0) != cudaSuccess ||
         cudaEventCreate(&g->e1) != cudaSuccess) {
         eng_gemm_destroy(g);
@@ -111,19 +105,7 @@ static cublasStatus_t matmul(struct eng_gemm *g, struct shape *s, const cublasLt
                           g->ws_bytes, st);
 }
 
-static bool skinny_fits(const struct eng_gemm *g, const struct shape *s)
-{
-    return g->skinny_ws && s->M <= 40 && s->K % 64 == 0 &&
-           k_gemm_skinny_ws_bytes(s->M, s->N, s->K) <= g->skinny_ws_bytes;
-}
-
-static int run_skinny(struct eng_gemm *g, const struct shape *s, const void *W, const void *X, void *Y,
-                      float beta, cudaStream_t st)
-{
-    return k_gemm_skinny(X, W, Y, s->M, s->N, s->K, beta, g->skinny_ws, g->skinny_ws_bytes, st);
-}
-
-/* One candidate: a cuBLASLt algorithm, or (algo NULL) the skinny kernel. */
+/* One candidate algorithm with its operands. */
 struct trial {
     struct eng_gemm *g;
     struct shape *s;
@@ -136,8 +118,7 @@ struct trial {
 
 static bool trial_run(const struct trial *t)
 {
-    return t->algo ? matmul(t->g, t->s, t->algo, t->W, t->X, t->Y, t->beta, t->st) == CUBLAS_STATUS_SUCCESS
-                   : run_skinny(t->g, t->s, t->W, t->X, t->Y, t->beta, t->st) == 0;
+    return matmul(t->g, t->s, t->algo, t->W, t->X, t->Y, t->beta, t->st) == CUBLAS_STATUS_SUCCESS;
 }
 
 /* Milliseconds per run, each of TUNE_REPS runs timed alone after the L2 cache was overwritten
@@ -175,9 +156,7 @@ static void consider(struct shape *s, const cublasLtMatmulAlgo_t *algo, float ms
         s->first_ms = ms;
     if (s->best_ms < 0 || ms < s->best_ms) {
         s->best_ms = ms;
-        if (algo)
-            s->algo = *algo;
-        s->skinny = !algo;
+        s->algo = *algo;
     }
 }
 
@@ -206,12 +185,6 @@ static int tune(struct eng_gemm *g, struct shape *s, const void *W, const void *
             continue;
         t.algo = &res[i].algo;
         consider(s, t.algo, time_trial(&t, flush, flush_bytes), i == 0);
-    }
-    s->skinny_ms = -1;
-    if (skinny_fits(g, s)) { /* few rows: the weight-streaming kernel */
-        t.algo = NULL;
-        s->skinny_ms = time_trial(&t, flush, flush_bytes);
-        consider(s, NULL, s->skinny_ms, false);
     }
     if (flush) {
         cudaStreamSynchronize(st);
@@ -252,12 +225,6 @@ int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y
     if (!s->tuned && may_tune && scratch && scratch_bytes >= 2 * (size_t)M * N && (void *)Y != scratch)
         if (tune(g, s, W, X, scratch, (cudaStream_t)stream, err))
             return -1;
-    if (s->skinny) {
-        int rc = run_skinny(g, s, W, X, Y, beta, (cudaStream_t)stream);
-        if (rc)
-            return ts_fail(err, "engine: skinny GEMM %d x %d x %d: %s", M, N, K, cudaGetErrorString((cudaError_t)rc));
-        return 0;
-    }
     CB(matmul(g, s, &s->algo, W, X, Y, beta, (cudaStream_t)stream));
     return 0;
 }
@@ -283,12 +250,8 @@ void eng_gemm_report(const struct eng_gemm *g, FILE *out)
 {
     for (size_t i = 0; i < g->n; i++) {
         const struct shape *s = &g->shapes[i];
-        if (s->tuned && s->best_ms > 0) {
-            fprintf(out, "  gemm %5d x %6d x %5d%s: %.4f ms (heuristic's first: %.4f ms", s->M, s->N, s->K,
-                    s->beta1 ? " +C" : "", s->best_ms, s->first_ms);
-            if (s->skinny_ms > 0)
-                fprintf(out, ", skinny kernel: %.4f ms%s", s->skinny_ms, s->skinny ? ", chosen" : "");
-            fprintf(out, ")\n");
-        }
+        if (s->tuned && s->best_ms > 0)
+            fprintf(out, "  gemm %5d x %6d x %5d%s: %.4f ms (heuristic's first: %.4f ms)\n", s->M, s->N,
+                    s->K, s->beta1 ? " +C" : "", s->best_ms, s->first_ms);
     }
 }

@@ -1,8 +1,8 @@
 /*
  * eng_gemm.h: the engine's GEMMs, Y[M, N] (+)= X[M, K] W^T for bf16 row-major X, Y and HF-layout
  * W [N, K], through cuBLASLt. The first time a shape is run with tuning allowed, every algorithm
- * cuBLASLt's heuristic proposes (up to 16), and for few rows the skinny weight-streaming kernel
- * (kernels/gemm_skinny.cu), is timed on a scratch output with a cold L2 and the fastest kept;
+ * cuBLASLt's heuristic proposes (up to 16) is timed on a scratch output with a cold L2 (the
+ * weights stream from memory, as in a step) and the fastest kept;
  * during CUDA graph capture tuning is off and a shape not tuned yet takes the heuristic's first.
  */
 #ifndef TESSERA_ENG_GEMM_H
@@ -18,10 +18,7 @@
 
 struct eng_gemm;
 
-/* workspace: cuBLASLt's; skinny_ws: partial sums of the skinny kernel (k_gemm_skinny), tried
- * for shapes of at most 40 rows when tuning (NULL: never). */
-int eng_gemm_create(struct eng_gemm **out, void *workspace, size_t ws_bytes, void *skinny_ws,
-                    size_t skinny_ws_bytes, struct ts_err *err);
+int eng_gemm_create(struct eng_gemm **out, void *workspace, size_t ws_bytes, struct ts_err *err);
 void eng_gemm_destroy(struct eng_gemm *g);
 /* scratch (scratch_bytes) receives the candidates' outputs while tuning; NULL disables tuning. */
 int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N,

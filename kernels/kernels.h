@@ -10,7 +10,6 @@
 #ifndef TESSERA_KERNELS_H
 #define TESSERA_KERNELS_H
 
-#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -54,12 +53,6 @@ int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
 /* out[t, j] = silu(gu[t, j]) * gu[t, F + j] for a fused gate|up input of width 2F. */
 int k_swiglu(bf16_t *out, const bf16_t *gu, int rows, int F, k_stream stream);
 
-/* Y[M, N] = X[M, K] W^T + beta Y for few rows (1 <= M <= 40, K a multiple of 64): the weights
- * streamed once with split-K over 512-k slices, partial sums in ws (k_gemm_skinny_ws_bytes), added
- * up in a fixed order. For the memory-bound GEMMs of small steps. */
-size_t k_gemm_skinny_ws_bytes(int M, int N, int K);
-int k_gemm_skinny(const bf16_t *X, const bf16_t *W, bf16_t *Y, int M, int N, int K, float beta,
-                  void *ws, size_t ws_bytes, k_stream stream);
 
 /*
  * Varlen attention over packed segments. Segment s has q_len[s] query rows starting at packed
