@@ -2,7 +2,7 @@
 # live_gpu_test.sh: live mode on a GPU machine (make check-gpu). A small schedule runs with
 # --executor gpu: every step is executed and measured (live_steps == num_steps), every request
 # finishes, the measured time is positive and within a factor of 3 of the calibrated model's, and
-# the database records the measured step times.
+# the database records the measured step times; a preset with the caching planner runs live too.
 # Usage: live_gpu_test.sh PATH/TO/tessera
 set -u
 bin=${1:?usage: live_gpu_test.sh PATH/TO/tessera}
@@ -30,4 +30,16 @@ for f in fails:
 print(f"live: {s['num_steps']} steps measured {meas:.3f} s (model {model:.3f} s); "
       f"{'ok' if not fails else 'failed'}")
 sys.exit(1 if fails else 0)
+PY
+[ $? -eq 0 ] || exit 1
+# the engine lays out its activations by the simulation's planner: the fast-dllm preset (PyTorch's
+# caching allocator model) runs live with every step executed
+"$bin" sim --system fast-dllm --requests 4 --rps 8 --gen-len 32 --lengths fixed:200,32 --executor gpu \
+    --json --quiet --no-progress >"$tmp/caching.json" || { echo "live: the caching-planner run failed"; exit 1; }
+python3 - "$tmp/caching.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+ok = s.get("live_steps") == s["num_steps"] > 0 and s["num_finished"] == 4
+print(f"live: fast-dllm (caching planner) {s['num_steps']} steps executed; {'ok' if ok else 'failed'}")
+sys.exit(0 if ok else 1)
 PY
