@@ -105,29 +105,13 @@ static cublasStatus_t matmul(struct eng_gemm *g, struct shape *s, const cublasLt
                           g->ws_bytes, st);
 }
 
-/* One candidate algorithm with its operands. */
-struct trial {
-    struct eng_gemm *g;
-    struct shape *s;
-    const cublasLtMatmulAlgo_t *algo;
-    const void *W, *X;
-    void *Y;
-    float beta;
-    cudaStream_t st;
-};
-
-static bool trial_run(const struct trial *t)
+/* Milliseconds per run of algo, each of TUNE_REPS runs timed alone after the L2 cache was
+ * overwritten (flush), as in a step where the weights stream from memory: back-to-back runs would
+ * find a small GEMM's weights in L2 and favour the wrong algorithm. Negative: the algorithm fails. */
+static float time_algo(struct eng_gemm *g, struct shape *s, const cublasLtMatmulAlgo_t *algo, const void *W,
+                       const void *X, void *Y, float beta, cudaStream_t st, void *flush, size_t flush_bytes)
 {
-    return matmul(t->g, t->s, t->algo, t->W, t->X, t->Y, t->beta, t->st) == CUBLAS_STATUS_SUCCESS;
-}
-
-/* Milliseconds per run, each of TUNE_REPS runs timed alone after the L2 cache was overwritten
- * (flush), as in a step where the weights stream from memory: back-to-back runs would find a small
- * GEMM's weights in L2 and favour the wrong candidate. Negative: the candidate fails. */
-static float time_trial(const struct trial *t, void *flush, size_t flush_bytes)
-{
-    struct eng_gemm *g = t->g;
-    if (!trial_run(t)) {
+    if (matmul(g, s, algo, W, X, Y, beta, st) != CUBLAS_STATUS_SUCCESS) {
         cudaGetLastError();
         return -1;
     }
@@ -135,10 +119,10 @@ static float time_trial(const struct trial *t, void *flush, size_t flush_bytes)
     for (int r = 0; r < TUNE_REPS; r++) {
         float ms = 0;
         if (flush)
-            cudaMemsetAsync(flush, r, flush_bytes, t->st);
-        cudaEventRecord(g->e0, t->st);
-        trial_run(t);
-        cudaEventRecord(g->e1, t->st);
+            cudaMemsetAsync(flush, r, flush_bytes, st);
+        cudaEventRecord(g->e0, st);
+        matmul(g, s, algo, W, X, Y, beta, st);
+        cudaEventRecord(g->e1, st);
         if (cudaEventSynchronize(g->e1) != cudaSuccess || cudaEventElapsedTime(&ms, g->e0, g->e1) != cudaSuccess) {
             cudaGetLastError();
             return -1;
@@ -146,18 +130,6 @@ static float time_trial(const struct trial *t, void *flush, size_t flush_bytes)
         total += ms;
     }
     return total / TUNE_REPS;
-}
-
-static void consider(struct shape *s, const cublasLtMatmulAlgo_t *algo, float ms, bool first)
-{
-    if (ms < 0)
-        return;
-    if (first)
-        s->first_ms = ms;
-    if (s->best_ms < 0 || ms < s->best_ms) {
-        s->best_ms = ms;
-        s->algo = *algo;
-    }
 }
 
 static int tune(struct eng_gemm *g, struct shape *s, const void *W, const void *X, void *scratch,
@@ -179,12 +151,18 @@ static int tune(struct eng_gemm *g, struct shape *s, const void *W, const void *
         flush_bytes = 2 * (size_t)l2;
     else
         cudaGetLastError(); /* no room: time warm */
-    struct trial t = {g, s, NULL, W, X, scratch, beta, st};
     for (int i = 0; i < n; i++) {
         if (res[i].state != CUBLAS_STATUS_SUCCESS)
             continue;
-        t.algo = &res[i].algo;
-        consider(s, t.algo, time_trial(&t, flush, flush_bytes), i == 0);
+        float ms = time_algo(g, s, &res[i].algo, W, X, scratch, beta, st, flush, flush_bytes);
+        if (ms < 0)
+            continue; /* a candidate that fails is skipped */
+        if (i == 0)
+            s->first_ms = ms;
+        if (s->best_ms < 0 || ms < s->best_ms) {
+            s->best_ms = ms;
+            s->algo = res[i].algo;
+        }
     }
     if (flush) {
         cudaStreamSynchronize(st);
