@@ -4,16 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Grows arrays that share one capacity. */
-static void grow64(int64_t **const *v, int n, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return;
-    for (int i = 0; i < n; i++)
-        *v[i] = xrealloc(*v[i], need * sizeof **v[i]);
-    *cap = need;
-}
-
 /* The shape as planned: at least one FFN chunk, logit chunks of at most R rows (0: one chunk). */
 static struct og_shape normalized(const struct og_shape *s)
 {
@@ -64,11 +54,12 @@ int eng_act_plan(struct eng_act *a, const struct model_cfg *m, const struct og_s
     a->logit_rows = R > 0 ? shape.logit_chunk_rows : 0;
     a->logit_chunks = R > 0 ? (int32_t)((R + a->logit_rows - 1) / a->logit_rows) : 0;
     a->head_gathered = R > 0 && R < T;
-    int64_t **const per_layer[] = {&a->norm1, &a->qkv, &a->att, &a->norm2};
-    int64_t **const per_ffn[] = {&a->gu, &a->act}, **const per_logit[] = {&a->logits, &a->softmax};
-    grow64(per_layer, 4, &a->cap_layers, (size_t)a->layers + 1);
-    grow64(per_ffn, 2, &a->cap_ffn, (size_t)a->layers * (size_t)a->ffn_chunks + 1);
-    grow64(per_logit, 2, &a->cap_logits, (size_t)a->logit_chunks + 1);
+    void **const per_layer[] = {(void **)&a->norm1, (void **)&a->qkv, (void **)&a->att, (void **)&a->norm2};
+    void **const per_ffn[] = {(void **)&a->gu, (void **)&a->act};
+    void **const per_logit[] = {(void **)&a->logits, (void **)&a->softmax};
+    ts_grow_group(per_layer, 4, &a->cap_layers, (size_t)a->layers + 1, sizeof(int64_t));
+    ts_grow_group(per_ffn, 2, &a->cap_ffn, (size_t)a->layers * (size_t)a->ffn_chunks + 1, sizeof(int64_t));
+    ts_grow_group(per_logit, 2, &a->cap_logits, (size_t)a->logit_chunks + 1, sizeof(int64_t));
     int32_t cur = 0;
     a->x = T > 0 ? take(a, &cur, OG_X) : 0;
     for (int L = 0; L < a->layers; L++) {

@@ -342,6 +342,21 @@ static void seg(struct step_desc *sd, int req, int q, int kv, int logits)
     step_desc_add(sd, &s);
 }
 
+/* Three steps with Refresh-like, Reuse-like, prefill (no logits) and fused-commit segments, in
+ * order (each reuses the cache of the ones before). */
+static void mixed_steps(struct step_desc steps[3])
+{
+    for (int k = 0; k < 3; k++)
+        step_desc_init(&steps[k]);
+    seg(&steps[0], 0, 200, 0, 200);
+    seg(&steps[0], 1, 37, 0, 0);
+    seg(&steps[1], 0, 32, 168, 32);
+    seg(&steps[1], 1, 32, 37, 32);
+    seg(&steps[1], 2, 100, 0, 100);
+    seg(&steps[2], 2, 64, 100, 32);
+    seg(&steps[2], 0, 200, 0, 17);
+}
+
 /* Runs the same steps on the engine and the reference and compares outputs. */
 static void check_steps(struct checker *c, const struct model_cfg *m, int block_size, int logit_chunk)
 {
@@ -355,8 +370,8 @@ static void check_steps(struct checker *c, const struct model_cfg *m, int block_
     struct eng *e = NULL;
     struct eng_ref *r = NULL;
     struct ts_err err;
-    struct step_desc sd;
-    step_desc_init(&sd);
+    struct step_desc steps[3];
+    mixed_steps(steps);
     struct eng_plan p;
     eng_plan_init(&p);
     struct eng_kv kv;
@@ -366,26 +381,14 @@ static void check_steps(struct checker *c, const struct model_cfg *m, int block_
         fail_msg(c, "engine create", err.msg);
         goto done;
     }
-    /* three steps with Refresh-like, Reuse-like, prefill (no logits) and fused-commit segments */
     for (int step = 0; step < 3; step++) {
-        step_desc_clear(&sd);
-        if (step == 0) {
-            seg(&sd, 0, 200, 0, 200);
-            seg(&sd, 1, 37, 0, 0);
-        } else if (step == 1) {
-            seg(&sd, 0, 32, 168, 32);
-            seg(&sd, 1, 32, 37, 32);
-            seg(&sd, 2, 100, 0, 100);
-        } else {
-            seg(&sd, 2, 64, 100, 32);
-            seg(&sd, 0, 200, 0, 17);
-        }
+        const struct step_desc *sd = &steps[step];
         struct eng_out out;
-        if (eng_poison_workspace(e, &err) || eng_step(e, &sd, &out, NULL, &err)) {
+        if (eng_poison_workspace(e, &err) || eng_step(e, sd, &out, NULL, &err)) {
             fail_msg(c, "engine step", err.msg);
             goto done;
         }
-        if (eng_plan_build(&p, &kv, &sd, m->vocab, o.seed, &err)) {
+        if (eng_plan_build(&p, &kv, sd, m->vocab, o.seed, &err)) {
             fail_msg(c, "plan", err.msg);
             goto done;
         }
@@ -393,7 +396,7 @@ static void check_steps(struct checker *c, const struct model_cfg *m, int block_
         float *href = xmalloc(4 * (size_t)R * m->hidden), *hgpu = xmalloc(4 * (size_t)R * m->hidden);
         float *rmax = xmalloc(4 * (size_t)R), *rconf = xmalloc(4 * (size_t)R);
         int32_t *rtok = xmalloc(4 * (size_t)R);
-        eng_ref_step(r, &sd, &p, block_size, href, rtok, rmax, rconf);
+        eng_ref_step(r, sd, &p, block_size, href, rtok, rmax, rconf);
         int same = 0;
         double max_err = 0;
         for (int i = 0; i < R; i++) {
@@ -418,7 +421,8 @@ static void check_steps(struct checker *c, const struct model_cfg *m, int block_
 done:
     eng_destroy(e);
     eng_ref_destroy(r);
-    step_desc_free(&sd);
+    for (int k = 0; k < 3; k++)
+        step_desc_free(&steps[k]);
     eng_plan_free(&p);
     eng_kv_free(&kv);
 }
@@ -607,15 +611,7 @@ static void check_planners(struct checker *c, const struct model_cfg *m)
 {
     const char *planners[] = {"first-fit", "greedy-size", "caching", "profiled", "ilp"};
     struct step_desc steps[3];
-    for (int k = 0; k < 3; k++)
-        step_desc_init(&steps[k]);
-    seg(&steps[0], 0, 200, 0, 200);
-    seg(&steps[0], 1, 37, 0, 0);
-    seg(&steps[1], 0, 32, 168, 32);
-    seg(&steps[1], 1, 32, 37, 32);
-    seg(&steps[1], 2, 100, 0, 100);
-    seg(&steps[2], 2, 64, 100, 32);
-    seg(&steps[2], 0, 200, 0, 17);
+    mixed_steps(steps);
     struct step_outs ref = {0};
     char what[128];
     for (size_t k = 0; k < TS_ARRAY_LEN(planners); k++) {

@@ -96,26 +96,6 @@ void eng_plan_free(struct eng_plan *p)
     memset(p, 0, sizeof *p);
 }
 
-static void grow32(int32_t **v, size_t *cap, size_t need)
-{
-    if (need > *cap) {
-        size_t c = TS_MAX(need, *cap * 2);
-        *v = xrealloc(*v, c * sizeof **v);
-        *cap = c;
-    }
-}
-
-/* Grows several arrays that share one capacity. */
-static void grow_group(int32_t **const *arrays, int n, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return;
-    size_t c = TS_MAX(need, *cap * 2);
-    for (int i = 0; i < n; i++)
-        *arrays[i] = xrealloc(*arrays[i], c * sizeof(int32_t));
-    *cap = c;
-}
-
 int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
                    int32_t vocab, uint64_t seed, struct ts_err *err)
 {
@@ -139,11 +119,12 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
     if (kv && need_pages > kv->num_free)
         return ts_fail(err, "step refused: its segments need %lld more KV pages, %d of %d are free",
                        (long long)need_pages, kv->num_free, kv->num_pages);
-    int32_t **const per_token[] = {&p->tok_pos, &p->tok_slot, &p->tok_ids};
-    int32_t **const per_seg[] = {&p->q_start, &p->q_len, &p->key_len, &p->kv_cached, &p->page_off};
-    grow_group(per_token, 3, &p->cap_T, (size_t)T);
-    grow_group(per_seg, 5, &p->cap_S, (size_t)S);
-    grow32(&p->logit_idx, &p->cap_R, (size_t)R);
+    void **const per_token[] = {(void **)&p->tok_pos, (void **)&p->tok_slot, (void **)&p->tok_ids};
+    void **const per_seg[] = {(void **)&p->q_start, (void **)&p->q_len, (void **)&p->key_len,
+                              (void **)&p->kv_cached, (void **)&p->page_off};
+    ts_grow_group(per_token, 3, &p->cap_T, (size_t)T, sizeof(int32_t));
+    ts_grow_group(per_seg, 5, &p->cap_S, (size_t)S, sizeof(int32_t));
+    ts_grow((void **)&p->logit_idx, &p->cap_R, (size_t)R, sizeof(int32_t));
 
     int32_t row = 0, nref = 0, ntiles = 0, r = 0, max_keys = 0;
     for (int32_t s = 0; s < S; s++) {
@@ -157,7 +138,7 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
         p->kv_cached[s] = g->kv;
         p->page_off[s] = nref;
         int32_t npages = (keys + page_tokens - 1) / page_tokens;
-        grow32(&p->pages, &p->cap_pages, (size_t)(nref + npages));
+        ts_grow((void **)&p->pages, &p->cap_pages, (size_t)(nref + npages), sizeof(int32_t));
         if (kv)
             memcpy(p->pages + nref, kv->reqs[g->req_id].pages, sizeof *p->pages * (size_t)npages);
         else /* one-token pages over the step's own rows */
@@ -174,7 +155,7 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
         for (int32_t i = g->q - g->logit_rows; i < g->q; i++)
             p->logit_idx[r++] = row + i;
         for (int32_t q0 = 0; q0 < g->q; q0 += K_ATTN_TILE_M) {
-            grow32(&p->tiles, &p->cap_tiles, (size_t)(2 * (ntiles + 1)));
+            ts_grow((void **)&p->tiles, &p->cap_tiles, (size_t)(2 * (ntiles + 1)), sizeof(int32_t));
             p->tiles[2 * ntiles] = s;
             p->tiles[2 * ntiles + 1] = q0;
             ntiles++;

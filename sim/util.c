@@ -64,15 +64,24 @@ char *xstrdup(const char *s)
     return d;
 }
 
-void ts_grow(void **buf, size_t *cap, size_t need, size_t elem_size)
+void ts_grow_group(void **const *bufs, int n, size_t *cap, size_t need, size_t elem_size)
 {
     if (need <= *cap)
         return;
     size_t c = *cap ? *cap : 16;
     while (c < need)
         c *= 2;
-    *buf = xrealloc(*buf, c * elem_size);
+    for (int i = 0; i < n; i++)
+        *bufs[i] = xrealloc(*bufs[i], c * elem_size);
     *cap = c;
+}
+
+void ts_grow(void **buf, size_t *cap, size_t need, size_t elem_size)
+{
+    if (need <= *cap) /* the common case, on hot paths */
+        return;
+    void **const one[] = {buf};
+    ts_grow_group(one, 1, cap, need, elem_size);
 }
 
 int ts_read_file(const char *path, char **out, size_t *len, struct ts_err *err)

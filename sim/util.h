@@ -43,6 +43,8 @@ char *xstrdup(const char *s);
 
 /* Grows *buf (of *cap elements of elem_size bytes) so that it holds at least need elements. */
 void ts_grow(void **buf, size_t *cap, size_t need, size_t elem_size);
+/* The same for n arrays that share one capacity. */
+void ts_grow_group(void **const *bufs, int n, size_t *cap, size_t need, size_t elem_size);
 
 /* Reads a whole file into a NUL-terminated buffer. Caller frees *out. */
 int ts_read_file(const char *path, char **out, size_t *len, struct ts_err *err);
