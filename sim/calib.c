@@ -328,6 +328,25 @@ static int two_gpus(const char *model, const char *from, const char *to, const c
     return rc;
 }
 
+/* A step priced by the roofline on both GPUs; ratio(op) is how much slower the op is on the
+ * second (the step's ratio for an op the roofline does not price). */
+struct roofline_pair {
+    struct cost_breakdown a, b;
+    double sa, sb;
+};
+
+static int roofline_both(const struct cost_ctx *src, const struct cost_ctx *dst, const struct step_desc *sd,
+                         struct roofline_pair *p, struct ts_err *err)
+{
+    return cost_roofline.step_s(src, sd, &p->sa, &p->a, err) || cost_roofline.step_s(dst, sd, &p->sb, &p->b, err)
+               ? -1 : 0;
+}
+
+static double roofline_ratio(const struct roofline_pair *p, int op)
+{
+    return p->a.op_s[op] > 0 && p->b.op_s[op] > 0 ? p->b.op_s[op] / p->a.op_s[op] : p->sb / p->sa;
+}
+
 int calib_data_transfer(const struct calib_data *in, const char *from, const char *to, const char *impl,
                         struct calib_data *out, struct ts_err *err)
 {
@@ -345,15 +364,13 @@ int calib_data_transfer(const struct calib_data *in, const char *from, const cha
         const struct calib_row *r = &in->rows[i];
         sd.logit_chunk_rows = (int32_t)TS_MAX(1, (int64_t)r->segs * r->logit_rows);
         calib_row_step(r, &sd);
-        struct cost_breakdown a, b;
-        double sa, sb;
-        if (cost_roofline.step_s(&src, &sd, &sa, &a, err) || cost_roofline.step_s(&dst, &sd, &sb, &b, err)) {
+        struct roofline_pair rp;
+        if (roofline_both(&src, &dst, &sd, &rp, err)) {
             step_desc_free(&sd);
             calib_data_free(out);
             return -1;
         }
-        double total_ratio = sb / sa;
-        double op_ratio = a.op_s[r->op] > 0 && b.op_s[r->op] > 0 ? b.op_s[r->op] / a.op_s[r->op] : total_ratio;
+        double total_ratio = rp.sb / rp.sa, op_ratio = roofline_ratio(&rp, r->op);
         out->rows[i] = *r;
         out->rows[i].ms = r->ms * op_ratio;
         out->rows[i].total_ms = r->total_ms * total_ratio;
@@ -370,10 +387,9 @@ int calib_transfer_band(const struct calib *c, const char *model, const char *fr
     struct cost_ctx src, dst;
     if (two_gpus(model, from, to, impl, &src, &dst, err))
         return -1;
-    struct cost_breakdown bd, a, b;
-    double sa, sb;
-    if (calib_step_s(c, sd, true, mid_s, &bd, err) || cost_roofline.step_s(&src, sd, &sa, &a, err) ||
-        cost_roofline.step_s(&dst, sd, &sb, &b, err))
+    struct cost_breakdown bd;
+    struct roofline_pair rp;
+    if (calib_step_s(c, sd, true, mid_s, &bd, err) || roofline_both(&src, &dst, sd, &rp, err))
         return -1;
     const double rc_ = src.gpu.bf16_flops / dst.gpu.bf16_flops, rm = src.gpu.mem_bw / dst.gpu.mem_bw;
     double gpu = 0, lo = 0, hi = 0;
@@ -381,7 +397,7 @@ int calib_transfer_band(const struct calib *c, const char *model, const char *fr
         double v = bd.op_s[o];
         if (v <= 0 || o == OP_HOST)
             continue;
-        double r = a.op_s[o] > 0 && b.op_s[o] > 0 ? b.op_s[o] / a.op_s[o] : sb / sa, base = v / r;
+        double r = roofline_ratio(&rp, o), base = v / r;
         gpu += v;
         lo += base * fmin(r, fmin(rc_, rm));
         hi += base * fmax(r, fmax(rc_, rm));
