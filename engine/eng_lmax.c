@@ -12,7 +12,6 @@
  * memory is measured beside the plan.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,11 +30,6 @@ struct probe_ctx {
     int probes;
 };
 
-static int64_t rows_for(const struct lmax_live_req *q, int64_t L)
-{
-    return q->mask_ratio >= 0 ? (int64_t)ceil(q->mask_ratio * (double)L) : L;
-}
-
 /* 1: L fits (its activations are mapped on return), 0: it does not (why in err), -1: error. */
 static int probe(struct probe_ctx *c, int64_t L, struct ts_err *err)
 {
@@ -46,7 +40,7 @@ static int probe(struct probe_ctx *c, int64_t L, struct ts_err *err)
     if (eng_device_used(c->e, &used, err))
         return -1;
     int64_t budget = c->q->mem_limit - used;
-    int64_t R = rows_for(c->q, L);
+    int64_t R = og_masked_rows(c->q->mask_ratio, L);
     struct og_shape s = {L, R, 0, 1, c->q->softmax_copy};
     struct chunk_result cr;
     if (chunk_search((enum chunking)c->q->chunking, c->q->m, &s, c->p, &c->po, budget, &cr, err))

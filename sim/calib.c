@@ -538,13 +538,19 @@ static void attn_features(double segs, double q, double kv, double *f)
  * the un-instrumented total, down or up: a total above the sum is, on large steps, run-to-run noise
  * (a constant taken from it would land on every small step) and, on small ones, launch gaps that
  * belong to that shape. */
+/* Whether two profile rows belong to the same profiled step. */
+static bool same_step(const struct calib_row *a, const struct calib_row *b)
+{
+    return a->segs == b->segs && a->q == b->q && a->kv == b->kv && a->logit_rows == b->logit_rows;
+}
+
 /* The sum of the op times of the profiled step row r belongs to. */
 static double step_ops_ms(const struct calib_data *d, const struct calib_row *r)
 {
     double sum = 0;
     for (size_t j = 0; j < d->n; j++) {
         const struct calib_row *s = &d->rows[j];
-        if (s->segs == r->segs && s->q == r->q && s->kv == r->kv && s->logit_rows == r->logit_rows)
+        if (same_step(s, r))
             sum += s->ms;
     }
     return sum;
@@ -577,8 +583,7 @@ static size_t distinct_steps(const struct calib_data *d, const struct calib_row 
     for (size_t i = 0; i < d->n; i++) {
         const struct calib_row *r = &d->rows[i];
         size_t j = 0;
-        while (j < n && !(out[j]->segs == r->segs && out[j]->q == r->q && out[j]->kv == r->kv &&
-                          out[j]->logit_rows == r->logit_rows))
+        while (j < n && !same_step(out[j], r))
             j++;
         if (j == n)
             out[n++] = r;

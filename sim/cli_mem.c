@@ -112,11 +112,7 @@ static int parse(int argc, char **argv, struct mem_args *a)
 
 static int64_t rows_for(const struct mem_args *a, int64_t T)
 {
-    if (a->logit_rows >= 0)
-        return TS_MIN(a->logit_rows, T);
-    if (a->mask_ratio >= 0)
-        return (int64_t)ceil(a->mask_ratio * (double)T);
-    return T;
+    return a->logit_rows >= 0 ? TS_MIN(a->logit_rows, T) : og_masked_rows(a->mask_ratio, T);
 }
 
 static int cmd_plan(const struct mem_args *a)

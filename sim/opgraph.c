@@ -1,6 +1,7 @@
 /* opgraph.c: instantiating the forward's tensor template and measuring its live bytes. */
 #include "opgraph.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,11 @@ static const char *const kind_names[OG_KIND_COUNT] = {
     "residual", "norm", "qkv", "attention", "router", "gate_up", "act", "gathered", "logits", "softmax"};
 
 const char *og_kind_name(enum og_kind k) { return (unsigned)k < OG_KIND_COUNT ? kind_names[k] : "?"; }
+
+int64_t og_masked_rows(double mask_ratio, int64_t T)
+{
+    return mask_ratio >= 0 ? (int64_t)ceil(mask_ratio * (double)T) : T;
+}
 
 static int32_t add(struct opgraph *g, enum og_kind k, int layer, int64_t bytes, int32_t first, int32_t last)
 {

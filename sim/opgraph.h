@@ -44,6 +44,8 @@ struct opgraph {
 };
 
 const char *og_kind_name(enum og_kind k);
+/* Logit rows of a step of T tokens with mask-only logits for mask_ratio of them (< 0: every row). */
+int64_t og_masked_rows(double mask_ratio, int64_t T);
 /* Instantiates the template for a model and a step shape (the graph is cleared first). */
 void opgraph_build(struct opgraph *g, const struct model_cfg *m, const struct og_shape *s);
 void opgraph_free(struct opgraph *g);
