@@ -18,10 +18,12 @@ static void engine_usage(FILE *f)
     fprintf(f,
 "usage: tessera engine check [--seed S]\n"
 "       tessera engine replay --db RUN.db [--run ID] [--steps N] [--mem-limit GB] [--weights PATH]\n"
+"                             [--gemm-cache FILE]\n"
 "       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
+"                              [--gemm-cache FILE]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--logit-chunk N]\n"
 "                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention]\n"
-"                            [--weights PATH]\n"
+"                            [--weights PATH] [--gemm-cache FILE]\n"
 "\n"
 "check  every kernel and whole steps of tiny models on the GPU against the CPU reference\n"
 "       (normwise relative errors against bf16-appropriate bounds); exit 1 on any failure\n"
@@ -29,6 +31,10 @@ static void engine_usage(FILE *f)
 "       [llada-8b, random weights] from CUDA graphs (median of N [20] replays) against their\n"
 "       floors, the attention kernel alone, and the step workspace beside the simulator's\n"
 "       activation estimate; --json appends one JSON object per result to FILE\n"
+"--gemm-cache FILE keeps each GEMM shape's chosen cuBLASLt algorithm in FILE (SQLite, created if\n"
+"       missing): a shape found there is not timed again, a new choice is added, so every process\n"
+"       sharing FILE runs the same algorithms (the same as TESSERA_GEMM_CACHE=FILE, which also\n"
+"       reaches `tessera sim --executor gpu` and `tessera mem lmax --live`)\n"
 "--weights loads a safetensors checkpoint (a file or a directory of shards, Hugging Face names of\n"
 "       the LLaMA/Qwen or LLaDA families) instead of random weights\n"
 "replay executes the steps a simulation stored (tessera sim --db, without --no-steps) and\n"
@@ -55,6 +61,7 @@ int cli_engine(int argc, char **argv)
                                       {"run", required_argument, 0, 'R'},
                                       {"steps", required_argument, 0, 'S'},
                                       {"weights", required_argument, 0, 'w'},
+                                      {"gemm-cache", required_argument, 0, 'G'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     int64_t seed = 1, reps = 20, chunk = 2048, run = 0, steps = 0;
@@ -74,6 +81,7 @@ int cli_engine(int argc, char **argv)
         case 'j': json = optarg; break;
         case 'd': db = optarg; break;
         case 'w': weights = optarg; break;
+        case 'G': bad = !*optarg || setenv("TESSERA_GEMM_CACHE", optarg, 1) != 0; break;
         case 'R': bad = ts_parse_i64(optarg, &run) || run < 1; break;
         case 'S': bad = ts_parse_i64(optarg, &steps) || steps < 1; break;
         case 'o':

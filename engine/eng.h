@@ -39,6 +39,8 @@ struct eng_opts {
     bool hard_limit;       /* make mem_limit real: the rest of the device is held by a ballast */
     int32_t run_layers;    /* layers executed (0 = all); the plan and the weights stay the model's */
     bool no_tune;          /* never time GEMM algorithms (they need scratch memory outside the plan) */
+    const char *gemm_cache; /* GEMM algorithm cache file (eng_algos.h), or NULL; the default is
+                             * $TESSERA_GEMM_CACHE */
 };
 
 void eng_opts_defaults(struct eng_opts *o);

@@ -107,6 +107,8 @@ void eng_opts_defaults(struct eng_opts *o)
     o->ffn_chunks = 1;
     o->seed = 1;
     o->planner = "first-fit";
+    const char *cache = getenv("TESSERA_GEMM_CACHE");
+    o->gemm_cache = cache && *cache ? cache : NULL;
 }
 
 const char *eng_device_name(const struct eng *e) { return e->device; }
@@ -348,7 +350,8 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     }
     if (load_or_init_weights(e, err))
         goto fail;
-    if (eng_gemm_create(&e->gemm, e->blas_ws, BLAS_WORKSPACE, err))
+    if (eng_gemm_create(&e->gemm, e->blas_ws, BLAS_WORKSPACE, err) ||
+        (o->gemm_cache && eng_gemm_use_cache(e->gemm, o->gemm_cache, e->device, err)))
         goto fail;
     e->tuning = !o->no_tune;
     eng_kv_init(&e->kv, o->page_tokens, (int32_t)(pool_tokens / o->page_tokens));

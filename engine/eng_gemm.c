@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "eng_gemm.h"
 
+#include "eng_algos.h"
 #include "eng_cuda_check.h"
 
 #pragma GCC diagnostic push
@@ -14,13 +15,17 @@
 
 #define MAX_ALGOS 16
 #define TUNE_REPS 5
+/* A later candidate must beat the best so far by this fraction: candidates within the timing noise
+ * keep the heuristic's order, so the choice does not flip from one process to the next. */
+#define TUNE_MARGIN 0.01f
 
 struct shape {
     int M, N, K, beta1;
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
-    bool tuned;
+    bool tuned;  /* timed here, or taken from the cache */
+    bool cached; /* taken from the cache */
     float best_ms, first_ms;
 };
 
@@ -30,7 +35,10 @@ struct eng_gemm {
     size_t ws_bytes;
     struct shape *shapes;
     size_t n, cap;
+    int timed; /* shapes timed by this process */
     cudaEvent_t e0, e1;
+    struct algo_cache cache;
+    bool have_cache;
 };
 
 int eng_gemm_create(struct eng_gemm **out, void *workspace, size_t ws_bytes, struct ts_err *err)
@@ -58,6 +66,7 @@ void eng_gemm_destroy(struct eng_gemm *g)
         cublasLtMatrixLayoutDestroy(g->shapes[i].c);
     }
     free(g->shapes);
+    algo_cache_close(&g->cache);
     if (g->lt)
         cublasLtDestroy(g->lt);
     if (g->e0)
@@ -132,6 +141,26 @@ static float time_algo(struct eng_gemm *g, struct shape *s, const cublasLtMatmul
     return total / TUNE_REPS;
 }
 
+/* Takes a cached choice for s if cuBLASLt accepts it for s's shape; false if it does not. */
+static bool from_cache(struct eng_gemm *g, struct shape *s, const struct algo_entry *c)
+{
+    cublasLtMatmulAlgo_t algo;
+    cublasLtMatmulHeuristicResult_t check;
+    memcpy(&algo, c->blob, sizeof algo);
+    if (cublasLtMatmulAlgoCheck(g->lt, s->op, s->a, s->b, s->c, s->c, &algo, &check) != CUBLAS_STATUS_SUCCESS ||
+        check.workspaceSize > g->ws_bytes) {
+        fprintf(stderr, "tessera engine: %s: the cached algorithm of the %d x %d x %d GEMM is not valid here; "
+                        "timing the candidates again\n", g->cache.path, s->M, s->N, s->K);
+        return false;
+    }
+    s->algo = algo;
+    s->tuned = true;
+    s->cached = true;
+    s->best_ms = c->ms;
+    s->first_ms = c->heuristic_ms;
+    return true;
+}
+
 static int tune(struct eng_gemm *g, struct shape *s, const void *W, const void *X, void *scratch,
                 cudaStream_t st, struct ts_err *err)
 {
@@ -159,7 +188,7 @@ static int tune(struct eng_gemm *g, struct shape *s, const void *W, const void *
             continue; /* a candidate that fails is skipped */
         if (i == 0)
             s->first_ms = ms;
-        if (s->best_ms < 0 || ms < s->best_ms) {
+        if (s->best_ms < 0 || ms < s->best_ms * (1 - TUNE_MARGIN)) {
             s->best_ms = ms;
             s->algo = res[i].algo;
         }
@@ -169,6 +198,15 @@ static int tune(struct eng_gemm *g, struct shape *s, const void *W, const void *
         cudaFree(flush);
     }
     s->tuned = true;
+    g->timed++;
+    if (g->have_cache) {
+        struct algo_key key = {s->M, s->N, s->K, s->beta1};
+        const struct algo_entry *kept;
+        if (algo_cache_put(&g->cache, key, &s->algo, s->best_ms, s->first_ms, &kept, err))
+            return -1;
+        if (memcmp(kept->blob, &s->algo, sizeof s->algo) != 0 && from_cache(g, s, kept))
+            s->cached = true; /* another process chose first: its choice holds */
+    }
     return 0;
 }
 
@@ -199,6 +237,9 @@ int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y
         if (st != CUBLAS_STATUS_SUCCESS || n == 0)
             return ts_fail(err, "engine: no cuBLASLt algorithm for a %d x %d x %d GEMM", M, N, K);
         s->algo = res[0].algo;
+        const struct algo_entry *c = g->have_cache ? algo_cache_find(&g->cache, (struct algo_key){M, N, K, beta1}) : NULL;
+        if (c)
+            from_cache(g, s, c);
     }
     if (!s->tuned && may_tune && scratch && scratch_bytes >= 2 * (size_t)M * N && (void *)Y != scratch)
         if (tune(g, s, W, X, scratch, (cudaStream_t)stream, err))
@@ -213,15 +254,19 @@ bool eng_gemm_is_tuned(const struct eng_gemm *g, int M, int N, int K, float beta
         if (g->shapes[i].M == M && g->shapes[i].N == N && g->shapes[i].K == K &&
             g->shapes[i].beta1 == (beta != 0.0f))
             return g->shapes[i].tuned;
-    return false;
+    return g->have_cache && algo_cache_find(&g->cache, (struct algo_key){M, N, K, beta != 0.0f});
 }
 
-int eng_gemm_tuned_count(const struct eng_gemm *g)
+int eng_gemm_tuned_count(const struct eng_gemm *g) { return g->timed; }
+
+int eng_gemm_use_cache(struct eng_gemm *g, const char *path, const char *device, struct ts_err *err)
 {
-    int n = 0;
-    for (size_t i = 0; i < g->n; i++)
-        n += g->shapes[i].tuned;
-    return n;
+    TS_ASSERTF(!g->have_cache && g->n == 0, "the GEMM algorithm cache is chosen before the first GEMM");
+    if (algo_cache_open(&g->cache, path, device, (int64_t)cublasLtGetVersion(), (int64_t)g->ws_bytes,
+                        sizeof(cublasLtMatmulAlgo_t), err))
+        return -1;
+    g->have_cache = true;
+    return 0;
 }
 
 void eng_gemm_report(const struct eng_gemm *g, FILE *out)
@@ -229,7 +274,7 @@ void eng_gemm_report(const struct eng_gemm *g, FILE *out)
     for (size_t i = 0; i < g->n; i++) {
         const struct shape *s = &g->shapes[i];
         if (s->tuned && s->best_ms > 0)
-            fprintf(out, "  gemm %5d x %6d x %5d%s: %.4f ms (heuristic's first: %.4f ms)\n", s->M, s->N,
-                    s->K, s->beta1 ? " +C" : "", s->best_ms, s->first_ms);
+            fprintf(out, "  gemm %5d x %6d x %5d%s: %.4f ms (heuristic's first: %.4f ms)%s\n", s->M, s->N,
+                    s->K, s->beta1 ? " +C" : "", s->best_ms, s->first_ms, s->cached ? " [cached]" : "");
     }
 }

@@ -4,6 +4,8 @@
  * cuBLASLt's heuristic proposes (up to 16) is timed on a scratch output with a cold L2 (the
  * weights stream from memory, as in a step) and the fastest kept;
  * during CUDA graph capture tuning is off and a shape not tuned yet takes the heuristic's first.
+ * With an algorithm cache (eng_algos.h) a shape's choice comes from the cache when it is there,
+ * and a new choice is written to it, so processes sharing the cache run the same algorithms.
  */
 #ifndef TESSERA_ENG_GEMM_H
 #define TESSERA_ENG_GEMM_H
@@ -25,7 +27,9 @@ int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y
                  int K, float beta, k_stream stream, bool may_tune, void *scratch,
                  size_t scratch_bytes, struct ts_err *err);
 bool eng_gemm_is_tuned(const struct eng_gemm *g, int M, int N, int K, float beta);
-/* How many shapes have been tuned so far (a step that tuned is not a clean timing). */
+/* Reads and extends the algorithm cache at path for this device (before the first GEMM). */
+int eng_gemm_use_cache(struct eng_gemm *g, const char *path, const char *device, struct ts_err *err);
+/* How many shapes this process has timed so far (a step that tuned is not a clean timing). */
 int eng_gemm_tuned_count(const struct eng_gemm *g);
 /* Shapes tuned so far and the speed-up of the chosen algorithm over the heuristic's first. */
 void eng_gemm_report(const struct eng_gemm *g, FILE *out);

@@ -251,9 +251,22 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, doubl
                     "mem_clock_khz INTEGER, driver INTEGER, cuda_runtime INTEGER, cublas INTEGER, model TEXT, "
                     "segs INTEGER, q INTEGER, kv INTEGER, logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL)"))
         goto done;
+    /* a profile replaces the same model's earlier rows on this device (two in one file would be
+     * read as every op measured twice) */
+    if (sqlite3_prepare_v2(db, "DELETE FROM engine_profile WHERE model = ? AND device = ?", -1, &ins, NULL) != SQLITE_OK)
+        goto dbfail;
+    sqlite3_bind_text(ins, 1, m->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins, 2, eng_device_name(e), -1, SQLITE_STATIC);
+    if (sqlite3_step(ins) != SQLITE_DONE)
+        goto dbfail;
+    if (sqlite3_changes(db) > 0)
+        fprintf(out, "engine profile: replacing %d earlier rows of %s on %s in %s\n", sqlite3_changes(db), m->name,
+                eng_device_name(e), path);
+    sqlite3_finalize(ins);
+    ins = NULL;
     if (sqlite3_prepare_v2(db, "INSERT INTO engine_profile VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &ins,
                            NULL) != SQLITE_OK)
-        goto rollback;
+        goto dbfail;
     int64_t rows = 0, req = 0;
     for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++)
         for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++)
@@ -332,6 +345,9 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, doubl
     goto done;
 engfail:
     fprintf(stderr, "tessera engine profile: %s\n", err.msg);
+    goto rollback;
+dbfail:
+    fprintf(stderr, "tessera engine profile: %s: %s\n", path, sqlite3_errmsg(db));
 rollback:
     db_exec(db, "ROLLBACK");
 done:

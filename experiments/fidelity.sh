@@ -11,6 +11,10 @@
 # distribution of per-step errors), drawn by analysis/fidelity-plot.sh. Databases go to SCRATCH (default OUT/scratch). A calibration
 # already in OUT is reused.
 #
+# Every engine process of the experiment shares one GEMM algorithm cache, OUT/gemm-algos.db
+# (tessera engine --help, --gemm-cache): the profile's algorithm choices are the replays'. With
+# CALIB_DIR, DIR/gemm-algos.db (the cache the calibrations were measured with) is copied there first.
+#
 # MEASURED=FILE (an all-steps.csv[.gz] from an earlier run) re-evaluates without a GPU: the
 # simulations are deterministic, so each run's steps are simulated again and the recorded measured
 # times are attached to them (checked step by step) instead of replaying; CALIB_DIR=DIR takes the
@@ -24,6 +28,10 @@ bin=${TESSERA:-build/gpu/tessera}
 scratch=${SCRATCH:-$out/scratch}
 mkdir -p "$out" "$scratch"
 echo "model,policy,scheduler,rps,backend,steps,measured_s,mape_pct,p90_pct,total_pct" >"$out/fidelity.csv"
+export TESSERA_GEMM_CACHE="$out/gemm-algos.db"
+if [ -n "${CALIB_DIR:-}" ] && [ -f "$CALIB_DIR/gemm-algos.db" ] && [ ! -f "$TESSERA_GEMM_CACHE" ]; then
+    cp "$CALIB_DIR/gemm-algos.db" "$TESSERA_GEMM_CACHE" || exit 1
+fi
 measured=${MEASURED:-}
 if [ -n "$measured" ]; then
     [ -f "$measured" ] || { echo "fidelity.sh: no $measured" >&2; exit 1; }
@@ -57,6 +65,7 @@ PY
 for model in $models; do
     calib="${CALIB_DIR:-$out}/calib-$model.csv"
     if [ ! -f "$calib" ]; then
+        rm -f "$scratch/profile-$model.db"
         "$bin" engine profile --model "$model" --db "$scratch/profile-$model.db" --reps 2 | tail -1
         "$bin" calib import "$scratch/profile-$model.db" --gpu h200 --out "$calib" || exit 1
     fi

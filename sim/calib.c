@@ -261,8 +261,55 @@ static int distinct_tokens(const struct calib_data *d, enum cost_op op)
     return n;
 }
 
+/* Whether two profile rows belong to the same profiled step. */
+static bool same_step(const struct calib_row *a, const struct calib_row *b)
+{
+    return a->segs == b->segs && a->q == b->q && a->kv == b->kv && a->logit_rows == b->logit_rows;
+}
+
+/* A row's step and op, with its index, for finding the same op of the same step twice. */
+struct row_key {
+    int32_t k[5];
+    size_t i;
+};
+
+static int cmp_row_key(const void *a, const void *b)
+{
+    const struct row_key *x = a, *y = b;
+    for (int j = 0; j < 5; j++)
+        if (x->k[j] != y->k[j])
+            return (x->k[j] > y->k[j]) - (x->k[j] < y->k[j]);
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* An op measured twice in one step: two profiles in one file, which would double every step's sum. */
+static int no_duplicate_rows(const struct calib_data *d, struct ts_err *err)
+{
+    struct row_key *keys = xmalloc(sizeof *keys * (d->n ? d->n : 1));
+    for (size_t i = 0; i < d->n; i++) {
+        const struct calib_row *r = &d->rows[i];
+        keys[i] = (struct row_key){{r->segs, r->q, r->kv, r->logit_rows, (int32_t)r->op}, i};
+    }
+    qsort(keys, d->n, sizeof *keys, cmp_row_key);
+    int rc = 0;
+    for (size_t i = 1; i < d->n && !rc; i++) {
+        if (memcmp(keys[i - 1].k, keys[i].k, sizeof keys[i].k) != 0)
+            continue;
+        const struct calib_row *a = &d->rows[keys[i - 1].i];
+        rc = ts_fail(err, "profile of %s on %s: data rows %zu and %zu both measure op %s of the step "
+                          "(segs %d, q %d, kv %d, logit_rows %d): two profiles in one file? (profile "
+                          "into a fresh database)",
+                     d->model, d->device, keys[i - 1].i + 1, keys[i].i + 1, cost_op_name(a->op), a->segs, a->q,
+                     a->kv, a->logit_rows);
+    }
+    free(keys);
+    return rc;
+}
+
 int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct ts_err *err)
 {
+    if (no_duplicate_rows(d, err))
+        return -1;
     const enum cost_op needed[] = {OP_NORM, OP_QKV, OP_ROPE, OP_ATTN, OP_OPROJ, OP_GATE_UP, OP_ACT,
                                    OP_DOWN, OP_LM_HEAD, OP_SAMPLE};
     for (size_t i = 0; i < TS_ARRAY_LEN(needed); i++) {
@@ -538,11 +585,6 @@ static void attn_features(double segs, double q, double kv, double *f)
  * the un-instrumented total, down or up: a total above the sum is, on large steps, run-to-run noise
  * (a constant taken from it would land on every small step) and, on small ones, launch gaps that
  * belong to that shape. */
-/* Whether two profile rows belong to the same profiled step. */
-static bool same_step(const struct calib_row *a, const struct calib_row *b)
-{
-    return a->segs == b->segs && a->q == b->q && a->kv == b->kv && a->logit_rows == b->logit_rows;
-}
 
 /* The sum of the op times of the profiled step row r belongs to. */
 static double step_ops_ms(const struct calib_data *d, const struct calib_row *r)

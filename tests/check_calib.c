@@ -248,6 +248,18 @@ START_TEST(bad_profiles_are_refused)
     ck_assert_int_ne(calib_data_validate(&d, "h200", &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "no rows for op down"));
     calib_data_free(&d);
+    /* two profiles in one file: every op of a step measured twice (the step sums would double) */
+    planted(&d);
+    size_t n0 = d.n;
+    ts_grow((void **)&d.rows, &d.cap, 2 * n0, sizeof *d.rows);
+    memcpy(d.rows + n0, d.rows, n0 * sizeof *d.rows);
+    d.n = 2 * n0;
+    ck_assert_int_ne(calib_data_validate(&d, "h200", &err), 0);
+    ck_assert_msg(strstr(err.msg, "two profiles in one file?"), "%s", err.msg);
+    char want[64];
+    snprintf(want, sizeof want, "data rows 1 and %zu both measure op", n0 + 1);
+    ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
+    calib_data_free(&d);
     /* CSV errors name file, line and field */
     const char *p = tmp_file(0, ".csv", "device,model,segs,q,kv,logit_rows,op,ms,total_ms\n"
                                         "\"GPU, one\",llada-8b,16,32,0,0,qkv,0.5,1\n"
