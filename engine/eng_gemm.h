@@ -29,8 +29,8 @@ int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y
 bool eng_gemm_is_tuned(const struct eng_gemm *g, int M, int N, int K, float beta);
 /* Reads and extends the algorithm cache at path for this device (before the first GEMM). */
 int eng_gemm_use_cache(struct eng_gemm *g, const char *path, const char *device, struct ts_err *err);
-/* How many shapes this process has timed so far (a step that tuned is not a clean timing). */
-int eng_gemm_tuned_count(const struct eng_gemm *g);
+/* How many shapes this process has met so far (a step that met a new one is not a clean timing). */
+int eng_gemm_shape_count(const struct eng_gemm *g);
 /* Shapes tuned so far and the speed-up of the chosen algorithm over the heuristic's first. */
 void eng_gemm_report(const struct eng_gemm *g, FILE *out);
 

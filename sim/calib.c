@@ -897,9 +897,13 @@ void calib_show(const struct calib *c, FILE *out)
         fprintf(out, "%-10s %-40s %11.2f%% %11.2f%%\n", cost_op_name((enum cost_op)op), model,
                 n ? 100 * sqrt(ss / n) : 0.0, 100 * mx);
     }
-    fprintf(out, "attention (ms) = %.4g sum q(q+kv) + %.4g sum ceil(q/64)(q+kv) + %.4g sum q + %.4g segs"
-                 " + %.4g max(q+kv) + %.4g + %.4g sum kv\n", c->beta[0], c->beta[1], c->beta[2], c->beta[3],
-            c->beta[4], c->beta[5], c->beta[6]);
+    static const char *const term[ATTN_FEATURES] = {" sum q(q+kv)", " sum ceil(q/64)(q+kv)", " sum q", " segs",
+                                                    " max(q+kv)", "", " sum kv"};
+    fprintf(out, "attention (ms) =");
+    for (int i = 0; i < ATTN_FEATURES; i++)
+        fprintf(out, "%s%.4g%s", i == 0 ? " " : c->beta[i] < 0 ? " - " : " + ", i == 0 ? c->beta[i] : fabs(c->beta[i]),
+                term[i]);
+    fprintf(out, "\n");
     if (c->host_bound)
         fprintf(out, "host: a step takes max(host, GPU); host issue (ms) = %.4g + %.4g segs (fitted on %d "
                      "host-bound steps); eager GPU-bound steps add %.3g ms of launch gaps\n",

@@ -47,8 +47,8 @@ fi
 
 # fidelity regression: the calibrated back end re-evaluated on the H200's recorded step times
 # (experiments/results/fidelity-h200; deterministic simulations, each step checked against the
-# recorded one) stays within 3% per-step MAPE and 3% total time in all 16 runs, and within 6% on
-# the out-of-sample replay of a second session
+# recorded one) stays within 3% per-step MAPE and 3% total time in all 16 runs, in sample (the
+# replays of the profile's own machine) and out of sample (a fresh machine instance)
 root=$(cd "$(dirname "$0")/.." && pwd)
 if command -v python3 >/dev/null 2>&1; then
     mkdir -p "$tmp/cal"
@@ -59,13 +59,13 @@ if command -v python3 >/dev/null 2>&1; then
     n=$(awk -F, '$5 == "calibrated"' "$tmp/fid/fidelity.csv" | wc -l)
     worst=$(awk -F, '$5 == "calibrated" { m = $8 + 0; t = $10 + 0; if (t < 0) t = -t; if (m > w) w = m; if (t > w) w = t } END { print w + 0 }' "$tmp/fid/fidelity.csv")
     if [ "$n" -eq 16 ] && awk -v w="$worst" 'BEGIN { exit !(w <= 3) }'; then ok; else bad "fidelity on recorded H200 steps: $n runs, worst error $worst%"; sed 's/^/    /' "$tmp/out" >&2; fi
-    # out of sample: the same calibrations against a second session's replay on another machine
-    # instance (experiments/results/fidelity-h200-oos: 1.5-5.3% measured); fails above 6%
+    # out of sample: the same calibrations against the replay on a fresh machine instance
+    # (experiments/results/fidelity-h200-oos: 0.9-2.5% measured)
     MEASURED="$root/experiments/results/fidelity-h200-oos/all-steps.csv.gz" CALIB_DIR="$tmp/cal" TESSERA=$bin \
         SCRATCH="$tmp/fid2/scr" bash "$root/experiments/fidelity.sh" "$tmp/fid2" >"$tmp/out" 2>&1
     n=$(awk -F, '$5 == "calibrated"' "$tmp/fid2/fidelity.csv" | wc -l)
     worst=$(awk -F, '$5 == "calibrated" { m = $8 + 0; t = $10 + 0; if (t < 0) t = -t; if (m > w) w = m; if (t > w) w = t } END { print w + 0 }' "$tmp/fid2/fidelity.csv")
-    if [ "$n" -eq 16 ] && awk -v w="$worst" 'BEGIN { exit !(w <= 6) }'; then ok; else bad "out-of-sample fidelity: $n runs, worst error $worst%"; sed 's/^/    /' "$tmp/out" >&2; fi
+    if [ "$n" -eq 16 ] && awk -v w="$worst" 'BEGIN { exit !(w <= 3) }'; then ok; else bad "out-of-sample fidelity: $n runs, worst error $worst%"; sed 's/^/    /' "$tmp/out" >&2; fi
 else
     echo "cli: note: python3 not found; the recorded-fidelity check is skipped" >&2
 fi
