@@ -18,7 +18,7 @@ static void engine_usage(FILE *f)
     fprintf(f,
 "usage: tessera engine check [--seed S]\n"
 "       tessera engine replay --db RUN.db [--run ID] [--steps N] [--mem-limit GB] [--weights PATH]\n"
-"                             [--gemm-cache FILE]\n"
+"                             [--gemm-cache FILE] [--ops]\n"
 "       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
 "                              [--gemm-cache FILE]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--logit-chunk N]\n"
@@ -38,7 +38,9 @@ static void engine_usage(FILE *f)
 "--weights loads a safetensors checkpoint (a file or a directory of shards, Hugging Face names of\n"
 "       the LLaMA/Qwen or LLaDA families) instead of random weights\n"
 "replay executes the steps a simulation stored (tessera sim --db, without --no-steps) and\n"
-"       writes each measured duration beside the predicted one into engine_steps\n"
+"       writes each measured duration beside the predicted one into engine_steps; --ops also\n"
+"       times each op of each step (one more run with an event after every op, scaled to the\n"
+"       step's time) into engine_step_ops, which `tessera calib eval` then breaks down by op\n"
 "profile times every op of steps over a grid of (sequences, q, cached kv, logits) and writes\n"
 "       the rows, with GPU name, clocks, driver, CUDA and cuBLAS versions, into engine_profile\n");
 }
@@ -62,9 +64,11 @@ int cli_engine(int argc, char **argv)
                                       {"steps", required_argument, 0, 'S'},
                                       {"weights", required_argument, 0, 'w'},
                                       {"gemm-cache", required_argument, 0, 'G'},
+                                      {"ops", no_argument, 0, 'O'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     int64_t seed = 1, reps = 20, chunk = 2048, run = 0, steps = 0;
+    bool ops = false;
     const char *db = NULL, *weights = NULL;
     double mem_gb = 0;
     const char *model = "llada-8b", *json = NULL, *only = NULL;
@@ -81,6 +85,7 @@ int cli_engine(int argc, char **argv)
         case 'j': json = optarg; break;
         case 'd': db = optarg; break;
         case 'w': weights = optarg; break;
+        case 'O': ops = true; break;
         case 'G': bad = !*optarg || setenv("TESSERA_GEMM_CACHE", optarg, 1) != 0; break;
         case 'R': bad = ts_parse_i64(optarg, &run) || run < 1; break;
         case 'S': bad = ts_parse_i64(optarg, &steps) || steps < 1; break;
@@ -121,7 +126,7 @@ int cli_engine(int argc, char **argv)
             return EXIT_USAGE;
         }
         if (sub[1] == 'e')
-            return eng_replay_run(db, run, steps, mem_gb, weights, stdout);
+            return eng_replay_run(db, run, steps, mem_gb, weights, ops, stdout);
         struct model_cfg m;
         struct ts_err err;
         if (model_resolve(model, &m, &err)) {

@@ -29,11 +29,36 @@ static int db_exec(sqlite3 *db, const char *sql)
     return 0;
 }
 
+/* The step's ops timed with an event after each, scaled to sum to its measured time (ms), into
+ * engine_step_ops. */
+static int record_ops(struct eng *e, const struct step_desc *sd, float ms, sqlite3_stmt *ins, int64_t run_id,
+                      int64_t step, struct ts_err *err)
+{
+    double op_ms[OP_COUNT], sum = 0;
+    float total;
+    if (eng_step_profile(e, sd, op_ms, &total, err))
+        return -1;
+    for (int op = 0; op < OP_COUNT; op++)
+        sum += op_ms[op];
+    for (int op = 0; op < OP_COUNT && sum > 0; op++) {
+        if (op_ms[op] <= 0)
+            continue;
+        sqlite3_bind_int64(ins, 1, run_id);
+        sqlite3_bind_int64(ins, 2, step);
+        sqlite3_bind_text(ins, 3, cost_op_name((enum cost_op)op), -1, SQLITE_STATIC);
+        sqlite3_bind_double(ins, 4, op_ms[op] * ms / sum);
+        if (sqlite3_step(ins) != SQLITE_DONE)
+            return ts_fail(err, "engine_step_ops: cannot write");
+        sqlite3_reset(ins);
+    }
+    return 0;
+}
+
 int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double mem_limit_gb,
-                   const char *weights, FILE *out)
+                   const char *weights, bool ops, FILE *out)
 {
     sqlite3 *db = NULL;
-    sqlite3_stmt *q = NULL, *ins = NULL;
+    sqlite3_stmt *q = NULL, *ins = NULL, *ins_ops = NULL;
     struct eng *e = NULL;
     struct step_desc sd;
     step_desc_init(&sd);
@@ -135,6 +160,11 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
         db_exec(db, "CREATE TABLE IF NOT EXISTS engine_steps(run_id INTEGER, step_id INTEGER, predicted_ns "
                     "INTEGER, measured_ns INTEGER, device TEXT, PRIMARY KEY(run_id, step_id))"))
         goto done;
+    if (ops && (db_exec(db, "CREATE TABLE IF NOT EXISTS engine_step_ops(run_id INTEGER, step_id INTEGER, op TEXT, "
+                            "ms REAL, PRIMARY KEY(run_id, step_id, op))") ||
+                sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO engine_step_ops VALUES(?,?,?,?)", -1, &ins_ops,
+                                   NULL) != SQLITE_OK))
+        goto sqlfail_rollback;
     if (sqlite3_prepare_v2(db, "SELECT step_id, duration_ns FROM steps WHERE run_id = ? ORDER BY step_id", -1, &q,
                            NULL) != SQLITE_OK)
         goto sqlfail_rollback;
@@ -154,6 +184,11 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
         }
         float ms = 0;
         if (eng_step(e, &sd, NULL, &ms, &err)) {
+            fprintf(stderr, "tessera engine replay: step %lld: %s\n", (long long)step, err.msg);
+            sqlite3_finalize(segq);
+            goto rollback;
+        }
+        if (ops && record_ops(e, &sd, ms, ins_ops, run_id, step, &err)) {
             fprintf(stderr, "tessera engine replay: step %lld: %s\n", (long long)step, err.msg);
             sqlite3_finalize(segq);
             goto rollback;
@@ -201,6 +236,7 @@ sqlfail:
 done:
     sqlite3_finalize(q);
     sqlite3_finalize(ins);
+    sqlite3_finalize(ins_ops);
     sqlite3_close(db);
     eng_destroy(e);
     step_desc_free(&sd);

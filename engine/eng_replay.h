@@ -2,6 +2,7 @@
 #ifndef TESSERA_ENG_REPLAY_H
 #define TESSERA_ENG_REPLAY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -12,9 +13,11 @@
  * `db` recorded, on the engine, and stores each measured duration beside the predicted one in the
  * table engine_steps(run_id, step_id, predicted_ns, measured_ns, device) of the same database, in
  * one transaction. Requests are released after their last segment. Prints the per-step error.
+ * With ops, each step is also run once with an event after every op, and the ops' times, scaled
+ * to sum to the step's measured time, go to engine_step_ops(run_id, step_id, op, ms).
  */
 int eng_replay_run(const char *db, int64_t run_id, int64_t max_steps, double mem_limit_gb,
-                   const char *weights, FILE *out);
+                   const char *weights, bool ops, FILE *out);
 
 /*
  * Profile: sweeps step shapes of a model (segments of q tokens over kv cached keys, with and

@@ -28,16 +28,6 @@ void calib_data_free(struct calib_data *d)
     memset(d, 0, sizeof *d);
 }
 
-static int op_by_name(const char *name, enum cost_op *out)
-{
-    for (int i = 0; i < OP_COUNT; i++)
-        if (strcmp(cost_op_name((enum cost_op)i), name) == 0) {
-            *out = (enum cost_op)i;
-            return 0;
-        }
-    return -1;
-}
-
 static void push(struct calib_data *d, const struct calib_row *r)
 {
     ts_grow((void **)&d->rows, &d->cap, d->n + 1, sizeof *d->rows);
@@ -151,7 +141,7 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
                 goto done;
             }
         r.segs = (int32_t)v[0], r.q = (int32_t)v[1], r.kv = (int32_t)v[2], r.logit_rows = (int32_t)v[3];
-        if (op_by_name(f[idx[6]], &r.op)) {
+        if (cost_op_parse(f[idx[6]], &r.op)) {
             ts_fail(err, "%s:%ld: op: unknown op '%s'", path, lineno, f[idx[6]]);
             goto done;
         }
@@ -205,7 +195,7 @@ int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err
                               .ms = sqlite3_column_double(st, 7), .total_ms = sqlite3_column_double(st, 8)};
         const char *dev = (const char *)sqlite3_column_text(st, 0), *model = (const char *)sqlite3_column_text(st, 1);
         const char *op = (const char *)sqlite3_column_text(st, 6);
-        if (!dev || !model || !op || op_by_name(op, &r.op) || r.segs < 1 || r.q < 1 || r.ms < 0) {
+        if (!dev || !model || !op || cost_op_parse(op, &r.op) || r.segs < 1 || r.q < 1 || r.ms < 0) {
             ts_fail(err, "%s: engine_profile row %ld: incomplete or unknown op", path, row);
             goto done;
         }

@@ -108,16 +108,63 @@ static void report_acc(const char *name, struct eval_acc *a)
     free(abs_rel);
 }
 
+/* Per op, over the replayed steps whose ops were timed (engine replay --ops). */
+struct op_acc {
+    double meas, pred[2]; /* seconds in all: measured, calibrated, roofline */
+    double abs_rel;       /* sum of |calibrated - measured| / measured over the steps that ran it */
+    int64_t n;
+};
+
+/* Reads the measured op times of one step into meas_s (zeros where none); false if it has none. */
+static bool step_ops(sqlite3_stmt *oq, int64_t run, int64_t step, double *meas_s)
+{
+    bool any = false;
+    for (int i = 0; i < OP_COUNT; i++)
+        meas_s[i] = 0;
+    sqlite3_reset(oq);
+    sqlite3_bind_int64(oq, 1, run);
+    sqlite3_bind_int64(oq, 2, step);
+    while (sqlite3_step(oq) == SQLITE_ROW) {
+        enum cost_op op;
+        if (cost_op_parse((const char *)sqlite3_column_text(oq, 0), &op) == 0) {
+            meas_s[op] += sqlite3_column_double(oq, 1) * 1e-3;
+            any = true;
+        }
+    }
+    return any;
+}
+
+static void report_ops(const struct op_acc *a, int64_t steps)
+{
+    double total = 0;
+    for (int i = 0; i < OP_COUNT; i++)
+        total += a[i].meas;
+    if (steps == 0 || total <= 0)
+        return;
+    printf("  per op over %lld steps with op times (engine replay --ops; each op's event time scaled to its "
+           "step's):\n", (long long)steps);
+    printf("    %-10s %11s %7s %12s %10s %12s\n", "op", "measured s", "share", "calibrated", "op MAPE", "roofline");
+    for (int i = 0; i < OP_COUNT; i++) {
+        if (a[i].meas <= 0)
+            continue;
+        printf("    %-10s %11.4f %6.1f%% %+11.1f%% %9.1f%% %+11.1f%%\n", cost_op_name((enum cost_op)i), a[i].meas,
+               100 * a[i].meas / total, 100 * (a[i].pred[0] - a[i].meas) / a[i].meas,
+               a[i].n ? 100 * a[i].abs_rel / (double)a[i].n : 0.0, 100 * (a[i].pred[1] - a[i].meas) / a[i].meas);
+    }
+}
+
 static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate, const char *csv)
 {
     FILE *cf = NULL;
     sqlite3 *db = NULL;
-    sqlite3_stmt *q = NULL, *sq = NULL;
+    sqlite3_stmt *q = NULL, *sq = NULL, *oq = NULL;
     struct calib *cal = NULL;
     struct ts_err err;
     struct step_desc sd;
     step_desc_init(&sd);
     struct eval_acc acc[2] = {{0}, {0}};
+    struct op_acc ops[OP_COUNT] = {{0}};
+    int64_t op_steps = 0;
     int rc = EXIT_USAGE;
     if (sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "SELECT e.run_id, r.config_json FROM engine_steps e JOIN runs r USING (run_id) "
@@ -157,6 +204,12 @@ static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate
         goto done;
     }
     sqlite3_bind_int64(q, 1, run);
+    /* per-op measurements, where the replay took them */
+    if (sqlite3_prepare_v2(db, "SELECT op, ms FROM engine_step_ops WHERE run_id = ? AND step_id = ?", -1, &oq,
+                           NULL) != SQLITE_OK) {
+        sqlite3_finalize(oq);
+        oq = NULL;
+    }
     if (csv && !(cf = fopen(csv, "w"))) {
         fprintf(stderr, "tessera calib eval: %s: cannot create\n", csv);
         goto done;
@@ -175,10 +228,13 @@ static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate
         if (steps++ == 0 || meas <= 0)
             continue; /* the replay's first step tunes the GEMMs */
         const struct cost_ops *be[2] = {&cost_calibrated, &cost_roofline};
-        double preds[2];
+        double preds[2], meas_op[OP_COUNT];
+        bool have_ops = oq && step_ops(oq, run, step, meas_op);
+        op_steps += have_ops;
         for (int b = 0; b < 2; b++) {
             double pred;
-            if (be[b]->step_s(&ctx, &sd, &pred, NULL, &err)) {
+            struct cost_breakdown bd;
+            if (be[b]->step_s(&ctx, &sd, &pred, &bd, &err)) {
                 fprintf(stderr, "tessera calib eval: step %lld: %s\n", (long long)step, err.msg);
                 goto done;
             }
@@ -187,6 +243,14 @@ static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate
             acc[b].pred += pred;
             acc[b].meas += meas;
             preds[b] = pred;
+            for (int i = 0; have_ops && i < OP_COUNT; i++) {
+                ops[i].pred[b] += bd.op_s[i];
+                if (b == 0 && meas_op[i] > 0) {
+                    ops[i].meas += meas_op[i];
+                    ops[i].abs_rel += fabs(bd.op_s[i] - meas_op[i]) / meas_op[i];
+                    ops[i].n++;
+                }
+            }
         }
         if (cf)
             fprintf(cf, "%lld,%d,%lld,%lld,%lld,%.9f,%.9f,%.9f\n", (long long)step, sd.num_segs,
@@ -197,12 +261,14 @@ static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate
            (long long)steps, ctx.model.name, ctx.gpu.name, acc[0].meas);
     report_acc("calibrated", &acc[0]);
     report_acc("roofline", &acc[1]);
+    report_ops(ops, op_steps);
     rc = 0;
 done:
     if (cf)
         fclose(cf);
     sqlite3_finalize(q);
     sqlite3_finalize(sq);
+    sqlite3_finalize(oq);
     sqlite3_close(db);
     calib_free(cal);
     step_desc_free(&sd);

@@ -23,6 +23,8 @@ enum cost_op {
 };
 
 const char *cost_op_name(enum cost_op op);
+/* The op of a name cost_op_name gives; -1 if none. */
+int cost_op_parse(const char *name, enum cost_op *out);
 
 struct impl_profile {
     char name[32];

@@ -32,6 +32,16 @@ static const char *const op_names[OP_COUNT] = {
 
 const char *cost_op_name(enum cost_op op) { return (unsigned)op < OP_COUNT ? op_names[op] : "?"; }
 
+int cost_op_parse(const char *name, enum cost_op *out)
+{
+    for (int i = 0; i < OP_COUNT; i++)
+        if (strcmp(op_names[i], name) == 0) {
+            *out = (enum cost_op)i;
+            return 0;
+        }
+    return -1;
+}
+
 struct pricer {
     const struct cost_ctx *c;
     struct cost_breakdown *bd;

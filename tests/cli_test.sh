@@ -219,6 +219,20 @@ expect 2 "calib import of a thin profile" -- $bin calib import "$tmp/thin.csv" -
 contains "calib import of a thin profile" "no rows for op norm"
 expect 2 "calib eval without a replay" -- $bin calib eval --db "$tmp/ok.db"
 contains "calib eval without a replay" "no replayed run"
+# calib eval on planted measurements: every step measured 10% above the calibrated prediction,
+# with op times (as engine replay --ops writes them) 30% attention, 70% gate_up
+$bin sim --requests 4 --rps 2 --gen-len 64 --cost calibrated --db "$tmp/ev.db" --quiet --no-progress >/dev/null
+sqlite3 "$tmp/ev.db" "CREATE TABLE engine_steps(run_id INTEGER, step_id INTEGER, predicted_ns INTEGER, measured_ns INTEGER, device TEXT, PRIMARY KEY(run_id, step_id));
+    INSERT INTO engine_steps SELECT run_id, step_id, duration_ns, CAST(duration_ns * 1.1 AS INTEGER), 'test' FROM steps;
+    CREATE TABLE engine_step_ops(run_id INTEGER, step_id INTEGER, op TEXT, ms REAL, PRIMARY KEY(run_id, step_id, op));
+    INSERT INTO engine_step_ops SELECT run_id, step_id, 'attention', measured_ns * 0.3e-6 FROM engine_steps;
+    INSERT INTO engine_step_ops SELECT run_id, step_id, 'gate_up', measured_ns * 0.7e-6 FROM engine_steps;"
+expect 0 "calib eval" -- $bin calib eval --db "$tmp/ev.db"
+contains "calib eval: per-step error of a planted 10%" "calibrated  per-step MAPE    9.1%"
+contains "calib eval: total time" "total time   -9.1%"
+contains "calib eval: per-op breakdown" "per op over"
+grep -qE "^ +attention +[0-9.]+ +30\.0%" "$tmp/out" && grep -qE "^ +gate_up +[0-9.]+ +70\.0%" "$tmp/out" && ok ||
+    bad "calib eval: op shares 30/70 not reported"
 
 # lists
 for w in models gpus policies schedulers systems impls calibrations decode; do expect 0 "list $w" -- $bin list $w; done
