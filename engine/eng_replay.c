@@ -250,7 +250,9 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, doubl
 {
     static const int q_grid[] = {1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
     static const int kv_grid[] = {0, 128, 480, 1024, 2048, 4096};
-    static const int seg_grid[] = {16, 1}; /* many short sequences, and one: the per-sequence cost */
+    /* many short sequences, a few (Reuse blocks of 8, 32 or 128 tokens only: the split-KV regime of
+     * the attention kernel changes with the count), and one: the per-sequence cost */
+    static const int seg_grid[] = {16, 8, 4, 2, 1};
     sqlite3 *db = NULL;
     sqlite3_stmt *ins = NULL;
     struct eng *e = NULL;
@@ -314,6 +316,8 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, doubl
                     continue; /* long Refresh steps have no cache */
                 if (seg_grid[si] == 1 && (q > 512 || with_logits))
                     continue; /* single sequences: short steps, without logits, are enough */
+                if (seg_grid[si] > 1 && seg_grid[si] < 16 && (!with_logits || (q != 8 && q != 32 && q != 128)))
+                    continue; /* a few sequences: Reuse-sized blocks with their logits */
                 /* fill each sequence's cache with a step of its own, then time the step */
                 for (int s = 0; s < segs && kv > 0; s++) {
                     step_desc_clear(&sd);
