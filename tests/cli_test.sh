@@ -45,10 +45,12 @@ if ! command -v nvidia-smi >/dev/null 2>&1; then
     [ ! -e "$tmp/live.db" ] && ok || bad "--executor gpu failure left a database"
 fi
 
-# fidelity regression: the calibrated back end re-evaluated on the H200's recorded step times
-# (experiments/results/fidelity-h200; deterministic simulations, each step checked against the
-# recorded one) stays within 3% per-step MAPE and 3% total time in all 16 runs, in sample (the
-# replays of the profile's own machine) and out of sample (a fresh machine instance)
+# fidelity regression: the shipped calibrations re-evaluated on the H200's recorded step times
+# (deterministic simulations, each step checked against the recorded one). In sample (the replays
+# on the profiled machine, experiments/results/fidelity-h200) the 16 calibrated rows must give what
+# was recorded (per-step MAPE, p90 and total-time error within 0.15 points); out of sample (a fresh
+# machine instance, experiments/results/fidelity-h200-oos: 0.8-2.0% measured) every run must stay
+# within the goal, 3% per-step MAPE and 3% total time.
 root=$(cd "$(dirname "$0")/.." && pwd)
 if command -v python3 >/dev/null 2>&1; then
     mkdir -p "$tmp/cal"
@@ -57,10 +59,11 @@ if command -v python3 >/dev/null 2>&1; then
     MEASURED="$root/experiments/results/fidelity-h200/all-steps.csv.gz" CALIB_DIR="$tmp/cal" TESSERA=$bin \
         SCRATCH="$tmp/fid/scr" bash "$root/experiments/fidelity.sh" "$tmp/fid" >"$tmp/out" 2>&1
     n=$(awk -F, '$5 == "calibrated"' "$tmp/fid/fidelity.csv" | wc -l)
-    worst=$(awk -F, '$5 == "calibrated" { m = $8 + 0; t = $10 + 0; if (t < 0) t = -t; if (m > w) w = m; if (t > w) w = t } END { print w + 0 }' "$tmp/fid/fidelity.csv")
-    if [ "$n" -eq 16 ] && awk -v w="$worst" 'BEGIN { exit !(w <= 3) }'; then ok; else bad "fidelity on recorded H200 steps: $n runs, worst error $worst%"; sed 's/^/    /' "$tmp/out" >&2; fi
-    # out of sample: the same calibrations against the replay on a fresh machine instance
-    # (experiments/results/fidelity-h200-oos: 0.9-2.5% measured)
+    differ=$(awk -F, 'NR == FNR { if ($5 == "calibrated") want[$1 FS $2 FS $3 FS $4] = $8 FS $9 FS $10; next }
+        $5 == "calibrated" { k = $1 FS $2 FS $3 FS $4; split(want[k], w, FS)
+            for (i = 1; i <= 3; i++) { d = $(7 + i) - w[i]; if (d < 0) d = -d; if (!(k in want) || d > 0.15) { print k; break } } }' \
+        "$root/experiments/results/fidelity-h200/fidelity.csv" "$tmp/fid/fidelity.csv" | head -3)
+    if [ "$n" -eq 16 ] && [ -z "$differ" ]; then ok; else bad "fidelity on recorded H200 steps: $n runs, differing from the record: $differ"; sed 's/^/    /' "$tmp/out" >&2; fi
     MEASURED="$root/experiments/results/fidelity-h200-oos/all-steps.csv.gz" CALIB_DIR="$tmp/cal" TESSERA=$bin \
         SCRATCH="$tmp/fid2/scr" bash "$root/experiments/fidelity.sh" "$tmp/fid2" >"$tmp/out" 2>&1
     n=$(awk -F, '$5 == "calibrated"' "$tmp/fid2/fidelity.csv" | wc -l)
