@@ -19,11 +19,18 @@ static int db_fail(struct algo_cache *c, struct ts_err *err, const char *what)
                    c->db ? sqlite3_errmsg(c->db) : "cannot open");
 }
 
-static void bind_where(struct algo_cache *c, sqlite3_stmt *s)
+/* Binds ?1-?3 (device, library version, workspace) and, with k, ?4-?7 (the shape). */
+static void bind_key(struct algo_cache *c, sqlite3_stmt *s, const struct algo_key *k)
 {
     sqlite3_bind_text(s, 1, c->device, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 2, c->lib_version);
     sqlite3_bind_int64(s, 3, c->ws_bytes);
+    if (k) {
+        sqlite3_bind_int(s, 4, k->m);
+        sqlite3_bind_int(s, 5, k->n);
+        sqlite3_bind_int(s, 6, k->k);
+        sqlite3_bind_int(s, 7, k->beta1);
+    }
 }
 
 /* Adds one row read from the file (s: m, n, k, beta1, algo, ms, heuristic_ms) to memory. */
@@ -74,7 +81,7 @@ int algo_cache_open(struct algo_cache *c, const char *path, const char *device, 
                                 -1, &s, NULL) != SQLITE_OK)
         rc = db_fail(c, err, "no gemm_algos table of the expected columns");
     else {
-        bind_where(c, s);
+        bind_key(c, s, NULL);
         int st;
         while (!rc && (st = sqlite3_step(s)) == SQLITE_ROW)
             rc = add_row(c, s, sqlite3_column_int64(s, 7), err);
@@ -125,11 +132,7 @@ int algo_cache_put(struct algo_cache *c, struct algo_key k, const void *blob, fl
         rc = db_fail(c, err, "cannot prepare a write");
         goto done;
     }
-    bind_where(c, ins);
-    sqlite3_bind_int(ins, 4, k.m);
-    sqlite3_bind_int(ins, 5, k.n);
-    sqlite3_bind_int(ins, 6, k.k);
-    sqlite3_bind_int(ins, 7, k.beta1);
+    bind_key(c, ins, &k);
     sqlite3_bind_blob(ins, 8, blob, (int)c->blob_bytes, SQLITE_STATIC);
     sqlite3_bind_double(ins, 9, ms);
     sqlite3_bind_double(ins, 10, heuristic_ms);
@@ -137,11 +140,7 @@ int algo_cache_put(struct algo_cache *c, struct algo_key k, const void *blob, fl
         rc = db_fail(c, err, "cannot write");
         goto done;
     }
-    bind_where(c, sel);
-    sqlite3_bind_int(sel, 4, k.m);
-    sqlite3_bind_int(sel, 5, k.n);
-    sqlite3_bind_int(sel, 6, k.k);
-    sqlite3_bind_int(sel, 7, k.beta1);
+    bind_key(c, sel, &k);
     if (sqlite3_step(sel) != SQLITE_ROW) {
         rc = db_fail(c, err, "a row just written cannot be read back");
         goto done;
