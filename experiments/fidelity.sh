@@ -15,6 +15,9 @@
 # (tessera engine --help, --gemm-cache): the profile's algorithm choices are the replays'. With
 # CALIB_DIR, DIR/gemm-algos.db (the cache the calibrations were measured with) is copied there first.
 #
+# OPS=1 also times every op of every replayed step (engine replay --ops; about twice the replay
+# time), and `calib eval` adds its per-op breakdown to the log (OUT/scratch/run-*.db keep the op times).
+#
 # MEASURED=FILE (an all-steps.csv[.gz] from an earlier run) re-evaluates without a GPU: the
 # simulations are deterministic, so each run's steps are simulated again and the recorded measured
 # times are attached to them (checked step by step) instead of replaying; CALIB_DIR=DIR takes the
@@ -81,14 +84,15 @@ for model in $models; do
                 if [ -n "$measured" ]; then
                     attach_measured "$db" "$tag" || continue
                 else
-                    "$bin" engine replay --db "$db" >/dev/null || continue
+                    "$bin" engine replay --db "$db" ${OPS:+--ops} >/dev/null || continue
                 fi
                 "$bin" calib eval --db "$db" --calib "$calib" --extrapolate --csv "$scratch/steps-$tag.csv" |
                     awk -v m="$model" -v p="$policy" -v s="$sched" -v r="$rps" -v f="$out/fidelity.csv" '
                         /replayed steps/ { for (i = 2; i <= NF; i++) { if ($i == "replayed") steps = $(i-1); if ($i == "measured") meas = $(i+1) } }
-                        /calibrated|roofline/ {
+                        /^  (calibrated|roofline) +per-step/ {
                             gsub("%", ""); printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", m, p, s, r, $1, steps, meas, $4, $7, $10 >> f
-                            print m, p, s, r, $0 }'
+                            print m, p, s, r, $0; next }
+                        /^    / { print "   ", $0 }'
                 tail -n +2 "$scratch/steps-$tag.csv" | sed "s/^/$tag,/" >>"$out/all-steps.csv"
             done
         done
