@@ -38,11 +38,13 @@ static void engine_usage(FILE *f)
 "--weights loads a safetensors checkpoint (a file or a directory of shards, Hugging Face names of\n"
 "       the LLaMA/Qwen or LLaDA families) instead of random weights\n"
 "replay executes the steps a simulation stored (tessera sim --db, without --no-steps) and\n"
-"       writes each measured duration beside the predicted one into engine_steps; --ops also\n"
+"       writes each measured duration beside the predicted one into engine_steps (a step that\n"
+"       meets a GEMM shape new to the process runs once untimed first); --ops also\n"
 "       times each op of each step (one more run with an event after every op, scaled to the\n"
 "       step's time) into engine_step_ops, which `tessera calib eval` then breaks down by op\n"
 "profile times every op of steps over a grid of (sequences, q, cached kv, logits) and writes\n"
-"       the rows, with GPU name, clocks, driver, CUDA and cuBLAS versions, into engine_profile\n");
+"       the rows, with GPU name, clocks, driver, CUDA and cuBLAS versions, into engine_profile\n"
+"       (replacing that model's earlier rows on this GPU)\n");
 }
 
 int cli_engine(int argc, char **argv)
