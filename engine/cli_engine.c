@@ -20,7 +20,7 @@ static void engine_usage(FILE *f)
 "       tessera engine replay --db RUN.db [--run ID] [--steps N] [--mem-limit GB] [--weights PATH]\n"
 "                             [--gemm-cache FILE] [--ops]\n"
 "       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
-"                              [--gemm-cache FILE]\n"
+"                              [--gemm-cache FILE] [--warmup N] [--step SEGS,Q,KV,LOGIT_ROWS]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--logit-chunk N]\n"
 "                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention]\n"
 "                            [--weights PATH] [--gemm-cache FILE]\n"
@@ -44,7 +44,9 @@ static void engine_usage(FILE *f)
 "       step's time) into engine_step_ops, which `tessera calib eval` then breaks down by op\n"
 "profile times every op of steps over a grid of (sequences, q, cached kv, logits) and writes\n"
 "       the rows, with GPU name, clocks, driver, CUDA and cuBLAS versions, into engine_profile\n"
-"       (replacing that model's earlier rows on this GPU)\n");
+"       (replacing that model's earlier rows on this GPU); each step runs --warmup [1] times\n"
+"       untimed first; --step profiles that one step instead of the grid (a diagnostic: too few\n"
+"       rows for calib import)\n");
 }
 
 int cli_engine(int argc, char **argv)
@@ -67,10 +69,15 @@ int cli_engine(int argc, char **argv)
                                       {"weights", required_argument, 0, 'w'},
                                       {"gemm-cache", required_argument, 0, 'G'},
                                       {"ops", no_argument, 0, 'O'},
+                                      {"warmup", required_argument, 0, 'W'},
+                                      {"step", required_argument, 0, 'T'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     int64_t seed = 1, reps = 20, chunk = 2048, run = 0, steps = 0;
     bool ops = false;
+    int64_t warmup = 1;
+    int32_t only_step[4];
+    bool have_step = false;
     const char *db = NULL, *weights = NULL;
     double mem_gb = 0;
     const char *model = "llada-8b", *json = NULL, *only = NULL;
@@ -88,6 +95,18 @@ int cli_engine(int argc, char **argv)
         case 'd': db = optarg; break;
         case 'w': weights = optarg; break;
         case 'O': ops = true; break;
+        case 'W': bad = ts_parse_i64(optarg, &warmup) || warmup < 0 || warmup > 1000; break;
+        case 'T': {
+            int n = 0;
+            have_step = true;
+            bad = sscanf(optarg, "%d,%d,%d,%d%n", &only_step[0], &only_step[1], &only_step[2], &only_step[3], &n) != 4 ||
+                  optarg[n] != '\0' || only_step[0] < 1 || only_step[1] < 1 || only_step[2] < 0 ||
+                  (only_step[3] != 0 && only_step[3] != only_step[1]) || (int64_t)only_step[0] * only_step[1] > 16384;
+            if (bad)
+                fprintf(stderr, "tessera engine %s: --step SEGS,Q,KV,LOGIT_ROWS: SEGS x Q up to 16384 tokens, "
+                                "LOGIT_ROWS 0 or Q\n", sub);
+            break;
+        }
         case 'G': bad = !*optarg || setenv("TESSERA_GEMM_CACHE", optarg, 1) != 0; break;
         case 'R': bad = ts_parse_i64(optarg, &run) || run < 1; break;
         case 'S': bad = ts_parse_i64(optarg, &steps) || steps < 1; break;
@@ -135,7 +154,8 @@ int cli_engine(int argc, char **argv)
             fprintf(stderr, "tessera engine profile: %s\n", err.msg);
             return EXIT_USAGE;
         }
-        return eng_profile_run(&m, db, (int)TS_MIN(reps, 5), mem_gb, stdout);
+        return eng_profile_run(&m, db, (int)TS_MIN(reps, 5), (int)warmup, have_step ? only_step : NULL, mem_gb,
+                               stdout);
     }
     fprintf(stderr, "tessera engine: unknown subcommand '%s' (check, bench, replay, profile)\n", sub);
     return EXIT_USAGE;

@@ -246,13 +246,44 @@ done:
 
 /* --- profile ----------------------------------------------------------------------------- */
 
-int eng_profile_run(const struct model_cfg *m, const char *path, int reps, double mem_limit_gb, FILE *out)
+/* One profiled step: segs sequences of q tokens over kv cached, with or without logits. */
+struct prof_step {
+    int segs, q, kv, logits;
+};
+
+/* The profile's grid of steps (*n of them; the caller frees the array). */
+static struct prof_step *profile_grid(size_t *n)
 {
     static const int q_grid[] = {1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
     static const int kv_grid[] = {0, 128, 480, 1024, 2048, 4096};
     /* many short sequences, a few (Reuse blocks of 8, 32 or 128 tokens only: the split-KV regime of
      * the attention kernel changes with the count), and one: the per-sequence cost */
     static const int seg_grid[] = {16, 8, 4, 2, 1};
+    struct prof_step *g = NULL;
+    size_t cap = 0;
+    *n = 0;
+    for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++)
+        for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++)
+            for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
+                for (int with_logits = 0; with_logits < 2; with_logits++) {
+                    int q = q_grid[qi], kv = kv_grid[ki];
+                    if (kv > 0 && q > 512)
+                        continue; /* long Refresh steps have no cache */
+                    if (seg_grid[si] == 1 && (q > 512 || with_logits))
+                        continue; /* single sequences: short steps, without logits, are enough */
+                    if (seg_grid[si] > 1 && seg_grid[si] < 16 && (!with_logits || (q != 8 && q != 32 && q != 128)))
+                        continue; /* a few sequences: Reuse-sized blocks with their logits */
+                    ts_grow((void **)&g, &cap, *n + 1, sizeof *g);
+                    g[(*n)++] = (struct prof_step){TS_MIN(seg_grid[si], 16384 / q), q, kv, with_logits};
+                }
+    return g;
+}
+
+int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int warmup,
+                    const int32_t *only_step, double mem_limit_gb, FILE *out)
+{
+    struct prof_step *grid = NULL;
+    size_t n_grid = 0;
     sqlite3 *db = NULL;
     sqlite3_stmt *ins = NULL;
     struct eng *e = NULL;
@@ -306,78 +337,76 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, doubl
                            NULL) != SQLITE_OK)
         goto dbfail;
     int64_t rows = 0, req = 0;
-    for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++)
-        for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++)
-            for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
-            for (int with_logits = 0; with_logits < 2; with_logits++) {
-                int q = q_grid[qi], kv = kv_grid[ki];
-                int segs = TS_MIN(seg_grid[si], 16384 / q); /* up to 16384 tokens */
-                if (kv > 0 && q > 512)
-                    continue; /* long Refresh steps have no cache */
-                if (seg_grid[si] == 1 && (q > 512 || with_logits))
-                    continue; /* single sequences: short steps, without logits, are enough */
-                if (seg_grid[si] > 1 && seg_grid[si] < 16 && (!with_logits || (q != 8 && q != 32 && q != 128)))
-                    continue; /* a few sequences: Reuse-sized blocks with their logits */
-                /* fill each sequence's cache with a step of its own, then time the step */
-                for (int s = 0; s < segs && kv > 0; s++) {
-                    step_desc_clear(&sd);
-                    struct segment g = {.req_id = (int32_t)(req + s), .q = kv, .phase = PHASE_REFRESH};
-                    step_desc_add(&sd, &g);
-                    if (eng_step(e, &sd, NULL, NULL, &err))
-                        goto engfail;
-                }
-                step_desc_clear(&sd);
-                for (int s = 0; s < segs; s++) {
-                    struct segment g = {.req_id = (int32_t)(req + s), .q = q, .kv = kv,
-                                        .logit_rows = with_logits ? q : 0, .phase = PHASE_REUSE};
-                    step_desc_add(&sd, &g);
-                }
-                double acc[OP_COUNT] = {0}, op_ms[OP_COUNT];
-                float total = 0, t;
-                if (eng_step(e, &sd, NULL, NULL, &err)) /* warm-up and GEMM tuning */
-                    goto engfail;
-                for (int r = 0; r < reps; r++) {
-                    if (eng_step_profile(e, &sd, op_ms, &t, &err))
-                        goto engfail;
-                    for (int op = 0; op < OP_COUNT; op++)
-                        acc[op] += op_ms[op] / reps;
-                }
-                /* the step's own time without the per-op events (the calibration scales the ops
-                 * to it: an event after every op costs time a real step does not spend) */
-                for (int r = 0; r < reps; r++) {
-                    if (eng_step(e, &sd, NULL, &t, &err))
-                        goto engfail;
-                    total += t / (float)reps;
-                }
-                for (int op = 0; op < OP_COUNT; op++) {
-                    if (acc[op] <= 0)
-                        continue;
-                    int k = 1;
-                    sqlite3_bind_text(ins, k++, eng_device_name(e), -1, SQLITE_TRANSIENT);
-                    sqlite3_bind_int(ins, k++, sm_clock);
-                    sqlite3_bind_int(ins, k++, mem_clock);
-                    sqlite3_bind_int(ins, k++, drv);
-                    sqlite3_bind_int(ins, k++, rt);
-                    sqlite3_bind_int(ins, k++, cublas_ver);
-                    sqlite3_bind_text(ins, k++, m->name, -1, SQLITE_TRANSIENT);
-                    sqlite3_bind_int(ins, k++, segs);
-                    sqlite3_bind_int(ins, k++, q);
-                    sqlite3_bind_int(ins, k++, kv);
-                    sqlite3_bind_int(ins, k++, with_logits ? q : 0);
-                    sqlite3_bind_text(ins, k++, cost_op_name((enum cost_op)op), -1, SQLITE_STATIC);
-                    sqlite3_bind_double(ins, k++, acc[op]);
-                    sqlite3_bind_double(ins, k++, total);
-                    if (sqlite3_step(ins) != SQLITE_DONE)
-                        goto rollback;
-                    sqlite3_reset(ins);
-                    rows++;
-                }
-                fprintf(out, "  %2d x q %5d over %5d cached%s: %9.3f ms\n", segs, q, kv,
-                        with_logits ? ", logits" : "        ", total);
-                for (int s = 0; s < segs; s++)
-                    eng_release(e, (int32_t)(req + s));
-                req += segs;
-            }
+    if (only_step) {
+        grid = xmalloc(sizeof *grid);
+        grid[0] = (struct prof_step){only_step[0], only_step[1], only_step[2], only_step[3] > 0};
+        n_grid = 1;
+    } else {
+        grid = profile_grid(&n_grid);
+    }
+    for (size_t gi = 0; gi < n_grid; gi++) {
+        const int segs = grid[gi].segs, q = grid[gi].q, kv = grid[gi].kv, with_logits = grid[gi].logits;
+        /* fill each sequence's cache with a step of its own, then time the step */
+        for (int s = 0; s < segs && kv > 0; s++) {
+            step_desc_clear(&sd);
+            struct segment g = {.req_id = (int32_t)(req + s), .q = kv, .phase = PHASE_REFRESH};
+            step_desc_add(&sd, &g);
+            if (eng_step(e, &sd, NULL, NULL, &err))
+                goto engfail;
+        }
+        step_desc_clear(&sd);
+        for (int s = 0; s < segs; s++) {
+            struct segment g = {.req_id = (int32_t)(req + s), .q = q, .kv = kv,
+                                .logit_rows = with_logits ? q : 0, .phase = PHASE_REUSE};
+            step_desc_add(&sd, &g);
+        }
+        double acc[OP_COUNT] = {0}, op_ms[OP_COUNT];
+        float total = 0, t;
+        for (int w = 0; w < warmup; w++) /* warm-up (and GEMM tuning) */
+            if (eng_step(e, &sd, NULL, NULL, &err))
+                goto engfail;
+        for (int r = 0; r < reps; r++) {
+            if (eng_step_profile(e, &sd, op_ms, &t, &err))
+                goto engfail;
+            for (int op = 0; op < OP_COUNT; op++)
+                acc[op] += op_ms[op] / reps;
+        }
+        /* the step's own time without the per-op events (the calibration scales the ops
+         * to it: an event after every op costs time a real step does not spend) */
+        for (int r = 0; r < reps; r++) {
+            if (eng_step(e, &sd, NULL, &t, &err))
+                goto engfail;
+            total += t / (float)reps;
+        }
+        for (int op = 0; op < OP_COUNT; op++) {
+            if (acc[op] <= 0)
+                continue;
+            int k = 1;
+            sqlite3_bind_text(ins, k++, eng_device_name(e), -1, SQLITE_TRANSIENT);
+            sqlite3_bind_int(ins, k++, sm_clock);
+            sqlite3_bind_int(ins, k++, mem_clock);
+            sqlite3_bind_int(ins, k++, drv);
+            sqlite3_bind_int(ins, k++, rt);
+            sqlite3_bind_int(ins, k++, cublas_ver);
+            sqlite3_bind_text(ins, k++, m->name, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_int(ins, k++, segs);
+            sqlite3_bind_int(ins, k++, q);
+            sqlite3_bind_int(ins, k++, kv);
+            sqlite3_bind_int(ins, k++, with_logits ? q : 0);
+            sqlite3_bind_text(ins, k++, cost_op_name((enum cost_op)op), -1, SQLITE_STATIC);
+            sqlite3_bind_double(ins, k++, acc[op]);
+            sqlite3_bind_double(ins, k++, total);
+            if (sqlite3_step(ins) != SQLITE_DONE)
+                goto rollback;
+            sqlite3_reset(ins);
+            rows++;
+        }
+        fprintf(out, "  %2d x q %5d over %5d cached%s: %9.3f ms\n", segs, q, kv,
+                with_logits ? ", logits" : "        ", total);
+        for (int s = 0; s < segs; s++)
+            eng_release(e, (int32_t)(req + s));
+        req += segs;
+    }
     if (db_exec(db, "COMMIT"))
         goto done;
     fprintf(out, "engine profile: %lld rows in %s (table engine_profile)\n", (long long)rows, path);
@@ -391,6 +420,7 @@ dbfail:
 rollback:
     db_exec(db, "ROLLBACK");
 done:
+    free(grid);
     sqlite3_finalize(ins);
     sqlite3_close(db);
     eng_destroy(e);

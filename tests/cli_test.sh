@@ -220,6 +220,13 @@ if [ -e "$tmp/range.db" ]; then bad "a database was left behind by a failed run"
 printf 'device,model,segs,q,kv,logit_rows,op,ms,total_ms\nA,llada-8b,16,32,0,0,qkv,0.5,1\n' >"$tmp/thin.csv"
 expect 2 "calib import of a thin profile" -- $bin calib import "$tmp/thin.csv" --gpu h200 --out "$tmp/c.csv"
 contains "calib import of a thin profile" "no rows for op norm"
+if [ -e "$(dirname "$bin")/libtessera_engine.so" ]; then # engine built: its argument checks need no GPU
+    expect 2 "engine profile --step with bad logit rows" -- $bin engine profile --db "$tmp/p.db" --step 1,32,1024,5
+    contains "engine profile --step says what it wants" "--step SEGS,Q,KV,LOGIT_ROWS"
+    expect 2 "engine profile --step too large" -- $bin engine profile --db "$tmp/p.db" --step 16,2048,0,0
+    expect 2 "engine profile --warmup negative" -- $bin engine profile --db "$tmp/p.db" --warmup -1
+    [ ! -e "$tmp/p.db" ] && ok || bad "a refused engine profile left a database"
+fi
 expect 2 "calib eval without a replay" -- $bin calib eval --db "$tmp/ok.db"
 contains "calib eval without a replay" "no replayed run"
 # calib eval on planted measurements: every step measured 10% above the calibrated prediction,
