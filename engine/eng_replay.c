@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cost.h"
 #include "eng.h"
@@ -175,7 +176,10 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
     sqlite3_bind_int64(q, 1, run_id);
     double sum_abs_rel = 0, sum_pred = 0, sum_meas = 0;
     int64_t n = 0;
+    const bool progress = isatty(STDERR_FILENO);
     while (n < num_steps && sqlite3_step(q) == SQLITE_ROW) {
+        if (progress && n % 50 == 0)
+            fprintf(stderr, "\rreplay: step %lld of %lld", (long long)n, (long long)num_steps);
         int64_t step = sqlite3_column_int64(q, 0), pred = sqlite3_column_int64(q, 1);
         sd.logit_chunk_rows = o.logit_chunk;
         if (db_read_step(segq, run_id, step, &sd) != SQLITE_OK) {
@@ -217,6 +221,8 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
         n++;
     }
     sqlite3_finalize(segq);
+    if (progress)
+        fprintf(stderr, "\r%*s\r", 40, "");
     if (db_exec(db, "COMMIT"))
         goto done;
     if (n > 1)
