@@ -28,6 +28,12 @@ void calib_data_free(struct calib_data *d)
     memset(d, 0, sizeof *d);
 }
 
+void calib_shipped_path(const char *datadir, const char *gpu, const char *model, const char *impl, char *out,
+                        size_t len)
+{
+    snprintf(out, len, "%s/calib/%s-%s-%s.csv", datadir, gpu, model, impl);
+}
+
 static void push(struct calib_data *d, const struct calib_row *r)
 {
     ts_grow((void **)&d->rows, &d->cap, d->n + 1, sizeof *d->rows);
@@ -570,12 +576,6 @@ static void attn_features(double segs, double q, double kv, double *f)
         attn_features_add(q, kv, f);
 }
 
-/* Per-op times come from event-instrumented runs, which add a little to each op;
- * total_ms is the same step timed without the events.  Scale every op of a step so the ops sum to
- * the un-instrumented total, down or up: a total above the sum is, on large steps, run-to-run noise
- * (a constant taken from it would land on every small step) and, on small ones, launch gaps that
- * belong to that shape. */
-
 /* The sum of the op times of the profiled step row r belongs to. */
 static double step_ops_ms(const struct calib_data *d, const struct calib_row *r)
 {
@@ -588,7 +588,12 @@ static double step_ops_ms(const struct calib_data *d, const struct calib_row *r)
     return sum;
 }
 
-/* gap >= 0: a host/GPU split profile: scale to the GPU time an eager step sees, gpu_ms + gap. */
+/* Per-op times come from event-instrumented runs, which add a little to each op;
+ * total_ms is the same step timed without the events.  Scale every op of a step so the ops sum to
+ * the un-instrumented total, down or up: a total above the sum is, on large steps, run-to-run noise
+ * (a constant taken from it would land on every small step) and, on small ones, launch gaps that
+ * belong to that shape. gap >= 0: a host/GPU split profile: scale to the GPU time an eager step
+ * sees, gpu_ms + gap. */
 static void scale_to_totals(const struct calib_data *in, double gap, struct calib_data *out)
 {
     for (size_t i = 0; i < in->n; i++) {

@@ -50,6 +50,9 @@ struct calib_data {
     size_t n, cap;
 };
 
+/* Where a shipped calibration lives: DATADIR/calib/GPU-MODEL-IMPL.csv. */
+void calib_shipped_path(const char *datadir, const char *gpu, const char *model, const char *impl, char *out,
+                        size_t len);
 void calib_data_free(struct calib_data *d);
 /* Reads the CSV `tessera calib import` writes (the engine_profile columns). */
 int calib_data_load(const char *path, struct calib_data *out, struct ts_err *err);

@@ -66,17 +66,23 @@ static int load_fit(const char *path, const char *gpu, struct calib **out, struc
     return rc;
 }
 
-/* The calibration for ctx's GPU, model and implementation: calib_path, or the shipped one
- * (datadir/calib/GPU-MODEL-IMPL.csv); its path is left in path. */
-static int load_for(const struct cost_ctx *ctx, const char *calib_path, char *path, size_t len,
-                    struct calib **out, struct ts_err *err)
+/* The shipped calibration of gpu, model and impl under the default data directory. */
+static void shipped_path(const char *gpu, const char *model, const char *impl, char *path, size_t len)
 {
     struct sim_config dc;
     sim_config_defaults(&dc);
+    calib_shipped_path(dc.datadir, gpu, model, impl, path, len);
+}
+
+/* The calibration for ctx's GPU, model and implementation: calib_path, or the shipped one; its
+ * path is left in path. */
+static int load_for(const struct cost_ctx *ctx, const char *calib_path, char *path, size_t len,
+                    struct calib **out, struct ts_err *err)
+{
     if (calib_path)
         snprintf(path, len, "%s", calib_path);
     else
-        snprintf(path, len, "%s/calib/%s-%s-%s.csv", dc.datadir, ctx->gpu.name, ctx->model.name, ctx->impl.name);
+        shipped_path(ctx->gpu.name, ctx->model.name, ctx->impl.name, path, len);
     return load_fit(path, ctx->gpu.name, out, err);
 }
 
@@ -346,10 +352,8 @@ static int transfer_checked(const struct calib_data *d, const char *from, const 
  * carried over by roofline ratios, with what that assumes. */
 static int show_transferred(const char *gpu, const char *from, const char *model, const char *impl)
 {
-    struct sim_config dc;
-    sim_config_defaults(&dc);
     char src[CFG_PATH + 256];
-    snprintf(src, sizeof src, "%s/calib/%s-%s-%s.csv", dc.datadir, from, model, impl);
+    shipped_path(from, model, impl, src, sizeof src);
     struct ts_err err;
     struct calib_data d, t;
     if (calib_data_load(src, &d, &err)) {
@@ -373,8 +377,8 @@ static int show_transferred(const char *gpu, const char *from, const char *model
            "assumes: every op keeps the fraction of its roofline time it reached on %s (GEMM, attention\n"
            "and memory-bound efficiencies alike), kernel launch and host overheads are the same on both\n"
            "GPUs, and the same kernels run (the %s implementation). No second GPU has been measured to\n"
-           "check it (on the H200 the uncalibrated roofline was 24-30%% off per step, the calibrated\n"
-           "model 1-6%%). Measure with `tessera engine profile` to replace it.\n",
+           "check it (on the H200 the uncalibrated roofline was 26-31%% off per step, the calibrated\n"
+           "model 1-3%%). Measure with `tessera engine profile` to replace it.\n",
            gpu, src, from, impl);
     printf("uncertainty band: each op scaled by the two GPUs' peak-FLOP ratio and by their bandwidth\n"
            "ratio instead of its roofline ratio (the roofline may have misjudged which one limited the\n"
@@ -483,13 +487,10 @@ int cli_calib(int argc, char **argv)
         char path[CFG_PATH + 256];
         if (!gpu)
             gpu = "h200";
-        if (file) {
+        if (file)
             snprintf(path, sizeof path, "%s", file);
-        } else {
-            struct sim_config dc;
-            sim_config_defaults(&dc);
-            snprintf(path, sizeof path, "%s/calib/%s-%s-%s.csv", dc.datadir, gpu, model, impl);
-        }
+        else
+            shipped_path(gpu, model, impl, path, sizeof path);
         if (!file && strcmp(sub, "show") == 0 && access(path, R_OK) != 0)
             return show_transferred(gpu, from ? from : "h200", model, impl);
         struct calib *c;

@@ -282,8 +282,7 @@ static int load_calibration(struct sim *s, struct ts_err *err)
     if (c->calib[0])
         snprintf(path, sizeof path, "%s", c->calib);
     else
-        snprintf(path, sizeof path, "%s/calib/%s-%s-%s.csv", c->datadir, s->gpu.name, s->model.name,
-                 s->impl.name);
+        calib_shipped_path(c->datadir, s->gpu.name, s->model.name, s->impl.name, path, sizeof path);
     struct calib_data d;
     if (calib_data_load(path, &d, err)) {
         if (!c->calib[0])
