@@ -28,6 +28,7 @@ struct probe_ctx {
     struct step_desc sd;
     int32_t logit_chunks, ffn_chunks;
     int probes;
+    struct ts_err why; /* why the last length that did not fit failed; or the error of a probe */
 };
 
 /* 1: L fits (its activations are mapped on return), 0: it does not (why in err), -1: error. */
@@ -55,6 +56,17 @@ static int probe(struct probe_ctx *c, int64_t L, struct ts_err *err)
     /* the mapping decides, whatever the planner predicted */
     int rc = eng_prepare_step(c->e, &c->sd, err);
     return rc < 0 ? -1 : rc == 0;
+}
+
+/* probe() for ts_search_largest: a length that does not fit leaves its reason in c->why. */
+static int probe_fits(void *ctx, int64_t L)
+{
+    struct probe_ctx *c = ctx;
+    struct ts_err w;
+    int f = probe(c, L, &w);
+    if (f <= 0)
+        c->why = w;
+    return f;
 }
 
 int eng_lmax_live(const struct lmax_live_req *q, struct lmax_live_result *r, struct ts_err *err)
@@ -90,40 +102,14 @@ int eng_lmax_live(const struct lmax_live_req *q, struct lmax_live_result *r, str
     r->weights = mem.weights;
     if (eng_device_used(c.e, &r->fixed, err))
         goto done;
-    /* double, then bisect: lo fits, hi does not */
-    int64_t lo = 0, hi = 1;
-    struct ts_err why = {{0}};
-    for (;;) {
-        if (hi > o.max_tokens) {
-            snprintf(why.msg, sizeof why.msg, "the search stops at %d tokens (--max-tokens)", o.max_tokens);
-            break;
-        }
-        int f = probe(&c, hi, &why);
-        if (f < 0) {
-            *err = why;
-            goto done;
-        }
-        if (!f)
-            break;
-        lo = hi;
-        hi *= 2;
+    /* lengths up to max_tokens; if all of them fit, that is why the next is not known to fit */
+    snprintf(c.why.msg, sizeof c.why.msg, "the search stops at %d tokens (--max-tokens)", o.max_tokens);
+    int64_t lo = ts_search_largest(probe_fits, &c, o.max_tokens);
+    if (lo < 0) {
+        *err = c.why;
+        goto done;
     }
-    while (hi - lo > 1 && lo < o.max_tokens) {
-        int64_t mid = lo + (hi - lo) / 2;
-        struct ts_err w;
-        int f = probe(&c, mid, &w);
-        if (f < 0) {
-            *err = w;
-            goto done;
-        }
-        if (f)
-            lo = mid;
-        else {
-            hi = mid;
-            why = w;
-        }
-    }
-    snprintf(r->why_next, sizeof r->why_next, "%s", why.msg);
+    snprintf(r->why_next, sizeof r->why_next, "%s", c.why.msg);
     r->lmax = lo;
     r->probes = c.probes;
     if (lo > 0) {

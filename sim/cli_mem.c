@@ -206,22 +206,27 @@ static bool fits(const struct model_cfg *m, const struct mem_args *a, const stru
     return cr->fits;
 }
 
-/* The simulated L_max: bisection over fits(); cr gets the chunking at L_max. */
+struct fits_ctx {
+    const struct model_cfg *m;
+    const struct mem_args *a;
+    const struct planner_ops *p;
+    int64_t budget;
+    struct chunk_result *cr;
+    struct ts_err *err;
+};
+
+static int fits_at(void *ctx, int64_t L)
+{
+    struct fits_ctx *c = ctx;
+    return fits(c->m, c->a, c->p, c->budget, L, c->cr, c->err); /* a failed plan counts as not fitting */
+}
+
+/* The simulated L_max: the largest length that fits(); cr gets the chunking at L_max. */
 static int64_t sim_lmax(const struct model_cfg *m, const struct mem_args *a, const struct planner_ops *p,
                         int64_t budget, struct chunk_result *cr, struct ts_err *err)
 {
-    int64_t lo = 0, hi = 1;
-    while (hi < (1LL << 26) && fits(m, a, p, budget, hi, cr, err)) {
-        lo = hi;
-        hi *= 2;
-    }
-    while (hi - lo > 1) {
-        int64_t mid = (lo + hi) / 2;
-        if (fits(m, a, p, budget, mid, cr, err))
-            lo = mid;
-        else
-            hi = mid;
-    }
+    struct fits_ctx c = {m, a, p, budget, cr, err};
+    int64_t lo = ts_search_largest(fits_at, &c, (1LL << 26) - 1);
     if (lo > 0)
         fits(m, a, p, budget, lo, cr, err); /* the chunking at L_max */
     return lo;

@@ -84,6 +84,33 @@ void ts_grow(void **buf, size_t *cap, size_t need, size_t elem_size)
     ts_grow_group(one, 1, cap, need, elem_size);
 }
 
+int64_t ts_search_largest(int (*fits)(void *ctx, int64_t n), void *ctx, int64_t cap)
+{
+    int64_t lo = 0, hi = 1; /* lo fits, hi does not (or lies past cap) */
+    for (;; lo = hi, hi *= 2) {
+        if (hi > cap) {
+            hi = cap + 1;
+            break;
+        }
+        int f = fits(ctx, hi);
+        if (f < 0)
+            return -1;
+        if (!f)
+            break;
+    }
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        int f = fits(ctx, mid);
+        if (f < 0)
+            return -1;
+        if (f)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 int ts_read_file(const char *path, char **out, size_t *len, struct ts_err *err)
 {
     FILE *f = fopen(path, "rb");

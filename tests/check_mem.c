@@ -1,4 +1,4 @@
-/* check_mem.c: the activation peak model. */
+/* check_mem.c: the activation peak model, and the search for the longest length that fits. */
 #include <stdlib.h>
 
 #include "mem.h"
@@ -69,6 +69,39 @@ START_TEST(step_uses_its_knobs)
 }
 END_TEST
 
+/* fits up to `bound`; counts the questions and the largest n asked; -1 from `fail_at` on */
+struct search_probe {
+    int64_t bound, fail_at, asked_max;
+    int calls;
+};
+
+static int below_bound(void *ctx, int64_t n)
+{
+    struct search_probe *p = ctx;
+    p->calls++;
+    p->asked_max = n > p->asked_max ? n : p->asked_max;
+    if (p->fail_at > 0 && n >= p->fail_at)
+        return -1;
+    return n <= p->bound;
+}
+
+START_TEST(search_largest_finds_the_boundary)
+{
+    const int64_t bounds[] = {0, 1, 2, 3, 7, 8, 9, 100, 1000, 4095, 4096};
+    const int64_t caps[] = {1, 8, 1000, 5000};
+    for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++)
+        for (size_t j = 0; j < sizeof caps / sizeof caps[0]; j++) {
+            struct search_probe p = {bounds[i], 0, 0, 0};
+            int64_t want = bounds[i] < caps[j] ? bounds[i] : caps[j];
+            ck_assert_int_eq(ts_search_largest(below_bound, &p, caps[j]), want);
+            ck_assert_int_le(p.asked_max, caps[j]); /* nothing past the cap is asked */
+            ck_assert_int_le(p.calls, 2 * 14);      /* doubling then bisection: logarithmic */
+        }
+    struct search_probe p = {1000, 300, 0, 0}; /* an error stops the search */
+    ck_assert_int_eq(ts_search_largest(below_bound, &p, 5000), -1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mem");
@@ -77,6 +110,7 @@ int main(void)
     tcase_add_test(tc, chunking_bounds_the_logits);
     tcase_add_test(tc, monotone_and_ffn_chunks);
     tcase_add_test(tc, step_uses_its_knobs);
+    tcase_add_test(tc, search_largest_finds_the_boundary);
     suite_add_tcase(s, tc);
     return run_suite("mem", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }
