@@ -109,6 +109,8 @@ int plan_greedy_size(const struct opgraph *g, const struct planner_opts *o, stru
     return arena_plan(g, true, out);
 }
 
+int64_t plan_profiled_reservation(int64_t caching) { return caching + caching / 20; }
+
 static int plan_profiled(const struct opgraph *g, const struct planner_opts *o, struct plan *out,
                          struct ts_err *err)
 {
@@ -116,7 +118,7 @@ static int plan_profiled(const struct opgraph *g, const struct planner_opts *o, 
     struct plan c = {0};
     if (plan_caching(ref, o, &c, err))
         return -1;
-    out->arena_bytes = c.arena_bytes + c.arena_bytes / 20; /* guard band */
+    out->arena_bytes = plan_profiled_reservation(c.arena_bytes);
     out->allocated_peak = c.allocated_peak;
     snprintf(out->note, sizeof out->note, "reservation of the profiled step (%s), +5%% guard band",
              o->profiled_graph ? "max_num_batched_tokens" : "this step");

@@ -67,6 +67,9 @@ int plan_first_fit(const struct opgraph *g, const struct planner_opts *o, struct
 int plan_greedy_size(const struct opgraph *g, const struct planner_opts *o, struct plan *out, struct ts_err *err);
 int plan_ilp(const struct opgraph *g, const struct planner_opts *o, struct plan *out, struct ts_err *err);
 int plan_caching(const struct opgraph *g, const struct planner_opts *o, struct plan *out, struct ts_err *err);
+/* What the profiled planner reserves for a caching allocator that reserved `caching` bytes at the
+ * profiled step: 5% more (dLLM-Serve's guard band). */
+int64_t plan_profiled_reservation(int64_t caching);
 
 /* --- chunking (Mosaic's lazy chunking) ------------------------------------------------------ */
 

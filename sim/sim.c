@@ -114,7 +114,7 @@ int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows)
     struct plan pl;
     TS_ASSERT(plan_caching(&s->graph, NULL, &pl, NULL) == 0);
     plan_free(&pl);
-    return s->planner == planner_find("profiled") ? pl.arena_bytes + pl.arena_bytes / 20 : pl.arena_bytes;
+    return s->planner == planner_find("profiled") ? plan_profiled_reservation(pl.arena_bytes) : pl.arena_bytes;
 }
 
 /* --- running set ------------------------------------------------------------------------- */
