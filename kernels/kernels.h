@@ -89,6 +89,10 @@ int k_attention(const struct k_attn_args *a, k_stream stream);
 /* The number of key splits k_attention will use for these arguments (1 = none). */
 int k_attention_splits(const struct k_attn_args *a);
 
+/* Prefetches into L2 `spans` spans of span_bytes bytes, `stride` bytes apart from base (all
+ * multiples of 16 bytes); writes nothing. */
+int k_l2_prefetch(const void *base, int64_t spans, int64_t span_bytes, int64_t stride, k_stream stream);
+
 /* Per row of logits [rows, V]: the argmax, its value and its softmax probability (confidence),
  * written at out_*[row_base + row]. */
 int k_argmax_conf(const bf16_t *logits, int rows, int V, int32_t *out_tok, float *out_max,
