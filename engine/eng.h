@@ -41,8 +41,6 @@ struct eng_opts {
     bool no_tune;          /* never time GEMM algorithms (they need scratch memory outside the plan) */
     const char *gemm_cache; /* GEMM algorithm cache file (eng_algos.h), or NULL; the default is
                              * $TESSERA_GEMM_CACHE */
-    int32_t l2_prefetch;   /* steps of at most this many packed tokens prefetch each GEMM's weights
-                            * into L2 beside the ops before it that leave DRAM idle; 0 = never */
 };
 
 void eng_opts_defaults(struct eng_opts *o);
@@ -88,9 +86,6 @@ void eng_release(struct eng *e, int32_t req_id);
  * identical step n times and gives the median milliseconds per step. */
 int eng_graph_capture(struct eng *e, const struct step_desc *sd, struct ts_err *err);
 int eng_graph_replay(struct eng *e, int n, float *median_ms, struct ts_err *err);
-/* Launches the captured graph once (after poisoning the activations and outputs if
- * eng_poison_workspace asked for it) and returns its outputs, as eng_step does. */
-int eng_graph_launch(struct eng *e, struct eng_out *out, struct ts_err *err);
 
 /* Copies the final normalised hidden rows of the last step ([R, hidden] as fp32) to dst. */
 int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err);
@@ -108,9 +103,6 @@ int64_t eng_step_workspace_bytes(struct eng *e, const struct step_desc *sd);
 void eng_act_info(const struct eng *e, struct eng_act_info *out);
 /* Rows per logit chunk and FFN chunks for the steps that follow (lazy chunking picks them). */
 void eng_set_chunking(struct eng *e, int32_t logit_chunk_rows, int32_t ffn_chunks);
-/* Steps of at most max_tokens packed tokens prefetch weights into L2 (eng_opts.l2_prefetch; 0 = never)
- * from the next step or graph capture on. */
-void eng_set_l2_prefetch(struct eng *e, int32_t max_tokens);
 /* Plans sd's activations and maps them, without running: 0 when they fit, 1 when the device is
  * out of memory (err says how much was asked), -1 on another error. */
 int eng_prepare_step(struct eng *e, const struct step_desc *sd, struct ts_err *err);

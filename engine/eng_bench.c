@@ -313,20 +313,6 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
                              "\"memory_floor_ms\":%.4f,\"x_floor\":%.4f,\"workspace_bytes\":%lld,"
                              "\"sim_act_bytes\":%lld}\n", c->name, ms, floor_ms, fl_ms, by_ms, ms / floor_ms,
                     (long long)ws, (long long)sim_act);
-        if (sd.tot.q_tokens <= eo.l2_prefetch) { /* the same step without the L2 prefetch */
-            float off_ms;
-            eng_set_l2_prefetch(e, 0);
-            int bad = eng_graph_capture(e, &sd, &err) || eng_graph_replay(e, o->reps, &off_ms, &err);
-            eng_set_l2_prefetch(e, eo.l2_prefetch);
-            if (bad) {
-                fprintf(stderr, "engine bench: %s\n", err.msg);
-                goto done;
-            }
-            fprintf(out, "    without L2 prefetch %.3f ms (%.3f x floor): prefetch saves %.1f%%\n", off_ms,
-                    off_ms / floor_ms, 100.0 * (1.0 - ms / off_ms));
-            if (o->json)
-                fprintf(o->json, "{\"case\":\"%s\",\"no_prefetch_ms\":%.4f}\n", c->name, off_ms);
-        }
         double op_ms[OP_COUNT];
         float eager_ms;
         if (eng_step_profile(e, &sd, op_ms, &eager_ms, &err)) {

@@ -713,56 +713,6 @@ done:
     step_desc_free(&cached);
 }
 
-/* L2 prefetch only moves weights into the cache: steps with it (eager and from a captured graph,
- * where the side stream joins the capture) give the results of steps without it bit for bit. */
-static void check_prefetch(struct checker *c, const struct model_cfg *m)
-{
-    struct step_desc steps[3];
-    mixed_steps(steps);
-    struct step_outs off = {0}, on = {0}, graph = {0};
-    struct eng *e[2] = {NULL, NULL};
-    struct ts_err err;
-    for (int k = 0; k < 2; k++) {
-        struct eng_opts o;
-        eng_opts_defaults(&o);
-        o.max_tokens = 1024;
-        o.kv_tokens = 4096;
-        o.no_tune = true;
-        o.seed = 17;
-        o.l2_prefetch = k ? o.max_tokens : 0;
-        if (eng_create(m, &o, &e[k], &err) || run_steps(e[k], m, steps, 3, k ? &on : &off, &err)) {
-            fail_msg(c, k ? "engine with L2 prefetch" : "engine without L2 prefetch", err.msg);
-            goto done;
-        }
-    }
-    report(c, "L2 prefetch on vs off, eager (largest difference)", outs_diff(&on, &off, m->hidden), 0);
-    /* the last step again, captured: its outputs are those of the graph's launch */
-    graph.n = off.n - steps[2].tot.logit_rows;
-    graph.tok = xcalloc((size_t)off.n, 4), graph.maxv = xcalloc((size_t)off.n, 4);
-    graph.conf = xcalloc((size_t)off.n, 4), graph.hidden = xcalloc((size_t)off.n * m->hidden, 4);
-    memcpy(graph.tok, off.tok, 4 * (size_t)graph.n), memcpy(graph.maxv, off.maxv, 4 * (size_t)graph.n);
-    memcpy(graph.conf, off.conf, 4 * (size_t)graph.n);
-    memcpy(graph.hidden, off.hidden, 4 * (size_t)graph.n * m->hidden);
-    struct eng_out out;
-    if (eng_graph_capture(e[1], &steps[2], &err) || eng_poison_workspace(e[1], &err) ||
-        eng_graph_launch(e[1], &out, &err) || eng_last_hidden(e[1], graph.hidden + (size_t)graph.n * m->hidden, &err)) {
-        fail_msg(c, "graph capture with L2 prefetch", err.msg);
-        goto done;
-    }
-    memcpy(graph.tok + graph.n, out.tok, 4 * (size_t)out.R), memcpy(graph.maxv + graph.n, out.maxv, 4 * (size_t)out.R);
-    memcpy(graph.conf + graph.n, out.conf, 4 * (size_t)out.R);
-    graph.n += out.R;
-    report(c, "L2 prefetch on, captured graph vs off (largest difference)", outs_diff(&graph, &off, m->hidden), 0);
-done:
-    outs_free(&off);
-    outs_free(&on);
-    outs_free(&graph);
-    eng_destroy(e[0]);
-    eng_destroy(e[1]);
-    for (int k = 0; k < 3; k++)
-        step_desc_free(&steps[k]);
-}
-
 int eng_check_run(uint64_t seed, FILE *out)
 {
     struct checker c = {out, 0, 0, seed};
@@ -805,9 +755,6 @@ int eng_check_run(uint64_t seed, FILE *out)
     check_planners(&c, &tiny_b);
     check_stateless(&c, &tiny_a);
     check_stateless(&c, &tiny_b);
-    fprintf(out, "L2 prefetch:\n");
-    check_prefetch(&c, &tiny_a);
-    check_prefetch(&c, &tiny_b);
     fprintf(out, "engine check: %d passed, %d failed\n", c.passed, c.failed);
     return c.failed ? 1 : 0;
 }

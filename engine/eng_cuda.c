@@ -39,13 +39,6 @@
 
 #define MAX_PROF_EVENTS 1024
 
-/* L2 prefetch windows of a layer, each before the GEMM whose weights it fetches: the attention
- * norm (qkv), RoPE + attention (o_proj), the FFN norm (gate_up), SwiGLU (down). The budgets are
- * fractions of the L2: a matrix that fits is fetched whole before o_proj, where the window is
- * long; the short windows fetch a part of every row. */
-enum { PF_QKV, PF_O, PF_GU, PF_DOWN, PF_WINDOWS };
-static const double pf_l2_share[PF_WINDOWS] = {0.25, 0.75, 0.25, 0.25};
-
 struct dev_meta { /* device copies of the plan's arrays, carved from one buffer */
     int32_t *tok_pos, *tok_slot, *tok_ids, *q_start, *q_len, *key_len, *kv_cached, *page_off;
     int32_t *pages, *tiles, *logit_idx;
@@ -89,11 +82,6 @@ struct eng {
     int32_t last_R;
     cudaGraphExec_t graph;
     bool have_graph;
-    /* L2 prefetch on a side stream forked from and joined to the main one */
-    cudaStream_t side;
-    cudaEvent_t pf_fork, pf_join;
-    bool pf_pending;
-    int64_t pf_budget[PF_WINDOWS];
     /* per-op profiling: an event after each op, tagged with its cost-model op */
     bool profiling;
     cudaEvent_t prof_ev[MAX_PROF_EVENTS];
@@ -119,11 +107,6 @@ void eng_opts_defaults(struct eng_opts *o)
     o->ffn_chunks = 1;
     o->seed = 1;
     o->planner = "first-fit";
-    o->l2_prefetch = 1024;
-    const char *pf = getenv("TESSERA_L2_PREFETCH");
-    int64_t v;
-    if (pf && *pf && !ts_parse_i64(pf, &v) && v >= 0 && v <= INT32_MAX)
-        o->l2_prefetch = (int32_t)v;
     const char *cache = getenv("TESSERA_GEMM_CACHE");
     o->gemm_cache = cache && *cache ? cache : NULL;
 }
@@ -180,8 +163,6 @@ void eng_set_chunking(struct eng *e, int32_t logit_chunk_rows, int32_t ffn_chunk
     e->o.logit_chunk = TS_MAX(1, logit_chunk_rows);
     e->o.ffn_chunks = TS_MAX(1, ffn_chunks);
 }
-
-void eng_set_l2_prefetch(struct eng *e, int32_t max_tokens) { e->o.l2_prefetch = TS_MAX(0, max_tokens); }
 
 int eng_release_activations(struct eng *e, struct ts_err *err)
 {
@@ -277,18 +258,8 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         }
         snprintf(e->device, sizeof e->device, "%.200s (sm_%d%d, %d SMs)", prop.name, prop.major,
                  prop.minor, prop.multiProcessorCount);
-        for (int i = 0; i < PF_WINDOWS; i++)
-            e->pf_budget[i] = (int64_t)(pf_l2_share[i] * prop.l2CacheSize);
-        const char *mb = getenv("TESSERA_L2_PREFETCH_MB"); /* experiments: four budgets in MB */
-        double v[PF_WINDOWS];
-        if (mb && sscanf(mb, "%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2], &v[3]) == PF_WINDOWS)
-            for (int i = 0; i < PF_WINDOWS; i++)
-                e->pf_budget[i] = (int64_t)(v[i] * 1e6);
     }
     if (cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaStreamCreateWithFlags(&e->side, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaEventCreateWithFlags(&e->pf_fork, cudaEventDisableTiming) != cudaSuccess ||
-        cudaEventCreateWithFlags(&e->pf_join, cudaEventDisableTiming) != cudaSuccess ||
         cudaEventCreate(&e->ev0) != cudaSuccess || cudaEventCreate(&e->ev1) != cudaSuccess) {
         ts_fail(err, "engine: cannot create a stream or events");
         goto fail;
@@ -414,12 +385,6 @@ void eng_destroy(struct eng *e)
         cudaEventDestroy(e->ev0);
     if (e->ev1)
         cudaEventDestroy(e->ev1);
-    if (e->pf_fork)
-        cudaEventDestroy(e->pf_fork);
-    if (e->pf_join)
-        cudaEventDestroy(e->pf_join);
-    if (e->side)
-        cudaStreamDestroy(e->side);
     if (e->stream)
         cudaStreamDestroy(e->stream);
     eng_arena_destroy(&e->arena);
@@ -496,31 +461,6 @@ static int upload_plan(struct eng *e, struct ts_err *err)
     return 0;
 }
 
-/* Starts fetching window w's share of the weight matrix Wt [rows, in] into L2 on the side stream,
- * from this point of the main stream on; the GEMM reading Wt joins it (prefetch_join). */
-static int prefetch(struct eng *e, int w, const bf16_t *Wt, int rows, int in, struct ts_err *err)
-{
-    if (e->plan.T > e->o.l2_prefetch)
-        return 0;
-    struct eng_prefetch pf = eng_prefetch_plan(rows, 2LL * in, e->pf_budget[w]);
-    if (!pf.spans)
-        return 0;
-    CU(cudaEventRecord(e->pf_fork, e->stream));
-    CU(cudaStreamWaitEvent(e->side, e->pf_fork, 0));
-    KL(k_l2_prefetch(Wt, pf.spans, pf.span_bytes, pf.stride, e->side));
-    CU(cudaEventRecord(e->pf_join, e->side));
-    e->pf_pending = true;
-    return 0;
-}
-
-static int prefetch_join(struct eng *e, struct ts_err *err)
-{
-    if (e->pf_pending)
-        CU(cudaStreamWaitEvent(e->stream, e->pf_join, 0));
-    e->pf_pending = false;
-    return 0;
-}
-
 static int forward(struct eng *e, struct ts_err *err)
 {
     const struct model_cfg *m = &e->m;
@@ -552,12 +492,9 @@ static int forward(struct eng *e, struct ts_err *err)
             /* the pool's layer, or (stateless) the K/V columns of the qkv rows themselves */
             bf16_t *kp = stateless ? qkv + qd : e->k_pool + L * layer_slots;
             bf16_t *vp = stateless ? qkv + qd + Hkv * d : e->v_pool + L * layer_slots;
-            if (prefetch(e, PF_QKV, W(e, W_QKV, L), width, h, err))
-                return -1;
             KL(k_rmsnorm(hn, x, W(e, W_ATTN_NORM, L), T, h, RMS_EPS, st));
             mark(e, OP_NORM);
-            if (prefetch_join(e, err) || gemm(e, W(e, W_QKV, L), hn, qkv, T, h, width, 0.f, err) ||
-                prefetch(e, PF_O, W(e, W_O, L), h, qd, err))
+            if (gemm(e, W(e, W_QKV, L), hn, qkv, T, h, width, 0.f, err))
                 return -1;
             mark(e, OP_QKV);
             KL(k_qkv_rope_store(qkv, W(e, W_QKV_BIAS, L), e->dm.tok_pos, e->dm.tok_slot, kp, vp,
@@ -569,8 +506,7 @@ static int forward(struct eng *e, struct ts_err *err)
             aa.v_pool = vp;
             KL(k_attention(&aa, st));
             mark(e, OP_ATTN);
-            if (prefetch_join(e, err) || gemm(e, W(e, W_O, L), att, x, T, qd, h, 1.f, err) ||
-                prefetch(e, PF_GU, W(e, W_GU, L), 2 * F, h, err))
+            if (gemm(e, W(e, W_O, L), att, x, T, qd, h, 1.f, err))
                 return -1;
             mark(e, OP_OPROJ);
             KL(k_rmsnorm(hn2, x, W(e, W_FFN_NORM, L), T, h, RMS_EPS, st));
@@ -578,15 +514,12 @@ static int forward(struct eng *e, struct ts_err *err)
             for (int c = 0, c0 = 0; c0 < T; c++, c0 += Tc) {
                 int rows = TS_MIN(Tc, T - c0);
                 bf16_t *gu = BUF(a->gu[L * a->ffn_chunks + c]), *act = BUF(a->act[L * a->ffn_chunks + c]);
-                if (prefetch_join(e, err) ||
-                    gemm(e, W(e, W_GU, L), hn2 + (size_t)c0 * h, gu, rows, h, 2 * F, 0.f, err) ||
-                    prefetch(e, PF_DOWN, W(e, W_DOWN, L), h, F, err))
+                if (gemm(e, W(e, W_GU, L), hn2 + (size_t)c0 * h, gu, rows, h, 2 * F, 0.f, err))
                     return -1;
                 mark(e, OP_GATE_UP);
                 KL(k_swiglu(act, gu, rows, F, st));
                 mark(e, OP_ACT);
-                if (prefetch_join(e, err) ||
-                    gemm(e, W(e, W_DOWN, L), act, x + (size_t)c0 * h, rows, F, h, 1.f, err))
+                if (gemm(e, W(e, W_DOWN, L), act, x + (size_t)c0 * h, rows, F, h, 1.f, err))
                     return -1;
                 mark(e, OP_DOWN);
             }
@@ -632,18 +565,6 @@ static int fetch_outputs(struct eng *e, struct eng_out *out, struct ts_err *err)
     return 0;
 }
 
-/* Fills the mapped activations and the outputs with NaN if eng_poison_workspace asked for it. */
-static int poison(struct eng *e, struct ts_err *err)
-{
-    if (e->poison_next) {
-        e->poison_next = false;
-        KL(k_fill_bits(eng_arena_at(&e->arena, 0), (int64_t)e->arena.mapped / 2, 0x7fc0, e->stream));
-        CU(cudaMemsetAsync(e->d_tok, 0xff, sizeof(int32_t) * (size_t)e->o.max_tokens, e->stream));
-        CU(cudaMemsetAsync(e->d_conf, 0xff, sizeof(float) * (size_t)e->o.max_tokens, e->stream));
-    }
-    return 0;
-}
-
 /* Plans and maps the step's activations, then (run = true) reserves its KV pages and uploads its
  * arrays; nothing changes when the step is refused. 1: out of device memory. */
 static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct ts_err *err)
@@ -667,7 +588,13 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
     if (eng_plan_build(&e->plan, e->o.stateless ? NULL : &e->kv, sd, e->m.vocab, e->o.seed, err) ||
         upload_plan(e, err))
         return -1;
-    return poison(e, err);
+    if (e->poison_next) {
+        e->poison_next = false;
+        KL(k_fill_bits(eng_arena_at(&e->arena, 0), (int64_t)e->arena.mapped / 2, 0x7fc0, e->stream));
+        CU(cudaMemsetAsync(e->d_tok, 0xff, sizeof(int32_t) * (size_t)e->o.max_tokens, e->stream));
+        CU(cudaMemsetAsync(e->d_conf, 0xff, sizeof(float) * (size_t)e->o.max_tokens, e->stream));
+    }
+    return 0;
 }
 
 int eng_prepare_step(struct eng *e, const struct step_desc *sd, struct ts_err *err)
@@ -767,16 +694,6 @@ int eng_graph_capture(struct eng *e, const struct step_desc *sd, struct ts_err *
     e->have_graph = true;
     CU(cudaGraphLaunch(e->graph, e->stream));
     return fetch_outputs(e, NULL, err);
-}
-
-int eng_graph_launch(struct eng *e, struct eng_out *out, struct ts_err *err)
-{
-    if (!e->have_graph)
-        return ts_fail(err, "engine: no captured graph to launch");
-    if (poison(e, err))
-        return -1;
-    CU(cudaGraphLaunch(e->graph, e->stream));
-    return fetch_outputs(e, out, err);
 }
 
 static int cmp_float(const void *a, const void *b)

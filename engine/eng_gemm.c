@@ -1,5 +1,4 @@
-/* eng_gemm.c: GEMMs with per-shape algorithm selection by timing: cuBLASLt's candidates, and for
- * at most 32 rows the engine's weight-streaming kernel (kernels/gemm_skinny.cu). */
+/* eng_gemm.c: cuBLASLt GEMMs with per-shape algorithm selection by timing. */
 #define _POSIX_C_SOURCE 200809L
 #include "eng_gemm.h"
 
@@ -19,19 +18,12 @@
 /* A later candidate must beat the best so far by this fraction: candidates within the timing noise
  * keep the heuristic's order, so the choice does not flip from one process to the next. */
 #define TUNE_MARGIN 0.01f
-/* The candidate set's revision, folded into the cache's library version (cuBLASLt's x 100 + this):
- * a choice made among fewer candidates is not taken for one made among these. 1: the skinny kernel. */
-#define CANDIDATES_REVISION 1
-/* A cached choice of the skinny kernel: this tag in the blob's first word, its stages in the second */
-#define SKINNY_TAG 0x4b61726573736574ULL /* "tesseraK" */
-static const int skinny_stages[] = {4, 8};
 
 struct shape {
     int M, N, K, beta1;
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
-    int skinny;  /* > 0: the skinny kernel with this many stages instead of algo */
     bool tuned;  /* timed here, or taken from the cache */
     bool cached; /* taken from the cache */
     float best_ms, first_ms;
@@ -113,25 +105,21 @@ static int candidates(struct eng_gemm *g, struct shape *s, cublasLtMatmulHeurist
     return 0;
 }
 
-/* One GEMM with algo, or with the skinny kernel of `skinny` stages (> 0): 0 on success. */
-static int matmul(struct eng_gemm *g, struct shape *s, const cublasLtMatmulAlgo_t *algo, int skinny,
-                  const void *W, const void *X, void *Y, float beta, cudaStream_t st)
+static cublasStatus_t matmul(struct eng_gemm *g, struct shape *s, const cublasLtMatmulAlgo_t *algo,
+                             const void *W, const void *X, void *Y, float beta, cudaStream_t st)
 {
-    if (skinny > 0)
-        return k_gemm_skinny(W, X, Y, s->M, s->N, s->K, beta != 0.0f, skinny, (k_stream)st);
     const float alpha = 1.0f;
-    return (int)cublasLtMatmul(g->lt, s->op, &alpha, W, s->a, X, s->b, &beta, Y, s->c, Y, s->c, algo, g->ws,
-                               g->ws_bytes, st);
+    return cublasLtMatmul(g->lt, s->op, &alpha, W, s->a, X, s->b, &beta, Y, s->c, Y, s->c, algo, g->ws,
+                          g->ws_bytes, st);
 }
 
 /* Milliseconds per run of algo, each of TUNE_REPS runs timed alone after the L2 cache was
  * overwritten (flush), as in a step where the weights stream from memory: back-to-back runs would
  * find a small GEMM's weights in L2 and favour the wrong algorithm. Negative: the algorithm fails. */
-static float time_algo(struct eng_gemm *g, struct shape *s, const cublasLtMatmulAlgo_t *algo, int skinny,
-                       const void *W, const void *X, void *Y, float beta, cudaStream_t st, void *flush,
-                       size_t flush_bytes)
+static float time_algo(struct eng_gemm *g, struct shape *s, const cublasLtMatmulAlgo_t *algo, const void *W,
+                       const void *X, void *Y, float beta, cudaStream_t st, void *flush, size_t flush_bytes)
 {
-    if (matmul(g, s, algo, skinny, W, X, Y, beta, st) != 0) {
+    if (matmul(g, s, algo, W, X, Y, beta, st) != CUBLAS_STATUS_SUCCESS) {
         cudaGetLastError();
         return -1;
     }
@@ -141,7 +129,7 @@ static float time_algo(struct eng_gemm *g, struct shape *s, const cublasLtMatmul
         if (flush)
             cudaMemsetAsync(flush, r, flush_bytes, st);
         cudaEventRecord(g->e0, st);
-        matmul(g, s, algo, skinny, W, X, Y, beta, st);
+        matmul(g, s, algo, W, X, Y, beta, st);
         cudaEventRecord(g->e1, st);
         if (cudaEventSynchronize(g->e1) != cudaSuccess || cudaEventElapsedTime(&ms, g->e0, g->e1) != cudaSuccess) {
             cudaGetLastError();
@@ -158,23 +146,13 @@ static bool from_cache(struct eng_gemm *g, struct shape *s, const struct algo_en
     cublasLtMatmulAlgo_t algo;
     cublasLtMatmulHeuristicResult_t check;
     memcpy(&algo, c->blob, sizeof algo);
-    if (algo.data[0] == SKINNY_TAG) {
-        int stages = (int)algo.data[1];
-        if (!k_gemm_skinny_fits(s->M, s->N, s->K) || (stages != skinny_stages[0] && stages != skinny_stages[1])) {
-            fprintf(stderr, "tessera engine: %s: the cached skinny kernel of the %d x %d x %d GEMM does not "
-                            "fit; timing the candidates again\n", g->cache.path, s->M, s->N, s->K);
-            return false;
-        }
-        s->skinny = stages;
-    } else if (cublasLtMatmulAlgoCheck(g->lt, s->op, s->a, s->b, s->c, s->c, &algo, &check) != CUBLAS_STATUS_SUCCESS ||
+    if (cublasLtMatmulAlgoCheck(g->lt, s->op, s->a, s->b, s->c, s->c, &algo, &check) != CUBLAS_STATUS_SUCCESS ||
         check.workspaceSize > g->ws_bytes) {
         fprintf(stderr, "tessera engine: %s: the cached algorithm of the %d x %d x %d GEMM is not valid here; "
                         "timing the candidates again\n", g->cache.path, s->M, s->N, s->K);
         return false;
-    } else {
-        s->skinny = 0;
-        s->algo = algo;
     }
+    s->algo = algo;
     s->tuned = true;
     s->cached = true;
     s->best_ms = c->ms;
@@ -190,7 +168,6 @@ static int tune(struct eng_gemm *g, struct shape *s, const void *W, const void *
     if (candidates(g, s, res, &n, err))
         return -1;
     s->algo = res[0].algo;
-    s->skinny = 0;
     s->best_ms = s->first_ms = -1;
     float beta = s->beta1 ? 1.0f : 0.0f;
     /* an L2 flush buffer, held while tuning (twice the L2: every line is evicted) */
@@ -205,7 +182,7 @@ static int tune(struct eng_gemm *g, struct shape *s, const void *W, const void *
     for (int i = 0; i < n; i++) {
         if (res[i].state != CUBLAS_STATUS_SUCCESS)
             continue;
-        float ms = time_algo(g, s, &res[i].algo, 0, W, X, scratch, beta, st, flush, flush_bytes);
+        float ms = time_algo(g, s, &res[i].algo, W, X, scratch, beta, st, flush, flush_bytes);
         if (ms < 0)
             continue; /* a candidate that fails is skipped */
         if (i == 0)
@@ -213,13 +190,6 @@ static int tune(struct eng_gemm *g, struct shape *s, const void *W, const void *
         if (s->best_ms < 0 || ms < s->best_ms * (1 - TUNE_MARGIN)) {
             s->best_ms = ms;
             s->algo = res[i].algo;
-        }
-    }
-    for (size_t i = 0; k_gemm_skinny_fits(s->M, s->N, s->K) && i < TS_ARRAY_LEN(skinny_stages); i++) {
-        float ms = time_algo(g, s, NULL, skinny_stages[i], W, X, scratch, beta, st, flush, flush_bytes);
-        if (ms >= 0 && (s->best_ms < 0 || ms < s->best_ms * (1 - TUNE_MARGIN))) {
-            s->best_ms = ms;
-            s->skinny = skinny_stages[i];
         }
     }
     if (flush) {
@@ -230,15 +200,9 @@ static int tune(struct eng_gemm *g, struct shape *s, const void *W, const void *
     if (g->have_cache) {
         struct algo_key key = {s->M, s->N, s->K, s->beta1};
         const struct algo_entry *kept;
-        cublasLtMatmulAlgo_t blob = s->algo;
-        if (s->skinny > 0) {
-            memset(&blob, 0, sizeof blob);
-            blob.data[0] = SKINNY_TAG;
-            blob.data[1] = (uint64_t)s->skinny;
-        }
-        if (algo_cache_put(&g->cache, key, &blob, s->best_ms, s->first_ms, &kept, err))
+        if (algo_cache_put(&g->cache, key, &s->algo, s->best_ms, s->first_ms, &kept, err))
             return -1;
-        if (memcmp(kept->blob, &blob, sizeof blob) != 0 && from_cache(g, s, kept))
+        if (memcmp(kept->blob, &s->algo, sizeof s->algo) != 0 && from_cache(g, s, kept))
             s->cached = true; /* another process chose first: its choice holds */
     }
     return 0;
@@ -278,10 +242,7 @@ int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y
     if (!s->tuned && may_tune && scratch && scratch_bytes >= 2 * (size_t)M * N && (void *)Y != scratch)
         if (tune(g, s, W, X, scratch, (cudaStream_t)stream, err))
             return -1;
-    int rc = matmul(g, s, &s->algo, s->skinny, W, X, Y, beta, (cudaStream_t)stream);
-    if (rc)
-        return ts_fail(err, "engine: the %d x %d x %d GEMM (%s) failed: %d", M, N, K,
-                       s->skinny ? "skinny kernel" : "cuBLASLt", rc);
+    CB(matmul(g, s, &s->algo, W, X, Y, beta, (cudaStream_t)stream));
     return 0;
 }
 
@@ -299,8 +260,7 @@ int eng_gemm_shape_count(const struct eng_gemm *g) { return (int)g->n; }
 int eng_gemm_use_cache(struct eng_gemm *g, const char *path, const char *device, struct ts_err *err)
 {
     TS_ASSERTF(!g->have_cache && g->n == 0, "the GEMM algorithm cache is chosen before the first GEMM");
-    if (algo_cache_open(&g->cache, path, device, (int64_t)cublasLtGetVersion() * 100 + CANDIDATES_REVISION,
-                        (int64_t)g->ws_bytes,
+    if (algo_cache_open(&g->cache, path, device, (int64_t)cublasLtGetVersion(), (int64_t)g->ws_bytes,
                         sizeof(cublasLtMatmulAlgo_t), err))
         return -1;
     g->have_cache = true;
@@ -312,8 +272,7 @@ void eng_gemm_report(const struct eng_gemm *g, FILE *out)
     for (size_t i = 0; i < g->n; i++) {
         const struct shape *s = &g->shapes[i];
         if (s->tuned && s->best_ms > 0)
-            fprintf(out, "  gemm %5d x %6d x %5d%s: %.4f ms (heuristic's first: %.4f ms)%s%s\n", s->M, s->N,
-                    s->K, s->beta1 ? " +C" : "", s->best_ms, s->first_ms, s->skinny ? " skinny kernel" : "",
-                    s->cached ? " [cached]" : "");
+            fprintf(out, "  gemm %5d x %6d x %5d%s: %.4f ms (heuristic's first: %.4f ms)%s\n", s->M, s->N,
+                    s->K, s->beta1 ? " +C" : "", s->best_ms, s->first_ms, s->cached ? " [cached]" : "");
     }
 }

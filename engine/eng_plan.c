@@ -170,25 +170,3 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
     p->max_key_len = max_keys;
     return 0;
 }
-
-struct eng_prefetch eng_prefetch_plan(int64_t rows, int64_t row_bytes, int64_t budget)
-{
-    struct eng_prefetch pf = {0, 0, 0};
-    if (rows <= 0 || row_bytes <= 0 || row_bytes % 16 || budget <= 0)
-        return pf;
-    if (rows * row_bytes <= budget) {
-        int64_t k = TS_MAX(1, (16 << 10) / row_bytes); /* rows per span, dividing rows */
-        while (rows % k)
-            k--;
-        pf.span_bytes = pf.stride = k * row_bytes;
-        pf.spans = rows / k;
-        return pf;
-    }
-    int64_t part = budget / rows / 128 * 128;
-    if (part < 256)
-        return pf;
-    pf.spans = rows;
-    pf.span_bytes = part;
-    pf.stride = row_bytes;
-    return pf;
-}

@@ -60,15 +60,4 @@ void eng_plan_free(struct eng_plan *p);
 int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
                    int32_t vocab, uint64_t seed, struct ts_err *err);
 
-/*
- * L2 prefetch of a weight matrix [rows, row_bytes] (row-major, 16-byte aligned) with at most
- * `budget` bytes: the whole matrix in spans of up to 16 KiB of whole rows when it fits, else the
- * same leading part of every row (a multiple of 128 bytes, at least 256), since the GEMM's blocks
- * each walk their rows from the front and finish together. spans = 0: nothing worth prefetching.
- */
-struct eng_prefetch {
-    int64_t spans, span_bytes, stride;
-};
-struct eng_prefetch eng_prefetch_plan(int64_t rows, int64_t row_bytes, int64_t budget);
-
 #endif

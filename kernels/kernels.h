@@ -89,20 +89,6 @@ int k_attention(const struct k_attn_args *a, k_stream stream);
 /* The number of key splits k_attention will use for these arguments (1 = none). */
 int k_attention_splits(const struct k_attn_args *a);
 
-/*
- * Y[M, N] (+)= X[M, K] W^T (beta1 = 1 adds into Y) for bf16 row-major X [M, K], Y [M, N] and W
- * [N, K], at most 32 rows: a weight stream, 32 rows of W a block, `stages` (4 or 8) tiles of 128 k
- * in flight. k_gemm_skinny_fits says whether a shape qualifies (M <= 32, N % 32 == 0,
- * K % 128 == 0: 1, else 0); pointers must be 16-byte aligned.
- */
-int k_gemm_skinny_fits(int M, int N, int K);
-int k_gemm_skinny(const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N, int K, int beta1, int stages,
-                  k_stream stream);
-
-/* Prefetches into L2 `spans` spans of span_bytes bytes, `stride` bytes apart from base (all
- * multiples of 16 bytes); writes nothing. */
-int k_l2_prefetch(const void *base, int64_t spans, int64_t span_bytes, int64_t stride, k_stream stream);
-
 /* Per row of logits [rows, V]: the argmax, its value and its softmax probability (confidence),
  * written at out_*[row_base + row]. */
 int k_argmax_conf(const bf16_t *logits, int rows, int V, int32_t *out_tok, float *out_max,

@@ -149,37 +149,6 @@ START_TEST(stateless_plan)
 }
 END_TEST
 
-/* L2 prefetch spans: whole matrices in whole-row spans of at most 16 KiB that tile the matrix;
- * matrices over the budget get the same 128-byte-multiple prefix of every row, within the budget
- * and the row; budgets too small for 256 bytes a row fetch nothing. */
-START_TEST(prefetch_spans)
-{
-    struct eng_prefetch pf = eng_prefetch_plan(4096, 8192, 40LL << 20); /* o_proj: 32 MiB, fits */
-    ck_assert_int_eq(pf.span_bytes, 16384);
-    ck_assert_int_eq(pf.stride, pf.span_bytes);
-    ck_assert_int_eq(pf.spans * pf.span_bytes, 4096LL * 8192);
-    pf = eng_prefetch_plan(12288, 8192, 1LL << 40); /* qkv, fits */
-    ck_assert_int_eq(pf.spans * pf.span_bytes, 12288LL * 8192);
-    pf = eng_prefetch_plan(3, 48, 1000); /* tiny rows: one span of all three */
-    ck_assert_int_eq(pf.spans, 1);
-    ck_assert_int_eq(pf.span_bytes, 144);
-    pf = eng_prefetch_plan(7, 8192, 1LL << 20); /* 7 rows of 8 KiB: two don't divide 7 */
-    ck_assert_int_eq(pf.spans, 7);
-    ck_assert_int_eq(pf.span_bytes, 8192);
-    pf = eng_prefetch_plan(24576, 8192, 12LL << 20); /* gate_up over budget: a prefix per row */
-    ck_assert_int_eq(pf.spans, 24576);
-    ck_assert_int_eq(pf.stride, 8192);
-    ck_assert_int_eq(pf.span_bytes % 128, 0);
-    ck_assert(pf.span_bytes >= 256 && pf.span_bytes < 8192);
-    ck_assert(pf.spans * pf.span_bytes <= 12LL << 20);
-    ck_assert(pf.spans * (pf.span_bytes + 128) > 12LL << 20); /* the largest such prefix */
-    pf = eng_prefetch_plan(4096, 24576, 900000); /* under 256 B a row is not worth it: nothing */
-    ck_assert_int_eq(pf.spans, 0);
-    ck_assert_int_eq(eng_prefetch_plan(4096, 8192, 0).spans, 0);
-    ck_assert_int_eq(eng_prefetch_plan(4096, 100, 1LL << 30).spans, 0); /* rows not 16-byte multiples */
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("eng_plan");
@@ -188,7 +157,6 @@ int main(void)
     tcase_add_test(tc, plan_arrays);
     tcase_add_test(tc, refused_step_changes_nothing);
     tcase_add_test(tc, stateless_plan);
-    tcase_add_test(tc, prefetch_spans);
     suite_add_tcase(s, tc);
     return run_suite("eng_plan", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }
