@@ -313,6 +313,20 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
                              "\"memory_floor_ms\":%.4f,\"x_floor\":%.4f,\"workspace_bytes\":%lld,"
                              "\"sim_act_bytes\":%lld}\n", c->name, ms, floor_ms, fl_ms, by_ms, ms / floor_ms,
                     (long long)ws, (long long)sim_act);
+        { /* the same step with plain launches instead of programmatic dependent ones */
+            float plain_ms;
+            k_set_pdl(0);
+            int bad = eng_graph_capture(e, &sd, &err) || eng_graph_replay(e, o->reps, &plain_ms, &err);
+            k_set_pdl(1);
+            if (bad) {
+                fprintf(stderr, "engine bench: %s\n", err.msg);
+                goto done;
+            }
+            fprintf(out, "    plain launches %.3f ms (%.3f x floor): programmatic launch saves %.1f%%\n", plain_ms,
+                    plain_ms / floor_ms, 100.0 * (1.0 - ms / plain_ms));
+            if (o->json)
+                fprintf(o->json, "{\"case\":\"%s\",\"plain_launch_ms\":%.4f}\n", c->name, plain_ms);
+        }
         double op_ms[OP_COUNT];
         float eager_ms;
         if (eng_step_profile(e, &sd, op_ms, &eager_ms, &err)) {

@@ -83,6 +83,7 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
 {
     extern __shared__ __align__(16) bf16_t smem[];
     constexpr int ROW = smem_layout<D>::ROW, TILE = smem_layout<D>::TILE;
+    griddep_wait();
 
     const int seg = a.tiles[2 * blockIdx.x], q0 = a.tiles[2 * blockIdx.x + 1];
     const int head = blockIdx.y, hk = head / (a.H / a.Hkv);
@@ -269,6 +270,7 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
 template <int D>
 static __global__ void combine_kernel(const k_attn_args a, int splits)
 {
+    griddep_wait();
     const int t = blockIdx.x, head = blockIdx.y, c = threadIdx.x;
     const float *po = (const float *)a.ws, *pml = po + (size_t)splits * a.T * a.H * D;
     float M = -INFINITY;
@@ -325,14 +327,10 @@ template <int D> static int launch(const struct k_attn_args *a, cudaStream_t str
     }
     int splits = k_attention_splits(a);
     dim3 grid((unsigned)a->num_tiles, (unsigned)a->H, (unsigned)splits);
-    attention_kernel<D><<<grid, 128, bytes, stream>>>(*a);
-    if (splits > 1) {
-        cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess)
-            return (int)e;
-        combine_kernel<D><<<dim3((unsigned)a->T, (unsigned)a->H), D, 0, stream>>>(*a, splits);
-    }
-    return (int)cudaGetLastError();
+    cudaError_t e = k_launch(attention_kernel<D>, grid, dim3(128), (size_t)bytes, stream, *a);
+    if (e == cudaSuccess && splits > 1)
+        e = k_launch(combine_kernel<D>, dim3((unsigned)a->T, (unsigned)a->H), dim3(D), 0, stream, *a, splits);
+    return (int)e;
 }
 
 extern "C" int k_attention(const struct k_attn_args *a, k_stream stream)

@@ -9,7 +9,38 @@
 
 #include "kernels.h"
 
-#define K_LAUNCH_RETURN() return (int)cudaGetLastError()
+/*
+ * Programmatic dependent launch (Hopper and later). Every kernel here starts with griddep_wait(),
+ * which waits until the kernels before it in the stream have completed and their writes are
+ * visible, and is launched through k_launch(), which lets it be scheduled while the previous
+ * kernel drains (k_set_pdl(0): plain launches). A kernel therefore sees exactly what it would
+ * after an ordinary launch; only the launch latency is hidden.
+ */
+static __device__ __forceinline__ void griddep_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+extern int k_pdl_on; /* elementwise.cu */
+
+template <typename... P, typename... A>
+static inline cudaError_t k_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                                   A... args)
+{
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = k_pdl_on;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
 
 static __device__ __forceinline__ float bf2f(bf16_t v) { return __uint_as_float((uint32_t)v << 16); }
 

@@ -5,8 +5,13 @@
  */
 #include "common.cuh"
 
+int k_pdl_on = 1;
+
+extern "C" void k_set_pdl(int on) { k_pdl_on = on != 0; }
+
 static __global__ void fill_random_kernel(bf16_t *dst, int64_t n, uint64_t seed, float scale)
 {
+    griddep_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
         dst[i] = f2bf_exact(scale * hash_uniform(seed, (uint64_t)i));
@@ -17,12 +22,13 @@ extern "C" int k_fill_random(bf16_t *dst, int64_t n, uint64_t seed, float scale,
     if (n <= 0)
         return 0;
     int64_t blocks = (n + 255) / 256;
-    fill_random_kernel<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, stream>>>(dst, n, seed, scale);
-    K_LAUNCH_RETURN();
+    return (int)k_launch(fill_random_kernel, dim3((unsigned)(blocks < 65536 ? blocks : 65536)), dim3(256), 0, stream,
+                         dst, n, seed, scale);
 }
 
 static __global__ void fill_bits_kernel(bf16_t *dst, int64_t n, uint16_t bits)
 {
+    griddep_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
         dst[i] = bits;
@@ -33,12 +39,13 @@ extern "C" int k_fill_bits(bf16_t *dst, int64_t n, uint16_t bits, k_stream strea
     if (n <= 0)
         return 0;
     int64_t blocks = (n + 255) / 256;
-    fill_bits_kernel<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, stream>>>(dst, n, bits);
-    K_LAUNCH_RETURN();
+    return (int)k_launch(fill_bits_kernel, dim3((unsigned)(blocks < 65536 ? blocks : 65536)), dim3(256), 0, stream,
+                         dst, n, bits);
 }
 
 static __global__ void bf16_to_f32_kernel(float *dst, const bf16_t *src, int64_t n)
 {
+    griddep_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
         dst[i] = bf2f(src[i]);
@@ -49,13 +56,14 @@ extern "C" int k_bf16_to_f32(float *dst, const bf16_t *src, int64_t n, k_stream 
     if (n <= 0)
         return 0;
     int64_t blocks = (n + 255) / 256;
-    bf16_to_f32_kernel<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, stream>>>(dst, src, n);
-    K_LAUNCH_RETURN();
+    return (int)k_launch(bf16_to_f32_kernel, dim3((unsigned)(blocks < 65536 ? blocks : 65536)), dim3(256), 0, stream,
+                         dst, src, n);
 }
 
 /* One block per row; each thread owns 8-element vectors. */
 static __global__ void rmsnorm_kernel(bf16_t *out, const bf16_t *in, const bf16_t *w, int h, float eps)
 {
+    griddep_wait();
     const bf16_t *x = in + (size_t)blockIdx.x * h;
     bf16_t *y = out + (size_t)blockIdx.x * h;
     float ss = 0.f;
@@ -110,12 +118,12 @@ extern "C" int k_rmsnorm(bf16_t *out, const bf16_t *in, const bf16_t *w, int row
         return (int)cudaErrorInvalidValue;
     if (rows <= 0)
         return 0;
-    rmsnorm_kernel<<<rows, threads_for(h), 0, stream>>>(out, in, w, h, eps);
-    K_LAUNCH_RETURN();
+    return (int)k_launch(rmsnorm_kernel, dim3(rows), dim3(threads_for(h)), 0, stream, out, in, w, h, eps);
 }
 
 static __global__ void gather_kernel(bf16_t *out, const bf16_t *in, const int32_t *idx, int h)
 {
+    griddep_wait();
     const uint4 *src = (const uint4 *)(in + (size_t)idx[blockIdx.x] * h);
     uint4 *dst = (uint4 *)(out + (size_t)blockIdx.x * h);
     for (int c = threadIdx.x; c < h / 8; c += blockDim.x)
@@ -135,8 +143,7 @@ extern "C" int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, 
         return (int)cudaErrorInvalidValue;
     if (rows <= 0)
         return 0;
-    gather_kernel<<<rows, threads_for(h), 0, stream>>>(out, in, idx, h);
-    K_LAUNCH_RETURN();
+    return (int)k_launch(gather_kernel, dim3(rows), dim3(threads_for(h)), 0, stream, out, in, idx, h);
 }
 
 /*
@@ -149,6 +156,7 @@ static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, co
                                              const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool,
                                              int kv_stride, int H, int Hkv, int d, float log2_theta)
 {
+    griddep_wait();
     extern __shared__ float cs[]; /* [d/2] cos, then [d/2] sin */
     const int t = blockIdx.x, half = d / 2, width = (H + 2 * Hkv) * d;
     bf16_t *row = qkv + (size_t)t * width;
@@ -208,13 +216,13 @@ extern "C" int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *
     int groups = 1;
     while (groups < 16 && (int64_t)T * groups < 264 && (H + Hkv) / (groups * 2) >= 1)
         groups *= 2;
-    qkv_rope_store_kernel<<<dim3((unsigned)T, (unsigned)groups), 256, d * sizeof(float), stream>>>(
-        qkv, bias, tok_pos, tok_slot, k_pool, v_pool, kv_stride, H, Hkv, d, log2f(theta));
-    K_LAUNCH_RETURN();
+    return (int)k_launch(qkv_rope_store_kernel, dim3((unsigned)T, (unsigned)groups), dim3(256), d * sizeof(float),
+                         stream, qkv, bias, tok_pos, tok_slot, k_pool, v_pool, kv_stride, H, Hkv, d, log2f(theta));
 }
 
 static __global__ void swiglu_kernel(bf16_t *out, const bf16_t *gu, int F)
 {
+    griddep_wait();
     const bf16_t *g = gu + (size_t)blockIdx.x * 2 * F, *u = g + F;
     bf16_t *o = out + (size_t)blockIdx.x * F;
     for (int c = threadIdx.x * 8; c < F; c += blockDim.x * 8) {
@@ -236,6 +244,5 @@ extern "C" int k_swiglu(bf16_t *out, const bf16_t *gu, int rows, int F, k_stream
         return (int)cudaErrorInvalidValue;
     if (rows <= 0)
         return 0;
-    swiglu_kernel<<<rows, threads_for(F), 0, stream>>>(out, gu, F);
-    K_LAUNCH_RETURN();
+    return (int)k_launch(swiglu_kernel, dim3(rows), dim3(threads_for(F)), 0, stream, out, gu, F);
 }

@@ -19,6 +19,10 @@ extern "C" {
 typedef struct CUstream_st *k_stream;
 typedef uint16_t bf16_t;
 
+/* Launches with programmatic dependent launch (on, the default) or plainly (off); either way a
+ * kernel starts its work only after the previous one in the stream has completed (common.cuh). */
+void k_set_pdl(int on);
+
 /* Fills n bf16 values with scale * U(-1, 1) from a counter hash of (seed, index): bit-identical to
  * the host's eng_fill_random(). */
 int k_fill_random(bf16_t *dst, int64_t n, uint64_t seed, float scale, k_stream stream);

@@ -28,6 +28,7 @@ static __device__ __forceinline__ amx amx_merge(amx a, amx b)
 static __global__ void argmax_conf_kernel(const bf16_t *logits, int V, int32_t *out_tok,
                                           float *out_max, float *out_conf, int row_base)
 {
+    griddep_wait();
     const bf16_t *row = logits + (size_t)blockIdx.x * V;
     amx acc = {-FLT_MAX, 0.f, 0x7fffffff};
     /* 16-byte loads need 16-byte aligned rows: V a multiple of 8 */
@@ -86,6 +87,6 @@ extern "C" int k_argmax_conf(const bf16_t *logits, int rows, int V, int32_t *out
 {
     if (rows <= 0)
         return 0;
-    argmax_conf_kernel<<<rows, 512, 0, stream>>>(logits, V, out_tok, out_max, out_conf, row_base);
-    K_LAUNCH_RETURN();
+    return (int)k_launch(argmax_conf_kernel, dim3(rows), dim3(512), 0, stream, logits, V, out_tok, out_max, out_conf,
+                         row_base);
 }
