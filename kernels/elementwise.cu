@@ -148,24 +148,39 @@ extern "C" int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, 
 
 /*
  * Block (token, group): the token's cos/sin table (d/2 angles) is computed into shared memory and
- * shared by the rotated heads of the group; threads walk the group's (head, i) pairs (i, i + d/2)
- * and its share of the V heads. K and V go to the token's pool slot; Q stays in place for the
- * attention kernel. Small steps use several groups per token so that enough blocks run.
+ * shared by the rotated heads of the group; threads walk the group's (head, 8 i) pairs of 16-byte
+ * vectors (i..i+7 with i+d/2..i+d/2+7) and its share of the V heads, 8 values at a time. K and V
+ * go to the token's pool slot; Q stays in place for the attention kernel. Small steps use several
+ * groups per token so that enough blocks run.
  */
+static __device__ __forceinline__ void unpack8(float *f, uint4 v)
+{
+    const bf16_t *e = (const bf16_t *)&v;
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        f[k] = bf2f(e[k]);
+}
+
+static __device__ __forceinline__ uint4 pack8(const float *f)
+{
+    return make_uint4(pack_bf2(f[0], f[1]), pack_bf2(f[2], f[3]), pack_bf2(f[4], f[5]), pack_bf2(f[6], f[7]));
+}
+
 static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
                                              const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool,
                                              int kv_stride, int H, int Hkv, int d, float log2_theta)
 {
     griddep_wait();
     extern __shared__ float cs[]; /* [d/2] cos, then [d/2] sin */
-    const int t = blockIdx.x, half = d / 2, width = (H + 2 * Hkv) * d;
+    const int t = blockIdx.x, half = d / 2, hv = half / 8, width = (H + 2 * Hkv) * d;
     bf16_t *row = qkv + (size_t)t * width;
     const float pos = (float)tok_pos[t];
     const size_t slot_off = (size_t)tok_slot[t] * kv_stride;
     const int groups = gridDim.y, grp = blockIdx.y;
-    const int pairs = (H + Hkv) * half, per = (pairs + groups - 1) / groups;
+    const int pairs = (H + Hkv) * hv, per = (pairs + groups - 1) / groups;
     const int pair_lo = grp * per, pair_hi = min(pairs, pair_lo + per);
-    const int vper = (Hkv * d + groups - 1) / groups, v_lo = grp * vper, v_hi = min(Hkv * d, v_lo + vper);
+    const int vecs = Hkv * d / 8, vper = (vecs + groups - 1) / groups, v_lo = grp * vper;
+    const int v_hi = min(vecs, v_lo + vper);
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
         float s, c;
         sincosf(pos * exp2f(-log2_theta * (float)(2 * i) / (float)d), &s, &c);
@@ -174,30 +189,43 @@ static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, co
     }
     __syncthreads();
     for (int e = pair_lo + threadIdx.x; e < pair_hi; e += blockDim.x) {
-        int head = e / half, i = e % half;
-        int c1 = head * d + i, c2 = c1 + half;
-        float x1 = bf2f(row[c1]), x2 = bf2f(row[c2]);
+        const int head = e / hv, i = (e % hv) * 8;
+        const int c1 = head * d + i, c2 = c1 + half;
+        float x1[8], x2[8], y1[8], y2[8];
+        unpack8(x1, *(const uint4 *)(row + c1));
+        unpack8(x2, *(const uint4 *)(row + c2));
         if (bias) {
-            x1 += bf2f(bias[c1]);
-            x2 += bf2f(bias[c2]);
+            float b1[8], b2[8];
+            unpack8(b1, *(const uint4 *)(bias + c1));
+            unpack8(b2, *(const uint4 *)(bias + c2));
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                x1[k] += b1[k];
+                x2[k] += b2[k];
+            }
         }
-        float c = cs[i], s = cs[half + i];
-        bf16_t y1 = f2bf(x1 * c - x2 * s), y2 = f2bf(x1 * s + x2 * c);
-        if (head < H) {
-            row[c1] = y1;
-            row[c2] = y2;
-        } else {
-            int kh = head - H;
-            k_pool[slot_off + kh * d + i] = y1;
-            k_pool[slot_off + kh * d + i + half] = y2;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float c = cs[i + k], s = cs[half + i + k];
+            y1[k] = x1[k] * c - x2[k] * s;
+            y2[k] = x1[k] * s + x2[k] * c;
         }
+        bf16_t *dst = head < H ? row + head * d : k_pool + slot_off + (size_t)(head - H) * d;
+        *(uint4 *)(dst + i) = pack8(y1);
+        *(uint4 *)(dst + i + half) = pack8(y2);
     }
     for (int e = v_lo + threadIdx.x; e < v_hi; e += blockDim.x) {
-        int c = (H + Hkv) * d + e;
-        float v = bf2f(row[c]);
-        if (bias)
-            v += bf2f(bias[c]);
-        v_pool[slot_off + e] = f2bf(v);
+        const int c = (H + Hkv) * d + 8 * e;
+        float v[8];
+        unpack8(v, *(const uint4 *)(row + c));
+        if (bias) {
+            float b[8];
+            unpack8(b, *(const uint4 *)(bias + c));
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                v[k] += b[k];
+        }
+        *(uint4 *)(v_pool + slot_off + 8 * e) = pack8(v);
     }
 }
 
@@ -207,7 +235,7 @@ extern "C" int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *
 {
     if (kv_stride <= 0)
         kv_stride = Hkv * d;
-    if (d % 2 || T < 0)
+    if (d % 16 || kv_stride % 8 || T < 0) /* 16-byte vectors within each half of a head */
         return (int)cudaErrorInvalidValue;
     if (T == 0)
         return 0;

@@ -43,9 +43,9 @@ int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, int rows, i
                   k_stream stream);
 
 /*
- * QKV post-processing for T packed tokens of qkv [T, (H + 2*Hkv) * d]: adds the bias (if not NULL),
- * applies rotary embeddings (rotate-half, theta) at tok_pos[t] to the q and k parts in place,
- * and stores k and v into the pool slot tok_slot[t] of this layer (k_pool/v_pool point at the
+ * QKV post-processing for T packed tokens of qkv [T, (H + 2*Hkv) * d] (d a multiple of 16): adds
+ * the bias (if not NULL), applies rotary embeddings (rotate-half, theta) at tok_pos[t] to q in
+ * place and to k, and stores k and v into the pool slot tok_slot[t] of this layer (k_pool/v_pool point at the
  * layer's [slots, Hkv, d] arrays; kv_stride elements from slot to slot, 0 = Hkv * d). With
  * k_pool = qkv + H d, v_pool = qkv + (H + Hkv) d, kv_stride = (H + 2 Hkv) d and tok_slot[t] = t
  * the K/V stay in place in the qkv rows (the stateless engine, no KV pool).
