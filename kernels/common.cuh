@@ -10,11 +10,11 @@
 #include "kernels.h"
 
 /*
- * Programmatic dependent launch (Hopper and later). Every kernel here starts with griddep_wait(),
- * which waits until the kernels before it in the stream have completed and their writes are
- * visible, and is launched through k_launch(), which lets it be scheduled while the previous
- * kernel drains (k_set_pdl(0): plain launches). A kernel therefore sees exactly what it would
- * after an ordinary launch; only the launch latency is hidden.
+ * Programmatic dependent launch (compute capability 9.0 and later; plain launches before). Every
+ * kernel here starts with griddep_wait(), which waits until the kernels before it in the stream
+ * have completed and their writes are visible, and is launched through k_launch(), which lets it
+ * be scheduled while the previous kernel drains (k_set_pdl(0): plain launches). A kernel therefore
+ * sees exactly what it would after an ordinary launch; only the launch latency is hidden.
  */
 static __device__ __forceinline__ void griddep_wait(void)
 {
@@ -23,7 +23,9 @@ static __device__ __forceinline__ void griddep_wait(void)
 #endif
 }
 
-extern int k_pdl_on; /* elementwise.cu */
+/* PDL is requested (k_set_pdl) and the device is Hopper or later (elementwise.cu): older GPUs get
+ * plain launches. */
+int k_pdl_allowed(void);
 
 template <typename... P, typename... A>
 static inline cudaError_t k_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
@@ -31,7 +33,7 @@ static inline cudaError_t k_launch(void (*kernel)(P...), dim3 grid, dim3 block, 
 {
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = k_pdl_on;
+    at[0].val.programmaticStreamSerializationAllowed = k_pdl_allowed();
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;

@@ -5,9 +5,20 @@
  */
 #include "common.cuh"
 
-int k_pdl_on = 1;
+static int pdl_requested = 1, pdl_device = -1; /* -1: the device not asked yet */
 
-extern "C" void k_set_pdl(int on) { k_pdl_on = on != 0; }
+extern "C" void k_set_pdl(int on) { pdl_requested = on != 0; }
+
+int k_pdl_allowed(void)
+{
+    if (pdl_device < 0) {
+        int dev = 0, major = 0;
+        pdl_device = cudaGetDevice(&dev) == cudaSuccess &&
+                     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                     major >= 9;
+    }
+    return pdl_requested && pdl_device;
+}
 
 static __global__ void fill_random_kernel(bf16_t *dst, int64_t n, uint64_t seed, float scale)
 {

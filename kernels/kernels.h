@@ -19,8 +19,9 @@ extern "C" {
 typedef struct CUstream_st *k_stream;
 typedef uint16_t bf16_t;
 
-/* Launches with programmatic dependent launch (on, the default) or plainly (off); either way a
- * kernel starts its work only after the previous one in the stream has completed (common.cuh). */
+/* Launches with programmatic dependent launch (on, the default, on compute capability 9.0 and
+ * later) or plainly (off); either way a kernel starts its work only after the previous one in the
+ * stream has completed (common.cuh). */
 void k_set_pdl(int on);
 
 /* Fills n bf16 values with scale * U(-1, 1) from a counter hash of (seed, index): bit-identical to
@@ -45,8 +46,8 @@ int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, int rows, i
 /*
  * QKV post-processing for T packed tokens of qkv [T, (H + 2*Hkv) * d] (d a multiple of 16): adds
  * the bias (if not NULL), applies rotary embeddings (rotate-half, theta) at tok_pos[t] to q in
- * place and to k, and stores k and v into the pool slot tok_slot[t] of this layer (k_pool/v_pool point at the
- * layer's [slots, Hkv, d] arrays; kv_stride elements from slot to slot, 0 = Hkv * d). With
+ * place and to k, and stores k and v into the pool slot tok_slot[t] of this layer (k_pool/v_pool
+ * point at the layer's [slots, Hkv, d] arrays; kv_stride elements from slot to slot, 0 = Hkv * d). With
  * k_pool = qkv + H d, v_pool = qkv + (H + Hkv) d, kv_stride = (H + 2 Hkv) d and tok_slot[t] = t
  * the K/V stay in place in the qkv rows (the stateless engine, no KV pool).
  */
