@@ -88,13 +88,9 @@ struct k_attn_args {
     int64_t ws_bytes;
     int T;           /* packed query rows (for the combine) */
     int max_key_len;
-    int impl;        /* 0: the wgmma kernel where it runs (Hopper, head dim 128, no key split), else
-                      * mma.sync; 1: mma.sync; 2: wgmma (cudaErrorNotSupported where it cannot run) */
 };
 #define K_ATTN_TILE_M 64
 int k_attention(const struct k_attn_args *a, k_stream stream);
-/* The wgmma kernel alone (impl 2 of k_attention). */
-int k_attention_wgmma(const struct k_attn_args *a, k_stream stream);
 /* The number of key splits k_attention will use for these arguments (1 = none). */
 int k_attention_splits(const struct k_attn_args *a);
 
