@@ -44,9 +44,12 @@ HAVE_CUDA := 1
 ifeq ($(filter sm_%,$(CUDA_ARCH)),)
 $(error CUDA_ARCH=$(CUDA_ARCH): expected sm_NN, e.g. sm_90)
 endif
+comma := ,
 CUDA_CC := $(patsubst sm_%,%,$(CUDA_ARCH))
 NVCCFLAGS ?= -O3 -std=c++17 -lineinfo
+# Hopper also gets an sm_90a image: the wgmma attention kernel exists only there
 ALL_NVCCFLAGS := $(NVCCFLAGS) -Isim -Ikernels -gencode arch=compute_$(CUDA_CC),code=sm_$(CUDA_CC) \
+    $(if $(filter 90,$(CUDA_CC)),-gencode arch=compute_90a$(comma)code=sm_90a) \
     -gencode arch=compute_$(CUDA_CC),code=compute_$(CUDA_CC) -MMD -MP
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
 ENGINE_CFLAGS := -I$(CUDA_HOME)/include

@@ -92,12 +92,16 @@ static void run_copy(void *p)
 
 struct attn_ctx {
     struct k_attn_args a;
+    bool wgmma; /* the wgmma kernel alone */
 };
 
-static void run_attn(void *p) { k_attention(&((struct attn_ctx *)p)->a, 0); }
+static int attn_once(struct attn_ctx *c) { return c->wgmma ? k_attention_wgmma(&c->a, 0) : k_attention(&c->a, 0); }
+
+static void run_attn(void *p) { attn_once(p); }
 
 /* The attention kernel alone: nseq segments of q queries over kv cached keys, all heads. */
-static double attention_tflops(const struct model_cfg *m, int nseq, int q, int kv, int reps, float *ms_out)
+static double attention_tflops(const struct model_cfg *m, int nseq, int q, int kv, bool wgmma, int reps,
+                               float *ms_out)
 {
     const int H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim, pt = 16, keys = kv + q;
     const int T = nseq * q, pages_per = (keys + pt - 1) / pt, slots = nseq * pages_per * pt;
@@ -135,7 +139,12 @@ static double attention_tflops(const struct model_cfg *m, int nseq, int q, int k
                             .pages = base + 5 * nseq, .tiles = base + 5 * nseq + nseq * pages_per,
                             .num_tiles = nt, .H = H, .Hkv = Hkv, .d = d, .page_tokens = pt, .page_shift = 4,
                             .block_size = 0, .scale = 1.0f / sqrtf((float)d), .ws = ws,
-                            .ws_bytes = ws_bytes, .T = T, .max_key_len = keys}};
+                            .ws_bytes = ws_bytes, .T = T, .max_key_len = keys}, wgmma};
+    if ((wgmma && k_attention_splits(&ctx.a) > 1) || attn_once(&ctx) != 0) { /* not this kernel's shape */
+        cudaGetLastError();
+        tflops = -1;
+        goto done;
+    }
     float ms = time_ms(run_attn, &ctx, reps);
     CKB(cudaGetLastError());
     double flops = 4.0 * d * H * (double)nseq * q * keys;
@@ -327,6 +336,19 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
             if (o->json)
                 fprintf(o->json, "{\"case\":\"%s\",\"plain_launch_ms\":%.4f}\n", c->name, plain_ms);
         }
+        { /* the same step with the wgmma attention kernel (eng_opts.attention = 1) */
+            float wg_ms;
+            eng_set_attention(e, 1);
+            int bad = eng_graph_capture(e, &sd, &err) || eng_graph_replay(e, o->reps, &wg_ms, &err);
+            eng_set_attention(e, eo.attention);
+            if (bad) {
+                fprintf(stderr, "engine bench: %s\n", err.msg);
+                goto done;
+            }
+            fprintf(out, "    wgmma attention %.3f ms (%.3f x floor)\n", wg_ms, wg_ms / floor_ms);
+            if (o->json)
+                fprintf(o->json, "{\"case\":\"%s\",\"wgmma_attention_ms\":%.4f}\n", c->name, wg_ms);
+        }
         double op_ms[OP_COUNT];
         float eager_ms;
         if (eng_step_profile(e, &sd, op_ms, &eager_ms, &err)) {
@@ -360,16 +382,20 @@ after_steps:
         goto done;
     }
     /* 3. attention alone */
-    fprintf(out, "\n%-36s %9s %9s\n", "attention kernel", "ms", "TFLOP/s");
+    fprintf(out, "\n%-36s %9s %9s %15s\n", "attention kernel", "ms", "TFLOP/s", "wgmma TFLOP/s");
     const int shapes[][3] = {{16, 512, 0}, {1, 2048, 0}, {16, 32, 480}, {1, 32, 480}};
     for (size_t i = 0; i < TS_ARRAY_LEN(shapes); i++) {
-        float ms = 0;
-        double tf = attention_tflops(m, shapes[i][0], shapes[i][1], shapes[i][2], o->reps, &ms);
-        char name[64];
+        float ms = 0, ms2 = 0;
+        double tf = attention_tflops(m, shapes[i][0], shapes[i][1], shapes[i][2], false, o->reps, &ms);
+        double tf2 = attention_tflops(m, shapes[i][0], shapes[i][1], shapes[i][2], true, o->reps, &ms2);
+        char name[64], wg[32] = "-";
         snprintf(name, sizeof name, "%d seq x q %d over %d cached", shapes[i][0], shapes[i][1], shapes[i][2]);
-        fprintf(out, "%-36s %9.4f %9.1f\n", name, ms, tf);
+        if (tf2 > 0)
+            snprintf(wg, sizeof wg, "%.1f", tf2);
+        fprintf(out, "%-36s %9.4f %9.1f %15s\n", name, ms, tf, wg);
         if (o->json)
-            fprintf(o->json, "{\"attention\":\"%s\",\"ms\":%.5f,\"tflops\":%.2f}\n", name, ms, tf);
+            fprintf(o->json, "{\"attention\":\"%s\",\"ms\":%.5f,\"tflops\":%.2f,\"wgmma_tflops\":%.2f}\n", name,
+                    ms, tf, tf2);
     }
     rc = 0;
 done:

@@ -257,7 +257,6 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
     for (int i = 0; i < 7; i++)
         dmeta[i] = dev_copy(hm[i], hs[i]);
     CK(cudaMalloc((void **)&dout, 2 * nq));
-    KK(k_fill_bits(dout, nq, 0x7fc0, NULL));
     struct k_attn_args a = {.q = dq, .q_stride = qs, .k_pool = dk, .v_pool = dv, .o = dout,
                             .q_start = dmeta[0], .q_len = dmeta[1], .key_len = dmeta[2],
                             .kv_cached = dmeta[3], .page_off = dmeta[4], .pages = dmeta[5],
@@ -270,10 +269,6 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
         a.ws = ws;
     }
     int splits = k_attention_splits(&a);
-    KK(k_attention(&a, NULL));
-    CK(cudaDeviceSynchronize());
-    CK(cudaMemcpy(ob, dout, 2 * nq, cudaMemcpyDeviceToHost));
-    to_float(of, ob, nq);
     /* reference: gather each segment's keys into a contiguous array */
     int maxk = 0;
     for (int s = 0; s < nseg; s++)
@@ -289,12 +284,31 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
         ref_attention(rf + (size_t)q_start[s] * qs, qf + (size_t)q_start[s] * qs, qs, ks, vs, q_len[s],
                       key_len[s], kv[s], H, Hkv, d, block_size, 1.0f / sqrtf((float)d));
     }
-    char what[96];
-    snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key split%s", H, Hkv, d,
-             block_size ? "block-causal 32" : "bidirectional", splits, splits > 1 ? "s" : "");
-    if (split && splits < 2)
-        fail_msg(c, what, "the split-KV path was not taken");
-    report(c, what, rel_err(of, rf, nq), 2e-2);
+    /* the mma.sync kernel, and the wgmma kernel where it applies (head dim 128 without key split;
+     * on a compute capability 9.0 device it must run) */
+    int major = 0, minor = 0, dev = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    for (int wg = 0; wg <= (d == 128 && splits == 1); wg++) {
+        char what[96];
+        snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key split%s%s", H, Hkv, d,
+                 block_size ? "block-causal 32" : "bidirectional", splits, splits > 1 ? "s" : "",
+                 wg ? ", wgmma" : "");
+        KK(k_fill_bits(dout, nq, 0x7fc0, NULL));
+        int rc = wg ? k_attention_wgmma(&a, NULL) : k_attention(&a, NULL);
+        if (wg && rc == (int)cudaErrorNotSupported && !(major == 9 && minor == 0)) {
+            fprintf(c->out, "  %-58s skipped: no sm_90a device\n", what);
+            continue;
+        }
+        KK(rc);
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(ob, dout, 2 * nq, cudaMemcpyDeviceToHost));
+        to_float(of, ob, nq);
+        if (split && splits < 2)
+            fail_msg(c, what, "the split-KV path was not taken");
+        report(c, what, rel_err(of, rf, nq), 2e-2);
+    }
 done:
     cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(ws);
     for (int i = 0; i < 7; i++)

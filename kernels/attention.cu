@@ -339,6 +339,13 @@ extern "C" int k_attention(const struct k_attn_args *a, k_stream stream)
         return 0;
     if (a->H % a->Hkv || a->page_tokens <= 0 || (1 << a->page_shift) != a->page_tokens)
         return (int)cudaErrorInvalidValue;
+    if (a->impl < 0 || a->impl > 1)
+        return (int)cudaErrorInvalidValue;
+    if (a->impl == 1 && a->d == 128 && k_attention_splits(a) == 1) {
+        int rc = k_attention_wgmma(a, stream);
+        if (rc != (int)cudaErrorNotSupported)
+            return rc;
+    }
     if (a->d == 128)
         return launch<128>(a, stream);
     if (a->d == 64)

@@ -88,9 +88,15 @@ struct k_attn_args {
     int64_t ws_bytes;
     int T;           /* packed query rows (for the combine) */
     int max_key_len;
+    int impl;        /* 0: the mma.sync kernel (the default; the shipped calibrations measured it);
+                      * 1: the wgmma kernel where it runs (an sm_90a image, head dim 128, no key
+                      * split), the mma.sync kernel elsewhere */
 };
 #define K_ATTN_TILE_M 64
 int k_attention(const struct k_attn_args *a, k_stream stream);
+/* The wgmma kernel alone: cudaErrorNotSupported where it cannot run (no sm_90a image for this
+ * device, head dim other than 128; the key split of a is ignored: it never splits). */
+int k_attention_wgmma(const struct k_attn_args *a, k_stream stream);
 /* The number of key splits k_attention will use for these arguments (1 = none). */
 int k_attention_splits(const struct k_attn_args *a);
 

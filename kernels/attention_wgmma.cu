@@ -1,0 +1,253 @@
+/*
+ * attention_wgmma.cu: the attention of attention.cu on Hopper's warpgroup MMA (wgmma, sm_90a) for
+ * head dim 128 without key splits. A block is two warpgroups (8 warps) over 128 query rows, the
+ * 64-row tiles q0 and q0 + 64 of attention.cu's tile list (the block of a tile at an odd multiple
+ * of 64 exits at once), so each K/V tile in shared memory serves both: Q fragments are loaded into
+ * registers once, K/V tiles of 64 keys are gathered from
+ * the pool's pages by cp.async two stages deep in the 8 x 8 "core matrix" layout wgmma reads
+ * without swizzle.
+ * S = Q K^T is one m64n64k16 wgmma per 16 of d (Q from registers, K K-major in shared memory);
+ * the online softmax runs on S in registers (the accumulator fragment is mma.sync's, so the masking
+ * and softmax code is attention.cu's); O += P V is one m64n128k16 wgmma per 16 keys with P from
+ * registers and V read transposed (MN-major). Built only into the sm_90a image; elsewhere the
+ * launcher reports it unavailable and attention.cu's kernel runs.
+ */
+#include "common.cuh"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define HAVE_WGMMA 1
+#endif
+
+#define WD 128                    /* head dim */
+#define WM 128                    /* query rows a block: two warpgroups of 64 */
+#define WN 64                     /* keys a stage */
+#define TILE_BYTES (64 * WD * 2)  /* a 64 x 128 bf16 tile: 16 KiB */
+#define SMEM_BYTES (4 * TILE_BYTES) /* K and V of two stages */
+
+#ifdef HAVE_WGMMA
+/* byte offset of 16-byte chunk cc (8 columns) of row r in a 64 x 128 tile of core matrices */
+static __device__ __forceinline__ uint32_t core_off(int r, int cc) { return ((r >> 3) * 16 + cc) * 128 + (r & 7) * 16; }
+
+static __device__ __forceinline__ void cp_async16(uint32_t s, const void *gmem)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+
+/* wgmma shared-memory descriptor, no swizzle: start, leading and stride byte offsets */
+static __device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo)
+{
+    return (uint64_t)((saddr & 0x3ffff) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);
+}
+
+#include "attention_wgmma.inc"
+
+/* keys [k0, k0 + WN) of the segment into K and V tiles (zeros past key_len) */
+static __device__ __forceinline__ void load_kv(uint32_t ks, uint32_t vs, bf16_t *kp, bf16_t *vp,
+                                               const k_attn_args &a, const int32_t *pages, int hk, int k0,
+                                               int klen)
+{
+    /* consecutive threads take consecutive rows of a core matrix: a warp fills 4 whole core
+     * matrices (512 contiguous bytes) per copy, free of bank conflicts */
+    for (int c = threadIdx.x; c < WN * (WD / 8); c += blockDim.x) {
+        int row = (c & 7) + 8 * (c >> 7), cc = (c >> 3) & 15, j = k0 + row;
+        uint32_t off = core_off(row, cc);
+        if (j < klen) {
+            size_t slot = ((size_t)pages[j >> a.page_shift] << a.page_shift) | (j & ((1 << a.page_shift) - 1));
+            size_t g = slot * (size_t)(a.kv_stride > 0 ? a.kv_stride : a.Hkv * WD) + (size_t)hk * WD + cc * 8;
+            cp_async16(ks + off, a.k_pool + g);
+            cp_async16(vs + off, a.v_pool + g);
+        } else {
+            *(uint4 *)((char *)kp + off) = make_uint4(0, 0, 0, 0);
+            *(uint4 *)((char *)vp + off) = make_uint4(0, 0, 0, 0);
+        }
+    }
+}
+#endif
+
+static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_attn_args a)
+{
+#ifdef HAVE_WGMMA
+    extern __shared__ __align__(128) unsigned char sm[];
+    griddep_wait();
+    const uint32_t base = (uint32_t)__cvta_generic_to_shared(sm);
+    const int seg = a.tiles[2 * blockIdx.x], q0 = a.tiles[2 * blockIdx.x + 1];
+    if (q0 & 64) /* the block of tile q0 - 64 covers these rows */
+        return;
+    const int head = blockIdx.y, hk = head / (a.H / a.Hkv);
+    const int qlen = a.q_len[seg], klen = a.key_len[seg], qs = a.q_start[seg];
+    const int kvc = a.kv_cached[seg], bs = a.block_size;
+    const int32_t *pages = a.pages + a.page_off[seg];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    /* warps 4-7 are the second warpgroup's; past the segment it computes on zero queries (a branch
+     * around the wgmma would make the compiler serialize them) and stores nothing */
+    const int r0 = q0 + warp * 16 + g, r1 = r0 + 8;
+    const float sl2 = a.scale * 1.4426950408889634f;
+    int kend = klen;
+    if (bs > 0) {
+        int last = min(q0 + WM, qlen) - 1;
+        kend = min(klen, kvc + (last / bs + 1) * bs);
+    }
+    /* Q fragments straight from global memory (rows past the segment zero), as mma.sync's A */
+    uint32_t qf[WD / 16][4];
+    {
+        const bf16_t *p0 = a.q + (size_t)(qs + r0) * a.q_stride + head * WD;
+        const bf16_t *p1 = a.q + (size_t)(qs + r1) * a.q_stride + head * WD;
+        bool v0 = r0 < qlen, v1 = r1 < qlen;
+#pragma unroll
+        for (int kk = 0; kk < WD / 16; kk++) {
+            int c = kk * 16 + t4 * 2;
+            qf[kk][0] = v0 ? *(const uint32_t *)(p0 + c) : 0u;
+            qf[kk][1] = v1 ? *(const uint32_t *)(p1 + c) : 0u;
+            qf[kk][2] = v0 ? *(const uint32_t *)(p0 + c + 8) : 0u;
+            qf[kk][3] = v1 ? *(const uint32_t *)(p1 + c + 8) : 0u;
+        }
+    }
+    if (kend > 0)
+        load_kv(base, base + TILE_BYTES, (bf16_t *)sm, (bf16_t *)(sm + TILE_BYTES), a, pages, hk, 0, klen);
+    asm volatile("cp.async.commit_group;\n" ::);
+
+    float o[WD / 8][4];
+#pragma unroll
+    for (int n = 0; n < WD / 8; n++)
+        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+    int stage = 0;
+    for (int k0 = 0; k0 < kend; k0 += WN) {
+        const uint32_t ks = base + 2 * stage * TILE_BYTES, vs = ks + TILE_BYTES;
+        if (k0 + WN < kend) {
+            const uint32_t kn = base + 2 * (stage ^ 1) * TILE_BYTES;
+            load_kv(kn, kn + TILE_BYTES, (bf16_t *)(sm + (kn - base)), (bf16_t *)(sm + (kn - base) + TILE_BYTES), a,
+                    pages, hk, k0 + WN, klen);
+        }
+        asm volatile("cp.async.commit_group;\ncp.async.wait_group 1;\n" ::);
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* cp.async writes, wgmma reads */
+        __syncthreads();
+
+        /* S = Q K^T: 8 steps of 16 over d; K K-major: LBO 128 (next 8 of d), SBO 2048 (next 8 keys) */
+        float s[WN / 8][4];
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < WD / 16; kk++)
+            wgmma_rs_n64(&s[0][0], qf[kk], wg_desc(ks + kk * 256, 128, 2048), kk > 0);
+        asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+
+        const bool full = k0 + WN <= klen && (bs == 0 || k0 + WN <= kvc);
+        if (!full) {
+            const int b0 = bs > 0 ? r0 / bs : 0, b1 = bs > 0 ? r1 / bs : 0;
+#pragma unroll
+            for (int n = 0; n < WN / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int j = k0 + n * 8 + t4 * 2 + (e & 1);
+                    bool vis = j < klen && (bs == 0 || j < kvc || (j - kvc) / bs <= (e < 2 ? b0 : b1));
+                    s[n][e] = vis ? s[n][e] : -INFINITY;
+                }
+        }
+        float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int n = 0; n < WN / 8; n++) {
+            mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
+            mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
+        }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        float n0 = fmaxf(m0, mx0 * sl2), n1 = fmaxf(m1, mx1 * sl2);
+        float b0s = n0 == -INFINITY ? 0.f : n0, b1s = n1 == -INFINITY ? 0.f : n1;
+        float al0 = fast_exp2(m0 - b0s), al1 = fast_exp2(m1 - b1s);
+        m0 = n0;
+        m1 = n1;
+        l0 *= al0;
+        l1 *= al1;
+#pragma unroll
+        for (int n = 0; n < WD / 8; n++) {
+            o[n][0] *= al0;
+            o[n][1] *= al0;
+            o[n][2] *= al1;
+            o[n][3] *= al1;
+        }
+        uint32_t pa[WN / 16][4];
+#pragma unroll
+        for (int n = 0; n < WN / 8; n++) {
+            float p0 = fast_exp2(fmaf(s[n][0], sl2, -b0s)), p1 = fast_exp2(fmaf(s[n][1], sl2, -b0s));
+            float p2 = fast_exp2(fmaf(s[n][2], sl2, -b1s)), p3 = fast_exp2(fmaf(s[n][3], sl2, -b1s));
+            l0 += p0 + p1;
+            l1 += p2 + p3;
+            pa[n / 2][(n & 1) * 2] = pack_bf2(p0, p1);
+            pa[n / 2][(n & 1) * 2 + 1] = pack_bf2(p2, p3);
+        }
+        /* O += P V: 4 steps of 16 keys; V read transposed (MN-major): LBO 2048 (next 8 keys), SBO 128
+         * (next 8 of d) */
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < WN / 16; kk++)
+            wgmma_rs_n128_tb(&o[0][0], pa[kk], wg_desc(vs + kk * 4096, 2048, 128), 1);
+        asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        __syncthreads(); /* everyone is done with this stage before it is refilled */
+        stage ^= 1;
+    }
+    asm volatile("cp.async.wait_group 0;\n" ::);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;
+    const int ostride = a.H * WD;
+#pragma unroll
+    for (int n = 0; n < WD / 8; n++) {
+        int c = head * WD + n * 8 + t4 * 2;
+        if (r0 < qlen)
+            *(uint32_t *)(a.o + (size_t)(qs + r0) * ostride + c) = pack_bf2(o[n][0] * i0, o[n][1] * i0);
+        if (r1 < qlen)
+            *(uint32_t *)(a.o + (size_t)(qs + r1) * ostride + c) = pack_bf2(o[n][2] * i1, o[n][3] * i1);
+    }
+#endif
+}
+
+static __global__ void probe_kernel(int *out)
+{
+#ifdef HAVE_WGMMA
+    *out = 1;
+#else
+    *out = 0;
+#endif
+}
+
+/* Whether the image loaded for this device carries the wgmma kernel (asked once, outside capture). */
+static int available(cudaStream_t stream)
+{
+    static int have = -1;
+    if (have >= 0)
+        return have;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+        return 0; /* not now: the plain kernel runs */
+    int *d = NULL, h = 0;
+    if (cudaMalloc(&d, sizeof(int)) == cudaSuccess) {
+        probe_kernel<<<1, 1>>>(d);
+        if (cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
+            h = 0;
+        cudaFree(d);
+    }
+    cudaGetLastError();
+    have = h;
+    if (have && cudaFuncSetAttribute(attention_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     SMEM_BYTES) != cudaSuccess) {
+        cudaGetLastError();
+        have = 0;
+    }
+    return have;
+}
+
+extern "C" int k_attention_wgmma(const struct k_attn_args *a, k_stream stream)
+{
+    if (a->num_tiles <= 0)
+        return 0;
+    if (a->H % a->Hkv || a->page_tokens <= 0 || (1 << a->page_shift) != a->page_tokens)
+        return (int)cudaErrorInvalidValue;
+    if (a->d != WD || !available((cudaStream_t)stream))
+        return (int)cudaErrorNotSupported;
+    dim3 grid((unsigned)a->num_tiles, (unsigned)a->H);
+    return (int)k_launch(attention_wgmma_kernel, grid, dim3(256), (size_t)SMEM_BYTES, (cudaStream_t)stream, *a);
+}
