@@ -15,7 +15,7 @@
  */
 #include <float.h>
 
-#include "common.cuh"
+#include "attention_frag.cuh"
 
 #define TM K_ATTN_TILE_M
 #define TN 64
@@ -95,30 +95,13 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
     const float sl2 = a.scale * 1.4426950408889634f;
 
     /* the keys this block covers: its split of the keys any row of the tile may see */
-    int kend = klen;
-    if (bs > 0) {
-        int last = min(q0 + TM, qlen) - 1;
-        kend = min(klen, kvc + (last / bs + 1) * bs);
-    }
+    const int kend = attn_key_end(klen, kvc, bs, q0 + TM, qlen);
     const int splits = gridDim.z;
     const int per = ((kend + splits - 1) / splits + TN - 1) / TN * TN;
     const int kbeg = blockIdx.z * per, kstop = min(kend, kbeg + per);
 
-    /* Q fragments straight from global memory (rows past the segment read as zero) */
     uint32_t qf[D / 16][4];
-    {
-        const bf16_t *p0 = a.q + (size_t)(qs + r0) * a.q_stride + head * D;
-        const bf16_t *p1 = a.q + (size_t)(qs + r1) * a.q_stride + head * D;
-        bool v0 = r0 < qlen, v1 = r1 < qlen;
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            int c = kk * 16 + t4 * 2;
-            qf[kk][0] = v0 ? *(const uint32_t *)(p0 + c) : 0u;
-            qf[kk][1] = v1 ? *(const uint32_t *)(p1 + c) : 0u;
-            qf[kk][2] = v0 ? *(const uint32_t *)(p0 + c + 8) : 0u;
-            qf[kk][3] = v1 ? *(const uint32_t *)(p1 + c + 8) : 0u;
-        }
-    }
+    attn_load_q<D>(qf, a, qs, head, r0, r1, qlen, t4);
 
     float o[D / 8][4];
 #pragma unroll
@@ -159,7 +142,6 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
             }
         }
         /* scale into log2 units; mask only tiles that reach past the keys or into the blocks */
-        float mx0 = -INFINITY, mx1 = -INFINITY;
         const bool full = k0 + TN <= klen && (bs == 0 || k0 + TN <= kvc);
         if (full) {
 #pragma unroll
@@ -168,39 +150,12 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
                 for (int e = 0; e < 4; e++)
                     s[n][e] *= sl2;
         } else {
-            const int b0 = bs > 0 ? r0 / bs : 0, b1 = bs > 0 ? r1 / bs : 0;
-#pragma unroll
-            for (int n = 0; n < TN / 8; n++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int j = k0 + n * 8 + t4 * 2 + (e & 1);
-                    bool vis = j < klen && (bs == 0 || j < kvc || (j - kvc) / bs <= (e < 2 ? b0 : b1));
-                    s[n][e] = vis ? s[n][e] * sl2 : -INFINITY;
-                }
+            attn_mask<TN / 8, true>(s, k0, t4, r0, r1, klen, kvc, bs, sl2);
         }
-#pragma unroll
-        for (int n = 0; n < TN / 8; n++) {
-            mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
-            mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
-        }
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-        float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
-        float b0s = n0 == -INFINITY ? 0.f : n0, b1s = n1 == -INFINITY ? 0.f : n1;
-        float al0 = fast_exp2(m0 - b0s), al1 = fast_exp2(m1 - b1s);
-        m0 = n0;
-        m1 = n1;
-        l0 *= al0;
-        l1 *= al1;
-#pragma unroll
-        for (int n = 0; n < D / 8; n++) {
-            o[n][0] *= al0;
-            o[n][1] *= al0;
-            o[n][2] *= al1;
-            o[n][3] *= al1;
-        }
+        float mx0, mx1;
+        attn_row_max<TN / 8>(s, mx0, mx1);
+        float b0s, b1s;
+        attn_new_max<D>(m0, m1, mx0, mx1, l0, l1, o, b0s, b1s);
 #pragma unroll
         for (int n = 0; n < TN / 8; n++) {
             s[n][0] = fast_exp2(s[n][0] - b0s);
@@ -230,21 +185,10 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
         stage ^= 1;
     }
     asm volatile("cp.async.wait_group 0;\n" ::);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    l0 = attn_row_sum(l0);
+    l1 = attn_row_sum(l1);
     if (splits == 1) {
-        float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;
-        const int ostride = a.H * D;
-#pragma unroll
-        for (int n = 0; n < D / 8; n++) {
-            int c = head * D + n * 8 + t4 * 2;
-            if (r0 < qlen)
-                *(uint32_t *)(a.o + (size_t)(qs + r0) * ostride + c) = pack_bf2(o[n][0] * i0, o[n][1] * i0);
-            if (r1 < qlen)
-                *(uint32_t *)(a.o + (size_t)(qs + r1) * ostride + c) = pack_bf2(o[n][2] * i1, o[n][3] * i1);
-        }
+        attn_store<D>(o, a, qs, head, r0, r1, qlen, t4, l0, l1);
         return;
     }
     /* partial results: O [split][T][H][D], then (max, sum) [split][T][H] */

@@ -8,12 +8,12 @@
  * 64 keys are gathered from the pool's pages by cp.async, two stages deep, in the 8 x 8 "core
  * matrix" layout wgmma reads without swizzle. S = Q K^T is one m64n64k16 wgmma per 16 of d (Q from
  * registers, K K-major in shared memory); the online softmax runs on S in registers (the
- * accumulator fragment is mma.sync's, so the masking and softmax follow attention.cu's); O += P V
+ * accumulator fragment is mma.sync's, so both kernels share attention_frag.cuh); O += P V
  * is one m64n128k16 wgmma per 16 keys with P from registers and V read transposed (MN-major).
  * Built only into the sm_90a image; elsewhere the launcher reports it unavailable and
  * attention.cu's kernel runs.
  */
-#include "common.cuh"
+#include "attention_frag.cuh"
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define HAVE_WGMMA 1
@@ -83,26 +83,9 @@ static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_
      * around the wgmma would make the compiler serialize them) and stores nothing */
     const int r0 = q0 + warp * 16 + g, r1 = r0 + 8;
     const float sl2 = a.scale * 1.4426950408889634f;
-    int kend = klen;
-    if (bs > 0) {
-        int last = min(q0 + WM, qlen) - 1;
-        kend = min(klen, kvc + (last / bs + 1) * bs);
-    }
-    /* Q fragments straight from global memory (rows past the segment zero), as mma.sync's A */
-    uint32_t qf[WD / 16][4];
-    {
-        const bf16_t *p0 = a.q + (size_t)(qs + r0) * a.q_stride + head * WD;
-        const bf16_t *p1 = a.q + (size_t)(qs + r1) * a.q_stride + head * WD;
-        bool v0 = r0 < qlen, v1 = r1 < qlen;
-#pragma unroll
-        for (int kk = 0; kk < WD / 16; kk++) {
-            int c = kk * 16 + t4 * 2;
-            qf[kk][0] = v0 ? *(const uint32_t *)(p0 + c) : 0u;
-            qf[kk][1] = v1 ? *(const uint32_t *)(p1 + c) : 0u;
-            qf[kk][2] = v0 ? *(const uint32_t *)(p0 + c + 8) : 0u;
-            qf[kk][3] = v1 ? *(const uint32_t *)(p1 + c + 8) : 0u;
-        }
-    }
+    const int kend = attn_key_end(klen, kvc, bs, q0 + WM, qlen);
+    uint32_t qf[WD / 16][4]; /* mma.sync's A fragments are also wgmma's A from registers */
+    attn_load_q<WD>(qf, a, qs, head, r0, r1, qlen, t4);
     if (kend > 0)
         load_kv(base, base + TILE_BYTES, (bf16_t *)sm, (bf16_t *)(sm + TILE_BYTES), a, pages, hk, 0, klen);
     asm volatile("cp.async.commit_group;\n" ::);
@@ -132,42 +115,13 @@ static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_
             wgmma_rs_n64(&s[0][0], qf[kk], wg_desc(ks + kk * 256, 128, 2048), kk > 0);
         asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 
-        const bool full = k0 + WN <= klen && (bs == 0 || k0 + WN <= kvc);
-        if (!full) {
-            const int b0 = bs > 0 ? r0 / bs : 0, b1 = bs > 0 ? r1 / bs : 0;
-#pragma unroll
-            for (int n = 0; n < WN / 8; n++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int j = k0 + n * 8 + t4 * 2 + (e & 1);
-                    bool vis = j < klen && (bs == 0 || j < kvc || (j - kvc) / bs <= (e < 2 ? b0 : b1));
-                    s[n][e] = vis ? s[n][e] : -INFINITY;
-                }
-        }
-        float mx0 = -INFINITY, mx1 = -INFINITY;
-#pragma unroll
-        for (int n = 0; n < WN / 8; n++) {
-            mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
-            mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
-        }
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-        float n0 = fmaxf(m0, mx0 * sl2), n1 = fmaxf(m1, mx1 * sl2);
-        float b0s = n0 == -INFINITY ? 0.f : n0, b1s = n1 == -INFINITY ? 0.f : n1;
-        float al0 = fast_exp2(m0 - b0s), al1 = fast_exp2(m1 - b1s);
-        m0 = n0;
-        m1 = n1;
-        l0 *= al0;
-        l1 *= al1;
-#pragma unroll
-        for (int n = 0; n < WD / 8; n++) {
-            o[n][0] *= al0;
-            o[n][1] *= al0;
-            o[n][2] *= al1;
-            o[n][3] *= al1;
-        }
+        /* mask only; the scale into log2 units is folded into the row max and the exponent */
+        if (!(k0 + WN <= klen && (bs == 0 || k0 + WN <= kvc)))
+            attn_mask<WN / 8, false>(s, k0, t4, r0, r1, klen, kvc, bs, sl2);
+        float mx0, mx1;
+        attn_row_max<WN / 8>(s, mx0, mx1);
+        float b0s, b1s;
+        attn_new_max<WD>(m0, m1, mx0 * sl2, mx1 * sl2, l0, l1, o, b0s, b1s);
         uint32_t pa[WN / 16][4];
 #pragma unroll
         for (int n = 0; n < WN / 8; n++) {
@@ -189,20 +143,7 @@ static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_
         stage ^= 1;
     }
     asm volatile("cp.async.wait_group 0;\n" ::);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;
-    const int ostride = a.H * WD;
-#pragma unroll
-    for (int n = 0; n < WD / 8; n++) {
-        int c = head * WD + n * 8 + t4 * 2;
-        if (r0 < qlen)
-            *(uint32_t *)(a.o + (size_t)(qs + r0) * ostride + c) = pack_bf2(o[n][0] * i0, o[n][1] * i0);
-        if (r1 < qlen)
-            *(uint32_t *)(a.o + (size_t)(qs + r1) * ostride + c) = pack_bf2(o[n][2] * i1, o[n][3] * i1);
-    }
+    attn_store<WD>(o, a, qs, head, r0, r1, qlen, t4, attn_row_sum(l0), attn_row_sum(l1));
 #endif
 }
 

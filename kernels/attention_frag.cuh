@@ -1,0 +1,127 @@
+/*
+ * attention_frag.cuh: the pieces the mma.sync (attention.cu) and the wgmma (attention_wgmma.cu)
+ * attention kernels share. Both hold S and O in mma.sync's m16n8 accumulator layout: a thread owns
+ * rows r0 = its warp's first row + lane / 4 and r1 = r0 + 8, and in each 8-column tile n the
+ * columns 8 n + 2 (lane % 4) and + 1 (elements 0, 1 in row r0; 2, 3 in row r1); Q is mma.sync's A
+ * fragment, one per 16 of d.
+ */
+#ifndef TESSERA_KERNELS_ATTENTION_FRAG_CUH
+#define TESSERA_KERNELS_ATTENTION_FRAG_CUH
+
+#include "common.cuh"
+
+/* The keys query rows up to q_end (exclusive) of a segment of qlen rows may see: all klen, or (block-causal,
+ * bs > 0) those up to the end of the last row's block. */
+static __device__ __forceinline__ int attn_key_end(int klen, int kvc, int bs, int q_end, int qlen)
+{
+    int kend = klen;
+    if (bs > 0) {
+        int last = min(q_end, qlen) - 1;
+        kend = min(klen, kvc + (last / bs + 1) * bs);
+    }
+    return kend;
+}
+
+/* Q fragments of rows r0 and r1 straight from global memory (rows past the segment read as zero). */
+template <int D>
+static __device__ __forceinline__ void attn_load_q(uint32_t (&qf)[D / 16][4], const k_attn_args &a, int qs, int head,
+                                                   int r0, int r1, int qlen, int t4)
+{
+    const bf16_t *p0 = a.q + (size_t)(qs + r0) * a.q_stride + head * D;
+    const bf16_t *p1 = a.q + (size_t)(qs + r1) * a.q_stride + head * D;
+    bool v0 = r0 < qlen, v1 = r1 < qlen;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        int c = kk * 16 + t4 * 2;
+        qf[kk][0] = v0 ? *(const uint32_t *)(p0 + c) : 0u;
+        qf[kk][1] = v1 ? *(const uint32_t *)(p1 + c) : 0u;
+        qf[kk][2] = v0 ? *(const uint32_t *)(p0 + c + 8) : 0u;
+        qf[kk][3] = v1 ? *(const uint32_t *)(p1 + c + 8) : 0u;
+    }
+}
+
+/* Masks an S tile of NT 8-key columns from key k0 on: keys past klen, and (block-causal) keys in a
+ * later block than the row's, become -inf; SCALE also scales the visible ones by sl2 (the log2
+ * units of the softmax). */
+template <int NT, bool SCALE>
+static __device__ __forceinline__ void attn_mask(float (&s)[NT][4], int k0, int t4, int r0, int r1, int klen, int kvc,
+                                                 int bs, float sl2)
+{
+    const int b0 = bs > 0 ? r0 / bs : 0, b1 = bs > 0 ? r1 / bs : 0;
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            int j = k0 + n * 8 + t4 * 2 + (e & 1);
+            bool vis = j < klen && (bs == 0 || j < kvc || (j - kvc) / bs <= (e < 2 ? b0 : b1));
+            s[n][e] = vis ? (SCALE ? s[n][e] * sl2 : s[n][e]) : -INFINITY;
+        }
+}
+
+/* The maximum of rows r0 and r1 over an S tile, across the four threads that share each row. */
+template <int NT>
+static __device__ __forceinline__ void attn_row_max(const float (&s)[NT][4], float &mx0, float &mx1)
+{
+    mx0 = -INFINITY;
+    mx1 = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < NT; n++) {
+        mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
+        mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
+    }
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+}
+
+/* A row's sum across the four threads that share it. */
+static __device__ __forceinline__ float attn_row_sum(float v)
+{
+    v += __shfl_xor_sync(0xffffffffu, v, 1);
+    return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+/* The online softmax's step to a tile's row maxima mx0, mx1 (log2 units): the running maxima m
+ * grow to them, the sums l and the O rows are corrected by 2^(old - new), and b0, b1 are the
+ * maxima to subtract in the tile's exponents (0 for a row that has seen no key yet). */
+template <int D>
+static __device__ __forceinline__ void attn_new_max(float &m0, float &m1, float mx0, float mx1, float &l0, float &l1,
+                                                    float (&o)[D / 8][4], float &b0, float &b1)
+{
+    float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+    b0 = n0 == -INFINITY ? 0.f : n0;
+    b1 = n1 == -INFINITY ? 0.f : n1;
+    float al0 = fast_exp2(m0 - b0), al1 = fast_exp2(m1 - b1);
+    m0 = n0;
+    m1 = n1;
+    l0 *= al0;
+    l1 *= al1;
+#pragma unroll
+    for (int n = 0; n < D / 8; n++) {
+        o[n][0] *= al0;
+        o[n][1] *= al0;
+        o[n][2] *= al1;
+        o[n][3] *= al1;
+    }
+}
+
+/* O rows r0 and r1 divided by their sums l0 and l1 (0 for a row that saw no key), stored as bf16
+ * into the head's columns of a.o; rows past the segment are not stored. */
+template <int D>
+static __device__ __forceinline__ void attn_store(const float (&o)[D / 8][4], const k_attn_args &a, int qs, int head,
+                                                  int r0, int r1, int qlen, int t4, float l0, float l1)
+{
+    float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;
+    const int ostride = a.H * D;
+#pragma unroll
+    for (int n = 0; n < D / 8; n++) {
+        int c = head * D + n * 8 + t4 * 2;
+        if (r0 < qlen)
+            *(uint32_t *)(a.o + (size_t)(qs + r0) * ostride + c) = pack_bf2(o[n][0] * i0, o[n][1] * i0);
+        if (r1 < qlen)
+            *(uint32_t *)(a.o + (size_t)(qs + r1) * ostride + c) = pack_bf2(o[n][2] * i1, o[n][3] * i1);
+    }
+}
+
+#endif
