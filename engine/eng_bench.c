@@ -210,6 +210,18 @@ static void step_floor(const struct model_cfg *m, int nseq, int q, int kv, int r
     *bytes = (double)model_weight_bytes(m) + 2.0 * nseq * (kv + q) * 2 * kvd * L + 2.0 * R * m->vocab;
 }
 
+/* Median milliseconds of `reps` graph replays of sd (captured now, so with the engine's settings of
+ * the moment); says why on stderr when it fails. */
+static int replay_ms(struct eng *e, const struct step_desc *sd, int reps, float *ms)
+{
+    struct ts_err err;
+    if (eng_graph_capture(e, sd, &err) || eng_graph_replay(e, reps, ms, &err)) {
+        fprintf(stderr, "engine bench: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 struct step_case {
     const char *name;
     int nseq, q, kv, logits;
@@ -304,10 +316,8 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         for (int s = 0; s < c->nseq; s++)
             seg_add(&sd, first + s, c->q, c->kv, c->logits);
         float ms;
-        if (eng_graph_capture(e, &sd, &err) || eng_graph_replay(e, o->reps, &ms, &err)) {
-            fprintf(stderr, "engine bench: %s\n", err.msg);
+        if (replay_ms(e, &sd, o->reps, &ms))
             goto done;
-        }
         double flops, bytes;
         step_floor(m, c->nseq, c->q, c->kv, c->logits, &flops, &bytes);
         double fl_ms = flops / peak * 1e3, by_ms = bytes / bw * 1e3, floor_ms = fmax(fl_ms, by_ms);
@@ -322,33 +332,22 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
                              "\"memory_floor_ms\":%.4f,\"x_floor\":%.4f,\"workspace_bytes\":%lld,"
                              "\"sim_act_bytes\":%lld}\n", c->name, ms, floor_ms, fl_ms, by_ms, ms / floor_ms,
                     (long long)ws, (long long)sim_act);
-        { /* the same step with plain launches instead of programmatic dependent ones */
-            float plain_ms;
-            k_set_pdl(0);
-            int bad = eng_graph_capture(e, &sd, &err) || eng_graph_replay(e, o->reps, &plain_ms, &err);
-            k_set_pdl(1);
-            if (bad) {
-                fprintf(stderr, "engine bench: %s\n", err.msg);
-                goto done;
-            }
-            fprintf(out, "    plain launches %.3f ms (%.3f x floor): programmatic launch saves %.1f%%\n", plain_ms,
-                    plain_ms / floor_ms, 100.0 * (1.0 - ms / plain_ms));
-            if (o->json)
-                fprintf(o->json, "{\"case\":\"%s\",\"plain_launch_ms\":%.4f}\n", c->name, plain_ms);
-        }
-        { /* the same step with the wgmma attention kernel (eng_opts.attention = 1) */
-            float wg_ms;
-            eng_set_attention(e, 1);
-            int bad = eng_graph_capture(e, &sd, &err) || eng_graph_replay(e, o->reps, &wg_ms, &err);
-            eng_set_attention(e, eo.attention);
-            if (bad) {
-                fprintf(stderr, "engine bench: %s\n", err.msg);
-                goto done;
-            }
-            fprintf(out, "    wgmma attention %.3f ms (%.3f x floor)\n", wg_ms, wg_ms / floor_ms);
-            if (o->json)
-                fprintf(o->json, "{\"case\":\"%s\",\"wgmma_attention_ms\":%.4f}\n", c->name, wg_ms);
-        }
+        /* the same step with plain launches, and with the wgmma attention kernel */
+        float plain_ms, wg_ms;
+        k_set_pdl(0);
+        int bad = replay_ms(e, &sd, o->reps, &plain_ms);
+        k_set_pdl(1);
+        eng_set_attention(e, 1);
+        bad = bad || replay_ms(e, &sd, o->reps, &wg_ms);
+        eng_set_attention(e, eo.attention);
+        if (bad)
+            goto done;
+        fprintf(out, "    plain launches %.3f ms (%.3f x floor): programmatic launch saves %.1f%%\n", plain_ms,
+                plain_ms / floor_ms, 100.0 * (1.0 - ms / plain_ms));
+        fprintf(out, "    wgmma attention %.3f ms (%.3f x floor)\n", wg_ms, wg_ms / floor_ms);
+        if (o->json)
+            fprintf(o->json, "{\"case\":\"%s\",\"plain_launch_ms\":%.4f}\n"
+                             "{\"case\":\"%s\",\"wgmma_attention_ms\":%.4f}\n", c->name, plain_ms, c->name, wg_ms);
         double op_ms[OP_COUNT];
         float eager_ms;
         if (eng_step_profile(e, &sd, op_ms, &eager_ms, &err)) {
