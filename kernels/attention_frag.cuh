@@ -10,6 +10,13 @@
 
 #include "common.cuh"
 
+/* The launchers' check of a k_attn_args: whole query-head groups per K/V head, pages a power of
+ * two tokens. */
+static inline bool attn_args_valid(const k_attn_args *a)
+{
+    return a->H % a->Hkv == 0 && a->page_tokens > 0 && (1 << a->page_shift) == a->page_tokens;
+}
+
 /* The keys query rows up to q_end (exclusive) of a segment of qlen rows may see: all klen, or (block-causal,
  * bs > 0) those up to the end of the last row's block. */
 static __device__ __forceinline__ int attn_key_end(int klen, int kvc, int bs, int q_end, int qlen)

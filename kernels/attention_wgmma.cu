@@ -186,7 +186,7 @@ extern "C" int k_attention_wgmma(const struct k_attn_args *a, k_stream stream)
 {
     if (a->num_tiles <= 0)
         return 0;
-    if (a->H % a->Hkv || a->page_tokens <= 0 || (1 << a->page_shift) != a->page_tokens)
+    if (!attn_args_valid(a))
         return (int)cudaErrorInvalidValue;
     if (a->d != WD || !available((cudaStream_t)stream))
         return (int)cudaErrorNotSupported;
