@@ -78,12 +78,17 @@ static __device__ __forceinline__ void load_tile(bf16_t *Ks, bf16_t *Vs, const k
     }
 }
 
-template <int D>
-static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args a)
+/*
+ * One block's work. KS key groups: with KS = 1 warp w owns rows 16 w .. 16 w + 15 of the tile and
+ * every key of each K/V tile; with KS = 2 (a tile of at most 32 rows, as in Reuse steps, where half
+ * of the warps would otherwise idle) warp w owns rows 16 (w % 2) .. and keys 32 (w / 2) .. + 31 of
+ * each K/V tile, and the two key groups' softmax states are merged through shared memory at the end.
+ */
+template <int D, int KS>
+static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16_t *smem)
 {
-    extern __shared__ __align__(16) bf16_t smem[];
     constexpr int ROW = smem_layout<D>::ROW, TILE = smem_layout<D>::TILE;
-    griddep_wait();
+    constexpr int NT = TN / 8 / KS; /* 8-key columns of S per warp and K/V tile */
 
     const int seg = a.tiles[2 * blockIdx.x], q0 = a.tiles[2 * blockIdx.x + 1];
     const int head = blockIdx.y, hk = head / (a.H / a.Hkv);
@@ -91,7 +96,9 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
     const int kvc = a.kv_cached[seg], bs = a.block_size;
     const int32_t *pages = a.pages + a.page_off[seg];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
-    const int r0 = q0 + warp * 16 + g, r1 = r0 + 8; /* this thread's two query rows */
+    const int rw = warp % (4 / KS), kh = warp / (4 / KS); /* row group, key group */
+    const int kc = kh * NT * 8;                           /* the key group's first column of a tile */
+    const int r0 = q0 + rw * 16 + g, r1 = r0 + 8;         /* this thread's two query rows */
     const float sl2 = a.scale * 1.4426950408889634f;
 
     /* the keys this block covers: its split of the keys any row of the tile may see */
@@ -110,7 +117,7 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 
     /* a warp whose 16 rows all lie past the segment only helps load tiles */
-    const bool active = q0 + warp * 16 < qlen;
+    const bool active = q0 + rw * 16 < qlen;
     int stage = 0;
     if (kbeg < kstop)
         load_tile<D>(smem, smem + TILE, a, pages, hk, kbeg, klen);
@@ -129,14 +136,14 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
             continue;
         }
 
-        float s[TN / 8][4];
+        float s[NT][4];
 #pragma unroll
-        for (int n = 0; n < TN / 8; n++) {
+        for (int n = 0; n < NT; n++) {
             s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
 #pragma unroll
             for (int kk = 0; kk < D / 16; kk += 2) {
                 uint32_t b[4];
-                ldsm_x4(b, Ks + (n * 8 + (lane & 7)) * ROW + kk * 16 + (lane >> 3) * 8);
+                ldsm_x4(b, Ks + (kc + n * 8 + (lane & 7)) * ROW + kk * 16 + (lane >> 3) * 8);
                 mma_bf16(s[n], qf[kk], b[0], b[1]);
                 mma_bf16(s[n], qf[kk + 1], b[2], b[3]);
             }
@@ -145,19 +152,19 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
         const bool full = k0 + TN <= klen && (bs == 0 || k0 + TN <= kvc);
         if (full) {
 #pragma unroll
-            for (int n = 0; n < TN / 8; n++)
+            for (int n = 0; n < NT; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++)
                     s[n][e] *= sl2;
         } else {
-            attn_mask<TN / 8, true>(s, k0, t4, r0, r1, klen, kvc, bs, sl2);
+            attn_mask<NT, true>(s, k0 + kc, t4, r0, r1, klen, kvc, bs, sl2);
         }
         float mx0, mx1;
-        attn_row_max<TN / 8>(s, mx0, mx1);
+        attn_row_max<NT>(s, mx0, mx1);
         float b0s, b1s;
         attn_new_max<D>(m0, m1, mx0, mx1, l0, l1, o, b0s, b1s);
 #pragma unroll
-        for (int n = 0; n < TN / 8; n++) {
+        for (int n = 0; n < NT; n++) {
             s[n][0] = fast_exp2(s[n][0] - b0s);
             s[n][1] = fast_exp2(s[n][1] - b0s);
             s[n][2] = fast_exp2(s[n][2] - b1s);
@@ -167,12 +174,12 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
         }
         /* O += P V: the S accumulators of n-tiles 2kk and 2kk+1 form P's A fragment */
 #pragma unroll
-        for (int kk = 0; kk < TN / 16; kk++) {
+        for (int kk = 0; kk < NT / 2; kk++) {
             uint32_t pa[4] = {pack_bf2(s[2 * kk][0], s[2 * kk][1]), pack_bf2(s[2 * kk][2], s[2 * kk][3]),
                               pack_bf2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                               pack_bf2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
             const int mat = lane >> 3;
-            const bf16_t *vrow = Vs + (kk * 16 + (mat & 1) * 8 + (lane & 7)) * ROW + (mat >> 1) * 8;
+            const bf16_t *vrow = Vs + (kc + kk * 16 + (mat & 1) * 8 + (lane & 7)) * ROW + (mat >> 1) * 8;
 #pragma unroll
             for (int n2 = 0; n2 < D / 16; n2++) {
                 uint32_t b[4];
@@ -187,6 +194,25 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
     asm volatile("cp.async.wait_group 0;\n" ::);
     l0 = attn_row_sum(l0);
     l1 = attn_row_sum(l1);
+    if (KS == 2) {
+        /* key group 1 hands its (max, sum, O) to the warp of group 0 with the same rows, through
+         * the K/V stages (free now), laid out [row group][value][lane]: no bank conflicts */
+        constexpr int NV = D / 2 + 4;
+        float *x = (float *)smem + rw * NV * 32 + lane;
+        __syncthreads();
+        if (kh == 1) {
+            x[0] = m0, x[32] = m1, x[64] = l0, x[96] = l1;
+#pragma unroll
+            for (int n = 0; n < D / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    x[(4 + n * 4 + e) * 32] = o[n][e];
+        }
+        __syncthreads();
+        if (kh == 1)
+            return;
+        attn_merge<D>(m0, m1, l0, l1, o, x[0], x[32], x[64], x[96], x + 4 * 32);
+    }
     if (splits == 1) {
         attn_store<D>(o, a, qs, head, r0, r1, qlen, t4, l0, l1);
         return;
@@ -208,6 +234,19 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
         if (r1 < qlen)
             *(float2 *)(pml + 2 * ((z * a.T + qs + r1) * a.H + head)) = make_float2(m1, l1);
     }
+}
+
+template <int D>
+static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args a)
+{
+    extern __shared__ __align__(16) bf16_t smem[];
+    griddep_wait();
+    /* a tile of at most 32 rows splits each K/V tile's keys between two warp pairs */
+    const int seg = a.tiles[2 * blockIdx.x], q0 = a.tiles[2 * blockIdx.x + 1];
+    if (a.q_len[seg] - q0 <= TM / 2)
+        attention_tile<D, 2>(a, smem);
+    else
+        attention_tile<D, 1>(a, smem);
 }
 
 /* One block per (row, head), D threads: merges the splits' partial softmax results. */

@@ -113,6 +113,29 @@ static __device__ __forceinline__ void attn_new_max(float &m0, float &m1, float 
     }
 }
 
+/* Merges another softmax state over other keys of the same rows into this one (maxima in log2
+ * units, sums already reduced across the row's threads): its O values are ox[32 i], in this
+ * thread's fragment order. */
+template <int D>
+static __device__ __forceinline__ void attn_merge(float &m0, float &m1, float &l0, float &l1, float (&o)[D / 8][4],
+                                                  float om0, float om1, float ol0, float ol1, const float *ox)
+{
+    float n0 = fmaxf(m0, om0), n1 = fmaxf(m1, om1);
+    float b0 = n0 == -INFINITY ? 0.f : n0, b1 = n1 == -INFINITY ? 0.f : n1;
+    float a0 = fast_exp2(m0 - b0), a1 = fast_exp2(m1 - b1), c0 = fast_exp2(om0 - b0), c1 = fast_exp2(om1 - b1);
+    m0 = n0;
+    m1 = n1;
+    l0 = l0 * a0 + ol0 * c0;
+    l1 = l1 * a1 + ol1 * c1;
+#pragma unroll
+    for (int n = 0; n < D / 8; n++) {
+        o[n][0] = o[n][0] * a0 + ox[(n * 4 + 0) * 32] * c0;
+        o[n][1] = o[n][1] * a0 + ox[(n * 4 + 1) * 32] * c0;
+        o[n][2] = o[n][2] * a1 + ox[(n * 4 + 2) * 32] * c1;
+        o[n][3] = o[n][3] * a1 + ox[(n * 4 + 3) * 32] * c1;
+    }
+}
+
 /* O rows r0 and r1 divided by their sums l0 and l1 (0 for a row that saw no key), stored as bf16
  * into the head's columns of a.o; rows past the segment are not stored. */
 template <int D>
