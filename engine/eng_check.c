@@ -211,11 +211,13 @@ done:
     free(qf), free(bf), free(got), free(kref), free(kgot), free(vref), free(vgot), free(qb), free(bb), free(hb);
 }
 
-/* Attention over several segments at once, K/V scattered over permuted pages. */
-static void check_attention(struct checker *c, int H, int Hkv, int d, int block_size, bool split)
+/* Attention over several segments at once, K/V scattered over permuted pages of pt tokens (with
+ * one-token pages a segment's page table is too long for the kernel's shared-memory copy, and is
+ * read from global memory). */
+static void check_attention(struct checker *c, int H, int Hkv, int d, int block_size, bool split, int pt)
 {
-    const int nseg = 5, pt = 16;
-    const int q_len[5] = {1, 70, 32, 130, 64}, kv[5] = {0, 0, 480, 300, 64};
+    const int nseg = 5;
+    const int q_len[5] = {1, 70, 32, 130, 64}, kv[5] = {0, 0, 480, 600, 64};
     int q_start[5], key_len[5], page_off[5], T = 0, npages = 0;
     for (int s = 0; s < nseg; s++) {
         q_start[s] = T;
@@ -261,7 +263,7 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
                             .q_start = dmeta[0], .q_len = dmeta[1], .key_len = dmeta[2],
                             .kv_cached = dmeta[3], .page_off = dmeta[4], .pages = dmeta[5],
                             .tiles = dmeta[6], .num_tiles = ntiles, .H = H, .Hkv = Hkv, .d = d,
-                            .page_tokens = pt, .page_shift = 4, .block_size = block_size, .scale = 1.0f / sqrtf((float)d),
+                            .page_tokens = pt, .page_shift = __builtin_ctz((unsigned)pt), .block_size = block_size, .scale = 1.0f / sqrtf((float)d),
                             .T = T, .max_key_len = max_keys};
     if (split) {
         a.ws_bytes = 64 << 20;
@@ -292,9 +294,9 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
     CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     for (int wg = 0; wg <= (d == 128 && splits == 1); wg++) {
         char what[96];
-        snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key split%s%s", H, Hkv, d,
+        snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key split%s%s%s", H, Hkv, d,
                  block_size ? "block-causal 32" : "bidirectional", splits, splits > 1 ? "s" : "",
-                 wg ? ", wgmma" : "");
+                 pt == 1 ? ", 1-token pages" : "", wg ? ", wgmma" : "");
         KK(k_fill_bits(dout, nq, 0x7fc0, NULL));
         int rc = wg ? k_attention_wgmma(&a, NULL) : k_attention(&a, NULL);
         if (wg && rc == (int)cudaErrorNotSupported && !(major == 9 && minor == 0)) {
@@ -740,13 +742,14 @@ int eng_check_run(uint64_t seed, FILE *out)
     check_rmsnorm_swiglu_gather(&c, 64);
     check_rope_store(&c, 4, 2, 128, true);
     check_rope_store(&c, 8, 8, 64, false);
-    check_attention(&c, 8, 2, 128, 0, false);
-    check_attention(&c, 8, 2, 128, 0, true);
-    check_attention(&c, 8, 2, 128, 32, false);
-    check_attention(&c, 8, 2, 128, 32, true);
-    check_attention(&c, 4, 4, 64, 0, false);
-    check_attention(&c, 4, 4, 64, 0, true);
-    check_attention(&c, 32, 32, 128, 0, false);
+    check_attention(&c, 8, 2, 128, 0, false, 16);
+    check_attention(&c, 8, 2, 128, 0, true, 16);
+    check_attention(&c, 8, 2, 128, 32, false, 16);
+    check_attention(&c, 8, 2, 128, 32, true, 16);
+    check_attention(&c, 4, 4, 64, 0, false, 16);
+    check_attention(&c, 4, 4, 64, 0, true, 16);
+    check_attention(&c, 32, 32, 128, 0, false, 16);
+    check_attention(&c, 8, 2, 128, 0, false, 1);
     check_argmax(&c, 126464);
     check_argmax(&c, 1003);
     fprintf(out, "whole steps against the CPU reference:\n");
