@@ -9,8 +9,8 @@
  * fragment loads are free of bank conflicts; V is read transposed by ldmatrix.trans); the block's
  * page ids are copied to shared memory first, so no tile's loads wait on the page table. S = Q K^T is
  * masked (key length, block-causal), folded into the online softmax (base 2), and P V accumulated.
- * A tile of at most 32 rows (Reuse steps) gives each warp pair half of every K/V tile's keys
- * instead, and merges the two softmax states at the end (attention_tile).
+ * A tile of at most 32 rows (Reuse steps) without key split gives each warp pair half of every
+ * K/V tile's keys instead, and merges the two softmax states at the end (attention_tile).
  *
  * Split-KV: when the query tiles times heads cannot fill the GPU (Reuse steps of few sequences),
  * the key range is split over gridDim.z blocks writing unnormalised partial O, max and sum in fp32;
@@ -128,10 +128,11 @@ static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16
 
     /* a warp whose 16 rows all lie past the segment only helps load tiles */
     const bool active = q0 + rw * 16 < qlen;
-    /* the block's page ids into shared memory, where they fit: a tile's loads then wait on no
-     * global read of the page table (1 x 2,048 keys: 195 TFLOP/s against 163) */
+    /* the block's page ids into shared memory, where they fit and it loads more than one tile: a
+     * tile's loads then wait on no global read of the page table (1 x 2,048 keys: 195 TFLOP/s
+     * against 163) */
     int p0 = 0;
-    if (kbeg < kstop) {
+    if (kstop - kbeg > TN) {
         const int last = min(klen, kbeg + (kstop - kbeg + TN - 1) / TN * TN) - 1; /* the last key loaded */
         const int first = kbeg >> a.page_shift, np = (last >> a.page_shift) - first + 1;
         if (np <= PAGE_CACHE) {
@@ -272,9 +273,11 @@ static __global__ __launch_bounds__(128) void attention_kernel(const k_attn_args
 {
     extern __shared__ __align__(16) bf16_t smem[];
     griddep_wait();
-    /* a tile of at most 32 rows splits each K/V tile's keys between two warp pairs */
+    /* a tile of at most 32 rows splits each K/V tile's keys between two warp pairs, unless the
+     * keys are split over blocks already (few segments: Reuse 1 x 32 over 480 cached ran 4%
+     * slower with the pairs, each block there holding one K/V tile) */
     const int seg = a.tiles[2 * blockIdx.x], q0 = a.tiles[2 * blockIdx.x + 1];
-    if (a.q_len[seg] - q0 <= TM / 2)
+    if (a.q_len[seg] - q0 <= TM / 2 && gridDim.z == 1)
         attention_tile<D, 2>(a, smem);
     else
         attention_tile<D, 1>(a, smem);
