@@ -377,7 +377,7 @@ static int show_transferred(const char *gpu, const char *from, const char *model
            "assumes: every op keeps the fraction of its roofline time it reached on %s (GEMM, attention\n"
            "and memory-bound efficiencies alike), kernel launch and host overheads are the same on both\n"
            "GPUs, and the same kernels run (the %s implementation). No second GPU has been measured to\n"
-           "check it (on the H200 the uncalibrated roofline was 21-27%% off per step, the calibrated\n"
+           "check it (on the H200 the uncalibrated roofline was 21-29%% off per step, the calibrated\n"
            "model 1-3%%). Measure with `tessera engine profile` to replace it.\n",
            gpu, src, from, impl);
     printf("uncertainty band: each op scaled by the two GPUs' peak-FLOP ratio and by their bandwidth\n"
