@@ -214,7 +214,8 @@ done:
 /* Attention over several segments at once, K/V scattered over permuted pages of pt tokens (with
  * one-token pages a segment's page table is too long for the kernel's shared-memory copy, and is
  * read from global memory). */
-static void check_attention(struct checker *c, int H, int Hkv, int d, int block_size, bool split, int pt)
+static void check_attention(struct checker *c, int H, int Hkv, int d, int block_size, bool split,
+                            int pt)
 {
     const int nseg = 5;
     const int q_len[5] = {1, 70, 32, 130, 64}, kv[5] = {0, 0, 480, 600, 64};
@@ -263,7 +264,8 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
                             .q_start = dmeta[0], .q_len = dmeta[1], .key_len = dmeta[2],
                             .kv_cached = dmeta[3], .page_off = dmeta[4], .pages = dmeta[5],
                             .tiles = dmeta[6], .num_tiles = ntiles, .H = H, .Hkv = Hkv, .d = d,
-                            .page_tokens = pt, .page_shift = __builtin_ctz((unsigned)pt), .block_size = block_size, .scale = 1.0f / sqrtf((float)d),
+                            .page_tokens = pt, .page_shift = __builtin_ctz((unsigned)pt),
+                            .block_size = block_size, .scale = 1.0f / sqrtf((float)d),
                             .T = T, .max_key_len = max_keys};
     if (split) {
         a.ws_bytes = 64 << 20;

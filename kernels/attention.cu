@@ -6,11 +6,12 @@
  * and keeps its Q fragments, the running row max/sum and the O accumulator in registers. K/V tiles
  * of 64 keys are gathered from the pool's pages into shared memory with cp.async, two stages deep
  * so that the next tile loads while this one is computed (rows padded by 8 elements: the ldmatrix
- * fragment loads are free of bank conflicts; V is read transposed by ldmatrix.trans); the block's
- * page ids are copied to shared memory first, so no tile's loads wait on the page table. S = Q K^T is
- * masked (key length, block-causal), folded into the online softmax (base 2), and P V accumulated.
- * A tile of at most 32 rows (Reuse steps) without key split gives each warp pair half of every
- * K/V tile's keys instead, and merges the two softmax states at the end (attention_tile).
+ * fragment loads are free of bank conflicts; V is read transposed by ldmatrix.trans); a block
+ * that loops over several K/V tiles copies its page ids to shared memory first, so that no tile's
+ * loads wait on the page table. S = Q K^T is masked (key length, block-causal), folded into the
+ * online softmax (base 2), and P V accumulated. A tile of at most 32 rows (Reuse steps) without
+ * key split gives each warp pair half of every K/V tile's keys instead, and merges the two softmax
+ * states at the end (attention_tile).
  *
  * Split-KV: when the query tiles times heads cannot fill the GPU (Reuse steps of few sequences),
  * the key range is split over gridDim.z blocks writing unnormalised partial O, max and sum in fp32;
