@@ -46,11 +46,12 @@ void ts_grow(void **buf, size_t *cap, size_t need, size_t elem_size);
 /* The same for n arrays that share one capacity. */
 void ts_grow_group(void **const *bufs, int n, size_t *cap, size_t need, size_t elem_size);
 
-/* Reads a whole file into a NUL-terminated buffer. Caller frees *out. */
 /* The largest n in [0, cap] for which fits(ctx, n) holds, where fits holds up to some n and not
  * beyond: n doubles from 1 while it fits, then the last step is bisected. fits returns 1 or 0, or
  * -1 on an error, which stops the search (-1 is returned). Values above cap are never asked. */
 int64_t ts_search_largest(int (*fits)(void *ctx, int64_t n), void *ctx, int64_t cap);
+
+/* Reads a whole file into a NUL-terminated buffer. Caller frees *out. */
 int ts_read_file(const char *path, char **out, size_t *len, struct ts_err *err);
 
 /* Strict number parsing: the whole string must be a number. Return 0 on success. */
