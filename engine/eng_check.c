@@ -214,11 +214,15 @@ done:
 /* Attention over several segments at once, K/V scattered over permuted pages of pt tokens (with
  * one-token pages a segment's page table is too long for the kernel's shared-memory copy, and is
  * read from global memory). */
+/* Attention over 5 segments against the reference: query lengths up to 130 (64-key K/V tiles), or
+ * (short) up to 32, as in Reuse steps (32-key K/V tiles where the keys are not split). */
 static void check_attention(struct checker *c, int H, int Hkv, int d, int block_size, bool split,
-                            int pt)
+                            int pt, bool short_q)
 {
     const int nseg = 5;
-    const int q_len[5] = {1, 70, 32, 130, 64}, kv[5] = {0, 0, 480, 600, 64};
+    const int long_q[5] = {1, 70, 32, 130, 64}, long_kv[5] = {0, 0, 480, 600, 64};
+    const int short_len[5] = {1, 32, 17, 32, 8}, short_kv[5] = {0, 480, 64, 600, 100};
+    const int *q_len = short_q ? short_len : long_q, *kv = short_q ? short_kv : long_kv;
     int q_start[5], key_len[5], page_off[5], T = 0, npages = 0;
     for (int s = 0; s < nseg; s++) {
         q_start[s] = T;
@@ -255,7 +259,7 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
     dk = dev_copy(kb, 2 * np);
     dv = dev_copy(vb, 2 * np);
     const int32_t *hm[7] = {q_start, q_len, key_len, kv, page_off, pages, tiles};
-    size_t hs[7] = {sizeof q_start, sizeof q_len, sizeof key_len, sizeof kv, sizeof page_off,
+    size_t hs[7] = {sizeof q_start, 4 * (size_t)nseg, sizeof key_len, 4 * (size_t)nseg, sizeof page_off,
                     4 * (size_t)npages, 8 * (size_t)ntiles};
     for (int i = 0; i < 7; i++)
         dmeta[i] = dev_copy(hm[i], hs[i]);
@@ -295,10 +299,10 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     for (int wg = 0; wg <= (d == 128 && splits == 1); wg++) {
-        char what[96];
-        snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key split%s%s%s", H, Hkv, d,
+        char what[112];
+        snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key split%s%s%s%s", H, Hkv, d,
                  block_size ? "block-causal 32" : "bidirectional", splits, splits > 1 ? "s" : "",
-                 pt == 1 ? ", 1-token pages" : "", wg ? ", wgmma" : "");
+                 pt == 1 ? ", 1-token pages" : "", short_q ? ", short" : "", wg ? ", wgmma" : "");
         KK(k_fill_bits(dout, nq, 0x7fc0, NULL));
         int rc = wg ? k_attention_wgmma(&a, NULL) : k_attention(&a, NULL);
         if (wg && rc == (int)cudaErrorNotSupported && !(major == 9 && minor == 0)) {
@@ -311,6 +315,8 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
         to_float(of, ob, nq);
         if (split && splits < 2)
             fail_msg(c, what, "the split-KV path was not taken");
+        if (!wg && k_attention_tile_keys(&a) != (short_q && !split ? 32 : 64))
+            fail_msg(c, what, "the K/V tile size is not the one these query lengths call for");
         report(c, what, rel_err(of, rf, nq), 2e-2);
     }
 done:
@@ -744,14 +750,19 @@ int eng_check_run(uint64_t seed, FILE *out)
     check_rmsnorm_swiglu_gather(&c, 64);
     check_rope_store(&c, 4, 2, 128, true);
     check_rope_store(&c, 8, 8, 64, false);
-    check_attention(&c, 8, 2, 128, 0, false, 16);
-    check_attention(&c, 8, 2, 128, 0, true, 16);
-    check_attention(&c, 8, 2, 128, 32, false, 16);
-    check_attention(&c, 8, 2, 128, 32, true, 16);
-    check_attention(&c, 4, 4, 64, 0, false, 16);
-    check_attention(&c, 4, 4, 64, 0, true, 16);
-    check_attention(&c, 32, 32, 128, 0, false, 16);
-    check_attention(&c, 8, 2, 128, 0, false, 1);
+    check_attention(&c, 8, 2, 128, 0, false, 16, false);
+    check_attention(&c, 8, 2, 128, 0, true, 16, false);
+    check_attention(&c, 8, 2, 128, 32, false, 16, false);
+    check_attention(&c, 8, 2, 128, 32, true, 16, false);
+    check_attention(&c, 4, 4, 64, 0, false, 16, false);
+    check_attention(&c, 4, 4, 64, 0, true, 16, false);
+    check_attention(&c, 32, 32, 128, 0, false, 16, false);
+    check_attention(&c, 8, 2, 128, 0, false, 1, false);
+    check_attention(&c, 8, 2, 128, 0, false, 16, true);
+    check_attention(&c, 8, 2, 128, 0, true, 16, true);
+    check_attention(&c, 8, 2, 128, 32, false, 16, true);
+    check_attention(&c, 4, 4, 64, 0, false, 16, true);
+    check_attention(&c, 8, 2, 128, 0, false, 1, true);
     check_argmax(&c, 126464);
     check_argmax(&c, 1003);
     fprintf(out, "whole steps against the CPU reference:\n");

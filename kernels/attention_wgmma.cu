@@ -29,9 +29,10 @@
 /* byte offset of 16-byte chunk cc (8 columns) of row r in a 64 x 128 tile of core matrices */
 static __device__ __forceinline__ uint32_t core_off(int r, int cc) { return ((r >> 3) * 16 + cc) * 128 + (r & 7) * 16; }
 
-static __device__ __forceinline__ void cp_async16(uint32_t s, const void *gmem)
+/* 16 bytes from global to shared memory; bytes = 0 fills zeros and reads nothing */
+static __device__ __forceinline__ void cp_async16(uint32_t s, const void *gmem, int bytes)
 {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
 }
 
 /* wgmma shared-memory descriptor, no swizzle: start, leading and stride byte offsets */
@@ -42,25 +43,35 @@ static __device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lbo,
 
 #include "attention_wgmma.inc"
 
-/* keys [k0, k0 + WN) of the segment into K and V tiles (zeros past key_len) */
-static __device__ __forceinline__ void load_kv(uint32_t ks, uint32_t vs, bf16_t *kp, bf16_t *vp,
-                                               const k_attn_args &a, const int32_t *pages, int hk, int k0,
+/* A thread's share of a K/V tile: 16-byte column chunk (t / 8) % 16 of rows (t % 8) + 8 (t / 128) +
+ * 16 i. Consecutive threads take consecutive rows of a core matrix: a warp fills 4 whole core
+ * matrices (512 contiguous bytes) per copy, free of bank conflicts. */
+#define KV_ROWS 4
+static __device__ __forceinline__ int kv_row0(void) { return (threadIdx.x & 7) + 8 * (threadIdx.x >> 7); }
+
+/* The page ids of this thread's rows of the tile at key k0 (the last key's page past klen). */
+static __device__ __forceinline__ void kv_pages(int (&pid)[KV_ROWS], const int32_t *pages, int shift, int k0, int klen)
+{
+#pragma unroll
+    for (int i = 0; i < KV_ROWS; i++)
+        pid[i] = __ldg(pages + (min(k0 + kv_row0() + 16 * i, klen - 1) >> shift));
+}
+
+/* keys [k0, k0 + WN) of the segment into K and V tiles (zeros past key_len; k0 < klen): kp and vp
+ * point at the thread's column chunk of the head in slot 0, slot_bytes from slot to slot; pid
+ * holds the page ids of its rows (kv_pages) */
+static __device__ __forceinline__ void load_kv(uint32_t ks, uint32_t vs, const char *kp, const char *vp,
+                                               uint32_t slot_bytes, const int (&pid)[KV_ROWS], int shift, int k0,
                                                int klen)
 {
-    /* consecutive threads take consecutive rows of a core matrix: a warp fills 4 whole core
-     * matrices (512 contiguous bytes) per copy, free of bank conflicts */
-    for (int c = threadIdx.x; c < WN * (WD / 8); c += blockDim.x) {
-        int row = (c & 7) + 8 * (c >> 7), cc = (c >> 3) & 15, j = k0 + row;
-        uint32_t off = core_off(row, cc);
-        if (j < klen) {
-            size_t slot = ((size_t)pages[j >> a.page_shift] << a.page_shift) | (j & ((1 << a.page_shift) - 1));
-            size_t g = slot * (size_t)(a.kv_stride > 0 ? a.kv_stride : a.Hkv * WD) + (size_t)hk * WD + cc * 8;
-            cp_async16(ks + off, a.k_pool + g);
-            cp_async16(vs + off, a.v_pool + g);
-        } else {
-            *(uint4 *)((char *)kp + off) = make_uint4(0, 0, 0, 0);
-            *(uint4 *)((char *)vp + off) = make_uint4(0, 0, 0, 0);
-        }
+    const int cc = (threadIdx.x >> 3) & 15;
+#pragma unroll
+    for (int i = 0; i < KV_ROWS; i++) {
+        const int row = kv_row0() + 16 * i, j = k0 + row, n = j < klen ? 16 : 0;
+        const uint32_t slot = ((uint32_t)pid[i] << shift) | (min(j, klen - 1) & ((1 << shift) - 1));
+        const uint64_t off = (uint64_t)slot * slot_bytes;
+        cp_async16(ks + core_off(row, cc), kp + off, n);
+        cp_async16(vs + core_off(row, cc), vp + off, n);
     }
 }
 #endif
@@ -86,8 +97,19 @@ static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_
     const int kend = attn_key_end(klen, kvc, bs, q0 + WM, qlen);
     uint32_t qf[WD / 16][4]; /* mma.sync's A fragments are also wgmma's A from registers */
     attn_load_q<WD>(qf, a, qs, head, r0, r1, qlen, t4);
-    if (kend > 0)
-        load_kv(base, base + TILE_BYTES, (bf16_t *)sm, (bf16_t *)(sm + TILE_BYTES), a, pages, hk, 0, klen);
+    /* K/V two stages deep, one barrier a tile (past it, the tile is visible to all and the other
+     * stage is free); the page ids of the next tile to load are read a tile ahead */
+    const int cc = (threadIdx.x >> 3) & 15;
+    const uint32_t slot_bytes = 2u * (a.kv_stride > 0 ? a.kv_stride : a.Hkv * WD);
+    const char *kp = (const char *)(a.k_pool + (size_t)hk * WD + cc * 8);
+    const char *vp = (const char *)(a.v_pool + (size_t)hk * WD + cc * 8);
+    int pid[KV_ROWS];
+    if (kend > 0) {
+        kv_pages(pid, pages, a.page_shift, 0, klen);
+        load_kv(base, base + TILE_BYTES, kp, vp, slot_bytes, pid, a.page_shift, 0, klen);
+        if (WN < kend)
+            kv_pages(pid, pages, a.page_shift, WN, klen);
+    }
     asm volatile("cp.async.commit_group;\n" ::);
 
     float o[WD / 8][4];
@@ -98,14 +120,16 @@ static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_
     int stage = 0;
     for (int k0 = 0; k0 < kend; k0 += WN) {
         const uint32_t ks = base + 2 * stage * TILE_BYTES, vs = ks + TILE_BYTES;
-        if (k0 + WN < kend) {
-            const uint32_t kn = base + 2 * (stage ^ 1) * TILE_BYTES;
-            load_kv(kn, kn + TILE_BYTES, (bf16_t *)(sm + (kn - base)), (bf16_t *)(sm + (kn - base) + TILE_BYTES), a,
-                    pages, hk, k0 + WN, klen);
-        }
-        asm volatile("cp.async.commit_group;\ncp.async.wait_group 1;\n" ::);
+        asm volatile("cp.async.wait_group 0;\n" ::);
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* cp.async writes, wgmma reads */
         __syncthreads();
+        if (k0 + WN < kend) {
+            const uint32_t kn = base + 2 * (stage ^ 1) * TILE_BYTES;
+            load_kv(kn, kn + TILE_BYTES, kp, vp, slot_bytes, pid, a.page_shift, k0 + WN, klen);
+            if (k0 + 2 * WN < kend)
+                kv_pages(pid, pages, a.page_shift, k0 + 2 * WN, klen);
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
 
         /* S = Q K^T: 8 steps of 16 over d; K K-major: LBO 128 (next 8 of d), SBO 2048 (next 8 keys) */
         float s[WN / 8][4];
@@ -139,10 +163,8 @@ static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_
         for (int kk = 0; kk < WN / 16; kk++)
             wgmma_rs_n128_tb(&o[0][0], pa[kk], wg_desc(vs + kk * 4096, 2048, 128), 1);
         asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-        __syncthreads(); /* everyone is done with this stage before it is refilled */
         stage ^= 1;
     }
-    asm volatile("cp.async.wait_group 0;\n" ::);
     attn_store<WD>(o, a, qs, head, r0, r1, qlen, t4, attn_row_sum(l0), attn_row_sum(l1));
 #endif
 }

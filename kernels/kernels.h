@@ -99,6 +99,9 @@ int k_attention(const struct k_attn_args *a, k_stream stream);
 int k_attention_wgmma(const struct k_attn_args *a, k_stream stream);
 /* The number of key splits k_attention will use for these arguments (1 = none). */
 int k_attention_splits(const struct k_attn_args *a);
+/* The keys a K/V tile of k_attention's mma.sync kernel holds for these arguments: 32 where the
+ * query tiles hold at most 32 rows on average and the keys are not split (Reuse steps), else 64. */
+int k_attention_tile_keys(const struct k_attn_args *a);
 
 /* Per row of logits [rows, V]: the argmax, its value and its softmax probability (confidence),
  * written at out_*[row_base + row]. */
