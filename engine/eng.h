@@ -41,8 +41,9 @@ struct eng_opts {
     bool no_tune;          /* never time GEMM algorithms (they need scratch memory outside the plan) */
     const char *gemm_cache; /* GEMM algorithm cache file (eng_algos.h), or NULL; the default is
                              * $TESSERA_GEMM_CACHE */
-    int32_t attention;     /* 0: the mma.sync attention kernel; 1: the wgmma kernel where it runs
-                            * (k_attn_args.impl); the default is 1 when $TESSERA_ATTENTION is "wgmma" */
+    int32_t attention;     /* k_attn_args.impl: 0 the mma.sync attention kernel, 1 the wgmma kernel
+                            * where it runs, 2 (the default) each launch the faster of the two for its
+                            * query lengths; $TESSERA_ATTENTION = mma, wgmma or auto sets it */
 };
 
 void eng_opts_defaults(struct eng_opts *o);
@@ -107,6 +108,9 @@ void eng_act_info(const struct eng *e, struct eng_act_info *out);
 void eng_set_chunking(struct eng *e, int32_t logit_chunk_rows, int32_t ffn_chunks);
 /* The attention kernel of the steps that follow (eng_opts.attention). */
 void eng_set_attention(struct eng *e, int32_t impl);
+/* eng_opts.attention for a $TESSERA_ATTENTION value: "mma" 0, "wgmma" 1, "auto", empty or NULL 2;
+ * -1 for anything else. */
+int32_t eng_attention_impl(const char *name);
 /* Plans sd's activations and maps them, without running: 0 when they fit, 1 when the device is
  * out of memory (err says how much was asked), -1 on another error. */
 int eng_prepare_step(struct eng *e, const struct step_desc *sd, struct ts_err *err);

@@ -298,14 +298,25 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    for (int wg = 0; wg <= (d == 128 && splits == 1); wg++) {
+    int min_q = q_len[0], max_q = q_len[0];
+    for (int s = 1; s < nseg; s++)
+        min_q = q_len[s] < min_q ? q_len[s] : min_q, max_q = q_len[s] > max_q ? q_len[s] : max_q;
+    /* wg 0: the mma.sync kernel; 1: the wgmma kernel alone; 2: auto, each segment to the kernel
+     * its length calls for (the long set mixes both) */
+    for (int wg = 0; wg <= (d == 128 ? 2 : 0); wg++) {
+        if (wg == 1 && splits > 1) /* the wgmma kernel never splits */
+            continue;
         char what[112];
         snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key split%s%s%s%s", H, Hkv, d,
                  block_size ? "block-causal 32" : "bidirectional", splits, splits > 1 ? "s" : "",
-                 pt == 1 ? ", 1-token pages" : "", short_q ? ", short" : "", wg ? ", wgmma" : "");
+                 pt == 1 ? ", 1-token pages" : "", short_q ? ", short" : "",
+                 wg == 1 ? ", wgmma" : wg == 2 ? ", auto" : "");
+        a.impl = wg == 2 ? 2 : 0;
+        a.min_q_len = wg == 2 ? min_q : 0;
+        a.max_q_len = wg == 2 ? max_q : 0;
         KK(k_fill_bits(dout, nq, 0x7fc0, NULL));
-        int rc = wg ? k_attention_wgmma(&a, NULL) : k_attention(&a, NULL);
-        if (wg && rc == (int)cudaErrorNotSupported && !(major == 9 && minor == 0)) {
+        int rc = wg == 1 ? k_attention_wgmma(&a, NULL) : k_attention(&a, NULL);
+        if (wg == 1 && rc == (int)cudaErrorNotSupported && !(major == 9 && minor == 0)) {
             fprintf(c->out, "  %-58s skipped: no sm_90a device\n", what);
             continue;
         }
@@ -313,9 +324,9 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(ob, dout, 2 * nq, cudaMemcpyDeviceToHost));
         to_float(of, ob, nq);
-        if (split && splits < 2)
+        if (wg == 0 && split && splits < 2)
             fail_msg(c, what, "the split-KV path was not taken");
-        if (!wg && k_attention_tile_keys(&a) != (short_q && !split ? 32 : 64))
+        if (wg == 0 && k_attention_tile_keys(&a) != (short_q && !split ? 32 : 64))
             fail_msg(c, what, "the K/V tile size is not the one these query lengths call for");
         report(c, what, rel_err(of, rf, nq), 2e-2);
     }

@@ -108,7 +108,11 @@ void eng_opts_defaults(struct eng_opts *o)
     o->seed = 1;
     o->planner = "first-fit";
     const char *att = getenv("TESSERA_ATTENTION");
-    o->attention = att && strcmp(att, "wgmma") == 0;
+    o->attention = eng_attention_impl(att);
+    if (o->attention < 0) {
+        fprintf(stderr, "tessera: TESSERA_ATTENTION=%s is not mma, wgmma or auto; using auto\n", att);
+        o->attention = 2;
+    }
     const char *cache = getenv("TESSERA_GEMM_CACHE");
     o->gemm_cache = cache && *cache ? cache : NULL;
 }
@@ -166,7 +170,18 @@ void eng_set_chunking(struct eng *e, int32_t logit_chunk_rows, int32_t ffn_chunk
     e->o.ffn_chunks = TS_MAX(1, ffn_chunks);
 }
 
-void eng_set_attention(struct eng *e, int32_t impl) { e->o.attention = impl ? 1 : 0; }
+void eng_set_attention(struct eng *e, int32_t impl) { e->o.attention = impl >= 0 && impl <= 2 ? impl : 2; }
+
+int32_t eng_attention_impl(const char *name)
+{
+    if (!name || !*name || strcmp(name, "auto") == 0)
+        return 2;
+    if (strcmp(name, "mma") == 0)
+        return 0;
+    if (strcmp(name, "wgmma") == 0)
+        return 1;
+    return -1;
+}
 
 int eng_release_activations(struct eng *e, struct ts_err *err)
 {
@@ -489,7 +504,8 @@ static int forward(struct eng *e, struct ts_err *err)
             .num_tiles = p->num_tiles, .H = H, .Hkv = Hkv, .d = d, .page_tokens = page_tokens,
             .page_shift = __builtin_ctz((unsigned)page_tokens), .kv_stride = stateless ? width : 0,
             .block_size = e->o.block_size, .scale = 1.0f / sqrtf((float)d), .ws = e->attn_ws,
-            .ws_bytes = ATTN_WORKSPACE, .T = T, .max_key_len = p->max_key_len, .impl = e->o.attention};
+            .ws_bytes = ATTN_WORKSPACE, .T = T, .max_key_len = p->max_key_len, .impl = e->o.attention,
+            .min_q_len = p->min_q, .max_q_len = p->max_q};
         const int Tc = a->ffn_rows;
         for (int L = 0; L < layers; L++) {
             bf16_t *hn = BUF(a->norm1[L]), *qkv = BUF(a->qkv[L]), *att = BUF(a->att[L]), *hn2 = BUF(a->norm2[L]);

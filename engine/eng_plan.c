@@ -126,11 +126,13 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
     ts_grow_group(per_seg, 5, &p->cap_S, (size_t)S, sizeof(int32_t));
     ts_grow((void **)&p->logit_idx, &p->cap_R, (size_t)R, sizeof(int32_t));
 
-    int32_t row = 0, nref = 0, ntiles = 0, r = 0, max_keys = 0;
+    int32_t row = 0, nref = 0, ntiles = 0, r = 0, max_keys = 0, min_q = INT32_MAX, max_q = 0;
     for (int32_t s = 0; s < S; s++) {
         const struct segment *g = &sd->segs[s];
         int32_t keys = g->kv + g->q;
         max_keys = TS_MAX(max_keys, keys);
+        min_q = TS_MIN(min_q, g->q);
+        max_q = TS_MAX(max_q, g->q);
         TS_ASSERT(!kv || eng_kv_reserve(kv, g->req_id, keys, NULL) == 0);
         p->q_start[s] = row;
         p->q_len[s] = g->q;
@@ -168,5 +170,7 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
     p->num_tiles = ntiles;
     p->num_page_refs = nref;
     p->max_key_len = max_keys;
+    p->min_q = S > 0 ? min_q : 0;
+    p->max_q = max_q;
     return 0;
 }

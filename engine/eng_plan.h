@@ -41,6 +41,7 @@ int32_t eng_kv_slot(const struct eng_kv *kv, int32_t req_id, int32_t key);
 struct eng_plan {
     int32_t T, S, R, num_tiles, num_page_refs;
     int32_t max_key_len; /* the longest segment's kv + q */
+    int32_t min_q, max_q; /* the shortest and the longest segment's q */
     /* per token [T] */
     int32_t *tok_pos, *tok_slot, *tok_ids;
     /* per segment [S] */

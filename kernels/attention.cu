@@ -310,6 +310,8 @@ static __global__ __launch_bounds__(128, MINB) void attention_kernel(const k_att
      * keys are split over blocks already (few segments: Reuse 1 x 32 over 480 cached ran 4%
      * slower with the pairs, each block there holding one K/V tile) */
     const int seg = a.tiles[2 * blockIdx.x], q0 = a.tiles[2 * blockIdx.x + 1];
+    if (a.wg_min_q > 0 && a.q_len[seg] >= a.wg_min_q) /* the wgmma kernel's segment */
+        return;
     if (a.q_len[seg] - q0 <= TM / 2 && gridDim.z == 1)
         attention_tile<D, TN, 2>(a, smem);
     else
@@ -350,7 +352,8 @@ static int num_sms(void)
 
 extern "C" int k_attention_splits(const struct k_attn_args *a)
 {
-    if (!a->ws || a->num_tiles <= 0)
+    /* no split beside the wgmma kernel: the combine would overwrite its rows */
+    if (!a->ws || a->num_tiles <= 0 || a->wg_min_q > 0)
         return 1;
     /* aim at two blocks per SM (four measured slower on 16 x 32 over 480: the combine costs more) */
     int blocks = a->num_tiles * a->H;
@@ -407,12 +410,26 @@ extern "C" int k_attention(const struct k_attn_args *a, k_stream stream)
         return 0;
     if (!attn_args_valid(a))
         return (int)cudaErrorInvalidValue;
-    if (a->impl < 0 || a->impl > 1)
+    if (a->impl < 0 || a->impl > 2)
         return (int)cudaErrorInvalidValue;
-    if (a->impl == 1 && a->d == 128 && k_attention_splits(a) == 1) {
+    if (a->d == 128 && a->impl == 1 && k_attention_splits(a) == 1) {
         int rc = k_attention_wgmma(a, stream);
         if (rc != (int)cudaErrorNotSupported)
             return rc;
+    }
+    /* auto: the wgmma kernel reads each K/V tile once for 128 query rows: on long segments it runs
+     * 1.3-1.5 x the mma.sync kernel, on 32-row ones less than half as fast (engine/BENCHMARKS.md) */
+    const bool known = a->max_q_len > 0;
+    const bool any_long = !known || a->max_q_len >= K_ATTN_LONG_Q, any_short = !known || a->min_q_len < K_ATTN_LONG_Q;
+    if (a->d == 128 && a->impl == 2 && any_long) {
+        struct k_attn_args b = *a;
+        b.wg_min_q = any_short ? K_ATTN_LONG_Q : 0;
+        int rc = k_attention_wgmma(&b, stream);
+        if (rc != (int)cudaErrorNotSupported) {
+            if (rc || !any_short)
+                return rc;
+            return b.d == 128 ? launch<128>(&b, stream) : (int)cudaErrorInvalidValue;
+        }
     }
     if (a->d == 128)
         return launch<128>(a, stream);

@@ -5,8 +5,9 @@
  * A block is two warpgroups (8 warps) over 128 query rows: the 64-row tiles q0 and q0 + 64 of
  * attention.cu's tile list (the block of a tile at an odd multiple of 64 exits at once), so each
  * K/V tile in shared memory serves both. Q fragments are loaded into registers once; K/V tiles of
- * 64 keys are gathered from the pool's pages by cp.async, two stages deep, in the 8 x 8 "core
- * matrix" layout wgmma reads without swizzle. S = Q K^T is one m64n64k16 wgmma per 16 of d (Q from
+ * 64 keys are gathered from the pool's pages by cp.async, two stages deep, in wgmma's 128-byte
+ * swizzle (a warp's copies cover whole 128-byte lines: half the L2 requests of the unswizzled
+ * core-matrix layout, where a warp copied 64 bytes of each of 8 rows). S = Q K^T is one m64n64k16 wgmma per 16 of d (Q from
  * registers, K K-major in shared memory); the online softmax runs on S in registers (the
  * accumulator fragment is mma.sync's, so both kernels share attention_frag.cuh); O += P V
  * is one m64n128k16 wgmma per 16 keys with P from registers and V read transposed (MN-major).
@@ -23,11 +24,17 @@
 #define WM 128                    /* query rows a block: two warpgroups of 64 */
 #define WN 64                     /* keys a stage */
 #define TILE_BYTES (64 * WD * 2)  /* a 64 x 128 bf16 tile: 16 KiB */
-#define SMEM_BYTES (4 * TILE_BYTES) /* K and V of two stages */
+/* K and V of two stages (from a 1024-byte boundary, the swizzle's period), two tiles' page ids */
+#define SMEM_BYTES (1024 + 4 * TILE_BYTES + 2 * 4 * WN)
 
 #ifdef HAVE_WGMMA
-/* byte offset of 16-byte chunk cc (8 columns) of row r in a 64 x 128 tile of core matrices */
-static __device__ __forceinline__ uint32_t core_off(int r, int cc) { return ((r >> 3) * 16 + cc) * 128 + (r & 7) * 16; }
+/* Byte offset of 16-byte chunk cc (8 columns) of row r in a 64 x 128 tile in wgmma's 128-byte
+ * swizzle: the halves of d 8 KiB apart, each 64 rows of 128 bytes (8-row atoms of 1 KiB), chunk
+ * c of row r stored at c ^ (r % 8). */
+static __device__ __forceinline__ uint32_t sw_off(int r, int cc)
+{
+    return (cc >> 3) * 8192 + r * 128 + (((cc & 7) ^ (r & 7)) << 4);
+}
 
 /* 16 bytes from global to shared memory; bytes = 0 fills zeros and reads nothing */
 static __device__ __forceinline__ void cp_async16(uint32_t s, const void *gmem, int bytes)
@@ -35,43 +42,68 @@ static __device__ __forceinline__ void cp_async16(uint32_t s, const void *gmem, 
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
 }
 
-/* wgmma shared-memory descriptor, no swizzle: start, leading and stride byte offsets */
+/* wgmma shared-memory descriptor, 128-byte swizzle: start, leading and stride byte offsets */
 static __device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo)
 {
-    return (uint64_t)((saddr & 0x3ffff) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);
+    return (uint64_t)((saddr & 0x3ffff) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) |
+           (1ull << 62);
 }
 
 #include "attention_wgmma.inc"
 
-/* A thread's share of a K/V tile: 16-byte column chunk (t / 8) % 16 of rows (t % 8) + 8 (t / 128) +
- * 16 i. Consecutive threads take consecutive rows of a core matrix: a warp fills 4 whole core
- * matrices (512 contiguous bytes) per copy, free of bank conflicts. */
-#define KV_ROWS 4
-static __device__ __forceinline__ int kv_row0(void) { return (threadIdx.x & 7) + 8 * (threadIdx.x >> 7); }
+/* A thread's share of a K/V tile: 16-byte chunk t % 8 of both halves of d in rows t / 8 + 32 i. A
+ * warp copies 4 rows' 128-byte halves a copy (4 whole L2 lines), each 8 threads one row's: free of
+ * bank conflicts in the swizzle. */
+#define KV_ROWS 2
+static __device__ __forceinline__ int kv_row0(void) { return threadIdx.x >> 3; }
 
 /* The page ids of this thread's rows of the tile at key k0 (the last key's page past klen). */
 static __device__ __forceinline__ void kv_pages(int (&pid)[KV_ROWS], const int32_t *pages, int shift, int k0, int klen)
 {
 #pragma unroll
     for (int i = 0; i < KV_ROWS; i++)
-        pid[i] = __ldg(pages + (min(k0 + kv_row0() + 16 * i, klen - 1) >> shift));
+        pid[i] = __ldg(pages + (min(k0 + kv_row0() + 32 * i, klen - 1) >> shift));
+}
+
+/* The page ids of the tile at key k0 (its pages from k0 >> shift on, up to klen) into shared memory
+ * at ids by cp.async: staged a tile ahead, they are read from there when the tile is loaded (page
+ * ids read into registers instead would be waited for by the next wgmma fence). */
+static __device__ __forceinline__ void stage_pages(uint32_t ids, const int32_t *pages, int shift, int k0, int klen)
+{
+    const int first = k0 >> shift, n = ((min(k0 + WN, klen) - 1) >> shift) - first + 1;
+    if ((int)threadIdx.x < n)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(ids + 4 * threadIdx.x),
+                     "l"(pages + first + threadIdx.x));
+}
+
+/* This thread's rows' page ids of the tile at k0 from its staged ids */
+static __device__ __forceinline__ void staged_pages(int (&pid)[KV_ROWS], uint32_t ids, int shift, int k0, int klen)
+{
+#pragma unroll
+    for (int i = 0; i < KV_ROWS; i++) {
+        const int j = min(k0 + kv_row0() + 32 * i, klen - 1);
+        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(pid[i]) : "r"(ids + 4 * ((j >> shift) - (k0 >> shift))));
+    }
 }
 
 /* keys [k0, k0 + WN) of the segment into K and V tiles (zeros past key_len; k0 < klen): kp and vp
- * point at the thread's column chunk of the head in slot 0, slot_bytes from slot to slot; pid
- * holds the page ids of its rows (kv_pages) */
+ * point at the thread's chunk of the head's first half of d in slot 0, slot_bytes from slot to
+ * slot; pid holds the page ids of its rows (kv_pages) */
 static __device__ __forceinline__ void load_kv(uint32_t ks, uint32_t vs, const char *kp, const char *vp,
                                                uint32_t slot_bytes, const int (&pid)[KV_ROWS], int shift, int k0,
                                                int klen)
 {
-    const int cc = (threadIdx.x >> 3) & 15;
+    const int c = threadIdx.x & 7;
 #pragma unroll
     for (int i = 0; i < KV_ROWS; i++) {
-        const int row = kv_row0() + 16 * i, j = k0 + row, n = j < klen ? 16 : 0;
+        const int row = kv_row0() + 32 * i, j = k0 + row, n = j < klen ? 16 : 0;
         const uint32_t slot = ((uint32_t)pid[i] << shift) | (min(j, klen - 1) & ((1 << shift) - 1));
         const uint64_t off = (uint64_t)slot * slot_bytes;
-        cp_async16(ks + core_off(row, cc), kp + off, n);
-        cp_async16(vs + core_off(row, cc), vp + off, n);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            cp_async16(ks + sw_off(row, 8 * h + c), kp + off + 128 * h, n);
+            cp_async16(vs + sw_off(row, 8 * h + c), vp + off + 128 * h, n);
+        }
     }
 }
 #endif
@@ -81,12 +113,14 @@ static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_
 #ifdef HAVE_WGMMA
     extern __shared__ __align__(128) unsigned char sm[];
     griddep_wait();
-    const uint32_t base = (uint32_t)__cvta_generic_to_shared(sm);
+    const uint32_t base = ((uint32_t)__cvta_generic_to_shared(sm) + 1023) & ~1023u;
     const int seg = a.tiles[2 * blockIdx.x], q0 = a.tiles[2 * blockIdx.x + 1];
     if (q0 & 64) /* the block of tile q0 - 64 covers these rows */
         return;
     const int head = blockIdx.y, hk = head / (a.H / a.Hkv);
     const int qlen = a.q_len[seg], klen = a.key_len[seg], qs = a.q_start[seg];
+    if (qlen < a.wg_min_q) /* the mma.sync kernel's segment */
+        return;
     const int kvc = a.kv_cached[seg], bs = a.block_size;
     const int32_t *pages = a.pages + a.page_off[seg];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
@@ -98,17 +132,19 @@ static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_
     uint32_t qf[WD / 16][4]; /* mma.sync's A fragments are also wgmma's A from registers */
     attn_load_q<WD>(qf, a, qs, head, r0, r1, qlen, t4);
     /* K/V two stages deep, one barrier a tile (past it, the tile is visible to all and the other
-     * stage is free); the page ids of the next tile to load are read a tile ahead */
-    const int cc = (threadIdx.x >> 3) & 15;
+     * stage is free) */
+    const int c = threadIdx.x & 7;
     const uint32_t slot_bytes = 2u * (a.kv_stride > 0 ? a.kv_stride : a.Hkv * WD);
-    const char *kp = (const char *)(a.k_pool + (size_t)hk * WD + cc * 8);
-    const char *vp = (const char *)(a.v_pool + (size_t)hk * WD + cc * 8);
+    const char *kp = (const char *)(a.k_pool + (size_t)hk * WD + c * 8);
+    const char *vp = (const char *)(a.v_pool + (size_t)hk * WD + c * 8);
+    /* the page ids of tile t are staged at ids + 4 WN (t % 2) */
+    const uint32_t ids = base + 4 * TILE_BYTES;
     int pid[KV_ROWS];
     if (kend > 0) {
         kv_pages(pid, pages, a.page_shift, 0, klen);
         load_kv(base, base + TILE_BYTES, kp, vp, slot_bytes, pid, a.page_shift, 0, klen);
         if (WN < kend)
-            kv_pages(pid, pages, a.page_shift, WN, klen);
+            stage_pages(ids + 4 * WN, pages, a.page_shift, WN, klen);
     }
     asm volatile("cp.async.commit_group;\n" ::);
 
@@ -125,18 +161,20 @@ static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_
         __syncthreads();
         if (k0 + WN < kend) {
             const uint32_t kn = base + 2 * (stage ^ 1) * TILE_BYTES;
+            staged_pages(pid, ids + 4 * WN * (stage ^ 1), a.page_shift, k0 + WN, klen);
             load_kv(kn, kn + TILE_BYTES, kp, vp, slot_bytes, pid, a.page_shift, k0 + WN, klen);
             if (k0 + 2 * WN < kend)
-                kv_pages(pid, pages, a.page_shift, k0 + 2 * WN, klen);
+                stage_pages(ids + 4 * WN * stage, pages, a.page_shift, k0 + 2 * WN, klen);
         }
         asm volatile("cp.async.commit_group;\n" ::);
 
-        /* S = Q K^T: 8 steps of 16 over d; K K-major: LBO 128 (next 8 of d), SBO 2048 (next 8 keys) */
+        /* S = Q K^T: 8 steps of 16 over d (32 bytes into the half's rows, the second half 8 KiB on);
+         * K K-major: SBO 1024 (next 8 keys), LBO unused */
         float s[WN / 8][4];
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < WD / 16; kk++)
-            wgmma_rs_n64(&s[0][0], qf[kk], wg_desc(ks + kk * 256, 128, 2048), kk > 0);
+            wgmma_rs_n64(&s[0][0], qf[kk], wg_desc(ks + (kk >> 2) * 8192 + (kk & 3) * 32, 16, 1024), kk > 0);
         asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 
         /* mask only; the scale into log2 units is folded into the row max and the exponent */
@@ -156,12 +194,12 @@ static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_
             pa[n / 2][(n & 1) * 2] = pack_bf2(p0, p1);
             pa[n / 2][(n & 1) * 2 + 1] = pack_bf2(p2, p3);
         }
-        /* O += P V: 4 steps of 16 keys; V read transposed (MN-major): LBO 2048 (next 8 keys), SBO 128
-         * (next 8 of d) */
+        /* O += P V: 4 steps of 16 keys; V read transposed (MN-major): LBO 8192 (the next 64 of d),
+         * SBO 1024 (the next 8 keys) */
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < WN / 16; kk++)
-            wgmma_rs_n128_tb(&o[0][0], pa[kk], wg_desc(vs + kk * 4096, 2048, 128), 1);
+            wgmma_rs_n128_tb(&o[0][0], pa[kk], wg_desc(vs + kk * 2048, 8192, 1024), 1);
         asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         stage ^= 1;
     }

@@ -88,11 +88,18 @@ struct k_attn_args {
     int64_t ws_bytes;
     int T;           /* packed query rows (for the combine) */
     int max_key_len;
-    int impl;        /* 0: the mma.sync kernel (the default; the shipped calibrations measured it);
-                      * 1: the wgmma kernel where it runs (an sm_90a image, head dim 128, no key
-                      * split), the mma.sync kernel elsewhere */
+    int impl;        /* 0: the mma.sync kernel; 1: the wgmma kernel where it runs (an sm_90a image,
+                      * head dim 128, no key split), the mma.sync kernel elsewhere; 2 (auto): where
+                      * the wgmma kernel runs, it takes the segments of at least K_ATTN_LONG_Q query
+                      * rows (Refresh, prefill) and the mma.sync kernel the others (Reuse), each
+                      * launch skipping the other's segments */
+    int min_q_len, max_q_len; /* the shortest and the longest segment's q_len (0, 0: not known, so
+                               * impl 2 launches both kernels) */
+    int wg_min_q;    /* internal (k_attention sets it; callers leave 0): > 0, the wgmma kernel takes
+                      * the segments of at least wg_min_q rows and the mma.sync kernel the others */
 };
 #define K_ATTN_TILE_M 64
+#define K_ATTN_LONG_Q 96
 int k_attention(const struct k_attn_args *a, k_stream stream);
 /* The wgmma kernel alone: cudaErrorNotSupported where it cannot run (no sm_90a image for this
  * device, head dim other than 128; the key split of a is ignored: it never splits). */

@@ -15,7 +15,7 @@
 #include "model.h"
 
 #define PROFILE_CHUNK_DEFAULT 2048 /* the LM-head chunk `tessera engine profile` runs with */
-#define ATTN_FEATURES 7
+#define ATTN_FEATURES 9
 
 static const enum cost_op token_ops[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_OPROJ,
                                          OP_GATE_UP, OP_ACT, OP_DOWN};
@@ -567,6 +567,10 @@ static void attn_features_add(double q, double kv, double *f)
     f[4] = fmax(f[4], q + kv);
     f[5] = 1;
     f[6] += kv;
+    if (q >= CALIB_ATTN_LONG_Q) { /* the engine's wgmma kernel on Hopper: 128-row blocks */
+        f[7] += q * (q + kv);
+        f[8] += ceil(q / 128.0) * (q + kv);
+    }
 }
 
 static void attn_features(double segs, double q, double kv, double *f)
@@ -893,7 +897,8 @@ void calib_show(const struct calib *c, FILE *out)
                 n ? 100 * sqrt(ss / n) : 0.0, 100 * mx);
     }
     static const char *const term[ATTN_FEATURES] = {" sum q(q+kv)", " sum ceil(q/64)(q+kv)", " sum q", " segs",
-                                                    " max(q+kv)", "", " sum kv"};
+                                                    " max(q+kv)", "", " sum kv", " sum_long q(q+kv)",
+                                                    " sum_long ceil(q/128)(q+kv)"};
     fprintf(out, "attention (ms) =");
     for (int i = 0; i < ATTN_FEATURES; i++)
         fprintf(out, "%s%.4g%s", i == 0 ? " " : c->beta[i] < 0 ? " - " : " + ", i == 0 ? c->beta[i] : fabs(c->beta[i]),

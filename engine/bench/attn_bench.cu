@@ -9,7 +9,8 @@
  *
  * Prints, per shape, the median over 7 timed batches of `reps` launches (CUDA events, after a
  * warm-up) and the TFLOP/s of 4 d H nseq q (q + kv) FLOPs; LLaDA-8B's heads (32 x 128, MHA), pages
- * of 16 tokens in order, as engine bench's attention table.
+ * of 16 tokens in order, as engine bench's attention table. ATTN_IMPL=0|1|2 picks k_attn_args.impl
+ * (0, the mma.sync kernel, by default).
  */
 #include <algorithm>
 #include <cmath>
@@ -67,6 +68,7 @@ static double shape_ms(int nseq, int q, int kv, int reps, int impl)
     a.num_tiles = (int)tl.size() / 2, a.H = H, a.Hkv = Hkv, a.d = d, a.page_tokens = pt, a.page_shift = 4;
     a.scale = 1.f / sqrtf((float)d), a.ws = ws, a.ws_bytes = ws_bytes, a.T = T, a.max_key_len = keys;
     a.impl = impl;
+    a.min_q_len = a.max_q_len = q;
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
