@@ -1,18 +1,20 @@
 /*
  * attention_wgmma.cu: the attention of attention.cu on Hopper's warpgroup MMA (wgmma, sm_90a) for
- * head dim 128 without key splits, opt-in (k_attn_args.impl = 1, TESSERA_ATTENTION=wgmma).
+ * head dim 128 without key splits: by default the segments of at least K_ATTN_LONG_Q query rows
+ * (k_attn_args.impl = 2), or every segment (impl = 1, TESSERA_ATTENTION=wgmma).
  *
  * A block is two warpgroups (8 warps) over 128 query rows: the 64-row tiles q0 and q0 + 64 of
  * attention.cu's tile list (the block of a tile at an odd multiple of 64 exits at once), so each
  * K/V tile in shared memory serves both. Q fragments are loaded into registers once; K/V tiles of
- * 64 keys are gathered from the pool's pages by cp.async, two stages deep, in wgmma's 128-byte
- * swizzle (a warp's copies cover whole 128-byte lines: half the L2 requests of the unswizzled
- * core-matrix layout, where a warp copied 64 bytes of each of 8 rows). S = Q K^T is one m64n64k16 wgmma per 16 of d (Q from
- * registers, K K-major in shared memory); the online softmax runs on S in registers (the
- * accumulator fragment is mma.sync's, so both kernels share attention_frag.cuh); O += P V
- * is one m64n128k16 wgmma per 16 keys with P from registers and V read transposed (MN-major).
- * Built only into the sm_90a image; elsewhere the launcher reports it unavailable and
- * attention.cu's kernel runs.
+ * 64 keys are gathered from the pool's pages by cp.async, two stages deep with one barrier a tile,
+ * in wgmma's 128-byte swizzle (a warp's copies cover whole 128-byte lines: half the L2 requests of
+ * the unswizzled core-matrix layout, where a warp copied 64 bytes of each of 8 rows: 16 x 512 at
+ * 267 TFLOP/s against 191); the page ids of the next tile are staged in shared memory a tile ahead.
+ * S = Q K^T is one m64n64k16 wgmma per 16 of d (Q from registers, K K-major in shared memory); the
+ * online softmax runs on S in registers (the accumulator fragment is mma.sync's, so both kernels
+ * share attention_frag.cuh); O += P V is one m64n128k16 wgmma per 16 keys with P from registers and
+ * V read transposed (MN-major). Built only into the sm_90a image; elsewhere the launcher reports it
+ * unavailable and attention.cu's kernel runs.
  */
 #include "attention_frag.cuh"
 
