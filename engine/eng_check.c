@@ -761,19 +761,17 @@ int eng_check_run(uint64_t seed, FILE *out)
     check_rmsnorm_swiglu_gather(&c, 64);
     check_rope_store(&c, 4, 2, 128, true);
     check_rope_store(&c, 8, 8, 64, false);
-    check_attention(&c, 8, 2, 128, 0, false, 16, false);
-    check_attention(&c, 8, 2, 128, 0, true, 16, false);
-    check_attention(&c, 8, 2, 128, 32, false, 16, false);
-    check_attention(&c, 8, 2, 128, 32, true, 16, false);
-    check_attention(&c, 4, 4, 64, 0, false, 16, false);
-    check_attention(&c, 4, 4, 64, 0, true, 16, false);
+    /* heads, K/V heads, head dim, block size, key split, page tokens: on the long and on the short
+     * query set each */
+    static const int attn_cases[][6] = {{8, 2, 128, 0, 0, 16}, {8, 2, 128, 0, 1, 16}, {8, 2, 128, 32, 0, 16},
+                                        {8, 2, 128, 32, 1, 16}, {4, 4, 64, 0, 0, 16},  {4, 4, 64, 0, 1, 16},
+                                        {8, 2, 128, 0, 0, 1}};
+    for (int short_q = 0; short_q < 2; short_q++)
+        for (size_t i = 0; i < TS_ARRAY_LEN(attn_cases); i++) {
+            const int *k = attn_cases[i];
+            check_attention(&c, k[0], k[1], k[2], k[3], k[4], k[5], short_q);
+        }
     check_attention(&c, 32, 32, 128, 0, false, 16, false);
-    check_attention(&c, 8, 2, 128, 0, false, 1, false);
-    check_attention(&c, 8, 2, 128, 0, false, 16, true);
-    check_attention(&c, 8, 2, 128, 0, true, 16, true);
-    check_attention(&c, 8, 2, 128, 32, false, 16, true);
-    check_attention(&c, 4, 4, 64, 0, false, 16, true);
-    check_attention(&c, 8, 2, 128, 0, false, 1, true);
     check_argmax(&c, 126464);
     check_argmax(&c, 1003);
     fprintf(out, "whole steps against the CPU reference:\n");
