@@ -10,7 +10,8 @@
  * Prints, per shape, the median over 7 timed batches of `reps` launches (CUDA events, after a
  * warm-up) and the TFLOP/s of 4 d H nseq q (q + kv) FLOPs; LLaDA-8B's heads (32 x 128, MHA), pages
  * of 16 tokens in order, as engine bench's attention table. ATTN_IMPL=0|1|2 picks k_attn_args.impl
- * (0, the mma.sync kernel, by default).
+ * (0, the mma.sync kernel, by default); ATTN_SINGLE=1 times each launch alone between two events
+ * and a synchronisation instead (engine bench's and sdpa_bench.py's method; median of reps).
  */
 #include <algorithm>
 #include <cmath>
@@ -31,7 +32,7 @@
         }                                                                                              \
     } while (0)
 
-static double shape_ms(int nseq, int q, int kv, int reps, int impl)
+static double shape_ms(int nseq, int q, int kv, int reps, int impl, bool single)
 {
     const int H = 32, Hkv = 32, d = 128, pt = 16, keys = kv + q, T = nseq * q;
     const int per = (keys + pt - 1) / pt;
@@ -76,20 +77,32 @@ static double shape_ms(int nseq, int q, int kv, int reps, int impl)
         CK((cudaError_t)k_attention(&a, 0));
     CK(cudaDeviceSynchronize());
     std::vector<float> t;
-    for (int b = 0; b < 7; b++) {
-        CK(cudaEventRecord(e0));
-        for (int i = 0; i < reps; i++)
+    if (single) { /* engine bench's and sdpa_bench.py's method: each launch alone between events */
+        for (int i = 0; i < reps; i++) {
+            CK(cudaEventRecord(e0));
             CK((cudaError_t)k_attention(&a, 0));
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        t.push_back(ms / reps);
+            CK(cudaEventRecord(e1));
+            CK(cudaEventSynchronize(e1));
+            float ms;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            t.push_back(ms);
+        }
+    } else {
+        for (int b = 0; b < 7; b++) {
+            CK(cudaEventRecord(e0));
+            for (int i = 0; i < reps; i++)
+                CK((cudaError_t)k_attention(&a, 0));
+            CK(cudaEventRecord(e1));
+            CK(cudaEventSynchronize(e1));
+            float ms;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            t.push_back(ms / reps);
+        }
     }
     std::sort(t.begin(), t.end());
     cudaFree(dq), cudaFree(dout), cudaFree(dk), cudaFree(dv), cudaFree(dm), cudaFree(ws);
     cudaEventDestroy(e0), cudaEventDestroy(e1);
-    return t[3];
+    return t[t.size() / 2];
 }
 
 int main(int argc, char **argv)
@@ -107,7 +120,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "attn_bench: shape '%s' is not nseq:q:kv\n", s);
             return 2;
         }
-        double ms = shape_ms(nseq, q, kv, reps, impl ? atoi(impl) : 0);
+        double ms = shape_ms(nseq, q, kv, reps, impl ? atoi(impl) : 0, getenv("ATTN_SINGLE") != NULL);
         double flops = 4.0 * 128 * 32 * (double)nseq * q * (q + kv);
         printf("%-12s %9.4f ms %8.1f TFLOP/s\n", s, ms, flops / (ms * 1e-3) / 1e12);
     }
