@@ -120,15 +120,14 @@ static __device__ __forceinline__ void load_tile(uint32_t ks, uint32_t vs, const
  * each K/V tile, and the two key groups' softmax states are merged through shared memory at the end.
  */
 template <int D, int TN, int KS>
-static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16_t *smem)
+static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16_t *smem, int seg, int q0, int qlen)
 {
     constexpr int ROW = smem_layout<D, TN>::ROW, TILE = smem_layout<D, TN>::TILE;
     constexpr int NT = TN / 8 / KS; /* 8-key columns of S per warp and K/V tile */
     const uint32_t smem_u32 = (uint32_t)__cvta_generic_to_shared(smem);
 
-    const int seg = a.tiles[2 * blockIdx.x], q0 = a.tiles[2 * blockIdx.x + 1];
     const int head = blockIdx.y, hk = head / (a.H / a.Hkv);
-    const int qlen = a.q_len[seg], klen = a.key_len[seg], qs = a.q_start[seg];
+    const int klen = a.key_len[seg], qs = a.q_start[seg];
     const int kvc = a.kv_cached[seg], bs = a.block_size;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
     const int rw = warp % (4 / KS), kh = warp / (4 / KS); /* row group, key group */
@@ -157,8 +156,8 @@ static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16
     const char *kp = (const char *)(a.k_pool + (size_t)hk * D + col);
     const char *vp = (const char *)(a.v_pool + (size_t)hk * D + col);
     /* the page ids of the next tile to issue, read one tile ahead: no tile's loads wait on the
-     * page table (1 x 2,048 keys: 249 TFLOP/s against 179 for a block's copy of the table in
-     * shared memory and gathers 16 bytes a thread each computing its own address) */
+     * page table (with the one-barrier loop, 1 x 2,048 keys at 249 TFLOP/s against 178 for the
+     * fifth session's copy of the table in shared memory and per-chunk address arithmetic) */
     int pid[kv_rows<D, TN>::N];
     auto issue = [&](int st, int k0) {
         const uint32_t ks = smem_u32 + col * 2 + st * 4 * TILE;
@@ -309,13 +308,13 @@ static __global__ __launch_bounds__(128, MINB) void attention_kernel(const k_att
     /* a tile of at most 32 rows splits each K/V tile's keys between two warp pairs, unless the
      * keys are split over blocks already (few segments: Reuse 1 x 32 over 480 cached ran 4%
      * slower with the pairs, each block there holding one K/V tile) */
-    const int seg = a.tiles[2 * blockIdx.x], q0 = a.tiles[2 * blockIdx.x + 1];
-    if (a.wg_min_q > 0 && a.q_len[seg] >= a.wg_min_q) /* the wgmma kernel's segment */
+    const int seg = a.tiles[2 * blockIdx.x], q0 = a.tiles[2 * blockIdx.x + 1], qlen = a.q_len[seg];
+    if (a.wg_min_q > 0 && qlen >= a.wg_min_q) /* the wgmma kernel's segment */
         return;
-    if (a.q_len[seg] - q0 <= TM / 2 && gridDim.z == 1)
-        attention_tile<D, TN, 2>(a, smem);
+    if (qlen - q0 <= TM / 2 && gridDim.z == 1)
+        attention_tile<D, TN, 2>(a, smem, seg, q0, qlen);
     else
-        attention_tile<D, TN, 1>(a, smem);
+        attention_tile<D, TN, 1>(a, smem, seg, q0, qlen);
 }
 
 /* One block per (row, head), D threads: merges the splits' partial softmax results. */
