@@ -65,6 +65,9 @@ START_TEST(plan_arrays)
     ck_assert_int_eq(p.key_len[1], 512);
     ck_assert_int_eq(p.kv_cached[1], 480);
     ck_assert_int_eq(p.num_tiles, 3 + 1 + 1);
+    /* the attention's split by segment length sees the shortest and the longest segment */
+    ck_assert_int_eq(p.min_q, 32);
+    ck_assert_int_eq(p.max_q, 130);
     /* positions continue the cache; slots match the page table */
     for (int i = 0; i < 32; i++) {
         ck_assert_int_eq(p.tok_pos[130 + i], 480 + i);
@@ -95,6 +98,8 @@ START_TEST(plan_arrays)
     seg(&sd, 2, 32, 480, 0);
     ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
     ck_assert_int_eq(p.tok_ids[0], id);
+    ck_assert_int_eq(p.min_q, 32);
+    ck_assert_int_eq(p.max_q, 32);
     step_desc_free(&sd);
     eng_plan_free(&p);
     eng_kv_free(&kv);
