@@ -14,16 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "calib.h"
 #include "cost.h"
 #include "eng.h"
-#include "kernels.h"
 #include "sim.h"
 #include "step_desc.h"
-
-/* the calibration's attention features split the segments where the engine's kernels do */
-_Static_assert(CALIB_ATTN_LONG_Q == K_ATTN_LONG_Q,
-               "sim/calib.h and kernels/kernels.h disagree on the long query length");
 
 static int db_exec(sqlite3 *db, const char *sql)
 {

@@ -28,7 +28,6 @@
 
 #define TM K_ATTN_TILE_M
 #define PAD 8
-#define MAX_SPLITS 16
 /* keys a K/V tile: 64, or 32 in launches of short query tiles (attention_kernel) */
 #define TN_LONG 64
 #define TN_SHORT 32
@@ -355,15 +354,10 @@ extern "C" int k_attention_splits(const struct k_attn_args *a)
     if (!a->ws || a->num_tiles <= 0 || a->wg_min_q > 0)
         return 1;
     /* aim at two blocks per SM (four measured slower on 16 x 32 over 480: the combine costs more) */
-    int blocks = a->num_tiles * a->H;
-    int want = (2 * num_sms() + blocks - 1) / blocks;
-    int useful = (a->max_key_len + TN_LONG - 1) / TN_LONG;
-    int splits = want < useful ? want : useful;
-    if (splits > MAX_SPLITS)
-        splits = MAX_SPLITS;
+    int splits = k_attention_split_rule(a->num_tiles, a->H, num_sms(), a->max_key_len);
     while (splits > 1 && (int64_t)splits * a->T * a->H * (a->d + 2) * 4 > a->ws_bytes)
         splits--;
-    return splits < 1 ? 1 : splits;
+    return splits;
 }
 
 template <int D, int TN, int MINB> static cudaError_t launch_tiles(const struct k_attn_args *a, int splits,

@@ -100,6 +100,22 @@ struct k_attn_args {
 };
 #define K_ATTN_TILE_M 64
 #define K_ATTN_LONG_Q 96
+#define K_ATTN_MAX_SPLITS 16
+/* The key splits of the mma.sync kernel running alone over num_tiles query tiles of `heads` heads,
+ * max_key_len keys at most, on a GPU of `sms` SMs: enough for two blocks an SM, at most one a
+ * 64-key tile and K_ATTN_MAX_SPLITS. k_attention_splits adds the workspace's limit; the
+ * calibration's attention model (sim/calib.c) prices the launch with the same rule. */
+static inline int k_attention_split_rule(int num_tiles, int heads, int sms, int max_key_len)
+{
+    if (num_tiles <= 0 || heads <= 0 || sms <= 0)
+        return 1;
+    int64_t blocks = (int64_t)num_tiles * heads;
+    int64_t want = (2 * (int64_t)sms + blocks - 1) / blocks, useful = ((int64_t)max_key_len + 63) / 64;
+    int64_t splits = want < useful ? want : useful;
+    if (splits > K_ATTN_MAX_SPLITS)
+        splits = K_ATTN_MAX_SPLITS;
+    return splits < 1 ? 1 : (int)splits;
+}
 int k_attention(const struct k_attn_args *a, k_stream stream);
 /* The wgmma kernel alone: cudaErrorNotSupported where it cannot run (no sm_90a image for this
  * device, head dim other than 128; the key split of a is ignored: it never splits). */

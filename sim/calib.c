@@ -12,10 +12,11 @@
 
 #include "cost.h"
 #include "gpu.h"
+#include "kernels.h"
 #include "model.h"
 
 #define PROFILE_CHUNK_DEFAULT 2048 /* the LM-head chunk `tessera engine profile` runs with */
-#define ATTN_FEATURES 9
+#define ATTN_FEATURES 10
 
 static const enum cost_op token_ops[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_OPROJ,
                                          OP_GATE_UP, OP_ACT, OP_DOWN};
@@ -466,6 +467,7 @@ struct calib {
     struct curve tok[OP_COUNT]; /* token-driven ops */
     struct curve lm, sample;    /* per chunk of rows */
     double beta[ATTN_FEATURES]; /* attention least squares */
+    int heads, sms;             /* the model's query heads, the GPU's SMs (attn_finish) */
     bool host_bound;            /* priced as max(host, GPU) */
     double host0, host_seg;     /* host issue time (ms) = host0 + host_seg * segments */
     double eager_gap;           /* ms an eager GPU-bound step adds to its graph-replayed GPU time */
@@ -554,30 +556,80 @@ static int curve_eval(const struct curve *c, double x, bool extrapolate, double 
     return 0;
 }
 
-/* Attention features of a step: work terms summed over segments, the longest segment's keys (the
- * critical path when a step has too few 64-row tiles to fill the GPU) and a constant (one launch per
- * layer costs time even for a single query). Measured on the H200 profile: 35% rms residual with
- * the four sums alone, 14.5% with the maximum and the constant. */
-static void attn_features_add(double q, double kv, double *f)
+/*
+ * Attention features of a step: work terms summed over segments, the longest segment's keys (the
+ * critical path when a step has too few 64-row tiles to fill the GPU) and a constant (one launch
+ * per layer costs time even for a single query; measured on the second session's H200 profile:
+ * 35% rms residual with the four sums alone, 14.5% with the maximum and the constant); the work
+ * again over the segments of at least K_ATTN_LONG_Q rows, which the engine runs on its wgmma kernel
+ * on Hopper (128-row blocks); and the mma.sync kernel's launch as kernels/attention.cu makes it:
+ * its waves of blocks (two an SM, four with the 32-key K/V tiles of short query tiles) times the
+ * keys a block covers, its key split following k_attention_split_rule when it runs alone. On the
+ * sixth session's recorded replays the last term took attention-heavy workloads from 4.9-5.9% to
+ * 3.2-3.5% per step and left the fidelity matrix as it was (README.md).
+ */
+struct attn_acc {
+    double f[ATTN_FEATURES];
+    double rows, tiles;                        /* every segment */
+    double short_tiles, short_max_k;           /* the mma.sync kernel's segments */
+    bool any_long;
+};
+
+static void attn_add(struct attn_acc *a, double q, double kv)
 {
-    f[0] += q * (q + kv);
-    f[1] += ceil(q / 64.0) * (q + kv);
+    double *f = a->f, k = q + kv;
+    f[0] += q * k;
+    f[1] += ceil(q / 64.0) * k;
     f[2] += q;
     f[3] += 1;
-    f[4] = fmax(f[4], q + kv);
+    f[4] = fmax(f[4], k);
     f[5] = 1;
     f[6] += kv;
-    if (q >= CALIB_ATTN_LONG_Q) { /* the engine's wgmma kernel on Hopper: 128-row blocks */
-        f[7] += q * (q + kv);
-        f[8] += ceil(q / 128.0) * (q + kv);
+    a->rows += q;
+    a->tiles += ceil(q / 64.0);
+    if (q >= K_ATTN_LONG_Q) { /* the engine's wgmma kernel on Hopper: 128-row blocks */
+        f[7] += q * k;
+        f[8] += ceil(q / 128.0) * k;
+        a->any_long = true;
+    } else {
+        a->short_tiles += ceil(q / 64.0);
+        a->short_max_k = fmax(a->short_max_k, k);
     }
 }
 
-static void attn_features(double segs, double q, double kv, double *f)
+static void attn_finish(struct attn_acc *a, int heads, int sms)
 {
-    memset(f, 0, sizeof(double) * ATTN_FEATURES);
+    if (a->short_tiles <= 0)
+        return;
+    /* beside the wgmma kernel the mma.sync kernel never splits (k_attention_splits) */
+    int splits = a->any_long ? 1 : k_attention_split_rule((int)a->tiles, heads, sms, (int)a->short_max_k);
+    bool short_kv_tiles = splits == 1 && a->rows <= 32 * a->tiles; /* k_attention_tile_keys */
+    double keys = fmin(ceil(ceil(a->short_max_k / splits) / 64.0) * 64.0, a->short_max_k);
+    a->f[9] = ceil(a->short_tiles * heads * splits / ((short_kv_tiles ? 4.0 : 2.0) * sms)) * keys;
+}
+
+/* The features of a profiled step: segs segments of q rows over kv cached keys. */
+static void attn_features(double segs, double q, double kv, int heads, int sms, double *f)
+{
+    struct attn_acc a;
+    memset(&a, 0, sizeof a);
     for (int s = 0; s < (int)segs; s++)
-        attn_features_add(q, kv, f);
+        attn_add(&a, q, kv);
+    attn_finish(&a, heads, sms);
+    memcpy(f, a.f, sizeof a.f);
+}
+
+/* The SM count in an engine's device name ("NVIDIA H200 (sm_90, 132 SMs)"); 132, the H200's,
+ * where it names none. */
+static int device_sms(const char *device)
+{
+    const char *p = strstr(device, " SMs");
+    if (!p)
+        return 132;
+    while (p > device && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    int n = atoi(p);
+    return n > 0 ? n : 132;
 }
 
 /* The sum of the op times of the profiled step row r belongs to. */
@@ -692,6 +744,9 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
                    "calib and calib_data name fields differ");
     memcpy(c->device, d->device, sizeof c->device);
     memcpy(c->model, d->model, sizeof c->model);
+    struct model_cfg mc;
+    c->heads = model_resolve(c->model, &mc, NULL) == 0 ? mc.num_heads : 32;
+    c->sms = device_sms(c->device);
     c->own.rows = xmalloc(sizeof *d->rows * (d->n ? d->n : 1));
     memcpy(c->own.rows, d->rows, sizeof *d->rows * d->n);
     c->own.n = c->own.cap = d->n;
@@ -747,7 +802,7 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
             if (r->op != OP_ATTN)
                 continue;
             double f[ATTN_FEATURES];
-            attn_features(r->segs, r->q, r->kv, f);
+            attn_features(r->segs, r->q, r->kv, c->heads, c->sms, f);
             for (int j = 0; j < ATTN_FEATURES; j++)
                 gsl_matrix_set(X, k, (size_t)j, f[j]);
             gsl_vector_set(Y, k, r->ms);
@@ -827,11 +882,14 @@ int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapo
             bd->op_s[token_ops[k]] = y * 1e-3;
             ms += y;
         }
-        double attn = 0, f[ATTN_FEATURES] = {0};
+        double attn = 0;
+        struct attn_acc acc;
+        memset(&acc, 0, sizeof acc);
         for (int32_t i = 0; i < sd->num_segs; i++)
-            attn_features_add(sd->segs[i].q, sd->segs[i].kv, f);
+            attn_add(&acc, sd->segs[i].q, sd->segs[i].kv);
+        attn_finish(&acc, c->heads, c->sms);
         for (int j = 0; j < ATTN_FEATURES; j++)
-            attn += c->beta[j] * f[j];
+            attn += c->beta[j] * acc.f[j];
         attn = fmax(attn, 0.0);
         bd->op_s[OP_ATTN] = attn * 1e-3;
         ms += attn;
@@ -898,7 +956,7 @@ void calib_show(const struct calib *c, FILE *out)
     }
     static const char *const term[ATTN_FEATURES] = {" sum q(q+kv)", " sum ceil(q/64)(q+kv)", " sum q", " segs",
                                                     " max(q+kv)", "", " sum kv", " sum_long q(q+kv)",
-                                                    " sum_long ceil(q/128)(q+kv)"};
+                                                    " sum_long ceil(q/128)(q+kv)", " mma_waves*keys_a_block"};
     fprintf(out, "attention (ms) =");
     for (int i = 0; i < ATTN_FEATURES; i++)
         fprintf(out, "%s%.4g%s", i == 0 ? " " : c->beta[i] < 0 ? " - " : " + ", i == 0 ? c->beta[i] : fabs(c->beta[i]),

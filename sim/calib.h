@@ -9,8 +9,10 @@
  *     chunks (a chunk larger than the largest profiled one counts as several of that size)
  *   attention: least squares (weights 1/t^2, i.e. relative errors) over the step's Σ q(q+kv),
  *     Σ ceil(q/64)(q+kv) (the kernel's 64-row tiles), Σ q, the segment count, the longest segment's
- *     q + kv, a constant, and, over the segments of at least CALIB_ATTN_LONG_Q rows, which the
- *     engine gives its second kernel on Hopper, Σ q(q+kv) and Σ ceil(q/128)(q+kv) again
+ *     q + kv, a constant, over the segments of at least K_ATTN_LONG_Q rows, which the engine gives
+ *     its wgmma kernel on Hopper, Σ q(q+kv) and Σ ceil(q/128)(q+kv) again, and the mma.sync
+ *     kernel's waves of blocks times the keys a block covers (its launch as the engine makes it:
+ *     the model's heads, the GPU's SMs from the profile's device name)
  * Each profiled step's op times are first scaled to the step's own time measured without the
  * per-op events (total_ms), down or up: the events cost time real steps do not spend, and a step
  * slower than its ops keeps its launch gaps in its own ops rather than in a constant for all steps.
@@ -35,10 +37,6 @@
 #include "cost.h"
 #include "step_desc.h"
 #include "util.h"
-
-/* The query length from which the engine's attention runs a segment on its wgmma kernel
- * (K_ATTN_LONG_Q in kernels/kernels.h; engine/eng_replay.c asserts that the two agree). */
-#define CALIB_ATTN_LONG_Q 96
 
 struct calib_row {
     int32_t segs, q, kv, logit_rows;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "calib.h"
+#include "kernels.h"
 #include "sim_internal.h"
 #include "test_util.h"
 
@@ -379,6 +380,62 @@ START_TEST(host_bound_steps_take_the_host_time)
 }
 END_TEST
 
+/* The engine's key split (kernels/kernels.h), worked by hand: two blocks an SM, at most one a
+ * 64-key tile, at most 16. */
+START_TEST(attention_split_rule)
+{
+    ck_assert_int_eq(k_attention_split_rule(1, 32, 132, 512), 8);    /* 32 blocks want 9; 8 tiles of keys */
+    ck_assert_int_eq(k_attention_split_rule(1, 32, 132, 1532), 9);   /* 32 blocks want 9 */
+    ck_assert_int_eq(k_attention_split_rule(2, 32, 132, 4096), 5);   /* 64 blocks want 5 */
+    ck_assert_int_eq(k_attention_split_rule(16, 32, 132, 512), 1);   /* 512 blocks fill the GPU */
+    ck_assert_int_eq(k_attention_split_rule(1, 1, 132, 100000), 16); /* capped */
+    ck_assert_int_eq(k_attention_split_rule(1, 32, 132, 40), 1);     /* one tile of keys */
+    ck_assert_int_eq(k_attention_split_rule(0, 32, 132, 512), 1);
+}
+END_TEST
+
+/* The attention model's launch term (sim/calib.c) for segs segments of q < K_ATTN_LONG_Q rows over
+ * kv keys, llada-8b's 32 heads on 132 SMs: the mma.sync kernel's waves times the keys a block
+ * covers. */
+static double mma_waves_keys(int segs, int q, int kv)
+{
+    int tiles = segs * ((q + 63) / 64), keys = q + kv, splits = k_attention_split_rule(tiles, 32, 132, keys);
+    double per_sm = splits == 1 && segs * q <= 32 * tiles ? 4 : 2;
+    double block_keys = fmin(ceil(ceil((double)keys / splits) / 64.0) * 64.0, keys);
+    return ceil(tiles * 32.0 * splits / (per_sm * 132)) * block_keys;
+}
+
+/* A planted attention law with the launch term is recovered, and a Reuse step priced with it. */
+START_TEST(attention_launch_term_recovered)
+{
+    struct calib_data d;
+    planted(&d);
+    for (size_t i = 0; i < d.n; i++) {
+        struct calib_row *r = &d.rows[i];
+        if (r->op == OP_ATTN && r->q < K_ATTN_LONG_Q)
+            r->ms += 5e-4 * mma_waves_keys(r->segs, r->q, r->kv);
+    }
+    struct ts_err err;
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 100;
+    /* one Reuse block over 1,500 cached keys: 9 splits of 192 keys, 288 blocks in 2 waves */
+    struct segment b = {.req_id = 1, .q = 32, .kv = 1500, .logit_rows = 32, .phase = PHASE_REUSE};
+    step_desc_add(&sd, &b);
+    ck_assert(fabs(mma_waves_keys(1, 32, 1500) - 2 * 192) < 1e-9);
+    double secs;
+    struct cost_breakdown bd;
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
+    double attn = attn_ms(1, 32, 1500) + 5e-4 * 384;
+    ck_assert_msg(fabs(bd.op_s[OP_ATTN] * 1e3 - attn) < 1e-6 * attn, "%g vs %g", bd.op_s[OP_ATTN] * 1e3, attn);
+    step_desc_free(&sd);
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
 START_TEST(shipped_calibration_prices_a_run)
 {
     struct sim_config c;
@@ -437,6 +494,8 @@ int main(void)
     tcase_add_test(tc, roundtrip_csv);
     tcase_add_test(tc, host_bound_steps_take_the_host_time);
     tcase_add_test(tc, shipped_calibration_prices_a_run);
+    tcase_add_test(tc, attention_split_rule);
+    tcase_add_test(tc, attention_launch_term_recovered);
     suite_add_tcase(s, tc);
     return run_suite("calib", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }
