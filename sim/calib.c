@@ -628,8 +628,8 @@ static int device_sms(const char *device)
         return 132;
     while (p > device && p[-1] >= '0' && p[-1] <= '9')
         p--;
-    int n = atoi(p);
-    return n > 0 ? n : 132;
+    long n = strtol(p, NULL, 10); /* saturates on a long run of digits */
+    return n > 0 && n < 100000 ? (int)n : 132;
 }
 
 /* The sum of the op times of the profiled step row r belongs to. */
