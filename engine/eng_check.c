@@ -211,11 +211,10 @@ done:
     free(qf), free(bf), free(got), free(kref), free(kgot), free(vref), free(vgot), free(qb), free(bb), free(hb);
 }
 
-/* Attention over several segments at once, K/V scattered over permuted pages of pt tokens (with
- * one-token pages a segment's page table is too long for the kernel's shared-memory copy, and is
- * read from global memory). */
-/* Attention over 5 segments against the reference: query lengths up to 130 (64-key K/V tiles), or
- * (short) up to 32, as in Reuse steps (32-key K/V tiles where the keys are not split). */
+/* Attention over 5 segments at once against the reference, K/V scattered over permuted pages of
+ * pt tokens: query lengths up to 130 (64-key K/V tiles, and the wgmma kernel for the 130-row
+ * segment under auto), or (short) up to 32, as in Reuse steps (32-key K/V tiles where the keys are
+ * not split). */
 static void check_attention(struct checker *c, int H, int Hkv, int d, int block_size, bool split,
                             int pt, bool short_q)
 {

@@ -384,7 +384,7 @@ template <int D, int TN, int MINB> static cudaError_t launch_tiles(const struct 
  * 95; longer tiles and split keys lose with them (1 x 2,048: 223 against 245). */
 extern "C" int k_attention_tile_keys(const struct k_attn_args *a)
 {
-    return k_attention_splits(a) == 1 && (int64_t)a->T <= (int64_t)32 * a->num_tiles ? TN_SHORT : TN_LONG;
+    return k_attention_short_kv_tiles(k_attention_splits(a), a->T, a->num_tiles) ? TN_SHORT : TN_LONG;
 }
 
 template <int D> static int launch(const struct k_attn_args *a, cudaStream_t stream)
@@ -421,7 +421,7 @@ extern "C" int k_attention(const struct k_attn_args *a, k_stream stream)
         if (rc != (int)cudaErrorNotSupported) {
             if (rc || !any_short)
                 return rc;
-            return b.d == 128 ? launch<128>(&b, stream) : (int)cudaErrorInvalidValue;
+            return launch<128>(&b, stream);
         }
     }
     if (a->d == 128)

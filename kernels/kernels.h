@@ -116,6 +116,13 @@ static inline int k_attention_split_rule(int num_tiles, int heads, int sms, int 
         splits = K_ATTN_MAX_SPLITS;
     return splits < 1 ? 1 : (int)splits;
 }
+/* Whether the mma.sync kernel takes 32-key K/V tiles, four blocks an SM: its rows fill query tiles
+ * to at most 32 rows on average and its keys are not split (k_attention_tile_keys; the
+ * calibration's attention model prices the launch with the same rule). */
+static inline int k_attention_short_kv_tiles(int splits, int64_t rows, int64_t num_tiles)
+{
+    return splits == 1 && rows <= 32 * num_tiles;
+}
 int k_attention(const struct k_attn_args *a, k_stream stream);
 /* The wgmma kernel alone: cudaErrorNotSupported where it cannot run (no sm_90a image for this
  * device, head dim other than 128; the key split of a is ignored: it never splits). */

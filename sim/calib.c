@@ -603,7 +603,7 @@ static void attn_finish(struct attn_acc *a, int heads, int sms)
         return;
     /* beside the wgmma kernel the mma.sync kernel never splits (k_attention_splits) */
     int splits = a->any_long ? 1 : k_attention_split_rule((int)a->tiles, heads, sms, (int)a->short_max_k);
-    bool short_kv_tiles = splits == 1 && a->rows <= 32 * a->tiles; /* k_attention_tile_keys */
+    bool short_kv_tiles = k_attention_short_kv_tiles(splits, (int64_t)a->rows, (int64_t)a->tiles);
     double keys = fmin(ceil(ceil(a->short_max_k / splits) / 64.0) * 64.0, a->short_max_k);
     a->f[9] = ceil(a->short_tiles * heads * splits / ((short_kv_tiles ? 4.0 : 2.0) * sms)) * keys;
 }

@@ -400,7 +400,7 @@ END_TEST
 static double mma_waves_keys(int segs, int q, int kv)
 {
     int tiles = segs * ((q + 63) / 64), keys = q + kv, splits = k_attention_split_rule(tiles, 32, 132, keys);
-    double per_sm = splits == 1 && segs * q <= 32 * tiles ? 4 : 2;
+    double per_sm = k_attention_short_kv_tiles(splits, (int64_t)segs * q, tiles) ? 4 : 2;
     double block_keys = fmin(ceil(ceil((double)keys / splits) / 64.0) * 64.0, keys);
     return ceil(tiles * 32.0 * splits / (per_sm * 132)) * block_keys;
 }
