@@ -211,17 +211,22 @@ done:
     free(qf), free(bf), free(got), free(kref), free(kgot), free(vref), free(vgot), free(qb), free(bb), free(hb);
 }
 
+/* The query sets of check_attention */
+enum { SET_LONG, SET_SHORT, SET_ONE };
+
 /* Attention over 5 segments at once against the reference, K/V scattered over permuted pages of
- * pt tokens: query lengths up to 130 (64-key K/V tiles, and the wgmma kernel for the 130-row
- * segment under auto), or (short) up to 32, as in Reuse steps (32-key K/V tiles where the keys are
- * not split). */
+ * pt tokens: query lengths up to 130 (SET_LONG: 64-key K/V tiles, and the wgmma kernel for the
+ * 130-row segment under auto), up to 32 (SET_SHORT), as in Reuse steps (32-key K/V tiles where
+ * the keys are not split), or one 128-row segment over 2,100 cached keys beside short ones
+ * (SET_ONE: auto runs it on the mma.sync kernel, k_attention_long_on_mma). */
 static void check_attention(struct checker *c, int H, int Hkv, int d, int block_size, bool split,
-                            int pt, bool short_q)
+                            int pt, int set)
 {
     const int nseg = 5;
-    const int long_q[5] = {1, 70, 32, 130, 64}, long_kv[5] = {0, 0, 480, 600, 64};
-    const int short_len[5] = {1, 32, 17, 32, 8}, short_kv[5] = {0, 480, 64, 600, 100};
-    const int *q_len = short_q ? short_len : long_q, *kv = short_q ? short_kv : long_kv;
+    static const int sets_q[3][5] = {{1, 70, 32, 130, 64}, {1, 32, 17, 32, 8}, {128, 32, 1, 16, 8}};
+    static const int sets_kv[3][5] = {{0, 0, 480, 600, 64}, {0, 480, 64, 600, 100}, {2100, 480, 0, 64, 100}};
+    const bool short_q = set == SET_SHORT;
+    const int *q_len = sets_q[set], *kv = sets_kv[set];
     int q_start[5], key_len[5], page_off[5], T = 0, npages = 0;
     for (int s = 0; s < nseg; s++) {
         q_start[s] = T;
@@ -233,13 +238,22 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
     int32_t *pages = xmalloc(4 * (size_t)npages);
     for (int i = 0; i < npages; i++)
         pages[i] = (int32_t)((i * 7 + 3) % npages); /* a permutation (npages is not a multiple of 7) */
-    int tiles[2 * 64], ntiles = 0;
-    for (int s = 0; s < nseg; s++)
-        for (int q0 = 0; q0 < q_len[s]; q0 += K_ATTN_TILE_M) {
-            tiles[2 * ntiles] = s;
-            tiles[2 * ntiles + 1] = q0;
-            ntiles++;
+    /* the tiles as eng_plan lists them: those of segments of at least K_ATTN_LONG_Q rows first */
+    int tiles[2 * 64], ntiles = 0, long_tiles = 0, long_rows = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int s = 0; s < nseg; s++) {
+            if ((q_len[s] >= K_ATTN_LONG_Q) != (pass == 0))
+                continue;
+            long_rows += pass == 0 ? q_len[s] : 0;
+            for (int q0 = 0; q0 < q_len[s]; q0 += K_ATTN_TILE_M) {
+                tiles[2 * ntiles] = s;
+                tiles[2 * ntiles + 1] = q0;
+                ntiles++;
+            }
         }
+        if (pass == 0)
+            long_tiles = ntiles;
+    }
     const int qs = H * d, slots = npages * pt;
     int64_t nq = (int64_t)T * qs, np = (int64_t)slots * Hkv * d;
     float *qf = xmalloc(4 * nq), *kf = xmalloc(4 * np), *vf = xmalloc(4 * np), *of = xmalloc(4 * nq);
@@ -301,18 +315,22 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
     for (int s = 1; s < nseg; s++)
         min_q = q_len[s] < min_q ? q_len[s] : min_q, max_q = q_len[s] > max_q ? q_len[s] : max_q;
     /* wg 0: the mma.sync kernel; 1: the wgmma kernel alone; 2: auto, each segment to the kernel
-     * its length calls for (the long set mixes both) */
-    for (int wg = 0; wg <= (d == 128 ? 2 : 0); wg++) {
+     * its length calls for (the long set mixes both), the tile list's order not given; 3 (long
+     * set): auto given the order, each kernel over its own tiles */
+    for (int wg = 0; wg <= (d == 128 ? (short_q ? 2 : 3) : 0); wg++) {
         if (wg == 1 && splits > 1) /* the wgmma kernel never splits */
             continue;
+        a.impl = wg >= 2 ? 2 : 0;
+        a.min_q_len = wg >= 2 ? min_q : 0;
+        a.max_q_len = wg >= 2 ? max_q : 0;
+        a.long_tiles = wg == 3 ? long_tiles : 0;
+        a.long_rows = wg == 3 ? long_rows : 0;
+        const int wsplits = wg >= 2 ? k_attention_splits(&a) : splits;
         char what[112];
         snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key split%s%s%s%s", H, Hkv, d,
-                 block_size ? "block-causal 32" : "bidirectional", splits, splits > 1 ? "s" : "",
-                 pt == 1 ? ", 1-token pages" : "", short_q ? ", short" : "",
-                 wg == 1 ? ", wgmma" : wg == 2 ? ", auto" : "");
-        a.impl = wg == 2 ? 2 : 0;
-        a.min_q_len = wg == 2 ? min_q : 0;
-        a.max_q_len = wg == 2 ? max_q : 0;
+                 block_size ? "block-causal 32" : "bidirectional", wsplits, wsplits > 1 ? "s" : "",
+                 pt == 1 ? ", 1-token pages" : "", short_q ? ", short" : set == SET_ONE ? ", one long" : "",
+                 wg == 1 ? ", wgmma" : wg == 2 ? ", auto" : wg == 3 ? ", auto ordered" : "");
         KK(k_fill_bits(dout, nq, 0x7fc0, NULL));
         int rc = wg == 1 ? k_attention_wgmma(&a, NULL) : k_attention(&a, NULL);
         if (wg == 1 && rc == (int)cudaErrorNotSupported && !(major == 9 && minor == 0)) {
@@ -323,9 +341,11 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(ob, dout, 2 * nq, cudaMemcpyDeviceToHost));
         to_float(of, ob, nq);
-        if (wg == 0 && split && splits < 2)
+        if (wg == 0 && split && wsplits < 2)
             fail_msg(c, what, "the split-KV path was not taken");
-        if (wg == 0 && k_attention_tile_keys(&a) != (short_q && !split ? 32 : 64))
+        if (wg == 3 && set == SET_ONE && split && wsplits < 2)
+            fail_msg(c, what, "the long segment was not given to the mma.sync kernel and its key split");
+        if (wg == 0 && k_attention_tile_keys(&a) != (set != SET_LONG && !split ? 32 : 64))
             fail_msg(c, what, "the K/V tile size is not the one these query lengths call for");
         report(c, what, rel_err(of, rf, nq), 2e-2);
     }
@@ -761,16 +781,20 @@ int eng_check_run(uint64_t seed, FILE *out)
     check_rope_store(&c, 4, 2, 128, true);
     check_rope_store(&c, 8, 8, 64, false);
     /* heads, K/V heads, head dim, block size, key split, page tokens: on the long and on the short
-     * query set each */
+     * query set each; a few on the set of one long segment over many keys */
     static const int attn_cases[][6] = {{8, 2, 128, 0, 0, 16}, {8, 2, 128, 0, 1, 16}, {8, 2, 128, 32, 0, 16},
                                         {8, 2, 128, 32, 1, 16}, {4, 4, 64, 0, 0, 16},  {4, 4, 64, 0, 1, 16},
                                         {8, 2, 128, 0, 0, 1}};
-    for (int short_q = 0; short_q < 2; short_q++)
+    for (int set = SET_LONG; set <= SET_SHORT; set++)
         for (size_t i = 0; i < TS_ARRAY_LEN(attn_cases); i++) {
             const int *k = attn_cases[i];
-            check_attention(&c, k[0], k[1], k[2], k[3], k[4], k[5], short_q);
+            check_attention(&c, k[0], k[1], k[2], k[3], k[4], k[5], set);
         }
-    check_attention(&c, 32, 32, 128, 0, false, 16, false);
+    for (size_t i = 0; i < 4; i++) {
+        const int *k = attn_cases[i];
+        check_attention(&c, k[0], k[1], k[2], k[3], k[4], k[5], SET_ONE);
+    }
+    check_attention(&c, 32, 32, 128, 0, false, 16, SET_LONG);
     check_argmax(&c, 126464);
     check_argmax(&c, 1003);
     fprintf(out, "whole steps against the CPU reference:\n");

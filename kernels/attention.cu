@@ -348,9 +348,54 @@ static int num_sms(void)
     return sms;
 }
 
-extern "C" int k_attention_splits(const struct k_attn_args *a)
+/* The mma.sync kernel's arguments under auto for a step mixing both lengths: its own (short)
+ * tiles and rows where the list is ordered (long_tiles), which choose its K/V tile size; else
+ * every tile, each block of a long segment exiting at once. Either way no key split: its combine
+ * would overwrite the wgmma kernel's rows (split by the short tiles alone and merged by tiles, a
+ * Refresh beside 3 to 8 Reuse blocks ran up to 1.3x slower, engine/BENCHMARKS.md). */
+static k_attn_args short_args(const k_attn_args *a)
 {
-    /* no split beside the wgmma kernel: the combine would overwrite its rows */
+    k_attn_args b = *a;
+    b.wg_min_q = K_ATTN_LONG_Q;
+    if (a->long_tiles > 0 && a->long_tiles < a->num_tiles) {
+        b.tiles = a->tiles + 2 * (size_t)a->long_tiles;
+        b.num_tiles = a->num_tiles - a->long_tiles;
+        b.T = a->T - a->long_rows;
+    }
+    return b;
+}
+
+/* The wgmma kernel's arguments: its own tiles where the list is ordered, else every tile, each
+ * block of a short segment exiting at once (mixed: whether short segments are present). */
+static k_attn_args long_args(const k_attn_args *a, bool mixed)
+{
+    k_attn_args b = *a;
+    b.wg_min_q = mixed ? K_ATTN_LONG_Q : 0;
+    if (mixed && a->long_tiles > 0 && a->long_tiles < a->num_tiles)
+        b.num_tiles = a->long_tiles;
+    return b;
+}
+
+/* How auto runs a's segments: 0, all on the mma.sync kernel; 1, all on the wgmma kernel; 2, the
+ * segments of at least K_ATTN_LONG_Q rows on the wgmma kernel and the others on the mma.sync
+ * kernel (where the lengths are not known, both walk every tile) */
+static int auto_mode(const k_attn_args *a)
+{
+    const bool known = a->max_q_len > 0;
+    const bool any_long = !known || a->max_q_len >= K_ATTN_LONG_Q, any_short = !known || a->min_q_len < K_ATTN_LONG_Q;
+    if (!any_long || k_attention_long_on_mma(a->long_tiles, a->H, num_sms(), a->max_key_len))
+        return 0;
+    return any_short ? 2 : 1;
+}
+
+static bool auto_mixed(const k_attn_args *a)
+{
+    return a->d == 128 && a->impl == 2 && auto_mode(a) == 2 && k_attention_wgmma_ready(NULL);
+}
+
+/* The key splits of an mma.sync launch over a's tiles */
+static int launch_splits(const k_attn_args *a)
+{
     if (!a->ws || a->num_tiles <= 0 || a->wg_min_q > 0)
         return 1;
     /* aim at two blocks per SM (four measured slower on 16 x 32 over 480: the combine costs more) */
@@ -358,6 +403,37 @@ extern "C" int k_attention_splits(const struct k_attn_args *a)
     while (splits > 1 && (int64_t)splits * a->T * a->H * (a->d + 2) * 4 > a->ws_bytes)
         splits--;
     return splits;
+}
+
+/* Beside the wgmma kernel the keys are not split, but the tile size is the one the launch would
+ * take alone: with few blocks an SM 32-key tiles lose (1 x 512 beside 4 x 16 over 3,000 cached:
+ * 0.108 against 0.094 ms) */
+static int launch_tile_keys(const k_attn_args *a)
+{
+    const int splits = a->wg_min_q > 0 ? k_attention_split_rule(a->num_tiles, a->H, num_sms(), a->max_key_len)
+                                       : launch_splits(a);
+    return k_attention_short_kv_tiles(splits, a->T, a->num_tiles) ? TN_SHORT : TN_LONG;
+}
+
+extern "C" int k_attention_splits(const struct k_attn_args *a)
+{
+    if (auto_mixed(a)) {
+        k_attn_args b = short_args(a);
+        return launch_splits(&b);
+    }
+    return launch_splits(a);
+}
+
+/* Query tiles of at most 32 rows on average without key split (Reuse steps of many sequences)
+ * run with K/V tiles of 32 keys, 4 blocks an SM: 16 x 32 over 480 cached at 104 TFLOP/s against
+ * 95; longer tiles and split keys lose with them (1 x 2,048: 223 against 245). */
+extern "C" int k_attention_tile_keys(const struct k_attn_args *a)
+{
+    if (auto_mixed(a)) {
+        k_attn_args b = short_args(a);
+        return launch_tile_keys(&b);
+    }
+    return launch_tile_keys(a);
 }
 
 template <int D, int TN, int MINB> static cudaError_t launch_tiles(const struct k_attn_args *a, int splits,
@@ -379,19 +455,11 @@ template <int D, int TN, int MINB> static cudaError_t launch_tiles(const struct 
     return k_launch(attention_kernel<D, TN, MINB>, grid, dim3(128), (size_t)bytes, stream, *a);
 }
 
-/* Query tiles of at most 32 rows on average without key split (Reuse steps of many sequences)
- * run with K/V tiles of 32 keys, 4 blocks an SM: 16 x 32 over 480 cached at 104 TFLOP/s against
- * 95; longer tiles and split keys lose with them (1 x 2,048: 223 against 245). */
-extern "C" int k_attention_tile_keys(const struct k_attn_args *a)
-{
-    return k_attention_short_kv_tiles(k_attention_splits(a), a->T, a->num_tiles) ? TN_SHORT : TN_LONG;
-}
-
 template <int D> static int launch(const struct k_attn_args *a, cudaStream_t stream)
 {
-    int splits = k_attention_splits(a);
-    cudaError_t e = k_attention_tile_keys(a) == TN_SHORT ? launch_tiles<D, TN_SHORT, 4>(a, splits, stream)
-                                                         : launch_tiles<D, TN_LONG, 2>(a, splits, stream);
+    int splits = launch_splits(a);
+    cudaError_t e = launch_tile_keys(a) == TN_SHORT ? launch_tiles<D, TN_SHORT, 4>(a, splits, stream)
+                                                    : launch_tiles<D, TN_LONG, 2>(a, splits, stream);
     if (e == cudaSuccess && splits > 1)
         e = k_launch(combine_kernel<D>, dim3((unsigned)a->T, (unsigned)a->H), dim3(D), 0, stream, *a, splits);
     return (int)e;
@@ -412,15 +480,14 @@ extern "C" int k_attention(const struct k_attn_args *a, k_stream stream)
     }
     /* auto: the wgmma kernel reads each K/V tile once for 128 query rows: on long segments it runs
      * 1.3-1.5 x the mma.sync kernel, on 32-row ones less than half as fast (engine/BENCHMARKS.md) */
-    const bool known = a->max_q_len > 0;
-    const bool any_long = !known || a->max_q_len >= K_ATTN_LONG_Q, any_short = !known || a->min_q_len < K_ATTN_LONG_Q;
-    if (a->d == 128 && a->impl == 2 && any_long) {
-        struct k_attn_args b = *a;
-        b.wg_min_q = any_short ? K_ATTN_LONG_Q : 0;
-        int rc = k_attention_wgmma(&b, stream);
+    const int mode = a->d == 128 && a->impl == 2 ? auto_mode(a) : 0;
+    if (mode > 0) {
+        const struct k_attn_args w = long_args(a, mode == 2);
+        int rc = k_attention_wgmma(&w, stream);
         if (rc != (int)cudaErrorNotSupported) {
-            if (rc || !any_short)
+            if (rc || mode == 1)
                 return rc;
+            const struct k_attn_args b = short_args(a);
             return launch<128>(&b, stream);
         }
     }

@@ -244,6 +244,8 @@ static int available(cudaStream_t stream)
     return have;
 }
 
+extern "C" int k_attention_wgmma_ready(k_stream stream) { return available((cudaStream_t)stream); }
+
 extern "C" int k_attention_wgmma(const struct k_attn_args *a, k_stream stream)
 {
     if (a->num_tiles <= 0)

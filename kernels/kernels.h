@@ -95,6 +95,12 @@ struct k_attn_args {
                       * launch skipping the other's segments */
     int min_q_len, max_q_len; /* the shortest and the longest segment's q_len (0, 0: not known, so
                                * impl 2 launches both kernels) */
+    int long_tiles, long_rows; /* long_tiles > 0: the tile list holds the tiles of the segments of
+                      * at least K_ATTN_LONG_Q rows first, long_tiles of them over long_rows query
+                      * rows, and the other segments' after them (eng_plan lists them so). Under auto
+                      * each kernel then runs over its own part of the list, the mma.sync kernel
+                      * choosing its K/V tile size by its own rows. 0: not known, each kernel walks
+                      * every tile */
     int wg_min_q;    /* internal (k_attention sets it; callers leave 0): > 0, the wgmma kernel takes
                       * the segments of at least wg_min_q rows and the mma.sync kernel the others */
 };
@@ -123,11 +129,25 @@ static inline int k_attention_short_kv_tiles(int splits, int64_t rows, int64_t n
 {
     return splits == 1 && rows <= 32 * num_tiles;
 }
+/* Whether auto runs a step's long segments on the mma.sync kernel (with the rest, keys split by
+ * k_attention_split_rule) instead of the wgmma kernel, which never splits keys: where they are a
+ * single segment of at most 128 rows (long_tiles 1 or 2 of 64 rows; 0 is not known) over 2,048
+ * keys or more (the step's longest), its blocks, one a head, filling at most a quarter of the
+ * SMs. One 128-row segment of 32 heads ran 1.13-1.41x slower on the wgmma kernel over 2,048 to
+ * 8,192 keys, even over 1,024; two such segments, or one of 256 rows, 0.6-0.9x
+ * (engine/BENCHMARKS.md). The calibration's attention model (sim/calib.c) follows the same rule. */
+static inline int k_attention_long_on_mma(int long_tiles, int heads, int sms, int max_key_len)
+{
+    return long_tiles > 0 && long_tiles <= 2 && 4 * heads <= sms && max_key_len >= 2048;
+}
 int k_attention(const struct k_attn_args *a, k_stream stream);
 /* The wgmma kernel alone: cudaErrorNotSupported where it cannot run (no sm_90a image for this
  * device, head dim other than 128; the key split of a is ignored: it never splits). */
 int k_attention_wgmma(const struct k_attn_args *a, k_stream stream);
-/* The number of key splits k_attention will use for these arguments (1 = none). */
+/* Whether the wgmma kernel runs on this device (probed once, outside a stream capture). */
+int k_attention_wgmma_ready(k_stream stream);
+/* The number of key splits k_attention's mma.sync launch will use for these arguments (1 = none;
+ * always beside the wgmma kernel). */
 int k_attention_splits(const struct k_attn_args *a);
 /* The keys a K/V tile of k_attention's mma.sync kernel holds for these arguments: 32 where the
  * query tiles hold at most 32 rows on average and the keys are not split (Reuse steps), else 64. */

@@ -564,14 +564,15 @@ static int curve_eval(const struct curve *c, double x, bool extrapolate, double 
  * again over the segments of at least K_ATTN_LONG_Q rows, which the engine runs on its wgmma kernel
  * on Hopper (128-row blocks); and the mma.sync kernel's launch as kernels/attention.cu makes it:
  * its waves of blocks (two an SM, four with the 32-key K/V tiles of short query tiles) times the
- * keys a block covers, its key split following k_attention_split_rule when it runs alone. On the
+ * keys a block covers, its key split following k_attention_split_rule when it runs alone (all
+ * segments run on it where k_attention_long_on_mma says so). On the
  * sixth session's recorded replays the last term took attention-heavy workloads from 4.9-5.9% to
  * 3.2-3.5% per step and left the fidelity matrix as it was (README.md).
  */
 struct attn_acc {
     double f[ATTN_FEATURES];
-    double rows, tiles;                        /* every segment */
-    double short_tiles, short_max_k;           /* the mma.sync kernel's segments */
+    double short_rows, short_tiles, short_max_k; /* the mma.sync kernel's segments */
+    double long_rows, long_tiles;                /* the wgmma kernel's */
     bool any_long;
 };
 
@@ -585,13 +586,14 @@ static void attn_add(struct attn_acc *a, double q, double kv)
     f[4] = fmax(f[4], k);
     f[5] = 1;
     f[6] += kv;
-    a->rows += q;
-    a->tiles += ceil(q / 64.0);
     if (q >= K_ATTN_LONG_Q) { /* the engine's wgmma kernel on Hopper: 128-row blocks */
         f[7] += q * k;
         f[8] += ceil(q / 128.0) * k;
+        a->long_rows += q;
+        a->long_tiles += ceil(q / 64.0);
         a->any_long = true;
     } else {
+        a->short_rows += q;
         a->short_tiles += ceil(q / 64.0);
         a->short_max_k = fmax(a->short_max_k, k);
     }
@@ -599,11 +601,24 @@ static void attn_add(struct attn_acc *a, double q, double kv)
 
 static void attn_finish(struct attn_acc *a, int heads, int sms)
 {
+    if (a->any_long && k_attention_long_on_mma((int)fmin(a->long_tiles, 1e9), heads, sms, (int)a->f[4])) {
+        /* one short long segment over many keys: the engine runs every segment on the mma.sync
+         * kernel (k_attention_long_on_mma) */
+        a->f[7] = a->f[8] = 0;
+        a->short_rows += a->long_rows;
+        a->short_tiles += a->long_tiles;
+        a->short_max_k = a->f[4];
+        a->any_long = false;
+    }
     if (a->short_tiles <= 0)
         return;
-    /* beside the wgmma kernel the mma.sync kernel never splits (k_attention_splits) */
-    int splits = a->any_long ? 1 : k_attention_split_rule((int)a->tiles, heads, sms, (int)a->short_max_k);
-    bool short_kv_tiles = k_attention_short_kv_tiles(splits, (int64_t)a->rows, (int64_t)a->tiles);
+    /* the engine lists the long segments' tiles first, so the mma.sync kernel runs over the
+     * short tiles alone (k_attn_args.long_tiles), its K/V tile size the one it would take alone;
+     * beside the wgmma kernel it never splits keys (k_attention_splits), bounded by the step's
+     * longest segment */
+    int alone = k_attention_split_rule((int)a->short_tiles, heads, sms, (int)a->f[4]);
+    int splits = a->any_long ? 1 : alone;
+    bool short_kv_tiles = k_attention_short_kv_tiles(alone, (int64_t)a->short_rows, (int64_t)a->short_tiles);
     double keys = fmin(ceil(ceil(a->short_max_k / splits) / 64.0) * 64.0, a->short_max_k);
     a->f[9] = ceil(a->short_tiles * heads * splits / ((short_kv_tiles ? 4.0 : 2.0) * sms)) * keys;
 }

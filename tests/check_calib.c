@@ -394,9 +394,15 @@ START_TEST(attention_split_rule)
 }
 END_TEST
 
-/* The attention model's launch term (sim/calib.c) for segs segments of q < K_ATTN_LONG_Q rows over
- * kv keys, llada-8b's 32 heads on 132 SMs: the mma.sync kernel's waves times the keys a block
- * covers. */
+/* The attention model's launch term (sim/calib.c) for segs segments of q rows over kv keys that
+ * the engine runs on its mma.sync kernel (q < K_ATTN_LONG_Q, or one short long segment over many
+ * keys: k_attention_long_on_mma), llada-8b's 32 heads on 132 SMs: the mma.sync kernel's waves
+ * times the keys a block covers. */
+static bool on_mma(int segs, int q, int kv)
+{
+    return q < K_ATTN_LONG_Q || k_attention_long_on_mma(segs * ((q + 63) / 64), 32, 132, q + kv);
+}
+
 static double mma_waves_keys(int segs, int q, int kv)
 {
     int tiles = segs * ((q + 63) / 64), keys = q + kv, splits = k_attention_split_rule(tiles, 32, 132, keys);
@@ -412,7 +418,7 @@ START_TEST(attention_launch_term_recovered)
     planted(&d);
     for (size_t i = 0; i < d.n; i++) {
         struct calib_row *r = &d.rows[i];
-        if (r->op == OP_ATTN && r->q < K_ATTN_LONG_Q)
+        if (r->op == OP_ATTN && on_mma(r->segs, r->q, r->kv))
             r->ms += 5e-4 * mma_waves_keys(r->segs, r->q, r->kv);
     }
     struct ts_err err;
@@ -429,6 +435,13 @@ START_TEST(attention_launch_term_recovered)
     struct cost_breakdown bd;
     ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
     double attn = attn_ms(1, 32, 1500) + 5e-4 * 384;
+    ck_assert_msg(fabs(bd.op_s[OP_ATTN] * 1e3 - attn) < 1e-6 * attn, "%g vs %g", bd.op_s[OP_ATTN] * 1e3, attn);
+    /* beside a Refresh of 512 rows (the wgmma kernel's) the block's keys are not split: the
+     * mma.sync kernel runs over its one tile alone, 32 blocks in one wave over all 1,532 keys */
+    struct segment r = {.req_id = 2, .q = 512, .kv = 0, .logit_rows = 512, .phase = PHASE_REFRESH};
+    step_desc_add(&sd, &r);
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
+    attn = attn_ms(1, 32, 1500) + attn_ms(1, 512, 0) - 0.3 - 4e-5 * 512 + 5e-4 * 1532;
     ck_assert_msg(fabs(bd.op_s[OP_ATTN] * 1e3 - attn) < 1e-6 * attn, "%g vs %g", bd.op_s[OP_ATTN] * 1e3, attn);
     step_desc_free(&sd);
     calib_free(c);

@@ -5,13 +5,16 @@
  *
  *   nvcc -O3 -std=c++17 -arch=sm_90a -Isim -Ikernels engine/bench/attn_bench.cu \
  *        kernels/attention.cu kernels/attention_wgmma.cu kernels/elementwise.cu -o attn_bench
- *   ./attn_bench [reps] [nseq:q:kv ...]      (default: 16:512:0 1:2048:0 16:32:480 1:32:480)
+ *   ./attn_bench [reps] [nseq:q:kv[+nseq:q:kv...] ...]  (default: 16:512:0 1:2048:0 16:32:480 1:32:480)
  *
  * Prints, per shape, the median over 7 timed batches of `reps` launches (CUDA events, after a
  * warm-up) and the TFLOP/s of 4 d H nseq q (q + kv) FLOPs; LLaDA-8B's heads (32 x 128, MHA), pages
  * of 16 tokens in order, as engine bench's attention table. ATTN_IMPL=0|1|2 picks k_attn_args.impl
  * (0, the mma.sync kernel, by default); ATTN_SINGLE=1 times each launch alone between two events
- * and a synchronisation instead (engine bench's and sdpa_bench.py's method; median of reps).
+ * and a synchronisation instead (engine bench's and sdpa_bench.py's method; median of reps). A
+ * shape joined by '+' mixes groups in one step (1:512:0+15:32:480: a Refresh beside 15 Reuse
+ * blocks); its tiles are listed long segments first, as eng_plan lists them, and k_attn_args'
+ * long_tiles given, unless ATTN_UNORDERED=1 (each kernel then walks every tile, no key split).
  */
 #include <algorithm>
 #include <cmath>
@@ -32,22 +35,42 @@
         }                                                                                              \
     } while (0)
 
-static double shape_ms(int nseq, int q, int kv, int reps, int impl, bool single)
+struct group {
+    int nseq, q, kv;
+};
+
+/* Segments of the groups in order, their tiles listed as eng_plan lists them (the long segments'
+ * first; k_attn_args.long_tiles unless ATTN_UNORDERED is set) */
+static double shape_ms(const std::vector<group> &gs, int reps, int impl, bool single)
 {
-    const int H = 32, Hkv = 32, d = 128, pt = 16, keys = kv + q, T = nseq * q;
-    const int per = (keys + pt - 1) / pt;
-    std::vector<int32_t> qs(nseq), ql(nseq), kl(nseq), kc(nseq), po(nseq), pg, tl;
-    for (int s = 0; s < nseq; s++) {
-        qs[s] = s * q, ql[s] = q, kl[s] = keys, kc[s] = kv, po[s] = s * per;
-        for (int i = 0; i < per; i++)
-            pg.push_back(s * per + i);
-        for (int q0 = 0; q0 < q; q0 += K_ATTN_TILE_M)
-            tl.push_back(s), tl.push_back(q0);
+    const int H = 32, Hkv = 32, d = 128, pt = 16;
+    std::vector<int32_t> qs, ql, kl, kc, po, pg, tl;
+    int T = 0, npages = 0, max_keys = 0, min_q = 1 << 30, max_q = 0, long_tiles = 0, long_rows = 0;
+    for (const group &g : gs)
+        for (int s = 0; s < g.nseq; s++) {
+            const int keys = g.kv + g.q, per = (keys + pt - 1) / pt;
+            qs.push_back(T), ql.push_back(g.q), kl.push_back(keys), kc.push_back(g.kv), po.push_back(npages);
+            for (int i = 0; i < per; i++)
+                pg.push_back(npages + i);
+            npages += per, T += g.q;
+            max_keys = std::max(max_keys, keys), min_q = std::min(min_q, g.q), max_q = std::max(max_q, g.q);
+        }
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t s = 0; s < ql.size(); s++) {
+            if ((ql[s] >= K_ATTN_LONG_Q) != (pass == 0))
+                continue;
+            long_rows += pass == 0 ? ql[s] : 0;
+            for (int q0 = 0; q0 < ql[s]; q0 += K_ATTN_TILE_M)
+                tl.push_back((int32_t)s), tl.push_back(q0);
+        }
+        if (pass == 0)
+            long_tiles = (int)tl.size() / 2;
     }
+    const int nseq = (int)ql.size();
     std::vector<int32_t> meta;
     for (auto *v : {&qs, &ql, &kl, &kc, &po, &pg, &tl})
         meta.insert(meta.end(), v->begin(), v->end());
-    const size_t slots = (size_t)nseq * per * pt;
+    const size_t slots = (size_t)npages * pt;
     bf16_t *dq, *dk, *dv, *dout;
     int32_t *dm;
     void *ws;
@@ -67,9 +90,11 @@ static double shape_ms(int nseq, int q, int kv, int reps, int impl, bool single)
     a.q_start = dm, a.q_len = dm + nseq, a.key_len = dm + 2 * nseq, a.kv_cached = dm + 3 * nseq;
     a.page_off = dm + 4 * nseq, a.pages = dm + 5 * nseq, a.tiles = a.pages + pg.size();
     a.num_tiles = (int)tl.size() / 2, a.H = H, a.Hkv = Hkv, a.d = d, a.page_tokens = pt, a.page_shift = 4;
-    a.scale = 1.f / sqrtf((float)d), a.ws = ws, a.ws_bytes = ws_bytes, a.T = T, a.max_key_len = keys;
+    a.scale = 1.f / sqrtf((float)d), a.ws = ws, a.ws_bytes = ws_bytes, a.T = T, a.max_key_len = max_keys;
     a.impl = impl;
-    a.min_q_len = a.max_q_len = q;
+    a.min_q_len = min_q, a.max_q_len = max_q;
+    if (!getenv("ATTN_UNORDERED"))
+        a.long_tiles = long_tiles, a.long_rows = long_rows;
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
@@ -115,14 +140,22 @@ int main(int argc, char **argv)
         shapes = {"16:512:0", "1:2048:0", "16:32:480", "1:32:480"};
     const char *impl = getenv("ATTN_IMPL");
     for (const char *s : shapes) {
-        int nseq, q, kv;
-        if (sscanf(s, "%d:%d:%d", &nseq, &q, &kv) != 3 || nseq < 1 || q < 1 || kv < 0) {
-            fprintf(stderr, "attn_bench: shape '%s' is not nseq:q:kv\n", s);
-            return 2;
+        std::vector<group> gs;
+        double flops = 0;
+        for (const char *p = s; *p;) {
+            group g;
+            int used = 0;
+            if (sscanf(p, "%d:%d:%d%n", &g.nseq, &g.q, &g.kv, &used) != 3 || g.nseq < 1 || g.q < 1 || g.kv < 0 ||
+                (p[used] && p[used] != '+')) {
+                fprintf(stderr, "attn_bench: shape '%s' is not nseq:q:kv[+nseq:q:kv...]\n", s);
+                return 2;
+            }
+            gs.push_back(g);
+            flops += 4.0 * 128 * 32 * (double)g.nseq * g.q * (g.q + g.kv);
+            p += used + (p[used] == '+');
         }
-        double ms = shape_ms(nseq, q, kv, reps, impl ? atoi(impl) : 0, getenv("ATTN_SINGLE") != NULL);
-        double flops = 4.0 * 128 * 32 * (double)nseq * q * (q + kv);
-        printf("%-12s %9.4f ms %8.1f TFLOP/s\n", s, ms, flops / (ms * 1e-3) / 1e12);
+        double ms = shape_ms(gs, reps, impl ? atoi(impl) : 0, getenv("ATTN_SINGLE") != NULL);
+        printf("%-24s %9.4f ms %8.1f TFLOP/s\n", s, ms, flops / (ms * 1e-3) / 1e12);
     }
     return 0;
 }
