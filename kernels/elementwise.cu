@@ -177,6 +177,19 @@ static __device__ __forceinline__ uint4 pack8(const float *f)
     return make_uint4(pack_bf2(f[0], f[1]), pack_bf2(f[2], f[3]), pack_bf2(f[4], f[5]), pack_bf2(f[6], f[7]));
 }
 
+/* The 8 values of row at col, plus the bias's there (if any) */
+static __device__ __forceinline__ void load8_bias(float *x, const bf16_t *row, const bf16_t *bias, int col)
+{
+    unpack8(x, *(const uint4 *)(row + col));
+    if (bias) {
+        float b[8];
+        unpack8(b, *(const uint4 *)(bias + col));
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            x[k] += b[k];
+    }
+}
+
 static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
                                              const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool,
                                              int kv_stride, int H, int Hkv, int d, float log2_theta)
@@ -203,18 +216,8 @@ static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, co
         const int head = e / hv, i = (e % hv) * 8;
         const int c1 = head * d + i, c2 = c1 + half;
         float x1[8], x2[8], y1[8], y2[8];
-        unpack8(x1, *(const uint4 *)(row + c1));
-        unpack8(x2, *(const uint4 *)(row + c2));
-        if (bias) {
-            float b1[8], b2[8];
-            unpack8(b1, *(const uint4 *)(bias + c1));
-            unpack8(b2, *(const uint4 *)(bias + c2));
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                x1[k] += b1[k];
-                x2[k] += b2[k];
-            }
-        }
+        load8_bias(x1, row, bias, c1);
+        load8_bias(x2, row, bias, c2);
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             float c = cs[i + k], s = cs[half + i + k];
@@ -228,14 +231,7 @@ static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, co
     for (int e = v_lo + threadIdx.x; e < v_hi; e += blockDim.x) {
         const int c = (H + Hkv) * d + 8 * e;
         float v[8];
-        unpack8(v, *(const uint4 *)(row + c));
-        if (bias) {
-            float b[8];
-            unpack8(b, *(const uint4 *)(bias + c));
-#pragma unroll
-            for (int k = 0; k < 8; k++)
-                v[k] += b[k];
-        }
+        load8_bias(v, row, bias, c);
         *(uint4 *)(v_pool + slot_off + 8 * e) = pack8(v);
     }
 }
