@@ -43,7 +43,8 @@ struct eng_opts {
                              * $TESSERA_GEMM_CACHE */
     int32_t attention;     /* k_attn_args.impl: 0 the mma.sync attention kernel, 1 the wgmma kernel
                             * where it runs, 2 (the default) each segment on the one its query length
-                            * calls for; $TESSERA_ATTENTION = mma, wgmma or auto sets it */
+                            * calls for (k_attn_args.impl); $TESSERA_ATTENTION = mma, wgmma or auto
+                            * sets it */
 };
 
 void eng_opts_defaults(struct eng_opts *o);

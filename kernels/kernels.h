@@ -92,7 +92,9 @@ struct k_attn_args {
                       * head dim 128, no key split), the mma.sync kernel elsewhere; 2 (auto): where
                       * the wgmma kernel runs, it takes the segments of at least K_ATTN_LONG_Q query
                       * rows (Refresh, prefill) and the mma.sync kernel the others (Reuse), each
-                      * launch skipping the other's segments */
+                      * launch skipping the other's segments, except that one such segment of at
+                      * most 128 rows over many keys goes to the mma.sync kernel with the rest
+                      * (k_attention_long_on_mma, which needs long_tiles) */
     int min_q_len, max_q_len; /* the shortest and the longest segment's q_len (0, 0: not known, so
                                * impl 2 launches both kernels) */
     int long_tiles, long_rows; /* long_tiles > 0: the tile list holds the tiles of the segments of
