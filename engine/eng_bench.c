@@ -131,14 +131,13 @@ static double attention_tflops(const struct model_cfg *m, int nseq, int q, int k
     int32_t *meta = xcalloc((size_t)(5 * nseq + nseq * pages_per + 2 * (nseq * ((q + 63) / 64))), 4);
     int32_t *qs = meta, *ql = qs + nseq, *kl = ql + nseq, *kc = kl + nseq, *po = kc + nseq;
     int32_t *pg = po + nseq, *tl = pg + nseq * pages_per;
-    int nt = 0;
     for (int s = 0; s < nseq; s++) {
         qs[s] = s * q, ql[s] = q, kl[s] = keys, kc[s] = kv, po[s] = s * pages_per;
         for (int i = 0; i < pages_per; i++)
             pg[s * pages_per + i] = s * pages_per + i;
-        for (int q0 = 0; q0 < q; q0 += 64)
-            tl[2 * nt] = s, tl[2 * nt + 1] = q0, nt++;
     }
+    int long_tiles, long_rows, wg_tiles;
+    const int nt = k_attention_tiles(nseq, ql, tl, &long_tiles, &long_rows, &wg_tiles);
     size_t meta_bytes = 4 * (size_t)(5 * nseq + nseq * pages_per + 2 * nt);
     bf16_t *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL;
     int32_t *dmeta = NULL;
@@ -162,7 +161,9 @@ static double attention_tflops(const struct model_cfg *m, int nseq, int q, int k
                             .pages = base + 5 * nseq, .tiles = base + 5 * nseq + nseq * pages_per,
                             .num_tiles = nt, .H = H, .Hkv = Hkv, .d = d, .page_tokens = pt, .page_shift = 4,
                             .block_size = 0, .scale = 1.0f / sqrtf((float)d), .ws = ws,
-                            .ws_bytes = ws_bytes, .T = T, .max_key_len = keys}, wgmma};
+                            .ws_bytes = ws_bytes, .T = T, .max_key_len = keys, .min_q_len = q,
+                            .max_q_len = q, .long_tiles = long_tiles, .long_rows = long_rows,
+                            .wg_tiles = wg_tiles}, wgmma};
     if ((wgmma && k_attention_splits(&ctx.a) > 1) || attn_once(&ctx) != 0) { /* not this kernel's shape */
         cudaGetLastError();
         tflops = -1;

@@ -238,22 +238,10 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
     int32_t *pages = xmalloc(4 * (size_t)npages);
     for (int i = 0; i < npages; i++)
         pages[i] = (int32_t)((i * 7 + 3) % npages); /* a permutation (npages is not a multiple of 7) */
-    /* the tiles as eng_plan lists them: those of segments of at least K_ATTN_LONG_Q rows first */
-    int tiles[2 * 64], ntiles = 0, long_tiles = 0, long_rows = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int s = 0; s < nseg; s++) {
-            if ((q_len[s] >= K_ATTN_LONG_Q) != (pass == 0))
-                continue;
-            long_rows += pass == 0 ? q_len[s] : 0;
-            for (int q0 = 0; q0 < q_len[s]; q0 += K_ATTN_TILE_M) {
-                tiles[2 * ntiles] = s;
-                tiles[2 * ntiles + 1] = q0;
-                ntiles++;
-            }
-        }
-        if (pass == 0)
-            long_tiles = ntiles;
-    }
+    /* the tiles as eng_plan lists them (k_attention_tiles) */
+    int32_t tiles[2 * 64];
+    int long_tiles, long_rows, wg_tiles;
+    const int ntiles = k_attention_tiles(nseg, q_len, tiles, &long_tiles, &long_rows, &wg_tiles);
     const int qs = H * d, slots = npages * pt;
     int64_t nq = (int64_t)T * qs, np = (int64_t)slots * Hkv * d;
     float *qf = xmalloc(4 * nq), *kf = xmalloc(4 * np), *vf = xmalloc(4 * np), *of = xmalloc(4 * nq);
@@ -325,6 +313,7 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
         a.max_q_len = wg >= 2 ? max_q : 0;
         a.long_tiles = wg == 3 ? long_tiles : 0;
         a.long_rows = wg == 3 ? long_rows : 0;
+        a.wg_tiles = wg == 3 ? wg_tiles : 0;
         const int wsplits = wg >= 2 ? k_attention_splits(&a) : splits;
         char what[112];
         snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key split%s%s%s%s", H, Hkv, d,

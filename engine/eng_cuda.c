@@ -506,7 +506,7 @@ static int forward(struct eng *e, struct ts_err *err)
             .block_size = e->o.block_size, .scale = 1.0f / sqrtf((float)d), .ws = e->attn_ws,
             .ws_bytes = ATTN_WORKSPACE, .T = T, .max_key_len = p->max_key_len, .impl = e->o.attention,
             .min_q_len = p->min_q, .max_q_len = p->max_q, .long_tiles = p->long_tiles,
-            .long_rows = p->long_rows};
+            .long_rows = p->long_rows, .wg_tiles = p->wg_tiles};
         const int Tc = a->ffn_rows;
         for (int L = 0; L < layers; L++) {
             bf16_t *hn = BUF(a->norm1[L]), *qkv = BUF(a->qkv[L]), *att = BUF(a->att[L]), *hn2 = BUF(a->norm2[L]);

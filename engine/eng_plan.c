@@ -158,25 +158,12 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
             p->logit_idx[r++] = row + i;
         row += g->q;
     }
-    /* the query tiles, those of segments of at least K_ATTN_LONG_Q rows first (k_attn_args'
-     * long_tiles: each attention kernel then takes its own part of the list) */
-    int32_t long_tiles = 0, long_rows = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int32_t s = 0; s < S; s++) {
-            const int32_t q = sd->segs[s].q;
-            if ((q >= K_ATTN_LONG_Q) != (pass == 0))
-                continue;
-            long_rows += pass == 0 ? q : 0;
-            for (int32_t q0 = 0; q0 < q; q0 += K_ATTN_TILE_M) {
-                ts_grow((void **)&p->tiles, &p->cap_tiles, (size_t)(2 * (ntiles + 1)), sizeof(int32_t));
-                p->tiles[2 * ntiles] = s;
-                p->tiles[2 * ntiles + 1] = q0;
-                ntiles++;
-            }
-        }
-        if (pass == 0)
-            long_tiles = ntiles;
-    }
+    /* the query tiles in the order the attention kernels want (k_attention_tiles) */
+    for (int32_t s = 0; s < S; s++)
+        ntiles += (sd->segs[s].q + K_ATTN_TILE_M - 1) / K_ATTN_TILE_M;
+    ts_grow((void **)&p->tiles, &p->cap_tiles, (size_t)(2 * ntiles), sizeof(int32_t));
+    int long_tiles = 0, long_rows = 0, wg_tiles = 0;
+    ntiles = k_attention_tiles(S, p->q_len, p->tiles, &long_tiles, &long_rows, &wg_tiles);
     p->T = (int32_t)T;
     p->S = S;
     p->R = (int32_t)R;
@@ -187,5 +174,6 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
     p->max_q = max_q;
     p->long_tiles = long_tiles;
     p->long_rows = long_rows;
+    p->wg_tiles = wg_tiles;
     return 0;
 }

@@ -3,9 +3,10 @@
  * head dim 128 without key splits: by default the segments of at least K_ATTN_LONG_Q query rows
  * (k_attn_args.impl = 2), or every segment (impl = 1, TESSERA_ATTENTION=wgmma).
  *
- * A block is two warpgroups (8 warps) over 128 query rows: the 64-row tiles q0 and q0 + 64 of
- * attention.cu's tile list (the block of a tile at an odd multiple of 64 exits at once), so each
- * K/V tile in shared memory serves both. Q fragments are loaded into registers once; K/V tiles of
+ * A work item is 128 query rows of one head: the 64-row tiles q0 and q0 + 64 of the tile list, two
+ * warpgroups (8 warps), so each K/V tile in shared memory serves both. Blocks are persistent, one an
+ * SM, each taking items in turn and fetching the next one's metadata, first K/V tile and Q while
+ * finishing the current one (attention_wgmma_kernel). Q fragments are loaded into registers once; K/V tiles of
  * 64 keys are gathered from the pool's pages by cp.async, two stages deep with one barrier a tile,
  * in wgmma's 128-byte swizzle (a warp's copies cover whole 128-byte lines: half the L2 requests of
  * the unswizzled core-matrix layout, where a warp copied 64 bytes of each of 8 rows: 16 x 512 at
@@ -110,65 +111,113 @@ static __device__ __forceinline__ void load_kv(uint32_t ks, uint32_t vs, const c
 }
 #endif
 
-static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_attn_args a)
+/* A work item: 128 query rows (tile q0 and the next) of segment seg for one head */
+struct wg_item {
+    int seg, q0, head, qlen, klen, qs, kvc, poff;
+};
+
+/* Persistent blocks: block b takes items b, b + gridDim.x, ... of items = ntiles x heads, item w
+ * being tile w % ntiles of the list for head w / ntiles (blocks running together share a head's K/V
+ * in L2). While it computes an item it fetches the next one's tile, segment and page ids, and
+ * during the item's last K/V tile it issues the next item's first K/V tile and, once the last
+ * S is done, its Q: a block's start (a chain of dependent loads, Q's loads, the first K/V tile)
+ * overlaps the previous item's end instead of stalling every block (Nsight Compute put 28% of the
+ * one-block-an-item kernel's stalls there, engine/BENCHMARKS.md). ntiles is the list's wgmma
+ * tiles (k_attn_args.wg_tiles) or, where the list is not ordered, every tile: items of a tile at an
+ * odd multiple of 64 rows or of a segment below wg_min_q rows are then skipped. */
+static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_attn_args a, int ntiles, int items)
 {
 #ifdef HAVE_WGMMA
     extern __shared__ __align__(128) unsigned char sm[];
     griddep_wait();
     const uint32_t base = ((uint32_t)__cvta_generic_to_shared(sm) + 1023) & ~1023u;
-    const int seg = a.tiles[2 * blockIdx.x], q0 = a.tiles[2 * blockIdx.x + 1];
-    if (q0 & 64) /* the block of tile q0 - 64 covers these rows */
-        return;
-    const int head = blockIdx.y, hk = head / (a.H / a.Hkv);
-    const int qlen = a.q_len[seg], klen = a.key_len[seg], qs = a.q_start[seg];
-    if (qlen < a.wg_min_q) /* the mma.sync kernel's segment */
-        return;
-    const int kvc = a.kv_cached[seg], bs = a.block_size;
-    const int32_t *pages = a.pages + a.page_off[seg];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
-    /* warps 4-7 are the second warpgroup's; past the segment it computes on zero queries (a branch
-     * around the wgmma would make the compiler serialize them) and stores nothing */
-    const int r0 = q0 + warp * 16 + g, r1 = r0 + 8;
-    const float sl2 = a.scale * 1.4426950408889634f;
-    const int kend = attn_key_end(klen, kvc, bs, q0 + WM, qlen);
-    uint32_t qf[WD / 16][4]; /* mma.sync's A fragments are also wgmma's A from registers */
-    attn_load_q<WD>(qf, a, qs, head, r0, r1, qlen, t4);
-    /* K/V two stages deep, one barrier a tile (past it, the tile is visible to all and the other
-     * stage is free) */
-    const int c = threadIdx.x & 7;
-    const uint32_t slot_bytes = 2u * (a.kv_stride > 0 ? a.kv_stride : a.Hkv * WD);
-    const char *kp = (const char *)(a.k_pool + (size_t)hk * WD + c * 8);
-    const char *vp = (const char *)(a.v_pool + (size_t)hk * WD + c * 8);
-    /* the page ids of tile t are staged at ids + 4 WN (t % 2) */
+    /* the page ids of the tile loaded into stage s are staged at ids + 4 WN s */
     const uint32_t ids = base + 4 * TILE_BYTES;
-    int pid[KV_ROWS];
-    if (kend > 0) {
-        kv_pages(pid, pages, a.page_shift, 0, klen);
-        load_kv(base, base + TILE_BYTES, kp, vp, slot_bytes, pid, a.page_shift, 0, klen);
-        if (WN < kend)
-            stage_pages(ids + 4 * WN, pages, a.page_shift, WN, klen);
-    }
-    asm volatile("cp.async.commit_group;\n" ::);
-
-    float o[WD / 8][4];
-#pragma unroll
-    for (int n = 0; n < WD / 8; n++)
-        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    const int c = threadIdx.x & 7, bs = a.block_size;
+    const uint32_t slot_bytes = 2u * (a.kv_stride > 0 ? a.kv_stride : a.Hkv * WD);
+    const float sl2 = a.scale * 1.4426950408889634f;
+    auto fetch_tile = [&](int w, wg_item &it) {
+        const int ti = w % ntiles;
+        it.seg = a.tiles[2 * ti], it.q0 = a.tiles[2 * ti + 1], it.head = w / ntiles;
+    };
+    auto fetch_seg = [&](wg_item &it) {
+        it.qlen = a.q_len[it.seg], it.klen = a.key_len[it.seg], it.qs = a.q_start[it.seg];
+        it.kvc = a.kv_cached[it.seg], it.poff = a.page_off[it.seg];
+    };
+    auto valid = [&](const wg_item &it) { return !(it.q0 & 64) && it.qlen >= a.wg_min_q; };
+    /* this thread's chunk of the head's first half of d in slot 0 of the K and V pools */
+    auto kv_ptr = [&](const bf16_t *pool, int head) {
+        return (const char *)(pool + (size_t)(head / (a.H / a.Hkv)) * WD + c * 8);
+    };
+    wg_item cur, nxt;
+    bool have = false;  /* cur's fields are fetched */
+    bool ready = false; /* cur's Q is in qf and its first K/V tile in flight (into stage) */
     int stage = 0;
-    for (int k0 = 0; k0 < kend; k0 += WN) {
-        const uint32_t ks = base + 2 * stage * TILE_BYTES, vs = ks + TILE_BYTES;
-        asm volatile("cp.async.wait_group 0;\n" ::);
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* cp.async writes, wgmma reads */
-        __syncthreads();
-        if (k0 + WN < kend) {
-            const uint32_t kn = base + 2 * (stage ^ 1) * TILE_BYTES;
-            staged_pages(pid, ids + 4 * WN * (stage ^ 1), a.page_shift, k0 + WN, klen);
-            load_kv(kn, kn + TILE_BYTES, kp, vp, slot_bytes, pid, a.page_shift, k0 + WN, klen);
-            if (k0 + 2 * WN < kend)
-                stage_pages(ids + 4 * WN * stage, pages, a.page_shift, k0 + 2 * WN, klen);
+    int pid[KV_ROWS], npid[KV_ROWS];
+    uint32_t qf[WD / 16][4]; /* mma.sync's A fragments are also wgmma's A from registers */
+    for (int w = blockIdx.x; w < items; w += gridDim.x) {
+        if (!have) {
+            fetch_tile(w, cur);
+            fetch_seg(cur);
         }
-        asm volatile("cp.async.commit_group;\n" ::);
+        have = false;
+        if (!valid(cur)) /* only where the list is not ordered */
+            continue;
+        const int32_t *pages = a.pages + cur.poff;
+        const int klen = cur.klen, kvc = cur.kvc, qlen = cur.qlen;
+        /* warps 4-7 are the second warpgroup's; past the segment it computes on zero queries (a
+         * branch around the wgmma would make the compiler serialize them) and stores nothing */
+        const int r0 = cur.q0 + warp * 16 + g, r1 = r0 + 8;
+        const int kend = attn_key_end(klen, kvc, bs, cur.q0 + WM, qlen);
+        const char *kp = kv_ptr(a.k_pool, cur.head), *vp = kv_ptr(a.v_pool, cur.head);
+        if (!ready) {
+            attn_load_q<WD>(qf, a, cur.qs, cur.head, r0, r1, qlen, t4);
+            if (kend > 0) {
+                kv_pages(pid, pages, a.page_shift, 0, klen);
+                load_kv(base + 2 * stage * TILE_BYTES, base + (2 * stage + 1) * TILE_BYTES, kp, vp, slot_bytes, pid,
+                        a.page_shift, 0, klen);
+                if (WN < kend)
+                    stage_pages(ids + 4 * WN * (stage ^ 1), pages, a.page_shift, WN, klen);
+            }
+            asm volatile("cp.async.commit_group;\n" ::);
+        }
+        ready = false;
+        const bool more = w + gridDim.x < items;
+        if (more)
+            fetch_tile(w + gridDim.x, nxt);
+
+        float o[WD / 8][4];
+#pragma unroll
+        for (int n = 0; n < WD / 8; n++)
+            o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+        float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+        for (int k0 = 0; k0 < kend; k0 += WN) {
+            const uint32_t ks = base + 2 * stage * TILE_BYTES, vs = ks + TILE_BYTES;
+            const bool last = k0 + WN >= kend;
+            if (more && k0 == 0)
+                fetch_seg(nxt);
+            if (more && (k0 == WN || (last && k0 == 0))) /* the next item's first page ids */
+                kv_pages(npid, a.pages + nxt.poff, a.page_shift, 0, nxt.klen);
+            asm volatile("cp.async.wait_group 0;\n" ::);
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* cp.async writes, wgmma reads */
+            __syncthreads();
+            /* past the barrier the tile is visible to all and the other stage is free */
+            const uint32_t kn = base + 2 * (stage ^ 1) * TILE_BYTES;
+            if (!last) {
+                staged_pages(pid, ids + 4 * WN * (stage ^ 1), a.page_shift, k0 + WN, klen);
+                load_kv(kn, kn + TILE_BYTES, kp, vp, slot_bytes, pid, a.page_shift, k0 + WN, klen);
+                if (k0 + 2 * WN < kend)
+                    stage_pages(ids + 4 * WN * stage, pages, a.page_shift, k0 + 2 * WN, klen);
+            } else if (more && valid(nxt)) { /* the next item's first tile */
+                const int nkend = attn_key_end(nxt.klen, nxt.kvc, bs, nxt.q0 + WM, nxt.qlen);
+                load_kv(kn, kn + TILE_BYTES, kv_ptr(a.k_pool, nxt.head), kv_ptr(a.v_pool, nxt.head), slot_bytes,
+                        npid, a.page_shift, 0, nxt.klen);
+                if (WN < nkend)
+                    stage_pages(ids + 4 * WN * stage, a.pages + nxt.poff, a.page_shift, WN, nxt.klen);
+                ready = true;
+            }
+            asm volatile("cp.async.commit_group;\n" ::);
 
         /* S = Q K^T: 8 steps of 16 over d (32 bytes into the half's rows, the second half 8 KiB on);
          * K K-major: SBO 1024 (next 8 keys), LBO unused */
@@ -178,6 +227,8 @@ static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_
         for (int kk = 0; kk < WD / 16; kk++)
             wgmma_rs_n64(&s[0][0], qf[kk], wg_desc(ks + (kk >> 2) * 8192 + (kk & 3) * 32, 16, 1024), kk > 0);
         asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        if (last && ready) /* the last S is done with Q: the next item's Q */
+            attn_load_q<WD>(qf, a, nxt.qs, nxt.head, nxt.q0 + warp * 16 + g, nxt.q0 + warp * 16 + g + 8, nxt.qlen, t4);
 
         /* mask only; the scale into log2 units is folded into the row max and the exponent */
         if (!(k0 + WN <= klen && (bs == 0 || k0 + WN <= kvc)))
@@ -203,9 +254,16 @@ static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_
         for (int kk = 0; kk < WN / 16; kk++)
             wgmma_rs_n128_tb(&o[0][0], pa[kk], wg_desc(vs + kk * 2048, 8192, 1024), 1);
         asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-        stage ^= 1;
+            stage ^= 1;
+        }
+        attn_store<WD>(o, a, cur.qs, cur.head, r0, r1, qlen, t4, attn_row_sum(l0), attn_row_sum(l1));
+        if (more) {
+            if (kend <= 0) /* (no key: the loop did not fetch it) */
+                fetch_seg(nxt);
+            cur = nxt;
+            have = true;
+        }
     }
-    attn_store<WD>(o, a, qs, head, r0, r1, qlen, t4, attn_row_sum(l0), attn_row_sum(l1));
 #endif
 }
 
@@ -254,6 +312,19 @@ extern "C" int k_attention_wgmma(const struct k_attn_args *a, k_stream stream)
         return (int)cudaErrorInvalidValue;
     if (a->d != WD || !available((cudaStream_t)stream))
         return (int)cudaErrorNotSupported;
-    dim3 grid((unsigned)a->num_tiles, (unsigned)a->H);
-    return (int)k_launch(attention_wgmma_kernel, grid, dim3(256), (size_t)SMEM_BYTES, (cudaStream_t)stream, *a);
+    /* the list's wgmma tiles alone where it is ordered and this launch takes only long segments */
+    const bool ordered = a->wg_tiles > 0 && (a->wg_min_q > 0 || a->long_tiles == a->num_tiles);
+    const int ntiles = ordered ? a->wg_tiles : a->num_tiles;
+    const int64_t items = (int64_t)ntiles * a->H;
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+            sms <= 0)
+            sms = 1;
+    }
+    /* one block an SM, the items spread evenly: ceil(items / sms) each */
+    const int64_t per = (items + sms - 1) / sms, blocks = (items + per - 1) / per;
+    return (int)k_launch(attention_wgmma_kernel, dim3((unsigned)blocks), dim3(256), (size_t)SMEM_BYTES,
+                         (cudaStream_t)stream, *a, ntiles, (int)items);
 }

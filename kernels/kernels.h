@@ -103,11 +103,45 @@ struct k_attn_args {
                       * each kernel then runs over its own part of the list, the mma.sync kernel
                       * choosing its K/V tile size by its own rows. 0: not known, each kernel walks
                       * every tile */
+    int wg_tiles;    /* > 0 (with long_tiles): the first wg_tiles tiles of the list are the long
+                      * segments' tiles at multiples of 128 rows, the wgmma kernel's blocks
+                      * (k_attention_tiles lists them so); its persistent blocks then walk only
+                      * those. 0: not known, they walk every tile and skip the others */
     int wg_min_q;    /* internal (k_attention sets it; callers leave 0): > 0, the wgmma kernel takes
                       * the segments of at least wg_min_q rows and the mma.sync kernel the others */
 };
 #define K_ATTN_TILE_M 64
 #define K_ATTN_LONG_Q 96
+/* The query tiles (segment, first row) of nseg segments of q_len rows as the attention kernels
+ * want them listed, into tiles (2 * sum ceil(q_len / K_ATTN_TILE_M) values): the segments of at
+ * least K_ATTN_LONG_Q rows first, their tiles at multiples of 128 rows (the wgmma kernel's blocks)
+ * before their others, then the other segments' tiles, each group in segment order. Returns the
+ * count; *long_tiles, *long_rows and *wg_tiles are k_attn_args' fields of the same names. */
+static inline int k_attention_tiles(int nseg, const int32_t *q_len, int32_t *tiles, int *long_tiles, int *long_rows,
+                                    int *wg_tiles)
+{
+    int n = 0;
+    *long_tiles = *long_rows = *wg_tiles = 0;
+    for (int pass = 0; pass < 3; pass++) { /* long at multiples of 128, long others, short */
+        for (int s = 0; s < nseg; s++) {
+            const int q = q_len[s];
+            if ((q >= K_ATTN_LONG_Q) != (pass < 2))
+                continue;
+            if (pass == 0)
+                *long_rows += q;
+            for (int q0 = pass == 1 ? K_ATTN_TILE_M : 0; q0 < q; q0 += pass == 2 ? K_ATTN_TILE_M : 2 * K_ATTN_TILE_M) {
+                tiles[2 * n] = s;
+                tiles[2 * n + 1] = q0;
+                n++;
+            }
+        }
+        if (pass == 0)
+            *wg_tiles = n;
+        if (pass == 1)
+            *long_tiles = n;
+    }
+    return n;
+}
 #define K_ATTN_MAX_SPLITS 16
 /* The key splits of the mma.sync kernel running alone over num_tiles query tiles of `heads` heads,
  * max_key_len keys at most, on a GPU of `sms` SMs: enough for two blocks an SM, at most one a

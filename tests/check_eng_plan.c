@@ -101,19 +101,21 @@ START_TEST(plan_arrays)
     ck_assert_int_eq(p.min_q, 32);
     ck_assert_int_eq(p.max_q, 32);
     ck_assert_int_eq(p.long_tiles, 0);
-    /* the tiles of segments of at least K_ATTN_LONG_Q rows come first, in segment order */
+    /* the tiles of segments of at least K_ATTN_LONG_Q rows come first, those at multiples of 128
+     * rows (the wgmma kernel's blocks) before the others, each group in segment order */
     step_desc_clear(&sd);
     seg(&sd, 11, 20, 0, 0);
     seg(&sd, 12, 200, 0, 0);
     seg(&sd, 13, K_ATTN_LONG_Q, 0, 0);
     ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
-    const int want[][2] = {{1, 0}, {1, 64}, {1, 128}, {1, 192}, {2, 0}, {2, 64}, {0, 0}};
+    const int want[][2] = {{1, 0}, {1, 128}, {2, 0}, {1, 64}, {1, 192}, {2, 64}, {0, 0}};
     ck_assert_int_eq(p.num_tiles, 7);
     for (int t = 0; t < 7; t++) {
         ck_assert_int_eq(p.tiles[2 * t], want[t][0]);
         ck_assert_int_eq(p.tiles[2 * t + 1], want[t][1]);
     }
     ck_assert_int_eq(p.long_tiles, 6);
+    ck_assert_int_eq(p.wg_tiles, 3);
     ck_assert_int_eq(p.long_rows, 200 + K_ATTN_LONG_Q);
     step_desc_free(&sd);
     eng_plan_free(&p);

@@ -13,8 +13,8 @@
  * (0, the mma.sync kernel, by default); ATTN_SINGLE=1 times each launch alone between two events
  * and a synchronisation instead (engine bench's and sdpa_bench.py's method; median of reps). A
  * shape joined by '+' mixes groups in one step (1:512:0+15:32:480: a Refresh beside 15 Reuse
- * blocks); its tiles are listed long segments first, as eng_plan lists them, and k_attn_args'
- * long_tiles given, unless ATTN_UNORDERED=1 (each kernel then walks every tile, no key split).
+ * blocks); its tiles are listed as eng_plan lists them (k_attention_tiles) and k_attn_args'
+ * long_tiles and wg_tiles given, unless ATTN_UNORDERED=1 (each kernel then walks every tile).
  */
 #include <algorithm>
 #include <cmath>
@@ -39,8 +39,8 @@ struct group {
     int nseq, q, kv;
 };
 
-/* Segments of the groups in order, their tiles listed as eng_plan lists them (the long segments'
- * first; k_attn_args.long_tiles unless ATTN_UNORDERED is set) */
+/* Segments of the groups in order, their tiles listed as eng_plan lists them (k_attention_tiles;
+ * k_attn_args' long_tiles and wg_tiles given unless ATTN_UNORDERED is set) */
 static double shape_ms(const std::vector<group> &gs, int reps, int impl, bool single)
 {
     const int H = 32, Hkv = 32, d = 128, pt = 16;
@@ -55,17 +55,11 @@ static double shape_ms(const std::vector<group> &gs, int reps, int impl, bool si
             npages += per, T += g.q;
             max_keys = std::max(max_keys, keys), min_q = std::min(min_q, g.q), max_q = std::max(max_q, g.q);
         }
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t s = 0; s < ql.size(); s++) {
-            if ((ql[s] >= K_ATTN_LONG_Q) != (pass == 0))
-                continue;
-            long_rows += pass == 0 ? ql[s] : 0;
-            for (int q0 = 0; q0 < ql[s]; q0 += K_ATTN_TILE_M)
-                tl.push_back((int32_t)s), tl.push_back(q0);
-        }
-        if (pass == 0)
-            long_tiles = (int)tl.size() / 2;
-    }
+    int ntl = 0, wg_tiles = 0;
+    for (int32_t q : ql)
+        ntl += (q + K_ATTN_TILE_M - 1) / K_ATTN_TILE_M;
+    tl.resize(2 * (size_t)ntl);
+    k_attention_tiles((int)ql.size(), ql.data(), tl.data(), &long_tiles, &long_rows, &wg_tiles);
     const int nseq = (int)ql.size();
     std::vector<int32_t> meta;
     for (auto *v : {&qs, &ql, &kl, &kc, &po, &pg, &tl})
@@ -94,7 +88,7 @@ static double shape_ms(const std::vector<group> &gs, int reps, int impl, bool si
     a.impl = impl;
     a.min_q_len = min_q, a.max_q_len = max_q;
     if (!getenv("ATTN_UNORDERED"))
-        a.long_tiles = long_tiles, a.long_rows = long_rows;
+        a.long_tiles = long_tiles, a.long_rows = long_rows, a.wg_tiles = wg_tiles;
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
