@@ -336,18 +336,6 @@ static __global__ void combine_kernel(const k_attn_args a, int splits)
     a.o[(size_t)t * a.H * D + head * D + c] = f2bf(L > 0.f ? acc / L : 0.f);
 }
 
-static int num_sms(void)
-{
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0;
-        cudaGetDevice(&dev);
-        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
-            sms = 1;
-    }
-    return sms;
-}
-
 /* The mma.sync kernel's arguments under auto for a step mixing both lengths: its own (short)
  * tiles and rows where the list is ordered (long_tiles), which choose its K/V tile size; else
  * every tile, each block of a long segment exiting at once. Either way no key split: its combine
@@ -383,7 +371,7 @@ static int auto_mode(const k_attn_args *a)
 {
     const bool known = a->max_q_len > 0;
     const bool any_long = !known || a->max_q_len >= K_ATTN_LONG_Q, any_short = !known || a->min_q_len < K_ATTN_LONG_Q;
-    if (!any_long || k_attention_long_on_mma(a->long_tiles, a->H, num_sms(), a->max_key_len))
+    if (!any_long || k_attention_long_on_mma(a->long_tiles, a->H, k_num_sms(), a->max_key_len))
         return 0;
     return any_short ? 2 : 1;
 }
@@ -399,7 +387,7 @@ static int launch_splits(const k_attn_args *a)
     if (!a->ws || a->num_tiles <= 0 || a->wg_min_q > 0)
         return 1;
     /* aim at two blocks per SM (four measured slower on 16 x 32 over 480: the combine costs more) */
-    int splits = k_attention_split_rule(a->num_tiles, a->H, num_sms(), a->max_key_len);
+    int splits = k_attention_split_rule(a->num_tiles, a->H, k_num_sms(), a->max_key_len);
     while (splits > 1 && (int64_t)splits * a->T * a->H * (a->d + 2) * 4 > a->ws_bytes)
         splits--;
     return splits;
@@ -410,7 +398,7 @@ static int launch_splits(const k_attn_args *a)
  * 0.108 against 0.094 ms) */
 static int launch_tile_keys(const k_attn_args *a)
 {
-    const int splits = a->wg_min_q > 0 ? k_attention_split_rule(a->num_tiles, a->H, num_sms(), a->max_key_len)
+    const int splits = a->wg_min_q > 0 ? k_attention_split_rule(a->num_tiles, a->H, k_num_sms(), a->max_key_len)
                                        : launch_splits(a);
     return k_attention_short_kv_tiles(splits, a->T, a->num_tiles) ? TN_SHORT : TN_LONG;
 }

@@ -219,41 +219,43 @@ static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_
             }
             asm volatile("cp.async.commit_group;\n" ::);
 
-        /* S = Q K^T: 8 steps of 16 over d (32 bytes into the half's rows, the second half 8 KiB on);
-         * K K-major: SBO 1024 (next 8 keys), LBO unused */
-        float s[WN / 8][4];
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+            /* S = Q K^T: 8 steps of 16 over d (32 bytes into the half's rows, the second half 8 KiB on);
+             * K K-major: SBO 1024 (next 8 keys), LBO unused */
+            float s[WN / 8][4];
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-        for (int kk = 0; kk < WD / 16; kk++)
-            wgmma_rs_n64(&s[0][0], qf[kk], wg_desc(ks + (kk >> 2) * 8192 + (kk & 3) * 32, 16, 1024), kk > 0);
-        asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-        if (last && ready) /* the last S is done with Q: the next item's Q */
-            attn_load_q<WD>(qf, a, nxt.qs, nxt.head, nxt.q0 + warp * 16 + g, nxt.q0 + warp * 16 + g + 8, nxt.qlen, t4);
+            for (int kk = 0; kk < WD / 16; kk++)
+                wgmma_rs_n64(&s[0][0], qf[kk], wg_desc(ks + (kk >> 2) * 8192 + (kk & 3) * 32, 16, 1024), kk > 0);
+            asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            if (last && ready) { /* the last S is done with Q: the next item's Q */
+                const int nr0 = nxt.q0 + warp * 16 + g;
+                attn_load_q<WD>(qf, a, nxt.qs, nxt.head, nr0, nr0 + 8, nxt.qlen, t4);
+            }
 
-        /* mask only; the scale into log2 units is folded into the row max and the exponent */
-        if (!(k0 + WN <= klen && (bs == 0 || k0 + WN <= kvc)))
-            attn_mask<WN / 8, false>(s, k0, t4, r0, r1, klen, kvc, bs, sl2);
-        float mx0, mx1;
-        attn_row_max<WN / 8>(s, mx0, mx1);
-        float b0s, b1s;
-        attn_new_max<WD>(m0, m1, mx0 * sl2, mx1 * sl2, l0, l1, o, b0s, b1s);
-        uint32_t pa[WN / 16][4];
+            /* mask only; the scale into log2 units is folded into the row max and the exponent */
+            if (!(k0 + WN <= klen && (bs == 0 || k0 + WN <= kvc)))
+                attn_mask<WN / 8, false>(s, k0, t4, r0, r1, klen, kvc, bs, sl2);
+            float mx0, mx1;
+            attn_row_max<WN / 8>(s, mx0, mx1);
+            float b0s, b1s;
+            attn_new_max<WD>(m0, m1, mx0 * sl2, mx1 * sl2, l0, l1, o, b0s, b1s);
+            uint32_t pa[WN / 16][4];
 #pragma unroll
-        for (int n = 0; n < WN / 8; n++) {
-            float p0 = fast_exp2(fmaf(s[n][0], sl2, -b0s)), p1 = fast_exp2(fmaf(s[n][1], sl2, -b0s));
-            float p2 = fast_exp2(fmaf(s[n][2], sl2, -b1s)), p3 = fast_exp2(fmaf(s[n][3], sl2, -b1s));
-            l0 += p0 + p1;
-            l1 += p2 + p3;
-            pa[n / 2][(n & 1) * 2] = pack_bf2(p0, p1);
-            pa[n / 2][(n & 1) * 2 + 1] = pack_bf2(p2, p3);
-        }
-        /* O += P V: 4 steps of 16 keys; V read transposed (MN-major): LBO 8192 (the next 64 of d),
-         * SBO 1024 (the next 8 keys) */
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+            for (int n = 0; n < WN / 8; n++) {
+                float p0 = fast_exp2(fmaf(s[n][0], sl2, -b0s)), p1 = fast_exp2(fmaf(s[n][1], sl2, -b0s));
+                float p2 = fast_exp2(fmaf(s[n][2], sl2, -b1s)), p3 = fast_exp2(fmaf(s[n][3], sl2, -b1s));
+                l0 += p0 + p1;
+                l1 += p2 + p3;
+                pa[n / 2][(n & 1) * 2] = pack_bf2(p0, p1);
+                pa[n / 2][(n & 1) * 2 + 1] = pack_bf2(p2, p3);
+            }
+            /* O += P V: 4 steps of 16 keys; V read transposed (MN-major): LBO 8192 (the next 64 of d),
+             * SBO 1024 (the next 8 keys) */
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-        for (int kk = 0; kk < WN / 16; kk++)
-            wgmma_rs_n128_tb(&o[0][0], pa[kk], wg_desc(vs + kk * 2048, 8192, 1024), 1);
-        asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            for (int kk = 0; kk < WN / 16; kk++)
+                wgmma_rs_n128_tb(&o[0][0], pa[kk], wg_desc(vs + kk * 2048, 8192, 1024), 1);
+            asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             stage ^= 1;
         }
         attn_store<WD>(o, a, cur.qs, cur.head, r0, r1, qlen, t4, attn_row_sum(l0), attn_row_sum(l1));
@@ -316,13 +318,7 @@ extern "C" int k_attention_wgmma(const struct k_attn_args *a, k_stream stream)
     const bool ordered = a->wg_tiles > 0 && (a->wg_min_q > 0 || a->long_tiles == a->num_tiles);
     const int ntiles = ordered ? a->wg_tiles : a->num_tiles;
     const int64_t items = (int64_t)ntiles * a->H;
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-            sms <= 0)
-            sms = 1;
-    }
+    const int sms = k_num_sms();
     /* one block an SM, the items spread evenly: ceil(items / sms) each */
     const int64_t per = (items + sms - 1) / sms, blocks = (items + per - 1) / per;
     return (int)k_launch(attention_wgmma_kernel, dim3((unsigned)blocks), dim3(256), (size_t)SMEM_BYTES,

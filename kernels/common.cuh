@@ -16,6 +16,19 @@
  * be scheduled while the previous kernel drains (k_set_pdl(0): plain launches). A kernel therefore
  * sees exactly what it would after an ordinary launch; only the launch latency is hidden.
  */
+/* The current device's SM count (asked once; 1 where it cannot be asked) */
+static inline int k_num_sms(void)
+{
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
+            sms = 1;
+    }
+    return sms;
+}
+
 static __device__ __forceinline__ void griddep_wait(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
