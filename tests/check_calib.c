@@ -391,6 +391,13 @@ START_TEST(attention_split_rule)
     ck_assert_int_eq(k_attention_split_rule(1, 1, 132, 100000), 16); /* capped */
     ck_assert_int_eq(k_attention_split_rule(1, 32, 132, 40), 1);     /* one tile of keys */
     ck_assert_int_eq(k_attention_split_rule(0, 32, 132, 512), 1);
+    /* one long segment of at most 128 rows (two tiles) over 2,048 keys or more, 32 heads on 132
+     * SMs, goes to the mma.sync kernel; not with more tiles, fewer keys, more heads or unknown */
+    ck_assert(k_attention_long_on_mma(2, 32, 132, 2048));
+    ck_assert(!k_attention_long_on_mma(2, 32, 132, 2047));
+    ck_assert(!k_attention_long_on_mma(3, 32, 132, 4096));
+    ck_assert(!k_attention_long_on_mma(2, 34, 132, 4096));
+    ck_assert(!k_attention_long_on_mma(0, 32, 132, 4096));
 }
 END_TEST
 

@@ -123,6 +123,28 @@ START_TEST(plan_arrays)
 }
 END_TEST
 
+/* The tile list (kernels.h): long segments' tiles at multiples of 128 rows, then their others,
+ * then the short segments', each group in segment order. */
+START_TEST(attention_tile_order)
+{
+    const int32_t q[4] = {130, 32, 96, 70};
+    int32_t tiles[2 * 16];
+    int long_tiles, long_rows, wg_tiles;
+    int n = k_attention_tiles(4, q, tiles, &long_tiles, &long_rows, &wg_tiles);
+    const int32_t want[][2] = {{0, 0}, {0, 128}, {2, 0}, {0, 64}, {2, 64}, {1, 0}, {3, 0}, {3, 64}};
+    ck_assert_int_eq(n, 8);
+    for (int t = 0; t < n; t++) {
+        ck_assert_int_eq(tiles[2 * t], want[t][0]);
+        ck_assert_int_eq(tiles[2 * t + 1], want[t][1]);
+    }
+    ck_assert_int_eq(wg_tiles, 3);
+    ck_assert_int_eq(long_tiles, 5);
+    ck_assert_int_eq(long_rows, 130 + 96);
+    ck_assert_int_eq(k_attention_tiles(0, q, tiles, &long_tiles, &long_rows, &wg_tiles), 0);
+    ck_assert_int_eq(long_tiles + long_rows + wg_tiles, 0);
+}
+END_TEST
+
 START_TEST(refused_step_changes_nothing)
 {
     struct eng_kv kv;
@@ -177,6 +199,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, pages_reserve_release);
     tcase_add_test(tc, plan_arrays);
+    tcase_add_test(tc, attention_tile_order);
     tcase_add_test(tc, refused_step_changes_nothing);
     tcase_add_test(tc, stateless_plan);
     suite_add_tcase(s, tc);
