@@ -403,13 +403,16 @@ static int launch_tile_keys(const k_attn_args *a)
     return k_attention_short_kv_tiles(splits, a->T, a->num_tiles) ? TN_SHORT : TN_LONG;
 }
 
+/* The arguments k_attention's mma.sync launch gets */
+static k_attn_args mma_args(const k_attn_args *a)
+{
+    return auto_mixed(a) ? short_args(a) : *a;
+}
+
 extern "C" int k_attention_splits(const struct k_attn_args *a)
 {
-    if (auto_mixed(a)) {
-        k_attn_args b = short_args(a);
-        return launch_splits(&b);
-    }
-    return launch_splits(a);
+    const k_attn_args b = mma_args(a);
+    return launch_splits(&b);
 }
 
 /* Query tiles of at most 32 rows on average without key split (Reuse steps of many sequences)
@@ -417,11 +420,8 @@ extern "C" int k_attention_splits(const struct k_attn_args *a)
  * 95; longer tiles and split keys lose with them (1 x 2,048: 223 against 245). */
 extern "C" int k_attention_tile_keys(const struct k_attn_args *a)
 {
-    if (auto_mixed(a)) {
-        k_attn_args b = short_args(a);
-        return launch_tile_keys(&b);
-    }
-    return launch_tile_keys(a);
+    const k_attn_args b = mma_args(a);
+    return launch_tile_keys(&b);
 }
 
 template <int D, int TN, int MINB> static cudaError_t launch_tiles(const struct k_attn_args *a, int splits,

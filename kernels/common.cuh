@@ -9,13 +9,6 @@
 
 #include "kernels.h"
 
-/*
- * Programmatic dependent launch (compute capability 9.0 and later; plain launches before). Every
- * kernel here starts with griddep_wait(), which waits until the kernels before it in the stream
- * have completed and their writes are visible, and is launched through k_launch(), which lets it
- * be scheduled while the previous kernel drains (k_set_pdl(0): plain launches). A kernel therefore
- * sees exactly what it would after an ordinary launch; only the launch latency is hidden.
- */
 /* The current device's SM count (asked once; 1 where it cannot be asked) */
 static inline int k_num_sms(void)
 {
@@ -29,6 +22,13 @@ static inline int k_num_sms(void)
     return sms;
 }
 
+/*
+ * Programmatic dependent launch (compute capability 9.0 and later; plain launches before). Every
+ * kernel here starts with griddep_wait(), which waits until the kernels before it in the stream
+ * have completed and their writes are visible, and is launched through k_launch(), which lets it
+ * be scheduled while the previous kernel drains (k_set_pdl(0): plain launches). A kernel therefore
+ * sees exactly what it would after an ordinary launch; only the launch latency is hidden.
+ */
 static __device__ __forceinline__ void griddep_wait(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -99,10 +99,10 @@ struct k_attn_args {
                                * impl 2 launches both kernels) */
     int long_tiles, long_rows; /* long_tiles > 0: the tile list holds the tiles of the segments of
                       * at least K_ATTN_LONG_Q rows first, long_tiles of them over long_rows query
-                      * rows, and the other segments' after them (eng_plan lists them so). Under auto
-                      * each kernel then runs over its own part of the list, the mma.sync kernel
-                      * choosing its K/V tile size by its own rows. 0: not known, each kernel walks
-                      * every tile */
+                      * rows, and the other segments' after them (k_attention_tiles lists them so,
+                      * and eng_plan with it). Under auto each kernel then runs over its own part of
+                      * the list, the mma.sync kernel choosing its K/V tile size by its own rows. 0:
+                      * not known, each kernel walks every tile */
     int wg_tiles;    /* > 0 (with long_tiles): the first wg_tiles tiles of the list are the long
                       * segments' tiles at multiples of 128 rows, the wgmma kernel's blocks
                       * (k_attention_tiles lists them so); its persistent blocks then walk only
