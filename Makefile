@@ -4,7 +4,7 @@
 #   make check       build and run every CPU test (unit suites, golden scenarios, CLI checks,
 #                    then the whole suite again under AddressSanitizer + UBSan)
 #   make check-gpu   (GPU machine) the engine's kernels and steps against the CPU reference
-#   make bench-sim, make bench-engine (GPU machine)
+#   make bench-sim, make bench-engine, make bench-gemm (GPU machine)
 #   make check-valgrind, make fuzz FUZZ_SECONDS=N, make clean      (V=1: show commands)
 #
 # Objects live in build/ (build/asan for the sanitizer build). Settings: CC, CFLAGS, NVCC,
@@ -88,7 +88,7 @@ $(BUILD)/sim/version.o: sim/version.c $(VERSION_FILE) $(STAMP) | deps
 ENGINE_OBJ := $(if $(HAVE_CUDA),$(ENGINE_GPU_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SRC:%.cu=$(BUILD)/%.o))
 TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run check check-unit check-asan check-valgrind bench-sim bench-engine check-gpu fuzz deps clean help
+.PHONY: all run check check-unit check-asan check-valgrind bench-sim bench-engine bench-gemm check-gpu fuzz deps clean help
 
 all: $(BUILD)/tessera
 
@@ -171,6 +171,15 @@ bench-engine: $(BUILD)/tessera
 	./$(BUILD)/tessera engine bench --json $(BENCH_OUT)/engine_bench.jsonl
 	python3 engine/bench/sdpa_bench.py | tee -a $(BENCH_OUT)/engine_bench.jsonl
 	$(if $(ANCHOR),PYTHONUNBUFFERED=1 python3 $(ANCHOR) | tee $(BENCH_OUT)/anchor.jsonl)
+
+# GPU machine only (Hopper): the fused gate/up GEMM + SwiGLU (kernels/gemm_wgmma.cu) beside
+# cuBLAS's GEMM and k_swiglu, same data (engine/bench/gemm_bench.cu; GEMM_ROWS: row counts)
+GEMM_BENCH_SRC := engine/bench/gemm_bench.cu kernels/elementwise.cu kernels/attention.cu \
+    kernels/attention_wgmma.cu kernels/gemm_wgmma.cu
+$(BUILD)/gemm_bench: $(GEMM_BENCH_SRC) $(wildcard kernels/*.h kernels/*.cuh kernels/*.inc)
+	$(NVCC) -O3 -std=c++17 -arch=sm_90a -Isim -Ikernels $(GEMM_BENCH_SRC) -lcublas -o $@
+bench-gemm: $(BUILD)/gemm_bench
+	./$(BUILD)/gemm_bench 4096 12288 $(or $(GEMM_ROWS),32 512 2048 8192)
 
 # libFuzzer targets, one per parser (trace CSV/JSONL, HF config.json, GPU file)
 FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file fuzz_safetensors fuzz_calib

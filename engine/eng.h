@@ -45,6 +45,13 @@ struct eng_opts {
                             * where it runs, 2 (the default) each segment on the one its query length
                             * calls for (k_attn_args.impl); $TESSERA_ATTENTION = mma, wgmma or auto
                             * sets it */
+    int32_t ffn;           /* the FFN's gate/up GEMM and SwiGLU: 0 (the default) split, a cuBLASLt
+                            * GEMM writing [rows, 2F] and k_swiglu reading it back; 1 fused,
+                            * k_gemm_swiglu (SwiGLU in the GEMM's epilogue) where it runs (an
+                            * sm_90a image, hidden a multiple of 64, ffn of 128), split elsewhere;
+                            * 2 auto, fused where it runs and k_gemm_swiglu_auto says it pays for
+                            * the chunk's rows. The plan is the same either way; the profile times
+                            * a fused FFN as its gate_up op. $TESSERA_FFN = split, fused or auto */
 };
 
 void eng_opts_defaults(struct eng_opts *o);
@@ -112,6 +119,15 @@ void eng_set_attention(struct eng *e, int32_t impl);
 /* eng_opts.attention for a $TESSERA_ATTENTION value: "mma" 0, "wgmma" 1, "auto", empty or NULL 2;
  * -1 for anything else. */
 int32_t eng_attention_impl(const char *name);
+/* The FFN of the steps that follow (eng_opts.ffn). */
+void eng_set_ffn(struct eng *e, int32_t impl);
+/* eng_opts.ffn for a $TESSERA_FFN value: "split", empty or NULL 0, "fused" 1, "auto" 2; -1 for
+ * anything else. */
+int32_t eng_ffn_impl(const char *name);
+/* Whether the fused FFN kernel runs on this device for this model. */
+bool eng_ffn_fused_runs(const struct eng *e);
+/* Whether an FFN chunk of `rows` rows runs fused under the current eng_opts.ffn. */
+bool eng_ffn_fuses(const struct eng *e, int rows);
 /* Plans sd's activations and maps them, without running: 0 when they fit, 1 when the device is
  * out of memory (err says how much was asked), -1 on another error. */
 int eng_prepare_step(struct eng *e, const struct step_desc *sd, struct ts_err *err);

@@ -377,6 +377,20 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
             }
         }
         eng_set_attention(e, eo.attention);
+        /* the same step with the FFN split, fused and auto, where the fused kernel runs */
+        float ffn_ms[3] = {0, 0, 0};
+        double ffn_op_ms[3][OP_COUNT];
+        float ffn_eager_ms;
+        const bool fused_runs = eng_ffn_fused_runs(e);
+        for (int f = 0; f < 3 && fused_runs && !bad; f++) {
+            eng_set_ffn(e, f);
+            bad = replay_ms(e, &sd, o->reps, &ffn_ms[f]);
+            if (!bad && eng_step_profile(e, &sd, ffn_op_ms[f], &ffn_eager_ms, &err)) {
+                fprintf(stderr, "engine bench: %s\n", err.msg);
+                bad = 1;
+            }
+        }
+        eng_set_ffn(e, eo.ffn);
         if (bad)
             goto done;
         fprintf(out, "    plain launches %.3f ms (%.3f x floor): programmatic launch saves %.1f%%\n", plain_ms,
@@ -384,6 +398,19 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         fprintf(out, "    mma.sync attention %.3f ms (%.3f x floor), wgmma %.3f ms (%.3f x); eager, their "
                      "attention %.2f and %.2f ms\n", impl_ms[0], impl_ms[0] / floor_ms, impl_ms[1],
                 impl_ms[1] / floor_ms, impl_op_ms[0][OP_ATTN], impl_op_ms[1][OP_ATTN]);
+        if (fused_runs) {
+            eng_set_ffn(e, 2);
+            const bool auto_fuses = eng_ffn_fuses(e, c->nseq * c->q);
+            eng_set_ffn(e, eo.ffn);
+            fprintf(out, "    FFN split %.3f ms (%.3f x floor), fused %.3f ms (%.3f x), auto (%s) %.3f ms (%.3f x); "
+                         "eager, their gate_up + act %.2f, %.2f and %.2f ms\n", ffn_ms[0], ffn_ms[0] / floor_ms,
+                    ffn_ms[1], ffn_ms[1] / floor_ms, auto_fuses ? "fused" : "split", ffn_ms[2], ffn_ms[2] / floor_ms,
+                    ffn_op_ms[0][OP_GATE_UP] + ffn_op_ms[0][OP_ACT], ffn_op_ms[1][OP_GATE_UP] + ffn_op_ms[1][OP_ACT],
+                    ffn_op_ms[2][OP_GATE_UP] + ffn_op_ms[2][OP_ACT]);
+            if (o->json)
+                fprintf(o->json, "{\"case\":\"%s\",\"split_ffn_ms\":%.4f,\"fused_ffn_ms\":%.4f,"
+                                 "\"auto_ffn_ms\":%.4f}\n", c->name, ffn_ms[0], ffn_ms[1], ffn_ms[2]);
+        }
         if (o->json)
             fprintf(o->json, "{\"case\":\"%s\",\"plain_launch_ms\":%.4f}\n"
                              "{\"case\":\"%s\",\"mma_attention_ms\":%.4f,\"wgmma_attention_ms\":%.4f}\n",

@@ -102,6 +102,16 @@ static void to_float(float *dst, const bf16_t *src, int64_t n)
         dst[i] = eng_bf2f(src[i]);
 }
 
+/* Whether this is a compute capability 9.0 device, where every sm_90a kernel must run. */
+static bool hopper(void)
+{
+    int dev = 0, major = 0, minor = 0;
+    return cudaGetDevice(&dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 &&
+           minor == 0;
+}
+
 static void check_rmsnorm_swiglu_gather(struct checker *c, int h)
 {
     const int rows = 37, F = h;
@@ -295,10 +305,6 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
     }
     /* the mma.sync kernel, and the wgmma kernel where it applies (head dim 128 without key split;
      * on a compute capability 9.0 device it must run) */
-    int major = 0, minor = 0, dev = 0;
-    CK(cudaGetDevice(&dev));
-    CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     int min_q = q_len[0], max_q = q_len[0];
     for (int s = 1; s < nseg; s++)
         min_q = q_len[s] < min_q ? q_len[s] : min_q, max_q = q_len[s] > max_q ? q_len[s] : max_q;
@@ -322,7 +328,7 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
                  wg == 1 ? ", wgmma" : wg == 2 ? ", auto" : wg == 3 ? ", auto ordered" : "");
         KK(k_fill_bits(dout, nq, 0x7fc0, NULL));
         int rc = wg == 1 ? k_attention_wgmma(&a, NULL) : k_attention(&a, NULL);
-        if (wg == 1 && rc == (int)cudaErrorNotSupported && !(major == 9 && minor == 0)) {
+        if (wg == 1 && rc == (int)cudaErrorNotSupported && !hopper()) {
             fprintf(c->out, "  %-58s skipped: no sm_90a device\n", what);
             continue;
         }
@@ -401,10 +407,11 @@ static void mixed_steps(struct step_desc steps[3])
 }
 
 /* Runs the same steps on the engine and the reference and compares outputs. */
-static void check_steps(struct checker *c, const struct model_cfg *m, int block_size, int logit_chunk)
+static void check_steps(struct checker *c, const struct model_cfg *m, int block_size, int logit_chunk, int ffn)
 {
     struct eng_opts o;
     eng_opts_defaults(&o);
+    o.ffn = ffn;
     o.max_tokens = 1024;
     o.logit_chunk = logit_chunk;
     o.kv_tokens = 4096;
@@ -422,6 +429,12 @@ static void check_steps(struct checker *c, const struct model_cfg *m, int block_
     char what[128];
     if (eng_create(m, &o, &e, &err) || eng_ref_create(m, NULL, o.seed, &r, &err)) {
         fail_msg(c, "engine create", err.msg);
+        goto done;
+    }
+    if (ffn && !eng_ffn_fused_runs(e)) {
+        if (!hopper())
+            goto done; /* (the kernel check says it was skipped) */
+        fail_msg(c, "fused FFN", "k_gemm_swiglu does not run on this compute capability 9.0 device");
         goto done;
     }
     for (int step = 0; step < 3; step++) {
@@ -451,8 +464,9 @@ static void check_steps(struct checker *c, const struct model_cfg *m, int block_
         if (eng_last_hidden(e, hgpu, &err)) {
             fail_msg(c, "read hidden", err.msg);
         } else {
-            snprintf(what, sizeof what, "step %d of %s%s, chunk %d: final hidden", step, m->name,
-                     block_size ? " block-causal" : "", logit_chunk);
+            snprintf(what, sizeof what, "step %d of %s%s, chunk %d%s: final hidden", step, m->name,
+                     block_size ? " block-causal" : "", logit_chunk,
+                     ffn == 1 ? ", fused FFN" : ffn == 2 ? ", auto FFN" : "");
             report(c, what, rel_err(hgpu, href, (int64_t)R * m->hidden), 3e-2);
         }
         snprintf(what, sizeof what, "step %d: max logit of %d rows", step, R);
@@ -585,6 +599,45 @@ done:
     eng_layout_free(&l);
     step_desc_free(&sd);
     free(w), free(ha), free(hb);
+}
+
+/* The fused gate/up GEMM + SwiGLU (k_gemm_swiglu) against the reference's linear layer, its
+ * output rounded to bf16 as the split path's GEMM writes it, then SwiGLU; the output is poisoned
+ * first. Row counts cover one partial row tile (single blocks), clusters with an empty partner
+ * tile, and more work than the persistent grid takes in one round. */
+static void check_gemm_swiglu(struct checker *c, int rows, int K, int F)
+{
+    const int64_t nx = (int64_t)rows * K, nw = (int64_t)2 * F * K, no = (int64_t)rows * F;
+    float *xf = xmalloc(4 * nx), *wf = xmalloc(4 * nw), *gu = xmalloc(8 * no), *rf = xmalloc(4 * no);
+    float *of = xmalloc(4 * no);
+    bf16_t *xb = xmalloc(2 * nx), *wb = xmalloc(2 * nw), *ob = xmalloc(2 * no);
+    bf16_t *dx = NULL, *dw = NULL, *dout = NULL;
+    char what[96];
+    snprintf(what, sizeof what, "gate/up GEMM + SwiGLU fused, %d x %d, F %d", rows, K, F);
+    rand_bf16(c, xf, xb, nx, 2.0f);
+    rand_bf16(c, wf, wb, nw, 1.0f / sqrtf((float)K));
+    dx = dev_copy(xb, 2 * nx);
+    dw = dev_copy(wb, 2 * nw);
+    CK(cudaMalloc((void **)&dout, 2 * no));
+    if (!dx || !dw)
+        CK(cudaErrorMemoryAllocation);
+    KK(k_fill_bits(dout, no, 0x7fc0, NULL));
+    int rc = k_gemm_swiglu(dout, dx, dw, rows, K, F, NULL);
+    if (rc == (int)cudaErrorNotSupported && !hopper()) {
+        fprintf(c->out, "  %-58s skipped: no sm_90a device\n", what);
+        goto done;
+    }
+    KK(rc);
+    CK(cudaMemcpy(ob, dout, 2 * no, cudaMemcpyDeviceToHost));
+    to_float(of, ob, no);
+    ref_linear(gu, xf, wf, rows, K, 2 * F);
+    for (int64_t i = 0; i < 2 * no; i++)
+        gu[i] = eng_bf2f(eng_f2bf(gu[i]));
+    ref_swiglu(rf, gu, rows, F);
+    report(c, what, rel_err(of, rf, no), 1e-2);
+done:
+    cudaFree(dx), cudaFree(dw), cudaFree(dout);
+    free(xf), free(wf), free(gu), free(rf), free(of), free(xb), free(wb), free(ob);
 }
 
 /* The outputs of a few steps, kept to compare engines bit for bit. */
@@ -784,6 +837,9 @@ int eng_check_run(uint64_t seed, FILE *out)
         check_attention(&c, k[0], k[1], k[2], k[3], k[4], k[5], SET_ONE);
     }
     check_attention(&c, 32, 32, 128, 0, false, 16, SET_LONG);
+    check_gemm_swiglu(&c, 100, 256, 256);   /* one row tile: single blocks */
+    check_gemm_swiglu(&c, 300, 640, 384);   /* clusters of two, the last one's second tile empty */
+    check_gemm_swiglu(&c, 1100, 640, 2048); /* more clusters' work than fit at once */
     check_argmax(&c, 126464);
     check_argmax(&c, 1003);
     fprintf(out, "whole steps against the CPU reference:\n");
@@ -794,9 +850,12 @@ int eng_check_run(uint64_t seed, FILE *out)
                                .num_kv_heads = 1, .head_dim = 128, .ffn = 768, .vocab = 2048,
                                .max_pos = 4096, .rope_theta = 1000000.0, .qkv_bias = true,
                                .weight_bytes = 2, .kv_bytes = 2};
-    check_steps(&c, &tiny_a, 0, 64);
-    check_steps(&c, &tiny_b, 0, 1024);
-    check_steps(&c, &tiny_a, 32, 50);
+    check_steps(&c, &tiny_a, 0, 64, 0);
+    check_steps(&c, &tiny_b, 0, 1024, 0);
+    check_steps(&c, &tiny_a, 32, 50, 0);
+    check_steps(&c, &tiny_a, 0, 64, 1);
+    check_steps(&c, &tiny_b, 0, 1024, 1);
+    check_steps(&c, &tiny_a, 32, 50, 2);
     fprintf(out, "the engine against itself:\n");
     check_self(&c, &tiny_b);
     check_weights_file(&c, &tiny_a, true);

@@ -53,6 +53,7 @@ struct eng {
     cudaStream_t stream;
     struct eng_gemm *gemm;
     bool tuning; /* GEMM autotuning allowed (off during graph capture) */
+    bool fused_ffn_runs; /* k_gemm_swiglu runs on this device for this model (probed at creation) */
     cudaEvent_t ev0, ev1;
     void *blas_ws, *attn_ws;
     bf16_t *w;                 /* weights */
@@ -112,6 +113,12 @@ void eng_opts_defaults(struct eng_opts *o)
     if (o->attention < 0) {
         fprintf(stderr, "tessera: TESSERA_ATTENTION=%s is not mma, wgmma or auto; using auto\n", att);
         o->attention = 2;
+    }
+    const char *ffn = getenv("TESSERA_FFN");
+    o->ffn = eng_ffn_impl(ffn);
+    if (o->ffn < 0) {
+        fprintf(stderr, "tessera: TESSERA_FFN=%s is not split, fused or auto; using split\n", ffn);
+        o->ffn = 0;
     }
     const char *cache = getenv("TESSERA_GEMM_CACHE");
     o->gemm_cache = cache && *cache ? cache : NULL;
@@ -181,6 +188,26 @@ int32_t eng_attention_impl(const char *name)
     if (strcmp(name, "wgmma") == 0)
         return 1;
     return -1;
+}
+
+void eng_set_ffn(struct eng *e, int32_t impl) { e->o.ffn = impl >= 0 && impl <= 2 ? impl : 0; }
+
+int32_t eng_ffn_impl(const char *name)
+{
+    if (!name || !*name || strcmp(name, "split") == 0)
+        return 0;
+    if (strcmp(name, "fused") == 0)
+        return 1;
+    if (strcmp(name, "auto") == 0)
+        return 2;
+    return -1;
+}
+
+bool eng_ffn_fused_runs(const struct eng *e) { return e->fused_ffn_runs; }
+
+bool eng_ffn_fuses(const struct eng *e, int rows)
+{
+    return e->fused_ffn_runs && (e->o.ffn == 1 || (e->o.ffn == 2 && k_gemm_swiglu_auto(rows, e->m.ffn)));
 }
 
 int eng_release_activations(struct eng *e, struct ts_err *err)
@@ -373,6 +400,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         (o->gemm_cache && eng_gemm_use_cache(e->gemm, o->gemm_cache, e->device, err)))
         goto fail;
     e->tuning = !o->no_tune;
+    e->fused_ffn_runs = k_gemm_swiglu_fits(m->hidden, m->ffn) && k_gemm_swiglu_ready(e->stream);
     eng_kv_init(&e->kv, o->page_tokens, (int32_t)(pool_tokens / o->page_tokens));
     eng_plan_init(&e->plan);
     *out = e;
@@ -535,11 +563,16 @@ static int forward(struct eng *e, struct ts_err *err)
             for (int c = 0, c0 = 0; c0 < T; c++, c0 += Tc) {
                 int rows = TS_MIN(Tc, T - c0);
                 bf16_t *gu = BUF(a->gu[L * a->ffn_chunks + c]), *act = BUF(a->act[L * a->ffn_chunks + c]);
-                if (gemm(e, W(e, W_GU, L), hn2 + (size_t)c0 * h, gu, rows, h, 2 * F, 0.f, err))
-                    return -1;
-                mark(e, OP_GATE_UP);
-                KL(k_swiglu(act, gu, rows, F, st));
-                mark(e, OP_ACT);
+                if (eng_ffn_fuses(e, rows)) { /* (gu, planned all the same, stays unused) */
+                    KL(k_gemm_swiglu(act, hn2 + (size_t)c0 * h, W(e, W_GU, L), rows, h, F, st));
+                    mark(e, OP_GATE_UP);
+                } else {
+                    if (gemm(e, W(e, W_GU, L), hn2 + (size_t)c0 * h, gu, rows, h, 2 * F, 0.f, err))
+                        return -1;
+                    mark(e, OP_GATE_UP);
+                    KL(k_swiglu(act, gu, rows, F, st));
+                    mark(e, OP_ACT);
+                }
                 if (gemm(e, W(e, W_DOWN, L), act, x + (size_t)c0 * h, rows, F, h, 1.f, err))
                     return -1;
                 mark(e, OP_DOWN);

@@ -58,6 +58,24 @@ int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
 /* out[t, j] = silu(gu[t, j]) * gu[t, F + j] for a fused gate|up input of width 2F. */
 int k_swiglu(bf16_t *out, const bf16_t *gu, int rows, int F, k_stream stream);
 
+/* The gate/up GEMM with k_swiglu in its epilogue (gemm_wgmma.cu, Hopper): out[t, j] =
+ * silu(g) * u of g = (x w[j]^T), u = (x w[F + j]^T), each rounded to bf16 as the unfused path's
+ * GEMM output is, for x [rows, K] and w [2F, K] (the gate rows, then the up rows); the [rows, 2F]
+ * product is never written. Needs K a multiple of 64, F of 128 (k_gemm_swiglu_fits) and 16-byte
+ * aligned pointers; cudaErrorNotSupported where the sm_90a image or the driver's TMA encoder is
+ * missing (k_gemm_swiglu_ready, asked outside a stream capture first). */
+static inline int k_gemm_swiglu_fits(int K, int F) { return K > 0 && K % 64 == 0 && F > 0 && F % 128 == 0; }
+int k_gemm_swiglu(bf16_t *out, const bf16_t *x, const bf16_t *w, int rows, int K, int F, k_stream stream);
+int k_gemm_swiglu_ready(k_stream stream);
+/* The most blocks its persistent grid has for `rows` rows (0 before k_gemm_swiglu_ready). */
+int k_gemm_swiglu_blocks(int rows);
+/* Whether fusing pays for `rows` rows of an FFN of width F (0 before k_gemm_swiglu_ready): one
+ * row tile (128 rows) of at least 64 rows, where reading W dominates, or more row tiles that fill
+ * the persistent grid's rounds to 90% or more. Measured on the H200 (4096 x 12288, fused over
+ * split): 0.94-0.98x from 64 to 128 rows and from 512 on; 1.04-1.17x below 64 rows, 1.18-1.40x at
+ * 192-384 rows (two or three rounds, the last a third to half full; engine/BENCHMARKS.md). */
+int k_gemm_swiglu_auto(int rows, int F);
+
 
 /*
  * Varlen attention over packed segments. Segment s has q_len[s] query rows starting at packed

@@ -1,0 +1,131 @@
+/*
+ * gemm_bench.cu: the fused gate/up GEMM + SwiGLU (k_gemm_swiglu, kernels/gemm_wgmma.cu) beside the
+ * unfused path (cuBLAS's GEMM into [M, 2F], then k_swiglu), same data, alternating in one process.
+ * Prints, per row count M: both medians (CUDA events, after warm-up), the fused kernel's TFLOP/s,
+ * and the largest difference of the outputs relative to the largest output.
+ *
+ *   nvcc -O3 -std=c++17 -arch=sm_90a -Isim -Ikernels engine/bench/gemm_bench.cu kernels/elementwise.cu \
+ *        kernels/attention.cu kernels/attention_wgmma.cu kernels/gemm_wgmma.cu -lcublas -o gemm_bench
+ *   ./gemm_bench [K F M...]        (default: LLaDA-8B's 4096 12288, M = 32 512 2048 8192)
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "kernels.h"
+
+#define CK(x)                                                                                                \
+    do {                                                                                                     \
+        cudaError_t e_ = (cudaError_t)(x);                                                                   \
+        if (e_ != cudaSuccess) {                                                                             \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));              \
+            exit(1);                                                                                         \
+        }                                                                                                    \
+    } while (0)
+#define CB(x)                                                                                                \
+    do {                                                                                                     \
+        cublasStatus_t s_ = (x);                                                                             \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: cuBLAS status %d\n", __FILE__, __LINE__, #x, (int)s_);               \
+            exit(1);                                                                                         \
+        }                                                                                                    \
+    } while (0)
+
+static float bf(uint16_t v)
+{
+    uint32_t u = (uint32_t)v << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static double median(std::vector<float> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+int main(int argc, char **argv)
+{
+    int K = argc > 2 ? atoi(argv[1]) : 4096, F = argc > 2 ? atoi(argv[2]) : 12288;
+    std::vector<int> Ms;
+    for (int i = 3; i < argc; i++)
+        Ms.push_back(atoi(argv[i]));
+    if (Ms.empty())
+        Ms = {32, 512, 2048, 8192};
+    if (!k_gemm_swiglu_fits(K, F)) {
+        fprintf(stderr, "gemm_bench: K %d F %d: the fused kernel needs K %% 64 == 0, F %% 128 == 0\n", K, F);
+        return 2;
+    }
+    const int Mmax = *std::max_element(Ms.begin(), Ms.end());
+    cudaStream_t st;
+    CK(cudaStreamCreate(&st));
+    if (!k_gemm_swiglu_ready((k_stream)st)) {
+        fprintf(stderr, "gemm_bench: the fused kernel does not run here (no sm_90a image or TMA encoder)\n");
+        return 1;
+    }
+    printf("fused kernel: %d blocks a launch at most (%d for one row tile)\n", k_gemm_swiglu_blocks(Mmax),
+           k_gemm_swiglu_blocks(1));
+    bf16_t *x, *w, *gu, *ref, *out;
+    CK(cudaMalloc(&x, (size_t)Mmax * K * 2));
+    CK(cudaMalloc(&w, (size_t)2 * F * K * 2));
+    CK(cudaMalloc(&gu, (size_t)Mmax * 2 * F * 2));
+    CK(cudaMalloc(&ref, (size_t)Mmax * F * 2));
+    CK(cudaMalloc(&out, (size_t)Mmax * F * 2));
+    CK(k_fill_random(x, (int64_t)Mmax * K, 1, 1.0f, (k_stream)st));
+    CK(k_fill_random(w, (int64_t)2 * F * K, 2, 1.0f / sqrtf((float)K), (k_stream)st));
+    cublasHandle_t h;
+    CB(cublasCreate(&h));
+    CB(cublasSetStream(h, st));
+    const float one = 1.f, zero = 0.f;
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    printf("%-7s %-6s %-6s %12s %12s %8s %10s %12s\n", "M", "K", "F", "unfused_ms", "fused_ms", "ratio",
+           "TFLOP/s", "max_rel_diff");
+    for (int M : Ms) {
+        auto unfused = [&]() {
+            CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2 * F, M, K, &one, w, CUDA_R_16BF, K, x, CUDA_R_16BF, K,
+                            &zero, gu, CUDA_R_16BF, 2 * F, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            CK(k_swiglu(ref, gu, M, F, (k_stream)st));
+        };
+        auto fused = [&]() { CK(k_gemm_swiglu(out, x, w, M, K, F, (k_stream)st)); };
+        CK(cudaMemsetAsync(out, 0xff, (size_t)M * F * 2, st)); /* poisoned: every element must be written */
+        unfused();
+        fused();
+        CK(cudaStreamSynchronize(st));
+        std::vector<uint16_t> a((size_t)M * F), b((size_t)M * F);
+        CK(cudaMemcpy(a.data(), ref, a.size() * 2, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(b.data(), out, b.size() * 2, cudaMemcpyDeviceToHost));
+        double mx = 0, md = 0;
+        for (size_t i = 0; i < a.size(); i++) {
+            mx = std::max(mx, (double)fabsf(bf(a[i])));
+            double dd = fabs((double)bf(a[i]) - bf(b[i]));
+            md = std::max(md, std::isnan(dd) ? INFINITY : dd);
+        }
+        std::vector<float> tu, tf;
+        for (int r = 0; r < 25; r++) {
+            for (int which = 0; which < 2; which++) {
+                CK(cudaEventRecord(e0, st));
+                which ? fused() : unfused();
+                CK(cudaEventRecord(e1, st));
+                CK(cudaEventSynchronize(e1));
+                float ms;
+                CK(cudaEventElapsedTime(&ms, e0, e1));
+                if (r >= 5)
+                    (which ? tf : tu).push_back(ms);
+            }
+        }
+        const double mu = median(tu), mf = median(tf);
+        printf("%-7d %-6d %-6d %12.4f %12.4f %8.3f %10.1f %12.2e\n", M, K, F, mu, mf, mf / mu,
+               4.0 * M * F * K / (mf * 1e9), md / mx);
+        fflush(stdout);
+    }
+    return 0;
+}
