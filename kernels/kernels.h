@@ -72,7 +72,7 @@ int k_gemm_swiglu_blocks(int rows);
 /* Whether fusing pays for `rows` rows of an FFN of width F (0 before k_gemm_swiglu_ready): one
  * row tile (128 rows) of at least 64 rows, where reading W dominates, or more row tiles that fill
  * the persistent grid's rounds to 90% or more. Measured on the H200 (4096 x 12288, fused over
- * split): 0.94-0.98x from 64 to 128 rows and from 512 on; 1.04-1.17x below 64 rows, 1.18-1.40x at
+ * split): 0.91-0.98x from 64 to 128 rows and from 512 on; 1.04-1.17x below 64 rows, 1.15-1.40x at
  * 192-384 rows (two or three rounds, the last a third to half full; engine/BENCHMARKS.md). */
 int k_gemm_swiglu_auto(int rows, int F);
 
