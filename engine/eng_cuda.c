@@ -400,7 +400,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         (o->gemm_cache && eng_gemm_use_cache(e->gemm, o->gemm_cache, e->device, err)))
         goto fail;
     e->tuning = !o->no_tune;
-    e->fused_ffn_runs = k_gemm_swiglu_fits(m->hidden, m->ffn) && k_gemm_swiglu_ready(e->stream);
+    e->fused_ffn_runs = k_gemm_swiglu_fits(m->hidden, m->ffn) && k_gemm_wgmma_ready(e->stream);
     eng_kv_init(&e->kv, o->page_tokens, (int32_t)(pool_tokens / o->page_tokens));
     eng_plan_init(&e->plan);
     *out = e;

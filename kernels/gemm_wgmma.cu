@@ -122,6 +122,50 @@ static __device__ __forceinline__ void tile_at(int t, int mt, int nt, int g, int
 }
 
 static __device__ __forceinline__ float bf16_round(float x) { return bf2f(f2bf(x)); }
+
+/* One stage's loads by this block alone: X rows [arow, arow + 128) and W rows [brow0, brow0 + 128)
+ * and [brow1, brow1 + 128), stacked, over K slice k */
+static __device__ __forceinline__ void load_stage(uint32_t a, uint32_t bar, const CUtensorMap *tx,
+                                                  const CUtensorMap *tw, int k, int arow, int brow0, int brow1)
+{
+    mbar_expect_tx(bar, STAGE_BYTES);
+    tma_load(a, tx, k * GK, arow, bar);
+    tma_load(a + A_TILE, tw, k * GK, brow0, bar);
+    tma_load(a + A_TILE + B_HALF, tw, k * GK, brow1, bar);
+}
+
+/* A consumer warpgroup's wgmmas over the next kn stages of the ring (it: the ring's running count):
+ * d = its 64 rows (cw) of the stages' products, summed. A stage is released (to the producers of
+ * all CL blocks of the cluster, each of which loads into it) once the wgmma after it is issued
+ * and its own is done. */
+template <int CL>
+static __device__ __forceinline__ void mma_stages(float (&d)[128], uint32_t base, uint32_t full, uint32_t empty,
+                                                  int cw, int lane, int kn, int &it)
+{
+    auto release = [&](uint32_t bar) {
+        if (CL == 1)
+            mbar_arrive(bar);
+        else
+            for (int r = 0; r < CL; r++)
+                mbar_arrive_cluster(bar, (uint32_t)r);
+    };
+    for (int k = 0; k < kn; k++, it++) {
+        const int s = it % STAGES;
+        mbar_wait(full + 8 * s, (it / STAGES) & 1);
+        const uint32_t a = base + s * STAGE_BYTES + cw * (64 * 128), b = base + s * STAGE_BYTES + A_TILE;
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < GK / 16; kk++)
+            wgmma_ss_n256(d, desc_k128(a + 32 * kk), desc_k128(b + 32 * kk), k > 0 || kk > 0);
+        asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        /* the previous stage's wgmma is done: its buffers go back to the producers */
+        if (k > 0 && lane == 0)
+            release(empty + 8 * ((it - 1) % STAGES));
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    if (lane == 0)
+        release(empty + 8 * ((it - 1) % STAGES));
+}
 #endif
 
 /* CL: the blocks of a cluster, row tiles sharing W's stages (TMA multicast) */
@@ -166,14 +210,13 @@ static __global__ void __launch_bounds__(THREADS, 1)
                     const int s = it % STAGES;
                     mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1); /* the first round passes */
                     const uint32_t a = base + s * STAGE_BYTES, bar = full + 8 * s;
-                    mbar_expect_tx(bar, STAGE_BYTES);
-                    tma_load(a, &tx, k * GK, (m * CL + (int)rank) * GM, bar);
                     if (CL == 1) {
-                        tma_load(a + A_TILE, &tw, k * GK, n * GF, bar);
-                        tma_load(a + A_TILE + B_HALF, &tw, k * GK, F + n * GF, bar);
+                        load_stage(a, bar, &tx, &tw, k, m * GM, n * GF, F + n * GF);
                     } else { /* block r loads W's rows [256 r / CL, 256 (r + 1) / CL) of the stage */
                         constexpr int rows = 2 * GF / CL;
                         const int r0 = (int)rank * rows, w0 = r0 < GF ? n * GF + r0 : F + n * GF + r0 - GF;
+                        mbar_expect_tx(bar, STAGE_BYTES);
+                        tma_load(a, &tx, k * GK, (m * CL + (int)rank) * GM, bar);
                         tma_load_mc(a + A_TILE + r0 * 128, &tw, k * GK, w0, bar, (uint16_t)((1u << CL) - 1));
                     }
                 }
@@ -181,14 +224,6 @@ static __global__ void __launch_bounds__(THREADS, 1)
         }
     } else { /* the consumers */
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-        /* a stage is free once every block's consumers are done with it: each loads into all */
-        auto release = [&](uint32_t bar) {
-            if (CL == 1)
-                mbar_arrive(bar);
-            else
-                for (int r = 0; r < CL; r++)
-                    mbar_arrive_cluster(bar, (uint32_t)r);
-        };
         const int cw = wg - 1, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
         float d[128];
         int it = 0;
@@ -196,22 +231,7 @@ static __global__ void __launch_bounds__(THREADS, 1)
             int m, n;
             tile_at(t, mt, nt, GROUP_M / CL, m, n);
             m = m * CL + (int)rank;
-            for (int k = 0; k < kt; k++, it++) {
-                const int s = it % STAGES;
-                mbar_wait(full + 8 * s, (it / STAGES) & 1);
-                const uint32_t a = base + s * STAGE_BYTES + cw * (64 * 128), b = base + s * STAGE_BYTES + A_TILE;
-                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-                for (int kk = 0; kk < GK / 16; kk++)
-                    wgmma_ss_n256(d, desc_k128(a + 32 * kk), desc_k128(b + 32 * kk), k > 0 || kk > 0);
-                asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                /* the previous stage's wgmma is done: its buffers go back to the producers */
-                if (k > 0 && lane == 0)
-                    release(empty + 8 * ((it - 1) % STAGES));
-            }
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            if (lane == 0)
-                release(empty + 8 * ((it - 1) % STAGES));
+            mma_stages<CL>(d, base, full, empty, cw, lane, kt, it);
             /* d[4j..4j+3]: rows r, r, r + 8, r + 8 of columns 8j + 2 (lane % 4) + {0, 1}; gate j < 16, up j + 16 */
             const int r = m * GM + cw * 64 + warp * 16 + (lane >> 2);
             bf16_t *o = out + (size_t)n * GF + 2 * (lane & 3);
@@ -233,6 +253,99 @@ static __global__ void __launch_bounds__(THREADS, 1)
     }
     if (CL > 1)
         cluster_sync(); /* no block leaves while another may still load into it or arrive on it */
+#endif
+}
+
+
+/*
+ * y[M, N] += X[M, K] W[N, K]^T (the O and down projections adding into the residual stream) for
+ * steps of few tiles: a tile of 128 rows x 256 columns is computed by a cluster of two blocks,
+ * each over half of K, so that 64 tiles (M = 512, N = 4,096) fill 128 SMs instead of 64. Each
+ * block's loop is the fused FFN's (one tile, no persistence); then each block finishes half the
+ * tile's rows: the consumer warpgroup of the other half writes its fp32 sums into the partner
+ * block's idle stage memory (distributed shared memory), and after a cluster barrier the partner
+ * adds them, adds the residual and stores bf16.
+ */
+static __global__ void __launch_bounds__(THREADS, 1)
+    gemm_resid_kernel(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw, bf16_t *y,
+                      int M, int N, int K)
+{
+#ifdef HAVE_SM90A
+    extern __shared__ __align__(1024) unsigned char sm[];
+    const uint32_t base = ((uint32_t)__cvta_generic_to_shared(sm) + 1023) & ~1023u;
+    const uint32_t full = base + STAGES * STAGE_BYTES, empty = full + 8 * STAGES;
+    uint32_t rank;
+    asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    const int mt = (M + GM - 1) / GM, nt = N / (2 * GF), kt = K / GK, kh = kt / 2;
+    int m, n;
+    tile_at(blockIdx.x / 2, mt, nt, GROUP_M, m, n);
+    const int wg = threadIdx.x >> 7;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(full + 8 * s, 1);
+            mbar_init(empty + 8 * s, 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    griddep_wait();
+    if (wg == 0) { /* the producer: this block's half of K */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0)
+            for (int k = 0, it = 0; k < kh; k++, it++) {
+                const int s = it % STAGES;
+                mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
+                load_stage(base + s * STAGE_BYTES, full + 8 * s, &tx, &tw, (int)rank * kh + k, m * GM,
+                           n * 2 * GF, n * 2 * GF + GF);
+            }
+        __syncwarp();
+        cluster_sync(); /* both blocks' loops are done */
+        cluster_sync(); /* the partial sums have been exchanged */
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int cw = wg - 1, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, t = threadIdx.x & 127;
+    float d[128];
+    int it = 0;
+    mma_stages<1>(d, base, full, empty, cw, lane, kh, it);
+    cluster_sync(); /* both blocks' stage memory is idle now */
+    /* block r finishes the rows of consumer warpgroup r; the other sends its sums there, thread t's
+     * float4 j at 16 (128 j + t) */
+    if (cw != (int)rank) {
+        uint32_t dst;
+        asm("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(dst) : "r"(base + 16 * t), "r"(rank ^ 1));
+#pragma unroll
+        for (int j = 0; j < 32; j++)
+            asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + 2048 * j),
+                         "f"(d[4 * j]), "f"(d[4 * j + 1]), "f"(d[4 * j + 2]), "f"(d[4 * j + 3])
+                         : "memory");
+    }
+    cluster_sync();
+    if (cw != (int)rank)
+        return;
+#pragma unroll
+    for (int j = 0; j < 32; j++) {
+        float p0, p1, p2, p3;
+        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=f"(p0), "=f"(p1), "=f"(p2), "=f"(p3)
+                     : "r"(base + 16 * t + 2048 * j));
+        d[4 * j] += p0, d[4 * j + 1] += p1, d[4 * j + 2] += p2, d[4 * j + 3] += p3;
+    }
+    /* d[4j..4j+3]: rows r, r, r + 8, r + 8 of columns 8j + 2 (lane % 4) + {0, 1} */
+    const int r = m * GM + cw * 64 + warp * 16 + (lane >> 2);
+    bf16_t *o = y + (size_t)n * 2 * GF + 2 * (lane & 3);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        if (r + 8 * h >= M)
+            continue;
+        uint32_t *orow = (uint32_t *)(o + (size_t)(r + 8 * h) * N);
+#pragma unroll
+        for (int j = 0; j < 32; j++) {
+            const uint32_t res = orow[4 * j];
+            orow[4 * j] = pack_bf2(d[4 * j + 2 * h] + bf2f((bf16_t)(res & 0xffff)),
+                                   d[4 * j + 2 * h + 1] + bf2f((bf16_t)(res >> 16)));
+        }
+    }
 #endif
 }
 
@@ -291,7 +404,7 @@ static cudaLaunchConfig_t launch_config(cudaLaunchAttribute (&at)[2], int cl, un
     return cfg;
 }
 
-extern "C" int k_gemm_swiglu_ready(k_stream stream)
+extern "C" int k_gemm_wgmma_ready(k_stream stream)
 {
     static int ready = -1;
     if (ready >= 0)
@@ -307,7 +420,9 @@ extern "C" int k_gemm_swiglu_ready(k_stream stream)
                cudaOccupancyMaxActiveClusters(&max_clusters[cl], kernel, &cfg) == cudaSuccess &&
                max_clusters[cl] > 0;
     };
-    ready = encoder() != NULL && setup(gemm_swiglu_kernel<1>, 1) && setup(gemm_swiglu_kernel<2>, 2);
+    ready = encoder() != NULL && setup(gemm_swiglu_kernel<1>, 1) && setup(gemm_swiglu_kernel<2>, 2) &&
+            cudaFuncSetAttribute(gemm_resid_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM) ==
+                cudaSuccess;
     cudaGetLastError();
     return ready;
 }
@@ -345,7 +460,7 @@ extern "C" int k_gemm_swiglu(bf16_t *out, const bf16_t *x, const bf16_t *w, int 
         return (int)cudaErrorInvalidValue;
     if (rows == 0)
         return 0;
-    if (!k_gemm_swiglu_ready(stream))
+    if (!k_gemm_wgmma_ready(stream))
         return (int)cudaErrorNotSupported;
     CUtensorMap tx, tw;
     if (tensor_map(&tx, x, rows, K, GM) || tensor_map(&tw, w, 2 * (int64_t)F, K, GF))
@@ -358,4 +473,22 @@ extern "C" int k_gemm_swiglu(bf16_t *out, const bf16_t *x, const bf16_t *w, int 
         launch_config(at, cl, (unsigned)(units < max_clusters[cl] ? units : max_clusters[cl]), (cudaStream_t)stream);
     return (int)(cl == 1 ? cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<1>, tx, tw, out, rows, F, K)
                          : cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<2>, tx, tw, out, rows, F, K));
+}
+
+extern "C" int k_gemm_resid(bf16_t *y, const bf16_t *x, const bf16_t *w, int rows, int K, int N, k_stream stream)
+{
+    if (rows < 0 || !k_gemm_resid_fits(K, N) || ((uintptr_t)x | (uintptr_t)w | (uintptr_t)y) % 16)
+        return (int)cudaErrorInvalidValue;
+    if (rows == 0)
+        return 0;
+    if (!k_gemm_wgmma_ready(stream))
+        return (int)cudaErrorNotSupported;
+    CUtensorMap tx, tw;
+    if (tensor_map(&tx, x, rows, K, GM) || tensor_map(&tw, w, N, K, GF))
+        return (int)cudaErrorInvalidValue;
+    /* a cluster of two a tile, one tile each */
+    const int64_t tiles = (int64_t)((rows + GM - 1) / GM) * (N / (2 * GF));
+    cudaLaunchAttribute at[2];
+    const cudaLaunchConfig_t cfg = launch_config(at, 2, (unsigned)tiles, (cudaStream_t)stream);
+    return (int)cudaLaunchKernelEx(&cfg, gemm_resid_kernel, tx, tw, y, rows, N, K);
 }

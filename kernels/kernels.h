@@ -63,18 +63,25 @@ int k_swiglu(bf16_t *out, const bf16_t *gu, int rows, int F, k_stream stream);
  * GEMM output is, for x [rows, K] and w [2F, K] (the gate rows, then the up rows); the [rows, 2F]
  * product is never written. Needs K a multiple of 64, F of 128 (k_gemm_swiglu_fits) and 16-byte
  * aligned pointers; cudaErrorNotSupported where the sm_90a image or the driver's TMA encoder is
- * missing (k_gemm_swiglu_ready, asked outside a stream capture first). */
+ * missing (k_gemm_wgmma_ready, asked outside a stream capture first). */
 static inline int k_gemm_swiglu_fits(int K, int F) { return K > 0 && K % 64 == 0 && F > 0 && F % 128 == 0; }
 int k_gemm_swiglu(bf16_t *out, const bf16_t *x, const bf16_t *w, int rows, int K, int F, k_stream stream);
-int k_gemm_swiglu_ready(k_stream stream);
-/* The most blocks its persistent grid has for `rows` rows (0 before k_gemm_swiglu_ready). */
+int k_gemm_wgmma_ready(k_stream stream);
+/* The most blocks its persistent grid has for `rows` rows (0 before k_gemm_wgmma_ready). */
 int k_gemm_swiglu_blocks(int rows);
-/* Whether fusing pays for `rows` rows of an FFN of width F (0 before k_gemm_swiglu_ready): one
+/* Whether fusing pays for `rows` rows of an FFN of width F (0 before k_gemm_wgmma_ready): one
  * row tile (128 rows) of at least 64 rows, where reading W dominates, or more row tiles that fill
  * the persistent grid's rounds to 90% or more. Measured on the H200 (4096 x 12288, fused over
  * split): 0.91-0.98x from 64 to 128 rows and from 512 on; 1.04-1.17x below 64 rows, 1.15-1.40x at
  * 192-384 rows (two or three rounds, the last a third to half full; engine/BENCHMARKS.md). */
 int k_gemm_swiglu_auto(int rows, int F);
+/* y[rows, N] += x[rows, K] w[N, K]^T, y bf16 (the residual stream; gemm_wgmma.cu, Hopper): tiles
+ * of 128 x 256, each computed by a cluster of two blocks over the two halves of K and summed
+ * through distributed shared memory, for steps too small to fill the GPU with whole tiles. Needs
+ * K a multiple of 128, N of 256 and 16-byte aligned pointers; cudaErrorNotSupported as
+ * k_gemm_swiglu. */
+static inline int k_gemm_resid_fits(int K, int N) { return K > 0 && K % 128 == 0 && N > 0 && N % 256 == 0; }
+int k_gemm_resid(bf16_t *y, const bf16_t *x, const bf16_t *w, int rows, int K, int N, k_stream stream);
 
 
 /*
