@@ -257,98 +257,6 @@ static __global__ void __launch_bounds__(THREADS, 1)
 }
 
 
-/*
- * y[M, N] += X[M, K] W[N, K]^T (the O and down projections adding into the residual stream) for
- * steps of few tiles: a tile of 128 rows x 256 columns is computed by a cluster of two blocks,
- * each over half of K, so that 64 tiles (M = 512, N = 4,096) fill 128 SMs instead of 64. Each
- * block's loop is the fused FFN's (one tile, no persistence); then each block finishes half the
- * tile's rows: the consumer warpgroup of the other half writes its fp32 sums into the partner
- * block's idle stage memory (distributed shared memory), and after a cluster barrier the partner
- * adds them, adds the residual and stores bf16.
- */
-static __global__ void __launch_bounds__(THREADS, 1)
-    gemm_resid_kernel(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw, bf16_t *y,
-                      int M, int N, int K)
-{
-#ifdef HAVE_SM90A
-    extern __shared__ __align__(1024) unsigned char sm[];
-    const uint32_t base = ((uint32_t)__cvta_generic_to_shared(sm) + 1023) & ~1023u;
-    const uint32_t full = base + STAGES * STAGE_BYTES, empty = full + 8 * STAGES;
-    uint32_t rank;
-    asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
-    const int mt = (M + GM - 1) / GM, nt = N / (2 * GF), kt = K / GK, kh = kt / 2;
-    int m, n;
-    tile_at(blockIdx.x / 2, mt, nt, GROUP_M, m, n);
-    const int wg = threadIdx.x >> 7;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            mbar_init(full + 8 * s, 1);
-            mbar_init(empty + 8 * s, 8);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
-    griddep_wait();
-    if (wg == 0) { /* the producer: this block's half of K */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x == 0)
-            for (int k = 0, it = 0; k < kh; k++, it++) {
-                const int s = it % STAGES;
-                mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
-                load_stage(base + s * STAGE_BYTES, full + 8 * s, &tx, &tw, (int)rank * kh + k, m * GM,
-                           n * 2 * GF, n * 2 * GF + GF);
-            }
-        __syncwarp();
-        cluster_sync(); /* both blocks' loops are done */
-        cluster_sync(); /* the partial sums have been exchanged */
-        return;
-    }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    const int cw = wg - 1, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, t = threadIdx.x & 127;
-    float d[128];
-    int it = 0;
-    mma_stages<1>(d, base, full, empty, cw, lane, kh, it);
-    cluster_sync(); /* both blocks' stage memory is idle now */
-    /* block r finishes the rows of consumer warpgroup r; the other sends its sums there, thread t's
-     * float4 j at 16 (128 j + t) */
-    if (cw != (int)rank) {
-        uint32_t dst;
-        asm("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(dst) : "r"(base + 16 * t), "r"(rank ^ 1));
-#pragma unroll
-        for (int j = 0; j < 32; j++)
-            asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + 2048 * j),
-                         "f"(d[4 * j]), "f"(d[4 * j + 1]), "f"(d[4 * j + 2]), "f"(d[4 * j + 3])
-                         : "memory");
-    }
-    cluster_sync();
-    if (cw != (int)rank)
-        return;
-#pragma unroll
-    for (int j = 0; j < 32; j++) {
-        float p0, p1, p2, p3;
-        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                     : "=f"(p0), "=f"(p1), "=f"(p2), "=f"(p3)
-                     : "r"(base + 16 * t + 2048 * j));
-        d[4 * j] += p0, d[4 * j + 1] += p1, d[4 * j + 2] += p2, d[4 * j + 3] += p3;
-    }
-    /* d[4j..4j+3]: rows r, r, r + 8, r + 8 of columns 8j + 2 (lane % 4) + {0, 1} */
-    const int r = m * GM + cw * 64 + warp * 16 + (lane >> 2);
-    bf16_t *o = y + (size_t)n * 2 * GF + 2 * (lane & 3);
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        if (r + 8 * h >= M)
-            continue;
-        uint32_t *orow = (uint32_t *)(o + (size_t)(r + 8 * h) * N);
-#pragma unroll
-        for (int j = 0; j < 32; j++) {
-            const uint32_t res = orow[4 * j];
-            orow[4 * j] = pack_bf2(d[4 * j + 2 * h] + bf2f((bf16_t)(res & 0xffff)),
-                                   d[4 * j + 2 * h + 1] + bf2f((bf16_t)(res >> 16)));
-        }
-    }
-#endif
-}
-
 typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
                                     const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
                                     CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -420,9 +328,7 @@ extern "C" int k_gemm_wgmma_ready(k_stream stream)
                cudaOccupancyMaxActiveClusters(&max_clusters[cl], kernel, &cfg) == cudaSuccess &&
                max_clusters[cl] > 0;
     };
-    ready = encoder() != NULL && setup(gemm_swiglu_kernel<1>, 1) && setup(gemm_swiglu_kernel<2>, 2) &&
-            cudaFuncSetAttribute(gemm_resid_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM) ==
-                cudaSuccess;
+    ready = encoder() != NULL && setup(gemm_swiglu_kernel<1>, 1) && setup(gemm_swiglu_kernel<2>, 2);
     cudaGetLastError();
     return ready;
 }
@@ -473,22 +379,4 @@ extern "C" int k_gemm_swiglu(bf16_t *out, const bf16_t *x, const bf16_t *w, int 
         launch_config(at, cl, (unsigned)(units < max_clusters[cl] ? units : max_clusters[cl]), (cudaStream_t)stream);
     return (int)(cl == 1 ? cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<1>, tx, tw, out, rows, F, K)
                          : cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<2>, tx, tw, out, rows, F, K));
-}
-
-extern "C" int k_gemm_resid(bf16_t *y, const bf16_t *x, const bf16_t *w, int rows, int K, int N, k_stream stream)
-{
-    if (rows < 0 || !k_gemm_resid_fits(K, N) || ((uintptr_t)x | (uintptr_t)w | (uintptr_t)y) % 16)
-        return (int)cudaErrorInvalidValue;
-    if (rows == 0)
-        return 0;
-    if (!k_gemm_wgmma_ready(stream))
-        return (int)cudaErrorNotSupported;
-    CUtensorMap tx, tw;
-    if (tensor_map(&tx, x, rows, K, GM) || tensor_map(&tw, w, N, K, GF))
-        return (int)cudaErrorInvalidValue;
-    /* a cluster of two a tile, one tile each */
-    const int64_t tiles = (int64_t)((rows + GM - 1) / GM) * (N / (2 * GF));
-    cudaLaunchAttribute at[2];
-    const cudaLaunchConfig_t cfg = launch_config(at, 2, (unsigned)tiles, (cudaStream_t)stream);
-    return (int)cudaLaunchKernelEx(&cfg, gemm_resid_kernel, tx, tw, y, rows, N, K);
 }

@@ -75,13 +75,6 @@ int k_gemm_swiglu_blocks(int rows);
  * split): 0.91-0.98x from 64 to 128 rows and from 512 on; 1.04-1.17x below 64 rows, 1.15-1.40x at
  * 192-384 rows (two or three rounds, the last a third to half full; engine/BENCHMARKS.md). */
 int k_gemm_swiglu_auto(int rows, int F);
-/* y[rows, N] += x[rows, K] w[N, K]^T, y bf16 (the residual stream; gemm_wgmma.cu, Hopper): tiles
- * of 128 x 256, each computed by a cluster of two blocks over the two halves of K and summed
- * through distributed shared memory, for steps too small to fill the GPU with whole tiles. Needs
- * K a multiple of 128, N of 256 and 16-byte aligned pointers; cudaErrorNotSupported as
- * k_gemm_swiglu. */
-static inline int k_gemm_resid_fits(int K, int N) { return K > 0 && K % 128 == 0 && N > 0 && N % 256 == 0; }
-int k_gemm_resid(bf16_t *y, const bf16_t *x, const bf16_t *w, int rows, int K, int N, k_stream stream);
 
 
 /*

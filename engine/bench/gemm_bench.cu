@@ -1,15 +1,13 @@
 /*
- * gemm_bench.cu: the engine's own Hopper GEMMs (kernels/gemm_wgmma.cu) beside cuBLAS on the same
- * data, alternating in one process:
- *   swiglu  k_gemm_swiglu (gate/up GEMM + SwiGLU) against cuBLAS's GEMM into [M, 2F] + k_swiglu;
- *   resid   k_gemm_resid (y += x W^T, the K split over a cluster) against cuBLAS with beta = 1.
- * Prints, per row count M: both medians (CUDA events, after warm-up), the own kernel's TFLOP/s,
- * and the largest difference of the outputs relative to the largest output.
+ * gemm_bench.cu: the fused FFN kernel (k_gemm_swiglu, kernels/gemm_wgmma.cu: the gate/up GEMM with
+ * SwiGLU in its epilogue) beside the split path (cuBLAS's GEMM into [M, 2F], then k_swiglu) on the
+ * same data, alternating in one process. Prints, per row count M: both medians (CUDA events, after
+ * warm-up), the fused kernel's TFLOP/s, and the largest difference of the outputs relative to the
+ * largest output (the fused output is poisoned first, so an unwritten element shows).
  *
  *   nvcc -O3 -std=c++17 -arch=sm_90a -Isim -Ikernels engine/bench/gemm_bench.cu kernels/elementwise.cu \
  *        kernels/attention.cu kernels/attention_wgmma.cu kernels/gemm_wgmma.cu -lcublas -o gemm_bench
- *   ./gemm_bench [swiglu|resid] [K N M...]   (default: swiglu, LLaDA-8B's 4096 12288, M = 32 512 2048
- *                                             8192; N is F for swiglu, the output width for resid)
+ *   ./gemm_bench [K F M...]        (default: LLaDA-8B's 4096 12288, M = 32 512 2048 8192)
  */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -71,46 +69,33 @@ static double max_rel_diff(const bf16_t *da, const bf16_t *db, size_t n)
 
 int main(int argc, char **argv)
 {
-    int arg = 1;
-    const bool resid = argc > 1 && strcmp(argv[1], "resid") == 0;
-    if (argc > 1 && (resid || strcmp(argv[1], "swiglu") == 0))
-        arg++;
-    int K = argc > arg + 1 ? atoi(argv[arg]) : 4096, N = argc > arg + 1 ? atoi(argv[arg + 1]) : resid ? 4096 : 12288;
+    const int K = argc > 2 ? atoi(argv[1]) : 4096, F = argc > 2 ? atoi(argv[2]) : 12288;
     std::vector<int> Ms;
-    for (int i = arg + 2; i < argc; i++)
+    for (int i = 3; i < argc; i++)
         Ms.push_back(atoi(argv[i]));
     if (Ms.empty())
         Ms = {32, 512, 2048, 8192};
-    if (resid ? !k_gemm_resid_fits(K, N) : !k_gemm_swiglu_fits(K, N)) {
-        fprintf(stderr, "gemm_bench: K %d N %d do not fit the %s kernel (kernels.h)\n", K, N, resid ? "resid" : "swiglu");
+    if (!k_gemm_swiglu_fits(K, F) || *std::min_element(Ms.begin(), Ms.end()) <= 0) {
+        fprintf(stderr, "gemm_bench: K %d F %d: the fused kernel needs K %% 64 == 0, F %% 128 == 0, rows > 0\n", K, F);
         return 2;
     }
     const int Mmax = *std::max_element(Ms.begin(), Ms.end());
     cudaStream_t st;
     CK(cudaStreamCreate(&st));
     if (!k_gemm_wgmma_ready((k_stream)st)) {
-        fprintf(stderr, "gemm_bench: the own GEMMs do not run here (no sm_90a image or TMA encoder)\n");
+        fprintf(stderr, "gemm_bench: the fused kernel does not run here (no sm_90a image or TMA encoder)\n");
         return 1;
     }
-    printf("%s kernel: %s\n", resid ? "resid" : "swiglu",
-           resid ? "y += x W^T, tiles 128 x 256, K split over a cluster of two; against cuBLAS, beta = 1"
-                 : "act = SwiGLU(x W^T); against cuBLAS into [M, 2F] + k_swiglu");
-    /* w: [N, K] (resid) or [2F, K] (swiglu); out/ref: [M, N]; gu: cuBLAS's [M, 2F]; y0: the
-     * residual both resid runs start from */
-    const int wrows = resid ? N : 2 * N;
-    bf16_t *x, *w, *gu = NULL, *ref, *out, *y0 = NULL;
+    printf("fused kernel: %d blocks a launch at most (%d for one row tile)\n", k_gemm_swiglu_blocks(Mmax),
+           k_gemm_swiglu_blocks(1));
+    bf16_t *x, *w, *gu, *ref, *out;
     CK(cudaMalloc(&x, (size_t)Mmax * K * 2));
-    CK(cudaMalloc(&w, (size_t)wrows * K * 2));
-    CK(cudaMalloc(&ref, (size_t)Mmax * N * 2));
-    CK(cudaMalloc(&out, (size_t)Mmax * N * 2));
-    if (resid)
-        CK(cudaMalloc(&y0, (size_t)Mmax * N * 2));
-    else
-        CK(cudaMalloc(&gu, (size_t)Mmax * 2 * N * 2));
+    CK(cudaMalloc(&w, (size_t)2 * F * K * 2));
+    CK(cudaMalloc(&gu, (size_t)Mmax * 2 * F * 2));
+    CK(cudaMalloc(&ref, (size_t)Mmax * F * 2));
+    CK(cudaMalloc(&out, (size_t)Mmax * F * 2));
     CK(k_fill_random(x, (int64_t)Mmax * K, 1, 1.0f, (k_stream)st));
-    CK(k_fill_random(w, (int64_t)wrows * K, 2, 1.0f / sqrtf((float)K), (k_stream)st));
-    if (resid)
-        CK(k_fill_random(y0, (int64_t)Mmax * N, 3, 1.0f, (k_stream)st));
+    CK(k_fill_random(w, (int64_t)2 * F * K, 2, 1.0f / sqrtf((float)K), (k_stream)st));
     cublasHandle_t h;
     CB(cublasCreate(&h));
     CB(cublasSetStream(h, st));
@@ -118,40 +103,25 @@ int main(int argc, char **argv)
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    printf("%-7s %-6s %-6s %12s %12s %8s %10s %12s\n", "M", "K", "N", "cublas_ms", "own_ms", "ratio", "TFLOP/s",
+    printf("%-7s %-6s %-6s %12s %12s %8s %10s %12s\n", "M", "K", "F", "unfused_ms", "fused_ms", "ratio", "TFLOP/s",
            "max_rel_diff");
     for (int M : Ms) {
-        const size_t ny = (size_t)M * N;
-        auto theirs = [&]() {
-            if (resid) {
-                CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, w, CUDA_R_16BF, K, x, CUDA_R_16BF, K, &one,
-                                ref, CUDA_R_16BF, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-            } else {
-                CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2 * N, M, K, &one, w, CUDA_R_16BF, K, x, CUDA_R_16BF, K,
-                                &zero, gu, CUDA_R_16BF, 2 * N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-                CK(k_swiglu(ref, gu, M, N, (k_stream)st));
-            }
+        auto unfused = [&]() {
+            CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2 * F, M, K, &one, w, CUDA_R_16BF, K, x, CUDA_R_16BF, K, &zero,
+                            gu, CUDA_R_16BF, 2 * F, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            CK(k_swiglu(ref, gu, M, F, (k_stream)st));
         };
-        auto ours = [&]() {
-            CK(resid ? k_gemm_resid(out, x, w, M, K, N, (k_stream)st) : k_gemm_swiglu(out, x, w, M, K, N, (k_stream)st));
-        };
-        /* correctness: the same residual (resid), or a poisoned output that must be overwritten */
-        if (resid) {
-            CK(cudaMemcpyAsync(ref, y0, ny * 2, cudaMemcpyDeviceToDevice, st));
-            CK(cudaMemcpyAsync(out, y0, ny * 2, cudaMemcpyDeviceToDevice, st));
-        } else {
-            CK(cudaMemsetAsync(out, 0xff, ny * 2, st));
-        }
-        theirs();
-        ours();
+        auto fused = [&]() { CK(k_gemm_swiglu(out, x, w, M, K, F, (k_stream)st)); };
+        CK(cudaMemsetAsync(out, 0xff, (size_t)M * F * 2, st)); /* poisoned: every element must be written */
+        unfused();
+        fused();
         CK(cudaStreamSynchronize(st));
-        const double diff = max_rel_diff(ref, out, ny);
-        /* timing (resid keeps adding into its outputs: the values do not matter there) */
+        const double diff = max_rel_diff(ref, out, (size_t)M * F);
         std::vector<float> tu, tf;
         for (int r = 0; r < 25; r++) {
             for (int which = 0; which < 2; which++) {
                 CK(cudaEventRecord(e0, st));
-                which ? ours() : theirs();
+                which ? fused() : unfused();
                 CK(cudaEventRecord(e1, st));
                 CK(cudaEventSynchronize(e1));
                 float ms;
@@ -160,9 +130,9 @@ int main(int argc, char **argv)
                     (which ? tf : tu).push_back(ms);
             }
         }
-        const double mu = median(tu), mf = median(tf), flops = 2.0 * M * (double)wrows * K;
-        printf("%-7d %-6d %-6d %12.4f %12.4f %8.3f %10.1f %12.2e\n", M, K, N, mu, mf, mf / mu, flops / (mf * 1e9),
-               diff);
+        const double mu = median(tu), mf = median(tf);
+        printf("%-7d %-6d %-6d %12.4f %12.4f %8.3f %10.1f %12.2e\n", M, K, F, mu, mf, mf / mu,
+               4.0 * M * F * (double)K / (mf * 1e9), diff);
         fflush(stdout);
     }
     return 0;
