@@ -50,8 +50,9 @@ struct eng_opts {
                             * k_gemm_swiglu (SwiGLU in the GEMM's epilogue) where it runs (an
                             * sm_90a image, hidden a multiple of 64, ffn of 128), split elsewhere;
                             * 2 auto, fused where it runs and k_gemm_swiglu_auto says it pays for
-                            * the chunk's rows. The plan is the same either way; the profile times
-                            * a fused FFN as its gate_up op. $TESSERA_FFN = split, fused or auto */
+                            * a full FFN chunk's rows (every chunk of the step then fuses, its plan
+                            * without the gate|up buffer: og_shape.fused_ffn). The profile times a
+                            * fused FFN as its gate_up op. $TESSERA_FFN = split, fused or auto */
 };
 
 void eng_opts_defaults(struct eng_opts *o);

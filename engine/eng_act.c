@@ -19,7 +19,8 @@ bool eng_act_same(const struct eng_act *a, const struct og_shape *s)
     struct og_shape n = normalized(s);
     const struct og_shape *h = &a->shape; /* field by field: the struct has padding */
     return a->plan.offsets && h->T == n.T && h->R == n.R && h->logit_chunk_rows == n.logit_chunk_rows &&
-           h->ffn_chunks == n.ffn_chunks && h->softmax_copy_bytes == n.softmax_copy_bytes;
+           h->ffn_chunks == n.ffn_chunks && h->softmax_copy_bytes == n.softmax_copy_bytes &&
+           h->fused_ffn == n.fused_ffn;
 }
 
 /* The next tensor of the graph, which must be of kind k (the template's order is the forward's). */
@@ -68,7 +69,7 @@ int eng_act_plan(struct eng_act *a, const struct model_cfg *m, const struct og_s
         a->att[L] = take(a, &cur, OG_ATTN);
         a->norm2[L] = take(a, &cur, OG_NORM);
         for (int c = 0; c < a->ffn_chunks; c++) {
-            a->gu[L * a->ffn_chunks + c] = take(a, &cur, OG_GATE_UP);
+            a->gu[L * a->ffn_chunks + c] = shape.fused_ffn ? -1 : take(a, &cur, OG_GATE_UP);
             a->act[L * a->ffn_chunks + c] = take(a, &cur, OG_ACT);
         }
     }

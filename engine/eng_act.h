@@ -11,7 +11,8 @@
  *                      engine, the K/V attention reads)
  *   att[L]             attention output, read by the O projection (which adds into x)
  *   norm2[L]           rmsnorm(x), the FFN input, alive across the FFN chunks
- *   gu[L][c], act[L][c] per FFN chunk: gate|up rows and the SwiGLU output (down adds into x)
+ *   gu[L][c], act[L][c] per FFN chunk: gate|up rows (-1 where the shape's FFN is fused) and the
+ *   SwiGLU output (down adds into x)
  *   head               the logit rows' hidden states: gathered when fewer rows than tokens need
  *                      logits, else x itself (normalised in place)
  *   logits[c], softmax[c] per logit chunk (softmax: the fp32 copy PyTorch makes; -1 when none)

@@ -350,7 +350,7 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         double flops, bytes;
         step_floor(m, c->nseq, c->q, c->kv, c->logits, &flops, &bytes);
         double fl_ms = flops / peak * 1e3, by_ms = bytes / bw * 1e3, floor_ms = fmax(fl_ms, by_ms);
-        struct act_knobs k = {eo.logit_chunk, 1, 0};
+        struct act_knobs k = {eo.logit_chunk, 1, 0, eng_ffn_fuses(e, sd.tot.q_tokens)}; /* (one FFN chunk) */
         int64_t sim_act = mem_act_peak(m, sd.tot.q_tokens, sd.tot.logit_rows, &k);
         int64_t ws = eng_step_workspace_bytes(e, &sd);
         fprintf(out, "%-36s %9.3f %9.3f %9s %8.3f %10.3f %10.3fGiB %10.3fGiB\n", c->name, ms, floor_ms,
@@ -401,12 +401,21 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         if (fused_runs) {
             eng_set_ffn(e, 2);
             const bool auto_fuses = eng_ffn_fuses(e, c->nseq * c->q);
+            eng_set_ffn(e, 0); /* both plans' workspace, and the simulator's estimate of the fused one */
+            const int64_t ws_split = eng_step_workspace_bytes(e, &sd);
+            eng_set_ffn(e, 1);
+            const int64_t ws_fused = eng_step_workspace_bytes(e, &sd);
             eng_set_ffn(e, eo.ffn);
+            struct act_knobs kf = k;
+            kf.fused_ffn = true;
             fprintf(out, "    FFN split %.3f ms (%.3f x floor), fused %.3f ms (%.3f x), auto (%s) %.3f ms (%.3f x); "
                          "eager, their gate_up + act %.2f, %.2f and %.2f ms\n", ffn_ms[0], ffn_ms[0] / floor_ms,
                     ffn_ms[1], ffn_ms[1] / floor_ms, auto_fuses ? "fused" : "split", ffn_ms[2], ffn_ms[2] / floor_ms,
                     ffn_op_ms[0][OP_GATE_UP] + ffn_op_ms[0][OP_ACT], ffn_op_ms[1][OP_GATE_UP] + ffn_op_ms[1][OP_ACT],
                     ffn_op_ms[2][OP_GATE_UP] + ffn_op_ms[2][OP_ACT]);
+            fprintf(out, "    fused FFN workspace %.3f GiB (simulator's estimate %.3f GiB) against %.3f GiB split\n",
+                    ws_fused / TS_GIB, mem_act_peak(m, sd.tot.q_tokens, sd.tot.logit_rows, &kf) / TS_GIB,
+                    ws_split / TS_GIB);
             if (o->json)
                 fprintf(o->json, "{\"case\":\"%s\",\"split_ffn_ms\":%.4f,\"fused_ffn_ms\":%.4f,"
                                  "\"auto_ffn_ms\":%.4f}\n", c->name, ffn_ms[0], ffn_ms[1], ffn_ms[2]);

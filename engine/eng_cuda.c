@@ -143,10 +143,12 @@ static int64_t workspace_bytes(const struct model_cfg *m, const struct eng_opts 
     return 2 * (T * h * 2 + T * width + T * qd + Tc * 3 * F + R * h + Rc * m->vocab * (2 + o->softmax_copy) / 2);
 }
 
+/* The step's op-graph shape; its FFN is fused (every chunk) where eng_opts.ffn fuses a full chunk. */
 static struct og_shape step_shape(const struct eng *e, const struct step_desc *sd)
 {
-    return (struct og_shape){sd->tot.q_tokens, sd->tot.logit_rows, e->o.logit_chunk, e->o.ffn_chunks,
-                             e->o.softmax_copy};
+    const int64_t T = sd->tot.q_tokens, chunks = TS_MAX(1, e->o.ffn_chunks);
+    return (struct og_shape){T, sd->tot.logit_rows, e->o.logit_chunk, e->o.ffn_chunks, e->o.softmax_copy,
+                             .fused_ffn = T > 0 && eng_ffn_fuses(e, (int)((T + chunks - 1) / chunks))};
 }
 
 /* Plans the activations of a step of shape s (kept when the shape repeats). */
@@ -316,7 +318,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     e->max_segs = (int32_t)T;
     e->max_tiles = (int32_t)(T / 64 + T);
     {   /* the activation budget: the larger of the plan of the largest step and no reuse at all */
-        struct og_shape big = {T, T, o->logit_chunk, o->ffn_chunks, o->softmax_copy};
+        struct og_shape big = {T, T, o->logit_chunk, o->ffn_chunks, o->softmax_copy, false}; /* (fused: less) */
         if (planner == planner_find("profiled")) {
             opgraph_build(&e->prof_graph, m, &big);
             e->po.profiled_graph = &e->prof_graph;
@@ -562,11 +564,12 @@ static int forward(struct eng *e, struct ts_err *err)
             mark(e, OP_NORM);
             for (int c = 0, c0 = 0; c0 < T; c++, c0 += Tc) {
                 int rows = TS_MIN(Tc, T - c0);
-                bf16_t *gu = BUF(a->gu[L * a->ffn_chunks + c]), *act = BUF(a->act[L * a->ffn_chunks + c]);
-                if (eng_ffn_fuses(e, rows)) { /* (gu, planned all the same, stays unused) */
+                bf16_t *act = BUF(a->act[L * a->ffn_chunks + c]);
+                if (a->shape.fused_ffn) { /* as planned: no gate|up buffer */
                     KL(k_gemm_swiglu(act, hn2 + (size_t)c0 * h, W(e, W_GU, L), rows, h, F, st));
                     mark(e, OP_GATE_UP);
                 } else {
+                    bf16_t *gu = BUF(a->gu[L * a->ffn_chunks + c]);
                     if (gemm(e, W(e, W_GU, L), hn2 + (size_t)c0 * h, gu, rows, h, 2 * F, 0.f, err))
                         return -1;
                     mark(e, OP_GATE_UP);

@@ -29,9 +29,9 @@ static void mem_usage(FILE *f)
     fprintf(f,
 "usage: tessera mem plan [--model M] [--tokens T] [--logit-rows R | --mask-ratio X] [--planner P]\n"
 "                        [--logit-chunk N] [--ffn-chunks N] [--softmax-copy B] [--budget-gib G]\n"
-"                        [--chunking none|lazy|brute] [--json]\n"
+"                        [--chunking none|lazy|brute] [--fused-ffn] [--json]\n"
 "       tessera mem lmax [--model M] [--gpu G | --mem-limit GB] [--planner P] [--mask-ratio X]\n"
-"                        [--chunking C] [--softmax-copy B] [--reserve-gib G] [--json]\n"
+"                        [--chunking C] [--softmax-copy B] [--reserve-gib G] [--fused-ffn] [--json]\n"
 "                        [--live [--layers N] [--seed S]]\n"
 "\n"
 "planners: caching (PyTorch's allocator), profiled (dLLM-Serve), first-fit (Mosaic), greedy-size\n"
@@ -41,7 +41,10 @@ static void mem_usage(FILE *f)
 "--mem-limit GB (10^9 bytes) in place of the GPU's memory.\n"
 "--live (GPU machine): measure L_max with the engine under a hard limit of --mem-limit (or the\n"
 "--gpu card's memory): the weights are held, each length's planned activations are mapped in CUDA\n"
-"virtual memory, and at L_max the step runs over --layers layers [1] of the model's.\n");
+"virtual memory, and at L_max the step runs over --layers layers [1] of the model's.\n"
+"--fused-ffn: the dense FFNs' gate/up GEMM writes SwiGLU's output itself (the engine's\n"
+"TESSERA_FFN=fused), so no [tokens, 2 ffn] gate/up buffer exists (not with --live, whose engine\n"
+"plans as TESSERA_FFN says).\n");
 }
 
 struct mem_args {
@@ -50,7 +53,7 @@ struct mem_args {
     double mask_ratio, budget_gib, reserve_gib, mem_limit_gb;
     int32_t logit_chunk, ffn_chunks, softmax_copy, layers;
     enum chunking chunking;
-    bool json, live;
+    bool json, live, fused_ffn;
     uint64_t seed;
 };
 
@@ -65,7 +68,8 @@ static int parse(int argc, char **argv, struct mem_args *a)
         {"reserve-gib", required_argument, 0, 'R'}, {"chunking", required_argument, 0, 'c'},
         {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'},
         {"mem-limit", required_argument, 0, 'M'}, {"live", no_argument, 0, 'L'},
-        {"layers", required_argument, 0, 'N'}, {"seed", required_argument, 0, 'S'}, {0, 0, 0, 0}};
+        {"layers", required_argument, 0, 'N'}, {"seed", required_argument, 0, 'S'},
+        {"fused-ffn", no_argument, 0, 'F'}, {0, 0, 0, 0}};
     *a = (struct mem_args){.model = "llada-8b", .gpu = "h200", .planner = "first-fit", .tokens = 4096,
                            .logit_rows = -1, .mask_ratio = -1, .budget_gib = 0, .reserve_gib = 1.0,
                            .ffn_chunks = 1, .layers = 1, .seed = 1};
@@ -93,6 +97,7 @@ static int parse(int argc, char **argv, struct mem_args *a)
         case 'j': a->json = true; break;
         case 'M': bad = ts_parse_double(optarg, &a->mem_limit_gb) || a->mem_limit_gb <= 0 || a->mem_limit_gb > 1e4; break;
         case 'L': a->live = true; break;
+        case 'F': a->fused_ffn = true; break;
         case 'N': bad = ts_parse_i64(optarg, &v) || v < 1 || v > 1024; a->layers = (int32_t)v; break;
         case 'S': bad = ts_parse_i64(optarg, &v) || v < 0; a->seed = (uint64_t)v; break;
         case 'h': mem_usage(stdout); return 1;
@@ -124,12 +129,14 @@ static int cmd_plan(const struct mem_args *a)
         fprintf(stderr, "tessera mem plan: %s\n", err.msg);
         return EXIT_USAGE;
     }
-    struct og_shape s = {a->tokens, rows_for(a, a->tokens), a->logit_chunk, a->ffn_chunks, a->softmax_copy};
+    struct og_shape s = {a->tokens, rows_for(a, a->tokens), a->logit_chunk, a->ffn_chunks, a->softmax_copy,
+                         a->fused_ffn};
     struct planner_opts po;
     planner_opts_defaults(&po);
     struct opgraph g = {0}, prof = {0};
     if (p == planner_find("profiled")) { /* profiled at the dLLM-Serve defaults on this shape's knobs */
-        struct og_shape ps = {16384, 16384, a->logit_chunk ? a->logit_chunk : 2048, 1, a->softmax_copy};
+        struct og_shape ps = {16384, 16384, a->logit_chunk ? a->logit_chunk : 2048, 1, a->softmax_copy,
+                              a->fused_ffn};
         opgraph_build(&prof, &m, &ps);
         po.profiled_graph = &prof;
     }
@@ -164,14 +171,15 @@ static int cmd_plan(const struct mem_args *a)
                               avg > 0 ? theo / avg : 0, "plan_us", pl.plan_us, "tensors", g.n, "ops", g.num_ops);
         if (a->budget_gib > 0)
             json_object_set_new(o, "fits", json_boolean(cr.fits));
+        json_object_set_new(o, "fused_ffn", json_boolean(s.fused_ffn));
         char *t = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         printf("%s\n", t);
         free(t);
         json_decref(o);
     } else {
-        printf("%s, %lld tokens, %lld logit rows (chunks of %d), %d FFN chunks: %d tensors over %d ops\n",
+        printf("%s, %lld tokens, %lld logit rows (chunks of %d), %d FFN chunks%s: %d tensors over %d ops\n",
                m.name, (long long)s.T, (long long)s.R, s.logit_chunk_rows ? s.logit_chunk_rows : (int)s.R,
-               s.ffn_chunks, g.n, g.num_ops);
+               s.ffn_chunks, s.fused_ffn ? " (fused)" : "", g.n, g.num_ops);
         printf("  planner %-12s peak %.3f GiB%s, theoretical %.3f GiB, inflation %+.1f%%\n", p->name,
                pl.arena_bytes / TS_GIB, pl.allocated_peak ? " reserved" : "", theo / TS_GIB, 100 * infl);
         if (pl.allocated_peak)
@@ -196,7 +204,7 @@ done:
 static bool fits(const struct model_cfg *m, const struct mem_args *a, const struct planner_ops *p,
                  int64_t budget, int64_t L, struct chunk_result *cr, struct ts_err *err)
 {
-    struct og_shape s = {L, rows_for(a, L), 0, 1, a->softmax_copy};
+    struct og_shape s = {L, rows_for(a, L), 0, 1, a->softmax_copy, a->fused_ffn};
     struct planner_opts po;
     planner_opts_defaults(&po);
     po.ilp_max_tensors = 0; /* lmax plans big graphs: the heuristics only */
@@ -302,6 +310,10 @@ static int cmd_lmax(const struct mem_args *a)
     if (p == planner_find("profiled")) {
         fprintf(stderr, "tessera mem lmax: the profiled planner reserves for a fixed step; use caching to "
                         "model dLLM-Serve's allocator\n");
+        return EXIT_USAGE;
+    }
+    if (a->live && a->fused_ffn) {
+        fprintf(stderr, "tessera mem lmax --live: the engine plans its FFN as TESSERA_FFN says; drop --fused-ffn\n");
         return EXIT_USAGE;
     }
     if (a->live && a->softmax_copy == 8) {

@@ -6,6 +6,8 @@
  *                    -> o [T,h]; the peak is the largest of {x+norm+qkv, x+qkv+attn, x+attn+o}
  *   FFN block (c chunks of T/c tokens, the norm output alive across chunks):
  *                    {x+norm+gu, x+norm+gu+act, x+norm+act+down} with gu [T/c,2F], act [T/c,F],
+ *                    (fused, SwiGLU in the gate/up GEMM's epilogue: x+norm+act, act alive from
+ *                    that GEMM through down, which adds into x),
  *                    down [T/c,h]; an MoE layer routes k copies of each token to width-Fe experts
  *                    (plus shared experts), holds fp32 router logits [T,E] and the combined
  *                    output [T,h]
@@ -17,11 +19,13 @@
 
 static int64_t max3(int64_t a, int64_t b, int64_t c) { return TS_MAX(a, TS_MAX(b, c)); }
 
-static int64_t ffn_peak(int64_t T, int64_t h, int64_t width, int64_t chunks)
+static int64_t ffn_peak(int64_t T, int64_t h, int64_t width, int64_t chunks, bool fused)
 {
     int64_t a = 2, Tc = (T + chunks - 1) / chunks;
     int64_t x = T * h * a, norm = T * h * a;
     int64_t gu = Tc * 2 * width * a, act = Tc * width * a, down = Tc * h * a;
+    if (fused)
+        return x + norm + act;
     return max3(x + norm + gu, x + norm + gu + act, x + norm + act + down);
 }
 
@@ -53,7 +57,7 @@ void mem_act_parts(const struct model_cfg *m, int64_t T, int64_t R, const struct
     out->attention = max3(x + norm + qkv, x + qkv + attn, x + attn + o);
     int64_t peak = 0;
     if (m->num_layers - model_num_moe_layers(m) > 0)
-        peak = TS_MAX(peak, ffn_peak(T, h, m->ffn, chunks));
+        peak = TS_MAX(peak, ffn_peak(T, h, m->ffn, chunks, k->fused_ffn));
     if (model_num_moe_layers(m) > 0) {
         /* routed: k gathered copies of each token, chunked like the dense FFN */
         int64_t Tk = (T * m->experts_top_k + chunks - 1) / chunks, Fe = m->moe_ffn;
@@ -72,6 +76,6 @@ void mem_act_parts(const struct model_cfg *m, int64_t T, int64_t R, const struct
 int64_t mem_act_peak_step(const struct model_cfg *m, const struct step_desc *sd,
                           int32_t softmax_copy_bytes)
 {
-    struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, softmax_copy_bytes};
+    struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, softmax_copy_bytes, false};
     return mem_act_peak(m, sd->tot.q_tokens, sd->tot.logit_rows, &k);
 }

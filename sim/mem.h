@@ -20,6 +20,7 @@ struct act_knobs {
     int32_t logit_chunk_rows; /* 0 = monolithic */
     int32_t ffn_chunks;       /* >= 1 */
     int32_t softmax_copy_bytes; /* bytes per logit of the baseline's softmax copy: 0, 4 (fp32), 8 */
+    bool fused_ffn;           /* dense FFNs fused (og_shape.fused_ffn): no gate/up output */
 };
 
 /* Activation peak in bytes of a forward over q_tokens packed tokens with logit_rows logit rows. */

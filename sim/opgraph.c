@@ -54,8 +54,12 @@ void opgraph_build(struct opgraph *g, const struct model_cfg *m, const struct og
             int64_t r = TS_MIN(per, rows - c);
             if (moe)
                 add(g, OG_GATHER, L, r * h * a, op, op);             /* gathered routed inputs */
-            add(g, OG_GATE_UP, L, r * 2 * width * a, op, op + 1);
-            add(g, OG_ACT, L, r * width * a, op + 1, op + 2);
+            if (s->fused_ffn && !moe) { /* act written by the gate/up GEMM itself */
+                add(g, OG_ACT, L, r * width * a, op, op + 2);
+            } else {
+                add(g, OG_GATE_UP, L, r * 2 * width * a, op, op + 1);
+                add(g, OG_ACT, L, r * width * a, op + 1, op + 2);
+            }
             op += 3;                                                 /* down adds into x */
         }
         if (moe && m->num_shared_experts > 0) {

@@ -6,7 +6,8 @@
  *
  * The forward is the engine's: the residual stream x is one buffer updated in place (the O and down
  * projections add into it); per layer: norm -> qkv -> (RoPE in place) -> attention -> o_proj; then
- * norm -> for each FFN chunk: gate_up -> act -> down; the FFN input stays alive across chunks. The
+ * norm -> for each FFN chunk: gate_up -> act -> down (or, fused, gate_up writing act -> down); the
+ * FFN input stays alive across chunks. The
  * head gathers the logit rows (when not all rows need logits), normalises them in place and runs
  * the LM head chunk by chunk, each chunk's logits (and the implementation's softmax copy) dying
  * after its argmax. MoE layers route k copies of each token to experts of width moe_ffn (+ shared
@@ -15,6 +16,7 @@
 #ifndef TESSERA_OPGRAPH_H
 #define TESSERA_OPGRAPH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "model.h"
@@ -25,6 +27,9 @@ struct og_shape {
     int32_t logit_chunk_rows;   /* 0 = monolithic */
     int32_t ffn_chunks;         /* >= 1 */
     int32_t softmax_copy_bytes; /* per logit: 0, 4 (fp32 copy) or 8 */
+    bool fused_ffn;             /* dense layers' gate/up GEMM writes SwiGLU's output itself (the
+                                 * engine's fused FFN): no gate_up tensor, act alive from that GEMM
+                                 * to the down projection */
 };
 
 struct og_tensor {

@@ -64,10 +64,17 @@ static void replay(const struct eng_act *a, const struct model_cfg *m, struct sh
         for (int c = 0; c < a->ffn_chunks; c++) {
             int64_t rows = TS_MIN((int64_t)a->ffn_rows, T - (int64_t)c * a->ffn_rows);
             int64_t gu = a->gu[L * a->ffn_chunks + c], act = a->act[L * a->ffn_chunks + c];
-            int32_t g = wr(s, gu, rows * 2 * F * 2);
-            rd(s, a->norm2[L], xb, n2, "norm2 (FFN input)");
-            int32_t ac = wr(s, act, rows * F * 2);
-            rd(s, gu, rows * 2 * F * 2, g, "gate_up");
+            int32_t ac;
+            if (a->shape.fused_ffn) { /* one kernel: norm2 in, act out */
+                ck_assert_int_eq(gu, -1);
+                ac = wr(s, act, rows * F * 2);
+                rd(s, a->norm2[L], xb, n2, "norm2 (FFN input)");
+            } else {
+                int32_t g = wr(s, gu, rows * 2 * F * 2);
+                rd(s, a->norm2[L], xb, n2, "norm2 (FFN input)");
+                ac = wr(s, act, rows * F * 2);
+                rd(s, gu, rows * 2 * F * 2, g, "gate_up");
+            }
             rd(s, act, rows * F * 2, ac, "act");
             rd(s, a->x, xb, x, "x (down)");
             x = wr(s, a->x, xb);
@@ -105,6 +112,7 @@ START_TEST(layout_survives_the_forward)
         struct og_shape sh = {1 + rand() % 3000, 0, 0, 1 + rand() % 5, rand() % 3 ? 0 : 4};
         sh.R = rand() % 2 ? sh.T : rand() % (sh.T + 1);
         sh.logit_chunk_rows = rand() % 2 ? 0 : 1 + rand() % 700;
+        sh.fused_ffn = rand() % 2;
         const char *name = planners[k % 4];
         struct ts_err err;
         ck_assert_int_eq(eng_act_plan(&a, &TINY, &sh, planner_find(name), &po, &err), 0);
@@ -113,8 +121,9 @@ START_TEST(layout_survives_the_forward)
         ck_assert_int_eq(a.ffn_chunks * a.ffn_rows >= sh.T, 1);
         ck_assert_int_lt(plan_find_overlap(&a.g, &a.plan), 0);
         ck_assert(a.plan.arena_bytes >= opgraph_peak(&a.g));
-        snprintf(where, sizeof where, "%s T=%lld R=%lld chunk=%d ffn=%d copy=%d", name, (long long)sh.T,
-                 (long long)sh.R, sh.logit_chunk_rows, sh.ffn_chunks, sh.softmax_copy_bytes);
+        snprintf(where, sizeof where, "%s T=%lld R=%lld chunk=%d ffn=%d%s copy=%d", name, (long long)sh.T,
+                 (long long)sh.R, sh.logit_chunk_rows, sh.ffn_chunks, sh.fused_ffn ? " fused" : "",
+                 sh.softmax_copy_bytes);
         struct shadow s = {.blocks = (a.plan.arena_bytes + ENG_ACT_ALIGN - 1) / ENG_ACT_ALIGN, .where = where};
         s.owner = calloc((size_t)s.blocks + 1, sizeof *s.owner);
         replay(&a, &TINY, &s);
@@ -146,6 +155,17 @@ START_TEST(layout_of_a_full_model)
     other = sh;
     other.T = 8191;
     ck_assert(!eng_act_same(&ff, &other));
+    other = sh;
+    other.fused_ffn = true;
+    ck_assert(!eng_act_same(&ff, &other));
+    /* fused, the FFN's 402 MB gate|up buffer goes: the peak moves to the LM head (x and a 2048-row
+     * chunk of logits) */
+    struct eng_act fu = {0};
+    ck_assert_int_eq(eng_act_plan(&fu, m, &other, planner_find("first-fit"), &po, NULL), 0);
+    ck_assert_int_eq(fu.gu[0], -1);
+    ck_assert_int_eq(fu.plan.arena_bytes, 8192LL * 4096 * 2 + 2048LL * m->vocab * 2);
+    ck_assert_int_lt(fu.plan.arena_bytes, ff.plan.arena_bytes);
+    eng_act_free(&fu);
     /* a shape that normalises to the planned one is the same plan */
     struct og_shape one = {512, 512, 0, 0, 0}, same = {512, 512, 4096, 1, 0};
     ck_assert_int_eq(eng_act_plan(&ff, m, &one, planner_find("first-fit"), &po, NULL), 0);

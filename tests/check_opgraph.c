@@ -16,12 +16,13 @@ START_TEST(peak_equals_closed_form)
         struct og_shape s = {1 + rand() % 20000, 0, 0, 1 + rand() % 8, (rand() % 3) * 4};
         s.R = rand() % 2 ? s.T : rand() % (s.T + 1);
         s.logit_chunk_rows = rand() % 2 ? 0 : 1 + rand() % 4096;
+        s.fused_ffn = rand() % 2;
         opgraph_build(&g, m, &s);
-        struct act_knobs kn = {s.logit_chunk_rows, s.ffn_chunks, s.softmax_copy_bytes};
+        struct act_knobs kn = {s.logit_chunk_rows, s.ffn_chunks, s.softmax_copy_bytes, s.fused_ffn};
         ck_assert_msg(opgraph_peak(&g) == mem_act_peak(m, s.T, s.R, &kn),
-                      "%s T=%lld R=%lld chunk=%d ffn=%d copy=%d: graph %lld, closed form %lld", m->name,
-                      (long long)s.T, (long long)s.R, s.logit_chunk_rows, s.ffn_chunks, s.softmax_copy_bytes,
-                      (long long)opgraph_peak(&g), (long long)mem_act_peak(m, s.T, s.R, &kn));
+                      "%s T=%lld R=%lld chunk=%d ffn=%d%s copy=%d: graph %lld, closed form %lld", m->name,
+                      (long long)s.T, (long long)s.R, s.logit_chunk_rows, s.ffn_chunks, s.fused_ffn ? " fused" : "",
+                      s.softmax_copy_bytes, (long long)opgraph_peak(&g), (long long)mem_act_peak(m, s.T, s.R, &kn));
         for (int32_t i = 0; i < g.n; i++)
             ck_assert(g.t[i].first >= 0 && g.t[i].first <= g.t[i].last && g.t[i].last < g.num_ops && g.t[i].bytes > 0);
     }
@@ -54,6 +55,37 @@ START_TEST(chunking_lowers_the_peak_where_it_is)
 }
 END_TEST
 
+START_TEST(fused_ffn_has_no_gate_up)
+{
+    /* LLaDA-8B, T = 8192 in one FFN chunk, no logits: split, the FFN peaks at x + norm + gate|up +
+     * act; fused, at x + norm + act, act living from the gate/up op to down */
+    const struct model_cfg *m = model_find("llada-8b");
+    struct opgraph g = {0};
+    struct og_shape s = {8192, 0, 0, 1, 0};
+    const int64_t row = 8192LL * 2;
+    opgraph_build(&g, m, &s);
+    ck_assert_int_eq(opgraph_peak(&g), row * (2 * 4096 + 3 * m->ffn));
+    const int32_t split_n = g.n;
+    s.fused_ffn = true;
+    opgraph_build(&g, m, &s);
+    ck_assert_int_eq(opgraph_peak(&g), row * (2 * 4096 + m->ffn - 4096 + 4096)); /* x + norm + act */
+    ck_assert_int_eq(g.n, split_n - m->num_layers);
+    for (int32_t i = 0; i < g.n; i++) {
+        ck_assert_int_ne(g.t[i].kind, OG_GATE_UP);
+        if (g.t[i].kind == OG_ACT)
+            ck_assert_int_eq(g.t[i].last - g.t[i].first, 2);
+    }
+    /* an MoE model's routed experts stay split */
+    const struct model_cfg *moe = model_find("llada-moe-7b");
+    opgraph_build(&g, moe, &s);
+    int gate_up = 0;
+    for (int32_t i = 0; i < g.n; i++)
+        gate_up += g.t[i].kind == OG_GATE_UP;
+    ck_assert_int_gt(gate_up, 0);
+    opgraph_free(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("opgraph");
@@ -61,6 +93,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, peak_equals_closed_form);
     tcase_add_test(tc, chunking_lowers_the_peak_where_it_is);
+    tcase_add_test(tc, fused_ffn_has_no_gate_up);
     suite_add_tcase(s, tc);
     return run_suite("opgraph", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

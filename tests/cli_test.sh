@@ -168,6 +168,13 @@ expect 0 "mem plan" -- $bin mem plan --planner caching --tokens 2048 --softmax-c
 contains "mem plan" "inflation"
 expect 0 "mem plan --json" -- $bin mem plan --planner first-fit --tokens 2048 --json
 json_check "$tmp/out" 'd["peak_bytes"] == d["theoretical_bytes"] and d["plan_us"] > 0'
+# a fused FFN has no gate/up buffer: LLaDA-8B's 8192-token step peaks at its LM head (x + a 2048-row logit chunk)
+expect 0 "mem plan --fused-ffn" -- $bin mem plan --tokens 8192 --logit-chunk 2048 --fused-ffn --json
+json_check "$tmp/out" 'd["fused_ffn"] and d["theoretical_bytes"] == 8192 * 4096 * 2 + 2048 * 126464 * 2'
+expect 0 "mem lmax --fused-ffn" -- $bin mem lmax --mem-limit 24 --mask-ratio 0.02 --fused-ffn --json
+json_check "$tmp/out" 'd["lmax"] > 150000'
+expect 2 "mem lmax --live --fused-ffn" -- $bin mem lmax --live --fused-ffn
+contains "mem lmax --live --fused-ffn" "TESSERA_FFN"
 expect 1 "mem plan over budget" -- $bin mem plan --tokens 65536 --budget-gib 1 --chunking lazy
 contains "mem plan over budget" "does not fit"
 expect 0 "mem lmax" -- $bin mem lmax --gpu rtx4090 --planner first-fit --mask-ratio 0.5 --chunking lazy
