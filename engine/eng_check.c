@@ -703,8 +703,9 @@ static double outs_diff(const struct step_outs *a, const struct step_outs *b, in
  * (any two live buffers sharing memory would show), and the device memory the arena takes is the
  * plan's, to the mapping granularity. GEMM tuning is off so that every engine runs the same
  * algorithms. */
-static void check_planners(struct checker *c, const struct model_cfg *m)
+static void check_planners(struct checker *c, const struct model_cfg *m, int ffn)
 {
+    const char *how = ffn ? ", fused FFN" : "";
     const char *planners[] = {"first-fit", "greedy-size", "caching", "profiled", "ilp"};
     struct step_desc steps[3];
     mixed_steps(steps);
@@ -720,6 +721,7 @@ static void check_planners(struct checker *c, const struct model_cfg *m)
         o.no_tune = true;
         o.seed = 91;
         o.planner = planners[k];
+        o.ffn = ffn;
         o.softmax_copy = k == 2 ? 4 : 0; /* PyTorch's fp32 copy of the logits, with its allocator */
         struct eng *e = NULL;
         struct ts_err err;
@@ -729,7 +731,7 @@ static void check_planners(struct checker *c, const struct model_cfg *m)
         if (eng_create(m, &o, &e, &err) || run_steps(e, m, steps, 3, &got, &err) ||
             eng_release_activations(e, &err) || eng_device_used(e, &before, &err) ||
             run_steps(e, m, steps, 3, &again, &err) || eng_device_used(e, &after, &err)) {
-            snprintf(what, sizeof what, "planner %s", planners[k]);
+            snprintf(what, sizeof what, "planner %s%s", planners[k], how);
             fail_msg(c, what, err.msg);
         } else {
             struct eng_mem mem;
@@ -737,21 +739,21 @@ static void check_planners(struct checker *c, const struct model_cfg *m)
             int64_t planned = 0;
             for (int s = 0; s < 3; s++)
                 planned = TS_MAX(planned, eng_step_workspace_bytes(e, &steps[s]));
-            snprintf(what, sizeof what, "%s: a remapped arena gives the same outputs", planners[k]);
+            snprintf(what, sizeof what, "%s%s: a remapped arena gives the same outputs", planners[k], how);
             report(c, what, outs_diff(&got, &again, m->hidden), 0);
             if (k == 0) {
                 ref = got;
                 memset(&got, 0, sizeof got);
             } else {
-                snprintf(what, sizeof what, "%s layout vs first-fit (largest output difference)", planners[k]);
+                snprintf(what, sizeof what, "%s%s layout vs first-fit (largest output difference)", planners[k], how);
                 report(c, what, outs_diff(&got, &ref, m->hidden), 0);
             }
             /* mapped: the largest plan of the three steps, rounded up to the 2 MiB granularity */
             double slack = (double)(mem.arena_mapped - planned) / 1048576.0;
-            snprintf(what, sizeof what, "%s: mapped %.1f MiB - largest plan %.2f MiB (MiB)", planners[k],
+            snprintf(what, sizeof what, "%s%s: mapped %.1f MiB - largest plan %.2f MiB (MiB)", planners[k], how,
                      mem.arena_mapped / 1048576.0, planned / 1048576.0);
             report(c, what, slack >= 0 && slack < 2.0 ? slack : INFINITY, 2.0);
-            snprintf(what, sizeof what, "%s: device memory the steps took - mapped (MiB)", planners[k]);
+            snprintf(what, sizeof what, "%s%s: device memory the steps took - mapped (MiB)", planners[k], how);
             report(c, what, fabs((double)(after - before - mem.arena_mapped)) / 1048576.0, 2.0);
         }
         outs_free(&again);
@@ -861,8 +863,9 @@ int eng_check_run(uint64_t seed, FILE *out)
     check_weights_file(&c, &tiny_a, true);
     check_weights_file(&c, &tiny_b, false);
     fprintf(out, "activations planned in the virtual-memory arena:\n");
-    check_planners(&c, &tiny_a);
-    check_planners(&c, &tiny_b);
+    check_planners(&c, &tiny_a, 0);
+    check_planners(&c, &tiny_b, 0);
+    check_planners(&c, &tiny_a, 1);
     check_stateless(&c, &tiny_a);
     check_stateless(&c, &tiny_b);
     fprintf(out, "engine check: %d passed, %d failed\n", c.passed, c.failed);
