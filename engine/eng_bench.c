@@ -246,6 +246,21 @@ static int replay_ms(struct eng *e, const struct step_desc *sd, int reps, float 
     return 0;
 }
 
+/* A variant of the step under the engine's settings of the moment: its replay median (replay_ms)
+ * and its eager per-op times (eng_step_profile); says why on stderr when either fails. */
+static int time_variant(struct eng *e, const struct step_desc *sd, int reps, float *ms, double *op_ms)
+{
+    struct ts_err err;
+    float eager_ms;
+    if (replay_ms(e, sd, reps, ms))
+        return -1;
+    if (eng_step_profile(e, sd, op_ms, &eager_ms, &err)) {
+        fprintf(stderr, "engine bench: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 struct step_case {
     const char *name;
     int nseq, q, kv, logits;
@@ -367,28 +382,19 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         int bad = replay_ms(e, &sd, o->reps, &plain_ms);
         k_set_pdl(1);
         double op_ms[OP_COUNT], impl_op_ms[2][OP_COUNT];
-        float eager_ms, impl_eager_ms;
+        float eager_ms;
         for (int impl = 0; impl < 2 && !bad; impl++) {
             eng_set_attention(e, impl);
-            bad = replay_ms(e, &sd, o->reps, &impl_ms[impl]);
-            if (!bad && eng_step_profile(e, &sd, impl_op_ms[impl], &impl_eager_ms, &err)) {
-                fprintf(stderr, "engine bench: %s\n", err.msg);
-                bad = 1;
-            }
+            bad = time_variant(e, &sd, o->reps, &impl_ms[impl], impl_op_ms[impl]);
         }
         eng_set_attention(e, eo.attention);
         /* the same step with the FFN split, fused and auto, where the fused kernel runs */
         float ffn_ms[3] = {0, 0, 0};
         double ffn_op_ms[3][OP_COUNT];
-        float ffn_eager_ms;
         const bool fused_runs = eng_ffn_fused_runs(e);
         for (int f = 0; f < 3 && fused_runs && !bad; f++) {
             eng_set_ffn(e, f);
-            bad = replay_ms(e, &sd, o->reps, &ffn_ms[f]);
-            if (!bad && eng_step_profile(e, &sd, ffn_op_ms[f], &ffn_eager_ms, &err)) {
-                fprintf(stderr, "engine bench: %s\n", err.msg);
-                bad = 1;
-            }
+            bad = time_variant(e, &sd, o->reps, &ffn_ms[f], ffn_op_ms[f]);
         }
         eng_set_ffn(e, eo.ffn);
         if (bad)

@@ -181,28 +181,29 @@ void eng_set_chunking(struct eng *e, int32_t logit_chunk_rows, int32_t ffn_chunk
 
 void eng_set_attention(struct eng *e, int32_t impl) { e->o.attention = impl >= 0 && impl <= 2 ? impl : 2; }
 
+/* The index of name among n names; dflt for NULL or empty, -1 for anything else. */
+static int32_t name_index(const char *name, const char *const *names, int32_t n, int32_t dflt)
+{
+    if (!name || !*name)
+        return dflt;
+    for (int32_t i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    return -1;
+}
+
 int32_t eng_attention_impl(const char *name)
 {
-    if (!name || !*name || strcmp(name, "auto") == 0)
-        return 2;
-    if (strcmp(name, "mma") == 0)
-        return 0;
-    if (strcmp(name, "wgmma") == 0)
-        return 1;
-    return -1;
+    static const char *const names[] = {"mma", "wgmma", "auto"};
+    return name_index(name, names, 3, 2);
 }
 
 void eng_set_ffn(struct eng *e, int32_t impl) { e->o.ffn = impl >= 0 && impl <= 2 ? impl : 0; }
 
 int32_t eng_ffn_impl(const char *name)
 {
-    if (!name || !*name || strcmp(name, "split") == 0)
-        return 0;
-    if (strcmp(name, "fused") == 0)
-        return 1;
-    if (strcmp(name, "auto") == 0)
-        return 2;
-    return -1;
+    static const char *const names[] = {"split", "fused", "auto"};
+    return name_index(name, names, 3, 0);
 }
 
 bool eng_ffn_fused_runs(const struct eng *e) { return e->fused_ffn_runs; }
