@@ -66,6 +66,7 @@ int k_swiglu(bf16_t *out, const bf16_t *gu, int rows, int F, k_stream stream);
  * missing (k_gemm_wgmma_ready, asked outside a stream capture first). */
 static inline int k_gemm_swiglu_fits(int K, int F) { return K > 0 && K % 64 == 0 && F > 0 && F % 128 == 0; }
 int k_gemm_swiglu(bf16_t *out, const bf16_t *x, const bf16_t *w, int rows, int K, int F, k_stream stream);
+/* Whether the engine's own wgmma GEMMs run on this device (probed once, outside a stream capture). */
 int k_gemm_wgmma_ready(k_stream stream);
 /* The most blocks its persistent grid has for `rows` rows (0 before k_gemm_wgmma_ready). */
 int k_gemm_swiglu_blocks(int rows);
