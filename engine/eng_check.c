@@ -603,8 +603,9 @@ done:
 
 /* The fused gate/up GEMM + SwiGLU (k_gemm_swiglu) against the reference's linear layer, its
  * output rounded to bf16 as the split path's GEMM writes it, then SwiGLU; the output is poisoned
- * first. Row counts cover one partial row tile (single blocks), clusters with an empty partner
- * tile, and more work than the persistent grid takes in one round. */
+ * first. Row counts cover single blocks (an odd count of row tiles) and clusters of two (an even
+ * count), partial last tiles, stages wrapping around the ring within a tile and across tiles, and
+ * more work than the persistent grid takes in one round. */
 static void check_gemm_swiglu(struct checker *c, int rows, int K, int F)
 {
     const int64_t nx = (int64_t)rows * K, nw = (int64_t)2 * F * K, no = (int64_t)rows * F;
@@ -839,9 +840,10 @@ int eng_check_run(uint64_t seed, FILE *out)
         check_attention(&c, k[0], k[1], k[2], k[3], k[4], k[5], SET_ONE);
     }
     check_attention(&c, 32, 32, 128, 0, false, 16, SET_LONG);
-    check_gemm_swiglu(&c, 100, 256, 256);   /* one row tile: single blocks */
-    check_gemm_swiglu(&c, 300, 640, 384);   /* clusters of two, the last one's second tile empty */
-    check_gemm_swiglu(&c, 1100, 640, 2048); /* more clusters' work than fit at once */
+    check_gemm_swiglu(&c, 100, 256, 256);  /* one partial row tile: single blocks */
+    check_gemm_swiglu(&c, 300, 640, 384);  /* three row tiles (single blocks), 10 stages a tile */
+    check_gemm_swiglu(&c, 500, 256, 384);  /* four: clusters of two, the last tile partial */
+    check_gemm_swiglu(&c, 2000, 256, 2048); /* more clusters' work than fit at once */
     check_argmax(&c, 126464);
     check_argmax(&c, 1003);
     fprintf(out, "whole steps against the CPU reference:\n");
