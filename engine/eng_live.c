@@ -23,8 +23,8 @@ static int live_step(void *ctx, const struct step_desc *sd, double *seconds, str
 static void live_release(void *ctx, int32_t req_id) { eng_release(ctx, req_id); }
 
 /* The engine sized for the simulation's steps: its token and logit-chunk caps, block-causal
- * attention under the block policy, the FFN chunks, and its activations laid out by the
- * simulation's planner. */
+ * attention under the block policy, the FFN chunks (fused under an implementation profile with a
+ * fused FFN), and its activations laid out by the simulation's planner. */
 int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor *ex, struct ts_err *err)
 {
     const struct sim_config *c = sim_config(s);
@@ -38,6 +38,9 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
     o.page_tokens = c->kv_page_tokens;
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
     o.planner = c->planner;
+    struct impl_profile ip;
+    if (impl_resolve(c->impl, &ip, NULL) == 0 && ip.fused_ffn)
+        o.ffn = 1; /* --impl tessera-fused: the FFN fused, as the simulation plans it */
     struct eng *e;
     if (eng_create(m, &o, &e, err))
         return -1;

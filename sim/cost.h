@@ -38,9 +38,11 @@ struct impl_profile {
                                   the LM head and sampling) */
     int32_t softmax_copy_bytes; /* bytes per logit of the softmax copy it makes (0: none) */
     int64_t reserve_bytes;  /* device memory the implementation keeps for itself (context, workspaces) */
+    bool fused_ffn;         /* dense FFNs: the gate/up GEMM computes SwiGLU in its epilogue (the
+                             * engine's TESSERA_FFN=fused): no act op, no [T, 2F] gate/up output */
 };
 
-/* Finds a built-in implementation profile ("torch-eager", "tessera"). */
+/* Finds a built-in implementation profile ("torch-eager", "tessera", "tessera-fused"). */
 int impl_resolve(const char *name, struct impl_profile *out, struct ts_err *err);
 void impl_list(char *buf, size_t len);
 

@@ -13,7 +13,9 @@
  *   attention  4*head_dim*heads*sum(q*(q+kv)); Q, O and each segment's K/V read once
  *   o_proj     2*T*qd*h
  *   resid      2 per layer, read 2 + write 1 [T,h]
- *   gate_up    2*T*h*2F, down 2*T*F*h, act read [T,2F] write [T,F]; FFN chunks re-read weights
+ *   gate_up    2*T*h*2F, down 2*T*F*h, act read [T,2F] write [T,F]; FFN chunks re-read weights;
+ *              fused (impl fused_ffn, dense layers): gate_up writes [T,F], no act op (SwiGLU's
+ *              element-wise work runs in the GEMM's epilogue, beside its tensor-core work)
  *   MoE        router 2*T*h*E; experts 6*T*k*h*Fe FLOPs, weight bytes of the distinct experts
  *              touched, E*(1-(1-k/E)^T) under balanced routing; shared experts as a dense FFN
  *   lm_head    2*R*h*V; every chunk re-reads the h*V weights
@@ -92,9 +94,14 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
         add_op(&p, OP_RESID, 2 * nl, T * h, 3 * T * h * a, ge);
         if (dense > 0) {
             double F = m->ffn;
-            add_op(&p, OP_GATE_UP, dense * chunks, 2 * T / chunks * h * 2 * F,
-                   a * (2 * F * h + T / chunks * (h + 2 * F)), ge);
-            add_op(&p, OP_ACT, dense * chunks, 4 * T / chunks * F, a * T / chunks * 3 * F, ge);
+            if (im->fused_ffn) { /* SwiGLU in the GEMM's epilogue: only [T, F] is written */
+                add_op(&p, OP_GATE_UP, dense * chunks, 2 * T / chunks * h * 2 * F,
+                       a * (2 * F * h + T / chunks * (h + F)), ge);
+            } else {
+                add_op(&p, OP_GATE_UP, dense * chunks, 2 * T / chunks * h * 2 * F,
+                       a * (2 * F * h + T / chunks * (h + 2 * F)), ge);
+                add_op(&p, OP_ACT, dense * chunks, 4 * T / chunks * F, a * T / chunks * 3 * F, ge);
+            }
             add_op(&p, OP_DOWN, dense * chunks, 2 * T / chunks * F * h,
                    a * (F * h + T / chunks * (F + h)), ge);
         }

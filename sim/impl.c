@@ -10,6 +10,10 @@
  *                are not measured. Logits get an fp32 softmax copy, as in Fast-dLLM's sampling.
  *                The efficiencies are starting points: the calibrated back end replaces them.
  *   tessera      one fused kernel per op, issued from a CUDA graph.
+ *   tessera-fused  tessera with the fused FFN (the engine's TESSERA_FFN=fused): the gate/up GEMM
+ *                computes SwiGLU in its epilogue, so there is no act kernel and no [T, 2F] gate/up
+ *                output, in the activations (op graph) as in the bytes moved. No calibration of it
+ *                is shipped: it is priced by the roofline back end.
  */
 #include "cost.h"
 
@@ -31,6 +35,13 @@ static const struct impl_profile builtin_impls[] = {
                  [OP_DOWN] = 1, [OP_ROUTER] = 2, [OP_EXPERTS] = 3, [OP_LM_HEAD] = 1,
                  [OP_SAMPLE] = 1},
      .softmax_copy_bytes = 0, .reserve_bytes = (int64_t)(0.5 * TS_GIB)},
+    {.name = "tessera-fused", .launch_s = 1.5e-6, .host_step_s = 50e-6, .host_seg_s = 0.2e-6,
+     .gemm_eff = 0.85, .attn_eff = 0.60, .mem_eff = 0.85,
+     .kernels = {[OP_EMBED] = 1, [OP_NORM] = 1, [OP_QKV] = 1, [OP_ROPE] = 1, [OP_KV_WRITE] = 0,
+                 [OP_ATTN] = 1, [OP_OPROJ] = 1, [OP_RESID] = 0, [OP_GATE_UP] = 1, [OP_ACT] = 0,
+                 [OP_DOWN] = 1, [OP_ROUTER] = 2, [OP_EXPERTS] = 3, [OP_LM_HEAD] = 1,
+                 [OP_SAMPLE] = 1},
+     .softmax_copy_bytes = 0, .reserve_bytes = (int64_t)(0.5 * TS_GIB), .fused_ffn = true},
 };
 
 static const char *impl_name_at(int i)

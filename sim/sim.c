@@ -102,14 +102,15 @@ void sim_kv_release(struct sim *s, struct request *r)
 
 int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows)
 {
-    struct act_knobs k = {s->cfg.max_num_logits, s->cfg.ffn_chunks, s->impl.softmax_copy_bytes, false};
+    struct act_knobs k = {s->cfg.max_num_logits, s->cfg.ffn_chunks, s->impl.softmax_copy_bytes, s->impl.fused_ffn};
     if (s->cfg.lazy_chunking) { /* chunk as far as it goes: 64-row logit chunks, 64-token FFN chunks */
         k.logit_chunk_rows = (int32_t)TS_MIN(TS_MAX(logit_rows, 1), 64);
         k.ffn_chunks = (int32_t)TS_MAX(1, TS_MIN(q_tokens / 64, 4096));
     }
     if (s->planner != planner_find("caching") && s->planner != planner_find("profiled"))
         return mem_act_peak(&s->model, q_tokens, logit_rows, &k);
-    struct og_shape shape = {q_tokens, logit_rows, k.logit_chunk_rows, k.ffn_chunks, k.softmax_copy_bytes, false};
+    struct og_shape shape = {q_tokens, logit_rows, k.logit_chunk_rows, k.ffn_chunks, k.softmax_copy_bytes,
+                             k.fused_ffn};
     opgraph_build(&s->graph, &s->model, &shape);
     struct plan pl;
     TS_ASSERT(plan_caching(&s->graph, NULL, &pl, NULL) == 0);
@@ -437,7 +438,7 @@ static void lazy_chunk(struct sim *s, int64_t budget)
     const int64_t R = sd->tot.logit_rows, T = sd->tot.q_tokens;
     int64_t logit_chunks = R > 0 && sd->logit_chunk_rows > 0 ? (R + sd->logit_chunk_rows - 1) / sd->logit_chunk_rows : 1;
     for (int iter = 0; iter < 4096; iter++) {
-        struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, s->impl.softmax_copy_bytes, false};
+        struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, s->impl.softmax_copy_bytes, s->impl.fused_ffn};
         struct act_parts p;
         mem_act_parts(&s->model, T, R, &k, &p);
         if (TS_MAX(p.attention, TS_MAX(p.ffn, p.head)) <= budget)

@@ -111,6 +111,23 @@ START_TEST(moe_touches_distinct_experts)
 }
 END_TEST
 
+START_TEST(fused_ffn_has_no_act_op)
+{
+    /* the same Refresh step with and without the fused FFN: no act op, gate_up writes [T, F] instead
+     * of [T, 2F] (it moves fewer bytes, so it is no slower), every other op priced the same */
+    struct cost_ctx split = ctx("llada-8b", "tessera"), fused = ctx("llada-8b", "tessera-fused");
+    ck_assert(fused.impl.fused_ffn && !split.impl.fused_ffn);
+    struct cost_breakdown bs, bf;
+    double ts = price(&split, 16, 512, 0, 512, 0, &bs), tf = price(&fused, 16, 512, 0, 512, 0, &bf);
+    ck_assert(bs.op_s[OP_ACT] > 0 && bf.op_s[OP_ACT] == 0);
+    ck_assert(bf.op_s[OP_GATE_UP] <= bs.op_s[OP_GATE_UP] * (1 + 1e-9));
+    for (int op = 0; op < OP_COUNT; op++)
+        if (op != OP_ACT && op != OP_GATE_UP)
+            ck_assert_msg(fabs(bf.op_s[op] - bs.op_s[op]) <= 1e-12, "%s", cost_op_name((enum cost_op)op));
+    ck_assert(tf < ts && fabs(ts - tf - bs.op_s[OP_ACT] - bs.op_s[OP_GATE_UP] + bf.op_s[OP_GATE_UP]) < 1e-12);
+}
+END_TEST
+
 START_TEST(empty_step_costs_host_time)
 {
     struct cost_ctx c = ctx("llada-8b", "tessera");
@@ -138,6 +155,7 @@ int main(void)
     tcase_add_test(tc, lm_head_chunks_reread_weights);
     tcase_add_test(tc, attention_grows_with_context);
     tcase_add_test(tc, moe_touches_distinct_experts);
+    tcase_add_test(tc, fused_ffn_has_no_act_op);
     tcase_add_test(tc, empty_step_costs_host_time);
     suite_add_tcase(s, tc);
     return run_suite("cost", s) ? EXIT_FAILURE : EXIT_SUCCESS;

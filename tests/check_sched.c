@@ -253,6 +253,27 @@ START_TEST(caching_planner_reserves_more)
 }
 END_TEST
 
+/* The fused FFN's implementation profile plans no gate/up buffer: a 16,384-token step with few
+ * logit rows (its FFN the peak) needs x + norm + act instead of x + norm + gate/up + act */
+START_TEST(fused_ffn_plans_less)
+{
+    struct sim_config c;
+    test_config(&c);
+    struct ts_err err;
+    int64_t peak[2];
+    for (int fused = 0; fused < 2; fused++) {
+        snprintf(c.impl, sizeof c.impl, "%s", fused ? "tessera-fused" : "tessera");
+        struct sim *s = sim_create(&c, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        peak[fused] = sim_act_peak(s, 16384, 64);
+        sim_destroy(s);
+    }
+    const int64_t row = 16384LL * 2, h = 4096, F = 12288;
+    ck_assert_int_eq(peak[0], row * (2 * h + 3 * F));
+    ck_assert_int_eq(peak[1], row * (2 * h + F));
+}
+END_TEST
+
 START_TEST(static_batches_finish_together)
 {
     struct sim_config c;
@@ -299,6 +320,7 @@ int main(void)
     tcase_add_test(tc, impossible_requests_are_rejected_with_reason);
     tcase_add_test(tc, static_batches_finish_together);
     tcase_add_test(tc, caching_planner_reserves_more);
+    tcase_add_test(tc, fused_ffn_plans_less);
     tcase_add_test(tc, mosaic_lazy_chunking_fits_long_requests);
     suite_add_tcase(s, tc);
     return run_suite("sched", s) ? EXIT_FAILURE : EXIT_SUCCESS;

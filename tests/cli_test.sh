@@ -89,6 +89,10 @@ expect 2 "unknown scheduler" -- $bin sim --scheduler fifo
 contains "unknown scheduler" "static, request, phase"
 expect 0 "mosaic preset" -- $bin sim --system mosaic --model dream-7b --gpu rtx4090 --lengths fixed:20000,64 --gen-len 64 --requests 2 --rps 0.01 --quiet
 contains "mosaic preset" "2 finished, 0 rejected"
+# the fused FFN's implementation profile: roofline-priced, no shipped calibration
+expect 0 "sim --impl tessera-fused" -- $bin sim --impl tessera-fused --requests 20 --quiet --no-progress
+expect 2 "sim tessera-fused calibrated" -- $bin sim --impl tessera-fused --cost calibrated --requests 2
+contains "sim tessera-fused calibrated" "with the tessera-fused implementation"
 expect 2 "unknown system" -- $bin sim --system vllm
 contains "unknown system" "fast-dllm"
 expect 2 "bad number" -- $bin sim --rps fast
