@@ -2,7 +2,8 @@
 # live_gpu_test.sh: live mode on a GPU machine (make check-gpu). A small schedule runs with
 # --executor gpu: every step is executed and measured (live_steps == num_steps), every request
 # finishes, the measured time is positive and within a factor of 3 of the calibrated model's, and
-# the database records the measured step times; a preset with the caching planner runs live too.
+# the database records the measured step times; a preset with the caching planner runs live too,
+# and so does the fused FFN's implementation profile.
 # Usage: live_gpu_test.sh PATH/TO/tessera
 set -u
 bin=${1:?usage: live_gpu_test.sh PATH/TO/tessera}
@@ -41,5 +42,18 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 ok = s.get("live_steps") == s["num_steps"] > 0 and s["num_finished"] == 4
 print(f"live: fast-dllm (caching planner) {s['num_steps']} steps executed; {'ok' if ok else 'failed'}")
+sys.exit(0 if ok else 1)
+PY
+[ $? -eq 0 ] || exit 1
+# the fused FFN's implementation profile runs the engine's FFN fused (roofline-priced: no shipped
+# calibration of it)
+"$bin" sim --impl tessera-fused --cost roofline --requests 4 --rps 8 --gen-len 32 --lengths fixed:600,32 \
+    --executor gpu --json --quiet --no-progress >"$tmp/fused.json" || { echo "live: the tessera-fused run failed"; exit 1; }
+python3 - "$tmp/fused.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+ok = s.get("live_steps") == s["num_steps"] > 0 and s["num_finished"] == 4
+print(f"live: tessera-fused {s['num_steps']} steps executed in {s.get('live_measured_s', 0):.3f} s "
+      f"(roofline {s.get('live_model_s', 0):.3f} s); {'ok' if ok else 'failed'}")
 sys.exit(0 if ok else 1)
 PY
