@@ -23,11 +23,17 @@
 # times are attached to them (checked step by step) instead of replaying; CALIB_DIR=DIR takes the
 # calibrations from DIR/calib-MODEL.csv (default: profile them, or reuse those in OUT).
 #
+# IMPL=tessera-fused simulates that implementation profile and runs the engine's FFN fused
+# (TESSERA_FFN=fused for the profile; replays follow the run's implementation), so OUT's
+# calibrations are of the fused engine.
+#
 # Usage: experiments/fidelity.sh OUT [MODELS]   (tessera in build/gpu or TESSERA=path)
 set -uo pipefail
 out=${1:?usage: fidelity.sh OUT [models]}
 models=${2:-"llada-8b sdar-8b"}
 bin=${TESSERA:-build/gpu/tessera}
+impl=${IMPL:-tessera}
+[ "$impl" = tessera-fused ] && export TESSERA_FFN=fused
 scratch=${SCRATCH:-$out/scratch}
 mkdir -p "$out" "$scratch"
 echo "model,policy,scheduler,rps,backend,steps,measured_s,mape_pct,p90_pct,total_pct" >"$out/fidelity.csv"
@@ -78,7 +84,7 @@ for model in $models; do
                 tag="$model-$policy-$sched-$rps"
                 db="$scratch/run-$tag.db"
                 rm -f "$db"
-                "$bin" sim --model "$model" --policy "$policy" --scheduler "$sched" --rps "$rps" \
+                "$bin" sim --model "$model" --impl "$impl" --policy "$policy" --scheduler "$sched" --rps "$rps" \
                     --requests 16 --lengths lognormal:6.0,0.7,5.0,0.6 --gen-len 128 --max-batch 8 \
                     --seed 7 --db "$db" --quiet --no-progress >/dev/null || continue
                 if [ -n "$measured" ]; then

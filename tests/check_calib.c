@@ -249,6 +249,27 @@ START_TEST(bad_profiles_are_refused)
     ck_assert_int_ne(calib_data_validate(&d, "h200", &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "no rows for op down"));
     calib_data_free(&d);
+    /* act missing altogether is a fused FFN's profile (tessera-fused): accepted, priced without it */
+    planted(&d);
+    k = 0;
+    for (size_t i = 0; i < d.n; i++)
+        if (d.rows[i].op != OP_ACT)
+            d.rows[k++] = d.rows[i];
+    d.n = k;
+    ck_assert_msg(calib_data_validate(&d, "h200", &err) == 0, "%s", err.msg);
+    struct calib *fused = NULL;
+    ck_assert_msg(calib_fit(&d, &fused, &err) == 0, "%s", err.msg);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct segment seg = {.req_id = 0, .q = 512, .phase = PHASE_REFRESH};
+    step_desc_add(&sd, &seg);
+    struct cost_breakdown bd;
+    double t;
+    ck_assert_msg(calib_step_s(fused, &sd, true, &t, &bd, &err) == 0, "%s", err.msg);
+    ck_assert(t > 0 && bd.op_s[OP_ACT] == 0 && bd.op_s[OP_GATE_UP] > 0);
+    step_desc_free(&sd);
+    calib_free(fused);
+    calib_data_free(&d);
     /* two profiles in one file: every op of a step measured twice (the step sums would double) */
     planted(&d);
     size_t n0 = d.n;
