@@ -49,22 +49,25 @@ fi
 # (deterministic simulations, each step checked against the recorded one) must give what was
 # recorded, run by run (per-step MAPE, p90 and total-time error within 0.15 points): in sample (the
 # replays on the profiled machine, experiments/results/fidelity-h200) and out of sample (a fresh
-# machine instance, experiments/results/fidelity-h200-oos).
+# machine instance, experiments/results/fidelity-h200-oos); and the fused engine's in sample
+# (--impl tessera-fused, experiments/results/fidelity-h200-fused).
 root=$(cd "$(dirname "$0")/.." && pwd)
 if command -v python3 >/dev/null 2>&1; then
-    mkdir -p "$tmp/cal"
+    mkdir -p "$tmp/cal" "$tmp/calf"
     cp "$root/sim/data/calib/h200-llada-8b-tessera.csv" "$tmp/cal/calib-llada-8b.csv"
     cp "$root/sim/data/calib/h200-sdar-8b-tessera.csv" "$tmp/cal/calib-sdar-8b.csv"
-    for rec in fidelity-h200 fidelity-h200-oos; do
-        want="$root/experiments/results/$rec"
-        MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$tmp/cal" TESSERA=$bin \
-            SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" >"$tmp/out" 2>&1
+    cp "$root/sim/data/calib/h200-llada-8b-tessera-fused.csv" "$tmp/calf/calib-llada-8b.csv"
+    for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused; do
+        want="$root/experiments/results/$rec" cal="$tmp/cal" impl=tessera models="llada-8b sdar-8b" runs=16
+        [ $rec = fidelity-h200-fused ] && cal="$tmp/calf" impl=tessera-fused models=llada-8b runs=8
+        IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
+            SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1
         n=$(awk -F, '$5 == "calibrated"' "$tmp/$rec/fidelity.csv" | wc -l)
         differ=$(awk -F, 'NR == FNR { if ($5 == "calibrated") want[$1 FS $2 FS $3 FS $4] = $8 FS $9 FS $10; next }
             $5 == "calibrated" { k = $1 FS $2 FS $3 FS $4; split(want[k], w, FS)
                 for (i = 1; i <= 3; i++) { d = $(7 + i) - w[i]; if (d < 0) d = -d; if (!(k in want) || d > 0.15) { print k; break } } }' \
             "$want/fidelity.csv" "$tmp/$rec/fidelity.csv" | head -3)
-        if [ "$n" -eq 16 ] && [ -z "$differ" ]; then ok; else bad "$rec on recorded H200 steps: $n runs, differing from the record: $differ"; sed 's/^/    /' "$tmp/out" >&2; fi
+        if [ "$n" -eq $runs ] && [ -z "$differ" ]; then ok; else bad "$rec on recorded H200 steps: $n runs, differing from the record: $differ"; sed 's/^/    /' "$tmp/out" >&2; fi
     done
 else
     echo "cli: note: python3 not found; the recorded-fidelity check is skipped" >&2
@@ -89,10 +92,12 @@ expect 2 "unknown scheduler" -- $bin sim --scheduler fifo
 contains "unknown scheduler" "static, request, phase"
 expect 0 "mosaic preset" -- $bin sim --system mosaic --model dream-7b --gpu rtx4090 --lengths fixed:20000,64 --gen-len 64 --requests 2 --rps 0.01 --quiet
 contains "mosaic preset" "2 finished, 0 rejected"
-# the fused FFN's implementation profile: roofline-priced, no shipped calibration
+# the fused FFN's implementation profile: roofline-priced, or calibrated where a calibration of it
+# is shipped (LLaDA-8B on the H200, not SDAR-8B)
 expect 0 "sim --impl tessera-fused" -- $bin sim --impl tessera-fused --requests 20 --quiet --no-progress
-expect 2 "sim tessera-fused calibrated" -- $bin sim --impl tessera-fused --cost calibrated --requests 2
-contains "sim tessera-fused calibrated" "with the tessera-fused implementation"
+expect 0 "sim tessera-fused calibrated" -- $bin sim --impl tessera-fused --cost calibrated --requests 20 --quiet --no-progress
+expect 2 "sim tessera-fused calibrated sdar" -- $bin sim --impl tessera-fused --model sdar-8b --cost calibrated --requests 2
+contains "sim tessera-fused calibrated sdar" "with the tessera-fused implementation"
 expect 2 "unknown system" -- $bin sim --system vllm
 contains "unknown system" "fast-dllm"
 expect 2 "bad number" -- $bin sim --rps fast
