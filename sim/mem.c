@@ -74,8 +74,8 @@ void mem_act_parts(const struct model_cfg *m, int64_t T, int64_t R, const struct
 }
 
 int64_t mem_act_peak_step(const struct model_cfg *m, const struct step_desc *sd,
-                          int32_t softmax_copy_bytes)
+                          int32_t softmax_copy_bytes, bool fused_ffn)
 {
-    struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, softmax_copy_bytes, false};
+    struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, softmax_copy_bytes, fused_ffn};
     return mem_act_peak(m, sd->tot.q_tokens, sd->tot.logit_rows, &k);
 }

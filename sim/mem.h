@@ -26,9 +26,10 @@ struct act_knobs {
 /* Activation peak in bytes of a forward over q_tokens packed tokens with logit_rows logit rows. */
 int64_t mem_act_peak(const struct model_cfg *m, int64_t q_tokens, int64_t logit_rows,
                      const struct act_knobs *k);
-/* The same for a packed step (its knobs and totals). */
+/* The same for a packed step (its knobs and totals), with the implementation's softmax copy and
+ * FFN (fused: act_knobs.fused_ffn). */
 int64_t mem_act_peak_step(const struct model_cfg *m, const struct step_desc *sd,
-                          int32_t softmax_copy_bytes);
+                          int32_t softmax_copy_bytes, bool fused_ffn);
 /* The peak of each phase of the forward: attention block, FFN block (chunked), LM head. */
 struct act_parts {
     int64_t attention, ffn, head;

@@ -497,7 +497,7 @@ static void start_step(struct sim *s)
     int64_t dur = llround(secs * 1e9) + s->step_extra_ns;
     if (dur < 1)
         dur = 1;
-    int64_t act = mem_act_peak_step(&s->model, &s->sd, s->impl.softmax_copy_bytes);
+    int64_t act = mem_act_peak_step(&s->model, &s->sd, s->impl.softmax_copy_bytes, s->impl.fused_ffn);
     int64_t kv_bytes = s->kv_pages_used * s->kv_page_tokens * s->kv_token_bytes;
     int64_t in_use = s->weight_bytes + kv_bytes + act;
     TS_ASSERTF(in_use <= s->capacity, "step at %lld ns uses %lld bytes, capacity %lld (scheduler %s)",

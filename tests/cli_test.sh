@@ -95,6 +95,9 @@ contains "mosaic preset" "2 finished, 0 rejected"
 # the fused FFN's implementation profile: roofline-priced, or calibrated where a calibration of it
 # is shipped (LLaDA-8B on the H200, not SDAR-8B)
 expect 0 "sim --impl tessera-fused" -- $bin sim --impl tessera-fused --requests 20 --quiet --no-progress
+# its steps' activations are accounted as its reservations plan them (fused): at a load that fills
+# the H200, no step may exceed the memory (the simulator asserts it)
+expect 0 "sim tessera-fused at full memory" -- $bin sim --impl tessera-fused --rps 8 --lengths lognormal:7.0,0.6,5.0,0.6 --quiet --no-progress
 expect 0 "sim tessera-fused calibrated" -- $bin sim --impl tessera-fused --cost calibrated --requests 20 --quiet --no-progress
 expect 2 "sim tessera-fused calibrated sdar" -- $bin sim --impl tessera-fused --model sdar-8b --cost calibrated --requests 2
 contains "sim tessera-fused calibrated sdar" "with the tessera-fused implementation"
