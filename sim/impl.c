@@ -12,8 +12,8 @@
  *   tessera      one fused kernel per op, issued from a CUDA graph.
  *   tessera-fused  tessera with the fused FFN (the engine's TESSERA_FFN=fused): the gate/up GEMM
  *                computes SwiGLU in its epilogue, so there is no act kernel and no [T, 2F] gate/up
- *                output, in the activations (op graph) as in the bytes moved. Its calibration:
- *                sim/data/calib/h200-llada-8b-tessera-fused.csv (engine profile, TESSERA_FFN=fused).
+ *                output, in the activations (op graph) as in the bytes moved. Its calibrations:
+ *                sim/data/calib/h200-*-tessera-fused.csv (engine profile, TESSERA_FFN=fused).
  */
 #include "cost.h"
 

@@ -49,17 +49,20 @@ fi
 # (deterministic simulations, each step checked against the recorded one) must give what was
 # recorded, run by run (per-step MAPE, p90 and total-time error within 0.15 points): in sample (the
 # replays on the profiled machine, experiments/results/fidelity-h200) and out of sample (a fresh
-# machine instance, experiments/results/fidelity-h200-oos); and the fused engine's in and out of
-# sample (--impl tessera-fused, experiments/results/fidelity-h200-fused and -fused-oos).
+# machine instance, experiments/results/fidelity-h200-oos); and the fused engine's (--impl
+# tessera-fused): LLaDA-8B in and out of sample (fidelity-h200-fused, -fused-oos), SDAR-8B in sample
+# (fidelity-h200-fused-sdar).
 root=$(cd "$(dirname "$0")/.." && pwd)
 if command -v python3 >/dev/null 2>&1; then
     mkdir -p "$tmp/cal" "$tmp/calf"
     cp "$root/sim/data/calib/h200-llada-8b-tessera.csv" "$tmp/cal/calib-llada-8b.csv"
     cp "$root/sim/data/calib/h200-sdar-8b-tessera.csv" "$tmp/cal/calib-sdar-8b.csv"
     cp "$root/sim/data/calib/h200-llada-8b-tessera-fused.csv" "$tmp/calf/calib-llada-8b.csv"
-    for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos; do
+    cp "$root/sim/data/calib/h200-sdar-8b-tessera-fused.csv" "$tmp/calf/calib-sdar-8b.csv"
+    for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-fused-sdar; do
         want="$root/experiments/results/$rec" cal="$tmp/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         case $rec in *fused*) cal="$tmp/calf" impl=tessera-fused models=llada-8b runs=8 ;; esac
+        [ $rec = fidelity-h200-fused-sdar ] && models=sdar-8b
         IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
             SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1
         n=$(awk -F, '$5 == "calibrated"' "$tmp/$rec/fidelity.csv" | wc -l)
@@ -93,14 +96,14 @@ contains "unknown scheduler" "static, request, phase"
 expect 0 "mosaic preset" -- $bin sim --system mosaic --model dream-7b --gpu rtx4090 --lengths fixed:20000,64 --gen-len 64 --requests 2 --rps 0.01 --quiet
 contains "mosaic preset" "2 finished, 0 rejected"
 # the fused FFN's implementation profile: roofline-priced, or calibrated where a calibration of it
-# is shipped (LLaDA-8B on the H200, not SDAR-8B)
+# is shipped (LLaDA-8B and SDAR-8B on the H200, no other GPU)
 expect 0 "sim --impl tessera-fused" -- $bin sim --impl tessera-fused --requests 20 --quiet --no-progress
 # its steps' activations are accounted as its reservations plan them (fused): at a load that fills
 # the H200, no step may exceed the memory (the simulator asserts it)
 expect 0 "sim tessera-fused at full memory" -- $bin sim --impl tessera-fused --rps 8 --lengths lognormal:7.0,0.6,5.0,0.6 --quiet --no-progress
 expect 0 "sim tessera-fused calibrated" -- $bin sim --impl tessera-fused --cost calibrated --requests 20 --quiet --no-progress
-expect 2 "sim tessera-fused calibrated sdar" -- $bin sim --impl tessera-fused --model sdar-8b --cost calibrated --requests 2
-contains "sim tessera-fused calibrated sdar" "with the tessera-fused implementation"
+expect 2 "sim tessera-fused calibrated l40s" -- $bin sim --impl tessera-fused --gpu l40s --cost calibrated --requests 2
+contains "sim tessera-fused calibrated l40s" "with the tessera-fused implementation"
 expect 2 "unknown system" -- $bin sim --system vllm
 contains "unknown system" "fast-dllm"
 expect 2 "bad number" -- $bin sim --rps fast
