@@ -45,8 +45,8 @@ print(f"live: fast-dllm (caching planner) {s['num_steps']} steps executed; {'ok'
 sys.exit(0 if ok else 1)
 PY
 [ $? -eq 0 ] || exit 1
-# the fused FFN's implementation profile runs the engine's FFN fused (roofline-priced: no shipped
-# calibration of it)
+# the fused FFN's implementation profile runs the engine's FFN fused (priced by the roofline: the
+# first run above compares a live run with the calibrated model)
 "$bin" sim --impl tessera-fused --cost roofline --requests 4 --rps 8 --gen-len 32 --lengths fixed:600,32 \
     --executor gpu --json --quiet --no-progress >"$tmp/fused.json" || { echo "live: the tessera-fused run failed"; exit 1; }
 python3 - "$tmp/fused.json" <<'PY'
