@@ -35,18 +35,16 @@ static const struct impl_profile builtin_impls[] = {
                  [OP_DOWN] = 1, [OP_ROUTER] = 2, [OP_EXPERTS] = 3, [OP_LM_HEAD] = 1,
                  [OP_SAMPLE] = 1},
      .softmax_copy_bytes = 0, .reserve_bytes = (int64_t)(0.5 * TS_GIB)},
-    {.name = "tessera-fused", .launch_s = 1.5e-6, .host_step_s = 50e-6, .host_seg_s = 0.2e-6,
-     .gemm_eff = 0.85, .attn_eff = 0.60, .mem_eff = 0.85,
-     .kernels = {[OP_EMBED] = 1, [OP_NORM] = 1, [OP_QKV] = 1, [OP_ROPE] = 1, [OP_KV_WRITE] = 0,
-                 [OP_ATTN] = 1, [OP_OPROJ] = 1, [OP_RESID] = 0, [OP_GATE_UP] = 1, [OP_ACT] = 0,
-                 [OP_DOWN] = 1, [OP_ROUTER] = 2, [OP_EXPERTS] = 3, [OP_LM_HEAD] = 1,
-                 [OP_SAMPLE] = 1},
-     .softmax_copy_bytes = 0, .reserve_bytes = (int64_t)(0.5 * TS_GIB), .fused_ffn = true},
 };
+
+/* tessera-fused is tessera with its FFN fused, derived from it so the two never drift apart */
+#define FUSED_NAME "tessera-fused"
 
 static const char *impl_name_at(int i)
 {
-    return (size_t)i < TS_ARRAY_LEN(builtin_impls) ? builtin_impls[i].name : NULL;
+    if ((size_t)i < TS_ARRAY_LEN(builtin_impls))
+        return builtin_impls[i].name;
+    return (size_t)i == TS_ARRAY_LEN(builtin_impls) ? FUSED_NAME : NULL;
 }
 
 void impl_list(char *buf, size_t len) { ts_join_names(buf, len, impl_name_at); }
@@ -58,6 +56,14 @@ int impl_resolve(const char *name, struct impl_profile *out, struct ts_err *err)
             *out = builtin_impls[i];
             return 0;
         }
+    if (ts_name_eq(FUSED_NAME, name)) {
+        if (impl_resolve("tessera", out, err))
+            return -1;
+        snprintf(out->name, sizeof out->name, "%s", FUSED_NAME);
+        out->kernels[OP_ACT] = 0; /* SwiGLU runs in the gate/up GEMM's epilogue */
+        out->fused_ffn = true;
+        return 0;
+    }
     char list[128];
     impl_list(list, sizeof list);
     return ts_fail(err, "unknown implementation profile '%s' (known: %s)", name, list);
