@@ -227,6 +227,16 @@ START_TEST(transfer_scales_by_roofline_ratios)
 }
 END_TEST
 
+/* The profile without op's rows */
+static void drop_op(struct calib_data *d, enum cost_op op)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->rows[i].op != op)
+            d->rows[k++] = d->rows[i];
+    d->n = k;
+}
+
 START_TEST(bad_profiles_are_refused)
 {
     struct calib_data d;
@@ -241,21 +251,13 @@ START_TEST(bad_profiles_are_refused)
     calib_data_free(&d);
     /* an op missing */
     planted(&d);
-    size_t k = 0;
-    for (size_t i = 0; i < d.n; i++)
-        if (d.rows[i].op != OP_DOWN)
-            d.rows[k++] = d.rows[i];
-    d.n = k;
+    drop_op(&d, OP_DOWN);
     ck_assert_int_ne(calib_data_validate(&d, "h200", &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "no rows for op down"));
     calib_data_free(&d);
     /* act missing altogether is a fused FFN's profile (tessera-fused): accepted, priced without it */
     planted(&d);
-    k = 0;
-    for (size_t i = 0; i < d.n; i++)
-        if (d.rows[i].op != OP_ACT)
-            d.rows[k++] = d.rows[i];
-    d.n = k;
+    drop_op(&d, OP_ACT);
     ck_assert_msg(calib_data_validate(&d, "h200", &err) == 0, "%s", err.msg);
     struct calib *fused = NULL;
     ck_assert_msg(calib_fit(&d, &fused, &err) == 0, "%s", err.msg);
