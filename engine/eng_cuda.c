@@ -124,6 +124,13 @@ void eng_opts_defaults(struct eng_opts *o)
     o->gemm_cache = cache && *cache ? cache : NULL;
 }
 
+void eng_opts_follow_impl(struct eng_opts *o, const char *impl_name)
+{
+    struct impl_profile ip;
+    if (impl_name && impl_resolve(impl_name, &ip, NULL) == 0 && ip.fused_ffn)
+        o->ffn = 1;
+}
+
 const char *eng_device_name(const struct eng *e) { return e->device; }
 void eng_mem_info(const struct eng *e, struct eng_mem *out) { *out = e->mem; }
 

@@ -38,9 +38,7 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
     o.page_tokens = c->kv_page_tokens;
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
     o.planner = c->planner;
-    struct impl_profile ip;
-    if (impl_resolve(c->impl, &ip, NULL) == 0 && ip.fused_ffn)
-        o.ffn = 1; /* --impl tessera-fused: the FFN fused, as the simulation plans it */
+    eng_opts_follow_impl(&o, c->impl); /* --impl tessera-fused: the FFN fused, as simulated */
     struct eng *e;
     if (eng_create(m, &o, &e, err))
         return -1;

@@ -98,9 +98,9 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
     int block = (int)json_integer_value(json_object_get(cfg, "block_size"));
     int chunk = (int)json_integer_value(json_object_get(cfg, "max_num_logits"));
     int ffn_chunks = (int)json_integer_value(json_object_get(cfg, "ffn_chunks"));
-    const char *impl_name = json_string_value(json_object_get(cfg, "impl"));
-    struct impl_profile impl;
-    const bool fused_ffn = impl_name && impl_resolve(impl_name, &impl, NULL) == 0 && impl.fused_ffn;
+    struct eng_opts o;
+    eng_opts_defaults(&o);
+    eng_opts_follow_impl(&o, json_string_value(json_object_get(cfg, "impl"))); /* (before cfg goes) */
     if (!model || model_resolve(model, &m, &err)) {
         fprintf(stderr, "tessera engine replay: run %lld: %s\n", (long long)run_id, model ? err.msg : "no model");
         json_decref(cfg);
@@ -146,16 +146,12 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
     sqlite3_finalize(q);
     q = NULL;
 
-    struct eng_opts o;
-    eng_opts_defaults(&o);
     o.max_tokens = (int32_t)TS_MAX(max_q, 64);
     o.logit_chunk = chunk > 0 ? chunk : (int32_t)TS_MAX(max_r, 1);
     o.block_size = block_causal ? block : 0;
     o.ffn_chunks = ffn_chunks > 0 ? ffn_chunks : 1;
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
     o.weights = weights;
-    if (fused_ffn)
-        o.ffn = 1; /* a run of --impl tessera-fused: its FFN fused, as simulated */
     if (eng_create(&m, &o, &e, &err)) {
         fprintf(stderr, "tessera engine replay: %s\n", err.msg);
         goto done;
