@@ -176,7 +176,7 @@ bench-engine: $(BUILD)/tessera
 # cuBLAS's GEMM and k_swiglu, same data (engine/bench/gemm_bench.cu; GEMM_ROWS: row counts)
 GEMM_BENCH_SRC := engine/bench/gemm_bench.cu kernels/elementwise.cu kernels/attention.cu \
     kernels/attention_wgmma.cu kernels/gemm_wgmma.cu
-$(BUILD)/gemm_bench: $(GEMM_BENCH_SRC) $(wildcard kernels/*.h kernels/*.cuh kernels/*.inc)
+$(BUILD)/gemm_bench: $(GEMM_BENCH_SRC) engine/bench/bench_check.h $(wildcard kernels/*.h kernels/*.cuh kernels/*.inc)
 	$(NVCC) -O3 -std=c++17 -arch=sm_90a -Isim -Ikernels $(GEMM_BENCH_SRC) -lcublas -o $@
 bench-gemm: $(BUILD)/gemm_bench
 	./$(BUILD)/gemm_bench 4096 12288 $(or $(GEMM_ROWS),32 512 2048 8192)

@@ -24,16 +24,8 @@
 
 #include <cuda_runtime.h>
 
+#include "bench_check.h"
 #include "kernels.h"
-
-#define CK(x)                                                                                          \
-    do {                                                                                               \
-        cudaError_t e_ = (x);                                                                          \
-        if (e_ != cudaSuccess) {                                                                       \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
-            exit(1);                                                                                   \
-        }                                                                                              \
-    } while (0)
 
 struct group {
     int nseq, q, kv;

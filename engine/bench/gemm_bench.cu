@@ -19,16 +19,8 @@
 #include <cstring>
 #include <vector>
 
+#include "bench_check.h"
 #include "kernels.h"
-
-#define CK(x)                                                                                                \
-    do {                                                                                                     \
-        cudaError_t e_ = (cudaError_t)(x);                                                                   \
-        if (e_ != cudaSuccess) {                                                                             \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));              \
-            exit(1);                                                                                         \
-        }                                                                                                    \
-    } while (0)
 #define CB(x)                                                                                                \
     do {                                                                                                     \
         cublasStatus_t s_ = (x);                                                                             \
