@@ -118,6 +118,10 @@ int64_t eng_step_workspace_bytes(struct eng *e, const struct step_desc *sd);
 void eng_act_info(const struct eng *e, struct eng_act_info *out);
 /* Rows per logit chunk and FFN chunks for the steps that follow (lazy chunking picks them). */
 void eng_set_chunking(struct eng *e, int32_t logit_chunk_rows, int32_t ffn_chunks);
+/* Leaves the ops in `ops` (bits 1 << enum cost_op) out of the steps that follow, for timing what
+ * remains (engine bench: the linear layers alone, or all but them); their outputs are then stale,
+ * so the steps' results mean nothing. 0 (the default) runs every op. */
+void eng_set_skip_ops(struct eng *e, uint32_t ops);
 /* The attention kernel of the steps that follow (eng_opts.attention). */
 void eng_set_attention(struct eng *e, int32_t impl);
 /* eng_opts.attention for a $TESSERA_ATTENTION value: "mma" 0, "wgmma" 1, "auto", empty or NULL 2;

@@ -226,14 +226,17 @@ done:
     cudaFree(g.w), cudaFree(g.x), cudaFree(g.y);
 }
 
-/* FLOPs and minimum bytes of a step of nseq segments (q, kv, logit rows r). */
+/* FLOPs and minimum bytes of a step of nseq segments (q, kv, logit rows r); gemm_flops and
+ * gemm_bytes, those of the linear layers and the LM head alone (their weights read once). */
 static void step_floor(const struct model_cfg *m, int nseq, int q, int kv, int r, double *flops,
-                       double *bytes)
+                       double *bytes, double *gemm_flops, double *gemm_bytes)
 {
     double h = m->hidden, qd = (double)m->num_heads * m->head_dim, kvd = (double)m->num_kv_heads * m->head_dim;
     double F = m->ffn, T = (double)nseq * q, R = (double)nseq * r, L = m->num_layers;
     double lin = h * (qd + 2 * kvd) + qd * h + 3 * h * F; /* per layer */
-    *flops = 2 * T * lin * L + 4.0 * qd * nseq * (double)q * (q + kv) * L + 2 * R * h * m->vocab;
+    *gemm_flops = 2 * T * lin * L + 2 * R * h * m->vocab;
+    *flops = *gemm_flops + 4.0 * qd * nseq * (double)q * (q + kv) * L;
+    *gemm_bytes = 2 * (lin * L + h * m->vocab);
     *bytes = (double)model_weight_bytes(m) + 2.0 * nseq * (kv + q) * 2 * kvd * L + 2.0 * R * m->vocab;
 }
 
@@ -365,8 +368,8 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         float ms;
         if (replay_ms(e, &sd, o->reps, &ms))
             goto done;
-        double flops, bytes;
-        step_floor(m, c->nseq, c->q, c->kv, c->logits, &flops, &bytes);
+        double flops, bytes, gemm_flops, gemm_bytes;
+        step_floor(m, c->nseq, c->q, c->kv, c->logits, &flops, &bytes, &gemm_flops, &gemm_bytes);
         double fl_ms = flops / peak * 1e3, by_ms = bytes / bw * 1e3, floor_ms = fmax(fl_ms, by_ms);
         struct act_knobs k = {eo.logit_chunk, 1, 0, eng_ffn_fuses(e, sd.tot.q_tokens)}; /* (one FFN chunk) */
         int64_t sim_act = mem_act_peak(m, sd.tot.q_tokens, sd.tot.logit_rows, &k);
@@ -406,8 +409,27 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
             bad = time_variant(e, &sd, o->reps, &ffn_ms[f], ffn_op_ms[f]);
         }
         eng_set_ffn(e, eo.ffn);
+        /* the step's linear layers and LM head alone, then all but them, each as a graph: how
+         * near the GEMMs alone come to the step's floor, under the clock the step runs at */
+        const uint32_t lin_ops = 1u << OP_QKV | 1u << OP_OPROJ | 1u << OP_GATE_UP | 1u << OP_DOWN | 1u << OP_LM_HEAD;
+        float lin_ms = 0, rest_ms = 0;
+        if (!bad) {
+            eng_set_skip_ops(e, ~lin_ops);
+            bad = replay_ms(e, &sd, o->reps, &lin_ms);
+            eng_set_skip_ops(e, lin_ops);
+            bad = bad || replay_ms(e, &sd, o->reps, &rest_ms);
+            eng_set_skip_ops(e, 0);
+        }
         if (bad)
             goto done;
+        const double lin_floor_ms = fmax(gemm_flops / peak, gemm_bytes / bw) * 1e3;
+        fprintf(out, "    linear layers + LM head alone %.3f ms: %.3f x their floor (%.3f ms), %.3f x the "
+                     "step's; all but them %.3f ms\n", lin_ms, lin_ms / lin_floor_ms, lin_floor_ms,
+                lin_ms / floor_ms, rest_ms);
+        if (o->json)
+            fprintf(o->json, "{\"case\":\"%s\",\"gemm_only_ms\":%.4f,\"gemm_floor_ms\":%.4f,"
+                             "\"x_floor_gemm_only\":%.4f,\"non_gemm_ms\":%.4f}\n", c->name, lin_ms, lin_floor_ms,
+                    lin_ms / floor_ms, rest_ms);
         fprintf(out, "    plain launches %.3f ms (%.3f x floor): programmatic launch saves %.1f%%\n", plain_ms,
                 plain_ms / floor_ms, 100.0 * (1.0 - ms / plain_ms));
         fprintf(out, "    mma.sync attention %.3f ms (%.3f x floor), wgmma %.3f ms (%.3f x); eager, their "

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cost.h"
 #include "eng.h"
 #include "eng_check.h"
 #include "eng_plan.h"
@@ -812,6 +813,43 @@ done:
     step_desc_free(&cached);
 }
 
+/* Ops left out of the steps (eng_set_skip_ops, engine bench's "linear layers alone") change the
+ * outputs, and once none is left out the same steps give the first run's outputs bit for bit. */
+static void check_skip_ops(struct checker *c, const struct model_cfg *m)
+{
+    struct step_desc steps[3];
+    mixed_steps(steps);
+    struct step_outs a = {0}, skipped = {0}, b = {0};
+    struct eng *e = NULL;
+    struct ts_err err;
+    struct eng_opts o;
+    eng_opts_defaults(&o);
+    o.max_tokens = 1024;
+    o.kv_tokens = 4096;
+    o.no_tune = true;
+    o.seed = 17;
+    if (eng_create(m, &o, &e, &err) || run_steps(e, m, steps, 3, &a, &err)) {
+        fail_msg(c, "skipped ops", err.msg);
+        goto done;
+    }
+    eng_set_skip_ops(e, 1u << OP_ATTN);
+    int rc = run_steps(e, m, steps, 3, &skipped, &err);
+    eng_set_skip_ops(e, 0);
+    if (rc || run_steps(e, m, steps, 3, &b, &err)) {
+        fail_msg(c, "skipped ops", err.msg);
+        goto done;
+    }
+    report(c, "attention left out changes the outputs", outs_diff(&a, &skipped, m->hidden) > 0 ? 0 : 1, 0);
+    report(c, "every op run again: the first run's outputs (largest difference)", outs_diff(&a, &b, m->hidden), 0);
+done:
+    outs_free(&a);
+    outs_free(&skipped);
+    outs_free(&b);
+    eng_destroy(e);
+    for (int k = 0; k < 3; k++)
+        step_desc_free(&steps[k]);
+}
+
 int eng_check_run(uint64_t seed, FILE *out)
 {
     struct checker c = {out, 0, 0, seed};
@@ -870,6 +908,7 @@ int eng_check_run(uint64_t seed, FILE *out)
     check_planners(&c, &tiny_a, 1);
     check_stateless(&c, &tiny_a);
     check_stateless(&c, &tiny_b);
+    check_skip_ops(&c, &tiny_a);
     fprintf(out, "engine check: %d passed, %d failed\n", c.passed, c.failed);
     return c.failed ? 1 : 0;
 }

@@ -88,7 +88,11 @@ struct eng {
     cudaEvent_t prof_ev[MAX_PROF_EVENTS];
     int prof_op[MAX_PROF_EVENTS];
     int prof_n;
+    uint32_t skip_ops;         /* ops left out of the steps (eng_set_skip_ops: timing only) */
 };
+
+/* Whether the steps launch op's kernels (eng_set_skip_ops). */
+static bool runs(const struct eng *e, enum cost_op op) { return !(e->skip_ops >> op & 1u); }
 
 /* Marks the end of an op in a profiled run (no-op otherwise). */
 static void mark(struct eng *e, enum cost_op op)
@@ -185,6 +189,8 @@ void eng_set_chunking(struct eng *e, int32_t logit_chunk_rows, int32_t ffn_chunk
     e->o.logit_chunk = TS_MAX(1, logit_chunk_rows);
     e->o.ffn_chunks = TS_MAX(1, ffn_chunks);
 }
+
+void eng_set_skip_ops(struct eng *e, uint32_t ops) { e->skip_ops = ops; }
 
 void eng_set_attention(struct eng *e, int32_t impl) { e->o.attention = impl >= 0 && impl <= 2 ? impl : 2; }
 
@@ -532,7 +538,8 @@ static int forward(struct eng *e, struct ts_err *err)
 #define BUF(off) ((bf16_t *)eng_arena_at(&e->arena, (off)))
     bf16_t *x = BUF(a->x);
     if (T > 0) {
-        KL(k_embed(x, W(e, W_EMB, -1), e->dm.tok_ids, T, h, st));
+        if (runs(e, OP_EMBED))
+            KL(k_embed(x, W(e, W_EMB, -1), e->dm.tok_ids, T, h, st));
         mark(e, OP_EMBED);
         const int page_tokens = stateless ? 1 : e->o.page_tokens;
         struct k_attn_args aa = {
@@ -551,40 +558,47 @@ static int forward(struct eng *e, struct ts_err *err)
             /* the pool's layer, or (stateless) the K/V columns of the qkv rows themselves */
             bf16_t *kp = stateless ? qkv + qd : e->k_pool + L * layer_slots;
             bf16_t *vp = stateless ? qkv + qd + Hkv * d : e->v_pool + L * layer_slots;
-            KL(k_rmsnorm(hn, x, W(e, W_ATTN_NORM, L), T, h, RMS_EPS, st));
+            if (runs(e, OP_NORM))
+                KL(k_rmsnorm(hn, x, W(e, W_ATTN_NORM, L), T, h, RMS_EPS, st));
             mark(e, OP_NORM);
-            if (gemm(e, W(e, W_QKV, L), hn, qkv, T, h, width, 0.f, err))
+            if (runs(e, OP_QKV) && gemm(e, W(e, W_QKV, L), hn, qkv, T, h, width, 0.f, err))
                 return -1;
             mark(e, OP_QKV);
-            KL(k_qkv_rope_store(qkv, W(e, W_QKV_BIAS, L), e->dm.tok_pos, e->dm.tok_slot, kp, vp,
-                                aa.kv_stride, T, H, Hkv, d, (float)m->rope_theta, st));
+            if (runs(e, OP_ROPE))
+                KL(k_qkv_rope_store(qkv, W(e, W_QKV_BIAS, L), e->dm.tok_pos, e->dm.tok_slot, kp, vp,
+                                    aa.kv_stride, T, H, Hkv, d, (float)m->rope_theta, st));
             mark(e, OP_ROPE);
             aa.q = qkv;
             aa.o = att;
             aa.k_pool = kp;
             aa.v_pool = vp;
-            KL(k_attention(&aa, st));
+            if (runs(e, OP_ATTN))
+                KL(k_attention(&aa, st));
             mark(e, OP_ATTN);
-            if (gemm(e, W(e, W_O, L), att, x, T, qd, h, 1.f, err))
+            if (runs(e, OP_OPROJ) && gemm(e, W(e, W_O, L), att, x, T, qd, h, 1.f, err))
                 return -1;
             mark(e, OP_OPROJ);
-            KL(k_rmsnorm(hn2, x, W(e, W_FFN_NORM, L), T, h, RMS_EPS, st));
+            if (runs(e, OP_NORM))
+                KL(k_rmsnorm(hn2, x, W(e, W_FFN_NORM, L), T, h, RMS_EPS, st));
             mark(e, OP_NORM);
             for (int c = 0, c0 = 0; c0 < T; c++, c0 += Tc) {
                 int rows = TS_MIN(Tc, T - c0);
                 bf16_t *act = BUF(a->act[L * a->ffn_chunks + c]);
                 if (a->shape.fused_ffn) { /* as planned: no gate|up buffer */
-                    KL(k_gemm_swiglu(act, hn2 + (size_t)c0 * h, W(e, W_GU, L), rows, h, F, st));
+                    if (runs(e, OP_GATE_UP))
+                        KL(k_gemm_swiglu(act, hn2 + (size_t)c0 * h, W(e, W_GU, L), rows, h, F, st));
                     mark(e, OP_GATE_UP);
                 } else {
                     bf16_t *gu = BUF(a->gu[L * a->ffn_chunks + c]);
-                    if (gemm(e, W(e, W_GU, L), hn2 + (size_t)c0 * h, gu, rows, h, 2 * F, 0.f, err))
+                    if (runs(e, OP_GATE_UP) &&
+                        gemm(e, W(e, W_GU, L), hn2 + (size_t)c0 * h, gu, rows, h, 2 * F, 0.f, err))
                         return -1;
                     mark(e, OP_GATE_UP);
-                    KL(k_swiglu(act, gu, rows, F, st));
+                    if (runs(e, OP_ACT))
+                        KL(k_swiglu(act, gu, rows, F, st));
                     mark(e, OP_ACT);
                 }
-                if (gemm(e, W(e, W_DOWN, L), act, x + (size_t)c0 * h, rows, F, h, 1.f, err))
+                if (runs(e, OP_DOWN) && gemm(e, W(e, W_DOWN, L), act, x + (size_t)c0 * h, rows, F, h, 1.f, err))
                     return -1;
                 mark(e, OP_DOWN);
             }
@@ -593,21 +607,25 @@ static int forward(struct eng *e, struct ts_err *err)
     if (p->R > 0) {
         /* fewer logit rows than tokens: gathered into their own buffer; else x, in place */
         bf16_t *hr = BUF(a->head);
-        if (a->head_gathered)
+        if (a->head_gathered && runs(e, OP_NORM))
             KL(k_gather_rows(hr, x, e->dm.logit_idx, p->R, h, st));
-        KL(k_rmsnorm(hr, a->head_gathered ? hr : x, W(e, W_FINAL_NORM, -1), p->R, h, RMS_EPS, st));
+        if (runs(e, OP_NORM))
+            KL(k_rmsnorm(hr, a->head_gathered ? hr : x, W(e, W_FINAL_NORM, -1), p->R, h, RMS_EPS, st));
         mark(e, OP_NORM);
         e->hr_last = hr;
         for (int c = 0, c0 = 0; c0 < p->R; c++, c0 += a->logit_rows) {
             int rows = TS_MIN(a->logit_rows, p->R - c0);
             bf16_t *logits = BUF(a->logits[c]);
-            if (gemm(e, W(e, W_LM, -1), hr + (size_t)c0 * h, logits, rows, h, m->vocab, 0.f, err))
+            if (runs(e, OP_LM_HEAD) &&
+                gemm(e, W(e, W_LM, -1), hr + (size_t)c0 * h, logits, rows, h, m->vocab, 0.f, err))
                 return -1;
             mark(e, OP_LM_HEAD);
-            if (a->softmax[c] >= 0) /* PyTorch's fp32 copy of the logits, held as long as it does */
+            /* PyTorch's fp32 copy of the logits, held as long as it does */
+            if (a->softmax[c] >= 0 && runs(e, OP_SAMPLE))
                 KL(k_bf16_to_f32((float *)eng_arena_at(&e->arena, a->softmax[c]), logits,
                                  (int64_t)rows * m->vocab, st));
-            KL(k_argmax_conf(logits, rows, m->vocab, e->d_tok, e->d_max, e->d_conf, c0, st));
+            if (runs(e, OP_SAMPLE))
+                KL(k_argmax_conf(logits, rows, m->vocab, e->d_tok, e->d_max, e->d_conf, c0, st));
             mark(e, OP_SAMPLE);
         }
     }
