@@ -50,8 +50,8 @@ fi
 # recorded, run by run (per-step MAPE, p90 and total-time error within 0.15 points): in sample (the
 # replays on the profiled machine, experiments/results/fidelity-h200) and out of sample (a fresh
 # machine instance, experiments/results/fidelity-h200-oos); and the fused engine's (--impl
-# tessera-fused): LLaDA-8B in and out of sample (fidelity-h200-fused, -fused-oos), SDAR-8B in sample
-# (fidelity-h200-fused-sdar).
+# tessera-fused): LLaDA-8B and SDAR-8B, each in and out of sample (fidelity-h200-fused, -fused-oos,
+# -fused-sdar, -fused-sdar-oos).
 root=$(cd "$(dirname "$0")/.." && pwd)
 if command -v python3 >/dev/null 2>&1; then
     mkdir -p "$tmp/cal" "$tmp/calf"
@@ -59,10 +59,11 @@ if command -v python3 >/dev/null 2>&1; then
     cp "$root/sim/data/calib/h200-sdar-8b-tessera.csv" "$tmp/cal/calib-sdar-8b.csv"
     cp "$root/sim/data/calib/h200-llada-8b-tessera-fused.csv" "$tmp/calf/calib-llada-8b.csv"
     cp "$root/sim/data/calib/h200-sdar-8b-tessera-fused.csv" "$tmp/calf/calib-sdar-8b.csv"
-    for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-fused-sdar; do
+    for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-fused-sdar \
+        fidelity-h200-fused-sdar-oos; do
         want="$root/experiments/results/$rec" cal="$tmp/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         case $rec in *fused*) cal="$tmp/calf" impl=tessera-fused models=llada-8b runs=8 ;; esac
-        [ $rec = fidelity-h200-fused-sdar ] && models=sdar-8b
+        case $rec in *sdar*) models=sdar-8b ;; esac
         IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
             SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1
         n=$(awk -F, '$5 == "calibrated"' "$tmp/$rec/fidelity.csv" | wc -l)
