@@ -40,20 +40,32 @@ static __device__ __forceinline__ void griddep_wait(void)
  * plain launches. */
 int k_pdl_allowed(void);
 
-template <typename... P, typename... A>
-static inline cudaError_t k_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
-                                   A... args)
+/* A launch configuration with programmatic dependent launch where allowed and, for cluster > 0,
+ * clusters of that many blocks along x (at holds the attributes the configuration points at). */
+static inline cudaLaunchConfig_t k_launch_config(cudaLaunchAttribute (&at)[2], dim3 grid, dim3 block, size_t smem,
+                                                 cudaStream_t st, unsigned cluster)
 {
-    cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = k_pdl_allowed();
+    at[1].id = cudaLaunchAttributeClusterDimension;
+    at[1].val.clusterDim.x = cluster;
+    at[1].val.clusterDim.y = at[1].val.clusterDim.z = 1;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = st;
     cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = cluster > 0 ? 2 : 1;
+    return cfg;
+}
+
+template <typename... P, typename... A>
+static inline cudaError_t k_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                                   A... args)
+{
+    cudaLaunchAttribute at[2];
+    const cudaLaunchConfig_t cfg = k_launch_config(at, grid, block, smem, st, 0);
     return cudaLaunchKernelEx(&cfg, kernel, args...);
 }
 

@@ -295,23 +295,6 @@ static int tensor_map(CUtensorMap *map, const bf16_t *p, int64_t rows, int64_t c
 
 static int max_clusters[3]; /* [CL]: clusters of CL blocks that fit on the GPU at once */
 
-static cudaLaunchConfig_t launch_config(cudaLaunchAttribute (&at)[2], int cl, unsigned clusters, cudaStream_t stream)
-{
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = k_pdl_allowed();
-    at[1].id = cudaLaunchAttributeClusterDimension;
-    at[1].val.clusterDim.x = (unsigned)cl;
-    at[1].val.clusterDim.y = at[1].val.clusterDim.z = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(clusters * (unsigned)cl);
-    cfg.blockDim = dim3(THREADS);
-    cfg.dynamicSmemBytes = GEMM_SMEM;
-    cfg.stream = stream;
-    cfg.attrs = at;
-    cfg.numAttrs = 2;
-    return cfg;
-}
-
 extern "C" int k_gemm_wgmma_ready(k_stream stream)
 {
     static int ready = -1;
@@ -323,7 +306,8 @@ extern "C" int k_gemm_wgmma_ready(k_stream stream)
      * leave one out, and a cluster past those would run as a second wave */
     auto setup = [&](auto kernel, int cl) {
         cudaLaunchAttribute at[2];
-        const cudaLaunchConfig_t cfg = launch_config(at, cl, (unsigned)(k_num_sms() / cl), (cudaStream_t)stream);
+        const cudaLaunchConfig_t cfg = k_launch_config(at, dim3((unsigned)(k_num_sms() / cl * cl)), dim3(THREADS),
+                                                       GEMM_SMEM, (cudaStream_t)stream, (unsigned)cl);
         return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM) == cudaSuccess &&
                cudaOccupancyMaxActiveClusters(&max_clusters[cl], kernel, &cfg) == cudaSuccess &&
                max_clusters[cl] > 0;
@@ -375,8 +359,9 @@ extern "C" int k_gemm_swiglu(bf16_t *out, const bf16_t *x, const bf16_t *w, int 
     const int cl = cluster_for(rows);
     const int64_t units = (int64_t)((rows + GM * cl - 1) / (GM * cl)) * (F / GF);
     cudaLaunchAttribute at[2];
+    const unsigned clusters = (unsigned)(units < max_clusters[cl] ? units : max_clusters[cl]);
     const cudaLaunchConfig_t cfg =
-        launch_config(at, cl, (unsigned)(units < max_clusters[cl] ? units : max_clusters[cl]), (cudaStream_t)stream);
+        k_launch_config(at, dim3(clusters * (unsigned)cl), dim3(THREADS), GEMM_SMEM, (cudaStream_t)stream, (unsigned)cl);
     return (int)(cl == 1 ? cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<1>, tx, tw, out, rows, F, K)
                          : cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<2>, tx, tw, out, rows, F, K));
 }
