@@ -171,6 +171,9 @@ bench-engine: $(BUILD)/tessera
 	./$(BUILD)/tessera engine bench --json $(BENCH_OUT)/engine_bench.jsonl
 	python3 engine/bench/sdpa_bench.py | tee -a $(BENCH_OUT)/engine_bench.jsonl
 	$(if $(ANCHOR),PYTHONUNBUFFERED=1 python3 $(ANCHOR) | tee $(BENCH_OUT)/anchor.jsonl)
+	@if command -v gnuplot >/dev/null; then bash analysis/bench-plot.sh $(BENCH_OUT)/engine_bench.jsonl \
+	    $(BENCH_OUT)/engine_bench.png $(if $(ANCHOR),$(BENCH_OUT)/anchor.jsonl); \
+	else echo "bench-engine: no gnuplot here; draw the figure elsewhere: analysis/bench-plot.sh BENCH.jsonl OUT.png [ANCHOR.jsonl]"; fi
 
 # GPU machine only (Hopper): the fused gate/up GEMM + SwiGLU (kernels/gemm_wgmma.cu) beside
 # cuBLAS's GEMM and k_swiglu, same data (engine/bench/gemm_bench.cu; GEMM_ROWS: row counts)

@@ -162,6 +162,19 @@ if command -v gnuplot >/dev/null; then
     expect 0 "plot steps" -- bash "$(dirname "$0")/../analysis/plot.sh" steps "$tmp/steps.png" "$tmp/ok.db"
     expect 2 "plot steps without steps" -- bash "$(dirname "$0")/../analysis/plot.sh" steps "$tmp/x.png" "$tmp/ns.db"
     expect 0 "plot ops" -- bash "$(dirname "$0")/../analysis/plot.sh" ops "$tmp/ops.png" "$tmp/ok.db"
+    # engine bench's figure, from a recorded H200 bench and anchor; bad input names file and line
+    res="$(dirname "$0")/../engine/results" bp="$(dirname "$0")/../analysis/bench-plot.sh"
+    if command -v python3 >/dev/null; then
+        expect 0 "bench-plot" -- bash "$bp" "$res/bench.session9.h200.jsonl" "$tmp/bench.png" "$res/anchor.session8b.h200.jsonl"
+        if [ "$(head -c 4 "$tmp/bench.png" | tail -c 3)" = PNG ]; then ok; else bad "bench-plot wrote no PNG"; fi
+        { head -3 "$res/bench.session9.h200.jsonl"; echo '{"case":"reuse 1 x 32 over 480 cached","ms":'; } >"$tmp/bad.jsonl"
+        expect 1 "bench-plot on a truncated line" -- bash "$bp" "$tmp/bad.jsonl" "$tmp/x.png"
+        contains "bench-plot names the line" "bad.jsonl:4: not JSON"
+        echo '{"case":"reuse 1 x 32 over 480 cached","floor_ms":3.8}' >"$tmp/bad.jsonl"
+        expect 1 "bench-plot without a step time" -- bash "$bp" "$tmp/bad.jsonl" "$tmp/x.png"
+        contains "bench-plot names the field" 'bad.jsonl:1: case "reuse 1 x 32 over 480 cached": field ms missing'
+        expect 2 "bench-plot on a missing file" -- bash "$bp" "$tmp/none.jsonl" "$tmp/x.png"
+    fi
 fi
 
 # the engine's command line (its GPU work runs on a GPU machine: make check-gpu)
