@@ -20,7 +20,8 @@ static void engine_usage(FILE *f)
 "       tessera engine replay --db RUN.db [--run ID] [--steps N] [--mem-limit GB] [--weights PATH]\n"
 "                             [--gemm-cache FILE] [--ops]\n"
 "       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
-"                              [--gemm-cache FILE] [--warmup N] [--step SEGS,Q,KV,LOGIT_ROWS]\n"
+"                              [--gemm-cache FILE] [--warmup N] [--warm-ms MS]\n"
+"                              [--step SEGS,Q,KV,LOGIT_ROWS]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--logit-chunk N]\n"
 "                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention]\n"
 "                            [--weights PATH] [--gemm-cache FILE]\n"
@@ -57,8 +58,10 @@ static void engine_usage(FILE *f)
 "profile times every op of steps over a grid of (sequences, q, cached kv, logits) and writes\n"
 "       the rows, with GPU name, clocks, driver, CUDA and cuBLAS versions, into engine_profile\n"
 "       (replacing that model's earlier rows on this GPU); each step runs --warmup [1] times\n"
-"       untimed first; --step profiles that one step instead of the grid (a diagnostic: too few\n"
-"       rows for calib import)\n");
+"       untimed first, then again until its warm-up has taken --warm-ms [0] milliseconds (so\n"
+"       that it is timed at the clock its own repetition holds, not the one the heavier steps\n"
+"       before it in the sweep left under the power limit); --step profiles that one step\n"
+"       instead of the grid (a diagnostic: too few rows for calib import)\n");
 }
 
 int cli_engine(int argc, char **argv)
@@ -82,12 +85,14 @@ int cli_engine(int argc, char **argv)
                                       {"gemm-cache", required_argument, 0, 'G'},
                                       {"ops", no_argument, 0, 'O'},
                                       {"warmup", required_argument, 0, 'W'},
+                                      {"warm-ms", required_argument, 0, 'X'},
                                       {"step", required_argument, 0, 'T'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     int64_t seed = 1, reps = 20, chunk = 2048, run = 0, steps = 0;
     bool ops = false;
     int64_t warmup = 1;
+    double warm_ms = 0;
     int32_t only_step[4];
     bool have_step = false;
     const char *db = NULL, *weights = NULL;
@@ -108,6 +113,7 @@ int cli_engine(int argc, char **argv)
         case 'w': weights = optarg; break;
         case 'O': ops = true; break;
         case 'W': bad = ts_parse_i64(optarg, &warmup) || warmup < 0 || warmup > 1000; break;
+        case 'X': bad = ts_parse_double(optarg, &warm_ms) || !(warm_ms >= 0 && warm_ms <= 60000); break;
         case 'T': {
             int n = 0;
             have_step = true;
@@ -166,8 +172,8 @@ int cli_engine(int argc, char **argv)
             fprintf(stderr, "tessera engine profile: %s\n", err.msg);
             return EXIT_USAGE;
         }
-        return eng_profile_run(&m, db, (int)TS_MIN(reps, 5), (int)warmup, have_step ? only_step : NULL, mem_gb,
-                               stdout);
+        return eng_profile_run(&m, db, (int)TS_MIN(reps, 5), (int)warmup, warm_ms, have_step ? only_step : NULL,
+                               mem_gb, stdout);
     }
     fprintf(stderr, "tessera engine: unknown subcommand '%s' (check, bench, replay, profile)\n", sub);
     return EXIT_USAGE;

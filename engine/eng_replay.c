@@ -286,7 +286,7 @@ static struct prof_step *profile_grid(size_t *n)
     return g;
 }
 
-int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int warmup,
+int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int warmup, double warm_ms,
                     const int32_t *only_step, double mem_limit_gb, FILE *out)
 {
     struct prof_step *grid = NULL;
@@ -372,6 +372,11 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
         for (int w = 0; w < warmup; w++) /* warm-up (and GEMM tuning) */
             if (eng_step(e, &sd, NULL, NULL, &err))
                 goto engfail;
+        for (double warmed = 0; warmed < warm_ms;) { /* the step's own steady clock */
+            if (eng_step(e, &sd, NULL, &t, &err))
+                goto engfail;
+            warmed += t > 0 ? t : 1;
+        }
         for (int r = 0; r < reps; r++) {
             if (eng_step_profile(e, &sd, op_ms, &t, &err))
                 goto engfail;

@@ -258,6 +258,9 @@ if [ -e "$(dirname "$bin")/libtessera_engine.so" ]; then # engine built: its arg
     contains "engine profile --step says what it wants" "--step SEGS,Q,KV,LOGIT_ROWS"
     expect 2 "engine profile --step too large" -- $bin engine profile --db "$tmp/p.db" --step 16,2048,0,0
     expect 2 "engine profile --warmup negative" -- $bin engine profile --db "$tmp/p.db" --warmup -1
+    expect 2 "engine profile --warm-ms negative" -- $bin engine profile --db "$tmp/p.db" --warm-ms -5
+    contains "engine profile --warm-ms names the value" "bad value '-5'"
+    expect 2 "engine profile --warm-ms not a number" -- $bin engine profile --db "$tmp/p.db" --warm-ms 1e9
     [ ! -e "$tmp/p.db" ] && ok || bad "a refused engine profile left a database"
 fi
 expect 2 "calib eval without a replay" -- $bin calib eval --db "$tmp/ok.db"
