@@ -23,6 +23,9 @@
 # times are attached to them (checked step by step) instead of replaying; CALIB_DIR=DIR takes the
 # calibrations from DIR/calib-MODEL.csv (default: profile them, or reuse those in OUT).
 #
+# WARM_MS=MS profiles each step after MS ms of its own repetition (engine profile --warm-ms: the
+# light-load clock; experiments/results/attn-probe-h200 says what it changes).
+#
 # IMPL=tessera-fused simulates that implementation profile and runs the engine's FFN fused
 # (TESSERA_FFN=fused for the profile; replays follow the run's implementation), so OUT's
 # calibrations are of the fused engine.
@@ -75,7 +78,8 @@ for model in $models; do
     calib="${CALIB_DIR:-$out}/calib-$model.csv"
     if [ ! -f "$calib" ]; then
         rm -f "$scratch/profile-$model.db"
-        "$bin" engine profile --model "$model" --db "$scratch/profile-$model.db" --reps 2 | tail -1
+        "$bin" engine profile --model "$model" --db "$scratch/profile-$model.db" --reps 2 \
+            ${WARM_MS:+--warm-ms "$WARM_MS"} | tail -1
         "$bin" calib import "$scratch/profile-$model.db" --gpu h200 --out "$calib" || exit 1
     fi
     for policy in dual block; do
