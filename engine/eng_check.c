@@ -701,6 +701,17 @@ static double outs_diff(const struct step_outs *a, const struct step_outs *b, in
     return d;
 }
 
+/* The engine options of the whole-step checks against the engine itself: small buffers, no GEMM
+ * tuning (every engine then runs the same algorithms, so outputs compare bit for bit). */
+static void self_check_opts(struct eng_opts *o, uint64_t seed)
+{
+    eng_opts_defaults(o);
+    o->max_tokens = 1024;
+    o->kv_tokens = 4096;
+    o->no_tune = true;
+    o->seed = seed;
+}
+
 /* Activations laid out by every planner in the virtual-memory arena give bit-identical results
  * (any two live buffers sharing memory would show), and the device memory the arena takes is the
  * plan's, to the mapping granularity. GEMM tuning is off so that every engine runs the same
@@ -715,13 +726,9 @@ static void check_planners(struct checker *c, const struct model_cfg *m, int ffn
     char what[128];
     for (size_t k = 0; k < TS_ARRAY_LEN(planners); k++) {
         struct eng_opts o;
-        eng_opts_defaults(&o);
-        o.max_tokens = 1024;
-        o.kv_tokens = 4096;
+        self_check_opts(&o, 91);
         o.logit_chunk = 100;
         o.ffn_chunks = 3;
-        o.no_tune = true;
-        o.seed = 91;
         o.planner = planners[k];
         o.ffn = ffn;
         o.softmax_copy = k == 2 ? 4 : 0; /* PyTorch's fp32 copy of the logits, with its allocator */
@@ -784,11 +791,7 @@ static void check_stateless(struct checker *c, const struct model_cfg *m)
     struct eng *pooled = NULL, *stateless = NULL;
     struct ts_err err;
     struct eng_opts o;
-    eng_opts_defaults(&o);
-    o.max_tokens = 1024;
-    o.kv_tokens = 4096;
-    o.no_tune = true;
-    o.seed = 5;
+    self_check_opts(&o, 5);
     if (eng_create(m, &o, &pooled, &err) || run_steps(pooled, m, steps, 2, &a, &err)) {
         fail_msg(c, "pooled engine", err.msg);
         goto done;
@@ -823,11 +826,7 @@ static void check_skip_ops(struct checker *c, const struct model_cfg *m)
     struct eng *e = NULL;
     struct ts_err err;
     struct eng_opts o;
-    eng_opts_defaults(&o);
-    o.max_tokens = 1024;
-    o.kv_tokens = 4096;
-    o.no_tune = true;
-    o.seed = 17;
+    self_check_opts(&o, 17);
     if (eng_create(m, &o, &e, &err) || run_steps(e, m, steps, 3, &a, &err)) {
         fail_msg(c, "skipped ops", err.msg);
         goto done;
