@@ -11,8 +11,10 @@
  *    max(FLOPs / GEMM ceiling, bytes / copy ceiling), FLOPs counting the linear layers, attention
  *    and the LM head, bytes counting weights, K/V read and the logits; and against the floor at
  *    the held GEMM rate (what a step long enough to meet the power limit can reach). Each step is
- *    also timed with plain launches, with either attention kernel alone, and with the FFN split,
- *    fused and auto (where the fused kernel runs).
+ *    also timed with plain launches against programmatic ones, with either attention kernel alone,
+ *    and with the FFN split, fused and auto (where the fused kernel runs), each group's variants
+ *    replayed in turn (eng_graph_replay_kept) so that none meets a card the others left hotter; and
+ *    with only its linear layers and LM head, then all but them (eng_set_skip_ops).
  * 3. The attention kernel alone on the same shapes, in TFLOP/s.
  * 4. The engine's workspace for each step beside the simulator's activation estimate (mem.c).
  */
@@ -252,15 +254,26 @@ static int replay_ms(struct eng *e, const struct step_desc *sd, int reps, float 
     return 0;
 }
 
-/* A variant of the step under the engine's settings of the moment: its replay median (replay_ms)
- * and its eager per-op times (eng_step_profile); says why on stderr when either fails. */
-static int time_variant(struct eng *e, const struct step_desc *sd, int reps, float *ms, double *op_ms)
+/* A variant of the step under the engine's settings of the moment, captured into kept graph `slot`
+ * (replayed side by side with the others by replay_kept) and, with op_ms, profiled eagerly (per-op
+ * times); says why on stderr when it fails. */
+static int keep_variant(struct eng *e, const struct step_desc *sd, int slot, double *op_ms)
 {
     struct ts_err err;
     float eager_ms;
-    if (replay_ms(e, sd, reps, ms))
+    if (eng_graph_capture(e, sd, &err) || eng_graph_keep(e, slot, &err) ||
+        (op_ms && eng_step_profile(e, sd, op_ms, &eager_ms, &err))) {
+        fprintf(stderr, "engine bench: %s\n", err.msg);
         return -1;
-    if (eng_step_profile(e, sd, op_ms, &eager_ms, &err)) {
+    }
+    return 0;
+}
+
+/* The medians of the kept variants 0..n-1 replayed in turn (eng_graph_replay_kept). */
+static int replay_kept(struct eng *e, int n, int reps, float *ms)
+{
+    struct ts_err err;
+    if (eng_graph_replay_kept(e, n, reps, ms, &err)) {
         fprintf(stderr, "engine bench: %s\n", err.msg);
         return -1;
     }
@@ -388,27 +401,30 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         if (o->json)
             fprintf(o->json, "{\"case\":\"%s\",\"held_floor_ms\":%.4f,\"x_held_floor\":%.4f}\n", c->name,
                     held_floor_ms, ms / held_floor_ms);
-        /* the same step with plain launches, and with either attention kernel alone */
-        float plain_ms, impl_ms[2];
-        k_set_pdl(0);
-        int bad = replay_ms(e, &sd, o->reps, &plain_ms);
-        k_set_pdl(1);
-        double op_ms[OP_COUNT], impl_op_ms[2][OP_COUNT];
+        /* variants side by side, each group's replays interleaved (a variant timed after the others
+         * would meet a card they left hotter): programmatic against plain launches; either
+         * attention kernel alone; the FFN split, fused and auto, where the fused kernel runs */
+        float launch_ms[2], impl_ms[2], ffn_ms[3] = {0, 0, 0};
+        double op_ms[OP_COUNT], impl_op_ms[2][OP_COUNT], ffn_op_ms[3][OP_COUNT];
         float eager_ms;
+        int bad = keep_variant(e, &sd, 0, NULL);
+        k_set_pdl(0);
+        bad = bad || keep_variant(e, &sd, 1, NULL);
+        k_set_pdl(1);
+        bad = bad || replay_kept(e, 2, o->reps, launch_ms);
         for (int impl = 0; impl < 2 && !bad; impl++) {
             eng_set_attention(e, impl);
-            bad = time_variant(e, &sd, o->reps, &impl_ms[impl], impl_op_ms[impl]);
+            bad = keep_variant(e, &sd, impl, impl_op_ms[impl]);
         }
         eng_set_attention(e, eo.attention);
-        /* the same step with the FFN split, fused and auto, where the fused kernel runs */
-        float ffn_ms[3] = {0, 0, 0};
-        double ffn_op_ms[3][OP_COUNT];
+        bad = bad || replay_kept(e, 2, o->reps, impl_ms);
         const bool fused_runs = eng_ffn_fused_runs(e);
         for (int f = 0; f < 3 && fused_runs && !bad; f++) {
             eng_set_ffn(e, f);
-            bad = time_variant(e, &sd, o->reps, &ffn_ms[f], ffn_op_ms[f]);
+            bad = keep_variant(e, &sd, f, ffn_op_ms[f]);
         }
         eng_set_ffn(e, eo.ffn);
+        bad = bad || (fused_runs && replay_kept(e, 3, o->reps, ffn_ms));
         /* the step's linear layers and LM head alone, then all but them, each as a graph: how
          * near the GEMMs alone come to the step's floor, under the clock the step runs at */
         const uint32_t lin_ops = 1u << OP_QKV | 1u << OP_OPROJ | 1u << OP_GATE_UP | 1u << OP_DOWN | 1u << OP_LM_HEAD;
@@ -430,10 +446,10 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
             fprintf(o->json, "{\"case\":\"%s\",\"gemm_only_ms\":%.4f,\"gemm_floor_ms\":%.4f,"
                              "\"x_floor_gemm_only\":%.4f,\"non_gemm_ms\":%.4f}\n", c->name, lin_ms, lin_floor_ms,
                     lin_ms / floor_ms, rest_ms);
-        fprintf(out, "    plain launches %.3f ms (%.3f x floor): programmatic launch saves %.1f%%\n", plain_ms,
-                plain_ms / floor_ms, 100.0 * (1.0 - ms / plain_ms));
-        fprintf(out, "    mma.sync attention %.3f ms (%.3f x floor), wgmma %.3f ms (%.3f x); eager, their "
-                     "attention %.2f and %.2f ms\n", impl_ms[0], impl_ms[0] / floor_ms, impl_ms[1],
+        fprintf(out, "    side by side: plain launches %.3f ms (%.3f x floor), programmatic %.3f ms: it saves %.1f%%\n",
+                launch_ms[1], launch_ms[1] / floor_ms, launch_ms[0], 100.0 * (1.0 - launch_ms[0] / launch_ms[1]));
+        fprintf(out, "    side by side: mma.sync attention %.3f ms (%.3f x floor), wgmma %.3f ms (%.3f x); eager, "
+                     "their attention %.2f and %.2f ms\n", impl_ms[0], impl_ms[0] / floor_ms, impl_ms[1],
                 impl_ms[1] / floor_ms, impl_op_ms[0][OP_ATTN], impl_op_ms[1][OP_ATTN]);
         if (fused_runs) {
             eng_set_ffn(e, 2);
@@ -445,9 +461,10 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
             eng_set_ffn(e, eo.ffn);
             struct act_knobs kf = k;
             kf.fused_ffn = true;
-            fprintf(out, "    FFN split %.3f ms (%.3f x floor), fused %.3f ms (%.3f x), auto (%s) %.3f ms (%.3f x); "
-                         "eager, their gate_up + act %.2f, %.2f and %.2f ms\n", ffn_ms[0], ffn_ms[0] / floor_ms,
-                    ffn_ms[1], ffn_ms[1] / floor_ms, auto_fuses ? "fused" : "split", ffn_ms[2], ffn_ms[2] / floor_ms,
+            fprintf(out, "    side by side: FFN split %.3f ms (%.3f x floor), fused %.3f ms (%.3f x), auto (%s) "
+                         "%.3f ms (%.3f x); eager, their gate_up + act %.2f, %.2f and %.2f ms\n", ffn_ms[0],
+                    ffn_ms[0] / floor_ms, ffn_ms[1], ffn_ms[1] / floor_ms, auto_fuses ? "fused" : "split", ffn_ms[2],
+                    ffn_ms[2] / floor_ms,
                     ffn_op_ms[0][OP_GATE_UP] + ffn_op_ms[0][OP_ACT], ffn_op_ms[1][OP_GATE_UP] + ffn_op_ms[1][OP_ACT],
                     ffn_op_ms[2][OP_GATE_UP] + ffn_op_ms[2][OP_ACT]);
             fprintf(out, "    fused FFN workspace %.3f GiB (simulator's estimate %.3f GiB) against %.3f GiB split\n",
@@ -458,9 +475,9 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
                                  "\"auto_ffn_ms\":%.4f}\n", c->name, ffn_ms[0], ffn_ms[1], ffn_ms[2]);
         }
         if (o->json)
-            fprintf(o->json, "{\"case\":\"%s\",\"plain_launch_ms\":%.4f}\n"
+            fprintf(o->json, "{\"case\":\"%s\",\"plain_launch_ms\":%.4f,\"programmatic_launch_ms\":%.4f}\n"
                              "{\"case\":\"%s\",\"mma_attention_ms\":%.4f,\"wgmma_attention_ms\":%.4f}\n",
-                    c->name, plain_ms, c->name, impl_ms[0], impl_ms[1]);
+                    c->name, launch_ms[1], launch_ms[0], c->name, impl_ms[0], impl_ms[1]);
         if (eng_step_profile(e, &sd, op_ms, &eager_ms, &err)) {
             fprintf(stderr, "engine bench: %s\n", err.msg);
             goto done;

@@ -839,6 +839,21 @@ static void check_skip_ops(struct checker *c, const struct model_cfg *m)
         goto done;
     }
     report(c, "attention left out changes the outputs", outs_diff(&a, &skipped, m->hidden) > 0 ? 0 : 1, 0);
+    /* engine bench's side-by-side variants: two graphs kept and replayed in turn; a slot never
+     * filled is refused */
+    float med[3] = {0, 0, 0};
+    struct ts_err kerr;
+    eng_set_attention(e, 0);
+    bool kept = eng_graph_capture(e, &steps[2], &err) == 0 && eng_graph_keep(e, 0, &err) == 0;
+    eng_set_attention(e, 2);
+    kept = kept && eng_graph_capture(e, &steps[2], &err) == 0 && eng_graph_keep(e, 1, &err) == 0 &&
+           eng_graph_replay_kept(e, 2, 3, med, &err) == 0;
+    if (!kept)
+        fail_msg(c, "kept graphs", err.msg);
+    else
+        report(c, "kept graphs replayed in turn: both timed", med[0] > 0 && med[1] > 0 ? 0 : 1, 0);
+    report(c, "replaying a graph slot never kept is refused",
+           eng_graph_replay_kept(e, 3, 1, med, &kerr) != 0 && strstr(kerr.msg, "slot 2") ? 0 : 1, 0);
     report(c, "every op run again: the first run's outputs (largest difference)", outs_diff(&a, &b, m->hidden), 0);
 done:
     outs_free(&a);

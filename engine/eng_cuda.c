@@ -83,6 +83,7 @@ struct eng {
     int32_t last_R;
     cudaGraphExec_t graph;
     bool have_graph;
+    cudaGraphExec_t kept[ENG_KEPT_GRAPHS]; /* eng_graph_keep: variants replayed side by side */
     /* per-op profiling: an event after each op, tagged with its cost-model op */
     bool profiling;
     cudaEvent_t prof_ev[MAX_PROF_EVENTS];
@@ -228,6 +229,15 @@ bool eng_ffn_fuses(const struct eng *e, int rows)
 
 int eng_release_activations(struct eng *e, struct ts_err *err)
 {
+    /* graphs hold addresses in the arena: they go with its mapping */
+    if (e->have_graph)
+        CU(cudaGraphExecDestroy(e->graph));
+    e->have_graph = false;
+    for (int i = 0; i < ENG_KEPT_GRAPHS; i++) {
+        if (e->kept[i])
+            CU(cudaGraphExecDestroy(e->kept[i]));
+        e->kept[i] = NULL;
+    }
     if (eng_arena_trim(&e->arena, 0, err))
         return -1;
     e->mem.arena_mapped = 0;
@@ -432,6 +442,9 @@ void eng_destroy(struct eng *e)
         return;
     if (e->have_graph)
         cudaGraphExecDestroy(e->graph);
+    for (int i = 0; i < ENG_KEPT_GRAPHS; i++)
+        if (e->kept[i])
+            cudaGraphExecDestroy(e->kept[i]);
     for (int i = 0; i < MAX_PROF_EVENTS && e->prof_ev[i]; i++)
         cudaEventDestroy(e->prof_ev[i]);
     void *dev[] = {e->w, e->blas_ws, e->attn_ws, e->k_pool, e->v_pool, e->d_meta_buf, e->d_tok, e->d_max,
@@ -802,6 +815,52 @@ int eng_graph_replay(struct eng *e, int n, float *median_ms, struct ts_err *err)
     CU(cudaGetLastError());
     qsort(t, (size_t)n, sizeof *t, cmp_float);
     *median_ms = t[n / 2];
+    free(t);
+    return 0;
+}
+
+int eng_graph_keep(struct eng *e, int slot, struct ts_err *err)
+{
+    if (slot < 0 || slot >= ENG_KEPT_GRAPHS)
+        return ts_fail(err, "engine: graph slot %d outside 0..%d", slot, ENG_KEPT_GRAPHS - 1);
+    if (!e->have_graph)
+        return ts_fail(err, "engine: no captured graph to keep");
+    if (e->kept[slot])
+        CU(cudaGraphExecDestroy(e->kept[slot]));
+    e->kept[slot] = e->graph;
+    e->have_graph = false;
+    return 0;
+}
+
+int eng_graph_replay_kept(struct eng *e, int n, int rounds, float *median_ms, struct ts_err *err)
+{
+    if (n < 1 || n > ENG_KEPT_GRAPHS || rounds < 1)
+        return ts_fail(err, "engine: %d kept graphs, %d rounds", n, rounds);
+    for (int g = 0; g < n; g++)
+        if (!e->kept[g])
+            return ts_fail(err, "engine: no graph kept in slot %d", g);
+    float *t = xmalloc(sizeof *t * (size_t)n * (size_t)rounds);
+    int rc = 0;
+    for (int g = 0; g < n && !rc; g++) /* warm-up */
+        rc = cudaGraphLaunch(e->kept[g], e->stream) != cudaSuccess;
+    /* round r starts at graph r mod n, so that no graph always follows the same one */
+    for (int r = 0; r < rounds && !rc; r++)
+        for (int i = 0; i < n && !rc; i++) {
+            const int g = (r + i) % n;
+            rc = cudaEventRecord(e->ev0, e->stream) != cudaSuccess ||
+                 cudaGraphLaunch(e->kept[g], e->stream) != cudaSuccess ||
+                 cudaEventRecord(e->ev1, e->stream) != cudaSuccess || cudaEventSynchronize(e->ev1) != cudaSuccess ||
+                 cudaEventElapsedTime(&t[(size_t)g * rounds + r], e->ev0, e->ev1) != cudaSuccess;
+        }
+    cudaError_t ce = cudaGetLastError();
+    if (rc || ce != cudaSuccess) {
+        free(t);
+        return ts_fail(err, "engine: replaying the kept graphs failed: %s", cudaGetErrorString(ce));
+    }
+    for (int g = 0; g < n; g++) {
+        qsort(t + (size_t)g * rounds, (size_t)rounds, sizeof *t, cmp_float);
+        median_ms[g] = t[(size_t)g * rounds + rounds / 2];
+    }
     free(t);
     return 0;
 }
