@@ -73,6 +73,21 @@ if command -v python3 >/dev/null 2>&1; then
             "$want/fidelity.csv" "$tmp/$rec/fidelity.csv" | head -3)
         if [ "$n" -eq $runs ] && [ -z "$differ" ]; then ok; else bad "$rec on recorded H200 steps: $n runs, differing from the record: $differ"; sed 's/^/    /' "$tmp/out" >&2; fi
     done
+    # the warm-up A/B of experiments/results/attn-probe-h200/warm/in-sample: both calibrations
+    # re-evaluated on that instance's recorded replays give what its README reports
+    ab="$root/experiments/results/attn-probe-h200/warm/in-sample"
+    for v in default warm150; do
+        mkdir -p "$tmp/ab-$v/cal"
+        cp "$ab/calib-$v.csv" "$tmp/ab-$v/cal/calib-llada-8b.csv"
+        MEASURED="$ab/all-steps.csv.gz" CALIB_DIR="$tmp/ab-$v/cal" TESSERA=$bin SCRATCH="$tmp/ab-$v/scr" \
+            bash "$root/experiments/fidelity.sh" "$tmp/ab-$v/out" llada-8b >"$tmp/out" 2>&1
+        differ=$(awk -F, 'NR == FNR { if ($5 == "calibrated") want[$1 FS $2 FS $3 FS $4] = $8 FS $10; next }
+            $5 == "calibrated" { k = $1 FS $2 FS $3 FS $4; split(want[k], w, FS)
+                if (!(k in want) || ($8 - w[1])^2 > 0.0225 || ($10 - w[2])^2 > 0.0225) print k }' \
+            "$ab/fidelity-$v.csv" "$tmp/ab-$v/out/fidelity.csv" | head -3)
+        n=$(awk -F, '$5 == "calibrated"' "$tmp/ab-$v/out/fidelity.csv" | wc -l)
+        if [ "$n" -eq 8 ] && [ -z "$differ" ]; then ok; else bad "warm-up A/B ($v): $n runs, differing: $differ"; fi
+    done
 else
     echo "cli: note: python3 not found; the recorded-fidelity check is skipped" >&2
 fi
