@@ -227,17 +227,24 @@ bool eng_ffn_fuses(const struct eng *e, int rows)
     return e->fused_ffn_runs && (e->o.ffn == 1 || (e->o.ffn == 2 && k_gemm_swiglu_auto(rows, e->m.ffn)));
 }
 
-int eng_release_activations(struct eng *e, struct ts_err *err)
+/* Destroys the captured graph and every kept one (the first error is returned, all are dropped). */
+static cudaError_t drop_graphs(struct eng *e)
 {
-    /* graphs hold addresses in the arena: they go with its mapping */
-    if (e->have_graph)
-        CU(cudaGraphExecDestroy(e->graph));
+    cudaError_t ce = cudaSuccess, c2;
+    if (e->have_graph && (c2 = cudaGraphExecDestroy(e->graph)) != cudaSuccess)
+        ce = c2;
     e->have_graph = false;
     for (int i = 0; i < ENG_KEPT_GRAPHS; i++) {
-        if (e->kept[i])
-            CU(cudaGraphExecDestroy(e->kept[i]));
+        if (e->kept[i] && (c2 = cudaGraphExecDestroy(e->kept[i])) != cudaSuccess && ce == cudaSuccess)
+            ce = c2;
         e->kept[i] = NULL;
     }
+    return ce;
+}
+
+int eng_release_activations(struct eng *e, struct ts_err *err)
+{
+    CU(drop_graphs(e)); /* graphs hold addresses in the arena: they go with its mapping */
     if (eng_arena_trim(&e->arena, 0, err))
         return -1;
     e->mem.arena_mapped = 0;
@@ -440,11 +447,7 @@ void eng_destroy(struct eng *e)
 {
     if (!e)
         return;
-    if (e->have_graph)
-        cudaGraphExecDestroy(e->graph);
-    for (int i = 0; i < ENG_KEPT_GRAPHS; i++)
-        if (e->kept[i])
-            cudaGraphExecDestroy(e->kept[i]);
+    drop_graphs(e);
     for (int i = 0; i < MAX_PROF_EVENTS && e->prof_ev[i]; i++)
         cudaEventDestroy(e->prof_ev[i]);
     void *dev[] = {e->w, e->blas_ws, e->attn_ws, e->k_pool, e->v_pool, e->d_meta_buf, e->d_tok, e->d_max,
@@ -814,25 +817,50 @@ static int warm_up(struct eng *e, const cudaGraphExec_t *graphs, int n, struct t
     return 0;
 }
 
+/* Warms graphs[0..n-1] up (warm_up), then replays them in turn for `rounds` rounds, round r
+ * starting at graph r mod n so that no graph always follows the same one, each replay timed with
+ * events; median_ms[g] is graph g's median. */
+static int time_graphs(struct eng *e, const cudaGraphExec_t *graphs, int n, int rounds, float *median_ms,
+                       struct ts_err *err)
+{
+    if (rounds < 1)
+        return ts_fail(err, "engine: %d rounds of graph replays", rounds);
+    if (warm_up(e, graphs, n, err))
+        return -1;
+    float *t = xmalloc(sizeof *t * (size_t)n * (size_t)rounds);
+    cudaError_t ce = cudaSuccess;
+    for (int r = 0; r < rounds && ce == cudaSuccess; r++)
+        for (int i = 0; i < n && ce == cudaSuccess; i++) {
+            const int g = (r + i) % n;
+            ce = cudaEventRecord(e->ev0, e->stream);
+            if (ce == cudaSuccess)
+                ce = cudaGraphLaunch(graphs[g], e->stream);
+            if (ce == cudaSuccess)
+                ce = cudaEventRecord(e->ev1, e->stream);
+            if (ce == cudaSuccess)
+                ce = cudaEventSynchronize(e->ev1);
+            if (ce == cudaSuccess)
+                ce = cudaEventElapsedTime(&t[(size_t)g * rounds + r], e->ev0, e->ev1);
+        }
+    if (ce == cudaSuccess)
+        ce = cudaGetLastError();
+    if (ce != cudaSuccess) {
+        free(t);
+        return ts_fail(err, "engine: timing graph replays failed: %s", cudaGetErrorString(ce));
+    }
+    for (int g = 0; g < n; g++) {
+        qsort(t + (size_t)g * rounds, (size_t)rounds, sizeof *t, cmp_float);
+        median_ms[g] = t[(size_t)g * rounds + rounds / 2];
+    }
+    free(t);
+    return 0;
+}
+
 int eng_graph_replay(struct eng *e, int n, float *median_ms, struct ts_err *err)
 {
     if (!e->have_graph)
         return ts_fail(err, "engine: no captured graph to replay");
-    if (warm_up(e, &e->graph, 1, err))
-        return -1;
-    float *t = xmalloc(sizeof *t * (size_t)(n > 0 ? n : 1));
-    for (int i = 0; i < n; i++) {
-        CU(cudaEventRecord(e->ev0, e->stream));
-        CU(cudaGraphLaunch(e->graph, e->stream));
-        CU(cudaEventRecord(e->ev1, e->stream));
-        CU(cudaEventSynchronize(e->ev1));
-        CU(cudaEventElapsedTime(&t[i], e->ev0, e->ev1));
-    }
-    CU(cudaGetLastError());
-    qsort(t, (size_t)n, sizeof *t, cmp_float);
-    *median_ms = t[n / 2];
-    free(t);
-    return 0;
+    return time_graphs(e, &e->graph, 1, n, median_ms, err);
 }
 
 int eng_graph_keep(struct eng *e, int slot, struct ts_err *err)
@@ -850,35 +878,12 @@ int eng_graph_keep(struct eng *e, int slot, struct ts_err *err)
 
 int eng_graph_replay_kept(struct eng *e, int n, int rounds, float *median_ms, struct ts_err *err)
 {
-    if (n < 1 || n > ENG_KEPT_GRAPHS || rounds < 1)
-        return ts_fail(err, "engine: %d kept graphs, %d rounds", n, rounds);
+    if (n < 1 || n > ENG_KEPT_GRAPHS)
+        return ts_fail(err, "engine: %d kept graphs", n);
     for (int g = 0; g < n; g++)
         if (!e->kept[g])
             return ts_fail(err, "engine: no graph kept in slot %d", g);
-    if (warm_up(e, e->kept, n, err))
-        return -1;
-    float *t = xmalloc(sizeof *t * (size_t)n * (size_t)rounds);
-    int rc = 0;
-    /* round r starts at graph r mod n, so that no graph always follows the same one */
-    for (int r = 0; r < rounds && !rc; r++)
-        for (int i = 0; i < n && !rc; i++) {
-            const int g = (r + i) % n;
-            rc = cudaEventRecord(e->ev0, e->stream) != cudaSuccess ||
-                 cudaGraphLaunch(e->kept[g], e->stream) != cudaSuccess ||
-                 cudaEventRecord(e->ev1, e->stream) != cudaSuccess || cudaEventSynchronize(e->ev1) != cudaSuccess ||
-                 cudaEventElapsedTime(&t[(size_t)g * rounds + r], e->ev0, e->ev1) != cudaSuccess;
-        }
-    cudaError_t ce = cudaGetLastError();
-    if (rc || ce != cudaSuccess) {
-        free(t);
-        return ts_fail(err, "engine: replaying the kept graphs failed: %s", cudaGetErrorString(ce));
-    }
-    for (int g = 0; g < n; g++) {
-        qsort(t + (size_t)g * rounds, (size_t)rounds, sizeof *t, cmp_float);
-        median_ms[g] = t[(size_t)g * rounds + rounds / 2];
-    }
-    free(t);
-    return 0;
+    return time_graphs(e, e->kept, n, rounds, median_ms, err);
 }
 
 void eng_report_gemms(const struct eng *e, FILE *out) { eng_gemm_report(e->gemm, out); }
