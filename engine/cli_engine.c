@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "eng_bench.h"
+#include "eng.h"
 #include "eng_check.h"
 #include "eng_replay.h"
 #include "model.h"
@@ -24,19 +25,23 @@ static void engine_usage(FILE *f)
 "                              [--step SEGS,Q,KV,LOGIT_ROWS]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--logit-chunk N]\n"
 "                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention]\n"
-"                            [--weights PATH] [--gemm-cache FILE]\n"
+"                            [--weights PATH] [--gemm-cache FILE] [--warm-s S]\n"
+"                            [--warm-trace FILE]\n"
 "\n"
 "check  every kernel and whole steps of tiny models on the GPU against the CPU reference\n"
 "       (normwise relative errors against bf16-appropriate bounds); exit 1 on any failure\n"
-"bench  measures the GEMM and copy ceilings (and the GEMM's rate held for 2 s, as the power limit\n"
-"       allows in long steps), then times Refresh and Reuse steps of the model\n"
-"       [llada-8b, random weights] from CUDA graphs (median of N [20] replays, after 0.5 s of\n"
-"       the step's own repetition) against their floors; each step also with only its linear\n"
-"       layers and LM head, and with all but them, and its variants (programmatic or plain\n"
-"       launches, either attention kernel, the FFN split/fused/auto) replayed side by side; then\n"
-"       the attention kernel alone, and the step workspace beside the simulator's activation\n"
-"       estimate; --json appends one JSON object per result to FILE (analysis/bench-plot.sh\n"
-"       draws it)\n"
+"bench  measures the GEMM and copy ceilings (and the GEMM's rate held for 2 s, as the power\n"
+"       limit allows in long steps), then times Refresh and Reuse steps of the model\n"
+"       [llada-8b, random weights] from CUDA graphs (median of N [20] replays, after --warm-s\n"
+"       [0.5] seconds of the step's own repetition) against their floors; each step also with\n"
+"       only its linear layers and LM head (and the final norm, which keeps their replays'\n"
+"       inputs bounded), and with all but them, and its variants (programmatic or plain\n"
+"       launches, either attention kernel, the FFN split/fused/auto) replayed side by side;\n"
+"       then the attention kernel alone, and the step workspace beside the simulator's\n"
+"       activation estimate; --json appends one JSON object per result to FILE\n"
+"       (analysis/bench-plot.sh draws it); --warm-trace FILE writes every replay's time, warm-up\n"
+"       rounds included, as CSV (label, warm|timed, round, graph, seconds since the warm-up began,\n"
+"       ms a replay: the clock settling under the power limit)\n"
 "--gemm-cache FILE keeps each GEMM shape's chosen cuBLASLt algorithm in FILE (SQLite, created if\n"
 "       missing): a shape found there is not timed again, a new choice is added, so every process\n"
 "       sharing FILE runs the same algorithms (the same as TESSERA_GEMM_CACHE=FILE, which also\n"
@@ -91,12 +96,15 @@ int cli_engine(int argc, char **argv)
                                       {"warmup", required_argument, 0, 'W'},
                                       {"warm-ms", required_argument, 0, 'X'},
                                       {"step", required_argument, 0, 'T'},
+                                      {"warm-s", required_argument, 0, 'A'},
+                                      {"warm-trace", required_argument, 0, 'B'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     int64_t seed = 1, reps = 20, chunk = 2048, run = 0, steps = 0;
     bool ops = false;
     int64_t warmup = 1;
-    double warm_ms = 0;
+    double warm_ms = 0, warm_s = ENG_WARM_S;
+    const char *warm_trace = NULL;
     int32_t only_step[4];
     bool have_step = false;
     const char *db = NULL, *weights = NULL;
@@ -118,6 +126,8 @@ int cli_engine(int argc, char **argv)
         case 'O': ops = true; break;
         case 'W': bad = ts_parse_i64(optarg, &warmup) || warmup < 0 || warmup > 1000; break;
         case 'X': bad = ts_parse_double(optarg, &warm_ms) || !(warm_ms >= 0 && warm_ms <= 60000); break;
+        case 'A': bad = ts_parse_double(optarg, &warm_s) || !(warm_s >= 0 && warm_s <= 600); break;
+        case 'B': warm_trace = optarg; break;
         case 'T': {
             int n = 0;
             have_step = true;
@@ -148,7 +158,7 @@ int cli_engine(int argc, char **argv)
         return eng_check_run((uint64_t)seed, stdout);
     if (strcmp(sub, "bench") == 0) {
         struct eng_bench_opts bo = {.reps = (int)reps, .logit_chunk = (int)chunk, .only = only, .weights = weights,
-                                    .mem_limit = (int64_t)(mem_gb * 1e9)};
+                                    .mem_limit = (int64_t)(mem_gb * 1e9), .warm_s = warm_s};
         struct ts_err err;
         if (model_resolve(model, &bo.model, &err)) {
             fprintf(stderr, "tessera engine bench: %s\n", err.msg);
@@ -158,9 +168,19 @@ int cli_engine(int argc, char **argv)
             fprintf(stderr, "tessera engine bench: %s: cannot open\n", json);
             return EXIT_USAGE;
         }
+        if (warm_trace && !(bo.warm_trace = fopen(warm_trace, "w"))) {
+            fprintf(stderr, "tessera engine bench: %s: cannot open\n", warm_trace);
+            if (bo.json)
+                fclose(bo.json);
+            return EXIT_USAGE;
+        }
+        if (bo.warm_trace)
+            fputs("label,phase,round,graph,t_s,ms\n", bo.warm_trace);
         int rc = eng_bench_run(&bo, stdout);
         if (bo.json)
             fclose(bo.json);
+        if (bo.warm_trace)
+            fclose(bo.warm_trace);
         return rc;
     }
     if (strcmp(sub, "replay") == 0 || strcmp(sub, "profile") == 0) {

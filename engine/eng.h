@@ -53,7 +53,12 @@ struct eng_opts {
                             * a full FFN chunk's rows (every chunk of the step then fuses, its plan
                             * without the gate|up buffer: og_shape.fused_ffn). The profile times a
                             * fused FFN as its gate_up op. $TESSERA_FFN = split, fused or auto */
+    double warm_s;         /* graph replays (eng_graph_replay*) warm up for at least this long before
+                            * any is timed, so that a step is timed at the clock its own repetition
+                            * holds under the power limit (default ENG_WARM_S) */
 };
+
+#define ENG_WARM_S 0.5
 
 void eng_opts_defaults(struct eng_opts *o);
 /* The engine as the simulator's implementation profile impl_name runs it: one with a fused FFN
@@ -130,8 +135,17 @@ void eng_act_info(const struct eng *e, struct eng_act_info *out);
 void eng_set_chunking(struct eng *e, int32_t logit_chunk_rows, int32_t ffn_chunks);
 /* Leaves the ops in `ops` (bits 1 << enum cost_op) out of the steps that follow, for timing what
  * remains (engine bench: the linear layers alone, or all but them); their outputs are then stale,
- * so the steps' results mean nothing. 0 (the default) runs every op. */
+ * so the steps' results mean nothing. The final norm (and gather) before the LM head runs whenever
+ * the LM head does: it keeps what repeated replays feed back through the reused buffers bounded.
+ * 0 (the default) runs every op. */
 void eng_set_skip_ops(struct eng *e, uint32_t ops);
+/* Writes one CSV line per warm-up round and per timed replay of the graph replays that follow to
+ * f (NULL: none): label, warm or timed, round, graph (-1 for a warm-up round: its time over its
+ * graphs), seconds since the warm-up began, milliseconds a replay; for watching the clock settle
+ * under the power limit. */
+void eng_set_warm_trace(struct eng *e, FILE *f, const char *label);
+/* The ops that launch GEMMs: the linear layers and the LM head (engine bench's "alone"). */
+uint32_t eng_linear_ops(void);
 /* The attention kernel of the steps that follow (eng_opts.attention). */
 void eng_set_attention(struct eng *e, int32_t impl);
 /* eng_opts.attention for a $TESSERA_ATTENTION value: "mma" 0, "wgmma" 1, "auto", empty or NULL 2;

@@ -14,7 +14,8 @@
  *    also timed with plain launches against programmatic ones, with either attention kernel alone,
  *    and with the FFN split, fused and auto (where the fused kernel runs), each group's variants
  *    replayed in turn (eng_graph_replay_kept) so that none meets a card the others left hotter; and
- *    with only its linear layers and LM head, then all but them (eng_set_skip_ops).
+ *    with only its linear layers and LM head (and the final norm: eng_set_skip_ops), then all but
+ *    them.
  * 3. The attention kernel alone on the same shapes, in TFLOP/s.
  * 4. The engine's workspace for each step beside the simulator's activation estimate (mem.c).
  */
@@ -280,6 +281,14 @@ static int replay_kept(struct eng *e, int n, int reps, float *ms)
     return 0;
 }
 
+/* Names the warm-up rounds of the replays that follow in the bench's warm-up trace, if any. */
+static void trace_as(struct eng *e, const struct eng_bench_opts *o, const char *step, const char *what)
+{
+    char label[128];
+    snprintf(label, sizeof label, "%s: %s", step, what);
+    eng_set_warm_trace(e, o->warm_trace, label);
+}
+
 struct step_case {
     const char *name;
     int nseq, q, kv, logits;
@@ -345,6 +354,7 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
     eo.logit_chunk = o->logit_chunk;
     eo.mem_limit = o->mem_limit;
     eo.weights = o->weights;
+    eo.warm_s = o->warm_s;
     if (eng_create(m, &eo, &e, &err)) {
         fprintf(stderr, "engine bench: %s\n", err.msg);
         goto done;
@@ -379,6 +389,7 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         for (int s = 0; s < c->nseq; s++)
             seg_add(&sd, first + s, c->q, c->kv, c->logits);
         float ms;
+        trace_as(e, o, c->name, "step");
         if (replay_ms(e, &sd, o->reps, &ms))
             goto done;
         double flops, bytes, gemm_flops, gemm_bytes;
@@ -411,12 +422,14 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         k_set_pdl(0);
         bad = bad || keep_variant(e, &sd, 1, NULL);
         k_set_pdl(1);
+        trace_as(e, o, c->name, "programmatic / plain launches");
         bad = bad || replay_kept(e, 2, o->reps, launch_ms);
         for (int impl = 0; impl < 2 && !bad; impl++) {
             eng_set_attention(e, impl);
             bad = keep_variant(e, &sd, impl, impl_op_ms[impl]);
         }
         eng_set_attention(e, eo.attention);
+        trace_as(e, o, c->name, "mma.sync / wgmma attention");
         bad = bad || replay_kept(e, 2, o->reps, impl_ms);
         const bool fused_runs = eng_ffn_fused_runs(e);
         for (int f = 0; f < 3 && fused_runs && !bad; f++) {
@@ -424,10 +437,11 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
             bad = keep_variant(e, &sd, f, ffn_op_ms[f]);
         }
         eng_set_ffn(e, eo.ffn);
+        trace_as(e, o, c->name, "FFN split / fused / auto");
         bad = bad || (fused_runs && replay_kept(e, 3, o->reps, ffn_ms));
         /* the step's linear layers and LM head alone, then all but them, each as a graph: how
          * near the GEMMs alone come to the step's floor, under the clock the step runs at */
-        const uint32_t lin_ops = 1u << OP_QKV | 1u << OP_OPROJ | 1u << OP_GATE_UP | 1u << OP_DOWN | 1u << OP_LM_HEAD;
+        const uint32_t lin_ops = eng_linear_ops();
         float lin_ms = 0, rest_ms = 0;
         /* one whole step under the default settings first: the ops left out would otherwise leave
          * their outputs as the variants before wrote them under other plans (possibly never written:
@@ -438,15 +452,17 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         }
         if (!bad) {
             eng_set_skip_ops(e, ~lin_ops);
+            trace_as(e, o, c->name, "linear layers alone");
             bad = replay_ms(e, &sd, o->reps, &lin_ms);
             eng_set_skip_ops(e, lin_ops);
+            trace_as(e, o, c->name, "all but the linear layers");
             bad = bad || replay_ms(e, &sd, o->reps, &rest_ms);
             eng_set_skip_ops(e, 0);
         }
         if (bad)
             goto done;
         const double lin_floor_ms = fmax(gemm_flops / peak, gemm_bytes / bw) * 1e3;
-        fprintf(out, "    linear layers + LM head alone %.3f ms: %.3f x their floor (%.3f ms), %.3f x the "
+        fprintf(out, "    linear layers + LM head alone (with the final norm) %.3f ms: %.3f x their floor (%.3f ms), %.3f x the "
                      "step's; all but them %.3f ms\n", lin_ms, lin_ms / lin_floor_ms, lin_floor_ms,
                 lin_ms / floor_ms, rest_ms);
         if (o->json)

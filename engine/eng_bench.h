@@ -16,6 +16,8 @@ struct eng_bench_opts {
     FILE *json;           /* one JSON object per line, or NULL */
     const char *only;     /* "steps", "gemm" or "attention"; NULL = all */
     const char *weights;  /* safetensors file or directory; NULL = random weights */
+    double warm_s;        /* graph replays' warm-up, seconds (eng_opts.warm_s) */
+    FILE *warm_trace;     /* each warm-up round's time, CSV (eng_set_warm_trace), or NULL */
 };
 
 int eng_bench_run(const struct eng_bench_opts *o, FILE *out);

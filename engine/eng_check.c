@@ -816,6 +816,53 @@ done:
     step_desc_free(&cached);
 }
 
+/* RMS of the last step's hidden rows (the LM head's input) */
+static int hidden_rms(struct eng *e, int rows, int hidden, double *rms, struct ts_err *err)
+{
+    float *hid = xmalloc(sizeof *hid * (size_t)rows * (size_t)hidden);
+    int rc = eng_last_hidden(e, hid, err);
+    double ss = 0;
+    for (int64_t i = 0; i < (int64_t)rows * hidden; i++)
+        ss += (double)hid[i] * hid[i];
+    *rms = sqrt(ss / ((double)rows * hidden));
+    free(hid);
+    return rc;
+}
+
+/* The linear layers alone, replayed as engine bench replays them (0.5 s of warm-up: thousands of
+ * replays of a tiny step), keep the LM head's input as a whole step leaves it. The logits land
+ * where the layers' inputs were planned and the residual adds go into x, so without the final norm
+ * each replay would feed the next a larger x, until the GEMMs ran on inf and NaN (engine bench's
+ * Reuse 16 x 32 read 10.3 ms alone, faster than its floor at the held rate). Logits for every row
+ * (x normalised in place) and for some (gathered first). */
+static void check_linear_alone(struct checker *c, struct eng *e, const struct model_cfg *m)
+{
+    for (int gathered = 0; gathered < 2; gathered++) {
+        struct step_desc sd;
+        step_desc_init(&sd);
+        const int rows = gathered ? 60 : 200;
+        seg(&sd, 5 + gathered, 200, 0, rows);
+        struct eng_out out;
+        struct ts_err err;
+        double whole = 0, alone = 0;
+        float med = 0;
+        int rc = eng_step(e, &sd, &out, NULL, &err) || hidden_rms(e, rows, m->hidden, &whole, &err);
+        eng_set_skip_ops(e, ~eng_linear_ops());
+        rc = rc || eng_graph_capture(e, &sd, &err) || eng_graph_replay(e, 5, &med, &err) ||
+             hidden_rms(e, rows, m->hidden, &alone, &err);
+        eng_set_skip_ops(e, 0);
+        eng_release(e, 5 + gathered);
+        step_desc_free(&sd);
+        char what[96];
+        snprintf(what, sizeof what, "linear layers alone, 0.5 s of replays: LM head input RMS / a step's - 1%s",
+                 gathered ? " (gathered)" : "");
+        if (rc)
+            fail_msg(c, what, err.msg);
+        else
+            report(c, what, fabs(alone / whole - 1.0), 0.5);
+    }
+}
+
 /* Ops left out of the steps (eng_set_skip_ops, engine bench's "linear layers alone") change the
  * outputs, and once none is left out the same steps give the first run's outputs bit for bit. */
 static void check_skip_ops(struct checker *c, const struct model_cfg *m)
@@ -855,6 +902,7 @@ static void check_skip_ops(struct checker *c, const struct model_cfg *m)
     report(c, "replaying a graph slot never kept is refused",
            eng_graph_replay_kept(e, 3, 1, med, &kerr) != 0 && strstr(kerr.msg, "slot 2") ? 0 : 1, 0);
     report(c, "every op run again: the first run's outputs (largest difference)", outs_diff(&a, &b, m->hidden), 0);
+    check_linear_alone(c, e, m);
 done:
     outs_free(&a);
     outs_free(&skipped);

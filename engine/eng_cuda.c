@@ -90,6 +90,8 @@ struct eng {
     int prof_op[MAX_PROF_EVENTS];
     int prof_n;
     uint32_t skip_ops;         /* ops left out of the steps (eng_set_skip_ops: timing only) */
+    FILE *warm_trace;          /* eng_set_warm_trace */
+    char warm_label[96];
 };
 
 /* Whether the steps launch op's kernels (eng_set_skip_ops). */
@@ -113,6 +115,7 @@ void eng_opts_defaults(struct eng_opts *o)
     o->ffn_chunks = 1;
     o->seed = 1;
     o->planner = "first-fit";
+    o->warm_s = ENG_WARM_S;
     const char *att = getenv("TESSERA_ATTENTION");
     o->attention = eng_attention_impl(att);
     if (o->attention < 0) {
@@ -192,6 +195,17 @@ void eng_set_chunking(struct eng *e, int32_t logit_chunk_rows, int32_t ffn_chunk
 }
 
 void eng_set_skip_ops(struct eng *e, uint32_t ops) { e->skip_ops = ops; }
+
+void eng_set_warm_trace(struct eng *e, FILE *f, const char *label)
+{
+    e->warm_trace = f;
+    snprintf(e->warm_label, sizeof e->warm_label, "%s", label ? label : "");
+}
+
+uint32_t eng_linear_ops(void)
+{
+    return 1u << OP_QKV | 1u << OP_OPROJ | 1u << OP_GATE_UP | 1u << OP_DOWN | 1u << OP_LM_HEAD;
+}
 
 void eng_set_attention(struct eng *e, int32_t impl) { e->o.attention = impl >= 0 && impl <= 2 ? impl : 2; }
 
@@ -310,6 +324,8 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         return ts_fail(err, "engine: page_tokens %d is not a power of two", o->page_tokens);
     if (o->softmax_copy != 0 && o->softmax_copy != 4)
         return ts_fail(err, "engine: softmax_copy is 0 or 4 bytes per logit");
+    if (!(o->warm_s >= 0 && o->warm_s <= 600))
+        return ts_fail(err, "engine: warm_s %g outside 0..600 seconds", o->warm_s);
     const struct planner_ops *planner;
     if (planner_resolve(o->planner ? o->planner : "first-fit", &planner, err))
         return -1;
@@ -623,9 +639,14 @@ static int forward(struct eng *e, struct ts_err *err)
     if (p->R > 0) {
         /* fewer logit rows than tokens: gathered into their own buffer; else x, in place */
         bf16_t *hr = BUF(a->head);
-        if (a->head_gathered && runs(e, OP_NORM))
+        /* the final norm runs whenever the LM head does, even with the norms left out: the head's
+         * logits land where the layers' inputs were planned, so with x unnormalised (in place when
+         * not gathered) each replay of the linear layers alone would feed a larger x to the next
+         * until they ran on inf and NaN, which draw less power and run faster */
+        const bool final_norm = runs(e, OP_NORM) || runs(e, OP_LM_HEAD);
+        if (a->head_gathered && final_norm)
             KL(k_gather_rows(hr, x, e->dm.logit_idx, p->R, h, st));
-        if (runs(e, OP_NORM))
+        if (final_norm)
             KL(k_rmsnorm(hr, a->head_gathered ? hr : x, W(e, W_FINAL_NORM, -1), p->R, h, RMS_EPS, st));
         mark(e, OP_NORM);
         e->hr_last = hr;
@@ -802,17 +823,24 @@ static int cmp_float(const void *a, const void *b)
 }
 
 /* Replays of graphs[0..n-1] in turn before any is timed: at least three rounds, and rounds until
- * ENG_WARM_S have passed, so that a step is timed at the clock its own repetition holds under the
- * power limit rather than the one the work before it left (a 14 ms step after a lighter one ran
- * 3% faster than among its own kind) */
-#define ENG_WARM_S 0.5
-static int warm_up(struct eng *e, const cudaGraphExec_t *graphs, int n, struct ts_err *err)
+ * eng_opts.warm_s have passed, so that a step is timed at the clock its own repetition holds under
+ * the power limit rather than the one the work before it left (a 14 ms step after a lighter one ran
+ * 3% faster than among its own kind); each round timed into the warm-up trace where one is set */
+static int warm_up(struct eng *e, const cudaGraphExec_t *graphs, int n, double t0, struct ts_err *err)
 {
-    const double t0 = ts_wall_s();
-    for (int r = 0; r < 3 || ts_wall_s() - t0 < ENG_WARM_S; r++) {
+    for (int r = 0; r < 3 || ts_wall_s() - t0 < e->o.warm_s; r++) {
+        if (e->warm_trace)
+            CU(cudaEventRecord(e->ev0, e->stream));
         for (int g = 0; g < n; g++)
             CU(cudaGraphLaunch(graphs[g], e->stream));
+        if (e->warm_trace)
+            CU(cudaEventRecord(e->ev1, e->stream));
         CU(cudaStreamSynchronize(e->stream));
+        if (e->warm_trace) {
+            float ms;
+            CU(cudaEventElapsedTime(&ms, e->ev0, e->ev1));
+            fprintf(e->warm_trace, "\"%s\",warm,%d,-1,%.4f,%.4f\n", e->warm_label, r, ts_wall_s() - t0, ms / n);
+        }
     }
     return 0;
 }
@@ -825,7 +853,8 @@ static int time_graphs(struct eng *e, const cudaGraphExec_t *graphs, int n, int 
 {
     if (rounds < 1)
         return ts_fail(err, "engine: %d rounds of graph replays", rounds);
-    if (warm_up(e, graphs, n, err))
+    const double t0 = ts_wall_s();
+    if (warm_up(e, graphs, n, t0, err))
         return -1;
     float *t = xmalloc(sizeof *t * (size_t)n * (size_t)rounds);
     cudaError_t ce = cudaSuccess;
@@ -841,6 +870,9 @@ static int time_graphs(struct eng *e, const cudaGraphExec_t *graphs, int n, int 
                 ce = cudaEventSynchronize(e->ev1);
             if (ce == cudaSuccess)
                 ce = cudaEventElapsedTime(&t[(size_t)g * rounds + r], e->ev0, e->ev1);
+            if (ce == cudaSuccess && e->warm_trace)
+                fprintf(e->warm_trace, "\"%s\",timed,%d,%d,%.4f,%.4f\n", e->warm_label, r, g, ts_wall_s() - t0,
+                        t[(size_t)g * rounds + r]);
         }
     if (ce == cudaSuccess)
         ce = cudaGetLastError();

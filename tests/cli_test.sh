@@ -277,6 +277,11 @@ if [ -e "$(dirname "$bin")/libtessera_engine.so" ]; then # engine built: its arg
     contains "engine profile --warm-ms names the value" "bad value '-5'"
     expect 2 "engine profile --warm-ms not a number" -- $bin engine profile --db "$tmp/p.db" --warm-ms 1e9
     [ ! -e "$tmp/p.db" ] && ok || bad "a refused engine profile left a database"
+    expect 2 "engine bench --warm-s negative" -- $bin engine bench --warm-s -1
+    contains "engine bench --warm-s names the value" "bad value '-1'"
+    expect 2 "engine bench --warm-s beyond 600 s" -- $bin engine bench --warm-s 601
+    expect 2 "engine bench --warm-trace where no file can be" -- $bin engine bench --warm-trace "$tmp/no/such/dir/t.csv"
+    contains "engine bench --warm-trace names the file" "$tmp/no/such/dir/t.csv: cannot open"
 fi
 expect 2 "calib eval without a replay" -- $bin calib eval --db "$tmp/ok.db"
 contains "calib eval without a replay" "no replayed run"
