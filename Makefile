@@ -168,12 +168,13 @@ check-gpu: $(BUILD)/tessera
 
 BENCH_OUT ?= $(BUILD)
 bench-engine: $(BUILD)/tessera
-	./$(BUILD)/tessera engine bench --json $(BENCH_OUT)/engine_bench.jsonl
+	./$(BUILD)/tessera engine bench --json $(BENCH_OUT)/engine_bench.jsonl --warm-trace $(BENCH_OUT)/warm_trace.csv
 	python3 engine/bench/sdpa_bench.py | tee -a $(BENCH_OUT)/engine_bench.jsonl
 	$(if $(ANCHOR),PYTHONUNBUFFERED=1 python3 $(ANCHOR) | tee $(BENCH_OUT)/anchor.jsonl)
 	@if command -v gnuplot >/dev/null; then bash analysis/bench-plot.sh $(BENCH_OUT)/engine_bench.jsonl \
-	    $(BENCH_OUT)/engine_bench.png $(if $(ANCHOR),$(BENCH_OUT)/anchor.jsonl); \
-	else echo "bench-engine: no gnuplot here; draw the figure elsewhere: analysis/bench-plot.sh BENCH.jsonl OUT.png [ANCHOR.jsonl]"; fi
+	    $(BENCH_OUT)/engine_bench.png $(if $(ANCHOR),$(BENCH_OUT)/anchor.jsonl) && \
+	    bash analysis/warm-plot.sh $(BENCH_OUT)/warm_trace.csv $(BENCH_OUT)/warm_trace.png; \
+	else echo "bench-engine: no gnuplot here; draw the figures elsewhere: analysis/bench-plot.sh BENCH.jsonl OUT.png [ANCHOR.jsonl]; analysis/warm-plot.sh WARM.csv OUT.png"; fi
 
 # GPU machine only (Hopper): the fused gate/up GEMM + SwiGLU (kernels/gemm_wgmma.cu) beside
 # cuBLAS's GEMM and k_swiglu, same data (engine/bench/gemm_bench.cu; GEMM_ROWS: row counts)

@@ -58,7 +58,9 @@ struct eng_opts {
                             * holds under the power limit (default ENG_WARM_S) */
 };
 
-#define ENG_WARM_S 0.5
+#define ENG_WARM_S 2.0
+/* graph replays are timed for at least this long, and at least the rounds asked for */
+#define ENG_TIMED_S 1.0
 
 void eng_opts_defaults(struct eng_opts *o);
 /* The engine as the simulator's implementation profile impl_name runs it: one with a fused FFN

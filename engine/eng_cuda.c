@@ -825,7 +825,8 @@ static int cmp_float(const void *a, const void *b)
 /* Replays of graphs[0..n-1] in turn before any is timed: at least three rounds, and rounds until
  * eng_opts.warm_s have passed, so that a step is timed at the clock its own repetition holds under
  * the power limit rather than the one the work before it left (a 14 ms step after a lighter one ran
- * 3% faster than among its own kind); each round timed into the warm-up trace where one is set */
+ * 3% faster than among its own kind; after a Refresh, Reuse 16 x 32 swung by up to 25% once a
+ * second for the next 3 s); each round timed into the warm-up trace where one is set */
 static int warm_up(struct eng *e, const cudaGraphExec_t *graphs, int n, double t0, struct ts_err *err)
 {
     for (int r = 0; r < 3 || ts_wall_s() - t0 < e->o.warm_s; r++) {
@@ -845,9 +846,11 @@ static int warm_up(struct eng *e, const cudaGraphExec_t *graphs, int n, double t
     return 0;
 }
 
-/* Warms graphs[0..n-1] up (warm_up), then replays them in turn for `rounds` rounds, round r
- * starting at graph r mod n so that no graph always follows the same one, each replay timed with
- * events; median_ms[g] is graph g's median. */
+/* Warms graphs[0..n-1] up (warm_up), then replays them in turn for at least `rounds` rounds and at
+ * least ENG_TIMED_S, round r starting at graph r mod n so that no graph always follows the same
+ * one, each replay timed with events; median_ms[g] is graph g's median. The second's worth keeps a
+ * short step's median off the power limiter's cycle: after a Refresh it slowed Reuse 16 x 32 by up
+ * to 25% for a quarter of a second, once a second, and 20 replays (0.3 s) could fall on it. */
 static int time_graphs(struct eng *e, const cudaGraphExec_t *graphs, int n, int rounds, float *median_ms,
                        struct ts_err *err)
 {
@@ -856,11 +859,16 @@ static int time_graphs(struct eng *e, const cudaGraphExec_t *graphs, int n, int 
     const double t0 = ts_wall_s();
     if (warm_up(e, graphs, n, t0, err))
         return -1;
-    float *t = xmalloc(sizeof *t * (size_t)n * (size_t)rounds);
+    size_t cap = (size_t)n * (size_t)rounds;
+    float *t = xmalloc(sizeof *t * cap), *tr = NULL;
     cudaError_t ce = cudaSuccess;
-    for (int r = 0; r < rounds && ce == cudaSuccess; r++)
+    const double t1 = ts_wall_s();
+    int done = 0;
+    for (int r = 0; ce == cudaSuccess && (r < rounds || ts_wall_s() - t1 < ENG_TIMED_S); r++, done++) {
+        ts_grow((void **)&t, &cap, (size_t)n * (size_t)(r + 1), sizeof *t);
         for (int i = 0; i < n && ce == cudaSuccess; i++) {
             const int g = (r + i) % n;
+            float *slot = &t[(size_t)r * n + g];
             ce = cudaEventRecord(e->ev0, e->stream);
             if (ce == cudaSuccess)
                 ce = cudaGraphLaunch(graphs[g], e->stream);
@@ -869,21 +877,26 @@ static int time_graphs(struct eng *e, const cudaGraphExec_t *graphs, int n, int 
             if (ce == cudaSuccess)
                 ce = cudaEventSynchronize(e->ev1);
             if (ce == cudaSuccess)
-                ce = cudaEventElapsedTime(&t[(size_t)g * rounds + r], e->ev0, e->ev1);
+                ce = cudaEventElapsedTime(slot, e->ev0, e->ev1);
             if (ce == cudaSuccess && e->warm_trace)
-                fprintf(e->warm_trace, "\"%s\",timed,%d,%d,%.4f,%.4f\n", e->warm_label, r, g, ts_wall_s() - t0,
-                        t[(size_t)g * rounds + r]);
+                fprintf(e->warm_trace, "\"%s\",timed,%d,%d,%.4f,%.4f\n", e->warm_label, r, g, ts_wall_s() - t0, *slot);
         }
+    }
     if (ce == cudaSuccess)
         ce = cudaGetLastError();
     if (ce != cudaSuccess) {
         free(t);
         return ts_fail(err, "engine: timing graph replays failed: %s", cudaGetErrorString(ce));
     }
+    /* graph g's times, gathered from the rounds */
+    tr = xmalloc(sizeof *tr * (size_t)done);
     for (int g = 0; g < n; g++) {
-        qsort(t + (size_t)g * rounds, (size_t)rounds, sizeof *t, cmp_float);
-        median_ms[g] = t[(size_t)g * rounds + rounds / 2];
+        for (int r = 0; r < done; r++)
+            tr[r] = t[(size_t)r * n + g];
+        qsort(tr, (size_t)done, sizeof *tr, cmp_float);
+        median_ms[g] = tr[done / 2];
     }
+    free(tr);
     free(t);
     return 0;
 }

@@ -189,6 +189,21 @@ if command -v gnuplot >/dev/null; then
         expect 1 "bench-plot without a step time" -- bash "$bp" "$tmp/bad.jsonl" "$tmp/x.png"
         contains "bench-plot names the field" 'bad.jsonl:1: case "reuse 1 x 32 over 480 cached": field ms missing'
         expect 2 "bench-plot on a missing file" -- bash "$bp" "$tmp/none.jsonl" "$tmp/x.png"
+        # engine bench --warm-trace's figure, from a recorded trace; bad input names file, line, field
+        wp="$(dirname "$0")/../analysis/warm-plot.sh"
+        expect 0 "warm-plot" -- bash "$wp" "$res/warm-trace.session10c.h200.csv.gz" "$tmp/warm.png"
+        if [ "$(head -c 4 "$tmp/warm.png" | tail -c 3)" = PNG ]; then ok; else bad "warm-plot wrote no PNG"; fi
+        { echo 'label,phase,round,graph,t_s,ms'; echo '"reuse 1 x 32: step",warm,0,-1,0.01,4.9';
+          echo '"reuse 1 x 32: step",hot,1,-1,0.02,4.9'; } >"$tmp/bad.csv"
+        expect 1 "warm-plot on a bad phase" -- bash "$wp" "$tmp/bad.csv" "$tmp/x.png"
+        contains "warm-plot names the line and field" "bad.csv:3: field phase: 'hot' is not warm or timed"
+        { echo 'label,phase,round,graph,t_s,ms'; echo '"reuse 1 x 32: step",warm,0,-1,0.01,x'; } >"$tmp/bad.csv"
+        expect 1 "warm-plot on a time that is no number" -- bash "$wp" "$tmp/bad.csv" "$tmp/x.png"
+        contains "warm-plot names the line" "bad.csv:2: field t_s or ms: not a number"
+        echo 'case,ms' >"$tmp/bad.csv"
+        expect 1 "warm-plot on another CSV" -- bash "$wp" "$tmp/bad.csv" "$tmp/x.png"
+        contains "warm-plot names the header" "bad.csv:1: header"
+        expect 2 "warm-plot on a missing file" -- bash "$wp" "$tmp/none.csv" "$tmp/x.png"
     fi
 fi
 
