@@ -26,7 +26,7 @@ static void engine_usage(FILE *f)
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--logit-chunk N]\n"
 "                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention]\n"
 "                            [--weights PATH] [--gemm-cache FILE] [--warm-s S]\n"
-"                            [--warm-trace FILE]\n"
+"                            [--warm-trace FILE] [--step SEGS,Q,KV,LOGIT_ROWS ...]\n"
 "\n"
 "check  every kernel and whole steps of tiny models on the GPU against the CPU reference\n"
 "       (normwise relative errors against bf16-appropriate bounds); exit 1 on any failure\n"
@@ -41,7 +41,10 @@ static void engine_usage(FILE *f)
 "       the simulator's activation estimate; --json appends one JSON object per result to FILE\n"
 "       (analysis/bench-plot.sh draws it); --warm-trace FILE writes every replay's time,\n"
 "       warm-up rounds included, as CSV (label, warm|timed, round, graph, seconds since the\n"
-"       warm-up began, ms a replay: the clock settling under the power limit)\n"
+"       warm-up began, ms a replay: the clock settling under the power limit); --step (up to 8\n"
+"       times) benches these steps instead of the issue's four: SEGS sequences of Q query\n"
+"       tokens (SEGS x Q up to 8192) over KV cached ones (filled by a Refresh first), with\n"
+"       LOGIT_ROWS logits each, every measurement as for the four but no PyTorch anchor\n"
 "--gemm-cache FILE keeps each GEMM shape's chosen cuBLASLt algorithm in FILE (SQLite, created if\n"
 "       missing): a shape found there is not timed again, a new choice is added, so every process\n"
 "       sharing FILE runs the same algorithms (the same as TESSERA_GEMM_CACHE=FILE, which also\n"
@@ -105,8 +108,8 @@ int cli_engine(int argc, char **argv)
     int64_t warmup = 1;
     double warm_ms = 0, warm_s = ENG_WARM_S;
     const char *warm_trace = NULL;
-    int32_t only_step[4];
-    bool have_step = false;
+    int32_t step_list[ENG_BENCH_MAX_STEPS][4];
+    int nstep = 0;
     const char *db = NULL, *weights = NULL;
     double mem_gb = 0;
     const char *model = "llada-8b", *json = NULL, *only = NULL;
@@ -129,14 +132,14 @@ int cli_engine(int argc, char **argv)
         case 'A': bad = ts_parse_double(optarg, &warm_s) || !(warm_s >= 0 && warm_s <= 600); break;
         case 'B': warm_trace = optarg; break;
         case 'T': {
-            int n = 0;
-            have_step = true;
-            bad = sscanf(optarg, "%d,%d,%d,%d%n", &only_step[0], &only_step[1], &only_step[2], &only_step[3], &n) != 4 ||
-                  optarg[n] != '\0' || only_step[0] < 1 || only_step[1] < 1 || only_step[2] < 0 ||
-                  (only_step[3] != 0 && only_step[3] != only_step[1]) || (int64_t)only_step[0] * only_step[1] > 16384;
+            int n = 0, *st = nstep < ENG_BENCH_MAX_STEPS ? step_list[nstep] : NULL;
+            bad = !st || sscanf(optarg, "%d,%d,%d,%d%n", &st[0], &st[1], &st[2], &st[3], &n) != 4 ||
+                  optarg[n] != '\0' || st[0] < 1 || st[1] < 1 || st[2] < 0 || st[3] < 0 || st[3] > st[1] ||
+                  (int64_t)st[0] * st[1] > 16384;
             if (bad)
                 fprintf(stderr, "tessera engine %s: --step SEGS,Q,KV,LOGIT_ROWS: SEGS x Q up to 16384 tokens, "
-                                "LOGIT_ROWS 0 or Q\n", sub);
+                                "LOGIT_ROWS from 0 to Q, at most %d steps\n", sub, ENG_BENCH_MAX_STEPS);
+            nstep++;
             break;
         }
         case 'G': bad = !*optarg || setenv("TESSERA_GEMM_CACHE", optarg, 1) != 0; break;
@@ -158,7 +161,16 @@ int cli_engine(int argc, char **argv)
         return eng_check_run((uint64_t)seed, stdout);
     if (strcmp(sub, "bench") == 0) {
         struct eng_bench_opts bo = {.reps = (int)reps, .logit_chunk = (int)chunk, .only = only, .weights = weights,
-                                    .mem_limit = (int64_t)(mem_gb * 1e9), .warm_s = warm_s};
+                                    .mem_limit = (int64_t)(mem_gb * 1e9), .warm_s = warm_s, .nsteps = nstep};
+        for (int k = 0; k < nstep; k++) {
+            if ((int64_t)step_list[k][0] * step_list[k][1] > ENG_BENCH_MAX_TOKENS) {
+                fprintf(stderr, "tessera engine bench: --step %d,%d,%d,%d: %d x %d tokens, more than the %d a "
+                                "bench step holds\n", step_list[k][0], step_list[k][1], step_list[k][2],
+                        step_list[k][3], step_list[k][0], step_list[k][1], ENG_BENCH_MAX_TOKENS);
+                return EXIT_USAGE;
+            }
+            memcpy(bo.steps[k], step_list[k], sizeof bo.steps[k]);
+        }
         struct ts_err err;
         if (model_resolve(model, &bo.model, &err)) {
             fprintf(stderr, "tessera engine bench: %s\n", err.msg);
@@ -196,7 +208,11 @@ int cli_engine(int argc, char **argv)
             fprintf(stderr, "tessera engine profile: %s\n", err.msg);
             return EXIT_USAGE;
         }
-        return eng_profile_run(&m, db, (int)TS_MIN(reps, 5), (int)warmup, warm_ms, have_step ? only_step : NULL,
+        if (nstep > 1 || (nstep == 1 && step_list[0][3] != 0 && step_list[0][3] != step_list[0][1])) {
+            fprintf(stderr, "tessera engine profile: --step SEGS,Q,KV,LOGIT_ROWS: one step, LOGIT_ROWS 0 or Q\n");
+            return EXIT_USAGE;
+        }
+        return eng_profile_run(&m, db, (int)TS_MIN(reps, 5), (int)warmup, warm_ms, nstep ? step_list[0] : NULL,
                                mem_gb, stdout);
     }
     fprintf(stderr, "tessera engine: unknown subcommand '%s' (check, bench, replay, profile)\n", sub);

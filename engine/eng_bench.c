@@ -301,6 +301,33 @@ static void seg_add(struct step_desc *sd, int req, int q, int kv, int logits)
     step_desc_add(sd, &s);
 }
 
+/* Fills the caches of requests first .. first + nseq - 1 with a Refresh of `tokens` each: in one
+ * step where they fit in a bench step's rows, else sequence by sequence in chunks (each chunk
+ * over the ones before); says why on stderr when it fails. */
+static int fill_caches(struct eng *e, struct step_desc *sd, int first, int nseq, int tokens)
+{
+    struct ts_err err;
+    if ((int64_t)nseq * tokens <= ENG_BENCH_MAX_TOKENS) { /* every sequence at once */
+        step_desc_clear(sd);
+        for (int s = 0; s < nseq; s++)
+            seg_add(sd, first + s, tokens, 0, 0);
+        if (eng_step(e, sd, NULL, NULL, &err))
+            goto fail;
+        return 0;
+    }
+    for (int s = 0; s < nseq; s++)
+        for (int done = 0; done < tokens; done += ENG_BENCH_MAX_TOKENS) {
+            step_desc_clear(sd);
+            seg_add(sd, first + s, TS_MIN(tokens - done, ENG_BENCH_MAX_TOKENS), done, 0);
+            if (eng_step(e, sd, NULL, NULL, &err))
+                goto fail;
+        }
+    return 0;
+fail:
+    fprintf(stderr, "engine bench: filling the caches: %s\n", err.msg);
+    return -1;
+}
+
 int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
 {
     int rc = 1;
@@ -350,7 +377,7 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         goto after_steps;
     struct eng_opts eo;
     eng_opts_defaults(&eo);
-    eo.max_tokens = 8192;
+    eo.max_tokens = ENG_BENCH_MAX_TOKENS;
     eo.logit_chunk = o->logit_chunk;
     eo.mem_limit = o->mem_limit;
     eo.weights = o->weights;
@@ -364,27 +391,31 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
     fprintf(out, "engine: %s on %s; weights %.2f GiB, workspace %.2f GiB, KV pool %.2f GiB (%lld tokens)\n",
             m->name, eng_device_name(e), mem.weights / TS_GIB, mem.workspace / TS_GIB,
             mem.kv_pool / TS_GIB, (long long)mem.kv_pool_tokens);
-    const struct step_case cases[] = {
+    const struct step_case issue_cases[] = {
         {"refresh 16x512, all logits", 16, 512, 0, 512, 244.376},
         {"refresh 16x512, 256 masked logits", 16, 512, 0, 256, 242.08},
         {"reuse 1 x 32 over 480 cached", 1, 32, 480, 32, 31.067},
         {"reuse 16 x 32 over 480 cached", 16, 32, 480, 32, 33.824},
     };
+    /* --step: the user's steps, named by their shape, no anchor */
+    struct step_case own[ENG_BENCH_MAX_STEPS];
+    char own_names[ENG_BENCH_MAX_STEPS][80];
+    for (int k = 0; k < o->nsteps; k++) {
+        const int32_t *st = o->steps[k];
+        snprintf(own_names[k], sizeof own_names[k], "step %dx%d over %d cached, %d logits", st[0], st[1], st[2],
+                 st[3]);
+        own[k] = (struct step_case){own_names[k], st[0], st[1], st[2], st[3], 0};
+    }
+    const struct step_case *cases = o->nsteps ? own : issue_cases;
+    const size_t ncases = o->nsteps ? (size_t)o->nsteps : TS_ARRAY_LEN(issue_cases);
     fprintf(out, "\n%-36s %9s %9s %9s %8s %10s %12s %12s\n", "step", "ms", "floor_ms", "bound",
             "x_floor", "torch_ms", "workspace", "sim_act_est");
     int next_req = 0;
-    for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
+    for (size_t i = 0; i < ncases; i++) {
         const struct step_case *c = &cases[i];
         int first = next_req;
-        if (c->kv > 0) { /* fill the caches with a Refresh of the whole sequence first */
-            step_desc_clear(&sd);
-            for (int s = 0; s < c->nseq; s++)
-                seg_add(&sd, first + s, c->kv + c->q, 0, 0);
-            if (eng_step(e, &sd, NULL, NULL, &err)) {
-                fprintf(stderr, "engine bench: %s\n", err.msg);
-                goto done;
-            }
-        }
+        if (c->kv > 0 && fill_caches(e, &sd, first, c->nseq, c->kv + c->q))
+            goto done;
         step_desc_clear(&sd);
         for (int s = 0; s < c->nseq; s++)
             seg_add(&sd, first + s, c->q, c->kv, c->logits);
@@ -398,9 +429,11 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         struct act_knobs k = {eo.logit_chunk, 1, 0, eng_ffn_fuses(e, sd.tot.q_tokens)}; /* (one FFN chunk) */
         int64_t sim_act = mem_act_peak(m, sd.tot.q_tokens, sd.tot.logit_rows, &k);
         int64_t ws = eng_step_workspace_bytes(e, &sd);
-        fprintf(out, "%-36s %9.3f %9.3f %9s %8.3f %10.3f %10.3fGiB %10.3fGiB\n", c->name, ms, floor_ms,
-                fl_ms >= by_ms ? "compute" : "memory", ms / floor_ms, c->anchor_ms, ws / TS_GIB,
-                sim_act / TS_GIB);
+        char torch[16] = "-";
+        if (c->anchor_ms > 0)
+            snprintf(torch, sizeof torch, "%.3f", c->anchor_ms);
+        fprintf(out, "%-36s %9.3f %9.3f %9s %8.3f %10s %10.3fGiB %10.3fGiB\n", c->name, ms, floor_ms,
+                fl_ms >= by_ms ? "compute" : "memory", ms / floor_ms, torch, ws / TS_GIB, sim_act / TS_GIB);
         if (o->json)
             fprintf(o->json, "{\"case\":\"%s\",\"ms\":%.4f,\"floor_ms\":%.4f,\"compute_floor_ms\":%.4f,"
                              "\"memory_floor_ms\":%.4f,\"x_floor\":%.4f,\"workspace_bytes\":%lld,"

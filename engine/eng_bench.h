@@ -8,6 +8,9 @@
 
 #include "model.h"
 
+#define ENG_BENCH_MAX_STEPS 8     /* --step at most this often */
+#define ENG_BENCH_MAX_TOKENS 8192 /* query tokens of a bench step (its workspace's rows) */
+
 struct eng_bench_opts {
     struct model_cfg model;
     int reps;             /* timed repetitions per case (median reported) */
@@ -18,6 +21,8 @@ struct eng_bench_opts {
     const char *weights;  /* safetensors file or directory; NULL = random weights */
     double warm_s;        /* graph replays' warm-up, seconds (eng_opts.warm_s) */
     FILE *warm_trace;     /* each warm-up round's time, CSV (eng_set_warm_trace), or NULL */
+    int nsteps;           /* > 0: these steps (SEGS, Q, KV, LOGIT_ROWS) instead of the four */
+    int32_t steps[ENG_BENCH_MAX_STEPS][4];
 };
 
 int eng_bench_run(const struct eng_bench_opts *o, FILE *out);

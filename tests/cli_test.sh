@@ -181,6 +181,7 @@ if command -v gnuplot >/dev/null; then
     res="$(dirname "$0")/../engine/results" bp="$(dirname "$0")/../analysis/bench-plot.sh"
     if command -v python3 >/dev/null; then
         expect 0 "bench-plot" -- bash "$bp" "$res/bench.session9.h200.jsonl" "$tmp/bench.png" "$res/anchor.session8b.h200.jsonl"
+        contains "bench-plot: the issue's steps have their goals" "1.428 x its floor (goal 1.30)"
         if [ "$(head -c 4 "$tmp/bench.png" | tail -c 3)" = PNG ]; then ok; else bad "bench-plot wrote no PNG"; fi
         { head -3 "$res/bench.session9.h200.jsonl"; echo '{"case":"reuse 1 x 32 over 480 cached","ms":'; } >"$tmp/bad.jsonl"
         expect 1 "bench-plot on a truncated line" -- bash "$bp" "$tmp/bad.jsonl" "$tmp/x.png"
@@ -189,6 +190,10 @@ if command -v gnuplot >/dev/null; then
         expect 1 "bench-plot without a step time" -- bash "$bp" "$tmp/bad.jsonl" "$tmp/x.png"
         contains "bench-plot names the field" 'bad.jsonl:1: case "reuse 1 x 32 over 480 cached": field ms missing'
         expect 2 "bench-plot on a missing file" -- bash "$bp" "$tmp/none.jsonl" "$tmp/x.png"
+        # a step of engine bench --step: no goal, no anchor (the anchor's shapes are the issue's)
+        echo '{"case":"step 4x256 over 1024 cached, 256 logits","ms":20,"floor_ms":15,"gemm_only_ms":16}' >"$tmp/own.jsonl"
+        expect 0 "bench-plot of an own step" -- bash "$bp" "$tmp/own.jsonl" "$tmp/own.png" "$res/anchor.session8b.h200.jsonl"
+        contains "bench-plot: an own step has no goal" "1.333 x its floor (no goal)"
         # engine bench --warm-trace's figure, from a recorded trace; bad input names file, line, field
         wp="$(dirname "$0")/../analysis/warm-plot.sh"
         expect 0 "warm-plot" -- bash "$wp" "$res/warm-trace.session10c.h200.csv.gz" "$tmp/warm.png"
@@ -297,6 +302,14 @@ if [ -e "$(dirname "$bin")/libtessera_engine.so" ]; then # engine built: its arg
     expect 2 "engine bench --warm-s beyond 600 s" -- $bin engine bench --warm-s 601
     expect 2 "engine bench --warm-trace where no file can be" -- $bin engine bench --warm-trace "$tmp/no/such/dir/t.csv"
     contains "engine bench --warm-trace names the file" "$tmp/no/such/dir/t.csv: cannot open"
+    expect 2 "engine bench --step with more logits than queries" -- $bin engine bench --step 1,32,0,40
+    contains "engine bench --step says what it wants" "LOGIT_ROWS from 0 to Q"
+    expect 2 "engine bench --step beyond a bench step's rows" -- $bin engine bench --step 16,1024,0,0
+    contains "engine bench --step names the step" "--step 16,1024,0,0: 16 x 1024 tokens, more than the 8192"
+    expect 2 "engine bench --step nine times" -- $bin engine bench $(for k in 1 2 3 4 5 6 7 8 9; do printf -- '--step 1,32,0,0 '; done)
+    contains "engine bench --step says how often" "at most 8 steps"
+    expect 2 "engine profile --step twice" -- $bin engine profile --db "$tmp/p.db" --step 1,32,0,0 --step 2,32,0,0
+    contains "engine profile takes one step" "one step, LOGIT_ROWS 0 or Q"
 fi
 expect 2 "calib eval without a replay" -- $bin calib eval --db "$tmp/ok.db"
 contains "calib eval without a replay" "no replayed run"
