@@ -105,15 +105,16 @@ int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, flo
 void eng_release(struct eng *e, int32_t req_id);
 
 /* Captures one step into a CUDA graph (executing it once); eng_graph_replay() then reruns the
- * identical step n times and gives the median milliseconds per step, after warm-up replays for at
- * least 0.5 s (the step is timed at the clock its own repetition holds under a power limit). */
+ * identical step at least n times and for at least ENG_TIMED_S and gives the median milliseconds
+ * per step, after warm-up replays for at least eng_opts.warm_s (the step is timed at the clock its
+ * own repetition holds under a power limit). */
 int eng_graph_capture(struct eng *e, const struct step_desc *sd, struct ts_err *err);
 int eng_graph_replay(struct eng *e, int n, float *median_ms, struct ts_err *err);
 /* Variants of a step replayed side by side: eng_graph_keep() moves the graph just captured into slot
  * (< ENG_KEPT_GRAPHS; a graph already there is dropped); eng_graph_replay_kept() replays slots
- * 0..n-1 in turn for `rounds` rounds (each round starting one graph later, after warm-up
- * rounds for at least 0.5 s) and gives each slot's median milliseconds, so that no variant is timed on a card
- * the others have left hotter or cooler. Kept graphs reuse the activation arena's mapping, which
+ * 0..n-1 in turn for at least `rounds` rounds and ENG_TIMED_S (each round starting one graph
+ * later, after warm-up rounds for at least eng_opts.warm_s) and gives each slot's median
+ * milliseconds, so that no variant is timed on a card the others have left hotter or cooler. Kept graphs reuse the activation arena's mapping, which
  * only grows while they live (eng_release_activations drops every graph with it). */
 #define ENG_KEPT_GRAPHS 8
 int eng_graph_keep(struct eng *e, int slot, struct ts_err *err);

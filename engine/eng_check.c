@@ -829,8 +829,8 @@ static int hidden_rms(struct eng *e, int rows, int hidden, double *rms, struct t
     return rc;
 }
 
-/* The linear layers alone, replayed as engine bench replays them (0.5 s of warm-up: thousands of
- * replays of a tiny step), keep the LM head's input as a whole step leaves it. The logits land
+/* The linear layers alone, replayed as engine bench replays them (seconds of warm-up and timing:
+ * thousands of replays of a tiny step), keep the LM head's input as a whole step leaves it. The logits land
  * where the layers' inputs were planned and the residual adds go into x, so without the final norm
  * each replay would feed the next a larger x, until the GEMMs ran on inf and NaN (engine bench's
  * Reuse 16 x 32 read 10.3 ms alone, faster than its floor at the held rate). Logits for every row
@@ -854,7 +854,7 @@ static void check_linear_alone(struct checker *c, struct eng *e, const struct mo
         eng_release(e, 5 + gathered);
         step_desc_free(&sd);
         char what[96];
-        snprintf(what, sizeof what, "linear layers alone, 0.5 s of replays: LM head input RMS / a step's - 1%s",
+        snprintf(what, sizeof what, "linear layers alone, replayed for 3 s: LM head input RMS / a step's - 1%s",
                  gathered ? " (gathered)" : "");
         if (rc)
             fail_msg(c, what, err.msg);

@@ -91,7 +91,7 @@ struct eng {
     int prof_n;
     uint32_t skip_ops;         /* ops left out of the steps (eng_set_skip_ops: timing only) */
     FILE *warm_trace;          /* eng_set_warm_trace */
-    char warm_label[96];
+    char warm_label[128];
 };
 
 /* Whether the steps launch op's kernels (eng_set_skip_ops). */
@@ -860,7 +860,7 @@ static int time_graphs(struct eng *e, const cudaGraphExec_t *graphs, int n, int 
     if (warm_up(e, graphs, n, t0, err))
         return -1;
     size_t cap = (size_t)n * (size_t)rounds;
-    float *t = xmalloc(sizeof *t * cap), *tr = NULL;
+    float *t = xmalloc(sizeof *t * cap);
     cudaError_t ce = cudaSuccess;
     const double t1 = ts_wall_s();
     int done = 0;
@@ -889,7 +889,7 @@ static int time_graphs(struct eng *e, const cudaGraphExec_t *graphs, int n, int 
         return ts_fail(err, "engine: timing graph replays failed: %s", cudaGetErrorString(ce));
     }
     /* graph g's times, gathered from the rounds */
-    tr = xmalloc(sizeof *tr * (size_t)done);
+    float *tr = xmalloc(sizeof *tr * (size_t)done);
     for (int g = 0; g < n; g++) {
         for (int r = 0; r < done; r++)
             tr[r] = t[(size_t)r * n + g];
