@@ -345,6 +345,27 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
             fail_msg(c, what, "the K/V tile size is not the one these query lengths call for");
         report(c, what, rel_err(of, rf, nq), 2e-2);
     }
+    /* key splits forced (k_attn_args.splits, for measuring the split rule): one, three, sixteen */
+    for (int k = 0; split && set == SET_SHORT && k < 3; k++) {
+        const int want = k == 0 ? 1 : k == 1 ? 3 : 16;
+        a.impl = 0, a.min_q_len = a.max_q_len = a.long_tiles = a.long_rows = a.wg_tiles = 0;
+        a.splits = want;
+        const int got = k_attention_splits(&a);
+        char what[112];
+        snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key splits forced", H, Hkv, d,
+                 block_size ? "block-causal 32" : "bidirectional", want);
+        if (got != TS_MIN(want, (max_keys + 63) / 64)) {
+            fail_msg(c, what, "the forced split count was not taken");
+            continue;
+        }
+        KK(k_fill_bits(dout, nq, 0x7fc0, NULL));
+        KK(k_attention(&a, NULL));
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(ob, dout, 2 * nq, cudaMemcpyDeviceToHost));
+        to_float(of, ob, nq);
+        report(c, what, rel_err(of, rf, nq), 2e-2);
+    }
+    a.splits = 0;
 done:
     cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(ws);
     for (int i = 0; i < 7; i++)

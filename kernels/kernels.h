@@ -128,6 +128,10 @@ struct k_attn_args {
                       * those. 0: not known, they walk every tile and skip the others */
     int wg_min_q;    /* internal (k_attention sets it; callers leave 0): > 0, the wgmma kernel takes
                       * the segments of at least wg_min_q rows and the mma.sync kernel the others */
+    int splits;      /* > 0: the mma.sync launch's key splits where it may split (ws given, alone),
+                      * instead of k_attention_split_rule's, up to its 64-key tiles, K_ATTN_MAX_SPLITS
+                      * and the scratch (for measuring the rule: attn_bench's ATTN_SPLITS); 0: the
+                      * rule's (the engine) */
 };
 #define K_ATTN_TILE_M 64
 #define K_ATTN_LONG_Q 96

@@ -15,6 +15,8 @@
  * shape joined by '+' mixes groups in one step (1:512:0+15:32:480: a Refresh beside 15 Reuse
  * blocks); its tiles are listed as eng_plan lists them (k_attention_tiles) and k_attn_args'
  * long_tiles and wg_tiles given, unless ATTN_UNORDERED=1 (each kernel then walks every tile).
+ * ATTN_SPLITS=N forces N key splits on the mma.sync launch (k_attn_args.splits) instead of
+ * k_attention_split_rule's, for measuring the rule.
  */
 #include <algorithm>
 #include <cmath>
@@ -78,6 +80,8 @@ static double shape_ms(const std::vector<group> &gs, int reps, int impl, bool si
     a.num_tiles = (int)tl.size() / 2, a.H = H, a.Hkv = Hkv, a.d = d, a.page_tokens = pt, a.page_shift = 4;
     a.scale = 1.f / sqrtf((float)d), a.ws = ws, a.ws_bytes = ws_bytes, a.T = T, a.max_key_len = max_keys;
     a.impl = impl;
+    if (getenv("ATTN_SPLITS")) /* the mma.sync launch's key splits, instead of the rule's */
+        a.splits = atoi(getenv("ATTN_SPLITS"));
     a.min_q_len = min_q, a.max_q_len = max_q;
     if (!getenv("ATTN_UNORDERED"))
         a.long_tiles = long_tiles, a.long_rows = long_rows, a.wg_tiles = wg_tiles;
