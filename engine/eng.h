@@ -114,8 +114,9 @@ int eng_graph_replay(struct eng *e, int n, float *median_ms, struct ts_err *err)
  * (< ENG_KEPT_GRAPHS; a graph already there is dropped); eng_graph_replay_kept() replays slots
  * 0..n-1 in turn for at least `rounds` rounds and ENG_TIMED_S (each round starting one graph
  * later, after warm-up rounds for at least eng_opts.warm_s) and gives each slot's median
- * milliseconds, so that no variant is timed on a card the others have left hotter or cooler. Kept graphs reuse the activation arena's mapping, which
- * only grows while they live (eng_release_activations drops every graph with it). */
+ * milliseconds, so that no variant is timed on a card the others have left hotter or cooler. Kept
+ * graphs reuse the activation arena's mapping, which only grows while they live
+ * (eng_release_activations drops every graph with it). */
 #define ENG_KEPT_GRAPHS 8
 int eng_graph_keep(struct eng *e, int slot, struct ts_err *err);
 int eng_graph_replay_kept(struct eng *e, int n, int rounds, float *median_ms, struct ts_err *err);

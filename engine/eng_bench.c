@@ -495,9 +495,9 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         if (bad)
             goto done;
         const double lin_floor_ms = fmax(gemm_flops / peak, gemm_bytes / bw) * 1e3;
-        fprintf(out, "    linear layers + LM head alone (with the final norm) %.3f ms: %.3f x their floor (%.3f ms), %.3f x the "
-                     "step's; all but them %.3f ms\n", lin_ms, lin_ms / lin_floor_ms, lin_floor_ms,
-                lin_ms / floor_ms, rest_ms);
+        fprintf(out, "    linear layers + LM head alone (with the final norm) %.3f ms: %.3f x their floor "
+                     "(%.3f ms), %.3f x the step's; all but them %.3f ms\n", lin_ms, lin_ms / lin_floor_ms,
+                lin_floor_ms, lin_ms / floor_ms, rest_ms);
         if (o->json)
             fprintf(o->json, "{\"case\":\"%s\",\"gemm_only_ms\":%.4f,\"gemm_floor_ms\":%.4f,"
                              "\"x_floor_gemm_only\":%.4f,\"non_gemm_ms\":%.4f}\n", c->name, lin_ms, lin_floor_ms,

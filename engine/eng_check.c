@@ -225,6 +225,26 @@ done:
 /* The query sets of check_attention */
 enum { SET_LONG, SET_SHORT, SET_ONE };
 
+/* Runs the attention of a (the wgmma kernel alone where wgmma_only) over its output poisoned with
+ * NaN first, and reads that back as fp32 into of (ob: its bf16 copy): 0; 1 where the wgmma kernel
+ * does not run on this device, which is no compute capability 9.0 one; -1 on a CUDA error (counted
+ * as a failure). */
+static int run_attention(struct checker *c, const struct k_attn_args *a, bool wgmma_only, bf16_t *ob, float *of,
+                         int64_t nq)
+{
+    KK(k_fill_bits(a->o, nq, 0x7fc0, NULL));
+    int rc = wgmma_only ? k_attention_wgmma(a, NULL) : k_attention(a, NULL);
+    if (wgmma_only && rc == (int)cudaErrorNotSupported && !hopper())
+        return 1;
+    KK(rc);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(ob, a->o, 2 * (size_t)nq, cudaMemcpyDeviceToHost));
+    to_float(of, ob, nq);
+    return 0;
+done:
+    return -1;
+}
+
 /* Attention over 5 segments at once against the reference, K/V scattered over permuted pages of
  * pt tokens: query lengths up to 130 (SET_LONG: 64-key K/V tiles, and the wgmma kernel for the
  * 130-row segment under auto), up to 32 (SET_SHORT), as in Reuse steps (32-key K/V tiles where
@@ -327,16 +347,13 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
                  block_size ? "block-causal 32" : "bidirectional", wsplits, wsplits > 1 ? "s" : "",
                  pt == 1 ? ", 1-token pages" : "", short_q ? ", short" : set == SET_ONE ? ", one long" : "",
                  wg == 1 ? ", wgmma" : wg == 2 ? ", auto" : wg == 3 ? ", auto ordered" : "");
-        KK(k_fill_bits(dout, nq, 0x7fc0, NULL));
-        int rc = wg == 1 ? k_attention_wgmma(&a, NULL) : k_attention(&a, NULL);
-        if (wg == 1 && rc == (int)cudaErrorNotSupported && !hopper()) {
+        const int ran = run_attention(c, &a, wg == 1, ob, of, nq);
+        if (ran < 0)
+            goto done;
+        if (ran > 0) {
             fprintf(c->out, "  %-58s skipped: no sm_90a device\n", what);
             continue;
         }
-        KK(rc);
-        CK(cudaDeviceSynchronize());
-        CK(cudaMemcpy(ob, dout, 2 * nq, cudaMemcpyDeviceToHost));
-        to_float(of, ob, nq);
         if (wg == 0 && split && wsplits < 2)
             fail_msg(c, what, "the split-KV path was not taken");
         if (wg == 3 && set == SET_ONE && split && wsplits < 2)
@@ -358,14 +375,10 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
             fail_msg(c, what, "the forced split count was not taken");
             continue;
         }
-        KK(k_fill_bits(dout, nq, 0x7fc0, NULL));
-        KK(k_attention(&a, NULL));
-        CK(cudaDeviceSynchronize());
-        CK(cudaMemcpy(ob, dout, 2 * nq, cudaMemcpyDeviceToHost));
-        to_float(of, ob, nq);
+        if (run_attention(c, &a, false, ob, of, nq) < 0)
+            goto done;
         report(c, what, rel_err(of, rf, nq), 2e-2);
     }
-    a.splits = 0;
 done:
     cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(ws);
     for (int i = 0; i < 7; i++)
@@ -851,11 +864,11 @@ static int hidden_rms(struct eng *e, int rows, int hidden, double *rms, struct t
 }
 
 /* The linear layers alone, replayed as engine bench replays them (seconds of warm-up and timing:
- * thousands of replays of a tiny step), keep the LM head's input as a whole step leaves it. The logits land
- * where the layers' inputs were planned and the residual adds go into x, so without the final norm
- * each replay would feed the next a larger x, until the GEMMs ran on inf and NaN (engine bench's
- * Reuse 16 x 32 read 10.3 ms alone, faster than its floor at the held rate). Logits for every row
- * (x normalised in place) and for some (gathered first). */
+ * thousands of replays of a tiny step), keep the LM head's input as a whole step leaves it. The
+ * logits land where the layers' inputs were planned and the residual adds go into x, so without
+ * the final norm each replay would feed the next a larger x, until the GEMMs ran on inf and NaN
+ * (engine bench's Reuse 16 x 32 read 10.3 ms alone, faster than its floor at the held rate).
+ * Logits for every row (x normalised in place) and for some (gathered first). */
 static void check_linear_alone(struct checker *c, struct eng *e, const struct model_cfg *m)
 {
     for (int gathered = 0; gathered < 2; gathered++) {

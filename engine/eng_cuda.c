@@ -863,8 +863,8 @@ static int time_graphs(struct eng *e, const cudaGraphExec_t *graphs, int n, int 
     float *t = xmalloc(sizeof *t * cap);
     cudaError_t ce = cudaSuccess;
     const double t1 = ts_wall_s();
-    int done = 0;
-    for (int r = 0; ce == cudaSuccess && (r < rounds || ts_wall_s() - t1 < ENG_TIMED_S); r++, done++) {
+    int r = 0; /* rounds timed */
+    for (; ce == cudaSuccess && (r < rounds || ts_wall_s() - t1 < ENG_TIMED_S); r++) {
         ts_grow((void **)&t, &cap, (size_t)n * (size_t)(r + 1), sizeof *t);
         for (int i = 0; i < n && ce == cudaSuccess; i++) {
             const int g = (r + i) % n;
@@ -889,12 +889,12 @@ static int time_graphs(struct eng *e, const cudaGraphExec_t *graphs, int n, int 
         return ts_fail(err, "engine: timing graph replays failed: %s", cudaGetErrorString(ce));
     }
     /* graph g's times, gathered from the rounds */
-    float *tr = xmalloc(sizeof *tr * (size_t)done);
+    float *tr = xmalloc(sizeof *tr * (size_t)r);
     for (int g = 0; g < n; g++) {
-        for (int r = 0; r < done; r++)
-            tr[r] = t[(size_t)r * n + g];
-        qsort(tr, (size_t)done, sizeof *tr, cmp_float);
-        median_ms[g] = tr[done / 2];
+        for (int k = 0; k < r; k++)
+            tr[k] = t[(size_t)k * n + g];
+        qsort(tr, (size_t)r, sizeof *tr, cmp_float);
+        median_ms[g] = tr[r / 2];
     }
     free(tr);
     free(t);

@@ -388,9 +388,8 @@ static int launch_splits(const k_attn_args *a)
         return 1;
     /* aim at two blocks per SM (four measured slower on 16 x 32 over 480: the combine costs more),
      * or as the caller asks (k_attn_args.splits) */
-    int splits = k_attention_split_rule(a->num_tiles, a->H, k_num_sms(), a->max_key_len);
-    if (a->splits > 0)
-        splits = min(min(a->splits, K_ATTN_MAX_SPLITS), max(1, (a->max_key_len + 63) / 64));
+    int splits = a->splits > 0 ? min(min(a->splits, K_ATTN_MAX_SPLITS), max(1, (a->max_key_len + 63) / 64))
+                               : k_attention_split_rule(a->num_tiles, a->H, k_num_sms(), a->max_key_len);
     while (splits > 1 && (int64_t)splits * a->T * a->H * (a->d + 2) * 4 > a->ws_bytes)
         splits--;
     return splits;

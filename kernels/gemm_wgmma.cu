@@ -256,7 +256,6 @@ static __global__ void __launch_bounds__(THREADS, 1)
 #endif
 }
 
-
 typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
                                     const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
                                     CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -326,6 +325,13 @@ static int cluster_for(int rows)
     return mt >= 2 && mt % 2 == 0 ? 2 : 1;
 }
 
+/* The units of work for `rows` rows of an FFN of width F: a cluster's cl row tiles of one column
+ * tile (tile_at walks them) */
+static int64_t work_units(int rows, int F, int cl)
+{
+    return (int64_t)((rows + GM * cl - 1) / (GM * cl)) * (F / GF);
+}
+
 extern "C" int k_gemm_swiglu_blocks(int rows)
 {
     const int cl = cluster_for(rows);
@@ -339,7 +345,7 @@ extern "C" int k_gemm_swiglu_auto(int rows, int F)
         return 0;
     if (rows <= GM) /* one row tile: reading W dominates */
         return rows >= 64;
-    const int64_t tiles = (int64_t)((rows + GM - 1) / GM) * (F / GF), units = tiles / cl;
+    const int64_t tiles = work_units(rows, F, 1), units = work_units(rows, F, cl);
     const int64_t rounds = (units + max_clusters[cl] - 1) / max_clusters[cl];
     return tiles * 10 >= rounds * max_clusters[cl] * cl * 9;
 }
@@ -357,7 +363,7 @@ extern "C" int k_gemm_swiglu(bf16_t *out, const bf16_t *x, const bf16_t *w, int 
         return (int)cudaErrorInvalidValue;
     /* persistent clusters, as many as fit at once or as there are units of work */
     const int cl = cluster_for(rows);
-    const int64_t units = (int64_t)((rows + GM * cl - 1) / (GM * cl)) * (F / GF);
+    const int64_t units = work_units(rows, F, cl);
     cudaLaunchAttribute at[2];
     const unsigned clusters = (unsigned)(units < max_clusters[cl] ? units : max_clusters[cl]);
     const cudaLaunchConfig_t cfg =

@@ -77,7 +77,6 @@ int k_gemm_swiglu_blocks(int rows);
  * 192-384 rows (two or three rounds, the last a third to half full; engine/BENCHMARKS.md). */
 int k_gemm_swiglu_auto(int rows, int F);
 
-
 /*
  * Varlen attention over packed segments. Segment s has q_len[s] query rows starting at packed
  * row q_start[s] of q (rows of stride q_stride elements, heads of d contiguous), and attends to

@@ -94,14 +94,11 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
         add_op(&p, OP_RESID, 2 * nl, T * h, 3 * T * h * a, ge);
         if (dense > 0) {
             double F = m->ffn;
-            if (im->fused_ffn) { /* SwiGLU in the GEMM's epilogue: only [T, F] is written */
-                add_op(&p, OP_GATE_UP, dense * chunks, 2 * T / chunks * h * 2 * F,
-                       a * (2 * F * h + T / chunks * (h + F)), ge);
-            } else {
-                add_op(&p, OP_GATE_UP, dense * chunks, 2 * T / chunks * h * 2 * F,
-                       a * (2 * F * h + T / chunks * (h + 2 * F)), ge);
+            const double out = im->fused_ffn ? F : 2 * F; /* fused: SwiGLU in the epilogue writes [T, F] */
+            add_op(&p, OP_GATE_UP, dense * chunks, 2 * T / chunks * h * 2 * F,
+                   a * (2 * F * h + T / chunks * (h + out)), ge);
+            if (!im->fused_ffn)
                 add_op(&p, OP_ACT, dense * chunks, 4 * T / chunks * F, a * T / chunks * 3 * F, ge);
-            }
             add_op(&p, OP_DOWN, dense * chunks, 2 * T / chunks * F * h,
                    a * (F * h + T / chunks * (F + h)), ge);
         }

@@ -33,27 +33,25 @@ print(f"live: {s['num_steps']} steps measured {meas:.3f} s (model {model:.3f} s)
 sys.exit(1 if fails else 0)
 PY
 [ $? -eq 0 ] || exit 1
+# executed LABEL FILE: the run whose --json summary is FILE executed every step live and finished
+# its 4 requests
+executed() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+label, s = sys.argv[1], json.load(open(sys.argv[2]))
+ok = s.get("live_steps") == s["num_steps"] > 0 and s["num_finished"] == 4
+print(f"live: {label} {s['num_steps']} steps executed in {s.get('live_measured_s', 0):.3f} s "
+      f"(model {s.get('live_model_s', 0):.3f} s); {'ok' if ok else 'failed'}")
+sys.exit(0 if ok else 1)
+PY
+}
 # the engine lays out its activations by the simulation's planner: the fast-dllm preset (PyTorch's
 # caching allocator model) runs live with every step executed
 "$bin" sim --system fast-dllm --requests 4 --rps 8 --gen-len 32 --lengths fixed:200,32 --executor gpu \
     --json --quiet --no-progress >"$tmp/caching.json" || { echo "live: the caching-planner run failed"; exit 1; }
-python3 - "$tmp/caching.json" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-ok = s.get("live_steps") == s["num_steps"] > 0 and s["num_finished"] == 4
-print(f"live: fast-dllm (caching planner) {s['num_steps']} steps executed; {'ok' if ok else 'failed'}")
-sys.exit(0 if ok else 1)
-PY
-[ $? -eq 0 ] || exit 1
+executed "fast-dllm (caching planner)" "$tmp/caching.json" || exit 1
 # the fused FFN's implementation profile runs the engine's FFN fused (priced by the roofline: the
 # first run above compares a live run with the calibrated model)
 "$bin" sim --impl tessera-fused --cost roofline --requests 4 --rps 8 --gen-len 32 --lengths fixed:600,32 \
     --executor gpu --json --quiet --no-progress >"$tmp/fused.json" || { echo "live: the tessera-fused run failed"; exit 1; }
-python3 - "$tmp/fused.json" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-ok = s.get("live_steps") == s["num_steps"] > 0 and s["num_finished"] == 4
-print(f"live: tessera-fused {s['num_steps']} steps executed in {s.get('live_measured_s', 0):.3f} s "
-      f"(roofline {s.get('live_model_s', 0):.3f} s); {'ok' if ok else 'failed'}")
-sys.exit(0 if ok else 1)
-PY
+executed "tessera-fused" "$tmp/fused.json"
