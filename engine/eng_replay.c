@@ -16,6 +16,7 @@
 
 #include "cost.h"
 #include "eng.h"
+#include "kernels.h"
 #include "sim.h"
 #include "step_desc.h"
 
@@ -325,8 +326,16 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
     if (db_exec(db, "BEGIN IMMEDIATE") ||
         db_exec(db, "CREATE TABLE IF NOT EXISTS engine_profile(device TEXT, sm_clock_khz INTEGER, "
                     "mem_clock_khz INTEGER, driver INTEGER, cuda_runtime INTEGER, cublas INTEGER, model TEXT, "
-                    "segs INTEGER, q INTEGER, kv INTEGER, logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL)"))
+                    "segs INTEGER, q INTEGER, kv INTEGER, logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL, "
+                    "attn_rules INTEGER)"))
         goto done;
+    /* a table from before the attention launch rules were versioned gains the column (its rows
+     * read as version 1, which they were measured under) */
+    if (sqlite3_prepare_v2(db, "SELECT attn_rules FROM engine_profile", -1, &ins, NULL) != SQLITE_OK &&
+        db_exec(db, "ALTER TABLE engine_profile ADD COLUMN attn_rules INTEGER"))
+        goto done;
+    sqlite3_finalize(ins);
+    ins = NULL;
     /* a profile replaces the same model's earlier rows on this device (two in one file would be
      * read as every op measured twice) */
     if (sqlite3_prepare_v2(db, "DELETE FROM engine_profile WHERE model = ? AND device = ?", -1, &ins, NULL) != SQLITE_OK)
@@ -340,8 +349,9 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
                 eng_device_name(e), path);
     sqlite3_finalize(ins);
     ins = NULL;
-    if (sqlite3_prepare_v2(db, "INSERT INTO engine_profile VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &ins,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "INSERT INTO engine_profile(device, sm_clock_khz, mem_clock_khz, driver, "
+                               "cuda_runtime, cublas, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules) "
+                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &ins, NULL) != SQLITE_OK)
         goto dbfail;
     int64_t rows = 0, req = 0;
     if (only_step) {
@@ -408,6 +418,7 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
             sqlite3_bind_text(ins, k++, cost_op_name((enum cost_op)op), -1, SQLITE_STATIC);
             sqlite3_bind_double(ins, k++, acc[op]);
             sqlite3_bind_double(ins, k++, total);
+            sqlite3_bind_int(ins, k++, K_ATTN_RULES);
             if (sqlite3_step(ins) != SQLITE_DONE)
                 goto rollback;
             sqlite3_reset(ins);

@@ -165,20 +165,34 @@ static inline int k_attention_tiles(int nseg, const int32_t *q_len, int32_t *til
     return n;
 }
 #define K_ATTN_MAX_SPLITS 16
+/* The version of the engine's attention launch rules (k_attention_split_rule_v). A profile records
+ * the version it was measured under (engine_profile.attn_rules), and a calibration fitted from it
+ * prices attention the way that engine launched it (sim/calib.c), so a calibration and the fidelity
+ * records made with it stay valid when the rules change. 1: key splits ceil(2 SMs / blocks), the
+ * profiles before the eleventh session (2026-11-21; those name no version); 2: floor(2 SMs /
+ * blocks), from the eleventh session's sweep (engine/BENCHMARKS.md): the ceiling's one block too
+ * many ran few 32-row Reuse blocks 1.1-1.8x slower. */
+#define K_ATTN_RULES 2
 /* The key splits of the mma.sync kernel running alone over num_tiles query tiles of `heads` heads,
- * max_key_len keys at most, on a GPU of `sms` SMs: enough for two blocks an SM, at most one a
- * 64-key tile and K_ATTN_MAX_SPLITS. k_attention_splits adds the workspace's limit; the
- * calibration's attention model (sim/calib.c) prices the launch with the same rule. */
-static inline int k_attention_split_rule(int num_tiles, int heads, int sms, int max_key_len)
+ * max_key_len keys at most, on a GPU of `sms` SMs, by rules version `rules`: about two blocks an
+ * SM (at most that many from version 2 on), at most one a 64-key tile and K_ATTN_MAX_SPLITS.
+ * k_attention_splits adds the workspace's limit. */
+static inline int k_attention_split_rule_v(int rules, int num_tiles, int heads, int sms, int max_key_len)
 {
     if (num_tiles <= 0 || heads <= 0 || sms <= 0)
         return 1;
-    int64_t blocks = (int64_t)num_tiles * heads;
-    int64_t want = (2 * (int64_t)sms + blocks - 1) / blocks, useful = ((int64_t)max_key_len + 63) / 64;
+    int64_t blocks = (int64_t)num_tiles * heads, slots = 2 * (int64_t)sms;
+    int64_t want = rules >= 2 ? slots / blocks : (slots + blocks - 1) / blocks;
+    int64_t useful = ((int64_t)max_key_len + 63) / 64;
     int64_t splits = want < useful ? want : useful;
     if (splits > K_ATTN_MAX_SPLITS)
         splits = K_ATTN_MAX_SPLITS;
     return splits < 1 ? 1 : (int)splits;
+}
+/* The key splits by this build's rules (the engine's launches) */
+static inline int k_attention_split_rule(int num_tiles, int heads, int sms, int max_key_len)
+{
+    return k_attention_split_rule_v(K_ATTN_RULES, num_tiles, heads, sms, max_key_len);
 }
 /* Whether the mma.sync kernel takes 32-key K/V tiles, four blocks an SM: its rows fill query tiles
  * to at most 32 rows on average and its keys are not split (k_attention_tile_keys; the

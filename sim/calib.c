@@ -41,15 +41,19 @@ static void push(struct calib_data *d, const struct calib_row *r)
     d->rows[d->n++] = *r;
 }
 
-/* Sets device/model from a row, refusing a second one. */
+/* Sets device, model and attention launch rules from a row, refusing a second one. */
 static int same_source(struct calib_data *d, const char *path, long line, const char *dev,
-                       const char *model, struct ts_err *err)
+                       const char *model, int rules, struct ts_err *err)
 {
     if (!d->device[0]) {
         snprintf(d->device, sizeof d->device, "%s", dev);
         snprintf(d->model, sizeof d->model, "%s", model);
+        d->attn_rules = rules;
         return 0;
     }
+    if (d->attn_rules != rules)
+        return ts_fail(err, "%s:%ld: attn_rules: %d after %d (one calibration holds one engine's "
+                            "profile)", path, line, rules, d->attn_rules);
     if (strcmp(d->device, dev) != 0)
         return ts_fail(err, "%s:%ld: device: '%s' after '%s' (one calibration holds one GPU)", path,
                        line, dev, d->device);
@@ -101,8 +105,9 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
 {
     memset(out, 0, sizeof *out);
     static const char *const cols[] = {"device", "model", "segs", "q", "kv", "logit_rows", "op", "ms",
-                                       "total_ms", "gpu_ms", "host_ms"};
-    int idx[11];
+                                       "total_ms", "gpu_ms", "host_ms", "attn_rules"};
+    enum { NCOLS = 12 };
+    int idx[NCOLS];
     char *line = text, *next;
     long lineno = 0;
     int rc = -1;
@@ -117,7 +122,7 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
         char *f[32];
         int nf = split_quoted(line, f, 32);
         if (lineno == 1) {
-            for (int c = 0; c < 11; c++) {
+            for (int c = 0; c < NCOLS; c++) {
                 idx[c] = -1;
                 for (int i = 0; i < nf; i++)
                     if (strcmp(f[i], cols[c]) == 0)
@@ -137,7 +142,7 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
             continue;
         struct calib_row r = {0};
         int64_t v[4];
-        for (int c = 0; c < 11; c++)
+        for (int c = 0; c < NCOLS; c++)
             if (idx[c] >= nf) {
                 ts_fail(err, "%s:%ld: %s: missing field", path, lineno, cols[c]);
                 goto done;
@@ -168,7 +173,13 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
             ts_fail(err, "%s:%ld: segs: a profiled step needs segments of at least one token", path, lineno);
             goto done;
         }
-        if (same_source(out, path, lineno, f[idx[0]], f[idx[1]], err))
+        int64_t rules = 1;
+        if (idx[11] >= 0 && (ts_parse_i64(f[idx[11]], &rules) || rules < 1 || rules > K_ATTN_RULES)) {
+            ts_fail(err, "%s:%ld: attn_rules: not a version of the engine's attention launch rules this "
+                         "build knows (1..%d): '%s'", path, lineno, K_ATTN_RULES, f[idx[11]]);
+            goto done;
+        }
+        if (same_source(out, path, lineno, f[idx[0]], f[idx[1]], (int)rules, err))
             goto done;
         push(out, &r);
     }
@@ -189,7 +200,10 @@ int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err
         ts_fail(err, "%s: cannot open", path);
         goto done;
     }
-    if (sqlite3_prepare_v2(db, "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms FROM "
+    /* profiles from before the rules versions have no attn_rules column: version 1 */
+    if (sqlite3_prepare_v2(db, "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules "
+                               "FROM engine_profile", -1, &st, NULL) != SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, 1 FROM "
                                "engine_profile", -1, &st, NULL) != SQLITE_OK) {
         ts_fail(err, "%s: no engine_profile table (write one with tessera engine profile)", path);
         goto done;
@@ -206,7 +220,13 @@ int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err
             ts_fail(err, "%s: engine_profile row %ld: incomplete or unknown op", path, row);
             goto done;
         }
-        if (same_source(out, path, row, dev, model, err))
+        const int rules = sqlite3_column_type(st, 9) == SQLITE_NULL ? 1 : sqlite3_column_int(st, 9);
+        if (rules < 1 || rules > K_ATTN_RULES) {
+            ts_fail(err, "%s: engine_profile row %ld: attn_rules: %d is not a version of the engine's "
+                         "attention launch rules this build knows (1..%d)", path, row, rules, K_ATTN_RULES);
+            goto done;
+        }
+        if (same_source(out, path, row, dev, model, rules, err))
             goto done;
         push(out, &r);
     }
@@ -225,14 +245,14 @@ int calib_data_write(const struct calib_data *d, const char *path, struct ts_err
     if (!f)
         return ts_fail(err, "%s: cannot create", path);
     bool split = d->n > 0 && d->rows[0].gpu_ms > 0; /* all rows or none (the parser's rule) */
-    fprintf(f, "device,model,segs,q,kv,logit_rows,op,ms,total_ms%s\n", split ? ",gpu_ms,host_ms" : "");
+    fprintf(f, "device,model,segs,q,kv,logit_rows,op,ms,total_ms%s,attn_rules\n", split ? ",gpu_ms,host_ms" : "");
     for (size_t i = 0; i < d->n; i++) {
         const struct calib_row *r = &d->rows[i];
         fprintf(f, "\"%s\",%s,%d,%d,%d,%d,%s,%.9g,%.9g", d->device, d->model, r->segs, r->q, r->kv,
                 r->logit_rows, cost_op_name(r->op), r->ms, r->total_ms);
         if (split)
             fprintf(f, ",%.9g,%.9g", r->gpu_ms, r->host_ms);
-        fputc('\n', f);
+        fprintf(f, ",%d\n", TS_MAX(1, d->attn_rules));
     }
     if (fclose(f) != 0)
         return ts_fail(err, "%s: write error", path);
@@ -470,6 +490,7 @@ struct calib {
     struct curve lm, sample;    /* per chunk of rows */
     double beta[ATTN_FEATURES]; /* attention least squares */
     int heads, sms;             /* the model's query heads, the GPU's SMs (attn_finish) */
+    int attn_rules;             /* the profiled engine's attention launch rules (calib_data's) */
     bool host_bound;            /* priced as max(host, GPU) */
     double host0, host_seg;     /* host issue time (ms) = host0 + host_seg * segments */
     double eager_gap;           /* ms an eager GPU-bound step adds to its graph-replayed GPU time */
@@ -566,7 +587,8 @@ static int curve_eval(const struct curve *c, double x, bool extrapolate, double 
  * again over the segments of at least K_ATTN_LONG_Q rows, which the engine runs on its wgmma kernel
  * on Hopper (128-row blocks); and the mma.sync kernel's launch as kernels/attention.cu makes it:
  * its waves of blocks (two an SM, four with the 32-key K/V tiles of short query tiles) times the
- * keys a block covers, its key split following k_attention_split_rule when it runs alone (all
+ * keys a block covers, its key split following k_attention_split_rule_v (the rules version the
+ * profiled engine launched by) when it runs alone (all
  * segments run on it where k_attention_long_on_mma says so). On the
  * sixth session's recorded replays the last term took attention-heavy workloads from 4.9-5.9% to
  * 3.2-3.5% per step and left the fidelity matrix as it was (README.md).
@@ -601,7 +623,7 @@ static void attn_add(struct attn_acc *a, double q, double kv)
     }
 }
 
-static void attn_finish(struct attn_acc *a, int heads, int sms)
+static void attn_finish(struct attn_acc *a, int heads, int sms, int rules)
 {
     if (a->any_long && k_attention_long_on_mma((int)fmin(a->long_tiles, 1e9), heads, sms, (int)a->f[4])) {
         /* one short long segment over many keys: the engine runs every segment on the mma.sync
@@ -618,7 +640,7 @@ static void attn_finish(struct attn_acc *a, int heads, int sms)
      * short tiles alone (k_attn_args.long_tiles), its K/V tile size the one it would take alone;
      * beside the wgmma kernel it never splits keys (k_attention_splits), bounded by the step's
      * longest segment */
-    int alone = k_attention_split_rule((int)a->short_tiles, heads, sms, (int)a->f[4]);
+    int alone = k_attention_split_rule_v(rules, (int)a->short_tiles, heads, sms, (int)a->f[4]);
     int splits = a->any_long ? 1 : alone;
     bool short_kv_tiles = k_attention_short_kv_tiles(alone, (int64_t)a->short_rows, (int64_t)a->short_tiles);
     double keys = fmin(ceil(ceil(a->short_max_k / splits) / 64.0) * 64.0, a->short_max_k);
@@ -626,13 +648,13 @@ static void attn_finish(struct attn_acc *a, int heads, int sms)
 }
 
 /* The features of a profiled step: segs segments of q rows over kv cached keys. */
-static void attn_features(double segs, double q, double kv, int heads, int sms, double *f)
+static void attn_features(double segs, double q, double kv, int heads, int sms, int rules, double *f)
 {
     struct attn_acc a;
     memset(&a, 0, sizeof a);
     for (int s = 0; s < (int)segs; s++)
         attn_add(&a, q, kv);
-    attn_finish(&a, heads, sms);
+    attn_finish(&a, heads, sms, rules);
     memcpy(f, a.f, sizeof a.f);
 }
 
@@ -764,6 +786,7 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
     struct model_cfg mc;
     c->heads = model_resolve(c->model, &mc, NULL) == 0 ? mc.num_heads : 32;
     c->sms = device_sms(c->device);
+    c->attn_rules = TS_MAX(1, d->attn_rules);
     c->own.rows = xmalloc(sizeof *d->rows * (d->n ? d->n : 1));
     memcpy(c->own.rows, d->rows, sizeof *d->rows * d->n);
     c->own.n = c->own.cap = d->n;
@@ -819,7 +842,7 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
             if (r->op != OP_ATTN)
                 continue;
             double f[ATTN_FEATURES];
-            attn_features(r->segs, r->q, r->kv, c->heads, c->sms, f);
+            attn_features(r->segs, r->q, r->kv, c->heads, c->sms, c->attn_rules, f);
             for (int j = 0; j < ATTN_FEATURES; j++)
                 gsl_matrix_set(X, k, (size_t)j, f[j]);
             gsl_vector_set(Y, k, r->ms);
@@ -904,7 +927,7 @@ int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapo
         memset(&acc, 0, sizeof acc);
         for (int32_t i = 0; i < sd->num_segs; i++)
             attn_add(&acc, sd->segs[i].q, sd->segs[i].kv);
-        attn_finish(&acc, c->heads, c->sms);
+        attn_finish(&acc, c->heads, c->sms, c->attn_rules);
         for (int j = 0; j < ATTN_FEATURES; j++)
             attn += c->beta[j] * acc.f[j];
         attn = fmax(attn, 0.0);
@@ -933,8 +956,8 @@ int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapo
 void calib_show(const struct calib *c, FILE *out)
 {
     const struct calib_data *d = c->data;
-    fprintf(out, "calibration of %s on %s: %zu profile rows, steps up to %lld packed tokens\n", c->model,
-            c->device, d ? d->n : 0, (long long)c->max_T);
+    fprintf(out, "calibration of %s on %s: %zu profile rows, steps up to %lld packed tokens, attention "
+                 "launch rules %d\n", c->model, c->device, d ? d->n : 0, (long long)c->max_T, c->attn_rules);
     fprintf(out, "%-10s %-40s %12s %12s\n", "op", "model", "rms rel res", "max rel res");
     for (int op = 0; op < OP_COUNT; op++) {
         const struct curve *cv = op == OP_LM_HEAD ? &c->lm : op == OP_SAMPLE ? &c->sample : &c->tok[op];

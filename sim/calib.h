@@ -11,8 +11,9 @@
  *     Σ ceil(q/64)(q+kv) (the kernel's 64-row tiles), Σ q, the segment count, the longest segment's
  *     q + kv, a constant, over the segments of at least K_ATTN_LONG_Q rows, which the engine gives
  *     its wgmma kernel on Hopper, Σ q(q+kv) and Σ ceil(q/128)(q+kv) again, and the mma.sync
- *     kernel's waves of blocks times the keys a block covers (its launch as the engine makes it:
- *     the model's heads, the GPU's SMs from the profile's device name)
+ *     kernel's waves of blocks times the keys a block covers (its launch as the engine that was
+ *     profiled made it: its attention launch rules version, the model's heads, the GPU's SMs from
+ *     the profile's device name)
  * Each profiled step's op times are first scaled to the step's own time measured without the
  * per-op events (total_ms), down or up: the events cost time real steps do not spend, and a step
  * slower than its ops keeps its launch gaps in its own ops rather than in a constant for all steps.
@@ -49,6 +50,9 @@ struct calib_row {
 
 struct calib_data {
     char device[128], model[64];
+    int attn_rules; /* the engine's attention launch rules the profile was measured under
+                     * (K_ATTN_RULES, kernels/kernels.h); 0 or 1: the first, which profiles before
+                     * the versions (no attn_rules column) were measured under */
     struct calib_row *rows;
     size_t n, cap;
 };
@@ -57,7 +61,8 @@ struct calib_data {
 void calib_shipped_path(const char *datadir, const char *gpu, const char *model, const char *impl, char *out,
                         size_t len);
 void calib_data_free(struct calib_data *d);
-/* Reads the CSV `tessera calib import` writes (the engine_profile columns). */
+/* Reads the CSV `tessera calib import` writes (the engine_profile columns; attn_rules optional,
+ * 1 where absent, one value for all rows). */
 int calib_data_load(const char *path, struct calib_data *out, struct ts_err *err);
 /* The same from text in memory (modified in place); `path` names it in messages. */
 int calib_data_parse(const char *path, char *text, struct calib_data *out, struct ts_err *err);

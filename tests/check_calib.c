@@ -7,6 +7,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
 
 #include "calib.h"
 #include "kernels.h"
@@ -403,17 +406,28 @@ START_TEST(host_bound_steps_take_the_host_time)
 }
 END_TEST
 
-/* The engine's key split (kernels/kernels.h), worked by hand: two blocks an SM, at most one a
- * 64-key tile, at most 16. */
+/* The engine's key split (kernels/kernels.h), worked by hand: about two blocks an SM (version 1
+ * rounds up, version 2 down), at most one a 64-key tile, at most 16. */
 START_TEST(attention_split_rule)
 {
-    ck_assert_int_eq(k_attention_split_rule(1, 32, 132, 512), 8);    /* 32 blocks want 9; 8 tiles of keys */
-    ck_assert_int_eq(k_attention_split_rule(1, 32, 132, 1532), 9);   /* 32 blocks want 9 */
-    ck_assert_int_eq(k_attention_split_rule(2, 32, 132, 4096), 5);   /* 64 blocks want 5 */
-    ck_assert_int_eq(k_attention_split_rule(16, 32, 132, 512), 1);   /* 512 blocks fill the GPU */
-    ck_assert_int_eq(k_attention_split_rule(1, 1, 132, 100000), 16); /* capped */
-    ck_assert_int_eq(k_attention_split_rule(1, 32, 132, 40), 1);     /* one tile of keys */
-    ck_assert_int_eq(k_attention_split_rule(0, 32, 132, 512), 1);
+    for (int v = 1; v <= 2; v++) {
+        ck_assert_int_eq(k_attention_split_rule_v(v, 1, 32, 132, 512), 8); /* 32 blocks want 9 or 8; 8 tiles of keys */
+        ck_assert_int_eq(k_attention_split_rule_v(v, 16, 32, 132, 512), 1);   /* 512 blocks fill the GPU */
+        ck_assert_int_eq(k_attention_split_rule_v(v, 1, 1, 132, 100000), 16); /* capped */
+        ck_assert_int_eq(k_attention_split_rule_v(v, 1, 32, 132, 40), 1);     /* one tile of keys */
+        ck_assert_int_eq(k_attention_split_rule_v(v, 0, 32, 132, 512), 1);
+        ck_assert_int_eq(k_attention_split_rule_v(v, 9, 32, 132, 4096), 1);   /* 288 blocks: more than two an SM */
+    }
+    ck_assert_int_eq(k_attention_split_rule_v(1, 1, 32, 132, 1532), 9); /* 32 blocks: ceil(264 / 32) */
+    ck_assert_int_eq(k_attention_split_rule_v(2, 1, 32, 132, 1532), 8); /* floor(264 / 32) */
+    ck_assert_int_eq(k_attention_split_rule_v(1, 2, 32, 132, 4096), 5); /* 64 blocks: ceil(4.1) */
+    ck_assert_int_eq(k_attention_split_rule_v(2, 2, 32, 132, 4096), 4);
+    ck_assert_int_eq(k_attention_split_rule_v(1, 5, 32, 132, 4096), 2); /* 160 blocks: two waves */
+    ck_assert_int_eq(k_attention_split_rule_v(2, 5, 32, 132, 4096), 1); /* one wave */
+    ck_assert_int_eq(k_attention_split_rule_v(0, 1, 32, 132, 1532), 9); /* 0: unversioned, the first */
+    /* the engine launches by this build's version */
+    ck_assert_int_eq(k_attention_split_rule(2, 32, 132, 4096), k_attention_split_rule_v(K_ATTN_RULES, 2, 32, 132, 4096));
+    ck_assert_int_eq(K_ATTN_RULES, 2);
     /* one long segment of at most 128 rows (two tiles) over 2,048 keys or more, 32 heads on 132
      * SMs, goes to the mma.sync kernel; not with more tiles, fewer keys, more heads or unknown */
     ck_assert(k_attention_long_on_mma(2, 32, 132, 2048));
@@ -426,30 +440,33 @@ END_TEST
 
 /* The attention model's launch term (sim/calib.c) for segs segments of q rows over kv keys that
  * the engine runs on its mma.sync kernel (q < K_ATTN_LONG_Q, or one short long segment over many
- * keys: k_attention_long_on_mma), llada-8b's 32 heads on 132 SMs: the mma.sync kernel's waves
- * times the keys a block covers. */
+ * keys: k_attention_long_on_mma), llada-8b's 32 heads on 132 SMs, by launch rules `rules`: the
+ * mma.sync kernel's waves times the keys a block covers. */
 static bool on_mma(int segs, int q, int kv)
 {
     return q < K_ATTN_LONG_Q || k_attention_long_on_mma(segs * ((q + 63) / 64), 32, 132, q + kv);
 }
 
-static double mma_waves_keys(int segs, int q, int kv)
+static double mma_waves_keys(int rules, int segs, int q, int kv)
 {
-    int tiles = segs * ((q + 63) / 64), keys = q + kv, splits = k_attention_split_rule(tiles, 32, 132, keys);
+    int tiles = segs * ((q + 63) / 64), keys = q + kv, splits = k_attention_split_rule_v(rules, tiles, 32, 132, keys);
     double per_sm = k_attention_short_kv_tiles(splits, (int64_t)segs * q, tiles) ? 4 : 2;
     double block_keys = fmin(ceil(ceil((double)keys / splits) / 64.0) * 64.0, keys);
     return ceil(tiles * 32.0 * splits / (per_sm * 132)) * block_keys;
 }
 
-/* A planted attention law with the launch term is recovered, and a Reuse step priced with it. */
+/* A planted attention law with the launch term is recovered, and a Reuse step priced with it,
+ * under either version of the launch rules (the profile's: calib_data.attn_rules). */
 START_TEST(attention_launch_term_recovered)
 {
+    const int rules = _i + 1;
     struct calib_data d;
     planted(&d);
+    d.attn_rules = rules;
     for (size_t i = 0; i < d.n; i++) {
         struct calib_row *r = &d.rows[i];
         if (r->op == OP_ATTN && on_mma(r->segs, r->q, r->kv))
-            r->ms += 5e-4 * mma_waves_keys(r->segs, r->q, r->kv);
+            r->ms += 5e-4 * mma_waves_keys(rules, r->segs, r->q, r->kv);
     }
     struct ts_err err;
     struct calib *c;
@@ -457,14 +474,16 @@ START_TEST(attention_launch_term_recovered)
     struct step_desc sd;
     step_desc_init(&sd);
     sd.logit_chunk_rows = 100;
-    /* one Reuse block over 1,500 cached keys: 9 splits of 192 keys, 288 blocks in 2 waves */
+    /* one Reuse block over 1,500 cached keys: version 1 takes 9 splits of 192 keys, 288 blocks in
+     * 2 waves; version 2 8 splits of 192 keys, 256 blocks in one wave */
     struct segment b = {.req_id = 1, .q = 32, .kv = 1500, .logit_rows = 32, .phase = PHASE_REUSE};
     step_desc_add(&sd, &b);
-    ck_assert(fabs(mma_waves_keys(1, 32, 1500) - 2 * 192) < 1e-9);
+    const double waves_keys = rules == 1 ? 2 * 192 : 192;
+    ck_assert(fabs(mma_waves_keys(rules, 1, 32, 1500) - waves_keys) < 1e-9);
     double secs;
     struct cost_breakdown bd;
     ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
-    double attn = attn_ms(1, 32, 1500) + 5e-4 * 384;
+    double attn = attn_ms(1, 32, 1500) + 5e-4 * waves_keys;
     ck_assert_msg(fabs(bd.op_s[OP_ATTN] * 1e3 - attn) < 1e-6 * attn, "%g vs %g", bd.op_s[OP_ATTN] * 1e3, attn);
     /* beside a Refresh of 512 rows (the wgmma kernel's) the block's keys are not split: the
      * mma.sync kernel runs over its one tile alone, 32 blocks in one wave over all 1,532 keys */
@@ -476,6 +495,60 @@ START_TEST(attention_launch_term_recovered)
     step_desc_free(&sd);
     calib_free(c);
     calib_data_free(&d);
+}
+END_TEST
+
+/* The launch rules version travels with the profile: a CSV round trip keeps it, a file without
+ * the column is version 1, a profile database without the column too; a version this build does
+ * not know, or two in one profile, is refused naming file, line and field. */
+START_TEST(attention_rules_travel_with_the_profile)
+{
+    struct calib_data d, e;
+    struct ts_err err;
+    planted(&d);
+    d.attn_rules = 2;
+    const char *p = tmp_path(0, ".csv");
+    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
+    ck_assert_msg(calib_data_load(p, &e, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(e.attn_rules, 2);
+    calib_data_free(&e);
+    char old[] = "device,model,segs,q,kv,logit_rows,op,ms,total_ms\nA,llada-8b,16,32,0,0,qkv,0.5,1\n";
+    ck_assert_msg(calib_data_parse("old.csv", old, &e, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(e.attn_rules, 1);
+    calib_data_free(&e);
+    char future[] = "device,model,segs,q,kv,logit_rows,op,ms,total_ms,attn_rules\nA,llada-8b,16,32,0,0,qkv,0.5,1,3\n";
+    ck_assert_int_ne(calib_data_parse("future.csv", future, &e, &err), 0);
+    ck_assert_msg(strstr(err.msg, "future.csv:2: attn_rules: not a version") && strstr(err.msg, "(1..2): '3'"), "%s",
+                  err.msg);
+    char mixed[] = "device,model,segs,q,kv,logit_rows,op,ms,total_ms,attn_rules\n"
+                   "A,llada-8b,16,32,0,0,qkv,0.5,1,1\nA,llada-8b,16,32,0,0,norm,0.5,1,2\n";
+    ck_assert_int_ne(calib_data_parse("mixed.csv", mixed, &e, &err), 0);
+    ck_assert_msg(strstr(err.msg, "mixed.csv:3: attn_rules: 2 after 1"), "%s", err.msg);
+    calib_data_free(&d);
+
+    /* profile databases: the engine's table with and without the column */
+    for (int with = 0; with < 2; with++) {
+        const char *db_path = tmp_path(1 + with, ".db");
+        sqlite3 *db;
+        ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+        char sql[512];
+        snprintf(sql, sizeof sql,
+                 "CREATE TABLE engine_profile(device TEXT, model TEXT, segs INTEGER, q INTEGER, kv INTEGER, "
+                 "logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL%s);"
+                 "INSERT INTO engine_profile VALUES('A', 'llada-8b', 16, 32, 0, 0, 'qkv', 0.5, 1%s);",
+                 with ? ", attn_rules INTEGER" : "", with ? ", 2" : "");
+        ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        ck_assert_msg(calib_data_import_db(db_path, &e, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(e.attn_rules, with ? 2 : 1);
+        calib_data_free(&e);
+        if (with) {
+            ck_assert_int_eq(sqlite3_exec(db, "UPDATE engine_profile SET attn_rules = 9", NULL, NULL, NULL), SQLITE_OK);
+            ck_assert_int_ne(calib_data_import_db(db_path, &e, &err), 0);
+            ck_assert_msg(strstr(err.msg, "row 1: attn_rules: 9 is not a version"), "%s", err.msg);
+        }
+        sqlite3_close(db);
+        unlink(db_path);
+    }
 }
 END_TEST
 
@@ -538,7 +611,8 @@ int main(void)
     tcase_add_test(tc, host_bound_steps_take_the_host_time);
     tcase_add_test(tc, shipped_calibration_prices_a_run);
     tcase_add_test(tc, attention_split_rule);
-    tcase_add_test(tc, attention_launch_term_recovered);
+    tcase_add_loop_test(tc, attention_launch_term_recovered, 0, 2);
+    tcase_add_test(tc, attention_rules_travel_with_the_profile);
     suite_add_tcase(s, tc);
     return run_suite("calib", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -45,25 +45,29 @@ if ! command -v nvidia-smi >/dev/null 2>&1; then
     [ ! -e "$tmp/live.db" ] && ok || bad "--executor gpu failure left a database"
 fi
 
-# fidelity regression: the shipped calibrations re-evaluated on the H200's recorded step times
-# (deterministic simulations, each step checked against the recorded one) must give what was
-# recorded, run by run (per-step MAPE, p90 and total-time error within 0.15 points): in sample (the
-# replays on the profiled machine, experiments/results/fidelity-h200) and out of sample (a fresh
-# machine instance, experiments/results/fidelity-h200-oos); and the fused engine's (--impl
-# tessera-fused): LLaDA-8B and SDAR-8B, each in and out of sample (fidelity-h200-fused, -fused-oos,
-# -fused-sdar, -fused-sdar-oos).
+# fidelity regression: each record's calibrations (calib-MODEL.csv.gz, profiled with the engine it
+# records) re-evaluated on its recorded H200 step times (deterministic simulations, each step
+# checked against the recorded one) must give what was recorded, run by run (per-step MAPE, p90
+# and total-time error within 0.15 points): in sample (the replays on the profiled machine,
+# experiments/results/fidelity-h200) and out of sample (a fresh machine instance,
+# experiments/results/fidelity-h200-oos); and the fused engine's (--impl tessera-fused): LLaDA-8B
+# and SDAR-8B, each in and out of sample (fidelity-h200-fused, -fused-oos, -fused-sdar,
+# -fused-sdar-oos). The shipped calibrations are those of the in-sample records, byte for byte.
 root=$(cd "$(dirname "$0")/.." && pwd)
 if command -v python3 >/dev/null 2>&1; then
-    mkdir -p "$tmp/cal" "$tmp/calf"
-    cp "$root/sim/data/calib/h200-llada-8b-tessera.csv" "$tmp/cal/calib-llada-8b.csv"
-    cp "$root/sim/data/calib/h200-sdar-8b-tessera.csv" "$tmp/cal/calib-sdar-8b.csv"
-    cp "$root/sim/data/calib/h200-llada-8b-tessera-fused.csv" "$tmp/calf/calib-llada-8b.csv"
-    cp "$root/sim/data/calib/h200-sdar-8b-tessera-fused.csv" "$tmp/calf/calib-sdar-8b.csv"
     for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-fused-sdar \
         fidelity-h200-fused-sdar-oos; do
-        want="$root/experiments/results/$rec" cal="$tmp/cal" impl=tessera models="llada-8b sdar-8b" runs=16
-        case $rec in *fused*) cal="$tmp/calf" impl=tessera-fused models=llada-8b runs=8 ;; esac
+        want="$root/experiments/results/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
+        case $rec in *fused*) impl=tessera-fused models=llada-8b runs=8 ;; esac
         case $rec in *sdar*) models=sdar-8b ;; esac
+        mkdir -p "$cal"
+        for m in $models; do
+            gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
+            case $rec in *-oos) ;; *)
+                if cmp -s "$cal/calib-$m.csv" "$root/sim/data/calib/h200-$m-$impl.csv"; then ok
+                else bad "sim/data/calib/h200-$m-$impl.csv is not the calibration $rec recorded"; fi ;;
+            esac
+        done
         IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
             SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1
         n=$(awk -F, '$5 == "calibrated"' "$tmp/$rec/fidelity.csv" | wc -l)
