@@ -33,8 +33,8 @@ static void calib_usage(FILE *f)
 {
     fprintf(f,
 "usage: tessera calib import PROFILE.db|PROFILE.csv --gpu NAME --out FILE.csv\n"
-"       tessera calib fit FILE.csv --gpu NAME\n"
-"       tessera calib show [FILE.csv] [--gpu NAME] [--model NAME] [--impl NAME] [--from GPU]\n"
+"       tessera calib fit FILE.csv|--calib FILE.csv --gpu NAME\n"
+"       tessera calib show [FILE.csv|--calib FILE.csv] [--gpu NAME] [--model NAME] [--impl NAME] [--from GPU]\n"
 "       tessera calib eval --db RUN.db [--calib FILE.csv] [--extrapolate] [--csv STEPS.csv]\n"
 "       tessera calib transfer FILE.csv --from GPU --to GPU --out FILE.csv [--impl NAME]\n"
 "       tessera calib price --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK] [--gpu --model --impl --calib]\n"
@@ -53,7 +53,11 @@ static void calib_usage(FILE *f)
 "        LM head in CHUNK-row chunks [2048]) priced per op by the calibrated and roofline back ends\n"
 "transfer  estimates a calibration for a GPU without measuring on it: each profiled op time is\n"
 "        scaled by the ratio of its roofline times on the two GPUs (the efficiency the profile\n"
-"        measured is kept); replace it with a measured calibration when you can\n");
+"        measured is kept); replace it with a measured calibration when you can\n"
+"\n"
+"An option another subcommand takes is refused here, not ignored. A calibration records the\n"
+"version of the engine's attention launch rules it was profiled under (attn_rules; 1 where the\n"
+"column is absent) and prices attention by it; show prints it.\n");
 }
 
 static int load_fit(const char *path, const char *gpu, struct calib **out, struct ts_err *err)
@@ -405,6 +409,16 @@ static int show_transferred(const char *gpu, const char *from, const char *model
     return 0;
 }
 
+/* Whether word is one of the space-separated words of list */
+static bool in_list(const char *list, const char *word)
+{
+    const size_t len = strlen(word);
+    for (const char *p = list; len && (p = strstr(p, word)) != NULL; p += len)
+        if ((p == list || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0'))
+            return true;
+    return false;
+}
+
 int cli_calib(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -415,8 +429,29 @@ int cli_calib(int argc, char **argv)
     const char *csv = NULL, *from = NULL, *to = NULL, *step = NULL;
     const char *model = "llada-8b", *impl = "tessera";
     bool extrapolate = false;
+    /* the options each subcommand reads: another one is refused rather than silently ignored */
+    static const struct {
+        const char *sub, *opts;
+    } takes[] = {{"import", "--gpu --out"},
+                 {"fit", "--gpu --calib"},
+                 {"show", "--gpu --model --impl --from --calib"},
+                 {"eval", "--db --calib --extrapolate --csv"},
+                 {"transfer", "--from --to --out --impl"},
+                 {"price", "--step --gpu --model --impl --calib --extrapolate"}};
+    const char *opts = NULL;
+    for (size_t k = 0; k < TS_ARRAY_LEN(takes); k++)
+        if (strcmp(sub, takes[k].sub) == 0)
+            opts = takes[k].opts;
+    if (!opts) {
+        fprintf(stderr, "tessera calib: unknown subcommand '%s' (import, fit, show, eval, transfer, price)\n", sub);
+        return EXIT_USAGE;
+    }
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
+        if (!in_list(opts, a) && in_list("--gpu --out --db --calib --model --impl --csv --from --to --step --extrapolate", a)) {
+            fprintf(stderr, "tessera calib %s: %s does not apply here (%s takes %s)\n", sub, a, sub, opts);
+            return EXIT_USAGE;
+        }
         const char **dst = strcmp(a, "--gpu") == 0 ? &gpu : strcmp(a, "--out") == 0 ? &out
                          : strcmp(a, "--db") == 0 ? &db : strcmp(a, "--calib") == 0 ? &calib_path
                          : strcmp(a, "--model") == 0 ? &model : strcmp(a, "--impl") == 0 ? &impl
@@ -485,6 +520,12 @@ int cli_calib(int argc, char **argv)
     }
     if (strcmp(sub, "fit") == 0 || strcmp(sub, "show") == 0) {
         char path[CFG_PATH + 256];
+        if (calib_path && file) {
+            fprintf(stderr, "tessera calib %s: the calibration twice ('%s' and --calib %s)\n", sub, file, calib_path);
+            return EXIT_USAGE;
+        }
+        if (calib_path)
+            file = calib_path;
         if (!gpu)
             gpu = "h200";
         if (file)
@@ -503,6 +544,5 @@ int cli_calib(int argc, char **argv)
         calib_free(c);
         return 0;
     }
-    fprintf(stderr, "tessera calib: unknown subcommand '%s' (import, fit, show, eval, transfer, price)\n", sub);
-    return EXIT_USAGE;
+    return EXIT_USAGE; /* not reached: every subcommand of `takes` is handled above */
 }

@@ -265,6 +265,13 @@ contains "mem unknown planner" "caching, profiled, first-fit, greedy-size, ilp"
 # the calibrated cost model
 expect 0 "calib show" -- $bin calib show
 contains "calib show" "calibration of llada-8b on NVIDIA H200"
+contains "calib show names the launch rules" "attention launch rules 2"
+expect 0 "calib show --calib" -- $bin calib show --calib "$root/sim/data/calib/h200-sdar-8b-tessera.csv"
+contains "calib show --calib" "calibration of sdar-8b"
+expect 2 "calib show with another subcommand's option" -- $bin calib show --db x.db
+contains "calib show with another subcommand's option" "--db does not apply here (show takes"
+expect 2 "calib show with the calibration twice" -- $bin calib show a.csv --calib b.csv
+contains "calib show with the calibration twice" "the calibration twice"
 expect 0 "sim --cost calibrated" -- $bin sim --cost calibrated --requests 20 --quiet
 contains "sim --cost calibrated" "throughput"
 expect 2 "calibrated without a calibration" -- $bin sim --cost calibrated --gpu rtx4090
