@@ -170,8 +170,8 @@ static inline int k_attention_tiles(int nseg, const int32_t *q_len, int32_t *til
  * prices attention the way that engine launched it (sim/calib.c), so a calibration and the fidelity
  * records made with it stay valid when the rules change. 1: key splits ceil(2 SMs / blocks), the
  * profiles before the eleventh session (2026-11-21; those name no version); 2: floor(2 SMs /
- * blocks), from the eleventh session's sweep (engine/BENCHMARKS.md): the ceiling's one block too
- * many ran few 32-row Reuse blocks 1.1-1.8x slower. */
+ * blocks), from the tenth and eleventh sessions' sweeps (engine/BENCHMARKS.md): the ceiling's one
+ * split too many ran the attention of 1-8 short Reuse segments 1.1-1.8x slower. */
 #define K_ATTN_RULES 2
 /* The key splits of the mma.sync kernel running alone over num_tiles query tiles of `heads` heads,
  * max_key_len keys at most, on a GPU of `sms` SMs, by rules version `rules`: about two blocks an

@@ -587,11 +587,11 @@ static int curve_eval(const struct curve *c, double x, bool extrapolate, double 
  * again over the segments of at least K_ATTN_LONG_Q rows, which the engine runs on its wgmma kernel
  * on Hopper (128-row blocks); and the mma.sync kernel's launch as kernels/attention.cu makes it:
  * its waves of blocks (two an SM, four with the 32-key K/V tiles of short query tiles) times the
- * keys a block covers, its key split following k_attention_split_rule_v (the rules version the
- * profiled engine launched by) when it runs alone (all
- * segments run on it where k_attention_long_on_mma says so). On the
- * sixth session's recorded replays the last term took attention-heavy workloads from 4.9-5.9% to
- * 3.2-3.5% per step and left the fidelity matrix as it was (README.md).
+ * keys a block covers, its key split following k_attention_split_rule_v (by the rules version the
+ * profiled engine launched with) when it runs alone (all segments run on it where
+ * k_attention_long_on_mma says so). On the sixth session's recorded replays the last term took
+ * attention-heavy workloads from 4.9-5.9% to 3.2-3.5% per step and left the fidelity matrix as it
+ * was (README.md).
  */
 struct attn_acc {
     double f[ATTN_FEATURES];

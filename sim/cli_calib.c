@@ -448,7 +448,8 @@ int cli_calib(int argc, char **argv)
     }
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
-        if (!in_list(opts, a) && in_list("--gpu --out --db --calib --model --impl --csv --from --to --step --extrapolate", a)) {
+        static const char *const any = "--gpu --out --db --calib --model --impl --csv --from --to --step --extrapolate";
+        if (!in_list(opts, a) && in_list(any, a)) {
             fprintf(stderr, "tessera calib %s: %s does not apply here (%s takes %s)\n", sub, a, sub, opts);
             return EXIT_USAGE;
         }

@@ -411,7 +411,7 @@ END_TEST
 START_TEST(attention_split_rule)
 {
     for (int v = 1; v <= 2; v++) {
-        ck_assert_int_eq(k_attention_split_rule_v(v, 1, 32, 132, 512), 8); /* 32 blocks want 9 or 8; 8 tiles of keys */
+        ck_assert_int_eq(k_attention_split_rule_v(v, 1, 32, 132, 512), 8);    /* 32 blocks want 9 or 8; 8 key tiles */
         ck_assert_int_eq(k_attention_split_rule_v(v, 16, 32, 132, 512), 1);   /* 512 blocks fill the GPU */
         ck_assert_int_eq(k_attention_split_rule_v(v, 1, 1, 132, 100000), 16); /* capped */
         ck_assert_int_eq(k_attention_split_rule_v(v, 1, 32, 132, 40), 1);     /* one tile of keys */
@@ -426,7 +426,8 @@ START_TEST(attention_split_rule)
     ck_assert_int_eq(k_attention_split_rule_v(2, 5, 32, 132, 4096), 1); /* one wave */
     ck_assert_int_eq(k_attention_split_rule_v(0, 1, 32, 132, 1532), 9); /* 0: unversioned, the first */
     /* the engine launches by this build's version */
-    ck_assert_int_eq(k_attention_split_rule(2, 32, 132, 4096), k_attention_split_rule_v(K_ATTN_RULES, 2, 32, 132, 4096));
+    ck_assert_int_eq(k_attention_split_rule(2, 32, 132, 4096),
+                     k_attention_split_rule_v(K_ATTN_RULES, 2, 32, 132, 4096));
     ck_assert_int_eq(K_ATTN_RULES, 2);
     /* one long segment of at most 128 rows (two tiles) over 2,048 keys or more, 32 heads on 132
      * SMs, goes to the mma.sync kernel; not with more tiles, fewer keys, more heads or unknown */
