@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# profile_gpu_test.sh: engine profile records the attention launch rules version it ran under
+# (make check-gpu). One step profiled into a new database gives rows of K_ATTN_RULES (kernels.h);
+# into a database whose engine_profile table predates the column (another model's row in it), the
+# table gains the column, the old row reads NULL (version 1) and the new rows K_ATTN_RULES.
+# Usage: profile_gpu_test.sh PATH/TO/tessera
+set -u
+bin=${1:?usage: profile_gpu_test.sh PATH/TO/tessera}
+root=$(cd "$(dirname "$0")/.." && pwd)
+rules=$(awk '$1 == "#define" && $2 == "K_ATTN_RULES" { print $3 }' "$root/kernels/kernels.h")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 - "$tmp/old.db" <<'PY' || exit 1
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("CREATE TABLE engine_profile(device TEXT, sm_clock_khz INTEGER, mem_clock_khz INTEGER, driver INTEGER, "
+           "cuda_runtime INTEGER, cublas INTEGER, model TEXT, segs INTEGER, q INTEGER, kv INTEGER, "
+           "logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL)")
+db.execute("INSERT INTO engine_profile VALUES('old GPU', 0, 0, 0, 0, 0, 'sdar-8b', 1, 32, 0, 0, 'qkv', 0.1, 1.0)")
+db.commit()
+PY
+for db in new old; do
+    "$bin" engine profile --db "$tmp/$db.db" --step 1,32,480,32 --reps 1 >"$tmp/$db.out" 2>&1 ||
+        { echo "profile: engine profile into the $db database failed"; cat "$tmp/$db.out"; exit 1; }
+done
+python3 - "$tmp/new.db" "$tmp/old.db" "$rules" <<'PY'
+import sqlite3, sys
+new, old, rules = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fails = []
+for path, want_old in ((new, 0), (old, 1)):
+    got = sqlite3.connect(path).execute(
+        "SELECT model, attn_rules, count(*) FROM engine_profile GROUP BY model, attn_rules").fetchall()
+    llada = [r for r in got if r[0] == "llada-8b"]
+    if len(llada) != 1 or llada[0][1] != rules or llada[0][2] < 10:
+        fails.append(f"{path}: llada-8b rows {llada}, want all of attn_rules {rules}")
+    olds = [r for r in got if r[0] == "sdar-8b"]
+    if len(olds) != want_old or (olds and olds[0][1] is not None):
+        fails.append(f"{path}: the earlier rows {olds}, want {want_old} with attn_rules NULL")
+for f in fails:
+    print("profile: FAIL:", f)
+print(f"profile: attention launch rules {rules} recorded, an older table upgraded; {'ok' if not fails else 'failed'}")
+sys.exit(1 if fails else 0)
+PY
