@@ -408,6 +408,9 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
     }
     const struct step_case *cases = o->nsteps ? own : issue_cases;
     const size_t ncases = o->nsteps ? (size_t)o->nsteps : TS_ARRAY_LEN(issue_cases);
+    if (!o->nsteps)
+        fprintf(out, "\n(torch_ms: PyTorch eager from the anchor's recorded H200 run, ../shared/anchors, for "
+                     "orientation; make bench-engine ANCHOR=... runs it beside this bench)");
     fprintf(out, "\n%-36s %9s %9s %9s %8s %10s %12s %12s\n", "step", "ms", "floor_ms", "bound",
             "x_floor", "torch_ms", "workspace", "sim_act_est");
     int next_req = 0;
