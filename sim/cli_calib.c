@@ -448,16 +448,15 @@ int cli_calib(int argc, char **argv)
     }
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
-        static const char *const any = "--gpu --out --db --calib --model --impl --csv --from --to --step --extrapolate";
-        if (!in_list(opts, a) && in_list(any, a)) {
-            fprintf(stderr, "tessera calib %s: %s does not apply here (%s takes %s)\n", sub, a, sub, opts);
-            return EXIT_USAGE;
-        }
         const char **dst = strcmp(a, "--gpu") == 0 ? &gpu : strcmp(a, "--out") == 0 ? &out
                          : strcmp(a, "--db") == 0 ? &db : strcmp(a, "--calib") == 0 ? &calib_path
                          : strcmp(a, "--model") == 0 ? &model : strcmp(a, "--impl") == 0 ? &impl
                          : strcmp(a, "--csv") == 0 ? &csv : strcmp(a, "--from") == 0 ? &from
                          : strcmp(a, "--to") == 0 ? &to : strcmp(a, "--step") == 0 ? &step : NULL;
+        if ((dst || strcmp(a, "--extrapolate") == 0) && !in_list(opts, a)) {
+            fprintf(stderr, "tessera calib %s: %s does not apply here (%s takes %s)\n", sub, a, sub, opts);
+            return EXIT_USAGE;
+        }
         if (dst) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "tessera calib %s: %s needs a value\n", sub, a);

@@ -22,6 +22,9 @@ expect() {
 contains() { # contains "description" "text"
     if grep -qF -- "$2" "$tmp/out"; then ok; else bad "$1: output lacks '$2'"; sed 's/^/    /' "$tmp/out" >&2; fi
 }
+is_png() { # is_png FILE "what wrote it": FILE is a non-empty PNG
+    if [ -s "$1" ] && [ "$(head -c 4 "$1" | tail -c 3)" = PNG ]; then ok; else bad "$2 wrote no PNG"; fi
+}
 
 # help for every command
 for c in "" "sim" "trace" "trace gen" "list"; do
@@ -177,7 +180,7 @@ fi
 # figures from a database
 if command -v gnuplot >/dev/null; then
     expect 0 "plot latency-cdf" -- bash "$(dirname "$0")/../analysis/plot.sh" latency-cdf "$tmp/cdf.png" "$tmp/ok.db"
-    if [ -s "$tmp/cdf.png" ] && [ "$(head -c 4 "$tmp/cdf.png" | tail -c 3)" = PNG ]; then ok; else bad "latency-cdf wrote no PNG"; fi
+    is_png "$tmp/cdf.png" latency-cdf
     expect 0 "plot steps" -- bash "$(dirname "$0")/../analysis/plot.sh" steps "$tmp/steps.png" "$tmp/ok.db"
     expect 2 "plot steps without steps" -- bash "$(dirname "$0")/../analysis/plot.sh" steps "$tmp/x.png" "$tmp/ns.db"
     expect 0 "plot ops" -- bash "$(dirname "$0")/../analysis/plot.sh" ops "$tmp/ops.png" "$tmp/ok.db"
@@ -186,7 +189,7 @@ if command -v gnuplot >/dev/null; then
     if command -v python3 >/dev/null; then
         expect 0 "bench-plot" -- bash "$bp" "$res/bench.session9.h200.jsonl" "$tmp/bench.png" "$res/anchor.session8b.h200.jsonl"
         contains "bench-plot: the issue's steps have their goals" "1.428 x its floor (goal 1.30)"
-        if [ "$(head -c 4 "$tmp/bench.png" | tail -c 3)" = PNG ]; then ok; else bad "bench-plot wrote no PNG"; fi
+        is_png "$tmp/bench.png" bench-plot
         { head -3 "$res/bench.session9.h200.jsonl"; echo '{"case":"reuse 1 x 32 over 480 cached","ms":'; } >"$tmp/bad.jsonl"
         expect 1 "bench-plot on a truncated line" -- bash "$bp" "$tmp/bad.jsonl" "$tmp/x.png"
         contains "bench-plot names the line" "bad.jsonl:4: not JSON"
@@ -201,7 +204,7 @@ if command -v gnuplot >/dev/null; then
         # engine bench --warm-trace's figure, from a recorded trace; bad input names file, line, field
         wp="$(dirname "$0")/../analysis/warm-plot.sh"
         expect 0 "warm-plot" -- bash "$wp" "$res/warm-trace.session10c.h200.csv.gz" "$tmp/warm.png"
-        if [ "$(head -c 4 "$tmp/warm.png" | tail -c 3)" = PNG ]; then ok; else bad "warm-plot wrote no PNG"; fi
+        is_png "$tmp/warm.png" warm-plot
         { echo 'label,phase,round,graph,t_s,ms'; echo '"reuse 1 x 32: step",warm,0,-1,0.01,4.9';
           echo '"reuse 1 x 32: step",hot,1,-1,0.02,4.9'; } >"$tmp/bad.csv"
         expect 1 "warm-plot on a bad phase" -- bash "$wp" "$tmp/bad.csv" "$tmp/x.png"
