@@ -154,4 +154,21 @@ static __device__ __forceinline__ void attn_store(const float (&o)[D / 8][4], co
     }
 }
 
+/* Zeros into rows r0 and r1 of the head's columns of a.o (a row that sees no key); rows past the
+ * segment are not stored. */
+template <int D>
+static __device__ __forceinline__ void attn_store_zero(const k_attn_args &a, int qs, int head, int r0, int r1,
+                                                       int qlen, int t4)
+{
+    const int ostride = a.H * D;
+#pragma unroll
+    for (int n = 0; n < D / 8; n++) {
+        int c = head * D + n * 8 + t4 * 2;
+        if (r0 < qlen)
+            *(uint32_t *)(a.o + (size_t)(qs + r0) * ostride + c) = 0u;
+        if (r1 < qlen)
+            *(uint32_t *)(a.o + (size_t)(qs + r1) * ostride + c) = 0u;
+    }
+}
+
 #endif

@@ -3,19 +3,25 @@
  * head dim 128 without key splits: by default the segments of at least K_ATTN_LONG_Q query rows
  * (k_attn_args.impl = 2), or every segment (impl = 1, TESSERA_ATTENTION=wgmma).
  *
- * A work item is 128 query rows of one head: the 64-row tiles q0 and q0 + 64 of the tile list, two
- * warpgroups (8 warps), so each K/V tile in shared memory serves both. Blocks are persistent, one an
- * SM, each taking items in turn and fetching the next one's metadata, first K/V tile and Q while
- * finishing the current one (attention_wgmma_kernel). Q fragments are loaded into registers once; K/V tiles of
- * 64 keys are gathered from the pool's pages by cp.async, two stages deep with one barrier a tile,
- * in wgmma's 128-byte swizzle (a warp's copies cover whole 128-byte lines: half the L2 requests of
- * the unswizzled core-matrix layout, where a warp copied 64 bytes of each of 8 rows: 16 x 512 at
- * 267 TFLOP/s against 191); the page ids of the next tile are staged in shared memory a tile ahead.
- * S = Q K^T is one m64n64k16 wgmma per 16 of d (Q from registers, K K-major in shared memory); the
- * online softmax runs on S in registers (the accumulator fragment is mma.sync's, so both kernels
- * share attention_frag.cuh); O += P V is one m64n128k16 wgmma per 16 keys with P from registers and
- * V read transposed (MN-major). Built only into the sm_90a image; elsewhere the launcher reports it
- * unavailable and attention.cu's kernel runs.
+ * A work item is 128 query rows of one head: the 64-row tiles q0 and q0 + 64 of the tile list.
+ * Blocks are persistent, one an SM, taking items in turn, and warp-specialized as FlashAttention-3
+ * is (three warpgroups):
+ *
+ * - warpgroup 0, the producer, gathers each item's Q (two buffers) and its K/V tiles of 64 keys
+ *   (STAGES deep) from the pool's pages by cp.async into shared memory in wgmma's 128-byte swizzle
+ *   (a warp's copies cover whole 128-byte lines), each buffer's `full` mbarrier completing when
+ *   the copies into it have landed, and waits on a buffer's `empty` barrier before refilling it;
+ *   it runs ahead of the consumers across item boundaries;
+ * - warpgroups 1 and 2, the consumers, each take 64 of the item's rows: S = Q K^T is one m64n64k16
+ *   wgmma per 16 of d (Q and K from shared memory, K-major); the online softmax runs on S in
+ *   registers (mma.sync's accumulator layout, so both kernels share attention_frag.cuh); O += P V
+ *   is one m64n128k16 wgmma per 16 keys, P from registers, V read transposed (MN-major).
+ *   Within a warpgroup, tile t's S and tile t - 1's P V are issued together and tile t's softmax
+ *   runs while P V does (O rescaled once P V is done); the two warpgroups drift freely (ordering
+ *   their issues in turn by named barriers, FlashAttention-3's ping-pong, measured 0-3% slower).
+ *
+ * Built only into the sm_90a image; elsewhere the launcher reports it unavailable and
+ * attention.cu's kernel runs.
  */
 #include "attention_frag.cuh"
 
@@ -24,90 +30,35 @@
 #endif
 
 #define WD 128                    /* head dim */
-#define WM 128                    /* query rows a block: two warpgroups of 64 */
-#define WN 64                     /* keys a stage */
-#define TILE_BYTES (64 * WD * 2)  /* a 64 x 128 bf16 tile: 16 KiB */
-/* K and V of two stages (from a 1024-byte boundary, the swizzle's period), two tiles' page ids */
-#define SMEM_BYTES (1024 + 4 * TILE_BYTES + 2 * 4 * WN)
+#define WM 128                    /* query rows an item: two consumer warpgroups of 64 */
+#ifndef WN
+#define WN 64 /* keys a stage (128 builds too: its consumers spill, 1.02-1.10x the time on the H200) */
+#endif
+#ifndef STAGES
+#define STAGES (WN == 64 ? 4 : 2) /* K/V stages */
+#endif
+#define TILE_BYTES (64 * WD * 2)  /* a 64 x 128 bf16 tile: 16 KiB (a consumer's Q) */
+#define Q_BYTES (2 * TILE_BYTES)  /* an item's Q */
+#define KV_TILE (WN * WD * 2)     /* a K (or V) tile */
+#define KV_BYTES (2 * KV_TILE)    /* a stage's K and V */
+#define NBARS (2 * STAGES + 4)    /* full and empty a stage, qfull and qempty a Q buffer */
+/* two Q buffers and the K/V stages (from a 1024-byte boundary, the swizzle's period), barriers */
+#define SMEM_BYTES (1024 + 2 * Q_BYTES + STAGES * KV_BYTES + 8 * NBARS)
+#define THREADS 384
+/* registers a thread of the producer and of the consumers (setmaxnreg; 128 P + 256 C <= 64 Ki) */
+#ifndef PRODUCER_REGS
+#define PRODUCER_REGS 56
+#endif
+#define CONSUMER_REGS ((65536 - 128 * PRODUCER_REGS) / 256 / 8 * 8)
 
 #ifdef HAVE_WGMMA
-/* Byte offset of 16-byte chunk cc (8 columns) of row r in a 64 x 128 tile in wgmma's 128-byte
- * swizzle: the halves of d 8 KiB apart, each 64 rows of 128 bytes (8-row atoms of 1 KiB), chunk
- * c of row r stored at c ^ (r % 8). */
-static __device__ __forceinline__ uint32_t sw_off(int r, int cc)
-{
-    return (cc >> 3) * 8192 + r * 128 + (((cc & 7) ^ (r & 7)) << 4);
-}
-
-/* 16 bytes from global to shared memory; bytes = 0 fills zeros and reads nothing */
-static __device__ __forceinline__ void cp_async16(uint32_t s, const void *gmem, int bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
-}
-
-/* wgmma shared-memory descriptor, 128-byte swizzle: start, leading and stride byte offsets */
-static __device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo)
-{
-    return (uint64_t)((saddr & 0x3ffff) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) |
-           (1ull << 62);
-}
-
+#include "hopper.cuh"
 #include "attention_wgmma.inc"
 
-/* A thread's share of a K/V tile: 16-byte chunk t % 8 of both halves of d in rows t / 8 + 32 i. A
- * warp copies 4 rows' 128-byte halves a copy (4 whole L2 lines), each 8 threads one row's: free of
- * bank conflicts in the swizzle. */
-#define KV_ROWS 2
-static __device__ __forceinline__ int kv_row0(void) { return threadIdx.x >> 3; }
-
-/* The page ids of this thread's rows of the tile at key k0 (the last key's page past klen). */
-static __device__ __forceinline__ void kv_pages(int (&pid)[KV_ROWS], const int32_t *pages, int shift, int k0, int klen)
+/* the K (or V) pool's address of head's first column for a thread's 16-byte chunk c */
+static __device__ __forceinline__ const char *kv_ptr(const k_attn_args &a, const bf16_t *pool, int head, int c)
 {
-#pragma unroll
-    for (int i = 0; i < KV_ROWS; i++)
-        pid[i] = __ldg(pages + (min(k0 + kv_row0() + 32 * i, klen - 1) >> shift));
-}
-
-/* The page ids of the tile at key k0 (its pages from k0 >> shift on, up to klen) into shared memory
- * at ids by cp.async: staged a tile ahead, they are read from there when the tile is loaded (page
- * ids read into registers instead would be waited for by the next wgmma fence). */
-static __device__ __forceinline__ void stage_pages(uint32_t ids, const int32_t *pages, int shift, int k0, int klen)
-{
-    const int first = k0 >> shift, n = ((min(k0 + WN, klen) - 1) >> shift) - first + 1;
-    if ((int)threadIdx.x < n)
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(ids + 4 * threadIdx.x),
-                     "l"(pages + first + threadIdx.x));
-}
-
-/* This thread's rows' page ids of the tile at k0 from its staged ids */
-static __device__ __forceinline__ void staged_pages(int (&pid)[KV_ROWS], uint32_t ids, int shift, int k0, int klen)
-{
-#pragma unroll
-    for (int i = 0; i < KV_ROWS; i++) {
-        const int j = min(k0 + kv_row0() + 32 * i, klen - 1);
-        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(pid[i]) : "r"(ids + 4 * ((j >> shift) - (k0 >> shift))));
-    }
-}
-
-/* keys [k0, k0 + WN) of the segment into K and V tiles (zeros past key_len; k0 < klen): kp and vp
- * point at the thread's chunk of the head's first half of d in slot 0, slot_bytes from slot to
- * slot; pid holds the page ids of its rows (kv_pages) */
-static __device__ __forceinline__ void load_kv(uint32_t ks, uint32_t vs, const char *kp, const char *vp,
-                                               uint32_t slot_bytes, const int (&pid)[KV_ROWS], int shift, int k0,
-                                               int klen)
-{
-    const int c = threadIdx.x & 7;
-#pragma unroll
-    for (int i = 0; i < KV_ROWS; i++) {
-        const int row = kv_row0() + 32 * i, j = k0 + row, n = j < klen ? 16 : 0;
-        const uint32_t slot = ((uint32_t)pid[i] << shift) | (min(j, klen - 1) & ((1 << shift) - 1));
-        const uint64_t off = (uint64_t)slot * slot_bytes;
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            cp_async16(ks + sw_off(row, 8 * h + c), kp + off + 128 * h, n);
-            cp_async16(vs + sw_off(row, 8 * h + c), vp + off + 128 * h, n);
-        }
-    }
+    return (const char *)(pool + (size_t)(head / (a.H / a.Hkv)) * WD + c * 8);
 }
 #endif
 
@@ -116,155 +67,287 @@ struct wg_item {
     int seg, q0, head, qlen, klen, qs, kvc, poff;
 };
 
-/* Persistent blocks: block b takes items b, b + gridDim.x, ... of items = ntiles x heads, item w
- * being tile w % ntiles of the list for head w / ntiles (blocks running together share a head's K/V
- * in L2). While it computes an item it fetches the next one's tile, segment and page ids, and
- * during the item's last K/V tile it issues the next item's first K/V tile and, once the last
- * S is done, its Q: a block's start (a chain of dependent loads, Q's loads, the first K/V tile)
- * overlaps the previous item's end instead of stalling every block (Nsight Compute put 28% of the
- * one-block-an-item kernel's stalls there, engine/BENCHMARKS.md). ntiles is the list's wgmma
- * tiles (k_attn_args.wg_tiles) or, where the list is not ordered, every tile: items of a tile at an
- * odd multiple of 64 rows or of a segment below wg_min_q rows are then skipped. */
-static __global__ __launch_bounds__(256, 1) void attention_wgmma_kernel(const k_attn_args a, int ntiles, int items)
+/* The block's walk over items b, b + gridDim.x, ... of items = ntiles x heads, item w being tile
+ * w % ntiles of the list for head w / ntiles (blocks running together share a head's K/V in L2):
+ * each warpgroup walks it alike. Loads run two items ahead: an item's tile entry two items before
+ * it is needed, its segment's fields one item before (a dependent chain otherwise paid at each
+ * item's start). ntiles is the list's wgmma tiles (k_attn_args.wg_tiles) or, where the list is not
+ * ordered, every tile: items of a tile at an odd multiple of 64 rows or of a segment below wg_min_q
+ * rows are then skipped (valid()). */
+struct wg_walk {
+    const k_attn_args &a;
+    int ntiles, items;
+    wg_item cur, nxt, nn;
+
+    __device__ void tile(int w, wg_item &it) const
+    {
+        const int ti = w % ntiles;
+        it.seg = a.tiles[2 * ti], it.q0 = a.tiles[2 * ti + 1], it.head = w / ntiles;
+    }
+    __device__ void seg(wg_item &it) const
+    {
+        it.qlen = a.q_len[it.seg], it.klen = a.key_len[it.seg], it.qs = a.q_start[it.seg];
+        it.kvc = a.kv_cached[it.seg], it.poff = a.page_off[it.seg];
+    }
+    __device__ bool valid(const wg_item &it) const { return !(it.q0 & 64) && it.qlen >= a.wg_min_q; }
+    /* keys the item's rows may see */
+    __device__ int key_end(const wg_item &it) const
+    {
+        return attn_key_end(it.klen, it.kvc, a.block_size, it.q0 + WM, it.qlen);
+    }
+    __device__ void start(int w)
+    {
+        cur = nxt = nn = wg_item{};
+        if (w < items) {
+            tile(w, cur);
+            seg(cur);
+        }
+        if (w + (int)gridDim.x < items)
+            tile(w + gridDim.x, nxt);
+    }
+    /* at item w's start: the loads for the next two */
+    __device__ void ahead(int w)
+    {
+        if (w + (int)gridDim.x < items)
+            seg(nxt);
+        if (w + 2 * (int)gridDim.x < items)
+            tile(w + 2 * gridDim.x, nn);
+    }
+    __device__ void next()
+    {
+        cur = nxt;
+        nxt = nn;
+    }
+};
+
+static __global__ __launch_bounds__(THREADS, 1) void attention_wgmma_kernel(const k_attn_args a, int ntiles, int items)
 {
 #ifdef HAVE_WGMMA
     extern __shared__ __align__(128) unsigned char sm[];
-    griddep_wait();
     const uint32_t base = ((uint32_t)__cvta_generic_to_shared(sm) + 1023) & ~1023u;
-    /* the page ids of the tile loaded into stage s are staged at ids + 4 WN s */
-    const uint32_t ids = base + 4 * TILE_BYTES;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
-    const int c = threadIdx.x & 7, bs = a.block_size;
-    const uint32_t slot_bytes = 2u * (a.kv_stride > 0 ? a.kv_stride : a.Hkv * WD);
-    const float sl2 = a.scale * 1.4426950408889634f;
-    auto fetch_tile = [&](int w, wg_item &it) {
-        const int ti = w % ntiles;
-        it.seg = a.tiles[2 * ti], it.q0 = a.tiles[2 * ti + 1], it.head = w / ntiles;
-    };
-    auto fetch_seg = [&](wg_item &it) {
-        it.qlen = a.q_len[it.seg], it.klen = a.key_len[it.seg], it.qs = a.q_start[it.seg];
-        it.kvc = a.kv_cached[it.seg], it.poff = a.page_off[it.seg];
-    };
-    auto valid = [&](const wg_item &it) { return !(it.q0 & 64) && it.qlen >= a.wg_min_q; };
-    /* this thread's chunk of the head's first half of d in slot 0 of the K and V pools */
-    auto kv_ptr = [&](const bf16_t *pool, int head) {
-        return (const char *)(pool + (size_t)(head / (a.H / a.Hkv)) * WD + c * 8);
-    };
-    wg_item cur, nxt;
-    bool have = false;  /* cur's fields are fetched */
-    bool ready = false; /* cur's Q is in qf and its first K/V tile in flight (into stage) */
-    int stage = 0;
-    int pid[KV_ROWS], npid[KV_ROWS];
-    uint32_t qf[WD / 16][4]; /* mma.sync's A fragments are also wgmma's A from registers */
-    for (int w = blockIdx.x; w < items; w += gridDim.x) {
-        if (!have) {
-            fetch_tile(w, cur);
-            fetch_seg(cur);
+    const uint32_t qbuf = base, kvbuf = base + 2 * Q_BYTES, bars = kvbuf + STAGES * KV_BYTES;
+    /* barrier addresses: full[s], empty[s], qfull[b], qempty[b] */
+    auto full = [&](int s) { return bars + 8 * s; };
+    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };
+    auto qfull = [&](int b) { return bars + 8 * (2 * STAGES + b); };
+    auto qempty = [&](int b) { return bars + 8 * (2 * STAGES + 2 + b); };
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(full(s), 128); /* every producer thread's copies */
+            mbar_init(empty(s), 8);  /* lane 0 of each consumer warp */
         }
-        have = false;
-        if (!valid(cur)) /* only where the list is not ordered */
-            continue;
-        const int32_t *pages = a.pages + cur.poff;
-        const int klen = cur.klen, kvc = cur.kvc, qlen = cur.qlen;
-        /* warps 4-7 are the second warpgroup's; past the segment it computes on zero queries (a
-         * branch around the wgmma would make the compiler serialize them) and stores nothing */
-        const int r0 = cur.q0 + warp * 16 + g, r1 = r0 + 8;
-        const int kend = attn_key_end(klen, kvc, bs, cur.q0 + WM, qlen);
-        const char *kp = kv_ptr(a.k_pool, cur.head), *vp = kv_ptr(a.v_pool, cur.head);
-        if (!ready) {
-            attn_load_q<WD>(qf, a, cur.qs, cur.head, r0, r1, qlen, t4);
-            if (kend > 0) {
-                kv_pages(pid, pages, a.page_shift, 0, klen);
-                load_kv(base + 2 * stage * TILE_BYTES, base + (2 * stage + 1) * TILE_BYTES, kp, vp, slot_bytes, pid,
-                        a.page_shift, 0, klen);
-                if (WN < kend)
-                    stage_pages(ids + 4 * WN * (stage ^ 1), pages, a.page_shift, WN, klen);
+        for (int b = 0; b < 2; b++) {
+            mbar_init(qfull(b), 128);
+            mbar_init(qempty(b), 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    griddep_wait();
+    /* the warpgroup, read through a shuffle so the compiler knows it uniform across the warp (a role
+     * branch on threadIdx alone counts as divergent, and ptxas serializes the wgmma in it: C7520) */
+    const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x >> 7, 0), bs = a.block_size;
+    wg_walk walk{a, ntiles, items};
+    walk.start(blockIdx.x);
+    int it = 0, qit = 0; /* K/V tiles and Q buffers used so far */
+
+    if (wg == 0) { /* the producer: 16-byte chunk c of rows row + 16 i of each tile (of Q: each half) */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS)); /* its registers to the consumers */
+        const int c = threadIdx.x & 7, row = (threadIdx.x >> 3) & 15;
+        const int shift = a.page_shift, pmask = (1 << shift) - 1;
+        const uint32_t slot_bytes = 2u * (a.kv_stride > 0 ? a.kv_stride : a.Hkv * WD);
+        for (int w = blockIdx.x; w < items; w += gridDim.x, walk.next()) {
+            walk.ahead(w);
+            const wg_item &cur = walk.cur;
+            if (!walk.valid(cur))
+                continue;
+            const int kend = walk.key_end(cur), klen = cur.klen;
+            /* Q: 128 rows, zeros past the segment */
+            const int qb = qit & 1;
+            mbar_wait(qempty(qb), ((qit >> 1) & 1) ^ 1); /* the first round passes */
+            const uint32_t qd = qbuf + qb * Q_BYTES;
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                const int r = row + 16 * i, qr = cur.q0 + r;
+                const bf16_t *src = a.q + (size_t)(cur.qs + min(qr, cur.qlen - 1)) * a.q_stride + cur.head * WD + c * 8;
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    cp_async16(qd + (r >> 6) * TILE_BYTES + sw_off(r & 63, 8 * h + c), src + 64 * h,
+                               qr < cur.qlen ? 16 : 0);
             }
-            asm volatile("cp.async.commit_group;\n" ::);
+            mbar_arrive_cp_async(qfull(qb));
+            qit++;
+            /* K/V tiles of 64 keys, zeros past klen */
+            const int32_t *pages = a.pages + cur.poff;
+            const char *kp = kv_ptr(a, a.k_pool, cur.head, c), *vp = kv_ptr(a, a.v_pool, cur.head, c);
+            for (int k0 = 0; k0 < kend; k0 += WN, it++) {
+                int pid[WN / 16]; /* issued before the wait, so their latency hides behind it */
+#pragma unroll
+                for (int i = 0; i < WN / 16; i++)
+                    pid[i] = __ldg(pages + (min(k0 + row + 16 * i, klen - 1) >> shift));
+                const int s = it % STAGES;
+                mbar_wait(empty(s), ((it / STAGES) & 1) ^ 1);
+                const uint32_t ks = kvbuf + s * KV_BYTES, vs = ks + KV_TILE;
+#pragma unroll
+                for (int i = 0; i < WN / 16; i++) {
+                    const int r = row + 16 * i, j = k0 + r, n = j < klen ? 16 : 0;
+                    const uint32_t slot = ((uint32_t)pid[i] << shift) | (min(j, klen - 1) & pmask);
+                    const uint64_t off = (uint64_t)slot * slot_bytes;
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        cp_async16(ks + sw_off<WN>(r, 8 * h + c), kp + off + 128 * h, n);
+                        cp_async16(vs + sw_off<WN>(r, 8 * h + c), vp + off + 128 * h, n);
+                    }
+                }
+                mbar_arrive_cp_async(full(s));
+            }
         }
-        ready = false;
-        const bool more = w + gridDim.x < items;
-        if (more)
-            fetch_tile(w + gridDim.x, nxt);
+        asm volatile("cp.async.wait_all;\n" ::: "memory"); /* no copy outlives its thread */
+        return;
+    }
+
+    /* the consumers: warpgroup cw takes rows q0 + 64 cw.. of each item; past the segment it
+     * computes on zero queries (a branch around the wgmma would make the compiler serialize them)
+     * and stores nothing */
+    const int cw = wg - 1, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    const float sl2 = a.scale * 1.4426950408889634f;
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+    for (int w = blockIdx.x; w < items; w += gridDim.x, walk.next()) {
+        walk.ahead(w);
+        const wg_item &cur = walk.cur;
+        if (!walk.valid(cur))
+            continue;
+        const int kend = walk.key_end(cur), klen = cur.klen, kvc = cur.kvc;
+        const int r0 = cur.q0 + cw * 64 + warp * 16 + g, r1 = r0 + 8;
+        const int qb = qit & 1;
+        const uint32_t qa = qbuf + qb * Q_BYTES + cw * TILE_BYTES;
+        mbar_wait(qfull(qb), (qit >> 1) & 1);
+        fence_async_shared();
+        qit++;
+        if (kend <= 0) { /* no key (not met in practice: a segment's keys include its queries) */
+            if (lane == 0)
+                mbar_arrive(qempty(qb));
+            attn_store_zero<WD>(a, cur.qs, cur.head, r0, r1, cur.qlen, t4);
+            continue;
+        }
 
         float o[WD / 8][4];
 #pragma unroll
         for (int n = 0; n < WD / 8; n++)
             o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
         float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
-        for (int k0 = 0; k0 < kend; k0 += WN) {
-            const uint32_t ks = base + 2 * stage * TILE_BYTES, vs = ks + TILE_BYTES;
-            const bool last = k0 + WN >= kend;
-            if (more && k0 == 0)
-                fetch_seg(nxt);
-            if (more && (k0 == WN || (last && k0 == 0))) /* the next item's first page ids */
-                kv_pages(npid, a.pages + nxt.poff, a.page_shift, 0, nxt.klen);
-            asm volatile("cp.async.wait_group 0;\n" ::);
-            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* cp.async writes, wgmma reads */
-            __syncthreads();
-            /* past the barrier the tile is visible to all and the other stage is free */
-            const uint32_t kn = base + 2 * (stage ^ 1) * TILE_BYTES;
-            if (!last) {
-                staged_pages(pid, ids + 4 * WN * (stage ^ 1), a.page_shift, k0 + WN, klen);
-                load_kv(kn, kn + TILE_BYTES, kp, vp, slot_bytes, pid, a.page_shift, k0 + WN, klen);
-                if (k0 + 2 * WN < kend)
-                    stage_pages(ids + 4 * WN * stage, pages, a.page_shift, k0 + 2 * WN, klen);
-            } else if (more && valid(nxt)) { /* the next item's first tile */
-                const int nkend = attn_key_end(nxt.klen, nxt.kvc, bs, nxt.q0 + WM, nxt.qlen);
-                load_kv(kn, kn + TILE_BYTES, kv_ptr(a.k_pool, nxt.head), kv_ptr(a.v_pool, nxt.head), slot_bytes,
-                        npid, a.page_shift, 0, nxt.klen);
-                if (WN < nkend)
-                    stage_pages(ids + 4 * WN * stage, a.pages + nxt.poff, a.page_shift, WN, nxt.klen);
-                ready = true;
-            }
-            asm volatile("cp.async.commit_group;\n" ::);
-
-            /* S = Q K^T: 8 steps of 16 over d (32 bytes into the half's rows, the second half 8 KiB on);
-             * K K-major: SBO 1024 (next 8 keys), LBO unused */
-            float s[WN / 8][4];
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        uint32_t pa[WN / 16][4]; /* P of the previous tile, A of its P V */
+        float sc[WN / 8][4];
+        uint32_t vprev;
+        int sprev;
+        /* S = Q K^T of the tile in stage s: 8 steps of 16 over d (32 bytes into the half's rows, the
+         * second half of Q 8 KiB on, of K WN x 128 bytes) */
+        auto issue_s = [&](int s) {
+            const uint32_t ks = kvbuf + s * KV_BYTES;
 #pragma unroll
-            for (int kk = 0; kk < WD / 16; kk++)
-                wgmma_rs_n64(&s[0][0], qf[kk], wg_desc(ks + (kk >> 2) * 8192 + (kk & 3) * 32, 16, 1024), kk > 0);
-            asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            if (last && ready) { /* the last S is done with Q: the next item's Q */
-                const int nr0 = nxt.q0 + warp * 16 + g;
-                attn_load_q<WD>(qf, a, nxt.qs, nxt.head, nr0, nr0 + 8, nxt.qlen, t4);
+            for (int kk = 0; kk < WD / 16; kk++) {
+                const uint64_t qd = desc_k128(qa + (kk >> 2) * 8192 + (kk & 3) * 32);
+                const uint64_t kd = desc_k128(ks + (kk >> 2) * KV_TILE / 2 + (kk & 3) * 32);
+                if (WN == 64)
+                    wgmma_ss_n64(&sc[0][0], qd, kd, kk > 0);
+                else
+                    wgmma_ss_n128(&sc[0][0], qd, kd, kk > 0);
             }
-
-            /* mask only; the scale into log2 units is folded into the row max and the exponent */
-            if (!(k0 + WN <= klen && (bs == 0 || k0 + WN <= kvc)))
-                attn_mask<WN / 8, false>(s, k0, t4, r0, r1, klen, kvc, bs, sl2);
-            float mx0, mx1;
-            attn_row_max<WN / 8>(s, mx0, mx1);
-            float b0s, b1s;
-            attn_new_max<WD>(m0, m1, mx0 * sl2, mx1 * sl2, l0, l1, o, b0s, b1s);
-            uint32_t pa[WN / 16][4];
-#pragma unroll
-            for (int n = 0; n < WN / 8; n++) {
-                float p0 = fast_exp2(fmaf(s[n][0], sl2, -b0s)), p1 = fast_exp2(fmaf(s[n][1], sl2, -b0s));
-                float p2 = fast_exp2(fmaf(s[n][2], sl2, -b1s)), p3 = fast_exp2(fmaf(s[n][3], sl2, -b1s));
-                l0 += p0 + p1;
-                l1 += p2 + p3;
-                pa[n / 2][(n & 1) * 2] = pack_bf2(p0, p1);
-                pa[n / 2][(n & 1) * 2 + 1] = pack_bf2(p2, p3);
-            }
-            /* O += P V: 4 steps of 16 keys; V read transposed (MN-major): LBO 8192 (the next 64 of d),
-             * SBO 1024 (the next 8 keys) */
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        };
+        /* O += P V of the previous tile: a step per 16 keys, V read transposed (MN-major): LBO the
+         * next 64 of d, SBO 1024 (the next 8 keys) */
+        auto issue_pv = [&]() {
 #pragma unroll
             for (int kk = 0; kk < WN / 16; kk++)
-                wgmma_rs_n128_tb(&o[0][0], pa[kk], wg_desc(vs + kk * 2048, 8192, 1024), 1);
-            asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            stage ^= 1;
+                wgmma_rs_n128_tb(&o[0][0], pa[kk], wg_desc(vprev + kk * 2048, KV_TILE / 2, 1024), 1);
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        };
+        /* the online softmax of the tile at k0 (mask only where needed; the scale into log2 units
+         * folded into the row max and the exponent): sc becomes P, the row sums l follow, and al the
+         * factors O is to be scaled by */
+        auto softmax = [&](int k0, float &al0, float &al1) {
+            if (!(k0 + WN <= klen && (bs == 0 || k0 + WN <= kvc)))
+                attn_mask<WN / 8, false>(sc, k0, t4, r0, r1, klen, kvc, bs, sl2);
+            float mx0, mx1;
+            attn_row_max<WN / 8>(sc, mx0, mx1);
+            const float n0 = fmaxf(m0, mx0 * sl2), n1 = fmaxf(m1, mx1 * sl2);
+            const float b0 = n0 == -INFINITY ? 0.f : n0, b1 = n1 == -INFINITY ? 0.f : n1;
+            al0 = fast_exp2(m0 - b0);
+            al1 = fast_exp2(m1 - b1);
+            m0 = n0;
+            m1 = n1;
+            float ps0 = 0.f, ps1 = 0.f;
+#pragma unroll
+            for (int n = 0; n < WN / 8; n++) {
+                sc[n][0] = fast_exp2(fmaf(sc[n][0], sl2, -b0));
+                sc[n][1] = fast_exp2(fmaf(sc[n][1], sl2, -b0));
+                sc[n][2] = fast_exp2(fmaf(sc[n][2], sl2, -b1));
+                sc[n][3] = fast_exp2(fmaf(sc[n][3], sl2, -b1));
+                ps0 += sc[n][0] + sc[n][1];
+                ps1 += sc[n][2] + sc[n][3];
+            }
+            l0 = l0 * al0 + ps0;
+            l1 = l1 * al1 + ps1;
+        };
+        auto to_pa = [&]() {
+#pragma unroll
+            for (int n = 0; n < WN / 8; n++) {
+                pa[n / 2][(n & 1) * 2] = pack_bf2(sc[n][0], sc[n][1]);
+                pa[n / 2][(n & 1) * 2 + 1] = pack_bf2(sc[n][2], sc[n][3]);
+            }
+        };
+        float al0, al1;
+        /* the first tile: S alone */
+        {
+            const int s = it % STAGES;
+            mbar_wait(full(s), (it / STAGES) & 1);
+            fence_async_shared();
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+            issue_s(s);
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            if (WN >= kend && lane == 0) /* the item's last S: Q's buffer is free */
+                mbar_arrive(qempty(qb));
+            softmax(0, al0, al1);
+            to_pa();
+            vprev = kvbuf + s * KV_BYTES + KV_TILE;
+            sprev = s;
+            it++;
         }
-        attn_store<WD>(o, a, cur.qs, cur.head, r0, r1, qlen, t4, attn_row_sum(l0), attn_row_sum(l1));
-        if (more) {
-            if (kend <= 0) /* (no key: the loop did not fetch it) */
-                fetch_seg(nxt);
-            cur = nxt;
-            have = true;
+        /* then tile t's S and tile t - 1's P V in flight together; t's softmax while P V runs */
+        for (int k0 = WN; k0 < kend; k0 += WN, it++) {
+            const int s = it % STAGES;
+            mbar_wait(full(s), (it / STAGES) & 1);
+            fence_async_shared();
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+            issue_s(s);
+            issue_pv();
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+            if (k0 + WN >= kend && lane == 0)
+                mbar_arrive(qempty(qb));
+            softmax(k0, al0, al1);
+            /* the previous tile's P V done: its stage is free, and O takes this tile's scale */
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            if (lane == 0)
+                mbar_arrive(empty(sprev));
+#pragma unroll
+            for (int n = 0; n < WD / 8; n++) {
+                o[n][0] *= al0;
+                o[n][1] *= al0;
+                o[n][2] *= al1;
+                o[n][3] *= al1;
+            }
+            to_pa();
+            vprev = kvbuf + s * KV_BYTES + KV_TILE;
+            sprev = s;
         }
+        /* the last tile's P V */
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        issue_pv();
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        if (lane == 0)
+            mbar_arrive(empty(sprev));
+        attn_store<WD>(o, a, cur.qs, cur.head, r0, r1, cur.qlen, t4, attn_row_sum(l0), attn_row_sum(l1));
     }
 #endif
 }
@@ -321,6 +404,6 @@ extern "C" int k_attention_wgmma(const struct k_attn_args *a, k_stream stream)
     const int sms = k_num_sms();
     /* one block an SM, the items spread evenly: ceil(items / sms) each */
     const int64_t per = (items + sms - 1) / sms, blocks = (items + per - 1) / per;
-    return (int)k_launch(attention_wgmma_kernel, dim3((unsigned)blocks), dim3(256), (size_t)SMEM_BYTES,
+    return (int)k_launch(attention_wgmma_kernel, dim3((unsigned)blocks), dim3(THREADS), (size_t)SMEM_BYTES,
                          (cudaStream_t)stream, *a, ntiles, (int)items);
 }

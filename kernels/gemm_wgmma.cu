@@ -40,41 +40,12 @@
 #define THREADS 384
 
 #ifdef HAVE_SM90A
-/* wgmma shared-memory descriptor of a K-major operand in the 128-byte swizzle: LBO unused, SBO 1024
- * bytes (the next 8 rows) */
-static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr)
-{
-    return (uint64_t)((saddr & 0x3ffff) >> 4) | (1ull << 16) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
-}
-
+#include "hopper.cuh"
 #include "gemm_wgmma.inc"
-
-static __device__ __forceinline__ void mbar_init(uint32_t bar, int count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
 
 static __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes)
 {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-static __device__ __forceinline__ void mbar_arrive(uint32_t bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-
-/* until the phase of parity `parity` of the barrier has completed */
-static __device__ __forceinline__ void mbar_wait(uint32_t bar, int parity)
-{
-    uint32_t done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-    } while (!done);
 }
 
 /* arrives on the barrier at local address bar in block `rank` of the cluster (CTA-scope release,

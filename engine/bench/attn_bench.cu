@@ -16,12 +16,15 @@
  * blocks); its tiles are listed as eng_plan lists them (k_attention_tiles) and k_attn_args'
  * long_tiles and wg_tiles given, unless ATTN_UNORDERED=1 (each kernel then walks every tile).
  * ATTN_SPLITS=N forces N key splits on the mma.sync launch (k_attn_args.splits) instead of
- * k_attention_split_rule's, for measuring the rule.
+ * k_attention_split_rule's, for measuring the rule. ATTN_CHECK=1 also compares each shape's output
+ * with the mma.sync kernel's (impl 0) on the same inputs and prints the largest difference
+ * relative to the largest output (a variant's quick check; engine check is the real one).
  */
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -35,6 +38,27 @@ struct group {
 
 /* Segments of the groups in order, their tiles listed as eng_plan lists them (k_attention_tiles;
  * k_attn_args' long_tiles and wg_tiles given unless ATTN_UNORDERED is set) */
+/* the largest |x - y| over the largest |y| of two bf16 arrays of n values on the device */
+static double rel_diff(const bf16_t *x, const bf16_t *y, size_t n)
+{
+    std::vector<uint16_t> hx(n), hy(n);
+    CK(cudaMemcpy(hx.data(), x, 2 * n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hy.data(), y, 2 * n, cudaMemcpyDeviceToHost));
+    auto f = [](uint16_t v) {
+        uint32_t u = (uint32_t)v << 16;
+        float r;
+        memcpy(&r, &u, 4);
+        return (double)r;
+    };
+    double d = 0, m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double a = f(hx[i]), b = f(hy[i]);
+        d = std::isfinite(a) ? std::max(d, std::fabs(a - b)) : INFINITY;
+        m = std::max(m, std::fabs(b));
+    }
+    return m > 0 ? d / m : d;
+}
+
 static double shape_ms(const std::vector<group> &gs, int reps, int impl, bool single)
 {
     const int H = 32, Hkv = 32, d = 128, pt = 16;
@@ -85,6 +109,19 @@ static double shape_ms(const std::vector<group> &gs, int reps, int impl, bool si
     a.min_q_len = min_q, a.max_q_len = max_q;
     if (!getenv("ATTN_UNORDERED"))
         a.long_tiles = long_tiles, a.long_rows = long_rows, a.wg_tiles = wg_tiles;
+    if (getenv("ATTN_CHECK")) { /* against the mma.sync kernel */
+        bf16_t *ref;
+        CK(cudaMalloc(&ref, 2 * (size_t)T * H * d));
+        k_attn_args r = a;
+        r.impl = 0, r.o = ref;
+        CK(cudaMemset(dout, 0xff, 2 * (size_t)T * H * d)); /* NaN: rows left unwritten show */
+        CK((cudaError_t)k_attention(&r, 0));
+        CK((cudaError_t)k_attention(&a, 0));
+        CK(cudaDeviceSynchronize());
+        printf("  check: largest difference from the mma.sync kernel %.3g of the largest output\n",
+               rel_diff(dout, ref, (size_t)T * H * d));
+        cudaFree(ref);
+    }
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
