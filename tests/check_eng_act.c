@@ -109,7 +109,8 @@ START_TEST(layout_survives_the_forward)
     struct eng_act a = {0};
     char where[160];
     for (int k = 0; k < 160; k++) {
-        struct og_shape sh = {1 + rand() % 3000, 0, 0, 1 + rand() % 5, rand() % 3 ? 0 : 4};
+        struct og_shape sh = {.T = 1 + rand() % 3000, .ffn_chunks = 1 + rand() % 5,
+                              .softmax_copy_bytes = rand() % 3 ? 0 : 4};
         sh.R = rand() % 2 ? sh.T : rand() % (sh.T + 1);
         sh.logit_chunk_rows = rand() % 2 ? 0 : 1 + rand() % 700;
         sh.fused_ffn = rand() % 2;
@@ -139,7 +140,7 @@ START_TEST(layout_of_a_full_model)
     /* LLaDA-8B, a Refresh of 16 x 512 tokens with every row's logits in 2048-row chunks: first-fit
      * needs the theoretical peak; the caching allocator's segments need more */
     const struct model_cfg *m = model_find("llada-8b");
-    struct og_shape sh = {8192, 8192, 2048, 1, 0};
+    struct og_shape sh = {.T = 8192, .R = 8192, .logit_chunk_rows = 2048, .ffn_chunks = 1};
     struct planner_opts po;
     planner_opts_defaults(&po);
     struct eng_act ff = {0}, ca = {0};
@@ -167,7 +168,7 @@ START_TEST(layout_of_a_full_model)
     ck_assert_int_lt(fu.plan.arena_bytes, ff.plan.arena_bytes);
     eng_act_free(&fu);
     /* a shape that normalises to the planned one is the same plan */
-    struct og_shape one = {512, 512, 0, 0, 0}, same = {512, 512, 4096, 1, 0};
+    struct og_shape one = {.T = 512, .R = 512}, same = {.T = 512, .R = 512, .logit_chunk_rows = 4096, .ffn_chunks = 1};
     ck_assert_int_eq(eng_act_plan(&ff, m, &one, planner_find("first-fit"), &po, NULL), 0);
     ck_assert(eng_act_same(&ff, &same));
     /* an MoE model is refused by name */

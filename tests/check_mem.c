@@ -4,7 +4,7 @@
 #include "mem.h"
 #include "test_util.h"
 
-static const struct act_knobs MONO = {0, 1, 0};
+static const struct act_knobs MONO = {.ffn_chunks = 1};
 
 START_TEST(anchor_monolithic_logits)
 {
@@ -22,15 +22,15 @@ END_TEST
 START_TEST(chunking_bounds_the_logits)
 {
     const struct model_cfg *m = model_find("llada-8b");
-    struct act_knobs chunked = {2048, 1, 4};
-    struct act_knobs mono = {0, 1, 4};
+    struct act_knobs chunked = {.logit_chunk_rows = 2048, .ffn_chunks = 1, .softmax_copy_bytes = 4};
+    struct act_knobs mono = {.ffn_chunks = 1, .softmax_copy_bytes = 4};
     ck_assert_int_eq(mem_logits_bytes(m, 100000, &chunked), 2048LL * m->vocab * 6);
     ck_assert_int_eq(mem_logits_bytes(m, 1000, &chunked), 1000LL * m->vocab * 6);
     ck_assert_int_eq(mem_logits_bytes(m, 100000, &mono), 100000LL * m->vocab * 6);
     int64_t a = mem_act_peak(m, 16384, 16384, &chunked), b = mem_act_peak(m, 16384, 16384, &mono);
     ck_assert(a < b / 5);
     /* the fp32 copy adds 4 bytes per logit */
-    struct act_knobs nocopy = {0, 1, 0};
+    struct act_knobs nocopy = {.ffn_chunks = 1};
     ck_assert(mem_act_peak(m, 4096, 4096, &mono) > mem_act_peak(m, 4096, 4096, &nocopy));
 }
 END_TEST
@@ -38,7 +38,7 @@ END_TEST
 START_TEST(monotone_and_ffn_chunks)
 {
     const struct model_cfg *m = model_find("llada-8b");
-    struct act_knobs k = {2048, 1, 0};
+    struct act_knobs k = {.logit_chunk_rows = 2048, .ffn_chunks = 1};
     int64_t prev = 0;
     for (int64_t T = 1; T < 40000; T = T * 3 / 2 + 1) {
         int64_t v = mem_act_peak(m, T, 0, &k);
@@ -46,7 +46,7 @@ START_TEST(monotone_and_ffn_chunks)
         prev = v;
     }
     ck_assert_int_eq(mem_act_peak(m, 0, 0, &k), 0);
-    struct act_knobs f4 = {2048, 4, 0};
+    struct act_knobs f4 = {.logit_chunk_rows = 2048, .ffn_chunks = 4};
     ck_assert(mem_act_peak(m, 16384, 0, &f4) < mem_act_peak(m, 16384, 0, &k));
     /* MoE: the router's fp32 logits and routed copies count */
     const struct model_cfg *moe = model_find("llada2.0-mini");

@@ -13,7 +13,8 @@ START_TEST(peak_equals_closed_form)
     struct opgraph g = {0};
     for (int k = 0; k < 300; k++) {
         const struct model_cfg *m = model_find(models[k % 3]);
-        struct og_shape s = {1 + rand() % 20000, 0, 0, 1 + rand() % 8, (rand() % 3) * 4};
+        struct og_shape s = {.T = 1 + rand() % 20000, .ffn_chunks = 1 + rand() % 8,
+                             .softmax_copy_bytes = (rand() % 3) * 4};
         s.R = rand() % 2 ? s.T : rand() % (s.T + 1);
         s.logit_chunk_rows = rand() % 2 ? 0 : 1 + rand() % 4096;
         s.fused_ffn = rand() % 2;
@@ -34,7 +35,7 @@ START_TEST(chunking_lowers_the_peak_where_it_is)
 {
     const struct model_cfg *m = model_find("llada-8b");
     struct opgraph g = {0};
-    struct og_shape s = {16384, 16384, 0, 1, 4};
+    struct og_shape s = {.T = 16384, .R = 16384, .ffn_chunks = 1, .softmax_copy_bytes = 4};
     opgraph_build(&g, m, &s);
     enum og_kind k;
     opgraph_peak_op(&g, &k);
@@ -61,7 +62,7 @@ START_TEST(fused_ffn_has_no_gate_up)
      * act; fused, at x + norm + act, act living from the gate/up op to down */
     const struct model_cfg *m = model_find("llada-8b");
     struct opgraph g = {0};
-    struct og_shape s = {8192, 0, 0, 1, 0};
+    struct og_shape s = {.T = 8192, .ffn_chunks = 1};
     const int64_t row = 8192LL * 2;
     opgraph_build(&g, m, &s);
     ck_assert_int_eq(opgraph_peak(&g), row * (2 * 4096 + 3 * m->ffn));

@@ -74,7 +74,8 @@ START_TEST(ilp_optimum_against_heuristics)
     int graphs = 0;
     for (int T = 64; T <= 8192; T *= 4)
         for (int chunks = 1; chunks <= 3; chunks++) {
-            struct og_shape s = {T, T / 2, T / 8, chunks, 4};
+            struct og_shape s = {.T = T, .R = T / 2, .logit_chunk_rows = T / 8, .ffn_chunks = chunks,
+                                 .softmax_copy_bytes = 4};
             opgraph_build(&g, &tiny, &s);
             struct plan ilp, ff;
             ck_assert_int_eq(planner_run(planner_find("ilp"), &g, &po, &ilp, NULL), 0);
@@ -150,7 +151,7 @@ START_TEST(chunking_lazy_and_brute)
     const struct model_cfg *m = model_find("llada-8b");
     struct planner_opts po;
     planner_opts_defaults(&po);
-    struct og_shape s = {65536, 32768, 0, 1, 4};
+    struct og_shape s = {.T = 65536, .R = 32768, .ffn_chunks = 1, .softmax_copy_bytes = 4};
     struct chunk_result lazy, brute, none;
     int64_t budget = 6LL << 30;
     ck_assert_int_eq(chunk_search(CHUNK_LAZY, m, &s, planner_find("first-fit"), &po, budget, &lazy, NULL), 0);
@@ -174,7 +175,7 @@ START_TEST(planning_a_32_layer_model_is_fast)
 {
     const struct model_cfg *m = model_find("llada-8b");
     struct opgraph g = {0};
-    struct og_shape s = {8192, 4096, 2048, 2, 0};
+    struct og_shape s = {.T = 8192, .R = 4096, .logit_chunk_rows = 2048, .ffn_chunks = 2};
     opgraph_build(&g, m, &s);
     struct planner_opts po;
     planner_opts_defaults(&po);
