@@ -226,15 +226,7 @@ static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16
         attn_row_max<NT>(s, mx0, mx1);
         float b0s, b1s;
         attn_new_max<D>(m0, m1, mx0 * sl2, mx1 * sl2, l0, l1, o, b0s, b1s);
-#pragma unroll
-        for (int n = 0; n < NT; n++) {
-            s[n][0] = fast_exp2(fmaf(s[n][0], sl2, -b0s));
-            s[n][1] = fast_exp2(fmaf(s[n][1], sl2, -b0s));
-            s[n][2] = fast_exp2(fmaf(s[n][2], sl2, -b1s));
-            s[n][3] = fast_exp2(fmaf(s[n][3], sl2, -b1s));
-            l0 += s[n][0] + s[n][1];
-            l1 += s[n][2] + s[n][3];
-        }
+        attn_exp<NT>(s, sl2, b0s, b1s, l0, l1);
         /* O += P V: the S accumulators of n-tiles 2kk and 2kk+1 form P's A fragment */
 #pragma unroll
         for (int kk = 0; kk < NT / 2; kk++) {

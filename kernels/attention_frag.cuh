@@ -89,27 +89,60 @@ static __device__ __forceinline__ float attn_row_sum(float v)
     return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
-/* The online softmax's step to a tile's row maxima mx0, mx1 (log2 units): the running maxima m
- * grow to them, the sums l and the O rows are corrected by 2^(old - new), and b0, b1 are the
- * maxima to subtract in the tile's exponents (0 for a row that has seen no key yet). */
+/* O rows r0 and r1 scaled by al0 and al1 */
 template <int D>
-static __device__ __forceinline__ void attn_new_max(float &m0, float &m1, float mx0, float mx1, float &l0, float &l1,
-                                                    float (&o)[D / 8][4], float &b0, float &b1)
+static __device__ __forceinline__ void attn_scale_o(float (&o)[D / 8][4], float al0, float al1)
 {
-    float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
-    b0 = n0 == -INFINITY ? 0.f : n0;
-    b1 = n1 == -INFINITY ? 0.f : n1;
-    float al0 = fast_exp2(m0 - b0), al1 = fast_exp2(m1 - b1);
-    m0 = n0;
-    m1 = n1;
-    l0 *= al0;
-    l1 *= al1;
 #pragma unroll
     for (int n = 0; n < D / 8; n++) {
         o[n][0] *= al0;
         o[n][1] *= al0;
         o[n][2] *= al1;
         o[n][3] *= al1;
+    }
+}
+
+/* The online softmax's step to a tile's row maxima mx0, mx1 (log2 units): the running maxima m
+ * grow to them, the sums l are corrected by al = 2^(old - new), and b0, b1 are the maxima to
+ * subtract in the tile's exponents (0 for a row that has seen no key yet). O is to be scaled by al
+ * as well (attn_scale_o; attn_new_max does both). */
+static __device__ __forceinline__ void attn_new_max_l(float &m0, float &m1, float mx0, float mx1, float &l0, float &l1,
+                                                      float &b0, float &b1, float &al0, float &al1)
+{
+    float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+    b0 = n0 == -INFINITY ? 0.f : n0;
+    b1 = n1 == -INFINITY ? 0.f : n1;
+    al0 = fast_exp2(m0 - b0);
+    al1 = fast_exp2(m1 - b1);
+    m0 = n0;
+    m1 = n1;
+    l0 *= al0;
+    l1 *= al1;
+}
+
+/* attn_new_max_l with O's rows corrected at once */
+template <int D>
+static __device__ __forceinline__ void attn_new_max(float &m0, float &m1, float mx0, float mx1, float &l0, float &l1,
+                                                    float (&o)[D / 8][4], float &b0, float &b1)
+{
+    float al0, al1;
+    attn_new_max_l(m0, m1, mx0, mx1, l0, l1, b0, b1, al0, al1);
+    attn_scale_o<D>(o, al0, al1);
+}
+
+/* An S tile of NT 8-key columns into P = 2^(s sl2 - b) (b0, b1: the rows' maxima in log2 units,
+ * attn_new_max), its row sums added to l0 and l1 */
+template <int NT>
+static __device__ __forceinline__ void attn_exp(float (&s)[NT][4], float sl2, float b0, float b1, float &l0, float &l1)
+{
+#pragma unroll
+    for (int n = 0; n < NT; n++) {
+        s[n][0] = fast_exp2(fmaf(s[n][0], sl2, -b0));
+        s[n][1] = fast_exp2(fmaf(s[n][1], sl2, -b0));
+        s[n][2] = fast_exp2(fmaf(s[n][2], sl2, -b1));
+        s[n][3] = fast_exp2(fmaf(s[n][3], sl2, -b1));
+        l0 += s[n][0] + s[n][1];
+        l1 += s[n][2] + s[n][3];
     }
 }
 
@@ -151,23 +184,6 @@ static __device__ __forceinline__ void attn_store(const float (&o)[D / 8][4], co
             *(uint32_t *)(a.o + (size_t)(qs + r0) * ostride + c) = pack_bf2(o[n][0] * i0, o[n][1] * i0);
         if (r1 < qlen)
             *(uint32_t *)(a.o + (size_t)(qs + r1) * ostride + c) = pack_bf2(o[n][2] * i1, o[n][3] * i1);
-    }
-}
-
-/* Zeros into rows r0 and r1 of the head's columns of a.o (a row that sees no key); rows past the
- * segment are not stored. */
-template <int D>
-static __device__ __forceinline__ void attn_store_zero(const k_attn_args &a, int qs, int head, int r0, int r1,
-                                                       int qlen, int t4)
-{
-    const int ostride = a.H * D;
-#pragma unroll
-    for (int n = 0; n < D / 8; n++) {
-        int c = head * D + n * 8 + t4 * 2;
-        if (r0 < qlen)
-            *(uint32_t *)(a.o + (size_t)(qs + r0) * ostride + c) = 0u;
-        if (r1 < qlen)
-            *(uint32_t *)(a.o + (size_t)(qs + r1) * ostride + c) = 0u;
     }
 }
 

@@ -227,7 +227,8 @@ static __global__ __launch_bounds__(THREADS, 1) void attention_wgmma_kernel(cons
         if (kend <= 0) { /* no key (not met in practice: a segment's keys include its queries) */
             if (lane == 0)
                 mbar_arrive(qempty(qb));
-            attn_store_zero<WD>(a, cur.qs, cur.head, r0, r1, cur.qlen, t4);
+            float z[WD / 8][4] = {};
+            attn_store<WD>(z, a, cur.qs, cur.head, r0, r1, cur.qlen, t4, 0.f, 0.f);
             continue;
         }
 
@@ -269,26 +270,10 @@ static __global__ __launch_bounds__(THREADS, 1) void attention_wgmma_kernel(cons
         auto softmax = [&](int k0, float &al0, float &al1) {
             if (!(k0 + WN <= klen && (bs == 0 || k0 + WN <= kvc)))
                 attn_mask<WN / 8, false>(sc, k0, t4, r0, r1, klen, kvc, bs, sl2);
-            float mx0, mx1;
+            float mx0, mx1, b0, b1;
             attn_row_max<WN / 8>(sc, mx0, mx1);
-            const float n0 = fmaxf(m0, mx0 * sl2), n1 = fmaxf(m1, mx1 * sl2);
-            const float b0 = n0 == -INFINITY ? 0.f : n0, b1 = n1 == -INFINITY ? 0.f : n1;
-            al0 = fast_exp2(m0 - b0);
-            al1 = fast_exp2(m1 - b1);
-            m0 = n0;
-            m1 = n1;
-            float ps0 = 0.f, ps1 = 0.f;
-#pragma unroll
-            for (int n = 0; n < WN / 8; n++) {
-                sc[n][0] = fast_exp2(fmaf(sc[n][0], sl2, -b0));
-                sc[n][1] = fast_exp2(fmaf(sc[n][1], sl2, -b0));
-                sc[n][2] = fast_exp2(fmaf(sc[n][2], sl2, -b1));
-                sc[n][3] = fast_exp2(fmaf(sc[n][3], sl2, -b1));
-                ps0 += sc[n][0] + sc[n][1];
-                ps1 += sc[n][2] + sc[n][3];
-            }
-            l0 = l0 * al0 + ps0;
-            l1 = l1 * al1 + ps1;
+            attn_new_max_l(m0, m1, mx0 * sl2, mx1 * sl2, l0, l1, b0, b1, al0, al1);
+            attn_exp<WN / 8>(sc, sl2, b0, b1, l0, l1);
         };
         auto to_pa = [&]() {
 #pragma unroll
@@ -330,13 +315,7 @@ static __global__ __launch_bounds__(THREADS, 1) void attention_wgmma_kernel(cons
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             if (lane == 0)
                 mbar_arrive(empty(sprev));
-#pragma unroll
-            for (int n = 0; n < WD / 8; n++) {
-                o[n][0] *= al0;
-                o[n][1] *= al0;
-                o[n][2] *= al1;
-                o[n][3] *= al1;
-            }
+            attn_scale_o<WD>(o, al0, al1);
             to_pa();
             vprev = kvbuf + s * KV_BYTES + KV_TILE;
             sprev = s;
