@@ -2,8 +2,7 @@
  * attention_frag.cuh: the pieces the mma.sync (attention.cu) and the wgmma (attention_wgmma.cu)
  * attention kernels share. Both hold S and O in mma.sync's m16n8 accumulator layout: a thread owns
  * rows r0 = its warp's first row + lane / 4 and r1 = r0 + 8, and in each 8-column tile n the
- * columns 8 n + 2 (lane % 4) and + 1 (elements 0, 1 in row r0; 2, 3 in row r1); Q is mma.sync's A
- * fragment, one per 16 of d.
+ * columns 8 n + 2 (lane % 4) and + 1 (elements 0, 1 in row r0; 2, 3 in row r1).
  */
 #ifndef TESSERA_KERNELS_ATTENTION_FRAG_CUH
 #define TESSERA_KERNELS_ATTENTION_FRAG_CUH
@@ -27,24 +26,6 @@ static __device__ __forceinline__ int attn_key_end(int klen, int kvc, int bs, in
         kend = min(klen, kvc + (last / bs + 1) * bs);
     }
     return kend;
-}
-
-/* Q fragments of rows r0 and r1 straight from global memory (rows past the segment read as zero). */
-template <int D>
-static __device__ __forceinline__ void attn_load_q(uint32_t (&qf)[D / 16][4], const k_attn_args &a, int qs, int head,
-                                                   int r0, int r1, int qlen, int t4)
-{
-    const bf16_t *p0 = a.q + (size_t)(qs + r0) * a.q_stride + head * D;
-    const bf16_t *p1 = a.q + (size_t)(qs + r1) * a.q_stride + head * D;
-    bool v0 = r0 < qlen, v1 = r1 < qlen;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; kk++) {
-        int c = kk * 16 + t4 * 2;
-        qf[kk][0] = v0 ? *(const uint32_t *)(p0 + c) : 0u;
-        qf[kk][1] = v1 ? *(const uint32_t *)(p1 + c) : 0u;
-        qf[kk][2] = v0 ? *(const uint32_t *)(p0 + c + 8) : 0u;
-        qf[kk][3] = v1 ? *(const uint32_t *)(p1 + c + 8) : 0u;
-    }
 }
 
 /* Masks an S tile of NT 8-key columns from key k0 on: keys past klen, and (block-causal) keys in a
