@@ -24,7 +24,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -38,27 +37,6 @@ struct group {
 
 /* Segments of the groups in order, their tiles listed as eng_plan lists them (k_attention_tiles;
  * k_attn_args' long_tiles and wg_tiles given unless ATTN_UNORDERED is set) */
-/* the largest |x - y| over the largest |y| of two bf16 arrays of n values on the device */
-static double rel_diff(const bf16_t *x, const bf16_t *y, size_t n)
-{
-    std::vector<uint16_t> hx(n), hy(n);
-    CK(cudaMemcpy(hx.data(), x, 2 * n, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(hy.data(), y, 2 * n, cudaMemcpyDeviceToHost));
-    auto f = [](uint16_t v) {
-        uint32_t u = (uint32_t)v << 16;
-        float r;
-        memcpy(&r, &u, 4);
-        return (double)r;
-    };
-    double d = 0, m = 0;
-    for (size_t i = 0; i < n; i++) {
-        const double a = f(hx[i]), b = f(hy[i]);
-        d = std::isfinite(a) ? std::max(d, std::fabs(a - b)) : INFINITY;
-        m = std::max(m, std::fabs(b));
-    }
-    return m > 0 ? d / m : d;
-}
-
 static double shape_ms(const std::vector<group> &gs, int reps, int impl, bool single)
 {
     const int H = 32, Hkv = 32, d = 128, pt = 16;
@@ -119,7 +97,7 @@ static double shape_ms(const std::vector<group> &gs, int reps, int impl, bool si
         CK((cudaError_t)k_attention(&a, 0));
         CK(cudaDeviceSynchronize());
         printf("  check: largest difference from the mma.sync kernel %.3g of the largest output\n",
-               rel_diff(dout, ref, (size_t)T * H * d));
+               max_rel_diff(ref, dout, (size_t)T * H * d));
         cudaFree(ref);
     }
     cudaEvent_t e0, e1;

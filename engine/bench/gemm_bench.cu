@@ -30,33 +30,10 @@
         }                                                                                                    \
     } while (0)
 
-static float bf(uint16_t v)
-{
-    uint32_t u = (uint32_t)v << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 static double median(std::vector<float> v)
 {
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-/* largest |a - b| over the largest |a| (infinite on a NaN) */
-static double max_rel_diff(const bf16_t *da, const bf16_t *db, size_t n)
-{
-    std::vector<uint16_t> a(n), b(n);
-    CK(cudaMemcpy(a.data(), da, n * 2, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(b.data(), db, n * 2, cudaMemcpyDeviceToHost));
-    double mx = 0, md = 0;
-    for (size_t i = 0; i < n; i++) {
-        mx = std::max(mx, (double)fabsf(bf(a[i])));
-        double dd = fabs((double)bf(a[i]) - bf(b[i]));
-        md = std::max(md, std::isnan(dd) ? INFINITY : dd);
-    }
-    return md / mx;
 }
 
 int main(int argc, char **argv)
