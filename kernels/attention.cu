@@ -378,10 +378,9 @@ static int launch_splits(const k_attn_args *a)
 {
     if (!a->ws || a->num_tiles <= 0 || a->wg_min_q > 0)
         return 1;
-    /* aim at two blocks per SM (four measured slower on 16 x 32 over 480: the combine costs more),
-     * or as the caller asks (k_attn_args.splits) */
+    /* the launch rules' count (k_attention_split_rule), or the caller's (k_attn_args.splits) */
     int splits = a->splits > 0 ? min(min(a->splits, K_ATTN_MAX_SPLITS), max(1, (a->max_key_len + 63) / 64))
-                               : k_attention_split_rule(a->num_tiles, a->H, k_num_sms(), a->max_key_len);
+                               : k_attention_split_rule(a->num_tiles, a->T, a->H, k_num_sms(), a->max_key_len);
     while (splits > 1 && (int64_t)splits * a->T * a->H * (a->d + 2) * 4 > a->ws_bytes)
         splits--;
     return splits;
@@ -392,7 +391,7 @@ static int launch_splits(const k_attn_args *a)
  * 0.108 against 0.094 ms) */
 static int launch_tile_keys(const k_attn_args *a)
 {
-    const int splits = a->wg_min_q > 0 ? k_attention_split_rule(a->num_tiles, a->H, k_num_sms(), a->max_key_len)
+    const int splits = a->wg_min_q > 0 ? k_attention_split_rule(a->num_tiles, a->T, a->H, k_num_sms(), a->max_key_len)
                                        : launch_splits(a);
     return k_attention_short_kv_tiles(splits, a->T, a->num_tiles) ? TN_SHORT : TN_LONG;
 }

@@ -165,41 +165,72 @@ static inline int k_attention_tiles(int nseg, const int32_t *q_len, int32_t *til
     return n;
 }
 #define K_ATTN_MAX_SPLITS 16
-/* The version of the engine's attention launch rules (k_attention_split_rule_v). A profile records
- * the version it was measured under (engine_profile.attn_rules), and a calibration fitted from it
- * prices attention the way that engine launched it (sim/calib.c), so a calibration and the fidelity
- * records made with it stay valid when the rules change. 1: key splits ceil(2 SMs / blocks), the
- * profiles before the eleventh session (2026-11-21; those name no version); 2: floor(2 SMs /
- * blocks), from the tenth and eleventh sessions' sweeps (engine/BENCHMARKS.md): the ceiling's one
- * split too many ran the attention of 1-8 short Reuse segments 1.1-1.8x slower. */
-#define K_ATTN_RULES 2
-/* The key splits of the mma.sync kernel running alone over num_tiles query tiles of `heads` heads,
- * max_key_len keys at most, on a GPU of `sms` SMs, by rules version `rules`: about two blocks an
- * SM (at most that many from version 2 on), at most one a 64-key tile and K_ATTN_MAX_SPLITS.
- * k_attention_splits adds the workspace's limit. */
-static inline int k_attention_split_rule_v(int rules, int num_tiles, int heads, int sms, int max_key_len)
-{
-    if (num_tiles <= 0 || heads <= 0 || sms <= 0)
-        return 1;
-    int64_t blocks = (int64_t)num_tiles * heads, slots = 2 * (int64_t)sms;
-    int64_t want = rules >= 2 ? slots / blocks : (slots + blocks - 1) / blocks;
-    int64_t useful = ((int64_t)max_key_len + 63) / 64;
-    int64_t splits = want < useful ? want : useful;
-    if (splits > K_ATTN_MAX_SPLITS)
-        splits = K_ATTN_MAX_SPLITS;
-    return splits < 1 ? 1 : (int)splits;
-}
-/* The key splits by this build's rules (the engine's launches) */
-static inline int k_attention_split_rule(int num_tiles, int heads, int sms, int max_key_len)
-{
-    return k_attention_split_rule_v(K_ATTN_RULES, num_tiles, heads, sms, max_key_len);
-}
 /* Whether the mma.sync kernel takes 32-key K/V tiles, four blocks an SM: its rows fill query tiles
  * to at most 32 rows on average and its keys are not split (k_attention_tile_keys; the
  * calibration's attention model prices the launch with the same rule). */
 static inline int k_attention_short_kv_tiles(int splits, int64_t rows, int64_t num_tiles)
 {
     return splits == 1 && rows <= 32 * num_tiles;
+}
+/* The version of the engine's attention launch rules (k_attention_split_rule_v). A profile records
+ * the version it was measured under (engine_profile.attn_rules), and a calibration fitted from it
+ * prices attention the way that engine launched it (sim/calib.c), so a calibration and the fidelity
+ * records made with it stay valid when the rules change. 1: key splits ceil(2 SMs / blocks), the
+ * profiles before the eleventh session (2026-11-21; those name no version); 2: floor(2 SMs /
+ * blocks), from the tenth and eleventh sessions' sweeps (engine/BENCHMARKS.md): the ceiling's one
+ * split too many ran the attention of 1-8 short Reuse segments 1.1-1.8x slower; 3: the count of
+ * least modelled time (k_attention_split_cost), from the thirteenth session: the floor left
+ * Reuse steps of 5-7 segments over thousands of keys on one split, 1.1-1.4x slower than 3-4. */
+#define K_ATTN_RULES 3
+/* Rules 3: the key splits s (1 up to `most`) of least modelled time for a launch of `blocks`
+ * blocks (query tiles x heads) over `rows` query rows in num_tiles tiles, `keys` keys at most, on
+ * `sms` SMs: waves x keys a block (the longest block's keys, as the kernel splits them, in 64-key
+ * tiles, or 32 with k_attention_short_kv_tiles' four blocks an SM), plus 9/16 of a key for each
+ * block launched and 96 for the combine where keys are split. The two constants are a
+ * non-negative least-squares fit of the tenth and eleventh sessions' sweeps of forced counts (66
+ * shapes of 1-16 segments of 8-128 rows over 480-12,000 keys, engine/results/attn-splits*):
+ * geometric mean 1.011 of the best forced count's time in the tenth's shapes and 1.018 in the
+ * eleventh's (the floor of rules 2: 1.032 and 1.031). Ties take the fewer splits. */
+static inline int k_attention_split_cost(int64_t blocks, int64_t rows, int num_tiles, int sms, int64_t keys,
+                                         int64_t most)
+{
+    int best = 1;
+    int64_t best_cost = -1;
+    for (int s = 1; s <= most; s++) {
+        const int short_kv = k_attention_short_kv_tiles(s, rows, num_tiles);
+        const int64_t slots = (short_kv ? 4 : 2) * (int64_t)sms, tile = short_kv ? 32 : 64;
+        const int64_t waves = (blocks * s + slots - 1) / slots;
+        int64_t per = ((keys + s - 1) / s + tile - 1) / tile * tile;
+        if (per > keys)
+            per = keys;
+        const int64_t cost = 16 * waves * per + 9 * blocks * s + (s > 1 ? 16 * 96 : 0);
+        if (best_cost < 0 || cost < best_cost)
+            best_cost = cost, best = s;
+    }
+    return best;
+}
+/* The key splits of the mma.sync kernel running alone over num_tiles query tiles (rows query rows)
+ * of `heads` heads, max_key_len keys at most, on a GPU of `sms` SMs, by rules version `rules`: 1-2,
+ * about two blocks an SM (at most that many from version 2 on); 3, k_attention_split_cost's; at
+ * most one a 64-key tile and K_ATTN_MAX_SPLITS. k_attention_splits adds the workspace's limit. */
+static inline int k_attention_split_rule_v(int rules, int num_tiles, int64_t rows, int heads, int sms,
+                                           int max_key_len)
+{
+    if (num_tiles <= 0 || heads <= 0 || sms <= 0)
+        return 1;
+    int64_t blocks = (int64_t)num_tiles * heads, slots = 2 * (int64_t)sms;
+    int64_t useful = ((int64_t)max_key_len + 63) / 64;
+    int64_t most = useful < K_ATTN_MAX_SPLITS ? useful : K_ATTN_MAX_SPLITS;
+    if (rules >= 3)
+        return most < 1 ? 1 : k_attention_split_cost(blocks, rows, num_tiles, sms, max_key_len, most);
+    int64_t want = rules >= 2 ? slots / blocks : (slots + blocks - 1) / blocks;
+    int64_t splits = want < most ? want : most;
+    return splits < 1 ? 1 : (int)splits;
+}
+/* The key splits by this build's rules (the engine's launches) */
+static inline int k_attention_split_rule(int num_tiles, int64_t rows, int heads, int sms, int max_key_len)
+{
+    return k_attention_split_rule_v(K_ATTN_RULES, num_tiles, rows, heads, sms, max_key_len);
 }
 /* Whether auto runs a step's long segments on the mma.sync kernel (with the rest, keys split by
  * k_attention_split_rule) instead of the wgmma kernel, which never splits keys: where they are a

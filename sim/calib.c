@@ -640,7 +640,7 @@ static void attn_finish(struct attn_acc *a, int heads, int sms, int rules)
      * short tiles alone (k_attn_args.long_tiles), its K/V tile size the one it would take alone;
      * beside the wgmma kernel it never splits keys (k_attention_splits), bounded by the step's
      * longest segment */
-    int alone = k_attention_split_rule_v(rules, (int)a->short_tiles, heads, sms, (int)a->f[4]);
+    int alone = k_attention_split_rule_v(rules, (int)a->short_tiles, (int64_t)a->short_rows, heads, sms, (int)a->f[4]);
     int splits = a->any_long ? 1 : alone;
     bool short_kv_tiles = k_attention_short_kv_tiles(alone, (int64_t)a->short_rows, (int64_t)a->short_tiles);
     double keys = fmin(ceil(ceil(a->short_max_k / splits) / 64.0) * 64.0, a->short_max_k);
