@@ -187,10 +187,13 @@ static inline int k_attention_short_kv_tiles(int splits, int64_t rows, int64_t n
  * `sms` SMs: waves x keys a block (the longest block's keys, as the kernel splits them, in 64-key
  * tiles, or 32 with k_attention_short_kv_tiles' four blocks an SM), plus 9/16 of a key for each
  * block launched and 96 for the combine where keys are split. The two constants are a
- * non-negative least-squares fit of the tenth and eleventh sessions' sweeps of forced counts (66
- * shapes of 1-16 segments of 8-128 rows over 480-12,000 keys, engine/results/attn-splits*):
- * geometric mean 1.011 of the best forced count's time in the tenth's shapes and 1.018 in the
- * eleventh's (the floor of rules 2: 1.032 and 1.031). Ties take the fewer splits. */
+ * non-negative least-squares fit of the tenth and eleventh sessions' sweeps of forced counts (68
+ * shapes of 1-16 segments of 8-128 rows over 480-12,000 keys, engine/results/attn-splits*;
+ * analysis/attn_split_fit.py refits them and sets each rule against the best count): geometric
+ * mean 1.011 of the best forced count's time in the tenth's shapes and 1.018 in the eleventh's
+ * (the floor of rules 2: 1.032 and 1.031). Ties take the fewer splits. */
+#define K_ATTN_SPLIT_BLOCK_16THS 9   /* keys a launched block costs, in 16ths */
+#define K_ATTN_SPLIT_COMBINE_KEYS 96 /* keys the combine of split keys costs */
 static inline int k_attention_split_cost(int64_t blocks, int64_t rows, int num_tiles, int sms, int64_t keys,
                                          int64_t most)
 {
@@ -203,7 +206,8 @@ static inline int k_attention_split_cost(int64_t blocks, int64_t rows, int num_t
         int64_t per = ((keys + s - 1) / s + tile - 1) / tile * tile;
         if (per > keys)
             per = keys;
-        const int64_t cost = 16 * waves * per + 9 * blocks * s + (s > 1 ? 16 * 96 : 0);
+        const int64_t cost = 16 * waves * per + K_ATTN_SPLIT_BLOCK_16THS * blocks * s +
+                             (s > 1 ? 16 * K_ATTN_SPLIT_COMBINE_KEYS : 0);
         if (best_cost < 0 || cost < best_cost)
             best_cost = cost, best = s;
     }

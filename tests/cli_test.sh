@@ -95,9 +95,25 @@ if command -v python3 >/dev/null 2>&1; then
         n=$(awk -F, '$5 == "calibrated"' "$tmp/ab-$v/out/fidelity.csv" | wc -l)
         if [ "$n" -eq 8 ] && [ -z "$differ" ]; then ok; else bad "warm-up A/B ($v): $n runs, differing: $differ"; fi
     done
+    # analysis/attn_split_fit.py on the recorded sweeps of forced key splits: the figures
+    # engine/BENCHMARKS.md quotes for rules 2 and 3 (kernels.h's constants), and bad input named
+    expect 0 "attn_split_fit.py" -- python3 "$root/analysis/attn_split_fit.py"
+    contains "attn_split_fit.py refits the constants" "+ 0.5693 x blocks + 98.3 x [split]"
+    contains "attn_split_fit.py: the eleventh session's shapes" "18                1.031, 1.323                1.018, 1.200"
+    contains "attn_split_fit.py: the ops-h200 steps" "22                1.140, 1.592                1.037, 1.260"
+    printf '3 2:32:480 0.1\n1 2:32:480 x\n' >"$tmp/splits.txt"
+    expect 1 "attn_split_fit.py, a bad time" -- python3 "$root/analysis/attn_split_fit.py" "$tmp/splits.txt"
+    contains "attn_split_fit.py names file, line and field" "splits.txt:2: ms: 'x' is not a number"
 else
-    echo "cli: note: python3 not found; the recorded-fidelity check is skipped" >&2
+    echo "cli: note: python3 not found; the recorded-fidelity and split-fit checks are skipped" >&2
 fi
+# the ops-h200 records: the shipped calibration prices their replayed steps as eval-*.txt says
+for w in def long; do
+    gzip -dc "$root/experiments/results/ops-h200/$w.db.gz" >"$tmp/ops-$w.db"
+    expect 0 "calib eval of ops-h200 $w" -- $bin calib eval --db "$tmp/ops-$w.db"
+    if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$root/experiments/results/ops-h200/eval-$w.txt")" ]; then ok
+    else bad "ops-h200/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$root/experiments/results/ops-h200/eval-$w.txt" | head >&2; fi
+done
 
 # JSON summary is one valid object
 expect 0 "sim --json" -- $bin sim --json --quiet --requests 20
