@@ -22,7 +22,7 @@ static void engine_usage(FILE *f)
 "                             [--gemm-cache FILE] [--ops]\n"
 "       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
 "                              [--gemm-cache FILE] [--warmup N] [--warm-ms MS]\n"
-"                              [--step SEGS,Q,KV,LOGIT_ROWS]\n"
+"                              [--step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--logit-chunk N]\n"
 "                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention]\n"
 "                            [--weights PATH] [--gemm-cache FILE] [--warm-s S]\n"
@@ -67,14 +67,17 @@ static void engine_usage(FILE *f)
 "       meets a GEMM shape new to the process runs once untimed first); --ops also\n"
 "       times each op of each step (one more run with an event after every op, scaled to the\n"
 "       step's time) into engine_step_ops, which `tessera calib eval` then breaks down by op\n"
-"profile times every op of steps over a grid of (sequences, q, cached kv, logits) and writes\n"
+"profile times every op of steps over a grid of (sequences, q, cached kv, logits), and uneven\n"
+"       Reuse steps (3 or 6 blocks of 32, the last over 2,048 or 4,096 cached keys, the others\n"
+"       over 128 to 1,024: the attention's longest block apart from its total work), and writes\n"
 "       the rows, with GPU name, clocks, driver, CUDA and cuBLAS versions and the version of\n"
 "       the engine's attention launch rules (attn_rules), into engine_profile\n"
 "       (replacing that model's earlier rows on this GPU); each step runs --warmup [1] times\n"
 "       untimed first, then again until its warm-up has taken --warm-ms [0] milliseconds (so\n"
 "       that it is timed at the clock its own repetition holds, not the one the heavier steps\n"
 "       before it in the sweep left under the power limit); --step profiles that one step\n"
-"       instead of the grid (a diagnostic: too few rows for calib import)\n");
+"       instead of the grid (a diagnostic: too few rows for calib import), its last sequence\n"
+"       over KV_LONG cached keys instead where given (an uneven step)\n");
 }
 
 int cli_engine(int argc, char **argv)
@@ -109,7 +112,7 @@ int cli_engine(int argc, char **argv)
     int64_t warmup = 1;
     double warm_ms = 0, warm_s = ENG_WARM_S;
     const char *warm_trace = NULL;
-    int32_t step_list[ENG_BENCH_MAX_STEPS][4];
+    int32_t step_list[ENG_BENCH_MAX_STEPS][5]; /* SEGS, Q, KV, LOGIT_ROWS, KV_LONG (profile's; 0: even) */
     int nstep = 0;
     const char *db = NULL, *weights = NULL;
     double mem_gb = 0;
@@ -133,13 +136,19 @@ int cli_engine(int argc, char **argv)
         case 'A': bad = ts_parse_double(optarg, &warm_s) || !(warm_s >= 0 && warm_s <= 600); break;
         case 'B': warm_trace = optarg; break;
         case 'T': {
-            int n = 0, *st = nstep < ENG_BENCH_MAX_STEPS ? step_list[nstep] : NULL;
-            bad = !st || sscanf(optarg, "%d,%d,%d,%d%n", &st[0], &st[1], &st[2], &st[3], &n) != 4 ||
-                  optarg[n] != '\0' || st[0] < 1 || st[1] < 1 || st[2] < 0 || st[3] < 0 || st[3] > st[1] ||
-                  (int64_t)st[0] * st[1] > 16384;
+            int n = 0, m = 0, *st = nstep < ENG_BENCH_MAX_STEPS ? step_list[nstep] : NULL;
+            bad = !st || sscanf(optarg, "%d,%d,%d,%d%n", &st[0], &st[1], &st[2], &st[3], &n) != 4;
+            if (!bad) {
+                st[4] = 0;
+                if (optarg[n] == ',' && (sscanf(optarg + n, ",%d%n", &st[4], &m) != 1 || st[4] < 0 || st[0] < 2))
+                    bad = 1;
+                bad = bad || optarg[n + m] != '\0' || st[0] < 1 || st[1] < 1 || st[2] < 0 || st[3] < 0 ||
+                      st[3] > st[1] || (int64_t)st[0] * st[1] > 16384;
+            }
             if (bad)
-                fprintf(stderr, "tessera engine %s: --step SEGS,Q,KV,LOGIT_ROWS: SEGS x Q up to 16384 tokens, "
-                                "LOGIT_ROWS from 0 to Q, at most %d steps\n", sub, ENG_BENCH_MAX_STEPS);
+                fprintf(stderr, "tessera engine %s: --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]: SEGS x Q up to 16384 "
+                                "tokens, LOGIT_ROWS from 0 to Q, KV_LONG (2 or more SEGS) a count, at most %d "
+                                "steps\n", sub, ENG_BENCH_MAX_STEPS);
             nstep++;
             break;
         }
@@ -164,6 +173,12 @@ int cli_engine(int argc, char **argv)
         struct eng_bench_opts bo = {.reps = (int)reps, .logit_chunk = (int)chunk, .only = only, .weights = weights,
                                     .mem_limit = (int64_t)(mem_gb * 1e9), .warm_s = warm_s, .nsteps = nstep};
         for (int k = 0; k < nstep; k++) {
+            if (step_list[k][4] > 0) {
+                fprintf(stderr, "tessera engine bench: --step %d,%d,%d,%d,%d: bench's steps are even (KV_LONG is "
+                                "profile's)\n", step_list[k][0], step_list[k][1], step_list[k][2], step_list[k][3],
+                        step_list[k][4]);
+                return EXIT_USAGE;
+            }
             if ((int64_t)step_list[k][0] * step_list[k][1] > ENG_BENCH_MAX_TOKENS) {
                 fprintf(stderr, "tessera engine bench: --step %d,%d,%d,%d: %d x %d tokens, more than the %d a "
                                 "bench step holds\n", step_list[k][0], step_list[k][1], step_list[k][2],
@@ -210,7 +225,8 @@ int cli_engine(int argc, char **argv)
             return EXIT_USAGE;
         }
         if (nstep > 1 || (nstep == 1 && step_list[0][3] != 0 && step_list[0][3] != step_list[0][1])) {
-            fprintf(stderr, "tessera engine profile: --step SEGS,Q,KV,LOGIT_ROWS: one step, LOGIT_ROWS 0 or Q\n");
+            fprintf(stderr, "tessera engine profile: --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]: one step, LOGIT_ROWS "
+                            "0 or Q\n");
             return EXIT_USAGE;
         }
         return eng_profile_run(&m, db, (int)TS_MIN(reps, 5), (int)warmup, warm_ms, nstep ? step_list[0] : NULL,

@@ -254,10 +254,17 @@ done:
 
 /* --- profile ----------------------------------------------------------------------------- */
 
-/* One profiled step: segs sequences of q tokens over kv cached, with or without logits. */
+/* One profiled step: segs sequences of q tokens over kv cached (the last over kv_long instead,
+ * where kv_long > 0: an uneven step), with or without logits. */
 struct prof_step {
-    int segs, q, kv, logits;
+    int segs, q, kv, logits, kv_long;
 };
+
+/* The cached keys of sequence s of a profiled step */
+static int prof_kv(const struct prof_step *p, int s)
+{
+    return p->kv_long > 0 && s == p->segs - 1 ? p->kv_long : p->kv;
+}
 
 /* The profile's grid of steps (*n of them; the caller frees the array). */
 static struct prof_step *profile_grid(size_t *n)
@@ -282,8 +289,18 @@ static struct prof_step *profile_grid(size_t *n)
                     if (seg_grid[si] > 1 && seg_grid[si] < 16 && (!with_logits || (q != 8 && q != 32 && q != 128)))
                         continue; /* a few sequences: Reuse-sized blocks with their logits */
                     ts_grow((void **)&g, &cap, *n + 1, sizeof *g);
-                    g[(*n)++] = (struct prof_step){TS_MIN(seg_grid[si], 16384 / q), q, kv, with_logits};
+                    g[(*n)++] = (struct prof_step){TS_MIN(seg_grid[si], 16384 / q), q, kv, with_logits, 0};
                 }
+    /* uneven Reuse steps: blocks of 32 over short caches beside one over a long cache, the
+     * attention's critical path (the longest segment's blocks) apart from its total work, which
+     * move together in the even steps (a serving workload's Reuse steps are rarely even) */
+    static const int uneven_segs[] = {3, 6}, short_kv[] = {128, 480, 1024}, long_kv[] = {2048, 4096};
+    for (size_t si = 0; si < TS_ARRAY_LEN(uneven_segs); si++)
+        for (size_t ki = 0; ki < TS_ARRAY_LEN(short_kv); ki++)
+            for (size_t li = 0; li < TS_ARRAY_LEN(long_kv); li++) {
+                ts_grow((void **)&g, &cap, *n + 1, sizeof *g);
+                g[(*n)++] = (struct prof_step){uneven_segs[si], 32, short_kv[ki], 1, long_kv[li]};
+            }
     return g;
 }
 
@@ -327,15 +344,20 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
         db_exec(db, "CREATE TABLE IF NOT EXISTS engine_profile(device TEXT, sm_clock_khz INTEGER, "
                     "mem_clock_khz INTEGER, driver INTEGER, cuda_runtime INTEGER, cublas INTEGER, model TEXT, "
                     "segs INTEGER, q INTEGER, kv INTEGER, logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL, "
-                    "attn_rules INTEGER)"))
+                    "attn_rules INTEGER, kv_long INTEGER)"))
         goto done;
     /* a table from before the attention launch rules were versioned gains the column (its rows
-     * read as version 1, which they were measured under) */
-    if (sqlite3_prepare_v2(db, "SELECT attn_rules FROM engine_profile", -1, &ins, NULL) != SQLITE_OK &&
-        db_exec(db, "ALTER TABLE engine_profile ADD COLUMN attn_rules INTEGER"))
-        goto done;
-    sqlite3_finalize(ins);
-    ins = NULL;
+     * read as version 1, which they were measured under), and one from before the uneven steps
+     * kv_long (its rows read as even steps, which they were) */
+    static const char *const added[][2] = {
+        {"SELECT attn_rules FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN attn_rules INTEGER"},
+        {"SELECT kv_long FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN kv_long INTEGER"}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(added); i++) {
+        if (sqlite3_prepare_v2(db, added[i][0], -1, &ins, NULL) != SQLITE_OK && db_exec(db, added[i][1]))
+            goto done;
+        sqlite3_finalize(ins);
+        ins = NULL;
+    }
     /* a profile replaces the same model's earlier rows on this device (two in one file would be
      * read as every op measured twice) */
     if (sqlite3_prepare_v2(db, "DELETE FROM engine_profile WHERE model = ? AND device = ?", -1, &ins, NULL) != SQLITE_OK)
@@ -350,30 +372,33 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
     sqlite3_finalize(ins);
     ins = NULL;
     if (sqlite3_prepare_v2(db, "INSERT INTO engine_profile(device, sm_clock_khz, mem_clock_khz, driver, "
-                               "cuda_runtime, cublas, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules) "
-                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &ins, NULL) != SQLITE_OK)
+                               "cuda_runtime, cublas, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, "
+                               "kv_long) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &ins, NULL) != SQLITE_OK)
         goto dbfail;
     int64_t rows = 0, req = 0;
     if (only_step) {
         grid = xmalloc(sizeof *grid);
-        grid[0] = (struct prof_step){only_step[0], only_step[1], only_step[2], only_step[3] > 0};
+        grid[0] = (struct prof_step){only_step[0], only_step[1], only_step[2], only_step[3] > 0, only_step[4]};
         n_grid = 1;
     } else {
         grid = profile_grid(&n_grid);
     }
     for (size_t gi = 0; gi < n_grid; gi++) {
-        const int segs = grid[gi].segs, q = grid[gi].q, kv = grid[gi].kv, with_logits = grid[gi].logits;
+        const struct prof_step *p = &grid[gi];
+        const int segs = p->segs, q = p->q, kv = p->kv, with_logits = p->logits;
         /* fill each sequence's cache with a step of its own, then time the step */
-        for (int s = 0; s < segs && kv > 0; s++) {
+        for (int s = 0; s < segs; s++) {
+            if (prof_kv(p, s) == 0)
+                continue;
             step_desc_clear(&sd);
-            struct segment g = {.req_id = (int32_t)(req + s), .q = kv, .phase = PHASE_REFRESH};
+            struct segment g = {.req_id = (int32_t)(req + s), .q = prof_kv(p, s), .phase = PHASE_REFRESH};
             step_desc_add(&sd, &g);
             if (eng_step(e, &sd, NULL, NULL, &err))
                 goto engfail;
         }
         step_desc_clear(&sd);
         for (int s = 0; s < segs; s++) {
-            struct segment g = {.req_id = (int32_t)(req + s), .q = q, .kv = kv,
+            struct segment g = {.req_id = (int32_t)(req + s), .q = q, .kv = prof_kv(p, s),
                                 .logit_rows = with_logits ? q : 0, .phase = PHASE_REUSE};
             step_desc_add(&sd, &g);
         }
@@ -419,13 +444,18 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
             sqlite3_bind_double(ins, k++, acc[op]);
             sqlite3_bind_double(ins, k++, total);
             sqlite3_bind_int(ins, k++, K_ATTN_RULES);
+            sqlite3_bind_int(ins, k++, p->kv_long);
             if (sqlite3_step(ins) != SQLITE_DONE)
                 goto rollback;
             sqlite3_reset(ins);
             rows++;
         }
-        fprintf(out, "  %2d x q %5d over %5d cached%s: %9.3f ms\n", segs, q, kv,
-                with_logits ? ", logits" : "        ", total);
+        if (p->kv_long > 0)
+            fprintf(out, "  %2d x q %5d over %5d cached, the last over %d%s: %9.3f ms\n", segs, q, kv, p->kv_long,
+                    with_logits ? ", logits" : "", total);
+        else
+            fprintf(out, "  %2d x q %5d over %5d cached%s: %9.3f ms\n", segs, q, kv,
+                    with_logits ? ", logits" : "        ", total);
         for (int s = 0; s < segs; s++)
             eng_release(e, (int32_t)(req + s));
         req += segs;

@@ -105,8 +105,8 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
 {
     memset(out, 0, sizeof *out);
     static const char *const cols[] = {"device", "model", "segs", "q", "kv", "logit_rows", "op", "ms",
-                                       "total_ms", "gpu_ms", "host_ms", "attn_rules"};
-    enum { NCOLS = 12 };
+                                       "total_ms", "gpu_ms", "host_ms", "attn_rules", "kv_long"};
+    enum { NCOLS = 13 };
     int idx[NCOLS];
     char *line = text, *next;
     long lineno = 0;
@@ -173,6 +173,17 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
             ts_fail(err, "%s:%ld: segs: a profiled step needs segments of at least one token", path, lineno);
             goto done;
         }
+        int64_t kv_long = 0;
+        if (idx[12] >= 0 && (ts_parse_i64(f[idx[12]], &kv_long) || kv_long < 0 || kv_long > 1 << 24)) {
+            ts_fail(err, "%s:%ld: kv_long: not a count ('%s')", path, lineno, f[idx[12]]);
+            goto done;
+        }
+        r.kv_long = (int32_t)kv_long;
+        if (r.kv_long > 0 && r.segs < 2) {
+            ts_fail(err, "%s:%ld: kv_long: an uneven step needs 2 or more segments (segs %d)", path, lineno,
+                    r.segs);
+            goto done;
+        }
         int64_t rules = 1;
         if (idx[11] >= 0 && (ts_parse_i64(f[idx[11]], &rules) || rules < 1 || rules > K_ATTN_RULES)) {
             ts_fail(err, "%s:%ld: attn_rules: not a version of the engine's attention launch rules this "
@@ -200,11 +211,16 @@ int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err
         ts_fail(err, "%s: cannot open", path);
         goto done;
     }
-    /* profiles from before the rules versions have no attn_rules column: version 1 */
-    if (sqlite3_prepare_v2(db, "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules "
-                               "FROM engine_profile", -1, &st, NULL) != SQLITE_OK &&
-        sqlite3_prepare_v2(db, "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, 1 FROM "
-                               "engine_profile", -1, &st, NULL) != SQLITE_OK) {
+    /* profiles from before the uneven steps have no kv_long column (every step even), and those
+     * from before the rules versions no attn_rules column either (version 1) */
+    static const char *const queries[] = {
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long FROM engine_profile",
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, 0 FROM engine_profile",
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, 1, 0 FROM engine_profile"};
+    size_t qi = 0;
+    while (qi < TS_ARRAY_LEN(queries) && sqlite3_prepare_v2(db, queries[qi], -1, &st, NULL) != SQLITE_OK)
+        qi++;
+    if (qi == TS_ARRAY_LEN(queries)) {
         ts_fail(err, "%s: no engine_profile table (write one with tessera engine profile)", path);
         goto done;
     }
@@ -213,11 +229,17 @@ int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err
         row++;
         struct calib_row r = {.segs = sqlite3_column_int(st, 2), .q = sqlite3_column_int(st, 3),
                               .kv = sqlite3_column_int(st, 4), .logit_rows = sqlite3_column_int(st, 5),
+                              .kv_long = sqlite3_column_int(st, 10), /* NULL reads 0: an even step */
                               .ms = sqlite3_column_double(st, 7), .total_ms = sqlite3_column_double(st, 8)};
         const char *dev = (const char *)sqlite3_column_text(st, 0), *model = (const char *)sqlite3_column_text(st, 1);
         const char *op = (const char *)sqlite3_column_text(st, 6);
         if (!dev || !model || !op || cost_op_parse(op, &r.op) || r.segs < 1 || r.q < 1 || r.ms < 0) {
             ts_fail(err, "%s: engine_profile row %ld: incomplete or unknown op", path, row);
+            goto done;
+        }
+        if (r.kv_long < 0 || (r.kv_long > 0 && r.segs < 2)) {
+            ts_fail(err, "%s: engine_profile row %ld: kv_long: %d (an uneven step needs 2 or more segments "
+                         "and a count)", path, row, r.kv_long);
             goto done;
         }
         const int rules = sqlite3_column_type(st, 9) == SQLITE_NULL ? 1 : sqlite3_column_int(st, 9);
@@ -245,14 +267,21 @@ int calib_data_write(const struct calib_data *d, const char *path, struct ts_err
     if (!f)
         return ts_fail(err, "%s: cannot create", path);
     bool split = d->n > 0 && d->rows[0].gpu_ms > 0; /* all rows or none (the parser's rule) */
-    fprintf(f, "device,model,segs,q,kv,logit_rows,op,ms,total_ms%s,attn_rules\n", split ? ",gpu_ms,host_ms" : "");
+    bool uneven = false; /* the kv_long column only where a step is uneven: older files stay as they were */
+    for (size_t i = 0; i < d->n; i++)
+        uneven = uneven || d->rows[i].kv_long > 0;
+    fprintf(f, "device,model,segs,q,kv,logit_rows,op,ms,total_ms%s,attn_rules%s\n", split ? ",gpu_ms,host_ms" : "",
+            uneven ? ",kv_long" : "");
     for (size_t i = 0; i < d->n; i++) {
         const struct calib_row *r = &d->rows[i];
         fprintf(f, "\"%s\",%s,%d,%d,%d,%d,%s,%.9g,%.9g", d->device, d->model, r->segs, r->q, r->kv,
                 r->logit_rows, cost_op_name(r->op), r->ms, r->total_ms);
         if (split)
             fprintf(f, ",%.9g,%.9g", r->gpu_ms, r->host_ms);
-        fprintf(f, ",%d\n", TS_MAX(1, d->attn_rules));
+        fprintf(f, ",%d", TS_MAX(1, d->attn_rules));
+        if (uneven)
+            fprintf(f, ",%d", r->kv_long);
+        fputc('\n', f);
     }
     if (fclose(f) != 0)
         return ts_fail(err, "%s: write error", path);
@@ -281,19 +310,20 @@ static int distinct_tokens(const struct calib_data *d, enum cost_op op)
 /* Whether two profile rows belong to the same profiled step. */
 static bool same_step(const struct calib_row *a, const struct calib_row *b)
 {
-    return a->segs == b->segs && a->q == b->q && a->kv == b->kv && a->logit_rows == b->logit_rows;
+    return a->segs == b->segs && a->q == b->q && a->kv == b->kv && a->logit_rows == b->logit_rows &&
+           a->kv_long == b->kv_long;
 }
 
 /* A row's step and op, with its index, for finding the same op of the same step twice. */
 struct row_key {
-    int32_t k[5];
+    int32_t k[6];
     size_t i;
 };
 
 static int cmp_row_key(const void *a, const void *b)
 {
     const struct row_key *x = a, *y = b;
-    for (int j = 0; j < 5; j++)
+    for (int j = 0; j < 6; j++)
         if (x->k[j] != y->k[j])
             return (x->k[j] > y->k[j]) - (x->k[j] < y->k[j]);
     return (x->i > y->i) - (x->i < y->i);
@@ -305,7 +335,7 @@ static int no_duplicate_rows(const struct calib_data *d, struct ts_err *err)
     struct row_key *keys = xmalloc(sizeof *keys * (d->n ? d->n : 1));
     for (size_t i = 0; i < d->n; i++) {
         const struct calib_row *r = &d->rows[i];
-        keys[i] = (struct row_key){{r->segs, r->q, r->kv, r->logit_rows, (int32_t)r->op}, i};
+        keys[i] = (struct row_key){{r->segs, r->q, r->kv, r->logit_rows, r->kv_long, (int32_t)r->op}, i};
     }
     qsort(keys, d->n, sizeof *keys, cmp_row_key);
     int rc = 0;
@@ -314,10 +344,10 @@ static int no_duplicate_rows(const struct calib_data *d, struct ts_err *err)
             continue;
         const struct calib_row *a = &d->rows[keys[i - 1].i];
         rc = ts_fail(err, "profile of %s on %s: data rows %zu and %zu both measure op %s of the step "
-                          "(segs %d, q %d, kv %d, logit_rows %d): two profiles in one file? (profile "
-                          "into a fresh database)",
+                          "(segs %d, q %d, kv %d, logit_rows %d, kv_long %d): two profiles in one file? "
+                          "(profile into a fresh database)",
                      d->model, d->device, keys[i - 1].i + 1, keys[i].i + 1, cost_op_name(a->op), a->segs, a->q,
-                     a->kv, a->logit_rows);
+                     a->kv, a->logit_rows, a->kv_long);
     }
     free(keys);
     return rc;
@@ -372,8 +402,9 @@ void calib_row_step(const struct calib_row *r, struct step_desc *sd)
 {
     step_desc_clear(sd);
     for (int32_t i = 0; i < r->segs; i++) {
-        struct segment seg = {.req_id = i, .q = r->q, .kv = r->kv, .logit_rows = r->logit_rows,
-                              .phase = r->kv > 0 ? PHASE_REUSE : PHASE_FULL};
+        const int32_t kv = r->kv_long > 0 && i == r->segs - 1 ? r->kv_long : r->kv;
+        struct segment seg = {.req_id = i, .q = r->q, .kv = kv, .logit_rows = r->logit_rows,
+                              .phase = kv > 0 ? PHASE_REUSE : PHASE_FULL};
         step_desc_add(sd, &seg);
     }
 }
@@ -647,13 +678,14 @@ static void attn_finish(struct attn_acc *a, int heads, int sms, int rules)
     a->f[9] = ceil(a->short_tiles * heads * splits / ((short_kv_tiles ? 4.0 : 2.0) * sms)) * keys;
 }
 
-/* The features of a profiled step: segs segments of q rows over kv cached keys. */
-static void attn_features(double segs, double q, double kv, int heads, int sms, int rules, double *f)
+/* The features of a profiled step: segs segments of q rows over kv cached keys, the last over
+ * kv_long instead where it is uneven. */
+static void attn_features(const struct calib_row *r, int heads, int sms, int rules, double *f)
 {
     struct attn_acc a;
     memset(&a, 0, sizeof a);
-    for (int s = 0; s < (int)segs; s++)
-        attn_add(&a, q, kv);
+    for (int s = 0; s < r->segs; s++)
+        attn_add(&a, r->q, r->kv_long > 0 && s == r->segs - 1 ? r->kv_long : r->kv);
     attn_finish(&a, heads, sms, rules);
     memcpy(f, a.f, sizeof a.f);
 }
@@ -842,7 +874,7 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
             if (r->op != OP_ATTN)
                 continue;
             double f[ATTN_FEATURES];
-            attn_features(r->segs, r->q, r->kv, c->heads, c->sms, c->attn_rules, f);
+            attn_features(r, c->heads, c->sms, c->attn_rules, f);
             for (int j = 0; j < ATTN_FEATURES; j++)
                 gsl_matrix_set(X, k, (size_t)j, f[j]);
             gsl_vector_set(Y, k, r->ms);

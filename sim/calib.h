@@ -41,6 +41,8 @@
 
 struct calib_row {
     int32_t segs, q, kv, logit_rows;
+    int32_t kv_long; /* 0: every segment over kv cached keys; > 0: an uneven step, its last segment
+                      * over kv_long instead (engine profile's uneven Reuse steps) */
     enum cost_op op;
     double ms;       /* the op's time in the step */
     double total_ms; /* the whole step */
@@ -62,7 +64,7 @@ void calib_shipped_path(const char *datadir, const char *gpu, const char *model,
                         size_t len);
 void calib_data_free(struct calib_data *d);
 /* Reads the CSV `tessera calib import` writes (the engine_profile columns; attn_rules optional,
- * 1 where absent, one value for all rows). */
+ * 1 where absent, one value for all rows; kv_long optional, 0 where absent). */
 int calib_data_load(const char *path, struct calib_data *out, struct ts_err *err);
 /* The same from text in memory (modified in place); `path` names it in messages. */
 int calib_data_parse(const char *path, char *text, struct calib_data *out, struct ts_err *err);

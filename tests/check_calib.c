@@ -567,6 +567,106 @@ START_TEST(attention_rules_travel_with_the_profile)
 }
 END_TEST
 
+/* The planted attention law of an uneven step: segs - 1 segments of q rows over kv cached keys and
+ * one over kv_long, by the terms attn_ms sums (each segment's own, the longest keys and the
+ * constant once). */
+static double attn_ms_uneven(int segs, double q, double kv, double kv_long)
+{
+    return attn_ms(segs - 1, q, kv) + attn_ms(1, q, kv_long) - 4e-5 * (q + kv) - 0.3;
+}
+
+/* Uneven steps (engine profile's kv_long): their last segment runs over kv_long (calib_row_step), the
+ * attention fit takes their features segment by segment (a planted law over even and uneven rows is
+ * recovered exactly, and prices an uneven step it was not given), they are other steps than the
+ * even ones of the same segs, q and kv, and kv_long travels through the CSV and the profile
+ * database; bad values are refused naming file, line (row) and field. */
+START_TEST(uneven_steps)
+{
+    struct calib_data d, e;
+    struct ts_err err;
+    planted(&d);
+    const int kvs[] = {128, 480}, longs[] = {2048, 4096};
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++)
+            for (int segs = 3; segs <= 6; segs += 3) {
+                add(&d, segs, 32, kvs[a], 32, OP_ATTN, attn_ms_uneven(segs, 32, kvs[a], longs[b]));
+                d.rows[d.n - 1].kv_long = longs[b];
+            }
+    /* the same segs, q and kv as an even row: another step, not an op measured twice */
+    add(&d, 3, 32, 128, 32, OP_ATTN, attn_ms(3, 32, 128));
+    ck_assert_msg(calib_data_validate(&d, "h200", &err) == 0, "%s", err.msg);
+
+    struct step_desc sd;
+    step_desc_init(&sd);
+    calib_row_step(&d.rows[d.n - 2], &sd); /* 6 x 32 over 480, the last over 4096 */
+    ck_assert_int_eq(sd.num_segs, 6);
+    ck_assert(sd.segs[0].kv == 480 && sd.segs[4].kv == 480 && sd.segs[5].kv == 4096);
+
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    step_desc_clear(&sd);
+    sd.logit_chunk_rows = 100;
+    for (int i = 0; i < 5; i++) {
+        struct segment g = {.req_id = i, .q = 32, .kv = i < 4 ? 1000 : 3000, .logit_rows = 32, .phase = PHASE_REUSE};
+        step_desc_add(&sd, &g);
+    }
+    double secs, want = attn_ms_uneven(5, 32, 1000, 3000);
+    struct cost_breakdown bd;
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
+    ck_assert_msg(fabs(bd.op_s[OP_ATTN] * 1e3 - want) < 1e-9 * want, "%g vs %g", bd.op_s[OP_ATTN] * 1e3, want);
+    calib_free(c);
+    step_desc_free(&sd);
+
+    /* the CSV: kv_long written where a step is uneven, read back */
+    const char *p = tmp_path(0, ".csv");
+    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
+    ck_assert_msg(calib_data_load(p, &e, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(e.n, d.n);
+    for (size_t i = 0; i < d.n; i++)
+        ck_assert_int_eq(e.rows[i].kv_long, d.rows[i].kv_long);
+    calib_data_free(&e);
+    calib_data_free(&d);
+    planted(&d); /* no uneven step: no column, as before the uneven steps */
+    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
+    char *text;
+    ck_assert_int_eq(ts_read_file(p, &text, NULL, &err), 0);
+    ck_assert_ptr_null(strstr(text, "kv_long"));
+    free(text);
+    calib_data_free(&d);
+    char neg[] = "device,model,segs,q,kv,logit_rows,op,ms,total_ms,kv_long\nA,llada-8b,3,32,128,32,attention,0.5,1,-5\n";
+    ck_assert_int_ne(calib_data_parse("neg.csv", neg, &e, &err), 0);
+    ck_assert_msg(strstr(err.msg, "neg.csv:2: kv_long: not a count ('-5')"), "%s", err.msg);
+    char one[] = "device,model,segs,q,kv,logit_rows,op,ms,total_ms,kv_long\nA,llada-8b,1,32,128,32,attention,0.5,1,2048\n";
+    ck_assert_int_ne(calib_data_parse("one.csv", one, &e, &err), 0);
+    ck_assert_msg(strstr(err.msg, "one.csv:2: kv_long: an uneven step needs 2 or more segments (segs 1)"), "%s",
+                  err.msg);
+
+    /* the profile database: the column read, NULL an even step, a bad value named by row */
+    const char *db_path = tmp_path(1, ".db");
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db,
+                                  "CREATE TABLE engine_profile(device TEXT, model TEXT, segs INTEGER, q INTEGER, "
+                                  "kv INTEGER, logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL, attn_rules "
+                                  "INTEGER, kv_long INTEGER);"
+                                  "INSERT INTO engine_profile VALUES('A', 'llada-8b', 3, 32, 128, 32, 'attention', "
+                                  "0.5, 1, 3, 2048);"
+                                  "INSERT INTO engine_profile VALUES('A', 'llada-8b', 3, 32, 128, 32, 'attention', "
+                                  "0.4, 1, 3, NULL);",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    ck_assert_msg(calib_data_import_db(db_path, &e, &err) == 0, "%s", err.msg);
+    ck_assert(e.n == 2 && e.rows[0].kv_long == 2048 && e.rows[1].kv_long == 0);
+    calib_data_free(&e);
+    ck_assert_int_eq(sqlite3_exec(db, "UPDATE engine_profile SET segs = 1 WHERE kv_long = 2048", NULL, NULL, NULL),
+                     SQLITE_OK);
+    ck_assert_int_ne(calib_data_import_db(db_path, &e, &err), 0);
+    ck_assert_msg(strstr(err.msg, "engine_profile row 1: kv_long: 2048"), "%s", err.msg);
+    sqlite3_close(db);
+    unlink(db_path);
+}
+END_TEST
+
 START_TEST(shipped_calibration_prices_a_run)
 {
     struct sim_config c;
@@ -628,6 +728,7 @@ int main(void)
     tcase_add_test(tc, attention_split_rule);
     tcase_add_loop_test(tc, attention_launch_term_recovered, 0, 3);
     tcase_add_test(tc, attention_rules_travel_with_the_profile);
+    tcase_add_test(tc, uneven_steps);
     suite_add_tcase(s, tc);
     return run_suite("calib", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -324,6 +324,12 @@ if [ -e "$(dirname "$bin")/libtessera_engine.so" ]; then # engine built: its arg
     expect 2 "engine profile --step with bad logit rows" -- $bin engine profile --db "$tmp/p.db" --step 1,32,1024,5
     contains "engine profile --step says what it wants" "--step SEGS,Q,KV,LOGIT_ROWS"
     expect 2 "engine profile --step too large" -- $bin engine profile --db "$tmp/p.db" --step 16,2048,0,0
+    expect 2 "engine profile --step uneven with one sequence" -- $bin engine profile --db "$tmp/p.db" --step 1,32,128,32,2048
+    contains "engine profile --step names KV_LONG" "KV_LONG (2 or more SEGS) a count"
+    expect 2 "engine profile --step, KV_LONG not a count" -- $bin engine profile --db "$tmp/p.db" --step 3,32,128,32,-1
+    expect 2 "engine profile --step, a sixth field" -- $bin engine profile --db "$tmp/p.db" --step 3,32,128,32,2048,1
+    expect 2 "engine bench --step uneven" -- $bin engine bench --step 3,32,128,32,2048
+    contains "engine bench refuses KV_LONG" "bench's steps are even (KV_LONG is profile's)"
     expect 2 "engine profile --warmup negative" -- $bin engine profile --db "$tmp/p.db" --warmup -1
     expect 2 "engine profile --warm-ms negative" -- $bin engine profile --db "$tmp/p.db" --warm-ms -5
     contains "engine profile --warm-ms names the value" "bad value '-5'"

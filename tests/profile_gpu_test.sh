@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# profile_gpu_test.sh: engine profile records the attention launch rules version it ran under
-# (make check-gpu). One step profiled into a new database gives rows of K_ATTN_RULES (kernels.h);
-# into a database whose engine_profile table predates the column (another model's row in it), the
-# table gains the column, the old row reads NULL (version 1) and the new rows K_ATTN_RULES.
+# profile_gpu_test.sh: engine profile records the attention launch rules version it ran under, and
+# an uneven step's kv_long (make check-gpu). One uneven step (3 x 32, the last over 2,048 cached
+# keys) profiled into a new database gives rows of K_ATTN_RULES (kernels.h) and kv_long 2048; one
+# even step into a database whose engine_profile table predates both columns (another model's row in
+# it): the table gains them, the old row reads NULL for both (version 1, even) and the new rows
+# K_ATTN_RULES and kv_long 0.
 # Usage: profile_gpu_test.sh PATH/TO/tessera
 set -u
 bin=${1:?usage: profile_gpu_test.sh PATH/TO/tessera}
@@ -20,24 +22,28 @@ db.execute("INSERT INTO engine_profile VALUES('old GPU', 0, 0, 0, 0, 0, 'sdar-8b
 db.commit()
 PY
 for db in new old; do
-    "$bin" engine profile --db "$tmp/$db.db" --step 1,32,480,32 --reps 1 >"$tmp/$db.out" 2>&1 ||
+    step=1,32,480,32
+    [ $db = new ] && step=3,32,128,32,2048
+    "$bin" engine profile --db "$tmp/$db.db" --step $step --reps 1 >"$tmp/$db.out" 2>&1 ||
         { echo "profile: engine profile into the $db database failed"; cat "$tmp/$db.out"; exit 1; }
 done
 python3 - "$tmp/new.db" "$tmp/old.db" "$rules" <<'PY'
 import sqlite3, sys
 new, old, rules = sys.argv[1], sys.argv[2], int(sys.argv[3])
 fails = []
-for path, want_old in ((new, 0), (old, 1)):
+for path, want_old, kv_long in ((new, 0, 2048), (old, 1, 0)):
     got = sqlite3.connect(path).execute(
-        "SELECT model, attn_rules, count(*) FROM engine_profile GROUP BY model, attn_rules").fetchall()
+        "SELECT model, attn_rules, kv_long, segs, count(*) FROM engine_profile "
+        "GROUP BY model, attn_rules, kv_long, segs").fetchall()
     llada = [r for r in got if r[0] == "llada-8b"]
-    if len(llada) != 1 or llada[0][1] != rules or llada[0][2] < 10:
-        fails.append(f"{path}: llada-8b rows {llada}, want all of attn_rules {rules}")
+    if len(llada) != 1 or llada[0][1] != rules or llada[0][2] != kv_long or llada[0][4] < 10:
+        fails.append(f"{path}: llada-8b rows {llada}, want all of attn_rules {rules} and kv_long {kv_long}")
     olds = [r for r in got if r[0] == "sdar-8b"]
-    if len(olds) != want_old or (olds and olds[0][1] is not None):
-        fails.append(f"{path}: the earlier rows {olds}, want {want_old} with attn_rules NULL")
+    if len(olds) != want_old or (olds and (olds[0][1] is not None or olds[0][2] is not None)):
+        fails.append(f"{path}: the earlier rows {olds}, want {want_old} with attn_rules and kv_long NULL")
 for f in fails:
     print("profile: FAIL:", f)
-print(f"profile: attention launch rules {rules} recorded, an older table upgraded; {'ok' if not fails else 'failed'}")
+print(f"profile: attention launch rules {rules} and an uneven step recorded, an older table upgraded; "
+      f"{'ok' if not fails else 'failed'}")
 sys.exit(1 if fails else 0)
 PY
