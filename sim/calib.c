@@ -988,8 +988,14 @@ int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapo
 void calib_show(const struct calib *c, FILE *out)
 {
     const struct calib_data *d = c->data;
+    size_t uneven = 0; /* attention rows of uneven steps: one a step */
+    for (size_t i = 0; d && i < d->n; i++)
+        uneven += d->rows[i].kv_long > 0 && d->rows[i].op == OP_ATTN;
     fprintf(out, "calibration of %s on %s: %zu profile rows, steps up to %lld packed tokens, attention "
-                 "launch rules %d\n", c->model, c->device, d ? d->n : 0, (long long)c->max_T, c->attn_rules);
+                 "launch rules %d", c->model, c->device, d ? d->n : 0, (long long)c->max_T, c->attn_rules);
+    if (uneven)
+        fprintf(out, ", %zu uneven steps", uneven);
+    fputc('\n', out);
     fprintf(out, "%-10s %-40s %12s %12s\n", "op", "model", "rms rel res", "max rel res");
     for (int op = 0; op < OP_COUNT; op++) {
         const struct curve *cv = op == OP_LM_HEAD ? &c->lm : op == OP_SAMPLE ? &c->sample : &c->tok[op];

@@ -614,6 +614,16 @@ START_TEST(uneven_steps)
     struct cost_breakdown bd;
     ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
     ck_assert_msg(fabs(bd.op_s[OP_ATTN] * 1e3 - want) < 1e-9 * want, "%g vs %g", bd.op_s[OP_ATTN] * 1e3, want);
+    /* calib show counts them */
+    const char *shown = tmp_path(2, ".txt");
+    FILE *f = fopen(shown, "w");
+    ck_assert_ptr_nonnull(f);
+    calib_show(c, f);
+    fclose(f);
+    char *text;
+    ck_assert_int_eq(ts_read_file(shown, &text, NULL, &err), 0);
+    ck_assert_msg(strstr(text, "attention launch rules 1, 8 uneven steps\n"), "%s", text);
+    free(text);
     calib_free(c);
     step_desc_free(&sd);
 
@@ -628,7 +638,6 @@ START_TEST(uneven_steps)
     calib_data_free(&d);
     planted(&d); /* no uneven step: no column, as before the uneven steps */
     ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
-    char *text;
     ck_assert_int_eq(ts_read_file(p, &text, NULL, &err), 0);
     ck_assert_ptr_null(strstr(text, "kv_long"));
     free(text);
