@@ -398,11 +398,17 @@ int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct
     return 0;
 }
 
+/* The cached keys of segment i of a profiled step (the last over kv_long where it is uneven) */
+static int32_t row_kv(const struct calib_row *r, int32_t i)
+{
+    return r->kv_long > 0 && i == r->segs - 1 ? r->kv_long : r->kv;
+}
+
 void calib_row_step(const struct calib_row *r, struct step_desc *sd)
 {
     step_desc_clear(sd);
     for (int32_t i = 0; i < r->segs; i++) {
-        const int32_t kv = r->kv_long > 0 && i == r->segs - 1 ? r->kv_long : r->kv;
+        const int32_t kv = row_kv(r, i);
         struct segment seg = {.req_id = i, .q = r->q, .kv = kv, .logit_rows = r->logit_rows,
                               .phase = kv > 0 ? PHASE_REUSE : PHASE_FULL};
         step_desc_add(sd, &seg);
@@ -685,7 +691,7 @@ static void attn_features(const struct calib_row *r, int heads, int sms, int rul
     struct attn_acc a;
     memset(&a, 0, sizeof a);
     for (int s = 0; s < r->segs; s++)
-        attn_add(&a, r->q, r->kv_long > 0 && s == r->segs - 1 ? r->kv_long : r->kv);
+        attn_add(&a, r->q, row_kv(r, s));
     attn_finish(&a, heads, sms, rules);
     memcpy(f, a.f, sizeof a.f);
 }
