@@ -5,6 +5,8 @@
 #include <gsl/gsl_fit.h>
 #include <gsl/gsl_interp.h>
 #include <gsl/gsl_multifit.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -350,6 +352,131 @@ static int no_duplicate_rows(const struct calib_data *d, struct ts_err *err)
                      a->kv, a->logit_rows, a->kv_long);
     }
     free(keys);
+    return rc;
+}
+
+/* The ops a profile measured, as a bit mask. */
+static unsigned op_mask(const struct calib_data *d)
+{
+    unsigned m = 0;
+    for (size_t i = 0; i < d->n; i++)
+        m |= 1u << d->rows[i].op;
+    return m;
+}
+
+static double median_of(double *v, size_t n)
+{
+    gsl_sort(v, 1, n);
+    return gsl_stats_median_from_sorted_data(v, 1, n);
+}
+
+/* Whether two profiles come from one engine on one GPU for one model; fails naming the first
+ * difference. */
+static int same_engine(const struct calib_data *a, const char *an, const struct calib_data *b, const char *bn,
+                       struct ts_err *err)
+{
+    if (strcmp(a->device, b->device) != 0)
+        return ts_fail(err, "%s: device '%s', but %s's is '%s' (a merge takes profiles of one GPU)", bn, b->device,
+                       an, a->device);
+    if (strcmp(a->model, b->model) != 0)
+        return ts_fail(err, "%s: model '%s', but %s's is '%s' (a merge takes profiles of one model)", bn, b->model,
+                       an, a->model);
+    if (TS_MAX(1, a->attn_rules) != TS_MAX(1, b->attn_rules))
+        return ts_fail(err, "%s: profiled under attention launch rules %d, %s under %d (different engines)", bn,
+                       TS_MAX(1, b->attn_rules), an, TS_MAX(1, a->attn_rules));
+    if ((a->n && a->rows[0].gpu_ms > 0) != (b->n && b->rows[0].gpu_ms > 0))
+        return ts_fail(err, "%s: %s the host/GPU split (gpu_ms, host_ms) and %s %s (different implementations)",
+                       bn, b->n && b->rows[0].gpu_ms > 0 ? "measures" : "does not measure", an,
+                       a->n && a->rows[0].gpu_ms > 0 ? "does" : "does not");
+    const unsigned ma = op_mask(a), mb = op_mask(b);
+    for (int op = 0; op < OP_COUNT; op++)
+        if (((ma ^ mb) >> op) & 1u)
+            return ts_fail(err, "%s: %s op %s and %s %s (profiles of different implementations?)", bn,
+                           (mb >> op) & 1u ? "measures" : "has no", cost_op_name((enum cost_op)op), an,
+                           (ma >> op) & 1u ? "does" : "does not");
+    return 0;
+}
+
+/* A merged row and where it first appeared (its input's index among all inputs' rows). */
+struct merged_row {
+    size_t first;
+    struct calib_row r;
+};
+
+static int cmp_merged(const void *a, const void *b)
+{
+    const struct merged_row *x = a, *y = b;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+int calib_data_merge(const struct calib_data *in, const char *const *names, size_t n_in, struct calib_data *out,
+                     size_t *partial, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    *partial = 0;
+    if (n_in < 2)
+        return ts_fail(err, "a merge takes two or more profiles (%zu given)", n_in);
+    size_t total = 0;
+    for (size_t f = 0; f < n_in; f++) {
+        if (f > 0 && same_engine(&in[0], names[0], &in[f], names[f], err))
+            return -1;
+        total += in[f].n;
+    }
+    /* every input's rows in one list, in input order; sorted by step and op, then by that order */
+    struct row_key *keys = xmalloc(sizeof *keys * (total ? total : 1));
+    const struct calib_row **row = xmalloc(sizeof *row * (total ? total : 1));
+    size_t *input = xmalloc(sizeof *input * (total ? total : 1));
+    for (size_t f = 0, g = 0; f < n_in; f++)
+        for (size_t i = 0; i < in[f].n; i++, g++) {
+            const struct calib_row *r = &in[f].rows[i];
+            keys[g] = (struct row_key){{r->segs, r->q, r->kv, r->logit_rows, r->kv_long, (int32_t)r->op}, g};
+            row[g] = r;
+            input[g] = f;
+        }
+    qsort(keys, total, sizeof *keys, cmp_row_key);
+    struct merged_row *m = xmalloc(sizeof *m * (total ? total : 1));
+    double *v = xmalloc(sizeof *v * 4 * n_in);
+    size_t nm = 0;
+    int rc = 0;
+    for (size_t a = 0, b; a < total; a = b) {
+        for (b = a + 1; b < total && memcmp(keys[a].k, keys[b].k, sizeof keys[a].k) == 0; b++)
+            if (input[keys[b].i] == input[keys[b - 1].i]) {
+                const struct calib_row *r = row[keys[b].i];
+                rc = ts_fail(err, "%s: op %s of the step (segs %d, q %d, kv %d, logit_rows %d, kv_long %d) "
+                                  "measured twice (two profiles in one file?)", names[input[keys[b].i]],
+                             cost_op_name(r->op), r->segs, r->q, r->kv, r->logit_rows, r->kv_long);
+                break;
+            }
+        if (rc)
+            break;
+        const size_t k = b - a;
+        double *ms = v, *tot = v + n_in, *gpu = v + 2 * n_in, *host = v + 3 * n_in;
+        for (size_t j = 0; j < k; j++) {
+            const struct calib_row *r = row[keys[a + j].i];
+            ms[j] = r->ms, tot[j] = r->total_ms, gpu[j] = r->gpu_ms, host[j] = r->host_ms;
+        }
+        m[nm].first = keys[a].i; /* the smallest index of the group: sorted by it within a key */
+        m[nm].r = *row[keys[a].i];
+        m[nm].r.ms = median_of(ms, k);
+        m[nm].r.total_ms = median_of(tot, k);
+        m[nm].r.gpu_ms = median_of(gpu, k);
+        m[nm].r.host_ms = median_of(host, k);
+        *partial += k < n_in;
+        nm++;
+    }
+    if (!rc) {
+        qsort(m, nm, sizeof *m, cmp_merged);
+        snprintf(out->device, sizeof out->device, "%s", in[0].device);
+        snprintf(out->model, sizeof out->model, "%s", in[0].model);
+        out->attn_rules = in[0].attn_rules;
+        for (size_t i = 0; i < nm; i++)
+            push(out, &m[i].r);
+    }
+    free(keys);
+    free(row);
+    free(input);
+    free(m);
+    free(v);
     return rc;
 }
 

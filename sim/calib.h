@@ -71,6 +71,15 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
 /* Reads the engine_profile table of a profile database. */
 int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err *err);
 int calib_data_write(const struct calib_data *d, const char *path, struct ts_err *err);
+/* Merges profiles of one engine on one GPU for one model, measured on several machine instances or
+ * at several times: each op of each profiled step takes the median of its times (ms, total_ms and,
+ * where measured, gpu_ms and host_ms) over the inputs that measured it; a step only some inputs
+ * hold (one an older profile grid lacks) takes the median of those, and *partial counts such rows.
+ * Rows keep the order in which they first appear. Refuses inputs of different devices, models,
+ * attention launch rules or op sets (implementations), naming the file (names[i] names in[i]),
+ * and an op measured twice in one input. Each input should be validated first. */
+int calib_data_merge(const struct calib_data *in, const char *const *names, size_t n_in, struct calib_data *out,
+                     size_t *partial, struct ts_err *err);
 /* Refuses data with several devices or models, missing ops, too few token counts, or GEMM times
  * that cannot belong to the model it names on the GPU it names (against the roofline, with the GPU
  * figures of gpu_name). */

@@ -3,6 +3,8 @@
  *
  *   import   an engine profile (the engine_profile table of a profile database, or its CSV) is
  *            checked against the GPU it claims and written as a calibration CSV
+ *   merge    several profiles of one engine (machine instances, times) as one calibration: the
+ *            median of each op's times over them
  *   fit/show fits the per-op models of a calibration and prints each with its residuals
  *   price    one step priced per op by both back ends
  *   transfer scales a calibration to another GPU by per-op roofline ratios (an estimate)
@@ -42,6 +44,11 @@ static void calib_usage(FILE *f)
 "import  checks an engine profile (tessera engine profile) against the GPU it claims (one GPU,\n"
 "        one model, every op at 3+ token counts, GEMM times the model can have on that GPU) and\n"
 "        writes it as a calibration\n"
+"merge   one calibration from several profiles of one engine, GPU and model (databases or CSVs,\n"
+"        each checked as import checks it): every op of every profiled step takes the median of\n"
+"        its times over them; a step only some profiles hold takes the median of those. A\n"
+"        profile's level moves with the machine instance it ran on (about 1-2%% on the H200):\n"
+"        the median of three instances' profiles is steadier than any one\n"
 "fit     fits the per-op models (monotone interpolation over tokens, per-chunk LM head, least\n"
 "        squares for attention) and prints them with their residuals; show does the same for a\n"
 "        shipped calibration [h200 / llada-8b / tessera]; for a GPU without one, the calibration\n"
@@ -338,6 +345,43 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
     return rc;
 }
 
+/* A profile as import reads it: a database's engine_profile table or a CSV. */
+static int load_profile(const char *path, struct calib_data *d, struct ts_err *err)
+{
+    return has_suffix(path, ".csv") ? calib_data_load(path, d, err) : calib_data_import_db(path, d, err);
+}
+
+static int cmd_merge(const char *const *files, size_t n, const char *gpu, const char *out)
+{
+    struct calib_data *in = xcalloc(n, sizeof *in), merged = {0};
+    struct ts_err err;
+    size_t partial = 0, loaded = 0;
+    int rc = 0;
+    for (; loaded < n && !rc; loaded++)
+        if (load_profile(files[loaded], &in[loaded], &err)) {
+            rc = -1;
+        } else if (calib_data_validate(&in[loaded], gpu, &err)) {
+            /* validate's message names the profile by model and GPU; say which file */
+            char msg[sizeof err.msg];
+            snprintf(msg, sizeof msg, "%s", err.msg);
+            ts_fail(&err, "%s: %s", files[loaded], msg);
+            rc = -1;
+        }
+    if (!rc)
+        rc = calib_data_merge(in, files, n, &merged, &partial, &err) || calib_data_validate(&merged, gpu, &err) ||
+                     calib_data_write(&merged, out, &err) ? -1 : 0;
+    if (rc)
+        fprintf(stderr, "tessera calib merge: %s\n", err.msg);
+    else
+        printf("%s: %zu rows of %s on %s, each the median of its times in %zu profiles (%zu rows held by "
+               "fewer of them: the median of those)\n", out, merged.n, merged.model, merged.device, n, partial);
+    for (size_t i = 0; i < loaded; i++)
+        calib_data_free(&in[i]);
+    free(in);
+    calib_data_free(&merged);
+    return rc ? EXIT_USAGE : 0;
+}
+
 /* d (measured on `from`) checked, carried over to `to` by roofline ratios, and the result checked
  * against `to`: what `calib transfer` writes and `calib show --gpu` shows. */
 static int transfer_checked(const struct calib_data *d, const char *from, const char *to, const char *impl,
@@ -419,7 +463,8 @@ static bool in_list(const char *list, const char *word)
     return false;
 }
 
-int cli_calib(int argc, char **argv)
+/* `tessera calib`; files (room for argc) collects merge's profiles. */
+static int calib_main(int argc, char **argv, const char **files)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         calib_usage(argc < 2 ? stderr : stdout);
@@ -429,10 +474,12 @@ int cli_calib(int argc, char **argv)
     const char *csv = NULL, *from = NULL, *to = NULL, *step = NULL;
     const char *model = "llada-8b", *impl = "tessera";
     bool extrapolate = false;
+    int nfiles = 0;
     /* the options each subcommand reads: another one is refused rather than silently ignored */
     static const struct {
         const char *sub, *opts;
     } takes[] = {{"import", "--gpu --out"},
+                 {"merge", "--gpu --out"},
                  {"fit", "--gpu --calib"},
                  {"show", "--gpu --model --impl --from --calib"},
                  {"eval", "--db --calib --extrapolate --csv"},
@@ -443,7 +490,7 @@ int cli_calib(int argc, char **argv)
         if (strcmp(sub, takes[k].sub) == 0)
             opts = takes[k].opts;
     if (!opts) {
-        fprintf(stderr, "tessera calib: unknown subcommand '%s' (import, fit, show, eval, transfer, price)\n", sub);
+        fprintf(stderr, "tessera calib: unknown subcommand '%s' (import, merge, fit, show, eval, transfer, price)\n", sub);
         return EXIT_USAGE;
     }
     for (int i = 2; i < argc; i++) {
@@ -468,8 +515,9 @@ int cli_calib(int argc, char **argv)
         } else if (strcmp(a, "--help") == 0) {
             calib_usage(stdout);
             return 0;
-        } else if (a[0] != '-' && !file) {
-            file = a;
+        } else if (a[0] != '-' && (!file || strcmp(sub, "merge") == 0)) {
+            file = file ? file : a;
+            files[nfiles++] = a;
         } else {
             fprintf(stderr, "tessera calib %s: unexpected argument '%s'\n", sub, a);
             return EXIT_USAGE;
@@ -489,7 +537,7 @@ int cli_calib(int argc, char **argv)
             return EXIT_USAGE;
         }
         struct calib_data d;
-        int rc = has_suffix(file, ".csv") ? calib_data_load(file, &d, &err) : calib_data_import_db(file, &d, &err);
+        int rc = load_profile(file, &d, &err);
         if (!rc && !(rc = calib_data_validate(&d, gpu, &err)))
             rc = calib_data_write(&d, out, &err);
         if (rc)
@@ -498,6 +546,13 @@ int cli_calib(int argc, char **argv)
             printf("%s: %zu rows of %s on %s\n", out, d.n, d.model, d.device);
         calib_data_free(&d);
         return rc ? EXIT_USAGE : 0;
+    }
+    if (strcmp(sub, "merge") == 0) {
+        if (nfiles < 2 || !gpu || !out) {
+            fprintf(stderr, "tessera calib merge: needs two or more PROFILEs, --gpu NAME and --out FILE\n");
+            return EXIT_USAGE;
+        }
+        return cmd_merge(files, (size_t)nfiles, gpu, out);
     }
     if (strcmp(sub, "price") == 0)
         return cmd_price(gpu ? gpu : "h200", model, impl, calib_path, step, extrapolate);
@@ -545,4 +600,12 @@ int cli_calib(int argc, char **argv)
         return 0;
     }
     return EXIT_USAGE; /* not reached: every subcommand of `takes` is handled above */
+}
+
+int cli_calib(int argc, char **argv)
+{
+    const char **files = xmalloc(sizeof *files * (size_t)TS_MAX(argc, 1));
+    int rc = calib_main(argc, argv, files);
+    free(files);
+    return rc;
 }
