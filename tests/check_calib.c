@@ -2,7 +2,8 @@
  * check_calib.c: fitting the cost model from a per-op profile. Synthetic profiles with planted
  * coefficients are recovered exactly; interpolation stays between the measured points, is flat below
  * the smallest and refuses (or, when asked, extrapolates) beyond the largest; bad profiles are
- * refused naming what is wrong; the shipped H200 calibration loads and prices a simulation.
+ * refused naming what is wrong; profiles merge row by row to their medians; the shipped H200
+ * calibration loads and prices a simulation.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -676,6 +677,97 @@ START_TEST(uneven_steps)
 }
 END_TEST
 
+/* Profile `d` with every time scaled by `k` (another machine instance's level). */
+static void scaled(const struct calib_data *d, double k, struct calib_data *out)
+{
+    *out = *d;
+    out->rows = xmalloc(sizeof *d->rows * d->n);
+    out->cap = d->n;
+    for (size_t i = 0; i < d->n; i++) {
+        out->rows[i] = d->rows[i];
+        out->rows[i].ms *= k;
+        out->rows[i].total_ms = (1 + i) * k;
+    }
+}
+
+START_TEST(merge_takes_row_medians)
+{
+    struct calib_data base, in[3], m;
+    struct ts_err err;
+    size_t partial;
+    planted(&base);
+    scaled(&base, 1.00, &in[0]);
+    scaled(&base, 1.03, &in[1]);
+    scaled(&base, 0.98, &in[2]);
+    /* one row off in one profile alone (a noisy measurement): the median does not follow it */
+    in[2].rows[5].ms *= 10;
+    /* an uneven step in the last two profiles only (an older profile grid lacks it) */
+    for (int f = 1; f < 3; f++) {
+        add(&in[f], 3, 32, 128, 32, OP_ATTN, f == 1 ? 1.0 : 2.0);
+        in[f].rows[in[f].n - 1].kv_long = 2048;
+        in[f].rows[in[f].n - 1].total_ms = 4.0 * f;
+    }
+    /* rows in another order in the second: matched by step and op, not by position */
+    struct calib_row t = in[1].rows[0];
+    in[1].rows[0] = in[1].rows[1];
+    in[1].rows[1] = t;
+    const char *names[] = {"a.csv", "b.csv", "c.csv"};
+    ck_assert_msg(calib_data_merge(in, names, 3, &m, &partial, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(m.n, base.n + 1);
+    ck_assert_int_eq(partial, 1);
+    ck_assert_str_eq(m.model, "llada-8b");
+    for (size_t i = 0; i < base.n; i++) { /* the first profile's order; each row its median: scale 1.00 */
+        ck_assert(m.rows[i].op == base.rows[i].op && m.rows[i].q == base.rows[i].q &&
+                  m.rows[i].segs == base.rows[i].segs && m.rows[i].kv == base.rows[i].kv);
+        const double want = base.rows[i].ms * (i == 5 ? 1.03 : 1.00); /* row 5: 1.00, 1.03 and 9.8 */
+        ck_assert_msg(fabs(m.rows[i].ms - want) <= 1e-12 * want, "row %zu: %g vs %g", i, m.rows[i].ms, want);
+        ck_assert_double_eq(m.rows[i].total_ms, (double)(1 + i));
+    }
+    /* the uneven step: the median of two, last, its kv_long kept */
+    const struct calib_row *u = &m.rows[m.n - 1];
+    ck_assert(u->kv_long == 2048 && u->segs == 3 && fabs(u->ms - 1.5) < 1e-12 && fabs(u->total_ms - 6.0) < 1e-12);
+    ck_assert_msg(calib_data_validate(&m, "h200", &err) == 0, "%s", err.msg);
+    /* identical profiles merge to themselves */
+    calib_data_free(&m);
+    struct calib_data same[2] = {in[0], in[0]};
+    ck_assert_int_eq(calib_data_merge(same, names, 2, &m, &partial, &err), 0);
+    ck_assert(m.n == in[0].n && partial == 0);
+    for (size_t i = 0; i < m.n; i++)
+        ck_assert(m.rows[i].ms == in[0].rows[i].ms && m.rows[i].total_ms == in[0].rows[i].total_ms);
+    calib_data_free(&m);
+
+    /* refused, naming the file: one profile; another model, GPU, rules or op set; an op twice */
+    ck_assert_int_ne(calib_data_merge(in, names, 1, &m, &partial, &err), 0);
+    ck_assert_msg(strstr(err.msg, "two or more profiles (1 given)"), "%s", err.msg);
+    snprintf(in[1].model, sizeof in[1].model, "sdar-8b");
+    ck_assert_int_ne(calib_data_merge(in, names, 3, &m, &partial, &err), 0);
+    ck_assert_msg(strstr(err.msg, "b.csv: model 'sdar-8b', but a.csv's is 'llada-8b'"), "%s", err.msg);
+    snprintf(in[1].model, sizeof in[1].model, "llada-8b");
+    snprintf(in[2].device, sizeof in[2].device, "NVIDIA A100");
+    ck_assert_int_ne(calib_data_merge(in, names, 3, &m, &partial, &err), 0);
+    ck_assert_msg(strstr(err.msg, "c.csv: device 'NVIDIA A100'"), "%s", err.msg);
+    snprintf(in[2].device, sizeof in[2].device, "%s", in[0].device);
+    in[2].attn_rules = 3;
+    ck_assert_int_ne(calib_data_merge(in, names, 3, &m, &partial, &err), 0);
+    ck_assert_msg(strstr(err.msg, "c.csv: profiled under attention launch rules 3, a.csv under 1"), "%s", err.msg);
+    in[2].attn_rules = 0;
+    size_t kept = in[2].n; /* a fused FFN's profile: no act rows */
+    for (size_t i = 0, j = 0; i < kept; i++)
+        if (in[2].rows[i].op != OP_ACT)
+            in[2].rows[j++] = in[2].rows[i];
+        else
+            in[2].n--;
+    ck_assert_int_ne(calib_data_merge(in, names, 3, &m, &partial, &err), 0);
+    ck_assert_msg(strstr(err.msg, "c.csv: has no op act and a.csv does"), "%s", err.msg);
+    in[1].rows[2] = in[1].rows[3];
+    ck_assert_int_ne(calib_data_merge(in, names, 2, &m, &partial, &err), 0);
+    ck_assert_msg(strstr(err.msg, "b.csv: op ") && strstr(err.msg, "measured twice"), "%s", err.msg);
+    for (int f = 0; f < 3; f++)
+        calib_data_free(&in[f]);
+    calib_data_free(&base);
+}
+END_TEST
+
 START_TEST(shipped_calibration_prices_a_run)
 {
     struct sim_config c;
@@ -738,6 +830,7 @@ int main(void)
     tcase_add_loop_test(tc, attention_launch_term_recovered, 0, 3);
     tcase_add_test(tc, attention_rules_travel_with_the_profile);
     tcase_add_test(tc, uneven_steps);
+    tcase_add_test(tc, merge_takes_row_medians);
     suite_add_tcase(s, tc);
     return run_suite("calib", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

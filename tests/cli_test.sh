@@ -55,7 +55,8 @@ fi
 # experiments/results/fidelity-h200) and out of sample (a fresh machine instance,
 # experiments/results/fidelity-h200-oos); and the fused engine's (--impl tessera-fused): LLaDA-8B
 # and SDAR-8B, each in and out of sample (fidelity-h200-fused, -fused-oos, -fused-sdar,
-# -fused-sdar-oos). The shipped calibrations are those of the in-sample records, byte for byte.
+# -fused-sdar-oos). The shipped calibrations are those of the in-sample records, byte for byte, and
+# each is `calib merge` of the three profiles (machine instances) its record keeps in profiles/.
 root=$(cd "$(dirname "$0")/.." && pwd)
 if command -v python3 >/dev/null 2>&1; then
     for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-fused-sdar \
@@ -68,7 +69,14 @@ if command -v python3 >/dev/null 2>&1; then
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
             case $rec in *-oos) ;; *)
                 if cmp -s "$cal/calib-$m.csv" "$root/sim/data/calib/h200-$m-$impl.csv"; then ok
-                else bad "sim/data/calib/h200-$m-$impl.csv is not the calibration $rec recorded"; fi ;;
+                else bad "sim/data/calib/h200-$m-$impl.csv is not the calibration $rec recorded"; fi
+                # and it is calib merge of the profiles the record keeps
+                for p in "$want"/profiles/$m.*.csv.gz; do gzip -dc "$p" >"$tmp/$rec/$(basename "$p" .gz)"; done
+                expect 0 "calib merge of $rec's profiles" -- $bin calib merge "$tmp/$rec"/$m.*.csv --gpu h200 \
+                    --out "$tmp/$rec/merged-$m.csv"
+                contains "calib merge of $rec's profiles" "each the median of its times in 3 profiles"
+                if cmp -s "$tmp/$rec/merged-$m.csv" "$cal/calib-$m.csv"; then ok
+                else bad "$rec: calib-$m.csv.gz is not calib merge of profiles/$m.*.csv.gz"; fi ;;
             esac
         done
         IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
@@ -317,6 +325,29 @@ contains "calib show --gpu states the assumptions" "assumes: every op keeps the 
 expect 2 "calibrated beyond the range" -- $bin sim --cost calibrated --lengths fixed:3000,256 --max-num-batched-tokens 30000 --rps 50 --requests 40 --db "$tmp/range.db"
 contains "calibrated beyond the range" "beyond the profiled range"
 if [ -e "$tmp/range.db" ]; then bad "a database was left behind by a failed run"; else ok; fi
+# calib merge: two copies of a calibration merge to itself; bad inputs named, no file left
+expect 0 "calib merge of two copies" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" \
+    "$data/calib/h200-llada-8b-tessera.csv" --gpu h200 --out "$tmp/m.csv"
+contains "calib merge reports" "each the median of its times in 2 profiles (0 rows held by fewer"
+cmp -s "$tmp/m.csv" "$data/calib/h200-llada-8b-tessera.csv" && ok || bad "calib merge of two copies changed the calibration"
+expect 2 "calib merge of one profile" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" --gpu h200 --out "$tmp/x.csv"
+contains "calib merge of one profile" "needs two or more PROFILEs"
+expect 2 "calib merge of two models" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" \
+    "$data/calib/h200-sdar-8b-tessera.csv" --gpu h200 --out "$tmp/x.csv"
+contains "calib merge of two models" "h200-sdar-8b-tessera.csv: model 'sdar-8b', but"
+expect 2 "calib merge of two implementations" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" \
+    "$data/calib/h200-llada-8b-tessera-fused.csv" --gpu h200 --out "$tmp/x.csv"
+contains "calib merge of two implementations" "h200-llada-8b-tessera-fused.csv: has no op act"
+expect 2 "calib merge of a missing file" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" \
+    "$tmp/none.csv" --gpu h200 --out "$tmp/x.csv"
+contains "calib merge of a missing file" "none.csv: cannot open"
+expect 2 "calib merge with --db" -- $bin calib merge a.csv b.csv --db x.db
+contains "calib merge with another subcommand's option" "--db does not apply here (merge takes"
+[ ! -e "$tmp/x.csv" ] && ok || bad "a refused calib merge left a file"
+printf 'device,model,segs,q,kv,logit_rows,op,ms,total_ms\nA,llada-8b,16,32,0,0,qkv,0.5,1\n' >"$tmp/thin.csv"
+expect 2 "calib merge with a thin profile" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" "$tmp/thin.csv" \
+    --gpu h200 --out "$tmp/x.csv"
+contains "calib merge names the thin profile" "thin.csv: profile of llada-8b on A: no rows for op norm"
 printf 'device,model,segs,q,kv,logit_rows,op,ms,total_ms\nA,llada-8b,16,32,0,0,qkv,0.5,1\n' >"$tmp/thin.csv"
 expect 2 "calib import of a thin profile" -- $bin calib import "$tmp/thin.csv" --gpu h200 --out "$tmp/c.csv"
 contains "calib import of a thin profile" "no rows for op norm"
