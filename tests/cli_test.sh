@@ -122,6 +122,17 @@ for w in def long; do
     if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$root/experiments/results/ops-h200/eval-$w.txt")" ]; then ok
     else bad "ops-h200/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$root/experiments/results/ops-h200/eval-$w.txt" | head >&2; fi
 done
+# the live-h200 record: its recorded live runs re-predicted by the shipped calibrations (live.sh
+# REUSE_LIVE=1, no GPU) give the errors live.csv records, row by row (within 0.15 points)
+live="$root/experiments/results/live-h200"
+mkdir -p "$tmp/live/runs"
+tar xzf "$live/live-runs.tgz" -C "$tmp/live/runs"
+SCRATCH="$tmp/live/runs" REUSE_LIVE=1 TESSERA=$bin bash "$root/experiments/live.sh" "$tmp/live/out" >"$tmp/out" 2>&1
+differ=$(awk -F, 'NR == FNR { want[$1 FS $2 FS $3 FS $4 FS $5 FS $6] = $9; next }
+    FNR > 1 { k = $1 FS $2 FS $3 FS $4 FS $5 FS $6; d = $9 - want[k]; if (!(k in want) || d * d > 0.0225) print k }' \
+    "$live/live.csv" "$tmp/live/out/live.csv" | head -3)
+n=$(tail -n +2 "$tmp/live/out/live.csv" 2>/dev/null | wc -l)
+if [ "$n" -eq 160 ] && [ -z "$differ" ]; then ok; else bad "live-h200 re-predicted: $n rows, differing from the record: $differ"; fi
 
 # JSON summary is one valid object
 expect 0 "sim --json" -- $bin sim --json --quiet --requests 20
