@@ -23,6 +23,10 @@
 # times are attached to them (checked step by step) instead of replaying; CALIB_DIR=DIR takes the
 # calibrations from DIR/calib-MODEL.csv (default: profile them, or reuse those in OUT).
 #
+# PROFILES=DIR takes each calibration as `tessera calib merge` of DIR/MODEL.*.csv[.gz] (two or more
+# profiles, each OUT/calib-MODEL.csv of an earlier run, best from different machine instances: a
+# profile's level moves 1-2% with the instance) instead of profiling; the merge is OUT/calib-MODEL.csv.
+#
 # WARM_MS=MS profiles each step after MS ms of its own repetition (engine profile --warm-ms: the
 # light-load clock; experiments/results/attn-probe-h200 says what it changes).
 #
@@ -76,6 +80,17 @@ PY
 }
 for model in $models; do
     calib="${CALIB_DIR:-$out}/calib-$model.csv"
+    if [ ! -f "$calib" ] && [ -n "${PROFILES:-}" ]; then
+        parts=()
+        for p in "$PROFILES/$model".*.csv "$PROFILES/$model".*.csv.gz; do
+            [ -f "$p" ] || continue
+            case "$p" in
+                *.gz) gzip -dc "$p" >"$scratch/$(basename "$p" .gz)" || exit 1; parts+=("$scratch/$(basename "$p" .gz)") ;;
+                *) parts+=("$p") ;;
+            esac
+        done
+        "$bin" calib merge "${parts[@]}" --gpu h200 --out "$calib" || exit 1
+    fi
     if [ ! -f "$calib" ]; then
         rm -f "$scratch/profile-$model.db"
         "$bin" engine profile --model "$model" --db "$scratch/profile-$model.db" --reps 2 \

@@ -67,20 +67,20 @@ if command -v python3 >/dev/null 2>&1; then
         mkdir -p "$cal"
         for m in $models; do
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
-            case $rec in *-oos) ;; *)
-                if cmp -s "$cal/calib-$m.csv" "$root/sim/data/calib/h200-$m-$impl.csv"; then ok
-                else bad "sim/data/calib/h200-$m-$impl.csv is not the calibration $rec recorded"; fi
-                # and it is calib merge of the profiles the record keeps
-                for p in "$want"/profiles/$m.*.csv.gz; do gzip -dc "$p" >"$tmp/$rec/$(basename "$p" .gz)"; done
-                expect 0 "calib merge of $rec's profiles" -- $bin calib merge "$tmp/$rec"/$m.*.csv --gpu h200 \
-                    --out "$tmp/$rec/merged-$m.csv"
-                contains "calib merge of $rec's profiles" "each the median of its times in 3 profiles"
-                if cmp -s "$tmp/$rec/merged-$m.csv" "$cal/calib-$m.csv"; then ok
-                else bad "$rec: calib-$m.csv.gz is not calib merge of profiles/$m.*.csv.gz"; fi ;;
-            esac
         done
-        IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
-            SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1
+        case $rec in
+            *-oos) IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
+                       SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1 ;;
+            *) # in sample: the calibrations merged again from the record's profiles (PROFILES=)
+                IMPL=$impl MEASURED="$want/all-steps.csv.gz" PROFILES="$want/profiles" TESSERA=$bin \
+                    SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1
+                for m in $models; do
+                    if cmp -s "$tmp/$rec/calib-$m.csv" "$cal/calib-$m.csv"; then ok
+                    else bad "$rec: calib-$m.csv.gz is not calib merge of profiles/$m.*.csv.gz"; fi
+                    if cmp -s "$cal/calib-$m.csv" "$root/sim/data/calib/h200-$m-$impl.csv"; then ok
+                    else bad "sim/data/calib/h200-$m-$impl.csv is not the calibration $rec recorded"; fi
+                done ;;
+        esac
         n=$(awk -F, '$5 == "calibrated"' "$tmp/$rec/fidelity.csv" | wc -l)
         differ=$(awk -F, 'NR == FNR { if ($5 == "calibrated") want[$1 FS $2 FS $3 FS $4] = $8 FS $9 FS $10; next }
             $5 == "calibrated" { k = $1 FS $2 FS $3 FS $4; split(want[k], w, FS)
@@ -88,6 +88,12 @@ if command -v python3 >/dev/null 2>&1; then
             "$want/fidelity.csv" "$tmp/$rec/fidelity.csv" | head -3)
         if [ "$n" -eq $runs ] && [ -z "$differ" ]; then ok; else bad "$rec on recorded H200 steps: $n runs, differing from the record: $differ"; sed 's/^/    /' "$tmp/out" >&2; fi
     done
+    # PROFILES= with a single profile: refused by calib merge, nothing evaluated
+    mkdir -p "$tmp/prof1"
+    cp "$root/experiments/results/fidelity-h200/profiles/llada-8b.1.csv.gz" "$tmp/prof1/"
+    expect 1 "fidelity.sh PROFILES= with one profile" -- env MEASURED="$root/experiments/results/fidelity-h200/all-steps.csv.gz" \
+        PROFILES="$tmp/prof1" TESSERA=$bin SCRATCH="$tmp/prof1/scr" bash "$root/experiments/fidelity.sh" "$tmp/prof1/out" llada-8b
+    contains "fidelity.sh PROFILES= with one profile" "needs two or more PROFILEs"
     # the warm-up A/B of experiments/results/attn-probe-h200/warm/in-sample: both calibrations
     # re-evaluated on that instance's recorded replays give what its README reports
     ab="$root/experiments/results/attn-probe-h200/warm/in-sample"
