@@ -88,6 +88,21 @@ if command -v python3 >/dev/null 2>&1; then
             "$want/fidelity.csv" "$tmp/$rec/fidelity.csv" | head -3)
         if [ "$n" -eq $runs ] && [ -z "$differ" ]; then ok; else bad "$rec on recorded H200 steps: $n runs, differing from the record: $differ"; sed 's/^/    /' "$tmp/out" >&2; fi
     done
+    # calib merge reads profile databases too (engine profile's engine_profile table): the shipped
+    # calibration's rows as a database, merged with its CSV, give the CSV back
+    python3 - "$root/sim/data/calib/h200-llada-8b-tessera.csv" "$tmp/prof.db" <<'PY'
+import csv, sqlite3, sys
+con = sqlite3.connect(sys.argv[2])
+con.execute("CREATE TABLE engine_profile(device TEXT, model TEXT, segs INTEGER, q INTEGER, kv INTEGER, "
+            "logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL, attn_rules INTEGER, kv_long INTEGER)")
+con.executemany("INSERT INTO engine_profile VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+                [(r["device"], r["model"], r["segs"], r["q"], r["kv"], r["logit_rows"], r["op"], float(r["ms"]),
+                  float(r["total_ms"]), r["attn_rules"], r["kv_long"]) for r in csv.DictReader(open(sys.argv[1]))])
+con.commit()
+PY
+    expect 0 "calib merge of a database and a CSV" -- $bin calib merge "$tmp/prof.db" \
+        "$root/sim/data/calib/h200-llada-8b-tessera.csv" --gpu h200 --out "$tmp/m2.csv"
+    cmp -s "$tmp/m2.csv" "$root/sim/data/calib/h200-llada-8b-tessera.csv" && ok || bad "calib merge of a database and its CSV changed the rows"
     # PROFILES= with a single profile: refused by calib merge, nothing evaluated
     mkdir -p "$tmp/prof1"
     cp "$root/experiments/results/fidelity-h200/profiles/llada-8b.1.csv.gz" "$tmp/prof1/"
