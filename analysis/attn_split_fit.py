@@ -19,13 +19,16 @@ nseq:q:kv[+nseq:q:kv...] (q query rows over kv cached keys); '#' starts a commen
 Prints the fitted B and C beside kernels.h's (K_ATTN_SPLIT_BLOCK_16THS / 16 and
 K_ATTN_SPLIT_COMBINE_KEYS), and per file the geometric mean and worst of (the chosen count's time /
 the best count's) for rules 2 (floor(2 SMs / blocks)), rules 3 with kernels.h's constants, and rules
-3 with the fitted ones.
+3 with the fitted ones; and a candidate no engine runs ("LPT"), fitted the same way: its first term
+the makespan of the blocks, each as long as its own segment's keys a block, laid longest first onto
+the slots, which sees that a short segment's blocks finish early (rules 3 counts every block as
+long as the longest segment's).
 
 Usage: analysis/attn_split_fit.py [--kernels KERNELS.h] FIT.txt... [--eval EVAL.txt...]
        (no files: the tenth and eleventh sessions' sweeps fitted, the thirteenth's ops-h200 steps
        evaluated too, from engine/results/)
 """
-import math, os, re, statistics, sys
+import heapq, math, os, re, statistics, sys
 from itertools import combinations
 
 SMS, HEADS, MAX_SPLITS = 132, 32, 16
@@ -90,6 +93,23 @@ def terms(shape, s):
     return waves * per, blocks * s, 1 if s > 1 else 0
 
 
+def terms_lpt(shape, s):
+    """terms() with the waves replaced by the longest-first makespan of the blocks over the slots"""
+    tiles, rows, _ = launch(shape)
+    short_kv = s == 1 and rows <= 32 * tiles
+    slots, tile = (4 if short_kv else 2) * SMS, 32 if short_kv else 64
+    lengths = []
+    for n, q, kv in shape:
+        per = min(-(-(-(-(q + kv) // s)) // tile) * tile, q + kv)
+        lengths += [per] * (n * math.ceil(q / 64) * HEADS * s)
+    lengths.sort(reverse=True)
+    load = [0] * min(slots, len(lengths))
+    heapq.heapify(load)
+    for length in lengths:
+        heapq.heapreplace(load, load[0] + length)
+    return max(load), tiles * HEADS * s, 1 if s > 1 else 0
+
+
 def most_splits(shape):
     return max(1, min(MAX_SPLITS, -(-launch(shape)[2] // 64)))
 
@@ -99,7 +119,7 @@ def rule2(shape):
     return max(1, min(2 * SMS // (tiles * HEADS), most_splits(shape)))
 
 
-def rule3(shape, per_block, combine):
+def rule3(shape, per_block, combine, terms=terms):
     cost = lambda s: (lambda wk, bs, split: wk + per_block * bs + combine * split)(*terms(shape, s))
     return min(range(1, most_splits(shape) + 1), key=lambda s: (cost(s), s))
 
@@ -139,7 +159,7 @@ def nnls(rows, y):
     return best[1]
 
 
-def fit(sweeps):
+def fit(sweeps, terms=terms):
     rows, y = [], []
     for times in sweeps:
         for shape, d in times.items():
@@ -212,8 +232,12 @@ def main(argv):
     print(f"fitted on {n_fit} shapes of {len(fit_files)} file(s): cost = waves x keys a block "
           f"+ {per_block:.4f} x blocks + {combine:.1f} x [split]   (keys)")
     print(f"kernels.h (rules 3):                                 + {k_block:.4f} x blocks + {k_combine:.1f} x [split]")
+    lpt_block, lpt_combine = fit([sweeps[f] for f in fit_files], terms_lpt)
+    print(f"LPT candidate, fitted the same way: cost = longest-first makespan of the blocks + {lpt_block:.4f} x blocks "
+          f"+ {lpt_combine:.1f} x [split]")
     rules = [("rules 2", rule2), ("rules 3, kernels.h", lambda sh: rule3(sh, k_block, k_combine)),
-             ("rules 3, fitted", lambda sh: rule3(sh, per_block, combine))]
+             ("rules 3, fitted", lambda sh: rule3(sh, per_block, combine)),
+             ("LPT, fitted", lambda sh: rule3(sh, lpt_block, lpt_combine, terms_lpt))]
     print(f"\n{'sweep':40s} {'shapes':>6s}  " + "  ".join(f"{n + ': geo, worst':>26s}" for n, _ in rules))
     for f in fit_files + eval_files:
         cells = []

@@ -130,6 +130,7 @@ PY
     contains "attn_split_fit.py refits the constants" "+ 0.5693 x blocks + 98.3 x [split]"
     contains "attn_split_fit.py: the eleventh session's shapes" "18                1.031, 1.323                1.018, 1.200"
     contains "attn_split_fit.py: the ops-h200 steps" "22                1.140, 1.592                1.037, 1.260"
+    contains "attn_split_fit.py: the LPT candidate on the ops-h200 steps" "1.037, 1.260                1.042, 1.175"
     printf '3 2:32:480 0.1\n1 2:32:480 x\n' >"$tmp/splits.txt"
     expect 1 "attn_split_fit.py, a bad time" -- python3 "$root/analysis/attn_split_fit.py" "$tmp/splits.txt"
     contains "attn_split_fit.py names file, line and field" "splits.txt:2: ms: 'x' is not a number"
