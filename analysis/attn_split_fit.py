@@ -82,26 +82,34 @@ def launch(shape):
     return tiles, rows, max(q + kv for n, q, kv in shape)
 
 
+def slots_tile(tiles, rows, s):
+    """block slots of the GPU and keys a K/V tile of a launch of s splits (kernels.h's
+    k_attention_short_kv_tiles: 32-key tiles, four blocks an SM, when unsplit and short)"""
+    short_kv = s == 1 and rows <= 32 * tiles
+    return (4 if short_kv else 2) * SMS, 32 if short_kv else 64
+
+
+def keys_a_block(keys, s, tile):
+    """keys of one block when `keys` keys are split s ways in whole tiles, at most all of them"""
+    return min(-(-(-(-keys // s)) // tile) * tile, keys)
+
+
 def terms(shape, s):
     """(waves x keys a block, blocks x s, [s > 1]) of s splits, as kernels/kernels.h counts them"""
     tiles, rows, keys = launch(shape)
-    short_kv = s == 1 and rows <= 32 * tiles
-    slots, tile = (4 if short_kv else 2) * SMS, 32 if short_kv else 64
+    slots, tile = slots_tile(tiles, rows, s)
     blocks = tiles * HEADS
     waves = -(-blocks * s // slots)
-    per = min(-(-(-(-keys // s)) // tile) * tile, keys)
-    return waves * per, blocks * s, 1 if s > 1 else 0
+    return waves * keys_a_block(keys, s, tile), blocks * s, 1 if s > 1 else 0
 
 
 def terms_lpt(shape, s):
     """terms() with the waves replaced by the longest-first makespan of the blocks over the slots"""
     tiles, rows, _ = launch(shape)
-    short_kv = s == 1 and rows <= 32 * tiles
-    slots, tile = (4 if short_kv else 2) * SMS, 32 if short_kv else 64
+    slots, tile = slots_tile(tiles, rows, s)
     lengths = []
     for n, q, kv in shape:
-        per = min(-(-(-(-(q + kv) // s)) // tile) * tile, q + kv)
-        lengths += [per] * (n * math.ceil(q / 64) * HEADS * s)
+        lengths += [keys_a_block(q + kv, s, tile)] * (n * math.ceil(q / 64) * HEADS * s)
     lengths.sort(reverse=True)
     load = [0] * min(slots, len(lengths))
     heapq.heapify(load)

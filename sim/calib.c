@@ -263,12 +263,18 @@ done:
     return rc;
 }
 
+/* Whether a profile measured the host/GPU split (gpu_ms, host_ms): all rows or none (the parser's rule). */
+static bool host_split(const struct calib_data *d)
+{
+    return d->n > 0 && d->rows[0].gpu_ms > 0;
+}
+
 int calib_data_write(const struct calib_data *d, const char *path, struct ts_err *err)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return ts_fail(err, "%s: cannot create", path);
-    bool split = d->n > 0 && d->rows[0].gpu_ms > 0; /* all rows or none (the parser's rule) */
+    const bool split = host_split(d);
     bool uneven = false; /* the kv_long column only where a step is uneven: older files stay as they were */
     for (size_t i = 0; i < d->n; i++)
         uneven = uneven || d->rows[i].kv_long > 0;
@@ -322,6 +328,11 @@ struct row_key {
     size_t i;
 };
 
+static struct row_key row_key_of(const struct calib_row *r, size_t i)
+{
+    return (struct row_key){{r->segs, r->q, r->kv, r->logit_rows, r->kv_long, (int32_t)r->op}, i};
+}
+
 static int cmp_row_key(const void *a, const void *b)
 {
     const struct row_key *x = a, *y = b;
@@ -335,10 +346,8 @@ static int cmp_row_key(const void *a, const void *b)
 static int no_duplicate_rows(const struct calib_data *d, struct ts_err *err)
 {
     struct row_key *keys = xmalloc(sizeof *keys * (d->n ? d->n : 1));
-    for (size_t i = 0; i < d->n; i++) {
-        const struct calib_row *r = &d->rows[i];
-        keys[i] = (struct row_key){{r->segs, r->q, r->kv, r->logit_rows, r->kv_long, (int32_t)r->op}, i};
-    }
+    for (size_t i = 0; i < d->n; i++)
+        keys[i] = row_key_of(&d->rows[i], i);
     qsort(keys, d->n, sizeof *keys, cmp_row_key);
     int rc = 0;
     for (size_t i = 1; i < d->n && !rc; i++) {
@@ -384,10 +393,9 @@ static int same_engine(const struct calib_data *a, const char *an, const struct 
     if (TS_MAX(1, a->attn_rules) != TS_MAX(1, b->attn_rules))
         return ts_fail(err, "%s: profiled under attention launch rules %d, %s under %d (different engines)", bn,
                        TS_MAX(1, b->attn_rules), an, TS_MAX(1, a->attn_rules));
-    if ((a->n && a->rows[0].gpu_ms > 0) != (b->n && b->rows[0].gpu_ms > 0))
+    if (host_split(a) != host_split(b))
         return ts_fail(err, "%s: %s the host/GPU split (gpu_ms, host_ms) and %s %s (different implementations)",
-                       bn, b->n && b->rows[0].gpu_ms > 0 ? "measures" : "does not measure", an,
-                       a->n && a->rows[0].gpu_ms > 0 ? "does" : "does not");
+                       bn, host_split(b) ? "measures" : "does not measure", an, host_split(a) ? "does" : "does not");
     const unsigned ma = op_mask(a), mb = op_mask(b);
     for (int op = 0; op < OP_COUNT; op++)
         if (((ma ^ mb) >> op) & 1u)
@@ -428,9 +436,8 @@ int calib_data_merge(const struct calib_data *in, const char *const *names, size
     size_t *input = xmalloc(sizeof *input * (total ? total : 1));
     for (size_t f = 0, g = 0; f < n_in; f++)
         for (size_t i = 0; i < in[f].n; i++, g++) {
-            const struct calib_row *r = &in[f].rows[i];
-            keys[g] = (struct row_key){{r->segs, r->q, r->kv, r->logit_rows, r->kv_long, (int32_t)r->op}, g};
-            row[g] = r;
+            row[g] = &in[f].rows[i];
+            keys[g] = row_key_of(row[g], g);
             input[g] = f;
         }
     qsort(keys, total, sizeof *keys, cmp_row_key);
