@@ -4,7 +4,7 @@
 #   make check       build and run every CPU test (unit suites, golden scenarios, CLI checks,
 #                    then the whole suite again under AddressSanitizer + UBSan)
 #   make check-gpu   (GPU machine) the engine's kernels and steps against the CPU reference
-#   make bench-sim, make bench-engine, make bench-gemm (GPU machine)
+#   make bench-sim, make bench-engine, make bench-gemm, make bench-gemm-rows (GPU machine)
 #   make check-valgrind, make fuzz FUZZ_SECONDS=N, make clean      (V=1: show commands)
 #
 # Objects live in build/ (build/asan for the sanitizer build). Settings: CC, CFLAGS, NVCC,
@@ -61,7 +61,7 @@ endif
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread -lm)
 
 # the library: everything but main.c, plus the engine's host code that needs no GPU
-ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_act.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c engine/eng_safetensors.c
+ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_anchor.c engine/eng_act.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c engine/eng_safetensors.c
 LIB_SRC := $(filter-out sim/main.c,$(wildcard sim/*.c)) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
 ENGINE_GPU_SRC := engine/eng_arena.c engine/eng_cuda.c engine/eng_gemm.c engine/eng_check.c engine/eng_bench.c engine/eng_replay.c engine/eng_live.c engine/eng_lmax.c engine/cli_engine.c
 KERNEL_SRC := $(wildcard kernels/*.cu)
@@ -88,7 +88,7 @@ $(BUILD)/sim/version.o: sim/version.c $(VERSION_FILE) $(STAMP) | deps
 ENGINE_OBJ := $(if $(HAVE_CUDA),$(ENGINE_GPU_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SRC:%.cu=$(BUILD)/%.o))
 TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run check check-unit check-asan check-valgrind bench-sim bench-engine bench-gemm check-gpu fuzz deps clean help
+.PHONY: all run check check-unit check-asan check-valgrind bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu fuzz deps clean help
 
 all: $(BUILD)/tessera
 
@@ -160,7 +160,8 @@ bench-sim: $(BUILD)/tessera
 	@bash tests/bench_sim.sh ./$(BUILD)/tessera
 
 # GPU machine only: kernels and steps against the CPU reference; the engine benchmark beside
-# PyTorch (SDPA on the same shapes, and the anchor script when ANCHOR=path/to/torch_llada_step.py)
+# PyTorch (SDPA on the same shapes, and the anchor script when ANCHOR=path/to/torch_llada_step.py,
+# then the engine on every shape the anchor ran, beside its times: engine_anchor.jsonl)
 check-gpu: $(BUILD)/tessera
 	./$(BUILD)/tessera engine check
 	bash tests/live_gpu_test.sh ./$(BUILD)/tessera
@@ -172,10 +173,13 @@ bench-engine: $(BUILD)/tessera
 	./$(BUILD)/tessera engine bench --json $(BENCH_OUT)/engine_bench.jsonl --warm-trace $(BENCH_OUT)/warm_trace.csv
 	python3 engine/bench/sdpa_bench.py | tee -a $(BENCH_OUT)/engine_bench.jsonl
 	$(if $(ANCHOR),PYTHONUNBUFFERED=1 python3 $(ANCHOR) | tee $(BENCH_OUT)/anchor.jsonl)
+	$(if $(ANCHOR),./$(BUILD)/tessera engine bench --only anchor --anchor $(BENCH_OUT)/anchor.jsonl \
+	    --json $(BENCH_OUT)/engine_anchor.jsonl)
 	@if command -v gnuplot >/dev/null; then bash analysis/bench-plot.sh $(BENCH_OUT)/engine_bench.jsonl \
 	    $(BENCH_OUT)/engine_bench.png $(if $(ANCHOR),$(BENCH_OUT)/anchor.jsonl) && \
-	    bash analysis/warm-plot.sh $(BENCH_OUT)/warm_trace.csv $(BENCH_OUT)/warm_trace.png; \
-	else echo "bench-engine: no gnuplot here; draw the figures elsewhere: analysis/bench-plot.sh BENCH.jsonl OUT.png [ANCHOR.jsonl]; analysis/warm-plot.sh WARM.csv OUT.png"; fi
+	    bash analysis/warm-plot.sh $(BENCH_OUT)/warm_trace.csv $(BENCH_OUT)/warm_trace.png \
+	    $(if $(ANCHOR),&& bash analysis/anchor-plot.sh $(BENCH_OUT)/engine_anchor.jsonl $(BENCH_OUT)/engine_anchor.png); \
+	else echo "bench-engine: no gnuplot here; draw the figures elsewhere: analysis/bench-plot.sh BENCH.jsonl OUT.png [ANCHOR.jsonl]; analysis/warm-plot.sh WARM.csv OUT.png; analysis/anchor-plot.sh ANCHOR_BENCH.jsonl OUT.png"; fi
 
 # GPU machine only (Hopper): the fused gate/up GEMM + SwiGLU (kernels/gemm_wgmma.cu) beside
 # cuBLAS's GEMM and k_swiglu, same data (engine/bench/gemm_bench.cu; GEMM_ROWS: row counts)
@@ -186,8 +190,15 @@ $(BUILD)/gemm_bench: $(GEMM_BENCH_SRC) engine/bench/bench_check.h $(wildcard ker
 bench-gemm: $(BUILD)/gemm_bench
 	./$(BUILD)/gemm_bench 4096 12288 $(or $(GEMM_ROWS),32 512 2048 8192)
 
+# GPU machine only: cuBLASLt on LLaDA-8B's layers at Reuse steps' row counts against their floors
+# (engine/bench/gemm_rows.cu; GEMM_PEAK, GEMM_BW: engine bench's ceilings; GEMM_ROWS: 1 to 512)
+$(BUILD)/gemm_rows: engine/bench/gemm_rows.cu
+	$(NVCC) -O3 -std=c++17 -arch=sm_90 $< -lcublasLt -o $@
+bench-gemm-rows: $(BUILD)/gemm_rows
+	./$(BUILD)/gemm_rows $(or $(GEMM_PEAK),775) $(or $(GEMM_BW),4.23) $(GEMM_ROWS)
+
 # libFuzzer targets, one per parser (trace CSV/JSONL, HF config.json, GPU file)
-FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file fuzz_safetensors fuzz_calib
+FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file fuzz_safetensors fuzz_calib fuzz_anchor
 fuzz:
 	@mkdir -p $(BUILD)/fuzz
 	@set -e; for f in $(FUZZERS); do \

@@ -24,9 +24,10 @@ static void engine_usage(FILE *f)
 "                              [--gemm-cache FILE] [--warmup N] [--warm-ms MS]\n"
 "                              [--step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--logit-chunk N]\n"
-"                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention]\n"
+"                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention|anchor]\n"
 "                            [--weights PATH] [--gemm-cache FILE] [--warm-s S]\n"
 "                            [--warm-trace FILE] [--step SEGS,Q,KV,LOGIT_ROWS ...]\n"
+"                            [--anchor ANCHOR.jsonl]\n"
 "\n"
 "check  every kernel and whole steps of tiny models on the GPU against the CPU reference\n"
 "       (normwise relative errors against bf16-appropriate bounds); exit 1 on any failure\n"
@@ -44,7 +45,13 @@ static void engine_usage(FILE *f)
 "       warm-up began, ms a replay: the clock settling under the power limit); --step (up to 8\n"
 "       times) benches these steps instead of the issue's four: SEGS sequences of Q query\n"
 "       tokens (SEGS x Q up to 8192) over KV cached ones (filled by a Refresh first), with\n"
-"       LOGIT_ROWS logits each, every measurement as for the four but no PyTorch anchor\n"
+"       LOGIT_ROWS logits each, every measurement as for the four but no PyTorch anchor;\n"
+"       --anchor FILE (the output of ../shared/anchors/torch_llada_step.py, best from the same\n"
+"       machine and call) then times every shape the anchor ran, B sequences of T tokens: Refresh\n"
+"       with logits for all tokens, Refresh with logits for the masked tail, Reuse of one 32-token\n"
+"       block over the T - 32 before it; each against its floors, with its attention's share of\n"
+"       an eager run, beside PyTorch eager's time (speed-up) and peak activations; --only anchor\n"
+"       runs only that (without --anchor: the script's own grid, no PyTorch times)\n"
 "--gemm-cache FILE keeps each GEMM shape's chosen cuBLASLt algorithm in FILE (SQLite, created if\n"
 "       missing): a shape found there is not timed again, a new choice is added, so every process\n"
 "       sharing FILE runs the same algorithms (the same as TESSERA_GEMM_CACHE=FILE, which also\n"
@@ -105,6 +112,7 @@ int cli_engine(int argc, char **argv)
                                       {"step", required_argument, 0, 'T'},
                                       {"warm-s", required_argument, 0, 'A'},
                                       {"warm-trace", required_argument, 0, 'B'},
+                                      {"anchor", required_argument, 0, 'a'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     int64_t seed = 1, reps = 20, chunk = 2048, run = 0, steps = 0;
@@ -116,7 +124,7 @@ int cli_engine(int argc, char **argv)
     int nstep = 0;
     const char *db = NULL, *weights = NULL;
     double mem_gb = 0;
-    const char *model = "llada-8b", *json = NULL, *only = NULL;
+    const char *model = "llada-8b", *json = NULL, *only = NULL, *anchor = NULL;
     optind = 1;
     int c;
     while ((c = getopt_long(argc - 1, argv + 1, "h", o, NULL)) != -1) {
@@ -135,6 +143,7 @@ int cli_engine(int argc, char **argv)
         case 'X': bad = ts_parse_double(optarg, &warm_ms) || !(warm_ms >= 0 && warm_ms <= 60000); break;
         case 'A': bad = ts_parse_double(optarg, &warm_s) || !(warm_s >= 0 && warm_s <= 600); break;
         case 'B': warm_trace = optarg; break;
+        case 'a': anchor = optarg; break;
         case 'T': {
             int n = 0, m = 0, *st = nstep < ENG_BENCH_MAX_STEPS ? step_list[nstep] : NULL;
             bad = !st || sscanf(optarg, "%d,%d,%d,%d%n", &st[0], &st[1], &st[2], &st[3], &n) != 4;
@@ -157,7 +166,7 @@ int cli_engine(int argc, char **argv)
         case 'S': bad = ts_parse_i64(optarg, &steps) || steps < 1; break;
         case 'o':
             only = optarg;
-            bad = strcmp(only, "steps") && strcmp(only, "gemm") && strcmp(only, "attention");
+            bad = strcmp(only, "steps") && strcmp(only, "gemm") && strcmp(only, "attention") && strcmp(only, "anchor");
             break;
         case 'h': engine_usage(stdout); return 0;
         default: fprintf(stderr, "tessera engine: see --help\n"); return EXIT_USAGE;
@@ -191,6 +200,23 @@ int cli_engine(int argc, char **argv)
         if (model_resolve(model, &bo.model, &err)) {
             fprintf(stderr, "tessera engine bench: %s\n", err.msg);
             return EXIT_USAGE;
+        }
+        /* the anchor's shapes, read (and refused) before any GPU work */
+        static struct anchor_run ar;
+        if (anchor && only && strcmp(only, "anchor")) {
+            fprintf(stderr, "tessera engine bench: --anchor with --only %s: the anchor's shapes run alone (--only "
+                            "anchor) or after the whole bench\n", only);
+            return EXIT_USAGE;
+        }
+        if (anchor) {
+            if (anchor_load(anchor, &ar, &err)) {
+                fprintf(stderr, "tessera engine bench: %s\n", err.msg);
+                return EXIT_USAGE;
+            }
+            bo.anchor = &ar, bo.anchor_path = anchor;
+        } else if (only && strcmp(only, "anchor") == 0) {
+            anchor_default_grid(&ar);
+            bo.anchor = &ar;
         }
         if (json && !(bo.json = fopen(json, "a"))) {
             fprintf(stderr, "tessera engine bench: %s: cannot open\n", json);

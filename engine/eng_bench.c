@@ -16,8 +16,10 @@
  *    replayed in turn (eng_graph_replay_kept) so that none meets a card the others left hotter; and
  *    with only its linear layers and LM head (and the final norm: eng_set_skip_ops), then all but
  *    them.
- * 3. The attention kernel alone on the same shapes, in TFLOP/s.
+ * 3. The attention kernel alone on the same shapes and the anchor's long ones, in TFLOP/s.
  * 4. The engine's workspace for each step beside the simulator's activation estimate (mem.c).
+ * 5. With --anchor (or --only anchor): every shape of the PyTorch anchor (eng_anchor.h), each of its
+ *    three steps against its floors and beside PyTorch eager's time and peak activations.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "eng_bench.h"
@@ -328,6 +330,137 @@ fail:
     return -1;
 }
 
+/* The bench's engine (the model, its weights, a workspace for a bench step's rows), said on out;
+ * says why on stderr when it cannot be made. */
+static int bench_engine(const struct eng_bench_opts *o, struct eng_opts *eo, struct eng **e, FILE *out)
+{
+    const struct model_cfg *m = &o->model;
+    struct ts_err err;
+    eng_opts_defaults(eo);
+    eo->max_tokens = ENG_BENCH_MAX_TOKENS;
+    eo->logit_chunk = o->logit_chunk;
+    eo->mem_limit = o->mem_limit;
+    eo->weights = o->weights;
+    eo->warm_s = o->warm_s;
+    if (eng_create(m, eo, e, &err)) {
+        fprintf(stderr, "engine bench: %s\n", err.msg);
+        return -1;
+    }
+    struct eng_mem mem;
+    eng_mem_info(*e, &mem);
+    fprintf(out, "engine: %s on %s; weights %.2f GiB, workspace %.2f GiB, KV pool %.2f GiB (%lld tokens)\n",
+            m->name, eng_device_name(*e), mem.weights / TS_GIB, mem.workspace / TS_GIB,
+            mem.kv_pool / TS_GIB, (long long)mem.kv_pool_tokens);
+    return 0;
+}
+
+/* The PyTorch anchor's shapes (eng_anchor.h): each of their three steps replayed as a graph against
+ * its floor and its floor at the held GEMM rate, with its attention's share of an eager run, and,
+ * where the anchor's output gave them, beside PyTorch eager's time and peak activations; then the
+ * speed-up's geometric mean. */
+static int anchor_grid(const struct eng_bench_opts *o, double peak, double held, double bw, FILE *out)
+{
+    const struct model_cfg *m = &o->model;
+    const struct anchor_run *a = o->anchor;
+    struct eng *e = NULL;
+    struct eng_opts eo;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct ts_err err;
+    int rc = -1, next_req = 0, nsp = 0;
+    double log_sp = 0, sp_min = INFINITY, sp_max = 0;
+    char at_min[64] = "", at_max[64] = "";
+    fprintf(out, "\nthe PyTorch anchor's shapes (%s", o->anchor_path ? o->anchor_path : "the script's grid, no times");
+    if (a->gemm_tflops > 0 && a->copy_tbps > 0)
+        fprintf(out, "; its ceilings: GEMM %.1f TFLOP/s, copy %.2f TB/s", a->gemm_tflops, a->copy_tbps);
+    fprintf(out, ")\n");
+    if (bench_engine(o, &eo, &e, out))
+        goto done;
+    fprintf(out, "%-16s %-15s %9s %9s %8s %7s %6s %9s %8s %10s %10s %10s\n", "B x T (masked)", "step", "ms",
+            "floor_ms", "x_floor", "x_held", "attn", "torch_ms", "speed-up", "workspace", "sim_est", "torch_act");
+    for (int i = 0; i < a->n; i++) {
+        const struct anchor_case *c = &a->c[i];
+        char shape[32];
+        snprintf(shape, sizeof shape, "%d x %d (%d)", c->B, c->T, c->masked);
+        for (int st = 0; st < ANCHOR_STEPS; st++) {
+            int32_t q, kv, lr;
+            anchor_step_shape(c, (enum anchor_step)st, &q, &kv, &lr);
+            const char *name = anchor_step_name((enum anchor_step)st);
+            if ((int64_t)c->B * q > ENG_BENCH_MAX_TOKENS) {
+                fprintf(out, "%-16s %-15s skipped: %d x %d tokens, more than the %d a bench step holds\n", shape,
+                        name, c->B, q, ENG_BENCH_MAX_TOKENS);
+                continue;
+            }
+            const int first = next_req;
+            next_req += c->B;
+            if (kv > 0 && fill_caches(e, &sd, first, c->B, kv + q))
+                goto done;
+            step_desc_clear(&sd);
+            for (int s = 0; s < c->B; s++)
+                seg_add(&sd, first + s, q, kv, lr);
+            char label[64];
+            snprintf(label, sizeof label, "anchor %s, %s", shape, name);
+            trace_as(e, o, label, "step");
+            float ms, eager_ms;
+            double op_ms[OP_COUNT];
+            if (replay_ms(e, &sd, o->reps, &ms))
+                goto done;
+            if (eng_step_profile(e, &sd, op_ms, &eager_ms, &err)) {
+                fprintf(stderr, "engine bench: %s\n", err.msg);
+                goto done;
+            }
+            double flops, bytes, gemm_flops, gemm_bytes;
+            step_floor(m, c->B, q, kv, lr, &flops, &bytes, &gemm_flops, &gemm_bytes);
+            const double fl_ms = flops / peak * 1e3, by_ms = bytes / bw * 1e3, floor_ms = fmax(fl_ms, by_ms);
+            const double held_floor_ms = fmax(flops / held * 1e3, by_ms);
+            struct act_knobs k = {eo.logit_chunk, 1, 0, eng_ffn_fuses(e, sd.tot.q_tokens)};
+            const int64_t sim_act = mem_act_peak(m, sd.tot.q_tokens, sd.tot.logit_rows, &k);
+            const int64_t ws = eng_step_workspace_bytes(e, &sd);
+            const double torch_ms = c->ms[st];
+            const double torch_act = st < 2 ? c->peak_act_gib[st] : -1;
+            char t_ms[16] = "-", sp[16] = "-", t_act[16] = "-";
+            if (torch_ms > 0) {
+                snprintf(t_ms, sizeof t_ms, "%.3f", torch_ms);
+                snprintf(sp, sizeof sp, "%.2f", torch_ms / ms);
+                log_sp += log(torch_ms / ms), nsp++;
+                if (torch_ms / ms < sp_min)
+                    sp_min = torch_ms / ms, snprintf(at_min, sizeof at_min, "%s, %s", shape, name);
+                if (torch_ms / ms > sp_max)
+                    sp_max = torch_ms / ms, snprintf(at_max, sizeof at_max, "%s, %s", shape, name);
+            }
+            if (torch_act >= 0)
+                snprintf(t_act, sizeof t_act, "%.3fGiB", torch_act);
+            fprintf(out, "%-16s %-15s %9.3f %9.3f %8.3f %7.3f %5.1f%% %9s %8s %7.3fGiB %7.3fGiB %10s\n", shape, name,
+                    ms, floor_ms, ms / floor_ms, ms / held_floor_ms, 100.0 * op_ms[OP_ATTN] / eager_ms, t_ms, sp,
+                    ws / TS_GIB, sim_act / TS_GIB, t_act);
+            if (o->json) {
+                fprintf(o->json, "{\"anchor_step\":\"%s\",\"B\":%d,\"T\":%d,\"masked\":%d,\"q\":%d,\"kv\":%d,"
+                                 "\"logit_rows\":%d,\"ms\":%.4f,\"floor_ms\":%.4f,\"held_floor_ms\":%.4f,"
+                                 "\"bound\":\"%s\",\"eager_ms\":%.4f,\"workspace_bytes\":%lld,\"sim_act_bytes\":%lld",
+                        name, c->B, c->T, c->masked, q, kv, lr, ms, floor_ms, held_floor_ms,
+                        fl_ms >= by_ms ? "compute" : "memory", eager_ms, (long long)ws, (long long)sim_act);
+                if (torch_ms > 0)
+                    fprintf(o->json, ",\"torch_ms\":%.4f", torch_ms);
+                if (torch_act >= 0)
+                    fprintf(o->json, ",\"torch_peak_act_gib\":%.4f", torch_act);
+                for (int op = 0; op < OP_COUNT; op++)
+                    fprintf(o->json, ",\"%s_ms\":%.4f", cost_op_name((enum cost_op)op), op_ms[op]);
+                fprintf(o->json, "}\n");
+            }
+            for (int s = 0; s < c->B; s++)
+                eng_release(e, first + s);
+        }
+    }
+    if (nsp > 0)
+        fprintf(out, "speed-up over PyTorch eager: geometric mean %.2f x over %d steps, from %.2f x (%s) to "
+                     "%.2f x (%s)\n", exp(log_sp / nsp), nsp, sp_min, at_min, sp_max, at_max);
+    rc = 0;
+done:
+    eng_destroy(e);
+    step_desc_free(&sd);
+    return rc;
+}
+
 int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
 {
     int rc = 1;
@@ -376,21 +509,8 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
     if (!steps)
         goto after_steps;
     struct eng_opts eo;
-    eng_opts_defaults(&eo);
-    eo.max_tokens = ENG_BENCH_MAX_TOKENS;
-    eo.logit_chunk = o->logit_chunk;
-    eo.mem_limit = o->mem_limit;
-    eo.weights = o->weights;
-    eo.warm_s = o->warm_s;
-    if (eng_create(m, &eo, &e, &err)) {
-        fprintf(stderr, "engine bench: %s\n", err.msg);
+    if (bench_engine(o, &eo, &e, out))
         goto done;
-    }
-    struct eng_mem mem;
-    eng_mem_info(e, &mem);
-    fprintf(out, "engine: %s on %s; weights %.2f GiB, workspace %.2f GiB, KV pool %.2f GiB (%lld tokens)\n",
-            m->name, eng_device_name(e), mem.weights / TS_GIB, mem.workspace / TS_GIB,
-            mem.kv_pool / TS_GIB, (long long)mem.kv_pool_tokens);
     const struct step_case issue_cases[] = {
         {"refresh 16x512, all logits", 16, 512, 0, 512, 244.376},
         {"refresh 16x512, 256 masked logits", 16, 512, 0, 256, 242.08},
@@ -563,13 +683,12 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
 after_steps:
     if (gemms)
         gemm_table(m, o->reps, peak, bw, out, o->json);
-    if (!attn) {
-        rc = 0;
-        goto done;
-    }
+    if (!attn)
+        goto after_attention;
     /* 3. attention alone */
     fprintf(out, "\n%-36s %9s %11s %15s\n", "attention kernel", "mma ms", "mma TFLOP/s", "wgmma TFLOP/s");
-    const int shapes[][3] = {{16, 512, 0}, {1, 2048, 0}, {16, 32, 480}, {1, 32, 480}};
+    const int shapes[][3] = {{16, 512, 0}, {1, 2048, 0}, {4, 2048, 0}, {1, 8192, 0}, {16, 32, 480}, {1, 32, 480},
+                             {1, 32, 8160}};
     for (size_t i = 0; i < TS_ARRAY_LEN(shapes); i++) {
         float ms = 0, ms2 = 0;
         double tf = attention_tflops(m, shapes[i][0], shapes[i][1], shapes[i][2], false, o->reps, &ms);
@@ -583,6 +702,10 @@ after_steps:
             fprintf(o->json, "{\"attention\":\"%s\",\"ms\":%.5f,\"tflops\":%.2f,\"wgmma_tflops\":%.2f}\n", name,
                     ms, tf, tf2);
     }
+after_attention:
+    /* 5. the anchor's shapes */
+    if (o->anchor && anchor_grid(o, peak, held, bw, out))
+        goto done;
     rc = 0;
 done:
     if (g.h)

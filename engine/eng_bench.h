@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "eng_anchor.h"
 #include "model.h"
 
 #define ENG_BENCH_MAX_STEPS 8     /* --step at most this often */
@@ -17,12 +18,15 @@ struct eng_bench_opts {
     int logit_chunk;
     int64_t mem_limit;    /* bytes, 0 = free memory */
     FILE *json;           /* one JSON object per line, or NULL */
-    const char *only;     /* "steps", "gemm" or "attention"; NULL = all */
+    const char *only;     /* "steps", "gemm", "attention" or "anchor"; NULL = all but "anchor" */
     const char *weights;  /* safetensors file or directory; NULL = random weights */
     double warm_s;        /* graph replays' warm-up, seconds (eng_opts.warm_s) */
     FILE *warm_trace;     /* each warm-up round's time, CSV (eng_set_warm_trace), or NULL */
     int nsteps;           /* > 0: these steps (SEGS, Q, KV, LOGIT_ROWS) instead of the four */
     int32_t steps[ENG_BENCH_MAX_STEPS][4];
+    const struct anchor_run *anchor; /* the PyTorch anchor's shapes (and times, where read from its
+                                      * output): each step timed beside it; NULL = not run */
+    const char *anchor_path;         /* where it was read, or NULL (the script's default grid) */
 };
 
 int eng_bench_run(const struct eng_bench_opts *o, FILE *out);

@@ -273,6 +273,21 @@ if command -v gnuplot >/dev/null; then
         expect 1 "warm-plot on another CSV" -- bash "$wp" "$tmp/bad.csv" "$tmp/x.png"
         contains "warm-plot names the header" "bad.csv:1: header"
         expect 2 "warm-plot on a missing file" -- bash "$wp" "$tmp/none.csv" "$tmp/x.png"
+        # engine bench --anchor's figure: every step of the anchor's shapes beside PyTorch eager's
+        ap="$(dirname "$0")/../analysis/anchor-plot.sh"
+        expect 0 "anchor-plot" -- bash "$ap" "$res/engine-anchor.session15.h200.jsonl" "$tmp/anchor.png"
+        contains "anchor-plot: a step beside PyTorch's" "1 x 8192       refresh all        266.296    1.328    309.115    1.542    1.16 x"
+        contains "anchor-plot: the geometric mean" "geometric mean 2.24 x over 21 steps"
+        is_png "$tmp/anchor.png" anchor-plot
+        { head -2 "$res/engine-anchor.session15.h200.jsonl"; echo '{"anchor_step":"reuse","B":1,'; } >"$tmp/bad.jsonl"
+        expect 1 "anchor-plot on a truncated line" -- bash "$ap" "$tmp/bad.jsonl" "$tmp/x.png"
+        contains "anchor-plot names the line" "bad.jsonl:3: not JSON"
+        echo '{"anchor_step":"reuse","B":1,"T":512,"ms":4.8}' >"$tmp/bad.jsonl"
+        expect 1 "anchor-plot without a floor" -- bash "$ap" "$tmp/bad.jsonl" "$tmp/x.png"
+        contains "anchor-plot names the field" "bad.jsonl:1: field floor_ms missing"
+        expect 1 "anchor-plot on a bench without the anchor's shapes" -- bash "$ap" "$res/bench.session9.h200.jsonl" "$tmp/x.png"
+        contains "anchor-plot says what is missing" "no anchor steps"
+        expect 2 "anchor-plot on a missing file" -- bash "$ap" "$tmp/none.jsonl" "$tmp/x.png"
     fi
 fi
 
@@ -282,6 +297,14 @@ if $bin --help | grep -q "CUDA engine (built in)"; then
     expect 2 "engine replay without --db" -- $bin engine replay
     contains "engine replay without --db" "which database"
     expect 2 "engine bench bad --only" -- $bin engine bench --only everything
+    # the anchor's output is read, and refused naming file, line and field, before any GPU work
+    printf '{"B": 1, "T": 512, "masked": 256, "refresh_all_logits_ms": 20}\n' >"$tmp/anchor.jsonl"
+    expect 2 "engine bench --anchor without a time" -- $bin engine bench --anchor "$tmp/anchor.jsonl"
+    contains "engine bench --anchor names the field" "anchor.jsonl:1: refresh_masked_logits_ms: missing field"
+    expect 2 "engine bench --anchor on a missing file" -- $bin engine bench --anchor "$tmp/none.jsonl"
+    contains "engine bench --anchor names the file" "none.jsonl"
+    expect 2 "engine bench --anchor with --only gemm" -- $bin engine bench --only gemm --anchor "$tmp/anchor.jsonl"
+    contains "engine bench --anchor runs alone or after the bench" "the anchor's shapes run alone"
     expect 2 "engine unknown subcommand" -- $bin engine fly
     contains "engine unknown subcommand" "check, bench, replay, profile"
     expect 2 "engine check without a GPU" -- $bin engine check

@@ -1,16 +1,17 @@
 # sdpa_bench.py: PyTorch's scaled_dot_product_attention on the shapes `tessera engine bench` times
-# its attention kernel on (LLaDA-8B heads: 32 x 128, bf16, bidirectional), medians of CUDA-event
-# timings after warm-up: each call alone between two events and a synchronisation (ms, tflops: the
-# method of engine bench's attention table) and in batches of 50 calls back to back (batched_ms,
-# batched_tflops: the method of engine/bench/attn_bench.cu). Prints one JSON object per shape, for
-# the side-by-side in BENCHMARKS.md.
+# its attention kernel on (the anchor's long shapes among them; LLaDA-8B heads: 32 x 128, bf16,
+# bidirectional), medians of CUDA-event timings after warm-up: each call alone between two events
+# and a synchronisation (ms, tflops: the method of engine bench's attention table) and in batches
+# of 50 calls back to back (batched_ms, batched_tflops: the method of engine/bench/attn_bench.cu).
+# Prints one JSON object per shape, for the side-by-side in BENCHMARKS.md.
 import json
 
 import torch
 import torch.nn.functional as F
 
 H, D = 32, 128
-SHAPES = [(16, 512, 0), (1, 2048, 0), (16, 32, 480), (1, 32, 480)]  # (sequences, q, cached)
+SHAPES = [(16, 512, 0), (1, 2048, 0), (4, 2048, 0), (1, 8192, 0), (16, 32, 480), (1, 32, 480),
+          (1, 32, 8160)]  # (sequences, q, cached)
 
 
 def median_ms(fn, reps=50):
