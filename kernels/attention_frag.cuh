@@ -101,6 +101,25 @@ static __device__ __forceinline__ void attn_new_max_l(float &m0, float &m1, floa
     l1 *= al1;
 }
 
+/* attn_new_max_l, but a row's running maximum is raised only where the tile's exceeds it by more
+ * than `lazy` (log2 units; the first tile's always sets it): P = 2^(s - m) then stays below
+ * 2^lazy, and the result is the same once divided by l, while al stays 1 and O need not be
+ * scaled on most tiles (FlashAttention-4's lazy rescaling) */
+static __device__ __forceinline__ void attn_new_max_lazy(float &m0, float &m1, float mx0, float mx1, float &l0,
+                                                         float &l1, float &b0, float &b1, float &al0, float &al1,
+                                                         float lazy)
+{
+    const float n0 = mx0 > m0 + lazy ? mx0 : m0, n1 = mx1 > m1 + lazy ? mx1 : m1;
+    b0 = n0 == -INFINITY ? 0.f : n0;
+    b1 = n1 == -INFINITY ? 0.f : n1;
+    al0 = n0 == m0 ? 1.f : fast_exp2(m0 - b0);
+    al1 = n1 == m1 ? 1.f : fast_exp2(m1 - b1);
+    m0 = n0;
+    m1 = n1;
+    l0 *= al0;
+    l1 *= al1;
+}
+
 /* attn_new_max_l with O's rows corrected at once */
 template <int D>
 static __device__ __forceinline__ void attn_new_max(float &m0, float &m1, float mx0, float mx1, float &l0, float &l1,

@@ -17,8 +17,9 @@
  *   registers (mma.sync's accumulator layout, so both kernels share attention_frag.cuh); O += P V
  *   is one m64n128k16 wgmma per 16 keys, P from registers, V read transposed (MN-major).
  *   Within a warpgroup, tile t's S and tile t - 1's P V are issued together and tile t's softmax
- *   runs while P V does (O rescaled once P V is done); the two warpgroups drift freely (ordering
- *   their issues in turn by named barriers, FlashAttention-3's ping-pong, measured 0-3% slower).
+ *   runs while P V does (O rescaled once P V is done, and only where a row's maximum grew by more
+ *   than a factor 2^ATTN_LAZY: the lazy rescale); the two warpgroups drift freely (ordering their
+ *   issues in turn by named barriers, FlashAttention-3's ping-pong, measured 0-3% slower).
  *
  * Built only into the sm_90a image; elsewhere the launcher reports it unavailable and
  * attention.cu's kernel runs.
@@ -50,6 +51,10 @@
 #define PRODUCER_REGS 56
 #endif
 #define CONSUMER_REGS ((65536 - 128 * PRODUCER_REGS) / 256 / 8 * 8)
+/* the lazy rescale's threshold (attn_new_max_lazy), log2 units; 0: O scaled on every tile */
+#ifndef ATTN_LAZY
+#define ATTN_LAZY 8
+#endif
 
 #ifdef HAVE_WGMMA
 #include "hopper.cuh"
@@ -272,7 +277,10 @@ static __global__ __launch_bounds__(THREADS, 1) void attention_wgmma_kernel(cons
                 attn_mask<WN / 8, false>(sc, k0, t4, r0, r1, klen, kvc, bs, sl2);
             float mx0, mx1, b0, b1;
             attn_row_max<WN / 8>(sc, mx0, mx1);
-            attn_new_max_l(m0, m1, mx0 * sl2, mx1 * sl2, l0, l1, b0, b1, al0, al1);
+            if (ATTN_LAZY > 0)
+                attn_new_max_lazy(m0, m1, mx0 * sl2, mx1 * sl2, l0, l1, b0, b1, al0, al1, (float)ATTN_LAZY);
+            else
+                attn_new_max_l(m0, m1, mx0 * sl2, mx1 * sl2, l0, l1, b0, b1, al0, al1);
             attn_exp<WN / 8>(sc, sl2, b0, b1, l0, l1);
         };
         auto to_pa = [&]() {
@@ -315,7 +323,8 @@ static __global__ __launch_bounds__(THREADS, 1) void attention_wgmma_kernel(cons
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             if (lane == 0)
                 mbar_arrive(empty(sprev));
-            attn_scale_o<WD>(o, al0, al1);
+            if (ATTN_LAZY == 0 || __any_sync(0xffffffffu, al0 != 1.f || al1 != 1.f))
+                attn_scale_o<WD>(o, al0, al1);
             to_pa();
             vprev = kvbuf + s * KV_BYTES + KV_TILE;
             sprev = s;
