@@ -2,7 +2,8 @@
 # device_run.sh OUTDIR: everything the engine's results in engine/BENCHMARKS.md come from, in one
 # call on a GPU machine: build, engine check, a simulated schedule replayed on the engine, the
 # per-op profile, the engine benchmark, and PyTorch side by side (SDPA on the same attention shapes,
-# and the PyTorch anchor of ../shared/anchors when it was copied to deps/anchors/).
+# and the PyTorch anchor of ../shared/anchors when it was copied to deps/anchors/, then the engine
+# on every shape the anchor ran).
 # Usage (repository root): bash engine/bench/device_run.sh "$OUT"   [DEPS=deps/root for carried libs]
 set -uo pipefail
 out=${1:?usage: device_run.sh OUTDIR}
@@ -19,4 +20,7 @@ make -j16 ${DEPS:+DEPS=$DEPS} BUILD=$b 2>&1 | grep -E "error|warning|LINK" || tr
 python3 engine/bench/sdpa_bench.py 2>&1 | tee "$out/sdpa.jsonl"
 if [ -f deps/anchors/torch_llada_step.py ]; then
     PYTHONUNBUFFERED=1 timeout 240 python3 deps/anchors/torch_llada_step.py 2>&1 | tee "$out/anchor.jsonl"
+    # the engine on every shape the anchor ran, beside its times
+    ./$b/tessera engine bench --only anchor --anchor "$out/anchor.jsonl" --json "$out/engine_anchor.jsonl" 2>&1 |
+        tee "$out/engine_anchor.txt"
 fi
