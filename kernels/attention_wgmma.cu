@@ -250,10 +250,11 @@ static __global__ __launch_bounds__(THREADS, 1) void attention_wgmma_kernel(cons
          * second half of Q 8 KiB on, of K WN x 128 bytes) */
         auto issue_s = [&](int s) {
             const uint32_t ks = kvbuf + s * KV_BYTES;
+            const uint64_t qd0 = desc_k128(qa), kd0 = desc_k128(ks);
 #pragma unroll
             for (int kk = 0; kk < WD / 16; kk++) {
-                const uint64_t qd = desc_k128(qa + (kk >> 2) * 8192 + (kk & 3) * 32);
-                const uint64_t kd = desc_k128(ks + (kk >> 2) * KV_TILE / 2 + (kk & 3) * 32);
+                const uint64_t qd = desc_at(qd0, (kk >> 2) * 8192 + (kk & 3) * 32);
+                const uint64_t kd = desc_at(kd0, (kk >> 2) * KV_TILE / 2 + (kk & 3) * 32);
                 if (WN == 64)
                     wgmma_ss_n64(&sc[0][0], qd, kd, kk > 0);
                 else
@@ -264,9 +265,10 @@ static __global__ __launch_bounds__(THREADS, 1) void attention_wgmma_kernel(cons
         /* O += P V of the previous tile: a step per 16 keys, V read transposed (MN-major): LBO the
          * next 64 of d, SBO 1024 (the next 8 keys) */
         auto issue_pv = [&]() {
+            const uint64_t vd0 = wg_desc(vprev, KV_TILE / 2, 1024);
 #pragma unroll
             for (int kk = 0; kk < WN / 16; kk++)
-                wgmma_rs_n128_tb(&o[0][0], pa[kk], wg_desc(vprev + kk * 2048, KV_TILE / 2, 1024), 1);
+                wgmma_rs_n128_tb(&o[0][0], pa[kk], desc_at(vd0, kk * 2048), 1);
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         };
         /* the online softmax of the tile at k0 (mask only where needed; the scale into log2 units

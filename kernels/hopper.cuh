@@ -19,6 +19,11 @@ static __device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lbo,
  * next 8 rows) */
 static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) { return wg_desc(saddr, 16, 1024); }
 
+/* the descriptor d moved `bytes` (a multiple of 16) on in shared memory: one add to its 14-bit
+ * start field, which cannot carry out (shared memory ends below 256 KiB), instead of a descriptor
+ * built anew */
+static __device__ __forceinline__ uint64_t desc_at(uint64_t d, uint32_t bytes) { return d + (bytes >> 4); }
+
 /* Byte offset of 16-byte chunk cc (8 bf16 columns) of row r in a tile of ROWS rows of 128 bf16
  * columns in the 128-byte swizzle: the halves of the columns ROWS x 128 bytes apart, each ROWS rows of
  * 128 bytes (8-row atoms of 1 KiB), chunk c of row r stored at c ^ (r % 8). */
