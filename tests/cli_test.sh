@@ -276,8 +276,8 @@ if command -v gnuplot >/dev/null; then
         # engine bench --anchor's figure: every step of the anchor's shapes beside PyTorch eager's
         ap="$(dirname "$0")/../analysis/anchor-plot.sh"
         expect 0 "anchor-plot" -- bash "$ap" "$res/engine-anchor.session15.h200.jsonl" "$tmp/anchor.png"
-        contains "anchor-plot: a step beside PyTorch's" "1 x 8192       refresh all        266.296    1.328    309.115    1.542    1.16 x"
-        contains "anchor-plot: the geometric mean" "geometric mean 2.24 x over 21 steps"
+        contains "anchor-plot: a step beside PyTorch's" "1 x 8192       refresh all        263.927    1.307    309.583    1.533    1.17 x"
+        contains "anchor-plot: the geometric mean" "geometric mean 1.92 x over 21 steps"
         is_png "$tmp/anchor.png" anchor-plot
         { head -2 "$res/engine-anchor.session15.h200.jsonl"; echo '{"anchor_step":"reuse","B":1,'; } >"$tmp/bad.jsonl"
         expect 1 "anchor-plot on a truncated line" -- bash "$ap" "$tmp/bad.jsonl" "$tmp/x.png"
