@@ -167,6 +167,7 @@ check-gpu: $(BUILD)/tessera
 	bash tests/live_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/lmax_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/profile_gpu_test.sh ./$(BUILD)/tessera
+	bash tests/anchor_gpu_test.sh ./$(BUILD)/tessera
 
 BENCH_OUT ?= $(BUILD)
 bench-engine: $(BUILD)/tessera
