@@ -193,8 +193,9 @@ bench-gemm: $(BUILD)/gemm_bench
 
 # GPU machine only: cuBLASLt on LLaDA-8B's layers at Reuse steps' row counts against their floors
 # (engine/bench/gemm_rows.cu; GEMM_PEAK, GEMM_BW: engine bench's ceilings; GEMM_ROWS: 1 to 512)
-$(BUILD)/gemm_rows: engine/bench/gemm_rows.cu
-	$(NVCC) -O3 -std=c++17 -arch=sm_90 $< -lcublasLt -o $@
+GEMM_ROWS_SRC := engine/bench/gemm_rows.cu kernels/elementwise.cu
+$(BUILD)/gemm_rows: $(GEMM_ROWS_SRC) engine/bench/bench_check.h kernels/kernels.h
+	$(NVCC) -O3 -std=c++17 -arch=sm_90 -Isim -Ikernels $(GEMM_ROWS_SRC) -lcublasLt -lcublas -o $@
 bench-gemm-rows: $(BUILD)/gemm_rows
 	./$(BUILD)/gemm_rows $(or $(GEMM_PEAK),775) $(or $(GEMM_BW),4.23) $(GEMM_ROWS)
 

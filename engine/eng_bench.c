@@ -330,6 +330,51 @@ fail:
     return -1;
 }
 
+/* The ceilings the floors use: the short-run and the held GEMM rates (FLOP/s), the copy rate (B/s) */
+struct ceilings {
+    double peak, held, bw;
+};
+
+/* A step measured: the median of its graph replays, its floors (FLOPs over the short-run or the
+ * held GEMM rate, or bytes over the copy rate; and its linear layers' alone), its workspace beside
+ * the simulator's activation estimate (with the knobs that estimate took) */
+struct step_meas {
+    float ms;
+    double fl_ms, by_ms, floor_ms, held_floor_ms, gemm_floor_ms;
+    int64_t ws, sim_act;
+    struct act_knobs k;
+};
+
+/* Builds in sd the step of nseq sequences (requests first on) of q tokens over kv cached keys, with
+ * logit_rows logits each (their caches filled first), replays it as a graph (its warm-up named
+ * `label` on the trace) and sets it against its floors; says why on stderr when it fails. */
+static int measure_step(struct eng *e, const struct eng_bench_opts *o, const struct eng_opts *eo,
+                        const struct ceilings *cl, struct step_desc *sd, int first, int nseq, int q, int kv,
+                        int logit_rows, const char *label, struct step_meas *r)
+{
+    const struct model_cfg *m = &o->model;
+    if (kv > 0 && fill_caches(e, sd, first, nseq, kv + q))
+        return -1;
+    step_desc_clear(sd);
+    for (int s = 0; s < nseq; s++)
+        seg_add(sd, first + s, q, kv, logit_rows);
+    trace_as(e, o, label, "step");
+    if (replay_ms(e, sd, o->reps, &r->ms))
+        return -1;
+    double flops, bytes, gemm_flops, gemm_bytes;
+    step_floor(m, nseq, q, kv, logit_rows, &flops, &bytes, &gemm_flops, &gemm_bytes);
+    r->fl_ms = flops / cl->peak * 1e3;
+    r->by_ms = bytes / cl->bw * 1e3;
+    r->floor_ms = fmax(r->fl_ms, r->by_ms);
+    /* the floor at the rate the GEMM holds under the power limit: what a long step can reach */
+    r->held_floor_ms = fmax(flops / cl->held * 1e3, r->by_ms);
+    r->gemm_floor_ms = fmax(gemm_flops / cl->peak, gemm_bytes / cl->bw) * 1e3;
+    r->k = (struct act_knobs){eo->logit_chunk, 1, 0, eng_ffn_fuses(e, sd->tot.q_tokens)}; /* (one FFN chunk) */
+    r->sim_act = mem_act_peak(m, sd->tot.q_tokens, sd->tot.logit_rows, &r->k);
+    r->ws = eng_step_workspace_bytes(e, sd);
+    return 0;
+}
+
 /* The bench's engine (the model, its weights, a workspace for a bench step's rows), said on out;
  * says why on stderr when it cannot be made. */
 static int bench_engine(const struct eng_bench_opts *o, struct eng_opts *eo, struct eng **e, FILE *out)
@@ -358,9 +403,8 @@ static int bench_engine(const struct eng_bench_opts *o, struct eng_opts *eo, str
  * its floor and its floor at the held GEMM rate, with its attention's share of an eager run, and,
  * where the anchor's output gave them, beside PyTorch eager's time and peak activations; then the
  * speed-up's geometric mean. */
-static int anchor_grid(const struct eng_bench_opts *o, double peak, double held, double bw, FILE *out)
+static int anchor_grid(const struct eng_bench_opts *o, const struct ceilings *cl, FILE *out)
 {
-    const struct model_cfg *m = &o->model;
     const struct anchor_run *a = o->anchor;
     struct eng *e = NULL;
     struct eng_opts eo;
@@ -393,29 +437,18 @@ static int anchor_grid(const struct eng_bench_opts *o, double peak, double held,
             }
             const int first = next_req;
             next_req += c->B;
-            if (kv > 0 && fill_caches(e, &sd, first, c->B, kv + q))
-                goto done;
-            step_desc_clear(&sd);
-            for (int s = 0; s < c->B; s++)
-                seg_add(&sd, first + s, q, kv, lr);
             char label[64];
             snprintf(label, sizeof label, "anchor %s, %s", shape, name);
-            trace_as(e, o, label, "step");
-            float ms, eager_ms;
+            struct step_meas sm;
+            float eager_ms;
             double op_ms[OP_COUNT];
-            if (replay_ms(e, &sd, o->reps, &ms))
+            if (measure_step(e, o, &eo, cl, &sd, first, c->B, q, kv, lr, label, &sm))
                 goto done;
             if (eng_step_profile(e, &sd, op_ms, &eager_ms, &err)) {
                 fprintf(stderr, "engine bench: %s\n", err.msg);
                 goto done;
             }
-            double flops, bytes, gemm_flops, gemm_bytes;
-            step_floor(m, c->B, q, kv, lr, &flops, &bytes, &gemm_flops, &gemm_bytes);
-            const double fl_ms = flops / peak * 1e3, by_ms = bytes / bw * 1e3, floor_ms = fmax(fl_ms, by_ms);
-            const double held_floor_ms = fmax(flops / held * 1e3, by_ms);
-            struct act_knobs k = {eo.logit_chunk, 1, 0, eng_ffn_fuses(e, sd.tot.q_tokens)};
-            const int64_t sim_act = mem_act_peak(m, sd.tot.q_tokens, sd.tot.logit_rows, &k);
-            const int64_t ws = eng_step_workspace_bytes(e, &sd);
+            const float ms = sm.ms;
             const double torch_ms = c->ms[st];
             const double torch_act = st < 2 ? c->peak_act_gib[st] : -1;
             char t_ms[16] = "-", sp[16] = "-", t_act[16] = "-";
@@ -431,14 +464,14 @@ static int anchor_grid(const struct eng_bench_opts *o, double peak, double held,
             if (torch_act >= 0)
                 snprintf(t_act, sizeof t_act, "%.3fGiB", torch_act);
             fprintf(out, "%-16s %-15s %9.3f %9.3f %8.3f %7.3f %5.1f%% %9s %8s %7.3fGiB %7.3fGiB %10s\n", shape, name,
-                    ms, floor_ms, ms / floor_ms, ms / held_floor_ms, 100.0 * op_ms[OP_ATTN] / eager_ms, t_ms, sp,
-                    ws / TS_GIB, sim_act / TS_GIB, t_act);
+                    ms, sm.floor_ms, ms / sm.floor_ms, ms / sm.held_floor_ms, 100.0 * op_ms[OP_ATTN] / eager_ms, t_ms,
+                    sp, sm.ws / TS_GIB, sm.sim_act / TS_GIB, t_act);
             if (o->json) {
                 fprintf(o->json, "{\"anchor_step\":\"%s\",\"B\":%d,\"T\":%d,\"masked\":%d,\"q\":%d,\"kv\":%d,"
                                  "\"logit_rows\":%d,\"ms\":%.4f,\"floor_ms\":%.4f,\"held_floor_ms\":%.4f,"
                                  "\"bound\":\"%s\",\"eager_ms\":%.4f,\"workspace_bytes\":%lld,\"sim_act_bytes\":%lld",
-                        name, c->B, c->T, c->masked, q, kv, lr, ms, floor_ms, held_floor_ms,
-                        fl_ms >= by_ms ? "compute" : "memory", eager_ms, (long long)ws, (long long)sim_act);
+                        name, c->B, c->T, c->masked, q, kv, lr, ms, sm.floor_ms, sm.held_floor_ms,
+                        sm.fl_ms >= sm.by_ms ? "compute" : "memory", eager_ms, (long long)sm.ws, (long long)sm.sim_act);
                 if (torch_ms > 0)
                     fprintf(o->json, ",\"torch_ms\":%.4f", torch_ms);
                 if (torch_act >= 0)
@@ -483,14 +516,15 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
     float gemm_ms = time_ms(run_lin, &g, o->reps);
     float held_ms = sustained_ms(run_lin, &g, gemm_ms, 2000.f, 100);
     CKB(cudaGetLastError());
-    double peak = 2.0 * g.n * (double)g.n * g.n / (gemm_ms * 1e-3);
-    double held = 2.0 * g.n * (double)g.n * g.n / (held_ms * 1e-3);
+    const double peak = 2.0 * g.n * (double)g.n * g.n / (gemm_ms * 1e-3);
+    const double held = 2.0 * g.n * (double)g.n * g.n / (held_ms * 1e-3);
     cp.bytes = 2ULL << 30;
     CKB(cudaMalloc(&cp.src, cp.bytes));
     CKB(cudaMalloc(&cp.dst, cp.bytes));
     CKB(cudaMemset(cp.src, 1, cp.bytes));
     float copy_ms = time_ms(run_copy, &cp, o->reps);
-    double bw = 2.0 * cp.bytes / (copy_ms * 1e-3);
+    const double bw = 2.0 * cp.bytes / (copy_ms * 1e-3);
+    const struct ceilings cl = {peak, held, bw};
     cudaFree(g.w), cudaFree(g.x), cudaFree(g.y), cudaFree(cp.src), cudaFree(cp.dst);
     g.w = g.x = g.y = cp.src = cp.dst = NULL;
     cublasDestroy(g.h);
@@ -536,34 +570,22 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
     int next_req = 0;
     for (size_t i = 0; i < ncases; i++) {
         const struct step_case *c = &cases[i];
-        int first = next_req;
-        if (c->kv > 0 && fill_caches(e, &sd, first, c->nseq, c->kv + c->q))
+        const int first = next_req;
+        struct step_meas sm;
+        if (measure_step(e, o, &eo, &cl, &sd, first, c->nseq, c->q, c->kv, c->logits, c->name, &sm))
             goto done;
-        step_desc_clear(&sd);
-        for (int s = 0; s < c->nseq; s++)
-            seg_add(&sd, first + s, c->q, c->kv, c->logits);
-        float ms;
-        trace_as(e, o, c->name, "step");
-        if (replay_ms(e, &sd, o->reps, &ms))
-            goto done;
-        double flops, bytes, gemm_flops, gemm_bytes;
-        step_floor(m, c->nseq, c->q, c->kv, c->logits, &flops, &bytes, &gemm_flops, &gemm_bytes);
-        double fl_ms = flops / peak * 1e3, by_ms = bytes / bw * 1e3, floor_ms = fmax(fl_ms, by_ms);
-        struct act_knobs k = {eo.logit_chunk, 1, 0, eng_ffn_fuses(e, sd.tot.q_tokens)}; /* (one FFN chunk) */
-        int64_t sim_act = mem_act_peak(m, sd.tot.q_tokens, sd.tot.logit_rows, &k);
-        int64_t ws = eng_step_workspace_bytes(e, &sd);
+        const float ms = sm.ms;
+        const double floor_ms = sm.floor_ms, held_floor_ms = sm.held_floor_ms;
         char torch[16] = "-";
         if (c->anchor_ms > 0)
             snprintf(torch, sizeof torch, "%.3f", c->anchor_ms);
         fprintf(out, "%-36s %9.3f %9.3f %9s %8.3f %10s %10.3fGiB %10.3fGiB\n", c->name, ms, floor_ms,
-                fl_ms >= by_ms ? "compute" : "memory", ms / floor_ms, torch, ws / TS_GIB, sim_act / TS_GIB);
+                sm.fl_ms >= sm.by_ms ? "compute" : "memory", ms / floor_ms, torch, sm.ws / TS_GIB, sm.sim_act / TS_GIB);
         if (o->json)
             fprintf(o->json, "{\"case\":\"%s\",\"ms\":%.4f,\"floor_ms\":%.4f,\"compute_floor_ms\":%.4f,"
                              "\"memory_floor_ms\":%.4f,\"x_floor\":%.4f,\"workspace_bytes\":%lld,"
-                             "\"sim_act_bytes\":%lld}\n", c->name, ms, floor_ms, fl_ms, by_ms, ms / floor_ms,
-                    (long long)ws, (long long)sim_act);
-        /* the floor at the rate the GEMM holds under the power limit: what a long step can reach */
-        const double held_floor_ms = fmax(flops / held * 1e3, by_ms);
+                             "\"sim_act_bytes\":%lld}\n", c->name, ms, floor_ms, sm.fl_ms, sm.by_ms, ms / floor_ms,
+                    (long long)sm.ws, (long long)sm.sim_act);
         fprintf(out, "    floor at the held GEMM rate %.3f ms: %.3f x\n", held_floor_ms, ms / held_floor_ms);
         if (o->json)
             fprintf(o->json, "{\"case\":\"%s\",\"held_floor_ms\":%.4f,\"x_held_floor\":%.4f}\n", c->name,
@@ -617,7 +639,7 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         }
         if (bad)
             goto done;
-        const double lin_floor_ms = fmax(gemm_flops / peak, gemm_bytes / bw) * 1e3;
+        const double lin_floor_ms = sm.gemm_floor_ms;
         fprintf(out, "    linear layers + LM head alone (with the final norm) %.3f ms: %.3f x their floor "
                      "(%.3f ms), %.3f x the step's; all but them %.3f ms\n", lin_ms, lin_ms / lin_floor_ms,
                 lin_floor_ms, lin_ms / floor_ms, rest_ms);
@@ -638,7 +660,7 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
             eng_set_ffn(e, 1);
             const int64_t ws_fused = eng_step_workspace_bytes(e, &sd);
             eng_set_ffn(e, eo.ffn);
-            struct act_knobs kf = k;
+            struct act_knobs kf = sm.k;
             kf.fused_ffn = true;
             fprintf(out, "    side by side: FFN split %.3f ms (%.3f x floor), fused %.3f ms (%.3f x), auto (%s) "
                          "%.3f ms (%.3f x); eager, their gate_up + act %.2f, %.2f and %.2f ms\n", ffn_ms[0],
@@ -704,7 +726,7 @@ after_steps:
     }
 after_attention:
     /* 5. the anchor's shapes */
-    if (o->anchor && anchor_grid(o, peak, held, bw, out))
+    if (o->anchor && anchor_grid(o, &cl, out))
         goto done;
     rc = 0;
 done:

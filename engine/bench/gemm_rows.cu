@@ -19,19 +19,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cuda_bf16.h>
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <vector>
-#define CK(x) do { auto e_ = (x); if ((int)e_) { printf("%s:%d %s -> %d\n", __FILE__, __LINE__, #x, (int)e_); exit(1);} } while (0)
+#include "bench_check.h" /* CK: a CUDA call or kernel launcher checked */
+/* a cuBLASLt call checked */
+#define CKL(x) do { cublasStatus_t e_ = (x); if (e_ != CUBLAS_STATUS_SUCCESS) { fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cublasGetStatusString(e_)); exit(1); } } while (0)
 static cublasLtHandle_t lt; static void *ws; static size_t wsb = 64 << 20; static void *flush; static size_t fb = 200 << 20;
 static cudaStream_t st; static cudaEvent_t e0, e1;
-__global__ void fillk(__nv_bfloat16 *p, size_t n, unsigned seed, float scale) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed; h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
-    p[i] = __float2bfloat16(((h & 0xffff) / 32768.0f - 1.0f) * scale);
-  }
-}
 static float timeit(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
                     const cublasLtMatmulAlgo_t *al, void *W, void *X, void *Y, float beta) {
   float alpha = 1; float t[9];
@@ -46,12 +41,12 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   double peak = argc > 1 ? atof(argv[1]) * 1e12 : 775e12, bw = argc > 2 ? atof(argv[2]) * 1e12 : 4.23e12;
   if (!(peak > 0 && bw > 0)) { fprintf(stderr, "usage: gemm_rows PEAK_TFLOPS BW_TBPS [ROWS...]\n"); return 2; }
-  CK(cublasLtCreate(&lt)); CK(cudaMalloc(&ws, wsb)); CK(cudaMalloc(&flush, fb)); CK(cudaStreamCreate(&st));
+  CKL(cublasLtCreate(&lt)); CK(cudaMalloc(&ws, wsb)); CK(cudaMalloc(&flush, fb)); CK(cudaStreamCreate(&st));
   CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-  __nv_bfloat16 *W, *X, *Y; size_t wn = 126464L * 4096, xn = 512L * 12288, yn = 512L * 126464;
+  bf16_t *W, *X, *Y; size_t wn = 126464L * 4096, xn = 512L * 12288, yn = 512L * 126464;
   CK(cudaMalloc(&W, wn * 2)); CK(cudaMalloc(&X, xn * 2)); CK(cudaMalloc(&Y, yn * 2));
-  fillk<<<1024, 256>>>(W, wn, 1, 0.02f); fillk<<<1024, 256>>>(X, xn, 2, 1.f); fillk<<<1024, 256>>>(Y, yn, 3, 1.f);
-  CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
+  CK(k_fill_random(W, (int64_t)wn, 1, 0.02f, 0)); CK(k_fill_random(X, (int64_t)xn, 2, 1.f, 0));
+  CK(k_fill_random(Y, (int64_t)yn, 3, 1.f, 0)); CK(cudaDeviceSynchronize());
   struct Sh { const char *name; int N, K; float beta; } shapes[] = {
     {"qkv", 12288, 4096, 0}, {"o_proj", 4096, 4096, 1}, {"gate_up", 24576, 4096, 0}, {"down", 4096, 12288, 1}, {"lm_head", 126464, 4096, 0}};
   std::vector<int> Ms = {32, 64, 128, 192, 256, 320, 384, 448, 512};
@@ -69,16 +64,16 @@ int main(int argc, char **argv) {
     for (auto &s : shapes) {
       cublasLtMatmulDesc_t op; cublasLtMatrixLayout_t a, b, c;
       cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-      CK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-      CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-      CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-      CK(cublasLtMatrixLayoutCreate(&a, CUDA_R_16BF, s.K, s.N, s.K));
-      CK(cublasLtMatrixLayoutCreate(&b, CUDA_R_16BF, s.K, M, s.K));
-      CK(cublasLtMatrixLayoutCreate(&c, CUDA_R_16BF, s.N, M, s.N));
-      cublasLtMatmulPreference_t pref; CK(cublasLtMatmulPreferenceCreate(&pref));
-      CK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb));
+      CKL(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+      CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+      CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+      CKL(cublasLtMatrixLayoutCreate(&a, CUDA_R_16BF, s.K, s.N, s.K));
+      CKL(cublasLtMatrixLayoutCreate(&b, CUDA_R_16BF, s.K, M, s.K));
+      CKL(cublasLtMatrixLayoutCreate(&c, CUDA_R_16BF, s.N, M, s.N));
+      cublasLtMatmulPreference_t pref; CKL(cublasLtMatmulPreferenceCreate(&pref));
+      CKL(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb));
       cublasLtMatmulHeuristicResult_t res[64]; int n = 0;
-      CK(cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, c, c, pref, 64, res, &n));
+      CKL(cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, c, c, pref, 64, res, &n));
       float first = -1, best16 = 1e9, best64 = 1e9, bestx = 1e9; char bestdesc[200] = "";
       for (int i = 0; i < n; i++) {
         float t = timeit(op, a, b, c, &res[i].algo, W, X, Y, s.beta);
@@ -112,8 +107,8 @@ int main(int argc, char **argv) {
              best64 * 1e3, bestx * 1e3, best16 * 1e3 / fl, bestx * 1e3 / fl, bestdesc, n);
       if (s.N != 126464) { sum_floor += 32 * fl; sum16 += 32 * best16 * 1e3; sumx += 32 * bestx * 1e3; }
       else { sum_floor += fl; sum16 += best16 * 1e3; sumx += bestx * 1e3; }
-      CK(cublasLtMatmulPreferenceDestroy(pref)); CK(cublasLtMatmulDescDestroy(op));
-      CK(cublasLtMatrixLayoutDestroy(a)); CK(cublasLtMatrixLayoutDestroy(b)); CK(cublasLtMatrixLayoutDestroy(c));
+      CKL(cublasLtMatmulPreferenceDestroy(pref)); CKL(cublasLtMatmulDescDestroy(op));
+      CKL(cublasLtMatrixLayoutDestroy(a)); CKL(cublasLtMatrixLayoutDestroy(b)); CKL(cublasLtMatrixLayoutDestroy(c));
     }
     printf("== M %d: a step's GEMMs (32 layers + LM head): floor %.3f ms, engine's choice %.3f ms (%.3f x), best found %.3f ms (%.3f x)\n",
            M, sum_floor / 1e3, sum16 / 1e3, sum16 / sum_floor, sumx / 1e3, sumx / sum_floor);
