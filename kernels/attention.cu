@@ -132,6 +132,7 @@ static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16
     const int rw = warp % (4 / KS), kh = warp / (4 / KS); /* row group, key group */
     const int kc = kh * NT * 8;                           /* the key group's first column of a tile */
     const int r0 = q0 + rw * 16 + g, r1 = r0 + 8;         /* this thread's two query rows */
+    const int kfull = attn_row_keys(klen, kvc, bs, q0 + rw * 16); /* keys every row of the warp sees */
     const float sl2 = a.scale * 1.4426950408889634f;
 
     /* the keys this block covers: its split of the keys any row of the tile may see */
@@ -217,10 +218,10 @@ static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16
                 mma_bf16(s[n], qf[1], b[2], b[3]);
             }
         }
-        /* mask only tiles that reach past the keys or into the blocks; the scale into log2 units
-         * is folded into the exponents */
-        const bool full = k0 + TN <= klen && (bs == 0 || k0 + TN <= kvc);
-        if (!full)
+        /* mask only tiles that reach past the keys the warp's rows see (past klen, or into a
+         * later block: a branch the warp takes together); the scale into log2 units is folded into
+         * the exponents */
+        if (k0 + TN > kfull)
             attn_mask<NT, false>(s, k0 + kc, t4, r0, r1, klen, kvc, bs, sl2);
         float mx0, mx1;
         attn_row_max<NT>(s, mx0, mx1);

@@ -16,32 +16,36 @@ static inline bool attn_args_valid(const k_attn_args *a)
     return a->H % a->Hkv == 0 && a->page_tokens > 0 && (1 << a->page_shift) == a->page_tokens;
 }
 
-/* The keys query rows up to q_end (exclusive) of a segment of qlen rows may see: all klen, or (block-causal,
- * bs > 0) those up to the end of the last row's block. */
-static __device__ __forceinline__ int attn_key_end(int klen, int kvc, int bs, int q_end, int qlen)
+/* The keys row r of a segment may see: its klen, or (block-causal, bs > 0) those up to the end of
+ * the row's block: key j is visible iff j < min(klen, kvc + (r / bs + 1) bs), the cached prefix
+ * and the blocks up to the row's own. */
+static __device__ __forceinline__ int attn_row_keys(int klen, int kvc, int bs, int r)
 {
-    int kend = klen;
-    if (bs > 0) {
-        int last = min(q_end, qlen) - 1;
-        kend = min(klen, kvc + (last / bs + 1) * bs);
-    }
-    return kend;
+    return bs > 0 ? min(klen, kvc + (r / bs + 1) * bs) : klen;
 }
 
-/* Masks an S tile of NT 8-key columns from key k0 on: keys past klen, and (block-causal) keys in a
- * later block than the row's, become -inf; SCALE also scales the visible ones by sl2 (the log2
- * units of the softmax). */
+/* The keys query rows up to q_end (exclusive) of a segment of qlen rows may see: the last row's. */
+static __device__ __forceinline__ int attn_key_end(int klen, int kvc, int bs, int q_end, int qlen)
+{
+    return attn_row_keys(klen, kvc, bs, min(q_end, qlen) - 1);
+}
+
+/* Masks an S tile of NT 8-key columns from key k0 on: keys past those rows r0 and r1 see
+ * (attn_row_keys: past klen, or block-causal in a later block) become -inf; SCALE also scales the
+ * visible ones by sl2 (the log2 units of the softmax). Each row's limit is found once a tile, so
+ * that no key costs a division; the kernels call it only for tiles that reach past the keys every
+ * row of the warp sees. */
 template <int NT, bool SCALE>
 static __device__ __forceinline__ void attn_mask(float (&s)[NT][4], int k0, int t4, int r0, int r1, int klen, int kvc,
                                                  int bs, float sl2)
 {
-    const int b0 = bs > 0 ? r0 / bs : 0, b1 = bs > 0 ? r1 / bs : 0;
+    const int lim0 = attn_row_keys(klen, kvc, bs, r0), lim1 = attn_row_keys(klen, kvc, bs, r1);
 #pragma unroll
     for (int n = 0; n < NT; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int j = k0 + n * 8 + t4 * 2 + (e & 1);
-            bool vis = j < klen && (bs == 0 || j < kvc || (j - kvc) / bs <= (e < 2 ? b0 : b1));
+            bool vis = j < (e < 2 ? lim0 : lim1);
             s[n][e] = vis ? (SCALE ? s[n][e] * sl2 : s[n][e]) : -INFINITY;
         }
 }

@@ -19,6 +19,8 @@
  * k_attention_split_rule's, for measuring the rule. ATTN_CHECK=1 also compares each shape's output
  * with the mma.sync kernel's (impl 0) on the same inputs and prints the largest difference
  * relative to the largest output (a variant's quick check; engine check is the real one).
+ * ATTN_BS=N makes the attention block-causal over blocks of N tokens (the block policy's, k_attn_args
+ * block_size; TFLOP/s still counts every query-key pair).
  */
 #include <algorithm>
 #include <cmath>
@@ -84,6 +86,8 @@ static double shape_ms(const std::vector<group> &gs, int reps, int impl, bool si
     a.impl = impl;
     if (getenv("ATTN_SPLITS")) /* the mma.sync launch's key splits, instead of the rule's */
         a.splits = atoi(getenv("ATTN_SPLITS"));
+    if (getenv("ATTN_BS")) /* block-causal, blocks of ATTN_BS tokens (the block policy's attention) */
+        a.block_size = atoi(getenv("ATTN_BS"));
     a.min_q_len = min_q, a.max_q_len = max_q;
     if (!getenv("ATTN_UNORDERED"))
         a.long_tiles = long_tiles, a.long_rows = long_rows, a.wg_tiles = wg_tiles;
