@@ -9,6 +9,7 @@
 
 #include "engine_load.h"
 #include "eng.h"
+#include "policy.h"
 #include "sim.h"
 
 static int live_step(void *ctx, const struct step_desc *sd, double *seconds, struct ts_err *err)
@@ -33,7 +34,7 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
     eng_opts_defaults(&o);
     o.max_tokens = c->max_num_batched_tokens > 0 ? c->max_num_batched_tokens : 16384;
     o.logit_chunk = c->max_num_logits > 0 ? c->max_num_logits : o.max_tokens;
-    o.block_size = strcmp(c->policy, "block") == 0 && m->block_causal ? c->block_size : 0;
+    o.block_size = policy_attn_block(c->policy, m, c->block_size);
     o.ffn_chunks = c->ffn_chunks > 0 ? c->ffn_chunks : 1;
     o.page_tokens = c->kv_page_tokens;
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);

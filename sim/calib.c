@@ -771,25 +771,39 @@ struct attn_acc {
     bool any_long;
 };
 
-static void attn_add(struct attn_acc *a, double q, double kv)
+/* The keys the query tiles of `rows` rows of a segment cover, summed: each tile runs to the keys
+ * its last row sees (attn_row_keys); q + kv each without block-causal attention (bs = 0). */
+static double tile_keys(int64_t q, int64_t kv, int32_t bs, int rows)
 {
-    double *f = a->f, k = q + kv;
-    f[0] += q * k;
-    f[1] += ceil(q / 64.0) * k;
-    f[2] += q;
+    if (bs <= 0)
+        return ceil((double)q / rows) * (double)(q + kv);
+    double sum = 0;
+    for (int64_t r0 = 0; r0 < q; r0 += rows)
+        sum += (double)attn_row_keys(q, kv, bs, TS_MIN(q, r0 + rows) - 1);
+    return sum;
+}
+
+/* A segment of q rows over kv cached keys, block-causal over blocks of bs tokens where bs > 0 (the
+ * pairs and the tiles' keys the kernels skip are not counted) */
+static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs)
+{
+    double *f = a->f, k = (double)(q + kv), pairs = attn_pairs(q, kv, bs);
+    f[0] += pairs;
+    f[1] += tile_keys(q, kv, bs, 64);
+    f[2] += (double)q;
     f[3] += 1;
     f[4] = fmax(f[4], k);
     f[5] = 1;
-    f[6] += kv;
+    f[6] += (double)kv;
     if (q >= K_ATTN_LONG_Q) { /* the engine's wgmma kernel on Hopper: 128-row blocks */
-        f[7] += q * k;
-        f[8] += ceil(q / 128.0) * k;
-        a->long_rows += q;
-        a->long_tiles += ceil(q / 64.0);
+        f[7] += pairs;
+        f[8] += tile_keys(q, kv, bs, 128);
+        a->long_rows += (double)q;
+        a->long_tiles += ceil((double)q / 64.0);
         a->any_long = true;
     } else {
-        a->short_rows += q;
-        a->short_tiles += ceil(q / 64.0);
+        a->short_rows += (double)q;
+        a->short_tiles += ceil((double)q / 64.0);
         a->short_max_k = fmax(a->short_max_k, k);
     }
 }
@@ -825,7 +839,7 @@ static void attn_features(const struct calib_row *r, int heads, int sms, int rul
     struct attn_acc a;
     memset(&a, 0, sizeof a);
     for (int s = 0; s < r->segs; s++)
-        attn_add(&a, r->q, row_kv(r, s));
+        attn_add(&a, r->q, row_kv(r, s), 0); /* profiles run bidirectional */
     attn_finish(&a, heads, sms, rules);
     memcpy(f, a.f, sizeof a.f);
 }
@@ -1098,7 +1112,7 @@ int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapo
         struct attn_acc acc;
         memset(&acc, 0, sizeof acc);
         for (int32_t i = 0; i < sd->num_segs; i++)
-            attn_add(&acc, sd->segs[i].q, sd->segs[i].kv);
+            attn_add(&acc, sd->segs[i].q, sd->segs[i].kv, sd->attn_block);
         attn_finish(&acc, c->heads, c->sms, c->attn_rules);
         for (int j = 0; j < ATTN_FEATURES; j++)
             attn += c->beta[j] * acc.f[j];

@@ -28,6 +28,7 @@
 #include "cost.h"
 #include "gpu.h"
 #include "model.h"
+#include "policy.h"
 #include "sim.h"
 #include "step_desc.h"
 
@@ -204,6 +205,10 @@ static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate
     int bad = !model || !gpu || !impl || model_resolve(model, &ctx.model, &err) ||
               gpu_lookup(gt, gpu, &ctx.gpu, &err) || impl_resolve(impl, &ctx.impl, &err);
     gpu_table_destroy(gt);
+    /* the run's attention: block-causal where the engine replayed it so */
+    if (!bad)
+        sd.attn_block = policy_attn_block(json_string_value(json_object_get(cfg, "policy")), &ctx.model,
+                                          (int32_t)json_integer_value(json_object_get(cfg, "block_size")));
     char path[CFG_PATH + 256];
     if (!bad)
         bad = load_for(&ctx, calib_path, path, sizeof path, &cal, &err);

@@ -38,6 +38,11 @@ int policy_resolve(const char *name, const struct policy_ops **out, struct ts_er
     return ts_fail(err, "unknown policy '%s' (known: %s)", name, list);
 }
 
+int32_t policy_attn_block(const char *policy, const struct model_cfg *m, int32_t block_size)
+{
+    return policy && strcmp(policy, "block") == 0 && m->block_causal ? block_size : 0;
+}
+
 void policy_req_init(struct request *r, const struct policy_cfg *pc)
 {
     TS_ASSERT(pc->block_size > 0 && r->G > 0 && r->P >= 0 && r->C >= 0 && r->C <= r->G);

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "model.h"
 #include "request.h"
 #include "step_desc.h"
 #include "util.h"
@@ -46,6 +47,10 @@ const struct policy_ops *policy_find(const char *name);
 const struct policy_ops *policy_get(int i);
 void policy_list(char *buf, size_t len);
 int policy_resolve(const char *name, const struct policy_ops **out, struct ts_err *err);
+/* The block of block-causal attention a run's steps take (step_desc.attn_block, the engine's
+ * block_size): block_size for a block-causal model (SDAR, LLaDA2.0) under the block policy, else 0
+ * (bidirectional). */
+int32_t policy_attn_block(const char *policy, const struct model_cfg *m, int32_t block_size);
 
 /* Sets up r's shape-derived fields for the policy config (num_blocks, last_block, progress). */
 void policy_req_init(struct request *r, const struct policy_cfg *pc);

@@ -333,6 +333,7 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     s->pcfg = (struct policy_cfg){cfg->block_size, cfg->refresh_interval, cfg->mask_only,
                                   cfg->early_stop};
     s->sd.logit_chunk_rows = cfg->max_num_logits;
+    s->sd.attn_block = policy_attn_block(cfg->policy, &s->model, cfg->block_size);
     s->sd.ffn_chunks = cfg->ffn_chunks;
     s->sd.mask_only = cfg->mask_only;
 

@@ -42,7 +42,21 @@ void step_desc_clear(struct step_desc *sd)
     memset(&sd->tot, 0, sizeof sd->tot);
 }
 
-static void totals_add(struct step_totals *t, const struct segment *s)
+int64_t attn_row_keys(int64_t q, int64_t kv, int32_t bs, int64_t row)
+{
+    return bs > 0 ? kv + TS_MIN(q, (row / bs + 1) * bs) : q + kv;
+}
+
+double attn_pairs(int64_t q, int64_t kv, int32_t bs)
+{
+    if (bs <= 0)
+        return (double)q * (double)(q + kv);
+    /* nb whole blocks, block b's bs rows seeing (b + 1) bs of the rows; the rest seeing all q */
+    const double nb = (double)(q / bs), rest = (double)(q % bs);
+    return (double)q * (double)kv + (double)bs * bs * nb * (nb + 1) / 2 + rest * (double)q;
+}
+
+static void totals_add(struct step_totals *t, const struct segment *s, int32_t attn_block)
 {
     t->num_segs++;
     t->q_tokens += s->q;
@@ -52,7 +66,7 @@ static void totals_add(struct step_totals *t, const struct segment *s)
     t->decoded += s->decoded;
     if (s->q > t->max_q)
         t->max_q = s->q;
-    t->attn_qk_pairs += (double)s->q * (double)(s->q + s->kv);
+    t->attn_qk_pairs += attn_pairs(s->q, s->kv, attn_block);
     t->attn_kv_read += (int64_t)s->q + s->kv;
     t->by_phase[s->phase]++;
 }
@@ -68,14 +82,14 @@ void step_desc_add(struct step_desc *sd, const struct segment *seg)
         sd->cap_segs = (int32_t)cap;
     }
     sd->segs[sd->num_segs++] = *seg;
-    totals_add(&sd->tot, seg);
+    totals_add(&sd->tot, seg, sd->attn_block);
 }
 
 void step_totals_compute(const struct step_desc *sd, struct step_totals *out)
 {
     memset(out, 0, sizeof *out);
     for (int32_t i = 0; i < sd->num_segs; i++)
-        totals_add(out, &sd->segs[i]);
+        totals_add(out, &sd->segs[i], sd->attn_block);
 }
 
 int64_t step_num_logit_chunks(const struct step_desc *sd)

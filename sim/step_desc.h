@@ -56,7 +56,8 @@ struct step_totals {
     int64_t logit_rows;
     int64_t decoded;
     int64_t max_q;        /* the longest segment's q */
-    double attn_qk_pairs; /* sum over segments of q * (q + kv): query-key pairs scored */
+    double attn_qk_pairs; /* sum over segments of q * (q + kv): query-key pairs scored (fewer where
+                           * attn_block > 0: attn_pairs) */
     int64_t attn_kv_read; /* sum over segments of (q + kv): keys/values each segment reads */
     int64_t by_phase[PHASE_COUNT];
 };
@@ -69,6 +70,11 @@ struct step_desc {
     int32_t logit_chunk_rows; /* max_num_logits: rows per LM-head chunk; 0 = monolithic */
     int32_t ffn_chunks;       /* FFN token chunks (>= 1) */
     bool mask_only;           /* logits only for masked rows (Mosaic) */
+    int32_t attn_block;       /* > 0: block-causal attention over blocks of this many tokens (a
+                               * block-causal model under the block policy, as the engine runs it):
+                               * query row i of a segment sees its cached keys and its own rows up to
+                               * the end of i's block; 0: bidirectional. Set before adding segments
+                               * (the totals count the pairs it leaves); clear keeps it */
     struct step_totals tot;
 };
 
@@ -79,6 +85,11 @@ void step_desc_clear(struct step_desc *sd); /* drops segments, keeps knobs and s
 void step_desc_add(struct step_desc *sd, const struct segment *seg);
 /* Recomputes the totals from the segments (tests compare it with the incremental ones). */
 void step_totals_compute(const struct step_desc *sd, struct step_totals *out);
+/* The keys query row `row` of a segment of q rows over kv cached sees: all q + kv, or with block-
+ * causal attention over blocks of bs tokens (bs > 0) kv and its rows up to the end of row's block. */
+int64_t attn_row_keys(int64_t q, int64_t kv, int32_t bs, int64_t row);
+/* The query-key pairs a segment scores: q (q + kv), or the block-causal count (bs > 0). */
+double attn_pairs(int64_t q, int64_t kv, int32_t bs);
 /* Number of LM-head chunks the step runs (0 when it has no logit rows). */
 int64_t step_num_logit_chunks(const struct step_desc *sd);
 

@@ -104,6 +104,41 @@ START_TEST(planted_coefficients_recovered)
 }
 END_TEST
 
+/* Block-causal attention (step_desc.attn_block): a prefill is priced by the pairs and the tiles'
+ * keys the kernels run, not the bidirectional ones; a block of at most attn_block rows over its
+ * cache is priced as the bidirectional Reuse it equals. */
+START_TEST(block_causal_attention_priced_by_its_pairs)
+{
+    struct calib_data d;
+    planted(&d);
+    struct ts_err err;
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 100;
+    sd.attn_block = 32;
+    struct segment p = {.req_id = 0, .q = 512, .kv = 0, .kv_write = 512, .phase = PHASE_PREFILL};
+    step_desc_add(&sd, &p);
+    double secs;
+    struct cost_breakdown bd;
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
+    /* 64-row tile t runs to key 64 (t + 1): 64 x 36 keys over the 8 tiles, against 8 x 512 */
+    double attn = 2e-7 * attn_pairs(512, 0, 32) + 3e-5 * 64 * 36 + 1e-4 * 512 + 0.02 + 4e-5 * 512 + 0.3;
+    ck_assert_msg(fabs(bd.op_s[OP_ATTN] * 1e3 - attn) < 1e-6 * attn, "%g vs %g", bd.op_s[OP_ATTN] * 1e3, attn);
+    ck_assert(bd.op_s[OP_ATTN] * 1e3 < attn_ms(1, 512, 0) - 0.07); /* the bidirectional prefill */
+    step_desc_clear(&sd);
+    struct segment b = {.req_id = 1, .q = 32, .kv = 480, .logit_rows = 32, .phase = PHASE_BLOCK};
+    step_desc_add(&sd, &b);
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
+    attn = attn_ms(1, 32, 480);
+    ck_assert_msg(fabs(bd.op_s[OP_ATTN] * 1e3 - attn) < 1e-6 * attn, "%g vs %g", bd.op_s[OP_ATTN] * 1e3, attn);
+    step_desc_free(&sd);
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
 START_TEST(monotone_between_points)
 {
     struct calib_data d;
@@ -819,6 +854,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, planted_coefficients_recovered);
+    tcase_add_test(tc, block_causal_attention_priced_by_its_pairs);
     tcase_add_test(tc, monotone_between_points);
     tcase_add_test(tc, ops_scaled_to_uninstrumented_totals);
     tcase_add_test(tc, transfer_scales_by_roofline_ratios);

@@ -96,6 +96,30 @@ START_TEST(attention_grows_with_context)
 }
 END_TEST
 
+/* A block-causal prefill (step_desc.attn_block) does about half the attention FLOPs of a
+ * bidirectional one, and no other op changes */
+START_TEST(block_causal_prefill_scores_fewer_pairs)
+{
+    struct cost_ctx c = ctx("sdar-8b", "tessera");
+    struct cost_breakdown a, b;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct segment p = {.q = 8192, .kv = 0, .kv_write = 8192, .phase = PHASE_PREFILL};
+    step_desc_add(&sd, &p);
+    double t;
+    ck_assert_int_eq(cost_roofline.step_s(&c, &sd, &t, &a, NULL), 0);
+    step_desc_clear(&sd);
+    sd.attn_block = 32;
+    step_desc_add(&sd, &p);
+    ck_assert_int_eq(cost_roofline.step_s(&c, &sd, &t, &b, NULL), 0);
+    ck_assert(b.op_s[OP_ATTN] < 0.52 * a.op_s[OP_ATTN] && b.op_s[OP_ATTN] > 0.48 * a.op_s[OP_ATTN]);
+    for (int op = 0; op < OP_COUNT; op++)
+        if (op != OP_ATTN)
+            ck_assert(fabs(b.op_s[op] - a.op_s[op]) < 1e-15);
+    step_desc_free(&sd);
+}
+END_TEST
+
 START_TEST(moe_touches_distinct_experts)
 {
     struct cost_ctx c = ctx("llada-moe-7b", "tessera");
@@ -154,6 +178,7 @@ int main(void)
     tcase_add_test(tc, eager_is_launch_bound_on_small_steps);
     tcase_add_test(tc, lm_head_chunks_reread_weights);
     tcase_add_test(tc, attention_grows_with_context);
+    tcase_add_test(tc, block_causal_prefill_scores_fewer_pairs);
     tcase_add_test(tc, moe_touches_distinct_experts);
     tcase_add_test(tc, fused_ffn_has_no_act_op);
     tcase_add_test(tc, empty_step_costs_host_time);

@@ -182,6 +182,17 @@ START_TEST(fixed_k_and_peaks)
 }
 END_TEST
 
+/* The attention the engine runs: block-causal for block-causal models under the block policy */
+START_TEST(attention_block_follows_policy_and_model)
+{
+    ck_assert_int_eq(policy_attn_block("block", model_find("sdar-8b"), 32), 32);
+    ck_assert_int_eq(policy_attn_block("block", model_find("sdar-8b"), 4), 4);
+    ck_assert_int_eq(policy_attn_block("block", model_find("llada-8b"), 32), 0); /* bidirectional model */
+    ck_assert_int_eq(policy_attn_block("dual", model_find("sdar-8b"), 32), 0);
+    ck_assert_int_eq(policy_attn_block(NULL, model_find("sdar-8b"), 32), 0);
+}
+END_TEST
+
 START_TEST(registry)
 {
     ck_assert_ptr_eq(policy_find("DUAL"), &policy_dual);
@@ -205,6 +216,7 @@ int main(void)
     tcase_add_test(tc, eos_positions_decode_in_bulk);
     tcase_add_test(tc, early_stop_after_one_eos_block);
     tcase_add_test(tc, fixed_k_and_peaks);
+    tcase_add_test(tc, attention_block_follows_policy_and_model);
     tcase_add_test(tc, registry);
     suite_add_tcase(s, tc);
     return run_suite("policy", s) ? EXIT_FAILURE : EXIT_SUCCESS;

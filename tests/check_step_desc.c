@@ -49,6 +49,51 @@ START_TEST(attention_pairs_of_one_segment)
 }
 END_TEST
 
+/* Block-causal attention (attn_block): row i of a segment sees its cached keys and its rows up to
+ * the end of i's block; the pairs and row keys against a count key by key. */
+START_TEST(block_causal_pairs)
+{
+    const int bss[] = {1, 4, 32, 100};
+    for (size_t b = 0; b < sizeof bss / sizeof *bss; b++)
+        for (int q = 1; q <= 300; q += 7)
+            for (int kv = 0; kv <= 64; kv += 32) {
+                const int bs = bss[b];
+                double pairs = 0;
+                for (int i = 0; i < q; i++) {
+                    int keys = 0;
+                    for (int j = 0; j < kv + q; j++)
+                        keys += j < kv || (j - kv) / bs <= i / bs;
+                    ck_assert_int_eq(attn_row_keys(q, kv, bs, i), keys);
+                    pairs += keys;
+                }
+                ck_assert_msg(attn_pairs(q, kv, bs) == pairs, "q %d kv %d bs %d: %g, want %g", q, kv, bs,
+                              attn_pairs(q, kv, bs), pairs);
+                ck_assert(attn_pairs(q, kv, 0) == (double)q * (q + kv));
+                ck_assert_int_eq(attn_row_keys(q, kv, 0, q - 1), q + kv);
+            }
+    /* a block of at most bs rows sees all of itself: the same pairs as bidirectional */
+    ck_assert(attn_pairs(32, 480, 32) == 32.0 * 512);
+    ck_assert(attn_pairs(20, 480, 32) == 20.0 * 500);
+    /* a long prefill: about half the pairs */
+    ck_assert(attn_pairs(8192, 0, 32) == 32.0 * 32 * 256 * 257 / 2);
+    /* the step's totals follow the knob, which clear keeps */
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.attn_block = 32;
+    struct segment p = {.q = 100, .kv = 0, .kv_write = 100, .phase = PHASE_PREFILL};
+    struct segment r = {.req_id = 1, .q = 32, .kv = 64, .logit_rows = 32, .phase = PHASE_BLOCK};
+    step_desc_add(&sd, &p);
+    step_desc_add(&sd, &r);
+    ck_assert(sd.tot.attn_qk_pairs == attn_pairs(100, 0, 32) + 32.0 * 96);
+    struct step_totals t;
+    step_totals_compute(&sd, &t);
+    ck_assert(t.attn_qk_pairs == sd.tot.attn_qk_pairs);
+    step_desc_clear(&sd);
+    ck_assert_int_eq(sd.attn_block, 32);
+    step_desc_free(&sd);
+}
+END_TEST
+
 START_TEST(logit_chunks)
 {
     struct step_desc sd;
@@ -78,6 +123,7 @@ int main(void)
     Suite *s = suite_create("step_desc");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, totals_match_recomputation);
+    tcase_add_test(tc, block_causal_pairs);
     tcase_add_test(tc, attention_pairs_of_one_segment);
     tcase_add_test(tc, logit_chunks);
     tcase_add_test(tc, phase_names);
