@@ -61,7 +61,7 @@ endif
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread -lm)
 
 # the library: everything but main.c, plus the engine's host code that needs no GPU
-ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_anchor.c engine/eng_act.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c engine/eng_safetensors.c
+ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_anchor.c engine/eng_grid.c engine/eng_act.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c engine/eng_safetensors.c
 LIB_SRC := $(filter-out sim/main.c,$(wildcard sim/*.c)) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
 ENGINE_GPU_SRC := engine/eng_arena.c engine/eng_cuda.c engine/eng_gemm.c engine/eng_check.c engine/eng_bench.c engine/eng_replay.c engine/eng_live.c engine/eng_lmax.c engine/cli_engine.c
 KERNEL_SRC := $(wildcard kernels/*.cu)

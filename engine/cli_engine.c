@@ -11,6 +11,7 @@
 #include "eng_bench.h"
 #include "eng.h"
 #include "eng_check.h"
+#include "eng_grid.h"
 #include "eng_replay.h"
 #include "model.h"
 
@@ -22,7 +23,7 @@ static void engine_usage(FILE *f)
 "                             [--gemm-cache FILE] [--ops]\n"
 "       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
 "                              [--gemm-cache FILE] [--warmup N] [--warm-ms MS]\n"
-"                              [--step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]]\n"
+"                              [--grid all|base|long] [--step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--logit-chunk N]\n"
 "                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention|anchor]\n"
 "                            [--weights PATH] [--gemm-cache FILE] [--warm-s S]\n"
@@ -76,7 +77,10 @@ static void engine_usage(FILE *f)
 "       step's time) into engine_step_ops, which `tessera calib eval` then breaks down by op\n"
 "profile times every op of steps over a grid of (sequences, q, cached kv, logits), and uneven\n"
 "       Reuse steps (3 or 6 blocks of 32, the last over 2,048 or 4,096 cached keys, the others\n"
-"       over 128 to 1,024: the attention's longest block apart from its total work), and writes\n"
+"       over 128 to 1,024: the attention's longest block apart from its total work), and, where\n"
+"       the model's context reaches that far (SDAR-8B, not LLaDA-8B), Reuse steps over caches of\n"
+"       8,192 and 16,384 keys (--grid long: those alone, to add to a profile of the base grid\n"
+"       through calib merge; base: the grid without them; all: both [all]), and writes\n"
 "       the rows, with GPU name, clocks, driver, CUDA and cuBLAS versions and the version of\n"
 "       the engine's attention launch rules (attn_rules), into engine_profile\n"
 "       (replacing that model's earlier rows on this GPU); each step runs --warmup [1] times\n"
@@ -113,6 +117,7 @@ int cli_engine(int argc, char **argv)
                                       {"warm-s", required_argument, 0, 'A'},
                                       {"warm-trace", required_argument, 0, 'B'},
                                       {"anchor", required_argument, 0, 'a'},
+                                      {"grid", required_argument, 0, 'g'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     int64_t seed = 1, reps = 20, chunk = 2048, run = 0, steps = 0;
@@ -125,6 +130,7 @@ int cli_engine(int argc, char **argv)
     const char *db = NULL, *weights = NULL;
     double mem_gb = 0;
     const char *model = "llada-8b", *json = NULL, *only = NULL, *anchor = NULL;
+    int grid = -1; /* profile's --grid; -1: not given (all) */
     optind = 1;
     int c;
     while ((c = getopt_long(argc - 1, argv + 1, "h", o, NULL)) != -1) {
@@ -144,6 +150,7 @@ int cli_engine(int argc, char **argv)
         case 'A': bad = ts_parse_double(optarg, &warm_s) || !(warm_s >= 0 && warm_s <= 600); break;
         case 'B': warm_trace = optarg; break;
         case 'a': anchor = optarg; break;
+        case 'g': bad = (grid = grid_part_parse(optarg)) < 0; break;
         case 'T': {
             int n = 0, m = 0, *st = nstep < ENG_BENCH_MAX_STEPS ? step_list[nstep] : NULL;
             bad = !st || sscanf(optarg, "%d,%d,%d,%d%n", &st[0], &st[1], &st[2], &st[3], &n) != 4;
@@ -175,6 +182,10 @@ int cli_engine(int argc, char **argv)
             fprintf(stderr, "tessera engine %s: bad value '%s'\n", sub, optarg);
             return EXIT_USAGE;
         }
+    }
+    if (grid >= 0 && strcmp(sub, "profile") != 0) {
+        fprintf(stderr, "tessera engine %s: --grid is profile's\n", sub);
+        return EXIT_USAGE;
     }
     if (strcmp(sub, "check") == 0)
         return eng_check_run((uint64_t)seed, stdout);
@@ -255,8 +266,12 @@ int cli_engine(int argc, char **argv)
                             "0 or Q\n");
             return EXIT_USAGE;
         }
+        if (nstep == 1 && grid >= 0) {
+            fprintf(stderr, "tessera engine profile: --step and --grid: one step, or a grid\n");
+            return EXIT_USAGE;
+        }
         return eng_profile_run(&m, db, (int)TS_MIN(reps, 5), (int)warmup, warm_ms, nstep ? step_list[0] : NULL,
-                               mem_gb, stdout);
+                               grid < 0 ? GRID_ALL : grid, mem_gb, stdout);
     }
     fprintf(stderr, "tessera engine: unknown subcommand '%s' (check, bench, replay, profile)\n", sub);
     return EXIT_USAGE;

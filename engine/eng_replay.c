@@ -16,7 +16,9 @@
 
 #include "cost.h"
 #include "eng.h"
+#include "eng_grid.h"
 #include "kernels.h"
+#include "policy.h"
 #include "sim.h"
 #include "step_desc.h"
 
@@ -107,7 +109,7 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
         json_decref(cfg);
         goto done;
     }
-    bool block_causal = policy && strcmp(policy, "block") == 0 && m.block_causal;
+    const int32_t attn_block = policy_attn_block(policy, &m, block);
     json_decref(cfg);
     /* sizes: the largest step, and the last step of each request */
     int64_t num_steps = 0, max_q = 0, max_r = 0, max_req = -1;
@@ -149,7 +151,7 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
 
     o.max_tokens = (int32_t)TS_MAX(max_q, 64);
     o.logit_chunk = chunk > 0 ? chunk : (int32_t)TS_MAX(max_r, 1);
-    o.block_size = block_causal ? block : 0;
+    o.block_size = attn_block;
     o.ffn_chunks = ffn_chunks > 0 ? ffn_chunks : 1;
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
     o.weights = weights;
@@ -254,58 +256,8 @@ done:
 
 /* --- profile ----------------------------------------------------------------------------- */
 
-/* One profiled step: segs sequences of q tokens over kv cached (the last over kv_long instead,
- * where kv_long > 0: an uneven step), with or without logits. */
-struct prof_step {
-    int segs, q, kv, logits, kv_long;
-};
-
-/* The cached keys of sequence s of a profiled step */
-static int prof_kv(const struct prof_step *p, int s)
-{
-    return p->kv_long > 0 && s == p->segs - 1 ? p->kv_long : p->kv;
-}
-
-/* The profile's grid of steps (*n of them; the caller frees the array). */
-static struct prof_step *profile_grid(size_t *n)
-{
-    static const int q_grid[] = {1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
-    static const int kv_grid[] = {0, 128, 480, 1024, 2048, 4096};
-    /* many short sequences, a few (Reuse blocks of 8, 32 or 128 tokens only: the split-KV regime of
-     * the attention kernel changes with the count), and one: the per-sequence cost */
-    static const int seg_grid[] = {16, 8, 4, 2, 1};
-    struct prof_step *g = NULL;
-    size_t cap = 0;
-    *n = 0;
-    for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++)
-        for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++)
-            for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
-                for (int with_logits = 0; with_logits < 2; with_logits++) {
-                    int q = q_grid[qi], kv = kv_grid[ki];
-                    if (kv > 0 && q > 512)
-                        continue; /* long Refresh steps have no cache */
-                    if (seg_grid[si] == 1 && (q > 512 || with_logits))
-                        continue; /* single sequences: short steps, without logits, are enough */
-                    if (seg_grid[si] > 1 && seg_grid[si] < 16 && (!with_logits || (q != 8 && q != 32 && q != 128)))
-                        continue; /* a few sequences: Reuse-sized blocks with their logits */
-                    ts_grow((void **)&g, &cap, *n + 1, sizeof *g);
-                    g[(*n)++] = (struct prof_step){TS_MIN(seg_grid[si], 16384 / q), q, kv, with_logits, 0};
-                }
-    /* uneven Reuse steps: blocks of 32 over short caches beside one over a long cache, the
-     * attention's critical path (the longest segment's blocks) apart from its total work, which
-     * move together in the even steps (a serving workload's Reuse steps are rarely even) */
-    static const int uneven_segs[] = {3, 6}, short_kv[] = {128, 480, 1024}, long_kv[] = {2048, 4096};
-    for (size_t si = 0; si < TS_ARRAY_LEN(uneven_segs); si++)
-        for (size_t ki = 0; ki < TS_ARRAY_LEN(short_kv); ki++)
-            for (size_t li = 0; li < TS_ARRAY_LEN(long_kv); li++) {
-                ts_grow((void **)&g, &cap, *n + 1, sizeof *g);
-                g[(*n)++] = (struct prof_step){uneven_segs[si], 32, short_kv[ki], 1, long_kv[li]};
-            }
-    return g;
-}
-
 int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int warmup, double warm_ms,
-                    const int32_t *only_step, double mem_limit_gb, FILE *out)
+                    const int32_t *only_step, int grid_part, double mem_limit_gb, FILE *out)
 {
     struct prof_step *grid = NULL;
     size_t n_grid = 0;
@@ -316,6 +268,16 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
     step_desc_init(&sd);
     struct ts_err err;
     int rc = 1;
+    if (!only_step) { /* a grid without a step for this model is refused before any GPU work */
+        grid = profile_grid(m, (enum grid_part)grid_part, -1, &n_grid, NULL);
+        free(grid);
+        grid = NULL;
+        if (n_grid == 0) {
+            fprintf(stderr, "tessera engine profile: the %s grid holds no step for %s (context %d)\n",
+                    grid_part == GRID_LONG ? "long" : "chosen", m->name, m->max_pos);
+            return 1;
+        }
+    }
     struct eng_opts o;
     eng_opts_defaults(&o);
     o.max_tokens = 16384;
@@ -381,12 +343,24 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
         grid[0] = (struct prof_step){only_step[0], only_step[1], only_step[2], only_step[3] > 0, only_step[4]};
         n_grid = 1;
     } else {
-        grid = profile_grid(&n_grid);
+        struct eng_mem mem;
+        eng_mem_info(e, &mem);
+        int skipped = 0;
+        grid = profile_grid(m, (enum grid_part)grid_part, mem.kv_pool_tokens, &n_grid, &skipped);
+        if (skipped > 0)
+            fprintf(out, "engine profile: %d long-cache steps left out: their caches exceed the KV pool's %lld "
+                         "tokens\n", skipped, (long long)mem.kv_pool_tokens);
+        if (n_grid == 0) {
+            fprintf(stderr, "tessera engine profile: no step of the grid fits the KV pool's %lld tokens\n",
+                    (long long)mem.kv_pool_tokens);
+            goto rollback;
+        }
     }
     for (size_t gi = 0; gi < n_grid; gi++) {
         const struct prof_step *p = &grid[gi];
         const int segs = p->segs, q = p->q, kv = p->kv, with_logits = p->logits;
-        /* fill each sequence's cache with a step of its own, then time the step */
+        /* fill each sequence's cache with a step of its own, then time the step (every step
+         * right after its fill, as the shipped calibrations were profiled) */
         for (int s = 0; s < segs; s++) {
             if (prof_kv(p, s) == 0)
                 continue;

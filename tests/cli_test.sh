@@ -420,6 +420,14 @@ if [ -e "$(dirname "$bin")/libtessera_engine.so" ]; then # engine built: its arg
     expect 2 "engine profile --warm-ms negative" -- $bin engine profile --db "$tmp/p.db" --warm-ms -5
     contains "engine profile --warm-ms names the value" "bad value '-5'"
     expect 2 "engine profile --warm-ms not a number" -- $bin engine profile --db "$tmp/p.db" --warm-ms 1e9
+    expect 2 "engine profile --grid unknown" -- $bin engine profile --db "$tmp/p.db" --grid longer
+    contains "engine profile --grid names the value" "bad value 'longer'"
+    expect 2 "engine profile --grid with --step" -- $bin engine profile --db "$tmp/p.db" --grid long --step 1,32,480,0
+    contains "engine profile --grid with --step says why" "--step and --grid: one step, or a grid"
+    expect 1 "engine profile --grid long for LLaDA-8B (no long-cache step)" -- $bin engine profile --db "$tmp/p.db" --grid long
+    contains "engine profile --grid long says why, before any GPU work" "the long grid holds no step for llada-8b (context 4096)"
+    expect 2 "engine bench --grid" -- $bin engine bench --grid long
+    contains "engine bench --grid is profile's" "engine bench: --grid is profile's"
     [ ! -e "$tmp/p.db" ] && ok || bad "a refused engine profile left a database"
     expect 2 "engine bench --warm-s negative" -- $bin engine bench --warm-s -1
     contains "engine bench --warm-s names the value" "bad value '-1'"

@@ -1,0 +1,115 @@
+/* eng_grid.c: the steps `tessera engine profile` times (eng_grid.h). */
+#include "eng_grid.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+int grid_part_parse(const char *name)
+{
+    static const char *const names[] = {[GRID_ALL] = "all", [GRID_BASE] = "base", [GRID_LONG] = "long"};
+    for (size_t i = 0; name && i < TS_ARRAY_LEN(names); i++)
+        if (strcmp(name, names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+int prof_kv(const struct prof_step *p, int s)
+{
+    return p->kv_long > 0 && s == p->segs - 1 ? p->kv_long : p->kv;
+}
+
+static void add(struct prof_step **g, size_t *cap, size_t *n, struct prof_step s)
+{
+    ts_grow((void **)g, cap, *n + 1, sizeof **g);
+    (*g)[(*n)++] = s;
+}
+
+static void base_grid(struct prof_step **g, size_t *cap, size_t *n)
+{
+    static const int q_grid[] = {1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+    static const int kv_grid[] = {0, 128, 480, 1024, 2048, 4096};
+    /* many short sequences, a few (Reuse blocks of 8, 32 or 128 tokens only: the split-KV regime of
+     * the attention kernel changes with the count), and one: the per-sequence cost */
+    static const int seg_grid[] = {16, 8, 4, 2, 1};
+    for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++)
+        for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++)
+            for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
+                for (int with_logits = 0; with_logits < 2; with_logits++) {
+                    int q = q_grid[qi], kv = kv_grid[ki];
+                    if (kv > 0 && q > 512)
+                        continue; /* long Refresh steps have no cache */
+                    if (seg_grid[si] == 1 && (q > 512 || with_logits))
+                        continue; /* single sequences: short steps, without logits, are enough */
+                    if (seg_grid[si] > 1 && seg_grid[si] < 16 && (!with_logits || (q != 8 && q != 32 && q != 128)))
+                        continue; /* a few sequences: Reuse-sized blocks with their logits */
+                    add(g, cap, n, (struct prof_step){TS_MIN(seg_grid[si], 16384 / q), q, kv, with_logits, 0});
+                }
+    /* uneven Reuse steps: blocks of 32 over short caches beside one over a long cache, the
+     * attention's critical path (the longest segment's blocks) apart from its total work, which
+     * move together in the even steps (a serving workload's Reuse steps are rarely even) */
+    static const int uneven_segs[] = {3, 6}, short_kv[] = {128, 480, 1024}, long_kv[] = {2048, 4096};
+    for (size_t si = 0; si < TS_ARRAY_LEN(uneven_segs); si++)
+        for (size_t ki = 0; ki < TS_ARRAY_LEN(short_kv); ki++)
+            for (size_t li = 0; li < TS_ARRAY_LEN(long_kv); li++)
+                add(g, cap, n, (struct prof_step){uneven_segs[si], 32, short_kv[ki], 1, long_kv[li]});
+}
+
+/* The keys a step's caches and blocks hold in the pool, with a page's rounding a sequence */
+static int64_t pool_tokens(const struct prof_step *p)
+{
+    int64_t t = 0;
+    for (int s = 0; s < p->segs; s++)
+        t += prof_kv(p, s) + p->q + 64;
+    return t;
+}
+
+/* Reuse blocks over caches of 8,192 and 16,384 keys: many sequences and a few with their logits,
+ * one without (as the base grid has them), and uneven steps with one long cache beside short ones */
+static void long_grid(const struct model_cfg *m, int64_t pool, struct prof_step **g, size_t *cap, size_t *n,
+                      int *skipped)
+{
+    static const int kv_grid[] = {8192, 16384}, q_grid[] = {8, 32, 128}, seg_grid[] = {16, 4, 1};
+    static const int uneven_segs[] = {3, 6}, short_kv[] = {480, 2048};
+    for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++) {
+        for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
+            for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++) {
+                struct prof_step p = {seg_grid[si], q_grid[qi], kv_grid[ki], seg_grid[si] > 1, 0};
+                if (p.q + p.kv > m->max_pos)
+                    continue;
+                if (pool >= 0 && pool_tokens(&p) > pool) {
+                    ++*skipped;
+                    continue;
+                }
+                add(g, cap, n, p);
+            }
+        for (size_t si = 0; si < TS_ARRAY_LEN(uneven_segs); si++)
+            for (size_t ki2 = 0; ki2 < TS_ARRAY_LEN(short_kv); ki2++) {
+                struct prof_step p = {uneven_segs[si], 32, short_kv[ki2], 1, kv_grid[ki]};
+                if (p.q + p.kv_long > m->max_pos)
+                    continue;
+                if (pool >= 0 && pool_tokens(&p) > pool) {
+                    ++*skipped;
+                    continue;
+                }
+                add(g, cap, n, p);
+            }
+    }
+}
+
+struct prof_step *profile_grid(const struct model_cfg *m, enum grid_part part, int64_t kv_pool_tokens,
+                               size_t *n, int *skipped)
+{
+    struct prof_step *g = NULL;
+    size_t cap = 0;
+    int skip = 0;
+    *n = 0;
+    if (part == GRID_ALL || part == GRID_BASE)
+        base_grid(&g, &cap, n);
+    if (part == GRID_ALL || part == GRID_LONG)
+        long_grid(m, kv_pool_tokens, &g, &cap, n, &skip);
+    if (skipped)
+        *skipped = skip;
+    return g;
+}

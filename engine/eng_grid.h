@@ -1,0 +1,40 @@
+/*
+ * eng_grid.h: the steps `tessera engine profile` times, from which `tessera calib import` fits a
+ * calibration.
+ *
+ * The base grid is the one every shipped calibration was profiled over: token counts from 1 to
+ * 16,384, caches up to 4,096 keys, a few and many sequences, and uneven Reuse steps. The long part
+ * adds Reuse steps over caches of 8,192 and 16,384 keys, for models whose context reaches that far
+ * (SDAR-8B's 32,768; not LLaDA-8B's 4,096): without them the attention model extrapolates there
+ * (engine/BENCHMARKS.md, "Reuse over long caches").
+ */
+#ifndef TESSERA_ENG_GRID_H
+#define TESSERA_ENG_GRID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* One profiled step: segs sequences of q tokens over kv cached keys (the last over kv_long instead,
+ * where kv_long > 0: an uneven step), with logits for every query token or none. */
+struct prof_step {
+    int segs, q, kv, logits, kv_long;
+};
+
+enum grid_part { GRID_ALL, GRID_BASE, GRID_LONG };
+
+/* "all", "base" or "long"; -1 for anything else */
+int grid_part_parse(const char *name);
+
+/* The cached keys of sequence s of a profiled step */
+int prof_kv(const struct prof_step *p, int s);
+
+/* The grid's steps (*n of them; the caller frees the array; NULL when there are none). The long
+ * part holds only steps whose sequences fit the model's context (q + kv <= max_pos) and whose
+ * caches fit kv_pool_tokens (< 0: no bound); *skipped (may be NULL) counts the long steps left out
+ * for the pool. */
+struct prof_step *profile_grid(const struct model_cfg *m, enum grid_part part, int64_t kv_pool_tokens,
+                               size_t *n, int *skipped);
+
+#endif

@@ -1,0 +1,152 @@
+/*
+ * check_eng_grid.c: the steps `tessera engine profile` times (engine/eng_grid.c): the base grid as
+ * every shipped calibration was profiled over it, the long-cache part bounded by the model's context
+ * and the KV pool, and the part names.
+ */
+#include <stdlib.h>
+
+#include "eng_grid.h"
+#include "model.h"
+#include "test_util.h"
+
+/* sums over a grid, to compare it with the one the shipped calibrations were profiled over */
+struct sums {
+    size_t n;
+    long tokens, kv, uneven;
+};
+
+static struct sums sum_grid(const struct prof_step *g, size_t n)
+{
+    struct sums s = {n, 0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        s.tokens += (long)g[i].segs * g[i].q;
+        s.kv += g[i].kv;
+        s.uneven += g[i].kv_long > 0;
+    }
+    return s;
+}
+
+START_TEST(base_grid_is_the_shipped_one)
+{
+    /* the grid the H200 calibrations were profiled over (the thirteenth session's build, b0c9f9a):
+     * 202 steps, 377,878 query tokens and 239,808 cached keys summed over them, 12 uneven */
+    const struct model_cfg *models[] = {model_find("llada-8b"), model_find("sdar-8b")};
+    for (size_t k = 0; k < 2; k++) {
+        size_t n = 0;
+        struct prof_step *g = profile_grid(models[k], GRID_BASE, -1, &n, NULL);
+        struct sums s = sum_grid(g, n);
+        ck_assert_uint_eq(s.n, 202);
+        ck_assert_int_eq(s.tokens, 377878);
+        ck_assert_int_eq(s.kv, 239808);
+        ck_assert_int_eq(s.uneven, 12);
+        for (size_t i = 0; i < n; i++) {
+            ck_assert_int_le((long)g[i].segs * g[i].q, 16384); /* one step of the engine's tokens */
+            ck_assert_int_le(g[i].kv, 4096);
+            ck_assert_int_le(g[i].kv_long, 4096);
+        }
+        free(g);
+    }
+}
+END_TEST
+
+START_TEST(long_part_follows_the_context)
+{
+    size_t n = 0;
+    int skipped = -1;
+    /* LLaDA-8B's context is 4,096 tokens: no long step, so all is the base grid */
+    struct prof_step *g = profile_grid(model_find("llada-8b"), GRID_LONG, -1, &n, &skipped);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(skipped, 0);
+    free(g);
+    g = profile_grid(model_find("llada-8b"), GRID_ALL, -1, &n, NULL);
+    ck_assert_uint_eq(n, 202);
+    free(g);
+    /* SDAR-8B's 32,768: 9 even and 4 uneven steps over each of 8,192 and 16,384 keys */
+    const struct model_cfg *sdar = model_find("sdar-8b");
+    g = profile_grid(sdar, GRID_LONG, -1, &n, &skipped);
+    ck_assert_uint_eq(n, 26);
+    ck_assert_int_eq(skipped, 0);
+    int over[2] = {0, 0}, uneven = 0;
+    for (size_t i = 0; i < n; i++) {
+        int longest = g[i].kv_long > 0 ? g[i].kv_long : g[i].kv;
+        ck_assert(longest == 8192 || longest == 16384);
+        over[longest == 16384]++;
+        ck_assert_int_le(g[i].q + longest, sdar->max_pos);
+        ck_assert(g[i].q == 8 || g[i].q == 32 || g[i].q == 128);
+        /* Reuse blocks with their logits, single sequences without (as in the base grid) */
+        ck_assert_int_eq(g[i].logits, g[i].segs > 1);
+        if (g[i].kv_long > 0) {
+            uneven++;
+            ck_assert_int_eq(g[i].q, 32);
+            ck_assert(g[i].segs == 3 || g[i].segs == 6);
+            ck_assert_int_lt(g[i].kv, g[i].kv_long);
+            ck_assert_int_eq(prof_kv(&g[i], g[i].segs - 1), g[i].kv_long);
+            ck_assert_int_eq(prof_kv(&g[i], 0), g[i].kv);
+        }
+    }
+    ck_assert_int_eq(over[0], 13);
+    ck_assert_int_eq(over[1], 13);
+    ck_assert_int_eq(uneven, 8);
+    free(g);
+    g = profile_grid(sdar, GRID_ALL, -1, &n, NULL);
+    ck_assert_uint_eq(n, 228);
+    free(g);
+    /* a context of 16,384 keeps only the 8,192-key caches */
+    struct model_cfg short_ctx = *sdar;
+    short_ctx.max_pos = 16384;
+    g = profile_grid(&short_ctx, GRID_LONG, -1, &n, NULL);
+    ck_assert_uint_eq(n, 13);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(g[i].kv_long > 0 ? g[i].kv_long : g[i].kv, 8192);
+    free(g);
+}
+END_TEST
+
+START_TEST(long_steps_fit_the_pool)
+{
+    const struct model_cfg *sdar = model_find("sdar-8b");
+    size_t n = 0, all = 0;
+    int skipped = 0;
+    struct prof_step *g = profile_grid(sdar, GRID_LONG, -1, &all, NULL);
+    free(g);
+    /* a pool of 100,000 tokens holds 4 x 16,384 but not 16 x 8,192 or 16 x 16,384 */
+    g = profile_grid(sdar, GRID_LONG, 100000, &n, &skipped);
+    ck_assert_int_eq(skipped, 6);
+    ck_assert_uint_eq(n + (size_t)skipped, all);
+    for (size_t i = 0; i < n; i++) {
+        long need = 0;
+        for (int s = 0; s < g[i].segs; s++)
+            need += prof_kv(&g[i], s) + g[i].q;
+        ck_assert_int_le(need, 100000);
+        ck_assert_int_lt(g[i].segs, 16);
+    }
+    free(g);
+    /* the base grid is never cut: the profile's engine holds it */
+    g = profile_grid(sdar, GRID_ALL, 100000, &n, &skipped);
+    ck_assert_uint_eq(n, 202 + all - 6);
+    free(g);
+}
+END_TEST
+
+START_TEST(part_names)
+{
+    ck_assert_int_eq(grid_part_parse("all"), GRID_ALL);
+    ck_assert_int_eq(grid_part_parse("base"), GRID_BASE);
+    ck_assert_int_eq(grid_part_parse("long"), GRID_LONG);
+    ck_assert_int_eq(grid_part_parse("Long"), -1);
+    ck_assert_int_eq(grid_part_parse(""), -1);
+    ck_assert_int_eq(grid_part_parse(NULL), -1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("eng_grid");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, base_grid_is_the_shipped_one);
+    tcase_add_test(tc, long_part_follows_the_context);
+    tcase_add_test(tc, long_steps_fit_the_pool);
+    tcase_add_test(tc, part_names);
+    suite_add_tcase(s, tc);
+    return run_suite("eng_grid", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}
