@@ -171,6 +171,7 @@ check-gpu: $(BUILD)/tessera
 
 BENCH_OUT ?= $(BUILD)
 bench-engine: $(BUILD)/tessera
+	@mkdir -p $(BENCH_OUT)
 	./$(BUILD)/tessera engine bench --json $(BENCH_OUT)/engine_bench.jsonl --warm-trace $(BENCH_OUT)/warm_trace.csv
 	python3 engine/bench/sdpa_bench.py | tee -a $(BENCH_OUT)/engine_bench.jsonl
 	$(if $(ANCHOR),PYTHONUNBUFFERED=1 python3 $(ANCHOR) | tee $(BENCH_OUT)/anchor.jsonl)

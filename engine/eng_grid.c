@@ -65,6 +65,19 @@ static int64_t pool_tokens(const struct prof_step *p)
     return t;
 }
 
+/* Adds long step p where its longest sequence fits the model's context and its caches the pool
+ * (pool < 0: no bound); counts it in *skipped where only the pool is short. */
+static void add_long(const struct model_cfg *m, int64_t pool, struct prof_step p, struct prof_step **g,
+                     size_t *cap, size_t *n, int *skipped)
+{
+    if (p.q + (p.kv_long > 0 ? p.kv_long : p.kv) > m->max_pos)
+        return;
+    if (pool >= 0 && pool_tokens(&p) > pool)
+        ++*skipped;
+    else
+        add(g, cap, n, p);
+}
+
 /* Reuse blocks over caches of 8,192 and 16,384 keys: many sequences and a few with their logits,
  * one without (as the base grid has them), and uneven steps with one long cache beside short ones */
 static void long_grid(const struct model_cfg *m, int64_t pool, struct prof_step **g, size_t *cap, size_t *n,
@@ -74,27 +87,13 @@ static void long_grid(const struct model_cfg *m, int64_t pool, struct prof_step 
     static const int uneven_segs[] = {3, 6}, short_kv[] = {480, 2048};
     for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++) {
         for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
-            for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++) {
-                struct prof_step p = {seg_grid[si], q_grid[qi], kv_grid[ki], seg_grid[si] > 1, 0};
-                if (p.q + p.kv > m->max_pos)
-                    continue;
-                if (pool >= 0 && pool_tokens(&p) > pool) {
-                    ++*skipped;
-                    continue;
-                }
-                add(g, cap, n, p);
-            }
+            for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++)
+                add_long(m, pool, (struct prof_step){seg_grid[si], q_grid[qi], kv_grid[ki], seg_grid[si] > 1, 0}, g,
+                         cap, n, skipped);
         for (size_t si = 0; si < TS_ARRAY_LEN(uneven_segs); si++)
-            for (size_t ki2 = 0; ki2 < TS_ARRAY_LEN(short_kv); ki2++) {
-                struct prof_step p = {uneven_segs[si], 32, short_kv[ki2], 1, kv_grid[ki]};
-                if (p.q + p.kv_long > m->max_pos)
-                    continue;
-                if (pool >= 0 && pool_tokens(&p) > pool) {
-                    ++*skipped;
-                    continue;
-                }
-                add(g, cap, n, p);
-            }
+            for (size_t ki2 = 0; ki2 < TS_ARRAY_LEN(short_kv); ki2++)
+                add_long(m, pool, (struct prof_step){uneven_segs[si], 32, short_kv[ki2], 1, kv_grid[ki]}, g, cap, n,
+                         skipped);
     }
 }
 

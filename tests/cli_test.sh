@@ -56,7 +56,8 @@ fi
 # experiments/results/fidelity-h200-oos); and the fused engine's (--impl tessera-fused): LLaDA-8B
 # and SDAR-8B, each in and out of sample (fidelity-h200-fused, -fused-oos, -fused-sdar,
 # -fused-sdar-oos). The shipped calibrations are those of the in-sample records, byte for byte, and
-# each is `calib merge` of the three profiles (machine instances) its record keeps in profiles/.
+# each is `calib merge` of the profiles (three machine instances; SDAR-8B's also a long-cache part)
+# its record keeps in profiles/.
 root=$(cd "$(dirname "$0")/.." && pwd)
 if command -v python3 >/dev/null 2>&1; then
     for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-fused-sdar \
@@ -143,6 +144,14 @@ for w in def long; do
     expect 0 "calib eval of ops-h200 $w" -- $bin calib eval --db "$tmp/ops-$w.db"
     if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$root/experiments/results/ops-h200/eval-$w.txt")" ]; then ok
     else bad "ops-h200/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$root/experiments/results/ops-h200/eval-$w.txt" | head >&2; fi
+done
+# the long-sdar-h200 record: the shipped SDAR-8B calibration prices its long-context replays (dual
+# and block policies; the block policy's prefills block-causal) as eval-*.txt says
+for w in dual block; do
+    gzip -dc "$root/experiments/results/long-sdar-h200/$w.db.gz" >"$tmp/long-$w.db"
+    expect 0 "calib eval of long-sdar-h200 $w" -- $bin calib eval --db "$tmp/long-$w.db"
+    if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$root/experiments/results/long-sdar-h200/eval-$w.txt")" ]; then ok
+    else bad "long-sdar-h200/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$root/experiments/results/long-sdar-h200/eval-$w.txt" | head >&2; fi
 done
 # the live-h200 record: its recorded live runs re-predicted by the shipped calibrations (live.sh
 # REUSE_LIVE=1, no GPU) give the errors live.csv records, row by row (within 0.15 points)
