@@ -40,7 +40,7 @@ static void calib_usage(FILE *f)
 "       tessera calib show [FILE.csv|--calib FILE.csv] [--gpu NAME] [--model NAME] [--impl NAME] [--from GPU]\n"
 "       tessera calib eval --db RUN.db [--calib FILE.csv] [--extrapolate] [--csv STEPS.csv]\n"
 "       tessera calib transfer FILE.csv --from GPU --to GPU --out FILE.csv [--impl NAME]\n"
-"       tessera calib price --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK] [--gpu --model --impl --calib]\n"
+"       tessera calib price --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK] [--attn-block N] [--gpu --model --impl --calib]\n"
 "\n"
 "import  checks an engine profile (tessera engine profile) against the GPU it claims (one GPU,\n"
 "        one model, every op at 3+ token counts, GEMM times the model can have on that GPU) and\n"
@@ -58,7 +58,9 @@ static void calib_usage(FILE *f)
 "        and the roofline back ends: per-step MAPE, 90th-percentile error, total-time error;\n"
 "        --csv writes every step's measured and predicted seconds\n"
 "price   one step (SEGS sequences of Q tokens over KV cached keys, LOGIT_ROWS logit rows each,\n"
-"        LM head in CHUNK-row chunks [2048]) priced per op by the calibrated and roofline back ends\n"
+"        LM head in CHUNK-row chunks [2048]) priced per op by the calibrated and roofline back ends;\n"
+"        --attn-block N: its attention block-causal over blocks of N tokens (a block-causal model\n"
+"        under the block policy, as the simulator prices it: step_desc.attn_block) [0: bidirectional]\n"
 "transfer  estimates a calibration for a GPU without measuring on it: each profiled op time is\n"
 "        scaled by the ratio of its roofline times on the two GPUs (the efficiency the profile\n"
 "        measured is kept); replace it with a measured calibration when you can\n"
@@ -302,9 +304,15 @@ done:
 /* `calib price`: one step (segs sequences of q tokens over kv cached keys, logit rows each) priced
  * by the calibrated and the roofline back ends, per op. */
 static int cmd_price(const char *gpu, const char *model, const char *impl, const char *calib_path,
-                     const char *spec, bool extrapolate)
+                     const char *spec, const char *attn_block, bool extrapolate)
 {
     int segs = 1, q = 0, kv = 0, rows = 0, chunk = 2048;
+    int64_t block = 0;
+    if (attn_block && (ts_parse_i64(attn_block, &block) || block < 0 || block > (1 << 20))) {
+        fprintf(stderr, "tessera calib price: --attn-block '%s': a block size in tokens, 0 (bidirectional) to %d\n",
+                attn_block, 1 << 20);
+        return EXIT_USAGE;
+    }
     if (!spec || sscanf(spec, "%d,%d,%d,%d,%d", &segs, &q, &kv, &rows, &chunk) < 4 || segs < 1 || q < 1 ||
         kv < 0 || rows < 0 || rows > q || chunk < 0) {
         fprintf(stderr, "tessera calib price: --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK] (Q >= 1, LOGIT_ROWS <= Q)\n");
@@ -329,6 +337,7 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
     struct step_desc sd;
     step_desc_init(&sd);
     sd.logit_chunk_rows = chunk;
+    sd.attn_block = (int32_t)block;
     calib_row_step(&(struct calib_row){.segs = segs, .q = q, .kv = kv, .logit_rows = rows}, &sd);
     struct cost_breakdown a, b;
     double ca, rb;
@@ -337,8 +346,11 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
         fprintf(stderr, "tessera calib price: %s\n", err.msg);
         rc = EXIT_USAGE;
     } else {
-        printf("%s on %s (%s): %d x q %d over %d cached, %d logit rows each (chunks of %d)\n", ctx.model.name,
+        printf("%s on %s (%s): %d x q %d over %d cached, %d logit rows each (chunks of %d)", ctx.model.name,
                ctx.gpu.name, ctx.impl.name, segs, q, kv, rows, chunk);
+        if (block > 0)
+            printf(", attention block-causal over blocks of %lld", (long long)block);
+        printf("\n");
         printf("%-10s %12s %12s\n", "op", "calibrated", "roofline");
         for (int op = 0; op < OP_COUNT; op++)
             if (a.op_s[op] > 0 || b.op_s[op] > 0)
@@ -476,7 +488,7 @@ static int calib_main(int argc, char **argv, const char **files)
         return argc < 2 ? EXIT_USAGE : 0;
     }
     const char *sub = argv[1], *file = NULL, *gpu = NULL, *out = NULL, *db = NULL, *calib_path = NULL;
-    const char *csv = NULL, *from = NULL, *to = NULL, *step = NULL;
+    const char *csv = NULL, *from = NULL, *to = NULL, *step = NULL, *attn_block = NULL;
     const char *model = "llada-8b", *impl = "tessera";
     bool extrapolate = false;
     int nfiles = 0;
@@ -489,7 +501,7 @@ static int calib_main(int argc, char **argv, const char **files)
                  {"show", "--gpu --model --impl --from --calib"},
                  {"eval", "--db --calib --extrapolate --csv"},
                  {"transfer", "--from --to --out --impl"},
-                 {"price", "--step --gpu --model --impl --calib --extrapolate"}};
+                 {"price", "--step --attn-block --gpu --model --impl --calib --extrapolate"}};
     const char *opts = NULL;
     for (size_t k = 0; k < TS_ARRAY_LEN(takes); k++)
         if (strcmp(sub, takes[k].sub) == 0)
@@ -504,7 +516,8 @@ static int calib_main(int argc, char **argv, const char **files)
                          : strcmp(a, "--db") == 0 ? &db : strcmp(a, "--calib") == 0 ? &calib_path
                          : strcmp(a, "--model") == 0 ? &model : strcmp(a, "--impl") == 0 ? &impl
                          : strcmp(a, "--csv") == 0 ? &csv : strcmp(a, "--from") == 0 ? &from
-                         : strcmp(a, "--to") == 0 ? &to : strcmp(a, "--step") == 0 ? &step : NULL;
+                         : strcmp(a, "--to") == 0 ? &to : strcmp(a, "--step") == 0 ? &step
+                         : strcmp(a, "--attn-block") == 0 ? &attn_block : NULL;
         if ((dst || strcmp(a, "--extrapolate") == 0) && !in_list(opts, a)) {
             fprintf(stderr, "tessera calib %s: %s does not apply here (%s takes %s)\n", sub, a, sub, opts);
             return EXIT_USAGE;
@@ -560,7 +573,7 @@ static int calib_main(int argc, char **argv, const char **files)
         return cmd_merge(files, (size_t)nfiles, gpu, out);
     }
     if (strcmp(sub, "price") == 0)
-        return cmd_price(gpu ? gpu : "h200", model, impl, calib_path, step, extrapolate);
+        return cmd_price(gpu ? gpu : "h200", model, impl, calib_path, step, attn_block, extrapolate);
     if (strcmp(sub, "transfer") == 0) {
         if (!file || !from || !to || !out) {
             fprintf(stderr, "tessera calib transfer: needs FILE, --from GPU, --to GPU and --out FILE\n");

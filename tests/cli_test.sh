@@ -383,6 +383,16 @@ contains "calib price per op" "gate_up"
 contains "calib price step" "step "
 expect 2 "calib price with a bad step" -- $bin calib price --step 1,0,0,0
 contains "calib price names the field" "--step SEGS,Q,KV,LOGIT_ROWS"
+# a block-causal prefill (--attn-block): about half the bidirectional attention, by both back ends
+expect 0 "calib price, block-causal" -- $bin calib price --step 1,8192,0,0 --model sdar-8b --attn-block 32
+contains "calib price says the attention is block-causal" "attention block-causal over blocks of 32"
+cp "$tmp/out" "$tmp/causal.out"
+expect 0 "calib price, bidirectional" -- $bin calib price --step 1,8192,0,0 --model sdar-8b
+if awk 'NR == FNR { if ($1 == "attention") { c = $2; r = $4 } next }
+        $1 == "attention" { exit !(c < 0.6 * $2 && c > 0.4 * $2 && r < 0.52 * $4 && r > 0.48 * $4) }' \
+    "$tmp/causal.out" "$tmp/out"; then ok; else bad "calib price --attn-block 32: attention not about half the bidirectional"; fi
+expect 2 "calib price --attn-block not a size" -- $bin calib price --step 1,32,480,32 --attn-block -4
+contains "calib price --attn-block names the value" "--attn-block '-4': a block size in tokens"
 expect 0 "calib price, torch-eager calibration" -- $bin calib price --step 1,32,480,32 --impl torch-eager
 expect 0 "calib show --gpu without a measured calibration" -- $bin calib show --gpu l40s
 contains "calib show --gpu states the transfer" "no calibration measured on l40s"
