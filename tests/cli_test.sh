@@ -55,16 +55,18 @@ fi
 # experiments/results/fidelity-h200) and out of sample (a fresh machine instance,
 # experiments/results/fidelity-h200-oos); and the fused engine's (--impl tessera-fused): LLaDA-8B
 # and SDAR-8B, each in and out of sample (fidelity-h200-fused, -fused-oos, -fused-sdar,
-# -fused-sdar-oos). The shipped calibrations are those of the in-sample records, byte for byte, and
-# each is `calib merge` of the profiles (three machine instances; SDAR-8B's also a long-cache part)
+# -fused-sdar-oos); and Dream-7B's (fidelity-h200-dream, -dream-oos). The shipped calibrations are
+# those of the in-sample records, byte for byte, and
+# each is `calib merge` of the profiles (three machine instances, SDAR-8B's also a long-cache part;
+# Dream-7B's one instance's base grid and long-cache part)
 # its record keeps in profiles/.
 root=$(cd "$(dirname "$0")/.." && pwd)
 if command -v python3 >/dev/null 2>&1; then
     for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-fused-sdar \
-        fidelity-h200-fused-sdar-oos; do
+        fidelity-h200-fused-sdar-oos fidelity-h200-dream fidelity-h200-dream-oos; do
         want="$root/experiments/results/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         case $rec in *fused*) impl=tessera-fused models=llada-8b runs=8 ;; esac
-        case $rec in *sdar*) models=sdar-8b ;; esac
+        case $rec in *sdar*) models=sdar-8b ;; *dream*) models=dream-7b runs=8 ;; esac
         mkdir -p "$cal"
         for m in $models; do
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
@@ -145,13 +147,15 @@ for w in def long; do
     if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$root/experiments/results/ops-h200/eval-$w.txt")" ]; then ok
     else bad "ops-h200/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$root/experiments/results/ops-h200/eval-$w.txt" | head >&2; fi
 done
-# the long-sdar-h200 record: the shipped SDAR-8B calibration prices its long-context replays (dual
-# and block policies; the block policy's prefills block-causal) as eval-*.txt says
-for w in dual block; do
-    gzip -dc "$root/experiments/results/long-sdar-h200/$w.db.gz" >"$tmp/long-$w.db"
-    expect 0 "calib eval of long-sdar-h200 $w" -- $bin calib eval --db "$tmp/long-$w.db"
-    if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$root/experiments/results/long-sdar-h200/eval-$w.txt")" ]; then ok
-    else bad "long-sdar-h200/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$root/experiments/results/long-sdar-h200/eval-$w.txt" | head >&2; fi
+# the long-context records (SDAR-8B, Dream-7B): the shipped calibrations price their replays (dual
+# and block policies; SDAR-8B's block prefills block-causal) as eval-*.txt says
+for rec in long-sdar-h200 long-dream-h200; do
+    for w in dual block; do
+        gzip -dc "$root/experiments/results/$rec/$w.db.gz" >"$tmp/long-$w.db"
+        expect 0 "calib eval of $rec $w" -- $bin calib eval --db "$tmp/long-$w.db"
+        if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$root/experiments/results/$rec/eval-$w.txt")" ]; then ok
+        else bad "$rec/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$root/experiments/results/$rec/eval-$w.txt" | head >&2; fi
+    done
 done
 # the live-h200 record: its recorded live runs re-predicted by the shipped calibrations (live.sh
 # REUSE_LIVE=1, no GPU) give the errors live.csv records, row by row (within 0.15 points)
