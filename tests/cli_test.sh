@@ -58,7 +58,7 @@ fi
 # -fused-sdar-oos); and Dream-7B's (fidelity-h200-dream, -dream-oos). The shipped calibrations are
 # those of the in-sample records, byte for byte, and
 # each is `calib merge` of the profiles (three machine instances, SDAR-8B's also a long-cache part;
-# Dream-7B's one instance's base grid and long-cache part)
+# Dream-7B's three instances' base grids and long-cache parts)
 # its record keeps in profiles/.
 root=$(cd "$(dirname "$0")/.." && pwd)
 if command -v python3 >/dev/null 2>&1; then
