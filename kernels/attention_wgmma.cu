@@ -21,6 +21,10 @@
  *   than a factor 2^ATTN_LAZY: the lazy rescale); the two warpgroups drift freely (ordering their
  *   issues in turn by named barriers, FlashAttention-3's ping-pong, measured 0-3% slower).
  *
+ * Block-causal launches (k_attn_args.block_size > 0): an item runs to the keys its last row sees,
+ * a tile is masked only where it reaches past those its warp's first row sees (attn_row_keys),
+ * and the walk turns each head's tiles so that no block takes only the long ones (wg_walk::tile).
+ *
  * Built only into the sm_90a image; elsewhere the launcher reports it unavailable and
  * attention.cu's kernel runs.
  */
