@@ -70,7 +70,7 @@ static int64_t pool_tokens(const struct prof_step *p)
 static void add_long(const struct model_cfg *m, int64_t pool, struct prof_step p, struct prof_step **g,
                      size_t *cap, size_t *n, int *skipped)
 {
-    if (p.q + (p.kv_long > 0 ? p.kv_long : p.kv) > m->max_pos)
+    if (p.q + prof_kv(&p, p.segs - 1) > m->max_pos) /* the last sequence's cache is the longest */
         return;
     if (pool >= 0 && pool_tokens(&p) > pool)
         ++*skipped;

@@ -268,13 +268,14 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
     step_desc_init(&sd);
     struct ts_err err;
     int rc = 1;
-    if (!only_step) { /* a grid without a step for this model is refused before any GPU work */
+    if (!only_step) { /* a grid without a step for this model (only the long part can be: the
+                         * model's context is too short) is refused before any GPU work */
         grid = profile_grid(m, (enum grid_part)grid_part, -1, &n_grid, NULL);
         free(grid);
         grid = NULL;
         if (n_grid == 0) {
-            fprintf(stderr, "tessera engine profile: the %s grid holds no step for %s (context %d)\n",
-                    grid_part == GRID_LONG ? "long" : "chosen", m->name, m->max_pos);
+            fprintf(stderr, "tessera engine profile: the long grid holds no step for %s (context %d)\n", m->name,
+                    m->max_pos);
             return 1;
         }
     }
