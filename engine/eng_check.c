@@ -223,7 +223,7 @@ done:
 }
 
 /* The query sets of check_attention */
-enum { SET_LONG, SET_SHORT, SET_ONE };
+enum { SET_LONG, SET_SHORT, SET_ONE, SET_TINY };
 
 /* Runs the attention of a (the wgmma kernel alone where wgmma_only) over its output poisoned with
  * NaN first, and reads that back as fp32 into of (ob: its bf16 copy): 0; 1 where the wgmma kernel
@@ -248,15 +248,18 @@ done:
 /* Attention over 5 segments at once against the reference, K/V scattered over permuted pages of
  * pt tokens: query lengths up to 130 (SET_LONG: 64-key K/V tiles, and the wgmma kernel for the
  * 130-row segment under auto), up to 32 (SET_SHORT), as in Reuse steps (32-key K/V tiles where
- * the keys are not split), or one 128-row segment over 2,100 cached keys beside short ones
- * (SET_ONE: auto runs it on the mma.sync kernel, k_attention_long_on_mma). */
+ * the keys are not split; under auto, GQA heads packed two a block), up to 16 (SET_TINY: four a
+ * block where the K/V heads' groups allow), or one 128-row segment over 2,100 cached keys beside
+ * short ones (SET_ONE: auto runs it on the mma.sync kernel, k_attention_long_on_mma). */
 static void check_attention(struct checker *c, int H, int Hkv, int d, int block_size, bool split,
                             int pt, int set)
 {
     const int nseg = 5;
-    static const int sets_q[3][5] = {{1, 70, 32, 130, 64}, {1, 32, 17, 32, 8}, {128, 32, 1, 16, 8}};
-    static const int sets_kv[3][5] = {{0, 0, 480, 600, 64}, {0, 480, 64, 600, 100}, {2100, 480, 0, 64, 100}};
-    const bool short_q = set == SET_SHORT;
+    static const int sets_q[4][5] = {
+        {1, 70, 32, 130, 64}, {1, 32, 17, 32, 8}, {128, 32, 1, 16, 8}, {1, 16, 9, 16, 8}};
+    static const int sets_kv[4][5] = {
+        {0, 0, 480, 600, 64}, {0, 480, 64, 600, 100}, {2100, 480, 0, 64, 100}, {0, 480, 64, 600, 100}};
+    const bool short_q = set == SET_SHORT || set == SET_TINY;
     const int *q_len = sets_q[set], *kv = sets_kv[set];
     int q_start[5], key_len[5], page_off[5], T = 0, npages = 0;
     for (int s = 0; s < nseg; s++) {
@@ -342,11 +345,14 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
         a.long_rows = wg == 3 ? long_rows : 0;
         a.wg_tiles = wg == 3 ? wg_tiles : 0;
         const int wsplits = wg >= 2 ? k_attention_splits(&a) : splits;
-        char what[112];
-        snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key split%s%s%s%s", H, Hkv, d,
+        char what[144];
+        const int pack = k_attention_head_pack(&a);
+        snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key split%s%s%s%s%s", H, Hkv, d,
                  block_size ? "block-causal 32" : "bidirectional", wsplits, wsplits > 1 ? "s" : "",
-                 pt == 1 ? ", 1-token pages" : "", short_q ? ", short" : set == SET_ONE ? ", one long" : "",
-                 wg == 1 ? ", wgmma" : wg == 2 ? ", auto" : wg == 3 ? ", auto ordered" : "");
+                 pt == 1 ? ", 1-token pages" : "",
+                 set == SET_SHORT ? ", short" : set == SET_TINY ? ", tiny" : set == SET_ONE ? ", one long" : "",
+                 wg == 1 ? ", wgmma" : wg == 2 ? ", auto" : wg == 3 ? ", auto ordered" : "",
+                 pack > 1 ? (pack == 2 ? ", 2 heads a block" : ", 4 heads a block") : "");
         const int ran = run_attention(c, &a, wg == 1, ob, of, nq);
         if (ran < 0)
             goto done;
@@ -360,15 +366,36 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
             fail_msg(c, what, "the long segment was not given to the mma.sync kernel and its key split");
         if (wg == 0 && k_attention_tile_keys(&a) != (set != SET_LONG && !split ? 32 : 64))
             fail_msg(c, what, "the K/V tile size is not the one these query lengths call for");
+        if (wg == 2 && pack != k_attention_head_pack_v(K_ATTN_RULES, H, Hkv, max_q, max_keys))
+            fail_msg(c, what, "the heads a block takes are not the rules' (GQA packing)");
         report(c, what, rel_err(of, rf, nq), 2e-2);
     }
+    /* heads packed by force (k_attn_args.head_pack, attn_bench's ATTN_PACK): each count where it
+     * fits these lengths and heads, else none */
+    for (int P = 1; short_q && P <= 4; P *= 2) {
+        a.impl = 0, a.min_q_len = min_q, a.max_q_len = max_q, a.long_tiles = a.long_rows = a.wg_tiles = 0;
+        a.head_pack = P;
+        const int want = k_attention_pack_fits(P, H, Hkv, max_q) ? P : 1, got = k_attention_head_pack(&a);
+        char what[144];
+        snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d head%s a block forced%s%s", H, Hkv, d,
+                 block_size ? "block-causal 32" : "bidirectional", P, P > 1 ? "s" : "", split ? ", split" : "",
+                 want < P ? " (takes 1)" : "");
+        if (got != want) {
+            fail_msg(c, what, "the forced head count was not taken where it fits, or taken where it does not");
+            continue;
+        }
+        if (run_attention(c, &a, false, ob, of, nq) < 0)
+            goto done;
+        report(c, what, rel_err(of, rf, nq), 2e-2);
+    }
+    a.head_pack = 0;
     /* key splits forced (k_attn_args.splits, for measuring the split rule): one, three, sixteen */
     for (int k = 0; split && set == SET_SHORT && k < 3; k++) {
         const int want = k == 0 ? 1 : k == 1 ? 3 : 16;
         a.impl = 0, a.min_q_len = a.max_q_len = a.long_tiles = a.long_rows = a.wg_tiles = 0;
         a.splits = want;
         const int got = k_attention_splits(&a);
-        char what[112];
+        char what[144];
         snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key splits forced", H, Hkv, d,
                  block_size ? "block-causal 32" : "bidirectional", want);
         if (got != TS_MIN(want, (max_keys + 63) / 64)) {
@@ -972,7 +999,10 @@ int eng_check_run(uint64_t seed, FILE *out)
     for (size_t i = 0; i < 4; i++) {
         const int *k = attn_cases[i];
         check_attention(&c, k[0], k[1], k[2], k[3], k[4], k[5], SET_ONE);
+        check_attention(&c, k[0], k[1], k[2], k[3], k[4], k[5], SET_TINY);
     }
+    check_attention(&c, 12, 2, 128, 32, true, 16, SET_SHORT); /* 6 query heads a K/V head: packs of 2 */
+    check_attention(&c, 8, 2, 64, 0, true, 16, SET_TINY);     /* head dim 64, packs of 4 */
     check_attention(&c, 32, 32, 128, 0, false, 16, SET_LONG);
     check_gemm_swiglu(&c, 100, 256, 256);  /* one partial row tile: single blocks */
     check_gemm_swiglu(&c, 300, 640, 384);  /* three row tiles (single blocks), 10 stages a tile */

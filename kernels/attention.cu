@@ -20,7 +20,10 @@
  *
  * Split-KV: when the query tiles times heads cannot fill the GPU (Reuse steps of few sequences),
  * the key range is split over gridDim.z blocks writing unnormalised partial O, max and sum in fp32;
- * combine_kernel merges them. GQA maps query head h to K/V head h / (H / Hkv).
+ * combine_kernel merges them. GQA maps query head h to K/V head h / (H / Hkv). Where every segment
+ * is short and a K/V head serves several query heads (GQA Reuse steps), a block takes P = 2 or 4
+ * of them together (k_attention_head_pack_v): its 64 query rows are P heads' 64 / P rows, so each
+ * K/V tile is read once for P heads and every warp has rows.
  */
 #include <float.h>
 
@@ -117,26 +120,35 @@ static __device__ __forceinline__ void load_tile(uint32_t ks, uint32_t vs, const
  * every key of each K/V tile; with KS = 2 (a tile of at most 32 rows, as in Reuse steps, where half
  * of the warps would otherwise idle) warp w owns rows 16 (w % 2) .. and keys 32 (w / 2) .. + 31 of
  * each K/V tile, and the two key groups' softmax states are merged through shared memory at the end.
+ * With KS = 1 the block may take P = 2^lp packed heads (k_attn_args.head_pack, a runtime value: the
+ * same code runs P = 1, 2 and 4): its query heads are P blockIdx.y .. + P - 1, one K/V head's, and
+ * the tile's rows 64 / P rows of each (the segment's q0 ..); warp w owns rows 16 (w % (4 / P)) .. of
+ * head P blockIdx.y + w / (4 / P).
  */
 template <int D, int TN, int KS>
 static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16_t *smem, int seg, int q0, int qlen)
 {
     constexpr int ROW = smem_layout<D, TN>::ROW, TILE = smem_layout<D, TN>::TILE;
     constexpr int NT = TN / 8 / KS; /* 8-key columns of S per warp and K/V tile */
+    const int lp = KS == 1 ? (a.head_pack >= 4 ? 2 : a.head_pack == 2 ? 1 : 0) : 0; /* log2 P */
+    const int TMH = TM >> lp;       /* query rows of each head in the tile */
     const uint32_t smem_u32 = (uint32_t)__cvta_generic_to_shared(smem);
 
-    const int head = blockIdx.y, hk = head / (a.H / a.Hkv);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    const int hp = warp >> (2 - lp); /* the warp's head in the block's pack (0 with KS = 2) */
+    const int head = (blockIdx.y << lp) + hp, hk = (blockIdx.y << lp) / (a.H / a.Hkv);
     const int klen = a.key_len[seg], qs = a.q_start[seg];
     const int kvc = a.kv_cached[seg], bs = a.block_size;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
-    const int rw = warp % (4 / KS), kh = warp / (4 / KS); /* row group, key group */
+    /* row group, key group */
+    const int rw = KS == 2 ? warp % 2 : warp & ((4 >> lp) - 1), kh = KS == 2 ? warp / 2 : 0;
     const int kc = kh * NT * 8;                           /* the key group's first column of a tile */
+    const int qrow = hp * TMH + rw * 16;                  /* the warp's first row in the query tile */
     const int r0 = q0 + rw * 16 + g, r1 = r0 + 8;         /* this thread's two query rows */
     const int kfull = attn_row_keys(klen, kvc, bs, q0 + rw * 16); /* keys every row of the warp sees */
     const float sl2 = a.scale * 1.4426950408889634f;
 
     /* the keys this block covers: its split of the keys any row of the tile may see */
-    const int kend = attn_key_end(klen, kvc, bs, q0 + TM, qlen);
+    const int kend = attn_key_end(klen, kvc, bs, q0 + TMH, qlen);
     const int splits = gridDim.z;
     const int per = ((kend + splits - 1) / splits + TN - 1) / TN * TN;
     const int kbeg = blockIdx.z * per, kstop = min(kend, kbeg + per);
@@ -165,16 +177,17 @@ static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16
         if (k0 + TN < kstop)
             tile_pages<D, TN>(pid, pages, a.page_shift, k0 + TN, klen);
     };
-    /* the query tile into shared memory with the first K/V tile (rows past the segment zero) */
+    /* the query tile into shared memory with the first K/V tile (rows past the segment zero): row
+     * i holds row q0 + i % TMH of head P blockIdx.y + i / TMH */
     const bf16_t *Qs = smem + smem_layout<D, TN>::Q / 2;
     {
         const int r = threadIdx.x / (D / 8);
-        const bf16_t *qg = a.q + (size_t)(qs + q0) * a.q_stride + head * D + col;
+        const bf16_t *qg = a.q + (size_t)(qs + q0) * a.q_stride + (blockIdx.y << lp) * D + col;
 #pragma unroll
         for (int i = 0; i < TM / kv_rows<D, TN>::RPP; i++) {
-            const int row = r + i * kv_rows<D, TN>::RPP, ok = q0 + row < qlen;
+            const int row = r + i * kv_rows<D, TN>::RPP, sr = row & (TMH - 1), ok = q0 + sr < qlen;
             cp_async16(smem_u32 + smem_layout<D, TN>::Q + (row * ROW + col) * 2,
-                       qg + (ok ? (size_t)row * a.q_stride : 0), ok ? 16 : 0);
+                       qg + (ok ? (size_t)sr * a.q_stride + (row >> (6 - lp)) * D : 0), ok ? 16 : 0);
         }
     }
     /* NSTAGE - 1 tiles in flight ahead of the one computed, one commit group a tile (empty past
@@ -208,8 +221,8 @@ static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk += 2) {
             uint32_t qf[2][4]; /* Q's fragments of columns 16 kk .. + 31, from shared memory */
-            ldsm_x4(qf[0], Qs + (rw * 16 + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8);
-            ldsm_x4(qf[1], Qs + (rw * 16 + (lane & 15)) * ROW + kk * 16 + 16 + (lane >> 4) * 8);
+            ldsm_x4(qf[0], Qs + (qrow + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8);
+            ldsm_x4(qf[1], Qs + (qrow + (lane & 15)) * ROW + kk * 16 + 16 + (lane >> 4) * 8);
 #pragma unroll
             for (int n = 0; n < NT; n++) {
                 uint32_t b[4];
@@ -303,7 +316,8 @@ static __global__ __launch_bounds__(128, MINB) void attention_kernel(const k_att
     const int seg = a.tiles[2 * blockIdx.x], q0 = a.tiles[2 * blockIdx.x + 1], qlen = a.q_len[seg];
     if (a.wg_min_q > 0 && qlen >= a.wg_min_q) /* the wgmma kernel's segment */
         return;
-    if (qlen - q0 <= TM / 2 && gridDim.z == 1)
+    /* packed heads (head_pack > 1, the launcher's resolved count) take the KS = 1 path */
+    if (a.head_pack <= 1 && qlen - q0 <= TM / 2 && gridDim.z == 1)
         attention_tile<D, TN, 2>(a, smem, seg, q0, qlen);
     else
         attention_tile<D, TN, 1>(a, smem, seg, q0, qlen);
@@ -374,14 +388,25 @@ static bool auto_mixed(const k_attn_args *a)
     return a->d == 128 && a->impl == 2 && auto_mode(a) == 2 && k_attention_wgmma_ready(NULL);
 }
 
+/* The query heads each block of an mma.sync launch over a's tiles takes together: the caller's
+ * count where it fits the launch, else the rules' */
+static int launch_pack(const k_attn_args *a)
+{
+    if (a->head_pack > 0)
+        return k_attention_pack_fits(a->head_pack, a->H, a->Hkv, a->max_q_len) ? a->head_pack : 1;
+    return k_attention_head_pack_v(K_ATTN_RULES, a->H, a->Hkv, a->max_q_len, a->max_key_len);
+}
+
 /* The key splits of an mma.sync launch over a's tiles */
 static int launch_splits(const k_attn_args *a)
 {
     if (!a->ws || a->num_tiles <= 0 || a->wg_min_q > 0)
         return 1;
-    /* the launch rules' count (k_attention_split_rule), or the caller's (k_attn_args.splits) */
+    /* the launch rules' count (k_attention_split_rule, over P packed heads' blocks), or the
+     * caller's (k_attn_args.splits) */
     int splits = a->splits > 0 ? min(min(a->splits, K_ATTN_MAX_SPLITS), max(1, (a->max_key_len + 63) / 64))
-                               : k_attention_split_rule(a->num_tiles, a->T, a->H, k_num_sms(), a->max_key_len);
+                               : k_attention_split_rule(launch_pack(a), a->num_tiles, a->T, a->H, k_num_sms(),
+                                                        a->max_key_len);
     while (splits > 1 && (int64_t)splits * a->T * a->H * (a->d + 2) * 4 > a->ws_bytes)
         splits--;
     return splits;
@@ -392,9 +417,10 @@ static int launch_splits(const k_attn_args *a)
  * 0.108 against 0.094 ms) */
 static int launch_tile_keys(const k_attn_args *a)
 {
-    const int splits = a->wg_min_q > 0 ? k_attention_split_rule(a->num_tiles, a->T, a->H, k_num_sms(), a->max_key_len)
+    const int P = launch_pack(a);
+    const int splits = a->wg_min_q > 0 ? k_attention_split_rule(1, a->num_tiles, a->T, a->H, k_num_sms(), a->max_key_len)
                                        : launch_splits(a);
-    return k_attention_short_kv_tiles(splits, a->T, a->num_tiles) ? TN_SHORT : TN_LONG;
+    return k_attention_short_kv_tiles(splits, (int64_t)a->T * P, a->num_tiles) ? TN_SHORT : TN_LONG;
 }
 
 /* The arguments k_attention's mma.sync launch gets */
@@ -418,7 +444,13 @@ extern "C" int k_attention_tile_keys(const struct k_attn_args *a)
     return launch_tile_keys(&b);
 }
 
-template <int D, int TN, int MINB> static cudaError_t launch_tiles(const struct k_attn_args *a, int splits,
+extern "C" int k_attention_head_pack(const struct k_attn_args *a)
+{
+    const k_attn_args b = mma_args(a);
+    return launch_pack(&b);
+}
+
+template <int D, int TN, int MINB> static cudaError_t launch_tiles(const struct k_attn_args *a, int splits, int P,
                                                                      cudaStream_t stream)
 {
     static bool configured = false;
@@ -433,15 +465,17 @@ template <int D, int TN, int MINB> static cudaError_t launch_tiles(const struct 
             return e;
         configured = true;
     }
-    dim3 grid((unsigned)a->num_tiles, (unsigned)a->H, (unsigned)splits);
-    return k_launch(attention_kernel<D, TN, MINB>, grid, dim3(128), (size_t)bytes, stream, *a);
+    k_attn_args b = *a;
+    b.head_pack = P; /* resolved: the kernel reads it */
+    dim3 grid((unsigned)a->num_tiles, (unsigned)(a->H / P), (unsigned)splits);
+    return k_launch(attention_kernel<D, TN, MINB>, grid, dim3(128), (size_t)bytes, stream, b);
 }
 
 template <int D> static int launch(const struct k_attn_args *a, cudaStream_t stream)
 {
-    int splits = launch_splits(a);
-    cudaError_t e = launch_tile_keys(a) == TN_SHORT ? launch_tiles<D, TN_SHORT, 4>(a, splits, stream)
-                                                    : launch_tiles<D, TN_LONG, 2>(a, splits, stream);
+    const int splits = launch_splits(a), P = launch_pack(a);
+    cudaError_t e = launch_tile_keys(a) == TN_SHORT ? launch_tiles<D, TN_SHORT, 4>(a, splits, P, stream)
+                                                    : launch_tiles<D, TN_LONG, 2>(a, splits, P, stream);
     if (e == cudaSuccess && splits > 1)
         e = k_launch(combine_kernel<D>, dim3((unsigned)a->T, (unsigned)a->H), dim3(D), 0, stream, *a, splits);
     return (int)e;

@@ -131,6 +131,9 @@ struct k_attn_args {
                       * instead of k_attention_split_rule's, up to its 64-key tiles, K_ATTN_MAX_SPLITS
                       * and the scratch (for measuring the rule: attn_bench's ATTN_SPLITS); 0: the
                       * rule's (the engine) */
+    int head_pack;   /* > 0: the query heads of one K/V head a block of the mma.sync kernel takes
+                      * together (1, 2 or 4; where k_attention_pack_fits allows, else 1), instead of
+                      * k_attention_head_pack_v's (0, the engine; attn_bench's ATTN_PACK) */
 };
 #define K_ATTN_TILE_M 64
 #define K_ATTN_LONG_Q 96
@@ -180,22 +183,25 @@ static inline int k_attention_short_kv_tiles(int splits, int64_t rows, int64_t n
  * blocks), from the tenth and eleventh sessions' sweeps (engine/BENCHMARKS.md): the ceiling's one
  * split too many ran the attention of 1-8 short Reuse segments 1.1-1.8x slower; 3: the count of
  * least modelled time (k_attention_split_cost), from the thirteenth session: the floor left
- * Reuse steps of 5-7 segments over thousands of keys on one split, 1.1-1.4x slower than 3-4. */
-#define K_ATTN_RULES 3
+ * Reuse steps of 5-7 segments over thousands of keys on one split, 1.1-1.4x slower than 3-4; 4:
+ * GQA head packing (k_attention_head_pack_v, k_attention_split_rule_pv), from the seventeenth
+ * session (2026-11-22); launches that do not pack split as in 3. */
+#define K_ATTN_RULES 4
 /* Rules 3: the key splits s (1 up to `most`) of least modelled time for a launch of `blocks`
  * blocks (query tiles x heads) over `rows` query rows in num_tiles tiles, `keys` keys at most, on
  * `sms` SMs: waves x keys a block (the longest block's keys, as the kernel splits them, in 64-key
  * tiles, or 32 with k_attention_short_kv_tiles' four blocks an SM), plus 9/16 of a key for each
- * block launched and 96 for the combine where keys are split. The two constants are a
- * non-negative least-squares fit of the tenth and eleventh sessions' sweeps of forced counts (68
- * shapes of 1-16 segments of 8-128 rows over 480-12,000 keys, engine/results/attn-splits*;
- * analysis/attn_split_fit.py refits them and sets each rule against the best count): geometric
- * mean 1.011 of the best forced count's time in the tenth's shapes and 1.018 in the eleventh's
- * (the floor of rules 2: 1.032 and 1.031). Ties take the fewer splits. */
+ * block launched and `combine` (96, K_ATTN_SPLIT_COMBINE_KEYS, but in packed launches) for the
+ * combine where keys are split. The two constants are a non-negative least-squares fit of the
+ * tenth and eleventh sessions' sweeps of forced counts (68 shapes of 1-16 segments of 8-128 rows
+ * over 480-12,000 keys, engine/results/attn-splits*; analysis/attn_split_fit.py refits them and
+ * sets each rule against the best count): geometric mean 1.011 of the best forced count's time in
+ * the tenth's shapes and 1.018 in the eleventh's (the floor of rules 2: 1.032 and 1.031). Ties
+ * take the fewer splits. */
 #define K_ATTN_SPLIT_BLOCK_16THS 9   /* keys a launched block costs, in 16ths */
 #define K_ATTN_SPLIT_COMBINE_KEYS 96 /* keys the combine of split keys costs */
 static inline int k_attention_split_cost(int64_t blocks, int64_t rows, int num_tiles, int sms, int64_t keys,
-                                         int64_t most)
+                                         int64_t most, int64_t combine)
 {
     int best = 1;
     int64_t best_cost = -1;
@@ -206,8 +212,7 @@ static inline int k_attention_split_cost(int64_t blocks, int64_t rows, int num_t
         int64_t per = ((keys + s - 1) / s + tile - 1) / tile * tile;
         if (per > keys)
             per = keys;
-        const int64_t cost = 16 * waves * per + K_ATTN_SPLIT_BLOCK_16THS * blocks * s +
-                             (s > 1 ? 16 * K_ATTN_SPLIT_COMBINE_KEYS : 0);
+        const int64_t cost = 16 * waves * per + K_ATTN_SPLIT_BLOCK_16THS * blocks * s + (s > 1 ? 16 * combine : 0);
         if (best_cost < 0 || cost < best_cost)
             best_cost = cost, best = s;
     }
@@ -215,8 +220,9 @@ static inline int k_attention_split_cost(int64_t blocks, int64_t rows, int num_t
 }
 /* The key splits of the mma.sync kernel running alone over num_tiles query tiles (rows query rows)
  * of `heads` heads, max_key_len keys at most, on a GPU of `sms` SMs, by rules version `rules`: 1-2,
- * about two blocks an SM (at most that many from version 2 on); 3, k_attention_split_cost's; at
- * most one a 64-key tile and K_ATTN_MAX_SPLITS. k_attention_splits adds the workspace's limit. */
+ * about two blocks an SM (at most that many from version 2 on); 3 and 4, k_attention_split_cost's;
+ * at most one a 64-key tile and K_ATTN_MAX_SPLITS. k_attention_splits adds the workspace's limit.
+ * (Heads packed by rules 4: k_attention_split_rule_pv.) */
 static inline int k_attention_split_rule_v(int rules, int num_tiles, int64_t rows, int heads, int sms,
                                            int max_key_len)
 {
@@ -226,15 +232,63 @@ static inline int k_attention_split_rule_v(int rules, int num_tiles, int64_t row
     int64_t useful = ((int64_t)max_key_len + 63) / 64;
     int64_t most = useful < K_ATTN_MAX_SPLITS ? useful : K_ATTN_MAX_SPLITS;
     if (rules >= 3)
-        return most < 1 ? 1 : k_attention_split_cost(blocks, rows, num_tiles, sms, max_key_len, most);
+        return most < 1 ? 1 : k_attention_split_cost(blocks, rows, num_tiles, sms, max_key_len, most,
+                                                     K_ATTN_SPLIT_COMBINE_KEYS);
     int64_t want = rules >= 2 ? slots / blocks : (slots + blocks - 1) / blocks;
     int64_t splits = want < most ? want : most;
     return splits < 1 ? 1 : (int)splits;
 }
-/* The key splits by this build's rules (the engine's launches) */
-static inline int k_attention_split_rule(int num_tiles, int64_t rows, int heads, int sms, int max_key_len)
+/* Whether a block of the mma.sync kernel can take P query heads together (P = 1, 2 or 4): P divides
+ * the query heads a K/V head serves, and every segment fits in 64 / P rows (max_q_len, the longest,
+ * known: > 0), so that each segment is one query tile of 64 / P rows a head. */
+static inline int k_attention_pack_fits(int P, int H, int Hkv, int max_q_len)
 {
-    return k_attention_split_rule_v(K_ATTN_RULES, num_tiles, rows, heads, sms, max_key_len);
+    if (P == 1)
+        return 1;
+    return (P == 2 || P == 4) && Hkv > 0 && H % Hkv == 0 && (H / Hkv) % P == 0 && max_q_len > 0 &&
+           max_q_len <= K_ATTN_TILE_M / P;
+}
+/* The fewest keys (the longest segment's) for which rules 4 packs heads: below them a launch is a
+ * few microseconds of latency, which P times the rows a block only lengthens (1-8 segments over 128
+ * keys ran 1.05-1.14x the unpacked launch's time on the H200, engine/BENCHMARKS.md) */
+#define K_ATTN_PACK_MIN_KEYS 256
+/* The query heads a block of the mma.sync kernel takes together by rules version `rules` (GQA
+ * packing, from version 4): 4 where they fit (segments of at most 16 rows, a K/V head's group a
+ * multiple of 4), else 2 (at most 32 rows), else 1, and 1 where the longest segment has fewer than
+ * K_ATTN_PACK_MIN_KEYS keys or before version 4. Each K/V tile a block loads then serves P heads,
+ * and the Reuse tile of 32 rows, which left two of the four warps idle or splitting keys, gives
+ * every warp rows. */
+static inline int k_attention_head_pack_v(int rules, int H, int Hkv, int max_q_len, int max_key_len)
+{
+    if (rules < 4 || max_key_len < K_ATTN_PACK_MIN_KEYS)
+        return 1;
+    if (k_attention_pack_fits(4, H, Hkv, max_q_len))
+        return 4;
+    return k_attention_pack_fits(2, H, Hkv, max_q_len) ? 2 : 1;
+}
+/* The key splits of a launch of P packed heads (rules 4; P = 1: k_attention_split_rule_v's) over
+ * num_tiles tiles of T query rows in all, H query heads: k_attention_split_cost over its tiles x
+ * H / P blocks of P times the rows, its combine costing 96 + T H / 16 keys (it merges every row
+ * and head: where a rows x heads-proportional term leaves 6-8 segments of 32 rows over 480-1,024
+ * keys unsplit, they ran 0.76-0.79x the time of the constant's split, while 1-4 segments and those
+ * over 4,000 keys still split; engine/BENCHMARKS.md). */
+static inline int k_attention_split_rule_pv(int rules, int P, int num_tiles, int64_t T, int H, int sms,
+                                            int max_key_len)
+{
+    if (P <= 1 || rules < 4)
+        return k_attention_split_rule_v(rules, num_tiles, T, H, sms, max_key_len);
+    if (num_tiles <= 0 || H < P || sms <= 0)
+        return 1;
+    const int64_t useful = ((int64_t)max_key_len + 63) / 64;
+    const int64_t most = useful < K_ATTN_MAX_SPLITS ? useful : K_ATTN_MAX_SPLITS;
+    return most < 1 ? 1
+                    : k_attention_split_cost((int64_t)num_tiles * (H / P), T * P, num_tiles, sms, max_key_len, most,
+                                             K_ATTN_SPLIT_COMBINE_KEYS + T * H / 16);
+}
+/* The key splits by this build's rules (the engine's launches) of P packed heads */
+static inline int k_attention_split_rule(int P, int num_tiles, int64_t rows, int heads, int sms, int max_key_len)
+{
+    return k_attention_split_rule_pv(K_ATTN_RULES, P, num_tiles, rows, heads, sms, max_key_len);
 }
 /* Whether auto runs a step's long segments on the mma.sync kernel (with the rest, keys split by
  * k_attention_split_rule) instead of the wgmma kernel, which never splits keys: where they are a
@@ -259,6 +313,9 @@ int k_attention_splits(const struct k_attn_args *a);
 /* The keys a K/V tile of k_attention's mma.sync kernel holds for these arguments: 32 where the
  * query tiles hold at most 32 rows on average and the keys are not split (Reuse steps), else 64. */
 int k_attention_tile_keys(const struct k_attn_args *a);
+/* The query heads each block of k_attention's mma.sync launch takes together for these arguments
+ * (k_attn_args.head_pack where it fits, else k_attention_head_pack_v's; 1 beside the wgmma kernel). */
+int k_attention_head_pack(const struct k_attn_args *a);
 
 /* Per row of logits [rows, V]: the argmax, its value and its softmax probability (confidence),
  * written at out_*[row_base + row]. */

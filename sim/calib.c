@@ -660,7 +660,7 @@ struct calib {
     struct curve tok[OP_COUNT]; /* token-driven ops */
     struct curve lm, sample;    /* per chunk of rows */
     double beta[ATTN_FEATURES]; /* attention least squares */
-    int heads, sms;             /* the model's query heads, the GPU's SMs (attn_finish) */
+    int heads, kv_heads, sms;   /* the model's query and K/V heads, the GPU's SMs (attn_finish) */
     int attn_rules;             /* the profiled engine's attention launch rules (calib_data's) */
     bool host_bound;            /* priced as max(host, GPU) */
     double host0, host_seg;     /* host issue time (ms) = host0 + host_seg * segments */
@@ -766,6 +766,7 @@ static int curve_eval(const struct curve *c, double x, bool extrapolate, double 
  */
 struct attn_acc {
     double f[ATTN_FEATURES];
+    double max_q;                                /* the longest segment's rows */
     double short_rows, short_tiles, short_max_k; /* the mma.sync kernel's segments */
     double long_rows, long_tiles;                /* the wgmma kernel's */
     bool any_long;
@@ -795,6 +796,7 @@ static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs)
     f[4] = fmax(f[4], k);
     f[5] = 1;
     f[6] += (double)kv;
+    a->max_q = fmax(a->max_q, (double)q);
     if (q >= K_ATTN_LONG_Q) { /* the engine's wgmma kernel on Hopper: 128-row blocks */
         f[7] += pairs;
         f[8] += tile_keys(q, kv, bs, 128);
@@ -808,7 +810,7 @@ static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs)
     }
 }
 
-static void attn_finish(struct attn_acc *a, int heads, int sms, int rules)
+static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, int rules)
 {
     if (a->any_long && k_attention_long_on_mma((int)fmin(a->long_tiles, 1e9), heads, sms, (int)a->f[4])) {
         /* one short long segment over many keys: the engine runs every segment on the mma.sync
@@ -821,26 +823,32 @@ static void attn_finish(struct attn_acc *a, int heads, int sms, int rules)
     }
     if (a->short_tiles <= 0)
         return;
+    /* GQA packing (rules 4, only where every segment is short): a block takes P query heads of
+     * one K/V head, so each K/V tile is read once for P heads and there are H / P blocks a tile of
+     * P times the rows */
+    const int P = k_attention_head_pack_v(rules, heads, kv_heads, (int)fmin(a->max_q, 1e9), (int)a->f[4]);
+    a->f[1] /= P;
     /* the engine lists the long segments' tiles first, so the mma.sync kernel runs over the
      * short tiles alone (k_attn_args.long_tiles), its K/V tile size the one it would take alone;
      * beside the wgmma kernel it never splits keys (k_attention_splits), bounded by the step's
      * longest segment */
-    int alone = k_attention_split_rule_v(rules, (int)a->short_tiles, (int64_t)a->short_rows, heads, sms, (int)a->f[4]);
+    int alone = k_attention_split_rule_pv(rules, P, (int)a->short_tiles, (int64_t)a->short_rows, heads, sms,
+                                          (int)a->f[4]);
     int splits = a->any_long ? 1 : alone;
-    bool short_kv_tiles = k_attention_short_kv_tiles(alone, (int64_t)a->short_rows, (int64_t)a->short_tiles);
+    bool short_kv_tiles = k_attention_short_kv_tiles(alone, (int64_t)a->short_rows * P, (int64_t)a->short_tiles);
     double keys = fmin(ceil(ceil(a->short_max_k / splits) / 64.0) * 64.0, a->short_max_k);
-    a->f[9] = ceil(a->short_tiles * heads * splits / ((short_kv_tiles ? 4.0 : 2.0) * sms)) * keys;
+    a->f[9] = ceil(a->short_tiles * (heads / P) * splits / ((short_kv_tiles ? 4.0 : 2.0) * sms)) * keys;
 }
 
 /* The features of a profiled step: segs segments of q rows over kv cached keys, the last over
  * kv_long instead where it is uneven. */
-static void attn_features(const struct calib_row *r, int heads, int sms, int rules, double *f)
+static void attn_features(const struct calib_row *r, int heads, int kv_heads, int sms, int rules, double *f)
 {
     struct attn_acc a;
     memset(&a, 0, sizeof a);
     for (int s = 0; s < r->segs; s++)
         attn_add(&a, r->q, row_kv(r, s), 0); /* profiles run bidirectional */
-    attn_finish(&a, heads, sms, rules);
+    attn_finish(&a, heads, kv_heads, sms, rules);
     memcpy(f, a.f, sizeof a.f);
 }
 
@@ -970,7 +978,9 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
     memcpy(c->device, d->device, sizeof c->device);
     memcpy(c->model, d->model, sizeof c->model);
     struct model_cfg mc;
-    c->heads = model_resolve(c->model, &mc, NULL) == 0 ? mc.num_heads : 32;
+    const bool known = model_resolve(c->model, &mc, NULL) == 0;
+    c->heads = known ? mc.num_heads : 32;
+    c->kv_heads = known ? mc.num_kv_heads : c->heads;
     c->sms = device_sms(c->device);
     c->attn_rules = TS_MAX(1, d->attn_rules);
     c->own.rows = xmalloc(sizeof *d->rows * (d->n ? d->n : 1));
@@ -1028,7 +1038,7 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
             if (r->op != OP_ATTN)
                 continue;
             double f[ATTN_FEATURES];
-            attn_features(r, c->heads, c->sms, c->attn_rules, f);
+            attn_features(r, c->heads, c->kv_heads, c->sms, c->attn_rules, f);
             for (int j = 0; j < ATTN_FEATURES; j++)
                 gsl_matrix_set(X, k, (size_t)j, f[j]);
             gsl_vector_set(Y, k, r->ms);
@@ -1113,7 +1123,7 @@ int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapo
         memset(&acc, 0, sizeof acc);
         for (int32_t i = 0; i < sd->num_segs; i++)
             attn_add(&acc, sd->segs[i].q, sd->segs[i].kv, sd->attn_block);
-        attn_finish(&acc, c->heads, c->sms, c->attn_rules);
+        attn_finish(&acc, c->heads, c->kv_heads, c->sms, c->attn_rules);
         for (int j = 0; j < ATTN_FEATURES; j++)
             attn += c->beta[j] * acc.f[j];
         attn = fmax(attn, 0.0);

@@ -448,7 +448,7 @@ END_TEST
  * most one a 64-key tile and at most 16. Segments of 32 rows (rows 32 a tile) unless said. */
 START_TEST(attention_split_rule)
 {
-    for (int v = 1; v <= 3; v++) {
+    for (int v = 1; v <= 4; v++) {
         ck_assert_int_eq(k_attention_split_rule_v(v, 16, 512, 32, 132, 512), 1); /* 512 blocks fill the GPU */
         ck_assert_int_eq(k_attention_split_rule_v(v, 1, 32, 1, 132, 100000), 16); /* capped */
         ck_assert_int_eq(k_attention_split_rule_v(v, 1, 32, 32, 132, 40), 1);      /* one tile of keys */
@@ -457,7 +457,7 @@ START_TEST(attention_split_rule)
     }
     for (int v = 1; v <= 2; v++)
         ck_assert_int_eq(k_attention_split_rule_v(v, 1, 32, 32, 132, 512), 8); /* 32 blocks want 9 or 8; 8 key tiles */
-    for (int v = 2; v <= 3; v++)
+    for (int v = 2; v <= 4; v++)
         ck_assert_int_eq(k_attention_split_rule_v(v, 1, 32, 32, 132, 8032), 8); /* 1 x 32 over 8,000: best 8 */
     ck_assert_int_eq(k_attention_split_rule_v(1, 1, 32, 32, 132, 1532), 9); /* 32 blocks: ceil(264 / 32) */
     ck_assert_int_eq(k_attention_split_rule_v(2, 1, 32, 32, 132, 1532), 8); /* floor(264 / 32) */
@@ -476,9 +476,14 @@ START_TEST(attention_split_rule)
     ck_assert_int_eq(k_attention_split_rule_v(3, 8, 256, 32, 132, 632), 1);
     ck_assert_int_eq(k_attention_split_rule_v(3, 2, 128, 32, 132, 1064), 4);
     /* the engine launches by this build's version */
-    ck_assert_int_eq(k_attention_split_rule(2, 64, 32, 132, 4096),
+    ck_assert_int_eq(k_attention_split_rule(1, 2, 64, 32, 132, 4096),
                      k_attention_split_rule_v(K_ATTN_RULES, 2, 64, 32, 132, 4096));
-    ck_assert_int_eq(K_ATTN_RULES, 3);
+    ck_assert_int_eq(k_attention_split_rule(2, 8, 256, 32, 132, 512),
+                     k_attention_split_rule_pv(K_ATTN_RULES, 2, 8, 256, 32, 132, 512));
+    ck_assert_int_eq(K_ATTN_RULES, 4);
+    /* version 4 splits an unpacked launch (P = 1) as version 3 */
+    ck_assert_int_eq(k_attention_split_rule_pv(4, 1, 6, 192, 32, 132, 3032), 4);
+    ck_assert_int_eq(k_attention_split_rule_pv(3, 2, 6, 192, 32, 132, 3032), 4);
     /* one long segment of at most 128 rows (two tiles) over 2,048 keys or more, 32 heads on 132
      * SMs, goes to the mma.sync kernel; not with more tiles, fewer keys, more heads or unknown */
     ck_assert(k_attention_long_on_mma(2, 32, 132, 2048));
@@ -486,6 +491,88 @@ START_TEST(attention_split_rule)
     ck_assert(!k_attention_long_on_mma(3, 32, 132, 4096));
     ck_assert(!k_attention_long_on_mma(2, 34, 132, 4096));
     ck_assert(!k_attention_long_on_mma(0, 32, 132, 4096));
+}
+END_TEST
+
+/* GQA head packing (rules 4), worked by hand for 32 query heads over 8 K/V heads (SDAR-8B) on 132
+ * SMs: four heads a block for segments of at most 16 rows, two for at most 32, none for longer
+ * ones, with fewer than 256 keys, unknown lengths, groups P does not divide, MHA or an earlier
+ * version; and the packed launch's key splits, its combine costing 96 + T H / 16 keys. */
+START_TEST(attention_head_packing)
+{
+    ck_assert_int_eq(k_attention_head_pack_v(4, 32, 8, 32, 512), 2);
+    ck_assert_int_eq(k_attention_head_pack_v(4, 32, 8, 16, 512), 4);
+    ck_assert_int_eq(k_attention_head_pack_v(4, 32, 8, 1, 256), 4);
+    ck_assert_int_eq(k_attention_head_pack_v(4, 32, 8, 33, 512), 1);
+    ck_assert_int_eq(k_attention_head_pack_v(4, 32, 8, 32, 255), 1);
+    ck_assert_int_eq(k_attention_head_pack_v(4, 32, 8, 0, 512), 1);
+    ck_assert_int_eq(k_attention_head_pack_v(3, 32, 8, 32, 512), 1);
+    ck_assert_int_eq(k_attention_head_pack_v(4, 28, 4, 16, 512), 1); /* Dream-7B: 7 heads a K/V head */
+    ck_assert_int_eq(k_attention_head_pack_v(4, 12, 2, 16, 512), 2); /* 6 a K/V head: 2 divides, 4 not */
+    ck_assert_int_eq(k_attention_head_pack_v(4, 32, 32, 16, 512), 1); /* MHA */
+    ck_assert(k_attention_pack_fits(1, 32, 32, 0));
+    ck_assert(!k_attention_pack_fits(3, 32, 8, 16));
+    ck_assert(!k_attention_pack_fits(2, 32, 0, 16));
+    /* 8 x 32 over 480 cached, packed: 128 blocks; one split costs 16 x 512 + 9 x 128 = 9,344
+     * sixteenths, two 16 x 256 + 9 x 256 + 16 x (96 + 256 x 32 / 16) = 16,128: unsplit */
+    ck_assert_int_eq(k_attention_split_rule_pv(4, 2, 8, 256, 32, 132, 512), 1);
+    /* over 4,064 cached: one split 16 x 4,096 + 1,152 = 66,688; two 16 x 2,048 + 2,304 + 9,728 =
+     * 44,800; three (2 waves of 1,408 keys) 58,240; four (2 waves of 1,024) 47,104 */
+    ck_assert_int_eq(k_attention_split_rule_pv(4, 2, 8, 256, 32, 132, 4096), 2);
+    /* 1 x 32 over 1,500 cached, packed: 16 blocks, the combine 160 keys; 12 splits of 128 keys
+     * (192 blocks, one wave) cost 2,048 + 1,728 + 2,560 = 6,336, eight of 192 keys 6,784 */
+    ck_assert_int_eq(k_attention_split_rule_pv(4, 2, 1, 32, 32, 132, 1532), 12);
+}
+END_TEST
+
+static bool on_mma(int segs, int q, int kv);
+
+/* SDAR-8B's launch term under rules 4 (32 query heads, 8 K/V heads): the waves times the keys a
+ * block covers of its packed launch (*P heads a block), and its tile keys' share of K/V reads
+ * divided by P */
+static double packed_waves_keys(int segs, int q, int kv, int *P)
+{
+    const int tiles = segs * ((q + 63) / 64), keys = q + kv;
+    *P = k_attention_head_pack_v(4, 32, 8, q, keys);
+    const int splits = k_attention_split_rule_pv(4, *P, tiles, (int64_t)segs * q, 32, 132, keys);
+    const double per_sm = k_attention_short_kv_tiles(splits, (int64_t)segs * q * *P, tiles) ? 4 : 2;
+    const double block_keys = fmin(ceil(ceil((double)keys / splits) / 64.0) * 64.0, keys);
+    return ceil(tiles * (32.0 / *P) * splits / (per_sm * 132)) * block_keys;
+}
+
+/* A planted attention law of a GQA model under rules 4 (its K/V tile reads divided by the heads a
+ * block packs, its launch term over the packed blocks) is recovered, and prices a Reuse block over
+ * 1,500 cached keys as worked by hand: two heads a block, 12 splits of 128 keys in one wave. */
+START_TEST(attention_packed_law_recovered)
+{
+    struct calib_data d;
+    planted(&d);
+    snprintf(d.model, sizeof d.model, "sdar-8b");
+    d.attn_rules = 4;
+    for (size_t i = 0; i < d.n; i++) {
+        struct calib_row *r = &d.rows[i];
+        if (r->op != OP_ATTN || !on_mma(r->segs, r->q, r->kv))
+            continue;
+        int P;
+        const double wk = packed_waves_keys(r->segs, r->q, r->kv, &P);
+        r->ms -= 3e-5 * r->segs * ceil(r->q / 64.0) * (r->q + r->kv) * (1 - 1.0 / P);
+        r->ms += 5e-4 * wk;
+    }
+    struct ts_err err;
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct segment b = {.req_id = 1, .q = 32, .kv = 1500, .logit_rows = 32, .phase = PHASE_REUSE};
+    step_desc_add(&sd, &b);
+    double secs;
+    struct cost_breakdown bd;
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
+    const double attn = 2e-7 * 32 * 1532 + 3e-5 * 1532 / 2 + 1e-4 * 32 + 0.02 + 4e-5 * 1532 + 0.3 + 5e-4 * 128;
+    ck_assert_msg(fabs(bd.op_s[OP_ATTN] * 1e3 - attn) < 1e-6 * attn, "%g vs %g", bd.op_s[OP_ATTN] * 1e3, attn);
+    step_desc_free(&sd);
+    calib_free(c);
+    calib_data_free(&d);
 }
 END_TEST
 
@@ -567,9 +654,9 @@ START_TEST(attention_rules_travel_with_the_profile)
     ck_assert_msg(calib_data_parse("old.csv", old, &e, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(e.attn_rules, 1);
     calib_data_free(&e);
-    char future[] = "device,model,segs,q,kv,logit_rows,op,ms,total_ms,attn_rules\nA,llada-8b,16,32,0,0,qkv,0.5,1,4\n";
+    char future[] = "device,model,segs,q,kv,logit_rows,op,ms,total_ms,attn_rules\nA,llada-8b,16,32,0,0,qkv,0.5,1,5\n";
     ck_assert_int_ne(calib_data_parse("future.csv", future, &e, &err), 0);
-    ck_assert_msg(strstr(err.msg, "future.csv:2: attn_rules: not a version") && strstr(err.msg, "(1..3): '4'"), "%s",
+    ck_assert_msg(strstr(err.msg, "future.csv:2: attn_rules: not a version") && strstr(err.msg, "(1..4): '5'"), "%s",
                   err.msg);
     char mixed[] = "device,model,segs,q,kv,logit_rows,op,ms,total_ms,attn_rules\n"
                    "A,llada-8b,16,32,0,0,qkv,0.5,1,1\nA,llada-8b,16,32,0,0,norm,0.5,1,2\n";
@@ -863,7 +950,9 @@ int main(void)
     tcase_add_test(tc, host_bound_steps_take_the_host_time);
     tcase_add_test(tc, shipped_calibration_prices_a_run);
     tcase_add_test(tc, attention_split_rule);
-    tcase_add_loop_test(tc, attention_launch_term_recovered, 0, 3);
+    tcase_add_loop_test(tc, attention_launch_term_recovered, 0, 4);
+    tcase_add_test(tc, attention_head_packing);
+    tcase_add_test(tc, attention_packed_law_recovered);
     tcase_add_test(tc, attention_rules_travel_with_the_profile);
     tcase_add_test(tc, uneven_steps);
     tcase_add_test(tc, merge_takes_row_medians);

@@ -17,10 +17,12 @@
  * long_tiles and wg_tiles given, unless ATTN_UNORDERED=1 (each kernel then walks every tile).
  * ATTN_SPLITS=N forces N key splits on the mma.sync launch (k_attn_args.splits) instead of
  * k_attention_split_rule's, for measuring the rule. ATTN_CHECK=1 also compares each shape's output
- * with the mma.sync kernel's (impl 0) on the same inputs and prints the largest difference
+ * with the mma.sync kernel's (impl 0, heads not packed) on the same inputs and prints the largest difference
  * relative to the largest output (a variant's quick check; engine check is the real one).
  * ATTN_BS=N makes the attention block-causal over blocks of N tokens (the block policy's, k_attn_args
- * block_size; TFLOP/s still counts every query-key pair).
+ * block_size; TFLOP/s still counts every query-key pair). ATTN_HKV=N gives the model N K/V heads
+ * (GQA; 32 by default, MHA: SDAR-8B has 8), ATTN_PACK=P makes a block of the mma.sync kernel take
+ * P query heads together where that fits (k_attn_args.head_pack; 1: none; by default the rule's).
  */
 #include <algorithm>
 #include <cmath>
@@ -41,7 +43,7 @@ struct group {
  * k_attn_args' long_tiles and wg_tiles given unless ATTN_UNORDERED is set) */
 static double shape_ms(const std::vector<group> &gs, int reps, int impl, bool single)
 {
-    const int H = 32, Hkv = 32, d = 128, pt = 16;
+    const int H = 32, Hkv = getenv("ATTN_HKV") ? atoi(getenv("ATTN_HKV")) : 32, d = 128, pt = 16;
     std::vector<int32_t> qs, ql, kl, kc, po, pg, tl;
     int T = 0, npages = 0, max_keys = 0, min_q = 1 << 30, max_q = 0, long_tiles = 0, long_rows = 0;
     for (const group &g : gs)
@@ -88,6 +90,10 @@ static double shape_ms(const std::vector<group> &gs, int reps, int impl, bool si
         a.splits = atoi(getenv("ATTN_SPLITS"));
     if (getenv("ATTN_BS")) /* block-causal, blocks of ATTN_BS tokens (the block policy's attention) */
         a.block_size = atoi(getenv("ATTN_BS"));
+#if K_ATTN_RULES >= 4 /* (a build against kernels from before the packing has no head_pack) */
+    if (getenv("ATTN_PACK")) /* the query heads a block takes together, instead of the rule's */
+        a.head_pack = atoi(getenv("ATTN_PACK"));
+#endif
     a.min_q_len = min_q, a.max_q_len = max_q;
     if (!getenv("ATTN_UNORDERED"))
         a.long_tiles = long_tiles, a.long_rows = long_rows, a.wg_tiles = wg_tiles;
@@ -96,6 +102,9 @@ static double shape_ms(const std::vector<group> &gs, int reps, int impl, bool si
         CK(cudaMalloc(&ref, 2 * (size_t)T * H * d));
         k_attn_args r = a;
         r.impl = 0, r.o = ref;
+#if K_ATTN_RULES >= 4
+        r.head_pack = 1;
+#endif
         CK(cudaMemset(dout, 0xff, 2 * (size_t)T * H * d)); /* NaN: rows left unwritten show */
         CK((cudaError_t)k_attention(&r, 0));
         CK((cudaError_t)k_attention(&a, 0));
