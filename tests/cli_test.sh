@@ -55,18 +55,27 @@ fi
 # experiments/results/fidelity-h200) and out of sample (a fresh machine instance,
 # experiments/results/fidelity-h200-oos); and the fused engine's (--impl tessera-fused): LLaDA-8B
 # and SDAR-8B, each in and out of sample (fidelity-h200-fused, -fused-oos, -fused-sdar,
-# -fused-sdar-oos); and Dream-7B's (fidelity-h200-dream, -dream-oos). The shipped calibrations are
-# those of the in-sample records, byte for byte, and
-# each is `calib merge` of the profiles (three machine instances, SDAR-8B's also a long-cache part;
-# Dream-7B's three instances' base grids and long-cache parts)
-# its record keeps in profiles/.
+# -fused-sdar-oos); and Dream-7B's (fidelity-h200-dream, -dream-oos); and SDAR-8B's under the
+# engine's GQA head packing (launch rules 4: fidelity-h200-sdar-gqa, -fused-sdar-gqa). Each
+# in-sample record's calibration is `calib merge` of the profiles it keeps in profiles/ (machine
+# instances' base grids, SDAR-8B's and Dream-7B's also long-cache parts), and the shipped
+# calibrations are, byte for byte, those of the current record of each model and implementation
+# (current below); the earlier SDAR-8B records keep their own (attention launch rules 3).
 root=$(cd "$(dirname "$0")/.." && pwd)
+current() { # current MODEL IMPL: the record whose calibration is shipped
+    case $1-$2 in
+        llada-8b-tessera) echo fidelity-h200 ;; llada-8b-tessera-fused) echo fidelity-h200-fused ;;
+        sdar-8b-tessera) echo fidelity-h200-sdar-gqa ;; sdar-8b-tessera-fused) echo fidelity-h200-fused-sdar-gqa ;;
+        dream-7b-tessera) echo fidelity-h200-dream ;;
+    esac
+}
 if command -v python3 >/dev/null 2>&1; then
     for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-fused-sdar \
-        fidelity-h200-fused-sdar-oos fidelity-h200-dream fidelity-h200-dream-oos; do
+        fidelity-h200-fused-sdar-oos fidelity-h200-dream fidelity-h200-dream-oos fidelity-h200-sdar-gqa \
+        fidelity-h200-fused-sdar-gqa; do
         want="$root/experiments/results/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         case $rec in *fused*) impl=tessera-fused models=llada-8b runs=8 ;; esac
-        case $rec in *sdar*) models=sdar-8b ;; *dream*) models=dream-7b runs=8 ;; esac
+        case $rec in *sdar*) models=sdar-8b runs=8 ;; *dream*) models=dream-7b runs=8 ;; esac
         mkdir -p "$cal"
         for m in $models; do
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
@@ -80,6 +89,7 @@ if command -v python3 >/dev/null 2>&1; then
                 for m in $models; do
                     if cmp -s "$tmp/$rec/calib-$m.csv" "$cal/calib-$m.csv"; then ok
                     else bad "$rec: calib-$m.csv.gz is not calib merge of profiles/$m.*.csv.gz"; fi
+                    [ "$(current $m $impl)" = "$rec" ] || continue
                     if cmp -s "$cal/calib-$m.csv" "$root/sim/data/calib/h200-$m-$impl.csv"; then ok
                     else bad "sim/data/calib/h200-$m-$impl.csv is not the calibration $rec recorded"; fi
                 done ;;
@@ -148,21 +158,29 @@ for w in def long; do
     else bad "ops-h200/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$root/experiments/results/ops-h200/eval-$w.txt" | head >&2; fi
 done
 # the long-context records (SDAR-8B, Dream-7B): the shipped calibrations price their replays (dual
-# and block policies; SDAR-8B's block prefills block-causal) as eval-*.txt says
-for rec in long-sdar-h200 long-dream-h200; do
+# and block policies; SDAR-8B's block prefills block-causal) as eval-*.txt says; long-sdar-h200, replayed
+# before the GQA head packing, by the calibration of its engine (fidelity-h200's, launch rules 3)
+gzip -dc "$root/experiments/results/fidelity-h200/calib-sdar-8b.csv.gz" >"$tmp/calib-sdar-rules3.csv"
+for rec in long-sdar-h200 long-sdar-gqa-h200 long-dream-h200; do
+    pin=()
+    [ $rec = long-sdar-h200 ] && pin=(--calib "$tmp/calib-sdar-rules3.csv")
     for w in dual block; do
         gzip -dc "$root/experiments/results/$rec/$w.db.gz" >"$tmp/long-$w.db"
-        expect 0 "calib eval of $rec $w" -- $bin calib eval --db "$tmp/long-$w.db"
+        expect 0 "calib eval of $rec $w" -- $bin calib eval --db "$tmp/long-$w.db" "${pin[@]}"
         if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$root/experiments/results/$rec/eval-$w.txt")" ]; then ok
         else bad "$rec/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$root/experiments/results/$rec/eval-$w.txt" | head >&2; fi
     done
 done
-# the live-h200 record: its recorded live runs re-predicted by the shipped calibrations (live.sh
-# REUSE_LIVE=1, no GPU) give the errors live.csv records, row by row (within 0.15 points)
+# the live-h200 record: its recorded live runs re-predicted by the calibrations of the engine it ran
+# (fidelity-h200's: launch rules 3, before the GQA head packing; live.sh REUSE_LIVE=1, no GPU) give
+# the errors live.csv records, row by row (within 0.15 points)
 live="$root/experiments/results/live-h200"
-mkdir -p "$tmp/live/runs"
+mkdir -p "$tmp/live/runs" "$tmp/live/cal"
 tar xzf "$live/live-runs.tgz" -C "$tmp/live/runs"
-SCRATCH="$tmp/live/runs" REUSE_LIVE=1 TESSERA=$bin bash "$root/experiments/live.sh" "$tmp/live/out" >"$tmp/out" 2>&1
+for m in llada-8b sdar-8b; do
+    gzip -dc "$root/experiments/results/fidelity-h200/calib-$m.csv.gz" >"$tmp/live/cal/calib-$m.csv"
+done
+CALIB_DIR="$tmp/live/cal" SCRATCH="$tmp/live/runs" REUSE_LIVE=1 TESSERA=$bin bash "$root/experiments/live.sh" "$tmp/live/out" >"$tmp/out" 2>&1
 differ=$(awk -F, 'NR == FNR { want[$1 FS $2 FS $3 FS $4 FS $5 FS $6] = $9; next }
     FNR > 1 { k = $1 FS $2 FS $3 FS $4 FS $5 FS $6; d = $9 - want[k]; if (!(k in want) || d * d > 0.0225) print k }' \
     "$live/live.csv" "$tmp/live/out/live.csv" | head -3)
@@ -361,11 +379,14 @@ contains "mem unknown planner" "caching, profiled, first-fit, greedy-size, ilp"
 # the calibrated cost model
 expect 0 "calib show" -- $bin calib show
 contains "calib show" "calibration of llada-8b on NVIDIA H200"
-# the shipped calibration was profiled under this build's attention launch rules (kernels/kernels.h)
+# the shipped LLaDA-8B calibration was profiled under launch rules 3, which launch an MHA model's
+# attention as this build's do (rules 4 packs only GQA heads); the shipped SDAR-8B calibration under
+# this build's rules (kernels/kernels.h)
+contains "calib show names its launch rules" "attention launch rules 3"
 rules=$(awk '$1 == "#define" && $2 == "K_ATTN_RULES" { print $3 }' "$root/kernels/kernels.h")
-contains "calib show names this build's launch rules" "attention launch rules ${rules:?K_ATTN_RULES not found in kernels.h}"
 expect 0 "calib show --calib" -- $bin calib show --calib "$root/sim/data/calib/h200-sdar-8b-tessera.csv"
 contains "calib show --calib" "calibration of sdar-8b"
+contains "calib show names this build's launch rules" "attention launch rules ${rules:?K_ATTN_RULES not found in kernels.h}"
 expect 2 "calib show with another subcommand's option" -- $bin calib show --db x.db
 contains "calib show with another subcommand's option" "--db does not apply here (show takes"
 expect 2 "calib show with the calibration twice" -- $bin calib show a.csv --calib b.csv
