@@ -21,7 +21,7 @@
  * relative to the largest output (a variant's quick check; engine check is the real one).
  * ATTN_BS=N makes the attention block-causal over blocks of N tokens (the block policy's, k_attn_args
  * block_size; TFLOP/s still counts every query-key pair). ATTN_HKV=N gives the model N K/V heads
- * (GQA; 32 by default, MHA: SDAR-8B has 8), ATTN_PACK=P makes a block of the mma.sync kernel take
+ * (GQA; 32 by default, as many as the query heads; SDAR-8B has 8), ATTN_PACK=P makes a block of the mma.sync kernel take
  * P query heads together where that fits (k_attn_args.head_pack; 1: none; by default the rule's).
  */
 #include <algorithm>
