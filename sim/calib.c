@@ -769,7 +769,9 @@ struct attn_acc {
     double max_q;                                /* the longest segment's rows */
     double short_rows, short_tiles, short_max_k; /* the mma.sync kernel's segments */
     double long_rows, long_tiles;                /* the wgmma kernel's */
+    int short_segs, long_segs;                   /* segments on each kernel */
     bool any_long;
+    int pack, splits, tile_keys; /* the mma.sync launch (attn_finish; 0 without one) */
 };
 
 /* The keys the query tiles of `rows` rows of a segment cover, summed: each tile runs to the keys
@@ -802,8 +804,10 @@ static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs)
         f[8] += tile_keys(q, kv, bs, 128);
         a->long_rows += (double)q;
         a->long_tiles += ceil((double)q / 64.0);
+        a->long_segs++;
         a->any_long = true;
     } else {
+        a->short_segs++;
         a->short_rows += (double)q;
         a->short_tiles += ceil((double)q / 64.0);
         a->short_max_k = fmax(a->short_max_k, k);
@@ -819,6 +823,8 @@ static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, in
         a->short_rows += a->long_rows;
         a->short_tiles += a->long_tiles;
         a->short_max_k = a->f[4];
+        a->short_segs += a->long_segs;
+        a->long_segs = 0;
         a->any_long = false;
     }
     if (a->short_tiles <= 0)
@@ -838,6 +844,19 @@ static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, in
     bool short_kv_tiles = k_attention_short_kv_tiles(alone, (int64_t)a->short_rows * P, (int64_t)a->short_tiles);
     double keys = fmin(ceil(ceil(a->short_max_k / splits) / 64.0) * 64.0, a->short_max_k);
     a->f[9] = ceil(a->short_tiles * (heads / P) * splits / ((short_kv_tiles ? 4.0 : 2.0) * sms)) * keys;
+    a->pack = P, a->splits = splits, a->tile_keys = short_kv_tiles ? 32 : 64;
+}
+
+void calib_attn_launch(const struct calib *c, const struct step_desc *sd, struct calib_attn_launch *out)
+{
+    struct attn_acc acc;
+    memset(&acc, 0, sizeof acc);
+    for (int32_t i = 0; i < sd->num_segs; i++)
+        attn_add(&acc, sd->segs[i].q, sd->segs[i].kv, sd->attn_block);
+    attn_finish(&acc, c->heads, c->kv_heads, c->sms, c->attn_rules);
+    *out = (struct calib_attn_launch){.rules = c->attn_rules, .wgmma_segs = acc.long_segs,
+                                      .mma_segs = acc.short_segs, .heads_a_block = acc.pack,
+                                      .splits = acc.splits, .tile_keys = acc.tile_keys};
 }
 
 /* The features of a profiled step: segs segments of q rows over kv cached keys, the last over

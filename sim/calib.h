@@ -114,6 +114,16 @@ void calib_free(struct calib *c);
  * profiled range and extrapolation is off. */
 int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapolate, double *seconds,
                  struct cost_breakdown *bd, struct ts_err *err);
+/* How the engine a calibration was profiled from launches a step's attention, by the calibration's
+ * launch rules (the attention model's own reading of them): the segments on the wgmma and on the
+ * mma.sync kernel, and the mma.sync launch's query heads a block (GQA packing, rules 4), key splits
+ * and K/V tile keys (all 0 where no segment runs on it). */
+struct calib_attn_launch {
+    int rules;
+    int wgmma_segs, mma_segs;
+    int heads_a_block, splits, tile_keys;
+};
+void calib_attn_launch(const struct calib *c, const struct step_desc *sd, struct calib_attn_launch *out);
 /* Prints each fit with its residuals on the profile rows. */
 void calib_show(const struct calib *c, FILE *out);
 const char *calib_device(const struct calib *c);

@@ -60,7 +60,10 @@ static void calib_usage(FILE *f)
 "price   one step (SEGS sequences of Q tokens over KV cached keys, LOGIT_ROWS logit rows each,\n"
 "        LM head in CHUNK-row chunks [2048]) priced per op by the calibrated and roofline back ends;\n"
 "        --attn-block N: its attention block-causal over blocks of N tokens (a block-causal model\n"
-"        under the block policy, as the simulator prices it: step_desc.attn_block) [0: bidirectional]\n"
+"        under the block policy, as the simulator prices it: step_desc.attn_block) [0: bidirectional];\n"
+"        its last line says how the profiled engine launches that attention, by the calibration's\n"
+"        launch rules: the segments on each kernel, and the mma.sync launch's query heads a block\n"
+"        (GQA packing, rules 4), key splits and K/V tile size\n"
 "transfer  estimates a calibration for a GPU without measuring on it: each profiled op time is\n"
 "        scaled by the ratio of its roofline times on the two GPUs (the efficiency the profile\n"
 "        measured is kept); replace it with a measured calibration when you can\n"
@@ -356,6 +359,17 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
             if (a.op_s[op] > 0 || b.op_s[op] > 0)
                 printf("%-10s %9.3f ms %9.3f ms\n", cost_op_name((enum cost_op)op), a.op_s[op] * 1e3, b.op_s[op] * 1e3);
         printf("%-10s %9.3f ms %9.3f ms\n", "step", ca * 1e3, rb * 1e3);
+        struct calib_attn_launch l;
+        calib_attn_launch(cal, &sd, &l);
+        printf("%-10s attention as the profiled engine launches it (launch rules %d):", "launch", l.rules);
+        if (l.wgmma_segs > 0)
+            printf(" %d segment%s on the wgmma kernel%s", l.wgmma_segs, l.wgmma_segs > 1 ? "s" : "",
+                   l.mma_segs > 0 ? "," : "");
+        if (l.mma_segs > 0)
+            printf(" %d segment%s on the mma.sync kernel, %d query head%s a block, %d key split%s, %d-key K/V tiles",
+                   l.mma_segs, l.mma_segs > 1 ? "s" : "", l.heads_a_block, l.heads_a_block > 1 ? "s" : "",
+                   l.splits, l.splits > 1 ? "s" : "", l.tile_keys);
+        printf("\n");
     }
     step_desc_free(&sd);
     calib_free(cal);

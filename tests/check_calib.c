@@ -570,6 +570,23 @@ START_TEST(attention_packed_law_recovered)
     ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
     const double attn = 2e-7 * 32 * 1532 + 3e-5 * 1532 / 2 + 1e-4 * 32 + 0.02 + 4e-5 * 1532 + 0.3 + 5e-4 * 128;
     ck_assert_msg(fabs(bd.op_s[OP_ATTN] * 1e3 - attn) < 1e-6 * attn, "%g vs %g", bd.op_s[OP_ATTN] * 1e3, attn);
+    /* and says so (calib price's last line) */
+    struct calib_attn_launch l;
+    calib_attn_launch(c, &sd, &l);
+    ck_assert_int_eq(l.rules, 4);
+    ck_assert_int_eq(l.mma_segs, 1);
+    ck_assert_int_eq(l.wgmma_segs, 0);
+    ck_assert_int_eq(l.heads_a_block, 2);
+    ck_assert_int_eq(l.splits, 12);
+    ck_assert_int_eq(l.tile_keys, 64);
+    /* beside a 512-row Refresh (the wgmma kernel's) one head a block, keys not split */
+    struct segment r = {.req_id = 2, .q = 512, .kv = 0, .logit_rows = 512, .phase = PHASE_REFRESH};
+    step_desc_add(&sd, &r);
+    calib_attn_launch(c, &sd, &l);
+    ck_assert_int_eq(l.wgmma_segs, 1);
+    ck_assert_int_eq(l.mma_segs, 1);
+    ck_assert_int_eq(l.heads_a_block, 1);
+    ck_assert_int_eq(l.splits, 1);
     step_desc_free(&sd);
     calib_free(c);
     calib_data_free(&d);

@@ -406,6 +406,14 @@ expect 2 "calib transfer without --to" -- $bin calib transfer "$data/calib/h200-
 expect 0 "calib price" -- $bin calib price --step 16,512,0,512
 contains "calib price per op" "gate_up"
 contains "calib price step" "step "
+contains "calib price names the attention's launch" "launch     attention as the profiled engine launches it (launch rules 3): 16 segments on the wgmma kernel"
+# the launch the calibration prices (its launch rules): SDAR-8B's Reuse blocks packed two query heads
+# a block (GQA, rules 4), their keys split as k_attention_split_rule_pv works out (check_calib);
+# LLaDA-8B's (MHA) one head a block
+expect 0 "calib price, packed GQA heads" -- $bin calib price --step 8,32,4096,32 --model sdar-8b
+contains "calib price, packed GQA heads" "(launch rules 4): 8 segments on the mma.sync kernel, 2 query heads a block, 2 key splits, 64-key K/V tiles"
+expect 0 "calib price, MHA" -- $bin calib price --step 8,32,4096,32 --model llada-8b
+contains "calib price, MHA" "8 segments on the mma.sync kernel, 1 query head a block"
 expect 2 "calib price with a bad step" -- $bin calib price --step 1,0,0,0
 contains "calib price names the field" "--step SEGS,Q,KV,LOGIT_ROWS"
 # a block-causal prefill (--attn-block): about half the bidirectional attention, by both back ends
