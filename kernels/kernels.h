@@ -220,11 +220,11 @@ static inline int k_attention_split_cost(int64_t blocks, int64_t rows, int num_t
 }
 /* The key splits of the mma.sync kernel running alone over num_tiles query tiles (rows query rows)
  * of `heads` heads, max_key_len keys at most, on a GPU of `sms` SMs, by rules version `rules`: 1-2,
- * about two blocks an SM (at most that many from version 2 on); 3 and 4, k_attention_split_cost's;
- * at most one a 64-key tile and K_ATTN_MAX_SPLITS. k_attention_splits adds the workspace's limit.
- * (Heads packed by rules 4: k_attention_split_rule_pv.) */
-static inline int k_attention_split_rule_v(int rules, int num_tiles, int64_t rows, int heads, int sms,
-                                           int max_key_len)
+ * about two blocks an SM (at most that many from version 2 on); 3 and 4, k_attention_split_cost's,
+ * its combine costing `combine` keys; at most one a 64-key tile and K_ATTN_MAX_SPLITS.
+ * k_attention_splits adds the workspace's limit. */
+static inline int k_attention_split_rule_c(int rules, int num_tiles, int64_t rows, int heads, int sms,
+                                           int max_key_len, int64_t combine)
 {
     if (num_tiles <= 0 || heads <= 0 || sms <= 0)
         return 1;
@@ -232,11 +232,17 @@ static inline int k_attention_split_rule_v(int rules, int num_tiles, int64_t row
     int64_t useful = ((int64_t)max_key_len + 63) / 64;
     int64_t most = useful < K_ATTN_MAX_SPLITS ? useful : K_ATTN_MAX_SPLITS;
     if (rules >= 3)
-        return most < 1 ? 1 : k_attention_split_cost(blocks, rows, num_tiles, sms, max_key_len, most,
-                                                     K_ATTN_SPLIT_COMBINE_KEYS);
+        return most < 1 ? 1 : k_attention_split_cost(blocks, rows, num_tiles, sms, max_key_len, most, combine);
     int64_t want = rules >= 2 ? slots / blocks : (slots + blocks - 1) / blocks;
     int64_t splits = want < most ? want : most;
     return splits < 1 ? 1 : (int)splits;
+}
+/* k_attention_split_rule_c with the combine's constant K_ATTN_SPLIT_COMBINE_KEYS: a launch that
+ * packs no heads (heads packed by rules 4: k_attention_split_rule_pv) */
+static inline int k_attention_split_rule_v(int rules, int num_tiles, int64_t rows, int heads, int sms,
+                                           int max_key_len)
+{
+    return k_attention_split_rule_c(rules, num_tiles, rows, heads, sms, max_key_len, K_ATTN_SPLIT_COMBINE_KEYS);
 }
 /* Whether a block of the mma.sync kernel can take P query heads together (P = 1, 2 or 4): P divides
  * the query heads a K/V head serves, and every segment fits in 64 / P rows (max_q_len, the longest,
@@ -277,13 +283,8 @@ static inline int k_attention_split_rule_pv(int rules, int P, int num_tiles, int
 {
     if (P <= 1 || rules < 4)
         return k_attention_split_rule_v(rules, num_tiles, T, H, sms, max_key_len);
-    if (num_tiles <= 0 || H < P || sms <= 0)
-        return 1;
-    const int64_t useful = ((int64_t)max_key_len + 63) / 64;
-    const int64_t most = useful < K_ATTN_MAX_SPLITS ? useful : K_ATTN_MAX_SPLITS;
-    return most < 1 ? 1
-                    : k_attention_split_cost((int64_t)num_tiles * (H / P), T * P, num_tiles, sms, max_key_len, most,
-                                             K_ATTN_SPLIT_COMBINE_KEYS + T * H / 16);
+    return k_attention_split_rule_c(rules, num_tiles, T * P, H / P, sms, max_key_len,
+                                    K_ATTN_SPLIT_COMBINE_KEYS + T * H / 16);
 }
 /* The key splits by this build's rules (the engine's launches) of P packed heads */
 static inline int k_attention_split_rule(int P, int num_tiles, int64_t rows, int heads, int sms, int max_key_len)

@@ -526,19 +526,7 @@ START_TEST(attention_head_packing)
 END_TEST
 
 static bool on_mma(int segs, int q, int kv);
-
-/* SDAR-8B's launch term under rules 4 (32 query heads, 8 K/V heads): the waves times the keys a
- * block covers of its packed launch (*P heads a block), and its tile keys' share of K/V reads
- * divided by P */
-static double packed_waves_keys(int segs, int q, int kv, int *P)
-{
-    const int tiles = segs * ((q + 63) / 64), keys = q + kv;
-    *P = k_attention_head_pack_v(4, 32, 8, q, keys);
-    const int splits = k_attention_split_rule_pv(4, *P, tiles, (int64_t)segs * q, 32, 132, keys);
-    const double per_sm = k_attention_short_kv_tiles(splits, (int64_t)segs * q * *P, tiles) ? 4 : 2;
-    const double block_keys = fmin(ceil(ceil((double)keys / splits) / 64.0) * 64.0, keys);
-    return ceil(tiles * (32.0 / *P) * splits / (per_sm * 132)) * block_keys;
-}
+static double mma_waves_keys(int rules, int kv_heads, int segs, int q, int kv, int *P);
 
 /* A planted attention law of a GQA model under rules 4 (its K/V tile reads divided by the heads a
  * block packs, its launch term over the packed blocks) is recovered, and prices a Reuse block over
@@ -554,7 +542,7 @@ START_TEST(attention_packed_law_recovered)
         if (r->op != OP_ATTN || !on_mma(r->segs, r->q, r->kv))
             continue;
         int P;
-        const double wk = packed_waves_keys(r->segs, r->q, r->kv, &P);
+        const double wk = mma_waves_keys(4, 8, r->segs, r->q, r->kv, &P);
         r->ms -= 3e-5 * r->segs * ceil(r->q / 64.0) * (r->q + r->kv) * (1 - 1.0 / P);
         r->ms += 5e-4 * wk;
     }
@@ -595,19 +583,22 @@ END_TEST
 
 /* The attention model's launch term (sim/calib.c) for segs segments of q rows over kv keys that
  * the engine runs on its mma.sync kernel (q < K_ATTN_LONG_Q, or one short long segment over many
- * keys: k_attention_long_on_mma), llada-8b's 32 heads on 132 SMs, by launch rules `rules`: the
- * mma.sync kernel's waves times the keys a block covers. */
+ * keys: k_attention_long_on_mma), 32 query heads over kv_heads K/V heads (llada-8b's 32, sdar-8b's
+ * 8) on 132 SMs, by launch rules `rules`: the mma.sync kernel's waves times the keys a block
+ * covers, its blocks taking *P heads each (GQA packing, rules 4; 1 before). */
 static bool on_mma(int segs, int q, int kv)
 {
     return q < K_ATTN_LONG_Q || k_attention_long_on_mma(segs * ((q + 63) / 64), 32, 132, q + kv);
 }
 
-static double mma_waves_keys(int rules, int segs, int q, int kv)
+static double mma_waves_keys(int rules, int kv_heads, int segs, int q, int kv, int *P)
 {
-    int tiles = segs * ((q + 63) / 64), keys = q + kv, splits = k_attention_split_rule_v(rules, tiles, (int64_t)segs * q, 32, 132, keys);
-    double per_sm = k_attention_short_kv_tiles(splits, (int64_t)segs * q, tiles) ? 4 : 2;
-    double block_keys = fmin(ceil(ceil((double)keys / splits) / 64.0) * 64.0, keys);
-    return ceil(tiles * 32.0 * splits / (per_sm * 132)) * block_keys;
+    const int tiles = segs * ((q + 63) / 64), keys = q + kv;
+    *P = k_attention_head_pack_v(rules, 32, kv_heads, q, keys);
+    const int splits = k_attention_split_rule_pv(rules, *P, tiles, (int64_t)segs * q, 32, 132, keys);
+    const double per_sm = k_attention_short_kv_tiles(splits, (int64_t)segs * q * *P, tiles) ? 4 : 2;
+    const double block_keys = fmin(ceil(ceil((double)keys / splits) / 64.0) * 64.0, keys);
+    return ceil(tiles * (32.0 / *P) * splits / (per_sm * 132)) * block_keys;
 }
 
 /* A planted attention law with the launch term is recovered, and a Reuse step priced with it,
@@ -621,7 +612,7 @@ START_TEST(attention_launch_term_recovered)
     for (size_t i = 0; i < d.n; i++) {
         struct calib_row *r = &d.rows[i];
         if (r->op == OP_ATTN && on_mma(r->segs, r->q, r->kv))
-            r->ms += 5e-4 * mma_waves_keys(rules, r->segs, r->q, r->kv);
+            r->ms += 5e-4 * mma_waves_keys(rules, 32, r->segs, r->q, r->kv, &(int){0});
     }
     struct ts_err err;
     struct calib *c;
@@ -634,7 +625,7 @@ START_TEST(attention_launch_term_recovered)
     struct segment b = {.req_id = 1, .q = 32, .kv = 1500, .logit_rows = 32, .phase = PHASE_REUSE};
     step_desc_add(&sd, &b);
     const double waves_keys = rules == 1 ? 2 * 192 : 192;
-    ck_assert(fabs(mma_waves_keys(rules, 1, 32, 1500) - waves_keys) < 1e-9);
+    ck_assert(fabs(mma_waves_keys(rules, 32, 1, 32, 1500, &(int){0}) - waves_keys) < 1e-9);
     double secs;
     struct cost_breakdown bd;
     ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
