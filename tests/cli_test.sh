@@ -56,7 +56,8 @@ fi
 # experiments/results/fidelity-h200-oos); and the fused engine's (--impl tessera-fused): LLaDA-8B
 # and SDAR-8B, each in and out of sample (fidelity-h200-fused, -fused-oos, -fused-sdar,
 # -fused-sdar-oos); and Dream-7B's (fidelity-h200-dream, -dream-oos); and SDAR-8B's under the
-# engine's GQA head packing (launch rules 4: fidelity-h200-sdar-gqa, -fused-sdar-gqa). Each
+# engine's GQA head packing (launch rules 4: fidelity-h200-sdar-gqa, -fused-sdar-gqa, each in and
+# out of sample: -sdar-gqa-oos, -fused-sdar-gqa-oos). Each
 # in-sample record's calibration is `calib merge` of the profiles it keeps in profiles/ (machine
 # instances' base grids, SDAR-8B's and Dream-7B's also long-cache parts), and the shipped
 # calibrations are, byte for byte, those of the current record of each model and implementation
@@ -72,7 +73,7 @@ current() { # current MODEL IMPL: the record whose calibration is shipped
 if command -v python3 >/dev/null 2>&1; then
     for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-fused-sdar \
         fidelity-h200-fused-sdar-oos fidelity-h200-dream fidelity-h200-dream-oos fidelity-h200-sdar-gqa \
-        fidelity-h200-fused-sdar-gqa; do
+        fidelity-h200-sdar-gqa-oos fidelity-h200-fused-sdar-gqa fidelity-h200-fused-sdar-gqa-oos; do
         want="$root/experiments/results/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         case $rec in *fused*) impl=tessera-fused models=llada-8b runs=8 ;; esac
         case $rec in *sdar*) models=sdar-8b runs=8 ;; *dream*) models=dream-7b runs=8 ;; esac
