@@ -28,8 +28,8 @@
 #define HAVE_SM90A 1
 #endif
 
-#define GM 128                       /* rows a tile: two consumer warpgroups of 64 */
-#define GF 128                       /* output columns a tile (128 gate + 128 up columns of W) */
+#define GM K_FFN_TILE_M              /* rows a tile: two consumer warpgroups of 64 */
+#define GF K_FFN_TILE_F              /* output columns a tile (128 gate + 128 up columns of W) */
 #define GK 64                        /* K a stage: 128 bytes of bf16, one swizzle row */
 #define STAGES 4
 #define A_TILE (GM * GK * 2)         /* 16 KiB */
@@ -287,38 +287,15 @@ extern "C" int k_gemm_wgmma_ready(k_stream stream)
     return ready;
 }
 
-/* Clusters of two blocks where the row tiles pair up (an odd count would leave a partner idle in
- * every column): 1-2% faster than single blocks at 512 and 2,048 rows, within 1.5% at 8,192
- * (engine/BENCHMARKS.md) */
-static int cluster_for(int rows)
-{
-    const int mt = (rows + GM - 1) / GM;
-    return mt >= 2 && mt % 2 == 0 ? 2 : 1;
-}
-
-/* The units of work for `rows` rows of an FFN of width F: a cluster's cl row tiles of one column
- * tile (tile_at walks them) */
-static int64_t work_units(int rows, int F, int cl)
-{
-    return (int64_t)((rows + GM * cl - 1) / (GM * cl)) * (F / GF);
-}
-
 extern "C" int k_gemm_swiglu_blocks(int rows)
 {
-    const int cl = cluster_for(rows);
+    const int cl = k_gemm_swiglu_cluster(rows);
     return max_clusters[cl] * cl;
 }
 
 extern "C" int k_gemm_swiglu_auto(int rows, int F)
 {
-    const int cl = cluster_for(rows);
-    if (rows <= 0 || F % GF || max_clusters[cl] <= 0)
-        return 0;
-    if (rows <= GM) /* one row tile: reading W dominates */
-        return rows >= 64;
-    const int64_t tiles = work_units(rows, F, 1), units = work_units(rows, F, cl);
-    const int64_t rounds = (units + max_clusters[cl] - 1) / max_clusters[cl];
-    return tiles * 10 >= rounds * max_clusters[cl] * cl * 9;
+    return k_gemm_swiglu_auto_v(rows, F, max_clusters);
 }
 
 extern "C" int k_gemm_swiglu(bf16_t *out, const bf16_t *x, const bf16_t *w, int rows, int K, int F, k_stream stream)
@@ -333,8 +310,8 @@ extern "C" int k_gemm_swiglu(bf16_t *out, const bf16_t *x, const bf16_t *w, int 
     if (tensor_map(&tx, x, rows, K, GM) || tensor_map(&tw, w, 2 * (int64_t)F, K, GF))
         return (int)cudaErrorInvalidValue;
     /* persistent clusters, as many as fit at once or as there are units of work */
-    const int cl = cluster_for(rows);
-    const int64_t units = work_units(rows, F, cl);
+    const int cl = k_gemm_swiglu_cluster(rows);
+    const int64_t units = k_gemm_swiglu_units(rows, F, cl);
     cudaLaunchAttribute at[2];
     const unsigned clusters = (unsigned)(units < max_clusters[cl] ? units : max_clusters[cl]);
     const cudaLaunchConfig_t cfg =

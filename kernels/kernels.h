@@ -70,12 +70,51 @@ int k_gemm_swiglu(bf16_t *out, const bf16_t *x, const bf16_t *w, int rows, int K
 int k_gemm_wgmma_ready(k_stream stream);
 /* The most blocks its persistent grid has for `rows` rows (0 before k_gemm_wgmma_ready). */
 int k_gemm_swiglu_blocks(int rows);
-/* Whether fusing pays for `rows` rows of an FFN of width F (0 before k_gemm_wgmma_ready): one
- * row tile (128 rows) of at least 64 rows, where reading W dominates, or more row tiles that fill
- * the persistent grid's rounds to 90% or more. Measured on the H200 (4096 x 12288, fused over
- * split): 0.91-0.98x from 64 to 128 rows and from 512 on; 1.04-1.17x below 64 rows, 1.15-1.40x at
- * 192-384 rows (two or three rounds, the last a third to half full; engine/BENCHMARKS.md). */
+/* Whether fusing pays for `rows` rows of an FFN of width F on this GPU (0 before
+ * k_gemm_wgmma_ready): k_gemm_swiglu_auto_v with the clusters that fit on it. */
 int k_gemm_swiglu_auto(int rows, int F);
+
+#define K_FFN_TILE_M 128 /* rows of a fused gate/up tile: two consumer warpgroups of 64 */
+#define K_FFN_TILE_F 128 /* output columns of a tile (128 gate + 128 up columns of W) */
+
+/* The fused gate/up GEMM's clusters: two blocks where its row tiles pair up (an odd count would
+ * leave a partner idle in every column), else one: 1-2% faster than single blocks at 512 and
+ * 2,048 rows, within 1.5% at 8,192 (engine/BENCHMARKS.md). */
+static inline int k_gemm_swiglu_cluster(int rows)
+{
+    const int mt = (rows + K_FFN_TILE_M - 1) / K_FFN_TILE_M;
+    return mt >= 2 && mt % 2 == 0 ? 2 : 1;
+}
+
+/* Its units of work for `rows` rows of an FFN of width F: a cluster's cl row tiles of one column
+ * tile. */
+static inline int64_t k_gemm_swiglu_units(int rows, int F, int cl)
+{
+    return (int64_t)((rows + K_FFN_TILE_M * cl - 1) / (K_FFN_TILE_M * cl)) * (F / K_FFN_TILE_F);
+}
+
+/* Whether fusing pays, for a persistent grid of clusters[cl] clusters of cl blocks (cl = 1, 2):
+ * one row tile of at least 64 rows whose column tiles take one round of the grid (reading W
+ * dominates, and every block streams its share once), or more row tiles that fill the grid's
+ * rounds to 90% or more. Measured on the H200, fused over split: LLaDA-8B (4096 x 12288, 96 column
+ * tiles) 0.91-0.98x from 64 to 128 rows and from 512 on, 1.04-1.17x below 64 rows, 1.15-1.40x at
+ * 192-384 rows (two or three rounds, the last a third to half full); Dream-7B (3584 x 18944: 148
+ * column tiles, two rounds on 132 SMs, the second 16 blocks) 1.24-1.39x up to 256 rows
+ * (engine/BENCHMARKS.md, eighth and eighteenth sessions). */
+static inline int k_gemm_swiglu_auto_v(int rows, int F, const int clusters[3])
+{
+    if (rows <= 0 || F <= 0 || F % K_FFN_TILE_F)
+        return 0;
+    const int cl = k_gemm_swiglu_cluster(rows);
+    if (clusters[cl] <= 0)
+        return 0;
+    const int64_t units = k_gemm_swiglu_units(rows, F, cl);
+    if (rows <= K_FFN_TILE_M)
+        return rows >= 64 && units <= clusters[cl];
+    const int64_t tiles = k_gemm_swiglu_units(rows, F, 1);
+    const int64_t rounds = (units + clusters[cl] - 1) / clusters[cl];
+    return tiles * 10 >= rounds * clusters[cl] * cl * 9;
+}
 
 /*
  * Varlen attention over packed segments. Segment s has q_len[s] query rows starting at packed

@@ -145,6 +145,29 @@ START_TEST(attention_tile_order)
 }
 END_TEST
 
+/* The fused FFN's auto rule (kernels.h) on an H200's grid (132 blocks, or 66 clusters of two),
+ * against where fusing measured faster: LLaDA-8B's 96 column tiles fused at 64-128 rows and from
+ * 512 on, split below 64 and at 192-384; Dream-7B's 148 (two rounds for one row tile) split up to
+ * 512 rows, fused from 1,024. */
+START_TEST(fused_ffn_auto_rule)
+{
+    const int h200[3] = {0, 132, 66}, none[3] = {0, 0, 0};
+    const int llada_rows[] = {1, 32, 63, 64, 128, 129, 192, 256, 384, 512, 2048, 8192};
+    const int llada_fused[] = {0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+    for (size_t i = 0; i < sizeof llada_rows / sizeof *llada_rows; i++)
+        ck_assert_msg(k_gemm_swiglu_auto_v(llada_rows[i], 12288, h200) == llada_fused[i], "llada %d rows", llada_rows[i]);
+    const int dream_rows[] = {32, 64, 128, 256, 512, 1024, 2048, 8192};
+    const int dream_fused[] = {0, 0, 0, 0, 0, 1, 1, 1};
+    for (size_t i = 0; i < sizeof dream_rows / sizeof *dream_rows; i++)
+        ck_assert_msg(k_gemm_swiglu_auto_v(dream_rows[i], 18944, h200) == dream_fused[i], "dream %d rows", dream_rows[i]);
+    ck_assert_int_eq(k_gemm_swiglu_units(512, 18944, k_gemm_swiglu_cluster(512)), 2 * 148);
+    ck_assert_int_eq(k_gemm_swiglu_cluster(384), 1); /* three row tiles: no partner for the third */
+    ck_assert_int_eq(k_gemm_swiglu_auto_v(128, 12288, none), 0);  /* no wgmma GEMM on this GPU */
+    ck_assert_int_eq(k_gemm_swiglu_auto_v(128, 12200, h200), 0);  /* F not a multiple of 128 */
+    ck_assert_int_eq(k_gemm_swiglu_auto_v(0, 12288, h200), 0);
+}
+END_TEST
+
 START_TEST(refused_step_changes_nothing)
 {
     struct eng_kv kv;
@@ -200,6 +223,7 @@ int main(void)
     tcase_add_test(tc, pages_reserve_release);
     tcase_add_test(tc, plan_arrays);
     tcase_add_test(tc, attention_tile_order);
+    tcase_add_test(tc, fused_ffn_auto_rule);
     tcase_add_test(tc, refused_step_changes_nothing);
     tcase_add_test(tc, stateless_plan);
     suite_add_tcase(s, tc);
