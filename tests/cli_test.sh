@@ -55,7 +55,8 @@ fi
 # experiments/results/fidelity-h200) and out of sample (a fresh machine instance,
 # experiments/results/fidelity-h200-oos); and the fused engine's (--impl tessera-fused): LLaDA-8B
 # and SDAR-8B, each in and out of sample (fidelity-h200-fused, -fused-oos, -fused-sdar,
-# -fused-sdar-oos); and Dream-7B's (fidelity-h200-dream, -dream-oos); and SDAR-8B's under the
+# -fused-sdar-oos); and Dream-7B's, both engines, in and out of sample (fidelity-h200-dream,
+# -dream-oos, -fused-dream, -fused-dream-oos); and SDAR-8B's under the
 # engine's GQA head packing (launch rules 4: fidelity-h200-sdar-gqa, -fused-sdar-gqa, each in and
 # out of sample: -sdar-gqa-oos, -fused-sdar-gqa-oos). Each
 # in-sample record's calibration is `calib merge` of the profiles it keeps in profiles/ (machine
@@ -67,13 +68,14 @@ current() { # current MODEL IMPL: the record whose calibration is shipped
     case $1-$2 in
         llada-8b-tessera) echo fidelity-h200 ;; llada-8b-tessera-fused) echo fidelity-h200-fused ;;
         sdar-8b-tessera) echo fidelity-h200-sdar-gqa ;; sdar-8b-tessera-fused) echo fidelity-h200-fused-sdar-gqa ;;
-        dream-7b-tessera) echo fidelity-h200-dream ;;
+        dream-7b-tessera) echo fidelity-h200-dream ;; dream-7b-tessera-fused) echo fidelity-h200-fused-dream ;;
     esac
 }
 if command -v python3 >/dev/null 2>&1; then
     for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-fused-sdar \
         fidelity-h200-fused-sdar-oos fidelity-h200-dream fidelity-h200-dream-oos fidelity-h200-sdar-gqa \
-        fidelity-h200-sdar-gqa-oos fidelity-h200-fused-sdar-gqa fidelity-h200-fused-sdar-gqa-oos; do
+        fidelity-h200-sdar-gqa-oos fidelity-h200-fused-sdar-gqa fidelity-h200-fused-sdar-gqa-oos \
+        fidelity-h200-fused-dream fidelity-h200-fused-dream-oos; do
         want="$root/experiments/results/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         case $rec in *fused*) impl=tessera-fused models=llada-8b runs=8 ;; esac
         case $rec in *sdar*) models=sdar-8b runs=8 ;; *dream*) models=dream-7b runs=8 ;; esac
