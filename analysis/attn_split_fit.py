@@ -45,8 +45,9 @@ def parse_shape(text, path, lineno):
     return tuple(groups)
 
 
-def read_sweep(path):
-    """{shape: {splits: median ms}} of one sweep file, the rule's own timings (0) left out"""
+def read_sweep(path, keep_rule=False):
+    """{shape: {splits: median ms}} of one sweep file, the rule's own timings (0) left out unless
+    keep_rule"""
     times = {}
     try:
         f = open(path)
@@ -68,7 +69,7 @@ def read_sweep(path):
             if not ms > 0:
                 sys.exit(f"{path}:{lineno}: ms: {tok[2]} is not positive")
             splits = int(tok[0])
-            if splits > 0:
+            if splits > 0 or keep_rule:
                 times.setdefault(parse_shape(tok[1], path, lineno), {}).setdefault(splits, []).append(ms)
     if not times:
         sys.exit(f"{path}: no forced-split timings")

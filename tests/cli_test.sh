@@ -104,6 +104,17 @@ if command -v python3 >/dev/null 2>&1; then
             "$want/fidelity.csv" "$tmp/$rec/fidelity.csv" | head -3)
         if [ "$n" -eq $runs ] && [ -z "$differ" ]; then ok; else bad "$rec on recorded H200 steps: $n runs, differing from the record: $differ"; sed 's/^/    /' "$tmp/out" >&2; fi
     done
+    # each out-of-sample record priced by its in-sample sibling's calibrations; SDAR-8B's launch-rules-3
+    # pair keeps the calibration before the long-cache rows its in-sample siblings gained (README.md)
+    for o in "$root"/experiments/results/fidelity-h200*-oos; do
+        for c in "$o"/calib-*.csv.gz; do
+            case $(basename "$o")/$(basename "$c") in
+                fidelity-h200-oos/calib-sdar-8b.csv.gz | fidelity-h200-fused-sdar-oos/calib-sdar-8b.csv.gz) continue ;;
+            esac
+            if cmp -s <(gzip -dc "$c") <(gzip -dc "${o%-oos}/$(basename "$c")"); then ok
+            else bad "$(basename "$o"): $(basename "$c") is not its in-sample record's"; fi
+        done
+    done
     # calib merge reads profile databases too (engine profile's engine_profile table): the shipped
     # calibration's rows as a database, merged with its CSV, give the CSV back
     python3 - "$root/sim/data/calib/h200-llada-8b-tessera.csv" "$tmp/prof.db" <<'PY'
@@ -150,6 +161,16 @@ PY
     printf '3 2:32:480 0.1\n1 2:32:480 x\n' >"$tmp/splits.txt"
     expect 1 "attn_split_fit.py, a bad time" -- python3 "$root/analysis/attn_split_fit.py" "$tmp/splits.txt"
     contains "attn_split_fit.py names file, line and field" "splits.txt:2: ms: 'x' is not a number"
+    # analysis/attn_pack_eval.py on the recorded sweep of packed launches: what engine/BENCHMARKS.md quotes
+    expect 0 "attn_pack_eval.py" -- python3 "$root/analysis/attn_pack_eval.py"
+    contains "attn_pack_eval.py: the rule against the best forced count" "geometric mean 1.013, worst 1.143, 5 above 1.05"
+    contains "attn_pack_eval.py: unpacked over packed" "50 shapes: geometric mean 1.51, 1.03-2.69"
+    printf '1 0 2:32:480 0.1\n# unpacked 2:32:480 none\n' >"$tmp/pack.txt"
+    expect 1 "attn_pack_eval.py, a bad unpacked time" -- python3 "$root/analysis/attn_pack_eval.py" "$tmp/pack.txt"
+    contains "attn_pack_eval.py names file, line and field" "pack.txt:2: ms: 'none' is not a number"
+    printf '1 2 2:32:480 0.1\n' >"$tmp/pack.txt"
+    expect 1 "attn_pack_eval.py, no timing under the rule" -- python3 "$root/analysis/attn_pack_eval.py" "$tmp/pack.txt"
+    contains "attn_pack_eval.py names the shape" "2:32:480: no timing under the rule"
 else
     echo "cli: note: python3 not found; the recorded-fidelity and split-fit checks are skipped" >&2
 fi
