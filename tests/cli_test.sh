@@ -195,21 +195,29 @@ for rec in long-sdar-h200 long-sdar-gqa-h200 long-dream-h200; do
         else bad "$rec/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$root/experiments/results/$rec/eval-$w.txt" | head >&2; fi
     done
 done
-# the live-h200 record: its recorded live runs re-predicted by the calibrations of the engine it ran
-# (fidelity-h200's: launch rules 3, before the GQA head packing; live.sh REUSE_LIVE=1, no GPU) give
-# the errors live.csv records, row by row (within 0.15 points)
-live="$root/experiments/results/live-h200"
-mkdir -p "$tmp/live/runs" "$tmp/live/cal"
-tar xzf "$live/live-runs.tgz" -C "$tmp/live/runs"
+# the live records: their recorded live runs re-predicted without a GPU (live.sh REUSE_LIVE=1) give
+# the errors live.csv records, row by row (within 0.15 points).
+# live_check REC MODELS ROWS [CALIB_DIR]: CALIB_DIR's calibrations, or the shipped ones
+live_check() {
+    local rec=$1 models=$2 rows=$3 want="$root/experiments/results/$1" dir="$tmp/$1" differ n
+    mkdir -p "$dir/runs"
+    tar xzf "$want/live-runs.tgz" -C "$dir/runs"
+    CALIB_DIR=${4:-} SCRATCH="$dir/runs" REUSE_LIVE=1 TESSERA=$bin bash "$root/experiments/live.sh" "$dir/out" "$models" \
+        >"$tmp/out" 2>&1
+    differ=$(awk -F, 'NR == FNR { want[$1 FS $2 FS $3 FS $4 FS $5 FS $6] = $9; next }
+        FNR > 1 { k = $1 FS $2 FS $3 FS $4 FS $5 FS $6; d = $9 - want[k]; if (!(k in want) || d * d > 0.0225) print k }' \
+        "$want/live.csv" "$dir/out/live.csv" | head -3)
+    n=$(tail -n +2 "$dir/out/live.csv" 2>/dev/null | wc -l)
+    if [ "$n" -eq "$rows" ] && [ -z "$differ" ]; then ok; else bad "$rec re-predicted: $n rows, differing from the record: $differ"; fi
+}
+# live-h200 by the calibrations of the engine it ran (fidelity-h200's: launch rules 3, before the
+# GQA head packing); live-h200-rules4 (the engine of launch rules 4, three models) by the shipped ones
+mkdir -p "$tmp/live-cal"
 for m in llada-8b sdar-8b; do
-    gzip -dc "$root/experiments/results/fidelity-h200/calib-$m.csv.gz" >"$tmp/live/cal/calib-$m.csv"
+    gzip -dc "$root/experiments/results/fidelity-h200/calib-$m.csv.gz" >"$tmp/live-cal/calib-$m.csv"
 done
-CALIB_DIR="$tmp/live/cal" SCRATCH="$tmp/live/runs" REUSE_LIVE=1 TESSERA=$bin bash "$root/experiments/live.sh" "$tmp/live/out" >"$tmp/out" 2>&1
-differ=$(awk -F, 'NR == FNR { want[$1 FS $2 FS $3 FS $4 FS $5 FS $6] = $9; next }
-    FNR > 1 { k = $1 FS $2 FS $3 FS $4 FS $5 FS $6; d = $9 - want[k]; if (!(k in want) || d * d > 0.0225) print k }' \
-    "$live/live.csv" "$tmp/live/out/live.csv" | head -3)
-n=$(tail -n +2 "$tmp/live/out/live.csv" 2>/dev/null | wc -l)
-if [ "$n" -eq 160 ] && [ -z "$differ" ]; then ok; else bad "live-h200 re-predicted: $n rows, differing from the record: $differ"; fi
+live_check live-h200 "llada-8b sdar-8b" 160 "$tmp/live-cal"
+live_check live-h200-rules4 "llada-8b sdar-8b dream-7b" 240
 
 # JSON summary is one valid object
 expect 0 "sim --json" -- $bin sim --json --quiet --requests 20
