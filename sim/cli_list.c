@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -67,6 +68,13 @@ static void list_decode(void)
     json_decref(root);
 }
 
+/* scandir's filter: the files named *.csv */
+static int is_csv(const struct dirent *de)
+{
+    const size_t n = strlen(de->d_name);
+    return n > 4 && strcmp(de->d_name + n - 4, ".csv") == 0;
+}
+
 int cli_list(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "";
@@ -95,14 +103,14 @@ int cli_list(int argc, char **argv)
         sim_config_defaults(&c);
         char dir[CFG_PATH + 16];
         snprintf(dir, sizeof dir, "%s/calib", c.datadir);
-        DIR *d = opendir(dir);
-        struct dirent *de;
+        struct dirent **names = NULL;
+        const int n = scandir(dir, &names, is_csv, alphasort); /* sorted; < 0: no such folder */
         printf("calibrations in %s (GPU-MODEL-IMPL.csv, used by --cost calibrated):\n", dir);
-        while (d && (de = readdir(d)))
-            if (strstr(de->d_name, ".csv"))
-                printf("  %s\n", de->d_name);
-        if (d)
-            closedir(d);
+        for (int i = 0; i < n; i++) {
+            printf("  %s\n", names[i]->d_name);
+            free(names[i]);
+        }
+        free(names);
     } else if (strcmp(what, "impls") == 0) {
         impl_list(buf, sizeof buf);
         printf("%s\n", buf);

@@ -547,6 +547,9 @@ grep -qE "^ +attention +[0-9.]+ +30\.0%" "$tmp/out" && grep -qE "^ +gate_up +[0-
 # lists
 for w in models gpus policies schedulers systems impls calibrations decode; do expect 0 "list $w" -- $bin list $w; done
 contains "list decode" "threshold:llada-gsm8k"
+expect 0 "list calibrations" -- $bin list calibrations
+if [ "$(tail -n +2 "$tmp/out" | sed 's/^  //')" = "$(cd "$root/sim/data/calib" && LC_ALL=C ls -1 -- *.csv)" ]; then ok
+else bad "list calibrations: not the shipped calibrations in name order"; sed 's/^/    /' "$tmp/out" >&2; fi
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
