@@ -847,13 +847,19 @@ static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, in
     a->pack = P, a->splits = splits, a->tile_keys = short_kv_tiles ? 32 : 64;
 }
 
+/* The attention features and launch of a step, as the calibration's model and rules read them */
+static void attn_step(const struct calib *c, const struct step_desc *sd, struct attn_acc *acc)
+{
+    memset(acc, 0, sizeof *acc);
+    for (int32_t i = 0; i < sd->num_segs; i++)
+        attn_add(acc, sd->segs[i].q, sd->segs[i].kv, sd->attn_block);
+    attn_finish(acc, c->heads, c->kv_heads, c->sms, c->attn_rules);
+}
+
 void calib_attn_launch(const struct calib *c, const struct step_desc *sd, struct calib_attn_launch *out)
 {
     struct attn_acc acc;
-    memset(&acc, 0, sizeof acc);
-    for (int32_t i = 0; i < sd->num_segs; i++)
-        attn_add(&acc, sd->segs[i].q, sd->segs[i].kv, sd->attn_block);
-    attn_finish(&acc, c->heads, c->kv_heads, c->sms, c->attn_rules);
+    attn_step(c, sd, &acc);
     *out = (struct calib_attn_launch){.rules = c->attn_rules, .wgmma_segs = acc.long_segs,
                                       .mma_segs = acc.short_segs, .heads_a_block = acc.pack,
                                       .splits = acc.splits, .tile_keys = acc.tile_keys};
@@ -1139,10 +1145,7 @@ int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapo
         }
         double attn = 0;
         struct attn_acc acc;
-        memset(&acc, 0, sizeof acc);
-        for (int32_t i = 0; i < sd->num_segs; i++)
-            attn_add(&acc, sd->segs[i].q, sd->segs[i].kv, sd->attn_block);
-        attn_finish(&acc, c->heads, c->kv_heads, c->sms, c->attn_rules);
+        attn_step(c, sd, &acc);
         for (int j = 0; j < ATTN_FEATURES; j++)
             attn += c->beta[j] * acc.f[j];
         attn = fmax(attn, 0.0);
