@@ -397,30 +397,32 @@ static int launch_pack(const k_attn_args *a)
     return k_attention_head_pack_v(K_ATTN_RULES, a->H, a->Hkv, a->max_q_len, a->max_key_len);
 }
 
-/* The key splits of an mma.sync launch over a's tiles */
-static int launch_splits(const k_attn_args *a)
-{
-    if (!a->ws || a->num_tiles <= 0 || a->wg_min_q > 0)
-        return 1;
-    /* the launch rules' count (k_attention_split_rule, over P packed heads' blocks), or the
-     * caller's (k_attn_args.splits) */
-    int splits = a->splits > 0 ? min(min(a->splits, K_ATTN_MAX_SPLITS), max(1, (a->max_key_len + 63) / 64))
-                               : k_attention_split_rule(launch_pack(a), a->num_tiles, a->T, a->H, k_num_sms(),
-                                                        a->max_key_len);
-    while (splits > 1 && (int64_t)splits * a->T * a->H * (a->d + 2) * 4 > a->ws_bytes)
-        splits--;
-    return splits;
-}
+/* An mma.sync launch over a's tiles, resolved once: the query heads a block takes together, the
+ * key splits and the keys a K/V tile holds */
+struct mma_launch {
+    int P, splits, tile_keys;
+};
 
-/* Beside the wgmma kernel the keys are not split, but the tile size is the one the launch would
- * take alone: with few blocks an SM 32-key tiles lose (1 x 512 beside 4 x 16 over 3,000 cached:
- * 0.108 against 0.094 ms) */
-static int launch_tile_keys(const k_attn_args *a)
+static mma_launch launch_plan(const k_attn_args *a)
 {
-    const int P = launch_pack(a);
-    const int splits = a->wg_min_q > 0 ? k_attention_split_rule(1, a->num_tiles, a->T, a->H, k_num_sms(), a->max_key_len)
-                                       : launch_splits(a);
-    return k_attention_short_kv_tiles(splits, (int64_t)a->T * P, a->num_tiles) ? TN_SHORT : TN_LONG;
+    mma_launch l;
+    l.P = launch_pack(a);
+    /* the launch rules' count (k_attention_split_rule, over P packed heads' blocks), or the
+     * caller's (k_attn_args.splits); none beside the wgmma kernel */
+    l.splits = 1;
+    if (a->ws && a->num_tiles > 0 && a->wg_min_q <= 0) {
+        l.splits = a->splits > 0 ? min(min(a->splits, K_ATTN_MAX_SPLITS), max(1, (a->max_key_len + 63) / 64))
+                                 : k_attention_split_rule(l.P, a->num_tiles, a->T, a->H, k_num_sms(), a->max_key_len);
+        while (l.splits > 1 && (int64_t)l.splits * a->T * a->H * (a->d + 2) * 4 > a->ws_bytes)
+            l.splits--;
+    }
+    /* Beside the wgmma kernel the keys are not split, but the tile size is the one the launch
+     * would take alone: with few blocks an SM 32-key tiles lose (1 x 512 beside 4 x 16 over 3,000
+     * cached: 0.108 against 0.094 ms) */
+    const int alone = a->wg_min_q > 0 ? k_attention_split_rule(1, a->num_tiles, a->T, a->H, k_num_sms(), a->max_key_len)
+                                      : l.splits;
+    l.tile_keys = k_attention_short_kv_tiles(alone, (int64_t)a->T * l.P, a->num_tiles) ? TN_SHORT : TN_LONG;
+    return l;
 }
 
 /* The arguments k_attention's mma.sync launch gets */
@@ -432,7 +434,7 @@ static k_attn_args mma_args(const k_attn_args *a)
 extern "C" int k_attention_splits(const struct k_attn_args *a)
 {
     const k_attn_args b = mma_args(a);
-    return launch_splits(&b);
+    return launch_plan(&b).splits;
 }
 
 /* Query tiles of at most 32 rows on average without key split (Reuse steps of many sequences)
@@ -441,7 +443,7 @@ extern "C" int k_attention_splits(const struct k_attn_args *a)
 extern "C" int k_attention_tile_keys(const struct k_attn_args *a)
 {
     const k_attn_args b = mma_args(a);
-    return launch_tile_keys(&b);
+    return launch_plan(&b).tile_keys;
 }
 
 extern "C" int k_attention_head_pack(const struct k_attn_args *a)
@@ -473,11 +475,11 @@ template <int D, int TN, int MINB> static cudaError_t launch_tiles(const struct 
 
 template <int D> static int launch(const struct k_attn_args *a, cudaStream_t stream)
 {
-    const int splits = launch_splits(a), P = launch_pack(a);
-    cudaError_t e = launch_tile_keys(a) == TN_SHORT ? launch_tiles<D, TN_SHORT, 4>(a, splits, P, stream)
-                                                    : launch_tiles<D, TN_LONG, 2>(a, splits, P, stream);
-    if (e == cudaSuccess && splits > 1)
-        e = k_launch(combine_kernel<D>, dim3((unsigned)a->T, (unsigned)a->H), dim3(D), 0, stream, *a, splits);
+    const mma_launch l = launch_plan(a);
+    cudaError_t e = l.tile_keys == TN_SHORT ? launch_tiles<D, TN_SHORT, 4>(a, l.splits, l.P, stream)
+                                            : launch_tiles<D, TN_LONG, 2>(a, l.splits, l.P, stream);
+    if (e == cudaSuccess && l.splits > 1)
+        e = k_launch(combine_kernel<D>, dim3((unsigned)a->T, (unsigned)a->H), dim3(D), 0, stream, *a, l.splits);
     return (int)e;
 }
 
