@@ -1,15 +1,21 @@
 # tessera: a simulator (C11) and a CUDA engine for serving diffusion LLMs.
 #
-#   make run         build, install missing Debian packages (as root), run the default simulation
-#   make check       build and run every CPU test (unit suites, golden scenarios, CLI checks,
-#                    then the whole suite again under AddressSanitizer + UBSan)
+#   make run         build the simulator, install missing Debian packages (as root), run the default simulation
+#   make check       build everything and run every CPU test (unit suites, golden scenarios, CLI checks,
+#                    then the unit suites again under AddressSanitizer + UBSan)
+#   make engine      build the CUDA engine (wherever nvcc is found; `make` builds it too)
 #   make check-gpu   (GPU machine) the engine's kernels and steps against the CPU reference
 #   make bench-sim, make bench-engine, make bench-gemm, make bench-gemm-rows (GPU machine)
-#   make check-valgrind, make fuzz FUZZ_SECONDS=N, make clean      (V=1: show commands)
+#   make check-valgrind, make check-layers, make fuzz FUZZ_SECONDS=N, make clean      (V=1: show commands)
 #
 # Objects live in build/ (build/asan for the sanitizer build). Settings: CC, CFLAGS, NVCC,
 # CUDA_ARCH (sm_90), NO_CUDA=1 (simulator only), DEPS=dir (headers and libraries unpacked from
 # Debian packages under dir/usr, for machines without them installed).
+#
+# Layers (each directory compiles against the include paths of its floor, so a header from a floor
+# above does not compile): sim/core is the ground floor; sim/ (the simulator), traces/, engine/ (the
+# engine proper) and kernels/ stand on it; the command line (sim/cli_*.c, sim/main.c) and the engine's
+# harness (engine/harness/) tie them together.
 
 CC ?= cc
 CLANG ?= clang
@@ -22,7 +28,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 DATADIR := $(CURDIR)/sim/data
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-BASE_CFLAGS := -std=c11 $(WARN) -Isim -Itraces -MMD -MP -DTS_DATADIR='"$(DATADIR)"' \
+BASE_CFLAGS := -std=c11 $(WARN) -MMD -MP -DTS_DATADIR='"$(DATADIR)"' \
     -DTS_SRCDIR='"$(CURDIR)"'
 OPT ?= -O2 -g
 CFLAGS ?=
@@ -33,6 +39,18 @@ DEPS_ABS := $(abspath $(DEPS))
 BASE_CFLAGS += -I$(DEPS_ABS)/usr/include
 LIBS := -L$(DEPS_ABS)/usr/lib/x86_64-linux-gnu -Wl,--disable-new-dtags,-rpath,$(DEPS_ABS)/usr/lib/x86_64-linux-gnu $(LIBS)
 endif
+
+# Include paths by floor: a file sees its own floor and those below it, nothing above.
+INC_CORE := -Isim/core
+INC_TRACES := $(INC_CORE) -Itraces
+INC_SIM := $(INC_CORE) -Itraces -Isim
+INC_ENGINE := $(INC_CORE) -Iengine -Ikernels
+INC_KERNELS := $(INC_CORE) -Ikernels
+INC_TOP := $(INC_SIM) -Iengine -Iengine/harness -Ikernels
+# the command line and the harness stand on every floor
+TOP_SRC := sim/main.c $(wildcard sim/cli_*.c) $(wildcard engine/harness/*.c)
+inc_for = $(if $(filter $(TOP_SRC),$1),$(INC_TOP),$(if $(filter sim/core/%,$1),$(INC_CORE),$(if \
+    $(filter traces/%,$1),$(INC_TRACES),$(if $(filter sim/%,$1),$(INC_SIM),$(if $(filter engine/%,$1),$(INC_ENGINE),$(INC_TOP))))))
 
 # The engine is built wherever nvcc is found (said out loud); the simulator never needs it.
 ifeq ($(NO_CUDA),)
@@ -48,7 +66,7 @@ comma := ,
 CUDA_CC := $(patsubst sm_%,%,$(CUDA_ARCH))
 NVCCFLAGS ?= -O3 -std=c++17 -lineinfo
 # Hopper also gets an sm_90a image: the wgmma attention kernel exists only there
-ALL_NVCCFLAGS := $(NVCCFLAGS) -Isim -Ikernels -gencode arch=compute_$(CUDA_CC),code=sm_$(CUDA_CC) \
+ALL_NVCCFLAGS := $(NVCCFLAGS) $(INC_KERNELS) -gencode arch=compute_$(CUDA_CC),code=sm_$(CUDA_CC) \
     $(if $(filter 90,$(CUDA_CC)),-gencode arch=compute_90a$(comma)code=sm_90a) \
     -gencode arch=compute_$(CUDA_CC),code=compute_$(CUDA_CC) -MMD -MP
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
@@ -61,11 +79,13 @@ endif
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread -lm)
 
 # the library: everything but main.c, plus the engine's host code that needs no GPU
-ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_anchor.c engine/eng_grid.c engine/eng_act.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c engine/eng_safetensors.c
-LIB_SRC := $(filter-out sim/main.c,$(wildcard sim/*.c)) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
-ENGINE_GPU_SRC := engine/eng_arena.c engine/eng_cuda.c engine/eng_gemm.c engine/eng_check.c engine/eng_bench.c engine/eng_replay.c engine/eng_live.c engine/eng_lmax.c engine/cli_engine.c
+ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_act.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c \
+    engine/eng_safetensors.c engine/harness/eng_anchor.c engine/harness/eng_grid.c
+LIB_SRC := $(filter-out sim/main.c,$(wildcard sim/core/*.c sim/*.c)) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
+ENGINE_GPU_SRC := engine/eng_arena.c engine/eng_cuda.c engine/eng_gemm.c engine/harness/eng_check.c \
+    engine/harness/eng_bench.c engine/harness/eng_replay.c engine/harness/eng_live.c engine/harness/eng_lmax.c \
+    engine/harness/cli_engine.c
 KERNEL_SRC := $(wildcard kernels/*.cu)
-BASE_CFLAGS += -Iengine -Ikernels
 TEST_SRC := $(wildcard tests/check_*.c)
 TEST_COMMON := tests/test_util.c
 
@@ -81,19 +101,24 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # The version is compiled into sim/version.o only, rebuilt when it changes.
 VERSION_FILE := $(BUILD)/version.txt
 $(shell mkdir -p $(BUILD); [ "$$(cat $(VERSION_FILE) 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" > $(VERSION_FILE))
-$(BUILD)/sim/version.o: sim/version.c $(VERSION_FILE) $(STAMP) | deps
+$(BUILD)/sim/core/version.o: sim/core/version.c $(VERSION_FILE) $(STAMP) | deps
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) -DTS_VERSION='"$(VERSION)"' -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(INC_CORE) -DTS_VERSION='"$(VERSION)"' -c $< -o $@
 ENGINE_OBJ := $(if $(HAVE_CUDA),$(ENGINE_GPU_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SRC:%.cu=$(BUILD)/%.o))
 TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run check check-unit check-asan check-valgrind bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu fuzz deps clean help
+.PHONY: all engine run check check-unit check-asan check-layers check-valgrind bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu fuzz deps clean help
 
-all: $(BUILD)/tessera
+ENGINE_LIB := $(if $(HAVE_CUDA),$(BUILD)/libtessera_engine.so)
+all: $(BUILD)/tessera $(ENGINE_LIB)
+
+# the engine alone (tessera engine loads it from beside the executable)
+engine: $(BUILD)/tessera
+	@$(if $(HAVE_CUDA),$(MAKE) --no-print-directory $(ENGINE_LIB),echo "make engine: nvcc not found (NVCC=$(NVCC)); the engine is not built" >&2; exit 2)
 
 help:
-	@sed -n '3,11p' Makefile
+	@sed -n '3,13p' Makefile
 
 deps:
 	@$(if $(DEPS),true,bash .ci/install-deps)
@@ -104,12 +129,12 @@ Q := $(if $(V),,@)
 $(BUILD)/%.o: %.c $(STAMP) | deps
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(call inc_for,$<) -c $< -o $@
 
 $(BUILD)/engine/%.o: engine/%.c $(STAMP) | deps
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $(if $(filter $<,$(ENGINE_GPU_SRC)),$(ENGINE_CFLAGS) -fPIC) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(call inc_for,$<) $(if $(filter $<,$(ENGINE_GPU_SRC)),$(ENGINE_CFLAGS) -fPIC) -c $< -o $@
 
 $(BUILD)/kernels/%.o: kernels/%.cu $(STAMP)
 	@mkdir -p $(dir $@)
@@ -126,7 +151,7 @@ $(BUILD)/libtessera.a: $(LIB_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(BUILD)/tessera: $(BUILD)/sim/main.o $(BUILD)/libtessera.a $(if $(HAVE_CUDA),$(BUILD)/libtessera_engine.so)
+$(BUILD)/tessera: $(BUILD)/sim/main.o $(BUILD)/libtessera.a
 	@$(if $(V),,echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $(BUILD)/sim/main.o -Wl,--whole-archive $(BUILD)/libtessera.a \
 	    -Wl,--no-whole-archive $(LIBS) -ldl
@@ -134,13 +159,13 @@ $(BUILD)/tessera: $(BUILD)/sim/main.o $(BUILD)/libtessera.a $(if $(HAVE_CUDA),$(
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/test_util.h tests/golden.h $(BUILD)/libtessera.a | deps
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LINK    $@")
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_COMMON) $(BUILD)/libtessera.a $(LIBS) $(CHECK_LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(INC_TOP) -o $@ $< $(TEST_COMMON) $(BUILD)/libtessera.a $(LIBS) $(CHECK_LIBS)
 
 run: $(BUILD)/tessera
 	./$(BUILD)/tessera sim --no-progress
 
 # the unit suites (one per module), golden scenarios and the command-line checks
-check-unit: $(BUILD)/tessera $(TESTS)
+check-unit: all $(TESTS)
 	@bash tests/run_all.sh $(CURDIR)/$(BUILD)/tessera $(TESTS)
 
 check: check-unit
@@ -152,6 +177,10 @@ check-asan:
 	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    check-unit
 
+# the include graph keeps the floors (sim/core at the bottom; tests/check_layers.sh)
+check-layers:
+	@bash tests/check_layers.sh
+
 check-valgrind: $(BUILD)/tessera $(TESTS)
 	@set -e; for t in $(TESTS); do CK_FORK=no valgrind -q --error-exitcode=3 --leak-check=full \
 	    --errors-for-leak-kinds=definite ./$$t; done
@@ -162,7 +191,7 @@ bench-sim: $(BUILD)/tessera
 # GPU machine only: kernels and steps against the CPU reference; the engine benchmark beside
 # PyTorch (SDPA on the same shapes, and the anchor script when ANCHOR=path/to/torch_llada_step.py,
 # then the engine on every shape the anchor ran, beside its times: engine_anchor.jsonl)
-check-gpu: $(BUILD)/tessera
+check-gpu: all
 	./$(BUILD)/tessera engine check
 	bash tests/live_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/lmax_gpu_test.sh ./$(BUILD)/tessera
@@ -170,7 +199,7 @@ check-gpu: $(BUILD)/tessera
 	bash tests/anchor_gpu_test.sh ./$(BUILD)/tessera
 
 BENCH_OUT ?= $(BUILD)
-bench-engine: $(BUILD)/tessera
+bench-engine: all
 	@mkdir -p $(BENCH_OUT)
 	./$(BUILD)/tessera engine bench --json $(BENCH_OUT)/engine_bench.jsonl --warm-trace $(BENCH_OUT)/warm_trace.csv
 	python3 engine/bench/sdpa_bench.py | tee -a $(BENCH_OUT)/engine_bench.jsonl
@@ -188,7 +217,7 @@ bench-engine: $(BUILD)/tessera
 GEMM_BENCH_SRC := engine/bench/gemm_bench.cu kernels/elementwise.cu kernels/attention.cu \
     kernels/attention_wgmma.cu kernels/gemm_wgmma.cu
 $(BUILD)/gemm_bench: $(GEMM_BENCH_SRC) engine/bench/bench_check.h $(wildcard kernels/*.h kernels/*.cuh kernels/*.inc)
-	$(NVCC) -O3 -std=c++17 -arch=sm_90a -Isim -Ikernels $(GEMM_BENCH_SRC) -lcublas -o $@
+	$(NVCC) -O3 -std=c++17 -arch=sm_90a $(INC_KERNELS) $(GEMM_BENCH_SRC) -lcublas -o $@
 bench-gemm: $(BUILD)/gemm_bench
 	./$(BUILD)/gemm_bench 4096 12288 $(or $(GEMM_ROWS),32 512 2048 8192)
 
@@ -196,7 +225,7 @@ bench-gemm: $(BUILD)/gemm_bench
 # (engine/bench/gemm_rows.cu; GEMM_PEAK, GEMM_BW: engine bench's ceilings; GEMM_ROWS: 1 to 512)
 GEMM_ROWS_SRC := engine/bench/gemm_rows.cu kernels/elementwise.cu
 $(BUILD)/gemm_rows: $(GEMM_ROWS_SRC) engine/bench/bench_check.h kernels/kernels.h
-	$(NVCC) -O3 -std=c++17 -arch=sm_90 -Isim -Ikernels $(GEMM_ROWS_SRC) -lcublasLt -lcublas -o $@
+	$(NVCC) -O3 -std=c++17 -arch=sm_90 $(INC_KERNELS) $(GEMM_ROWS_SRC) -lcublasLt -lcublas -o $@
 bench-gemm-rows: $(BUILD)/gemm_rows
 	./$(BUILD)/gemm_rows $(or $(GEMM_PEAK),775) $(or $(GEMM_BW),4.23) $(GEMM_ROWS)
 
@@ -205,7 +234,7 @@ FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file fuzz_safetensors fuzz_cali
 fuzz:
 	@mkdir -p $(BUILD)/fuzz
 	@set -e; for f in $(FUZZERS); do \
-	    $(CLANG) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isim -Itraces -Iengine -Ikernels \
+	    $(CLANG) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(INC_TOP) \
 	        -o $(BUILD)/fuzz/$$f tests/fuzz/$$f.c $(LIB_SRC) $(LIBS); \
 	    mkdir -p $(BUILD)/fuzz/corpus-$$f; cp -n tests/fuzz/seeds/$$f/* $(BUILD)/fuzz/corpus-$$f/ 2>/dev/null || true; \
 	    echo "fuzzing $$f for $(FUZZ_SECONDS) s"; \

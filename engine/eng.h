@@ -63,9 +63,6 @@ struct eng_opts {
 #define ENG_TIMED_S 1.0
 
 void eng_opts_defaults(struct eng_opts *o);
-/* The engine as the simulator's implementation profile impl_name runs it: one with a fused FFN
- * (tessera-fused) sets ffn to 1; any other name, or none, leaves o as it is. */
-void eng_opts_follow_impl(struct eng_opts *o, const char *impl_name);
 
 struct eng_mem {
     int64_t weights, workspace, blas_workspace, kv_pool, total; /* workspace: activation budget */

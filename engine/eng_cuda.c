@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cost.h"
+#include "cost_op.h"
 #include "eng_act.h"
 #include "eng_arena.h"
 #include "eng_cuda_check.h"
@@ -130,13 +130,6 @@ void eng_opts_defaults(struct eng_opts *o)
     }
     const char *cache = getenv("TESSERA_GEMM_CACHE");
     o->gemm_cache = cache && *cache ? cache : NULL;
-}
-
-void eng_opts_follow_impl(struct eng_opts *o, const char *impl_name)
-{
-    struct impl_profile ip;
-    if (impl_name && impl_resolve(impl_name, &ip, NULL) == 0 && ip.fused_ffn)
-        o->ffn = 1;
 }
 
 const char *eng_device_name(const struct eng *e) { return e->device; }

@@ -158,12 +158,12 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
             p->logit_idx[r++] = row + i;
         row += g->q;
     }
-    /* the query tiles in the order the attention kernels want (k_attention_tiles) */
+    /* the query tiles in the order the attention kernels want (attn_tiles) */
     for (int32_t s = 0; s < S; s++)
-        ntiles += (sd->segs[s].q + K_ATTN_TILE_M - 1) / K_ATTN_TILE_M;
+        ntiles += (sd->segs[s].q + ATTN_TILE_M - 1) / ATTN_TILE_M;
     ts_grow((void **)&p->tiles, &p->cap_tiles, (size_t)(2 * ntiles), sizeof(int32_t));
     int long_tiles = 0, long_rows = 0, wg_tiles = 0;
-    ntiles = k_attention_tiles(S, p->q_len, p->tiles, &long_tiles, &long_rows, &wg_tiles);
+    ntiles = attn_tiles(S, p->q_len, p->tiles, &long_tiles, &long_rows, &wg_tiles);
     p->T = (int32_t)T;
     p->S = S;
     p->R = (int32_t)R;

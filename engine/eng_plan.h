@@ -42,8 +42,8 @@ struct eng_plan {
     int32_t T, S, R, num_tiles, num_page_refs;
     int32_t max_key_len; /* the longest segment's kv + q */
     int32_t min_q, max_q; /* the shortest and the longest segment's q */
-    int32_t long_tiles, long_rows, wg_tiles; /* k_attn_args' fields (k_attention_tiles): the tiles
-                                              * and rows of the segments of at least K_ATTN_LONG_Q
+    int32_t long_tiles, long_rows, wg_tiles; /* k_attn_args' fields (attn_tiles): the tiles
+                                              * and rows of the segments of at least ATTN_LONG_Q
                                               * rows, whose tiles come first, those at multiples of
                                               * 128 rows (wg_tiles of them) before the others */
     /* per token [T] */

@@ -22,14 +22,14 @@
  * the key range is split over gridDim.z blocks writing unnormalised partial O, max and sum in fp32;
  * combine_kernel merges them. GQA maps query head h to K/V head h / (H / Hkv). Where every segment
  * is short and a K/V head serves several query heads (GQA Reuse steps), a block takes P = 2 or 4
- * of them together (k_attention_head_pack_v): its 64 query rows are P heads' 64 / P rows, so each
+ * of them together (attn_head_pack_v): its 64 query rows are P heads' 64 / P rows, so each
  * K/V tile is read once for P heads and every warp has rows.
  */
 #include <float.h>
 
 #include "attention_frag.cuh"
 
-#define TM K_ATTN_TILE_M
+#define TM ATTN_TILE_M
 #define PAD 8
 /* keys a K/V tile: 64, or 32 in launches of short query tiles (attention_kernel) */
 #define TN_LONG 64
@@ -351,7 +351,7 @@ static __global__ void combine_kernel(const k_attn_args a, int splits)
 static k_attn_args short_args(const k_attn_args *a)
 {
     k_attn_args b = *a;
-    b.wg_min_q = K_ATTN_LONG_Q;
+    b.wg_min_q = ATTN_LONG_Q;
     if (a->long_tiles > 0 && a->long_tiles < a->num_tiles) {
         b.tiles = a->tiles + 2 * (size_t)a->long_tiles;
         b.num_tiles = a->num_tiles - a->long_tiles;
@@ -365,20 +365,20 @@ static k_attn_args short_args(const k_attn_args *a)
 static k_attn_args long_args(const k_attn_args *a, bool mixed)
 {
     k_attn_args b = *a;
-    b.wg_min_q = mixed ? K_ATTN_LONG_Q : 0;
+    b.wg_min_q = mixed ? ATTN_LONG_Q : 0;
     if (mixed && a->long_tiles > 0 && a->long_tiles < a->num_tiles)
         b.num_tiles = a->long_tiles;
     return b;
 }
 
 /* How auto runs a's segments: 0, all on the mma.sync kernel; 1, all on the wgmma kernel; 2, the
- * segments of at least K_ATTN_LONG_Q rows on the wgmma kernel and the others on the mma.sync
+ * segments of at least ATTN_LONG_Q rows on the wgmma kernel and the others on the mma.sync
  * kernel (where the lengths are not known, both walk every tile) */
 static int auto_mode(const k_attn_args *a)
 {
     const bool known = a->max_q_len > 0;
-    const bool any_long = !known || a->max_q_len >= K_ATTN_LONG_Q, any_short = !known || a->min_q_len < K_ATTN_LONG_Q;
-    if (!any_long || k_attention_long_on_mma(a->long_tiles, a->H, k_num_sms(), a->max_key_len))
+    const bool any_long = !known || a->max_q_len >= ATTN_LONG_Q, any_short = !known || a->min_q_len < ATTN_LONG_Q;
+    if (!any_long || attn_long_on_mma(a->long_tiles, a->H, k_num_sms(), a->max_key_len))
         return 0;
     return any_short ? 2 : 1;
 }
@@ -393,8 +393,8 @@ static bool auto_mixed(const k_attn_args *a)
 static int launch_pack(const k_attn_args *a)
 {
     if (a->head_pack > 0)
-        return k_attention_pack_fits(a->head_pack, a->H, a->Hkv, a->max_q_len) ? a->head_pack : 1;
-    return k_attention_head_pack_v(K_ATTN_RULES, a->H, a->Hkv, a->max_q_len, a->max_key_len);
+        return attn_pack_fits(a->head_pack, a->H, a->Hkv, a->max_q_len) ? a->head_pack : 1;
+    return attn_head_pack_v(ATTN_RULES, a->H, a->Hkv, a->max_q_len, a->max_key_len);
 }
 
 /* An mma.sync launch over a's tiles, resolved once: the query heads a block takes together, the
@@ -407,21 +407,21 @@ static mma_launch launch_plan(const k_attn_args *a)
 {
     mma_launch l;
     l.P = launch_pack(a);
-    /* the launch rules' count (k_attention_split_rule, over P packed heads' blocks), or the
+    /* the launch rules' count (attn_split_rule, over P packed heads' blocks), or the
      * caller's (k_attn_args.splits); none beside the wgmma kernel */
     l.splits = 1;
     if (a->ws && a->num_tiles > 0 && a->wg_min_q <= 0) {
-        l.splits = a->splits > 0 ? min(min(a->splits, K_ATTN_MAX_SPLITS), max(1, (a->max_key_len + 63) / 64))
-                                 : k_attention_split_rule(l.P, a->num_tiles, a->T, a->H, k_num_sms(), a->max_key_len);
+        l.splits = a->splits > 0 ? min(min(a->splits, ATTN_MAX_SPLITS), max(1, (a->max_key_len + 63) / 64))
+                                 : attn_split_rule(l.P, a->num_tiles, a->T, a->H, k_num_sms(), a->max_key_len);
         while (l.splits > 1 && (int64_t)l.splits * a->T * a->H * (a->d + 2) * 4 > a->ws_bytes)
             l.splits--;
     }
     /* Beside the wgmma kernel the keys are not split, but the tile size is the one the launch
      * would take alone: with few blocks an SM 32-key tiles lose (1 x 512 beside 4 x 16 over 3,000
      * cached: 0.108 against 0.094 ms) */
-    const int alone = a->wg_min_q > 0 ? k_attention_split_rule(1, a->num_tiles, a->T, a->H, k_num_sms(), a->max_key_len)
+    const int alone = a->wg_min_q > 0 ? attn_split_rule(1, a->num_tiles, a->T, a->H, k_num_sms(), a->max_key_len)
                                       : l.splits;
-    l.tile_keys = k_attention_short_kv_tiles(alone, (int64_t)a->T * l.P, a->num_tiles) ? TN_SHORT : TN_LONG;
+    l.tile_keys = attn_short_kv_tiles(alone, (int64_t)a->T * l.P, a->num_tiles) ? TN_SHORT : TN_LONG;
     return l;
 }
 

@@ -9,7 +9,7 @@
  *     chunks (a chunk larger than the largest profiled one counts as several of that size)
  *   attention: least squares (weights 1/t^2, i.e. relative errors) over the step's Σ q(q+kv),
  *     Σ ceil(q/64)(q+kv) (the kernel's 64-row tiles), Σ q, the segment count, the longest segment's
- *     q + kv, a constant, over the segments of at least K_ATTN_LONG_Q rows, which the engine gives
+ *     q + kv, a constant, over the segments of at least ATTN_LONG_Q rows, which the engine gives
  *     its wgmma kernel on Hopper, Σ q(q+kv) and Σ ceil(q/128)(q+kv) again, and the mma.sync
  *     kernel's waves of blocks times the keys a block covers (its launch as the engine that was
  *     profiled made it: its attention launch rules version, the model's heads, the GPU's SMs from
@@ -53,7 +53,7 @@ struct calib_row {
 struct calib_data {
     char device[128], model[64];
     int attn_rules; /* the engine's attention launch rules the profile was measured under
-                     * (K_ATTN_RULES, kernels/kernels.h); 0 or 1: the first, which profiles before
+                     * (ATTN_RULES, sim/core/attn_rules.h); 0 or 1: the first, which profiles before
                      * the versions (no attn_rules column) were measured under */
     struct calib_row *rows;
     size_t n, cap;
@@ -93,6 +93,8 @@ int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct
  * sequences of q query tokens over kv cached keys, logit_rows logit rows each. */
 struct step_desc;
 void calib_row_step(const struct calib_row *r, struct step_desc *sd);
+/* The cached keys of segment i of a profiled step (the last over kv_long where it is uneven). */
+int32_t calib_row_kv(const struct calib_row *r, int32_t i);
 int calib_data_transfer(const struct calib_data *in, const char *from, const char *to, const char *impl,
                         struct calib_data *out, struct ts_err *err);
 

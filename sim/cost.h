@@ -1,7 +1,7 @@
 /*
  * cost.h: the cost model, cost_step(step_desc) -> seconds with a per-op breakdown (SPEC section 7).
- * One interface, several back ends (struct cost_ops); `roofline` is built in here, `calibrated`
- * arrives with the calibration issue. An implementation profile says how an implementation runs
+ * One interface, several back ends (struct cost_ops) in one table (cost.c): `roofline`
+ * (cost_roofline.c) and `calibrated` (calib_fit.c). An implementation profile says how an implementation runs
  * the forward on the GPU: kernels per op, the cost of issuing one, per-step host overhead and the
  * fraction of peak its kernels reach.
  */
@@ -11,20 +11,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cost_op.h"
 #include "gpu.h"
 #include "model.h"
 #include "step_desc.h"
 #include "util.h"
-
-enum cost_op {
-    OP_EMBED = 0, OP_NORM, OP_QKV, OP_ROPE, OP_KV_WRITE, OP_ATTN, OP_OPROJ, OP_RESID,
-    OP_GATE_UP, OP_ACT, OP_DOWN, OP_ROUTER, OP_EXPERTS, OP_LM_HEAD, OP_SAMPLE, OP_HOST,
-    OP_COUNT
-};
-
-const char *cost_op_name(enum cost_op op);
-/* The op of a name cost_op_name gives; -1 if none. */
-int cost_op_parse(const char *name, enum cost_op *out);
 
 struct impl_profile {
     char name[32];
@@ -69,7 +60,11 @@ struct cost_ops {
                   struct cost_breakdown *bd, struct ts_err *err);
 };
 
+/* The back end named `name` (case-insensitive), from the table in cost.c; an unknown name is refused
+ * with the known ones listed. */
 int cost_resolve(const char *name, const struct cost_ops **out, struct ts_err *err);
+/* The i-th back end of the table, NULL past its end (for listing). */
+const struct cost_ops *cost_backend(int i);
 
 extern const struct cost_ops cost_roofline;
 extern const struct cost_ops cost_calibrated;

@@ -25,24 +25,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "calib.h"
 #include "cost.h"
-
-static const char *const op_names[OP_COUNT] = {
-    "embed", "norm", "qkv", "rope", "kv_write", "attention", "o_proj", "resid",
-    "gate_up", "act", "down", "router", "experts", "lm_head", "sample", "host"};
-
-const char *cost_op_name(enum cost_op op) { return (unsigned)op < OP_COUNT ? op_names[op] : "?"; }
-
-int cost_op_parse(const char *name, enum cost_op *out)
-{
-    for (int i = 0; i < OP_COUNT; i++)
-        if (strcmp(op_names[i], name) == 0) {
-            *out = (enum cost_op)i;
-            return 0;
-        }
-    return -1;
-}
 
 struct pricer {
     const struct cost_ctx *c;
@@ -133,25 +116,3 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
 }
 
 const struct cost_ops cost_roofline = {.name = "roofline", .step_s = roofline_step_s};
-
-static int calibrated_step_s(const struct cost_ctx *c, const struct step_desc *sd, double *seconds,
-                             struct cost_breakdown *bd, struct ts_err *err)
-{
-    TS_ASSERT(c->calib != NULL);
-    return calib_step_s(c->calib, sd, c->extrapolate, seconds, bd, err);
-}
-
-const struct cost_ops cost_calibrated = {.name = "calibrated", .step_s = calibrated_step_s};
-
-int cost_resolve(const char *name, const struct cost_ops **out, struct ts_err *err)
-{
-    if (ts_name_eq(name, "roofline")) {
-        *out = &cost_roofline;
-        return 0;
-    }
-    if (ts_name_eq(name, "calibrated")) {
-        *out = &cost_calibrated;
-        return 0;
-    }
-    return ts_fail(err, "unknown cost model '%s' (known: roofline, calibrated)", name);
-}

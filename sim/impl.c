@@ -4,10 +4,10 @@
  *   torch-eager  kernel counts per op and the host's issue cost measured with the PyTorch harness
  *                (engine/bench/torch_profile.py) on an H200: 55 kernels per layer (each RMSNorm 8
  *                element-wise kernels, RoPE 26 recomputing its tables, attention 4 with the cache
- *                concatenation), 11.4 us of host time per kernel and 27 us per segment, derived by
- *                `analysis/derive_eager_impl.py engine/results/torch_kernels.h200.json
- *                sim/data/calib/h200-llada-8b-torch-eager.csv`; the MoE router and expert counts
- *                are not measured. Logits get an fp32 softmax copy, as in Fast-dLLM's sampling.
+ *                concatenation), 11.4 us of host time per kernel and 27 us per segment (the
+ *                harness's kernel counts against the host times of the shipped torch-eager
+ *                calibration, sim/data/calib/h200-llada-8b-torch-eager.csv); the MoE router and
+ *                expert counts are not measured. Logits get an fp32 softmax copy, as in Fast-dLLM's sampling.
  *                The efficiencies are starting points: the calibrated back end replaces them.
  *   tessera      one fused kernel per op, issued from a CUDA graph.
  *   tessera-fused  tessera with the fused FFN (the engine's TESSERA_FFN=fused): the gate/up GEMM

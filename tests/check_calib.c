@@ -13,7 +13,7 @@
 #include <sqlite3.h>
 
 #include "calib.h"
-#include "kernels.h"
+#include "attn_rules.h"
 #include "sim_internal.h"
 #include "test_util.h"
 
@@ -442,89 +442,6 @@ START_TEST(host_bound_steps_take_the_host_time)
 }
 END_TEST
 
-/* The engine's key split (kernels/kernels.h), worked by hand: versions 1-2 about two blocks an SM
- * (1 rounds up, 2 down); version 3 the least modelled time (k_attention_split_cost), checked on
- * shapes whose best forced count the H200 sweeps measured (engine/results/attn-splits*); all at
- * most one a 64-key tile and at most 16. Segments of 32 rows (rows 32 a tile) unless said. */
-START_TEST(attention_split_rule)
-{
-    for (int v = 1; v <= 4; v++) {
-        ck_assert_int_eq(k_attention_split_rule_v(v, 16, 512, 32, 132, 512), 1); /* 512 blocks fill the GPU */
-        ck_assert_int_eq(k_attention_split_rule_v(v, 1, 32, 1, 132, 100000), 16); /* capped */
-        ck_assert_int_eq(k_attention_split_rule_v(v, 1, 32, 32, 132, 40), 1);      /* one tile of keys */
-        ck_assert_int_eq(k_attention_split_rule_v(v, 0, 0, 32, 132, 512), 1);
-        ck_assert_int_eq(k_attention_split_rule_v(v, 9, 288, 32, 132, 4096), 1); /* 288 blocks, few keys each */
-    }
-    for (int v = 1; v <= 2; v++)
-        ck_assert_int_eq(k_attention_split_rule_v(v, 1, 32, 32, 132, 512), 8); /* 32 blocks want 9 or 8; 8 key tiles */
-    for (int v = 2; v <= 4; v++)
-        ck_assert_int_eq(k_attention_split_rule_v(v, 1, 32, 32, 132, 8032), 8); /* 1 x 32 over 8,000: best 8 */
-    ck_assert_int_eq(k_attention_split_rule_v(1, 1, 32, 32, 132, 1532), 9); /* 32 blocks: ceil(264 / 32) */
-    ck_assert_int_eq(k_attention_split_rule_v(2, 1, 32, 32, 132, 1532), 8); /* floor(264 / 32) */
-    ck_assert_int_eq(k_attention_split_rule_v(1, 2, 64, 32, 132, 4096), 5); /* 64 blocks: ceil(4.1) */
-    ck_assert_int_eq(k_attention_split_rule_v(2, 2, 64, 32, 132, 4096), 4);
-    ck_assert_int_eq(k_attention_split_rule_v(1, 5, 160, 32, 132, 4096), 2); /* 160 blocks: two waves */
-    ck_assert_int_eq(k_attention_split_rule_v(2, 5, 160, 32, 132, 4096), 1); /* one wave */
-    ck_assert_int_eq(k_attention_split_rule_v(0, 1, 32, 32, 132, 1532), 9);  /* 0: unversioned, the first */
-    /* version 3 against the sweeps' best forced counts: 5 x 32 over 6,000 and 4,000 cached (best 3;
-     * version 2 took 1, 1.32x and 1.26x), 1 x 32 over 480 (best 4; 8, 1.10x), 6 x 32 over 3,000
-     * (best 4), 8 x 32 over 600 (best 1: 256 blocks, short K/V tiles), 2 x 64 over 1,000 (best 4) */
-    ck_assert_int_eq(k_attention_split_rule_v(3, 5, 160, 32, 132, 6032), 3);
-    ck_assert_int_eq(k_attention_split_rule_v(3, 5, 160, 32, 132, 4032), 3);
-    ck_assert_int_eq(k_attention_split_rule_v(3, 1, 32, 32, 132, 512), 4);
-    ck_assert_int_eq(k_attention_split_rule_v(3, 6, 192, 32, 132, 3032), 4);
-    ck_assert_int_eq(k_attention_split_rule_v(3, 8, 256, 32, 132, 632), 1);
-    ck_assert_int_eq(k_attention_split_rule_v(3, 2, 128, 32, 132, 1064), 4);
-    /* the engine launches by this build's version */
-    ck_assert_int_eq(k_attention_split_rule(1, 2, 64, 32, 132, 4096),
-                     k_attention_split_rule_v(K_ATTN_RULES, 2, 64, 32, 132, 4096));
-    ck_assert_int_eq(k_attention_split_rule(2, 8, 256, 32, 132, 512),
-                     k_attention_split_rule_pv(K_ATTN_RULES, 2, 8, 256, 32, 132, 512));
-    ck_assert_int_eq(K_ATTN_RULES, 4);
-    /* version 4 splits an unpacked launch (P = 1) as version 3 */
-    ck_assert_int_eq(k_attention_split_rule_pv(4, 1, 6, 192, 32, 132, 3032), 4);
-    ck_assert_int_eq(k_attention_split_rule_pv(3, 2, 6, 192, 32, 132, 3032), 4);
-    /* one long segment of at most 128 rows (two tiles) over 2,048 keys or more, 32 heads on 132
-     * SMs, goes to the mma.sync kernel; not with more tiles, fewer keys, more heads or unknown */
-    ck_assert(k_attention_long_on_mma(2, 32, 132, 2048));
-    ck_assert(!k_attention_long_on_mma(2, 32, 132, 2047));
-    ck_assert(!k_attention_long_on_mma(3, 32, 132, 4096));
-    ck_assert(!k_attention_long_on_mma(2, 34, 132, 4096));
-    ck_assert(!k_attention_long_on_mma(0, 32, 132, 4096));
-}
-END_TEST
-
-/* GQA head packing (rules 4), worked by hand for 32 query heads over 8 K/V heads (SDAR-8B) on 132
- * SMs: four heads a block for segments of at most 16 rows, two for at most 32, none for longer
- * ones, with fewer than 256 keys, unknown lengths, groups P does not divide, MHA or an earlier
- * version; and the packed launch's key splits, its combine costing 96 + T H / 16 keys. */
-START_TEST(attention_head_packing)
-{
-    ck_assert_int_eq(k_attention_head_pack_v(4, 32, 8, 32, 512), 2);
-    ck_assert_int_eq(k_attention_head_pack_v(4, 32, 8, 16, 512), 4);
-    ck_assert_int_eq(k_attention_head_pack_v(4, 32, 8, 1, 256), 4);
-    ck_assert_int_eq(k_attention_head_pack_v(4, 32, 8, 33, 512), 1);
-    ck_assert_int_eq(k_attention_head_pack_v(4, 32, 8, 32, 255), 1);
-    ck_assert_int_eq(k_attention_head_pack_v(4, 32, 8, 0, 512), 1);
-    ck_assert_int_eq(k_attention_head_pack_v(3, 32, 8, 32, 512), 1);
-    ck_assert_int_eq(k_attention_head_pack_v(4, 28, 4, 16, 512), 1); /* Dream-7B: 7 heads a K/V head */
-    ck_assert_int_eq(k_attention_head_pack_v(4, 12, 2, 16, 512), 2); /* 6 a K/V head: 2 divides, 4 not */
-    ck_assert_int_eq(k_attention_head_pack_v(4, 32, 32, 16, 512), 1); /* MHA */
-    ck_assert(k_attention_pack_fits(1, 32, 32, 0));
-    ck_assert(!k_attention_pack_fits(3, 32, 8, 16));
-    ck_assert(!k_attention_pack_fits(2, 32, 0, 16));
-    /* 8 x 32 over 480 cached, packed: 128 blocks; one split costs 16 x 512 + 9 x 128 = 9,344
-     * sixteenths, two 16 x 256 + 9 x 256 + 16 x (96 + 256 x 32 / 16) = 16,128: unsplit */
-    ck_assert_int_eq(k_attention_split_rule_pv(4, 2, 8, 256, 32, 132, 512), 1);
-    /* over 4,064 cached: one split 16 x 4,096 + 1,152 = 66,688; two 16 x 2,048 + 2,304 + 9,728 =
-     * 44,800; three (2 waves of 1,408 keys) 58,240; four (2 waves of 1,024) 47,104 */
-    ck_assert_int_eq(k_attention_split_rule_pv(4, 2, 8, 256, 32, 132, 4096), 2);
-    /* 1 x 32 over 1,500 cached, packed: 16 blocks, the combine 160 keys; 12 splits of 128 keys
-     * (192 blocks, one wave) cost 2,048 + 1,728 + 2,560 = 6,336, eight of 192 keys 6,784 */
-    ck_assert_int_eq(k_attention_split_rule_pv(4, 2, 1, 32, 32, 132, 1532), 12);
-}
-END_TEST
-
 static bool on_mma(int segs, int q, int kv);
 static double mma_waves_keys(int rules, int kv_heads, int segs, int q, int kv, int *P);
 
@@ -581,22 +498,22 @@ START_TEST(attention_packed_law_recovered)
 }
 END_TEST
 
-/* The attention model's launch term (sim/calib.c) for segs segments of q rows over kv keys that
- * the engine runs on its mma.sync kernel (q < K_ATTN_LONG_Q, or one short long segment over many
- * keys: k_attention_long_on_mma), 32 query heads over kv_heads K/V heads (llada-8b's 32, sdar-8b's
+/* The attention model's launch term (sim/calib_fit.c) for segs segments of q rows over kv keys that
+ * the engine runs on its mma.sync kernel (q < ATTN_LONG_Q, or one short long segment over many
+ * keys: attn_long_on_mma), 32 query heads over kv_heads K/V heads (llada-8b's 32, sdar-8b's
  * 8) on 132 SMs, by launch rules `rules`: the mma.sync kernel's waves times the keys a block
  * covers, its blocks taking *P heads each (GQA packing, rules 4; 1 before). */
 static bool on_mma(int segs, int q, int kv)
 {
-    return q < K_ATTN_LONG_Q || k_attention_long_on_mma(segs * ((q + 63) / 64), 32, 132, q + kv);
+    return q < ATTN_LONG_Q || attn_long_on_mma(segs * ((q + 63) / 64), 32, 132, q + kv);
 }
 
 static double mma_waves_keys(int rules, int kv_heads, int segs, int q, int kv, int *P)
 {
     const int tiles = segs * ((q + 63) / 64), keys = q + kv;
-    *P = k_attention_head_pack_v(rules, 32, kv_heads, q, keys);
-    const int splits = k_attention_split_rule_pv(rules, *P, tiles, (int64_t)segs * q, 32, 132, keys);
-    const double per_sm = k_attention_short_kv_tiles(splits, (int64_t)segs * q * *P, tiles) ? 4 : 2;
+    *P = attn_head_pack_v(rules, 32, kv_heads, q, keys);
+    const int splits = attn_split_rule_pv(rules, *P, tiles, (int64_t)segs * q, 32, 132, keys);
+    const double per_sm = attn_short_kv_tiles(splits, (int64_t)segs * q * *P, tiles) ? 4 : 2;
     const double block_keys = fmin(ceil(ceil((double)keys / splits) / 64.0) * 64.0, keys);
     return ceil(tiles * (32.0 / *P) * splits / (per_sm * 132)) * block_keys;
 }
@@ -957,9 +874,7 @@ int main(void)
     tcase_add_test(tc, roundtrip_csv);
     tcase_add_test(tc, host_bound_steps_take_the_host_time);
     tcase_add_test(tc, shipped_calibration_prices_a_run);
-    tcase_add_test(tc, attention_split_rule);
     tcase_add_loop_test(tc, attention_launch_term_recovered, 0, 4);
-    tcase_add_test(tc, attention_head_packing);
     tcase_add_test(tc, attention_packed_law_recovered);
     tcase_add_test(tc, attention_rules_travel_with_the_profile);
     tcase_add_test(tc, uneven_steps);

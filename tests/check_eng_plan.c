@@ -84,7 +84,7 @@ START_TEST(plan_arrays)
     int covered[202] = {0};
     for (int t = 0; t < p.num_tiles; t++) {
         int s = p.tiles[2 * t], q0 = p.tiles[2 * t + 1];
-        for (int i = q0; i < q0 + K_ATTN_TILE_M && i < p.q_len[s]; i++)
+        for (int i = q0; i < q0 + ATTN_TILE_M && i < p.q_len[s]; i++)
             covered[p.q_start[s] + i]++;
     }
     for (int t = 0; t < 202; t++)
@@ -101,12 +101,12 @@ START_TEST(plan_arrays)
     ck_assert_int_eq(p.min_q, 32);
     ck_assert_int_eq(p.max_q, 32);
     ck_assert_int_eq(p.long_tiles, 0);
-    /* the tiles of segments of at least K_ATTN_LONG_Q rows come first, those at multiples of 128
+    /* the tiles of segments of at least ATTN_LONG_Q rows come first, those at multiples of 128
      * rows (the wgmma kernel's blocks) before the others, each group in segment order */
     step_desc_clear(&sd);
     seg(&sd, 11, 20, 0, 0);
     seg(&sd, 12, 200, 0, 0);
-    seg(&sd, 13, K_ATTN_LONG_Q, 0, 0);
+    seg(&sd, 13, ATTN_LONG_Q, 0, 0);
     ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
     const int want[][2] = {{1, 0}, {1, 128}, {2, 0}, {1, 64}, {1, 192}, {2, 64}, {0, 0}};
     ck_assert_int_eq(p.num_tiles, 7);
@@ -116,32 +116,10 @@ START_TEST(plan_arrays)
     }
     ck_assert_int_eq(p.long_tiles, 6);
     ck_assert_int_eq(p.wg_tiles, 3);
-    ck_assert_int_eq(p.long_rows, 200 + K_ATTN_LONG_Q);
+    ck_assert_int_eq(p.long_rows, 200 + ATTN_LONG_Q);
     step_desc_free(&sd);
     eng_plan_free(&p);
     eng_kv_free(&kv);
-}
-END_TEST
-
-/* The tile list (kernels.h): long segments' tiles at multiples of 128 rows, then their others,
- * then the short segments', each group in segment order. */
-START_TEST(attention_tile_order)
-{
-    const int32_t q[4] = {130, 32, 96, 70};
-    int32_t tiles[2 * 16];
-    int long_tiles, long_rows, wg_tiles;
-    int n = k_attention_tiles(4, q, tiles, &long_tiles, &long_rows, &wg_tiles);
-    const int32_t want[][2] = {{0, 0}, {0, 128}, {2, 0}, {0, 64}, {2, 64}, {1, 0}, {3, 0}, {3, 64}};
-    ck_assert_int_eq(n, 8);
-    for (int t = 0; t < n; t++) {
-        ck_assert_int_eq(tiles[2 * t], want[t][0]);
-        ck_assert_int_eq(tiles[2 * t + 1], want[t][1]);
-    }
-    ck_assert_int_eq(wg_tiles, 3);
-    ck_assert_int_eq(long_tiles, 5);
-    ck_assert_int_eq(long_rows, 130 + 96);
-    ck_assert_int_eq(k_attention_tiles(0, q, tiles, &long_tiles, &long_rows, &wg_tiles), 0);
-    ck_assert_int_eq(long_tiles + long_rows + wg_tiles, 0);
 }
 END_TEST
 
@@ -222,7 +200,6 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, pages_reserve_release);
     tcase_add_test(tc, plan_arrays);
-    tcase_add_test(tc, attention_tile_order);
     tcase_add_test(tc, fused_ffn_auto_rule);
     tcase_add_test(tc, refused_step_changes_nothing);
     tcase_add_test(tc, stateless_plan);

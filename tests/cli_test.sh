@@ -151,26 +151,6 @@ PY
         n=$(awk -F, '$5 == "calibrated"' "$tmp/ab-$v/out/fidelity.csv" | wc -l)
         if [ "$n" -eq 8 ] && [ -z "$differ" ]; then ok; else bad "warm-up A/B ($v): $n runs, differing: $differ"; fi
     done
-    # analysis/attn_split_fit.py on the recorded sweeps of forced key splits: the figures
-    # engine/BENCHMARKS.md quotes for rules 2 and 3 (kernels.h's constants), and bad input named
-    expect 0 "attn_split_fit.py" -- python3 "$root/analysis/attn_split_fit.py"
-    contains "attn_split_fit.py refits the constants" "+ 0.5693 x blocks + 98.3 x [split]"
-    contains "attn_split_fit.py: the eleventh session's shapes" "18                1.031, 1.323                1.018, 1.200"
-    contains "attn_split_fit.py: the ops-h200 steps" "22                1.140, 1.592                1.037, 1.260"
-    contains "attn_split_fit.py: the LPT candidate on the ops-h200 steps" "1.037, 1.260                1.042, 1.175"
-    printf '3 2:32:480 0.1\n1 2:32:480 x\n' >"$tmp/splits.txt"
-    expect 1 "attn_split_fit.py, a bad time" -- python3 "$root/analysis/attn_split_fit.py" "$tmp/splits.txt"
-    contains "attn_split_fit.py names file, line and field" "splits.txt:2: ms: 'x' is not a number"
-    # analysis/attn_pack_eval.py on the recorded sweep of packed launches: what engine/BENCHMARKS.md quotes
-    expect 0 "attn_pack_eval.py" -- python3 "$root/analysis/attn_pack_eval.py"
-    contains "attn_pack_eval.py: the rule against the best forced count" "geometric mean 1.013, worst 1.143, 5 above 1.05"
-    contains "attn_pack_eval.py: unpacked over packed" "50 shapes: geometric mean 1.51, 1.03-2.69"
-    printf '1 0 2:32:480 0.1\n# unpacked 2:32:480 none\n' >"$tmp/pack.txt"
-    expect 1 "attn_pack_eval.py, a bad unpacked time" -- python3 "$root/analysis/attn_pack_eval.py" "$tmp/pack.txt"
-    contains "attn_pack_eval.py names file, line and field" "pack.txt:2: ms: 'none' is not a number"
-    printf '1 2 2:32:480 0.1\n' >"$tmp/pack.txt"
-    expect 1 "attn_pack_eval.py, no timing under the rule" -- python3 "$root/analysis/attn_pack_eval.py" "$tmp/pack.txt"
-    contains "attn_pack_eval.py names the shape" "2:32:480: no timing under the rule"
 else
     echo "cli: note: python3 not found; the recorded-fidelity and split-fit checks are skipped" >&2
 fi
@@ -413,12 +393,12 @@ expect 0 "calib show" -- $bin calib show
 contains "calib show" "calibration of llada-8b on NVIDIA H200"
 # the shipped LLaDA-8B calibration was profiled under launch rules 3, which launch an MHA model's
 # attention as this build's do (rules 4 packs only GQA heads); the shipped SDAR-8B calibration under
-# this build's rules (kernels/kernels.h)
+# this build's rules (sim/core/attn_rules.h)
 contains "calib show names its launch rules" "attention launch rules 3"
-rules=$(awk '$1 == "#define" && $2 == "K_ATTN_RULES" { print $3 }' "$root/kernels/kernels.h")
+rules=$(awk '$1 == "#define" && $2 == "ATTN_RULES" { print $3 }' "$root/sim/core/attn_rules.h")
 expect 0 "calib show --calib" -- $bin calib show --calib "$root/sim/data/calib/h200-sdar-8b-tessera.csv"
 contains "calib show --calib" "calibration of sdar-8b"
-contains "calib show names this build's launch rules" "attention launch rules ${rules:?K_ATTN_RULES not found in kernels.h}"
+contains "calib show names this build's launch rules" "attention launch rules ${rules:?ATTN_RULES not found in attn_rules.h}"
 expect 2 "calib show with another subcommand's option" -- $bin calib show --db x.db
 contains "calib show with another subcommand's option" "--db does not apply here (show takes"
 expect 2 "calib show with the calibration twice" -- $bin calib show a.csv --calib b.csv
@@ -440,7 +420,7 @@ contains "calib price per op" "gate_up"
 contains "calib price step" "step "
 contains "calib price names the attention's launch" "launch     attention as the profiled engine launches it (launch rules 3): 16 segments on the wgmma kernel"
 # the launch the calibration prices (its launch rules): SDAR-8B's Reuse blocks packed two query heads
-# a block (GQA, rules 4), their keys split as k_attention_split_rule_pv works out (check_calib);
+# a block (GQA, rules 4), their keys split as attn_split_rule_pv works out (check_calib);
 # LLaDA-8B's (MHA) one head a block
 expect 0 "calib price, packed GQA heads" -- $bin calib price --step 8,32,4096,32 --model sdar-8b
 contains "calib price, packed GQA heads" "(launch rules 4): 8 segments on the mma.sync kernel, 2 query heads a block, 2 key splits, 64-key K/V tiles"

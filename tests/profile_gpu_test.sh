@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # profile_gpu_test.sh: engine profile records the attention launch rules version it ran under, and
 # an uneven step's kv_long (make check-gpu). One uneven step (3 x 32, the last over 2,048 cached
-# keys) profiled into a new database gives rows of K_ATTN_RULES (kernels.h) and kv_long 2048; one
+# keys) profiled into a new database gives rows of ATTN_RULES (sim/core/attn_rules.h) and kv_long 2048; one
 # even step into a database whose engine_profile table predates both columns (another model's row in
 # it): the table gains them, the old row reads NULL for both (version 1, even) and the new rows
-# K_ATTN_RULES and kv_long 0.
+# ATTN_RULES and kv_long 0.
 # Usage: profile_gpu_test.sh PATH/TO/tessera
 set -u
 bin=${1:?usage: profile_gpu_test.sh PATH/TO/tessera}
 root=$(cd "$(dirname "$0")/.." && pwd)
-rules=$(awk '$1 == "#define" && $2 == "K_ATTN_RULES" { print $3 }' "$root/kernels/kernels.h")
+rules=$(awk '$1 == "#define" && $2 == "ATTN_RULES" { print $3 }' "$root/sim/core/attn_rules.h")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 - "$tmp/old.db" <<'PY' || exit 1

@@ -145,7 +145,7 @@ static double attention_tflops(const struct model_cfg *m, int nseq, int q, int k
             pg[s * pages_per + i] = s * pages_per + i;
     }
     int long_tiles, long_rows, wg_tiles;
-    const int nt = k_attention_tiles(nseq, ql, tl, &long_tiles, &long_rows, &wg_tiles);
+    const int nt = attn_tiles(nseq, ql, tl, &long_tiles, &long_rows, &wg_tiles);
     size_t meta_bytes = 4 * (size_t)(5 * nseq + nseq * pages_per + 2 * nt);
     bf16_t *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL;
     int32_t *dmeta = NULL;

@@ -250,7 +250,7 @@ done:
  * 130-row segment under auto), up to 32 (SET_SHORT), as in Reuse steps (32-key K/V tiles where
  * the keys are not split; under auto, GQA heads packed two a block), up to 16 (SET_TINY: four a
  * block where the K/V heads' groups allow), or one 128-row segment over 2,100 cached keys beside
- * short ones (SET_ONE: auto runs it on the mma.sync kernel, k_attention_long_on_mma). */
+ * short ones (SET_ONE: auto runs it on the mma.sync kernel, attn_long_on_mma). */
 static void check_attention(struct checker *c, int H, int Hkv, int d, int block_size, bool split,
                             int pt, int set)
 {
@@ -272,10 +272,10 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
     int32_t *pages = xmalloc(4 * (size_t)npages);
     for (int i = 0; i < npages; i++)
         pages[i] = (int32_t)((i * 7 + 3) % npages); /* a permutation (npages is not a multiple of 7) */
-    /* the tiles as eng_plan lists them (k_attention_tiles) */
+    /* the tiles as eng_plan lists them (attn_tiles) */
     int32_t tiles[2 * 64];
     int long_tiles, long_rows, wg_tiles;
-    const int ntiles = k_attention_tiles(nseg, q_len, tiles, &long_tiles, &long_rows, &wg_tiles);
+    const int ntiles = attn_tiles(nseg, q_len, tiles, &long_tiles, &long_rows, &wg_tiles);
     const int qs = H * d, slots = npages * pt;
     int64_t nq = (int64_t)T * qs, np = (int64_t)slots * Hkv * d;
     float *qf = xmalloc(4 * nq), *kf = xmalloc(4 * np), *vf = xmalloc(4 * np), *of = xmalloc(4 * nq);
@@ -366,7 +366,7 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
             fail_msg(c, what, "the long segment was not given to the mma.sync kernel and its key split");
         if (wg == 0 && k_attention_tile_keys(&a) != (set != SET_LONG && !split ? 32 : 64))
             fail_msg(c, what, "the K/V tile size is not the one these query lengths call for");
-        if (wg == 2 && pack != k_attention_head_pack_v(K_ATTN_RULES, H, Hkv, max_q, max_keys))
+        if (wg == 2 && pack != attn_head_pack_v(ATTN_RULES, H, Hkv, max_q, max_keys))
             fail_msg(c, what, "the heads a block takes are not the rules' (GQA packing)");
         report(c, what, rel_err(of, rf, nq), 2e-2);
     }
@@ -375,7 +375,7 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
     for (int P = 1; short_q && P <= 4; P *= 2) {
         a.impl = 0, a.min_q_len = min_q, a.max_q_len = max_q, a.long_tiles = a.long_rows = a.wg_tiles = 0;
         a.head_pack = P;
-        const int want = k_attention_pack_fits(P, H, Hkv, max_q) ? P : 1, got = k_attention_head_pack(&a);
+        const int want = attn_pack_fits(P, H, Hkv, max_q) ? P : 1, got = k_attention_head_pack(&a);
         char what[144];
         snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d head%s a block forced%s%s", H, Hkv, d,
                  block_size ? "block-causal 32" : "bidirectional", P, P > 1 ? "s" : "", split ? ", split" : "",

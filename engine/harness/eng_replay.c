@@ -17,6 +17,7 @@
 #include "cost.h"
 #include "eng.h"
 #include "eng_grid.h"
+#include "harness.h"
 #include "kernels.h"
 #include "policy.h"
 #include "sim.h"
@@ -418,7 +419,7 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
             sqlite3_bind_text(ins, k++, cost_op_name((enum cost_op)op), -1, SQLITE_STATIC);
             sqlite3_bind_double(ins, k++, acc[op]);
             sqlite3_bind_double(ins, k++, total);
-            sqlite3_bind_int(ins, k++, K_ATTN_RULES);
+            sqlite3_bind_int(ins, k++, ATTN_RULES);
             sqlite3_bind_int(ins, k++, p->kv_long);
             if (sqlite3_step(ins) != SQLITE_DONE)
                 goto rollback;

@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "engine_load.h"
+#include "cost.h"
 #include "eng.h"
+#include "harness.h"
 #include "policy.h"
 #include "sim.h"
 
@@ -53,4 +55,11 @@ void eng_live_close(struct sim_executor *ex)
         eng_destroy(ex->ctx);
     if (ex)
         memset(ex, 0, sizeof *ex);
+}
+
+void eng_opts_follow_impl(struct eng_opts *o, const char *impl_name)
+{
+    struct impl_profile ip;
+    if (impl_name && impl_resolve(impl_name, &ip, NULL) == 0 && ip.fused_ffn)
+        o->ffn = 1;
 }

@@ -1,0 +1,534 @@
+/* calib_data.c: calibration profiles as data: reading them (CSV, profile databases), writing,
+ * merging several machines' profiles, and validating them against the roofline. */
+#define _POSIX_C_SOURCE 200809L
+#include "calib.h"
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_rules.h"
+#include "cost.h"
+#include "gpu.h"
+#include "model.h"
+
+void calib_data_free(struct calib_data *d)
+{
+    if (!d)
+        return;
+    free(d->rows);
+    memset(d, 0, sizeof *d);
+}
+
+void calib_shipped_path(const char *datadir, const char *gpu, const char *model, const char *impl, char *out,
+                        size_t len)
+{
+    snprintf(out, len, "%s/calib/%s-%s-%s.csv", datadir, gpu, model, impl);
+}
+
+static void push(struct calib_data *d, const struct calib_row *r)
+{
+    ts_grow((void **)&d->rows, &d->cap, d->n + 1, sizeof *d->rows);
+    d->rows[d->n++] = *r;
+}
+
+/* Sets device, model and attention launch rules from a row, refusing a second one. */
+static int same_source(struct calib_data *d, const char *path, long line, const char *dev,
+                       const char *model, int rules, struct ts_err *err)
+{
+    if (!d->device[0]) {
+        snprintf(d->device, sizeof d->device, "%s", dev);
+        snprintf(d->model, sizeof d->model, "%s", model);
+        d->attn_rules = rules;
+        return 0;
+    }
+    if (d->attn_rules != rules)
+        return ts_fail(err, "%s:%ld: attn_rules: %d after %d (one calibration holds one engine's "
+                            "profile)", path, line, rules, d->attn_rules);
+    if (strcmp(d->device, dev) != 0)
+        return ts_fail(err, "%s:%ld: device: '%s' after '%s' (one calibration holds one GPU)", path,
+                       line, dev, d->device);
+    if (strcmp(d->model, model) != 0)
+        return ts_fail(err, "%s:%ld: model: '%s' after '%s' (one calibration holds one model)", path,
+                       line, model, d->model);
+    return 0;
+}
+
+/* Splits a CSV line with double-quoted fields (which may hold commas). */
+static int split_quoted(char *s, char **f, int max)
+{
+    int n = 0;
+    while (n < max) {
+        if (*s == '"') {
+            f[n++] = ++s;
+            while (*s && *s != '"')
+                s++;
+            if (*s)
+                *s++ = '\0';
+            if (*s == ',')
+                s++;
+            else if (!*s)
+                return n;
+        } else {
+            f[n++] = s;
+            char *c = strchr(s, ',');
+            if (!c)
+                return n;
+            *c = '\0';
+            s = c + 1;
+        }
+    }
+    return n;
+}
+
+int calib_data_load(const char *path, struct calib_data *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    char *text;
+    if (ts_read_file(path, &text, NULL, err))
+        return -1;
+    int rc = calib_data_parse(path, text, out, err);
+    free(text);
+    return rc;
+}
+
+int calib_data_parse(const char *path, char *text, struct calib_data *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    static const char *const cols[] = {"device", "model", "segs", "q", "kv", "logit_rows", "op", "ms",
+                                       "total_ms", "gpu_ms", "host_ms", "attn_rules", "kv_long"};
+    enum { NCOLS = 13 };
+    int idx[NCOLS];
+    char *line = text, *next;
+    long lineno = 0;
+    int rc = -1;
+    for (; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\r')
+            line[len - 1] = '\0';
+        lineno++;
+        char *f[32];
+        int nf = split_quoted(line, f, 32);
+        if (lineno == 1) {
+            for (int c = 0; c < NCOLS; c++) {
+                idx[c] = -1;
+                for (int i = 0; i < nf; i++)
+                    if (strcmp(f[i], cols[c]) == 0)
+                        idx[c] = i;
+                if (idx[c] < 0 && c < 9) {
+                    ts_fail(err, "%s:1: header: column '%s' missing", path, cols[c]);
+                    goto done;
+                }
+            }
+            if ((idx[9] < 0) != (idx[10] < 0)) { /* the host/GPU split comes as a pair */
+                ts_fail(err, "%s:1: header: column '%s' missing", path, cols[idx[9] < 0 ? 9 : 10]);
+                goto done;
+            }
+            continue;
+        }
+        if (nf == 1 && !f[0][0])
+            continue;
+        struct calib_row r = {0};
+        int64_t v[4];
+        for (int c = 0; c < NCOLS; c++)
+            if (idx[c] >= nf) {
+                ts_fail(err, "%s:%ld: %s: missing field", path, lineno, cols[c]);
+                goto done;
+            }
+        for (int c = 0; c < 4; c++)
+            if (ts_parse_i64(f[idx[2 + c]], &v[c]) || v[c] < 0 || v[c] > 1 << 24) {
+                ts_fail(err, "%s:%ld: %s: not a count ('%s')", path, lineno, cols[2 + c], f[idx[2 + c]]);
+                goto done;
+            }
+        r.segs = (int32_t)v[0], r.q = (int32_t)v[1], r.kv = (int32_t)v[2], r.logit_rows = (int32_t)v[3];
+        if (cost_op_parse(f[idx[6]], &r.op)) {
+            ts_fail(err, "%s:%ld: op: unknown op '%s'", path, lineno, f[idx[6]]);
+            goto done;
+        }
+        if (ts_parse_double(f[idx[7]], &r.ms) || r.ms < 0 || ts_parse_double(f[idx[8]], &r.total_ms) ||
+            r.total_ms < 0) {
+            ts_fail(err, "%s:%ld: ms: not a non-negative time", path, lineno);
+            goto done;
+        }
+        for (int c = 9; c < 11 && idx[9] >= 0; c++) {
+            double *t = c == 9 ? &r.gpu_ms : &r.host_ms;
+            if (ts_parse_double(f[idx[c]], t) || *t <= 0) {
+                ts_fail(err, "%s:%ld: %s: not a positive time ('%s')", path, lineno, cols[c], f[idx[c]]);
+                goto done;
+            }
+        }
+        if (r.segs < 1 || r.q < 1) {
+            ts_fail(err, "%s:%ld: segs: a profiled step needs segments of at least one token", path, lineno);
+            goto done;
+        }
+        int64_t kv_long = 0;
+        if (idx[12] >= 0 && (ts_parse_i64(f[idx[12]], &kv_long) || kv_long < 0 || kv_long > 1 << 24)) {
+            ts_fail(err, "%s:%ld: kv_long: not a count ('%s')", path, lineno, f[idx[12]]);
+            goto done;
+        }
+        r.kv_long = (int32_t)kv_long;
+        if (r.kv_long > 0 && r.segs < 2) {
+            ts_fail(err, "%s:%ld: kv_long: an uneven step needs 2 or more segments (segs %d)", path, lineno,
+                    r.segs);
+            goto done;
+        }
+        int64_t rules = 1;
+        if (idx[11] >= 0 && (ts_parse_i64(f[idx[11]], &rules) || rules < 1 || rules > ATTN_RULES)) {
+            ts_fail(err, "%s:%ld: attn_rules: not a version of the engine's attention launch rules this "
+                         "build knows (1..%d): '%s'", path, lineno, ATTN_RULES, f[idx[11]]);
+            goto done;
+        }
+        if (same_source(out, path, lineno, f[idx[0]], f[idx[1]], (int)rules, err))
+            goto done;
+        push(out, &r);
+    }
+    rc = out->n ? 0 : ts_fail(err, "%s: no profile rows", path);
+done:
+    if (rc)
+        calib_data_free(out);
+    return rc;
+}
+
+int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3 *db;
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        ts_fail(err, "%s: cannot open", path);
+        goto done;
+    }
+    /* profiles from before the uneven steps have no kv_long column (every step even), and those
+     * from before the rules versions no attn_rules column either (version 1) */
+    static const char *const queries[] = {
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long FROM engine_profile",
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, 0 FROM engine_profile",
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, 1, 0 FROM engine_profile"};
+    size_t qi = 0;
+    while (qi < TS_ARRAY_LEN(queries) && sqlite3_prepare_v2(db, queries[qi], -1, &st, NULL) != SQLITE_OK)
+        qi++;
+    if (qi == TS_ARRAY_LEN(queries)) {
+        ts_fail(err, "%s: no engine_profile table (write one with tessera engine profile)", path);
+        goto done;
+    }
+    long row = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        row++;
+        struct calib_row r = {.segs = sqlite3_column_int(st, 2), .q = sqlite3_column_int(st, 3),
+                              .kv = sqlite3_column_int(st, 4), .logit_rows = sqlite3_column_int(st, 5),
+                              .kv_long = sqlite3_column_int(st, 10), /* NULL reads 0: an even step */
+                              .ms = sqlite3_column_double(st, 7), .total_ms = sqlite3_column_double(st, 8)};
+        const char *dev = (const char *)sqlite3_column_text(st, 0), *model = (const char *)sqlite3_column_text(st, 1);
+        const char *op = (const char *)sqlite3_column_text(st, 6);
+        if (!dev || !model || !op || cost_op_parse(op, &r.op) || r.segs < 1 || r.q < 1 || r.ms < 0) {
+            ts_fail(err, "%s: engine_profile row %ld: incomplete or unknown op", path, row);
+            goto done;
+        }
+        if (r.kv_long < 0 || (r.kv_long > 0 && r.segs < 2)) {
+            ts_fail(err, "%s: engine_profile row %ld: kv_long: %d (an uneven step needs 2 or more segments "
+                         "and a count)", path, row, r.kv_long);
+            goto done;
+        }
+        const int rules = sqlite3_column_type(st, 9) == SQLITE_NULL ? 1 : sqlite3_column_int(st, 9);
+        if (rules < 1 || rules > ATTN_RULES) {
+            ts_fail(err, "%s: engine_profile row %ld: attn_rules: %d is not a version of the engine's "
+                         "attention launch rules this build knows (1..%d)", path, row, rules, ATTN_RULES);
+            goto done;
+        }
+        if (same_source(out, path, row, dev, model, rules, err))
+            goto done;
+        push(out, &r);
+    }
+    rc = out->n ? 0 : ts_fail(err, "%s: engine_profile is empty", path);
+done:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    if (rc)
+        calib_data_free(out);
+    return rc;
+}
+
+/* Whether a profile measured the host/GPU split (gpu_ms, host_ms): all rows or none (the parser's rule). */
+static bool host_split(const struct calib_data *d)
+{
+    return d->n > 0 && d->rows[0].gpu_ms > 0;
+}
+
+int calib_data_write(const struct calib_data *d, const char *path, struct ts_err *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return ts_fail(err, "%s: cannot create", path);
+    const bool split = host_split(d);
+    bool uneven = false; /* the kv_long column only where a step is uneven: older files stay as they were */
+    for (size_t i = 0; i < d->n; i++)
+        uneven = uneven || d->rows[i].kv_long > 0;
+    fprintf(f, "device,model,segs,q,kv,logit_rows,op,ms,total_ms%s,attn_rules%s\n", split ? ",gpu_ms,host_ms" : "",
+            uneven ? ",kv_long" : "");
+    for (size_t i = 0; i < d->n; i++) {
+        const struct calib_row *r = &d->rows[i];
+        fprintf(f, "\"%s\",%s,%d,%d,%d,%d,%s,%.9g,%.9g", d->device, d->model, r->segs, r->q, r->kv,
+                r->logit_rows, cost_op_name(r->op), r->ms, r->total_ms);
+        if (split)
+            fprintf(f, ",%.9g,%.9g", r->gpu_ms, r->host_ms);
+        fprintf(f, ",%d", TS_MAX(1, d->attn_rules));
+        if (uneven)
+            fprintf(f, ",%d", r->kv_long);
+        fputc('\n', f);
+    }
+    if (fclose(f) != 0)
+        return ts_fail(err, "%s: write error", path);
+    return 0;
+}
+
+/* Distinct token counts measured for op (rows without logits). */
+static int distinct_tokens(const struct calib_data *d, enum cost_op op)
+{
+    int64_t seen[64];
+    int n = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        const struct calib_row *r = &d->rows[i];
+        if (r->op != op || r->logit_rows)
+            continue;
+        int64_t T = (int64_t)r->segs * r->q;
+        bool dup = false;
+        for (int j = 0; j < n; j++)
+            dup |= seen[j] == T;
+        if (!dup && n < 64)
+            seen[n++] = T;
+    }
+    return n;
+}
+
+/* A row's step and op, with its index, for finding the same op of the same step twice. */
+struct row_key {
+    int32_t k[6];
+    size_t i;
+};
+
+static struct row_key row_key_of(const struct calib_row *r, size_t i)
+{
+    return (struct row_key){{r->segs, r->q, r->kv, r->logit_rows, r->kv_long, (int32_t)r->op}, i};
+}
+
+static int cmp_row_key(const void *a, const void *b)
+{
+    const struct row_key *x = a, *y = b;
+    for (int j = 0; j < 6; j++)
+        if (x->k[j] != y->k[j])
+            return (x->k[j] > y->k[j]) - (x->k[j] < y->k[j]);
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* An op measured twice in one step: two profiles in one file, which would double every step's sum. */
+static int no_duplicate_rows(const struct calib_data *d, struct ts_err *err)
+{
+    struct row_key *keys = xmalloc(sizeof *keys * (d->n ? d->n : 1));
+    for (size_t i = 0; i < d->n; i++)
+        keys[i] = row_key_of(&d->rows[i], i);
+    qsort(keys, d->n, sizeof *keys, cmp_row_key);
+    int rc = 0;
+    for (size_t i = 1; i < d->n && !rc; i++) {
+        if (memcmp(keys[i - 1].k, keys[i].k, sizeof keys[i].k) != 0)
+            continue;
+        const struct calib_row *a = &d->rows[keys[i - 1].i];
+        rc = ts_fail(err, "profile of %s on %s: data rows %zu and %zu both measure op %s of the step "
+                          "(segs %d, q %d, kv %d, logit_rows %d, kv_long %d): two profiles in one file? "
+                          "(profile into a fresh database)",
+                     d->model, d->device, keys[i - 1].i + 1, keys[i].i + 1, cost_op_name(a->op), a->segs, a->q,
+                     a->kv, a->logit_rows, a->kv_long);
+    }
+    free(keys);
+    return rc;
+}
+
+/* The ops a profile measured, as a bit mask. */
+static unsigned op_mask(const struct calib_data *d)
+{
+    unsigned m = 0;
+    for (size_t i = 0; i < d->n; i++)
+        m |= 1u << d->rows[i].op;
+    return m;
+}
+
+static double median_of(double *v, size_t n)
+{
+    gsl_sort(v, 1, n);
+    return gsl_stats_median_from_sorted_data(v, 1, n);
+}
+
+/* Whether two profiles come from one engine on one GPU for one model; fails naming the first
+ * difference. */
+static int same_engine(const struct calib_data *a, const char *an, const struct calib_data *b, const char *bn,
+                       struct ts_err *err)
+{
+    if (strcmp(a->device, b->device) != 0)
+        return ts_fail(err, "%s: device '%s', but %s's is '%s' (a merge takes profiles of one GPU)", bn, b->device,
+                       an, a->device);
+    if (strcmp(a->model, b->model) != 0)
+        return ts_fail(err, "%s: model '%s', but %s's is '%s' (a merge takes profiles of one model)", bn, b->model,
+                       an, a->model);
+    if (TS_MAX(1, a->attn_rules) != TS_MAX(1, b->attn_rules))
+        return ts_fail(err, "%s: profiled under attention launch rules %d, %s under %d (different engines)", bn,
+                       TS_MAX(1, b->attn_rules), an, TS_MAX(1, a->attn_rules));
+    if (host_split(a) != host_split(b))
+        return ts_fail(err, "%s: %s the host/GPU split (gpu_ms, host_ms) and %s %s (different implementations)",
+                       bn, host_split(b) ? "measures" : "does not measure", an, host_split(a) ? "does" : "does not");
+    const unsigned ma = op_mask(a), mb = op_mask(b);
+    for (int op = 0; op < OP_COUNT; op++)
+        if (((ma ^ mb) >> op) & 1u)
+            return ts_fail(err, "%s: %s op %s and %s %s (profiles of different implementations?)", bn,
+                           (mb >> op) & 1u ? "measures" : "has no", cost_op_name((enum cost_op)op), an,
+                           (ma >> op) & 1u ? "does" : "does not");
+    return 0;
+}
+
+/* A merged row and where it first appeared (its input's index among all inputs' rows). */
+struct merged_row {
+    size_t first;
+    struct calib_row r;
+};
+
+static int cmp_merged(const void *a, const void *b)
+{
+    const struct merged_row *x = a, *y = b;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+int calib_data_merge(const struct calib_data *in, const char *const *names, size_t n_in, struct calib_data *out,
+                     size_t *partial, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    *partial = 0;
+    if (n_in < 2)
+        return ts_fail(err, "a merge takes two or more profiles (%zu given)", n_in);
+    size_t total = 0;
+    for (size_t f = 0; f < n_in; f++) {
+        if (f > 0 && same_engine(&in[0], names[0], &in[f], names[f], err))
+            return -1;
+        total += in[f].n;
+    }
+    /* every input's rows in one list, in input order; sorted by step and op, then by that order */
+    struct row_key *keys = xmalloc(sizeof *keys * (total ? total : 1));
+    const struct calib_row **row = xmalloc(sizeof *row * (total ? total : 1));
+    size_t *input = xmalloc(sizeof *input * (total ? total : 1));
+    for (size_t f = 0, g = 0; f < n_in; f++)
+        for (size_t i = 0; i < in[f].n; i++, g++) {
+            row[g] = &in[f].rows[i];
+            keys[g] = row_key_of(row[g], g);
+            input[g] = f;
+        }
+    qsort(keys, total, sizeof *keys, cmp_row_key);
+    struct merged_row *m = xmalloc(sizeof *m * (total ? total : 1));
+    double *v = xmalloc(sizeof *v * 4 * n_in);
+    size_t nm = 0;
+    int rc = 0;
+    for (size_t a = 0, b; a < total; a = b) {
+        for (b = a + 1; b < total && memcmp(keys[a].k, keys[b].k, sizeof keys[a].k) == 0; b++)
+            if (input[keys[b].i] == input[keys[b - 1].i]) {
+                const struct calib_row *r = row[keys[b].i];
+                rc = ts_fail(err, "%s: op %s of the step (segs %d, q %d, kv %d, logit_rows %d, kv_long %d) "
+                                  "measured twice (two profiles in one file?)", names[input[keys[b].i]],
+                             cost_op_name(r->op), r->segs, r->q, r->kv, r->logit_rows, r->kv_long);
+                break;
+            }
+        if (rc)
+            break;
+        const size_t k = b - a;
+        double *ms = v, *tot = v + n_in, *gpu = v + 2 * n_in, *host = v + 3 * n_in;
+        for (size_t j = 0; j < k; j++) {
+            const struct calib_row *r = row[keys[a + j].i];
+            ms[j] = r->ms, tot[j] = r->total_ms, gpu[j] = r->gpu_ms, host[j] = r->host_ms;
+        }
+        m[nm].first = keys[a].i; /* the smallest index of the group: sorted by it within a key */
+        m[nm].r = *row[keys[a].i];
+        m[nm].r.ms = median_of(ms, k);
+        m[nm].r.total_ms = median_of(tot, k);
+        m[nm].r.gpu_ms = median_of(gpu, k);
+        m[nm].r.host_ms = median_of(host, k);
+        *partial += k < n_in;
+        nm++;
+    }
+    if (!rc) {
+        qsort(m, nm, sizeof *m, cmp_merged);
+        snprintf(out->device, sizeof out->device, "%s", in[0].device);
+        snprintf(out->model, sizeof out->model, "%s", in[0].model);
+        out->attn_rules = in[0].attn_rules;
+        for (size_t i = 0; i < nm; i++)
+            push(out, &m[i].r);
+    }
+    free(keys);
+    free(row);
+    free(input);
+    free(m);
+    free(v);
+    return rc;
+}
+
+int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct ts_err *err)
+{
+    if (no_duplicate_rows(d, err))
+        return -1;
+    const enum cost_op needed[] = {OP_NORM, OP_QKV, OP_ROPE, OP_ATTN, OP_OPROJ, OP_GATE_UP, OP_ACT,
+                                   OP_DOWN, OP_LM_HEAD, OP_SAMPLE};
+    for (size_t i = 0; i < TS_ARRAY_LEN(needed); i++) {
+        bool token_op = needed[i] != OP_LM_HEAD && needed[i] != OP_SAMPLE && needed[i] != OP_ATTN;
+        int n = 0;
+        for (size_t j = 0; j < d->n; j++)
+            n += d->rows[j].op == needed[i];
+        if (n == 0 && needed[i] == OP_ACT)
+            continue; /* a fused FFN's profile (tessera-fused): SwiGLU runs inside gate_up */
+        if (n == 0)
+            return ts_fail(err, "profile of %s on %s: no rows for op %s", d->model, d->device,
+                           cost_op_name(needed[i]));
+        if (token_op && distinct_tokens(d, needed[i]) < 3)
+            return ts_fail(err, "profile of %s on %s: op %s is measured at fewer than 3 token counts",
+                           d->model, d->device, cost_op_name(needed[i]));
+    }
+    /* the named model and GPU must be able to produce these GEMM times */
+    struct model_cfg m;
+    struct gpu_spec g;
+    struct gpu_table *t = gpu_table_create();
+    int rc = model_resolve(d->model, &m, err) || gpu_lookup(t, gpu_name, &g, err) ? -1 : 0;
+    gpu_table_destroy(t);
+    if (rc)
+        return -1;
+    for (size_t j = 0; j < d->n; j++) {
+        const struct calib_row *r = &d->rows[j];
+        if (r->op != OP_GATE_UP || r->logit_rows)
+            continue;
+        double T = (double)r->segs * r->q;
+        double flops = 2.0 * T * m.hidden * 2.0 * m.ffn * (m.num_layers - model_num_moe_layers(&m));
+        double bytes = 2.0 * 2.0 * m.ffn * m.hidden * (m.num_layers - model_num_moe_layers(&m));
+        double floor_ms = fmax(flops / g.bf16_flops, bytes / g.mem_bw) * 1e3;
+        double ratio = r->ms / floor_ms;
+        if (ratio < 0.7 || ratio > 20)
+            return ts_fail(err, "profile claims %s on %s, but gate_up at %.0f tokens takes %.3f ms, %.2fx "
+                                "the roofline floor of that model on %s: a profile of another model or "
+                                "GPU?", d->model, d->device, T, r->ms, ratio, g.name);
+    }
+    return 0;
+}
+
+int32_t calib_row_kv(const struct calib_row *r, int32_t i)
+{
+    return r->kv_long > 0 && i == r->segs - 1 ? r->kv_long : r->kv;
+}
+
+void calib_row_step(const struct calib_row *r, struct step_desc *sd)
+{
+    step_desc_clear(sd);
+    for (int32_t i = 0; i < r->segs; i++) {
+        const int32_t kv = calib_row_kv(r, i);
+        struct segment seg = {.req_id = i, .q = r->q, .kv = kv, .logit_rows = r->logit_rows,
+                              .phase = kv > 0 ? PHASE_REUSE : PHASE_FULL};
+        step_desc_add(sd, &seg);
+    }
+}

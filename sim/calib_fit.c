@@ -1,0 +1,626 @@
+/* calib_fit.c: fitting a calibration to its profile (curves for the token-driven ops, a least-squares
+ * attention model that follows the engine's launch rules, the host line of eager frameworks),
+ * pricing steps with it (the `calibrated` cost back end) and reporting the fit. */
+#define _POSIX_C_SOURCE 200809L
+#include "calib.h"
+
+#include <gsl/gsl_fit.h>
+#include <gsl/gsl_interp.h>
+#include <gsl/gsl_multifit.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_rules.h"
+#include "cost.h"
+#include "gpu.h"
+#include "model.h"
+
+#define PROFILE_CHUNK_DEFAULT 2048 /* the LM-head chunk `tessera engine profile` runs with */
+#define ATTN_FEATURES 10
+
+static const enum cost_op token_ops[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_OPROJ,
+                                         OP_GATE_UP, OP_ACT, OP_DOWN};
+
+/* Whether two profile rows belong to the same profiled step. */
+static bool same_step(const struct calib_row *a, const struct calib_row *b)
+{
+    return a->segs == b->segs && a->q == b->q && a->kv == b->kv && a->logit_rows == b->logit_rows &&
+           a->kv_long == b->kv_long;
+}
+
+struct curve {
+    double *x, *y;
+    int n;
+    gsl_interp *interp;
+    gsl_interp_accel *acc;
+};
+
+struct calib {
+    char device[128], model[64];
+    struct curve tok[OP_COUNT]; /* token-driven ops */
+    struct curve lm, sample;    /* per chunk of rows */
+    double beta[ATTN_FEATURES]; /* attention least squares */
+    int heads, kv_heads, sms;   /* the model's query and K/V heads, the GPU's SMs (attn_finish) */
+    int attn_rules;             /* the profiled engine's attention launch rules (calib_data's) */
+    bool host_bound;            /* priced as max(host, GPU) */
+    double host0, host_seg;     /* host issue time (ms) = host0 + host_seg * segments */
+    double eager_gap;           /* ms an eager GPU-bound step adds to its graph-replayed GPU time */
+    int host_steps;             /* host-bound profile steps the line was fitted on */
+    int64_t max_T;
+    const struct calib_data *data; /* for residuals in calib_show (not owned; may be NULL later) */
+    struct calib_data own;
+};
+
+static void curve_free(struct curve *c)
+{
+    if (c->interp)
+        gsl_interp_free(c->interp);
+    if (c->acc)
+        gsl_interp_accel_free(c->acc);
+    free(c->x);
+    free(c->y);
+    memset(c, 0, sizeof *c);
+}
+
+void calib_free(struct calib *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < OP_COUNT; i++)
+        curve_free(&c->tok[i]);
+    curve_free(&c->lm);
+    curve_free(&c->sample);
+    calib_data_free(&c->own);
+    free(c);
+}
+
+/* Averages y over equal x and builds a monotone interpolant (linear for two points). */
+static int curve_build(struct curve *c, const double *x, const double *y, int n, const char *what,
+                       struct ts_err *err)
+{
+    double *xs = xmalloc(sizeof *xs * (size_t)(n ? n : 1)), *ys = xmalloc(sizeof *ys * (size_t)(n ? n : 1));
+    int *cnt = xcalloc((size_t)(n ? n : 1), sizeof *cnt), m = 0;
+    for (int i = 0; i < n; i++) {
+        int j = 0;
+        while (j < m && xs[j] != x[i])
+            j++;
+        if (j == m) {
+            xs[m] = x[i];
+            ys[m] = 0;
+            m++;
+        }
+        ys[j] += y[i];
+        cnt[j]++;
+    }
+    for (int j = 0; j < m; j++)
+        ys[j] /= cnt[j];
+    for (int i = 1; i < m; i++) /* sort by x */
+        for (int j = i; j > 0 && xs[j] < xs[j - 1]; j--) {
+            double t = xs[j]; xs[j] = xs[j - 1]; xs[j - 1] = t;
+            t = ys[j]; ys[j] = ys[j - 1]; ys[j - 1] = t;
+        }
+    free(cnt);
+    if (m < 2) {
+        free(xs), free(ys);
+        return ts_fail(err, "calibration: %s needs measurements at 2 or more sizes", what);
+    }
+    c->x = xs, c->y = ys, c->n = m;
+    c->interp = gsl_interp_alloc(m >= 3 ? gsl_interp_steffen : gsl_interp_linear, (size_t)m);
+    c->acc = gsl_interp_accel_alloc();
+    if (gsl_interp_init(c->interp, xs, ys, (size_t)m) != 0)
+        return ts_fail(err, "calibration: %s: interpolation setup failed", what);
+    return 0;
+}
+
+/* f(x): flat below the first point, linear past the last (when allowed). */
+static int curve_eval(const struct curve *c, double x, bool extrapolate, double *y)
+{
+    if (x <= c->x[0]) {
+        *y = c->y[0];
+        return 0;
+    }
+    if (x > c->x[c->n - 1]) {
+        if (!extrapolate)
+            return -1;
+        double slope = (c->y[c->n - 1] - c->y[c->n - 2]) / (c->x[c->n - 1] - c->x[c->n - 2]);
+        *y = c->y[c->n - 1] + slope * (x - c->x[c->n - 1]);
+        return 0;
+    }
+    *y = gsl_interp_eval(c->interp, c->x, c->y, x, c->acc);
+    return 0;
+}
+
+/*
+ * Attention features of a step: work terms summed over segments, the longest segment's keys (the
+ * critical path when a step has too few 64-row tiles to fill the GPU) and a constant (one launch
+ * per layer costs time even for a single query; measured on the second session's H200 profile:
+ * 35% rms residual with the four sums alone, 14.5% with the maximum and the constant); the work
+ * again over the segments of at least ATTN_LONG_Q rows, which the engine runs on its wgmma kernel
+ * on Hopper (128-row blocks); and the mma.sync kernel's launch as kernels/attention.cu makes it:
+ * its waves of blocks (two an SM, four with the 32-key K/V tiles of short query tiles) times the
+ * keys a block covers, its key split following attn_split_rule_v (by the rules version the
+ * profiled engine launched with) when it runs alone (all segments run on it where
+ * attn_long_on_mma says so). On the sixth session's recorded replays the last term took
+ * attention-heavy workloads from 4.9-5.9% to 3.2-3.5% per step and left the fidelity matrix as it
+ * was (README.md).
+ */
+struct attn_acc {
+    double f[ATTN_FEATURES];
+    double max_q;                                /* the longest segment's rows */
+    double short_rows, short_tiles, short_max_k; /* the mma.sync kernel's segments */
+    double long_rows, long_tiles;                /* the wgmma kernel's */
+    int short_segs, long_segs;                   /* segments on each kernel */
+    bool any_long;
+    int pack, splits, tile_keys; /* the mma.sync launch (attn_finish; 0 without one) */
+};
+
+/* The keys the query tiles of `rows` rows of a segment cover, summed: each tile runs to the keys
+ * its last row sees (attn_row_keys); q + kv each without block-causal attention (bs = 0). */
+static double tile_keys(int64_t q, int64_t kv, int32_t bs, int rows)
+{
+    if (bs <= 0)
+        return ceil((double)q / rows) * (double)(q + kv);
+    double sum = 0;
+    for (int64_t r0 = 0; r0 < q; r0 += rows)
+        sum += (double)attn_row_keys(q, kv, bs, TS_MIN(q, r0 + rows) - 1);
+    return sum;
+}
+
+/* A segment of q rows over kv cached keys, block-causal over blocks of bs tokens where bs > 0 (the
+ * pairs and the tiles' keys the kernels skip are not counted) */
+static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs)
+{
+    double *f = a->f, k = (double)(q + kv), pairs = attn_pairs(q, kv, bs);
+    f[0] += pairs;
+    f[1] += tile_keys(q, kv, bs, 64);
+    f[2] += (double)q;
+    f[3] += 1;
+    f[4] = fmax(f[4], k);
+    f[5] = 1;
+    f[6] += (double)kv;
+    a->max_q = fmax(a->max_q, (double)q);
+    if (q >= ATTN_LONG_Q) { /* the engine's wgmma kernel on Hopper: 128-row blocks */
+        f[7] += pairs;
+        f[8] += tile_keys(q, kv, bs, 128);
+        a->long_rows += (double)q;
+        a->long_tiles += ceil((double)q / 64.0);
+        a->long_segs++;
+        a->any_long = true;
+    } else {
+        a->short_segs++;
+        a->short_rows += (double)q;
+        a->short_tiles += ceil((double)q / 64.0);
+        a->short_max_k = fmax(a->short_max_k, k);
+    }
+}
+
+static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, int rules)
+{
+    if (a->any_long && attn_long_on_mma((int)fmin(a->long_tiles, 1e9), heads, sms, (int)a->f[4])) {
+        /* one short long segment over many keys: the engine runs every segment on the mma.sync
+         * kernel (attn_long_on_mma) */
+        a->f[7] = a->f[8] = 0;
+        a->short_rows += a->long_rows;
+        a->short_tiles += a->long_tiles;
+        a->short_max_k = a->f[4];
+        a->short_segs += a->long_segs;
+        a->long_segs = 0;
+        a->any_long = false;
+    }
+    if (a->short_tiles <= 0)
+        return;
+    /* GQA packing (rules 4, only where every segment is short): a block takes P query heads of
+     * one K/V head, so each K/V tile is read once for P heads and there are H / P blocks a tile of
+     * P times the rows */
+    const int P = attn_head_pack_v(rules, heads, kv_heads, (int)fmin(a->max_q, 1e9), (int)a->f[4]);
+    a->f[1] /= P;
+    /* the engine lists the long segments' tiles first, so the mma.sync kernel runs over the
+     * short tiles alone (k_attn_args.long_tiles), its K/V tile size the one it would take alone;
+     * beside the wgmma kernel it never splits keys (k_attention_splits), bounded by the step's
+     * longest segment */
+    int alone = attn_split_rule_pv(rules, P, (int)a->short_tiles, (int64_t)a->short_rows, heads, sms,
+                                          (int)a->f[4]);
+    int splits = a->any_long ? 1 : alone;
+    bool short_kv_tiles = attn_short_kv_tiles(alone, (int64_t)a->short_rows * P, (int64_t)a->short_tiles);
+    double keys = fmin(ceil(ceil(a->short_max_k / splits) / 64.0) * 64.0, a->short_max_k);
+    a->f[9] = ceil(a->short_tiles * (heads / P) * splits / ((short_kv_tiles ? 4.0 : 2.0) * sms)) * keys;
+    a->pack = P, a->splits = splits, a->tile_keys = short_kv_tiles ? 32 : 64;
+}
+
+/* The attention features and launch of a step, as the calibration's model and rules read them */
+static void attn_step(const struct calib *c, const struct step_desc *sd, struct attn_acc *acc)
+{
+    memset(acc, 0, sizeof *acc);
+    for (int32_t i = 0; i < sd->num_segs; i++)
+        attn_add(acc, sd->segs[i].q, sd->segs[i].kv, sd->attn_block);
+    attn_finish(acc, c->heads, c->kv_heads, c->sms, c->attn_rules);
+}
+
+void calib_attn_launch(const struct calib *c, const struct step_desc *sd, struct calib_attn_launch *out)
+{
+    struct attn_acc acc;
+    attn_step(c, sd, &acc);
+    *out = (struct calib_attn_launch){.rules = c->attn_rules, .wgmma_segs = acc.long_segs,
+                                      .mma_segs = acc.short_segs, .heads_a_block = acc.pack,
+                                      .splits = acc.splits, .tile_keys = acc.tile_keys};
+}
+
+/* The features of a profiled step: segs segments of q rows over kv cached keys, the last over
+ * kv_long instead where it is uneven. */
+static void attn_features(const struct calib_row *r, int heads, int kv_heads, int sms, int rules, double *f)
+{
+    struct attn_acc a;
+    memset(&a, 0, sizeof a);
+    for (int s = 0; s < r->segs; s++)
+        attn_add(&a, r->q, calib_row_kv(r, s), 0); /* profiles run bidirectional */
+    attn_finish(&a, heads, kv_heads, sms, rules);
+    memcpy(f, a.f, sizeof a.f);
+}
+
+/* The SM count in an engine's device name ("NVIDIA H200 (sm_90, 132 SMs)"); 132, the H200's,
+ * where it names none. */
+static int device_sms(const char *device)
+{
+    const char *p = strstr(device, " SMs");
+    if (!p)
+        return 132;
+    while (p > device && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    long n = strtol(p, NULL, 10); /* saturates on a long run of digits */
+    return n > 0 && n < 100000 ? (int)n : 132;
+}
+
+/* The sum of the op times of the profiled step row r belongs to. */
+static double step_ops_ms(const struct calib_data *d, const struct calib_row *r)
+{
+    double sum = 0;
+    for (size_t j = 0; j < d->n; j++) {
+        const struct calib_row *s = &d->rows[j];
+        if (same_step(s, r))
+            sum += s->ms;
+    }
+    return sum;
+}
+
+/* Per-op times come from event-instrumented runs, which add a little to each op;
+ * total_ms is the same step timed without the events.  Scale every op of a step so the ops sum to
+ * the un-instrumented total, down or up: a total above the sum is, on large steps, run-to-run noise
+ * (a constant taken from it would land on every small step) and, on small ones, launch gaps that
+ * belong to that shape. gap >= 0: a host/GPU split profile: scale to the GPU time an eager step
+ * sees, gpu_ms + gap. */
+static void scale_to_totals(const struct calib_data *in, double gap, struct calib_data *out)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        const struct calib_row *r = &in->rows[i];
+        double target = gap >= 0 ? r->gpu_ms + gap : r->total_ms;
+        if (target <= 0)
+            continue;
+        double sum = step_ops_ms(in, r);
+        if (sum > 0)
+            out->rows[i].ms = r->ms * (target / sum);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One row per profiled step (its first), for step-level fits. */
+static size_t distinct_steps(const struct calib_data *d, const struct calib_row **out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        const struct calib_row *r = &d->rows[i];
+        size_t j = 0;
+        while (j < n && !same_step(out[j], r))
+            j++;
+        if (j == n)
+            out[n++] = r;
+    }
+    return n;
+}
+
+/* The host side of a split profile: the launch gap of GPU-bound eager steps (median of total - gpu)
+ * and the host's issue time as a line in the segment count over the host-bound steps (whose
+ * issue time is not stretched by a full launch queue waiting on the GPU). */
+static void fit_host(const struct calib_data *d, struct calib *c)
+{
+    const struct calib_row **steps = xmalloc(sizeof *steps * (d->n ? d->n : 1));
+    size_t n = distinct_steps(d, steps);
+    double *gaps = xmalloc(sizeof *gaps * (n ? n : 1)), *x = xmalloc(sizeof *x * (n ? n : 1));
+    double *y = xmalloc(sizeof *y * (n ? n : 1));
+    size_t ng = 0, nh = 0;
+    for (size_t i = 0; i < n; i++)
+        if (steps[i]->gpu_ms >= steps[i]->host_ms)
+            gaps[ng++] = fmax(0.0, steps[i]->total_ms - steps[i]->gpu_ms);
+    qsort(gaps, ng, sizeof *gaps, cmp_double);
+    c->eager_gap = ng ? gaps[ng / 2] : 0;
+    for (size_t i = 0; i < n; i++)
+        if (steps[i]->host_ms > steps[i]->gpu_ms + c->eager_gap) {
+            x[nh] = steps[i]->segs;
+            y[nh++] = steps[i]->host_ms;
+        }
+    if (nh == 0) { /* never host-bound: every issue time is a bound from below */
+        for (size_t i = 0; i < n; i++)
+            y[nh++] = steps[i]->host_ms;
+        qsort(y, nh, sizeof *y, cmp_double);
+        c->host0 = nh ? y[0] : 0, c->host_seg = 0;
+    } else {
+        double c0 = 0, c1 = 0, cov00, cov01, cov11, ss;
+        bool spread = false;
+        for (size_t i = 1; i < nh; i++)
+            spread |= x[i] != x[0];
+        if (spread && gsl_fit_linear(x, 1, y, 1, nh, &c0, &c1, &cov00, &cov01, &cov11, &ss) == 0 && c1 >= 0) {
+            c->host0 = c0, c->host_seg = c1;
+        } else { /* one segment count, or a falling line: the median, flat */
+            qsort(y, nh, sizeof *y, cmp_double);
+            c->host0 = y[nh / 2], c->host_seg = 0;
+        }
+    }
+    c->host_steps = (int)nh;
+    c->host_bound = true;
+    free(steps), free(gaps), free(x), free(y);
+}
+
+int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *err)
+{
+    struct calib_data scaled = *in;
+    scaled.rows = xmalloc(sizeof *in->rows * (in->n ? in->n : 1));
+    memcpy(scaled.rows, in->rows, sizeof *in->rows * in->n);
+    scaled.cap = in->n;
+    struct calib *c = xcalloc(1, sizeof *c);
+    bool split = in->n > 0;
+    for (size_t i = 0; i < in->n; i++)
+        split &= in->rows[i].gpu_ms > 0 && in->rows[i].host_ms > 0;
+    if (split)
+        fit_host(in, c);
+    scale_to_totals(in, split ? c->eager_gap : -1, &scaled);
+    const struct calib_data *d = &scaled;
+    _Static_assert(sizeof c->device == sizeof d->device && sizeof c->model == sizeof d->model,
+                   "calib and calib_data name fields differ");
+    memcpy(c->device, d->device, sizeof c->device);
+    memcpy(c->model, d->model, sizeof c->model);
+    struct model_cfg mc;
+    const bool known = model_resolve(c->model, &mc, NULL) == 0;
+    c->heads = known ? mc.num_heads : 32;
+    c->kv_heads = known ? mc.num_kv_heads : c->heads;
+    c->sms = device_sms(c->device);
+    c->attn_rules = TS_MAX(1, d->attn_rules);
+    c->own.rows = xmalloc(sizeof *d->rows * (d->n ? d->n : 1));
+    memcpy(c->own.rows, d->rows, sizeof *d->rows * d->n);
+    c->own.n = c->own.cap = d->n;
+    memcpy(c->own.device, d->device, sizeof c->own.device);
+    memcpy(c->own.model, d->model, sizeof c->own.model);
+    double *x = xmalloc(sizeof *x * (d->n ? d->n : 1)), *y = xmalloc(sizeof *y * (d->n ? d->n : 1));
+    int rc = -1;
+    for (size_t k = 0; k < TS_ARRAY_LEN(token_ops); k++) {
+        enum cost_op op = token_ops[k];
+        int n = 0;
+        for (size_t i = 0; i < d->n; i++)
+            if (d->rows[i].op == op && d->rows[i].logit_rows == 0) {
+                x[n] = (double)d->rows[i].segs * d->rows[i].q;
+                y[n++] = d->rows[i].ms;
+                c->max_T = TS_MAX(c->max_T, (int64_t)x[n - 1]);
+            }
+        if (n == 0)
+            continue; /* an op this implementation does not run */
+        if (curve_build(&c->tok[op], x, y, n, cost_op_name(op), err))
+            goto done;
+    }
+    /* LM head and sampling: per-chunk points */
+    for (int which = 0; which < 2; which++) {
+        enum cost_op op = which ? OP_SAMPLE : OP_LM_HEAD;
+        int n = 0;
+        for (size_t i = 0; i < d->n; i++) {
+            const struct calib_row *r = &d->rows[i];
+            if (r->op != op || r->logit_rows == 0)
+                continue;
+            int64_t R = (int64_t)r->segs * r->logit_rows, chunks = (R + PROFILE_CHUNK_DEFAULT - 1) / PROFILE_CHUNK_DEFAULT;
+            if (R > PROFILE_CHUNK_DEFAULT && R % PROFILE_CHUNK_DEFAULT)
+                continue; /* a ragged last chunk: not a clean per-chunk point */
+            x[n] = (double)(chunks > 1 ? PROFILE_CHUNK_DEFAULT : R);
+            y[n++] = r->ms / (double)chunks;
+        }
+        if (curve_build(which ? &c->sample : &c->lm, x, y, n, cost_op_name(op), err))
+            goto done;
+    }
+    /* attention: weighted least squares (weights 1/y^2: relative errors) */
+    {
+        size_t n = 0;
+        for (size_t i = 0; i < d->n; i++)
+            n += d->rows[i].op == OP_ATTN;
+        if (n < ATTN_FEATURES + 1) {
+            ts_fail(err, "calibration: attention needs at least %d measured shapes", ATTN_FEATURES + 1);
+            goto done;
+        }
+        gsl_matrix *X = gsl_matrix_alloc(n, ATTN_FEATURES), *cov = gsl_matrix_alloc(ATTN_FEATURES, ATTN_FEATURES);
+        gsl_vector *Y = gsl_vector_alloc(n), *w = gsl_vector_alloc(n), *b = gsl_vector_alloc(ATTN_FEATURES);
+        size_t k = 0;
+        for (size_t i = 0; i < d->n; i++) {
+            const struct calib_row *r = &d->rows[i];
+            if (r->op != OP_ATTN)
+                continue;
+            double f[ATTN_FEATURES];
+            attn_features(r, c->heads, c->kv_heads, c->sms, c->attn_rules, f);
+            for (int j = 0; j < ATTN_FEATURES; j++)
+                gsl_matrix_set(X, k, (size_t)j, f[j]);
+            gsl_vector_set(Y, k, r->ms);
+            gsl_vector_set(w, k, 1.0 / fmax(r->ms * r->ms, 1e-12));
+            k++;
+        }
+        double chisq;
+        gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(n, ATTN_FEATURES);
+        int st = gsl_multifit_wlinear(X, w, Y, b, cov, &chisq, ws);
+        for (int j = 0; j < ATTN_FEATURES; j++)
+            c->beta[j] = gsl_vector_get(b, (size_t)j);
+        gsl_multifit_linear_free(ws);
+        gsl_matrix_free(X), gsl_matrix_free(cov), gsl_vector_free(Y), gsl_vector_free(w), gsl_vector_free(b);
+        if (st) {
+            ts_fail(err, "calibration: the attention fit failed");
+            goto done;
+        }
+    }
+    c->data = &c->own;
+    *out = c;
+    rc = 0;
+done:
+    free(x);
+    free(y);
+    free(scaled.rows);
+    if (rc)
+        calib_free(c);
+    return rc;
+}
+
+const char *calib_device(const struct calib *c) { return c->device; }
+const char *calib_model(const struct calib *c) { return c->model; }
+int64_t calib_max_tokens(const struct calib *c) { return c->max_T; }
+
+/* --- pricing ----------------------------------------------------------------------------- */
+
+static double chunked(const struct curve *cv, int64_t R, int64_t chunk, bool extrapolate)
+{
+    if (R <= 0)
+        return 0;
+    if (chunk <= 0)
+        chunk = R;
+    double max_rows = cv->x[cv->n - 1], total = 0, y;
+    for (int64_t r0 = 0; r0 < R; r0 += chunk) {
+        double rows = (double)TS_MIN(chunk, R - r0);
+        if (rows > max_rows) { /* as several chunks of the largest profiled size */
+            curve_eval(cv, max_rows, extrapolate, &y);
+            total += y * rows / max_rows;
+        } else {
+            curve_eval(cv, rows, extrapolate, &y);
+            total += y;
+        }
+    }
+    return total;
+}
+
+int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapolate, double *seconds,
+                 struct cost_breakdown *bd, struct ts_err *err)
+{
+    struct cost_breakdown local;
+    if (!bd)
+        bd = &local;
+    memset(bd, 0, sizeof *bd);
+    const struct step_totals *t = &sd->tot;
+    double ms = 0;
+    if (t->q_tokens > 0) {
+        for (size_t k = 0; k < TS_ARRAY_LEN(token_ops); k++) {
+            const struct curve *cv = &c->tok[token_ops[k]];
+            if (!cv->n)
+                continue;
+            double y;
+            if (curve_eval(cv, (double)t->q_tokens, extrapolate, &y))
+                return ts_fail(err, "calibrated cost: a step of %lld packed tokens is beyond the profiled "
+                                    "range (up to %lld) of %s on %s; profile larger steps or allow "
+                                    "extrapolation (--extrapolate)", (long long)t->q_tokens,
+                               (long long)c->max_T, c->model, c->device);
+            bd->op_s[token_ops[k]] = y * 1e-3;
+            ms += y;
+        }
+        double attn = 0;
+        struct attn_acc acc;
+        attn_step(c, sd, &acc);
+        for (int j = 0; j < ATTN_FEATURES; j++)
+            attn += c->beta[j] * acc.f[j];
+        attn = fmax(attn, 0.0);
+        bd->op_s[OP_ATTN] = attn * 1e-3;
+        ms += attn;
+    }
+    double lm = chunked(&c->lm, t->logit_rows, sd->logit_chunk_rows, extrapolate);
+    double smp = chunked(&c->sample, t->logit_rows, sd->logit_chunk_rows, extrapolate);
+    bd->op_s[OP_LM_HEAD] = lm * 1e-3;
+    bd->op_s[OP_SAMPLE] = smp * 1e-3;
+    ms += lm + smp;
+    if (c->host_bound) { /* the GPU waits for the host's issue when that takes longer */
+        double host = c->host0 + c->host_seg * sd->num_segs;
+        if (host > ms) {
+            bd->op_s[OP_HOST] = (host - ms) * 1e-3;
+            ms = host;
+        }
+    }
+    bd->total_s = ms * 1e-3;
+    *seconds = bd->total_s;
+    return 0;
+}
+
+/* --- report ------------------------------------------------------------------------------ */
+
+void calib_show(const struct calib *c, FILE *out)
+{
+    const struct calib_data *d = c->data;
+    size_t uneven = 0; /* attention rows of uneven steps: one a step */
+    for (size_t i = 0; d && i < d->n; i++)
+        uneven += d->rows[i].kv_long > 0 && d->rows[i].op == OP_ATTN;
+    fprintf(out, "calibration of %s on %s: %zu profile rows, steps up to %lld packed tokens, attention "
+                 "launch rules %d", c->model, c->device, d ? d->n : 0, (long long)c->max_T, c->attn_rules);
+    if (uneven)
+        fprintf(out, ", %zu uneven steps", uneven);
+    fputc('\n', out);
+    fprintf(out, "%-10s %-40s %12s %12s\n", "op", "model", "rms rel res", "max rel res");
+    for (int op = 0; op < OP_COUNT; op++) {
+        const struct curve *cv = op == OP_LM_HEAD ? &c->lm : op == OP_SAMPLE ? &c->sample : &c->tok[op];
+        char model[64];
+        if (op == OP_ATTN)
+            snprintf(model, sizeof model, "least squares, %d features", ATTN_FEATURES);
+        else if (cv->n)
+            snprintf(model, sizeof model, "monotone over %d %s (%.0f..%.0f)", cv->n,
+                     op == OP_LM_HEAD || op == OP_SAMPLE ? "chunk sizes" : "token counts", cv->x[0],
+                     cv->x[cv->n - 1]);
+        else
+            continue;
+        double ss = 0, mx = 0;
+        int n = 0;
+        for (size_t i = 0; d && i < d->n; i++) {
+            const struct calib_row *r = &d->rows[i];
+            if ((int)r->op != op || r->ms <= 0)
+                continue;
+            struct step_desc sd;
+            step_desc_init(&sd);
+            sd.logit_chunk_rows = PROFILE_CHUNK_DEFAULT;
+            calib_row_step(r, &sd);
+            double secs;
+            struct cost_breakdown bd;
+            if (calib_step_s(c, &sd, true, &secs, &bd, NULL) == 0 &&
+                (op != OP_NORM || r->logit_rows == 0)) { /* the final norm is folded into norm rows */
+                double rel = (bd.op_s[op] * 1e3 - r->ms) / r->ms;
+                ss += rel * rel;
+                mx = fmax(mx, fabs(rel));
+                n++;
+            }
+            step_desc_free(&sd);
+        }
+        fprintf(out, "%-10s %-40s %11.2f%% %11.2f%%\n", cost_op_name((enum cost_op)op), model,
+                n ? 100 * sqrt(ss / n) : 0.0, 100 * mx);
+    }
+    static const char *const term[ATTN_FEATURES] = {" sum q(q+kv)", " sum ceil(q/64)(q+kv)", " sum q", " segs",
+                                                    " max(q+kv)", "", " sum kv", " sum_long q(q+kv)",
+                                                    " sum_long ceil(q/128)(q+kv)", " mma_waves*keys_a_block"};
+    fprintf(out, "attention (ms) =");
+    for (int i = 0; i < ATTN_FEATURES; i++)
+        fprintf(out, "%s%.4g%s", i == 0 ? " " : c->beta[i] < 0 ? " - " : " + ", i == 0 ? c->beta[i] : fabs(c->beta[i]),
+                term[i]);
+    fprintf(out, "\n");
+    if (c->host_bound)
+        fprintf(out, "host: a step takes max(host, GPU); host issue (ms) = %.4g + %.4g segs (fitted on %d "
+                     "host-bound steps); eager GPU-bound steps add %.3g ms of launch gaps\n",
+                c->host0, c->host_seg, c->host_steps, c->eager_gap);
+}
+
+/* The calibrated cost back end: a step priced by the context's calibration. */
+static int calibrated_step_s(const struct cost_ctx *c, const struct step_desc *sd, double *seconds,
+                             struct cost_breakdown *bd, struct ts_err *err)
+{
+    TS_ASSERT(c->calib != NULL);
+    return calib_step_s(c->calib, sd, c->extrapolate, seconds, bd, err);
+}
+
+const struct cost_ops cost_calibrated = {.name = "calibrated", .step_s = calibrated_step_s};

@@ -1,0 +1,106 @@
+/* calib_transfer.c: carrying a calibration over to a GPU it was not measured on, by the roofline
+ * ratios of each op, and the band of how far such a transfer may be off. */
+#include <math.h>
+#include <string.h>
+
+#include "calib.h"
+#include "cost.h"
+#include "gpu.h"
+#include "model.h"
+
+/* Roofline contexts of one model and implementation on two GPUs. */
+static int two_gpus(const char *model, const char *from, const char *to, const char *impl,
+                    struct cost_ctx *src, struct cost_ctx *dst, struct ts_err *err)
+{
+    memset(src, 0, sizeof *src);
+    memset(dst, 0, sizeof *dst);
+    struct gpu_table *t = gpu_table_create();
+    int rc = model_resolve(model, &src->model, err) || gpu_lookup(t, from, &src->gpu, err) ||
+                     gpu_lookup(t, to, &dst->gpu, err) || impl_resolve(impl, &src->impl, err)
+                 ? -1 : 0;
+    gpu_table_destroy(t);
+    dst->model = src->model;
+    dst->impl = src->impl;
+    return rc;
+}
+
+/* A step priced by the roofline on both GPUs; ratio(op) is how much slower the op is on the
+ * second (the step's ratio for an op the roofline does not price). */
+struct roofline_pair {
+    struct cost_breakdown a, b;
+    double sa, sb;
+};
+
+static int roofline_both(const struct cost_ctx *src, const struct cost_ctx *dst, const struct step_desc *sd,
+                         struct roofline_pair *p, struct ts_err *err)
+{
+    return cost_roofline.step_s(src, sd, &p->sa, &p->a, err) || cost_roofline.step_s(dst, sd, &p->sb, &p->b, err)
+               ? -1 : 0;
+}
+
+static double roofline_ratio(const struct roofline_pair *p, int op)
+{
+    return p->a.op_s[op] > 0 && p->b.op_s[op] > 0 ? p->b.op_s[op] / p->a.op_s[op] : p->sb / p->sa;
+}
+
+int calib_data_transfer(const struct calib_data *in, const char *from, const char *to, const char *impl,
+                        struct calib_data *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    struct cost_ctx src, dst;
+    if (two_gpus(in->model, from, to, impl, &src, &dst, err))
+        return -1;
+    *out = *in;
+    snprintf(out->device, sizeof out->device, "%.24s (roofline transfer from %.70s)", dst.gpu.name, in->device);
+    out->rows = xmalloc(sizeof *in->rows * (in->n ? in->n : 1));
+    out->cap = in->n;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    for (size_t i = 0; i < in->n; i++) {
+        const struct calib_row *r = &in->rows[i];
+        sd.logit_chunk_rows = (int32_t)TS_MAX(1, (int64_t)r->segs * r->logit_rows);
+        calib_row_step(r, &sd);
+        struct roofline_pair rp;
+        if (roofline_both(&src, &dst, &sd, &rp, err)) {
+            step_desc_free(&sd);
+            calib_data_free(out);
+            return -1;
+        }
+        double total_ratio = rp.sb / rp.sa, op_ratio = roofline_ratio(&rp, r->op);
+        out->rows[i] = *r;
+        out->rows[i].ms = r->ms * op_ratio;
+        out->rows[i].total_ms = r->total_ms * total_ratio;
+        out->rows[i].gpu_ms = r->gpu_ms * total_ratio; /* the host's issue time stays: same CPU */
+    }
+    step_desc_free(&sd);
+    return 0;
+}
+
+int calib_transfer_band(const struct calib *c, const char *model, const char *from, const char *to,
+                        const char *impl, const struct step_desc *sd, double *mid_s, double *lo_s,
+                        double *hi_s, struct ts_err *err)
+{
+    struct cost_ctx src, dst;
+    if (two_gpus(model, from, to, impl, &src, &dst, err))
+        return -1;
+    struct cost_breakdown bd;
+    struct roofline_pair rp;
+    if (calib_step_s(c, sd, true, mid_s, &bd, err) || roofline_both(&src, &dst, sd, &rp, err))
+        return -1;
+    const double rc_ = src.gpu.bf16_flops / dst.gpu.bf16_flops, rm = src.gpu.mem_bw / dst.gpu.mem_bw;
+    double gpu = 0, lo = 0, hi = 0;
+    for (int o = 0; o < OP_COUNT; o++) {
+        double v = bd.op_s[o];
+        if (v <= 0 || o == OP_HOST)
+            continue;
+        double r = roofline_ratio(&rp, o), base = v / r;
+        gpu += v;
+        lo += base * fmin(r, fmin(rc_, rm));
+        hi += base * fmax(r, fmax(rc_, rm));
+    }
+    /* a host-bound step (calib_step_s's max(host, GPU)) keeps its host time: the same host */
+    double host = bd.op_s[OP_HOST] > 0 ? gpu + bd.op_s[OP_HOST] : 0;
+    *lo_s = fmax(host, lo);
+    *hi_s = fmax(host, hi);
+    return 0;
+}

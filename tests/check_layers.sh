@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# check_layers.sh: the include graph keeps tessera's floors (Makefile, "Layers"). Each quoted
+# include is resolved as the compiler would (the file's own folder, then its floor's paths); a
+# header that resolves only on a floor the file may not see is reported as FILE:LINE: the include
+# and the floors involved. Prints "layers: N passed, M failed".
+#   sim/core                      the ground floor: sees only itself
+#   traces                        core
+#   kernels                       core
+#   engine (the engine proper)    core, kernels
+#   sim (the simulator)           core, traces
+#   the command line and harness  (sim/main.c, sim/cli*, sim/engine_load.*, engine/harness, tests): all
+set -u
+cd "$(dirname "$0")/.."
+pass=0
+fail=0
+
+floor_of() {
+    case $1 in
+        sim/core/*) echo core ;;
+        sim/main.c | sim/cli* | sim/engine_load.* | engine/harness/* | tests/*) echo top ;;
+        traces/*) echo traces ;;
+        kernels/*) echo kernels ;;
+        engine/*) echo engine ;;
+        sim/*) echo sim ;;
+        *) echo top ;;
+    esac
+}
+sees() { # the folders a floor's includes resolve in, in order
+    case $1 in
+        core) echo sim/core ;;
+        traces) echo sim/core traces ;;
+        kernels) echo sim/core kernels ;;
+        engine) echo sim/core engine kernels ;;
+        sim) echo sim/core traces sim ;;
+        top) echo sim/core traces sim engine engine/harness kernels ;;
+    esac
+}
+all_dirs="sim/core traces sim engine engine/harness kernels"
+
+for f in $(git ls-files 'sim/*.[ch]' 'traces/*.[ch]' 'engine/*.[ch]' 'kernels/*.h' 'kernels/*.cu' 'kernels/*.cuh' 'kernels/*.inc'); do
+    fl=$(floor_of "$f")
+    own=$(dirname "$f")
+    while IFS=: read -r line inc; do
+        found=""
+        for d in "$own" $(sees "$fl"); do
+            if [ -e "$d/$inc" ]; then found=$d; break; fi
+        done
+        if [ -n "$found" ]; then pass=$((pass + 1)); continue; fi
+        where=""
+        for d in $all_dirs; do [ -e "$d/$inc" ] && where="$where $d"; done
+        if [ -n "$where" ]; then
+            fail=$((fail + 1))
+            echo "layers: FAIL: $f:$line: includes \"$inc\" from${where}, above its floor ($fl sees $(sees "$fl"))" >&2
+        fi # else a system or generated header: not ours to place
+    done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" | sed -E 's/^([0-9]+):.*"([^"]+)".*/\1:\2/')
+done
+echo "layers: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
