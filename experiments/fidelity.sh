@@ -28,7 +28,7 @@
 # profile's level moves 1-2% with the instance) instead of profiling; the merge is OUT/calib-MODEL.csv.
 #
 # WARM_MS=MS profiles each step after MS ms of its own repetition (engine profile --warm-ms: the
-# light-load clock; experiments/results/attn-probe-h200 says what it changes).
+# light-load clock: a Reuse step profiled at its own steady clock rather than after a Refresh).
 #
 # IMPL=tessera-fused simulates that implementation profile and runs the engine's FFN fused
 # (TESSERA_FFN=fused for the profile; replays follow the run's implementation), so OUT's

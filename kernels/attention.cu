@@ -168,8 +168,8 @@ static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16
     const char *kp = (const char *)(a.k_pool + (size_t)hk * D + col);
     const char *vp = (const char *)(a.v_pool + (size_t)hk * D + col);
     /* the page ids of the next tile to issue, read one tile ahead: no tile's loads wait on the
-     * page table (with the one-barrier loop, 1 x 2,048 keys at 249 TFLOP/s against 178 for the
-     * fifth session's copy of the table in shared memory and per-chunk address arithmetic) */
+     * page table (with the one-barrier loop, 1 x 2,048 keys at 249 TFLOP/s against 178 for a copy
+     * of the table in shared memory and per-chunk address arithmetic) */
     int pid[kv_rows<D, TN>::N];
     auto issue = [&](int st, int k0) {
         const uint32_t ks = smem_u32 + col * 2 + st * 4 * TILE;
@@ -347,7 +347,7 @@ static __global__ void combine_kernel(const k_attn_args a, int splits)
  * tiles and rows where the list is ordered (long_tiles), which choose its K/V tile size; else
  * every tile, each block of a long segment exiting at once. Either way no key split: its combine
  * would overwrite the wgmma kernel's rows (split by the short tiles alone and merged by tiles, a
- * Refresh beside 3 to 8 Reuse blocks ran up to 1.3x slower, engine/BENCHMARKS.md). */
+ * Refresh beside 3 to 8 Reuse blocks ran up to 1.3x slower on the H200). */
 static k_attn_args short_args(const k_attn_args *a)
 {
     k_attn_args b = *a;
@@ -497,7 +497,7 @@ extern "C" int k_attention(const struct k_attn_args *a, k_stream stream)
             return rc;
     }
     /* auto: the wgmma kernel reads each K/V tile once for 128 query rows: on long segments it runs
-     * 1.3-1.5 x the mma.sync kernel, on 32-row ones less than half as fast (engine/BENCHMARKS.md) */
+     * 1.3-1.5 x the mma.sync kernel, on 32-row ones less than half as fast (H200) */
     const int mode = a->d == 128 && a->impl == 2 ? auto_mode(a) : 0;
     if (mode > 0) {
         const struct k_attn_args w = long_args(a, mode == 2);

@@ -81,7 +81,7 @@ int k_gemm_swiglu_auto(int rows, int F);
 
 /* The fused gate/up GEMM's clusters: two blocks where its row tiles pair up (an odd count would
  * leave a partner idle in every column), else one: 1-2% faster than single blocks at 512 and
- * 2,048 rows, within 1.5% at 8,192 (engine/BENCHMARKS.md). */
+ * 2,048 rows, within 1.5% at 8,192 (H200). */
 static inline int k_gemm_swiglu_cluster(int rows)
 {
     const int mt = (rows + K_FFN_TILE_M - 1) / K_FFN_TILE_M;
@@ -101,8 +101,7 @@ static inline int64_t k_gemm_swiglu_units(int rows, int F, int cl)
  * rounds to 90% or more. Measured on the H200, fused over split: LLaDA-8B (4096 x 12288, 96 column
  * tiles) 0.91-0.98x from 64 to 128 rows and from 512 on, 1.04-1.17x below 64 rows, 1.15-1.40x at
  * 192-384 rows (two or three rounds, the last a third to half full); Dream-7B (3584 x 18944: 148
- * column tiles, two rounds on 132 SMs, the second 16 blocks) 1.24-1.39x up to 256 rows
- * (engine/BENCHMARKS.md, eighth and eighteenth sessions). */
+ * column tiles, two rounds on 132 SMs, the second 16 blocks) 1.24-1.39x up to 256 rows. */
 static inline int k_gemm_swiglu_auto_v(int rows, int F, const int clusters[3])
 {
     if (rows <= 0 || F <= 0 || F % K_FFN_TILE_F)

@@ -136,16 +136,16 @@ static int curve_eval(const struct curve *c, double x, bool extrapolate, double 
 /*
  * Attention features of a step: work terms summed over segments, the longest segment's keys (the
  * critical path when a step has too few 64-row tiles to fill the GPU) and a constant (one launch
- * per layer costs time even for a single query; measured on the second session's H200 profile:
+ * per layer costs time even for a single query; measured on an H200 profile:
  * 35% rms residual with the four sums alone, 14.5% with the maximum and the constant); the work
  * again over the segments of at least ATTN_LONG_Q rows, which the engine runs on its wgmma kernel
  * on Hopper (128-row blocks); and the mma.sync kernel's launch as kernels/attention.cu makes it:
  * its waves of blocks (two an SM, four with the 32-key K/V tiles of short query tiles) times the
  * keys a block covers, its key split following attn_split_rule_v (by the rules version the
  * profiled engine launched with) when it runs alone (all segments run on it where
- * attn_long_on_mma says so). On the sixth session's recorded replays the last term took
+ * attn_long_on_mma says so). On recorded replays the last term took
  * attention-heavy workloads from 4.9-5.9% to 3.2-3.5% per step and left the fidelity matrix as it
- * was (README.md).
+ * was.
  */
 struct attn_acc {
     double f[ATTN_FEATURES];

@@ -51,32 +51,28 @@ fi
 # fidelity regression: each record's calibrations (calib-MODEL.csv.gz, profiled with the engine it
 # records) re-evaluated on its recorded H200 step times (deterministic simulations, each step
 # checked against the recorded one) must give what was recorded, run by run (per-step MAPE, p90
-# and total-time error within 0.15 points): in sample (the replays on the profiled machine,
-# experiments/results/fidelity-h200) and out of sample (a fresh machine instance,
-# experiments/results/fidelity-h200-oos); and the fused engine's (--impl tessera-fused): LLaDA-8B
-# and SDAR-8B, each in and out of sample (fidelity-h200-fused, -fused-oos, -fused-sdar,
-# -fused-sdar-oos); and Dream-7B's, both engines, in and out of sample (fidelity-h200-dream,
-# -dream-oos, -fused-dream, -fused-dream-oos); and SDAR-8B's under the
-# engine's GQA head packing (launch rules 4: fidelity-h200-sdar-gqa, -fused-sdar-gqa, each in and
-# out of sample: -sdar-gqa-oos, -fused-sdar-gqa-oos). Each
-# in-sample record's calibration is `calib merge` of the profiles it keeps in profiles/ (machine
-# instances' base grids, SDAR-8B's and Dream-7B's also long-cache parts), and the shipped
-# calibrations are, byte for byte, those of the current record of each model and implementation
-# (current below); the earlier SDAR-8B records keep their own (attention launch rules 3).
+# and total-time error within 0.15 points), in sample (the replays on a profiled machine) and out of
+# sample (a machine none of whose profiles is merged), for each model and implementation whose
+# calibration is shipped: fidelity-h200 (LLaDA-8B, and SDAR-8B as an engine of launch rules 3
+# ran it), fidelity-h200-fused (LLaDA-8B, fused FFN), fidelity-h200-sdar and -fused-sdar (SDAR-8B),
+# fidelity-h200-dream and -fused-dream (Dream-7B), each with its -oos twin. Each in-sample record's
+# calibration is `calib merge` of the profiles it keeps in profiles/, and the shipped calibrations
+# are, byte for byte, the in-sample records' (current below).
 root=$(cd "$(dirname "$0")/.." && pwd)
+rec_dir="$root/experiments/records"
 current() { # current MODEL IMPL: the record whose calibration is shipped
     case $1-$2 in
         llada-8b-tessera) echo fidelity-h200 ;; llada-8b-tessera-fused) echo fidelity-h200-fused ;;
-        sdar-8b-tessera) echo fidelity-h200-sdar-gqa ;; sdar-8b-tessera-fused) echo fidelity-h200-fused-sdar-gqa ;;
+        sdar-8b-tessera) echo fidelity-h200-sdar ;; sdar-8b-tessera-fused) echo fidelity-h200-fused-sdar ;;
         dream-7b-tessera) echo fidelity-h200-dream ;; dream-7b-tessera-fused) echo fidelity-h200-fused-dream ;;
     esac
 }
 if command -v python3 >/dev/null 2>&1; then
-    for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-fused-sdar \
-        fidelity-h200-fused-sdar-oos fidelity-h200-dream fidelity-h200-dream-oos fidelity-h200-sdar-gqa \
-        fidelity-h200-sdar-gqa-oos fidelity-h200-fused-sdar-gqa fidelity-h200-fused-sdar-gqa-oos \
-        fidelity-h200-fused-dream fidelity-h200-fused-dream-oos; do
-        want="$root/experiments/results/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
+    for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-sdar \
+        fidelity-h200-sdar-oos fidelity-h200-fused-sdar fidelity-h200-fused-sdar-oos fidelity-h200-dream \
+        fidelity-h200-dream-oos fidelity-h200-fused-dream fidelity-h200-fused-dream-oos; do
+        echo "cli: ... re-evaluating $rec" >&2
+        want="$rec_dir/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         case $rec in *fused*) impl=tessera-fused models=llada-8b runs=8 ;; esac
         case $rec in *sdar*) models=sdar-8b runs=8 ;; *dream*) models=dream-7b runs=8 ;; esac
         mkdir -p "$cal"
@@ -104,13 +100,11 @@ if command -v python3 >/dev/null 2>&1; then
             "$want/fidelity.csv" "$tmp/$rec/fidelity.csv" | head -3)
         if [ "$n" -eq $runs ] && [ -z "$differ" ]; then ok; else bad "$rec on recorded H200 steps: $n runs, differing from the record: $differ"; sed 's/^/    /' "$tmp/out" >&2; fi
     done
-    # each out-of-sample record priced by its in-sample sibling's calibrations; SDAR-8B's launch-rules-3
-    # pair keeps the calibration before the long-cache rows its in-sample siblings gained (README.md)
-    for o in "$root"/experiments/results/fidelity-h200*-oos; do
+    # each out-of-sample record priced by its in-sample sibling's calibrations; fidelity-h200-oos's
+    # SDAR-8B (launch rules 3) keeps the calibration before the long-cache rows its sibling gained
+    for o in "$rec_dir"/fidelity-h200*-oos; do
         for c in "$o"/calib-*.csv.gz; do
-            case $(basename "$o")/$(basename "$c") in
-                fidelity-h200-oos/calib-sdar-8b.csv.gz | fidelity-h200-fused-sdar-oos/calib-sdar-8b.csv.gz) continue ;;
-            esac
+            [ "$(basename "$o")/$(basename "$c")" = fidelity-h200-oos/calib-sdar-8b.csv.gz ] && continue
             if cmp -s <(gzip -dc "$c") <(gzip -dc "${o%-oos}/$(basename "$c")"); then ok
             else bad "$(basename "$o"): $(basename "$c") is not its in-sample record's"; fi
         done
@@ -132,54 +126,36 @@ PY
     cmp -s "$tmp/m2.csv" "$root/sim/data/calib/h200-llada-8b-tessera.csv" && ok || bad "calib merge of a database and its CSV changed the rows"
     # PROFILES= with a single profile: refused by calib merge, nothing evaluated
     mkdir -p "$tmp/prof1"
-    cp "$root/experiments/results/fidelity-h200/profiles/llada-8b.1.csv.gz" "$tmp/prof1/"
-    expect 1 "fidelity.sh PROFILES= with one profile" -- env MEASURED="$root/experiments/results/fidelity-h200/all-steps.csv.gz" \
+    cp "$rec_dir/fidelity-h200/profiles/llada-8b.1.csv.gz" "$tmp/prof1/"
+    expect 1 "fidelity.sh PROFILES= with one profile" -- env MEASURED="$rec_dir/fidelity-h200/all-steps.csv.gz" \
         PROFILES="$tmp/prof1" TESSERA=$bin SCRATCH="$tmp/prof1/scr" bash "$root/experiments/fidelity.sh" "$tmp/prof1/out" llada-8b
     contains "fidelity.sh PROFILES= with one profile" "needs two or more PROFILEs"
-    # the warm-up A/B of experiments/results/attn-probe-h200/warm/in-sample: both calibrations
-    # re-evaluated on that instance's recorded replays give what its README reports
-    ab="$root/experiments/results/attn-probe-h200/warm/in-sample"
-    for v in default warm150; do
-        mkdir -p "$tmp/ab-$v/cal"
-        cp "$ab/calib-$v.csv" "$tmp/ab-$v/cal/calib-llada-8b.csv"
-        MEASURED="$ab/all-steps.csv.gz" CALIB_DIR="$tmp/ab-$v/cal" TESSERA=$bin SCRATCH="$tmp/ab-$v/scr" \
-            bash "$root/experiments/fidelity.sh" "$tmp/ab-$v/out" llada-8b >"$tmp/out" 2>&1
-        differ=$(awk -F, 'NR == FNR { if ($5 == "calibrated") want[$1 FS $2 FS $3 FS $4] = $8 FS $10; next }
-            $5 == "calibrated" { k = $1 FS $2 FS $3 FS $4; split(want[k], w, FS)
-                if (!(k in want) || ($8 - w[1])^2 > 0.0225 || ($10 - w[2])^2 > 0.0225) print k }' \
-            "$ab/fidelity-$v.csv" "$tmp/ab-$v/out/fidelity.csv" | head -3)
-        n=$(awk -F, '$5 == "calibrated"' "$tmp/ab-$v/out/fidelity.csv" | wc -l)
-        if [ "$n" -eq 8 ] && [ -z "$differ" ]; then ok; else bad "warm-up A/B ($v): $n runs, differing: $differ"; fi
-    done
 else
-    echo "cli: note: python3 not found; the recorded-fidelity and split-fit checks are skipped" >&2
+    echo "cli: note: python3 not found; the recorded-fidelity checks are skipped" >&2
 fi
 # the ops-h200 records: the shipped calibration prices their replayed steps as eval-*.txt says
 for w in def long; do
-    gzip -dc "$root/experiments/results/ops-h200/$w.db.gz" >"$tmp/ops-$w.db"
+    gzip -dc "$rec_dir/ops-h200/$w.db.gz" >"$tmp/ops-$w.db"
     expect 0 "calib eval of ops-h200 $w" -- $bin calib eval --db "$tmp/ops-$w.db"
-    if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$root/experiments/results/ops-h200/eval-$w.txt")" ]; then ok
-    else bad "ops-h200/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$root/experiments/results/ops-h200/eval-$w.txt" | head >&2; fi
+    if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$rec_dir/ops-h200/eval-$w.txt")" ]; then ok
+    else bad "ops-h200/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$rec_dir/ops-h200/eval-$w.txt" | head >&2; fi
 done
 # the long-context records (SDAR-8B, Dream-7B): the shipped calibrations price their replays (dual
-# and block policies; SDAR-8B's block prefills block-causal) as eval-*.txt says; long-sdar-h200, replayed
-# before the GQA head packing, by the calibration of its engine (fidelity-h200's, launch rules 3)
-gzip -dc "$root/experiments/results/fidelity-h200/calib-sdar-8b.csv.gz" >"$tmp/calib-sdar-rules3.csv"
-for rec in long-sdar-h200 long-sdar-gqa-h200 long-dream-h200; do
-    pin=()
-    [ $rec = long-sdar-h200 ] && pin=(--calib "$tmp/calib-sdar-rules3.csv")
+# and block policies; SDAR-8B's block prefills block-causal) as eval-*.txt says
+echo "cli: ... the ops and long-context records" >&2
+for rec in long-sdar-h200 long-dream-h200; do
     for w in dual block; do
-        gzip -dc "$root/experiments/results/$rec/$w.db.gz" >"$tmp/long-$w.db"
-        expect 0 "calib eval of $rec $w" -- $bin calib eval --db "$tmp/long-$w.db" "${pin[@]}"
-        if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$root/experiments/results/$rec/eval-$w.txt")" ]; then ok
-        else bad "$rec/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$root/experiments/results/$rec/eval-$w.txt" | head >&2; fi
+        gzip -dc "$rec_dir/$rec/$w.db.gz" >"$tmp/long-$w.db"
+        expect 0 "calib eval of $rec $w" -- $bin calib eval --db "$tmp/long-$w.db"
+        if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$rec_dir/$rec/eval-$w.txt")" ]; then ok
+        else bad "$rec/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$rec_dir/$rec/eval-$w.txt" | head >&2; fi
     done
 done
 # the live records: their recorded live runs re-predicted without a GPU (live.sh REUSE_LIVE=1) give
 # the errors live.csv records, row by row (within 0.15 points).
 # live_check REC MODELS ROWS [CALIB_DIR]: CALIB_DIR's calibrations, or the shipped ones
 live_check() {
-    local rec=$1 models=$2 rows=$3 want="$root/experiments/results/$1" dir="$tmp/$1" differ n
+    local rec=$1 models=$2 rows=$3 want="$rec_dir/$1" dir="$tmp/$1" differ n
     mkdir -p "$dir/runs"
     tar xzf "$want/live-runs.tgz" -C "$dir/runs"
     CALIB_DIR=${4:-} SCRATCH="$dir/runs" REUSE_LIVE=1 TESSERA=$bin bash "$root/experiments/live.sh" "$dir/out" "$models" \
@@ -190,14 +166,9 @@ live_check() {
     n=$(tail -n +2 "$dir/out/live.csv" 2>/dev/null | wc -l)
     if [ "$n" -eq "$rows" ] && [ -z "$differ" ]; then ok; else bad "$rec re-predicted: $n rows, differing from the record: $differ"; fi
 }
-# live-h200 by the calibrations of the engine it ran (fidelity-h200's: launch rules 3, before the
-# GQA head packing); live-h200-rules4 (the engine of launch rules 4, three models) by the shipped ones
-mkdir -p "$tmp/live-cal"
-for m in llada-8b sdar-8b; do
-    gzip -dc "$root/experiments/results/fidelity-h200/calib-$m.csv.gz" >"$tmp/live-cal/calib-$m.csv"
-done
-live_check live-h200 "llada-8b sdar-8b" 160 "$tmp/live-cal"
-live_check live-h200-rules4 "llada-8b sdar-8b dream-7b" 240
+# live-h200 (three models) by the shipped calibrations
+echo "cli: ... the live record" >&2
+live_check live-h200 "llada-8b sdar-8b dream-7b" 240
 
 # JSON summary is one valid object
 expect 0 "sim --json" -- $bin sim --json --quiet --requests 20
@@ -285,12 +256,12 @@ if command -v gnuplot >/dev/null; then
     expect 2 "plot steps without steps" -- bash "$(dirname "$0")/../analysis/plot.sh" steps "$tmp/x.png" "$tmp/ns.db"
     expect 0 "plot ops" -- bash "$(dirname "$0")/../analysis/plot.sh" ops "$tmp/ops.png" "$tmp/ok.db"
     # engine bench's figure, from a recorded H200 bench and anchor; bad input names file and line
-    res="$(dirname "$0")/../engine/results" bp="$(dirname "$0")/../analysis/bench-plot.sh"
+    res="$(dirname "$0")/../experiments/records/engine-h200" bp="$(dirname "$0")/../analysis/bench-plot.sh"
     if command -v python3 >/dev/null; then
-        expect 0 "bench-plot" -- bash "$bp" "$res/bench.session9.h200.jsonl" "$tmp/bench.png" "$res/anchor.session8b.h200.jsonl"
-        contains "bench-plot: the issue's steps have their goals" "1.428 x its floor (goal 1.30)"
+        expect 0 "bench-plot" -- bash "$bp" "$res/bench.jsonl" "$tmp/bench.png" "$res/anchor.jsonl"
+        contains "bench-plot: the issue's steps have their goals" "1.457 x its floor (goal 1.30)"
         is_png "$tmp/bench.png" bench-plot
-        { head -3 "$res/bench.session9.h200.jsonl"; echo '{"case":"reuse 1 x 32 over 480 cached","ms":'; } >"$tmp/bad.jsonl"
+        { head -3 "$res/bench.jsonl"; echo '{"case":"reuse 1 x 32 over 480 cached","ms":'; } >"$tmp/bad.jsonl"
         expect 1 "bench-plot on a truncated line" -- bash "$bp" "$tmp/bad.jsonl" "$tmp/x.png"
         contains "bench-plot names the line" "bad.jsonl:4: not JSON"
         echo '{"case":"reuse 1 x 32 over 480 cached","floor_ms":3.8}' >"$tmp/bad.jsonl"
@@ -299,11 +270,11 @@ if command -v gnuplot >/dev/null; then
         expect 2 "bench-plot on a missing file" -- bash "$bp" "$tmp/none.jsonl" "$tmp/x.png"
         # a step of engine bench --step: no goal, no anchor (the anchor's shapes are the issue's)
         echo '{"case":"step 4x256 over 1024 cached, 256 logits","ms":20,"floor_ms":15,"gemm_only_ms":16}' >"$tmp/own.jsonl"
-        expect 0 "bench-plot of an own step" -- bash "$bp" "$tmp/own.jsonl" "$tmp/own.png" "$res/anchor.session8b.h200.jsonl"
+        expect 0 "bench-plot of an own step" -- bash "$bp" "$tmp/own.jsonl" "$tmp/own.png" "$res/anchor.jsonl"
         contains "bench-plot: an own step has no goal" "1.333 x its floor (no goal)"
         # engine bench --warm-trace's figure, from a recorded trace; bad input names file, line, field
         wp="$(dirname "$0")/../analysis/warm-plot.sh"
-        expect 0 "warm-plot" -- bash "$wp" "$res/warm-trace.session10c.h200.csv.gz" "$tmp/warm.png"
+        expect 0 "warm-plot" -- bash "$wp" "$res/warm-trace.csv.gz" "$tmp/warm.png"
         is_png "$tmp/warm.png" warm-plot
         { echo 'label,phase,round,graph,t_s,ms'; echo '"reuse 1 x 32: step",warm,0,-1,0.01,4.9';
           echo '"reuse 1 x 32: step",hot,1,-1,0.02,4.9'; } >"$tmp/bad.csv"
@@ -318,17 +289,17 @@ if command -v gnuplot >/dev/null; then
         expect 2 "warm-plot on a missing file" -- bash "$wp" "$tmp/none.csv" "$tmp/x.png"
         # engine bench --anchor's figure: every step of the anchor's shapes beside PyTorch eager's
         ap="$(dirname "$0")/../analysis/anchor-plot.sh"
-        expect 0 "anchor-plot" -- bash "$ap" "$res/engine-anchor.session15.h200.jsonl" "$tmp/anchor.png"
-        contains "anchor-plot: a step beside PyTorch's" "1 x 8192       refresh all        263.927    1.307    309.583    1.533    1.17 x"
-        contains "anchor-plot: the geometric mean" "geometric mean 1.92 x over 21 steps"
+        expect 0 "anchor-plot" -- bash "$ap" "$res/engine-anchor.jsonl" "$tmp/anchor.png"
+        contains "anchor-plot: a step beside PyTorch's" "1 x 8192       refresh all        262.920    1.287    304.241    1.490    1.16 x"
+        contains "anchor-plot: the geometric mean" "geometric mean 2.32 x over 21 steps"
         is_png "$tmp/anchor.png" anchor-plot
-        { head -2 "$res/engine-anchor.session15.h200.jsonl"; echo '{"anchor_step":"reuse","B":1,'; } >"$tmp/bad.jsonl"
+        { head -2 "$res/engine-anchor.jsonl"; echo '{"anchor_step":"reuse","B":1,'; } >"$tmp/bad.jsonl"
         expect 1 "anchor-plot on a truncated line" -- bash "$ap" "$tmp/bad.jsonl" "$tmp/x.png"
         contains "anchor-plot names the line" "bad.jsonl:3: not JSON"
         echo '{"anchor_step":"reuse","B":1,"T":512,"ms":4.8}' >"$tmp/bad.jsonl"
         expect 1 "anchor-plot without a floor" -- bash "$ap" "$tmp/bad.jsonl" "$tmp/x.png"
         contains "anchor-plot names the field" "bad.jsonl:1: field floor_ms missing"
-        expect 1 "anchor-plot on a bench without the anchor's shapes" -- bash "$ap" "$res/bench.session9.h200.jsonl" "$tmp/x.png"
+        expect 1 "anchor-plot on a bench without the anchor's shapes" -- bash "$ap" "$res/bench.jsonl" "$tmp/x.png"
         contains "anchor-plot says what is missing" "no anchor steps"
         expect 2 "anchor-plot on a missing file" -- bash "$ap" "$tmp/none.jsonl" "$tmp/x.png"
     fi

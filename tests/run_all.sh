@@ -11,9 +11,9 @@ for t in "$@"; do
     "$t" 2>&1 | tee -a "$log" | grep -E "^[a-z_]+: [0-9]+ passed|%: Checks|:[EF]:" || true
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 done
-bash "$(dirname "$0")/check_layers.sh" 2>&1 | tee -a "$log" | grep -E "passed|FAIL" || true
+bash "$(dirname "$0")/check_layers.sh" 2>&1 | tee -a "$log" | grep -E "passed|FAIL|^cli: \.\.\." || true
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-bash "$(dirname "$0")/cli_test.sh" "$bin" 2>&1 | tee -a "$log" | grep -E "passed|FAIL" || true
+bash "$(dirname "$0")/cli_test.sh" "$bin" 2>&1 | tee -a "$log" | grep -E "passed|FAIL|^cli: \.\.\." || true
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 awk '/^[a-z_]+: [0-9]+ passed, [0-9]+ failed$/ {p += $2; f += $4} END {printf "tests: %d passed, %d failed\n", p, f}' "$log"
 exit $status

@@ -3,7 +3,7 @@
 # bidirectional), medians of CUDA-event timings after warm-up: each call alone between two events
 # and a synchronisation (ms, tflops: the method of engine bench's attention table) and in batches
 # of 50 calls back to back (batched_ms, batched_tflops: the method of engine/bench/attn_bench.cu).
-# Prints one JSON object per shape, for the side-by-side in BENCHMARKS.md.
+# Prints one JSON object per shape, for the side-by-side in make bench-engine's output.
 import json
 
 import torch

@@ -5,8 +5,7 @@
  * The base grid is the one every shipped calibration was profiled over: token counts from 1 to
  * 16,384, caches up to 4,096 keys, a few and many sequences, and uneven Reuse steps. The long part
  * adds Reuse steps over caches of 8,192 and 16,384 keys, for models whose context reaches that far
- * (SDAR-8B's 32,768; not LLaDA-8B's 4,096): without them the attention model extrapolates there
- * (engine/BENCHMARKS.md, "Reuse over long caches").
+ * (SDAR-8B's 32,768; not LLaDA-8B's 4,096): without them the attention model extrapolates there.
  */
 #ifndef TESSERA_ENG_GRID_H
 #define TESSERA_ENG_GRID_H

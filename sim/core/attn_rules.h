@@ -7,8 +7,8 @@
  *
  * Pure C, no CUDA: every function is a static inline of plain integers, callable from C11 host
  * code and from the kernels' host-side launchers alike. The constants were fitted to sweeps of
- * forced key splits and head packs on an H200 (engine/BENCHMARKS.md lists the figures, and
- * tests/check_attn_rules.c pins each rule's crossovers).
+ * forced key splits and head packs on an H200 (tests/check_attn_rules.c pins each rule's
+ * crossovers).
  *
  * Versions: a profile records the rules it was measured under (engine_profile.attn_rules), and a
  * calibration prices attention the way that engine launched it, so a calibration stays valid when
