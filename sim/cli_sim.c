@@ -366,6 +366,7 @@ static void print_json(const struct sim_config *c, const struct sim_summary *m)
     json_object_set_new(o, "queue_mean_s", json_real(m->queue_mean_s));
     json_object_set_new(o, "peak_mem_bytes", json_integer(m->peak_mem_bytes));
     json_object_set_new(o, "kv_pool_bytes", json_integer(m->kv_pool_bytes));
+    json_object_set_new(o, "act_reserved_bytes", json_integer(m->act_reserved_bytes));
     json_object_set_new(o, "weight_bytes", json_integer(m->weight_bytes));
     json_object_set_new(o, "static_batch", json_integer(m->static_batch));
     json_object_set_new(o, "run_wall_s", json_real(m->run_wall_s));

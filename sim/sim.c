@@ -107,15 +107,13 @@ int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows)
         k.logit_chunk_rows = (int32_t)TS_MIN(TS_MAX(logit_rows, 1), 64);
         k.ffn_chunks = (int32_t)TS_MAX(1, TS_MIN(q_tokens / 64, 4096));
     }
-    if (s->planner != planner_find("caching") && s->planner != planner_find("profiled"))
-        return mem_act_peak(&s->model, q_tokens, logit_rows, &k);
     struct og_shape shape = {q_tokens, logit_rows, k.logit_chunk_rows, k.ffn_chunks, k.softmax_copy_bytes,
                              k.fused_ffn};
-    opgraph_build(&s->graph, &s->model, &shape);
-    struct plan pl;
-    TS_ASSERT(plan_caching(&s->graph, NULL, &pl, NULL) == 0);
-    plan_free(&pl);
-    return s->planner == planner_find("profiled") ? plan_profiled_reservation(pl.arena_bytes) : pl.arena_bytes;
+    int64_t bytes;
+    struct ts_err err;
+    TS_ASSERTF(act_cache_peak(s->act_plans, &shape, &bytes, &err) == 0, "planner %s: %s", s->planner->name,
+               err.msg);
+    return bytes;
 }
 
 /* --- running set ------------------------------------------------------------------------- */
@@ -327,6 +325,7 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         planner_resolve(cfg->planner, &s->planner, err) ||
         decode_parse(cfg->decode, cfg->datadir, &s->dm, err))
         goto fail;
+    s->act_plans = act_cache_create(&s->model, s->planner, NULL);
     s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate};
     if (s->cost == &cost_calibrated && load_calibration(s, err))
         goto fail;
@@ -381,7 +380,7 @@ void sim_destroy(struct sim *s)
     free(s->steps);
     free(s->segs);
     calib_free(s->calib);
-    opgraph_free(&s->graph);
+    act_cache_destroy(s->act_plans);
     free(s);
 }
 

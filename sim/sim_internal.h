@@ -5,6 +5,7 @@
 #ifndef TESSERA_SIM_INTERNAL_H
 #define TESSERA_SIM_INTERNAL_H
 
+#include "act_cache.h"
 #include "calib.h"
 #include "config.h"
 #include "cost.h"
@@ -49,7 +50,7 @@ struct sim {
     struct cost_ctx cctx;
     struct calib *calib;  /* owned; the calibrated back end's fit */
     const struct planner_ops *planner; /* activation reservations (planner.h) */
-    struct opgraph graph; /* scratch for planning */
+    struct act_cache *act_plans;       /* the planner's plans by shape (owned) */
     struct ts_err run_err;
     bool failed;
     struct sim_executor ex; /* live mode when ex.step is set */
@@ -108,9 +109,9 @@ void sim_preempt(struct sim *s, struct request *r);
 /* Emits r's next segment (shape + tokens it decodes) and appends it to the step. */
 void sim_emit(struct sim *s, struct request *r, struct segment *seg);
 void sim_add_segment(struct sim *s, const struct segment *seg);
-/* Activation memory to reserve for a forward of q tokens and its logit rows, as the run's planner
- * lays it out: the theoretical peak for the arena planners (first-fit reaches it on a forward), the
- * caching allocator's reserved bytes for caching, and those +5% for profiled. */
+/* Activation memory to reserve for a forward of q tokens and its logit rows: the run's planner's
+ * plan of that forward's op graph (its arena; the caching allocator's reserved bytes for caching,
+ * those +5% for profiled), planned once per shape (act_cache.h). */
 int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows);
 /* Marks a request finished now (the static scheduler finishes a batch at once). */
 void sim_finish(struct sim *s, struct request *r);

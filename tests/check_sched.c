@@ -274,6 +274,94 @@ START_TEST(fused_ffn_plans_less)
 }
 END_TEST
 
+/* The reservation is the chosen planner's plan: for every planner of the table, sim_act_peak of a
+ * shape equals what that planner plans for the op graph of the same shape (as `tessera mem plan`
+ * plans it), and the plans are made once per shape. */
+START_TEST(reservation_is_the_planners_plan)
+{
+    struct sim_config c;
+    test_config(&c);
+    struct ts_err err;
+    const int64_t shapes[][2] = {{16384, 16384}, {4096, 32}, {300, 300}};
+    for (int i = 0; planner_get(i); i++) {
+        const struct planner_ops *p = planner_get(i);
+        snprintf(c.planner, sizeof c.planner, "%s", p->name);
+        struct sim *s = sim_create(&c, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        for (size_t k = 0; k < TS_ARRAY_LEN(shapes); k++) {
+            struct og_shape sh = {shapes[k][0], shapes[k][1], c.max_num_logits, c.ffn_chunks, 0, false};
+            struct opgraph g = {0};
+            opgraph_build(&g, &s->model, &sh);
+            struct planner_opts o;
+            planner_opts_defaults(&o);
+            struct plan pl;
+            ck_assert_int_eq(planner_run(p, &g, &o, &pl, &err), 0);
+            ck_assert_msg(sim_act_peak(s, shapes[k][0], shapes[k][1]) == pl.arena_bytes, "planner %s, %lld x %lld",
+                          p->name, (long long)shapes[k][0], (long long)shapes[k][1]);
+            ck_assert_int_eq(sim_act_peak(s, shapes[k][0], shapes[k][1]), pl.arena_bytes); /* cached */
+            plan_free(&pl);
+            opgraph_free(&g);
+        }
+        ck_assert_int_eq(act_cache_planned(s->act_plans), (int64_t)TS_ARRAY_LEN(shapes));
+        sim_destroy(s);
+    }
+}
+END_TEST
+
+/* A deliberately poor planner (every tensor at its own offset: the arena is the sum of all
+ * activations) reserves far more, and the request scheduler, which reserves each request's peak,
+ * then runs fewer requests at once: the chosen planner decides admissions. */
+static int plan_no_reuse(const struct opgraph *g, const struct planner_opts *o, struct plan *out, struct ts_err *err)
+{
+    (void)o, (void)err;
+    out->offsets = xcalloc((size_t)(g->n ? g->n : 1), sizeof *out->offsets);
+    int64_t off = 0;
+    for (int32_t i = 0; i < g->n; i++) {
+        out->offsets[i] = off;
+        off += g->t[i].bytes;
+    }
+    out->arena_bytes = off;
+    return 0;
+}
+
+static double mean_running(const struct sim *s)
+{
+    return s->sum.num_steps ? (double)s->sum.request_steps / (double)s->sum.num_steps : 0;
+}
+
+START_TEST(a_poor_planner_changes_admissions)
+{
+    static const struct planner_ops poor = {"no-reuse", "every tensor its own memory", plan_no_reuse};
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.scheduler, sizeof c.scheduler, "request");
+    snprintf(c.gpu, sizeof c.gpu, "rtx4090");
+    snprintf(c.lengths, sizeof c.lengths, "fixed:2000,256");
+    c.requests = 40;
+    c.rps = 50;
+    struct ts_err err;
+    double running[2];
+    int64_t reserved[2];
+    for (int k = 0; k < 2; k++) {
+        struct sim *s = sim_create(&c, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        if (k == 1) {
+            s->planner = &poor;
+            act_cache_destroy(s->act_plans);
+            s->act_plans = act_cache_create(&s->model, &poor, NULL);
+        }
+        reserved[k] = sim_act_peak(s, 2256, 2256);
+        ck_assert_int_eq(sim_run(s, NULL), 0);
+        check_run(s);
+        running[k] = mean_running(s);
+        sim_destroy(s);
+    }
+    ck_assert_int_gt(reserved[1], 4 * reserved[0]);
+    ck_assert_msg(running[1] < 0.8 * running[0], "requests a step: %.2f with the poor planner, %.2f first-fit",
+                  running[1], running[0]);
+}
+END_TEST
+
 START_TEST(static_batches_finish_together)
 {
     struct sim_config c;
@@ -321,6 +409,8 @@ int main(void)
     tcase_add_test(tc, static_batches_finish_together);
     tcase_add_test(tc, caching_planner_reserves_more);
     tcase_add_test(tc, fused_ffn_plans_less);
+    tcase_add_test(tc, reservation_is_the_planners_plan);
+    tcase_add_test(tc, a_poor_planner_changes_admissions);
     tcase_add_test(tc, mosaic_lazy_chunking_fits_long_requests);
     suite_add_tcase(s, tc);
     return run_suite("sched", s) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -356,6 +356,14 @@ else
     expect 2 "mem lmax --live, engine not built" -- $bin mem lmax --live --mem-limit 24
     contains "mem lmax --live, engine not built" "built without CUDA"
 fi
+# the simulator reserves what the chosen planner plans: the phase scheduler's reservation (its
+# profiled step, max_num_batched_tokens 16,384 with 2,048-row logit chunks) is `mem plan`'s peak
+for p in first-fit greedy-size caching profiled ilp; do
+    expect 0 "mem plan --planner $p at the phase cap" -- $bin mem plan --planner $p --tokens 16384 --logit-rows 16384 --logit-chunk 2048 --json
+    cp "$tmp/out" "$tmp/plan.json"
+    expect 0 "sim --planner $p" -- $bin sim --planner $p --requests 3 --json --quiet --no-progress
+    command -v python3 >/dev/null && { python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['act_reserved_bytes']; b=json.load(open(sys.argv[2]))['peak_bytes']; sys.exit(a != b)" "$tmp/out" "$tmp/plan.json" && ok || bad "sim --planner $p reserves other than mem plan plans"; }
+done
 expect 2 "mem unknown planner" -- $bin mem plan --planner buddy
 contains "mem unknown planner" "caching, profiled, first-fit, greedy-size, ilp"
 

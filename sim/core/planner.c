@@ -22,17 +22,12 @@ static int cmp_span(const void *a, const void *b)
     return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
-/* Places tensor i among the placed tensors it overlaps in time: at the lowest offset (best = false)
- * or in the smallest gap that fits (best = true); returns the offset. */
-static int64_t place(const struct opgraph *g, const int64_t *off, const bool *placed, int32_t i, bool best,
-                     struct span *buf)
+/* The offset for a tensor of `size` bytes among the n spans of the placed tensors alive with it:
+ * the lowest that fits (best = false) or the smallest gap that fits (best = true). Sorts buf. */
+static int64_t place(struct span *buf, int n, int64_t size, bool best)
 {
-    int n = 0;
-    for (int32_t j = 0; j < g->n; j++)
-        if (placed[j] && alive_together(&g->t[i], &g->t[j]))
-            buf[n++] = (struct span){off[j], off[j] + g->t[j].bytes};
     qsort(buf, (size_t)n, sizeof *buf, cmp_span);
-    int64_t size = g->t[i].bytes, cursor = 0, best_off = -1, best_gap = INT64_MAX;
+    int64_t cursor = 0, best_off = -1, best_gap = INT64_MAX;
     for (int k = 0; k < n; k++) {
         if (buf[k].lo > cursor) {
             int64_t gap = buf[k].lo - cursor;
@@ -81,13 +76,28 @@ static int arena_plan(const struct opgraph *g, bool by_size, struct plan *out)
         order[i] = (struct order_key){g->t[i].first, i, g->t[i].bytes};
     qsort(order, (size_t)g->n, sizeof *order, by_size ? cmp_by_size : cmp_by_first);
     out->offsets = xcalloc((size_t)(g->n ? g->n : 1), sizeof *out->offsets);
-    bool *placed = xcalloc((size_t)(g->n ? g->n : 1), sizeof *placed);
+    /* the placed tensors a new one may overlap: in order of first use, those whose life reaches its
+     * first op (each began no later than it), so the list stays as short as the graph is wide;
+     * by size, every placed tensor, filtered by lifetime */
+    int32_t *placed = xmalloc(sizeof *placed * (size_t)(g->n ? g->n : 1));
     struct span *buf = xmalloc(sizeof *buf * (size_t)(g->n ? g->n : 1));
+    int32_t num_placed = 0;
     int64_t arena = 0;
     for (int32_t k = 0; k < g->n; k++) {
-        int32_t i = order[k].idx;
-        out->offsets[i] = place(g, out->offsets, placed, i, by_size, buf);
-        placed[i] = true;
+        int32_t i = order[k].idx, n = 0, kept = 0;
+        for (int32_t a = 0; a < num_placed; a++) {
+            const int32_t j = placed[a];
+            if (!alive_together(&g->t[i], &g->t[j])) {
+                if (by_size || g->t[j].last >= g->t[i].first)
+                    placed[kept++] = j; /* by first use, a tensor that ended before i is done with */
+                continue;
+            }
+            placed[kept++] = j;
+            buf[n++] = (struct span){out->offsets[j], out->offsets[j] + g->t[j].bytes};
+        }
+        num_placed = kept;
+        out->offsets[i] = place(buf, n, g->t[i].bytes, by_size);
+        placed[num_placed++] = i;
         arena = TS_MAX(arena, out->offsets[i] + g->t[i].bytes);
     }
     out->arena_bytes = arena;
