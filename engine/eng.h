@@ -24,11 +24,14 @@
 
 struct eng_opts {
     int64_t mem_limit;     /* bytes the engine may use in all; 0 = the device's free memory */
-    int32_t max_tokens;    /* workspace rows: packed query tokens per step */
-    int32_t logit_chunk;   /* rows per LM-head chunk (max_num_logits) */
-    int32_t page_tokens;   /* KV page size */
-    int32_t block_size;    /* > 0: block-causal attention (block policy) */
-    int32_t ffn_chunks;    /* FFN token chunks */
+    /* The activation workspace is sized for the largest step: max_tokens packed query tokens, LM-head
+     * chunks of logit_chunk_rows rows, its FFN in ffn_chunks chunks. Each step then runs as its own
+     * step_desc says (its logit_chunk_rows, ffn_chunks and attn_block); one whose plan outgrows
+     * the workspace is refused. */
+    int32_t max_tokens;       /* packed query tokens per step */
+    int32_t logit_chunk_rows; /* rows of the largest LM-head chunk */
+    int32_t ffn_chunks;       /* the fewest FFN token chunks */
+    int32_t page_tokens;      /* KV page size */
     int64_t kv_tokens;     /* KV pool size in tokens; 0 = everything mem_limit leaves */
     uint64_t seed;         /* random weights and token ids */
     const char *weights;   /* safetensors file, or NULL for random weights */
@@ -95,7 +98,12 @@ void eng_destroy(struct eng *e); /* NULL is safe */
 void eng_mem_info(const struct eng *e, struct eng_mem *out);
 const char *eng_device_name(const struct eng *e);
 
-/* Executes one step and waits for it; *ms (if not NULL) gets its GPU time from CUDA events. */
+/* Executes one step as sd says and waits for it: its segments, and its knobs (the LM head in chunks of
+ * sd->logit_chunk_rows rows, 0: one chunk of every logit row; the FFN in sd->ffn_chunks token chunks;
+ * block-causal attention over blocks of sd->attn_block tokens where > 0; logits only for each
+ * segment's logit_rows rows, which under mask_only count the masked rows alone). *ms (if not NULL)
+ * gets its GPU time from CUDA events. A step whose activations outgrow the workspace, or beyond
+ * max_tokens, is refused before any launch. */
 int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, float *ms,
              struct ts_err *err);
 /* Frees a finished request's KV pages. */
@@ -132,8 +140,6 @@ int eng_poison_workspace(struct eng *e, struct ts_err *err);
 /* Planned activation bytes of a step of sd's shapes (to set beside the simulator's estimate). */
 int64_t eng_step_workspace_bytes(struct eng *e, const struct step_desc *sd);
 void eng_act_info(const struct eng *e, struct eng_act_info *out);
-/* Rows per logit chunk and FFN chunks for the steps that follow (lazy chunking picks them). */
-void eng_set_chunking(struct eng *e, int32_t logit_chunk_rows, int32_t ffn_chunks);
 /* Leaves the ops in `ops` (bits 1 << enum cost_op) out of the steps that follow, for timing what
  * remains (engine bench: the linear layers alone, or all but them); their outputs are then stale,
  * so the steps' results mean nothing. The final norm (and gather) before the LM head runs whenever

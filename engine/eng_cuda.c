@@ -54,6 +54,7 @@ struct eng {
     struct eng_gemm *gemm;
     bool tuning; /* GEMM autotuning allowed (off during graph capture) */
     bool fused_ffn_runs; /* k_gemm_swiglu runs on this device for this model (probed at creation) */
+    int32_t attn_block;  /* the prepared step's block-causal attention (step_desc.attn_block) */
     cudaEvent_t ev0, ev1;
     void *blas_ws, *attn_ws;
     bf16_t *w;                 /* weights */
@@ -110,7 +111,7 @@ void eng_opts_defaults(struct eng_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->max_tokens = 16384;
-    o->logit_chunk = 2048;
+    o->logit_chunk_rows = 2048;
     o->page_tokens = 16;
     o->ffn_chunks = 1;
     o->seed = 1;
@@ -147,15 +148,16 @@ static int64_t workspace_bytes(const struct model_cfg *m, const struct eng_opts 
 {
     int64_t h = m->hidden, width = (int64_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim;
     int64_t qd = (int64_t)m->num_heads * m->head_dim, F = m->ffn;
-    int64_t Tc = (T + o->ffn_chunks - 1) / o->ffn_chunks, Rc = TS_MIN(R, (int64_t)o->logit_chunk);
+    int64_t Tc = (T + o->ffn_chunks - 1) / o->ffn_chunks, Rc = TS_MIN(R, (int64_t)o->logit_chunk_rows);
     return 2 * (T * h * 2 + T * width + T * qd + Tc * 3 * F + R * h + Rc * m->vocab * (2 + o->softmax_copy) / 2);
 }
 
-/* The step's op-graph shape; its FFN is fused (every chunk) where eng_opts.ffn fuses a full chunk. */
+/* The step's op-graph shape, by its own knobs; its FFN is fused (every chunk) where eng_opts.ffn
+ * fuses a full chunk. */
 static struct og_shape step_shape(const struct eng *e, const struct step_desc *sd)
 {
-    const int64_t T = sd->tot.q_tokens, chunks = TS_MAX(1, e->o.ffn_chunks);
-    return (struct og_shape){T, sd->tot.logit_rows, e->o.logit_chunk, e->o.ffn_chunks, e->o.softmax_copy,
+    const int64_t T = sd->tot.q_tokens, chunks = TS_MAX(1, sd->ffn_chunks);
+    return (struct og_shape){T, sd->tot.logit_rows, sd->logit_chunk_rows, (int32_t)chunks, e->o.softmax_copy,
                              .fused_ffn = T > 0 && eng_ffn_fuses(e, (int)((T + chunks - 1) / chunks))};
 }
 
@@ -179,12 +181,6 @@ void eng_act_info(const struct eng *e, struct eng_act_info *out)
                                  (int64_t)e->arena.mapped, e->act.logit_rows, e->act.ffn_chunks,
                                  e->o.run_layers > 0 ? TS_MIN(e->o.run_layers, e->act.layers) : e->act.layers,
                                  e->act.g.n};
-}
-
-void eng_set_chunking(struct eng *e, int32_t logit_chunk_rows, int32_t ffn_chunks)
-{
-    e->o.logit_chunk = TS_MAX(1, logit_chunk_rows);
-    e->o.ffn_chunks = TS_MAX(1, ffn_chunks);
 }
 
 void eng_set_skip_ops(struct eng *e, uint32_t ops) { e->skip_ops = ops; }
@@ -311,8 +307,8 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
                struct ts_err *err)
 {
     *out = NULL;
-    if (o->max_tokens < 1 || o->logit_chunk < 1 || o->page_tokens < 1 || o->ffn_chunks < 1)
-        return ts_fail(err, "engine: max_tokens, logit_chunk, page_tokens and ffn_chunks must be >= 1");
+    if (o->max_tokens < 1 || o->logit_chunk_rows < 1 || o->page_tokens < 1 || o->ffn_chunks < 1)
+        return ts_fail(err, "engine: max_tokens, logit_chunk_rows, page_tokens and ffn_chunks must be >= 1");
     if (o->page_tokens & (o->page_tokens - 1))
         return ts_fail(err, "engine: page_tokens %d is not a power of two", o->page_tokens);
     if (o->softmax_copy != 0 && o->softmax_copy != 4)
@@ -358,7 +354,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     e->max_segs = (int32_t)T;
     e->max_tiles = (int32_t)(T / 64 + T);
     {   /* the activation budget: the larger of the plan of the largest step and no reuse at all */
-        struct og_shape big = {T, T, o->logit_chunk, o->ffn_chunks, o->softmax_copy, false}; /* (fused: less) */
+        struct og_shape big = {T, T, o->logit_chunk_rows, o->ffn_chunks, o->softmax_copy, false}; /* (fused: less) */
         if (planner == planner_find("profiled")) {
             opgraph_build(&e->prof_graph, m, &big);
             e->po.profiled_graph = &e->prof_graph;
@@ -573,7 +569,7 @@ static int forward(struct eng *e, struct ts_err *err)
             .page_off = e->dm.page_off, .pages = e->dm.pages, .tiles = e->dm.tiles,
             .num_tiles = p->num_tiles, .H = H, .Hkv = Hkv, .d = d, .page_tokens = page_tokens,
             .page_shift = __builtin_ctz((unsigned)page_tokens), .kv_stride = stateless ? width : 0,
-            .block_size = e->o.block_size, .scale = 1.0f / sqrtf((float)d), .ws = e->attn_ws,
+            .block_size = e->attn_block, .scale = 1.0f / sqrtf((float)d), .ws = e->attn_ws,
             .ws_bytes = ATTN_WORKSPACE, .T = T, .max_key_len = p->max_key_len, .impl = e->o.attention,
             .min_q_len = p->min_q, .max_q_len = p->max_q, .long_tiles = p->long_tiles,
             .long_rows = p->long_rows, .wg_tiles = p->wg_tiles};
@@ -682,6 +678,9 @@ static int fetch_outputs(struct eng *e, struct eng_out *out, struct ts_err *err)
  * arrays; nothing changes when the step is refused. 1: out of device memory. */
 static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct ts_err *err)
 {
+    if (sd->logit_chunk_rows < 0 || sd->ffn_chunks < 0 || sd->attn_block < 0)
+        return ts_fail(err, "step refused: knobs logit_chunk_rows %d, ffn_chunks %d, attn_block %d (none may be "
+                            "negative)", sd->logit_chunk_rows, sd->ffn_chunks, sd->attn_block);
     if (sd->tot.q_tokens > e->o.max_tokens)
         return ts_fail(err, "step refused: %lld packed tokens exceed the workspace (%d tokens; raise "
                             "--max-tokens)", (long long)sd->tot.q_tokens, e->o.max_tokens);
@@ -701,6 +700,7 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
     if (eng_plan_build(&e->plan, e->o.stateless ? NULL : &e->kv, sd, e->m.vocab, e->o.seed, err) ||
         upload_plan(e, err))
         return -1;
+    e->attn_block = sd->attn_block;
     if (e->poison_next) {
         e->poison_next = false;
         KL(k_fill_bits(eng_arena_at(&e->arena, 0), (int64_t)e->arena.mapped / 2, 0x7fc0, e->stream));

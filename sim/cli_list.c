@@ -94,7 +94,7 @@ int cli_list(int argc, char **argv)
             const struct preset *p = preset_get(i);
             printf("%-11s %s\n            = --policy %s --scheduler %s --decode %s --impl %s "
                    "--max-num-logits %d --planner %s\n", p->name, p->help, p->policy, p->scheduler,
-                   p->decode, p->impl, p->max_num_logits, p->planner);
+                   p->decode, p->impl, p->logit_chunk_rows, p->planner);
             if (p->note)
                 printf("            note: %s\n", p->note);
         }

@@ -28,7 +28,7 @@ static void mem_usage(FILE *f)
 {
     fprintf(f,
 "usage: tessera mem plan [--model M] [--tokens T] [--logit-rows R | --mask-ratio X] [--planner P]\n"
-"                        [--logit-chunk N] [--ffn-chunks N] [--softmax-copy B] [--budget-gib G]\n"
+"                        [--max-num-logits N] [--ffn-chunks N] [--softmax-copy B] [--budget-gib G]\n"
 "                        [--chunking none|lazy|brute] [--fused-ffn] [--json]\n"
 "       tessera mem lmax [--model M] [--gpu G | --mem-limit GB] [--planner P] [--mask-ratio X]\n"
 "                        [--chunking C] [--softmax-copy B] [--reserve-gib G] [--fused-ffn] [--json]\n"
@@ -63,7 +63,7 @@ static int parse(int argc, char **argv, struct mem_args *a)
         {"model", required_argument, 0, 'm'}, {"gpu", required_argument, 0, 'g'},
         {"planner", required_argument, 0, 'p'}, {"tokens", required_argument, 0, 't'},
         {"logit-rows", required_argument, 0, 'r'}, {"mask-ratio", required_argument, 0, 'x'},
-        {"logit-chunk", required_argument, 0, 'l'}, {"ffn-chunks", required_argument, 0, 'f'},
+        {"max-num-logits", required_argument, 0, 'l'}, {"ffn-chunks", required_argument, 0, 'f'},
         {"softmax-copy", required_argument, 0, 's'}, {"budget-gib", required_argument, 0, 'b'},
         {"reserve-gib", required_argument, 0, 'R'}, {"chunking", required_argument, 0, 'c'},
         {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'},

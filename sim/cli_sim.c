@@ -232,7 +232,7 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_BLOCK: return num_i32(name, optarg, &c->block_size);
     case O_REFRESH: return num_i32(name, optarg, &c->refresh_interval);
     case O_MNBT: return num_i32(name, optarg, &c->max_num_batched_tokens);
-    case O_MNL: return num_i32(name, optarg, &c->max_num_logits);
+    case O_MNL: return num_i32(name, optarg, &c->logit_chunk_rows);
     case O_FFN_CHUNKS: return num_i32(name, optarg, &c->ffn_chunks);
     case O_MAX_BATCH: return num_i32(name, optarg, &c->max_batch);
     case O_KV_PAGE: return num_i32(name, optarg, &c->kv_page_tokens);

@@ -31,7 +31,7 @@ void sim_config_defaults(struct sim_config *c)
     c->gen_len = 256;
     c->block_size = 32;
     c->max_num_batched_tokens = 0; /* auto: dLLM-Serve's 4,000 on <= 32 GiB cards, else 16,384 */
-    c->max_num_logits = 2048;
+    c->logit_chunk_rows = 2048;
     c->ffn_chunks = 1;
     c->kv_page_tokens = 16;
     c->reserve_gib = -1;
@@ -57,7 +57,7 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
         return ts_fail(err, "--refresh-interval: must be >= 0");
     if (c->max_num_batched_tokens < 0)
         return ts_fail(err, "--max-num-batched-tokens: must be >= 0 (0 = by GPU memory)");
-    if (c->max_num_logits < 0)
+    if (c->logit_chunk_rows < 0)
         return ts_fail(err, "--max-num-logits: must be >= 0 (0 = monolithic)");
     if (c->ffn_chunks < 1 || c->ffn_chunks > 4096)
         return ts_fail(err, "--ffn-chunks: must be in 1..4096");
@@ -99,7 +99,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "early_stop", json_boolean(c->early_stop));
     json_object_set_new(o, "mask_only", json_boolean(c->mask_only));
     json_object_set_new(o, "max_num_batched_tokens", json_integer(c->max_num_batched_tokens));
-    json_object_set_new(o, "max_num_logits", json_integer(c->max_num_logits));
+    json_object_set_new(o, "max_num_logits", json_integer(c->logit_chunk_rows));
     json_object_set_new(o, "ffn_chunks", json_integer(c->ffn_chunks));
     json_object_set_new(o, "max_batch", json_integer(c->max_batch));
     json_object_set_new(o, "kv_page_tokens", json_integer(c->kv_page_tokens));

@@ -48,7 +48,7 @@ struct sim_config {
 
     /* execution and memory */
     int32_t max_num_batched_tokens; /* phase: cap on query tokens per step; 0 = by GPU memory */
-    int32_t max_num_logits;    /* logit rows per LM-head chunk; 0 = monolithic */
+    int32_t logit_chunk_rows;  /* logit rows per LM-head chunk; 0 = monolithic (--max-num-logits) */
     int32_t ffn_chunks;
     int32_t max_batch;         /* static: batch size cap (0 = largest that fits) */
     int32_t kv_page_tokens;

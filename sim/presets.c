@@ -52,7 +52,7 @@ int preset_apply(const char *name, struct sim_config *c, struct ts_err *err)
     snprintf(c->scheduler, sizeof c->scheduler, "%s", p->scheduler);
     snprintf(c->decode, sizeof c->decode, "%s", p->decode);
     snprintf(c->impl, sizeof c->impl, "%s", p->impl);
-    c->max_num_logits = p->max_num_logits;
+    c->logit_chunk_rows = p->logit_chunk_rows;
     snprintf(c->planner, sizeof c->planner, "%s", p->planner);
     c->mask_only = p->mask_only;
     c->lazy_chunking = p->lazy_chunking;

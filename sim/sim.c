@@ -102,7 +102,7 @@ void sim_kv_release(struct sim *s, struct request *r)
 
 int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows)
 {
-    struct act_knobs k = {s->cfg.max_num_logits, s->cfg.ffn_chunks, s->impl.softmax_copy_bytes, s->impl.fused_ffn};
+    struct act_knobs k = {s->cfg.logit_chunk_rows, s->cfg.ffn_chunks, s->impl.softmax_copy_bytes, s->impl.fused_ffn};
     if (s->cfg.lazy_chunking) { /* chunk as far as it goes: 64-row logit chunks, 64-token FFN chunks */
         k.logit_chunk_rows = (int32_t)TS_MIN(TS_MAX(logit_rows, 1), 64);
         k.ffn_chunks = (int32_t)TS_MAX(1, TS_MIN(q_tokens / 64, 4096));
@@ -331,7 +331,7 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         goto fail;
     s->pcfg = (struct policy_cfg){cfg->block_size, cfg->refresh_interval, cfg->mask_only,
                                   cfg->early_stop};
-    s->sd.logit_chunk_rows = cfg->max_num_logits;
+    s->sd.logit_chunk_rows = cfg->logit_chunk_rows;
     s->sd.attn_block = policy_attn_block(cfg->policy, &s->model, cfg->block_size);
     s->sd.ffn_chunks = cfg->ffn_chunks;
     s->sd.mask_only = cfg->mask_only;
@@ -457,7 +457,7 @@ static void lazy_chunk(struct sim *s, int64_t budget)
 static void start_step(struct sim *s)
 {
     step_desc_clear(&s->sd);
-    s->sd.logit_chunk_rows = s->cfg.max_num_logits;
+    s->sd.logit_chunk_rows = s->cfg.logit_chunk_rows;
     s->sd.ffn_chunks = s->cfg.ffn_chunks;
     s->step_extra_ns = 0;
     s->sched->build(s);

@@ -91,7 +91,7 @@ static void run_scenario(const struct scenario *sc, uint64_t seed, bool early_st
     c.requests = 120;
     c.seed = seed;
     c.max_num_batched_tokens = sc->mnbt;
-    c.max_num_logits = sc->mnl;
+    c.logit_chunk_rows = sc->mnl;
     c.early_stop = early_stop;
     snprintf(c.planner, sizeof c.planner, "%s", planner);
     struct ts_err err;
@@ -228,7 +228,7 @@ START_TEST(caching_planner_reserves_more)
     snprintf(c.lengths, sizeof c.lengths, "fixed:300,256");
     c.requests = 40;
     c.rps = 20;
-    c.max_num_logits = 0;
+    c.logit_chunk_rows = 0;
     c.reserve_gib = 0.5;
     struct ts_err err;
     struct sim_summary a, b;
@@ -289,7 +289,7 @@ START_TEST(reservation_is_the_planners_plan)
         struct sim *s = sim_create(&c, &err);
         ck_assert_msg(s != NULL, "%s", err.msg);
         for (size_t k = 0; k < TS_ARRAY_LEN(shapes); k++) {
-            struct og_shape sh = {shapes[k][0], shapes[k][1], c.max_num_logits, c.ffn_chunks, 0, false};
+            struct og_shape sh = {shapes[k][0], shapes[k][1], c.logit_chunk_rows, c.ffn_chunks, 0, false};
             struct opgraph g = {0};
             opgraph_build(&g, &s->model, &sh);
             struct planner_opts o;
@@ -372,7 +372,7 @@ START_TEST(static_batches_finish_together)
     c.rps = 100; /* everyone is queued by the time the first batch ends */
     c.requests = 50;
     c.max_batch = 8;
-    c.max_num_logits = 0;
+    c.logit_chunk_rows = 0;
     struct ts_err err;
     struct sim *s = sim_create(&c, &err);
     ck_assert(s != NULL);

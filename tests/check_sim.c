@@ -161,7 +161,7 @@ START_TEST(decode_streams_independent_of_batching)
     snprintf(c.lengths, sizeof c.lengths, "lognormal:5.5,0.5,5.0,0.5");
     c.requests = 80;
     c.rps = 5;
-    c.max_num_logits = 0;
+    c.logit_chunk_rows = 0;
     snprintf(c.scheduler, sizeof c.scheduler, "phase");
     struct sim *a = run(&c);
     snprintf(c.scheduler, sizeof c.scheduler, "request");
@@ -299,7 +299,7 @@ START_TEST(presets_and_hf_models)
     ck_assert_str_eq(c.scheduler, "request");
     ck_assert_int_eq(preset_apply("dllm-serve", &c, &err), 0);
     ck_assert_str_eq(c.scheduler, "phase");
-    ck_assert_int_eq(c.max_num_logits, 2048);
+    ck_assert_int_eq(c.logit_chunk_rows, 2048);
     ck_assert_int_ne(preset_apply("vllm", &c, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "fast-dllm"));
     /* a model from a config.json */

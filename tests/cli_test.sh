@@ -334,7 +334,7 @@ contains "mem plan" "inflation"
 expect 0 "mem plan --json" -- $bin mem plan --planner first-fit --tokens 2048 --json
 json_check "$tmp/out" 'd["peak_bytes"] == d["theoretical_bytes"] and d["plan_us"] > 0'
 # a fused FFN has no gate/up buffer: LLaDA-8B's 8192-token step peaks at its LM head (x + a 2048-row logit chunk)
-expect 0 "mem plan --fused-ffn" -- $bin mem plan --tokens 8192 --logit-chunk 2048 --fused-ffn --json
+expect 0 "mem plan --fused-ffn" -- $bin mem plan --tokens 8192 --max-num-logits 2048 --fused-ffn --json
 json_check "$tmp/out" 'd["fused_ffn"] and d["theoretical_bytes"] == 8192 * 4096 * 2 + 2048 * 126464 * 2'
 expect 0 "mem lmax --fused-ffn" -- $bin mem lmax --mem-limit 24 --mask-ratio 0.02 --fused-ffn --json
 json_check "$tmp/out" 'd["lmax"] > 150000'
@@ -359,7 +359,7 @@ fi
 # the simulator reserves what the chosen planner plans: the phase scheduler's reservation (its
 # profiled step, max_num_batched_tokens 16,384 with 2,048-row logit chunks) is `mem plan`'s peak
 for p in first-fit greedy-size caching profiled ilp; do
-    expect 0 "mem plan --planner $p at the phase cap" -- $bin mem plan --planner $p --tokens 16384 --logit-rows 16384 --logit-chunk 2048 --json
+    expect 0 "mem plan --planner $p at the phase cap" -- $bin mem plan --planner $p --tokens 16384 --logit-rows 16384 --max-num-logits 2048 --json
     cp "$tmp/out" "$tmp/plan.json"
     expect 0 "sim --planner $p" -- $bin sim --planner $p --requests 3 --json --quiet --no-progress
     command -v python3 >/dev/null && { python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['act_reserved_bytes']; b=json.load(open(sys.argv[2]))['peak_bytes']; sys.exit(a != b)" "$tmp/out" "$tmp/plan.json" && ok || bad "sim --planner $p reserves other than mem plan plans"; }

@@ -3,7 +3,7 @@
 # --executor gpu: every step is executed and measured (live_steps == num_steps), every request
 # finishes, the measured time is positive and within a factor of 3 of the calibrated model's, and
 # the database records the measured step times; a preset with the caching planner runs live too,
-# and so does the fused FFN's implementation profile.
+# and so does the fused FFN's implementation profile, and a run whose steps lazy chunking splits.
 # Usage: live_gpu_test.sh PATH/TO/tessera
 set -u
 bin=${1:?usage: live_gpu_test.sh PATH/TO/tessera}
@@ -55,3 +55,19 @@ executed "fast-dllm (caching planner)" "$tmp/caching.json" || exit 1
 "$bin" sim --impl tessera-fused --cost roofline --requests 4 --rps 8 --gen-len 32 --lengths fixed:600,32 \
     --executor gpu --json --quiet --no-progress >"$tmp/fused.json" || { echo "live: the tessera-fused run failed"; exit 1; }
 executed "tessera-fused" "$tmp/fused.json"
+[ $? -eq 0 ] || exit 1
+# lazy chunking live: on a card the simulator sees as 16.5 GiB, Mosaic's lazy chunking splits the
+# FFN of the largest steps; the engine runs each step's own chunk counts (its step_desc), and every
+# step is executed
+printf '{"h200": {"mem_gib": 16.5}}\n' >"$tmp/small.json"
+"$bin" sim --system mosaic --gpu-file "$tmp/small.json" --gpu h200 --lengths fixed:3000,64 --gen-len 64 --requests 4 \
+    --rps 8 --executor gpu --json --quiet --no-progress --db "$tmp/lazy.db" >"$tmp/lazy.json" ||
+    { echo "live: the lazy-chunking run failed"; exit 1; }
+executed "mosaic, lazy chunking" "$tmp/lazy.json" || exit 1
+python3 - "$tmp/lazy.db" <<'PY'
+import sqlite3, sys
+n, chunked = sqlite3.connect(sys.argv[1]).execute("SELECT count(*), sum(ffn_chunks > 1) FROM steps").fetchone()
+print(f"live: lazy chunking: {chunked} of {n} steps ran their FFN in 2 or more chunks; "
+      f"{'ok' if chunked else 'failed (no step was chunked)'}")
+sys.exit(0 if chunked else 1)
+PY

@@ -24,7 +24,7 @@ static void engine_usage(FILE *f)
 "       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
 "                              [--gemm-cache FILE] [--warmup N] [--warm-ms MS]\n"
 "                              [--grid all|base|long] [--step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]]\n"
-"       tessera engine bench [--model NAME|config.json] [--reps N] [--logit-chunk N]\n"
+"       tessera engine bench [--model NAME|config.json] [--reps N] [--max-num-logits N]\n"
 "                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention|anchor]\n"
 "                            [--weights PATH] [--gemm-cache FILE] [--warm-s S]\n"
 "                            [--warm-trace FILE] [--step SEGS,Q,KV,LOGIT_ROWS ...]\n"
@@ -101,7 +101,7 @@ int cli_engine(int argc, char **argv)
     static const struct option o[] = {{"seed", required_argument, 0, 's'},
                                       {"model", required_argument, 0, 'm'},
                                       {"reps", required_argument, 0, 'r'},
-                                      {"logit-chunk", required_argument, 0, 'c'},
+                                      {"max-num-logits", required_argument, 0, 'c'},
                                       {"mem-limit", required_argument, 0, 'M'},
                                       {"json", required_argument, 0, 'j'},
                                       {"only", required_argument, 0, 'o'},
@@ -190,7 +190,7 @@ int cli_engine(int argc, char **argv)
     if (strcmp(sub, "check") == 0)
         return eng_check_run((uint64_t)seed, stdout);
     if (strcmp(sub, "bench") == 0) {
-        struct eng_bench_opts bo = {.reps = (int)reps, .logit_chunk = (int)chunk, .only = only, .weights = weights,
+        struct eng_bench_opts bo = {.reps = (int)reps, .logit_chunk_rows = (int)chunk, .only = only, .weights = weights,
                                     .mem_limit = (int64_t)(mem_gb * 1e9), .warm_s = warm_s, .nsteps = nstep};
         for (int k = 0; k < nstep; k++) {
             if (step_list[k][4] > 0) {

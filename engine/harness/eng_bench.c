@@ -353,6 +353,7 @@ static int measure_step(struct eng *e, const struct eng_bench_opts *o, const str
                         int logit_rows, const char *label, struct step_meas *r)
 {
     const struct model_cfg *m = &o->model;
+    sd->logit_chunk_rows = eo->logit_chunk_rows; /* the bench's chunks, kept by step_desc_clear */
     if (kv > 0 && fill_caches(e, sd, first, nseq, kv + q))
         return -1;
     step_desc_clear(sd);
@@ -369,7 +370,7 @@ static int measure_step(struct eng *e, const struct eng_bench_opts *o, const str
     /* the floor at the rate the GEMM holds under the power limit: what a long step can reach */
     r->held_floor_ms = fmax(flops / cl->held * 1e3, r->by_ms);
     r->gemm_floor_ms = fmax(gemm_flops / cl->peak, gemm_bytes / cl->bw) * 1e3;
-    r->k = (struct act_knobs){eo->logit_chunk, 1, 0, eng_ffn_fuses(e, sd->tot.q_tokens)}; /* (one FFN chunk) */
+    r->k = (struct act_knobs){eo->logit_chunk_rows, 1, 0, eng_ffn_fuses(e, sd->tot.q_tokens)}; /* (one FFN chunk) */
     r->sim_act = mem_act_peak(m, sd->tot.q_tokens, sd->tot.logit_rows, &r->k);
     r->ws = eng_step_workspace_bytes(e, sd);
     return 0;
@@ -383,7 +384,7 @@ static int bench_engine(const struct eng_bench_opts *o, struct eng_opts *eo, str
     struct ts_err err;
     eng_opts_defaults(eo);
     eo->max_tokens = ENG_BENCH_MAX_TOKENS;
-    eo->logit_chunk = o->logit_chunk;
+    eo->logit_chunk_rows = o->logit_chunk_rows;
     eo->mem_limit = o->mem_limit;
     eo->weights = o->weights;
     eo->warm_s = o->warm_s;

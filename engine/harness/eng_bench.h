@@ -15,7 +15,7 @@
 struct eng_bench_opts {
     struct model_cfg model;
     int reps;             /* timed repetitions per case (median reported) */
-    int logit_chunk;
+    int logit_chunk_rows;
     int64_t mem_limit;    /* bytes, 0 = free memory */
     FILE *json;           /* one JSON object per line, or NULL */
     const char *only;     /* "steps", "gemm", "attention" or "anchor"; NULL = all but "anchor" */

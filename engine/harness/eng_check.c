@@ -454,11 +454,16 @@ static void seg(struct step_desc *sd, int req, int q, int kv, int logits)
 }
 
 /* Three steps with Refresh-like, Reuse-like, prefill (no logits) and fused-commit segments, in
- * order (each reuses the cache of the ones before). */
-static void mixed_steps(struct step_desc steps[3])
+ * order (each reuses the cache of the ones before), run with LM-head chunks of logit_chunk_rows rows,
+ * ffn_chunks FFN chunks and block-causal attention over blocks of attn_block tokens (0: none). */
+static void mixed_steps(struct step_desc steps[3], int32_t logit_chunk_rows, int32_t ffn_chunks, int32_t attn_block)
 {
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 3; k++) {
         step_desc_init(&steps[k]);
+        steps[k].logit_chunk_rows = logit_chunk_rows;
+        steps[k].ffn_chunks = ffn_chunks;
+        steps[k].attn_block = attn_block; /* before the segments: the totals count its pairs */
+    }
     seg(&steps[0], 0, 200, 0, 200);
     seg(&steps[0], 1, 37, 0, 0);
     seg(&steps[1], 0, 32, 168, 32);
@@ -475,15 +480,14 @@ static void check_steps(struct checker *c, const struct model_cfg *m, int block_
     eng_opts_defaults(&o);
     o.ffn = ffn;
     o.max_tokens = 1024;
-    o.logit_chunk = logit_chunk;
+    o.logit_chunk_rows = logit_chunk;
     o.kv_tokens = 4096;
-    o.block_size = block_size;
     o.seed = 77;
     struct eng *e = NULL;
     struct eng_ref *r = NULL;
     struct ts_err err;
     struct step_desc steps[3];
-    mixed_steps(steps);
+    mixed_steps(steps, logit_chunk, 1, block_size);
     struct eng_plan p;
     eng_plan_init(&p);
     struct eng_kv kv;
@@ -559,17 +563,18 @@ static void check_self(struct checker *c, const struct model_cfg *m)
     step_desc_init(&sd);
     float *ha = NULL, *hb = NULL;
     int32_t *ta = NULL;
-    o.logit_chunk = 1024;
+    o.logit_chunk_rows = 1024;
     if (eng_create(m, &o, &a, &err)) {
         fail_msg(c, "engine create", err.msg);
         goto done;
     }
-    o.logit_chunk = 7;
+    o.logit_chunk_rows = 7;
     if (eng_create(m, &o, &b, &err)) {
         fail_msg(c, "engine create", err.msg);
         goto done;
     }
     const int L = 288, Bs = 32;
+    sd.logit_chunk_rows = 1024;
     seg(&sd, 0, L, 0, L);
     struct eng_out oa, ob;
     if (eng_step(a, &sd, &oa, NULL, &err)) {
@@ -580,6 +585,7 @@ static void check_self(struct checker *c, const struct model_cfg *m)
     memcpy(ta, oa.tok, 4 * L);
     ha = xmalloc(4 * (size_t)L * m->hidden);
     hb = xmalloc(4 * (size_t)L * m->hidden);
+    sd.logit_chunk_rows = 7; /* the step's knob: the engine sized for 7-row chunks runs them */
     if (eng_last_hidden(a, ha, &err) || eng_step(b, &sd, &ob, NULL, &err)) {
         fail_msg(c, "chunked step", err.msg);
         goto done;
@@ -588,8 +594,24 @@ static void check_self(struct checker *c, const struct model_cfg *m)
     for (int i = 0; i < L; i++)
         diff += ob.tok[i] != ta[i];
     report(c, "argmax: 7-row logit chunks vs one chunk (rows that differ)", diff, 0);
+    /* the step's knobs, not the engine's options, decide its chunks: the same step on engine a in
+     * 5 FFN chunks and 96-row logit chunks plans them so and gives the same rows */
+    sd.logit_chunk_rows = 96;
+    sd.ffn_chunks = 5;
+    struct eng_act_info ai;
+    if (eng_step(a, &sd, &oa, NULL, &err) || eng_last_hidden(a, hb, &err)) {
+        fail_msg(c, "step with its own chunking", err.msg);
+        goto done;
+    }
+    eng_act_info(a, &ai);
+    report(c, "the step's knobs planned: |logit chunk rows - 96| + |FFN chunks - 5|",
+           abs(ai.logit_rows - 96) + abs(ai.ffn_chunks - 5), 0);
+    report(c, "5 FFN chunks and 96-row logit chunks vs one of each: final hidden", rel_err(hb, ha, (int64_t)L * m->hidden),
+           1e-2);
+    sd.ffn_chunks = 1;
     /* Reuse of the last block over the Refresh's cache: same rows, same result */
     step_desc_clear(&sd);
+    sd.logit_chunk_rows = 1024;
     seg(&sd, 0, Bs, L - Bs, Bs);
     if (eng_step(a, &sd, &oa, NULL, &err) || eng_last_hidden(a, hb, &err)) {
         fail_msg(c, "reuse step", err.msg);
@@ -626,7 +648,7 @@ static void check_weights_file(struct checker *c, const struct model_cfg *m, boo
     struct eng_opts o;
     eng_opts_defaults(&o);
     o.max_tokens = 512;
-    o.logit_chunk = 256;
+    o.logit_chunk_rows = 256;
     o.kv_tokens = 2048;
     o.seed = 77;
     if (st_export_hf(path, m, w, llada_names, false, &err) || eng_create(m, &o, &a, &err)) {
@@ -782,13 +804,13 @@ static void check_planners(struct checker *c, const struct model_cfg *m, int ffn
     const char *how = ffn ? ", fused FFN" : "";
     const char *planners[] = {"first-fit", "greedy-size", "caching", "profiled", "ilp"};
     struct step_desc steps[3];
-    mixed_steps(steps);
+    mixed_steps(steps, 100, 3, 0);
     struct step_outs ref = {0};
     char what[128];
     for (size_t k = 0; k < TS_ARRAY_LEN(planners); k++) {
         struct eng_opts o;
         self_check_opts(&o, 91);
-        o.logit_chunk = 100;
+        o.logit_chunk_rows = 100;
         o.ffn_chunks = 3;
         o.planner = planners[k];
         o.ffn = ffn;
@@ -929,7 +951,7 @@ static void check_linear_alone(struct checker *c, struct eng *e, const struct mo
 static void check_skip_ops(struct checker *c, const struct model_cfg *m)
 {
     struct step_desc steps[3];
-    mixed_steps(steps);
+    mixed_steps(steps, 2048, 1, 0);
     struct step_outs a = {0}, skipped = {0}, b = {0};
     struct eng *e = NULL;
     struct ts_err err;

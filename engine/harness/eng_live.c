@@ -11,7 +11,6 @@
 #include "cost.h"
 #include "eng.h"
 #include "harness.h"
-#include "policy.h"
 #include "sim.h"
 
 static int live_step(void *ctx, const struct step_desc *sd, double *seconds, struct ts_err *err)
@@ -25,9 +24,10 @@ static int live_step(void *ctx, const struct step_desc *sd, double *seconds, str
 
 static void live_release(void *ctx, int32_t req_id) { eng_release(ctx, req_id); }
 
-/* The engine sized for the simulation's steps: its token and logit-chunk caps, block-causal
- * attention under the block policy, the FFN chunks (fused under an implementation profile with a
- * fused FFN), and its activations laid out by the simulation's planner. */
+/* The engine sized for the simulation's steps (its token cap, its LM-head chunk, its FFN chunks: each
+ * step then runs by its own step_desc, lazy chunking's counts and block-causal attention included),
+ * the FFN fused under an implementation profile with a fused FFN, and its activations laid out by
+ * the simulation's planner. */
 int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor *ex, struct ts_err *err)
 {
     const struct sim_config *c = sim_config(s);
@@ -35,8 +35,7 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
     struct eng_opts o;
     eng_opts_defaults(&o);
     o.max_tokens = c->max_num_batched_tokens > 0 ? c->max_num_batched_tokens : 16384;
-    o.logit_chunk = c->max_num_logits > 0 ? c->max_num_logits : o.max_tokens;
-    o.block_size = policy_attn_block(c->policy, m, c->block_size);
+    o.logit_chunk_rows = c->logit_chunk_rows > 0 ? c->logit_chunk_rows : o.max_tokens;
     o.ffn_chunks = c->ffn_chunks > 0 ? c->ffn_chunks : 1;
     o.page_tokens = c->kv_page_tokens;
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);

@@ -49,8 +49,9 @@ static int probe(struct probe_ctx *c, int64_t L, struct ts_err *err)
     plan_free(&cr.plan);
     c->logit_chunks = cr.logit_chunks;
     c->ffn_chunks = cr.ffn_chunks;
-    eng_set_chunking(c->e, R > 0 ? (int32_t)((R + cr.logit_chunks - 1) / cr.logit_chunks) : 1, cr.ffn_chunks);
     step_desc_clear(&c->sd);
+    c->sd.logit_chunk_rows = R > 0 ? (int32_t)((R + cr.logit_chunks - 1) / cr.logit_chunks) : 1;
+    c->sd.ffn_chunks = cr.ffn_chunks;
     struct segment g = {.req_id = 0, .q = (int32_t)L, .kv = 0, .logit_rows = (int32_t)R, .phase = PHASE_REFRESH};
     step_desc_add(&c->sd, &g);
     /* the mapping decides, whatever the planner predicted */

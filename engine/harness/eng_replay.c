@@ -113,8 +113,9 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
     const int32_t attn_block = policy_attn_block(policy, &m, block);
     json_decref(cfg);
     /* sizes: the largest step, and the last step of each request */
-    int64_t num_steps = 0, max_q = 0, max_r = 0, max_req = -1;
-    if (sqlite3_prepare_v2(db, "SELECT count(*), max(q_tokens), max(logit_rows) FROM steps WHERE run_id = ?",
+    int64_t num_steps = 0, max_q = 0, max_r = 0, max_req = -1, min_ffn = 0, max_chunk = 0;
+    if (sqlite3_prepare_v2(db, "SELECT count(*), max(q_tokens), max(logit_rows), min(ffn_chunks), "
+                               "max(logit_chunk_rows) FROM steps WHERE run_id = ?",
                            -1, &q, NULL) != SQLITE_OK)
         goto sqlfail;
     sqlite3_bind_int64(q, 1, run_id);
@@ -122,6 +123,8 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
         num_steps = sqlite3_column_int64(q, 0);
         max_q = sqlite3_column_int64(q, 1);
         max_r = sqlite3_column_int64(q, 2);
+        min_ffn = sqlite3_column_int64(q, 3);
+        max_chunk = sqlite3_column_int64(q, 4);
     }
     sqlite3_finalize(q);
     q = NULL;
@@ -150,10 +153,14 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
     sqlite3_finalize(q);
     q = NULL;
 
+    /* the workspace for the largest step as its recorded knobs run it: each step is replayed with
+     * its own (steps.logit_chunk_rows and ffn_chunks: lazy chunking sets them step by step; 0 rows
+     * is one chunk of all), the run's where a database lacks them */
     o.max_tokens = (int32_t)TS_MAX(max_q, 64);
-    o.logit_chunk = chunk > 0 ? chunk : (int32_t)TS_MAX(max_r, 1);
-    o.block_size = attn_block;
-    o.ffn_chunks = ffn_chunks > 0 ? ffn_chunks : 1;
+    chunk = max_chunk > 0 ? (int)max_chunk : chunk;
+    o.logit_chunk_rows = chunk > 0 ? chunk : (int32_t)TS_MAX(max_r, 1);
+    o.ffn_chunks = min_ffn > 0 ? (int32_t)min_ffn : ffn_chunks > 0 ? ffn_chunks : 1;
+    sd.attn_block = attn_block;
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
     o.weights = weights;
     if (eng_create(&m, &o, &e, &err)) {
@@ -171,8 +178,8 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
                 sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO engine_step_ops VALUES(?,?,?,?)", -1, &ins_ops,
                                    NULL) != SQLITE_OK))
         goto sqlfail_rollback;
-    if (sqlite3_prepare_v2(db, "SELECT step_id, duration_ns FROM steps WHERE run_id = ? ORDER BY step_id", -1, &q,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT step_id, duration_ns, logit_chunk_rows, ffn_chunks FROM steps WHERE run_id = ? "
+                               "ORDER BY step_id", -1, &q, NULL) != SQLITE_OK)
         goto sqlfail_rollback;
     sqlite3_stmt *segq;
     if (db_segments_prepare(db, &segq) != SQLITE_OK ||
@@ -186,7 +193,8 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
         if (progress && n % 50 == 0)
             fprintf(stderr, "\rreplay: step %lld of %lld", (long long)n, (long long)num_steps);
         int64_t step = sqlite3_column_int64(q, 0), pred = sqlite3_column_int64(q, 1);
-        sd.logit_chunk_rows = o.logit_chunk;
+        sd.logit_chunk_rows = sqlite3_column_type(q, 2) == SQLITE_NULL ? chunk : sqlite3_column_int(q, 2);
+        sd.ffn_chunks = sqlite3_column_type(q, 3) == SQLITE_NULL ? o.ffn_chunks : sqlite3_column_int(q, 3);
         if (db_read_step(segq, run_id, step, &sd) != SQLITE_OK) {
             sqlite3_finalize(segq);
             goto sqlfail_rollback;
@@ -283,7 +291,8 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
     struct eng_opts o;
     eng_opts_defaults(&o);
     o.max_tokens = 16384;
-    o.logit_chunk = 2048;
+    o.logit_chunk_rows = 2048;
+    sd.logit_chunk_rows = o.logit_chunk_rows; /* the chunk the calibration's LM-head rows assume */
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
     if (eng_create(m, &o, &e, &err)) {
         fprintf(stderr, "tessera engine profile: %s\n", err.msg);

@@ -66,10 +66,13 @@ struct step_desc {
     struct segment *segs; /* [num_segs] owned by the step_desc */
     int32_t num_segs;
     int32_t cap_segs;
-    /* execution knobs */
-    int32_t logit_chunk_rows; /* max_num_logits: rows per LM-head chunk; 0 = monolithic */
+    /* execution knobs: the cost model prices them, the planners size them and the engine runs them
+     * as given (one name each, here and in every struct that carries them) */
+    int32_t logit_chunk_rows; /* rows per LM-head chunk; 0 = monolithic (the user's --max-num-logits) */
     int32_t ffn_chunks;       /* FFN token chunks (>= 1) */
-    bool mask_only;           /* logits only for masked rows (Mosaic) */
+    bool mask_only;           /* logits only for masked rows (Mosaic): the policies then give each
+                               * segment logit_rows = its masked rows, and the engine gathers just
+                               * those rows for the LM head */
     int32_t attn_block;       /* > 0: block-causal attention over blocks of this many tokens (a
                                * block-causal model under the block policy, as the engine runs it):
                                * query row i of a segment sees its cached keys and its own rows up to

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# gpu_run.sh OUT [check] [bench] [sanitize]: the engine's GPU work in one call on a GPU machine, its
+# outputs under OUT. The lent GPU machines have nvcc but no Debian -dev packages: unpack those into
+# deps/root here and carry it (engine/README.md, "On a GPU machine"); DEPS=deps/root then builds
+# against it.
+#   check     make check-gpu: the engine against the CPU reference, live mode, L_max, profile, anchor
+#   bench     make bench-engine: the engine's steps against their floors beside PyTorch (SDPA, and the
+#             anchor script when deps/anchors/torch_llada_step.py is there)
+#   sanitize  compute-sanitizer's memcheck and racecheck over `tessera engine check` (SANITIZE_S: each
+#             tool's time limit, default 900 s)
+# Default: check. Prints each part's last lines; OUT holds the whole logs.
+set -uo pipefail
+out=${1:?usage: gpu_run.sh OUT [check] [bench] [sanitize]}
+shift
+parts=${*:-check}
+export PATH=$PATH:/usr/local/cuda/bin
+b=build/gpu
+mk=(make --no-print-directory BUILD=$b ${DEPS:+DEPS=$DEPS})
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv | tee "$out/gpu.txt"
+"${mk[@]}" -j16 all >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+rc=0
+for p in $parts; do
+    case $p in
+        check) "${mk[@]}" check-gpu 2>&1 | tee "$out/check-gpu.txt" | grep -vE "  ok$" || rc=1 ;;
+        bench) anchor=deps/anchors/torch_llada_step.py
+               [ -f $anchor ] || anchor=
+               "${mk[@]}" BENCH_OUT="$out" bench-engine ${anchor:+ANCHOR=$anchor} >"$out/bench.txt" 2>&1 || rc=1
+               tail -40 "$out/bench.txt" ;;
+        sanitize) for tool in memcheck racecheck; do
+                      timeout "${SANITIZE_S:-900}" compute-sanitizer --tool $tool --error-exitcode 3 \
+                          ./$b/tessera engine check >"$out/sanitizer-$tool.txt" 2>&1 || rc=1
+                      # a run cut short by the time limit has no summary: that is no pass
+                      grep -q "ERROR SUMMARY: 0 errors" "$out/sanitizer-$tool.txt" || rc=1
+                      tail -4 "$out/sanitizer-$tool.txt"
+                  done ;;
+        *) echo "gpu_run.sh: unknown part '$p' (check, bench, sanitize)" >&2; exit 2 ;;
+    esac
+done
+exit $rc
