@@ -623,4 +623,9 @@ static int calibrated_step_s(const struct cost_ctx *c, const struct step_desc *s
     return calib_step_s(c->calib, sd, c->extrapolate, seconds, bd, err);
 }
 
-const struct cost_ops cost_calibrated = {.name = "calibrated", .step_s = calibrated_step_s};
+const struct cost_ops cost_calibrated = {
+    .name = "calibrated",
+    .help = "per-op curves and an attention model fitted to the engine's measured profile of this GPU, "
+            "model and implementation (tessera list calibrations)",
+    .step_s = calibrated_step_s,
+};

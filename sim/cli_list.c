@@ -11,6 +11,7 @@
 #include "cost.h"
 #include "gpu.h"
 #include "model.h"
+#include "planner.h"
 #include "policy.h"
 #include "presets.h"
 #include "sched.h"
@@ -84,8 +85,17 @@ int cli_list(int argc, char **argv)
     else if (strcmp(what, "gpus") == 0)
         list_gpus();
     else if (strcmp(what, "policies") == 0) {
-        for (int i = 0; policy_get(i); i++)
-            printf("%-8s %s\n", policy_get(i)->name, policy_get(i)->help);
+        for (int i = 0; policy_get(i); i++) {
+            const struct policy_ops *p = policy_get(i);
+            printf("%-8s %s\n", p->name, p->help);
+            params_help(stdout, p->params, p->num_params, p->name);
+        }
+    } else if (strcmp(what, "planners") == 0) {
+        for (int i = 0; planner_get(i); i++)
+            printf("%-12s %s\n", planner_get(i)->name, planner_get(i)->help);
+    } else if (strcmp(what, "costs") == 0) {
+        for (int i = 0; cost_backend(i); i++)
+            printf("%-11s %s\n", cost_backend(i)->name, cost_backend(i)->help);
     } else if (strcmp(what, "schedulers") == 0) {
         for (int i = 0; sched_get(i); i++)
             printf("%-8s %s\n", sched_get(i)->name, sched_get(i)->help);
@@ -117,7 +127,8 @@ int cli_list(int argc, char **argv)
     } else if (strcmp(what, "decode") == 0)
         list_decode();
     else {
-        fprintf(stderr, "usage: tessera list models|gpus|policies|schedulers|systems|impls|decode|calibrations\n");
+        fprintf(stderr, "usage: tessera list models|gpus|policies|schedulers|planners|costs|systems|impls|decode|"
+                        "calibrations\n");
         return strcmp(what, "--help") == 0 ? 0 : EXIT_USAGE;
     }
     return 0;

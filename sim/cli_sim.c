@@ -12,15 +12,19 @@
 
 #include "cli.h"
 #include "engine_load.h"
+#include "planner.h"
+#include "policy.h"
 #include "presets.h"
+#include "sched.h"
 #include "sim.h"
 
 enum {
     O_SYSTEM = 256, O_MODEL, O_GPU, O_GPU_FILE, O_POLICY, O_SCHED, O_DECODE, O_COST, O_IMPL,
     O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN,
-    O_BLOCK, O_REFRESH, O_EARLY, O_MASK_ONLY, O_MNBT, O_MNL, O_FFN_CHUNKS, O_MAX_BATCH, O_KV_PAGE,
+    O_BLOCK, O_EARLY, O_MASK_ONLY, O_MNBT, O_MNL, O_FFN_CHUNKS, O_MAX_BATCH, O_KV_PAGE,
     O_RESERVE, O_PREEMPT, O_DB, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
-    O_DATADIR, O_CALIB, O_EXTRAPOLATE, O_PLANNER, O_LAZY, O_EXECUTOR, O_LIVE_MEM
+    O_DATADIR, O_CALIB, O_EXTRAPOLATE, O_PLANNER, O_LAZY, O_EXECUTOR, O_LIVE_MEM,
+    O_PARAM /* + k: the k-th parameter option, generated from the policy table */
 };
 
 static const struct option opts[] = {
@@ -43,7 +47,6 @@ static const struct option opts[] = {
     {"clip-prompt", no_argument, 0, O_CLIP},
     {"gen-len", required_argument, 0, O_GEN_LEN},
     {"block", required_argument, 0, O_BLOCK},
-    {"refresh-interval", required_argument, 0, O_REFRESH},
     {"early-stop", no_argument, 0, O_EARLY},
     {"mask-only", no_argument, 0, O_MASK_ONLY},
     {"max-num-batched-tokens", required_argument, 0, O_MNBT},
@@ -67,8 +70,38 @@ static const struct option opts[] = {
     {"planner", required_argument, 0, O_PLANNER},
     {"lazy-chunking", no_argument, 0, O_LAZY},
     {"help", no_argument, 0, O_HELP},
-    {0, 0, 0, 0},
 };
+
+/* The options of the policies' parameters, each name once (params.h), after the fixed ones. */
+struct opt_table {
+    struct option o[TS_ARRAY_LEN(opts) + 64 + 1];
+    int n;
+};
+
+static void build_opts(struct opt_table *t)
+{
+    memcpy(t->o, opts, sizeof opts);
+    t->n = (int)TS_ARRAY_LEN(opts);
+    for (int i = 0; policy_get(i); i++)
+        for (int k = 0; k < policy_get(i)->num_params; k++) {
+            const char *name = policy_get(i)->params[k].name;
+            bool have = false;
+            for (int j = 0; j < t->n && !have; j++)
+                have = strcmp(t->o[j].name, name) == 0;
+            TS_ASSERT(have || t->n < (int)TS_ARRAY_LEN(t->o) - 1);
+            if (!have)
+                t->o[t->n++] = (struct option){name, required_argument, 0, O_PARAM};
+        }
+    t->o[t->n] = (struct option){0, 0, 0, 0};
+}
+
+/* Joins the names of a table's entries (get(i) until NULL) with spaces. */
+#define JOIN_NAMES(buf, get) \
+    do { \
+        (buf)[0] = '\0'; \
+        for (int i_ = 0; get(i_); i_++) \
+            snprintf((buf) + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", i_ ? " " : "", get(i_)->name); \
+    } while (0)
 
 static void sim_usage(FILE *f)
 {
@@ -79,10 +112,16 @@ static void sim_usage(FILE *f)
 "prints a summary. Every option has a default: `tessera sim` alone simulates 200 requests with\n"
 "ShareGPT-shaped lengths arriving at 1 req/s on LLaDA-8B / H200 (dual cache, phase scheduler).\n"
 "\n"
-"system and model:\n"
-"  --system NAME            preset applied before the other options: fast-dllm, dllm-serve,\n"
-"                           lmdeploy, mosaic (dllm-serve: its sparse KV cache arrives with the\n"
-"                           sparse policy of a later issue; the preset runs the dense dual cache)\n"
+"system and model:\n");
+    char names[512] = "", costs[128];
+    for (int i = 0; cost_backend(i); i++)
+        snprintf(costs + (i ? strlen(costs) : 0), sizeof costs - (i ? strlen(costs) : 0), "%s%s", i ? " | " : "",
+                 cost_backend(i)->name);
+    for (int i = 0; i < preset_count(); i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? " " : "", preset_get(i)->name);
+    fprintf(f, "  --system NAME            preset applied before the other options (tessera list systems):\n"
+               "                           %s\n", names);
+    fprintf(f,
 "  --model NAME|config.json built-in model (tessera list models) or a Hugging Face config.json\n"
 "                           [llada-8b]\n"
 "  --gpu NAME               rtx3090 rtx4090 l40s a100-40gb a100-80gb h100 h200 [h200]\n"
@@ -90,8 +129,8 @@ static void sim_usage(FILE *f)
 "                           \"bf16_tflops\":.., \"mem_bw_gbs\":.., \"host_bw_gbs\":..}}\n"
 "  --impl NAME              implementation profile: tessera, tessera-fused (the engine with\n"
 "                           its fused FFN: TESSERA_FFN=fused), torch-eager [tessera]\n"
-"  --cost NAME              cost model back end: roofline | calibrated (fitted from the\n"
-"                           engine's measured profile of this GPU, model and implementation:\n"
+"  --cost NAME              cost model back end: %s (calibrated: fitted from\n"
+"                           the engine's measured profile of this GPU, model and implementation:\n"
 "                           tessera list calibrations) [roofline]\n"
 "  --calib FILE             calibrated: the profile to fit [sim/data/calib/GPU-MODEL-IMPL.csv]\n"
 "  --extrapolate            calibrated: price steps beyond the profiled range\n"
@@ -99,20 +138,27 @@ static void sim_usage(FILE *f)
 "                           runs every step and its measured time drives the clock (the cost\n"
 "                           model still prices each step, for comparison) [model]\n"
 "  --live-mem-gib X         gpu: device memory the engine may use [0 = all that is free]\n"
-"\n"
-"denoising:\n"
-"  --policy NAME            vanilla prefix dual block [dual]\n"
+"\n", costs);
+    struct sim_config d;
+    sim_config_defaults(&d);
+    JOIN_NAMES(names, policy_get);
+    fprintf(f, "denoising:\n  --policy NAME            %s [%s]\n", names, d.policy);
+    fprintf(f,
 "  --decode SPEC            fixed:K | threshold:PROFILE | threshold:TPF | threshold:FILE:NAME\n"
 "                           (profiles: tessera list decode) [fixed:1]\n"
 "  --gen-len G              positions denoised per request; 0 = the trace's output length\n"
 "                           rounded up to whole blocks [256]\n"
 "  --block BS               block size [32]\n"
-"  --refresh-interval K     dual: also refresh every K steps inside a block [0 = block start]\n"
 "  --early-stop             finish once the content and one EOS block are decoded\n"
 "  --mask-only              logits only for masked rows (Mosaic)\n"
 "\n"
-"scheduling and memory:\n"
-"  --scheduler NAME         static request phase [phase]\n"
+"policy parameters (each applies to the policy named; tessera list policies):\n");
+    for (int i = 0; policy_get(i); i++)
+        params_help(f, policy_get(i)->params, policy_get(i)->num_params, policy_get(i)->name);
+    JOIN_NAMES(names, sched_get);
+    fprintf(f, "\nscheduling and memory:\n  --scheduler NAME         %s [%s]\n", names, d.scheduler);
+    JOIN_NAMES(names, planner_get);
+    fprintf(f,
 "  --max-num-batched-tokens N  phase: query tokens per step [0 = 4000 on <= 32 GiB GPUs,\n"
 "                           else 16384, as dLLM-Serve configures them]\n"
 "  --max-num-logits N       logit rows per LM-head chunk; 0 = monolithic [2048]\n"
@@ -124,9 +170,9 @@ static void sim_usage(FILE *f)
 "  --reserve-gib X          framework reserve [implementation profile's: 1.0 torch-eager,\n"
 "                           0.5 tessera]\n"
 "  --preempt MODE           recompute | swap [recompute]\n"
-"  --planner NAME           activation reservations: first-fit (the theoretical peak), greedy-size,\n"
-"                           ilp, caching (PyTorch's allocator: reserved bytes), profiled (dLLM-Serve:\n"
-"                           caching at max_num_batched_tokens, +5%%) [first-fit]\n"
+"  --planner NAME           activation reservations, the planner's plan of each step's op graph:\n"
+"                           %s (tessera list planners) [%s]\n", names, d.planner);
+    fprintf(f,
 "\n"
 "workload:\n"
 "  --trace FILE|synthetic   Azure/BurstGPT/length CSV, Mooncake JSONL, tessera CSV [synthetic]\n"
@@ -230,7 +276,13 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
         return 0;
     case O_GEN_LEN: return num_i32(name, optarg, &c->gen_len);
     case O_BLOCK: return num_i32(name, optarg, &c->block_size);
-    case O_REFRESH: return num_i32(name, optarg, &c->refresh_interval);
+    case O_PARAM: {
+        struct ts_err err;
+        if (param_values_set(&c->params, name, optarg, &err) == 0)
+            return 0;
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        return -1;
+    }
     case O_MNBT: return num_i32(name, optarg, &c->max_num_batched_tokens);
     case O_MNL: return num_i32(name, optarg, &c->logit_chunk_rows);
     case O_FFN_CHUNKS: return num_i32(name, optarg, &c->ffn_chunks);
@@ -271,7 +323,9 @@ static int parse_args(int argc, char **argv, struct sim_config *c)
     optind = 1;
     opterr = 1;
     int o, idx;
-    while ((o = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
+    struct opt_table t;
+    build_opts(&t);
+    while ((o = getopt_long(argc, argv, "h", t.o, &idx)) != -1) {
         if (o == O_HELP || o == 'h') {
             sim_usage(stdout);
             return 1;
@@ -280,7 +334,7 @@ static int parse_args(int argc, char **argv, struct sim_config *c)
             fprintf(stderr, "tessera sim: see --help\n");
             return -1;
         }
-        if (apply_opt(o, opts[idx].name, c))
+        if (apply_opt(o, t.o[idx].name, c))
             return -1;
     }
     if (optind < argc) {

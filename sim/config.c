@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy.h"
+
 #ifndef TS_DATADIR
 #define TS_DATADIR "sim/data"
 #endif
@@ -53,8 +55,10 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
         return ts_fail(err, "--rps: must be >= 0 (got %g)", c->rps);
     if (c->requests < 0)
         return ts_fail(err, "--requests: must be >= 0");
-    if (c->refresh_interval < 0)
-        return ts_fail(err, "--refresh-interval: must be >= 0");
+    const struct policy_ops *po = policy_find(c->policy);
+    double p[PARAMS_MAX];
+    if (po && policy_params_resolve(po, &c->params, p, err))
+        return -1;
     if (c->max_num_batched_tokens < 0)
         return ts_fail(err, "--max-num-batched-tokens: must be >= 0 (0 = by GPU memory)");
     if (c->logit_chunk_rows < 0)
@@ -95,7 +99,14 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "clip_prompt", json_boolean(c->clip_prompt));
     json_object_set_new(o, "gen_len", json_integer(c->gen_len));
     json_object_set_new(o, "block_size", json_integer(c->block_size));
-    json_object_set_new(o, "refresh_interval", json_integer(c->refresh_interval));
+    const struct policy_ops *po = policy_find(c->policy);
+    double p[PARAMS_MAX];
+    if (po && policy_params_resolve(po, &c->params, p, NULL) == 0)
+        for (int i = 0; i < po->num_params; i++) { /* the policy's parameters, resolved */
+            char key[PARAM_TEXT];
+            param_json_key(&po->params[i], key, sizeof key);
+            json_object_set_new(o, key, po->params[i].integer ? json_integer((json_int_t)p[i]) : json_real(p[i]));
+        }
     json_object_set_new(o, "early_stop", json_boolean(c->early_stop));
     json_object_set_new(o, "mask_only", json_boolean(c->mask_only));
     json_object_set_new(o, "max_num_batched_tokens", json_integer(c->max_num_batched_tokens));

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "params.h"
 #include "util.h"
 
 #define CFG_STR 256
@@ -42,9 +43,9 @@ struct sim_config {
     /* dLLM generation */
     int32_t gen_len;           /* G for every request; 0 = the trace's output length rounded up to blocks */
     int32_t block_size;        /* Bs */
-    int32_t refresh_interval;  /* dual: extra refresh every K steps (0 = block start only) */
     bool early_stop;
     bool mask_only;
+    struct param_values params; /* the policy's own parameters as given, by name (params.h) */
 
     /* execution and memory */
     int32_t max_num_batched_tokens; /* phase: cap on query tokens per step; 0 = by GPU memory */

@@ -54,6 +54,7 @@ struct cost_ctx {
 
 struct cost_ops {
     const char *name;
+    const char *help;
     /* Prices one step into *seconds; fills *bd when not NULL. Pure function of (ctx, step).
      * Returns -1 with err when the step cannot be priced (outside a calibration's range). */
     int (*step_s)(const struct cost_ctx *ctx, const struct step_desc *sd, double *seconds,

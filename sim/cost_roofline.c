@@ -115,4 +115,9 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
     return 0;
 }
 
-const struct cost_ops cost_roofline = {.name = "roofline", .step_s = roofline_step_s};
+const struct cost_ops cost_roofline = {
+    .name = "roofline",
+    .help = "per op max(FLOPs / peak, bytes / bandwidth) at the implementation profile's efficiencies, "
+            "kernels issued at its launch cost",
+    .step_s = roofline_step_s,
+};

@@ -11,17 +11,34 @@ static const struct policy_ops *const policies[] = {
     &policy_block,
 };
 
-const struct policy_ops *policy_find(const char *name)
-{
-    for (size_t i = 0; i < TS_ARRAY_LEN(policies); i++)
-        if (ts_name_eq(policies[i]->name, name))
-            return policies[i];
-    return NULL;
-}
+/* policies added at run time (policy_register), after the built-in ones */
+static const struct policy_ops *registered[8];
+static size_t num_registered;
 
 const struct policy_ops *policy_get(int i)
 {
-    return i >= 0 && (size_t)i < TS_ARRAY_LEN(policies) ? policies[i] : NULL;
+    if (i < 0)
+        return NULL;
+    if ((size_t)i < TS_ARRAY_LEN(policies))
+        return policies[i];
+    i -= (int)TS_ARRAY_LEN(policies);
+    return (size_t)i < num_registered ? registered[i] : NULL;
+}
+
+const struct policy_ops *policy_find(const char *name)
+{
+    for (int i = 0; policy_get(i); i++)
+        if (ts_name_eq(policy_get(i)->name, name))
+            return policy_get(i);
+    return NULL;
+}
+
+int policy_register(const struct policy_ops *p)
+{
+    if (policy_find(p->name) || num_registered == TS_ARRAY_LEN(registered) || p->num_params > PARAMS_MAX)
+        return -1;
+    registered[num_registered++] = p;
+    return 0;
 }
 
 static const char *policy_name_at(int i) { return policy_get(i) ? policy_get(i)->name : NULL; }
@@ -40,7 +57,25 @@ int policy_resolve(const char *name, const struct policy_ops **out, struct ts_er
 
 int32_t policy_attn_block(const char *policy, const struct model_cfg *m, int32_t block_size)
 {
-    return policy && strcmp(policy, "block") == 0 && m->block_causal ? block_size : 0;
+    const struct policy_ops *po = policy ? policy_find(policy) : NULL;
+    return po && po->block_causal && m->block_causal ? block_size : 0;
+}
+
+int policy_params_resolve(const struct policy_ops *po, const struct param_values *given, double *p,
+                          struct ts_err *err)
+{
+    for (int i = 0; given && i < given->n; i++) {
+        if (params_find(po->params, po->num_params, given->name[i]))
+            continue;
+        char owners[256] = "";
+        for (int k = 0; policy_get(k); k++)
+            if (params_find(policy_get(k)->params, policy_get(k)->num_params, given->name[i]))
+                snprintf(owners + strlen(owners), sizeof owners - strlen(owners), "%s%s", owners[0] ? ", " : "",
+                         policy_get(k)->name);
+        return ts_fail(err, "--%s: not a parameter of policy %s (%s%s)", given->name[i], po->name,
+                       owners[0] ? "it is one of: " : "no policy has it", owners);
+    }
+    return params_resolve(po->params, po->num_params, given, p, err);
 }
 
 void policy_req_init(struct request *r, const struct policy_cfg *pc)

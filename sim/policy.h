@@ -4,8 +4,11 @@
  * state after the step, and kv_tokens()/kv_peak_tokens() say how much KV cache it holds.
  * Block progress (decoded tokens, block index) is advanced by policy_advance() for every policy.
  *
- * Adding a policy: one new file policy_NAME.c defining a `const struct policy_ops`, one line in
- * the table of policy.c.
+ * Adding a policy: one new file policy_NAME.c defining a `const struct policy_ops` (with its
+ * parameters, declared once as param_specs, and its per-request state, a struct of its own read
+ * through POLICY_STATE), and one line in the table of policy.c. Its parameters become options of
+ * `tessera sim`, lines of its --help and of `tessera list policies`, and keys of the stored
+ * configuration; the policy reads their resolved values as pc->p[i], in declaration order.
  */
 #ifndef TESSERA_POLICY_H
 #define TESSERA_POLICY_H
@@ -14,20 +17,30 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "params.h"
 #include "request.h"
 #include "step_desc.h"
 #include "util.h"
 
 struct policy_cfg {
     int32_t block_size;       /* Bs */
-    int32_t refresh_interval; /* dual: also refresh every K steps inside a block; 0 = block start only */
     bool mask_only;           /* logit rows are only the masked rows among the queries */
     bool early_stop;          /* finish once the content and one EOS block are decoded */
+    double p[PARAMS_MAX];     /* the policy's own parameters, resolved, in declaration order */
 };
+
+/* A policy's per-request state: its own struct in r->pstate (a struct larger than REQ_POLICY_STATE
+ * bytes does not compile: the array size turns negative). */
+#define POLICY_STATE(r, type) \
+    ((type *)((r)->pstate + 0 * sizeof(char[sizeof(type) <= REQ_POLICY_STATE ? 1 : -1])))
 
 struct policy_ops {
     const char *name;
     const char *help;
+    const struct param_spec *params; /* its parameters (NULL when none) */
+    int num_params;
+    bool block_causal; /* its steps run one block over the cache of the blocks before it, so a
+                        * block-causal model (SDAR, LLaDA2.0) attends block-causally there */
     /* Fills *seg with the next step's shape for r (everything but `decoded`). */
     void (*emit)(const struct request *r, const struct policy_cfg *pc, struct segment *seg);
     /* Updates the policy state after a step with shape *seg; `block_done` says the step finished
@@ -42,15 +55,22 @@ struct policy_ops {
     int32_t (*peak_q)(const struct request *r, const struct policy_cfg *pc);
 };
 
+/* Adds a policy after the built-in ones (tests, experiments kept out of the tree); -1 when its
+ * name is taken or the table is full. The entry must outlive every run. */
+int policy_register(const struct policy_ops *p);
 const struct policy_ops *policy_find(const char *name);
 /* The i-th policy of the table, NULL past the end. */
 const struct policy_ops *policy_get(int i);
 void policy_list(char *buf, size_t len);
 int policy_resolve(const char *name, const struct policy_ops **out, struct ts_err *err);
-/* The block of block-causal attention a run's steps take (step_desc.attn_block, the engine's
- * block_size): block_size for a block-causal model (SDAR, LLaDA2.0) under the block policy, else 0
- * (bidirectional). */
+/* The block of block-causal attention a run's steps take (step_desc.attn_block): block_size for a
+ * block-causal model (SDAR, LLaDA2.0) under a policy of block_causal steps, else 0 (bidirectional). */
 int32_t policy_attn_block(const char *policy, const struct model_cfg *m, int32_t block_size);
+/* The policy's parameters for a run into p (declaration order): the values given (by name) or the
+ * defaults. A given value no parameter of this policy declares is refused, naming the policies
+ * that declare it. */
+int policy_params_resolve(const struct policy_ops *po, const struct param_values *given, double *p,
+                          struct ts_err *err);
 
 /* Sets up r's shape-derived fields for the policy config (num_blocks, last_block, progress). */
 void policy_req_init(struct request *r, const struct policy_cfg *pc);

@@ -3,14 +3,20 @@
  * block over the cached prefix: q = Bs, kv = P + b*Bs. The finished block's K/V is written by a
  * commit forward fused into the next block's first step: q = 2*Bs, kv = P + (b-1)*Bs,
  * kv_write = Bs. After a preemption by recompute the prefill covers the prompt and every finished
- * block. pstate[0]: prefilled; pstate[1]: a finished block waits for its commit. */
+ * block. */
 #include "policy.h"
+
+struct block_state {
+    bool prefilled;
+    bool commit_pending; /* a finished block waits for its commit */
+};
 
 static void block_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
 {
     int32_t bl = req_block_len(r, r->cur_block);
     int32_t cached = r->P + r->cur_block * r->Bs;
-    if (!r->pstate[0] || r->need_refresh) {
+    const struct block_state *st = POLICY_STATE(r, const struct block_state);
+    if (!st->prefilled || r->need_refresh) {
         s->phase = PHASE_PREFILL;
         s->q = cached;
         s->kv = 0;
@@ -19,7 +25,7 @@ static void block_emit(const struct request *r, const struct policy_cfg *pc, str
         return;
     }
     s->phase = PHASE_BLOCK;
-    if (r->pstate[1]) { /* fused commit of block b-1 */
+    if (st->commit_pending) { /* fused commit of block b-1 */
         s->q = r->Bs + bl;
         s->kv = cached - r->Bs;
         s->kv_write = r->Bs;
@@ -35,15 +41,13 @@ static void block_advance(struct request *r, const struct policy_cfg *pc, const 
                           bool block_done)
 {
     (void)pc;
+    struct block_state *st = POLICY_STATE(r, struct block_state);
     if (s->phase == PHASE_PREFILL) {
-        r->pstate[0] = 1;
-        r->pstate[1] = 0;
+        st->prefilled = true;
+        st->commit_pending = false;
         return;
     }
-    if (r->pstate[1])
-        r->pstate[1] = 0;
-    if (block_done)
-        r->pstate[1] = 1;
+    st->commit_pending = block_done;
 }
 
 static int64_t block_kv(const struct request *r, const struct policy_cfg *pc)
@@ -68,6 +72,7 @@ static int32_t block_peak_q(const struct request *r, const struct policy_cfg *pc
 
 const struct policy_ops policy_block = {
     .name = "block",
+    .block_causal = true,
     .help = "block diffusion: PREFILL once, then q = Bs per step over the cached prefix, the "
             "finished block committed in the next block's first step (q = 2*Bs)",
     .emit = block_emit,

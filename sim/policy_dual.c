@@ -1,13 +1,24 @@
 /* policy_dual.c: Fast-dLLM dual cache, dLLM-Serve's Refresh/Reuse. A REFRESH at block start (and
  * every refresh_interval steps inside a block when set) runs the whole sequence and writes all its
  * K/V: q = L, kv_write = L. A REUSE step runs only the current block over the rest of the cache:
- * q = Bs, kv = L - Bs. pstate[0] counts steps since the last refresh. */
+ * q = Bs, kv = L - Bs. */
 #include "policy.h"
+
+enum { REFRESH_INTERVAL };
+static const struct param_spec dual_params[] = {
+    [REFRESH_INTERVAL] = {"refresh-interval", "also refresh every K steps inside a block; 0 = at block start only",
+                          0, 0, 1e6, true},
+};
+
+struct dual_state {
+    int32_t since_refresh; /* steps since the last refresh, that one counted */
+};
 
 static void dual_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
 {
+    const double every = pc->p[REFRESH_INTERVAL];
     bool refresh = r->steps_in_block == 0 || r->need_refresh ||
-                   (pc->refresh_interval > 0 && r->pstate[0] >= pc->refresh_interval);
+                   (every > 0 && POLICY_STATE(r, const struct dual_state)->since_refresh >= every);
     if (refresh) {
         s->phase = PHASE_REFRESH;
         s->q = r->L;
@@ -28,7 +39,8 @@ static void dual_advance(struct request *r, const struct policy_cfg *pc, const s
                          bool block_done)
 {
     (void)pc, (void)block_done;
-    r->pstate[0] = s->phase == PHASE_REFRESH ? 1 : r->pstate[0] + 1;
+    struct dual_state *st = POLICY_STATE(r, struct dual_state);
+    st->since_refresh = s->phase == PHASE_REFRESH ? 1 : st->since_refresh + 1;
 }
 
 static int64_t dual_kv(const struct request *r, const struct policy_cfg *pc)
@@ -46,6 +58,8 @@ static int32_t dual_peak_q(const struct request *r, const struct policy_cfg *pc)
 const struct policy_ops policy_dual = {
     .name = "dual",
     .help = "dual cache: REFRESH (q = L) at block start, REUSE (q = Bs over L - Bs cached) after",
+    .params = dual_params,
+    .num_params = (int)TS_ARRAY_LEN(dual_params),
     .emit = dual_emit,
     .advance = dual_advance,
     .kv_tokens = dual_kv,

@@ -15,6 +15,8 @@
 
 enum req_state { REQ_PENDING = 0, REQ_WAITING, REQ_RUNNING, REQ_FINISHED, REQ_REJECTED };
 
+#define REQ_POLICY_STATE 32 /* bytes of per-request policy state (policy.h: POLICY_STATE) */
+
 struct request {
     int32_t id;
     int64_t arrival_ns;
@@ -33,7 +35,8 @@ struct request {
     int32_t decoded_total;
     int32_t steps_in_block;
     int32_t steps;
-    int32_t pstate[4];  /* policy-private state, zeroed at admission */
+    _Alignas(8) unsigned char pstate[REQ_POLICY_STATE]; /* the policy's own state (its struct, opaque
+                                                          * to the rest), zeroed at admission */
     bool need_refresh;  /* the cache was dropped (preemption by recompute) */
     bool swapped;       /* its cache sits in host memory (preemption by swap) */
     bool work_done;     /* every block it needs is decoded (a static batch may still hold it) */

@@ -329,8 +329,10 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate};
     if (s->cost == &cost_calibrated && load_calibration(s, err))
         goto fail;
-    s->pcfg = (struct policy_cfg){cfg->block_size, cfg->refresh_interval, cfg->mask_only,
-                                  cfg->early_stop};
+    s->pcfg = (struct policy_cfg){.block_size = cfg->block_size, .mask_only = cfg->mask_only,
+                                  .early_stop = cfg->early_stop};
+    if (policy_params_resolve(s->pol, &cfg->params, s->pcfg.p, err))
+        goto fail;
     s->sd.logit_chunk_rows = cfg->logit_chunk_rows;
     s->sd.attn_block = policy_attn_block(cfg->policy, &s->model, cfg->block_size);
     s->sd.ffn_chunks = cfg->ffn_chunks;

@@ -1,12 +1,15 @@
 /*
  * check_policy.c: exact segment shapes of every policy over a whole request (SPEC section 2),
- * content/EOS decoding and early stop.
+ * content/EOS decoding and early stop; a policy with a parameter added as a user would.
  */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "decode.h"
 #include "policy.h"
+#include "sim_internal.h"
 #include "test_util.h"
 
 #define MAX_STEPS 4096
@@ -105,7 +108,7 @@ END_TEST
 START_TEST(dual_refresh_interval)
 {
     struct policy_cfg pc = PC;
-    pc.refresh_interval = 8;
+    pc.p[0] = 8; /* refresh-interval */
     run_life(&policy_dual, &pc, 100, 32, 32, 1, &L);
     ck_assert_int_eq(L.n, 32);
     for (int i = 0; i < 32; i++)
@@ -203,6 +206,94 @@ START_TEST(registry)
 }
 END_TEST
 
+/* --- a policy with a parameter, added as a user would: what follows is the whole of it (the
+ * file policy_periodic.c would hold), and registering it stands for its line in policy.c's table.
+ * "periodic": a dual cache that refreshes every `period` steps whatever the block, its own state a
+ * step counter. */
+enum { PERIOD };
+static const struct param_spec periodic_params[] = {
+    [PERIOD] = {"period", "refresh every N steps (1: every step)", 4, 1, 1000, true},
+};
+struct periodic_state {
+    int32_t since;
+};
+static void periodic_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
+{
+    const bool refresh = r->need_refresh || POLICY_STATE(r, const struct periodic_state)->since % (int)pc->p[PERIOD] == 0;
+    const int32_t bl = req_block_len(r, r->cur_block);
+    s->phase = refresh ? PHASE_REFRESH : PHASE_REUSE;
+    s->q = refresh ? r->L : bl;
+    s->kv = refresh ? 0 : r->L - bl;
+    s->kv_write = refresh ? r->L : 0;
+    s->logit_rows = policy_logit_rows(pc, s->q, refresh ? r->G - r->decoded_total : req_masked_in_block(r));
+}
+static void periodic_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s, bool done)
+{
+    (void)pc, (void)s, (void)done;
+    POLICY_STATE(r, struct periodic_state)->since++;
+}
+static int64_t periodic_kv(const struct request *r, const struct policy_cfg *pc) { (void)pc; return r->L; }
+static int32_t periodic_peak_q(const struct request *r, const struct policy_cfg *pc) { (void)pc; return r->L; }
+static const struct policy_ops policy_periodic = {
+    .name = "periodic", .help = "dual cache, refreshed every --period steps",
+    .params = periodic_params, .num_params = (int)TS_ARRAY_LEN(periodic_params),
+    .emit = periodic_emit, .advance = periodic_advance, .kv_tokens = periodic_kv, .kv_peak_tokens = periodic_kv,
+    .peak_q = periodic_peak_q,
+};
+
+/* Registered, the policy runs through the simulator by name; its parameter is resolved (default,
+ * or the value given), stored in the run's configuration, refused by name out of range or for
+ * another policy, and listed with the policy. */
+START_TEST(a_policy_with_a_parameter)
+{
+    ck_assert_int_eq(policy_register(&policy_periodic), 0);
+    ck_assert_int_ne(policy_register(&policy_periodic), 0); /* a name once */
+    struct policy_cfg pc = PC;
+    pc.p[PERIOD] = 3;
+    run_life(&policy_periodic, &pc, 100, 64, 64, 1, &L);
+    for (int i = 0; i < L.n; i++)
+        ck_assert_int_eq(L.seg[i].phase, i % 3 == 0 ? PHASE_REFRESH : PHASE_REUSE);
+
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.policy, sizeof c.policy, "periodic");
+    c.requests = 4;
+    struct ts_err err;
+    int64_t steps[2]; /* Refresh segments over the run */
+    for (int k = 0; k < 2; k++) {
+        if (k == 1)
+            ck_assert_int_eq(param_values_set(&c.params, "period", "1", &err), 0);
+        ck_assert_int_eq(sim_config_validate(&c, &err), 0);
+        struct sim *s = sim_create(&c, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        ck_assert_int_eq(s->pcfg.p[PERIOD], k == 0 ? 4 : 1);
+        ck_assert_int_eq(sim_run(s, &err), 0);
+        steps[k] = 0;
+        for (size_t i = 0; i < s->num_steps; i++)
+            steps[k] += s->steps[i].tot.by_phase[PHASE_REFRESH];
+        sim_destroy(s);
+    }
+    ck_assert_int_gt(steps[1], steps[0]); /* refreshing every step refreshes more */
+    char *json = sim_config_to_json(&c);
+    ck_assert_ptr_nonnull(strstr(json, "\"period\":1"));
+    free(json);
+    ck_assert_int_eq(param_values_set(&c.params, "period", "0", &err), 0);
+    ck_assert_int_ne(sim_config_validate(&c, &err), 0);
+    ck_assert_str_eq(err.msg, "--period: '0' is not a whole number in 1..1000");
+    snprintf(c.policy, sizeof c.policy, "dual");
+    ck_assert_int_ne(sim_config_validate(&c, &err), 0);
+    ck_assert_str_eq(err.msg, "--period: not a parameter of policy dual (it is one of: periodic)");
+    char *help = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&help, &len);
+    params_help(f, policy_periodic.params, policy_periodic.num_params, policy_periodic.name);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(help, "--period N"));
+    ck_assert_ptr_nonnull(strstr(help, "periodic: refresh every N steps (1: every step) [4; 1..1000]"));
+    free(help);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("policy");
@@ -218,6 +309,7 @@ int main(void)
     tcase_add_test(tc, fixed_k_and_peaks);
     tcase_add_test(tc, attention_block_follows_policy_and_model);
     tcase_add_test(tc, registry);
+    tcase_add_test(tc, a_policy_with_a_parameter);
     suite_add_tcase(s, tc);
     return run_suite("policy", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

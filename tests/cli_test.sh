@@ -504,8 +504,22 @@ grep -qE "^ +attention +[0-9.]+ +30\.0%" "$tmp/out" && grep -qE "^ +gate_up +[0-
     bad "calib eval: op shares 30/70 not reported"
 
 # lists
-for w in models gpus policies schedulers systems impls calibrations decode; do expect 0 "list $w" -- $bin list $w; done
+for w in models gpus policies schedulers planners costs systems impls calibrations decode; do expect 0 "list $w" -- $bin list $w; done
 contains "list decode" "threshold:llada-gsm8k"
+# the tables' entries and a policy's parameters, as the tables declare them
+expect 0 "list policies" -- $bin list policies
+contains "list policies shows a policy's parameter" "--refresh-interval N     dual: also refresh every K steps"
+expect 0 "sim --help" -- $bin sim --help
+contains "sim --help lists the policies from the table" "--policy NAME            vanilla prefix dual block [dual]"
+contains "sim --help lists the policy parameters" "--refresh-interval N     dual:"
+contains "sim --help lists the planners from the table" "caching profiled first-fit greedy-size ilp"
+expect 0 "sim --refresh-interval" -- $bin sim --refresh-interval 4 --requests 3 --db "$tmp/ri.db" --quiet --no-progress
+if [ "$(sqlite3 "$tmp/ri.db" "select json_extract(config_json, '$.refresh_interval') from runs")" = 4 ]; then ok
+else bad "--refresh-interval not stored in the run's configuration"; fi
+expect 2 "a parameter of another policy" -- $bin sim --refresh-interval 4 --policy block --requests 3
+contains "a parameter of another policy, named" "--refresh-interval: not a parameter of policy block (it is one of: dual)"
+expect 2 "a parameter out of range" -- $bin sim --refresh-interval -4 --requests 3
+contains "a parameter out of range, named with its range" "--refresh-interval: '-4' is not a whole number in 0..1e+06"
 expect 0 "list calibrations" -- $bin list calibrations
 if [ "$(tail -n +2 "$tmp/out" | sed 's/^  //')" = "$(cd "$root/sim/data/calib" && LC_ALL=C ls -1 -- *.csv)" ]; then ok
 else bad "list calibrations: not the shipped calibrations in name order"; sed 's/^/    /' "$tmp/out" >&2; fi

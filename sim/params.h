@@ -1,0 +1,55 @@
+/*
+ * params.h: the parameters a registry entry declares (a policy's, today), declared once: the
+ * option (--NAME), the key in the stored configuration (NAME with '_' for '-'), the default, the
+ * accepted range, whether it counts, and its help. The command line generates its options and
+ * --help from the declarations, `tessera list` prints them, validation refuses a value by name,
+ * and the entry reads its resolved values in declaration order.
+ *
+ * Values given by the user travel as text (struct param_values) until the run's entries are known:
+ * a value is parsed against the spec of the entry the run chose, and a value no chosen entry
+ * declares is refused, naming the entries that do.
+ */
+#ifndef TESSERA_PARAMS_H
+#define TESSERA_PARAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "util.h"
+
+struct param_spec {
+    const char *name; /* option name without "--", e.g. "refresh-interval" */
+    const char *help; /* one line, e.g. "also refresh every K steps inside a block; 0 = at block start only" */
+    double def, lo, hi; /* default and accepted range (inclusive) */
+    bool integer;       /* whole numbers only */
+};
+
+#define PARAMS_MAX 16   /* parameters one entry may declare, and values one run may give */
+#define PARAM_TEXT 40
+
+/* Parameter values as the user gave them, by name (options are applied in order: the last wins). */
+struct param_values {
+    int n;
+    char name[PARAMS_MAX][PARAM_TEXT];
+    char text[PARAMS_MAX][PARAM_TEXT];
+};
+
+/* Records name = text. Returns -1 with err when the value or name is too long or too many are given. */
+int param_values_set(struct param_values *pv, const char *name, const char *text, struct ts_err *err);
+/* The text given for name, or NULL. */
+const char *param_values_get(const struct param_values *pv, const char *name);
+
+/* Parses text as a value of s: the message names the option, the value as written and the range. */
+int param_parse(const struct param_spec *s, const char *text, double *out, struct ts_err *err);
+/* Resolves specs[0..n) into out[0..n): the given value (parsed, checked) or the default. */
+int params_resolve(const struct param_spec *specs, int n, const struct param_values *pv, double *out,
+                   struct ts_err *err);
+/* The spec named `name` among specs[0..n), or NULL. */
+const struct param_spec *params_find(const struct param_spec *specs, int n, const char *name);
+/* The stored-configuration key of a spec: its name with '_' for '-'. */
+void param_json_key(const struct param_spec *s, char *buf, size_t len);
+/* Writes one help line a parameter: "  --NAME N   help [default; lo..hi]", `owner` naming its entry. */
+void params_help(FILE *f, const struct param_spec *specs, int n, const char *owner);
+
+#endif
