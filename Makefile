@@ -83,7 +83,7 @@ ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_act.c engine/eng_plan.c engine/e
     engine/eng_safetensors.c engine/harness/eng_anchor.c engine/harness/eng_grid.c
 LIB_SRC := $(filter-out sim/main.c,$(wildcard sim/core/*.c sim/*.c)) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
 ENGINE_GPU_SRC := engine/eng_arena.c engine/eng_cuda.c engine/eng_gemm.c engine/harness/eng_check.c \
-    engine/harness/eng_bench.c engine/harness/eng_replay.c engine/harness/eng_live.c engine/harness/eng_lmax.c \
+    engine/harness/eng_bench.c engine/harness/eng_replay.c engine/harness/eng_profile.c engine/harness/eng_live.c engine/harness/eng_lmax.c \
     engine/harness/cli_engine.c
 KERNEL_SRC := $(wildcard kernels/*.cu)
 TEST_SRC := $(wildcard tests/check_*.c)

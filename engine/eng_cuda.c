@@ -303,6 +303,72 @@ static int load_or_init_weights(struct eng *e, struct ts_err *err)
     return rc;
 }
 
+/* Makes a hard memory limit real: what the process holds now counts, and the rest of the device
+ * beyond the budget is held by a ballast allocation. */
+static int hold_ballast(struct eng *e, int64_t budget, size_t free_b, size_t total_b, struct ts_err *err)
+{
+    int64_t used = (int64_t)(total_b - free_b), ballast = (int64_t)free_b - (budget - used);
+    if (e->o.mem_limit <= 0 || ballast < 0)
+        return ts_fail(err, "engine: a hard memory limit needs --mem-limit above the %.2f GiB in use", used / TS_GIB);
+    for (int i = 0; i < 64 && ballast > 0 && cudaMalloc(&e->ballast, (size_t)ballast) != cudaSuccess; i++) {
+        cudaGetLastError();
+        ballast -= 2LL << 20; /* the driver could not place all of it: hold a little less */
+    }
+    if (!e->ballast && ballast > 0)
+        return ts_fail(err, "engine: cannot allocate the %.2f GiB ballast of the hard limit", ballast / TS_GIB);
+    e->mem.ballast = ballast;
+    return 0;
+}
+
+/* The KV pool: what the budget leaves after the weights, the workspace and the reserve (or
+ * eng_opts.kv_tokens), in whole pages; and the step metadata's capacity, which its pages bound. */
+static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
+{
+    const struct eng_opts *o = &e->o;
+    const int64_t T = o->max_tokens, kvrow = (int64_t)e->m.num_kv_heads * e->m.head_dim;
+    const int64_t token_bytes = (int64_t)e->m.num_layers * 2 * kvrow * 2;
+    const int64_t left = budget - RESERVE_MARGIN - e->mem.weights - e->mem.workspace - e->mem.blas_workspace;
+    int64_t pool_tokens = o->kv_tokens > 0 ? o->kv_tokens : (left > 0 ? left / token_bytes : 0);
+    pool_tokens = o->stateless ? 0 : pool_tokens / o->page_tokens * o->page_tokens;
+    if (!o->stateless && (pool_tokens < o->page_tokens || pool_tokens * token_bytes > left))
+        return ts_fail(err, "engine: %s needs %.2f GiB of weights + %.2f GiB of workspace (%d tokens) + "
+                            "%.2f GiB reserved, leaving no room for a KV pool within %.2f GiB",
+                       e->m.name, e->mem.weights / TS_GIB, e->mem.workspace / TS_GIB, o->max_tokens,
+                       (RESERVE_MARGIN + e->mem.blas_workspace) / TS_GIB, budget / TS_GIB);
+    e->slots = pool_tokens;
+    e->mem.kv_pool_tokens = pool_tokens;
+    e->mem.kv_pool = pool_tokens * token_bytes;
+    e->mem.total = e->mem.weights + e->mem.workspace + e->mem.blas_workspace + e->mem.kv_pool;
+    /* a stateless step's pages are one token each: T page references */
+    e->max_page_refs = (int32_t)TS_MIN((int64_t)INT32_MAX / 2, pool_tokens / o->page_tokens + T + T);
+    e->meta_cap = 3 * T + 5 * (int64_t)e->max_segs + e->max_page_refs + 2LL * e->max_tiles + T;
+    return 0;
+}
+
+/* The device buffers (weights, workspaces, the KV pool poisoned so that a read of an unwritten key
+ * shows, step metadata and outputs) and their pinned host twins. */
+static int alloc_buffers(struct eng *e, struct ts_err *err)
+{
+    const int64_t T = e->o.max_tokens;
+    const bool pooled = !e->o.stateless;
+    if (alloc((void **)&e->w, e->mem.weights, err) || alloc(&e->blas_ws, BLAS_WORKSPACE, err) ||
+        alloc(&e->attn_ws, ATTN_WORKSPACE, err) ||
+        (pooled && (alloc((void **)&e->k_pool, e->mem.kv_pool / 2, err) ||
+                    alloc((void **)&e->v_pool, e->mem.kv_pool / 2, err))) ||
+        alloc((void **)&e->d_meta_buf, e->meta_cap * 4, err) || alloc((void **)&e->d_tok, T * 4, err) ||
+        alloc((void **)&e->d_max, T * 4, err) || alloc((void **)&e->d_conf, T * 4, err))
+        return -1;
+    if (cudaMallocHost((void **)&e->h_meta_buf, (size_t)e->meta_cap * 4) != cudaSuccess ||
+        cudaMallocHost((void **)&e->h_tok, (size_t)T * 4) != cudaSuccess ||
+        cudaMallocHost((void **)&e->h_max, (size_t)T * 4) != cudaSuccess ||
+        cudaMallocHost((void **)&e->h_conf, (size_t)T * 4) != cudaSuccess)
+        return ts_fail(err, "engine: cannot allocate pinned host buffers");
+    if (pooled && (k_fill_bits(e->k_pool, e->mem.kv_pool / 4, 0x7fc0, e->stream) ||
+                   k_fill_bits(e->v_pool, e->mem.kv_pool / 4, 0x7fc0, e->stream)))
+        return ts_fail(err, "engine: poisoning the KV pool failed");
+    return 0;
+}
+
 int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng **out,
                struct ts_err *err)
 {
@@ -348,7 +414,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         ts_fail(err, "engine: cannot create a stream or events");
         goto fail;
     }
-    const int64_t T = o->max_tokens, kvrow = (int64_t)m->num_kv_heads * m->head_dim;
+    const int64_t T = o->max_tokens;
     e->mem.weights = e->lay.total * 2;
     e->mem.blas_workspace = BLAS_WORKSPACE + ATTN_WORKSPACE;
     e->max_segs = (int32_t)T;
@@ -374,64 +440,12 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
                 budget / TS_GIB, free_b / TS_GIB, e->device);
         goto fail;
     }
-    if (o->hard_limit) { /* what the process holds now counts; the rest of the device is ballast */
-        int64_t used = (int64_t)(total_b - free_b), ballast = (int64_t)free_b - (budget - used);
-        if (o->mem_limit <= 0 || ballast < 0) {
-            ts_fail(err, "engine: a hard memory limit needs --mem-limit above the %.2f GiB in use",
-                    used / TS_GIB);
-            goto fail;
-        }
-        for (int i = 0; i < 64 && ballast > 0 && cudaMalloc(&e->ballast, (size_t)ballast) != cudaSuccess; i++) {
-            cudaGetLastError();
-            ballast -= 2LL << 20; /* the driver could not place all of it: hold a little less */
-        }
-        if (!e->ballast && ballast > 0) {
-            ts_fail(err, "engine: cannot allocate the %.2f GiB ballast of the hard limit", ballast / TS_GIB);
-            goto fail;
-        }
-        e->mem.ballast = ballast;
-    }
+    if (o->hard_limit && hold_ballast(e, budget, free_b, total_b, err))
+        goto fail;
     if (eng_arena_init(&e->arena, 0, total_b, err))
         goto fail;
-    int64_t token_bytes = (int64_t)m->num_layers * 2 * kvrow * 2;
-    int64_t left = budget - RESERVE_MARGIN - e->mem.weights - e->mem.workspace - e->mem.blas_workspace;
-    int64_t pool_tokens = o->kv_tokens > 0 ? o->kv_tokens : (left > 0 ? left / token_bytes : 0);
-    pool_tokens = o->stateless ? 0 : pool_tokens / o->page_tokens * o->page_tokens;
-    if (!o->stateless && (pool_tokens < o->page_tokens || pool_tokens * token_bytes > left)) {
-        ts_fail(err, "engine: %s needs %.2f GiB of weights + %.2f GiB of workspace (%d tokens) + "
-                     "%.2f GiB reserved, leaving no room for a KV pool within %.2f GiB",
-                m->name, e->mem.weights / TS_GIB, e->mem.workspace / TS_GIB, o->max_tokens,
-                (RESERVE_MARGIN + e->mem.blas_workspace) / TS_GIB, budget / TS_GIB);
+    if (size_kv_pool(e, budget, err) || alloc_buffers(e, err))
         goto fail;
-    }
-    e->slots = pool_tokens;
-    e->mem.kv_pool_tokens = pool_tokens;
-    e->mem.kv_pool = pool_tokens * token_bytes;
-    e->mem.total = e->mem.weights + e->mem.workspace + e->mem.blas_workspace + e->mem.kv_pool;
-    /* a stateless step's pages are one token each: T page references */
-    e->max_page_refs = (int32_t)TS_MIN((int64_t)INT32_MAX / 2, pool_tokens / o->page_tokens + T + T);
-    e->meta_cap = 3 * T + 5 * (int64_t)e->max_segs + e->max_page_refs + 2LL * e->max_tiles + T;
-
-    if (alloc((void **)&e->w, e->mem.weights, err) || alloc(&e->blas_ws, BLAS_WORKSPACE, err) ||
-        alloc(&e->attn_ws, ATTN_WORKSPACE, err) ||
-        (!o->stateless && (alloc((void **)&e->k_pool, e->mem.kv_pool / 2, err) ||
-                           alloc((void **)&e->v_pool, e->mem.kv_pool / 2, err))) ||
-        alloc((void **)&e->d_meta_buf, e->meta_cap * 4, err) || alloc((void **)&e->d_tok, T * 4, err) ||
-        alloc((void **)&e->d_max, T * 4, err) || alloc((void **)&e->d_conf, T * 4, err))
-        goto fail;
-    if (cudaMallocHost((void **)&e->h_meta_buf, (size_t)e->meta_cap * 4) != cudaSuccess ||
-        cudaMallocHost((void **)&e->h_tok, (size_t)T * 4) != cudaSuccess ||
-        cudaMallocHost((void **)&e->h_max, (size_t)T * 4) != cudaSuccess ||
-        cudaMallocHost((void **)&e->h_conf, (size_t)T * 4) != cudaSuccess) {
-        ts_fail(err, "engine: cannot allocate pinned host buffers");
-        goto fail;
-    }
-    /* no random weights for the pool: poison it so that a read of an unwritten key shows */
-    if (!o->stateless && (k_fill_bits(e->k_pool, e->mem.kv_pool / 4, 0x7fc0, e->stream) ||
-                          k_fill_bits(e->v_pool, e->mem.kv_pool / 4, 0x7fc0, e->stream))) {
-        ts_fail(err, "engine: poisoning the KV pool failed");
-        goto fail;
-    }
     if (load_or_init_weights(e, err))
         goto fail;
     if (eng_gemm_create(&e->gemm, e->blas_ws, BLAS_WORKSPACE, err) ||
@@ -439,7 +453,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         goto fail;
     e->tuning = !o->no_tune;
     e->fused_ffn_runs = k_gemm_swiglu_fits(m->hidden, m->ffn) && k_gemm_wgmma_ready(e->stream);
-    eng_kv_init(&e->kv, o->page_tokens, (int32_t)(pool_tokens / o->page_tokens));
+    eng_kv_init(&e->kv, o->page_tokens, (int32_t)(e->mem.kv_pool_tokens / o->page_tokens));
     eng_plan_init(&e->plan);
     *out = e;
     return 0;

@@ -18,7 +18,6 @@
 #include "gpu.h"
 #include "model.h"
 
-#define PROFILE_CHUNK_DEFAULT 2048 /* the LM-head chunk `tessera engine profile` runs with */
 #define ATTN_FEATURES 10
 
 static const enum cost_op token_ops[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_OPROJ,
@@ -420,10 +419,10 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
             const struct calib_row *r = &d->rows[i];
             if (r->op != op || r->logit_rows == 0)
                 continue;
-            int64_t R = (int64_t)r->segs * r->logit_rows, chunks = (R + PROFILE_CHUNK_DEFAULT - 1) / PROFILE_CHUNK_DEFAULT;
-            if (R > PROFILE_CHUNK_DEFAULT && R % PROFILE_CHUNK_DEFAULT)
+            int64_t R = (int64_t)r->segs * r->logit_rows, chunks = (R + PROFILE_LOGIT_CHUNK - 1) / PROFILE_LOGIT_CHUNK;
+            if (R > PROFILE_LOGIT_CHUNK && R % PROFILE_LOGIT_CHUNK)
                 continue; /* a ragged last chunk: not a clean per-chunk point */
-            x[n] = (double)(chunks > 1 ? PROFILE_CHUNK_DEFAULT : R);
+            x[n] = (double)(chunks > 1 ? PROFILE_LOGIT_CHUNK : R);
             y[n++] = r->ms / (double)chunks;
         }
         if (curve_build(which ? &c->sample : &c->lm, x, y, n, cost_op_name(op), err))
@@ -585,7 +584,7 @@ void calib_show(const struct calib *c, FILE *out)
                 continue;
             struct step_desc sd;
             step_desc_init(&sd);
-            sd.logit_chunk_rows = PROFILE_CHUNK_DEFAULT;
+            sd.logit_chunk_rows = PROFILE_LOGIT_CHUNK;
             calib_row_step(r, &sd);
             double secs;
             struct cost_breakdown bd;

@@ -176,6 +176,35 @@ static void report_ops(const struct op_acc *a, int64_t steps)
     }
 }
 
+/* Prices a replayed step (measured meas seconds; its ops' measured seconds meas_op, or NULL) with
+ * the calibrated and the roofline back ends (preds[0], preds[1]) into their accumulators, and with
+ * meas_op each op's predictions and errors into ops. */
+static int eval_step(const struct cost_ctx *ctx, const struct step_desc *sd, double meas, const double *meas_op,
+                     struct eval_acc acc[2], struct op_acc *ops, double preds[2], struct ts_err *err)
+{
+    const struct cost_ops *be[2] = {&cost_calibrated, &cost_roofline};
+    for (int b = 0; b < 2; b++) {
+        double pred;
+        struct cost_breakdown bd;
+        if (be[b]->step_s(ctx, sd, &pred, &bd, err))
+            return -1;
+        ts_grow((void **)&acc[b].rel, &acc[b].cap, acc[b].n + 1, sizeof *acc[b].rel);
+        acc[b].rel[acc[b].n++] = (pred - meas) / meas;
+        acc[b].pred += pred;
+        acc[b].meas += meas;
+        preds[b] = pred;
+        for (int i = 0; meas_op && i < OP_COUNT; i++) {
+            ops[i].pred[b] += bd.op_s[i];
+            if (b == 0 && meas_op[i] > 0) {
+                ops[i].meas += meas_op[i];
+                ops[i].abs_rel += fabs(bd.op_s[i] - meas_op[i]) / meas_op[i];
+                ops[i].n++;
+            }
+        }
+    }
+    return 0;
+}
+
 static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate, const char *csv)
 {
     FILE *cf = NULL;
@@ -254,30 +283,12 @@ static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate
         }
         if (steps++ == 0 || meas <= 0)
             continue; /* the replay's first step tunes the GEMMs */
-        const struct cost_ops *be[2] = {&cost_calibrated, &cost_roofline};
-        double preds[2], meas_op[OP_COUNT];
-        bool have_ops = oq && step_ops(oq, run, step, meas_op);
+        double meas_op[OP_COUNT], preds[2];
+        const bool have_ops = oq && step_ops(oq, run, step, meas_op);
         op_steps += have_ops;
-        for (int b = 0; b < 2; b++) {
-            double pred;
-            struct cost_breakdown bd;
-            if (be[b]->step_s(&ctx, &sd, &pred, &bd, &err)) {
-                fprintf(stderr, "tessera calib eval: step %lld: %s\n", (long long)step, err.msg);
-                goto done;
-            }
-            ts_grow((void **)&acc[b].rel, &acc[b].cap, acc[b].n + 1, sizeof *acc[b].rel);
-            acc[b].rel[acc[b].n++] = (pred - meas) / meas;
-            acc[b].pred += pred;
-            acc[b].meas += meas;
-            preds[b] = pred;
-            for (int i = 0; have_ops && i < OP_COUNT; i++) {
-                ops[i].pred[b] += bd.op_s[i];
-                if (b == 0 && meas_op[i] > 0) {
-                    ops[i].meas += meas_op[i];
-                    ops[i].abs_rel += fabs(bd.op_s[i] - meas_op[i]) / meas_op[i];
-                    ops[i].n++;
-                }
-            }
+        if (eval_step(&ctx, &sd, meas, have_ops ? meas_op : NULL, acc, ops, preds, &err)) {
+            fprintf(stderr, "tessera calib eval: step %lld: %s\n", (long long)step, err.msg);
+            goto done;
         }
         if (cf)
             fprintf(cf, "%lld,%d,%lld,%lld,%lld,%.9f,%.9f,%.9f\n", (long long)step, sd.num_segs,
@@ -495,18 +506,18 @@ static bool in_list(const char *list, const char *word)
 }
 
 /* `tessera calib`; files (room for argc) collects merge's profiles. */
-static int calib_main(int argc, char **argv, const char **files)
+/* What `tessera calib SUB` was asked. */
+struct calib_args {
+    const char *sub, *file, *gpu, *out, *db, *calib_path, *csv, *from, *to, *step, *attn_block, *model, *impl;
+    bool extrapolate;
+    const char **files; /* the PROFILE/FILE arguments (merge takes several) */
+    int nfiles;
+};
+
+/* Parses argv (argv[1] the subcommand) into *a, refusing an option the subcommand does not take
+ * rather than ignoring it. Returns 0, 1 for --help (printed), or EXIT_USAGE (said on stderr). */
+static int parse_calib_args(int argc, char **argv, struct calib_args *a)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        calib_usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? EXIT_USAGE : 0;
-    }
-    const char *sub = argv[1], *file = NULL, *gpu = NULL, *out = NULL, *db = NULL, *calib_path = NULL;
-    const char *csv = NULL, *from = NULL, *to = NULL, *step = NULL, *attn_block = NULL;
-    const char *model = "llada-8b", *impl = "tessera";
-    bool extrapolate = false;
-    int nfiles = 0;
-    /* the options each subcommand reads: another one is refused rather than silently ignored */
     static const struct {
         const char *sub, *opts;
     } takes[] = {{"import", "--gpu --out"},
@@ -516,7 +527,7 @@ static int calib_main(int argc, char **argv, const char **files)
                  {"eval", "--db --calib --extrapolate --csv"},
                  {"transfer", "--from --to --out --impl"},
                  {"price", "--step --attn-block --gpu --model --impl --calib --extrapolate"}};
-    const char *opts = NULL;
+    const char *sub = a->sub = argv[1], *opts = NULL;
     for (size_t k = 0; k < TS_ARRAY_LEN(takes); k++)
         if (strcmp(sub, takes[k].sub) == 0)
             opts = takes[k].opts;
@@ -525,113 +536,143 @@ static int calib_main(int argc, char **argv, const char **files)
         return EXIT_USAGE;
     }
     for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        const char **dst = strcmp(a, "--gpu") == 0 ? &gpu : strcmp(a, "--out") == 0 ? &out
-                         : strcmp(a, "--db") == 0 ? &db : strcmp(a, "--calib") == 0 ? &calib_path
-                         : strcmp(a, "--model") == 0 ? &model : strcmp(a, "--impl") == 0 ? &impl
-                         : strcmp(a, "--csv") == 0 ? &csv : strcmp(a, "--from") == 0 ? &from
-                         : strcmp(a, "--to") == 0 ? &to : strcmp(a, "--step") == 0 ? &step
-                         : strcmp(a, "--attn-block") == 0 ? &attn_block : NULL;
-        if ((dst || strcmp(a, "--extrapolate") == 0) && !in_list(opts, a)) {
-            fprintf(stderr, "tessera calib %s: %s does not apply here (%s takes %s)\n", sub, a, sub, opts);
+        const char *o = argv[i];
+        const char **dst = strcmp(o, "--gpu") == 0 ? &a->gpu : strcmp(o, "--out") == 0 ? &a->out
+                         : strcmp(o, "--db") == 0 ? &a->db : strcmp(o, "--calib") == 0 ? &a->calib_path
+                         : strcmp(o, "--model") == 0 ? &a->model : strcmp(o, "--impl") == 0 ? &a->impl
+                         : strcmp(o, "--csv") == 0 ? &a->csv : strcmp(o, "--from") == 0 ? &a->from
+                         : strcmp(o, "--to") == 0 ? &a->to : strcmp(o, "--step") == 0 ? &a->step
+                         : strcmp(o, "--attn-block") == 0 ? &a->attn_block : NULL;
+        if ((dst || strcmp(o, "--extrapolate") == 0) && !in_list(opts, o)) {
+            fprintf(stderr, "tessera calib %s: %s does not apply here (%s takes %s)\n", sub, o, sub, opts);
             return EXIT_USAGE;
         }
         if (dst) {
             if (i + 1 >= argc) {
-                fprintf(stderr, "tessera calib %s: %s needs a value\n", sub, a);
+                fprintf(stderr, "tessera calib %s: %s needs a value\n", sub, o);
                 return EXIT_USAGE;
             }
             *dst = argv[++i];
-        } else if (strcmp(a, "--extrapolate") == 0) {
-            extrapolate = true;
-        } else if (strcmp(a, "--help") == 0) {
+        } else if (strcmp(o, "--extrapolate") == 0) {
+            a->extrapolate = true;
+        } else if (strcmp(o, "--help") == 0) {
             calib_usage(stdout);
-            return 0;
-        } else if (a[0] != '-' && (!file || strcmp(sub, "merge") == 0)) {
-            file = file ? file : a;
-            files[nfiles++] = a;
+            return 1;
+        } else if (o[0] != '-' && (!a->file || strcmp(sub, "merge") == 0)) {
+            a->file = a->file ? a->file : o;
+            a->files[a->nfiles++] = o;
         } else {
-            fprintf(stderr, "tessera calib %s: unexpected argument '%s'\n", sub, a);
+            fprintf(stderr, "tessera calib %s: unexpected argument '%s'\n", sub, o);
             return EXIT_USAGE;
         }
     }
+    return 0;
+}
+
+/* `calib import PROFILE --gpu G --out FILE`: a profile validated and written as a calibration CSV. */
+static int cmd_import(const struct calib_args *a)
+{
+    if (!a->file || !a->gpu || !a->out) {
+        fprintf(stderr, "tessera calib import: needs PROFILE, --gpu NAME and --out FILE\n");
+        return EXIT_USAGE;
+    }
+    struct calib_data d;
     struct ts_err err;
+    int rc = load_profile(a->file, &d, &err);
+    if (!rc && !(rc = calib_data_validate(&d, a->gpu, &err)))
+        rc = calib_data_write(&d, a->out, &err);
+    if (rc)
+        fprintf(stderr, "tessera calib import: %s\n", err.msg);
+    else
+        printf("%s: %zu rows of %s on %s\n", a->out, d.n, d.model, d.device);
+    calib_data_free(&d);
+    return rc ? EXIT_USAGE : 0;
+}
+
+/* `calib transfer FILE --from G --to G --out FILE`. */
+static int cmd_transfer(const struct calib_args *a)
+{
+    if (!a->file || !a->from || !a->to || !a->out) {
+        fprintf(stderr, "tessera calib transfer: needs FILE, --from GPU, --to GPU and --out FILE\n");
+        return EXIT_USAGE;
+    }
+    struct calib_data d, t;
+    struct ts_err err;
+    int rc = calib_data_load(a->file, &d, &err);
+    if (!rc && !(rc = transfer_checked(&d, a->from, a->to, a->impl, &t, &err))) {
+        if (!(rc = calib_data_write(&t, a->out, &err)))
+            printf("%s: %zu rows of %s on %s\n", a->out, t.n, t.model, t.device);
+        calib_data_free(&t);
+    }
+    if (rc)
+        fprintf(stderr, "tessera calib transfer: %s\n", err.msg);
+    calib_data_free(&d);
+    return rc ? EXIT_USAGE : 0;
+}
+
+/* `calib fit|show [FILE | --calib FILE]`: the calibration (the shipped one of --gpu, --model and
+ * --impl by default; show says how one would be transferred where none is shipped) fitted and
+ * shown with its residuals. */
+static int cmd_show(const struct calib_args *a)
+{
+    const char *file = a->file, *gpu = a->gpu ? a->gpu : "h200";
+    char path[CFG_PATH + 256];
+    if (a->calib_path && file) {
+        fprintf(stderr, "tessera calib %s: the calibration twice ('%s' and --calib %s)\n", a->sub, file, a->calib_path);
+        return EXIT_USAGE;
+    }
+    if (a->calib_path)
+        file = a->calib_path;
+    if (file)
+        snprintf(path, sizeof path, "%s", file);
+    else
+        shipped_path(gpu, a->model, a->impl, path, sizeof path);
+    if (!file && strcmp(a->sub, "show") == 0 && access(path, R_OK) != 0)
+        return show_transferred(gpu, a->from ? a->from : "h200", a->model, a->impl);
+    struct calib *c;
+    struct ts_err err;
+    if (load_fit(path, gpu, &c, &err)) {
+        fprintf(stderr, "tessera calib %s: %s\n", a->sub, err.msg);
+        return EXIT_USAGE;
+    }
+    printf("%s\n", path);
+    calib_show(c, stdout);
+    calib_free(c);
+    return 0;
+}
+
+static int calib_main(int argc, char **argv, const char **files)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        calib_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : 0;
+    }
+    struct calib_args a = {.model = "llada-8b", .impl = "tessera", .files = files};
+    int rc = parse_calib_args(argc, argv, &a);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    const char *sub = a.sub;
     if (strcmp(sub, "eval") == 0) {
-        if (!db) {
+        if (!a.db) {
             fprintf(stderr, "tessera calib eval: which run database? (--db RUN.db)\n");
             return EXIT_USAGE;
         }
-        return cmd_eval(db, calib_path, extrapolate, csv);
+        return cmd_eval(a.db, a.calib_path, a.extrapolate, a.csv);
     }
-    if (strcmp(sub, "import") == 0) {
-        if (!file || !gpu || !out) {
-            fprintf(stderr, "tessera calib import: needs PROFILE, --gpu NAME and --out FILE\n");
-            return EXIT_USAGE;
-        }
-        struct calib_data d;
-        int rc = load_profile(file, &d, &err);
-        if (!rc && !(rc = calib_data_validate(&d, gpu, &err)))
-            rc = calib_data_write(&d, out, &err);
-        if (rc)
-            fprintf(stderr, "tessera calib import: %s\n", err.msg);
-        else
-            printf("%s: %zu rows of %s on %s\n", out, d.n, d.model, d.device);
-        calib_data_free(&d);
-        return rc ? EXIT_USAGE : 0;
-    }
+    if (strcmp(sub, "import") == 0)
+        return cmd_import(&a);
     if (strcmp(sub, "merge") == 0) {
-        if (nfiles < 2 || !gpu || !out) {
+        if (a.nfiles < 2 || !a.gpu || !a.out) {
             fprintf(stderr, "tessera calib merge: needs two or more PROFILEs, --gpu NAME and --out FILE\n");
             return EXIT_USAGE;
         }
-        return cmd_merge(files, (size_t)nfiles, gpu, out);
+        return cmd_merge(files, (size_t)a.nfiles, a.gpu, a.out);
     }
     if (strcmp(sub, "price") == 0)
-        return cmd_price(gpu ? gpu : "h200", model, impl, calib_path, step, attn_block, extrapolate);
-    if (strcmp(sub, "transfer") == 0) {
-        if (!file || !from || !to || !out) {
-            fprintf(stderr, "tessera calib transfer: needs FILE, --from GPU, --to GPU and --out FILE\n");
-            return EXIT_USAGE;
-        }
-        struct calib_data d, t;
-        int rc = calib_data_load(file, &d, &err);
-        if (!rc && !(rc = transfer_checked(&d, from, to, impl, &t, &err))) {
-            if (!(rc = calib_data_write(&t, out, &err)))
-                printf("%s: %zu rows of %s on %s\n", out, t.n, t.model, t.device);
-            calib_data_free(&t);
-        }
-        if (rc)
-            fprintf(stderr, "tessera calib transfer: %s\n", err.msg);
-        calib_data_free(&d);
-        return rc ? EXIT_USAGE : 0;
-    }
-    if (strcmp(sub, "fit") == 0 || strcmp(sub, "show") == 0) {
-        char path[CFG_PATH + 256];
-        if (calib_path && file) {
-            fprintf(stderr, "tessera calib %s: the calibration twice ('%s' and --calib %s)\n", sub, file, calib_path);
-            return EXIT_USAGE;
-        }
-        if (calib_path)
-            file = calib_path;
-        if (!gpu)
-            gpu = "h200";
-        if (file)
-            snprintf(path, sizeof path, "%s", file);
-        else
-            shipped_path(gpu, model, impl, path, sizeof path);
-        if (!file && strcmp(sub, "show") == 0 && access(path, R_OK) != 0)
-            return show_transferred(gpu, from ? from : "h200", model, impl);
-        struct calib *c;
-        if (load_fit(path, gpu, &c, &err)) {
-            fprintf(stderr, "tessera calib %s: %s\n", sub, err.msg);
-            return EXIT_USAGE;
-        }
-        printf("%s\n", path);
-        calib_show(c, stdout);
-        calib_free(c);
-        return 0;
-    }
-    return EXIT_USAGE; /* not reached: every subcommand of `takes` is handled above */
+        return cmd_price(a.gpu ? a.gpu : "h200", a.model, a.impl, a.calib_path, a.step, a.attn_block, a.extrapolate);
+    if (strcmp(sub, "transfer") == 0)
+        return cmd_transfer(&a);
+    return cmd_show(&a); /* fit or show: parse_calib_args took no other subcommand */
 }
 
 int cli_calib(int argc, char **argv)

@@ -91,13 +91,41 @@ static void engine_usage(FILE *f)
 "       over KV_LONG cached keys instead where given (an uneven step)\n");
 }
 
-int cli_engine(int argc, char **argv)
+/* What `tessera engine SUB` was asked, its options parsed and range-checked. */
+struct engine_args {
+    const char *sub;
+    int64_t seed, reps, chunk, run, steps, warmup;
+    bool ops;
+    double warm_ms, warm_s, mem_gb;
+    const char *warm_trace, *db, *weights, *model, *json, *only, *anchor;
+    int32_t step_list[ENG_BENCH_MAX_STEPS][5]; /* SEGS, Q, KV, LOGIT_ROWS, KV_LONG (profile's; 0: even) */
+    int nstep;
+    int grid; /* profile's --grid; -1: not given (all) */
+};
+
+/* --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG] into st: -1 (said on stderr) when malformed or out of range. */
+static int parse_step(const char *sub, const char *text, int32_t *st)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        engine_usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? EXIT_USAGE : 0;
+    int n = 0, m = 0;
+    bool bad = !st || sscanf(text, "%d,%d,%d,%d%n", &st[0], &st[1], &st[2], &st[3], &n) != 4;
+    if (!bad) {
+        st[4] = 0;
+        if (text[n] == ',' && (sscanf(text + n, ",%d%n", &st[4], &m) != 1 || st[4] < 0 || st[0] < 2))
+            bad = true;
+        bad = bad || text[n + m] != '\0' || st[0] < 1 || st[1] < 1 || st[2] < 0 || st[3] < 0 || st[3] > st[1] ||
+              (int64_t)st[0] * st[1] > 16384;
     }
-    const char *sub = argv[1];
+    if (bad)
+        fprintf(stderr, "tessera engine %s: --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]: SEGS x Q up to 16384 "
+                        "tokens, LOGIT_ROWS from 0 to Q, KV_LONG (2 or more SEGS) a count, at most %d steps\n",
+                sub, ENG_BENCH_MAX_STEPS);
+    return bad ? -1 : 0;
+}
+
+/* Parses argv (argv[0] the subcommand) into *a. Returns 0, 1 for --help (printed), or EXIT_USAGE
+ * (said on stderr: the option and the value as written). */
+static int parse_engine_args(int argc, char **argv, struct engine_args *a)
+{
     static const struct option o[] = {{"seed", required_argument, 0, 's'},
                                       {"model", required_argument, 0, 'm'},
                                       {"reps", required_argument, 0, 'r'},
@@ -120,159 +148,162 @@ int cli_engine(int argc, char **argv)
                                       {"grid", required_argument, 0, 'g'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
-    int64_t seed = 1, reps = 20, chunk = 2048, run = 0, steps = 0;
-    bool ops = false;
-    int64_t warmup = 1;
-    double warm_ms = 0, warm_s = ENG_WARM_S;
-    const char *warm_trace = NULL;
-    int32_t step_list[ENG_BENCH_MAX_STEPS][5]; /* SEGS, Q, KV, LOGIT_ROWS, KV_LONG (profile's; 0: even) */
-    int nstep = 0;
-    const char *db = NULL, *weights = NULL;
-    double mem_gb = 0;
-    const char *model = "llada-8b", *json = NULL, *only = NULL, *anchor = NULL;
-    int grid = -1; /* profile's --grid; -1: not given (all) */
+    *a = (struct engine_args){.sub = argv[0], .seed = 1, .reps = 20, .chunk = 2048, .warmup = 1,
+                              .warm_s = ENG_WARM_S, .model = "llada-8b", .grid = -1};
     optind = 1;
-    int c;
-    while ((c = getopt_long(argc - 1, argv + 1, "h", o, NULL)) != -1) {
-        int bad = 0;
+    int c, idx = 0;
+    while ((c = getopt_long(argc, argv, "h", o, &idx)) != -1) {
+        bool bad = false;
         switch (c) {
-        case 's': bad = ts_parse_i64(optarg, &seed) || seed < 0; break;
-        case 'r': bad = ts_parse_i64(optarg, &reps) || reps < 1 || reps > 100000; break;
-        case 'c': bad = ts_parse_i64(optarg, &chunk) || chunk < 1 || chunk > 1 << 20; break;
-        case 'M': bad = ts_parse_double(optarg, &mem_gb) || mem_gb <= 0; break;
-        case 'm': model = optarg; break;
-        case 'j': json = optarg; break;
-        case 'd': db = optarg; break;
-        case 'w': weights = optarg; break;
-        case 'O': ops = true; break;
-        case 'W': bad = ts_parse_i64(optarg, &warmup) || warmup < 0 || warmup > 1000; break;
-        case 'X': bad = ts_parse_double(optarg, &warm_ms) || !(warm_ms >= 0 && warm_ms <= 60000); break;
-        case 'A': bad = ts_parse_double(optarg, &warm_s) || !(warm_s >= 0 && warm_s <= 600); break;
-        case 'B': warm_trace = optarg; break;
-        case 'a': anchor = optarg; break;
-        case 'g': bad = (grid = grid_part_parse(optarg)) < 0; break;
-        case 'T': {
-            int n = 0, m = 0, *st = nstep < ENG_BENCH_MAX_STEPS ? step_list[nstep] : NULL;
-            bad = !st || sscanf(optarg, "%d,%d,%d,%d%n", &st[0], &st[1], &st[2], &st[3], &n) != 4;
-            if (!bad) {
-                st[4] = 0;
-                if (optarg[n] == ',' && (sscanf(optarg + n, ",%d%n", &st[4], &m) != 1 || st[4] < 0 || st[0] < 2))
-                    bad = 1;
-                bad = bad || optarg[n + m] != '\0' || st[0] < 1 || st[1] < 1 || st[2] < 0 || st[3] < 0 ||
-                      st[3] > st[1] || (int64_t)st[0] * st[1] > 16384;
-            }
-            if (bad)
-                fprintf(stderr, "tessera engine %s: --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]: SEGS x Q up to 16384 "
-                                "tokens, LOGIT_ROWS from 0 to Q, KV_LONG (2 or more SEGS) a count, at most %d "
-                                "steps\n", sub, ENG_BENCH_MAX_STEPS);
-            nstep++;
+        case 's': bad = ts_parse_i64(optarg, &a->seed) || a->seed < 0; break;
+        case 'r': bad = ts_parse_i64(optarg, &a->reps) || a->reps < 1 || a->reps > 100000; break;
+        case 'c': bad = ts_parse_i64(optarg, &a->chunk) || a->chunk < 1 || a->chunk > 1 << 20; break;
+        case 'M': bad = ts_parse_double(optarg, &a->mem_gb) || a->mem_gb <= 0; break;
+        case 'm': a->model = optarg; break;
+        case 'j': a->json = optarg; break;
+        case 'd': a->db = optarg; break;
+        case 'w': a->weights = optarg; break;
+        case 'O': a->ops = true; break;
+        case 'W': bad = ts_parse_i64(optarg, &a->warmup) || a->warmup < 0 || a->warmup > 1000; break;
+        case 'X': bad = ts_parse_double(optarg, &a->warm_ms) || !(a->warm_ms >= 0 && a->warm_ms <= 60000); break;
+        case 'A': bad = ts_parse_double(optarg, &a->warm_s) || !(a->warm_s >= 0 && a->warm_s <= 600); break;
+        case 'B': a->warm_trace = optarg; break;
+        case 'a': a->anchor = optarg; break;
+        case 'g': bad = (a->grid = grid_part_parse(optarg)) < 0; break;
+        case 'T':
+            if (parse_step(a->sub, optarg, a->nstep < ENG_BENCH_MAX_STEPS ? a->step_list[a->nstep] : NULL))
+                return EXIT_USAGE;
+            a->nstep++;
             break;
-        }
         case 'G': bad = !*optarg || setenv("TESSERA_GEMM_CACHE", optarg, 1) != 0; break;
-        case 'R': bad = ts_parse_i64(optarg, &run) || run < 1; break;
-        case 'S': bad = ts_parse_i64(optarg, &steps) || steps < 1; break;
+        case 'R': bad = ts_parse_i64(optarg, &a->run) || a->run < 1; break;
+        case 'S': bad = ts_parse_i64(optarg, &a->steps) || a->steps < 1; break;
         case 'o':
-            only = optarg;
-            bad = strcmp(only, "steps") && strcmp(only, "gemm") && strcmp(only, "attention") && strcmp(only, "anchor");
+            a->only = optarg;
+            bad = strcmp(optarg, "steps") && strcmp(optarg, "gemm") && strcmp(optarg, "attention") &&
+                  strcmp(optarg, "anchor");
             break;
-        case 'h': engine_usage(stdout); return 0;
+        case 'h': engine_usage(stdout); return 1;
         default: fprintf(stderr, "tessera engine: see --help\n"); return EXIT_USAGE;
         }
         if (bad) {
-            fprintf(stderr, "tessera engine %s: bad value '%s'\n", sub, optarg);
+            fprintf(stderr, "tessera engine %s: --%s: bad value '%s' (see --help)\n", a->sub, o[idx].name, optarg);
             return EXIT_USAGE;
         }
     }
-    if (grid >= 0 && strcmp(sub, "profile") != 0) {
-        fprintf(stderr, "tessera engine %s: --grid is profile's\n", sub);
+    if (a->grid >= 0 && strcmp(a->sub, "profile") != 0) {
+        fprintf(stderr, "tessera engine %s: --grid is profile's\n", a->sub);
         return EXIT_USAGE;
     }
-    if (strcmp(sub, "check") == 0)
-        return eng_check_run((uint64_t)seed, stdout);
-    if (strcmp(sub, "bench") == 0) {
-        struct eng_bench_opts bo = {.reps = (int)reps, .logit_chunk_rows = (int)chunk, .only = only, .weights = weights,
-                                    .mem_limit = (int64_t)(mem_gb * 1e9), .warm_s = warm_s, .nsteps = nstep};
-        for (int k = 0; k < nstep; k++) {
-            if (step_list[k][4] > 0) {
-                fprintf(stderr, "tessera engine bench: --step %d,%d,%d,%d,%d: bench's steps are even (KV_LONG is "
-                                "profile's)\n", step_list[k][0], step_list[k][1], step_list[k][2], step_list[k][3],
-                        step_list[k][4]);
-                return EXIT_USAGE;
-            }
-            if ((int64_t)step_list[k][0] * step_list[k][1] > ENG_BENCH_MAX_TOKENS) {
-                fprintf(stderr, "tessera engine bench: --step %d,%d,%d,%d: %d x %d tokens, more than the %d a "
-                                "bench step holds\n", step_list[k][0], step_list[k][1], step_list[k][2],
-                        step_list[k][3], step_list[k][0], step_list[k][1], ENG_BENCH_MAX_TOKENS);
-                return EXIT_USAGE;
-            }
-            memcpy(bo.steps[k], step_list[k], sizeof bo.steps[k]);
+    return 0;
+}
+
+/* `engine bench`: its steps, anchor and output files checked before any GPU work. */
+static int run_bench(const struct engine_args *a)
+{
+    struct eng_bench_opts bo = {.reps = (int)a->reps, .logit_chunk_rows = (int)a->chunk, .only = a->only,
+                                .weights = a->weights, .mem_limit = (int64_t)(a->mem_gb * 1e9), .warm_s = a->warm_s,
+                                .nsteps = a->nstep};
+    for (int k = 0; k < a->nstep; k++) {
+        const int32_t *st = a->step_list[k];
+        if (st[4] > 0) {
+            fprintf(stderr, "tessera engine bench: --step %d,%d,%d,%d,%d: bench's steps are even (KV_LONG is "
+                            "profile's)\n", st[0], st[1], st[2], st[3], st[4]);
+            return EXIT_USAGE;
         }
-        struct ts_err err;
-        if (model_resolve(model, &bo.model, &err)) {
+        if ((int64_t)st[0] * st[1] > ENG_BENCH_MAX_TOKENS) {
+            fprintf(stderr, "tessera engine bench: --step %d,%d,%d,%d: %d x %d tokens, more than the %d a "
+                            "bench step holds\n", st[0], st[1], st[2], st[3], st[0], st[1], ENG_BENCH_MAX_TOKENS);
+            return EXIT_USAGE;
+        }
+        memcpy(bo.steps[k], st, sizeof bo.steps[k]);
+    }
+    struct ts_err err;
+    if (model_resolve(a->model, &bo.model, &err)) {
+        fprintf(stderr, "tessera engine bench: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    /* the anchor's shapes, read (and refused) before any GPU work */
+    static struct anchor_run ar;
+    if (a->anchor && a->only && strcmp(a->only, "anchor")) {
+        fprintf(stderr, "tessera engine bench: --anchor with --only %s: the anchor's shapes run alone (--only "
+                        "anchor) or after the whole bench\n", a->only);
+        return EXIT_USAGE;
+    }
+    if (a->anchor) {
+        if (anchor_load(a->anchor, &ar, &err)) {
             fprintf(stderr, "tessera engine bench: %s\n", err.msg);
             return EXIT_USAGE;
         }
-        /* the anchor's shapes, read (and refused) before any GPU work */
-        static struct anchor_run ar;
-        if (anchor && only && strcmp(only, "anchor")) {
-            fprintf(stderr, "tessera engine bench: --anchor with --only %s: the anchor's shapes run alone (--only "
-                            "anchor) or after the whole bench\n", only);
-            return EXIT_USAGE;
-        }
-        if (anchor) {
-            if (anchor_load(anchor, &ar, &err)) {
-                fprintf(stderr, "tessera engine bench: %s\n", err.msg);
-                return EXIT_USAGE;
-            }
-            bo.anchor = &ar, bo.anchor_path = anchor;
-        } else if (only && strcmp(only, "anchor") == 0) {
-            anchor_default_grid(&ar);
-            bo.anchor = &ar;
-        }
-        if (json && !(bo.json = fopen(json, "a"))) {
-            fprintf(stderr, "tessera engine bench: %s: cannot open\n", json);
-            return EXIT_USAGE;
-        }
-        if (warm_trace && !(bo.warm_trace = fopen(warm_trace, "w"))) {
-            fprintf(stderr, "tessera engine bench: %s: cannot open\n", warm_trace);
-            if (bo.json)
-                fclose(bo.json);
-            return EXIT_USAGE;
-        }
-        if (bo.warm_trace)
-            fputs("label,phase,round,graph,t_s,ms\n", bo.warm_trace);
-        int rc = eng_bench_run(&bo, stdout);
+        bo.anchor = &ar, bo.anchor_path = a->anchor;
+    } else if (a->only && strcmp(a->only, "anchor") == 0) {
+        anchor_default_grid(&ar);
+        bo.anchor = &ar;
+    }
+    if (a->json && !(bo.json = fopen(a->json, "a"))) {
+        fprintf(stderr, "tessera engine bench: %s: cannot open\n", a->json);
+        return EXIT_USAGE;
+    }
+    if (a->warm_trace && !(bo.warm_trace = fopen(a->warm_trace, "w"))) {
+        fprintf(stderr, "tessera engine bench: %s: cannot open\n", a->warm_trace);
         if (bo.json)
             fclose(bo.json);
-        if (bo.warm_trace)
-            fclose(bo.warm_trace);
-        return rc;
+        return EXIT_USAGE;
     }
-    if (strcmp(sub, "replay") == 0 || strcmp(sub, "profile") == 0) {
-        if (!db) {
-            fprintf(stderr, "tessera engine %s: which database? (--db FILE)\n", sub);
-            return EXIT_USAGE;
-        }
-        if (sub[1] == 'e')
-            return eng_replay_run(db, run, steps, mem_gb, weights, ops, stdout);
-        struct model_cfg m;
-        struct ts_err err;
-        if (model_resolve(model, &m, &err)) {
-            fprintf(stderr, "tessera engine profile: %s\n", err.msg);
-            return EXIT_USAGE;
-        }
-        if (nstep > 1 || (nstep == 1 && step_list[0][3] != 0 && step_list[0][3] != step_list[0][1])) {
-            fprintf(stderr, "tessera engine profile: --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]: one step, LOGIT_ROWS "
-                            "0 or Q\n");
-            return EXIT_USAGE;
-        }
-        if (nstep == 1 && grid >= 0) {
-            fprintf(stderr, "tessera engine profile: --step and --grid: one step, or a grid\n");
-            return EXIT_USAGE;
-        }
-        return eng_profile_run(&m, db, (int)TS_MIN(reps, 5), (int)warmup, warm_ms, nstep ? step_list[0] : NULL,
-                               grid < 0 ? GRID_ALL : grid, mem_gb, stdout);
+    if (bo.warm_trace)
+        fputs("label,phase,round,graph,t_s,ms\n", bo.warm_trace);
+    int rc = eng_bench_run(&bo, stdout);
+    if (bo.json)
+        fclose(bo.json);
+    if (bo.warm_trace)
+        fclose(bo.warm_trace);
+    return rc;
+}
+
+/* `engine profile`: one step (--step, LOGIT_ROWS 0 or Q) or the grid (--grid), not both. */
+static int run_profile(const struct engine_args *a)
+{
+    struct model_cfg m;
+    struct ts_err err;
+    if (model_resolve(a->model, &m, &err)) {
+        fprintf(stderr, "tessera engine profile: %s\n", err.msg);
+        return EXIT_USAGE;
     }
-    fprintf(stderr, "tessera engine: unknown subcommand '%s' (check, bench, replay, profile)\n", sub);
+    if (a->nstep > 1 || (a->nstep == 1 && a->step_list[0][3] != 0 && a->step_list[0][3] != a->step_list[0][1])) {
+        fprintf(stderr, "tessera engine profile: --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]: one step, LOGIT_ROWS "
+                        "0 or Q\n");
+        return EXIT_USAGE;
+    }
+    if (a->nstep == 1 && a->grid >= 0) {
+        fprintf(stderr, "tessera engine profile: --step and --grid: one step, or a grid\n");
+        return EXIT_USAGE;
+    }
+    return eng_profile_run(&m, a->db, (int)TS_MIN(a->reps, 5), (int)a->warmup, a->warm_ms,
+                           a->nstep ? a->step_list[0] : NULL, a->grid < 0 ? GRID_ALL : a->grid, a->mem_gb, stdout);
+}
+
+int cli_engine(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        engine_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : 0;
+    }
+    struct engine_args a;
+    int rc = parse_engine_args(argc - 1, argv + 1, &a);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    if (strcmp(a.sub, "check") == 0)
+        return eng_check_run((uint64_t)a.seed, stdout);
+    if (strcmp(a.sub, "bench") == 0)
+        return run_bench(&a);
+    if (strcmp(a.sub, "replay") == 0 || strcmp(a.sub, "profile") == 0) {
+        if (!a.db) {
+            fprintf(stderr, "tessera engine %s: which database? (--db FILE)\n", a.sub);
+            return EXIT_USAGE;
+        }
+        return a.sub[1] == 'e' ? eng_replay_run(a.db, a.run, a.steps, a.mem_gb, a.weights, a.ops, stdout)
+                               : run_profile(&a);
+    }
+    fprintf(stderr, "tessera engine: unknown subcommand '%s' (check, bench, replay, profile)\n", a.sub);
     return EXIT_USAGE;
 }

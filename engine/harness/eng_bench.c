@@ -495,65 +495,186 @@ done:
     return rc;
 }
 
-int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
+/* The two ceilings the floors divide by, measured here: an 8192^3 bf16 GEMM (short-run, and held
+ * back to back for 2 s under the power limit) and a 2 GiB device copy; said on out and o->json. */
+static int bench_ceilings(const struct eng_bench_opts *o, struct ceilings *cl, FILE *out)
 {
-    int rc = 1;
-    const struct model_cfg *m = &o->model;
-    struct lin_ctx g = {0};
-    struct copy_ctx cp = {0};
-    struct eng *e = NULL;
-    struct step_desc sd;
-    step_desc_init(&sd);
-    struct ts_err err;
-    /* 1. ceilings */
-    g.M = g.n = g.k = 8192;
-    size_t gb = 2 * (size_t)g.n * g.n;
+    int rc = -1;
+    struct lin_ctx g = {.M = 8192, .n = 8192, .k = 8192};
+    struct copy_ctx cp = {.bytes = 2ULL << 30};
+    const size_t gb = 2 * (size_t)g.n * g.n;
     CKB(cublasCreate(&g.h));
     CKB(cudaMalloc(&g.w, gb));
     CKB(cudaMalloc(&g.x, gb));
     CKB(cudaMalloc(&g.y, gb));
     CKB(k_fill_random(g.w, (int64_t)g.n * g.n, 11, 1.f, 0));
     CKB(k_fill_random(g.x, (int64_t)g.n * g.n, 12, 1.f, 0));
-    float gemm_ms = time_ms(run_lin, &g, o->reps);
-    float held_ms = sustained_ms(run_lin, &g, gemm_ms, 2000.f, 100);
+    const float gemm_ms = time_ms(run_lin, &g, o->reps);
+    const float held_ms = sustained_ms(run_lin, &g, gemm_ms, 2000.f, 100);
     CKB(cudaGetLastError());
-    const double peak = 2.0 * g.n * (double)g.n * g.n / (gemm_ms * 1e-3);
-    const double held = 2.0 * g.n * (double)g.n * g.n / (held_ms * 1e-3);
-    cp.bytes = 2ULL << 30;
     CKB(cudaMalloc(&cp.src, cp.bytes));
     CKB(cudaMalloc(&cp.dst, cp.bytes));
     CKB(cudaMemset(cp.src, 1, cp.bytes));
-    float copy_ms = time_ms(run_copy, &cp, o->reps);
-    const double bw = 2.0 * cp.bytes / (copy_ms * 1e-3);
-    const struct ceilings cl = {peak, held, bw};
-    cudaFree(g.w), cudaFree(g.x), cudaFree(g.y), cudaFree(cp.src), cudaFree(cp.dst);
-    g.w = g.x = g.y = cp.src = cp.dst = NULL;
-    cublasDestroy(g.h);
-    g.h = NULL;
+    const float copy_ms = time_ms(run_copy, &cp, o->reps);
+    const double flop = 2.0 * g.n * (double)g.n * g.n;
+    *cl = (struct ceilings){flop / (gemm_ms * 1e-3), flop / (held_ms * 1e-3), 2.0 * cp.bytes / (copy_ms * 1e-3)};
     fprintf(out, "ceilings: bf16 GEMM 8192^3 %.1f TFLOP/s, device copy %.2f TB/s (read + write)\n",
-            peak / 1e12, bw / 1e12);
+            cl->peak / 1e12, cl->bw / 1e12);
     fprintf(out, "          the same GEMM held back to back for 2 s: %.1f TFLOP/s (%.2f x; the power limit "
-                 "lowers the clock in long steps; floors use the first)\n", held / 1e12, peak / held);
+                 "lowers the clock in long steps; floors use the first)\n", cl->held / 1e12, cl->peak / cl->held);
     if (o->json)
         fprintf(o->json, "{\"ceiling\":true,\"gemm_tflops\":%.2f,\"gemm_sustained_tflops\":%.2f,\"copy_tbps\":%.3f}\n",
-                peak / 1e12, held / 1e12, bw / 1e12);
+                cl->peak / 1e12, cl->held / 1e12, cl->bw / 1e12);
+    rc = 0;
+done:
+    if (g.h)
+        cublasDestroy(g.h);
+    cudaFree(g.w), cudaFree(g.x), cudaFree(g.y), cudaFree(cp.src), cudaFree(cp.dst);
+    return rc;
+}
 
-    bool all = !o->only, steps = all || strcmp(o->only, "steps") == 0;
-    bool gemms = all || strcmp(o->only, "gemm") == 0, attn = all || strcmp(o->only, "attention") == 0;
-    /* 2. steps */
-    if (!steps)
-        goto after_steps;
-    struct eng_opts eo;
-    if (bench_engine(o, &eo, &e, out))
-        goto done;
-    const struct step_case issue_cases[] = {
+/* A step's variants, side by side, each group's replays interleaved (a variant timed after the
+ * others would meet a card they left hotter): programmatic against plain launches, either
+ * attention kernel alone, the FFN split, fused and auto where the fused kernel runs; then its
+ * linear layers and LM head alone and all but them, each as a graph (how near the GEMMs alone come
+ * to the step's floor, under the clock the step runs at). */
+struct variants {
+    float launch_ms[2], impl_ms[2], ffn_ms[3], lin_ms, rest_ms;
+    double impl_op_ms[2][OP_COUNT], ffn_op_ms[3][OP_COUNT];
+    bool fused_runs;
+};
+
+static int bench_variants(struct eng *e, const struct eng_bench_opts *o, const struct eng_opts *eo,
+                          const struct step_case *c, const struct step_desc *sd, struct variants *v)
+{
+    struct ts_err err;
+    memset(v, 0, sizeof *v);
+    int bad = keep_variant(e, sd, 0, NULL);
+    k_set_pdl(0);
+    bad = bad || keep_variant(e, sd, 1, NULL);
+    k_set_pdl(1);
+    trace_as(e, o, c->name, "programmatic / plain launches");
+    bad = bad || replay_kept(e, 2, o->reps, v->launch_ms);
+    for (int impl = 0; impl < 2 && !bad; impl++) {
+        eng_set_attention(e, impl);
+        bad = keep_variant(e, sd, impl, v->impl_op_ms[impl]);
+    }
+    eng_set_attention(e, eo->attention);
+    trace_as(e, o, c->name, "mma.sync / wgmma attention");
+    bad = bad || replay_kept(e, 2, o->reps, v->impl_ms);
+    v->fused_runs = eng_ffn_fused_runs(e);
+    for (int f = 0; f < 3 && v->fused_runs && !bad; f++) {
+        eng_set_ffn(e, f);
+        bad = keep_variant(e, sd, f, v->ffn_op_ms[f]);
+    }
+    eng_set_ffn(e, eo->ffn);
+    trace_as(e, o, c->name, "FFN split / fused / auto");
+    bad = bad || (v->fused_runs && replay_kept(e, 3, o->reps, v->ffn_ms));
+    /* one whole step under the default settings first: the ops left out would otherwise leave
+     * their outputs as the variants before wrote them under other plans (possibly never written:
+     * zeros run GEMMs faster and cooler), and the kept ones read those */
+    if (!bad && eng_step(e, sd, NULL, NULL, &err)) {
+        fprintf(stderr, "engine bench: %s\n", err.msg);
+        bad = 1;
+    }
+    if (!bad) {
+        const uint32_t lin_ops = eng_linear_ops();
+        eng_set_skip_ops(e, ~lin_ops);
+        trace_as(e, o, c->name, "linear layers alone");
+        bad = replay_ms(e, sd, o->reps, &v->lin_ms);
+        eng_set_skip_ops(e, lin_ops);
+        trace_as(e, o, c->name, "all but the linear layers");
+        bad = bad || replay_ms(e, sd, o->reps, &v->rest_ms);
+        eng_set_skip_ops(e, 0);
+    }
+    return bad ? -1 : 0;
+}
+
+/* The variants said on out and o->json, beside the step's floors; the fused FFN's workspace beside
+ * the simulator's estimate of it. */
+static void report_variants(struct eng *e, const struct eng_bench_opts *o, const struct eng_opts *eo,
+                            const struct step_case *c, const struct step_desc *sd, const struct step_meas *sm,
+                            const struct variants *v, FILE *out)
+{
+    const double floor_ms = sm->floor_ms, lin_floor_ms = sm->gemm_floor_ms;
+    fprintf(out, "    linear layers + LM head alone (with the final norm) %.3f ms: %.3f x their floor "
+                 "(%.3f ms), %.3f x the step's; all but them %.3f ms\n", v->lin_ms, v->lin_ms / lin_floor_ms,
+            lin_floor_ms, v->lin_ms / floor_ms, v->rest_ms);
+    if (o->json)
+        fprintf(o->json, "{\"case\":\"%s\",\"gemm_only_ms\":%.4f,\"gemm_floor_ms\":%.4f,"
+                         "\"x_floor_gemm_only\":%.4f,\"non_gemm_ms\":%.4f}\n", c->name, v->lin_ms, lin_floor_ms,
+                v->lin_ms / floor_ms, v->rest_ms);
+    fprintf(out, "    side by side: plain launches %.3f ms (%.3f x floor), programmatic %.3f ms: it saves %.1f%%\n",
+            v->launch_ms[1], v->launch_ms[1] / floor_ms, v->launch_ms[0],
+            100.0 * (1.0 - v->launch_ms[0] / v->launch_ms[1]));
+    fprintf(out, "    side by side: mma.sync attention %.3f ms (%.3f x floor), wgmma %.3f ms (%.3f x); eager, "
+                 "their attention %.2f and %.2f ms\n", v->impl_ms[0], v->impl_ms[0] / floor_ms, v->impl_ms[1],
+            v->impl_ms[1] / floor_ms, v->impl_op_ms[0][OP_ATTN], v->impl_op_ms[1][OP_ATTN]);
+    if (v->fused_runs) {
+        eng_set_ffn(e, 2);
+        const bool auto_fuses = eng_ffn_fuses(e, c->nseq * c->q);
+        eng_set_ffn(e, 0); /* both plans' workspace, and the simulator's estimate of the fused one */
+        const int64_t ws_split = eng_step_workspace_bytes(e, sd);
+        eng_set_ffn(e, 1);
+        const int64_t ws_fused = eng_step_workspace_bytes(e, sd);
+        eng_set_ffn(e, eo->ffn);
+        struct act_knobs kf = sm->k;
+        kf.fused_ffn = true;
+        fprintf(out, "    side by side: FFN split %.3f ms (%.3f x floor), fused %.3f ms (%.3f x), auto (%s) "
+                     "%.3f ms (%.3f x); eager, their gate_up + act %.2f, %.2f and %.2f ms\n", v->ffn_ms[0],
+                v->ffn_ms[0] / floor_ms, v->ffn_ms[1], v->ffn_ms[1] / floor_ms, auto_fuses ? "fused" : "split",
+                v->ffn_ms[2], v->ffn_ms[2] / floor_ms, v->ffn_op_ms[0][OP_GATE_UP] + v->ffn_op_ms[0][OP_ACT],
+                v->ffn_op_ms[1][OP_GATE_UP] + v->ffn_op_ms[1][OP_ACT],
+                v->ffn_op_ms[2][OP_GATE_UP] + v->ffn_op_ms[2][OP_ACT]);
+        fprintf(out, "    fused FFN workspace %.3f GiB (simulator's estimate %.3f GiB) against %.3f GiB split\n",
+                ws_fused / TS_GIB, mem_act_peak(&o->model, sd->tot.q_tokens, sd->tot.logit_rows, &kf) / TS_GIB,
+                ws_split / TS_GIB);
+        if (o->json)
+            fprintf(o->json, "{\"case\":\"%s\",\"split_ffn_ms\":%.4f,\"fused_ffn_ms\":%.4f,"
+                             "\"auto_ffn_ms\":%.4f}\n", c->name, v->ffn_ms[0], v->ffn_ms[1], v->ffn_ms[2]);
+    }
+    if (o->json)
+        fprintf(o->json, "{\"case\":\"%s\",\"plain_launch_ms\":%.4f,\"programmatic_launch_ms\":%.4f}\n"
+                         "{\"case\":\"%s\",\"mma_attention_ms\":%.4f,\"wgmma_attention_ms\":%.4f}\n",
+                c->name, v->launch_ms[1], v->launch_ms[0], c->name, v->impl_ms[0], v->impl_ms[1]);
+}
+
+/* One eager run of the step with an event after each op, its times said by op. */
+static int report_eager(struct eng *e, const struct eng_bench_opts *o, const struct step_case *c,
+                        const struct step_desc *sd, FILE *out)
+{
+    double op_ms[OP_COUNT];
+    float eager_ms;
+    struct ts_err err;
+    if (eng_step_profile(e, sd, op_ms, &eager_ms, &err)) {
+        fprintf(stderr, "engine bench: %s\n", err.msg);
+        return -1;
+    }
+    fprintf(out, "    eager %.3f ms by op:", eager_ms);
+    for (int op = 0; op < OP_COUNT; op++)
+        if (op_ms[op] > 0.0005)
+            fprintf(out, " %s %.2f", cost_op_name((enum cost_op)op), op_ms[op]);
+    fprintf(out, "\n");
+    if (o->json) {
+        fprintf(o->json, "{\"case\":\"%s\",\"eager_ms\":%.4f", c->name, eager_ms);
+        for (int op = 0; op < OP_COUNT; op++)
+            fprintf(o->json, ",\"%s_ms\":%.4f", cost_op_name((enum cost_op)op), op_ms[op]);
+        fprintf(o->json, "}\n");
+    }
+    return 0;
+}
+
+/* The bench's steps (the issue's four, or the user's --step ones): each against its floors and
+ * beside PyTorch's recorded time, then its variants and its ops; then the GEMMs tuned. */
+static int bench_steps(const struct eng_bench_opts *o, const struct ceilings *cl, FILE *out)
+{
+    static const struct step_case issue_cases[] = {
         {"refresh 16x512, all logits", 16, 512, 0, 512, 244.376},
         {"refresh 16x512, 256 masked logits", 16, 512, 0, 256, 242.08},
         {"reuse 1 x 32 over 480 cached", 1, 32, 480, 32, 31.067},
         {"reuse 16 x 32 over 480 cached", 16, 32, 480, 32, 33.824},
     };
-    /* --step: the user's steps, named by their shape, no anchor */
-    struct step_case own[ENG_BENCH_MAX_STEPS];
+    struct step_case own[ENG_BENCH_MAX_STEPS]; /* --step: the user's steps, named by their shape */
     char own_names[ENG_BENCH_MAX_STEPS][80];
     for (int k = 0; k < o->nsteps; k++) {
         const int32_t *st = o->steps[k];
@@ -563,159 +684,67 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
     }
     const struct step_case *cases = o->nsteps ? own : issue_cases;
     const size_t ncases = o->nsteps ? (size_t)o->nsteps : TS_ARRAY_LEN(issue_cases);
+    struct eng_opts eo;
+    struct eng *e = NULL;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    int rc = -1, next_req = 0;
+    if (bench_engine(o, &eo, &e, out))
+        goto done;
     if (!o->nsteps)
         fprintf(out, "\n(torch_ms: PyTorch eager from the anchor's recorded H200 run, ../shared/anchors, for "
                      "orientation; make bench-engine ANCHOR=... runs it beside this bench)");
     fprintf(out, "\n%-36s %9s %9s %9s %8s %10s %12s %12s\n", "step", "ms", "floor_ms", "bound",
             "x_floor", "torch_ms", "workspace", "sim_act_est");
-    int next_req = 0;
     for (size_t i = 0; i < ncases; i++) {
         const struct step_case *c = &cases[i];
-        const int first = next_req;
         struct step_meas sm;
-        if (measure_step(e, o, &eo, &cl, &sd, first, c->nseq, c->q, c->kv, c->logits, c->name, &sm))
+        struct variants v;
+        if (measure_step(e, o, &eo, cl, &sd, next_req, c->nseq, c->q, c->kv, c->logits, c->name, &sm))
             goto done;
-        const float ms = sm.ms;
-        const double floor_ms = sm.floor_ms, held_floor_ms = sm.held_floor_ms;
         char torch[16] = "-";
         if (c->anchor_ms > 0)
             snprintf(torch, sizeof torch, "%.3f", c->anchor_ms);
-        fprintf(out, "%-36s %9.3f %9.3f %9s %8.3f %10s %10.3fGiB %10.3fGiB\n", c->name, ms, floor_ms,
-                sm.fl_ms >= sm.by_ms ? "compute" : "memory", ms / floor_ms, torch, sm.ws / TS_GIB, sm.sim_act / TS_GIB);
+        fprintf(out, "%-36s %9.3f %9.3f %9s %8.3f %10s %10.3fGiB %10.3fGiB\n", c->name, sm.ms, sm.floor_ms,
+                sm.fl_ms >= sm.by_ms ? "compute" : "memory", sm.ms / sm.floor_ms, torch, sm.ws / TS_GIB,
+                sm.sim_act / TS_GIB);
         if (o->json)
             fprintf(o->json, "{\"case\":\"%s\",\"ms\":%.4f,\"floor_ms\":%.4f,\"compute_floor_ms\":%.4f,"
                              "\"memory_floor_ms\":%.4f,\"x_floor\":%.4f,\"workspace_bytes\":%lld,"
-                             "\"sim_act_bytes\":%lld}\n", c->name, ms, floor_ms, sm.fl_ms, sm.by_ms, ms / floor_ms,
-                    (long long)sm.ws, (long long)sm.sim_act);
-        fprintf(out, "    floor at the held GEMM rate %.3f ms: %.3f x\n", held_floor_ms, ms / held_floor_ms);
+                             "\"sim_act_bytes\":%lld}\n", c->name, sm.ms, sm.floor_ms, sm.fl_ms, sm.by_ms,
+                    sm.ms / sm.floor_ms, (long long)sm.ws, (long long)sm.sim_act);
+        fprintf(out, "    floor at the held GEMM rate %.3f ms: %.3f x\n", sm.held_floor_ms, sm.ms / sm.held_floor_ms);
         if (o->json)
             fprintf(o->json, "{\"case\":\"%s\",\"held_floor_ms\":%.4f,\"x_held_floor\":%.4f}\n", c->name,
-                    held_floor_ms, ms / held_floor_ms);
-        /* variants side by side, each group's replays interleaved (a variant timed after the others
-         * would meet a card they left hotter): programmatic against plain launches; either
-         * attention kernel alone; the FFN split, fused and auto, where the fused kernel runs */
-        float launch_ms[2], impl_ms[2], ffn_ms[3] = {0, 0, 0};
-        double op_ms[OP_COUNT], impl_op_ms[2][OP_COUNT], ffn_op_ms[3][OP_COUNT];
-        float eager_ms;
-        int bad = keep_variant(e, &sd, 0, NULL);
-        k_set_pdl(0);
-        bad = bad || keep_variant(e, &sd, 1, NULL);
-        k_set_pdl(1);
-        trace_as(e, o, c->name, "programmatic / plain launches");
-        bad = bad || replay_kept(e, 2, o->reps, launch_ms);
-        for (int impl = 0; impl < 2 && !bad; impl++) {
-            eng_set_attention(e, impl);
-            bad = keep_variant(e, &sd, impl, impl_op_ms[impl]);
-        }
-        eng_set_attention(e, eo.attention);
-        trace_as(e, o, c->name, "mma.sync / wgmma attention");
-        bad = bad || replay_kept(e, 2, o->reps, impl_ms);
-        const bool fused_runs = eng_ffn_fused_runs(e);
-        for (int f = 0; f < 3 && fused_runs && !bad; f++) {
-            eng_set_ffn(e, f);
-            bad = keep_variant(e, &sd, f, ffn_op_ms[f]);
-        }
-        eng_set_ffn(e, eo.ffn);
-        trace_as(e, o, c->name, "FFN split / fused / auto");
-        bad = bad || (fused_runs && replay_kept(e, 3, o->reps, ffn_ms));
-        /* the step's linear layers and LM head alone, then all but them, each as a graph: how
-         * near the GEMMs alone come to the step's floor, under the clock the step runs at */
-        const uint32_t lin_ops = eng_linear_ops();
-        float lin_ms = 0, rest_ms = 0;
-        /* one whole step under the default settings first: the ops left out would otherwise leave
-         * their outputs as the variants before wrote them under other plans (possibly never written:
-         * zeros run GEMMs faster and cooler), and the kept ones read those */
-        if (!bad && eng_step(e, &sd, NULL, NULL, &err)) {
-            fprintf(stderr, "engine bench: %s\n", err.msg);
-            bad = 1;
-        }
-        if (!bad) {
-            eng_set_skip_ops(e, ~lin_ops);
-            trace_as(e, o, c->name, "linear layers alone");
-            bad = replay_ms(e, &sd, o->reps, &lin_ms);
-            eng_set_skip_ops(e, lin_ops);
-            trace_as(e, o, c->name, "all but the linear layers");
-            bad = bad || replay_ms(e, &sd, o->reps, &rest_ms);
-            eng_set_skip_ops(e, 0);
-        }
-        if (bad)
+                    sm.held_floor_ms, sm.ms / sm.held_floor_ms);
+        if (bench_variants(e, o, &eo, c, &sd, &v))
             goto done;
-        const double lin_floor_ms = sm.gemm_floor_ms;
-        fprintf(out, "    linear layers + LM head alone (with the final norm) %.3f ms: %.3f x their floor "
-                     "(%.3f ms), %.3f x the step's; all but them %.3f ms\n", lin_ms, lin_ms / lin_floor_ms,
-                lin_floor_ms, lin_ms / floor_ms, rest_ms);
-        if (o->json)
-            fprintf(o->json, "{\"case\":\"%s\",\"gemm_only_ms\":%.4f,\"gemm_floor_ms\":%.4f,"
-                             "\"x_floor_gemm_only\":%.4f,\"non_gemm_ms\":%.4f}\n", c->name, lin_ms, lin_floor_ms,
-                    lin_ms / floor_ms, rest_ms);
-        fprintf(out, "    side by side: plain launches %.3f ms (%.3f x floor), programmatic %.3f ms: it saves %.1f%%\n",
-                launch_ms[1], launch_ms[1] / floor_ms, launch_ms[0], 100.0 * (1.0 - launch_ms[0] / launch_ms[1]));
-        fprintf(out, "    side by side: mma.sync attention %.3f ms (%.3f x floor), wgmma %.3f ms (%.3f x); eager, "
-                     "their attention %.2f and %.2f ms\n", impl_ms[0], impl_ms[0] / floor_ms, impl_ms[1],
-                impl_ms[1] / floor_ms, impl_op_ms[0][OP_ATTN], impl_op_ms[1][OP_ATTN]);
-        if (fused_runs) {
-            eng_set_ffn(e, 2);
-            const bool auto_fuses = eng_ffn_fuses(e, c->nseq * c->q);
-            eng_set_ffn(e, 0); /* both plans' workspace, and the simulator's estimate of the fused one */
-            const int64_t ws_split = eng_step_workspace_bytes(e, &sd);
-            eng_set_ffn(e, 1);
-            const int64_t ws_fused = eng_step_workspace_bytes(e, &sd);
-            eng_set_ffn(e, eo.ffn);
-            struct act_knobs kf = sm.k;
-            kf.fused_ffn = true;
-            fprintf(out, "    side by side: FFN split %.3f ms (%.3f x floor), fused %.3f ms (%.3f x), auto (%s) "
-                         "%.3f ms (%.3f x); eager, their gate_up + act %.2f, %.2f and %.2f ms\n", ffn_ms[0],
-                    ffn_ms[0] / floor_ms, ffn_ms[1], ffn_ms[1] / floor_ms, auto_fuses ? "fused" : "split", ffn_ms[2],
-                    ffn_ms[2] / floor_ms,
-                    ffn_op_ms[0][OP_GATE_UP] + ffn_op_ms[0][OP_ACT], ffn_op_ms[1][OP_GATE_UP] + ffn_op_ms[1][OP_ACT],
-                    ffn_op_ms[2][OP_GATE_UP] + ffn_op_ms[2][OP_ACT]);
-            fprintf(out, "    fused FFN workspace %.3f GiB (simulator's estimate %.3f GiB) against %.3f GiB split\n",
-                    ws_fused / TS_GIB, mem_act_peak(m, sd.tot.q_tokens, sd.tot.logit_rows, &kf) / TS_GIB,
-                    ws_split / TS_GIB);
-            if (o->json)
-                fprintf(o->json, "{\"case\":\"%s\",\"split_ffn_ms\":%.4f,\"fused_ffn_ms\":%.4f,"
-                                 "\"auto_ffn_ms\":%.4f}\n", c->name, ffn_ms[0], ffn_ms[1], ffn_ms[2]);
-        }
-        if (o->json)
-            fprintf(o->json, "{\"case\":\"%s\",\"plain_launch_ms\":%.4f,\"programmatic_launch_ms\":%.4f}\n"
-                             "{\"case\":\"%s\",\"mma_attention_ms\":%.4f,\"wgmma_attention_ms\":%.4f}\n",
-                    c->name, launch_ms[1], launch_ms[0], c->name, impl_ms[0], impl_ms[1]);
-        if (eng_step_profile(e, &sd, op_ms, &eager_ms, &err)) {
-            fprintf(stderr, "engine bench: %s\n", err.msg);
+        report_variants(e, o, &eo, c, &sd, &sm, &v, out);
+        if (report_eager(e, o, c, &sd, out))
             goto done;
-        }
-        fprintf(out, "    eager %.3f ms by op:", eager_ms);
-        for (int op = 0; op < OP_COUNT; op++)
-            if (op_ms[op] > 0.0005)
-                fprintf(out, " %s %.2f", cost_op_name((enum cost_op)op), op_ms[op]);
-        fprintf(out, "\n");
-        if (o->json) {
-            fprintf(o->json, "{\"case\":\"%s\",\"eager_ms\":%.4f", c->name, eager_ms);
-            for (int op = 0; op < OP_COUNT; op++)
-                fprintf(o->json, ",\"%s_ms\":%.4f", cost_op_name((enum cost_op)op), op_ms[op]);
-            fprintf(o->json, "}\n");
-        }
         for (int s = 0; s < c->nseq; s++)
-            eng_release(e, first + s);
+            eng_release(e, next_req + s);
         next_req += c->nseq;
     }
     fprintf(out, "\ntuned GEMMs of those steps (cuBLASLt, fastest of the heuristic's candidates):\n");
     eng_report_gemms(e, out);
+    rc = 0;
+done:
     eng_destroy(e);
-    e = NULL;
-after_steps:
-    if (gemms)
-        gemm_table(m, o->reps, peak, bw, out, o->json);
-    if (!attn)
-        goto after_attention;
-    /* 3. attention alone */
+    step_desc_free(&sd);
+    return rc;
+}
+
+/* The attention kernels alone on the anchor's shapes and Reuse shapes, their TFLOP/s. */
+static void bench_attention(const struct eng_bench_opts *o, FILE *out)
+{
+    static const int shapes[][3] = {{16, 512, 0}, {1, 2048, 0}, {4, 2048, 0}, {1, 8192, 0}, {16, 32, 480},
+                                    {1, 32, 480}, {1, 32, 8160}};
     fprintf(out, "\n%-36s %9s %11s %15s\n", "attention kernel", "mma ms", "mma TFLOP/s", "wgmma TFLOP/s");
-    const int shapes[][3] = {{16, 512, 0}, {1, 2048, 0}, {4, 2048, 0}, {1, 8192, 0}, {16, 32, 480}, {1, 32, 480},
-                             {1, 32, 8160}};
     for (size_t i = 0; i < TS_ARRAY_LEN(shapes); i++) {
         float ms = 0, ms2 = 0;
-        double tf = attention_tflops(m, shapes[i][0], shapes[i][1], shapes[i][2], false, o->reps, &ms);
-        double tf2 = attention_tflops(m, shapes[i][0], shapes[i][1], shapes[i][2], true, o->reps, &ms2);
+        double tf = attention_tflops(&o->model, shapes[i][0], shapes[i][1], shapes[i][2], false, o->reps, &ms);
+        double tf2 = attention_tflops(&o->model, shapes[i][0], shapes[i][1], shapes[i][2], true, o->reps, &ms2);
         char name[64], wg[32] = "-";
         snprintf(name, sizeof name, "%d seq x q %d over %d cached", shapes[i][0], shapes[i][1], shapes[i][2]);
         if (tf2 > 0)
@@ -725,16 +754,21 @@ after_steps:
             fprintf(o->json, "{\"attention\":\"%s\",\"ms\":%.5f,\"tflops\":%.2f,\"wgmma_tflops\":%.2f}\n", name,
                     ms, tf, tf2);
     }
-after_attention:
-    /* 5. the anchor's shapes */
+}
+
+int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
+{
+    const bool all = !o->only;
+    struct ceilings cl;
+    if (bench_ceilings(o, &cl, out))
+        return 1;
+    if ((all || strcmp(o->only, "steps") == 0) && bench_steps(o, &cl, out))
+        return 1;
+    if (all || strcmp(o->only, "gemm") == 0)
+        gemm_table(&o->model, o->reps, cl.peak, cl.bw, out, o->json);
+    if (all || strcmp(o->only, "attention") == 0)
+        bench_attention(o, out);
     if (o->anchor && anchor_grid(o, &cl, out))
-        goto done;
-    rc = 0;
-done:
-    if (g.h)
-        cublasDestroy(g.h);
-    cudaFree(g.w), cudaFree(g.x), cudaFree(g.y), cudaFree(cp.src), cudaFree(cp.dst);
-    eng_destroy(e);
-    step_desc_free(&sd);
-    return rc;
+        return 1;
+    return 0;
 }

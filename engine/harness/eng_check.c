@@ -251,6 +251,120 @@ done:
  * the keys are not split; under auto, GQA heads packed two a block), up to 16 (SET_TINY: four a
  * block where the K/V heads' groups allow), or one 128-row segment over 2,100 cached keys beside
  * short ones (SET_ONE: auto runs it on the mma.sync kernel, attn_long_on_mma). */
+/* One attention case under check: its launch arguments, its shape, the reference output rf and the
+ * buffers the kernels write (ob on the device's bf16, of as floats). */
+struct attn_case {
+    struct k_attn_args a;
+    int H, Hkv, d, block_size, pt, set;
+    bool split, short_q;
+    int min_q, max_q, max_keys, splits, long_tiles, long_rows, wg_tiles;
+    bf16_t *ob;
+    float *of, *rf;
+    int64_t nq;
+};
+
+/* The case's name for the report: heads, mask, and what is under test (`what`). */
+static void attn_case_name(const struct attn_case *x, const char *what, char *buf, size_t len)
+{
+    snprintf(buf, len, "attention H %d Hkv %d d %d %s, %s", x->H, x->Hkv, x->d,
+             x->block_size ? "block-causal 32" : "bidirectional", what);
+}
+
+/* The mma.sync kernel, and the wgmma kernel where it applies (head dim 128 without key split; on a
+ * compute capability 9.0 device it must run). wg 0: the mma.sync kernel; 1: the wgmma kernel alone;
+ * 2: auto, each segment to the kernel its length calls for (the long set mixes both), the tile
+ * list's order not given; 3 (long set): auto given the order, each kernel over its own tiles.
+ * -1: a CUDA failure (reported). */
+static int attn_check_kernels(struct checker *c, struct attn_case *x)
+{
+    struct k_attn_args *a = &x->a;
+    for (int wg = 0; wg <= (x->d == 128 ? (x->short_q ? 2 : 3) : 0); wg++) {
+        if (wg == 1 && x->splits > 1) /* the wgmma kernel never splits */
+            continue;
+        a->impl = wg >= 2 ? 2 : 0;
+        a->min_q_len = wg >= 2 ? x->min_q : 0;
+        a->max_q_len = wg >= 2 ? x->max_q : 0;
+        a->long_tiles = wg == 3 ? x->long_tiles : 0;
+        a->long_rows = wg == 3 ? x->long_rows : 0;
+        a->wg_tiles = wg == 3 ? x->wg_tiles : 0;
+        const int wsplits = wg >= 2 ? k_attention_splits(a) : x->splits;
+        const int pack = k_attention_head_pack(a);
+        char desc[112], what[192];
+        snprintf(desc, sizeof desc, "%d key split%s%s%s%s%s", wsplits, wsplits > 1 ? "s" : "",
+                 x->pt == 1 ? ", 1-token pages" : "",
+                 x->set == SET_SHORT ? ", short" : x->set == SET_TINY ? ", tiny" : x->set == SET_ONE ? ", one long" : "",
+                 wg == 1 ? ", wgmma" : wg == 2 ? ", auto" : wg == 3 ? ", auto ordered" : "",
+                 pack > 1 ? (pack == 2 ? ", 2 heads a block" : ", 4 heads a block") : "");
+        attn_case_name(x, desc, what, sizeof what);
+        const int ran = run_attention(c, a, wg == 1, x->ob, x->of, x->nq);
+        if (ran < 0)
+            return -1;
+        if (ran > 0) {
+            fprintf(c->out, "  %-58s skipped: no sm_90a device\n", what);
+            continue;
+        }
+        if (wg == 0 && x->split && wsplits < 2)
+            fail_msg(c, what, "the split-KV path was not taken");
+        if (wg == 3 && x->set == SET_ONE && x->split && wsplits < 2)
+            fail_msg(c, what, "the long segment was not given to the mma.sync kernel and its key split");
+        if (wg == 0 && k_attention_tile_keys(a) != (x->set != SET_LONG && !x->split ? 32 : 64))
+            fail_msg(c, what, "the K/V tile size is not the one these query lengths call for");
+        if (wg == 2 && pack != attn_head_pack_v(ATTN_RULES, x->H, x->Hkv, x->max_q, x->max_keys))
+            fail_msg(c, what, "the heads a block takes are not the rules' (GQA packing)");
+        report(c, what, rel_err(x->of, x->rf, x->nq), 2e-2);
+    }
+    return 0;
+}
+
+/* Heads packed by force (k_attn_args.head_pack): each count where it fits these lengths and heads,
+ * else none. */
+static int attn_check_forced_packs(struct checker *c, struct attn_case *x)
+{
+    struct k_attn_args *a = &x->a;
+    for (int P = 1; x->short_q && P <= 4; P *= 2) {
+        a->impl = 0, a->min_q_len = x->min_q, a->max_q_len = x->max_q, a->long_tiles = a->long_rows = a->wg_tiles = 0;
+        a->head_pack = P;
+        const int want = attn_pack_fits(P, x->H, x->Hkv, x->max_q) ? P : 1, got = k_attention_head_pack(a);
+        char desc[112], what[192];
+        snprintf(desc, sizeof desc, "%d head%s a block forced%s%s", P, P > 1 ? "s" : "", x->split ? ", split" : "",
+                 want < P ? " (takes 1)" : "");
+        attn_case_name(x, desc, what, sizeof what);
+        if (got != want) {
+            fail_msg(c, what, "the forced head count was not taken where it fits, or taken where it does not");
+            continue;
+        }
+        if (run_attention(c, a, false, x->ob, x->of, x->nq) < 0)
+            return -1;
+        report(c, what, rel_err(x->of, x->rf, x->nq), 2e-2);
+    }
+    a->head_pack = 0;
+    return 0;
+}
+
+/* Key splits forced (k_attn_args.splits, for measuring the split rule): one, three, sixteen. */
+static int attn_check_forced_splits(struct checker *c, struct attn_case *x)
+{
+    struct k_attn_args *a = &x->a;
+    for (int k = 0; x->split && x->set == SET_SHORT && k < 3; k++) {
+        const int want = k == 0 ? 1 : k == 1 ? 3 : 16;
+        a->impl = 0, a->min_q_len = a->max_q_len = a->long_tiles = a->long_rows = a->wg_tiles = 0;
+        a->splits = want;
+        const int got = k_attention_splits(a);
+        char desc[64], what[192];
+        snprintf(desc, sizeof desc, "%d key splits forced", want);
+        attn_case_name(x, desc, what, sizeof what);
+        if (got != TS_MIN(want, (x->max_keys + 63) / 64)) {
+            fail_msg(c, what, "the forced split count was not taken");
+            continue;
+        }
+        if (run_attention(c, a, false, x->ob, x->of, x->nq) < 0)
+            return -1;
+        report(c, what, rel_err(x->of, x->rf, x->nq), 2e-2);
+    }
+    a->splits = 0;
+    return 0;
+}
+
 static void check_attention(struct checker *c, int H, int Hkv, int d, int block_size, bool split,
                             int pt, int set)
 {
@@ -259,7 +373,8 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
         {1, 70, 32, 130, 64}, {1, 32, 17, 32, 8}, {128, 32, 1, 16, 8}, {1, 16, 9, 16, 8}};
     static const int sets_kv[4][5] = {
         {0, 0, 480, 600, 64}, {0, 480, 64, 600, 100}, {2100, 480, 0, 64, 100}, {0, 480, 64, 600, 100}};
-    const bool short_q = set == SET_SHORT || set == SET_TINY;
+    struct attn_case x = {.H = H, .Hkv = Hkv, .d = d, .block_size = block_size, .pt = pt, .set = set,
+                          .split = split, .short_q = set == SET_SHORT || set == SET_TINY};
     const int *q_len = sets_q[set], *kv = sets_kv[set];
     int q_start[5], key_len[5], page_off[5], T = 0, npages = 0;
     for (int s = 0; s < nseg; s++) {
@@ -274,19 +389,24 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
         pages[i] = (int32_t)((i * 7 + 3) % npages); /* a permutation (npages is not a multiple of 7) */
     /* the tiles as eng_plan lists them (attn_tiles) */
     int32_t tiles[2 * 64];
-    int long_tiles, long_rows, wg_tiles;
-    const int ntiles = attn_tiles(nseg, q_len, tiles, &long_tiles, &long_rows, &wg_tiles);
+    const int ntiles = attn_tiles(nseg, q_len, tiles, &x.long_tiles, &x.long_rows, &x.wg_tiles);
     const int qs = H * d, slots = npages * pt;
     int64_t nq = (int64_t)T * qs, np = (int64_t)slots * Hkv * d;
-    float *qf = xmalloc(4 * nq), *kf = xmalloc(4 * np), *vf = xmalloc(4 * np), *of = xmalloc(4 * nq);
-    float *rf = xmalloc(4 * nq), *ks = NULL, *vs = NULL;
-    bf16_t *qb = xmalloc(2 * nq), *kb = xmalloc(2 * np), *vb = xmalloc(2 * np), *ob = xmalloc(2 * nq);
+    x.nq = nq;
+    float *qf = xmalloc(4 * nq), *kf = xmalloc(4 * np), *vf = xmalloc(4 * np), *ks = NULL, *vs = NULL;
+    x.of = xmalloc(4 * nq);
+    x.rf = xmalloc(4 * nq);
+    bf16_t *qb = xmalloc(2 * nq), *kb = xmalloc(2 * np), *vb = xmalloc(2 * np);
+    x.ob = xmalloc(2 * nq);
     bf16_t *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL;
     int32_t *dmeta[7] = {0};
     void *ws = NULL;
-    int max_keys = 0;
-    for (int s = 0; s < nseg; s++)
-        max_keys = key_len[s] > max_keys ? key_len[s] : max_keys;
+    x.min_q = x.max_q = q_len[0];
+    for (int s = 0; s < nseg; s++) {
+        x.max_keys = TS_MAX(x.max_keys, key_len[s]);
+        x.min_q = TS_MIN(x.min_q, q_len[s]);
+        x.max_q = TS_MAX(x.max_q, q_len[s]);
+    }
     rand_bf16(c, qf, qb, nq, 1.5f);
     rand_bf16(c, kf, kb, np, 1.5f);
     rand_bf16(c, vf, vb, np, 1.0f);
@@ -299,119 +419,39 @@ static void check_attention(struct checker *c, int H, int Hkv, int d, int block_
     for (int i = 0; i < 7; i++)
         dmeta[i] = dev_copy(hm[i], hs[i]);
     CK(cudaMalloc((void **)&dout, 2 * nq));
-    struct k_attn_args a = {.q = dq, .q_stride = qs, .k_pool = dk, .v_pool = dv, .o = dout,
-                            .q_start = dmeta[0], .q_len = dmeta[1], .key_len = dmeta[2],
-                            .kv_cached = dmeta[3], .page_off = dmeta[4], .pages = dmeta[5],
-                            .tiles = dmeta[6], .num_tiles = ntiles, .H = H, .Hkv = Hkv, .d = d,
-                            .page_tokens = pt, .page_shift = __builtin_ctz((unsigned)pt),
-                            .block_size = block_size, .scale = 1.0f / sqrtf((float)d),
-                            .T = T, .max_key_len = max_keys};
+    x.a = (struct k_attn_args){.q = dq, .q_stride = qs, .k_pool = dk, .v_pool = dv, .o = dout,
+                               .q_start = dmeta[0], .q_len = dmeta[1], .key_len = dmeta[2],
+                               .kv_cached = dmeta[3], .page_off = dmeta[4], .pages = dmeta[5],
+                               .tiles = dmeta[6], .num_tiles = ntiles, .H = H, .Hkv = Hkv, .d = d,
+                               .page_tokens = pt, .page_shift = __builtin_ctz((unsigned)pt),
+                               .block_size = block_size, .scale = 1.0f / sqrtf((float)d),
+                               .T = T, .max_key_len = x.max_keys};
     if (split) {
-        a.ws_bytes = 64 << 20;
-        CK(cudaMalloc(&ws, (size_t)a.ws_bytes));
-        a.ws = ws;
+        x.a.ws_bytes = 64 << 20;
+        CK(cudaMalloc(&ws, (size_t)x.a.ws_bytes));
+        x.a.ws = ws;
     }
-    int splits = k_attention_splits(&a);
+    x.splits = k_attention_splits(&x.a);
     /* reference: gather each segment's keys into a contiguous array */
-    int maxk = 0;
-    for (int s = 0; s < nseg; s++)
-        maxk = key_len[s] > maxk ? key_len[s] : maxk;
-    ks = xmalloc(4 * (size_t)maxk * Hkv * d);
-    vs = xmalloc(4 * (size_t)maxk * Hkv * d);
+    ks = xmalloc(4 * (size_t)x.max_keys * Hkv * d);
+    vs = xmalloc(4 * (size_t)x.max_keys * Hkv * d);
     for (int s = 0; s < nseg; s++) {
         for (int j = 0; j < key_len[s]; j++) {
             int slot = pages[page_off[s] + j / pt] * pt + j % pt;
             memcpy(ks + (size_t)j * Hkv * d, kf + (size_t)slot * Hkv * d, 4 * (size_t)Hkv * d);
             memcpy(vs + (size_t)j * Hkv * d, vf + (size_t)slot * Hkv * d, 4 * (size_t)Hkv * d);
         }
-        ref_attention(rf + (size_t)q_start[s] * qs, qf + (size_t)q_start[s] * qs, qs, ks, vs, q_len[s],
+        ref_attention(x.rf + (size_t)q_start[s] * qs, qf + (size_t)q_start[s] * qs, qs, ks, vs, q_len[s],
                       key_len[s], kv[s], H, Hkv, d, block_size, 1.0f / sqrtf((float)d));
     }
-    /* the mma.sync kernel, and the wgmma kernel where it applies (head dim 128 without key split;
-     * on a compute capability 9.0 device it must run) */
-    int min_q = q_len[0], max_q = q_len[0];
-    for (int s = 1; s < nseg; s++)
-        min_q = q_len[s] < min_q ? q_len[s] : min_q, max_q = q_len[s] > max_q ? q_len[s] : max_q;
-    /* wg 0: the mma.sync kernel; 1: the wgmma kernel alone; 2: auto, each segment to the kernel
-     * its length calls for (the long set mixes both), the tile list's order not given; 3 (long
-     * set): auto given the order, each kernel over its own tiles */
-    for (int wg = 0; wg <= (d == 128 ? (short_q ? 2 : 3) : 0); wg++) {
-        if (wg == 1 && splits > 1) /* the wgmma kernel never splits */
-            continue;
-        a.impl = wg >= 2 ? 2 : 0;
-        a.min_q_len = wg >= 2 ? min_q : 0;
-        a.max_q_len = wg >= 2 ? max_q : 0;
-        a.long_tiles = wg == 3 ? long_tiles : 0;
-        a.long_rows = wg == 3 ? long_rows : 0;
-        a.wg_tiles = wg == 3 ? wg_tiles : 0;
-        const int wsplits = wg >= 2 ? k_attention_splits(&a) : splits;
-        char what[144];
-        const int pack = k_attention_head_pack(&a);
-        snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key split%s%s%s%s%s", H, Hkv, d,
-                 block_size ? "block-causal 32" : "bidirectional", wsplits, wsplits > 1 ? "s" : "",
-                 pt == 1 ? ", 1-token pages" : "",
-                 set == SET_SHORT ? ", short" : set == SET_TINY ? ", tiny" : set == SET_ONE ? ", one long" : "",
-                 wg == 1 ? ", wgmma" : wg == 2 ? ", auto" : wg == 3 ? ", auto ordered" : "",
-                 pack > 1 ? (pack == 2 ? ", 2 heads a block" : ", 4 heads a block") : "");
-        const int ran = run_attention(c, &a, wg == 1, ob, of, nq);
-        if (ran < 0)
-            goto done;
-        if (ran > 0) {
-            fprintf(c->out, "  %-58s skipped: no sm_90a device\n", what);
-            continue;
-        }
-        if (wg == 0 && split && wsplits < 2)
-            fail_msg(c, what, "the split-KV path was not taken");
-        if (wg == 3 && set == SET_ONE && split && wsplits < 2)
-            fail_msg(c, what, "the long segment was not given to the mma.sync kernel and its key split");
-        if (wg == 0 && k_attention_tile_keys(&a) != (set != SET_LONG && !split ? 32 : 64))
-            fail_msg(c, what, "the K/V tile size is not the one these query lengths call for");
-        if (wg == 2 && pack != attn_head_pack_v(ATTN_RULES, H, Hkv, max_q, max_keys))
-            fail_msg(c, what, "the heads a block takes are not the rules' (GQA packing)");
-        report(c, what, rel_err(of, rf, nq), 2e-2);
-    }
-    /* heads packed by force (k_attn_args.head_pack, attn_bench's ATTN_PACK): each count where it
-     * fits these lengths and heads, else none */
-    for (int P = 1; short_q && P <= 4; P *= 2) {
-        a.impl = 0, a.min_q_len = min_q, a.max_q_len = max_q, a.long_tiles = a.long_rows = a.wg_tiles = 0;
-        a.head_pack = P;
-        const int want = attn_pack_fits(P, H, Hkv, max_q) ? P : 1, got = k_attention_head_pack(&a);
-        char what[144];
-        snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d head%s a block forced%s%s", H, Hkv, d,
-                 block_size ? "block-causal 32" : "bidirectional", P, P > 1 ? "s" : "", split ? ", split" : "",
-                 want < P ? " (takes 1)" : "");
-        if (got != want) {
-            fail_msg(c, what, "the forced head count was not taken where it fits, or taken where it does not");
-            continue;
-        }
-        if (run_attention(c, &a, false, ob, of, nq) < 0)
-            goto done;
-        report(c, what, rel_err(of, rf, nq), 2e-2);
-    }
-    a.head_pack = 0;
-    /* key splits forced (k_attn_args.splits, for measuring the split rule): one, three, sixteen */
-    for (int k = 0; split && set == SET_SHORT && k < 3; k++) {
-        const int want = k == 0 ? 1 : k == 1 ? 3 : 16;
-        a.impl = 0, a.min_q_len = a.max_q_len = a.long_tiles = a.long_rows = a.wg_tiles = 0;
-        a.splits = want;
-        const int got = k_attention_splits(&a);
-        char what[144];
-        snprintf(what, sizeof what, "attention H %d Hkv %d d %d %s, %d key splits forced", H, Hkv, d,
-                 block_size ? "block-causal 32" : "bidirectional", want);
-        if (got != TS_MIN(want, (max_keys + 63) / 64)) {
-            fail_msg(c, what, "the forced split count was not taken");
-            continue;
-        }
-        if (run_attention(c, &a, false, ob, of, nq) < 0)
-            goto done;
-        report(c, what, rel_err(of, rf, nq), 2e-2);
-    }
+    if (attn_check_kernels(c, &x) == 0 && attn_check_forced_packs(c, &x) == 0)
+        attn_check_forced_splits(c, &x);
 done:
     cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(ws);
     for (int i = 0; i < 7; i++)
         cudaFree(dmeta[i]);
-    free(pages), free(qf), free(kf), free(vf), free(of), free(rf), free(ks), free(vs);
-    free(qb), free(kb), free(vb), free(ob);
+    free(pages), free(qf), free(kf), free(vf), free(x.of), free(x.rf), free(ks), free(vs);
+    free(qb), free(kb), free(vb), free(x.ob);
 }
 
 static void check_argmax(struct checker *c, int V)

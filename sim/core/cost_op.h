@@ -12,6 +12,10 @@ enum cost_op {
     OP_COUNT
 };
 
+/* The LM-head chunk `tessera engine profile` runs its steps with: a calibration's LM-head and
+ * sampling rows are times of chunks of at most this many rows. */
+#define PROFILE_LOGIT_CHUNK 2048
+
 /* The op's name ("embed", "norm", "qkv", ..., "host"); "?" outside the list. */
 const char *cost_op_name(enum cost_op op);
 /* The op of a name cost_op_name gives into *out: 0, or -1 if none. */

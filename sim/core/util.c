@@ -21,6 +21,21 @@ int ts_fail(struct ts_err *err, const char *fmt, ...)
     return -1;
 }
 
+int ts_fail_prefix(struct ts_err *err, const char *fmt, ...)
+{
+    if (err) {
+        char prefix[TS_ERR_MAX], msg[TS_ERR_MAX];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(prefix, sizeof prefix, fmt, ap);
+        va_end(ap);
+        int k = snprintf(err->msg, sizeof err->msg, "%.255s", prefix);
+        snprintf(err->msg + k, sizeof err->msg - (size_t)k, ": %.250s", msg);
+    }
+    return -1;
+}
+
 void ts_assert_fail(const char *expr, const char *file, int line, const char *fmt, ...)
 {
     fprintf(stderr, "%s:%d: invariant broken: %s", file, line, expr);

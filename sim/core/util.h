@@ -25,6 +25,9 @@ struct ts_err {
 /* Formats msg into err (which may be NULL) and returns -1, so callers can `return ts_fail(...)`. */
 int ts_fail(struct ts_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Prefixes err's message with a formatted context and ": " ("step 12: " + what failed); returns -1. */
+int ts_fail_prefix(struct ts_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* The code version (git describe --always --dirty at build time; sim/version.c). */
 const char *ts_version(void);
 
