@@ -16,7 +16,7 @@ anchor, tessera = sys.argv[1], sys.argv[2]
 def price(segs, q, kv, rows):
     out = subprocess.run([tessera, "calib", "price", "--impl", "torch-eager", "--extrapolate",
                           "--step", f"{segs},{q},{kv},{rows}"], capture_output=True, text=True, check=True).stdout
-    f = out.strip().splitlines()[-1].split()
+    f = next(l for l in out.splitlines() if l.startswith("step ")).split()
     return float(f[1]), float(f[3])
 print(f"{'step':<42} {'anchor':>9} {'calibrated':>11} {'err':>7} {'roofline':>9} {'err':>7}")
 errs = {"calibrated": [], "roofline": []}

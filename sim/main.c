@@ -22,7 +22,8 @@ static void usage(FILE *f)
             "  mem      plan | lmax: activation-memory planners and the longest context that fits\n"
             "  calib    import | fit | show | eval | transfer | price: the calibrated cost model\n"
             "  exp      list | run NAME OUT: the experiments of experiments/\n"
-            "  list     models | gpus | policies | schedulers | systems | impls | decode | calibrations\n"
+            "  list     models | gpus | policies | schedulers | planners | costs | systems | impls |\n"
+            "           decode | calibrations: the built-in tables\n"
             "  engine   check | bench | replay | profile: the CUDA engine (%s)\n"
             "\n"
             "Every command takes --help. `tessera sim` alone runs the default scenario.\n",

@@ -130,6 +130,11 @@ PY
     expect 1 "fidelity.sh PROFILES= with one profile" -- env MEASURED="$rec_dir/fidelity-h200/all-steps.csv.gz" \
         PROFILES="$tmp/prof1" TESSERA=$bin SCRATCH="$tmp/prof1/scr" bash "$root/experiments/fidelity.sh" "$tmp/prof1/out" llada-8b
     contains "fidelity.sh PROFILES= with one profile" "needs two or more PROFILEs"
+    # the torch-eager calibration against the PyTorch anchor's recorded run (../shared/anchors)
+    if [ -f "$root/../shared/anchors/torch_llada_step.h200.jsonl" ]; then
+        expect 0 "anchor_compare.sh" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh"
+        contains "anchor_compare.sh prices the anchor's 21 steps" "calibrated: MAPE 10.7% over 21 steps (max 32.1%)"
+    fi
 else
     echo "cli: note: python3 not found; the recorded-fidelity checks are skipped" >&2
 fi

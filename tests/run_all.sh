@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run_all.sh: runs every Check suite, the layering and function-length checks and the CLI script, and prints one closing line
+# run_all.sh: runs every Check suite, the layering and function-length checks, the README's commands
+# and the CLI script, and prints one closing line
 # "tests: N passed, M failed" summed over all of them. Usage: run_all.sh TESSERA_BIN SUITE...
 set -u
 bin=$1
@@ -15,6 +16,8 @@ for s in check_layers check_functions; do
     bash "$(dirname "$0")/$s.sh" 2>&1 | tee -a "$log" | grep -E "passed|FAIL" || true
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 done
+bash "$(dirname "$0")/readme_test.sh" "$bin" 2>&1 | tee -a "$log" | grep -E "passed|FAIL" || true
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 bash "$(dirname "$0")/cli_test.sh" "$bin" 2>&1 | tee -a "$log" | grep -E "passed|FAIL|^cli: \.\.\." || true
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 awk '/^[a-z_]+: [0-9]+ passed, [0-9]+ failed$/ {p += $2; f += $4} END {printf "tests: %d passed, %d failed\n", p, f}' "$log"
