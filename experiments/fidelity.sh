@@ -103,8 +103,10 @@ for model in $models; do
                 tag="$model-$policy-$sched-$rps"
                 db="$scratch/run-$tag.db"
                 rm -f "$db"
+                batch=() # static batches of at most 8 (a parameter of the static scheduler)
+                [ "$sched" = static ] && batch=(--max-batch 8)
                 "$bin" sim --model "$model" --impl "$impl" --policy "$policy" --scheduler "$sched" --rps "$rps" \
-                    --requests 16 --lengths lognormal:6.0,0.7,5.0,0.6 --gen-len 128 --max-batch 8 \
+                    --requests 16 --lengths lognormal:6.0,0.7,5.0,0.6 --gen-len 128 "${batch[@]}" \
                     --seed 7 --db "$db" --quiet --no-progress >/dev/null || continue
                 if [ -n "$measured" ]; then
                     attach_measured "$db" "$tag" || continue

@@ -26,8 +26,10 @@ for model in $models; do
         for sched in static phase; do
             for rps in 1 4; do
                 tag="$model-$policy-$sched-$rps"
+                batch=() # static batches of at most 8 (a parameter of the static scheduler)
+                [ "$sched" = static ] && batch=(--max-batch 8)
                 args=(--model "$model" --gpu "$gpu" --policy "$policy" --scheduler "$sched" --rps "$rps"
-                      --requests 16 --lengths lognormal:6.0,0.7,5.0,0.6 --gen-len 128 --max-batch 8
+                      --requests 16 --lengths lognormal:6.0,0.7,5.0,0.6 --gen-len 128 "${batch[@]}"
                       --seed 7 --cost calibrated --extrapolate "${calib[@]}" --quiet --no-progress --json)
                 live="$scratch/$tag-gpu.json"
                 if [ "${REUSE_LIVE:-0}" != 1 ] || [ ! -s "$live" ]; then

@@ -97,8 +97,11 @@ int cli_list(int argc, char **argv)
         for (int i = 0; cost_backend(i); i++)
             printf("%-11s %s\n", cost_backend(i)->name, cost_backend(i)->help);
     } else if (strcmp(what, "schedulers") == 0) {
-        for (int i = 0; sched_get(i); i++)
-            printf("%-8s %s\n", sched_get(i)->name, sched_get(i)->help);
+        for (int i = 0; sched_get(i); i++) {
+            const struct sched_ops *s = sched_get(i);
+            printf("%-8s %s\n", s->name, s->help);
+            params_help(stdout, s->params, s->num_params, s->name);
+        }
     } else if (strcmp(what, "systems") == 0) {
         for (int i = 0; i < preset_count(); i++) {
             const struct preset *p = preset_get(i);

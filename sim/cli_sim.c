@@ -12,16 +12,15 @@
 
 #include "cli.h"
 #include "engine_load.h"
+#include "parts.h"
 #include "planner.h"
-#include "policy.h"
 #include "presets.h"
-#include "sched.h"
 #include "sim.h"
 
 enum {
     O_SYSTEM = 256, O_MODEL, O_GPU, O_GPU_FILE, O_POLICY, O_SCHED, O_DECODE, O_COST, O_IMPL,
     O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN,
-    O_BLOCK, O_EARLY, O_MASK_ONLY, O_MNBT, O_MNL, O_FFN_CHUNKS, O_MAX_BATCH, O_KV_PAGE,
+    O_BLOCK, O_EARLY, O_MASK_ONLY, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
     O_RESERVE, O_PREEMPT, O_DB, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
     O_DATADIR, O_CALIB, O_EXTRAPOLATE, O_PLANNER, O_LAZY, O_EXECUTOR, O_LIVE_MEM,
     O_PARAM /* + k: the k-th parameter option, generated from the policy table */
@@ -49,10 +48,8 @@ static const struct option opts[] = {
     {"block", required_argument, 0, O_BLOCK},
     {"early-stop", no_argument, 0, O_EARLY},
     {"mask-only", no_argument, 0, O_MASK_ONLY},
-    {"max-num-batched-tokens", required_argument, 0, O_MNBT},
     {"max-num-logits", required_argument, 0, O_MNL},
     {"ffn-chunks", required_argument, 0, O_FFN_CHUNKS},
-    {"max-batch", required_argument, 0, O_MAX_BATCH},
     {"kv-page", required_argument, 0, O_KV_PAGE},
     {"reserve-gib", required_argument, 0, O_RESERVE},
     {"preempt", required_argument, 0, O_PREEMPT},
@@ -72,7 +69,8 @@ static const struct option opts[] = {
     {"help", no_argument, 0, O_HELP},
 };
 
-/* The options of the policies' parameters, each name once (params.h), after the fixed ones. */
+/* The options of the policies' and schedulers' parameters, each name once (parts.h), after the
+ * fixed ones. */
 struct opt_table {
     struct option o[TS_ARRAY_LEN(opts) + 64 + 1];
     int n;
@@ -82,9 +80,10 @@ static void build_opts(struct opt_table *t)
 {
     memcpy(t->o, opts, sizeof opts);
     t->n = (int)TS_ARRAY_LEN(opts);
-    for (int i = 0; policy_get(i); i++)
-        for (int k = 0; k < policy_get(i)->num_params; k++) {
-            const char *name = policy_get(i)->params[k].name;
+    struct part p;
+    for (int i = 0; parts_get(i, &p); i++)
+        for (int k = 0; k < p.num_params; k++) {
+            const char *name = p.params[k].name;
             bool have = false;
             for (int j = 0; j < t->n && !have; j++)
                 have = strcmp(t->o[j].name, name) == 0;
@@ -152,20 +151,21 @@ static void sim_usage(FILE *f)
 "  --early-stop             finish once the content and one EOS block are decoded\n"
 "  --mask-only              logits only for masked rows (Mosaic)\n"
 "\n"
-"policy parameters (each applies to the policy named; tessera list policies):\n");
-    for (int i = 0; policy_get(i); i++)
-        params_help(f, policy_get(i)->params, policy_get(i)->num_params, policy_get(i)->name);
+"policy and scheduler parameters (each applies to the policy or scheduler named; tessera list\n"
+"policies, tessera list schedulers):\n");
+    struct part p;
+    for (int i = 0; parts_get(i, &p); i++)
+        params_help(f, p.params, p.num_params, p.name);
     JOIN_NAMES(names, sched_get);
     fprintf(f, "\nscheduling and memory:\n  --scheduler NAME         %s [%s]\n", names, d.scheduler);
     JOIN_NAMES(names, planner_get);
     fprintf(f,
-"  --max-num-batched-tokens N  phase: query tokens per step [0 = 4000 on <= 32 GiB GPUs,\n"
-"                           else 16384, as dLLM-Serve configures them]\n"
+
 "  --max-num-logits N       logit rows per LM-head chunk; 0 = monolithic [2048]\n"
 "  --ffn-chunks N           FFN token chunks [1]\n"
 "  --lazy-chunking          Mosaic: per step, raise the logit or FFN chunk count (whichever holds\n"
 "                           the peak) until the step fits the memory left\n"
-"  --max-batch N            static/request: cap on requests per batch [0 = what fits]\n"
+
 "  --kv-page N              KV pool page size in tokens [16]\n"
 "  --reserve-gib X          framework reserve [implementation profile's: 1.0 torch-eager,\n"
 "                           0.5 tessera]\n"
@@ -283,10 +283,8 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         return -1;
     }
-    case O_MNBT: return num_i32(name, optarg, &c->max_num_batched_tokens);
     case O_MNL: return num_i32(name, optarg, &c->logit_chunk_rows);
     case O_FFN_CHUNKS: return num_i32(name, optarg, &c->ffn_chunks);
-    case O_MAX_BATCH: return num_i32(name, optarg, &c->max_batch);
     case O_KV_PAGE: return num_i32(name, optarg, &c->kv_page_tokens);
     case O_SKIP_BAD: c->skip_bad_rows = true; return 0;
     case O_CLIP: c->clip_prompt = true; return 0;

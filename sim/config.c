@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
+#include "parts.h"
 
 #ifndef TS_DATADIR
 #define TS_DATADIR "sim/data"
@@ -32,7 +32,6 @@ void sim_config_defaults(struct sim_config *c)
     c->seed = 1;
     c->gen_len = 256;
     c->block_size = 32;
-    c->max_num_batched_tokens = 0; /* auto: dLLM-Serve's 4,000 on <= 32 GiB cards, else 16,384 */
     c->logit_chunk_rows = 2048;
     c->ffn_chunks = 1;
     c->kv_page_tokens = 16;
@@ -56,17 +55,14 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
     if (c->requests < 0)
         return ts_fail(err, "--requests: must be >= 0");
     const struct policy_ops *po = policy_find(c->policy);
-    double p[PARAMS_MAX];
-    if (po && policy_params_resolve(po, &c->params, p, err))
+    const struct sched_ops *so = sched_find(c->scheduler);
+    struct run_params rp;
+    if (po && so && parts_resolve(po, so, &c->params, &rp, err))
         return -1;
-    if (c->max_num_batched_tokens < 0)
-        return ts_fail(err, "--max-num-batched-tokens: must be >= 0 (0 = by GPU memory)");
     if (c->logit_chunk_rows < 0)
         return ts_fail(err, "--max-num-logits: must be >= 0 (0 = monolithic)");
     if (c->ffn_chunks < 1 || c->ffn_chunks > 4096)
         return ts_fail(err, "--ffn-chunks: must be in 1..4096");
-    if (c->max_batch < 0)
-        return ts_fail(err, "--max-batch: must be >= 0");
     if (c->kv_page_tokens < 1)
         return ts_fail(err, "--kv-page: must be >= 1");
     if (strcmp(c->preempt, "recompute") && strcmp(c->preempt, "swap"))
@@ -99,25 +95,22 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "clip_prompt", json_boolean(c->clip_prompt));
     json_object_set_new(o, "gen_len", json_integer(c->gen_len));
     json_object_set_new(o, "block_size", json_integer(c->block_size));
-    const struct policy_ops *po = policy_find(c->policy);
-    double p[PARAMS_MAX];
-    if (po && policy_params_resolve(po, &c->params, p, NULL) == 0)
-        for (int i = 0; i < po->num_params; i++) { /* the policy's parameters, resolved */
-            char key[PARAM_TEXT];
-            param_json_key(&po->params[i], key, sizeof key);
-            json_object_set_new(o, key, po->params[i].integer ? json_integer((json_int_t)p[i]) : json_real(p[i]));
-        }
     json_object_set_new(o, "early_stop", json_boolean(c->early_stop));
     json_object_set_new(o, "mask_only", json_boolean(c->mask_only));
-    json_object_set_new(o, "max_num_batched_tokens", json_integer(c->max_num_batched_tokens));
     json_object_set_new(o, "max_num_logits", json_integer(c->logit_chunk_rows));
     json_object_set_new(o, "ffn_chunks", json_integer(c->ffn_chunks));
-    json_object_set_new(o, "max_batch", json_integer(c->max_batch));
     json_object_set_new(o, "kv_page_tokens", json_integer(c->kv_page_tokens));
     json_object_set_new(o, "reserve_gib", json_real(c->reserve_gib));
     json_object_set_new(o, "preempt", json_string(c->preempt));
     json_object_set_new(o, "planner", json_string(c->planner));
     json_object_set_new(o, "lazy_chunking", json_boolean(c->lazy_chunking));
+    const struct policy_ops *po = policy_find(c->policy);
+    const struct sched_ops *so = sched_find(c->scheduler);
+    struct run_params rp;
+    if (po && so && parts_resolve(po, so, &c->params, &rp, NULL) == 0) { /* their parameters, resolved */
+        params_json(o, po->params, po->num_params, rp.policy);
+        params_json(o, so->params, so->num_params, rp.sched);
+    }
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     TS_ASSERT(s != NULL);

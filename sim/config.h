@@ -45,13 +45,12 @@ struct sim_config {
     int32_t block_size;        /* Bs */
     bool early_stop;
     bool mask_only;
-    struct param_values params; /* the policy's own parameters as given, by name (params.h) */
+    struct param_values params; /* the policy's and the scheduler's own parameters as given, by
+                                 * name (params.h, parts.h) */
 
     /* execution and memory */
-    int32_t max_num_batched_tokens; /* phase: cap on query tokens per step; 0 = by GPU memory */
     int32_t logit_chunk_rows;  /* logit rows per LM-head chunk; 0 = monolithic (--max-num-logits) */
     int32_t ffn_chunks;
-    int32_t max_batch;         /* static: batch size cap (0 = largest that fits) */
     int32_t kv_page_tokens;
     double reserve_gib;        /* framework reserve; < 0 = the implementation profile's */
     char preempt[CFG_STR];     /* recompute | swap */

@@ -1,6 +1,7 @@
 /* params.c: declared parameters (params.h). */
 #include "params.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,7 +36,7 @@ int param_parse(const struct param_spec *s, const char *text, double *out, struc
     bool ok = ts_parse_double(text, &v) == 0 && isfinite(v) && (!s->integer || v == floor(v)) && v >= s->lo &&
               v <= s->hi;
     if (!ok)
-        return ts_fail(err, "--%s: '%s' is not %s in %g..%g", s->name, text, s->integer ? "a whole number" : "a number",
+        return ts_fail(err, "--%s: '%s' is not %s in %.10g..%.10g", s->name, text, s->integer ? "a whole number" : "a number",
                        s->lo, s->hi);
     *out = v;
     return 0;
@@ -75,6 +76,15 @@ void params_help(FILE *f, const struct param_spec *specs, int n, const char *own
     for (int i = 0; i < n; i++) {
         char opt[64];
         snprintf(opt, sizeof opt, "--%s %s", specs[i].name, specs[i].integer ? "N" : "X");
-        fprintf(f, "  %-24s %s: %s [%g; %g..%g]\n", opt, owner, specs[i].help, specs[i].def, specs[i].lo, specs[i].hi);
+        fprintf(f, "  %-24s %s: %s [%.10g; %.10g..%.10g]\n", opt, owner, specs[i].help, specs[i].def, specs[i].lo, specs[i].hi);
+    }
+}
+
+void params_json(struct json_t *o, const struct param_spec *specs, int n, const double *v)
+{
+    for (int i = 0; i < n; i++) {
+        char key[PARAM_TEXT];
+        param_json_key(&specs[i], key, sizeof key);
+        json_object_set_new(o, key, specs[i].integer ? json_integer((json_int_t)v[i]) : json_real(v[i]));
     }
 }

@@ -49,6 +49,9 @@ int params_resolve(const struct param_spec *specs, int n, const struct param_val
 const struct param_spec *params_find(const struct param_spec *specs, int n, const char *name);
 /* The stored-configuration key of a spec: its name with '_' for '-'. */
 void param_json_key(const struct param_spec *s, char *buf, size_t len);
+/* Sets each parameter's resolved value v[i] on the JSON object o under its key. */
+struct json_t;
+void params_json(struct json_t *o, const struct param_spec *specs, int n, const double *v);
 /* Writes one help line a parameter: "  --NAME N   help [default; lo..hi]", `owner` naming its entry. */
 void params_help(FILE *f, const struct param_spec *specs, int n, const char *owner);
 

@@ -61,23 +61,6 @@ int32_t policy_attn_block(const char *policy, const struct model_cfg *m, int32_t
     return po && po->block_causal && m->block_causal ? block_size : 0;
 }
 
-int policy_params_resolve(const struct policy_ops *po, const struct param_values *given, double *p,
-                          struct ts_err *err)
-{
-    for (int i = 0; given && i < given->n; i++) {
-        if (params_find(po->params, po->num_params, given->name[i]))
-            continue;
-        char owners[256] = "";
-        for (int k = 0; policy_get(k); k++)
-            if (params_find(policy_get(k)->params, policy_get(k)->num_params, given->name[i]))
-                snprintf(owners + strlen(owners), sizeof owners - strlen(owners), "%s%s", owners[0] ? ", " : "",
-                         policy_get(k)->name);
-        return ts_fail(err, "--%s: not a parameter of policy %s (%s%s)", given->name[i], po->name,
-                       owners[0] ? "it is one of: " : "no policy has it", owners);
-    }
-    return params_resolve(po->params, po->num_params, given, p, err);
-}
-
 void policy_req_init(struct request *r, const struct policy_cfg *pc)
 {
     TS_ASSERT(pc->block_size > 0 && r->G > 0 && r->P >= 0 && r->C >= 0 && r->C <= r->G);

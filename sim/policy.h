@@ -66,11 +66,6 @@ int policy_resolve(const char *name, const struct policy_ops **out, struct ts_er
 /* The block of block-causal attention a run's steps take (step_desc.attn_block): block_size for a
  * block-causal model (SDAR, LLaDA2.0) under a policy of block_causal steps, else 0 (bidirectional). */
 int32_t policy_attn_block(const char *policy, const struct model_cfg *m, int32_t block_size);
-/* The policy's parameters for a run into p (declaration order): the values given (by name) or the
- * defaults. A given value no parameter of this policy declares is refused, naming the policies
- * that declare it. */
-int policy_params_resolve(const struct policy_ops *po, const struct param_values *given, double *p,
-                          struct ts_err *err);
 
 /* Sets up r's shape-derived fields for the policy config (num_blocks, last_block, progress). */
 void policy_req_init(struct request *r, const struct policy_cfg *pc);

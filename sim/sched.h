@@ -8,14 +8,16 @@
  * Every scheduler keeps its invariants in every step (checked by sim.c and by the tests): the
  * memory in use never exceeds the capacity and every admitted request finishes.
  *
- * Adding a scheduler: one new file sched_NAME.c with a `const struct sched_ops`, one line in the
- * table of sched.c.
+ * Adding a scheduler: one new file sched_NAME.c with a `const struct sched_ops` (its parameters
+ * declared once as param_specs, read resolved as s->sched_p[i]; its state behind s->sched_state),
+ * one line in the table of sched.c.
  */
 #ifndef TESSERA_SCHED_H
 #define TESSERA_SCHED_H
 
 #include <stdbool.h>
 
+#include "params.h"
 #include "util.h"
 
 struct sim;
@@ -24,6 +26,8 @@ struct request;
 struct sched_ops {
     const char *name;
     const char *help;
+    const struct param_spec *params; /* its parameters (NULL when none); resolved in s->sched_p */
+    int num_params;
     bool finish_with_batch; /* requests finish together when the scheduler says (static) */
     int (*init)(struct sim *s, struct ts_err *err);
     const char *(*reject)(struct sim *s, const struct request *r);

@@ -18,11 +18,17 @@
 
 #include "sim_internal.h"
 
+enum { MAX_TOKENS };
+static const struct param_spec phase_params[] = {
+    [MAX_TOKENS] = {"max-num-batched-tokens", "query tokens per step; 0 = 4000 on <= 32 GiB GPUs, else 16384, "
+                    "as dLLM-Serve configures them", 0, 0, 1 << 20, true},
+};
+
 static int phase_init(struct sim *s, struct ts_err *err)
 {
-    if (s->cfg.max_num_batched_tokens == 0) /* dLLM-Serve's Table 3 settings */
-        s->cfg.max_num_batched_tokens = s->gpu.mem_bytes <= 32 * (int64_t)TS_GIB ? 4000 : 16384;
-    int64_t cap = s->cfg.max_num_batched_tokens;
+    if (s->sched_p[MAX_TOKENS] == 0) /* dLLM-Serve's Table 3 settings */
+        s->sched_p[MAX_TOKENS] = s->gpu.mem_bytes <= 32 * (int64_t)TS_GIB ? 4000 : 16384;
+    int64_t cap = (int64_t)s->sched_p[MAX_TOKENS];
     s->act_reserved = sim_act_peak(s, cap, cap);
     s->kv_pool_bytes = s->capacity - s->weight_bytes - s->act_reserved;
     if (s->kv_pool_bytes <= 0)
@@ -38,7 +44,7 @@ static const char *phase_reject(struct sim *s, const struct request *r)
 {
     if (r->L > s->model.max_pos)
         return "P + G exceeds the model's maximum positions";
-    if (s->pol->peak_q(r, &s->pcfg) > s->cfg.max_num_batched_tokens)
+    if (s->pol->peak_q(r, &s->pcfg) > s->sched_p[MAX_TOKENS])
         return "its largest step needs more query tokens than max_num_batched_tokens";
     if (sim_kv_pages(s, s->pol->kv_peak_tokens(r, &s->pcfg)) > s->kv_pages_total)
         return "its KV cache is larger than the whole KV pool";
@@ -60,7 +66,7 @@ static bool reserve_or_preempt(struct sim *s, struct request *r, int64_t tokens)
 
 static void phase_build(struct sim *s)
 {
-    int64_t budget = s->cfg.max_num_batched_tokens;
+    int64_t budget = (int64_t)s->sched_p[MAX_TOKENS];
     bool someone_waits = false;
     struct segment seg;
     for (size_t i = 0; i < s->num_running; i++) {
@@ -87,13 +93,15 @@ static void phase_build(struct sim *s)
         sim_add_segment(s, &seg);
         budget -= seg.q;
     }
-    TS_ASSERT(s->sd.tot.q_tokens <= s->cfg.max_num_batched_tokens);
+    TS_ASSERT(s->sd.tot.q_tokens <= s->sched_p[MAX_TOKENS]);
 }
 
 const struct sched_ops sched_phase = {
     .name = "phase",
     .help = "dLLM-Serve phase-multiplexed greedy FCFS: query tokens per step <= "
             "max_num_batched_tokens; admission whenever budget and KV pool allow",
+    .params = phase_params,
+    .num_params = (int)TS_ARRAY_LEN(phase_params),
     .init = phase_init,
     .reject = phase_reject,
     .build = phase_build,

@@ -8,6 +8,11 @@
  */
 #include "sim_internal.h"
 
+enum { REQUEST_MAX_BATCH };
+static const struct param_spec request_params[] = {
+    [REQUEST_MAX_BATCH] = {"max-batch", "cap on requests running at once; 0 = what memory allows", 0, 0, 1 << 20, true},
+};
+
 /* The activation of r's peak step, planned once per request. */
 static int64_t req_act(struct sim *s, struct request *r)
 {
@@ -44,7 +49,8 @@ static const char *request_reject(struct sim *s, const struct request *r)
 
 static void request_build(struct sim *s)
 {
-    while (s->waiting.n > 0 && (s->cfg.max_batch == 0 || (int)s->num_running < s->cfg.max_batch)) {
+    const double max_batch = s->sched_p[REQUEST_MAX_BATCH];
+    while (s->waiting.n > 0 && (max_batch == 0 || (double)s->num_running < max_batch)) {
         struct request *r = &s->reqs[deque_front(&s->waiting)];
         int64_t act = req_act(s, r);
         int64_t kv_free = (s->kv_pages_total - s->kv_pages_used) * s->kv_page_tokens * s->kv_token_bytes;
@@ -82,6 +88,8 @@ const struct sched_ops sched_request = {
     .name = "request",
     .help = "continuous batching at request granularity: admission reserves the request's peak "
             "KV and Refresh activation for its whole life",
+    .params = request_params,
+    .num_params = (int)TS_ARRAY_LEN(request_params),
     .init = request_init,
     .reject = request_reject,
     .build = request_build,

@@ -16,6 +16,11 @@
 
 #include "sim_internal.h"
 
+enum { STATIC_MAX_BATCH };
+static const struct param_spec static_params[] = {
+    [STATIC_MAX_BATCH] = {"max-batch", "cap on requests per batch; 0 = the largest that fits", 0, 0, 1 << 20, true},
+};
+
 struct static_state {
     int32_t batch_size; /* B from profiling */
     int32_t *batch;     /* ids of the current batch */
@@ -60,8 +65,8 @@ static int static_init(struct sim *s, struct ts_err *err)
         }
         B = lo;
     }
-    if (s->cfg.max_batch > 0 && s->cfg.max_batch < B)
-        B = s->cfg.max_batch;
+    if (s->sched_p[STATIC_MAX_BATCH] > 0 && s->sched_p[STATIC_MAX_BATCH] < B)
+        B = (int64_t)s->sched_p[STATIC_MAX_BATCH];
     if (B == 0 && L_max > 0)
         fprintf(stderr, "static scheduler: not even one request of the longest shape (L = %d) fits; "
                         "batches fall back to size 1 for the requests that fit alone\n", L_max);
@@ -168,6 +173,8 @@ const struct sched_ops sched_static = {
     .name = "static",
     .help = "static batches run to completion (Fast-dLLM, dLLM-Cache, Sparse-dLLM baselines); "
             "batch size from the memory model, sequences padded to the longest",
+    .params = static_params,
+    .num_params = (int)TS_ARRAY_LEN(static_params),
     .finish_with_batch = true,
     .init = static_init,
     .reject = static_reject,

@@ -331,8 +331,11 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         goto fail;
     s->pcfg = (struct policy_cfg){.block_size = cfg->block_size, .mask_only = cfg->mask_only,
                                   .early_stop = cfg->early_stop};
-    if (policy_params_resolve(s->pol, &cfg->params, s->pcfg.p, err))
+    struct run_params rp;
+    if (parts_resolve(s->pol, s->sched, &cfg->params, &rp, err))
         goto fail;
+    memcpy(s->pcfg.p, rp.policy, sizeof s->pcfg.p);
+    memcpy(s->sched_p, rp.sched, sizeof s->sched_p);
     s->sd.logit_chunk_rows = cfg->logit_chunk_rows;
     s->sd.attn_block = policy_attn_block(cfg->policy, &s->model, cfg->block_size);
     s->sd.ffn_chunks = cfg->ffn_chunks;
@@ -387,6 +390,12 @@ void sim_destroy(struct sim *s)
 }
 
 const struct model_cfg *sim_model(const struct sim *s) { return &s->model; }
+
+double sim_sched_param(const struct sim *s, const char *name, double dflt)
+{
+    const struct param_spec *p = params_find(s->sched->params, s->sched->num_params, name);
+    return p ? s->sched_p[p - s->sched->params] : dflt;
+}
 
 void sim_set_executor(struct sim *s, const struct sim_executor *ex)
 {

@@ -60,6 +60,9 @@ int sim_run(struct sim *s, struct ts_err *err);
 void sim_get_summary(const struct sim *s, struct sim_summary *out);
 const struct sim_config *sim_config(const struct sim *s);
 const struct model_cfg *sim_model(const struct sim *s);
+/* The run's scheduler's parameter `name` as resolved (its option's name, e.g.
+ * "max-num-batched-tokens"), or dflt when the scheduler has no such parameter. */
+double sim_sched_param(const struct sim *s, const char *name, double dflt);
 /* Sets the executor before sim_run (NULL: back to the cost model). */
 void sim_set_executor(struct sim *s, const struct sim_executor *ex);
 /* Reading recorded steps back (engine replay, calib eval): db_segments_prepare() prepares the

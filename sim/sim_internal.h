@@ -13,6 +13,7 @@
 #include "event.h"
 #include "gpu.h"
 #include "mem.h"
+#include "parts.h"
 #include "planner.h"
 #include "model.h"
 #include "policy.h"
@@ -59,6 +60,7 @@ struct sim {
     struct decode_model dm;
     const struct sched_ops *sched;
     void *sched_state;
+    double sched_p[PARAMS_MAX]; /* the scheduler's parameters, resolved (sched_ops.params) */
     char code_version[64];
 
     struct trace trace;

@@ -845,7 +845,7 @@ START_TEST(shipped_calibration_prices_a_run)
     test_config(&c);
     snprintf(c.cost, sizeof c.cost, "calibrated");
     snprintf(c.lengths, sizeof c.lengths, "fixed:3000,256");
-    c.max_num_batched_tokens = 30000;
+    test_param(&c, "max-num-batched-tokens", 30000);
     c.rps = 50;
     c.requests = 40;
     s = sim_create(&c, &err);

@@ -282,7 +282,7 @@ START_TEST(a_policy_with_a_parameter)
     ck_assert_str_eq(err.msg, "--period: '0' is not a whole number in 1..1000");
     snprintf(c.policy, sizeof c.policy, "dual");
     ck_assert_int_ne(sim_config_validate(&c, &err), 0);
-    ck_assert_str_eq(err.msg, "--period: not a parameter of policy dual (it is one of: periodic)");
+    ck_assert_str_eq(err.msg, "--period: not a parameter of policy dual or scheduler phase (it is one of: policy periodic)");
     char *help = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&help, &len);

@@ -24,7 +24,7 @@ static void check_run(struct sim *s)
         const struct step_rec *p = &s->steps[i];
         ck_assert_int_le(s->weight_bytes + p->kv_in_use_bytes + p->act_peak_bytes, s->capacity);
         if (phase) {
-            ck_assert_int_le(p->tot.q_tokens, s->cfg.max_num_batched_tokens);
+            ck_assert_int_le(p->tot.q_tokens, sim_sched_param(s, "max-num-batched-tokens", 0));
             ck_assert_int_le(p->act_peak_bytes, s->act_reserved);
         }
         ck_assert_int_gt(p->tot.num_segs, 0);
@@ -90,7 +90,8 @@ static void run_scenario(const struct scenario *sc, uint64_t seed, bool early_st
     c.rps = sc->rps;
     c.requests = 120;
     c.seed = seed;
-    c.max_num_batched_tokens = sc->mnbt;
+    if (strcmp(sc->sched, "phase") == 0) /* the phase scheduler's parameter */
+        test_param(&c, "max-num-batched-tokens", sc->mnbt);
     c.logit_chunk_rows = sc->mnl;
     c.early_stop = early_stop;
     snprintf(c.planner, sizeof c.planner, "%s", planner);
@@ -139,7 +140,7 @@ START_TEST(preemption_recompute_and_swap)
         c.gen_len = 1024;
         c.rps = 50;
         c.requests = 60;
-        c.max_num_batched_tokens = 4000;
+        test_param(&c, "max-num-batched-tokens", 4000);
         struct ts_err err;
         struct sim *s = sim_create(&c, &err);
         ck_assert_msg(s != NULL, "%s", err.msg);
@@ -172,7 +173,7 @@ START_TEST(impossible_requests_are_rejected_with_reason)
     sim_destroy(s);
     /* Refresh larger than the token cap */
     snprintf(c.lengths, sizeof c.lengths, "fixed:3000,256");
-    c.max_num_batched_tokens = 2000;
+    test_param(&c, "max-num-batched-tokens", 2000);
     s = sim_create(&c, &err);
     ck_assert_int_eq(sim_run(s, NULL), 0);
     ck_assert_ptr_nonnull(strstr(s->reqs[0].reject_reason, "max_num_batched_tokens"));
@@ -371,7 +372,7 @@ START_TEST(static_batches_finish_together)
     snprintf(c.lengths, sizeof c.lengths, "lognormal:5.5,0.6,4.5,0.8");
     c.rps = 100; /* everyone is queued by the time the first batch ends */
     c.requests = 50;
-    c.max_batch = 8;
+    test_param(&c, "max-batch", 8);
     c.logit_chunk_rows = 0;
     struct ts_err err;
     struct sim *s = sim_create(&c, &err);

@@ -522,9 +522,9 @@ expect 0 "sim --refresh-interval" -- $bin sim --refresh-interval 4 --requests 3 
 if [ "$(sqlite3 "$tmp/ri.db" "select json_extract(config_json, '$.refresh_interval') from runs")" = 4 ]; then ok
 else bad "--refresh-interval not stored in the run's configuration"; fi
 expect 2 "a parameter of another policy" -- $bin sim --refresh-interval 4 --policy block --requests 3
-contains "a parameter of another policy, named" "--refresh-interval: not a parameter of policy block (it is one of: dual)"
+contains "a parameter of another policy, named" "--refresh-interval: not a parameter of policy block or scheduler phase (it is one of: policy dual)"
 expect 2 "a parameter out of range" -- $bin sim --refresh-interval -4 --requests 3
-contains "a parameter out of range, named with its range" "--refresh-interval: '-4' is not a whole number in 0..1e+06"
+contains "a parameter out of range, named with its range" "--refresh-interval: '-4' is not a whole number in 0..1000000"
 expect 0 "list calibrations" -- $bin list calibrations
 if [ "$(tail -n +2 "$tmp/out" | sed 's/^  //')" = "$(cd "$root/sim/data/calib" && LC_ALL=C ls -1 -- *.csv)" ]; then ok
 else bad "list calibrations: not the shipped calibrations in name order"; sed 's/^/    /' "$tmp/out" >&2; fi

@@ -56,3 +56,11 @@ const char *shared_trace(const char *name)
     }
     return NULL;
 }
+
+void test_param(struct sim_config *c, const char *name, double v)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%.17g", v);
+    struct ts_err err;
+    TS_ASSERTF(param_values_set(&c->params, name, text, &err) == 0, "%s", err.msg);
+}

@@ -14,6 +14,8 @@ const char *tmp_file(int slot, const char *suffix, const char *text);
 const char *tmp_path(int slot, const char *suffix);
 /* Default config for tests: quiet, no progress line. */
 void test_config(struct sim_config *c);
+/* Gives a policy's or scheduler's parameter (params.h) its value, as --NAME V would. */
+void test_param(struct sim_config *c, const char *name, double v);
 /* Runs a Check suite; returns the number of failures. Prints "NAME: N passed, M failed". */
 int run_suite(const char *name, Suite *s);
 /* Path of a file in ../shared/traces/raw if it exists, else NULL. */

@@ -34,7 +34,8 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
     const struct model_cfg *m = sim_model(s);
     struct eng_opts o;
     eng_opts_defaults(&o);
-    o.max_tokens = c->max_num_batched_tokens > 0 ? c->max_num_batched_tokens : 16384;
+    const double cap = sim_sched_param(s, "max-num-batched-tokens", 0); /* the phase scheduler's step cap */
+    o.max_tokens = cap > 0 ? (int32_t)cap : 16384;
     o.logit_chunk_rows = c->logit_chunk_rows > 0 ? c->logit_chunk_rows : o.max_tokens;
     o.ffn_chunks = c->ffn_chunks > 0 ? c->ffn_chunks : 1;
     o.page_tokens = c->kv_page_tokens;
