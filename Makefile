@@ -190,7 +190,8 @@ bench-sim: $(BUILD)/tessera
 
 # GPU machine only: kernels and steps against the CPU reference; the engine benchmark beside
 # PyTorch (SDPA on the same shapes, and the anchor script when ANCHOR=path/to/torch_llada_step.py,
-# then the engine on every shape the anchor ran, beside its times: engine_anchor.jsonl)
+# then the engine on every shape the anchor ran, beside its times: engine_anchor.jsonl; and
+# torch.compile's steps when COMPILE=path/to/torch_compile_step.py: torch_compile.jsonl)
 check-gpu: all
 	./$(BUILD)/tessera engine check
 	bash tests/live_gpu_test.sh ./$(BUILD)/tessera
@@ -206,6 +207,7 @@ bench-engine: all
 	$(if $(ANCHOR),PYTHONUNBUFFERED=1 python3 $(ANCHOR) | tee $(BENCH_OUT)/anchor.jsonl)
 	$(if $(ANCHOR),./$(BUILD)/tessera engine bench --only anchor --anchor $(BENCH_OUT)/anchor.jsonl \
 	    --json $(BENCH_OUT)/engine_anchor.jsonl)
+	$(if $(COMPILE),PYTHONUNBUFFERED=1 python3 $(COMPILE) | tee $(BENCH_OUT)/torch_compile.jsonl)
 	@if command -v gnuplot >/dev/null; then bash analysis/bench-plot.sh $(BENCH_OUT)/engine_bench.jsonl \
 	    $(BENCH_OUT)/engine_bench.png $(if $(ANCHOR),$(BENCH_OUT)/anchor.jsonl) && \
 	    bash analysis/warm-plot.sh $(BENCH_OUT)/warm_trace.csv $(BENCH_OUT)/warm_trace.png \

@@ -5,7 +5,8 @@
 # against it.
 #   check     make check-gpu: the engine against the CPU reference, live mode, L_max, profile, anchor
 #   bench     make bench-engine: the engine's steps against their floors beside PyTorch (SDPA, and the
-#             anchor script when deps/anchors/torch_llada_step.py is there)
+#             anchor scripts when deps/anchors/ holds them: torch_llada_step.py, eager, and
+#             torch_compile_step.py, torch.compile(mode="reduce-overhead"))
 #   sanitize  compute-sanitizer's memcheck and racecheck over `tessera engine check` (SANITIZE_S: each
 #             tool's time limit, default 900 s)
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
@@ -23,9 +24,11 @@ rc=0
 for p in $parts; do
     case $p in
         check) "${mk[@]}" check-gpu 2>&1 | tee "$out/check-gpu.txt" | grep -vE "  ok$" || rc=1 ;;
-        bench) anchor=deps/anchors/torch_llada_step.py
+        bench) anchor=deps/anchors/torch_llada_step.py compile=deps/anchors/torch_compile_step.py
                [ -f $anchor ] || anchor=
-               "${mk[@]}" BENCH_OUT="$out" bench-engine ${anchor:+ANCHOR=$anchor} >"$out/bench.txt" 2>&1 || rc=1
+               [ -f $compile ] || compile=
+               "${mk[@]}" BENCH_OUT="$out" bench-engine ${anchor:+ANCHOR=$anchor} ${compile:+COMPILE=$compile} \
+                   >"$out/bench.txt" 2>&1 || rc=1
                tail -40 "$out/bench.txt" ;;
         sanitize) for tool in memcheck racecheck; do
                       timeout "${SANITIZE_S:-900}" compute-sanitizer --tool $tool --error-exitcode 3 \

@@ -263,10 +263,10 @@ if command -v gnuplot >/dev/null; then
     # engine bench's figure, from a recorded H200 bench and anchor; bad input names file and line
     res="$(dirname "$0")/../experiments/records/engine-h200" bp="$(dirname "$0")/../analysis/bench-plot.sh"
     if command -v python3 >/dev/null; then
-        expect 0 "bench-plot" -- bash "$bp" "$res/bench.jsonl" "$tmp/bench.png" "$res/anchor.jsonl"
-        contains "bench-plot: the issue's steps have their goals" "1.457 x its floor (goal 1.30)"
+        expect 0 "bench-plot" -- bash "$bp" "$res/engine_bench.jsonl" "$tmp/bench.png" "$res/anchor.jsonl"
+        contains "bench-plot: the issue's steps have their goals" "1.443 x its floor (goal 1.30)"
         is_png "$tmp/bench.png" bench-plot
-        { head -3 "$res/bench.jsonl"; echo '{"case":"reuse 1 x 32 over 480 cached","ms":'; } >"$tmp/bad.jsonl"
+        { head -3 "$res/engine_bench.jsonl"; echo '{"case":"reuse 1 x 32 over 480 cached","ms":'; } >"$tmp/bad.jsonl"
         expect 1 "bench-plot on a truncated line" -- bash "$bp" "$tmp/bad.jsonl" "$tmp/x.png"
         contains "bench-plot names the line" "bad.jsonl:4: not JSON"
         echo '{"case":"reuse 1 x 32 over 480 cached","floor_ms":3.8}' >"$tmp/bad.jsonl"
@@ -279,7 +279,7 @@ if command -v gnuplot >/dev/null; then
         contains "bench-plot: an own step has no goal" "1.333 x its floor (no goal)"
         # engine bench --warm-trace's figure, from a recorded trace; bad input names file, line, field
         wp="$(dirname "$0")/../analysis/warm-plot.sh"
-        expect 0 "warm-plot" -- bash "$wp" "$res/warm-trace.csv.gz" "$tmp/warm.png"
+        expect 0 "warm-plot" -- bash "$wp" "$res/warm_trace.csv.gz" "$tmp/warm.png"
         is_png "$tmp/warm.png" warm-plot
         { echo 'label,phase,round,graph,t_s,ms'; echo '"reuse 1 x 32: step",warm,0,-1,0.01,4.9';
           echo '"reuse 1 x 32: step",hot,1,-1,0.02,4.9'; } >"$tmp/bad.csv"
@@ -294,17 +294,17 @@ if command -v gnuplot >/dev/null; then
         expect 2 "warm-plot on a missing file" -- bash "$wp" "$tmp/none.csv" "$tmp/x.png"
         # engine bench --anchor's figure: every step of the anchor's shapes beside PyTorch eager's
         ap="$(dirname "$0")/../analysis/anchor-plot.sh"
-        expect 0 "anchor-plot" -- bash "$ap" "$res/engine-anchor.jsonl" "$tmp/anchor.png"
-        contains "anchor-plot: a step beside PyTorch's" "1 x 8192       refresh all        262.920    1.287    304.241    1.490    1.16 x"
-        contains "anchor-plot: the geometric mean" "geometric mean 2.32 x over 21 steps"
+        expect 0 "anchor-plot" -- bash "$ap" "$res/engine_anchor.jsonl" "$tmp/anchor.png"
+        contains "anchor-plot: a step beside PyTorch's" "1 x 8192       refresh all        266.280    1.301    311.671    1.522    1.17 x"
+        contains "anchor-plot: the geometric mean" "geometric mean 2.10 x over 21 steps"
         is_png "$tmp/anchor.png" anchor-plot
-        { head -2 "$res/engine-anchor.jsonl"; echo '{"anchor_step":"reuse","B":1,'; } >"$tmp/bad.jsonl"
+        { head -2 "$res/engine_anchor.jsonl"; echo '{"anchor_step":"reuse","B":1,'; } >"$tmp/bad.jsonl"
         expect 1 "anchor-plot on a truncated line" -- bash "$ap" "$tmp/bad.jsonl" "$tmp/x.png"
         contains "anchor-plot names the line" "bad.jsonl:3: not JSON"
         echo '{"anchor_step":"reuse","B":1,"T":512,"ms":4.8}' >"$tmp/bad.jsonl"
         expect 1 "anchor-plot without a floor" -- bash "$ap" "$tmp/bad.jsonl" "$tmp/x.png"
         contains "anchor-plot names the field" "bad.jsonl:1: field floor_ms missing"
-        expect 1 "anchor-plot on a bench without the anchor's shapes" -- bash "$ap" "$res/bench.jsonl" "$tmp/x.png"
+        expect 1 "anchor-plot on a bench without the anchor's shapes" -- bash "$ap" "$res/engine_bench.jsonl" "$tmp/x.png"
         contains "anchor-plot says what is missing" "no anchor steps"
         expect 2 "anchor-plot on a missing file" -- bash "$ap" "$tmp/none.jsonl" "$tmp/x.png"
     fi
