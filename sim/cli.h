@@ -9,6 +9,7 @@ int cli_list(int argc, char **argv);
 int cli_calib(int argc, char **argv);
 int cli_mem(int argc, char **argv);
 int cli_exp(int argc, char **argv);
+int cli_db(int argc, char **argv);
 int cli_engine(int argc, char **argv); /* engine/cli_engine.c, built with CUDA */
 
 #define EXIT_USAGE 2

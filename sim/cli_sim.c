@@ -21,7 +21,7 @@ enum {
     O_SYSTEM = 256, O_MODEL, O_GPU, O_GPU_FILE, O_POLICY, O_SCHED, O_DECODE, O_COST, O_IMPL,
     O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN,
     O_BLOCK, O_EARLY, O_MASK_ONLY, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
-    O_RESERVE, O_PREEMPT, O_DB, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
+    O_RESERVE, O_PREEMPT, O_DB, O_APPEND, O_REPLACE, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
     O_DATADIR, O_CALIB, O_EXTRAPOLATE, O_PLANNER, O_LAZY, O_EXECUTOR, O_LIVE_MEM,
     O_PARAM /* + k: the k-th parameter option, generated from the policy table */
 };
@@ -56,6 +56,8 @@ static const struct option opts[] = {
     {"db", required_argument, 0, O_DB},
     {"json", no_argument, 0, O_JSON},
     {"no-steps", no_argument, 0, O_NO_STEPS},
+    {"append", no_argument, 0, O_APPEND},
+    {"replace", no_argument, 0, O_REPLACE},
     {"quiet", no_argument, 0, O_QUIET},
     {"progress", no_argument, 0, O_PROGRESS},
     {"no-progress", no_argument, 0, O_NO_PROGRESS},
@@ -187,8 +189,11 @@ static void sim_usage(FILE *f)
 "  --clip-prompt            truncate prompts so that P + G fits the model\n"
 "\n"
 "output:\n"
-"  --db FILE                write runs/requests/steps/segments/summary to SQLite (appends to\n"
-"                           an existing database)\n"
+"  --db FILE                write runs/requests/steps/segments/summary to SQLite, in one\n"
+"                           transaction (checked before the run: a database that holds runs\n"
+"                           is refused unless --append or --replace says what to do with them)\n"
+"  --append, --replace      add this run beside the database's runs, or replace them; any\n"
+"                           number of processes may write into one database at once\n"
 "  --no-steps               leave out per-step and per-segment rows (large sweeps)\n"
 "  --json                   print the summary as one JSON object\n"
 "  --quiet                  no log lines on stderr\n"
@@ -292,6 +297,14 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_MASK_ONLY: c->mask_only = true; return 0;
     case O_JSON: c->json = true; return 0;
     case O_NO_STEPS: c->no_steps = true; return 0;
+    case O_APPEND:
+    case O_REPLACE:
+        if (c->db_mode && c->db_mode != (o == O_APPEND ? DB_APPEND : DB_REPLACE)) {
+            fprintf(stderr, "tessera sim: --append and --replace: one or the other\n");
+            return -1;
+        }
+        c->db_mode = o == O_APPEND ? DB_APPEND : DB_REPLACE;
+        return 0;
     case O_QUIET: c->quiet = true; return 0;
     case O_PROGRESS: c->progress = true; return 0;
     case O_NO_PROGRESS: c->progress = false; return 0;
@@ -444,6 +457,14 @@ int cli_sim(int argc, char **argv)
     if (rc)
         return rc > 0 ? 0 : EXIT_USAGE;
     struct ts_err err;
+    if (c.db_mode && !c.db[0]) {
+        fprintf(stderr, "tessera sim: --append and --replace say what --db does with the runs it holds; no --db given\n");
+        return EXIT_USAGE;
+    }
+    if (c.db[0] && db_check(c.db, (enum db_mode)c.db_mode, &err)) { /* before any work */
+        fprintf(stderr, "tessera sim: --db %s\n", err.msg);
+        return EXIT_USAGE;
+    }
     struct sim *s = sim_create(&c, &err);
     if (!s) {
         fprintf(stderr, "tessera sim: %s\n", err.msg);
@@ -477,7 +498,7 @@ int cli_sim(int argc, char **argv)
     struct sim_summary m;
     sim_get_summary(s, &m);
     rc = 0;
-    if (c.db[0] && sim_write_db(s, c.db, &err)) {
+    if (c.db[0] && sim_write_db(s, c.db, (enum db_mode)c.db_mode, &err)) {
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         rc = 1;
     }

@@ -11,11 +11,16 @@
  *   summary       one row per run: throughput, latency statistics, counts, memory
  *   op_breakdown  per-op seconds summed over the run
  *
- * Everything is written in one transaction. A new database is built in PATH.tmp-PID and renamed
- * over PATH at commit; into an existing database the run is appended (ROLLBACK on failure), so a
- * failure never leaves a partial run behind.
+ * A run is written in one transaction straight into the database, in WAL mode, waiting for other
+ * writers (SQLite's busy handling): any number of processes may write into one database at once,
+ * each run under its own run_id. A failure, SIGINT or SIGTERM rolls the transaction back; a process
+ * killed outright leaves a transaction SQLite rolls back the next time the file is opened. Either
+ * way no partial run is ever visible, and no file but the database (and, while it is open, SQLite's
+ * own -wal and -shm) is made.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +64,7 @@ struct writer {
     sqlite3 *db;
     struct ts_err *err;
     const char *path;
+    enum db_mode mode;
 };
 
 static int db_fail(struct writer *w, const char *what)
@@ -196,12 +202,21 @@ static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
 
 static int write_all(struct writer *w, const struct sim *s)
 {
-    if (sqlite3_exec(w->db, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=OFF;", NULL, NULL,
-                     NULL) != SQLITE_OK ||
-        sqlite3_exec(w->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+    /* the schema in a transaction of its own, then WAL mode, then the run: a new database's header
+     * records WAL mode before the run's transaction starts, so that a process killed inside it
+     * leaves a write-ahead log SQLite recovers and removes on the next open (one a database that
+     * never recorded the mode would ignore and leave behind) */
+    if (sqlite3_exec(w->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(w, "begin");
     if (sqlite3_exec(w->db, schema, NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(w, "schema (is it a tessera database?)");
+    if (sqlite3_exec(w->db, "COMMIT; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; BEGIN IMMEDIATE", NULL, NULL,
+                     NULL) != SQLITE_OK)
+        return db_fail(w, "begin");
+    if (w->mode == DB_REPLACE && sqlite3_exec(w->db, "DELETE FROM runs; DELETE FROM requests; DELETE FROM steps; "
+                                                     "DELETE FROM segments; DELETE FROM summary; "
+                                                     "DELETE FROM op_breakdown;", NULL, NULL, NULL) != SQLITE_OK)
+        return db_fail(w, "replacing the runs");
     sqlite3_stmt *st;
     if (prepare(w, "INSERT INTO runs(created, code_version, seed, config_json) VALUES(?,?,?,?)", &st))
         return -1;
@@ -253,33 +268,253 @@ int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_
     return rc == SQLITE_DONE ? 0 : rc;
 }
 
-int sim_write_db(const struct sim *s, const char *path, struct ts_err *err)
+/* The tables a tessera database has, each with a column that only it has. */
+static const char *const tables[][2] = {{"runs", "config_json"}, {"requests", "reject_reason"}, {"steps", "ffn_chunks"},
+                                       {"segments", "padding"}, {"summary", "act_reserved_bytes"},
+                                       {"op_breakdown", "seconds"}};
+
+int db_check(const char *path, enum db_mode mode, struct ts_err *err)
 {
     struct stat sb;
-    bool exists = stat(path, &sb) == 0;
-    char tmp[CFG_PATH + 32];
-    const char *target = path;
-    if (!exists) {
-        snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
-        target = tmp;
+    if (stat(path, &sb) != 0) { /* a new database: its folder must take it */
+        const int why = errno;
+        char dir[CFG_PATH + 8];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *(slash == dir ? slash + 1 : slash) = '\0';
+        else
+            snprintf(dir, sizeof dir, ".");
+        if (why != ENOENT)
+            return ts_fail(err, "%s: %s", path, strerror(why));
+        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return ts_fail(err, "%s: no such folder '%s'", path, dir);
+        if (access(dir, W_OK | X_OK) != 0)
+            return ts_fail(err, "%s: cannot create a file in '%s': %s", path, dir, strerror(errno));
+        return 0;
     }
-    struct writer w = {NULL, err, path};
-    if (sqlite3_open(target, &w.db) != SQLITE_OK) {
+    if (S_ISDIR(sb.st_mode))
+        return ts_fail(err, "%s: a folder, not a database file", path);
+    sqlite3 *db = NULL;
+    int rc = -1;
+    int64_t runs = 0;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        ts_fail(err, "%s: cannot open it for writing: %s", path, db ? sqlite3_errmsg(db) : "?");
+        goto done;
+    }
+    sqlite3_busy_timeout(db, DB_BUSY_MS);
+    for (size_t i = 0; i < TS_ARRAY_LEN(tables); i++) {
+        char sql[128];
+        sqlite3_stmt *st = NULL;
+        snprintf(sql, sizeof sql, "SELECT count(*), count(%s) FROM %s", tables[i][1], tables[i][0]);
+        int prc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+        if (prc == SQLITE_NOTADB || prc == SQLITE_CORRUPT) {
+            ts_fail(err, "%s: not an SQLite database", path);
+            sqlite3_finalize(st);
+            goto done;
+        }
+        if (prc != SQLITE_OK) {
+            /* an empty file or an empty database becomes a tessera one; a database of other tables does not */
+            sqlite3_stmt *any = NULL;
+            bool empty = sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &any, NULL) == SQLITE_OK &&
+                         sqlite3_step(any) == SQLITE_ROW && sqlite3_column_int64(any, 0) == 0;
+            sqlite3_finalize(any);
+            if (!empty) {
+                ts_fail(err, "%s: not a tessera database (table %s: %s)", path, tables[i][0], sqlite3_errmsg(db));
+                goto done;
+            }
+            rc = 0;
+            goto done;
+        }
+        if (sqlite3_step(st) == SQLITE_ROW && i == 0)
+            runs = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    if (runs > 0 && mode == DB_NEW) {
+        ts_fail(err, "%s: holds %lld runs already; --append adds this one beside them, --replace replaces them",
+                path, (long long)runs);
+        goto done;
+    }
+    rc = 0;
+done:
+    sqlite3_close(db);
+    return rc;
+}
+
+/* SIGINT and SIGTERM while a run is written: the transaction is interrupted and rolled back, the
+ * database closed, and then the signal is taken as it would have been. */
+static sqlite3 *volatile writing;
+static volatile sig_atomic_t caught;
+
+static void on_signal(int sig)
+{
+    caught = sig;
+    if (writing)
+        sqlite3_interrupt(writing);
+}
+
+int sim_write_db(const struct sim *s, const char *path, enum db_mode mode, struct ts_err *err)
+{
+    struct writer w = {NULL, err, path, mode};
+    if (sqlite3_open_v2(path, &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
         ts_fail(err, "%s: cannot open database: %s", path, w.db ? sqlite3_errmsg(w.db) : "?");
         sqlite3_close(w.db);
-        if (!exists)
-            unlink(tmp);
         return -1;
     }
+    sqlite3_busy_timeout(w.db, DB_BUSY_MS);
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    caught = 0;
+    writing = w.db;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     int rc = write_all(&w, s);
     if (rc)
         sqlite3_exec(w.db, "ROLLBACK", NULL, NULL, NULL);
+    writing = NULL;
     sqlite3_close(w.db);
-    if (!exists) {
-        if (!rc && rename(tmp, path) != 0)
-            rc = ts_fail(err, "%s: cannot rename the finished database into place", path);
-        if (rc)
-            unlink(tmp);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (caught) /* nothing of the run was kept: now die of the signal */
+        raise(caught);
+    return rc;
+}
+
+/* The columns of table `t` of schema `schema` but run_id, comma-separated into buf; 0 if it has
+ * no run_id column (nothing to merge) or no such table. */
+static int columns_but_run_id(sqlite3 *db, const char *schema_name, const char *t, char *buf, size_t len)
+{
+    char sql[192];
+    snprintf(sql, sizeof sql, "PRAGMA %s.table_info(\"%s\")", schema_name, t);
+    sqlite3_stmt *st = NULL;
+    int has_run = 0;
+    buf[0] = '\0';
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *c = (const char *)sqlite3_column_text(st, 1);
+        if (strcmp(c, "run_id") == 0)
+            has_run = 1;
+        else
+            snprintf(buf + strlen(buf), len - strlen(buf), "%s\"%s\"", buf[0] ? ", " : "", c);
     }
+    sqlite3_finalize(st);
+    return has_run;
+}
+
+/* Copies every run of the attached database `src` into main, each under a new run_id, and every
+ * table of src with a run_id column along with it (a table main lacks is created as src has it). */
+static int merge_one(sqlite3 *db, const char *path, int64_t *runs, struct ts_err *err)
+{
+    sqlite3_stmt *tabs = NULL, *rs = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(db, "SELECT name, sql FROM src.sqlite_master WHERE type = 'table' ORDER BY name", -1,
+                           &tabs, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT run_id FROM src.runs ORDER BY run_id", -1, &rs, NULL) != SQLITE_OK) {
+        ts_fail(err, "%s: %s", path, sqlite3_errmsg(db));
+        goto done;
+    }
+    while (sqlite3_step(tabs) == SQLITE_ROW) { /* tables main lacks (engine_steps, engine_profile, ...) */
+        const char *name = (const char *)sqlite3_column_text(tabs, 0), *sql = (const char *)sqlite3_column_text(tabs, 1);
+        char probe[160];
+        snprintf(probe, sizeof probe, "SELECT 1 FROM main.\"%s\" LIMIT 0", name);
+        sqlite3_stmt *p = NULL;
+        const bool have = sqlite3_prepare_v2(db, probe, -1, &p, NULL) == SQLITE_OK;
+        sqlite3_finalize(p);
+        if (!have && sql && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+            ts_fail(err, "%s: table %s: %s", path, name, sqlite3_errmsg(db));
+            goto done;
+        }
+    }
+    while (sqlite3_step(rs) == SQLITE_ROW) {
+        const int64_t old = sqlite3_column_int64(rs, 0);
+        char cols[1024], sql[2600];
+        sqlite3_reset(tabs);
+        /* the run first: its new run_id is the one every other table's rows take */
+        columns_but_run_id(db, "src", "runs", cols, sizeof cols);
+        snprintf(sql, sizeof sql, "INSERT INTO main.runs(%s) SELECT %s FROM src.runs WHERE run_id = %lld", cols, cols,
+                 (long long)old);
+        if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+            ts_fail(err, "%s: run %lld: %s", path, (long long)old, sqlite3_errmsg(db));
+            goto done;
+        }
+        const int64_t id = sqlite3_last_insert_rowid(db);
+        while (sqlite3_step(tabs) == SQLITE_ROW) {
+            const char *name = (const char *)sqlite3_column_text(tabs, 0);
+            if (strcmp(name, "runs") == 0 || !columns_but_run_id(db, "src", name, cols, sizeof cols))
+                continue;
+            snprintf(sql, sizeof sql, "INSERT INTO main.\"%s\"(run_id, %s) SELECT %lld, %s FROM src.\"%s\" WHERE run_id = %lld",
+                     name, cols, (long long)id, cols, name, (long long)old);
+            if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+                ts_fail(err, "%s: run %lld, table %s: %s", path, (long long)old, name, sqlite3_errmsg(db));
+                goto done;
+            }
+        }
+        (*runs)++;
+    }
+    rc = 0;
+done:
+    sqlite3_finalize(tabs);
+    sqlite3_finalize(rs);
+    return rc;
+}
+
+int db_merge(const char *out, const char *const *in, int n, int64_t *runs, struct ts_err *err)
+{
+    *runs = 0;
+    if (db_check(out, DB_APPEND, err))
+        return -1;
+    for (int i = 0; i < n; i++) {
+        struct stat sb;
+        if (stat(in[i], &sb) != 0)
+            return ts_fail(err, "%s: %s", in[i], strerror(errno));
+        if (db_check(in[i], DB_APPEND, err))
+            return -1;
+    }
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(out, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+        ts_fail(err, "%s: cannot open database: %s", out, db ? sqlite3_errmsg(db) : "?");
+        sqlite3_close(db);
+        return -1;
+    }
+    sqlite3_busy_timeout(db, DB_BUSY_MS);
+    int rc = -1;
+    if (sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK) {
+        ts_fail(err, "%s: %s", out, sqlite3_errmsg(db));
+        goto done;
+    }
+    for (int i = 0; i < n; i++) { /* one transaction an input (SQLite attaches outside them) */
+        sqlite3_stmt *at = NULL;
+        bool ok = sqlite3_prepare_v2(db, "ATTACH ? AS src", -1, &at, NULL) == SQLITE_OK;
+        sqlite3_bind_text(at, 1, in[i], -1, SQLITE_STATIC);
+        ok = ok && sqlite3_step(at) == SQLITE_DONE;
+        sqlite3_finalize(at);
+        if (!ok) {
+            ts_fail(err, "%s: cannot attach: %s", in[i], sqlite3_errmsg(db));
+            goto done;
+        }
+        int64_t got = 0;
+        ok = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
+             sqlite3_exec(db, schema, NULL, NULL, NULL) == SQLITE_OK;
+        if (!ok)
+            ts_fail(err, "%s: %s", out, sqlite3_errmsg(db));
+        ok = ok && merge_one(db, in[i], &got, err) == 0;
+        if (ok && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+            ts_fail(err, "%s: commit: %s", out, sqlite3_errmsg(db));
+            ok = false;
+        }
+        if (!ok)
+            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_exec(db, "DETACH src", NULL, NULL, NULL);
+        if (!ok) {
+            if (i > 0)
+                ts_fail_prefix(err, "%d of %d databases merged, %lld runs; then", i, n, (long long)*runs);
+            goto done;
+        }
+        *runs += got;
+    }
+    rc = 0;
+done:
+    sqlite3_close(db);
     return rc;
 }

@@ -22,6 +22,7 @@ static void usage(FILE *f)
             "  mem      plan | lmax: activation-memory planners and the longest context that fits\n"
             "  calib    import | fit | show | eval | transfer | price: the calibrated cost model\n"
             "  exp      list | run NAME OUT: the experiments of experiments/\n"
+            "  db       merge OUT IN...: a sweep's run databases made one\n"
             "  list     models | gpus | policies | schedulers | planners | costs | systems | impls |\n"
             "           decode | calibrations: the built-in tables\n"
             "  engine   check | bench | replay | profile: the CUDA engine (%s)\n"
@@ -70,6 +71,8 @@ int main(int argc, char **argv)
         return cli_calib(argc - 1, argv + 1);
     if (strcmp(cmd, "list") == 0)
         return cli_list(argc - 1, argv + 1);
+    if (strcmp(cmd, "db") == 0)
+        return cli_db(argc - 1, argv + 1);
     if (strcmp(cmd, "engine") == 0)
         return run_engine(argc - 1, argv + 1);
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
@@ -80,6 +83,6 @@ int main(int argc, char **argv)
         printf("tessera %s\n", ts_version());
         return 0;
     }
-    fprintf(stderr, "tessera: unknown command '%s' (commands: sim, trace, mem, calib, exp, list, engine)\n", cmd);
+    fprintf(stderr, "tessera: unknown command '%s' (commands: sim, trace, mem, calib, exp, db, list, engine)\n", cmd);
     return EXIT_USAGE;
 }

@@ -74,9 +74,22 @@ struct step_desc;
 int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out);
 int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_desc *sd);
 
+/* What --db does with a database that holds runs already: refuse it (the default), add the run
+ * beside them (--append), or replace them (--replace). */
+enum db_mode { DB_NEW = 0, DB_APPEND, DB_REPLACE };
+#define DB_BUSY_MS 600000 /* how long a writer waits for the others (SQLite's busy handler) */
+/* Checks --db before any work, creating nothing: a new path's folder must exist and take a file;
+ * an existing file must be a tessera database (or empty) this process can write, holding no runs
+ * unless mode says what to do with them. -1 with err naming the file. */
+int db_check(const char *path, enum db_mode mode, struct ts_err *err);
 /* Writes the run (runs, requests, steps, segments, summary, op_breakdown) into path in one
- * transaction. A new file is written beside the target and renamed into place, so a failure
- * leaves no partial database. */
-int sim_write_db(const struct sim *s, const char *path, struct ts_err *err);
+ * transaction, waiting for concurrent writers; its run_id is the database's next. A failure,
+ * SIGINT or SIGTERM leaves no part of the run (the signal is then taken as usual). */
+int sim_write_db(const struct sim *s, const char *path, enum db_mode mode, struct ts_err *err);
+/* Merges the runs of the databases in[0..n) into out (created if new), each run under a new run_id
+ * with every table that has a run_id column (engine replays' among them), one transaction an input
+ * (an input's runs land together or not at all); *runs counts them. Every input is checked before
+ * anything is written. */
+int db_merge(const char *out, const char *const *in, int n, int64_t *runs, struct ts_err *err);
 
 #endif

@@ -197,8 +197,13 @@ START_TEST(database_matches_summary)
     struct sim *s = run(&c);
     const char *path = tmp_path(0, ".db");
     struct ts_err err;
-    ck_assert_msg(sim_write_db(s, path, &err) == 0, "%s", err.msg);
-    ck_assert_msg(sim_write_db(s, path, &err) == 0, "%s", err.msg); /* appends run 2 */
+    ck_assert_msg(db_check(path, DB_NEW, &err) == 0, "%s", err.msg);
+    ck_assert_msg(sim_write_db(s, path, DB_NEW, &err) == 0, "%s", err.msg);
+    /* a database that holds a run is refused unless the run is to be appended */
+    ck_assert_int_ne(db_check(path, DB_NEW, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "holds 1 runs already; --append"));
+    ck_assert_msg(db_check(path, DB_APPEND, &err) == 0, "%s", err.msg);
+    ck_assert_msg(sim_write_db(s, path, DB_APPEND, &err) == 0, "%s", err.msg); /* appends run 2 */
     struct sim_summary m;
     sim_get_summary(s, &m);
     sqlite3 *db;
@@ -219,18 +224,38 @@ START_TEST(database_matches_summary)
     unlink(path);
     /* --no-steps leaves the step tables empty */
     s->cfg.no_steps = true;
-    ck_assert_int_eq(sim_write_db(s, path, &err), 0);
+    ck_assert_int_eq(sim_write_db(s, path, DB_NEW, &err), 0);
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     ck_assert_int_eq(query_int(db, "SELECT count(*) FROM steps"), 0);
     ck_assert_int_eq(query_int(db, "SELECT count(*) FROM summary"), 1);
     sqlite3_close(db);
+    /* --replace: the database holds this run alone */
+    ck_assert_int_eq(sim_write_db(s, path, DB_APPEND, &err), 0);
+    ck_assert_int_eq(sim_write_db(s, path, DB_REPLACE, &err), 0);
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(query_int(db, "SELECT count(*) FROM runs"), 1);
+    ck_assert_int_eq(query_int(db, "SELECT count(*) FROM summary"), 1);
+    ck_assert_int_eq(query_int(db, "SELECT count(*) FROM requests"), 40);
+    sqlite3_close(db);
     unlink(path);
-    /* an unwritable target leaves nothing behind */
-    ck_assert_int_ne(sim_write_db(s, "/nonexistent-dir/run.db", &err), 0);
+    /* checked before the work, naming the file: a missing folder, a folder, not SQLite, not tessera's */
+    ck_assert_int_ne(db_check("/nonexistent-dir/run.db", DB_NEW, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent-dir/run.db: no such folder"));
+    ck_assert_int_ne(sim_write_db(s, "/nonexistent-dir/run.db", DB_NEW, &err), 0);
     ck_assert_int_ne(access("/nonexistent-dir/run.db", F_OK), 0);
-    /* a file that is not a database is refused and left as it was */
-    const char *junk = tmp_file(1, ".db", "this is not sqlite\n");
-    ck_assert_int_ne(sim_write_db(s, junk, &err), 0);
+    ck_assert_int_ne(db_check("/tmp", DB_NEW, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "/tmp: a folder"));
+    const char *junk = tmp_file(1, ".db", "this is not sqlite, but a line of text long enough to be read as a header\n");
+    ck_assert_int_ne(db_check(junk, DB_APPEND, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not an SQLite database"));
+    ck_assert_int_ne(sim_write_db(s, junk, DB_APPEND, &err), 0);
+    const char *other = tmp_path(2, ".db");
+    ck_assert_int_eq(sqlite3_open(other, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE runs(x INTEGER)", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    ck_assert_int_ne(db_check(other, DB_APPEND, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not a tessera database (table runs"));
+    unlink(other);
     sim_destroy(s);
 }
 END_TEST

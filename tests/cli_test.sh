@@ -32,7 +32,7 @@ for c in "" "sim" "trace" "trace gen" "list"; do
 done
 expect 2 "no command" -- $bin
 expect 2 "unknown command" -- $bin frobnicate
-contains "unknown command lists commands" "commands: sim, trace, mem, calib, exp, list, engine"
+contains "unknown command lists commands" "commands: sim, trace, mem, calib, exp, db, list, engine"
 
 # the default scenario prints a summary
 expect 0 "default sim" -- $bin sim --no-progress

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# run_all.sh: runs every Check suite, the layering and function-length checks, the README's commands
-# and the CLI script, and prints one closing line
+# run_all.sh: runs every Check suite, the layering and function-length checks, the database's
+# reliability, the README's commands and the CLI script, and prints one closing line
 # "tests: N passed, M failed" summed over all of them. Usage: run_all.sh TESSERA_BIN SUITE...
 set -u
 bin=$1
@@ -9,16 +9,18 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 for t in "$@"; do
-    "$t" 2>&1 | tee -a "$log" | grep -E "^[a-z_]+: [0-9]+ passed|%: Checks|:[EF]:" || true
+    "$t" 2>&1 | tee -a "$log" | grep --line-buffered -E "^[a-z_]+: [0-9]+ passed|%: Checks|:[EF]:" || true
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 done
 for s in check_layers check_functions; do
-    bash "$(dirname "$0")/$s.sh" 2>&1 | tee -a "$log" | grep -E "passed|FAIL" || true
+    bash "$(dirname "$0")/$s.sh" 2>&1 | tee -a "$log" | grep --line-buffered -E "passed|FAIL" || true
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 done
-bash "$(dirname "$0")/readme_test.sh" "$bin" 2>&1 | tee -a "$log" | grep -E "passed|FAIL" || true
+bash "$(dirname "$0")/db_test.sh" "$bin" 2>&1 | tee -a "$log" | grep --line-buffered -E "passed|FAIL" || true
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-bash "$(dirname "$0")/cli_test.sh" "$bin" 2>&1 | tee -a "$log" | grep -E "passed|FAIL|^cli: \.\.\." || true
+bash "$(dirname "$0")/readme_test.sh" "$bin" 2>&1 | tee -a "$log" | grep --line-buffered -E "passed|FAIL" || true
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+bash "$(dirname "$0")/cli_test.sh" "$bin" 2>&1 | tee -a "$log" | grep --line-buffered -E "passed|FAIL|^cli: \.\.\." || true
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 awk '/^[a-z_]+: [0-9]+ passed, [0-9]+ failed$/ {p += $2; f += $4} END {printf "tests: %d passed, %d failed\n", p, f}' "$log"
 exit $status

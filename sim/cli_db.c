@@ -1,0 +1,41 @@
+/* cli_db.c: `tessera db merge OUT IN...`: a sweep's databases made one. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "sim.h"
+
+static void db_usage(FILE *f)
+{
+    fprintf(f, "usage: tessera db merge OUT IN...\n"
+               "\n"
+               "Copies every run of the databases IN into OUT (created if it does not exist), each under a new\n"
+               "run_id, with its requests, steps, segments, summary, op breakdown and any other table keyed\n"
+               "by run_id (engine replays). Each IN is checked before anything is written, and each lands\n"
+               "in one transaction: all of its runs or none.\n");
+}
+
+int cli_db(int argc, char **argv)
+{
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        db_usage(stdout);
+        return 0;
+    }
+    if (argc < 4 || strcmp(argv[1], "merge") != 0) {
+        db_usage(stderr);
+        return EXIT_USAGE;
+    }
+    for (int i = 2; i < argc; i++)
+        if (argv[i][0] == '-') {
+            fprintf(stderr, "tessera db merge: unexpected option '%s' (see --help)\n", argv[i]);
+            return EXIT_USAGE;
+        }
+    int64_t runs = 0;
+    struct ts_err err;
+    if (db_merge(argv[2], (const char *const *)argv + 3, argc - 3, &runs, &err)) {
+        fprintf(stderr, "tessera db merge: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    printf("%s: %lld runs merged from %d databases\n", argv[2], (long long)runs, argc - 3);
+    return 0;
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# db_test.sh: results are never lost. 16 concurrent writers into a new and into an existing
+# database all land their runs, each under its own run_id; a database that holds runs is refused
+# before the work unless --append or --replace says what to do with them; a bad --db is refused
+# before the work with exit status 2, naming the file, and nothing is created; SIGINT, SIGTERM or
+# SIGKILL at random moments of a run (its simulation or its write) leave either the whole run or
+# none of it, and no file but the database; tessera db merge keeps every run.
+# Usage: db_test.sh PATH/TO/tessera [TRIALS]   Prints "db: N passed, M failed".
+set -u
+bin=${1:?usage: db_test.sh PATH/TO/tessera [TRIALS]}
+trials=${2:-60}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "db: FAIL: $*" >&2; }
+q() { sqlite3 "$1" "$2" 2>/dev/null; }
+small=(sim --requests 20 --rps 4 --gen-len 64 --quiet --no-progress)
+
+# 16 writers at once into a new database, then 16 more into it
+for round in 1 2; do
+    pids=()
+    for k in $(seq 1 16); do
+        "$bin" "${small[@]}" --seed $((round * 100 + k)) --db "$tmp/c.db" --append >/dev/null 2>"$tmp/c.$k.err" &
+        pids+=($!)
+    done
+    st=0
+    for p in "${pids[@]}"; do wait "$p" || st=1; done
+    [ $st -eq 0 ] && ok || { bad "round $round: a concurrent writer failed: $(cat "$tmp"/c.*.err | head -3)"; }
+    want=$((round * 16))
+    got=$(q "$tmp/c.db" "SELECT count(DISTINCT run_id) FROM runs")
+    [ "$got" = "$want" ] && ok || bad "round $round: $got runs in the database, wanted $want"
+    got=$(q "$tmp/c.db" "SELECT count(DISTINCT run_id) FROM summary WHERE num_finished = 20")
+    [ "$got" = "$want" ] && ok || bad "round $round: $got complete summaries, wanted $want"
+    got=$(q "$tmp/c.db" "SELECT count(DISTINCT json_extract(config_json, '$.seed')) FROM runs")
+    [ "$got" = "$want" ] && ok || bad "round $round: $got distinct seeds, wanted $want"
+done
+ls "$tmp"/c.db-* >/dev/null 2>&1 && bad "SQLite's -wal/-shm files left after every writer closed" || ok
+
+# a database that holds runs: refused before the work without --append or --replace
+start=$(date +%s%N)
+"$bin" sim --requests 100000 --db "$tmp/c.db" >"$tmp/out" 2>&1
+st=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+[ $st -eq 2 ] && grep -qF "$tmp/c.db: holds 32 runs already; --append" "$tmp/out" && [ $ms -lt 2000 ] && ok ||
+    bad "a database with runs: exit $st after $ms ms: $(cat "$tmp/out")"
+"$bin" "${small[@]}" --db "$tmp/c.db" --replace >/dev/null && [ "$(q "$tmp/c.db" "SELECT count(*) FROM runs")" = 1 ] &&
+    [ "$(q "$tmp/c.db" "SELECT count(*) FROM requests")" = 20 ] && ok || bad "--replace did not leave one run alone"
+"$bin" "${small[@]}" --append >"$tmp/out" 2>&1
+[ $? -eq 2 ] && grep -qF "no --db given" "$tmp/out" && ok || bad "--append without --db: $(cat "$tmp/out")"
+"$bin" "${small[@]}" --db "$tmp/x.db" --append --replace >"$tmp/out" 2>&1
+[ $? -eq 2 ] && grep -qF "one or the other" "$tmp/out" && ok || bad "--append --replace: $(cat "$tmp/out")"
+
+# bad --db paths: refused before the work (exit 2, the file named), nothing created
+printf 'not a database, but a line of text long enough to be read as a header\n' >"$tmp/text.db"
+sqlite3 "$tmp/other.db" "CREATE TABLE runs(x INTEGER); CREATE TABLE t(y);"
+for case in "$tmp/none/run.db:no such folder" "$tmp:a folder, not a database file" \
+    "$tmp/text.db:not an SQLite database" "$tmp/other.db:not a tessera database"; do
+    path=${case%%:*} want=${case#*:}
+    "$bin" sim --requests 100000 --db "$path" >"$tmp/out" 2>&1
+    st=$?
+    [ $st -eq 2 ] && grep -qF "$path: $want" "$tmp/out" && ok || bad "--db $path: exit $st: $(cat "$tmp/out")"
+done
+[ ! -e "$tmp/none" ] && ok || bad "a refused --db created its folder"
+cmp -s "$tmp/text.db" <(printf 'not a database, but a line of text long enough to be read as a header\n') && ok ||
+    bad "a refused --db changed the file"
+
+# interrupted runs: the whole run or none of it, and no other file
+mid=(sim --requests 1000 --rps 20 --quiet --no-progress)
+sigs=(INT TERM KILL)
+whole=0
+none=0
+for t in $(seq 1 "$trials"); do
+    d="$tmp/kill$t"
+    mkdir -p "$d"
+    "$bin" "${mid[@]}" --seed "$t" --db "$d/r.db" >/dev/null 2>&1 &
+    pid=$!
+    sleep "0.$(printf '%03d' $((RANDOM % 300)))"
+    sig=${sigs[$((t % 3))]}
+    kill -s "$sig" "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    st=$?
+    if [ -e "$d/r.db" ]; then
+        check=$(q "$d/r.db" "PRAGMA integrity_check")
+        runs=$(q "$d/r.db" "SELECT count(*) FROM runs" || echo 0)
+        runs=${runs:-0}
+        if [ "$check" != ok ]; then bad "trial $t ($sig): integrity check: $check"; continue; fi
+        if [ "$runs" -gt 1 ]; then bad "trial $t ($sig): $runs runs"; continue; fi
+        if [ "$runs" -eq 1 ]; then
+            reqs=$(q "$d/r.db" "SELECT count(*) FROM requests") steps=$(q "$d/r.db" "SELECT count(*) FROM steps")
+            want_s=$(q "$d/r.db" "SELECT num_steps FROM summary") want_r=$(q "$d/r.db" "SELECT num_requests FROM summary")
+            if [ "$reqs" != "$want_r" ] || [ "$steps" != "$want_s" ] || [ "$reqs" != 1000 ]; then
+                bad "trial $t ($sig): a partial run: $reqs requests, $steps steps of $want_r, $want_s"; continue
+            fi
+            whole=$((whole + 1))
+        else
+            none=$((none + 1))
+            [ $st -ne 0 ] || { bad "trial $t ($sig): exit 0 without its run"; continue; }
+        fi
+    else
+        none=$((none + 1))
+    fi
+    # (the check above opened the database, so SQLite has recovered and removed its -wal/-shm)
+    extra=$(ls -A "$d" | grep -v '^r\.db$')
+    [ -z "$extra" ] && ok || bad "trial $t ($sig): left $(echo $extra)"
+done
+echo "db: $trials interrupted runs: $whole whole, $none without a trace" >&2
+
+# db merge: every run of every input, each under a new run_id
+"$bin" "${small[@]}" --seed 7 --db "$tmp/m1.db" >/dev/null && "$bin" "${small[@]}" --seed 8 --db "$tmp/m2.db" >/dev/null
+"$bin" "${small[@]}" --seed 9 --db "$tmp/m2.db" --append >/dev/null
+"$bin" db merge "$tmp/m.db" "$tmp/m1.db" "$tmp/m2.db" "$tmp/c.db" >"$tmp/out" 2>&1 && grep -qF "4 runs merged from 3" "$tmp/out" &&
+    [ "$(q "$tmp/m.db" "SELECT count(DISTINCT run_id) FROM requests")" = 4 ] &&
+    [ "$(q "$tmp/m.db" "SELECT group_concat(s, ',') FROM (SELECT json_extract(config_json, '$.seed') s FROM runs ORDER BY run_id)")" = "7,8,9,101" ] ||
+    [ "$(q "$tmp/m.db" "SELECT count(*) FROM summary")" = 4 ] && ok || bad "db merge: $(cat "$tmp/out")"
+"$bin" db merge "$tmp/m.db" "$tmp/m1.db" "$tmp/none.db" >"$tmp/out" 2>&1
+[ $? -eq 2 ] && grep -qF "$tmp/none.db" "$tmp/out" && [ "$(q "$tmp/m.db" "SELECT count(*) FROM runs")" = 4 ] && ok ||
+    bad "db merge with a missing input: $(cat "$tmp/out")"
+echo "db: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
