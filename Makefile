@@ -231,17 +231,22 @@ $(BUILD)/gemm_rows: $(GEMM_ROWS_SRC) engine/bench/bench_check.h kernels/kernels.
 bench-gemm-rows: $(BUILD)/gemm_rows
 	./$(BUILD)/gemm_rows $(or $(GEMM_PEAK),775) $(or $(GEMM_BW),4.23) $(GEMM_ROWS)
 
-# libFuzzer targets, one per parser (trace CSV/JSONL, HF config.json, GPU file)
-FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file fuzz_safetensors fuzz_calib fuzz_anchor
+# libFuzzer targets, one per parser (traces, HF config.json, the GPU file, safetensors headers,
+# calibrations, the anchor's output, decode profiles). Each runs FUZZ_SECONDS over its seeds
+# (tests/fuzz/seeds/) and the corpus kept in the repository (tests/fuzz/corpus/), into which the
+# inputs that reach new code are merged at the end; a crash stops the target with its input in
+# build/fuzz/.
+FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file fuzz_safetensors fuzz_calib fuzz_anchor fuzz_decode
 fuzz:
 	@mkdir -p $(BUILD)/fuzz
 	@set -e; for f in $(FUZZERS); do \
 	    $(CLANG) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(INC_TOP) \
 	        -o $(BUILD)/fuzz/$$f tests/fuzz/$$f.c $(LIB_SRC) $(LIBS); \
-	    mkdir -p $(BUILD)/fuzz/corpus-$$f; cp -n tests/fuzz/seeds/$$f/* $(BUILD)/fuzz/corpus-$$f/ 2>/dev/null || true; \
+	    mkdir -p $(BUILD)/fuzz/work-$$f tests/fuzz/corpus/$$f; \
 	    echo "fuzzing $$f for $(FUZZ_SECONDS) s"; \
-	    $(BUILD)/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	        -artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/corpus-$$f; \
+	    $(BUILD)/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
+	        -artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/work-$$f tests/fuzz/seeds/$$f tests/fuzz/corpus/$$f; \
+	    $(BUILD)/fuzz/$$f -merge=1 tests/fuzz/corpus/$$f $(BUILD)/fuzz/work-$$f 2>&1 | tail -1; \
 	done
 
 clean:

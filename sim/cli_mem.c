@@ -74,37 +74,43 @@ static int parse(int argc, char **argv, struct mem_args *a)
                            .logit_rows = -1, .mask_ratio = -1, .budget_gib = 0, .reserve_gib = 1.0,
                            .ffn_chunks = 1, .layers = 1, .seed = 1};
     optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", o, NULL)) != -1) {
+    int c, idx = 0;
+    while ((c = getopt_long(argc, argv, "h", o, &idx)) != -1) {
         int64_t v;
         int bad = 0;
+        const char *want = "";
+        if (optarg && optarg[0] == '-' && optarg[1] == '-') { /* a missing value: the next option taken for it */
+            fprintf(stderr, "tessera mem: --%s: missing value (the next argument is the option %s)\n", o[idx].name, optarg);
+            return -1;
+        }
         switch (c) {
         case 'm': a->model = optarg; break;
         case 'g': a->gpu = optarg; break;
         case 'p': a->planner = optarg; break;
-        case 't': bad = ts_parse_i64(optarg, &a->tokens) || a->tokens < 1 || a->tokens > (1 << 26); break;
-        case 'r': bad = ts_parse_i64(optarg, &a->logit_rows) || a->logit_rows < 0; break;
-        case 'x': bad = ts_parse_double(optarg, &a->mask_ratio) || a->mask_ratio < 0 || a->mask_ratio > 1; break;
-        case 'l': bad = ts_parse_i64(optarg, &v) || v < 0 || v > (1 << 24); a->logit_chunk = (int32_t)v; break;
-        case 'f': bad = ts_parse_i64(optarg, &v) || v < 1 || v > 4096; a->ffn_chunks = (int32_t)v; break;
-        case 's': bad = ts_parse_i64(optarg, &v) || (v != 0 && v != 4 && v != 8); a->softmax_copy = (int32_t)v; break;
-        case 'b': bad = ts_parse_double(optarg, &a->budget_gib) || a->budget_gib <= 0; break;
-        case 'R': bad = ts_parse_double(optarg, &a->reserve_gib) || a->reserve_gib < 0; break;
+        case 't': want = "a whole number of tokens in 1..67108864"; bad = ts_parse_i64(optarg, &a->tokens) || a->tokens < 1 || a->tokens > (1 << 26); break;
+        case 'r': want = "a whole number of rows, 0 or more"; bad = ts_parse_i64(optarg, &a->logit_rows) || a->logit_rows < 0; break;
+        case 'x': want = "a fraction in 0..1"; bad = ts_parse_double(optarg, &a->mask_ratio) || a->mask_ratio < 0 || a->mask_ratio > 1; break;
+        case 'l': want = "a whole number of rows in 0..16777216 (0: monolithic)"; bad = ts_parse_i64(optarg, &v) || v < 0 || v > (1 << 24); a->logit_chunk = (int32_t)v; break;
+        case 'f': want = "a whole number in 1..4096"; bad = ts_parse_i64(optarg, &v) || v < 1 || v > 4096; a->ffn_chunks = (int32_t)v; break;
+        case 's': want = "0, 4 or 8 bytes a logit"; bad = ts_parse_i64(optarg, &v) || (v != 0 && v != 4 && v != 8); a->softmax_copy = (int32_t)v; break;
+        case 'b': want = "a positive number of GiB"; bad = ts_parse_double(optarg, &a->budget_gib) || !(a->budget_gib > 0); break;
+        case 'R': want = "a number of GiB, 0 or more"; bad = ts_parse_double(optarg, &a->reserve_gib) || !(a->reserve_gib >= 0); break;
         case 'c':
             a->chunking = strcmp(optarg, "lazy") == 0 ? CHUNK_LAZY : strcmp(optarg, "brute") == 0 ? CHUNK_BRUTE : CHUNK_NONE;
+            want = "none, lazy or brute";
             bad = a->chunking == CHUNK_NONE && strcmp(optarg, "none") != 0;
             break;
         case 'j': a->json = true; break;
-        case 'M': bad = ts_parse_double(optarg, &a->mem_limit_gb) || a->mem_limit_gb <= 0 || a->mem_limit_gb > 1e4; break;
+        case 'M': want = "a number of GB in (0, 10000]"; bad = ts_parse_double(optarg, &a->mem_limit_gb) || !(a->mem_limit_gb > 0) || a->mem_limit_gb > 1e4; break;
         case 'L': a->live = true; break;
         case 'F': a->fused_ffn = true; break;
-        case 'N': bad = ts_parse_i64(optarg, &v) || v < 1 || v > 1024; a->layers = (int32_t)v; break;
-        case 'S': bad = ts_parse_i64(optarg, &v) || v < 0; a->seed = (uint64_t)v; break;
+        case 'N': want = "a whole number in 1..1024"; bad = ts_parse_i64(optarg, &v) || v < 1 || v > 1024; a->layers = (int32_t)v; break;
+        case 'S': want = "a whole number, 0 or more"; bad = ts_parse_i64(optarg, &v) || v < 0; a->seed = (uint64_t)v; break;
         case 'h': mem_usage(stdout); return 1;
         default: fprintf(stderr, "tessera mem: see --help\n"); return -1;
         }
         if (bad) {
-            fprintf(stderr, "tessera mem: bad value '%s'\n", optarg);
+            fprintf(stderr, "tessera mem: --%s: '%s' is not %s\n", o[idx].name, optarg, want);
             return -1;
         }
     }

@@ -270,8 +270,9 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
         return 0;
     case O_REQUESTS:
     case O_SEED:
-        if (ts_parse_i64(optarg, &i64) || i64 < 0) {
-            fprintf(stderr, "tessera sim: --%s: '%s' is not a non-negative integer\n", name, optarg);
+        if (ts_parse_i64(optarg, &i64) || i64 < (o == O_REQUESTS) || i64 > (int64_t)1 << 40) {
+            fprintf(stderr, "tessera sim: --%s: '%s' is not a whole number in %d..%lld\n", name, optarg,
+                    o == O_REQUESTS, (long long)1 << 40);
             return -1;
         }
         if (o == O_REQUESTS)
@@ -343,6 +344,11 @@ static int parse_args(int argc, char **argv, struct sim_config *c)
         }
         if (o == '?' || o == ':') {
             fprintf(stderr, "tessera sim: see --help\n");
+            return -1;
+        }
+        if (optarg && optarg[0] == '-' && optarg[1] == '-') { /* a missing value: the next option taken for it */
+            fprintf(stderr, "tessera sim: --%s: missing value (the next argument is the option %s)\n", t.o[idx].name,
+                    optarg);
             return -1;
         }
         if (apply_opt(o, t.o[idx].name, c))
@@ -497,6 +503,13 @@ int cli_sim(int argc, char **argv)
     }
     struct sim_summary m;
     sim_get_summary(s, &m);
+    if (m.num_requests > 0 && m.num_rejected == m.num_requests) { /* nothing ran: no run to keep */
+        char why[1024];
+        sim_reject_reasons(s, why, sizeof why);
+        fprintf(stderr, "tessera sim: every one of the %lld requests was rejected (%s)\n", (long long)m.num_requests, why);
+        sim_destroy(s);
+        return EXIT_USAGE;
+    }
     rc = 0;
     if (c.db[0] && sim_write_db(s, c.db, (enum db_mode)c.db_mode, &err)) {
         fprintf(stderr, "tessera sim: %s\n", err.msg);

@@ -8,39 +8,61 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Looks `name` up in a profile file: {"NAME": {"tpf": x}, ...}. */
-static int profile_lookup(const char *path, const char *name, double *tpf, struct ts_err *err)
+int decode_profile_parse(const char *path, const char *text, size_t len, const char *name, double *tpf,
+                         struct ts_err *err)
 {
     json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
+    json_t *root = json_loadb(text, len, 0, &jerr);
     if (!root)
         return ts_fail(err, "%s:%d: %s", path, jerr.line, jerr.text);
     int rc = -1;
     json_t *p = json_is_object(root) ? json_object_get(root, name) : NULL;
+    if (!json_is_object(root)) {
+        ts_fail(err, "%s: not a JSON object of profiles ({\"NAME\": {\"tpf\": x, \"source\": \"...\"}})", path);
+        goto done;
+    }
     if (!p || !json_is_object(p)) {
         char list[512];
         size_t off = 0;
         const char *key;
         json_t *v;
         list[0] = '\0';
-        if (json_is_object(root))
-            json_object_foreach(root, key, v) {
-                if (key[0] != '_' && off < sizeof list)
-                    off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", off ? ", " : "",
-                                            key);
-            }
+        json_object_foreach(root, key, v) {
+            if (key[0] != '_' && off < sizeof list)
+                off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", off ? ", " : "", key);
+        }
         ts_fail(err, "%s: no decode profile '%s' (profiles: %s)", path, name, list);
         goto done;
     }
+    const char *key;
+    json_t *v;
+    json_object_foreach(p, key, v) { /* a misspelt key would otherwise be ignored */
+        if (strcmp(key, "tpf") != 0 && strcmp(key, "source") != 0) {
+            ts_fail(err, "%s: %s.%s: unknown key (a profile has tpf and source)", path, name, key);
+            goto done;
+        }
+    }
     json_t *t = json_object_get(p, "tpf");
-    if (!json_is_number(t) || json_number_value(t) < 1.0) {
-        ts_fail(err, "%s: %s.tpf: must be a number >= 1", path, name);
+    if (!json_is_number(t) || !(json_number_value(t) >= 1.0 && json_number_value(t) <= 1e6)) {
+        ts_fail(err, "%s: %s.tpf: must be a number in 1..1000000", path, name);
         goto done;
     }
     *tpf = json_number_value(t);
     rc = 0;
 done:
     json_decref(root);
+    return rc;
+}
+
+/* Looks `name` up in a profile file: {"NAME": {"tpf": x}, ...}. */
+static int profile_lookup(const char *path, const char *name, double *tpf, struct ts_err *err)
+{
+    char *text;
+    size_t len;
+    if (ts_read_file(path, &text, &len, err))
+        return -1;
+    int rc = decode_profile_parse(path, text, len, name, tpf, err);
+    free(text);
     return rc;
 }
 

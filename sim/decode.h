@@ -26,6 +26,10 @@ struct decode_model {
     char spec[128];    /* as given, for the run record */
 };
 
+/* Finds profile `name` in the text of a profile file (path names it in messages): {"NAME":
+ * {"tpf": x, "source": "..."}, ...}; unknown keys of a profile, and a TPF outside 1..1e6, are refused. */
+int decode_profile_parse(const char *path, const char *text, size_t len, const char *name, double *tpf,
+                         struct ts_err *err);
 /* Parses a decode model spec; `datadir` is where decode_profiles.json lives. */
 int decode_parse(const char *spec, const char *datadir, struct decode_model *out,
                  struct ts_err *err);

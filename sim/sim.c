@@ -391,6 +391,23 @@ void sim_destroy(struct sim *s)
 
 const struct model_cfg *sim_model(const struct sim *s) { return &s->model; }
 
+void sim_reject_reasons(const struct sim *s, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int64_t i = 0; i < s->num_reqs; i++) {
+        const char *why = s->reqs[i].reject_reason;
+        bool seen = false;
+        for (int64_t j = 0; why && j < i && !seen; j++)
+            seen = s->reqs[j].reject_reason && strcmp(s->reqs[j].reject_reason, why) == 0;
+        if (!why || seen)
+            continue;
+        int64_t n = 0;
+        for (int64_t j = i; j < s->num_reqs; j++)
+            n += s->reqs[j].reject_reason && strcmp(s->reqs[j].reject_reason, why) == 0;
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%lld: %s", buf[0] ? "; " : "", (long long)n, why);
+    }
+}
+
 double sim_sched_param(const struct sim *s, const char *name, double dflt)
 {
     const struct param_spec *p = params_find(s->sched->params, s->sched->num_params, name);

@@ -63,6 +63,8 @@ const struct model_cfg *sim_model(const struct sim *s);
 /* The run's scheduler's parameter `name` as resolved (its option's name, e.g.
  * "max-num-batched-tokens"), or dflt when the scheduler has no such parameter. */
 double sim_sched_param(const struct sim *s, const char *name, double dflt);
+/* The distinct reasons requests were rejected for, each with its count ("N: reason; ..."), into buf. */
+void sim_reject_reasons(const struct sim *s, char *buf, size_t len);
 /* Sets the executor before sim_run (NULL: back to the cost model). */
 void sim_set_executor(struct sim *s, const struct sim_executor *ex);
 /* Reading recorded steps back (engine replay, calib eval): db_segments_prepare() prepares the

@@ -93,7 +93,7 @@ START_TEST(hf_errors_name_file_and_field)
                                          "\"vocab_size\":1000}");
     ck_assert_int_ne(model_load_hf(p, &m, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, p));
-    ck_assert_ptr_nonnull(strstr(err.msg, "num_hidden_layers: missing"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "num_hidden_layers or n_layers: missing"));
 
     p = tmp_file(0, ".json", "{\"hidden_size\":\"big\",\"num_hidden_layers\":2}");
     ck_assert_int_ne(model_load_hf(p, &m, &err), 0);

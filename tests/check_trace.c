@@ -75,7 +75,13 @@ START_TEST(errors_name_file_line_field)
     snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03,10,5\n2023-11-16 18:17:04,abc,5\n", hdr);
     expect_error("a.csv", buf, "a.csv:3: ContextTokens: not an integer ('abc')");
     snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03,10,-5\n", hdr);
-    expect_error("a.csv", buf, "a.csv:2: GeneratedTokens: negative length (-5)");
+    expect_error("a.csv", buf, "a.csv:2: GeneratedTokens: negative length ('-5')");
+    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03,1e30,5\n", hdr);
+    expect_error("a.csv", buf, "a.csv:2: ContextTokens: '1e30' is not a plausible token count (0..100000000)");
+    expect_error("m.jsonl", "{\"timestamp\": 1, \"input_length\": -4, \"output_length\": 1}\n",
+                 "m.jsonl:1: input_length: negative length (-4)");
+    expect_error("m.jsonl", "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1e30}\n",
+                 "m.jsonl:1: output_length: 1e+30 is not a plausible token count (0..100000000)");
     snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03,10\n", hdr);
     expect_error("a.csv", buf, "a.csv:2: GeneratedTokens: missing field");
     snprintf(buf, sizeof buf, "%s2023-11-16 18:17:05,10,5\n2023-11-16 18:17:04,10,5\n", hdr);

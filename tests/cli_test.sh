@@ -209,14 +209,47 @@ expect 2 "bad number" -- $bin sim --rps fast
 contains "bad number" "--rps: 'fast'"
 expect 2 "stray argument" -- $bin sim extra
 
+# every bad value is refused naming the option or field, the value as written and what is accepted
+expect 2 "--requests 0" -- $bin sim --requests 0
+contains "--requests 0 named" "--requests: '0' is not a whole number in 1..1099511627776"
+expect 2 "a missing option value" -- $bin sim --trace --rps 3
+contains "a missing value says which option took the next flag" "--trace: missing value (the next argument is the option --rps)"
+expect 2 "every request rejected" -- $bin sim --gen-len 1000000 --requests 5 --db "$tmp/rej.db"
+contains "every request rejected, with the reasons" "every one of the 5 requests was rejected (5: P + G exceeds the model's maximum positions)"
+[ ! -e "$tmp/rej.db" ] && ok || bad "a run whose requests were all rejected left a database"
+printf '{"h200": {"bf16_flops": 700}}' >"$tmp/gpu-typo.json"
+expect 2 "a misspelt --gpu-file key" -- $bin sim --gpu-file "$tmp/gpu-typo.json"
+contains "a misspelt --gpu-file key named" "gpu-typo.json: h200.bf16_flops: unknown key"
+printf '{"d_model": 4097, "n_heads": 32, "n_layers": 32, "vocab_size": 1000, "mlp_hidden_size": 100}' >"$tmp/c-odd.json"
+expect 2 "hidden not a multiple of the heads" -- $bin sim --model "$tmp/c-odd.json"
+contains "hidden not a multiple of the heads, named" "c-odd.json: hidden size 4097 is not a multiple of the 32 attention heads"
+printf '{"d_model": 4096, "n_heads": 32, "n_layers": 1e12, "vocab_size": 1000}' >"$tmp/c-big.json"
+expect 2 "n_layers 1e12" -- $bin sim --model "$tmp/c-big.json"
+contains "n_layers 1e12 named with its range" "c-big.json: n_layers: 1000000000000 is not a whole number in 0..1000000000"
+printf '{"d_model": 4096, "n_heads": 32, "vocab_size": 1000}' >"$tmp/c-nolayers.json"
+expect 2 "a LLaDA config without n_layers" -- $bin sim --model "$tmp/c-nolayers.json"
+contains "both names of the missing field" "num_hidden_layers or n_layers: missing"
+printf '{"d_model": 1000000, "n_heads": 1, "n_layers": 2, "vocab_size": 1000, "mlp_hidden_size": 100}' >"$tmp/c-wide.json"
+expect 2 "an implausible dimension" -- $bin sim --model "$tmp/c-wide.json"
+contains "the implausible dimension named" "head_dim 1000000 is implausibly large (at most 16384)"
+printf 'num_prefill_tokens,num_decode_tokens\n100,20\n1e30,5\n' >"$tmp/huge.csv"
+expect 2 "a trace length of 1e30" -- $bin sim --trace "$tmp/huge.csv"
+contains "a trace length as written" "huge.csv:3: num_prefill_tokens: '1e30' is not a plausible token count (0..100000000)"
+expect 2 "mem plan --tokens -5" -- $bin mem plan --tokens -5
+contains "mem plan names the option and its range" "--tokens: '-5' is not a whole number of tokens in 1..67108864"
+expect 2 "mem plan, a missing value" -- $bin mem plan --planner --tokens 5
+contains "mem plan, a missing value named" "--planner: missing value (the next argument is the option --tokens)"
+expect 2 "--datadir pointing nowhere" -- $bin sim --datadir "$tmp/nowhere" --decode threshold:llada-gsm8k
+contains "--datadir pointing nowhere names the file" "$tmp/nowhere/decode_profiles.json: cannot open: No such file or directory"
+
 # a malformed trace row: FILE:LINE: FIELD: problem, status 2, no database
-printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.98,4808,10\n2023-11-16 18:17:04.03,31x0,8\n' >"$tmp/bad.csv"
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.98,1808,10\n2023-11-16 18:17:04.03,31x0,8\n' >"$tmp/bad.csv"
 expect 2 "malformed trace" -- $bin sim --trace "$tmp/bad.csv" --db "$tmp/run.db"
 contains "malformed trace" "$tmp/bad.csv:3: ContextTokens: not an integer ('31x0')"
 if [ -e "$tmp/run.db" ] || ls "$tmp"/run.db* >/dev/null 2>&1; then bad "a database was left behind"; else ok; fi
 printf 'num_prefill_tokens,num_decode_tokens\n100,20\n200,-3\n' >"$tmp/neg.csv"
 expect 2 "negative length" -- $bin sim --trace "$tmp/neg.csv"
-contains "negative length" "$tmp/neg.csv:3: num_decode_tokens: negative length (-3)"
+contains "negative length" "$tmp/neg.csv:3: num_decode_tokens: negative length ('-3')"
 printf '{"timestamp": 5, "input_length": 10, "output_length": 4}\n{"timestamp": 1, "input_length": 10, "output_length": 4}\n' >"$tmp/back.jsonl"
 expect 2 "time backwards" -- $bin sim --trace "$tmp/back.jsonl"
 contains "time backwards" "$tmp/back.jsonl:2: timestamp: time goes backwards"

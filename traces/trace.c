@@ -111,14 +111,13 @@ static int field_count(const char *path, int64_t line, const char *name, const c
         /* some dumps write counts as 12.0 */
         if (ts_parse_double(s, &d) != 0 || d != floor(d))
             return ts_fail(err, "%s:%lld: %s: not an integer ('%s')", path, (long long)line, name, s);
-        v = fabs(d) < 1e15 ? (int64_t)d : (d < 0 ? -1000000000000000LL : 1000000000000000LL);
+        v = fabs(d) < 1e15 ? (int64_t)d : (d < 0 ? -1 : 100000001);
     }
     if (v < 0)
-        return ts_fail(err, "%s:%lld: %s: negative length (%lld)", path, (long long)line, name,
-                       (long long)v);
+        return ts_fail(err, "%s:%lld: %s: negative length ('%s')", path, (long long)line, name, s);
     if (v > 100000000)
-        return ts_fail(err, "%s:%lld: %s: implausible length (%lld)", path, (long long)line, name,
-                       (long long)v);
+        return ts_fail(err, "%s:%lld: %s: '%s' is not a plausible token count (0..100000000)", path, (long long)line,
+                       name, s);
     *out = (int32_t)v;
     return 0;
 }
@@ -304,9 +303,12 @@ static int json_count(const char *path, int64_t line, json_t *o, const char *key
     double d = json_number_value(v);
     if (d < 0)
         return ts_fail(err, "%s:%lld: %s: negative length (%g)", path, (long long)line, key, d);
-    if (d != floor(d) || d > 1e8)
-        return ts_fail(err, "%s:%lld: %s: not a plausible token count (%g)", path, (long long)line,
-                       key, d);
+    if (d != floor(d) || d > 1e8) {
+        char text[64];
+        snprintf(text, sizeof text, "%.15g", d); /* jansson keeps the number, not its spelling */
+        return ts_fail(err, "%s:%lld: %s: %s is not a plausible token count (0..100000000)", path, (long long)line,
+                       key, text);
+    }
     *out = (int32_t)d;
     return 0;
 }

@@ -96,6 +96,19 @@ int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t le
             ts_fail(err, "%s: GPU name '%s' is empty or longer than 31 characters", path, key);
             goto done;
         }
+        static const char *const known[] = {"mem_gib", "bf16_tflops", "mem_bw_gbs", "host_bw_gbs"};
+        const char *k;
+        json_t *v;
+        json_object_foreach(o, k, v) { /* a misspelt key would otherwise leave the stock figure */
+            size_t i = 0;
+            while (i < TS_ARRAY_LEN(known) && strcmp(k, known[i]) != 0)
+                i++;
+            if (i == TS_ARRAY_LEN(known)) {
+                ts_fail(err, "%s: %s.%s: unknown key (a GPU has mem_gib, bf16_tflops, mem_bw_gbs, host_bw_gbs)", path,
+                        key, k);
+                goto done;
+            }
+        }
         struct gpu_spec g, *old = find(t, key);
         if (old)
             g = *old;

@@ -64,13 +64,21 @@ int model_validate(const struct model_cfg *m, struct ts_err *err)
         return ts_fail(err, "model %s: layers, hidden, heads, kv heads, head dim, vocab and "
                             "max positions must all be positive", m->name);
     /* bounds far above any real model, so that derived sizes cannot overflow */
-    if (m->num_layers > 4096 || m->hidden > (1 << 20) || m->num_heads > 16384 ||
-        m->num_kv_heads > 16384 || m->head_dim > 16384 || m->ffn > (1 << 22) ||
-        m->vocab > (1 << 24) || m->max_pos > (1 << 28) || m->num_experts > 65536 ||
-        m->moe_ffn > (1 << 22) || m->num_shared_experts > 1024 ||
-        (int64_t)m->num_heads * m->head_dim > (1 << 22) ||
-        (int64_t)m->num_kv_heads * m->head_dim > (1 << 22))
-        return ts_fail(err, "model %s: a dimension is implausibly large", m->name);
+    const struct {
+        const char *field;
+        int64_t v, most;
+    } dims[] = {{"num_layers", m->num_layers, 4096},      {"hidden", m->hidden, 1 << 20},
+                {"num_heads", m->num_heads, 16384},       {"num_kv_heads", m->num_kv_heads, 16384},
+                {"head_dim", m->head_dim, 16384},         {"ffn", m->ffn, 1 << 22},
+                {"vocab", m->vocab, 1 << 24},             {"max_pos", m->max_pos, 1 << 28},
+                {"num_experts", m->num_experts, 65536},   {"moe_ffn", m->moe_ffn, 1 << 22},
+                {"num_shared_experts", m->num_shared_experts, 1024},
+                {"num_heads x head_dim", (int64_t)m->num_heads * m->head_dim, 1 << 22},
+                {"num_kv_heads x head_dim", (int64_t)m->num_kv_heads * m->head_dim, 1 << 22}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(dims); i++)
+        if (dims[i].v > dims[i].most)
+            return ts_fail(err, "model %s: %s %lld is implausibly large (at most %lld)", m->name, dims[i].field,
+                           (long long)dims[i].v, (long long)dims[i].most);
     if (m->num_heads % m->num_kv_heads)
         return ts_fail(err, "model %s: num_heads %d is not a multiple of num_kv_heads %d", m->name,
                        m->num_heads, m->num_kv_heads);
@@ -109,8 +117,11 @@ static int json_get_int(const char *path, json_t *root, const char *const *keys,
             d = json_real_value(v);
         else
             return ts_fail(err, "%s: %s: not a number", path, *keys);
-        if (d < 0 || d > 1e9 || d != (double)(int)d)
-            return ts_fail(err, "%s: %s: not a non-negative integer (%g)", path, *keys, d);
+        if (!(d >= 0 && d <= 1e9) || d != (double)(int)d) {
+            char text[64];
+            snprintf(text, sizeof text, "%.17g", d);
+            return ts_fail(err, "%s: %s: %s is not a whole number in 0..1000000000", path, *keys, text);
+        }
         *out = (int)d;
         return 1;
     }
@@ -137,8 +148,12 @@ static int need_int(const char *path, json_t *root, const char *const *keys, int
     int r = json_get_int(path, root, keys, out, err);
     if (r < 0)
         return -1;
-    if (r == 0)
-        return ts_fail(err, "%s: %s: missing (a required model field)", path, keys[0]);
+    if (r == 0) {
+        char names[160] = "";
+        for (const char *const *k = keys; *k; k++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k == keys ? "" : " or ", *k);
+        return ts_fail(err, "%s: %s: missing (a required model field)", path, names);
+    }
     return 0;
 }
 
@@ -177,8 +192,14 @@ int model_parse_hf(const char *path, const char *text, size_t len, struct model_
         m.num_kv_heads = m.num_heads;
     if ((r = json_get_int(path, root, KEYS("head_dim"), &m.head_dim, err)) < 0)
         goto done;
-    if (r == 0 && m.num_heads > 0)
+    if (r == 0 && m.num_heads > 0) {
+        if (m.hidden % m.num_heads) {
+            ts_fail(err, "%s: hidden size %d is not a multiple of the %d attention heads (and no head_dim is given)",
+                    path, m.hidden, m.num_heads);
+            goto done;
+        }
         m.head_dim = m.hidden / m.num_heads;
+    }
     if (json_get_int(path, root, KEYS("intermediate_size", "mlp_hidden_size"), &m.ffn, err) < 0 ||
         json_get_int(path, root, KEYS("max_position_embeddings", "max_sequence_length"), &m.max_pos,
                      err) < 0 ||
