@@ -467,15 +467,20 @@ int cli_sim(int argc, char **argv)
         fprintf(stderr, "tessera sim: --append and --replace say what --db does with the runs it holds; no --db given\n");
         return EXIT_USAGE;
     }
-    if (c.db[0] && db_check(c.db, (enum db_mode)c.db_mode, &err)) { /* before any work */
+    struct db_out *out = NULL;
+    if (c.db[0] && (db_check(c.db, (enum db_mode)c.db_mode, &err) || /* before any work */
+                    db_out_open(c.db, (enum db_mode)c.db_mode, &out, &err))) {
         fprintf(stderr, "tessera sim: --db %s\n", err.msg);
         return EXIT_USAGE;
     }
     struct sim *s = sim_create(&c, &err);
     if (!s) {
         fprintf(stderr, "tessera sim: %s\n", err.msg);
+        db_out_close(out);
         return EXIT_USAGE;
     }
+    if (out)
+        sim_stream_steps(s, out); /* step rows leave memory as the run makes them */
     const struct preset *p = c.system[0] ? preset_find(c.system) : NULL;
     if (p && p->note && !c.quiet)
         fprintf(stderr, "tessera sim: note: --system %s: %s\n", p->name, p->note);
@@ -489,6 +494,7 @@ int cli_sim(int argc, char **argv)
         if (!live_open || !live_close || live_open(s, c.live_mem_gib, &ex, &err)) {
             fprintf(stderr, "tessera sim: --executor gpu: %s\n", err.msg);
             sim_destroy(s);
+        db_out_close(out);
             return EXIT_USAGE;
         }
         sim_set_executor(s, &ex);
@@ -499,6 +505,7 @@ int cli_sim(int argc, char **argv)
     if (run_rc) {
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         sim_destroy(s);
+        db_out_close(out);
         return EXIT_USAGE;
     }
     struct sim_summary m;
@@ -508,10 +515,11 @@ int cli_sim(int argc, char **argv)
         sim_reject_reasons(s, why, sizeof why);
         fprintf(stderr, "tessera sim: every one of the %lld requests was rejected (%s)\n", (long long)m.num_requests, why);
         sim_destroy(s);
+        db_out_close(out);
         return EXIT_USAGE;
     }
     rc = 0;
-    if (c.db[0] && sim_write_db(s, c.db, (enum db_mode)c.db_mode, &err)) {
+    if (out && db_out_commit(out, s, &err)) {
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         rc = 1;
     }
@@ -520,5 +528,6 @@ int cli_sim(int argc, char **argv)
     else
         print_summary(sim_config(s), &m);
     sim_destroy(s);
+    db_out_close(out);
     return rc;
 }

@@ -58,6 +58,23 @@ static const char *const schema =
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
     " PRIMARY KEY(run_id, op));";
 
+/* The schema with every table in the attached database `name`. Caller frees. */
+static char *schema_in(const char *name)
+{
+    static const char create[] = "CREATE TABLE IF NOT EXISTS ";
+    char *out = xmalloc(strlen(schema) + 64 * (strlen(name) + 1) + 1), *o = out;
+    for (const char *p = schema; *p;) {
+        if (strncmp(p, create, sizeof create - 1) == 0) {
+            o += sprintf(o, "%s%s.", create, name);
+            p += sizeof create - 1;
+        } else {
+            *o++ = *p++;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
 static const char *const state_names[] = {"pending", "waiting", "running", "finished", "rejected"};
 
 struct writer {
@@ -90,7 +107,7 @@ static int step_done(struct writer *w, sqlite3_stmt *st)
 static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
 {
     sqlite3_stmt *st;
-    if (prepare(w, "INSERT INTO requests VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
+    if (prepare(w, "INSERT INTO out.requests VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
         return -1;
     int rc = 0;
     for (int64_t i = 0; i < s->num_reqs && !rc; i++) {
@@ -122,19 +139,22 @@ static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
     return rc;
 }
 
-static int write_steps(struct writer *w, const struct sim *s, int64_t run_id)
+/* The step rows recorded since the last flush into the scratch database's steps and segments (run_id
+ * 0 there: the run's own is given when they are copied out), step ids counted over the run. */
+static int write_steps(struct writer *w, const struct sim *s)
 {
     sqlite3_stmt *st, *sg;
-    if (prepare(w, "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
+    if (prepare(w, "INSERT INTO main.steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
         return -1;
-    if (prepare(w, "INSERT INTO segments VALUES(?,?,?,?,?,?,?,?,?,?)", &sg)) {
+    if (prepare(w, "INSERT INTO main.segments VALUES(?,?,?,?,?,?,?,?,?,?)", &sg)) {
         sqlite3_finalize(st);
         return -1;
     }
     int rc = 0;
     for (size_t i = 0; i < s->num_steps && !rc; i++) {
         const struct step_rec *p = &s->steps[i];
-        int64_t v[] = {run_id, (int64_t)i, p->start_ns, p->duration_ns, p->tot.num_segs,
+        const int64_t step_id = s->steps_flushed + (int64_t)i;
+        int64_t v[] = {0, step_id, p->start_ns, p->duration_ns, p->tot.num_segs,
                        p->tot.q_tokens, p->tot.kv_tokens, p->tot.kv_write_tokens, p->tot.logit_rows,
                        p->tot.decoded, p->tot.by_phase[PHASE_FULL], p->tot.by_phase[PHASE_REFRESH],
                        p->tot.by_phase[PHASE_REUSE], p->tot.by_phase[PHASE_PREFILL],
@@ -146,8 +166,8 @@ static int write_steps(struct writer *w, const struct sim *s, int64_t run_id)
         size_t end = i + 1 < s->num_steps ? (size_t)s->steps[i + 1].first_seg : s->num_segs;
         for (size_t j = (size_t)p->first_seg; j < end && !rc; j++) {
             const struct segment *g = &s->segs[j];
-            sqlite3_bind_int64(sg, 1, run_id);
-            sqlite3_bind_int64(sg, 2, (int64_t)i);
+            sqlite3_bind_int64(sg, 1, 0);
+            sqlite3_bind_int64(sg, 2, step_id);
             sqlite3_bind_int(sg, 3, g->req_id);
             sqlite3_bind_text(sg, 4, seg_phase_name(g->phase), -1, SQLITE_STATIC);
             sqlite3_bind_int(sg, 5, g->q);
@@ -169,7 +189,7 @@ static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
     struct sim_summary m;
     sim_get_summary(s, &m);
     sqlite3_stmt *st;
-    if (prepare(w, "INSERT INTO summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 &st))
         return -1;
     int k = 1;
@@ -188,7 +208,7 @@ static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
         sqlite3_bind_int64(st, k++, ints2[i]);
     int rc = step_done(w, st);
     sqlite3_finalize(st);
-    if (rc || prepare(w, "INSERT INTO op_breakdown VALUES(?,?,?)", &st))
+    if (rc || prepare(w, "INSERT INTO out.op_breakdown VALUES(?,?,?)", &st))
         return -1;
     for (int op = 0; op < OP_COUNT && !rc; op++) {
         sqlite3_bind_int64(st, 1, run_id);
@@ -200,25 +220,29 @@ static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
     return rc;
 }
 
-static int write_all(struct writer *w, const struct sim *s)
+/* The run's transaction on `out`: its schema first in a transaction of its own, then WAL mode, then
+ * the run (so that a new database's header records WAL mode before the run's transaction starts,
+ * and a process killed inside it leaves a write-ahead log SQLite recovers and removes on the next
+ * open, rather than one a database that never recorded the mode would ignore and leave behind). */
+static int write_run(struct writer *w, const struct sim *s)
 {
-    /* the schema in a transaction of its own, then WAL mode, then the run: a new database's header
-     * records WAL mode before the run's transaction starts, so that a process killed inside it
-     * leaves a write-ahead log SQLite recovers and removes on the next open (one a database that
-     * never recorded the mode would ignore and leave behind) */
     if (sqlite3_exec(w->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(w, "begin");
-    if (sqlite3_exec(w->db, schema, NULL, NULL, NULL) != SQLITE_OK)
+    char *sch = schema_in("out");
+    const int ok = sqlite3_exec(w->db, sch, NULL, NULL, NULL) == SQLITE_OK;
+    free(sch);
+    if (!ok)
         return db_fail(w, "schema (is it a tessera database?)");
-    if (sqlite3_exec(w->db, "COMMIT; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; BEGIN IMMEDIATE", NULL, NULL,
-                     NULL) != SQLITE_OK)
+    if (sqlite3_exec(w->db, "COMMIT; PRAGMA out.journal_mode=WAL; PRAGMA out.synchronous=NORMAL; BEGIN IMMEDIATE",
+                     NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(w, "begin");
-    if (w->mode == DB_REPLACE && sqlite3_exec(w->db, "DELETE FROM runs; DELETE FROM requests; DELETE FROM steps; "
-                                                     "DELETE FROM segments; DELETE FROM summary; "
-                                                     "DELETE FROM op_breakdown;", NULL, NULL, NULL) != SQLITE_OK)
+    if (w->mode == DB_REPLACE &&
+        sqlite3_exec(w->db, "DELETE FROM out.runs; DELETE FROM out.requests; DELETE FROM out.steps; "
+                            "DELETE FROM out.segments; DELETE FROM out.summary; DELETE FROM out.op_breakdown;",
+                     NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(w, "replacing the runs");
     sqlite3_stmt *st;
-    if (prepare(w, "INSERT INTO runs(created, code_version, seed, config_json) VALUES(?,?,?,?)", &st))
+    if (prepare(w, "INSERT INTO out.runs(created, code_version, seed, config_json) VALUES(?,?,?,?)", &st))
         return -1;
     char created[32];
     time_t now = time(NULL);
@@ -235,15 +259,25 @@ static int write_all(struct writer *w, const struct sim *s)
     free(cfg);
     if (rc)
         return -1;
-    int64_t run_id = sqlite3_last_insert_rowid(w->db);
-    if (write_requests(w, s, run_id) || (!s->cfg.no_steps && write_steps(w, s, run_id)) ||
-        write_summary(w, s, run_id))
+    const int64_t run_id = sqlite3_last_insert_rowid(w->db);
+    char copy[640];
+    snprintf(copy, sizeof copy,
+             "INSERT INTO out.steps SELECT %lld, step_id, start_ns, duration_ns, num_segs, q_tokens, kv_tokens, "
+             "kv_write_tokens, logit_rows, decoded, num_full, num_refresh, num_reuse, num_prefill, num_block, "
+             "act_peak_bytes, kv_in_use_bytes, logit_chunk_rows, ffn_chunks FROM main.steps ORDER BY step_id; "
+             "INSERT INTO out.segments SELECT %lld, step_id, req_id, phase, q, kv, kv_write, logit_rows, decoded, "
+             "padding FROM main.segments ORDER BY rowid;",
+             (long long)run_id, (long long)run_id);
+    if (write_requests(w, s, run_id))
+        return -1;
+    if (sqlite3_exec(w->db, copy, NULL, NULL, NULL) != SQLITE_OK)
+        return db_fail(w, "copying the step rows");
+    if (write_summary(w, s, run_id))
         return -1;
     if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(w, "commit");
     return 0;
 }
-
 int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out)
 {
     return sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding "
@@ -353,30 +387,99 @@ static void on_signal(int sig)
         sqlite3_interrupt(writing);
 }
 
-int sim_write_db(const struct sim *s, const char *path, enum db_mode mode, struct ts_err *err)
+struct db_out {
+    sqlite3 *db; /* a private temporary database (the step rows), the output attached as `out` at commit */
+    struct writer w;
+    char path[CFG_PATH];
+};
+
+int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct ts_err *err)
 {
-    struct writer w = {NULL, err, path, mode};
-    if (sqlite3_open_v2(path, &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
-        ts_fail(err, "%s: cannot open database: %s", path, w.db ? sqlite3_errmsg(w.db) : "?");
-        sqlite3_close(w.db);
+    struct db_out *o = xcalloc(1, sizeof *o);
+    snprintf(o->path, sizeof o->path, "%s", path);
+    /* "": a temporary database of this connection's own, its file removed as soon as it is made */
+    if (sqlite3_open_v2("", &o->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK ||
+        sqlite3_exec(o->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
+        ts_fail(err, "%s: cannot make the run's scratch database: %s", path, o->db ? sqlite3_errmsg(o->db) : "?");
+        db_out_close(o);
         return -1;
     }
-    sqlite3_busy_timeout(w.db, DB_BUSY_MS);
+    sqlite3_busy_timeout(o->db, DB_BUSY_MS);
+    o->w = (struct writer){o->db, err, o->path, mode};
+    *out = o;
+    return 0;
+}
+
+/* The step rows in memory into the scratch database; with drop (a streaming run) they are then
+ * dropped from memory, else kept (the run stays whole in memory for whoever reads it after). */
+static int scratch_steps(struct db_out *o, struct sim *s, bool drop, struct ts_err *err)
+{
+    o->w.err = err;
+    if (sqlite3_exec(o->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        return db_fail(&o->w, "scratch");
+    if (write_steps(&o->w, s)) {
+        sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    if (sqlite3_exec(o->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        return db_fail(&o->w, "scratch");
+    if (drop) {
+        s->steps_flushed += (int64_t)s->num_steps;
+        s->num_steps = s->num_segs = 0;
+    }
+    return 0;
+}
+
+int db_out_flush(struct db_out *o, struct sim *s, struct ts_err *err) { return scratch_steps(o, s, true, err); }
+
+int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
+{
+    if (!s->cfg.no_steps && scratch_steps(o, s, s->out == o, err)) /* the steps still in memory */
+        return -1;
+    o->w.err = err;
+    sqlite3_stmt *at = NULL;
+    bool ok = sqlite3_prepare_v2(o->db, "ATTACH ? AS out", -1, &at, NULL) == SQLITE_OK;
+    sqlite3_bind_text(at, 1, o->path, -1, SQLITE_STATIC);
+    ok = ok && sqlite3_step(at) == SQLITE_DONE;
+    sqlite3_finalize(at);
+    if (!ok)
+        return ts_fail(err, "%s: cannot open database: %s", o->path, sqlite3_errmsg(o->db));
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
     sigemptyset(&sa.sa_mask);
     caught = 0;
-    writing = w.db;
+    writing = o->db;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    int rc = write_all(&w, s);
+    int rc = write_run(&o->w, s);
     if (rc)
-        sqlite3_exec(w.db, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_exec(o->db, "DETACH out", NULL, NULL, NULL);
     writing = NULL;
-    sqlite3_close(w.db);
+    if (caught) { /* nothing of the run was kept: close, then die of the signal */
+        sqlite3_close(o->db);
+        o->db = NULL;
+        raise(caught);
+    }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    if (caught) /* nothing of the run was kept: now die of the signal */
-        raise(caught);
+    return rc;
+}
+
+void db_out_close(struct db_out *o)
+{
+    if (!o)
+        return;
+    sqlite3_close(o->db);
+    free(o);
+}
+
+int sim_write_db(struct sim *s, const char *path, enum db_mode mode, struct ts_err *err)
+{
+    struct db_out *o;
+    if (db_out_open(path, mode, &o, err))
+        return -1;
+    int rc = db_out_commit(o, s, err);
+    db_out_close(o);
     return rc;
 }
 

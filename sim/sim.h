@@ -84,10 +84,20 @@ enum db_mode { DB_NEW = 0, DB_APPEND, DB_REPLACE };
  * an existing file must be a tessera database (or empty) this process can write, holding no runs
  * unless mode says what to do with them. -1 with err naming the file. */
 int db_check(const char *path, enum db_mode mode, struct ts_err *err);
-/* Writes the run (runs, requests, steps, segments, summary, op_breakdown) into path in one
- * transaction, waiting for concurrent writers; its run_id is the database's next. A failure,
- * SIGINT or SIGTERM leaves no part of the run (the signal is then taken as usual). */
-int sim_write_db(const struct sim *s, const char *path, enum db_mode mode, struct ts_err *err);
+/* A run's database output. Opened before the run (nothing is created yet), it takes the run's step
+ * rows as they are made (sim_stream_steps: in batches, into a private temporary database SQLite
+ * deletes whatever happens to the process), so the run's memory stays bounded; db_out_commit then
+ * writes the whole run into the database in one transaction, waiting for concurrent writers, its
+ * run_id the database's next. A failure, SIGINT or SIGTERM during the commit leaves no part of the
+ * run (the signal is then taken as usual); a process killed outright leaves a transaction SQLite
+ * rolls back on the next open. */
+struct db_out;
+int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct ts_err *err);
+void sim_stream_steps(struct sim *s, struct db_out *out); /* before sim_run */
+int db_out_commit(struct db_out *out, struct sim *s, struct ts_err *err);
+void db_out_close(struct db_out *out); /* NULL is safe */
+/* db_out_open, every recorded step, db_out_commit and db_out_close in one call. */
+int sim_write_db(struct sim *s, const char *path, enum db_mode mode, struct ts_err *err);
 /* Merges the runs of the databases in[0..n) into out (created if new), each run under a new run_id
  * with every table that has a run_id column (engine replays' among them), one transaction an input
  * (an input's runs land together or not at all); *runs counts them. Every input is checked before

@@ -87,6 +87,8 @@ struct sim {
     struct event_queue evq;
 
     /* records */
+    struct db_out *out;      /* where step rows stream during the run (db.c), or NULL: kept */
+    int64_t steps_flushed;   /* step rows handed to out before steps[0] */
     struct step_rec *steps;
     size_t num_steps, cap_steps;
     struct segment *segs;
@@ -115,6 +117,11 @@ void sim_add_segment(struct sim *s, const struct segment *seg);
  * plan of that forward's op graph (its arena; the caching allocator's reserved bytes for caching,
  * those +5% for profiled), planned once per shape (act_cache.h). */
 int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows);
+/* Step rows stream to the output every SIM_STEP_BATCH steps, so a run's memory stays bounded. */
+#define SIM_STEP_BATCH 4096
+/* Hands the step rows recorded since the last call (steps[0..num_steps), segs) to out and drops
+ * them (db.c). -1 with err when out cannot take them. */
+int db_out_flush(struct db_out *out, struct sim *s, struct ts_err *err);
 /* Marks a request finished now (the static scheduler finishes a batch at once). */
 void sim_finish(struct sim *s, struct request *r);
 void sim_remove_running(struct sim *s, int32_t id);
