@@ -6,7 +6,7 @@
 #   make engine      build the CUDA engine (wherever nvcc is found; `make` builds it too)
 #   make check-gpu   (GPU machine) the engine's kernels and steps against the CPU reference
 #   make bench-sim, make bench-engine, make bench-gemm, make bench-gemm-rows (GPU machine)
-#   make check-valgrind, make check-layers, make fuzz FUZZ_SECONDS=N, make clean      (V=1: show commands)
+#   make check-valgrind, make check-layers, make mutate, make fuzz FUZZ_SECONDS=N, make clean  (V=1: commands)
 #
 # Objects live in build/ (build/asan for the sanitizer build). Settings: CC, CFLAGS, NVCC,
 # CUDA_ARCH (sm_90), NO_CUDA=1 (simulator only), DEPS=dir (headers and libraries unpacked from
@@ -108,7 +108,7 @@ $(BUILD)/sim/core/version.o: sim/core/version.c $(VERSION_FILE) $(STAMP) | deps
 ENGINE_OBJ := $(if $(HAVE_CUDA),$(ENGINE_GPU_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SRC:%.cu=$(BUILD)/%.o))
 TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all engine run check check-unit check-asan check-layers check-valgrind bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu fuzz deps clean help
+.PHONY: all engine run check check-unit check-asan check-layers mutate check-valgrind bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu fuzz deps clean help
 
 ENGINE_LIB := $(if $(HAVE_CUDA),$(BUILD)/libtessera_engine.so)
 all: $(BUILD)/tessera $(ENGINE_LIB)
@@ -176,6 +176,10 @@ check-asan:
 	@$(MAKE) --no-print-directory BUILD=build/asan NO_CUDA=1 \
 	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    check-unit
+
+# planted bugs the suites must catch (tests/mutate.sh: one line a mutation, none may survive)
+mutate:
+	@bash tests/mutate.sh
 
 # the include graph keeps the floors (sim/core at the bottom; tests/check_layers.sh)
 check-layers:

@@ -53,6 +53,78 @@ START_TEST(refresh_is_compute_bound)
 }
 END_TEST
 
+/* Each op's roofline price against its closed form, written out here from the model's published
+ * shapes (not from the model table's helpers): count x max(FLOPs / (peak x eff), bytes / (bandwidth
+ * x mem_eff), kernels x issue cost), on a step of 4 Reuse blocks of 32 over 480 cached keys and one
+ * Refresh of 512 that writes its K/V, for an MHA model and the two GQA ones. */
+static double op_closed_form(const struct cost_ctx *c, int op, double count, double flops, double bytes, double eff)
+{
+    const double gpu = fmax(flops / (c->gpu.bf16_flops * eff), bytes / (c->gpu.mem_bw * c->impl.mem_eff));
+    return count * fmax(gpu, c->impl.kernels[op] * c->impl.launch_s);
+}
+
+START_TEST(ops_match_their_closed_forms)
+{
+    static const struct {
+        const char *model;
+        double layers, h, H, Hkv, d, F, V;
+    } models[] = {{"llada-8b", 32, 4096, 32, 32, 128, 12288, 126464},
+                  {"sdar-8b", 36, 4096, 32, 8, 128, 12288, 151936},
+                  {"dream-7b", 28, 3584, 28, 4, 128, 18944, 152064}};
+    for (size_t k = 0; k < TS_ARRAY_LEN(models); k++) {
+        const double L = models[k].layers, h = models[k].h, H = models[k].H, Hkv = models[k].Hkv, d = models[k].d,
+                     F = models[k].F, V = models[k].V;
+        struct cost_ctx c = ctx(models[k].model, "tessera");
+        struct step_desc sd;
+        step_desc_init(&sd);
+        sd.logit_chunk_rows = 64;
+        for (int i = 0; i < 4; i++) {
+            struct segment s = {.req_id = i, .q = 32, .kv = 480, .logit_rows = 32, .phase = PHASE_REUSE};
+            step_desc_add(&sd, &s);
+        }
+        struct segment r = {.req_id = 9, .q = 512, .kv_write = 512, .logit_rows = 0, .phase = PHASE_REFRESH};
+        step_desc_add(&sd, &r);
+        struct cost_breakdown bd;
+        double t;
+        ck_assert_int_eq(cost_roofline.step_s(&c, &sd, &t, &bd, NULL), 0);
+        const double T = 4 * 32 + 512, R = 4 * 32, W = 512, qd = H * d, kvd = Hkv * d, a = 2;
+        const double pairs = 4 * 32.0 * (32 + 480) + 512.0 * 512, keys = 4 * (32 + 480) + 512;
+        const double ge = c.impl.gemm_eff, chunks = 2; /* 128 logit rows in chunks of 64 */
+        const struct {
+            int op;
+            double want;
+        } ops[] = {
+            {OP_QKV, op_closed_form(&c, OP_QKV, L, 2 * T * h * (qd + 2 * kvd),
+                                    a * (h * (qd + 2 * kvd) + T * h + T * (qd + 2 * kvd)), ge)},
+            {OP_KV_WRITE, op_closed_form(&c, OP_KV_WRITE, L, 0, 2 * a * W * 2 * kvd, ge)},
+            {OP_ATTN, op_closed_form(&c, OP_ATTN, L, 4 * qd * pairs, a * (2 * T * qd + keys * 2 * kvd), c.impl.attn_eff)},
+            {OP_OPROJ, op_closed_form(&c, OP_OPROJ, L, 2 * T * qd * h, a * (qd * h + T * qd + T * h), ge)},
+            {OP_GATE_UP, op_closed_form(&c, OP_GATE_UP, L, 2 * T * h * 2 * F, a * (2 * F * h + T * (h + 2 * F)), ge)},
+            {OP_DOWN, op_closed_form(&c, OP_DOWN, L, 2 * T * F * h, a * (F * h + T * (F + h)), ge)},
+            {OP_LM_HEAD, op_closed_form(&c, OP_LM_HEAD, chunks, 2 * R / chunks * h * V,
+                                        a * (h * V + R / chunks * (h + V)), ge)},
+        };
+        for (size_t i = 0; i < TS_ARRAY_LEN(ops); i++)
+            ck_assert_msg(fabs(bd.op_s[ops[i].op] - ops[i].want) <= 1e-12 * ops[i].want, "%s %s: %.9g s, closed form %.9g",
+                          models[k].model, cost_op_name(ops[i].op), bd.op_s[ops[i].op], ops[i].want);
+        /* a Refresh of 2,048 rows with every row's logits in chunks of 1,024: the LM head compute-bound */
+        step_desc_clear(&sd);
+        sd.logit_chunk_rows = 1024;
+        struct segment big = {.req_id = 0, .q = 2048, .logit_rows = 2048, .phase = PHASE_REFRESH};
+        step_desc_add(&sd, &big);
+        ck_assert_int_eq(cost_roofline.step_s(&c, &sd, &t, &bd, NULL), 0);
+        const double lm = op_closed_form(&c, OP_LM_HEAD, 2, 2 * 1024.0 * h * V, a * (h * V + 1024.0 * (h + V)), ge);
+        const double att = op_closed_form(&c, OP_ATTN, L, 4 * qd * 2048.0 * 2048, a * (2 * 2048 * qd + 2048 * 2 * kvd),
+                                          c.impl.attn_eff);
+        ck_assert_msg(fabs(bd.op_s[OP_LM_HEAD] - lm) <= 1e-12 * lm, "%s lm_head %.9g, closed form %.9g", models[k].model,
+                      bd.op_s[OP_LM_HEAD], lm);
+        ck_assert_msg(fabs(bd.op_s[OP_ATTN] - att) <= 1e-12 * att, "%s attention %.9g, closed form %.9g",
+                      models[k].model, bd.op_s[OP_ATTN], att);
+        step_desc_free(&sd);
+    }
+}
+END_TEST
+
 START_TEST(reuse_one_block_reads_the_weights)
 {
     /* one 32-token block over 480 cached tokens: bound by reading 16 GB of weights */
@@ -174,6 +246,7 @@ int main(void)
     Suite *s = suite_create("cost");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, refresh_is_compute_bound);
+    tcase_add_test(tc, ops_match_their_closed_forms);
     tcase_add_test(tc, reuse_one_block_reads_the_weights);
     tcase_add_test(tc, eager_is_launch_bound_on_small_steps);
     tcase_add_test(tc, lm_head_chunks_reread_weights);

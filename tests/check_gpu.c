@@ -55,6 +55,10 @@ START_TEST(bad_files)
     ck_assert_ptr_nonnull(strstr(err.msg, "newgpu"));
     p = tmp_file(0, ".json", "[1,2]");
     ck_assert_int_ne(gpu_load_file(t, p, &err), 0);
+    /* a misspelt key is refused rather than leaving the stock figure in place */
+    p = tmp_file(0, ".json", "{\"h200\": {\"bf16_flops\": 700}}");
+    ck_assert_int_ne(gpu_load_file(t, p, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "h200.bf16_flops: unknown key"));
     gpu_table_destroy(t);
 }
 END_TEST

@@ -42,6 +42,20 @@ START_TEST(builtin_moe_and_gqa)
 }
 END_TEST
 
+/* K and V per token, written out from each published config.json: 2 x layers x K/V heads x head
+ * dim x 2 bytes (the K/V heads, not the query heads, for the GQA models) */
+START_TEST(kv_bytes_per_token_of_each_model)
+{
+    static const struct {
+        const char *name;
+        int64_t bytes;
+    } want[] = {{"llada-8b", 2 * 32 * 32 * 128 * 2}, {"dream-7b", 2 * 28 * 4 * 128 * 2}, {"sdar-8b", 2 * 36 * 8 * 128 * 2},
+                {"llada-moe-7b", 2 * 16 * 16 * 128 * 2}, {"llada2.0-mini", 2 * 20 * 4 * 128 * 2}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(want); i++)
+        ck_assert_msg(model_kv_bytes_per_token(model_find(want[i].name)) == want[i].bytes, "%s", want[i].name);
+}
+END_TEST
+
 START_TEST(unknown_model_lists_builtins)
 {
     struct model_cfg m;
@@ -95,6 +109,11 @@ START_TEST(hf_errors_name_file_and_field)
     ck_assert_ptr_nonnull(strstr(err.msg, p));
     ck_assert_ptr_nonnull(strstr(err.msg, "num_hidden_layers or n_layers: missing"));
 
+    /* a hidden size the heads do not divide, with no head_dim to say otherwise */
+    p = tmp_file(0, ".json", "{\"d_model\":4097,\"n_heads\":32,\"n_layers\":2,\"vocab_size\":10,\"mlp_hidden_size\":8}");
+    ck_assert_int_ne(model_load_hf(p, &m, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "hidden size 4097 is not a multiple of the 32 attention heads"));
+
     p = tmp_file(0, ".json", "{\"hidden_size\":\"big\",\"num_hidden_layers\":2}");
     ck_assert_int_ne(model_load_hf(p, &m, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "hidden_size: not a number"));
@@ -120,6 +139,7 @@ int main(void)
     tcase_add_test(tc, builtin_llada);
     tcase_add_test(tc, builtin_moe_and_gqa);
     tcase_add_test(tc, unknown_model_lists_builtins);
+    tcase_add_test(tc, kv_bytes_per_token_of_each_model);
     tcase_add_test(tc, hf_llada_keys);
     tcase_add_test(tc, hf_qwen3_moe_keys);
     tcase_add_test(tc, hf_errors_name_file_and_field);

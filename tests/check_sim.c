@@ -220,6 +220,24 @@ START_TEST(database_matches_summary)
     ck_assert_int_eq(query_int(db, "SELECT seed FROM runs WHERE run_id = 1"), 1);
     ck_assert_int_eq(query_int(db, "SELECT count(*) FROM op_breakdown WHERE run_id = 1"), OP_COUNT);
     ck_assert_int_eq(query_int(db, "SELECT json_extract(config_json, '$.block_size') FROM runs"), 32);
+    /* the latency percentiles against their definition, from the requests' rows: sorted latencies,
+     * the value at (n - 1) f, interpolated linearly */
+    sqlite3_stmt *lq;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT (finish_ns - arrival_ns) * 1e-9 FROM requests WHERE run_id = 1 "
+                                            "AND state = 'finished' ORDER BY 1", -1, &lq, NULL), SQLITE_OK);
+    double lat[64];
+    int nl = 0;
+    while (sqlite3_step(lq) == SQLITE_ROW && nl < 64)
+        lat[nl++] = sqlite3_column_double(lq, 0);
+    sqlite3_finalize(lq);
+    ck_assert_int_eq(nl, 40);
+    const double fs[3] = {0.50, 0.90, 0.99}, got[3] = {m.lat_p50_s, m.lat_p90_s, m.lat_p99_s};
+    for (int k = 0; k < 3; k++) {
+        const double pos = fs[k] * (nl - 1);
+        const int lo = (int)pos;
+        const double want = lo + 1 < nl ? lat[lo] + (pos - lo) * (lat[lo + 1] - lat[lo]) : lat[lo];
+        ck_assert_msg(fabs(got[k] - want) <= 1e-9 * want, "p%.0f: %.12g, by definition %.12g", 100 * fs[k], got[k], want);
+    }
     sqlite3_close(db);
     unlink(path);
     /* --no-steps leaves the step tables empty */

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# mutate.sh: does the test suite catch small planted bugs? Each mutation below replaces one piece of
+# code by a plausible mistake, in a copy of the tree (the repository is never touched), rebuilds the
+# suites that cover it and runs them: a mutation the suites pass "survives". A mutation whose text
+# is no longer in its file is reported as stale (the code moved: update the list). Prints one line a
+# mutation and "mutate: N killed, M survived"; exits 1 when any survives or is stale.
+# Usage: mutate.sh [FILTER]   (FILTER: run only the mutations whose name contains it)
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+filter=${1:-}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+(cd "$root" && git ls-files -z | xargs -0 cp --parents -t "$work")
+# NAME|FILE|FROM|TO|SUITES (the text FROM must occur exactly once in FILE)
+mutations=(
+    "kv bytes use the query heads|sim/core/model.c|return 2LL * m->num_layers * model_kv_dim(m) * m->kv_bytes;|return 2LL * m->num_layers * model_q_dim(m) * m->kv_bytes;|check_model check_cost"
+    "attention FLOPs halved|sim/cost_roofline.c|add_op(&p, OP_ATTN, nl, 4.0 * qd * t->attn_qk_pairs,|add_op(&p, OP_ATTN, nl, 2.0 * qd * t->attn_qk_pairs,|check_cost"
+    "LM-head FLOPs halved|sim/cost_roofline.c|add_op(&p, OP_LM_HEAD, nch, 2 * R / nch * h * V,|add_op(&p, OP_LM_HEAD, nch, R / nch * h * V,|check_cost"
+    "K/V read as the query width|sim/cost_roofline.c|a * (2 * T * qd + (double)t->attn_kv_read * 2 * kvd)|a * (2 * T * qd + (double)t->attn_kv_read * 2 * qd)|check_cost"
+    "request admission ignores the activation peak|sim/sched_request.c|r->act_need = TS_MAX(sim_act_peak(s, q, policy_logit_rows(&s->pcfg, q, r->G)), 1);|r->act_need = 1;|check_sched"
+    "phase budget overrun|sim/sched_phase.c|int64_t budget = (int64_t)s->sched_p[MAX_TOKENS];|int64_t budget = (int64_t)s->sched_p[MAX_TOKENS] + 512;|check_sched"
+    "JSONL negative length accepted|traces/trace.c|    if (d < 0)\n        return ts_fail(err, \"%s:%lld: %s: negative length (%g)\", path, (long long)line, key, d);|    if (d < -1e9)\n        return ts_fail(err, \"%s:%lld: %s: negative length (%g)\", path, (long long)line, key, d);|check_trace"
+    "p99 at the 98th percentile|sim/sim.c|gsl_stats_quantile_from_sorted_data(lat, 1, (size_t)n, 0.99);|gsl_stats_quantile_from_sorted_data(lat, 1, (size_t)n, 0.98);|check_sim"
+    "first-fit forgets a span's end|sim/core/planner.c|        cursor = TS_MAX(cursor, buf[k].hi);|        cursor = buf[k].lo + 1;|check_planner"
+    "the GPU file's unknown keys accepted|sim/core/gpu.c|            if (i == TS_ARRAY_LEN(known)) {|            if (i == TS_ARRAY_LEN(known) + 1) {|check_gpu"
+    "hidden size not checked against the heads|sim/core/model.c|        if (m.hidden % m.num_heads) {|        if (m.hidden % m.num_heads > m.hidden) {|check_model"
+    "fixed decode commits one more|sim/decode.c|        k = dm->k;|        k = dm->k + 1;|check_decode check_policy"
+    "block-causal pairs counted bidirectionally|sim/core/step_desc.c|    if (bs <= 0)|    if (bs <= 1 << 30)|check_step_desc check_cost"
+    "reservations from the theoretical peak|sim/act_cache.c|    *bytes = pl.arena_bytes;|    *bytes = pl.theoretical;|check_sched"
+)
+killed=0
+survived=0
+stale=0
+built=""
+for m in "${mutations[@]}"; do
+    IFS='|' read -r name file from to suites <<<"$m"
+    [ -n "$filter" ] && [[ $name != *"$filter"* ]] && continue
+    from=$(printf '%b' "$from") to=$(printf '%b' "$to")
+    if ! python3 - "$work/$file" "$from" "$to" <<'PY'
+import sys
+path, old, new = sys.argv[1:4]
+text = open(path).read()
+if text.count(old) != 1:
+    sys.exit(1)
+open(path + ".orig", "w").write(text)
+open(path, "w").write(text.replace(old, new))
+PY
+    then
+        stale=$((stale + 1))
+        echo "mutate: STALE: $name ($file no longer holds its text once)"
+        continue
+    fi
+    targets=$(for s in $suites; do printf 'build/tests/%s ' "$s"; done)
+    if ! (cd "$work" && make -s -j2 NO_CUDA=1 DEPS="${DEPS:-}" $targets >"$work/build.log" 2>&1); then
+        result="killed (does not build)"
+        killed=$((killed + 1))
+    else
+        caught=""
+        for s in $suites; do
+            (cd "$work" && CK_FORK=yes ./build/tests/$s >/dev/null 2>&1) || { caught=$s; break; }
+        done
+        if [ -n "$caught" ]; then
+            result="killed by $caught"
+            killed=$((killed + 1))
+        else
+            result="SURVIVED $suites"
+            survived=$((survived + 1))
+        fi
+    fi
+    mv "$work/$file.orig" "$work/$file"
+    touch "$work/$file"
+    echo "mutate: $name: $result"
+done
+echo "mutate: $killed killed, $survived survived, $stale stale"
+[ "$survived" -eq 0 ] && [ "$stale" -eq 0 ]
