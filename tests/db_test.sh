@@ -4,7 +4,8 @@
 # before the work unless --append or --replace says what to do with them; a bad --db is refused
 # before the work with exit status 2, naming the file, and nothing is created; SIGINT, SIGTERM or
 # SIGKILL at random moments of a run (its simulation or its write) leave either the whole run or
-# none of it, and no file but the database; tessera db merge keeps every run.
+# none of it, and no file but the database; tessera db merge keeps every run; a run's memory
+# stays bounded (200,000 requests under 150 MB, 20,000 with their step rows under 80 MB).
 # Usage: db_test.sh PATH/TO/tessera [TRIALS]   Prints "db: N passed, M failed".
 set -u
 bin=${1:?usage: db_test.sh PATH/TO/tessera [TRIALS]}
@@ -117,5 +118,24 @@ echo "db: $trials interrupted runs: $whole whole, $none without a trace" >&2
 "$bin" db merge "$tmp/m.db" "$tmp/m1.db" "$tmp/none.db" >"$tmp/out" 2>&1
 [ $? -eq 2 ] && grep -qF "$tmp/none.db" "$tmp/out" && [ "$(q "$tmp/m.db" "SELECT count(*) FROM runs")" = 4 ] && ok ||
     bad "db merge with a missing input: $(cat "$tmp/out")"
+# memory stays bounded: step rows leave memory as the run makes them
+peak_kb() { # peak_kb ARGS...: the largest resident set (KiB) of tessera ARGS
+    python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$bin" "$@"
+}
+if grep -q __asan_init "$bin" 2>/dev/null; then
+    echo "db: note: $bin is built with AddressSanitizer, whose shadow memory the ceilings do not allow for; skipped" >&2
+    echo "db: $pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+    exit
+fi
+kb=$(peak_kb sim --requests 200000 --rps 200 --no-steps --quiet --no-progress --db "$tmp/mem1.db")
+[ -n "$kb" ] && [ "$kb" -lt 150000 ] && ok || bad "200,000 requests (--no-steps) took $kb KiB, over 150 MB"
+kb=$(peak_kb sim --requests 20000 --rps 200 --quiet --no-progress --db "$tmp/mem2.db")
+[ -n "$kb" ] && [ "$kb" -lt 80000 ] && ok || bad "20,000 requests with step rows took $kb KiB, over 80 MB"
+[ "$(q "$tmp/mem2.db" "SELECT count(*) = (SELECT num_steps FROM summary) FROM steps")" = 1 ] && ok ||
+    bad "the streamed step rows are not all in the database"
+echo "db: peak memory: 200,000 requests without step rows, 20,000 with: within bounds" >&2
 echo "db: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
