@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "config.h"
 #include "cost.h"
+#include "decode.h"
 #include "gpu.h"
 #include "model.h"
 #include "planner.h"
@@ -51,8 +52,9 @@ static void list_decode(void)
     snprintf(path, sizeof path, "%s/decode_profiles.json", c.datadir);
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
-    printf("fixed:K              K tokens per step\n");
-    printf("threshold:TPF        random tokens per step with mean TPF\n");
+    for (int i = 0; decode_get(i); i++)
+        printf("%-34s %s\n", decode_get(i)->spec, decode_get(i)->help);
+    printf("profiles (threshold:NAME):\n");
     if (!root) {
         fprintf(stderr, "%s:%d: %s\n", path, jerr.line, jerr.text);
         return;

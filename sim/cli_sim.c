@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "engine_load.h"
+#include "decode.h"
 #include "parts.h"
 #include "planner.h"
 #include "presets.h"
@@ -144,9 +145,11 @@ static void sim_usage(FILE *f)
     sim_config_defaults(&d);
     JOIN_NAMES(names, policy_get);
     fprintf(f, "denoising:\n  --policy NAME            %s [%s]\n", names, d.policy);
+    names[0] = '\0';
+    for (int i = 0; decode_get(i); i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? " | " : "", decode_get(i)->spec);
+    fprintf(f, "  --decode SPEC            %s\n                           (tessera list decode) [%s]\n", names, d.decode);
     fprintf(f,
-"  --decode SPEC            fixed:K | threshold:PROFILE | threshold:TPF | threshold:FILE:NAME\n"
-"                           (profiles: tessera list decode) [fixed:1]\n"
 "  --gen-len G              positions denoised per request; 0 = the trace's output length\n"
 "                           rounded up to whole blocks [256]\n"
 "  --block BS               block size [32]\n"

@@ -66,46 +66,85 @@ static int profile_lookup(const char *path, const char *name, double *tpf, struc
     return rc;
 }
 
-int decode_parse(const char *spec, const char *datadir, struct decode_model *out,
-                 struct ts_err *err)
+static int parse_fixed(const char *spec, const char *arg, const char *datadir, struct decode_model *out,
+                       struct ts_err *err)
+{
+    (void)datadir;
+    int64_t k;
+    if (ts_parse_i64(arg, &k) || k < 1 || k > 1 << 20)
+        return ts_fail(err, "decode model '%s': K must be a whole number in 1..1048576", spec);
+    out->k = (int32_t)k;
+    return 0;
+}
+
+static int32_t draw_fixed(const struct decode_model *dm, const struct request *r)
+{
+    (void)r;
+    return dm->k;
+}
+
+static int parse_threshold(const char *spec, const char *arg, const char *datadir, struct decode_model *out,
+                           struct ts_err *err)
+{
+    double v;
+    if (ts_parse_double(arg, &v) == 0) {
+        if (!(v >= 1.0 && v <= 1e6))
+            return ts_fail(err, "decode model '%s': mean tokens per forward must be in 1..1000000", spec);
+        out->tpf = v;
+        return 0;
+    }
+    char path[1024], name[128];
+    const char *sep = strrchr(arg, ':');
+    if (sep) { /* threshold:FILE:NAME */
+        snprintf(path, sizeof path, "%.*s", (int)(sep - arg), arg);
+        snprintf(name, sizeof name, "%s", sep + 1);
+    } else {
+        snprintf(path, sizeof path, "%s/decode_profiles.json", datadir);
+        snprintf(name, sizeof name, "%s", arg);
+    }
+    return profile_lookup(path, name, &out->tpf, err);
+}
+
+static int32_t draw_threshold(const struct decode_model *dm, const struct request *r)
+{
+    TS_ASSERT(r->rng != NULL);
+    return 1 + (int32_t)gsl_ran_poisson(r->rng, dm->tpf - 1.0);
+}
+
+/* The decode models, in the order of enum decode_kind. Adding one: its parse and draw functions
+ * and a line here. */
+static const struct decode_ops decoders[] = {
+    [DECODE_FIXED] = {"fixed", "fixed:K", "K tokens per step", false, parse_fixed, draw_fixed},
+    [DECODE_THRESHOLD] = {"threshold", "threshold:PROFILE|TPF|FILE:NAME",
+                          "1 + Poisson(TPF - 1) tokens per step, TPF a profile's (tessera list decode), a number, "
+                          "or a profile of your own file", true, parse_threshold, draw_threshold},
+};
+
+const struct decode_ops *decode_get(int i)
+{
+    return i >= 0 && (size_t)i < TS_ARRAY_LEN(decoders) ? &decoders[i] : NULL;
+}
+
+int decode_parse(const char *spec, const char *datadir, struct decode_model *out, struct ts_err *err)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->spec, sizeof out->spec, "%s", spec);
     const char *colon = strchr(spec, ':');
-    if (!colon)
-        return ts_fail(err, "decode model '%s': expected fixed:K or threshold:PROFILE", spec);
-    const char *arg = colon + 1;
-    size_t kind_len = (size_t)(colon - spec);
-    if (kind_len == 5 && strncmp(spec, "fixed", 5) == 0) {
-        int64_t k;
-        if (ts_parse_i64(arg, &k) || k < 1 || k > 1 << 20)
-            return ts_fail(err, "decode model '%s': K must be a positive integer", spec);
-        out->kind = DECODE_FIXED;
-        out->k = (int32_t)k;
-        return 0;
-    }
-    if (kind_len == 9 && strncmp(spec, "threshold", 9) == 0) {
-        out->kind = DECODE_THRESHOLD;
-        double v;
-        if (ts_parse_double(arg, &v) == 0) {
-            if (v < 1.0)
-                return ts_fail(err, "decode model '%s': mean tokens per forward must be >= 1", spec);
-            out->tpf = v;
-            return 0;
+    const size_t kind_len = colon ? (size_t)(colon - spec) : strlen(spec);
+    char known[256] = "";
+    for (size_t i = 0; i < TS_ARRAY_LEN(decoders); i++) {
+        if (strlen(decoders[i].name) == kind_len && strncmp(spec, decoders[i].name, kind_len) == 0) {
+            if (!colon)
+                return ts_fail(err, "decode model '%s': expected %s", spec, decoders[i].spec);
+            out->kind = (enum decode_kind)i;
+            return decoders[i].parse(spec, colon + 1, datadir, out, err);
         }
-        char path[1024], name[128];
-        const char *sep = strrchr(arg, ':');
-        if (sep) { /* threshold:FILE:NAME */
-            snprintf(path, sizeof path, "%.*s", (int)(sep - arg), arg);
-            snprintf(name, sizeof name, "%s", sep + 1);
-        } else {
-            snprintf(path, sizeof path, "%s/decode_profiles.json", datadir);
-            snprintf(name, sizeof name, "%s", arg);
-        }
-        return profile_lookup(path, name, &out->tpf, err);
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? " | " : "", decoders[i].spec);
     }
-    return ts_fail(err, "decode model '%s': unknown kind (fixed:K or threshold:PROFILE)", spec);
+    return ts_fail(err, "decode model '%s': unknown kind (%s)", spec, known);
 }
+
+int decode_needs_rng(const struct decode_model *dm) { return decode_get(dm->kind)->needs_rng; }
 
 int32_t decode_tokens(const struct decode_model *dm, const struct request *r)
 {
@@ -113,12 +152,6 @@ int32_t decode_tokens(const struct decode_model *dm, const struct request *r)
     TS_ASSERT(masked > 0);
     if (req_content_left_in_block(r) == 0)
         return masked; /* only EOS positions left: the rest of the block decodes at once */
-    int32_t k;
-    if (dm->kind == DECODE_FIXED) {
-        k = dm->k;
-    } else {
-        TS_ASSERT(r->rng != NULL);
-        k = 1 + (int32_t)gsl_ran_poisson(r->rng, dm->tpf - 1.0);
-    }
+    const int32_t k = decode_get(dm->kind)->draw(dm, r);
     return k < masked ? k : masked;
 }

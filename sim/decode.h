@@ -12,6 +12,7 @@
 #ifndef TESSERA_DECODE_H
 #define TESSERA_DECODE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "request.h"
@@ -30,12 +31,23 @@ struct decode_model {
  * {"tpf": x, "source": "..."}, ...}; unknown keys of a profile, and a TPF outside 1..1e6, are refused. */
 int decode_profile_parse(const char *path, const char *text, size_t len, const char *name, double *tpf,
                          struct ts_err *err);
+/* A decode model of the table (decode.c): the spec's prefix, its form and help, whether it draws
+ * from the request's random stream, how its spec's argument is read and how many tokens a step
+ * commits before the block's clamp. */
+struct decode_ops {
+    const char *name, *spec, *help;
+    bool needs_rng;
+    int (*parse)(const char *spec, const char *arg, const char *datadir, struct decode_model *out, struct ts_err *err);
+    int32_t (*draw)(const struct decode_model *dm, const struct request *r);
+};
+/* The i-th decode model of the table (indexed by enum decode_kind), NULL past the end. */
+const struct decode_ops *decode_get(int i);
 /* Parses a decode model spec; `datadir` is where decode_profiles.json lives. */
 int decode_parse(const char *spec, const char *datadir, struct decode_model *out,
                  struct ts_err *err);
 /* Tokens committed by r's next (non-prefill) step; needs r->rng for threshold models. */
 int32_t decode_tokens(const struct decode_model *dm, const struct request *r);
 /* Whether the model needs a random stream per request. */
-static inline int decode_needs_rng(const struct decode_model *dm) { return dm->kind != DECODE_FIXED; }
+int decode_needs_rng(const struct decode_model *dm);
 
 #endif
