@@ -356,6 +356,7 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     if (build_workload(s, err))
         goto fail;
     build_requests(s);
+    trace_free(&s->trace); /* the requests hold all of it now */
     if (s->sched->init(s, err))
         goto fail;
     s->sum.num_requests = s->num_reqs;
