@@ -278,6 +278,7 @@ static int write_run(struct writer *w, const struct sim *s)
         return db_fail(w, "commit");
     return 0;
 }
+
 int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out)
 {
     return sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding "
@@ -448,20 +449,24 @@ int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
     sigemptyset(&sa.sa_mask);
     caught = 0;
     writing = o->db;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGINT, NULL, &old_int); /* a signal the process ignores stays ignored */
+    sigaction(SIGTERM, NULL, &old_term);
+    if (old_int.sa_handler != SIG_IGN)
+        sigaction(SIGINT, &sa, NULL);
+    if (old_term.sa_handler != SIG_IGN)
+        sigaction(SIGTERM, &sa, NULL);
     int rc = write_run(&o->w, s);
     if (rc)
         sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_exec(o->db, "DETACH out", NULL, NULL, NULL);
     writing = NULL;
-    if (caught) { /* nothing of the run was kept: close, then die of the signal */
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (caught) { /* nothing of the run was kept: close, then take the signal as it would have been */
         sqlite3_close(o->db);
         o->db = NULL;
         raise(caught);
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
     return rc;
 }
 

@@ -75,7 +75,9 @@ none=0
 for t in $(seq 1 "$trials"); do
     d="$tmp/kill$t"
     mkdir -p "$d"
-    "$bin" "${mid[@]}" --seed "$t" --db "$d/r.db" >/dev/null 2>&1 &
+    # (a background job starts with SIGINT ignored; the wrapper gives it the default back)
+    python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+        "$bin" "${mid[@]}" --seed "$t" --db "$d/r.db" >/dev/null 2>&1 &
     pid=$!
     sleep "0.$(printf '%03d' $((RANDOM % 300)))"
     sig=${sigs[$((t % 3))]}
