@@ -24,7 +24,7 @@ enum {
     O_BLOCK, O_EARLY, O_MASK_ONLY, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
     O_RESERVE, O_PREEMPT, O_DB, O_APPEND, O_REPLACE, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
     O_DATADIR, O_CALIB, O_EXTRAPOLATE, O_PLANNER, O_LAZY, O_EXECUTOR, O_LIVE_MEM,
-    O_PARAM /* + k: the k-th parameter option, generated from the policy table */
+    O_PARAM /* a policy's or scheduler's parameter (build_opts), found by its option's name */
 };
 
 static const struct option opts[] = {
@@ -116,9 +116,7 @@ static void sim_usage(FILE *f)
 "\n"
 "system and model:\n");
     char names[512] = "", costs[128];
-    for (int i = 0; cost_backend(i); i++)
-        snprintf(costs + (i ? strlen(costs) : 0), sizeof costs - (i ? strlen(costs) : 0), "%s%s", i ? " | " : "",
-                 cost_backend(i)->name);
+    JOIN_NAMES(costs, cost_backend);
     for (int i = 0; i < preset_count(); i++)
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? " " : "", preset_get(i)->name);
     fprintf(f, "  --system NAME            preset applied before the other options (tessera list systems):\n"

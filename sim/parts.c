@@ -6,18 +6,18 @@
 
 int parts_get(int i, struct part *out)
 {
-    int k = i;
-    const struct policy_ops *po = policy_get(k);
-    if (!po) {
-        for (k = 0; policy_get(k); k++)
-            ;
-        const struct sched_ops *so = sched_get(i - k);
-        if (!so)
-            return 0;
-        *out = (struct part){"scheduler", so->name, so->params, so->num_params};
+    const struct policy_ops *po = policy_get(i);
+    if (po) {
+        *out = (struct part){"policy", po->name, po->params, po->num_params};
         return 1;
     }
-    *out = (struct part){"policy", po->name, po->params, po->num_params};
+    int num_policies = 0;
+    while (policy_get(num_policies))
+        num_policies++;
+    const struct sched_ops *so = i >= num_policies ? sched_get(i - num_policies) : NULL;
+    if (!so)
+        return 0;
+    *out = (struct part){"scheduler", so->name, so->params, so->num_params};
     return 1;
 }
 
