@@ -44,27 +44,29 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
 {
     if (strcmp(c->executor, "model") != 0 && strcmp(c->executor, "gpu") != 0)
         return ts_fail(err, "--executor: '%s' is not model or gpu", c->executor);
-    if (c->live_mem_gib < 0)
-        return ts_fail(err, "--live-mem-gib: must be >= 0 (0 = all free memory)");
+    if (!(c->live_mem_gib >= 0 && c->live_mem_gib <= 1e5))
+        return ts_fail(err, "--live-mem-gib: %g is not in 0..100000 GiB (0 = all free memory)", c->live_mem_gib);
     if (c->block_size < 1 || c->block_size > 65536)
-        return ts_fail(err, "--block: must be in 1..65536 (got %d)", c->block_size);
-    if (c->gen_len < 0)
-        return ts_fail(err, "--gen-len: must be >= 0 (got %d)", c->gen_len);
-    if (c->rps < 0)
-        return ts_fail(err, "--rps: must be >= 0 (got %g)", c->rps);
+        return ts_fail(err, "--block: %d is not in 1..65536 tokens", c->block_size);
+    if (c->gen_len < 0 || c->gen_len > (1 << 28))
+        return ts_fail(err, "--gen-len: %d is not in 0..268435456 positions (0: the trace's output lengths)", c->gen_len);
+    if (!(c->rps >= 0 && c->rps <= 1e9))
+        return ts_fail(err, "--rps: %g is not in 0..1e9 requests a second", c->rps);
     if (c->requests < 0)
-        return ts_fail(err, "--requests: must be >= 0");
+        return ts_fail(err, "--requests: %lld is not 1 or more", (long long)c->requests);
     const struct policy_ops *po = policy_find(c->policy);
     const struct sched_ops *so = sched_find(c->scheduler);
     struct run_params rp;
     if (po && so && parts_resolve(po, so, &c->params, &rp, err))
         return -1;
-    if (c->logit_chunk_rows < 0)
-        return ts_fail(err, "--max-num-logits: must be >= 0 (0 = monolithic)");
+    if (c->logit_chunk_rows < 0 || c->logit_chunk_rows > (1 << 24))
+        return ts_fail(err, "--max-num-logits: %d is not in 0..16777216 rows (0 = monolithic)", c->logit_chunk_rows);
     if (c->ffn_chunks < 1 || c->ffn_chunks > 4096)
-        return ts_fail(err, "--ffn-chunks: must be in 1..4096");
-    if (c->kv_page_tokens < 1)
-        return ts_fail(err, "--kv-page: must be >= 1");
+        return ts_fail(err, "--ffn-chunks: %d is not in 1..4096", c->ffn_chunks);
+    if (c->kv_page_tokens < 1 || c->kv_page_tokens > 65536)
+        return ts_fail(err, "--kv-page: %d is not in 1..65536 tokens", c->kv_page_tokens);
+    if (!(c->reserve_gib <= 1e5)) /* < 0: the implementation profile's */
+        return ts_fail(err, "--reserve-gib: %g is not in 0..100000 GiB", c->reserve_gib);
     if (strcmp(c->preempt, "recompute") && strcmp(c->preempt, "swap"))
         return ts_fail(err, "--preempt: '%s' is not recompute or swap", c->preempt);
     return 0;
