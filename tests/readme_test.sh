@@ -4,6 +4,8 @@
 # experiments/ and ../shared as a fresh clone does, and the given binary as ./build/tessera), and must exit 0, or with the status its trailing
 # comment gives ("# ... exit status N"); each output line the README shows after it (but "...",
 # and measured times) must be in what the command printed. Prints "readme: N passed, M failed".
+# The topic pages' ```sh blocks (sim/, traces/, analysis/, engine/, experiments/) run too, but those
+# that need a GPU machine; each command must exit 0.
 # Usage: readme_test.sh PATH/TO/tessera [README]   (./build/tessera in the README runs that binary)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,5 +46,21 @@ while IFS=$'\t' read -r cmd want shown; do
     if [ -z "$missing" ]; then pass=$((pass + 1))
     else fail=$((fail + 1)); echo "readme: FAIL: '$cmd': its output lacks the line README shows: $missing" >&2; fi
 done <"$tmp/cmds"
+# the topic pages' command blocks, but those that need a GPU machine (or what one makes)
+for page in sim/README.md traces/README.md analysis/README.md engine/README.md experiments/README.md; do
+    awk -v page="$page" '
+        /^```sh/ { inblock = 1; n = 0; gpu = 0; next }
+        /^```/ && inblock { inblock = 0; if (!gpu) for (i = 1; i <= n; i++) print page "\t" lines[i]; next }
+        inblock && /^(\.\/build\/tessera|bash analysis)/ { lines[++n] = $0 }
+        inblock && /tessera engine|engine profile|--executor gpu|--live|gpu_run|apt-get|exp run/ { gpu = 1 }' \
+        "$root/$page"
+done >"$tmp/pages"
+while IFS=$'\t' read -r page cmd; do
+    cmd=${cmd%%  #*}
+    (cd "$tmp/work" && bash -c "$cmd") >"$tmp/out" 2>&1
+    st=$?
+    if [ "$st" -eq 0 ]; then pass=$((pass + 1))
+    else fail=$((fail + 1)); echo "readme: FAIL: $page: '$cmd': exit $st" >&2; sed 's/^/    /' "$tmp/out" | head -5 >&2; fi
+done <"$tmp/pages"
 echo "readme: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
