@@ -399,7 +399,12 @@ int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct
     struct db_out *o = xcalloc(1, sizeof *o);
     snprintf(o->path, sizeof o->path, "%s", path);
     /* "": a temporary database of this connection's own, its file removed as soon as it is made */
-    if (sqlite3_open_v2("", &o->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK ||
+    /* no journal and no syncs for it (it is thrown away whole on any failure), and no mutexes on
+     * the connection (one thread uses it) */
+    if (sqlite3_open_v2("", &o->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK ||
+        sqlite3_exec(o->db, "PRAGMA main.journal_mode=OFF; PRAGMA main.synchronous=OFF", NULL, NULL,
+                     NULL) != SQLITE_OK ||
         sqlite3_exec(o->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
         ts_fail(err, "%s: cannot make the run's scratch database: %s", path, o->db ? sqlite3_errmsg(o->db) : "?");
         db_out_close(o);
