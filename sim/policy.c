@@ -9,6 +9,7 @@ static const struct policy_ops *const policies[] = {
     &policy_prefix,
     &policy_dual,
     &policy_block,
+    &policy_vicinity,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

@@ -83,5 +83,6 @@ extern const struct policy_ops policy_vanilla;
 extern const struct policy_ops policy_prefix;
 extern const struct policy_ops policy_dual;
 extern const struct policy_ops policy_block;
+extern const struct policy_ops policy_vicinity;
 
 #endif

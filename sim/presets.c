@@ -13,6 +13,10 @@ static const struct preset presets[] = {
      "this preset runs the dense dual cache"},
     {"lmdeploy", "LMDeploy-style block diffusion with request-level continuous batching, compiled "
                  "engine", "block", "request", "fixed:1", "tessera", 0, "first-fit", false, false, NULL},
+    {"dinfer", "dInfer: vicinity cache refresh, threshold parallel decoding (LLaDA GSM8K TPF), static "
+               "batches, compiled runtime (CUDA graphs)", "vicinity", "static", "threshold:llada-gsm8k", "tessera",
+     0, "caching", false, false,
+     "threshold decoding at the profile's mean TPF stands in for dInfer's hierarchical and credit decoders"},
     {"mosaic", "Mosaic: no cache, mask-only logits, lazy chunking, one arena laid out first-fit, "
                "PyTorch runtime", "vanilla", "request", "fixed:1", "torch-eager", 0, "first-fit", true, true,
      NULL},

@@ -116,6 +116,74 @@ START_TEST(dual_refresh_interval)
 }
 END_TEST
 
+/* vicinity: pc with w (vicinity) and F (refresh-interval) */
+static struct policy_cfg vicinity_cfg(int w, int F)
+{
+    struct policy_cfg pc = PC;
+    pc.p[0] = w;
+    pc.p[1] = F;
+    return pc;
+}
+
+START_TEST(vicinity_shapes)
+{
+    struct policy_cfg pc = vicinity_cfg(16, 32);
+    run_life(&policy_vicinity, &pc, 100, 64, 64, 1, &L);
+    ck_assert_int_eq(L.n, 64);
+    /* block 0 is positions 100..132: the window 84..148 over the other 100 */
+    expect_seg(&L.seg[0], PHASE_REFRESH, 164, 0, 164, 164, 1);
+    for (int i = 1; i < 32; i++)
+        expect_seg(&L.seg[i], PHASE_REUSE, 64, 100, 64, 64, 1);
+    /* block 1 is positions 132..164: the window 116..164, clipped at the end */
+    expect_seg(&L.seg[32], PHASE_REFRESH, 164, 0, 164, 164, 1);
+    for (int i = 33; i < 64; i++)
+        expect_seg(&L.seg[i], PHASE_REUSE, 48, 116, 48, 48, 1);
+    /* clipped at the start: a 10-token prompt, the window 0..58 */
+    run_life(&policy_vicinity, &pc, 10, 64, 64, 1, &L);
+    expect_seg(&L.seg[1], PHASE_REUSE, 58, 16, 58, 58, 1);
+    /* w = 0 is dual's shape, its block's K/V rewritten */
+    pc = vicinity_cfg(0, 32);
+    run_life(&policy_vicinity, &pc, 100, 64, 64, 1, &L);
+    expect_seg(&L.seg[1], PHASE_REUSE, 32, 132, 32, 32, 1);
+    /* mask-only: the block's masked rows */
+    pc = vicinity_cfg(16, 32);
+    pc.mask_only = true;
+    run_life(&policy_vicinity, &pc, 100, 64, 64, 1, &L);
+    expect_seg(&L.seg[1], PHASE_REUSE, 64, 100, 64, 31, 1);
+    expect_seg(&L.seg[32], PHASE_REFRESH, 164, 0, 164, 32, 1);
+}
+END_TEST
+
+/* Random requests, decode sizes, windows and intervals: every step's shape from the closed form
+ * (C = G, fixed:k, so block b takes ceil(len_b / k) steps, the j-th a REFRESH iff j % F == 0) */
+START_TEST(vicinity_property)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int trial = 0; trial < 300; trial++) {
+        x = ts_mix64(x + (uint64_t)trial);
+        const int P = (int)(x % 300), G = 1 + (int)((x >> 10) % 200), k = 1 + (int)((x >> 20) % 6);
+        const int w = (int)((x >> 30) % 40), F = 1 + (int)((x >> 40) % 12);
+        struct policy_cfg pc = vicinity_cfg(w, F);
+        run_life(&policy_vicinity, &pc, P, G, G, k, &L);
+        const int Lq = P + G;
+        int i = 0;
+        for (int b = 0; b * 32 < G; b++) {
+            const int len = G - b * 32 < 32 ? G - b * 32 : 32, start = P + b * 32;
+            const int lo = start - w > 0 ? start - w : 0, hi = start + len + w < Lq ? start + len + w : Lq;
+            for (int j = 0; j < (len + k - 1) / k; j++, i++) {
+                ck_assert_int_lt(i, L.n);
+                const int dec = len - j * k < k ? len - j * k : k;
+                if (j % F == 0)
+                    expect_seg(&L.seg[i], PHASE_REFRESH, Lq, 0, Lq, Lq, dec);
+                else
+                    expect_seg(&L.seg[i], PHASE_REUSE, hi - lo, Lq - (hi - lo), hi - lo, hi - lo, dec);
+            }
+        }
+        ck_assert_int_eq(i, L.n);
+    }
+}
+END_TEST
+
 START_TEST(block_shapes)
 {
     run_life(&policy_block, &PC, 100, 96, 96, 1, &L);
@@ -181,6 +249,8 @@ START_TEST(fixed_k_and_peaks)
     ck_assert_int_eq(policy_block.kv_peak_tokens(&r, &PC), 50 + 7 * 32);
     ck_assert_int_eq(policy_prefix.kv_peak_tokens(&r, &PC), 50 + 7 * 32);
     ck_assert_int_eq(policy_vanilla.kv_peak_tokens(&r, &PC), 0);
+    ck_assert_int_eq(policy_vicinity.kv_peak_tokens(&r, &PC), 306);
+    ck_assert_int_eq(policy_vicinity.peak_q(&r, &PC), 306);
     ck_assert_int_eq(policy_block.peak_q(&r, &PC), 50 + 7 * 32);
 }
 END_TEST
@@ -302,6 +372,8 @@ int main(void)
     tcase_add_test(tc, prefix_shapes);
     tcase_add_test(tc, dual_shapes);
     tcase_add_test(tc, dual_refresh_interval);
+    tcase_add_test(tc, vicinity_shapes);
+    tcase_add_test(tc, vicinity_property);
     tcase_add_test(tc, block_shapes);
     tcase_add_test(tc, block_partial_last_block);
     tcase_add_test(tc, eos_positions_decode_in_bulk);

@@ -203,6 +203,15 @@ expect 0 "sim tessera-fused at full memory" -- $bin sim --impl tessera-fused --r
 expect 0 "sim tessera-fused calibrated" -- $bin sim --impl tessera-fused --cost calibrated --requests 20 --quiet --no-progress
 expect 2 "sim tessera-fused calibrated l40s" -- $bin sim --impl tessera-fused --gpu l40s --cost calibrated --requests 2
 contains "sim tessera-fused calibrated l40s" "with the tessera-fused implementation"
+expect 0 "dinfer preset" -- $bin sim --system dinfer --requests 20 --quiet --no-progress
+contains "dinfer preset" "policy vicinity, scheduler static, decode threshold:llada-gsm8k"
+contains "dinfer preset" "20 finished, 0 rejected"
+expect 2 "negative vicinity" -- $bin sim --policy vicinity --vicinity -1
+contains "negative vicinity" "--vicinity: '-1' is not a whole number in 0..65536"
+expect 2 "vicinity refresh-interval 0" -- $bin sim --policy vicinity --refresh-interval 0
+contains "vicinity refresh-interval 0" "--refresh-interval: '0' is not a whole number in 1..1000000"
+expect 2 "vicinity without its policy" -- $bin sim --vicinity 8
+contains "vicinity without its policy" "--vicinity: not a parameter of policy dual"
 expect 2 "unknown system" -- $bin sim --system vllm
 contains "unknown system" "fast-dllm"
 expect 2 "bad number" -- $bin sim --rps fast
@@ -548,14 +557,14 @@ contains "list decode" "threshold:llada-gsm8k"
 expect 0 "list policies" -- $bin list policies
 contains "list policies shows a policy's parameter" "--refresh-interval N     dual: also refresh every K steps"
 expect 0 "sim --help" -- $bin sim --help
-contains "sim --help lists the policies from the table" "--policy NAME            vanilla prefix dual block [dual]"
+contains "sim --help lists the policies from the table" "--policy NAME            vanilla prefix dual block vicinity [dual]"
 contains "sim --help lists the policy parameters" "--refresh-interval N     dual:"
 contains "sim --help lists the planners from the table" "caching profiled first-fit greedy-size ilp"
 expect 0 "sim --refresh-interval" -- $bin sim --refresh-interval 4 --requests 3 --db "$tmp/ri.db" --quiet --no-progress
 if [ "$(sqlite3 "$tmp/ri.db" "select json_extract(config_json, '$.refresh_interval') from runs")" = 4 ]; then ok
 else bad "--refresh-interval not stored in the run's configuration"; fi
 expect 2 "a parameter of another policy" -- $bin sim --refresh-interval 4 --policy block --requests 3
-contains "a parameter of another policy, named" "--refresh-interval: not a parameter of policy block or scheduler phase (it is one of: policy dual)"
+contains "a parameter of another policy, named" "--refresh-interval: not a parameter of policy block or scheduler phase (it is one of: policy dual, policy vicinity)"
 expect 2 "a parameter out of range" -- $bin sim --refresh-interval -4 --requests 3
 contains "a parameter out of range, named with its range" "--refresh-interval: '-4' is not a whole number in 0..1000000"
 expect 0 "list calibrations" -- $bin list calibrations

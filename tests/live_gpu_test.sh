@@ -3,7 +3,8 @@
 # --executor gpu: every step is executed and measured (live_steps == num_steps), every request
 # finishes, the measured time is positive and within a factor of 3 of the calibrated model's, and
 # the database records the measured step times; a preset with the caching planner runs live too,
-# and so does the fused FFN's implementation profile, and a run whose steps lazy chunking splits.
+# and so does the fused FFN's implementation profile, dInfer's preset (vicinity refresh), and a run
+# whose steps lazy chunking splits.
 # Usage: live_gpu_test.sh PATH/TO/tessera
 set -u
 bin=${1:?usage: live_gpu_test.sh PATH/TO/tessera}
@@ -56,6 +57,11 @@ executed "fast-dllm (caching planner)" "$tmp/caching.json" || exit 1
     --executor gpu --json --quiet --no-progress >"$tmp/fused.json" || { echo "live: the tessera-fused run failed"; exit 1; }
 executed "tessera-fused" "$tmp/fused.json"
 [ $? -eq 0 ] || exit 1
+# dInfer's preset live: vicinity windows (the block and 16 tokens each side over the rest of the
+# cache, their K/V rewritten) under threshold decoding
+"$bin" sim --system dinfer --requests 4 --rps 8 --gen-len 64 --lengths fixed:300,64 --executor gpu \
+    --json --quiet --no-progress >"$tmp/dinfer.json" || { echo "live: the dinfer run failed"; exit 1; }
+executed "dinfer (vicinity refresh)" "$tmp/dinfer.json" || exit 1
 # lazy chunking live: on a card the simulator sees as 16.5 GiB, Mosaic's lazy chunking splits the
 # FFN of the largest steps; the engine runs each step's own chunk counts (its step_desc), and every
 # step is executed
