@@ -9,6 +9,7 @@ static const struct policy_ops *const policies[] = {
     &policy_prefix,
     &policy_dual,
     &policy_block,
+    &policy_block_delayed,
     &policy_vicinity,
 };
 

@@ -84,5 +84,6 @@ extern const struct policy_ops policy_prefix;
 extern const struct policy_ops policy_dual;
 extern const struct policy_ops policy_block;
 extern const struct policy_ops policy_vicinity;
+extern const struct policy_ops policy_block_delayed;
 
 #endif

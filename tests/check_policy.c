@@ -200,6 +200,68 @@ START_TEST(block_shapes)
 }
 END_TEST
 
+START_TEST(block_delayed_shapes)
+{
+    run_life(&policy_block_delayed, &PC, 100, 64, 64, 1, &L);
+    ck_assert_int_eq(L.n, 1 + 64);
+    expect_seg(&L.seg[0], PHASE_PREFILL, 100, 0, 100, 0, 0);
+    /* position i is stable once i + 1 is decoded (after step i + 1), written by step i + 2 and out
+     * of the queries from step i + 3 */
+    expect_seg(&L.seg[1], PHASE_BLOCK, 32, 100, 0, 32, 1);
+    expect_seg(&L.seg[2], PHASE_BLOCK, 32, 100, 0, 32, 1);
+    for (int j = 2; j < 32; j++)
+        expect_seg(&L.seg[1 + j], PHASE_BLOCK, 32 - (j - 2), 100 + j - 2, 1, 32 - (j - 2), 1);
+    /* block 1's first step commits block 0's last two positions */
+    expect_seg(&L.seg[33], PHASE_BLOCK, 2 + 32, 130, 2, 32, 1);
+    expect_seg(&L.seg[34], PHASE_BLOCK, 32, 132, 0, 32, 1);
+    expect_seg(&L.seg[64], PHASE_BLOCK, 3, 161, 1, 3, 1);
+}
+END_TEST
+
+/* stable after step j of a block of len positions decoded k a step */
+static int delayed_stable(int j, int len, int k)
+{
+    if (j < 0)
+        return 0;
+    int d = (j + 1) * k < len ? (j + 1) * k : len;
+    return d > 1 ? d - 1 : 0;
+}
+
+/* Random requests and decode sizes: every step from the closed form (C = G, fixed:k); with EOS
+ * positions (C < G) every step ends at its block's end and every request finishes */
+START_TEST(block_delayed_property)
+{
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    for (int trial = 0; trial < 300; trial++) {
+        x = ts_mix64(x + (uint64_t)trial);
+        const int P = 1 + (int)(x % 300), G = 1 + (int)((x >> 10) % 200), k = 1 + (int)((x >> 20) % 6);
+        run_life(&policy_block_delayed, &PC, P, G, G, k, &L);
+        expect_seg(&L.seg[0], PHASE_PREFILL, P, 0, P, 0, 0);
+        int i = 1, rest = 0;
+        for (int b = 0; b * 32 < G; b++) {
+            const int len = G - b * 32 < 32 ? G - b * 32 : 32, n = (len + k - 1) / k, start = P + b * 32;
+            for (int j = 0; j < n; j++, i++) {
+                ck_assert_int_lt(i, L.n);
+                const int cached = delayed_stable(j - 2, len, k), dec = len - j * k < k ? len - j * k : k;
+                const int r = j == 0 ? rest : 0;
+                expect_seg(&L.seg[i], PHASE_BLOCK, r + len - cached, start - r + cached,
+                           r + delayed_stable(j - 1, len, k) - cached, len - cached, dec);
+            }
+            rest = len - delayed_stable(n - 2, len, k);
+        }
+        ck_assert_int_eq(i, L.n);
+        const int C = (int)((x >> 40) % (uint64_t)(G + 1));
+        run_life(&policy_block_delayed, &PC, P, G, C, k, &L);
+        for (int j = 1; j < L.n; j++) {
+            const struct segment *g = &L.seg[j];
+            ck_assert(g->q >= 1 && ((g->q + g->kv - P) % 32 == 0 || g->q + g->kv == P + G));
+            ck_assert_int_le(g->kv_write, g->q);
+            ck_assert_int_le(g->logit_rows, g->q);
+        }
+    }
+}
+END_TEST
+
 START_TEST(block_partial_last_block)
 {
     run_life(&policy_block, &PC, 10, 40, 40, 4, &L);
@@ -250,6 +312,7 @@ START_TEST(fixed_k_and_peaks)
     ck_assert_int_eq(policy_prefix.kv_peak_tokens(&r, &PC), 50 + 7 * 32);
     ck_assert_int_eq(policy_vanilla.kv_peak_tokens(&r, &PC), 0);
     ck_assert_int_eq(policy_vicinity.kv_peak_tokens(&r, &PC), 306);
+    ck_assert_int_eq(policy_block_delayed.kv_peak_tokens(&r, &PC), 306);
     ck_assert_int_eq(policy_vicinity.peak_q(&r, &PC), 306);
     ck_assert_int_eq(policy_block.peak_q(&r, &PC), 50 + 7 * 32);
 }
@@ -376,6 +439,8 @@ int main(void)
     tcase_add_test(tc, vicinity_property);
     tcase_add_test(tc, block_shapes);
     tcase_add_test(tc, block_partial_last_block);
+    tcase_add_test(tc, block_delayed_shapes);
+    tcase_add_test(tc, block_delayed_property);
     tcase_add_test(tc, eos_positions_decode_in_bulk);
     tcase_add_test(tc, early_stop_after_one_eos_block);
     tcase_add_test(tc, fixed_k_and_peaks);

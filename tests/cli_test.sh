@@ -212,6 +212,8 @@ expect 2 "vicinity refresh-interval 0" -- $bin sim --policy vicinity --refresh-i
 contains "vicinity refresh-interval 0" "--refresh-interval: '0' is not a whole number in 1..1000000"
 expect 2 "vicinity without its policy" -- $bin sim --vicinity 8
 contains "vicinity without its policy" "--vicinity: not a parameter of policy dual"
+expect 0 "block+delayed" -- $bin sim --model sdar-8b --policy block+delayed --requests 20 --quiet --no-progress
+contains "block+delayed" "20 finished, 0 rejected"
 expect 2 "unknown system" -- $bin sim --system vllm
 contains "unknown system" "fast-dllm"
 expect 2 "bad number" -- $bin sim --rps fast
@@ -557,7 +559,7 @@ contains "list decode" "threshold:llada-gsm8k"
 expect 0 "list policies" -- $bin list policies
 contains "list policies shows a policy's parameter" "--refresh-interval N     dual: also refresh every K steps"
 expect 0 "sim --help" -- $bin sim --help
-contains "sim --help lists the policies from the table" "--policy NAME            vanilla prefix dual block vicinity [dual]"
+contains "sim --help lists the policies from the table" "--policy NAME            vanilla prefix dual block block+delayed vicinity [dual]"
 contains "sim --help lists the policy parameters" "--refresh-interval N     dual:"
 contains "sim --help lists the planners from the table" "caching profiled first-fit greedy-size ilp"
 expect 0 "sim --refresh-interval" -- $bin sim --refresh-interval 4 --requests 3 --db "$tmp/ri.db" --quiet --no-progress

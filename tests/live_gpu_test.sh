@@ -3,8 +3,8 @@
 # --executor gpu: every step is executed and measured (live_steps == num_steps), every request
 # finishes, the measured time is positive and within a factor of 3 of the calibrated model's, and
 # the database records the measured step times; a preset with the caching planner runs live too,
-# and so does the fused FFN's implementation profile, dInfer's preset (vicinity refresh), and a run
-# whose steps lazy chunking splits.
+# and so does the fused FFN's implementation profile, dInfer's preset (vicinity refresh), the
+# delayed intra-block cache on SDAR-8B, and a run whose steps lazy chunking splits.
 # Usage: live_gpu_test.sh PATH/TO/tessera
 set -u
 bin=${1:?usage: live_gpu_test.sh PATH/TO/tessera}
@@ -62,6 +62,13 @@ executed "tessera-fused" "$tmp/fused.json"
 "$bin" sim --system dinfer --requests 4 --rps 8 --gen-len 64 --lengths fixed:300,64 --executor gpu \
     --json --quiet --no-progress >"$tmp/dinfer.json" || { echo "live: the dinfer run failed"; exit 1; }
 executed "dinfer (vicinity refresh)" "$tmp/dinfer.json" || exit 1
+# FOCUS's delayed intra-block cache live on a block-causal model: the query set shrinks inside a
+# block (q = len - cached over the prefix and the cached positions) and the commit step carries
+# the finished block's rest
+"$bin" sim --model sdar-8b --policy block+delayed --scheduler request --requests 4 --rps 8 --gen-len 64 \
+    --lengths fixed:300,64 --executor gpu --json --quiet --no-progress >"$tmp/delayed.json" ||
+    { echo "live: the block+delayed run failed"; exit 1; }
+executed "block+delayed (sdar-8b)" "$tmp/delayed.json" || exit 1
 # lazy chunking live: on a card the simulator sees as 16.5 GiB, Mosaic's lazy chunking splits the
 # FFN of the largest steps; the engine runs each step's own chunk counts (its step_desc), and every
 # step is executed

@@ -27,6 +27,7 @@ mutations=(
     "fixed decode commits one more|sim/decode.c|        k = dm->k;|        k = dm->k + 1;|check_decode check_policy"
     "block-causal pairs counted bidirectionally|sim/core/step_desc.c|    if (bs <= 0)|    if (bs <= 1 << 30)|check_step_desc check_cost"
     "vicinity window one token short at the end|sim/policy_vicinity.c|    *hi = end + w < r->L ? end + w : r->L;|    *hi = end + w < r->L ? end + w : r->L - 1;|check_policy"
+    "delayed cache commits one position short|sim/policy_block_delayed.c|st->commit_rest = req_block_len(r, r->cur_block - 1) - st->cached;|st->commit_rest = req_block_len(r, r->cur_block - 1) - st->cached - 1;|check_policy"
     "reservations from the theoretical peak|sim/act_cache.c|    *bytes = pl.arena_bytes;|    *bytes = pl.theoretical;|check_sched"
 )
 killed=0

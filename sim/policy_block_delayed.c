@@ -1,0 +1,84 @@
+/* policy_block_delayed.c: block diffusion with FOCUS's intra-block delayed cache. As `block`, but a
+ * decoded token whose right neighbour is decoded too is stable: the next forward writes its K/V
+ * (kv_write) and it then leaves the query set. Decoded positions form a prefix of the block (they
+ * cluster at its left frontier, SPEC section 3), so with c of the block's positions cached a step
+ * runs the rest: q = len - c over kv = P + b*Bs + c. A finished block's uncached rest (at least its
+ * last token) is committed by the next block's first step: q = rest + Bs, kv_write = rest. */
+#include "policy.h"
+
+struct delayed_state {
+    bool prefilled;
+    int32_t cached;      /* positions of the current block whose K/V are in the cache */
+    int32_t stable;      /* positions stable after the last step (written by the next one) */
+    int32_t commit_rest; /* > 0: the finished block's uncached positions, committed next step */
+};
+
+static void delayed_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
+{
+    const struct delayed_state *st = POLICY_STATE(r, const struct delayed_state);
+    const int32_t bl = req_block_len(r, r->cur_block), start = r->P + r->cur_block * r->Bs;
+    if (!st->prefilled || r->need_refresh) {
+        s->phase = PHASE_PREFILL;
+        s->q = start;
+        s->kv = 0;
+        s->kv_write = start;
+        s->logit_rows = 0;
+        return;
+    }
+    s->phase = PHASE_BLOCK;
+    s->q = st->commit_rest + bl - st->cached;
+    s->kv = start - st->commit_rest + st->cached;
+    s->kv_write = st->commit_rest + st->stable - st->cached;
+    s->logit_rows = policy_logit_rows(pc, bl - st->cached, req_masked_in_block(r));
+}
+
+static void delayed_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s,
+                            bool block_done)
+{
+    (void)pc;
+    struct delayed_state *st = POLICY_STATE(r, struct delayed_state);
+    if (s->phase == PHASE_PREFILL) {
+        *st = (struct delayed_state){.prefilled = true};
+        return;
+    }
+    st->cached = st->stable; /* this step wrote the stable ones */
+    st->commit_rest = 0;
+    if (block_done) { /* r->cur_block already moved on */
+        st->commit_rest = req_block_len(r, r->cur_block - 1) - st->cached;
+        st->cached = st->stable = 0;
+    } else {
+        st->stable = r->decoded_in_block > 0 ? r->decoded_in_block - 1 : 0;
+    }
+}
+
+static int64_t delayed_kv(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)pc;
+    return r->P + (int64_t)r->cur_block * r->Bs + POLICY_STATE(r, const struct delayed_state)->stable;
+}
+
+static int64_t delayed_kv_peak(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)pc;
+    return r->P + (int64_t)r->last_block * r->Bs + req_block_len(r, r->last_block);
+}
+
+static int32_t delayed_peak_q(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)pc;
+    int32_t commit = r->last_block > 0 ? 2 * r->Bs : r->Bs;
+    int32_t prefill = r->P + r->last_block * r->Bs; /* a prefill after recompute */
+    return prefill > commit ? prefill : commit;
+}
+
+const struct policy_ops policy_block_delayed = {
+    .name = "block+delayed",
+    .block_causal = true,
+    .help = "block with FOCUS's delayed intra-block cache: a decoded token whose right neighbour is decoded is "
+            "written by the next step and then leaves q (q = Bs - cached over the prefix and the cached ones)",
+    .emit = delayed_emit,
+    .advance = delayed_advance,
+    .kv_tokens = delayed_kv,
+    .kv_peak_tokens = delayed_kv_peak,
+    .peak_q = delayed_peak_q,
+};
