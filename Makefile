@@ -170,6 +170,7 @@ check-unit: all $(TESTS)
 
 check: check-unit
 	@$(MAKE) --no-print-directory check-asan
+	@bash tests/mutate.sh
 
 # the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer (host code only)
 check-asan:
