@@ -87,9 +87,12 @@ int cli_list(int argc, char **argv)
     else if (strcmp(what, "gpus") == 0)
         list_gpus();
     else if (strcmp(what, "policies") == 0) {
+        int w = 0;
+        for (int i = 0; policy_get(i); i++)
+            w = TS_MAX(w, (int)strlen(policy_get(i)->name));
         for (int i = 0; policy_get(i); i++) {
             const struct policy_ops *p = policy_get(i);
-            printf("%-8s %s\n", p->name, p->help);
+            printf("%-*s %s\n", w, p->name, p->help);
             params_help(stdout, p->params, p->num_params, p->name);
         }
     } else if (strcmp(what, "planners") == 0) {
