@@ -9,7 +9,8 @@
 #             torch_compile_step.py, torch.compile(mode="reduce-overhead"))
 #   memcheck  compute-sanitizer's memcheck over `tessera engine check`
 #   racecheck compute-sanitizer's racecheck over `tessera engine check`
-#   sanitize  both (SANITIZE_S: each run's time limit, default 900 s)
+#   sanitize  both (SANITIZE_S: each run's time limit, default 900 s; SANITIZE_ONLY=kernels|steps:
+#             that half of `engine check` only, so that a slow tool's run can be split over calls)
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]}
@@ -33,7 +34,8 @@ for p in $parts; do
                tail -40 "$out/bench.txt" ;;
         sanitize|memcheck)
                timeout "${SANITIZE_S:-900}" compute-sanitizer --tool memcheck --error-exitcode 3 \
-                   ./$b/tessera engine check >"$out/sanitizer-memcheck.txt" 2>&1 || rc=1
+                   ./$b/tessera engine check ${SANITIZE_ONLY:+--only $SANITIZE_ONLY} \
+                   >"$out/sanitizer-memcheck.txt" 2>&1 || rc=1
                # a run cut short by the time limit has no summary: that is no pass
                grep -q "ERROR SUMMARY: 0 errors" "$out/sanitizer-memcheck.txt" || rc=1
                tail -4 "$out/sanitizer-memcheck.txt" ;;&
@@ -43,7 +45,8 @@ for p in $parts; do
                # kernels (--kernel-name) is no way out: compute-sanitizer fails on the first
                # cluster launch it leaves uninstrumented (engine/BENCHMARKS.md)
                timeout "${SANITIZE_S:-900}" compute-sanitizer --tool racecheck --error-exitcode 3 \
-                   ./$b/tessera engine check >"$out/sanitizer-racecheck.txt" 2>&1 || rc=1
+                   ./$b/tessera engine check ${SANITIZE_ONLY:+--only $SANITIZE_ONLY} \
+                   >"$out/sanitizer-racecheck.txt" 2>&1 || rc=1
                grep -q "ERROR SUMMARY: 0 errors" "$out/sanitizer-racecheck.txt" || rc=1
                echo "racecheck: $(grep -c '  ok$' "$out/sanitizer-racecheck.txt") checks ok"
                tail -2 "$out/sanitizer-racecheck.txt" ;;

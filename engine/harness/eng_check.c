@@ -1035,19 +1035,14 @@ done:
         step_desc_free(&steps[k]);
 }
 
-int eng_check_run(uint64_t seed, FILE *out)
+/* Every kernel against the CPU reference. */
+static void check_kernels(struct checker *c)
 {
-    struct checker c = {out, 0, 0, seed};
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-        fprintf(out, "engine check: no CUDA device here (it runs on a GPU machine: make check-gpu)\n");
-        return 2;
-    }
-    fprintf(out, "kernels against the CPU reference (normwise relative error):\n");
-    check_rmsnorm_swiglu_gather(&c, 4096);
-    check_rmsnorm_swiglu_gather(&c, 64);
-    check_rope_store(&c, 4, 2, 128, true);
-    check_rope_store(&c, 8, 8, 64, false);
+    fprintf(c->out, "kernels against the CPU reference (normwise relative error):\n");
+    check_rmsnorm_swiglu_gather(c, 4096);
+    check_rmsnorm_swiglu_gather(c, 64);
+    check_rope_store(c, 4, 2, 128, true);
+    check_rope_store(c, 8, 8, 64, false);
     /* heads, K/V heads, head dim, block size, key split, page tokens: on the long and on the short
      * query set each; a few on the set of one long segment over many keys */
     static const int attn_cases[][6] = {{8, 2, 128, 0, 0, 16}, {8, 2, 128, 0, 1, 16}, {8, 2, 128, 32, 0, 16},
@@ -1056,23 +1051,28 @@ int eng_check_run(uint64_t seed, FILE *out)
     for (int set = SET_LONG; set <= SET_SHORT; set++)
         for (size_t i = 0; i < TS_ARRAY_LEN(attn_cases); i++) {
             const int *k = attn_cases[i];
-            check_attention(&c, k[0], k[1], k[2], k[3], k[4], k[5], set);
+            check_attention(c, k[0], k[1], k[2], k[3], k[4], k[5], set);
         }
     for (size_t i = 0; i < 4; i++) {
         const int *k = attn_cases[i];
-        check_attention(&c, k[0], k[1], k[2], k[3], k[4], k[5], SET_ONE);
-        check_attention(&c, k[0], k[1], k[2], k[3], k[4], k[5], SET_TINY);
+        check_attention(c, k[0], k[1], k[2], k[3], k[4], k[5], SET_ONE);
+        check_attention(c, k[0], k[1], k[2], k[3], k[4], k[5], SET_TINY);
     }
-    check_attention(&c, 12, 2, 128, 32, true, 16, SET_SHORT); /* 6 query heads a K/V head: packs of 2 */
-    check_attention(&c, 8, 2, 64, 0, true, 16, SET_TINY);     /* head dim 64, packs of 4 */
-    check_attention(&c, 32, 32, 128, 0, false, 16, SET_LONG);
-    check_gemm_swiglu(&c, 100, 256, 256);  /* one partial row tile: single blocks */
-    check_gemm_swiglu(&c, 300, 640, 384);  /* three row tiles (single blocks), 10 stages a tile */
-    check_gemm_swiglu(&c, 500, 256, 384);  /* four: clusters of two, the last tile partial */
-    check_gemm_swiglu(&c, 2000, 256, 2048); /* more clusters' work than fit at once */
-    check_argmax(&c, 126464);
-    check_argmax(&c, 1003);
-    fprintf(out, "whole steps against the CPU reference:\n");
+    check_attention(c, 12, 2, 128, 32, true, 16, SET_SHORT); /* 6 query heads a K/V head: packs of 2 */
+    check_attention(c, 8, 2, 64, 0, true, 16, SET_TINY);     /* head dim 64, packs of 4 */
+    check_attention(c, 32, 32, 128, 0, false, 16, SET_LONG);
+    check_gemm_swiglu(c, 100, 256, 256);  /* one partial row tile: single blocks */
+    check_gemm_swiglu(c, 300, 640, 384);  /* three row tiles (single blocks), 10 stages a tile */
+    check_gemm_swiglu(c, 500, 256, 384);  /* four: clusters of two, the last tile partial */
+    check_gemm_swiglu(c, 2000, 256, 2048); /* more clusters' work than fit at once */
+    check_argmax(c, 126464);
+    check_argmax(c, 1003);
+}
+
+/* Whole steps against the CPU reference, the engine against itself, the planned activations. */
+static void check_engine_steps(struct checker *c)
+{
+    fprintf(c->out, "whole steps against the CPU reference:\n");
     struct model_cfg tiny_a = {.name = "tiny-gqa-d64", .num_layers = 2, .hidden = 256, .num_heads = 4,
                                .num_kv_heads = 2, .head_dim = 64, .ffn = 512, .vocab = 1000,
                                .max_pos = 4096, .rope_theta = 10000.0, .weight_bytes = 2, .kv_bytes = 2};
@@ -1080,23 +1080,37 @@ int eng_check_run(uint64_t seed, FILE *out)
                                .num_kv_heads = 1, .head_dim = 128, .ffn = 768, .vocab = 2048,
                                .max_pos = 4096, .rope_theta = 1000000.0, .qkv_bias = true,
                                .weight_bytes = 2, .kv_bytes = 2};
-    check_steps(&c, &tiny_a, 0, 64, 0);
-    check_steps(&c, &tiny_b, 0, 1024, 0);
-    check_steps(&c, &tiny_a, 32, 50, 0);
-    check_steps(&c, &tiny_a, 0, 64, 1);
-    check_steps(&c, &tiny_b, 0, 1024, 1);
-    check_steps(&c, &tiny_a, 32, 50, 2);
-    fprintf(out, "the engine against itself:\n");
-    check_self(&c, &tiny_b);
-    check_weights_file(&c, &tiny_a, true);
-    check_weights_file(&c, &tiny_b, false);
-    fprintf(out, "activations planned in the virtual-memory arena:\n");
-    check_planners(&c, &tiny_a, 0);
-    check_planners(&c, &tiny_b, 0);
-    check_planners(&c, &tiny_a, 1);
-    check_stateless(&c, &tiny_a);
-    check_stateless(&c, &tiny_b);
-    check_skip_ops(&c, &tiny_a);
+    check_steps(c, &tiny_a, 0, 64, 0);
+    check_steps(c, &tiny_b, 0, 1024, 0);
+    check_steps(c, &tiny_a, 32, 50, 0);
+    check_steps(c, &tiny_a, 0, 64, 1);
+    check_steps(c, &tiny_b, 0, 1024, 1);
+    check_steps(c, &tiny_a, 32, 50, 2);
+    fprintf(c->out, "the engine against itself:\n");
+    check_self(c, &tiny_b);
+    check_weights_file(c, &tiny_a, true);
+    check_weights_file(c, &tiny_b, false);
+    fprintf(c->out, "activations planned in the virtual-memory arena:\n");
+    check_planners(c, &tiny_a, 0);
+    check_planners(c, &tiny_b, 0);
+    check_planners(c, &tiny_a, 1);
+    check_stateless(c, &tiny_a);
+    check_stateless(c, &tiny_b);
+    check_skip_ops(c, &tiny_a);
+}
+
+int eng_check_run(uint64_t seed, const char *only, FILE *out)
+{
+    struct checker c = {out, 0, 0, seed};
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+        fprintf(out, "engine check: no CUDA device here (it runs on a GPU machine: make check-gpu)\n");
+        return 2;
+    }
+    if (!only || strcmp(only, "kernels") == 0)
+        check_kernels(&c);
+    if (!only || strcmp(only, "steps") == 0)
+        check_engine_steps(&c);
     fprintf(out, "engine check: %d passed, %d failed\n", c.passed, c.failed);
     return c.failed ? 1 : 0;
 }

@@ -5,7 +5,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Runs every check, reporting one line each to out; returns 0 when all pass. */
-int eng_check_run(uint64_t seed, FILE *out);
+/* Runs every check (only "kernels": the kernels'; only "steps": the whole steps' and the rest),
+ * reporting one line each to out; returns 0 when all pass. */
+int eng_check_run(uint64_t seed, const char *only, FILE *out);
 
 #endif
