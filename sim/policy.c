@@ -100,3 +100,49 @@ bool policy_advance(const struct policy_ops *po, struct request *r, const struct
     po->advance(r, pc, seg, block_done);
     return finished;
 }
+
+void policy_emit_refresh(const struct request *r, const struct policy_cfg *pc, struct segment *s)
+{
+    s->phase = PHASE_REFRESH;
+    s->q = r->L;
+    s->kv = 0;
+    s->kv_write = r->L;
+    s->logit_rows = policy_logit_rows(pc, s->q, r->G - r->decoded_total);
+}
+
+void policy_emit_prefill(const struct request *r, struct segment *s)
+{
+    s->phase = PHASE_PREFILL;
+    s->q = r->P + r->cur_block * r->Bs;
+    s->kv = 0;
+    s->kv_write = s->q;
+    s->logit_rows = 0;
+}
+
+int64_t policy_kv_whole(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)pc;
+    return r->L;
+}
+
+int32_t policy_q_whole(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)pc;
+    return r->L;
+}
+
+int32_t policy_block_peak_q(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)pc;
+    int32_t commit = r->last_block > 0 ? 2 * r->Bs : r->Bs;
+    int32_t prefill = r->P + r->last_block * r->Bs; /* a prefill after recompute */
+    return prefill > commit ? prefill : commit;
+}
+
+void policy_refresh_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s,
+                            bool block_done)
+{
+    (void)pc, (void)block_done;
+    struct refresh_state *st = POLICY_STATE(r, struct refresh_state);
+    st->since_refresh = s->phase == PHASE_REFRESH ? 1 : st->since_refresh + 1;
+}

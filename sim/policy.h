@@ -79,6 +79,24 @@ static inline int32_t policy_logit_rows(const struct policy_cfg *pc, int32_t q, 
     return pc->mask_only ? (masked < q ? masked : q) : q;
 }
 
+/* Pieces the policies share. */
+/* REFRESH of the whole sequence: q = L, all its K/V written, logits over the masked positions left. */
+void policy_emit_refresh(const struct request *r, const struct policy_cfg *pc, struct segment *s);
+/* PREFILL of the prompt and the finished blocks: q = kv_write = P + b*Bs, no logits. */
+void policy_emit_prefill(const struct request *r, struct segment *s);
+/* The whole sequence: its K/V (kv_tokens, kv_peak_tokens) and its rows (peak_q). */
+int64_t policy_kv_whole(const struct request *r, const struct policy_cfg *pc);
+int32_t policy_q_whole(const struct request *r, const struct policy_cfg *pc);
+/* The largest q of a block policy: the fused commit (2*Bs) or a prefill after recompute. */
+int32_t policy_block_peak_q(const struct request *r, const struct policy_cfg *pc);
+/* Periodic refreshes: the state (steps since the last REFRESH, that one counted), read through
+ * POLICY_STATE, and the advance that keeps it. */
+struct refresh_state {
+    int32_t since_refresh;
+};
+void policy_refresh_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s,
+                            bool block_done);
+
 extern const struct policy_ops policy_vanilla;
 extern const struct policy_ops policy_prefix;
 extern const struct policy_ops policy_dual;

@@ -17,11 +17,7 @@ static void block_emit(const struct request *r, const struct policy_cfg *pc, str
     int32_t cached = r->P + r->cur_block * r->Bs;
     const struct block_state *st = POLICY_STATE(r, const struct block_state);
     if (!st->prefilled || r->need_refresh) {
-        s->phase = PHASE_PREFILL;
-        s->q = cached;
-        s->kv = 0;
-        s->kv_write = cached;
-        s->logit_rows = 0;
+        policy_emit_prefill(r, s);
         return;
     }
     s->phase = PHASE_BLOCK;
@@ -62,14 +58,6 @@ static int64_t block_kv_peak(const struct request *r, const struct policy_cfg *p
     return r->P + (int64_t)r->last_block * r->Bs;
 }
 
-static int32_t block_peak_q(const struct request *r, const struct policy_cfg *pc)
-{
-    (void)pc;
-    int32_t commit = r->last_block > 0 ? 2 * r->Bs : r->Bs;
-    int32_t prefill = r->P + r->last_block * r->Bs; /* a prefill after recompute */
-    return prefill > commit ? prefill : commit;
-}
-
 const struct policy_ops policy_block = {
     .name = "block",
     .block_causal = true,
@@ -79,5 +67,5 @@ const struct policy_ops policy_block = {
     .advance = block_advance,
     .kv_tokens = block_kv,
     .kv_peak_tokens = block_kv_peak,
-    .peak_q = block_peak_q,
+    .peak_q = policy_block_peak_q,
 };

@@ -18,11 +18,7 @@ static void delayed_emit(const struct request *r, const struct policy_cfg *pc, s
     const struct delayed_state *st = POLICY_STATE(r, const struct delayed_state);
     const int32_t bl = req_block_len(r, r->cur_block), start = r->P + r->cur_block * r->Bs;
     if (!st->prefilled || r->need_refresh) {
-        s->phase = PHASE_PREFILL;
-        s->q = start;
-        s->kv = 0;
-        s->kv_write = start;
-        s->logit_rows = 0;
+        policy_emit_prefill(r, s);
         return;
     }
     s->phase = PHASE_BLOCK;
@@ -63,14 +59,6 @@ static int64_t delayed_kv_peak(const struct request *r, const struct policy_cfg 
     return r->P + (int64_t)r->last_block * r->Bs + req_block_len(r, r->last_block);
 }
 
-static int32_t delayed_peak_q(const struct request *r, const struct policy_cfg *pc)
-{
-    (void)pc;
-    int32_t commit = r->last_block > 0 ? 2 * r->Bs : r->Bs;
-    int32_t prefill = r->P + r->last_block * r->Bs; /* a prefill after recompute */
-    return prefill > commit ? prefill : commit;
-}
-
 const struct policy_ops policy_block_delayed = {
     .name = "block+delayed",
     .block_causal = true,
@@ -80,5 +68,5 @@ const struct policy_ops policy_block_delayed = {
     .advance = delayed_advance,
     .kv_tokens = delayed_kv,
     .kv_peak_tokens = delayed_kv_peak,
-    .peak_q = delayed_peak_q,
+    .peak_q = policy_block_peak_q,
 };

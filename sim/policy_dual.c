@@ -10,21 +10,13 @@ static const struct param_spec dual_params[] = {
                           0, 0, 1e6, true},
 };
 
-struct dual_state {
-    int32_t since_refresh; /* steps since the last refresh, that one counted */
-};
-
 static void dual_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
 {
     const double every = pc->p[REFRESH_INTERVAL];
     bool refresh = r->steps_in_block == 0 || r->need_refresh ||
-                   (every > 0 && POLICY_STATE(r, const struct dual_state)->since_refresh >= every);
+                   (every > 0 && POLICY_STATE(r, const struct refresh_state)->since_refresh >= every);
     if (refresh) {
-        s->phase = PHASE_REFRESH;
-        s->q = r->L;
-        s->kv = 0;
-        s->kv_write = r->L;
-        s->logit_rows = policy_logit_rows(pc, s->q, r->G - r->decoded_total);
+        policy_emit_refresh(r, pc, s);
     } else {
         int32_t bl = req_block_len(r, r->cur_block);
         s->phase = PHASE_REUSE;
@@ -35,34 +27,14 @@ static void dual_emit(const struct request *r, const struct policy_cfg *pc, stru
     }
 }
 
-static void dual_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s,
-                         bool block_done)
-{
-    (void)pc, (void)block_done;
-    struct dual_state *st = POLICY_STATE(r, struct dual_state);
-    st->since_refresh = s->phase == PHASE_REFRESH ? 1 : st->since_refresh + 1;
-}
-
-static int64_t dual_kv(const struct request *r, const struct policy_cfg *pc)
-{
-    (void)pc;
-    return r->L;
-}
-
-static int32_t dual_peak_q(const struct request *r, const struct policy_cfg *pc)
-{
-    (void)pc;
-    return r->L;
-}
-
 const struct policy_ops policy_dual = {
     .name = "dual",
     .help = "dual cache: REFRESH (q = L) at block start, REUSE (q = Bs over L - Bs cached) after",
     .params = dual_params,
     .num_params = (int)TS_ARRAY_LEN(dual_params),
     .emit = dual_emit,
-    .advance = dual_advance,
-    .kv_tokens = dual_kv,
-    .kv_peak_tokens = dual_kv,
-    .peak_q = dual_peak_q,
+    .advance = policy_refresh_advance,
+    .kv_tokens = policy_kv_whole,
+    .kv_peak_tokens = policy_kv_whole,
+    .peak_q = policy_q_whole,
 };

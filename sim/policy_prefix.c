@@ -40,12 +40,6 @@ static int64_t prefix_kv_peak(const struct request *r, const struct policy_cfg *
     return r->P + (int64_t)r->last_block * r->Bs;
 }
 
-static int32_t prefix_peak_q(const struct request *r, const struct policy_cfg *pc)
-{
-    (void)pc;
-    return r->L;
-}
-
 const struct policy_ops policy_prefix = {
     .name = "prefix",
     .help = "Fast-dLLM prefix cache: refresh at block start, then the suffix over the cached prefix",
@@ -53,5 +47,5 @@ const struct policy_ops policy_prefix = {
     .advance = prefix_advance,
     .kv_tokens = prefix_kv,
     .kv_peak_tokens = prefix_kv_peak,
-    .peak_q = prefix_peak_q,
+    .peak_q = policy_q_whole,
 };

@@ -23,12 +23,6 @@ static int64_t vanilla_kv(const struct request *r, const struct policy_cfg *pc)
     return 0;
 }
 
-static int32_t vanilla_peak_q(const struct request *r, const struct policy_cfg *pc)
-{
-    (void)pc;
-    return r->L;
-}
-
 const struct policy_ops policy_vanilla = {
     .name = "vanilla",
     .help = "no cache: every step is a FULL forward over L = P + G tokens",
@@ -36,5 +30,5 @@ const struct policy_ops policy_vanilla = {
     .advance = vanilla_advance,
     .kv_tokens = vanilla_kv,
     .kv_peak_tokens = vanilla_kv,
-    .peak_q = vanilla_peak_q,
+    .peak_q = policy_q_whole,
 };

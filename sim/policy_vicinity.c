@@ -14,10 +14,6 @@ static const struct param_spec vicinity_params[] = {
                           true},
 };
 
-struct vicinity_state {
-    int32_t since_refresh; /* steps since the last refresh, that one counted */
-};
-
 /* The window's first and one-past-last positions (the prompt is positions 0..P). */
 static void vicinity_window(const struct request *r, const struct policy_cfg *pc, int32_t *lo, int32_t *hi)
 {
@@ -30,13 +26,9 @@ static void vicinity_window(const struct request *r, const struct policy_cfg *pc
 static void vicinity_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
 {
     bool refresh = r->steps_in_block == 0 || r->need_refresh ||
-                   POLICY_STATE(r, const struct vicinity_state)->since_refresh >= pc->p[REFRESH_INTERVAL];
+                   POLICY_STATE(r, const struct refresh_state)->since_refresh >= pc->p[REFRESH_INTERVAL];
     if (refresh) {
-        s->phase = PHASE_REFRESH;
-        s->q = r->L;
-        s->kv = 0;
-        s->kv_write = r->L;
-        s->logit_rows = policy_logit_rows(pc, s->q, r->G - r->decoded_total);
+        policy_emit_refresh(r, pc, s);
     } else {
         int32_t lo, hi;
         vicinity_window(r, pc, &lo, &hi);
@@ -50,26 +42,6 @@ static void vicinity_emit(const struct request *r, const struct policy_cfg *pc, 
     }
 }
 
-static void vicinity_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s,
-                             bool block_done)
-{
-    (void)pc, (void)block_done;
-    struct vicinity_state *st = POLICY_STATE(r, struct vicinity_state);
-    st->since_refresh = s->phase == PHASE_REFRESH ? 1 : st->since_refresh + 1;
-}
-
-static int64_t vicinity_kv(const struct request *r, const struct policy_cfg *pc)
-{
-    (void)pc;
-    return r->L;
-}
-
-static int32_t vicinity_peak_q(const struct request *r, const struct policy_cfg *pc)
-{
-    (void)pc;
-    return r->L;
-}
-
 const struct policy_ops policy_vicinity = {
     .name = "vicinity",
     .help = "dInfer's vicinity refresh: as dual, but between refreshes each step recomputes the block and "
@@ -77,8 +49,8 @@ const struct policy_ops policy_vicinity = {
     .params = vicinity_params,
     .num_params = (int)TS_ARRAY_LEN(vicinity_params),
     .emit = vicinity_emit,
-    .advance = vicinity_advance,
-    .kv_tokens = vicinity_kv,
-    .kv_peak_tokens = vicinity_kv,
-    .peak_q = vicinity_peak_q,
+    .advance = policy_refresh_advance,
+    .kv_tokens = policy_kv_whole,
+    .kv_peak_tokens = policy_kv_whole,
+    .peak_q = policy_q_whole,
 };
