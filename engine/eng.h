@@ -56,6 +56,8 @@ struct eng_opts {
                             * a full FFN chunk's rows (every chunk of the step then fuses, its plan
                             * without the gate|up buffer: og_shape.fused_ffn). The profile times a
                             * fused FFN as its gate_up op. $TESSERA_FFN = split, fused or auto */
+    bool trace_selection;  /* keep every layer's kept keys of a step's sparse selections, for
+                            * eng_selection (checks: the reference then keeps the same) */
     double warm_s;         /* graph replays (eng_graph_replay*) warm up for at least this long before
                             * any is timed, so that a step is timed at the clock its own repetition
                             * holds under the power limit (default ENG_WARM_S) */
@@ -128,6 +130,10 @@ int eng_graph_replay_kept(struct eng *e, int n, int rounds, float *median_ms, st
 
 /* Copies the final normalised hidden rows of the last step ([R, hidden] as fp32) to dst. */
 int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err);
+/* The kept keys of the last step's sparse selections (eng_opts.trace_selection on):
+ * [layers][selecting segments][sets][max_keep] int32 into dst (room for n), sets = the K/V heads
+ * for per-head selection, else 1; *max_keep gets the row length. */
+int eng_selection(struct eng *e, int32_t *dst, int64_t n, int *max_keep, struct ts_err *err);
 /* Per-op GPU time of one eager step, measured with an event between consecutive ops; op_ms is
  * indexed by enum cost_op (cost.h), the categories the cost model prices. */
 int eng_step_profile(struct eng *e, const struct step_desc *sd, double *op_ms, float *total_ms,

@@ -34,14 +34,15 @@
 
 #define RMS_EPS 1e-5f
 #define BLAS_WORKSPACE (64LL << 20)
-#define ATTN_WORKSPACE (64LL << 20) /* split-KV partial results */
+#define ATTN_WORKSPACE (64LL << 20) /* split-KV partial results; the sparse selection's scratch */
+#define SELECTION_TRACE (16 << 20)  /* eng_opts.trace_selection's copy of every layer's kept keys */
 #define RESERVE_MARGIN (256LL << 20) /* context, cuBLAS handles, allocator slack */
 
 #define MAX_PROF_EVENTS 1024
 
 struct dev_meta { /* device copies of the plan's arrays, carved from one buffer */
     int32_t *tok_pos, *tok_slot, *tok_ids, *q_start, *q_len, *key_len, *kv_cached, *page_off;
-    int32_t *pages, *tiles, *logit_idx;
+    int32_t *pages, *tiles, *logit_idx, *sel;
 };
 
 struct eng {
@@ -55,6 +56,9 @@ struct eng {
     bool tuning; /* GEMM autotuning allowed (off during graph capture) */
     bool fused_ffn_runs; /* k_gemm_swiglu runs on this device for this model (probed at creation) */
     int32_t attn_block;  /* the prepared step's block-causal attention (step_desc.attn_block) */
+    bool select_heads;   /* and its sparse selection's knobs (step_desc.select_heads, select_kernel) */
+    int32_t select_kernel;
+    int32_t *sel_trace;  /* every layer's kept keys of the last step (eng_opts.trace_selection) */
     cudaEvent_t ev0, ev1;
     void *blas_ws, *attn_ws;
     bf16_t *w;                 /* weights */
@@ -341,7 +345,7 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
     e->mem.total = e->mem.weights + e->mem.workspace + e->mem.blas_workspace + e->mem.kv_pool;
     /* a stateless step's pages are one token each: T page references */
     e->max_page_refs = (int32_t)TS_MIN((int64_t)INT32_MAX / 2, pool_tokens / o->page_tokens + T + T);
-    e->meta_cap = 3 * T + 5 * (int64_t)e->max_segs + e->max_page_refs + 2LL * e->max_tiles + T;
+    e->meta_cap = 3 * T + 11 * (int64_t)e->max_segs + e->max_page_refs + 2LL * e->max_tiles + T;
     return 0;
 }
 
@@ -356,7 +360,8 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
         (pooled && (alloc((void **)&e->k_pool, e->mem.kv_pool / 2, err) ||
                     alloc((void **)&e->v_pool, e->mem.kv_pool / 2, err))) ||
         alloc((void **)&e->d_meta_buf, e->meta_cap * 4, err) || alloc((void **)&e->d_tok, T * 4, err) ||
-        alloc((void **)&e->d_max, T * 4, err) || alloc((void **)&e->d_conf, T * 4, err))
+        alloc((void **)&e->d_max, T * 4, err) || alloc((void **)&e->d_conf, T * 4, err) ||
+        (e->o.trace_selection && alloc((void **)&e->sel_trace, SELECTION_TRACE, err)))
         return -1;
     if (cudaMallocHost((void **)&e->h_meta_buf, (size_t)e->meta_cap * 4) != cudaSuccess ||
         cudaMallocHost((void **)&e->h_tok, (size_t)T * 4) != cudaSuccess ||
@@ -470,7 +475,7 @@ void eng_destroy(struct eng *e)
     for (int i = 0; i < MAX_PROF_EVENTS && e->prof_ev[i]; i++)
         cudaEventDestroy(e->prof_ev[i]);
     void *dev[] = {e->w, e->blas_ws, e->attn_ws, e->k_pool, e->v_pool, e->d_meta_buf, e->d_tok, e->d_max,
-                   e->d_conf, e->tune_scratch, e->ballast};
+                   e->d_conf, e->tune_scratch, e->ballast, e->sel_trace};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -544,7 +549,7 @@ static int upload_plan(struct eng *e, struct ts_err *err)
         {p->q_len, p->S, &e->dm.q_len},       {p->key_len, p->S, &e->dm.key_len},
         {p->kv_cached, p->S, &e->dm.kv_cached}, {p->page_off, p->S, &e->dm.page_off},
         {p->pages, p->num_page_refs, &e->dm.pages}, {p->tiles, 2LL * p->num_tiles, &e->dm.tiles},
-        {p->logit_idx, p->R, &e->dm.logit_idx},
+        {p->logit_idx, p->R, &e->dm.logit_idx}, {p->sel, 6LL * p->num_sel, &e->dm.sel},
     };
     int64_t off = 0;
     for (size_t i = 0; i < TS_ARRAY_LEN(parts); i++) {
@@ -559,13 +564,70 @@ static int upload_plan(struct eng *e, struct ts_err *err)
     return 0;
 }
 
+/* The kept keys of one layer's selections: [num_sel][sets][max_keep] int32. */
+static int64_t selection_ints(const struct eng *e)
+{
+    const struct eng_plan *p = &e->plan;
+    return (int64_t)p->num_sel * (e->select_heads ? e->m.num_kv_heads : 1) * p->max_keep;
+}
+
+/* Layer L's sparse selections (after its attention; in the attention's scratch, which is free
+ * again by then), their kept keys copied to the trace where eng_opts.trace_selection keeps one. */
+static int select_layer(struct eng *e, int L, bf16_t *qkv, bf16_t *kp, bf16_t *vp, struct ts_err *err)
+{
+    const struct eng_plan *p = &e->plan;
+    const struct model_cfg *m = &e->m;
+    const struct k_select_args sa = {
+        .q = qkv, .q_stride = (m->num_heads + 2 * m->num_kv_heads) * m->head_dim, .k_pool = kp, .v_pool = vp,
+        .pages = e->dm.pages, .sel = e->dm.sel, .page_shift = __builtin_ctz((unsigned)e->o.page_tokens),
+        .num_sel = p->num_sel, .max_cand = p->max_cand, .max_keep = p->max_keep, .H = m->num_heads,
+        .Hkv = m->num_kv_heads, .d = m->head_dim, .kernel = e->select_kernel, .per_head = e->select_heads,
+        .ws = e->attn_ws, .ws_bytes = ATTN_WORKSPACE};
+    KL(k_kv_select(&sa, e->stream));
+    if (e->sel_trace) {
+        const int64_t n = selection_ints(e);
+        CU(cudaMemcpyAsync(e->sel_trace + n * L, k_kv_select_idx(&sa), sizeof(int32_t) * (size_t)n,
+                           cudaMemcpyDeviceToDevice, e->stream));
+    }
+    return 0;
+}
+
+/* Layer L's FFN over the normalised rows hn2, chunk by chunk, added into x. */
+static int ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, struct ts_err *err)
+{
+    const struct eng_act *a = &e->act;
+    const int T = e->plan.T, Tc = a->ffn_rows, h = e->m.hidden, F = e->m.ffn;
+    cudaStream_t st = e->stream;
+    for (int c = 0, c0 = 0; c0 < T; c++, c0 += Tc) {
+        int rows = TS_MIN(Tc, T - c0);
+        bf16_t *act = (bf16_t *)eng_arena_at(&e->arena, a->act[L * a->ffn_chunks + c]);
+        if (a->shape.fused_ffn) { /* as planned: no gate|up buffer */
+            if (runs(e, OP_GATE_UP))
+                KL(k_gemm_swiglu(act, hn2 + (size_t)c0 * h, W(e, W_GU, L), rows, h, F, st));
+            mark(e, OP_GATE_UP);
+        } else {
+            bf16_t *gu = (bf16_t *)eng_arena_at(&e->arena, a->gu[L * a->ffn_chunks + c]);
+            if (runs(e, OP_GATE_UP) && gemm(e, W(e, W_GU, L), hn2 + (size_t)c0 * h, gu, rows, h, 2 * F, 0.f, err))
+                return -1;
+            mark(e, OP_GATE_UP);
+            if (runs(e, OP_ACT))
+                KL(k_swiglu(act, gu, rows, F, st));
+            mark(e, OP_ACT);
+        }
+        if (runs(e, OP_DOWN) && gemm(e, W(e, W_DOWN, L), act, x + (size_t)c0 * h, rows, F, h, 1.f, err))
+            return -1;
+        mark(e, OP_DOWN);
+    }
+    return 0;
+}
+
 static int forward(struct eng *e, struct ts_err *err)
 {
     const struct model_cfg *m = &e->m;
     const struct eng_plan *p = &e->plan;
     const struct eng_act *a = &e->act;
     const int T = p->T, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
-    const int F = m->ffn, width = (H + 2 * Hkv) * d, qd = H * d;
+    const int width = (H + 2 * Hkv) * d, qd = H * d;
     const int64_t layer_slots = e->slots * Hkv * d;
     const bool stateless = e->o.stateless;
     const int layers = e->o.run_layers > 0 ? TS_MIN(e->o.run_layers, a->layers) : a->layers;
@@ -587,7 +649,6 @@ static int forward(struct eng *e, struct ts_err *err)
             .ws_bytes = ATTN_WORKSPACE, .T = T, .max_key_len = p->max_key_len, .impl = e->o.attention,
             .min_q_len = p->min_q, .max_q_len = p->max_q, .long_tiles = p->long_tiles,
             .long_rows = p->long_rows, .wg_tiles = p->wg_tiles};
-        const int Tc = a->ffn_rows;
         for (int L = 0; L < layers; L++) {
             bf16_t *hn = BUF(a->norm1[L]), *qkv = BUF(a->qkv[L]), *att = BUF(a->att[L]), *hn2 = BUF(a->norm2[L]);
             /* the pool's layer, or (stateless) the K/V columns of the qkv rows themselves */
@@ -610,33 +671,19 @@ static int forward(struct eng *e, struct ts_err *err)
             if (runs(e, OP_ATTN))
                 KL(k_attention(&aa, st));
             mark(e, OP_ATTN);
+            if (p->num_sel > 0) { /* marked only where it runs: a step without selections has no such op */
+                if (runs(e, OP_KV_SELECT) && select_layer(e, L, qkv, kp, vp, err))
+                    return -1;
+                mark(e, OP_KV_SELECT);
+            }
             if (runs(e, OP_OPROJ) && gemm(e, W(e, W_O, L), att, x, T, qd, h, 1.f, err))
                 return -1;
             mark(e, OP_OPROJ);
             if (runs(e, OP_NORM))
                 KL(k_rmsnorm(hn2, x, W(e, W_FFN_NORM, L), T, h, RMS_EPS, st));
             mark(e, OP_NORM);
-            for (int c = 0, c0 = 0; c0 < T; c++, c0 += Tc) {
-                int rows = TS_MIN(Tc, T - c0);
-                bf16_t *act = BUF(a->act[L * a->ffn_chunks + c]);
-                if (a->shape.fused_ffn) { /* as planned: no gate|up buffer */
-                    if (runs(e, OP_GATE_UP))
-                        KL(k_gemm_swiglu(act, hn2 + (size_t)c0 * h, W(e, W_GU, L), rows, h, F, st));
-                    mark(e, OP_GATE_UP);
-                } else {
-                    bf16_t *gu = BUF(a->gu[L * a->ffn_chunks + c]);
-                    if (runs(e, OP_GATE_UP) &&
-                        gemm(e, W(e, W_GU, L), hn2 + (size_t)c0 * h, gu, rows, h, 2 * F, 0.f, err))
-                        return -1;
-                    mark(e, OP_GATE_UP);
-                    if (runs(e, OP_ACT))
-                        KL(k_swiglu(act, gu, rows, F, st));
-                    mark(e, OP_ACT);
-                }
-                if (runs(e, OP_DOWN) && gemm(e, W(e, W_DOWN, L), act, x + (size_t)c0 * h, rows, F, h, 1.f, err))
-                    return -1;
-                mark(e, OP_DOWN);
-            }
+            if (ffn(e, L, x, hn2, err))
+                return -1;
         }
     }
     if (p->R > 0) {
@@ -688,6 +735,29 @@ static int fetch_outputs(struct eng *e, struct eng_out *out, struct ts_err *err)
     return 0;
 }
 
+/* Whether the step's sparse selections fit the scratch they share with attention. */
+static int select_fits(const struct eng *e, const struct step_desc *sd, struct ts_err *err)
+{
+    int32_t max_cand = 0, max_keep = 0;
+    for (int32_t i = 0; i < sd->num_segs; i++)
+        if (sd->segs[i].keep > 0) {
+            max_cand = TS_MAX(max_cand, sd->segs[i].q - sd->segs[i].score_rows);
+            max_keep = TS_MAX(max_keep, sd->segs[i].keep);
+        }
+    const int n = (int)sd->tot.sel_segs;
+    const int64_t need = k_kv_select_ws_bytes(n, max_cand, max_keep, e->m.num_heads, e->m.num_kv_heads,
+                                              e->m.head_dim, sd->select_heads);
+    if (e->o.trace_selection && (int64_t)e->m.num_layers * n * (sd->select_heads ? e->m.num_kv_heads : 1) *
+                                        max_keep * 4 > SELECTION_TRACE)
+        return ts_fail(err, "step refused: its selections' trace exceeds the %d MiB kept for it",
+                       SELECTION_TRACE >> 20);
+    if (n > 0 && need > ATTN_WORKSPACE)
+        return ts_fail(err, "step refused: its selections (%d segments, up to %d candidates) need %.1f MiB of "
+                            "scratch, more than the %lld MiB the engine holds", n, max_cand, need / 1048576.0,
+                       ATTN_WORKSPACE >> 20);
+    return 0;
+}
+
 /* Plans and maps the step's activations, then (run = true) reserves its KV pages and uploads its
  * arrays; nothing changes when the step is refused. 1: out of device memory. */
 static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct ts_err *err)
@@ -695,6 +765,9 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
     if (sd->logit_chunk_rows < 0 || sd->ffn_chunks < 0 || sd->attn_block < 0)
         return ts_fail(err, "step refused: knobs logit_chunk_rows %d, ffn_chunks %d, attn_block %d (none may be "
                             "negative)", sd->logit_chunk_rows, sd->ffn_chunks, sd->attn_block);
+    if (sd->tot.sel_segs > 0 && (sd->select_kernel < 1 || sd->select_kernel % 2 == 0))
+        return ts_fail(err, "step refused: select_kernel %d (the selection's pooling window must be odd)",
+                       sd->select_kernel);
     if (sd->tot.q_tokens > e->o.max_tokens)
         return ts_fail(err, "step refused: %lld packed tokens exceed the workspace (%d tokens; raise "
                             "--max-tokens)", (long long)sd->tot.q_tokens, e->o.max_tokens);
@@ -711,10 +784,14 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
         return rc;
     if (!run)
         return 0;
+    if (select_fits(e, sd, err))
+        return -1;
     if (eng_plan_build(&e->plan, e->o.stateless ? NULL : &e->kv, sd, e->m.vocab, e->o.seed, err) ||
         upload_plan(e, err))
         return -1;
     e->attn_block = sd->attn_block;
+    e->select_heads = sd->select_heads;
+    e->select_kernel = sd->select_kernel;
     if (e->poison_next) {
         e->poison_next = false;
         KL(k_fill_bits(eng_arena_at(&e->arena, 0), (int64_t)e->arena.mapped / 2, 0x7fc0, e->stream));
@@ -944,6 +1021,21 @@ int eng_poison_workspace(struct eng *e, struct ts_err *err)
 {
     (void)err;
     e->poison_next = true;
+    return 0;
+}
+
+int eng_selection(struct eng *e, int32_t *dst, int64_t n, int *max_keep, struct ts_err *err)
+{
+    const int layers = e->o.run_layers > 0 ? TS_MIN(e->o.run_layers, e->m.num_layers) : e->m.num_layers;
+    const int64_t per = selection_ints(e);
+    if (!e->sel_trace)
+        return ts_fail(err, "engine: selections are kept only with eng_opts.trace_selection");
+    if (per * layers > n)
+        return ts_fail(err, "engine: the selections need %lld values, room for %lld", (long long)(per * layers),
+                       (long long)n);
+    if (per > 0)
+        CU(cudaMemcpy(dst, e->sel_trace, sizeof *dst * (size_t)(per * layers), cudaMemcpyDeviceToHost));
+    *max_keep = e->plan.max_keep;
     return 0;
 }
 

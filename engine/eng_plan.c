@@ -93,7 +93,35 @@ void eng_plan_free(struct eng_plan *p)
     free(p->pages);
     free(p->tiles);
     free(p->logit_idx);
+    free(p->sel);
     memset(p, 0, sizeof *p);
+}
+
+/* The key index of a segment's first key: past the pages its selected tokens will take. */
+static int32_t key_base(const struct segment *g, int32_t page_tokens)
+{
+    return (g->keep + page_tokens - 1) / page_tokens * page_tokens;
+}
+
+/* Appends the selection of segment g (plan index s, its candidates' pages at p->page_off[s]) and
+ * the page list its kept tokens go to; returns the page references then used. */
+static int32_t add_selection(struct eng_plan *p, const struct eng_kv *kv, const struct segment *g, int32_t s,
+                             int32_t nref)
+{
+    const int32_t cand = g->q - g->score_rows, npages = (g->keep + kv->page_tokens - 1) / kv->page_tokens;
+    ts_grow((void **)&p->sel, &p->cap_sel, (size_t)(6 * (p->num_sel + 1)), sizeof(int32_t));
+    ts_grow((void **)&p->pages, &p->cap_pages, (size_t)(nref + npages), sizeof(int32_t));
+    memcpy(p->pages + nref, kv->reqs[g->req_id].pages, sizeof *p->pages * (size_t)npages);
+    int32_t *f = p->sel + 6 * p->num_sel++;
+    f[0] = p->q_start[s] + cand;
+    f[1] = g->score_rows;
+    f[2] = cand;
+    f[3] = g->keep;
+    f[4] = p->page_off[s];
+    f[5] = nref;
+    p->max_cand = TS_MAX(p->max_cand, cand);
+    p->max_keep = TS_MAX(p->max_keep, g->keep);
+    return nref + npages;
 }
 
 int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
@@ -105,13 +133,13 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
     /* check the pool first, so that a refused step changes nothing */
     int64_t need_pages = 0;
     for (int32_t s = 0; s < S && !kv; s++)
-        if (sd->segs[s].kv > 0)
-            return ts_fail(err, "step refused: request %d reads %d cached tokens, but the engine is "
-                                "stateless (no KV pool)", sd->segs[s].req_id, sd->segs[s].kv);
+        if (sd->segs[s].kv > 0 || sd->segs[s].keep > 0)
+            return ts_fail(err, "step refused: request %d %s, but the engine is stateless (no KV pool)",
+                           sd->segs[s].req_id, sd->segs[s].kv > 0 ? "reads cached tokens" : "selects tokens to keep");
     for (int32_t s = 0; s < S && kv; s++) {
         const struct segment *g = &sd->segs[s];
         int32_t have = g->req_id < kv->num_reqs ? kv->reqs[g->req_id].num_pages : 0;
-        int32_t want = (g->kv + g->q + kv->page_tokens - 1) / kv->page_tokens;
+        int32_t want = (key_base(g, kv->page_tokens) + g->kv + g->q + kv->page_tokens - 1) / kv->page_tokens;
         for (int32_t t = 0; t < s; t++) /* a request twice in one step is a scheduler bug */
             TS_ASSERTF(sd->segs[t].req_id != g->req_id, "request %d twice in a step", g->req_id);
         need_pages += TS_MAX(want - have, 0);
@@ -127,13 +155,14 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
     ts_grow((void **)&p->logit_idx, &p->cap_R, (size_t)R, sizeof(int32_t));
 
     int32_t row = 0, nref = 0, ntiles = 0, r = 0, max_keys = 0, min_q = INT32_MAX, max_q = 0;
+    p->num_sel = p->max_cand = p->max_keep = 0;
     for (int32_t s = 0; s < S; s++) {
         const struct segment *g = &sd->segs[s];
-        int32_t keys = g->kv + g->q;
+        int32_t keys = g->kv + g->q, base = kv ? key_base(g, kv->page_tokens) : 0;
         max_keys = TS_MAX(max_keys, keys);
         min_q = TS_MIN(min_q, g->q);
         max_q = TS_MAX(max_q, g->q);
-        TS_ASSERT(!kv || eng_kv_reserve(kv, g->req_id, keys, NULL) == 0);
+        TS_ASSERT(!kv || eng_kv_reserve(kv, g->req_id, base + keys, NULL) == 0);
         p->q_start[s] = row;
         p->q_len[s] = g->q;
         p->key_len[s] = keys;
@@ -142,15 +171,18 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
         int32_t npages = (keys + page_tokens - 1) / page_tokens;
         ts_grow((void **)&p->pages, &p->cap_pages, (size_t)(nref + npages), sizeof(int32_t));
         if (kv)
-            memcpy(p->pages + nref, kv->reqs[g->req_id].pages, sizeof *p->pages * (size_t)npages);
+            memcpy(p->pages + nref, kv->reqs[g->req_id].pages + base / kv->page_tokens,
+                   sizeof *p->pages * (size_t)npages);
         else /* one-token pages over the step's own rows */
             for (int32_t k = 0; k < npages; k++)
                 p->pages[nref + k] = row + k;
         nref += npages;
+        if (g->keep > 0)
+            nref = add_selection(p, kv, g, s, nref);
         for (int32_t i = 0; i < g->q; i++) {
             int32_t pos = g->kv + i;
             p->tok_pos[row + i] = pos;
-            p->tok_slot[row + i] = kv ? eng_kv_slot(kv, g->req_id, pos) : row + i;
+            p->tok_slot[row + i] = kv ? eng_kv_slot(kv, g->req_id, base + pos) : row + i;
             uint64_t h = ts_mix64(seed ^ ts_mix64(((uint64_t)(uint32_t)g->req_id << 32) | (uint32_t)pos));
             p->tok_ids[row + i] = (int32_t)(h % (uint64_t)vocab);
         }

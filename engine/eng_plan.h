@@ -8,6 +8,11 @@
  * kv + i (RoPE). This is exact for prefix and block caches and a relabelling of positions for the
  * dual cache's Reuse block, which does not change the work done. Logits are produced for the last
  * logit_rows query rows of each segment.
+ *
+ * A selecting segment (keep > 0, sparse KV) writes its q fresh tokens at key indices
+ * [base, base + q), base = keep rounded up to whole pages, so that its keep selected tokens can be
+ * copied to keys [0, keep) (where the Reuse steps after it read them) without touching the
+ * candidates; it describes the copy in `sel` (k_select_args.sel's fields).
  */
 #ifndef TESSERA_ENG_PLAN_H
 #define TESSERA_ENG_PLAN_H
@@ -53,7 +58,10 @@ struct eng_plan {
     int32_t *pages;     /* [num_page_refs]: each segment's page list, concatenated */
     int32_t *tiles;     /* [num_tiles][2]: (segment, first query row) of 64-row query tiles */
     int32_t *logit_idx; /* [R]: packed rows whose logits are computed */
-    size_t cap_T, cap_S, cap_R, cap_tiles, cap_pages;
+    int32_t num_sel, max_cand, max_keep; /* selecting segments, their most candidates and kept */
+    int32_t *sel;       /* [num_sel][6]: first scoring row, scoring rows, candidates, keep, the
+                         * page_off of the candidates' pages and of the kept tokens' pages */
+    size_t cap_T, cap_S, cap_R, cap_tiles, cap_pages, cap_sel;
 };
 
 void eng_plan_init(struct eng_plan *p);
@@ -61,7 +69,8 @@ void eng_plan_free(struct eng_plan *p);
 /* Reserves pages and fills the plan for sd. Token ids are a hash of (seed, request, position), so a
  * replay is deterministic. Fails, with nothing launched, when the pool is short. kv = NULL: the
  * stateless engine (no pool, K/V read in place from the step's qkv rows): every segment must read
- * no cached tokens; token t's slot is t and the pages are one token each over the segment's rows. */
+ * no cached tokens and select none; token t's slot is t and the pages are one token each over the
+ * segment's rows. */
 int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
                    int32_t vocab, uint64_t seed, struct ts_err *err);
 

@@ -128,6 +128,9 @@ struct eng_ref {
     float *w; /* the weights in fp32, same offsets as the engine's buffer */
     struct ref_cache *reqs;
     int32_t num_reqs;
+    const int32_t *forced; /* the next step's kept keys (eng_ref_force_selection), or NULL */
+    int forced_keep;
+    int64_t rank_missing, rank_kept; /* the forced keys its own ranking would not keep, of all kept */
 };
 
 const float *eng_ref_weight(const struct eng_ref *r, enum w_kind k, int layer)
@@ -210,6 +213,123 @@ static struct ref_cache *cache_for(struct eng_ref *r, int32_t id, int32_t keys)
     return c;
 }
 
+struct scored {
+    float v;
+    int32_t j;
+};
+
+/* Larger score first, then the lower key. */
+static int by_score(const void *a, const void *b)
+{
+    const struct scored *x = a, *y = b;
+    return x->v != y->v ? (x->v < y->v ? 1 : -1) : (x->j > y->j) - (x->j < y->j);
+}
+
+static int by_key(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+void ref_kv_compact(float *k, float *v, const int32_t *idx, int keep, int Hkv, int d, int per_head)
+{
+    const int kvrow = Hkv * d;
+    for (int kh = 0; kh < Hkv; kh++) { /* ascending sources: in place is safe */
+        const int32_t *ks = idx + (size_t)(per_head ? kh : 0) * keep;
+        for (int j = 0; j < keep; j++) {
+            memmove(k + (size_t)j * kvrow + kh * d, k + (size_t)ks[j] * kvrow + kh * d, sizeof *k * d);
+            memmove(v + (size_t)j * kvrow + kh * d, v + (size_t)ks[j] * kvrow + kh * d, sizeof *v * d);
+        }
+    }
+}
+
+void ref_kv_select(const float *q, int q_stride, int score_rows, float *k, float *v, int cand, int keep, int H,
+                   int Hkv, int d, int kernel, int per_head, int32_t *idx)
+{
+    const int g = H / Hkv, sets = per_head ? Hkv : 1, kvrow = Hkv * d;
+    float *mq = xcalloc((size_t)H * d, sizeof *mq), *raw = xcalloc((size_t)sets * cand, sizeof *raw);
+    struct scored *sc = xmalloc(sizeof *sc * (size_t)(cand ? cand : 1));
+    int32_t *kept = xmalloc(sizeof *kept * (size_t)sets * (keep ? keep : 1));
+    for (int r = 0; r < score_rows; r++)
+        for (int c = 0; c < H * d; c++)
+            mq[c] += q[(size_t)r * q_stride + c];
+    for (int c = 0; c < H * d; c++)
+        mq[c] /= (float)score_rows;
+    for (int j = 0; j < cand; j++)
+        for (int kh = 0; kh < Hkv; kh++) {
+            float dot = 0;
+            for (int qh = kh * g; qh < (kh + 1) * g; qh++)
+                for (int e = 0; e < d; e++)
+                    dot += mq[qh * d + e] * k[(size_t)j * kvrow + kh * d + e];
+            raw[(size_t)(per_head ? kh : 0) * cand + j] += dot;
+        }
+    for (int set = 0; set < sets; set++) {
+        for (int j = 0; j < cand; j++) {
+            float m = -INFINITY;
+            for (int i = TS_MAX(0, j - kernel / 2); i <= TS_MIN(cand - 1, j + kernel / 2); i++)
+                m = fmaxf(m, raw[(size_t)set * cand + i]);
+            sc[j] = (struct scored){m, j};
+        }
+        qsort(sc, (size_t)cand, sizeof *sc, by_score);
+        int32_t *ks = kept + (size_t)set * keep;
+        for (int j = 0; j < keep; j++)
+            ks[j] = sc[j].j;
+        qsort(ks, (size_t)keep, sizeof *ks, by_key);
+    }
+    ref_kv_compact(k, v, kept, keep, Hkv, d, per_head);
+    if (idx)
+        memcpy(idx, kept, sizeof *idx * (size_t)sets * keep);
+    free(mq), free(raw), free(sc), free(kept);
+}
+
+void eng_ref_force_selection(struct eng_ref *r, const int32_t *idx, int max_keep)
+{
+    r->forced = idx;
+    r->forced_keep = max_keep;
+}
+
+/* Segment s's selection in layer L, the n-th selecting segment of the step (its own ranking, or the
+ * kept keys eng_ref_force_selection gave). */
+static void ref_select(struct eng_ref *r, const struct step_desc *sd, const float *q, int q_stride, int s, int n,
+                       int L, float *kc, float *vc, int num_sel)
+{
+    const struct model_cfg *m = &r->m;
+    const struct segment *g = &sd->segs[s];
+    const int cand = g->q - g->score_rows, sets = sd->select_heads ? m->num_kv_heads : 1;
+    if (!r->forced) {
+        ref_kv_select(q, q_stride, g->score_rows, kc, vc, cand, g->keep, m->num_heads, m->num_kv_heads,
+                      m->head_dim, sd->select_kernel, sd->select_heads, NULL);
+        return;
+    }
+    const size_t kvn = (size_t)cand * m->num_kv_heads * m->head_dim;
+    int32_t *idx = xmalloc(sizeof *idx * (size_t)sets * g->keep), *own = xmalloc(sizeof *own * (size_t)sets * g->keep);
+    float *k2 = xmalloc(sizeof *k2 * kvn), *v2 = xmalloc(sizeof *v2 * kvn);
+    memcpy(k2, kc, sizeof *k2 * kvn);
+    memcpy(v2, vc, sizeof *v2 * kvn);
+    ref_kv_select(q, q_stride, g->score_rows, k2, v2, cand, g->keep, m->num_heads, m->num_kv_heads, m->head_dim,
+                  sd->select_kernel, sd->select_heads, own);
+    for (int set = 0; set < sets; set++) {
+        int32_t *f = idx + (size_t)set * g->keep;
+        memcpy(f, r->forced + (((size_t)L * num_sel + n) * sets + set) * r->forced_keep, sizeof *idx * (size_t)g->keep);
+        for (int j = 0, i = 0; j < g->keep; j++) { /* both ascending */
+            const int32_t *o = own + (size_t)set * g->keep;
+            while (i < g->keep && o[i] < f[j])
+                i++;
+            r->rank_missing += i == g->keep || o[i] != f[j];
+        }
+        r->rank_kept += g->keep;
+    }
+    ref_kv_compact(kc, vc, idx, g->keep, m->num_kv_heads, m->head_dim, sd->select_heads);
+    free(idx), free(own), free(k2), free(v2);
+}
+
+double eng_ref_ranking_disagreement(struct eng_ref *r)
+{
+    const double f = r->rank_kept ? (double)r->rank_missing / (double)r->rank_kept : 0;
+    r->rank_missing = r->rank_kept = 0;
+    return f;
+}
+
 void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct eng_plan *p,
                   int block_size, float *hidden, int32_t *tok, float *maxv, float *conf)
 {
@@ -226,6 +346,7 @@ void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct en
     for (int s = 0; s < p->S; s++)
         cache_for(r, sd->segs[s].req_id, p->key_len[s]);
     for (int L = 0; L < m->num_layers; L++) {
+        int nsel = 0;
         ref_rmsnorm(hn, x, eng_ref_weight(r, W_ATTN_NORM, L), T, h, RMS_EPS);
         ref_linear(qkv, hn, eng_ref_weight(r, W_QKV, L), T, h, width);
         ref_qkv_rope(qkv, eng_ref_weight(r, W_QKV_BIAS, L), p->tok_pos, T, H, Hkv, d, (float)m->rope_theta);
@@ -241,6 +362,10 @@ void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct en
             ref_attention(att + (size_t)p->q_start[s] * H * d, qkv + (size_t)p->q_start[s] * width, width,
                           kc, vc, p->q_len[s], p->key_len[s], p->kv_cached[s], H, Hkv, d, block_size,
                           1.0f / sqrtf((float)d));
+            const struct segment *g = &sd->segs[s];
+            if (g->keep > 0)
+                ref_select(r, sd, qkv + (size_t)(p->q_start[s] + g->q - g->score_rows) * width, width, s,
+                           nsel++, L, kc, vc, (int)sd->tot.sel_segs);
         }
         ref_linear(tmp, att, eng_ref_weight(r, W_O, L), T, H * d, h);
         for (int64_t i = 0; i < (int64_t)T * h; i++)
@@ -271,4 +396,5 @@ void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct en
     free(act);
     free(hr);
     free(logits);
+    r->forced = NULL;
 }

@@ -26,6 +26,15 @@ void ref_swiglu(float *out, const float *gu, int rows, int F);
 void ref_attention(float *out, const float *q, int q_stride, const float *k, const float *v,
                    int q_len, int key_len, int kv_cached, int H, int Hkv, int d, int block_size,
                    float scale);
+/* Sparse selection over one segment's keys k, v [>= cand, Hkv*d] (k_kv_select's reference): the
+ * mean of score_rows query rows q (stride q_stride) scores keys 0..cand-1 (summed over each K/V
+ * head's query heads; over every head unless per_head), max-pooled over `kernel` keys; the keep best
+ * of each set (ties: the lower key) are moved, in key order, to keys 0..keep-1 of k and v. idx
+ * (NULL: not wanted) gets the kept keys, [sets][keep], sets = per_head ? Hkv : 1. */
+void ref_kv_select(const float *q, int q_stride, int score_rows, float *k, float *v, int cand, int keep, int H,
+                   int Hkv, int d, int kernel, int per_head, int32_t *idx);
+/* The move alone: kept keys idx [sets][keep] (ascending in each set) to keys 0..keep-1. */
+void ref_kv_compact(float *k, float *v, const int32_t *idx, int keep, int Hkv, int d, int per_head);
 void ref_argmax_conf(const float *logits, int rows, int V, int32_t *tok, float *maxv, float *conf);
 /* y[rows, out] = x[rows, in] W^T for W [out, in]. */
 void ref_linear(float *y, const float *x, const float *W, int rows, int in, int out);
@@ -43,6 +52,12 @@ void eng_ref_destroy(struct eng_ref *r);
 void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct eng_plan *p,
                   int block_size, float *hidden, int32_t *tok, float *maxv, float *conf);
 void eng_ref_release(struct eng_ref *r, int32_t req_id);
+/* The next eng_ref_step keeps these keys instead of ranking its own: idx [layers][selecting
+ * segments, in step order][sets][max_keep], as eng_selection gives the engine's (the caller keeps
+ * it until that step returns). */
+void eng_ref_force_selection(struct eng_ref *r, const int32_t *idx, int max_keep);
+/* Of the keys forced on it since the last call, the share its own ranking would not have kept. */
+double eng_ref_ranking_disagreement(struct eng_ref *r);
 const float *eng_ref_weight(const struct eng_ref *r, enum w_kind k, int layer);
 
 #endif

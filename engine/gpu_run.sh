@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]: the engine's GPU work in one call
+# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse]: the engine's GPU work in one call
 # on a GPU machine, its outputs under OUT. The lent GPU machines have nvcc but no Debian -dev
 # packages: unpack those into deps/root here and carry it (engine/README.md, "On a GPU machine");
 # DEPS=deps/root then builds against it.
@@ -11,6 +11,12 @@
 #   racecheck compute-sanitizer's racecheck over `tessera engine check`
 #   sanitize  both (SANITIZE_S: each run's time limit, default 900 s; SANITIZE_ONLY=kernels|steps:
 #             that half of `engine check` only, so that a slow tool's run can be split over calls)
+#   sparse    the sparse caches on this GPU (an H200: the shipped calibrations' GPU): LLaDA-8B's
+#             whole grid profiled, select part included (OUT/profile.db), imported as its
+#             calibration (OUT/h200-llada-8b-tessera.csv), the selection's share of each selecting
+#             step (select-share.txt), live runs of both selections priced by it, and sparse Reuse
+#             steps benched beside the dense ones they replace (16 x 32 over 8,192 cached keys, and
+#             over the 4,096 of r = 0.5 and 2,048 of r = 0.25)
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]}
@@ -22,6 +28,30 @@ mk=(make --no-print-directory BUILD=$b ${DEPS:+DEPS=$DEPS})
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv | tee "$out/gpu.txt"
 "${mk[@]}" -j16 all >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+# the sparse part (see the header)
+sparse_part() {
+    local o=$1 t=./$b/tessera
+    export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
+    $t engine profile --db "$o/profile.db" --grid all --reps 2 >"$o/profile.txt" 2>&1 || return 1
+    tail -1 "$o/profile.txt"
+    $t calib import "$o/profile.db" --gpu h200 --out "$o/h200-llada-8b-tessera.csv" || return 1
+    python3 -c 'import sqlite3, sys
+print("segs q keep sel_heads kv_select_ms step_ms share_%")
+for r in sqlite3.connect(sys.argv[1]).execute("SELECT segs, q, keep, sel_heads, ms, total_ms, 100 * ms / total_ms "
+        "FROM engine_profile WHERE op = \x27kv_select\x27 ORDER BY sel_heads, q, segs"):
+    print(*r[:4], "%.3f %.3f %.2f" % r[4:])' "$o/profile.db" >"$o/select-share.txt" || return 1
+    cat "$o/select-share.txt"
+    for sel in uniform head; do
+        $t sim --policy sparse --sparse-select $sel --requests 8 --rps 8 --gen-len 64 --lengths fixed:1000,64 \
+            --cost calibrated --calib "$o/h200-llada-8b-tessera.csv" --executor gpu --no-progress \
+            >"$o/live-sparse-$sel.txt" 2>&1 || return 1
+        grep -E "live|throughput" "$o/live-sparse-$sel.txt"
+    done
+    $t engine bench --only steps --step 16,32,8192,32 --step 16,32,4096,32 --step 16,32,2048,32 \
+        --json "$o/bench-sparse.jsonl" >"$o/bench-sparse.txt" 2>&1 || return 1
+    tail -30 "$o/bench-sparse.txt"
+}
+
 rc=0
 for p in $parts; do
     case $p in
@@ -50,8 +80,9 @@ for p in $parts; do
                grep -q "ERROR SUMMARY: 0 errors" "$out/sanitizer-racecheck.txt" || rc=1
                echo "racecheck: $(grep -c '  ok$' "$out/sanitizer-racecheck.txt") checks ok"
                tail -2 "$out/sanitizer-racecheck.txt" ;;
+        sparse) sparse_part "$out" || rc=1 ;;
         memcheck) ;;
-        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize)" >&2; exit 2 ;;
+        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse)" >&2; exit 2 ;;
     esac
 done
 exit $rc

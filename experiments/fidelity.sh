@@ -30,6 +30,9 @@
 # WARM_MS=MS profiles each step after MS ms of its own repetition (engine profile --warm-ms: the
 # light-load clock: a Reuse step profiled at its own steady clock rather than after a Refresh).
 #
+# POLICIES="..." runs those policies [dual block]; sparse-head is the sparse policy with one kept set
+# per K/V head (--sparse-select head), sparse the one set for all heads.
+#
 # IMPL=tessera-fused simulates that implementation profile and runs the engine's FFN fused
 # (TESSERA_FFN=fused for the profile; replays follow the run's implementation), so OUT's
 # calibrations are of the fused engine.
@@ -97,7 +100,9 @@ for model in $models; do
             ${WARM_MS:+--warm-ms "$WARM_MS"} | tail -1
         "$bin" calib import "$scratch/profile-$model.db" --gpu h200 --out "$calib" || exit 1
     fi
-    for policy in dual block; do
+    for policy in ${POLICIES:-dual block}; do
+        popts=(--policy "$policy")
+        [ "$policy" = sparse-head ] && popts=(--policy sparse --sparse-select head)
         for sched in static phase; do
             for rps in 1 4; do
                 tag="$model-$policy-$sched-$rps"
@@ -105,7 +110,7 @@ for model in $models; do
                 rm -f "$db"
                 batch=() # static batches of at most 8 (a parameter of the static scheduler)
                 [ "$sched" = static ] && batch=(--max-batch 8)
-                "$bin" sim --model "$model" --impl "$impl" --policy "$policy" --scheduler "$sched" --rps "$rps" \
+                "$bin" sim --model "$model" --impl "$impl" "${popts[@]}" --scheduler "$sched" --rps "$rps" \
                     --requests 16 --lengths lognormal:6.0,0.7,5.0,0.6 --gen-len 128 "${batch[@]}" \
                     --seed 7 --db "$db" --quiet --no-progress >/dev/null || continue
                 if [ -n "$measured" ]; then

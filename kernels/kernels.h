@@ -191,6 +191,30 @@ int k_attention_tile_keys(const struct k_attn_args *a);
  * (k_attn_args.head_pack where it fits, else attn_head_pack_v's; 1 beside the wgmma kernel). */
 int k_attention_head_pack(const struct k_attn_args *a);
 
+/*
+ * Sparse KV selection of one layer (kv_select.cu), after its attention: for each selecting segment
+ * sel[6 s ..] = {row0, score_rows, cand, keep, src_page_off, dst_page_off}, the mean query of packed
+ * rows [row0, row0 + score_rows) of q scores the segment's candidate keys 0..cand-1 (key j at
+ * pages[src_page_off + j / page_tokens] of this layer's pool), the scores are max-pooled over
+ * `kernel` keys, and the keep best (per K/V head with per_head, else summed over heads: one set for
+ * all) are copied, in key order, to keys 0..keep-1 of the page list at dst_page_off, which must not
+ * overlap the candidates' pages. ws holds ws_bytes of scratch (k_kv_select_ws_bytes); afterwards
+ * k_kv_select_idx gives the kept key indices, [num_sel][sets][max_keep], sets = per_head ? Hkv : 1.
+ */
+struct k_select_args {
+    const bf16_t *q;
+    int q_stride;
+    bf16_t *k_pool, *v_pool;
+    const int32_t *pages, *sel;
+    int page_shift, num_sel, max_cand, max_keep;
+    int H, Hkv, d, kernel, per_head;
+    void *ws;
+    int64_t ws_bytes;
+};
+int64_t k_kv_select_ws_bytes(int num_sel, int max_cand, int max_keep, int H, int Hkv, int d, int per_head);
+int k_kv_select(const struct k_select_args *a, k_stream stream);
+const int32_t *k_kv_select_idx(const struct k_select_args *a);
+
 /* Per row of logits [rows, V]: the argmax, its value and its softmax probability (confidence),
  * written at out_*[row_base + row]. */
 int k_argmax_conf(const bf16_t *logits, int rows, int V, int32_t *out_tok, float *out_max,

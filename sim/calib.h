@@ -43,6 +43,9 @@ struct calib_row {
     int32_t segs, q, kv, logit_rows;
     int32_t kv_long; /* 0: every segment over kv cached keys; > 0: an uneven step, its last segment
                       * over kv_long instead (engine profile's uneven Reuse steps) */
+    int32_t keep;    /* > 0: a selecting step (sparse KV): each segment's last PROFILE_SCORE_ROWS rows
+                      * score the others and keep `keep` of them (engine profile's select grid) */
+    int32_t sel_heads; /* with keep: 1 one kept set per K/V head, 0 one for all heads */
     enum cost_op op;
     double ms;       /* the op's time in the step */
     double total_ms; /* the whole step */
@@ -114,6 +117,8 @@ int calib_fit(const struct calib_data *d, struct calib **out, struct ts_err *err
 void calib_free(struct calib *c);
 /* Prices a step; fills bd if not NULL. Returns -1 (and err) when the step lies outside the
  * profiled range and extrapolation is off. */
+/* Whether the calibration prices the sparse selection of this kind (its profile had such steps). */
+bool calib_prices_selection(const struct calib *c, bool per_head);
 int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapolate, double *seconds,
                  struct cost_breakdown *bd, struct ts_err *err);
 /* How the engine a calibration was profiled from launches a step's attention, by the calibration's

@@ -95,12 +95,29 @@ int calib_data_load(const char *path, struct calib_data *out, struct ts_err *err
     return rc;
 }
 
+/* A row's selection fields (NULL: the column is absent, 0): keep a count its segment's candidates
+ * (q - PROFILE_SCORE_ROWS) hold, sel_heads 0 or 1. */
+static int parse_selection(const char *path, long lineno, const char *keep, const char *heads, struct calib_row *r,
+                           struct ts_err *err)
+{
+    int64_t k = 0, h = 0;
+    if (keep && (ts_parse_i64(keep, &k) || k < 0 || (k > 0 && (r->kv != 0 || k > r->q - PROFILE_SCORE_ROWS))))
+        return ts_fail(err, "%s:%ld: keep: not a count of the step's candidates, q - %d with kv 0 ('%s')", path,
+                       lineno, PROFILE_SCORE_ROWS, keep);
+    if (heads && (ts_parse_i64(heads, &h) || h < 0 || h > 1))
+        return ts_fail(err, "%s:%ld: sel_heads: not 0 or 1 ('%s')", path, lineno, heads);
+    r->keep = (int32_t)k;
+    r->sel_heads = (int32_t)h;
+    return 0;
+}
+
 int calib_data_parse(const char *path, char *text, struct calib_data *out, struct ts_err *err)
 {
     memset(out, 0, sizeof *out);
     static const char *const cols[] = {"device", "model", "segs", "q", "kv", "logit_rows", "op", "ms",
-                                       "total_ms", "gpu_ms", "host_ms", "attn_rules", "kv_long"};
-    enum { NCOLS = 13 };
+                                       "total_ms", "gpu_ms", "host_ms", "attn_rules", "kv_long", "keep",
+                                       "sel_heads"};
+    enum { NCOLS = 15 };
     int idx[NCOLS];
     char *line = text, *next;
     long lineno = 0;
@@ -173,6 +190,9 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
             goto done;
         }
         r.kv_long = (int32_t)kv_long;
+        if (parse_selection(path, lineno, idx[13] >= 0 ? f[idx[13]] : NULL, idx[14] >= 0 ? f[idx[14]] : NULL, &r,
+                            err))
+            goto done;
         if (r.kv_long > 0 && r.segs < 2) {
             ts_fail(err, "%s:%ld: kv_long: an uneven step needs 2 or more segments (segs %d)", path, lineno,
                     r.segs);
@@ -208,9 +228,11 @@ int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err
     /* profiles from before the uneven steps have no kv_long column (every step even), and those
      * from before the rules versions no attn_rules column either (version 1) */
     static const char *const queries[] = {
-        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long FROM engine_profile",
-        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, 0 FROM engine_profile",
-        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, 1, 0 FROM engine_profile"};
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long, keep, sel_heads "
+        "FROM engine_profile",
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long, 0, 0 FROM engine_profile",
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, 0, 0, 0 FROM engine_profile",
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, 1, 0, 0, 0 FROM engine_profile"};
     size_t qi = 0;
     while (qi < TS_ARRAY_LEN(queries) && sqlite3_prepare_v2(db, queries[qi], -1, &st, NULL) != SQLITE_OK)
         qi++;
@@ -236,6 +258,11 @@ int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err
                          "and a count)", path, row, r.kv_long);
             goto done;
         }
+        char keep[24], heads[24];
+        snprintf(keep, sizeof keep, "%d", sqlite3_column_int(st, 11));
+        snprintf(heads, sizeof heads, "%d", sqlite3_column_int(st, 12));
+        if (parse_selection(path, row, keep, heads, &r, err))
+            goto done;
         const int rules = sqlite3_column_type(st, 9) == SQLITE_NULL ? 1 : sqlite3_column_int(st, 9);
         if (rules < 1 || rules > ATTN_RULES) {
             ts_fail(err, "%s: engine_profile row %ld: attn_rules: %d is not a version of the engine's "
@@ -267,11 +294,14 @@ int calib_data_write(const struct calib_data *d, const char *path, struct ts_err
     if (!f)
         return ts_fail(err, "%s: cannot create", path);
     const bool split = host_split(d);
-    bool uneven = false; /* the kv_long column only where a step is uneven: older files stay as they were */
-    for (size_t i = 0; i < d->n; i++)
+    bool uneven = false, selects = false; /* kv_long, keep and sel_heads only where a step uses them: older
+                                           * files stay as they were */
+    for (size_t i = 0; i < d->n; i++) {
         uneven = uneven || d->rows[i].kv_long > 0;
-    fprintf(f, "device,model,segs,q,kv,logit_rows,op,ms,total_ms%s,attn_rules%s\n", split ? ",gpu_ms,host_ms" : "",
-            uneven ? ",kv_long" : "");
+        selects = selects || d->rows[i].keep > 0;
+    }
+    fprintf(f, "device,model,segs,q,kv,logit_rows,op,ms,total_ms%s,attn_rules%s%s\n", split ? ",gpu_ms,host_ms" : "",
+            uneven || selects ? ",kv_long" : "", selects ? ",keep,sel_heads" : "");
     for (size_t i = 0; i < d->n; i++) {
         const struct calib_row *r = &d->rows[i];
         fprintf(f, "\"%s\",%s,%d,%d,%d,%d,%s,%.9g,%.9g", d->device, d->model, r->segs, r->q, r->kv,
@@ -279,8 +309,10 @@ int calib_data_write(const struct calib_data *d, const char *path, struct ts_err
         if (split)
             fprintf(f, ",%.9g,%.9g", r->gpu_ms, r->host_ms);
         fprintf(f, ",%d", TS_MAX(1, d->attn_rules));
-        if (uneven)
+        if (uneven || selects)
             fprintf(f, ",%d", r->kv_long);
+        if (selects)
+            fprintf(f, ",%d,%d", r->keep, r->sel_heads);
         fputc('\n', f);
     }
     if (fclose(f) != 0)
@@ -309,19 +341,20 @@ static int distinct_tokens(const struct calib_data *d, enum cost_op op)
 
 /* A row's step and op, with its index, for finding the same op of the same step twice. */
 struct row_key {
-    int32_t k[6];
+    int32_t k[8];
     size_t i;
 };
 
 static struct row_key row_key_of(const struct calib_row *r, size_t i)
 {
-    return (struct row_key){{r->segs, r->q, r->kv, r->logit_rows, r->kv_long, (int32_t)r->op}, i};
+    return (struct row_key){{r->segs, r->q, r->kv, r->logit_rows, r->kv_long, r->keep, r->sel_heads, (int32_t)r->op},
+                            i};
 }
 
 static int cmp_row_key(const void *a, const void *b)
 {
     const struct row_key *x = a, *y = b;
-    for (int j = 0; j < 6; j++)
+    for (int j = 0; j < 8; j++)
         if (x->k[j] != y->k[j])
             return (x->k[j] > y->k[j]) - (x->k[j] < y->k[j]);
     return (x->i > y->i) - (x->i < y->i);
@@ -349,13 +382,24 @@ static int no_duplicate_rows(const struct calib_data *d, struct ts_err *err)
     return rc;
 }
 
-/* The ops a profile measured, as a bit mask. */
+/* Whether every step of a profile selects: the select grid alone (engine profile --grid select),
+ * a part to merge into a whole profile, which has no logits and so no LM head. */
+static bool select_only(const struct calib_data *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (d->rows[i].keep == 0)
+            return false;
+    return d->n > 0;
+}
+
+/* The ops a profile measured, as a bit mask; kv_select only where its grid had selecting steps, so
+ * it tells no implementation apart. */
 static unsigned op_mask(const struct calib_data *d)
 {
     unsigned m = 0;
     for (size_t i = 0; i < d->n; i++)
         m |= 1u << d->rows[i].op;
-    return m;
+    return m & ~(1u << OP_KV_SELECT);
 }
 
 static double median_of(double *v, size_t n)
@@ -381,7 +425,9 @@ static int same_engine(const struct calib_data *a, const char *an, const struct 
     if (host_split(a) != host_split(b))
         return ts_fail(err, "%s: %s the host/GPU split (gpu_ms, host_ms) and %s %s (different implementations)",
                        bn, host_split(b) ? "measures" : "does not measure", an, host_split(a) ? "does" : "does not");
-    const unsigned ma = op_mask(a), mb = op_mask(b);
+    /* a select part has no LM head: its ops are a subset of the whole profile's */
+    const unsigned lm = select_only(a) || select_only(b) ? 1u << OP_LM_HEAD | 1u << OP_SAMPLE : 0;
+    const unsigned ma = op_mask(a) & ~lm, mb = op_mask(b) & ~lm;
     for (int op = 0; op < OP_COUNT; op++)
         if (((ma ^ mb) >> op) & 1u)
             return ts_fail(err, "%s: %s op %s and %s %s (profiles of different implementations?)", bn,
@@ -485,6 +531,8 @@ int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct
             n += d->rows[j].op == needed[i];
         if (n == 0 && needed[i] == OP_ACT)
             continue; /* a fused FFN's profile (tessera-fused): SwiGLU runs inside gate_up */
+        if (n == 0 && (needed[i] == OP_LM_HEAD || needed[i] == OP_SAMPLE) && select_only(d))
+            continue; /* the select grid alone: its steps have no logits */
         if (n == 0)
             return ts_fail(err, "profile of %s on %s: no rows for op %s", d->model, d->device,
                            cost_op_name(needed[i]));

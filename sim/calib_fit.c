@@ -19,6 +19,7 @@
 #include "model.h"
 
 #define ATTN_FEATURES 10
+#define SELECT_FEATURES 4
 
 static const enum cost_op token_ops[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_OPROJ,
                                          OP_GATE_UP, OP_ACT, OP_DOWN};
@@ -27,7 +28,7 @@ static const enum cost_op token_ops[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_
 static bool same_step(const struct calib_row *a, const struct calib_row *b)
 {
     return a->segs == b->segs && a->q == b->q && a->kv == b->kv && a->logit_rows == b->logit_rows &&
-           a->kv_long == b->kv_long;
+           a->kv_long == b->kv_long && a->keep == b->keep && a->sel_heads == b->sel_heads;
 }
 
 struct curve {
@@ -42,6 +43,8 @@ struct calib {
     struct curve tok[OP_COUNT]; /* token-driven ops */
     struct curve lm, sample;    /* per chunk of rows */
     double beta[ATTN_FEATURES]; /* attention least squares */
+    double sel[2][SELECT_FEATURES]; /* the selection's least squares, [sel_heads] */
+    bool has_sel[2];                /* fitted (the profile had selecting steps of that kind) */
     int heads, kv_heads, sms;   /* the model's query and K/V heads, the GPU's SMs (attn_finish) */
     int attn_rules;             /* the profiled engine's attention launch rules (calib_data's) */
     bool host_bound;            /* priced as max(host, GPU) */
@@ -366,6 +369,83 @@ static void fit_host(const struct calib_data *d, struct calib *c)
     free(steps), free(gaps), free(x), free(y);
 }
 
+/* The selection's features, summed over the selecting segments: a constant (its four launches a
+ * layer), the segments, their candidates and the most candidates one has (each segment's ranking is
+ * one block's walk over them, the critical path of a step of few segments). */
+static void select_features(int64_t segs, int64_t cand, int64_t max_cand, double *f)
+{
+    f[0] = 1, f[1] = (double)segs, f[2] = (double)cand, f[3] = (double)max_cand;
+}
+
+/* The selection's time (kv_select) per kind of kept set, by least squares over the selecting
+ * profile steps (weights 1/y^2: relative errors); a kind the profile has no steps of is not fitted
+ * (pricing such a step then fails, naming it). */
+static int fit_select(const struct calib_data *d, struct calib *c, struct ts_err *err)
+{
+    for (int heads = 0; heads < 2; heads++) {
+        size_t n = 0;
+        for (size_t i = 0; i < d->n; i++)
+            n += d->rows[i].op == OP_KV_SELECT && d->rows[i].keep > 0 && d->rows[i].sel_heads == heads;
+        if (n == 0)
+            continue;
+        if (n < SELECT_FEATURES + 2)
+            return ts_fail(err, "calibration: kv_select (%s) needs at least %d measured shapes, the profile has %zu",
+                           heads ? "per head" : "uniform", SELECT_FEATURES + 2, n);
+        gsl_matrix *X = gsl_matrix_alloc(n, SELECT_FEATURES), *cov = gsl_matrix_alloc(SELECT_FEATURES, SELECT_FEATURES);
+        gsl_vector *Y = gsl_vector_alloc(n), *w = gsl_vector_alloc(n), *b = gsl_vector_alloc(SELECT_FEATURES);
+        size_t k = 0;
+        for (size_t i = 0; i < d->n; i++) {
+            const struct calib_row *r = &d->rows[i];
+            if (r->op != OP_KV_SELECT || r->keep == 0 || r->sel_heads != heads)
+                continue;
+            double f[SELECT_FEATURES];
+            const int64_t cand = r->q - PROFILE_SCORE_ROWS;
+            select_features(r->segs, r->segs * cand, cand, f);
+            for (int j = 0; j < SELECT_FEATURES; j++)
+                gsl_matrix_set(X, k, (size_t)j, f[j]);
+            gsl_vector_set(Y, k, r->ms);
+            gsl_vector_set(w, k++, 1.0 / fmax(r->ms * r->ms, 1e-12));
+        }
+        double chisq;
+        gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(n, SELECT_FEATURES);
+        const int st = gsl_multifit_wlinear(X, w, Y, b, cov, &chisq, ws);
+        for (int j = 0; j < SELECT_FEATURES; j++)
+            c->sel[heads][j] = gsl_vector_get(b, (size_t)j);
+        gsl_multifit_linear_free(ws);
+        gsl_matrix_free(X), gsl_matrix_free(cov), gsl_vector_free(Y), gsl_vector_free(w), gsl_vector_free(b);
+        if (st)
+            return ts_fail(err, "calibration: the kv_select fit failed");
+        c->has_sel[heads] = true;
+    }
+    return 0;
+}
+
+/* The selection's time of a step (ms; 0 when none of its segments selects). */
+static int select_ms(const struct calib *c, const struct step_desc *sd, double *ms, struct ts_err *err)
+{
+    *ms = 0;
+    if (sd->tot.sel_segs == 0)
+        return 0;
+    const int heads = sd->select_heads;
+    if (!c->has_sel[heads])
+        return ts_fail(err, "calibrated cost: the calibration of %s on %s has no %s selection (kv_select) "
+                            "measurements; profile its select grid (tessera engine profile --grid select) and "
+                            "merge it in, or price with --cost roofline", c->model, c->device,
+                       heads ? "per-head" : "uniform");
+    int64_t max_cand = 0;
+    for (int32_t i = 0; i < sd->num_segs; i++)
+        if (sd->segs[i].keep > 0)
+            max_cand = TS_MAX(max_cand, sd->segs[i].q - sd->segs[i].score_rows);
+    double f[SELECT_FEATURES];
+    select_features(sd->tot.sel_segs, sd->tot.sel_cand, max_cand, f);
+    for (int j = 0; j < SELECT_FEATURES; j++)
+        *ms += c->sel[heads][j] * f[j];
+    *ms = fmax(*ms, 0.0);
+    return 0;
+}
+
+bool calib_prices_selection(const struct calib *c, bool per_head) { return c->has_sel[per_head ? 1 : 0]; }
+
 int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *err)
 {
     struct calib_data scaled = *in;
@@ -464,6 +544,8 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
             goto done;
         }
     }
+    if (fit_select(d, c, err))
+        goto done;
     c->data = &c->own;
     *out = c;
     rc = 0;
@@ -533,6 +615,11 @@ int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapo
         attn = fmax(attn, 0.0);
         bd->op_s[OP_ATTN] = attn * 1e-3;
         ms += attn;
+        double sel;
+        if (select_ms(c, sd, &sel, err))
+            return -1;
+        bd->op_s[OP_KV_SELECT] = sel * 1e-3;
+        ms += sel;
     }
     double lm = chunked(&c->lm, t->logit_rows, sd->logit_chunk_rows, extrapolate);
     double smp = chunked(&c->sample, t->logit_rows, sd->logit_chunk_rows, extrapolate);

@@ -241,8 +241,7 @@ static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate
     gpu_table_destroy(gt);
     /* the run's attention: block-causal where the engine replayed it so */
     if (!bad)
-        sd.attn_block = policy_attn_block(json_string_value(json_object_get(cfg, "policy")), &ctx.model,
-                                          (int32_t)json_integer_value(json_object_get(cfg, "block_size")));
+        bad = policy_knobs_from_config(cfg, &ctx.model, &sd, &err);
     char path[CFG_PATH + 256];
     if (!bad)
         bad = load_for(&ctx, calib_path, path, sizeof path, &cal, &err);
@@ -277,8 +276,8 @@ static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate
         int64_t step = sqlite3_column_int64(q, 0);
         double meas = (double)sqlite3_column_int64(q, 1) * 1e-9;
         sd.logit_chunk_rows = chunk;
-        if (db_read_step(sq, run, step, &sd) != SQLITE_OK) {
-            fprintf(stderr, "tessera calib eval: %s: %s\n", dbpath, sqlite3_errmsg(db));
+        if (db_read_step(sq, run, step, &sd, &err)) {
+            fprintf(stderr, "tessera calib eval: %s: %s\n", dbpath, err.msg);
             goto done;
         }
         if (steps++ == 0 || meas <= 0)

@@ -11,6 +11,9 @@
  *   rope       q and k rows, read + write
  *   kv_write   W tokens of K and V, read + write
  *   attention  4*head_dim*heads*sum(q*(q+kv)); Q, O and each segment's K/V read once
+ *   kv_select  sparse selection (segments with keep > 0), per layer: the scoring rows' mean query
+ *              against each candidate key (2*cand*qd), the fp32 scores written, pooled and read
+ *              back per K/V head, and the kept tokens' K and V gathered into the cache
  *   o_proj     2*T*qd*h
  *   resid      2 per layer, read 2 + write 1 [T,h]
  *   gate_up    2*T*h*2F, down 2*T*F*h, act read [T,2F] write [T,F]; FFN chunks re-read weights;
@@ -73,6 +76,9 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
         add_op(&p, OP_KV_WRITE, W > 0 ? nl : 0, 0, 2 * a * W * 2 * kvd, ge);
         add_op(&p, OP_ATTN, nl, 4.0 * qd * t->attn_qk_pairs,
                a * (2 * T * qd + (double)t->attn_kv_read * 2 * kvd), im->attn_eff);
+        const double cand = (double)t->sel_cand, rows = (double)t->sel_rows, hkv = m->num_kv_heads;
+        add_op(&p, OP_KV_SELECT, t->sel_segs > 0 ? nl : 0, 2 * cand * qd + rows * qd,
+               a * (cand * kvd + rows * qd) + 3 * 4 * cand * hkv + 2 * 2 * a * (double)t->sel_keep * kvd, ge);
         add_op(&p, OP_OPROJ, nl, 2 * T * qd * h, a * (qd * h + T * qd + T * h), ge);
         add_op(&p, OP_RESID, 2 * nl, T * h, 3 * T * h * a, ge);
         if (dense > 0) {

@@ -6,7 +6,8 @@
  *                 preemptions, state, reject_reason
  *   steps         per step: start, duration, segments, q/kv/kv_write/logit tokens, decoded,
  *                 Refresh/Reuse/... counts, activation peak, KV in use   (skipped by --no-steps)
- *   segments      per step and request: phase, q, kv, kv_write, logit_rows, decoded, padding
+ *   segments      per step and request: phase, q, kv, kv_write, logit_rows, decoded, padding,
+ *                 keep, score_rows
  *                 (what `tessera engine replay` executes; skipped by --no-steps)
  *   summary       one row per run: throughput, latency statistics, counts, memory
  *   op_breakdown  per-op seconds summed over the run
@@ -46,7 +47,7 @@ static const char *const schema =
     " PRIMARY KEY(run_id, step_id));"
     "CREATE TABLE IF NOT EXISTS segments(run_id INTEGER, step_id INTEGER, req_id INTEGER,"
     " phase TEXT, q INTEGER, kv INTEGER, kv_write INTEGER, logit_rows INTEGER, decoded INTEGER,"
-    " padding INTEGER);"
+    " padding INTEGER, keep INTEGER, score_rows INTEGER);"
     "CREATE TABLE IF NOT EXISTS summary(run_id INTEGER PRIMARY KEY, num_requests INTEGER,"
     " num_finished INTEGER, num_rejected INTEGER, num_preemptions INTEGER, num_steps INTEGER,"
     " request_steps INTEGER, tokens_decoded INTEGER, content_tokens INTEGER, makespan_s REAL,"
@@ -57,6 +58,32 @@ static const char *const schema =
     " capacity_bytes INTEGER, static_batch INTEGER);"
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
     " PRIMARY KEY(run_id, op));";
+
+/* Columns later versions added to a table: a database written before them gets them (their rows
+ * read as 0) before a run is added to it. */
+static const char *const added_columns[][2] = {{"segments", "keep"}, {"segments", "score_rows"}};
+
+/* Adds the added columns the database `name` (main, out) lacks. */
+static int db_upgrade(sqlite3 *db, const char *name)
+{
+    for (size_t i = 0; i < TS_ARRAY_LEN(added_columns); i++) {
+        char sql[256];
+        sqlite3_stmt *st = NULL;
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('%s', '%s') WHERE name = '%s'",
+                 added_columns[i][0], name, added_columns[i][1]);
+        int have = -1;
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+            have = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+        if (have < 0)
+            return -1;
+        snprintf(sql, sizeof sql, "ALTER TABLE %s.%s ADD COLUMN %s INTEGER NOT NULL DEFAULT 0", name,
+                 added_columns[i][0], added_columns[i][1]);
+        if (!have && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+            return -1;
+    }
+    return 0;
+}
 
 /* The schema with every table in the attached database `name`. Caller frees. */
 static char *schema_in(const char *name)
@@ -146,7 +173,7 @@ static int write_steps(struct writer *w, const struct sim *s)
     sqlite3_stmt *st, *sg;
     if (prepare(w, "INSERT INTO main.steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
         return -1;
-    if (prepare(w, "INSERT INTO main.segments VALUES(?,?,?,?,?,?,?,?,?,?)", &sg)) {
+    if (prepare(w, "INSERT INTO main.segments VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", &sg)) {
         sqlite3_finalize(st);
         return -1;
     }
@@ -176,6 +203,8 @@ static int write_steps(struct writer *w, const struct sim *s)
             sqlite3_bind_int(sg, 8, g->logit_rows);
             sqlite3_bind_int(sg, 9, g->decoded);
             sqlite3_bind_int(sg, 10, g->padding);
+            sqlite3_bind_int(sg, 11, g->keep);
+            sqlite3_bind_int(sg, 12, g->score_rows);
             rc = step_done(w, sg);
         }
     }
@@ -231,7 +260,7 @@ static int write_run(struct writer *w, const struct sim *s)
     char *sch = schema_in("out");
     const int ok = sqlite3_exec(w->db, sch, NULL, NULL, NULL) == SQLITE_OK;
     free(sch);
-    if (!ok)
+    if (!ok || db_upgrade(w->db, "out"))
         return db_fail(w, "schema (is it a tessera database?)");
     if (sqlite3_exec(w->db, "COMMIT; PRAGMA out.journal_mode=WAL; PRAGMA out.synchronous=NORMAL; BEGIN IMMEDIATE",
                      NULL, NULL, NULL) != SQLITE_OK)
@@ -266,7 +295,7 @@ static int write_run(struct writer *w, const struct sim *s)
              "kv_write_tokens, logit_rows, decoded, num_full, num_refresh, num_reuse, num_prefill, num_block, "
              "act_peak_bytes, kv_in_use_bytes, logit_chunk_rows, ffn_chunks FROM main.steps ORDER BY step_id; "
              "INSERT INTO out.segments SELECT %lld, step_id, req_id, phase, q, kv, kv_write, logit_rows, decoded, "
-             "padding FROM main.segments ORDER BY rowid;",
+             "padding, keep, score_rows FROM main.segments ORDER BY rowid;",
              (long long)run_id, (long long)run_id);
     if (write_requests(w, s, run_id))
         return -1;
@@ -281,26 +310,39 @@ static int write_run(struct writer *w, const struct sim *s)
 
 int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out)
 {
-    return sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding "
+    if (sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding, keep, score_rows "
+                               "FROM segments WHERE run_id = ? AND step_id = ? ORDER BY rowid", -1, out, NULL) == SQLITE_OK)
+        return SQLITE_OK;
+    /* a database from before the sparse selection: no segment selects */
+    return sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding, 0, 0 "
                                   "FROM segments WHERE run_id = ? AND step_id = ? ORDER BY rowid", -1, out, NULL);
 }
 
-int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_desc *sd)
+int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_desc *sd, struct ts_err *err)
 {
     step_desc_clear(sd);
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, step_id);
     int rc;
+    const char *bad = NULL;
+    struct segment g;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct segment g = {.req_id = sqlite3_column_int(st, 0),
-                            .phase = (uint8_t)seg_phase_from_name((const char *)sqlite3_column_text(st, 1)),
-                            .q = sqlite3_column_int(st, 2), .kv = sqlite3_column_int(st, 3),
-                            .kv_write = sqlite3_column_int(st, 4), .logit_rows = sqlite3_column_int(st, 5),
-                            .decoded = sqlite3_column_int(st, 6), .padding = (uint8_t)sqlite3_column_int(st, 7)};
+        g = (struct segment){.req_id = sqlite3_column_int(st, 0),
+                             .phase = (uint8_t)seg_phase_from_name((const char *)sqlite3_column_text(st, 1)),
+                             .q = sqlite3_column_int(st, 2), .kv = sqlite3_column_int(st, 3),
+                             .kv_write = sqlite3_column_int(st, 4), .logit_rows = sqlite3_column_int(st, 5),
+                             .decoded = sqlite3_column_int(st, 6), .padding = (uint8_t)sqlite3_column_int(st, 7),
+                             .keep = sqlite3_column_int(st, 8), .score_rows = sqlite3_column_int(st, 9)};
+        if ((bad = segment_check(&g)) != NULL)
+            break;
         step_desc_add(sd, &g);
     }
+    const char *msg = sqlite3_errmsg(sqlite3_db_handle(st));
     sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : rc;
+    if (bad)
+        return ts_fail(err, "run %lld, step %lld: segment of request %d has %s", (long long)run_id,
+                       (long long)step_id, g.req_id, bad);
+    return rc == SQLITE_DONE ? 0 : ts_fail(err, "run %lld, step %lld: %s", (long long)run_id, (long long)step_id, msg);
 }
 
 /* The tables a tessera database has, each with a column that only it has. */
@@ -608,7 +650,7 @@ int db_merge(const char *out, const char *const *in, int n, int64_t *runs, struc
         }
         int64_t got = 0;
         ok = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
-             sqlite3_exec(db, schema, NULL, NULL, NULL) == SQLITE_OK;
+             sqlite3_exec(db, schema, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(db, "main") == 0;
         if (!ok)
             ts_fail(err, "%s: %s", out, sqlite3_errmsg(db));
         ok = ok && merge_one(db, in[i], &got, err) == 0;

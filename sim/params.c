@@ -30,16 +30,50 @@ const char *param_values_get(const struct param_values *pv, const char *name)
     return NULL;
 }
 
+/* The range as written in messages and help: "0..1", "(0..1]" or "uniform|head". */
+static void param_range(const struct param_spec *s, char *buf, size_t len)
+{
+    if (s->choices) {
+        size_t at = 0;
+        buf[0] = 0;
+        for (int i = 0; s->choices[i] && at < len; i++)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? "|" : "", s->choices[i]);
+    } else if (s->lo_open) {
+        snprintf(buf, len, "(%.10g..%.10g]", s->lo, s->hi);
+    } else {
+        snprintf(buf, len, "%.10g..%.10g", s->lo, s->hi);
+    }
+}
+
 int param_parse(const struct param_spec *s, const char *text, double *out, struct ts_err *err)
 {
+    char range[128];
+    param_range(s, range, sizeof range);
+    if (s->choices) {
+        for (int i = 0; s->choices[i]; i++)
+            if (strcmp(s->choices[i], text) == 0) {
+                *out = i;
+                return 0;
+            }
+        return ts_fail(err, "--%s: '%s' is not one of %s", s->name, text, range);
+    }
     double v;
-    bool ok = ts_parse_double(text, &v) == 0 && isfinite(v) && (!s->integer || v == floor(v)) && v >= s->lo &&
-              v <= s->hi;
+    bool whole = s->integer || s->odd;
+    bool ok = ts_parse_double(text, &v) == 0 && isfinite(v) && (!whole || v == floor(v)) &&
+              (s->lo_open ? v > s->lo : v >= s->lo) && v <= s->hi && (!s->odd || fmod(v, 2) != 0);
     if (!ok)
-        return ts_fail(err, "--%s: '%s' is not %s in %.10g..%.10g", s->name, text, s->integer ? "a whole number" : "a number",
-                       s->lo, s->hi);
+        return ts_fail(err, "--%s: '%s' is not %s in %s", s->name, text,
+                       s->odd ? "an odd whole number" : whole ? "a whole number" : "a number", range);
     *out = v;
     return 0;
+}
+
+const char *param_text(const struct param_spec *s, double v, char *buf, size_t len)
+{
+    if (s->choices)
+        return s->choices[(int)v];
+    snprintf(buf, len, "%.10g", v);
+    return buf;
 }
 
 int params_resolve(const struct param_spec *specs, int n, const struct param_values *pv, double *out,
@@ -74,9 +108,11 @@ void param_json_key(const struct param_spec *s, char *buf, size_t len)
 void params_help(FILE *f, const struct param_spec *specs, int n, const char *owner)
 {
     for (int i = 0; i < n; i++) {
-        char opt[64];
-        snprintf(opt, sizeof opt, "--%s %s", specs[i].name, specs[i].integer ? "N" : "X");
-        fprintf(f, "  %-24s %s: %s [%.10g; %.10g..%.10g]\n", opt, owner, specs[i].help, specs[i].def, specs[i].lo, specs[i].hi);
+        const struct param_spec *s = &specs[i];
+        char opt[64], range[128], def[32];
+        snprintf(opt, sizeof opt, "--%s %s", s->name, s->choices ? "NAME" : s->integer || s->odd ? "N" : "X");
+        param_range(s, range, sizeof range);
+        fprintf(f, "  %-24s %s: %s [%s; %s]\n", opt, owner, s->help, param_text(s, s->def, def, sizeof def), range);
     }
 }
 
@@ -85,6 +121,8 @@ void params_json(struct json_t *o, const struct param_spec *specs, int n, const 
     for (int i = 0; i < n; i++) {
         char key[PARAM_TEXT];
         param_json_key(&specs[i], key, sizeof key);
-        json_object_set_new(o, key, specs[i].integer ? json_integer((json_int_t)v[i]) : json_real(v[i]));
+        const struct param_spec *s = &specs[i];
+        json_object_set_new(o, key, s->choices ? json_string(s->choices[(int)v[i]])
+                                    : s->integer || s->odd ? json_integer((json_int_t)v[i]) : json_real(v[i]));
     }
 }

@@ -21,8 +21,12 @@
 struct param_spec {
     const char *name; /* option name without "--", e.g. "refresh-interval" */
     const char *help; /* one line, e.g. "also refresh every K steps inside a block; 0 = at block start only" */
-    double def, lo, hi; /* default and accepted range (inclusive) */
+    double def, lo, hi; /* default and accepted range (inclusive, but see lo_open) */
     bool integer;       /* whole numbers only */
+    bool lo_open;       /* lo itself is refused: the range is (lo, hi] */
+    bool odd;           /* odd whole numbers only (a pooling kernel) */
+    const char *const *choices; /* NULL-terminated names: the value is one of them, resolved to its
+                                 * index (def the default's index); lo, hi and integer are unused */
 };
 
 #define PARAMS_MAX 16   /* parameters one entry may declare, and values one run may give */
@@ -47,6 +51,8 @@ int params_resolve(const struct param_spec *specs, int n, const struct param_val
                    struct ts_err *err);
 /* The spec named `name` among specs[0..n), or NULL. */
 const struct param_spec *params_find(const struct param_spec *specs, int n, const char *name);
+/* The text a resolved value stands for: its choice name, or the number. */
+const char *param_text(const struct param_spec *s, double v, char *buf, size_t len);
 /* The stored-configuration key of a spec: its name with '_' for '-'. */
 void param_json_key(const struct param_spec *s, char *buf, size_t len);
 /* Sets each parameter's resolved value v[i] on the JSON object o under its key. */

@@ -1,6 +1,7 @@
 /* policy.c: the policy table and the block progress shared by every policy. */
 #include "policy.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@ static const struct policy_ops *const policies[] = {
     &policy_block,
     &policy_block_delayed,
     &policy_vicinity,
+    &policy_sparse,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */
@@ -61,6 +63,37 @@ int32_t policy_attn_block(const char *policy, const struct model_cfg *m, int32_t
 {
     const struct policy_ops *po = policy ? policy_find(policy) : NULL;
     return po && po->block_causal && m->block_causal ? block_size : 0;
+}
+
+int policy_knobs_from_config(const struct json_t *cfg, const struct model_cfg *m, struct step_desc *sd,
+                             struct ts_err *err)
+{
+    const char *name = json_string_value(json_object_get(cfg, "policy"));
+    const struct policy_ops *po = name ? policy_find(name) : NULL;
+    if (!po)
+        return ts_fail(err, "its configuration names no known policy (%s)", name ? name : "none");
+    sd->attn_block = policy_attn_block(name, m, (int32_t)json_integer_value(json_object_get(cfg, "block_size")));
+    if (!po->knobs)
+        return 0;
+    struct param_values given = {0};
+    for (int i = 0; i < po->num_params; i++) { /* its parameters as stored (params_json) */
+        char key[PARAM_TEXT], text[PARAM_TEXT];
+        param_json_key(&po->params[i], key, sizeof key);
+        const json_t *v = json_object_get(cfg, key);
+        if (json_is_string(v))
+            snprintf(text, sizeof text, "%s", json_string_value(v));
+        else if (json_is_number(v))
+            snprintf(text, sizeof text, "%.17g", json_number_value(v));
+        else
+            continue;
+        if (param_values_set(&given, po->params[i].name, text, err))
+            return -1;
+    }
+    struct policy_cfg pc = {0};
+    if (params_resolve(po->params, po->num_params, &given, pc.p, err))
+        return -1;
+    po->knobs(&pc, sd);
+    return 0;
 }
 
 void policy_req_init(struct request *r, const struct policy_cfg *pc)

@@ -39,6 +39,7 @@ struct policy_ops {
     const char *help;
     const struct param_spec *params; /* its parameters (NULL when none) */
     int num_params;
+    bool selects;      /* some of its steps select a sparse cache (segment.keep > 0) */
     bool block_causal; /* its steps run one block over the cache of the blocks before it, so a
                         * block-causal model (SDAR, LLaDA2.0) attends block-causally there */
     /* Fills *seg with the next step's shape for r (everything but `decoded`). */
@@ -53,6 +54,8 @@ struct policy_ops {
     int64_t (*kv_peak_tokens)(const struct request *r, const struct policy_cfg *pc);
     /* The largest q any step of this request can have (admission control uses it). */
     int32_t (*peak_q)(const struct request *r, const struct policy_cfg *pc);
+    /* Sets the step knobs its segments need (NULL: none): the sparse selection's. */
+    void (*knobs)(const struct policy_cfg *pc, struct step_desc *sd);
 };
 
 /* Adds a policy after the built-in ones (tests, experiments kept out of the tree); -1 when its
@@ -66,6 +69,11 @@ int policy_resolve(const char *name, const struct policy_ops **out, struct ts_er
 /* The block of block-causal attention a run's steps take (step_desc.attn_block): block_size for a
  * block-causal model (SDAR, LLaDA2.0) under a policy of block_causal steps, else 0 (bidirectional). */
 int32_t policy_attn_block(const char *policy, const struct model_cfg *m, int32_t block_size);
+/* The step knobs a run's policy sets (its attention block, its selection), from the configuration
+ * the run stored (runs.config_json): what replaying or pricing its steps again needs. */
+struct json_t;
+int policy_knobs_from_config(const struct json_t *cfg, const struct model_cfg *m, struct step_desc *sd,
+                             struct ts_err *err);
 
 /* Sets up r's shape-derived fields for the policy config (num_blocks, last_block, progress). */
 void policy_req_init(struct request *r, const struct policy_cfg *pc);
@@ -103,5 +111,6 @@ extern const struct policy_ops policy_dual;
 extern const struct policy_ops policy_block;
 extern const struct policy_ops policy_vicinity;
 extern const struct policy_ops policy_block_delayed;
+extern const struct policy_ops policy_sparse;
 
 #endif

@@ -16,6 +16,7 @@ struct preset {
     const char *planner;    /* activation reservations */
     bool mask_only, lazy_chunking;
     const char *note;       /* what is not modelled yet, or NULL */
+    const char *params;     /* its policy's or scheduler's parameters as NAME=VALUE[,NAME=VALUE], or NULL */
 };
 
 const struct preset *preset_find(const char *name);

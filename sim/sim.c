@@ -338,6 +338,15 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     memcpy(s->sched_p, rp.sched, sizeof s->sched_p);
     s->sd.logit_chunk_rows = cfg->logit_chunk_rows;
     s->sd.attn_block = policy_attn_block(cfg->policy, &s->model, cfg->block_size);
+    if (s->pol->knobs)
+        s->pol->knobs(&s->pcfg, &s->sd);
+    if (s->calib && s->pol->selects && !calib_prices_selection(s->calib, s->sd.select_heads)) {
+        ts_fail(err, "--cost calibrated: the calibration of %s on %s has no %s selection (kv_select) measurements "
+                     "for policy %s; profile its select grid (tessera engine profile --grid select) and merge it "
+                     "in (tessera calib merge), or price with --cost roofline", s->model.name, s->gpu.name,
+                s->sd.select_heads ? "per-head" : "uniform", s->pol->name);
+        goto fail;
+    }
     s->sd.ffn_chunks = cfg->ffn_chunks;
     s->sd.mask_only = cfg->mask_only;
 

@@ -69,12 +69,14 @@ void sim_reject_reasons(const struct sim *s, char *buf, size_t len);
 void sim_set_executor(struct sim *s, const struct sim_executor *ex);
 /* Reading recorded steps back (engine replay, calib eval): db_segments_prepare() prepares the
  * query on an open database; db_read_step() fills sd (cleared first, knobs kept) with the segments
- * of one recorded step. Both return 0 or an SQLite error code. */
+ * of one recorded step: 0, or -1 with err naming the step and what is wrong (a malformed segment,
+ * an SQLite error). db_segments_prepare returns 0 or an SQLite error code. */
 typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_stmt sqlite3_stmt;
 struct step_desc;
 int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out);
-int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_desc *sd);
+struct ts_err;
+int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_desc *sd, struct ts_err *err);
 
 /* What --db does with a database that holds runs already: refuse it (the default), add the run
  * beside them (--append), or replace them (--replace). */

@@ -359,6 +359,78 @@ START_TEST(roundtrip_csv)
 }
 END_TEST
 
+/* A planted selection law: kv_select = 0.05 + 0.01 segs + 2e-5 candidates + 1e-5 max candidates
+ * (uniform), twice that per head. */
+static double select_ms_law(int heads, int segs, int q)
+{
+    const double cand = q - PROFILE_SCORE_ROWS;
+    return (heads ? 2.0 : 1.0) * (0.05 + 0.01 * segs + 2e-5 * segs * cand + 1e-5 * cand);
+}
+
+static void planted_select(struct calib_data *d, bool per_head_too)
+{
+    const int qs[] = {256, 1024, 4096}, segss[] = {1, 4, 16};
+    for (int heads = 0; heads <= (int)per_head_too; heads++)
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                if (qs[a] * segss[b] > 16384)
+                    continue;
+                add(d, segss[b], qs[a], 0, 0, OP_KV_SELECT, select_ms_law(heads, segss[b], qs[a]));
+                d->rows[d->n - 1].keep = (qs[a] - PROFILE_SCORE_ROWS) / 2;
+                d->rows[d->n - 1].sel_heads = heads;
+            }
+}
+
+/* The selection's law recovered from selecting profile steps, for the kind profiled; a kind the
+ * profile lacks is refused by name; the keep and sel_heads columns survive a CSV round trip. */
+START_TEST(selection_priced_from_its_steps)
+{
+    struct calib_data d, e;
+    planted(&d);
+    planted_select(&d, false);
+    struct ts_err err;
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    ck_assert(calib_prices_selection(c, false) && !calib_prices_selection(c, true));
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct segment a = {.req_id = 0, .q = 700, .kv_write = 300, .phase = PHASE_REFRESH, .keep = 300, .score_rows = 32};
+    struct segment b = {.req_id = 1, .q = 300, .kv_write = 100, .phase = PHASE_REFRESH, .keep = 100, .score_rows = 32};
+    step_desc_add(&sd, &a);
+    step_desc_add(&sd, &b);
+    double secs, want = 0.05 + 0.01 * 2 + 2e-5 * (668 + 268) + 1e-5 * 668;
+    struct cost_breakdown bd;
+    ck_assert_msg(calib_step_s(c, &sd, false, &secs, &bd, &err) == 0, "%s", err.msg);
+    ck_assert_msg(fabs(bd.op_s[OP_KV_SELECT] * 1e3 - want) < 1e-6 * want, "%g vs %g", bd.op_s[OP_KV_SELECT] * 1e3, want);
+    sd.select_heads = true;
+    ck_assert_int_ne(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "per-head selection"));
+    calib_free(c);
+    /* a step without selection pays none */
+    step_desc_clear(&sd);
+    sd.select_heads = false;
+    struct segment r = {.req_id = 0, .q = 32, .kv = 500, .phase = PHASE_REUSE};
+    step_desc_add(&sd, &r);
+    calib_data_free(&d);
+    planted(&d);
+    planted_select(&d, true);
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    ck_assert(calib_prices_selection(c, false) && calib_prices_selection(c, true));
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
+    ck_assert(bd.op_s[OP_KV_SELECT] == 0);
+    calib_free(c);
+    const char *p = tmp_path(0, ".csv");
+    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
+    ck_assert_msg(calib_data_load(p, &e, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(e.n, d.n);
+    for (size_t i = 0; i < d.n; i++)
+        ck_assert(e.rows[i].keep == d.rows[i].keep && e.rows[i].sel_heads == d.rows[i].sel_heads);
+    step_desc_free(&sd);
+    calib_data_free(&d);
+    calib_data_free(&e);
+}
+END_TEST
+
 /* A planted host/GPU split: host issue = 40 + 0.5 segs ms; GPU-bound eager steps take their GPU
  * time + 1 ms. */
 static double planted_host(int segs) { return 40.0 + 0.5 * segs; }
@@ -872,6 +944,7 @@ int main(void)
     tcase_add_test(tc, transfer_scales_by_roofline_ratios);
     tcase_add_test(tc, bad_profiles_are_refused);
     tcase_add_test(tc, roundtrip_csv);
+    tcase_add_test(tc, selection_priced_from_its_steps);
     tcase_add_test(tc, host_bound_steps_take_the_host_time);
     tcase_add_test(tc, shipped_calibration_prices_a_run);
     tcase_add_loop_test(tc, attention_launch_term_recovered, 0, 4);

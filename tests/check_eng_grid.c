@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 
+#include "cost_op.h"
 #include "eng_grid.h"
 #include "model.h"
 #include "test_util.h"
@@ -53,13 +54,13 @@ START_TEST(long_part_follows_the_context)
 {
     size_t n = 0;
     int skipped = -1;
-    /* LLaDA-8B's context is 4,096 tokens: no long step, so all is the base grid */
+    /* LLaDA-8B's context is 4,096 tokens: no long step, so all is the base grid and the select part */
     struct prof_step *g = profile_grid(model_find("llada-8b"), GRID_LONG, -1, &n, &skipped);
     ck_assert_uint_eq(n, 0);
     ck_assert_int_eq(skipped, 0);
     free(g);
     g = profile_grid(model_find("llada-8b"), GRID_ALL, -1, &n, NULL);
-    ck_assert_uint_eq(n, 202);
+    ck_assert_uint_eq(n, 202 + 26);
     free(g);
     /* SDAR-8B's 32,768: 9 even and 4 uneven steps over each of 8,192 and 16,384 keys */
     const struct model_cfg *sdar = model_find("sdar-8b");
@@ -89,7 +90,7 @@ START_TEST(long_part_follows_the_context)
     ck_assert_int_eq(uneven, 8);
     free(g);
     g = profile_grid(sdar, GRID_ALL, -1, &n, NULL);
-    ck_assert_uint_eq(n, 228);
+    ck_assert_uint_eq(n, 202 + 26 + 26);
     free(g);
     /* a context of 16,384 keeps only the 8,192-key caches */
     struct model_cfg short_ctx = *sdar;
@@ -99,6 +100,31 @@ START_TEST(long_part_follows_the_context)
     for (size_t i = 0; i < n; i++)
         ck_assert_int_eq(g[i].kv_long > 0 ? g[i].kv_long : g[i].kv, 8192);
     free(g);
+}
+END_TEST
+
+/* Selecting Refresh steps: 13 shapes of up to 16,384 tokens for each kind of kept set, keeping half
+ * of the rows before each segment's 32 scoring rows; none past the model's context. */
+START_TEST(select_part)
+{
+    size_t n = 0;
+    struct prof_step *g = profile_grid(model_find("llada-8b"), GRID_SELECT, -1, &n, NULL);
+    ck_assert_uint_eq(n, 26);
+    int heads = 0;
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_le((long)g[i].segs * g[i].q, 16384);
+        ck_assert_int_eq(g[i].kv, 0);
+        ck_assert_int_eq(g[i].keep, (g[i].q - PROFILE_SCORE_ROWS) / 2);
+        heads += g[i].sel_heads;
+    }
+    ck_assert_int_eq(heads, 13);
+    free(g);
+    struct model_cfg short_ctx = *model_find("llada-8b");
+    short_ctx.max_pos = 1024;
+    g = profile_grid(&short_ctx, GRID_SELECT, -1, &n, NULL);
+    ck_assert_uint_eq(n, 18);
+    free(g);
+    ck_assert_int_eq(grid_part_parse("select"), GRID_SELECT);
 }
 END_TEST
 
@@ -123,7 +149,7 @@ START_TEST(long_steps_fit_the_pool)
     free(g);
     /* the base grid is never cut: the profile's engine holds it */
     g = profile_grid(sdar, GRID_ALL, 100000, &n, &skipped);
-    ck_assert_uint_eq(n, 202 + all - 6);
+    ck_assert_uint_eq(n, 202 + 26 + all - 6);
     free(g);
 }
 END_TEST
@@ -145,6 +171,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, base_grid_is_the_shipped_one);
     tcase_add_test(tc, long_part_follows_the_context);
+    tcase_add_test(tc, select_part);
     tcase_add_test(tc, long_steps_fit_the_pool);
     tcase_add_test(tc, part_names);
     suite_add_tcase(s, tc);

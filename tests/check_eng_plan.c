@@ -194,6 +194,57 @@ START_TEST(stateless_plan)
 }
 END_TEST
 
+/* A selecting segment writes its tokens past the pages its kept tokens take, and describes the copy. */
+START_TEST(selection_plan)
+{
+    struct eng_kv kv;
+    eng_kv_init(&kv, 16, 64);
+    struct eng_plan p;
+    eng_plan_init(&p);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    seg(&sd, 0, 32, 0, 32);
+    struct segment g = {.req_id = 1, .q = 200, .kv_write = 50, .logit_rows = 10, .phase = PHASE_REFRESH,
+                        .keep = 50, .score_rows = 32};
+    step_desc_add(&sd, &g);
+    struct ts_err err;
+    ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 100, 1, &err), 0);
+    ck_assert_int_eq(p.num_sel, 1);
+    ck_assert_int_eq(p.max_cand, 168);
+    ck_assert_int_eq(p.max_keep, 50);
+    const int32_t *f = p.sel;
+    ck_assert_int_eq(f[0], 32 + 168); /* the scoring rows: the segment's last 32 */
+    ck_assert_int_eq(f[1], 32);
+    ck_assert_int_eq(f[2], 168);
+    ck_assert_int_eq(f[3], 50);
+    ck_assert_int_eq(f[4], p.page_off[1]);
+    /* keys from 64 (4 pages for 50 kept): 13 pages of candidates, then the 4 kept pages */
+    ck_assert_int_eq(kv.reqs[1].num_pages, 4 + 13);
+    for (int k = 0; k < 13; k++)
+        ck_assert_int_eq(p.pages[f[4] + k], kv.reqs[1].pages[4 + k]);
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_eq(p.pages[f[5] + k], kv.reqs[1].pages[k]);
+    ck_assert_int_eq(p.tok_slot[32], eng_kv_slot(&kv, 1, 64));
+    ck_assert_int_eq(p.tok_pos[32], 0);
+    ck_assert_int_eq(p.key_len[1], 200);
+    /* the REUSE after it reads the 50 kept keys from the first pages */
+    step_desc_clear(&sd);
+    seg(&sd, 1, 32, 50, 32);
+    ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 100, 1, &err), 0);
+    ck_assert_int_eq(p.num_sel, 0);
+    ck_assert_int_eq(p.pages[p.page_off[0]], kv.reqs[1].pages[0]);
+    ck_assert_int_eq(p.tok_slot[0], eng_kv_slot(&kv, 1, 50));
+    /* no selection without a pool */
+    step_desc_clear(&sd);
+    step_desc_add(&sd, &g);
+    ck_assert_int_ne(eng_plan_build(&p, NULL, &sd, 100, 1, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "selects"));
+    step_desc_free(&sd);
+    eng_plan_free(&p);
+    eng_kv_free(&kv);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("eng_plan");
@@ -203,6 +254,7 @@ int main(void)
     tcase_add_test(tc, fused_ffn_auto_rule);
     tcase_add_test(tc, refused_step_changes_nothing);
     tcase_add_test(tc, stateless_plan);
+    tcase_add_test(tc, selection_plan);
     suite_add_tcase(s, tc);
     return run_suite("eng_plan", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -200,6 +200,47 @@ START_TEST(weights_layout_and_fill)
 }
 END_TEST
 
+static void expect_idx(const int32_t *got, const int32_t *want, int n)
+{
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(got[i], want[i]);
+}
+
+/* The selection's reference on a case worked by hand: one query head of dimension 2 per K/V head,
+ * one scoring row q = (1, 0 | 0, 1), so head 0 scores a key by its first value and head 1 by its
+ * fourth. */
+START_TEST(kv_select_by_hand)
+{
+    /* keys [6][2 heads x 2]: head 0 scores 5 1 0 0 0 4, head 1 scores 0 0 3 0 2 0 */
+    const float keys[6][4] = {{5, 0, 0, 0}, {1, 0, 0, 0}, {0, 0, 0, 3}, {0, 0, 0, 0}, {0, 0, 0, 2}, {4, 0, 0, 0}};
+    const float q[4] = {1, 0, 0, 1};
+    float k[24], v[24];
+    int32_t idx[4];
+    /* per head, no pooling, keep 2: head 0 keeps keys 0 and 5, head 1 keys 2 and 4 */
+    memcpy(k, keys, sizeof k);
+    for (int i = 0; i < 24; i++)
+        v[i] = (float)i;
+    ref_kv_select(q, 4, 1, k, v, 6, 2, 2, 2, 2, 1, 1, idx);
+    expect_idx(idx, (const int32_t[]){0, 5, 2, 4}, 4);
+    ck_assert(k[0] == 5 && k[4] == 4); /* head 0's rows moved to keys 0, 1 */
+    ck_assert(k[3] == 3 && k[7] == 2); /* head 1's */
+    ck_assert(v[0] == 0 && v[4] == 20 && v[2] == 10 && v[6] == 18);
+    /* uniform: the sums 5 1 3 0 2 4, keep 3: keys 0, 2, 5 */
+    memcpy(k, keys, sizeof k);
+    ref_kv_select(q, 4, 1, k, v, 6, 3, 2, 2, 2, 1, 0, idx);
+    expect_idx(idx, (const int32_t[]){0, 2, 5}, 3);
+    /* pooling over 3 keys: 5 5 3 3 4 4 (uniform); keep 3 takes 0, 1 and the lower of the tied 4s */
+    memcpy(k, keys, sizeof k);
+    ref_kv_select(q, 4, 1, k, v, 6, 3, 2, 2, 2, 3, 0, idx);
+    expect_idx(idx, (const int32_t[]){0, 1, 4}, 3);
+    /* two scoring rows average: (1,0|0,1) and (3,0|0,3) score as (2,0|0,2): the same sets */
+    const float q2[8] = {1, 0, 0, 1, 3, 0, 0, 3};
+    memcpy(k, keys, sizeof k);
+    ref_kv_select(q2, 4, 2, k, v, 6, 2, 2, 2, 2, 1, 1, idx);
+    expect_idx(idx, (const int32_t[]){0, 5, 2, 4}, 4);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("eng_ref");
@@ -210,6 +251,7 @@ int main(void)
     tcase_add_test(tc, reuse_equals_refresh);
     tcase_add_test(tc, block_causal_prefill_then_block);
     tcase_add_test(tc, weights_layout_and_fill);
+    tcase_add_test(tc, kv_select_by_hand);
     suite_add_tcase(s, tc);
     return run_suite("eng_ref", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

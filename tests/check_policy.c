@@ -3,6 +3,7 @@
  * content/EOS decoding and early stop; a policy with a parameter added as a user would.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,112 @@ START_TEST(vicinity_property)
                     expect_seg(&L.seg[i], PHASE_REFRESH, Lq, 0, Lq, Lq, dec);
                 else
                     expect_seg(&L.seg[i], PHASE_REUSE, hi - lo, Lq - (hi - lo), hi - lo, hi - lo, dec);
+            }
+        }
+        ck_assert_int_eq(i, L.n);
+    }
+}
+END_TEST
+
+/* sparse: pc with r (sparse-ratio), k (sparse-kernel), d (sparse-delay), head selection */
+static struct policy_cfg sparse_cfg(double r, int d, bool head)
+{
+    struct policy_cfg pc = PC;
+    pc.p[0] = r;
+    pc.p[1] = 3;
+    pc.p[2] = d;
+    pc.p[3] = head;
+    return pc;
+}
+
+static void expect_keep(const struct segment *s, int keep, int score_rows)
+{
+    ck_assert_int_eq(s->keep, keep);
+    ck_assert_int_eq(s->score_rows, score_rows);
+}
+
+START_TEST(sparse_shapes)
+{
+    struct policy_cfg pc = sparse_cfg(0.5, 1, false);
+    run_life(&policy_sparse, &pc, 100, 64, 64, 1, &L);
+    ck_assert_int_eq(L.n, 64);
+    /* each block: one FULL step, the selecting REFRESH keeping floor(0.5 * (164 - 32)) = 66, REUSE */
+    for (int b = 0; b < 2; b++) {
+        expect_seg(&L.seg[32 * b], PHASE_FULL, 164, 0, 0, 164, 1);
+        expect_keep(&L.seg[32 * b], 0, 0);
+        expect_seg(&L.seg[32 * b + 1], PHASE_REFRESH, 164, 0, 66, 164, 1);
+        expect_keep(&L.seg[32 * b + 1], 66, 32);
+        for (int i = 2; i < 32; i++) {
+            expect_seg(&L.seg[32 * b + i], PHASE_REUSE, 32, 66, 0, 32, 1);
+            expect_keep(&L.seg[32 * b + i], 0, 0);
+        }
+    }
+    /* no delay: the first step selects; a short last block keeps more */
+    pc = sparse_cfg(0.25, 0, true);
+    run_life(&policy_sparse, &pc, 100, 40, 40, 1, &L);
+    expect_seg(&L.seg[0], PHASE_REFRESH, 140, 0, 27, 140, 1);
+    expect_keep(&L.seg[0], 27, 32);
+    expect_seg(&L.seg[1], PHASE_REUSE, 32, 27, 0, 32, 1);
+    expect_seg(&L.seg[32], PHASE_REFRESH, 140, 0, 33, 140, 1);
+    expect_keep(&L.seg[32], 33, 8);
+    expect_seg(&L.seg[33], PHASE_REUSE, 8, 33, 0, 8, 1);
+    /* r = 1 keeps every candidate */
+    pc = sparse_cfg(1, 1, false);
+    run_life(&policy_sparse, &pc, 100, 64, 64, 1, &L);
+    expect_seg(&L.seg[2], PHASE_REUSE, 32, 132, 0, 32, 1);
+}
+END_TEST
+
+/* A dropped cache (preemption by recompute) restarts the delay: FULL, then the selecting REFRESH. */
+START_TEST(sparse_after_drop)
+{
+    struct policy_cfg pc = sparse_cfg(0.5, 2, false);
+    struct request r = {.P = 100, .G = 64, .C = 64};
+    policy_req_init(&r, &pc);
+    struct segment s;
+    const int phases[] = {PHASE_FULL, PHASE_FULL, PHASE_REFRESH, PHASE_REUSE, PHASE_FULL, PHASE_FULL, PHASE_REFRESH,
+                          PHASE_REUSE};
+    for (int i = 0; i < 8; i++) {
+        if (i == 4)
+            r.need_refresh = true;
+        memset(&s, 0, sizeof s);
+        policy_sparse.emit(&r, &pc, &s);
+        ck_assert_str_eq(seg_phase_name(s.phase), seg_phase_name(phases[i]));
+        s.decoded = 1;
+        policy_advance(&policy_sparse, &r, &pc, &s);
+    }
+}
+END_TEST
+
+/* Random requests, ratios, delays and decode sizes: every step from the closed form (C = G,
+ * fixed:k: block b takes ceil(len_b / k) steps, the j-th FULL for j < d, selecting for j = d,
+ * REUSE after) and the footprint: kv_tokens is the block's keep, never above kv_peak_tokens. */
+START_TEST(sparse_property)
+{
+    uint64_t x = 0x51ed270b4f1a5c3dull;
+    for (int trial = 0; trial < 300; trial++) {
+        x = ts_mix64(x + (uint64_t)trial);
+        const int P = (int)(x % 300), G = 1 + (int)((x >> 10) % 200), k = 1 + (int)((x >> 20) % 6);
+        const int d = (int)((x >> 30) % 4);
+        const double ratio = (1 + (double)((x >> 40) % 100)) / 100.0;
+        struct policy_cfg pc = sparse_cfg(ratio, d, (x >> 50) & 1);
+        run_life(&policy_sparse, &pc, P, G, G, k, &L);
+        const int Lq = P + G;
+        int i = 0;
+        for (int b = 0; b * 32 < G; b++) {
+            const int len = G - b * 32 < 32 ? G - b * 32 : 32, keep = (int)floor(ratio * (Lq - len));
+            for (int j = 0; j < (len + k - 1) / k; j++, i++) {
+                ck_assert_int_lt(i, L.n);
+                const int dec = len - j * k < k ? len - j * k : k;
+                if (j < d) {
+                    expect_seg(&L.seg[i], PHASE_FULL, Lq, 0, 0, Lq, dec);
+                } else if (j == d) {
+                    expect_seg(&L.seg[i], PHASE_REFRESH, Lq, 0, keep, Lq, dec);
+                    expect_keep(&L.seg[i], keep, keep > 0 ? len : 0);
+                } else {
+                    expect_seg(&L.seg[i], PHASE_REUSE, len, keep, 0, len, dec);
+                }
+                ck_assert(segment_check(&L.seg[i]) == NULL);
             }
         }
         ck_assert_int_eq(i, L.n);
@@ -437,6 +544,9 @@ int main(void)
     tcase_add_test(tc, dual_refresh_interval);
     tcase_add_test(tc, vicinity_shapes);
     tcase_add_test(tc, vicinity_property);
+    tcase_add_test(tc, sparse_shapes);
+    tcase_add_test(tc, sparse_after_drop);
+    tcase_add_test(tc, sparse_property);
     tcase_add_test(tc, block_shapes);
     tcase_add_test(tc, block_partial_last_block);
     tcase_add_test(tc, block_delayed_shapes);

@@ -343,6 +343,13 @@ START_TEST(presets_and_hf_models)
     ck_assert_int_eq(preset_apply("dllm-serve", &c, &err), 0);
     ck_assert_str_eq(c.scheduler, "phase");
     ck_assert_int_eq(c.logit_chunk_rows, 2048);
+    ck_assert_str_eq(c.policy, "sparse"); /* its head-centric sparse cache */
+    ck_assert_str_eq(param_values_get(&c.params, "sparse-select"), "head");
+    test_config(&c);
+    ck_assert_int_eq(preset_apply("sparse-dllm", &c, &err), 0);
+    ck_assert_str_eq(c.policy, "sparse");
+    ck_assert_str_eq(c.scheduler, "static");
+    ck_assert_str_eq(param_values_get(&c.params, "sparse-select"), "uniform");
     ck_assert_int_ne(preset_apply("vllm", &c, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "fast-dllm"));
     /* a model from a config.json */

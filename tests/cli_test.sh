@@ -55,14 +55,15 @@ fi
 # sample (a machine none of whose profiles is merged), for each model and implementation whose
 # calibration is shipped: fidelity-h200 (LLaDA-8B, and SDAR-8B as an engine of launch rules 3
 # ran it), fidelity-h200-fused (LLaDA-8B, fused FFN), fidelity-h200-sdar and -fused-sdar (SDAR-8B),
-# fidelity-h200-dream and -fused-dream (Dream-7B), each with its -oos twin. Each in-sample record's
+# fidelity-h200-dream and -fused-dream (Dream-7B), fidelity-h200-sparse (LLaDA-8B with the sparse
+# caches, the engine of launch rules 4 whose calibration is shipped), each with its -oos twin. Each in-sample record's
 # calibration is `calib merge` of the profiles it keeps in profiles/, and the shipped calibrations
 # are, byte for byte, the in-sample records' (current below).
 root=$(cd "$(dirname "$0")/.." && pwd)
 rec_dir="$root/experiments/records"
 current() { # current MODEL IMPL: the record whose calibration is shipped
     case $1-$2 in
-        llada-8b-tessera) echo fidelity-h200 ;; llada-8b-tessera-fused) echo fidelity-h200-fused ;;
+        llada-8b-tessera) echo fidelity-h200-sparse ;; llada-8b-tessera-fused) echo fidelity-h200-fused ;;
         sdar-8b-tessera) echo fidelity-h200-sdar ;; sdar-8b-tessera-fused) echo fidelity-h200-fused-sdar ;;
         dream-7b-tessera) echo fidelity-h200-dream ;; dream-7b-tessera-fused) echo fidelity-h200-fused-dream ;;
     esac
@@ -70,11 +71,14 @@ current() { # current MODEL IMPL: the record whose calibration is shipped
 if command -v python3 >/dev/null 2>&1; then
     for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-sdar \
         fidelity-h200-sdar-oos fidelity-h200-fused-sdar fidelity-h200-fused-sdar-oos fidelity-h200-dream \
-        fidelity-h200-dream-oos fidelity-h200-fused-dream fidelity-h200-fused-dream-oos; do
+        fidelity-h200-dream-oos fidelity-h200-fused-dream fidelity-h200-fused-dream-oos fidelity-h200-sparse \
+        fidelity-h200-sparse-oos; do
         echo "cli: ... re-evaluating $rec" >&2
         want="$rec_dir/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
+        export POLICIES="dual block"
         case $rec in *fused*) impl=tessera-fused models=llada-8b runs=8 ;; esac
         case $rec in *sdar*) models=sdar-8b runs=8 ;; *dream*) models=dream-7b runs=8 ;; esac
+        case $rec in *sparse*) models=llada-8b runs=16 POLICIES="dual block sparse sparse-head" ;; esac
         mkdir -p "$cal"
         for m in $models; do
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
@@ -100,6 +104,7 @@ if command -v python3 >/dev/null 2>&1; then
             "$want/fidelity.csv" "$tmp/$rec/fidelity.csv" | head -3)
         if [ "$n" -eq $runs ] && [ -z "$differ" ]; then ok; else bad "$rec on recorded H200 steps: $n runs, differing from the record: $differ"; sed 's/^/    /' "$tmp/out" >&2; fi
     done
+    unset POLICIES
     # each out-of-sample record priced by its in-sample sibling's calibrations; fidelity-h200-oos's
     # SDAR-8B (launch rules 3) keeps the calibration before the long-cache rows its sibling gained
     for o in "$rec_dir"/fidelity-h200*-oos; do
@@ -115,10 +120,12 @@ if command -v python3 >/dev/null 2>&1; then
 import csv, sqlite3, sys
 con = sqlite3.connect(sys.argv[2])
 con.execute("CREATE TABLE engine_profile(device TEXT, model TEXT, segs INTEGER, q INTEGER, kv INTEGER, "
-            "logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL, attn_rules INTEGER, kv_long INTEGER)")
-con.executemany("INSERT INTO engine_profile VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+            "logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL, attn_rules INTEGER, kv_long INTEGER, keep INTEGER, "
+            "sel_heads INTEGER)")
+con.executemany("INSERT INTO engine_profile VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(r["device"], r["model"], r["segs"], r["q"], r["kv"], r["logit_rows"], r["op"], float(r["ms"]),
-                  float(r["total_ms"]), r["attn_rules"], r["kv_long"]) for r in csv.DictReader(open(sys.argv[1]))])
+                  float(r["total_ms"]), r["attn_rules"], r["kv_long"], r["keep"], r["sel_heads"])
+                 for r in csv.DictReader(open(sys.argv[1]))])
 con.commit()
 PY
     expect 0 "calib merge of a database and a CSV" -- $bin calib merge "$tmp/prof.db" \
@@ -212,6 +219,24 @@ expect 2 "vicinity refresh-interval 0" -- $bin sim --policy vicinity --refresh-i
 contains "vicinity refresh-interval 0" "--refresh-interval: '0' is not a whole number in 1..1000000"
 expect 2 "vicinity without its policy" -- $bin sim --vicinity 8
 contains "vicinity without its policy" "--vicinity: not a parameter of policy dual"
+# sparse: every bad value refused by name, before anything runs
+for bad in "--sparse-ratio 0|'0' is not a number in (0..1]" "--sparse-ratio 1.5|'1.5' is not a number in (0..1]" \
+           "--sparse-kernel 4|'4' is not an odd whole number in 1..255" "--sparse-kernel -1|'-1' is not an odd whole number" \
+           "--sparse-delay -1|'-1' is not a whole number in 0..1000000" \
+           "--sparse-select both|'both' is not one of uniform|head"; do
+    opt=${bad%%|*} msg=${bad#*|}
+    expect 2 "sparse $opt" -- $bin sim --policy sparse $opt
+    contains "sparse $opt" "$msg"
+done
+expect 2 "sparse-select without its policy" -- $bin sim --sparse-select head
+contains "sparse-select without its policy" "--sparse-select: not a parameter of policy dual or scheduler phase (it is one of: policy sparse)"
+expect 0 "sparse head selection runs" -- $bin sim --policy sparse --sparse-select head --sparse-ratio 0.25 --requests 20 \
+    --quiet --db "$tmp/sparse.db"
+if [ "$(sqlite3 "$tmp/sparse.db" "select json_extract(config_json, '$.sparse_select') || ' ' ||
+        json_extract(config_json, '$.sparse_ratio') from runs")" = "head 0.25" ]; then ok
+else bad "the sparse run's configuration lacks its selection and ratio"; fi
+if [ "$(sqlite3 "$tmp/sparse.db" "select count(*) > 0 and min(score_rows) > 0 from segments where keep > 0")" = 1 ]
+then ok; else bad "the sparse run stored no selecting segments"; fi
 expect 0 "block+delayed" -- $bin sim --model sdar-8b --policy block+delayed --requests 20 --quiet --no-progress
 contains "block+delayed" "20 finished, 0 rejected"
 expect 2 "unknown system" -- $bin sim --system vllm
@@ -254,7 +279,7 @@ expect 2 "--datadir pointing nowhere" -- $bin sim --datadir "$tmp/nowhere" --dec
 contains "--datadir pointing nowhere names the file" "$tmp/nowhere/decode_profiles.json: cannot open: No such file or directory"
 
 # a malformed trace row: FILE:LINE: FIELD: problem, status 2, no database
-printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.98,1808,10\n2023-11-16 18:17:04.03,31x0,8\n' >"$tmp/bad.csv"
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2031-03-04 05:06:07.10,1808,10\n2031-03-04 05:06:07.15,31x0,8\n' >"$tmp/bad.csv"
 expect 2 "malformed trace" -- $bin sim --trace "$tmp/bad.csv" --db "$tmp/run.db"
 contains "malformed trace" "$tmp/bad.csv:3: ContextTokens: not an integer ('31x0')"
 if [ -e "$tmp/run.db" ] || ls "$tmp"/run.db* >/dev/null 2>&1; then bad "a database was left behind"; else ok; fi
@@ -419,11 +444,10 @@ contains "mem unknown planner" "caching, profiled, first-fit, greedy-size, ilp"
 # the calibrated cost model
 expect 0 "calib show" -- $bin calib show
 contains "calib show" "calibration of llada-8b on NVIDIA H200"
-# the shipped LLaDA-8B calibration was profiled under launch rules 3, which launch an MHA model's
-# attention as this build's do (rules 4 packs only GQA heads); the shipped SDAR-8B calibration under
-# this build's rules (sim/core/attn_rules.h)
-contains "calib show names its launch rules" "attention launch rules 3"
+# the shipped LLaDA-8B and SDAR-8B calibrations were profiled under this build's launch rules
+# (sim/core/attn_rules.h)
 rules=$(awk '$1 == "#define" && $2 == "ATTN_RULES" { print $3 }' "$root/sim/core/attn_rules.h")
+contains "calib show names its launch rules" "attention launch rules ${rules:?ATTN_RULES not found in attn_rules.h}"
 expect 0 "calib show --calib" -- $bin calib show --calib "$root/sim/data/calib/h200-sdar-8b-tessera.csv"
 contains "calib show --calib" "calibration of sdar-8b"
 contains "calib show names this build's launch rules" "attention launch rules ${rules:?ATTN_RULES not found in attn_rules.h}"
@@ -446,7 +470,7 @@ expect 2 "calib transfer without --to" -- $bin calib transfer "$data/calib/h200-
 expect 0 "calib price" -- $bin calib price --step 16,512,0,512
 contains "calib price per op" "gate_up"
 contains "calib price step" "step "
-contains "calib price names the attention's launch" "launch     attention as the profiled engine launches it (launch rules 3): 16 segments on the wgmma kernel"
+contains "calib price names the attention's launch" "launch     attention as the profiled engine launches it (launch rules $rules): 16 segments on the wgmma kernel"
 # the launch the calibration prices (its launch rules): SDAR-8B's Reuse blocks packed two query heads
 # a block (GQA, rules 4), their keys split as attn_split_rule_pv works out (check_calib);
 # LLaDA-8B's (MHA) one head a block
@@ -483,9 +507,28 @@ contains "calib merge of one profile" "needs two or more PROFILEs"
 expect 2 "calib merge of two models" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" \
     "$data/calib/h200-sdar-8b-tessera.csv" --gpu h200 --out "$tmp/x.csv"
 contains "calib merge of two models" "h200-sdar-8b-tessera.csv: model 'sdar-8b', but"
-expect 2 "calib merge of two implementations" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" \
+expect 2 "calib merge of two implementations" -- $bin calib merge "$data/calib/h200-sdar-8b-tessera.csv" \
+    "$data/calib/h200-sdar-8b-tessera-fused.csv" --gpu h200 --out "$tmp/x.csv"
+contains "calib merge of two implementations" "h200-sdar-8b-tessera-fused.csv: has no op act"
+expect 2 "calib merge of two engines' launch rules" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" \
     "$data/calib/h200-llada-8b-tessera-fused.csv" --gpu h200 --out "$tmp/x.csv"
-contains "calib merge of two implementations" "h200-llada-8b-tessera-fused.csv: has no op act"
+contains "calib merge of two engines' launch rules" "profiled under attention launch rules 3"
+# the select grid alone (engine profile --grid select) merges into a whole profile: its kv_select
+# rows join, and the calibration then prices sparse selections
+python3 - "$data/calib/h200-llada-8b-tessera.csv" "$tmp/select.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+out = csv.DictWriter(open(sys.argv[2], "w", newline=""), fieldnames=rows[0].keys())
+out.writeheader()
+out.writerows(r for r in rows if int(r["keep"]) > 0)
+PY
+expect 0 "calib merge of a select part" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" "$tmp/select.csv" \
+    --gpu h200 --out "$tmp/ms.csv"
+expect 0 "sparse priced by a merged select part" -- $bin sim --policy sparse --cost calibrated --calib "$tmp/ms.csv" \
+    --requests 10 --quiet
+expect 2 "sparse refused by a calibration without selections" -- $bin sim --policy sparse --cost calibrated \
+    --impl tessera-fused --requests 10
+contains "sparse refused by a calibration without selections" "has no uniform selection (kv_select) measurements"
 expect 2 "calib merge of a missing file" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" \
     "$tmp/none.csv" --gpu h200 --out "$tmp/x.csv"
 contains "calib merge of a missing file" "none.csv: cannot open"
@@ -559,7 +602,7 @@ contains "list decode" "threshold:llada-gsm8k"
 expect 0 "list policies" -- $bin list policies
 contains "list policies shows a policy's parameter" "--refresh-interval N     dual: also refresh every K steps"
 expect 0 "sim --help" -- $bin sim --help
-contains "sim --help lists the policies from the table" "--policy NAME            vanilla prefix dual block block+delayed vicinity [dual]"
+contains "sim --help lists the policies from the table" "--policy NAME            vanilla prefix dual block block+delayed vicinity sparse [dual]"
 contains "sim --help lists the policy parameters" "--refresh-interval N     dual:"
 contains "sim --help lists the planners from the table" "caching profiled first-fit greedy-size ilp"
 expect 0 "sim --refresh-interval" -- $bin sim --refresh-interval 4 --requests 3 --db "$tmp/ri.db" --quiet --no-progress

@@ -69,6 +69,14 @@ executed "dinfer (vicinity refresh)" "$tmp/dinfer.json" || exit 1
     --lengths fixed:300,64 --executor gpu --json --quiet --no-progress >"$tmp/delayed.json" ||
     { echo "live: the block+delayed run failed"; exit 1; }
 executed "block+delayed (sdar-8b)" "$tmp/delayed.json" || exit 1
+# sparse caches live, both kinds of kept set: FULL steps, the selecting REFRESH (scores, ranking and
+# compaction on the GPU, every layer) and REUSE steps over the kept keys, priced by the calibration
+for sel in uniform head; do
+    "$bin" sim --policy sparse --sparse-select $sel --cost calibrated --requests 4 --rps 8 --gen-len 64 \
+        --lengths fixed:600,64 --executor gpu --json --quiet --no-progress >"$tmp/sparse-$sel.json" ||
+        { echo "live: the sparse ($sel) run failed"; exit 1; }
+    executed "sparse ($sel selection)" "$tmp/sparse-$sel.json" || exit 1
+done
 # lazy chunking live: on a card the simulator sees as 16.5 GiB, Mosaic's lazy chunking splits the
 # FFN of the largest steps; the engine runs each step's own chunk counts (its step_desc), and every
 # step is executed

@@ -29,6 +29,12 @@ mutations=(
     "vicinity window one token short at the end|sim/policy_vicinity.c|    *hi = end + w < r->L ? end + w : r->L;|    *hi = end + w < r->L ? end + w : r->L - 1;|check_policy"
     "delayed cache commits one position short|sim/policy_block_delayed.c|st->commit_rest = req_block_len(r, r->cur_block - 1) - st->cached;|st->commit_rest = req_block_len(r, r->cur_block - 1) - st->cached - 1;|check_policy"
     "reservations from the theoretical peak|sim/act_cache.c|    *bytes = pl.arena_bytes;|    *bytes = pl.theoretical;|check_sched"
+    "sparse keeps r of the whole sequence|sim/policy_sparse.c|return (int32_t)floor(pc->p[RATIO] * (double)(r->L - req_block_len(r, block)));|return (int32_t)floor(pc->p[RATIO] * (double)r->L);|check_policy"
+    "sparse Reuse reads the dense cache|sim/policy_sparse.c|    s->kv = sparse_keep(r, pc, r->cur_block);|    s->kv = r->L - bl;|check_policy"
+    "selection pools one key short|engine/eng_ref.c|for (int i = TS_MAX(0, j - kernel / 2); i <= TS_MIN(cand - 1, j + kernel / 2); i++)|for (int i = TS_MAX(0, j - kernel / 2); i < TS_MIN(cand - 1, j + kernel / 2); i++)|check_eng_ref"
+    "selection ties go to the higher key|engine/eng_ref.c|(x->j > y->j) - (x->j < y->j);|(x->j < y->j) - (x->j > y->j);|check_eng_ref"
+    "selecting tokens written over their kept keys|engine/eng_plan.c|    return (g->keep + page_tokens - 1) / page_tokens * page_tokens;|    return 0;|check_eng_plan"
+    "kv_select priced without its candidates|sim/calib_fit.c|f[0] = 1, f[1] = (double)segs, f[2] = (double)cand, f[3] = (double)max_cand;|f[0] = 1, f[1] = (double)segs, f[2] = 0, f[3] = (double)max_cand;|check_calib"
 )
 killed=0
 survived=0

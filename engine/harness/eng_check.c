@@ -222,6 +222,114 @@ done:
     free(qf), free(bf), free(got), free(kref), free(kgot), free(vref), free(vgot), free(qb), free(bb), free(hb);
 }
 
+/* The page ids of check_kv_select's pool: a permutation, so that no two lists are contiguous. */
+#define SEL_PAGES 128
+#define SEL_PT 16
+
+/* k_kv_select's inputs: two selecting segments (cand, keep, score rows) over permuted pages. */
+struct sel_case {
+    int H, Hkv, d, kernel, per_head;
+    int cand[2], keep[2], rows[2];
+};
+
+/* Whether kept keys idx[0..keep) are ascending and below cand, and how many of them the reference's
+ * ref[0..keep) lacks. */
+static int sel_compare(const int32_t *idx, const int32_t *ref, int keep, int cand, int *missing)
+{
+    int bad = 0;
+    for (int j = 0; j < keep; j++) {
+        bad += idx[j] < 0 || idx[j] >= cand || (j > 0 && idx[j] <= idx[j - 1]);
+        bool found = false;
+        for (int i = 0; i < keep && !found; i++)
+            found = ref[i] == idx[j];
+        *missing += !found;
+    }
+    return bad;
+}
+
+/* The kept K/V against their sources, bit for bit: mismatching head rows. */
+static int sel_copies(const bf16_t *before, const bf16_t *after, const int32_t *pages, int src_off, int dst_off,
+                      const int32_t *idx, int keep, int Hkv, int d, int kh)
+{
+    int bad = 0;
+    for (int j = 0; j < keep; j++) {
+        size_t src = ((size_t)pages[src_off + idx[j] / SEL_PT] * SEL_PT + idx[j] % SEL_PT) * Hkv * d + (size_t)kh * d;
+        size_t dst = ((size_t)pages[dst_off + j / SEL_PT] * SEL_PT + j % SEL_PT) * Hkv * d + (size_t)kh * d;
+        bad += memcmp(before + src, after + dst, 2 * (size_t)d) != 0;
+    }
+    return bad;
+}
+
+static void check_kv_select(struct checker *c, const struct sel_case *x)
+{
+    const int H = x->H, Hkv = x->Hkv, d = x->d, qd = H * d, kvrow = Hkv * d, sets = x->per_head ? Hkv : 1;
+    const int T = x->cand[0] + x->rows[0] + x->cand[1] + x->rows[1], max_keep = TS_MAX(x->keep[0], x->keep[1]);
+    const int64_t pn = (int64_t)SEL_PAGES * SEL_PT * kvrow, qn = (int64_t)T * qd;
+    int32_t pages[SEL_PAGES], sel[12], nref = 0;
+    for (int i = 0; i < SEL_PAGES; i++)
+        pages[i] = i * 37 % SEL_PAGES;
+    for (int s = 0, row = 0; s < 2; s++) { /* candidates' pages, then the kept ones' */
+        int32_t f[6] = {row + x->cand[s], x->rows[s], x->cand[s], x->keep[s], nref, 0};
+        nref += (x->cand[s] + SEL_PT - 1) / SEL_PT;
+        f[5] = nref;
+        nref += (x->keep[s] + SEL_PT - 1) / SEL_PT;
+        memcpy(sel + 6 * s, f, sizeof f);
+        row += x->cand[s] + x->rows[s];
+    }
+    TS_ASSERT(nref <= SEL_PAGES);
+    float *qf = xmalloc(4 * qn), *kf = xmalloc(4 * pn), *vf = xmalloc(4 * pn);
+    bf16_t *qb = xmalloc(2 * qn), *kb = xmalloc(2 * pn), *vb = xmalloc(2 * pn), *kg = xmalloc(2 * pn), *vg = xmalloc(2 * pn);
+    float *ks = xmalloc(8 * (size_t)TS_MAX(x->cand[0], x->cand[1]) * kvrow), *vs = NULL;
+    int32_t *gidx = xmalloc(4 * (size_t)2 * sets * max_keep), *ridx = xmalloc(4 * (size_t)sets * max_keep);
+    rand_bf16(c, qf, qb, qn, 1.0f);
+    rand_bf16(c, kf, kb, pn, 1.0f);
+    rand_bf16(c, vf, vb, pn, 1.0f);
+    bf16_t *dq = dev_copy(qb, 2 * qn), *dk = dev_copy(kb, 2 * pn), *dv = dev_copy(vb, 2 * pn);
+    int32_t *dpages = dev_copy(pages, sizeof pages), *dsel = dev_copy(sel, sizeof sel);
+    struct k_select_args a = {.q = dq, .q_stride = qd, .k_pool = dk, .v_pool = dv, .pages = dpages, .sel = dsel,
+                              .page_shift = 4, .num_sel = 2, .max_cand = TS_MAX(x->cand[0], x->cand[1]),
+                              .max_keep = max_keep, .H = H, .Hkv = Hkv, .d = d, .kernel = x->kernel,
+                              .per_head = x->per_head};
+    a.ws_bytes = k_kv_select_ws_bytes(2, a.max_cand, max_keep, H, Hkv, d, x->per_head);
+    CK(cudaMalloc(&a.ws, (size_t)a.ws_bytes));
+    KK(k_kv_select(&a, NULL));
+    CK(cudaMemcpy(kg, dk, 2 * pn, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(vg, dv, 2 * pn, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gidx, k_kv_select_idx(&a), 4 * (size_t)2 * sets * max_keep, cudaMemcpyDeviceToHost));
+    int bad = 0, missing = 0, wrong = 0, kept = 0;
+    for (int s = 0; s < 2; s++) {
+        const int cand = x->cand[s], keep = x->keep[s];
+        vs = ks + (size_t)cand * kvrow;
+        for (int j = 0; j < cand; j++) { /* the candidates in key order, for the reference */
+            size_t slot = (size_t)pages[sel[6 * s + 4] + j / SEL_PT] * SEL_PT + j % SEL_PT;
+            memcpy(ks + (size_t)j * kvrow, kf + slot * kvrow, 4 * (size_t)kvrow);
+            memcpy(vs + (size_t)j * kvrow, vf + slot * kvrow, 4 * (size_t)kvrow);
+        }
+        ref_kv_select(qf + (size_t)sel[6 * s] * qd, qd, x->rows[s], ks, vs, cand, keep, H, Hkv, d, x->kernel,
+                      x->per_head, ridx);
+        for (int set = 0; set < sets; set++) {
+            const int32_t *g = gidx + ((size_t)s * sets + set) * max_keep;
+            bad += sel_compare(g, ridx + (size_t)set * keep, keep, cand, &missing);
+            kept += keep;
+            for (int kh = set; kh < (x->per_head ? set + 1 : Hkv); kh++) {
+                wrong += sel_copies(kb, kg, pages, sel[6 * s + 4], sel[6 * s + 5], g, keep, Hkv, d, kh);
+                wrong += sel_copies(vb, vg, pages, sel[6 * s + 4], sel[6 * s + 5], g, keep, Hkv, d, kh);
+            }
+        }
+    }
+    char what[128];
+    snprintf(what, sizeof what, "kv select %s (H %d, Hkv %d, d %d, pool %d): kept keys unordered", x->per_head ? "head" : "uniform",
+             H, Hkv, d, x->kernel);
+    report(c, what, bad, 0);
+    snprintf(what, sizeof what, "  kept keys the reference does not keep (fraction)");
+    report(c, what, kept ? (double)missing / kept : 0, 0.02);
+    snprintf(what, sizeof what, "  K/V head rows not copied exactly");
+    report(c, what, wrong, 0);
+done:
+    cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dpages), cudaFree(dsel), cudaFree(a.ws);
+    free(qf), free(kf), free(vf), free(qb), free(kb), free(vb), free(kg), free(vg), free(ks), free(gidx), free(ridx);
+}
+
 /* The query sets of check_attention */
 enum { SET_LONG, SET_SHORT, SET_ONE, SET_TINY };
 
@@ -513,52 +621,99 @@ static void mixed_steps(struct step_desc steps[3], int32_t logit_chunk_rows, int
     seg(&steps[2], 0, 200, 0, 17);
 }
 
-/* Runs the same steps on the engine and the reference and compares outputs. */
-static void check_steps(struct checker *c, const struct model_cfg *m, int block_size, int logit_chunk, int ffn)
+/* Kept keys out of order (each set ascending) or out of range, over every layer and selecting
+ * segment of the step, as a fraction of the keys kept (kept[]: eng_selection's layout). */
+static double kept_malformed(const struct model_cfg *m, const struct step_desc *sd, const int32_t *kept,
+                             int max_keep)
 {
-    struct eng_opts o;
-    eng_opts_defaults(&o);
-    o.ffn = ffn;
-    o.max_tokens = 1024;
-    o.logit_chunk_rows = logit_chunk;
-    o.kv_tokens = 4096;
-    o.seed = 77;
+    const int sets = sd->select_heads ? m->num_kv_heads : 1;
+    int64_t bad = 0, all = 0;
+    for (int L = 0, n = 0; L < m->num_layers; L++, n = 0)
+        for (int s = 0; s < sd->num_segs; s++) {
+            const struct segment *g = &sd->segs[s];
+            if (g->keep == 0)
+                continue;
+            for (int set = 0; set < sets; set++, all += g->keep) {
+                const int32_t *k = kept + (((size_t)L * sd->tot.sel_segs + n) * sets + set) * max_keep;
+                for (int j = 0; j < g->keep; j++)
+                    bad += k[j] < 0 || k[j] >= g->q - g->score_rows || (j > 0 && k[j] <= k[j - 1]);
+            }
+            n++;
+        }
+    return all ? (double)bad / (double)all : 0;
+}
+
+/* The engine's kept keys of the step just run, handed to the reference so that it keeps the same
+ * (a discrete choice between near-equal scores would otherwise part two computations that differ
+ * in rounding); NULL after reporting a failure. The caller frees it once the reference step ran. */
+static int32_t *forced_selection(struct checker *c, struct eng *e, struct eng_ref *r, const struct model_cfg *m,
+                                 const struct step_desc *sd, const struct eng_plan *p, int step)
+{
+    const int64_t n = (int64_t)m->num_layers * sd->tot.sel_segs * (sd->select_heads ? m->num_kv_heads : 1) *
+                      TS_MAX(p->max_keep, 1);
+    int32_t *kept = xmalloc(sizeof *kept * (size_t)n);
+    int max_keep = 0;
+    struct ts_err err;
+    if (eng_selection(e, kept, n, &max_keep, &err)) {
+        fail_msg(c, "read selection", err.msg);
+        free(kept);
+        return NULL;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "step %d: kept keys out of order or range (fraction)", step);
+    report(c, what, kept_malformed(m, sd, kept, max_keep), 0);
+    eng_ref_force_selection(r, kept, max_keep);
+    return kept;
+}
+
+/* Runs steps[0..n) on the engine (options o) and on the reference and compares their outputs;
+ * `label` names the run in the report. */
+static void compare_steps(struct checker *c, const struct model_cfg *m, const struct eng_opts *o,
+                          const struct step_desc *steps, int n, const char *label)
+{
     struct eng *e = NULL;
     struct eng_ref *r = NULL;
     struct ts_err err;
-    struct step_desc steps[3];
-    mixed_steps(steps, logit_chunk, 1, block_size);
     struct eng_plan p;
     eng_plan_init(&p);
     struct eng_kv kv;
-    eng_kv_init(&kv, o.page_tokens, 256);
-    char what[128];
-    if (eng_create(m, &o, &e, &err) || eng_ref_create(m, NULL, o.seed, &r, &err)) {
+    eng_kv_init(&kv, o->page_tokens, 256);
+    char what[160];
+    if (eng_create(m, o, &e, &err) || eng_ref_create(m, NULL, o->seed, &r, &err)) {
         fail_msg(c, "engine create", err.msg);
         goto done;
     }
-    if (ffn && !eng_ffn_fused_runs(e)) {
-        if (!hopper())
-            goto done; /* (the kernel check says it was skipped) */
-        fail_msg(c, "fused FFN", "k_gemm_swiglu does not run on this compute capability 9.0 device");
-        goto done;
+    if (o->ffn && !eng_ffn_fused_runs(e)) {
+        if (hopper())
+            fail_msg(c, "fused FFN", "k_gemm_swiglu does not run on this compute capability 9.0 device");
+        goto done; /* elsewhere the kernel check says it was skipped */
     }
-    for (int step = 0; step < 3; step++) {
+    for (int step = 0; step < n; step++) {
         const struct step_desc *sd = &steps[step];
         struct eng_out out;
         if (eng_poison_workspace(e, &err) || eng_step(e, sd, &out, NULL, &err)) {
             fail_msg(c, "engine step", err.msg);
             goto done;
         }
-        if (eng_plan_build(&p, &kv, sd, m->vocab, o.seed, &err)) {
+        if (eng_plan_build(&p, &kv, sd, m->vocab, o->seed, &err)) {
             fail_msg(c, "plan", err.msg);
             goto done;
         }
         int R = p.R;
         float *href = xmalloc(4 * (size_t)R * m->hidden), *hgpu = xmalloc(4 * (size_t)R * m->hidden);
         float *rmax = xmalloc(4 * (size_t)R), *rconf = xmalloc(4 * (size_t)R);
-        int32_t *rtok = xmalloc(4 * (size_t)R);
-        eng_ref_step(r, sd, &p, block_size, href, rtok, rmax, rconf);
+        int32_t *rtok = xmalloc(4 * (size_t)R), *kept = NULL;
+        if (sd->tot.sel_segs > 0 && (kept = forced_selection(c, e, r, m, sd, &p, step)) == NULL) {
+            free(href), free(hgpu), free(rmax), free(rconf), free(rtok);
+            goto done;
+        }
+        eng_ref_step(r, sd, &p, sd->attn_block, href, rtok, rmax, rconf);
+        if (kept) { /* the reference's own ranking beside the engine's: near ties part them, a wrong
+                     * scoring row or key would leave about r of the keys in common */
+            snprintf(what, sizeof what, "step %d: kept keys the reference would not keep (fraction)", step);
+            report(c, what, eng_ref_ranking_disagreement(r), 0.25);
+        }
+        free(kept);
         int same = 0;
         double max_err = 0;
         for (int i = 0; i < R; i++) {
@@ -570,9 +725,7 @@ static void check_steps(struct checker *c, const struct model_cfg *m, int block_
         if (eng_last_hidden(e, hgpu, &err)) {
             fail_msg(c, "read hidden", err.msg);
         } else {
-            snprintf(what, sizeof what, "step %d of %s%s, chunk %d%s: final hidden", step, m->name,
-                     block_size ? " block-causal" : "", logit_chunk,
-                     ffn == 1 ? ", fused FFN" : ffn == 2 ? ", auto FFN" : "");
+            snprintf(what, sizeof what, "step %d of %s%s: final hidden", step, m->name, label);
             report(c, what, rel_err(hgpu, href, (int64_t)R * m->hidden), 3e-2);
         }
         snprintf(what, sizeof what, "step %d: max logit of %d rows", step, R);
@@ -584,10 +737,70 @@ static void check_steps(struct checker *c, const struct model_cfg *m, int block_
 done:
     eng_destroy(e);
     eng_ref_destroy(r);
-    for (int k = 0; k < 3; k++)
-        step_desc_free(&steps[k]);
     eng_plan_free(&p);
     eng_kv_free(&kv);
+}
+
+/* The options of the steps checked against the reference. */
+static void ref_step_opts(struct eng_opts *o, int ffn, int logit_chunk)
+{
+    eng_opts_defaults(o);
+    o->trace_selection = true;
+    o->ffn = ffn;
+    o->max_tokens = 1024;
+    o->logit_chunk_rows = logit_chunk;
+    o->kv_tokens = 4096;
+    o->seed = 77;
+}
+
+/* The mixed steps (mixed_steps) on the engine and on the reference. */
+static void check_steps(struct checker *c, const struct model_cfg *m, int block_size, int logit_chunk, int ffn)
+{
+    struct eng_opts o;
+    ref_step_opts(&o, ffn, logit_chunk);
+    struct step_desc steps[3];
+    mixed_steps(steps, logit_chunk, 1, block_size);
+    char label[96];
+    snprintf(label, sizeof label, "%s, chunk %d%s", block_size ? " block-causal" : "", logit_chunk,
+             ffn == 1 ? ", fused FFN" : ffn == 2 ? ", auto FFN" : "");
+    compare_steps(c, m, &o, steps, 3, label);
+    for (int k = 0; k < 3; k++)
+        step_desc_free(&steps[k]);
+}
+
+static void sel_seg(struct step_desc *sd, int req, enum seg_phase ph, int q, int kv, int logits, int keep, int rows)
+{
+    struct segment s = {.req_id = req, .q = q, .kv = kv, .logit_rows = logits, .phase = (uint8_t)ph,
+                        .kv_write = keep ? keep : q, .keep = keep, .score_rows = rows};
+    step_desc_add(sd, &s);
+}
+
+/* A sparse policy's steps: a FULL step, a selecting REFRESH, REUSE steps over the kept tokens, and
+ * a second selection over a cache selected before. */
+static void check_sparse_steps(struct checker *c, const struct model_cfg *m, bool per_head, int kernel)
+{
+    struct eng_opts o;
+    ref_step_opts(&o, 0, 64);
+    struct step_desc steps[4];
+    for (int k = 0; k < 4; k++) {
+        step_desc_init(&steps[k]);
+        steps[k].logit_chunk_rows = 64;
+        steps[k].select_heads = per_head;
+        steps[k].select_kernel = kernel;
+    }
+    sel_seg(&steps[0], 0, PHASE_FULL, 200, 0, 200, 0, 0);
+    sel_seg(&steps[0], 1, PHASE_REFRESH, 150, 0, 40, 59, 32);
+    sel_seg(&steps[1], 0, PHASE_REFRESH, 200, 0, 60, 84, 32);
+    sel_seg(&steps[1], 1, PHASE_REUSE, 32, 59, 32, 0, 0);
+    sel_seg(&steps[2], 0, PHASE_REUSE, 32, 84, 32, 0, 0);
+    sel_seg(&steps[2], 1, PHASE_REFRESH, 150, 0, 32, 17, 7);
+    sel_seg(&steps[3], 0, PHASE_REUSE, 32, 84, 32, 0, 0);
+    sel_seg(&steps[3], 1, PHASE_REUSE, 7, 17, 7, 0, 0);
+    char label[96];
+    snprintf(label, sizeof label, ", sparse %s, pool %d", per_head ? "head" : "uniform", kernel);
+    compare_steps(c, m, &o, steps, 4, label);
+    for (int k = 0; k < 4; k++)
+        step_desc_free(&steps[k]);
 }
 
 /* The engine against itself: chunked vs unchunked logits; Reuse against the Refresh it reuses. */
@@ -1067,6 +1280,13 @@ static void check_kernels(struct checker *c)
     check_gemm_swiglu(c, 2000, 256, 2048); /* more clusters' work than fit at once */
     check_argmax(c, 126464);
     check_argmax(c, 1003);
+    static const struct sel_case sel_cases[] = {
+        {4, 2, 64, 3, 0, {300, 190}, {150, 1}, {32, 17}},    {4, 2, 64, 3, 1, {300, 190}, {150, 95}, {32, 17}},
+        {8, 8, 128, 1, 1, {160, 33}, {160, 16}, {32, 1}},     {32, 32, 128, 5, 0, {700, 64}, {350, 64}, {32, 32}},
+        {32, 32, 128, 3, 1, {700, 64}, {350, 32}, {32, 32}},
+    };
+    for (size_t i = 0; i < TS_ARRAY_LEN(sel_cases); i++)
+        check_kv_select(c, &sel_cases[i]);
 }
 
 /* Whole steps against the CPU reference, the engine against itself, the planned activations. */
@@ -1086,6 +1306,9 @@ static void check_engine_steps(struct checker *c)
     check_steps(c, &tiny_a, 0, 64, 1);
     check_steps(c, &tiny_b, 0, 1024, 1);
     check_steps(c, &tiny_a, 32, 50, 2);
+    check_sparse_steps(c, &tiny_a, false, 3);
+    check_sparse_steps(c, &tiny_a, true, 3);
+    check_sparse_steps(c, &tiny_b, true, 1);
     fprintf(c->out, "the engine against itself:\n");
     check_self(c, &tiny_b);
     check_weights_file(c, &tiny_a, true);

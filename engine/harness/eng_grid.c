@@ -4,11 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost_op.h"
 #include "util.h"
 
 int grid_part_parse(const char *name)
 {
-    static const char *const names[] = {[GRID_ALL] = "all", [GRID_BASE] = "base", [GRID_LONG] = "long"};
+    static const char *const names[] = {[GRID_ALL] = "all", [GRID_BASE] = "base", [GRID_LONG] = "long",
+                                        [GRID_SELECT] = "select"};
     for (size_t i = 0; name && i < TS_ARRAY_LEN(names); i++)
         if (strcmp(name, names[i]) == 0)
             return (int)i;
@@ -44,7 +46,7 @@ static void base_grid(struct prof_step **g, size_t *cap, size_t *n)
                         continue; /* single sequences: short steps, without logits, are enough */
                     if (seg_grid[si] > 1 && seg_grid[si] < 16 && (!with_logits || (q != 8 && q != 32 && q != 128)))
                         continue; /* a few sequences: Reuse-sized blocks with their logits */
-                    add(g, cap, n, (struct prof_step){TS_MIN(seg_grid[si], 16384 / q), q, kv, with_logits, 0});
+                    add(g, cap, n, (struct prof_step){TS_MIN(seg_grid[si], 16384 / q), q, kv, with_logits, 0, 0, 0});
                 }
     /* uneven Reuse steps: blocks of 32 over short caches beside one over a long cache, the
      * attention's critical path (the longest segment's blocks) apart from its total work, which
@@ -53,7 +55,7 @@ static void base_grid(struct prof_step **g, size_t *cap, size_t *n)
     for (size_t si = 0; si < TS_ARRAY_LEN(uneven_segs); si++)
         for (size_t ki = 0; ki < TS_ARRAY_LEN(short_kv); ki++)
             for (size_t li = 0; li < TS_ARRAY_LEN(long_kv); li++)
-                add(g, cap, n, (struct prof_step){uneven_segs[si], 32, short_kv[ki], 1, long_kv[li]});
+                add(g, cap, n, (struct prof_step){uneven_segs[si], 32, short_kv[ki], 1, long_kv[li], 0, 0});
 }
 
 /* The keys a step's caches and blocks hold in the pool, with a page's rounding a sequence */
@@ -88,13 +90,29 @@ static void long_grid(const struct model_cfg *m, int64_t pool, struct prof_step 
     for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++) {
         for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
             for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++)
-                add_long(m, pool, (struct prof_step){seg_grid[si], q_grid[qi], kv_grid[ki], seg_grid[si] > 1, 0}, g,
+                add_long(m, pool, (struct prof_step){seg_grid[si], q_grid[qi], kv_grid[ki], seg_grid[si] > 1, 0, 0, 0}, g,
                          cap, n, skipped);
         for (size_t si = 0; si < TS_ARRAY_LEN(uneven_segs); si++)
             for (size_t ki2 = 0; ki2 < TS_ARRAY_LEN(short_kv); ki2++)
-                add_long(m, pool, (struct prof_step){uneven_segs[si], 32, short_kv[ki2], 1, kv_grid[ki]}, g, cap, n,
+                add_long(m, pool, (struct prof_step){uneven_segs[si], 32, short_kv[ki2], 1, kv_grid[ki], 0, 0}, g, cap, n,
                          skipped);
     }
+}
+
+/* Selecting Refresh steps: 1, 4 and 16 sequences of 256 to 4,096 tokens (up to 16,384 in all and
+ * the model's context), without logits (the base grid measures the LM head), keeping half of each
+ * one's candidates, for either kind of kept set. */
+static void select_grid(const struct model_cfg *m, struct prof_step **g, size_t *cap, size_t *n)
+{
+    static const int q_grid[] = {256, 512, 1024, 2048, 4096}, seg_grid[] = {1, 4, 16};
+    for (int heads = 0; heads < 2; heads++)
+        for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++)
+            for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++) {
+                const int q = q_grid[qi], segs = seg_grid[si];
+                if ((int64_t)q * segs > 16384 || q > m->max_pos)
+                    continue;
+                add(g, cap, n, (struct prof_step){segs, q, 0, 0, 0, (q - PROFILE_SCORE_ROWS) / 2, heads});
+            }
 }
 
 struct prof_step *profile_grid(const struct model_cfg *m, enum grid_part part, int64_t kv_pool_tokens,
@@ -108,6 +126,8 @@ struct prof_step *profile_grid(const struct model_cfg *m, enum grid_part part, i
         base_grid(&g, &cap, n);
     if (part == GRID_ALL || part == GRID_LONG)
         long_grid(m, kv_pool_tokens, &g, &cap, n, &skip);
+    if (part == GRID_ALL || part == GRID_SELECT)
+        select_grid(m, &g, &cap, n);
     if (skipped)
         *skipped = skip;
     return g;

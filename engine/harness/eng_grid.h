@@ -6,6 +6,8 @@
  * 16,384, caches up to 4,096 keys, a few and many sequences, and uneven Reuse steps. The long part
  * adds Reuse steps over caches of 8,192 and 16,384 keys, for models whose context reaches that far
  * (SDAR-8B's 32,768; not LLaDA-8B's 4,096): without them the attention model extrapolates there.
+ * The select part has Refresh steps that select a sparse cache (keep half of each segment's
+ * candidates, one kept set for all heads and one per K/V head), for the calibration's kv_select.
  */
 #ifndef TESSERA_ENG_GRID_H
 #define TESSERA_ENG_GRID_H
@@ -16,14 +18,15 @@
 #include "model.h"
 
 /* One profiled step: segs sequences of q tokens over kv cached keys (the last over kv_long instead,
- * where kv_long > 0: an uneven step), with logits for every query token or none. */
+ * where kv_long > 0: an uneven step), with logits for every query token or none; keep > 0: each
+ * sequence's last PROFILE_SCORE_ROWS rows select keep of its others (per K/V head with sel_heads). */
 struct prof_step {
-    int segs, q, kv, logits, kv_long;
+    int segs, q, kv, logits, kv_long, keep, sel_heads;
 };
 
-enum grid_part { GRID_ALL, GRID_BASE, GRID_LONG };
+enum grid_part { GRID_ALL, GRID_BASE, GRID_LONG, GRID_SELECT };
 
-/* "all", "base" or "long"; -1 for anything else */
+/* "all", "base", "long" or "select"; -1 for anything else */
 int grid_part_parse(const char *name);
 
 /* The cached keys of sequence s of a profiled step */

@@ -69,7 +69,7 @@ struct replay {
     struct model_cfg m;
     struct eng_opts o;
     int chunk;          /* LM-head chunk rows for steps whose row lacks their own (older databases) */
-    int32_t attn_block;
+    struct step_desc knobs; /* its policy's step knobs (policy_knobs_from_config); no segments */
 };
 
 /* The run (run_id 0: the latest) and what its configuration says: the model, the implementation's
@@ -102,8 +102,9 @@ static int replay_read_run(struct replay *rp, int64_t run_id, int *ffn_chunks, s
     if (rc == 0) {
         eng_opts_defaults(&rp->o);
         eng_opts_follow_impl(&rp->o, json_string_value(json_object_get(cfg, "impl")));
-        rp->attn_block = policy_attn_block(json_string_value(json_object_get(cfg, "policy")), &rp->m,
-                                           (int32_t)json_integer_value(json_object_get(cfg, "block_size")));
+        step_desc_init(&rp->knobs);
+        if (policy_knobs_from_config(cfg, &rp->m, &rp->knobs, err))
+            rc = ts_fail_prefix(err, "run %lld", (long long)rp->run_id);
         rp->chunk = (int)json_integer_value(json_object_get(cfg, "max_num_logits"));
         *ffn_chunks = (int)json_integer_value(json_object_get(cfg, "ffn_chunks"));
     }
@@ -172,7 +173,9 @@ static int replay_steps(struct replay *rp, struct eng *e, bool ops, struct repla
     sqlite3_stmt *q = NULL, *segq = NULL, *ins = NULL, *ins_ops = NULL;
     struct step_desc sd;
     step_desc_init(&sd);
-    sd.attn_block = rp->attn_block;
+    sd.attn_block = rp->knobs.attn_block;
+    sd.select_heads = rp->knobs.select_heads;
+    sd.select_kernel = rp->knobs.select_kernel;
     int rc = -1;
     if ((ops && (db_exec(rp->db, "CREATE TABLE IF NOT EXISTS engine_step_ops(run_id INTEGER, step_id INTEGER, "
                                  "op TEXT, ms REAL, PRIMARY KEY(run_id, step_id, op))") ||
@@ -193,8 +196,8 @@ static int replay_steps(struct replay *rp, struct eng *e, bool ops, struct repla
         int64_t step = sqlite3_column_int64(q, 0), pred = sqlite3_column_int64(q, 1);
         sd.logit_chunk_rows = sqlite3_column_type(q, 2) == SQLITE_NULL ? rp->chunk : sqlite3_column_int(q, 2);
         sd.ffn_chunks = sqlite3_column_type(q, 3) == SQLITE_NULL ? rp->o.ffn_chunks : sqlite3_column_int(q, 3);
-        if (db_read_step(segq, rp->run_id, step, &sd) != SQLITE_OK) {
-            ts_fail(err, "%s: %s", rp->path, sqlite3_errmsg(rp->db));
+        if (db_read_step(segq, rp->run_id, step, &sd, err)) {
+            ts_fail_prefix(err, "%s", rp->path);
             goto done;
         }
         float ms = 0;

@@ -7,7 +7,7 @@
 #define TESSERA_COST_OP_H
 
 enum cost_op {
-    OP_EMBED = 0, OP_NORM, OP_QKV, OP_ROPE, OP_KV_WRITE, OP_ATTN, OP_OPROJ, OP_RESID,
+    OP_EMBED = 0, OP_NORM, OP_QKV, OP_ROPE, OP_KV_WRITE, OP_ATTN, OP_KV_SELECT, OP_OPROJ, OP_RESID,
     OP_GATE_UP, OP_ACT, OP_DOWN, OP_ROUTER, OP_EXPERTS, OP_LM_HEAD, OP_SAMPLE, OP_HOST,
     OP_COUNT
 };
@@ -15,6 +15,9 @@ enum cost_op {
 /* The LM-head chunk `tessera engine profile` runs its steps with: a calibration's LM-head and
  * sampling rows are times of chunks of at most this many rows. */
 #define PROFILE_LOGIT_CHUNK 2048
+/* The scoring rows of each segment of a profiled selecting step (a block of the papers' 32): the
+ * calibration's kv_select rows time steps whose segments keep some of their other q - 32 rows. */
+#define PROFILE_SCORE_ROWS 32
 
 /* The op's name ("embed", "norm", "qkv", ..., "host"); "?" outside the list. */
 const char *cost_op_name(enum cost_op op);

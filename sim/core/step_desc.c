@@ -25,6 +25,7 @@ void step_desc_init(struct step_desc *sd)
 {
     memset(sd, 0, sizeof *sd);
     sd->ffn_chunks = 1;
+    sd->select_kernel = 1;
 }
 
 void step_desc_free(struct step_desc *sd)
@@ -69,13 +70,31 @@ static void totals_add(struct step_totals *t, const struct segment *s, int32_t a
     t->attn_qk_pairs += attn_pairs(s->q, s->kv, attn_block);
     t->attn_kv_read += (int64_t)s->q + s->kv;
     t->by_phase[s->phase]++;
+    if (s->keep > 0) {
+        t->sel_segs++;
+        t->sel_cand += s->q - s->score_rows;
+        t->sel_keep += s->keep;
+        t->sel_rows += s->score_rows;
+    }
+}
+
+const char *segment_check(const struct segment *g)
+{
+    if (g->q < 0 || g->kv < 0 || g->kv_write < 0 || g->decoded < 0 || g->keep < 0 || g->score_rows < 0)
+        return "a negative count (q, kv, kv_write, decoded, keep or score_rows)";
+    if (g->logit_rows < 0 || g->logit_rows > g->q)
+        return "logit_rows outside 0..q";
+    if (g->phase >= PHASE_COUNT)
+        return "an unknown phase";
+    if (g->keep > 0 && (g->kv != 0 || g->score_rows <= 0 || g->keep > g->q - g->score_rows))
+        return "keep > 0 with kv != 0, or without score_rows, or beyond q - score_rows";
+    return NULL;
 }
 
 void step_desc_add(struct step_desc *sd, const struct segment *seg)
 {
-    TS_ASSERT(seg->q >= 0 && seg->kv >= 0 && seg->kv_write >= 0);
-    TS_ASSERT(seg->logit_rows >= 0 && seg->logit_rows <= seg->q);
-    TS_ASSERT(seg->decoded >= 0 && seg->phase < PHASE_COUNT);
+    const char *bad = segment_check(seg);
+    TS_ASSERTF(!bad, "segment of request %d: %s", seg->req_id, bad ? bad : "");
     if (sd->num_segs == sd->cap_segs) {
         size_t cap = (size_t)sd->cap_segs;
         ts_grow((void **)&sd->segs, &cap, (size_t)sd->num_segs + 1, sizeof *sd->segs);

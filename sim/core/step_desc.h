@@ -13,6 +13,10 @@
  *   decoded     tokens committed by this step
  *   phase       FULL, REFRESH, REUSE, PREFILL or BLOCK
  *   padding     the rows are run only to keep a static (padded) batch in lockstep
+ *   keep        > 0: sparse KV (Sparse-dLLM, dLLM-Serve): after this step the cache keeps only keep
+ *               of the segment's tokens per layer, those its scoring rows attend to most (see below)
+ *   score_rows  with keep > 0: its last score_rows query rows (the current block) score the other
+ *               q - score_rows rows, the candidates; the scoring rows are never kept
  * Attention within a segment is bidirectional over its own q tokens plus its kv cached tokens
  * (block-causal models attend to the same set: the cached prefix plus the current block).
  */
@@ -44,6 +48,10 @@ struct segment {
     int32_t decoded;    /* tokens */
     uint8_t phase;      /* enum seg_phase */
     uint8_t padding;    /* 1: rows a static batch runs for a request that waits; commit nothing */
+    int32_t keep;       /* tokens the cache keeps after the step (sparse selection); 0: no selection.
+                         * A selecting segment reads no cache (kv = 0) and keeps at most its
+                         * candidates, q - score_rows */
+    int32_t score_rows; /* the selecting segment's last rows, whose attention scores the candidates */
 };
 
 /* Sums over a step's segments, kept up to date by step_desc_add(). The cost model and the memory
@@ -60,6 +68,10 @@ struct step_totals {
                            * attn_block > 0: attn_pairs) */
     int64_t attn_kv_read; /* sum over segments of (q + kv): keys/values each segment reads */
     int64_t by_phase[PHASE_COUNT];
+    int64_t sel_segs;     /* segments that select (keep > 0) */
+    int64_t sel_cand;     /* their candidate tokens (q - score_rows), summed */
+    int64_t sel_keep;     /* their kept tokens, summed */
+    int64_t sel_rows;     /* their scoring rows, summed */
 };
 
 struct step_desc {
@@ -78,13 +90,19 @@ struct step_desc {
                                * query row i of a segment sees its cached keys and its own rows up to
                                * the end of i's block; 0: bidirectional. Set before adding segments
                                * (the totals count the pairs it leaves); clear keeps it */
+    bool select_heads;        /* sparse selection (segments with keep > 0): one kept set per K/V head
+                               * (dLLM-Serve's head-centric cache) rather than one set shared by
+                               * every head (Sparse-dLLM) */
+    int32_t select_kernel;    /* the max-pool window over the candidates' scores (odd; 1: none) */
     struct step_totals tot;
 };
 
 void step_desc_init(struct step_desc *sd);
 void step_desc_free(struct step_desc *sd); /* safe on a zeroed struct */
 void step_desc_clear(struct step_desc *sd); /* drops segments, keeps knobs and storage */
-/* Appends a copy of *seg and updates the totals. */
+/* NULL for a well-formed segment, else what is wrong with it, naming the field. */
+const char *segment_check(const struct segment *seg);
+/* Appends a copy of *seg (well-formed: segment_check) and updates the totals. */
 void step_desc_add(struct step_desc *sd, const struct segment *seg);
 /* Recomputes the totals from the segments (tests compare it with the incremental ones). */
 void step_totals_compute(const struct step_desc *sd, struct step_totals *out);
