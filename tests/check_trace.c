@@ -17,16 +17,16 @@ static int parse(const char *name, const char *text, bool skip)
 START_TEST(azure_crlf_no_final_newline)
 {
     ck_assert_msg(parse("az.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
-                                  "2023-11-16 18:17:03.9799600,4808,10\r\n"
-                                  "2023-11-16 18:17:04.0319600,3180,8\r\n"
-                                  "2023-11-17 00:00:00,1,2", false) == 0, "%s", E.msg);
+                                  "2031-03-04 05:06:07.1000000,2048,16\r\n"
+                                  "2031-03-04 05:06:07.1520000,1536,12\r\n"
+                                  "2031-03-04 10:49:03.12004,1,2", false) == 0, "%s", E.msg);
     ck_assert_int_eq(T.format, TRACE_AZURE);
     ck_assert_int_eq(T.n, 3);
     ck_assert_int_eq(T.reqs[0].arrival_ns, 0);
     ck_assert_int_eq(T.reqs[1].arrival_ns, 52000000);
     ck_assert_int_eq(T.reqs[2].arrival_ns, (int64_t)(5 * 3600 + 42 * 60 + 56) * 1000000000LL + 20040000);
-    ck_assert_int_eq(T.reqs[0].prompt, 4808);
-    ck_assert_int_eq(T.reqs[1].output, 8);
+    ck_assert_int_eq(T.reqs[0].prompt, 2048);
+    ck_assert_int_eq(T.reqs[1].output, 12);
     trace_free(&T);
 }
 END_TEST
@@ -40,17 +40,17 @@ START_TEST(burstgpt_mooncake_lengths_tessera)
     ck_assert_int_eq(T.reqs[1].arrival_ns, 40500000000LL);
     ck_assert_int_eq(T.reqs[1].output, 0);
     trace_free(&T);
-    ck_assert_int_eq(parse("m.jsonl", "{\"timestamp\": 0, \"input_length\": 6758, \"output_length\": 500,"
+    ck_assert_int_eq(parse("m.jsonl", "{\"timestamp\": 0, \"input_length\": 5000, \"output_length\": 400,"
                                       " \"hash_ids\": [0, 1]}\n{\"timestamp\": 40, \"input_length\": 7,"
                                       " \"output_length\": 3}\n", false), 0);
     ck_assert_int_eq(T.format, TRACE_MOONCAKE);
     ck_assert_int_eq(T.reqs[1].arrival_ns, 40000000);
     trace_free(&T);
     ck_assert_int_eq(parse("l.csv", "num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio\n"
-                                    "74,918,992,0.08\n290,905,1195,0.32\n", false), 0);
+                                    "81,640,721,0.13\n300,700,1000,0.43\n", false), 0);
     ck_assert_int_eq(T.format, TRACE_LENGTHS);
     ck_assert(!T.has_times);
-    ck_assert_int_eq(T.reqs[1].prompt, 290);
+    ck_assert_int_eq(T.reqs[1].prompt, 300);
     trace_free(&T);
     ck_assert_int_eq(parse("t.csv", "arrival_ns,prompt_tokens,output_tokens\n0,5,6\n1000,7,8\n", false), 0);
     ck_assert_int_eq(T.format, TRACE_TESSERA);
@@ -72,19 +72,19 @@ START_TEST(errors_name_file_line_field)
 {
     const char *hdr = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
     char buf[512];
-    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03,10,5\n2023-11-16 18:17:04,abc,5\n", hdr);
+    snprintf(buf, sizeof buf, "%s2031-03-04 05:06:07,10,5\n2031-03-04 05:06:08,abc,5\n", hdr);
     expect_error("a.csv", buf, "a.csv:3: ContextTokens: not an integer ('abc')");
-    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03,10,-5\n", hdr);
+    snprintf(buf, sizeof buf, "%s2031-03-04 05:06:07,10,-5\n", hdr);
     expect_error("a.csv", buf, "a.csv:2: GeneratedTokens: negative length ('-5')");
-    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03,1e30,5\n", hdr);
+    snprintf(buf, sizeof buf, "%s2031-03-04 05:06:07,1e30,5\n", hdr);
     expect_error("a.csv", buf, "a.csv:2: ContextTokens: '1e30' is not a plausible token count (0..100000000)");
     expect_error("m.jsonl", "{\"timestamp\": 1, \"input_length\": -4, \"output_length\": 1}\n",
                  "m.jsonl:1: input_length: negative length (-4)");
     expect_error("m.jsonl", "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1e30}\n",
                  "m.jsonl:1: output_length: 1e+30 is not a plausible token count (0..100000000)");
-    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:03,10\n", hdr);
+    snprintf(buf, sizeof buf, "%s2031-03-04 05:06:07,10\n", hdr);
     expect_error("a.csv", buf, "a.csv:2: GeneratedTokens: missing field");
-    snprintf(buf, sizeof buf, "%s2023-11-16 18:17:05,10,5\n2023-11-16 18:17:04,10,5\n", hdr);
+    snprintf(buf, sizeof buf, "%s2031-03-04 05:06:09,10,5\n2031-03-04 05:06:08,10,5\n", hdr);
     expect_error("a.csv", buf, "a.csv:3: TIMESTAMP: time goes backwards");
     snprintf(buf, sizeof buf, "%syesterday,10,5\n", hdr);
     expect_error("a.csv", buf, "a.csv:2: TIMESTAMP: not a date-time");

@@ -147,7 +147,7 @@ static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
     return era * 146097 + doe - 719468;
 }
 
-/* "2023-11-16 18:17:03.9799600" (or with 'T', optional fraction) -> ns since the epoch. */
+/* "2031-03-04 05:06:07.1000000" (or with 'T', optional fraction) -> ns since the epoch. */
 static int field_datetime_ns(const char *path, int64_t line, const char *name, const char *s,
                              int64_t *out, struct ts_err *err)
 {
