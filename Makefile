@@ -9,7 +9,7 @@
 #   make check-valgrind, make check-layers, make mutate, make fuzz FUZZ_SECONDS=N, make clean  (V=1: commands)
 #
 # Objects live in build/ (build/asan for the sanitizer build). Settings: CC, CFLAGS, NVCC,
-# CUDA_ARCH (sm_90), NO_CUDA=1 (simulator only), DEPS=dir (headers and libraries unpacked from
+# CUDA_ARCH (all: sm_80, sm_86, sm_89 and sm_90 in one binary; sm_NN: one), NO_CUDA=1 (simulator only), DEPS=dir (headers and libraries unpacked from
 # Debian packages under dir/usr, for machines without them installed).
 #
 # Layers (each directory compiles against the include paths of its floor, so a header from a floor
@@ -20,7 +20,7 @@
 CC ?= cc
 CLANG ?= clang
 NVCC ?= nvcc
-CUDA_ARCH ?= sm_90
+CUDA_ARCH ?= all
 BUILD ?= build
 FUZZ_SECONDS ?= 20
 
@@ -59,16 +59,18 @@ endif
 ifneq ($(NVCC_PATH),)
 CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(NVCC_PATH)))
 HAVE_CUDA := 1
-ifeq ($(filter sm_%,$(CUDA_ARCH)),)
-$(error CUDA_ARCH=$(CUDA_ARCH): expected sm_NN, e.g. sm_90)
+ifeq ($(filter all sm_%,$(CUDA_ARCH)),)
+$(error CUDA_ARCH=$(CUDA_ARCH): expected all or sm_NN, e.g. sm_89)
 endif
 comma := ,
-CUDA_CC := $(patsubst sm_%,%,$(CUDA_ARCH))
+# all: one fat binary for Ampere (sm_80, sm_86), Ada (sm_89) and Hopper (sm_90, with its sm_90a
+# image), plus PTX of the newest for later GPUs; the engine picks each kernel the device runs
+CUDA_CCS := $(if $(filter all,$(CUDA_ARCH)),80 86 89 90,$(patsubst sm_%,%,$(CUDA_ARCH)))
 NVCCFLAGS ?= -O3 -std=c++17 -lineinfo
 # Hopper also gets an sm_90a image: the wgmma attention kernel exists only there
-ALL_NVCCFLAGS := $(NVCCFLAGS) $(INC_KERNELS) -gencode arch=compute_$(CUDA_CC),code=sm_$(CUDA_CC) \
-    $(if $(filter 90,$(CUDA_CC)),-gencode arch=compute_90a$(comma)code=sm_90a) \
-    -gencode arch=compute_$(CUDA_CC),code=compute_$(CUDA_CC) -MMD -MP
+ALL_NVCCFLAGS := $(NVCCFLAGS) $(INC_KERNELS) $(foreach c,$(CUDA_CCS),-gencode arch=compute_$(c)$(comma)code=sm_$(c)) \
+    $(if $(filter 90,$(CUDA_CCS)),-gencode arch=compute_90a$(comma)code=sm_90a) \
+    -gencode arch=compute_$(lastword $(CUDA_CCS))$(comma)code=compute_$(lastword $(CUDA_CCS)) -MMD -MP
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
 ENGINE_CFLAGS := -I$(CUDA_HOME)/include
 BASE_CFLAGS += -DTS_HAVE_CUDA
@@ -199,6 +201,7 @@ bench-sim: $(BUILD)/tessera
 # torch.compile's steps when COMPILE=path/to/torch_compile_step.py: torch_compile.jsonl)
 check-gpu: all
 	./$(BUILD)/tessera engine check
+	TESSERA_KERNELS=portable ./$(BUILD)/tessera engine check
 	bash tests/live_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/lmax_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/profile_gpu_test.sh ./$(BUILD)/tessera

@@ -368,6 +368,8 @@ static int available(cudaStream_t stream)
     static int have = -1;
     if (have >= 0)
         return have;
+    if (k_portable())
+        return have = 0;
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
         return 0; /* not now: the plain kernel runs */

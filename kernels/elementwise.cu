@@ -3,14 +3,29 @@
  * QKV bias + RoPE + K/V store, SwiGLU. Rows are processed with 16-byte vectors (8 bf16), so widths
  * must be multiples of 8 (the launchers check).
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "common.cuh"
 
 static int pdl_requested = 1, pdl_device = -1; /* -1: the device not asked yet */
 
 extern "C" void k_set_pdl(int on) { pdl_requested = on != 0; }
 
+extern "C" int k_portable(void)
+{
+    static int portable = -1;
+    if (portable < 0) {
+        const char *v = getenv("TESSERA_KERNELS");
+        portable = v && strcmp(v, "portable") == 0;
+    }
+    return portable;
+}
+
 int k_pdl_allowed(void)
 {
+    if (k_portable())
+        return 0;
     if (pdl_device < 0) {
         int dev = 0, major = 0;
         pdl_device = cudaGetDevice(&dev) == cudaSuccess &&

@@ -21,6 +21,11 @@ extern "C" {
 typedef struct CUstream_st *k_stream;
 typedef uint16_t bf16_t;
 
+/* Whether the kernels run as on a GPU before Hopper (TESSERA_KERNELS=portable): no wgmma, TMA or
+ * cluster kernels and no programmatic dependent launch, whatever the device; so that a Hopper card
+ * tests the path an RTX 4090, L40S or A100 takes. Read once. */
+int k_portable(void);
+
 /* Launches with programmatic dependent launch (on, the default, on compute capability 9.0 and
  * later) or plainly (off); either way a kernel starts its work only after the previous one in the
  * stream has completed (common.cuh). */

@@ -4,7 +4,8 @@
 # before the work unless --append or --replace says what to do with them; a bad --db is refused
 # before the work with exit status 2, naming the file, and nothing is created; SIGINT, SIGTERM or
 # SIGKILL at random moments of a run (its simulation or its write) leave either the whole run or
-# none of it, and no file but the database; tessera db merge keeps every run; a run's memory
+# none of it, and no file but the database; a database of an older schema is upgraded in place
+# when a run is appended; tessera db merge keeps every run; a run's memory
 # stays bounded (200,000 requests under 150 MB, 20,000 with their step rows under 80 MB).
 # Usage: db_test.sh PATH/TO/tessera [TRIALS]   Prints "db: N passed, M failed".
 set -u
@@ -18,6 +19,16 @@ ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "db: FAIL: $*" >&2; }
 q() { sqlite3 "$1" "$2" 2>/dev/null; }
 small=(sim --requests 20 --rps 4 --gen-len 64 --quiet --no-progress)
+
+# a database written before the segments' selection columns (keep, score_rows): a sparse run
+# appended to it upgrades it in place (the older rows read as 0) and every run stays readable
+root=$(cd "$(dirname "$0")/.." && pwd)
+gzip -dc "$root/experiments/records/ops-h200/def.db.gz" >"$tmp/old.db"
+"$bin" "${small[@]}" --policy sparse --db "$tmp/old.db" --append >/dev/null 2>"$tmp/old.err" && ok ||
+    bad "appending a sparse run to an older database: $(head -2 "$tmp/old.err")"
+got=$(q "$tmp/old.db" "SELECT group_concat(n, ' ') FROM (SELECT sum(keep > 0) AS n FROM segments GROUP BY run_id ORDER BY run_id)")
+case $got in "0 "[1-9]*) ok ;; *) bad "older database upgraded: selecting segments by run '$got', wanted none in run 1 and some in run 2" ;; esac
+"$bin" calib eval --db "$tmp/old.db" >/dev/null 2>"$tmp/old.err" && ok || bad "the older run unreadable after the upgrade: $(head -2 "$tmp/old.err")"
 
 # 16 writers at once into a new database, then 16 more into it
 for round in 1 2; do
