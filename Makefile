@@ -5,6 +5,7 @@
 #                    then the unit suites again under AddressSanitizer + UBSan)
 #   make engine      build the CUDA engine (wherever nvcc is found; `make` builds it too)
 #   make check-gpu   (GPU machine) the engine's kernels and steps against the CPU reference
+#   make calibrate   (GPU machine) calibrate on this GPU in one command: profile, fit, held-out check, install
 #   make bench-sim, make bench-engine, make bench-gemm, make bench-gemm-rows (GPU machine)
 #   make check-valgrind, make check-layers, make mutate, make fuzz FUZZ_SECONDS=N, make clean  (V=1: commands)
 #
@@ -110,7 +111,7 @@ $(BUILD)/sim/core/version.o: sim/core/version.c $(VERSION_FILE) $(STAMP) | deps
 ENGINE_OBJ := $(if $(HAVE_CUDA),$(ENGINE_GPU_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SRC:%.cu=$(BUILD)/%.o))
 TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all engine run check check-unit check-asan check-layers mutate check-valgrind bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu fuzz deps clean help
+.PHONY: all engine run check check-unit check-asan check-layers mutate check-valgrind calibrate bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu fuzz deps clean help
 
 ENGINE_LIB := $(if $(HAVE_CUDA),$(BUILD)/libtessera_engine.so)
 all: $(BUILD)/tessera $(ENGINE_LIB)
@@ -206,6 +207,13 @@ check-gpu: all
 	bash tests/lmax_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/profile_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/anchor_gpu_test.sh ./$(BUILD)/tessera
+
+# tessera calibrated on this machine's GPU in one command (engine/calibrate.sh: profile, fit, the
+# PyTorch harness where torch imports, a held-out replay, installed where --cost calibrated looks)
+CALIB_OUT ?= $(BUILD)/calibrate
+MODEL ?= llada-8b
+calibrate: all
+	TESSERA=./$(BUILD)/tessera bash engine/calibrate.sh $(CALIB_OUT) $(MODEL)
 
 BENCH_OUT ?= $(BUILD)
 bench-engine: all

@@ -167,6 +167,7 @@ static __device__ __forceinline__ void find_bin(const uint32_t *hist, int shift,
             incl += y;
     }
     const uint32_t want = *left;
+    __syncwarp(); /* every lane has read it before one lane writes it */
     const unsigned ballot = __ballot_sync(0xffffffffu, incl >= want);
     const int first = ballot ? __ffs(ballot) - 1 : 31;
     if (lane == first) {

@@ -62,7 +62,12 @@ struct calib_data {
     size_t n, cap;
 };
 
-/* Where a shipped calibration lives: DATADIR/calib/GPU-MODEL-IMPL.csv. */
+/* The folder of calibrations made on this machine (make calibrate installs them):
+ * $TESSERA_CALIB_DIR, else $XDG_DATA_HOME/tessera/calib, else ~/.local/share/tessera/calib; -1 when
+ * none can be named. */
+int calib_user_dir(char *out, size_t len);
+/* Where the calibration of GPU, MODEL and IMPL is found: USER_DIR/GPU-MODEL-IMPL.csv where this
+ * machine has one (calib_user_dir), else the shipped DATADIR/calib/GPU-MODEL-IMPL.csv. */
 void calib_shipped_path(const char *datadir, const char *gpu, const char *model, const char *impl, char *out,
                         size_t len);
 void calib_data_free(struct calib_data *d);
@@ -87,6 +92,9 @@ int calib_data_merge(const struct calib_data *in, const char *const *names, size
  * that cannot belong to the model it names on the GPU it names (against the roofline, with the GPU
  * figures of gpu_name). */
 int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct ts_err *err);
+/* The same for a GPU of a --gpu-file (gpu_file NULL: tessera's table alone). */
+int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, const char *gpu_file,
+                           struct ts_err *err);
 /* Carries a calibration measured on GPU `from` over to GPU `to` without measuring there: every
  * profiled step is priced by the roofline model (implementation profile `impl`) on both GPUs and
  * each op's time is scaled by its roofline ratio (the step's total by the total's ratio), so

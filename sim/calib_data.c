@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attn_rules.h"
 #include "cost.h"
@@ -23,9 +24,29 @@ void calib_data_free(struct calib_data *d)
     memset(d, 0, sizeof *d);
 }
 
+int calib_user_dir(char *out, size_t len)
+{
+    const char *dir = getenv("TESSERA_CALIB_DIR"), *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    if (dir && *dir)
+        snprintf(out, len, "%s", dir);
+    else if (xdg && *xdg)
+        snprintf(out, len, "%s/tessera/calib", xdg);
+    else if (home && *home)
+        snprintf(out, len, "%s/.local/share/tessera/calib", home);
+    else
+        return -1;
+    return 0;
+}
+
 void calib_shipped_path(const char *datadir, const char *gpu, const char *model, const char *impl, char *out,
                         size_t len)
 {
+    char user[1024];
+    if (calib_user_dir(user, sizeof user) == 0) { /* one calibrated on this machine comes first */
+        snprintf(out, len, "%s/%s-%s-%s.csv", user, gpu, model, impl);
+        if (access(out, R_OK) == 0)
+            return;
+    }
     snprintf(out, len, "%s/calib/%s-%s-%s.csv", datadir, gpu, model, impl);
 }
 
@@ -520,6 +541,11 @@ int calib_data_merge(const struct calib_data *in, const char *const *names, size
 
 int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct ts_err *err)
 {
+    return calib_data_validate_on(d, gpu_name, NULL, err);
+}
+
+int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, const char *gpu_file, struct ts_err *err)
+{
     if (no_duplicate_rows(d, err))
         return -1;
     const enum cost_op needed[] = {OP_NORM, OP_QKV, OP_ROPE, OP_ATTN, OP_OPROJ, OP_GATE_UP, OP_ACT,
@@ -544,7 +570,10 @@ int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct
     struct model_cfg m;
     struct gpu_spec g;
     struct gpu_table *t = gpu_table_create();
-    int rc = model_resolve(d->model, &m, err) || gpu_lookup(t, gpu_name, &g, err) ? -1 : 0;
+    int rc = model_resolve(d->model, &m, err) || (gpu_file && gpu_load_file(t, gpu_file, err)) ||
+                     gpu_lookup(t, gpu_name, &g, err)
+                 ? -1
+                 : 0;
     gpu_table_destroy(t);
     if (rc)
         return -1;

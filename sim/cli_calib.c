@@ -35,7 +35,7 @@
 static void calib_usage(FILE *f)
 {
     fprintf(f,
-"usage: tessera calib import PROFILE.db|PROFILE.csv --gpu NAME --out FILE.csv\n"
+"usage: tessera calib import PROFILE.db|PROFILE.csv --gpu NAME [--gpu-file FILE] --out FILE.csv\n"
 "       tessera calib fit FILE.csv|--calib FILE.csv --gpu NAME\n"
 "       tessera calib show [FILE.csv|--calib FILE.csv] [--gpu NAME] [--model NAME] [--impl NAME] [--from GPU]\n"
 "       tessera calib eval --db RUN.db [--calib FILE.csv] [--extrapolate] [--csv STEPS.csv]\n"
@@ -507,7 +507,8 @@ static bool in_list(const char *list, const char *word)
 /* `tessera calib`; files (room for argc) collects merge's profiles. */
 /* What `tessera calib SUB` was asked. */
 struct calib_args {
-    const char *sub, *file, *gpu, *out, *db, *calib_path, *csv, *from, *to, *step, *attn_block, *model, *impl;
+    const char *sub, *file, *gpu, *gpu_file, *out, *db, *calib_path, *csv, *from, *to, *step, *attn_block, *model,
+        *impl;
     bool extrapolate;
     const char **files; /* the PROFILE/FILE arguments (merge takes several) */
     int nfiles;
@@ -519,7 +520,7 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
 {
     static const struct {
         const char *sub, *opts;
-    } takes[] = {{"import", "--gpu --out"},
+    } takes[] = {{"import", "--gpu --gpu-file --out"},
                  {"merge", "--gpu --out"},
                  {"fit", "--gpu --calib"},
                  {"show", "--gpu --model --impl --from --calib"},
@@ -541,7 +542,8 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                          : strcmp(o, "--model") == 0 ? &a->model : strcmp(o, "--impl") == 0 ? &a->impl
                          : strcmp(o, "--csv") == 0 ? &a->csv : strcmp(o, "--from") == 0 ? &a->from
                          : strcmp(o, "--to") == 0 ? &a->to : strcmp(o, "--step") == 0 ? &a->step
-                         : strcmp(o, "--attn-block") == 0 ? &a->attn_block : NULL;
+                         : strcmp(o, "--attn-block") == 0 ? &a->attn_block
+                         : strcmp(o, "--gpu-file") == 0 ? &a->gpu_file : NULL;
         if ((dst || strcmp(o, "--extrapolate") == 0) && !in_list(opts, o)) {
             fprintf(stderr, "tessera calib %s: %s does not apply here (%s takes %s)\n", sub, o, sub, opts);
             return EXIT_USAGE;
@@ -578,7 +580,7 @@ static int cmd_import(const struct calib_args *a)
     struct calib_data d;
     struct ts_err err;
     int rc = load_profile(a->file, &d, &err);
-    if (!rc && !(rc = calib_data_validate(&d, a->gpu, &err)))
+    if (!rc && !(rc = calib_data_validate_on(&d, a->gpu, a->gpu_file, &err)))
         rc = calib_data_write(&d, a->out, &err);
     if (rc)
         fprintf(stderr, "tessera calib import: %s\n", err.msg);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib.h"
 #include "cli.h"
 #include "config.h"
 #include "cost.h"
@@ -78,6 +79,21 @@ static int is_csv(const struct dirent *de)
     return n > 4 && strcmp(de->d_name + n - 4, ".csv") == 0;
 }
 
+/* The calibrations in dir, if it exists. */
+static void list_csv(const char *dir, const char *what)
+{
+    struct dirent **names = NULL;
+    const int n = scandir(dir, &names, is_csv, alphasort); /* sorted; < 0: no such folder */
+    if (n < 0 && strcmp(what, "shipped") != 0)
+        return;
+    printf("calibrations in %s, %s (GPU-MODEL-IMPL.csv, used by --cost calibrated):\n", dir, what);
+    for (int i = 0; i < n; i++) {
+        printf("  %s\n", names[i]->d_name);
+        free(names[i]);
+    }
+    free(names);
+}
+
 int cli_list(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "";
@@ -119,16 +135,11 @@ int cli_list(int argc, char **argv)
     } else if (strcmp(what, "calibrations") == 0) {
         struct sim_config c;
         sim_config_defaults(&c);
-        char dir[CFG_PATH + 16];
+        char dir[CFG_PATH + 16], user[1024];
+        if (calib_user_dir(user, sizeof user) == 0)
+            list_csv(user, "made on this machine (make calibrate; found first)");
         snprintf(dir, sizeof dir, "%s/calib", c.datadir);
-        struct dirent **names = NULL;
-        const int n = scandir(dir, &names, is_csv, alphasort); /* sorted; < 0: no such folder */
-        printf("calibrations in %s (GPU-MODEL-IMPL.csv, used by --cost calibrated):\n", dir);
-        for (int i = 0; i < n; i++) {
-            printf("  %s\n", names[i]->d_name);
-            free(names[i]);
-        }
-        free(names);
+        list_csv(dir, "shipped");
     } else if (strcmp(what, "impls") == 0) {
         impl_list(buf, sizeof buf);
         printf("%s\n", buf);

@@ -295,7 +295,8 @@ static int load_calibration(struct sim *s, struct ts_err *err)
         ts_fail(err, "%s: a calibration of model %s, but the run simulates %s", path, d.model, s->model.name);
         goto done;
     }
-    if (calib_data_validate(&d, s->gpu.name, err) || calib_fit(&d, &s->calib, err))
+    if (calib_data_validate_on(&d, s->gpu.name, c->gpu_file[0] ? c->gpu_file : NULL, err) ||
+        calib_fit(&d, &s->calib, err))
         goto done;
     s->cctx.calib = s->calib;
     rc = 0;

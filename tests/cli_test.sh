@@ -529,6 +529,24 @@ expect 0 "sparse priced by a merged select part" -- $bin sim --policy sparse --c
 expect 2 "sparse refused by a calibration without selections" -- $bin sim --policy sparse --cost calibrated \
     --impl tessera-fused --requests 10
 contains "sparse refused by a calibration without selections" "has no uniform selection (kv_select) measurements"
+# calibrations made on this machine (make calibrate) are found before the shipped ones
+mkdir -p "$tmp/ucal"
+cp "$data/calib/h200-llada-8b-tessera.csv" "$tmp/ucal/"
+expect 0 "calib show finds this machine's calibration first" -- env TESSERA_CALIB_DIR="$tmp/ucal" $bin calib show
+contains "calib show finds this machine's calibration first" "$tmp/ucal/h200-llada-8b-tessera.csv"
+expect 0 "list calibrations names both folders" -- env TESSERA_CALIB_DIR="$tmp/ucal" $bin list calibrations
+contains "list calibrations names both folders" "calibrations in $tmp/ucal, made on this machine"
+# a GPU tessera's table lacks, from a --gpu-file (what make calibrate writes for an unknown card)
+printf '{"myh200": {"mem_gib": 140, "bf16_tflops": 989.4, "mem_bw_gbs": 4800}}\n' >"$tmp/myh200.json"
+expect 0 "calib import for a GPU of a --gpu-file" -- $bin calib import "$data/calib/h200-sdar-8b-tessera.csv" \
+    --gpu myh200 --gpu-file "$tmp/myh200.json" --out "$tmp/myh200.csv"
+expect 2 "calib import for an unknown GPU" -- $bin calib import "$data/calib/h200-sdar-8b-tessera.csv" \
+    --gpu myh200 --out "$tmp/myh200.csv"
+contains "calib import for an unknown GPU" "myh200"
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+    expect 1 "make calibrate without a GPU" -- env TESSERA=$bin bash "$root/engine/calibrate.sh" "$tmp/calout"
+    contains "make calibrate without a GPU" "nvidia-smi not found"
+fi
 expect 2 "calib merge of a missing file" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" \
     "$tmp/none.csv" --gpu h200 --out "$tmp/x.csv"
 contains "calib merge of a missing file" "none.csv: cannot open"

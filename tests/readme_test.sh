@@ -52,7 +52,7 @@ for page in sim/README.md traces/README.md analysis/README.md engine/README.md e
         /^```sh/ { inblock = 1; n = 0; gpu = 0; next }
         /^```/ && inblock { inblock = 0; if (!gpu) for (i = 1; i <= n; i++) print page "\t" lines[i]; next }
         inblock && /^(\.\/build\/tessera|bash analysis)/ { lines[++n] = $0 }
-        inblock && /tessera engine|engine profile|--executor gpu|--live|gpu_run|apt-get|exp run/ { gpu = 1 }' \
+        inblock && /tessera engine|engine profile|--executor gpu|--live|gpu_run|apt-get|exp run|make calibrate/ { gpu = 1 }' \
         "$root/$page"
 done >"$tmp/pages"
 while IFS=$'\t' read -r page cmd; do

@@ -331,6 +331,18 @@ done:
     free(qf), free(kf), free(vf), free(qb), free(kb), free(vb), free(kg), free(vg), free(ks), free(gidx), free(ridx);
 }
 
+/* The selection kernels on two segments each, per K/V head and one set for all. */
+static void check_select_kernels(struct checker *c)
+{
+    static const struct sel_case sel_cases[] = {
+        {4, 2, 64, 3, 0, {300, 190}, {150, 1}, {32, 17}},    {4, 2, 64, 3, 1, {300, 190}, {150, 95}, {32, 17}},
+        {8, 8, 128, 1, 1, {160, 33}, {160, 16}, {32, 1}},     {32, 32, 128, 5, 0, {700, 64}, {350, 64}, {32, 32}},
+        {32, 32, 128, 3, 1, {700, 64}, {350, 32}, {32, 32}},
+    };
+    for (size_t i = 0; i < TS_ARRAY_LEN(sel_cases); i++)
+        check_kv_select(c, &sel_cases[i]);
+}
+
 /* The query sets of check_attention */
 enum { SET_LONG, SET_SHORT, SET_ONE, SET_TINY };
 
@@ -1285,22 +1297,19 @@ static void check_kernels(struct checker *c)
     check_gemm_swiglu(c, 2000, 256, 2048); /* more clusters' work than fit at once */
     check_argmax(c, 126464);
     check_argmax(c, 1003);
-    static const struct sel_case sel_cases[] = {
-        {4, 2, 64, 3, 0, {300, 190}, {150, 1}, {32, 17}},    {4, 2, 64, 3, 1, {300, 190}, {150, 95}, {32, 17}},
-        {8, 8, 128, 1, 1, {160, 33}, {160, 16}, {32, 1}},     {32, 32, 128, 5, 0, {700, 64}, {350, 64}, {32, 32}},
-        {32, 32, 128, 3, 1, {700, 64}, {350, 32}, {32, 32}},
-    };
-    for (size_t i = 0; i < TS_ARRAY_LEN(sel_cases); i++)
-        check_kv_select(c, &sel_cases[i]);
+    check_select_kernels(c);
 }
+
+/* The tiny models whole steps run on: GQA with head dim 64, and a QKV bias with head dim 128. */
+static const struct model_cfg tiny_gqa = {.name = "tiny-gqa-d64", .num_layers = 2, .hidden = 256, .num_heads = 4,
+                                          .num_kv_heads = 2, .head_dim = 64, .ffn = 512, .vocab = 1000,
+                                          .max_pos = 4096, .rope_theta = 10000.0, .weight_bytes = 2, .kv_bytes = 2};
 
 /* Whole steps against the CPU reference, the engine against itself, the planned activations. */
 static void check_engine_steps(struct checker *c)
 {
     fprintf(c->out, "whole steps against the CPU reference:\n");
-    struct model_cfg tiny_a = {.name = "tiny-gqa-d64", .num_layers = 2, .hidden = 256, .num_heads = 4,
-                               .num_kv_heads = 2, .head_dim = 64, .ffn = 512, .vocab = 1000,
-                               .max_pos = 4096, .rope_theta = 10000.0, .weight_bytes = 2, .kv_bytes = 2};
+    struct model_cfg tiny_a = tiny_gqa;
     struct model_cfg tiny_b = {.name = "tiny-bias-d128", .num_layers = 2, .hidden = 256, .num_heads = 2,
                                .num_kv_heads = 1, .head_dim = 128, .ffn = 768, .vocab = 2048,
                                .max_pos = 4096, .rope_theta = 1000000.0, .qkv_bias = true,
@@ -1327,6 +1336,16 @@ static void check_engine_steps(struct checker *c)
     check_skip_ops(c, &tiny_a);
 }
 
+/* The sparse selection alone: its kernels and whole sparse steps (a sanitizer's short run). */
+static void check_select_only(struct checker *c)
+{
+    fprintf(c->out, "the sparse selection: kernels and whole steps against the CPU reference:\n");
+    check_select_kernels(c);
+    struct model_cfg tiny_a = tiny_gqa;
+    check_sparse_steps(c, &tiny_a, false, 3);
+    check_sparse_steps(c, &tiny_a, true, 3);
+}
+
 int eng_check_run(uint64_t seed, const char *only, FILE *out)
 {
     struct checker c = {out, 0, 0, seed};
@@ -1339,6 +1358,8 @@ int eng_check_run(uint64_t seed, const char *only, FILE *out)
         check_kernels(&c);
     if (!only || strcmp(only, "steps") == 0)
         check_engine_steps(&c);
+    if (only && strcmp(only, "select") == 0)
+        check_select_only(&c);
     fprintf(out, "engine check: %d passed, %d failed\n", c.passed, c.failed);
     return c.failed ? 1 : 0;
 }

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# calibrate.sh OUT [MODEL]: calibrates tessera on this machine's GPU in one command (make calibrate).
+#   1. finds the GPU and its entry in tessera's table; a card the table lacks gets its ceilings
+#      measured (engine bench's GEMM rate and copy bandwidth) and written as a --gpu-file entry;
+#   2. profiles the engine over the whole grid for MODEL [llada-8b] (select part included);
+#   3. imports and fits the profile as the calibration of this GPU, MODEL and the tessera engine;
+#   4. profiles PyTorch eager too where python3 imports torch (the torch-eager implementation;
+#      its harness runs LLaDA-8B's shapes);
+#   5. replays a held-out schedule (16 requests the profile never ran) on the engine and prices it:
+#      the calibration's per-step MAPE against the roofline's;
+#   6. installs the calibrations where --cost calibrated looks first (tessera list calibrations:
+#      $TESSERA_CALIB_DIR, else ~/.local/share/tessera/calib) and writes OUT/report.txt.
+# Progress goes to stderr a line a stage; the report to stdout and OUT/report.txt.
+# Environment: TESSERA (the binary, build/tessera), IMPL (tessera or tessera-fused: the engine's
+# FFN), REPS (profile repetitions, 2), TORCH=0 (skip PyTorch).
+set -uo pipefail
+out=${1:?usage: calibrate.sh OUT [MODEL]}
+model=${2:-llada-8b}
+bin=${TESSERA:-build/tessera}
+impl=${IMPL:-tessera}
+root=$(cd "$(dirname "$0")/.." && pwd)
+[ "$impl" = tessera-fused ] && export TESSERA_FFN=fused
+mkdir -p "$out"
+export TESSERA_GEMM_CACHE="$out/gemm-algos.db"
+step() { echo "calibrate: [$1/6] $2" >&2; }
+die() { echo "calibrate: $*" >&2; exit 1; }
+[ -x "$bin" ] || die "no $bin (build it with make: the engine needs nvcc)"
+command -v nvidia-smi >/dev/null || die "nvidia-smi not found: no NVIDIA GPU here"
+
+# 1. the GPU and its table entry
+name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+mem_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+case "$name" in
+    *H200*) gpu=h200 ;; *H100*) gpu=h100 ;; *L40S*) gpu=l40s ;; *"RTX 4090"*) gpu=rtx4090 ;;
+    *"RTX 3090"*) gpu=rtx3090 ;; *A100*) if [ "${mem_mib%%.*}" -gt 50000 ]; then gpu=a100-80gb; else gpu=a100-40gb; fi ;;
+    *) gpu= ;;
+esac
+gpu_opts=()
+if [ -n "$gpu" ]; then
+    step 1 "GPU: $name ($mem_mib MiB): tessera's entry $gpu"
+else
+    gpu=$(echo "$name" | tr 'A-Z' 'a-z' | sed 's/nvidia //; s/[^a-z0-9]\+/-/g; s/-$//')
+    step 1 "GPU: $name ($mem_mib MiB): not in tessera's table; measuring its ceilings as entry $gpu"
+    "$bin" engine bench --model "$model" --only gemm >"$out/ceilings.txt" 2>&1 || die "engine bench failed ($out/ceilings.txt)"
+    read -r tflops tbs < <(awk '/^ceilings:/ { for (i = 1; i <= NF; i++) { if ($i == "TFLOP/s,") t = $(i-1); if ($i == "TB/s") b = $(i-1) } }
+        END { print t, b }' "$out/ceilings.txt")
+    [ -n "$tflops" ] && [ -n "$tbs" ] || die "no ceilings in $out/ceilings.txt"
+    printf '{"%s": {"mem_gib": %.2f, "bf16_tflops": %s, "mem_bw_gbs": %.0f}}\n' "$gpu" \
+        "$(echo "$mem_mib / 1024" | bc -l)" "$tflops" "$(echo "$tbs * 1000" | bc -l)" >"$out/gpu.json"
+    gpu_opts=(--gpu-file "$out/gpu.json")
+fi
+
+# 2-3. the engine's profile, fitted
+step 2 "profiling $model on the engine ($impl), the whole grid: a few minutes"
+rm -f "$out/profile.db"
+"$bin" engine profile --model "$model" --db "$out/profile.db" --reps "${REPS:-2}" >"$out/profile.txt" 2>&1 ||
+    die "engine profile failed ($out/profile.txt)"
+calib="$out/$gpu-$model-$impl.csv"
+step 3 "fitting the profile: $calib"
+"$bin" calib import "$out/profile.db" --gpu "$gpu" "${gpu_opts[@]}" --out "$calib" >"$out/import.txt" 2>&1 ||
+    die "calib import failed: $(cat "$out/import.txt")"
+
+# 4. PyTorch eager, where it is importable
+torch_calib=
+if [ "${TORCH:-1}" != 0 ] && [ "$model" = llada-8b ] && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    step 4 "profiling PyTorch eager (engine/bench/torch_profile.py)"
+    torch_calib="$out/$gpu-$model-torch-eager.csv"
+    if ! python3 "$root/engine/bench/torch_profile.py" --out "$out/torch-profile.csv" >"$out/torch.txt" 2>&1 ||
+        ! "$bin" calib import "$out/torch-profile.csv" --gpu "$gpu" "${gpu_opts[@]}" --out "$torch_calib" \
+            >>"$out/torch.txt" 2>&1; then
+        echo "calibrate: the PyTorch profile failed ($out/torch.txt); going on without it" >&2
+        torch_calib=
+    fi
+else
+    step 4 "PyTorch eager: skipped (torch with CUDA not importable, a model other than llada-8b, or TORCH=0)"
+fi
+
+# 5. a held-out schedule: simulated, replayed on the engine, priced
+step 5 "replaying a held-out schedule (16 requests) and pricing it"
+rm -f "$out/heldout.db"
+"$bin" sim --model "$model" --gpu "$gpu" "${gpu_opts[@]}" --impl "$impl" --requests 16 --rps 4 --gen-len 128 \
+    --lengths lognormal:6.5,0.6,5.0,0.6 --seed 11 --db "$out/heldout.db" --quiet --no-progress >/dev/null ||
+    die "the held-out simulation failed"
+"$bin" engine replay --db "$out/heldout.db" >"$out/replay.txt" 2>&1 || die "engine replay failed ($out/replay.txt)"
+"$bin" calib eval --db "$out/heldout.db" --calib "$calib" --extrapolate >"$out/eval.txt" 2>&1 ||
+    die "calib eval failed ($out/eval.txt)"
+
+# 6. installed where --cost calibrated looks first
+dir=${TESSERA_CALIB_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/tessera/calib}
+step 6 "installing into $dir"
+mkdir -p "$dir" || die "cannot create $dir"
+cp "$calib" "$dir/" || die "cannot write $dir"
+[ -n "$torch_calib" ] && cp "$torch_calib" "$dir/"
+{
+    echo "tessera calibration of $name ($gpu), $model, $impl engine"
+    echo "  profile      $(tail -1 "$out/profile.txt")"
+    echo "  calibration  $dir/$(basename "$calib")${torch_calib:+ and $(basename "$torch_calib")}"
+    [ ${#gpu_opts[@]} -gt 0 ] && echo "  GPU entry    $out/gpu.json (not in tessera's table: pass --gpu-file $out/gpu.json --gpu $gpu)"
+    echo "  held-out schedule, replayed on the engine and priced:"
+    sed -n 's/^  \(calibrated\|roofline\)/    \1/p' "$out/eval.txt"
+    echo "  use it:      tessera sim --gpu $gpu ${gpu_opts[*]:+${gpu_opts[*]} }--model $model --impl $impl --cost calibrated"
+} | tee "$out/report.txt"
