@@ -529,6 +529,30 @@ expect 0 "sparse priced by a merged select part" -- $bin sim --policy sparse --c
 expect 2 "sparse refused by a calibration without selections" -- $bin sim --policy sparse --cost calibrated \
     --impl tessera-fused --requests 10
 contains "sparse refused by a calibration without selections" "has no uniform selection (kv_select) measurements"
+# sweeps: a grid of runs, each checked before any runs, as a Slurm job array or through GNU parallel
+printf '# policies by load\n--policy dual sparse\n--rps 1 4\n--requests 20   # every run\n' >"$tmp/grid.txt"
+expect 0 "exp sweep --slurm" -- $bin exp sweep "$tmp/grid.txt" "$tmp/sws" --slurm
+contains "exp sweep --slurm" "sweep: 4 runs from"
+if grep -q -- "--array=1-4" "$tmp/sws/sweep.sbatch" && [ "$(wc -l <"$tmp/sws/runs.txt")" -eq 4 ] &&
+    [ "$(sed -n 3p "$tmp/sws/runs.txt")" = "--policy sparse --rps 1 --requests 20 --db $tmp/sws/runs/run-3.db --quiet --no-progress" ]
+then ok; else bad "exp sweep --slurm: its job array or runs.txt is not the grid's"; fi
+printf -- '--policy dual\n--rps 1 -4\n' >"$tmp/badgrid.txt"
+expect 2 "exp sweep with a bad value" -- $bin exp sweep "$tmp/badgrid.txt" "$tmp/swb" --slurm
+contains "exp sweep with a bad value" "run 2 (--policy dual --rps -4)"
+printf -- '--policy dual\nrps 1\n' >"$tmp/badgrid.txt"
+expect 2 "exp sweep with a bad line" -- $bin exp sweep "$tmp/badgrid.txt" "$tmp/swb" --slurm
+contains "exp sweep with a bad line" "badgrid.txt:2: expected '--OPTION VALUE [VALUE ...]'"
+printf -- '--db x.db\n' >"$tmp/badgrid.txt"
+expect 2 "exp sweep sets --db itself" -- $bin exp sweep "$tmp/badgrid.txt" "$tmp/swb" --slurm
+expect 2 "exp sweep --jobs 0" -- $bin exp sweep "$tmp/grid.txt" "$tmp/swb" --jobs 0
+if command -v parallel >/dev/null 2>&1; then
+    expect 0 "exp sweep through GNU parallel" -- $bin exp sweep "$tmp/grid.txt" "$tmp/swp" --jobs 2
+    got=$(sqlite3 "$tmp/swp/sweep.db" "SELECT group_concat(json_extract(config_json, '$.policy') || ':' ||
+        json_extract(config_json, '$.rps') || ':' || num_finished, ' ') FROM runs JOIN summary USING (run_id)")
+    [ "$got" = "dual:1.0:20 dual:4.0:20 sparse:1.0:20 sparse:4.0:20" ] && ok || bad "exp sweep merged '$got'"
+else
+    echo "cli: note: GNU parallel not found; the local sweep is not run" >&2
+fi
 # calibrations made on this machine (make calibrate) are found before the shipped ones
 mkdir -p "$tmp/ucal"
 cp "$data/calib/h200-llada-8b-tessera.csv" "$tmp/ucal/"

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# sweep.sh GRID OUT [--jobs N] [--slurm]: `tessera exp sweep`. Expands GRID into independent
+# `tessera sim` runs, one database each, runs them and merges their databases into OUT/sweep.db.
+#
+# GRID: one option a line, `--NAME VALUE [VALUE ...]` (a line of one value sets it for every run;
+# '#' starts a comment); the runs are every combination of the lines' values, in the lines' order.
+#   --policy dual sparse
+#   --rps 0.5 1 2
+#   --requests 100
+# Every combination is checked first (a one-request run of it): a bad value stops the sweep before
+# any run, naming it. Writes OUT/runs.txt (run K's arguments on line K, its database
+# OUT/runs/run-K.db) and then:
+#   locally: runs them through GNU parallel (--jobs N, default: the cores), a line per finished run,
+#            and merges them (tessera db merge) into OUT/sweep.db; a failed run stops the sweep
+#            (its log in OUT/runs/run-K.log), the runs done so far kept;
+#   --slurm: writes OUT/sweep.sbatch instead, a job array of the same runs (sbatch OUT/sweep.sbatch,
+#            then tessera db merge OUT/sweep.db OUT/runs/*.db).
+set -uo pipefail
+grid=${1:?usage: tessera exp sweep GRID OUT [--jobs N] [--slurm]}
+out=${2:?usage: tessera exp sweep GRID OUT [--jobs N] [--slurm]}
+shift 2
+bin=${TESSERA:?sweep.sh runs from tessera exp sweep (TESSERA names the binary)}
+jobs=$(nproc 2>/dev/null || echo 2) slurm=0
+while [ $# -gt 0 ]; do
+    case $1 in
+        --jobs) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "tessera exp sweep: --jobs: '${2:-}' is not a count of 1 or more" >&2; exit 2; }
+                jobs=$2; shift 2 ;;
+        --slurm) slurm=1; shift ;;
+        *) echo "tessera exp sweep: unexpected argument '$1' (--jobs N, --slurm)" >&2; exit 2 ;;
+    esac
+done
+[ -r "$grid" ] || { echo "tessera exp sweep: $grid: cannot read the grid" >&2; exit 2; }
+
+# the grid: its lines' values, checked; the combinations expanded, the last line varying fastest
+combos=("")
+lineno=0
+while IFS= read -r line || [ -n "$line" ]; do
+    lineno=$((lineno + 1))
+    line=${line%%#*}
+    read -r -a words <<<"$line"
+    [ ${#words[@]} -eq 0 ] && continue
+    opt=${words[0]}
+    if [[ ! $opt =~ ^--[a-z][a-z0-9-]*$ ]] || [ ${#words[@]} -lt 2 ]; then
+        echo "tessera exp sweep: $grid:$lineno: expected '--OPTION VALUE [VALUE ...]', got '$line'" >&2
+        exit 2
+    fi
+    case $opt in --db|--append|--replace|--json|--help)
+        echo "tessera exp sweep: $grid:$lineno: $opt is the sweep's to set" >&2; exit 2 ;;
+    esac
+    next=()
+    for c in "${combos[@]}"; do
+        for v in "${words[@]:1}"; do next+=("$c $opt $v"); done
+    done
+    combos=("${next[@]}")
+done <"$grid"
+n=${#combos[@]}
+[ "$n" -gt 0 ] && [ -n "${combos[0]}" ] || { echo "tessera exp sweep: $grid: no option to sweep" >&2; exit 2; }
+
+mkdir -p "$out/runs" || exit 2
+: >"$out/runs.txt"
+: >"$out/commands.txt"
+for k in "${!combos[@]}"; do
+    args="${combos[$k]# } --db $out/runs/run-$((k + 1)).db --quiet --no-progress"
+    echo "$args" >>"$out/runs.txt"
+    printf '"%s" sim %s >"%s" 2>&1 && echo "sweep: run %d of %d done"\n' "$bin" "$args" \
+        "$out/runs/run-$((k + 1)).log" $((k + 1)) "$n" >>"$out/commands.txt"
+    # every run's options checked before any runs (a one-request run): a refusal names the bad value
+    "$bin" sim ${combos[$k]} --requests 1 --quiet --no-progress >/dev/null 2>"$out/check.err" ||
+        { echo "tessera exp sweep: $grid: run $((k + 1)) (${combos[$k]# }): $(cat "$out/check.err")" >&2; exit 2; }
+done
+rm -f "$out/check.err"
+echo "sweep: $n runs from $grid ($out/runs.txt)"
+
+if [ "$slurm" = 1 ]; then
+    cat >"$out/sweep.sbatch" <<EOF
+#!/usr/bin/env bash
+#SBATCH --job-name=tessera-sweep
+#SBATCH --array=1-$n
+#SBATCH --output=$out/runs/slurm-%a.log
+# one task a run: line SLURM_ARRAY_TASK_ID of runs.txt; afterwards:
+#   $bin db merge $out/sweep.db $out/runs/run-*.db
+args=\$(sed -n "\${SLURM_ARRAY_TASK_ID}p" "$out/runs.txt")
+exec "$bin" sim \$args
+EOF
+    echo "sweep: wrote $out/sweep.sbatch (sbatch it; then: tessera db merge $out/sweep.db $out/runs/run-*.db)"
+    exit 0
+fi
+
+command -v parallel >/dev/null || {
+    echo "tessera exp sweep: GNU parallel not found (Debian: apt-get install parallel; or --slurm)" >&2; exit 2; }
+rm -f "$out"/runs/run-*.db "$out/sweep.db"
+parallel --will-cite --jobs "$jobs" --halt now,fail=1 --joblog "$out/joblog.txt" <"$out/commands.txt"
+rc=$?
+dbs=() # in run order
+for k in $(seq 1 "$n"); do [ -f "$out/runs/run-$k.db" ] && dbs+=("$out/runs/run-$k.db"); done
+[ "$rc" -eq 0 ] || echo "tessera exp sweep: a run failed (its log: $out/runs/run-K.log, K its line in runs.txt); ${#dbs[@]} databases kept" >&2
+[ ${#dbs[@]} -gt 0 ] || exit 1
+"$bin" db merge "$out/sweep.db" "${dbs[@]}" || exit 1
+[ "$rc" -eq 0 ]
