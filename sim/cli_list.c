@@ -127,8 +127,17 @@ int cli_list(int argc, char **argv)
         for (int i = 0; i < preset_count(); i++) {
             const struct preset *p = preset_get(i);
             printf("%-11s %s\n            = --policy %s --scheduler %s --decode %s --impl %s "
-                   "--max-num-logits %d --planner %s\n", p->name, p->help, p->policy, p->scheduler,
+                   "--max-num-logits %d --planner %s", p->name, p->help, p->policy, p->scheduler,
                    p->decode, p->impl, p->logit_chunk_rows, p->planner);
+            char params[128];
+            snprintf(params, sizeof params, "%s", p->params ? p->params : "");
+            for (char *save = NULL, *kv = strtok_r(params, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(kv, '=');
+                if (eq)
+                    *eq = ' ';
+                printf(" --%s", kv);
+            }
+            printf("%s%s\n", p->mask_only ? " --mask-only" : "", p->lazy_chunking ? " --lazy-chunking" : "");
             if (p->note)
                 printf("            note: %s\n", p->note);
         }

@@ -529,6 +529,10 @@ expect 0 "sparse priced by a merged select part" -- $bin sim --policy sparse --c
 expect 2 "sparse refused by a calibration without selections" -- $bin sim --policy sparse --cost calibrated \
     --impl tessera-fused --requests 10
 contains "sparse refused by a calibration without selections" "has no uniform selection (kv_select) measurements"
+# a preset's whole configuration, its policy's parameters included
+expect 0 "list systems" -- $bin list systems
+contains "list systems shows a preset's policy parameters" "--planner profiled --sparse-select head"
+contains "list systems shows Mosaic's switches" "--planner first-fit --mask-only --lazy-chunking"
 # sweeps: a grid of runs, each checked before any runs, as a Slurm job array or through GNU parallel
 printf '# policies by load\n--policy dual sparse\n--rps 1 4\n--requests 20   # every run\n' >"$tmp/grid.txt"
 expect 0 "exp sweep --slurm" -- $bin exp sweep "$tmp/grid.txt" "$tmp/sws" --slurm
