@@ -8,6 +8,7 @@
 #   make calibrate   (GPU machine) calibrate on this GPU in one command: profile, fit, held-out check, install
 #   make bench-sim, make bench-engine, make bench-gemm, make bench-gemm-rows (GPU machine)
 #   make check-valgrind, make check-layers, make mutate, make fuzz FUZZ_SECONDS=N, make clean  (V=1: commands)
+#   make check-slurm  (root, slurm-wlm) a sweep as a Slurm job array on a single-node Slurm
 #
 # Objects live in build/ (build/asan for the sanitizer build). Settings: CC, CFLAGS, NVCC,
 # CUDA_ARCH (all: sm_80, sm_86, sm_89 and sm_90 in one binary; sm_NN: one), NO_CUDA=1 (simulator only), DEPS=dir (headers and libraries unpacked from
@@ -111,7 +112,7 @@ $(BUILD)/sim/core/version.o: sim/core/version.c $(VERSION_FILE) $(STAMP) | deps
 ENGINE_OBJ := $(if $(HAVE_CUDA),$(ENGINE_GPU_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SRC:%.cu=$(BUILD)/%.o))
 TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all engine run check check-unit check-asan check-layers mutate check-valgrind calibrate bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu fuzz deps clean help
+.PHONY: all engine run check check-unit check-asan check-layers mutate check-valgrind calibrate check-slurm bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu fuzz deps clean help
 
 ENGINE_LIB := $(if $(HAVE_CUDA),$(BUILD)/libtessera_engine.so)
 all: $(BUILD)/tessera $(ENGINE_LIB)
@@ -207,6 +208,11 @@ check-gpu: all
 	bash tests/lmax_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/profile_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/anchor_gpu_test.sh ./$(BUILD)/tessera
+
+# a sweep as a Slurm job array on a single-node Slurm started and stopped by the test (root, the
+# Debian package slurm-wlm; about 12 s): not part of make check, whose machines may lack both
+check-slurm: $(BUILD)/tessera
+	bash tests/slurm_test.sh ./$(BUILD)/tessera
 
 # tessera calibrated on this machine's GPU in one command (engine/calibrate.sh: profile, fit, the
 # PyTorch harness where torch imports, a held-out replay, installed where --cost calibrated looks)
