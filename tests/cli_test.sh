@@ -137,6 +137,11 @@ PY
     expect 1 "fidelity.sh PROFILES= with one profile" -- env MEASURED="$rec_dir/fidelity-h200/all-steps.csv.gz" \
         PROFILES="$tmp/prof1" TESSERA=$bin SCRATCH="$tmp/prof1/scr" bash "$root/experiments/fidelity.sh" "$tmp/prof1/out" llada-8b
     contains "fidelity.sh PROFILES= with one profile" "needs two or more PROFILEs"
+    # calib transfer of the H200's calibration against the H100's measured one (make calibrate)
+    expect 0 "transfer_check.sh" -- env TESSERA=$bin bash "$root/analysis/transfer_check.sh" \
+        "$root/sim/data/calib/h200-llada-8b-tessera.csv" h200 "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" h100
+    if cmp -s "$tmp/out" "$rec_dir/calibrate-h100/transfer-check.txt"; then ok
+    else bad "transfer_check.sh is not what calibrate-h100/transfer-check.txt recorded"; fi
     # the torch-eager calibration against the PyTorch anchor's recorded run (../shared/anchors)
     if [ -f "$root/../shared/anchors/torch_llada_step.h200.jsonl" ]; then
         expect 0 "anchor_compare.sh" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh"
