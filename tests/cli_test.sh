@@ -580,6 +580,21 @@ if ! command -v nvidia-smi >/dev/null 2>&1; then
     expect 1 "make calibrate without a GPU" -- env TESSERA=$bin bash "$root/engine/calibrate.sh" "$tmp/calout"
     contains "make calibrate without a GPU" "nvidia-smi not found"
 fi
+# make calibrate's first stage, the GPU matched to tessera's table, with a stand-in nvidia-smi (the
+# stages after it need the engine on a GPU: they stop, named, where there is none)
+mkdir -p "$tmp/fakebin"
+for card in "NVIDIA GeForce RTX 4090|24564|rtx4090" "NVIDIA A100-SXM4-80GB|81920|a100-80gb" \
+            "NVIDIA A100-PCIE-40GB|40960|a100-40gb" "NVIDIA L40S|46068|l40s" "NVIDIA H100 80GB HBM3|81559|h100"; do
+    IFS='|' read -r name mib entry <<<"$card"
+    printf '#!/bin/sh\ncase "$*" in *memory.total*) echo %s ;; *) echo "%s" ;; esac\n' "$mib" "$name" >"$tmp/fakebin/nvidia-smi"
+    chmod +x "$tmp/fakebin/nvidia-smi"
+    PATH="$tmp/fakebin:$PATH" TESSERA=$bin TORCH=0 bash "$root/engine/calibrate.sh" "$tmp/calout" >"$tmp/out" 2>&1
+    contains "make calibrate matches $name" "GPU: $name ($mib MiB): tessera's entry $entry"
+done
+printf '#!/bin/sh\ncase "$*" in *memory.total*) echo 49152 ;; *) echo "NVIDIA RTX 6000 Ada Generation" ;; esac\n' \
+    >"$tmp/fakebin/nvidia-smi"
+PATH="$tmp/fakebin:$PATH" TESSERA=$bin TORCH=0 bash "$root/engine/calibrate.sh" "$tmp/calout" >"$tmp/out" 2>&1
+contains "make calibrate measures an unknown card" "not in tessera's table; measuring its ceilings as entry rtx-6000-ada-generation"
 expect 2 "calib merge of a missing file" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" \
     "$tmp/none.csv" --gpu h200 --out "$tmp/x.csv"
 contains "calib merge of a missing file" "none.csv: cannot open"
