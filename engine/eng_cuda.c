@@ -738,12 +738,7 @@ static int fetch_outputs(struct eng *e, struct eng_out *out, struct ts_err *err)
 /* Whether the step's sparse selections fit the scratch they share with attention. */
 static int select_fits(const struct eng *e, const struct step_desc *sd, struct ts_err *err)
 {
-    int32_t max_cand = 0, max_keep = 0;
-    for (int32_t i = 0; i < sd->num_segs; i++)
-        if (sd->segs[i].keep > 0) {
-            max_cand = TS_MAX(max_cand, sd->segs[i].q - sd->segs[i].score_rows);
-            max_keep = TS_MAX(max_keep, sd->segs[i].keep);
-        }
+    const int32_t max_cand = (int32_t)sd->tot.sel_max_cand, max_keep = (int32_t)sd->tot.sel_max_keep;
     const int n = (int)sd->tot.sel_segs;
     const int64_t need = k_kv_select_ws_bytes(n, max_cand, max_keep, e->m.num_heads, e->m.num_kv_heads,
                                               e->m.head_dim, sd->select_heads);

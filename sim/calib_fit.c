@@ -432,12 +432,8 @@ static int select_ms(const struct calib *c, const struct step_desc *sd, double *
                             "measurements; profile its select grid (tessera engine profile --grid select) and "
                             "merge it in, or price with --cost roofline", c->model, c->device,
                        heads ? "per-head" : "uniform");
-    int64_t max_cand = 0;
-    for (int32_t i = 0; i < sd->num_segs; i++)
-        if (sd->segs[i].keep > 0)
-            max_cand = TS_MAX(max_cand, sd->segs[i].q - sd->segs[i].score_rows);
     double f[SELECT_FEATURES];
-    select_features(sd->tot.sel_segs, sd->tot.sel_cand, max_cand, f);
+    select_features(sd->tot.sel_segs, sd->tot.sel_cand, sd->tot.sel_max_cand, f);
     for (int j = 0; j < SELECT_FEATURES; j++)
         *ms += c->sel[heads][j] * f[j];
     *ms = fmax(*ms, 0.0);

@@ -37,6 +37,33 @@ START_TEST(totals_match_recomputation)
 }
 END_TEST
 
+/* The selection's totals: sums over the selecting segments, and their largest candidate and kept counts. */
+START_TEST(selection_totals)
+{
+    struct step_desc sd;
+    step_desc_init(&sd);
+    const struct segment segs[] = {
+        {.req_id = 0, .q = 300, .kv_write = 100, .phase = PHASE_REFRESH, .keep = 100, .score_rows = 32},
+        {.req_id = 1, .q = 32, .kv = 100, .phase = PHASE_REUSE},
+        {.req_id = 2, .q = 700, .kv_write = 50, .phase = PHASE_REFRESH, .keep = 50, .score_rows = 20},
+    };
+    for (size_t i = 0; i < 3; i++)
+        step_desc_add(&sd, &segs[i]);
+    ck_assert_int_eq(sd.tot.sel_segs, 2);
+    ck_assert_int_eq(sd.tot.sel_cand, 268 + 680);
+    ck_assert_int_eq(sd.tot.sel_keep, 150);
+    ck_assert_int_eq(sd.tot.sel_rows, 52);
+    ck_assert_int_eq(sd.tot.sel_max_cand, 680);
+    ck_assert_int_eq(sd.tot.sel_max_keep, 100);
+    struct step_totals t;
+    step_totals_compute(&sd, &t);
+    ck_assert_int_eq(t.sel_max_cand, 680);
+    ck_assert_int_eq(t.sel_max_keep, 100);
+    ck_assert_int_eq(t.sel_cand, sd.tot.sel_cand);
+    step_desc_free(&sd);
+}
+END_TEST
+
 START_TEST(attention_pairs_of_one_segment)
 {
     struct step_desc sd;
@@ -123,6 +150,7 @@ int main(void)
     Suite *s = suite_create("step_desc");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, totals_match_recomputation);
+    tcase_add_test(tc, selection_totals);
     tcase_add_test(tc, block_causal_pairs);
     tcase_add_test(tc, attention_pairs_of_one_segment);
     tcase_add_test(tc, logit_chunks);

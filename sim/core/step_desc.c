@@ -75,6 +75,8 @@ static void totals_add(struct step_totals *t, const struct segment *s, int32_t a
         t->sel_cand += s->q - s->score_rows;
         t->sel_keep += s->keep;
         t->sel_rows += s->score_rows;
+        t->sel_max_cand = TS_MAX(t->sel_max_cand, (int64_t)s->q - s->score_rows);
+        t->sel_max_keep = TS_MAX(t->sel_max_keep, (int64_t)s->keep);
     }
 }
 

@@ -72,6 +72,8 @@ struct step_totals {
     int64_t sel_cand;     /* their candidate tokens (q - score_rows), summed */
     int64_t sel_keep;     /* their kept tokens, summed */
     int64_t sel_rows;     /* their scoring rows, summed */
+    int64_t sel_max_cand; /* the most candidates one of them has */
+    int64_t sel_max_keep; /* the most tokens one of them keeps */
 };
 
 struct step_desc {
