@@ -243,13 +243,12 @@ void ref_kv_compact(float *k, float *v, const int32_t *idx, int keep, int Hkv, i
     }
 }
 
-void ref_kv_select(const float *q, int q_stride, int score_rows, float *k, float *v, int cand, int keep, int H,
-                   int Hkv, int d, int kernel, int per_head, int32_t *idx)
+void ref_kv_rank(const float *q, int q_stride, int score_rows, const float *k, int cand, int keep, int H, int Hkv,
+                 int d, int kernel, int per_head, int32_t *idx)
 {
     const int g = H / Hkv, sets = per_head ? Hkv : 1, kvrow = Hkv * d;
     float *mq = xcalloc((size_t)H * d, sizeof *mq), *raw = xcalloc((size_t)sets * cand, sizeof *raw);
     struct scored *sc = xmalloc(sizeof *sc * (size_t)(cand ? cand : 1));
-    int32_t *kept = xmalloc(sizeof *kept * (size_t)sets * (keep ? keep : 1));
     for (int r = 0; r < score_rows; r++)
         for (int c = 0; c < H * d; c++)
             mq[c] += q[(size_t)r * q_stride + c];
@@ -271,15 +270,23 @@ void ref_kv_select(const float *q, int q_stride, int score_rows, float *k, float
             sc[j] = (struct scored){m, j};
         }
         qsort(sc, (size_t)cand, sizeof *sc, by_score);
-        int32_t *ks = kept + (size_t)set * keep;
+        int32_t *ks = idx + (size_t)set * keep;
         for (int j = 0; j < keep; j++)
             ks[j] = sc[j].j;
         qsort(ks, (size_t)keep, sizeof *ks, by_key);
     }
+    free(mq), free(raw), free(sc);
+}
+
+void ref_kv_select(const float *q, int q_stride, int score_rows, float *k, float *v, int cand, int keep, int H,
+                   int Hkv, int d, int kernel, int per_head, int32_t *idx)
+{
+    int32_t *kept = xmalloc(sizeof *kept * (size_t)(per_head ? Hkv : 1) * (keep ? keep : 1));
+    ref_kv_rank(q, q_stride, score_rows, k, cand, keep, H, Hkv, d, kernel, per_head, kept);
     ref_kv_compact(k, v, kept, keep, Hkv, d, per_head);
     if (idx)
-        memcpy(idx, kept, sizeof *idx * (size_t)sets * keep);
-    free(mq), free(raw), free(sc), free(kept);
+        memcpy(idx, kept, sizeof *idx * (size_t)(per_head ? Hkv : 1) * keep);
+    free(kept);
 }
 
 void eng_ref_force_selection(struct eng_ref *r, const int32_t *idx, int max_keep)
@@ -301,18 +308,14 @@ static void ref_select(struct eng_ref *r, const struct step_desc *sd, const floa
                       m->head_dim, sd->select_kernel, sd->select_heads, NULL);
         return;
     }
-    const size_t kvn = (size_t)cand * m->num_kv_heads * m->head_dim;
     int32_t *idx = xmalloc(sizeof *idx * (size_t)sets * g->keep), *own = xmalloc(sizeof *own * (size_t)sets * g->keep);
-    float *k2 = xmalloc(sizeof *k2 * kvn), *v2 = xmalloc(sizeof *v2 * kvn);
-    memcpy(k2, kc, sizeof *k2 * kvn);
-    memcpy(v2, vc, sizeof *v2 * kvn);
-    ref_kv_select(q, q_stride, g->score_rows, k2, v2, cand, g->keep, m->num_heads, m->num_kv_heads, m->head_dim,
-                  sd->select_kernel, sd->select_heads, own);
+    ref_kv_rank(q, q_stride, g->score_rows, kc, cand, g->keep, m->num_heads, m->num_kv_heads, m->head_dim,
+                sd->select_kernel, sd->select_heads, own);
     for (int set = 0; set < sets; set++) {
         int32_t *f = idx + (size_t)set * g->keep;
+        const int32_t *o = own + (size_t)set * g->keep;
         memcpy(f, r->forced + (((size_t)L * num_sel + n) * sets + set) * r->forced_keep, sizeof *idx * (size_t)g->keep);
         for (int j = 0, i = 0; j < g->keep; j++) { /* both ascending */
-            const int32_t *o = own + (size_t)set * g->keep;
             while (i < g->keep && o[i] < f[j])
                 i++;
             r->rank_missing += i == g->keep || o[i] != f[j];
@@ -320,7 +323,7 @@ static void ref_select(struct eng_ref *r, const struct step_desc *sd, const floa
         r->rank_kept += g->keep;
     }
     ref_kv_compact(kc, vc, idx, g->keep, m->num_kv_heads, m->head_dim, sd->select_heads);
-    free(idx), free(own), free(k2), free(v2);
+    free(idx), free(own);
 }
 
 double eng_ref_ranking_disagreement(struct eng_ref *r)

@@ -33,6 +33,9 @@ void ref_attention(float *out, const float *q, int q_stride, const float *k, con
  * (NULL: not wanted) gets the kept keys, [sets][keep], sets = per_head ? Hkv : 1. */
 void ref_kv_select(const float *q, int q_stride, int score_rows, float *k, float *v, int cand, int keep, int H,
                    int Hkv, int d, int kernel, int per_head, int32_t *idx);
+/* The ranking alone: ref_kv_select's kept keys into idx, k left as it is. */
+void ref_kv_rank(const float *q, int q_stride, int score_rows, const float *k, int cand, int keep, int H, int Hkv,
+                 int d, int kernel, int per_head, int32_t *idx);
 /* The move alone: kept keys idx [sets][keep] (ascending in each set) to keys 0..keep-1. */
 void ref_kv_compact(float *k, float *v, const int32_t *idx, int keep, int Hkv, int d, int per_head);
 void ref_argmax_conf(const float *logits, int rows, int V, int32_t *tok, float *maxv, float *conf);
