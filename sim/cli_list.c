@@ -79,12 +79,12 @@ static int is_csv(const struct dirent *de)
     return n > 4 && strcmp(de->d_name + n - 4, ".csv") == 0;
 }
 
-/* The calibrations in dir, if it exists. */
-static void list_csv(const char *dir, const char *what)
+/* The calibrations in dir (a folder that does not exist is named only where `always`). */
+static void list_csv(const char *dir, const char *what, bool always)
 {
     struct dirent **names = NULL;
     const int n = scandir(dir, &names, is_csv, alphasort); /* sorted; < 0: no such folder */
-    if (n < 0 && strcmp(what, "shipped") != 0)
+    if (n < 0 && !always)
         return;
     printf("calibrations in %s, %s (GPU-MODEL-IMPL.csv, used by --cost calibrated):\n", dir, what);
     for (int i = 0; i < n; i++) {
@@ -129,14 +129,8 @@ int cli_list(int argc, char **argv)
             printf("%-11s %s\n            = --policy %s --scheduler %s --decode %s --impl %s "
                    "--max-num-logits %d --planner %s", p->name, p->help, p->policy, p->scheduler,
                    p->decode, p->impl, p->logit_chunk_rows, p->planner);
-            char params[128];
-            snprintf(params, sizeof params, "%s", p->params ? p->params : "");
-            for (char *save = NULL, *kv = strtok_r(params, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-                char *eq = strchr(kv, '=');
-                if (eq)
-                    *eq = ' ';
-                printf(" --%s", kv);
-            }
+            for (size_t k = 0; k < TS_ARRAY_LEN(p->params) && p->params[k].name; k++)
+                printf(" --%s %s", p->params[k].name, p->params[k].value);
             printf("%s%s\n", p->mask_only ? " --mask-only" : "", p->lazy_chunking ? " --lazy-chunking" : "");
             if (p->note)
                 printf("            note: %s\n", p->note);
@@ -146,9 +140,9 @@ int cli_list(int argc, char **argv)
         sim_config_defaults(&c);
         char dir[CFG_PATH + 16], user[1024];
         if (calib_user_dir(user, sizeof user) == 0)
-            list_csv(user, "made on this machine (make calibrate; found first)");
+            list_csv(user, "made on this machine (make calibrate; found first)", false);
         snprintf(dir, sizeof dir, "%s/calib", c.datadir);
-        list_csv(dir, "shipped");
+        list_csv(dir, "shipped", true);
     } else if (strcmp(what, "impls") == 0) {
         impl_list(buf, sizeof buf);
         printf("%s\n", buf);

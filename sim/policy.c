@@ -65,6 +65,14 @@ int32_t policy_attn_block(const char *policy, const struct model_cfg *m, int32_t
     return po && po->block_causal && m->block_causal ? block_size : 0;
 }
 
+void policy_step_knobs(const struct policy_ops *po, const struct policy_cfg *pc, const struct model_cfg *m,
+                       struct step_desc *sd)
+{
+    sd->attn_block = po->block_causal && m->block_causal ? pc->block_size : 0;
+    if (po->knobs)
+        po->knobs(pc, sd);
+}
+
 int policy_knobs_from_config(const struct json_t *cfg, const struct model_cfg *m, struct step_desc *sd,
                              struct ts_err *err)
 {
@@ -72,10 +80,12 @@ int policy_knobs_from_config(const struct json_t *cfg, const struct model_cfg *m
     const struct policy_ops *po = name ? policy_find(name) : NULL;
     if (!po)
         return ts_fail(err, "its configuration names no known policy (%s)", name ? name : "none");
-    sd->attn_block = policy_attn_block(name, m, (int32_t)json_integer_value(json_object_get(cfg, "block_size")));
-    if (!po->knobs)
-        return 0;
+    struct policy_cfg pc = {.block_size = (int32_t)json_integer_value(json_object_get(cfg, "block_size"))};
     struct param_values given = {0};
+    if (!po->knobs) { /* no knobs of its own: its parameters do not matter here */
+        policy_step_knobs(po, &pc, m, sd);
+        return 0;
+    }
     for (int i = 0; i < po->num_params; i++) { /* its parameters as stored (params_json) */
         char key[PARAM_TEXT], text[PARAM_TEXT];
         param_json_key(&po->params[i], key, sizeof key);
@@ -89,10 +99,9 @@ int policy_knobs_from_config(const struct json_t *cfg, const struct model_cfg *m
         if (param_values_set(&given, po->params[i].name, text, err))
             return -1;
     }
-    struct policy_cfg pc = {0};
     if (params_resolve(po->params, po->num_params, &given, pc.p, err))
         return -1;
-    po->knobs(&pc, sd);
+    policy_step_knobs(po, &pc, m, sd);
     return 0;
 }
 

@@ -69,8 +69,12 @@ int policy_resolve(const char *name, const struct policy_ops **out, struct ts_er
 /* The block of block-causal attention a run's steps take (step_desc.attn_block): block_size for a
  * block-causal model (SDAR, LLaDA2.0) under a policy of block_causal steps, else 0 (bidirectional). */
 int32_t policy_attn_block(const char *policy, const struct model_cfg *m, int32_t block_size);
-/* The step knobs a run's policy sets (its attention block, its selection), from the configuration
- * the run stored (runs.config_json): what replaying or pricing its steps again needs. */
+/* The step knobs a run's policy sets: its attention block (policy_attn_block's) and its own
+ * (policy_ops.knobs: the selection's). */
+void policy_step_knobs(const struct policy_ops *po, const struct policy_cfg *pc, const struct model_cfg *m,
+                       struct step_desc *sd);
+/* The same from the configuration a run stored (runs.config_json): what replaying or pricing its
+ * steps again needs. */
 struct json_t;
 int policy_knobs_from_config(const struct json_t *cfg, const struct model_cfg *m, struct step_desc *sd,
                              struct ts_err *err);

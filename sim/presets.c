@@ -1,4 +1,3 @@
-#define _POSIX_C_SOURCE 200809L
 /* presets.c: the --system table. */
 #include "presets.h"
 
@@ -7,22 +6,22 @@
 
 static const struct preset presets[] = {
     {"fast-dllm", "Fast-dLLM dual cache, static batches, monolithic logits, PyTorch eager",
-     "dual", "static", "fixed:1", "torch-eager", 0, "caching", false, false, NULL, NULL},
+     "dual", "static", "fixed:1", "torch-eager", 0, "caching", false, false, NULL, {{NULL}}},
     {"dllm-serve", "dLLM-Serve: head-centric sparse KV cache (r 0.5, one kept set per K/V head), "
                    "phase-multiplexed scheduler, logit decomposition (2048 rows), PyTorch runtime", "sparse", "phase",
-     "fixed:1", "torch-eager", 2048, "profiled", false, false, NULL, "sparse-select=head"},
+     "fixed:1", "torch-eager", 2048, "profiled", false, false, NULL, {{"sparse-select", "head"}}},
     {"sparse-dllm", "Sparse-dLLM: sparse KV cache (r 0.5, one kept set for all heads, delayed one step), "
                     "static batches, monolithic logits, PyTorch eager", "sparse", "static", "fixed:1", "torch-eager", 0,
-     "caching", false, false, NULL, "sparse-select=uniform"},
+     "caching", false, false, NULL, {{"sparse-select", "uniform"}}},
     {"lmdeploy", "LMDeploy-style block diffusion with request-level continuous batching, compiled "
-                 "engine", "block", "request", "fixed:1", "tessera", 0, "first-fit", false, false, NULL, NULL},
+                 "engine", "block", "request", "fixed:1", "tessera", 0, "first-fit", false, false, NULL, {{NULL}}},
     {"dinfer", "dInfer: vicinity cache refresh, threshold parallel decoding (LLaDA GSM8K TPF), static "
                "batches, compiled runtime (CUDA graphs)", "vicinity", "static", "threshold:llada-gsm8k", "tessera",
      0, "caching", false, false,
-     "threshold decoding at the profile's mean TPF stands in for dInfer's hierarchical and credit decoders", NULL},
+     "threshold decoding at the profile's mean TPF stands in for dInfer's hierarchical and credit decoders", {{NULL}}},
     {"mosaic", "Mosaic: no cache, mask-only logits, lazy chunking, one arena laid out first-fit, "
                "PyTorch runtime", "vanilla", "request", "fixed:1", "torch-eager", 0, "first-fit", true, true,
-     NULL, NULL},
+     NULL, {{NULL}}},
 };
 
 int preset_count(void) { return (int)TS_ARRAY_LEN(presets); }
@@ -63,14 +62,8 @@ int preset_apply(const char *name, struct sim_config *c, struct ts_err *err)
     snprintf(c->planner, sizeof c->planner, "%s", p->planner);
     c->mask_only = p->mask_only;
     c->lazy_chunking = p->lazy_chunking;
-    char list[128];
-    snprintf(list, sizeof list, "%s", p->params ? p->params : "");
-    for (char *save = NULL, *kv = strtok_r(list, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(kv, '=');
-        TS_ASSERT(eq != NULL);
-        *eq = '\0';
-        if (param_values_set(&c->params, kv, eq + 1, err))
+    for (size_t i = 0; i < TS_ARRAY_LEN(p->params) && p->params[i].name; i++)
+        if (param_values_set(&c->params, p->params[i].name, p->params[i].value, err))
             return -1;
-    }
     return 0;
 }

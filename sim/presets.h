@@ -16,7 +16,9 @@ struct preset {
     const char *planner;    /* activation reservations */
     bool mask_only, lazy_chunking;
     const char *note;       /* what is not modelled yet, or NULL */
-    const char *params;     /* its policy's or scheduler's parameters as NAME=VALUE[,NAME=VALUE], or NULL */
+    struct preset_param {   /* its policy's or scheduler's parameters (name NULL: none further) */
+        const char *name, *value;
+    } params[2];
 };
 
 const struct preset *preset_find(const char *name);

@@ -338,9 +338,7 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     memcpy(s->pcfg.p, rp.policy, sizeof s->pcfg.p);
     memcpy(s->sched_p, rp.sched, sizeof s->sched_p);
     s->sd.logit_chunk_rows = cfg->logit_chunk_rows;
-    s->sd.attn_block = policy_attn_block(cfg->policy, &s->model, cfg->block_size);
-    if (s->pol->knobs)
-        s->pol->knobs(&s->pcfg, &s->sd);
+    policy_step_knobs(s->pol, &s->pcfg, &s->model, &s->sd);
     if (s->calib && s->pol->selects && !calib_prices_selection(s->calib, s->sd.select_heads)) {
         ts_fail(err, "--cost calibrated: the calibration of %s on %s has no %s selection (kv_select) measurements "
                      "for policy %s; profile its select grid (tessera engine profile --grid select) and merge it "

@@ -1341,9 +1341,8 @@ static void check_select_only(struct checker *c)
 {
     fprintf(c->out, "the sparse selection: kernels and whole steps against the CPU reference:\n");
     check_select_kernels(c);
-    struct model_cfg tiny_a = tiny_gqa;
-    check_sparse_steps(c, &tiny_a, false, 3);
-    check_sparse_steps(c, &tiny_a, true, 3);
+    check_sparse_steps(c, &tiny_gqa, false, 3);
+    check_sparse_steps(c, &tiny_gqa, true, 3);
 }
 
 int eng_check_run(uint64_t seed, const char *only, FILE *out)
