@@ -130,6 +130,15 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
     const int32_t S = sd->num_segs;
     int64_t T = sd->tot.q_tokens, R = sd->tot.logit_rows;
     const int32_t page_tokens = kv ? kv->page_tokens : 1;
+    /* what the engine does not run yet: per-layer shapes and a feature cache (dLLM-Cache, FOCUS) */
+    if (sd->cache_outputs)
+        return ts_fail(err, "step refused: the engine keeps no feature cache (dLLM-Cache's attention and FFN "
+                            "outputs); price such runs with the cost model");
+    for (int32_t s = 0; s < S; s++)
+        if (sd->segs[s].q_front > 0 || sd->segs[s].probe > 0 || sd->segs[s].carry > 0)
+            return ts_fail(err, "step refused: request %d's segment has %s, which the engine does not run; price "
+                                "such runs with the cost model", sd->segs[s].req_id,
+                           sd->segs[s].q_front > 0 ? "a front shape (q_front)" : "probe or carried rows");
     /* check the pool first, so that a refused step changes nothing */
     int64_t need_pages = 0;
     for (int32_t s = 0; s < S && !kv; s++)

@@ -123,12 +123,17 @@ struct calib;
 
 int calib_fit(const struct calib_data *d, struct calib **out, struct ts_err *err);
 void calib_free(struct calib *c);
-/* Prices a step; fills bd if not NULL. Returns -1 (and err) when the step lies outside the
- * profiled range and extrapolation is off. */
 /* Whether the calibration prices the sparse selection of this kind (its profile had such steps). */
 bool calib_prices_selection(const struct calib *c, bool per_head);
+/* Prices a step; fills bd if not NULL. Returns -1 (and err) when the step lies outside the
+ * profiled range and extrapolation is off. A step whose segments have front shapes, probes or
+ * carried rows, or that caches outputs, needs the cost context (its model and GPU):
+ * calib_step_ctx_s, which is what the `calibrated` back end calls. */
 int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapolate, double *seconds,
                  struct cost_breakdown *bd, struct ts_err *err);
+struct cost_ctx;
+int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const struct step_desc *sd, bool extrapolate,
+                     double *seconds, struct cost_breakdown *bd, struct ts_err *err);
 /* How the engine a calibration was profiled from launches a step's attention, by the calibration's
  * launch rules (the attention model's own reading of them): the segments on the wgmma and on the
  * mma.sync kernel, and the mma.sync launch's query heads a block (GQA packing, rules 4), key splits

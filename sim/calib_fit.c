@@ -232,13 +232,33 @@ static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, in
     a->pack = P, a->splits = splits, a->tile_keys = short_kv_tiles ? 32 : 64;
 }
 
-/* The attention features and launch of a step, as the calibration's model and rules read them */
-static void attn_step(const struct calib *c, const struct step_desc *sd, struct attn_acc *acc)
+/* The attention features and launch of a step's front layers' shapes or its later ones', as the
+ * calibration's model and rules read them */
+static void attn_layers(const struct calib *c, const struct step_desc *sd, bool front, struct attn_acc *acc)
 {
     memset(acc, 0, sizeof *acc);
-    for (int32_t i = 0; i < sd->num_segs; i++)
-        attn_add(acc, sd->segs[i].q, sd->segs[i].kv, sd->attn_block);
+    for (int32_t i = 0; i < sd->num_segs; i++) {
+        int32_t q, kv, w;
+        segment_layer_shape(&sd->segs[i], front, &q, &kv, &w);
+        attn_add(acc, q, kv, sd->attn_block);
+    }
     attn_finish(acc, c->heads, c->kv_heads, c->sms, c->attn_rules);
+}
+
+static void attn_step(const struct calib *c, const struct step_desc *sd, struct attn_acc *acc)
+{
+    attn_layers(c, sd, false, acc);
+}
+
+/* The attention model's time (ms, every layer) at a step's front or later shapes. */
+static double attn_ms(const struct calib *c, const struct step_desc *sd, bool front)
+{
+    struct attn_acc acc;
+    attn_layers(c, sd, front, &acc);
+    double ms = 0;
+    for (int j = 0; j < ATTN_FEATURES; j++)
+        ms += c->beta[j] * acc.f[j];
+    return fmax(ms, 0.0);
 }
 
 void calib_attn_launch(const struct calib *c, const struct step_desc *sd, struct calib_attn_launch *out)
@@ -580,35 +600,88 @@ static double chunked(const struct curve *cv, int64_t R, int64_t chunk, bool ext
     return total;
 }
 
+/* The time (ms) of a token-driven op over a step whose every layer ran T packed tokens; -1 with err
+ * beyond the profiled range. */
+static int tok_ms(const struct calib *c, enum cost_op op, int64_t T, bool extrapolate, double *ms,
+                  struct ts_err *err)
+{
+    *ms = 0;
+    const struct curve *cv = &c->tok[op];
+    if (!cv->n || T <= 0)
+        return 0;
+    if (curve_eval(cv, (double)T, extrapolate, ms))
+        return ts_fail(err, "calibrated cost: a step of %lld packed tokens is beyond the profiled range (up to "
+                            "%lld) of %s on %s; profile larger steps or allow extrapolation (--extrapolate)",
+                       (long long)T, (long long)c->max_T, c->model, c->device);
+    return 0;
+}
+
+/* dLLM-Cache's feature cache (ms) over `later` of num_layers layers, composed from the calibrated
+ * curves of the ops it consists of: the probe rows' norm (a layer's share of the norm curve) and V
+ * re-projection (the V columns' share of the qkv curve at the probe rows), the rest (similarity,
+ * gathers, output writes, carried rows' adds) at the memory bandwidth of the cost context. */
+static int feat_cache_ms(const struct cost_ctx *cx, const struct calib *c, const struct step_desc *sd, double later,
+                         bool extrapolate, double *ms, struct ts_err *err)
+{
+    *ms = 0;
+    const struct step_totals *t = &sd->tot;
+    const struct model_cfg *m = &cx->model;
+    const double nl = m->num_layers, h = m->hidden, kvd = model_kv_dim(m), qd = model_q_dim(m), a = 2;
+    if (!sd->cache_outputs && t->probe_tokens == 0 && t->carry_tokens == 0)
+        return 0;
+    double norm = 0, qkv = 0;
+    if (tok_ms(c, OP_NORM, t->probe_tokens, extrapolate, &norm, err) ||
+        tok_ms(c, OP_QKV, t->probe_tokens, extrapolate, &qkv, err))
+        return -1;
+    const double P = (double)t->probe_tokens, C = (double)t->carry_tokens, T = (double)t->q_tokens;
+    const double Tf = (double)t->front.q_tokens, front = nl - later;
+    double bytes = later * a * (2 * T * h + 2 * C * 3 * h) + front * a * 2 * Tf * h;
+    if (P > 0)
+        bytes += later * a * (3 * P * kvd + 2 * 2 * T * h);
+    *ms = later / nl * (norm / (2 * nl + 1) * nl + qkv * kvd / (qd + 2 * kvd)) +
+          bytes / (cx->gpu.mem_bw * cx->impl.mem_eff) * 1e3;
+    return 0;
+}
+
 int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapolate, double *seconds,
                  struct cost_breakdown *bd, struct ts_err *err)
+{
+    return calib_step_ctx_s(NULL, c, sd, extrapolate, seconds, bd, err);
+}
+
+int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const struct step_desc *sd, bool extrapolate,
+                     double *seconds, struct cost_breakdown *bd, struct ts_err *err)
 {
     struct cost_breakdown local;
     if (!bd)
         bd = &local;
     memset(bd, 0, sizeof *bd);
     const struct step_totals *t = &sd->tot;
+    /* a step whose segments have front shapes: its first nf of nl layers at the front sums, the
+     * others at the later ones, each a share of the curves' whole-forward times */
+    const double nl = cx ? cx->model.num_layers : 0;
+    const double nf = cx ? step_front_layers(sd, cx->model.num_layers) : 0, later_share = nf > 0 ? (nl - nf) / nl : 1;
+    if ((t->split_segs > 0 || t->probe_tokens > 0 || t->carry_tokens > 0 || sd->cache_outputs) && !cx)
+        return ts_fail(err, "calibrated cost: a step with front shapes, probes or a feature cache needs the model");
     double ms = 0;
     if (t->q_tokens > 0) {
         for (size_t k = 0; k < TS_ARRAY_LEN(token_ops); k++) {
-            const struct curve *cv = &c->tok[token_ops[k]];
-            if (!cv->n)
-                continue;
-            double y;
-            if (curve_eval(cv, (double)t->q_tokens, extrapolate, &y))
-                return ts_fail(err, "calibrated cost: a step of %lld packed tokens is beyond the profiled "
-                                    "range (up to %lld) of %s on %s; profile larger steps or allow "
-                                    "extrapolation (--extrapolate)", (long long)t->q_tokens,
-                               (long long)c->max_T, c->model, c->device);
-            bd->op_s[token_ops[k]] = y * 1e-3;
+            const enum cost_op op = token_ops[k];
+            double y, yf = 0;
+            const int64_t T = op == OP_EMBED && nf > 0 ? t->front.q_tokens : t->q_tokens;
+            if (tok_ms(c, op, T, extrapolate, &y, err))
+                return -1;
+            if (nf > 0 && op != OP_EMBED) {
+                if (tok_ms(c, op, t->front.q_tokens, extrapolate, &yf, err))
+                    return -1;
+                y = y * later_share + yf * (1 - later_share);
+            }
+            bd->op_s[op] = y * 1e-3;
             ms += y;
         }
-        double attn = 0;
-        struct attn_acc acc;
-        attn_step(c, sd, &acc);
-        for (int j = 0; j < ATTN_FEATURES; j++)
-            attn += c->beta[j] * acc.f[j];
-        attn = fmax(attn, 0.0);
+        double attn = attn_ms(c, sd, false) * later_share;
+        if (nf > 0)
+            attn += attn_ms(c, sd, true) * (1 - later_share);
         bd->op_s[OP_ATTN] = attn * 1e-3;
         ms += attn;
         double sel;
@@ -616,6 +689,11 @@ int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapo
             return -1;
         bd->op_s[OP_KV_SELECT] = sel * 1e-3;
         ms += sel;
+        double fc = 0;
+        if (cx && feat_cache_ms(cx, c, sd, nl - nf, extrapolate, &fc, err))
+            return -1;
+        bd->op_s[OP_FEAT_CACHE] = fc * 1e-3;
+        ms += fc;
     }
     double lm = chunked(&c->lm, t->logit_rows, sd->logit_chunk_rows, extrapolate);
     double smp = chunked(&c->sample, t->logit_rows, sd->logit_chunk_rows, extrapolate);
@@ -702,7 +780,7 @@ static int calibrated_step_s(const struct cost_ctx *c, const struct step_desc *s
                              struct cost_breakdown *bd, struct ts_err *err)
 {
     TS_ASSERT(c->calib != NULL);
-    return calib_step_s(c->calib, sd, c->extrapolate, seconds, bd, err);
+    return calib_step_ctx_s(c, c->calib, sd, c->extrapolate, seconds, bd, err);
 }
 
 const struct cost_ops cost_calibrated = {

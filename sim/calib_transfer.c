@@ -85,7 +85,7 @@ int calib_transfer_band(const struct calib *c, const char *model, const char *fr
         return -1;
     struct cost_breakdown bd;
     struct roofline_pair rp;
-    if (calib_step_s(c, sd, true, mid_s, &bd, err) || roofline_both(&src, &dst, sd, &rp, err))
+    if (calib_step_ctx_s(&src, c, sd, true, mid_s, &bd, err) || roofline_both(&src, &dst, sd, &rp, err))
         return -1;
     const double rc_ = src.gpu.bf16_flops / dst.gpu.bf16_flops, rm = src.gpu.mem_bw / dst.gpu.mem_bw;
     double gpu = 0, lo = 0, hi = 0;

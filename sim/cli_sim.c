@@ -464,6 +464,12 @@ int cli_sim(int argc, char **argv)
     if (rc)
         return rc > 0 ? 0 : EXIT_USAGE;
     struct ts_err err;
+    const struct policy_ops *po = policy_find(c.policy);
+    if (strcmp(c.executor, "gpu") == 0 && po && po->engine_lacks) {
+        fprintf(stderr, "tessera sim: --executor gpu: policy %s needs %s, which the CUDA engine does not run; "
+                        "price it with the cost model (--executor model)\n", po->name, po->engine_lacks);
+        return EXIT_USAGE;
+    }
     if (c.db_mode && !c.db[0]) {
         fprintf(stderr, "tessera sim: --append and --replace say what --db does with the runs it holds; no --db given\n");
         return EXIT_USAGE;

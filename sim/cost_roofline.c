@@ -6,7 +6,10 @@
  * step adds host_step_s + host_seg_s per segment.
  *
  * FLOPs and bytes per op, T packed tokens, R logit rows, W K/V tokens written, a = 2 bytes:
- *   norm       2 per layer, read + write [T,h]
+ *   norm       2 per layer, read + write [T,h], and the final one
+ *   (a step whose segments have front shapes prices its first front_layers layers at the front
+ *   sums and the others at the later ones; the embedding takes the front rows, the final norm the
+ *   later rows and the carried ones)
  *   qkv        2*T*h*(qd+2kvd); weights + in + out
  *   rope       q and k rows, read + write
  *   kv_write   W tokens of K and V, read + write
@@ -14,6 +17,10 @@
  *   kv_select  sparse selection (segments with keep > 0), per layer: the scoring rows' mean query
  *              against each candidate key (2*cand*qd), the fp32 scores written, pooled and read
  *              back per K/V head, and the kept tokens' K and V gathered into the cache
+ *   feat_cache dLLM-Cache's feature cache (cache_outputs, probe or carry rows), per layer: the
+ *              computed rows' attention and FFN outputs written; later layers: the probe rows' norm,
+ *              V re-projection and similarity with the cached V, the updated rows' gathers, the
+ *              carried rows' residual adds from their cached outputs
  *   o_proj     2*T*qd*h
  *   resid      2 per layer, read 2 + write 1 [T,h]
  *   gate_up    2*T*h*2F, down 2*T*F*h, act read [T,2F] write [T,F]; FFN chunks re-read weights;
@@ -51,6 +58,70 @@ static void add_op(struct pricer *p, enum cost_op op, double count, double flops
         p->bd->op_s[op] += t;
 }
 
+/* The ops of `layers` layers whose shape sums are lt (the front layers' or the later ones'); `later`:
+ * the later layers, where selections, probes and carried rows run. */
+static void layer_ops(struct pricer *p, const struct step_desc *sd, const struct layer_totals *lt,
+                      double layers, bool later)
+{
+    if (layers <= 0 || lt->q_tokens <= 0)
+        return;
+    const struct cost_ctx *c = p->c;
+    const struct model_cfg *m = &c->model;
+    const struct impl_profile *im = &c->impl;
+    const struct step_totals *t = &sd->tot;
+    double a = 2.0, h = m->hidden, qd = model_q_dim(m), kvd = model_kv_dim(m);
+    double T = (double)lt->q_tokens, W = (double)lt->kv_write_tokens;
+    double share = layers / m->num_layers, moe = model_num_moe_layers(m) * share, dense = layers - moe;
+    double chunks = sd->ffn_chunks > 0 ? sd->ffn_chunks : 1;
+    double ge = im->gemm_eff;
+
+    add_op(p, OP_NORM, 2 * layers, 5 * T * h, 2 * T * h * a, ge);
+    add_op(p, OP_QKV, layers, 2 * T * h * (qd + 2 * kvd), a * (h * (qd + 2 * kvd) + T * h + T * (qd + 2 * kvd)), ge);
+    add_op(p, OP_ROPE, layers, 6 * T * (qd + kvd), 2 * a * T * (qd + kvd), ge);
+    add_op(p, OP_KV_WRITE, W > 0 ? layers : 0, 0, 2 * a * W * 2 * kvd, ge);
+    add_op(p, OP_ATTN, layers, 4.0 * qd * lt->attn_qk_pairs, a * (2 * T * qd + (double)lt->attn_kv_read * 2 * kvd),
+           im->attn_eff);
+    if (later) {
+        const double cand = (double)t->sel_cand, rows = (double)t->sel_rows, hkv = m->num_kv_heads;
+        add_op(p, OP_KV_SELECT, t->sel_segs > 0 ? layers : 0, 2 * cand * qd + rows * qd,
+               a * (cand * kvd + rows * qd) + 3 * 4 * cand * hkv + 2 * 2 * a * (double)t->sel_keep * kvd, ge);
+    }
+    if (sd->cache_outputs || (later && (t->probe_tokens > 0 || t->carry_tokens > 0))) {
+        /* the computed rows' attention and FFN outputs written; later layers: the probe's norm, V
+         * re-projection (weights + rows) and similarity against the cached V (read, and the new V
+         * written), the updated rows gathered twice, and the carried rows' two residual adds from
+         * the cached outputs */
+        const double P = later ? (double)t->probe_tokens : 0, C = later ? (double)t->carry_tokens : 0;
+        const double flops = P * (5 * h + 2 * h * kvd + 3 * kvd) + 2 * C * h;
+        double bytes = a * (2 * T * h + 2 * C * 3 * h);
+        if (P > 0)
+            bytes += a * (2 * P * h + h * kvd + P * kvd + 3 * P * kvd + 2 * 2 * T * h);
+        add_op(p, OP_FEAT_CACHE, layers, flops, bytes, ge);
+    }
+    add_op(p, OP_OPROJ, layers, 2 * T * qd * h, a * (qd * h + T * qd + T * h), ge);
+    add_op(p, OP_RESID, 2 * layers, T * h, 3 * T * h * a, ge);
+    if (dense > 0) {
+        double F = m->ffn;
+        const double out = im->fused_ffn ? F : 2 * F; /* fused: SwiGLU in the epilogue writes [T, F] */
+        add_op(p, OP_GATE_UP, dense * chunks, 2 * T / chunks * h * 2 * F, a * (2 * F * h + T / chunks * (h + out)), ge);
+        if (!im->fused_ffn)
+            add_op(p, OP_ACT, dense * chunks, 4 * T / chunks * F, a * T / chunks * 3 * F, ge);
+        add_op(p, OP_DOWN, dense * chunks, 2 * T / chunks * F * h, a * (F * h + T / chunks * (F + h)), ge);
+    }
+    if (moe > 0) {
+        double E = m->num_experts, k = m->experts_top_k, Fe = m->moe_ffn;
+        double touched = E * (1.0 - pow(1.0 - k / E, T));
+        add_op(p, OP_ROUTER, moe, 2 * T * h * E, a * (h * E + T * h) + 4 * T * E, ge);
+        add_op(p, OP_EXPERTS, moe, 6 * T * k * h * Fe, a * (touched * 3 * h * Fe + T * k * (2 * h + 3 * Fe)), ge);
+        if (m->num_shared_experts > 0) {
+            double S = Fe * m->num_shared_experts;
+            add_op(p, OP_GATE_UP, moe, 2 * T * h * 2 * S, a * (2 * S * h + T * (h + 2 * S)), ge);
+            add_op(p, OP_ACT, moe, 4 * T * S, a * T * 3 * S, ge);
+            add_op(p, OP_DOWN, moe, 2 * T * S * h, a * (S * h + T * (S + h)), ge);
+        }
+    }
+}
+
 static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd, double *seconds,
                            struct cost_breakdown *bd, struct ts_err *err)
 {
@@ -61,55 +132,21 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
     const struct model_cfg *m = &c->model;
     const struct impl_profile *im = &c->impl;
     const struct step_totals *t = &sd->tot;
-    double a = 2.0, h = m->hidden, qd = model_q_dim(m), kvd = model_kv_dim(m), V = m->vocab;
-    double T = (double)t->q_tokens, R = (double)t->logit_rows, W = (double)t->kv_write_tokens;
-    double nl = m->num_layers, moe = model_num_moe_layers(m), dense = nl - moe;
-    double chunks = sd->ffn_chunks > 0 ? sd->ffn_chunks : 1;
-    double ge = im->gemm_eff;
+    double a = 2.0, h = m->hidden, V = m->vocab;
+    double R = (double)t->logit_rows, nf = step_front_layers(sd, m->num_layers);
+    const struct layer_totals later = {t->q_tokens, t->kv_write_tokens, t->max_q, t->attn_qk_pairs, t->attn_kv_read};
+    double T_in = (double)(nf > 0 ? t->front.q_tokens : t->q_tokens), T_out = (double)(t->q_tokens + t->carry_tokens);
 
-    if (T > 0) {
-        add_op(&p, OP_EMBED, 1, 0, 2 * T * h * a, ge);
-        add_op(&p, OP_NORM, 2 * nl + 1, 5 * T * h, 2 * T * h * a, ge);
-        add_op(&p, OP_QKV, nl, 2 * T * h * (qd + 2 * kvd),
-               a * (h * (qd + 2 * kvd) + T * h + T * (qd + 2 * kvd)), ge);
-        add_op(&p, OP_ROPE, nl, 6 * T * (qd + kvd), 2 * a * T * (qd + kvd), ge);
-        add_op(&p, OP_KV_WRITE, W > 0 ? nl : 0, 0, 2 * a * W * 2 * kvd, ge);
-        add_op(&p, OP_ATTN, nl, 4.0 * qd * t->attn_qk_pairs,
-               a * (2 * T * qd + (double)t->attn_kv_read * 2 * kvd), im->attn_eff);
-        const double cand = (double)t->sel_cand, rows = (double)t->sel_rows, hkv = m->num_kv_heads;
-        add_op(&p, OP_KV_SELECT, t->sel_segs > 0 ? nl : 0, 2 * cand * qd + rows * qd,
-               a * (cand * kvd + rows * qd) + 3 * 4 * cand * hkv + 2 * 2 * a * (double)t->sel_keep * kvd, ge);
-        add_op(&p, OP_OPROJ, nl, 2 * T * qd * h, a * (qd * h + T * qd + T * h), ge);
-        add_op(&p, OP_RESID, 2 * nl, T * h, 3 * T * h * a, ge);
-        if (dense > 0) {
-            double F = m->ffn;
-            const double out = im->fused_ffn ? F : 2 * F; /* fused: SwiGLU in the epilogue writes [T, F] */
-            add_op(&p, OP_GATE_UP, dense * chunks, 2 * T / chunks * h * 2 * F,
-                   a * (2 * F * h + T / chunks * (h + out)), ge);
-            if (!im->fused_ffn)
-                add_op(&p, OP_ACT, dense * chunks, 4 * T / chunks * F, a * T / chunks * 3 * F, ge);
-            add_op(&p, OP_DOWN, dense * chunks, 2 * T / chunks * F * h,
-                   a * (F * h + T / chunks * (F + h)), ge);
-        }
-        if (moe > 0) {
-            double E = m->num_experts, k = m->experts_top_k, Fe = m->moe_ffn;
-            double touched = E * (1.0 - pow(1.0 - k / E, T));
-            add_op(&p, OP_ROUTER, moe, 2 * T * h * E, a * (h * E + T * h) + 4 * T * E, ge);
-            add_op(&p, OP_EXPERTS, moe, 6 * T * k * h * Fe,
-                   a * (touched * 3 * h * Fe + T * k * (2 * h + 3 * Fe)), ge);
-            if (m->num_shared_experts > 0) {
-                double S = Fe * m->num_shared_experts;
-                add_op(&p, OP_GATE_UP, moe, 2 * T * h * 2 * S, a * (2 * S * h + T * (h + 2 * S)), ge);
-                add_op(&p, OP_ACT, moe, 4 * T * S, a * T * 3 * S, ge);
-                add_op(&p, OP_DOWN, moe, 2 * T * S * h, a * (S * h + T * (S + h)), ge);
-            }
-        }
-    }
+    if (T_in > 0)
+        add_op(&p, OP_EMBED, 1, 0, 2 * T_in * h * a, im->gemm_eff);
+    layer_ops(&p, sd, &t->front, nf, false);
+    layer_ops(&p, sd, &later, m->num_layers - nf, true);
+    if (T_out > 0)
+        add_op(&p, OP_NORM, 1, 5 * T_out * h, 2 * T_out * h * a, im->gemm_eff); /* the final norm */
     if (R > 0) {
         double nch = (double)step_num_logit_chunks(sd);
-        add_op(&p, OP_LM_HEAD, nch, 2 * R / nch * h * V, a * (h * V + R / nch * (h + V)), ge);
-        add_op(&p, OP_SAMPLE, nch, 3 * R / nch * V,
-               R / nch * V * (a + 2.0 * im->softmax_copy_bytes), ge);
+        add_op(&p, OP_LM_HEAD, nch, 2 * R / nch * h * V, a * (h * V + R / nch * (h + V)), im->gemm_eff);
+        add_op(&p, OP_SAMPLE, nch, 3 * R / nch * V, R / nch * V * (a + 2.0 * im->softmax_copy_bytes), im->gemm_eff);
     }
     double host = im->host_step_s + im->host_seg_s * (double)t->num_segs;
     p.total += host;

@@ -7,7 +7,7 @@
  *   steps         per step: start, duration, segments, q/kv/kv_write/logit tokens, decoded,
  *                 Refresh/Reuse/... counts, activation peak, KV in use   (skipped by --no-steps)
  *   segments      per step and request: phase, q, kv, kv_write, logit_rows, decoded, padding,
- *                 keep, score_rows
+ *                 keep, score_rows, q_front, kv_front, kv_write_front, probe, carry
  *                 (what `tessera engine replay` executes; skipped by --no-steps)
  *   summary       one row per run: throughput, latency statistics, counts, memory
  *   op_breakdown  per-op seconds summed over the run
@@ -47,7 +47,8 @@ static const char *const schema =
     " PRIMARY KEY(run_id, step_id));"
     "CREATE TABLE IF NOT EXISTS segments(run_id INTEGER, step_id INTEGER, req_id INTEGER,"
     " phase TEXT, q INTEGER, kv INTEGER, kv_write INTEGER, logit_rows INTEGER, decoded INTEGER,"
-    " padding INTEGER, keep INTEGER, score_rows INTEGER);"
+    " padding INTEGER, keep INTEGER, score_rows INTEGER, q_front INTEGER, kv_front INTEGER,"
+    " kv_write_front INTEGER, probe INTEGER, carry INTEGER);"
     "CREATE TABLE IF NOT EXISTS summary(run_id INTEGER PRIMARY KEY, num_requests INTEGER,"
     " num_finished INTEGER, num_rejected INTEGER, num_preemptions INTEGER, num_steps INTEGER,"
     " request_steps INTEGER, tokens_decoded INTEGER, content_tokens INTEGER, makespan_s REAL,"
@@ -61,7 +62,10 @@ static const char *const schema =
 
 /* Columns later versions added to a table: a database written before them gets them (their rows
  * read as 0) before a run is added to it. */
-static const char *const added_columns[][2] = {{"segments", "keep"}, {"segments", "score_rows"}};
+static const char *const added_columns[][2] = {{"segments", "keep"},    {"segments", "score_rows"},
+                                                {"segments", "q_front"}, {"segments", "kv_front"},
+                                                {"segments", "kv_write_front"}, {"segments", "probe"},
+                                                {"segments", "carry"}};
 
 /* Adds the added columns the database `name` (main, out) lacks. */
 static int db_upgrade(sqlite3 *db, const char *name)
@@ -173,7 +177,7 @@ static int write_steps(struct writer *w, const struct sim *s)
     sqlite3_stmt *st, *sg;
     if (prepare(w, "INSERT INTO main.steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
         return -1;
-    if (prepare(w, "INSERT INTO main.segments VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", &sg)) {
+    if (prepare(w, "INSERT INTO main.segments VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &sg)) {
         sqlite3_finalize(st);
         return -1;
     }
@@ -205,6 +209,11 @@ static int write_steps(struct writer *w, const struct sim *s)
             sqlite3_bind_int(sg, 10, g->padding);
             sqlite3_bind_int(sg, 11, g->keep);
             sqlite3_bind_int(sg, 12, g->score_rows);
+            sqlite3_bind_int(sg, 13, g->q_front);
+            sqlite3_bind_int(sg, 14, g->kv_front);
+            sqlite3_bind_int(sg, 15, g->kv_write_front);
+            sqlite3_bind_int(sg, 16, g->probe);
+            sqlite3_bind_int(sg, 17, g->carry);
             rc = step_done(w, sg);
         }
     }
@@ -289,13 +298,14 @@ static int write_run(struct writer *w, const struct sim *s)
     if (rc)
         return -1;
     const int64_t run_id = sqlite3_last_insert_rowid(w->db);
-    char copy[640];
+    char copy[768];
     snprintf(copy, sizeof copy,
              "INSERT INTO out.steps SELECT %lld, step_id, start_ns, duration_ns, num_segs, q_tokens, kv_tokens, "
              "kv_write_tokens, logit_rows, decoded, num_full, num_refresh, num_reuse, num_prefill, num_block, "
              "act_peak_bytes, kv_in_use_bytes, logit_chunk_rows, ffn_chunks FROM main.steps ORDER BY step_id; "
              "INSERT INTO out.segments SELECT %lld, step_id, req_id, phase, q, kv, kv_write, logit_rows, decoded, "
-             "padding, keep, score_rows FROM main.segments ORDER BY rowid;",
+             "padding, keep, score_rows, q_front, kv_front, kv_write_front, probe, carry FROM main.segments "
+             "ORDER BY rowid;",
              (long long)run_id, (long long)run_id);
     if (write_requests(w, s, run_id))
         return -1;
@@ -310,12 +320,22 @@ static int write_run(struct writer *w, const struct sim *s)
 
 int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out)
 {
-    if (sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding, keep, score_rows "
-                               "FROM segments WHERE run_id = ? AND step_id = ? ORDER BY rowid", -1, out, NULL) == SQLITE_OK)
-        return SQLITE_OK;
-    /* a database from before the sparse selection: no segment selects */
-    return sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding, 0, 0 "
-                                  "FROM segments WHERE run_id = ? AND step_id = ? ORDER BY rowid", -1, out, NULL);
+    /* a database from before a column was added reads it as 0 */
+    char sql[512];
+    int n = snprintf(sql, sizeof sql, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding");
+    for (size_t i = 0; i < TS_ARRAY_LEN(added_columns); i++) {
+        char q[160];
+        sqlite3_stmt *st = NULL;
+        snprintf(q, sizeof q, "SELECT count(*) FROM pragma_table_info('%s') WHERE name = '%s'", added_columns[i][0],
+                 added_columns[i][1]);
+        int have = 0;
+        if (sqlite3_prepare_v2(db, q, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+            have = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+        n += snprintf(sql + n, sizeof sql - (size_t)n, ", %s", have ? added_columns[i][1] : "0");
+    }
+    snprintf(sql + n, sizeof sql - (size_t)n, " FROM segments WHERE run_id = ? AND step_id = ? ORDER BY rowid");
+    return sqlite3_prepare_v2(db, sql, -1, out, NULL);
 }
 
 int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_desc *sd, struct ts_err *err)
@@ -332,7 +352,10 @@ int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_
                              .q = sqlite3_column_int(st, 2), .kv = sqlite3_column_int(st, 3),
                              .kv_write = sqlite3_column_int(st, 4), .logit_rows = sqlite3_column_int(st, 5),
                              .decoded = sqlite3_column_int(st, 6), .padding = (uint8_t)sqlite3_column_int(st, 7),
-                             .keep = sqlite3_column_int(st, 8), .score_rows = sqlite3_column_int(st, 9)};
+                             .keep = sqlite3_column_int(st, 8), .score_rows = sqlite3_column_int(st, 9),
+                             .q_front = sqlite3_column_int(st, 10), .kv_front = sqlite3_column_int(st, 11),
+                             .kv_write_front = sqlite3_column_int(st, 12), .probe = sqlite3_column_int(st, 13),
+                             .carry = sqlite3_column_int(st, 14)};
         if ((bad = segment_check(&g)) != NULL)
             break;
         step_desc_add(sd, &g);

@@ -7,7 +7,9 @@
  *                concatenation), 11.4 us of host time per kernel and 27 us per segment (the
  *                harness's kernel counts against the host times of the shipped torch-eager
  *                calibration, sim/data/calib/h200-llada-8b-torch-eager.csv); the MoE router and
- *                expert counts are not measured. Logits get an fp32 softmax copy, as in Fast-dLLM's sampling.
+ *                expert counts are not measured, nor are dLLM-Cache's feature-cache kernels (16: the
+ *                value check's norm, projection, similarity and top-k, the gathers and scatters).
+ *                Logits get an fp32 softmax copy, as in Fast-dLLM's sampling.
  *                The efficiencies are starting points: the calibrated back end replaces them.
  *   tessera      one fused kernel per op, issued from a CUDA graph.
  *   tessera-fused  tessera with the fused FFN (the engine's TESSERA_FFN=fused): the gate/up GEMM
@@ -24,14 +26,14 @@ static const struct impl_profile builtin_impls[] = {
     {.name = "torch-eager", .launch_s = 11.4e-6, .host_step_s = 0, .host_seg_s = 27e-6,
      .gemm_eff = 0.80, .attn_eff = 0.45, .mem_eff = 0.75,
      .kernels = {[OP_EMBED] = 1, [OP_NORM] = 8, [OP_QKV] = 1, [OP_ROPE] = 26, [OP_KV_WRITE] = 0,
-                 [OP_ATTN] = 4, [OP_KV_SELECT] = 8, [OP_OPROJ] = 1, [OP_RESID] = 1, [OP_GATE_UP] = 1, [OP_ACT] = 2,
+                 [OP_ATTN] = 4, [OP_KV_SELECT] = 8, [OP_FEAT_CACHE] = 16, [OP_OPROJ] = 1, [OP_RESID] = 1, [OP_GATE_UP] = 1, [OP_ACT] = 2,
                  [OP_DOWN] = 2, [OP_ROUTER] = 6, [OP_EXPERTS] = 12, [OP_LM_HEAD] = 2,
                  [OP_SAMPLE] = 3},
      .softmax_copy_bytes = 4, .reserve_bytes = (int64_t)(1.0 * TS_GIB)},
     {.name = "tessera", .launch_s = 1.5e-6, .host_step_s = 50e-6, .host_seg_s = 0.2e-6,
      .gemm_eff = 0.85, .attn_eff = 0.60, .mem_eff = 0.85,
      .kernels = {[OP_EMBED] = 1, [OP_NORM] = 1, [OP_QKV] = 1, [OP_ROPE] = 1, [OP_KV_WRITE] = 0,
-                 [OP_ATTN] = 1, [OP_KV_SELECT] = 3, [OP_OPROJ] = 1, [OP_RESID] = 0, [OP_GATE_UP] = 1, [OP_ACT] = 1,
+                 [OP_ATTN] = 1, [OP_KV_SELECT] = 3, [OP_FEAT_CACHE] = 4, [OP_OPROJ] = 1, [OP_RESID] = 0, [OP_GATE_UP] = 1, [OP_ACT] = 1,
                  [OP_DOWN] = 1, [OP_ROUTER] = 2, [OP_EXPERTS] = 3, [OP_LM_HEAD] = 1,
                  [OP_SAMPLE] = 1},
      .softmax_copy_bytes = 0, .reserve_bytes = (int64_t)(0.5 * TS_GIB)},

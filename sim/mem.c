@@ -77,5 +77,5 @@ int64_t mem_act_peak_step(const struct model_cfg *m, const struct step_desc *sd,
                           int32_t softmax_copy_bytes, bool fused_ffn)
 {
     struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, softmax_copy_bytes, fused_ffn};
-    return mem_act_peak(m, sd->tot.q_tokens, sd->tot.logit_rows, &k);
+    return mem_act_peak(m, sd->tot.rows, sd->tot.logit_rows, &k);
 }

@@ -13,6 +13,7 @@ static const struct policy_ops *const policies[] = {
     &policy_block_delayed,
     &policy_vicinity,
     &policy_sparse,
+    &policy_dllm_cache,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

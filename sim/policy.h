@@ -40,6 +40,8 @@ struct policy_ops {
     const struct param_spec *params; /* its parameters (NULL when none) */
     int num_params;
     bool selects;      /* some of its steps select a sparse cache (segment.keep > 0) */
+    const char *engine_lacks; /* NULL, or what the CUDA engine lacks to run its steps (live runs and
+                               * replays of it are refused at start, naming this) */
     bool block_causal; /* its steps run one block over the cache of the blocks before it, so a
                         * block-causal model (SDAR, LLaDA2.0) attends block-causally there */
     /* Fills *seg with the next step's shape for r (everything but `decoded`). */
@@ -54,7 +56,8 @@ struct policy_ops {
     int64_t (*kv_peak_tokens)(const struct request *r, const struct policy_cfg *pc);
     /* The largest q any step of this request can have (admission control uses it). */
     int32_t (*peak_q)(const struct request *r, const struct policy_cfg *pc);
-    /* Sets the step knobs its segments need (NULL: none): the sparse selection's. */
+    /* Sets the step knobs its segments need (NULL: none): the sparse selection's, the front
+     * layers and the feature cache. */
     void (*knobs)(const struct policy_cfg *pc, struct step_desc *sd);
 };
 
@@ -116,5 +119,6 @@ extern const struct policy_ops policy_block;
 extern const struct policy_ops policy_vicinity;
 extern const struct policy_ops policy_block_delayed;
 extern const struct policy_ops policy_sparse;
+extern const struct policy_ops policy_dllm_cache;
 
 #endif

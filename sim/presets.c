@@ -13,6 +13,10 @@ static const struct preset presets[] = {
     {"sparse-dllm", "Sparse-dLLM: sparse KV cache (r 0.5, one kept set for all heads, delayed one step), "
                     "static batches, monolithic logits, PyTorch eager", "sparse", "static", "fixed:1", "torch-eager", 0,
      "caching", false, false, NULL, {{"sparse-select", "uniform"}}},
+    {"dllm-cache", "dLLM-Cache: K, V, attention and FFN outputs cached (prompt every 100 forwards, response "
+                   "every 7, a quarter of the response updated between), static batches, monolithic logits, "
+                   "PyTorch eager", "dllm-cache", "static", "fixed:1", "torch-eager", 0, "caching", false, false, NULL,
+     {{"prompt-interval", "100"}, {"response-interval", "7"}, {"update-ratio", "0.25"}}},
     {"lmdeploy", "LMDeploy-style block diffusion with request-level continuous batching, compiled "
                  "engine", "block", "request", "fixed:1", "tessera", 0, "first-fit", false, false, NULL, {{NULL}}},
     {"dinfer", "dInfer: vicinity cache refresh, threshold parallel decoding (LLaDA GSM8K TPF), static "

@@ -18,7 +18,7 @@ struct preset {
     const char *note;       /* what is not modelled yet, or NULL */
     struct preset_param {   /* its policy's or scheduler's parameters (name NULL: none further) */
         const char *name, *value;
-    } params[2];
+    } params[4];
 };
 
 const struct preset *preset_find(const char *name);

@@ -72,7 +72,7 @@ static void phase_build(struct sim *s)
     for (size_t i = 0; i < s->num_running; i++) {
         struct request *r = &s->reqs[s->running[i]];
         sim_emit(s, r, &seg);
-        if (seg.q > budget) {
+        if (segment_rows(&seg) > budget) {
             someone_waits = true;
             continue;
         }
@@ -81,19 +81,19 @@ static void phase_build(struct sim *s)
             break; /* r was the last running request */
         }
         sim_add_segment(s, &seg);
-        budget -= seg.q;
+        budget -= segment_rows(&seg);
     }
     while (!someone_waits && s->waiting.n > 0) {
         struct request *r = &s->reqs[deque_front(&s->waiting)];
         sim_emit(s, r, &seg);
-        if (seg.q > budget || !sim_kv_reserve(s, r, s->pol->kv_tokens(r, &s->pcfg)))
+        if (segment_rows(&seg) > budget || !sim_kv_reserve(s, r, s->pol->kv_tokens(r, &s->pcfg)))
             break;
         deque_pop_front(&s->waiting);
         sim_admit(s, r);
         sim_add_segment(s, &seg);
-        budget -= seg.q;
+        budget -= segment_rows(&seg);
     }
-    TS_ASSERT(s->sd.tot.q_tokens <= s->sched_p[MAX_TOKENS]);
+    TS_ASSERT(s->sd.tot.rows <= s->sched_p[MAX_TOKENS]);
 }
 
 const struct sched_ops sched_phase = {

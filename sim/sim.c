@@ -359,6 +359,8 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         goto fail;
     }
     s->kv_token_bytes = model_kv_bytes_per_token(&s->model);
+    if (s->sd.cache_outputs) /* dLLM-Cache's feature cache: each token's attention and FFN outputs too */
+        s->kv_token_bytes += model_feat_bytes_per_token(&s->model);
     s->kv_page_tokens = cfg->kv_page_tokens;
 
     if (build_workload(s, err))
@@ -476,7 +478,7 @@ static void record_step(struct sim *s, int64_t dur_ns, int64_t act, int64_t kv_b
 static void lazy_chunk(struct sim *s, int64_t budget)
 {
     struct step_desc *sd = &s->sd;
-    const int64_t R = sd->tot.logit_rows, T = sd->tot.q_tokens;
+    const int64_t R = sd->tot.logit_rows, T = sd->tot.rows;
     int64_t logit_chunks = R > 0 && sd->logit_chunk_rows > 0 ? (R + sd->logit_chunk_rows - 1) / sd->logit_chunk_rows : 1;
     for (int iter = 0; iter < 4096; iter++) {
         struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, s->impl.softmax_copy_bytes, s->impl.fused_ffn};

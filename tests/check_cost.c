@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib.h"
 #include "cost.h"
 #include "test_util.h"
 
@@ -224,6 +225,86 @@ START_TEST(fused_ffn_has_no_act_op)
 }
 END_TEST
 
+/* A step of one segment with the given shapes priced by a back end (front layers nf). */
+static void price_split(const struct cost_ops *be, const struct cost_ctx *c, const struct segment *g, int nf,
+                        bool cache_outputs, struct cost_breakdown *bd)
+{
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.front_layers = nf;
+    sd.cache_outputs = cache_outputs;
+    step_desc_add(&sd, g);
+    double t;
+    struct ts_err err;
+    ck_assert_msg(be->step_s(c, &sd, &t, bd, &err) == 0, "%s", err.msg);
+    step_desc_free(&sd);
+}
+
+/* A step whose segment has a front shape pays, for each layer op, the front shape's price over its
+ * front layers and the later shape's over the others: nf / nl of the one and (nl - nf) / nl of the
+ * other, for both back ends (the calibrated one from the shipped H200 calibration). The feature
+ * cache adds its own op, growing with the probe and carried rows. */
+START_TEST(front_layers_priced_by_their_share)
+{
+    struct cost_ctx c = ctx("llada-8b", "tessera");
+    struct ts_err err;
+    char path[1024];
+    const char *data = getenv("TESSERA_DATA");
+    snprintf(path, sizeof path, "%s/calib/h200-llada-8b-tessera.csv", data && *data ? data : TS_DATADIR);
+    struct calib_data d;
+    ck_assert_msg(calib_data_load(path, &d, &err) == 0, "%s", err.msg);
+    struct calib *cal;
+    ck_assert_msg(calib_fit(&d, &cal, &err) == 0, "%s", err.msg);
+    const struct cost_ops *backs[] = {&cost_roofline, &cost_calibrated};
+    const double nl = c.model.num_layers;
+    for (int b = 0; b < 2; b++) {
+        c.calib = b ? cal : NULL;
+        const struct segment split = {.q = 64, .kv = 492, .q_front = 556, .kv_front = 0, .kv_write = 64,
+                                      .kv_write_front = 556, .logit_rows = 64, .phase = PHASE_REUSE};
+        const struct segment later = {.q = 64, .kv = 492, .kv_write = 64, .logit_rows = 64, .phase = PHASE_REUSE};
+        const struct segment front = {.q = 556, .kv = 0, .kv_write = 556, .logit_rows = 64, .phase = PHASE_REUSE};
+        for (int nf = 1; nf <= 2; nf++) {
+            struct cost_breakdown s, l, f;
+            price_split(backs[b], &c, &split, nf, false, &s);
+            price_split(backs[b], &c, &later, nf, false, &l);
+            price_split(backs[b], &c, &front, nf, false, &f);
+            const enum cost_op ops[] = {OP_QKV, OP_ATTN, OP_OPROJ, OP_GATE_UP, OP_DOWN, OP_ROPE};
+            for (size_t k = 0; k < TS_ARRAY_LEN(ops); k++) {
+                const double want = l.op_s[ops[k]] * (nl - nf) / nl + f.op_s[ops[k]] * nf / nl;
+                ck_assert_msg(fabs(s.op_s[ops[k]] - want) <= 1e-9 * want, "%s %s nf %d: %g vs %g", backs[b]->name,
+                              cost_op_name(ops[k]), nf, s.op_s[ops[k]], want);
+            }
+            ck_assert(s.op_s[OP_EMBED] == f.op_s[OP_EMBED]); /* the front rows enter */
+            ck_assert(s.op_s[OP_FEAT_CACHE] == 0);
+            ck_assert(s.total_s > l.total_s && s.total_s < f.total_s);
+        }
+        /* without front layers the front shape is not used */
+        struct cost_breakdown s0, l0;
+        price_split(backs[b], &c, &split, 0, false, &s0);
+        price_split(backs[b], &c, &later, 0, false, &l0);
+        ck_assert(fabs(s0.total_s - l0.total_s) <= 1e-12 * l0.total_s);
+        /* the feature cache: more probe and carried rows cost more */
+        struct segment fc = split;
+        fc.logit_rows = 556;
+        fc.carry = 492;
+        fc.probe = 256;
+        struct cost_breakdown p1, p2, p3;
+        price_split(backs[b], &c, &fc, 1, true, &p1);
+        fc.probe = 512;
+        price_split(backs[b], &c, &fc, 1, true, &p2);
+        fc.probe = 0;
+        fc.carry = 0;
+        fc.logit_rows = 64;
+        price_split(backs[b], &c, &fc, 1, true, &p3);
+        ck_assert_msg(p1.op_s[OP_FEAT_CACHE] > p3.op_s[OP_FEAT_CACHE] && p3.op_s[OP_FEAT_CACHE] > 0, "%s: %g %g",
+                      backs[b]->name, p1.op_s[OP_FEAT_CACHE], p3.op_s[OP_FEAT_CACHE]);
+        ck_assert(p2.op_s[OP_FEAT_CACHE] > p1.op_s[OP_FEAT_CACHE]);
+    }
+    calib_free(cal);
+    calib_data_free(&d);
+}
+END_TEST
+
 START_TEST(empty_step_costs_host_time)
 {
     struct cost_ctx c = ctx("llada-8b", "tessera");
@@ -255,6 +336,7 @@ int main(void)
     tcase_add_test(tc, moe_touches_distinct_experts);
     tcase_add_test(tc, fused_ffn_has_no_act_op);
     tcase_add_test(tc, empty_step_costs_host_time);
+    tcase_add_test(tc, front_layers_priced_by_their_share);
     suite_add_tcase(s, tc);
     return run_suite("cost", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

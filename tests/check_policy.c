@@ -291,6 +291,112 @@ START_TEST(sparse_property)
 }
 END_TEST
 
+static struct policy_cfg dllm_cache_cfg(int Kp, int Kr, double rho)
+{
+    struct policy_cfg pc = PC;
+    pc.p[0] = Kp;
+    pc.p[1] = Kr;
+    pc.p[2] = rho;
+    return pc;
+}
+
+static void expect_layers(const struct segment *s, int q_front, int kv_front, int kv_write_front, int probe, int carry)
+{
+    ck_assert_int_eq(s->q_front, q_front);
+    ck_assert_int_eq(s->kv_front, kv_front);
+    ck_assert_int_eq(s->kv_write_front, kv_write_front);
+    ck_assert_int_eq(s->probe, probe);
+    ck_assert_int_eq(s->carry, carry);
+}
+
+/* P = 100, G = 64 (L = 164), Kp = 5, Kr = 3, rho = 0.25 (u = 16): forward n refreshes the prompt
+ * where 5 | n and the response where 3 | n. */
+START_TEST(dllm_cache_shapes)
+{
+    struct policy_cfg pc = dllm_cache_cfg(5, 3, 0.25);
+    run_life(&policy_dllm_cache, &pc, 100, 64, 64, 1, &L);
+    ck_assert_int_eq(L.n, 64);
+    expect_seg(&L.seg[0], PHASE_REFRESH, 164, 0, 164, 164, 1); /* both: the whole sequence */
+    expect_layers(&L.seg[0], 0, 0, 0, 0, 0);
+    expect_seg(&L.seg[1], PHASE_REUSE, 16, 148, 16, 164, 1);   /* neither: u over the rest */
+    expect_layers(&L.seg[1], 164, 0, 164, 64, 148);
+    expect_seg(&L.seg[3], PHASE_REFRESH, 64, 100, 64, 164, 1); /* the response over the cached prompt */
+    expect_layers(&L.seg[3], 164, 0, 164, 0, 100);
+    expect_seg(&L.seg[5], PHASE_REUSE, 116, 48, 116, 164, 1);  /* the prompt and u response rows */
+    expect_layers(&L.seg[5], 164, 0, 164, 64, 48);
+    expect_seg(&L.seg[15], PHASE_REFRESH, 164, 0, 164, 164, 1); /* 15: both again */
+    for (int i = 0; i < L.n; i++)
+        ck_assert(segment_check(&L.seg[i]) == NULL);
+    /* mask-only logits take the masked rows of the whole response; a tiny ratio still updates one */
+    pc = dllm_cache_cfg(100, 7, 0.001);
+    pc.mask_only = true;
+    run_life(&policy_dllm_cache, &pc, 10, 40, 40, 2, &L);
+    expect_seg(&L.seg[1], PHASE_REUSE, 1, 49, 1, 38, 2);
+    expect_layers(&L.seg[1], 50, 0, 50, 40, 49);
+}
+END_TEST
+
+/* A dropped cache (preemption by recompute) restarts the count: the whole sequence, then partial. */
+START_TEST(dllm_cache_after_drop)
+{
+    struct policy_cfg pc = dllm_cache_cfg(100, 7, 0.5);
+    struct request r = {.P = 20, .G = 64, .C = 64};
+    policy_req_init(&r, &pc);
+    struct segment s;
+    for (int i = 0; i < 6; i++) {
+        if (i == 3)
+            r.need_refresh = true;
+        memset(&s, 0, sizeof s);
+        policy_dllm_cache.emit(&r, &pc, &s);
+        ck_assert_int_eq(s.q, i == 0 || i == 3 ? 84 : 32);
+        s.decoded = 1;
+        policy_advance(&policy_dllm_cache, &r, &pc, &s);
+    }
+}
+END_TEST
+
+/* Random requests, intervals, ratios and decode sizes: every step from the closed form (forward n
+ * of the request: the prompt refreshed where Kp | n, the response where Kr | n) and the footprint
+ * (the whole sequence, its K/V and its outputs). */
+START_TEST(dllm_cache_property)
+{
+    uint64_t x = 0x3c6ef372fe94f82bull;
+    for (int trial = 0; trial < 300; trial++) {
+        x = ts_mix64(x + (uint64_t)trial);
+        const int P = (int)(x % 300), G = 1 + (int)((x >> 10) % 200), k = 1 + (int)((x >> 20) % 6);
+        const int Kp = 1 + (int)((x >> 30) % 120), Kr = 1 + (int)((x >> 38) % 10);
+        const double rho = (1 + (double)((x >> 44) % 100)) / 100.0;
+        struct policy_cfg pc = dllm_cache_cfg(Kp, Kr, rho);
+        run_life(&policy_dllm_cache, &pc, P, G, G, k, &L);
+        const int Lq = P + G, u = (int)floor(rho * G) > 1 ? (int)floor(rho * G) : 1;
+        int steps = 0;
+        for (int b = 0; b * 32 < G; b++) {
+            const int len = G - b * 32 < 32 ? G - b * 32 : 32;
+            steps += (len + k - 1) / k;
+        }
+        ck_assert_int_eq(L.n, steps);
+        for (int n = 0; n < L.n; n++) {
+            const struct segment *s = &L.seg[n];
+            const bool prompt = n % Kp == 0, response = n % Kr == 0;
+            ck_assert(segment_check(s) == NULL);
+            ck_assert_int_eq(s->logit_rows, Lq);
+            if (prompt && response) {
+                expect_seg(s, PHASE_REFRESH, Lq, 0, Lq, Lq, s->decoded);
+                expect_layers(s, 0, 0, 0, 0, 0);
+                continue;
+            }
+            const int q = response ? G : (prompt ? P : 0) + u;
+            expect_seg(s, response ? PHASE_REFRESH : PHASE_REUSE, q, Lq - q, q, Lq, s->decoded);
+            expect_layers(s, Lq, 0, Lq, response ? 0 : G, Lq - q);
+        }
+        struct request r = {.P = P, .G = G, .C = G};
+        policy_req_init(&r, &pc);
+        ck_assert_int_eq(policy_dllm_cache.kv_tokens(&r, &pc), Lq);
+        ck_assert_int_eq(policy_dllm_cache.kv_peak_tokens(&r, &pc), Lq);
+    }
+}
+END_TEST
+
 START_TEST(block_shapes)
 {
     run_life(&policy_block, &PC, 100, 96, 96, 1, &L);
@@ -547,6 +653,9 @@ int main(void)
     tcase_add_test(tc, sparse_shapes);
     tcase_add_test(tc, sparse_after_drop);
     tcase_add_test(tc, sparse_property);
+    tcase_add_test(tc, dllm_cache_shapes);
+    tcase_add_test(tc, dllm_cache_after_drop);
+    tcase_add_test(tc, dllm_cache_property);
     tcase_add_test(tc, block_shapes);
     tcase_add_test(tc, block_partial_last_block);
     tcase_add_test(tc, block_delayed_shapes);

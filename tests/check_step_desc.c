@@ -1,5 +1,6 @@
 /* check_step_desc.c: the step description and its running totals. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "step_desc.h"
 #include "test_util.h"
@@ -61,6 +62,70 @@ START_TEST(selection_totals)
     ck_assert_int_eq(t.sel_max_keep, 100);
     ck_assert_int_eq(t.sel_cand, sd.tot.sel_cand);
     step_desc_free(&sd);
+}
+END_TEST
+
+/* Front shapes, probes and carried rows: the front layers' sums take q_front where a segment has
+ * one and q elsewhere; rows are the hidden states held at once. */
+START_TEST(front_totals)
+{
+    struct step_desc sd;
+    step_desc_init(&sd);
+    const struct segment segs[] = {
+        {.req_id = 0, .q = 16, .kv = 148, .kv_write = 16, .logit_rows = 164, .phase = PHASE_REUSE, .q_front = 164,
+         .kv_write_front = 164, .probe = 64, .carry = 148},
+        {.req_id = 1, .q = 32, .kv = 100, .logit_rows = 32, .phase = PHASE_REUSE},
+    };
+    for (size_t i = 0; i < 2; i++)
+        step_desc_add(&sd, &segs[i]);
+    ck_assert_int_eq(sd.tot.q_tokens, 48);
+    ck_assert_int_eq(sd.tot.front.q_tokens, 196);
+    ck_assert_int_eq(sd.tot.front.kv_write_tokens, 164);
+    ck_assert_int_eq(sd.tot.front.max_q, 164);
+    ck_assert(sd.tot.front.attn_qk_pairs == 164.0 * 164 + 32.0 * 132);
+    ck_assert_int_eq(sd.tot.front.attn_kv_read, 164 + 132);
+    ck_assert(sd.tot.attn_qk_pairs == 16.0 * 164 + 32.0 * 132);
+    ck_assert_int_eq(sd.tot.split_segs, 1);
+    ck_assert_int_eq(sd.tot.probe_tokens, 64);
+    ck_assert_int_eq(sd.tot.carry_tokens, 148);
+    ck_assert_int_eq(sd.tot.rows, 164 + 32);
+    ck_assert_int_eq(step_front_layers(&sd, 32), 0); /* no front layers set */
+    sd.front_layers = 2;
+    ck_assert_int_eq(step_front_layers(&sd, 32), 2);
+    ck_assert_int_eq(step_front_layers(&sd, 1), 1);
+    struct step_totals t;
+    step_totals_compute(&sd, &t);
+    ck_assert(memcmp(&t.front, &sd.tot.front, sizeof t.front) == 0);
+    ck_assert_int_eq(t.rows, sd.tot.rows);
+    step_desc_clear(&sd);
+    step_desc_add(&sd, &segs[1]);
+    ck_assert_int_eq(step_front_layers(&sd, 32), 0); /* no segment with a front shape */
+    ck_assert_int_eq(sd.tot.front.q_tokens, sd.tot.q_tokens);
+    step_desc_free(&sd);
+}
+END_TEST
+
+/* segment_check names what is wrong with each malformed segment. */
+START_TEST(malformed_segments_named)
+{
+    const struct {
+        struct segment s;
+        const char *says;
+    } bad[] = {
+        {{.q = 4, .logit_rows = 5}, "logit_rows"},
+        {{.q = 4, .carry = 2, .logit_rows = 7}, "logit_rows"},
+        {{.q = 4, .kv_front = 3}, "without q_front"},
+        {{.q = 4, .q_front = 8, .kv_write_front = 9}, "kv_write_front beyond"},
+        {{.q = 4, .carry = 2, .probe = 7}, "probe beyond"},
+        {{.q = 40, .keep = 4, .score_rows = 8, .carry = 1}, "keep > 0 with"},
+        {{.q = 4, .probe = -1}, "negative"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *why = segment_check(&bad[i].s);
+        ck_assert_msg(why && strstr(why, bad[i].says), "case %zu: %s", i, why ? why : "accepted");
+    }
+    const struct segment ok = {.q = 4, .carry = 6, .logit_rows = 10, .probe = 10, .q_front = 10, .kv_write_front = 10};
+    ck_assert(segment_check(&ok) == NULL);
 }
 END_TEST
 
@@ -151,6 +216,8 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, totals_match_recomputation);
     tcase_add_test(tc, selection_totals);
+    tcase_add_test(tc, front_totals);
+    tcase_add_test(tc, malformed_segments_named);
     tcase_add_test(tc, block_causal_pairs);
     tcase_add_test(tc, attention_pairs_of_one_segment);
     tcase_add_test(tc, logit_chunks);

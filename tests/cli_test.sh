@@ -242,6 +242,24 @@ if [ "$(sqlite3 "$tmp/sparse.db" "select json_extract(config_json, '$.sparse_sel
 else bad "the sparse run's configuration lacks its selection and ratio"; fi
 if [ "$(sqlite3 "$tmp/sparse.db" "select count(*) > 0 and min(score_rows) > 0 from segments where keep > 0")" = 1 ]
 then ok; else bad "the sparse run stored no selecting segments"; fi
+# dllm-cache: every bad value refused by name; the preset runs and stores its parameters; live
+# mode is refused at start, naming what the engine lacks
+for bad in "--update-ratio 0|'0' is not a number in (0..1]" "--update-ratio 1.01|'1.01' is not a number in (0..1]" \
+           "--prompt-interval 0|'0' is not a whole number in 1..1000000" \
+           "--response-interval -3|'-3' is not a whole number in 1..1000000"; do
+    opt=${bad%%|*} msg=${bad#*|}
+    expect 2 "dllm-cache $opt" -- $bin sim --policy dllm-cache $opt
+    contains "dllm-cache $opt" "$msg"
+done
+expect 0 "dllm-cache preset runs" -- $bin sim --system dllm-cache --requests 12 --gen-len 64 --quiet --db "$tmp/dc.db"
+if [ "$(sqlite3 "$tmp/dc.db" "select json_extract(config_json, '$.prompt_interval') || ' ' ||
+        json_extract(config_json, '$.response_interval') || ' ' || json_extract(config_json, '$.update_ratio') from runs")" = "100 7 0.25" ]
+then ok; else bad "the dllm-cache run's configuration lacks its intervals and ratio"; fi
+if [ "$(sqlite3 "$tmp/dc.db" "select count(*) > 0 and min(carry) > 0 and min(q_front = q + carry) = 1 and
+        min(probe = 64) = 1 from segments where probe > 0")" = 1 ]; then ok
+else bad "the dllm-cache run stored no probing segments with their front rows and carried rows"; fi
+expect 2 "dllm-cache live" -- $bin sim --system dllm-cache --executor gpu --requests 2
+contains "dllm-cache live" "policy dllm-cache needs dLLM-Cache's feature cache"
 expect 0 "block+delayed" -- $bin sim --model sdar-8b --policy block+delayed --requests 20 --quiet --no-progress
 contains "block+delayed" "20 finished, 0 rejected"
 expect 2 "unknown system" -- $bin sim --system vllm
@@ -668,7 +686,7 @@ contains "list decode" "threshold:llada-gsm8k"
 expect 0 "list policies" -- $bin list policies
 contains "list policies shows a policy's parameter" "--refresh-interval N     dual: also refresh every K steps"
 expect 0 "sim --help" -- $bin sim --help
-contains "sim --help lists the policies from the table" "--policy NAME            vanilla prefix dual block block+delayed vicinity sparse [dual]"
+contains "sim --help lists the policies from the table" "--policy NAME            vanilla prefix dual block block+delayed vicinity sparse dllm-cache [dual]"
 contains "sim --help lists the policy parameters" "--refresh-interval N     dual:"
 contains "sim --help lists the planners from the table" "caching profiled first-fit greedy-size ilp"
 expect 0 "sim --refresh-interval" -- $bin sim --refresh-interval 4 --requests 3 --db "$tmp/ri.db" --quiet --no-progress

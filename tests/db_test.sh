@@ -29,6 +29,12 @@ gzip -dc "$root/experiments/records/ops-h200/def.db.gz" >"$tmp/old.db"
 got=$(q "$tmp/old.db" "SELECT group_concat(n, ' ') FROM (SELECT sum(keep > 0) AS n FROM segments GROUP BY run_id ORDER BY run_id)")
 case $got in "0 "[1-9]*) ok ;; *) bad "older database upgraded: selecting segments by run '$got', wanted none in run 1 and some in run 2" ;; esac
 "$bin" calib eval --db "$tmp/old.db" >/dev/null 2>"$tmp/old.err" && ok || bad "the older run unreadable after the upgrade: $(head -2 "$tmp/old.err")"
+# and a dLLM-Cache run: its per-layer shapes (front rows, probes, carried rows) land in the columns
+# the upgrade added
+"$bin" "${small[@]}" --policy dllm-cache --db "$tmp/old.db" --append >/dev/null 2>"$tmp/old.err" && ok ||
+    bad "appending a dllm-cache run to an older database: $(head -2 "$tmp/old.err")"
+got=$(q "$tmp/old.db" "SELECT sum(q_front > 0), sum(probe > 0), sum(carry > 0), sum(q_front = 0 AND probe = 0) FROM segments WHERE run_id = 3")
+case $got in [1-9]*"|"[1-9]*"|"[1-9]*"|"[1-9]*) ok ;; *) bad "dllm-cache segments: front, probing, carrying and whole refreshes '$got'" ;; esac
 
 # 16 writers at once into a new database, then 16 more into it
 for round in 1 2; do

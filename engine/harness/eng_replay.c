@@ -103,7 +103,12 @@ static int replay_read_run(struct replay *rp, int64_t run_id, int *ffn_chunks, s
         eng_opts_defaults(&rp->o);
         eng_opts_follow_impl(&rp->o, json_string_value(json_object_get(cfg, "impl")));
         step_desc_init(&rp->knobs);
-        if (policy_knobs_from_config(cfg, &rp->m, &rp->knobs, err))
+        const char *pname = json_string_value(json_object_get(cfg, "policy"));
+        const struct policy_ops *po = pname ? policy_find(pname) : NULL;
+        if (po && po->engine_lacks)
+            rc = ts_fail(err, "run %lld: policy %s needs %s, which the engine does not run", (long long)rp->run_id,
+                         po->name, po->engine_lacks);
+        else if (policy_knobs_from_config(cfg, &rp->m, &rp->knobs, err))
             rc = ts_fail_prefix(err, "run %lld", (long long)rp->run_id);
         rp->chunk = (int)json_integer_value(json_object_get(cfg, "max_num_logits"));
         *ffn_chunks = (int)json_integer_value(json_object_get(cfg, "ffn_chunks"));

@@ -318,3 +318,8 @@ int64_t model_kv_bytes_per_token(const struct model_cfg *m)
 {
     return 2LL * m->num_layers * model_kv_dim(m) * m->kv_bytes;
 }
+
+int64_t model_feat_bytes_per_token(const struct model_cfg *m)
+{
+    return 2LL * m->num_layers * m->hidden * m->kv_bytes;
+}

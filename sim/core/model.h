@@ -58,6 +58,8 @@ int64_t model_active_params(const struct model_cfg *m);
 int64_t model_weight_bytes(const struct model_cfg *m);
 /* K+V bytes one token occupies across all layers. */
 int64_t model_kv_bytes_per_token(const struct model_cfg *m);
+/* Bytes a feature cache (dLLM-Cache) adds per token: its attention and FFN outputs at every layer. */
+int64_t model_feat_bytes_per_token(const struct model_cfg *m);
 int model_q_dim(const struct model_cfg *m);  /* num_heads * head_dim */
 int model_kv_dim(const struct model_cfg *m); /* num_kv_heads * head_dim */
 

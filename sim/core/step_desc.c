@@ -70,6 +70,17 @@ static void totals_add(struct step_totals *t, const struct segment *s, int32_t a
     t->attn_qk_pairs += attn_pairs(s->q, s->kv, attn_block);
     t->attn_kv_read += (int64_t)s->q + s->kv;
     t->by_phase[s->phase]++;
+    int32_t fq, fkv, fw;
+    segment_layer_shape(s, true, &fq, &fkv, &fw);
+    t->front.q_tokens += fq;
+    t->front.kv_write_tokens += fw;
+    t->front.max_q = TS_MAX(t->front.max_q, (int64_t)fq);
+    t->front.attn_qk_pairs += attn_pairs(fq, fkv, attn_block);
+    t->front.attn_kv_read += (int64_t)fq + fkv;
+    t->split_segs += s->q_front > 0;
+    t->probe_tokens += s->probe;
+    t->carry_tokens += s->carry;
+    t->rows += segment_rows(s);
     if (s->keep > 0) {
         t->sel_segs++;
         t->sel_cand += s->q - s->score_rows;
@@ -82,10 +93,20 @@ static void totals_add(struct step_totals *t, const struct segment *s, int32_t a
 
 const char *segment_check(const struct segment *g)
 {
-    if (g->q < 0 || g->kv < 0 || g->kv_write < 0 || g->decoded < 0 || g->keep < 0 || g->score_rows < 0)
-        return "a negative count (q, kv, kv_write, decoded, keep or score_rows)";
-    if (g->logit_rows < 0 || g->logit_rows > g->q)
-        return "logit_rows outside 0..q";
+    if (g->q < 0 || g->kv < 0 || g->kv_write < 0 || g->decoded < 0 || g->keep < 0 || g->score_rows < 0 ||
+        g->q_front < 0 || g->kv_front < 0 || g->kv_write_front < 0 || g->probe < 0 || g->carry < 0)
+        return "a negative count (q, kv, kv_write, decoded, keep, score_rows, q_front, kv_front, "
+               "kv_write_front, probe or carry)";
+    if (g->logit_rows < 0 || (int64_t)g->logit_rows > (int64_t)g->q + g->carry)
+        return "logit_rows outside 0..q + carry";
+    if (g->q_front == 0 && (g->kv_front != 0 || g->kv_write_front != 0))
+        return "kv_front or kv_write_front without q_front";
+    if (g->kv_write_front > (int64_t)g->q_front)
+        return "kv_write_front beyond q_front";
+    if (g->probe > (int64_t)g->q + g->carry)
+        return "probe beyond q + carry";
+    if (g->keep > 0 && (g->q_front > 0 || g->probe > 0 || g->carry > 0))
+        return "keep > 0 with a front shape, probe or carry";
     if (g->phase >= PHASE_COUNT)
         return "an unknown phase";
     if (g->keep > 0 && (g->kv != 0 || g->score_rows <= 0 || g->keep > g->q - g->score_rows))
@@ -121,4 +142,9 @@ int64_t step_num_logit_chunks(const struct step_desc *sd)
     if (sd->logit_chunk_rows <= 0)
         return 1;
     return (r + sd->logit_chunk_rows - 1) / sd->logit_chunk_rows;
+}
+
+int32_t step_front_layers(const struct step_desc *sd, int32_t num_layers)
+{
+    return sd->tot.split_segs > 0 ? TS_MIN(sd->front_layers, num_layers) : 0;
 }

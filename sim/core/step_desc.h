@@ -17,6 +17,17 @@
  *               of the segment's tokens per layer, those its scoring rows attend to most (see below)
  *   score_rows  with keep > 0: its last score_rows query rows (the current block) score the other
  *               q - score_rows rows, the candidates; the scoring rows are never kept
+ *   q_front, kv_front, kv_write_front
+ *               > 0 (q_front): the step's first front_layers layers (a step knob) run this shape
+ *               instead: q_front rows over kv_front cached tokens, writing kv_write_front tokens'
+ *               K/V (dLLM-Cache's layer 0 runs the whole sequence; FOCUS's layers 0-1 run every
+ *               active token of the block and the later layers only the kept ones). 0: every
+ *               layer runs q, kv and kv_write
+ *   probe       rows whose values each later layer projects again and compares with the cached ones
+ *               to choose the q rows it updates (dLLM-Cache's similarity check); their V is written
+ *   carry       rows the later layers carry on cached attention and FFN outputs (added to the
+ *               residual stream, not computed): their logits can still be taken, so logit_rows is
+ *               at most q + carry
  * Attention within a segment is bidirectional over its own q tokens plus its kv cached tokens
  * (block-causal models attend to the same set: the cached prefix plus the current block).
  */
@@ -52,10 +63,42 @@ struct segment {
                          * A selecting segment reads no cache (kv = 0) and keeps at most its
                          * candidates, q - score_rows */
     int32_t score_rows; /* the selecting segment's last rows, whose attention scores the candidates */
+    int32_t q_front;        /* rows of the front layers (> 0), or 0: as q */
+    int32_t kv_front;       /* cached tokens the front layers read (with q_front > 0) */
+    int32_t kv_write_front; /* tokens whose K/V the front layers write (with q_front > 0) */
+    int32_t probe;          /* rows whose values are checked against the cache, at most q + carry */
+    int32_t carry;          /* rows carried on cached outputs through the later layers */
+};
+
+/* A segment's shape at the front layers (q_front > 0) or at the others. */
+static inline void segment_layer_shape(const struct segment *s, bool front, int32_t *q, int32_t *kv, int32_t *kv_write)
+{
+    const bool f = front && s->q_front > 0;
+    *q = f ? s->q_front : s->q;
+    *kv = f ? s->kv_front : s->kv;
+    *kv_write = f ? s->kv_write_front : s->kv_write;
+}
+
+/* The rows whose hidden state a segment holds at once: the front rows, or the later layers' rows
+ * and carried rows, whichever is more. */
+static inline int32_t segment_rows(const struct segment *s)
+{
+    return s->q_front > s->q + s->carry ? s->q_front : s->q + s->carry;
+}
+
+/* The sums a layer's cost depends on, at the front layers (step_totals.front). */
+struct layer_totals {
+    int64_t q_tokens;
+    int64_t kv_write_tokens;
+    int64_t max_q;
+    double attn_qk_pairs;
+    int64_t attn_kv_read;
 };
 
 /* Sums over a step's segments, kept up to date by step_desc_add(). The cost model and the memory
- * model read only these, so pricing a step is O(1) once it is packed. */
+ * model read only these, so pricing a step is O(1) once it is packed. The layer sums (q_tokens,
+ * kv_tokens, kv_write_tokens, max_q, attn_*) are the later layers'; the front layers' are in front
+ * (the same values where no segment has a front shape). */
 struct step_totals {
     int64_t num_segs;
     int64_t q_tokens;
@@ -74,6 +117,11 @@ struct step_totals {
     int64_t sel_rows;     /* their scoring rows, summed */
     int64_t sel_max_cand; /* the most candidates one of them has */
     int64_t sel_max_keep; /* the most tokens one of them keeps */
+    struct layer_totals front; /* the front layers' sums */
+    int64_t split_segs;   /* segments with a front shape (q_front > 0) */
+    int64_t probe_tokens; /* rows checked against the cache, summed */
+    int64_t carry_tokens; /* rows carried on cached outputs, summed */
+    int64_t rows;         /* sum of segment_rows: the hidden states the step holds at once */
 };
 
 struct step_desc {
@@ -96,6 +144,11 @@ struct step_desc {
                                * (dLLM-Serve's head-centric cache) rather than one set shared by
                                * every head (Sparse-dLLM) */
     int32_t select_kernel;    /* the max-pool window over the candidates' scores (odd; 1: none) */
+    int32_t front_layers;     /* the first layers that run a segment's front shape (q_front > 0);
+                               * 0: none */
+    bool cache_outputs;       /* the cache also holds each token's attention and FFN outputs per
+                               * layer (dLLM-Cache's feature cache): every computed row writes its
+                               * outputs there, carried rows read theirs */
     struct step_totals tot;
 };
 
@@ -115,5 +168,8 @@ int64_t attn_row_keys(int64_t q, int64_t kv, int32_t bs, int64_t row);
 double attn_pairs(int64_t q, int64_t kv, int32_t bs);
 /* Number of LM-head chunks the step runs (0 when it has no logit rows). */
 int64_t step_num_logit_chunks(const struct step_desc *sd);
+/* The layers of a model of num_layers that run the front shapes: front_layers where some segment
+ * has one, else 0. */
+int32_t step_front_layers(const struct step_desc *sd, int32_t num_layers);
 
 #endif
