@@ -364,6 +364,8 @@ static int parse_args(int argc, char **argv, struct sim_config *c)
 
 static void print_summary(const struct sim_config *c, const struct sim_summary *m)
 {
+    const struct policy_ops *po = policy_find(c->policy);
+    const bool show_redundancy = po && po->decides; /* the policy decides what its steps decode (focus) */
     printf("tessera sim: %s on %s, policy %s, scheduler %s, decode %s, impl %s%s%s\n", c->model,
            c->gpu, c->policy, c->scheduler, c->decode, c->impl, c->system[0] ? ", system " : "",
            c->system);
@@ -384,6 +386,9 @@ static void print_summary(const struct sim_config *c, const struct sim_summary *
            m->kv_pool_bytes / TS_GIB, m->peak_mem_bytes / TS_GIB);
     if (m->static_batch)
         printf("  static batch  %d requests\n", m->static_batch);
+    if (show_redundancy)
+        printf("  redundancy    %.2f rows a decoded token in the later layers (%lld rows), %lld decodable "
+               "tokens evicted\n", m->redundancy, (long long)m->rows_processed, (long long)m->missed_decodes);
     if (m->live_steps)
         printf("  live (gpu)    %lld steps measured %.3f s; the %s cost model predicted %.3f s (%+.1f%%), "
                "per-step MAPE %.1f%%\n", (long long)m->live_steps, m->live_measured_s, c->cost,
@@ -441,6 +446,9 @@ static void print_json(const struct sim_config *c, const struct sim_summary *m)
     json_object_set_new(o, "act_reserved_bytes", json_integer(m->act_reserved_bytes));
     json_object_set_new(o, "weight_bytes", json_integer(m->weight_bytes));
     json_object_set_new(o, "static_batch", json_integer(m->static_batch));
+    json_object_set_new(o, "rows_processed", json_integer(m->rows_processed));
+    json_object_set_new(o, "missed_decodes", json_integer(m->missed_decodes));
+    json_object_set_new(o, "redundancy", json_real(m->redundancy));
     json_object_set_new(o, "run_wall_s", json_real(m->run_wall_s));
     if (m->live_steps) {
         json_object_set_new(o, "live_steps", json_integer(m->live_steps));

@@ -56,7 +56,8 @@ static const char *const schema =
     " lat_p90_s REAL, lat_p99_s REAL, lat_std_s REAL, lat_span_s REAL, ttfb_mean_s REAL,"
     " queue_mean_s REAL, mean_q_per_step REAL, mean_segs_per_step REAL, peak_mem_bytes INTEGER,"
     " weight_bytes INTEGER, kv_pool_bytes INTEGER, act_reserved_bytes INTEGER,"
-    " capacity_bytes INTEGER, static_batch INTEGER);"
+    " capacity_bytes INTEGER, static_batch INTEGER, rows_processed INTEGER, missed_decodes INTEGER,"
+    " redundancy REAL);"
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
     " PRIMARY KEY(run_id, op));";
 
@@ -65,7 +66,8 @@ static const char *const schema =
 static const char *const added_columns[][2] = {{"segments", "keep"},    {"segments", "score_rows"},
                                                 {"segments", "q_front"}, {"segments", "kv_front"},
                                                 {"segments", "kv_write_front"}, {"segments", "probe"},
-                                                {"segments", "carry"}};
+                                                {"segments", "carry"},   {"summary", "rows_processed"},
+                                                {"summary", "missed_decodes"}, {"summary", "redundancy"}};
 
 /* Adds the added columns the database `name` (main, out) lacks. */
 static int db_upgrade(sqlite3 *db, const char *name)
@@ -227,7 +229,7 @@ static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
     struct sim_summary m;
     sim_get_summary(s, &m);
     sqlite3_stmt *st;
-    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 &st))
         return -1;
     int k = 1;
@@ -241,9 +243,10 @@ static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
     for (size_t i = 0; i < TS_ARRAY_LEN(reals); i++)
         sqlite3_bind_double(st, k++, reals[i]);
     int64_t ints2[] = {m.peak_mem_bytes, m.weight_bytes, m.kv_pool_bytes, m.act_reserved_bytes,
-                       m.capacity_bytes, m.static_batch};
+                       m.capacity_bytes, m.static_batch, m.rows_processed, m.missed_decodes};
     for (size_t i = 0; i < TS_ARRAY_LEN(ints2); i++)
         sqlite3_bind_int64(st, k++, ints2[i]);
+    sqlite3_bind_double(st, k++, m.redundancy);
     int rc = step_done(w, st);
     sqlite3_finalize(st);
     if (rc || prepare(w, "INSERT INTO out.op_breakdown VALUES(?,?,?)", &st))
@@ -324,6 +327,8 @@ int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out)
     char sql[512];
     int n = snprintf(sql, sizeof sql, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding");
     for (size_t i = 0; i < TS_ARRAY_LEN(added_columns); i++) {
+        if (strcmp(added_columns[i][0], "segments") != 0)
+            continue;
         char q[160];
         sqlite3_stmt *st = NULL;
         snprintf(q, sizeof q, "SELECT count(*) FROM pragma_table_info('%s') WHERE name = '%s'", added_columns[i][0],

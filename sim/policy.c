@@ -14,6 +14,7 @@ static const struct policy_ops *const policies[] = {
     &policy_vicinity,
     &policy_sparse,
     &policy_dllm_cache,
+    &policy_focus,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

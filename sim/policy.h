@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "decode.h"
 #include "model.h"
 #include "params.h"
 #include "request.h"
@@ -27,6 +28,8 @@ struct policy_cfg {
     bool mask_only;           /* logit rows are only the masked rows among the queries */
     bool early_stop;          /* finish once the content and one EOS block are decoded */
     double p[PARAMS_MAX];     /* the policy's own parameters, resolved, in declaration order */
+    const struct decode_model *dm; /* the run's decode model (a policy that decides decodes draws it) */
+    gsl_rng *rng;             /* scratch stream of a policy that decides, seeded per step from r->seed */
 };
 
 /* A policy's per-request state: its own struct in r->pstate (a struct larger than REQ_POLICY_STATE
@@ -42,6 +45,8 @@ struct policy_ops {
     bool selects;      /* some of its steps select a sparse cache (segment.keep > 0) */
     const char *engine_lacks; /* NULL, or what the CUDA engine lacks to run its steps (live runs and
                                * replays of it are refused at start, naming this) */
+    bool decides;      /* its emit sets the segment's decoded (and missed) itself: which tokens a step
+                        * decodes depends on what it computes (focus's eviction) */
     bool block_causal; /* its steps run one block over the cache of the blocks before it, so a
                         * block-causal model (SDAR, LLaDA2.0) attends block-causally there */
     /* Fills *seg with the next step's shape for r (everything but `decoded`). */
@@ -112,6 +117,19 @@ struct refresh_state {
 void policy_refresh_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s,
                             bool block_done);
 
+/* The delayed intra-block cache (block+delayed, and focus on top of it): its state, the first member
+ * of a state that extends it, and its steps. */
+struct delayed_state {
+    bool prefilled;
+    int32_t cached;      /* positions of the current block whose K/V are in the cache */
+    int32_t stable;      /* positions stable after the last step (written by the next one) */
+    int32_t commit_rest; /* > 0: the finished block's uncached positions, committed next step */
+};
+void policy_delayed_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s);
+void policy_delayed_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s, bool block_done);
+int64_t policy_delayed_kv(const struct request *r, const struct policy_cfg *pc);
+int64_t policy_delayed_kv_peak(const struct request *r, const struct policy_cfg *pc);
+
 extern const struct policy_ops policy_vanilla;
 extern const struct policy_ops policy_prefix;
 extern const struct policy_ops policy_dual;
@@ -120,5 +138,6 @@ extern const struct policy_ops policy_vicinity;
 extern const struct policy_ops policy_block_delayed;
 extern const struct policy_ops policy_sparse;
 extern const struct policy_ops policy_dllm_cache;
+extern const struct policy_ops policy_focus;
 
 #endif

@@ -6,14 +6,7 @@
  * last token) is committed by the next block's first step: q = rest + Bs, kv_write = rest. */
 #include "policy.h"
 
-struct delayed_state {
-    bool prefilled;
-    int32_t cached;      /* positions of the current block whose K/V are in the cache */
-    int32_t stable;      /* positions stable after the last step (written by the next one) */
-    int32_t commit_rest; /* > 0: the finished block's uncached positions, committed next step */
-};
-
-static void delayed_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
+void policy_delayed_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
 {
     const struct delayed_state *st = POLICY_STATE(r, const struct delayed_state);
     const int32_t bl = req_block_len(r, r->cur_block), start = r->P + r->cur_block * r->Bs;
@@ -28,8 +21,7 @@ static void delayed_emit(const struct request *r, const struct policy_cfg *pc, s
     s->logit_rows = policy_logit_rows(pc, bl - st->cached, req_masked_in_block(r));
 }
 
-static void delayed_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s,
-                            bool block_done)
+void policy_delayed_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s, bool block_done)
 {
     (void)pc;
     struct delayed_state *st = POLICY_STATE(r, struct delayed_state);
@@ -47,13 +39,13 @@ static void delayed_advance(struct request *r, const struct policy_cfg *pc, cons
     }
 }
 
-static int64_t delayed_kv(const struct request *r, const struct policy_cfg *pc)
+int64_t policy_delayed_kv(const struct request *r, const struct policy_cfg *pc)
 {
     (void)pc;
     return r->P + (int64_t)r->cur_block * r->Bs + POLICY_STATE(r, const struct delayed_state)->stable;
 }
 
-static int64_t delayed_kv_peak(const struct request *r, const struct policy_cfg *pc)
+int64_t policy_delayed_kv_peak(const struct request *r, const struct policy_cfg *pc)
 {
     (void)pc;
     return r->P + (int64_t)r->last_block * r->Bs + req_block_len(r, r->last_block);
@@ -64,9 +56,9 @@ const struct policy_ops policy_block_delayed = {
     .block_causal = true,
     .help = "block with FOCUS's delayed intra-block cache: a decoded token whose right neighbour is decoded is "
             "written by the next step and then leaves q (q = Bs - cached over the prefix and the cached ones)",
-    .emit = delayed_emit,
-    .advance = delayed_advance,
-    .kv_tokens = delayed_kv,
-    .kv_peak_tokens = delayed_kv_peak,
+    .emit = policy_delayed_emit,
+    .advance = policy_delayed_advance,
+    .kv_tokens = policy_delayed_kv,
+    .kv_peak_tokens = policy_delayed_kv_peak,
     .peak_q = policy_block_peak_q,
 };

@@ -19,6 +19,10 @@ static const struct preset presets[] = {
      {{"prompt-interval", "100"}, {"response-interval", "7"}, {"update-ratio", "0.25"}}},
     {"lmdeploy", "LMDeploy-style block diffusion with request-level continuous batching, compiled "
                  "engine", "block", "request", "fixed:1", "tessera", 0, "first-fit", false, false, NULL, {{NULL}}},
+    {"focus", "FOCUS: block diffusion with the delayed intra-block cache and token eviction (alpha 1.5), "
+              "threshold decoding (SDAR-8B TPF), request-level continuous batching, compiled engine (LMDeploy)",
+     "focus", "request", "threshold:sdar-low", "tessera", 0, "first-fit", false, false,
+     "FOCUS ran block-causal models: give --model sdar-8b or llada2.0-mini", {{"focus-alpha", "1.5"}}},
     {"dinfer", "dInfer: vicinity cache refresh, threshold parallel decoding (LLaDA GSM8K TPF), static "
                "batches, compiled runtime (CUDA graphs)", "vicinity", "static", "threshold:llada-gsm8k", "tessera",
      0, "caching", false, false,

@@ -53,6 +53,8 @@ struct request {
     const char *reject_reason;
     struct segment last_seg; /* shape of its previous step (static batches repeat it while waiting) */
     gsl_rng *rng;            /* its own decode stream; NULL for deterministic decode models */
+    uint64_t seed;           /* its seed: a policy that draws (focus) seeds its draws for a step from it
+                              * and the step's index, so emitting a step twice draws the same */
 };
 
 static inline int32_t req_block_len(const struct request *r, int32_t b)

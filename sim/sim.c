@@ -195,7 +195,9 @@ void sim_emit(struct sim *s, struct request *r, struct segment *seg)
 void sim_add_segment(struct sim *s, const struct segment *shape)
 {
     struct segment seg = *shape;
-    if (!seg.padding && seg.phase != PHASE_PREFILL)
+    if (seg.padding)
+        seg.decoded = seg.missed = 0;
+    else if (seg.phase != PHASE_PREFILL && !s->pol->decides)
         seg.decoded = decode_tokens(&s->dm, &s->reqs[seg.req_id]);
     step_desc_add(&s->sd, &seg);
 }
@@ -266,6 +268,7 @@ static void build_requests(struct sim *s)
         r->G_orig = r->G;
         r->admitted_ns = r->first_block_ns = r->finish_ns = -1;
         policy_req_init(r, &s->pcfg);
+        r->seed = ts_mix64(c->seed ^ ts_mix64((uint64_t)i + 1) ^ 0x9e3779b97f4a7c15ull);
         if (decode_needs_rng(&s->dm)) {
             r->rng = gsl_rng_alloc(gsl_rng_taus2);
             gsl_rng_set(r->rng, (unsigned long)ts_mix64(c->seed ^ ts_mix64((uint64_t)i + 1)));
@@ -331,7 +334,9 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     if (s->cost == &cost_calibrated && load_calibration(s, err))
         goto fail;
     s->pcfg = (struct policy_cfg){.block_size = cfg->block_size, .mask_only = cfg->mask_only,
-                                  .early_stop = cfg->early_stop};
+                                  .early_stop = cfg->early_stop, .dm = &s->dm};
+    if (s->pol->decides)
+        s->pcfg.rng = gsl_rng_alloc(gsl_rng_taus2);
     struct run_params rp;
     if (parts_resolve(s->pol, s->sched, &cfg->params, &rp, err))
         goto fail;
@@ -387,6 +392,8 @@ void sim_destroy(struct sim *s)
     for (int64_t i = 0; i < s->num_reqs; i++)
         if (s->reqs[i].rng)
             gsl_rng_free(s->reqs[i].rng);
+    if (s->pcfg.rng)
+        gsl_rng_free(s->pcfg.rng);
     free(s->reqs);
     trace_free(&s->trace);
     free(s->waiting.v);
@@ -562,6 +569,11 @@ static void on_step_done(struct sim *s)
         const struct segment *seg = &s->sd.segs[i];
         if (seg->padding)
             continue;
+        if (seg->phase != PHASE_PREFILL) {
+            s->sum.rows_processed += seg->q;
+            s->sum.missed_decodes += seg->missed;
+            s->decoding_decoded += seg->decoded;
+        }
         struct request *r = &s->reqs[seg->req_id];
         TS_ASSERT(r->state == REQ_RUNNING && !r->work_done);
         bool finished = policy_advance(s->pol, r, &s->pcfg, seg);
@@ -633,6 +645,7 @@ void sim_get_summary(const struct sim *s, struct sim_summary *out)
     out->weight_bytes = s->weight_bytes;
     out->kv_pool_bytes = s->kv_pool_bytes;
     out->act_reserved_bytes = s->act_reserved;
+    out->redundancy = s->decoding_decoded > 0 ? (double)s->sum.rows_processed / (double)s->decoding_decoded : 0;
     double *lat = xmalloc(sizeof *lat * (size_t)(s->num_reqs ? s->num_reqs : 1));
     double ttfb = 0, queue = 0;
     int64_t n = 0;

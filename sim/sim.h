@@ -32,6 +32,10 @@ struct sim_summary {
     int64_t peak_mem_bytes;           /* weights + KV in use + activations, largest over steps */
     int64_t weight_bytes, kv_pool_bytes, act_reserved_bytes, capacity_bytes;
     int32_t static_batch;             /* static scheduler: the batch size used (0 otherwise) */
+    int64_t rows_processed;           /* the later layers' rows of the decoding steps (not prefill,
+                                       * not padding), summed: N_processed of FOCUS's redundancy */
+    int64_t missed_decodes;           /* decodable tokens steps left undecoded (focus's eviction) */
+    double redundancy;                /* rows_processed / the tokens those steps decoded */
     struct cost_breakdown ops;        /* per-op seconds summed over steps */
     double run_wall_s;                /* host wall time sim_run took (simulator speed) */
     /* live mode (an executor set): steps run on it, their measured time drives the clock */

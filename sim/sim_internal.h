@@ -57,6 +57,7 @@ struct sim {
     struct sim_executor ex; /* live mode when ex.step is set */
     const struct policy_ops *pol;
     struct policy_cfg pcfg;
+    int64_t decoding_decoded; /* tokens the decoding steps decoded (the redundancy's denominator) */
     struct decode_model dm;
     const struct sched_ops *sched;
     void *sched_state;

@@ -31,6 +31,11 @@ static void run_life(const struct policy_ops *po, const struct policy_cfg *pc, i
     r.C = C;
     policy_req_init(&r, pc);
     struct decode_model dm = {.kind = DECODE_FIXED, .k = k};
+    struct policy_cfg pcd = *pc; /* a policy that decides draws the same decode model */
+    pcd.dm = &dm;
+    pcd.rng = po->decides ? gsl_rng_alloc(gsl_rng_taus2) : NULL;
+    pc = &pcd;
+    r.seed = 0x1234567u + (uint64_t)P * 7919u + (uint64_t)G;
     out->n = 0;
     for (;;) {
         ck_assert_int_lt(out->n, MAX_STEPS);
@@ -39,11 +44,14 @@ static void run_life(const struct policy_ops *po, const struct policy_cfg *pc, i
         po->emit(&r, pc, s);
         ck_assert_int_le(po->kv_tokens(&r, pc), po->kv_peak_tokens(&r, pc));
         ck_assert_int_le(s->q, po->peak_q(&r, pc));
-        s->decoded = s->phase == PHASE_PREFILL ? 0 : decode_tokens(&dm, &r);
+        if (!po->decides)
+            s->decoded = s->phase == PHASE_PREFILL ? 0 : decode_tokens(&dm, &r);
         if (policy_advance(po, &r, pc, s))
             break;
     }
     ck_assert_int_eq(r.decoded_total, pc->early_stop ? r.decoded_total : G);
+    if (pcd.rng)
+        gsl_rng_free(pcd.rng);
 }
 
 static void expect_seg(const struct segment *s, int phase, int q, int kv, int kv_write, int logits,
@@ -397,6 +405,104 @@ START_TEST(dllm_cache_property)
 }
 END_TEST
 
+static struct policy_cfg focus_cfg(double alpha, double snr)
+{
+    struct policy_cfg pc = PC;
+    pc.p[0] = alpha;
+    pc.p[1] = snr;
+    return pc;
+}
+
+/* A clean signal (snr 100) and a budget of the decodes per step (alpha 1, fixed:2): after the
+ * prefill every step keeps exactly the two decodable positions (the block's leftmost masked ones)
+ * besides the decoded rows waiting for the cache, misses none, and its layers 0-1 run the whole
+ * delayed step; the later layers attend to the prefix and every position of the block. */
+START_TEST(focus_shapes)
+{
+    struct policy_cfg pc = focus_cfg(1, 100);
+    run_life(&policy_focus, &pc, 100, 64, 64, 2, &L);
+    expect_seg(&L.seg[0], PHASE_PREFILL, 100, 0, 100, 0, 0);
+    ck_assert_int_eq(L.n, 1 + 32);
+    int cached = 0, stable = 0, rest = 0;
+    for (int i = 1; i < L.n; i++) {
+        const struct segment *s = &L.seg[i];
+        const int b = (i - 1) / 16, j = (i - 1) % 16, d = 2 * j; /* decoded in the block before the step */
+        ck_assert(segment_check(s) == NULL);
+        ck_assert_str_eq(seg_phase_name(s->phase), "BLOCK");
+        ck_assert_int_eq(s->q_front, rest + 32 - cached);
+        ck_assert_int_eq(s->kv_front, 100 + 32 * b - rest + cached);
+        ck_assert_int_eq(s->q, rest + d - cached + 2);
+        ck_assert_int_eq(s->kv, s->kv_front + s->q_front - s->q);
+        ck_assert_int_eq(s->kv_write, rest + stable - cached);
+        ck_assert_int_eq(s->decoded, 2);
+        ck_assert_int_eq(s->missed, 0);
+        ck_assert_int_eq(s->logit_rows, s->q);
+        /* the delayed cache's own bookkeeping (block+delayed) */
+        cached = stable;
+        rest = 0;
+        if (j == 15) {
+            rest = 32 - cached;
+            cached = stable = 0;
+        } else {
+            stable = d + 2 - 1;
+        }
+    }
+}
+END_TEST
+
+/* Random requests, budgets, signal qualities and decode sizes: every step is well formed, its later
+ * layers run no more rows than its front layers (the kept set and the rows waiting for the cache),
+ * it decodes at least one token and at most its decodable ones, emitting it twice gives the same
+ * step, a weaker signal misses more decodable tokens, and every request finishes. */
+START_TEST(focus_property)
+{
+    uint64_t x = 0x6a09e667f3bcc909ull;
+    int64_t missed[2] = {0, 0};
+    for (int trial = 0; trial < 200; trial++) {
+        x = ts_mix64(x + (uint64_t)trial);
+        const int P = (int)(x % 300), G = 1 + (int)((x >> 10) % 200), k = 1 + (int)((x >> 20) % 6);
+        const double alpha = 1 + (double)((x >> 30) % 20) / 10.0;
+        for (int weak = 0; weak < 2; weak++) {
+            struct policy_cfg pc = focus_cfg(alpha, weak ? 0.5 : 4);
+            run_life(&policy_focus, &pc, P, G, G, k, &L);
+            int decoded = 0;
+            for (int i = 0; i < L.n; i++) {
+                const struct segment *s = &L.seg[i];
+                ck_assert(segment_check(s) == NULL);
+                decoded += s->decoded;
+                if (s->phase == PHASE_PREFILL)
+                    continue;
+                ck_assert(s->q_front > 0 && s->q <= s->q_front && s->q > 0);
+                ck_assert_int_eq(s->kv, s->kv_front + s->q_front - s->q);
+                ck_assert(s->decoded >= 1 && s->decoded + s->missed <= k + s->q_front);
+                ck_assert(s->missed >= 0);
+                missed[weak] += s->missed;
+            }
+            ck_assert_int_eq(decoded, G);
+        }
+    }
+    ck_assert_msg(missed[1] > 2 * missed[0], "missed with a weak signal %lld, a strong one %lld", (long long)missed[1],
+                  (long long)missed[0]);
+    /* emitting a step twice draws the same */
+    struct policy_cfg pc = focus_cfg(1.5, 1);
+    struct decode_model dm = {.kind = DECODE_THRESHOLD, .tpf = 3};
+    pc.dm = &dm;
+    pc.rng = gsl_rng_alloc(gsl_rng_taus2);
+    struct request r = {.P = 50, .G = 64, .C = 64, .seed = 99};
+    policy_req_init(&r, &pc);
+    struct segment a, b;
+    for (int i = 0; i < 40 && r.decoded_total < 64; i++) {
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        policy_focus.emit(&r, &pc, &a);
+        policy_focus.emit(&r, &pc, &b);
+        ck_assert(memcmp(&a, &b, sizeof a) == 0);
+        policy_advance(&policy_focus, &r, &pc, &a);
+    }
+    gsl_rng_free(pc.rng);
+}
+END_TEST
+
 START_TEST(block_shapes)
 {
     run_life(&policy_block, &PC, 100, 96, 96, 1, &L);
@@ -656,6 +762,8 @@ int main(void)
     tcase_add_test(tc, dllm_cache_shapes);
     tcase_add_test(tc, dllm_cache_after_drop);
     tcase_add_test(tc, dllm_cache_property);
+    tcase_add_test(tc, focus_shapes);
+    tcase_add_test(tc, focus_property);
     tcase_add_test(tc, block_shapes);
     tcase_add_test(tc, block_partial_last_block);
     tcase_add_test(tc, block_delayed_shapes);

@@ -260,6 +260,24 @@ if [ "$(sqlite3 "$tmp/dc.db" "select count(*) > 0 and min(carry) > 0 and min(q_f
 else bad "the dllm-cache run stored no probing segments with their front rows and carried rows"; fi
 expect 2 "dllm-cache live" -- $bin sim --system dllm-cache --executor gpu --requests 2
 contains "dllm-cache live" "policy dllm-cache needs dLLM-Cache's feature cache"
+# focus: bad values refused by name; the preset runs, says which models it is for, and reports its
+# redundancy, which stays below block+delayed's on the same requests
+for bad in "--focus-alpha 0.5|'0.5' is not a number in 1..64" "--focus-snr 0|'0' is not a number in (0..100]"; do
+    opt=${bad%%|*} msg=${bad#*|}
+    expect 2 "focus $opt" -- $bin sim --policy focus $opt
+    contains "focus $opt" "$msg"
+done
+expect 0 "focus preset runs" -- $bin sim --system focus --model sdar-8b --requests 40 --rps 4 --db "$tmp/focus.db"
+contains "focus preset runs" "give --model sdar-8b or llada2.0-mini"
+contains "focus preset runs" "redundancy "
+$bin sim --model sdar-8b --policy block+delayed --scheduler request --decode threshold:sdar-low --requests 40 --rps 4 \
+    --quiet --no-progress --db "$tmp/focus.db" --append >/dev/null 2>&1
+if [ "$(sqlite3 "$tmp/focus.db" "select (select redundancy from summary where run_id = 1) <
+        (select redundancy from summary where run_id = 2) and (select missed_decodes from summary where run_id = 1) > 0
+        and (select missed_decodes from summary where run_id = 2) = 0")" = 1 ]; then ok
+else bad "focus's redundancy not below block+delayed's, or its missed decodes not recorded"; fi
+expect 2 "focus live" -- $bin sim --system focus --model sdar-8b --executor gpu --requests 2
+contains "focus live" "policy focus needs FOCUS's eviction"
 expect 0 "block+delayed" -- $bin sim --model sdar-8b --policy block+delayed --requests 20 --quiet --no-progress
 contains "block+delayed" "20 finished, 0 rejected"
 expect 2 "unknown system" -- $bin sim --system vllm
@@ -686,7 +704,7 @@ contains "list decode" "threshold:llada-gsm8k"
 expect 0 "list policies" -- $bin list policies
 contains "list policies shows a policy's parameter" "--refresh-interval N     dual: also refresh every K steps"
 expect 0 "sim --help" -- $bin sim --help
-contains "sim --help lists the policies from the table" "--policy NAME            vanilla prefix dual block block+delayed vicinity sparse dllm-cache [dual]"
+contains "sim --help lists the policies from the table" "--policy NAME            vanilla prefix dual block block+delayed vicinity sparse dllm-cache focus [dual]"
 contains "sim --help lists the policy parameters" "--refresh-interval N     dual:"
 contains "sim --help lists the planners from the table" "caching profiled first-fit greedy-size ilp"
 expect 0 "sim --refresh-interval" -- $bin sim --refresh-interval 4 --requests 3 --db "$tmp/ri.db" --quiet --no-progress

@@ -11,6 +11,8 @@
  *   kv_write    tokens whose K/V this step stores into the cache
  *   logit_rows  rows whose logits are materialised (LM head rows)
  *   decoded     tokens committed by this step
+ *   missed      decodable tokens the step did not decode because it did not compute them (FOCUS's
+ *               eviction); an outcome like decoded, not a shape
  *   phase       FULL, REFRESH, REUSE, PREFILL or BLOCK
  *   padding     the rows are run only to keep a static (padded) batch in lockstep
  *   keep        > 0: sparse KV (Sparse-dLLM, dLLM-Serve): after this step the cache keeps only keep
@@ -57,6 +59,7 @@ struct segment {
     int32_t kv_write;   /* tokens */
     int32_t logit_rows; /* rows */
     int32_t decoded;    /* tokens */
+    int32_t missed;     /* tokens */
     uint8_t phase;      /* enum seg_phase */
     uint8_t padding;    /* 1: rows a static batch runs for a request that waits; commit nothing */
     int32_t keep;       /* tokens the cache keeps after the step (sparse selection); 0: no selection.
