@@ -4,12 +4,15 @@
  *   runs          run_id, created, code_version, seed, config_json
  *   requests      per request: arrival, admitted, first block done, finish (ns), P, G, C, steps,
  *                 preemptions, state, reject_reason
- *   steps         per step: start, duration, segments, q/kv/kv_write/logit tokens, decoded,
+ *   steps         (view) per step: start, duration, segments, q/kv/kv_write/logit tokens, decoded,
  *                 Refresh/Reuse/... counts, activation peak, KV in use   (skipped by --no-steps)
- *   segments      per step and request: phase, q, kv, kv_write, logit_rows, decoded, padding,
+ *   segments      (view) per step and request: phase, q, kv, kv_write, logit_rows, decoded, padding,
  *                 keep, score_rows, q_front, kv_front, kv_write_front, probe, carry
  *                 (what `tessera engine replay` executes; skipped by --no-steps)
- *   summary       one row per run: throughput, latency statistics, counts, memory
+ *   step_runs     what the steps view expands: runs of consecutive steps alike but for their start
+ *   segment_runs  what the segments view expands: runs of consecutive steps in which a request's
+ *                 segment kept its shape
+ *   summary       one row per run: throughput, latency statistics, counts, memory, redundancy
  *   op_breakdown  per-op seconds summed over the run
  *
  * A run is written in one transaction straight into the database, in WAL mode, waiting for other
@@ -39,16 +42,15 @@ static const char *const schema =
     " admitted_ns INTEGER, first_block_ns INTEGER, finish_ns INTEGER, P INTEGER, G INTEGER,"
     " C INTEGER, steps INTEGER, preemptions INTEGER, state TEXT, reject_reason TEXT,"
     " PRIMARY KEY(run_id, req_id));"
-    "CREATE TABLE IF NOT EXISTS steps(run_id INTEGER, step_id INTEGER, start_ns INTEGER,"
-    " duration_ns INTEGER, num_segs INTEGER, q_tokens INTEGER, kv_tokens INTEGER,"
+    "CREATE TABLE IF NOT EXISTS step_runs(run_id INTEGER, first_step INTEGER, last_step INTEGER,"
+    " start_ns INTEGER, duration_ns INTEGER, num_segs INTEGER, q_tokens INTEGER, kv_tokens INTEGER,"
     " kv_write_tokens INTEGER, logit_rows INTEGER, decoded INTEGER, num_full INTEGER,"
     " num_refresh INTEGER, num_reuse INTEGER, num_prefill INTEGER, num_block INTEGER,"
-    " act_peak_bytes INTEGER, kv_in_use_bytes INTEGER, logit_chunk_rows INTEGER, ffn_chunks INTEGER,"
-    " PRIMARY KEY(run_id, step_id));"
-    "CREATE TABLE IF NOT EXISTS segments(run_id INTEGER, step_id INTEGER, req_id INTEGER,"
-    " phase TEXT, q INTEGER, kv INTEGER, kv_write INTEGER, logit_rows INTEGER, decoded INTEGER,"
-    " padding INTEGER, keep INTEGER, score_rows INTEGER, q_front INTEGER, kv_front INTEGER,"
-    " kv_write_front INTEGER, probe INTEGER, carry INTEGER);"
+    " act_peak_bytes INTEGER, kv_in_use_bytes INTEGER, logit_chunk_rows INTEGER, ffn_chunks INTEGER);"
+    "CREATE TABLE IF NOT EXISTS segment_runs(run_id INTEGER, req_id INTEGER,"
+    " first_step INTEGER, last_step INTEGER, phase TEXT, q INTEGER, kv INTEGER, kv_write INTEGER,"
+    " logit_rows INTEGER, decoded INTEGER, padding INTEGER, keep INTEGER, score_rows INTEGER,"
+    " q_front INTEGER, kv_front INTEGER, kv_write_front INTEGER, probe INTEGER, carry INTEGER);"
     "CREATE TABLE IF NOT EXISTS summary(run_id INTEGER PRIMARY KEY, num_requests INTEGER,"
     " num_finished INTEGER, num_rejected INTEGER, num_preemptions INTEGER, num_steps INTEGER,"
     " request_steps INTEGER, tokens_decoded INTEGER, content_tokens INTEGER, makespan_s REAL,"
@@ -61,6 +63,32 @@ static const char *const schema =
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
     " PRIMARY KEY(run_id, op));";
 
+/* The step rows and the segment rows, one a step and one a request and step, are views over runs:
+ * consecutive steps alike but for their start, each starting when the one before ended
+ * (step_runs), and consecutive steps in which a request's segment kept one shape
+ * (segment_runs). A run thus writes a row per change rather than per step. The views expand them
+ * (a step's start is its run's plus the durations before it); they are made after the upgrade,
+ * which turns an older database's tables of these names into runs of one step. */
+static const char *const step_cols = "num_segs, q_tokens, kv_tokens, kv_write_tokens, logit_rows, decoded, num_full, "
+                                     "num_refresh, num_reuse, num_prefill, num_block, act_peak_bytes, kv_in_use_bytes, "
+                                     "logit_chunk_rows, ffn_chunks";
+static const char *const seg_cols = "req_id, phase, q, kv, kv_write, logit_rows, decoded, padding, keep, score_rows, "
+                                    "q_front, kv_front, kv_write_front, probe, carry";
+
+/* The views in database `name`, into buf. */
+static void views_sql(const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "CREATE VIEW IF NOT EXISTS %s.steps AS WITH RECURSIVE x(run_id, step_id, last_step, start_ns, duration_ns, "
+             "%s) AS (SELECT run_id, first_step, last_step, start_ns, duration_ns, %s FROM step_runs UNION ALL SELECT "
+             "run_id, step_id + 1, last_step, start_ns + duration_ns, duration_ns, %s FROM x WHERE step_id < last_step) "
+             "SELECT run_id, step_id, start_ns, duration_ns, %s FROM x;"
+             "CREATE VIEW IF NOT EXISTS %s.segments AS WITH RECURSIVE x(run_id, step_id, last_step, %s) AS (SELECT "
+             "run_id, first_step, last_step, %s FROM segment_runs UNION ALL SELECT run_id, step_id + 1, last_step, %s "
+             "FROM x WHERE step_id < last_step) SELECT run_id, step_id, %s FROM x;",
+             name, step_cols, step_cols, step_cols, step_cols, name, seg_cols, seg_cols, seg_cols, seg_cols);
+}
+
 /* Columns later versions added to a table: a database written before them gets them (their rows
  * read as 0) before a run is added to it. */
 static const char *const added_columns[][2] = {{"segments", "keep"},    {"segments", "score_rows"},
@@ -69,11 +97,33 @@ static const char *const added_columns[][2] = {{"segments", "keep"},    {"segmen
                                                 {"segments", "carry"},   {"summary", "rows_processed"},
                                                 {"summary", "missed_decodes"}, {"summary", "redundancy"}};
 
-/* Adds the added columns the database `name` (main, out) lacks. */
+/* Whether `name`.`what` is a table (an older database's step or segment rows) rather than a view. */
+static int is_table(sqlite3 *db, const char *name, const char *what, bool *out)
+{
+    char sql[160];
+    sqlite3_stmt *ty = NULL;
+    snprintf(sql, sizeof sql, "SELECT type FROM %s.sqlite_master WHERE name = '%s'", name, what);
+    *out = false;
+    if (sqlite3_prepare_v2(db, sql, -1, &ty, NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_step(ty) == SQLITE_ROW)
+        *out = strcmp((const char *)sqlite3_column_text(ty, 0), "table") == 0;
+    sqlite3_finalize(ty);
+    return 0;
+}
+
+/* Brings the database `name` (main, out, src) to the current schema, whose tables it already has
+ * (CREATE ... IF NOT EXISTS): the added columns it lacks, an older database's tables of step and
+ * segment rows turned into runs of one step each, and the views over the runs. */
 static int db_upgrade(sqlite3 *db, const char *name)
 {
+    char sql[4096];
+    bool old_steps, old_segs;
+    if (is_table(db, name, "steps", &old_steps) || is_table(db, name, "segments", &old_segs))
+        return -1;
     for (size_t i = 0; i < TS_ARRAY_LEN(added_columns); i++) {
-        char sql[256];
+        if (strcmp(added_columns[i][0], "segments") == 0 && !old_segs)
+            continue; /* the view has them */
         sqlite3_stmt *st = NULL;
         snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('%s', '%s') WHERE name = '%s'",
                  added_columns[i][0], name, added_columns[i][1]);
@@ -88,7 +138,22 @@ static int db_upgrade(sqlite3 *db, const char *name)
         if (!have && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
             return -1;
     }
-    return 0;
+    if (old_steps) {
+        snprintf(sql, sizeof sql, "INSERT INTO %s.step_runs SELECT run_id, step_id, step_id, start_ns, duration_ns, %s "
+                                  "FROM %s.steps ORDER BY run_id, step_id; DROP TABLE %s.steps;",
+                 name, step_cols, name, name);
+        if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+            return -1;
+    }
+    if (old_segs) {
+        snprintf(sql, sizeof sql, "INSERT INTO %s.segment_runs SELECT run_id, req_id, step_id, step_id, %s "
+                                  "FROM %s.segments ORDER BY rowid; DROP TABLE %s.segments;",
+                 name, seg_cols + strlen("req_id, "), name, name);
+        if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+            return -1;
+    }
+    views_sql(name, sql, sizeof sql);
+    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
 }
 
 /* The schema with every table in the attached database `name`. Caller frees. */
@@ -172,53 +237,151 @@ static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
     return rc;
 }
 
-/* The step rows recorded since the last flush into the scratch database's steps and segments (run_id
- * 0 there: the run's own is given when they are copied out), step ids counted over the run. */
-static int write_steps(struct writer *w, const struct sim *s)
+/* The open runs of segments: per request, the shape its segment has kept since first_step
+ * (through last), not yet written. */
+struct seg_run {
+    struct segment g;
+    int64_t first, last;
+};
+struct seg_runs {
+    struct seg_run *v;
+    size_t n, cap;
+    int32_t *at; /* [num_reqs]: the request's open run in v, or -1 */
+    int64_t num_reqs;
+    /* the steps' open run: its columns (the first step's start), first and last step, and where the
+     * step after it must start to extend it */
+    int64_t step[20];
+    bool step_open;
+    int64_t step_next_start;
+};
+
+static bool same_shape(const struct segment *a, const struct segment *b)
+{
+    return a->q == b->q && a->kv == b->kv && a->kv_write == b->kv_write && a->logit_rows == b->logit_rows &&
+           a->decoded == b->decoded && a->phase == b->phase && a->padding == b->padding && a->keep == b->keep &&
+           a->score_rows == b->score_rows && a->q_front == b->q_front && a->kv_front == b->kv_front &&
+           a->kv_write_front == b->kv_write_front && a->probe == b->probe && a->carry == b->carry;
+}
+
+/* Writes run k of rs into the scratch database's segment_runs (run_id 0 there). */
+static int run_write(struct writer *w, sqlite3_stmt *sg, const struct seg_run *r)
+{
+    const struct segment *g = &r->g;
+    const int64_t v[] = {0, g->req_id, r->first, r->last};
+    for (int k = 0; k < 4; k++)
+        sqlite3_bind_int64(sg, k + 1, v[k]);
+    sqlite3_bind_text(sg, 5, seg_phase_name(g->phase), -1, SQLITE_STATIC);
+    const int32_t c[] = {g->q, g->kv, g->kv_write, g->logit_rows, g->decoded, g->padding, g->keep, g->score_rows,
+                         g->q_front, g->kv_front, g->kv_write_front, g->probe, g->carry};
+    for (int k = 0; k < (int)TS_ARRAY_LEN(c); k++)
+        sqlite3_bind_int(sg, 6 + k, c[k]);
+    return step_done(w, sg);
+}
+
+/* Writes and closes the open runs that ended before step `before` (every one for INT64_MAX). */
+static int runs_close(struct writer *w, sqlite3_stmt *sg, struct seg_runs *rs, int64_t before)
+{
+    for (size_t k = 0; k < rs->n;) {
+        if (rs->v[k].last >= before) {
+            k++;
+            continue;
+        }
+        if (run_write(w, sg, &rs->v[k]))
+            return -1;
+        rs->at[rs->v[k].g.req_id] = -1;
+        rs->v[k] = rs->v[--rs->n];
+        if (k < rs->n)
+            rs->at[rs->v[k].g.req_id] = (int32_t)k;
+    }
+    return 0;
+}
+
+/* A request's segment in step step_id: extends its open run, or writes that run and opens another. */
+static int runs_add(struct writer *w, sqlite3_stmt *sg, struct seg_runs *rs, const struct segment *g, int64_t step_id)
+{
+    int32_t k = rs->at[g->req_id];
+    if (k >= 0) {
+        struct seg_run *r = &rs->v[k];
+        if (r->last == step_id - 1 && same_shape(&r->g, g)) {
+            r->last = step_id;
+            return 0;
+        }
+        if (run_write(w, sg, r))
+            return -1;
+    } else {
+        ts_grow((void **)&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v);
+        k = (int32_t)rs->n++;
+        rs->at[g->req_id] = k;
+    }
+    rs->v[k] = (struct seg_run){*g, step_id, step_id};
+    return 0;
+}
+
+/* Writes the steps' open run into the scratch database's step_runs. */
+static int step_run_write(struct writer *w, sqlite3_stmt *st, struct seg_runs *rs)
+{
+    for (int k = 0; k < (int)TS_ARRAY_LEN(rs->step); k++)
+        sqlite3_bind_int64(st, k + 1, rs->step[k]);
+    rs->step_open = false;
+    return step_done(w, st);
+}
+
+/* A step's row: extends the steps' open run where it is alike but for its start and starts when
+ * that run's last step ended, or writes that run and opens another. */
+static int step_add(struct writer *w, sqlite3_stmt *st, struct seg_runs *rs, const struct step_rec *p, int64_t step_id)
+{
+    const int64_t v[] = {0, step_id, step_id, p->start_ns, p->duration_ns, p->tot.num_segs, p->tot.q_tokens,
+                         p->tot.kv_tokens, p->tot.kv_write_tokens, p->tot.logit_rows, p->tot.decoded,
+                         p->tot.by_phase[PHASE_FULL], p->tot.by_phase[PHASE_REFRESH], p->tot.by_phase[PHASE_REUSE],
+                         p->tot.by_phase[PHASE_PREFILL], p->tot.by_phase[PHASE_BLOCK], p->act_peak_bytes,
+                         p->kv_in_use_bytes, p->logit_chunk_rows, p->ffn_chunks};
+    _Static_assert(sizeof v == sizeof rs->step, "a step run's columns");
+    if (rs->step_open && rs->step[2] == step_id - 1 && rs->step_next_start == p->start_ns &&
+        memcmp(&rs->step[4], &v[4], sizeof v - 4 * sizeof v[0]) == 0) {
+        rs->step[2] = step_id;
+    } else {
+        if (rs->step_open && step_run_write(w, st, rs))
+            return -1;
+        memcpy(rs->step, v, sizeof v);
+        rs->step_open = true;
+    }
+    rs->step_next_start = p->start_ns + p->duration_ns;
+    return 0;
+}
+
+/* The step rows recorded since the last flush into the scratch database's runs of steps and of
+ * segments (run_id 0 there: the run's own is given when they are copied out), step ids counted over
+ * the run; `last`: the run's last rows, so every open run is written. */
+static int write_steps(struct writer *w, const struct sim *s, struct seg_runs *rs, bool last)
 {
     sqlite3_stmt *st, *sg;
-    if (prepare(w, "INSERT INTO main.steps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
+    if (prepare(w, "INSERT INTO main.step_runs VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
         return -1;
-    if (prepare(w, "INSERT INTO main.segments VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &sg)) {
+    if (prepare(w, "INSERT INTO main.segment_runs VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &sg)) {
         sqlite3_finalize(st);
         return -1;
     }
+    if (!rs->at) {
+        rs->num_reqs = s->num_reqs;
+        rs->at = xmalloc(sizeof *rs->at * (size_t)TS_MAX(s->num_reqs, 1));
+        for (int64_t i = 0; i < s->num_reqs; i++)
+            rs->at[i] = -1;
+    }
+    TS_ASSERT(rs->num_reqs == s->num_reqs);
     int rc = 0;
     for (size_t i = 0; i < s->num_steps && !rc; i++) {
         const struct step_rec *p = &s->steps[i];
         const int64_t step_id = s->steps_flushed + (int64_t)i;
-        int64_t v[] = {0, step_id, p->start_ns, p->duration_ns, p->tot.num_segs,
-                       p->tot.q_tokens, p->tot.kv_tokens, p->tot.kv_write_tokens, p->tot.logit_rows,
-                       p->tot.decoded, p->tot.by_phase[PHASE_FULL], p->tot.by_phase[PHASE_REFRESH],
-                       p->tot.by_phase[PHASE_REUSE], p->tot.by_phase[PHASE_PREFILL],
-                       p->tot.by_phase[PHASE_BLOCK], p->act_peak_bytes, p->kv_in_use_bytes,
-                       p->logit_chunk_rows, p->ffn_chunks};
-        for (int k = 0; k < (int)TS_ARRAY_LEN(v); k++)
-            sqlite3_bind_int64(st, k + 1, v[k]);
-        rc = step_done(w, st);
+        rc = step_add(w, st, rs, p, step_id);
         size_t end = i + 1 < s->num_steps ? (size_t)s->steps[i + 1].first_seg : s->num_segs;
-        for (size_t j = (size_t)p->first_seg; j < end && !rc; j++) {
-            const struct segment *g = &s->segs[j];
-            sqlite3_bind_int64(sg, 1, 0);
-            sqlite3_bind_int64(sg, 2, step_id);
-            sqlite3_bind_int(sg, 3, g->req_id);
-            sqlite3_bind_text(sg, 4, seg_phase_name(g->phase), -1, SQLITE_STATIC);
-            sqlite3_bind_int(sg, 5, g->q);
-            sqlite3_bind_int(sg, 6, g->kv);
-            sqlite3_bind_int(sg, 7, g->kv_write);
-            sqlite3_bind_int(sg, 8, g->logit_rows);
-            sqlite3_bind_int(sg, 9, g->decoded);
-            sqlite3_bind_int(sg, 10, g->padding);
-            sqlite3_bind_int(sg, 11, g->keep);
-            sqlite3_bind_int(sg, 12, g->score_rows);
-            sqlite3_bind_int(sg, 13, g->q_front);
-            sqlite3_bind_int(sg, 14, g->kv_front);
-            sqlite3_bind_int(sg, 15, g->kv_write_front);
-            sqlite3_bind_int(sg, 16, g->probe);
-            sqlite3_bind_int(sg, 17, g->carry);
-            rc = step_done(w, sg);
-        }
+        for (size_t j = (size_t)p->first_seg; j < end && !rc; j++)
+            rc = runs_add(w, sg, rs, &s->segs[j], step_id);
     }
+    /* a run that missed the batch's last step has ended */
+    if (!rc)
+        rc = runs_close(w, sg, rs, last ? INT64_MAX : s->steps_flushed + (int64_t)s->num_steps - 1);
+    if (!rc && last && rs->step_open)
+        rc = step_run_write(w, st, rs);
     sqlite3_finalize(st);
     sqlite3_finalize(sg);
     return rc;
@@ -278,8 +441,8 @@ static int write_run(struct writer *w, const struct sim *s)
                      NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(w, "begin");
     if (w->mode == DB_REPLACE &&
-        sqlite3_exec(w->db, "DELETE FROM out.runs; DELETE FROM out.requests; DELETE FROM out.steps; "
-                            "DELETE FROM out.segments; DELETE FROM out.summary; DELETE FROM out.op_breakdown;",
+        sqlite3_exec(w->db, "DELETE FROM out.runs; DELETE FROM out.requests; DELETE FROM out.step_runs; "
+                            "DELETE FROM out.segment_runs; DELETE FROM out.summary; DELETE FROM out.op_breakdown;",
                      NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(w, "replacing the runs");
     sqlite3_stmt *st;
@@ -301,15 +464,12 @@ static int write_run(struct writer *w, const struct sim *s)
     if (rc)
         return -1;
     const int64_t run_id = sqlite3_last_insert_rowid(w->db);
-    char copy[768];
+    char copy[1024];
     snprintf(copy, sizeof copy,
-             "INSERT INTO out.steps SELECT %lld, step_id, start_ns, duration_ns, num_segs, q_tokens, kv_tokens, "
-             "kv_write_tokens, logit_rows, decoded, num_full, num_refresh, num_reuse, num_prefill, num_block, "
-             "act_peak_bytes, kv_in_use_bytes, logit_chunk_rows, ffn_chunks FROM main.steps ORDER BY step_id; "
-             "INSERT INTO out.segments SELECT %lld, step_id, req_id, phase, q, kv, kv_write, logit_rows, decoded, "
-             "padding, keep, score_rows, q_front, kv_front, kv_write_front, probe, carry FROM main.segments "
-             "ORDER BY rowid;",
-             (long long)run_id, (long long)run_id);
+             "INSERT INTO out.step_runs(run_id, first_step, last_step, start_ns, duration_ns, %s) SELECT %lld, first_step, "
+             "last_step, start_ns, duration_ns, %s FROM main.step_runs ORDER BY rowid; INSERT INTO out.segment_runs(run_id, "
+             "first_step, last_step, %s) SELECT %lld, first_step, last_step, %s FROM main.segment_runs ORDER BY rowid;",
+             step_cols, (long long)run_id, step_cols, seg_cols, (long long)run_id, seg_cols);
     if (write_requests(w, s, run_id))
         return -1;
     if (sqlite3_exec(w->db, copy, NULL, NULL, NULL) != SQLITE_OK)
@@ -323,7 +483,19 @@ static int write_run(struct writer *w, const struct sim *s)
 
 int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out)
 {
-    /* a database from before a column was added reads it as 0 */
+    /* its index, made by the first reader rather than by every run's write (a database opened read-only
+     * goes without: the query is then slower, not wrong) */
+    sqlite3_exec(db, "CREATE INDEX IF NOT EXISTS segment_runs_first ON segment_runs(run_id, first_step)", NULL, NULL,
+                 NULL);
+    /* the runs covering the step: those that start no longer before it than the longest run lasts */
+    if (sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding, keep, score_rows, "
+                               "q_front, kv_front, kv_write_front, probe, carry FROM segment_runs WHERE run_id = ?1 AND "
+                               "first_step <= ?2 AND first_step >= ?2 - (SELECT coalesce(max(last_step - first_step), 0) "
+                               "FROM segment_runs WHERE run_id = ?1) AND last_step >= ?2 ORDER BY req_id",
+                           -1, out, NULL) == SQLITE_OK)
+        return SQLITE_OK;
+    /* a database from before the runs, not upgraded (nothing was added to it): its rows, a column
+     * added since read as 0 */
     char sql[512];
     int n = snprintf(sql, sizeof sql, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding");
     for (size_t i = 0; i < TS_ARRAY_LEN(added_columns); i++) {
@@ -339,7 +511,7 @@ int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out)
         sqlite3_finalize(st);
         n += snprintf(sql + n, sizeof sql - (size_t)n, ", %s", have ? added_columns[i][1] : "0");
     }
-    snprintf(sql + n, sizeof sql - (size_t)n, " FROM segments WHERE run_id = ? AND step_id = ? ORDER BY rowid");
+    snprintf(sql + n, sizeof sql - (size_t)n, " FROM segments WHERE run_id = ?1 AND step_id = ?2 ORDER BY req_id");
     return sqlite3_prepare_v2(db, sql, -1, out, NULL);
 }
 
@@ -461,6 +633,7 @@ static void on_signal(int sig)
 struct db_out {
     sqlite3 *db; /* a private temporary database (the step rows), the output attached as `out` at commit */
     struct writer w;
+    struct seg_runs runs; /* the segments' open runs, between flushes */
     char path[CFG_PATH];
 };
 
@@ -488,12 +661,12 @@ int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct
 
 /* The step rows in memory into the scratch database; with drop (a streaming run) they are then
  * dropped from memory, else kept (the run stays whole in memory for whoever reads it after). */
-static int scratch_steps(struct db_out *o, struct sim *s, bool drop, struct ts_err *err)
+static int scratch_steps(struct db_out *o, struct sim *s, bool drop, bool last, struct ts_err *err)
 {
     o->w.err = err;
     if (sqlite3_exec(o->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(&o->w, "scratch");
-    if (write_steps(&o->w, s)) {
+    if (write_steps(&o->w, s, &o->runs, last)) {
         sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
     }
@@ -506,11 +679,11 @@ static int scratch_steps(struct db_out *o, struct sim *s, bool drop, struct ts_e
     return 0;
 }
 
-int db_out_flush(struct db_out *o, struct sim *s, struct ts_err *err) { return scratch_steps(o, s, true, err); }
+int db_out_flush(struct db_out *o, struct sim *s, struct ts_err *err) { return scratch_steps(o, s, true, false, err); }
 
 int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
 {
-    if (!s->cfg.no_steps && scratch_steps(o, s, s->out == o, err)) /* the steps still in memory */
+    if (!s->cfg.no_steps && scratch_steps(o, s, s->out == o, true, err)) /* the steps still in memory */
         return -1;
     o->w.err = err;
     sqlite3_stmt *at = NULL;
@@ -550,6 +723,8 @@ void db_out_close(struct db_out *o)
     if (!o)
         return;
     sqlite3_close(o->db);
+    free(o->runs.v);
+    free(o->runs.at);
     free(o);
 }
 
@@ -677,8 +852,12 @@ int db_merge(const char *out, const char *const *in, int n, int64_t *runs, struc
             goto done;
         }
         int64_t got = 0;
+        /* both at the current schema: an older input is upgraded in place, as appending to it would */
+        char *src_schema = schema_in("src");
         ok = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
-             sqlite3_exec(db, schema, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(db, "main") == 0;
+             sqlite3_exec(db, schema, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(db, "main") == 0 &&
+             sqlite3_exec(db, src_schema, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(db, "src") == 0;
+        free(src_schema);
         if (!ok)
             ts_fail(err, "%s: %s", out, sqlite3_errmsg(db));
         ok = ok && merge_one(db, in[i], &got, err) == 0;

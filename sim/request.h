@@ -51,7 +51,6 @@ struct request {
     int64_t act_reserved;    /* bytes of activation reserved for it (request scheduler) */
     int64_t act_need;        /* its peak step's activation reservation, once computed (0 before) */
     const char *reject_reason;
-    struct segment last_seg; /* shape of its previous step (static batches repeat it while waiting) */
     gsl_rng *rng;            /* its own decode stream; NULL for deterministic decode models */
     uint64_t seed;           /* its seed: a policy that draws (focus) seeds its draws for a step from it
                               * and the step's index, so emitting a step twice draws the same */

@@ -577,7 +577,6 @@ static void on_step_done(struct sim *s)
         struct request *r = &s->reqs[seg->req_id];
         TS_ASSERT(r->state == REQ_RUNNING && !r->work_done);
         bool finished = policy_advance(s->pol, r, &s->pcfg, seg);
-        r->last_seg = *seg;
         if (r->first_block_ns < 0 && (r->cur_block > 0 || finished))
             r->first_block_ns = s->now_ns;
         if (finished) {

@@ -450,6 +450,24 @@ START_TEST(focus_shapes)
 }
 END_TEST
 
+/* Placeholder integrity: a block's first step keeps every masked position left of the right-most one
+ * chosen. With one decodable position (fixed:1) and a budget of 8 (alpha 8), the 7 others chosen by
+ * noise lie anywhere in the block, so the step keeps far more than the 16 the budget and the AR
+ * context alone could. */
+START_TEST(focus_placeholders)
+{
+    int wide = 0, firsts = 0;
+    for (int trial = 0; trial < 40; trial++) {
+        struct policy_cfg pc = focus_cfg(8, 100);
+        run_life(&policy_focus, &pc, 10 + trial, 64, 64, 1, &L);
+        ck_assert_int_eq(L.n, 1 + 64);
+        for (int b = 0; b < 2; b++, firsts++)
+            wide += L.seg[1 + 32 * b].q > 16 + (b ? L.seg[1 + 32 * b].q_front - 32 : 0);
+    }
+    ck_assert_msg(wide * 10 > firsts * 8, "%d of %d blocks' first steps kept more than 16 rows", wide, firsts);
+}
+END_TEST
+
 /* Random requests, budgets, signal qualities and decode sizes: every step is well formed, its later
  * layers run no more rows than its front layers (the kept set and the rows waiting for the cache),
  * it decodes at least one token and at most its decodable ones, emitting it twice gives the same
@@ -764,6 +782,7 @@ int main(void)
     tcase_add_test(tc, dllm_cache_property);
     tcase_add_test(tc, focus_shapes);
     tcase_add_test(tc, focus_property);
+    tcase_add_test(tc, focus_placeholders);
     tcase_add_test(tc, block_shapes);
     tcase_add_test(tc, block_partial_last_block);
     tcase_add_test(tc, block_delayed_shapes);

@@ -278,6 +278,130 @@ START_TEST(database_matches_summary)
 }
 END_TEST
 
+static int cmp_req(const void *a, const void *b)
+{
+    const struct segment *x = a, *y = b;
+    return (x->req_id > y->req_id) - (x->req_id < y->req_id);
+}
+
+/* The index in s->segs of request r's segment in step i, or -1. */
+static int64_t seg_of(const struct sim *s, size_t i, int32_t r)
+{
+    const size_t end = i + 1 < s->num_steps ? (size_t)s->steps[i + 1].first_seg : s->num_segs;
+    for (size_t j = (size_t)s->steps[i].first_seg; j < end; j++)
+        if (s->segs[j].req_id == r)
+            return (int64_t)j;
+    return -1;
+}
+
+/* Takes up to n segments out of the recorded steps, each one of a request whose segments before
+ * and after it have its shape (what a request waiting out a step leaves: the same shape resumed). */
+static int drop_middles(struct sim *s, int n)
+{
+    int dropped = 0;
+    for (size_t i = 1; i + 1 < s->num_steps && dropped < n; i += 7) {
+        const int64_t j = s->steps[i].first_seg;
+        if (j >= (int64_t)s->num_segs || (i + 1 < s->num_steps && s->steps[i + 1].first_seg == j))
+            continue;
+        const struct segment g = s->segs[j];
+        const int64_t a = seg_of(s, i - 1, g.req_id), b = seg_of(s, i + 1, g.req_id);
+        if (a < 0 || b < 0 || s->segs[a].q != g.q || s->segs[b].q != g.q || s->segs[a].kv != g.kv ||
+            s->segs[b].kv != g.kv || s->segs[a].decoded != g.decoded || s->segs[b].decoded != g.decoded ||
+            s->segs[a].phase != g.phase || s->segs[b].phase != g.phase)
+            continue;
+        memmove(&s->segs[j], &s->segs[j + 1], (s->num_segs - (size_t)j - 1) * sizeof *s->segs);
+        s->num_segs--;
+        s->steps[i].tot.num_segs--;
+        for (size_t k = i + 1; k < s->num_steps; k++)
+            s->steps[k].first_seg--;
+        dropped++;
+    }
+    return dropped;
+}
+
+/* The steps and segments views give back, row for row, the steps and segments the run recorded,
+ * though they are stored as runs: in a run with idle gaps between steps alike (few arrivals, no
+ * cache) and in one whose requests wait out steps and resume with the shape they had (planted in
+ * the records: no built-in scheduler makes one wait so). */
+START_TEST(views_expand_the_runs)
+{
+    for (int load = 0; load < 2; load++) {
+        struct sim_config c;
+        test_config(&c);
+        c.requests = 60;
+        c.rps = load ? 6 : 0.2;
+        snprintf(c.lengths, sizeof c.lengths, "fixed:100,64");
+        c.gen_len = 64;
+        if (!load) /* every step alike (FULL over the same length), idle between requests */
+            snprintf(c.policy, sizeof c.policy, "vanilla");
+        struct sim *s = run(&c);
+        if (load)
+            ck_assert_int_ge(drop_middles(s, 20), 10);
+        const char *path = tmp_path(0, ".db");
+        struct ts_err err;
+        unlink(path);
+        ck_assert_msg(sim_write_db(s, path, DB_NEW, &err) == 0, "%s", err.msg);
+        sqlite3 *db;
+        ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+        const int64_t nruns = query_int(db, "SELECT count(*) FROM segment_runs"),
+                      nrows = query_int(db, "SELECT count(*) FROM segments");
+        ck_assert_msg(nruns * (load ? 1 : 10) < nrows, "load %d: %lld segment runs for %lld rows", load,
+                      (long long)nruns, (long long)nrows);
+        sqlite3_stmt *st, *sg;
+        ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT step_id, start_ns, duration_ns, num_segs, q_tokens, decoded FROM "
+                                                "steps ORDER BY step_id", -1, &st, NULL), SQLITE_OK);
+        ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT step_id, req_id, q, kv, kv_write, logit_rows, decoded FROM "
+                                                "segments ORDER BY step_id, req_id", -1, &sg, NULL), SQLITE_OK);
+        size_t i = 0, gaps = 0, waits = 0;
+        int64_t seen[64];
+        for (int r = 0; r < 64; r++)
+            seen[r] = -1;
+        for (; sqlite3_step(st) == SQLITE_ROW; i++) {
+            ck_assert_uint_lt(i, s->num_steps);
+            const struct step_rec *p = &s->steps[i];
+            ck_assert_int_eq(sqlite3_column_int64(st, 0), (int64_t)i);
+            ck_assert_int_eq(sqlite3_column_int64(st, 1), p->start_ns);
+            ck_assert_int_eq(sqlite3_column_int64(st, 2), p->duration_ns);
+            ck_assert_int_eq(sqlite3_column_int64(st, 3), p->tot.num_segs);
+            ck_assert_int_eq(sqlite3_column_int64(st, 4), p->tot.q_tokens);
+            ck_assert_int_eq(sqlite3_column_int64(st, 5), p->tot.decoded);
+            gaps += i > 0 && p->start_ns > s->steps[i - 1].start_ns + s->steps[i - 1].duration_ns;
+            const size_t end = i + 1 < s->num_steps ? (size_t)s->steps[i + 1].first_seg : s->num_segs;
+            struct segment segs[256];
+            const size_t n = end - (size_t)p->first_seg;
+            ck_assert_uint_le(n, 256);
+            memcpy(segs, &s->segs[p->first_seg], n * sizeof *segs);
+            qsort(segs, n, sizeof *segs, cmp_req);
+            for (size_t j = 0; j < n; j++) {
+                ck_assert(segs[j].req_id < 64);
+                waits += seen[segs[j].req_id] >= 0 && seen[segs[j].req_id] < (int64_t)i - 1;
+                seen[segs[j].req_id] = (int64_t)i;
+                ck_assert_int_eq(sqlite3_step(sg), SQLITE_ROW);
+                const int64_t got[] = {sqlite3_column_int64(sg, 0), sqlite3_column_int64(sg, 1), sqlite3_column_int64(sg, 2),
+                                       sqlite3_column_int64(sg, 3), sqlite3_column_int64(sg, 4), sqlite3_column_int64(sg, 5),
+                                       sqlite3_column_int64(sg, 6)};
+                const int64_t want[] = {(int64_t)i, segs[j].req_id, segs[j].q, segs[j].kv, segs[j].kv_write,
+                                        segs[j].logit_rows, segs[j].decoded};
+                for (int k = 0; k < 7; k++)
+                    ck_assert_msg(got[k] == want[k], "step %zu, segment %zu, column %d: %lld, recorded %lld", i, j, k,
+                                  (long long)got[k], (long long)want[k]);
+            }
+        }
+        ck_assert_int_eq(sqlite3_step(sg), SQLITE_DONE);
+        ck_assert_uint_eq(i, s->num_steps);
+        if (load)
+            ck_assert_msg(waits >= 10, "%zu steps waited out", waits);
+        else
+            ck_assert_msg(gaps > 10, "%zu idle gaps", gaps);
+        sqlite3_finalize(st);
+        sqlite3_finalize(sg);
+        sqlite3_close(db);
+        unlink(path);
+        sim_destroy(s);
+    }
+}
+END_TEST
+
 START_TEST(bad_inputs_fail_cleanly)
 {
     struct sim_config c;
@@ -381,6 +505,7 @@ int main(void)
     tcase_add_test(tc, same_seed_same_results);
     tcase_add_test(tc, decode_streams_independent_of_batching);
     tcase_add_test(tc, database_matches_summary);
+    tcase_add_test(tc, views_expand_the_runs);
     tcase_add_test(tc, bad_inputs_fail_cleanly);
     tcase_add_test(tc, trace_files_drive_the_run);
     tcase_add_test(tc, presets_and_hf_models);

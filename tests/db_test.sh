@@ -20,12 +20,24 @@ bad() { fail=$((fail + 1)); echo "db: FAIL: $*" >&2; }
 q() { sqlite3 "$1" "$2" 2>/dev/null; }
 small=(sim --requests 20 --rps 4 --gen-len 64 --quiet --no-progress)
 
-# a database written before the segments' selection columns (keep, score_rows): a sparse run
-# appended to it upgrades it in place (the older rows read as 0) and every run stays readable
+# a database written before the segments' selection columns (keep, score_rows) and before the step
+# and segment rows were stored as runs: a sparse run appended to it upgrades it in place (the older
+# rows read as 0, the older run's rows the same through the views) and every run stays readable;
+# merged as it is into a new database, it is upgraded the same way
 root=$(cd "$(dirname "$0")/.." && pwd)
 gzip -dc "$root/experiments/records/ops-h200/def.db.gz" >"$tmp/old.db"
+cp "$tmp/old.db" "$tmp/old2.db"
+rows1="SELECT * FROM steps WHERE run_id = 1 ORDER BY step_id; SELECT run_id, step_id, req_id, phase, q, kv, kv_write,
+       logit_rows, decoded, padding FROM segments WHERE run_id = 1 ORDER BY step_id, req_id"
+before=$(q "$tmp/old.db" "$rows1" | md5sum)
 "$bin" "${small[@]}" --policy sparse --db "$tmp/old.db" --append >/dev/null 2>"$tmp/old.err" && ok ||
     bad "appending a sparse run to an older database: $(head -2 "$tmp/old.err")"
+[ "$(q "$tmp/old.db" "$rows1" | md5sum)" = "$before" ] && ok || bad "the older run's steps or segments changed in the upgrade"
+[ "$(q "$tmp/old.db" "SELECT group_concat(type || ' ' || name, ', ') FROM (SELECT type, name FROM sqlite_master
+      WHERE name IN ('steps', 'segments', 'step_runs', 'segment_runs') ORDER BY name)")" = \
+  "table segment_runs, view segments, table step_runs, view steps" ] && ok || bad "the upgrade left no runs and views"
+"$bin" db merge "$tmp/merged.db" "$tmp/old2.db" >/dev/null 2>"$tmp/old.err" && ok || bad "merging an older database: $(head -2 "$tmp/old.err")"
+[ "$(q "$tmp/merged.db" "$rows1" | md5sum)" = "$before" ] && ok || bad "an older database merged: its steps or segments changed"
 got=$(q "$tmp/old.db" "SELECT group_concat(n, ' ') FROM (SELECT sum(keep > 0) AS n FROM segments GROUP BY run_id ORDER BY run_id)")
 case $got in "0 "[1-9]*) ok ;; *) bad "older database upgraded: selecting segments by run '$got', wanted none in run 1 and some in run 2" ;; esac
 "$bin" calib eval --db "$tmp/old.db" >/dev/null 2>"$tmp/old.err" && ok || bad "the older run unreadable after the upgrade: $(head -2 "$tmp/old.err")"
@@ -35,6 +47,20 @@ case $got in "0 "[1-9]*) ok ;; *) bad "older database upgraded: selecting segmen
     bad "appending a dllm-cache run to an older database: $(head -2 "$tmp/old.err")"
 got=$(q "$tmp/old.db" "SELECT sum(q_front > 0), sum(probe > 0), sum(carry > 0), sum(q_front = 0 AND probe = 0) FROM segments WHERE run_id = 3")
 case $got in [1-9]*"|"[1-9]*"|"[1-9]*"|"[1-9]*) ok ;; *) bad "dllm-cache segments: front, probing, carrying and whole refreshes '$got'" ;; esac
+
+# the step and segment rows are stored as runs, far fewer than the rows the views give back; the
+# views give one row a step (each starting when the one before ended or later) and one a request
+# and step, as many as the summary counts
+"$bin" sim --requests 200 --rps 2 --quiet --no-progress --db "$tmp/runs.db" >/dev/null 2>&1
+got=$(q "$tmp/runs.db" "SELECT (SELECT count(*) FROM segment_runs) * 5 < (SELECT count(*) FROM segments),
+       (SELECT count(*) FROM step_runs) * 2 < (SELECT count(*) FROM steps),
+       (SELECT count(*) FROM steps) = (SELECT num_steps FROM summary),
+       (SELECT count(*) FROM segments) = (SELECT request_steps FROM summary),
+       (SELECT sum(decoded) FROM segments) = (SELECT tokens_decoded FROM summary),
+       (SELECT count(*) FROM steps a JOIN steps b ON b.run_id = a.run_id AND b.step_id = a.step_id + 1
+        WHERE b.start_ns < a.start_ns + a.duration_ns),
+       (SELECT count(*) FROM (SELECT step_id, req_id FROM segments GROUP BY step_id, req_id HAVING count(*) > 1))")
+[ "$got" = "1|1|1|1|1|0|0" ] && ok || bad "runs of steps and segments: '$got', wanted 1|1|1|1|1|0|0"
 
 # 16 writers at once into a new database, then 16 more into it
 for round in 1 2; do

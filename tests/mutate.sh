@@ -14,9 +14,9 @@ trap 'rm -rf "$work"' EXIT
 # NAME|FILE|FROM|TO|SUITES (the text FROM must occur exactly once in FILE)
 mutations=(
     "kv bytes use the query heads|sim/core/model.c|return 2LL * m->num_layers * model_kv_dim(m) * m->kv_bytes;|return 2LL * m->num_layers * model_q_dim(m) * m->kv_bytes;|check_model check_cost"
-    "attention FLOPs halved|sim/cost_roofline.c|add_op(&p, OP_ATTN, nl, 4.0 * qd * t->attn_qk_pairs,|add_op(&p, OP_ATTN, nl, 2.0 * qd * t->attn_qk_pairs,|check_cost"
+    "attention FLOPs halved|sim/cost_roofline.c|add_op(p, OP_ATTN, layers, 4.0 * qd * lt->attn_qk_pairs,|add_op(p, OP_ATTN, layers, 2.0 * qd * lt->attn_qk_pairs,|check_cost"
     "LM-head FLOPs halved|sim/cost_roofline.c|add_op(&p, OP_LM_HEAD, nch, 2 * R / nch * h * V,|add_op(&p, OP_LM_HEAD, nch, R / nch * h * V,|check_cost"
-    "K/V read as the query width|sim/cost_roofline.c|a * (2 * T * qd + (double)t->attn_kv_read * 2 * kvd)|a * (2 * T * qd + (double)t->attn_kv_read * 2 * qd)|check_cost"
+    "K/V read as the query width|sim/cost_roofline.c|a * (2 * T * qd + (double)lt->attn_kv_read * 2 * kvd)|a * (2 * T * qd + (double)lt->attn_kv_read * 2 * qd)|check_cost"
     "request admission ignores the activation peak|sim/sched_request.c|r->act_need = TS_MAX(sim_act_peak(s, q, policy_logit_rows(&s->pcfg, q, r->G)), 1);|r->act_need = 1;|check_sched"
     "phase budget overrun|sim/sched_phase.c|int64_t budget = (int64_t)s->sched_p[MAX_TOKENS];|int64_t budget = (int64_t)s->sched_p[MAX_TOKENS] + 512;|check_sched"
     "JSONL negative length accepted|traces/trace.c|    if (d < 0)\n        return ts_fail(err, \"%s:%lld: %s: negative length (%g)\", path, (long long)line, key, d);|    if (d < -1e9)\n        return ts_fail(err, \"%s:%lld: %s: negative length (%g)\", path, (long long)line, key, d);|check_trace"
@@ -34,6 +34,11 @@ mutations=(
     "selection pools one key short|engine/eng_ref.c|for (int i = TS_MAX(0, j - kernel / 2); i <= TS_MIN(cand - 1, j + kernel / 2); i++)|for (int i = TS_MAX(0, j - kernel / 2); i < TS_MIN(cand - 1, j + kernel / 2); i++)|check_eng_ref"
     "selection ties go to the higher key|engine/eng_ref.c|(x->j > y->j) - (x->j < y->j);|(x->j < y->j) - (x->j > y->j);|check_eng_ref"
     "selecting tokens written over their kept keys|engine/eng_plan.c|    return (g->keep + page_tokens - 1) / page_tokens * page_tokens;|    return 0;|check_eng_plan"
+    "a segment run extended across a step it missed|sim/db.c|        if (r->last == step_id - 1 && same_shape(&r->g, g)) {|        if (same_shape(&r->g, g)) {|check_sim"
+    "a step run extended past a gap|sim/db.c|    if (rs->step_open && rs->step[2] == step_id - 1 && rs->step_next_start == p->start_ns &&|    if (rs->step_open && rs->step[2] == step_id - 1 &&|check_sim"
+    "dllm-cache updates the whole response|sim/policy_dllm_cache.c|        s->q = (prompt ? r->P : 0) + u;|        s->q = (prompt ? r->P : 0) + r->G;|check_policy"
+    "focus without placeholder integrity|sim/policy_focus.c|d + k > st->progress;|d + k > st->progress + 65536;|check_policy"
+    "front layers priced as the later ones|sim/cost_roofline.c|    layer_ops(&p, sd, &t->front, nf, false);|    layer_ops(&p, sd, &later, nf, false);|check_cost"
     "kv_select priced without its candidates|sim/calib_fit.c|f[0] = 1, f[1] = (double)segs, f[2] = (double)cand, f[3] = (double)max_cand;|f[0] = 1, f[1] = (double)segs, f[2] = 0, f[3] = (double)max_cand;|check_calib"
 )
 killed=0
