@@ -598,6 +598,40 @@ if command -v parallel >/dev/null 2>&1; then
 else
     echo "cli: note: GNU parallel not found; the local sweep is not run" >&2
 fi
+# the papers' experiments: listed with what each reproduces or waits on; one waiting runs nothing,
+# an unknown one lists the others, a non-empty OUT is refused; the reduced versions of every built
+# one run, their results are well-formed JSON lines, and the trends that hold in tessera hold
+expect 0 "exp list" -- $bin exp list
+contains "exp list" "focus-fig6         FOCUS Fig. 6"
+contains "exp list" "dinfer-table1      dInfer Table 1"
+contains "exp list" "(waiting on: dInfer's hierarchical and credit decoders"
+expect 2 "exp run, waiting" -- $bin exp run dinfer-table1 "$tmp/dt1"
+contains "exp run, waiting" "waits on dInfer's hierarchical and credit decoders"
+[ ! -e "$tmp/dt1" ] && ok || bad "an experiment waiting on its parts made its OUT"
+expect 2 "exp run, unknown" -- $bin exp run focus-fig99 "$tmp/x"
+contains "exp run, unknown" "focus-fig6"
+mkdir -p "$tmp/full" && touch "$tmp/full/x"
+expect 2 "exp run, non-empty OUT" -- $bin exp run focus-fig8 "$tmp/full"
+contains "exp run, non-empty OUT" "is not empty (--force writes over it)"
+expect 0 "exp run papers --quick" -- $bin exp run papers "$tmp/papers" --quick
+for e in dllm-serve-fig7 focus-fig6 focus-fig7 focus-fig8 focus-table5; do
+    f="$tmp/papers/$e/results.jsonl"
+    if [ -s "$f" ] && [ -s "$tmp/papers/$e/figure.png" ] && [ -s "$tmp/papers/$e/report.md" ] &&
+       [ "$(sqlite3 :memory: "SELECT count(*) = sum(json_valid(j) AND json_type(j, '\$.value') IN ('integer', 'real')
+            AND json_extract(j, '\$.experiment') = '$e' AND json_type(j, '\$.paper_value') IS NOT NULL
+            AND json_extract(j, '\$.metric') IS NOT NULL AND json_type(j, '\$.x') IS NOT NULL)
+            FROM (SELECT value AS j FROM json_each('[' || replace(trim(readfile('$f'), char(10)), char(10), ',') || ']'))")" = 1 ]
+    then ok; else bad "$e: its results, figure or report missing, or a line of results.jsonl malformed"; fi
+done
+for t in "focus-fig6|FOCUS's throughput is above LMDeploy's at every batch size" "focus-fig6|LMDeploy's throughput plateaus" \
+         "focus-fig7|FOCUS's speedup grows with the block size" "focus-fig8|token eviction gains more than the delayed cache" \
+         "focus-table5|FOCUS's redundancy is below LMDeploy's" "dllm-serve-fig7|dLLM-Serve is ahead of Sparse-dLLM at every length"; do
+    e=${t%%|*} text=${t#*|}
+    grep -F "$text" "$tmp/papers/$e/checks.tsv" | grep -q $'\tholds$' && ok || bad "$e: '$text' no longer holds"
+done
+contains "exp run papers --quick" "papers: $tmp/papers/report.md"
+grep -q "| \[focus-fig7\](focus-fig7/report.md) |" "$tmp/papers/report.md" && ok || bad "the papers' report lacks its summary table"
+
 # calibrations made on this machine (make calibrate) are found before the shipped ones
 mkdir -p "$tmp/ucal"
 cp "$data/calib/h200-llada-8b-tessera.csv" "$tmp/ucal/"

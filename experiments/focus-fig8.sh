@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# experiments/focus-fig8.sh: FOCUS Figure 8, where the speedup comes from: LMDeploy's block diffusion,
+# the delayed intra-block cache alone (DC+, policy block+delayed) and FOCUS (the cache and token
+# eviction), SDAR-8B on an A100-80GB, ShareGPT lengths, batch 128.
+# Usage: tessera exp run focus-fig8 OUT [--force] [--quick] [--strict]
+EXP=focus-fig8
+source "$(dirname "$0")/lib/paper.sh"
+paper_init "$@"
+batch=128
+[ "$QUICK" = 1 ] && batch=32
+common=(--model sdar-8b --gpu a100-80gb --decode threshold:sdar-low --lengths sharegpt --requests $((2 * batch))
+        --rps 1000000 --max-batch $batch --seed 1)
+point lmdeploy sharegpt-sdar-8b $batch --system lmdeploy "${common[@]}"
+point dc+ sharegpt-sdar-8b $batch --system lmdeploy --policy block+delayed "${common[@]}"
+point focus sharegpt-sdar-8b $batch --system focus "${common[@]}"
+for sys in dc+ focus; do
+    derived speedup $sys sharegpt-sdar-8b $batch \
+        "$(awk -v a="$(value throughput_tok_s $sys sharegpt-sdar-8b $batch)" -v c="$(value throughput_tok_s lmdeploy sharegpt-sdar-8b $batch)" 'BEGIN { print a / c }')"
+done
+check "the delayed cache alone gains something over LMDeploy" 'val("dc+","sharegpt-sdar-8b","'$batch'","speedup") > 1'
+check "token eviction gains more than the delayed cache alone" \
+    'val("focus","sharegpt-sdar-8b","'$batch'","speedup") > val("dc+","sharegpt-sdar-8b","'$batch'","speedup")'
+NOTES="The figure's values are withheld; only its ordering is checked."
+paper_finish "FOCUS Fig. 8: LMDeploy, DC+ and FOCUS, A100-80GB" "batch size" speedup

@@ -1,0 +1,148 @@
+# paper.sh: what the paper experiments share (sourced by experiments/<paper>-<figure>.sh).
+#
+# An experiment script sets EXP (its name) and calls, in order:
+#   paper_init OUT [--force] [--quick] [--strict]
+#                                        OUT must be missing or empty unless --force; --quick (or
+#                                        QUICK=1) runs the reduced version make check runs;
+#                                        --strict: exit 1 when a trend does not hold
+#   point SYSTEM WORKLOAD X SIM-ARGS...   one `tessera sim` run (its summary as JSON in
+#                                        OUT/points/), its metrics appended to OUT/points.tsv
+#   paper METRIC SYSTEM WORKLOAD X VALUE a number the paper prints, beside tessera's point
+#   check "TEXT" AWK-CONDITION           a trend the paper reports, evaluated over OUT/points.tsv
+#                                        (columns: system workload x metric value)
+#   paper_finish "TITLE" XLABEL METRIC [logx]
+#                                        OUT/results.jsonl, OUT/figure.png (one curve a system and
+#                                        workload), OUT/report.md (a trend that does not hold is a
+#                                        finding the report states, an error only with --strict)
+# results.jsonl has one object a point: experiment system model gpu workload x metric value
+# paper_value (null where the paper gives no number).
+set -uo pipefail
+bin=${TESSERA:?paper experiments run from tessera exp run (TESSERA names the binary)}
+for tool in sqlite3 gnuplot; do
+    command -v $tool >/dev/null || { echo "$EXP: $tool not found (apt-get install sqlite3 gnuplot-nox)" >&2; exit 2; }
+done
+
+paper_init() {
+    out=${1:?usage: tessera exp run $EXP OUT [--force] [--quick] [--strict]}
+    shift
+    local force=0
+    QUICK=${QUICK:-0} STRICT=${STRICT:-0}
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --force) force=1 ;;
+            --quick) QUICK=1 ;;
+            --strict) STRICT=1 ;;
+            *) echo "$EXP: unexpected argument '$1' (--force, --quick, --strict)" >&2; exit 2 ;;
+        esac
+        shift
+    done
+    if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && [ $force = 0 ]; then
+        echo "$EXP: $out is not empty (--force writes over it)" >&2
+        exit 2
+    fi
+    [ -e "$out" ] && [ ! -d "$out" ] && { echo "$EXP: $out is not a folder" >&2; exit 2; }
+    mkdir -p "$out/points" || exit 2
+    rm -f "$out"/points/* "$out/points.tsv" "$out/points.idx" "$out/paper.tsv" "$out/checks.tsv"
+    : >"$out/points.tsv"
+    : >"$out/paper.tsv"
+    : >"$out/checks.tsv"
+    npoints=0
+}
+
+# json FILE KEY: a number from a summary tessera sim --json wrote
+json() { sqlite3 :memory: "SELECT json_extract(readfile('$1'), '\$.$2')"; }
+
+point() {
+    local sys=$1 wl=$2 x=$3
+    shift 3
+    npoints=$((npoints + 1))
+    local f="$out/points/$npoints.json"
+    if ! "$bin" sim "$@" --quiet --no-progress --json >"$f" 2>"$out/points/$npoints.log"; then
+        echo "$EXP: point $npoints ($sys, $wl, x = $x) failed: $(head -3 "$out/points/$npoints.log")" >&2
+        exit 1
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$sys" "$wl" "$x" "$(json "$f" model)" "$(json "$f" gpu)" "$npoints" >>"$out/points.idx"
+    local m
+    for m in throughput_tok_s content_tok_s lat_mean_s lat_p99_s lat_std_s lat_span_s redundancy rows_processed \
+             missed_decodes tokens_decoded; do
+        printf '%s\t%s\t%s\t%s\t%s\n' "$sys" "$wl" "$x" "$m" "$(json "$f" $m)" >>"$out/points.tsv"
+    done
+    printf '%s %-12s %-10s x = %-6s %s tok/s\n' "$EXP" "$sys" "$wl" "$x" "$(json "$f" throughput_tok_s)" >&2
+}
+
+# derived METRIC SYSTEM WORKLOAD X VALUE: a number computed from the points (a ratio, a reduction)
+derived() { printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$1" "$5" >>"$out/points.tsv"; }
+
+# value METRIC SYSTEM WORKLOAD X: a point's value
+value() { awk -F'\t' -v m="$1" -v s="$2" -v w="$3" -v x="$4" '$1 == s && $2 == w && $3 == x && $4 == m { print $5 }' "$out/points.tsv"; }
+
+paper() { printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$1" "$5" >>"$out/paper.tsv"; }
+
+check() {
+    local text=$1 cond=$2 ok
+    ok=$(awk -F'\t' -v OFS='\t' "
+        { v[\$1 \"|\" \$2 \"|\" \$3 \"|\" \$4] = \$5 }
+        function val(s, w, x, m) { return v[s \"|\" w \"|\" x \"|\" m] + 0 }
+        END { print (($cond) ? \"holds\" : \"does not hold\") }" "$out/points.tsv")
+    printf '%s\t%s\n' "$text" "$ok" >>"$out/checks.tsv"
+}
+
+paper_finish() {
+    local title=$1 xlabel=$2 metric=$3 logx=${4:-}
+    # results.jsonl: every point's metric, the paper's number beside it where it prints one
+    : >"$out/results.jsonl"
+    while IFS=$'\t' read -r sys wl x m v; do
+        local model gpu pv
+        model=$(awk -F'\t' -v s="$sys" -v w="$wl" -v x="$x" '$1 == s && $2 == w && $3 == x { print $4; exit }' "$out/points.idx")
+        gpu=$(awk -F'\t' -v s="$sys" -v w="$wl" -v x="$x" '$1 == s && $2 == w && $3 == x { print $5; exit }' "$out/points.idx")
+        pv=$(awk -F'\t' -v s="$sys" -v w="$wl" -v x="$x" -v m="$m" '$1 == s && $2 == w && $3 == x && $4 == m { print $5; exit }' "$out/paper.tsv")
+        printf '{"experiment":"%s","system":"%s","model":"%s","gpu":"%s","workload":"%s","x":%s,"metric":"%s","value":%s,"paper_value":%s}\n' \
+            "$EXP" "$sys" "${model:-}" "${gpu:-}" "$wl" "$(num "$x")" "$m" "$(num "$v")" "${pv:-null}" >>"$out/results.jsonl"
+    done <"$out/points.tsv"
+    # the figure: the metric against x, a curve a system and workload
+    local plots=() key
+    for key in $(awk -F'\t' -v m="$metric" '$4 == m && $3 ~ /^[0-9.]+$/ { print $1 "|" $2 }' "$out/points.tsv" | sort -u); do
+        local s=${key%%|*} w=${key#*|} f="$out/points/curve-${key//|/-}.dat"
+        awk -F'\t' -v s="$s" -v w="$w" -v m="$metric" '$1 == s && $2 == w && $4 == m { print $3, $5 }' "$out/points.tsv" |
+            sort -g >"$f"
+        plots+=("'$f' using 1:2 with linespoints lw 2 title '$s ($w)'")
+    done
+    if [ ${#plots[@]} -gt 0 ]; then
+        gnuplot <<GP 2>"$out/points/gnuplot.log" || echo "$EXP: gnuplot failed: $(head -2 "$out/points/gnuplot.log")" >&2
+set terminal pngcairo size 900,560 font ",11" noenhanced
+set output '$out/figure.png'
+set title "$title"
+set xlabel "$xlabel"
+set ylabel "$metric"
+set key outside right
+set grid
+${logx:+set logscale x 2}
+plot $(IFS=,; echo "${plots[*]}")
+GP
+    fi
+    # the report: the points, the paper's numbers beside tessera's, the trends
+    {
+        echo "# $EXP: $title"
+        echo
+        [ -f "$out/figure.png" ] && { echo "![$EXP](figure.png)"; echo; }
+        echo "| system | workload | x | metric | tessera | paper | tessera / paper |"
+        echo "|---|---|---|---|---|---|---|"
+        while IFS=$'\t' read -r sys wl x m v; do
+            local pv
+            pv=$(awk -F'\t' -v s="$sys" -v w="$wl" -v x="$x" -v m="$m" '$1 == s && $2 == w && $3 == x && $4 == m { print $5; exit }' "$out/paper.tsv")
+            case $m in "$metric"|speedup*|*reduction*|redundancy) ;; *) [ -n "$pv" ] || continue ;; esac
+            printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$sys" "$wl" "$x" "$m" "$(fmt "$v")" "${pv:-}" \
+                "$([ -n "$pv" ] && awk -v a="$v" -v b="$pv" 'BEGIN { printf "%.2f", a / b }')"
+        done <"$out/points.tsv"
+        echo
+        echo "| trend the paper reports | in tessera |"
+        echo "|---|---|"
+        awk -F'\t' '{ printf "| %s | %s |\n", $1, $2 }' "$out/checks.tsv"
+        [ -n "${NOTES:-}" ] && printf '\n%s\n' "$NOTES"
+    } >"$out/report.md"
+    echo "$EXP: $out/report.md, $out/results.jsonl$([ -f "$out/figure.png" ] && echo ", $out/figure.png")" >&2
+    [ "$STRICT" = 0 ] || ! grep -q "does not hold" "$out/checks.tsv"
+}
+
+num() { [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] && echo "$1" || echo "\"$1\""; }
+fmt() { awk -v a="$1" 'BEGIN { if (a == a + 0) printf (a >= 100 ? "%.0f" : "%.3g"), a; else printf "%s", a }'; }

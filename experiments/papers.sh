@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# experiments/papers.sh: every built paper experiment (experiments/papers.tsv), run in parallel
+# (one process a core), each into OUT/NAME, and OUT/report.md: each experiment's points beside the
+# paper's numbers, the median |log ratio| of tessera's value to the paper's a paper, and whether each
+# trend the papers report holds in tessera.
+# Usage: tessera exp run papers OUT [--force] [--quick] [--strict]
+set -uo pipefail
+out=${1:?usage: tessera exp run papers OUT [--force] [--quick] [--strict]}
+shift
+force=0 args=()
+for a in "$@"; do
+    case $a in
+        --force) force=1; args+=("$a") ;;
+        --quick|--strict) args+=("$a") ;;
+        *) echo "papers: unexpected argument '$a' (--force, --quick, --strict)" >&2; exit 2 ;;
+    esac
+done
+if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && [ $force = 0 ]; then
+    echo "papers: $out is not empty (--force writes over it)" >&2
+    exit 2
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out" || exit 2
+names=$(awk -F'\t' '!/^#/ && NF >= 2 && $3 == "" { print $1 }' "$here/papers.tsv")
+printf '%s\n' $names | xargs -P "$(nproc 2>/dev/null || echo 2)" -I{} \
+    bash -c 'bash "$0/{}.sh" "$1/{}" "${@:2}" >"$1/{}.log" 2>&1 || { echo "papers: {} failed (its log: $1/{}.log)" >&2; exit 1; }' \
+    "$here" "$out" "${args[@]}"
+rc=$?
+{
+    echo "# The papers' evaluations in tessera"
+    echo
+    echo "| experiment | points | with a paper number | median abs log ratio | trends holding |"
+    echo "|---|---|---|---|---|"
+    for n in $names; do
+        [ -f "$out/$n/results.jsonl" ] || continue
+        pts=$(wc -l <"$out/$n/results.jsonl")
+        awk -F'"paper_value":' 'NF > 1 && $2 !~ /^null/ { split($1, a, "\"value\":"); v = a[2] + 0; p = $2 + 0;
+              if (v > 0 && p > 0) { r = log(v / p); print (r < 0 ? -r : r) } }' "$out/$n/results.jsonl" | sort -g >"$out/$n/logratios.txt"
+        k=$(wc -l <"$out/$n/logratios.txt")
+        med=$( [ "$k" -gt 0 ] && awk -v k="$k" 'NR == int((k + 1) / 2) { printf "%.2f", $1 }' "$out/$n/logratios.txt" || echo "-")
+        holds=$(grep -c $'\tholds$' "$out/$n/checks.tsv" || true)
+        all=$(wc -l <"$out/$n/checks.tsv")
+        echo "| [$n]($n/report.md) | $pts | $k | $med | $holds of $all |"
+    done
+    echo
+    echo "Waiting on parts not built yet:"
+    echo
+    awk -F'\t' '!/^#/ && NF >= 3 && $3 != "" { printf "- %s (%s): %s\n", $1, $2, $3 }' "$here/papers.tsv"
+    for n in $names; do
+        [ -f "$out/$n/report.md" ] && { echo; sed -e 's/^# /## /' -e "s|](figure.png)|]($n/figure.png)|" "$out/$n/report.md"; }
+    done
+} >"$out/report.md"
+echo "papers: $out/report.md" >&2
+exit $rc
