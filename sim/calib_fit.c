@@ -697,6 +697,11 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
     }
     double lm = chunked(&c->lm, t->logit_rows, sd->logit_chunk_rows, extrapolate);
     double smp = chunked(&c->sample, t->logit_rows, sd->logit_chunk_rows, extrapolate);
+    if (sd->decode_credit) { /* the engine runs no credit fusion: its bytes at the context's bandwidth */
+        if (!cx)
+            return ts_fail(err, "calibrated cost: credit decoding needs the model");
+        smp += (double)t->logit_rows * cx->model.vocab * CREDIT_BYTES / (cx->gpu.mem_bw * cx->impl.mem_eff) * 1e3;
+    }
     bd->op_s[OP_LM_HEAD] = lm * 1e-3;
     bd->op_s[OP_SAMPLE] = smp * 1e-3;
     ms += lm + smp;

@@ -55,7 +55,7 @@ static void list_decode(void)
     json_t *root = json_load_file(path, 0, &jerr);
     for (int i = 0; decode_get(i); i++)
         printf("%-34s %s\n", decode_get(i)->spec, decode_get(i)->help);
-    printf("profiles (threshold:NAME):\n");
+    printf("profiles (DECODER:NAME):\n");
     if (!root) {
         fprintf(stderr, "%s:%d: %s\n", path, jerr.line, jerr.text);
         return;
@@ -65,8 +65,10 @@ static void list_decode(void)
     json_object_foreach(root, key, v) {
         if (key[0] == '_' || !json_is_object(v))
             continue;
-        json_t *src = json_object_get(v, "source");
-        printf("threshold:%-10s TPF %.2f  %s\n", key, json_number_value(json_object_get(v, "tpf")),
+        json_t *src = json_object_get(v, "source"), *dec = json_object_get(v, "decoder");
+        char spec[96];
+        snprintf(spec, sizeof spec, "%s:%s", json_is_string(dec) ? json_string_value(dec) : "threshold", key);
+        printf("%-38s TPF %.2f  %s\n", spec, json_number_value(json_object_get(v, "tpf")),
                json_is_string(src) ? json_string_value(src) : "");
     }
     json_decref(root);

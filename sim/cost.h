@@ -37,6 +37,9 @@ struct impl_profile {
 int impl_resolve(const char *name, struct impl_profile *out, struct ts_err *err);
 void impl_list(char *buf, size_t len);
 
+/* Bytes a logit moves in credit decoding's fusion (cost_roofline.c). */
+#define CREDIT_BYTES 30.0
+
 struct cost_breakdown {
     double op_s[OP_COUNT];
     double total_s;

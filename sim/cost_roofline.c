@@ -30,7 +30,9 @@
  *              touched, E*(1-(1-k/E)^T) under balanced routing; shared experts as a dense FFN
  *   lm_head    2*R*h*V; every chunk re-reads the h*V weights
  *   sample     max/argmax/confidence over R*V logits, plus the softmax copy if the
- *              implementation makes one
+ *              implementation makes one; credit decoding adds its fusion, CREDIT_BYTES a logit
+ *              (the logits read, an fp32 softmax, the credit matrix decayed, read and scattered
+ *              into, the fused logits written and read again by the threshold pass)
  */
 #include <math.h>
 #include <string.h>
@@ -147,6 +149,8 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
         double nch = (double)step_num_logit_chunks(sd);
         add_op(&p, OP_LM_HEAD, nch, 2 * R / nch * h * V, a * (h * V + R / nch * (h + V)), im->gemm_eff);
         add_op(&p, OP_SAMPLE, nch, 3 * R / nch * V, R / nch * V * (a + 2.0 * im->softmax_copy_bytes), im->gemm_eff);
+        if (sd->decode_credit) /* the credit fusion a logit: fp32 softmax, the matrix decayed and read */
+            add_op(&p, OP_SAMPLE, nch, 10 * R / nch * V, R / nch * V * CREDIT_BYTES, im->gemm_eff);
     }
     double host = im->host_step_s + im->host_seg_s * (double)t->num_segs;
     p.total += host;

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int decode_profile_parse(const char *path, const char *text, size_t len, const char *name, double *tpf,
-                         struct ts_err *err)
+int decode_profile_parse(const char *path, const char *text, size_t len, const char *name, const char *kind,
+                         double *tpf, struct ts_err *err)
 {
     json_error_t jerr;
     json_t *root = json_loadb(text, len, 0, &jerr);
@@ -37,10 +37,21 @@ int decode_profile_parse(const char *path, const char *text, size_t len, const c
     const char *key;
     json_t *v;
     json_object_foreach(p, key, v) { /* a misspelt key would otherwise be ignored */
-        if (strcmp(key, "tpf") != 0 && strcmp(key, "source") != 0) {
-            ts_fail(err, "%s: %s.%s: unknown key (a profile has tpf and source)", path, name, key);
+        if (strcmp(key, "tpf") != 0 && strcmp(key, "source") != 0 && strcmp(key, "decoder") != 0) {
+            ts_fail(err, "%s: %s.%s: unknown key (a profile has tpf, source and decoder)", path, name, key);
             goto done;
         }
+    }
+    /* the decoder whose TPF it is (threshold where it does not say): another one's is refused */
+    json_t *dec = json_object_get(p, "decoder");
+    const char *by = json_is_string(dec) ? json_string_value(dec) : "threshold";
+    if (dec && !json_is_string(dec)) {
+        ts_fail(err, "%s: %s.decoder: must be a decoder's name (threshold, hierarchical, credit)", path, name);
+        goto done;
+    }
+    if (kind && strcmp(by, kind) != 0) {
+        ts_fail(err, "%s: profile '%s' is the TPF of %s decoding, not of %s (%s:%s)", path, name, by, kind, by, name);
+        goto done;
     }
     json_t *t = json_object_get(p, "tpf");
     if (!json_is_number(t) || !(json_number_value(t) >= 1.0 && json_number_value(t) <= 1e6)) {
@@ -54,14 +65,15 @@ done:
     return rc;
 }
 
-/* Looks `name` up in a profile file: {"NAME": {"tpf": x}, ...}. */
-static int profile_lookup(const char *path, const char *name, double *tpf, struct ts_err *err)
+/* Looks `name` up in a profile file: {"NAME": {"tpf": x, "decoder": "..."}, ...}, a profile of
+ * decoder `kind`. */
+static int profile_lookup(const char *path, const char *name, const char *kind, double *tpf, struct ts_err *err)
 {
     char *text;
     size_t len;
     if (ts_read_file(path, &text, &len, err))
         return -1;
-    int rc = decode_profile_parse(path, text, len, name, tpf, err);
+    int rc = decode_profile_parse(path, text, len, name, kind, tpf, err);
     free(text);
     return rc;
 }
@@ -83,8 +95,9 @@ static int32_t draw_fixed(const struct decode_model *dm, const struct request *r
     return dm->k;
 }
 
-static int parse_threshold(const char *spec, const char *arg, const char *datadir, struct decode_model *out,
-                           struct ts_err *err)
+/* A TPF decoder's argument: a number, a profile of the shipped file or FILE:NAME, of decoder `kind`. */
+static int parse_tpf(const char *kind, const char *spec, const char *arg, const char *datadir, struct decode_model *out,
+                     struct ts_err *err)
 {
     double v;
     if (ts_parse_double(arg, &v) == 0) {
@@ -102,7 +115,25 @@ static int parse_threshold(const char *spec, const char *arg, const char *datadi
         snprintf(path, sizeof path, "%s/decode_profiles.json", datadir);
         snprintf(name, sizeof name, "%s", arg);
     }
-    return profile_lookup(path, name, &out->tpf, err);
+    return profile_lookup(path, name, kind, &out->tpf, err);
+}
+
+static int parse_threshold(const char *spec, const char *arg, const char *datadir, struct decode_model *out,
+                           struct ts_err *err)
+{
+    return parse_tpf("threshold", spec, arg, datadir, out, err);
+}
+
+static int parse_hierarchical(const char *spec, const char *arg, const char *datadir, struct decode_model *out,
+                              struct ts_err *err)
+{
+    return parse_tpf("hierarchical", spec, arg, datadir, out, err);
+}
+
+static int parse_credit(const char *spec, const char *arg, const char *datadir, struct decode_model *out,
+                        struct ts_err *err)
+{
+    return parse_tpf("credit", spec, arg, datadir, out, err);
 }
 
 static int32_t draw_threshold(const struct decode_model *dm, const struct request *r)
@@ -118,6 +149,15 @@ static const struct decode_ops decoders[] = {
     [DECODE_THRESHOLD] = {"threshold", "threshold:PROFILE|TPF|FILE:NAME",
                           "1 + Poisson(TPF - 1) tokens per step, TPF a profile's (tessera list decode), a number, "
                           "or a profile of your own file", true, parse_threshold, draw_threshold},
+    [DECODE_HIERARCHICAL] = {"hierarchical", "hierarchical:PROFILE|TPF|FILE:NAME",
+                             "dInfer's hierarchical decoding (each masked run's most confident token, and every "
+                             "token above the threshold): 1 + Poisson(TPF - 1) at its profiles' TPF",
+                             true, parse_hierarchical, draw_threshold},
+    [DECODE_CREDIT] = {"credit", "credit:TPF|FILE:NAME",
+                       "dInfer's credit decoding (threshold decoding on logits fused with a per-block credit "
+                       "matrix of [block, vocab] fp32, kept across the block's steps): 1 + Poisson(TPF - 1); "
+                       "its steps pay the fusion and the matrix's memory",
+                       true, parse_credit, draw_threshold},
 };
 
 const struct decode_ops *decode_get(int i)

@@ -5,6 +5,10 @@
  *                        the block, with the profile's mean tokens per forward (TPF); PROFILE is a
  *                        name in sim/data/decode_profiles.json, a path to such a file
  *                        (threshold:FILE:NAME) or a number (threshold:2.5)
+ *   hierarchical:PROFILE dInfer's hierarchical decoding, its count drawn the same way at its own
+ *                        profiles' TPF (dInfer's Table 1)
+ *   credit:TPF           dInfer's credit decoding, the same; its steps also fuse the logits with a
+ *                        per-block credit matrix ([block, vocab] fp32), which the requests hold
  * Once a request's content is decoded, its EOS positions decode in bulk (the rest of the block in
  * one step); that rule lives in decode_tokens(), common to all models.
  * Randomness comes from the request's own GSL stream, so results do not depend on batch makeup.
@@ -18,19 +22,21 @@
 #include "request.h"
 #include "util.h"
 
-enum decode_kind { DECODE_FIXED = 0, DECODE_THRESHOLD };
+enum decode_kind { DECODE_FIXED = 0, DECODE_THRESHOLD, DECODE_HIERARCHICAL, DECODE_CREDIT };
 
 struct decode_model {
     enum decode_kind kind;
     int32_t k;         /* fixed: tokens per step */
-    double tpf;        /* threshold: mean tokens per forward */
+    double tpf;        /* threshold, hierarchical, credit: mean tokens per forward */
     char spec[128];    /* as given, for the run record */
 };
 
 /* Finds profile `name` in the text of a profile file (path names it in messages): {"NAME":
- * {"tpf": x, "source": "..."}, ...}; unknown keys of a profile, and a TPF outside 1..1e6, are refused. */
-int decode_profile_parse(const char *path, const char *text, size_t len, const char *name, double *tpf,
-                         struct ts_err *err);
+ * {"tpf": x, "source": "...", "decoder": "..."}, ...}, the TPF of decoder `kind` (threshold,
+ * hierarchical, credit; a profile without "decoder" is threshold's; NULL: any); unknown keys of a
+ * profile, another decoder's profile and a TPF outside 1..1e6 are refused. */
+int decode_profile_parse(const char *path, const char *text, size_t len, const char *name, const char *kind,
+                         double *tpf, struct ts_err *err);
 /* A decode model of the table (decode.c): the spec's prefix, its form and help, whether it draws
  * from the request's random stream, how its spec's argument is read and how many tokens a step
  * commits before the block's clamp. */

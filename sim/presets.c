@@ -23,10 +23,10 @@ static const struct preset presets[] = {
               "threshold decoding (SDAR-8B TPF), request-level continuous batching, compiled engine (LMDeploy)",
      "focus", "request", "threshold:sdar-low", "tessera", 0, "first-fit", false, false,
      "FOCUS ran block-causal models: give --model sdar-8b or llada2.0-mini", {{"focus-alpha", "1.5"}}},
-    {"dinfer", "dInfer: vicinity cache refresh, threshold parallel decoding (LLaDA GSM8K TPF), static "
-               "batches, compiled runtime (CUDA graphs)", "vicinity", "static", "threshold:llada-gsm8k", "tessera",
-     0, "caching", false, false,
-     "threshold decoding at the profile's mean TPF stands in for dInfer's hierarchical and credit decoders", {{NULL}}},
+    {"dinfer", "dInfer: vicinity cache refresh, hierarchical decoding (its GSM8K TPF with a cache), static "
+               "batches, compiled runtime (CUDA graphs)", "vicinity", "static", "hierarchical:dinfer-moe-cache-gsm8k",
+     "tessera", 0, "caching", false, false,
+     "dInfer's TPFs are LLaDA-MoE's (its Table 1): give --model llada-moe-7b for its setting", {{NULL}}},
     {"mosaic", "Mosaic: no cache, mask-only logits, lazy chunking, one arena laid out first-fit, "
                "PyTorch runtime", "vanilla", "request", "fixed:1", "torch-eager", 0, "first-fit", true, true,
      NULL, {{NULL}}},

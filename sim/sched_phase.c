@@ -46,7 +46,7 @@ static const char *phase_reject(struct sim *s, const struct request *r)
         return "P + G exceeds the model's maximum positions";
     if (s->pol->peak_q(r, &s->pcfg) > s->sched_p[MAX_TOKENS])
         return "its largest step needs more query tokens than max_num_batched_tokens";
-    if (sim_kv_pages(s, s->pol->kv_peak_tokens(r, &s->pcfg)) > s->kv_pages_total)
+    if (sim_kv_pages(s, sim_kv_need(s, r, true)) > s->kv_pages_total)
         return "its KV cache is larger than the whole KV pool";
     return NULL;
 }
@@ -76,7 +76,7 @@ static void phase_build(struct sim *s)
             someone_waits = true;
             continue;
         }
-        if (!reserve_or_preempt(s, r, s->pol->kv_tokens(r, &s->pcfg))) {
+        if (!reserve_or_preempt(s, r, sim_kv_need(s, r, false))) {
             someone_waits = true;
             break; /* r was the last running request */
         }
@@ -86,7 +86,7 @@ static void phase_build(struct sim *s)
     while (!someone_waits && s->waiting.n > 0) {
         struct request *r = &s->reqs[deque_front(&s->waiting)];
         sim_emit(s, r, &seg);
-        if (segment_rows(&seg) > budget || !sim_kv_reserve(s, r, s->pol->kv_tokens(r, &s->pcfg)))
+        if (segment_rows(&seg) > budget || !sim_kv_reserve(s, r, sim_kv_need(s, r, false)))
             break;
         deque_pop_front(&s->waiting);
         sim_admit(s, r);

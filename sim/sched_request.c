@@ -34,7 +34,7 @@ static int request_init(struct sim *s, struct ts_err *err)
 
 static int64_t reservation(struct sim *s, struct request *r)
 {
-    return sim_kv_pages(s, s->pol->kv_peak_tokens(r, &s->pcfg)) * s->kv_page_tokens *
+    return sim_kv_pages(s, sim_kv_need(s, r, true)) * s->kv_page_tokens *
                s->kv_token_bytes + req_act(s, r);
 }
 
@@ -54,11 +54,11 @@ static void request_build(struct sim *s)
         struct request *r = &s->reqs[deque_front(&s->waiting)];
         int64_t act = req_act(s, r);
         int64_t kv_free = (s->kv_pages_total - s->kv_pages_used) * s->kv_page_tokens * s->kv_token_bytes;
-        int64_t kv_need = sim_kv_pages(s, s->pol->kv_peak_tokens(r, &s->pcfg)) * s->kv_page_tokens *
+        int64_t kv_need = sim_kv_pages(s, sim_kv_need(s, r, true)) * s->kv_page_tokens *
                           s->kv_token_bytes;
         if (kv_need + act > kv_free - s->act_reserved)
             break;
-        TS_ASSERT(sim_kv_reserve(s, r, s->pol->kv_peak_tokens(r, &s->pcfg)));
+        TS_ASSERT(sim_kv_reserve(s, r, sim_kv_need(s, r, true)));
         r->act_reserved = act;
         s->act_reserved += act;
         deque_pop_front(&s->waiting);

@@ -31,7 +31,7 @@ static int64_t padded_need(struct sim *s, int64_t B, int32_t L_pad, int32_t G_pa
 {
     struct request probe = {.P = L_pad - G_pad, .G = G_pad, .C = G_pad};
     policy_req_init(&probe, &s->pcfg);
-    int64_t kv = sim_kv_pages(s, s->pol->kv_peak_tokens(&probe, &s->pcfg)) * s->kv_page_tokens *
+    int64_t kv = sim_kv_pages(s, sim_kv_need(s, &probe, true)) * s->kv_page_tokens *
                  s->kv_token_bytes;
     int64_t q = s->pol->peak_q(&probe, &s->pcfg);
     return B * kv + sim_act_peak(s, B * q, B * (int64_t)policy_logit_rows(&s->pcfg, (int32_t)q, G_pad));
@@ -105,7 +105,7 @@ static void form_batch(struct sim *s, struct static_state *st)
         r->P = P_pad;
         r->G = G_pad;
         policy_req_init(r, &s->pcfg);
-        TS_ASSERT(sim_kv_reserve(s, r, s->pol->kv_peak_tokens(r, &s->pcfg)));
+        TS_ASSERT(sim_kv_reserve(s, r, sim_kv_need(s, r, true)));
         sim_admit(s, r);
     }
 }

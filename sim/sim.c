@@ -76,6 +76,11 @@ int64_t sim_kv_pages(const struct sim *s, int64_t tokens)
     return (tokens + s->kv_page_tokens - 1) / s->kv_page_tokens;
 }
 
+int64_t sim_kv_need(const struct sim *s, const struct request *r, bool peak)
+{
+    return (peak ? s->pol->kv_peak_tokens(r, &s->pcfg) : s->pol->kv_tokens(r, &s->pcfg)) + s->decode_state_tokens;
+}
+
 bool sim_kv_reserve(struct sim *s, struct request *r, int64_t tokens)
 {
     int64_t have = sim_kv_pages(s, r->kv_tokens_held), need = sim_kv_pages(s, tokens);
@@ -366,6 +371,9 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     s->kv_token_bytes = model_kv_bytes_per_token(&s->model);
     if (s->sd.cache_outputs) /* dLLM-Cache's feature cache: each token's attention and FFN outputs too */
         s->kv_token_bytes += model_feat_bytes_per_token(&s->model);
+    s->sd.decode_credit = s->dm.kind == DECODE_CREDIT;
+    if (s->sd.decode_credit) /* credit decoding's matrix: [block, vocab] fp32 a request, in pool tokens */
+        s->decode_state_tokens = ((int64_t)cfg->block_size * s->model.vocab * 4 + s->kv_token_bytes - 1) / s->kv_token_bytes;
     s->kv_page_tokens = cfg->kv_page_tokens;
 
     if (build_workload(s, err))

@@ -58,6 +58,7 @@ struct sim {
     const struct policy_ops *pol;
     struct policy_cfg pcfg;
     int64_t decoding_decoded; /* tokens the decoding steps decoded (the redundancy's denominator) */
+    int64_t decode_state_tokens; /* pool tokens a running request's decode state takes (credit's matrix) */
     struct decode_model dm;
     const struct sched_ops *sched;
     void *sched_state;
@@ -105,6 +106,9 @@ struct sim {
 bool sim_kv_reserve(struct sim *s, struct request *r, int64_t tokens);
 void sim_kv_release(struct sim *s, struct request *r);
 int64_t sim_kv_pages(const struct sim *s, int64_t tokens);
+/* The KV pool tokens request r needs now (peak: the most it ever does): its policy's, and what its
+ * decode model keeps beside them (credit decoding's matrix), in tokens of the pool. */
+int64_t sim_kv_need(const struct sim *s, const struct request *r, bool peak);
 
 /* Moves a waiting request into the running set (records its first admission). */
 void sim_admit(struct sim *s, struct request *r);

@@ -305,6 +305,46 @@ START_TEST(front_layers_priced_by_their_share)
 }
 END_TEST
 
+/* Credit decoding's fusion: CREDIT_BYTES a logit over the memory bandwidth, on top of sampling,
+ * for the roofline (where it is bandwidth-bound) and the calibrated back end (composed the same way). */
+START_TEST(credit_fusion_priced_per_logit)
+{
+    struct cost_ctx c = ctx("llada-8b", "tessera");
+    struct ts_err err;
+    char path[1024];
+    const char *data = getenv("TESSERA_DATA");
+    snprintf(path, sizeof path, "%s/calib/h200-llada-8b-tessera.csv", data && *data ? data : TS_DATADIR);
+    struct calib_data d;
+    ck_assert_msg(calib_data_load(path, &d, &err) == 0, "%s", err.msg);
+    struct calib *cal;
+    ck_assert_msg(calib_fit(&d, &cal, &err) == 0, "%s", err.msg);
+    const struct segment g = {.q = 32, .kv = 500, .logit_rows = 32, .phase = PHASE_REUSE};
+    for (int b = 0; b < 2; b++) {
+        c.calib = b ? cal : NULL;
+        const struct cost_ops *be = b ? &cost_calibrated : &cost_roofline;
+        struct step_desc sd;
+        step_desc_init(&sd);
+        for (int i = 0; i < 4; i++) {
+            struct segment s = g;
+            s.req_id = i;
+            step_desc_add(&sd, &s);
+        }
+        double plain, credit;
+        struct cost_breakdown a, k;
+        ck_assert_msg(be->step_s(&c, &sd, &plain, &a, &err) == 0, "%s", err.msg);
+        sd.decode_credit = true;
+        ck_assert_msg(be->step_s(&c, &sd, &credit, &k, &err) == 0, "%s", err.msg);
+        const double want = 128.0 * c.model.vocab * CREDIT_BYTES / (c.gpu.mem_bw * c.impl.mem_eff);
+        ck_assert_msg(fabs(k.op_s[OP_SAMPLE] - a.op_s[OP_SAMPLE] - want) < 1e-9 + 1e-6 * want, "%s: %g more, want %g",
+                      be->name, k.op_s[OP_SAMPLE] - a.op_s[OP_SAMPLE], want);
+        ck_assert(fabs(credit - plain - want) < 1e-9 + 1e-6 * want);
+        step_desc_free(&sd);
+    }
+    calib_free(cal);
+    calib_data_free(&d);
+}
+END_TEST
+
 START_TEST(empty_step_costs_host_time)
 {
     struct cost_ctx c = ctx("llada-8b", "tessera");
@@ -337,6 +377,7 @@ int main(void)
     tcase_add_test(tc, fused_ffn_has_no_act_op);
     tcase_add_test(tc, empty_step_costs_host_time);
     tcase_add_test(tc, front_layers_priced_by_their_share);
+    tcase_add_test(tc, credit_fusion_priced_per_logit);
     suite_add_tcase(s, tc);
     return run_suite("cost", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

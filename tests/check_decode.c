@@ -44,6 +44,42 @@ START_TEST(parse_errors)
 }
 END_TEST
 
+/* dInfer's decoders: hierarchical at its Table 1 profiles, credit at a TPF given; a profile is its
+ * decoder's alone, and a profile of your own file says which decoder measured it. */
+START_TEST(dinfer_decoders)
+{
+    test_config(&C);
+    struct decode_model dm;
+    struct ts_err err;
+    ck_assert_msg(decode_parse("hierarchical:dinfer-moe-cache-gsm8k", C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(dm.kind, DECODE_HIERARCHICAL);
+    ck_assert(fabs(dm.tpf - 3.42) < 1e-12);
+    ck_assert_msg(decode_parse("hierarchical:dinfer-moe-nocache-humaneval", C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(fabs(dm.tpf - 6.17) < 1e-12);
+    ck_assert_msg(decode_parse("threshold:fastdllm-moe-cache-gsm8k", C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(fabs(dm.tpf - 2.09) < 1e-12);
+    ck_assert_int_eq(decode_parse("credit:3.25", C.datadir, &dm, &err), 0);
+    ck_assert_int_eq(dm.kind, DECODE_CREDIT);
+    ck_assert(dm.tpf == 3.25);
+    /* another decoder's profile is refused, naming the one it belongs to */
+    ck_assert_int_ne(decode_parse("threshold:dinfer-moe-cache-gsm8k", C.datadir, &dm, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "TPF of hierarchical decoding, not of threshold (hierarchical:dinfer-moe-cache-gsm8k)"));
+    ck_assert_int_ne(decode_parse("hierarchical:llada-gsm8k", C.datadir, &dm, &err), 0);
+    ck_assert_int_ne(decode_parse("credit:dinfer-moe-cache-gsm8k", C.datadir, &dm, &err), 0);
+    const char *p = tmp_file(0, ".json", "{\"mine\": {\"tpf\": 5, \"decoder\": \"credit\"}, \"bad\": {\"tpf\": 5, "
+                                        "\"decoder\": 3}}");
+    char spec[512];
+    snprintf(spec, sizeof spec, "credit:%s:mine", p);
+    ck_assert_msg(decode_parse(spec, C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(dm.tpf == 5);
+    snprintf(spec, sizeof spec, "threshold:%s:mine", p);
+    ck_assert_int_ne(decode_parse(spec, C.datadir, &dm, &err), 0);
+    snprintf(spec, sizeof spec, "credit:%s:bad", p);
+    ck_assert_int_ne(decode_parse(spec, C.datadir, &dm, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "bad.decoder: must be a decoder's name"));
+}
+END_TEST
+
 START_TEST(threshold_mean_and_bounds)
 {
     struct decode_model dm = {.kind = DECODE_THRESHOLD, .tpf = 2.77};
@@ -82,6 +118,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, parse_specs);
     tcase_add_test(tc, parse_errors);
+    tcase_add_test(tc, dinfer_decoders);
     tcase_add_test(tc, threshold_mean_and_bounds);
     suite_add_tcase(s, tc);
     return run_suite("decode", s) ? EXIT_FAILURE : EXIT_SUCCESS;

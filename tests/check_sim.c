@@ -402,6 +402,38 @@ START_TEST(views_expand_the_runs)
 }
 END_TEST
 
+/* Credit decoding's matrix ([block, vocab] fp32) is a running request's, beside its K/V: each
+ * reservation holds it, so a static batch (the most that fit) is smaller than with threshold
+ * decoding at the same TPF; and its steps pay the fusion. */
+START_TEST(credit_decoding_holds_its_matrix)
+{
+    struct sim_summary m[2];
+    for (int credit = 0; credit < 2; credit++) {
+        struct sim_config c;
+        test_config(&c);
+        snprintf(c.model, sizeof c.model, "llada-moe-7b");
+        snprintf(c.gpu, sizeof c.gpu, "rtx4090");
+        snprintf(c.decode, sizeof c.decode, credit ? "credit:3" : "threshold:3");
+        snprintf(c.scheduler, sizeof c.scheduler, "static"); /* its batch: the most that fit */
+        c.requests = 60;
+        c.rps = 50;
+        snprintf(c.lengths, sizeof c.lengths, "fixed:300,128");
+        c.gen_len = 128;
+        struct sim *s = run(&c);
+        const int64_t want = credit ? (32LL * s->model.vocab * 4 + s->kv_token_bytes - 1) / s->kv_token_bytes : 0;
+        ck_assert_int_eq(s->decode_state_tokens, want);
+        ck_assert_int_eq(sim_kv_need(s, &s->reqs[0], true), s->pol->kv_peak_tokens(&s->reqs[0], &s->pcfg) + want);
+        ck_assert(s->sd.decode_credit == (credit == 1));
+        sim_get_summary(s, &m[credit]);
+        ck_assert_int_eq(m[credit].num_finished, 60);
+        sim_destroy(s);
+    }
+    ck_assert_msg(m[1].static_batch < m[0].static_batch, "static batches of %d and %d", m[1].static_batch,
+                  m[0].static_batch);
+    ck_assert(m[1].ops.op_s[OP_SAMPLE] > 2 * m[0].ops.op_s[OP_SAMPLE]);
+}
+END_TEST
+
 START_TEST(bad_inputs_fail_cleanly)
 {
     struct sim_config c;
@@ -506,6 +538,7 @@ int main(void)
     tcase_add_test(tc, decode_streams_independent_of_batching);
     tcase_add_test(tc, database_matches_summary);
     tcase_add_test(tc, views_expand_the_runs);
+    tcase_add_test(tc, credit_decoding_holds_its_matrix);
     tcase_add_test(tc, bad_inputs_fail_cleanly);
     tcase_add_test(tc, trace_files_drive_the_run);
     tcase_add_test(tc, presets_and_hf_models);

@@ -216,7 +216,7 @@ expect 0 "sim tessera-fused calibrated" -- $bin sim --impl tessera-fused --cost 
 expect 2 "sim tessera-fused calibrated l40s" -- $bin sim --impl tessera-fused --gpu l40s --cost calibrated --requests 2
 contains "sim tessera-fused calibrated l40s" "with the tessera-fused implementation"
 expect 0 "dinfer preset" -- $bin sim --system dinfer --requests 20 --quiet --no-progress
-contains "dinfer preset" "policy vicinity, scheduler static, decode threshold:llada-gsm8k"
+contains "dinfer preset" "policy vicinity, scheduler static, decode hierarchical:dinfer-moe-cache-gsm8k"
 contains "dinfer preset" "20 finished, 0 rejected"
 expect 2 "negative vicinity" -- $bin sim --policy vicinity --vicinity -1
 contains "negative vicinity" "--vicinity: '-1' is not a whole number in 0..65536"
@@ -604,9 +604,9 @@ fi
 expect 0 "exp list" -- $bin exp list
 contains "exp list" "focus-fig6         FOCUS Fig. 6"
 contains "exp list" "dinfer-table1      dInfer Table 1"
-contains "exp list" "(waiting on: dInfer's hierarchical and credit decoders"
+contains "exp list" "(waiting on: vLLM's autoregressive baseline"
 expect 2 "exp run, waiting" -- $bin exp run dinfer-table1 "$tmp/dt1"
-contains "exp run, waiting" "waits on dInfer's hierarchical and credit decoders"
+contains "exp run, waiting" "waits on vLLM's autoregressive baseline"
 [ ! -e "$tmp/dt1" ] && ok || bad "an experiment waiting on its parts made its OUT"
 expect 2 "exp run, unknown" -- $bin exp run focus-fig99 "$tmp/x"
 contains "exp run, unknown" "focus-fig6"

@@ -149,6 +149,8 @@ struct step_desc {
     int32_t select_kernel;    /* the max-pool window over the candidates' scores (odd; 1: none) */
     int32_t front_layers;     /* the first layers that run a segment's front shape (q_front > 0);
                                * 0: none */
+    bool decode_credit;       /* the decoder fuses the logits with a per-block credit matrix (dInfer's
+                               * credit decoding): each logit row pays the fusion */
     bool cache_outputs;       /* the cache also holds each token's attention and FFN outputs per
                                * layer (dLLM-Cache's feature cache): every computed row writes its
                                * outputs there, carried rows read theirs */

@@ -10,6 +10,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct ts_err err;
     double tpf;
-    (void)decode_profile_parse("fuzz.json", (const char *)data, size, "llada-gsm8k", &tpf, &err);
+    (void)decode_profile_parse("fuzz.json", (const char *)data, size, "llada-gsm8k", "threshold", &tpf, &err);
     return 0;
 }
