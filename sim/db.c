@@ -550,6 +550,25 @@ static const char *const tables[][2] = {{"runs", "config_json"}, {"requests", "r
                                        {"segments", "padding"}, {"summary", "act_reserved_bytes"},
                                        {"op_breakdown", "seconds"}};
 
+/* sqlite3_prepare_v2, waiting out another writer's schema change (a new database being made: its
+ * tables, views and journal mode), which can fail a statement's schema read beyond what the busy
+ * handler covers; any other failure returns at once. */
+static int prepare_waiting(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+    int rc = SQLITE_OK;
+    for (int waited = 0; waited <= DB_BUSY_MS; waited += 10) {
+        rc = sqlite3_prepare_v2(db, sql, -1, st, NULL);
+        const int primary = rc & 0xff;
+        if (primary != SQLITE_BUSY && primary != SQLITE_LOCKED && primary != SQLITE_SCHEMA &&
+            !(rc == SQLITE_ERROR && strcmp(sqlite3_errmsg(db), "not an error") == 0))
+            return rc;
+        sqlite3_finalize(*st);
+        *st = NULL;
+        sqlite3_sleep(10);
+    }
+    return rc;
+}
+
 int db_check(const char *path, enum db_mode mode, struct ts_err *err)
 {
     struct stat sb;
@@ -584,7 +603,7 @@ int db_check(const char *path, enum db_mode mode, struct ts_err *err)
         char sql[128];
         sqlite3_stmt *st = NULL;
         snprintf(sql, sizeof sql, "SELECT count(*), count(%s) FROM %s", tables[i][1], tables[i][0]);
-        int prc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+        int prc = prepare_waiting(db, sql, &st);
         if (prc == SQLITE_NOTADB || prc == SQLITE_CORRUPT) {
             ts_fail(err, "%s: not an SQLite database", path);
             sqlite3_finalize(st);
@@ -593,7 +612,7 @@ int db_check(const char *path, enum db_mode mode, struct ts_err *err)
         if (prc != SQLITE_OK) {
             /* an empty file or an empty database becomes a tessera one; a database of other tables does not */
             sqlite3_stmt *any = NULL;
-            bool empty = sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &any, NULL) == SQLITE_OK &&
+            bool empty = prepare_waiting(db, "SELECT count(*) FROM sqlite_master", &any) == SQLITE_OK &&
                          sqlite3_step(any) == SQLITE_ROW && sqlite3_column_int64(any, 0) == 0;
             sqlite3_finalize(any);
             if (!empty) {

@@ -240,6 +240,21 @@ static void price_split(const struct cost_ops *be, const struct cost_ctx *c, con
     step_desc_free(&sd);
 }
 
+/* The shipped calibration of LLaDA-8B on the H200 (tessera), fitted. */
+static struct calib *shipped_calib(void)
+{
+    char path[1024];
+    const char *data = getenv("TESSERA_DATA");
+    snprintf(path, sizeof path, "%s/calib/h200-llada-8b-tessera.csv", data && *data ? data : TS_DATADIR);
+    struct calib_data d;
+    struct ts_err err;
+    ck_assert_msg(calib_data_load(path, &d, &err) == 0, "%s", err.msg);
+    struct calib *cal;
+    ck_assert_msg(calib_fit(&d, &cal, &err) == 0, "%s", err.msg);
+    calib_data_free(&d);
+    return cal;
+}
+
 /* A step whose segment has a front shape pays, for each layer op, the front shape's price over its
  * front layers and the later shape's over the others: nf / nl of the one and (nl - nf) / nl of the
  * other, for both back ends (the calibrated one from the shipped H200 calibration). The feature
@@ -247,14 +262,7 @@ static void price_split(const struct cost_ops *be, const struct cost_ctx *c, con
 START_TEST(front_layers_priced_by_their_share)
 {
     struct cost_ctx c = ctx("llada-8b", "tessera");
-    struct ts_err err;
-    char path[1024];
-    const char *data = getenv("TESSERA_DATA");
-    snprintf(path, sizeof path, "%s/calib/h200-llada-8b-tessera.csv", data && *data ? data : TS_DATADIR);
-    struct calib_data d;
-    ck_assert_msg(calib_data_load(path, &d, &err) == 0, "%s", err.msg);
-    struct calib *cal;
-    ck_assert_msg(calib_fit(&d, &cal, &err) == 0, "%s", err.msg);
+    struct calib *cal = shipped_calib();
     const struct cost_ops *backs[] = {&cost_roofline, &cost_calibrated};
     const double nl = c.model.num_layers;
     for (int b = 0; b < 2; b++) {
@@ -301,7 +309,6 @@ START_TEST(front_layers_priced_by_their_share)
         ck_assert(p2.op_s[OP_FEAT_CACHE] > p1.op_s[OP_FEAT_CACHE]);
     }
     calib_free(cal);
-    calib_data_free(&d);
 }
 END_TEST
 
@@ -311,13 +318,7 @@ START_TEST(credit_fusion_priced_per_logit)
 {
     struct cost_ctx c = ctx("llada-8b", "tessera");
     struct ts_err err;
-    char path[1024];
-    const char *data = getenv("TESSERA_DATA");
-    snprintf(path, sizeof path, "%s/calib/h200-llada-8b-tessera.csv", data && *data ? data : TS_DATADIR);
-    struct calib_data d;
-    ck_assert_msg(calib_data_load(path, &d, &err) == 0, "%s", err.msg);
-    struct calib *cal;
-    ck_assert_msg(calib_fit(&d, &cal, &err) == 0, "%s", err.msg);
+    struct calib *cal = shipped_calib();
     const struct segment g = {.q = 32, .kv = 500, .logit_rows = 32, .phase = PHASE_REUSE};
     for (int b = 0; b < 2; b++) {
         c.calib = b ? cal : NULL;
@@ -341,7 +342,6 @@ START_TEST(credit_fusion_priced_per_logit)
         step_desc_free(&sd);
     }
     calib_free(cal);
-    calib_data_free(&d);
 }
 END_TEST
 
