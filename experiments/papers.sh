@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # experiments/papers.sh: every built paper experiment (experiments/papers.tsv), run in parallel
-# (one process a core), each into OUT/NAME, and OUT/report.md: each experiment's points beside the
-# paper's numbers, the median |log ratio| of tessera's value to the paper's a paper, and whether each
-# trend the papers report holds in tessera.
+# (one process a core), each into OUT/NAME, and OUT/report.md: a line an experiment and a line a
+# paper (the median |log ratio| of tessera's values to the paper's numbers, the trends holding), and
+# then each experiment's report: its points beside the paper's numbers and each trend it checks.
 # Usage: tessera exp run papers OUT [--force] [--quick] [--strict]
 set -uo pipefail
 out=${1:?usage: tessera exp run papers OUT [--force] [--quick] [--strict]}
@@ -41,6 +41,18 @@ rc=$?
         holds=$(grep -c $'\tholds$' "$out/$n/checks.tsv" || true)
         all=$(wc -l <"$out/$n/checks.tsv")
         echo "| [$n]($n/report.md) | $pts | $k | $med | $holds of $all |"
+    done
+    echo
+    echo "| paper | points with a paper number | median abs log ratio | trends holding |"
+    echo "|---|---|---|---|"
+    for paper in $(printf '%s\n' $names | sed 's/-\(fig\|table\).*//' | sort -u); do
+        cat "$out/$paper"-*/logratios.txt 2>/dev/null | sort -g >"$out/$paper.logratios"
+        k=$(wc -l <"$out/$paper.logratios")
+        med=$( [ "$k" -gt 0 ] && awk -v k="$k" 'NR == int((k + 1) / 2) { printf "%.2f", $1 }' "$out/$paper.logratios" || echo "-")
+        holds=$(cat "$out/$paper"-*/checks.tsv 2>/dev/null | grep -c $'\tholds$' || true)
+        all=$(cat "$out/$paper"-*/checks.tsv 2>/dev/null | wc -l)
+        echo "| $paper | $k | $med | $holds of $all |"
+        rm -f "$out/$paper.logratios"
     done
     echo
     echo "Waiting on parts not built yet:"

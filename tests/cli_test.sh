@@ -614,7 +614,8 @@ mkdir -p "$tmp/full" && touch "$tmp/full/x"
 expect 2 "exp run, non-empty OUT" -- $bin exp run focus-fig8 "$tmp/full"
 contains "exp run, non-empty OUT" "is not empty (--force writes over it)"
 expect 0 "exp run papers --quick" -- $bin exp run papers "$tmp/papers" --quick
-for e in dllm-serve-fig7 focus-fig6 focus-fig7 focus-fig8 focus-table5; do
+for e in dllm-serve-fig3 dllm-serve-fig4 dllm-serve-fig5 dllm-serve-table4 dllm-serve-fig7 focus-fig6 focus-fig7 \
+         focus-fig8 focus-table5; do
     f="$tmp/papers/$e/results.jsonl"
     if [ -s "$f" ] && [ -s "$tmp/papers/$e/figure.png" ] && [ -s "$tmp/papers/$e/report.md" ] &&
        [ "$(sqlite3 :memory: "SELECT count(*) = sum(json_valid(j) AND json_type(j, '\$.value') IN ('integer', 'real')

@@ -80,10 +80,13 @@ paper() { printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$1" "$5" >>"$out/paper.t
 
 check() {
     local text=$1 cond=$2 ok
-    ok=$(awk -F'\t' -v OFS='\t' "
+    if ! ok=$(awk -F'\t' -v OFS='\t' "
         { v[\$1 \"|\" \$2 \"|\" \$3 \"|\" \$4] = \$5 }
         function val(s, w, x, m) { return v[s \"|\" w \"|\" x \"|\" m] + 0 }
-        END { print (($cond) ? \"holds\" : \"does not hold\") }" "$out/points.tsv")
+        END { print (($cond) ? \"holds\" : \"does not hold\") }" "$out/points.tsv" 2>"$out/points/check.err"); then
+        echo "$EXP: the check '$text' does not evaluate: $(head -2 "$out/points/check.err")" >&2
+        exit 1
+    fi
     printf '%s\t%s\n' "$text" "$ok" >>"$out/checks.tsv"
 }
 
@@ -130,7 +133,7 @@ GP
         while IFS=$'\t' read -r sys wl x m v; do
             local pv
             pv=$(awk -F'\t' -v s="$sys" -v w="$wl" -v x="$x" -v m="$m" '$1 == s && $2 == w && $3 == x && $4 == m { print $5; exit }' "$out/paper.tsv")
-            case $m in "$metric"|speedup*|*reduction*|redundancy) ;; *) [ -n "$pv" ] || continue ;; esac
+            case $m in "$metric"|speedup*|*reduction*|*gain*|redundancy) ;; *) [ -n "$pv" ] || continue ;; esac
             printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$sys" "$wl" "$x" "$m" "$(fmt "$v")" "${pv:-}" \
                 "$([ -n "$pv" ] && awk -v a="$v" -v b="$pv" 'BEGIN { printf "%.2f", a / b }')"
         done <"$out/points.tsv"

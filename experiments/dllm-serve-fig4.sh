@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# experiments/dllm-serve-fig4.sh: dLLM-Serve Figure 4, mean latency against arrival rate (0.1 to 0.5
+# req/s) on an RTX 4090, the four systems of Figure 3 (lib/dllm_serve.sh).
+# Usage: tessera exp run dllm-serve-fig4 OUT [--force] [--quick] [--strict]
+EXP=dllm-serve-fig4
+source "$(dirname "$0")/lib/paper.sh"
+source "$(dirname "$0")/lib/dllm_serve.sh"
+paper_init "$@"
+rates="0.1 0.2 0.3 0.4 0.5" n=200
+[ "$QUICK" = 1 ] && rates="0.1 0.5" n=40
+for r in $rates; do
+    for s in $DS_SYSTEMS; do ds_point $s rtx4090 $r $n; done
+    best=$(for s in $DS_BASELINES; do value lat_mean_s $s $DS_WORKLOAD $r; done | sort -g | head -1)
+    derived latency_reduction dllm-serve $DS_WORKLOAD $r \
+        "$(awk -v a="$best" -v b="$(value lat_mean_s dllm-serve $DS_WORKLOAD $r)" 'BEGIN { print a / b }')"
+done
+set -- $rates; r0=$1 r1=${@: -1}
+check "at ${r0} req/s the systems' mean latencies are comparable (within 1.5x of each other)" \
+    "$(for s in $DS_BASELINES; do printf 'val("%s","%s","%s","lat_mean_s") < 1.5 * val("dllm-serve","%s","%s","lat_mean_s") && val("dllm-serve","%s","%s","lat_mean_s") < 1.5 * val("%s","%s","%s","lat_mean_s") && ' $s $DS_WORKLOAD $r0 $DS_WORKLOAD $r0 $DS_WORKLOAD $r0 $s $DS_WORKLOAD $r0; done) 1"
+check "at ${r1} req/s dLLM-Serve's mean latency is below every baseline's" \
+    "$(for s in $DS_BASELINES; do printf 'val("dllm-serve","%s","%s","lat_mean_s") < val("%s","%s","%s","lat_mean_s") && ' $DS_WORKLOAD $r1 $s $DS_WORKLOAD $r1; done) 1"
+check "the gap widens with the load: the reduction against the best baseline is larger at ${r1} than at ${r0} req/s" \
+    "val(\"dllm-serve\",\"$DS_WORKLOAD\",\"$r1\",\"latency_reduction\") > val(\"dllm-serve\",\"$DS_WORKLOAD\",\"$r0\",\"latency_reduction\")"
+NOTES=$DS_NOTES
+paper_finish "dLLM-Serve Fig. 4: mean latency against arrival rate, RTX 4090, LLaDA-8B" "arrival rate (req/s)" lat_mean_s

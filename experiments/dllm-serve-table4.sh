@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# experiments/dllm-serve-table4.sh: dLLM-Serve Table 4, the four systems on an L40S at 1.0 req/s:
+# throughput, mean latency, and dLLM-Serve's speedup over the strongest baseline (lib/dllm_serve.sh).
+# Usage: tessera exp run dllm-serve-table4 OUT [--force] [--quick] [--strict]
+EXP=dllm-serve-table4
+source "$(dirname "$0")/lib/paper.sh"
+source "$(dirname "$0")/lib/dllm_serve.sh"
+paper_init "$@"
+n=200
+[ "$QUICK" = 1 ] && n=40
+for s in $DS_SYSTEMS; do ds_point $s l40s 1.0 $n; done
+derived speedup dllm-serve $DS_WORKLOAD 1.0 \
+    "$(awk -v a="$(value throughput_tok_s dllm-serve $DS_WORKLOAD 1.0)" -v b="$(ds_best_baseline throughput_tok_s 1.0)" 'BEGIN { print a / b }')"
+# "1.60x-1.74x on the server-grade NVIDIA L40S" (its abstract); the table's rows are withheld
+paper speedup dllm-serve $DS_WORKLOAD 1.0 1.67
+check "dLLM-Serve's throughput over the strongest baseline's is within the paper's 1.60-1.74x" \
+    "val(\"dllm-serve\",\"$DS_WORKLOAD\",\"1.0\",\"speedup\") >= 1.60 && val(\"dllm-serve\",\"$DS_WORKLOAD\",\"1.0\",\"speedup\") <= 1.74"
+check "dLLM-Serve's mean latency is below every baseline's" \
+    "$(for s in $DS_BASELINES; do printf 'val("dllm-serve","%s","1.0","lat_mean_s") < val("%s","%s","1.0","lat_mean_s") && ' $DS_WORKLOAD $s $DS_WORKLOAD; done) 1"
+NOTES=$DS_NOTES
+paper_finish "dLLM-Serve Table 4: L40S at 1.0 req/s, LLaDA-8B" "arrival rate (req/s)" throughput_tok_s

@@ -1,0 +1,26 @@
+# dllm_serve.sh: the dLLM-Serve evaluation's setting (sourced by experiments/dllm-serve-*.sh after
+# lib/paper.sh): LLaDA-8B, 256 tokens generated in 256 steps, blocks of 32 (its Table 3), the four
+# systems as presets, and the workload. Its datasets' length profiles (LiveBench coding, OSC,
+# BurstGPT) are not built: every request has a 300-token prompt, standing in for all three, with
+# Poisson arrivals.
+DS_SYSTEMS="dllm-cache fast-dllm sparse-dllm dllm-serve"
+DS_BASELINES="dllm-cache fast-dllm sparse-dllm"
+DS_WORKLOAD=p300
+DS_NOTES="Workload: every prompt 300 tokens, standing in for LiveBench (coding), OSC and BurstGPT, whose length
+profiles are not built; 256 tokens generated (the paper's Table 3), Poisson arrivals. Cost model: roofline
+on the GPU's table entry (the PyTorch baselines' torch-eager profile, dLLM-Serve's too); no calibration of
+the RTX 4090 or L40S is measured."
+# ds_point SYSTEM GPU RPS N: one system at one arrival rate
+ds_point() {
+    point "$1" "$DS_WORKLOAD" "$3" --system "$1" --gpu "$2" --rps "$3" --requests "$4" --lengths fixed:300,256 \
+        --gen-len 256 --block 32 --seed 1
+}
+# ds_best_baseline METRIC X: the strongest baseline's value (the largest)
+ds_best_baseline() {
+    local best=0 s v
+    for s in $DS_BASELINES; do
+        v=$(value "$1" "$s" "$DS_WORKLOAD" "$2")
+        best=$(awk -v a="$best" -v b="$v" 'BEGIN { print (b > a ? b : a) }')
+    done
+    echo "$best"
+}
