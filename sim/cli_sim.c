@@ -21,7 +21,7 @@
 enum {
     O_SYSTEM = 256, O_MODEL, O_GPU, O_GPU_FILE, O_POLICY, O_SCHED, O_DECODE, O_COST, O_IMPL,
     O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN,
-    O_BLOCK, O_EARLY, O_MASK_ONLY, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
+    O_BLOCK, O_TP, O_EARLY, O_MASK_ONLY, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
     O_RESERVE, O_PREEMPT, O_DB, O_APPEND, O_REPLACE, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
     O_DATADIR, O_CALIB, O_EXTRAPOLATE, O_PLANNER, O_LAZY, O_EXECUTOR, O_LIVE_MEM,
     O_PARAM /* a policy's or scheduler's parameter (build_opts), found by its option's name */
@@ -47,6 +47,7 @@ static const struct option opts[] = {
     {"clip-prompt", no_argument, 0, O_CLIP},
     {"gen-len", required_argument, 0, O_GEN_LEN},
     {"block", required_argument, 0, O_BLOCK},
+    {"tp", required_argument, 0, O_TP},
     {"early-stop", no_argument, 0, O_EARLY},
     {"mask-only", no_argument, 0, O_MASK_ONLY},
     {"max-num-logits", required_argument, 0, O_MNL},
@@ -134,6 +135,11 @@ static void sim_usage(FILE *f)
 "                           tessera list calibrations) [roofline]\n"
 "  --calib FILE             calibrated: the profile to fit [sim/data/calib/GPU-MODEL-IMPL.csv]\n"
 "  --extrapolate            calibrated: price steps beyond the profiled range\n"
+"  --tp N                   tensor parallelism over N GPUs of the kind: heads, FFN and vocabulary\n"
+"                           split, an all-reduce after each layer's O and down projections\n"
+"                           (measured NCCL times where sim/data/allreduce.csv has the GPU and N,\n"
+"                           else its link's bandwidth); weights and K/V split per GPU; roofline\n"
+"                           cost only [1]\n"
 "  --executor NAME          model: steps take the cost model's time; gpu: live, the CUDA engine\n"
 "                           runs every step and its measured time drives the clock (the cost\n"
 "                           model still prices each step, for comparison) [model]\n"
@@ -283,6 +289,7 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
         return 0;
     case O_GEN_LEN: return num_i32(name, optarg, &c->gen_len);
     case O_BLOCK: return num_i32(name, optarg, &c->block_size);
+    case O_TP: return num_i32(name, optarg, &c->tp);
     case O_PARAM: {
         struct ts_err err;
         if (param_values_set(&c->params, name, optarg, &err) == 0)
@@ -366,8 +373,11 @@ static void print_summary(const struct sim_config *c, const struct sim_summary *
 {
     const struct policy_ops *po = policy_find(c->policy);
     const bool show_redundancy = po && po->decides; /* the policy decides what its steps decode (focus) */
-    printf("tessera sim: %s on %s, policy %s, scheduler %s, decode %s, impl %s%s%s\n", c->model,
-           c->gpu, c->policy, c->scheduler, c->decode, c->impl, c->system[0] ? ", system " : "",
+    char tp[32] = "";
+    if (c->tp > 1)
+        snprintf(tp, sizeof tp, " x %d (tensor parallel)", c->tp);
+    printf("tessera sim: %s on %s%s, policy %s, scheduler %s, decode %s, impl %s%s%s\n", c->model,
+           c->gpu, tp, c->policy, c->scheduler, c->decode, c->impl, c->system[0] ? ", system " : "",
            c->system);
     printf("  requests      %lld finished, %lld rejected, %lld preemptions (of %lld)\n",
            (long long)m->num_finished, (long long)m->num_rejected, (long long)m->num_preemptions,

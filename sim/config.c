@@ -32,6 +32,7 @@ void sim_config_defaults(struct sim_config *c)
     c->seed = 1;
     c->gen_len = 256;
     c->block_size = 32;
+    c->tp = 1;
     c->logit_chunk_rows = 2048;
     c->ffn_chunks = 1;
     c->kv_page_tokens = 16;
@@ -48,6 +49,8 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
         return ts_fail(err, "--live-mem-gib: %g is not in 0..100000 GiB (0 = all free memory)", c->live_mem_gib);
     if (c->block_size < 1 || c->block_size > 65536)
         return ts_fail(err, "--block: %d is not in 1..65536 tokens", c->block_size);
+    if (c->tp < 1 || c->tp > 8)
+        return ts_fail(err, "--tp: %d is not in 1..8 GPUs", c->tp);
     if (c->gen_len < 0 || c->gen_len > (1 << 28))
         return ts_fail(err, "--gen-len: %d is not in 0..268435456 positions (0: the trace's output lengths)", c->gen_len);
     if (!(c->rps >= 0 && c->rps <= 1e9))
@@ -86,6 +89,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "impl", json_string(c->impl));
     json_object_set_new(o, "calib", json_string(c->calib));
     json_object_set_new(o, "extrapolate", json_boolean(c->extrapolate));
+    json_object_set_new(o, "tp", json_integer(c->tp));
     json_object_set_new(o, "executor", json_string(c->executor));
     json_object_set_new(o, "trace", json_string(c->trace));
     json_object_set_new(o, "arrivals", json_string(c->arrivals));

@@ -26,6 +26,7 @@ struct sim_config {
     char impl[CFG_STR];        /* implementation profile */
     char calib[CFG_PATH];      /* calibrated: profile CSV ("" = datadir/calib/GPU-MODEL-IMPL.csv) */
     bool extrapolate;          /* calibrated: price steps beyond the profiled range */
+    int32_t tp;                /* tensor-parallel degree: GPUs one step runs on (1: one) */
     char executor[CFG_STR];    /* model (the cost model's times) | gpu (live: the engine runs each step) */
     double live_mem_gib;       /* gpu: device memory the engine may use; 0 = all that is free */
     char datadir[CFG_PATH];    /* where decode_profiles.json lives */

@@ -47,12 +47,30 @@ struct cost_breakdown {
 
 struct calib;
 
+/* A tensor-parallel all-reduce's time by its bytes (allreduce.c): measured points of one GPU kind
+ * and TP degree (log bytes, log seconds), or none (the link's bandwidth). */
+#define ALLREDUCE_POINTS 64
+#define ALLREDUCE_LATENCY_S 20e-6
+struct allreduce_model {
+    int32_t tp;
+    int n;
+    double x[ALLREDUCE_POINTS], y[ALLREDUCE_POINTS];
+    double link_bw;
+};
+/* The measurements of `gpu` at degree tp in the CSV at path (gpu,tp,bytes,us; a missing file is
+ * none); -1 with err naming file, line and field on a malformed one. */
+int allreduce_load(const char *path, const char *gpu, int32_t tp, double link_bw, struct allreduce_model *out,
+                   struct ts_err *err);
+double allreduce_s(const struct allreduce_model *m, double bytes);
+
 struct cost_ctx {
     struct model_cfg model;
     struct gpu_spec gpu;
     struct impl_profile impl;
     const struct calib *calib; /* the calibrated back end's fit (calib.h); NULL for roofline */
     bool extrapolate;          /* calibrated: price steps beyond the profiled range */
+    int32_t tp;                /* tensor-parallel degree (0 or 1: one GPU); roofline only */
+    const struct allreduce_model *ar; /* with tp > 1: the all-reduce's times */
 };
 
 struct cost_ops {

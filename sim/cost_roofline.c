@@ -29,6 +29,9 @@
  *   MoE        router 2*T*h*E; experts 6*T*k*h*Fe FLOPs, weight bytes of the distinct experts
  *              touched, E*(1-(1-k/E)^T) under balanced routing; shared experts as a dense FFN
  *   lm_head    2*R*h*V; every chunk re-reads the h*V weights
+ *   (tensor parallelism over N GPUs: the ops over heads, FFN columns and rows and the vocabulary
+ *   run 1/N of their work a GPU; norms, residual adds and the embedding run whole on each; each
+ *   layer adds two all-reduces of its T x h bf16 rows, allreduce.c)
  *   sample     max/argmax/confidence over R*V logits, plus the softmax copy if the
  *              implementation makes one; credit decoding adds its fusion, CREDIT_BYTES a logit
  *              (the logits read, an fp32 softmax, the credit matrix decayed, read and scattered
@@ -43,9 +46,20 @@ struct pricer {
     const struct cost_ctx *c;
     struct cost_breakdown *bd;
     double total;
+    double tp; /* the tensor-parallel degree: ops split over it run 1/tp of their work a GPU */
 };
 
 /* Adds `count` instances of an op, each with the given FLOPs and bytes. */
+static void add_op(struct pricer *p, enum cost_op op, double count, double flops, double bytes,
+                   double eff);
+
+/* The same for an op tensor parallelism splits over the GPUs (heads, FFN columns and rows, the
+ * vocabulary): each runs 1/tp of its work. */
+static void add_split(struct pricer *p, enum cost_op op, double count, double flops, double bytes, double eff)
+{
+    add_op(p, op, count, flops / p->tp, bytes / p->tp, eff);
+}
+
 static void add_op(struct pricer *p, enum cost_op op, double count, double flops, double bytes,
                    double eff)
 {
@@ -78,14 +92,14 @@ static void layer_ops(struct pricer *p, const struct step_desc *sd, const struct
     double ge = im->gemm_eff;
 
     add_op(p, OP_NORM, 2 * layers, 5 * T * h, 2 * T * h * a, ge);
-    add_op(p, OP_QKV, layers, 2 * T * h * (qd + 2 * kvd), a * (h * (qd + 2 * kvd) + T * h + T * (qd + 2 * kvd)), ge);
-    add_op(p, OP_ROPE, layers, 6 * T * (qd + kvd), 2 * a * T * (qd + kvd), ge);
-    add_op(p, OP_KV_WRITE, W > 0 ? layers : 0, 0, 2 * a * W * 2 * kvd, ge);
-    add_op(p, OP_ATTN, layers, 4.0 * qd * lt->attn_qk_pairs, a * (2 * T * qd + (double)lt->attn_kv_read * 2 * kvd),
+    add_split(p, OP_QKV, layers, 2 * T * h * (qd + 2 * kvd), a * (h * (qd + 2 * kvd) + T * h + T * (qd + 2 * kvd)), ge);
+    add_split(p, OP_ROPE, layers, 6 * T * (qd + kvd), 2 * a * T * (qd + kvd), ge);
+    add_split(p, OP_KV_WRITE, W > 0 ? layers : 0, 0, 2 * a * W * 2 * kvd, ge);
+    add_split(p, OP_ATTN, layers, 4.0 * qd * lt->attn_qk_pairs, a * (2 * T * qd + (double)lt->attn_kv_read * 2 * kvd),
            im->attn_eff);
     if (later) {
         const double cand = (double)t->sel_cand, rows = (double)t->sel_rows, hkv = m->num_kv_heads;
-        add_op(p, OP_KV_SELECT, t->sel_segs > 0 ? layers : 0, 2 * cand * qd + rows * qd,
+        add_split(p, OP_KV_SELECT, t->sel_segs > 0 ? layers : 0, 2 * cand * qd + rows * qd,
                a * (cand * kvd + rows * qd) + 3 * 4 * cand * hkv + 2 * 2 * a * (double)t->sel_keep * kvd, ge);
     }
     if (sd->cache_outputs || (later && (t->probe_tokens > 0 || t->carry_tokens > 0))) {
@@ -98,28 +112,34 @@ static void layer_ops(struct pricer *p, const struct step_desc *sd, const struct
         double bytes = a * (2 * T * h + 2 * C * 3 * h);
         if (P > 0)
             bytes += a * (2 * P * h + h * kvd + P * kvd + 3 * P * kvd + 2 * 2 * T * h);
-        add_op(p, OP_FEAT_CACHE, layers, flops, bytes, ge);
+        add_split(p, OP_FEAT_CACHE, layers, flops, bytes, ge);
     }
-    add_op(p, OP_OPROJ, layers, 2 * T * qd * h, a * (qd * h + T * qd + T * h), ge);
+    add_split(p, OP_OPROJ, layers, 2 * T * qd * h, a * (qd * h + T * qd + T * h), ge);
     add_op(p, OP_RESID, 2 * layers, T * h, 3 * T * h * a, ge);
+    if (p->tp > 1) { /* the O and down projections' partial sums, all-reduced over the GPUs a layer */
+        const double t_ar = allreduce_s(c->ar, T * h * a);
+        p->total += 2 * layers * t_ar;
+        if (p->bd)
+            p->bd->op_s[OP_ALLREDUCE] += 2 * layers * t_ar;
+    }
     if (dense > 0) {
         double F = m->ffn;
         const double out = im->fused_ffn ? F : 2 * F; /* fused: SwiGLU in the epilogue writes [T, F] */
-        add_op(p, OP_GATE_UP, dense * chunks, 2 * T / chunks * h * 2 * F, a * (2 * F * h + T / chunks * (h + out)), ge);
+        add_split(p, OP_GATE_UP, dense * chunks, 2 * T / chunks * h * 2 * F, a * (2 * F * h + T / chunks * (h + out)), ge);
         if (!im->fused_ffn)
-            add_op(p, OP_ACT, dense * chunks, 4 * T / chunks * F, a * T / chunks * 3 * F, ge);
-        add_op(p, OP_DOWN, dense * chunks, 2 * T / chunks * F * h, a * (F * h + T / chunks * (F + h)), ge);
+            add_split(p, OP_ACT, dense * chunks, 4 * T / chunks * F, a * T / chunks * 3 * F, ge);
+        add_split(p, OP_DOWN, dense * chunks, 2 * T / chunks * F * h, a * (F * h + T / chunks * (F + h)), ge);
     }
     if (moe > 0) {
         double E = m->num_experts, k = m->experts_top_k, Fe = m->moe_ffn;
         double touched = E * (1.0 - pow(1.0 - k / E, T));
         add_op(p, OP_ROUTER, moe, 2 * T * h * E, a * (h * E + T * h) + 4 * T * E, ge);
-        add_op(p, OP_EXPERTS, moe, 6 * T * k * h * Fe, a * (touched * 3 * h * Fe + T * k * (2 * h + 3 * Fe)), ge);
+        add_split(p, OP_EXPERTS, moe, 6 * T * k * h * Fe, a * (touched * 3 * h * Fe + T * k * (2 * h + 3 * Fe)), ge);
         if (m->num_shared_experts > 0) {
             double S = Fe * m->num_shared_experts;
-            add_op(p, OP_GATE_UP, moe, 2 * T * h * 2 * S, a * (2 * S * h + T * (h + 2 * S)), ge);
-            add_op(p, OP_ACT, moe, 4 * T * S, a * T * 3 * S, ge);
-            add_op(p, OP_DOWN, moe, 2 * T * S * h, a * (S * h + T * (S + h)), ge);
+            add_split(p, OP_GATE_UP, moe, 2 * T * h * 2 * S, a * (2 * S * h + T * (h + 2 * S)), ge);
+            add_split(p, OP_ACT, moe, 4 * T * S, a * T * 3 * S, ge);
+            add_split(p, OP_DOWN, moe, 2 * T * S * h, a * (S * h + T * (S + h)), ge);
         }
     }
 }
@@ -130,7 +150,8 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
     (void)err;
     if (bd)
         memset(bd, 0, sizeof *bd);
-    struct pricer p = {c, bd, 0.0};
+    struct pricer p = {c, bd, 0.0, c->tp > 1 ? c->tp : 1};
+    TS_ASSERT(p.tp == 1 || c->ar != NULL);
     const struct model_cfg *m = &c->model;
     const struct impl_profile *im = &c->impl;
     const struct step_totals *t = &sd->tot;
@@ -147,10 +168,10 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
         add_op(&p, OP_NORM, 1, 5 * T_out * h, 2 * T_out * h * a, im->gemm_eff); /* the final norm */
     if (R > 0) {
         double nch = (double)step_num_logit_chunks(sd);
-        add_op(&p, OP_LM_HEAD, nch, 2 * R / nch * h * V, a * (h * V + R / nch * (h + V)), im->gemm_eff);
-        add_op(&p, OP_SAMPLE, nch, 3 * R / nch * V, R / nch * V * (a + 2.0 * im->softmax_copy_bytes), im->gemm_eff);
+        add_split(&p, OP_LM_HEAD, nch, 2 * R / nch * h * V, a * (h * V + R / nch * (h + V)), im->gemm_eff);
+        add_split(&p, OP_SAMPLE, nch, 3 * R / nch * V, R / nch * V * (a + 2.0 * im->softmax_copy_bytes), im->gemm_eff);
         if (sd->decode_credit) /* the credit fusion a logit: fp32 softmax, the matrix decayed and read */
-            add_op(&p, OP_SAMPLE, nch, 10 * R / nch * V, R / nch * V * CREDIT_BYTES, im->gemm_eff);
+            add_split(&p, OP_SAMPLE, nch, 10 * R / nch * V, R / nch * V * CREDIT_BYTES, im->gemm_eff);
     }
     double host = im->host_step_s + im->host_seg_s * (double)t->num_segs;
     p.total += host;

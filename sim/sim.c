@@ -335,7 +335,23 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         decode_parse(cfg->decode, cfg->datadir, &s->dm, err))
         goto fail;
     s->act_plans = act_cache_create(&s->model, s->planner, NULL);
-    s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate};
+    s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate, cfg->tp, &s->allreduce};
+    if (cfg->tp > 1) { /* tensor parallelism: the heads split evenly, and the roofline prices it */
+        if (s->model.num_kv_heads % cfg->tp || s->model.num_heads % cfg->tp) {
+            ts_fail(err, "--tp: %d does not divide %s's %d query and %d K/V heads", cfg->tp, s->model.name,
+                    s->model.num_heads, s->model.num_kv_heads);
+            goto fail;
+        }
+        if (s->cost == &cost_calibrated) {
+            ts_fail(err, "--tp: the calibrated back end prices one GPU (its profile's); price tensor "
+                         "parallelism with --cost roofline");
+            goto fail;
+        }
+        char path[CFG_PATH + 32];
+        snprintf(path, sizeof path, "%s/allreduce.csv", cfg->datadir);
+        if (allreduce_load(path, s->gpu.name, cfg->tp, s->gpu.link_bw, &s->allreduce, err))
+            goto fail;
+    }
     if (s->cost == &cost_calibrated && load_calibration(s, err))
         goto fail;
     s->pcfg = (struct policy_cfg){.block_size = cfg->block_size, .mask_only = cfg->mask_only,
@@ -361,14 +377,14 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
 
     int64_t reserve = cfg->reserve_gib >= 0 ? (int64_t)(cfg->reserve_gib * TS_GIB) : s->impl.reserve_bytes;
     s->capacity = s->gpu.mem_bytes - reserve;
-    s->weight_bytes = model_weight_bytes(&s->model);
+    s->weight_bytes = model_weight_bytes(&s->model) / cfg->tp; /* a GPU's share */
     if (s->weight_bytes >= s->capacity) {
         ts_fail(err, "model %s: weights take %.2f GiB, more than the %.2f GiB %s leaves after a "
                      "%.2f GiB reserve", s->model.name, s->weight_bytes / TS_GIB, s->capacity / TS_GIB,
                 s->gpu.name, reserve / TS_GIB);
         goto fail;
     }
-    s->kv_token_bytes = model_kv_bytes_per_token(&s->model);
+    s->kv_token_bytes = model_kv_bytes_per_token(&s->model) / cfg->tp; /* its K/V heads' */
     if (s->sd.cache_outputs) /* dLLM-Cache's feature cache: each token's attention and FFN outputs too */
         s->kv_token_bytes += model_feat_bytes_per_token(&s->model);
     s->sd.decode_credit = s->dm.kind == DECODE_CREDIT;

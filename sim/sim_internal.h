@@ -59,6 +59,7 @@ struct sim {
     struct policy_cfg pcfg;
     int64_t decoding_decoded; /* tokens the decoding steps decoded (the redundancy's denominator) */
     int64_t decode_state_tokens; /* pool tokens a running request's decode state takes (credit's matrix) */
+    struct allreduce_model allreduce; /* --tp > 1: the all-reduce's times */
     struct decode_model dm;
     const struct sched_ops *sched;
     void *sched_state;

@@ -345,6 +345,53 @@ START_TEST(credit_fusion_priced_per_logit)
 }
 END_TEST
 
+/* Tensor parallelism over 2 GPUs: the ops over heads, FFN and vocabulary run half their work a GPU
+ * (large steps: half the time), norms and residual adds run whole, and each layer adds two
+ * all-reduces of the step's T x h bf16 rows: measured points where given (interpolated in log-log,
+ * the last point's bandwidth beyond), else the link's bandwidth. */
+START_TEST(tensor_parallel_shares_and_allreduces)
+{
+    struct cost_ctx c = ctx("llada-8b", "tessera");
+    struct step_desc sd;
+    step_desc_init(&sd);
+    for (int i = 0; i < 16; i++) {
+        const struct segment g = {.req_id = i, .q = 512, .logit_rows = 512, .kv_write = 512, .phase = PHASE_REFRESH};
+        step_desc_add(&sd, &g);
+    }
+    struct cost_breakdown one, two;
+    double t1, t2;
+    ck_assert_int_eq(cost_roofline.step_s(&c, &sd, &t1, &one, NULL), 0);
+    struct allreduce_model ar = {.tp = 2, .link_bw = 450e9};
+    c.tp = 2;
+    c.ar = &ar;
+    ck_assert_int_eq(cost_roofline.step_s(&c, &sd, &t2, &two, NULL), 0);
+    const enum cost_op halved[] = {OP_QKV, OP_ATTN, OP_OPROJ, OP_GATE_UP, OP_DOWN, OP_LM_HEAD};
+    for (size_t k = 0; k < TS_ARRAY_LEN(halved); k++)
+        ck_assert_msg(fabs(two.op_s[halved[k]] - one.op_s[halved[k]] / 2) < 1e-9 * one.op_s[halved[k]], "%s",
+                      cost_op_name(halved[k]));
+    ck_assert(two.op_s[OP_NORM] == one.op_s[OP_NORM] && two.op_s[OP_RESID] == one.op_s[OP_RESID]);
+    const double bytes = 16.0 * 512 * 4096 * 2, want = 2 * 32 * (ALLREDUCE_LATENCY_S + bytes / 450e9);
+    ck_assert_msg(fabs(two.op_s[OP_ALLREDUCE] - want) < 1e-9 * want, "%g vs %g", two.op_s[OP_ALLREDUCE], want);
+    ck_assert(one.op_s[OP_ALLREDUCE] == 0 && t2 < t1);
+    double sum = 0; /* the step is the sum of its ops, all-reduces included */
+    for (int op = 0; op < OP_COUNT; op++)
+        sum += two.op_s[op];
+    ck_assert_msg(fabs(sum - t2) < 1e-12 * t2 && fabs(two.total_s - t2) < 1e-12 * t2, "%g vs %g", sum, t2);
+    /* measured points: interpolated in log-log, the largest's bandwidth beyond, the smallest's time below */
+    const char *p = tmp_file(0, ".csv", "gpu,tp,bytes,us\nh200,2,1000,10\nh200,2,100000,100\nh200,4,1000,99\n");
+    struct ts_err err;
+    ck_assert_msg(allreduce_load(p, "h200", 2, 450e9, &ar, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(ar.n, 2);
+    ck_assert(fabs(allreduce_s(&ar, 10000) - 31.6227766e-6) < 1e-9);
+    ck_assert(fabs(allreduce_s(&ar, 100) - 10e-6) < 1e-12);
+    ck_assert(fabs(allreduce_s(&ar, 1e6) - 1000e-6) < 1e-9);
+    p = tmp_file(1, ".csv", "gpu,tp,bytes,us\nh200,2,1000,10\nh200,2,ten,100\n");
+    ck_assert_int_ne(allreduce_load(p, "h200", 2, 450e9, &ar, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, ".csv:3: expected gpu,tp,bytes,us"));
+    step_desc_free(&sd);
+}
+END_TEST
+
 START_TEST(empty_step_costs_host_time)
 {
     struct cost_ctx c = ctx("llada-8b", "tessera");
@@ -378,6 +425,7 @@ int main(void)
     tcase_add_test(tc, empty_step_costs_host_time);
     tcase_add_test(tc, front_layers_priced_by_their_share);
     tcase_add_test(tc, credit_fusion_priced_per_logit);
+    tcase_add_test(tc, tensor_parallel_shares_and_allreduces);
     suite_add_tcase(s, tc);
     return run_suite("cost", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -598,6 +598,20 @@ if command -v parallel >/dev/null 2>&1; then
 else
     echo "cli: note: GNU parallel not found; the local sweep is not run" >&2
 fi
+# tensor parallelism in the simulator: a degree that does not divide the heads, or is out of range,
+# or with the calibrated back end, is refused at start; a run on two H200s takes the measured
+# all-reduce times and reports them
+expect 2 "--tp 3" -- $bin sim --tp 3 --requests 2
+contains "--tp 3" "--tp: 3 does not divide llada-8b's 32 query and 32 K/V heads"
+expect 2 "--tp 9" -- $bin sim --tp 9 --requests 2
+contains "--tp 9" "--tp: 9 is not in 1..8 GPUs"
+expect 2 "--tp with calibrated" -- $bin sim --tp 2 --cost calibrated --requests 2
+contains "--tp with calibrated" "price tensor parallelism with --cost roofline"
+expect 0 "--tp 2" -- $bin sim --tp 2 --requests 40 --rps 8
+contains "--tp 2" "llada-8b on h200 x 2 (tensor parallel)"
+contains "--tp 2" "allreduce"
+contains "--tp 2" "weights 7.47"
+
 # the papers' experiments: listed with what each reproduces or waits on; one waiting runs nothing,
 # an unknown one lists the others, a non-empty OUT is refused; the reduced versions of every built
 # one run, their results are well-formed JSON lines, and the trends that hold in tessera hold

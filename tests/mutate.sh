@@ -14,8 +14,8 @@ trap 'rm -rf "$work"' EXIT
 # NAME|FILE|FROM|TO|SUITES (the text FROM must occur exactly once in FILE)
 mutations=(
     "kv bytes use the query heads|sim/core/model.c|return 2LL * m->num_layers * model_kv_dim(m) * m->kv_bytes;|return 2LL * m->num_layers * model_q_dim(m) * m->kv_bytes;|check_model check_cost"
-    "attention FLOPs halved|sim/cost_roofline.c|add_op(p, OP_ATTN, layers, 4.0 * qd * lt->attn_qk_pairs,|add_op(p, OP_ATTN, layers, 2.0 * qd * lt->attn_qk_pairs,|check_cost"
-    "LM-head FLOPs halved|sim/cost_roofline.c|add_op(&p, OP_LM_HEAD, nch, 2 * R / nch * h * V,|add_op(&p, OP_LM_HEAD, nch, R / nch * h * V,|check_cost"
+    "attention FLOPs halved|sim/cost_roofline.c|add_split(p, OP_ATTN, layers, 4.0 * qd * lt->attn_qk_pairs,|add_split(p, OP_ATTN, layers, 2.0 * qd * lt->attn_qk_pairs,|check_cost"
+    "LM-head FLOPs halved|sim/cost_roofline.c|add_split(&p, OP_LM_HEAD, nch, 2 * R / nch * h * V,|add_split(&p, OP_LM_HEAD, nch, R / nch * h * V,|check_cost"
     "K/V read as the query width|sim/cost_roofline.c|a * (2 * T * qd + (double)lt->attn_kv_read * 2 * kvd)|a * (2 * T * qd + (double)lt->attn_kv_read * 2 * qd)|check_cost"
     "request admission ignores the activation peak|sim/sched_request.c|r->act_need = TS_MAX(sim_act_peak(s, q, policy_logit_rows(&s->pcfg, q, r->G)), 1);|r->act_need = 1;|check_sched"
     "phase budget overrun|sim/sched_phase.c|int64_t budget = (int64_t)s->sched_p[MAX_TOKENS];|int64_t budget = (int64_t)s->sched_p[MAX_TOKENS] + 512;|check_sched"
@@ -38,6 +38,7 @@ mutations=(
     "a step run extended past a gap|sim/db.c|    if (rs->step_open && rs->step[2] == step_id - 1 && rs->step_next_start == p->start_ns &&|    if (rs->step_open && rs->step[2] == step_id - 1 &&|check_sim"
     "dllm-cache updates the whole response|sim/policy_dllm_cache.c|        s->q = (prompt ? r->P : 0) + u;|        s->q = (prompt ? r->P : 0) + r->G;|check_policy"
     "focus without placeholder integrity|sim/policy_focus.c|d + k > st->progress;|d + k > st->progress + 65536;|check_policy"
+    "all-reduces forgotten under tensor parallelism|sim/cost_roofline.c|        p->total += 2 * layers * t_ar;|        p->total += 0 * layers * t_ar;|check_cost"
     "front layers priced as the later ones|sim/cost_roofline.c|    layer_ops(&p, sd, &t->front, nf, false);|    layer_ops(&p, sd, &later, nf, false);|check_cost"
     "kv_select priced without its candidates|sim/calib_fit.c|f[0] = 1, f[1] = (double)segs, f[2] = (double)cand, f[3] = (double)max_cand;|f[0] = 1, f[1] = (double)segs, f[2] = 0, f[3] = (double)max_cand;|check_calib"
 )

@@ -5,7 +5,7 @@
 
 static const char *const op_names[OP_COUNT] = {
     "embed", "norm", "qkv", "rope", "kv_write", "attention", "kv_select", "feat_cache", "o_proj", "resid",
-    "gate_up", "act", "down", "router", "experts", "lm_head", "sample", "host"};
+    "gate_up", "act", "down", "router", "experts", "allreduce", "lm_head", "sample", "host"};
 
 const char *cost_op_name(enum cost_op op) { return (unsigned)op < OP_COUNT ? op_names[op] : "?"; }
 

@@ -3,7 +3,8 @@
  *
  * Memory is what nvidia-smi reports (MiB); FLOP/s are dense (no sparsity) bf16 tensor-core figures
  * with fp32 accumulation, which is half the fp16-accumulate figure on GeForce cards; bandwidths are
- * the datasheet peaks. Measured figures (issue: calibration) replace these through a file.
+ * the datasheet peaks; the link between two GPUs of a host is NVLink's one-way bandwidth on the
+ * SXM parts, PCIe 4.0 x16's on the others. Measured figures (issue: calibration) replace these through a file.
  */
 #include "gpu.h"
 
@@ -14,13 +15,13 @@
 #define MIB (1024LL * 1024LL)
 
 static const struct gpu_spec builtin_gpus[] = {
-    {"rtx3090", 24576 * MIB, 71e12, 936e9, 25e9},
-    {"rtx4090", 24564 * MIB, 165.2e12, 1008e9, 25e9},
-    {"l40s", 46068 * MIB, 362.05e12, 864e9, 25e9},
-    {"a100-40gb", 40960 * MIB, 312e12, 1555e9, 25e9},
-    {"a100-80gb", 81920 * MIB, 312e12, 2039e9, 25e9},
-    {"h100", 81559 * MIB, 989.4e12, 3350e9, 50e9},
-    {"h200", 143771 * MIB, 989.4e12, 4800e9, 50e9},
+    {"rtx3090", 24576 * MIB, 71e12, 936e9, 25e9, 25e9},
+    {"rtx4090", 24564 * MIB, 165.2e12, 1008e9, 25e9, 25e9},
+    {"l40s", 46068 * MIB, 362.05e12, 864e9, 25e9, 25e9},
+    {"a100-40gb", 40960 * MIB, 312e12, 1555e9, 25e9, 300e9},
+    {"a100-80gb", 81920 * MIB, 312e12, 2039e9, 25e9, 300e9},
+    {"h100", 81559 * MIB, 989.4e12, 3350e9, 50e9, 450e9},
+    {"h200", 143771 * MIB, 989.4e12, 4800e9, 50e9, 450e9},
 };
 
 struct gpu_table {
@@ -96,7 +97,7 @@ int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t le
             ts_fail(err, "%s: GPU name '%s' is empty or longer than 31 characters", path, key);
             goto done;
         }
-        static const char *const known[] = {"mem_gib", "bf16_tflops", "mem_bw_gbs", "host_bw_gbs"};
+        static const char *const known[] = {"mem_gib", "bf16_tflops", "mem_bw_gbs", "host_bw_gbs", "link_bw_gbs"};
         const char *k;
         json_t *v;
         json_object_foreach(o, k, v) { /* a misspelt key would otherwise leave the stock figure */
@@ -104,7 +105,7 @@ int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t le
             while (i < TS_ARRAY_LEN(known) && strcmp(k, known[i]) != 0)
                 i++;
             if (i == TS_ARRAY_LEN(known)) {
-                ts_fail(err, "%s: %s.%s: unknown key (a GPU has mem_gib, bf16_tflops, mem_bw_gbs, host_bw_gbs)", path,
+                ts_fail(err, "%s: %s.%s: unknown key (a GPU has mem_gib, bf16_tflops, mem_bw_gbs, host_bw_gbs, link_bw_gbs)", path,
                         key, k);
                 goto done;
             }
@@ -120,11 +121,14 @@ int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t le
         if (get_pos(path, key, o, "mem_gib", TS_GIB, &mem, err) ||
             get_pos(path, key, o, "bf16_tflops", 1e12, &g.bf16_flops, err) ||
             get_pos(path, key, o, "mem_bw_gbs", 1e9, &g.mem_bw, err) ||
-            get_pos(path, key, o, "host_bw_gbs", 1e9, &g.host_bw, err))
+            get_pos(path, key, o, "host_bw_gbs", 1e9, &g.host_bw, err) ||
+            get_pos(path, key, o, "link_bw_gbs", 1e9, &g.link_bw, err))
             goto done;
         g.mem_bytes = (int64_t)mem;
         if (g.host_bw == 0)
             g.host_bw = 25e9;
+        if (g.link_bw == 0)
+            g.link_bw = g.host_bw;
         if (g.mem_bytes <= 0 || g.bf16_flops <= 0 || g.mem_bw <= 0) {
             ts_fail(err, "%s: %s: a new GPU needs mem_gib, bf16_tflops and mem_bw_gbs", path, key);
             goto done;

@@ -16,6 +16,7 @@ struct gpu_spec {
     double bf16_flops;     /* dense bf16 tensor FLOP/s with fp32 accumulation */
     double mem_bw;         /* bytes/s */
     double host_bw;        /* bytes/s over the host link (PCIe), for swapping */
+    double link_bw;        /* bytes/s one way between two GPUs of a host (NVLink, else PCIe) */
 };
 
 struct gpu_table;
@@ -23,7 +24,8 @@ struct gpu_table;
 /* Returns a table holding the built-in GPUs. Caller frees with gpu_table_destroy(). */
 struct gpu_table *gpu_table_create(void);
 void gpu_table_destroy(struct gpu_table *t);
-/* Merges {"GPU-NAME": {"mem_gib":..,"bf16_tflops":..,"mem_bw_gbs":..,"host_bw_gbs":..}, ...} into
+/* Merges {"GPU-NAME": {"mem_gib":..,"bf16_tflops":..,"mem_bw_gbs":..,"host_bw_gbs":..,
+ * "link_bw_gbs":..}, ...} into
  * the table: known names are overridden field by field, unknown names are added. */
 int gpu_load_file(struct gpu_table *t, const char *path, struct ts_err *err);
 int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t len,
