@@ -697,6 +697,9 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
     }
     double lm = chunked(&c->lm, t->logit_rows, sd->logit_chunk_rows, extrapolate);
     double smp = chunked(&c->sample, t->logit_rows, sd->logit_chunk_rows, extrapolate);
+    if (cx && cx->impl.calib_extra_bytes > 0) /* a derived profile's sampling beyond its base's */
+        smp += (double)t->logit_rows * cx->model.vocab * 2.0 * cx->impl.calib_extra_bytes /
+               (cx->gpu.mem_bw * cx->impl.mem_eff) * 1e3;
     if (sd->decode_credit) { /* the engine runs no credit fusion: its bytes at the context's bandwidth */
         if (!cx)
             return ts_fail(err, "calibrated cost: credit decoding needs the model");

@@ -31,6 +31,9 @@ struct impl_profile {
     int64_t reserve_bytes;  /* device memory the implementation keeps for itself (context, workspaces) */
     bool fused_ffn;         /* dense FFNs: the gate/up GEMM computes SwiGLU in its epilogue (the
                              * engine's TESSERA_FFN=fused): no act op, no [T, 2F] gate/up output */
+    char calib_base[32];    /* a profile derived from another whose calibration it prices with
+                             * (that one's name; "" for its own) */
+    int32_t calib_extra_bytes; /* bytes a logit it writes and reads beyond its base's sampling */
 };
 
 /* Finds a built-in implementation profile ("torch-eager", "tessera", "tessera-fused"). */

@@ -12,6 +12,11 @@
  *                Logits get an fp32 softmax copy, as in Fast-dLLM's sampling.
  *                The efficiencies are starting points: the calibrated back end replaces them.
  *   tessera      one fused kernel per op, issued from a CUDA graph.
+ *   torch-eager-f64  torch-eager sampling as the LLaDA and Fast-dLLM reference code does
+ *                (llada/generate.py: softmax(logits.to(torch.float64))): the logits cast to
+ *                float64 and their softmax in float64, both alive with the bf16 logits (16 bytes a
+ *                logit beside them, against torch-eager's fp32 copy of 4); priced with the
+ *                torch-eager calibration plus those bytes at the memory bandwidth.
  *   tessera-fused  tessera with the fused FFN (the engine's TESSERA_FFN=fused): the gate/up GEMM
  *                computes SwiGLU in its epilogue, so there is no act kernel and no [T, 2F] gate/up
  *                output, in the activations (op graph) as in the bytes moved. Its calibrations:
@@ -39,14 +44,17 @@ static const struct impl_profile builtin_impls[] = {
      .softmax_copy_bytes = 0, .reserve_bytes = (int64_t)(0.5 * TS_GIB)},
 };
 
-/* tessera-fused is tessera with its FFN fused, derived from it so the two never drift apart */
+/* tessera-fused is tessera with its FFN fused, torch-eager-f64 torch-eager with float64 sampling,
+ * each derived from its base so the two never drift apart */
 #define FUSED_NAME "tessera-fused"
+#define F64_NAME "torch-eager-f64"
 
 static const char *impl_name_at(int i)
 {
     if ((size_t)i < TS_ARRAY_LEN(builtin_impls))
         return builtin_impls[i].name;
-    return (size_t)i == TS_ARRAY_LEN(builtin_impls) ? FUSED_NAME : NULL;
+    i -= (int)TS_ARRAY_LEN(builtin_impls);
+    return i == 0 ? FUSED_NAME : i == 1 ? F64_NAME : NULL;
 }
 
 void impl_list(char *buf, size_t len) { ts_join_names(buf, len, impl_name_at); }
@@ -58,6 +66,16 @@ int impl_resolve(const char *name, struct impl_profile *out, struct ts_err *err)
             *out = builtin_impls[i];
             return 0;
         }
+    if (ts_name_eq(F64_NAME, name)) {
+        if (impl_resolve("torch-eager", out, err))
+            return -1;
+        snprintf(out->name, sizeof out->name, "%s", F64_NAME);
+        snprintf(out->calib_base, sizeof out->calib_base, "torch-eager");
+        out->calib_extra_bytes = 16 - out->softmax_copy_bytes;
+        out->softmax_copy_bytes = 16;
+        out->kernels[OP_SAMPLE] += 1; /* the cast */
+        return 0;
+    }
     if (ts_name_eq(FUSED_NAME, name)) {
         if (impl_resolve("tessera", out, err))
             return -1;

@@ -5,17 +5,18 @@
 #include <string.h>
 
 static const struct preset presets[] = {
-    {"fast-dllm", "Fast-dLLM dual cache, static batches, monolithic logits, PyTorch eager",
-     "dual", "static", "fixed:1", "torch-eager", 0, "caching", false, false, NULL, {{NULL}}},
+    {"fast-dllm", "Fast-dLLM dual cache, static batches, monolithic logits, PyTorch eager with float64 sampling",
+     "dual", "static", "fixed:1", "torch-eager-f64", 0, "caching", false, false, NULL, {{NULL}}},
     {"dllm-serve", "dLLM-Serve: head-centric sparse KV cache (r 0.5, one kept set per K/V head), "
                    "phase-multiplexed scheduler, logit decomposition (2048 rows), PyTorch runtime", "sparse", "phase",
      "fixed:1", "torch-eager", 2048, "profiled", false, false, NULL, {{"sparse-select", "head"}}},
     {"sparse-dllm", "Sparse-dLLM: sparse KV cache (r 0.5, one kept set for all heads, delayed one step), "
-                    "static batches, monolithic logits, PyTorch eager", "sparse", "static", "fixed:1", "torch-eager", 0,
+                    "static batches, monolithic logits, PyTorch eager with float64 sampling", "sparse", "static",
+     "fixed:1", "torch-eager-f64", 0,
      "caching", false, false, NULL, {{"sparse-select", "uniform"}}},
     {"dllm-cache", "dLLM-Cache: K, V, attention and FFN outputs cached (prompt every 100 forwards, response "
                    "every 7, a quarter of the response updated between), static batches, monolithic logits, "
-                   "PyTorch eager", "dllm-cache", "static", "fixed:1", "torch-eager", 0, "caching", false, false, NULL,
+                   "PyTorch eager with float64 sampling", "dllm-cache", "static", "fixed:1", "torch-eager-f64", 0, "caching", false, false, NULL,
      {{"prompt-interval", "100"}, {"response-interval", "7"}, {"update-ratio", "0.25"}}},
     {"lmdeploy", "LMDeploy-style block diffusion with request-level continuous batching, compiled "
                  "engine", "block", "request", "fixed:1", "tessera", 0, "first-fit", false, false, NULL, {{NULL}}},

@@ -289,7 +289,8 @@ static int load_calibration(struct sim *s, struct ts_err *err)
     if (c->calib[0])
         snprintf(path, sizeof path, "%s", c->calib);
     else
-        calib_shipped_path(c->datadir, s->gpu.name, s->model.name, s->impl.name, path, sizeof path);
+        calib_shipped_path(c->datadir, s->gpu.name, s->model.name,
+                           s->impl.calib_base[0] ? s->impl.calib_base : s->impl.name, path, sizeof path);
     struct calib_data d;
     if (calib_data_load(path, &d, err)) {
         if (!c->calib[0])
