@@ -616,6 +616,13 @@ static int tok_ms(const struct calib *c, enum cost_op op, int64_t T, bool extrap
     return 0;
 }
 
+/* Moving `bytes` at the cost context's memory bandwidth (ms): the work the engine does not run, priced
+ * beside the calibrated curves. */
+static double bandwidth_ms(const struct cost_ctx *cx, double bytes)
+{
+    return bytes / (cx->gpu.mem_bw * cx->impl.mem_eff) * 1e3;
+}
+
 /* dLLM-Cache's feature cache (ms) over `later` of num_layers layers, composed from the calibrated
  * curves of the ops it consists of: the probe rows' norm (a layer's share of the norm curve) and V
  * re-projection (the V columns' share of the qkv curve at the probe rows), the rest (similarity,
@@ -638,8 +645,7 @@ static int feat_cache_ms(const struct cost_ctx *cx, const struct calib *c, const
     double bytes = later * a * (2 * T * h + 2 * C * 3 * h) + front * a * 2 * Tf * h;
     if (P > 0)
         bytes += later * a * (3 * P * kvd + 2 * 2 * T * h);
-    *ms = later / nl * (norm / (2 * nl + 1) * nl + qkv * kvd / (qd + 2 * kvd)) +
-          bytes / (cx->gpu.mem_bw * cx->impl.mem_eff) * 1e3;
+    *ms = later / nl * (norm / (2 * nl + 1) * nl + qkv * kvd / (qd + 2 * kvd)) + bandwidth_ms(cx, bytes);
     return 0;
 }
 
@@ -698,12 +704,11 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
     double lm = chunked(&c->lm, t->logit_rows, sd->logit_chunk_rows, extrapolate);
     double smp = chunked(&c->sample, t->logit_rows, sd->logit_chunk_rows, extrapolate);
     if (cx && cx->impl.calib_extra_bytes > 0) /* a derived profile's sampling beyond its base's */
-        smp += (double)t->logit_rows * cx->model.vocab * 2.0 * cx->impl.calib_extra_bytes /
-               (cx->gpu.mem_bw * cx->impl.mem_eff) * 1e3;
+        smp += bandwidth_ms(cx, (double)t->logit_rows * cx->model.vocab * 2.0 * cx->impl.calib_extra_bytes);
     if (sd->decode_credit) { /* the engine runs no credit fusion: its bytes at the context's bandwidth */
         if (!cx)
             return ts_fail(err, "calibrated cost: credit decoding needs the model");
-        smp += (double)t->logit_rows * cx->model.vocab * CREDIT_BYTES / (cx->gpu.mem_bw * cx->impl.mem_eff) * 1e3;
+        smp += bandwidth_ms(cx, (double)t->logit_rows * cx->model.vocab * CREDIT_BYTES);
     }
     bd->op_s[OP_LM_HEAD] = lm * 1e-3;
     bd->op_s[OP_SAMPLE] = smp * 1e-3;

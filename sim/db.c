@@ -97,6 +97,19 @@ static const char *const added_columns[][2] = {{"segments", "keep"},    {"segmen
                                                 {"segments", "carry"},   {"summary", "rows_processed"},
                                                 {"summary", "missed_decodes"}, {"summary", "redundancy"}};
 
+/* Whether table `table` of database `name` has column `col`: 1 or 0, -1 on an SQLite error. */
+static int has_column(sqlite3 *db, const char *name, const char *table, const char *col)
+{
+    char sql[256];
+    sqlite3_stmt *st = NULL;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('%s', '%s') WHERE name = '%s'", table, name, col);
+    int have = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        have = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return have;
+}
+
 /* Whether `name`.`what` is a table (an older database's step or segment rows) rather than a view. */
 static int is_table(sqlite3 *db, const char *name, const char *what, bool *out)
 {
@@ -124,13 +137,7 @@ static int db_upgrade(sqlite3 *db, const char *name)
     for (size_t i = 0; i < TS_ARRAY_LEN(added_columns); i++) {
         if (strcmp(added_columns[i][0], "segments") == 0 && !old_segs)
             continue; /* the view has them */
-        sqlite3_stmt *st = NULL;
-        snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('%s', '%s') WHERE name = '%s'",
-                 added_columns[i][0], name, added_columns[i][1]);
-        int have = -1;
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-            have = sqlite3_column_int(st, 0);
-        sqlite3_finalize(st);
+        const int have = has_column(db, name, added_columns[i][0], added_columns[i][1]);
         if (have < 0)
             return -1;
         snprintf(sql, sizeof sql, "ALTER TABLE %s.%s ADD COLUMN %s INTEGER NOT NULL DEFAULT 0", name,
@@ -501,14 +508,7 @@ int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out)
     for (size_t i = 0; i < TS_ARRAY_LEN(added_columns); i++) {
         if (strcmp(added_columns[i][0], "segments") != 0)
             continue;
-        char q[160];
-        sqlite3_stmt *st = NULL;
-        snprintf(q, sizeof q, "SELECT count(*) FROM pragma_table_info('%s') WHERE name = '%s'", added_columns[i][0],
-                 added_columns[i][1]);
-        int have = 0;
-        if (sqlite3_prepare_v2(db, q, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-            have = sqlite3_column_int(st, 0);
-        sqlite3_finalize(st);
+        const bool have = has_column(db, "main", added_columns[i][0], added_columns[i][1]) > 0;
         n += snprintf(sql + n, sizeof sql - (size_t)n, ", %s", have ? added_columns[i][1] : "0");
     }
     snprintf(sql + n, sizeof sql - (size_t)n, " FROM segments WHERE run_id = ?1 AND step_id = ?2 ORDER BY req_id");
