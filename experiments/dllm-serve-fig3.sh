@@ -9,10 +9,10 @@ source "$(dirname "$0")/lib/dllm_serve.sh"
 paper_init "$@"
 rates="0.1 0.2 0.3 0.4 0.5" n=200
 [ "$QUICK" = 1 ] && rates="0.1 0.5" n=40
+ds_sweep rtx4090 $n $rates
 for r in $rates; do
-    for s in $DS_SYSTEMS; do ds_point $s rtx4090 $r $n; done
     derived speedup dllm-serve $DS_WORKLOAD $r \
-        "$(awk -v a="$(value throughput_tok_s dllm-serve $DS_WORKLOAD $r)" -v b="$(ds_best_baseline throughput_tok_s $r)" 'BEGIN { print a / b }')"
+        "$(ratio "$(value throughput_tok_s dllm-serve $DS_WORKLOAD $r)" "$(ds_best_baseline throughput_tok_s $r)")"
 done
 set -- $rates; r0=$1 r1=${@: -1}
 # "improves throughput by 1.61x-1.81x on the consumer-grade RTX 4090" (its abstract): over the

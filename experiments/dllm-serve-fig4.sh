@@ -8,11 +8,10 @@ source "$(dirname "$0")/lib/dllm_serve.sh"
 paper_init "$@"
 rates="0.1 0.2 0.3 0.4 0.5" n=200
 [ "$QUICK" = 1 ] && rates="0.1 0.5" n=40
+ds_sweep rtx4090 $n $rates
 for r in $rates; do
-    for s in $DS_SYSTEMS; do ds_point $s rtx4090 $r $n; done
-    best=$(for s in $DS_BASELINES; do value lat_mean_s $s $DS_WORKLOAD $r; done | sort -g | head -1)
     derived latency_reduction dllm-serve $DS_WORKLOAD $r \
-        "$(awk -v a="$best" -v b="$(value lat_mean_s dllm-serve $DS_WORKLOAD $r)" 'BEGIN { print a / b }')"
+        "$(ratio "$(ds_best_baseline lat_mean_s $r min)" "$(value lat_mean_s dllm-serve $DS_WORKLOAD $r)")"
 done
 set -- $rates; r0=$1 r1=${@: -1}
 check "at ${r0} req/s the systems' mean latencies are comparable (within 1.5x of each other)" \

@@ -9,18 +9,14 @@ source "$(dirname "$0")/lib/dllm_serve.sh"
 paper_init "$@"
 n=200
 [ "$QUICK" = 1 ] && n=40
-for s in $DS_SYSTEMS; do ds_point $s rtx4090 0.5 $n; done
-for m in lat_std_s lat_span_s; do
-    best=$(for s in $DS_BASELINES; do value $m $s $DS_WORKLOAD 0.5; done | sort -g | head -1)
+ds_sweep rtx4090 $n 0.5
+for m in lat_std_s lat_span_s lat_p99_s; do
     derived "${m%_s}_gain" dllm-serve $DS_WORKLOAD 0.5 \
-        "$(awk -v a="$best" -v b="$(value $m dllm-serve $DS_WORKLOAD 0.5)" 'BEGIN { print a / b }')"
+        "$(ratio "$(ds_best_baseline $m 0.5 min)" "$(value $m dllm-serve $DS_WORKLOAD 0.5)")"
 done
 check "dLLM-Serve's latency spreads less than the best baseline's (standard deviation and span)" \
     "val(\"dllm-serve\",\"$DS_WORKLOAD\",\"0.5\",\"lat_std_gain\") > 1 && val(\"dllm-serve\",\"$DS_WORKLOAD\",\"0.5\",\"lat_span_gain\") > 1"
 # "reducing tail latency by nearly 4x under heavy contention" (its abstract)
-best=$(for s in $DS_BASELINES; do value lat_p99_s $s $DS_WORKLOAD 0.5; done | sort -g | head -1)
-derived lat_p99_gain dllm-serve $DS_WORKLOAD 0.5 \
-    "$(awk -v a="$best" -v b="$(value lat_p99_s dllm-serve $DS_WORKLOAD 0.5)" 'BEGIN { print a / b }')"
 check "the tail (p99) latency is nearly 4x lower than the best baseline's (3-5x)" \
     "val(\"dllm-serve\",\"$DS_WORKLOAD\",\"0.5\",\"lat_p99_gain\") >= 3 && val(\"dllm-serve\",\"$DS_WORKLOAD\",\"0.5\",\"lat_p99_gain\") <= 5"
 NOTES=$DS_NOTES

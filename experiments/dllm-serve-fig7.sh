@@ -14,7 +14,7 @@ run_pair() { # WORKLOAD X P O
             --seed 1
     done
     derived speedup dllm-serve "$1" "$2" \
-        "$(awk -v a="$(value throughput_tok_s dllm-serve "$1" "$2")" -v c="$(value throughput_tok_s sparse-dllm "$1" "$2")" 'BEGIN { print a / c }')"
+        "$(ratio_of throughput_tok_s dllm-serve sparse-dllm "$1" "$2")"
 }
 for p in $inputs; do run_pair input "$p" "$p" 256; done
 for o in $outputs; do run_pair output "$o" 300 "$o"; done

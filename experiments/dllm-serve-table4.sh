@@ -8,9 +8,9 @@ source "$(dirname "$0")/lib/dllm_serve.sh"
 paper_init "$@"
 n=200
 [ "$QUICK" = 1 ] && n=40
-for s in $DS_SYSTEMS; do ds_point $s l40s 1.0 $n; done
+ds_sweep l40s $n 1.0
 derived speedup dllm-serve $DS_WORKLOAD 1.0 \
-    "$(awk -v a="$(value throughput_tok_s dllm-serve $DS_WORKLOAD 1.0)" -v b="$(ds_best_baseline throughput_tok_s 1.0)" 'BEGIN { print a / b }')"
+    "$(ratio "$(value throughput_tok_s dllm-serve $DS_WORKLOAD 1.0)" "$(ds_best_baseline throughput_tok_s 1.0)")"
 # "1.60x-1.74x on the server-grade NVIDIA L40S" (its abstract); the table's rows are withheld
 paper speedup dllm-serve $DS_WORKLOAD 1.0 1.67
 check "dLLM-Serve's throughput over the strongest baseline's is within the paper's 1.60-1.74x" \

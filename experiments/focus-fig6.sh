@@ -2,22 +2,18 @@
 # experiments/focus-fig6.sh: FOCUS Figure 6, throughput against batch size (32 to 256): LMDeploy's
 # block diffusion (preset lmdeploy) against FOCUS (preset focus), SDAR-8B and LLaDA2.0-mini on an
 # A100-80GB, ShareGPT lengths, every request there at the start (the batch size caps the requests
-# running at once). Both decode at SDAR-8B's TPF of FOCUS Fig. 2 (threshold:sdar-low), so the
-# systems differ in what they compute, not in what they decode.
+# running at once; lib/focus.sh: the setting).
 # Usage: tessera exp run focus-fig6 OUT [--force] [--quick] [--strict]
 EXP=focus-fig6
 source "$(dirname "$0")/lib/paper.sh"
+source "$(dirname "$0")/lib/focus.sh"
 paper_init "$@"
 batches="32 64 128 256" models="sdar-8b llada2.0-mini"
 [ "$QUICK" = 1 ] && batches="16 64" models="sdar-8b"
 for m in $models; do
     for b in $batches; do
-        for sys in lmdeploy focus; do
-            point $sys "sharegpt-$m" $b --system $sys --model $m --gpu a100-80gb --decode threshold:sdar-low \
-                --lengths sharegpt --requests $((2 * b)) --rps 1000000 --max-batch $b --seed 1
-        done
-        derived speedup focus "sharegpt-$m" $b \
-            "$(awk -v a="$(value throughput_tok_s focus "sharegpt-$m" $b)" -v c="$(value throughput_tok_s lmdeploy "sharegpt-$m" $b)" 'BEGIN { print a / c }')"
+        for sys in lmdeploy focus; do fc_point $sys "sharegpt-$m" $b $m $b; done
+        derived speedup focus "sharegpt-$m" $b "$(ratio_of throughput_tok_s focus lmdeploy "sharegpt-$m" $b)"
     done
 done
 set -- $batches

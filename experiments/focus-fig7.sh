@@ -4,16 +4,13 @@
 # Usage: tessera exp run focus-fig7 OUT [--force] [--quick] [--strict]
 EXP=focus-fig7
 source "$(dirname "$0")/lib/paper.sh"
+source "$(dirname "$0")/lib/focus.sh"
 paper_init "$@"
 blocks="16 32 64" batch=128
 [ "$QUICK" = 1 ] && batch=32
 for bs in $blocks; do
-    for sys in lmdeploy focus; do
-        point $sys sharegpt-sdar-8b $bs --system $sys --model sdar-8b --gpu a100-80gb --decode threshold:sdar-low \
-            --block $bs --lengths sharegpt --requests $((2 * batch)) --rps 1000000 --max-batch $batch --seed 1
-    done
-    derived speedup focus sharegpt-sdar-8b $bs \
-        "$(awk -v a="$(value throughput_tok_s focus sharegpt-sdar-8b $bs)" -v c="$(value throughput_tok_s lmdeploy sharegpt-sdar-8b $bs)" 'BEGIN { print a / c }')"
+    for sys in lmdeploy focus; do fc_point $sys sharegpt-sdar-8b $bs sdar-8b $batch --block $bs; done
+    derived speedup focus sharegpt-sdar-8b $bs "$(ratio_of throughput_tok_s focus lmdeploy sharegpt-sdar-8b $bs)"
 done
 # "up to 2.32x" at blocks of 32 and "3.52x with larger B = 64" (its abstract and conclusion)
 paper speedup focus sharegpt-sdar-8b 32 2.32

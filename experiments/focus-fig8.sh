@@ -5,17 +5,17 @@
 # Usage: tessera exp run focus-fig8 OUT [--force] [--quick] [--strict]
 EXP=focus-fig8
 source "$(dirname "$0")/lib/paper.sh"
+source "$(dirname "$0")/lib/focus.sh"
 paper_init "$@"
 batch=128
 [ "$QUICK" = 1 ] && batch=32
-common=(--model sdar-8b --gpu a100-80gb --decode threshold:sdar-low --lengths sharegpt --requests $((2 * batch))
-        --rps 1000000 --max-batch $batch --seed 1)
-point lmdeploy sharegpt-sdar-8b $batch --system lmdeploy "${common[@]}"
-point dc+ sharegpt-sdar-8b $batch --system lmdeploy --policy block+delayed "${common[@]}"
-point focus sharegpt-sdar-8b $batch --system focus "${common[@]}"
+fc_point lmdeploy sharegpt-sdar-8b $batch sdar-8b $batch
+fc_point focus sharegpt-sdar-8b $batch sdar-8b $batch
+# DC+: LMDeploy with the delayed intra-block cache alone
+point dc+ sharegpt-sdar-8b $batch --system lmdeploy --policy block+delayed --model sdar-8b --gpu a100-80gb \
+    --decode threshold:sdar-low --lengths sharegpt --requests $((2 * batch)) --rps 1000000 --max-batch $batch --seed 1
 for sys in dc+ focus; do
-    derived speedup $sys sharegpt-sdar-8b $batch \
-        "$(awk -v a="$(value throughput_tok_s $sys sharegpt-sdar-8b $batch)" -v c="$(value throughput_tok_s lmdeploy sharegpt-sdar-8b $batch)" 'BEGIN { print a / c }')"
+    derived speedup $sys sharegpt-sdar-8b $batch "$(ratio_of throughput_tok_s $sys lmdeploy sharegpt-sdar-8b $batch)"
 done
 check "the delayed cache alone gains something over LMDeploy" 'val("dc+","sharegpt-sdar-8b","'$batch'","speedup") > 1'
 check "token eviction gains more than the delayed cache alone" \

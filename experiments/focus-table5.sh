@@ -6,16 +6,14 @@
 # Usage: tessera exp run focus-table5 OUT [--force] [--quick] [--strict]
 EXP=focus-table5
 source "$(dirname "$0")/lib/paper.sh"
+source "$(dirname "$0")/lib/focus.sh"
 paper_init "$@"
 models="sdar-8b llada2.0-mini" batch=128
 [ "$QUICK" = 1 ] && models="sdar-8b" batch=32
 for m in $models; do
-    for sys in lmdeploy focus; do
-        point $sys "sharegpt-$m" $batch --system $sys --model $m --gpu a100-80gb --decode threshold:sdar-low \
-            --lengths sharegpt --requests $((2 * batch)) --rps 1000000 --max-batch $batch --seed 1
-    done
+    for sys in lmdeploy focus; do fc_point $sys "sharegpt-$m" $batch $m $batch; done
     derived processed_reduction focus "sharegpt-$m" $batch \
-        "$(awk -v a="$(value redundancy focus "sharegpt-$m" $batch)" -v b="$(value redundancy lmdeploy "sharegpt-$m" $batch)" 'BEGIN { print 1 - a / b }')"
+        "$(awk -v r="$(ratio_of redundancy focus lmdeploy "sharegpt-$m" $batch)" 'BEGIN { print 1 - r }')"
 done
 m0=${models%% *}
 # the paper prints the reduction only as a range ("approximately 65%-80%", its introduction); the

@@ -15,12 +15,18 @@ ds_point() {
     point "$1" "$DS_WORKLOAD" "$3" --system "$1" --gpu "$2" --rps "$3" --requests "$4" --lengths fixed:300,256 \
         --gen-len 256 --block 32 --seed 1
 }
-# ds_best_baseline METRIC X: the strongest baseline's value (the largest)
+# ds_best_baseline METRIC X [min]: the strongest baseline's value, the largest (throughput) or with
+# min the smallest (latency)
 ds_best_baseline() {
-    local best=0 s v
-    for s in $DS_BASELINES; do
-        v=$(value "$1" "$s" "$DS_WORKLOAD" "$2")
-        best=$(awk -v a="$best" -v b="$v" 'BEGIN { print (b > a ? b : a) }')
+    local s
+    for s in $DS_BASELINES; do value "$1" "$s" "$DS_WORKLOAD" "$2"; done | sort -g | if [ "${3:-}" = min ]; then head -1; else tail -1; fi
+}
+
+# ds_sweep GPU N RATES...: every system at each arrival rate
+ds_sweep() {
+    local gpu=$1 n=$2 r s
+    shift 2
+    for r in "$@"; do
+        for s in $DS_SYSTEMS; do ds_point $s "$gpu" "$r" "$n"; done
     done
-    echo "$best"
 }

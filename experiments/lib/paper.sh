@@ -7,6 +7,7 @@
 #                                        --strict: exit 1 when a trend does not hold
 #   point SYSTEM WORKLOAD X SIM-ARGS...   one `tessera sim` run (its summary as JSON in
 #                                        OUT/points/), its metrics appended to OUT/points.tsv
+#   derived METRIC SYSTEM WORKLOAD X V   a number computed from the points (value, ratio, ratio_of)
 #   paper METRIC SYSTEM WORKLOAD X VALUE a number the paper prints, beside tessera's point
 #   check "TEXT" AWK-CONDITION           a trend the paper reports, evaluated over OUT/points.tsv
 #                                        (columns: system workload x metric value)
@@ -75,6 +76,12 @@ derived() { printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$1" "$5" >>"$out/point
 
 # value METRIC SYSTEM WORKLOAD X: a point's value
 value() { awk -F'\t' -v m="$1" -v s="$2" -v w="$3" -v x="$4" '$1 == s && $2 == w && $3 == x && $4 == m { print $5 }' "$out/points.tsv"; }
+
+# ratio A B: A / B
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { print a / b }'; }
+
+# ratio_of METRIC SYSTEM BASE WORKLOAD X: SYSTEM's value over BASE's at one point (a speedup)
+ratio_of() { ratio "$(value "$1" "$2" "$4" "$5")" "$(value "$1" "$3" "$4" "$5")"; }
 
 paper() { printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$1" "$5" >>"$out/paper.tsv"; }
 
