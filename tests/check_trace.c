@@ -34,8 +34,8 @@ END_TEST
 START_TEST(burstgpt_mooncake_lengths_tessera)
 {
     ck_assert_int_eq(parse("b.csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,"
-                                    "Log Type\n5,ChatGPT,472,18,490,Conversation log\n"
-                                    "45.5,GPT-4,1087,0,1087,API log\n", false), 0);
+                                    "Log Type\n7,ChatGPT,300,20,320,Conversation log\n"
+                                    "47.5,GPT-4,900,0,900,API log\n", false), 0);
     ck_assert_int_eq(T.format, TRACE_BURSTGPT);
     ck_assert_int_eq(T.reqs[1].arrival_ns, 40500000000LL);
     ck_assert_int_eq(T.reqs[1].output, 0);
