@@ -57,7 +57,11 @@ struct eng_opts {
                             * without the gate|up buffer: og_shape.fused_ffn). The profile times a
                             * fused FFN as its gate_up op. $TESSERA_FFN = split, fused or auto */
     bool trace_selection;  /* keep every layer's kept keys of a step's sparse selections, for
-                            * eng_selection (checks: the reference then keeps the same) */
+                            * eng_selection, and its picked rows, for eng_picks (checks: the
+                            * reference then keeps and picks the same) */
+    bool feature_cache;    /* the pool also holds each token's attention and FFN outputs per layer
+                            * (dLLM-Cache: steps with cache_outputs, front shapes, probes or carried
+                            * rows run only then; a pool token takes 2 hidden rows more a layer) */
     double warm_s;         /* graph replays (eng_graph_replay*) warm up for at least this long before
                             * any is timed, so that a step is timed at the clock its own repetition
                             * holds under the power limit (default ENG_WARM_S) */
@@ -128,6 +132,10 @@ int eng_graph_replay(struct eng *e, int n, float *median_ms, struct ts_err *err)
 int eng_graph_keep(struct eng *e, int slot, struct ts_err *err);
 int eng_graph_replay_kept(struct eng *e, int n, int rounds, float *median_ms, struct ts_err *err);
 
+/* The rows the last step's value checks picked (eng_opts.trace_selection and feature_cache):
+ * [layers][probing segments][max_probe] int32, each segment's picked rows as indices into its probe
+ * rows, ascending, into dst (room for n); *max_probe gets the row length. */
+int eng_picks(struct eng *e, int32_t *dst, int64_t n, int *max_probe, struct ts_err *err);
 /* Copies the final normalised hidden rows of the last step ([R, hidden] as fp32) to dst. */
 int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err);
 /* The kept keys of the last step's sparse selections (eng_opts.trace_selection on):

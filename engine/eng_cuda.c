@@ -36,6 +36,7 @@
 #define BLAS_WORKSPACE (64LL << 20)
 #define ATTN_WORKSPACE (64LL << 20) /* split-KV partial results; the sparse selection's scratch */
 #define SELECTION_TRACE (16 << 20)  /* eng_opts.trace_selection's copy of every layer's kept keys */
+#define PICK_TRACE (16 << 20)       /* and of every layer's picked rows (feature cache) */
 #define RESERVE_MARGIN (256LL << 20) /* context, cuBLAS handles, allocator slack */
 
 #define MAX_PROF_EVENTS 1024
@@ -43,6 +44,7 @@
 struct dev_meta { /* device copies of the plan's arrays, carved from one buffer */
     int32_t *tok_pos, *tok_slot, *tok_ids, *q_start, *q_len, *key_len, *kv_cached, *page_off;
     int32_t *pages, *tiles, *logit_idx, *sel;
+    int32_t *c_row, *x_comp, *x_ids, *x_slot, *probe, *probe_idx; /* a layered step's (eng_plan.h) */
 };
 
 struct eng {
@@ -56,13 +58,18 @@ struct eng {
     bool tuning; /* GEMM autotuning allowed (off during graph capture) */
     bool fused_ffn_runs; /* k_gemm_swiglu runs on this device for this model (probed at creation) */
     int32_t attn_block;  /* the prepared step's block-causal attention (step_desc.attn_block) */
+    int32_t front_layers; /* and the layers that run its front shapes (step_front_layers) */
     bool select_heads;   /* and its sparse selection's knobs (step_desc.select_heads, select_kernel) */
     int32_t select_kernel;
     int32_t *sel_trace;  /* every layer's kept keys of the last step (eng_opts.trace_selection) */
+    int32_t *pick_trace; /* and its picked rows (feature cache) */
     cudaEvent_t ev0, ev1;
     void *blas_ws, *attn_ws;
     bf16_t *w;                 /* weights */
     bf16_t *k_pool, *v_pool;   /* [layers][slots][Hkv][d] */
+    bf16_t *f_pool;            /* eng_opts.feature_cache: [layers][attention, FFN][slots][h] */
+    bf16_t *fc_out, *fc_hp, *fc_vnew; /* a layered step's scratch: a half-layer's outputs [T, h], the
+                                       * normalised probe rows [T, h] and their new V [T, kv_dim] */
     int64_t slots;
     /* activations: the step's plan, placed in the arena */
     const struct planner_ops *planner;
@@ -77,7 +84,7 @@ struct eng {
     size_t tune_scratch_bytes;
     int32_t *d_meta_buf, *h_meta_buf; /* device / pinned host */
     int64_t meta_cap;          /* int32 elements */
-    struct dev_meta dm;
+    struct dev_meta dm, dm_front; /* the plan's; its front layers' (layered steps) */
     int32_t *d_tok;
     float *d_max, *d_conf;
     int32_t *h_tok;
@@ -160,7 +167,7 @@ static int64_t workspace_bytes(const struct model_cfg *m, const struct eng_opts 
  * fuses a full chunk. */
 static struct og_shape step_shape(const struct eng *e, const struct step_desc *sd)
 {
-    const int64_t T = sd->tot.q_tokens, chunks = TS_MAX(1, sd->ffn_chunks);
+    const int64_t T = eng_plan_layered(sd) ? sd->tot.rows : sd->tot.q_tokens, chunks = TS_MAX(1, sd->ffn_chunks);
     return (struct og_shape){T, sd->tot.logit_rows, sd->logit_chunk_rows, (int32_t)chunks, e->o.softmax_copy,
                              .fused_ffn = T > 0 && eng_ffn_fuses(e, (int)((T + chunks - 1) / chunks))};
 }
@@ -330,7 +337,7 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
 {
     const struct eng_opts *o = &e->o;
     const int64_t T = o->max_tokens, kvrow = (int64_t)e->m.num_kv_heads * e->m.head_dim;
-    const int64_t token_bytes = (int64_t)e->m.num_layers * 2 * kvrow * 2;
+    const int64_t token_bytes = (int64_t)e->m.num_layers * 2 * (kvrow + (o->feature_cache ? e->m.hidden : 0)) * 2;
     const int64_t left = budget - RESERVE_MARGIN - e->mem.weights - e->mem.workspace - e->mem.blas_workspace;
     int64_t pool_tokens = o->kv_tokens > 0 ? o->kv_tokens : (left > 0 ? left / token_bytes : 0);
     pool_tokens = o->stateless ? 0 : pool_tokens / o->page_tokens * o->page_tokens;
@@ -346,6 +353,9 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
     /* a stateless step's pages are one token each: T page references */
     e->max_page_refs = (int32_t)TS_MIN((int64_t)INT32_MAX / 2, pool_tokens / o->page_tokens + T + T);
     e->meta_cap = 3 * T + 11 * (int64_t)e->max_segs + e->max_page_refs + 2LL * e->max_tiles + T;
+    if (o->feature_cache) /* the front layers' plan, c_row, the hidden rows' arrays and the probes */
+        e->meta_cap = 2 * e->meta_cap + 8 * T + 10LL * e->max_segs;
+    e->meta_cap += 4 * 32; /* each part rounded up to 16 bytes */
     return 0;
 }
 
@@ -353,12 +363,15 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
  * shows, step metadata and outputs) and their pinned host twins. */
 static int alloc_buffers(struct eng *e, struct ts_err *err)
 {
-    const int64_t T = e->o.max_tokens;
-    const bool pooled = !e->o.stateless;
+    const int64_t T = e->o.max_tokens, h = e->m.hidden, kvd = (int64_t)e->m.num_kv_heads * e->m.head_dim;
+    const bool pooled = !e->o.stateless, fc = pooled && e->o.feature_cache;
+    const int64_t kv_bytes = e->slots * e->m.num_layers * kvd * 2, f_bytes = fc ? e->slots * e->m.num_layers * 2 * h * 2 : 0;
     if (alloc((void **)&e->w, e->mem.weights, err) || alloc(&e->blas_ws, BLAS_WORKSPACE, err) ||
         alloc(&e->attn_ws, ATTN_WORKSPACE, err) ||
-        (pooled && (alloc((void **)&e->k_pool, e->mem.kv_pool / 2, err) ||
-                    alloc((void **)&e->v_pool, e->mem.kv_pool / 2, err))) ||
+        (pooled && (alloc((void **)&e->k_pool, kv_bytes, err) || alloc((void **)&e->v_pool, kv_bytes, err))) ||
+        (fc && (alloc((void **)&e->f_pool, f_bytes, err) || alloc((void **)&e->fc_out, T * h * 2, err) ||
+                alloc((void **)&e->fc_hp, T * h * 2, err) || alloc((void **)&e->fc_vnew, T * kvd * 2, err))) ||
+        (fc && e->o.trace_selection && alloc((void **)&e->pick_trace, PICK_TRACE, err)) ||
         alloc((void **)&e->d_meta_buf, e->meta_cap * 4, err) || alloc((void **)&e->d_tok, T * 4, err) ||
         alloc((void **)&e->d_max, T * 4, err) || alloc((void **)&e->d_conf, T * 4, err) ||
         (e->o.trace_selection && alloc((void **)&e->sel_trace, SELECTION_TRACE, err)))
@@ -368,8 +381,9 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
         cudaMallocHost((void **)&e->h_max, (size_t)T * 4) != cudaSuccess ||
         cudaMallocHost((void **)&e->h_conf, (size_t)T * 4) != cudaSuccess)
         return ts_fail(err, "engine: cannot allocate pinned host buffers");
-    if (pooled && (k_fill_bits(e->k_pool, e->mem.kv_pool / 4, 0x7fc0, e->stream) ||
-                   k_fill_bits(e->v_pool, e->mem.kv_pool / 4, 0x7fc0, e->stream)))
+    if (pooled && (k_fill_bits(e->k_pool, kv_bytes / 2, 0x7fc0, e->stream) ||
+                   k_fill_bits(e->v_pool, kv_bytes / 2, 0x7fc0, e->stream) ||
+                   (fc && k_fill_bits(e->f_pool, f_bytes / 2, 0x7fc0, e->stream))))
         return ts_fail(err, "engine: poisoning the KV pool failed");
     return 0;
 }
@@ -433,6 +447,8 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         if (!o->stateless && plan_activations(e, &big, err))
             goto fail;
         e->mem.workspace = o->stateless ? 0 : TS_MAX(workspace_bytes(m, o, T, T), e->act.plan.arena_bytes);
+        if (o->feature_cache && !o->stateless) /* a layered step's scratch (fc_out, fc_hp, fc_vnew) */
+            e->mem.workspace += T * (2LL * m->hidden + (int64_t)m->num_kv_heads * m->head_dim) * 2;
     }
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
@@ -474,8 +490,9 @@ void eng_destroy(struct eng *e)
     drop_graphs(e);
     for (int i = 0; i < MAX_PROF_EVENTS && e->prof_ev[i]; i++)
         cudaEventDestroy(e->prof_ev[i]);
-    void *dev[] = {e->w, e->blas_ws, e->attn_ws, e->k_pool, e->v_pool, e->d_meta_buf, e->d_tok, e->d_max,
-                   e->d_conf, e->tune_scratch, e->ballast, e->sel_trace};
+    void *dev[] = {e->w,      e->blas_ws,      e->attn_ws, e->k_pool,  e->v_pool, e->d_meta_buf, e->d_tok,
+                   e->d_max,  e->d_conf,       e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->fc_out,
+                   e->fc_hp,  e->fc_vnew,      e->pick_trace};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -533,32 +550,63 @@ static int drop_tune_scratch(struct eng *e, struct ts_err *err)
     return 0;
 }
 
-/* Packs the plan into the pinned buffer, carving the device pointers in the same order. */
+struct meta_part {
+    const int32_t *src;
+    int64_t n;
+    int32_t **dst;
+};
+
+/* Packs parts into the pinned buffer from *off on, carving the device pointers in the same order. */
+static void pack_parts(struct eng *e, const struct meta_part *parts, size_t n, int64_t *off)
+{
+    for (size_t i = 0; i < n; i++) {
+        TS_ASSERT(*off + parts[i].n <= e->meta_cap);
+        if (parts[i].n)
+            memcpy(e->h_meta_buf + *off, parts[i].src, sizeof(int32_t) * (size_t)parts[i].n);
+        *parts[i].dst = e->d_meta_buf + *off;
+        *off += (parts[i].n + 3) / 4 * 4; /* 16-byte aligned parts */
+    }
+}
+
+/* A plan's per-token and attention arrays into dm. */
+static void pack_rows(struct eng *e, const struct eng_plan *p, struct dev_meta *dm, int64_t *off)
+{
+    const int64_t X = e->plan.X;
+    const struct meta_part parts[] = {
+        {p->tok_pos, p->T, &dm->tok_pos},     {p->tok_slot, p->T, &dm->tok_slot},
+        {p->q_start, p->S, &dm->q_start},     {p->q_len, p->S, &dm->q_len},
+        {p->key_len, p->S, &dm->key_len},     {p->kv_cached, p->S, &dm->kv_cached},
+        {p->page_off, p->S, &dm->page_off},   {p->pages, p->num_page_refs, &dm->pages},
+        {p->tiles, 2LL * p->num_tiles, &dm->tiles}, {p->c_row, X ? p->T : 0, &dm->c_row},
+        {p->x_comp, X, &dm->x_comp},
+    };
+    pack_parts(e, parts, TS_ARRAY_LEN(parts), off);
+}
+
+/* Packs the plan (and a layered step's front layers' plan and hidden rows) into the pinned buffer and
+ * copies it to the device. */
 static int upload_plan(struct eng *e, struct ts_err *err)
 {
     const struct eng_plan *p = &e->plan;
-    if (p->T > e->o.max_tokens)
-        return ts_fail(err, "step refused: %d packed tokens exceed the workspace (%d tokens; raise "
-                            "--max-tokens)", p->T, e->o.max_tokens);
-    if (p->S > e->max_segs || p->num_tiles > e->max_tiles || p->num_page_refs > e->max_page_refs)
+    const int64_t rows = TS_MAX((int64_t)p->T, (int64_t)p->X);
+    if (rows > e->o.max_tokens)
+        return ts_fail(err, "step refused: %lld rows exceed the workspace (%d tokens; raise --max-tokens)",
+                       (long long)rows, e->o.max_tokens);
+    if (p->S > e->max_segs || p->num_tiles > e->max_tiles || p->num_page_refs > e->max_page_refs ||
+        (p->front && (p->front->num_tiles > e->max_tiles || p->front->num_page_refs > e->max_page_refs)))
         return ts_fail(err, "step refused: %d segments / %d tiles / %d page references exceed the "
                             "engine's metadata buffers", p->S, p->num_tiles, p->num_page_refs);
-    struct { const int32_t *src; int64_t n; int32_t **dst; } parts[] = {
-        {p->tok_pos, p->T, &e->dm.tok_pos},   {p->tok_slot, p->T, &e->dm.tok_slot},
-        {p->tok_ids, p->T, &e->dm.tok_ids},   {p->q_start, p->S, &e->dm.q_start},
-        {p->q_len, p->S, &e->dm.q_len},       {p->key_len, p->S, &e->dm.key_len},
-        {p->kv_cached, p->S, &e->dm.kv_cached}, {p->page_off, p->S, &e->dm.page_off},
-        {p->pages, p->num_page_refs, &e->dm.pages}, {p->tiles, 2LL * p->num_tiles, &e->dm.tiles},
-        {p->logit_idx, p->R, &e->dm.logit_idx}, {p->sel, 6LL * p->num_sel, &e->dm.sel},
-    };
     int64_t off = 0;
-    for (size_t i = 0; i < TS_ARRAY_LEN(parts); i++) {
-        if (parts[i].n)
-            memcpy(e->h_meta_buf + off, parts[i].src, sizeof(int32_t) * (size_t)parts[i].n);
-        *parts[i].dst = e->d_meta_buf + off;
-        off += (parts[i].n + 3) / 4 * 4; /* 16-byte aligned parts */
-    }
-    TS_ASSERT(off <= e->meta_cap + 4 * (int64_t)TS_ARRAY_LEN(parts));
+    pack_rows(e, p, &e->dm, &off);
+    const struct meta_part parts[] = {
+        {p->tok_ids, p->T, &e->dm.tok_ids},   {p->logit_idx, p->R, &e->dm.logit_idx},
+        {p->sel, 6LL * p->num_sel, &e->dm.sel}, {p->x_ids, p->X, &e->dm.x_ids},
+        {p->x_slot, p->X, &e->dm.x_slot},     {p->probe, 5LL * p->num_probe, &e->dm.probe},
+        {p->probe_idx, p->probe_rows, &e->dm.probe_idx},
+    };
+    pack_parts(e, parts, TS_ARRAY_LEN(parts), &off);
+    if (p->front)
+        pack_rows(e, p->front, &e->dm_front, &off);
     CU(cudaMemcpyAsync(e->d_meta_buf, e->h_meta_buf, sizeof(int32_t) * (size_t)off,
                        cudaMemcpyHostToDevice, e->stream));
     return 0;
@@ -592,11 +640,11 @@ static int select_layer(struct eng *e, int L, bf16_t *qkv, bf16_t *kp, bf16_t *v
     return 0;
 }
 
-/* Layer L's FFN over the normalised rows hn2, chunk by chunk, added into x. */
-static int ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, struct ts_err *err)
+/* Layer L's FFN over T normalised rows hn2, chunk by chunk, into x (beta 1: added, 0: written). */
+static int ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, float beta, struct ts_err *err)
 {
     const struct eng_act *a = &e->act;
-    const int T = e->plan.T, Tc = a->ffn_rows, h = e->m.hidden, F = e->m.ffn;
+    const int Tc = a->ffn_rows, h = e->m.hidden, F = e->m.ffn;
     cudaStream_t st = e->stream;
     for (int c = 0, c0 = 0; c0 < T; c++, c0 += Tc) {
         int rows = TS_MIN(Tc, T - c0);
@@ -614,10 +662,112 @@ static int ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, struct ts_err
                 KL(k_swiglu(act, gu, rows, F, st));
             mark(e, OP_ACT);
         }
-        if (runs(e, OP_DOWN) && gemm(e, W(e, W_DOWN, L), act, x + (size_t)c0 * h, rows, F, h, 1.f, err))
+        if (runs(e, OP_DOWN) && gemm(e, W(e, W_DOWN, L), act, x + (size_t)c0 * h, rows, F, h, beta, err))
             return -1;
         mark(e, OP_DOWN);
     }
+    return 0;
+}
+
+/* The attention's arguments for plan p (its arrays on the device in dm); q, o and the pools are the
+ * layer's. */
+static struct k_attn_args attn_args(const struct eng *e, const struct eng_plan *p, const struct dev_meta *dm)
+{
+    const struct model_cfg *m = &e->m;
+    const int H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim, width = (H + 2 * Hkv) * d;
+    const bool stateless = e->o.stateless;
+    const int page_tokens = stateless ? 1 : e->o.page_tokens;
+    return (struct k_attn_args){
+        .q_stride = width, .q_start = dm->q_start, .q_len = dm->q_len, .key_len = dm->key_len,
+        .kv_cached = dm->kv_cached, .page_off = dm->page_off, .pages = dm->pages, .tiles = dm->tiles,
+        .num_tiles = p->num_tiles, .H = H, .Hkv = Hkv, .d = d, .page_tokens = page_tokens,
+        .page_shift = __builtin_ctz((unsigned)page_tokens), .kv_stride = stateless ? width : 0,
+        .block_size = e->attn_block, .scale = 1.0f / sqrtf((float)d), .ws = e->attn_ws,
+        .ws_bytes = ATTN_WORKSPACE, .T = p->T, .max_key_len = p->max_key_len, .impl = e->o.attention,
+        .min_q_len = p->min_q, .max_q_len = p->max_q, .long_tiles = p->long_tiles, .long_rows = p->long_rows,
+        .wg_tiles = p->wg_tiles};
+}
+
+#define BUF(off) ((bf16_t *)eng_arena_at(&e->arena, (off)))
+
+/* Layer L's value check (a layered step's later layers with probing segments): the probe rows'
+ * new V, and the rows each segment updates picked by it into the plan's computed rows. */
+static int pick_rows(struct eng *e, int L, bf16_t *x, bf16_t *vp, struct ts_err *err)
+{
+    const struct model_cfg *m = &e->m;
+    const struct eng_plan *p = &e->plan;
+    const int h = m->hidden, qd = m->num_heads * m->head_dim, kvd = m->num_kv_heads * m->head_dim;
+    if (runs(e, OP_FEAT_CACHE)) {
+        KL(k_rmsnorm_rows(e->fc_hp, x, W(e, W_ATTN_NORM, L), e->dm.probe_idx, p->probe_rows, h, RMS_EPS, e->stream));
+        if (gemm(e, W(e, W_QKV, L) + (size_t)(qd + kvd) * h, e->fc_hp, e->fc_vnew, p->probe_rows, h, kvd, 0.f, err))
+            return -1;
+        const bf16_t *bias = W(e, W_QKV_BIAS, L);
+        const struct k_fc_pick_args pa = {
+            .vnew = e->fc_vnew, .v_bias = bias ? bias + qd + kvd : NULL, .v_pool = vp, .x_slot = e->dm.x_slot,
+            .probe = e->dm.probe, .c_row = e->dm.c_row, .tok_pos = e->dm.tok_pos, .tok_slot = e->dm.tok_slot,
+            .x_comp = e->dm.x_comp,
+            .trace = e->pick_trace ? e->pick_trace + (size_t)L * p->num_probe * p->max_probe : NULL,
+            .num_probe = p->num_probe, .max_probe = p->max_probe, .kv_dim = kvd};
+        KL(k_fc_pick(&pa, e->stream));
+    }
+    mark(e, OP_FEAT_CACHE);
+    return 0;
+}
+
+/* Layer L of a layered step (eng_plan.h) over its hidden rows x: lp (arrays in dm) is the plan of
+ * the layer's kind, front or later. Its computed rows run as forward()'s rows do, gathered from x
+ * by the normalisations; each half's outputs go to the feature cache and into x, where every other
+ * row adds its cached ones. */
+static int layered_layer(struct eng *e, int L, const struct eng_plan *lp, const struct dev_meta *dm, bf16_t *x,
+                         struct ts_err *err)
+{
+    const struct model_cfg *m = &e->m;
+    const struct eng_act *a = &e->act;
+    const int T = lp->T, X = e->plan.X, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
+    const int width = (H + 2 * Hkv) * d, qd = H * d, kvd = Hkv * d;
+    const int64_t layer_slots = e->slots * kvd;
+    cudaStream_t st = e->stream;
+    bf16_t *hn = BUF(a->norm1[L]), *qkv = BUF(a->qkv[L]), *att = BUF(a->att[L]), *hn2 = BUF(a->norm2[L]);
+    bf16_t *kp = e->k_pool + L * layer_slots, *vp = e->v_pool + L * layer_slots;
+    bf16_t *fa = e->f_pool + (size_t)(2 * L) * e->slots * h, *ff = fa + (size_t)e->slots * h;
+    if (lp == &e->plan && e->plan.num_probe > 0 && pick_rows(e, L, x, vp, err))
+        return -1;
+    if (T > 0) {
+        if (runs(e, OP_NORM))
+            KL(k_rmsnorm_rows(hn, x, W(e, W_ATTN_NORM, L), dm->c_row, T, h, RMS_EPS, st));
+        mark(e, OP_NORM);
+        if (runs(e, OP_QKV) && gemm(e, W(e, W_QKV, L), hn, qkv, T, h, width, 0.f, err))
+            return -1;
+        mark(e, OP_QKV);
+        if (runs(e, OP_ROPE))
+            KL(k_qkv_rope_store(qkv, W(e, W_QKV_BIAS, L), dm->tok_pos, dm->tok_slot, kp, vp, 0, T, H, Hkv, d,
+                                (float)m->rope_theta, st));
+        mark(e, OP_ROPE);
+        struct k_attn_args aa = attn_args(e, lp, dm);
+        aa.q = qkv;
+        aa.o = att;
+        aa.k_pool = kp;
+        aa.v_pool = vp;
+        if (runs(e, OP_ATTN))
+            KL(k_attention(&aa, st));
+        mark(e, OP_ATTN);
+        if (runs(e, OP_OPROJ) && gemm(e, W(e, W_O, L), att, e->fc_out, T, qd, h, 0.f, err))
+            return -1;
+        mark(e, OP_OPROJ);
+    }
+    if (runs(e, OP_FEAT_CACHE))
+        KL(k_fc_residual(x, e->fc_out, dm->x_comp, e->dm.x_slot, fa, X, h, st));
+    mark(e, OP_FEAT_CACHE);
+    if (T > 0) {
+        if (runs(e, OP_NORM))
+            KL(k_rmsnorm_rows(hn2, x, W(e, W_FFN_NORM, L), dm->c_row, T, h, RMS_EPS, st));
+        mark(e, OP_NORM);
+        if (ffn(e, L, e->fc_out, hn2, T, 0.f, err))
+            return -1;
+    }
+    if (runs(e, OP_FEAT_CACHE))
+        KL(k_fc_residual(x, e->fc_out, dm->x_comp, e->dm.x_slot, ff, X, h, st));
+    mark(e, OP_FEAT_CACHE);
     return 0;
 }
 
@@ -632,23 +782,20 @@ static int forward(struct eng *e, struct ts_err *err)
     const bool stateless = e->o.stateless;
     const int layers = e->o.run_layers > 0 ? TS_MIN(e->o.run_layers, a->layers) : a->layers;
     cudaStream_t st = e->stream;
-#define BUF(off) ((bf16_t *)eng_arena_at(&e->arena, (off)))
     bf16_t *x = BUF(a->x);
-    if (T > 0) {
+    if (p->X > 0) { /* a layered step: its hidden rows, each layer computing some of them */
+        if (runs(e, OP_EMBED))
+            KL(k_embed(x, W(e, W_EMB, -1), e->dm.x_ids, p->X, h, st));
+        mark(e, OP_EMBED);
+        const int nf = p->front ? TS_MIN(e->front_layers, layers) : 0;
+        for (int L = 0; L < layers; L++)
+            if (layered_layer(e, L, L < nf ? p->front : p, L < nf ? &e->dm_front : &e->dm, x, err))
+                return -1;
+    } else if (T > 0) {
         if (runs(e, OP_EMBED))
             KL(k_embed(x, W(e, W_EMB, -1), e->dm.tok_ids, T, h, st));
         mark(e, OP_EMBED);
-        const int page_tokens = stateless ? 1 : e->o.page_tokens;
-        struct k_attn_args aa = {
-            .q_stride = width, .q_start = e->dm.q_start,
-            .q_len = e->dm.q_len, .key_len = e->dm.key_len, .kv_cached = e->dm.kv_cached,
-            .page_off = e->dm.page_off, .pages = e->dm.pages, .tiles = e->dm.tiles,
-            .num_tiles = p->num_tiles, .H = H, .Hkv = Hkv, .d = d, .page_tokens = page_tokens,
-            .page_shift = __builtin_ctz((unsigned)page_tokens), .kv_stride = stateless ? width : 0,
-            .block_size = e->attn_block, .scale = 1.0f / sqrtf((float)d), .ws = e->attn_ws,
-            .ws_bytes = ATTN_WORKSPACE, .T = T, .max_key_len = p->max_key_len, .impl = e->o.attention,
-            .min_q_len = p->min_q, .max_q_len = p->max_q, .long_tiles = p->long_tiles,
-            .long_rows = p->long_rows, .wg_tiles = p->wg_tiles};
+        struct k_attn_args aa = attn_args(e, p, &e->dm);
         for (int L = 0; L < layers; L++) {
             bf16_t *hn = BUF(a->norm1[L]), *qkv = BUF(a->qkv[L]), *att = BUF(a->att[L]), *hn2 = BUF(a->norm2[L]);
             /* the pool's layer, or (stateless) the K/V columns of the qkv rows themselves */
@@ -682,7 +829,7 @@ static int forward(struct eng *e, struct ts_err *err)
             if (runs(e, OP_NORM))
                 KL(k_rmsnorm(hn2, x, W(e, W_FFN_NORM, L), T, h, RMS_EPS, st));
             mark(e, OP_NORM);
-            if (ffn(e, L, x, hn2, err))
+            if (ffn(e, L, x, hn2, T, 1.f, err))
                 return -1;
         }
     }
@@ -753,6 +900,22 @@ static int select_fits(const struct eng *e, const struct step_desc *sd, struct t
     return 0;
 }
 
+/* Whether a layered step's probes fit the value check (and its trace, where one is kept). */
+static int fc_probes_refused(const struct eng *e, const struct step_desc *sd, struct ts_err *err)
+{
+    int64_t n = 0, most = 0;
+    for (int32_t s = 0; s < sd->num_segs; s++) {
+        n += sd->segs[s].probe > 0;
+        most = TS_MAX(most, (int64_t)sd->segs[s].probe);
+    }
+    if (most > K_FC_MAX_PROBE)
+        return ts_fail(err, "step refused: a segment probes %lld rows, more than the value check's %d",
+                       (long long)most, K_FC_MAX_PROBE);
+    if (e->pick_trace && (int64_t)e->m.num_layers * n * most * 4 > PICK_TRACE)
+        return ts_fail(err, "step refused: its picked rows' trace exceeds the %d MiB kept for it", PICK_TRACE >> 20);
+    return 0;
+}
+
 /* Plans and maps the step's activations, then (run = true) reserves its KV pages and uploads its
  * arrays; nothing changes when the step is refused. 1: out of device memory. */
 static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct ts_err *err)
@@ -763,9 +926,16 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
     if (sd->tot.sel_segs > 0 && (sd->select_kernel < 1 || sd->select_kernel % 2 == 0))
         return ts_fail(err, "step refused: select_kernel %d (the selection's pooling window must be odd)",
                        sd->select_kernel);
-    if (sd->tot.q_tokens > e->o.max_tokens)
+    const bool layered = eng_plan_layered(sd);
+    if (sd->tot.q_tokens > e->o.max_tokens || (layered && sd->tot.rows > e->o.max_tokens))
         return ts_fail(err, "step refused: %lld packed tokens exceed the workspace (%d tokens; raise "
-                            "--max-tokens)", (long long)sd->tot.q_tokens, e->o.max_tokens);
+                            "--max-tokens)", (long long)TS_MAX(sd->tot.q_tokens, layered ? sd->tot.rows : 0),
+                       e->o.max_tokens);
+    if (layered && (e->o.stateless || !e->o.feature_cache))
+        return ts_fail(err, "step refused: its rows differ by layer (a feature cache, front shapes, probes or "
+                            "carried rows), which an engine made without a feature cache does not run");
+    if (layered && fc_probes_refused(e, sd, err))
+        return -1;
     struct og_shape s = step_shape(e, sd);
     if (plan_activations(e, &s, err))
         return -1;
@@ -785,6 +955,7 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
         upload_plan(e, err))
         return -1;
     e->attn_block = sd->attn_block;
+    e->front_layers = step_front_layers(sd, e->m.num_layers);
     e->select_heads = sd->select_heads;
     e->select_kernel = sd->select_kernel;
     if (e->poison_next) {
@@ -1016,6 +1187,20 @@ int eng_poison_workspace(struct eng *e, struct ts_err *err)
 {
     (void)err;
     e->poison_next = true;
+    return 0;
+}
+
+int eng_picks(struct eng *e, int32_t *dst, int64_t n, int *max_probe, struct ts_err *err)
+{
+    const struct eng_plan *p = &e->plan;
+    const int64_t need = (int64_t)e->m.num_layers * p->num_probe * p->max_probe;
+    if (!e->pick_trace)
+        return ts_fail(err, "engine: no picked rows kept (eng_opts.trace_selection and feature_cache)");
+    if (need > n)
+        return ts_fail(err, "engine: %lld picked-row entries do not fit the %lld given", (long long)need, (long long)n);
+    *max_probe = p->max_probe;
+    if (need)
+        CU(cudaMemcpy(dst, e->pick_trace, sizeof(int32_t) * (size_t)need, cudaMemcpyDeviceToHost));
     return 0;
 }
 

@@ -94,6 +94,16 @@ void eng_plan_free(struct eng_plan *p)
     free(p->tiles);
     free(p->logit_idx);
     free(p->sel);
+    free(p->x_ids);
+    free(p->x_slot);
+    free(p->x_comp);
+    free(p->c_row);
+    free(p->probe);
+    free(p->probe_idx);
+    if (p->front) {
+        eng_plan_free(p->front);
+        free(p->front);
+    }
     memset(p, 0, sizeof *p);
 }
 
@@ -124,58 +134,84 @@ static int32_t add_selection(struct eng_plan *p, const struct eng_kv *kv, const 
     return nref + npages;
 }
 
-int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
-                   int32_t vocab, uint64_t seed, struct ts_err *err)
+bool eng_plan_layered(const struct step_desc *sd)
 {
-    const int32_t S = sd->num_segs;
-    int64_t T = sd->tot.q_tokens, R = sd->tot.logit_rows;
-    const int32_t page_tokens = kv ? kv->page_tokens : 1;
-    /* what the engine does not run yet: per-layer shapes and a feature cache (dLLM-Cache, FOCUS) */
-    if (sd->cache_outputs)
-        return ts_fail(err, "step refused: the engine keeps no feature cache (dLLM-Cache's attention and FFN "
-                            "outputs); price such runs with the cost model");
-    for (int32_t s = 0; s < S; s++)
-        if (sd->segs[s].q_front > 0 || sd->segs[s].probe > 0 || sd->segs[s].carry > 0)
-            return ts_fail(err, "step refused: request %d's segment has %s, which the engine does not run; price "
-                                "such runs with the cost model", sd->segs[s].req_id,
-                           sd->segs[s].q_front > 0 ? "a front shape (q_front)" : "probe or carried rows");
-    /* check the pool first, so that a refused step changes nothing */
-    int64_t need_pages = 0;
-    for (int32_t s = 0; s < S && !kv; s++)
-        if (sd->segs[s].kv > 0 || sd->segs[s].keep > 0)
-            return ts_fail(err, "step refused: request %d %s, but the engine is stateless (no KV pool)",
-                           sd->segs[s].req_id, sd->segs[s].kv > 0 ? "reads cached tokens" : "selects tokens to keep");
-    for (int32_t s = 0; s < S && kv; s++) {
+    return sd->cache_outputs || sd->tot.split_segs > 0 || sd->tot.probe_tokens > 0 || sd->tot.carry_tokens > 0;
+}
+
+/* What the engine cannot run of segment g of a layered step, or NULL. */
+static const char *layered_refusal(const struct segment *g)
+{
+    const int64_t rows = segment_rows(g);
+    if (g->keep > 0)
+        return "a sparse selection beside per-layer shapes";
+    if ((int64_t)g->kv + g->q != rows)
+        return "cached keys other than its own rows (kv + q differs from its rows)";
+    if (g->q_front > 0 && (int64_t)g->kv_front + g->q_front != rows)
+        return "a front shape whose keys are not its own rows (kv_front + q_front differs from its rows)";
+    return NULL;
+}
+
+/* The refusals of a step the engine does not run; 0 when it runs (the pool's room aside). */
+static int plan_refusal(const struct step_desc *sd, const struct eng_kv *kv, struct ts_err *err)
+{
+    const bool layered = eng_plan_layered(sd);
+    for (int32_t s = 0; s < sd->num_segs; s++) {
         const struct segment *g = &sd->segs[s];
-        int32_t have = g->req_id < kv->num_reqs ? kv->reqs[g->req_id].num_pages : 0;
-        int32_t want = (key_base(g, kv->page_tokens) + g->kv + g->q + kv->page_tokens - 1) / kv->page_tokens;
-        for (int32_t t = 0; t < s; t++) /* a request twice in one step is a scheduler bug */
-            TS_ASSERTF(sd->segs[t].req_id != g->req_id, "request %d twice in a step", g->req_id);
-        need_pages += TS_MAX(want - have, 0);
+        const char *why = layered ? layered_refusal(g) : NULL;
+        if (why)
+            return ts_fail(err, "step refused: request %d's segment has %s, which the engine does not run; price "
+                                "such runs with the cost model", g->req_id, why);
+        if (!kv && (g->kv > 0 || g->keep > 0 || layered))
+            return ts_fail(err, "step refused: request %d %s, but the engine is stateless (no KV pool)", g->req_id,
+                           g->kv > 0 ? "reads cached tokens" : g->keep > 0 ? "selects tokens to keep"
+                                                                           : "has per-layer shapes");
     }
-    if (kv && need_pages > kv->num_free)
-        return ts_fail(err, "step refused: its segments need %lld more KV pages, %d of %d are free",
-                       (long long)need_pages, kv->num_free, kv->num_pages);
-    void **const per_token[] = {(void **)&p->tok_pos, (void **)&p->tok_slot, (void **)&p->tok_ids};
+    return 0;
+}
+
+/* The token id at a request's position: a hash, so that a replay is deterministic. */
+static int32_t token_id(uint64_t seed, int32_t req, int32_t pos, int32_t vocab)
+{
+    uint64_t h = ts_mix64(seed ^ ts_mix64(((uint64_t)(uint32_t)req << 32) | (uint32_t)pos));
+    return (int32_t)(h % (uint64_t)vocab);
+}
+
+/* Fills p's per-token and per-segment arrays for the rows each segment computes: a plain step's q
+ * rows, or a layered step's at its front layers (front) or later ones (x0[s]: segment s's first
+ * hidden row; layered only). The pool holds each segment's keys already. */
+static void fill_rows(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd, int32_t vocab, uint64_t seed,
+                      const int32_t *x0, bool front)
+{
+    const int32_t S = sd->num_segs, page_tokens = kv ? kv->page_tokens : 1;
+    int64_t T = 0;
+    for (int32_t s = 0; s < S; s++) {
+        int32_t q, kvn, w;
+        segment_layer_shape(&sd->segs[s], front, &q, &kvn, &w);
+        T += q;
+    }
+    void **const per_token[] = {(void **)&p->tok_pos, (void **)&p->tok_slot, (void **)&p->tok_ids, (void **)&p->c_row};
     void **const per_seg[] = {(void **)&p->q_start, (void **)&p->q_len, (void **)&p->key_len,
                               (void **)&p->kv_cached, (void **)&p->page_off};
-    ts_grow_group(per_token, 3, &p->cap_T, (size_t)T, sizeof(int32_t));
+    ts_grow_group(per_token, 4, &p->cap_T, (size_t)T, sizeof(int32_t));
     ts_grow_group(per_seg, 5, &p->cap_S, (size_t)S, sizeof(int32_t));
-    ts_grow((void **)&p->logit_idx, &p->cap_R, (size_t)R, sizeof(int32_t));
-
-    int32_t row = 0, nref = 0, ntiles = 0, r = 0, max_keys = 0, min_q = INT32_MAX, max_q = 0;
+    int32_t row = 0, nref = 0, max_keys = 0, min_q = INT32_MAX, max_q = 0;
     p->num_sel = p->max_cand = p->max_keep = 0;
     for (int32_t s = 0; s < S; s++) {
         const struct segment *g = &sd->segs[s];
-        int32_t keys = g->kv + g->q, base = kv ? key_base(g, kv->page_tokens) : 0;
+        int32_t q, kvn, w;
+        segment_layer_shape(g, front, &q, &kvn, &w);
+        const int32_t keys = kvn + q, base = kv ? key_base(g, kv->page_tokens) : 0;
+        /* a probing segment's later layers: its first q - picked rows, then the picked ones (their
+         * placeholders the last picked rows) */
+        const int32_t fixed = x0 && !front && g->probe > 0 ? q - g->picked : 0;
         max_keys = TS_MAX(max_keys, keys);
-        min_q = TS_MIN(min_q, g->q);
-        max_q = TS_MAX(max_q, g->q);
-        TS_ASSERT(!kv || eng_kv_reserve(kv, g->req_id, base + keys, NULL) == 0);
+        min_q = TS_MIN(min_q, q);
+        max_q = TS_MAX(max_q, q);
         p->q_start[s] = row;
-        p->q_len[s] = g->q;
+        p->q_len[s] = q;
         p->key_len[s] = keys;
-        p->kv_cached[s] = g->kv;
+        p->kv_cached[s] = kvn;
         p->page_off[s] = nref;
         int32_t npages = (keys + page_tokens - 1) / page_tokens;
         ts_grow((void **)&p->pages, &p->cap_pages, (size_t)(nref + npages), sizeof(int32_t));
@@ -188,33 +224,152 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
         nref += npages;
         if (g->keep > 0)
             nref = add_selection(p, kv, g, s, nref);
-        for (int32_t i = 0; i < g->q; i++) {
-            int32_t pos = g->kv + i;
+        for (int32_t i = 0; i < q; i++) {
+            const int32_t pos = i < fixed ? i : kvn + i;
             p->tok_pos[row + i] = pos;
             p->tok_slot[row + i] = kv ? eng_kv_slot(kv, g->req_id, base + pos) : row + i;
-            uint64_t h = ts_mix64(seed ^ ts_mix64(((uint64_t)(uint32_t)g->req_id << 32) | (uint32_t)pos));
-            p->tok_ids[row + i] = (int32_t)(h % (uint64_t)vocab);
+            p->tok_ids[row + i] = token_id(seed, g->req_id, pos, vocab);
+            if (x0) {
+                p->c_row[row + i] = x0[s] + pos;
+                p->x_comp[x0[s] + pos] = row + i;
+            }
         }
-        for (int32_t i = g->q - g->logit_rows; i < g->q; i++)
-            p->logit_idx[r++] = row + i;
-        row += g->q;
+        row += q;
     }
-    /* the query tiles in the order the attention kernels want (attn_tiles) */
-    for (int32_t s = 0; s < S; s++)
-        ntiles += (sd->segs[s].q + ATTN_TILE_M - 1) / ATTN_TILE_M;
-    ts_grow((void **)&p->tiles, &p->cap_tiles, (size_t)(2 * ntiles), sizeof(int32_t));
-    int long_tiles = 0, long_rows = 0, wg_tiles = 0;
-    ntiles = attn_tiles(S, p->q_len, p->tiles, &long_tiles, &long_rows, &wg_tiles);
     p->T = (int32_t)T;
     p->S = S;
-    p->R = (int32_t)R;
-    p->num_tiles = ntiles;
     p->num_page_refs = nref;
     p->max_key_len = max_keys;
     p->min_q = S > 0 ? min_q : 0;
     p->max_q = max_q;
-    p->long_tiles = long_tiles;
-    p->long_rows = long_rows;
-    p->wg_tiles = wg_tiles;
+}
+
+/* The query tiles in the order the attention kernels want (attn_tiles). */
+static void fill_tiles(struct eng_plan *p)
+{
+    int32_t ntiles = 0;
+    for (int32_t s = 0; s < p->S; s++)
+        ntiles += (p->q_len[s] + ATTN_TILE_M - 1) / ATTN_TILE_M;
+    ts_grow((void **)&p->tiles, &p->cap_tiles, (size_t)(2 * ntiles), sizeof(int32_t));
+    p->num_tiles = attn_tiles(p->S, p->q_len, p->tiles, &p->long_tiles, &p->long_rows, &p->wg_tiles);
+}
+
+/* A layered step's hidden rows: ids, slots, x_comp (every row -1 before fill_rows marks the computed
+ * ones), the probes and the logit rows (each segment's last logit_rows hidden rows). */
+static void fill_hidden(struct eng_plan *p, struct eng_plan *fp, struct eng_kv *kv, const struct step_desc *sd,
+                        int32_t vocab, uint64_t seed, int32_t *x0)
+{
+    const int32_t X = (int32_t)sd->tot.rows;
+    void **const per_row[] = {(void **)&p->x_ids, (void **)&p->x_slot, (void **)&p->x_comp};
+    ts_grow_group(per_row, 3, &p->cap_X, (size_t)X, sizeof(int32_t));
+    if (fp)
+        ts_grow((void **)&fp->x_comp, &fp->cap_X, (size_t)X, sizeof(int32_t));
+    int32_t np = 0, nprobe = 0, r = 0;
+    p->max_probe = 0;
+    for (int32_t s = 0, x = 0; s < sd->num_segs; s++) {
+        const struct segment *g = &sd->segs[s];
+        const int32_t rows = segment_rows(g);
+        x0[s] = x;
+        for (int32_t i = 0; i < rows; i++) {
+            p->x_ids[x + i] = token_id(seed, g->req_id, i, vocab);
+            p->x_slot[x + i] = eng_kv_slot(kv, g->req_id, i);
+        }
+        for (int32_t i = rows - g->logit_rows; i < rows; i++)
+            p->logit_idx[r++] = x + i;
+        if (g->probe > 0) {
+            ts_grow((void **)&p->probe, &p->cap_probe, (size_t)(5 * (np + 1)), sizeof(int32_t));
+            ts_grow((void **)&p->probe_idx, &p->cap_probe_idx, (size_t)(nprobe + g->probe), sizeof(int32_t));
+            int32_t *f = p->probe + 5 * np++;
+            f[0] = x + rows - g->probe;
+            f[1] = g->probe;
+            f[2] = g->picked;
+            f[3] = -1; /* fill_rows' computed rows come later */
+            f[4] = rows - g->probe;
+            for (int32_t i = 0; i < g->probe; i++)
+                p->probe_idx[nprobe + i] = f[0] + i;
+            nprobe += g->probe;
+            p->max_probe = TS_MAX(p->max_probe, g->probe);
+        }
+        x += rows;
+    }
+    for (int32_t i = 0; i < X; i++)
+        p->x_comp[i] = -1;
+    if (fp)
+        for (int32_t i = 0; i < X; i++)
+            fp->x_comp[i] = -1;
+    p->X = X;
+    p->num_probe = np;
+    p->probe_rows = nprobe;
+}
+
+int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
+                   int32_t vocab, uint64_t seed, struct ts_err *err)
+{
+    const int32_t S = sd->num_segs;
+    const bool layered = eng_plan_layered(sd);
+    if (plan_refusal(sd, kv, err))
+        return -1;
+    /* check the pool first, so that a refused step changes nothing */
+    int64_t need_pages = 0;
+    for (int32_t s = 0; s < S && kv; s++) {
+        const struct segment *g = &sd->segs[s];
+        int32_t have = g->req_id < kv->num_reqs ? kv->reqs[g->req_id].num_pages : 0;
+        int32_t keys = layered ? segment_rows(g) : key_base(g, kv->page_tokens) + g->kv + g->q;
+        int32_t want = (keys + kv->page_tokens - 1) / kv->page_tokens;
+        for (int32_t t = 0; t < s; t++) /* a request twice in one step is a scheduler bug */
+            TS_ASSERTF(sd->segs[t].req_id != g->req_id, "request %d twice in a step", g->req_id);
+        need_pages += TS_MAX(want - have, 0);
+    }
+    if (kv && need_pages > kv->num_free)
+        return ts_fail(err, "step refused: its segments need %lld more KV pages, %d of %d are free",
+                       (long long)need_pages, kv->num_free, kv->num_pages);
+    for (int32_t s = 0; s < S && kv; s++) {
+        const struct segment *g = &sd->segs[s];
+        const int32_t keys = layered ? segment_rows(g) : key_base(g, kv->page_tokens) + g->kv + g->q;
+        TS_ASSERT(eng_kv_reserve(kv, g->req_id, keys, NULL) == 0);
+    }
+    const int64_t R = sd->tot.logit_rows;
+    ts_grow((void **)&p->logit_idx, &p->cap_R, (size_t)R, sizeof(int32_t));
+    p->R = (int32_t)R;
+    p->X = p->num_probe = p->probe_rows = p->max_probe = 0;
+    if (!layered) {
+        fill_rows(p, kv, sd, vocab, seed, NULL, false);
+        for (int32_t s = 0, r = 0; s < S; s++) /* logits: each segment's last logit_rows rows */
+            for (int32_t i = sd->segs[s].q - sd->segs[s].logit_rows; i < sd->segs[s].q; i++)
+                p->logit_idx[r++] = p->q_start[s] + i;
+        fill_tiles(p);
+        if (p->front) {
+            eng_plan_free(p->front);
+            free(p->front);
+            p->front = NULL;
+        }
+        return 0;
+    }
+    const bool front = sd->tot.split_segs > 0 && sd->front_layers > 0;
+    if (front && !p->front) {
+        p->front = xmalloc(sizeof *p->front);
+        eng_plan_init(p->front);
+    }
+    struct eng_plan *fp = front ? p->front : NULL;
+    int32_t *x0 = xmalloc(sizeof *x0 * (size_t)(S ? S : 1));
+    fill_hidden(p, fp, kv, sd, vocab, seed, x0);
+    fill_rows(p, kv, sd, vocab, seed, x0, false);
+    fill_tiles(p);
+    for (int32_t s = 0, n = 0; s < S; s++) /* the picked rows follow each probing segment's fixed ones */
+        if (sd->segs[s].probe > 0) {
+            p->probe[5 * n + 3] = p->q_start[s] + sd->segs[s].q - sd->segs[s].picked;
+            n++;
+        }
+    if (fp) {
+        fill_rows(fp, kv, sd, vocab, seed, x0, true);
+        fill_tiles(fp);
+        fp->R = 0;
+    } else if (p->front) {
+        eng_plan_free(p->front);
+        free(p->front);
+        p->front = NULL;
+    }
+    free(x0);
     return 0;
 }
+

@@ -13,6 +13,17 @@
  * [base, base + q), base = keep rounded up to whole pages, so that its keep selected tokens can be
  * copied to keys [0, keep) (where the Reuse steps after it read them) without touching the
  * candidates; it describes the copy in `sel` (k_select_args.sel's fields).
+ *
+ * A layered step (eng_plan_layered: a feature cache, or segments with front shapes, probe or carried
+ * rows; dLLM-Cache) keeps every hidden row of its segments, X in all (segment_rows each): row i of
+ * a segment sits at position i and key i, so its keys are its rows (kv + q = rows, and kv_front +
+ * q_front = rows where the front shape is given). A layer computes T of them: its plan's rows are
+ * the computed rows (the later layers' here, the front layers' in `front`), c_row says which hidden
+ * row each is, x_comp the reverse (-1: the row rides on its cached outputs). Without a probe the
+ * computed rows are a segment's last q rows. With one, its first q - picked rows and `picked` of its
+ * last probe rows, which each layer chooses on the GPU (their c_row, tok_pos, tok_slot and x_comp
+ * entries are then the device's; the plan's placeholders are the last picked rows). Embedding ids
+ * and logit rows index the hidden rows.
  */
 #ifndef TESSERA_ENG_PLAN_H
 #define TESSERA_ENG_PLAN_H
@@ -61,7 +72,19 @@ struct eng_plan {
     int32_t num_sel, max_cand, max_keep; /* selecting segments, their most candidates and kept */
     int32_t *sel;       /* [num_sel][6]: first scoring row, scoring rows, candidates, keep, the
                          * page_off of the candidates' pages and of the kept tokens' pages */
-    size_t cap_T, cap_S, cap_R, cap_tiles, cap_pages, cap_sel;
+    /* a layered step (X > 0; see above) */
+    int32_t X;          /* hidden rows; 0: not layered (the hidden rows are the T query rows) */
+    int32_t *x_ids, *x_slot; /* [X] token ids; each row's KV slot */
+    int32_t *x_comp;    /* [X] the computed row of each hidden row, or -1 */
+    int32_t *c_row;     /* [T] the hidden row of each computed row */
+    int32_t num_probe, probe_rows, max_probe; /* probing segments, their probe rows summed, the most */
+    int32_t *probe;     /* [num_probe][5]: first hidden row of the probe rows, probe rows, picked, the
+                         * first computed row of the picked ones, the first probe row's position
+                         * (k_fc_pick_args.probe) */
+    int32_t *probe_idx; /* [probe_rows]: the probe rows' hidden rows */
+    struct eng_plan *front; /* the front layers' plan (T, attention, tok_pos, tok_slot, c_row, x_comp;
+                             * owned), or NULL: every layer runs this one */
+    size_t cap_T, cap_S, cap_R, cap_tiles, cap_pages, cap_sel, cap_X, cap_probe, cap_probe_idx;
 };
 
 void eng_plan_init(struct eng_plan *p);
@@ -73,5 +96,7 @@ void eng_plan_free(struct eng_plan *p);
  * segment's rows. */
 int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
                    int32_t vocab, uint64_t seed, struct ts_err *err);
+/* Whether sd is a layered step (see above). */
+bool eng_plan_layered(const struct step_desc *sd);
 
 #endif

@@ -118,7 +118,8 @@ void ref_linear(float *y, const float *x, const float *W, int rows, int in, int 
 /* --- whole steps ------------------------------------------------------------------------- */
 
 struct ref_cache {
-    float *k, *v; /* [layers][cap][Hkv * d] */
+    float *k, *v;   /* [layers][cap][Hkv * d] */
+    float *fa, *ff; /* [layers][cap][h]: each key's attention and FFN outputs (layered steps) */
     int32_t cap;
 };
 
@@ -131,6 +132,9 @@ struct eng_ref {
     const int32_t *forced; /* the next step's kept keys (eng_ref_force_selection), or NULL */
     int forced_keep;
     int64_t rank_missing, rank_kept; /* the forced keys its own ranking would not keep, of all kept */
+    const int32_t *forced_pick; /* the next step's picked rows (eng_ref_force_picks), or NULL */
+    int forced_max_probe;
+    int64_t pick_missing, pick_all; /* the forced picks its own value check would not pick, of all */
 };
 
 const float *eng_ref_weight(const struct eng_ref *r, enum w_kind k, int layer)
@@ -172,6 +176,8 @@ void eng_ref_release(struct eng_ref *r, int32_t req_id)
         return;
     free(r->reqs[req_id].k);
     free(r->reqs[req_id].v);
+    free(r->reqs[req_id].fa);
+    free(r->reqs[req_id].ff);
     memset(&r->reqs[req_id], 0, sizeof r->reqs[req_id]);
 }
 
@@ -197,17 +203,17 @@ static struct ref_cache *cache_for(struct eng_ref *r, int32_t id, int32_t keys)
     }
     struct ref_cache *c = &r->reqs[id];
     if (keys > c->cap) {
-        size_t row = (size_t)r->m.num_kv_heads * r->m.head_dim;
-        float *k = xcalloc((size_t)r->m.num_layers * keys * row, sizeof *k);
-        float *v = xcalloc((size_t)r->m.num_layers * keys * row, sizeof *v);
-        for (int L = 0; L < r->m.num_layers && c->cap > 0; L++) {
-            memcpy(k + (size_t)L * keys * row, c->k + (size_t)L * c->cap * row, sizeof *k * c->cap * row);
-            memcpy(v + (size_t)L * keys * row, c->v + (size_t)L * c->cap * row, sizeof *v * c->cap * row);
+        const size_t row = (size_t)r->m.num_kv_heads * r->m.head_dim, h = (size_t)r->m.hidden;
+        float **const arr[] = {&c->k, &c->v, &c->fa, &c->ff};
+        const size_t width[] = {row, row, h, h};
+        for (size_t a = 0; a < 4; a++) {
+            float *n = xcalloc((size_t)r->m.num_layers * keys * width[a], sizeof *n);
+            for (int L = 0; L < r->m.num_layers && c->cap > 0; L++)
+                memcpy(n + (size_t)L * keys * width[a], *arr[a] + (size_t)L * c->cap * width[a],
+                       sizeof *n * c->cap * width[a]);
+            free(*arr[a]);
+            *arr[a] = n;
         }
-        free(c->k);
-        free(c->v);
-        c->k = k;
-        c->v = v;
         c->cap = keys;
     }
     return c;
@@ -326,6 +332,38 @@ static void ref_select(struct eng_ref *r, const struct step_desc *sd, const floa
     free(idx), free(own);
 }
 
+void ref_fc_pick(const float *vnew, const float *vold, int rows, int kv_dim, int picked, int32_t *pick)
+{
+    struct scored *sc = xmalloc(sizeof *sc * (size_t)(rows ? rows : 1));
+    for (int i = 0; i < rows; i++) {
+        double dot = 0, nn = 0, no = 0;
+        for (int c = 0; c < kv_dim; c++) {
+            const double a = vnew[(size_t)i * kv_dim + c], b = vold[(size_t)i * kv_dim + c];
+            dot += a * b, nn += a * a, no += b * b;
+        }
+        const double s = dot / fmax(sqrt(nn) * sqrt(no), 1e-8);
+        sc[i] = (struct scored){isnan(s) ? INFINITY : -(float)s, i}; /* by_score: the larger first */
+    }
+    qsort(sc, (size_t)rows, sizeof *sc, by_score);
+    for (int k = 0; k < picked; k++)
+        pick[k] = sc[k].j;
+    qsort(pick, (size_t)picked, sizeof *pick, by_key);
+    free(sc);
+}
+
+void eng_ref_force_picks(struct eng_ref *r, const int32_t *idx, int max_probe)
+{
+    r->forced_pick = idx;
+    r->forced_max_probe = max_probe;
+}
+
+double eng_ref_pick_disagreement(struct eng_ref *r)
+{
+    const double f = r->pick_all ? (double)r->pick_missing / (double)r->pick_all : 0;
+    r->pick_missing = r->pick_all = 0;
+    return f;
+}
+
 double eng_ref_ranking_disagreement(struct eng_ref *r)
 {
     const double f = r->rank_kept ? (double)r->rank_missing / (double)r->rank_kept : 0;
@@ -333,22 +371,144 @@ double eng_ref_ranking_disagreement(struct eng_ref *r)
     return f;
 }
 
+/* The n-th probing segment's value check in layer L (f: its eng_plan.probe entry): the probe rows'
+ * new V (their normalised rows projected, plus the bias) compared with the cached V, the picked rows
+ * (its own, or those eng_ref_force_picks gave) made the computed rows crow/cpos from f[3] on, and
+ * every probe row's new V cached. */
+static void ref_pick(struct eng_ref *r, int L, int n, int num_probe, const int32_t *f, const float *x, float *vc,
+                     int32_t *crow, int32_t *cpos)
+{
+    const struct model_cfg *m = &r->m;
+    const int h = m->hidden, qd = m->num_heads * m->head_dim, kvd = m->num_kv_heads * m->head_dim;
+    const int x_first = f[0], rows = f[1], picked = f[2], comp = f[3], pos0 = f[4];
+    float *hp = xmalloc(sizeof *hp * (size_t)rows * h), *vn = xmalloc(sizeof *vn * (size_t)rows * kvd);
+    int32_t *own = xmalloc(sizeof *own * (size_t)picked), *use = own;
+    ref_rmsnorm(hp, x + (size_t)x_first * h, eng_ref_weight(r, W_ATTN_NORM, L), rows, h, RMS_EPS);
+    ref_linear(vn, hp, eng_ref_weight(r, W_QKV, L) + (size_t)(qd + kvd) * h, rows, h, kvd);
+    const float *bias = eng_ref_weight(r, W_QKV_BIAS, L);
+    for (int i = 0; i < rows && bias; i++)
+        for (int c = 0; c < kvd; c++)
+            vn[(size_t)i * kvd + c] += bias[qd + kvd + c];
+    ref_fc_pick(vn, vc + (size_t)pos0 * kvd, rows, kvd, picked, own);
+    if (r->forced_pick) {
+        use = (int32_t *)r->forced_pick + ((size_t)L * num_probe + n) * r->forced_max_probe;
+        for (int j = 0, k = 0; j < picked; j++) { /* both ascending */
+            while (k < picked && own[k] < use[j])
+                k++;
+            r->pick_missing += k == picked || own[k] != use[j];
+        }
+        r->pick_all += picked;
+    }
+    for (int k = 0; k < picked; k++) {
+        crow[comp + k] = x_first + use[k];
+        cpos[comp + k] = pos0 + use[k];
+    }
+    memcpy(vc + (size_t)pos0 * kvd, vn, sizeof *vn * (size_t)rows * kvd);
+    free(hp), free(vn), free(own);
+}
+
+/* One half of a layer's residual over the hidden rows: a computed row's output (out[j], j =
+ * xcomp[row]) is cached at its key and added, every other row adds the one cached there. cache(s, i):
+ * segment s's key i of this layer's half. */
+static void ref_fc_residual(struct eng_ref *r, const struct step_desc *sd, int L, bool ffn, float *x,
+                            const float *out, const int32_t *xcomp)
+{
+    const int h = r->m.hidden;
+    for (int s = 0, x0 = 0; s < sd->num_segs; s++) {
+        struct ref_cache *c = &r->reqs[sd->segs[s].req_id];
+        float *cache = (ffn ? c->ff : c->fa) + (size_t)L * c->cap * h;
+        const int rows = segment_rows(&sd->segs[s]);
+        for (int i = 0; i < rows; i++) {
+            float *xr = x + (size_t)(x0 + i) * h, *cr = cache + (size_t)i * h;
+            const int j = xcomp[x0 + i];
+            if (j >= 0)
+                memcpy(cr, out + (size_t)j * h, sizeof *cr * h);
+            for (int k = 0; k < h; k++)
+                xr[k] += cr[k];
+        }
+        x0 += rows;
+    }
+}
+
+/* A layered step (eng_plan.h): every segment's hidden rows, each layer computing those of its plan
+ * (the front layers' or the later ones', with the picked rows of the value checks). */
+static void ref_step_layered(struct eng_ref *r, const struct step_desc *sd, const struct eng_plan *p, int block_size,
+                             float *x)
+{
+    const struct model_cfg *m = &r->m;
+    const int X = p->X, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim, F = m->ffn;
+    const int width = (H + 2 * Hkv) * d, kvrow = Hkv * d;
+    const int Tmax = TS_MAX(p->T, p->front ? p->front->T : 0);
+    const int nf = p->front ? step_front_layers(sd, m->num_layers) : 0;
+    float *hn = xmalloc(sizeof *hn * (size_t)(Tmax ? Tmax : 1) * h), *qkv = xmalloc(sizeof *qkv * (size_t)(Tmax ? Tmax : 1) * width);
+    float *att = xmalloc(sizeof *att * (size_t)(Tmax ? Tmax : 1) * H * d), *out = xmalloc(sizeof *out * (size_t)(Tmax ? Tmax : 1) * h);
+    float *gu = xmalloc(sizeof *gu * (size_t)(Tmax ? Tmax : 1) * 2 * F), *act = xmalloc(sizeof *act * (size_t)(Tmax ? Tmax : 1) * F);
+    int32_t *crow = xmalloc(sizeof *crow * (size_t)(Tmax ? Tmax : 1)), *cpos = xmalloc(sizeof *cpos * (size_t)(Tmax ? Tmax : 1));
+    int32_t *xcomp = xmalloc(sizeof *xcomp * (size_t)X);
+    for (int s = 0; s < sd->num_segs; s++)
+        cache_for(r, sd->segs[s].req_id, segment_rows(&sd->segs[s]));
+    for (int L = 0; L < m->num_layers; L++) {
+        const struct eng_plan *lp = L < nf ? p->front : p;
+        const int T = lp->T;
+        memcpy(crow, lp->c_row, sizeof *crow * (size_t)T);
+        memcpy(cpos, lp->tok_pos, sizeof *cpos * (size_t)T);
+        if (lp == p)
+            for (int s = 0, n = 0; s < sd->num_segs; s++) {
+                if (sd->segs[s].probe == 0)
+                    continue;
+                struct ref_cache *c = &r->reqs[sd->segs[s].req_id];
+                ref_pick(r, L, n, p->num_probe, p->probe + 5 * n, x, c->v + (size_t)L * c->cap * kvrow, crow, cpos);
+                n++;
+            }
+        for (int i = 0; i < X; i++)
+            xcomp[i] = -1;
+        for (int j = 0; j < T; j++) {
+            xcomp[crow[j]] = j;
+            ref_rmsnorm(hn + (size_t)j * h, x + (size_t)crow[j] * h, eng_ref_weight(r, W_ATTN_NORM, L), 1, h, RMS_EPS);
+        }
+        ref_linear(qkv, hn, eng_ref_weight(r, W_QKV, L), T, h, width);
+        ref_qkv_rope(qkv, eng_ref_weight(r, W_QKV_BIAS, L), cpos, T, H, Hkv, d, (float)m->rope_theta);
+        for (int s = 0; s < lp->S; s++) {
+            struct ref_cache *c = &r->reqs[sd->segs[s].req_id];
+            float *kc = c->k + (size_t)L * c->cap * kvrow, *vc = c->v + (size_t)L * c->cap * kvrow;
+            for (int i = 0; i < lp->q_len[s]; i++) { /* a computed row's key is its position */
+                const int j = lp->q_start[s] + i;
+                memcpy(kc + (size_t)cpos[j] * kvrow, qkv + (size_t)j * width + H * d, sizeof *kc * kvrow);
+                memcpy(vc + (size_t)cpos[j] * kvrow, qkv + (size_t)j * width + (H + Hkv) * d, sizeof *vc * kvrow);
+            }
+            ref_attention(att + (size_t)lp->q_start[s] * H * d, qkv + (size_t)lp->q_start[s] * width, width, kc, vc,
+                          lp->q_len[s], lp->key_len[s], lp->kv_cached[s], H, Hkv, d, block_size, 1.0f / sqrtf((float)d));
+        }
+        ref_linear(out, att, eng_ref_weight(r, W_O, L), T, H * d, h);
+        ref_fc_residual(r, sd, L, false, x, out, xcomp);
+        for (int j = 0; j < T; j++)
+            ref_rmsnorm(hn + (size_t)j * h, x + (size_t)crow[j] * h, eng_ref_weight(r, W_FFN_NORM, L), 1, h, RMS_EPS);
+        ref_linear(gu, hn, eng_ref_weight(r, W_GU, L), T, h, 2 * F);
+        ref_swiglu(act, gu, T, F);
+        ref_linear(out, act, eng_ref_weight(r, W_DOWN, L), T, F, h);
+        ref_fc_residual(r, sd, L, true, x, out, xcomp);
+    }
+    free(hn), free(qkv), free(att), free(out), free(gu), free(act), free(crow), free(cpos), free(xcomp);
+}
+
 void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct eng_plan *p,
                   int block_size, float *hidden, int32_t *tok, float *maxv, float *conf)
 {
     const struct model_cfg *m = &r->m;
     const int T = p->T, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
-    const int F = m->ffn, V = m->vocab, width = (H + 2 * Hkv) * d, kvrow = Hkv * d;
-    float *x = xmalloc(sizeof *x * (size_t)T * h), *hn = xmalloc(sizeof *hn * (size_t)T * h);
+    const int F = m->ffn, V = m->vocab, width = (H + 2 * Hkv) * d, kvrow = Hkv * d, X = p->X > 0 ? p->X : T;
+    float *x = xmalloc(sizeof *x * (size_t)(X ? X : 1) * h), *hn = xmalloc(sizeof *hn * (size_t)T * h);
     float *qkv = xmalloc(sizeof *qkv * (size_t)T * width), *att = xmalloc(sizeof *att * (size_t)T * H * d);
     float *tmp = xmalloc(sizeof *tmp * (size_t)T * TS_MAX(h, 2 * F));
     float *act = xmalloc(sizeof *act * (size_t)T * F);
     const float *emb = eng_ref_weight(r, W_EMB, -1);
-    for (int t = 0; t < T; t++)
-        memcpy(x + (size_t)t * h, emb + (size_t)p->tok_ids[t] * h, sizeof *x * h);
-    for (int s = 0; s < p->S; s++)
+    for (int t = 0; t < X; t++)
+        memcpy(x + (size_t)t * h, emb + (size_t)(p->X > 0 ? p->x_ids : p->tok_ids)[t] * h, sizeof *x * h);
+    if (p->X > 0)
+        ref_step_layered(r, sd, p, block_size, x);
+    for (int s = 0; s < p->S && p->X == 0; s++)
         cache_for(r, sd->segs[s].req_id, p->key_len[s]);
-    for (int L = 0; L < m->num_layers; L++) {
+    for (int L = 0; L < m->num_layers && p->X == 0; L++) {
         int nsel = 0;
         ref_rmsnorm(hn, x, eng_ref_weight(r, W_ATTN_NORM, L), T, h, RMS_EPS);
         ref_linear(qkv, hn, eng_ref_weight(r, W_QKV, L), T, h, width);
@@ -400,4 +560,5 @@ void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct en
     free(hr);
     free(logits);
     r->forced = NULL;
+    r->forced_pick = NULL;
 }

@@ -38,6 +38,10 @@ void ref_kv_rank(const float *q, int q_stride, int score_rows, const float *k, i
                  int d, int kernel, int per_head, int32_t *idx);
 /* The move alone: kept keys idx [sets][keep] (ascending in each set) to keys 0..keep-1. */
 void ref_kv_compact(float *k, float *v, const int32_t *idx, int keep, int Hkv, int d, int per_head);
+/* dLLM-Cache's value check (k_fc_pick's reference): of rows new V rows vnew and cached ones vold
+ * [rows, kv_dim], the `picked` least cosine-similar (NaN first, ties: the lower row) into pick,
+ * ascending. */
+void ref_fc_pick(const float *vnew, const float *vold, int rows, int kv_dim, int picked, int32_t *pick);
 void ref_argmax_conf(const float *logits, int rows, int V, int32_t *tok, float *maxv, float *conf);
 /* y[rows, out] = x[rows, in] W^T for W [out, in]. */
 void ref_linear(float *y, const float *x, const float *W, int rows, int in, int out);
@@ -50,7 +54,8 @@ struct eng_ref;
 int eng_ref_create(const struct model_cfg *m, const bf16_t *weights, uint64_t seed,
                    struct eng_ref **out, struct ts_err *err);
 void eng_ref_destroy(struct eng_ref *r);
-/* Runs the step planned in p (token ids, positions, logit rows). Outputs per logit row: the final
+/* Runs the step planned in p (token ids, positions, logit rows; a layered step's hidden rows, its
+ * feature cache and value checks as the engine's, eng_plan.h). Outputs per logit row: the final
  * normalised hidden [R, h] (may be NULL), argmax, max logit and confidence. */
 void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct eng_plan *p,
                   int block_size, float *hidden, int32_t *tok, float *maxv, float *conf);
@@ -59,6 +64,11 @@ void eng_ref_release(struct eng_ref *r, int32_t req_id);
  * segments, in step order][sets][max_keep], as eng_selection gives the engine's (the caller keeps
  * it until that step returns). */
 void eng_ref_force_selection(struct eng_ref *r, const int32_t *idx, int max_keep);
+/* The next eng_ref_step picks these rows in its value checks instead of its own: idx [layers][probing
+ * segments][max_probe], as eng_picks gives the engine's (kept by the caller until that step returns). */
+void eng_ref_force_picks(struct eng_ref *r, const int32_t *idx, int max_probe);
+/* Of the rows forced on it since the last call, the share its own value check would not have picked. */
+double eng_ref_pick_disagreement(struct eng_ref *r);
 /* Of the keys forced on it since the last call, the share its own ranking would not have kept. */
 double eng_ref_ranking_disagreement(struct eng_ref *r);
 const float *eng_ref_weight(const struct eng_ref *r, enum w_kind k, int layer);

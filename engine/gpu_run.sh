@@ -17,6 +17,10 @@
 #             step (select-share.txt), live runs of both selections priced by it, and sparse Reuse
 #             steps benched beside the dense ones they replace (16 x 32 over 8,192 cached keys, and
 #             over the 4,096 of r = 0.5 and 2,048 of r = 0.25)
+#   fc        dLLM-Cache's feature cache: engine check --only fc on both kernel paths, a live
+#             dllm-cache run on LLaDA-8B priced by the shipped calibration, and the same schedule
+#             simulated (OUT/sim-fc.db) and replayed with per-op times (engine_step_ops), summarised
+#             by kind of step (fc-fidelity.txt); FC_ARGS replaces the workload options
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]}
@@ -52,6 +56,45 @@ for r in sqlite3.connect(sys.argv[1]).execute("SELECT segs, q, keep, sel_heads, 
     tail -30 "$o/bench-sparse.txt"
 }
 
+# the feature-cache part (see the header)
+fc_part() {
+    local o=$1 t=./$b/tessera
+    export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
+    $t engine check --only fc >"$o/check-fc.txt" 2>&1 || { cat "$o/check-fc.txt"; return 1; }
+    TESSERA_KERNELS=portable $t engine check --only fc >"$o/check-fc-portable.txt" 2>&1 ||
+        { cat "$o/check-fc-portable.txt"; return 1; }
+    tail -1 "$o/check-fc.txt" "$o/check-fc-portable.txt"
+    local args=${FC_ARGS:---requests 16 --rps 4 --gen-len 256 --lengths fixed:300,256}
+    $t sim --policy dllm-cache $args --cost calibrated --executor gpu --no-progress >"$o/live-fc.txt" 2>&1 ||
+        { cat "$o/live-fc.txt"; return 1; }
+    grep -E "live|throughput|time by op" "$o/live-fc.txt"
+    $t sim --policy dllm-cache $args --cost calibrated --no-progress --quiet --db "$o/sim-fc.db" >/dev/null || return 1
+    $t engine replay --db "$o/sim-fc.db" --ops >"$o/replay-fc.txt" 2>&1 || { cat "$o/replay-fc.txt"; return 1; }
+    tail -3 "$o/replay-fc.txt"
+    python3 - "$o/sim-fc.db" >"$o/fc-fidelity.txt" <<'PY' || return 1
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+# each step's shape class: whole refresh, response refresh, partial update (by its segments)
+rows = db.execute("""SELECT e.step_id, e.measured_ns * 1e-6, e.predicted_ns * 1e-6,
+    (SELECT group_concat(DISTINCT CASE WHEN g.probe > 0 THEN 'partial' WHEN g.carry > 0 THEN 'response'
+                                  ELSE 'whole' END) FROM segments g WHERE g.run_id = e.run_id AND g.step_id = e.step_id)
+    FROM engine_steps e ORDER BY e.step_id""").fetchall()
+by = {}
+for step, meas, pred, kind in rows[1:]:
+    by.setdefault(kind, []).append((meas, pred))
+print("kind steps measured_ms(mean) predicted_ms(mean) mape_%")
+for kind, v in sorted(by.items()):
+    n = len(v)
+    print(kind, n, "%.3f %.3f %.2f" % (sum(m for m, _ in v) / n, sum(p for _, p in v) / n,
+          100 * sum(abs(p - m) / m for m, p in v) / n))
+print("op ms_per_step(partial steps, measured)")
+for op, ms in db.execute("""SELECT o.op, avg(o.ms) FROM engine_step_ops o WHERE o.step_id IN (SELECT step_id FROM
+        segments WHERE probe > 0) GROUP BY o.op ORDER BY 2 DESC"""):
+    print(op, "%.3f" % ms)
+PY
+    cat "$o/fc-fidelity.txt"
+}
+
 rc=0
 for p in $parts; do
     case $p in
@@ -81,8 +124,9 @@ for p in $parts; do
                echo "racecheck: $(grep -c '  ok$' "$out/sanitizer-racecheck.txt") checks ok"
                tail -2 "$out/sanitizer-racecheck.txt" ;;
         sparse) sparse_part "$out" || rc=1 ;;
+        fc) fc_part "$out" || rc=1 ;;
         memcheck) ;;
-        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse)" >&2; exit 2 ;;
+        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, fc)" >&2; exit 2 ;;
     esac
 done
 exit $rc

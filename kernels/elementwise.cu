@@ -86,11 +86,12 @@ extern "C" int k_bf16_to_f32(float *dst, const bf16_t *src, int64_t n, k_stream 
                          dst, src, n);
 }
 
-/* One block per row; each thread owns 8-element vectors. */
-static __global__ void rmsnorm_kernel(bf16_t *out, const bf16_t *in, const bf16_t *w, int h, float eps)
+/* One block per row (of in, or row idx[row] of it); each thread owns 8-element vectors. */
+static __global__ void rmsnorm_kernel(bf16_t *out, const bf16_t *in, const bf16_t *w, const int32_t *idx, int h,
+                                      float eps)
 {
     griddep_wait();
-    const bf16_t *x = in + (size_t)blockIdx.x * h;
+    const bf16_t *x = in + (size_t)(idx ? idx[blockIdx.x] : (int32_t)blockIdx.x) * h;
     bf16_t *y = out + (size_t)blockIdx.x * h;
     float ss = 0.f;
     for (int c = threadIdx.x * 8; c < h; c += blockDim.x * 8) {
@@ -144,7 +145,17 @@ extern "C" int k_rmsnorm(bf16_t *out, const bf16_t *in, const bf16_t *w, int row
         return (int)cudaErrorInvalidValue;
     if (rows <= 0)
         return 0;
-    return (int)k_launch(rmsnorm_kernel, dim3(rows), dim3(threads_for(h)), 0, stream, out, in, w, h, eps);
+    return k_rmsnorm_rows(out, in, w, NULL, rows, h, eps, stream);
+}
+
+extern "C" int k_rmsnorm_rows(bf16_t *out, const bf16_t *in, const bf16_t *w, const int32_t *idx, int rows, int h,
+                              float eps, k_stream stream)
+{
+    if (h % 8)
+        return (int)cudaErrorInvalidValue;
+    if (rows <= 0)
+        return 0;
+    return (int)k_launch(rmsnorm_kernel, dim3(rows), dim3(threads_for(h)), 0, stream, out, in, w, idx, h, eps);
 }
 
 static __global__ void gather_kernel(bf16_t *out, const bf16_t *in, const int32_t *idx, int h)

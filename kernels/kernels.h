@@ -43,6 +43,10 @@ int k_bf16_to_f32(float *dst, const bf16_t *src, int64_t n, k_stream stream);
 int k_rmsnorm(bf16_t *out, const bf16_t *in, const bf16_t *w, int rows, int h, float eps,
               k_stream stream);
 
+/* The same over gathered rows: out[t] = rmsnorm(in[idx[t]]) (idx NULL: in[t]). */
+int k_rmsnorm_rows(bf16_t *out, const bf16_t *in, const bf16_t *w, const int32_t *idx, int rows, int h, float eps,
+                   k_stream stream);
+
 /* Embedding gather: x[t] = table[ids[t]]. */
 int k_embed(bf16_t *x, const bf16_t *table, const int32_t *ids, int rows, int h, k_stream stream);
 
@@ -219,6 +223,37 @@ struct k_select_args {
 int64_t k_kv_select_ws_bytes(int num_sel, int max_cand, int max_keep, int H, int Hkv, int d, int per_head);
 int k_kv_select(const struct k_select_args *a, k_stream stream);
 const int32_t *k_kv_select_idx(const struct k_select_args *a);
+
+/*
+ * dLLM-Cache's feature cache (feat_cache.cu). The cache holds, per layer and pool slot, a token's
+ * attention output and FFN output, [slots, h] bf16 each. A layered step (eng_plan.h) keeps X hidden
+ * rows x; a layer computes some of them (computed row j is hidden row c_row[j]; x_comp the reverse,
+ * -1 for a row that rides on its cached outputs).
+ *
+ * k_fc_pick: each probing segment's value check, per layer, before its QKV. vnew [probe rows,
+ * kv_dim] is the V projection (no bias) of the normalised probe rows in probe_idx order; each row's
+ * cosine similarity with the V its slot holds (NaN there: -inf) ranks it (ties: the lower row) and
+ * the `picked` least similar become the segment's computed rows from its comp-th on, in row order:
+ * their c_row, tok_pos (the first probe row's position + i), tok_slot and x_comp are written, x_comp
+ * of the others -1. Then every probe row's new V (plus the bias's V part, if any) is stored in its
+ * slot. probe: [num_probe][5] (first hidden row, probe rows, picked, comp, first position);
+ * trace (NULL: none) gets each segment's picked rows (indices into its probe rows) at
+ * trace[n * max_probe]. Needs max_probe <= K_FC_MAX_PROBE.
+ */
+#define K_FC_MAX_PROBE 16384
+struct k_fc_pick_args {
+    const bf16_t *vnew;
+    const bf16_t *v_bias;   /* the V part of the QKV bias, or NULL */
+    bf16_t *v_pool;         /* the layer's [slots, kv_dim] */
+    const int32_t *x_slot, *probe;
+    int32_t *c_row, *tok_pos, *tok_slot, *x_comp, *trace;
+    int num_probe, max_probe, kv_dim;
+};
+int k_fc_pick(const struct k_fc_pick_args *a, k_stream stream);
+/* The residual add of one half of a layer over every hidden row r: v = out[x_comp[r]] for a
+ * computed row (also stored in cache[x_slot[r]]), else cache[x_slot[r]]; x[r] += v. */
+int k_fc_residual(bf16_t *x, const bf16_t *out, const int32_t *x_comp, const int32_t *x_slot, bf16_t *cache, int X,
+                  int h, k_stream stream);
 
 /* Per row of logits [rows, V]: the argmax, its value and its softmax probability (confidence),
  * written at out_*[row_base + row]. */

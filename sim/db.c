@@ -7,7 +7,7 @@
  *   steps         (view) per step: start, duration, segments, q/kv/kv_write/logit tokens, decoded,
  *                 Refresh/Reuse/... counts, activation peak, KV in use   (skipped by --no-steps)
  *   segments      (view) per step and request: phase, q, kv, kv_write, logit_rows, decoded, padding,
- *                 keep, score_rows, q_front, kv_front, kv_write_front, probe, carry
+ *                 keep, score_rows, q_front, kv_front, kv_write_front, probe, carry, picked
  *                 (what `tessera engine replay` executes; skipped by --no-steps)
  *   step_runs     what the steps view expands: runs of consecutive steps alike but for their start
  *   segment_runs  what the segments view expands: runs of consecutive steps in which a request's
@@ -50,7 +50,8 @@ static const char *const schema =
     "CREATE TABLE IF NOT EXISTS segment_runs(run_id INTEGER, req_id INTEGER,"
     " first_step INTEGER, last_step INTEGER, phase TEXT, q INTEGER, kv INTEGER, kv_write INTEGER,"
     " logit_rows INTEGER, decoded INTEGER, padding INTEGER, keep INTEGER, score_rows INTEGER,"
-    " q_front INTEGER, kv_front INTEGER, kv_write_front INTEGER, probe INTEGER, carry INTEGER);"
+    " q_front INTEGER, kv_front INTEGER, kv_write_front INTEGER, probe INTEGER, carry INTEGER,"
+    " picked INTEGER);"
     "CREATE TABLE IF NOT EXISTS summary(run_id INTEGER PRIMARY KEY, num_requests INTEGER,"
     " num_finished INTEGER, num_rejected INTEGER, num_preemptions INTEGER, num_steps INTEGER,"
     " request_steps INTEGER, tokens_decoded INTEGER, content_tokens INTEGER, makespan_s REAL,"
@@ -73,7 +74,7 @@ static const char *const step_cols = "num_segs, q_tokens, kv_tokens, kv_write_to
                                      "num_refresh, num_reuse, num_prefill, num_block, act_peak_bytes, kv_in_use_bytes, "
                                      "logit_chunk_rows, ffn_chunks";
 static const char *const seg_cols = "req_id, phase, q, kv, kv_write, logit_rows, decoded, padding, keep, score_rows, "
-                                    "q_front, kv_front, kv_write_front, probe, carry";
+                                    "q_front, kv_front, kv_write_front, probe, carry, picked";
 
 /* The views in database `name`, into buf. */
 static void views_sql(const char *name, char *buf, size_t len)
@@ -94,7 +95,8 @@ static void views_sql(const char *name, char *buf, size_t len)
 static const char *const added_columns[][2] = {{"segments", "keep"},    {"segments", "score_rows"},
                                                 {"segments", "q_front"}, {"segments", "kv_front"},
                                                 {"segments", "kv_write_front"}, {"segments", "probe"},
-                                                {"segments", "carry"},   {"summary", "rows_processed"},
+                                                {"segments", "carry"},   {"segments", "picked"},
+                                                {"segment_runs", "picked"}, {"summary", "rows_processed"},
                                                 {"summary", "missed_decodes"}, {"summary", "redundancy"}};
 
 /* Whether table `table` of database `name` has column `col`: 1 or 0, -1 on an SQLite error. */
@@ -135,13 +137,16 @@ static int db_upgrade(sqlite3 *db, const char *name)
     if (is_table(db, name, "steps", &old_steps) || is_table(db, name, "segments", &old_segs))
         return -1;
     for (size_t i = 0; i < TS_ARRAY_LEN(added_columns); i++) {
+        const bool runs_col = strcmp(added_columns[i][0], "segment_runs") == 0;
         if (strcmp(added_columns[i][0], "segments") == 0 && !old_segs)
             continue; /* the view has them */
         const int have = has_column(db, name, added_columns[i][0], added_columns[i][1]);
         if (have < 0)
             return -1;
-        snprintf(sql, sizeof sql, "ALTER TABLE %s.%s ADD COLUMN %s INTEGER NOT NULL DEFAULT 0", name,
-                 added_columns[i][0], added_columns[i][1]);
+        /* a column added to the runs: the view over them is made again with it */
+        snprintf(sql, sizeof sql, "ALTER TABLE %s.%s ADD COLUMN %s INTEGER NOT NULL DEFAULT 0;%s%s%s", name,
+                 added_columns[i][0], added_columns[i][1], runs_col ? "DROP VIEW IF EXISTS " : "",
+                 runs_col ? name : "", runs_col ? ".segments;" : "");
         if (!have && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
             return -1;
     }
@@ -267,7 +272,8 @@ static bool same_shape(const struct segment *a, const struct segment *b)
     return a->q == b->q && a->kv == b->kv && a->kv_write == b->kv_write && a->logit_rows == b->logit_rows &&
            a->decoded == b->decoded && a->phase == b->phase && a->padding == b->padding && a->keep == b->keep &&
            a->score_rows == b->score_rows && a->q_front == b->q_front && a->kv_front == b->kv_front &&
-           a->kv_write_front == b->kv_write_front && a->probe == b->probe && a->carry == b->carry;
+           a->kv_write_front == b->kv_write_front && a->probe == b->probe && a->carry == b->carry &&
+           a->picked == b->picked;
 }
 
 /* Writes run k of rs into the scratch database's segment_runs (run_id 0 there). */
@@ -279,7 +285,7 @@ static int run_write(struct writer *w, sqlite3_stmt *sg, const struct seg_run *r
         sqlite3_bind_int64(sg, k + 1, v[k]);
     sqlite3_bind_text(sg, 5, seg_phase_name(g->phase), -1, SQLITE_STATIC);
     const int32_t c[] = {g->q, g->kv, g->kv_write, g->logit_rows, g->decoded, g->padding, g->keep, g->score_rows,
-                         g->q_front, g->kv_front, g->kv_write_front, g->probe, g->carry};
+                         g->q_front, g->kv_front, g->kv_write_front, g->probe, g->carry, g->picked};
     for (int k = 0; k < (int)TS_ARRAY_LEN(c); k++)
         sqlite3_bind_int(sg, 6 + k, c[k]);
     return step_done(w, sg);
@@ -364,7 +370,7 @@ static int write_steps(struct writer *w, const struct sim *s, struct seg_runs *r
     sqlite3_stmt *st, *sg;
     if (prepare(w, "INSERT INTO main.step_runs VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
         return -1;
-    if (prepare(w, "INSERT INTO main.segment_runs VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &sg)) {
+    if (prepare(w, "INSERT INTO main.segment_runs VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &sg)) {
         sqlite3_finalize(st);
         return -1;
     }
@@ -496,7 +502,7 @@ int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out)
                  NULL);
     /* the runs covering the step: those that start no longer before it than the longest run lasts */
     if (sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding, keep, score_rows, "
-                               "q_front, kv_front, kv_write_front, probe, carry FROM segment_runs WHERE run_id = ?1 AND "
+                               "q_front, kv_front, kv_write_front, probe, carry, picked FROM segment_runs WHERE run_id = ?1 AND "
                                "first_step <= ?2 AND first_step >= ?2 - (SELECT coalesce(max(last_step - first_step), 0) "
                                "FROM segment_runs WHERE run_id = ?1) AND last_step >= ?2 ORDER BY req_id",
                            -1, out, NULL) == SQLITE_OK)
@@ -532,7 +538,7 @@ int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_
                              .keep = sqlite3_column_int(st, 8), .score_rows = sqlite3_column_int(st, 9),
                              .q_front = sqlite3_column_int(st, 10), .kv_front = sqlite3_column_int(st, 11),
                              .kv_write_front = sqlite3_column_int(st, 12), .probe = sqlite3_column_int(st, 13),
-                             .carry = sqlite3_column_int(st, 14)};
+                             .carry = sqlite3_column_int(st, 14), .picked = sqlite3_column_int(st, 15)};
         if ((bad = segment_check(&g)) != NULL)
             break;
         step_desc_add(sd, &g);

@@ -9,7 +9,7 @@
  *   neither        REUSE: u updated response rows over everything else cached (q = u, kv = L - u)
  * In the two REUSE shapes every later layer first projects V again for all G response rows and
  * updates the u = max(1, floor(rho G)) whose V moved most (cosine similarity with the cached V):
- * probe = G; the rows not computed there ride on their cached outputs (carry). Layer 0 always runs
+ * probe = G, picked = u; the rows not computed there ride on their cached outputs (carry). Layer 0 always runs
  * the whole sequence (the reference code refreshes it at every step): the front shape q = L,
  * kv = 0, all of it written. Logits are taken over every row, as the Hugging Face forward does
  * (the masked ones with mask-only logits). */
@@ -54,6 +54,7 @@ static void dllm_cache_emit(const struct request *r, const struct policy_cfg *pc
         s->q = (prompt ? r->P : 0) + u;
         s->carry = r->L - s->q;
         s->probe = r->G;
+        s->picked = u;
     }
     s->kv = r->L - s->q;
     s->kv_write = s->q;
@@ -81,7 +82,6 @@ const struct policy_ops policy_dllm_cache = {
             "similarity) and the rest reused; layer 0 runs everything",
     .params = dllm_cache_params,
     .num_params = (int)TS_ARRAY_LEN(dllm_cache_params),
-    .engine_lacks = "dLLM-Cache's feature cache (cached attention and FFN outputs, the value check)",
     .emit = dllm_cache_emit,
     .advance = dllm_cache_advance,
     .kv_tokens = policy_kv_whole,

@@ -433,6 +433,7 @@ void sim_destroy(struct sim *s)
 }
 
 const struct model_cfg *sim_model(const struct sim *s) { return &s->model; }
+const struct step_desc *sim_knobs(const struct sim *s) { return &s->sd; }
 
 void sim_reject_reasons(const struct sim *s, char *buf, size_t len)
 {

@@ -64,6 +64,8 @@ int sim_run(struct sim *s, struct ts_err *err);
 void sim_get_summary(const struct sim *s, struct sim_summary *out);
 const struct sim_config *sim_config(const struct sim *s);
 const struct model_cfg *sim_model(const struct sim *s);
+/* The run's step knobs (step_desc.h), as every step it emits carries them. */
+const struct step_desc *sim_knobs(const struct sim *s);
 /* The run's scheduler's parameter `name` as resolved (its option's name, e.g.
  * "max-num-batched-tokens"), or dflt when the scheduler has no such parameter. */
 double sim_sched_param(const struct sim *s, const char *name, double dflt);

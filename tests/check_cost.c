@@ -296,11 +296,13 @@ START_TEST(front_layers_priced_by_their_share)
         fc.logit_rows = 556;
         fc.carry = 492;
         fc.probe = 256;
+        fc.picked = fc.q;
         struct cost_breakdown p1, p2, p3;
         price_split(backs[b], &c, &fc, 1, true, &p1);
         fc.probe = 512;
         price_split(backs[b], &c, &fc, 1, true, &p2);
         fc.probe = 0;
+        fc.picked = 0;
         fc.carry = 0;
         fc.logit_rows = 64;
         price_split(backs[b], &c, &fc, 1, true, &p3);

@@ -245,6 +245,101 @@ START_TEST(selection_plan)
 }
 END_TEST
 
+/* A layered step (dLLM-Cache): every segment's hidden rows at positions and keys 0..rows-1, the
+ * later layers computing each segment's last q rows or, probing, its first q - picked rows and the
+ * picked placeholders; the front layers' plan computing every row; the probes described. */
+START_TEST(layered_plan)
+{
+    struct eng_kv kv;
+    eng_kv_init(&kv, 16, 64);
+    struct eng_plan p;
+    eng_plan_init(&p);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.front_layers = 1;
+    sd.cache_outputs = true;
+    /* request 3: P = 50, G = 40, the prompt and 8 response rows; request 1: the response (30) over
+     * its cached prompt (40) */
+    const struct segment a = {.req_id = 3, .q = 58, .kv = 32, .kv_write = 58, .logit_rows = 40, .phase = PHASE_REUSE,
+                              .q_front = 90, .kv_write_front = 90, .probe = 40, .carry = 32, .picked = 8};
+    const struct segment b = {.req_id = 1, .q = 30, .kv = 40, .kv_write = 30, .logit_rows = 70, .phase = PHASE_REFRESH,
+                              .q_front = 70, .kv_write_front = 70, .carry = 40};
+    step_desc_add(&sd, &a);
+    step_desc_add(&sd, &b);
+    ck_assert(eng_plan_layered(&sd));
+    struct ts_err err;
+    ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
+    ck_assert_int_eq(p.X, 160);
+    ck_assert_int_eq(p.T, 88);
+    ck_assert_int_eq(p.R, 110);
+    ck_assert_int_eq(kv.reqs[3].num_pages, 6); /* 90 keys */
+    for (int i = 0; i < 50; i++) { /* the prompt rows: always computed */
+        ck_assert_int_eq(p.c_row[i], i);
+        ck_assert_int_eq(p.tok_pos[i], i);
+        ck_assert_int_eq(p.x_comp[i], i);
+    }
+    for (int k = 0; k < 8; k++) /* the picked placeholders: the last 8 rows */
+        ck_assert_int_eq(p.c_row[50 + k], 82 + k);
+    for (int i = 0; i < 30; i++) { /* request 1's response rows: its last 30 */
+        ck_assert_int_eq(p.c_row[58 + i], 90 + 40 + i);
+        ck_assert_int_eq(p.tok_pos[58 + i], 40 + i);
+        ck_assert_int_eq(p.tok_slot[58 + i], eng_kv_slot(&kv, 1, 40 + i));
+        ck_assert_int_eq(p.x_comp[130 + i], 58 + i);
+    }
+    for (int i = 0; i < 40; i++) /* its prompt rides on cached outputs */
+        ck_assert_int_eq(p.x_comp[90 + i], -1);
+    ck_assert_int_eq(p.key_len[0], 90);
+    ck_assert_int_eq(p.key_len[1], 70);
+    ck_assert_int_eq(p.num_probe, 1);
+    ck_assert_int_eq(p.probe_rows, 40);
+    const int32_t want[5] = {50, 40, 8, 50, 50};
+    for (int k = 0; k < 5; k++)
+        ck_assert_int_eq(p.probe[k], want[k]);
+    for (int i = 0; i < 40; i++)
+        ck_assert_int_eq(p.probe_idx[i], 50 + i);
+    for (int x = 0; x < 160; x++) { /* hidden rows: ids and slots by position */
+        const int req = x < 90 ? 3 : 1, pos = x < 90 ? x : x - 90;
+        ck_assert_int_eq(p.x_slot[x], eng_kv_slot(&kv, req, pos));
+    }
+    ck_assert_int_eq(p.logit_idx[0], 50); /* request 3's last 40 rows, then request 1's 70 */
+    ck_assert_int_eq(p.logit_idx[40], 90);
+    ck_assert_int_eq(p.logit_idx[109], 159);
+    /* the front layers: every row, in order */
+    ck_assert_ptr_nonnull(p.front);
+    ck_assert_int_eq(p.front->T, 160);
+    for (int x = 0; x < 160; x++) {
+        ck_assert_int_eq(p.front->c_row[x], x);
+        ck_assert_int_eq(p.front->x_comp[x], x);
+        ck_assert_int_eq(p.front->tok_slot[x], p.x_slot[x]);
+    }
+    /* the ids of a hidden row are those a plain step gives the same position */
+    struct eng_plan plain;
+    eng_plan_init(&plain);
+    struct step_desc whole;
+    step_desc_init(&whole);
+    seg(&whole, 3, 90, 0, 0);
+    ck_assert_int_eq(eng_plan_build(&plain, &kv, &whole, 1000, 7, &err), 0);
+    for (int i = 0; i < 90; i++)
+        ck_assert_int_eq(plain.tok_ids[i], p.x_ids[i]);
+    ck_assert_ptr_null(plain.front);
+    ck_assert_int_eq(plain.X, 0);
+    /* what the engine does not run: cached keys other than a segment's own rows */
+    step_desc_clear(&sd);
+    const struct segment c = {.req_id = 4, .q = 8, .kv = 100, .logit_rows = 8, .phase = PHASE_REUSE, .q_front = 40,
+                              .kv_write_front = 40};
+    step_desc_add(&sd, &c);
+    const int free_before = kv.num_free;
+    ck_assert_int_ne(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "kv + q"));
+    ck_assert_int_eq(kv.num_free, free_before);
+    step_desc_free(&sd);
+    step_desc_free(&whole);
+    eng_plan_free(&p);
+    eng_plan_free(&plain);
+    eng_kv_free(&kv);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("eng_plan");
@@ -255,6 +350,7 @@ int main(void)
     tcase_add_test(tc, refused_step_changes_nothing);
     tcase_add_test(tc, stateless_plan);
     tcase_add_test(tc, selection_plan);
+    tcase_add_test(tc, layered_plan);
     suite_add_tcase(s, tc);
     return run_suite("eng_plan", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

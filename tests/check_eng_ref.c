@@ -162,6 +162,61 @@ START_TEST(block_causal_prefill_then_block)
 }
 END_TEST
 
+/* dLLM-Cache on the reference: with a request's tokens unchanged every cached output is what the
+ * layer would compute, so a response refresh over the cached prompt, partial updates (with and
+ * without the prompt) and their value checks give the whole refresh's rows; the check itself picks
+ * the least similar rows, NaN (never written) first, ties to the lower row. */
+START_TEST(feature_cache_fixed_point)
+{
+    struct eng_ref *r;
+    struct ts_err err;
+    ck_assert_int_eq(eng_ref_create(&TINY, NULL, 5, &r, &err), 0);
+    struct eng_kv kv;
+    eng_kv_init(&kv, 16, 64);
+    struct eng_plan p;
+    eng_plan_init(&p);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.front_layers = 1;
+    sd.cache_outputs = true;
+    enum { P = 50, G = 40, L = P + G };
+    const int shapes[][3] = {{L, 0, 0}, {G, 0, 0}, {8, G, 8}, {P + 8, G, 8}}; /* q, probe, picked */
+    float *h0 = xmalloc(sizeof *h0 * L * TINY.hidden), *h = xmalloc(sizeof *h * L * TINY.hidden);
+    for (int k = 0; k < 4; k++) {
+        const int q = shapes[k][0];
+        struct segment g = {.req_id = 2, .q = q, .kv = L - q, .kv_write = q, .logit_rows = L, .carry = L - q,
+                            .probe = shapes[k][1], .picked = shapes[k][2],
+                            .phase = (uint8_t)(shapes[k][1] ? PHASE_REUSE : PHASE_REFRESH)};
+        if (q < L)
+            g.q_front = g.kv_write_front = L;
+        step_desc_clear(&sd);
+        step_desc_add(&sd, &g);
+        ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, TINY.vocab, 5, &err), 0);
+        ck_assert_int_eq(p.X, L);
+        int32_t tok[L];
+        float mx[L], conf[L];
+        eng_ref_step(r, &sd, &p, 0, k ? h : h0, tok, mx, conf);
+        if (k)
+            ck_assert_msg(max_diff(h, h0, L * TINY.hidden) < 1e-4, "shape %d: %g", k, max_diff(h, h0, L * TINY.hidden));
+    }
+    /* the check by hand: rows 0..3 of 2-d values against cached ones */
+    const float vnew[] = {1, 0, 0, 1, 1, 1, 2, 0}, vold[] = {1, 0, 1, 0, NAN, 0, 1, 0};
+    int32_t pick[2];
+    ref_fc_pick(vnew, vold, 4, 2, 2, pick); /* similarities 1, 0, NaN, 1 */
+    ck_assert_int_eq(pick[0], 1);
+    ck_assert_int_eq(pick[1], 2);
+    int32_t three[3];
+    ref_fc_pick(vnew, vold, 4, 2, 3, three); /* the tie between rows 0 and 3: the lower */
+    ck_assert_int_eq(three[0], 0);
+    ck_assert_int_eq(three[2], 2);
+    free(h0), free(h);
+    step_desc_free(&sd);
+    eng_plan_free(&p);
+    eng_kv_free(&kv);
+    eng_ref_destroy(r);
+}
+END_TEST
+
 START_TEST(weights_layout_and_fill)
 {
     struct eng_layout l;
@@ -251,6 +306,7 @@ int main(void)
     tcase_add_test(tc, reuse_equals_refresh);
     tcase_add_test(tc, block_causal_prefill_then_block);
     tcase_add_test(tc, weights_layout_and_fill);
+    tcase_add_test(tc, feature_cache_fixed_point);
     tcase_add_test(tc, kv_select_by_hand);
     suite_add_tcase(s, tc);
     return run_suite("eng_ref", s) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -308,8 +308,10 @@ static struct policy_cfg dllm_cache_cfg(int Kp, int Kr, double rho)
     return pc;
 }
 
-static void expect_layers(const struct segment *s, int q_front, int kv_front, int kv_write_front, int probe, int carry)
+static void expect_layers(const struct segment *s, int q_front, int kv_front, int kv_write_front, int probe, int carry,
+                          int picked)
 {
+    ck_assert_int_eq(s->picked, picked);
     ck_assert_int_eq(s->q_front, q_front);
     ck_assert_int_eq(s->kv_front, kv_front);
     ck_assert_int_eq(s->kv_write_front, kv_write_front);
@@ -325,13 +327,13 @@ START_TEST(dllm_cache_shapes)
     run_life(&policy_dllm_cache, &pc, 100, 64, 64, 1, &L);
     ck_assert_int_eq(L.n, 64);
     expect_seg(&L.seg[0], PHASE_REFRESH, 164, 0, 164, 164, 1); /* both: the whole sequence */
-    expect_layers(&L.seg[0], 0, 0, 0, 0, 0);
+    expect_layers(&L.seg[0], 0, 0, 0, 0, 0, 0);
     expect_seg(&L.seg[1], PHASE_REUSE, 16, 148, 16, 164, 1);   /* neither: u over the rest */
-    expect_layers(&L.seg[1], 164, 0, 164, 64, 148);
+    expect_layers(&L.seg[1], 164, 0, 164, 64, 148, 16);
     expect_seg(&L.seg[3], PHASE_REFRESH, 64, 100, 64, 164, 1); /* the response over the cached prompt */
-    expect_layers(&L.seg[3], 164, 0, 164, 0, 100);
+    expect_layers(&L.seg[3], 164, 0, 164, 0, 100, 0);
     expect_seg(&L.seg[5], PHASE_REUSE, 116, 48, 116, 164, 1);  /* the prompt and u response rows */
-    expect_layers(&L.seg[5], 164, 0, 164, 64, 48);
+    expect_layers(&L.seg[5], 164, 0, 164, 64, 48, 16);
     expect_seg(&L.seg[15], PHASE_REFRESH, 164, 0, 164, 164, 1); /* 15: both again */
     for (int i = 0; i < L.n; i++)
         ck_assert(segment_check(&L.seg[i]) == NULL);
@@ -340,7 +342,7 @@ START_TEST(dllm_cache_shapes)
     pc.mask_only = true;
     run_life(&policy_dllm_cache, &pc, 10, 40, 40, 2, &L);
     expect_seg(&L.seg[1], PHASE_REUSE, 1, 49, 1, 38, 2);
-    expect_layers(&L.seg[1], 50, 0, 50, 40, 49);
+    expect_layers(&L.seg[1], 50, 0, 50, 40, 49, 1);
 }
 END_TEST
 
@@ -390,12 +392,12 @@ START_TEST(dllm_cache_property)
             ck_assert_int_eq(s->logit_rows, Lq);
             if (prompt && response) {
                 expect_seg(s, PHASE_REFRESH, Lq, 0, Lq, Lq, s->decoded);
-                expect_layers(s, 0, 0, 0, 0, 0);
+                expect_layers(s, 0, 0, 0, 0, 0, 0);
                 continue;
             }
             const int q = response ? G : (prompt ? P : 0) + u;
             expect_seg(s, response ? PHASE_REFRESH : PHASE_REUSE, q, Lq - q, q, Lq, s->decoded);
-            expect_layers(s, Lq, 0, Lq, response ? 0 : G, Lq - q);
+            expect_layers(s, Lq, 0, Lq, response ? 0 : G, Lq - q, response ? 0 : u);
         }
         struct request r = {.P = P, .G = G, .C = G};
         policy_req_init(&r, &pc);

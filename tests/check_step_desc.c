@@ -73,7 +73,7 @@ START_TEST(front_totals)
     step_desc_init(&sd);
     const struct segment segs[] = {
         {.req_id = 0, .q = 16, .kv = 148, .kv_write = 16, .logit_rows = 164, .phase = PHASE_REUSE, .q_front = 164,
-         .kv_write_front = 164, .probe = 64, .carry = 148},
+         .kv_write_front = 164, .probe = 64, .carry = 148, .picked = 16},
         {.req_id = 1, .q = 32, .kv = 100, .logit_rows = 32, .phase = PHASE_REUSE},
     };
     for (size_t i = 0; i < 2; i++)
@@ -119,13 +119,20 @@ START_TEST(malformed_segments_named)
         {{.q = 4, .carry = 2, .probe = 7}, "probe beyond"},
         {{.q = 40, .keep = 4, .score_rows = 8, .carry = 1}, "keep > 0 with"},
         {{.q = 4, .probe = -1}, "negative"},
+        {{.q = 4, .carry = 6, .probe = 10}, "picked outside"},
+        {{.q = 4, .carry = 6, .probe = 3, .picked = 4}, "picked outside"},
+        {{.q = 4, .picked = 1}, "picked without probe"},
+        {{.q = 4, .carry = 6, .probe = 8, .picked = 1}, "always-computed"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *why = segment_check(&bad[i].s);
         ck_assert_msg(why && strstr(why, bad[i].says), "case %zu: %s", i, why ? why : "accepted");
     }
-    const struct segment ok = {.q = 4, .carry = 6, .logit_rows = 10, .probe = 10, .q_front = 10, .kv_write_front = 10};
+    const struct segment ok = {.q = 4, .carry = 6, .logit_rows = 10, .probe = 10, .q_front = 10, .kv_write_front = 10,
+                               .picked = 4};
     ck_assert(segment_check(&ok) == NULL);
+    const struct segment fixed = {.q = 4, .carry = 6, .probe = 8, .picked = 2}; /* 2 of the 2 rows outside */
+    ck_assert(segment_check(&fixed) == NULL);
 }
 END_TEST
 

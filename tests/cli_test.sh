@@ -256,10 +256,10 @@ if [ "$(sqlite3 "$tmp/dc.db" "select json_extract(config_json, '$.prompt_interva
         json_extract(config_json, '$.response_interval') || ' ' || json_extract(config_json, '$.update_ratio') from runs")" = "100 7 0.25" ]
 then ok; else bad "the dllm-cache run's configuration lacks its intervals and ratio"; fi
 if [ "$(sqlite3 "$tmp/dc.db" "select count(*) > 0 and min(carry) > 0 and min(q_front = q + carry) = 1 and
-        min(probe = 64) = 1 from segments where probe > 0")" = 1 ]; then ok
-else bad "the dllm-cache run stored no probing segments with their front rows and carried rows"; fi
-expect 2 "dllm-cache live" -- $bin sim --system dllm-cache --executor gpu --requests 2
-contains "dllm-cache live" "policy dllm-cache needs dLLM-Cache's feature cache"
+        min(probe = 64) = 1 and min(picked = 16) = 1 from segments where probe > 0")" = 1 ]; then ok
+else bad "the dllm-cache run stored no probing segments with their front rows, carried rows and picked rows"; fi
+expect 2 "focus live" -- $bin sim --system focus --model sdar-8b --executor gpu --requests 2
+contains "focus live" "policy focus needs FOCUS's eviction"
 # focus: bad values refused by name; the preset runs, says which models it is for, and reports its
 # redundancy, which stays below block+delayed's on the same requests
 for bad in "--focus-alpha 0.5|'0.5' is not a number in 1..64" "--focus-snr 0|'0' is not a number in (0..100]"; do

@@ -4,7 +4,8 @@
 # finishes, the measured time is positive and within a factor of 3 of the calibrated model's, and
 # the database records the measured step times; a preset with the caching planner runs live too,
 # and so does the fused FFN's implementation profile, dInfer's preset (vicinity refresh), the
-# delayed intra-block cache on SDAR-8B, and a run whose steps lazy chunking splits.
+# delayed intra-block cache on SDAR-8B, the sparse caches, dLLM-Cache's feature cache, and a run
+# whose steps lazy chunking splits.
 # Usage: live_gpu_test.sh PATH/TO/tessera
 set -u
 bin=${1:?usage: live_gpu_test.sh PATH/TO/tessera}
@@ -77,6 +78,16 @@ for sel in uniform head; do
         { echo "live: the sparse ($sel) run failed"; exit 1; }
     executed "sparse ($sel selection)" "$tmp/sparse-$sel.json" || exit 1
 done
+# dLLM-Cache live, its preset and on the engine's own profile priced by the calibration: whole
+# refreshes, response refreshes over the cached prompt, and partial updates whose rows each layer's
+# value check picks on the GPU, the others carried on their cached attention and FFN outputs
+"$bin" sim --system dllm-cache --requests 4 --rps 8 --gen-len 64 --lengths fixed:300,64 --executor gpu \
+    --json --quiet --no-progress >"$tmp/dllm-cache.json" || { echo "live: the dllm-cache run failed"; exit 1; }
+executed "dllm-cache (feature cache)" "$tmp/dllm-cache.json" || exit 1
+"$bin" sim --policy dllm-cache --cost calibrated --requests 4 --rps 8 --gen-len 64 --lengths fixed:300,64 \
+    --executor gpu --json --quiet --no-progress >"$tmp/dllm-cache-cal.json" ||
+    { echo "live: the dllm-cache run priced by the calibration failed"; exit 1; }
+executed "dllm-cache (tessera, calibrated)" "$tmp/dllm-cache-cal.json" || exit 1
 # lazy chunking live: on a card the simulator sees as 16.5 GiB, Mosaic's lazy chunking splits the
 # FFN of the largest steps; the engine runs each step's own chunk counts (its step_desc), and every
 # step is executed

@@ -331,6 +331,129 @@ done:
     free(qf), free(kf), free(vf), free(qb), free(kb), free(vb), free(kg), free(vg), free(ks), free(gidx), free(ridx);
 }
 
+/* k_fc_pick and k_fc_residual on two probing segments over permuted pool slots (with and without a
+ * V bias): the picked rows against ref_fc_pick on the same bf16 values (random vectors: no near
+ * ties), the computed-row arrays, the V stored, and the residual adds against the CPU. */
+static void check_fc_kernels(struct checker *c, int kvd, bool bias)
+{
+    enum { NP = 2, SLOTS = 512, H = 64 };
+    const int rows[NP] = {37, 200}, picked[NP] = {9, 50}, first[NP] = {3, 140}, comp[NP] = {5, 20}, pos0[NP] = {3, 60};
+    const int X = 340, T = 80, P = rows[0] + rows[1];
+    int32_t probe[5 * NP], slot[X], crow[T], cpos[T], cslot[T], xcomp[X], trace[NP * 200];
+    float *vf = xmalloc(sizeof *vf * (size_t)P * kvd), *of = xmalloc(sizeof *of * (size_t)SLOTS * kvd);
+    float *bf = xmalloc(sizeof *bf * (size_t)kvd), *vb = xmalloc(sizeof *vb * (size_t)P * kvd);
+    bf16_t *vh = xmalloc(2 * (size_t)P * kvd), *oh = xmalloc(2 * (size_t)SLOTS * kvd), *bh = xmalloc(2 * (size_t)kvd);
+    bf16_t *pool_back = xmalloc(2 * (size_t)SLOTS * kvd);
+    void *dv = NULL, *dpool = NULL, *dbias = NULL, *dslot = NULL, *dprobe = NULL, *dcrow = NULL, *dpos = NULL;
+    void *dcs = NULL, *dxc = NULL, *dtr = NULL;
+    rand_bf16(c, vf, vh, (int64_t)P * kvd, 1.0f);
+    rand_bf16(c, of, oh, (int64_t)SLOTS * kvd, 1.0f);
+    rand_bf16(c, bf, bh, kvd, 0.5f);
+    for (int i = 0; i < X; i++) /* a permutation of some slots */
+        slot[i] = (int)((i * 97 + 13) % SLOTS);
+    for (int n = 0; n < NP; n++) {
+        const int32_t f[5] = {first[n], rows[n], picked[n], comp[n], pos0[n]};
+        memcpy(probe + 5 * n, f, sizeof f);
+    }
+    for (int i = 0; i < X; i++)
+        xcomp[i] = 1000 + i; /* every probe row's entry must be rewritten */
+    memset(crow, 0xff, sizeof crow);
+    dv = dev_copy(vh, 2 * (size_t)P * kvd);
+    dpool = dev_copy(oh, 2 * (size_t)SLOTS * kvd);
+    dbias = dev_copy(bh, 2 * (size_t)kvd);
+    dslot = dev_copy(slot, sizeof slot);
+    dprobe = dev_copy(probe, sizeof probe);
+    dcrow = dev_copy(crow, sizeof crow);
+    dpos = dev_copy(crow, sizeof crow);
+    dcs = dev_copy(crow, sizeof crow);
+    dxc = dev_copy(xcomp, sizeof xcomp);
+    dtr = dev_copy(trace, sizeof trace);
+    if (!dv || !dpool || !dbias || !dslot || !dprobe || !dcrow || !dpos || !dcs || !dxc || !dtr) {
+        fail_msg(c, "fc pick", "device allocation failed");
+        goto done;
+    }
+    const struct k_fc_pick_args a = {.vnew = dv, .v_bias = bias ? dbias : NULL, .v_pool = dpool, .x_slot = dslot,
+                                     .probe = dprobe, .c_row = dcrow, .tok_pos = dpos, .tok_slot = dcs,
+                                     .x_comp = dxc, .trace = dtr, .num_probe = NP, .max_probe = 200, .kv_dim = kvd};
+    KK(k_fc_pick(&a, NULL));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(crow, dcrow, sizeof crow, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(cpos, dpos, sizeof cpos, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(cslot, dcs, sizeof cslot, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(xcomp, dxc, sizeof xcomp, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(trace, dtr, sizeof trace, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(pool_back, dpool, 2 * (size_t)SLOTS * kvd, cudaMemcpyDeviceToHost));
+    int wrong = 0, arrays = 0;
+    double verr = 0;
+    for (int n = 0, k0 = 0; n < NP; n++) {
+        float *vn = xmalloc(sizeof *vn * (size_t)rows[n] * kvd), *vo = xmalloc(sizeof *vo * (size_t)rows[n] * kvd);
+        int32_t *ref = xmalloc(sizeof *ref * (size_t)picked[n]);
+        for (int i = 0; i < rows[n]; i++)
+            for (int e = 0; e < kvd; e++) { /* the stored V: the sum rounded to bf16, as the kernel compares */
+                vn[(size_t)i * kvd + e] = eng_bf2f(eng_f2bf(vf[(size_t)(k0 + i) * kvd + e] + (bias ? bf[e] : 0)));
+                vo[(size_t)i * kvd + e] = of[(size_t)slot[first[n] + i] * kvd + e];
+            }
+        ref_fc_pick(vn, vo, rows[n], kvd, picked[n], ref);
+        for (int k = 0; k < picked[n]; k++) {
+            const int i = ref[k], x = first[n] + i, j = comp[n] + k;
+            wrong += trace[n * 200 + k] != i;
+            arrays += crow[j] != x || cpos[j] != pos0[n] + i || cslot[j] != slot[x] || xcomp[x] != j;
+        }
+        for (int i = 0; i < rows[n]; i++) {
+            bool is = false;
+            for (int k = 0; k < picked[n]; k++)
+                is |= ref[k] == i;
+            arrays += !is && xcomp[first[n] + i] != -1;
+            for (int e = 0; e < kvd; e++)
+                verr = fmax(verr, fabs(eng_bf2f(pool_back[(size_t)slot[first[n] + i] * kvd + e]) - vn[(size_t)i * kvd + e]));
+        }
+        k0 += rows[n];
+        free(vn), free(vo), free(ref);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "fc pick (kv_dim %d%s): picked rows that differ", kvd, bias ? ", bias" : "");
+    report(c, what, wrong, 0);
+    report(c, "  computed-row arrays (c_row, tok_pos, tok_slot, x_comp) wrong", arrays, 0);
+    report(c, "  new V stored (largest difference)", verr, 0);
+    {   /* the residual: computed rows store and add their outputs, the others add their cached ones */
+        float *xf = xmalloc(sizeof *xf * (size_t)X * H), *outf = xmalloc(sizeof *outf * (size_t)T * H);
+        float *cf = xmalloc(sizeof *cf * (size_t)SLOTS * H);
+        bf16_t *xh = xmalloc(2 * (size_t)X * H), *outh = xmalloc(2 * (size_t)T * H), *ch = xmalloc(2 * (size_t)SLOTS * H);
+        void *dx = NULL, *dout = NULL, *dc = NULL;
+        rand_bf16(c, xf, xh, (int64_t)X * H, 1.0f);
+        rand_bf16(c, outf, outh, (int64_t)T * H, 1.0f);
+        rand_bf16(c, cf, ch, (int64_t)SLOTS * H, 1.0f);
+        for (int i = 0; i < X; i++)
+            xcomp[i] = i % 5 == 0 && i / 5 < T ? i / 5 : -1;
+        bool ok = (dx = dev_copy(xh, 2 * (size_t)X * H)) && (dout = dev_copy(outh, 2 * (size_t)T * H)) &&
+                  (dc = dev_copy(ch, 2 * (size_t)SLOTS * H)) &&
+                  cudaMemcpy(dxc, xcomp, sizeof xcomp, cudaMemcpyHostToDevice) == cudaSuccess &&
+                  k_fc_residual(dx, dout, dxc, dslot, dc, X, H, NULL) == 0 &&
+                  cudaMemcpy(xh, dx, 2 * (size_t)X * H, cudaMemcpyDeviceToHost) == cudaSuccess &&
+                  cudaMemcpy(ch, dc, 2 * (size_t)SLOTS * H, cudaMemcpyDeviceToHost) == cudaSuccess;
+        double xerr = 0, cerr = 0;
+        for (int i = 0; ok && i < X; i++)
+            for (int e = 0; e < H; e++) {
+                const float v = xcomp[i] >= 0 ? outf[(size_t)xcomp[i] * H + e] : cf[(size_t)slot[i] * H + e];
+                xerr = fmax(xerr, fabs(eng_bf2f(xh[(size_t)i * H + e]) - (xf[(size_t)i * H + e] + v)) /
+                                      (1 + fabs(xf[(size_t)i * H + e] + v)));
+                cerr = fmax(cerr, fabs(eng_bf2f(ch[(size_t)slot[i] * H + e]) - v));
+            }
+        if (!ok)
+            fail_msg(c, "fc residual", "a CUDA call failed");
+        else {
+            report(c, "fc residual: x + output or cached output (relative)", xerr, 1e-2);
+            report(c, "  outputs cached, the others kept (largest difference)", cerr, 0);
+        }
+        cudaFree(dx), cudaFree(dout), cudaFree(dc);
+        free(xf), free(outf), free(cf), free(xh), free(outh), free(ch);
+    }
+done:
+    cudaFree(dv), cudaFree(dpool), cudaFree(dbias), cudaFree(dslot), cudaFree(dprobe), cudaFree(dcrow);
+    cudaFree(dpos), cudaFree(dcs), cudaFree(dxc), cudaFree(dtr);
+    free(vf), free(of), free(bf), free(vb), free(vh), free(oh), free(bh), free(pool_back);
+}
+
 /* The selection kernels on two segments each, per K/V head and one set for all. */
 static void check_select_kernels(struct checker *c)
 {
@@ -679,6 +802,61 @@ static int32_t *forced_selection(struct checker *c, struct eng *e, struct eng_re
     return kept;
 }
 
+/* The step's probing segments. */
+static int num_probing(const struct step_desc *sd)
+{
+    int n = 0;
+    for (int s = 0; s < sd->num_segs; s++)
+        n += sd->segs[s].probe > 0;
+    return n;
+}
+
+/* Picked rows out of order or range, or a count other than the segment's picked, over every layer
+ * and probing segment of the step, as a fraction of the rows picked (picks[]: eng_picks' layout). */
+static double picks_malformed(const struct model_cfg *m, const struct step_desc *sd, const int32_t *picks,
+                              int max_probe)
+{
+    int64_t bad = 0, all = 0;
+    const int nf = step_front_layers(sd, m->num_layers);
+    for (int L = nf, n = 0; L < m->num_layers; L++, n = 0)
+        for (int s = 0; s < sd->num_segs; s++) {
+            const struct segment *g = &sd->segs[s];
+            if (g->probe == 0)
+                continue;
+            const int32_t *k = picks + ((size_t)L * num_probing(sd) + n) * max_probe;
+            for (int j = 0; j < g->picked; j++, all++)
+                bad += k[j] < 0 || k[j] >= g->probe || (j > 0 && k[j] <= k[j - 1]);
+            n++;
+        }
+    return all ? (double)bad / (double)all : 0;
+}
+
+/* The engine's picked rows of the step just run, handed to the reference so that it picks the
+ * same (the value check's ranking parts computations that differ in rounding where similarities
+ * are near: with synthetic tokens a request's values repeat from step to step, so they are all
+ * near 1); NULL after reporting a failure. The caller frees it once the reference step ran. */
+static int32_t *forced_picks(struct checker *c, struct eng *e, struct eng_ref *r, const struct model_cfg *m,
+                             const struct step_desc *sd, int step)
+{
+    int32_t most = 0;
+    for (int s = 0; s < sd->num_segs; s++)
+        most = TS_MAX(most, sd->segs[s].probe);
+    const int64_t n = (int64_t)m->num_layers * num_probing(sd) * most;
+    int32_t *picks = xmalloc(sizeof *picks * (size_t)TS_MAX(n, 1));
+    int max_probe = 0;
+    struct ts_err err;
+    if (eng_picks(e, picks, n, &max_probe, &err)) {
+        fail_msg(c, "read picks", err.msg);
+        free(picks);
+        return NULL;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "step %d: picked rows out of order, range or count (fraction)", step);
+    report(c, what, picks_malformed(m, sd, picks, max_probe), 0);
+    eng_ref_force_picks(r, picks, max_probe);
+    return picks;
+}
+
 /* Runs steps[0..n) on the engine (options o) and on the reference and compares their outputs;
  * `label` names the run in the report. */
 static void compare_steps(struct checker *c, const struct model_cfg *m, const struct eng_opts *o,
@@ -715,9 +893,10 @@ static void compare_steps(struct checker *c, const struct model_cfg *m, const st
         int R = p.R;
         float *href = xmalloc(4 * (size_t)R * m->hidden), *hgpu = xmalloc(4 * (size_t)R * m->hidden);
         float *rmax = xmalloc(4 * (size_t)R), *rconf = xmalloc(4 * (size_t)R);
-        int32_t *rtok = xmalloc(4 * (size_t)R), *kept = NULL;
-        if (sd->tot.sel_segs > 0 && (kept = forced_selection(c, e, r, m, sd, &p, step)) == NULL) {
-            free(href), free(hgpu), free(rmax), free(rconf), free(rtok);
+        int32_t *rtok = xmalloc(4 * (size_t)R), *kept = NULL, *picks = NULL;
+        if ((sd->tot.sel_segs > 0 && (kept = forced_selection(c, e, r, m, sd, &p, step)) == NULL) ||
+            (sd->tot.probe_tokens > 0 && (picks = forced_picks(c, e, r, m, sd, step)) == NULL)) {
+            free(href), free(hgpu), free(rmax), free(rconf), free(rtok), free(kept);
             goto done;
         }
         eng_ref_step(r, sd, &p, sd->attn_block, href, rtok, rmax, rconf);
@@ -727,6 +906,8 @@ static void compare_steps(struct checker *c, const struct model_cfg *m, const st
             report(c, what, eng_ref_ranking_disagreement(r), 0.25);
         }
         free(kept);
+        free(picks);
+        eng_ref_pick_disagreement(r);
         int same = 0;
         double max_err = 0;
         for (int i = 0; i < R; i++) {
@@ -812,6 +993,63 @@ static void check_sparse_steps(struct checker *c, const struct model_cfg *m, boo
     char label[96];
     snprintf(label, sizeof label, ", sparse %s, pool %d", per_head ? "head" : "uniform", kernel);
     compare_steps(c, m, &o, steps, 4, label);
+    for (int k = 0; k < 4; k++)
+        step_desc_free(&steps[k]);
+}
+
+static void fc_seg(struct step_desc *sd, int req, enum seg_phase ph, int P, int G, int q, int probe, int picked,
+                   int logits)
+{
+    const int L = P + G;
+    struct segment s = {.req_id = req, .phase = (uint8_t)ph, .q = q, .kv = L - q, .kv_write = q, .logit_rows = logits,
+                        .carry = L - q, .probe = probe, .picked = picked};
+    if (q < L) { /* layer 0 runs the whole sequence */
+        s.q_front = L;
+        s.kv_write_front = L;
+    }
+    step_desc_add(sd, &s);
+}
+
+/* dLLM-Cache's steps (a tiny model of three layers: layer 0 the front, two with value checks): whole
+ * refreshes, a response refresh over the cached prompt (its outputs carried), partial updates
+ * picking among the response rows with and without the prompt refreshed, and a request of its own
+ * beside them in each. */
+static void check_fc_steps(struct checker *c, const struct model_cfg *m0)
+{
+    struct model_cfg m = *m0;
+    m.num_layers = 3;
+    struct eng_opts o;
+    ref_step_opts(&o, 0, 64);
+    o.feature_cache = true;
+    struct step_desc steps[4];
+    for (int k = 0; k < 4; k++) {
+        step_desc_init(&steps[k]);
+        steps[k].logit_chunk_rows = 64;
+        steps[k].front_layers = 1;
+        steps[k].cache_outputs = true;
+    }
+    fc_seg(&steps[0], 0, PHASE_REFRESH, 50, 40, 90, 0, 0, 90);
+    fc_seg(&steps[0], 1, PHASE_REFRESH, 40, 30, 70, 0, 0, 70);
+    fc_seg(&steps[1], 0, PHASE_REUSE, 50, 40, 8, 40, 8, 90);    /* u rows over the rest */
+    fc_seg(&steps[1], 1, PHASE_REFRESH, 40, 30, 30, 0, 0, 30);  /* the response over the cached prompt */
+    fc_seg(&steps[2], 0, PHASE_REUSE, 50, 40, 58, 40, 8, 40);   /* the prompt and u response rows */
+    fc_seg(&steps[2], 1, PHASE_REUSE, 40, 30, 5, 30, 5, 70);
+    fc_seg(&steps[2], 2, PHASE_REFRESH, 20, 12, 32, 0, 0, 32);  /* a request of its own, whole */
+    fc_seg(&steps[3], 2, PHASE_REUSE, 20, 12, 3, 12, 3, 32);
+    fc_seg(&steps[3], 0, PHASE_REUSE, 50, 40, 8, 40, 8, 90);
+    compare_steps(c, &m, &o, steps, 4, ", feature cache");
+    /* the engine without a feature cache refuses them, naming it */
+    struct eng *e = NULL;
+    struct ts_err err;
+    struct eng_out out;
+    o.feature_cache = false;
+    if (eng_create(&m, &o, &e, &err) == 0) {
+        const bool refused = eng_step(e, &steps[0], &out, NULL, &err) != 0 && strstr(err.msg, "feature cache");
+        report(c, "an engine without a feature cache refuses its steps", refused ? 0 : 1, 0);
+    } else {
+        fail_msg(c, "engine create", err.msg);
+    }
+    eng_destroy(e);
     for (int k = 0; k < 4; k++)
         step_desc_free(&steps[k]);
 }
@@ -1298,6 +1536,8 @@ static void check_kernels(struct checker *c)
     check_argmax(c, 126464);
     check_argmax(c, 1003);
     check_select_kernels(c);
+    check_fc_kernels(c, 128, false);
+    check_fc_kernels(c, 512, true);
 }
 
 /* The tiny models whole steps run on: GQA with head dim 64, and a QKV bias with head dim 128. */
@@ -1323,6 +1563,8 @@ static void check_engine_steps(struct checker *c)
     check_sparse_steps(c, &tiny_a, false, 3);
     check_sparse_steps(c, &tiny_a, true, 3);
     check_sparse_steps(c, &tiny_b, true, 1);
+    check_fc_steps(c, &tiny_a);
+    check_fc_steps(c, &tiny_b);
     fprintf(c->out, "the engine against itself:\n");
     check_self(c, &tiny_b);
     check_weights_file(c, &tiny_a, true);
@@ -1345,6 +1587,15 @@ static void check_select_only(struct checker *c)
     check_sparse_steps(c, &tiny_gqa, true, 3);
 }
 
+/* The feature cache alone: its kernels and whole dLLM-Cache steps. */
+static void check_fc_only(struct checker *c)
+{
+    fprintf(c->out, "the feature cache: kernels and whole steps against the CPU reference:\n");
+    check_fc_kernels(c, 128, false);
+    check_fc_kernels(c, 512, true);
+    check_fc_steps(c, &tiny_gqa);
+}
+
 int eng_check_run(uint64_t seed, const char *only, FILE *out)
 {
     struct checker c = {out, 0, 0, seed};
@@ -1359,6 +1610,8 @@ int eng_check_run(uint64_t seed, const char *only, FILE *out)
         check_engine_steps(&c);
     if (only && strcmp(only, "select") == 0)
         check_select_only(&c);
+    if (only && strcmp(only, "fc") == 0)
+        check_fc_only(&c);
     fprintf(out, "engine check: %d passed, %d failed\n", c.passed, c.failed);
     return c.failed ? 1 : 0;
 }

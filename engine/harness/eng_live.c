@@ -42,6 +42,7 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
     o.planner = c->planner;
     eng_opts_follow_impl(&o, c->impl); /* --impl tessera-fused: the FFN fused, as simulated */
+    o.feature_cache = sim_knobs(s)->cache_outputs; /* dLLM-Cache's pool: outputs beside K and V */
     struct eng *e;
     if (eng_create(m, &o, &e, err))
         return -1;

@@ -110,6 +110,7 @@ static int replay_read_run(struct replay *rp, int64_t run_id, int *ffn_chunks, s
                          po->name, po->engine_lacks);
         else if (policy_knobs_from_config(cfg, &rp->m, &rp->knobs, err))
             rc = ts_fail_prefix(err, "run %lld", (long long)rp->run_id);
+        rp->o.feature_cache = rp->knobs.cache_outputs;
         rp->chunk = (int)json_integer_value(json_object_get(cfg, "max_num_logits"));
         *ffn_chunks = (int)json_integer_value(json_object_get(cfg, "ffn_chunks"));
     }
@@ -158,6 +159,15 @@ static int replay_read_sizes(struct replay *rp, int64_t max_steps, int ffn_chunk
         rp->last_step[r] = (int32_t)sqlite3_column_int64(q, 1);
     }
     sqlite3_finalize(q);
+    if (rp->knobs.cache_outputs) { /* a layered step holds every row of its segments */
+        if (sqlite3_prepare_v2(rp->db, "SELECT max(r) FROM (SELECT sum(max(q_front, q + carry)) AS r FROM segments "
+                                       "WHERE run_id = ? GROUP BY step_id)", -1, &q, NULL) != SQLITE_OK)
+            return ts_fail(err, "%s: %s", rp->path, sqlite3_errmsg(rp->db));
+        sqlite3_bind_int64(q, 1, rp->run_id);
+        if (sqlite3_step(q) == SQLITE_ROW)
+            max_q = TS_MAX(max_q, sqlite3_column_int64(q, 0));
+        sqlite3_finalize(q);
+    }
     rp->o.max_tokens = (int32_t)TS_MAX(max_q, 64);
     rp->chunk = max_chunk > 0 ? (int)max_chunk : rp->chunk;
     rp->o.logit_chunk_rows = rp->chunk > 0 ? rp->chunk : (int32_t)TS_MAX(max_r, 1);
@@ -181,6 +191,8 @@ static int replay_steps(struct replay *rp, struct eng *e, bool ops, struct repla
     sd.attn_block = rp->knobs.attn_block;
     sd.select_heads = rp->knobs.select_heads;
     sd.select_kernel = rp->knobs.select_kernel;
+    sd.front_layers = rp->knobs.front_layers;
+    sd.cache_outputs = rp->knobs.cache_outputs;
     int rc = -1;
     if ((ops && (db_exec(rp->db, "CREATE TABLE IF NOT EXISTS engine_step_ops(run_id INTEGER, step_id INTEGER, "
                                  "op TEXT, ms REAL, PRIMARY KEY(run_id, step_id, op))") ||

@@ -94,9 +94,9 @@ static void totals_add(struct step_totals *t, const struct segment *s, int32_t a
 const char *segment_check(const struct segment *g)
 {
     if (g->q < 0 || g->kv < 0 || g->kv_write < 0 || g->decoded < 0 || g->keep < 0 || g->score_rows < 0 ||
-        g->q_front < 0 || g->kv_front < 0 || g->kv_write_front < 0 || g->probe < 0 || g->carry < 0)
+        g->q_front < 0 || g->kv_front < 0 || g->kv_write_front < 0 || g->probe < 0 || g->carry < 0 || g->picked < 0)
         return "a negative count (q, kv, kv_write, decoded, keep, score_rows, q_front, kv_front, "
-               "kv_write_front, probe or carry)";
+               "kv_write_front, probe, carry or picked)";
     if (g->logit_rows < 0 || (int64_t)g->logit_rows > (int64_t)g->q + g->carry)
         return "logit_rows outside 0..q + carry";
     if (g->q_front == 0 && (g->kv_front != 0 || g->kv_write_front != 0))
@@ -105,6 +105,12 @@ const char *segment_check(const struct segment *g)
         return "kv_write_front beyond q_front";
     if (g->probe > (int64_t)g->q + g->carry)
         return "probe beyond q + carry";
+    if (g->probe > 0 && (g->picked < 1 || g->picked > g->q || g->picked > g->probe))
+        return "picked outside 1..min(q, probe) with probe > 0";
+    if (g->probe == 0 && g->picked != 0)
+        return "picked without probe";
+    if (g->probe > 0 && (int64_t)g->q - g->picked > (int64_t)g->q + g->carry - g->probe)
+        return "more always-computed rows (q - picked) than rows outside the probe";
     if (g->keep > 0 && (g->q_front > 0 || g->probe > 0 || g->carry > 0))
         return "keep > 0 with a front shape, probe or carry";
     if (g->phase >= PHASE_COUNT)

@@ -27,6 +27,9 @@
  *               layer runs q, kv and kv_write
  *   probe       rows whose values each later layer projects again and compares with the cached ones
  *               to choose the q rows it updates (dLLM-Cache's similarity check); their V is written
+ *   picked      with probe > 0: how many of the q rows each later layer picks among the probe rows
+ *               (those whose V moved most); the other q - picked are rows it always computes
+ *               (dLLM-Cache's refreshed prompt)
  *   carry       rows the later layers carry on cached attention and FFN outputs (added to the
  *               residual stream, not computed): their logits can still be taken, so logit_rows is
  *               at most q + carry
@@ -71,6 +74,7 @@ struct segment {
     int32_t kv_write_front; /* tokens whose K/V the front layers write (with q_front > 0) */
     int32_t probe;          /* rows whose values are checked against the cache, at most q + carry */
     int32_t carry;          /* rows carried on cached outputs through the later layers */
+    int32_t picked;         /* of the q rows, those the probe picks (1..min(q, probe) with probe > 0) */
 };
 
 /* A segment's shape at the front layers (q_front > 0) or at the others. */
