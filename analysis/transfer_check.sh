@@ -19,7 +19,7 @@ import collections, csv, statistics, sys
 def steps(path):
     t = collections.defaultdict(float)
     for r in csv.DictReader(open(path)):
-        t[tuple(r.get(c, "0") for c in ("segs", "q", "kv", "logit_rows", "kv_long", "keep", "sel_heads"))] += float(r["ms"])
+        t[tuple(r.get(c, "0") for c in ("segs", "q", "kv", "logit_rows", "kv_long", "keep", "sel_heads", "fc_rows", "probe"))] += float(r["ms"])
     return t
 tr, me = steps(sys.argv[1]), steps(sys.argv[2])
 errs = sorted(((tr[k] - me[k]) / me[k], k) for k in me if k in tr)
@@ -28,5 +28,6 @@ print(f"{sys.argv[3]} -> {sys.argv[4]}: {len(a)} profiled steps, per-step MAPE {
       f"median {100 * statistics.median(a):.1f}%, p90 {100 * a[int(0.9 * len(a))]:.1f}%")
 print("most missed (segs, q, kv, logit rows, kv_long, keep, per head):")
 for e, k in sorted(errs, key=lambda x: -abs(x[0]))[:5]:
-    print(f"  {100 * e:+6.1f}%  {', '.join(k)}")
+    fc = f" (dLLM-Cache: {k[7]} rows, probe {k[8]})" if k[7] != "0" else ""
+    print(f"  {100 * e:+6.1f}%  {', '.join(k[:7])}{fc}")
 PY

@@ -112,8 +112,11 @@ const char *eng_device_name(const struct eng *e);
  * max_tokens, is refused before any launch. */
 int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, float *ms,
              struct ts_err *err);
-/* Frees a finished request's KV pages. */
+/* Frees a finished request's KV pages. (A step's selecting requests keep the pages of their kept
+ * keys alone once eng_step returns.) */
 void eng_release(struct eng *e, int32_t req_id);
+/* The KV pool's free pages now. */
+int32_t eng_pool_free_pages(const struct eng *e);
 
 /* Captures one step into a CUDA graph (executing it once); eng_graph_replay() then reruns the
  * identical step at least n times and for at least ENG_TIMED_S and gives the median milliseconds

@@ -70,6 +70,7 @@ struct eng {
     bf16_t *f_pool;            /* eng_opts.feature_cache: [layers][attention, FFN][slots][h] */
     bf16_t *fc_out, *fc_hp, *fc_vnew; /* a layered step's scratch: a half-layer's outputs [T, h], the
                                        * normalised probe rows [T, h] and their new V [T, kv_dim] */
+    float *fc_sim;                    /* and the probe rows' similarities [T] */
     int64_t slots;
     /* activations: the step's plan, placed in the arena */
     const struct planner_ops *planner;
@@ -370,7 +371,8 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
         alloc(&e->attn_ws, ATTN_WORKSPACE, err) ||
         (pooled && (alloc((void **)&e->k_pool, kv_bytes, err) || alloc((void **)&e->v_pool, kv_bytes, err))) ||
         (fc && (alloc((void **)&e->f_pool, f_bytes, err) || alloc((void **)&e->fc_out, T * h * 2, err) ||
-                alloc((void **)&e->fc_hp, T * h * 2, err) || alloc((void **)&e->fc_vnew, T * kvd * 2, err))) ||
+                alloc((void **)&e->fc_hp, T * h * 2, err) || alloc((void **)&e->fc_vnew, T * kvd * 2, err) ||
+                alloc((void **)&e->fc_sim, T * 4, err))) ||
         (fc && e->o.trace_selection && alloc((void **)&e->pick_trace, PICK_TRACE, err)) ||
         alloc((void **)&e->d_meta_buf, e->meta_cap * 4, err) || alloc((void **)&e->d_tok, T * 4, err) ||
         alloc((void **)&e->d_max, T * 4, err) || alloc((void **)&e->d_conf, T * 4, err) ||
@@ -448,7 +450,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
             goto fail;
         e->mem.workspace = o->stateless ? 0 : TS_MAX(workspace_bytes(m, o, T, T), e->act.plan.arena_bytes);
         if (o->feature_cache && !o->stateless) /* a layered step's scratch (fc_out, fc_hp, fc_vnew) */
-            e->mem.workspace += T * (2LL * m->hidden + (int64_t)m->num_kv_heads * m->head_dim) * 2;
+            e->mem.workspace += T * ((2LL * m->hidden + (int64_t)m->num_kv_heads * m->head_dim) * 2 + 4);
     }
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
@@ -492,7 +494,7 @@ void eng_destroy(struct eng *e)
         cudaEventDestroy(e->prof_ev[i]);
     void *dev[] = {e->w,      e->blas_ws,      e->attn_ws, e->k_pool,  e->v_pool, e->d_meta_buf, e->d_tok,
                    e->d_max,  e->d_conf,       e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->fc_out,
-                   e->fc_hp,  e->fc_vnew,      e->pick_trace};
+                   e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -703,11 +705,11 @@ static int pick_rows(struct eng *e, int L, bf16_t *x, bf16_t *vp, struct ts_err 
             return -1;
         const bf16_t *bias = W(e, W_QKV_BIAS, L);
         const struct k_fc_pick_args pa = {
-            .vnew = e->fc_vnew, .v_bias = bias ? bias + qd + kvd : NULL, .v_pool = vp, .x_slot = e->dm.x_slot,
-            .probe = e->dm.probe, .c_row = e->dm.c_row, .tok_pos = e->dm.tok_pos, .tok_slot = e->dm.tok_slot,
-            .x_comp = e->dm.x_comp,
+            .vnew = e->fc_vnew, .v_bias = bias ? bias + qd + kvd : NULL, .v_pool = vp, .sim = e->fc_sim,
+            .x_slot = e->dm.x_slot, .probe = e->dm.probe, .probe_idx = e->dm.probe_idx, .c_row = e->dm.c_row,
+            .tok_pos = e->dm.tok_pos, .tok_slot = e->dm.tok_slot, .x_comp = e->dm.x_comp,
             .trace = e->pick_trace ? e->pick_trace + (size_t)L * p->num_probe * p->max_probe : NULL,
-            .num_probe = p->num_probe, .max_probe = p->max_probe, .kv_dim = kvd};
+            .num_probe = p->num_probe, .probe_rows = p->probe_rows, .max_probe = p->max_probe, .kv_dim = kvd};
         KL(k_fc_pick(&pa, e->stream));
     }
     mark(e, OP_FEAT_CACHE);
@@ -716,8 +718,8 @@ static int pick_rows(struct eng *e, int L, bf16_t *x, bf16_t *vp, struct ts_err 
 
 /* Layer L of a layered step (eng_plan.h) over its hidden rows x: lp (arrays in dm) is the plan of
  * the layer's kind, front or later. Its computed rows run as forward()'s rows do, gathered from x
- * by the normalisations; each half's outputs go to the feature cache and into x, where every other
- * row adds its cached ones. */
+ * by the normalisations; each half's outputs go to the feature cache and into x; at the end every
+ * other row adds its two cached ones (nothing reads a carried row within the layer). */
 static int layered_layer(struct eng *e, int L, const struct eng_plan *lp, const struct dev_meta *dm, bf16_t *x,
                          struct ts_err *err)
 {
@@ -756,7 +758,7 @@ static int layered_layer(struct eng *e, int L, const struct eng_plan *lp, const 
         mark(e, OP_OPROJ);
     }
     if (runs(e, OP_FEAT_CACHE))
-        KL(k_fc_residual(x, e->fc_out, dm->x_comp, e->dm.x_slot, fa, X, h, st));
+        KL(k_fc_store(x, e->fc_out, dm->c_row, e->dm.x_slot, fa, T, h, st));
     mark(e, OP_FEAT_CACHE);
     if (T > 0) {
         if (runs(e, OP_NORM))
@@ -765,8 +767,10 @@ static int layered_layer(struct eng *e, int L, const struct eng_plan *lp, const 
         if (ffn(e, L, e->fc_out, hn2, T, 0.f, err))
             return -1;
     }
-    if (runs(e, OP_FEAT_CACHE))
-        KL(k_fc_residual(x, e->fc_out, dm->x_comp, e->dm.x_slot, ff, X, h, st));
+    if (runs(e, OP_FEAT_CACHE)) { /* its FFN outputs; then the carried rows add both their cached ones */
+        KL(k_fc_store(x, e->fc_out, dm->c_row, e->dm.x_slot, ff, T, h, st));
+        KL(k_fc_carry(x, dm->x_comp, e->dm.x_slot, fa, ff, X, h, st));
+    }
     mark(e, OP_FEAT_CACHE);
     return 0;
 }
@@ -999,8 +1003,15 @@ int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, flo
     CU(cudaGetLastError());
     if (ms)
         CU(cudaEventElapsedTime(ms, e->ev0, e->ev1));
+    /* a selecting request keeps the pages of its kept keys alone: its candidates' go back to the pool
+     * (a graph of the step keeps them: its replays write there) */
+    for (int32_t s = 0; s < sd->num_segs && !e->o.stateless; s++)
+        if (sd->segs[s].keep > 0)
+            eng_kv_truncate(&e->kv, sd->segs[s].req_id, sd->segs[s].keep);
     return 0;
 }
+
+int32_t eng_pool_free_pages(const struct eng *e) { return e->kv.num_free; }
 
 void eng_release(struct eng *e, int32_t req_id) { eng_kv_release(&e->kv, req_id); }
 

@@ -68,6 +68,16 @@ void eng_kv_release(struct eng_kv *kv, int32_t req_id)
         kv->free_pages[kv->num_free++] = r->pages[--r->num_pages];
 }
 
+void eng_kv_truncate(struct eng_kv *kv, int32_t req_id, int32_t tokens)
+{
+    if (req_id < 0 || req_id >= kv->num_reqs || tokens < 0)
+        return;
+    struct eng_kv_req *r = &kv->reqs[req_id];
+    const int32_t keep = (tokens + kv->page_tokens - 1) / kv->page_tokens;
+    while (r->num_pages > keep)
+        kv->free_pages[kv->num_free++] = r->pages[--r->num_pages];
+}
+
 int32_t eng_kv_slot(const struct eng_kv *kv, int32_t req_id, int32_t key)
 {
     TS_ASSERT(req_id >= 0 && req_id < kv->num_reqs);

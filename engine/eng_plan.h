@@ -52,6 +52,9 @@ void eng_kv_free(struct eng_kv *kv);
 /* Grows r's pages to hold `tokens` keys; fails (nothing changed) when the pool is short. */
 int eng_kv_reserve(struct eng_kv *kv, int32_t req_id, int32_t tokens, struct ts_err *err);
 void eng_kv_release(struct eng_kv *kv, int32_t req_id);
+/* Frees r's pages beyond those its first `tokens` keys take (a sparse selection's candidates once
+ * the kept keys were copied to the front); fewer pages than that are left as they are. */
+void eng_kv_truncate(struct eng_kv *kv, int32_t req_id, int32_t tokens);
 int32_t eng_kv_slot(const struct eng_kv *kv, int32_t req_id, int32_t key);
 
 struct eng_plan {

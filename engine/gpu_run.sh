@@ -120,7 +120,7 @@ for p in $parts; do
                timeout "${SANITIZE_S:-900}" compute-sanitizer --tool racecheck --error-exitcode 3 \
                    ./$b/tessera engine check ${SANITIZE_ONLY:+--only $SANITIZE_ONLY} \
                    >"$out/sanitizer-racecheck.txt" 2>&1 || rc=1
-               grep -q "ERROR SUMMARY: 0 errors" "$out/sanitizer-racecheck.txt" || rc=1
+               grep -q "RACECHECK SUMMARY: 0 hazards displayed (0 errors" "$out/sanitizer-racecheck.txt" || rc=1
                echo "racecheck: $(grep -c '  ok$' "$out/sanitizer-racecheck.txt") checks ok"
                tail -2 "$out/sanitizer-racecheck.txt" ;;
         sparse) sparse_part "$out" || rc=1 ;;

@@ -31,7 +31,8 @@
 # light-load clock: a Reuse step profiled at its own steady clock rather than after a Refresh).
 #
 # POLICIES="..." runs those policies [dual block]; sparse-head is the sparse policy with one kept set
-# per K/V head (--sparse-select head), sparse the one set for all heads.
+# per K/V head (--sparse-select head), sparse the one set for all heads; dllm-cache runs dLLM-Cache
+# (its feature cache priced by the calibration's fc grid where it has one).
 #
 # IMPL=tessera-fused simulates that implementation profile and runs the engine's FFN fused
 # (TESSERA_FFN=fused for the profile; replays follow the run's implementation), so OUT's

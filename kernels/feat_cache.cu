@@ -1,10 +1,12 @@
 /*
  * feat_cache.cu: dLLM-Cache's feature cache on the GPU (kernels.h): the value check that picks the
- * rows a layer updates, and the residual adds that carry the other rows on their cached outputs.
+ * rows a layer updates, the computed rows' outputs stored and added, and the carried rows' adds of
+ * their cached outputs. All memory-bound: 16-byte vectors (8 bf16), widths multiples of 8.
  */
 #include "common.cuh"
 
-#define PICK_THREADS 1024
+#define SIM_WARPS 8        /* probe rows a block of the similarity kernel */
+#define SELECT_THREADS 1024
 
 static __device__ __forceinline__ void unpack8f(float *f, uint4 v)
 {
@@ -14,48 +16,65 @@ static __device__ __forceinline__ void unpack8f(float *f, uint4 v)
         f[k] = bf2f(e[k]);
 }
 
-/* Block n: probing segment n. Shared memory: its rows' similarities, then their pick flags. */
-static __global__ void __launch_bounds__(PICK_THREADS) fc_pick_kernel(struct k_fc_pick_args a)
+static __device__ __forceinline__ uint4 pack8f(const float *f)
+{
+    return make_uint4(pack_bf2(f[0], f[1]), pack_bf2(f[2], f[3]), pack_bf2(f[4], f[5]), pack_bf2(f[6], f[7]));
+}
+
+/* A warp a probe row: the cosine similarity between its new V (plus bias, rounded as the pool holds
+ * it) and the V its slot holds, then the new V stored there (the warp read the old one first). */
+static __global__ void __launch_bounds__(SIM_WARPS * 32) fc_sim_kernel(struct k_fc_pick_args a)
+{
+    griddep_wait();
+    const int lane = threadIdx.x & 31, g = blockIdx.x * SIM_WARPS + (threadIdx.x >> 5), kvd = a.kv_dim;
+    if (g >= a.probe_rows)
+        return;
+    const bf16_t *vn = a.vnew + (size_t)g * kvd;
+    bf16_t *vo = a.v_pool + (size_t)a.x_slot[a.probe_idx[g]] * kvd;
+    float dot = 0.f, nn = 0.f, no = 0.f;
+    for (int c = lane * 8; c < kvd; c += 256) {
+        float x[8], y[8], b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        unpack8f(x, *(const uint4 *)(vn + c));
+        unpack8f(y, *(const uint4 *)(vo + c));
+        if (a.v_bias)
+            unpack8f(b, *(const uint4 *)(a.v_bias + c));
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            x[k] = bf2f(f2bf(x[k] + b[k]));
+            dot += x[k] * y[k];
+            nn += x[k] * x[k];
+            no += y[k] * y[k];
+        }
+        *(uint4 *)(vo + c) = pack8f(x); /* what was compared; this lane read the old values */
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        dot += __shfl_xor_sync(0xffffffffu, dot, o);
+        nn += __shfl_xor_sync(0xffffffffu, nn, o);
+        no += __shfl_xor_sync(0xffffffffu, no, o);
+    }
+    if (lane == 0) {
+        const float s = dot / fmaxf(sqrtf(nn) * sqrtf(no), 1e-8f);
+        a.sim[g] = s == s ? s : -INFINITY; /* a V never written (NaN): changed the most */
+    }
+}
+
+/* Block n: probing segment n's picked rows from its similarities (shared memory: them, then the
+ * pick flags). */
+static __global__ void __launch_bounds__(SELECT_THREADS) fc_select_kernel(struct k_fc_pick_args a)
 {
     griddep_wait();
     extern __shared__ float sim[];
     int32_t *flag = (int32_t *)(sim + a.max_probe);
-    const int n = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int n = blockIdx.x;
     const int32_t *f = a.probe + 5 * n;
-    const int x_first = f[0], rows = f[1], picked = f[2], comp = f[3], pos0 = f[4], kvd = a.kv_dim;
-    int64_t vrow0 = 0; /* this segment's first row of vnew: the probe rows before it */
+    const int x_first = f[0], rows = f[1], picked = f[2], comp = f[3], pos0 = f[4];
+    int g0 = 0; /* this segment's first probe row: the probe rows before it */
     for (int k = 0; k < n; k++)
-        vrow0 += a.probe[5 * k + 1];
-    /* 1: each row's cosine similarity between its new V (plus bias) and the one its slot holds */
-    for (int i = warp; i < rows; i += warps) {
-        const bf16_t *vn = a.vnew + (vrow0 + i) * kvd, *vo = a.v_pool + (size_t)a.x_slot[x_first + i] * kvd;
-        float dot = 0.f, nn = 0.f, no = 0.f;
-        for (int c = lane * 8; c < kvd; c += 256) {
-            float x[8], y[8], b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            unpack8f(x, *(const uint4 *)(vn + c));
-            unpack8f(y, *(const uint4 *)(vo + c));
-            if (a.v_bias)
-                unpack8f(b, *(const uint4 *)(a.v_bias + c));
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const float v = bf2f(f2bf(x[k] + b[k])); /* the V the pool will hold */
-                dot += v * y[k];
-                nn += v * v;
-                no += y[k] * y[k];
-            }
-        }
-        for (int o = 16; o > 0; o >>= 1) {
-            dot += __shfl_xor_sync(0xffffffffu, dot, o);
-            nn += __shfl_xor_sync(0xffffffffu, nn, o);
-            no += __shfl_xor_sync(0xffffffffu, no, o);
-        }
-        if (lane == 0) {
-            const float s = dot / fmaxf(sqrtf(nn) * sqrtf(no), 1e-8f);
-            sim[i] = s == s ? s : -INFINITY; /* a V never written (NaN): changed the most */
-        }
-    }
+        g0 += a.probe[5 * k + 1];
+    for (int i = threadIdx.x; i < rows; i += blockDim.x)
+        sim[i] = a.sim[g0 + i];
     __syncthreads();
-    /* 2: the `picked` least similar rows (ties: the lower row) */
+    /* the `picked` least similar rows (ties: the lower row) */
     for (int i = threadIdx.x; i < rows; i += blockDim.x) {
         const float s = sim[i];
         int rank = 0;
@@ -66,7 +85,7 @@ static __global__ void __launch_bounds__(PICK_THREADS) fc_pick_kernel(struct k_f
         flag[i] = rank < picked;
     }
     __syncthreads();
-    /* 3: the picked rows, in row order, become the computed rows comp.. */
+    /* the picked rows, in row order, become the computed rows comp.. */
     for (int i = threadIdx.x; i < rows; i += blockDim.x) {
         const int x = x_first + i;
         if (!flag[i]) {
@@ -83,18 +102,6 @@ static __global__ void __launch_bounds__(PICK_THREADS) fc_pick_kernel(struct k_f
         if (a.trace)
             a.trace[(size_t)n * a.max_probe + k] = i;
     }
-    /* 4: every probe row's new V into its slot (phase 1 read the old ones) */
-    const int vecs = kvd / 8;
-    for (int e = threadIdx.x; e < rows * vecs; e += blockDim.x) {
-        const int i = e / vecs, c = (e % vecs) * 8;
-        float x[8], b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        unpack8f(x, *(const uint4 *)(a.vnew + (vrow0 + i) * kvd + c));
-        if (a.v_bias)
-            unpack8f(b, *(const uint4 *)(a.v_bias + c));
-        *(uint4 *)(a.v_pool + (size_t)a.x_slot[x_first + i] * kvd + c) =
-            make_uint4(pack_bf2(x[0] + b[0], x[1] + b[1]), pack_bf2(x[2] + b[2], x[3] + b[3]),
-                       pack_bf2(x[4] + b[4], x[5] + b[5]), pack_bf2(x[6] + b[6], x[7] + b[7]));
-    }
 }
 
 extern "C" int k_fc_pick(const struct k_fc_pick_args *a, k_stream stream)
@@ -106,40 +113,77 @@ extern "C" int k_fc_pick(const struct k_fc_pick_args *a, k_stream stream)
     const size_t smem = (size_t)a->max_probe * 8;
     static size_t opted = 48 << 10; /* dynamic shared memory allowed so far */
     if (smem > opted) {
-        cudaError_t ce = cudaFuncSetAttribute(fc_pick_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        cudaError_t ce = cudaFuncSetAttribute(fc_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (ce != cudaSuccess)
             return (int)ce;
         opted = smem;
     }
-    return (int)k_launch(fc_pick_kernel, dim3(a->num_probe), dim3(PICK_THREADS), smem, stream, *a);
+    cudaError_t ce = k_launch(fc_sim_kernel, dim3((unsigned)((a->probe_rows + SIM_WARPS - 1) / SIM_WARPS)),
+                              dim3(SIM_WARPS * 32), 0, stream, *a);
+    if (ce != cudaSuccess)
+        return (int)ce;
+    return (int)k_launch(fc_select_kernel, dim3(a->num_probe), dim3(SELECT_THREADS), smem, stream, *a);
 }
 
-static __global__ void fc_residual_kernel(bf16_t *x, const bf16_t *out, const int32_t *x_comp, const int32_t *x_slot,
-                                          bf16_t *cache, int h)
+static int row_threads(int h) { return h / 8 > 256 ? 256 : (h / 8 + 31) / 32 * 32; }
+
+static __global__ void fc_store_kernel(bf16_t *x, const bf16_t *out, const int32_t *c_row, const int32_t *x_slot,
+                                       bf16_t *cache, int h)
 {
     griddep_wait();
-    const int r = blockIdx.x, j = x_comp[r];
+    const int j = blockIdx.x, r = c_row[j];
     bf16_t *xr = x + (size_t)r * h, *cr = cache + (size_t)x_slot[r] * h;
-    const bf16_t *src = j >= 0 ? out + (size_t)j * h : cr;
+    const bf16_t *o = out + (size_t)j * h;
     for (int c = threadIdx.x * 8; c < h; c += blockDim.x * 8) {
-        const uint4 v = *(const uint4 *)(src + c);
-        if (j >= 0)
-            *(uint4 *)(cr + c) = v;
+        const uint4 v = *(const uint4 *)(o + c);
+        *(uint4 *)(cr + c) = v;
         float xv[8], vv[8];
         unpack8f(xv, *(const uint4 *)(xr + c));
         unpack8f(vv, v);
-        *(uint4 *)(xr + c) = make_uint4(pack_bf2(xv[0] + vv[0], xv[1] + vv[1]), pack_bf2(xv[2] + vv[2], xv[3] + vv[3]),
-                                        pack_bf2(xv[4] + vv[4], xv[5] + vv[5]), pack_bf2(xv[6] + vv[6], xv[7] + vv[7]));
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            xv[k] += vv[k];
+        *(uint4 *)(xr + c) = pack8f(xv);
     }
 }
 
-extern "C" int k_fc_residual(bf16_t *x, const bf16_t *out, const int32_t *x_comp, const int32_t *x_slot, bf16_t *cache,
-                             int X, int h, k_stream stream)
+extern "C" int k_fc_store(bf16_t *x, const bf16_t *out, const int32_t *c_row, const int32_t *x_slot, bf16_t *cache,
+                          int T, int h, k_stream stream)
+{
+    if (h % 8)
+        return (int)cudaErrorInvalidValue;
+    if (T <= 0)
+        return 0;
+    return (int)k_launch(fc_store_kernel, dim3(T), dim3(row_threads(h)), 0, stream, x, out, c_row, x_slot, cache, h);
+}
+
+static __global__ void fc_carry_kernel(bf16_t *x, const int32_t *x_comp, const int32_t *x_slot, const bf16_t *fa,
+                                       const bf16_t *ff, int h)
+{
+    griddep_wait();
+    const int r = blockIdx.x;
+    if (x_comp[r] >= 0)
+        return;
+    const size_t s = (size_t)x_slot[r] * h;
+    bf16_t *xr = x + (size_t)r * h;
+    for (int c = threadIdx.x * 8; c < h; c += blockDim.x * 8) {
+        float xv[8], av[8], fv[8];
+        unpack8f(xv, *(const uint4 *)(xr + c));
+        unpack8f(av, *(const uint4 *)(fa + s + c));
+        unpack8f(fv, *(const uint4 *)(ff + s + c));
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            xv[k] += av[k] + fv[k];
+        *(uint4 *)(xr + c) = pack8f(xv);
+    }
+}
+
+extern "C" int k_fc_carry(bf16_t *x, const int32_t *x_comp, const int32_t *x_slot, const bf16_t *fa, const bf16_t *ff,
+                          int X, int h, k_stream stream)
 {
     if (h % 8)
         return (int)cudaErrorInvalidValue;
     if (X <= 0)
         return 0;
-    int t = h / 8 > 256 ? 256 : (h / 8 + 31) / 32 * 32;
-    return (int)k_launch(fc_residual_kernel, dim3(X), dim3(t), 0, stream, x, out, x_comp, x_slot, cache, h);
+    return (int)k_launch(fc_carry_kernel, dim3(X), dim3(row_threads(h)), 0, stream, x, x_comp, x_slot, fa, ff, h);
 }

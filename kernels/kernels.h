@@ -231,29 +231,34 @@ const int32_t *k_kv_select_idx(const struct k_select_args *a);
  * -1 for a row that rides on its cached outputs).
  *
  * k_fc_pick: each probing segment's value check, per layer, before its QKV. vnew [probe rows,
- * kv_dim] is the V projection (no bias) of the normalised probe rows in probe_idx order; each row's
- * cosine similarity with the V its slot holds (NaN there: -inf) ranks it (ties: the lower row) and
- * the `picked` least similar become the segment's computed rows from its comp-th on, in row order:
- * their c_row, tok_pos (the first probe row's position + i), tok_slot and x_comp are written, x_comp
- * of the others -1. Then every probe row's new V (plus the bias's V part, if any) is stored in its
- * slot. probe: [num_probe][5] (first hidden row, probe rows, picked, comp, first position);
- * trace (NULL: none) gets each segment's picked rows (indices into its probe rows) at
- * trace[n * max_probe]. Needs max_probe <= K_FC_MAX_PROBE.
+ * kv_dim] is the V projection (no bias) of the normalised probe rows, in probe_idx order (hidden
+ * rows). Each row's cosine similarity with the V its slot holds (NaN there: -inf) goes to sim
+ * [probe rows] fp32 scratch and its new V (plus the bias's V part, if any) to its slot; then, per
+ * segment, the `picked` least similar (ties: the lower row) become its computed rows from its
+ * comp-th on, in row order: their c_row, tok_pos (the first probe row's position + i), tok_slot
+ * and x_comp are written, x_comp of the others -1. probe: [num_probe][5] (first hidden row, probe
+ * rows, picked, comp, first position); trace (NULL: none) gets each segment's picked rows
+ * (indices into its probe rows) at trace[n * max_probe]. Needs max_probe <= K_FC_MAX_PROBE.
  */
 #define K_FC_MAX_PROBE 16384
 struct k_fc_pick_args {
     const bf16_t *vnew;
     const bf16_t *v_bias;   /* the V part of the QKV bias, or NULL */
     bf16_t *v_pool;         /* the layer's [slots, kv_dim] */
-    const int32_t *x_slot, *probe;
+    float *sim;             /* [probe_rows] scratch */
+    const int32_t *x_slot, *probe, *probe_idx;
     int32_t *c_row, *tok_pos, *tok_slot, *x_comp, *trace;
-    int num_probe, max_probe, kv_dim;
+    int num_probe, probe_rows, max_probe, kv_dim;
 };
 int k_fc_pick(const struct k_fc_pick_args *a, k_stream stream);
-/* The residual add of one half of a layer over every hidden row r: v = out[x_comp[r]] for a
- * computed row (also stored in cache[x_slot[r]]), else cache[x_slot[r]]; x[r] += v. */
-int k_fc_residual(bf16_t *x, const bf16_t *out, const int32_t *x_comp, const int32_t *x_slot, bf16_t *cache, int X,
-                  int h, k_stream stream);
+/* One half of a layer's outputs for its T computed rows: out[j] goes to cache[x_slot[c_row[j]]]
+ * and is added to x[c_row[j]]. */
+int k_fc_store(bf16_t *x, const bf16_t *out, const int32_t *c_row, const int32_t *x_slot, bf16_t *cache, int T,
+               int h, k_stream stream);
+/* The rows a layer carried (x_comp[r] < 0 of X hidden rows): x[r] += fa[s] + ff[s], s = x_slot[r],
+ * their cached attention and FFN outputs. */
+int k_fc_carry(bf16_t *x, const int32_t *x_comp, const int32_t *x_slot, const bf16_t *fa, const bf16_t *ff, int X,
+               int h, k_stream stream);
 
 /* Per row of logits [rows, V]: the argmax, its value and its softmax probability (confidence),
  * written at out_*[row_base + row]. */

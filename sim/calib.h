@@ -46,6 +46,9 @@ struct calib_row {
     int32_t keep;    /* > 0: a selecting step (sparse KV): each segment's last PROFILE_SCORE_ROWS rows
                       * score the others and keep `keep` of them (engine profile's select grid) */
     int32_t sel_heads; /* with keep: 1 one kept set per K/V head, 0 one for all heads */
+    int32_t fc_rows; /* > 0: a dLLM-Cache step (engine profile's fc grid, step_desc_add_fc): each
+                      * segment's fc_rows hidden rows, q computed over the kv = fc_rows - q others */
+    int32_t probe;   /* with fc_rows: > 0, the q rows picked among the last probe rows */
     enum cost_op op;
     double ms;       /* the op's time in the step */
     double total_ms; /* the whole step */
@@ -100,8 +103,10 @@ int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, con
  * each op's time is scaled by its roofline ratio (the step's total by the total's ratio), so
  * what the profile learned about an op's efficiency on `from` is kept. An estimate: a
  * calibration measured on `to` replaces it. */
-/* The profiled step a row belongs to, as a step description (cleared first, knobs kept): segs
- * sequences of q query tokens over kv cached keys, logit_rows logit rows each. */
+/* The profiled step a row belongs to, as a step description (cleared first, knobs kept but for the
+ * feature cache's): segs sequences of q query tokens over kv cached keys, logit_rows logit rows
+ * each; a dLLM-Cache row's segments as step_desc_add_fc makes them, with one front layer and the
+ * feature cache. */
 struct step_desc;
 void calib_row_step(const struct calib_row *r, struct step_desc *sd);
 /* The cached keys of segment i of a profiled step (the last over kv_long where it is uneven). */
@@ -125,6 +130,9 @@ int calib_fit(const struct calib_data *d, struct calib **out, struct ts_err *err
 void calib_free(struct calib *c);
 /* Whether the calibration prices the sparse selection of this kind (its profile had such steps). */
 bool calib_prices_selection(const struct calib *c, bool per_head);
+/* Whether the calibration measured dLLM-Cache's feature cache (its profile had the fc grid's steps);
+ * without, feat_cache is composed from the other ops' curves. */
+bool calib_prices_feature_cache(const struct calib *c);
 /* Prices a step; fills bd if not NULL. Returns -1 (and err) when the step lies outside the
  * profiled range and extrapolation is off. A step whose segments have front shapes, probes or
  * carried rows, or that caches outputs, needs the cost context (its model and GPU):

@@ -132,13 +132,31 @@ static int parse_selection(const char *path, long lineno, const char *keep, cons
     return 0;
 }
 
+/* A row's dLLM-Cache fields (NULL: the column is absent, 0): fc_rows the segment's hidden rows, q
+ * computed over the kv others; probe at most fc_rows, and at least the q picked among it. */
+static int parse_fc(const char *path, long lineno, const char *rows, const char *probe, struct calib_row *r,
+                    struct ts_err *err)
+{
+    int64_t n = 0, p = 0;
+    if (rows && (ts_parse_i64(rows, &n) || n < 0 || (n > 0 && ((int64_t)r->q + r->kv != n || r->keep || r->kv_long ||
+                                                               r->logit_rows))))
+        return ts_fail(err, "%s:%ld: fc_rows: not a dLLM-Cache step's rows, q + kv, without logits, selection or "
+                            "uneven caches ('%s')", path, lineno, rows);
+    if (probe && (ts_parse_i64(probe, &p) || p < 0 || (p > 0 && (n == 0 || p > n || p < r->q))))
+        return ts_fail(err, "%s:%ld: probe: not a count of a dLLM-Cache step's rows its q are picked among ('%s')",
+                       path, lineno, probe);
+    r->fc_rows = (int32_t)n;
+    r->probe = (int32_t)p;
+    return 0;
+}
+
 int calib_data_parse(const char *path, char *text, struct calib_data *out, struct ts_err *err)
 {
     memset(out, 0, sizeof *out);
     static const char *const cols[] = {"device", "model", "segs", "q", "kv", "logit_rows", "op", "ms",
                                        "total_ms", "gpu_ms", "host_ms", "attn_rules", "kv_long", "keep",
-                                       "sel_heads"};
-    enum { NCOLS = 15 };
+                                       "sel_heads", "fc_rows", "probe"};
+    enum { NCOLS = 17 };
     int idx[NCOLS];
     char *line = text, *next;
     long lineno = 0;
@@ -212,7 +230,8 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
         }
         r.kv_long = (int32_t)kv_long;
         if (parse_selection(path, lineno, idx[13] >= 0 ? f[idx[13]] : NULL, idx[14] >= 0 ? f[idx[14]] : NULL, &r,
-                            err))
+                            err) ||
+            parse_fc(path, lineno, idx[15] >= 0 ? f[idx[15]] : NULL, idx[16] >= 0 ? f[idx[16]] : NULL, &r, err))
             goto done;
         if (r.kv_long > 0 && r.segs < 2) {
             ts_fail(err, "%s:%ld: kv_long: an uneven step needs 2 or more segments (segs %d)", path, lineno,
@@ -249,11 +268,14 @@ int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err
     /* profiles from before the uneven steps have no kv_long column (every step even), and those
      * from before the rules versions no attn_rules column either (version 1) */
     static const char *const queries[] = {
-        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long, keep, sel_heads "
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long, keep, sel_heads, "
+        "fc_rows, probe FROM engine_profile",
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long, keep, sel_heads, 0, 0 "
         "FROM engine_profile",
-        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long, 0, 0 FROM engine_profile",
-        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, 0, 0, 0 FROM engine_profile",
-        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, 1, 0, 0, 0 FROM engine_profile"};
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long, 0, 0, 0, 0 FROM "
+        "engine_profile",
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, 0, 0, 0, 0, 0 FROM engine_profile",
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, 1, 0, 0, 0, 0, 0 FROM engine_profile"};
     size_t qi = 0;
     while (qi < TS_ARRAY_LEN(queries) && sqlite3_prepare_v2(db, queries[qi], -1, &st, NULL) != SQLITE_OK)
         qi++;
@@ -282,7 +304,10 @@ int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err
         char keep[24], heads[24];
         snprintf(keep, sizeof keep, "%d", sqlite3_column_int(st, 11));
         snprintf(heads, sizeof heads, "%d", sqlite3_column_int(st, 12));
-        if (parse_selection(path, row, keep, heads, &r, err))
+        char rows[24], probe[24];
+        snprintf(rows, sizeof rows, "%d", sqlite3_column_int(st, 13));
+        snprintf(probe, sizeof probe, "%d", sqlite3_column_int(st, 14));
+        if (parse_selection(path, row, keep, heads, &r, err) || parse_fc(path, row, rows, probe, &r, err))
             goto done;
         const int rules = sqlite3_column_type(st, 9) == SQLITE_NULL ? 1 : sqlite3_column_int(st, 9);
         if (rules < 1 || rules > ATTN_RULES) {
@@ -315,14 +340,15 @@ int calib_data_write(const struct calib_data *d, const char *path, struct ts_err
     if (!f)
         return ts_fail(err, "%s: cannot create", path);
     const bool split = host_split(d);
-    bool uneven = false, selects = false; /* kv_long, keep and sel_heads only where a step uses them: older
-                                           * files stay as they were */
+    bool uneven = false, selects = false, fc = false; /* kv_long, keep, sel_heads, fc_rows and probe only
+                                                       * where a step uses them: older files stay as they were */
     for (size_t i = 0; i < d->n; i++) {
         uneven = uneven || d->rows[i].kv_long > 0;
         selects = selects || d->rows[i].keep > 0;
+        fc = fc || d->rows[i].fc_rows > 0;
     }
-    fprintf(f, "device,model,segs,q,kv,logit_rows,op,ms,total_ms%s,attn_rules%s%s\n", split ? ",gpu_ms,host_ms" : "",
-            uneven || selects ? ",kv_long" : "", selects ? ",keep,sel_heads" : "");
+    fprintf(f, "device,model,segs,q,kv,logit_rows,op,ms,total_ms%s,attn_rules%s%s%s\n", split ? ",gpu_ms,host_ms" : "",
+            uneven || selects || fc ? ",kv_long" : "", selects || fc ? ",keep,sel_heads" : "", fc ? ",fc_rows,probe" : "");
     for (size_t i = 0; i < d->n; i++) {
         const struct calib_row *r = &d->rows[i];
         fprintf(f, "\"%s\",%s,%d,%d,%d,%d,%s,%.9g,%.9g", d->device, d->model, r->segs, r->q, r->kv,
@@ -330,10 +356,12 @@ int calib_data_write(const struct calib_data *d, const char *path, struct ts_err
         if (split)
             fprintf(f, ",%.9g,%.9g", r->gpu_ms, r->host_ms);
         fprintf(f, ",%d", TS_MAX(1, d->attn_rules));
-        if (uneven || selects)
+        if (uneven || selects || fc)
             fprintf(f, ",%d", r->kv_long);
-        if (selects)
+        if (selects || fc)
             fprintf(f, ",%d,%d", r->keep, r->sel_heads);
+        if (fc)
+            fprintf(f, ",%d,%d", r->fc_rows, r->probe);
         fputc('\n', f);
     }
     if (fclose(f) != 0)
@@ -362,20 +390,21 @@ static int distinct_tokens(const struct calib_data *d, enum cost_op op)
 
 /* A row's step and op, with its index, for finding the same op of the same step twice. */
 struct row_key {
-    int32_t k[8];
+    int32_t k[10];
     size_t i;
 };
 
 static struct row_key row_key_of(const struct calib_row *r, size_t i)
 {
-    return (struct row_key){{r->segs, r->q, r->kv, r->logit_rows, r->kv_long, r->keep, r->sel_heads, (int32_t)r->op},
+    return (struct row_key){{r->segs, r->q, r->kv, r->logit_rows, r->kv_long, r->keep, r->sel_heads, r->fc_rows,
+                             r->probe, (int32_t)r->op},
                             i};
 }
 
 static int cmp_row_key(const void *a, const void *b)
 {
     const struct row_key *x = a, *y = b;
-    for (int j = 0; j < 8; j++)
+    for (int j = 0; j < 10; j++)
         if (x->k[j] != y->k[j])
             return (x->k[j] > y->k[j]) - (x->k[j] < y->k[j]);
     return (x->i > y->i) - (x->i < y->i);
@@ -403,24 +432,25 @@ static int no_duplicate_rows(const struct calib_data *d, struct ts_err *err)
     return rc;
 }
 
-/* Whether every step of a profile selects: the select grid alone (engine profile --grid select),
- * a part to merge into a whole profile, which has no logits and so no LM head. */
-static bool select_only(const struct calib_data *d)
+/* Whether every step of a profile selects or runs dLLM-Cache's feature cache: the select or fc grid
+ * alone (engine profile --grid select|fc), a part to merge into a whole profile, which has no logits
+ * and so no LM head. */
+static bool part_only(const struct calib_data *d)
 {
     for (size_t i = 0; i < d->n; i++)
-        if (d->rows[i].keep == 0)
+        if (d->rows[i].keep == 0 && d->rows[i].fc_rows == 0)
             return false;
     return d->n > 0;
 }
 
-/* The ops a profile measured, as a bit mask; kv_select only where its grid had selecting steps, so
- * it tells no implementation apart. */
+/* The ops a profile measured, as a bit mask; kv_select and feat_cache only where its grid had
+ * selecting or dLLM-Cache steps, so they tell no implementation apart. */
 static unsigned op_mask(const struct calib_data *d)
 {
     unsigned m = 0;
     for (size_t i = 0; i < d->n; i++)
         m |= 1u << d->rows[i].op;
-    return m & ~(1u << OP_KV_SELECT);
+    return m & ~(1u << OP_KV_SELECT | 1u << OP_FEAT_CACHE);
 }
 
 static double median_of(double *v, size_t n)
@@ -446,8 +476,8 @@ static int same_engine(const struct calib_data *a, const char *an, const struct 
     if (host_split(a) != host_split(b))
         return ts_fail(err, "%s: %s the host/GPU split (gpu_ms, host_ms) and %s %s (different implementations)",
                        bn, host_split(b) ? "measures" : "does not measure", an, host_split(a) ? "does" : "does not");
-    /* a select part has no LM head: its ops are a subset of the whole profile's */
-    const unsigned lm = select_only(a) || select_only(b) ? 1u << OP_LM_HEAD | 1u << OP_SAMPLE : 0;
+    /* a select or fc part has no LM head: its ops are a subset of the whole profile's */
+    const unsigned lm = part_only(a) || part_only(b) ? 1u << OP_LM_HEAD | 1u << OP_SAMPLE : 0;
     const unsigned ma = op_mask(a) & ~lm, mb = op_mask(b) & ~lm;
     for (int op = 0; op < OP_COUNT; op++)
         if (((ma ^ mb) >> op) & 1u)
@@ -557,7 +587,7 @@ int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, con
             n += d->rows[j].op == needed[i];
         if (n == 0 && needed[i] == OP_ACT)
             continue; /* a fused FFN's profile (tessera-fused): SwiGLU runs inside gate_up */
-        if (n == 0 && (needed[i] == OP_LM_HEAD || needed[i] == OP_SAMPLE) && select_only(d))
+        if (n == 0 && (needed[i] == OP_LM_HEAD || needed[i] == OP_SAMPLE) && part_only(d))
             continue; /* the select grid alone: its steps have no logits */
         if (n == 0)
             return ts_fail(err, "profile of %s on %s: no rows for op %s", d->model, d->device,
@@ -579,8 +609,8 @@ int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, con
         return -1;
     for (size_t j = 0; j < d->n; j++) {
         const struct calib_row *r = &d->rows[j];
-        if (r->op != OP_GATE_UP || r->logit_rows)
-            continue;
+        if (r->op != OP_GATE_UP || r->logit_rows || r->fc_rows)
+            continue; /* (a dLLM-Cache step's rows differ by layer) */
         double T = (double)r->segs * r->q;
         double flops = 2.0 * T * m.hidden * 2.0 * m.ffn * (m.num_layers - model_num_moe_layers(&m));
         double bytes = 2.0 * 2.0 * m.ffn * m.hidden * (m.num_layers - model_num_moe_layers(&m));
@@ -602,7 +632,11 @@ int32_t calib_row_kv(const struct calib_row *r, int32_t i)
 void calib_row_step(const struct calib_row *r, struct step_desc *sd)
 {
     step_desc_clear(sd);
-    for (int32_t i = 0; i < r->segs; i++) {
+    sd->front_layers = r->fc_rows > 0;
+    sd->cache_outputs = r->fc_rows > 0;
+    for (int32_t i = 0; i < r->segs && r->fc_rows > 0; i++)
+        step_desc_add_fc(sd, i, r->q, r->fc_rows, r->probe, 0);
+    for (int32_t i = 0; i < r->segs && r->fc_rows == 0; i++) {
         const int32_t kv = calib_row_kv(r, i);
         struct segment seg = {.req_id = i, .q = r->q, .kv = kv, .logit_rows = r->logit_rows,
                               .phase = kv > 0 ? PHASE_REUSE : PHASE_FULL};

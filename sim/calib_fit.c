@@ -20,6 +20,7 @@
 
 #define ATTN_FEATURES 10
 #define SELECT_FEATURES 4
+#define FC_FEATURES 6
 
 static const enum cost_op token_ops[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_OPROJ,
                                          OP_GATE_UP, OP_ACT, OP_DOWN};
@@ -28,7 +29,8 @@ static const enum cost_op token_ops[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_
 static bool same_step(const struct calib_row *a, const struct calib_row *b)
 {
     return a->segs == b->segs && a->q == b->q && a->kv == b->kv && a->logit_rows == b->logit_rows &&
-           a->kv_long == b->kv_long && a->keep == b->keep && a->sel_heads == b->sel_heads;
+           a->kv_long == b->kv_long && a->keep == b->keep && a->sel_heads == b->sel_heads && a->fc_rows == b->fc_rows &&
+           a->probe == b->probe;
 }
 
 struct curve {
@@ -45,6 +47,8 @@ struct calib {
     double beta[ATTN_FEATURES]; /* attention least squares */
     double sel[2][SELECT_FEATURES]; /* the selection's least squares, [sel_heads] */
     bool has_sel[2];                /* fitted (the profile had selecting steps of that kind) */
+    double fc[FC_FEATURES];         /* the feature cache's least squares */
+    bool has_fc;                    /* fitted (the profile had dLLM-Cache steps) */
     int heads, kv_heads, sms;   /* the model's query and K/V heads, the GPU's SMs (attn_finish) */
     int attn_rules;             /* the profiled engine's attention launch rules (calib_data's) */
     bool host_bound;            /* priced as max(host, GPU) */
@@ -462,6 +466,60 @@ static int select_ms(const struct calib *c, const struct step_desc *sd, double *
 
 bool calib_prices_selection(const struct calib *c, bool per_head) { return c->has_sel[per_head ? 1 : 0]; }
 
+/* The feature cache's features, over a step's dLLM-Cache segments: a constant (a layer's launches),
+ * whether any probes (the value check's four launches a layer), the probe rows (their norm, V
+ * projection and similarity), the computed rows (their outputs stored and added), the hidden rows
+ * (the carried ones' adds, a block each), and the value check's ranking (each probing segment's
+ * probe rows squared, in thousands). */
+static void fc_features(int64_t probe_rows, int64_t computed, int64_t rows, double probe_sq, double *f)
+{
+    f[0] = 1, f[1] = probe_rows > 0, f[2] = (double)probe_rows, f[3] = (double)computed, f[4] = (double)rows;
+    f[5] = probe_sq * 1e-3;
+}
+
+/* The feature cache's time (feat_cache), by least squares over the profile's dLLM-Cache steps
+ * (weights 1/y^2: relative errors); a profile without them is not fitted (the time is then
+ * composed from the curves: feat_cache_ms). */
+static int fit_fc(const struct calib_data *d, struct calib *c, struct ts_err *err)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < d->n; i++)
+        n += d->rows[i].op == OP_FEAT_CACHE && d->rows[i].fc_rows > 0;
+    if (n == 0)
+        return 0;
+    if (n < FC_FEATURES + 2)
+        return ts_fail(err, "calibration: feat_cache needs at least %d measured dLLM-Cache shapes, the profile has %zu",
+                       FC_FEATURES + 2, n);
+    gsl_matrix *X = gsl_matrix_alloc(n, FC_FEATURES), *cov = gsl_matrix_alloc(FC_FEATURES, FC_FEATURES);
+    gsl_vector *Y = gsl_vector_alloc(n), *w = gsl_vector_alloc(n), *b = gsl_vector_alloc(FC_FEATURES);
+    size_t k = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        const struct calib_row *r = &d->rows[i];
+        if (r->op != OP_FEAT_CACHE || r->fc_rows == 0)
+            continue;
+        double f[FC_FEATURES];
+        fc_features((int64_t)r->segs * r->probe, (int64_t)r->segs * r->q, (int64_t)r->segs * r->fc_rows,
+                    (double)r->segs * r->probe * r->probe, f);
+        for (int j = 0; j < FC_FEATURES; j++)
+            gsl_matrix_set(X, k, (size_t)j, f[j]);
+        gsl_vector_set(Y, k, r->ms);
+        gsl_vector_set(w, k++, 1.0 / fmax(r->ms * r->ms, 1e-12));
+    }
+    double chisq;
+    gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(n, FC_FEATURES);
+    const int st = gsl_multifit_wlinear(X, w, Y, b, cov, &chisq, ws);
+    for (int j = 0; j < FC_FEATURES; j++)
+        c->fc[j] = gsl_vector_get(b, (size_t)j);
+    gsl_multifit_linear_free(ws);
+    gsl_matrix_free(X), gsl_matrix_free(cov), gsl_vector_free(Y), gsl_vector_free(w), gsl_vector_free(b);
+    if (st)
+        return ts_fail(err, "calibration: the feat_cache fit failed");
+    c->has_fc = true;
+    return 0;
+}
+
+bool calib_prices_feature_cache(const struct calib *c) { return c->has_fc; }
+
 int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *err)
 {
     struct calib_data scaled = *in;
@@ -497,7 +555,7 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
         enum cost_op op = token_ops[k];
         int n = 0;
         for (size_t i = 0; i < d->n; i++)
-            if (d->rows[i].op == op && d->rows[i].logit_rows == 0) {
+            if (d->rows[i].op == op && d->rows[i].logit_rows == 0 && d->rows[i].fc_rows == 0) {
                 x[n] = (double)d->rows[i].segs * d->rows[i].q;
                 y[n++] = d->rows[i].ms;
                 c->max_T = TS_MAX(c->max_T, (int64_t)x[n - 1]);
@@ -528,7 +586,7 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
     {
         size_t n = 0;
         for (size_t i = 0; i < d->n; i++)
-            n += d->rows[i].op == OP_ATTN;
+            n += d->rows[i].op == OP_ATTN && d->rows[i].fc_rows == 0;
         if (n < ATTN_FEATURES + 1) {
             ts_fail(err, "calibration: attention needs at least %d measured shapes", ATTN_FEATURES + 1);
             goto done;
@@ -538,8 +596,8 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
         size_t k = 0;
         for (size_t i = 0; i < d->n; i++) {
             const struct calib_row *r = &d->rows[i];
-            if (r->op != OP_ATTN)
-                continue;
+            if (r->op != OP_ATTN || r->fc_rows)
+                continue; /* (a dLLM-Cache step's attention differs by layer) */
             double f[ATTN_FEATURES];
             attn_features(r, c->heads, c->kv_heads, c->sms, c->attn_rules, f);
             for (int j = 0; j < ATTN_FEATURES; j++)
@@ -560,7 +618,7 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
             goto done;
         }
     }
-    if (fit_select(d, c, err))
+    if (fit_select(d, c, err) || fit_fc(d, c, err))
         goto done;
     c->data = &c->own;
     *out = c;
@@ -623,10 +681,13 @@ static double bandwidth_ms(const struct cost_ctx *cx, double bytes)
     return bytes / (cx->gpu.mem_bw * cx->impl.mem_eff) * 1e3;
 }
 
-/* dLLM-Cache's feature cache (ms) over `later` of num_layers layers, composed from the calibrated
- * curves of the ops it consists of: the probe rows' norm (a layer's share of the norm curve) and V
- * re-projection (the V columns' share of the qkv curve at the probe rows), the rest (similarity,
- * gathers, output writes, carried rows' adds) at the memory bandwidth of the cost context. */
+/* dLLM-Cache's feature cache (ms) over `later` of num_layers layers: the fit to the profile's
+ * dLLM-Cache steps (fit_fc) where it has them, else composed from the calibrated curves of the ops
+ * it consists of: the probe rows' norm (a layer's share of the norm curve) and V
+ * re-projection (the V columns' share of the qkv curve at the probe rows), the rest at the memory
+ * bandwidth of the cost context: each layer's computed rows' two outputs cached and added (output
+ * and x read, cache and x written, each half), the other rows' x plus both cached outputs (three
+ * read, one written), and the probes' similarity (new and cached V read, the new one written). */
 static int feat_cache_ms(const struct cost_ctx *cx, const struct calib *c, const struct step_desc *sd, double later,
                          bool extrapolate, double *ms, struct ts_err *err)
 {
@@ -636,15 +697,25 @@ static int feat_cache_ms(const struct cost_ctx *cx, const struct calib *c, const
     const double nl = m->num_layers, h = m->hidden, kvd = model_kv_dim(m), qd = model_q_dim(m), a = 2;
     if (!sd->cache_outputs && t->probe_tokens == 0 && t->carry_tokens == 0)
         return 0;
+    if (c->has_fc) { /* measured: the profile's dLLM-Cache steps' fit */
+        double sq = 0, f[FC_FEATURES];
+        for (int32_t s = 0; s < sd->num_segs; s++)
+            sq += (double)sd->segs[s].probe * sd->segs[s].probe;
+        fc_features(t->probe_tokens, t->q_tokens, t->rows, sq, f);
+        for (int j = 0; j < FC_FEATURES; j++)
+            *ms += c->fc[j] * f[j];
+        *ms = fmax(*ms, 0.0);
+        return 0;
+    }
     double norm = 0, qkv = 0;
     if (tok_ms(c, OP_NORM, t->probe_tokens, extrapolate, &norm, err) ||
         tok_ms(c, OP_QKV, t->probe_tokens, extrapolate, &qkv, err))
         return -1;
-    const double P = (double)t->probe_tokens, C = (double)t->carry_tokens, T = (double)t->q_tokens;
+    const double P = (double)t->probe_tokens, X = (double)t->rows, T = (double)t->q_tokens;
     const double Tf = (double)t->front.q_tokens, front = nl - later;
-    double bytes = later * a * (2 * T * h + 2 * C * 3 * h) + front * a * 2 * Tf * h;
+    double bytes = later * a * (8 * T * h + 4 * fmax(X - T, 0) * h) + front * a * (8 * Tf * h + 4 * fmax(X - Tf, 0) * h);
     if (P > 0)
-        bytes += later * a * (3 * P * kvd + 2 * 2 * T * h);
+        bytes += later * a * 4 * P * kvd;
     *ms = later / nl * (norm / (2 * nl + 1) * nl + qkv * kvd / (qd + 2 * kvd)) + bandwidth_ms(cx, bytes);
     return 0;
 }
@@ -782,6 +853,30 @@ void calib_show(const struct calib *c, FILE *out)
         fprintf(out, "%s%.4g%s", i == 0 ? " " : c->beta[i] < 0 ? " - " : " + ", i == 0 ? c->beta[i] : fabs(c->beta[i]),
                 term[i]);
     fprintf(out, "\n");
+    if (c->has_fc) { /* the feature cache's fit, with its residuals over the profile's dLLM-Cache steps */
+        static const char *const fterm[FC_FEATURES] = {"", " probing", " probe rows", " computed rows", " rows",
+                                                       " sum probe^2/1000"};
+        double ss = 0, mx = 0;
+        int n = 0;
+        for (size_t i = 0; d && i < d->n; i++) {
+            const struct calib_row *r = &d->rows[i];
+            if (r->op != OP_FEAT_CACHE || r->fc_rows == 0 || r->ms <= 0)
+                continue;
+            double f[FC_FEATURES], y = 0;
+            fc_features((int64_t)r->segs * r->probe, (int64_t)r->segs * r->q, (int64_t)r->segs * r->fc_rows,
+                        (double)r->segs * r->probe * r->probe, f);
+            for (int j = 0; j < FC_FEATURES; j++)
+                y += c->fc[j] * f[j];
+            const double rel = (fmax(y, 0.0) - r->ms) / r->ms;
+            ss += rel * rel, mx = fmax(mx, fabs(rel)), n++;
+        }
+        fprintf(out, "feat_cache (ms) =");
+        for (int i = 0; i < FC_FEATURES; i++)
+            fprintf(out, "%s%.4g%s", i == 0 ? " " : c->fc[i] < 0 ? " - " : " + ", i == 0 ? c->fc[i] : fabs(c->fc[i]),
+                    fterm[i]);
+        fprintf(out, " (%d dLLM-Cache steps: rms rel res %.2f%%, max %.2f%%)\n", n, n ? 100 * sqrt(ss / n) : 0.0,
+                100 * mx);
+    }
     if (c->host_bound)
         fprintf(out, "host: a step takes max(host, GPU); host issue (ms) = %.4g + %.4g segs (fitted on %d "
                      "host-bound steps); eager GPU-bound steps add %.3g ms of launch gaps\n",

@@ -17,10 +17,12 @@
  *   kv_select  sparse selection (segments with keep > 0), per layer: the scoring rows' mean query
  *              against each candidate key (2*cand*qd), the fp32 scores written, pooled and read
  *              back per K/V head, and the kept tokens' K and V gathered into the cache
- *   feat_cache dLLM-Cache's feature cache (cache_outputs, probe or carry rows), per layer: the
- *              computed rows' attention and FFN outputs written; later layers: the probe rows' norm,
- *              V re-projection and similarity with the cached V, the updated rows' gathers, the
- *              carried rows' residual adds from their cached outputs
+ *   feat_cache dLLM-Cache's feature cache (cache_outputs, probe or carry rows), per layer as the
+ *              engine runs it: the computed rows' attention and FFN outputs cached and added (each
+ *              half: the output and x read, the cache and x written), the carried rows' x plus
+ *              both cached outputs (x, two outputs read, x written); later layers: the probe rows'
+ *              norm, V re-projection (weights, rows in, V out) and similarity with the cached V
+ *              (new and cached V read, the new one written)
  *   o_proj     2*T*qd*h
  *   resid      2 per layer, read 2 + write 1 [T,h]
  *   gate_up    2*T*h*2F, down 2*T*F*h, act read [T,2F] write [T,F]; FFN chunks re-read weights;
@@ -103,15 +105,13 @@ static void layer_ops(struct pricer *p, const struct step_desc *sd, const struct
                a * (cand * kvd + rows * qd) + 3 * 4 * cand * hkv + 2 * 2 * a * (double)t->sel_keep * kvd, ge);
     }
     if (sd->cache_outputs || (later && (t->probe_tokens > 0 || t->carry_tokens > 0))) {
-        /* the computed rows' attention and FFN outputs written; later layers: the probe's norm, V
-         * re-projection (weights + rows) and similarity against the cached V (read, and the new V
-         * written), the updated rows gathered twice, and the carried rows' two residual adds from
-         * the cached outputs */
-        const double P = later ? (double)t->probe_tokens : 0, C = later ? (double)t->carry_tokens : 0;
-        const double flops = P * (5 * h + 2 * h * kvd + 3 * kvd) + 2 * C * h;
-        double bytes = a * (2 * T * h + 2 * C * 3 * h);
+        /* the computed rows' two outputs cached and added, the other rows' two cached ones added;
+         * later layers: the probe's norm, V re-projection and similarity (see the header) */
+        const double P = later ? (double)t->probe_tokens : 0, C = fmax((double)t->rows - T, 0);
+        const double flops = P * (5 * h + 2 * h * kvd + 3 * kvd) + 2 * T * h + 2 * C * h;
+        double bytes = a * (8 * T * h + 4 * C * h);
         if (P > 0)
-            bytes += a * (2 * P * h + h * kvd + P * kvd + 3 * P * kvd + 2 * 2 * T * h);
+            bytes += a * (3 * P * h + h * kvd + 4 * P * kvd);
         add_split(p, OP_FEAT_CACHE, layers, flops, bytes, ge);
     }
     add_split(p, OP_OPROJ, layers, 2 * T * qd * h, a * (qd * h + T * qd + T * h), ge);

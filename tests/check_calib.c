@@ -431,6 +431,127 @@ START_TEST(selection_priced_from_its_steps)
 }
 END_TEST
 
+/* A planted feature-cache law over dLLM-Cache profile steps (engine profile's fc grid):
+ * feat_cache = 0.3 + 0.7 probing + 1.4e-3 probe rows + 3e-4 computed rows + 2e-4 rows
+ * + 8e-4 (sum probe^2) / 1000; the fc steps' other ops kept out of their curves. */
+static double fc_law(int segs, int q, int rows, int probe)
+{
+    return 0.3 + 0.7 * (probe > 0) + 1.4e-3 * segs * probe + 3e-4 * segs * q + 2e-4 * segs * rows +
+           8e-4 * segs * (double)probe * probe / 1000;
+}
+
+static void add_fc(struct calib_data *d, int segs, int q, int rows, int probe, enum cost_op op, double ms)
+{
+    add(d, segs, q, rows - q, 0, op, ms);
+    d->rows[d->n - 1].fc_rows = rows;
+    d->rows[d->n - 1].probe = probe;
+}
+
+static void planted_fc(struct calib_data *d)
+{
+    const int segss[] = {1, 4, 16}, Gs[] = {64, 256, 1024}, Ps[] = {128, 512};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 2; c++) {
+                const int segs = segss[a], G = Gs[b], rows = Ps[c] + G;
+                if (segs * rows > 16384)
+                    continue;
+                const int shapes[3][2] = {{G / 4, G}, {G, 0}, {c ? rows : G / 2, c ? 0 : G}};
+                for (int k = 0; k < 3; k++) {
+                    const int q = shapes[k][0], probe = shapes[k][1];
+                    add_fc(d, segs, q, rows, probe, OP_FEAT_CACHE, fc_law(segs, q, rows, probe));
+                    add_fc(d, segs, q, rows, probe, OP_QKV, 1000.0); /* never a point of the qkv curve */
+                }
+            }
+}
+
+/* The feature cache's law recovered from the fc steps and priced on a step of mixed dLLM-Cache
+ * segments (a partial update, a response refresh, a whole refresh); without such steps it is
+ * composed; the columns survive a CSV round trip and an fc part merges with a whole profile; a row
+ * whose rows are not q + kv, or whose probe is below q, is refused by name. */
+START_TEST(feature_cache_priced_from_its_steps)
+{
+    struct calib_data d, e, part;
+    planted(&d);
+    struct ts_err err;
+    struct calib *plain, *c;
+    ck_assert_msg(calib_fit(&d, &plain, &err) == 0, "%s", err.msg);
+    ck_assert(!calib_prices_feature_cache(plain));
+    planted_fc(&d);
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    ck_assert(calib_prices_feature_cache(c));
+    struct cost_ctx cx = {.model = *model_find("llada-8b")};
+    struct gpu_table *t = gpu_table_create();
+    ck_assert_int_eq(gpu_lookup(t, "h200", &cx.gpu, NULL), 0);
+    gpu_table_destroy(t);
+    ck_assert_int_eq(impl_resolve("tessera", &cx.impl, NULL), 0);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.front_layers = 1;
+    sd.cache_outputs = true;
+    step_desc_add_fc(&sd, 0, 50, 556, 256, 0);
+    step_desc_add_fc(&sd, 1, 256, 556, 0, 0);
+    step_desc_add_fc(&sd, 2, 300, 300, 0, 0);
+    const double want = 0.3 + 0.7 + 1.4e-3 * 256 + 3e-4 * (50 + 256 + 300) + 2e-4 * (556 + 556 + 300) +
+                        8e-4 * 256.0 * 256 / 1000;
+    struct cost_breakdown bd, bp;
+    double secs;
+    ck_assert_msg(calib_step_ctx_s(&cx, c, &sd, false, &secs, &bd, &err) == 0, "%s", err.msg);
+    ck_assert_msg(fabs(bd.op_s[OP_FEAT_CACHE] * 1e3 - want) < 1e-6 * want, "%g vs %g", bd.op_s[OP_FEAT_CACHE] * 1e3,
+                  want);
+    ck_assert_msg(calib_step_ctx_s(&cx, plain, &sd, false, &secs, &bp, &err) == 0, "%s", err.msg);
+    ck_assert(bp.op_s[OP_FEAT_CACHE] > 0 && bp.op_s[OP_FEAT_CACHE] != bd.op_s[OP_FEAT_CACHE]); /* composed */
+    ck_assert(bp.op_s[OP_QKV] == bd.op_s[OP_QKV]); /* the fc steps' qkv rows are no curve points */
+    const char *p = tmp_path(0, ".csv");
+    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
+    ck_assert_msg(calib_data_load(p, &e, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(e.n, d.n);
+    for (size_t i = 0; i < d.n; i++)
+        ck_assert(e.rows[i].fc_rows == d.rows[i].fc_rows && e.rows[i].probe == d.rows[i].probe);
+    calib_data_free(&e);
+    /* an fc part (engine profile --grid fc) merges with the whole profile */
+    memset(&part, 0, sizeof part);
+    snprintf(part.device, sizeof part.device, "NVIDIA H200");
+    snprintf(part.model, sizeof part.model, "llada-8b");
+    planted_fc(&part);
+    for (size_t i = 0; i < part.n; i++) { /* the part's other ops, as a profile measures them */
+        const struct calib_row r = part.rows[i];
+        if (r.op != OP_QKV)
+            continue;
+        const enum cost_op ops[] = {OP_EMBED, OP_NORM, OP_ROPE, OP_ATTN, OP_OPROJ, OP_GATE_UP, OP_ACT, OP_DOWN};
+        for (size_t k = 0; k < TS_ARRAY_LEN(ops); k++)
+            add_fc(&part, r.segs, r.q, r.fc_rows, r.probe, ops[k], 1.0);
+    }
+    struct calib_data whole;
+    planted(&whole);
+    const struct calib_data in[2] = {whole, part};
+    const char *names[2] = {"whole.csv", "fc.csv"};
+    size_t partial = 0;
+    ck_assert_msg(calib_data_merge(in, names, 2, &e, &partial, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(e.n, whole.n + part.n);
+    calib_data_free(&e);
+    calib_data_free(&whole);
+    calib_data_free(&part);
+    /* refusals */
+    static const struct {
+        const char *row, *says;
+    } bad[] = {{"\"NVIDIA H200\",llada-8b,1,64,400,0,feat_cache,1,1,1,0,0,0,500,256", "fc_rows"},
+               {"\"NVIDIA H200\",llada-8b,1,64,492,0,feat_cache,1,1,1,0,0,0,556,32", "probe"},
+               {"\"NVIDIA H200\",llada-8b,1,64,492,0,feat_cache,1,1,1,0,0,0,0,256", "probe"}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+        char text[512];
+        snprintf(text, sizeof text, "device,model,segs,q,kv,logit_rows,op,ms,total_ms,attn_rules,kv_long,keep,"
+                                    "sel_heads,fc_rows,probe\n%s\n", bad[i].row);
+        ck_assert_int_ne(calib_data_parse("fc.csv", text, &e, &err), 0);
+        ck_assert_msg(strstr(err.msg, bad[i].says) && strstr(err.msg, "fc.csv:2"), "%s", err.msg);
+    }
+    step_desc_free(&sd);
+    calib_free(plain);
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
 /* A planted host/GPU split: host issue = 40 + 0.5 segs ms; GPU-bound eager steps take their GPU
  * time + 1 ms. */
 static double planted_host(int segs) { return 40.0 + 0.5 * segs; }
@@ -952,6 +1073,7 @@ int main(void)
     tcase_add_test(tc, attention_rules_travel_with_the_profile);
     tcase_add_test(tc, uneven_steps);
     tcase_add_test(tc, merge_takes_row_medians);
+    tcase_add_test(tc, feature_cache_priced_from_its_steps);
     suite_add_tcase(s, tc);
     return run_suite("calib", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

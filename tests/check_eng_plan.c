@@ -37,6 +37,12 @@ START_TEST(pages_reserve_release)
         ck_assert(!used[s]);
         used[s] = 1;
     }
+    eng_kv_truncate(&kv, 3, 17); /* 2 pages hold 17 keys: the third goes back */
+    ck_assert_int_eq(kv.num_free, 1);
+    ck_assert_int_eq(kv.reqs[3].num_pages, 2);
+    eng_kv_truncate(&kv, 3, 40); /* more than it holds: nothing changes */
+    ck_assert_int_eq(kv.reqs[3].num_pages, 2);
+    eng_kv_truncate(&kv, 77, 0); /* unknown: no-op */
     eng_kv_release(&kv, 3);
     ck_assert_int_eq(kv.num_free, 3);
     eng_kv_release(&kv, 99); /* unknown: no-op */

@@ -56,14 +56,15 @@ fi
 # calibration is shipped: fidelity-h200 (LLaDA-8B, and SDAR-8B as an engine of launch rules 3
 # ran it), fidelity-h200-fused (LLaDA-8B, fused FFN), fidelity-h200-sdar and -fused-sdar (SDAR-8B),
 # fidelity-h200-dream and -fused-dream (Dream-7B), fidelity-h200-sparse (LLaDA-8B with the sparse
-# caches, the engine of launch rules 4 whose calibration is shipped), each with its -oos twin. Each in-sample record's
+# caches, the engine of launch rules 4), fidelity-h200-dllm-cache (LLaDA-8B's dLLM-Cache runs, the
+# calibration with the fc grid, which is shipped), each with its -oos twin. Each in-sample record's
 # calibration is `calib merge` of the profiles it keeps in profiles/, and the shipped calibrations
 # are, byte for byte, the in-sample records' (current below).
 root=$(cd "$(dirname "$0")/.." && pwd)
 rec_dir="$root/experiments/records"
 current() { # current MODEL IMPL: the record whose calibration is shipped
     case $1-$2 in
-        llada-8b-tessera) echo fidelity-h200-sparse ;; llada-8b-tessera-fused) echo fidelity-h200-fused ;;
+        llada-8b-tessera) echo fidelity-h200-dllm-cache ;; llada-8b-tessera-fused) echo fidelity-h200-fused ;;
         sdar-8b-tessera) echo fidelity-h200-sdar ;; sdar-8b-tessera-fused) echo fidelity-h200-fused-sdar ;;
         dream-7b-tessera) echo fidelity-h200-dream ;; dream-7b-tessera-fused) echo fidelity-h200-fused-dream ;;
     esac
@@ -72,13 +73,14 @@ if command -v python3 >/dev/null 2>&1; then
     for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-sdar \
         fidelity-h200-sdar-oos fidelity-h200-fused-sdar fidelity-h200-fused-sdar-oos fidelity-h200-dream \
         fidelity-h200-dream-oos fidelity-h200-fused-dream fidelity-h200-fused-dream-oos fidelity-h200-sparse \
-        fidelity-h200-sparse-oos; do
+        fidelity-h200-sparse-oos fidelity-h200-dllm-cache fidelity-h200-dllm-cache-oos; do
         echo "cli: ... re-evaluating $rec" >&2
         want="$rec_dir/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         export POLICIES="dual block"
         case $rec in *fused*) impl=tessera-fused models=llada-8b runs=8 ;; esac
         case $rec in *sdar*) models=sdar-8b runs=8 ;; *dream*) models=dream-7b runs=8 ;; esac
         case $rec in *sparse*) models=llada-8b runs=16 POLICIES="dual block sparse sparse-head" ;; esac
+        case $rec in *dllm-cache*) models=llada-8b runs=4 POLICIES=dllm-cache ;; esac
         mkdir -p "$cal"
         for m in $models; do
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
@@ -121,10 +123,11 @@ import csv, sqlite3, sys
 con = sqlite3.connect(sys.argv[2])
 con.execute("CREATE TABLE engine_profile(device TEXT, model TEXT, segs INTEGER, q INTEGER, kv INTEGER, "
             "logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL, attn_rules INTEGER, kv_long INTEGER, keep INTEGER, "
-            "sel_heads INTEGER)")
-con.executemany("INSERT INTO engine_profile VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "sel_heads INTEGER, fc_rows INTEGER, probe INTEGER)")
+con.executemany("INSERT INTO engine_profile VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(r["device"], r["model"], r["segs"], r["q"], r["kv"], r["logit_rows"], r["op"], float(r["ms"]),
-                  float(r["total_ms"]), r["attn_rules"], r["kv_long"], r["keep"], r["sel_heads"])
+                  float(r["total_ms"]), r["attn_rules"], r["kv_long"], r["keep"], r["sel_heads"], r["fc_rows"],
+                  r["probe"])
                  for r in csv.DictReader(open(sys.argv[1]))])
 con.commit()
 PY

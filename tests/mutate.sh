@@ -41,6 +41,11 @@ mutations=(
     "all-reduces forgotten under tensor parallelism|sim/cost_roofline.c|        p->total += 2 * layers * t_ar;|        p->total += 0 * layers * t_ar;|check_cost"
     "front layers priced as the later ones|sim/cost_roofline.c|    layer_ops(&p, sd, &t->front, nf, false);|    layer_ops(&p, sd, &later, nf, false);|check_cost"
     "kv_select priced without its candidates|sim/calib_fit.c|f[0] = 1, f[1] = (double)segs, f[2] = (double)cand, f[3] = (double)max_cand;|f[0] = 1, f[1] = (double)segs, f[2] = 0, f[3] = (double)max_cand;|check_calib"
+    "feat_cache priced without the carried rows|sim/calib_fit.c|f[3] = (double)computed, f[4] = (double)rows;|f[3] = (double)computed, f[4] = (double)computed;|check_calib"
+    "dLLM-Cache's steps feed the token curves|sim/calib_fit.c|d->rows[i].logit_rows == 0 && d->rows[i].fc_rows == 0) {|d->rows[i].logit_rows == 0) {|check_calib"
+    "carried rows skip their cached outputs|engine/eng_ref.c|            for (int k = 0; k < h; k++)\n                xr[k] += cr[k];|            for (int k = 0; k < h && j >= 0; k++)\n                xr[k] += cr[k];|check_eng_ref"
+    "the value check keeps the most similar rows|engine/eng_ref.c|sc[i] = (struct scored){isnan(s) ? INFINITY : -(float)s, i};|sc[i] = (struct scored){isnan(s) ? INFINITY : (float)s, i};|check_eng_ref"
+    "probing segments compute their last rows|engine/eng_plan.c|            const int32_t pos = i < fixed ? i : kvn + i;|            const int32_t pos = kvn + i;|check_eng_plan"
 )
 killed=0
 survived=0

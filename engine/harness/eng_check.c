@@ -331,29 +331,82 @@ done:
     free(qf), free(kf), free(vf), free(qb), free(kb), free(vb), free(kg), free(vg), free(ks), free(gidx), free(ridx);
 }
 
-/* k_fc_pick and k_fc_residual on two probing segments over permuted pool slots (with and without a
- * V bias): the picked rows against ref_fc_pick on the same bf16 values (random vectors: no near
- * ties), the computed-row arrays, the V stored, and the residual adds against the CPU. */
+/* k_fc_store and k_fc_carry against the CPU: every fourth of 340 hidden rows computed (in an order
+ * of their own) stores and adds its output, the others add both their cached outputs; slot[] the
+ * rows' permuted pool slots (of 512). */
+static void check_fc_store_carry(struct checker *c, const int32_t *slot)
+{
+    enum { SLOTS = 512, H = 64, X = 340, T = 80 };
+    int32_t xcomp[X] = {0}, crow[T] = {0};
+    void *dslot = dev_copy(slot, sizeof(int32_t) * X), *dxc = dev_copy(xcomp, sizeof xcomp), *dcrow = dev_copy(crow, sizeof crow);
+    float *xf = xmalloc(sizeof *xf * (size_t)X * H), *outf = xmalloc(sizeof *outf * (size_t)T * H);
+    float *af = xmalloc(sizeof *af * (size_t)SLOTS * H), *ff = xmalloc(sizeof *ff * (size_t)SLOTS * H);
+    bf16_t *xh = xmalloc(2 * (size_t)X * H), *outh = xmalloc(2 * (size_t)T * H), *ah = xmalloc(2 * (size_t)SLOTS * H);
+    bf16_t *fh = xmalloc(2 * (size_t)SLOTS * H);
+    void *dx = NULL, *dout = NULL, *da = NULL, *dff = NULL;
+    rand_bf16(c, xf, xh, (int64_t)X * H, 1.0f);
+    rand_bf16(c, outf, outh, (int64_t)T * H, 1.0f);
+    rand_bf16(c, af, ah, (int64_t)SLOTS * H, 1.0f);
+    rand_bf16(c, ff, fh, (int64_t)SLOTS * H, 1.0f);
+    for (int i = 0; i < X; i++)
+        xcomp[i] = -1;
+    for (int j = 0; j < T; j++) { /* every fourth row computed, in an order of their own */
+        crow[j] = 4 * ((j * 7) % T);
+        xcomp[crow[j]] = j;
+    }
+    bool ok = dslot && dxc && dcrow && (dx = dev_copy(xh, 2 * (size_t)X * H)) &&
+              (dout = dev_copy(outh, 2 * (size_t)T * H)) && (da = dev_copy(ah, 2 * (size_t)SLOTS * H)) && (dff = dev_copy(fh, 2 * (size_t)SLOTS * H)) &&
+              cudaMemcpy(dxc, xcomp, sizeof xcomp, cudaMemcpyHostToDevice) == cudaSuccess &&
+              cudaMemcpy(dcrow, crow, sizeof crow, cudaMemcpyHostToDevice) == cudaSuccess &&
+              k_fc_store(dx, dout, dcrow, dslot, da, T, H, NULL) == 0 &&
+              k_fc_carry(dx, dxc, dslot, da, dff, X, H, NULL) == 0 &&
+              cudaMemcpy(xh, dx, 2 * (size_t)X * H, cudaMemcpyDeviceToHost) == cudaSuccess &&
+              cudaMemcpy(ah, da, 2 * (size_t)SLOTS * H, cudaMemcpyDeviceToHost) == cudaSuccess;
+    double xerr = 0, cerr = 0;
+    for (int i = 0; ok && i < X; i++)
+        for (int e = 0; e < H; e++) {
+            const size_t at = (size_t)slot[i] * H + e;
+            const float add = xcomp[i] >= 0 ? outf[(size_t)xcomp[i] * H + e] : af[at] + ff[at];
+            const float want = xf[(size_t)i * H + e] + add, cached = xcomp[i] >= 0 ? outf[(size_t)xcomp[i] * H + e] : af[at];
+            xerr = fmax(xerr, fabs(eng_bf2f(xh[(size_t)i * H + e]) - want) / (1 + fabs(want)));
+            cerr = fmax(cerr, fabs(eng_bf2f(ah[at]) - cached));
+        }
+    if (!ok) {
+        fail_msg(c, "fc store and carry", "a CUDA call failed");
+    } else {
+        report(c, "fc store and carry: x + output, or + both cached (relative)", xerr, 1e-2);
+        report(c, "  outputs cached, the others kept (largest difference)", cerr, 0);
+    }
+    cudaFree(dx), cudaFree(dout), cudaFree(da), cudaFree(dff);
+    free(xf), free(outf), free(af), free(ff), free(xh), free(outh), free(ah), free(fh);
+    cudaFree(dslot), cudaFree(dxc), cudaFree(dcrow);
+}
+
+/* k_fc_pick on two probing segments over permuted pool slots (with and without a V bias): the
+ * picked rows against ref_fc_pick on the same bf16 values (random vectors: no near ties), the
+ * computed-row arrays, the V stored; k_fc_store and k_fc_carry against the CPU. */
 static void check_fc_kernels(struct checker *c, int kvd, bool bias)
 {
     enum { NP = 2, SLOTS = 512, H = 64 };
     const int rows[NP] = {37, 200}, picked[NP] = {9, 50}, first[NP] = {3, 140}, comp[NP] = {5, 20}, pos0[NP] = {3, 60};
     const int X = 340, T = 80, P = rows[0] + rows[1];
-    int32_t probe[5 * NP], slot[X], crow[T], cpos[T], cslot[T], xcomp[X], trace[NP * 200];
+    int32_t probe[5 * NP], slot[X], pidx[P], crow[T], cpos[T], cslot[T], xcomp[X], trace[NP * 200];
     float *vf = xmalloc(sizeof *vf * (size_t)P * kvd), *of = xmalloc(sizeof *of * (size_t)SLOTS * kvd);
     float *bf = xmalloc(sizeof *bf * (size_t)kvd), *vb = xmalloc(sizeof *vb * (size_t)P * kvd);
     bf16_t *vh = xmalloc(2 * (size_t)P * kvd), *oh = xmalloc(2 * (size_t)SLOTS * kvd), *bh = xmalloc(2 * (size_t)kvd);
     bf16_t *pool_back = xmalloc(2 * (size_t)SLOTS * kvd);
     void *dv = NULL, *dpool = NULL, *dbias = NULL, *dslot = NULL, *dprobe = NULL, *dcrow = NULL, *dpos = NULL;
-    void *dcs = NULL, *dxc = NULL, *dtr = NULL;
+    void *dcs = NULL, *dxc = NULL, *dtr = NULL, *dpidx = NULL, *dsim = NULL;
     rand_bf16(c, vf, vh, (int64_t)P * kvd, 1.0f);
     rand_bf16(c, of, oh, (int64_t)SLOTS * kvd, 1.0f);
     rand_bf16(c, bf, bh, kvd, 0.5f);
     for (int i = 0; i < X; i++) /* a permutation of some slots */
         slot[i] = (int)((i * 97 + 13) % SLOTS);
-    for (int n = 0; n < NP; n++) {
+    for (int n = 0, k = 0; n < NP; n++) {
         const int32_t f[5] = {first[n], rows[n], picked[n], comp[n], pos0[n]};
         memcpy(probe + 5 * n, f, sizeof f);
+        for (int i = 0; i < rows[n]; i++)
+            pidx[k++] = first[n] + i;
     }
     for (int i = 0; i < X; i++)
         xcomp[i] = 1000 + i; /* every probe row's entry must be rewritten */
@@ -368,13 +421,16 @@ static void check_fc_kernels(struct checker *c, int kvd, bool bias)
     dcs = dev_copy(crow, sizeof crow);
     dxc = dev_copy(xcomp, sizeof xcomp);
     dtr = dev_copy(trace, sizeof trace);
-    if (!dv || !dpool || !dbias || !dslot || !dprobe || !dcrow || !dpos || !dcs || !dxc || !dtr) {
+    dpidx = dev_copy(pidx, sizeof pidx);
+    dsim = dev_copy(vf, sizeof(float) * P);
+    if (!dv || !dpool || !dbias || !dslot || !dprobe || !dcrow || !dpos || !dcs || !dxc || !dtr || !dpidx || !dsim) {
         fail_msg(c, "fc pick", "device allocation failed");
         goto done;
     }
-    const struct k_fc_pick_args a = {.vnew = dv, .v_bias = bias ? dbias : NULL, .v_pool = dpool, .x_slot = dslot,
-                                     .probe = dprobe, .c_row = dcrow, .tok_pos = dpos, .tok_slot = dcs,
-                                     .x_comp = dxc, .trace = dtr, .num_probe = NP, .max_probe = 200, .kv_dim = kvd};
+    const struct k_fc_pick_args a = {.vnew = dv, .v_bias = bias ? dbias : NULL, .v_pool = dpool, .sim = dsim,
+                                     .x_slot = dslot, .probe = dprobe, .probe_idx = dpidx, .c_row = dcrow,
+                                     .tok_pos = dpos, .tok_slot = dcs, .x_comp = dxc, .trace = dtr, .num_probe = NP,
+                                     .probe_rows = P, .max_probe = 200, .kv_dim = kvd};
     KK(k_fc_pick(&a, NULL));
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(crow, dcrow, sizeof crow, cudaMemcpyDeviceToHost));
@@ -415,42 +471,10 @@ static void check_fc_kernels(struct checker *c, int kvd, bool bias)
     report(c, what, wrong, 0);
     report(c, "  computed-row arrays (c_row, tok_pos, tok_slot, x_comp) wrong", arrays, 0);
     report(c, "  new V stored (largest difference)", verr, 0);
-    {   /* the residual: computed rows store and add their outputs, the others add their cached ones */
-        float *xf = xmalloc(sizeof *xf * (size_t)X * H), *outf = xmalloc(sizeof *outf * (size_t)T * H);
-        float *cf = xmalloc(sizeof *cf * (size_t)SLOTS * H);
-        bf16_t *xh = xmalloc(2 * (size_t)X * H), *outh = xmalloc(2 * (size_t)T * H), *ch = xmalloc(2 * (size_t)SLOTS * H);
-        void *dx = NULL, *dout = NULL, *dc = NULL;
-        rand_bf16(c, xf, xh, (int64_t)X * H, 1.0f);
-        rand_bf16(c, outf, outh, (int64_t)T * H, 1.0f);
-        rand_bf16(c, cf, ch, (int64_t)SLOTS * H, 1.0f);
-        for (int i = 0; i < X; i++)
-            xcomp[i] = i % 5 == 0 && i / 5 < T ? i / 5 : -1;
-        bool ok = (dx = dev_copy(xh, 2 * (size_t)X * H)) && (dout = dev_copy(outh, 2 * (size_t)T * H)) &&
-                  (dc = dev_copy(ch, 2 * (size_t)SLOTS * H)) &&
-                  cudaMemcpy(dxc, xcomp, sizeof xcomp, cudaMemcpyHostToDevice) == cudaSuccess &&
-                  k_fc_residual(dx, dout, dxc, dslot, dc, X, H, NULL) == 0 &&
-                  cudaMemcpy(xh, dx, 2 * (size_t)X * H, cudaMemcpyDeviceToHost) == cudaSuccess &&
-                  cudaMemcpy(ch, dc, 2 * (size_t)SLOTS * H, cudaMemcpyDeviceToHost) == cudaSuccess;
-        double xerr = 0, cerr = 0;
-        for (int i = 0; ok && i < X; i++)
-            for (int e = 0; e < H; e++) {
-                const float v = xcomp[i] >= 0 ? outf[(size_t)xcomp[i] * H + e] : cf[(size_t)slot[i] * H + e];
-                xerr = fmax(xerr, fabs(eng_bf2f(xh[(size_t)i * H + e]) - (xf[(size_t)i * H + e] + v)) /
-                                      (1 + fabs(xf[(size_t)i * H + e] + v)));
-                cerr = fmax(cerr, fabs(eng_bf2f(ch[(size_t)slot[i] * H + e]) - v));
-            }
-        if (!ok)
-            fail_msg(c, "fc residual", "a CUDA call failed");
-        else {
-            report(c, "fc residual: x + output or cached output (relative)", xerr, 1e-2);
-            report(c, "  outputs cached, the others kept (largest difference)", cerr, 0);
-        }
-        cudaFree(dx), cudaFree(dout), cudaFree(dc);
-        free(xf), free(outf), free(cf), free(xh), free(outh), free(ch);
-    }
+    check_fc_store_carry(c, slot);
 done:
     cudaFree(dv), cudaFree(dpool), cudaFree(dbias), cudaFree(dslot), cudaFree(dprobe), cudaFree(dcrow);
-    cudaFree(dpos), cudaFree(dcs), cudaFree(dxc), cudaFree(dtr);
+    cudaFree(dpos), cudaFree(dcs), cudaFree(dxc), cudaFree(dtr), cudaFree(dpidx), cudaFree(dsim);
     free(vf), free(of), free(bf), free(vb), free(vh), free(oh), free(bh), free(pool_back);
 }
 
@@ -993,6 +1017,22 @@ static void check_sparse_steps(struct checker *c, const struct model_cfg *m, boo
     char label[96];
     snprintf(label, sizeof label, ", sparse %s, pool %d", per_head ? "head" : "uniform", kernel);
     compare_steps(c, m, &o, steps, 4, label);
+    /* after its selection a request holds the pages of its kept keys alone */
+    struct eng *e = NULL;
+    struct ts_err err;
+    struct eng_out out;
+    if (eng_create(m, &o, &e, &err) == 0) {
+        const int32_t before = eng_pool_free_pages(e), pt = o.page_tokens;
+        const int32_t want = before - (200 + pt - 1) / pt - (59 + pt - 1) / pt; /* request 0: 200 keys, 1: 59 kept */
+        if (eng_step(e, &steps[0], &out, NULL, &err))
+            fail_msg(c, "selecting step", err.msg);
+        else
+            report(c, "  the pool after a selection: pages beyond the kept keys' (|free - expected|)",
+                   abs(eng_pool_free_pages(e) - want), 0);
+    } else {
+        fail_msg(c, "engine create", err.msg);
+    }
+    eng_destroy(e);
     for (int k = 0; k < 4; k++)
         step_desc_free(&steps[k]);
 }

@@ -5,12 +5,13 @@
 #include <string.h>
 
 #include "cost_op.h"
+#include "step_desc.h"
 #include "util.h"
 
 int grid_part_parse(const char *name)
 {
     static const char *const names[] = {[GRID_ALL] = "all", [GRID_BASE] = "base", [GRID_LONG] = "long",
-                                        [GRID_SELECT] = "select"};
+                                        [GRID_SELECT] = "select", [GRID_FC] = "fc"};
     for (size_t i = 0; name && i < TS_ARRAY_LEN(names); i++)
         if (strcmp(name, names[i]) == 0)
             return (int)i;
@@ -46,7 +47,7 @@ static void base_grid(struct prof_step **g, size_t *cap, size_t *n)
                         continue; /* single sequences: short steps, without logits, are enough */
                     if (seg_grid[si] > 1 && seg_grid[si] < 16 && (!with_logits || (q != 8 && q != 32 && q != 128)))
                         continue; /* a few sequences: Reuse-sized blocks with their logits */
-                    add(g, cap, n, (struct prof_step){TS_MIN(seg_grid[si], 16384 / q), q, kv, with_logits, 0, 0, 0});
+                    add(g, cap, n, (struct prof_step){TS_MIN(seg_grid[si], 16384 / q), q, kv, with_logits, 0, 0, 0, 0, 0});
                 }
     /* uneven Reuse steps: blocks of 32 over short caches beside one over a long cache, the
      * attention's critical path (the longest segment's blocks) apart from its total work, which
@@ -55,7 +56,7 @@ static void base_grid(struct prof_step **g, size_t *cap, size_t *n)
     for (size_t si = 0; si < TS_ARRAY_LEN(uneven_segs); si++)
         for (size_t ki = 0; ki < TS_ARRAY_LEN(short_kv); ki++)
             for (size_t li = 0; li < TS_ARRAY_LEN(long_kv); li++)
-                add(g, cap, n, (struct prof_step){uneven_segs[si], 32, short_kv[ki], 1, long_kv[li], 0, 0});
+                add(g, cap, n, (struct prof_step){uneven_segs[si], 32, short_kv[ki], 1, long_kv[li], 0, 0, 0, 0});
 }
 
 /* The keys a step's caches and blocks hold in the pool, with a page's rounding a sequence */
@@ -90,11 +91,11 @@ static void long_grid(const struct model_cfg *m, int64_t pool, struct prof_step 
     for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++) {
         for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
             for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++)
-                add_long(m, pool, (struct prof_step){seg_grid[si], q_grid[qi], kv_grid[ki], seg_grid[si] > 1, 0, 0, 0}, g,
+                add_long(m, pool, (struct prof_step){seg_grid[si], q_grid[qi], kv_grid[ki], seg_grid[si] > 1, 0, 0, 0, 0, 0}, g,
                          cap, n, skipped);
         for (size_t si = 0; si < TS_ARRAY_LEN(uneven_segs); si++)
             for (size_t ki2 = 0; ki2 < TS_ARRAY_LEN(short_kv); ki2++)
-                add_long(m, pool, (struct prof_step){uneven_segs[si], 32, short_kv[ki2], 1, kv_grid[ki], 0, 0}, g, cap, n,
+                add_long(m, pool, (struct prof_step){uneven_segs[si], 32, short_kv[ki2], 1, kv_grid[ki], 0, 0, 0, 0}, g, cap, n,
                          skipped);
     }
 }
@@ -111,8 +112,39 @@ static void select_grid(const struct model_cfg *m, struct prof_step **g, size_t 
                 const int q = q_grid[qi], segs = seg_grid[si];
                 if ((int64_t)q * segs > 16384 || q > m->max_pos)
                     continue;
-                add(g, cap, n, (struct prof_step){segs, q, 0, 0, 0, (q - PROFILE_SCORE_ROWS) / 2, heads});
+                add(g, cap, n, (struct prof_step){segs, q, 0, 0, 0, (q - PROFILE_SCORE_ROWS) / 2, heads, 0, 0});
             }
+}
+
+/* dLLM-Cache's steps: 1, 4 and 16 sequences of a prompt of 128 or 512 tokens and a response of 64,
+ * 256 or 1,024 (up to 16,384 rows in all and the model's context), without logits: a partial
+ * update of a quarter of the response (and of half, beside the short prompt), the response
+ * refreshed over the cached prompt, and (beside the long prompt) the whole sequence refreshed. */
+static void fc_grid(const struct model_cfg *m, struct prof_step **g, size_t *cap, size_t *n)
+{
+    static const int seg_grid[] = {1, 4, 16}, resp_grid[] = {64, 256, 1024}, prompt_grid[] = {128, 512};
+    for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
+        for (size_t gi = 0; gi < TS_ARRAY_LEN(resp_grid); gi++)
+            for (size_t pi = 0; pi < TS_ARRAY_LEN(prompt_grid); pi++) {
+                const int segs = seg_grid[si], G = resp_grid[gi], P = prompt_grid[pi], rows = P + G;
+                if ((int64_t)segs * rows > 16384 || rows > m->max_pos)
+                    continue;
+                add(g, cap, n, (struct prof_step){segs, G / 4, rows - G / 4, .fc_rows = rows, .probe = G});
+                add(g, cap, n, (struct prof_step){segs, G, P, .fc_rows = rows});
+                if (P == prompt_grid[0])
+                    add(g, cap, n, (struct prof_step){segs, G / 2, rows - G / 2, .fc_rows = rows, .probe = G});
+                else
+                    add(g, cap, n, (struct prof_step){segs, rows, 0, .fc_rows = rows});
+            }
+}
+
+void fc_step(const struct prof_step *p, int64_t req, struct step_desc *sd)
+{
+    step_desc_clear(sd);
+    sd->front_layers = 1;
+    sd->cache_outputs = true;
+    for (int s = 0; s < p->segs; s++)
+        step_desc_add_fc(sd, (int32_t)(req + s), p->q, p->fc_rows, p->probe, 0);
 }
 
 struct prof_step *profile_grid(const struct model_cfg *m, enum grid_part part, int64_t kv_pool_tokens,
@@ -128,6 +160,8 @@ struct prof_step *profile_grid(const struct model_cfg *m, enum grid_part part, i
         long_grid(m, kv_pool_tokens, &g, &cap, n, &skip);
     if (part == GRID_ALL || part == GRID_SELECT)
         select_grid(m, &g, &cap, n);
+    if (part == GRID_ALL || part == GRID_FC)
+        fc_grid(m, &g, &cap, n);
     if (skipped)
         *skipped = skip;
     return g;

@@ -8,6 +8,8 @@
  * (SDAR-8B's 32,768; not LLaDA-8B's 4,096): without them the attention model extrapolates there.
  * The select part has Refresh steps that select a sparse cache (keep half of each segment's
  * candidates, one kept set for all heads and one per K/V head), for the calibration's kv_select.
+ * The fc part has dLLM-Cache's steps over its feature cache (partial updates picked by the value
+ * check, response refreshes over the cached prompt, whole refreshes), for its feat_cache.
  */
 #ifndef TESSERA_ENG_GRID_H
 #define TESSERA_ENG_GRID_H
@@ -19,15 +21,22 @@
 
 /* One profiled step: segs sequences of q tokens over kv cached keys (the last over kv_long instead,
  * where kv_long > 0: an uneven step), with logits for every query token or none; keep > 0: each
- * sequence's last PROFILE_SCORE_ROWS rows select keep of its others (per K/V head with sel_heads). */
+ * sequence's last PROFILE_SCORE_ROWS rows select keep of its others (per K/V head with sel_heads);
+ * fc_rows > 0: a dLLM-Cache step (fc_step) of sequences of fc_rows hidden rows, q of them computed
+ * over the kv = fc_rows - q others (carried) and, with probe > 0, picked among its last probe rows. */
 struct prof_step {
-    int segs, q, kv, logits, kv_long, keep, sel_heads;
+    int segs, q, kv, logits, kv_long, keep, sel_heads, fc_rows, probe;
 };
 
-enum grid_part { GRID_ALL, GRID_BASE, GRID_LONG, GRID_SELECT };
+enum grid_part { GRID_ALL, GRID_BASE, GRID_LONG, GRID_SELECT, GRID_FC };
 
-/* "all", "base", "long" or "select"; -1 for anything else */
+/* "all", "base", "long", "select" or "fc"; -1 for anything else */
 int grid_part_parse(const char *name);
+
+struct step_desc;
+/* A dLLM-Cache profile step p (fc_rows > 0) over requests req.. as a step description (its knobs
+ * set: the feature cache, one front layer running every row where not every row is computed). */
+void fc_step(const struct prof_step *p, int64_t req, struct step_desc *sd);
 
 /* The cached keys of sequence s of a profiled step */
 int prof_kv(const struct prof_step *p, int s);

@@ -61,12 +61,15 @@ static int profile_begin(sqlite3 *db, const char *path, const char *model, const
         {"SELECT attn_rules FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN attn_rules INTEGER"},
         {"SELECT kv_long FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN kv_long INTEGER"},
         {"SELECT keep FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN keep INTEGER"},
-        {"SELECT sel_heads FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN sel_heads INTEGER"}};
+        {"SELECT sel_heads FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN sel_heads INTEGER"},
+        {"SELECT fc_rows FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN fc_rows INTEGER"},
+        {"SELECT probe FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN probe INTEGER"}};
     if (exec_sql(db, "BEGIN IMMEDIATE", err) ||
         exec_sql(db, "CREATE TABLE IF NOT EXISTS engine_profile(device TEXT, sm_clock_khz INTEGER, "
                      "mem_clock_khz INTEGER, driver INTEGER, cuda_runtime INTEGER, cublas INTEGER, model TEXT, "
                      "segs INTEGER, q INTEGER, kv INTEGER, logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL, "
-                     "attn_rules INTEGER, kv_long INTEGER, keep INTEGER, sel_heads INTEGER)", err))
+                     "attn_rules INTEGER, kv_long INTEGER, keep INTEGER, sel_heads INTEGER, fc_rows INTEGER, probe INTEGER)",
+                 err))
         return -1;
     for (size_t i = 0; i < TS_ARRAY_LEN(added); i++) {
         sqlite3_stmt *probe = NULL;
@@ -89,7 +92,7 @@ static int profile_begin(sqlite3 *db, const char *path, const char *model, const
                 device, path);
     if (sqlite3_prepare_v2(db, "INSERT INTO engine_profile(device, sm_clock_khz, mem_clock_khz, driver, "
                                "cuda_runtime, cublas, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, "
-                               "kv_long, keep, sel_heads) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, ins,
+                               "kv_long, keep, sel_heads, fc_rows, probe) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, ins,
                            NULL) != SQLITE_OK)
         return ts_fail(err, "%s: %s", path, sqlite3_errmsg(db));
     return 0;
@@ -102,7 +105,7 @@ static struct prof_step *profile_steps(const struct model_cfg *m, struct eng *e,
 {
     if (only_step) {
         struct prof_step *grid = xmalloc(sizeof *grid);
-        grid[0] = (struct prof_step){only_step[0], only_step[1], only_step[2], only_step[3] > 0, only_step[4], 0, 0};
+        grid[0] = (struct prof_step){only_step[0], only_step[1], only_step[2], only_step[3] > 0, only_step[4], 0, 0, 0, 0};
         *n = 1;
         return grid;
     }
@@ -129,7 +132,13 @@ static struct prof_step *profile_steps(const struct model_cfg *m, struct eng *e,
 static int profile_time(struct eng *e, struct step_desc *sd, const struct prof_step *p, int64_t req, int reps,
                         int warmup, double warm_ms, double *op_ms, float *total_ms, struct ts_err *err)
 {
-    for (int s = 0; s < p->segs; s++) {
+    if (p->fc_rows > 0) { /* a dLLM-Cache step: its sequences' K/V and outputs by a whole refresh */
+        const struct prof_step whole = {p->segs, p->fc_rows, 0, .fc_rows = p->fc_rows};
+        fc_step(&whole, req, sd);
+        if (eng_step(e, sd, NULL, NULL, err))
+            return -1;
+    }
+    for (int s = 0; s < p->segs && p->fc_rows == 0; s++) {
         if (prof_kv(p, s) == 0)
             continue;
         step_desc_clear(sd);
@@ -139,7 +148,9 @@ static int profile_time(struct eng *e, struct step_desc *sd, const struct prof_s
             return -1;
     }
     step_desc_clear(sd);
-    for (int s = 0; s < p->segs; s++) {
+    if (p->fc_rows > 0)
+        fc_step(p, req, sd);
+    for (int s = 0; s < p->segs && p->fc_rows == 0; s++) {
         struct segment g = {.req_id = (int32_t)(req + s), .q = p->q, .kv = prof_kv(p, s),
                             .logit_rows = p->logits ? p->q : 0, .phase = p->keep ? PHASE_REFRESH : PHASE_REUSE,
                             .kv_write = p->keep, .keep = p->keep, .score_rows = p->keep ? PROFILE_SCORE_ROWS : 0};
@@ -147,6 +158,10 @@ static int profile_time(struct eng *e, struct step_desc *sd, const struct prof_s
     }
     sd->select_heads = p->sel_heads;
     sd->select_kernel = 3; /* Sparse-dLLM's window: the ranking's time hardly depends on it */
+    if (p->fc_rows == 0) { /* the knobs of the dLLM-Cache steps before it cleared */
+        sd->front_layers = 0;
+        sd->cache_outputs = false;
+    }
     float t;
     double one[OP_COUNT];
     for (int w = 0; w < warmup; w++) /* warm-up (and GEMM tuning) */
@@ -197,6 +212,8 @@ static int profile_store(sqlite3_stmt *ins, const struct machine *mc, const char
         sqlite3_bind_int(ins, k++, p->kv_long);
         sqlite3_bind_int(ins, k++, p->keep);
         sqlite3_bind_int(ins, k++, p->sel_heads);
+        sqlite3_bind_int(ins, k++, p->fc_rows);
+        sqlite3_bind_int(ins, k++, p->probe);
         if (sqlite3_step(ins) != SQLITE_DONE)
             return -1;
         sqlite3_reset(ins);
@@ -250,13 +267,25 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
         const struct prof_step *p = &grid[gi];
         double op_ms[OP_COUNT];
         float total = 0;
+        if (p->fc_rows > 0 && !o.feature_cache) { /* the grid's dLLM-Cache steps (last): an engine whose
+                                                   * pool holds the feature cache */
+            eng_destroy(e);
+            e = NULL;
+            o.feature_cache = true;
+            if (eng_create(m, &o, &e, &err))
+                goto rollback;
+            machine_read(e, &mc); /* its device name lives in the engine */
+        }
         if (profile_time(e, &sd, p, req, reps, warmup, warm_ms, op_ms, &total, &err))
             goto rollback;
         if (profile_store(ins, &mc, m->name, p, op_ms, total, &rows)) {
             ts_fail(&err, "%s: %s", path, sqlite3_errmsg(db));
             goto rollback;
         }
-        if (p->keep > 0)
+        if (p->fc_rows > 0)
+            fprintf(out, "  %2d x %5d rows, %5d computed%s: %9.3f ms\n", p->segs, p->fc_rows, p->q,
+                    p->probe ? " (picked)" : p->q < p->fc_rows ? " (the response)" : "", total);
+        else if (p->keep > 0)
             fprintf(out, "  %2d x q %5d keeping %5d, %s: %9.3f ms\n", p->segs, p->q, p->keep,
                     p->sel_heads ? "a set per K/V head" : "one set for all heads", total);
         else if (p->kv_long > 0)

@@ -133,6 +133,16 @@ void step_desc_add(struct step_desc *sd, const struct segment *seg)
     totals_add(&sd->tot, seg, sd->attn_block);
 }
 
+void step_desc_add_fc(struct step_desc *sd, int32_t req, int32_t q, int32_t rows, int32_t probe, int32_t logit_rows)
+{
+    struct segment g = {.req_id = req, .q = q, .kv = rows - q, .kv_write = q, .carry = rows - q, .probe = probe,
+                        .picked = probe > 0 ? q : 0, .logit_rows = logit_rows,
+                        .phase = (uint8_t)(probe > 0 ? PHASE_REUSE : PHASE_REFRESH)};
+    if (q < rows)
+        g.q_front = g.kv_write_front = rows;
+    step_desc_add(sd, &g);
+}
+
 void step_totals_compute(const struct step_desc *sd, struct step_totals *out)
 {
     memset(out, 0, sizeof *out);

@@ -168,6 +168,11 @@ void step_desc_clear(struct step_desc *sd); /* drops segments, keeps knobs and s
 const char *segment_check(const struct segment *seg);
 /* Appends a copy of *seg (well-formed: segment_check) and updates the totals. */
 void step_desc_add(struct step_desc *sd, const struct segment *seg);
+/* Appends one of dLLM-Cache's segments for request req (as its policy emits them): `rows` hidden
+ * rows, each a key, q of them computed over the cached K/V of the others, which ride on their cached
+ * outputs; probe > 0: the q are picked among the last probe rows (a partial update); q < rows: the
+ * front layers run every row (set the step's knobs: front_layers, cache_outputs). */
+void step_desc_add_fc(struct step_desc *sd, int32_t req, int32_t q, int32_t rows, int32_t probe, int32_t logit_rows);
 /* Recomputes the totals from the segments (tests compare it with the incremental ones). */
 void step_totals_compute(const struct step_desc *sd, struct step_totals *out);
 /* The keys query row `row` of a segment of q rows over kv cached sees: all q + kv, or with block-
