@@ -632,7 +632,7 @@ expect 2 "exp run, non-empty OUT" -- $bin exp run focus-fig8 "$tmp/full"
 contains "exp run, non-empty OUT" "is not empty (--force writes over it)"
 expect 0 "exp run papers --quick" -- $bin exp run papers "$tmp/papers" --quick
 for e in dllm-serve-fig3 dllm-serve-fig4 dllm-serve-fig5 dllm-serve-table4 dllm-serve-fig7 focus-fig6 focus-fig7 \
-         focus-fig8 focus-table5; do
+         focus-fig8 focus-table5 mosaic-fig12 mosaic-fig13 mosaic-fig14; do
     f="$tmp/papers/$e/results.jsonl"
     if [ -s "$f" ] && [ -s "$tmp/papers/$e/figure.png" ] && [ -s "$tmp/papers/$e/report.md" ] &&
        [ "$(sqlite3 :memory: "SELECT count(*) = sum(json_valid(j) AND json_type(j, '\$.value') IN ('integer', 'real')
@@ -643,7 +643,10 @@ for e in dllm-serve-fig3 dllm-serve-fig4 dllm-serve-fig5 dllm-serve-table4 dllm-
 done
 for t in "focus-fig6|FOCUS's throughput is above LMDeploy's at every batch size" "focus-fig6|LMDeploy's throughput plateaus" \
          "focus-fig7|FOCUS's speedup grows with the block size" "focus-fig8|token eviction gains more than the delayed cache" \
-         "focus-table5|FOCUS's redundancy is below LMDeploy's" "dllm-serve-fig7|dLLM-Serve is ahead of Sparse-dLLM at every length"; do
+         "focus-table5|FOCUS's redundancy is below LMDeploy's" "dllm-serve-fig7|dLLM-Serve is ahead of Sparse-dLLM at every length" \
+         "mosaic-fig12|Mosaic's peak-to-average ratio is below the baselines' at every length" \
+         "mosaic-fig13|Mosaic's manager reserves the theoretical peak (no inflation)" \
+         "mosaic-fig14|every part of Mosaic raises L_max over the stage before it"; do
     e=${t%%|*} text=${t#*|}
     grep -F "$text" "$tmp/papers/$e/checks.tsv" | grep -q $'\tholds$' && ok || bad "$e: '$text' no longer holds"
 done

@@ -1,0 +1,76 @@
+# mosaic.sh: the Mosaic evaluation's setting (sourced by experiments/mosaic-*.sh after lib/paper.sh):
+# one forward of a whole sequence (Mosaic's workload has no KV cache: its activations are recomputed
+# at every step) on an RTX 3090 (24 GB) and an A100 (40 GB), LLaDA-8B, Dream-7B and LLaDA-MoE, a
+# prompt to output ratio r_p of 1 (half the rows masked). The memory figures come from the op graph
+# of the step laid out by a planner (tessera mem plan / mem lmax), not from tessera sim.
+#
+# The systems, as memory configurations of that op graph:
+#   torch   the baselines (Native, Mosaic-Torch and Mosaic-Compile all allocate through PyTorch's
+#           caching allocator): the caching planner, logits for every row, PyTorch's fp32 copy of
+#           the logits for sampling. One configuration stands in for the three: their differences
+#           (padding, torch.compile's fusions) are not modelled
+#   mosaic  the global memory manager (first-fit over the whole step in virtual memory), mask-only
+#           logits, lazy chunking within what the card leaves after the weights and a 1 GiB
+#           reserve
+# Its ablation (Fig. 14) adds Mosaic's parts one at a time: the manager, then mask-only logits, then
+# lazy chunking.
+
+MO_MASK=0.5
+
+# mo_json FILE KEY: a number from mem plan's or mem lmax's JSON
+mo_json() { sqlite3 :memory: "SELECT json_extract(readfile('$1'), '\$.$2')"; }
+
+# mo_run SYSTEM WORKLOAD X MODEL GPU ARGS...: one `tessera ARGS... --json` run (mem plan or mem lmax),
+# its JSON in OUT/points/ (its path in MO_F), its model and GPU in the index
+mo_run() {
+    local sys=$1 wl=$2 x=$3 model=$4 gpu=$5
+    shift 5
+    npoints=$((npoints + 1))
+    MO_F="$out/points/$npoints.json"
+    if ! "$bin" "$@" --json >"$MO_F" 2>"$out/points/$npoints.log"; then
+        echo "$EXP: point $npoints ($sys, $wl, x = $x) failed: $(head -3 "$out/points/$npoints.log")" >&2
+        exit 1
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$sys" "$wl" "$x" "$model" "$gpu" "$npoints" >>"$out/points.idx"
+}
+
+# mo_budget MODEL GPU: the activation budget the card leaves (GiB, into MO_BUDGET), as mem lmax
+# computes it (the card's memory less the weights and a 1 GiB reserve)
+mo_budget() {
+    local f="$out/points/budget-$1-$2.json"
+    "$bin" mem lmax --model "$1" --gpu "$2" --planner first-fit --json >"$f" 2>&1 ||
+        { echo "$EXP: mem lmax --model $1 --gpu $2 failed: $(head -3 "$f")" >&2; exit 1; }
+    MO_BUDGET=$(awk -v b="$(mo_json "$f" activation_budget_bytes)" 'BEGIN { printf "%.6f", b / 1073741824 }')
+}
+
+# mo_args SYSTEM: the mem options of a system or ablation stage
+mo_args() {
+    case $1 in
+        torch) echo "--planner caching --softmax-copy 4" ;;
+        manager) echo "--planner first-fit --softmax-copy 4" ;;
+        mask-only) echo "--planner first-fit --softmax-copy 4 --mask-ratio $MO_MASK" ;;
+        mosaic) echo "--planner first-fit --softmax-copy 4 --mask-ratio $MO_MASK --chunking lazy" ;;
+    esac
+}
+
+# mo_plan SYSTEM WORKLOAD TOKENS MODEL GPU [BUDGET_GIB]: one step of TOKENS rows planned; records its
+# peak-to-average ratio, inflation (reserved over the theoretical peak, minus 1) and reserved peak
+mo_plan() {
+    local sys=$1 wl=$2 T=$3 model=$4 gpu=$5 budget=${6:-}
+    mo_run "$sys" "$wl" "$T" "$model" "$gpu" mem plan --model "$model" --tokens "$T" $(mo_args "$sys") \
+        ${budget:+--budget-gib $budget}
+    local f=$MO_F
+    derived peak_to_average "$sys" "$wl" "$T" "$(mo_json "$f" peak_to_average)"
+    derived inflation "$sys" "$wl" "$T" "$(mo_json "$f" inflation)"
+    derived reserved_gib "$sys" "$wl" "$T" "$(awk -v b="$(mo_json "$f" peak_bytes)" 'BEGIN { print b / 1073741824 }')"
+    printf '%s %-10s %-22s x = %-6s PAR %s\n' "$EXP" "$sys" "$wl" "$T" "$(mo_json "$f" peak_to_average)" >&2
+}
+
+# mo_lmax SYSTEM WORKLOAD X MODEL GPU: the longest sequence that fits; records lmax
+mo_lmax() {
+    local sys=$1 wl=$2 x=$3 model=$4 gpu=$5
+    mo_run "$sys" "$wl" "$x" "$model" "$gpu" mem lmax --model "$model" --gpu "$gpu" $(mo_args "$sys")
+    local f=$MO_F
+    derived lmax "$sys" "$wl" "$x" "$(mo_json "$f" lmax)"
+    printf '%s %-10s %-22s L_max %s\n' "$EXP" "$sys" "$wl" "$(mo_json "$f" lmax)" >&2
+}
