@@ -33,16 +33,62 @@ static void list_models(void)
     }
 }
 
-static void list_gpus(void)
+/* The ceilings measured on a lent GPU of table row `name` (DATADIR/gpu_measured.csv, engine bench's
+ * first lines: the GEMM's rate short and held for 2 s, the device copy's read + write bandwidth, the
+ * record they come from); false where none was measured. A malformed file is reported by line. */
+static bool gpu_measured(const char *datadir, const char *name, double *tflops, double *held, double *copy,
+                         char *record, size_t len, bool *bad)
+{
+    char path[CFG_PATH + 32], line[512];
+    snprintf(path, sizeof path, "%s/gpu_measured.csv", datadir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    bool found = false;
+    for (int lineno = 1; !found && fgets(line, sizeof line, f); lineno++) {
+        char gpu[64], rec[256];
+        if (lineno == 1)
+            continue; /* the header */
+        if (sscanf(line, "%63[^,],%lf,%lf,%lf,%255[^\r\n]", gpu, tflops, held, copy, rec) != 5 || !(*tflops > 0) ||
+            !(*held > 0) || !(*copy > 0)) {
+            fprintf(stderr, "tessera list: %s:%d: not gpu,gemm_tflops,gemm_held_tflops,copy_tbs,record\n", path, lineno);
+            *bad = true;
+            break;
+        }
+        if ((found = ts_name_eq(gpu, name)))
+            snprintf(record, len, "%s", rec);
+    }
+    fclose(f);
+    return found;
+}
+
+/* measured: the ceilings measured on the lent GPUs beside the datasheet's. */
+static int list_gpus(bool measured)
 {
     struct gpu_table *t = gpu_table_create();
-    printf("%-10s %9s %12s %10s %10s\n", "gpu", "mem_GiB", "bf16_TFLOPS", "mem_GB/s", "host_GB/s");
-    for (int i = 0; i < gpu_table_count(t); i++) {
+    struct sim_config c;
+    sim_config_defaults(&c);
+    bool bad = false;
+    if (measured)
+        printf("%-10s %12s %13s %11s %10s %13s  %s\n", "gpu", "bf16_TFLOPS", "measured_GEMM", "held_2s", "mem_GB/s",
+               "copy_GB/s(r+w)", "record");
+    else
+        printf("%-10s %9s %12s %10s %10s\n", "gpu", "mem_GiB", "bf16_TFLOPS", "mem_GB/s", "host_GB/s");
+    for (int i = 0; i < gpu_table_count(t) && !bad; i++) {
         const struct gpu_spec *g = gpu_table_get(t, i);
-        printf("%-10s %9.1f %12.1f %10.0f %10.0f\n", g->name, g->mem_bytes / TS_GIB,
-               g->bf16_flops / 1e12, g->mem_bw / 1e9, g->host_bw / 1e9);
+        double tf, held, copy;
+        char rec[256];
+        if (!measured)
+            printf("%-10s %9.1f %12.1f %10.0f %10.0f\n", g->name, g->mem_bytes / TS_GIB, g->bf16_flops / 1e12,
+                   g->mem_bw / 1e9, g->host_bw / 1e9);
+        else if (gpu_measured(c.datadir, g->name, &tf, &held, &copy, rec, sizeof rec, &bad))
+            printf("%-10s %12.1f %13.1f %11.1f %10.0f %14.0f  %s\n", g->name, g->bf16_flops / 1e12, tf, held,
+                   g->mem_bw / 1e9, copy * 1e3, rec);
+        else if (!bad)
+            printf("%-10s %12.1f %13s %11s %10.0f %14s\n", g->name, g->bf16_flops / 1e12, "-", "-", g->mem_bw / 1e9, "-");
     }
     gpu_table_destroy(t);
+    return bad ? EXIT_USAGE : 0;
 }
 
 static void list_decode(void)
@@ -102,8 +148,15 @@ int cli_list(int argc, char **argv)
     char buf[512];
     if (strcmp(what, "models") == 0)
         list_models();
-    else if (strcmp(what, "gpus") == 0)
-        list_gpus();
+    else if (strcmp(what, "gpus") == 0) {
+        const bool measured = argc > 2 && strcmp(argv[2], "--measured") == 0;
+        if (argc > 2 + measured) {
+            fprintf(stderr, "tessera list gpus: unexpected '%s' (--measured: the ceilings measured on the lent GPUs "
+                            "beside the datasheet's)\n", argv[2 + measured]);
+            return EXIT_USAGE;
+        }
+        return list_gpus(measured);
+    }
     else if (strcmp(what, "policies") == 0) {
         int w = 0;
         for (int i = 0; policy_get(i); i++)
@@ -151,8 +204,8 @@ int cli_list(int argc, char **argv)
     } else if (strcmp(what, "decode") == 0)
         list_decode();
     else {
-        fprintf(stderr, "usage: tessera list models|gpus|policies|schedulers|planners|costs|systems|impls|decode|"
-                        "calibrations\n");
+        fprintf(stderr, "usage: tessera list models|gpus [--measured]|policies|schedulers|planners|costs|systems|"
+                        "impls|decode|calibrations\n");
         return strcmp(what, "--help") == 0 ? 0 : EXIT_USAGE;
     }
     return 0;

@@ -136,13 +136,13 @@ static int cmd_plan(const struct mem_args *a)
         return EXIT_USAGE;
     }
     struct og_shape s = {a->tokens, rows_for(a, a->tokens), a->logit_chunk, a->ffn_chunks, a->softmax_copy,
-                         a->fused_ffn};
+                         a->fused_ffn, 1};
     struct planner_opts po;
     planner_opts_defaults(&po);
     struct opgraph g = {0}, prof = {0};
     if (p == planner_find("profiled")) { /* profiled at the dLLM-Serve defaults on this shape's knobs */
         struct og_shape ps = {16384, 16384, a->logit_chunk ? a->logit_chunk : 2048, 1, a->softmax_copy,
-                              a->fused_ffn};
+                              a->fused_ffn, 1};
         opgraph_build(&prof, &m, &ps);
         po.profiled_graph = &prof;
     }
@@ -210,7 +210,7 @@ done:
 static bool fits(const struct model_cfg *m, const struct mem_args *a, const struct planner_ops *p,
                  int64_t budget, int64_t L, struct chunk_result *cr, struct ts_err *err)
 {
-    struct og_shape s = {L, rows_for(a, L), 0, 1, a->softmax_copy, a->fused_ffn};
+    struct og_shape s = {L, rows_for(a, L), 0, 1, a->softmax_copy, a->fused_ffn, 1};
     struct planner_opts po;
     planner_opts_defaults(&po);
     po.ilp_max_tensors = 0; /* lmax plans big graphs: the heuristics only */

@@ -113,7 +113,7 @@ int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows)
         k.ffn_chunks = (int32_t)TS_MAX(1, TS_MIN(q_tokens / 64, 4096));
     }
     struct og_shape shape = {q_tokens, logit_rows, k.logit_chunk_rows, k.ffn_chunks, k.softmax_copy_bytes,
-                             k.fused_ffn};
+                             k.fused_ffn, s->cfg.tp};
     int64_t bytes;
     struct ts_err err;
     TS_ASSERTF(act_cache_peak(s->act_plans, &shape, &bytes, &err) == 0, "planner %s: %s", s->planner->name,

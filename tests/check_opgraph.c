@@ -56,6 +56,35 @@ START_TEST(chunking_lowers_the_peak_where_it_is)
 }
 END_TEST
 
+/* Tensor parallelism: a GPU holds 1/tp of the tensors split over heads, FFN columns (each expert's
+ * too) and the vocabulary, and the residual stream, norms, gathers and router logits whole. */
+START_TEST(tensor_parallel_shares)
+{
+    const char *models[] = {"llada-8b", "llada-moe-7b"};
+    for (int k = 0; k < 2; k++) {
+        const struct model_cfg *m = model_find(models[k]);
+        struct og_shape s = {.T = 1000, .R = 300, .logit_chunk_rows = 128, .ffn_chunks = 2, .softmax_copy_bytes = 4};
+        struct opgraph one = {0}, two = {0};
+        opgraph_build(&one, m, &s);
+        s.tp = 2;
+        opgraph_build(&two, m, &s);
+        ck_assert_int_eq(one.n, two.n);
+        ck_assert_int_eq(one.num_ops, two.num_ops);
+        for (int32_t i = 0; i < one.n; i++) {
+            const enum og_kind kind = (enum og_kind)one.t[i].kind;
+            const bool split = kind == OG_QKV || kind == OG_ATTN || kind == OG_GATE_UP || kind == OG_ACT ||
+                               kind == OG_LOGITS || kind == OG_SOFTMAX;
+            ck_assert_msg(two.t[i].bytes == (split ? one.t[i].bytes / 2 : one.t[i].bytes), "%s tensor %d (%s): %lld of %lld",
+                          m->name, i, og_kind_name(kind), (long long)two.t[i].bytes, (long long)one.t[i].bytes);
+            ck_assert(two.t[i].first == one.t[i].first && two.t[i].last == one.t[i].last);
+        }
+        ck_assert(opgraph_peak(&two) < opgraph_peak(&one));
+        opgraph_free(&one);
+        opgraph_free(&two);
+    }
+}
+END_TEST
+
 START_TEST(fused_ffn_has_no_gate_up)
 {
     /* LLaDA-8B, T = 8192 in one FFN chunk, no logits: split, the FFN peaks at x + norm + gate|up +
@@ -95,6 +124,7 @@ int main(void)
     tcase_add_test(tc, peak_equals_closed_form);
     tcase_add_test(tc, chunking_lowers_the_peak_where_it_is);
     tcase_add_test(tc, fused_ffn_has_no_gate_up);
+    tcase_add_test(tc, tensor_parallel_shares);
     suite_add_tcase(s, tc);
     return run_suite("opgraph", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

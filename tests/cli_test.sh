@@ -755,6 +755,19 @@ grep -qE "^ +attention +[0-9.]+ +30\.0%" "$tmp/out" && grep -qE "^ +gate_up +[0-
 # lists
 for w in models gpus policies schedulers planners costs systems impls calibrations decode; do expect 0 "list $w" -- $bin list $w; done
 contains "list decode" "threshold:llada-gsm8k"
+# the ceilings measured on the lent GPUs beside the datasheet's, each as its record's engine bench
+# printed it; an unknown option refused
+expect 0 "list gpus --measured" -- $bin list gpus --measured
+contains "list gpus --measured" "h200              989.4         780.5       676.6       4800           4200"
+contains "list gpus --measured" "rtx4090           165.2             -"
+while IFS=, read -r g tf held copy rec; do
+    [ "$g" = gpu ] && continue
+    if grep -q "bf16 GEMM 8192^3 $tf TFLOP/s, device copy $copy TB/s" "$root/$rec" &&
+       grep -q "held back to back for 2 s: $held TFLOP/s" "$root/$rec"; then ok
+    else bad "sim/data/gpu_measured.csv: $g's ceilings are not what $rec measured"; fi
+done <"$root/sim/data/gpu_measured.csv"
+expect 2 "list gpus, an unknown option" -- $bin list gpus --datasheet
+contains "list gpus, an unknown option" "unexpected '--datasheet'"
 # the tables' entries and a policy's parameters, as the tables declare them
 expect 0 "list policies" -- $bin list policies
 contains "list policies shows a policy's parameter" "--refresh-interval N     dual: also refresh every K steps"

@@ -29,9 +29,11 @@ static int32_t add(struct opgraph *g, enum og_kind k, int layer, int64_t bytes, 
 void opgraph_build(struct opgraph *g, const struct model_cfg *m, const struct og_shape *s)
 {
     g->n = 0;
-    const int64_t a = 2, T = s->T, R = s->R, h = m->hidden;
-    const int64_t qkv = (int64_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim;
-    const int64_t qd = (int64_t)m->num_heads * m->head_dim;
+    const int64_t a = 2, T = s->T, R = s->R, h = m->hidden, tp = s->tp > 1 ? s->tp : 1;
+    /* a GPU's share of a split width (its heads, FFN columns or vocabulary rows) */
+#define SHARE(w) (((int64_t)(w) + tp - 1) / tp)
+    const int64_t qkv = SHARE((int64_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim);
+    const int64_t qd = SHARE((int64_t)m->num_heads * m->head_dim), vocab = SHARE(m->vocab);
     const int64_t chunks = s->ffn_chunks > 0 ? s->ffn_chunks : 1;
     int32_t op = 0;
     int32_t x = add(g, OG_X, -1, T * h * a, 0, 0); /* its end is set last */
@@ -41,7 +43,7 @@ void opgraph_build(struct opgraph *g, const struct model_cfg *m, const struct og
         add(g, OG_ATTN, L, T * qd * a, op + 3, op + 4);            /* attention, read by o_proj */
         op += 5;                                                   /* ... o_proj adds into x */
         bool moe = model_is_moe_layer(m, L);
-        int64_t width = moe ? (int64_t)m->moe_ffn : m->ffn, rows = T;
+        int64_t width = SHARE(moe ? (int64_t)m->moe_ffn : m->ffn), rows = T;
         int32_t norm2 = add(g, OG_NORM, L, T * h * a, op, op);     /* FFN input, alive across chunks */
         op++;
         if (moe) {
@@ -63,7 +65,7 @@ void opgraph_build(struct opgraph *g, const struct model_cfg *m, const struct og
             op += 3;                                                 /* down adds into x */
         }
         if (moe && m->num_shared_experts > 0) {
-            int64_t S = (int64_t)m->moe_ffn * m->num_shared_experts, pt = (T + chunks - 1) / chunks;
+            int64_t S = SHARE((int64_t)m->moe_ffn * m->num_shared_experts), pt = (T + chunks - 1) / chunks;
             for (int64_t c = 0; c < T; c += pt) {
                 int64_t r = TS_MIN(pt, T - c);
                 add(g, OG_GATE_UP, L, r * 2 * S * a, op, op + 1);
@@ -79,14 +81,15 @@ void opgraph_build(struct opgraph *g, const struct model_cfg *m, const struct og
         int64_t rc = s->logit_chunk_rows > 0 ? TS_MIN((int64_t)s->logit_chunk_rows, R) : R;
         for (int64_t c = 0; c < R; c += rc) {
             int64_t r = TS_MIN(rc, R - c);
-            add(g, OG_LOGITS, -1, r * m->vocab * a, op, op + 1 + (s->softmax_copy_bytes > 0));
+            add(g, OG_LOGITS, -1, r * vocab * a, op, op + 1 + (s->softmax_copy_bytes > 0));
             if (s->softmax_copy_bytes > 0)
-                add(g, OG_SOFTMAX, -1, r * m->vocab * s->softmax_copy_bytes, op + 1, op + 2);
+                add(g, OG_SOFTMAX, -1, r * vocab * s->softmax_copy_bytes, op + 1, op + 2);
             op += 2 + (s->softmax_copy_bytes > 0);
         }
         if (gathered >= 0)
             g->t[gathered].last = op - 1;
     }
+#undef SHARE
     g->num_ops = op > 0 ? op : 1;
     if (x >= 0)
         g->t[x].last = g->num_ops - 1;

@@ -30,6 +30,11 @@ struct og_shape {
     bool fused_ffn;             /* dense layers' gate/up GEMM writes SwiGLU's output itself (the
                                  * engine's fused FFN): no gate_up tensor, act alive from that GEMM
                                  * to the down projection */
+    int32_t tp;                 /* tensor parallelism over tp GPUs (0 or 1: one): a GPU's share of
+                                 * the tensors split over heads (qkv, attention), FFN columns
+                                 * (gate/up, act; each expert's) and the vocabulary (logits and
+                                 * their copy); the residual stream, norms, gathers and the router
+                                 * stay whole on each */
 };
 
 struct og_tensor {
