@@ -690,6 +690,26 @@ static struct k_attn_args attn_args(const struct eng *e, const struct eng_plan *
         .wg_tiles = p->wg_tiles};
 }
 
+/* Layer L's QKV bias, RoPE and K/V store for the T rows of qkv (at tok_pos, into the pool slots
+ * tok_slot of kp and vp), then the attention of aa's plan over the pool from qkv into att. */
+static int rope_attend(struct eng *e, int L, struct k_attn_args *aa, bf16_t *qkv, bf16_t *att, bf16_t *kp,
+                       bf16_t *vp, const int32_t *tok_pos, const int32_t *tok_slot, int T, struct ts_err *err)
+{
+    const struct model_cfg *m = &e->m;
+    if (runs(e, OP_ROPE))
+        KL(k_qkv_rope_store(qkv, W(e, W_QKV_BIAS, L), tok_pos, tok_slot, kp, vp, aa->kv_stride, T, m->num_heads,
+                            m->num_kv_heads, m->head_dim, (float)m->rope_theta, e->stream));
+    mark(e, OP_ROPE);
+    aa->q = qkv;
+    aa->o = att;
+    aa->k_pool = kp;
+    aa->v_pool = vp;
+    if (runs(e, OP_ATTN))
+        KL(k_attention(aa, e->stream));
+    mark(e, OP_ATTN);
+    return 0;
+}
+
 #define BUF(off) ((bf16_t *)eng_arena_at(&e->arena, (off)))
 
 /* Layer L's value check (a layered step's later layers with probing segments): the probe rows'
@@ -741,18 +761,9 @@ static int layered_layer(struct eng *e, int L, const struct eng_plan *lp, const 
         if (runs(e, OP_QKV) && gemm(e, W(e, W_QKV, L), hn, qkv, T, h, width, 0.f, err))
             return -1;
         mark(e, OP_QKV);
-        if (runs(e, OP_ROPE))
-            KL(k_qkv_rope_store(qkv, W(e, W_QKV_BIAS, L), dm->tok_pos, dm->tok_slot, kp, vp, 0, T, H, Hkv, d,
-                                (float)m->rope_theta, st));
-        mark(e, OP_ROPE);
         struct k_attn_args aa = attn_args(e, lp, dm);
-        aa.q = qkv;
-        aa.o = att;
-        aa.k_pool = kp;
-        aa.v_pool = vp;
-        if (runs(e, OP_ATTN))
-            KL(k_attention(&aa, st));
-        mark(e, OP_ATTN);
+        if (rope_attend(e, L, &aa, qkv, att, kp, vp, dm->tok_pos, dm->tok_slot, T, err))
+            return -1;
         if (runs(e, OP_OPROJ) && gemm(e, W(e, W_O, L), att, e->fc_out, T, qd, h, 0.f, err))
             return -1;
         mark(e, OP_OPROJ);
@@ -811,17 +822,8 @@ static int forward(struct eng *e, struct ts_err *err)
             if (runs(e, OP_QKV) && gemm(e, W(e, W_QKV, L), hn, qkv, T, h, width, 0.f, err))
                 return -1;
             mark(e, OP_QKV);
-            if (runs(e, OP_ROPE))
-                KL(k_qkv_rope_store(qkv, W(e, W_QKV_BIAS, L), e->dm.tok_pos, e->dm.tok_slot, kp, vp,
-                                    aa.kv_stride, T, H, Hkv, d, (float)m->rope_theta, st));
-            mark(e, OP_ROPE);
-            aa.q = qkv;
-            aa.o = att;
-            aa.k_pool = kp;
-            aa.v_pool = vp;
-            if (runs(e, OP_ATTN))
-                KL(k_attention(&aa, st));
-            mark(e, OP_ATTN);
+            if (rope_attend(e, L, &aa, qkv, att, kp, vp, e->dm.tok_pos, e->dm.tok_slot, T, err))
+                return -1;
             if (p->num_sel > 0) { /* marked only where it runs: a step without selections has no such op */
                 if (runs(e, OP_KV_SELECT) && select_layer(e, L, qkv, kp, vp, err))
                     return -1;

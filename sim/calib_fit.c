@@ -286,6 +286,19 @@ static void attn_features(const struct calib_row *r, int heads, int kv_heads, in
     memcpy(f, a.f, sizeof a.f);
 }
 
+/* The attention fit's rows: every profile step's attention but a dLLM-Cache step's (its attention
+ * differs by layer). */
+static bool attn_row(const struct calib_row *r, const struct calib *c, int kind)
+{
+    (void)c, (void)kind;
+    return r->op == OP_ATTN && r->fc_rows == 0;
+}
+
+static void attn_row_features(const struct calib_row *r, const struct calib *c, double *f)
+{
+    attn_features(r, c->heads, c->kv_heads, c->sms, c->attn_rules, f);
+}
+
 /* The SM count in an engine's device name ("NVIDIA H200 (sm_90, 132 SMs)"); 132, the H200's,
  * where it names none. */
 static int device_sms(const char *device)
@@ -393,6 +406,52 @@ static void fit_host(const struct calib_data *d, struct calib *c)
     free(steps), free(gaps), free(x), free(y);
 }
 
+/* Which rows a least-squares fit takes and its features (a row's p features into f). */
+struct row_fit {
+    bool (*take)(const struct calib_row *r, const struct calib *c, int kind);
+    void (*features)(const struct calib_row *r, const struct calib *c, double *f);
+    int p, kind;
+};
+
+/* The rows of d that the fit takes. */
+static size_t fit_count(const struct calib_data *d, const struct calib *c, const struct row_fit *rf)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < d->n; i++)
+        n += rf->take(&d->rows[i], c, rf->kind);
+    return n;
+}
+
+/* Weighted least squares (weights 1/y^2: relative errors) of the taken rows' times on their
+ * features, the coefficients into beta[rf->p]; -1 when GSL's fit fails. */
+static int fit_rows(const struct calib_data *d, const struct calib *c, const struct row_fit *rf, double *beta)
+{
+    const size_t n = fit_count(d, c, rf), p = (size_t)rf->p;
+    gsl_matrix *X = gsl_matrix_alloc(n, p), *cov = gsl_matrix_alloc(p, p);
+    gsl_vector *Y = gsl_vector_alloc(n), *w = gsl_vector_alloc(n), *b = gsl_vector_alloc(p);
+    double *f = xmalloc(sizeof *f * p);
+    size_t k = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        const struct calib_row *r = &d->rows[i];
+        if (!rf->take(r, c, rf->kind))
+            continue;
+        rf->features(r, c, f);
+        for (size_t j = 0; j < p; j++)
+            gsl_matrix_set(X, k, j, f[j]);
+        gsl_vector_set(Y, k, r->ms);
+        gsl_vector_set(w, k++, 1.0 / fmax(r->ms * r->ms, 1e-12));
+    }
+    double chisq;
+    gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(n, p);
+    const int st = gsl_multifit_wlinear(X, w, Y, b, cov, &chisq, ws);
+    for (size_t j = 0; j < p; j++)
+        beta[j] = gsl_vector_get(b, j);
+    gsl_multifit_linear_free(ws);
+    gsl_matrix_free(X), gsl_matrix_free(cov), gsl_vector_free(Y), gsl_vector_free(w), gsl_vector_free(b);
+    free(f);
+    return st ? -1 : 0;
+}
+
 /* The selection's features, summed over the selecting segments: a constant (its four launches a
  * layer), the segments, their candidates and the most candidates one has (each segment's ranking is
  * one block's walk over them, the critical path of a step of few segments). */
@@ -404,40 +463,30 @@ static void select_features(int64_t segs, int64_t cand, int64_t max_cand, double
 /* The selection's time (kv_select) per kind of kept set, by least squares over the selecting
  * profile steps (weights 1/y^2: relative errors); a kind the profile has no steps of is not fitted
  * (pricing such a step then fails, naming it). */
+static bool select_row(const struct calib_row *r, const struct calib *c, int heads)
+{
+    (void)c;
+    return r->op == OP_KV_SELECT && r->keep > 0 && r->sel_heads == heads;
+}
+
+static void select_row_features(const struct calib_row *r, const struct calib *c, double *f)
+{
+    (void)c;
+    const int64_t cand = r->q - PROFILE_SCORE_ROWS;
+    select_features(r->segs, r->segs * cand, cand, f);
+}
+
 static int fit_select(const struct calib_data *d, struct calib *c, struct ts_err *err)
 {
     for (int heads = 0; heads < 2; heads++) {
-        size_t n = 0;
-        for (size_t i = 0; i < d->n; i++)
-            n += d->rows[i].op == OP_KV_SELECT && d->rows[i].keep > 0 && d->rows[i].sel_heads == heads;
+        const struct row_fit rf = {select_row, select_row_features, SELECT_FEATURES, heads};
+        const size_t n = fit_count(d, c, &rf);
         if (n == 0)
             continue;
         if (n < SELECT_FEATURES + 2)
             return ts_fail(err, "calibration: kv_select (%s) needs at least %d measured shapes, the profile has %zu",
                            heads ? "per head" : "uniform", SELECT_FEATURES + 2, n);
-        gsl_matrix *X = gsl_matrix_alloc(n, SELECT_FEATURES), *cov = gsl_matrix_alloc(SELECT_FEATURES, SELECT_FEATURES);
-        gsl_vector *Y = gsl_vector_alloc(n), *w = gsl_vector_alloc(n), *b = gsl_vector_alloc(SELECT_FEATURES);
-        size_t k = 0;
-        for (size_t i = 0; i < d->n; i++) {
-            const struct calib_row *r = &d->rows[i];
-            if (r->op != OP_KV_SELECT || r->keep == 0 || r->sel_heads != heads)
-                continue;
-            double f[SELECT_FEATURES];
-            const int64_t cand = r->q - PROFILE_SCORE_ROWS;
-            select_features(r->segs, r->segs * cand, cand, f);
-            for (int j = 0; j < SELECT_FEATURES; j++)
-                gsl_matrix_set(X, k, (size_t)j, f[j]);
-            gsl_vector_set(Y, k, r->ms);
-            gsl_vector_set(w, k++, 1.0 / fmax(r->ms * r->ms, 1e-12));
-        }
-        double chisq;
-        gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(n, SELECT_FEATURES);
-        const int st = gsl_multifit_wlinear(X, w, Y, b, cov, &chisq, ws);
-        for (int j = 0; j < SELECT_FEATURES; j++)
-            c->sel[heads][j] = gsl_vector_get(b, (size_t)j);
-        gsl_multifit_linear_free(ws);
-        gsl_matrix_free(X), gsl_matrix_free(cov), gsl_vector_free(Y), gsl_vector_free(w), gsl_vector_free(b);
-        if (st)
+        if (fit_rows(d, c, &rf, c->sel[heads]))
             return ts_fail(err, "calibration: the kv_select fit failed");
         c->has_sel[heads] = true;
     }
@@ -480,39 +529,29 @@ static void fc_features(int64_t probe_rows, int64_t computed, int64_t rows, doub
 /* The feature cache's time (feat_cache), by least squares over the profile's dLLM-Cache steps
  * (weights 1/y^2: relative errors); a profile without them is not fitted (the time is then
  * composed from the curves: feat_cache_ms). */
+static bool fc_row(const struct calib_row *r, const struct calib *c, int kind)
+{
+    (void)c, (void)kind;
+    return r->op == OP_FEAT_CACHE && r->fc_rows > 0;
+}
+
+static void fc_row_features(const struct calib_row *r, const struct calib *c, double *f)
+{
+    (void)c;
+    fc_features((int64_t)r->segs * r->probe, (int64_t)r->segs * r->q, (int64_t)r->segs * r->fc_rows,
+                (double)r->segs * r->probe * r->probe, f);
+}
+
 static int fit_fc(const struct calib_data *d, struct calib *c, struct ts_err *err)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < d->n; i++)
-        n += d->rows[i].op == OP_FEAT_CACHE && d->rows[i].fc_rows > 0;
+    const struct row_fit rf = {fc_row, fc_row_features, FC_FEATURES, 0};
+    const size_t n = fit_count(d, c, &rf);
     if (n == 0)
         return 0;
     if (n < FC_FEATURES + 2)
         return ts_fail(err, "calibration: feat_cache needs at least %d measured dLLM-Cache shapes, the profile has %zu",
                        FC_FEATURES + 2, n);
-    gsl_matrix *X = gsl_matrix_alloc(n, FC_FEATURES), *cov = gsl_matrix_alloc(FC_FEATURES, FC_FEATURES);
-    gsl_vector *Y = gsl_vector_alloc(n), *w = gsl_vector_alloc(n), *b = gsl_vector_alloc(FC_FEATURES);
-    size_t k = 0;
-    for (size_t i = 0; i < d->n; i++) {
-        const struct calib_row *r = &d->rows[i];
-        if (r->op != OP_FEAT_CACHE || r->fc_rows == 0)
-            continue;
-        double f[FC_FEATURES];
-        fc_features((int64_t)r->segs * r->probe, (int64_t)r->segs * r->q, (int64_t)r->segs * r->fc_rows,
-                    (double)r->segs * r->probe * r->probe, f);
-        for (int j = 0; j < FC_FEATURES; j++)
-            gsl_matrix_set(X, k, (size_t)j, f[j]);
-        gsl_vector_set(Y, k, r->ms);
-        gsl_vector_set(w, k++, 1.0 / fmax(r->ms * r->ms, 1e-12));
-    }
-    double chisq;
-    gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(n, FC_FEATURES);
-    const int st = gsl_multifit_wlinear(X, w, Y, b, cov, &chisq, ws);
-    for (int j = 0; j < FC_FEATURES; j++)
-        c->fc[j] = gsl_vector_get(b, (size_t)j);
-    gsl_multifit_linear_free(ws);
-    gsl_matrix_free(X), gsl_matrix_free(cov), gsl_vector_free(Y), gsl_vector_free(w), gsl_vector_free(b);
-    if (st)
+    if (fit_rows(d, c, &rf, c->fc))
         return ts_fail(err, "calibration: the feat_cache fit failed");
     c->has_fc = true;
     return 0;
@@ -584,36 +623,12 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
     }
     /* attention: weighted least squares (weights 1/y^2: relative errors) */
     {
-        size_t n = 0;
-        for (size_t i = 0; i < d->n; i++)
-            n += d->rows[i].op == OP_ATTN && d->rows[i].fc_rows == 0;
-        if (n < ATTN_FEATURES + 1) {
+        const struct row_fit rf = {attn_row, attn_row_features, ATTN_FEATURES, 0};
+        if (fit_count(d, c, &rf) < ATTN_FEATURES + 1) {
             ts_fail(err, "calibration: attention needs at least %d measured shapes", ATTN_FEATURES + 1);
             goto done;
         }
-        gsl_matrix *X = gsl_matrix_alloc(n, ATTN_FEATURES), *cov = gsl_matrix_alloc(ATTN_FEATURES, ATTN_FEATURES);
-        gsl_vector *Y = gsl_vector_alloc(n), *w = gsl_vector_alloc(n), *b = gsl_vector_alloc(ATTN_FEATURES);
-        size_t k = 0;
-        for (size_t i = 0; i < d->n; i++) {
-            const struct calib_row *r = &d->rows[i];
-            if (r->op != OP_ATTN || r->fc_rows)
-                continue; /* (a dLLM-Cache step's attention differs by layer) */
-            double f[ATTN_FEATURES];
-            attn_features(r, c->heads, c->kv_heads, c->sms, c->attn_rules, f);
-            for (int j = 0; j < ATTN_FEATURES; j++)
-                gsl_matrix_set(X, k, (size_t)j, f[j]);
-            gsl_vector_set(Y, k, r->ms);
-            gsl_vector_set(w, k, 1.0 / fmax(r->ms * r->ms, 1e-12));
-            k++;
-        }
-        double chisq;
-        gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(n, ATTN_FEATURES);
-        int st = gsl_multifit_wlinear(X, w, Y, b, cov, &chisq, ws);
-        for (int j = 0; j < ATTN_FEATURES; j++)
-            c->beta[j] = gsl_vector_get(b, (size_t)j);
-        gsl_multifit_linear_free(ws);
-        gsl_matrix_free(X), gsl_matrix_free(cov), gsl_vector_free(Y), gsl_vector_free(w), gsl_vector_free(b);
-        if (st) {
+        if (fit_rows(d, c, &rf, c->beta)) {
             ts_fail(err, "calibration: the attention fit failed");
             goto done;
         }

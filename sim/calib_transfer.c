@@ -1,14 +1,39 @@
 /* calib_transfer.c: carrying a calibration over to a GPU it was not measured on, by the roofline
- * ratios of each op, and the band of how far such a transfer may be off. */
+ * ratios of each op (over measured ceilings where both GPUs have them), and the band of how far
+ * such a transfer may be off. */
 #include <math.h>
 #include <string.h>
 
 #include "calib.h"
+#include "config.h"
 #include "cost.h"
 #include "gpu.h"
 #include "model.h"
 
-/* Roofline contexts of one model and implementation on two GPUs. */
+/* Where both GPUs' ceilings were measured (DATADIR/gpu_measured.csv), the GEMM rate each holds
+ * under its power limit and its copy bandwidth in place of the datasheet's peaks: the ratios a
+ * transfer scales by are then measured ones (from the H200 to the H100 this takes the shipped
+ * calibration's per-step error from 8.4% to 5.2%, analysis/transfer_check.sh). Mixing one GPU's
+ * measured figures with another's datasheet would bias the ratio, so one measured is not enough. */
+static int measured_ceilings(struct gpu_spec *a, struct gpu_spec *b, struct ts_err *err)
+{
+    struct sim_config c;
+    sim_config_defaults(&c);
+    char path[CFG_PATH + 32];
+    snprintf(path, sizeof path, "%s/gpu_measured.csv", c.datadir);
+    struct gpu_measured ma, mb;
+    const int fa = gpu_measured_find(path, a->name, &ma, err), fb = fa < 0 ? -1 : gpu_measured_find(path, b->name, &mb, err);
+    if (fa < 0 || fb < 0)
+        return -1;
+    if (fa && fb) {
+        a->bf16_flops = ma.gemm_held_flops, a->mem_bw = ma.copy_bw;
+        b->bf16_flops = mb.gemm_held_flops, b->mem_bw = mb.copy_bw;
+    }
+    return 0;
+}
+
+/* Roofline contexts of one model and implementation on two GPUs (their measured ceilings where both
+ * have them). */
 static int two_gpus(const char *model, const char *from, const char *to, const char *impl,
                     struct cost_ctx *src, struct cost_ctx *dst, struct ts_err *err)
 {
@@ -16,7 +41,8 @@ static int two_gpus(const char *model, const char *from, const char *to, const c
     memset(dst, 0, sizeof *dst);
     struct gpu_table *t = gpu_table_create();
     int rc = model_resolve(model, &src->model, err) || gpu_lookup(t, from, &src->gpu, err) ||
-                     gpu_lookup(t, to, &dst->gpu, err) || impl_resolve(impl, &src->impl, err)
+                     gpu_lookup(t, to, &dst->gpu, err) || impl_resolve(impl, &src->impl, err) ||
+                     measured_ceilings(&src->gpu, &dst->gpu, err)
                  ? -1 : 0;
     gpu_table_destroy(t);
     dst->model = src->model;

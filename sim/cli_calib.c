@@ -465,10 +465,12 @@ static int show_transferred(const char *gpu, const char *from, const char *model
     printf("no calibration measured on %s: %s carried over by per-op roofline ratios\n"
            "assumes: every op keeps the fraction of its roofline time it reached on %s (GEMM, attention\n"
            "and memory-bound efficiencies alike), kernel launch and host overheads are the same on both\n"
-           "GPUs, and the same kernels run (the %s implementation). Checked once: the H200's LLaDA-8B\n"
-           "calibration carried to an H100 is 8.4%% off per profiled step against the H100's measured one\n"
-           "(median 6.7%%, up to 31%% on uneven Reuse steps; analysis/transfer_check.sh), where a measured\n"
-           "calibration is 1-3%% off. Measure with `make calibrate` to replace it.\n",
+           "GPUs, and the same kernels run (the %s implementation); the ratios are over the GPUs'\n"
+           "measured ceilings where both were measured (tessera list gpus --measured), else their\n"
+           "datasheets'. Checked where both were measured: the H200's LLaDA-8B calibration carried to\n"
+           "an H100 is 5.2%% off per profiled step against the H100's measured one (median 3.9%%, up\n"
+           "to 20%% on uneven Reuse steps; analysis/transfer_check.sh), where a measured calibration is\n"
+           "1-3%% off. Measure with `make calibrate` to replace it.\n",
            gpu, src, from, impl);
     printf("uncertainty band: each op scaled by the two GPUs' peak-FLOP ratio and by their bandwidth\n"
            "ratio instead of its roofline ratio (the roofline may have misjudged which one limited the\n"

@@ -33,35 +33,6 @@ static void list_models(void)
     }
 }
 
-/* The ceilings measured on a lent GPU of table row `name` (DATADIR/gpu_measured.csv, engine bench's
- * first lines: the GEMM's rate short and held for 2 s, the device copy's read + write bandwidth, the
- * record they come from); false where none was measured. A malformed file is reported by line. */
-static bool gpu_measured(const char *datadir, const char *name, double *tflops, double *held, double *copy,
-                         char *record, size_t len, bool *bad)
-{
-    char path[CFG_PATH + 32], line[512];
-    snprintf(path, sizeof path, "%s/gpu_measured.csv", datadir);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    bool found = false;
-    for (int lineno = 1; !found && fgets(line, sizeof line, f); lineno++) {
-        char gpu[64], rec[256];
-        if (lineno == 1)
-            continue; /* the header */
-        if (sscanf(line, "%63[^,],%lf,%lf,%lf,%255[^\r\n]", gpu, tflops, held, copy, rec) != 5 || !(*tflops > 0) ||
-            !(*held > 0) || !(*copy > 0)) {
-            fprintf(stderr, "tessera list: %s:%d: not gpu,gemm_tflops,gemm_held_tflops,copy_tbs,record\n", path, lineno);
-            *bad = true;
-            break;
-        }
-        if ((found = ts_name_eq(gpu, name)))
-            snprintf(record, len, "%s", rec);
-    }
-    fclose(f);
-    return found;
-}
-
 /* measured: the ceilings measured on the lent GPUs beside the datasheet's. */
 static int list_gpus(bool measured)
 {
@@ -74,17 +45,23 @@ static int list_gpus(bool measured)
                "copy_GB/s(r+w)", "record");
     else
         printf("%-10s %9s %12s %10s %10s\n", "gpu", "mem_GiB", "bf16_TFLOPS", "mem_GB/s", "host_GB/s");
+    char path[CFG_PATH + 32];
+    snprintf(path, sizeof path, "%s/gpu_measured.csv", c.datadir);
     for (int i = 0; i < gpu_table_count(t) && !bad; i++) {
         const struct gpu_spec *g = gpu_table_get(t, i);
-        double tf, held, copy;
-        char rec[256];
-        if (!measured)
+        struct gpu_measured gm;
+        struct ts_err err;
+        const int found = measured ? gpu_measured_find(path, g->name, &gm, &err) : 0;
+        if (found < 0) {
+            fprintf(stderr, "tessera list: %s\n", err.msg);
+            bad = true;
+        } else if (!measured)
             printf("%-10s %9.1f %12.1f %10.0f %10.0f\n", g->name, g->mem_bytes / TS_GIB, g->bf16_flops / 1e12,
                    g->mem_bw / 1e9, g->host_bw / 1e9);
-        else if (gpu_measured(c.datadir, g->name, &tf, &held, &copy, rec, sizeof rec, &bad))
-            printf("%-10s %12.1f %13.1f %11.1f %10.0f %14.0f  %s\n", g->name, g->bf16_flops / 1e12, tf, held,
-                   g->mem_bw / 1e9, copy * 1e3, rec);
-        else if (!bad)
+        else if (found)
+            printf("%-10s %12.1f %13.1f %11.1f %10.0f %14.0f  %s\n", g->name, g->bf16_flops / 1e12, gm.gemm_flops / 1e12,
+                   gm.gemm_held_flops / 1e12, g->mem_bw / 1e9, gm.copy_bw / 1e9, gm.record);
+        else
             printf("%-10s %12.1f %13s %11s %10.0f %14s\n", g->name, g->bf16_flops / 1e12, "-", "-", g->mem_bw / 1e9, "-");
     }
     gpu_table_destroy(t);

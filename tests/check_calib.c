@@ -261,6 +261,16 @@ START_TEST(transfer_scales_by_roofline_ratios)
     calib_free(cl);
     calib_data_free(&same);
     ck_assert_int_ne(calib_data_transfer(&d, "h200", "no-such-gpu", "tessera", &same, &err), 0);
+    /* between two GPUs whose ceilings were measured (sim/data/gpu_measured.csv) a large GEMM scales
+     * by their held GEMM rates, not by their datasheet peaks (equal for the H200 and the H100) */
+    struct calib_data h100;
+    ck_assert_msg(calib_data_transfer(&d, "h200", "h100", "tessera", &h100, &err) == 0, "%s", err.msg);
+    for (size_t i = 0; i < d.n; i++)
+        if (d.rows[i].op == OP_GATE_UP && d.rows[i].segs * d.rows[i].q >= 8192) {
+            const double r = h100.rows[i].ms / d.rows[i].ms, want = 676.6 / 716.4;
+            ck_assert_msg(fabs(r / want - 1) < 0.02, "gate_up ratio %g, held-rate ratio %g", r, want);
+        }
+    calib_data_free(&h100);
     calib_data_free(&l40s);
     calib_data_free(&d);
 }

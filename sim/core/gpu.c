@@ -9,6 +9,7 @@
 #include "gpu.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,30 @@ void gpu_table_destroy(struct gpu_table *t)
         return;
     free(t->v);
     free(t);
+}
+
+int gpu_measured_find(const char *path, const char *name, struct gpu_measured *out, struct ts_err *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[512];
+    int rc = 0;
+    for (int lineno = 1; rc == 0 && fgets(line, sizeof line, f); lineno++) {
+        char gpu[64];
+        double tf, held, copy;
+        if (lineno == 1)
+            continue; /* the header */
+        if (sscanf(line, "%63[^,],%lf,%lf,%lf,%255[^\r\n]", gpu, &tf, &held, &copy, out->record) != 5 || !(tf > 0) ||
+            !(held > 0) || !(copy > 0))
+            rc = ts_fail(err, "%s:%d: not gpu,gemm_tflops,gemm_held_tflops,copy_tbs,record", path, lineno);
+        else if (ts_name_eq(gpu, name)) {
+            out->gemm_flops = tf * 1e12, out->gemm_held_flops = held * 1e12, out->copy_bw = copy * 1e12;
+            rc = 1;
+        }
+    }
+    fclose(f);
+    return rc;
 }
 
 int gpu_table_count(const struct gpu_table *t) { return (int)t->n; }

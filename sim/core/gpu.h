@@ -32,6 +32,15 @@ int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t le
               struct ts_err *err);
 int gpu_lookup(const struct gpu_table *t, const char *name, struct gpu_spec *out,
                struct ts_err *err);
+/* The ceilings measured on a lent GPU (engine bench's first lines): its GEMM rate short and held for
+ * 2 s under the power limit, its device copy's read + write bandwidth, the record they come from. */
+struct gpu_measured {
+    double gemm_flops, gemm_held_flops, copy_bw;
+    char record[256];
+};
+/* The measurement of GPU `name` in the CSV at path (gpu,gemm_tflops,gemm_held_tflops,copy_tbs,record;
+ * DATADIR/gpu_measured.csv): 1 found, 0 not there (or no file), -1 for a malformed line (err names it). */
+int gpu_measured_find(const char *path, const char *name, struct gpu_measured *out, struct ts_err *err);
 int gpu_table_count(const struct gpu_table *t);
 const struct gpu_spec *gpu_table_get(const struct gpu_table *t, int i);
 
