@@ -99,10 +99,11 @@ int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct
 int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, const char *gpu_file,
                            struct ts_err *err);
 /* Carries a calibration measured on GPU `from` over to GPU `to` without measuring there: every
- * profiled step is priced by the roofline model (implementation profile `impl`) on both GPUs and
- * each op's time is scaled by its roofline ratio (the step's total by the total's ratio), so
- * what the profile learned about an op's efficiency on `from` is kept. An estimate: a
- * calibration measured on `to` replaces it. */
+ * profiled step is priced by the roofline model (implementation profile `impl`) on both GPUs (over
+ * their measured ceilings where both were measured, DATADIR/gpu_measured.csv); each op's roofline
+ * time on `from` becomes its roofline time on `to` and what it took beyond that stays (an op faster
+ * than its roofline scales by the ratio whole; the step's total by the total's ratio). An
+ * estimate: a calibration measured on `to` replaces it. */
 /* The profiled step a row belongs to, as a step description (cleared first, knobs kept but for the
  * feature cache's): segs sequences of q query tokens over kv cached keys, logit_rows logit rows
  * each; a dLLM-Cache row's segments as step_desc_add_fc makes them, with one front layer and the

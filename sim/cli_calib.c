@@ -7,7 +7,8 @@
  *            median of each op's times over them
  *   fit/show fits the per-op models of a calibration and prints each with its residuals
  *   price    one step priced per op by both back ends
- *   transfer scales a calibration to another GPU by per-op roofline ratios (an estimate)
+ *   transfer carries a calibration to another GPU: each op's roofline part priced there, the rest
+ *            kept (an estimate)
  *   eval     for a run replayed on the engine (tessera engine replay), prices every replayed step
  *            with the calibrated and the roofline back ends and compares with the measured times
  */
@@ -64,9 +65,11 @@ static void calib_usage(FILE *f)
 "        its last line says how the profiled engine launches that attention, by the calibration's\n"
 "        launch rules: the segments on each kernel, and the mma.sync launch's query heads a block\n"
 "        (GQA packing, rules 4), key splits and K/V tile size\n"
-"transfer  estimates a calibration for a GPU without measuring on it: each profiled op time is\n"
-"        scaled by the ratio of its roofline times on the two GPUs (the efficiency the profile\n"
-"        measured is kept); replace it with a measured calibration when you can\n"
+"transfer  estimates a calibration for a GPU without measuring on it: each profiled op's roofline\n"
+"        time is priced on the other GPU (over the two GPUs' measured ceilings where both were\n"
+"        measured: tessera list gpus --measured) and what it took beyond it is kept (an op faster\n"
+"        than its roofline scales by the ratio whole); replace it with a measured calibration\n"
+"        when you can\n"
 "\n"
 "An option another subcommand takes is refused here, not ignored. A calibration records the\n"
 "version of the engine's attention launch rules it was profiled under (attn_rules; 1 where the\n"
@@ -462,15 +465,15 @@ static int show_transferred(const char *gpu, const char *from, const char *model
         calib_free(c);
         return EXIT_USAGE;
     }
-    printf("no calibration measured on %s: %s carried over by per-op roofline ratios\n"
-           "assumes: every op keeps the fraction of its roofline time it reached on %s (GEMM, attention\n"
-           "and memory-bound efficiencies alike), kernel launch and host overheads are the same on both\n"
-           "GPUs, and the same kernels run (the %s implementation); the ratios are over the GPUs'\n"
-           "measured ceilings where both were measured (tessera list gpus --measured), else their\n"
-           "datasheets'. Checked where both were measured: the H200's LLaDA-8B calibration carried to\n"
-           "an H100 is 5.2%% off per profiled step against the H100's measured one (median 3.9%%, up\n"
-           "to 20%% on uneven Reuse steps; analysis/transfer_check.sh), where a measured calibration is\n"
-           "1-3%% off. Measure with `make calibrate` to replace it.\n",
+    printf("no calibration measured on %s: %s carried over, each op's roofline time priced on it\n"
+           "assumes: what each op took beyond its roofline time on %s (launches, waves, synchronisation)\n"
+           "takes as long on this GPU, kernel launch and host overheads are the same on both GPUs, and\n"
+           "the same kernels run (the %s implementation); the roofline runs on the GPUs' measured\n"
+           "ceilings where both were measured (tessera list gpus --measured), else their datasheets'.\n"
+           "Checked where both were measured: the H200's LLaDA-8B calibration carried to an H100 is\n"
+           "3.5%% off per profiled step against the H100's measured one (median 3.3%%, up to 20%% on a\n"
+           "short Reuse step over a long cache; analysis/transfer_check.sh), where a measured calibration\n"
+           "is 1-3%% off. Measure with `make calibrate` to replace it.\n",
            gpu, src, from, impl);
     printf("uncertainty band: each op scaled by the two GPUs' peak-FLOP ratio and by their bandwidth\n"
            "ratio instead of its roofline ratio (the roofline may have misjudged which one limited the\n"

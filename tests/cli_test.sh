@@ -537,7 +537,7 @@ contains "calib price --attn-block names the value" "--attn-block '-4': a block 
 expect 0 "calib price, torch-eager calibration" -- $bin calib price --step 1,32,480,32 --impl torch-eager
 expect 0 "calib show --gpu without a measured calibration" -- $bin calib show --gpu l40s
 contains "calib show --gpu states the transfer" "no calibration measured on l40s"
-contains "calib show --gpu states the assumptions" "assumes: every op keeps the fraction"
+contains "calib show --gpu states the assumptions" "assumes: what each op took beyond its roofline time"
 expect 2 "calibrated beyond the range" -- $bin sim --cost calibrated --lengths fixed:3000,256 --max-num-batched-tokens 30000 --rps 50 --requests 40 --db "$tmp/range.db"
 contains "calibrated beyond the range" "beyond the profiled range"
 if [ -e "$tmp/range.db" ]; then bad "a database was left behind by a failed run"; else ok; fi
