@@ -145,6 +145,17 @@ PY
         "$root/sim/data/calib/h200-llada-8b-tessera.csv" h200 "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" h100
     if cmp -s "$tmp/out" "$rec_dir/calibrate-h100/transfer-check.txt"; then ok
     else bad "transfer_check.sh is not what calibrate-h100/transfer-check.txt recorded"; fi
+    # the band calib show --gpu h100 gives the transferred H200 calibration holds what the H100's
+    # measured calibration prices, for each of its reference steps
+    gzip -dc "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" >"$tmp/h100.csv"
+    $bin calib show --gpu h100 >"$tmp/band.txt" 2>&1
+    for st in "Refresh 16 x 512|16,512,0,512" "Reuse 16 x 32|16,32,480,32" "Reuse 1 x 32|1,32,480,32"; do
+        name=${st%%|*} shape=${st#*|}
+        meas=$($bin calib price --step "$shape" --calib "$tmp/h100.csv" --gpu h100 2>/dev/null | awk '/^step/ { print $2 }')
+        if awk -v m="$meas" -v name="$name" 'index($0, name) { gsub(/[\[\],]/, " "); for (i = 1; i <= NF; i++) if ($i == "ms") { lo = $(i + 1); hi = $(i + 2); break }
+               found = 1 } END { exit !(found && m >= lo && m <= hi) }' "$tmp/band.txt"; then ok
+        else bad "calib show --gpu h100: the band of '$name' misses the H100's measured $meas ms"; fi
+    done
     # the torch-eager calibration against the PyTorch anchor's recorded run (../shared/anchors)
     if [ -f "$root/../shared/anchors/torch_llada_step.h200.jsonl" ]; then
         expect 0 "anchor_compare.sh" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh"
