@@ -438,12 +438,12 @@ static void ref_step_layered(struct eng_ref *r, const struct step_desc *sd, cons
     const struct model_cfg *m = &r->m;
     const int X = p->X, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim, F = m->ffn;
     const int width = (H + 2 * Hkv) * d, kvrow = Hkv * d;
-    const int Tmax = TS_MAX(p->T, p->front ? p->front->T : 0);
+    const size_t Tmax = (size_t)TS_MAX(1, TS_MAX(p->T, p->front ? p->front->T : 0)); /* the most rows a layer computes */
     const int nf = p->front ? step_front_layers(sd, m->num_layers) : 0;
-    float *hn = xmalloc(sizeof *hn * (size_t)(Tmax ? Tmax : 1) * h), *qkv = xmalloc(sizeof *qkv * (size_t)(Tmax ? Tmax : 1) * width);
-    float *att = xmalloc(sizeof *att * (size_t)(Tmax ? Tmax : 1) * H * d), *out = xmalloc(sizeof *out * (size_t)(Tmax ? Tmax : 1) * h);
-    float *gu = xmalloc(sizeof *gu * (size_t)(Tmax ? Tmax : 1) * 2 * F), *act = xmalloc(sizeof *act * (size_t)(Tmax ? Tmax : 1) * F);
-    int32_t *crow = xmalloc(sizeof *crow * (size_t)(Tmax ? Tmax : 1)), *cpos = xmalloc(sizeof *cpos * (size_t)(Tmax ? Tmax : 1));
+    float *hn = xmalloc(sizeof *hn * Tmax * h), *qkv = xmalloc(sizeof *qkv * Tmax * width);
+    float *att = xmalloc(sizeof *att * Tmax * H * d), *out = xmalloc(sizeof *out * Tmax * h);
+    float *gu = xmalloc(sizeof *gu * Tmax * 2 * F), *act = xmalloc(sizeof *act * Tmax * F);
+    int32_t *crow = xmalloc(sizeof *crow * Tmax), *cpos = xmalloc(sizeof *cpos * Tmax);
     int32_t *xcomp = xmalloc(sizeof *xcomp * (size_t)X);
     for (int s = 0; s < sd->num_segs; s++)
         cache_for(r, sd->segs[s].req_id, segment_rows(&sd->segs[s]));

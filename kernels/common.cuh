@@ -95,6 +95,20 @@ static __device__ __forceinline__ uint32_t pack_bf2(float lo, float hi)
     return *(uint32_t *)&v;
 }
 
+/* The 8 bf16 values of a 16-byte vector as floats, and 8 floats rounded into one. */
+static __device__ __forceinline__ void unpack8(float *f, uint4 v)
+{
+    const bf16_t *e = (const bf16_t *)&v;
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        f[k] = bf2f(e[k]);
+}
+
+static __device__ __forceinline__ uint4 pack8(const float *f)
+{
+    return make_uint4(pack_bf2(f[0], f[1]), pack_bf2(f[2], f[3]), pack_bf2(f[4], f[5]), pack_bf2(f[6], f[7]));
+}
+
 /* 2^x with the special-function unit (inputs here are <= 0 or -inf). */
 static __device__ __forceinline__ float fast_exp2(float x)
 {

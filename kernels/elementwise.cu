@@ -190,19 +190,6 @@ extern "C" int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, 
  * go to the token's pool slot; Q stays in place for the attention kernel. Small steps use several
  * groups per token so that enough blocks run.
  */
-static __device__ __forceinline__ void unpack8(float *f, uint4 v)
-{
-    const bf16_t *e = (const bf16_t *)&v;
-#pragma unroll
-    for (int k = 0; k < 8; k++)
-        f[k] = bf2f(e[k]);
-}
-
-static __device__ __forceinline__ uint4 pack8(const float *f)
-{
-    return make_uint4(pack_bf2(f[0], f[1]), pack_bf2(f[2], f[3]), pack_bf2(f[4], f[5]), pack_bf2(f[6], f[7]));
-}
-
 /* The 8 values of row at col, plus the bias's there (if any) */
 static __device__ __forceinline__ void load8_bias(float *x, const bf16_t *row, const bf16_t *bias, int col)
 {

@@ -8,19 +8,6 @@
 #define SIM_WARPS 8        /* probe rows a block of the similarity kernel */
 #define SELECT_THREADS 1024
 
-static __device__ __forceinline__ void unpack8f(float *f, uint4 v)
-{
-    const bf16_t *e = (const bf16_t *)&v;
-#pragma unroll
-    for (int k = 0; k < 8; k++)
-        f[k] = bf2f(e[k]);
-}
-
-static __device__ __forceinline__ uint4 pack8f(const float *f)
-{
-    return make_uint4(pack_bf2(f[0], f[1]), pack_bf2(f[2], f[3]), pack_bf2(f[4], f[5]), pack_bf2(f[6], f[7]));
-}
-
 /* A warp a probe row: the cosine similarity between its new V (plus bias, rounded as the pool holds
  * it) and the V its slot holds, then the new V stored there (the warp read the old one first). */
 static __global__ void __launch_bounds__(SIM_WARPS * 32) fc_sim_kernel(struct k_fc_pick_args a)
@@ -34,10 +21,10 @@ static __global__ void __launch_bounds__(SIM_WARPS * 32) fc_sim_kernel(struct k_
     float dot = 0.f, nn = 0.f, no = 0.f;
     for (int c = lane * 8; c < kvd; c += 256) {
         float x[8], y[8], b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        unpack8f(x, *(const uint4 *)(vn + c));
-        unpack8f(y, *(const uint4 *)(vo + c));
+        unpack8(x, *(const uint4 *)(vn + c));
+        unpack8(y, *(const uint4 *)(vo + c));
         if (a.v_bias)
-            unpack8f(b, *(const uint4 *)(a.v_bias + c));
+            unpack8(b, *(const uint4 *)(a.v_bias + c));
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             x[k] = bf2f(f2bf(x[k] + b[k]));
@@ -45,7 +32,7 @@ static __global__ void __launch_bounds__(SIM_WARPS * 32) fc_sim_kernel(struct k_
             nn += x[k] * x[k];
             no += y[k] * y[k];
         }
-        *(uint4 *)(vo + c) = pack8f(x); /* what was compared; this lane read the old values */
+        *(uint4 *)(vo + c) = pack8(x); /* what was compared; this lane read the old values */
     }
     for (int o = 16; o > 0; o >>= 1) {
         dot += __shfl_xor_sync(0xffffffffu, dot, o);
@@ -138,12 +125,12 @@ static __global__ void fc_store_kernel(bf16_t *x, const bf16_t *out, const int32
         const uint4 v = *(const uint4 *)(o + c);
         *(uint4 *)(cr + c) = v;
         float xv[8], vv[8];
-        unpack8f(xv, *(const uint4 *)(xr + c));
-        unpack8f(vv, v);
+        unpack8(xv, *(const uint4 *)(xr + c));
+        unpack8(vv, v);
 #pragma unroll
         for (int k = 0; k < 8; k++)
             xv[k] += vv[k];
-        *(uint4 *)(xr + c) = pack8f(xv);
+        *(uint4 *)(xr + c) = pack8(xv);
     }
 }
 
@@ -168,13 +155,13 @@ static __global__ void fc_carry_kernel(bf16_t *x, const int32_t *x_comp, const i
     bf16_t *xr = x + (size_t)r * h;
     for (int c = threadIdx.x * 8; c < h; c += blockDim.x * 8) {
         float xv[8], av[8], fv[8];
-        unpack8f(xv, *(const uint4 *)(xr + c));
-        unpack8f(av, *(const uint4 *)(fa + s + c));
-        unpack8f(fv, *(const uint4 *)(ff + s + c));
+        unpack8(xv, *(const uint4 *)(xr + c));
+        unpack8(av, *(const uint4 *)(fa + s + c));
+        unpack8(fv, *(const uint4 *)(ff + s + c));
 #pragma unroll
         for (int k = 0; k < 8; k++)
             xv[k] += av[k] + fv[k];
-        *(uint4 *)(xr + c) = pack8f(xv);
+        *(uint4 *)(xr + c) = pack8(xv);
     }
 }
 

@@ -826,19 +826,10 @@ static int32_t *forced_selection(struct checker *c, struct eng *e, struct eng_re
     return kept;
 }
 
-/* The step's probing segments. */
-static int num_probing(const struct step_desc *sd)
-{
-    int n = 0;
-    for (int s = 0; s < sd->num_segs; s++)
-        n += sd->segs[s].probe > 0;
-    return n;
-}
-
 /* Picked rows out of order or range, or a count other than the segment's picked, over every layer
  * and probing segment of the step, as a fraction of the rows picked (picks[]: eng_picks' layout). */
 static double picks_malformed(const struct model_cfg *m, const struct step_desc *sd, const int32_t *picks,
-                              int max_probe)
+                              int num_probe, int max_probe)
 {
     int64_t bad = 0, all = 0;
     const int nf = step_front_layers(sd, m->num_layers);
@@ -847,7 +838,7 @@ static double picks_malformed(const struct model_cfg *m, const struct step_desc 
             const struct segment *g = &sd->segs[s];
             if (g->probe == 0)
                 continue;
-            const int32_t *k = picks + ((size_t)L * num_probing(sd) + n) * max_probe;
+            const int32_t *k = picks + ((size_t)L * num_probe + n) * max_probe;
             for (int j = 0; j < g->picked; j++, all++)
                 bad += k[j] < 0 || k[j] >= g->probe || (j > 0 && k[j] <= k[j - 1]);
             n++;
@@ -860,12 +851,9 @@ static double picks_malformed(const struct model_cfg *m, const struct step_desc 
  * are near: with synthetic tokens a request's values repeat from step to step, so they are all
  * near 1); NULL after reporting a failure. The caller frees it once the reference step ran. */
 static int32_t *forced_picks(struct checker *c, struct eng *e, struct eng_ref *r, const struct model_cfg *m,
-                             const struct step_desc *sd, int step)
+                             const struct step_desc *sd, const struct eng_plan *p, int step)
 {
-    int32_t most = 0;
-    for (int s = 0; s < sd->num_segs; s++)
-        most = TS_MAX(most, sd->segs[s].probe);
-    const int64_t n = (int64_t)m->num_layers * num_probing(sd) * most;
+    const int64_t n = (int64_t)m->num_layers * p->num_probe * p->max_probe;
     int32_t *picks = xmalloc(sizeof *picks * (size_t)TS_MAX(n, 1));
     int max_probe = 0;
     struct ts_err err;
@@ -876,7 +864,7 @@ static int32_t *forced_picks(struct checker *c, struct eng *e, struct eng_ref *r
     }
     char what[96];
     snprintf(what, sizeof what, "step %d: picked rows out of order, range or count (fraction)", step);
-    report(c, what, picks_malformed(m, sd, picks, max_probe), 0);
+    report(c, what, picks_malformed(m, sd, picks, p->num_probe, max_probe), 0);
     eng_ref_force_picks(r, picks, max_probe);
     return picks;
 }
@@ -919,7 +907,7 @@ static void compare_steps(struct checker *c, const struct model_cfg *m, const st
         float *rmax = xmalloc(4 * (size_t)R), *rconf = xmalloc(4 * (size_t)R);
         int32_t *rtok = xmalloc(4 * (size_t)R), *kept = NULL, *picks = NULL;
         if ((sd->tot.sel_segs > 0 && (kept = forced_selection(c, e, r, m, sd, &p, step)) == NULL) ||
-            (sd->tot.probe_tokens > 0 && (picks = forced_picks(c, e, r, m, sd, step)) == NULL)) {
+            (sd->tot.probe_tokens > 0 && (picks = forced_picks(c, e, r, m, sd, &p, step)) == NULL)) {
             free(href), free(hgpu), free(rmax), free(rconf), free(rtok), free(kept);
             goto done;
         }
