@@ -36,7 +36,9 @@
 #define BLAS_WORKSPACE (64LL << 20)
 #define ATTN_WORKSPACE (64LL << 20) /* split-KV partial results; the sparse selection's scratch */
 #define SELECTION_TRACE (16 << 20)  /* eng_opts.trace_selection's copy of every layer's kept keys */
-#define PICK_TRACE (16 << 20)       /* and of every layer's picked rows (feature cache) */
+#define PICK_TRACE (16 << 20)       /* and of every layer's picked rows (feature cache), or of an
+                                     * evicting step's kept candidates */
+#define EVICT_REQS (1 << 20)        /* requests an evicting step may name (their progress on the GPU) */
 #define RESERVE_MARGIN (256LL << 20) /* context, cuBLAS handles, allocator slack */
 
 #define MAX_PROF_EVENTS 1024
@@ -71,6 +73,8 @@ struct eng {
     bf16_t *fc_out, *fc_hp, *fc_vnew; /* a layered step's scratch: a half-layer's outputs [T, h], the
                                        * normalised probe rows [T, h] and their new V [T, kv_dim] */
     float *fc_sim;                    /* and the probe rows' similarities [T] */
+    float *focus_imp;                 /* an evicting step's importance, [2][H][T] (k_focus_args.imp) */
+    int32_t *focus_prog;              /* and each request's progress [EVICT_REQS] (-1: none) */
     int64_t slots;
     /* activations: the step's plan, placed in the arena */
     const struct planner_ops *planner;
@@ -168,7 +172,8 @@ static int64_t workspace_bytes(const struct model_cfg *m, const struct eng_opts 
  * fuses a full chunk. */
 static struct og_shape step_shape(const struct eng *e, const struct step_desc *sd)
 {
-    const int64_t T = eng_plan_layered(sd) ? sd->tot.rows : sd->tot.q_tokens, chunks = TS_MAX(1, sd->ffn_chunks);
+    const int64_t T = eng_plan_layered(sd) || eng_plan_evicting(sd) ? sd->tot.rows : sd->tot.q_tokens;
+    const int64_t chunks = TS_MAX(1, sd->ffn_chunks);
     return (struct og_shape){T, sd->tot.logit_rows, sd->logit_chunk_rows, (int32_t)chunks, e->o.softmax_copy,
                              .fused_ffn = T > 0 && eng_ffn_fuses(e, (int)((T + chunks - 1) / chunks))};
 }
@@ -354,8 +359,8 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
     /* a stateless step's pages are one token each: T page references */
     e->max_page_refs = (int32_t)TS_MIN((int64_t)INT32_MAX / 2, pool_tokens / o->page_tokens + T + T);
     e->meta_cap = 3 * T + 11 * (int64_t)e->max_segs + e->max_page_refs + 2LL * e->max_tiles + T;
-    if (o->feature_cache) /* the front layers' plan, c_row, the hidden rows' arrays and the probes */
-        e->meta_cap = 2 * e->meta_cap + 8 * T + 10LL * e->max_segs;
+    /* the front layers' plan (and its token ids), c_row, the hidden rows' arrays and the probes */
+    e->meta_cap = 2 * e->meta_cap + 9 * T + (10LL + ENG_EVICT_FIELDS) * e->max_segs;
     e->meta_cap += 4 * 32; /* each part rounded up to 16 bytes */
     return 0;
 }
@@ -373,7 +378,9 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
         (fc && (alloc((void **)&e->f_pool, f_bytes, err) || alloc((void **)&e->fc_out, T * h * 2, err) ||
                 alloc((void **)&e->fc_hp, T * h * 2, err) || alloc((void **)&e->fc_vnew, T * kvd * 2, err) ||
                 alloc((void **)&e->fc_sim, T * 4, err))) ||
-        (fc && e->o.trace_selection && alloc((void **)&e->pick_trace, PICK_TRACE, err)) ||
+        (pooled && e->o.trace_selection && alloc((void **)&e->pick_trace, PICK_TRACE, err)) ||
+        (pooled && (alloc((void **)&e->focus_imp, 2 * e->m.num_heads * T * 4, err) ||
+                    alloc((void **)&e->focus_prog, EVICT_REQS * 4, err))) ||
         alloc((void **)&e->d_meta_buf, e->meta_cap * 4, err) || alloc((void **)&e->d_tok, T * 4, err) ||
         alloc((void **)&e->d_max, T * 4, err) || alloc((void **)&e->d_conf, T * 4, err) ||
         (e->o.trace_selection && alloc((void **)&e->sel_trace, SELECTION_TRACE, err)))
@@ -387,6 +394,8 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
                    k_fill_bits(e->v_pool, kv_bytes / 2, 0x7fc0, e->stream) ||
                    (fc && k_fill_bits(e->f_pool, f_bytes / 2, 0x7fc0, e->stream))))
         return ts_fail(err, "engine: poisoning the KV pool failed");
+    if (pooled && cudaMemsetAsync(e->focus_prog, 0xff, EVICT_REQS * 4, e->stream) != cudaSuccess)
+        return ts_fail(err, "engine: clearing the eviction progress failed");
     return 0;
 }
 
@@ -451,6 +460,8 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         e->mem.workspace = o->stateless ? 0 : TS_MAX(workspace_bytes(m, o, T, T), e->act.plan.arena_bytes);
         if (o->feature_cache && !o->stateless) /* a layered step's scratch (fc_out, fc_hp, fc_vnew) */
             e->mem.workspace += T * ((2LL * m->hidden + (int64_t)m->num_kv_heads * m->head_dim) * 2 + 4);
+        if (!o->stateless) /* an evicting step's importance and progress */
+            e->mem.workspace += 8LL * m->num_heads * T + 4LL * EVICT_REQS;
     }
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
@@ -494,7 +505,7 @@ void eng_destroy(struct eng *e)
         cudaEventDestroy(e->prof_ev[i]);
     void *dev[] = {e->w,      e->blas_ws,      e->attn_ws, e->k_pool,  e->v_pool, e->d_meta_buf, e->d_tok,
                    e->d_max,  e->d_conf,       e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->fc_out,
-                   e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim};
+                   e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -579,7 +590,7 @@ static void pack_rows(struct eng *e, const struct eng_plan *p, struct dev_meta *
         {p->q_start, p->S, &dm->q_start},     {p->q_len, p->S, &dm->q_len},
         {p->key_len, p->S, &dm->key_len},     {p->kv_cached, p->S, &dm->kv_cached},
         {p->page_off, p->S, &dm->page_off},   {p->pages, p->num_page_refs, &dm->pages},
-        {p->tiles, 2LL * p->num_tiles, &dm->tiles}, {p->c_row, X ? p->T : 0, &dm->c_row},
+        {p->tiles, 2LL * p->num_tiles, &dm->tiles}, {p->c_row, X || p->evict ? p->T : 0, &dm->c_row},
         {p->x_comp, X, &dm->x_comp},
     };
     pack_parts(e, parts, TS_ARRAY_LEN(parts), off);
@@ -590,7 +601,7 @@ static void pack_rows(struct eng *e, const struct eng_plan *p, struct dev_meta *
 static int upload_plan(struct eng *e, struct ts_err *err)
 {
     const struct eng_plan *p = &e->plan;
-    const int64_t rows = TS_MAX((int64_t)p->T, (int64_t)p->X);
+    const int64_t rows = TS_MAX(TS_MAX((int64_t)p->T, (int64_t)p->X), p->front ? (int64_t)p->front->T : 0);
     if (rows > e->o.max_tokens)
         return ts_fail(err, "step refused: %lld rows exceed the workspace (%d tokens; raise --max-tokens)",
                        (long long)rows, e->o.max_tokens);
@@ -603,12 +614,17 @@ static int upload_plan(struct eng *e, struct ts_err *err)
     const struct meta_part parts[] = {
         {p->tok_ids, p->T, &e->dm.tok_ids},   {p->logit_idx, p->R, &e->dm.logit_idx},
         {p->sel, 6LL * p->num_sel, &e->dm.sel}, {p->x_ids, p->X, &e->dm.x_ids},
-        {p->x_slot, p->X, &e->dm.x_slot},     {p->probe, 5LL * p->num_probe, &e->dm.probe},
+        {p->x_slot, p->X, &e->dm.x_slot},
+        {p->probe, (p->evict ? ENG_EVICT_FIELDS : 5LL) * p->num_probe, &e->dm.probe},
         {p->probe_idx, p->probe_rows, &e->dm.probe_idx},
     };
     pack_parts(e, parts, TS_ARRAY_LEN(parts), &off);
     if (p->front)
         pack_rows(e, p->front, &e->dm_front, &off);
+    if (p->evict) { /* an evicting step embeds its front rows */
+        const struct meta_part ids = {p->front->tok_ids, p->front->T, &e->dm_front.tok_ids};
+        pack_parts(e, &ids, 1, &off);
+    }
     CU(cudaMemcpyAsync(e->d_meta_buf, e->h_meta_buf, sizeof(int32_t) * (size_t)off,
                        cudaMemcpyHostToDevice, e->stream));
     return 0;
@@ -786,19 +802,108 @@ static int layered_layer(struct eng *e, int L, const struct eng_plan *lp, const 
     return 0;
 }
 
+/* Layer L over T packed rows x of the plan whose attention is aa (its arrays in dm): its selections
+ * where the step's plan selects; importance: an evicting step's front layer 0 or 1, which also
+ * scores its candidates (k_focus_importance, timed with the attention). */
+static int dense_layer(struct eng *e, int L, struct k_attn_args *aa, const struct dev_meta *dm, int T, bf16_t *x,
+                       bool importance, struct ts_err *err)
+{
+    const struct model_cfg *m = &e->m;
+    const struct eng_plan *p = &e->plan;
+    const struct eng_act *a = &e->act;
+    const int h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
+    const int width = (H + 2 * Hkv) * d, qd = H * d;
+    const int64_t layer_slots = e->slots * Hkv * d;
+    const bool stateless = e->o.stateless;
+    cudaStream_t st = e->stream;
+    bf16_t *hn = BUF(a->norm1[L]), *qkv = BUF(a->qkv[L]), *att = BUF(a->att[L]), *hn2 = BUF(a->norm2[L]);
+    /* the pool's layer, or (stateless) the K/V columns of the qkv rows themselves */
+    bf16_t *kp = stateless ? qkv + qd : e->k_pool + L * layer_slots;
+    bf16_t *vp = stateless ? qkv + qd + Hkv * d : e->v_pool + L * layer_slots;
+    if (runs(e, OP_NORM))
+        KL(k_rmsnorm(hn, x, W(e, W_ATTN_NORM, L), T, h, RMS_EPS, st));
+    mark(e, OP_NORM);
+    if (runs(e, OP_QKV) && gemm(e, W(e, W_QKV, L), hn, qkv, T, h, width, 0.f, err))
+        return -1;
+    mark(e, OP_QKV);
+    if (rope_attend(e, L, aa, qkv, att, kp, vp, dm->tok_pos, dm->tok_slot, T, err))
+        return -1;
+    if (importance) {
+        if (runs(e, OP_ATTN)) {
+            const struct k_focus_args fa = {
+                .q = qkv, .k_pool = kp, .front_slot = dm->tok_slot, .probe = e->dm.probe, .imp = e->focus_imp,
+                .q_stride = width, .num_probe = p->num_probe, .probe_rows = p->probe_rows, .max_probe = p->max_probe,
+                .H = H, .Hkv = Hkv, .d = d, .layer = L, .scale = 1.0f / sqrtf((float)d)};
+            KL(k_focus_importance(&fa, st));
+        }
+        mark(e, OP_ATTN);
+    }
+    if (p->num_sel > 0 && dm == &e->dm) { /* marked only where it runs: a step without selections has none */
+        if (runs(e, OP_KV_SELECT) && select_layer(e, L, qkv, kp, vp, err))
+            return -1;
+        mark(e, OP_KV_SELECT);
+    }
+    if (runs(e, OP_OPROJ) && gemm(e, W(e, W_O, L), att, x, T, qd, h, 1.f, err))
+        return -1;
+    mark(e, OP_OPROJ);
+    if (runs(e, OP_NORM))
+        KL(k_rmsnorm(hn2, x, W(e, W_FFN_NORM, L), T, h, RMS_EPS, st));
+    mark(e, OP_NORM);
+    return ffn(e, L, x, hn2, T, 1.f, err);
+}
+
+/* An evicting step (eng_plan.h): the front layers over every front row (layers 0 and 1 scoring the
+ * candidates), the kept rows chosen and moved to x's first rows, the later layers over them. The
+ * move goes through the last front layer's norm1 buffer, which is dead by then and never overlaps x
+ * (both live at that layer's norm). Eviction's kernels are timed with the attention. */
+static int forward_evicting(struct eng *e, int layers, bf16_t *x, struct ts_err *err)
+{
+    const struct model_cfg *m = &e->m;
+    const struct eng_plan *p = &e->plan, *fp = p->front;
+    const int h = m->hidden, nf = TS_MIN(e->front_layers, layers);
+    cudaStream_t st = e->stream;
+    if (runs(e, OP_EMBED))
+        KL(k_embed(x, W(e, W_EMB, -1), e->dm_front.tok_ids, fp->T, h, st));
+    mark(e, OP_EMBED);
+    struct k_attn_args af = attn_args(e, fp, &e->dm_front);
+    for (int L = 0; L < nf; L++)
+        if (dense_layer(e, L, &af, &e->dm_front, fp->T, x, L < 2 && p->num_probe > 0, err))
+            return -1;
+    if (runs(e, OP_ATTN)) {
+        if (p->num_probe > 0 && nf >= 2) {
+            const struct k_focus_args fa = {
+                .front_slot = e->dm_front.tok_slot, .probe = e->dm.probe, .imp = e->focus_imp, .c_row = e->dm.c_row,
+                .tok_pos = e->dm.tok_pos, .tok_slot = e->dm.tok_slot, .key_len = e->dm.key_len,
+                .progress = e->focus_prog, .trace = e->pick_trace, .num_probe = p->num_probe,
+                .probe_rows = p->probe_rows, .max_probe = p->max_probe, .H = m->num_heads, .Hkv = m->num_kv_heads,
+                .d = m->head_dim};
+            KL(k_focus_pick(&fa, st));
+        }
+        bf16_t *tmp = (bf16_t *)eng_arena_at(&e->arena, e->act.norm1[nf - 1]);
+        KL(k_gather_rows(tmp, x, e->dm.c_row, p->T, h, st));
+        CU(cudaMemcpyAsync(x, tmp, sizeof *x * (size_t)p->T * h, cudaMemcpyDeviceToDevice, st));
+    }
+    mark(e, OP_ATTN);
+    struct k_attn_args aa = attn_args(e, p, &e->dm);
+    for (int L = nf; L < layers; L++)
+        if (dense_layer(e, L, &aa, &e->dm, p->T, x, false, err))
+            return -1;
+    return 0;
+}
+
 static int forward(struct eng *e, struct ts_err *err)
 {
     const struct model_cfg *m = &e->m;
     const struct eng_plan *p = &e->plan;
     const struct eng_act *a = &e->act;
-    const int T = p->T, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
-    const int width = (H + 2 * Hkv) * d, qd = H * d;
-    const int64_t layer_slots = e->slots * Hkv * d;
-    const bool stateless = e->o.stateless;
+    const int T = p->T, h = m->hidden;
     const int layers = e->o.run_layers > 0 ? TS_MIN(e->o.run_layers, a->layers) : a->layers;
     cudaStream_t st = e->stream;
     bf16_t *x = BUF(a->x);
-    if (p->X > 0) { /* a layered step: its hidden rows, each layer computing some of them */
+    if (p->evict) {
+        if (forward_evicting(e, layers, x, err))
+            return -1;
+    } else if (p->X > 0) { /* a layered step: its hidden rows, each layer computing some of them */
         if (runs(e, OP_EMBED))
             KL(k_embed(x, W(e, W_EMB, -1), e->dm.x_ids, p->X, h, st));
         mark(e, OP_EMBED);
@@ -811,33 +916,9 @@ static int forward(struct eng *e, struct ts_err *err)
             KL(k_embed(x, W(e, W_EMB, -1), e->dm.tok_ids, T, h, st));
         mark(e, OP_EMBED);
         struct k_attn_args aa = attn_args(e, p, &e->dm);
-        for (int L = 0; L < layers; L++) {
-            bf16_t *hn = BUF(a->norm1[L]), *qkv = BUF(a->qkv[L]), *att = BUF(a->att[L]), *hn2 = BUF(a->norm2[L]);
-            /* the pool's layer, or (stateless) the K/V columns of the qkv rows themselves */
-            bf16_t *kp = stateless ? qkv + qd : e->k_pool + L * layer_slots;
-            bf16_t *vp = stateless ? qkv + qd + Hkv * d : e->v_pool + L * layer_slots;
-            if (runs(e, OP_NORM))
-                KL(k_rmsnorm(hn, x, W(e, W_ATTN_NORM, L), T, h, RMS_EPS, st));
-            mark(e, OP_NORM);
-            if (runs(e, OP_QKV) && gemm(e, W(e, W_QKV, L), hn, qkv, T, h, width, 0.f, err))
+        for (int L = 0; L < layers; L++)
+            if (dense_layer(e, L, &aa, &e->dm, T, x, false, err))
                 return -1;
-            mark(e, OP_QKV);
-            if (rope_attend(e, L, &aa, qkv, att, kp, vp, e->dm.tok_pos, e->dm.tok_slot, T, err))
-                return -1;
-            if (p->num_sel > 0) { /* marked only where it runs: a step without selections has no such op */
-                if (runs(e, OP_KV_SELECT) && select_layer(e, L, qkv, kp, vp, err))
-                    return -1;
-                mark(e, OP_KV_SELECT);
-            }
-            if (runs(e, OP_OPROJ) && gemm(e, W(e, W_O, L), att, x, T, qd, h, 1.f, err))
-                return -1;
-            mark(e, OP_OPROJ);
-            if (runs(e, OP_NORM))
-                KL(k_rmsnorm(hn2, x, W(e, W_FFN_NORM, L), T, h, RMS_EPS, st));
-            mark(e, OP_NORM);
-            if (ffn(e, L, x, hn2, T, 1.f, err))
-                return -1;
-        }
     }
     if (p->R > 0) {
         /* fewer logit rows than tokens: gathered into their own buffer; else x, in place */
@@ -922,6 +1003,25 @@ static int fc_probes_refused(const struct eng *e, const struct step_desc *sd, st
     return 0;
 }
 
+/* Whether an evicting step names requests beyond the progress kept on the GPU, or outgrows the trace. */
+static int evict_refused(const struct eng *e, const struct step_desc *sd, struct ts_err *err)
+{
+    int64_t n = 0, most = 0;
+    for (int32_t s = 0; s < sd->num_segs; s++) {
+        const struct segment *g = &sd->segs[s];
+        if (g->probe > 0 && g->req_id >= EVICT_REQS)
+            return ts_fail(err, "step refused: request %d evicts, beyond the %d requests whose progress the engine "
+                                "keeps", g->req_id, EVICT_REQS);
+        n += g->probe > 0;
+        most = TS_MAX(most, (int64_t)g->probe);
+    }
+    if (e->o.stateless && n > 0)
+        return ts_fail(err, "step refused: it evicts, but the engine is stateless (no KV pool)");
+    if (e->pick_trace && n * most * 4 > PICK_TRACE)
+        return ts_fail(err, "step refused: its kept rows' trace exceeds the %d MiB kept for it", PICK_TRACE >> 20);
+    return 0;
+}
+
 /* Plans and maps the step's activations, then (run = true) reserves its KV pages and uploads its
  * arrays; nothing changes when the step is refused. 1: out of device memory. */
 static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct ts_err *err)
@@ -932,11 +1032,13 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
     if (sd->tot.sel_segs > 0 && (sd->select_kernel < 1 || sd->select_kernel % 2 == 0))
         return ts_fail(err, "step refused: select_kernel %d (the selection's pooling window must be odd)",
                        sd->select_kernel);
-    const bool layered = eng_plan_layered(sd);
-    if (sd->tot.q_tokens > e->o.max_tokens || (layered && sd->tot.rows > e->o.max_tokens))
+    const bool layered = eng_plan_layered(sd), evicting = eng_plan_evicting(sd), split = layered || evicting;
+    if (sd->tot.q_tokens > e->o.max_tokens || (split && sd->tot.rows > e->o.max_tokens))
         return ts_fail(err, "step refused: %lld packed tokens exceed the workspace (%d tokens; raise "
-                            "--max-tokens)", (long long)TS_MAX(sd->tot.q_tokens, layered ? sd->tot.rows : 0),
+                            "--max-tokens)", (long long)TS_MAX(sd->tot.q_tokens, split ? sd->tot.rows : 0),
                        e->o.max_tokens);
+    if (evicting && evict_refused(e, sd, err))
+        return -1;
     if (layered && (e->o.stateless || !e->o.feature_cache))
         return ts_fail(err, "step refused: its rows differ by layer (a feature cache, front shapes, probes or "
                             "carried rows), which an engine made without a feature cache does not run");
@@ -1015,7 +1117,12 @@ int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, flo
 
 int32_t eng_pool_free_pages(const struct eng *e) { return e->kv.num_free; }
 
-void eng_release(struct eng *e, int32_t req_id) { eng_kv_release(&e->kv, req_id); }
+void eng_release(struct eng *e, int32_t req_id)
+{
+    eng_kv_release(&e->kv, req_id);
+    if (e->focus_prog && req_id >= 0 && req_id < EVICT_REQS) /* a request id used again starts afresh */
+        cudaMemsetAsync(e->focus_prog + req_id, 0xff, sizeof(int32_t), e->stream);
+}
 
 int eng_step_profile(struct eng *e, const struct step_desc *sd, double *op_ms, float *total_ms,
                      struct ts_err *err)
@@ -1206,9 +1313,9 @@ int eng_poison_workspace(struct eng *e, struct ts_err *err)
 int eng_picks(struct eng *e, int32_t *dst, int64_t n, int *max_probe, struct ts_err *err)
 {
     const struct eng_plan *p = &e->plan;
-    const int64_t need = (int64_t)e->m.num_layers * p->num_probe * p->max_probe;
+    const int64_t need = (int64_t)(p->evict ? 1 : e->m.num_layers) * p->num_probe * p->max_probe;
     if (!e->pick_trace)
-        return ts_fail(err, "engine: no picked rows kept (eng_opts.trace_selection and feature_cache)");
+        return ts_fail(err, "engine: no picked rows kept (eng_opts.trace_selection)");
     if (need > n)
         return ts_fail(err, "engine: %lld picked-row entries do not fit the %lld given", (long long)need, (long long)n);
     *max_probe = p->max_probe;

@@ -6,6 +6,8 @@
 
 #include "kernels.h"
 
+_Static_assert(ENG_EVICT_FIELDS == K_FOCUS_FIELDS, "an evicting segment's fields are k_focus_args.probe's");
+
 void eng_kv_init(struct eng_kv *kv, int32_t page_tokens, int32_t num_pages)
 {
     memset(kv, 0, sizeof *kv);
@@ -144,9 +146,34 @@ static int32_t add_selection(struct eng_plan *p, const struct eng_kv *kv, const 
     return nref + npages;
 }
 
+bool eng_plan_evicting(const struct step_desc *sd)
+{
+    return sd->evict && !sd->cache_outputs && sd->tot.carry_tokens == 0;
+}
+
 bool eng_plan_layered(const struct step_desc *sd)
 {
-    return sd->cache_outputs || sd->tot.split_segs > 0 || sd->tot.probe_tokens > 0 || sd->tot.carry_tokens > 0;
+    return !eng_plan_evicting(sd) &&
+           (sd->cache_outputs || sd->tot.split_segs > 0 || sd->tot.probe_tokens > 0 || sd->tot.carry_tokens > 0);
+}
+
+/* What the engine cannot run of segment g of an evicting step, or NULL. */
+static const char *evicting_refusal(const struct segment *g, int32_t front_layers)
+{
+    if (g->keep > 0)
+        return "a sparse selection beside eviction";
+    if (g->q_front == 0)
+        return g->probe > 0 ? "candidates without a front shape" : NULL;
+    if (front_layers < 2)
+        return "eviction after fewer than 2 front layers (the importance delta needs layers 0 and 1)";
+    if ((int64_t)g->kv + g->q != (int64_t)g->kv_front + g->q_front)
+        return "later layers whose keys are not the front layers' (kv + q differs from kv_front + q_front)";
+    if ((int64_t)g->q - g->picked != (int64_t)g->q_front - g->probe)
+        return "later rows other than the rows before its candidates and the picked ones (q - picked differs "
+               "from q_front - probe)";
+    if (g->probe > K_FOCUS_MAX_CAND)
+        return "more candidates than the importance kernel holds (K_FOCUS_MAX_CAND)";
+    return NULL;
 }
 
 /* What the engine cannot run of segment g of a layered step, or NULL. */
@@ -165,14 +192,17 @@ static const char *layered_refusal(const struct segment *g)
 /* The refusals of a step the engine does not run; 0 when it runs (the pool's room aside). */
 static int plan_refusal(const struct step_desc *sd, const struct eng_kv *kv, struct ts_err *err)
 {
-    const bool layered = eng_plan_layered(sd);
+    const bool layered = eng_plan_layered(sd), evicting = eng_plan_evicting(sd);
+    if (sd->evict && !evicting)
+        return ts_fail(err, "step refused: eviction beside a feature cache or carried rows, which the engine does "
+                            "not run; price such runs with the cost model");
     for (int32_t s = 0; s < sd->num_segs; s++) {
         const struct segment *g = &sd->segs[s];
-        const char *why = layered ? layered_refusal(g) : NULL;
+        const char *why = layered ? layered_refusal(g) : evicting ? evicting_refusal(g, sd->front_layers) : NULL;
         if (why)
             return ts_fail(err, "step refused: request %d's segment has %s, which the engine does not run; price "
                                 "such runs with the cost model", g->req_id, why);
-        if (!kv && (g->kv > 0 || g->keep > 0 || layered))
+        if (!kv && (g->kv > 0 || g->keep > 0 || layered || evicting))
             return ts_fail(err, "step refused: request %d %s, but the engine is stateless (no KV pool)", g->req_id,
                            g->kv > 0 ? "reads cached tokens" : g->keep > 0 ? "selects tokens to keep"
                                                                            : "has per-layer shapes");
@@ -188,10 +218,11 @@ static int32_t token_id(uint64_t seed, int32_t req, int32_t pos, int32_t vocab)
 }
 
 /* Fills p's per-token and per-segment arrays for the rows each segment computes: a plain step's q
- * rows, or a layered step's at its front layers (front) or later ones (x0[s]: segment s's first
- * hidden row; layered only). The pool holds each segment's keys already. */
+ * rows, a layered step's at its front layers (front) or later ones (x0[s]: segment s's first
+ * hidden row; layered only), or an evicting step's (front, or later: evicting). The pool holds each
+ * segment's keys already. */
 static void fill_rows(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd, int32_t vocab, uint64_t seed,
-                      const int32_t *x0, bool front)
+                      const int32_t *x0, bool front, bool evicting)
 {
     const int32_t S = sd->num_segs, page_tokens = kv ? kv->page_tokens : 1;
     int64_t T = 0;
@@ -212,9 +243,10 @@ static void fill_rows(struct eng_plan *p, struct eng_kv *kv, const struct step_d
         int32_t q, kvn, w;
         segment_layer_shape(g, front, &q, &kvn, &w);
         const int32_t keys = kvn + q, base = kv ? key_base(g, kv->page_tokens) : 0;
-        /* a probing segment's later layers: its first q - picked rows, then the picked ones (their
-         * placeholders the last picked rows) */
-        const int32_t fixed = x0 && !front && g->probe > 0 ? q - g->picked : 0;
+        /* a probing segment's later layers: its first q - picked rows (from key off on), then the
+         * picked ones (their placeholders the last picked rows) */
+        const int32_t fixed = (x0 || evicting) && !front && g->probe > 0 ? q - g->picked : 0;
+        const int32_t off = evicting ? g->kv_front : 0;
         max_keys = TS_MAX(max_keys, keys);
         min_q = TS_MIN(min_q, q);
         max_q = TS_MAX(max_q, q);
@@ -235,7 +267,7 @@ static void fill_rows(struct eng_plan *p, struct eng_kv *kv, const struct step_d
         if (g->keep > 0)
             nref = add_selection(p, kv, g, s, nref);
         for (int32_t i = 0; i < q; i++) {
-            const int32_t pos = i < fixed ? i : kvn + i;
+            const int32_t pos = i < fixed ? off + i : kvn + i;
             p->tok_pos[row + i] = pos;
             p->tok_slot[row + i] = kv ? eng_kv_slot(kv, g->req_id, base + pos) : row + i;
             p->tok_ids[row + i] = token_id(seed, g->req_id, pos, vocab);
@@ -312,6 +344,49 @@ static void fill_hidden(struct eng_plan *p, struct eng_plan *fp, struct eng_kv *
     p->probe_rows = nprobe;
 }
 
+/* An evicting step's two plans (eng_plan.h): the front rows, then the later rows, each the front row
+ * it continues (c_row), and each evicting segment's candidates (probe). */
+static void plan_evicting(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd, int32_t vocab,
+                          uint64_t seed)
+{
+    if (!p->front) {
+        p->front = xmalloc(sizeof *p->front);
+        eng_plan_init(p->front);
+    }
+    struct eng_plan *fp = p->front;
+    fill_rows(fp, kv, sd, vocab, seed, NULL, true, true);
+    fill_tiles(fp);
+    fp->R = 0;
+    fill_rows(p, kv, sd, vocab, seed, NULL, false, true);
+    fill_tiles(p);
+    int32_t np = 0, cand = 0;
+    for (int32_t s = 0, r = 0; s < sd->num_segs; s++) {
+        const struct segment *g = &sd->segs[s];
+        for (int32_t i = 0; i < g->q; i++) { /* the front row at the same key */
+            const int32_t j = p->q_start[s] + i;
+            p->c_row[j] = fp->q_start[s] + p->tok_pos[j] - fp->kv_cached[s];
+        }
+        for (int32_t i = g->q - g->logit_rows; i < g->q; i++)
+            p->logit_idx[r++] = p->q_start[s] + i;
+        if (g->probe == 0)
+            continue;
+        ts_grow((void **)&p->probe, &p->cap_probe, (size_t)(ENG_EVICT_FIELDS * (np + 1)), sizeof(int32_t));
+        int32_t *f = p->probe + ENG_EVICT_FIELDS * np++;
+        f[0] = fp->q_start[s] + g->q_front - g->probe;
+        f[1] = g->probe;
+        f[2] = g->picked;
+        f[3] = p->q_start[s] + g->q - g->picked;
+        f[4] = g->kv_front + g->q_front - g->probe;
+        f[5] = g->req_id;
+        f[6] = s;
+        cand += g->probe;
+        p->max_probe = TS_MAX(p->max_probe, g->probe);
+    }
+    p->num_probe = np;
+    p->probe_rows = cand;
+    p->evict = true;
+}
+
 int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
                    int32_t vocab, uint64_t seed, struct ts_err *err)
 {
@@ -342,8 +417,13 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
     ts_grow((void **)&p->logit_idx, &p->cap_R, (size_t)R, sizeof(int32_t));
     p->R = (int32_t)R;
     p->X = p->num_probe = p->probe_rows = p->max_probe = 0;
+    p->evict = false;
+    if (eng_plan_evicting(sd)) {
+        plan_evicting(p, kv, sd, vocab, seed);
+        return 0;
+    }
     if (!layered) {
-        fill_rows(p, kv, sd, vocab, seed, NULL, false);
+        fill_rows(p, kv, sd, vocab, seed, NULL, false, false);
         for (int32_t s = 0, r = 0; s < S; s++) /* logits: each segment's last logit_rows rows */
             for (int32_t i = sd->segs[s].q - sd->segs[s].logit_rows; i < sd->segs[s].q; i++)
                 p->logit_idx[r++] = p->q_start[s] + i;
@@ -363,7 +443,7 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
     struct eng_plan *fp = front ? p->front : NULL;
     int32_t *x0 = xmalloc(sizeof *x0 * (size_t)(S ? S : 1));
     fill_hidden(p, fp, kv, sd, vocab, seed, x0);
-    fill_rows(p, kv, sd, vocab, seed, x0, false);
+    fill_rows(p, kv, sd, vocab, seed, x0, false, false);
     fill_tiles(p);
     for (int32_t s = 0, n = 0; s < S; s++) /* the picked rows follow each probing segment's fixed ones */
         if (sd->segs[s].probe > 0) {
@@ -371,7 +451,7 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
             n++;
         }
     if (fp) {
-        fill_rows(fp, kv, sd, vocab, seed, x0, true);
+        fill_rows(fp, kv, sd, vocab, seed, x0, true, false);
         fill_tiles(fp);
         fp->R = 0;
     } else if (p->front) {

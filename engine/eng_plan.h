@@ -24,7 +24,22 @@
  * last probe rows, which each layer chooses on the GPU (their c_row, tok_pos, tok_slot and x_comp
  * entries are then the device's; the plan's placeholders are the last picked rows). Embedding ids
  * and logit rows index the hidden rows.
+ *
+ * An evicting step (step_desc.evict; FOCUS) is two plain plans: `front`, every segment's front rows
+ * (q_front of them over kv_front cached keys, at positions kv_front + i; a segment without a front
+ * shape its q rows), and this one, the rows the later layers keep. An evicting segment's later rows
+ * are its q - picked front rows before its candidates (key kv_front + i), then the picked ones,
+ * which the front layers' importance delta chooses on the GPU (their c_row, tok_pos and tok_slot
+ * entries are then the device's; the plan's placeholders are the last picked candidates). c_row
+ * [T] says which front row each later row continues; `probe` describes each evicting segment in
+ * ENG_EVICT_FIELDS values (k_focus_args.probe: the candidates' first front row, candidates, picked,
+ * the first later row of the picked ones, the first candidate's position, the request, the
+ * segment). The front layers see kv_front + q_front keys; the later layers at most as many (kv + q),
+ * up to the right-most row of the block that they run or that an earlier step ran through every
+ * layer (the request's progress: k_focus_args), which the GPU writes into key_len. Logits are taken
+ * from each segment's last logit_rows later rows.
  */
+#define ENG_EVICT_FIELDS 7 /* K_FOCUS_FIELDS (kernels.h) */
 #ifndef TESSERA_ENG_PLAN_H
 #define TESSERA_ENG_PLAN_H
 
@@ -87,6 +102,7 @@ struct eng_plan {
     int32_t *probe_idx; /* [probe_rows]: the probe rows' hidden rows */
     struct eng_plan *front; /* the front layers' plan (T, attention, tok_pos, tok_slot, c_row, x_comp;
                              * owned), or NULL: every layer runs this one */
+    bool evict;             /* an evicting step (see above): front and this plan, c_row and probe */
     size_t cap_T, cap_S, cap_R, cap_tiles, cap_pages, cap_sel, cap_X, cap_probe, cap_probe_idx;
 };
 
@@ -99,7 +115,8 @@ void eng_plan_free(struct eng_plan *p);
  * segment's rows. */
 int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
                    int32_t vocab, uint64_t seed, struct ts_err *err);
-/* Whether sd is a layered step (see above). */
+/* Whether sd is a layered step, or an evicting one (see above). */
 bool eng_plan_layered(const struct step_desc *sd);
+bool eng_plan_evicting(const struct step_desc *sd);
 
 #endif

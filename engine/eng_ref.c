@@ -121,6 +121,7 @@ struct ref_cache {
     float *k, *v;   /* [layers][cap][Hkv * d] */
     float *fa, *ff; /* [layers][cap][h]: each key's attention and FFN outputs (layered steps) */
     int32_t cap;
+    int32_t done;   /* keys 0..done-1 were run through every layer (an evicting step's progress + 1) */
 };
 
 struct eng_ref {
@@ -491,54 +492,201 @@ static void ref_step_layered(struct eng_ref *r, const struct step_desc *sd, cons
     free(hn), free(qkv), free(att), free(out), free(gu), free(act), free(crow), free(cpos), free(xcomp);
 }
 
+void ref_focus_importance(const float *q, int q_stride, const float *k, int m, int H, int Hkv, int d, float scale,
+                          float *imp)
+{
+    float *s = xmalloc(sizeof *s * (size_t)(m ? m : 1)), *pl = xmalloc(sizeof *pl * (size_t)(m ? m : 1));
+    for (int j = 0; j < m; j++)
+        imp[j] = 0;
+    for (int hd = 0; hd < H; hd++) {
+        const int kvh = hd / (H / Hkv);
+        for (int i = 0; i < m; i++) {
+            for (int j = 0; j < m; j++) {
+                double acc = 0;
+                for (int c = 0; c < d; c++)
+                    acc += (double)q[(size_t)i * q_stride + (size_t)hd * d + c] * k[((size_t)j * Hkv + kvh) * d + c];
+                s[j] = (float)acc * scale;
+            }
+            double mx = -INFINITY, sum = 0;
+            for (int j = 0; j < m; j++) {
+                pl[j] = fmaxf(s[j], fmaxf(j > 0 ? s[j - 1] : -INFINITY, j + 1 < m ? s[j + 1] : -INFINITY));
+                mx = fmax(mx, pl[j]);
+            }
+            for (int j = 0; j < m; j++)
+                sum += exp(pl[j] - mx);
+            for (int j = 0; j < m; j++)
+                imp[j] += (float)(exp(pl[j] - mx) / sum);
+        }
+    }
+    free(s);
+    free(pl);
+}
+
+void ref_focus_pick(const float *delta, int m, int picked, int processed, int32_t *pick)
+{
+    struct scored *sc = xmalloc(sizeof *sc * (size_t)(m ? m : 1));
+    for (int j = 0; j < m; j++)
+        sc[j] = (struct scored){isnan(delta[j]) ? -INFINITY : delta[j], j};
+    qsort(sc, (size_t)m, sizeof *sc, by_score);
+    int right = -1; /* the right-most unprocessed one of the `picked` largest */
+    for (int k = 0; k < picked; k++)
+        right = sc[k].j >= processed ? TS_MAX(right, sc[k].j) : right;
+    int u = right >= 0 ? TS_MIN(right - processed + 1, picked) : 0;
+    u = TS_MAX(u, TS_MIN(picked - processed, m - processed));
+    int n = 0;
+    for (int k = 0; k < m && n < picked - u; k++) /* the largest among the processed */
+        if (sc[k].j < processed)
+            pick[n++] = sc[k].j;
+    for (int j = processed; j < processed + u; j++)
+        pick[n++] = j;
+    qsort(pick, (size_t)n, sizeof *pick, by_key);
+    free(sc);
+}
+
+/* Scratch of a plain layer over at most T rows. */
+struct ref_bufs {
+    float *hn, *qkv, *att, *tmp, *act;
+};
+
+static void bufs_init(struct ref_bufs *b, const struct model_cfg *m, int T)
+{
+    const size_t t = (size_t)(T ? T : 1), width = (size_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim;
+    b->hn = xmalloc(sizeof *b->hn * t * m->hidden);
+    b->qkv = xmalloc(sizeof *b->qkv * t * width);
+    b->att = xmalloc(sizeof *b->att * t * m->num_heads * m->head_dim);
+    b->tmp = xmalloc(sizeof *b->tmp * t * TS_MAX(m->hidden, 2 * m->ffn));
+    b->act = xmalloc(sizeof *b->act * t * m->ffn);
+}
+
+static void bufs_free(struct ref_bufs *b)
+{
+    free(b->hn), free(b->qkv), free(b->att), free(b->tmp), free(b->act);
+}
+
+/* Layer L of plan p over its T rows x: each row's K/V stored at its position pos[] (its key; the
+ * plan's tok_pos, or an evicting step's kept rows), each segment's attention over key_len[s] keys,
+ * its selection where it selects; the qkv rows are left in b->qkv. */
+static void ref_plain_layer(struct eng_ref *r, const struct step_desc *sd, const struct eng_plan *p, const int32_t *pos,
+                            const int32_t *key_len, int L, int block_size, float *x, struct ref_bufs *b)
+{
+    const struct model_cfg *m = &r->m;
+    const int T = p->T, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim, F = m->ffn;
+    const int width = (H + 2 * Hkv) * d, kvrow = Hkv * d;
+    int nsel = 0;
+    ref_rmsnorm(b->hn, x, eng_ref_weight(r, W_ATTN_NORM, L), T, h, RMS_EPS);
+    ref_linear(b->qkv, b->hn, eng_ref_weight(r, W_QKV, L), T, h, width);
+    ref_qkv_rope(b->qkv, eng_ref_weight(r, W_QKV_BIAS, L), pos, T, H, Hkv, d, (float)m->rope_theta);
+    for (int s = 0; s < p->S; s++) {
+        struct ref_cache *c = &r->reqs[sd->segs[s].req_id];
+        float *kc = c->k + (size_t)L * c->cap * kvrow, *vc = c->v + (size_t)L * c->cap * kvrow;
+        for (int i = 0; i < p->q_len[s]; i++) {
+            const float *row = b->qkv + (size_t)(p->q_start[s] + i) * width;
+            const int key = pos[p->q_start[s] + i];
+            memcpy(kc + (size_t)key * kvrow, row + H * d, sizeof *kc * kvrow);
+            memcpy(vc + (size_t)key * kvrow, row + (H + Hkv) * d, sizeof *vc * kvrow);
+        }
+        ref_attention(b->att + (size_t)p->q_start[s] * H * d, b->qkv + (size_t)p->q_start[s] * width, width, kc, vc,
+                      p->q_len[s], key_len[s], p->kv_cached[s], H, Hkv, d, block_size, 1.0f / sqrtf((float)d));
+        const struct segment *g = &sd->segs[s];
+        if (g->keep > 0)
+            ref_select(r, sd, b->qkv + (size_t)(p->q_start[s] + g->q - g->score_rows) * width, width, s, nsel++, L, kc,
+                       vc, (int)sd->tot.sel_segs);
+    }
+    ref_linear(b->tmp, b->att, eng_ref_weight(r, W_O, L), T, H * d, h);
+    for (int64_t i = 0; i < (int64_t)T * h; i++)
+        x[i] += b->tmp[i];
+    ref_rmsnorm(b->hn, x, eng_ref_weight(r, W_FFN_NORM, L), T, h, RMS_EPS);
+    ref_linear(b->tmp, b->hn, eng_ref_weight(r, W_GU, L), T, h, 2 * F);
+    ref_swiglu(b->act, b->tmp, T, F);
+    ref_linear(b->tmp, b->act, eng_ref_weight(r, W_DOWN, L), T, F, h);
+    for (int64_t i = 0; i < (int64_t)T * h; i++)
+        x[i] += b->tmp[i];
+}
+
+/* An evicting step (eng_plan.h) over x [front rows, h]: the front layers, each evicting segment's
+ * importance in layers 0 and 1, its picks (its own, or those eng_ref_force_picks gave) after the
+ * front layers, the kept rows moved to x's first T rows and the later layers over them. */
+static void ref_step_evicting(struct eng_ref *r, const struct step_desc *sd, const struct eng_plan *p, int block_size,
+                              float *x)
+{
+    const struct model_cfg *m = &r->m;
+    const struct eng_plan *fp = p->front;
+    const int h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim, kvrow = Hkv * d;
+    const int width = (H + 2 * Hkv) * d, nf = TS_MIN(sd->front_layers, m->num_layers);
+    struct ref_bufs b;
+    bufs_init(&b, m, fp->T);
+    float *imp = xmalloc(sizeof *imp * (size_t)(2 * p->probe_rows + 1)), *delta = xmalloc(sizeof *delta * (size_t)(p->max_probe + 1));
+    int32_t *crow = xmalloc(sizeof *crow * (size_t)(p->T + 1)), *cpos = xmalloc(sizeof *cpos * (size_t)(p->T + 1));
+    int32_t *own = xmalloc(sizeof *own * (size_t)(p->max_probe + 1)), *klen = xmalloc(sizeof *klen * (size_t)(p->S + 1));
+    memcpy(klen, p->key_len, sizeof *klen * (size_t)p->S);
+    memcpy(crow, p->c_row, sizeof *crow * (size_t)p->T);
+    memcpy(cpos, p->tok_pos, sizeof *cpos * (size_t)p->T);
+    for (int s = 0; s < fp->S; s++)
+        cache_for(r, sd->segs[s].req_id, fp->key_len[s]);
+    for (int L = 0; L < nf; L++) {
+        ref_plain_layer(r, sd, fp, fp->tok_pos, fp->key_len, L, block_size, x, &b);
+        for (int n = 0, g0 = 0; L < 2 && n < p->num_probe; g0 += p->probe[ENG_EVICT_FIELDS * n + 1], n++) {
+            const int32_t *f = p->probe + ENG_EVICT_FIELDS * n;
+            struct ref_cache *c = &r->reqs[f[5]];
+            ref_focus_importance(b.qkv + (size_t)f[0] * width, width, c->k + ((size_t)L * c->cap + f[4]) * kvrow, f[1],
+                                 H, Hkv, d, 1.0f / sqrtf((float)d), imp + (size_t)L * p->probe_rows + g0);
+        }
+    }
+    for (int n = 0, g0 = 0; n < p->num_probe; g0 += p->probe[ENG_EVICT_FIELDS * n + 1], n++) {
+        const int32_t *f = p->probe + ENG_EVICT_FIELDS * n, *use = own;
+        struct ref_cache *c = &r->reqs[f[5]];
+        const int np = TS_MIN(TS_MAX(c->done - f[4], 0), f[1]); /* candidates run through every layer before */
+        for (int j = 0; j < f[1]; j++)
+            delta[j] = imp[p->probe_rows + g0 + j] - imp[g0 + j];
+        ref_focus_pick(delta, f[1], f[2], np, own);
+        if (r->forced_pick) {
+            use = r->forced_pick + (size_t)n * r->forced_max_probe;
+            for (int j = 0, k = 0; j < f[2]; j++) { /* both ascending */
+                while (k < f[2] && own[k] < use[j])
+                    k++;
+                r->pick_missing += k == f[2] || own[k] != use[j];
+            }
+            r->pick_all += f[2];
+        }
+        for (int k = 0; k < f[2]; k++) {
+            crow[f[3] + k] = f[0] + use[k];
+            cpos[f[3] + k] = f[4] + use[k];
+        }
+        /* the later layers' keys: up to the right-most row processed before or kept now */
+        c->done = TS_MAX(c->done, f[4] + use[f[2] - 1] + 1);
+        klen[f[6]] = c->done;
+    }
+    for (int j = 0; j < p->T; j++) /* ascending sources: the move never overwrites a row still to come */
+        memmove(x + (size_t)j * h, x + (size_t)crow[j] * h, sizeof *x * h);
+    for (int L = nf; L < m->num_layers; L++)
+        ref_plain_layer(r, sd, p, cpos, klen, L, block_size, x, &b);
+    bufs_free(&b);
+    free(imp), free(delta), free(crow), free(cpos), free(own), free(klen);
+}
+
 void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct eng_plan *p,
                   int block_size, float *hidden, int32_t *tok, float *maxv, float *conf)
 {
     const struct model_cfg *m = &r->m;
-    const int T = p->T, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
-    const int F = m->ffn, V = m->vocab, width = (H + 2 * Hkv) * d, kvrow = Hkv * d, X = p->X > 0 ? p->X : T;
-    float *x = xmalloc(sizeof *x * (size_t)(X ? X : 1) * h), *hn = xmalloc(sizeof *hn * (size_t)T * h);
-    float *qkv = xmalloc(sizeof *qkv * (size_t)T * width), *att = xmalloc(sizeof *att * (size_t)T * H * d);
-    float *tmp = xmalloc(sizeof *tmp * (size_t)T * TS_MAX(h, 2 * F));
-    float *act = xmalloc(sizeof *act * (size_t)T * F);
+    const int h = m->hidden, V = m->vocab;
+    const struct eng_plan *in = p->evict ? p->front : p; /* the plan whose rows are embedded */
+    const int X = p->X > 0 ? p->X : in->T;
+    float *x = xmalloc(sizeof *x * (size_t)(X ? X : 1) * h);
     const float *emb = eng_ref_weight(r, W_EMB, -1);
     for (int t = 0; t < X; t++)
-        memcpy(x + (size_t)t * h, emb + (size_t)(p->X > 0 ? p->x_ids : p->tok_ids)[t] * h, sizeof *x * h);
-    if (p->X > 0)
+        memcpy(x + (size_t)t * h, emb + (size_t)(p->X > 0 ? p->x_ids : in->tok_ids)[t] * h, sizeof *x * h);
+    if (p->X > 0) {
         ref_step_layered(r, sd, p, block_size, x);
-    for (int s = 0; s < p->S && p->X == 0; s++)
-        cache_for(r, sd->segs[s].req_id, p->key_len[s]);
-    for (int L = 0; L < m->num_layers && p->X == 0; L++) {
-        int nsel = 0;
-        ref_rmsnorm(hn, x, eng_ref_weight(r, W_ATTN_NORM, L), T, h, RMS_EPS);
-        ref_linear(qkv, hn, eng_ref_weight(r, W_QKV, L), T, h, width);
-        ref_qkv_rope(qkv, eng_ref_weight(r, W_QKV_BIAS, L), p->tok_pos, T, H, Hkv, d, (float)m->rope_theta);
-        for (int s = 0; s < p->S; s++) {
-            struct ref_cache *c = &r->reqs[sd->segs[s].req_id];
-            float *kc = c->k + (size_t)L * c->cap * kvrow, *vc = c->v + (size_t)L * c->cap * kvrow;
-            for (int i = 0; i < p->q_len[s]; i++) {
-                const float *row = qkv + (size_t)(p->q_start[s] + i) * width;
-                int key = p->kv_cached[s] + i;
-                memcpy(kc + (size_t)key * kvrow, row + H * d, sizeof *kc * kvrow);
-                memcpy(vc + (size_t)key * kvrow, row + (H + Hkv) * d, sizeof *vc * kvrow);
-            }
-            ref_attention(att + (size_t)p->q_start[s] * H * d, qkv + (size_t)p->q_start[s] * width, width,
-                          kc, vc, p->q_len[s], p->key_len[s], p->kv_cached[s], H, Hkv, d, block_size,
-                          1.0f / sqrtf((float)d));
-            const struct segment *g = &sd->segs[s];
-            if (g->keep > 0)
-                ref_select(r, sd, qkv + (size_t)(p->q_start[s] + g->q - g->score_rows) * width, width, s,
-                           nsel++, L, kc, vc, (int)sd->tot.sel_segs);
-        }
-        ref_linear(tmp, att, eng_ref_weight(r, W_O, L), T, H * d, h);
-        for (int64_t i = 0; i < (int64_t)T * h; i++)
-            x[i] += tmp[i];
-        ref_rmsnorm(hn, x, eng_ref_weight(r, W_FFN_NORM, L), T, h, RMS_EPS);
-        ref_linear(tmp, hn, eng_ref_weight(r, W_GU, L), T, h, 2 * F);
-        ref_swiglu(act, tmp, T, F);
-        ref_linear(tmp, act, eng_ref_weight(r, W_DOWN, L), T, F, h);
-        for (int64_t i = 0; i < (int64_t)T * h; i++)
-            x[i] += tmp[i];
+    } else if (p->evict) {
+        ref_step_evicting(r, sd, p, block_size, x);
+    } else {
+        struct ref_bufs b;
+        bufs_init(&b, m, p->T);
+        for (int s = 0; s < p->S; s++)
+            cache_for(r, sd->segs[s].req_id, p->key_len[s]);
+        for (int L = 0; L < m->num_layers; L++)
+            ref_plain_layer(r, sd, p, p->tok_pos, p->key_len, L, block_size, x, &b);
+        bufs_free(&b);
     }
     const int R = p->R;
     float *hr = xmalloc(sizeof *hr * (size_t)(R ? R : 1) * h), *logits = xmalloc(sizeof *logits * (size_t)V);
@@ -552,11 +700,6 @@ void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct en
         ref_argmax_conf(logits, 1, V, tok + i, maxv + i, conf + i);
     }
     free(x);
-    free(hn);
-    free(qkv);
-    free(att);
-    free(tmp);
-    free(act);
     free(hr);
     free(logits);
     r->forced = NULL;

@@ -42,6 +42,16 @@ void ref_kv_compact(float *k, float *v, const int32_t *idx, int keep, int Hkv, i
  * [rows, kv_dim], the `picked` least cosine-similar (NaN first, ties: the lower row) into pick,
  * ascending. */
 void ref_fc_pick(const float *vnew, const float *vold, int rows, int kv_dim, int picked, int32_t *pick);
+/* FOCUS's importance of m candidates (k_focus_importance's reference, summed over the heads): q [m
+ * rows of stride q_stride, head hd at hd*d], their keys k [m, Hkv*d]; per head, each query's scores
+ * scale q.k over the candidates, max-pooled over j - 1, j, j + 1, softmaxed; imp[j] gets the sums
+ * over the queries and heads. */
+void ref_focus_importance(const float *q, int q_stride, const float *k, int m, int H, int Hkv, int d, float scale,
+                          float *imp);
+/* The `picked` of m candidates an evicting step keeps (k_focus_pick's reference), the first
+ * `processed` of them run through every layer before: by importance delta (NaN last, ties: the
+ * lower one), with no unprocessed candidate left out left of one kept; into pick, ascending. */
+void ref_focus_pick(const float *delta, int m, int picked, int processed, int32_t *pick);
 void ref_argmax_conf(const float *logits, int rows, int V, int32_t *tok, float *maxv, float *conf);
 /* y[rows, out] = x[rows, in] W^T for W [out, in]. */
 void ref_linear(float *y, const float *x, const float *W, int rows, int in, int out);
@@ -55,7 +65,8 @@ int eng_ref_create(const struct model_cfg *m, const bf16_t *weights, uint64_t se
                    struct eng_ref **out, struct ts_err *err);
 void eng_ref_destroy(struct eng_ref *r);
 /* Runs the step planned in p (token ids, positions, logit rows; a layered step's hidden rows, its
- * feature cache and value checks as the engine's, eng_plan.h). Outputs per logit row: the final
+ * feature cache and value checks, an evicting step's importance and picks, as the engine's,
+ * eng_plan.h). Outputs per logit row: the final
  * normalised hidden [R, h] (may be NULL), argmax, max logit and confidence. */
 void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct eng_plan *p,
                   int block_size, float *hidden, int32_t *tok, float *maxv, float *conf);
@@ -65,7 +76,8 @@ void eng_ref_release(struct eng_ref *r, int32_t req_id);
  * it until that step returns). */
 void eng_ref_force_selection(struct eng_ref *r, const int32_t *idx, int max_keep);
 /* The next eng_ref_step picks these rows in its value checks instead of its own: idx [layers][probing
- * segments][max_probe], as eng_picks gives the engine's (kept by the caller until that step returns). */
+ * segments][max_probe] (an evicting step: [evicting segments][max_probe]), as eng_picks gives the
+ * engine's (kept by the caller until that step returns). */
 void eng_ref_force_picks(struct eng_ref *r, const int32_t *idx, int max_probe);
 /* Of the rows forced on it since the last call, the share its own value check would not have picked. */
 double eng_ref_pick_disagreement(struct eng_ref *r);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse]: the engine's GPU work in one call
+# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [fc] [focus]: the engine's GPU work in one call
 # on a GPU machine, its outputs under OUT. The lent GPU machines have nvcc but no Debian -dev
 # packages: unpack those into deps/root here and carry it (engine/README.md, "On a GPU machine");
 # DEPS=deps/root then builds against it.
@@ -21,6 +21,10 @@
 #             dllm-cache run on LLaDA-8B priced by the shipped calibration, and the same schedule
 #             simulated (OUT/sim-fc.db) and replayed with per-op times (engine_step_ops), summarised
 #             by kind of step (fc-fidelity.txt); FC_ARGS replaces the workload options
+#   focus     FOCUS's eviction: engine check --only focus on both kernel paths, engine bench --only
+#             focus on SDAR-8B (FOCUS_MODEL), a live focus run on it priced by the cost model, and
+#             the same schedule simulated (OUT/sim-focus.db) and replayed (FOCUS_ARGS replaces the
+#             workload options)
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]}
@@ -95,6 +99,26 @@ PY
     cat "$o/fc-fidelity.txt"
 }
 
+# the eviction part (see the header)
+focus_part() {
+    local o=$1 t=./$b/tessera model=${FOCUS_MODEL:-sdar-8b}
+    export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
+    $t engine check --only focus >"$o/check-focus.txt" 2>&1 || { cat "$o/check-focus.txt"; return 1; }
+    TESSERA_KERNELS=portable $t engine check --only focus >"$o/check-focus-portable.txt" 2>&1 ||
+        { cat "$o/check-focus-portable.txt"; return 1; }
+    tail -1 "$o/check-focus.txt" "$o/check-focus-portable.txt"
+    $t engine bench --only focus --model "$model" --json "$o/bench-focus.jsonl" >"$o/bench-focus.txt" 2>&1 ||
+        { cat "$o/bench-focus.txt"; return 1; }
+    tail -9 "$o/bench-focus.txt"
+    local args=${FOCUS_ARGS:---requests 16 --rps 4 --gen-len 256 --lengths fixed:300,256}
+    $t sim --model "$model" --policy focus $args --executor gpu --no-progress >"$o/live-focus.txt" 2>&1 ||
+        { cat "$o/live-focus.txt"; return 1; }
+    grep -E "live|throughput|redundancy" "$o/live-focus.txt"
+    $t sim --model "$model" --policy focus $args --no-progress --quiet --db "$o/sim-focus.db" >/dev/null || return 1
+    $t engine replay --db "$o/sim-focus.db" >"$o/replay-focus.txt" 2>&1 || { cat "$o/replay-focus.txt"; return 1; }
+    tail -3 "$o/replay-focus.txt"
+}
+
 rc=0
 for p in $parts; do
     case $p in
@@ -125,8 +149,10 @@ for p in $parts; do
                tail -2 "$out/sanitizer-racecheck.txt" ;;
         sparse) sparse_part "$out" || rc=1 ;;
         fc) fc_part "$out" || rc=1 ;;
+        focus) focus_part "$out" || rc=1 ;;
         memcheck) ;;
-        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, fc)" >&2; exit 2 ;;
+        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, fc, focus)" >&2
+           exit 2 ;;
     esac
 done
 exit $rc

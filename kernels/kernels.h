@@ -260,6 +260,45 @@ int k_fc_store(bf16_t *x, const bf16_t *out, const int32_t *c_row, const int32_t
 int k_fc_carry(bf16_t *x, const int32_t *x_comp, const int32_t *x_slot, const bf16_t *fa, const bf16_t *ff, int X,
                int h, k_stream stream);
 
+/*
+ * FOCUS's token eviction (focus.cu; step_desc.evict). An evicting step runs its front layers over
+ * every front row; each evicting segment n is probe[K_FOCUS_FIELDS n ..]: the first candidate's
+ * front row, its m <= K_FOCUS_MAX_CAND candidates, K picked, comp (the later row of the first picked
+ * one), the first candidate's position pos0, the request, the segment's index in the later plan.
+ *
+ * k_focus_importance, in front layer `layer` (0 or 1) after its RoPE: for each segment and head hd,
+ * the candidates' scores s_ij = scale q_i . k_j (q: the post-RoPE rows of qkv, stride q_stride; k:
+ * the pool's K of their slots front_slot[row], the head's K/V head), max-pooled over j - 1, j, j + 1
+ * among the candidates, softmaxed over j and summed over i: imp[layer][hd][g] (fp32, [2][H]
+ * [probe_rows], g the candidate's index among every segment's, in segment order).
+ *
+ * k_focus_pick, after the front layers: each candidate's importance delta, the sum over the heads
+ * of imp[1] minus that of imp[0] (NaN: -inf), into delta [probe_rows] when not NULL. The request's
+ * progress[req] is the right-most position an earlier step ran through every layer (-1: none):
+ * candidates up to it are processed, the others not. K are kept, with FOCUS's placeholder integrity
+ * (no unprocessed candidate is left out left of one kept): of the K largest deltas (ties: the lower
+ * row), the right-most unprocessed one fixes a prefix of u unprocessed candidates kept (at most K;
+ * at least K less the processed ones), and the K - u largest deltas among the processed are kept.
+ * They become the later rows comp.. in row order: c_row (their front row), tok_pos (pos0 + j) and
+ * tok_slot (front_slot of their row) are written; key_len[seg] becomes the keys up to the right-most
+ * processed or kept position, and progress[req] that position. trace (NULL: none) gets each
+ * segment's kept candidates at trace[n * max_probe]. Both need max_probe <= K_FOCUS_MAX_CAND, d a
+ * multiple of 8 and H a multiple of Hkv.
+ */
+#define K_FOCUS_MAX_CAND 128
+#define K_FOCUS_FIELDS 7
+struct k_focus_args {
+    const bf16_t *q;          /* the front layer's qkv rows */
+    const bf16_t *k_pool;     /* the layer's [slots, Hkv d] */
+    const int32_t *front_slot, *probe;
+    float *imp, *delta;
+    int32_t *c_row, *tok_pos, *tok_slot, *key_len, *progress, *trace;
+    int q_stride, num_probe, probe_rows, max_probe, H, Hkv, d, layer;
+    float scale;
+};
+int k_focus_importance(const struct k_focus_args *a, k_stream stream);
+int k_focus_pick(const struct k_focus_args *a, k_stream stream);
+
 /* Per row of logits [rows, V]: the argmax, its value and its softmax probability (confidence),
  * written at out_*[row_base + row]. */
 int k_argmax_conf(const bf16_t *logits, int rows, int V, int32_t *out_tok, float *out_max,

@@ -710,8 +710,8 @@ static int feat_cache_ms(const struct cost_ctx *cx, const struct calib *c, const
     const struct step_totals *t = &sd->tot;
     const struct model_cfg *m = &cx->model;
     const double nl = m->num_layers, h = m->hidden, kvd = model_kv_dim(m), qd = model_q_dim(m), a = 2;
-    if (!sd->cache_outputs && t->probe_tokens == 0 && t->carry_tokens == 0)
-        return 0;
+    if (!sd->cache_outputs && (t->probe_tokens == 0 || sd->evict) && t->carry_tokens == 0)
+        return 0; /* (an evicting step's candidates are ranked within its front layers' attention) */
     if (c->has_fc) { /* measured: the profile's dLLM-Cache steps' fit */
         double sq = 0, f[FC_FEATURES];
         for (int32_t s = 0; s < sd->num_segs; s++)

@@ -104,7 +104,7 @@ static void layer_ops(struct pricer *p, const struct step_desc *sd, const struct
         add_split(p, OP_KV_SELECT, t->sel_segs > 0 ? layers : 0, 2 * cand * qd + rows * qd,
                a * (cand * kvd + rows * qd) + 3 * 4 * cand * hkv + 2 * 2 * a * (double)t->sel_keep * kvd, ge);
     }
-    if (sd->cache_outputs || (later && (t->probe_tokens > 0 || t->carry_tokens > 0))) {
+    if (sd->cache_outputs || (later && ((t->probe_tokens > 0 && !sd->evict) || t->carry_tokens > 0))) {
         /* the computed rows' two outputs cached and added, the other rows' two cached ones added;
          * later layers: the probe's norm, V re-projection and similarity (see the header) */
         const double P = later ? (double)t->probe_tokens : 0, C = fmax((double)t->rows - T, 0);

@@ -116,6 +116,8 @@ static void focus_emit(const struct request *r, const struct policy_cfg *pc, str
     s->kv_front = s->kv;
     s->q = ds->commit_rest + r->decoded_in_block - ds->cached + pk.kept;
     s->kv = s->kv_front + s->q_front - s->q;
+    s->probe = pk.kept > 0 ? req_masked_in_block(r) : 0; /* the candidates: the block's masked rows */
+    s->picked = pk.kept;
     s->logit_rows = policy_logit_rows(pc, s->q, pk.kept);
     s->decoded = pk.decoded;
     s->missed = pk.missed;
@@ -147,6 +149,7 @@ static void focus_knobs(const struct policy_cfg *pc, struct step_desc *sd)
 {
     (void)pc;
     sd->front_layers = 2;
+    sd->evict = true;
 }
 
 const struct policy_ops policy_focus = {
@@ -158,7 +161,6 @@ const struct policy_ops policy_focus = {
     .num_params = (int)TS_ARRAY_LEN(focus_params),
     .decides = true,
     .block_causal = true,
-    .engine_lacks = "FOCUS's eviction (the importance delta, the kept rows' gather after layer 1)",
     .emit = focus_emit,
     .advance = focus_advance,
     .kv_tokens = policy_delayed_kv,

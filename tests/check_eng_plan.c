@@ -346,6 +346,101 @@ START_TEST(layered_plan)
 }
 END_TEST
 
+/* An evicting step (FOCUS): the front plan runs each segment's front rows after its cached prefix,
+ * the later plan the rows before the candidates and the picked placeholders (the last candidates),
+ * each continuing the front row at its key; a segment without a front shape runs its rows in both;
+ * the candidates described; the shapes the engine does not run refused with nothing reserved. */
+START_TEST(evicting_plan)
+{
+    struct eng_kv kv;
+    eng_kv_init(&kv, 16, 64);
+    struct eng_plan p;
+    eng_plan_init(&p);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.front_layers = 2;
+    sd.evict = true;
+    /* request 2: a block of 32 over 100 cached keys, 3 decoded rows waiting for the cache and 29
+     * masked candidates of which 5 are kept; request 5: a prefill of 20 rows */
+    const struct segment a = {.req_id = 2, .q = 8, .kv = 124, .kv_write = 8, .logit_rows = 8, .phase = PHASE_BLOCK,
+                              .q_front = 32, .kv_front = 100, .kv_write_front = 32, .probe = 29, .picked = 5};
+    const struct segment b = {.req_id = 5, .q = 20, .kv = 0, .kv_write = 20, .phase = PHASE_PREFILL};
+    step_desc_add(&sd, &a);
+    step_desc_add(&sd, &b);
+    ck_assert(eng_plan_evicting(&sd) && !eng_plan_layered(&sd));
+    struct ts_err err;
+    ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
+    ck_assert(p.evict);
+    ck_assert_int_eq(p.X, 0);
+    ck_assert_int_eq(kv.reqs[2].num_pages, 9); /* 132 keys */
+    const struct eng_plan *fp = p.front;
+    ck_assert_ptr_nonnull(fp);
+    ck_assert_int_eq(fp->T, 52);
+    ck_assert_int_eq(p.T, 28);
+    for (int i = 0; i < 32; i++) {
+        ck_assert_int_eq(fp->tok_pos[i], 100 + i);
+        ck_assert_int_eq(fp->tok_slot[i], eng_kv_slot(&kv, 2, 100 + i));
+    }
+    ck_assert_int_eq(fp->key_len[0], 132);
+    ck_assert_int_eq(fp->kv_cached[0], 100);
+    for (int i = 0; i < 3; i++) { /* the decoded rows waiting for the cache */
+        ck_assert_int_eq(p.tok_pos[i], 100 + i);
+        ck_assert_int_eq(p.c_row[i], i);
+    }
+    for (int k = 0; k < 5; k++) { /* the picked placeholders: the last 5 candidates */
+        ck_assert_int_eq(p.tok_pos[3 + k], 127 + k);
+        ck_assert_int_eq(p.tok_slot[3 + k], eng_kv_slot(&kv, 2, 127 + k));
+        ck_assert_int_eq(p.c_row[3 + k], 27 + k);
+    }
+    ck_assert_int_eq(p.key_len[0], 132);
+    ck_assert_int_eq(p.kv_cached[0], 124);
+    for (int i = 0; i < 20; i++) { /* the prefill: the same rows before and after */
+        ck_assert_int_eq(p.c_row[8 + i], 32 + i);
+        ck_assert_int_eq(p.tok_pos[8 + i], i);
+        ck_assert_int_eq(fp->tok_pos[32 + i], i);
+    }
+    ck_assert_int_eq(p.R, 8);
+    for (int r = 0; r < 8; r++)
+        ck_assert_int_eq(p.logit_idx[r], r);
+    ck_assert_int_eq(p.num_probe, 1);
+    ck_assert_int_eq(p.probe_rows, 29);
+    ck_assert_int_eq(p.max_probe, 29);
+    const int32_t want[ENG_EVICT_FIELDS] = {3, 29, 5, 3, 103, 2, 0};
+    for (int k = 0; k < ENG_EVICT_FIELDS; k++)
+        ck_assert_int_eq(p.probe[k], want[k]);
+    /* the same step without eviction is a plain one again */
+    sd.evict = false;
+    step_desc_clear(&sd);
+    seg(&sd, 2, 4, 132, 0);
+    ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
+    ck_assert(!p.evict && p.front == NULL);
+    /* refused: later rows that are not the rows before the candidates and the picked ones, one
+     * front layer, eviction beside a feature cache */
+    sd.evict = true;
+    const int free_before = kv.num_free;
+    struct segment c = a;
+    c.req_id = 9;
+    c.probe = 28;
+    step_desc_clear(&sd);
+    step_desc_add(&sd, &c);
+    ck_assert_int_ne(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "q_front - probe"));
+    sd.front_layers = 1;
+    step_desc_clear(&sd);
+    step_desc_add(&sd, &a);
+    ck_assert_int_ne(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "layers 0 and 1"));
+    sd.front_layers = 2;
+    sd.cache_outputs = true;
+    ck_assert_int_ne(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "feature cache"));
+    ck_assert_int_eq(kv.num_free, free_before);
+    step_desc_free(&sd);
+    eng_plan_free(&p);
+    eng_kv_free(&kv);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("eng_plan");
@@ -357,6 +452,7 @@ int main(void)
     tcase_add_test(tc, stateless_plan);
     tcase_add_test(tc, selection_plan);
     tcase_add_test(tc, layered_plan);
+    tcase_add_test(tc, evicting_plan);
     suite_add_tcase(s, tc);
     return run_suite("eng_plan", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

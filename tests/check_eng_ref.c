@@ -217,6 +217,88 @@ START_TEST(feature_cache_fixed_point)
 }
 END_TEST
 
+/* One step sd on a reference r (its plan built over kv); the final hidden rows of its logit rows. */
+static float *ref_run(struct eng_ref *r, struct eng_kv *kv, struct eng_plan *p, const struct step_desc *sd,
+                      const struct model_cfg *m)
+{
+    struct ts_err err;
+    ck_assert_int_eq(eng_plan_build(p, kv, sd, m->vocab, 5, &err), 0);
+    float *hidden = xmalloc(sizeof *hidden * (size_t)(p->R ? p->R : 1) * m->hidden);
+    int32_t tok[256];
+    float mx[256], conf[256];
+    eng_ref_step(r, sd, p, sd->attn_block, hidden, tok, mx, conf);
+    return hidden;
+}
+
+/* FOCUS on the reference: an evicting step that keeps every candidate is the whole block's step;
+ * one that keeps fewer gives its kept rows other values (their later layers miss the evicted
+ * rows' fresh keys); the importance of m candidates sums to m per head; the picks keep no
+ * unprocessed candidate out left of a kept one. */
+START_TEST(focus_eviction)
+{
+    struct model_cfg m = TINY;
+    m.num_layers = 4;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.front_layers = 2;
+    float *h[3];
+    for (int run = 0; run < 3; run++) { /* the whole block, every candidate kept, 5 of 30 kept */
+        struct eng_ref *r;
+        struct ts_err err;
+        ck_assert_int_eq(eng_ref_create(&m, NULL, 5, &r, &err), 0);
+        struct eng_kv kv;
+        eng_kv_init(&kv, 16, 64);
+        struct eng_plan p;
+        eng_plan_init(&p);
+        sd.evict = false;
+        step_desc_clear(&sd);
+        seg(&sd, 1, 40, 0, 0);
+        free(ref_run(r, &kv, &p, &sd, &m));
+        step_desc_clear(&sd);
+        if (run == 0) {
+            seg(&sd, 1, 32, 40, 32);
+        } else {
+            const int picked = run == 1 ? 30 : 5;
+            const struct segment g = {.req_id = 1, .q = 2 + picked, .kv = 72 - 2 - picked, .kv_write = 2 + picked,
+                                      .logit_rows = 2 + picked, .phase = PHASE_BLOCK, .q_front = 32, .kv_front = 40,
+                                      .kv_write_front = 32, .probe = 30, .picked = picked};
+            sd.evict = true;
+            step_desc_add(&sd, &g);
+        }
+        h[run] = ref_run(r, &kv, &p, &sd, &m);
+        ck_assert_int_eq(p.R, run == 2 ? 7 : 32);
+        eng_plan_free(&p);
+        eng_kv_free(&kv);
+        eng_ref_destroy(r);
+    }
+    ck_assert_msg(max_diff(h[0], h[1], 32 * m.hidden) < 1e-5, "%g", max_diff(h[0], h[1], 32 * m.hidden));
+    /* the first evicting step of a block keeps a prefix of its candidates: rows 0..6 of the block */
+    ck_assert(max_diff(h[0], h[2], 7 * m.hidden) > 1e-3);
+    free(h[0]), free(h[1]), free(h[2]);
+    /* the importance of 5 candidates, 2 heads over 1 K/V head: 5 per head */
+    float q[5 * 2 * 4], k[5 * 4], imp[5];
+    for (int i = 0; i < 40; i++)
+        q[i] = (float)((i * 7) % 5) - 2.0f;
+    for (int i = 0; i < 20; i++)
+        k[i] = (float)((i * 3) % 4) - 1.5f;
+    ref_focus_importance(q, 8, k, 5, 2, 1, 4, 0.5f, imp);
+    double sum = 0;
+    for (int j = 0; j < 5; j++)
+        sum += imp[j];
+    ck_assert(fabs(sum - 10.0) < 1e-4);
+    /* picks: 3 of 6, candidates 0-1 processed; deltas rank 5, 0, 3, 1, 4, 2 */
+    const float delta[6] = {5, 3, 0, 4, 1, 9};
+    int32_t pick[6];
+    ref_focus_pick(delta, 6, 3, 2, pick); /* 5 is the best but needs 2..5: the prefix 2..4 instead */
+    ck_assert(pick[0] == 2 && pick[1] == 3 && pick[2] == 4);
+    ref_focus_pick(delta, 6, 4, 6, pick); /* every one processed: the four largest */
+    ck_assert(pick[0] == 0 && pick[1] == 1 && pick[2] == 3 && pick[3] == 5);
+    ref_focus_pick(delta, 6, 4, 3, pick); /* 5 and 0 largest; 5 needs 3..5 (3 rows) and leaves 0 one */
+    ck_assert(pick[0] == 0 && pick[1] == 3 && pick[2] == 4 && pick[3] == 5);
+    step_desc_free(&sd);
+}
+END_TEST
+
 START_TEST(weights_layout_and_fill)
 {
     struct eng_layout l;
@@ -307,6 +389,7 @@ int main(void)
     tcase_add_test(tc, block_causal_prefill_then_block);
     tcase_add_test(tc, weights_layout_and_fill);
     tcase_add_test(tc, feature_cache_fixed_point);
+    tcase_add_test(tc, focus_eviction);
     tcase_add_test(tc, kv_select_by_hand);
     suite_add_tcase(s, tc);
     return run_suite("eng_ref", s) ? EXIT_FAILURE : EXIT_SUCCESS;

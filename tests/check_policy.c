@@ -439,6 +439,9 @@ START_TEST(focus_shapes)
         ck_assert_int_eq(s->decoded, 2);
         ck_assert_int_eq(s->missed, 0);
         ck_assert_int_eq(s->logit_rows, s->q);
+        ck_assert_int_eq(s->probe, 32 - d); /* the candidates: the block's masked rows */
+        ck_assert_int_eq(s->picked, 2);
+        ck_assert_int_eq(s->q - s->picked, s->q_front - s->probe);
         /* the delayed cache's own bookkeeping (block+delayed) */
         cached = stable;
         rest = 0;
@@ -494,6 +497,10 @@ START_TEST(focus_property)
                     continue;
                 ck_assert(s->q_front > 0 && s->q <= s->q_front && s->q > 0);
                 ck_assert_int_eq(s->kv, s->kv_front + s->q_front - s->q);
+                /* the candidates are the front rows after the ones waiting for the cache, which
+                 * the later layers run before the picked ones (step_desc.evict) */
+                ck_assert(s->probe > 0 && s->picked >= 1 && s->picked <= s->probe);
+                ck_assert_int_eq(s->q - s->picked, s->q_front - s->probe);
                 ck_assert(s->decoded >= 1 && s->decoded + s->missed <= k + s->q_front);
                 ck_assert(s->missed >= 0);
                 missed[weak] += s->missed;

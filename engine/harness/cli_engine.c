@@ -18,14 +18,14 @@
 static void engine_usage(FILE *f)
 {
     fprintf(f,
-"usage: tessera engine check [--seed S] [--only kernels|steps|select|fc]\n"
+"usage: tessera engine check [--seed S] [--only kernels|steps|select|fc|focus]\n"
 "       tessera engine replay --db RUN.db [--run ID] [--steps N] [--mem-limit GB] [--weights PATH]\n"
 "                             [--gemm-cache FILE] [--ops]\n"
 "       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
 "                              [--gemm-cache FILE] [--warmup N] [--warm-ms MS]\n"
 "                              [--grid all|base|long|select|fc] [--step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--max-num-logits N]\n"
-"                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention|anchor]\n"
+"                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention|focus|anchor]\n"
 "                            [--weights PATH] [--gemm-cache FILE] [--warm-s S]\n"
 "                            [--warm-trace FILE] [--step SEGS,Q,KV,LOGIT_ROWS ...]\n"
 "                            [--anchor ANCHOR.jsonl]\n"
@@ -34,7 +34,7 @@ static void engine_usage(FILE *f)
 "       (normwise relative errors against bf16-appropriate bounds); exit 1 on any failure;\n"
 "       --only kernels or --only steps runs one half (the sanitizers run them apart); --only\n"
 "       select the sparse selection's checks alone (kernels and whole steps), --only fc the\n"
-"       feature cache's (dLLM-Cache)\n"
+"       feature cache's (dLLM-Cache), --only focus the token eviction's (FOCUS)\n"
 "bench  measures the GEMM and copy ceilings (and the GEMM's rate held for 2 s, as the power\n"
 "       limit allows in long steps), then times Refresh and Reuse steps of the model\n"
 "       [llada-8b, random weights] from CUDA graphs (median of N [20] replays and at least 1 s\n"
@@ -55,7 +55,10 @@ static void engine_usage(FILE *f)
 "       with logits for all tokens, Refresh with logits for the masked tail, Reuse of one 32-token\n"
 "       block over the T - 32 before it; each against its floors, with its attention's share of\n"
 "       an eager run, beside PyTorch eager's time (speed-up) and peak activations; --only anchor\n"
-"       runs only that (without --anchor: the script's own grid, no PyTorch times)\n"
+"       runs only that (without --anchor: the script's own grid, no PyTorch times); --only\n"
+"       focus times FOCUS's eviction alone: 16 blocks of 32 over 480 cached keys, whole beside\n"
+"       steps keeping 2 to 32 rows after layer 1, replayed side by side, each beyond layer 1\n"
+"       against K / 32 + 0.15 of the whole block's (also run by a bench without --only)\n"
 "--gemm-cache FILE keeps each GEMM shape's chosen cuBLASLt algorithm in FILE (SQLite, created if\n"
 "       missing): a shape found there is not timed again, a new choice is added, so every process\n"
 "       sharing FILE runs the same algorithms (the same as TESSERA_GEMM_CACHE=FILE, which also\n"
@@ -190,9 +193,11 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
         case 'o':
             a->only = optarg;
             bad = strcmp(a->sub, "check") == 0 ? strcmp(optarg, "kernels") && strcmp(optarg, "steps") &&
-                                                     strcmp(optarg, "select") && strcmp(optarg, "fc")
+                                                     strcmp(optarg, "select") && strcmp(optarg, "fc") &&
+                                                     strcmp(optarg, "focus")
                                                : strcmp(optarg, "steps") && strcmp(optarg, "gemm") &&
-                                                     strcmp(optarg, "attention") && strcmp(optarg, "anchor");
+                                                     strcmp(optarg, "attention") && strcmp(optarg, "anchor") &&
+                                                     strcmp(optarg, "focus");
             break;
         case 'h': engine_usage(stdout); return 1;
         default: fprintf(stderr, "tessera engine: see --help\n"); return EXIT_USAGE;

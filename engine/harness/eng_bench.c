@@ -735,6 +735,69 @@ done:
     return rc;
 }
 
+/* FOCUS's eviction: 16 sequences' blocks of 32 over 480 cached keys, the whole block through every
+ * layer beside evicting steps that keep K of its 32 rows after layers 0 and 1 (the block's rows its
+ * candidates, logits for the kept ones), replayed side by side. Beyond layer 1 a step takes its time
+ * less the full step's two front layers' share (2 / layers of it): the goal is at most K / 32 + 0.15
+ * of the full step's. Block-causal models attend block-causally, as the focus policy runs them. */
+static int bench_focus(const struct eng_bench_opts *o, FILE *out)
+{
+    enum { NSEQ = 16, B = 32, KV = 480 };
+    static const int keep[] = {2, 4, 8, 16, 32};
+    const int nv = 1 + (int)TS_ARRAY_LEN(keep);
+    const struct model_cfg *m = &o->model;
+    struct eng_opts eo;
+    struct eng *e = NULL;
+    struct step_desc sd[1 + TS_ARRAY_LEN(keep)];
+    for (int v = 0; v < nv; v++) {
+        step_desc_init(&sd[v]);
+        sd[v].logit_chunk_rows = o->logit_chunk_rows;
+        sd[v].attn_block = m->block_causal ? B : 0;
+        sd[v].front_layers = 2;
+        sd[v].evict = v > 0;
+    }
+    float ms[1 + TS_ARRAY_LEN(keep)];
+    int rc = -1;
+    if (bench_engine(o, &eo, &e, out) || fill_caches(e, &sd[0], 0, NSEQ, KV + B))
+        goto done;
+    step_desc_clear(&sd[0]);
+    for (int s = 0; s < NSEQ; s++) {
+        seg_add(&sd[0], s, B, KV, B);
+        for (int v = 1; v < nv; v++) {
+            const struct segment g = {.req_id = s, .phase = PHASE_BLOCK, .q = keep[v - 1], .kv = KV + B - keep[v - 1],
+                                      .kv_write = keep[v - 1], .logit_rows = keep[v - 1], .q_front = B,
+                                      .kv_front = KV, .kv_write_front = B, .probe = B, .picked = keep[v - 1]};
+            step_desc_add(&sd[v], &g);
+        }
+    }
+    for (int v = 0; v < nv; v++)
+        if (keep_variant(e, &sd[v], v, NULL))
+            goto done;
+    trace_as(e, o, "focus", "variants");
+    if (replay_kept(e, nv, o->reps, ms))
+        goto done;
+    const double front = ms[0] * 2.0 / m->num_layers, beyond = ms[0] - front;
+    fprintf(out, "\nFOCUS's eviction, %d x %d over %d cached keys%s (the full block, then K of its %d kept after "
+                 "layer 1):\n%-10s %9s %9s %14s %9s\n", NSEQ, B, KV, m->block_causal ? ", block-causal" : "", B,
+            "kept", "ms", "x_full", "beyond_layer1", "goal");
+    fprintf(out, "%-10s %9.3f %9.3f %14.3f %9s\n", "all 32", ms[0], 1.0, 1.0, "-");
+    for (int v = 1; v < nv; v++) {
+        const double r = (ms[v] - front) / beyond, goal = keep[v - 1] / (double)B + 0.15;
+        fprintf(out, "%-10d %9.3f %9.3f %14.3f %9.3f%s\n", keep[v - 1], ms[v], ms[v] / ms[0], r, goal,
+                r <= goal ? "" : "  (over)");
+        if (o->json)
+            fprintf(o->json, "{\"case\":\"focus %dx%d over %d, keep %d\",\"ms\":%.4f,\"full_ms\":%.4f,"
+                             "\"beyond_layer1\":%.4f,\"goal\":%.4f}\n", NSEQ, B, KV, keep[v - 1], ms[v], ms[0], r,
+                    goal);
+    }
+    rc = 0;
+done:
+    eng_destroy(e);
+    for (int v = 0; v < nv; v++)
+        step_desc_free(&sd[v]);
+    return rc;
+}
+
 /* The attention kernels alone on the anchor's shapes and Reuse shapes, their TFLOP/s. */
 static void bench_attention(const struct eng_bench_opts *o, FILE *out)
 {
@@ -768,6 +831,8 @@ int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
         gemm_table(&o->model, o->reps, cl.peak, cl.bw, out, o->json);
     if (all || strcmp(o->only, "attention") == 0)
         bench_attention(o, out);
+    if ((all || strcmp(o->only, "focus") == 0) && bench_focus(o, out))
+        return 1;
     if (o->anchor && anchor_grid(o, &cl, out))
         return 1;
     return 0;

@@ -18,7 +18,7 @@ struct eng_bench_opts {
     int logit_chunk_rows;
     int64_t mem_limit;    /* bytes, 0 = free memory */
     FILE *json;           /* one JSON object per line, or NULL */
-    const char *only;     /* "steps", "gemm", "attention" or "anchor"; NULL = all but "anchor" */
+    const char *only;     /* "steps", "gemm", "attention", "focus" or "anchor"; NULL = all but "anchor" */
     const char *weights;  /* safetensors file or directory; NULL = random weights */
     double warm_s;        /* graph replays' warm-up, seconds (eng_opts.warm_s) */
     FILE *warm_trace;     /* each warm-up round's time, CSV (eng_set_warm_trace), or NULL */

@@ -478,6 +478,116 @@ done:
     free(vf), free(of), free(bf), free(vb), free(vh), free(oh), free(bh), free(pool_back);
 }
 
+/* FOCUS's kernels on two evicting segments (m candidates each; the second a first step of its block,
+ * the first with `done` candidates run before): both layers' importance against the reference's,
+ * the picks against the reference's from the GPU's deltas (the same ranking), and every array the
+ * pick writes. */
+static void check_focus_kernels(struct checker *c, int H, int Hkv, int d, int m0, int m1)
+{
+    enum { NP = 2, SLOTS = 512, MAXC = K_FOCUS_MAX_CAND };
+    const int m[NP] = {m0, m1}, K[NP] = {TS_MAX(1, m0 / 5), TS_MAX(1, m1 / 3)}, first[NP] = {3, 3 + m0 + 5};
+    const int comp[NP] = {2, 2 + K[0] + 1}, pos0[NP] = {100, 40}, req[NP] = {7, 3}, seg[NP] = {0, 1}, done = m0 / 3;
+    const int rows = first[1] + m1 + 2, width = (H + 2 * Hkv) * d, kvd = Hkv * d, P = m0 + m1;
+    int32_t probe[K_FOCUS_FIELDS * NP], slot[512], crow[256], cpos[256], cslot[256], klen[NP], prog[8], trace[NP * MAXC];
+    float *qf = xmalloc(sizeof *qf * (size_t)2 * rows * width), *kf = xmalloc(sizeof *kf * (size_t)2 * SLOTS * kvd);
+    bf16_t *qh = xmalloc(2 * (size_t)2 * rows * width), *kh = xmalloc(2 * (size_t)2 * SLOTS * kvd);
+    float *delta = xmalloc(sizeof *delta * (size_t)P), *imp = xmalloc(sizeof *imp * (size_t)2 * P);
+    float *gimp = xmalloc(sizeof *gimp * (size_t)2 * H * P);
+    void *dq = NULL, *dk = NULL, *dslot = NULL, *dprobe = NULL, *dimp = NULL, *ddelta = NULL, *dcrow = NULL;
+    void *dpos = NULL, *dcs = NULL, *dklen = NULL, *dprog = NULL, *dtr = NULL;
+    rand_bf16(c, qf, qh, (int64_t)2 * rows * width, 1.0f);
+    rand_bf16(c, kf, kh, (int64_t)2 * SLOTS * kvd, 1.0f);
+    for (int i = 0; i < rows; i++)
+        slot[i] = (int)((i * 37 + 11) % SLOTS);
+    for (int n = 0; n < NP; n++) {
+        const int32_t f[K_FOCUS_FIELDS] = {first[n], m[n], K[n], comp[n], pos0[n], req[n], seg[n]};
+        memcpy(probe + K_FOCUS_FIELDS * n, f, sizeof f);
+    }
+    for (int i = 0; i < 8; i++)
+        prog[i] = -1;
+    prog[req[0]] = pos0[0] + done - 1;
+    memset(crow, 0xff, sizeof crow);
+    dq = dev_copy(qh, 2 * (size_t)2 * rows * width);
+    dk = dev_copy(kh, 2 * (size_t)2 * SLOTS * kvd);
+    dslot = dev_copy(slot, sizeof slot);
+    dprobe = dev_copy(probe, sizeof probe);
+    dimp = dev_copy(gimp, sizeof(float) * (size_t)2 * H * P);
+    ddelta = dev_copy(delta, sizeof(float) * (size_t)P);
+    dcrow = dev_copy(crow, sizeof crow);
+    dpos = dev_copy(crow, sizeof crow);
+    dcs = dev_copy(crow, sizeof crow);
+    dklen = dev_copy(klen, sizeof klen);
+    dprog = dev_copy(prog, sizeof prog);
+    dtr = dev_copy(trace, sizeof trace);
+    if (!dq || !dk || !dslot || !dprobe || !dimp || !ddelta || !dcrow || !dpos || !dcs || !dklen || !dprog || !dtr) {
+        fail_msg(c, "focus", "device allocation failed");
+        goto done;
+    }
+    struct k_focus_args a = {.front_slot = dslot, .probe = dprobe, .imp = dimp, .delta = ddelta, .c_row = dcrow,
+                             .tok_pos = dpos, .tok_slot = dcs, .key_len = dklen, .progress = dprog, .trace = dtr,
+                             .q_stride = width, .num_probe = NP, .probe_rows = P, .max_probe = TS_MAX(m0, m1),
+                             .H = H, .Hkv = Hkv, .d = d, .scale = 1.0f / sqrtf((float)d)};
+    for (int L = 0; L < 2; L++) {
+        a.layer = L;
+        a.q = (const bf16_t *)dq + (size_t)L * rows * width;
+        a.k_pool = (const bf16_t *)dk + (size_t)L * SLOTS * kvd;
+        KK(k_focus_importance(&a, NULL));
+    }
+    KK(k_focus_pick(&a, NULL));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(gimp, dimp, sizeof(float) * (size_t)2 * H * P, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(delta, ddelta, sizeof(float) * (size_t)P, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(crow, dcrow, sizeof crow, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(cpos, dpos, sizeof cpos, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(cslot, dcs, sizeof cslot, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(klen, dklen, sizeof klen, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(prog, dprog, sizeof prog, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(trace, dtr, sizeof trace, cudaMemcpyDeviceToHost));
+    double ierr = 0, inorm = 0;
+    int wrong = 0, arrays = 0;
+    for (int n = 0, g0 = 0; n < NP; g0 += m[n], n++) {
+        float *kr = xmalloc(sizeof *kr * (size_t)m[n] * kvd), *rimp = xmalloc(sizeof *rimp * (size_t)2 * m[n]);
+        for (int L = 0; L < 2; L++) {
+            for (int j = 0; j < m[n]; j++)
+                memcpy(kr + (size_t)j * kvd, kf + ((size_t)L * SLOTS + slot[first[n] + j]) * kvd, sizeof *kr * kvd);
+            ref_focus_importance(qf + ((size_t)L * rows + first[n]) * width, width, kr, m[n], H, Hkv, d,
+                                 1.0f / sqrtf((float)d), rimp + (size_t)L * m[n]);
+            for (int j = 0; j < m[n]; j++) {
+                double g = 0;
+                for (int hd = 0; hd < H; hd++)
+                    g += gimp[((size_t)L * H + hd) * P + g0 + j];
+                ierr = fmax(ierr, fabs(g - rimp[(size_t)L * m[n] + j]));
+                inorm = fmax(inorm, fabs(rimp[(size_t)L * m[n] + j]));
+            }
+        }
+        for (int j = 0; j < m[n]; j++)
+            ierr = fmax(ierr, fabs(delta[g0 + j] - (rimp[m[n] + j] - rimp[j])));
+        int32_t ref[MAXC];
+        const int np = n == 0 ? done : 0;
+        ref_focus_pick(delta + g0, m[n], K[n], np, ref);
+        int right = -1;
+        for (int k = 0; k < K[n]; k++) {
+            const int j = comp[n] + k, x = first[n] + ref[k];
+            wrong += trace[n * MAXC + k] != ref[k];
+            arrays += crow[j] != x || cpos[j] != pos0[n] + ref[k] || cslot[j] != slot[x];
+            right = TS_MAX(right, ref[k]);
+        }
+        const int end = TS_MAX(n == 0 ? pos0[0] + done - 1 : -1, pos0[n] + right);
+        arrays += klen[seg[n]] != end + 1 || prog[req[n]] != end;
+        free(kr), free(rimp);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "focus importance (H %d, Hkv %d, d %d; %d, %d candidates), largest error", H, Hkv, d,
+             m0, m1);
+    report(c, what, ierr / fmax(inorm, 1e-6), 1e-3);
+    report(c, "  kept candidates that differ", wrong, 0);
+    report(c, "  later-row arrays (c_row, tok_pos, tok_slot, key_len, progress) wrong", arrays, 0);
+done:
+    cudaFree(dq), cudaFree(dk), cudaFree(dslot), cudaFree(dprobe), cudaFree(dimp), cudaFree(ddelta);
+    cudaFree(dcrow), cudaFree(dpos), cudaFree(dcs), cudaFree(dklen), cudaFree(dprog), cudaFree(dtr);
+    free(qf), free(kf), free(qh), free(kh), free(delta), free(imp), free(gimp);
+}
+
 /* The selection kernels on two segments each, per K/V head and one set for all. */
 static void check_select_kernels(struct checker *c)
 {
@@ -833,12 +943,12 @@ static double picks_malformed(const struct model_cfg *m, const struct step_desc 
 {
     int64_t bad = 0, all = 0;
     const int nf = step_front_layers(sd, m->num_layers);
-    for (int L = nf, n = 0; L < m->num_layers; L++, n = 0)
+    for (int L = sd->evict ? m->num_layers - 1 : nf, n = 0; L < m->num_layers; L++, n = 0) /* evicting: one set */
         for (int s = 0; s < sd->num_segs; s++) {
             const struct segment *g = &sd->segs[s];
             if (g->probe == 0)
                 continue;
-            const int32_t *k = picks + ((size_t)L * num_probe + n) * max_probe;
+            const int32_t *k = picks + ((size_t)(sd->evict ? 0 : L) * num_probe + n) * max_probe;
             for (int j = 0; j < g->picked; j++, all++)
                 bad += k[j] < 0 || k[j] >= g->probe || (j > 0 && k[j] <= k[j - 1]);
             n++;
@@ -1078,6 +1188,52 @@ static void check_fc_steps(struct checker *c, const struct model_cfg *m0)
         fail_msg(c, "engine create", err.msg);
     }
     eng_destroy(e);
+    for (int k = 0; k < 4; k++)
+        step_desc_free(&steps[k]);
+}
+
+/* An evicting segment: a block of B rows over kv_front cached keys, `fixed` decoded rows waiting for
+ * the cache, the others candidates of which `picked` are kept (logits: the kept rows). */
+static void focus_seg(struct step_desc *sd, int req, int kv_front, int B, int fixed, int picked)
+{
+    const int q = fixed + picked;
+    struct segment s = {.req_id = req, .phase = PHASE_BLOCK, .q = q, .kv = kv_front + B - q, .kv_write = q,
+                        .logit_rows = picked, .q_front = B, .kv_front = kv_front, .kv_write_front = B,
+                        .probe = B - fixed, .picked = picked, .decoded = 1};
+    step_desc_add(sd, &s);
+}
+
+/* FOCUS's steps (a tiny model of four layers: two front, two later): prefills, a block's first
+ * evicting step (nothing run before: a prefix of its candidates kept), later ones choosing by the
+ * importance delta among the candidates run before, a request's block without eviction beside
+ * them, and block-causal attention where asked. */
+static void check_focus_steps(struct checker *c, const struct model_cfg *m0, int block_size)
+{
+    struct model_cfg m = *m0;
+    m.num_layers = 4;
+    struct eng_opts o;
+    ref_step_opts(&o, 0, 64);
+    struct step_desc steps[4];
+    for (int k = 0; k < 4; k++) {
+        step_desc_init(&steps[k]);
+        steps[k].logit_chunk_rows = 64;
+        steps[k].front_layers = 2;
+        steps[k].evict = true;
+        steps[k].attn_block = block_size;
+    }
+    seg(&steps[0], 0, 40, 0, 0);
+    seg(&steps[0], 1, 24, 0, 8);
+    seg(&steps[0], 2, 64, 0, 0);
+    focus_seg(&steps[1], 0, 40, 32, 0, 6);
+    focus_seg(&steps[1], 1, 24, 32, 2, 4);
+    seg(&steps[1], 2, 32, 64, 32); /* a block without eviction */
+    focus_seg(&steps[2], 0, 40, 32, 0, 9);
+    focus_seg(&steps[2], 1, 24, 32, 2, 4);
+    focus_seg(&steps[3], 1, 26, 32, 0, 12);
+    focus_seg(&steps[3], 0, 42, 32, 1, 3);
+    char label[64];
+    snprintf(label, sizeof label, ", focus%s", block_size ? ", block-causal" : "");
+    compare_steps(c, &m, &o, steps, 4, label);
     for (int k = 0; k < 4; k++)
         step_desc_free(&steps[k]);
 }
@@ -1566,6 +1722,8 @@ static void check_kernels(struct checker *c)
     check_select_kernels(c);
     check_fc_kernels(c, 128, false);
     check_fc_kernels(c, 512, true);
+    check_focus_kernels(c, 8, 2, 128, 29, 32);
+    check_focus_kernels(c, 4, 4, 64, 100, K_FOCUS_MAX_CAND);
 }
 
 /* The tiny models whole steps run on: GQA with head dim 64, and a QKV bias with head dim 128. */
@@ -1593,6 +1751,8 @@ static void check_engine_steps(struct checker *c)
     check_sparse_steps(c, &tiny_b, true, 1);
     check_fc_steps(c, &tiny_a);
     check_fc_steps(c, &tiny_b);
+    check_focus_steps(c, &tiny_a, 0);
+    check_focus_steps(c, &tiny_b, 32);
     fprintf(c->out, "the engine against itself:\n");
     check_self(c, &tiny_b);
     check_weights_file(c, &tiny_a, true);
@@ -1624,6 +1784,16 @@ static void check_fc_only(struct checker *c)
     check_fc_steps(c, &tiny_gqa);
 }
 
+/* FOCUS's eviction alone: its kernels and whole evicting steps. */
+static void check_focus_only(struct checker *c)
+{
+    fprintf(c->out, "FOCUS's eviction: kernels and whole steps against the CPU reference:\n");
+    check_focus_kernels(c, 8, 2, 128, 29, 32);
+    check_focus_kernels(c, 4, 4, 64, 100, K_FOCUS_MAX_CAND);
+    check_focus_steps(c, &tiny_gqa, 0);
+    check_focus_steps(c, &tiny_gqa, 32);
+}
+
 int eng_check_run(uint64_t seed, const char *only, FILE *out)
 {
     struct checker c = {out, 0, 0, seed};
@@ -1640,6 +1810,8 @@ int eng_check_run(uint64_t seed, const char *only, FILE *out)
         check_select_only(&c);
     if (only && strcmp(only, "fc") == 0)
         check_fc_only(&c);
+    if (only && strcmp(only, "focus") == 0)
+        check_focus_only(&c);
     fprintf(out, "engine check: %d passed, %d failed\n", c.passed, c.failed);
     return c.failed ? 1 : 0;
 }

@@ -159,7 +159,7 @@ static int replay_read_sizes(struct replay *rp, int64_t max_steps, int ffn_chunk
         rp->last_step[r] = (int32_t)sqlite3_column_int64(q, 1);
     }
     sqlite3_finalize(q);
-    if (rp->knobs.cache_outputs) { /* a layered step holds every row of its segments */
+    if (rp->knobs.cache_outputs || rp->knobs.evict) { /* a layered or evicting step holds every row */
         if (sqlite3_prepare_v2(rp->db, "SELECT max(r) FROM (SELECT sum(max(q_front, q + carry)) AS r FROM segments "
                                        "WHERE run_id = ? GROUP BY step_id)", -1, &q, NULL) != SQLITE_OK)
             return ts_fail(err, "%s: %s", rp->path, sqlite3_errmsg(rp->db));
@@ -193,6 +193,7 @@ static int replay_steps(struct replay *rp, struct eng *e, bool ops, struct repla
     sd.select_kernel = rp->knobs.select_kernel;
     sd.front_layers = rp->knobs.front_layers;
     sd.cache_outputs = rp->knobs.cache_outputs;
+    sd.evict = rp->knobs.evict;
     int rc = -1;
     if ((ops && (db_exec(rp->db, "CREATE TABLE IF NOT EXISTS engine_step_ops(run_id INTEGER, step_id INTEGER, "
                                  "op TEXT, ms REAL, PRIMARY KEY(run_id, step_id, op))") ||

@@ -103,13 +103,13 @@ const char *segment_check(const struct segment *g)
         return "kv_front or kv_write_front without q_front";
     if (g->kv_write_front > (int64_t)g->q_front)
         return "kv_write_front beyond q_front";
-    if (g->probe > (int64_t)g->q + g->carry)
-        return "probe beyond q + carry";
+    if (g->probe > TS_MAX((int64_t)g->q + g->carry, (int64_t)g->q_front))
+        return "probe beyond q + carry and q_front";
     if (g->probe > 0 && (g->picked < 1 || g->picked > g->q || g->picked > g->probe))
         return "picked outside 1..min(q, probe) with probe > 0";
     if (g->probe == 0 && g->picked != 0)
         return "picked without probe";
-    if (g->probe > 0 && (int64_t)g->q - g->picked > (int64_t)g->q + g->carry - g->probe)
+    if (g->probe > 0 && (int64_t)g->q - g->picked > (int64_t)segment_rows(g) - g->probe)
         return "more always-computed rows (q - picked) than rows outside the probe";
     if (g->keep > 0 && (g->q_front > 0 || g->probe > 0 || g->carry > 0))
         return "keep > 0 with a front shape, probe or carry";

@@ -25,11 +25,15 @@
  *               K/V (dLLM-Cache's layer 0 runs the whole sequence; FOCUS's layers 0-1 run every
  *               active token of the block and the later layers only the kept ones). 0: every
  *               layer runs q, kv and kv_write
- *   probe       rows whose values each later layer projects again and compares with the cached ones
- *               to choose the q rows it updates (dLLM-Cache's similarity check); their V is written
- *   picked      with probe > 0: how many of the q rows each later layer picks among the probe rows
- *               (those whose V moved most); the other q - picked are rows it always computes
- *               (dLLM-Cache's refreshed prompt)
+ *   probe       candidate rows, the segment's last probe rows (at most q + carry, or q_front), among
+ *               which the later layers' rows are picked: each later layer projects their values
+ *               again and compares them with the cached ones (dLLM-Cache's similarity check; their V
+ *               is written), or, in an evicting step (the evict knob), the front layers' attention
+ *               ranks them once (FOCUS's importance delta)
+ *   picked      with probe > 0: how many of the q rows are picked among the probe rows (those whose V
+ *               moved most, or whose importance delta is largest); the other q - picked are rows
+ *               always computed (dLLM-Cache's refreshed prompt; FOCUS's decoded rows waiting for the
+ *               cache, the front rows before the candidates)
  *   carry       rows the later layers carry on cached attention and FFN outputs (added to the
  *               residual stream, not computed): their logits can still be taken, so logit_rows is
  *               at most q + carry
@@ -155,6 +159,16 @@ struct step_desc {
                                * 0: none */
     bool decode_credit;       /* the decoder fuses the logits with a per-block credit matrix (dInfer's
                                * credit decoding): each logit row pays the fusion */
+    bool evict;               /* FOCUS's token eviction: the later layers run only the rows the front
+                               * layers keep. A segment with a front shape runs q_front rows, the
+                               * q_front - probe rows before its candidates and its probe candidates,
+                               * through the front layers (at least 2); the importance delta of
+                               * layers 1 and 0 over the candidates (the column sums of each head's
+                               * softmax of its max-pooled pre-softmax scores among them) picks
+                               * `picked` of them, and the later layers run those after the others
+                               * (q = q_front - probe + picked) over every key the front wrote:
+                               * kv + q = kv_front + q_front. Evicted rows leave the step; a segment
+                               * without a front shape runs q rows through every layer */
     bool cache_outputs;       /* the cache also holds each token's attention and FFN outputs per
                                * layer (dLLM-Cache's feature cache): every computed row writes its
                                * outputs there, carried rows read theirs */
