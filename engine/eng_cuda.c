@@ -616,7 +616,7 @@ static int upload_plan(struct eng *e, struct ts_err *err)
         {p->sel, 6LL * p->num_sel, &e->dm.sel}, {p->x_ids, p->X, &e->dm.x_ids},
         {p->x_slot, p->X, &e->dm.x_slot},
         {p->probe, (p->evict ? ENG_EVICT_FIELDS : 5LL) * p->num_probe, &e->dm.probe},
-        {p->probe_idx, p->probe_rows, &e->dm.probe_idx},
+        {p->probe_idx, p->evict ? 0 : p->probe_rows, &e->dm.probe_idx}, /* (an evicting step has none) */
     };
     pack_parts(e, parts, TS_ARRAY_LEN(parts), &off);
     if (p->front)

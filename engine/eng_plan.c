@@ -148,7 +148,7 @@ static int32_t add_selection(struct eng_plan *p, const struct eng_kv *kv, const 
 
 bool eng_plan_evicting(const struct step_desc *sd)
 {
-    return sd->evict && !sd->cache_outputs && sd->tot.carry_tokens == 0;
+    return sd->evict && sd->tot.split_segs > 0 && !sd->cache_outputs && sd->tot.carry_tokens == 0;
 }
 
 bool eng_plan_layered(const struct step_desc *sd)
@@ -193,7 +193,7 @@ static const char *layered_refusal(const struct segment *g)
 static int plan_refusal(const struct step_desc *sd, const struct eng_kv *kv, struct ts_err *err)
 {
     const bool layered = eng_plan_layered(sd), evicting = eng_plan_evicting(sd);
-    if (sd->evict && !evicting)
+    if (sd->evict && (sd->cache_outputs || sd->tot.carry_tokens > 0))
         return ts_fail(err, "step refused: eviction beside a feature cache or carried rows, which the engine does "
                             "not run; price such runs with the cost model");
     for (int32_t s = 0; s < sd->num_segs; s++) {

@@ -115,7 +115,8 @@ void eng_plan_free(struct eng_plan *p);
  * segment's rows. */
 int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
                    int32_t vocab, uint64_t seed, struct ts_err *err);
-/* Whether sd is a layered step, or an evicting one (see above). */
+/* Whether sd is a layered step, or an evicting one (see above; the evict knob and some segment with
+ * a front shape: without one, it is a plain step). */
 bool eng_plan_layered(const struct step_desc *sd);
 bool eng_plan_evicting(const struct step_desc *sd);
 

@@ -641,6 +641,13 @@ static void ref_step_evicting(struct eng_ref *r, const struct step_desc *sd, con
         ref_focus_pick(delta, f[1], f[2], np, own);
         if (r->forced_pick) {
             use = r->forced_pick + (size_t)n * r->forced_max_probe;
+            bool valid = r->forced_max_probe >= f[2];
+            for (int k = 0; k < f[2] && valid; k++) /* (malformed: its own, all counted as missing) */
+                valid = use[k] >= 0 && use[k] < f[1] && (k == 0 || use[k] > use[k - 1]);
+            if (!valid) {
+                use = own;
+                r->pick_missing += f[2];
+            }
             for (int j = 0, k = 0; j < f[2]; j++) { /* both ascending */
                 while (k < f[2] && own[k] < use[j])
                     k++;

@@ -67,7 +67,7 @@ fc_part() {
     $t engine check --only fc >"$o/check-fc.txt" 2>&1 || { cat "$o/check-fc.txt"; return 1; }
     TESSERA_KERNELS=portable $t engine check --only fc >"$o/check-fc-portable.txt" 2>&1 ||
         { cat "$o/check-fc-portable.txt"; return 1; }
-    tail -1 "$o/check-fc.txt" "$o/check-fc-portable.txt"
+    tail -n 1 "$o/check-fc.txt" "$o/check-fc-portable.txt"
     local args=${FC_ARGS:---requests 16 --rps 4 --gen-len 256 --lengths fixed:300,256}
     $t sim --policy dllm-cache $args --cost calibrated --executor gpu --no-progress >"$o/live-fc.txt" 2>&1 ||
         { cat "$o/live-fc.txt"; return 1; }
@@ -106,17 +106,34 @@ focus_part() {
     $t engine check --only focus >"$o/check-focus.txt" 2>&1 || { cat "$o/check-focus.txt"; return 1; }
     TESSERA_KERNELS=portable $t engine check --only focus >"$o/check-focus-portable.txt" 2>&1 ||
         { cat "$o/check-focus-portable.txt"; return 1; }
-    tail -1 "$o/check-focus.txt" "$o/check-focus-portable.txt"
+    tail -n 1 "$o/check-focus.txt" "$o/check-focus-portable.txt"
     $t engine bench --only focus --model "$model" --json "$o/bench-focus.jsonl" >"$o/bench-focus.txt" 2>&1 ||
         { cat "$o/bench-focus.txt"; return 1; }
     tail -9 "$o/bench-focus.txt"
-    local args=${FOCUS_ARGS:---requests 16 --rps 4 --gen-len 256 --lengths fixed:300,256}
+    local args=${FOCUS_ARGS:---requests 16 --rps 4 --gen-len 256 --lengths fixed:300,256 --cost calibrated}
     $t sim --model "$model" --policy focus $args --executor gpu --no-progress >"$o/live-focus.txt" 2>&1 ||
         { cat "$o/live-focus.txt"; return 1; }
     grep -E "live|throughput|redundancy" "$o/live-focus.txt"
     $t sim --model "$model" --policy focus $args --no-progress --quiet --db "$o/sim-focus.db" >/dev/null || return 1
     $t engine replay --db "$o/sim-focus.db" >"$o/replay-focus.txt" 2>&1 || { cat "$o/replay-focus.txt"; return 1; }
     tail -3 "$o/replay-focus.txt"
+    python3 - "$o/sim-focus.db" >"$o/focus-fidelity.txt" <<'PY' || return 1
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+# each step: evicting (some segment keeps picked of its candidates) or not
+rows = db.execute("""SELECT e.measured_ns * 1e-6, e.predicted_ns * 1e-6,
+    (SELECT max(g.probe > 0) FROM segments g WHERE g.run_id = e.run_id AND g.step_id = e.step_id)
+    FROM engine_steps e ORDER BY e.step_id""").fetchall()
+by = {}
+for meas, pred, ev in rows[1:]:
+    by.setdefault("evicting" if ev else "plain", []).append((meas, pred))
+print("kind steps measured_ms(mean) predicted_ms(mean) mape_%")
+for kind, v in sorted(by.items()):
+    n = len(v)
+    print(kind, n, "%.3f %.3f %.2f" % (sum(m for m, _ in v) / n, sum(p for _, p in v) / n,
+          100 * sum(abs(p - m) / m for m, p in v) / n))
+PY
+    cat "$o/focus-fidelity.txt"
 }
 
 rc=0

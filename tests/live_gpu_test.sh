@@ -4,8 +4,8 @@
 # finishes, the measured time is positive and within a factor of 3 of the calibrated model's, and
 # the database records the measured step times; a preset with the caching planner runs live too,
 # and so does the fused FFN's implementation profile, dInfer's preset (vicinity refresh), the
-# delayed intra-block cache on SDAR-8B, the sparse caches, dLLM-Cache's feature cache, and a run
-# whose steps lazy chunking splits.
+# delayed intra-block cache on SDAR-8B and FOCUS's eviction over it, the sparse caches, dLLM-Cache's
+# feature cache, and a run whose steps lazy chunking splits.
 # Usage: live_gpu_test.sh PATH/TO/tessera
 set -u
 bin=${1:?usage: live_gpu_test.sh PATH/TO/tessera}
@@ -70,6 +70,12 @@ executed "dinfer (vicinity refresh)" "$tmp/dinfer.json" || exit 1
     --lengths fixed:300,64 --executor gpu --json --quiet --no-progress >"$tmp/delayed.json" ||
     { echo "live: the block+delayed run failed"; exit 1; }
 executed "block+delayed (sdar-8b)" "$tmp/delayed.json" || exit 1
+# FOCUS's eviction live: layers 0 and 1 over every active row of the block, the importance delta and
+# the kept rows chosen on the GPU, the later layers over them alone
+"$bin" sim --model sdar-8b --policy focus --scheduler request --requests 4 --rps 8 --gen-len 64 \
+    --lengths fixed:300,64 --cost calibrated --executor gpu --json --quiet --no-progress >"$tmp/focus.json" ||
+    { echo "live: the focus run failed"; exit 1; }
+executed "focus (sdar-8b, eviction)" "$tmp/focus.json" || exit 1
 # sparse caches live, both kinds of kept set: FULL steps, the selecting REFRESH (scores, ranking and
 # compaction on the GPU, every layer) and REUSE steps over the kept keys, priced by the calibration
 for sel in uniform head; do

@@ -57,7 +57,7 @@ static void engine_usage(FILE *f)
 "       an eager run, beside PyTorch eager's time (speed-up) and peak activations; --only anchor\n"
 "       runs only that (without --anchor: the script's own grid, no PyTorch times); --only\n"
 "       focus times FOCUS's eviction alone: 16 blocks of 32 over 480 cached keys, whole beside\n"
-"       steps keeping 2 to 32 rows after layer 1, replayed side by side, each beyond layer 1\n"
+"       steps keeping 2 to 32 rows after layer 1, each after its own warm-up, each beyond layer 1\n"
 "       against K / 32 + 0.15 of the whole block's (also run by a bench without --only)\n"
 "--gemm-cache FILE keeps each GEMM shape's chosen cuBLASLt algorithm in FILE (SQLite, created if\n"
 "       missing): a shape found there is not timed again, a new choice is added, so every process\n"

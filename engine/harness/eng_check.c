@@ -568,7 +568,7 @@ static void check_focus_kernels(struct checker *c, int H, int Hkv, int d, int m0
         int right = -1;
         for (int k = 0; k < K[n]; k++) {
             const int j = comp[n] + k, x = first[n] + ref[k];
-            wrong += trace[n * MAXC + k] != ref[k];
+            wrong += trace[n * a.max_probe + k] != ref[k];
             arrays += crow[j] != x || cpos[j] != pos0[n] + ref[k] || cslot[j] != slot[x];
             right = TS_MAX(right, ref[k]);
         }
@@ -1029,6 +1029,10 @@ static void compare_steps(struct checker *c, const struct model_cfg *m, const st
         }
         free(kept);
         free(picks);
+        if (sd->evict && p.evict) { /* near ties of the importance delta part them; a wrong score, many */
+            snprintf(what, sizeof what, "step %d: kept rows the reference would not keep (fraction)", step);
+            report(c, what, eng_ref_pick_disagreement(r), 0.25);
+        }
         eng_ref_pick_disagreement(r);
         int same = 0;
         double max_err = 0;
