@@ -34,8 +34,6 @@ static int64_t take(const struct eng_act *a, int32_t *cursor, enum og_kind k)
 int eng_act_plan(struct eng_act *a, const struct model_cfg *m, const struct og_shape *s,
                  const struct planner_ops *p, const struct planner_opts *po, struct ts_err *err)
 {
-    if (m->num_experts > 0)
-        return ts_fail(err, "engine: %s is a mixture of experts; the engine runs dense models", m->name);
     plan_free(&a->plan);
     struct og_shape shape = normalized(s);
     a->shape = shape;
@@ -61,6 +59,12 @@ int eng_act_plan(struct eng_act *a, const struct model_cfg *m, const struct og_s
     ts_grow_group(per_layer, 4, &a->cap_layers, (size_t)a->layers + 1, sizeof(int64_t));
     ts_grow_group(per_ffn, 2, &a->cap_ffn, (size_t)a->layers * (size_t)a->ffn_chunks + 1, sizeof(int64_t));
     ts_grow_group(per_logit, 2, &a->cap_logits, (size_t)a->logit_chunks + 1, sizeof(int64_t));
+    const int64_t routed = T * m->experts_top_k; /* a MoE layer's copies, chunked as opgraph.c does */
+    a->moe_rows = m->num_experts > 0 ? (int32_t)((routed + shape.ffn_chunks - 1) / shape.ffn_chunks) : 0;
+    a->moe_chunks = a->moe_rows > 0 ? (int32_t)((routed + a->moe_rows - 1) / a->moe_rows) : 0;
+    void **const per_moe[] = {(void **)&a->mgather, (void **)&a->mgu, (void **)&a->mact};
+    ts_grow_group(per_moe, 3, &a->cap_moe, (size_t)a->layers * (size_t)a->moe_chunks + 1, sizeof(int64_t));
+    ts_grow((void **)&a->router, &a->cap_layers_router, (size_t)a->layers + 1, sizeof(int64_t));
     int32_t cur = 0;
     a->x = T > 0 ? take(a, &cur, OG_X) : 0;
     for (int L = 0; L < a->layers; L++) {
@@ -68,8 +72,16 @@ int eng_act_plan(struct eng_act *a, const struct model_cfg *m, const struct og_s
         a->qkv[L] = take(a, &cur, OG_QKV);
         a->att[L] = take(a, &cur, OG_ATTN);
         a->norm2[L] = take(a, &cur, OG_NORM);
-        for (int c = 0; c < a->ffn_chunks; c++) {
-            a->gu[L * a->ffn_chunks + c] = shape.fused_ffn ? -1 : take(a, &cur, OG_GATE_UP);
+        const bool moe = model_is_moe_layer(m, L);
+        a->router[L] = moe ? take(a, &cur, OG_ROUTER) : -1;
+        for (int c = 0; c < a->moe_chunks && moe; c++) {
+            const int i = L * a->moe_chunks + c;
+            a->mgather[i] = take(a, &cur, OG_GATHER);
+            a->mgu[i] = take(a, &cur, OG_GATE_UP);
+            a->mact[i] = take(a, &cur, OG_ACT);
+        }
+        for (int c = 0; c < a->ffn_chunks && (!moe || m->num_shared_experts > 0); c++) {
+            a->gu[L * a->ffn_chunks + c] = shape.fused_ffn && !moe ? -1 : take(a, &cur, OG_GATE_UP);
             a->act[L * a->ffn_chunks + c] = take(a, &cur, OG_ACT);
         }
     }
@@ -88,7 +100,8 @@ void eng_act_free(struct eng_act *a)
         return;
     opgraph_free(&a->g);
     plan_free(&a->plan);
-    void *v[] = {a->norm1, a->qkv, a->att, a->norm2, a->gu, a->act, a->logits, a->softmax};
+    void *v[] = {a->norm1, a->qkv, a->att, a->norm2, a->gu, a->act, a->logits, a->softmax, a->router, a->mgather,
+                 a->mgu, a->mact};
     for (size_t i = 0; i < TS_ARRAY_LEN(v); i++)
         free(v[i]);
     memset(a, 0, sizeof *a);

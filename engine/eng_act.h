@@ -16,6 +16,7 @@
  *   head               the logit rows' hidden states: gathered when fewer rows than tokens need
  *                      logits, else x itself (normalised in place)
  *   logits[c], softmax[c] per logit chunk (softmax: the fp32 copy PyTorch makes; -1 when none)
+ *   router[L], mgather/mgu/mact[L][c] a MoE layer's (opgraph.h); its shared experts use gu and act
  * Sizes are rounded up to 256 bytes so that every buffer is aligned for vector loads and cuBLASLt.
  */
 #ifndef TESSERA_ENG_ACT_H
@@ -43,7 +44,12 @@ struct eng_act {
     int64_t *norm1, *qkv, *att, *norm2; /* [layers] */
     int64_t *gu, *act;                /* [layers * ffn_chunks] */
     int64_t *logits, *softmax;        /* [logit_chunks] */
-    size_t cap_layers, cap_ffn, cap_logits;
+    /* MoE layers: the router's logits [layers] (-1 in a dense layer), and per chunk of routed copies
+     * [layers * moe_chunks] the gathered rows (then their down outputs), gate|up and SwiGLU's
+     * output; the shared experts take gu and act as a dense FFN would */
+    int32_t moe_rows, moe_chunks;     /* routed copies per chunk, and chunks */
+    int64_t *router, *mgather, *mgu, *mact;
+    size_t cap_layers, cap_ffn, cap_logits, cap_moe, cap_layers_router;
 };
 
 /* Plans the activations of a step of shape s (s->logit_chunk_rows 0 = one chunk) with planner p.

@@ -75,6 +75,11 @@ struct eng {
     float *fc_sim;                    /* and the probe rows' similarities [T] */
     float *focus_imp;                 /* an evicting step's importance, [2][H][T] (k_focus_args.imp) */
     int32_t *focus_prog;              /* and each request's progress [EVICT_REQS] (-1: none) */
+    /* a MoE model's routing (kernels.h, k_moe_*): each copy's expert and weight, the dispatch's
+     * arrays, and each token's running sum of its weighted copies [T, h] fp32 */
+    int32_t *moe_ids, *moe_counts, *moe_offsets, *moe_tok, *moe_pos, *moe_tiles, *moe_ntiles;
+    float *moe_wts, *moe_acc;
+    int32_t moe_max_tiles;
     int64_t slots;
     /* activations: the step's plan, placed in the arena */
     const struct planner_ops *planner;
@@ -365,6 +370,18 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
     return 0;
 }
 
+/* The routing scratch of a MoE model (struct eng). */
+static int alloc_moe(struct eng *e, struct ts_err *err)
+{
+    const int64_t T = e->o.max_tokens, n = T * e->m.experts_top_k, E = e->m.num_experts;
+    e->moe_max_tiles = (int32_t)((n + K_MOE_TILE - 1) / K_MOE_TILE + E);
+    return alloc((void **)&e->moe_ids, n * 4, err) || alloc((void **)&e->moe_wts, n * 4, err) ||
+           alloc((void **)&e->moe_counts, E * 4, err) || alloc((void **)&e->moe_offsets, (E + 1) * 4, err) ||
+           alloc((void **)&e->moe_tok, n * 4, err) || alloc((void **)&e->moe_pos, n * 4, err) ||
+           alloc((void **)&e->moe_tiles, 2LL * e->moe_max_tiles * 4, err) ||
+           alloc((void **)&e->moe_ntiles, 4, err) || alloc((void **)&e->moe_acc, T * e->m.hidden * 4, err);
+}
+
 /* The device buffers (weights, workspaces, the KV pool poisoned so that a read of an unwritten key
  * shows, step metadata and outputs) and their pinned host twins. */
 static int alloc_buffers(struct eng *e, struct ts_err *err)
@@ -379,6 +396,7 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
                 alloc((void **)&e->fc_hp, T * h * 2, err) || alloc((void **)&e->fc_vnew, T * kvd * 2, err) ||
                 alloc((void **)&e->fc_sim, T * 4, err))) ||
         (pooled && e->o.trace_selection && alloc((void **)&e->pick_trace, PICK_TRACE, err)) ||
+        (e->m.num_experts > 0 && alloc_moe(e, err)) ||
         (pooled && (alloc((void **)&e->focus_imp, 2 * e->m.num_heads * T * 4, err) ||
                     alloc((void **)&e->focus_prog, EVICT_REQS * 4, err))) ||
         alloc((void **)&e->d_meta_buf, e->meta_cap * 4, err) || alloc((void **)&e->d_tok, T * 4, err) ||
@@ -462,6 +480,9 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
             e->mem.workspace += T * ((2LL * m->hidden + (int64_t)m->num_kv_heads * m->head_dim) * 2 + 4);
         if (!o->stateless) /* an evicting step's importance and progress */
             e->mem.workspace += 8LL * m->num_heads * T + 4LL * EVICT_REQS;
+        if (m->num_experts > 0) /* the routing scratch (alloc_moe) */
+            e->mem.workspace += T * (16LL * m->experts_top_k + 4LL * m->hidden) + 16LL * m->num_experts +
+                                8LL * (T * m->experts_top_k / K_MOE_TILE + 1) + 16;
     }
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
@@ -505,7 +526,9 @@ void eng_destroy(struct eng *e)
         cudaEventDestroy(e->prof_ev[i]);
     void *dev[] = {e->w,      e->blas_ws,      e->attn_ws, e->k_pool,  e->v_pool, e->d_meta_buf, e->d_tok,
                    e->d_max,  e->d_conf,       e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->fc_out,
-                   e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog};
+                   e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog,
+                   e->moe_ids, e->moe_wts,     e->moe_counts, e->moe_offsets, e->moe_tok, e->moe_pos,
+                   e->moe_tiles, e->moe_ntiles, e->moe_acc};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -662,12 +685,13 @@ static int select_layer(struct eng *e, int L, bf16_t *qkv, bf16_t *kp, bf16_t *v
 static int ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, float beta, struct ts_err *err)
 {
     const struct eng_act *a = &e->act;
-    const int Tc = a->ffn_rows, h = e->m.hidden, F = e->m.ffn;
+    const int Tc = a->ffn_rows, h = e->m.hidden, F = eng_ffn_width(&e->m, L);
+    const bool fused = a->shape.fused_ffn && !model_is_moe_layer(&e->m, L); /* (shared experts: split) */
     cudaStream_t st = e->stream;
     for (int c = 0, c0 = 0; c0 < T; c++, c0 += Tc) {
         int rows = TS_MIN(Tc, T - c0);
         bf16_t *act = (bf16_t *)eng_arena_at(&e->arena, a->act[L * a->ffn_chunks + c]);
-        if (a->shape.fused_ffn) { /* as planned: no gate|up buffer */
+        if (fused) { /* as planned: no gate|up buffer */
             if (runs(e, OP_GATE_UP))
                 KL(k_gemm_swiglu(act, hn2 + (size_t)c0 * h, W(e, W_GU, L), rows, h, F, st));
             mark(e, OP_GATE_UP);
@@ -685,6 +709,48 @@ static int ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, float 
         mark(e, OP_DOWN);
     }
     return 0;
+}
+
+/* Layer L's mixture of experts over T normalised rows hn2, added into x: the router GEMM, each
+ * row's k experts and the copies in expert order (router); per chunk of copies, their rows gathered,
+ * the experts' gate|up, SwiGLU and down, and their weighted sum into each token (experts; the last
+ * chunk adds it to x); then the shared experts as a dense FFN. */
+static int moe_ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, struct ts_err *err)
+{
+    const struct model_cfg *m = &e->m;
+    const struct eng_act *a = &e->act;
+    const int h = m->hidden, E = m->num_experts, k = m->experts_top_k, Fe = m->moe_ffn, n = T * k;
+    cudaStream_t st = e->stream;
+    bf16_t *logits = (bf16_t *)eng_arena_at(&e->arena, a->router[L]);
+    if (runs(e, OP_ROUTER)) {
+        if (gemm(e, W(e, W_ROUTER, L), hn2, logits, T, h, E, 0.f, err))
+            return -1;
+        KL(k_moe_route(logits, T, E, k, e->moe_ids, e->moe_wts, st));
+        const struct k_moe_dispatch_args da = {e->moe_ids, e->moe_counts, e->moe_offsets, e->moe_tok, e->moe_pos,
+                                               e->moe_tiles, e->moe_ntiles, T, k, E};
+        KL(k_moe_dispatch(&da, st));
+    }
+    mark(e, OP_ROUTER);
+    if (runs(e, OP_EXPERTS))
+        for (int c = 0; c < a->moe_chunks; c++) {
+            const int i = L * a->moe_chunks + c, p0 = c * a->moe_rows, p1 = TS_MIN(n, p0 + a->moe_rows);
+            bf16_t *g = (bf16_t *)eng_arena_at(&e->arena, a->mgather[i]);
+            bf16_t *gu = (bf16_t *)eng_arena_at(&e->arena, a->mgu[i]);
+            bf16_t *act = (bf16_t *)eng_arena_at(&e->arena, a->mact[i]);
+            KL(k_gather_rows(g, hn2, e->moe_tok + p0, p1 - p0, h, st));
+            struct k_moe_gemm_args ga = {g, W(e, W_EXP_GU, L), gu, e->moe_offsets, e->moe_tiles, e->moe_ntiles,
+                                         p0, p1, 2 * Fe, h, e->moe_max_tiles};
+            KL(k_moe_gemm(&ga, st));
+            KL(k_swiglu(act, gu, p1 - p0, Fe, st));
+            ga = (struct k_moe_gemm_args){act, W(e, W_EXP_DOWN, L), g, e->moe_offsets, e->moe_tiles, e->moe_ntiles,
+                                          p0, p1, h, Fe, e->moe_max_tiles};
+            KL(k_moe_gemm(&ga, st));
+            const struct k_moe_combine_args ca = {g, e->moe_pos, e->moe_wts, e->moe_acc, x, T, k, h, p0, p1,
+                                                  c == 0, c == a->moe_chunks - 1};
+            KL(k_moe_combine(&ca, st));
+        }
+    mark(e, OP_EXPERTS);
+    return m->num_shared_experts > 0 ? ffn(e, L, x, hn2, T, 1.f, err) : 0;
 }
 
 /* The attention's arguments for plan p (its arrays on the device in dm); q, o and the pools are the
@@ -849,6 +915,8 @@ static int dense_layer(struct eng *e, int L, struct k_attn_args *aa, const struc
     if (runs(e, OP_NORM))
         KL(k_rmsnorm(hn2, x, W(e, W_FFN_NORM, L), T, h, RMS_EPS, st));
     mark(e, OP_NORM);
+    if (model_is_moe_layer(m, L))
+        return moe_ffn(e, L, x, hn2, T, err);
     return ffn(e, L, x, hn2, T, 1.f, err);
 }
 
@@ -1039,6 +1107,9 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
                        e->o.max_tokens);
     if (evicting && evict_refused(e, sd, err))
         return -1;
+    if (layered && e->m.num_experts > 0)
+        return ts_fail(err, "step refused: its rows differ by layer (a feature cache, front shapes, probes or "
+                            "carried rows), which the engine does not run on a mixture of experts");
     if (layered && (e->o.stateless || !e->o.feature_cache))
         return ts_fail(err, "step refused: its rows differ by layer (a feature cache, front shapes, probes or "
                             "carried rows), which an engine made without a feature cache does not run");

@@ -551,11 +551,75 @@ struct ref_bufs {
 static void bufs_init(struct ref_bufs *b, const struct model_cfg *m, int T)
 {
     const size_t t = (size_t)(T ? T : 1), width = (size_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim;
+    const size_t F = (size_t)TS_MAX(TS_MAX(m->ffn, m->num_shared_experts * m->moe_ffn), 1); /* the widest dense FFN */
     b->hn = xmalloc(sizeof *b->hn * t * m->hidden);
     b->qkv = xmalloc(sizeof *b->qkv * t * width);
     b->att = xmalloc(sizeof *b->att * t * m->num_heads * m->head_dim);
-    b->tmp = xmalloc(sizeof *b->tmp * t * TS_MAX(m->hidden, 2 * m->ffn));
-    b->act = xmalloc(sizeof *b->act * t * m->ffn);
+    b->tmp = xmalloc(sizeof *b->tmp * t * TS_MAX((size_t)m->hidden, 2 * F));
+    b->act = xmalloc(sizeof *b->act * t * F);
+}
+
+void ref_moe_route(const float *logits, int E, int k, int32_t *ids, float *wts)
+{
+    double mx = -INFINITY, sum = 0;
+    for (int e = 0; e < E; e++)
+        mx = fmax(mx, logits[e]);
+    for (int e = 0; e < E; e++)
+        sum += exp(logits[e] - mx);
+    double chosen = 0;
+    for (int j = 0; j < k; j++) { /* the j-th largest: ties to the lower expert */
+        int best = -1;
+        for (int e = 0; e < E; e++) {
+            bool taken = false;
+            for (int i = 0; i < j; i++)
+                taken |= ids[i] == e;
+            if (!taken && (best < 0 || logits[e] > logits[best]))
+                best = e;
+        }
+        ids[j] = best;
+        wts[j] = (float)(exp(logits[best] - mx) / sum);
+        chosen += wts[j];
+    }
+    for (int j = 0; j < k; j++)
+        wts[j] = (float)(wts[j] / chosen);
+}
+
+/* Layer L's mixture of experts over T normalised rows hn into out [T, h]: each row's router logits
+ * (rounded to bf16, as the engine's router GEMM writes them), its k experts' FFNs weighted, plus the
+ * shared experts' FFN. */
+static void ref_moe(const struct eng_ref *r, int L, const float *hn, int T, float *out)
+{
+    const struct model_cfg *m = &r->m;
+    const int h = m->hidden, E = m->num_experts, k = m->experts_top_k, Fe = m->moe_ffn;
+    const int S = m->num_shared_experts * Fe, W = TS_MAX(Fe, S);
+    float *logits = xmalloc(sizeof *logits * (size_t)E), *wts = xmalloc(sizeof *wts * (size_t)k);
+    float *gu = xmalloc(sizeof *gu * 2 * (size_t)W), *act = xmalloc(sizeof *act * (size_t)W);
+    float *y = xmalloc(sizeof *y * (size_t)h);
+    int32_t *ids = xmalloc(sizeof *ids * (size_t)k);
+    for (int t = 0; t < T; t++) {
+        const float *row = hn + (size_t)t * h;
+        float *o = out + (size_t)t * h;
+        ref_linear(logits, row, eng_ref_weight(r, W_ROUTER, L), 1, h, E);
+        for (int e = 0; e < E; e++)
+            logits[e] = eng_bf2f(eng_f2bf(logits[e]));
+        ref_moe_route(logits, E, k, ids, wts);
+        memset(o, 0, sizeof *o * (size_t)h);
+        for (int j = 0; j < k; j++) {
+            ref_linear(gu, row, eng_ref_weight(r, W_EXP_GU, L) + (size_t)ids[j] * 2 * Fe * h, 1, h, 2 * Fe);
+            ref_swiglu(act, gu, 1, Fe);
+            ref_linear(y, act, eng_ref_weight(r, W_EXP_DOWN, L) + (size_t)ids[j] * h * Fe, 1, Fe, h);
+            for (int c = 0; c < h; c++)
+                o[c] += wts[j] * y[c];
+        }
+        if (S > 0) {
+            ref_linear(gu, row, eng_ref_weight(r, W_GU, L), 1, h, 2 * S);
+            ref_swiglu(act, gu, 1, S);
+            ref_linear(y, act, eng_ref_weight(r, W_DOWN, L), 1, S, h);
+            for (int c = 0; c < h; c++)
+                o[c] += y[c];
+        }
+    }
+    free(logits), free(wts), free(gu), free(act), free(y), free(ids);
 }
 
 static void bufs_free(struct ref_bufs *b)
@@ -570,8 +634,8 @@ static void ref_plain_layer(struct eng_ref *r, const struct step_desc *sd, const
                             const int32_t *key_len, int L, int block_size, float *x, struct ref_bufs *b)
 {
     const struct model_cfg *m = &r->m;
-    const int T = p->T, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim, F = m->ffn;
-    const int width = (H + 2 * Hkv) * d, kvrow = Hkv * d;
+    const int T = p->T, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
+    const int F = eng_ffn_width(m, L), width = (H + 2 * Hkv) * d, kvrow = Hkv * d;
     int nsel = 0;
     ref_rmsnorm(b->hn, x, eng_ref_weight(r, W_ATTN_NORM, L), T, h, RMS_EPS);
     ref_linear(b->qkv, b->hn, eng_ref_weight(r, W_QKV, L), T, h, width);
@@ -596,9 +660,13 @@ static void ref_plain_layer(struct eng_ref *r, const struct step_desc *sd, const
     for (int64_t i = 0; i < (int64_t)T * h; i++)
         x[i] += b->tmp[i];
     ref_rmsnorm(b->hn, x, eng_ref_weight(r, W_FFN_NORM, L), T, h, RMS_EPS);
-    ref_linear(b->tmp, b->hn, eng_ref_weight(r, W_GU, L), T, h, 2 * F);
-    ref_swiglu(b->act, b->tmp, T, F);
-    ref_linear(b->tmp, b->act, eng_ref_weight(r, W_DOWN, L), T, F, h);
+    if (model_is_moe_layer(m, L)) {
+        ref_moe(r, L, b->hn, T, b->tmp);
+    } else {
+        ref_linear(b->tmp, b->hn, eng_ref_weight(r, W_GU, L), T, h, 2 * F);
+        ref_swiglu(b->act, b->tmp, T, F);
+        ref_linear(b->tmp, b->act, eng_ref_weight(r, W_DOWN, L), T, F, h);
+    }
     for (int64_t i = 0; i < (int64_t)T * h; i++)
         x[i] += b->tmp[i];
 }

@@ -53,6 +53,9 @@ void ref_focus_importance(const float *q, int q_stride, const float *k, int m, i
  * lower one), with no unprocessed candidate left out left of one kept; into pick, ascending. */
 void ref_focus_pick(const float *delta, int m, int picked, int processed, int32_t *pick);
 void ref_argmax_conf(const float *logits, int rows, int V, int32_t *tok, float *maxv, float *conf);
+/* A row's routing (k_moe_route's reference): softmax over E logits, the k largest (ties: the lower
+ * expert) into ids in order, their probabilities renormalised to sum 1 into wts. */
+void ref_moe_route(const float *logits, int E, int k, int32_t *ids, float *wts);
 /* y[rows, out] = x[rows, in] W^T for W [out, in]. */
 void ref_linear(float *y, const float *x, const float *W, int rows, int in, int out);
 

@@ -298,6 +298,9 @@ int st_load_tensor(struct st_file *f, const struct model_cfg *m, const struct en
     const int64_t kvd = (int64_t)m->num_kv_heads * m->head_dim, F = m->ffn;
     char a[160], b[160], c[160];
     const char *pre = ll ? "model.transformer.blocks" : "model.layers";
+    if (m->num_experts > 0)
+        return ts_fail(err, "%s: %s is a mixture of experts, whose checkpoints the engine does not read yet (it "
+                            "runs such models on random weights)", f->path, m->name);
     switch (t->kind) {
     case W_EMB:
         return read_part(f, ll ? "model.transformer.wte.weight" : "model.embed_tokens.weight", m->vocab, h, dst, err);

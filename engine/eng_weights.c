@@ -7,7 +7,7 @@
 
 static const char *const kind_names[W_KIND_COUNT] = {
     "embedding", "attn_norm", "qkv", "qkv_bias", "o_proj", "ffn_norm", "gate_up", "down",
-    "final_norm", "lm_head"};
+    "final_norm", "lm_head", "router", "experts_gate_up", "experts_down"};
 
 const char *eng_w_kind_name(enum w_kind k) { return (unsigned)k < W_KIND_COUNT ? kind_names[k] : "?"; }
 
@@ -23,14 +23,16 @@ static void add(struct eng_layout *l, size_t *cap, enum w_kind k, int layer, int
 int eng_layout_build(const struct model_cfg *m, struct eng_layout *out, struct ts_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (m->num_experts > 0)
-        return ts_fail(err, "model %s: the engine runs dense models only (MoE comes later)", m->name);
-    if (m->hidden % 8 || m->ffn % 8 || (m->head_dim != 64 && m->head_dim != 128))
+    if (m->hidden % 8 || m->ffn % 8 || (m->head_dim != 64 && m->head_dim != 128) ||
+        (m->num_experts > 0 && m->moe_ffn % 64))
         return ts_fail(err, "model %s: the engine needs hidden and FFN widths that are multiples of "
-                            "8 and a head dim of 64 or 128", m->name);
+                            "8 (an expert's of 64) and a head dim of 64 or 128", m->name);
+    if (m->num_experts > 0 && (m->hidden % 64 || m->num_experts > K_MOE_MAX_EXPERTS || m->experts_top_k > 32))
+        return ts_fail(err, "model %s: the engine's experts need a hidden size that is a multiple of 64, at most "
+                            "%d experts and a top-k of at most 32", m->name, K_MOE_MAX_EXPERTS);
     size_t cap = 0;
     int64_t h = m->hidden, qkv = (int64_t)(m->num_heads + 2 * m->num_kv_heads) * m->head_dim;
-    int64_t qd = (int64_t)m->num_heads * m->head_dim, F = m->ffn;
+    int64_t qd = (int64_t)m->num_heads * m->head_dim;
     /* U(-1,1) has variance 1/3: sqrt(3 / fan_in) keeps unit variance through each projection */
     add(out, &cap, W_EMB, -1, m->vocab, h, 1.0f, false);
     for (int L = 0; L < m->num_layers; L++) {
@@ -40,12 +42,26 @@ int eng_layout_build(const struct model_cfg *m, struct eng_layout *out, struct t
             add(out, &cap, W_QKV_BIAS, L, qkv, 1, 0.02f, false);
         add(out, &cap, W_O, L, h, qd, sqrtf(3.0f / (float)qd), false);
         add(out, &cap, W_FFN_NORM, L, h, 1, 0, true);
-        add(out, &cap, W_GU, L, 2 * F, h, sqrtf(3.0f / (float)h), false);
-        add(out, &cap, W_DOWN, L, h, F, sqrtf(3.0f / (float)F), false);
+        if (model_is_moe_layer(m, L)) {
+            const int64_t E = m->num_experts, Fe = m->moe_ffn;
+            add(out, &cap, W_ROUTER, L, E, h, sqrtf(3.0f / (float)h), false);
+            add(out, &cap, W_EXP_GU, L, E * 2 * Fe, h, sqrtf(3.0f / (float)h), false);
+            add(out, &cap, W_EXP_DOWN, L, E * h, Fe, sqrtf(3.0f / (float)Fe), false);
+        }
+        const int64_t W = eng_ffn_width(m, L);
+        if (W > 0) {
+            add(out, &cap, W_GU, L, 2 * W, h, sqrtf(3.0f / (float)h), false);
+            add(out, &cap, W_DOWN, L, h, W, sqrtf(3.0f / (float)W), false);
+        }
     }
     add(out, &cap, W_FINAL_NORM, -1, h, 1, 0, true);
     add(out, &cap, W_LM, -1, m->vocab, h, sqrtf(3.0f / (float)h), false);
     return 0;
+}
+
+int eng_ffn_width(const struct model_cfg *m, int layer)
+{
+    return model_is_moe_layer(m, layer) ? m->num_shared_experts * m->moe_ffn : m->ffn;
 }
 
 void eng_layout_free(struct eng_layout *l)

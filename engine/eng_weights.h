@@ -6,6 +6,10 @@
  * Per layer: attn_norm [h], qkv [(H + 2 Hkv) d, h] (q rows, then k, then v), qkv_bias
  * [(H + 2 Hkv) d] when the model has one, o [h, H d], ffn_norm [h], gate|up [2F, h] (gate rows
  * first), down [h, F]. Then final_norm [h] and the LM head [V, h]; the embedding [V, h] comes first.
+ * A mixture-of-experts layer (model_is_moe_layer) has, after ffn_norm, the router [E, h], every
+ * expert's gate|up [E * 2 F', h] (expert e's 2 F' rows at e * 2 F', gate rows first) and down
+ * [E * h, F'] (expert e's h rows at e * h), F' = moe_ffn; its shared experts, if any, are gate|up
+ * and down of one FFN of width S F' (the S experts' rows side by side: the same sum).
  * Linear weights are [out, in] row-major, as in Hugging Face checkpoints.
  */
 #ifndef TESSERA_ENG_WEIGHTS_H
@@ -19,7 +23,7 @@
 #include "util.h"
 
 enum w_kind { W_EMB = 0, W_ATTN_NORM, W_QKV, W_QKV_BIAS, W_O, W_FFN_NORM, W_GU, W_DOWN,
-              W_FINAL_NORM, W_LM, W_KIND_COUNT };
+              W_FINAL_NORM, W_LM, W_ROUTER, W_EXP_GU, W_EXP_DOWN, W_KIND_COUNT };
 
 struct eng_tensor {
     enum w_kind kind;
@@ -37,10 +41,13 @@ struct eng_layout {
 };
 
 const char *eng_w_kind_name(enum w_kind k);
-/* Builds the layout; refuses MoE models (the engine is dense for now). */
+/* Builds the layout. */
 int eng_layout_build(const struct model_cfg *m, struct eng_layout *out, struct ts_err *err);
 void eng_layout_free(struct eng_layout *l);
 const struct eng_tensor *eng_layout_find(const struct eng_layout *l, enum w_kind k, int layer);
+/* The FFN width of layer L's gate|up and down (W_GU, W_DOWN): the dense FFN's, a MoE layer's shared
+ * experts' together (0: none). */
+int eng_ffn_width(const struct model_cfg *m, int layer);
 
 uint64_t eng_tensor_seed(uint64_t seed, int index);
 float eng_hash_uniform(uint64_t seed, uint64_t i);

@@ -296,6 +296,51 @@ struct k_focus_args {
     int q_stride, num_probe, probe_rows, max_probe, H, Hkv, d, layer;
     float scale;
 };
+/*
+ * Mixture of experts (moe.cu). A MoE layer's T normalised rows go, each as k copies, to k of E
+ * experts; copy i = t k + j is token t's j-th choice.
+ * k_moe_route: from the router's logits [T, E] (bf16), each row's softmax over the experts (fp32),
+ * its k largest (ties: the lower expert) and their probabilities renormalised to sum 1: ids [T k],
+ * wts [T k].
+ * k_moe_dispatch: the copies in expert order (within an expert, copy order): counts [E], offsets
+ * [E + 1] (expert e's sorted positions offsets[e]..offsets[e + 1] - 1), tok [T k] (the token of each
+ * sorted position), pos [T k] (each copy's sorted position), and the tile list: tiles [2 max_tiles]
+ * (expert, first sorted position) of K_MOE_TILE rows each within an expert, *ntiles of them;
+ * max_tiles = ceil(T k / K_MOE_TILE) + E bounds them.
+ * k_moe_gemm: Y[p - p0] = X[p - p0] W_e^T for the sorted positions p in [p0, p1) (one chunk of them),
+ * e the expert p belongs to: X [p1 - p0, K], W [E][N, K] (expert e's at e N K), Y [p1 - p0, N]; N
+ * and K multiples of 64 and 32.
+ * k_moe_combine: each token's copies within [p0, p1) weighted and summed, in slot order, into its
+ * fp32 running sum acc [T, h] (first: from 0) or, for the last chunk, added to x [T, h].
+ * Needs E <= K_MOE_MAX_EXPERTS and k <= 32.
+ */
+#define K_MOE_MAX_EXPERTS 1024
+#define K_MOE_TILE 64
+struct k_moe_dispatch_args {
+    const int32_t *ids;
+    int32_t *counts, *offsets, *tok, *pos, *tiles, *ntiles;
+    int T, k, E;
+};
+struct k_moe_gemm_args {
+    const bf16_t *X, *W;
+    bf16_t *Y;
+    const int32_t *offsets, *tiles, *ntiles;
+    int p0, p1, N, K, max_tiles;
+};
+struct k_moe_combine_args {
+    const bf16_t *Y;
+    const int32_t *pos;
+    const float *wts;
+    float *acc;
+    bf16_t *x;
+    int T, k, h, p0, p1;
+    bool first, last;
+};
+int k_moe_route(const bf16_t *logits, int T, int E, int k, int32_t *ids, float *wts, k_stream stream);
+int k_moe_dispatch(const struct k_moe_dispatch_args *a, k_stream stream);
+int k_moe_gemm(const struct k_moe_gemm_args *a, k_stream stream);
+int k_moe_combine(const struct k_moe_combine_args *a, k_stream stream);
+
 int k_focus_importance(const struct k_focus_args *a, k_stream stream);
 int k_focus_pick(const struct k_focus_args *a, k_stream stream);
 

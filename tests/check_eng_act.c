@@ -171,9 +171,26 @@ START_TEST(layout_of_a_full_model)
     struct og_shape one = {.T = 512, .R = 512}, same = {.T = 512, .R = 512, .logit_chunk_rows = 4096, .ffn_chunks = 1};
     ck_assert_int_eq(eng_act_plan(&ff, m, &one, planner_find("first-fit"), &po, NULL), 0);
     ck_assert(eng_act_same(&ff, &same));
-    /* an MoE model is refused by name */
-    struct ts_err err;
-    ck_assert_int_ne(eng_act_plan(&ff, model_find("llada-moe-7b"), &sh, planner_find("first-fit"), &po, &err), 0);
+    /* a mixture of experts (a dense first layer, a shared expert): the router's logits, each chunk
+     * of routed copies' buffers, the shared expert's as a dense FFN's; none overlaps another that
+     * lives beside it (the gathered rows take the down outputs, so live through the chunk) */
+    const struct model_cfg *moe = model_find("llada2.0-mini");
+    struct og_shape ms = {.T = 512, .R = 64, .ffn_chunks = 2};
+    ck_assert_int_eq(eng_act_plan(&ff, moe, &ms, planner_find("first-fit"), &po, NULL), 0);
+    ck_assert_int_eq(ff.router[0], -1);
+    ck_assert_int_ge(ff.router[1], 0);
+    ck_assert_int_eq(ff.moe_rows, 512 * 8 / 2);
+    ck_assert_int_eq(ff.moe_chunks, 2);
+    for (int L = 1; L < moe->num_layers; L++)
+        for (int c = 0; c < 2; c++) {
+            const int i = L * 2 + c;
+            const int64_t g = ff.mgather[i], gsz = (int64_t)ff.moe_rows * moe->hidden * 2;
+            const int64_t u = ff.mgu[i], usz = (int64_t)ff.moe_rows * 2 * moe->moe_ffn * 2;
+            const int64_t a = ff.mact[i], asz = (int64_t)ff.moe_rows * moe->moe_ffn * 2;
+            ck_assert(g + gsz <= u || u + usz <= g);
+            ck_assert(g + gsz <= a || a + asz <= g);
+            ck_assert(ff.gu[L * ff.ffn_chunks + c] >= 0 && ff.act[L * ff.ffn_chunks + c] >= 0);
+        }
     eng_act_free(&ff);
     eng_act_free(&ca);
 }

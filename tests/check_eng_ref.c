@@ -310,8 +310,29 @@ START_TEST(weights_layout_and_fill)
     ck_assert_ptr_nonnull(eng_layout_find(&l, W_GU, 31));
     ck_assert_ptr_null(eng_layout_find(&l, W_QKV_BIAS, 0));
     eng_layout_free(&l);
-    ck_assert_int_ne(eng_layout_build(model_find("llada-moe-7b"), &l, &err), 0);
-    ck_assert_ptr_nonnull(strstr(err.msg, "dense"));
+    /* a mixture of experts: every parameter too; the router and experts in its MoE layers, its
+     * shared expert as the dense FFN of those layers, its dense first layer's FFN */
+    const struct model_cfg *mini = model_find("llada2.0-mini");
+    ck_assert_int_eq(eng_layout_build(mini, &l, &err), 0);
+    ck_assert(l.total >= model_params(mini) && l.total < model_params(mini) + 8 * l.n);
+    ck_assert_ptr_null(eng_layout_find(&l, W_ROUTER, 0));
+    ck_assert_int_eq(eng_layout_find(&l, W_GU, 0)->rows, 2 * mini->ffn);
+    ck_assert_int_eq(eng_layout_find(&l, W_ROUTER, 1)->rows, mini->num_experts);
+    ck_assert_int_eq(eng_layout_find(&l, W_EXP_GU, 1)->rows, 2LL * mini->num_experts * mini->moe_ffn);
+    ck_assert_int_eq(eng_layout_find(&l, W_EXP_DOWN, 1)->rows, (int64_t)mini->num_experts * mini->hidden);
+    ck_assert_int_eq(eng_layout_find(&l, W_GU, 1)->rows, 2 * mini->moe_ffn);
+    eng_layout_free(&l);
+    ck_assert_int_eq(eng_layout_build(model_find("llada-moe-7b"), &l, &err), 0);
+    ck_assert_ptr_null(eng_layout_find(&l, W_GU, 3)); /* no shared expert, no dense layer */
+    /* routing by hand: logits 0, ln 3, ln 3, ln 2 (probabilities 1:3:3:2 over 9); top 2 are experts 1
+     * and 2 (the tie to the lower first), each half of their sum */
+    const float logits[4] = {0, logf(3), logf(3), logf(2)};
+    int32_t ids[3];
+    float wts[3];
+    ref_moe_route(logits, 4, 2, ids, wts);
+    ck_assert(ids[0] == 1 && ids[1] == 2 && fabsf(wts[0] - 0.5f) < 1e-6f && fabsf(wts[1] - 0.5f) < 1e-6f);
+    ref_moe_route(logits, 4, 3, ids, wts);
+    ck_assert(ids[2] == 3 && fabsf(wts[2] - 0.25f) < 1e-6f);
     /* the host fill is deterministic and within scale */
     ck_assert_int_eq(eng_layout_build(&TINY, &l, &err), 0);
     int i = 2; /* qkv of layer 0 */

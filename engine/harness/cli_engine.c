@@ -18,7 +18,7 @@
 static void engine_usage(FILE *f)
 {
     fprintf(f,
-"usage: tessera engine check [--seed S] [--only kernels|steps|select|fc|focus]\n"
+"usage: tessera engine check [--seed S] [--only kernels|steps|select|fc|focus|moe]\n"
 "       tessera engine replay --db RUN.db [--run ID] [--steps N] [--mem-limit GB] [--weights PATH]\n"
 "                             [--gemm-cache FILE] [--ops]\n"
 "       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
@@ -34,7 +34,8 @@ static void engine_usage(FILE *f)
 "       (normwise relative errors against bf16-appropriate bounds); exit 1 on any failure;\n"
 "       --only kernels or --only steps runs one half (the sanitizers run them apart); --only\n"
 "       select the sparse selection's checks alone (kernels and whole steps), --only fc the\n"
-"       feature cache's (dLLM-Cache), --only focus the token eviction's (FOCUS)\n"
+"       feature cache's (dLLM-Cache), --only focus the token eviction's (FOCUS), --only moe the\n"
+"       mixture of experts' (routing, dispatch, grouped expert GEMMs, whole steps of tiny MoE models)\n"
 "bench  measures the GEMM and copy ceilings (and the GEMM's rate held for 2 s, as the power\n"
 "       limit allows in long steps), then times Refresh and Reuse steps of the model\n"
 "       [llada-8b, random weights] from CUDA graphs (median of N [20] replays and at least 1 s\n"
@@ -194,7 +195,7 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
             a->only = optarg;
             bad = strcmp(a->sub, "check") == 0 ? strcmp(optarg, "kernels") && strcmp(optarg, "steps") &&
                                                      strcmp(optarg, "select") && strcmp(optarg, "fc") &&
-                                                     strcmp(optarg, "focus")
+                                                     strcmp(optarg, "focus") && strcmp(optarg, "moe")
                                                : strcmp(optarg, "steps") && strcmp(optarg, "gemm") &&
                                                      strcmp(optarg, "attention") && strcmp(optarg, "anchor") &&
                                                      strcmp(optarg, "focus");

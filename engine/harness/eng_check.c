@@ -588,6 +588,133 @@ done:
     free(qf), free(kf), free(qh), free(kh), free(delta), free(imp), free(gimp);
 }
 
+/* The MoE kernels on T rows of E experts, k each: the routing against the reference's, the dispatch's
+ * arrays against a count on the host, and the grouped GEMM (in two chunks of the copies, the
+ * second ragged) and the combine against a product on the host of the same bf16 inputs. */
+static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int K)
+{
+    const int n = T * k, max_tiles = (n + K_MOE_TILE - 1) / K_MOE_TILE + E, h = N;
+    float *lf = xmalloc(sizeof *lf * (size_t)T * E), *xf = xmalloc(sizeof *xf * (size_t)n * K);
+    float *wf = xmalloc(sizeof *wf * (size_t)E * N * K), *wts = xmalloc(sizeof *wts * (size_t)n);
+    bf16_t *lb = xmalloc(2 * (size_t)T * E), *xb = xmalloc(2 * (size_t)n * K), *wb = xmalloc(2 * (size_t)E * N * K);
+    bf16_t *yb = xmalloc(2 * (size_t)n * N), *xo = xmalloc(2 * (size_t)T * h);
+    int32_t *ids = xmalloc(sizeof *ids * (size_t)n), *tok = xmalloc(sizeof *tok * (size_t)n);
+    int32_t *pos = xmalloc(sizeof *pos * (size_t)n), *off = xmalloc(sizeof *off * (size_t)(E + 1));
+    int32_t *tiles = xmalloc(sizeof *tiles * 2 * (size_t)max_tiles), ntiles = 0;
+    void *dl = NULL, *dids = NULL, *dwts = NULL, *dcnt = NULL, *doff = NULL, *dtok = NULL, *dpos = NULL;
+    void *dtiles = NULL, *dnt = NULL, *dx = NULL, *dw = NULL, *dy = NULL, *dacc = NULL, *dxo = NULL;
+    rand_bf16(c, lf, lb, (int64_t)T * E, 2.0f);
+    rand_bf16(c, xf, xb, (int64_t)n * K, 1.0f);
+    rand_bf16(c, wf, wb, (int64_t)E * N * K, 0.2f);
+    for (int64_t i = 0; i < (int64_t)T * h; i++)
+        xo[i] = eng_f2bf(0.5f);
+    dl = dev_copy(lb, 2 * (size_t)T * E);
+    dids = dev_copy(ids, 4 * (size_t)n);
+    dwts = dev_copy(wts, 4 * (size_t)n);
+    dcnt = dev_copy(off, 4 * (size_t)E);
+    doff = dev_copy(off, 4 * (size_t)(E + 1));
+    dtok = dev_copy(tok, 4 * (size_t)n);
+    dpos = dev_copy(pos, 4 * (size_t)n);
+    dtiles = dev_copy(tiles, 8 * (size_t)max_tiles);
+    dnt = dev_copy(&ntiles, 4);
+    dx = dev_copy(xb, 2 * (size_t)n * K);
+    dw = dev_copy(wb, 2 * (size_t)E * N * K);
+    dy = dev_copy(yb, 2 * (size_t)n * N);
+    dacc = dev_copy(wf, 4 * (size_t)T * h);
+    dxo = dev_copy(xo, 2 * (size_t)T * h);
+    if (!dl || !dids || !dwts || !dcnt || !doff || !dtok || !dpos || !dtiles || !dnt || !dx || !dw || !dy || !dacc ||
+        !dxo) {
+        fail_msg(c, "moe", "device allocation failed");
+        goto done;
+    }
+    KK(k_moe_route(dl, T, E, k, dids, dwts, NULL));
+    const struct k_moe_dispatch_args da = {dids, dcnt, doff, dtok, dpos, dtiles, dnt, T, k, E};
+    KK(k_moe_dispatch(&da, NULL));
+    const int p1 = n / 2 + 3; /* two chunks: [0, p1) and [p1, n) */
+    for (int ch = 0; ch < 2; ch++) {
+        const int a0 = ch ? p1 : 0, a1 = ch ? n : p1;
+        const struct k_moe_gemm_args ga = {(const bf16_t *)dx + (size_t)a0 * K, dw, (bf16_t *)dy + (size_t)a0 * N,
+                                           doff, dtiles, dnt, a0, a1, N, K, max_tiles};
+        KK(k_moe_gemm(&ga, NULL));
+        const struct k_moe_combine_args ca = {(const bf16_t *)dy + (size_t)a0 * N, dpos, dwts, dacc, dxo, T, k, h, a0,
+                                              a1, ch == 0, ch == 1};
+        KK(k_moe_combine(&ca, NULL));
+    }
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(ids, dids, 4 * (size_t)n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(wts, dwts, 4 * (size_t)n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(off, doff, 4 * (size_t)(E + 1), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(tok, dtok, 4 * (size_t)n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(pos, dpos, 4 * (size_t)n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(tiles, dtiles, 8 * (size_t)max_tiles, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&ntiles, dnt, 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(yb, dy, 2 * (size_t)n * N, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(xo, dxo, 2 * (size_t)T * h, cudaMemcpyDeviceToHost));
+    int wrong_ids = 0, arrays = 0;
+    double werr = 0;
+    int32_t *rid = xmalloc(sizeof *rid * (size_t)k);
+    float *rw = xmalloc(sizeof *rw * (size_t)k);
+    for (int t = 0; t < T; t++) {
+        ref_moe_route(lf + (size_t)t * E, E, k, rid, rw);
+        for (int j = 0; j < k; j++) {
+            wrong_ids += ids[t * k + j] != rid[j];
+            werr = fmax(werr, fabs(wts[t * k + j] - rw[j]));
+        }
+    }
+    /* the dispatch: each expert's copies at its offsets, in copy order; the tiles cover them */
+    int covered = 0;
+    for (int e = 0, p = 0; e < E; e++) {
+        arrays += off[e] != p;
+        for (int i = 0; i < n; i++)
+            if (ids[i] == e) {
+                arrays += pos[i] != p || tok[p] != i / k;
+                p++;
+            }
+    }
+    arrays += off[E] != n;
+    for (int i = 0; i < ntiles; i++) {
+        const int e = tiles[2 * i], s = tiles[2 * i + 1];
+        arrays += e < 0 || e >= E || s < off[e] || s >= off[e + 1] || (s - off[e]) % K_MOE_TILE;
+        covered += TS_MIN(K_MOE_TILE, off[e + 1] - s);
+    }
+    arrays += covered != n || ntiles > max_tiles;
+    /* Y = X W_e^T row by row; the combine's sums */
+    double yerr = 0, ynorm = 0, cerr = 0, cnorm = 0;
+    float *yr = xmalloc(sizeof *yr * (size_t)n * N);
+    for (int p = 0; p < n; p++) {
+        int e = 0;
+        while (e + 1 < E && off[e + 1] <= p)
+            e++;
+        ref_linear(yr + (size_t)p * N, xf + (size_t)p * K, wf + (size_t)e * N * K, 1, K, N);
+        for (int q = 0; q < N; q++) {
+            yerr = fmax(yerr, fabs(eng_bf2f(yb[(size_t)p * N + q]) - yr[(size_t)p * N + q]));
+            ynorm = fmax(ynorm, fabs(yr[(size_t)p * N + q]));
+        }
+    }
+    for (int t = 0; t < T; t++)
+        for (int q = 0; q < h; q++) {
+            double v = 0.5;
+            for (int j = 0; j < k; j++)
+                v += wts[t * k + j] * eng_bf2f(yb[(size_t)pos[t * k + j] * N + q]);
+            cerr = fmax(cerr, fabs(eng_bf2f(xo[(size_t)t * h + q]) - v));
+            cnorm = fmax(cnorm, fabs(v));
+        }
+    char what[112];
+    snprintf(what, sizeof what, "moe routing (%d rows, %d experts, top %d): choices that differ", T, E, k);
+    report(c, what, wrong_ids, 0);
+    report(c, "  routing weights (largest difference)", werr, 1e-5);
+    report(c, "  dispatch arrays and tiles wrong", arrays, 0);
+    snprintf(what, sizeof what, "  grouped GEMM %d x %d x %d in two chunks (largest error over the largest)", n, N, K);
+    report(c, what, yerr / fmax(ynorm, 1e-6), 1e-2);
+    report(c, "  combine into x (largest error over the largest)", cerr / fmax(cnorm, 1e-6), 1e-2);
+    free(rid), free(rw), free(yr);
+done:
+    cudaFree(dl), cudaFree(dids), cudaFree(dwts), cudaFree(dcnt), cudaFree(doff), cudaFree(dtok), cudaFree(dpos);
+    cudaFree(dtiles), cudaFree(dnt), cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(dacc), cudaFree(dxo);
+    free(lf), free(xf), free(wf), free(wts), free(lb), free(xb), free(wb), free(yb), free(xo);
+    free(ids), free(tok), free(pos), free(off), free(tiles);
+}
+
 /* The selection kernels on two segments each, per K/V head and one set for all. */
 static void check_select_kernels(struct checker *c)
 {
@@ -1728,7 +1855,11 @@ static void check_kernels(struct checker *c)
     check_fc_kernels(c, 512, true);
     check_focus_kernels(c, 8, 2, 128, 29, 32);
     check_focus_kernels(c, 4, 4, 64, 100, K_FOCUS_MAX_CAND);
+    check_moe_kernels(c, 100, 8, 2, 128, 256);
+    check_moe_kernels(c, 300, 64, 8, 256, 128);
 }
+
+static void check_moe_steps(struct checker *c);
 
 /* The tiny models whole steps run on: GQA with head dim 64, and a QKV bias with head dim 128. */
 static const struct model_cfg tiny_gqa = {.name = "tiny-gqa-d64", .num_layers = 2, .hidden = 256, .num_heads = 4,
@@ -1757,6 +1888,7 @@ static void check_engine_steps(struct checker *c)
     check_fc_steps(c, &tiny_b);
     check_focus_steps(c, &tiny_a, 0);
     check_focus_steps(c, &tiny_b, 32);
+    check_moe_steps(c);
     fprintf(c->out, "the engine against itself:\n");
     check_self(c, &tiny_b);
     check_weights_file(c, &tiny_a, true);
@@ -1788,6 +1920,44 @@ static void check_fc_only(struct checker *c)
     check_fc_steps(c, &tiny_gqa);
 }
 
+/* Tiny mixtures of experts: every layer routed (8 experts, top 2), and one with a dense first layer
+ * and a shared expert (16 experts, top 4); their steps with the FFN in one chunk and in two. */
+static const struct model_cfg tiny_moe = {.name = "tiny-moe", .num_layers = 2, .hidden = 256, .num_heads = 4,
+                                          .num_kv_heads = 2, .head_dim = 64, .vocab = 1000, .max_pos = 4096,
+                                          .rope_theta = 10000.0, .num_experts = 8, .experts_top_k = 2,
+                                          .moe_ffn = 128, .weight_bytes = 2, .kv_bytes = 2};
+static const struct model_cfg tiny_moe_shared = {
+    .name = "tiny-moe-shared", .num_layers = 3, .hidden = 128, .num_heads = 2, .num_kv_heads = 1, .head_dim = 64,
+    .ffn = 256, .vocab = 1000, .max_pos = 4096, .rope_theta = 10000.0, .block_causal = true, .num_experts = 16,
+    .experts_top_k = 4, .moe_ffn = 64, .num_shared_experts = 1, .first_dense_layers = 1, .weight_bytes = 2,
+    .kv_bytes = 2};
+
+static void check_moe_steps(struct checker *c)
+{
+    const struct model_cfg *models[2] = {&tiny_moe, &tiny_moe_shared};
+    for (int i = 0; i < 2; i++)
+        for (int chunks = 1; chunks <= 2; chunks++) {
+            struct eng_opts o;
+            ref_step_opts(&o, 0, 64);
+            struct step_desc steps[3];
+            mixed_steps(steps, 64, chunks, models[i]->block_causal ? 32 : 0);
+            char label[64];
+            snprintf(label, sizeof label, ", FFN in %d chunk%s", chunks, chunks > 1 ? "s" : "");
+            compare_steps(c, models[i], &o, steps, 3, label);
+            for (int k = 0; k < 3; k++)
+                step_desc_free(&steps[k]);
+        }
+}
+
+/* The mixture of experts alone: its kernels and whole steps of the tiny MoE models. */
+static void check_moe_only(struct checker *c)
+{
+    fprintf(c->out, "mixtures of experts: kernels and whole steps against the CPU reference:\n");
+    check_moe_kernels(c, 100, 8, 2, 128, 256);
+    check_moe_kernels(c, 300, 64, 8, 256, 128);
+    check_moe_steps(c);
+}
+
 /* FOCUS's eviction alone: its kernels and whole evicting steps. */
 static void check_focus_only(struct checker *c)
 {
@@ -1816,6 +1986,8 @@ int eng_check_run(uint64_t seed, const char *only, FILE *out)
         check_fc_only(&c);
     if (only && strcmp(only, "focus") == 0)
         check_focus_only(&c);
+    if (only && strcmp(only, "moe") == 0)
+        check_moe_only(&c);
     fprintf(out, "engine check: %d passed, %d failed\n", c.passed, c.failed);
     return c.failed ? 1 : 0;
 }

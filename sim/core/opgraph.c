@@ -54,8 +54,9 @@ void opgraph_build(struct opgraph *g, const struct model_cfg *m, const struct og
         int64_t per = (rows + chunks - 1) / chunks;
         for (int64_t c = 0; c < rows; c += per) {
             int64_t r = TS_MIN(per, rows - c);
-            if (moe)
-                add(g, OG_GATHER, L, r * h * a, op, op);             /* gathered routed inputs */
+            if (moe) /* the gathered routed inputs, then the down projection's outputs, which the
+                      * combine weights into x */
+                add(g, OG_GATHER, L, r * h * a, op, op + 2);
             if (s->fused_ffn && !moe) { /* act written by the gate/up GEMM itself */
                 add(g, OG_ACT, L, r * width * a, op, op + 2);
             } else {

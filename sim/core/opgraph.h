@@ -11,7 +11,8 @@
  * head gathers the logit rows (when not all rows need logits), normalises them in place and runs
  * the LM head chunk by chunk, each chunk's logits (and the implementation's softmax copy) dying
  * after its argmax. MoE layers route k copies of each token to experts of width moe_ffn (+ shared
- * experts) and keep fp32 router logits. Weights and the KV cache are not activations.
+ * experts) and keep fp32 router logits; a chunk of routed copies is gathered into a buffer that
+ * then takes their down projections, until the combine adds them, weighted, into x. Weights and the KV cache are not activations.
  */
 #ifndef TESSERA_OPGRAPH_H
 #define TESSERA_OPGRAPH_H

@@ -1,0 +1,293 @@
+/*
+ * moe.cu: a mixture-of-experts layer's routing, dispatch, grouped expert GEMMs and combine
+ * (kernels.h). Every kernel is deterministic: a copy's place in expert order is its rank among the
+ * copies of its expert in copy order, and each token sums its copies in slot order.
+ */
+#include <mma.h>
+
+#include "common.cuh"
+
+#define ROUTE_THREADS 128
+#define GEMM_BM 64 /* = K_MOE_TILE */
+#define GEMM_BN 64
+#define GEMM_BK 32
+#define GEMM_LD (GEMM_BK + 8) /* padded rows of the staged tiles (a multiple of 8 bf16) */
+
+/* Block t: token t's softmax over its router logits, its k largest (ties: the lower expert) and
+ * their probabilities renormalised. Shared memory: the probabilities, then a reduction's scratch. */
+static __global__ void __launch_bounds__(ROUTE_THREADS) moe_route_kernel(const bf16_t *logits, int E, int k,
+                                                                       int32_t *ids, float *wts)
+{
+    griddep_wait();
+    __shared__ float p[K_MOE_MAX_EXPERTS];
+    __shared__ float rv[ROUTE_THREADS / 32];
+    __shared__ int ri[ROUTE_THREADS / 32];
+    __shared__ float chosen[32];
+    const int t = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float mx = -INFINITY;
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        p[e] = bf2f(logits[(size_t)t * E + e]);
+        mx = fmaxf(mx, p[e]);
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    if (lane == 0)
+        rv[warp] = mx;
+    __syncthreads();
+    mx = rv[0];
+    for (int w = 1; w < ROUTE_THREADS / 32; w++)
+        mx = fmaxf(mx, rv[w]);
+    __syncthreads();
+    float sum = 0.f;
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        p[e] = expf(p[e] - mx);
+        sum += p[e];
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0)
+        rv[warp] = sum;
+    __syncthreads();
+    sum = 0.f;
+    for (int w = 0; w < ROUTE_THREADS / 32; w++)
+        sum += rv[w];
+    __syncthreads();
+    for (int j = 0; j < k; j++) { /* the largest left (ties: the lower expert), then taken out */
+        float bv = -1.f;
+        int bi = E;
+        for (int e = threadIdx.x; e < E; e += blockDim.x)
+            if (p[e] > bv || (p[e] == bv && e < bi)) {
+                bv = p[e];
+                bi = e;
+            }
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+            const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+            if (ov > bv || (ov == bv && oi < bi)) {
+                bv = ov;
+                bi = oi;
+            }
+        }
+        if (lane == 0) {
+            rv[warp] = bv;
+            ri[warp] = bi;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            for (int w = 1; w < ROUTE_THREADS / 32; w++)
+                if (rv[w] > rv[0] || (rv[w] == rv[0] && ri[w] < ri[0])) {
+                    rv[0] = rv[w];
+                    ri[0] = ri[w];
+                }
+            ids[(size_t)t * k + j] = ri[0];
+            chosen[j] = rv[0] / sum;
+            p[ri[0]] = -2.f; /* below every probability */
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        float s = 0.f;
+        for (int j = 0; j < k; j++)
+            s += chosen[j];
+        for (int j = 0; j < k; j++)
+            wts[(size_t)t * k + j] = chosen[j] / s;
+    }
+}
+
+/* Block e (one warp): how many copies expert e takes. */
+static __global__ void moe_count_kernel(const int32_t *ids, int n, int32_t *counts)
+{
+    griddep_wait();
+    const int e = blockIdx.x, lane = threadIdx.x;
+    int c = 0;
+    for (int b = 0; b < n; b += 32) {
+        const int i = b + lane;
+        c += __popc(__ballot_sync(0xffffffffu, i < n && ids[i] == e));
+    }
+    if (lane == 0)
+        counts[e] = c;
+}
+
+/* One thread: the experts' offsets in expert order and the tile list. */
+static __global__ void moe_scan_kernel(const int32_t *counts, int E, int32_t *offsets, int32_t *tiles,
+                                       int32_t *ntiles)
+{
+    griddep_wait();
+    if (threadIdx.x != 0)
+        return;
+    int off = 0, n = 0;
+    for (int e = 0; e < E; e++) {
+        offsets[e] = off;
+        for (int s = 0; s < counts[e]; s += K_MOE_TILE) {
+            tiles[2 * n] = e;
+            tiles[2 * n + 1] = off + s;
+            n++;
+        }
+        off += counts[e];
+    }
+    offsets[E] = off;
+    *ntiles = n;
+}
+
+/* Block e (one warp): expert e's copies placed in copy order. */
+static __global__ void moe_place_kernel(const int32_t *ids, int n, int k, const int32_t *offsets, int32_t *tok,
+                                        int32_t *pos)
+{
+    griddep_wait();
+    const int e = blockIdx.x, lane = threadIdx.x;
+    int run = offsets[e];
+    for (int b = 0; b < n; b += 32) {
+        const int i = b + lane;
+        const bool m = i < n && ids[i] == e;
+        const unsigned bal = __ballot_sync(0xffffffffu, m);
+        if (m) {
+            const int p = run + __popc(bal & ((1u << lane) - 1u));
+            tok[p] = i / k;
+            pos[i] = p;
+        }
+        run += __popc(bal);
+    }
+}
+
+/* Block (column tile, tile): Y = X W_e^T over the tile's rows of sorted positions within [p0, p1).
+ * Four warps of 32 x 32 outputs, bf16 tensor-core fragments, fp32 accumulation. */
+static __global__ void __launch_bounds__(128) moe_gemm_kernel(struct k_moe_gemm_args a)
+{
+    using namespace nvcuda;
+    griddep_wait();
+    __shared__ __align__(32) bf16_t As[GEMM_BM * GEMM_LD], Bs[GEMM_BN * GEMM_LD];
+    __shared__ __align__(32) float Cs[GEMM_BM * (GEMM_BN + 4)];
+    const int ti = blockIdx.y;
+    if (ti >= *a.ntiles)
+        return;
+    const int e = a.tiles[2 * ti], s = a.tiles[2 * ti + 1];
+    const int r0 = max(s, a.p0), r1 = min(min(s + GEMM_BM, a.offsets[e + 1]), a.p1);
+    if (r0 >= r1)
+        return;
+    const int col0 = blockIdx.x * GEMM_BN, K = a.K, N = a.N, warp = threadIdx.x >> 5;
+    const int wr = warp >> 1, wc = warp & 1;
+    const bf16_t *W = a.W + ((size_t)e * N + col0) * K;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            wmma::fill_fragment(acc[i][j], 0.f);
+    for (int k0 = 0; k0 < K; k0 += GEMM_BK) {
+        for (int v = threadIdx.x; v < GEMM_BM * GEMM_BK / 8; v += blockDim.x) { /* 16-byte pieces */
+            const int row = v / (GEMM_BK / 8), c = (v % (GEMM_BK / 8)) * 8, r = r0 + row;
+            uint4 xa = make_uint4(0, 0, 0, 0);
+            if (r < r1)
+                xa = *(const uint4 *)(a.X + (size_t)(r - a.p0) * K + k0 + c);
+            *(uint4 *)(As + row * GEMM_LD + c) = xa;
+            *(uint4 *)(Bs + row * GEMM_LD + c) = *(const uint4 *)(W + (size_t)row * K + k0 + c);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < GEMM_BK; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa[2];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb[2];
+            for (int i = 0; i < 2; i++)
+                wmma::load_matrix_sync(fa[i], (const __nv_bfloat16 *)As + (wr * 32 + i * 16) * GEMM_LD + kk, GEMM_LD);
+            for (int j = 0; j < 2; j++)
+                wmma::load_matrix_sync(fb[j], (const __nv_bfloat16 *)Bs + (wc * 32 + j * 16) * GEMM_LD + kk, GEMM_LD);
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++)
+                    wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            wmma::store_matrix_sync(Cs + (wr * 32 + i * 16) * (GEMM_BN + 4) + wc * 32 + j * 16, acc[i][j],
+                                    GEMM_BN + 4, wmma::mem_row_major);
+    __syncthreads();
+    for (int v = threadIdx.x; v < GEMM_BM * GEMM_BN / 8; v += blockDim.x) {
+        const int row = v / (GEMM_BN / 8), c = (v % (GEMM_BN / 8)) * 8, r = r0 + row;
+        if (r < r1) {
+            float f[8];
+            for (int q = 0; q < 8; q++)
+                f[q] = Cs[row * (GEMM_BN + 4) + c + q];
+            *(uint4 *)(a.Y + (size_t)(r - a.p0) * N + col0 + c) = pack8(f);
+        }
+    }
+}
+
+/* Block t: token t's copies within [p0, p1), weighted, added to its running sum (fp32 acc), which
+ * the last chunk adds to x instead. */
+static __global__ void moe_combine_kernel(struct k_moe_combine_args a)
+{
+    griddep_wait();
+    const int t = blockIdx.x, h = a.h;
+    for (int c = threadIdx.x * 8; c < h; c += blockDim.x * 8) {
+        float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if (!a.first)
+            for (int q = 0; q < 8; q++)
+                v[q] = a.acc[(size_t)t * h + c + q];
+        for (int j = 0; j < a.k; j++) {
+            const int i = t * a.k + j, p = a.pos[i];
+            if (p < a.p0 || p >= a.p1)
+                continue;
+            float y[8];
+            unpack8(y, *(const uint4 *)(a.Y + (size_t)(p - a.p0) * h + c));
+            const float w = a.wts[i];
+            for (int q = 0; q < 8; q++)
+                v[q] += w * y[q];
+        }
+        if (a.last) {
+            float x[8];
+            unpack8(x, *(const uint4 *)(a.x + (size_t)t * h + c));
+            for (int q = 0; q < 8; q++)
+                x[q] += v[q];
+            *(uint4 *)(a.x + (size_t)t * h + c) = pack8(x);
+        } else {
+            for (int q = 0; q < 8; q++)
+                a.acc[(size_t)t * h + c + q] = v[q];
+        }
+    }
+}
+
+extern "C" int k_moe_route(const bf16_t *logits, int T, int E, int k, int32_t *ids, float *wts, k_stream stream)
+{
+    if (T <= 0)
+        return 0;
+    if (E <= 0 || E > K_MOE_MAX_EXPERTS || k <= 0 || k > 32 || k > E)
+        return (int)cudaErrorInvalidValue;
+    return (int)k_launch(moe_route_kernel, dim3((unsigned)T), dim3(ROUTE_THREADS), 0, stream, logits, E, k, ids, wts);
+}
+
+extern "C" int k_moe_dispatch(const struct k_moe_dispatch_args *a, k_stream stream)
+{
+    const int n = a->T * a->k;
+    if (n <= 0)
+        return 0;
+    if (a->E <= 0 || a->E > K_MOE_MAX_EXPERTS)
+        return (int)cudaErrorInvalidValue;
+    cudaError_t ce = k_launch(moe_count_kernel, dim3((unsigned)a->E), dim3(32), 0, stream, (const int32_t *)a->ids,
+                              n, a->counts);
+    if (ce == cudaSuccess)
+        ce = k_launch(moe_scan_kernel, dim3(1), dim3(32), 0, stream, (const int32_t *)a->counts, a->E, a->offsets,
+                      a->tiles, a->ntiles);
+    if (ce == cudaSuccess)
+        ce = k_launch(moe_place_kernel, dim3((unsigned)a->E), dim3(32), 0, stream, a->ids, n, a->k,
+                      (const int32_t *)a->offsets, a->tok, a->pos);
+    return (int)ce;
+}
+
+extern "C" int k_moe_gemm(const struct k_moe_gemm_args *a, k_stream stream)
+{
+    if (a->p1 <= a->p0 || a->max_tiles <= 0)
+        return 0;
+    if (a->N % GEMM_BN || a->K % GEMM_BK)
+        return (int)cudaErrorInvalidValue;
+    return (int)k_launch(moe_gemm_kernel, dim3((unsigned)(a->N / GEMM_BN), (unsigned)a->max_tiles), dim3(128), 0,
+                         stream, *a);
+}
+
+extern "C" int k_moe_combine(const struct k_moe_combine_args *a, k_stream stream)
+{
+    if (a->T <= 0)
+        return 0;
+    if (a->h % 8)
+        return (int)cudaErrorInvalidValue;
+    const int threads = a->h / 8 > 256 ? 256 : (a->h / 8 + 31) / 32 * 32;
+    return (int)k_launch(moe_combine_kernel, dim3((unsigned)a->T), dim3(threads), 0, stream, *a);
+}
