@@ -139,6 +139,10 @@ int eng_graph_replay_kept(struct eng *e, int n, int rounds, float *median_ms, st
  * [layers][probing segments][max_probe] int32, each segment's picked rows as indices into its probe
  * rows, ascending, into dst (room for n); *max_probe gets the row length. */
 int eng_picks(struct eng *e, int32_t *dst, int64_t n, int *max_probe, struct ts_err *err);
+/* Every MoE layer's expert choices of the last step (eng_opts.trace_selection, a mixture of experts):
+ * layer L's row t's j-th choice at dst[L * stride + t k + j] (room for n); *stride gets the layer's
+ * stride. Dense layers' entries are unset. */
+int eng_routes(struct eng *e, int32_t *dst, int64_t n, int64_t *stride, struct ts_err *err);
 /* Copies the final normalised hidden rows of the last step ([R, hidden] as fp32) to dst. */
 int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err);
 /* The kept keys of the last step's sparse selections (eng_opts.trace_selection on):

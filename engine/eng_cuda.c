@@ -80,6 +80,8 @@ struct eng {
     int32_t *moe_ids, *moe_counts, *moe_offsets, *moe_tok, *moe_pos, *moe_tiles, *moe_ntiles;
     float *moe_wts, *moe_acc;
     int32_t moe_max_tiles;
+    int32_t *moe_trace; /* every MoE layer's choices of the last step, [layers][max_tokens k]
+                         * (eng_opts.trace_selection) */
     int64_t slots;
     /* activations: the step's plan, placed in the arena */
     const struct planner_ops *planner;
@@ -379,7 +381,8 @@ static int alloc_moe(struct eng *e, struct ts_err *err)
            alloc((void **)&e->moe_counts, E * 4, err) || alloc((void **)&e->moe_offsets, (E + 1) * 4, err) ||
            alloc((void **)&e->moe_tok, n * 4, err) || alloc((void **)&e->moe_pos, n * 4, err) ||
            alloc((void **)&e->moe_tiles, 2LL * e->moe_max_tiles * 4, err) ||
-           alloc((void **)&e->moe_ntiles, 4, err) || alloc((void **)&e->moe_acc, T * e->m.hidden * 4, err);
+           alloc((void **)&e->moe_ntiles, 4, err) || alloc((void **)&e->moe_acc, T * e->m.hidden * 4, err) ||
+           (e->o.trace_selection && alloc((void **)&e->moe_trace, e->m.num_layers * n * 4, err));
 }
 
 /* The device buffers (weights, workspaces, the KV pool poisoned so that a read of an unwritten key
@@ -528,7 +531,7 @@ void eng_destroy(struct eng *e)
                    e->d_max,  e->d_conf,       e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->fc_out,
                    e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog,
                    e->moe_ids, e->moe_wts,     e->moe_counts, e->moe_offsets, e->moe_tok, e->moe_pos,
-                   e->moe_tiles, e->moe_ntiles, e->moe_acc};
+                   e->moe_tiles, e->moe_ntiles, e->moe_acc, e->moe_trace};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -726,6 +729,9 @@ static int moe_ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, st
         if (gemm(e, W(e, W_ROUTER, L), hn2, logits, T, h, E, 0.f, err))
             return -1;
         KL(k_moe_route(logits, T, E, k, e->moe_ids, e->moe_wts, st));
+        if (e->moe_trace)
+            CU(cudaMemcpyAsync(e->moe_trace + (size_t)L * e->o.max_tokens * k, e->moe_ids, sizeof(int32_t) * (size_t)n,
+                               cudaMemcpyDeviceToDevice, st));
         const struct k_moe_dispatch_args da = {e->moe_ids, e->moe_counts, e->moe_offsets, e->moe_tok, e->moe_pos,
                                                e->moe_tiles, e->moe_ntiles, T, k, E};
         KL(k_moe_dispatch(&da, st));
@@ -1392,6 +1398,18 @@ int eng_picks(struct eng *e, int32_t *dst, int64_t n, int *max_probe, struct ts_
     *max_probe = p->max_probe;
     if (need)
         CU(cudaMemcpy(dst, e->pick_trace, sizeof(int32_t) * (size_t)need, cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+int eng_routes(struct eng *e, int32_t *dst, int64_t n, int64_t *stride, struct ts_err *err)
+{
+    const int64_t per = (int64_t)e->o.max_tokens * e->m.experts_top_k, need = per * e->m.num_layers;
+    if (!e->moe_trace)
+        return ts_fail(err, "engine: no routing kept (a mixture of experts and eng_opts.trace_selection)");
+    if (need > n)
+        return ts_fail(err, "engine: %lld routing entries do not fit the %lld given", (long long)need, (long long)n);
+    *stride = per;
+    CU(cudaMemcpy(dst, e->moe_trace, sizeof(int32_t) * (size_t)need, cudaMemcpyDeviceToHost));
     return 0;
 }
 

@@ -136,6 +136,8 @@ struct eng_ref {
     const int32_t *forced_pick; /* the next step's picked rows (eng_ref_force_picks), or NULL */
     int forced_max_probe;
     int64_t pick_missing, pick_all; /* the forced picks its own value check would not pick, of all */
+    const int32_t *forced_route; /* the next step's experts (eng_ref_force_routes), or NULL */
+    int64_t route_stride, route_differ, route_all;
 };
 
 const float *eng_ref_weight(const struct eng_ref *r, enum w_kind k, int layer)
@@ -559,6 +561,19 @@ static void bufs_init(struct ref_bufs *b, const struct model_cfg *m, int T)
     b->act = xmalloc(sizeof *b->act * t * F);
 }
 
+void eng_ref_force_routes(struct eng_ref *r, const int32_t *ids, int64_t stride)
+{
+    r->forced_route = ids;
+    r->route_stride = stride;
+}
+
+double eng_ref_route_disagreement(struct eng_ref *r)
+{
+    const double f = r->route_all ? (double)r->route_differ / (double)r->route_all : 0;
+    r->route_differ = r->route_all = 0;
+    return f;
+}
+
 void ref_moe_route(const float *logits, int E, int k, int32_t *ids, float *wts)
 {
     double mx = -INFINITY, sum = 0;
@@ -587,7 +602,7 @@ void ref_moe_route(const float *logits, int E, int k, int32_t *ids, float *wts)
 /* Layer L's mixture of experts over T normalised rows hn into out [T, h]: each row's router logits
  * (rounded to bf16, as the engine's router GEMM writes them), its k experts' FFNs weighted, plus the
  * shared experts' FFN. */
-static void ref_moe(const struct eng_ref *r, int L, const float *hn, int T, float *out)
+static void ref_moe(struct eng_ref *r, int L, const float *hn, int T, float *out)
 {
     const struct model_cfg *m = &r->m;
     const int h = m->hidden, E = m->num_experts, k = m->experts_top_k, Fe = m->moe_ffn;
@@ -603,6 +618,28 @@ static void ref_moe(const struct eng_ref *r, int L, const float *hn, int T, floa
         for (int e = 0; e < E; e++)
             logits[e] = eng_bf2f(eng_f2bf(logits[e]));
         ref_moe_route(logits, E, k, ids, wts);
+        if (r->forced_route) { /* the engine's experts, weighted by this row's own probabilities */
+            const int32_t *f = r->forced_route + (size_t)L * r->route_stride + (size_t)t * k;
+            bool same = true;
+            for (int j = 0; j < k; j++) {
+                bool found = false;
+                for (int i = 0; i < k; i++)
+                    found |= ids[i] == f[j];
+                same &= found;
+            }
+            r->route_differ += !same;
+            r->route_all++;
+            double mx = -INFINITY, sum = 0;
+            for (int e = 0; e < E; e++)
+                mx = fmax(mx, logits[e]);
+            for (int j = 0; j < k; j++) {
+                ids[j] = f[j] >= 0 && f[j] < E ? f[j] : ids[j];
+                wts[j] = (float)exp(logits[ids[j]] - mx);
+                sum += wts[j];
+            }
+            for (int j = 0; j < k; j++)
+                wts[j] = (float)(wts[j] / sum);
+        }
         memset(o, 0, sizeof *o * (size_t)h);
         for (int j = 0; j < k; j++) {
             ref_linear(gu, row, eng_ref_weight(r, W_EXP_GU, L) + (size_t)ids[j] * 2 * Fe * h, 1, h, 2 * Fe);
@@ -779,4 +816,5 @@ void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct en
     free(logits);
     r->forced = NULL;
     r->forced_pick = NULL;
+    r->forced_route = NULL;
 }

@@ -82,6 +82,11 @@ void eng_ref_force_selection(struct eng_ref *r, const int32_t *idx, int max_keep
  * segments][max_probe] (an evicting step: [evicting segments][max_probe]), as eng_picks gives the
  * engine's (kept by the caller until that step returns). */
 void eng_ref_force_picks(struct eng_ref *r, const int32_t *idx, int max_probe);
+/* The next eng_ref_step routes its MoE layers' rows to these experts instead of its own choice (the
+ * weights its own probabilities renormalised over them): ids [layers][stride], as eng_routes gives. */
+void eng_ref_force_routes(struct eng_ref *r, const int32_t *ids, int64_t stride);
+/* Of the rows routed since the last call, the share whose forced experts differ from its own choice. */
+double eng_ref_route_disagreement(struct eng_ref *r);
 /* Of the rows forced on it since the last call, the share its own value check would not have picked. */
 double eng_ref_pick_disagreement(struct eng_ref *r);
 /* Of the keys forced on it since the last call, the share its own ranking would not have kept. */

@@ -74,12 +74,6 @@ template <int D, int TN> struct smem_layout {
  * tiles): 99 KiB on sm_86 and sm_89, the least of them (163 KiB on sm_80, 227 KiB on sm_90). */
 static_assert(smem_layout<128, 64>::BYTES <= 99 * 1024, "the attention tile exceeds sm_86/sm_89 shared memory");
 
-/* 16 bytes from global to shared memory; bytes = 0 fills zeros and reads nothing */
-static __device__ __forceinline__ void cp_async16(uint32_t smem, const void *gmem, int bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(bytes));
-}
-
 /* The thread's rows of a K/V tile: thread t copies columns 8 (t % (D / 8)) .. + 7 of rows
  * t / (D / 8) + i RPP of each tile. */
 template <int D, int TN> struct kv_rows {

@@ -36,6 +36,12 @@ static __device__ __forceinline__ void griddep_wait(void)
 #endif
 }
 
+/* 16 bytes from global to shared memory (sm_80 and later); bytes = 0 fills zeros and reads nothing */
+static __device__ __forceinline__ void cp_async16(uint32_t smem, const void *gmem, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(bytes));
+}
+
 /* PDL is requested (k_set_pdl) and the device is Hopper or later (elementwise.cu): older GPUs get
  * plain launches. */
 int k_pdl_allowed(void);

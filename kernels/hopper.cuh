@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "common.cuh"
+
 /* wgmma shared-memory descriptor, 128-byte swizzle: start, leading and stride byte offsets */
 static __device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo)
 {
@@ -31,12 +33,6 @@ template <int ROWS = 64>
 static __device__ __forceinline__ uint32_t sw_off(int r, int cc)
 {
     return (cc >> 3) * (ROWS * 128) + r * 128 + (((cc & 7) ^ (r & 7)) << 4);
-}
-
-/* 16 bytes from global to shared memory; bytes = 0 fills zeros and reads nothing */
-static __device__ __forceinline__ void cp_async16(uint32_t s, const void *gmem, int bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
 }
 
 static __device__ __forceinline__ void mbar_init(uint32_t bar, int count)

@@ -302,14 +302,15 @@ struct k_focus_args {
  * k_moe_route: from the router's logits [T, E] (bf16), each row's softmax over the experts (fp32),
  * its k largest (ties: the lower expert) and their probabilities renormalised to sum 1: ids [T k],
  * wts [T k].
- * k_moe_dispatch: the copies in expert order (within an expert, copy order): counts [E], offsets
+ * k_moe_dispatch: the copies in expert order (within an expert, in the order atomics give; no
+ * output depends on it): counts [E] (scratch), offsets
  * [E + 1] (expert e's sorted positions offsets[e]..offsets[e + 1] - 1), tok [T k] (the token of each
  * sorted position), pos [T k] (each copy's sorted position), and the tile list: tiles [2 max_tiles]
  * (expert, first sorted position) of K_MOE_TILE rows each within an expert, *ntiles of them;
  * max_tiles = ceil(T k / K_MOE_TILE) + E bounds them.
  * k_moe_gemm: Y[p - p0] = X[p - p0] W_e^T for the sorted positions p in [p0, p1) (one chunk of them),
  * e the expert p belongs to: X [p1 - p0, K], W [E][N, K] (expert e's at e N K), Y [p1 - p0, N]; N
- * and K multiples of 64 and 32.
+ * and K multiples of 64.
  * k_moe_combine: each token's copies within [p0, p1) weighted and summed, in slot order, into its
  * fp32 running sum acc [T, h] (first: from 0) or, for the last chunk, added to x [T, h].
  * Needs E <= K_MOE_MAX_EXPERTS and k <= 32.

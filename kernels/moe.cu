@@ -1,7 +1,7 @@
 /*
  * moe.cu: a mixture-of-experts layer's routing, dispatch, grouped expert GEMMs and combine
- * (kernels.h). Every kernel is deterministic: a copy's place in expert order is its rank among the
- * copies of its expert in copy order, and each token sums its copies in slot order.
+ * (kernels.h). The outputs are deterministic: a copy's place within its expert follows atomics,
+ * but each row's product is its own and each token sums its copies in slot order.
  */
 #include <mma.h>
 
@@ -10,8 +10,9 @@
 #define ROUTE_THREADS 128
 #define GEMM_BM 64 /* = K_MOE_TILE */
 #define GEMM_BN 64
-#define GEMM_BK 32
+#define GEMM_BK 64
 #define GEMM_LD (GEMM_BK + 8) /* padded rows of the staged tiles (a multiple of 8 bf16) */
+static_assert(GEMM_BM * (GEMM_BN + 4) * 4 <= 2 * 2 * GEMM_BM * GEMM_LD * 2, "the outputs fit the staged tiles");
 
 /* Block t: token t's softmax over its router logits, its k largest (ties: the lower expert) and
  * their probabilities renormalised. Shared memory: the probabilities, then a reduction's scratch. */
@@ -94,69 +95,73 @@ static __global__ void __launch_bounds__(ROUTE_THREADS) moe_route_kernel(const b
     }
 }
 
-/* Block e (one warp): how many copies expert e takes. */
+/* Thread i: copy i counted to its expert (counts cleared before). */
 static __global__ void moe_count_kernel(const int32_t *ids, int n, int32_t *counts)
 {
     griddep_wait();
-    const int e = blockIdx.x, lane = threadIdx.x;
-    int c = 0;
-    for (int b = 0; b < n; b += 32) {
-        const int i = b + lane;
-        c += __popc(__ballot_sync(0xffffffffu, i < n && ids[i] == e));
-    }
-    if (lane == 0)
-        counts[e] = c;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        atomicAdd(&counts[ids[i]], 1);
 }
 
-/* One thread: the experts' offsets in expert order and the tile list. */
-static __global__ void moe_scan_kernel(const int32_t *counts, int E, int32_t *offsets, int32_t *tiles,
-                                       int32_t *ntiles)
+/* One block: the experts' offsets in expert order (counts read into shared memory, summed by one
+ * thread), the fill counters cleared, and the tile list. */
+static __global__ void moe_scan_kernel(int32_t *counts, int E, int32_t *offsets, int32_t *tiles, int32_t *ntiles)
 {
     griddep_wait();
-    if (threadIdx.x != 0)
+    __shared__ int32_t cnt[K_MOE_MAX_EXPERTS], off[K_MOE_MAX_EXPERTS + 1], first[K_MOE_MAX_EXPERTS];
+    for (int e = threadIdx.x; e < E; e += blockDim.x)
+        cnt[e] = counts[e];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int o = 0, n = 0;
+        for (int e = 0; e < E; e++) {
+            off[e] = o;
+            first[e] = n; /* the expert's first tile */
+            o += cnt[e];
+            n += (cnt[e] + K_MOE_TILE - 1) / K_MOE_TILE;
+        }
+        off[E] = o;
+        *ntiles = n;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e <= E; e += blockDim.x)
+        offsets[e] = off[e];
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        counts[e] = 0; /* the place kernel's fill counters */
+        for (int s = 0, t = first[e]; s < cnt[e]; s += K_MOE_TILE, t++) {
+            tiles[2 * t] = e;
+            tiles[2 * t + 1] = off[e] + s;
+        }
+    }
+}
+
+/* Thread i: copy i given the next place of its expert. Which copy of an expert takes which place
+ * follows the atomics' order; no output depends on it (each row's product is its own, and each
+ * token sums its copies in slot order). */
+static __global__ void moe_place_kernel(const int32_t *ids, int n, int k, const int32_t *offsets, int32_t *fill,
+                                        int32_t *tok, int32_t *pos)
+{
+    griddep_wait();
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
         return;
-    int off = 0, n = 0;
-    for (int e = 0; e < E; e++) {
-        offsets[e] = off;
-        for (int s = 0; s < counts[e]; s += K_MOE_TILE) {
-            tiles[2 * n] = e;
-            tiles[2 * n + 1] = off + s;
-            n++;
-        }
-        off += counts[e];
-    }
-    offsets[E] = off;
-    *ntiles = n;
-}
-
-/* Block e (one warp): expert e's copies placed in copy order. */
-static __global__ void moe_place_kernel(const int32_t *ids, int n, int k, const int32_t *offsets, int32_t *tok,
-                                        int32_t *pos)
-{
-    griddep_wait();
-    const int e = blockIdx.x, lane = threadIdx.x;
-    int run = offsets[e];
-    for (int b = 0; b < n; b += 32) {
-        const int i = b + lane;
-        const bool m = i < n && ids[i] == e;
-        const unsigned bal = __ballot_sync(0xffffffffu, m);
-        if (m) {
-            const int p = run + __popc(bal & ((1u << lane) - 1u));
-            tok[p] = i / k;
-            pos[i] = p;
-        }
-        run += __popc(bal);
-    }
+    const int e = ids[i], p = offsets[e] + atomicAdd(&fill[e], 1);
+    tok[p] = i / k;
+    pos[i] = p;
 }
 
 /* Block (column tile, tile): Y = X W_e^T over the tile's rows of sorted positions within [p0, p1).
- * Four warps of 32 x 32 outputs, bf16 tensor-core fragments, fp32 accumulation. */
+ * Four warps of 32 x 32 outputs, bf16 tensor-core fragments, fp32 accumulation; the X and W tiles
+ * of the next 64 columns of K load (cp.async) while this one's multiply. The outputs are staged
+ * through the same shared memory. */
 static __global__ void __launch_bounds__(128) moe_gemm_kernel(struct k_moe_gemm_args a)
 {
     using namespace nvcuda;
     griddep_wait();
-    __shared__ __align__(32) bf16_t As[GEMM_BM * GEMM_LD], Bs[GEMM_BN * GEMM_LD];
-    __shared__ __align__(32) float Cs[GEMM_BM * (GEMM_BN + 4)];
+    __shared__ __align__(128) unsigned char smem[2 * 2 * GEMM_BM * GEMM_LD * 2];
+    bf16_t *As = (bf16_t *)smem, *Bs = As + 2 * GEMM_BM * GEMM_LD; /* [stage][64][GEMM_LD] each */
+    float *Cs = (float *)smem;                                       /* [64][GEMM_BN + 4], after the loop */
     const int ti = blockIdx.y;
     if (ti >= *a.ntiles)
         return;
@@ -165,35 +170,48 @@ static __global__ void __launch_bounds__(128) moe_gemm_kernel(struct k_moe_gemm_
     if (r0 >= r1)
         return;
     const int col0 = blockIdx.x * GEMM_BN, K = a.K, N = a.N, warp = threadIdx.x >> 5;
-    const int wr = warp >> 1, wc = warp & 1;
+    const int wr = warp >> 1, wc = warp & 1, nk = K / GEMM_BK;
     const bf16_t *W = a.W + ((size_t)e * N + col0) * K;
+    auto load = [&](int stage, int k0) {
+        for (int v = threadIdx.x; v < GEMM_BM * GEMM_BK / 8; v += blockDim.x) { /* 16-byte pieces */
+            const int row = v / (GEMM_BK / 8), c = (v % (GEMM_BK / 8)) * 8, r = r0 + row;
+            const bool in = r < r1;
+            cp_async16((uint32_t)__cvta_generic_to_shared(As + (stage * GEMM_BM + row) * GEMM_LD + c),
+                       a.X + (size_t)((in ? r : r0) - a.p0) * K + k0 + c, in ? 16 : 0);
+            cp_async16((uint32_t)__cvta_generic_to_shared(Bs + (stage * GEMM_BN + row) * GEMM_LD + c),
+                       W + (size_t)row * K + k0 + c, 16);
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+    };
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
             wmma::fill_fragment(acc[i][j], 0.f);
-    for (int k0 = 0; k0 < K; k0 += GEMM_BK) {
-        for (int v = threadIdx.x; v < GEMM_BM * GEMM_BK / 8; v += blockDim.x) { /* 16-byte pieces */
-            const int row = v / (GEMM_BK / 8), c = (v % (GEMM_BK / 8)) * 8, r = r0 + row;
-            uint4 xa = make_uint4(0, 0, 0, 0);
-            if (r < r1)
-                xa = *(const uint4 *)(a.X + (size_t)(r - a.p0) * K + k0 + c);
-            *(uint4 *)(As + row * GEMM_LD + c) = xa;
-            *(uint4 *)(Bs + row * GEMM_LD + c) = *(const uint4 *)(W + (size_t)row * K + k0 + c);
+    load(0, 0);
+    for (int kt = 0; kt < nk; kt++) {
+        const int st = kt & 1;
+        if (kt + 1 < nk) {
+            load(st ^ 1, (kt + 1) * GEMM_BK);
+            asm volatile("cp.async.wait_group 1;\n" ::);
+        } else {
+            asm volatile("cp.async.wait_group 0;\n" ::);
         }
         __syncthreads();
+        const __nv_bfloat16 *at = (const __nv_bfloat16 *)As + st * GEMM_BM * GEMM_LD;
+        const __nv_bfloat16 *bt = (const __nv_bfloat16 *)Bs + st * GEMM_BN * GEMM_LD;
 #pragma unroll
         for (int kk = 0; kk < GEMM_BK; kk += 16) {
             wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa[2];
             wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb[2];
             for (int i = 0; i < 2; i++)
-                wmma::load_matrix_sync(fa[i], (const __nv_bfloat16 *)As + (wr * 32 + i * 16) * GEMM_LD + kk, GEMM_LD);
+                wmma::load_matrix_sync(fa[i], at + (wr * 32 + i * 16) * GEMM_LD + kk, GEMM_LD);
             for (int j = 0; j < 2; j++)
-                wmma::load_matrix_sync(fb[j], (const __nv_bfloat16 *)Bs + (wc * 32 + j * 16) * GEMM_LD + kk, GEMM_LD);
+                wmma::load_matrix_sync(fb[j], bt + (wc * 32 + j * 16) * GEMM_LD + kk, GEMM_LD);
             for (int i = 0; i < 2; i++)
                 for (int j = 0; j < 2; j++)
                     wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
         }
-        __syncthreads();
+        __syncthreads(); /* the stage is loaded again two steps on */
     }
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
@@ -261,14 +279,16 @@ extern "C" int k_moe_dispatch(const struct k_moe_dispatch_args *a, k_stream stre
         return 0;
     if (a->E <= 0 || a->E > K_MOE_MAX_EXPERTS)
         return (int)cudaErrorInvalidValue;
-    cudaError_t ce = k_launch(moe_count_kernel, dim3((unsigned)a->E), dim3(32), 0, stream, (const int32_t *)a->ids,
-                              n, a->counts);
+    const unsigned blocks = (unsigned)((n + 255) / 256);
+    cudaError_t ce = cudaMemsetAsync(a->counts, 0, sizeof(int32_t) * (size_t)a->E, stream);
     if (ce == cudaSuccess)
-        ce = k_launch(moe_scan_kernel, dim3(1), dim3(32), 0, stream, (const int32_t *)a->counts, a->E, a->offsets,
-                      a->tiles, a->ntiles);
+        ce = k_launch(moe_count_kernel, dim3(blocks), dim3(256), 0, stream, (const int32_t *)a->ids, n, a->counts);
     if (ce == cudaSuccess)
-        ce = k_launch(moe_place_kernel, dim3((unsigned)a->E), dim3(32), 0, stream, a->ids, n, a->k,
-                      (const int32_t *)a->offsets, a->tok, a->pos);
+        ce = k_launch(moe_scan_kernel, dim3(1), dim3(256), 0, stream, a->counts, a->E, a->offsets, a->tiles,
+                      a->ntiles);
+    if (ce == cudaSuccess)
+        ce = k_launch(moe_place_kernel, dim3(blocks), dim3(256), 0, stream, a->ids, n, a->k,
+                      (const int32_t *)a->offsets, a->counts, a->tok, a->pos);
     return (int)ce;
 }
 

@@ -237,12 +237,25 @@ static void step_floor(const struct model_cfg *m, int nseq, int q, int kv, int r
                        double *bytes, double *gemm_flops, double *gemm_bytes)
 {
     double h = m->hidden, qd = (double)m->num_heads * m->head_dim, kvd = (double)m->num_kv_heads * m->head_dim;
-    double F = m->ffn, T = (double)nseq * q, R = (double)nseq * r, L = m->num_layers;
-    double lin = h * (qd + 2 * kvd) + qd * h + 3 * h * F; /* per layer */
-    *gemm_flops = 2 * T * lin * L + 2 * R * h * m->vocab;
+    double T = (double)nseq * q, R = (double)nseq * r, L = m->num_layers;
+    /* a MoE layer reads the experts its T k copies touch (the expected number of distinct ones) */
+    const double E = m->num_experts, k = m->experts_top_k, Fe = m->moe_ffn, S = m->num_shared_experts * Fe;
+    const double touched = E > 0 ? E * (1.0 - pow(1.0 - k / E, T)) : 0;
+    double lin_flops = 0, lin_params = 0;
+    for (int l = 0; l < m->num_layers; l++) {
+        const double attn = h * (qd + 2 * kvd) + qd * h;
+        if (model_is_moe_layer(m, l)) {
+            lin_flops += 2 * T * (attn + h * E + 3 * h * S) + 2 * T * k * 3 * h * Fe;
+            lin_params += attn + h * E + 3 * h * S + touched * 3 * h * Fe;
+        } else {
+            lin_flops += 2 * T * (attn + 3 * h * m->ffn);
+            lin_params += attn + 3 * h * m->ffn;
+        }
+    }
+    *gemm_flops = lin_flops + 2 * R * h * m->vocab;
     *flops = *gemm_flops + 4.0 * qd * nseq * (double)q * (q + kv) * L;
-    *gemm_bytes = 2 * (lin * L + h * m->vocab);
-    *bytes = (double)model_weight_bytes(m) + 2.0 * nseq * (kv + q) * 2 * kvd * L + 2.0 * R * m->vocab;
+    *gemm_bytes = 2 * (lin_params + h * m->vocab);
+    *bytes = 2 * (lin_params + 2 * h * m->vocab) + 2.0 * nseq * (kv + q) * 2 * kvd * L + 2.0 * R * m->vocab;
 }
 
 /* Median milliseconds of `reps` graph replays of sd (captured now, so with the engine's settings of

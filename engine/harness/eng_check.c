@@ -1148,7 +1148,24 @@ static void compare_steps(struct checker *c, const struct model_cfg *m, const st
             free(href), free(hgpu), free(rmax), free(rconf), free(rtok), free(kept);
             goto done;
         }
+        int32_t *routes = NULL; /* a mixture of experts: the engine's experts handed to the reference */
+        if (m->num_experts > 0) {
+            const int64_t nr = (int64_t)m->num_layers * o->max_tokens * m->experts_top_k;
+            int64_t stride = 0;
+            routes = xmalloc(sizeof *routes * (size_t)nr);
+            if (eng_routes(e, routes, nr, &stride, &err)) {
+                fail_msg(c, "read routes", err.msg);
+                free(routes), free(href), free(hgpu), free(rmax), free(rconf), free(rtok), free(kept), free(picks);
+                goto done;
+            }
+            eng_ref_force_routes(r, routes, stride);
+        }
         eng_ref_step(r, sd, &p, sd->attn_block, href, rtok, rmax, rconf);
+        if (routes) { /* near ties of the router's logits part them; a wrong router, most */
+            snprintf(what, sizeof what, "step %d: rows the reference would route elsewhere (fraction)", step);
+            report(c, what, eng_ref_route_disagreement(r), 0.10);
+            free(routes);
+        }
         if (kept) { /* the reference's own ranking beside the engine's: near ties part them, a wrong
                      * scoring row or key would leave about r of the keys in common */
             snprintf(what, sizeof what, "step %d: kept keys the reference would not keep (fraction)", step);
