@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [fc] [focus]: the engine's GPU work in one call
+# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [fc] [focus] [moe]: the engine's GPU work in one call
 # on a GPU machine, its outputs under OUT. The lent GPU machines have nvcc but no Debian -dev
 # packages: unpack those into deps/root here and carry it (engine/README.md, "On a GPU machine");
 # DEPS=deps/root then builds against it.
@@ -25,6 +25,10 @@
 #             focus on SDAR-8B (FOCUS_MODEL), a live focus run on it priced by the cost model, and
 #             the same schedule simulated (OUT/sim-focus.db) and replayed (FOCUS_ARGS replaces the
 #             workload options)
+#   moe       mixtures of experts: engine check --only moe on both kernel paths, engine bench of a
+#             Reuse (16 x 32 over 480) and a Refresh (16 x 512) step of LLaDA2.0-mini and
+#             LLaDA-MoE-7B against their floors (bench-moe.txt), a live run of each priced by the
+#             roofline, and the first's schedule simulated and replayed
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]}
@@ -136,6 +140,31 @@ PY
     cat "$o/focus-fidelity.txt"
 }
 
+# the mixture-of-experts part (see the header)
+moe_part() {
+    local o=$1 t=./$b/tessera
+    export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
+    $t engine check --only moe >"$o/check-moe.txt" 2>&1 || { cat "$o/check-moe.txt"; return 1; }
+    TESSERA_KERNELS=portable $t engine check --only moe >"$o/check-moe-portable.txt" 2>&1 ||
+        { cat "$o/check-moe-portable.txt"; return 1; }
+    tail -n 1 "$o/check-moe.txt" "$o/check-moe-portable.txt"
+    : >"$o/bench-moe.txt"
+    for model in llada2.0-mini llada-moe-7b; do
+        $t engine bench --only steps --model $model --step 16,32,480,32 --step 16,512,0,512 \
+            --json "$o/bench-moe.jsonl" >>"$o/bench-moe.txt" 2>&1 || { tail -20 "$o/bench-moe.txt"; return 1; }
+    done
+    grep -E "^engine|^step|eager" "$o/bench-moe.txt"
+    local args="--requests 8 --rps 4 --gen-len 64 --lengths fixed:300,64 --cost roofline"
+    for model in llada2.0-mini llada-moe-7b; do
+        $t sim --model $model $args --executor gpu --no-progress >"$o/live-moe-$model.txt" 2>&1 ||
+            { cat "$o/live-moe-$model.txt"; return 1; }
+        grep -E "live|throughput" "$o/live-moe-$model.txt"
+    done
+    $t sim --model llada2.0-mini $args --no-progress --quiet --db "$o/sim-moe.db" >/dev/null || return 1
+    $t engine replay --db "$o/sim-moe.db" --ops >"$o/replay-moe.txt" 2>&1 || { cat "$o/replay-moe.txt"; return 1; }
+    tail -3 "$o/replay-moe.txt"
+}
+
 rc=0
 for p in $parts; do
     case $p in
@@ -167,8 +196,9 @@ for p in $parts; do
         sparse) sparse_part "$out" || rc=1 ;;
         fc) fc_part "$out" || rc=1 ;;
         focus) focus_part "$out" || rc=1 ;;
+        moe) moe_part "$out" || rc=1 ;;
         memcheck) ;;
-        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, fc, focus)" >&2
+        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, fc, focus, moe)" >&2
            exit 2 ;;
     esac
 done

@@ -4,8 +4,8 @@
 # finishes, the measured time is positive and within a factor of 3 of the calibrated model's, and
 # the database records the measured step times; a preset with the caching planner runs live too,
 # and so does the fused FFN's implementation profile, dInfer's preset (vicinity refresh), the
-# delayed intra-block cache on SDAR-8B and FOCUS's eviction over it, the sparse caches, dLLM-Cache's
-# feature cache, and a run whose steps lazy chunking splits.
+# delayed intra-block cache on SDAR-8B and FOCUS's eviction over it, a mixture of experts, the sparse
+# caches, dLLM-Cache's feature cache, and a run whose steps lazy chunking splits.
 # Usage: live_gpu_test.sh PATH/TO/tessera
 set -u
 bin=${1:?usage: live_gpu_test.sh PATH/TO/tessera}
@@ -76,6 +76,10 @@ executed "block+delayed (sdar-8b)" "$tmp/delayed.json" || exit 1
     --lengths fixed:300,64 --cost calibrated --executor gpu --json --quiet --no-progress >"$tmp/focus.json" ||
     { echo "live: the focus run failed"; exit 1; }
 executed "focus (sdar-8b, eviction)" "$tmp/focus.json" || exit 1
+# a mixture of experts live: LLaDA2.0-mini's dense first layer, its routed and shared experts
+"$bin" sim --model llada2.0-mini --requests 4 --rps 8 --gen-len 32 --lengths fixed:200,32 --executor gpu \
+    --json --quiet --no-progress >"$tmp/moe.json" || { echo "live: the llada2.0-mini run failed"; exit 1; }
+executed "llada2.0-mini (mixture of experts)" "$tmp/moe.json" || exit 1
 # sparse caches live, both kinds of kept set: FULL steps, the selecting REFRESH (scores, ranking and
 # compaction on the GPU, every layer) and REUSE steps over the kept keys, priced by the calibration
 for sel in uniform head; do

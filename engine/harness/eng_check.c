@@ -661,16 +661,24 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
             werr = fmax(werr, fabs(wts[t * k + j] - rw[j]));
         }
     }
-    /* the dispatch: each expert's copies at its offsets, in copy order; the tiles cover them */
+    /* the dispatch: each expert's copies within its offsets, each place taken once; the tiles
+     * cover them */
     int covered = 0;
+    unsigned char *taken = xcalloc((size_t)n, 1);
     for (int e = 0, p = 0; e < E; e++) {
-        arrays += off[e] != p;
+        const int lo = off[e], hi = off[e + 1];
+        arrays += lo != p;
         for (int i = 0; i < n; i++)
             if (ids[i] == e) {
-                arrays += pos[i] != p || tok[p] != i / k;
+                const int q = pos[i];
+                const bool in = q >= lo && q < hi && q < n;
+                arrays += !in || taken[q] || tok[q] != i / k;
+                if (in)
+                    taken[q] = 1;
                 p++;
             }
     }
+    free(taken);
     arrays += off[E] != n;
     for (int i = 0; i < ntiles; i++) {
         const int e = tiles[2 * i], s = tiles[2 * i + 1];
