@@ -578,10 +578,27 @@ int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, con
 {
     if (no_duplicate_rows(d, err))
         return -1;
+    /* the named model and GPU must be able to produce these GEMM times */
+    struct model_cfg m;
+    struct gpu_spec g;
+    struct gpu_table *t = gpu_table_create();
+    int rc = model_resolve(d->model, &m, err) || (gpu_file && gpu_load_file(t, gpu_file, err)) ||
+                     gpu_lookup(t, gpu_name, &g, err)
+                 ? -1
+                 : 0;
+    gpu_table_destroy(t);
+    if (rc)
+        return -1;
+    /* the dense layers' FFNs and the MoE layers' shared experts */
+    const double width = (double)m.ffn * (m.num_layers - model_num_moe_layers(&m)) +
+                         (double)m.moe_ffn * m.num_shared_experts * model_num_moe_layers(&m);
     const enum cost_op needed[] = {OP_NORM, OP_QKV, OP_ROPE, OP_ATTN, OP_OPROJ, OP_GATE_UP, OP_ACT,
-                                   OP_DOWN, OP_LM_HEAD, OP_SAMPLE};
+                                   OP_DOWN, OP_LM_HEAD, OP_SAMPLE, OP_ROUTER, OP_EXPERTS};
     for (size_t i = 0; i < TS_ARRAY_LEN(needed); i++) {
         bool token_op = needed[i] != OP_LM_HEAD && needed[i] != OP_SAMPLE && needed[i] != OP_ATTN;
+        bool ffn = needed[i] == OP_GATE_UP || needed[i] == OP_ACT || needed[i] == OP_DOWN;
+        if ((ffn && width == 0) || ((needed[i] == OP_ROUTER || needed[i] == OP_EXPERTS) && m.num_experts == 0))
+            continue; /* a model without dense FFNs, or without experts */
         int n = 0;
         for (size_t j = 0; j < d->n; j++)
             n += d->rows[j].op == needed[i];
@@ -596,24 +613,13 @@ int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, con
             return ts_fail(err, "profile of %s on %s: op %s is measured at fewer than 3 token counts",
                            d->model, d->device, cost_op_name(needed[i]));
     }
-    /* the named model and GPU must be able to produce these GEMM times */
-    struct model_cfg m;
-    struct gpu_spec g;
-    struct gpu_table *t = gpu_table_create();
-    int rc = model_resolve(d->model, &m, err) || (gpu_file && gpu_load_file(t, gpu_file, err)) ||
-                     gpu_lookup(t, gpu_name, &g, err)
-                 ? -1
-                 : 0;
-    gpu_table_destroy(t);
-    if (rc)
-        return -1;
     for (size_t j = 0; j < d->n; j++) {
         const struct calib_row *r = &d->rows[j];
         if (r->op != OP_GATE_UP || r->logit_rows || r->fc_rows)
             continue; /* (a dLLM-Cache step's rows differ by layer) */
         double T = (double)r->segs * r->q;
-        double flops = 2.0 * T * m.hidden * 2.0 * m.ffn * (m.num_layers - model_num_moe_layers(&m));
-        double bytes = 2.0 * 2.0 * m.ffn * m.hidden * (m.num_layers - model_num_moe_layers(&m));
+        double flops = 2.0 * T * m.hidden * 2.0 * width;
+        double bytes = 2.0 * 2.0 * width * m.hidden;
         double floor_ms = fmax(flops / g.bf16_flops, bytes / g.mem_bw) * 1e3;
         double ratio = r->ms / floor_ms;
         if (ratio < 0.7 || ratio > 20)

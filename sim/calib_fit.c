@@ -23,7 +23,7 @@
 #define FC_FEATURES 6
 
 static const enum cost_op token_ops[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_OPROJ,
-                                         OP_GATE_UP, OP_ACT, OP_DOWN};
+                                         OP_GATE_UP, OP_ACT, OP_DOWN, OP_ROUTER, OP_EXPERTS};
 
 /* Whether two profile rows belong to the same profiled step. */
 static bool same_step(const struct calib_row *a, const struct calib_row *b)

@@ -160,7 +160,7 @@ struct prof_step *profile_grid(const struct model_cfg *m, enum grid_part part, i
         long_grid(m, kv_pool_tokens, &g, &cap, n, &skip);
     if (part == GRID_ALL || part == GRID_SELECT)
         select_grid(m, &g, &cap, n);
-    if (part == GRID_ALL || part == GRID_FC)
+    if ((part == GRID_ALL && m->num_experts == 0) || part == GRID_FC) /* (no feature cache on a MoE model) */
         fc_grid(m, &g, &cap, n);
     if (skipped)
         *skipped = skip;
