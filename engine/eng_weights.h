@@ -1,5 +1,5 @@
 /*
- * eng_weights.h: the weight layout of a dense dLLM (LLaDA, Dream, SDAR families) in one bf16
+ * eng_weights.h: the weight layout of a dLLM (LLaDA, Dream, SDAR families; LLaDA-MoE, LLaDA2.0) in one bf16
  * buffer, and the counter-hash initialisation shared bit for bit by the GPU (k_fill_random) and
  * the host (eng_fill_host), so the CPU reference runs on exactly the engine's weights.
  *
