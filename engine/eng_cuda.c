@@ -376,7 +376,7 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
 static int alloc_moe(struct eng *e, struct ts_err *err)
 {
     const int64_t T = e->o.max_tokens, n = T * e->m.experts_top_k, E = e->m.num_experts;
-    e->moe_max_tiles = (int32_t)((n + K_MOE_TILE - 1) / K_MOE_TILE + E);
+    e->moe_max_tiles = (int32_t)((n + K_MOE_TILE_MIN - 1) / K_MOE_TILE_MIN + E);
     return alloc((void **)&e->moe_ids, n * 4, err) || alloc((void **)&e->moe_wts, n * 4, err) ||
            alloc((void **)&e->moe_counts, E * 4, err) || alloc((void **)&e->moe_offsets, (E + 1) * 4, err) ||
            alloc((void **)&e->moe_tok, n * 4, err) || alloc((void **)&e->moe_pos, n * 4, err) ||
@@ -485,7 +485,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
             e->mem.workspace += 8LL * m->num_heads * T + 4LL * EVICT_REQS;
         if (m->num_experts > 0) /* the routing scratch (alloc_moe) */
             e->mem.workspace += T * (16LL * m->experts_top_k + 4LL * m->hidden) + 16LL * m->num_experts +
-                                8LL * (T * m->experts_top_k / K_MOE_TILE + 1) + 16;
+                                8LL * (T * m->experts_top_k / K_MOE_TILE_MIN + 1) + 16;
     }
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
@@ -723,6 +723,7 @@ static int moe_ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, st
     const struct model_cfg *m = &e->m;
     const struct eng_act *a = &e->act;
     const int h = m->hidden, E = m->num_experts, k = m->experts_top_k, Fe = m->moe_ffn, n = T * k;
+    const int tile = k_moe_tile(n, E);
     cudaStream_t st = e->stream;
     bf16_t *logits = (bf16_t *)eng_arena_at(&e->arena, a->router[L]);
     if (runs(e, OP_ROUTER)) {
@@ -733,7 +734,7 @@ static int moe_ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, st
             CU(cudaMemcpyAsync(e->moe_trace + (size_t)L * e->o.max_tokens * k, e->moe_ids, sizeof(int32_t) * (size_t)n,
                                cudaMemcpyDeviceToDevice, st));
         const struct k_moe_dispatch_args da = {e->moe_ids, e->moe_counts, e->moe_offsets, e->moe_tok, e->moe_pos,
-                                               e->moe_tiles, e->moe_ntiles, T, k, E};
+                                               e->moe_tiles, e->moe_ntiles, T, k, E, tile};
         KL(k_moe_dispatch(&da, st));
     }
     mark(e, OP_ROUTER);
@@ -745,11 +746,11 @@ static int moe_ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, st
             bf16_t *act = (bf16_t *)eng_arena_at(&e->arena, a->mact[i]);
             KL(k_gather_rows(g, hn2, e->moe_tok + p0, p1 - p0, h, st));
             struct k_moe_gemm_args ga = {g, W(e, W_EXP_GU, L), gu, e->moe_offsets, e->moe_tiles, e->moe_ntiles,
-                                         p0, p1, 2 * Fe, h, e->moe_max_tiles};
+                                         p0, p1, 2 * Fe, h, e->moe_max_tiles, tile};
             KL(k_moe_gemm(&ga, st));
             KL(k_swiglu(act, gu, p1 - p0, Fe, st));
             ga = (struct k_moe_gemm_args){act, W(e, W_EXP_DOWN, L), g, e->moe_offsets, e->moe_tiles, e->moe_ntiles,
-                                          p0, p1, h, Fe, e->moe_max_tiles};
+                                          p0, p1, h, Fe, e->moe_max_tiles, tile};
             KL(k_moe_gemm(&ga, st));
             const struct k_moe_combine_args ca = {g, e->moe_pos, e->moe_wts, e->moe_acc, x, T, k, h, p0, p1,
                                                   c == 0, c == a->moe_chunks - 1};

@@ -40,6 +40,16 @@ mk=(make --no-print-directory BUILD=$b ${DEPS:+DEPS=$DEPS})
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv | tee "$out/gpu.txt"
 "${mk[@]}" -j16 all >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+# check_both PART DIR: engine check --only PART with the device's kernels and the portable ones,
+# into DIR/check-PART.txt and DIR/check-PART-portable.txt
+check_both() {
+    local t=./$b/tessera
+    $t engine check --only "$1" >"$2/check-$1.txt" 2>&1 || { cat "$2/check-$1.txt"; return 1; }
+    TESSERA_KERNELS=portable $t engine check --only "$1" >"$2/check-$1-portable.txt" 2>&1 ||
+        { cat "$2/check-$1-portable.txt"; return 1; }
+    tail -n 1 "$2/check-$1.txt" "$2/check-$1-portable.txt"
+}
+
 # the sparse part (see the header)
 sparse_part() {
     local o=$1 t=./$b/tessera
@@ -68,10 +78,7 @@ for r in sqlite3.connect(sys.argv[1]).execute("SELECT segs, q, keep, sel_heads, 
 fc_part() {
     local o=$1 t=./$b/tessera
     export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
-    $t engine check --only fc >"$o/check-fc.txt" 2>&1 || { cat "$o/check-fc.txt"; return 1; }
-    TESSERA_KERNELS=portable $t engine check --only fc >"$o/check-fc-portable.txt" 2>&1 ||
-        { cat "$o/check-fc-portable.txt"; return 1; }
-    tail -n 1 "$o/check-fc.txt" "$o/check-fc-portable.txt"
+    check_both fc "$o" || return 1
     local args=${FC_ARGS:---requests 16 --rps 4 --gen-len 256 --lengths fixed:300,256}
     $t sim --policy dllm-cache $args --cost calibrated --executor gpu --no-progress >"$o/live-fc.txt" 2>&1 ||
         { cat "$o/live-fc.txt"; return 1; }
@@ -107,10 +114,7 @@ PY
 focus_part() {
     local o=$1 t=./$b/tessera model=${FOCUS_MODEL:-sdar-8b}
     export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
-    $t engine check --only focus >"$o/check-focus.txt" 2>&1 || { cat "$o/check-focus.txt"; return 1; }
-    TESSERA_KERNELS=portable $t engine check --only focus >"$o/check-focus-portable.txt" 2>&1 ||
-        { cat "$o/check-focus-portable.txt"; return 1; }
-    tail -n 1 "$o/check-focus.txt" "$o/check-focus-portable.txt"
+    check_both focus "$o" || return 1
     $t engine bench --only focus --model "$model" --json "$o/bench-focus.jsonl" >"$o/bench-focus.txt" 2>&1 ||
         { cat "$o/bench-focus.txt"; return 1; }
     tail -9 "$o/bench-focus.txt"
@@ -144,10 +148,7 @@ PY
 moe_part() {
     local o=$1 t=./$b/tessera
     export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
-    $t engine check --only moe >"$o/check-moe.txt" 2>&1 || { cat "$o/check-moe.txt"; return 1; }
-    TESSERA_KERNELS=portable $t engine check --only moe >"$o/check-moe-portable.txt" 2>&1 ||
-        { cat "$o/check-moe-portable.txt"; return 1; }
-    tail -n 1 "$o/check-moe.txt" "$o/check-moe-portable.txt"
+    check_both moe "$o" || return 1
     : >"$o/bench-moe.txt"
     for model in llada2.0-mini llada-moe-7b; do
         $t engine bench --only steps --model $model --step 16,32,480,32 --step 16,512,0,512 \

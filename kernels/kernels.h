@@ -306,8 +306,10 @@ struct k_focus_args {
  * output depends on it): counts [E] (scratch), offsets
  * [E + 1] (expert e's sorted positions offsets[e]..offsets[e + 1] - 1), tok [T k] (the token of each
  * sorted position), pos [T k] (each copy's sorted position), and the tile list: tiles [2 max_tiles]
- * (expert, first sorted position) of K_MOE_TILE rows each within an expert, *ntiles of them;
- * max_tiles = ceil(T k / K_MOE_TILE) + E bounds them.
+ * (expert, first sorted position) of `tile` rows each within an expert (32 or 64), *ntiles of
+ * them; max_tiles = ceil(T k / K_MOE_TILE_MIN) + E bounds them. k_moe_tile gives the tile a step
+ * takes: 32 rows up to 32 copies an expert on average (fewer padded rows, a deeper pipeline for
+ * the weights streamed once), else 64 (each expert's weights read by fewer tiles).
  * k_moe_gemm: Y[p - p0] = X[p - p0] W_e^T for the sorted positions p in [p0, p1) (one chunk of them),
  * e the expert p belongs to: X [p1 - p0, K], W [E][N, K] (expert e's at e N K), Y [p1 - p0, N]; N
  * and K multiples of 64.
@@ -316,17 +318,17 @@ struct k_focus_args {
  * Needs E <= K_MOE_MAX_EXPERTS and k <= 32.
  */
 #define K_MOE_MAX_EXPERTS 1024
-#define K_MOE_TILE 64
+#define K_MOE_TILE_MIN 32
 struct k_moe_dispatch_args {
     const int32_t *ids;
     int32_t *counts, *offsets, *tok, *pos, *tiles, *ntiles;
-    int T, k, E;
+    int T, k, E, tile;
 };
 struct k_moe_gemm_args {
     const bf16_t *X, *W;
     bf16_t *Y;
     const int32_t *offsets, *tiles, *ntiles;
-    int p0, p1, N, K, max_tiles;
+    int p0, p1, N, K, max_tiles, tile; /* tile: the dispatch's */
 };
 struct k_moe_combine_args {
     const bf16_t *Y;
@@ -339,6 +341,7 @@ struct k_moe_combine_args {
 };
 int k_moe_route(const bf16_t *logits, int T, int E, int k, int32_t *ids, float *wts, k_stream stream);
 int k_moe_dispatch(const struct k_moe_dispatch_args *a, k_stream stream);
+int k_moe_tile(int copies, int experts);
 int k_moe_gemm(const struct k_moe_gemm_args *a, k_stream stream);
 int k_moe_combine(const struct k_moe_combine_args *a, k_stream stream);
 

@@ -8,11 +8,9 @@
 #include "common.cuh"
 
 #define ROUTE_THREADS 128
-#define GEMM_BM 64 /* = K_MOE_TILE */
 #define GEMM_BN 64
 #define GEMM_BK 64
 #define GEMM_LD (GEMM_BK + 8) /* padded rows of the staged tiles (a multiple of 8 bf16) */
-static_assert(GEMM_BM * (GEMM_BN + 4) * 4 <= 2 * 2 * GEMM_BM * GEMM_LD * 2, "the outputs fit the staged tiles");
 
 /* Block t: token t's softmax over its router logits, its k largest (ties: the lower expert) and
  * their probabilities renormalised. Shared memory: the probabilities, then a reduction's scratch. */
@@ -106,7 +104,8 @@ static __global__ void moe_count_kernel(const int32_t *ids, int n, int32_t *coun
 
 /* One block: the experts' offsets in expert order (counts read into shared memory, summed by one
  * thread), the fill counters cleared, and the tile list. */
-static __global__ void moe_scan_kernel(int32_t *counts, int E, int32_t *offsets, int32_t *tiles, int32_t *ntiles)
+static __global__ void moe_scan_kernel(int32_t *counts, int E, int tile, int32_t *offsets, int32_t *tiles,
+                                       int32_t *ntiles)
 {
     griddep_wait();
     __shared__ int32_t cnt[K_MOE_MAX_EXPERTS], off[K_MOE_MAX_EXPERTS + 1], first[K_MOE_MAX_EXPERTS];
@@ -119,7 +118,7 @@ static __global__ void moe_scan_kernel(int32_t *counts, int E, int32_t *offsets,
             off[e] = o;
             first[e] = n; /* the expert's first tile */
             o += cnt[e];
-            n += (cnt[e] + K_MOE_TILE - 1) / K_MOE_TILE;
+            n += (cnt[e] + tile - 1) / tile;
         }
         off[E] = o;
         *ntiles = n;
@@ -129,7 +128,7 @@ static __global__ void moe_scan_kernel(int32_t *counts, int E, int32_t *offsets,
         offsets[e] = off[e];
     for (int e = threadIdx.x; e < E; e += blockDim.x) {
         counts[e] = 0; /* the place kernel's fill counters */
-        for (int s = 0, t = first[e]; s < cnt[e]; s += K_MOE_TILE, t++) {
+        for (int s = 0, t = first[e]; s < cnt[e]; s += tile, t++) {
             tiles[2 * t] = e;
             tiles[2 * t + 1] = off[e] + s;
         }
@@ -152,16 +151,20 @@ static __global__ void moe_place_kernel(const int32_t *ids, int n, int k, const 
 }
 
 /* Block (column tile, tile): Y = X W_e^T over the tile's rows of sorted positions within [p0, p1).
- * Four warps of 32 x 32 outputs, bf16 tensor-core fragments, fp32 accumulation; the X and W tiles
- * of the next 64 columns of K load (cp.async) while this one's multiply. The outputs are staged
- * through the same shared memory. */
+ * GEMM_BM rows (the tile list's) in four warps of GEMM_BM / 2 x 32 outputs, bf16 tensor-core
+ * fragments, fp32 accumulation; the X and W tiles of the next GEMM_STAGES - 1 K steps load
+ * (cp.async) while one multiplies. The outputs are staged through the same shared memory. */
+template <int GEMM_BM, int GEMM_STAGES>
 static __global__ void __launch_bounds__(128) moe_gemm_kernel(struct k_moe_gemm_args a)
 {
+    static_assert(GEMM_BM * (GEMM_BN + 4) * 4 <= GEMM_STAGES * (GEMM_BM + GEMM_BN) * GEMM_LD * 2,
+                  "the outputs fit the stages");
     using namespace nvcuda;
+    constexpr int FM = GEMM_BM / 2 / 16; /* a warp's row fragments */
     griddep_wait();
-    __shared__ __align__(128) unsigned char smem[2 * 2 * GEMM_BM * GEMM_LD * 2];
-    bf16_t *As = (bf16_t *)smem, *Bs = As + 2 * GEMM_BM * GEMM_LD; /* [stage][64][GEMM_LD] each */
-    float *Cs = (float *)smem;                                       /* [64][GEMM_BN + 4], after the loop */
+    __shared__ __align__(128) unsigned char smem[GEMM_STAGES * (GEMM_BM + GEMM_BN) * GEMM_LD * 2];
+    bf16_t *As = (bf16_t *)smem, *Bs = As + GEMM_STAGES * GEMM_BM * GEMM_LD; /* [stage][rows][GEMM_LD] */
+    float *Cs = (float *)smem;                                                /* [BM][BN + 4], after the loop */
     const int ti = blockIdx.y;
     if (ti >= *a.ntiles)
         return;
@@ -173,49 +176,56 @@ static __global__ void __launch_bounds__(128) moe_gemm_kernel(struct k_moe_gemm_
     const int wr = warp >> 1, wc = warp & 1, nk = K / GEMM_BK;
     const bf16_t *W = a.W + ((size_t)e * N + col0) * K;
     auto load = [&](int stage, int k0) {
-        for (int v = threadIdx.x; v < GEMM_BM * GEMM_BK / 8; v += blockDim.x) { /* 16-byte pieces */
-            const int row = v / (GEMM_BK / 8), c = (v % (GEMM_BK / 8)) * 8, r = r0 + row;
-            const bool in = r < r1;
-            cp_async16((uint32_t)__cvta_generic_to_shared(As + (stage * GEMM_BM + row) * GEMM_LD + c),
-                       a.X + (size_t)((in ? r : r0) - a.p0) * K + k0 + c, in ? 16 : 0);
-            cp_async16((uint32_t)__cvta_generic_to_shared(Bs + (stage * GEMM_BN + row) * GEMM_LD + c),
-                       W + (size_t)row * K + k0 + c, 16);
+        for (int v = threadIdx.x; v < (GEMM_BM + GEMM_BN) * GEMM_BK / 8; v += blockDim.x) { /* 16-byte pieces */
+            const int row = v / (GEMM_BK / 8), c = (v % (GEMM_BK / 8)) * 8;
+            if (row < GEMM_BM) {
+                const int r = r0 + row;
+                const bool in = r < r1;
+                cp_async16((uint32_t)__cvta_generic_to_shared(As + (stage * GEMM_BM + row) * GEMM_LD + c),
+                           a.X + (size_t)((in ? r : r0) - a.p0) * K + k0 + c, in ? 16 : 0);
+            } else {
+                const int n = row - GEMM_BM;
+                cp_async16((uint32_t)__cvta_generic_to_shared(Bs + (stage * GEMM_BN + n) * GEMM_LD + c),
+                           W + (size_t)n * K + k0 + c, 16);
+            }
         }
-        asm volatile("cp.async.commit_group;\n" ::);
     };
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
-    for (int i = 0; i < 2; i++)
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FM][2];
+    for (int i = 0; i < FM; i++)
         for (int j = 0; j < 2; j++)
             wmma::fill_fragment(acc[i][j], 0.f);
-    load(0, 0);
+    for (int st = 0; st < GEMM_STAGES - 1; st++) { /* the first stages in flight (a group each) */
+        if (st < nk)
+            load(st, st * GEMM_BK);
+        asm volatile("cp.async.commit_group;\n" ::);
+    }
     for (int kt = 0; kt < nk; kt++) {
-        const int st = kt & 1;
-        if (kt + 1 < nk) {
-            load(st ^ 1, (kt + 1) * GEMM_BK);
-            asm volatile("cp.async.wait_group 1;\n" ::);
-        } else {
-            asm volatile("cp.async.wait_group 0;\n" ::);
-        }
-        __syncthreads();
-        const __nv_bfloat16 *at = (const __nv_bfloat16 *)As + st * GEMM_BM * GEMM_LD;
-        const __nv_bfloat16 *bt = (const __nv_bfloat16 *)Bs + st * GEMM_BN * GEMM_LD;
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(GEMM_STAGES - 2));
+        __syncthreads(); /* stage kt landed for every thread; stage kt - 1 is no longer read */
+        const int nxt = kt + GEMM_STAGES - 1;
+        if (nxt < nk)
+            load(nxt % GEMM_STAGES, nxt * GEMM_BK);
+        asm volatile("cp.async.commit_group;\n" ::);
+        const __nv_bfloat16 *at = (const __nv_bfloat16 *)As + (kt % GEMM_STAGES) * GEMM_BM * GEMM_LD;
+        const __nv_bfloat16 *bt = (const __nv_bfloat16 *)Bs + (kt % GEMM_STAGES) * GEMM_BN * GEMM_LD;
 #pragma unroll
         for (int kk = 0; kk < GEMM_BK; kk += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa[2];
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa[FM];
             wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb[2];
-            for (int i = 0; i < 2; i++)
-                wmma::load_matrix_sync(fa[i], at + (wr * 32 + i * 16) * GEMM_LD + kk, GEMM_LD);
+            for (int i = 0; i < FM; i++)
+                wmma::load_matrix_sync(fa[i], at + (wr * (GEMM_BM / 2) + i * 16) * GEMM_LD + kk, GEMM_LD);
             for (int j = 0; j < 2; j++)
                 wmma::load_matrix_sync(fb[j], bt + (wc * 32 + j * 16) * GEMM_LD + kk, GEMM_LD);
-            for (int i = 0; i < 2; i++)
+            for (int i = 0; i < FM; i++)
                 for (int j = 0; j < 2; j++)
                     wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
         }
-        __syncthreads(); /* the stage is loaded again two steps on */
     }
-    for (int i = 0; i < 2; i++)
+    asm volatile("cp.async.wait_group 0;\n" ::);
+    __syncthreads(); /* every stage read: the outputs may take its memory */
+    for (int i = 0; i < FM; i++)
         for (int j = 0; j < 2; j++)
-            wmma::store_matrix_sync(Cs + (wr * 32 + i * 16) * (GEMM_BN + 4) + wc * 32 + j * 16, acc[i][j],
+            wmma::store_matrix_sync(Cs + (wr * (GEMM_BM / 2) + i * 16) * (GEMM_BN + 4) + wc * 32 + j * 16, acc[i][j],
                                     GEMM_BN + 4, wmma::mem_row_major);
     __syncthreads();
     for (int v = threadIdx.x; v < GEMM_BM * GEMM_BN / 8; v += blockDim.x) {
@@ -277,14 +287,14 @@ extern "C" int k_moe_dispatch(const struct k_moe_dispatch_args *a, k_stream stre
     const int n = a->T * a->k;
     if (n <= 0)
         return 0;
-    if (a->E <= 0 || a->E > K_MOE_MAX_EXPERTS)
+    if (a->E <= 0 || a->E > K_MOE_MAX_EXPERTS || (a->tile != 32 && a->tile != 64))
         return (int)cudaErrorInvalidValue;
     const unsigned blocks = (unsigned)((n + 255) / 256);
     cudaError_t ce = cudaMemsetAsync(a->counts, 0, sizeof(int32_t) * (size_t)a->E, stream);
     if (ce == cudaSuccess)
         ce = k_launch(moe_count_kernel, dim3(blocks), dim3(256), 0, stream, (const int32_t *)a->ids, n, a->counts);
     if (ce == cudaSuccess)
-        ce = k_launch(moe_scan_kernel, dim3(1), dim3(256), 0, stream, a->counts, a->E, a->offsets, a->tiles,
+        ce = k_launch(moe_scan_kernel, dim3(1), dim3(256), 0, stream, a->counts, a->E, a->tile, a->offsets, a->tiles,
                       a->ntiles);
     if (ce == cudaSuccess)
         ce = k_launch(moe_place_kernel, dim3(blocks), dim3(256), 0, stream, a->ids, n, a->k,
@@ -296,10 +306,17 @@ extern "C" int k_moe_gemm(const struct k_moe_gemm_args *a, k_stream stream)
 {
     if (a->p1 <= a->p0 || a->max_tiles <= 0)
         return 0;
-    if (a->N % GEMM_BN || a->K % GEMM_BK)
+    if (a->N % GEMM_BN || a->K % GEMM_BK || (a->tile != 32 && a->tile != 64))
         return (int)cudaErrorInvalidValue;
-    return (int)k_launch(moe_gemm_kernel, dim3((unsigned)(a->N / GEMM_BN), (unsigned)a->max_tiles), dim3(128), 0,
-                         stream, *a);
+    const dim3 grid((unsigned)(a->N / GEMM_BN), (unsigned)a->max_tiles);
+    /* 32 rows three stages deep, or 64 two deep: each within the 48 KiB of static shared memory */
+    return (int)(a->tile == 32 ? k_launch(moe_gemm_kernel<32, 3>, grid, dim3(128), 0, stream, *a)
+                               : k_launch(moe_gemm_kernel<64, 2>, grid, dim3(128), 0, stream, *a));
+}
+
+extern "C" int k_moe_tile(int copies, int experts)
+{
+    return copies <= 32 * experts ? 32 : 64;
 }
 
 extern "C" int k_moe_combine(const struct k_moe_combine_args *a, k_stream stream)

@@ -588,12 +588,30 @@ done:
     free(qf), free(kf), free(qh), free(kh), free(delta), free(imp), free(gimp);
 }
 
+/* The choices of T rows (ids, wts [T k]) that differ from ref_moe_route's over the logits lf [T, E];
+ * *werr gets the largest weight's difference. */
+static int moe_route_wrong(const float *lf, const int32_t *ids, const float *wts, int T, int E, int k, double *werr)
+{
+    int wrong = 0;
+    int32_t *rid = xmalloc(sizeof *rid * (size_t)k);
+    float *rw = xmalloc(sizeof *rw * (size_t)k);
+    for (int t = 0; t < T; t++) {
+        ref_moe_route(lf + (size_t)t * E, E, k, rid, rw);
+        for (int j = 0; j < k; j++) {
+            wrong += ids[t * k + j] != rid[j];
+            *werr = fmax(*werr, fabs(wts[t * k + j] - rw[j]));
+        }
+    }
+    free(rid), free(rw);
+    return wrong;
+}
+
 /* The MoE kernels on T rows of E experts, k each: the routing against the reference's, the dispatch's
  * arrays against a count on the host, and the grouped GEMM (in two chunks of the copies, the
  * second ragged) and the combine against a product on the host of the same bf16 inputs. */
-static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int K)
+static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int K, int tile)
 {
-    const int n = T * k, max_tiles = (n + K_MOE_TILE - 1) / K_MOE_TILE + E, h = N;
+    const int n = T * k, max_tiles = (n + K_MOE_TILE_MIN - 1) / K_MOE_TILE_MIN + E, h = N;
     float *lf = xmalloc(sizeof *lf * (size_t)T * E), *xf = xmalloc(sizeof *xf * (size_t)n * K);
     float *wf = xmalloc(sizeof *wf * (size_t)E * N * K), *wts = xmalloc(sizeof *wts * (size_t)n);
     bf16_t *lb = xmalloc(2 * (size_t)T * E), *xb = xmalloc(2 * (size_t)n * K), *wb = xmalloc(2 * (size_t)E * N * K);
@@ -608,33 +626,26 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
     rand_bf16(c, wf, wb, (int64_t)E * N * K, 0.2f);
     for (int64_t i = 0; i < (int64_t)T * h; i++)
         xo[i] = eng_f2bf(0.5f);
-    dl = dev_copy(lb, 2 * (size_t)T * E);
-    dids = dev_copy(ids, 4 * (size_t)n);
-    dwts = dev_copy(wts, 4 * (size_t)n);
-    dcnt = dev_copy(off, 4 * (size_t)E);
-    doff = dev_copy(off, 4 * (size_t)(E + 1));
-    dtok = dev_copy(tok, 4 * (size_t)n);
-    dpos = dev_copy(pos, 4 * (size_t)n);
-    dtiles = dev_copy(tiles, 8 * (size_t)max_tiles);
-    dnt = dev_copy(&ntiles, 4);
-    dx = dev_copy(xb, 2 * (size_t)n * K);
-    dw = dev_copy(wb, 2 * (size_t)E * N * K);
-    dy = dev_copy(yb, 2 * (size_t)n * N);
-    dacc = dev_copy(wf, 4 * (size_t)T * h);
-    dxo = dev_copy(xo, 2 * (size_t)T * h);
-    if (!dl || !dids || !dwts || !dcnt || !doff || !dtok || !dpos || !dtiles || !dnt || !dx || !dw || !dy || !dacc ||
-        !dxo) {
+    void **const dev[] = {&dl, &dids, &dwts, &dcnt, &doff, &dtok, &dpos, &dtiles, &dnt, &dx, &dw, &dy, &dacc, &dxo};
+    const void *const src[] = {lb, ids, wts, off, off, tok, pos, tiles, &ntiles, xb, wb, yb, wf, xo};
+    const size_t bytes[] = {2 * (size_t)T * E, 4 * (size_t)n, 4 * (size_t)n, 4 * (size_t)E, 4 * (size_t)(E + 1),
+                            4 * (size_t)n, 4 * (size_t)n, 8 * (size_t)max_tiles, 4, 2 * (size_t)n * K,
+                            2 * (size_t)E * N * K, 2 * (size_t)n * N, 4 * (size_t)T * h, 2 * (size_t)T * h};
+    bool allocated = true; /* (the host arrays are only the buffers' sizes here) */
+    for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
+        allocated &= (*dev[i] = dev_copy(src[i], bytes[i])) != NULL;
+    if (!allocated) {
         fail_msg(c, "moe", "device allocation failed");
         goto done;
     }
     KK(k_moe_route(dl, T, E, k, dids, dwts, NULL));
-    const struct k_moe_dispatch_args da = {dids, dcnt, doff, dtok, dpos, dtiles, dnt, T, k, E};
+    const struct k_moe_dispatch_args da = {dids, dcnt, doff, dtok, dpos, dtiles, dnt, T, k, E, tile};
     KK(k_moe_dispatch(&da, NULL));
     const int p1 = n / 2 + 3; /* two chunks: [0, p1) and [p1, n) */
     for (int ch = 0; ch < 2; ch++) {
         const int a0 = ch ? p1 : 0, a1 = ch ? n : p1;
         const struct k_moe_gemm_args ga = {(const bf16_t *)dx + (size_t)a0 * K, dw, (bf16_t *)dy + (size_t)a0 * N,
-                                           doff, dtiles, dnt, a0, a1, N, K, max_tiles};
+                                           doff, dtiles, dnt, a0, a1, N, K, max_tiles, tile};
         KK(k_moe_gemm(&ga, NULL));
         const struct k_moe_combine_args ca = {(const bf16_t *)dy + (size_t)a0 * N, dpos, dwts, dacc, dxo, T, k, h, a0,
                                               a1, ch == 0, ch == 1};
@@ -650,17 +661,9 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
     CK(cudaMemcpy(&ntiles, dnt, 4, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(yb, dy, 2 * (size_t)n * N, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(xo, dxo, 2 * (size_t)T * h, cudaMemcpyDeviceToHost));
-    int wrong_ids = 0, arrays = 0;
+    int arrays = 0;
     double werr = 0;
-    int32_t *rid = xmalloc(sizeof *rid * (size_t)k);
-    float *rw = xmalloc(sizeof *rw * (size_t)k);
-    for (int t = 0; t < T; t++) {
-        ref_moe_route(lf + (size_t)t * E, E, k, rid, rw);
-        for (int j = 0; j < k; j++) {
-            wrong_ids += ids[t * k + j] != rid[j];
-            werr = fmax(werr, fabs(wts[t * k + j] - rw[j]));
-        }
-    }
+    const int wrong_ids = moe_route_wrong(lf, ids, wts, T, E, k, &werr);
     /* the dispatch: each expert's copies within its offsets, each place taken once; the tiles
      * cover them */
     int covered = 0;
@@ -682,8 +685,8 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
     arrays += off[E] != n;
     for (int i = 0; i < ntiles; i++) {
         const int e = tiles[2 * i], s = tiles[2 * i + 1];
-        arrays += e < 0 || e >= E || s < off[e] || s >= off[e + 1] || (s - off[e]) % K_MOE_TILE;
-        covered += TS_MIN(K_MOE_TILE, off[e + 1] - s);
+        arrays += e < 0 || e >= E || s < off[e] || s >= off[e + 1] || (s - off[e]) % tile;
+        covered += TS_MIN(tile, off[e + 1] - s);
     }
     arrays += covered != n || ntiles > max_tiles;
     /* Y = X W_e^T row by row; the combine's sums */
@@ -715,7 +718,7 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
     snprintf(what, sizeof what, "  grouped GEMM %d x %d x %d in two chunks (largest error over the largest)", n, N, K);
     report(c, what, yerr / fmax(ynorm, 1e-6), 1e-2);
     report(c, "  combine into x (largest error over the largest)", cerr / fmax(cnorm, 1e-6), 1e-2);
-    free(rid), free(rw), free(yr);
+    free(yr);
 done:
     cudaFree(dl), cudaFree(dids), cudaFree(dwts), cudaFree(dcnt), cudaFree(doff), cudaFree(dtok), cudaFree(dpos);
     cudaFree(dtiles), cudaFree(dnt), cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(dacc), cudaFree(dxo);
@@ -1880,8 +1883,8 @@ static void check_kernels(struct checker *c)
     check_fc_kernels(c, 512, true);
     check_focus_kernels(c, 8, 2, 128, 29, 32);
     check_focus_kernels(c, 4, 4, 64, 100, K_FOCUS_MAX_CAND);
-    check_moe_kernels(c, 100, 8, 2, 128, 256);
-    check_moe_kernels(c, 300, 64, 8, 256, 128);
+    check_moe_kernels(c, 100, 8, 2, 128, 256, 64);
+    check_moe_kernels(c, 300, 64, 8, 256, 128, 32);
 }
 
 static void check_moe_steps(struct checker *c);
@@ -1978,8 +1981,8 @@ static void check_moe_steps(struct checker *c)
 static void check_moe_only(struct checker *c)
 {
     fprintf(c->out, "mixtures of experts: kernels and whole steps against the CPU reference:\n");
-    check_moe_kernels(c, 100, 8, 2, 128, 256);
-    check_moe_kernels(c, 300, 64, 8, 256, 128);
+    check_moe_kernels(c, 100, 8, 2, 128, 256, 64);
+    check_moe_kernels(c, 300, 64, 8, 256, 128, 32);
     check_moe_steps(c);
 }
 
