@@ -324,6 +324,7 @@ START_TEST(weights_layout_and_fill)
     eng_layout_free(&l);
     ck_assert_int_eq(eng_layout_build(model_find("llada-moe-7b"), &l, &err), 0);
     ck_assert_ptr_null(eng_layout_find(&l, W_GU, 3)); /* no shared expert, no dense layer */
+    eng_layout_free(&l);
     /* routing by hand: logits 0, ln 3, ln 3, ln 2 (probabilities 1:3:3:2 over 9); top 2 are experts 1
      * and 2 (the tie to the lower first), each half of their sum */
     const float logits[4] = {0, logf(3), logf(3), logf(2)};
