@@ -45,7 +45,10 @@ mutations=(
     "dLLM-Cache's steps feed the token curves|sim/calib_fit.c|d->rows[i].logit_rows == 0 && d->rows[i].fc_rows == 0) {|d->rows[i].logit_rows == 0) {|check_calib"
     "carried rows skip their cached outputs|engine/eng_ref.c|            for (int k = 0; k < h; k++)\n                xr[k] += cr[k];|            for (int k = 0; k < h && j >= 0; k++)\n                xr[k] += cr[k];|check_eng_ref"
     "the value check keeps the most similar rows|engine/eng_ref.c|sc[i] = (struct scored){isnan(s) ? INFINITY : -(float)s, i};|sc[i] = (struct scored){isnan(s) ? INFINITY : (float)s, i};|check_eng_ref"
-    "probing segments compute their last rows|engine/eng_plan.c|            const int32_t pos = i < fixed ? i : kvn + i;|            const int32_t pos = kvn + i;|check_eng_plan"
+    "probing segments compute their last rows|engine/eng_plan.c|            const int32_t pos = i < fixed ? off + i : kvn + i;|            const int32_t pos = kvn + i;|check_eng_plan"
+    "evicting rows lose their prefix|engine/eng_plan.c|        const int32_t off = evicting ? g->kv_front : 0;|        const int32_t off = 0;|check_eng_plan"
+    "eviction without placeholder integrity|engine/eng_ref.c|    u = TS_MAX(u, TS_MIN(picked - processed, m - processed));|    u = TS_MIN(u, TS_MIN(picked - processed, m - processed));|check_eng_ref"
+    "routing weights not renormalised|engine/eng_ref.c|        wts[j] = (float)(wts[j] / chosen);|        wts[j] = (float)(wts[j] / 1.0);|check_eng_ref"
 )
 killed=0
 survived=0

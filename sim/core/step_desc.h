@@ -166,9 +166,11 @@ struct step_desc {
                                * layers 1 and 0 over the candidates (the column sums of each head's
                                * softmax of its max-pooled pre-softmax scores among them) picks
                                * `picked` of them, and the later layers run those after the others
-                               * (q = q_front - probe + picked) over every key the front wrote:
-                               * kv + q = kv_front + q_front. Evicted rows leave the step; a segment
-                               * without a front shape runs q rows through every layer */
+                               * (q = q_front - probe + picked) over the keys the front wrote,
+                               * kv + q = kv_front + q_front at most (the engine's stop at the
+                               * right-most row some step ran through every layer: eng_plan.h).
+                               * Evicted rows leave the step; a segment without a front shape runs
+                               * q rows through every layer */
     bool cache_outputs;       /* the cache also holds each token's attention and FFN outputs per
                                * layer (dLLM-Cache's feature cache): every computed row writes its
                                * outputs there, carried rows read theirs */
