@@ -374,6 +374,17 @@ double eng_ref_ranking_disagreement(struct eng_ref *r)
     return f;
 }
 
+/* The forced picks use[n] its own own[n] would not have made (both ascending), counted. */
+static void tally_forced_picks(struct eng_ref *r, const int32_t *own, const int32_t *use, int n)
+{
+    for (int j = 0, k = 0; j < n; j++) {
+        while (k < n && own[k] < use[j])
+            k++;
+        r->pick_missing += k == n || own[k] != use[j];
+    }
+    r->pick_all += n;
+}
+
 /* The n-th probing segment's value check in layer L (f: its eng_plan.probe entry): the probe rows'
  * new V (their normalised rows projected, plus the bias) compared with the cached V, the picked rows
  * (its own, or those eng_ref_force_picks gave) made the computed rows crow/cpos from f[3] on, and
@@ -395,12 +406,7 @@ static void ref_pick(struct eng_ref *r, int L, int n, int num_probe, const int32
     ref_fc_pick(vn, vc + (size_t)pos0 * kvd, rows, kvd, picked, own);
     if (r->forced_pick) {
         use = (int32_t *)r->forced_pick + ((size_t)L * num_probe + n) * r->forced_max_probe;
-        for (int j = 0, k = 0; j < picked; j++) { /* both ascending */
-            while (k < picked && own[k] < use[j])
-                k++;
-            r->pick_missing += k == picked || own[k] != use[j];
-        }
-        r->pick_all += picked;
+        tally_forced_picks(r, own, use, picked);
     }
     for (int k = 0; k < picked; k++) {
         crow[comp + k] = x_first + use[k];
@@ -561,6 +567,11 @@ static void bufs_init(struct ref_bufs *b, const struct model_cfg *m, int T)
     b->act = xmalloc(sizeof *b->act * t * F);
 }
 
+static void bufs_free(struct ref_bufs *b)
+{
+    free(b->hn), free(b->qkv), free(b->att), free(b->tmp), free(b->act);
+}
+
 void eng_ref_force_routes(struct eng_ref *r, const int32_t *ids, int64_t stride)
 {
     r->forced_route = ids;
@@ -574,14 +585,23 @@ double eng_ref_route_disagreement(struct eng_ref *r)
     return f;
 }
 
-void ref_moe_route(const float *logits, int E, int k, int32_t *ids, float *wts)
+/* The weights wts [k] of a row's experts ids [k]: their softmax probabilities over the E logits,
+ * renormalised over them (the softmax's own sum cancels). */
+static void route_weights(const float *logits, int E, int k, const int32_t *ids, float *wts)
 {
     double mx = -INFINITY, sum = 0;
     for (int e = 0; e < E; e++)
         mx = fmax(mx, logits[e]);
-    for (int e = 0; e < E; e++)
-        sum += exp(logits[e] - mx);
-    double chosen = 0;
+    for (int j = 0; j < k; j++) {
+        wts[j] = (float)exp(logits[ids[j]] - mx);
+        sum += wts[j];
+    }
+    for (int j = 0; j < k; j++)
+        wts[j] = (float)(wts[j] / sum);
+}
+
+void ref_moe_route(const float *logits, int E, int k, int32_t *ids, float *wts)
+{
     for (int j = 0; j < k; j++) { /* the j-th largest: ties to the lower expert */
         int best = -1;
         for (int e = 0; e < E; e++) {
@@ -592,11 +612,8 @@ void ref_moe_route(const float *logits, int E, int k, int32_t *ids, float *wts)
                 best = e;
         }
         ids[j] = best;
-        wts[j] = (float)(exp(logits[best] - mx) / sum);
-        chosen += wts[j];
     }
-    for (int j = 0; j < k; j++)
-        wts[j] = (float)(wts[j] / chosen);
+    route_weights(logits, E, k, ids, wts);
 }
 
 /* Layer L's mixture of experts over T normalised rows hn into out [T, h]: each row's router logits
@@ -629,16 +646,9 @@ static void ref_moe(struct eng_ref *r, int L, const float *hn, int T, float *out
             }
             r->route_differ += !same;
             r->route_all++;
-            double mx = -INFINITY, sum = 0;
-            for (int e = 0; e < E; e++)
-                mx = fmax(mx, logits[e]);
-            for (int j = 0; j < k; j++) {
-                ids[j] = f[j] >= 0 && f[j] < E ? f[j] : ids[j];
-                wts[j] = (float)exp(logits[ids[j]] - mx);
-                sum += wts[j];
-            }
             for (int j = 0; j < k; j++)
-                wts[j] = (float)(wts[j] / sum);
+                ids[j] = f[j] >= 0 && f[j] < E ? f[j] : ids[j];
+            route_weights(logits, E, k, ids, wts);
         }
         memset(o, 0, sizeof *o * (size_t)h);
         for (int j = 0; j < k; j++) {
@@ -657,11 +667,6 @@ static void ref_moe(struct eng_ref *r, int L, const float *hn, int T, float *out
         }
     }
     free(logits), free(wts), free(gu), free(act), free(y), free(ids);
-}
-
-static void bufs_free(struct ref_bufs *b)
-{
-    free(b->hn), free(b->qkv), free(b->att), free(b->tmp), free(b->act);
 }
 
 /* Layer L of plan p over its T rows x: each row's K/V stored at its position pos[] (its key; the
@@ -753,12 +758,7 @@ static void ref_step_evicting(struct eng_ref *r, const struct step_desc *sd, con
                 use = own;
                 r->pick_missing += f[2];
             }
-            for (int j = 0, k = 0; j < f[2]; j++) { /* both ascending */
-                while (k < f[2] && own[k] < use[j])
-                    k++;
-                r->pick_missing += k == f[2] || own[k] != use[j];
-            }
-            r->pick_all += f[2];
+            tally_forced_picks(r, own, use, f[2]);
         }
         for (int k = 0; k < f[2]; k++) {
             crow[f[3] + k] = f[0] + use[k];

@@ -48,7 +48,7 @@ mutations=(
     "probing segments compute their last rows|engine/eng_plan.c|            const int32_t pos = i < fixed ? off + i : kvn + i;|            const int32_t pos = kvn + i;|check_eng_plan"
     "evicting rows lose their prefix|engine/eng_plan.c|        const int32_t off = evicting ? g->kv_front : 0;|        const int32_t off = 0;|check_eng_plan"
     "eviction without placeholder integrity|engine/eng_ref.c|    u = TS_MAX(u, TS_MIN(picked - processed, m - processed));|    u = TS_MIN(u, TS_MIN(picked - processed, m - processed));|check_eng_ref"
-    "routing weights not renormalised|engine/eng_ref.c|        wts[j] = (float)(wts[j] / chosen);|        wts[j] = (float)(wts[j] / 1.0);|check_eng_ref"
+    "routing weights not renormalised|engine/eng_ref.c|        wts[j] = (float)(wts[j] / sum);|        wts[j] = (float)(wts[j] / 1.0);|check_eng_ref"
 )
 killed=0
 survived=0
