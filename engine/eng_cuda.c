@@ -75,8 +75,10 @@ struct eng {
     float *fc_sim;                    /* and the probe rows' similarities [T] */
     float *focus_imp;                 /* an evicting step's importance, [2][H][T] (k_focus_args.imp) */
     int32_t *focus_prog;              /* and each request's progress [EVICT_REQS] (-1: none) */
-    /* a MoE model's routing (kernels.h, k_moe_*): each copy's expert and weight, the dispatch's
-     * arrays, and each token's running sum of its weighted copies [T, h] fp32 */
+    /* a MoE model's routing (kernels.h, k_moe_*), carved from moe_buf (moe_scratch): each copy's
+     * expert and weight, the dispatch's arrays, and each token's running sum of its weighted copies
+     * [T, h] fp32 */
+    void *moe_buf;
     int32_t *moe_ids, *moe_counts, *moe_offsets, *moe_tok, *moe_pos, *moe_tiles, *moe_ntiles;
     float *moe_wts, *moe_acc;
     int32_t moe_max_tiles;
@@ -372,17 +374,36 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
     return 0;
 }
 
-/* The routing scratch of a MoE model (struct eng). */
-static int alloc_moe(struct eng *e, struct ts_err *err)
+/* A MoE model's routing scratch (struct eng) as parts of one buffer: its bytes; with base, the parts'
+ * pointers set there. */
+static int64_t moe_scratch(struct eng *e, char *base)
 {
     const int64_t T = e->o.max_tokens, n = T * e->m.experts_top_k, E = e->m.num_experts;
     e->moe_max_tiles = (int32_t)((n + K_MOE_TILE_MIN - 1) / K_MOE_TILE_MIN + E);
-    return alloc((void **)&e->moe_ids, n * 4, err) || alloc((void **)&e->moe_wts, n * 4, err) ||
-           alloc((void **)&e->moe_counts, E * 4, err) || alloc((void **)&e->moe_offsets, (E + 1) * 4, err) ||
-           alloc((void **)&e->moe_tok, n * 4, err) || alloc((void **)&e->moe_pos, n * 4, err) ||
-           alloc((void **)&e->moe_tiles, 2LL * e->moe_max_tiles * 4, err) ||
-           alloc((void **)&e->moe_ntiles, 4, err) || alloc((void **)&e->moe_acc, T * e->m.hidden * 4, err) ||
-           (e->o.trace_selection && alloc((void **)&e->moe_trace, e->m.num_layers * n * 4, err));
+    const struct {
+        void **p;
+        int64_t bytes;
+    } parts[] = {{(void **)&e->moe_ids, 4 * n},           {(void **)&e->moe_wts, 4 * n},
+                 {(void **)&e->moe_tok, 4 * n},           {(void **)&e->moe_pos, 4 * n},
+                 {(void **)&e->moe_counts, 4 * E},        {(void **)&e->moe_offsets, 4 * (E + 1)},
+                 {(void **)&e->moe_tiles, 8LL * e->moe_max_tiles}, {(void **)&e->moe_ntiles, 4},
+                 {(void **)&e->moe_acc, 4 * T * e->m.hidden}};
+    int64_t off = 0;
+    for (size_t i = 0; i < TS_ARRAY_LEN(parts); i++) {
+        if (base)
+            *parts[i].p = base + off;
+        off += (parts[i].bytes + 255) / 256 * 256;
+    }
+    return off;
+}
+
+static int alloc_moe(struct eng *e, struct ts_err *err)
+{
+    if (alloc(&e->moe_buf, moe_scratch(e, NULL), err))
+        return -1;
+    moe_scratch(e, e->moe_buf);
+    return e->o.trace_selection &&
+           alloc((void **)&e->moe_trace, (int64_t)e->m.num_layers * e->o.max_tokens * e->m.experts_top_k * 4, err);
 }
 
 /* The device buffers (weights, workspaces, the KV pool poisoned so that a read of an unwritten key
@@ -483,9 +504,8 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
             e->mem.workspace += T * ((2LL * m->hidden + (int64_t)m->num_kv_heads * m->head_dim) * 2 + 4);
         if (!o->stateless) /* an evicting step's importance and progress */
             e->mem.workspace += 8LL * m->num_heads * T + 4LL * EVICT_REQS;
-        if (m->num_experts > 0) /* the routing scratch (alloc_moe) */
-            e->mem.workspace += T * (16LL * m->experts_top_k + 4LL * m->hidden) + 16LL * m->num_experts +
-                                8LL * (T * m->experts_top_k / K_MOE_TILE_MIN + 1) + 16;
+        if (m->num_experts > 0) /* the routing scratch */
+            e->mem.workspace += moe_scratch(e, NULL);
     }
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
@@ -530,8 +550,7 @@ void eng_destroy(struct eng *e)
     void *dev[] = {e->w,      e->blas_ws,      e->attn_ws, e->k_pool,  e->v_pool, e->d_meta_buf, e->d_tok,
                    e->d_max,  e->d_conf,       e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->fc_out,
                    e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog,
-                   e->moe_ids, e->moe_wts,     e->moe_counts, e->moe_offsets, e->moe_tok, e->moe_pos,
-                   e->moe_tiles, e->moe_ntiles, e->moe_acc, e->moe_trace};
+                   e->moe_buf, e->moe_trace};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -1078,7 +1097,8 @@ static int fc_probes_refused(const struct eng *e, const struct step_desc *sd, st
     return 0;
 }
 
-/* Whether an evicting step names requests beyond the progress kept on the GPU, or outgrows the trace. */
+/* Whether an evicting step names requests beyond the progress kept on the GPU, or outgrows the trace
+ * (a stateless engine's refusal is the plan's). */
 static int evict_refused(const struct eng *e, const struct step_desc *sd, struct ts_err *err)
 {
     int64_t n = 0, most = 0;
@@ -1090,8 +1110,6 @@ static int evict_refused(const struct eng *e, const struct step_desc *sd, struct
         n += g->probe > 0;
         most = TS_MAX(most, (int64_t)g->probe);
     }
-    if (e->o.stateless && n > 0)
-        return ts_fail(err, "step refused: it evicts, but the engine is stateless (no KV pool)");
     if (e->pick_trace && n * most * 4 > PICK_TRACE)
         return ts_fail(err, "step refused: its kept rows' trace exceeds the %d MiB kept for it", PICK_TRACE >> 20);
     return 0;

@@ -42,6 +42,21 @@ static __device__ __forceinline__ void cp_async16(uint32_t smem, const void *gme
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(bytes));
 }
 
+/* Threads of a block that walks a row of h bf16 values 8 at a time: a warp multiple, at most 256. */
+static inline int k_row_threads(int h) { return h / 8 > 256 ? 256 : (h / 8 + 31) / 32 * 32; }
+
+/* Lets kernel f take `bytes` of dynamic shared memory where that is above what *opted (the caller's
+ * static, from 48 KiB) already allows; *opted then holds it. */
+template <typename F> static inline cudaError_t k_smem_optin(F f, size_t bytes, size_t *opted)
+{
+    if (bytes <= *opted)
+        return cudaSuccess;
+    const cudaError_t ce = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (ce == cudaSuccess)
+        *opted = bytes;
+    return ce;
+}
+
 /* PDL is requested (k_set_pdl) and the device is Hopper or later (elementwise.cu): older GPUs get
  * plain launches. */
 int k_pdl_allowed(void);

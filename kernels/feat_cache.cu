@@ -99,20 +99,15 @@ extern "C" int k_fc_pick(const struct k_fc_pick_args *a, k_stream stream)
         return (int)cudaErrorInvalidValue;
     const size_t smem = (size_t)a->max_probe * 8;
     static size_t opted = 48 << 10; /* dynamic shared memory allowed so far */
-    if (smem > opted) {
-        cudaError_t ce = cudaFuncSetAttribute(fc_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (ce != cudaSuccess)
-            return (int)ce;
-        opted = smem;
-    }
-    cudaError_t ce = k_launch(fc_sim_kernel, dim3((unsigned)((a->probe_rows + SIM_WARPS - 1) / SIM_WARPS)),
+    cudaError_t ce = k_smem_optin(fc_select_kernel, smem, &opted);
+    if (ce != cudaSuccess)
+        return (int)ce;
+    ce = k_launch(fc_sim_kernel, dim3((unsigned)((a->probe_rows + SIM_WARPS - 1) / SIM_WARPS)),
                               dim3(SIM_WARPS * 32), 0, stream, *a);
     if (ce != cudaSuccess)
         return (int)ce;
     return (int)k_launch(fc_select_kernel, dim3(a->num_probe), dim3(SELECT_THREADS), smem, stream, *a);
 }
-
-static int row_threads(int h) { return h / 8 > 256 ? 256 : (h / 8 + 31) / 32 * 32; }
 
 static __global__ void fc_store_kernel(bf16_t *x, const bf16_t *out, const int32_t *c_row, const int32_t *x_slot,
                                        bf16_t *cache, int h)
@@ -141,7 +136,7 @@ extern "C" int k_fc_store(bf16_t *x, const bf16_t *out, const int32_t *c_row, co
         return (int)cudaErrorInvalidValue;
     if (T <= 0)
         return 0;
-    return (int)k_launch(fc_store_kernel, dim3(T), dim3(row_threads(h)), 0, stream, x, out, c_row, x_slot, cache, h);
+    return (int)k_launch(fc_store_kernel, dim3(T), dim3(k_row_threads(h)), 0, stream, x, out, c_row, x_slot, cache, h);
 }
 
 static __global__ void fc_carry_kernel(bf16_t *x, const int32_t *x_comp, const int32_t *x_slot, const bf16_t *fa,
@@ -172,5 +167,5 @@ extern "C" int k_fc_carry(bf16_t *x, const int32_t *x_comp, const int32_t *x_slo
         return (int)cudaErrorInvalidValue;
     if (X <= 0)
         return 0;
-    return (int)k_launch(fc_carry_kernel, dim3(X), dim3(row_threads(h)), 0, stream, x, x_comp, x_slot, fa, ff, h);
+    return (int)k_launch(fc_carry_kernel, dim3(X), dim3(k_row_threads(h)), 0, stream, x, x_comp, x_slot, fa, ff, h);
 }

@@ -166,12 +166,9 @@ extern "C" int k_focus_importance(const struct k_focus_args *a, k_stream stream)
         return (int)cudaErrorInvalidValue;
     const size_t smem = (size_t)a->max_probe * a->d * 4 + (size_t)2 * IMP_WARPS * a->max_probe * 4;
     static size_t opted = 48 << 10; /* dynamic shared memory allowed so far */
-    if (smem > opted) {
-        cudaError_t ce = cudaFuncSetAttribute(focus_imp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (ce != cudaSuccess)
-            return (int)ce;
-        opted = smem;
-    }
+    const cudaError_t ce = k_smem_optin(focus_imp_kernel, smem, &opted);
+    if (ce != cudaSuccess)
+        return (int)ce;
     return (int)k_launch(focus_imp_kernel, dim3((unsigned)a->num_probe, (unsigned)a->H), dim3(IMP_WARPS * 32), smem,
                          stream, *a);
 }

@@ -325,6 +325,5 @@ extern "C" int k_moe_combine(const struct k_moe_combine_args *a, k_stream stream
         return 0;
     if (a->h % 8)
         return (int)cudaErrorInvalidValue;
-    const int threads = a->h / 8 > 256 ? 256 : (a->h / 8 + 31) / 32 * 32;
-    return (int)k_launch(moe_combine_kernel, dim3((unsigned)a->T), dim3(threads), 0, stream, *a);
+    return (int)k_launch(moe_combine_kernel, dim3((unsigned)a->T), dim3(k_row_threads(a->h)), 0, stream, *a);
 }

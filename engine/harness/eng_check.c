@@ -97,6 +97,16 @@ static void *dev_copy(const void *h, size_t bytes)
     return d;
 }
 
+/* dev_copy of each of n host buffers src[i] (bytes[i]) into *dev[i]; false when any failed (the
+ * others are set all the same, for cudaFree). */
+static bool dev_copies(void **const dev[], const void *const src[], const size_t bytes[], size_t n)
+{
+    bool all = true;
+    for (size_t i = 0; i < n; i++)
+        all &= (*dev[i] = dev_copy(src[i], bytes[i])) != NULL;
+    return all;
+}
+
 static void to_float(float *dst, const bf16_t *src, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
@@ -411,19 +421,12 @@ static void check_fc_kernels(struct checker *c, int kvd, bool bias)
     for (int i = 0; i < X; i++)
         xcomp[i] = 1000 + i; /* every probe row's entry must be rewritten */
     memset(crow, 0xff, sizeof crow);
-    dv = dev_copy(vh, 2 * (size_t)P * kvd);
-    dpool = dev_copy(oh, 2 * (size_t)SLOTS * kvd);
-    dbias = dev_copy(bh, 2 * (size_t)kvd);
-    dslot = dev_copy(slot, sizeof slot);
-    dprobe = dev_copy(probe, sizeof probe);
-    dcrow = dev_copy(crow, sizeof crow);
-    dpos = dev_copy(crow, sizeof crow);
-    dcs = dev_copy(crow, sizeof crow);
-    dxc = dev_copy(xcomp, sizeof xcomp);
-    dtr = dev_copy(trace, sizeof trace);
-    dpidx = dev_copy(pidx, sizeof pidx);
-    dsim = dev_copy(vf, sizeof(float) * P);
-    if (!dv || !dpool || !dbias || !dslot || !dprobe || !dcrow || !dpos || !dcs || !dxc || !dtr || !dpidx || !dsim) {
+    void **const dev[] = {&dv, &dpool, &dbias, &dslot, &dprobe, &dcrow, &dpos, &dcs, &dxc, &dtr, &dpidx, &dsim};
+    const void *const src[] = {vh, oh, bh, slot, probe, crow, crow, crow, xcomp, trace, pidx, vf};
+    const size_t bytes[] = {2 * (size_t)P * kvd, 2 * (size_t)SLOTS * kvd, 2 * (size_t)kvd, sizeof slot, sizeof probe,
+                            sizeof crow, sizeof crow, sizeof crow, sizeof xcomp, sizeof trace, sizeof pidx,
+                            sizeof(float) * P};
+    if (!dev_copies(dev, src, bytes, TS_ARRAY_LEN(dev))) {
         fail_msg(c, "fc pick", "device allocation failed");
         goto done;
     }
@@ -507,19 +510,12 @@ static void check_focus_kernels(struct checker *c, int H, int Hkv, int d, int m0
         prog[i] = -1;
     prog[req[0]] = pos0[0] + done - 1;
     memset(crow, 0xff, sizeof crow);
-    dq = dev_copy(qh, 2 * (size_t)2 * rows * width);
-    dk = dev_copy(kh, 2 * (size_t)2 * SLOTS * kvd);
-    dslot = dev_copy(slot, sizeof slot);
-    dprobe = dev_copy(probe, sizeof probe);
-    dimp = dev_copy(gimp, sizeof(float) * (size_t)2 * H * P);
-    ddelta = dev_copy(delta, sizeof(float) * (size_t)P);
-    dcrow = dev_copy(crow, sizeof crow);
-    dpos = dev_copy(crow, sizeof crow);
-    dcs = dev_copy(crow, sizeof crow);
-    dklen = dev_copy(klen, sizeof klen);
-    dprog = dev_copy(prog, sizeof prog);
-    dtr = dev_copy(trace, sizeof trace);
-    if (!dq || !dk || !dslot || !dprobe || !dimp || !ddelta || !dcrow || !dpos || !dcs || !dklen || !dprog || !dtr) {
+    void **const dev[] = {&dq, &dk, &dslot, &dprobe, &dimp, &ddelta, &dcrow, &dpos, &dcs, &dklen, &dprog, &dtr};
+    const void *const src[] = {qh, kh, slot, probe, gimp, delta, crow, crow, crow, klen, prog, trace};
+    const size_t bytes[] = {2 * (size_t)2 * rows * width, 2 * (size_t)2 * SLOTS * kvd, sizeof slot, sizeof probe,
+                            sizeof(float) * (size_t)2 * H * P, sizeof(float) * (size_t)P, sizeof crow, sizeof crow,
+                            sizeof crow, sizeof klen, sizeof prog, sizeof trace};
+    if (!dev_copies(dev, src, bytes, TS_ARRAY_LEN(dev))) {
         fail_msg(c, "focus", "device allocation failed");
         goto done;
     }
@@ -631,10 +627,7 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
     const size_t bytes[] = {2 * (size_t)T * E, 4 * (size_t)n, 4 * (size_t)n, 4 * (size_t)E, 4 * (size_t)(E + 1),
                             4 * (size_t)n, 4 * (size_t)n, 8 * (size_t)max_tiles, 4, 2 * (size_t)n * K,
                             2 * (size_t)E * N * K, 2 * (size_t)n * N, 4 * (size_t)T * h, 2 * (size_t)T * h};
-    bool allocated = true; /* (the host arrays are only the buffers' sizes here) */
-    for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
-        allocated &= (*dev[i] = dev_copy(src[i], bytes[i])) != NULL;
-    if (!allocated) {
+    if (!dev_copies(dev, src, bytes, TS_ARRAY_LEN(dev))) {
         fail_msg(c, "moe", "device allocation failed");
         goto done;
     }
