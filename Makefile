@@ -73,10 +73,14 @@ NVCCFLAGS ?= -O3 -std=c++17 -lineinfo
 ALL_NVCCFLAGS := $(NVCCFLAGS) $(INC_KERNELS) $(foreach c,$(CUDA_CCS),-gencode arch=compute_$(c)$(comma)code=sm_$(c)) \
     $(if $(filter 90,$(CUDA_CCS)),-gencode arch=compute_90a$(comma)code=sm_90a) \
     -gencode arch=compute_$(lastword $(CUDA_CCS))$(comma)code=compute_$(lastword $(CUDA_CCS)) -MMD -MP
-CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
-ENGINE_CFLAGS := -I$(CUDA_HOME)/include
+# NCCL (tensor parallelism, engine/eng_tp.h) where its header is found: CUDA's own folder, NCCL_HOME,
+# or the Debian package libnccl-dev; without it --tp is refused with the reason
+NCCL_H := $(firstword $(wildcard $(if $(NCCL_HOME),$(NCCL_HOME)/include/nccl.h) $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 $(if $(NCCL_HOME),-L$(NCCL_HOME)/lib -Wl$(comma)-rpath$(comma)$(NCCL_HOME)/lib) \
+    -lcublasLt -lcublas -lcudart $(if $(NCCL_H),-lnccl) -lstdc++
+ENGINE_CFLAGS := -I$(CUDA_HOME)/include $(if $(NCCL_HOME),-I$(NCCL_HOME)/include) $(if $(NCCL_H),-DTS_HAVE_NCCL)
 BASE_CFLAGS += -DTS_HAVE_CUDA
-$(info tessera: nvcc found at $(NVCC_PATH): building the engine for $(CUDA_ARCH))
+$(info tessera: nvcc found at $(NVCC_PATH): building the engine for $(CUDA_ARCH)$(if $(NCCL_H),, (no nccl.h: no tensor parallelism)))
 else
 $(info tessera: $(if $(NO_CUDA),NO_CUDA=1,nvcc not found): building the simulator only)
 endif
@@ -86,9 +90,9 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubu
 ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_act.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c \
     engine/eng_safetensors.c engine/harness/eng_anchor.c engine/harness/eng_grid.c
 LIB_SRC := $(filter-out sim/main.c,$(wildcard sim/core/*.c sim/*.c)) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
-ENGINE_GPU_SRC := engine/eng_arena.c engine/eng_cuda.c engine/eng_gemm.c engine/harness/eng_check.c \
+ENGINE_GPU_SRC := engine/eng_arena.c engine/eng_cuda.c engine/eng_gemm.c engine/eng_tp.c engine/harness/eng_check.c \
     engine/harness/eng_bench.c engine/harness/eng_replay.c engine/harness/eng_profile.c engine/harness/eng_live.c engine/harness/eng_lmax.c \
-    engine/harness/cli_engine.c
+    engine/harness/eng_tp_run.c engine/harness/cli_engine.c
 KERNEL_SRC := $(wildcard kernels/*.cu)
 TEST_SRC := $(wildcard tests/check_*.c)
 TEST_COMMON := tests/test_util.c
@@ -112,7 +116,7 @@ $(BUILD)/sim/core/version.o: sim/core/version.c $(VERSION_FILE) $(STAMP) | deps
 ENGINE_OBJ := $(if $(HAVE_CUDA),$(ENGINE_GPU_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SRC:%.cu=$(BUILD)/%.o))
 TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all engine run check check-unit check-asan check-layers mutate check-valgrind calibrate check-slurm bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu fuzz deps clean help
+.PHONY: all engine run check check-unit check-asan check-layers mutate check-valgrind calibrate check-slurm bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu check-gpu-tp fuzz deps clean help
 
 ENGINE_LIB := $(if $(HAVE_CUDA),$(BUILD)/libtessera_engine.so)
 all: $(BUILD)/tessera $(ENGINE_LIB)
@@ -208,6 +212,13 @@ check-gpu: all
 	bash tests/lmax_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/profile_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/anchor_gpu_test.sh ./$(BUILD)/tessera
+
+# tensor parallelism on a machine of TP (default 2) GPUs: the split engine against one GPU, and a
+# live run of a schedule over them (NVLink multicast stays off: NCCL_NVLS_ENABLE=0)
+TP ?= 2
+check-gpu-tp: all
+	./$(BUILD)/tessera engine check --tp $(TP)
+	bash tests/live_tp_gpu_test.sh ./$(BUILD)/tessera $(TP)
 
 # a sweep as a Slurm job array on a single-node Slurm started and stopped by the test (root, the
 # Debian package slurm-wlm; about 12 s): not part of make check, whose machines may lack both

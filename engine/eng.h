@@ -62,6 +62,14 @@ struct eng_opts {
     bool feature_cache;    /* the pool also holds each token's attention and FFN outputs per layer
                             * (dLLM-Cache: steps with cache_outputs, front shapes, probes or carried
                             * rows run only then; a pool token takes 2 hidden rows more a layer) */
+    /* Tensor parallelism (eng_tp.h): this engine is rank tp_rank of tp_size (1: the whole model on
+     * one GPU), on GPU tp_rank, in the communicator of NCCL's unique id tp_id (ENG_TP_ID_BYTES). It
+     * holds its shares of the weights (eng_weights.h) and of the KV pool (its K/V heads), and
+     * all-reduces the row-parallel outputs (o_proj, the FFN or the experts' down) over the ranks; the
+     * LM head's vocabulary shares are merged into one argmax and confidence per row. Every rank
+     * runs the same steps; steps with sparse selections, a feature cache or eviction are refused. */
+    int32_t tp_size, tp_rank;
+    const unsigned char *tp_id;
     double warm_s;         /* graph replays (eng_graph_replay*) warm up for at least this long before
                             * any is timed, so that a step is timed at the clock its own repetition
                             * holds under the power limit (default ENG_WARM_S) */
@@ -174,6 +182,8 @@ void eng_set_skip_ops(struct eng *e, uint32_t ops);
 void eng_set_warm_trace(struct eng *e, FILE *f, const char *label);
 /* The ops that launch GEMMs: the linear layers and the LM head (engine bench's "alone"). */
 uint32_t eng_linear_ops(void);
+/* The layers the steps that follow execute (eng_opts.run_layers; 0: all). */
+void eng_set_run_layers(struct eng *e, int32_t layers);
 /* The attention kernel of the steps that follow (eng_opts.attention). */
 void eng_set_attention(struct eng *e, int32_t impl);
 /* eng_opts.attention for a $TESSERA_ATTENTION value: "mma" 0, "wgmma" 1, "auto", empty or NULL 2;
@@ -193,6 +203,9 @@ bool eng_ffn_fuses(const struct eng *e, int rows);
 int eng_prepare_step(struct eng *e, const struct step_desc *sd, struct ts_err *err);
 /* Unmaps the whole activation arena (memory probes start each size from nothing). */
 int eng_release_activations(struct eng *e, struct ts_err *err);
+/* Tensor parallelism: the microseconds of one all-reduce of n bf16 values over the ranks as a step
+ * queues them: reps calls back to back between two events, the median of five such runs per call. */
+int eng_allreduce_us(struct eng *e, int64_t n, int reps, double *us, struct ts_err *err);
 /* Device memory this process uses now: total - free - ballast (cudaMemGetInfo). */
 int eng_device_used(const struct eng *e, int64_t *bytes, struct ts_err *err);
 

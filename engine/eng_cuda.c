@@ -29,6 +29,7 @@
 #include "eng_gemm.h"
 #include "eng_plan.h"
 #include "eng_safetensors.h"
+#include "eng_tp.h"
 #include "eng_weights.h"
 #include "kernels.h"
 
@@ -40,6 +41,7 @@
                                      * evicting step's kept candidates */
 #define EVICT_REQS (1 << 20)        /* requests an evicting step may name (their progress on the GPU) */
 #define RESERVE_MARGIN (256LL << 20) /* context, cuBLAS handles, allocator slack */
+#define TP_MARGIN (512LL << 20)      /* and NCCL's allocations after the pool is sized (graph capture) */
 
 #define MAX_PROF_EVENTS 1024
 
@@ -50,9 +52,13 @@ struct dev_meta { /* device copies of the plan's arrays, carved from one buffer 
 };
 
 struct eng {
-    struct model_cfg m;
+    struct model_cfg m;        /* the model this GPU runs: a tensor-parallel rank's share of gm */
+    struct model_cfg gm;       /* the whole model */
     struct eng_opts o;
-    struct eng_layout lay;
+    struct eng_layout lay;     /* m's weights: the shares of glay's (eng_layout_build_tp) */
+    struct eng_layout glay;
+    struct eng_tp *tp;         /* tensor parallelism's communicator (eng_opts.tp_size > 1), or NULL */
+    float *tp_gather;          /* and the LM-head results: its own [3][R], then every rank's */
     struct eng_mem mem;
     char device[256];
     cudaStream_t stream;
@@ -140,6 +146,7 @@ void eng_opts_defaults(struct eng_opts *o)
     o->page_tokens = 16;
     o->ffn_chunks = 1;
     o->seed = 1;
+    o->tp_size = 1;
     o->planner = "first-fit";
     o->warm_s = ENG_WARM_S;
     const char *att = getenv("TESSERA_ATTENTION");
@@ -222,6 +229,7 @@ uint32_t eng_linear_ops(void)
     return 1u << OP_QKV | 1u << OP_OPROJ | 1u << OP_GATE_UP | 1u << OP_DOWN | 1u << OP_LM_HEAD;
 }
 
+void eng_set_run_layers(struct eng *e, int32_t layers) { e->o.run_layers = TS_MAX(0, layers); }
 void eng_set_attention(struct eng *e, int32_t impl) { e->o.attention = impl >= 0 && impl <= 2 ? impl : 2; }
 
 /* The index of name among n names; dflt for NULL or empty, -1 for anything else. */
@@ -294,36 +302,55 @@ static int alloc(void **p, int64_t bytes, struct ts_err *err)
     return 0;
 }
 
-static int load_or_init_weights(struct eng *e, struct ts_err *err)
+/* Random weights: each tensor's share (the whole tensor on one GPU), row range by row range, as
+ * k_fill_random fills the model's tensor (eng_weights.h). */
+static int init_weights(struct eng *e, struct ts_err *err)
 {
-    if (!e->o.weights) {
-        for (int i = 0; i < e->lay.n; i++) {
-            const struct eng_tensor *t = &e->lay.t[i];
-            if (t->ones)
-                KL(k_fill_bits(e->w + t->offset, t->rows * t->cols, 0x3f80, e->stream));
-            else
-                KL(k_fill_random(e->w + t->offset, t->rows * t->cols, eng_tensor_seed(e->o.seed, i),
-                                 t->scale, e->stream));
+    struct eng_shard *sh = xmalloc(sizeof *sh * (size_t)ENG_SHARD_MAX(&e->gm));
+    int rc = 0;
+    for (int i = 0; i < e->lay.n && !rc; i++) {
+        const struct eng_tensor *t = &e->lay.t[i], *g = &e->glay.t[i];
+        bf16_t *dst = e->w + t->offset;
+        int64_t col0;
+        const int n = t->ones ? 0 : eng_shard_rows(&e->gm, g, e->o.tp_rank, e->o.tp_size, sh, &col0);
+        if (t->ones)
+            rc = k_fill_bits(dst, t->rows * t->cols, 0x3f80, e->stream);
+        for (int k = 0; k < n && !rc; k++) {
+            rc = k_fill_random_window(dst, sh[k].rows, t->cols, g->cols, sh[k].row0 * g->cols + col0,
+                                      eng_tensor_seed(e->o.seed, i), g->scale, e->stream);
+            dst += sh[k].rows * t->cols;
         }
-        CU(cudaStreamSynchronize(e->stream));
-        return 0;
     }
-    /* a checkpoint: tensor by tensor through one host staging buffer */
+    free(sh);
+    if (rc)
+        return ts_fail(err, "engine: initialising the weights failed: %s", cudaGetErrorString((cudaError_t)rc));
+    CU(cudaStreamSynchronize(e->stream));
+    return 0;
+}
+
+/* A checkpoint: tensor by tensor through a host staging buffer (and its share cut there) */
+static int load_weights(struct eng *e, struct ts_err *err)
+{
     struct st_file *f;
     if (st_open(e->o.weights, &f, err))
         return -1;
     int64_t biggest = 0;
-    for (int i = 0; i < e->lay.n; i++)
-        biggest = TS_MAX(biggest, e->lay.t[i].rows * e->lay.t[i].cols);
+    for (int i = 0; i < e->glay.n; i++)
+        biggest = TS_MAX(biggest, e->glay.t[i].rows * e->glay.t[i].cols);
     bf16_t *stage = xmalloc(sizeof *stage * (size_t)biggest);
+    bf16_t *share = e->o.tp_size > 1 ? xmalloc(sizeof *share * (size_t)biggest) : stage;
     int rc = 0;
     for (int i = 0; i < e->lay.n && !rc; i++) {
-        const struct eng_tensor *t = &e->lay.t[i];
-        rc = st_load_tensor(f, &e->m, t, stage, err);
-        if (!rc && cudaMemcpy(e->w + t->offset, stage, sizeof *stage * (size_t)(t->rows * t->cols),
+        const struct eng_tensor *t = &e->lay.t[i], *g = &e->glay.t[i];
+        rc = st_load_tensor(f, &e->gm, g, stage, err);
+        if (!rc && share != stage)
+            eng_shard_extract(&e->gm, g, e->o.tp_rank, e->o.tp_size, stage, share);
+        if (!rc && cudaMemcpy(e->w + t->offset, share, sizeof *share * (size_t)(t->rows * t->cols),
                               cudaMemcpyHostToDevice) != cudaSuccess)
             rc = ts_fail(err, "%s: copying %s to the device failed", e->o.weights, eng_w_kind_name(t->kind));
     }
+    if (share != stage)
+        free(share);
     free(stage);
     st_close(f);
     return rc;
@@ -353,8 +380,15 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
     const struct eng_opts *o = &e->o;
     const int64_t T = o->max_tokens, kvrow = (int64_t)e->m.num_kv_heads * e->m.head_dim;
     const int64_t token_bytes = (int64_t)e->m.num_layers * 2 * (kvrow + (o->feature_cache ? e->m.hidden : 0)) * 2;
-    const int64_t left = budget - RESERVE_MARGIN - e->mem.weights - e->mem.workspace - e->mem.blas_workspace;
+    const int64_t left = budget - RESERVE_MARGIN - (e->tp ? TP_MARGIN : 0) - e->mem.weights - e->mem.workspace -
+                         e->mem.blas_workspace;
     int64_t pool_tokens = o->kv_tokens > 0 ? o->kv_tokens : (left > 0 ? left / token_bytes : 0);
+    if (e->tp) { /* every rank the same pool: the smallest (free memory differs between GPUs) */
+        double v = (double)pool_tokens;
+        if (eng_tp_agree(e->tp, &v, ENG_TP_MIN, e->stream, err))
+            return -1;
+        pool_tokens = (int64_t)v;
+    }
     pool_tokens = o->stateless ? 0 : pool_tokens / o->page_tokens * o->page_tokens;
     if (!o->stateless && (pool_tokens < o->page_tokens || pool_tokens * token_bytes > left))
         return ts_fail(err, "engine: %s needs %.2f GiB of weights + %.2f GiB of workspace (%d tokens) + "
@@ -425,7 +459,8 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
                     alloc((void **)&e->focus_prog, EVICT_REQS * 4, err))) ||
         alloc((void **)&e->d_meta_buf, e->meta_cap * 4, err) || alloc((void **)&e->d_tok, T * 4, err) ||
         alloc((void **)&e->d_max, T * 4, err) || alloc((void **)&e->d_conf, T * 4, err) ||
-        (e->o.trace_selection && alloc((void **)&e->sel_trace, SELECTION_TRACE, err)))
+        (e->o.trace_selection && alloc((void **)&e->sel_trace, SELECTION_TRACE, err)) ||
+        (e->tp && alloc((void **)&e->tp_gather, 12LL * (e->o.tp_size + 1) * T, err)))
         return -1;
     if (cudaMallocHost((void **)&e->h_meta_buf, (size_t)e->meta_cap * 4) != cudaSuccess ||
         cudaMallocHost((void **)&e->h_tok, (size_t)T * 4) != cudaSuccess ||
@@ -439,6 +474,28 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
     if (pooled && cudaMemsetAsync(e->focus_prog, 0xff, EVICT_REQS * 4, e->stream) != cudaSuccess)
         return ts_fail(err, "engine: clearing the eviction progress failed");
     return 0;
+}
+
+/* The model this GPU runs and its weights' layout: the whole model, or (tensor parallelism) the
+ * rank's share, on GPU tp_rank, with the ranks' communicator. */
+static int setup_shares(struct eng *e, struct ts_err *err)
+{
+    const int size = e->o.tp_size, rank = e->o.tp_rank;
+    if (size < 1 || size > ENG_TP_MAX || rank < 0 || rank >= size || (size > 1 && !e->o.tp_id))
+        return ts_fail(err, "engine: tensor-parallel rank %d of %d (at most %d ranks, each named by the "
+                            "launcher)", rank, size, ENG_TP_MAX);
+    if (model_tp_share(&e->gm, size, &e->m, err) || eng_layout_build_tp(&e->gm, rank, size, &e->lay, err) ||
+        eng_layout_build(&e->gm, &e->glay, err))
+        return -1;
+    int dev_count = 0;
+    if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count == 0)
+        return ts_fail(err, "engine: no CUDA device found");
+    if (dev_count < size)
+        return ts_fail(err, "engine: tensor parallelism over %d GPUs, but only %d %s visible", size, dev_count,
+                       dev_count == 1 ? "is" : "are");
+    if (cudaSetDevice(rank) != cudaSuccess)
+        return ts_fail(err, "engine: cannot use GPU %d", rank);
+    return size > 1 ? eng_tp_init(rank, size, e->o.tp_id, &e->tp, err) : 0;
 }
 
 int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng **out,
@@ -457,24 +514,18 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     if (planner_resolve(o->planner ? o->planner : "first-fit", &planner, err))
         return -1;
     struct eng *e = xcalloc(1, sizeof *e);
-    e->m = *m;
+    e->gm = *m;
     e->o = *o;
     e->planner = planner;
     planner_opts_defaults(&e->po);
     e->po.ilp_time_limit_s = 2; /* a step waits for it: the ILP falls back quickly */
-    if (eng_layout_build(m, &e->lay, err)) {
-        free(e);
-        return -1;
-    }
     int rc = -1;
-    int dev_count = 0;
-    if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count == 0) {
-        ts_fail(err, "engine: no CUDA device found");
+    if (setup_shares(e, err))
         goto fail;
-    }
+    m = &e->m; /* from here on, this GPU's share of the model */
     {
         struct cudaDeviceProp prop;
-        if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+        if (cudaGetDeviceProperties(&prop, o->tp_rank) != cudaSuccess) {
             ts_fail(err, "engine: cudaGetDeviceProperties failed");
             goto fail;
         }
@@ -504,6 +555,8 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
             e->mem.workspace += T * ((2LL * m->hidden + (int64_t)m->num_kv_heads * m->head_dim) * 2 + 4);
         if (!o->stateless) /* an evicting step's importance and progress */
             e->mem.workspace += 8LL * m->num_heads * T + 4LL * EVICT_REQS;
+        if (o->tp_size > 1) /* the ranks' LM-head results */
+            e->mem.workspace += 12LL * (o->tp_size + 1) * T;
         if (m->num_experts > 0) /* the routing scratch */
             e->mem.workspace += moe_scratch(e, NULL);
     }
@@ -520,14 +573,14 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     }
     if (o->hard_limit && hold_ballast(e, budget, free_b, total_b, err))
         goto fail;
-    if (eng_arena_init(&e->arena, 0, total_b, err))
+    if (eng_arena_init(&e->arena, o->tp_rank, total_b, err))
         goto fail;
     if (size_kv_pool(e, budget, err) || alloc_buffers(e, err))
         goto fail;
-    if (load_or_init_weights(e, err))
+    if (e->o.weights ? load_weights(e, err) : init_weights(e, err))
         goto fail;
     if (eng_gemm_create(&e->gemm, e->blas_ws, BLAS_WORKSPACE, err) ||
-        (o->gemm_cache && eng_gemm_use_cache(e->gemm, o->gemm_cache, e->device, err)))
+        (o->gemm_cache && o->tp_rank == 0 && eng_gemm_use_cache(e->gemm, o->gemm_cache, e->device, err)))
         goto fail;
     e->tuning = !o->no_tune;
     e->fused_ffn_runs = k_gemm_swiglu_fits(m->hidden, m->ffn) && k_gemm_wgmma_ready(e->stream);
@@ -550,7 +603,7 @@ void eng_destroy(struct eng *e)
     void *dev[] = {e->w,      e->blas_ws,      e->attn_ws, e->k_pool,  e->v_pool, e->d_meta_buf, e->d_tok,
                    e->d_max,  e->d_conf,       e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->fc_out,
                    e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog,
-                   e->moe_buf, e->moe_trace};
+                   e->moe_buf, e->moe_trace, e->tp_gather};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -571,6 +624,8 @@ void eng_destroy(struct eng *e)
     eng_kv_free(&e->kv);
     eng_plan_free(&e->plan);
     eng_layout_free(&e->lay);
+    eng_layout_free(&e->glay);
+    eng_tp_destroy(e->tp);
     free(e);
 }
 
@@ -703,6 +758,22 @@ static int select_layer(struct eng *e, int L, bf16_t *qkv, bf16_t *kp, bf16_t *v
     return 0;
 }
 
+/* Tensor parallelism: the row-parallel partial sums in x's T rows summed over the ranks, in place
+ * (rank 0's hold the residual: resid_beta). */
+static int allreduce_rows(struct eng *e, bf16_t *x, int T, struct ts_err *err)
+{
+    if (!e->tp)
+        return 0;
+    if (runs(e, OP_ALLREDUCE) && eng_tp_allreduce(e->tp, x, (int64_t)T * e->m.hidden, e->stream, err))
+        return -1;
+    mark(e, OP_ALLREDUCE);
+    return 0;
+}
+
+/* The beta of a GEMM that adds a row-parallel output to the residual: 1, but 0 on a tensor-parallel
+ * rank other than 0, whose partial sum the all-reduce adds to rank 0's residual. */
+static float resid_beta(const struct eng *e) { return e->o.tp_rank == 0 ? 1.f : 0.f; }
+
 /* Layer L's FFN over T normalised rows hn2, chunk by chunk, into x (beta 1: added, 0: written). */
 static int ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, float beta, struct ts_err *err)
 {
@@ -772,7 +843,7 @@ static int moe_ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, st
                                           p0, p1, h, Fe, e->moe_max_tiles, tile};
             KL(k_moe_gemm(&ga, st));
             const struct k_moe_combine_args ca = {g, e->moe_pos, e->moe_wts, e->moe_acc, x, T, k, h, p0, p1,
-                                                  c == 0, c == a->moe_chunks - 1};
+                                                  c == 0, c == a->moe_chunks - 1, resid_beta(e) == 0.f};
             KL(k_moe_combine(&ca, st));
         }
     mark(e, OP_EXPERTS);
@@ -935,15 +1006,17 @@ static int dense_layer(struct eng *e, int L, struct k_attn_args *aa, const struc
             return -1;
         mark(e, OP_KV_SELECT);
     }
-    if (runs(e, OP_OPROJ) && gemm(e, W(e, W_O, L), att, x, T, qd, h, 1.f, err))
+    if (runs(e, OP_OPROJ) && gemm(e, W(e, W_O, L), att, x, T, qd, h, resid_beta(e), err))
         return -1;
     mark(e, OP_OPROJ);
+    if (allreduce_rows(e, x, T, err))
+        return -1;
     if (runs(e, OP_NORM))
         KL(k_rmsnorm(hn2, x, W(e, W_FFN_NORM, L), T, h, RMS_EPS, st));
     mark(e, OP_NORM);
-    if (model_is_moe_layer(m, L))
-        return moe_ffn(e, L, x, hn2, T, err);
-    return ffn(e, L, x, hn2, T, 1.f, err);
+    if (model_is_moe_layer(m, L) ? moe_ffn(e, L, x, hn2, T, err) : ffn(e, L, x, hn2, T, resid_beta(e), err))
+        return -1;
+    return allreduce_rows(e, x, T, err);
 }
 
 /* An evicting step (eng_plan.h): the front layers over every front row (layers 0 and 1 scoring the
@@ -985,6 +1058,58 @@ static int forward_evicting(struct eng *e, int layers, bf16_t *x, struct ts_err 
     return 0;
 }
 
+/* The LM head over the logit rows of x: gathered (fewer than the tokens) or in place, normalised, then
+ * chunk by chunk the logits and their argmax, max and confidence (d_tok, d_max, d_conf); a
+ * tensor-parallel rank's over its vocabulary share, gathered from every rank and merged. */
+static int lm_head(struct eng *e, bf16_t *x, struct ts_err *err)
+{
+    const struct model_cfg *m = &e->m;
+    const struct eng_plan *p = &e->plan;
+    const struct eng_act *a = &e->act;
+    const int h = m->hidden;
+    cudaStream_t st = e->stream;
+    /* a tensor-parallel rank's own results go to the first part of tp_gather, [3][R] */
+    float *mine = e->tp ? e->tp_gather : NULL, *all = e->tp ? e->tp_gather + 3 * p->R : NULL;
+    int32_t *tok = e->tp ? (int32_t *)mine : e->d_tok;
+    float *maxv = e->tp ? mine + p->R : e->d_max, *conf = e->tp ? mine + 2 * p->R : e->d_conf;
+    /* fewer logit rows than tokens: gathered into their own buffer; else x, in place */
+    bf16_t *hr = (bf16_t *)eng_arena_at(&e->arena, a->head);
+    /* the final norm runs whenever the LM head does, even with the norms left out: the head's
+     * logits land where the layers' inputs were planned, so with x unnormalised (in place when
+     * not gathered) each replay of the linear layers alone would feed a larger x to the next
+     * until they ran on inf and NaN, which draw less power and run faster */
+    const bool final_norm = runs(e, OP_NORM) || runs(e, OP_LM_HEAD);
+    if (a->head_gathered && final_norm)
+        KL(k_gather_rows(hr, x, e->dm.logit_idx, p->R, h, st));
+    if (final_norm)
+        KL(k_rmsnorm(hr, a->head_gathered ? hr : x, W(e, W_FINAL_NORM, -1), p->R, h, RMS_EPS, st));
+    mark(e, OP_NORM);
+    e->hr_last = hr;
+    for (int c = 0, c0 = 0; c0 < p->R; c++, c0 += a->logit_rows) {
+        int rows = TS_MIN(a->logit_rows, p->R - c0);
+        bf16_t *logits = (bf16_t *)eng_arena_at(&e->arena, a->logits[c]);
+        if (runs(e, OP_LM_HEAD) &&
+            gemm(e, W(e, W_LM, -1), hr + (size_t)c0 * h, logits, rows, h, m->vocab, 0.f, err))
+            return -1;
+        mark(e, OP_LM_HEAD);
+        /* PyTorch's fp32 copy of the logits, held as long as it does */
+        if (a->softmax[c] >= 0 && runs(e, OP_SAMPLE))
+            KL(k_bf16_to_f32((float *)eng_arena_at(&e->arena, a->softmax[c]), logits,
+                             (int64_t)rows * m->vocab, st));
+        if (runs(e, OP_SAMPLE))
+            KL(k_argmax_conf(logits, rows, m->vocab, tok, maxv, conf, c0, st));
+        mark(e, OP_SAMPLE);
+    }
+    if (!e->tp || !runs(e, OP_SAMPLE))
+        return 0;
+    if (eng_tp_allgather(e->tp, mine, all, 3LL * p->R, st, err))
+        return -1;
+    mark(e, OP_ALLREDUCE);
+    KL(k_tp_argmax_merge(all, e->o.tp_size, p->R, m->vocab, e->d_tok, e->d_max, e->d_conf, st));
+    mark(e, OP_SAMPLE);
+    return 0;
+}
+
 static int forward(struct eng *e, struct ts_err *err)
 {
     const struct model_cfg *m = &e->m;
@@ -1014,36 +1139,8 @@ static int forward(struct eng *e, struct ts_err *err)
             if (dense_layer(e, L, &aa, &e->dm, T, x, false, err))
                 return -1;
     }
-    if (p->R > 0) {
-        /* fewer logit rows than tokens: gathered into their own buffer; else x, in place */
-        bf16_t *hr = BUF(a->head);
-        /* the final norm runs whenever the LM head does, even with the norms left out: the head's
-         * logits land where the layers' inputs were planned, so with x unnormalised (in place when
-         * not gathered) each replay of the linear layers alone would feed a larger x to the next
-         * until they ran on inf and NaN, which draw less power and run faster */
-        const bool final_norm = runs(e, OP_NORM) || runs(e, OP_LM_HEAD);
-        if (a->head_gathered && final_norm)
-            KL(k_gather_rows(hr, x, e->dm.logit_idx, p->R, h, st));
-        if (final_norm)
-            KL(k_rmsnorm(hr, a->head_gathered ? hr : x, W(e, W_FINAL_NORM, -1), p->R, h, RMS_EPS, st));
-        mark(e, OP_NORM);
-        e->hr_last = hr;
-        for (int c = 0, c0 = 0; c0 < p->R; c++, c0 += a->logit_rows) {
-            int rows = TS_MIN(a->logit_rows, p->R - c0);
-            bf16_t *logits = BUF(a->logits[c]);
-            if (runs(e, OP_LM_HEAD) &&
-                gemm(e, W(e, W_LM, -1), hr + (size_t)c0 * h, logits, rows, h, m->vocab, 0.f, err))
-                return -1;
-            mark(e, OP_LM_HEAD);
-            /* PyTorch's fp32 copy of the logits, held as long as it does */
-            if (a->softmax[c] >= 0 && runs(e, OP_SAMPLE))
-                KL(k_bf16_to_f32((float *)eng_arena_at(&e->arena, a->softmax[c]), logits,
-                                 (int64_t)rows * m->vocab, st));
-            if (runs(e, OP_SAMPLE))
-                KL(k_argmax_conf(logits, rows, m->vocab, e->d_tok, e->d_max, e->d_conf, c0, st));
-            mark(e, OP_SAMPLE);
-        }
-    }
+    if (p->R > 0 && lm_head(e, x, err))
+        return -1;
 #undef BUF
     return 0;
 }
@@ -1130,6 +1227,9 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
         return ts_fail(err, "step refused: %lld packed tokens exceed the workspace (%d tokens; raise "
                             "--max-tokens)", (long long)TS_MAX(sd->tot.q_tokens, split ? sd->tot.rows : 0),
                        e->o.max_tokens);
+    if (e->tp && (split || sd->tot.sel_segs > 0))
+        return ts_fail(err, "step refused: tensor parallelism runs steps whose rows are the same in every layer, "
+                            "without sparse selections (no feature cache, front shapes or eviction)");
     if (evicting && evict_refused(e, sd, err))
         return -1;
     if (layered && e->m.num_experts > 0)
@@ -1155,7 +1255,7 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
         return 0;
     if (select_fits(e, sd, err))
         return -1;
-    if (eng_plan_build(&e->plan, e->o.stateless ? NULL : &e->kv, sd, e->m.vocab, e->o.seed, err) ||
+    if (eng_plan_build(&e->plan, e->o.stateless ? NULL : &e->kv, sd, e->gm.vocab, e->o.seed, err) ||
         upload_plan(e, err))
         return -1;
     e->attn_block = sd->attn_block;
@@ -1201,8 +1301,13 @@ int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, flo
     if (fetch_outputs(e, out, err) || drop_tune_scratch(e, err))
         return -1;
     CU(cudaGetLastError());
-    if (ms)
+    if (ms) {
         CU(cudaEventElapsedTime(ms, e->ev0, e->ev1));
+        double v = *ms; /* tensor parallelism: the step took as long as its slowest rank */
+        if (e->tp && eng_tp_agree(e->tp, &v, ENG_TP_LARGEST, e->stream, err))
+            return -1;
+        *ms = (float)v;
+    }
     /* a selecting request keeps the pages of its kept keys alone: its candidates' go back to the pool
      * (a graph of the step keeps them: its replays write there) */
     for (int32_t s = 0; s < sd->num_segs && !e->o.stateless; s++)
@@ -1282,6 +1387,17 @@ int eng_graph_capture(struct eng *e, const struct step_desc *sd, struct ts_err *
     return fetch_outputs(e, NULL, err);
 }
 
+/* Whether the replays go on: tensor-parallel ranks do as rank 0 says, so that each replays its
+ * graphs (and their collectives) as often as the others. */
+static int go_on(struct eng *e, bool *more, struct ts_err *err)
+{
+    double v = *more;
+    if (e->tp && eng_tp_agree(e->tp, &v, ENG_TP_RANK0, e->stream, err))
+        return -1;
+    *more = v != 0;
+    return 0;
+}
+
 static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
@@ -1295,7 +1411,12 @@ static int cmp_float(const void *a, const void *b)
  * second for the next 3 s); each round timed into the warm-up trace where one is set */
 static int warm_up(struct eng *e, const cudaGraphExec_t *graphs, int n, double t0, struct ts_err *err)
 {
-    for (int r = 0; r < 3 || ts_wall_s() - t0 < e->o.warm_s; r++) {
+    for (int r = 0;; r++) {
+        bool more = r < 3 || ts_wall_s() - t0 < e->o.warm_s;
+        if (go_on(e, &more, err))
+            return -1;
+        if (!more)
+            break;
         if (e->warm_trace)
             CU(cudaEventRecord(e->ev0, e->stream));
         for (int g = 0; g < n; g++)
@@ -1330,7 +1451,14 @@ static int time_graphs(struct eng *e, const cudaGraphExec_t *graphs, int n, int 
     cudaError_t ce = cudaSuccess;
     const double t1 = ts_wall_s();
     int r = 0; /* rounds timed */
-    for (; ce == cudaSuccess && (r < rounds || ts_wall_s() - t1 < ENG_TIMED_S); r++) {
+    for (; ce == cudaSuccess; r++) {
+        bool more = r < rounds || ts_wall_s() - t1 < ENG_TIMED_S;
+        if (go_on(e, &more, err)) {
+            free(t);
+            return -1;
+        }
+        if (!more)
+            break;
         ts_grow((void **)&t, &cap, (size_t)n * (size_t)(r + 1), sizeof *t);
         for (int i = 0; i < n && ce == cudaSuccess; i++) {
             const int g = (r + i) % n;
@@ -1460,4 +1588,37 @@ int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err)
         dst[i] = eng_bf2f(tmp[i]);
     free(tmp);
     return 0;
+}
+
+int eng_allreduce_us(struct eng *e, int64_t n, int reps, double *us, struct ts_err *err)
+{
+    enum { TRIALS = 5 };
+    if (!e->tp || n < 1 || reps < 1)
+        return ts_fail(err, "engine: an all-reduce needs tensor parallelism, values and repetitions");
+    bf16_t *buf;
+    CU(cudaMalloc((void **)&buf, 2 * (size_t)n));
+    float t[TRIALS];
+    int rc = 0;
+    cudaError_t ce = cudaMemsetAsync(buf, 0, 2 * (size_t)n, e->stream);
+    for (int i = 0; i < 3 && ce == cudaSuccess && !rc; i++) /* warm-up */
+        rc = eng_tp_allreduce(e->tp, buf, n, e->stream, err);
+    for (int k = 0; k < TRIALS && ce == cudaSuccess && !rc; k++) { /* reps calls back to back, as a step queues them */
+        ce = cudaEventRecord(e->ev0, e->stream);
+        for (int i = 0; i < reps && ce == cudaSuccess && !rc; i++)
+            rc = eng_tp_allreduce(e->tp, buf, n, e->stream, err);
+        if (ce == cudaSuccess && !rc)
+            ce = cudaEventRecord(e->ev1, e->stream);
+        if (ce == cudaSuccess && !rc)
+            ce = cudaEventSynchronize(e->ev1);
+        if (ce == cudaSuccess && !rc)
+            ce = cudaEventElapsedTime(&t[k], e->ev0, e->ev1);
+    }
+    cudaFree(buf);
+    if (ce != cudaSuccess)
+        rc = ts_fail(err, "engine: timing an all-reduce failed: %s", cudaGetErrorString(ce));
+    if (!rc) {
+        qsort(t, TRIALS, sizeof *t, cmp_float);
+        *us = 1e3 * t[TRIALS / 2] / reps;
+    }
+    return rc ? -1 : 0;
 }

@@ -123,3 +123,88 @@ void eng_fill_host(const struct eng_layout *l, int i, uint64_t seed, bf16_t *dst
     for (int64_t j = 0; j < n; j++)
         dst[j] = eng_f2bf(t->scale * eng_hash_uniform(s, (uint64_t)j));
 }
+
+int eng_shard_rows(const struct model_cfg *m, const struct eng_tensor *g, int rank, int size, struct eng_shard *out,
+                   int64_t *col0)
+{
+    const int64_t qd = (int64_t)m->num_heads * m->head_dim, kvd = (int64_t)m->num_kv_heads * m->head_dim;
+    const int64_t F = g->layer >= 0 ? eng_ffn_width(m, g->layer) : 0, Fe = m->moe_ffn;
+    *col0 = 0;
+    switch (g->kind) {
+    case W_QKV:
+    case W_QKV_BIAS: /* the rank's query heads, then its K heads, then its V heads */
+        out[0] = (struct eng_shard){rank * qd / size, qd / size};
+        out[1] = (struct eng_shard){qd + rank * kvd / size, kvd / size};
+        out[2] = (struct eng_shard){qd + kvd + rank * kvd / size, kvd / size};
+        return 3;
+    case W_GU: /* its gate rows, then its up rows */
+        out[0] = (struct eng_shard){rank * F / size, F / size};
+        out[1] = (struct eng_shard){F + rank * F / size, F / size};
+        return 2;
+    case W_EXP_GU: /* the same for every expert in turn */
+        for (int e = 0; e < m->num_experts; e++) {
+            out[2 * e] = (struct eng_shard){2 * Fe * e + rank * Fe / size, Fe / size};
+            out[2 * e + 1] = (struct eng_shard){2 * Fe * e + Fe + rank * Fe / size, Fe / size};
+        }
+        return 2 * m->num_experts;
+    case W_LM: /* its share of the vocabulary */
+        out[0] = (struct eng_shard){rank * g->rows / size, g->rows / size};
+        return 1;
+    case W_O: /* row-parallel: the columns of its heads, or of its FFN share */
+        *col0 = rank * qd / size;
+        break;
+    case W_DOWN:
+        *col0 = rank * F / size;
+        break;
+    case W_EXP_DOWN:
+        *col0 = rank * Fe / size;
+        break;
+    default: /* replicated: the embedding, the norms, the router */
+        break;
+    }
+    out[0] = (struct eng_shard){0, g->rows};
+    return 1;
+}
+
+/* Whether rank shares of tensor kind k split its columns. */
+static bool splits_cols(enum w_kind k) { return k == W_O || k == W_DOWN || k == W_EXP_DOWN; }
+
+int eng_layout_build_tp(const struct model_cfg *m, int rank, int size, struct eng_layout *out, struct ts_err *err)
+{
+    if (rank < 0 || rank >= size)
+        return ts_fail(err, "tensor parallelism: rank %d of %d", rank, size);
+    struct model_cfg local;
+    if (model_tp_share(m, size, &local, err) || eng_layout_build(&local, out, err)) /* the share's own limits */
+        return -1;
+    eng_layout_free(out);
+    if (eng_layout_build(m, out, err))
+        return -1;
+    struct eng_shard *sh = xmalloc(sizeof *sh * (size_t)ENG_SHARD_MAX(m));
+    out->total = 0;
+    for (int i = 0; i < out->n; i++) { /* the model's tensors, each cut to the rank's share */
+        struct eng_tensor *t = &out->t[i];
+        int64_t col0, rows = 0;
+        const int n = eng_shard_rows(m, t, rank, size, sh, &col0);
+        for (int k = 0; k < n; k++)
+            rows += sh[k].rows;
+        t->rows = rows;
+        t->cols = splits_cols(t->kind) ? t->cols / size : t->cols;
+        t->offset = out->total;
+        out->total = (out->total + rows * t->cols + 7) / 8 * 8;
+    }
+    free(sh);
+    return 0;
+}
+
+void eng_shard_extract(const struct model_cfg *m, const struct eng_tensor *g, int rank, int size, const bf16_t *src,
+                       bf16_t *dst)
+{
+    struct eng_shard *sh = xmalloc(sizeof *sh * (size_t)ENG_SHARD_MAX(m));
+    int64_t col0;
+    const int n = eng_shard_rows(m, g, rank, size, sh, &col0);
+    const int64_t cols = splits_cols(g->kind) ? g->cols / size : g->cols;
+    for (int k = 0; k < n; k++)
+        for (int64_t r = 0; r < sh[k].rows; r++, dst += cols)
+            memcpy(dst, src + (sh[k].row0 + r) * g->cols + col0, sizeof *dst * (size_t)cols);
+    free(sh);
+}

@@ -49,6 +49,30 @@ const struct eng_tensor *eng_layout_find(const struct eng_layout *l, enum w_kind
  * experts' together (0: none). */
 int eng_ffn_width(const struct model_cfg *m, int layer);
 
+/* Tensor parallelism over `size` ranks (eng_opts.tp_size). Rank r holds a share of each tensor:
+ * column-parallel ones (qkv and its bias: its query heads, then its K heads, then its V heads;
+ * gate|up: its gate rows, then its up rows, for every expert in turn) and the LM head (its share
+ * of the vocabulary) keep some rows; row-parallel ones (o, down, the experts' down) keep the columns
+ * of its heads or FFN share; the embedding, the norms and the router are whole. A share is then
+ * the tensor of a model with heads, K/V heads, FFN and expert widths and vocabulary divided by
+ * size (model_tp_share, model.h), but the embedding's V rows. Tensor i of the model is tensor i of the share,
+ * its initialisation scale the model's, so every rank's shares are cut from the very weights one
+ * GPU runs. */
+struct eng_shard {
+    int64_t row0, rows; /* the model's rows [row0, row0 + rows) */
+};
+#define ENG_SHARD_MAX(m) (2 * (m)->num_experts + 3) /* row ranges of one tensor's share, at most */
+/* Rank `rank`'s share of the model's tensor g: its row ranges in the order the share stacks them
+ * (into out, room for ENG_SHARD_MAX) and its first column (*col0; it has g's columns / size where
+ * the tensor is row-parallel, else all); returns the number of ranges. */
+int eng_shard_rows(const struct model_cfg *m, const struct eng_tensor *g, int rank, int size, struct eng_shard *out,
+                   int64_t *col0);
+/* The layout of rank `rank`'s shares (size 1: the model's own layout). */
+int eng_layout_build_tp(const struct model_cfg *m, int rank, int size, struct eng_layout *out, struct ts_err *err);
+/* Copies rank `rank`'s share of tensor g out of the whole tensor src into dst (host memory). */
+void eng_shard_extract(const struct model_cfg *m, const struct eng_tensor *g, int rank, int size, const bf16_t *src,
+                       bf16_t *dst);
+
 uint64_t eng_tensor_seed(uint64_t seed, int index);
 float eng_hash_uniform(uint64_t seed, uint64_t i);
 float eng_bf2f(bf16_t v);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [fc] [focus] [moe]: the engine's GPU work in one call
+# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [fc] [focus] [moe] [tp]: the engine's GPU work in one call
 # on a GPU machine, its outputs under OUT. The lent GPU machines have nvcc but no Debian -dev
 # packages: unpack those into deps/root here and carry it (engine/README.md, "On a GPU machine");
 # DEPS=deps/root then builds against it.
@@ -29,6 +29,10 @@
 #             Reuse (16 x 32 over 480) and a Refresh (16 x 512) step of LLaDA2.0-mini and
 #             LLaDA-MoE-7B against their floors (bench-moe.txt), a live run of each priced by the
 #             roofline, and the first's schedule simulated and replayed
+#   tp        tensor parallelism over TP_N (default 2) GPUs: make check-gpu-tp (engine check --tp
+#             against one GPU, a live run), then engine bench --tp of LLaDA-8B's Refresh 16 x 512
+#             and Reuse 16 x 32 over 480 beside one GPU with the all-reduce alone (bench-tp.txt),
+#             and the live run's schedule simulated with --tp and replayed (sim-tp.db)
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]}
@@ -166,6 +170,20 @@ moe_part() {
     tail -3 "$o/replay-moe.txt"
 }
 
+# the tp part (see the header)
+tp_part() {
+    local o=$1 t=./$b/tessera n=${TP_N:-2}
+    export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
+    "${mk[@]}" check-gpu-tp TP=$n >"$o/check-tp.txt" 2>&1 || { cat "$o/check-tp.txt"; return 1; }
+    grep -E "passed|live|throughput" "$o/check-tp.txt"
+    $t engine bench --tp $n --json "$o/bench-tp.jsonl" >"$o/bench-tp.txt" 2>&1 || { cat "$o/bench-tp.txt"; return 1; }
+    cat "$o/bench-tp.txt"
+    local args="--requests 8 --rps 8 --gen-len 64 --lengths fixed:512,64 --tp $n --no-progress"
+    $t sim $args --quiet --db "$o/sim-tp.db" >/dev/null || return 1
+    $t engine replay --db "$o/sim-tp.db" --tp $n >"$o/replay-tp.txt" 2>&1 || { cat "$o/replay-tp.txt"; return 1; }
+    tail -3 "$o/replay-tp.txt"
+}
+
 rc=0
 for p in $parts; do
     case $p in
@@ -198,8 +216,9 @@ for p in $parts; do
         fc) fc_part "$out" || rc=1 ;;
         focus) focus_part "$out" || rc=1 ;;
         moe) moe_part "$out" || rc=1 ;;
+        tp) tp_part "$out" || rc=1 ;;
         memcheck) ;;
-        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, fc, focus, moe)" >&2
+        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, fc, focus, moe, tp)" >&2
            exit 2 ;;
     esac
 done

@@ -35,21 +35,32 @@ int k_pdl_allowed(void)
     return pdl_requested && pdl_device;
 }
 
-static __global__ void fill_random_kernel(bf16_t *dst, int64_t n, uint64_t seed, float scale)
+static __global__ void fill_random_kernel(bf16_t *dst, int64_t rows, int64_t cols, int64_t src_cols, int64_t first,
+                                          uint64_t seed, float scale)
 {
     griddep_wait();
+    const int64_t n = rows * cols;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
-        dst[i] = f2bf_exact(scale * hash_uniform(seed, (uint64_t)i));
+        dst[i] = f2bf_exact(scale * hash_uniform(seed, (uint64_t)(first + i / cols * src_cols + i % cols)));
+}
+
+extern "C" int k_fill_random_window(bf16_t *dst, int64_t rows, int64_t cols, int64_t src_cols, int64_t first,
+                                    uint64_t seed, float scale, k_stream stream)
+{
+    const int64_t n = rows * cols;
+    if (n <= 0)
+        return 0;
+    if (cols > src_cols)
+        return (int)cudaErrorInvalidValue;
+    int64_t blocks = (n + 255) / 256;
+    return (int)k_launch(fill_random_kernel, dim3((unsigned)(blocks < 65536 ? blocks : 65536)), dim3(256), 0, stream,
+                         dst, rows, cols, src_cols, first, seed, scale);
 }
 
 extern "C" int k_fill_random(bf16_t *dst, int64_t n, uint64_t seed, float scale, k_stream stream)
 {
-    if (n <= 0)
-        return 0;
-    int64_t blocks = (n + 255) / 256;
-    return (int)k_launch(fill_random_kernel, dim3((unsigned)(blocks < 65536 ? blocks : 65536)), dim3(256), 0, stream,
-                         dst, n, seed, scale);
+    return k_fill_random_window(dst, 1, n, n, 0, seed, scale, stream);
 }
 
 static __global__ void fill_bits_kernel(bf16_t *dst, int64_t n, uint16_t bits)

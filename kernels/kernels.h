@@ -34,6 +34,10 @@ void k_set_pdl(int on);
 /* Fills n bf16 values with scale * U(-1, 1) from a counter hash of (seed, index): bit-identical to
  * the host's eng_fill_random(). */
 int k_fill_random(bf16_t *dst, int64_t n, uint64_t seed, float scale, k_stream stream);
+/* A window of the same values: dst's rows x cols are a tensor's elements first + r src_cols + c (a
+ * tensor-parallel share cut from the tensor k_fill_random would fill). */
+int k_fill_random_window(bf16_t *dst, int64_t rows, int64_t cols, int64_t src_cols, int64_t first, uint64_t seed,
+                         float scale, k_stream stream);
 /* Fills n bf16 values with a constant bit pattern (poisoning, ones). */
 int k_fill_bits(bf16_t *dst, int64_t n, uint16_t bits, k_stream stream);
 /* dst[i] = (float)src[i]: the fp32 copy of the logits PyTorch's softmax makes (memory planners). */
@@ -338,6 +342,7 @@ struct k_moe_combine_args {
     bf16_t *x;
     int T, k, h, p0, p1;
     bool first, last;
+    bool replace; /* the last chunk writes x (a tensor-parallel rank's partial sum) instead of adding */
 };
 int k_moe_route(const bf16_t *logits, int T, int E, int k, int32_t *ids, float *wts, k_stream stream);
 int k_moe_dispatch(const struct k_moe_dispatch_args *a, k_stream stream);
@@ -352,6 +357,11 @@ int k_focus_pick(const struct k_focus_args *a, k_stream stream);
  * written at out_*[row_base + row]. */
 int k_argmax_conf(const bf16_t *logits, int rows, int V, int32_t *out_tok, float *out_max,
                   float *out_conf, int row_base, k_stream stream);
+/* Tensor parallelism: the ranks' k_argmax_conf results over their vocabulary shares of `share`
+ * tokens, gathered as [ranks][3][R] floats (argmax bits, max, confidence), merged into the whole
+ * vocabulary's argmax, max and confidence (the lowest index among equal maxima, as k_argmax_conf). */
+int k_tp_argmax_merge(const float *gathered, int ranks, int R, int share, int32_t *out_tok, float *out_max,
+                      float *out_conf, k_stream stream);
 
 #ifdef __cplusplus
 }

@@ -90,3 +90,35 @@ extern "C" int k_argmax_conf(const bf16_t *logits, int rows, int V, int32_t *out
     return (int)k_launch(argmax_conf_kernel, dim3(rows), dim3(512), 0, stream, logits, V, out_tok, out_max, out_conf,
                          row_base);
 }
+
+/* Tensor parallelism: each rank's argmax, max and confidence over its share of the vocabulary,
+ * gathered as [ranks][3][R] (the argmax's bits, the max, the confidence), merged as the block
+ * reduction merges threads: rank r's sum of exp(l - max) is 1 / its confidence, its indices start
+ * at r * share. */
+static __global__ void tp_argmax_merge_kernel(const float *gathered, int ranks, int R, int share, int32_t *out_tok,
+                                              float *out_max, float *out_conf)
+{
+    griddep_wait();
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= R)
+        return;
+    amx v = {-FLT_MAX, 0.f, 0x7fffffff};
+    for (int r = 0; r < ranks; r++) {
+        const float *g = gathered + (size_t)r * 3 * R;
+        const float c = g[2 * R + row];
+        amx b = {g[R + row], c > 0.f ? 1.f / c : 0.f, __float_as_int(g[row]) + r * share};
+        v = amx_merge(v, b);
+    }
+    out_tok[row] = v.i;
+    out_max[row] = v.m;
+    out_conf[row] = v.s > 0.f ? 1.f / v.s : 0.f;
+}
+
+extern "C" int k_tp_argmax_merge(const float *gathered, int ranks, int R, int share, int32_t *out_tok, float *out_max,
+                                 float *out_conf, k_stream stream)
+{
+    if (R <= 0)
+        return 0;
+    return (int)k_launch(tp_argmax_merge_kernel, dim3((unsigned)((R + 127) / 128)), dim3(128), 0, stream, gathered,
+                         ranks, R, share, out_tok, out_max, out_conf);
+}

@@ -264,7 +264,7 @@ static __global__ void moe_combine_kernel(struct k_moe_combine_args a)
             float x[8];
             unpack8(x, *(const uint4 *)(a.x + (size_t)t * h + c));
             for (int q = 0; q < 8; q++)
-                x[q] += v[q];
+                x[q] = a.replace ? v[q] : x[q] + v[q];
             *(uint4 *)(a.x + (size_t)t * h + c) = pack8(x);
         } else {
             for (int q = 0; q < 8; q++)

@@ -903,7 +903,16 @@ static int calibrated_step_s(const struct cost_ctx *c, const struct step_desc *s
                              struct cost_breakdown *bd, struct ts_err *err)
 {
     TS_ASSERT(c->calib != NULL);
-    return calib_step_ctx_s(c, c->calib, sd, c->extrapolate, seconds, bd, err);
+    if (calib_step_ctx_s(c, c->calib, sd, c->extrapolate, seconds, bd, err))
+        return -1;
+    if (c->tp > 1 && sd->tot.q_tokens > 0) { /* a calibration of one GPU's share (NAME-tpN): plus the
+                                               * all-reduces of the O and down projections' partial sums */
+        const double t_ar = 2.0 * c->model.num_layers * allreduce_s(c->ar, 2.0 * sd->tot.q_tokens * c->model.hidden);
+        *seconds += t_ar;
+        if (bd)
+            bd->op_s[OP_ALLREDUCE] += t_ar;
+    }
+    return 0;
 }
 
 const struct cost_ops cost_calibrated = {

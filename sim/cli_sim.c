@@ -137,9 +137,11 @@ static void sim_usage(FILE *f)
 "  --extrapolate            calibrated: price steps beyond the profiled range\n"
 "  --tp N                   tensor parallelism over N GPUs of the kind: heads, FFN and vocabulary\n"
 "                           split, an all-reduce after each layer's O and down projections\n"
-"                           (measured NCCL times where sim/data/allreduce.csv has the GPU and N,\n"
-"                           else its link's bandwidth); weights and K/V split per GPU; roofline\n"
-"                           cost only [1]\n"
+"                           (the engine's measured NCCL times where sim/data/allreduce.csv has the\n"
+"                           GPU and N, else its link's bandwidth); weights and K/V split per GPU;\n"
+"                           calibrated: a calibration of one GPU's share, MODEL-tpN (profiled by\n"
+"                           tessera engine profile --model MODEL-tpN); with --executor gpu, N\n"
+"                           processes run the engine split over GPUs 0..N-1 (NCCL) [1]\n"
 "  --executor NAME          model: steps take the cost model's time; gpu: live, the CUDA engine\n"
 "                           runs every step and its measured time drives the clock (the cost\n"
 "                           model still prices each step, for comparison) [model]\n"
@@ -475,6 +477,43 @@ static void print_json(const struct sim_config *c, const struct sim_summary *m)
     json_decref(o);
 }
 
+/* --executor gpu --tp N: outside a launch, the launch of N ranks running this command (the engine's
+ * eng_tp_launch: one process per GPU); inside one, a rank other than 0 writes no database and shows
+ * no progress (rank 0 reports). -1: go on in this process. */
+static int live_tp(struct sim_config *c, int argc, char **argv)
+{
+    const char *rank = getenv("TESSERA_TP_RANK");
+    if (getenv("TESSERA_TP_SIZE")) {
+        if (!rank || strcmp(rank, "0") != 0) {
+            c->db[0] = '\0';
+            c->db_mode = 0;
+            c->progress = false;
+            c->quiet = true;
+        }
+        return -1;
+    }
+    struct ts_err err;
+    struct sim *s = sim_create(c, &err); /* refused at start, with the reason, before any GPU work */
+    if (!s) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    sim_destroy(s);
+    int (*launch)(int, int, char **);
+    *(void **)&launch = engine_symbol("eng_tp_launch", &err);
+    if (!launch) {
+        fprintf(stderr, "tessera sim: --executor gpu --tp %d: %s\n", c->tp, err.msg);
+        return EXIT_USAGE;
+    }
+    char **full = xmalloc(sizeof *full * (size_t)(argc + 2));
+    full[0] = "tessera";
+    memcpy(full + 1, argv, sizeof *full * (size_t)argc);
+    full[argc + 1] = NULL;
+    const int rc = launch(c->tp, argc + 1, full);
+    free(full);
+    return rc;
+}
+
 int cli_sim(int argc, char **argv)
 {
     struct sim_config c;
@@ -488,6 +527,8 @@ int cli_sim(int argc, char **argv)
                         "price it with the cost model (--executor model)\n", po->name, po->engine_lacks);
         return EXIT_USAGE;
     }
+    if (strcmp(c.executor, "gpu") == 0 && c.tp > 1 && (rc = live_tp(&c, argc, argv)) >= 0)
+        return rc;
     if (c.db_mode && !c.db[0]) {
         fprintf(stderr, "tessera sim: --append and --replace say what --db does with the runs it holds; no --db given\n");
         return EXIT_USAGE;

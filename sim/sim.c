@@ -286,22 +286,26 @@ static int load_calibration(struct sim *s, struct ts_err *err)
 {
     const struct sim_config *c = &s->cfg;
     char path[CFG_PATH + 256];
+    struct model_cfg share; /* --tp N: the calibration is of one GPU's share (NAME-tpN, model_tp_share) */
+    if (model_tp_share(&s->model, c->tp, &share, err))
+        return -1;
     if (c->calib[0])
         snprintf(path, sizeof path, "%s", c->calib);
     else
-        calib_shipped_path(c->datadir, s->gpu.name, s->model.name,
+        calib_shipped_path(c->datadir, s->gpu.name, share.name,
                            s->impl.calib_base[0] ? s->impl.calib_base : s->impl.name, path, sizeof path);
     struct calib_data d;
     if (calib_data_load(path, &d, err)) {
         if (!c->calib[0])
             ts_fail(err, "--cost calibrated: no calibration for %s on %s with the %s implementation "
                          "(looked for %s; tessera list calibrations shows the shipped ones, --calib FILE "
-                         "names another, tessera calib transfer estimates one from another GPU's)", s->model.name, s->gpu.name, s->impl.name, path);
+                         "names another, tessera calib transfer estimates one from another GPU's)", share.name, s->gpu.name, s->impl.name, path);
         return -1;
     }
     int rc = -1;
-    if (!ts_name_eq(d.model, s->model.name)) {
-        ts_fail(err, "%s: a calibration of model %s, but the run simulates %s", path, d.model, s->model.name);
+    if (!ts_name_eq(d.model, share.name)) {
+        ts_fail(err, "%s: a calibration of model %s, but the run simulates %s%s", path, d.model, share.name,
+                c->tp > 1 ? " (one GPU's share of the model: tessera engine profile --model NAME-tpN)" : "");
         goto done;
     }
     if (calib_data_validate_on(&d, s->gpu.name, c->gpu_file[0] ? c->gpu_file : NULL, err) ||
@@ -343,9 +347,11 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
                     s->model.num_heads, s->model.num_kv_heads);
             goto fail;
         }
-        if (s->cost == &cost_calibrated) {
-            ts_fail(err, "--tp: the calibrated back end prices one GPU (its profile's); price tensor "
-                         "parallelism with --cost roofline");
+        const struct model_cfg *m = &s->model;
+        if (strcmp(cfg->executor, "gpu") == 0 && (m->ffn % cfg->tp || m->moe_ffn % cfg->tp || m->vocab % cfg->tp)) {
+            ts_fail(err, "--executor gpu --tp %d: the engine splits %s's FFN width %d, expert width %d and "
+                         "vocabulary of %d over the GPUs, which %d does not divide", cfg->tp, m->name, m->ffn,
+                    m->moe_ffn, m->vocab, cfg->tp);
             goto fail;
         }
         char path[CFG_PATH + 32];

@@ -240,12 +240,12 @@ static void price_split(const struct cost_ops *be, const struct cost_ctx *c, con
     step_desc_free(&sd);
 }
 
-/* The shipped calibration of LLaDA-8B on the H200 (tessera), fitted. */
-static struct calib *shipped_calib(void)
+/* A shipped calibration of the H200 (tessera), fitted: of MODEL (LLaDA-8B, or a share, NAME-tpN). */
+static struct calib *shipped_calib_of(const char *model)
 {
     char path[1024];
     const char *data = getenv("TESSERA_DATA");
-    snprintf(path, sizeof path, "%s/calib/h200-llada-8b-tessera.csv", data && *data ? data : TS_DATADIR);
+    snprintf(path, sizeof path, "%s/calib/h200-%s-tessera.csv", data && *data ? data : TS_DATADIR, model);
     struct calib_data d;
     struct ts_err err;
     ck_assert_msg(calib_data_load(path, &d, &err) == 0, "%s", err.msg);
@@ -254,6 +254,8 @@ static struct calib *shipped_calib(void)
     calib_data_free(&d);
     return cal;
 }
+
+static struct calib *shipped_calib(void) { return shipped_calib_of("llada-8b"); }
 
 /* A step whose segment has a front shape pays, for each layer op, the front shape's price over its
  * front layers and the later shape's over the others: nf / nl of the one and (nl - nf) / nl of the
@@ -390,6 +392,27 @@ START_TEST(tensor_parallel_shares_and_allreduces)
     p = tmp_file(1, ".csv", "gpu,tp,bytes,us\nh200,2,1000,10\nh200,2,ten,100\n");
     ck_assert_int_ne(allreduce_load(p, "h200", 2, 450e9, &ar, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, ".csv:3: expected gpu,tp,bytes,us"));
+    /* the calibrated back end: the share's calibration prices a GPU's ops, and each layer adds its
+     * two all-reduces, by the same model */
+    ar = (struct allreduce_model){.tp = 2, .link_bw = 450e9};
+    struct calib *share = shipped_calib_of("llada-8b-tp2");
+    struct cost_breakdown cal1, cal2;
+    c.calib = share;
+    c.tp = 1;
+    ck_assert_int_eq(cost_calibrated.step_s(&c, &sd, &t1, &cal1, NULL), 0);
+    c.tp = 2;
+    ck_assert_int_eq(cost_calibrated.step_s(&c, &sd, &t2, &cal2, NULL), 0);
+    const double ar_s = 2 * 32 * allreduce_s(&ar, bytes);
+    ck_assert(cal1.op_s[OP_ALLREDUCE] == 0 && fabs(cal2.op_s[OP_ALLREDUCE] - ar_s) < 1e-12 * ar_s);
+    ck_assert_msg(fabs(t2 - t1 - ar_s) < 1e-9 * t2, "%g + %g vs %g", t1, ar_s, t2);
+    /* a GPU's share of Refresh 16 x 512 costs less than the whole model's on one GPU */
+    struct calib *whole = shipped_calib();
+    c.calib = whole;
+    c.tp = 1;
+    ck_assert_int_eq(cost_calibrated.step_s(&c, &sd, &t1, NULL, NULL), 0);
+    ck_assert_msg(t2 < 0.7 * t1, "%g vs %g", t2, t1);
+    calib_free(share);
+    calib_free(whole);
     step_desc_free(&sd);
 }
 END_TEST

@@ -359,6 +359,89 @@ START_TEST(weights_layout_and_fill)
 }
 END_TEST
 
+/* Every element of the model's tensors in exactly one rank's share where the tensor is split, in
+ * every rank's where it is whole; each share cut from the very values the rank draws for it. */
+static void check_shares(const struct model_cfg *m, int size)
+{
+    struct eng_layout g, l[8];
+    struct ts_err err;
+    ck_assert_int_eq(eng_layout_build(m, &g, &err), 0);
+    for (int r = 0; r < size; r++)
+        ck_assert_int_eq(eng_layout_build_tp(m, r, size, &l[r], &err), 0);
+    struct eng_shard *sh = xmalloc(sizeof *sh * (size_t)ENG_SHARD_MAX(m));
+    for (int i = 0; i < g.n; i++) {
+        const struct eng_tensor *t = &g.t[i];
+        const int64_t n = t->rows * t->cols;
+        int *seen = xcalloc((size_t)n, sizeof *seen);
+        bf16_t *whole = xmalloc(2 * (size_t)n), *share = xmalloc(2 * (size_t)n), *drawn = xmalloc(2 * (size_t)n);
+        eng_fill_host(&g, i, 3, whole);
+        int64_t total = 0;
+        for (int r = 0; r < size; r++) {
+            const struct eng_tensor *s = &l[r].t[i];
+            ck_assert(s->kind == t->kind && s->layer == t->layer && s->scale == t->scale);
+            int64_t col0, row = 0;
+            const int k = eng_shard_rows(m, t, r, size, sh, &col0);
+            for (int p = 0; p < k; p++)
+                for (int64_t a = 0; a < sh[p].rows; a++, row++)
+                    for (int64_t c = 0; c < s->cols; c++) {
+                        const int64_t at = (sh[p].row0 + a) * t->cols + col0 + c;
+                        seen[at]++;
+                        /* what the GPU's window fill draws for this element of the share */
+                        drawn[row * s->cols + c] = t->ones ? 0x3f80
+                            : eng_f2bf(t->scale * eng_hash_uniform(eng_tensor_seed(3, i), (uint64_t)at));
+                    }
+            ck_assert_int_eq(row, s->rows);
+            eng_shard_extract(m, t, r, size, whole, share);
+            ck_assert_int_eq(memcmp(share, drawn, 2 * (size_t)(s->rows * s->cols)), 0);
+            total += s->rows * s->cols;
+        }
+        const bool whole_everywhere = total == n * size;
+        ck_assert(whole_everywhere || total == n);
+        for (int64_t a = 0; a < n; a++)
+            ck_assert_int_eq(seen[a], whole_everywhere ? size : 1);
+        ck_assert(whole_everywhere == (t->kind == W_EMB || t->kind == W_ROUTER || t->ones));
+        free(seen), free(whole), free(share), free(drawn);
+    }
+    free(sh);
+    for (int r = 0; r < size; r++)
+        eng_layout_free(&l[r]);
+    eng_layout_free(&g);
+}
+
+START_TEST(tensor_parallel_shares)
+{
+    /* a dense model with QKV bias and GQA, and a mixture of experts with a shared expert and a dense
+     * first layer, over 2 and 4 ranks */
+    struct model_cfg dense = TINY, moe;
+    dense.num_heads = 8, dense.num_kv_heads = 4, dense.vocab = 96;
+    moe = dense;
+    moe.num_experts = 4, moe.experts_top_k = 2, moe.moe_ffn = 256, moe.num_shared_experts = 1;
+    moe.first_dense_layers = 1;
+    for (int size = 2; size <= 4; size += 2) {
+        check_shares(&dense, size);
+        check_shares(&moe, size);
+    }
+    /* one rank is the model itself */
+    struct eng_layout a, b;
+    struct ts_err err;
+    ck_assert_int_eq(eng_layout_build(&moe, &a, &err), 0);
+    ck_assert_int_eq(eng_layout_build_tp(&moe, 0, 1, &b, &err), 0);
+    ck_assert(a.n == b.n && a.total == b.total && memcmp(a.t, b.t, sizeof *a.t * (size_t)a.n) == 0);
+    eng_layout_free(&a), eng_layout_free(&b);
+    /* the share each rank runs, and the sizes refused by name */
+    struct model_cfg local;
+    ck_assert_int_eq(model_tp_share(model_find("dream-7b"), 2, &local, &err), 0);
+    ck_assert(local.num_heads == 14 && local.num_kv_heads == 2 && local.ffn == 9472 && local.vocab == 76032 &&
+              local.hidden == 3584);
+    ck_assert_int_eq(model_tp_share(model_find("dream-7b"), 8, &local, &err), -1);
+    ck_assert(strstr(err.msg, "--tp 8 does not divide dream-7b's 28 query heads"));
+    moe.moe_ffn = 64; /* an expert's share of 32 columns is below the grouped GEMM's 64 */
+    ck_assert_int_eq(eng_layout_build_tp(&moe, 0, 2, &a, &err), -1);
+    ck_assert_int_eq(eng_layout_build_tp(&dense, 2, 2, &a, &err), -1);
+    ck_assert(strstr(err.msg, "rank 2 of 2"));
+}
+END_TEST
+
 static void expect_idx(const int32_t *got, const int32_t *want, int n)
 {
     for (int i = 0; i < n; i++)
@@ -410,6 +493,7 @@ int main(void)
     tcase_add_test(tc, reuse_equals_refresh);
     tcase_add_test(tc, block_causal_prefill_then_block);
     tcase_add_test(tc, weights_layout_and_fill);
+    tcase_add_test(tc, tensor_parallel_shares);
     tcase_add_test(tc, feature_cache_fixed_point);
     tcase_add_test(tc, focus_eviction);
     tcase_add_test(tc, kv_select_by_hand);

@@ -45,6 +45,8 @@ contains "executor named" "--executor: 'bogus' is not model or gpu"
 if ! command -v nvidia-smi >/dev/null 2>&1; then
     expect 2 "sim --executor gpu without a GPU" -- $bin sim --executor gpu --requests 2 --db "$tmp/live.db"
     contains "executor gpu says why" "--executor gpu:"
+    expect 2 "sim --executor gpu --tp 2 without GPUs" -- $bin sim --executor gpu --tp 2 --requests 2 --db "$tmp/live.db"
+    contains "executor gpu --tp 2 says why" "--tp 2"
     [ ! -e "$tmp/live.db" ] && ok || bad "--executor gpu failure left a database"
 fi
 
@@ -620,8 +622,21 @@ expect 2 "--tp 3" -- $bin sim --tp 3 --requests 2
 contains "--tp 3" "--tp: 3 does not divide llada-8b's 32 query and 32 K/V heads"
 expect 2 "--tp 9" -- $bin sim --tp 9 --requests 2
 contains "--tp 9" "--tp: 9 is not in 1..8 GPUs"
-expect 2 "--tp with calibrated" -- $bin sim --tp 2 --cost calibrated --requests 2
-contains "--tp with calibrated" "price tensor parallelism with --cost roofline"
+# the calibrated back end prices a GPU's share of the model from a calibration of that share
+# (NAME-tpN, shipped for LLaDA-8B over two H200s) plus the measured all-reduces
+expect 0 "--tp with calibrated" -- $bin sim --tp 2 --cost calibrated --requests 8 --rps 8
+contains "--tp with calibrated" "allreduce"
+expect 2 "--tp calibrated, no share's calibration" -- $bin sim --tp 2 --model dream-7b --cost calibrated --requests 2
+contains "--tp calibrated, no share's calibration" "no calibration for dream-7b-tp2 on h200"
+expect 0 "a share as a model" -- $bin list models
+expect 0 "a share simulated" -- $bin sim --model llada-8b-tp2 --requests 4 --quiet
+contains "a share simulated" "llada-8b-tp2 on h200"
+expect 2 "a share that does not divide" -- $bin sim --model dream-7b-tp8 --requests 4
+contains "a share that does not divide" "--tp 8 does not divide dream-7b's 28 query heads"
+# the engine's own split is refused at start, before any process or GPU work
+expect 2 "--executor gpu --tp 3" -- $bin sim --executor gpu --tp 3 --model dream-7b --requests 2 --db "$tmp/tp.db"
+contains "--executor gpu --tp 3" "--tp: 3 does not divide dream-7b's 28 query and 4 K/V heads"
+[ ! -e "$tmp/tp.db" ] && ok || bad "a refused --tp left a database"
 expect 0 "--tp 2" -- $bin sim --tp 2 --requests 40 --rps 8
 contains "--tp 2" "llada-8b on h200 x 2 (tensor parallel)"
 contains "--tp 2" "allreduce"

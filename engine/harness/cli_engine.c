@@ -13,12 +13,18 @@
 #include "eng_check.h"
 #include "eng_grid.h"
 #include "eng_replay.h"
+#include "eng_tp.h"
+#include "eng_tp_run.h"
 #include "model.h"
 
 static void engine_usage(FILE *f)
 {
     fprintf(f,
 "usage: tessera engine check [--seed S] [--only kernels|steps|select|fc|focus|moe]\n"
+"       tessera engine check --tp N [--seed S]\n"
+"       tessera engine bench --tp N [--model NAME|config.json] [--reps N] [--json FILE]\n"
+"                                   [--step SEGS,Q,KV,LOGIT_ROWS ...]\n"
+"       tessera engine replay --tp N --db RUN.db [replay's options]\n"
 "       tessera engine replay --db RUN.db [--run ID] [--steps N] [--mem-limit GB] [--weights PATH]\n"
 "                             [--gemm-cache FILE] [--ops]\n"
 "       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
@@ -60,6 +66,15 @@ static void engine_usage(FILE *f)
 "       focus times FOCUS's eviction alone: 16 blocks of 32 over 480 cached keys, whole beside\n"
 "       steps keeping 2 to 32 rows after layer 1, each after its own warm-up, each beyond layer 1\n"
 "       against K / 32 + 0.15 of the whole block's (also run by a bench without --only)\n"
+"--tp N (2 to 8) runs the command as N processes, one per GPU (GPUs 0 to N - 1), over NCCL; rank 0\n"
+"       reports, and a rank that fails stops the others. check: LLaDA-8B, Dream-7B and LLaDA2.0-mini\n"
+"       split over the N GPUs (heads, FFN, experts' widths and the LM head's vocabulary; an\n"
+"       all-reduce after o_proj and after the FFN) against one GPU on the same weights, step by\n"
+"       step: the final rows, the logits' maxima and confidences within 2e-2, and the same argmax\n"
+"       but for near ties; bench: each step (Refresh 16 x 512 and Reuse 16 x 32 over 480, or\n"
+"       --step's) replayed split and on one GPU, their ratio, and the all-reduce alone at the\n"
+"       step's size with NCCL's bus bandwidth; replay: the run's steps on the N GPUs, rank 0\n"
+"       writing engine_steps (beside `tessera sim --tp N`'s predictions)\n"
 "--gemm-cache FILE keeps each GEMM shape's chosen cuBLASLt algorithm in FILE (SQLite, created if\n"
 "       missing): a shape found there is not timed again, a new choice is added, so every process\n"
 "       sharing FILE runs the same algorithms (the same as TESSERA_GEMM_CACHE=FILE, which also\n"
@@ -107,7 +122,7 @@ static void engine_usage(FILE *f)
 /* What `tessera engine SUB` was asked, its options parsed and range-checked. */
 struct engine_args {
     const char *sub;
-    int64_t seed, reps, chunk, run, steps, warmup;
+    int64_t seed, reps, chunk, run, steps, warmup, tp;
     bool ops;
     double warm_ms, warm_s, mem_gb;
     const char *warm_trace, *db, *weights, *model, *json, *only, *anchor;
@@ -159,9 +174,10 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
                                       {"warm-trace", required_argument, 0, 'B'},
                                       {"anchor", required_argument, 0, 'a'},
                                       {"grid", required_argument, 0, 'g'},
+                                      {"tp", required_argument, 0, 'P'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
-    *a = (struct engine_args){.sub = argv[0], .seed = 1, .reps = 20, .chunk = 2048, .warmup = 1,
+    *a = (struct engine_args){.sub = argv[0], .seed = 1, .reps = 20, .chunk = 2048, .warmup = 1, .tp = 1,
                               .warm_s = ENG_WARM_S, .model = "llada-8b", .grid = -1};
     optind = 1;
     int c, idx = 0;
@@ -183,6 +199,7 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
         case 'B': a->warm_trace = optarg; break;
         case 'a': a->anchor = optarg; break;
         case 'g': bad = (a->grid = grid_part_parse(optarg)) < 0; break;
+        case 'P': bad = ts_parse_i64(optarg, &a->tp) || a->tp < 1 || a->tp > ENG_TP_MAX; break;
         case 'T':
             if (parse_step(a->sub, optarg, a->nstep < ENG_BENCH_MAX_STEPS ? a->step_list[a->nstep] : NULL))
                 return EXIT_USAGE;
@@ -299,6 +316,69 @@ static int run_profile(const struct engine_args *a)
                            a->nstep ? a->step_list[0] : NULL, a->grid < 0 ? GRID_ALL : a->grid, a->mem_gb, stdout);
 }
 
+/* `engine check --tp N` and `engine bench --tp N`: outside a launch, the launch of N ranks running
+ * this command (argv: "engine" and its arguments); inside, the rank's part. */
+static int run_tp(const struct engine_args *a, int argc, char **argv)
+{
+    const bool bench = strcmp(a->sub, "bench") == 0, replay = strcmp(a->sub, "replay") == 0;
+    if (!bench && !replay && strcmp(a->sub, "check") != 0) {
+        fprintf(stderr, "tessera engine %s: --tp is check's, bench's and replay's (and tessera sim --executor "
+                        "gpu's)\n", a->sub);
+        return EXIT_USAGE;
+    }
+    if (replay && !a->db) {
+        fprintf(stderr, "tessera engine replay: which database? (--db FILE)\n");
+        return EXIT_USAGE;
+    }
+    if (a->only || a->anchor || a->warm_trace || (a->weights && !replay) || (!bench && a->nstep)) {
+        fprintf(stderr, "tessera engine %s --tp: --only, --anchor, --weights, --warm-trace%s run on one GPU\n",
+                a->sub, bench ? "" : " and --step");
+        return EXIT_USAGE;
+    }
+    struct eng_tp_bench_opts bo = {.size = (int)a->tp, .reps = (int)a->reps, .nsteps = a->nstep};
+    struct ts_err err;
+    if (bench && model_resolve(a->model, &bo.model, &err)) {
+        fprintf(stderr, "tessera engine bench: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    for (int k = 0; k < a->nstep; k++) {
+        if (a->step_list[k][4] > 0 || (int64_t)a->step_list[k][0] * a->step_list[k][1] > ENG_BENCH_MAX_TOKENS) {
+            fprintf(stderr, "tessera engine bench --tp: --step: even steps of up to %d tokens\n", ENG_BENCH_MAX_TOKENS);
+            return EXIT_USAGE;
+        }
+        memcpy(bo.steps[k], a->step_list[k], sizeof bo.steps[k]);
+    }
+    int rank, size;
+    unsigned char id[ENG_TP_ID_BYTES];
+    if (eng_tp_env(&rank, &size, id, &err)) {
+        fprintf(stderr, "tessera engine: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    if (size == 1) { /* the launcher: this very command, once per GPU */
+        char **full = xmalloc(sizeof *full * (size_t)(argc + 2));
+        full[0] = "tessera";
+        memcpy(full + 1, argv, sizeof *full * (size_t)argc);
+        full[argc + 1] = NULL;
+        const int rc = eng_tp_launch((int)a->tp, argc + 1, full);
+        free(full);
+        return rc;
+    }
+    if (replay)
+        return eng_replay_run(a->db, a->run, a->steps, a->mem_gb, a->weights, a->ops, stdout);
+    if (!bench) {
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        return eng_tp_check_run((int)a->tp, (uint64_t)a->seed, stdout);
+    }
+    if (a->json && rank == 0 && !(bo.json = fopen(a->json, "a"))) {
+        fprintf(stderr, "tessera engine bench: %s: cannot open\n", a->json);
+        return EXIT_USAGE;
+    }
+    int rc = eng_tp_bench_run(&bo, stdout);
+    if (bo.json)
+        fclose(bo.json);
+    return rc;
+}
+
 int cli_engine(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -309,6 +389,8 @@ int cli_engine(int argc, char **argv)
     int rc = parse_engine_args(argc - 1, argv + 1, &a);
     if (rc)
         return rc == 1 ? 0 : rc;
+    if (a.tp > 1)
+        return run_tp(&a, argc, argv);
     if (strcmp(a.sub, "check") == 0) {
         /* a line a check, kept whole when a sanitizer's time limit kills the run */
         setvbuf(stdout, NULL, _IOLBF, 0);

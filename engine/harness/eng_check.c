@@ -641,7 +641,7 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
                                            doff, dtiles, dnt, a0, a1, N, K, max_tiles, tile};
         KK(k_moe_gemm(&ga, NULL));
         const struct k_moe_combine_args ca = {(const bf16_t *)dy + (size_t)a0 * N, dpos, dwts, dacc, dxo, T, k, h, a0,
-                                              a1, ch == 0, ch == 1};
+                                              a1, ch == 0, ch == 1, false};
         KK(k_moe_combine(&ca, NULL));
     }
     CK(cudaDeviceSynchronize());

@@ -17,6 +17,7 @@
 
 #include "cost.h"
 #include "eng.h"
+#include "eng_tp.h"
 #include "harness.h"
 #include "policy.h"
 #include "sim.h"
@@ -44,7 +45,7 @@ static int record_ops(struct eng *e, const struct step_desc *sd, float ms, sqlit
         return -1;
     for (int op = 0; op < OP_COUNT; op++)
         sum += op_ms[op];
-    for (int op = 0; op < OP_COUNT && sum > 0; op++) {
+    for (int op = 0; op < OP_COUNT && sum > 0 && ins; op++) { /* (no ins: a tensor-parallel rank but 0) */
         if (op_ms[op] <= 0)
             continue;
         sqlite3_bind_int64(ins, 1, run_id);
@@ -68,6 +69,7 @@ struct replay {
     int32_t *last_step; /* [max_req + 1]: each request's last step; -1: none */
     struct model_cfg m;
     struct eng_opts o;
+    bool writer;        /* the process that writes engine_steps: rank 0 of a tensor-parallel replay */
     int chunk;          /* LM-head chunk rows for steps whose row lacks their own (older databases) */
     struct step_desc knobs; /* its policy's step knobs (policy_knobs_from_config); no segments */
 };
@@ -195,19 +197,21 @@ static int replay_steps(struct replay *rp, struct eng *e, bool ops, struct repla
     sd.cache_outputs = rp->knobs.cache_outputs;
     sd.evict = rp->knobs.evict;
     int rc = -1;
-    if ((ops && (db_exec(rp->db, "CREATE TABLE IF NOT EXISTS engine_step_ops(run_id INTEGER, step_id INTEGER, "
-                                 "op TEXT, ms REAL, PRIMARY KEY(run_id, step_id, op))") ||
-                 sqlite3_prepare_v2(rp->db, "INSERT OR REPLACE INTO engine_step_ops VALUES(?,?,?,?)", -1, &ins_ops,
-                                    NULL) != SQLITE_OK)) ||
+    if ((ops && rp->writer &&
+         (db_exec(rp->db, "CREATE TABLE IF NOT EXISTS engine_step_ops(run_id INTEGER, step_id INTEGER, "
+                          "op TEXT, ms REAL, PRIMARY KEY(run_id, step_id, op))") ||
+          sqlite3_prepare_v2(rp->db, "INSERT OR REPLACE INTO engine_step_ops VALUES(?,?,?,?)", -1, &ins_ops,
+                             NULL) != SQLITE_OK)) ||
         sqlite3_prepare_v2(rp->db, "SELECT step_id, duration_ns, logit_chunk_rows, ffn_chunks FROM steps "
                                    "WHERE run_id = ? ORDER BY step_id", -1, &q, NULL) != SQLITE_OK ||
         db_segments_prepare(rp->db, &segq) != SQLITE_OK ||
-        sqlite3_prepare_v2(rp->db, "INSERT OR REPLACE INTO engine_steps VALUES(?,?,?,?,?)", -1, &ins, NULL) != SQLITE_OK) {
+        (rp->writer &&
+         sqlite3_prepare_v2(rp->db, "INSERT OR REPLACE INTO engine_steps VALUES(?,?,?,?,?)", -1, &ins, NULL) != SQLITE_OK)) {
         ts_fail(err, "%s: %s", rp->path, sqlite3_errmsg(rp->db));
         goto done;
     }
     sqlite3_bind_int64(q, 1, rp->run_id);
-    const bool progress = isatty(STDERR_FILENO);
+    const bool progress = rp->writer && isatty(STDERR_FILENO);
     while (re->n < rp->num_steps && sqlite3_step(q) == SQLITE_ROW) {
         if (progress && re->n % 50 == 0)
             fprintf(stderr, "\rreplay: step %lld of %lld", (long long)re->n, (long long)rp->num_steps);
@@ -229,16 +233,18 @@ static int replay_steps(struct replay *rp, struct eng *e, bool ops, struct repla
                 eng_release(e, r);
         }
         int64_t meas = llround(ms * 1e6);
-        sqlite3_bind_int64(ins, 1, rp->run_id);
-        sqlite3_bind_int64(ins, 2, step);
-        sqlite3_bind_int64(ins, 3, pred);
-        sqlite3_bind_int64(ins, 4, meas);
-        sqlite3_bind_text(ins, 5, eng_device_name(e), -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(ins) != SQLITE_DONE) {
-            ts_fail(err, "%s: %s", rp->path, sqlite3_errmsg(rp->db));
-            goto done;
+        if (ins) {
+            sqlite3_bind_int64(ins, 1, rp->run_id);
+            sqlite3_bind_int64(ins, 2, step);
+            sqlite3_bind_int64(ins, 3, pred);
+            sqlite3_bind_int64(ins, 4, meas);
+            sqlite3_bind_text(ins, 5, eng_device_name(e), -1, SQLITE_TRANSIENT);
+            if (sqlite3_step(ins) != SQLITE_DONE) {
+                ts_fail(err, "%s: %s", rp->path, sqlite3_errmsg(rp->db));
+                goto done;
+            }
+            sqlite3_reset(ins);
         }
-        sqlite3_reset(ins);
         if (re->n > 0) { /* the first step carries GEMM tuning */
             re->sum_abs_rel += fabs((double)pred - meas) / (double)meas;
             re->sum_pred += (double)pred;
@@ -265,8 +271,14 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
     struct replay_err re = {0};
     struct eng *e = NULL;
     struct ts_err err;
-    int ffn_chunks = 0, rc = 1;
-    if (sqlite3_open_v2(path, &rp.db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+    int ffn_chunks = 0, rc = 1, tp_rank, tp_size;
+    static unsigned char tp_id[ENG_TP_ID_BYTES]; /* a tensor-parallel rank's place (engine replay --tp) */
+    if (eng_tp_env(&tp_rank, &tp_size, tp_id, &err)) {
+        fprintf(stderr, "tessera engine replay: %s\n", err.msg);
+        return 1;
+    }
+    rp.writer = tp_rank == 0;
+    if (sqlite3_open_v2(path, &rp.db, rp.writer ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         fprintf(stderr, "tessera engine replay: %s: cannot open the database\n", path);
         goto done;
     }
@@ -274,19 +286,22 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
         goto fail;
     rp.o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
     rp.o.weights = weights;
+    rp.o.tp_rank = tp_rank, rp.o.tp_size = tp_size, rp.o.tp_id = tp_id;
     if (eng_create(&rp.m, &rp.o, &e, &err))
         goto fail;
-    fprintf(out, "replaying %lld steps of run %lld (%s) on %s\n", (long long)rp.num_steps, (long long)rp.run_id,
-            rp.m.name, eng_device_name(e));
-    if (db_exec(rp.db, "BEGIN IMMEDIATE") ||
-        db_exec(rp.db, "CREATE TABLE IF NOT EXISTS engine_steps(run_id INTEGER, step_id INTEGER, predicted_ns "
-                       "INTEGER, measured_ns INTEGER, device TEXT, PRIMARY KEY(run_id, step_id))"))
+    fprintf(out, "replaying %lld steps of run %lld (%s) on %s%s\n", (long long)rp.num_steps, (long long)rp.run_id,
+            rp.m.name, eng_device_name(e), tp_size > 1 ? " and the next GPUs, tensor parallel" : "");
+    if (rp.writer && (db_exec(rp.db, "BEGIN IMMEDIATE") ||
+                      db_exec(rp.db, "CREATE TABLE IF NOT EXISTS engine_steps(run_id INTEGER, step_id INTEGER, "
+                                     "predicted_ns INTEGER, measured_ns INTEGER, device TEXT, PRIMARY KEY(run_id, "
+                                     "step_id))")))
         goto done;
     if (replay_steps(&rp, e, ops, &re, &err)) {
-        db_exec(rp.db, "ROLLBACK");
+        if (rp.writer)
+            db_exec(rp.db, "ROLLBACK");
         goto fail;
     }
-    if (db_exec(rp.db, "COMMIT"))
+    if (rp.writer && db_exec(rp.db, "COMMIT"))
         goto done;
     if (re.n > 1)
         fprintf(out, "%lld steps: measured %.3f s, predicted %.3f s (%+.1f%%); per-step MAPE %.1f%% "

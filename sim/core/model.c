@@ -249,12 +249,42 @@ int model_load_hf(const char *path, struct model_cfg *out, struct ts_err *err)
     return rc;
 }
 
+int model_tp_share(const struct model_cfg *m, int size, struct model_cfg *share, struct ts_err *err)
+{
+    *share = *m;
+    if (size < 1)
+        return ts_fail(err, "tensor parallelism: %d ranks", size);
+    const struct {
+        const char *what;
+        int n;
+    } split[] = {{"query heads", m->num_heads}, {"K/V heads", m->num_kv_heads}, {"FFN width", m->ffn},
+                 {"expert width", m->moe_ffn},  {"vocabulary", m->vocab}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(split); i++)
+        if (split[i].n % size)
+            return ts_fail(err, "--tp %d does not divide %s's %d %s", size, m->name, split[i].n, split[i].what);
+    share->num_heads /= size;
+    share->num_kv_heads /= size;
+    share->ffn /= size;
+    share->moe_ffn /= size;
+    share->vocab /= size;
+    if (size > 1)
+        snprintf(share->name, sizeof share->name, "%.50s-tp%d", m->name, size);
+    return 0;
+}
+
 int model_resolve(const char *name_or_path, struct model_cfg *out, struct ts_err *err)
 {
     const struct model_cfg *m = model_find(name_or_path);
     if (m) {
         *out = *m;
         return 0;
+    }
+    const char *tp = strstr(name_or_path, "-tp");
+    if (tp && tp[3] >= '2' && tp[3] <= '8' && tp[4] == '\0') { /* a built-in model's share: NAME-tpN */
+        char base[64];
+        snprintf(base, sizeof base, "%.*s", (int)(tp - name_or_path), name_or_path);
+        if ((m = model_find(base)))
+            return model_tp_share(m, tp[3] - '0', out, err);
     }
     if (strchr(name_or_path, '/') || strstr(name_or_path, ".json"))
         return model_load_hf(name_or_path, out, err);

@@ -39,7 +39,12 @@ struct model_cfg {
 const struct model_cfg *model_find(const char *name);
 /* Writes the comma-separated list of built-in names into buf. */
 void model_list(char *buf, size_t len);
-/* Resolves NAME or a path to config.json into *out. */
+/* The share of the model one of `size` tensor-parallel GPUs runs: query and K/V heads, FFN and expert
+ * widths and the vocabulary (its LM head's) divided by size, named NAME-tpSIZE (size 1: the model);
+ * refuses a size that does not divide them. */
+int model_tp_share(const struct model_cfg *m, int size, struct model_cfg *share, struct ts_err *err);
+/* Resolves NAME, NAME-tpN (a built-in model's share, model_tp_share) or a path to config.json into
+ * *out. */
 int model_resolve(const char *name_or_path, struct model_cfg *out, struct ts_err *err);
 /* Loads a Hugging Face config.json (LLaDA, Dream/Qwen2, SDAR/Qwen3, LLaDA-MoE, LLaDA2 keys). */
 int model_load_hf(const char *path, struct model_cfg *out, struct ts_err *err);

@@ -1,0 +1,420 @@
+/*
+ * eng_tp_run.c: `tessera engine check --tp N` and `tessera engine bench --tp N`, run by every rank of
+ * a launch (eng_tp.h); rank 0 reports.
+ *
+ * check: per model (LLaDA-8B; Dream-7B: GQA and QKV bias; LLaDA2.0-mini: experts, block-causal),
+ * the same steps through the tensor-parallel engine and, on rank 0, through a one-GPU engine of the
+ * same weights: Refresh with logits for every row, Reuse over the cache it filled, and a step
+ * mixing a prefill with Reuse; over the first two layers, then over all. Per step, the final
+ * normalised rows, the logits' maxima and confidences (normwise relative errors) and the rows
+ * whose argmax differs. Random weights give nearly flat logits over a vocabulary of 10^5, whose
+ * argmax any change of rounding moves in some rows, and their errors grow with depth; so each is
+ * set against the one-GPU engine's own spread under a change of rounding at the same depth (the
+ * step with either attention kernel alone): within 2e-2 or twice that spread, and rows whose argmax
+ * differs at most twice its share of them (plus three standard deviations of such a count, and
+ * one). A wrong share of a weight is off by order 1.
+ *
+ * bench: each step replayed as a CUDA graph through the tensor-parallel engine, then through the
+ * one-GPU engine on rank 0 (the other ranks idle), and the ratio; beside them the all-reduce alone
+ * at the step's message size (its median time and NCCL's bus bandwidth, 2 (N - 1) / N bytes over
+ * the time) and its share of the step (2 a layer); then the all-reduce alone from 4 KiB to 256 MiB.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "eng_tp_run.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng.h"
+#include "eng_bench.h"
+#include "eng_tp.h"
+#include "eng_weights.h"
+
+#define TP_BOUND 2e-2 /* a whole step's normwise relative error, as engine check's steps */
+#define TP_TOKENS 8192
+#define TP_KV_TOKENS 32768
+#define TP_LOGIT_CHUNK 2048
+#define ALLREDUCE_SIZES 17  /* the bench's all-reduce sweep: 4 KiB, doubling to 256 MiB */ /* the LM head's chunk rows (the engines' default workspace) */
+
+struct tp_place {
+    int rank, size;
+    unsigned char id[ENG_TP_ID_BYTES];
+};
+
+/* This rank's place, which must be a launch of `size` ranks. */
+static int tp_place(int size, struct tp_place *p)
+{
+    struct ts_err err;
+    if (eng_tp_env(&p->rank, &p->size, p->id, &err)) {
+        fprintf(stderr, "tessera engine: %s\n", err.msg);
+        return -1;
+    }
+    if (p->size != size) {
+        fprintf(stderr, "tessera engine: --tp %d inside a launch of %d ranks\n", size, p->size);
+        return -1;
+    }
+    return 0;
+}
+
+/* The engine of rank p (or, p NULL, the whole model on GPU 0) for steps of TP_TOKENS rows over a
+ * pool of TP_KV_TOKENS. */
+static int tp_engine(const struct model_cfg *m, uint64_t seed, const struct tp_place *p, struct eng **e)
+{
+    struct eng_opts o;
+    struct ts_err err;
+    eng_opts_defaults(&o);
+    o.max_tokens = TP_TOKENS;
+    o.kv_tokens = TP_KV_TOKENS;
+    o.seed = seed;
+    if (p) {
+        o.tp_size = p->size;
+        o.tp_rank = p->rank;
+        o.tp_id = p->id;
+    }
+    if (eng_create(m, &o, e, &err)) {
+        fprintf(stderr, "tessera engine: %s%s\n", p ? "" : "the one-GPU engine: ", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* --- check -------------------------------------------------------------------------------- */
+
+struct tp_out { /* one engine's results of a step */
+    int R;
+    int32_t *tok;
+    float *maxv, *conf, *hidden;
+};
+
+static int run_step(struct eng *e, const struct step_desc *sd, int h, struct tp_out *o)
+{
+    struct ts_err err;
+    struct eng_out out;
+    if (eng_step(e, sd, &out, NULL, &err)) {
+        fprintf(stderr, "tessera engine check --tp: %s\n", err.msg);
+        return -1;
+    }
+    o->R = out.R;
+    o->tok = xmalloc(sizeof *o->tok * (size_t)out.R);
+    o->maxv = xmalloc(sizeof *o->maxv * (size_t)out.R);
+    o->conf = xmalloc(sizeof *o->conf * (size_t)out.R);
+    o->hidden = xmalloc(sizeof *o->hidden * (size_t)out.R * (size_t)h);
+    memcpy(o->tok, out.tok, sizeof *o->tok * (size_t)out.R);
+    memcpy(o->maxv, out.maxv, sizeof *o->maxv * (size_t)out.R);
+    memcpy(o->conf, out.conf, sizeof *o->conf * (size_t)out.R);
+    if (eng_last_hidden(e, o->hidden, &err)) {
+        fprintf(stderr, "tessera engine check --tp: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static void out_free(struct tp_out *o)
+{
+    free(o->tok), free(o->maxv), free(o->conf), free(o->hidden);
+    memset(o, 0, sizeof *o);
+}
+
+static double rel(const float *a, const float *b, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(a[i]))
+            return INFINITY;
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)b[i] * b[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Token v's logit from the normalised row x, the LM head's row v drawn as the engine draws it. */
+static double logit_of(const struct eng_layout *l, const struct model_cfg *m, uint64_t seed, const float *x, int v)
+{
+    int i = 0;
+    while (i < l->n && l->t[i].kind != W_LM)
+        i++;
+    const uint64_t s = eng_tensor_seed(seed, i);
+    double sum = 0;
+    for (int c = 0; c < m->hidden; c++)
+        sum += (double)x[c] * eng_bf2f(eng_f2bf(l->t[i].scale * eng_hash_uniform(s, (uint64_t)v * m->hidden + c)));
+    return sum;
+}
+
+/* Rows whose argmax differs beyond a near tie: the two tokens' logits, from the one-GPU engine's row,
+ * further apart than `tie` of the larger. */
+static int not_ties(const struct model_cfg *m, uint64_t seed, const struct tp_out *a, const struct tp_out *b,
+                    double tie, int *differ)
+{
+    struct eng_layout l;
+    struct ts_err err;
+    if (eng_layout_build(m, &l, &err))
+        return a->R;
+    int bad = 0;
+    *differ = 0;
+    for (int r = 0; r < a->R; r++) {
+        if (a->tok[r] == b->tok[r])
+            continue;
+        ++*differ;
+        const float *x = b->hidden + (size_t)r * m->hidden;
+        const double la = logit_of(&l, m, seed, x, a->tok[r]), lb = logit_of(&l, m, seed, x, b->tok[r]);
+        bad += fabs(la - lb) > tie * fmax(fabs(la), fabs(lb));
+    }
+    eng_layout_free(&l);
+    return bad;
+}
+
+static void seg(struct step_desc *sd, int req, int q, int kv, int logits)
+{
+    const struct segment s = {.req_id = req, .q = q, .kv = kv, .logit_rows = logits, .phase = PHASE_REUSE};
+    step_desc_add(sd, &s);
+}
+
+/* The check's steps: i = 0 Refresh 4 x 512 with every logit, 1 Reuse 4 x 32 over 480, 2 a prefill
+ * of 700 (64 logits) beside Reuse 4 x 32 over 480. */
+static void check_step(struct step_desc *sd, int i)
+{
+    step_desc_clear(sd);
+    if (i == 2)
+        seg(sd, 10, 700, 0, 64);
+    for (int s = 0; s < 4; s++)
+        seg(sd, s, i == 0 ? 512 : 32, i == 0 ? 0 : 480, i == 0 ? 512 : 32);
+}
+
+/* How far a step's results (a) are from the one-GPU engine's (b): the final rows, the maxima and the
+ * confidences (normwise relative), the rows whose argmax differs, and of those the ones beyond a
+ * near tie (their two tokens' logits more than `tie` of the larger apart). */
+struct tp_diff {
+    double hidden, maxv, conf;
+    int differ, not_ties;
+};
+
+static struct tp_diff diff(const struct model_cfg *m, uint64_t seed, const struct tp_out *a, const struct tp_out *b,
+                           double tie)
+{
+    struct tp_diff d = {rel(a->hidden, b->hidden, (int64_t)a->R * m->hidden), rel(a->maxv, b->maxv, a->R),
+                        rel(a->conf, b->conf, a->R), 0, 0};
+    d.not_ties = not_ties(m, seed, a, b, tie, &d.differ);
+    return d;
+}
+
+/* A step through the tensor-parallel engine and (rank 0) the one-GPU engine, *d how far apart, and
+ * *f the one-GPU engine's own spread under a change of rounding: the step with either attention
+ * kernel alone (mma.sync; wgmma where it runs: Refresh rows, not a Reuse block's 32). */
+static int step_diffs(struct eng *tp, struct eng *one, const struct model_cfg *m, uint64_t seed,
+                      const struct step_desc *sd, struct tp_diff *d, struct tp_diff *f, int *rows)
+{
+    struct tp_out a = {0}, b = {0}, c = {0}, v = {0};
+    int rc = -1;
+    if (run_step(tp, sd, m->hidden, &a))
+        goto done;
+    if (one) {
+        eng_set_attention(one, 0);
+        if (run_step(one, sd, m->hidden, &c))
+            goto done;
+        eng_set_attention(one, 1);
+        if (run_step(one, sd, m->hidden, &v))
+            goto done;
+        eng_set_attention(one, 2); /* the default, as the tensor-parallel engine runs */
+        if (run_step(one, sd, m->hidden, &b))
+            goto done;
+        *f = diff(m, seed, &c, &v, TP_BOUND);
+        *d = diff(m, seed, &a, &b, TP_BOUND);
+        *rows = a.R == b.R ? a.R : -1;
+    }
+    rc = 0;
+done:
+    out_free(&a), out_free(&b), out_free(&c), out_free(&v);
+    return rc;
+}
+
+/* One model's steps at depth 2 and at full depth, compared on rank 0: each within TP_BOUND or twice
+ * the one-GPU engine's spread at that depth (its largest over the steps), whichever is larger, and
+ * its rows whose argmax differs at most twice as many (as a share) as in that spread, with three
+ * standard deviations of such a count and one more. */
+static int check_model(const char *name, uint64_t seed, const struct tp_place *p, int *failed, int *passed, FILE *out)
+{
+    static const char *const what[] = {"refresh 4 x 512, every logit", "reuse 4 x 32 over 480",
+                                       "prefill 700 beside reuse 4 x 32"};
+    struct model_cfg m;
+    struct ts_err err;
+    if (model_resolve(name, &m, &err)) {
+        fprintf(stderr, "tessera engine check --tp: %s\n", err.msg);
+        return -1;
+    }
+    struct eng *tp = NULL, *one = NULL;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.attn_block = m.block_causal ? 32 : 0;
+    sd.logit_chunk_rows = TP_LOGIT_CHUNK;
+    int rc = -1;
+    if (tp_engine(&m, seed, p, &tp) || (p->rank == 0 && tp_engine(&m, seed, NULL, &one)))
+        goto done;
+    if (p->rank == 0)
+        fprintf(out, "%s, tensor parallel over %d GPUs against one GPU (%s):\n", m.name, p->size,
+                eng_device_name(one));
+    for (int depth = 2; depth >= 0; depth -= 2) {
+        struct tp_diff d[3] = {{0}}, f[3] = {{0}}, fl = {0};
+        int rows[3] = {0};
+        double share = 0; /* the spread's largest share of rows whose argmax differs */
+        eng_set_run_layers(tp, depth);
+        if (one)
+            eng_set_run_layers(one, depth);
+        for (int i = 0; i < 3; i++) {
+            check_step(&sd, i);
+            if (step_diffs(tp, one, &m, seed, &sd, &d[i], &f[i], &rows[i]))
+                goto done;
+            fl.hidden = fmax(fl.hidden, f[i].hidden), fl.maxv = fmax(fl.maxv, f[i].maxv);
+            fl.conf = fmax(fl.conf, f[i].conf);
+            share = fmax(share, rows[i] > 0 ? (double)f[i].differ / rows[i] : 0);
+        }
+        for (int s = 0; s <= 10; s++) { /* the next depth starts from empty caches */
+            eng_release(tp, s);
+            if (one)
+                eng_release(one, s);
+        }
+        if (!one)
+            continue;
+        const double bh = fmax(TP_BOUND, 2 * fl.hidden), bm = fmax(TP_BOUND, 2 * fl.maxv),
+                     bc = fmax(TP_BOUND, 2 * fl.conf);
+        fprintf(out, "  %s: one GPU's own spread (mma.sync against wgmma attention): hidden %.2e, max logit %.2e, "
+                     "confidence %.2e, argmax differs in %.1f%% of the rows\n", depth ? "2 layers" : "all layers",
+                fl.hidden, fl.maxv, fl.conf, 100 * share);
+        for (int i = 0; i < 3; i++) {
+            const double expect = 2 * share * rows[i]; /* and three standard deviations of such a count */
+            const int most = (int)floor(expect + 3 * sqrt(expect)) + 1;
+            const bool ok = rows[i] > 0 && d[i].hidden <= bh && d[i].maxv <= bm && d[i].conf <= bc &&
+                            d[i].differ <= most;
+            fprintf(out, "    %-32s rows %5d: hidden %.2e (bound %.1e), max logit %.2e (%.1e), confidence %.2e "
+                         "(%.1e); argmax differs in %d (at most %d; %d beyond a near tie of 2e-2)  %s\n",
+                    what[i], rows[i], d[i].hidden, bh, d[i].maxv, bm, d[i].conf, bc, d[i].differ, most,
+                    d[i].not_ties, ok ? "ok" : "FAIL");
+            *(ok ? passed : failed) += 1;
+        }
+    }
+    rc = 0;
+done:
+    eng_destroy(one);
+    eng_destroy(tp);
+    step_desc_free(&sd);
+    return rc;
+}
+
+int eng_tp_check_run(int size, uint64_t seed, FILE *out)
+{
+    static const char *const models[] = {"llada-8b", "dream-7b", "llada2.0-mini"};
+    struct tp_place p;
+    if (tp_place(size, &p))
+        return 1;
+    int failed = 0, passed = 0;
+    for (size_t i = 0; i < TS_ARRAY_LEN(models); i++)
+        if (check_model(models[i], seed, &p, &failed, &passed, out))
+            return 1;
+    if (p.rank == 0)
+        fprintf(out, "engine check --tp %d: %d passed, %d failed\n", size, passed, failed);
+    return failed ? 1 : 0;
+}
+
+/* --- bench -------------------------------------------------------------------------------- */
+
+/* Median milliseconds of sd's graph replays (its caches filled first), said on stderr when it fails. */
+static int replay(struct eng *e, const struct step_desc *sd, int nseq, int kv, int q, int reps, float *ms)
+{
+    struct ts_err err;
+    struct step_desc fill;
+    step_desc_init(&fill);
+    for (int s = 0; s < nseq && kv > 0; s++)
+        seg(&fill, s, kv + q, 0, 0);
+    int rc = (kv > 0 && eng_step(e, &fill, NULL, NULL, &err)) || eng_graph_capture(e, sd, &err) ||
+             eng_graph_replay(e, reps, ms, &err);
+    step_desc_free(&fill);
+    for (int s = 0; s < nseq; s++)
+        eng_release(e, s);
+    if (rc)
+        fprintf(stderr, "tessera engine bench --tp: %s\n", err.msg);
+    return rc ? -1 : 0;
+}
+
+int eng_tp_bench_run(const struct eng_tp_bench_opts *o, FILE *out)
+{
+    static const int32_t issue_steps[][4] = {{16, 512, 0, 512}, {16, 32, 480, 32}};
+    const int32_t(*steps)[4] = o->nsteps ? o->steps : issue_steps;
+    const int n = o->nsteps ? o->nsteps : (int)TS_ARRAY_LEN(issue_steps);
+    const struct model_cfg *m = &o->model;
+    struct tp_place p;
+    if (tp_place(o->size, &p))
+        return 1;
+    float tp_ms[ENG_BENCH_MAX_STEPS], one_ms[ENG_BENCH_MAX_STEPS];
+    double ar_us[ENG_BENCH_MAX_STEPS];
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = TP_LOGIT_CHUNK;
+    struct eng *e = NULL;
+    int rc = 1;
+    struct ts_err err = {{0}};
+    if (tp_engine(m, 1, &p, &e))
+        goto done;
+    for (int k = 0; k < n; k++) { /* the tensor-parallel engine, every rank */
+        const int32_t *st = steps[k];
+        step_desc_clear(&sd);
+        for (int s = 0; s < st[0]; s++)
+            seg(&sd, s, st[1], st[2], st[3]);
+        if (replay(e, &sd, st[0], st[2], st[1], o->reps, &tp_ms[k]) ||
+            eng_allreduce_us(e, (int64_t)st[0] * st[1] * m->hidden, o->reps, &ar_us[k], &err))
+            goto fail;
+    }
+    double sweep_us[ALLREDUCE_SIZES]; /* the all-reduce alone, 4 KiB to 256 MiB */
+    for (int i = 0; i < ALLREDUCE_SIZES; i++)
+        if (eng_allreduce_us(e, 2048LL << i, o->reps, &sweep_us[i], &err))
+            goto fail;
+    eng_destroy(e);
+    e = NULL;
+    if (p.rank == 0) {
+        fprintf(out, "all-reduce of bf16 values over %d GPUs, as the steps call it (median of %d):\n%12s %10s %10s\n",
+                p.size, o->reps, "bytes", "us", "busbw_GBps");
+        for (int i = 0; i < ALLREDUCE_SIZES; i++) {
+            const double bytes = 4096.0 * (1 << i), bw = bytes * 2 * (p.size - 1) / p.size / sweep_us[i] * 1e-3;
+            fprintf(out, "%12.0f %10.1f %10.1f\n", bytes, sweep_us[i], bw);
+            if (o->json)
+                fprintf(o->json, "{\"tp\":%d,\"allreduce_bytes\":%.0f,\"allreduce_us\":%.2f,\"busbw_GBps\":%.2f}\n",
+                        p.size, bytes, sweep_us[i], bw);
+        }
+    }
+    if (p.rank == 0) { /* the whole model on GPU 0 */
+        if (tp_engine(m, 1, NULL, &e))
+            goto done;
+        for (int k = 0; k < n; k++) {
+            const int32_t *st = steps[k];
+            step_desc_clear(&sd);
+            for (int s = 0; s < st[0]; s++)
+                seg(&sd, s, st[1], st[2], st[3]);
+            if (replay(e, &sd, st[0], st[2], st[1], o->reps, &one_ms[k]))
+                goto done;
+        }
+        fprintf(out, "%s, tensor parallel over %d GPUs (%s), against one:\n", m->name, p.size, eng_device_name(e));
+        fprintf(out, "%-36s %10s %10s %7s %14s %10s %12s\n", "step", "tp_ms", "one_ms", "ratio", "allreduce_us",
+                "busbw_GBps", "allreduce_%");
+        for (int k = 0; k < n; k++) {
+            const int32_t *st = steps[k];
+            const double bytes = 2.0 * st[0] * st[1] * m->hidden, busbw = bytes * 2 * (p.size - 1) / p.size / ar_us[k] * 1e-3;
+            const double share = 100.0 * 2 * m->num_layers * ar_us[k] * 1e-3 / tp_ms[k];
+            char name[80];
+            snprintf(name, sizeof name, "%dx%d over %d cached, %d logits", st[0], st[1], st[2], st[3]);
+            fprintf(out, "%-36s %10.3f %10.3f %7.3f %14.1f %10.1f %12.1f\n", name, tp_ms[k], one_ms[k],
+                    tp_ms[k] / one_ms[k], ar_us[k], busbw, share);
+            if (o->json)
+                fprintf(o->json, "{\"model\":\"%s\",\"tp\":%d,\"case\":\"%s\",\"tp_ms\":%.4f,\"one_ms\":%.4f,"
+                                 "\"ratio\":%.4f,\"allreduce_bytes\":%.0f,\"allreduce_us\":%.2f,\"busbw_GBps\":%.2f}\n",
+                        m->name, p.size, name, tp_ms[k], one_ms[k], tp_ms[k] / one_ms[k], bytes, ar_us[k], busbw);
+        }
+    }
+    rc = 0;
+    goto done;
+fail:
+    if (err.msg[0])
+        fprintf(stderr, "tessera engine bench --tp: %s\n", err.msg);
+done:
+    eng_destroy(e);
+    step_desc_free(&sd);
+    return rc;
+}
