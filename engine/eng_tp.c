@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,6 +229,44 @@ int eng_tp_launch(int size, int argc, char **argv)
  * in turn (engine check's models) share the first, which lives as long as the process. */
 static struct eng_tp *shared;
 
+/* The watchdog: a rank that enqueues no collective and agrees on nothing for TESSERA_TP_TIMEOUT_S
+ * seconds (default WATCH_DEFAULT_S) waits on a peer that will not come (one stuck elsewhere, or
+ * gone where the launcher could not see it): it exits with a message, and the launcher stops the
+ * others. */
+#define WATCH_DEFAULT_S 600.0
+static _Atomic double last_progress;
+
+static void progress(void) { last_progress = ts_wall_s(); }
+
+static void *watch(void *arg)
+{
+    const double limit = *(const double *)arg;
+    for (;;) {
+        sleep(1);
+        if (ts_wall_s() - last_progress > limit) {
+            fprintf(stderr, "tessera: tensor-parallel rank %d: no collective for %.0f s; stopping "
+                            "(TESSERA_TP_TIMEOUT_S)\n", shared->rank, limit);
+            _exit(3); /* (not ncclCommAbort: the main thread may be inside NCCL; exiting frees all) */
+        }
+    }
+    return NULL;
+}
+
+static int start_watch(struct ts_err *err)
+{
+    static double limit = WATCH_DEFAULT_S;
+    const char *v = getenv("TESSERA_TP_TIMEOUT_S");
+    char *end;
+    if (v && *v && (!(limit = strtod(v, &end)) || *end || !(limit > 0)))
+        return ts_fail(err, "TESSERA_TP_TIMEOUT_S=%s is not a number of seconds above 0", v);
+    progress();
+    pthread_t th;
+    if (pthread_create(&th, NULL, watch, &limit) != 0)
+        return ts_fail(err, "tensor parallelism: cannot start the watchdog");
+    pthread_detach(th);
+    return 0;
+}
+
 int eng_tp_init(int rank, int size, const unsigned char id[ENG_TP_ID_BYTES], struct eng_tp **out, struct ts_err *err)
 {
     *out = NULL;
@@ -258,6 +297,12 @@ int eng_tp_init(int rank, int size, const unsigned char id[ENG_TP_ID_BYTES], str
         return ts_fail(err, "tensor parallelism: cannot allocate 8 bytes on the device");
     }
     *out = shared = t;
+    if (start_watch(err))
+        return -1;
+    const char *stall = getenv("TESSERA_TP_TEST_STALL"); /* a test's rank stuck outside any collective */
+    if (stall && atoi(stall) == rank)
+        for (;;)
+            pause();
     return 0;
 }
 
@@ -271,12 +316,14 @@ static int nccl_fail(struct eng_tp *t, const char *what, ncclResult_t nr, struct
 
 int eng_tp_allreduce(struct eng_tp *t, bf16_t *buf, int64_t n, cudaStream_t s, struct ts_err *err)
 {
+    progress();
     ncclResult_t nr = ncclAllReduce(buf, buf, (size_t)n, ncclBfloat16, ncclSum, t->comm, s);
     return nr == ncclSuccess ? 0 : nccl_fail(t, "all-reduce", nr, err);
 }
 
 int eng_tp_allgather(struct eng_tp *t, const float *send, float *recv, int64_t n, cudaStream_t s, struct ts_err *err)
 {
+    progress();
     ncclResult_t nr = ncclAllGather(send, recv, (size_t)n, ncclFloat32, t->comm, s);
     return nr == ncclSuccess ? 0 : nccl_fail(t, "all-gather", nr, err);
 }
@@ -294,6 +341,7 @@ int eng_tp_agree(struct eng_tp *t, double *v, enum eng_tp_agree how, cudaStream_
     if (cudaMemcpyAsync(v, t->d_val, sizeof *v, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
         cudaStreamSynchronize(s) != cudaSuccess)
         return ts_fail(err, "tensor parallelism: rank %d: agreeing on a value failed", t->rank);
+    progress();
     return 0;
 }
 

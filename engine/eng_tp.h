@@ -6,7 +6,10 @@
  * deterministically), so every collective meets its peers; what the ranks decide from their own
  * clocks or memory is agreed (eng_tp_agree). Rank 0 reports: the others' standard output goes to
  * /dev/null and they write no files. A rank that fails ends the run: the launcher stops the others
- * (they would wait in a collective for ever) and exits with the failed rank's status.
+ * (they would wait in a collective for ever) and exits with the failed rank's status. A rank that
+ * enqueues no collective for TESSERA_TP_TIMEOUT_S seconds (default 600: it waits on a peer stuck
+ * elsewhere) exits with a message (status 3); TESSERA_TP_TEST_STALL=R
+ * makes rank R stall so (tests).
  *
  * A rank learns its place from the environment the launcher sets: TESSERA_TP_RANK,
  * TESSERA_TP_SIZE and TESSERA_TP_ID (NCCL's unique id, in hex). Without NCCL at build time

@@ -32,7 +32,8 @@
 #   tp        tensor parallelism over TP_N (default 2) GPUs: make check-gpu-tp (engine check --tp
 #             against one GPU, a live run), then engine bench --tp of LLaDA-8B's Refresh 16 x 512
 #             and Reuse 16 x 32 over 480 beside one GPU with the all-reduce alone (bench-tp.txt),
-#             and the live run's schedule simulated with --tp and replayed (sim-tp.db)
+#             and a schedule simulated with --tp, priced by the calibration of one GPU's share
+#             (LLaDA-8B over two H200s is shipped), and replayed (sim-tp.db)
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]}
@@ -178,7 +179,7 @@ tp_part() {
     grep -E "passed|live|throughput" "$o/check-tp.txt"
     $t engine bench --tp $n --json "$o/bench-tp.jsonl" >"$o/bench-tp.txt" 2>&1 || { cat "$o/bench-tp.txt"; return 1; }
     cat "$o/bench-tp.txt"
-    local args="--requests 8 --rps 8 --gen-len 64 --lengths fixed:512,64 --tp $n --no-progress"
+    local args="--requests 8 --rps 8 --gen-len 64 --lengths fixed:512,64 --tp $n --cost calibrated --no-progress"
     $t sim $args --quiet --db "$o/sim-tp.db" >/dev/null || return 1
     $t engine replay --db "$o/sim-tp.db" --tp $n >"$o/replay-tp.txt" 2>&1 || { cat "$o/replay-tp.txt"; return 1; }
     tail -3 "$o/replay-tp.txt"

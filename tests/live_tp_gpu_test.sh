@@ -3,8 +3,9 @@
 # schedule runs with --executor gpu --tp N: every step executed and measured, every request
 # finished, the measured time within a factor of 3 of the roofline's tensor-parallel prediction,
 # and one run in the database (rank 0's); a step the split engine refuses (a sparse cache) ends
-# every rank with a message and a non-zero exit, not a hang; a degree beyond the visible GPUs, or
-# one that does not divide the model's heads, is refused at start with exit 2.
+# every rank with a message and a non-zero exit, not a hang, and so does a rank stuck outside any
+# collective (the watchdog, TESSERA_TP_TIMEOUT_S); a degree beyond the visible GPUs, or one that does
+# not divide the model's heads, is refused at start with exit 2.
 # Usage: live_tp_gpu_test.sh PATH/TO/tessera N
 set -u
 bin=${1:?usage: live_tp_gpu_test.sh PATH/TO/tessera N}
@@ -46,6 +47,17 @@ if [ $rc -eq 0 ] || [ $rc -eq 124 ] || ! grep -q "tensor parallelism runs steps"
     fail=1
 else
     echo "live tp: a refused step ends every rank (exit $rc); ok"
+fi
+# a rank stuck outside any collective: the watchdog ends it, the launcher the others, with the reason
+start=$(date +%s)
+TESSERA_TP_TIMEOUT_S=5 TESSERA_TP_TEST_STALL=1 timeout 120 "$bin" engine check --tp "$n" >/dev/null 2>"$tmp/stall.err"
+rc=$?
+took=$(( $(date +%s) - start ))
+if [ $rc -eq 0 ] || [ $rc -eq 124 ] || ! grep -q "no collective for 5 s" "$tmp/stall.err"; then
+    echo "live tp: FAIL: a stalled rank gave exit $rc after $took s: $(head -c 300 "$tmp/stall.err")"
+    fail=1
+else
+    echo "live tp: a stalled rank ends the run in $took s (exit $rc); ok"
 fi
 # refused at start: more GPUs than visible, a degree that does not divide the heads
 gpus=$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || nvidia-smi -L | wc -l)

@@ -370,8 +370,8 @@ int eng_tp_bench_run(const struct eng_tp_bench_opts *o, FILE *out)
     eng_destroy(e);
     e = NULL;
     if (p.rank == 0) {
-        fprintf(out, "all-reduce of bf16 values over %d GPUs, as the steps call it (median of %d):\n%12s %10s %10s\n",
-                p.size, o->reps, "bytes", "us", "busbw_GBps");
+        fprintf(out, "all-reduce of bf16 values over %d GPUs as the steps queue them (%d back to back, median of 5 "
+                     "runs):\n%12s %10s %10s\n", p.size, o->reps, "bytes", "us", "busbw_GBps");
         for (int i = 0; i < ALLREDUCE_SIZES; i++) {
             const double bytes = 4096.0 * (1 << i), bw = bytes * 2 * (p.size - 1) / p.size / sweep_us[i] * 1e-3;
             fprintf(out, "%12.0f %10.1f %10.1f\n", bytes, sweep_us[i], bw);
