@@ -67,7 +67,8 @@ struct eng_opts {
      * holds its shares of the weights (eng_weights.h) and of the KV pool (its K/V heads), and
      * all-reduces the row-parallel outputs (o_proj, the FFN or the experts' down) over the ranks; the
      * LM head's vocabulary shares are merged into one argmax and confidence per row. Every rank
-     * runs the same steps; steps with sparse selections, a feature cache or eviction are refused. */
+     * runs the same steps; a sparse selection per K/V head selects each rank's heads on their own;
+     * steps with one kept set for all heads, a feature cache or eviction are refused. */
     int32_t tp_size, tp_rank;
     const unsigned char *tp_id;
     double warm_s;         /* graph replays (eng_graph_replay*) warm up for at least this long before

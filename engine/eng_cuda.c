@@ -1227,9 +1227,10 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
         return ts_fail(err, "step refused: %lld packed tokens exceed the workspace (%d tokens; raise "
                             "--max-tokens)", (long long)TS_MAX(sd->tot.q_tokens, split ? sd->tot.rows : 0),
                        e->o.max_tokens);
-    if (e->tp && (split || sd->tot.sel_segs > 0))
+    if (e->tp && (split || (sd->tot.sel_segs > 0 && !sd->select_heads)))
         return ts_fail(err, "step refused: tensor parallelism runs steps whose rows are the same in every layer, "
-                            "without sparse selections (no feature cache, front shapes or eviction)");
+                            "and sparse selections of one kept set per K/V head, each GPU's own (no feature cache, "
+                            "front shapes, eviction or one kept set for all heads)");
     if (evicting && evict_refused(e, sd, err))
         return -1;
     if (layered && e->m.num_experts > 0)

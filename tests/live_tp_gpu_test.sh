@@ -2,7 +2,8 @@
 # live_tp_gpu_test.sh: tensor parallelism live (make check-gpu-tp, on a machine of N GPUs). A small
 # schedule runs with --executor gpu --tp N: every step executed and measured, every request
 # finished, the measured time within a factor of 3 of the roofline's tensor-parallel prediction,
-# and one run in the database (rank 0's); a step the split engine refuses (a sparse cache) ends
+# and one run in the database (rank 0's); the per-head sparse cache runs split; a step the split
+# engine refuses (one sparse kept set for all heads) ends
 # every rank with a message and a non-zero exit, not a hang, and so does a rank stuck outside any
 # collective (the watchdog, TESSERA_TP_TIMEOUT_S); a degree beyond the visible GPUs, or one that does
 # not divide the model's heads, is refused at start with exit 2.
@@ -38,8 +39,21 @@ print(f"live tp {n}: {s['num_steps']} steps measured {meas:.3f} s (roofline {mod
       f"{'ok' if not fails else 'failed'}")
 sys.exit(1 if fails else 0)
 PY
-# a refused step ends the run on every rank, with the reason
-timeout 300 "$bin" sim --tp "$n" --policy sparse --requests 2 --rps 8 --gen-len 32 --lengths fixed:300,32 \
+# dLLM-Serve's head-centric sparse cache: each GPU selects for its own K/V heads
+timeout 300 "$bin" sim --tp "$n" --policy sparse --sparse-select head --requests 4 --rps 8 --gen-len 64 \
+    --lengths fixed:300,64 --executor gpu --json --quiet --no-progress >"$tmp/head.json" ||
+    { echo "live tp: FAIL: the per-head sparse run failed"; fail=1; }
+python3 - "$tmp/head.json" <<'PY' || fail=1
+import json, sys
+s = json.load(open(sys.argv[1]))
+ok = s.get("live_steps") == s["num_steps"] > 0 and s["num_finished"] == 4
+print(f"live tp: sparse per K/V head {s['num_steps']} steps executed in {s.get('live_measured_s', 0):.3f} s; "
+      f"{'ok' if ok else 'failed'}")
+sys.exit(0 if ok else 1)
+PY
+# a refused step (one kept set for all heads) ends the run on every rank, with the reason
+timeout 300 "$bin" sim --tp "$n" --policy sparse --sparse-select uniform --requests 2 --rps 8 --gen-len 32 \
+    --lengths fixed:300,32 \
     --executor gpu --quiet --no-progress >"$tmp/sparse.out" 2>"$tmp/sparse.err"
 rc=$?
 if [ $rc -eq 0 ] || [ $rc -eq 124 ] || ! grep -q "tensor parallelism runs steps" "$tmp/sparse.err"; then

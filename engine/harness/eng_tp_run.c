@@ -4,8 +4,9 @@
  *
  * check: per model (LLaDA-8B; Dream-7B: GQA and QKV bias; LLaDA2.0-mini: experts, block-causal),
  * the same steps through the tensor-parallel engine and, on rank 0, through a one-GPU engine of the
- * same weights: Refresh with logits for every row, Reuse over the cache it filled, and a step
- * mixing a prefill with Reuse; over the first two layers, then over all. Per step, the final
+ * same weights: Refresh with logits for every row, Reuse over the cache it filled, a step mixing a
+ * prefill with Reuse, a Refresh that keeps a sparse cache per K/V head (each GPU selecting for its
+ * own heads) and Reuse over it; over the first two layers, then over all. Per step, the final
  * normalised rows, the logits' maxima and confidences (normwise relative errors) and the rows
  * whose argmax differs. Random weights give nearly flat logits over a vocabulary of 10^5, whose
  * argmax any change of rounding moves in some rows, and their errors grow with depth; so each is
@@ -171,14 +172,28 @@ static void seg(struct step_desc *sd, int req, int q, int kv, int logits)
 }
 
 /* The check's steps: i = 0 Refresh 4 x 512 with every logit, 1 Reuse 4 x 32 over 480, 2 a prefill
- * of 700 (64 logits) beside Reuse 4 x 32 over 480. */
+ * of 700 (64 logits) beside Reuse 4 x 32 over 480; 3 Refresh 4 x 512 whose last 32 rows select 256
+ * of the 480 before them per K/V head (dLLM-Serve's head-centric cache, pooled over 3), 4 Reuse 4 x 32
+ * over what they kept. */
+#define CHECK_STEPS 5
+#define CHECK_REQS 24 /* the requests the steps name */
 static void check_step(struct step_desc *sd, int i)
 {
     step_desc_clear(sd);
+    sd->select_heads = i == 3;
+    sd->select_kernel = 3;
     if (i == 2)
         seg(sd, 10, 700, 0, 64);
-    for (int s = 0; s < 4; s++)
-        seg(sd, s, i == 0 ? 512 : 32, i == 0 ? 0 : 480, i == 0 ? 512 : 32);
+    for (int s = 0; s < 4; s++) {
+        const int r = i >= 3 ? 20 + s : s; /* the selecting requests' own */
+        if (i == 3) {
+            const struct segment g = {.req_id = r, .q = 512, .logit_rows = 32, .keep = 256, .score_rows = 32,
+                                      .phase = PHASE_REFRESH};
+            step_desc_add(sd, &g);
+        } else {
+            seg(sd, r, i == 0 ? 512 : 32, i == 0 ? 0 : i == 4 ? 256 : 480, i == 0 ? 512 : 32);
+        }
+    }
 }
 
 /* How far a step's results (a) are from the one-GPU engine's (b): the final rows, the maxima and the
@@ -198,33 +213,46 @@ static struct tp_diff diff(const struct model_cfg *m, uint64_t seed, const struc
     return d;
 }
 
-/* A step through the tensor-parallel engine and (rank 0) the one-GPU engine, *d how far apart, and
- * *f the one-GPU engine's own spread under a change of rounding: the step with either attention
- * kernel alone (mma.sync; wgmma where it runs: Refresh rows, not a Reuse block's 32). */
-static int step_diffs(struct eng *tp, struct eng *one, const struct model_cfg *m, uint64_t seed,
-                      const struct step_desc *sd, struct tp_diff *d, struct tp_diff *f, int *rows)
+/* The check's steps in turn through engine e (its attention kernel `attention`), into out[]; then
+ * their requests released, so that the next run starts from empty caches. */
+static int run_steps(struct eng *e, int attention, const struct model_cfg *m, struct step_desc *sd,
+                     struct tp_out *out)
 {
-    struct tp_out a = {0}, b = {0}, c = {0}, v = {0};
+    eng_set_attention(e, attention);
+    for (int i = 0; i < CHECK_STEPS; i++) {
+        check_step(sd, i);
+        if (run_step(e, sd, m->hidden, &out[i]))
+            return -1;
+    }
+    for (int r = 0; r < CHECK_REQS; r++)
+        eng_release(e, r);
+    eng_set_attention(e, 2);
+    return 0;
+}
+
+/* The steps through the tensor-parallel engine and (rank 0) the one-GPU engine, d[i] how far apart
+ * step i's results are, and f[i] the one-GPU engine's own spread under a change of rounding: the
+ * steps with either attention kernel alone (mma.sync; wgmma where it runs: Refresh rows, not a Reuse
+ * block's 32), each run of the steps from empty caches, so that a step over a cache reads the one
+ * its own run filled (and kept). */
+static int steps_diffs(struct eng *tp, struct eng *one, const struct model_cfg *m, uint64_t seed,
+                       struct step_desc *sd, struct tp_diff *d, struct tp_diff *f, int *rows)
+{
+    struct tp_out o[4][CHECK_STEPS] = {{{0}}}; /* split; one GPU: its default, mma.sync, wgmma */
     int rc = -1;
-    if (run_step(tp, sd, m->hidden, &a))
+    if (run_steps(tp, 2, m, sd, o[0]) ||
+        (one && (run_steps(one, 2, m, sd, o[1]) || run_steps(one, 0, m, sd, o[2]) || run_steps(one, 1, m, sd, o[3]))))
         goto done;
-    if (one) {
-        eng_set_attention(one, 0);
-        if (run_step(one, sd, m->hidden, &c))
-            goto done;
-        eng_set_attention(one, 1);
-        if (run_step(one, sd, m->hidden, &v))
-            goto done;
-        eng_set_attention(one, 2); /* the default, as the tensor-parallel engine runs */
-        if (run_step(one, sd, m->hidden, &b))
-            goto done;
-        *f = diff(m, seed, &c, &v, TP_BOUND);
-        *d = diff(m, seed, &a, &b, TP_BOUND);
-        *rows = a.R == b.R ? a.R : -1;
+    for (int i = 0; one && i < CHECK_STEPS; i++) {
+        f[i] = diff(m, seed, &o[2][i], &o[3][i], TP_BOUND);
+        d[i] = diff(m, seed, &o[0][i], &o[1][i], TP_BOUND);
+        rows[i] = o[0][i].R == o[1][i].R ? o[0][i].R : -1;
     }
     rc = 0;
 done:
-    out_free(&a), out_free(&b), out_free(&c), out_free(&v);
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < CHECK_STEPS; i++)
+            out_free(&o[k][i]);
     return rc;
 }
 
@@ -234,8 +262,10 @@ done:
  * standard deviations of such a count and one more. */
 static int check_model(const char *name, uint64_t seed, const struct tp_place *p, int *failed, int *passed, FILE *out)
 {
-    static const char *const what[] = {"refresh 4 x 512, every logit", "reuse 4 x 32 over 480",
-                                       "prefill 700 beside reuse 4 x 32"};
+    static const char *const what[CHECK_STEPS] = {"refresh 4 x 512, every logit", "reuse 4 x 32 over 480",
+                                                  "prefill 700 beside reuse 4 x 32",
+                                                  "refresh 4 x 512 keeping 256 a K/V head",
+                                                  "reuse 4 x 32 over those 256"};
     struct model_cfg m;
     struct ts_err err;
     if (model_resolve(name, &m, &err)) {
@@ -254,24 +284,18 @@ static int check_model(const char *name, uint64_t seed, const struct tp_place *p
         fprintf(out, "%s, tensor parallel over %d GPUs against one GPU (%s):\n", m.name, p->size,
                 eng_device_name(one));
     for (int depth = 2; depth >= 0; depth -= 2) {
-        struct tp_diff d[3] = {{0}}, f[3] = {{0}}, fl = {0};
-        int rows[3] = {0};
+        struct tp_diff d[CHECK_STEPS] = {{0}}, f[CHECK_STEPS] = {{0}}, fl = {0};
+        int rows[CHECK_STEPS] = {0};
         double share = 0; /* the spread's largest share of rows whose argmax differs */
         eng_set_run_layers(tp, depth);
         if (one)
             eng_set_run_layers(one, depth);
-        for (int i = 0; i < 3; i++) {
-            check_step(&sd, i);
-            if (step_diffs(tp, one, &m, seed, &sd, &d[i], &f[i], &rows[i]))
-                goto done;
+        if (steps_diffs(tp, one, &m, seed, &sd, d, f, rows))
+            goto done;
+        for (int i = 0; i < CHECK_STEPS; i++) {
             fl.hidden = fmax(fl.hidden, f[i].hidden), fl.maxv = fmax(fl.maxv, f[i].maxv);
             fl.conf = fmax(fl.conf, f[i].conf);
             share = fmax(share, rows[i] > 0 ? (double)f[i].differ / rows[i] : 0);
-        }
-        for (int s = 0; s <= 10; s++) { /* the next depth starts from empty caches */
-            eng_release(tp, s);
-            if (one)
-                eng_release(one, s);
         }
         if (!one)
             continue;
@@ -280,7 +304,7 @@ static int check_model(const char *name, uint64_t seed, const struct tp_place *p
         fprintf(out, "  %s: one GPU's own spread (mma.sync against wgmma attention): hidden %.2e, max logit %.2e, "
                      "confidence %.2e, argmax differs in %.1f%% of the rows\n", depth ? "2 layers" : "all layers",
                 fl.hidden, fl.maxv, fl.conf, 100 * share);
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < CHECK_STEPS; i++) {
             const double expect = 2 * share * rows[i]; /* and three standard deviations of such a count */
             const int most = (int)floor(expect + 3 * sqrt(expect)) + 1;
             const bool ok = rows[i] > 0 && d[i].hidden <= bh && d[i].maxv <= bm && d[i].conf <= bc &&
