@@ -29,6 +29,7 @@
 
 #include "eng.h"
 #include "eng_bench.h"
+#include "eng_check.h"
 #include "eng_tp.h"
 #include "eng_weights.h"
 
@@ -117,18 +118,6 @@ static void out_free(struct tp_out *o)
     memset(o, 0, sizeof *o);
 }
 
-static double rel(const float *a, const float *b, int64_t n)
-{
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (!isfinite(a[i]))
-            return INFINITY;
-        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        den += (double)b[i] * b[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
 /* Token v's logit from the normalised row x, the LM head's row v drawn as the engine draws it. */
 static double logit_of(const struct eng_layout *l, const struct model_cfg *m, uint64_t seed, const float *x, int v)
 {
@@ -207,8 +196,8 @@ struct tp_diff {
 static struct tp_diff diff(const struct model_cfg *m, uint64_t seed, const struct tp_out *a, const struct tp_out *b,
                            double tie)
 {
-    struct tp_diff d = {rel(a->hidden, b->hidden, (int64_t)a->R * m->hidden), rel(a->maxv, b->maxv, a->R),
-                        rel(a->conf, b->conf, a->R), 0, 0};
+    struct tp_diff d = {eng_rel_err(a->hidden, b->hidden, (int64_t)a->R * m->hidden), eng_rel_err(a->maxv, b->maxv, a->R),
+                        eng_rel_err(a->conf, b->conf, a->R), 0, 0};
     d.not_ties = not_ties(m, seed, a, b, tie, &d.differ);
     return d;
 }
