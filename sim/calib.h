@@ -131,6 +131,9 @@ int calib_fit(const struct calib_data *d, struct calib **out, struct ts_err *err
 void calib_free(struct calib *c);
 /* Whether the calibration prices the sparse selection of this kind (its profile had such steps). */
 bool calib_prices_selection(const struct calib *c, bool per_head);
+/* Whether the calibration times the all-reduces itself (a profile of the engine split over GPUs,
+ * tessera engine profile --tp N); else --tp N adds them from the all-reduce model. */
+bool calib_prices_allreduce(const struct calib *c);
 /* Whether the calibration measured dLLM-Cache's feature cache (its profile had the fc grid's steps);
  * without, feat_cache is composed from the other ops' curves. */
 bool calib_prices_feature_cache(const struct calib *c);

@@ -23,7 +23,7 @@
 #define FC_FEATURES 6
 
 static const enum cost_op token_ops[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_OPROJ,
-                                         OP_GATE_UP, OP_ACT, OP_DOWN, OP_ROUTER, OP_EXPERTS};
+                                         OP_GATE_UP, OP_ACT, OP_DOWN, OP_ROUTER, OP_EXPERTS, OP_ALLREDUCE};
 
 /* Whether two profile rows belong to the same profiled step. */
 static bool same_step(const struct calib_row *a, const struct calib_row *b)
@@ -514,6 +514,7 @@ static int select_ms(const struct calib *c, const struct step_desc *sd, double *
 }
 
 bool calib_prices_selection(const struct calib *c, bool per_head) { return c->has_sel[per_head ? 1 : 0]; }
+bool calib_prices_allreduce(const struct calib *c) { return c->tok[OP_ALLREDUCE].n > 0; }
 
 /* The feature cache's features, over a step's dLLM-Cache segments: a constant (a layer's launches),
  * whether any probes (the value check's four launches a layer), the probe rows (their norm, V
@@ -905,8 +906,9 @@ static int calibrated_step_s(const struct cost_ctx *c, const struct step_desc *s
     TS_ASSERT(c->calib != NULL);
     if (calib_step_ctx_s(c, c->calib, sd, c->extrapolate, seconds, bd, err))
         return -1;
-    if (c->tp > 1 && sd->tot.q_tokens > 0) { /* a calibration of one GPU's share (NAME-tpN): plus the
-                                               * all-reduces of the O and down projections' partial sums */
+    if (c->tp > 1 && sd->tot.q_tokens > 0 && !calib_prices_allreduce(c->calib)) {
+        /* a calibration of one GPU's share profiled alone (NAME-tpN on one GPU): plus the all-reduces
+         * of the O and down projections' partial sums (a profile of the split engine times its own) */
         const double t_ar = 2.0 * c->model.num_layers * allreduce_s(c->ar, 2.0 * sd->tot.q_tokens * c->model.hidden);
         *seconds += t_ar;
         if (bd)

@@ -411,6 +411,21 @@ START_TEST(tensor_parallel_shares_and_allreduces)
     c.tp = 1;
     ck_assert_int_eq(cost_calibrated.step_s(&c, &sd, &t1, NULL, NULL), 0);
     ck_assert_msg(t2 < 0.7 * t1, "%g vs %g", t2, t1);
+    /* a calibration of the split engine (engine profile --tp 4) times its all-reduces itself, as a
+     * curve over the step's tokens: the all-reduce model adds nothing then */
+    struct calib *split = shipped_calib_of("llada-8b-tp4");
+    ck_assert(calib_prices_allreduce(split) && !calib_prices_allreduce(share));
+    struct allreduce_model ar4 = {.tp = 4, .link_bw = 450e9}, slow = {.tp = 4, .link_bw = 1e9};
+    struct cost_breakdown s4;
+    double t4, t4_slow;
+    c.calib = split;
+    c.tp = 4;
+    c.ar = &ar4;
+    ck_assert_int_eq(cost_calibrated.step_s(&c, &sd, &t4, &s4, NULL), 0);
+    c.ar = &slow;
+    ck_assert_int_eq(cost_calibrated.step_s(&c, &sd, &t4_slow, NULL, NULL), 0);
+    ck_assert(t4 == t4_slow && s4.op_s[OP_ALLREDUCE] > 0 && s4.op_s[OP_ALLREDUCE] < 0.5 * t4);
+    calib_free(split);
     calib_free(share);
     calib_free(whole);
     step_desc_free(&sd);

@@ -25,6 +25,7 @@ static void engine_usage(FILE *f)
 "       tessera engine bench --tp N [--model NAME|config.json] [--reps N] [--json FILE]\n"
 "                                   [--step SEGS,Q,KV,LOGIT_ROWS ...]\n"
 "       tessera engine replay --tp N --db RUN.db [replay's options]\n"
+"       tessera engine profile --tp N --db PROFILE.db [profile's options]\n"
 "       tessera engine replay --db RUN.db [--run ID] [--steps N] [--mem-limit GB] [--weights PATH]\n"
 "                             [--gemm-cache FILE] [--ops]\n"
 "       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
@@ -74,7 +75,9 @@ static void engine_usage(FILE *f)
 "       but for near ties; bench: each step (Refresh 16 x 512 and Reuse 16 x 32 over 480, or\n"
 "       --step's) replayed split and on one GPU, their ratio, and the all-reduce alone at the\n"
 "       step's size with NCCL's bus bandwidth; replay: the run's steps on the N GPUs, rank 0\n"
-"       writing engine_steps (beside `tessera sim --tp N`'s predictions)\n"
+"       writing engine_steps (beside `tessera sim --tp N`'s predictions); profile: the grid on the N\n"
+"       GPUs, rank 0 writing its rows under the share's name (NAME-tpN, their all-reduces among the\n"
+"       ops): a calibration of the split engine itself for `tessera sim --tp N --cost calibrated`\n"
 "--gemm-cache FILE keeps each GEMM shape's chosen cuBLASLt algorithm in FILE (SQLite, created if\n"
 "       missing): a shape found there is not timed again, a new choice is added, so every process\n"
 "       sharing FILE runs the same algorithms (the same as TESSERA_GEMM_CACHE=FILE, which also\n"
@@ -320,17 +323,18 @@ static int run_profile(const struct engine_args *a)
  * this command (argv: "engine" and its arguments); inside, the rank's part. */
 static int run_tp(const struct engine_args *a, int argc, char **argv)
 {
-    const bool bench = strcmp(a->sub, "bench") == 0, replay = strcmp(a->sub, "replay") == 0;
-    if (!bench && !replay && strcmp(a->sub, "check") != 0) {
-        fprintf(stderr, "tessera engine %s: --tp is check's, bench's and replay's (and tessera sim --executor "
-                        "gpu's)\n", a->sub);
+    const bool bench = strcmp(a->sub, "bench") == 0, replay = strcmp(a->sub, "replay") == 0,
+               profile = strcmp(a->sub, "profile") == 0;
+    if (!bench && !replay && !profile && strcmp(a->sub, "check") != 0) {
+        fprintf(stderr, "tessera engine %s: --tp is check's, bench's, replay's and profile's (and tessera sim "
+                        "--executor gpu's)\n", a->sub);
         return EXIT_USAGE;
     }
-    if (replay && !a->db) {
-        fprintf(stderr, "tessera engine replay: which database? (--db FILE)\n");
+    if ((replay || profile) && !a->db) {
+        fprintf(stderr, "tessera engine %s: which database? (--db FILE)\n", a->sub);
         return EXIT_USAGE;
     }
-    if (a->only || a->anchor || a->warm_trace || (a->weights && !replay) || (!bench && a->nstep)) {
+    if (a->only || a->anchor || a->warm_trace || (a->weights && !replay) || (!bench && !profile && a->nstep)) {
         fprintf(stderr, "tessera engine %s --tp: --only, --anchor, --weights, --warm-trace%s run on one GPU\n",
                 a->sub, bench ? "" : " and --step");
         return EXIT_USAGE;
@@ -365,6 +369,8 @@ static int run_tp(const struct engine_args *a, int argc, char **argv)
     }
     if (replay)
         return eng_replay_run(a->db, a->run, a->steps, a->mem_gb, a->weights, a->ops, stdout);
+    if (profile)
+        return run_profile(a);
     if (!bench) {
         setvbuf(stdout, NULL, _IOLBF, 0);
         return eng_tp_check_run((int)a->tp, (uint64_t)a->seed, stdout);

@@ -16,6 +16,7 @@
 #include "eng.h"
 #include "eng_grid.h"
 #include "eng_replay.h"
+#include "eng_tp.h"
 #include "step_desc.h"
 
 /* What a profile row says of the machine beside its times. */
@@ -251,14 +252,22 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
     o.logit_chunk_rows = PROFILE_LOGIT_CHUNK;
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
     int rc = 1;
+    /* tensor parallelism (engine profile --tp N): every rank runs the steps, rank 0 writes their rows,
+     * under the name of the share a GPU runs (NAME-tpN), its all-reduces among its ops */
+    static unsigned char tp_id[ENG_TP_ID_BYTES];
+    struct model_cfg share;
+    if (eng_tp_env(&o.tp_rank, &o.tp_size, tp_id, &err) || model_tp_share(m, o.tp_size, &share, &err))
+        goto fail;
+    o.tp_id = tp_id;
+    const bool writer = o.tp_rank == 0;
     if (eng_create(m, &o, &e, &err))
         goto fail;
     machine_read(e, &mc);
-    if (sqlite3_open(path, &db) != SQLITE_OK) {
+    if (writer && sqlite3_open(path, &db) != SQLITE_OK) {
         ts_fail(&err, "%s: cannot open", path);
         goto fail;
     }
-    if (profile_begin(db, path, m->name, mc.device, &ins, out, &err))
+    if (writer && profile_begin(db, path, share.name, mc.device, &ins, out, &err))
         goto rollback;
     if (!(grid = profile_steps(m, e, only_step, grid_part, &n_grid, out, &err)))
         goto rollback;
@@ -278,7 +287,7 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
         }
         if (profile_time(e, &sd, p, req, reps, warmup, warm_ms, op_ms, &total, &err))
             goto rollback;
-        if (profile_store(ins, &mc, m->name, p, op_ms, total, &rows)) {
+        if (writer && profile_store(ins, &mc, share.name, p, op_ms, total, &rows)) {
             ts_fail(&err, "%s: %s", path, sqlite3_errmsg(db));
             goto rollback;
         }
@@ -300,7 +309,7 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
     }
     sqlite3_finalize(ins);
     ins = NULL;
-    if (exec_sql(db, "COMMIT", &err))
+    if (writer && exec_sql(db, "COMMIT", &err))
         goto fail;
     fprintf(out, "engine profile: %lld rows in %s (table engine_profile)\n", (long long)rows, path);
     rc = 0;
