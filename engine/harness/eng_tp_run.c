@@ -17,8 +17,9 @@
  *
  * bench: each step replayed as a CUDA graph through the tensor-parallel engine, then through the
  * one-GPU engine on rank 0 (the other ranks idle), and the ratio; beside them the all-reduce alone
- * at the step's message size (its median time and NCCL's bus bandwidth, 2 (N - 1) / N bytes over
- * the time) and its share of the step (2 a layer); then the all-reduce alone from 4 KiB to 256 MiB.
+ * at the step's message size (its time as a step queues them, eng_allreduce_us, and NCCL's bus
+ * bandwidth, 2 (N - 1) / N bytes over the time) and its share of the step (2 a layer); then the
+ * all-reduce alone from 4 KiB to 256 MiB.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "eng_tp_run.h"
@@ -36,8 +37,8 @@
 #define TP_BOUND 2e-2 /* a whole step's normwise relative error, as engine check's steps */
 #define TP_TOKENS 8192
 #define TP_KV_TOKENS 32768
-#define TP_LOGIT_CHUNK 2048
-#define ALLREDUCE_SIZES 17  /* the bench's all-reduce sweep: 4 KiB, doubling to 256 MiB */ /* the LM head's chunk rows (the engines' default workspace) */
+#define TP_LOGIT_CHUNK 2048 /* the LM head's chunk rows (the engines' default workspace) */
+#define ALLREDUCE_SIZES 17  /* the bench's all-reduce sweep: 4 KiB, doubling to 256 MiB */
 
 struct tp_place {
     int rank, size;
