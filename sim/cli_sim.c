@@ -533,6 +533,8 @@ int cli_sim(int argc, char **argv)
         fprintf(stderr, "tessera sim: --append and --replace say what --db does with the runs it holds; no --db given\n");
         return EXIT_USAGE;
     }
+    if (!c.db[0]) /* no database: no step rows to keep (they would only grow in memory) */
+        c.no_steps = true;
     struct db_out *out = NULL;
     if (c.db[0] && (db_check(c.db, (enum db_mode)c.db_mode, &err) || /* before any work */
                     db_out_open(c.db, (enum db_mode)c.db_mode, &out, &err))) {

@@ -20,7 +20,8 @@
  * each run under its own run_id. A failure, SIGINT or SIGTERM rolls the transaction back; a process
  * killed outright leaves a transaction SQLite rolls back the next time the file is opened. Either
  * way no partial run is ever visible, and no file but the database (and, while it is open, SQLite's
- * own -wal and -shm) is made.
+ * own -wal and -shm) is made: the step rows wait for the commit in unnamed temporary files
+ * (tmpfile), which no path names.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -192,6 +193,9 @@ struct writer {
     struct ts_err *err;
     const char *path;
     enum db_mode mode;
+    /* the run's runs of steps and of segments, spilled as they close into two unnamed temporary
+     * files (gone with the process, whatever ends it) and inserted into the database at commit */
+    FILE *steps, *segs;
 };
 
 static int db_fail(struct writer *w, const char *what)
@@ -276,30 +280,25 @@ static bool same_shape(const struct segment *a, const struct segment *b)
            a->picked == b->picked;
 }
 
-/* Writes run k of rs into the scratch database's segment_runs (run_id 0 there). */
-static int run_write(struct writer *w, sqlite3_stmt *sg, const struct seg_run *r)
+static int spill(struct writer *w, const void *rec, size_t size, FILE *f)
 {
-    const struct segment *g = &r->g;
-    const int64_t v[] = {0, g->req_id, r->first, r->last};
-    for (int k = 0; k < 4; k++)
-        sqlite3_bind_int64(sg, k + 1, v[k]);
-    sqlite3_bind_text(sg, 5, seg_phase_name(g->phase), -1, SQLITE_STATIC);
-    const int32_t c[] = {g->q, g->kv, g->kv_write, g->logit_rows, g->decoded, g->padding, g->keep, g->score_rows,
-                         g->q_front, g->kv_front, g->kv_write_front, g->probe, g->carry, g->picked};
-    for (int k = 0; k < (int)TS_ARRAY_LEN(c); k++)
-        sqlite3_bind_int(sg, 6 + k, c[k]);
-    return step_done(w, sg);
+    if (fwrite(rec, size, 1, f) != 1)
+        return ts_fail(w->err, "%s: cannot spill the step rows to a temporary file: %s", w->path, strerror(errno));
+    return 0;
 }
 
+/* Spills a closed run of segments. */
+static int run_write(struct writer *w, const struct seg_run *r) { return spill(w, r, sizeof *r, w->segs); }
+
 /* Writes and closes the open runs that ended before step `before` (every one for INT64_MAX). */
-static int runs_close(struct writer *w, sqlite3_stmt *sg, struct seg_runs *rs, int64_t before)
+static int runs_close(struct writer *w, struct seg_runs *rs, int64_t before)
 {
     for (size_t k = 0; k < rs->n;) {
         if (rs->v[k].last >= before) {
             k++;
             continue;
         }
-        if (run_write(w, sg, &rs->v[k]))
+        if (run_write(w, &rs->v[k]))
             return -1;
         rs->at[rs->v[k].g.req_id] = -1;
         rs->v[k] = rs->v[--rs->n];
@@ -310,7 +309,7 @@ static int runs_close(struct writer *w, sqlite3_stmt *sg, struct seg_runs *rs, i
 }
 
 /* A request's segment in step step_id: extends its open run, or writes that run and opens another. */
-static int runs_add(struct writer *w, sqlite3_stmt *sg, struct seg_runs *rs, const struct segment *g, int64_t step_id)
+static int runs_add(struct writer *w, struct seg_runs *rs, const struct segment *g, int64_t step_id)
 {
     int32_t k = rs->at[g->req_id];
     if (k >= 0) {
@@ -319,7 +318,7 @@ static int runs_add(struct writer *w, sqlite3_stmt *sg, struct seg_runs *rs, con
             r->last = step_id;
             return 0;
         }
-        if (run_write(w, sg, r))
+        if (run_write(w, r))
             return -1;
     } else {
         ts_grow((void **)&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v);
@@ -330,18 +329,16 @@ static int runs_add(struct writer *w, sqlite3_stmt *sg, struct seg_runs *rs, con
     return 0;
 }
 
-/* Writes the steps' open run into the scratch database's step_runs. */
-static int step_run_write(struct writer *w, sqlite3_stmt *st, struct seg_runs *rs)
+/* Spills the steps' open run. */
+static int step_run_write(struct writer *w, struct seg_runs *rs)
 {
-    for (int k = 0; k < (int)TS_ARRAY_LEN(rs->step); k++)
-        sqlite3_bind_int64(st, k + 1, rs->step[k]);
     rs->step_open = false;
-    return step_done(w, st);
+    return spill(w, rs->step, sizeof rs->step, w->steps);
 }
 
 /* A step's row: extends the steps' open run where it is alike but for its start and starts when
  * that run's last step ended, or writes that run and opens another. */
-static int step_add(struct writer *w, sqlite3_stmt *st, struct seg_runs *rs, const struct step_rec *p, int64_t step_id)
+static int step_add(struct writer *w, struct seg_runs *rs, const struct step_rec *p, int64_t step_id)
 {
     const int64_t v[] = {0, step_id, step_id, p->start_ns, p->duration_ns, p->tot.num_segs, p->tot.q_tokens,
                          p->tot.kv_tokens, p->tot.kv_write_tokens, p->tot.logit_rows, p->tot.decoded,
@@ -353,7 +350,7 @@ static int step_add(struct writer *w, sqlite3_stmt *st, struct seg_runs *rs, con
         memcmp(&rs->step[4], &v[4], sizeof v - 4 * sizeof v[0]) == 0) {
         rs->step[2] = step_id;
     } else {
-        if (rs->step_open && step_run_write(w, st, rs))
+        if (rs->step_open && step_run_write(w, rs))
             return -1;
         memcpy(rs->step, v, sizeof v);
         rs->step_open = true;
@@ -362,18 +359,10 @@ static int step_add(struct writer *w, sqlite3_stmt *st, struct seg_runs *rs, con
     return 0;
 }
 
-/* The step rows recorded since the last flush into the scratch database's runs of steps and of
- * segments (run_id 0 there: the run's own is given when they are copied out), step ids counted over
- * the run; `last`: the run's last rows, so every open run is written. */
+/* The step rows recorded since the last flush into runs of steps and of segments, spilled as they
+ * close (step ids counted over the run); `last`: the run's last rows, so every open run is spilled. */
 static int write_steps(struct writer *w, const struct sim *s, struct seg_runs *rs, bool last)
 {
-    sqlite3_stmt *st, *sg;
-    if (prepare(w, "INSERT INTO main.step_runs VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
-        return -1;
-    if (prepare(w, "INSERT INTO main.segment_runs VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &sg)) {
-        sqlite3_finalize(st);
-        return -1;
-    }
     if (!rs->at) {
         rs->num_reqs = s->num_reqs;
         rs->at = xmalloc(sizeof *rs->at * (size_t)TS_MAX(s->num_reqs, 1));
@@ -385,16 +374,56 @@ static int write_steps(struct writer *w, const struct sim *s, struct seg_runs *r
     for (size_t i = 0; i < s->num_steps && !rc; i++) {
         const struct step_rec *p = &s->steps[i];
         const int64_t step_id = s->steps_flushed + (int64_t)i;
-        rc = step_add(w, st, rs, p, step_id);
+        rc = step_add(w, rs, p, step_id);
         size_t end = i + 1 < s->num_steps ? (size_t)s->steps[i + 1].first_seg : s->num_segs;
         for (size_t j = (size_t)p->first_seg; j < end && !rc; j++)
-            rc = runs_add(w, sg, rs, &s->segs[j], step_id);
+            rc = runs_add(w, rs, &s->segs[j], step_id);
     }
     /* a run that missed the batch's last step has ended */
     if (!rc)
-        rc = runs_close(w, sg, rs, last ? INT64_MAX : s->steps_flushed + (int64_t)s->num_steps - 1);
+        rc = runs_close(w, rs, last ? INT64_MAX : s->steps_flushed + (int64_t)s->num_steps - 1);
     if (!rc && last && rs->step_open)
-        rc = step_run_write(w, st, rs);
+        rc = step_run_write(w, rs);
+    return rc;
+}
+
+/* The spilled runs of steps and of segments into the output's step_runs and segment_runs, under
+ * run_id, in the order they closed. */
+static int copy_spilled(struct writer *w, int64_t run_id)
+{
+    char sql[1024];
+    sqlite3_stmt *st = NULL, *sg = NULL;
+    snprintf(sql, sizeof sql, "INSERT INTO out.step_runs(run_id, first_step, last_step, start_ns, duration_ns, %s) "
+                              "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", step_cols);
+    if (prepare(w, sql, &st))
+        return -1;
+    snprintf(sql, sizeof sql, "INSERT INTO out.segment_runs(run_id, first_step, last_step, %s) "
+                              "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", seg_cols);
+    int rc = prepare(w, sql, &sg);
+    int64_t v[20];
+    rewind(w->steps);
+    while (!rc && fread(v, sizeof v, 1, w->steps) == 1) {
+        v[0] = run_id;
+        for (int k = 0; k < (int)TS_ARRAY_LEN(v); k++)
+            sqlite3_bind_int64(st, k + 1, v[k]);
+        rc = step_done(w, st);
+    }
+    struct seg_run r;
+    rewind(w->segs);
+    while (!rc && fread(&r, sizeof r, 1, w->segs) == 1) {
+        const struct segment *g = &r.g;
+        const int64_t head[] = {run_id, r.first, r.last, g->req_id};
+        for (int k = 0; k < 4; k++)
+            sqlite3_bind_int64(sg, k + 1, head[k]);
+        sqlite3_bind_text(sg, 5, seg_phase_name(g->phase), -1, SQLITE_STATIC);
+        const int32_t c[] = {g->q, g->kv, g->kv_write, g->logit_rows, g->decoded, g->padding, g->keep, g->score_rows,
+                             g->q_front, g->kv_front, g->kv_write_front, g->probe, g->carry, g->picked};
+        for (int k = 0; k < (int)TS_ARRAY_LEN(c); k++)
+            sqlite3_bind_int(sg, 6 + k, c[k]);
+        rc = step_done(w, sg);
+    }
+    if (!rc && (ferror(w->steps) || ferror(w->segs)))
+        rc = ts_fail(w->err, "%s: cannot read the spilled step rows back", w->path);
     sqlite3_finalize(st);
     sqlite3_finalize(sg);
     return rc;
@@ -492,16 +521,8 @@ static int write_run(struct writer *w, const struct sim *s)
     if (rc)
         return -1;
     const int64_t run_id = sqlite3_last_insert_rowid(w->db);
-    char copy[1024];
-    snprintf(copy, sizeof copy,
-             "INSERT INTO out.step_runs(run_id, first_step, last_step, start_ns, duration_ns, %s) SELECT %lld, first_step, "
-             "last_step, start_ns, duration_ns, %s FROM main.step_runs ORDER BY rowid; INSERT INTO out.segment_runs(run_id, "
-             "first_step, last_step, %s) SELECT %lld, first_step, last_step, %s FROM main.segment_runs ORDER BY rowid;",
-             step_cols, (long long)run_id, step_cols, seg_cols, (long long)run_id, seg_cols);
-    if (write_requests(w, s, run_id))
+    if (write_requests(w, s, run_id) || copy_spilled(w, run_id))
         return -1;
-    if (sqlite3_exec(w->db, copy, NULL, NULL, NULL) != SQLITE_OK)
-        return db_fail(w, "copying the step rows");
     if (write_summary(w, s, run_id))
         return -1;
     if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
@@ -671,7 +692,7 @@ static void on_signal(int sig)
 }
 
 struct db_out {
-    sqlite3 *db; /* a private temporary database (the step rows), the output attached as `out` at commit */
+    sqlite3 *db; /* a private temporary database, the output attached to it as `out` at commit */
     struct writer w;
     struct seg_runs runs; /* the segments' open runs, between flushes */
     char path[CFG_PATH];
@@ -694,24 +715,23 @@ int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct
         return -1;
     }
     sqlite3_busy_timeout(o->db, DB_BUSY_MS);
-    o->w = (struct writer){o->db, err, o->path, mode};
+    o->w = (struct writer){o->db, err, o->path, mode, tmpfile(), tmpfile()};
+    if (!o->w.steps || !o->w.segs) {
+        ts_fail(err, "%s: cannot make the temporary files the step rows spill into: %s", path, strerror(errno));
+        db_out_close(o);
+        return -1;
+    }
     *out = o;
     return 0;
 }
 
-/* The step rows in memory into the scratch database; with drop (a streaming run) they are then
- * dropped from memory, else kept (the run stays whole in memory for whoever reads it after). */
+/* The step rows in memory into runs, spilled as they close; with drop (a streaming run) they are
+ * then dropped from memory, else kept (the run stays whole in memory for whoever reads it after). */
 static int scratch_steps(struct db_out *o, struct sim *s, bool drop, bool last, struct ts_err *err)
 {
     o->w.err = err;
-    if (sqlite3_exec(o->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-        return db_fail(&o->w, "scratch");
-    if (write_steps(&o->w, s, &o->runs, last)) {
-        sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
+    if (write_steps(&o->w, s, &o->runs, last))
         return -1;
-    }
-    if (sqlite3_exec(o->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        return db_fail(&o->w, "scratch");
     if (drop) {
         s->steps_flushed += (int64_t)s->num_steps;
         s->num_steps = s->num_segs = 0;
@@ -763,6 +783,10 @@ void db_out_close(struct db_out *o)
     if (!o)
         return;
     sqlite3_close(o->db);
+    if (o->w.steps)
+        fclose(o->w.steps);
+    if (o->w.segs)
+        fclose(o->w.segs);
     free(o->runs.v);
     free(o->runs.at);
     free(o);

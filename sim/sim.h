@@ -93,8 +93,8 @@ enum db_mode { DB_NEW = 0, DB_APPEND, DB_REPLACE };
  * unless mode says what to do with them. -1 with err naming the file. */
 int db_check(const char *path, enum db_mode mode, struct ts_err *err);
 /* A run's database output. Opened before the run (nothing is created yet), it takes the run's step
- * rows as they are made (sim_stream_steps: in batches, into a private temporary database SQLite
- * deletes whatever happens to the process), so the run's memory stays bounded; db_out_commit then
+ * rows as they are made (sim_stream_steps: in batches, their runs spilled into unnamed temporary
+ * files, gone whatever happens to the process), so the run's memory stays bounded; db_out_commit then
  * writes the whole run into the database in one transaction, waiting for concurrent writers, its
  * run_id the database's next. A failure, SIGINT or SIGTERM during the commit leaves no part of the
  * run (the signal is then taken as usual); a process killed outright leaves a transaction SQLite
