@@ -5,6 +5,7 @@
 #                    then the unit suites again under AddressSanitizer + UBSan)
 #   make engine      build the CUDA engine (wherever nvcc is found; `make` builds it too)
 #   make check-gpu   (GPU machine) the engine's kernels and steps against the CPU reference
+#   make check-gpu-tp TP=N  (machine of N GPUs) the engine split over N GPUs against one GPU, and live
 #   make calibrate   (GPU machine) calibrate on this GPU in one command: profile, fit, held-out check, install
 #   make bench-sim, make bench-engine, make bench-gemm, make bench-gemm-rows (GPU machine)
 #   make check-valgrind, make check-layers, make mutate, make fuzz FUZZ_SECONDS=N, make clean  (V=1: commands)
