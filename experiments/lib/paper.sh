@@ -116,6 +116,11 @@ paper_finish() {
         awk -F'\t' -v s="$s" -v w="$w" -v m="$metric" '$1 == s && $2 == w && $4 == m { print $3, $5 }' "$out/points.tsv" |
             sort -g >"$f"
         plots+=("'$f' using 1:2 with linespoints lw 2 title '$s ($w)'")
+        # the paper's own numbers for this curve, where it prints some: points beside tessera's
+        local pf="$out/points/paper-${key//|/-}.dat"
+        awk -F'\t' -v s="$s" -v w="$w" -v m="$metric" '$1 == s && $2 == w && $4 == m && $3 ~ /^[0-9.]+$/ { print $3, $5 }' \
+            "$out/paper.tsv" | sort -g >"$pf"
+        [ -s "$pf" ] && plots+=("'$pf' using 1:2 with points pt 7 ps 1.6 title '$s ($w): the paper'")
     done
     if [ ${#plots[@]} -gt 0 ]; then
         gnuplot <<GP 2>"$out/points/gnuplot.log" || echo "$EXP: gnuplot failed: $(head -2 "$out/points/gnuplot.log")" >&2
