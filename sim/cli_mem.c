@@ -29,7 +29,8 @@ static void mem_usage(FILE *f)
     fprintf(f,
 "usage: tessera mem plan [--model M] [--tokens T] [--logit-rows R | --mask-ratio X] [--planner P]\n"
 "                        [--max-num-logits N] [--ffn-chunks N] [--softmax-copy B] [--budget-gib G]\n"
-"                        [--chunking none|lazy|brute] [--fused-ffn] [--json]\n"
+"                        [--chunking none|lazy|brute] [--fused-ffn] [--ilp-tensors N] [--ilp-seconds S]\n"
+"                        [--json]\n"
 "       tessera mem lmax [--model M] [--gpu G | --mem-limit GB] [--planner P] [--mask-ratio X]\n"
 "                        [--chunking C] [--softmax-copy B] [--reserve-gib G] [--fused-ffn] [--json]\n"
 "                        [--live [--layers N] [--seed S]]\n"
@@ -38,7 +39,9 @@ static void mem_usage(FILE *f)
 "(TFLite), ilp (GLPK, small graphs) [first-fit]. Defaults: llada-8b, 4096 tokens, logits for\n"
 "every row (--mask-ratio X: mask-only logits for X of the rows), unchunked, no softmax copy\n"
 "(--softmax-copy 4: PyTorch's fp32 copy). lmax: h200, a 1 GiB framework reserve, chunking none;\n"
-"--mem-limit GB (10^9 bytes) in place of the GPU's memory.\n"
+"--mem-limit GB (10^9 bytes) in place of the GPU's memory. plan with --budget-gib G: the chunk\n"
+"counts --chunking finds to fit G, the search's time and plans tried. ilp: graphs of up to\n"
+"--ilp-tensors N [40] tensors, each solve within --ilp-seconds S [10] (else the best plan found).\n"
 "--live (GPU machine): measure L_max with the engine under a hard limit of --mem-limit (or the\n"
 "--gpu card's memory): the weights are held, each length's planned activations are mapped in CUDA\n"
 "virtual memory, and at L_max the step runs over --layers layers [1] of the model's.\n"
@@ -51,7 +54,8 @@ struct mem_args {
     const char *model, *gpu, *planner;
     int64_t tokens, logit_rows;
     double mask_ratio, budget_gib, reserve_gib, mem_limit_gb;
-    int32_t logit_chunk, ffn_chunks, softmax_copy, layers;
+    int32_t logit_chunk, ffn_chunks, softmax_copy, layers, ilp_tensors;
+    double ilp_seconds;
     enum chunking chunking;
     bool json, live, fused_ffn;
     uint64_t seed;
@@ -69,7 +73,8 @@ static int parse(int argc, char **argv, struct mem_args *a)
         {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'},
         {"mem-limit", required_argument, 0, 'M'}, {"live", no_argument, 0, 'L'},
         {"layers", required_argument, 0, 'N'}, {"seed", required_argument, 0, 'S'},
-        {"fused-ffn", no_argument, 0, 'F'}, {0, 0, 0, 0}};
+        {"fused-ffn", no_argument, 0, 'F'}, {"ilp-tensors", required_argument, 0, 'I'},
+        {"ilp-seconds", required_argument, 0, 'T'}, {0, 0, 0, 0}};
     *a = (struct mem_args){.model = "llada-8b", .gpu = "h200", .planner = "first-fit", .tokens = 4096,
                            .logit_rows = -1, .mask_ratio = -1, .budget_gib = 0, .reserve_gib = 1.0,
                            .ffn_chunks = 1, .layers = 1, .seed = 1};
@@ -106,6 +111,8 @@ static int parse(int argc, char **argv, struct mem_args *a)
         case 'F': a->fused_ffn = true; break;
         case 'N': want = "a whole number in 1..1024"; bad = ts_parse_i64(optarg, &v) || v < 1 || v > 1024; a->layers = (int32_t)v; break;
         case 'S': want = "a whole number, 0 or more"; bad = ts_parse_i64(optarg, &v) || v < 0; a->seed = (uint64_t)v; break;
+        case 'I': want = "a whole number of tensors in 1..100000"; bad = ts_parse_i64(optarg, &v) || v < 1 || v > 100000; a->ilp_tensors = (int32_t)v; break;
+        case 'T': want = "a number of seconds in (0, 3600]"; bad = ts_parse_double(optarg, &a->ilp_seconds) || !(a->ilp_seconds > 0) || a->ilp_seconds > 3600; break;
         case 'h': mem_usage(stdout); return 1;
         default: fprintf(stderr, "tessera mem: see --help\n"); return -1;
         }
@@ -139,6 +146,10 @@ static int cmd_plan(const struct mem_args *a)
                          a->fused_ffn, 1};
     struct planner_opts po;
     planner_opts_defaults(&po);
+    if (a->ilp_tensors > 0)
+        po.ilp_max_tensors = a->ilp_tensors;
+    if (a->ilp_seconds > 0)
+        po.ilp_time_limit_s = a->ilp_seconds;
     struct opgraph g = {0}, prof = {0};
     if (p == planner_find("profiled")) { /* profiled at the dLLM-Serve defaults on this shape's knobs */
         struct og_shape ps = {16384, 16384, a->logit_chunk ? a->logit_chunk : 2048, 1, a->softmax_copy,
@@ -149,8 +160,12 @@ static int cmd_plan(const struct mem_args *a)
     int rc = 0;
     struct plan pl = {0};
     struct chunk_result cr = {0};
+    double search_us = 0;
     if (a->budget_gib > 0) {
-        if (chunk_search(a->chunking, &m, &s, p, &po, (int64_t)(a->budget_gib * TS_GIB), &cr, &err)) {
+        const double t0 = ts_wall_s();
+        const int searched = chunk_search(a->chunking, &m, &s, p, &po, (int64_t)(a->budget_gib * TS_GIB), &cr, &err);
+        search_us = (ts_wall_s() - t0) * 1e6;
+        if (searched) {
             fprintf(stderr, "tessera mem plan: %s\n", err.msg);
             rc = EXIT_USAGE;
             goto done;
@@ -175,8 +190,13 @@ static int cmd_plan(const struct mem_args *a)
                               (json_int_t)(pl.allocated_peak ? pl.allocated_peak : pl.arena_bytes),
                               "theoretical_bytes", (json_int_t)theo, "inflation", infl, "peak_to_average",
                               avg > 0 ? theo / avg : 0, "plan_us", pl.plan_us, "tensors", g.n, "ops", g.num_ops);
-        if (a->budget_gib > 0)
+        if (a->budget_gib > 0) {
             json_object_set_new(o, "fits", json_boolean(cr.fits));
+            json_object_set_new(o, "search_us", json_real(search_us));
+            json_object_set_new(o, "plans_tried", json_integer(cr.plans_tried));
+        }
+        if (pl.note[0])
+            json_object_set_new(o, "note", json_string(pl.note));
         json_object_set_new(o, "fused_ffn", json_boolean(s.fused_ffn));
         char *t = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         printf("%s\n", t);
@@ -193,9 +213,9 @@ static int cmd_plan(const struct mem_args *a)
         printf("  peak-to-average %.2f, planning time %.1f us%s%s\n", avg > 0 ? theo / avg : 0, pl.plan_us,
                pl.note[0] ? "; " : "", pl.note);
         if (a->budget_gib > 0)
-            printf("  budget %.2f GiB: %s after %d plans (%d logit chunks, %d FFN chunks)%s%s\n", a->budget_gib,
-                   cr.fits ? "fits" : "does not fit", cr.plans_tried, cr.logit_chunks, cr.ffn_chunks,
-                   cr.fits ? "" : ": ", cr.why);
+            printf("  budget %.2f GiB: %s after %d plans in %.1f us (%d logit chunks, %d FFN chunks)%s%s\n",
+                   a->budget_gib, cr.fits ? "fits" : "does not fit", cr.plans_tried, search_us, cr.logit_chunks,
+                   cr.ffn_chunks, cr.fits ? "" : ": ", cr.why);
     }
     if (a->budget_gib > 0 && !cr.fits)
         rc = 1;

@@ -466,6 +466,16 @@ contains "mem plan" "inflation"
 expect 0 "mem plan --json" -- $bin mem plan --planner first-fit --tokens 2048 --json
 json_check "$tmp/out" 'd["peak_bytes"] == d["theoretical_bytes"] and d["plan_us"] > 0'
 # a fused FFN has no gate/up buffer: LLaDA-8B's 8192-token step peaks at its LM head (x + a 2048-row logit chunk)
+# a chunk search reports its time and plans: brute force tries more than the bottleneck-driven one
+expect 0 "mem plan, lazy search" -- $bin mem plan --tokens 300000 --mask-ratio 0.5 --chunking lazy --budget-gib 24 --json
+lazy_plans=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["plans_tried"] if d["fits"] and d["search_us"] > 0 else -1)' "$tmp/out")
+expect 0 "mem plan, brute-force search" -- $bin mem plan --tokens 300000 --mask-ratio 0.5 --chunking brute --budget-gib 24 --json
+brute_plans=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["plans_tried"] if d["fits"] and d["search_us"] > 0 else -1)' "$tmp/out")
+[ "$lazy_plans" -ge 1 ] && [ "$brute_plans" -gt "$lazy_plans" ] && ok || bad "chunk searches: lazy $lazy_plans plans, brute $brute_plans"
+expect 2 "mem plan --ilp-seconds 0" -- $bin mem plan --planner ilp --ilp-seconds 0
+contains "mem plan --ilp-seconds names its range" "--ilp-seconds: '0' is not a number of seconds in (0, 3600]"
+expect 0 "mem plan --ilp-tensors" -- $bin mem plan --planner ilp --tokens 64 --ilp-tensors 500 --ilp-seconds 0.2 --json
+contains "mem plan --ilp-tensors solves the whole graph (or says it stopped)" '"planner":"ilp"'
 expect 0 "mem plan --fused-ffn" -- $bin mem plan --tokens 8192 --max-num-logits 2048 --fused-ffn --json
 json_check "$tmp/out" 'd["fused_ffn"] and d["theoretical_bytes"] == 8192 * 4096 * 2 + 2048 * 126464 * 2'
 expect 0 "mem lmax --fused-ffn" -- $bin mem lmax --mem-limit 24 --mask-ratio 0.02 --fused-ffn --json

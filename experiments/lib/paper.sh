@@ -11,7 +11,7 @@
 #   paper METRIC SYSTEM WORKLOAD X VALUE a number the paper prints, beside tessera's point
 #   check "TEXT" AWK-CONDITION           a trend the paper reports, evaluated over OUT/points.tsv
 #                                        (columns: system workload x metric value)
-#   paper_finish "TITLE" XLABEL METRIC [logx]
+#   paper_finish "TITLE" XLABEL METRIC [logx]   (SHOW_METRICS="M ...": more metrics in the report)
 #                                        OUT/results.jsonl, OUT/figure.png (one curve a system and
 #                                        workload), OUT/report.md (a trend that does not hold is a
 #                                        finding the report states, an error only with --strict)
@@ -145,7 +145,8 @@ GP
         while IFS=$'\t' read -r sys wl x m v; do
             local pv
             pv=$(awk -F'\t' -v s="$sys" -v w="$wl" -v x="$x" -v m="$m" '$1 == s && $2 == w && $3 == x && $4 == m { print $5; exit }' "$out/paper.tsv")
-            case $m in "$metric"|speedup*|*reduction*|*gain*|redundancy) ;; *) [ -n "$pv" ] || continue ;; esac
+            case $m in "$metric"|speedup*|*reduction*|*gain*|redundancy) ;;
+                *) [ -n "$pv" ] || [[ " ${SHOW_METRICS:-} " == *" $m "* ]] || continue ;; esac
             printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$sys" "$wl" "$x" "$m" "$(fmt "$v")" "${pv:-}" \
                 "$([ -n "$pv" ] && awk -v a="$v" -v b="$pv" 'BEGIN { printf "%.2f", a / b }')"
         done <"$out/points.tsv"
