@@ -360,19 +360,17 @@ void eng_ref_force_picks(struct eng_ref *r, const int32_t *idx, int max_probe)
     r->forced_max_probe = max_probe;
 }
 
-double eng_ref_pick_disagreement(struct eng_ref *r)
+/* A tally's share *part / *all (0 of nothing), both counts then cleared for the next steps. */
+static double take_share(int64_t *part, int64_t *all)
 {
-    const double f = r->pick_all ? (double)r->pick_missing / (double)r->pick_all : 0;
-    r->pick_missing = r->pick_all = 0;
+    const double f = *all ? (double)*part / (double)*all : 0;
+    *part = *all = 0;
     return f;
 }
 
-double eng_ref_ranking_disagreement(struct eng_ref *r)
-{
-    const double f = r->rank_kept ? (double)r->rank_missing / (double)r->rank_kept : 0;
-    r->rank_missing = r->rank_kept = 0;
-    return f;
-}
+double eng_ref_pick_disagreement(struct eng_ref *r) { return take_share(&r->pick_missing, &r->pick_all); }
+
+double eng_ref_ranking_disagreement(struct eng_ref *r) { return take_share(&r->rank_missing, &r->rank_kept); }
 
 /* The forced picks use[n] its own own[n] would not have made (both ascending), counted. */
 static void tally_forced_picks(struct eng_ref *r, const int32_t *own, const int32_t *use, int n)
@@ -578,12 +576,7 @@ void eng_ref_force_routes(struct eng_ref *r, const int32_t *ids, int64_t stride)
     r->route_stride = stride;
 }
 
-double eng_ref_route_disagreement(struct eng_ref *r)
-{
-    const double f = r->route_all ? (double)r->route_differ / (double)r->route_all : 0;
-    r->route_differ = r->route_all = 0;
-    return f;
-}
+double eng_ref_route_disagreement(struct eng_ref *r) { return take_share(&r->route_differ, &r->route_all); }
 
 /* The weights wts [k] of a row's experts ids [k]: their softmax probabilities over the E logits,
  * renormalised over them (the softmax's own sum cancels). */
