@@ -48,6 +48,15 @@ int eng_tp_env(int *rank, int *size, unsigned char id[ENG_TP_ID_BYTES], struct t
     return 0;
 }
 
+int eng_tp_place(struct eng_opts *o, struct ts_err *err)
+{
+    static unsigned char id[ENG_TP_ID_BYTES];
+    if (eng_tp_env(&o->tp_rank, &o->tp_size, id, err))
+        return -1;
+    o->tp_id = id;
+    return 0;
+}
+
 #ifndef TS_HAVE_NCCL
 
 bool eng_tp_built(void) { return false; }
@@ -188,7 +197,6 @@ static int supervise(pid_t *pids, int size)
 
 int eng_tp_launch(int size, int argc, char **argv)
 {
-    (void)argc;
     int devices = 0;
     if (size < 2 || size > ENG_TP_MAX) {
         fprintf(stderr, "tessera: --tp %d: tensor parallelism runs over 2 to %d GPUs\n", size, ENG_TP_MAX);
@@ -215,14 +223,20 @@ int eng_tp_launch(int size, int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    char **full = xmalloc(sizeof *full * (size_t)(argc + 2)); /* the program's name, then the command */
+    full[0] = "tessera";
+    memcpy(full + 1, argv, sizeof *full * (size_t)argc);
+    full[argc + 1] = NULL;
     pid_t pids[ENG_TP_MAX] = {0};
     for (int r = 0; r < size; r++)
-        if ((pids[r] = start_rank(r, size, hex, argv)) < 0) {
+        if ((pids[r] = start_rank(r, size, hex, full)) < 0) {
             fprintf(stderr, "tessera: --tp: cannot start rank %d: %s\n", r, strerror(errno));
             stop_signal = SIGTERM;
             break;
         }
-    return supervise(pids, size);
+    const int rc = supervise(pids, size);
+    free(full);
+    return rc;
 }
 
 /* The process's communicator: NCCL's unique id serves one communicator, so the engines a rank makes

@@ -23,6 +23,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "eng.h"
 #include "kernels.h"
 #include "util.h"
 
@@ -33,13 +34,16 @@ struct eng_tp;
 
 /* Whether this build has NCCL. */
 bool eng_tp_built(void);
-/* Runs argv as `size` ranks (the executable again, with the rank's environment) and waits for them;
+/* Runs the command argv[0..argc) (its words after the program's name: "sim ...", "engine ...") as
+ * `size` ranks (this executable again, with the rank's environment) and waits for them;
  * returns the exit status: rank 0's, or that of the first rank to fail (the others then stopped).
  * Refuses (2) a size outside 2..ENG_TP_MAX or beyond the visible GPUs. */
 int eng_tp_launch(int size, int argc, char **argv);
 /* This process's rank and size from the environment (0 and 1 outside a launch); -1 with err when
  * the environment is malformed. */
 int eng_tp_env(int *rank, int *size, unsigned char id[ENG_TP_ID_BYTES], struct ts_err *err);
+/* The same into o (tp_rank, tp_size and tp_id, the id held here for the process's life). */
+int eng_tp_place(struct eng_opts *o, struct ts_err *err);
 
 /* The communicator of rank `rank` of `size` (on the current device, which must be GPU rank). NCCL's
  * unique id serves one communicator: the process's first is made, and every later call gets it

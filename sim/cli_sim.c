@@ -505,13 +505,7 @@ static int live_tp(struct sim_config *c, int argc, char **argv)
         fprintf(stderr, "tessera sim: --executor gpu --tp %d: %s\n", c->tp, err.msg);
         return EXIT_USAGE;
     }
-    char **full = xmalloc(sizeof *full * (size_t)(argc + 2));
-    full[0] = "tessera";
-    memcpy(full + 1, argv, sizeof *full * (size_t)argc);
-    full[argc + 1] = NULL;
-    const int rc = launch(c->tp, argc + 1, full);
-    free(full);
-    return rc;
+    return launch(c->tp, argc, argv);
 }
 
 int cli_sim(int argc, char **argv)

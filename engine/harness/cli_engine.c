@@ -358,15 +358,8 @@ static int run_tp(const struct engine_args *a, int argc, char **argv)
         fprintf(stderr, "tessera engine: %s\n", err.msg);
         return EXIT_USAGE;
     }
-    if (size == 1) { /* the launcher: this very command, once per GPU */
-        char **full = xmalloc(sizeof *full * (size_t)(argc + 2));
-        full[0] = "tessera";
-        memcpy(full + 1, argv, sizeof *full * (size_t)argc);
-        full[argc + 1] = NULL;
-        const int rc = eng_tp_launch((int)a->tp, argc + 1, full);
-        free(full);
-        return rc;
-    }
+    if (size == 1) /* the launcher: this very command, once per GPU */
+        return eng_tp_launch((int)a->tp, argc, argv);
     if (replay)
         return eng_replay_run(a->db, a->run, a->steps, a->mem_gb, a->weights, a->ops, stdout);
     if (profile)

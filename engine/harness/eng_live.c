@@ -43,13 +43,11 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
     o.planner = c->planner;
     eng_opts_follow_impl(&o, c->impl); /* --impl tessera-fused: the FFN fused, as simulated */
-    static unsigned char tp_id[ENG_TP_ID_BYTES]; /* --tp: this rank's place in the launch (eng_tp.h) */
-    if (eng_tp_env(&o.tp_rank, &o.tp_size, tp_id, err))
+    if (eng_tp_place(&o, err)) /* --tp: this rank's place in the launch (eng_tp.h) */
         return -1;
     if (o.tp_size != c->tp)
         return ts_fail(err, "--tp %d, but this process is rank %d of %d (launched by --tp)", c->tp, o.tp_rank,
                        o.tp_size);
-    o.tp_id = tp_id;
     o.feature_cache = sim_knobs(s)->cache_outputs; /* dLLM-Cache's pool: outputs beside K and V */
     struct eng *e;
     if (eng_create(m, &o, &e, err))

@@ -254,11 +254,9 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
     int rc = 1;
     /* tensor parallelism (engine profile --tp N): every rank runs the steps, rank 0 writes their rows,
      * under the name of the share a GPU runs (NAME-tpN), its all-reduces among its ops */
-    static unsigned char tp_id[ENG_TP_ID_BYTES];
     struct model_cfg share;
-    if (eng_tp_env(&o.tp_rank, &o.tp_size, tp_id, &err) || model_tp_share(m, o.tp_size, &share, &err))
+    if (eng_tp_place(&o, &err) || model_tp_share(m, o.tp_size, &share, &err))
         goto fail;
-    o.tp_id = tp_id;
     const bool writer = o.tp_rank == 0;
     if (eng_create(m, &o, &e, &err))
         goto fail;

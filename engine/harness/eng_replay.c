@@ -271,13 +271,13 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
     struct replay_err re = {0};
     struct eng *e = NULL;
     struct ts_err err;
-    int ffn_chunks = 0, rc = 1, tp_rank, tp_size;
-    static unsigned char tp_id[ENG_TP_ID_BYTES]; /* a tensor-parallel rank's place (engine replay --tp) */
-    if (eng_tp_env(&tp_rank, &tp_size, tp_id, &err)) {
+    int ffn_chunks = 0, rc = 1;
+    struct eng_opts place = {0}; /* a tensor-parallel rank's place (engine replay --tp) */
+    if (eng_tp_place(&place, &err)) {
         fprintf(stderr, "tessera engine replay: %s\n", err.msg);
         return 1;
     }
-    rp.writer = tp_rank == 0;
+    rp.writer = place.tp_rank == 0;
     if (sqlite3_open_v2(path, &rp.db, rp.writer ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         fprintf(stderr, "tessera engine replay: %s: cannot open the database\n", path);
         goto done;
@@ -286,11 +286,11 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
         goto fail;
     rp.o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
     rp.o.weights = weights;
-    rp.o.tp_rank = tp_rank, rp.o.tp_size = tp_size, rp.o.tp_id = tp_id;
+    rp.o.tp_rank = place.tp_rank, rp.o.tp_size = place.tp_size, rp.o.tp_id = place.tp_id;
     if (eng_create(&rp.m, &rp.o, &e, &err))
         goto fail;
     fprintf(out, "replaying %lld steps of run %lld (%s) on %s%s\n", (long long)rp.num_steps, (long long)rp.run_id,
-            rp.m.name, eng_device_name(e), tp_size > 1 ? " and the next GPUs, tensor parallel" : "");
+            rp.m.name, eng_device_name(e), rp.o.tp_size > 1 ? " and the next GPUs, tensor parallel" : "");
     if (rp.writer && (db_exec(rp.db, "BEGIN IMMEDIATE") ||
                       db_exec(rp.db, "CREATE TABLE IF NOT EXISTS engine_steps(run_id INTEGER, step_id INTEGER, "
                                      "predicted_ns INTEGER, measured_ns INTEGER, device TEXT, PRIMARY KEY(run_id, "
