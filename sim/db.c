@@ -692,7 +692,7 @@ static void on_signal(int sig)
 }
 
 struct db_out {
-    sqlite3 *db; /* a private temporary database, the output attached to it as `out` at commit */
+    sqlite3 *db; /* an empty database in memory, the output attached to it as `out` at commit */
     struct writer w;
     struct seg_runs runs; /* the segments' open runs, between flushes */
     char path[CFG_PATH];
@@ -702,15 +702,11 @@ int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct
 {
     struct db_out *o = xcalloc(1, sizeof *o);
     snprintf(o->path, sizeof o->path, "%s", path);
-    /* "": a temporary database of this connection's own, its file removed as soon as it is made */
-    /* no journal and no syncs for it (it is thrown away whole on any failure), and no mutexes on
-     * the connection (one thread uses it) */
-    if (sqlite3_open_v2("", &o->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK ||
-        sqlite3_exec(o->db, "PRAGMA main.journal_mode=OFF; PRAGMA main.synchronous=OFF", NULL, NULL,
-                     NULL) != SQLITE_OK ||
-        sqlite3_exec(o->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
-        ts_fail(err, "%s: cannot make the run's scratch database: %s", path, o->db ? sqlite3_errmsg(o->db) : "?");
+    /* the connection the output is attached to at commit: its own database holds nothing (the step
+     * rows wait in the spill files), so it is an empty one in memory; no mutexes (one thread uses it) */
+    if (sqlite3_open_v2(":memory:", &o->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        ts_fail(err, "%s: cannot open the run's connection: %s", path, o->db ? sqlite3_errmsg(o->db) : "?");
         db_out_close(o);
         return -1;
     }
@@ -727,7 +723,7 @@ int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct
 
 /* The step rows in memory into runs, spilled as they close; with drop (a streaming run) they are
  * then dropped from memory, else kept (the run stays whole in memory for whoever reads it after). */
-static int scratch_steps(struct db_out *o, struct sim *s, bool drop, bool last, struct ts_err *err)
+static int spill_steps(struct db_out *o, struct sim *s, bool drop, bool last, struct ts_err *err)
 {
     o->w.err = err;
     if (write_steps(&o->w, s, &o->runs, last))
@@ -739,11 +735,11 @@ static int scratch_steps(struct db_out *o, struct sim *s, bool drop, bool last, 
     return 0;
 }
 
-int db_out_flush(struct db_out *o, struct sim *s, struct ts_err *err) { return scratch_steps(o, s, true, false, err); }
+int db_out_flush(struct db_out *o, struct sim *s, struct ts_err *err) { return spill_steps(o, s, true, false, err); }
 
 int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
 {
-    if (!s->cfg.no_steps && scratch_steps(o, s, s->out == o, true, err)) /* the steps still in memory */
+    if (!s->cfg.no_steps && spill_steps(o, s, s->out == o, true, err)) /* the steps still in memory */
         return -1;
     o->w.err = err;
     sqlite3_stmt *at = NULL;
