@@ -466,6 +466,17 @@ static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
     return rc;
 }
 
+/* Whether the connection's last failure is one another writer's work causes, which waiting and
+ * trying again clears: busy or locked beyond what the busy handler covers (a journal-mode switch,
+ * WAL recovery), a schema another writer changed under a statement, and the schema read that
+ * fails while a new database is being made ("not an error"). */
+static bool transient(sqlite3 *db)
+{
+    const int primary = sqlite3_errcode(db) & 0xff;
+    return primary == SQLITE_BUSY || primary == SQLITE_LOCKED || primary == SQLITE_SCHEMA ||
+           primary == SQLITE_PROTOCOL || (primary == SQLITE_ERROR && strcmp(sqlite3_errmsg(db), "not an error") == 0);
+}
+
 /* WAL mode on `out` and the run's transaction begun, waiting out what the busy handler does not
  * cover: writers making the same new database switch its journal mode at the same moment, which can
  * answer busy at once (seen among 16 concurrent writers). Each statement may be run again. */
@@ -475,7 +486,7 @@ static int begin_wal(sqlite3 *db)
     for (int waited = 0; waited <= DB_BUSY_MS; waited += 10) {
         rc = sqlite3_exec(db, "PRAGMA out.journal_mode=WAL; PRAGMA out.synchronous=NORMAL; BEGIN IMMEDIATE", NULL,
                           NULL, NULL);
-        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
+        if (rc == SQLITE_OK || !transient(db))
             return rc;
         sqlite3_sleep(10);
     }
@@ -593,16 +604,13 @@ static const char *const tables[][2] = {{"runs", "config_json"}, {"requests", "r
                                        {"op_breakdown", "seconds"}};
 
 /* sqlite3_prepare_v2, waiting out another writer's schema change (a new database being made: its
- * tables, views and journal mode), which can fail a statement's schema read beyond what the busy
- * handler covers; any other failure returns at once. */
+ * tables, views and journal mode); any other failure returns at once. */
 static int prepare_waiting(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 {
     int rc = SQLITE_OK;
     for (int waited = 0; waited <= DB_BUSY_MS; waited += 10) {
         rc = sqlite3_prepare_v2(db, sql, -1, st, NULL);
-        const int primary = rc & 0xff;
-        if (primary != SQLITE_BUSY && primary != SQLITE_LOCKED && primary != SQLITE_SCHEMA &&
-            !(rc == SQLITE_ERROR && strcmp(sqlite3_errmsg(db), "not an error") == 0))
+        if (rc == SQLITE_OK || !transient(db))
             return rc;
         sqlite3_finalize(*st);
         *st = NULL;
@@ -737,18 +745,31 @@ static int spill_steps(struct db_out *o, struct sim *s, bool drop, bool last, st
 
 int db_out_flush(struct db_out *o, struct sim *s, struct ts_err *err) { return spill_steps(o, s, true, false, err); }
 
+/* One try at writing the run: the output attached as `out`, the run written in its transaction (rolled
+ * back if it fails), the output detached again; *again says whether the failure was another
+ * writer's doing, so that a new try may succeed. */
+static int try_write(struct db_out *o, const struct sim *s, bool *again)
+{
+    sqlite3_stmt *at = NULL;
+    bool attached = sqlite3_prepare_v2(o->db, "ATTACH ? AS out", -1, &at, NULL) == SQLITE_OK;
+    sqlite3_bind_text(at, 1, o->path, -1, SQLITE_STATIC);
+    attached = attached && sqlite3_step(at) == SQLITE_DONE;
+    sqlite3_finalize(at);
+    const int rc = attached ? write_run(&o->w, s)
+                            : ts_fail(o->w.err, "%s: cannot open database: %s", o->path, sqlite3_errmsg(o->db));
+    *again = rc && transient(o->db);
+    if (rc)
+        sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
+    if (attached)
+        sqlite3_exec(o->db, "DETACH out", NULL, NULL, NULL);
+    return rc;
+}
+
 int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
 {
     if (!s->cfg.no_steps && spill_steps(o, s, s->out == o, true, err)) /* the steps still in memory */
         return -1;
     o->w.err = err;
-    sqlite3_stmt *at = NULL;
-    bool ok = sqlite3_prepare_v2(o->db, "ATTACH ? AS out", -1, &at, NULL) == SQLITE_OK;
-    sqlite3_bind_text(at, 1, o->path, -1, SQLITE_STATIC);
-    ok = ok && sqlite3_step(at) == SQLITE_DONE;
-    sqlite3_finalize(at);
-    if (!ok)
-        return ts_fail(err, "%s: cannot open database: %s", o->path, sqlite3_errmsg(o->db));
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
     sigemptyset(&sa.sa_mask);
     caught = 0;
@@ -759,10 +780,17 @@ int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
         sigaction(SIGINT, &sa, NULL);
     if (old_term.sa_handler != SIG_IGN)
         sigaction(SIGTERM, &sa, NULL);
-    int rc = write_run(&o->w, s);
-    if (rc)
-        sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
-    sqlite3_exec(o->db, "DETACH out", NULL, NULL, NULL);
+    /* what another writer's work fails is tried again, the whole run each time, after a pause that
+     * differs between processes (so that writers failing together do not try again together) */
+    int rc;
+    bool again;
+    for (int waited = 0; (rc = try_write(o, s, &again)) && again && waited < DB_BUSY_MS;) {
+        const int pause = 10 + (int)(((unsigned)getpid() * 7919u + (unsigned)waited) % 40u);
+        sqlite3_sleep(pause);
+        waited += pause;
+        if (caught) /* a signal in the pause: no new try */
+            break;
+    }
     writing = NULL;
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);

@@ -71,7 +71,7 @@ for round in 1 2; do
     done
     st=0
     for p in "${pids[@]}"; do wait "$p" || st=1; done
-    [ $st -eq 0 ] && ok || { bad "round $round: a concurrent writer failed: $(cat "$tmp"/c.*.err | head -3)"; }
+    [ $st -eq 0 ] && ok || { bad "round $round: a concurrent writer failed: $(cat "$tmp"/c.*.err | head -3 | tr "\n" " ")"; }
     want=$((round * 16))
     got=$(q "$tmp/c.db" "SELECT count(DISTINCT run_id) FROM runs")
     [ "$got" = "$want" ] && ok || bad "round $round: $got runs in the database, wanted $want"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_all.sh: runs every Check suite, the layering and function-length checks, the database's
-# reliability, the README's commands and the CLI script, and prints one closing line
-# "tests: N passed, M failed" summed over all of them. Usage: run_all.sh TESSERA_BIN SUITE...
+# reliability, the README's commands and the CLI script, and prints the failures (again, so that a
+# log cut to its tail shows them) and one closing line "tests: N passed, M failed" summed over all
+# of them. Usage: run_all.sh TESSERA_BIN SUITE...
 set -u
 bin=$1
 shift
@@ -24,5 +25,7 @@ bash "$(dirname "$0")/readme_test.sh" "$bin" 2>&1 | tee -a "$log" | grep --line-
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 bash "$(dirname "$0")/cli_test.sh" "$bin" 2>&1 | tee -a "$log" | grep --line-buffered -E "passed|FAIL|^cli: \.\.\." || true
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+# the failures again, last, where a log cut to its tail still shows them
+grep -E "FAIL|:[EF]:" "$log" | head -40 | sed 's/^/failed: /'
 awk '/^[a-z_]+: [0-9]+ passed, [0-9]+ failed$/ {p += $2; f += $4} END {printf "tests: %d passed, %d failed\n", p, f}' "$log"
 exit $status
