@@ -79,7 +79,8 @@ ALL_NVCCFLAGS := $(NVCCFLAGS) $(INC_KERNELS) $(foreach c,$(CUDA_CCS),-gencode ar
 NCCL_H := $(firstword $(wildcard $(if $(NCCL_HOME),$(NCCL_HOME)/include/nccl.h) $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 $(if $(NCCL_HOME),-L$(NCCL_HOME)/lib -Wl$(comma)-rpath$(comma)$(NCCL_HOME)/lib) \
     -lcublasLt -lcublas -lcudart $(if $(NCCL_H),-lnccl) -lstdc++
-ENGINE_CFLAGS := -I$(CUDA_HOME)/include $(if $(NCCL_HOME),-I$(NCCL_HOME)/include) $(if $(NCCL_H),-DTS_HAVE_NCCL)
+ENGINE_CFLAGS := -I$(CUDA_HOME)/include $(if $(NCCL_HOME),-I$(NCCL_HOME)/include) $(if $(NCCL_H),-DTS_HAVE_NCCL) \
+    '-DTS_CUDA_ARCHS="$(CUDA_CCS)"'
 BASE_CFLAGS += -DTS_HAVE_CUDA
 $(info tessera: nvcc found at $(NVCC_PATH): building the engine for $(CUDA_ARCH)$(if $(NCCL_H),, (no nccl.h: no tensor parallelism)))
 else

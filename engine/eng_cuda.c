@@ -33,6 +33,9 @@
 #include "eng_weights.h"
 #include "kernels.h"
 
+#ifndef TS_CUDA_ARCHS /* the compute capabilities the build compiled for (the Makefile's CUDA_CCS) */
+#define TS_CUDA_ARCHS "(unknown)"
+#endif
 #define RMS_EPS 1e-5f
 #define BLAS_WORKSPACE (64LL << 20)
 #define ATTN_WORKSPACE (64LL << 20) /* split-KV partial results; the sparse selection's scratch */
@@ -531,6 +534,13 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         }
         snprintf(e->device, sizeof e->device, "%.200s (sm_%d%d, %d SMs)", prop.name, prop.major,
                  prop.minor, prop.multiProcessorCount);
+        if (!k_has_image()) {
+            ts_fail(err, "engine: this build has no code for the %s (compute capability %d.%d): it was compiled for "
+                         "compute capabilities %s; rebuild with make CUDA_ARCH=sm_%d%d, or CUDA_ARCH=all (sm_80, "
+                         "sm_86, sm_89 and sm_90)",
+                    prop.name, prop.major, prop.minor, TS_CUDA_ARCHS, prop.major, prop.minor);
+            goto fail;
+        }
     }
     if (cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking) != cudaSuccess ||
         cudaEventCreate(&e->ev0) != cudaSuccess || cudaEventCreate(&e->ev1) != cudaSuccess) {

@@ -38,12 +38,16 @@
 # (TESSERA_FFN=fused for the profile; replays follow the run's implementation), so OUT's
 # calibrations are of the fused engine.
 #
+# GPU=NAME names the GPU in tessera's table the machine has [h200]: the calibrations are imported
+# for it and the workloads simulated on it.
+#
 # Usage: experiments/fidelity.sh OUT [MODELS]   (tessera in build/gpu or TESSERA=path)
 set -uo pipefail
 out=${1:?usage: fidelity.sh OUT [models]}
 models=${2:-"llada-8b sdar-8b"}
 bin=${TESSERA:-build/gpu/tessera}
 impl=${IMPL:-tessera}
+gpu=${GPU:-h200}
 [ "$impl" = tessera-fused ] && export TESSERA_FFN=fused
 scratch=${SCRATCH:-$out/scratch}
 mkdir -p "$out" "$scratch"
@@ -93,13 +97,13 @@ for model in $models; do
                 *) parts+=("$p") ;;
             esac
         done
-        "$bin" calib merge "${parts[@]}" --gpu h200 --out "$calib" || exit 1
+        "$bin" calib merge "${parts[@]}" --gpu "$gpu" --out "$calib" || exit 1
     fi
     if [ ! -f "$calib" ]; then
         rm -f "$scratch/profile-$model.db"
         "$bin" engine profile --model "$model" --db "$scratch/profile-$model.db" --reps 2 \
             ${WARM_MS:+--warm-ms "$WARM_MS"} | tail -1
-        "$bin" calib import "$scratch/profile-$model.db" --gpu h200 --out "$calib" || exit 1
+        "$bin" calib import "$scratch/profile-$model.db" --gpu "$gpu" --out "$calib" || exit 1
     fi
     for policy in ${POLICIES:-dual block}; do
         popts=(--policy "$policy")
@@ -111,7 +115,7 @@ for model in $models; do
                 rm -f "$db"
                 batch=() # static batches of at most 8 (a parameter of the static scheduler)
                 [ "$sched" = static ] && batch=(--max-batch 8)
-                "$bin" sim --model "$model" --impl "$impl" "${popts[@]}" --scheduler "$sched" --rps "$rps" \
+                "$bin" sim --model "$model" --gpu "$gpu" --impl "$impl" "${popts[@]}" --scheduler "$sched" --rps "$rps" \
                     --requests 16 --lengths lognormal:6.0,0.7,5.0,0.6 --gen-len 128 "${batch[@]}" \
                     --seed 7 --db "$db" --quiet --no-progress >/dev/null || continue
                 if [ -n "$measured" ]; then

@@ -71,6 +71,15 @@ static __global__ void fill_bits_kernel(bf16_t *dst, int64_t n, uint16_t bits)
         dst[i] = bits;
 }
 
+extern "C" int k_has_image(void)
+{
+    cudaFuncAttributes a;
+    const cudaError_t e = cudaFuncGetAttributes(&a, fill_bits_kernel);
+    if (e != cudaSuccess)
+        (void)cudaGetLastError(); /* the query's error is the answer, not a sticky one */
+    return e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction ? 0 : 1;
+}
+
 extern "C" int k_fill_bits(bf16_t *dst, int64_t n, uint16_t bits, k_stream stream)
 {
     if (n <= 0)

@@ -25,6 +25,8 @@ typedef uint16_t bf16_t;
  * cluster kernels and no programmatic dependent launch, whatever the device; so that a Hopper card
  * tests the path an RTX 4090, L40S or A100 takes. Read once. */
 int k_portable(void);
+/* 0 when this build holds no code the current device can run (neither its SASS nor PTX it can JIT). */
+int k_has_image(void);
 
 /* Launches with programmatic dependent launch (on, the default, on compute capability 9.0 and
  * later) or plainly (off); either way a kernel starts its work only after the previous one in the

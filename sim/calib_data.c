@@ -574,6 +574,36 @@ int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct
     return calib_data_validate_on(d, gpu_name, NULL, err);
 }
 
+/* Whether a profile's device string names the card gpu_name is: a transferred calibration names its
+ * target first ("h100 (roofline transfer from ...)"); a measured one, the driver's name of the card
+ * ("NVIDIA H200 (sm_90, 132 SMs)"), which is matched against the cards of tessera's table. A device
+ * of none of them, or a GPU a --gpu-file describes, is taken at its word: true. */
+static bool device_is(const char *device, const char *gpu_name)
+{
+    static const char *const cards[][2] = {{"H200", "h200"},    {"H100", "h100"},         {"L40S", "l40s"},
+                                           {"RTX 4090", "rtx4090"}, {"RTX 3090", "rtx3090"}, {"A100", "a100-"}};
+    const size_t n = strlen(gpu_name);
+    if (strncmp(device, gpu_name, n) == 0 && strncmp(device + n, " (roofline transfer", 19) == 0)
+        return true;
+    if (strstr(device, "(roofline transfer")) { /* another target's */
+        const char *sp = strchr(device, ' ');
+        return (size_t)(sp - device) == n && strncmp(device, gpu_name, n) == 0;
+    }
+    bool known = false; /* a card of the table (a --gpu-file's entry is taken at its word) */
+    for (size_t i = 0; i < TS_ARRAY_LEN(cards); i++)
+        known = known || strncmp(gpu_name, cards[i][1], strlen(cards[i][1])) == 0;
+    for (size_t i = 0; i < TS_ARRAY_LEN(cards) && known; i++) {
+        if (!strstr(device, cards[i][0]))
+            continue;
+        if (strncmp(gpu_name, cards[i][1], strlen(cards[i][1])) != 0)
+            return false;
+        /* an A100: its memory where the name gives it */
+        return !strstr(cards[i][1], "-") || (!strstr(device, "80GB") && !strstr(device, "40GB")) ||
+               strstr(device, strstr(gpu_name, "80gb") ? "80GB" : "40GB");
+    }
+    return true;
+}
+
 int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, const char *gpu_file, struct ts_err *err)
 {
     if (no_duplicate_rows(d, err))
@@ -589,6 +619,10 @@ int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, con
     gpu_table_destroy(t);
     if (rc)
         return -1;
+    if (!device_is(d->device, g.name))
+        return ts_fail(err, "a calibration measured on %s, used for %s: carry it over first (tessera calib "
+                            "transfer FILE --from GPU --to %s --out FILE), or measure one on that GPU (make calibrate)",
+                       d->device, g.name, g.name);
     /* the dense layers' FFNs and the MoE layers' shared experts */
     const double width = (double)m.ffn * (m.num_layers - model_num_moe_layers(&m)) +
                          (double)m.moe_ffn * m.num_shared_experts * model_num_moe_layers(&m);

@@ -586,7 +586,9 @@ static int cmd_import(const struct calib_args *a)
     struct calib_data d;
     struct ts_err err;
     int rc = load_profile(a->file, &d, &err);
-    if (!rc && !(rc = calib_data_validate_on(&d, a->gpu, a->gpu_file, &err)))
+    if (!rc && (rc = calib_data_validate_on(&d, a->gpu, a->gpu_file, &err)))
+        ts_fail_prefix(&err, "%s", a->file);
+    if (!rc)
         rc = calib_data_write(&d, a->out, &err);
     if (rc)
         fprintf(stderr, "tessera calib import: %s\n", err.msg);

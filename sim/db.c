@@ -16,15 +16,17 @@
  *   op_breakdown  per-op seconds summed over the run
  *
  * A run is written in one transaction straight into the database, in WAL mode, waiting for other
- * writers (SQLite's busy handling): any number of processes may write into one database at once,
- * each run under its own run_id. A failure, SIGINT or SIGTERM rolls the transaction back; a process
- * killed outright leaves a transaction SQLite rolls back the next time the file is opened. Either
- * way no partial run is ever visible, and no file but the database (and, while it is open, SQLite's
- * own -wal and -shm) is made: the step rows wait for the commit in unnamed temporary files
- * (tmpfile), which no path names.
+ * writers (SQLite's busy handling, and a new try of the whole write where another writer's work
+ * fails it): any number of processes may write into one database at once, each run under its own
+ * run_id. A failure, SIGINT or SIGTERM rolls the transaction back; a process killed outright leaves
+ * a transaction SQLite rolls back the next time the file is opened. Either way no partial run is
+ * ever visible, and no file but the database (and, while it is open, SQLite's own -wal and -shm) is
+ * made: a new database is laid out whole in an unnamed file before it is linked under its name, and
+ * the step rows wait for the commit in unnamed temporary files (tmpfile), which no path names.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* O_TMPFILE */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -186,6 +188,52 @@ static char *schema_in(const char *name)
     return out;
 }
 
+/* A new database made whole or not at all: the schema, in WAL mode, laid out in memory, written into
+ * an unnamed file of the output's folder (O_TMPFILE, gone with the process whatever ends it) and
+ * linked under its name only once complete; no moment of its making leaves a journal or a half-made
+ * file. A database another writer linked first is kept. Where the folder's file system has no
+ * unnamed files, SQLite makes the file as the run is written (a process killed then may leave an
+ * empty journal beside it). */
+static int create_whole(const char *path, struct ts_err *err)
+{
+    if (access(path, F_OK) == 0)
+        return 0;
+    char dir[CFG_PATH + 8];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    const int fd = open(dir, O_TMPFILE | O_RDWR, 0666);
+    if (fd < 0)
+        return 0;
+    sqlite3 *mem = NULL;
+    char *sch = schema_in("main");
+    unsigned char *image = NULL;
+    sqlite3_int64 size = 0;
+    if (sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) == SQLITE_OK &&
+        sqlite3_exec(mem, sch, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(mem, "main") == 0)
+        image = sqlite3_serialize(mem, "main", &size, 0);
+    free(sch);
+    sqlite3_close(mem);
+    int rc = 0;
+    if (!image || size < 100) {
+        rc = ts_fail(err, "%s: cannot lay out a new database", path);
+    } else {
+        image[18] = image[19] = 2; /* the file format's write and read versions: WAL */
+        char fdpath[64];
+        snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+        if (write(fd, image, (size_t)size) != (ssize_t)size || fdatasync(fd) != 0)
+            rc = ts_fail(err, "%s: cannot write a new database: %s", path, strerror(errno));
+        else if (linkat(AT_FDCWD, fdpath, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0 && errno != EEXIST)
+            rc = ts_fail(err, "%s: cannot make the new database: %s", path, strerror(errno));
+    }
+    sqlite3_free(image);
+    close(fd);
+    return rc;
+}
+
 static const char *const state_names[] = {"pending", "waiting", "running", "finished", "rejected"};
 
 struct writer {
@@ -255,6 +303,11 @@ static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
 
 /* The open runs of segments: per request, the shape its segment has kept since first_step
  * (through last), not yet written. */
+/* The columns of a row of step_runs (run_id, first_step, last_step, start_ns, duration_ns and
+ * step_cols) and of segment_runs (run_id, first_step, last_step and seg_cols). */
+#define STEP_RUN_COLS 20
+#define SEG_RUN_COLS 19
+
 struct seg_run {
     struct segment g;
     int64_t first, last;
@@ -266,7 +319,7 @@ struct seg_runs {
     int64_t num_reqs;
     /* the steps' open run: its columns (the first step's start), first and last step, and where the
      * step after it must start to extend it */
-    int64_t step[20];
+    int64_t step[STEP_RUN_COLS];
     bool step_open;
     int64_t step_next_start;
 };
@@ -280,15 +333,51 @@ static bool same_shape(const struct segment *a, const struct segment *b)
            a->picked == b->picked;
 }
 
-static int spill(struct writer *w, const void *rec, size_t size, FILE *f)
+/* A spilled record: its n values (those of a row but run_id, which the commit gives), each a
+ * zigzag LEB128 varint (most are small or 0: a fifth of their fixed size). */
+static int spill(struct writer *w, const int64_t *v, int n, FILE *f)
 {
-    if (fwrite(rec, size, 1, f) != 1)
+    unsigned char buf[SEG_RUN_COLS * 10];
+    size_t len = 0;
+    for (int k = 0; k < n; k++) {
+        uint64_t z = ((uint64_t)v[k] << 1) ^ (uint64_t)(v[k] >> 63);
+        do {
+            buf[len++] = (unsigned char)((z & 0x7f) | (z > 0x7f ? 0x80 : 0));
+            z >>= 7;
+        } while (z);
+    }
+    if (fwrite(buf, len, 1, f) != 1)
         return ts_fail(w->err, "%s: cannot spill the step rows to a temporary file: %s", w->path, strerror(errno));
     return 0;
 }
 
-/* Spills a closed run of segments. */
-static int run_write(struct writer *w, const struct seg_run *r) { return spill(w, r, sizeof *r, w->segs); }
+/* Reads a record spill wrote back into v[0..n-1]: 1, or 0 at the file's end, -1 on a short one. */
+static int unspill(FILE *f, int64_t *v, int n)
+{
+    for (int k = 0; k < n; k++) {
+        uint64_t z = 0;
+        int c, shift = 0;
+        do {
+            if ((c = getc_unlocked(f)) == EOF)
+                return k == 0 && shift == 0 ? 0 : -1;
+            z |= (uint64_t)(c & 0x7f) << shift;
+            shift += 7;
+        } while ((c & 0x80) && shift < 64);
+        v[k] = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+    }
+    return 1;
+}
+
+/* Spills a closed run of segments: first and last step, then seg_cols (the phase as its number). */
+static int run_write(struct writer *w, const struct seg_run *r)
+{
+    const struct segment *g = &r->g;
+    const int64_t v[SEG_RUN_COLS - 1] = {r->first,     r->last,          g->req_id,   g->phase,    g->q,
+                                         g->kv,        g->kv_write,      g->logit_rows, g->decoded, g->padding,
+                                         g->keep,      g->score_rows,    g->q_front,  g->kv_front, g->kv_write_front,
+                                         g->probe,     g->carry,         g->picked};
+    return spill(w, v, SEG_RUN_COLS - 1, w->segs);
+}
 
 /* Writes and closes the open runs that ended before step `before` (every one for INT64_MAX). */
 static int runs_close(struct writer *w, struct seg_runs *rs, int64_t before)
@@ -333,7 +422,7 @@ static int runs_add(struct writer *w, struct seg_runs *rs, const struct segment 
 static int step_run_write(struct writer *w, struct seg_runs *rs)
 {
     rs->step_open = false;
-    return spill(w, rs->step, sizeof rs->step, w->steps);
+    return spill(w, rs->step + 1, STEP_RUN_COLS - 1, w->steps);
 }
 
 /* A step's row: extends the steps' open run where it is alike but for its start and starts when
@@ -387,46 +476,84 @@ static int write_steps(struct writer *w, const struct sim *s, struct seg_runs *r
     return rc;
 }
 
+/* Rows a multi-row INSERT of the spilled runs takes at once (its per-statement work shared by them;
+ * 32 x 20 parameters stay under SQLite's oldest limit of 999). */
+#define COPY_ROWS 32
+
+/* "INSERT INTO out.TABLE(run_id, first_step, last_step, COLS) VALUES(?,...),..." for rows rows of
+ * cols parameters, prepared. */
+static int prepare_rows(struct writer *w, const char *table, const char *cols, int ncols, int rows, sqlite3_stmt **st)
+{
+    char *sql = xmalloc(512 + (size_t)rows * (2 * (size_t)ncols + 3));
+    int n = sprintf(sql, "INSERT INTO out.%s(run_id, first_step, last_step, %s) VALUES", table, cols);
+    for (int r = 0; r < rows; r++) {
+        n += sprintf(sql + n, "%s(?", r ? "," : "");
+        for (int c = 1; c < ncols; c++)
+            n += sprintf(sql + n, ",?");
+        n += sprintf(sql + n, ")");
+    }
+    const int rc = prepare(w, sql, st);
+    free(sql);
+    return rc;
+}
+
+/* Binds a spilled record of n values as row r of a multi-row insert, run_id first; with phase, the
+ * value at that index is a segment's phase, bound by its name. */
+static void bind_run(sqlite3_stmt *st, int r, int64_t run_id, const int64_t *v, int n, int phase)
+{
+    const int at = r * (n + 1) + 1;
+    sqlite3_bind_int64(st, at, run_id);
+    for (int k = 0; k < n; k++) {
+        if (k == phase)
+            sqlite3_bind_text(st, at + 1 + k, seg_phase_name((enum seg_phase)v[k]), -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_int64(st, at + 1 + k, v[k]);
+    }
+}
+
+/* The spilled runs of one kind (file f, records of ncols - 1 values) into the output's TABLE under
+ * run_id, in the order they closed, COPY_ROWS a statement and the rest one a statement; phase as for
+ * bind_run. */
+static int copy_runs(struct writer *w, FILE *f, const char *table, const char *cols, int ncols, int phase,
+                     int64_t run_id)
+{
+    sqlite3_stmt *many = NULL, *one = NULL;
+    if (prepare_rows(w, table, cols, ncols, COPY_ROWS, &many) || prepare_rows(w, table, cols, ncols, 1, &one)) {
+        sqlite3_finalize(many);
+        return -1;
+    }
+    int64_t v[COPY_ROWS][STEP_RUN_COLS];
+    int rc = 0, got, r;
+    rewind(f);
+    do {
+        for (r = 0, got = 1; r < COPY_ROWS && (got = unspill(f, v[r], ncols - 1)) == 1; r++)
+            ;
+        if (r == COPY_ROWS) {
+            for (int k = 0; k < r; k++)
+                bind_run(many, k, run_id, v[k], ncols - 1, phase);
+            rc = step_done(w, many);
+        }
+        for (int k = 0; k < r && r < COPY_ROWS && !rc; k++) {
+            bind_run(one, 0, run_id, v[k], ncols - 1, phase);
+            rc = step_done(w, one);
+        }
+    } while (!rc && got == 1);
+    if (!rc && (got < 0 || ferror(f)))
+        rc = ts_fail(w->err, "%s: cannot read the spilled step rows back", w->path);
+    sqlite3_finalize(many);
+    sqlite3_finalize(one);
+    return rc;
+}
+
 /* The spilled runs of steps and of segments into the output's step_runs and segment_runs, under
  * run_id, in the order they closed. */
 static int copy_spilled(struct writer *w, int64_t run_id)
 {
-    char sql[1024];
-    sqlite3_stmt *st = NULL, *sg = NULL;
-    snprintf(sql, sizeof sql, "INSERT INTO out.step_runs(run_id, first_step, last_step, start_ns, duration_ns, %s) "
-                              "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", step_cols);
-    if (prepare(w, sql, &st))
+    char cols[1024];
+    snprintf(cols, sizeof cols, "start_ns, duration_ns, %s", step_cols);
+    if (copy_runs(w, w->steps, "step_runs", cols, STEP_RUN_COLS, -1, run_id))
         return -1;
-    snprintf(sql, sizeof sql, "INSERT INTO out.segment_runs(run_id, first_step, last_step, %s) "
-                              "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", seg_cols);
-    int rc = prepare(w, sql, &sg);
-    int64_t v[20];
-    rewind(w->steps);
-    while (!rc && fread(v, sizeof v, 1, w->steps) == 1) {
-        v[0] = run_id;
-        for (int k = 0; k < (int)TS_ARRAY_LEN(v); k++)
-            sqlite3_bind_int64(st, k + 1, v[k]);
-        rc = step_done(w, st);
-    }
-    struct seg_run r;
-    rewind(w->segs);
-    while (!rc && fread(&r, sizeof r, 1, w->segs) == 1) {
-        const struct segment *g = &r.g;
-        const int64_t head[] = {run_id, r.first, r.last, g->req_id};
-        for (int k = 0; k < 4; k++)
-            sqlite3_bind_int64(sg, k + 1, head[k]);
-        sqlite3_bind_text(sg, 5, seg_phase_name(g->phase), -1, SQLITE_STATIC);
-        const int32_t c[] = {g->q, g->kv, g->kv_write, g->logit_rows, g->decoded, g->padding, g->keep, g->score_rows,
-                             g->q_front, g->kv_front, g->kv_write_front, g->probe, g->carry, g->picked};
-        for (int k = 0; k < (int)TS_ARRAY_LEN(c); k++)
-            sqlite3_bind_int(sg, 6 + k, c[k]);
-        rc = step_done(w, sg);
-    }
-    if (!rc && (ferror(w->steps) || ferror(w->segs)))
-        rc = ts_fail(w->err, "%s: cannot read the spilled step rows back", w->path);
-    sqlite3_finalize(st);
-    sqlite3_finalize(sg);
-    return rc;
+    return copy_runs(w, w->segs, "segment_runs", seg_cols, SEG_RUN_COLS, 3, run_id);
 }
 
 static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
@@ -750,6 +877,9 @@ int db_out_flush(struct db_out *o, struct sim *s, struct ts_err *err) { return s
  * writer's doing, so that a new try may succeed. */
 static int try_write(struct db_out *o, const struct sim *s, bool *again)
 {
+    *again = false;
+    if (create_whole(o->path, o->w.err))
+        return -1;
     sqlite3_stmt *at = NULL;
     bool attached = sqlite3_prepare_v2(o->db, "ATTACH ? AS out", -1, &at, NULL) == SQLITE_OK;
     sqlite3_bind_text(at, 1, o->path, -1, SQLITE_STATIC);
@@ -918,6 +1048,8 @@ int db_merge(const char *out, const char *const *in, int n, int64_t *runs, struc
             return -1;
     }
     sqlite3 *db = NULL;
+    if (create_whole(out, err))
+        return -1;
     if (sqlite3_open_v2(out, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
         ts_fail(err, "%s: cannot open database: %s", out, db ? sqlite3_errmsg(db) : "?");
         sqlite3_close(db);

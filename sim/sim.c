@@ -308,8 +308,11 @@ static int load_calibration(struct sim *s, struct ts_err *err)
                 c->tp > 1 ? " (one GPU's share of the model: tessera engine profile --model NAME-tpN)" : "");
         goto done;
     }
-    if (calib_data_validate_on(&d, s->gpu.name, c->gpu_file[0] ? c->gpu_file : NULL, err) ||
-        calib_fit(&d, &s->calib, err))
+    if (calib_data_validate_on(&d, s->gpu.name, c->gpu_file[0] ? c->gpu_file : NULL, err)) {
+        ts_fail_prefix(err, "%s", path);
+        goto done;
+    }
+    if (calib_fit(&d, &s->calib, err))
         goto done;
     s->cctx.calib = s->calib;
     rc = 0;

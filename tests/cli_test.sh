@@ -533,6 +533,15 @@ data=$(dirname "$bin")/../sim/data
 expect 0 "calib transfer" -- $bin calib transfer "$data/calib/h200-llada-8b-tessera.csv" --from h200 --to rtx4090 --out "$tmp/4090.csv"
 contains "calib transfer" "on rtx4090 (roofline transfer from NVIDIA H200"
 expect 0 "sim with a transferred calibration" -- $bin sim --cost calibrated --gpu rtx4090 --calib "$tmp/4090.csv" --requests 10 --quiet
+# a calibration measured on one GPU is refused for another (the file and both GPUs named), and a
+# transferred one for any GPU but its target
+expect 2 "an H200 calibration for the H100" -- $bin sim --cost calibrated --gpu h100 --calib "$data/calib/h200-llada-8b-tessera.csv" --requests 2
+contains "an H200 calibration for the H100" "h200-llada-8b-tessera.csv: a calibration measured on NVIDIA H200 (sm_90, 132 SMs), used for h100: carry it over first (tessera calib transfer"
+expect 2 "a transferred calibration for another GPU" -- $bin sim --cost calibrated --gpu l40s --calib "$tmp/4090.csv" --requests 2
+contains "a transferred calibration for another GPU" "measured on rtx4090 (roofline transfer from NVIDIA H200"
+expect 2 "calib import for another GPU" -- $bin calib import "$data/calib/h200-llada-8b-tessera.csv" --gpu a100-80gb --out "$tmp/a100.csv"
+contains "calib import for another GPU" "used for a100-80gb"
+[ ! -e "$tmp/a100.csv" ] && ok || bad "a refused calib import left a file"
 expect 2 "calib transfer without --to" -- $bin calib transfer "$data/calib/h200-llada-8b-tessera.csv" --from h200 --out "$tmp/x.csv"
 [ ! -e "$tmp/x.csv" ] && ok || bad "calib transfer failure left a file"
 expect 0 "calib price" -- $bin calib price --step 16,512,0,512
