@@ -105,6 +105,32 @@ static int is_csv(const struct dirent *de)
 }
 
 /* The calibrations in dir (a folder that does not exist is named only where `always`). */
+
+/* text after lead, wrapped at 100 columns, each further line indented as far as the lead */
+static void print_wrapped(const char *lead, const char *text)
+{
+    const int indent = (int)strlen(lead), width = 100;
+    printf("%s", lead);
+    int col = indent;
+    for (const char *p = text; *p;) {
+        const char *sp = strchr(p, ' ');
+        const int len = sp ? (int)(sp - p) : (int)strlen(p);
+        if (col > indent && col + 1 + len > width) {
+            printf("\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            putchar(' ');
+            col++;
+        }
+        printf("%.*s", len, p);
+        col += len;
+        p += len;
+        while (*p == ' ')
+            p++;
+    }
+    putchar('\n');
+}
+
 static void list_csv(const char *dir, const char *what, bool always)
 {
     struct dirent **names = NULL;
@@ -166,6 +192,7 @@ int cli_list(int argc, char **argv)
             printf("%s%s\n", p->mask_only ? " --mask-only" : "", p->lazy_chunking ? " --lazy-chunking" : "");
             if (p->note)
                 printf("            note: %s\n", p->note);
+            print_wrapped("            from: ", p->sources);
         }
     } else if (strcmp(what, "calibrations") == 0) {
         struct sim_config c;

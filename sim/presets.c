@@ -6,31 +6,51 @@
 
 static const struct preset presets[] = {
     {"fast-dllm", "Fast-dLLM dual cache, static batches, monolithic logits, PyTorch eager with float64 sampling",
-     "dual", "static", "fixed:1", "torch-eager-f64", 0, "caching", false, false, NULL, {{NULL}}},
+     "dual", "static", "fixed:1", "torch-eager-f64", 0, "caching", false, false, NULL, {{NULL}},
+     "dual cache and sampling: NVlabs/Fast-dLLM llada/generate.py (generate_with_dual_cache; Gumbel noise "
+     "added to logits cast to float64); without parallel decoding, in static batches as large as fit, "
+     "found by profiling: dLLM-Serve section 6.1"},
     {"dllm-serve", "dLLM-Serve: head-centric sparse KV cache (r 0.5, one kept set per K/V head), "
                    "phase-multiplexed scheduler, logit decomposition (2048 rows), PyTorch runtime", "sparse", "phase",
-     "fixed:1", "torch-eager", 2048, "profiled", false, false, NULL, {{"sparse-select", "head"}}},
+     "fixed:1", "torch-eager", 2048, "profiled", false, false, NULL, {{"sparse-select", "head"}},
+     "dLLM-Serve sections 4.3 (logit decomposition), 4.4 (phase-multiplexed greedy scheduler), 4.5 "
+     "(head-centric sparse KV cache), 6.1 Table 3 (retention ratio 0.5); the per-head selection: "
+     "chosen-ox/dLLM-Serve dllmserve/layers/attention.py (_select_important_head_kv: the block's mean "
+     "query, scores max-pooled, int(r x candidates) kept a K/V head)"},
     {"sparse-dllm", "Sparse-dLLM: sparse KV cache (r 0.5, one kept set for all heads, delayed one step), "
                     "static batches, monolithic logits, PyTorch eager with float64 sampling", "sparse", "static",
      "fixed:1", "torch-eager-f64", 0,
-     "caching", false, false, NULL, {{"sparse-select", "uniform"}}},
+     "caching", false, false, NULL, {{"sparse-select", "uniform"}},
+     "OpenMOSS/Sparse-dLLM opencompass/models/sparse_dllm/llada_wrapper.py (delayed bidirectional sparse "
+     "caching, one kept set for all heads); retention ratio 0.5, its default, and static batches as large "
+     "as fit: dLLM-Serve section 6.1"},
     {"dllm-cache", "dLLM-Cache: K, V, attention and FFN outputs cached (prompt every 100 forwards, response "
                    "every 7, a quarter of the response updated between), static batches, monolithic logits, "
                    "PyTorch eager with float64 sampling", "dllm-cache", "static", "fixed:1", "torch-eager-f64", 0, "caching", false, false, NULL,
-     {{"prompt-interval", "100"}, {"response-interval", "7"}, {"update-ratio", "0.25"}}},
+     {{"prompt-interval", "100"}, {"response-interval", "7"}, {"update-ratio", "0.25"}},
+     "maomaocun/dLLM-cache dllm_cache/hooks/cache_hook_LLaDA.py (prompt and response refresh, the "
+     "value-similarity partial update); prompt interval 100 and response interval 7 as dLLM-Serve ran it: "
+     "its section 6.1 Table 3"},
     {"lmdeploy", "LMDeploy-style block diffusion with request-level continuous batching, compiled "
-                 "engine", "block", "request", "fixed:1", "tessera", 0, "first-fit", false, false, NULL, {{NULL}}},
+                 "engine", "block", "request", "fixed:1", "tessera", 0, "first-fit", false, false, NULL, {{NULL}},
+     "FOCUS section 5 (its baseline: LMDeploy's block diffusion with request-level continuous batching)"},
     {"focus", "FOCUS: block diffusion with the delayed intra-block cache and token eviction (alpha 1.5), "
               "threshold decoding (SDAR-8B TPF), request-level continuous batching, compiled engine (LMDeploy)",
      "focus", "request", "threshold:sdar-low", "tessera", 0, "first-fit", false, false,
-     "FOCUS ran block-causal models: give --model sdar-8b or llada2.0-mini", {{"focus-alpha", "1.5"}}},
+     "FOCUS ran block-causal models: give --model sdar-8b or llada2.0-mini", {{"focus-alpha", "1.5"}},
+     "FOCUS sections 4.1 (the budget, Eq. 4), 4.2 (eviction), 4.3 (delayed intra-block cache), 5.2 (alpha "
+     "1.5, confidence 0.8); sands-lab/FOCUS SGLangFOCUS/python/sglang/srt/dllm/focus.py (importance delta,"
+     " AR context, placeholder integrity)"},
     {"dinfer", "dInfer: vicinity cache refresh, hierarchical decoding (its GSM8K TPF with a cache), static "
                "batches, compiled runtime (CUDA graphs)", "vicinity", "static", "hierarchical:dinfer-moe-cache-gsm8k",
      "tessera", 0, "caching", false, false,
-     "dInfer's TPFs are LLaDA-MoE's (its Table 1): give --model llada-moe-7b for its setting", {{NULL}}},
+     "dInfer's TPFs are LLaDA-MoE's (its Table 1): give --model llada-moe-7b for its setting", {{NULL}},
+     "dInfer's slides (vicinity refresh, hierarchical decoding, the TPFs of its Table 1); inclusionAI/dInfer python/dinfer/decoding/generate_uniform.py (vicinity cache refresh) and parallel_strategy.py (hierarchical decoding)"},
     {"mosaic", "Mosaic: no cache, mask-only logits, lazy chunking, one arena laid out first-fit, "
                "PyTorch runtime", "vanilla", "request", "fixed:1", "torch-eager", 0, "first-fit", true, true,
-     NULL, {{NULL}}},
+     NULL, {{NULL}},
+     "Mosaic sections 4.2 (mask-only logits kernel), 4.4 (lazy chunking optimizer), 4.5 (global memory "
+     "manager, first-fit)"},
 };
 
 int preset_count(void) { return (int)TS_ARRAY_LEN(presets); }

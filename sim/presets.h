@@ -19,6 +19,7 @@ struct preset {
     struct preset_param {   /* its policy's or scheduler's parameters (name NULL: none further) */
         const char *name, *value;
     } params[4];
+    const char *sources;    /* where each choice comes from: the paper's sections, the public code's files */
 };
 
 const struct preset *preset_find(const char *name);

@@ -610,6 +610,10 @@ contains "sparse refused by a calibration without selections" "has no uniform se
 expect 0 "list systems" -- $bin list systems
 contains "list systems shows a preset's policy parameters" "--planner profiled --sparse-select head"
 contains "list systems shows Mosaic's switches" "--planner first-fit --mask-only --lazy-chunking"
+# every preset says where its choices come from
+[ "$(grep -c "^            from: " "$tmp/out")" = "$(grep -c "^            = --policy" "$tmp/out")" ] && ok ||
+    bad "list systems: a preset without its sources"
+contains "list systems names a preset's sources" "chosen-ox/dLLM-Serve dllmserve/layers/attention.py"
 # sweeps: a grid of runs, each checked before any runs, as a Slurm job array or through GNU parallel
 printf '# policies by load\n--policy dual sparse\n--rps 1 4\n--requests 20   # every run\n' >"$tmp/grid.txt"
 expect 0 "exp sweep --slurm" -- $bin exp sweep "$tmp/grid.txt" "$tmp/sws" --slurm
