@@ -42,6 +42,7 @@ static void calib_usage(FILE *f)
 "       tessera calib eval --db RUN.db [--calib FILE.csv] [--extrapolate] [--csv STEPS.csv]\n"
 "       tessera calib transfer FILE.csv --from GPU --to GPU --out FILE.csv [--impl NAME]\n"
 "       tessera calib price --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK] [--attn-block N] [--gpu --model --impl --calib]\n"
+"                         [--roofline]\n"
 "\n"
 "import  checks an engine profile (tessera engine profile) against the GPU it claims (one GPU,\n"
 "        one model, every op at 3+ token counts, GEMM times the model can have on that GPU) and\n"
@@ -64,7 +65,8 @@ static void calib_usage(FILE *f)
 "        under the block policy, as the simulator prices it: step_desc.attn_block) [0: bidirectional];\n"
 "        its last line says how the profiled engine launches that attention, by the calibration's\n"
 "        launch rules: the segments on each kernel, and the mma.sync launch's query heads a block\n"
-"        (GQA packing, rules 4), key splits and K/V tile size\n"
+"        (GQA packing, rules 4), key splits and K/V tile size; --roofline prices it by the roofline\n"
+"        alone, which needs no calibration (any GPU, model and implementation profile)\n"
 "transfer  estimates a calibration for a GPU without measuring on it: each profiled op's roofline\n"
 "        time is priced on the other GPU (over the two GPUs' measured ceilings where both were\n"
 "        measured: tessera list gpus --measured) and what it took beyond it is kept (an op faster\n"
@@ -320,7 +322,7 @@ done:
 /* `calib price`: one step (segs sequences of q tokens over kv cached keys, logit rows each) priced
  * by the calibrated and the roofline back ends, per op. */
 static int cmd_price(const char *gpu, const char *model, const char *impl, const char *calib_path,
-                     const char *spec, const char *attn_block, bool extrapolate)
+                     const char *spec, const char *attn_block, bool extrapolate, bool roofline_only)
 {
     int segs = 1, q = 0, kv = 0, rows = 0, chunk = 2048;
     int64_t block = 0;
@@ -342,7 +344,7 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
     gpu_table_destroy(gt);
     struct calib *cal = NULL;
     char path[CFG_PATH + 256];
-    if (!bad)
+    if (!bad && !roofline_only)
         bad = load_for(&ctx, calib_path, path, sizeof path, &cal, &err);
     if (bad) {
         fprintf(stderr, "tessera calib price: %s\n", err.msg);
@@ -355,12 +357,20 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
     sd.logit_chunk_rows = chunk;
     sd.attn_block = (int32_t)block;
     calib_row_step(&(struct calib_row){.segs = segs, .q = q, .kv = kv, .logit_rows = rows}, &sd);
-    struct cost_breakdown a, b;
-    double ca, rb;
+    struct cost_breakdown a = {0}, b;
+    double ca = 0, rb;
     int rc = 0;
-    if (cost_calibrated.step_s(&ctx, &sd, &ca, &a, &err) || cost_roofline.step_s(&ctx, &sd, &rb, &b, &err)) {
+    if ((!roofline_only && cost_calibrated.step_s(&ctx, &sd, &ca, &a, &err)) ||
+        cost_roofline.step_s(&ctx, &sd, &rb, &b, &err)) {
         fprintf(stderr, "tessera calib price: %s\n", err.msg);
         rc = EXIT_USAGE;
+    } else if (roofline_only) {
+        printf("%s on %s (%s): %d x q %d over %d cached, %d logit rows each (chunks of %d), roofline\n",
+               ctx.model.name, ctx.gpu.name, ctx.impl.name, segs, q, kv, rows, chunk);
+        for (int op = 0; op < OP_COUNT; op++)
+            if (b.op_s[op] > 0)
+                printf("%-10s %9.3f ms\n", cost_op_name((enum cost_op)op), b.op_s[op] * 1e3);
+        printf("%-10s %9.3f ms\n", "step", rb * 1e3);
     } else {
         printf("%s on %s (%s): %d x q %d over %d cached, %d logit rows each (chunks of %d)", ctx.model.name,
                ctx.gpu.name, ctx.impl.name, segs, q, kv, rows, chunk);
@@ -515,7 +525,7 @@ static bool in_list(const char *list, const char *word)
 struct calib_args {
     const char *sub, *file, *gpu, *gpu_file, *out, *db, *calib_path, *csv, *from, *to, *step, *attn_block, *model,
         *impl;
-    bool extrapolate;
+    bool extrapolate, roofline;
     const char **files; /* the PROFILE/FILE arguments (merge takes several) */
     int nfiles;
 };
@@ -532,7 +542,7 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                  {"show", "--gpu --model --impl --from --calib"},
                  {"eval", "--db --calib --extrapolate --csv"},
                  {"transfer", "--from --to --out --impl"},
-                 {"price", "--step --attn-block --gpu --model --impl --calib --extrapolate"}};
+                 {"price", "--step --attn-block --gpu --model --impl --calib --extrapolate --roofline"}};
     const char *sub = a->sub = argv[1], *opts = NULL;
     for (size_t k = 0; k < TS_ARRAY_LEN(takes); k++)
         if (strcmp(sub, takes[k].sub) == 0)
@@ -550,7 +560,8 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                          : strcmp(o, "--to") == 0 ? &a->to : strcmp(o, "--step") == 0 ? &a->step
                          : strcmp(o, "--attn-block") == 0 ? &a->attn_block
                          : strcmp(o, "--gpu-file") == 0 ? &a->gpu_file : NULL;
-        if ((dst || strcmp(o, "--extrapolate") == 0) && !in_list(opts, o)) {
+        const bool flag = strcmp(o, "--extrapolate") == 0 || strcmp(o, "--roofline") == 0;
+        if ((dst || flag) && !in_list(opts, o)) {
             fprintf(stderr, "tessera calib %s: %s does not apply here (%s takes %s)\n", sub, o, sub, opts);
             return EXIT_USAGE;
         }
@@ -560,8 +571,8 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                 return EXIT_USAGE;
             }
             *dst = argv[++i];
-        } else if (strcmp(o, "--extrapolate") == 0) {
-            a->extrapolate = true;
+        } else if (flag) {
+            *(strcmp(o, "--roofline") == 0 ? &a->roofline : &a->extrapolate) = true;
         } else if (strcmp(o, "--help") == 0) {
             calib_usage(stdout);
             return 1;
@@ -678,7 +689,8 @@ static int calib_main(int argc, char **argv, const char **files)
         return cmd_merge(files, (size_t)a.nfiles, a.gpu, a.out);
     }
     if (strcmp(sub, "price") == 0)
-        return cmd_price(a.gpu ? a.gpu : "h200", a.model, a.impl, a.calib_path, a.step, a.attn_block, a.extrapolate);
+        return cmd_price(a.gpu ? a.gpu : "h200", a.model, a.impl, a.calib_path, a.step, a.attn_block, a.extrapolate,
+                         a.roofline);
     if (strcmp(sub, "transfer") == 0)
         return cmd_transfer(&a);
     return cmd_show(&a); /* fit or show: parse_calib_args took no other subcommand */

@@ -548,6 +548,13 @@ expect 0 "calib price" -- $bin calib price --step 16,512,0,512
 contains "calib price per op" "gate_up"
 contains "calib price step" "step "
 contains "calib price names the attention's launch" "launch     attention as the profiled engine launches it (launch rules $rules): 16 segments on the wgmma kernel"
+# --roofline needs no calibration: a card and model none was made for
+expect 0 "calib price --roofline" -- $bin calib price --roofline --gpu rtx3090 --model dream-7b --impl torch-eager --step 1,4096,0,2048,0
+contains "calib price --roofline" "dream-7b on rtx3090 (torch-eager): 1 x q 4096 over 0 cached, 2048 logit rows each (chunks of 0), roofline"
+contains "calib price --roofline" "step "
+expect 2 "calib price without --roofline, no calibration" -- $bin calib price --gpu rtx3090 --model dream-7b --step 1,4096,0,2048
+expect 2 "--roofline elsewhere" -- $bin calib eval --roofline --db "$tmp/x.db"
+contains "--roofline elsewhere" "--roofline does not apply here"
 # the launch the calibration prices (its launch rules): SDAR-8B's Reuse blocks packed two query heads
 # a block (GQA, rules 4), their keys split as attn_split_rule_pv works out (check_calib);
 # LLaDA-8B's (MHA) one head a block
@@ -682,7 +689,7 @@ expect 2 "exp run, non-empty OUT" -- $bin exp run focus-fig8 "$tmp/full"
 contains "exp run, non-empty OUT" "is not empty (--force writes over it)"
 expect 0 "exp run papers --quick" -- $bin exp run papers "$tmp/papers" --quick
 for e in dllm-serve-fig3 dllm-serve-fig4 dllm-serve-fig5 dllm-serve-table4 dllm-serve-fig7 dllm-serve-fig8 focus-fig6 \
-         focus-fig7 focus-fig8 focus-table5 mosaic-fig12 mosaic-fig13 mosaic-fig14; do
+         focus-fig7 focus-fig8 focus-table5 mosaic-fig10 mosaic-fig12 mosaic-fig13 mosaic-fig14; do
     f="$tmp/papers/$e/results.jsonl"
     if [ -s "$f" ] && [ -s "$tmp/papers/$e/figure.png" ] && [ -s "$tmp/papers/$e/report.md" ] &&
        [ "$(sqlite3 :memory: "SELECT count(*) = sum(json_valid(j) AND json_type(j, '\$.value') IN ('integer', 'real')
@@ -697,6 +704,8 @@ for t in "focus-fig6|FOCUS's throughput is above LMDeploy's at every batch size"
          "mosaic-fig12|Mosaic's peak-to-average ratio is below the baselines' at every length" \
          "mosaic-fig13|Mosaic's manager reserves the theoretical peak (no inflation)" \
          "mosaic-fig14|every part of Mosaic raises L_max over the stage before it" \
+         "mosaic-fig10|Mosaic's L_max is above the baselines' at every r_p" \
+         "mosaic-fig10|Mosaic's latency reduction is least at the smallest r_p and most at the largest" \
          "dllm-serve-fig8|the inference engine gives the largest jump of the three parts"; do
     e=${t%%|*} text=${t#*|}
     grep -F "$text" "$tmp/papers/$e/checks.tsv" | grep -q $'\tholds$' && ok || bad "$e: '$text' no longer holds"
