@@ -9,7 +9,8 @@
 #   5. replays a held-out schedule (16 requests the profile never ran) on the engine and prices it:
 #      the calibration's per-step MAPE against the roofline's;
 #   6. installs the calibrations where --cost calibrated looks first (tessera list calibrations:
-#      $TESSERA_CALIB_DIR, else ~/.local/share/tessera/calib) and writes OUT/report.txt.
+#      $TESSERA_CALIB_DIR, else ~/.local/share/tessera/calib), writes OUT/report.txt and packs
+#      what the project needs into OUT/tessera-calibration-GPU-MODEL.tar.gz (calib_bundle.sh).
 # Progress goes to stderr a line a stage; the report to stdout and OUT/report.txt.
 # Environment: TESSERA (the binary, build/tessera), IMPL (tessera or tessera-fused: the engine's
 # FFN), REPS (profile repetitions, 2), TORCH=0 (skip PyTorch).
@@ -99,4 +100,6 @@ cp "$calib" "$dir/" || die "cannot write $dir"
     echo "  held-out schedule, replayed on the engine and priced:"
     sed -n 's/^  \(calibrated\|roofline\)/    \1/p' "$out/eval.txt"
     echo "  use it:      tessera sim --gpu $gpu ${gpu_opts[*]:+${gpu_opts[*]} }--model $model --impl $impl --cost calibrated"
+    echo "  send it:     $out/tessera-calibration-$gpu-$model.tar.gz (sim/README.md, \"Sending a calibration\")"
 } | tee "$out/report.txt"
+TESSERA=$bin bash "$root/engine/calib_bundle.sh" "$out" "$gpu" "$model" >/dev/null || die "cannot bundle $out"

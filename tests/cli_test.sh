@@ -746,6 +746,19 @@ printf '#!/bin/sh\ncase "$*" in *memory.total*) echo 49152 ;; *) echo "NVIDIA RT
     >"$tmp/fakebin/nvidia-smi"
 PATH="$tmp/fakebin:$PATH" TESSERA=$bin TORCH=0 bash "$root/engine/calibrate.sh" "$tmp/calout" >"$tmp/out" 2>&1
 contains "make calibrate measures an unknown card" "not in tessera's table; measuring its ceilings as entry rtx-6000-ada-generation"
+# what make calibrate leaves is packed into one file to send back (engine/calib_bundle.sh)
+mkdir -p "$tmp/calsend"
+cp "$data/calib/h200-llada-8b-tessera.csv" "$tmp/calsend/h100-llada-8b-tessera.csv"
+echo "tessera calibration of ..." >"$tmp/calsend/report.txt"
+: >"$tmp/calsend/profile.db"
+expect 0 "calib_bundle.sh" -- env TESSERA=$bin bash "$root/engine/calib_bundle.sh" "$tmp/calsend" h100 llada-8b
+contains "calib_bundle.sh" "$tmp/calsend/tessera-calibration-h100-llada-8b.tar.gz"
+[ "$(tar tzf "$tmp/calsend/tessera-calibration-h100-llada-8b.tar.gz" | sort | tr '\n' ' ')" = \
+  "h100-llada-8b-tessera.csv machine.txt profile.db report.txt " ] && ok || bad "calib_bundle.sh: the bundle's files"
+tar xzf "$tmp/calsend/tessera-calibration-h100-llada-8b.tar.gz" -O machine.txt | grep -q "^tessera " && ok ||
+    bad "calib_bundle.sh: machine.txt lacks tessera's version"
+expect 1 "calib_bundle.sh without a calibration" -- env TESSERA=$bin bash "$root/engine/calib_bundle.sh" "$tmp/calsend" l40s llada-8b
+contains "calib_bundle.sh without a calibration" "no calibration l40s-llada-8b-*.csv"
 expect 2 "calib merge of a missing file" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" \
     "$tmp/none.csv" --gpu h200 --out "$tmp/x.csv"
 contains "calib merge of a missing file" "none.csv: cannot open"
