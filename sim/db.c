@@ -188,6 +188,17 @@ static char *schema_in(const char *name)
     return out;
 }
 
+/* The folder a database path names its file in ("." for a bare name). */
+static void folder_of(const char *path, char *dir, size_t len)
+{
+    snprintf(dir, len, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        snprintf(dir, len, ".");
+}
+
 /* A new database made whole or not at all: the schema, in WAL mode, laid out in memory, written into
  * an unnamed file of the output's folder (O_TMPFILE, gone with the process whatever ends it) and
  * linked under its name only once complete; no moment of its making leaves a journal or a half-made
@@ -199,12 +210,7 @@ static int create_whole(const char *path, struct ts_err *err)
     if (access(path, F_OK) == 0)
         return 0;
     char dir[CFG_PATH + 8];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *(slash == dir ? slash + 1 : slash) = '\0';
-    else
-        snprintf(dir, sizeof dir, ".");
+    folder_of(path, dir, sizeof dir);
     const int fd = open(dir, O_TMPFILE | O_RDWR, 0666);
     if (fd < 0)
         return 0;
@@ -752,12 +758,7 @@ int db_check(const char *path, enum db_mode mode, struct ts_err *err)
     if (stat(path, &sb) != 0) { /* a new database: its folder must take it */
         const int why = errno;
         char dir[CFG_PATH + 8];
-        snprintf(dir, sizeof dir, "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            *(slash == dir ? slash + 1 : slash) = '\0';
-        else
-            snprintf(dir, sizeof dir, ".");
+        folder_of(path, dir, sizeof dir);
         if (why != ENOENT)
             return ts_fail(err, "%s: %s", path, strerror(why));
         if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
