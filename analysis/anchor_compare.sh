@@ -5,17 +5,19 @@
 # one 32-token block over the cache) is priced by `tessera calib price --impl torch-eager` with the
 # calibrated and the roofline back ends. Prints one row per step and the MAPE of each back end.
 #
-# Usage: analysis/anchor_compare.sh [ANCHOR.jsonl]   (tessera in build/ or TESSERA=path)
+# Usage: analysis/anchor_compare.sh [ANCHOR.jsonl] [calib price's options: --gpu G --calib FILE --host H ...]
+#        (tessera in build/ or TESSERA=path)
 set -euo pipefail
 anchor=${1:-$(dirname "$0")/../../shared/anchors/torch_llada_step.h200.jsonl}
+shift $(($# > 0 ? 1 : 0))
 bin=${TESSERA:-build/tessera}
 [ -f "$anchor" ] || { echo "anchor_compare.sh: no $anchor" >&2; exit 1; }
-python3 - "$anchor" "$bin" <<'PY'
+python3 - "$anchor" "$bin" "$@" <<'PY'
 import json, subprocess, sys
-anchor, tessera = sys.argv[1], sys.argv[2]
+anchor, tessera, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
 def price(segs, q, kv, rows):
     out = subprocess.run([tessera, "calib", "price", "--impl", "torch-eager", "--extrapolate",
-                          "--step", f"{segs},{q},{kv},{rows}"], capture_output=True, text=True, check=True).stdout
+                          "--step", f"{segs},{q},{kv},{rows}"] + extra, capture_output=True, text=True, check=True).stdout
     f = next(l for l in out.splitlines() if l.startswith("step ")).split()
     return float(f[1]), float(f[3])
 print(f"{'step':<42} {'anchor':>9} {'calibrated':>11} {'err':>7} {'roofline':>9} {'err':>7}")

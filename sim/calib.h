@@ -137,6 +137,26 @@ bool calib_prices_allreduce(const struct calib *c);
 /* Whether the calibration measured dLLM-Cache's feature cache (its profile had the fc grid's steps);
  * without, feat_cache is composed from the other ops' curves. */
 bool calib_prices_feature_cache(const struct calib *c);
+
+/* The host of an eager implementation's calibration, apart from its GPU: what the machine's CPU takes
+ * to issue a step (host0_ms + seg_ms a segment, a line fitted on the profile's host-bound steps) and
+ * the launch gaps its GPU-bound steps add (eager_gap_ms). A calibration prices a step as
+ * max(host, GPU); another machine's host profile swapped in (--host) prices the same GPU work issued
+ * by that machine's CPU. */
+struct calib_host {
+    double host0_ms, seg_ms, eager_gap_ms;
+    int steps;          /* host-bound profile steps the line was fitted on */
+    char device[128];   /* the profile's device string (the machine it was measured on) */
+};
+/* c's host; -1 when c measured none (an engine's calibration: CUDA graphs, never host-bound). */
+int calib_host_of(const struct calib *c, struct calib_host *h, struct ts_err *err);
+/* c priced with host h in place of its own; -1 when c measured no host to replace. */
+int calib_set_host(struct calib *c, const struct calib_host *h, struct ts_err *err);
+/* A host profile: NAME, one shipped in DATADIR/hosts (tessera list hosts), or a file: one calib host
+ * wrote, or any calibration or profile CSV whose host was measured apart from its GPU (its host
+ * taken). */
+int calib_host_load(const char *name, struct calib_host *h, struct ts_err *err);
+int calib_host_write(const struct calib_host *h, const char *path, struct ts_err *err);
 /* Prices a step; fills bd if not NULL. Returns -1 (and err) when the step lies outside the
  * profiled range and extrapolation is off. A step whose segments have front shapes, probes or
  * carried rows, or that caches outputs, needs the cost context (its model and GPU):

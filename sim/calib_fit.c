@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "calib.h"
 
+#include <errno.h>
 #include <gsl/gsl_fit.h>
 #include <gsl/gsl_interp.h>
 #include <gsl/gsl_multifit.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "attn_rules.h"
+#include "config.h"
 #include "cost.h"
 #include "gpu.h"
 #include "model.h"
@@ -515,6 +517,79 @@ static int select_ms(const struct calib *c, const struct step_desc *sd, double *
 
 bool calib_prices_selection(const struct calib *c, bool per_head) { return c->has_sel[per_head ? 1 : 0]; }
 bool calib_prices_allreduce(const struct calib *c) { return c->tok[OP_ALLREDUCE].n > 0; }
+
+int calib_host_of(const struct calib *c, struct calib_host *h, struct ts_err *err)
+{
+    if (!c->host_bound)
+        return ts_fail(err, "the calibration of %s on %s measured no host apart from its GPU (an engine "
+                            "issuing CUDA graphs): it has no host to take or replace", c->model, c->device);
+    *h = (struct calib_host){c->host0, c->host_seg, c->eager_gap, c->host_steps, ""};
+    snprintf(h->device, sizeof h->device, "%s", c->device);
+    return 0;
+}
+
+int calib_set_host(struct calib *c, const struct calib_host *h, struct ts_err *err)
+{
+    struct calib_host own;
+    if (calib_host_of(c, &own, err))
+        return -1;
+    /* (the launch gaps of GPU-bound steps are in the fitted op curves: they stay the profiled machine's) */
+    c->host0 = h->host0_ms, c->host_seg = h->seg_ms, c->host_steps = h->steps;
+    return 0;
+}
+
+#define HOST_HEADER "host0_ms,seg_ms,eager_gap_ms,steps,device"
+
+int calib_host_load(const char *name, struct calib_host *h, struct ts_err *err)
+{
+    /* a bare name: a shipped host profile, DATADIR/hosts/NAME.csv */
+    char path[CFG_PATH + 64];
+    if (!strchr(name, '/') && !strstr(name, ".csv")) {
+        struct sim_config c;
+        sim_config_defaults(&c);
+        snprintf(path, sizeof path, "%s/hosts/%s.csv", c.datadir, name);
+    } else {
+        snprintf(path, sizeof path, "%s", name);
+    }
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return ts_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    char line[512];
+    const bool host_file = fgets(line, sizeof line, f) && strncmp(line, HOST_HEADER, strlen(HOST_HEADER)) == 0;
+    if (host_file) {
+        int used = 0;
+        const bool ok = fgets(line, sizeof line, f) &&
+                        sscanf(line, "%lf,%lf,%lf,%d,%n", &h->host0_ms, &h->seg_ms, &h->eager_gap_ms, &h->steps,
+                               &used) == 4 && used > 0 && h->host0_ms >= 0 && h->host0_ms < 1e5 && h->seg_ms >= 0 &&
+                        h->seg_ms < 1e5 && h->eager_gap_ms >= 0 && h->steps >= 0;
+        fclose(f);
+        if (!ok)
+            return ts_fail(err, "%s:2: expected host0_ms,seg_ms,eager_gap_ms,steps,device (times >= 0 ms)", path);
+        snprintf(h->device, sizeof h->device, "%.*s", (int)strcspn(line + used, "\r\n"), line + used);
+        return 0;
+    }
+    fclose(f);
+    struct calib_data d;
+    struct calib *c = NULL;
+    int rc = calib_data_load(path, &d, err);
+    if (!rc) {
+        rc = calib_fit(&d, &c, err) || calib_host_of(c, h, err) ? -1 : 0;
+        calib_free(c);
+        calib_data_free(&d);
+    }
+    return rc ? ts_fail_prefix(err, "%s", path) : 0;
+}
+
+int calib_host_write(const struct calib_host *h, const char *path, struct ts_err *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return ts_fail(err, "%s: cannot write: %s", path, strerror(errno));
+    fprintf(f, HOST_HEADER "\n%.6g,%.6g,%.6g,%d,%s\n", h->host0_ms, h->seg_ms, h->eager_gap_ms, h->steps, h->device);
+    if (fclose(f) != 0)
+        return ts_fail(err, "%s: cannot write: %s", path, strerror(errno));
+    return 0;
+}
 
 /* The feature cache's features, over a step's dLLM-Cache segments: a constant (a layer's launches),
  * whether any probes (the value check's four launches a layer), the probe rows (their norm, V

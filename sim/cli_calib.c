@@ -39,10 +39,11 @@ static void calib_usage(FILE *f)
 "usage: tessera calib import PROFILE.db|PROFILE.csv --gpu NAME [--gpu-file FILE] --out FILE.csv\n"
 "       tessera calib fit FILE.csv|--calib FILE.csv --gpu NAME\n"
 "       tessera calib show [FILE.csv|--calib FILE.csv] [--gpu NAME] [--model NAME] [--impl NAME] [--from GPU]\n"
-"       tessera calib eval --db RUN.db [--calib FILE.csv] [--extrapolate] [--csv STEPS.csv]\n"
+"       tessera calib eval --db RUN.db [--calib FILE.csv] [--host HOST] [--extrapolate] [--csv STEPS.csv]\n"
 "       tessera calib transfer FILE.csv --from GPU --to GPU --out FILE.csv [--impl NAME]\n"
+"       tessera calib host FILE.csv [--out HOST.csv]\n"
 "       tessera calib price --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK] [--attn-block N] [--gpu --model --impl --calib]\n"
-"                         [--roofline]\n"
+"                         [--host HOST] [--roofline]\n"
 "\n"
 "import  checks an engine profile (tessera engine profile) against the GPU it claims (one GPU,\n"
 "        one model, every op at 3+ token counts, GEMM times the model can have on that GPU) and\n"
@@ -72,6 +73,12 @@ static void calib_usage(FILE *f)
 "        measured: tessera list gpus --measured) and what it took beyond it is kept (an op faster\n"
 "        than its roofline scales by the ratio whole); replace it with a measured calibration\n"
 "        when you can\n"
+"host    the host of a calibration whose host was measured apart from its GPU (eager PyTorch: the\n"
+"        harness's host_ms and gpu_ms): a step's issue time as a line in its segments, fitted on the\n"
+"        host-bound steps; --out writes it as a host profile. --host HOST (a host profile, or a\n"
+"        calibration whose host is taken) on price, eval and tessera sim prices the calibration's\n"
+"        GPU work issued by that machine's CPU: a calibration carried to another GPU (transfer)\n"
+"        keeps the host it was measured with unless given the other machine's\n"
 "\n"
 "An option another subcommand takes is refused here, not ignored. A calibration records the\n"
 "version of the engine's attention launch rules it was profiled under (attn_rules; 1 where the\n"
@@ -98,14 +105,24 @@ static void shipped_path(const char *gpu, const char *model, const char *impl, c
 
 /* The calibration for ctx's GPU, model and implementation: calib_path, or the shipped one; its
  * path is left in path. */
-static int load_for(const struct cost_ctx *ctx, const char *calib_path, char *path, size_t len,
-                    struct calib **out, struct ts_err *err)
+/* The calibration of ctx's GPU, model and implementation (calib_path, else the shipped one), fitted,
+ * its host replaced by the host profile host_path where one is given (--host). */
+static int load_for(const struct cost_ctx *ctx, const char *calib_path, const char *host_path, char *path,
+                    size_t len, struct calib **out, struct ts_err *err)
 {
     if (calib_path)
         snprintf(path, len, "%s", calib_path);
     else
         shipped_path(ctx->gpu.name, ctx->model.name, ctx->impl.name, path, len);
-    return load_fit(path, ctx->gpu.name, out, err);
+    if (load_fit(path, ctx->gpu.name, out, err))
+        return -1;
+    struct calib_host h;
+    if (host_path && (calib_host_load(host_path, &h, err) || calib_set_host(*out, &h, err))) {
+        calib_free(*out);
+        *out = NULL;
+        return ts_fail_prefix(err, "--host %s", host_path);
+    }
+    return 0;
 }
 
 static bool has_suffix(const char *s, const char *suf)
@@ -210,7 +227,8 @@ static int eval_step(const struct cost_ctx *ctx, const struct step_desc *sd, dou
     return 0;
 }
 
-static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate, const char *csv)
+static int cmd_eval(const char *dbpath, const char *calib_path, const char *host_path, bool extrapolate,
+                    const char *csv)
 {
     FILE *cf = NULL;
     sqlite3 *db = NULL;
@@ -249,7 +267,7 @@ static int cmd_eval(const char *dbpath, const char *calib_path, bool extrapolate
         bad = policy_knobs_from_config(cfg, &ctx.model, &sd, &err);
     char path[CFG_PATH + 256];
     if (!bad)
-        bad = load_for(&ctx, calib_path, path, sizeof path, &cal, &err);
+        bad = load_for(&ctx, calib_path, host_path, path, sizeof path, &cal, &err);
     json_decref(cfg);
     if (bad) {
         fprintf(stderr, "tessera calib eval: run %lld: %s\n", (long long)run, cfg ? err.msg : "unreadable config");
@@ -322,7 +340,8 @@ done:
 /* `calib price`: one step (segs sequences of q tokens over kv cached keys, logit rows each) priced
  * by the calibrated and the roofline back ends, per op. */
 static int cmd_price(const char *gpu, const char *model, const char *impl, const char *calib_path,
-                     const char *spec, const char *attn_block, bool extrapolate, bool roofline_only)
+                     const char *host_path, const char *spec, const char *attn_block, bool extrapolate,
+                     bool roofline_only)
 {
     int segs = 1, q = 0, kv = 0, rows = 0, chunk = 2048;
     int64_t block = 0;
@@ -345,7 +364,7 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
     struct calib *cal = NULL;
     char path[CFG_PATH + 256];
     if (!bad && !roofline_only)
-        bad = load_for(&ctx, calib_path, path, sizeof path, &cal, &err);
+        bad = load_for(&ctx, calib_path, host_path, path, sizeof path, &cal, &err);
     if (bad) {
         fprintf(stderr, "tessera calib price: %s\n", err.msg);
         return EXIT_USAGE;
@@ -524,7 +543,7 @@ static bool in_list(const char *list, const char *word)
 /* What `tessera calib SUB` was asked. */
 struct calib_args {
     const char *sub, *file, *gpu, *gpu_file, *out, *db, *calib_path, *csv, *from, *to, *step, *attn_block, *model,
-        *impl;
+        *impl, *host;
     bool extrapolate, roofline;
     const char **files; /* the PROFILE/FILE arguments (merge takes several) */
     int nfiles;
@@ -540,15 +559,16 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                  {"merge", "--gpu --out"},
                  {"fit", "--gpu --calib"},
                  {"show", "--gpu --model --impl --from --calib"},
-                 {"eval", "--db --calib --extrapolate --csv"},
+                 {"eval", "--db --calib --host --extrapolate --csv"},
+                 {"host", "--out"},
                  {"transfer", "--from --to --out --impl"},
-                 {"price", "--step --attn-block --gpu --model --impl --calib --extrapolate --roofline"}};
+                 {"price", "--step --attn-block --gpu --model --impl --calib --host --extrapolate --roofline"}};
     const char *sub = a->sub = argv[1], *opts = NULL;
     for (size_t k = 0; k < TS_ARRAY_LEN(takes); k++)
         if (strcmp(sub, takes[k].sub) == 0)
             opts = takes[k].opts;
     if (!opts) {
-        fprintf(stderr, "tessera calib: unknown subcommand '%s' (import, merge, fit, show, eval, transfer, price)\n", sub);
+        fprintf(stderr, "tessera calib: unknown subcommand '%s' (import, merge, fit, show, eval, transfer, price, host)\n", sub);
         return EXIT_USAGE;
     }
     for (int i = 2; i < argc; i++) {
@@ -558,7 +578,7 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                          : strcmp(o, "--model") == 0 ? &a->model : strcmp(o, "--impl") == 0 ? &a->impl
                          : strcmp(o, "--csv") == 0 ? &a->csv : strcmp(o, "--from") == 0 ? &a->from
                          : strcmp(o, "--to") == 0 ? &a->to : strcmp(o, "--step") == 0 ? &a->step
-                         : strcmp(o, "--attn-block") == 0 ? &a->attn_block
+                         : strcmp(o, "--attn-block") == 0 ? &a->attn_block : strcmp(o, "--host") == 0 ? &a->host
                          : strcmp(o, "--gpu-file") == 0 ? &a->gpu_file : NULL;
         const bool flag = strcmp(o, "--extrapolate") == 0 || strcmp(o, "--roofline") == 0;
         if ((dst || flag) && !in_list(opts, o)) {
@@ -661,6 +681,27 @@ static int cmd_show(const struct calib_args *a)
     return 0;
 }
 
+/* `calib host FILE [--out HOST.csv]`: the host of a calibration whose host was measured apart from its
+ * GPU (eager PyTorch), as a host profile another calibration can take (--host). */
+static int cmd_host(const struct calib_args *a)
+{
+    if (!a->file) {
+        fprintf(stderr, "tessera calib host: needs a calibration or profile CSV (or a host profile)\n");
+        return EXIT_USAGE;
+    }
+    struct calib_host h;
+    struct ts_err err;
+    if (calib_host_load(a->file, &h, &err) || (a->out && calib_host_write(&h, a->out, &err))) {
+        fprintf(stderr, "tessera calib host: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    printf("host of %s: a step's issue takes %.2f ms + %.3f ms a segment (fitted on %d host-bound steps); its "
+           "GPU-bound steps add %.2f ms of launch gaps\n", h.device, h.host0_ms, h.seg_ms, h.steps, h.eager_gap_ms);
+    if (a->out)
+        printf("%s: the host profile (--host %s)\n", a->out, a->out);
+    return 0;
+}
+
 static int calib_main(int argc, char **argv, const char **files)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -677,7 +718,7 @@ static int calib_main(int argc, char **argv, const char **files)
             fprintf(stderr, "tessera calib eval: which run database? (--db RUN.db)\n");
             return EXIT_USAGE;
         }
-        return cmd_eval(a.db, a.calib_path, a.extrapolate, a.csv);
+        return cmd_eval(a.db, a.calib_path, a.host, a.extrapolate, a.csv);
     }
     if (strcmp(sub, "import") == 0)
         return cmd_import(&a);
@@ -689,10 +730,12 @@ static int calib_main(int argc, char **argv, const char **files)
         return cmd_merge(files, (size_t)a.nfiles, a.gpu, a.out);
     }
     if (strcmp(sub, "price") == 0)
-        return cmd_price(a.gpu ? a.gpu : "h200", a.model, a.impl, a.calib_path, a.step, a.attn_block, a.extrapolate,
-                         a.roofline);
+        return cmd_price(a.gpu ? a.gpu : "h200", a.model, a.impl, a.calib_path, a.host, a.step, a.attn_block,
+                         a.extrapolate, a.roofline);
     if (strcmp(sub, "transfer") == 0)
         return cmd_transfer(&a);
+    if (strcmp(sub, "host") == 0)
+        return cmd_host(&a);
     return cmd_show(&a); /* fit or show: parse_calib_args took no other subcommand */
 }
 

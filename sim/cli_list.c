@@ -145,6 +145,30 @@ static void list_csv(const char *dir, const char *what, bool always)
     free(names);
 }
 
+/* The shipped host profiles (DATADIR/hosts/NAME.csv), each with its line. */
+static void list_hosts(void)
+{
+    struct sim_config c;
+    sim_config_defaults(&c);
+    char dir[CFG_PATH + 16];
+    snprintf(dir, sizeof dir, "%s/hosts", c.datadir);
+    struct dirent **names = NULL;
+    const int n = scandir(dir, &names, is_csv, alphasort);
+    printf("host profiles in %s (--host NAME with --cost calibrated; tessera calib host makes one):\n", dir);
+    for (int i = 0; i < n; i++) {
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(strlen(names[i]->d_name) - 4), names[i]->d_name);
+        struct calib_host h;
+        struct ts_err err;
+        if (calib_host_load(name, &h, &err) == 0)
+            printf("  %-12s %.2f ms a step + %.3f ms a segment, measured on %s\n", name, h.host0_ms, h.seg_ms, h.device);
+        else
+            printf("  %-12s unreadable: %s\n", name, err.msg);
+        free(names[i]);
+    }
+    free(names);
+}
+
 int cli_list(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "";
@@ -202,6 +226,8 @@ int cli_list(int argc, char **argv)
             list_csv(user, "made on this machine (make calibrate; found first)", false);
         snprintf(dir, sizeof dir, "%s/calib", c.datadir);
         list_csv(dir, "shipped", true);
+    } else if (strcmp(what, "hosts") == 0) {
+        list_hosts();
     } else if (strcmp(what, "impls") == 0) {
         impl_list(buf, sizeof buf);
         printf("%s\n", buf);
@@ -209,7 +235,7 @@ int cli_list(int argc, char **argv)
         list_decode();
     else {
         fprintf(stderr, "usage: tessera list models|gpus [--measured]|policies|schedulers|planners|costs|systems|"
-                        "impls|decode|calibrations\n");
+                        "impls|decode|calibrations|hosts\n");
         return strcmp(what, "--help") == 0 ? 0 : EXIT_USAGE;
     }
     return 0;

@@ -23,7 +23,7 @@ enum {
     O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN,
     O_BLOCK, O_TP, O_EARLY, O_MASK_ONLY, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
     O_RESERVE, O_PREEMPT, O_DB, O_APPEND, O_REPLACE, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
-    O_DATADIR, O_CALIB, O_EXTRAPOLATE, O_PLANNER, O_LAZY, O_EXECUTOR, O_LIVE_MEM,
+    O_DATADIR, O_CALIB, O_HOST, O_EXTRAPOLATE, O_PLANNER, O_LAZY, O_EXECUTOR, O_LIVE_MEM,
     O_PARAM /* a policy's or scheduler's parameter (build_opts), found by its option's name */
 };
 
@@ -65,6 +65,7 @@ static const struct option opts[] = {
     {"no-progress", no_argument, 0, O_NO_PROGRESS},
     {"datadir", required_argument, 0, O_DATADIR},
     {"calib", required_argument, 0, O_CALIB},
+    {"host", required_argument, 0, O_HOST},
     {"extrapolate", no_argument, 0, O_EXTRAPOLATE},
     {"executor", required_argument, 0, O_EXECUTOR},
     {"live-mem-gib", required_argument, 0, O_LIVE_MEM},
@@ -134,6 +135,8 @@ static void sim_usage(FILE *f)
 "                           the engine's measured profile of this GPU, model and implementation:\n"
 "                           tessera list calibrations) [roofline]\n"
 "  --calib FILE             calibrated: the profile to fit [sim/data/calib/GPU-MODEL-IMPL.csv]\n"
+"  --host FILE              calibrated: the host profile that issues the steps (tessera calib host:\n"
+"                           another machine's CPU under an eager implementation) [the calibration's]\n"
 "  --extrapolate            calibrated: price steps beyond the profiled range\n"
 "  --tp N                   tensor parallelism over N GPUs of the kind: heads, FFN and vocabulary\n"
 "                           split, an all-reduce after each layer's O and down projections\n"
@@ -257,6 +260,7 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_DB: return STR(db);
     case O_DATADIR: return STR(datadir);
     case O_CALIB: return STR(calib);
+    case O_HOST: return STR(host);
     case O_EXTRAPOLATE: c->extrapolate = true; return 0;
     case O_EXECUTOR: return STR(executor);
     case O_LIVE_MEM:

@@ -51,6 +51,9 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
         return ts_fail(err, "--block: %d is not in 1..65536 tokens", c->block_size);
     if (c->tp < 1 || c->tp > 8)
         return ts_fail(err, "--tp: %d is not in 1..8 GPUs", c->tp);
+    if (c->host[0] && strcmp(c->cost, "calibrated") != 0)
+        return ts_fail(err, "--host %s: a host profile replaces a calibration's host: it needs --cost calibrated",
+                       c->host);
     if (c->gen_len < 0 || c->gen_len > (1 << 28))
         return ts_fail(err, "--gen-len: %d is not in 0..268435456 positions (0: the trace's output lengths)", c->gen_len);
     if (!(c->rps >= 0 && c->rps <= 1e9))
@@ -88,6 +91,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "cost", json_string(c->cost));
     json_object_set_new(o, "impl", json_string(c->impl));
     json_object_set_new(o, "calib", json_string(c->calib));
+    json_object_set_new(o, "host", json_string(c->host));
     json_object_set_new(o, "extrapolate", json_boolean(c->extrapolate));
     json_object_set_new(o, "tp", json_integer(c->tp));
     json_object_set_new(o, "executor", json_string(c->executor));

@@ -25,6 +25,7 @@ struct sim_config {
     char cost[CFG_STR];        /* cost model back end */
     char impl[CFG_STR];        /* implementation profile */
     char calib[CFG_PATH];      /* calibrated: profile CSV ("" = datadir/calib/GPU-MODEL-IMPL.csv) */
+    char host[CFG_PATH];       /* calibrated: a host profile replacing the calibration's ("" = its own) */
     bool extrapolate;          /* calibrated: price steps beyond the profiled range */
     int32_t tp;                /* tensor-parallel degree: GPUs one step runs on (1: one) */
     char executor[CFG_STR];    /* model (the cost model's times) | gpu (live: the engine runs each step) */

@@ -162,7 +162,20 @@ PY
     if [ -f "$root/../shared/anchors/torch_llada_step.h200.jsonl" ]; then
         expect 0 "anchor_compare.sh" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh"
         contains "anchor_compare.sh prices the anchor's 21 steps" "calibrated: MAPE 10.7% over 21 steps (max 32.1%)"
+        expect 0 "anchor_compare.sh --host lent-h100" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh" "" --host lent-h100
+        contains "anchor_compare.sh --host lent-h100" "calibrated: MAPE 4.8% over 21 steps (max 15.5%)"
     fi
+    # the host apart from the GPU (host-h100): the H100 machine's anchor priced by the H200's calibration
+    # carried over, with its own host and with the H100 machine's, as the record says
+    $bin calib transfer "$root/sim/data/calib/h200-llada-8b-torch-eager.csv" --from h200 --to h100 --impl torch-eager \
+        --out "$tmp/t100.csv" >/dev/null
+    for c in "|--gpu h100|MAPE 7.7%" "|--gpu h100 --calib $tmp/t100.csv|MAPE 11.0%" "|--gpu h100 --calib $tmp/t100.csv --host lent-h100|MAPE 8.2%"; do
+        IFS='|' read -r _ args want <<<"$c"
+        # shellcheck disable=SC2086
+        expect 0 "anchor_compare.sh of host-h100 ($args)" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh" \
+            "$rec_dir/host-h100/anchor-h100.jsonl" $args
+        contains "anchor_compare.sh of host-h100 ($args)" "calibrated: $want over 21 steps"
+    done
 else
     echo "cli: note: python3 not found; the recorded-fidelity checks are skipped" >&2
 fi
@@ -548,6 +561,32 @@ expect 0 "calib price" -- $bin calib price --step 16,512,0,512
 contains "calib price per op" "gate_up"
 contains "calib price step" "step "
 contains "calib price names the attention's launch" "launch     attention as the profiled engine launches it (launch rules $rules): 16 segments on the wgmma kernel"
+# host profiles (tessera calib host, --host): the host of an eager calibration swapped for another
+# machine's; a calibration without a host measured apart, a bad host file and --host without the
+# calibrated back end are refused by name
+expect 0 "list hosts" -- $bin list hosts
+contains "list hosts" "lent-h100    27.29 ms a step + 0.258 ms a segment, measured on NVIDIA H100 80GB HBM3"
+expect 0 "calib host" -- $bin calib host "$data/calib/h200-llada-8b-torch-eager.csv" --out "$tmp/host.csv"
+contains "calib host" "a step's issue takes 22.05 ms + 0.092 ms a segment (fitted on 50 host-bound steps)"
+cmp -s "$tmp/host.csv" "$data/hosts/lent-h200.csv" && ok || bad "calib host --out is not the shipped lent-h200.csv"
+expect 0 "calib price --host" -- $bin calib price --impl torch-eager --step 1,32,480,32 --host lent-h100
+contains "calib price --host" "step          27.547"
+expect 0 "calib price with its own host" -- $bin calib price --impl torch-eager --step 1,32,480,32 --host "$tmp/host.csv"
+contains "calib price with its own host" "step          22.14"
+expect 2 "calib host of an engine calibration" -- $bin calib host "$data/calib/h200-llada-8b-tessera.csv"
+contains "calib host of an engine calibration" "measured no host apart from its GPU"
+expect 2 "calib price --host on an engine calibration" -- $bin calib price --step 1,32,480,32 --host lent-h100
+contains "calib price --host on an engine calibration" "--host lent-h100: the calibration of llada-8b"
+printf 'host0_ms,seg_ms,eager_gap_ms,steps,device\n-3,0.1,2,40,X\n' >"$tmp/badhost.csv"
+expect 2 "a bad host profile" -- $bin calib price --impl torch-eager --step 1,32,480,32 --host "$tmp/badhost.csv"
+contains "a bad host profile" "badhost.csv:2: expected host0_ms,seg_ms,eager_gap_ms,steps,device"
+expect 2 "an unknown host profile" -- $bin sim --impl torch-eager --cost calibrated --host nosuch --requests 2
+contains "an unknown host profile" "hosts/nosuch.csv: cannot open"
+expect 2 "--host without --cost calibrated" -- $bin sim --impl torch-eager --host lent-h100 --requests 2
+contains "--host without --cost calibrated" "--host lent-h100: a host profile replaces a calibration's host: it needs --cost calibrated"
+expect 0 "sim --host" -- $bin sim --impl torch-eager --cost calibrated --host lent-h100 --requests 4 --quiet --db "$tmp/host.db"
+[ "$(sqlite3 "$tmp/host.db" "SELECT json_extract(config_json, '\$.host') FROM runs")" = lent-h100 ] && ok ||
+    bad "sim --host: the run's configuration does not name its host profile"
 # --roofline needs no calibration: a card and model none was made for
 expect 0 "calib price --roofline" -- $bin calib price --roofline --gpu rtx3090 --model dream-7b --impl torch-eager --step 1,4096,0,2048,0
 contains "calib price --roofline" "dream-7b on rtx3090 (torch-eager): 1 x q 4096 over 0 cached, 2048 logit rows each (chunks of 0), roofline"
