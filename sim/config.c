@@ -51,9 +51,6 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
         return ts_fail(err, "--block: %d is not in 1..65536 tokens", c->block_size);
     if (c->tp < 1 || c->tp > 8)
         return ts_fail(err, "--tp: %d is not in 1..8 GPUs", c->tp);
-    if (c->host[0] && strcmp(c->cost, "calibrated") != 0)
-        return ts_fail(err, "--host %s: a host profile replaces a calibration's host: it needs --cost calibrated",
-                       c->host);
     if (c->gen_len < 0 || c->gen_len > (1 << 28))
         return ts_fail(err, "--gen-len: %d is not in 0..268435456 positions (0: the trace's output lengths)", c->gen_len);
     if (!(c->rps >= 0 && c->rps <= 1e9))

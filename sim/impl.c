@@ -34,7 +34,7 @@ static const struct impl_profile builtin_impls[] = {
                  [OP_ATTN] = 4, [OP_KV_SELECT] = 8, [OP_FEAT_CACHE] = 16, [OP_OPROJ] = 1, [OP_RESID] = 1, [OP_GATE_UP] = 1, [OP_ACT] = 2,
                  [OP_DOWN] = 2, [OP_ROUTER] = 6, [OP_EXPERTS] = 12, [OP_LM_HEAD] = 2,
                  [OP_SAMPLE] = 3},
-     .softmax_copy_bytes = 4, .reserve_bytes = (int64_t)(1.0 * TS_GIB)},
+     .softmax_copy_bytes = 4, .reserve_bytes = (int64_t)(1.0 * TS_GIB), .host_ref = "lent-h200"},
     {.name = "tessera", .launch_s = 1.5e-6, .host_step_s = 50e-6, .host_seg_s = 0.2e-6,
      .gemm_eff = 0.85, .attn_eff = 0.60, .mem_eff = 0.85,
      .kernels = {[OP_EMBED] = 1, [OP_NORM] = 1, [OP_QKV] = 1, [OP_ROPE] = 1, [OP_KV_WRITE] = 0,

@@ -282,6 +282,22 @@ static void build_requests(struct sim *s)
 }
 
 /* The calibrated back end: the profile of this GPU, model and implementation, fitted. */
+/* --host under the roofline: an eager implementation's launch and host costs were measured with the
+ * host its profile names (impl.host_ref); another host scales them by the ratio of the two hosts'
+ * per-step issue times. */
+static int roofline_host(struct impl_profile *im, const char *name, struct ts_err *err)
+{
+    if (!im->host_ref[0])
+        return ts_fail(err, "--host %s: the %s implementation issues its steps from CUDA graphs: it has no host "
+                            "to swap (an eager one has: torch-eager)", name, im->name);
+    struct calib_host ref, h;
+    if (calib_host_load(im->host_ref, &ref, err) || calib_host_load(name, &h, err))
+        return ts_fail_prefix(err, "--host %s", name);
+    const double scale = h.host0_ms / ref.host0_ms;
+    im->launch_s *= scale, im->host_step_s *= scale, im->host_seg_s *= scale;
+    return 0;
+}
+
 static int load_calibration(struct sim *s, struct ts_err *err)
 {
     const struct sim_config *c = &s->cfg;
@@ -346,6 +362,8 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         policy_resolve(cfg->policy, &s->pol, err) || sched_resolve(cfg->scheduler, &s->sched, err) ||
         planner_resolve(cfg->planner, &s->planner, err) ||
         decode_parse(cfg->decode, cfg->datadir, &s->dm, err))
+        goto fail;
+    if (cfg->host[0] && s->cost != &cost_calibrated && roofline_host(&s->impl, cfg->host, err))
         goto fail;
     s->act_plans = act_cache_create(&s->model, s->planner, NULL);
     s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate, cfg->tp, &s->allreduce};

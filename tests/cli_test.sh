@@ -582,8 +582,17 @@ expect 2 "a bad host profile" -- $bin calib price --impl torch-eager --step 1,32
 contains "a bad host profile" "badhost.csv:2: expected host0_ms,seg_ms,eager_gap_ms,steps,device"
 expect 2 "an unknown host profile" -- $bin sim --impl torch-eager --cost calibrated --host nosuch --requests 2
 contains "an unknown host profile" "hosts/nosuch.csv: cannot open"
-expect 2 "--host without --cost calibrated" -- $bin sim --impl torch-eager --host lent-h100 --requests 2
-contains "--host without --cost calibrated" "--host lent-h100: a host profile replaces a calibration's host: it needs --cost calibrated"
+expect 2 "--host on the engine's implementation" -- $bin sim --host lent-h100 --requests 2
+contains "--host on the engine's implementation" "--host lent-h100: the tessera implementation issues its steps from CUDA graphs"
+# under the roofline, an eager implementation's launch costs scale from the host they were measured
+# with (lent-h200: no change) to the other's (lent-h100: 27.29 / 22.05 ms a step, a slower run)
+for h in lent-h200 lent-h100; do
+    $bin sim --impl torch-eager --host $h --requests 20 --quiet --no-progress --json >"$tmp/rh-$h.json" 2>&1
+done
+$bin sim --impl torch-eager --requests 20 --quiet --no-progress --json >"$tmp/rh-none.json" 2>&1
+t() { sqlite3 :memory: "SELECT json_extract(readfile('$1'), '\$.makespan_ns')"; }
+[ "$(t "$tmp/rh-lent-h200.json")" = "$(t "$tmp/rh-none.json")" ] && [ "$(t "$tmp/rh-lent-h100.json")" -gt "$(t "$tmp/rh-none.json")" ] &&
+    ok || bad "roofline --host: lent-h200 should change nothing and lent-h100 slow the run"
 expect 0 "sim --host" -- $bin sim --impl torch-eager --cost calibrated --host lent-h100 --requests 4 --quiet --db "$tmp/host.db"
 [ "$(sqlite3 "$tmp/host.db" "SELECT json_extract(config_json, '\$.host') FROM runs")" = lent-h100 ] && ok ||
     bad "sim --host: the run's configuration does not name its host profile"
