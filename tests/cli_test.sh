@@ -186,6 +186,9 @@ for w in def long; do
     if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$rec_dir/ops-h200/eval-$w.txt")" ]; then ok
     else bad "ops-h200/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$rec_dir/ops-h200/eval-$w.txt" | head >&2; fi
 done
+# (the engine's runs have no host to swap: calib eval --host refuses, naming the host)
+expect 2 "calib eval --host on an engine run" -- $bin calib eval --db "$tmp/ops-def.db" --host lent-h100
+contains "calib eval --host on an engine run" "--host lent-h100: the calibration of llada-8b on NVIDIA H200"
 # the long-context records (SDAR-8B, Dream-7B): the shipped calibrations price their replays (dual
 # and block policies; SDAR-8B's block prefills block-causal) as eval-*.txt says
 echo "cli: ... the ops and long-context records" >&2
