@@ -1018,6 +1018,61 @@ START_TEST(merge_takes_row_medians)
 }
 END_TEST
 
+/* A calibration's host, apart from its GPU: taken as the planted line, written and read back as a host
+ * profile, and swapped for another, which prices the host-bound steps by the new line and leaves the
+ * GPU-bound ones alone; a calibration without a host measured apart has none to take or replace. */
+START_TEST(a_host_profile_swaps_the_host_line)
+{
+    struct calib_data d;
+    planted_split(&d);
+    struct ts_err err;
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    struct calib_host h, back;
+    ck_assert_int_eq(calib_host_of(c, &h, &err), 0);
+    ck_assert(fabs(h.host0_ms - planted_host(0)) < 1e-9 && fabs(h.seg_ms - 0.5) < 1e-9 && h.steps > 0);
+    ck_assert_str_eq(h.device, "NVIDIA H200");
+    const char *p = tmp_path(2, ".csv");
+    ck_assert_int_eq(calib_host_write(&h, p, &err), 0);
+    ck_assert_msg(calib_host_load(p, &back, &err) == 0, "%s", err.msg);
+    ck_assert(fabs(back.host0_ms - h.host0_ms) < 1e-4 && fabs(back.seg_ms - h.seg_ms) < 1e-6 &&
+              back.steps == h.steps && strcmp(back.device, h.device) == 0);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 2048;
+    struct segment big = {.req_id = 0, .q = 512, .kv = 2048, .logit_rows = 0, .phase = PHASE_REFRESH};
+    for (int k = 0; k < 16; k++, big.req_id++)
+        step_desc_add(&sd, &big);
+    double gpu_bound, small, after;
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &gpu_bound, NULL, &err), 0);
+    const struct calib_host slow = {2 * h.host0_ms, 3 * h.seg_ms, h.eager_gap_ms, h.steps, "another"};
+    ck_assert_int_eq(calib_set_host(c, &slow, &err), 0);
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &after, NULL, &err), 0);
+    ck_assert(after == gpu_bound);
+    step_desc_clear(&sd);
+    struct segment g = {.req_id = 0, .q = 8, .kv = 480, .logit_rows = 8, .phase = PHASE_REUSE};
+    step_desc_add(&sd, &g);
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &small, NULL, &err), 0);
+    ck_assert_msg(fabs(small * 1e3 - (2 * planted_host(0) + 3 * 0.5)) < 1e-6, "%g ms", small * 1e3);
+    /* a bad host file names its line; an engine's calibration has no host */
+    p = tmp_file(3, ".csv", "host0_ms,seg_ms,eager_gap_ms,steps,device\n12,-1,2,40,X\n");
+    ck_assert_int_ne(calib_host_load(p, &back, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, ".csv:2: expected host0_ms,seg_ms,eager_gap_ms,steps,device"));
+    struct calib_data e;
+    struct calib *engine;
+    planted(&e);
+    ck_assert_int_eq(calib_fit(&e, &engine, &err), 0);
+    ck_assert_int_ne(calib_host_of(engine, &back, &err), 0);
+    ck_assert_int_ne(calib_set_host(engine, &slow, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "measured no host apart from its GPU"));
+    calib_free(engine);
+    calib_data_free(&e);
+    step_desc_free(&sd);
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
 START_TEST(shipped_calibration_prices_a_run)
 {
     struct sim_config c;
@@ -1077,6 +1132,7 @@ int main(void)
     tcase_add_test(tc, roundtrip_csv);
     tcase_add_test(tc, selection_priced_from_its_steps);
     tcase_add_test(tc, host_bound_steps_take_the_host_time);
+    tcase_add_test(tc, a_host_profile_swaps_the_host_line);
     tcase_add_test(tc, shipped_calibration_prices_a_run);
     tcase_add_loop_test(tc, attention_launch_term_recovered, 0, 4);
     tcase_add_test(tc, attention_packed_law_recovered);
