@@ -15,6 +15,7 @@ static const struct policy_ops *const policies[] = {
     &policy_sparse,
     &policy_dllm_cache,
     &policy_focus,
+    &policy_ar,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

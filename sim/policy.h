@@ -139,5 +139,6 @@ extern const struct policy_ops policy_block_delayed;
 extern const struct policy_ops policy_sparse;
 extern const struct policy_ops policy_dllm_cache;
 extern const struct policy_ops policy_focus;
+extern const struct policy_ops policy_ar;
 
 #endif

@@ -46,6 +46,10 @@ static const struct preset presets[] = {
      "tessera", 0, "caching", false, false,
      "dInfer's TPFs are LLaDA-MoE's (its Table 1): give --model llada-moe-7b for its setting", {{NULL}},
      "dInfer's slides (vicinity refresh, hierarchical decoding, the TPFs of its Table 1); inclusionAI/dInfer python/dinfer/decoding/generate_uniform.py (vicinity cache refresh) and parallel_strategy.py (hierarchical decoding)"},
+    {"vllm", "vLLM serving an autoregressive model: one token a step over the K/V cache, continuous "
+             "batching, CUDA graphs", "ar", "request", "fixed:1", "tessera", 0, "first-fit", false, false,
+     "dInfer's autoregressive baseline: give --model qwen2.5-3b", {{NULL}},
+     "dInfer's slides, Table 1 (Qwen2.5-3B on vLLM at batch size 1, one token a forward)"},
     {"mosaic", "Mosaic: no cache, mask-only logits, lazy chunking, one arena laid out first-fit, "
                "PyTorch runtime", "vanilla", "request", "fixed:1", "torch-eager", 0, "first-fit", true, true,
      NULL, {{NULL}},

@@ -546,6 +546,37 @@ START_TEST(block_shapes)
 }
 END_TEST
 
+/* autoregressive decoding: a prefill, then one row a step over a cache that grows by one, one token
+ * committed a step even where the decode model would commit more; after a drop, the prefill covers
+ * the tokens generated */
+START_TEST(ar_shapes)
+{
+    run_life(&policy_ar, &PC, 100, 96, 96, 4, &L);
+    ck_assert_int_eq(L.n, 1 + 96);
+    expect_seg(&L.seg[0], PHASE_PREFILL, 100, 0, 100, 0, 0);
+    for (int i = 1; i <= 96; i++)
+        expect_seg(&L.seg[i], PHASE_BLOCK, 1, 100 + i - 1, 1, 1, 1);
+    struct request r;
+    memset(&r, 0, sizeof r);
+    r.P = 100, r.G = 96, r.C = 96;
+    policy_req_init(&r, &PC);
+    struct segment g = {0};
+    policy_ar.emit(&r, &PC, &g);
+    policy_advance(&policy_ar, &r, &PC, &g);
+    for (int i = 0; i < 10; i++) {
+        memset(&g, 0, sizeof g);
+        policy_ar.emit(&r, &PC, &g);
+        policy_advance(&policy_ar, &r, &PC, &g);
+    }
+    r.need_refresh = true;
+    memset(&g, 0, sizeof g);
+    policy_ar.emit(&r, &PC, &g);
+    expect_seg(&g, PHASE_PREFILL, 110, 0, 110, 0, 0);
+    ck_assert_int_eq(policy_ar.kv_tokens(&r, &PC), 110);
+    ck_assert_int_eq(policy_ar.kv_peak_tokens(&r, &PC), 196);
+}
+END_TEST
+
 START_TEST(block_delayed_shapes)
 {
     run_life(&policy_block_delayed, &PC, 100, 64, 64, 1, &L);
@@ -793,6 +824,7 @@ int main(void)
     tcase_add_test(tc, focus_property);
     tcase_add_test(tc, focus_placeholders);
     tcase_add_test(tc, block_shapes);
+    tcase_add_test(tc, ar_shapes);
     tcase_add_test(tc, block_partial_last_block);
     tcase_add_test(tc, block_delayed_shapes);
     tcase_add_test(tc, block_delayed_property);

@@ -506,7 +506,9 @@ START_TEST(presets_and_hf_models)
     ck_assert_str_eq(c.policy, "sparse");
     ck_assert_str_eq(c.scheduler, "static");
     ck_assert_str_eq(param_values_get(&c.params, "sparse-select"), "uniform");
-    ck_assert_int_ne(preset_apply("vllm", &c, &err), 0);
+    ck_assert_int_eq(preset_apply("vllm", &c, &err), 0); /* an AR model's steps */
+    ck_assert_str_eq(c.policy, "ar");
+    ck_assert_int_ne(preset_apply("sglang", &c, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "fast-dllm"));
     /* a model from a config.json */
     test_config(&c);

@@ -313,7 +313,7 @@ if [ "$(sqlite3 "$tmp/focus.db" "select count(*) > 0 and min(q - picked = q_fron
 then ok; else bad "the focus run stored no evicting segments with their candidates and kept rows"; fi
 expect 0 "block+delayed" -- $bin sim --model sdar-8b --policy block+delayed --requests 20 --quiet --no-progress
 contains "block+delayed" "20 finished, 0 rejected"
-expect 2 "unknown system" -- $bin sim --system vllm
+expect 2 "unknown system" -- $bin sim --system sglang
 contains "unknown system" "fast-dllm"
 expect 2 "bad number" -- $bin sim --rps fast
 contains "bad number" "--rps: 'fast'"
@@ -729,9 +729,14 @@ contains "--tp 2" "weights 7.47"
 expect 0 "exp list" -- $bin exp list
 contains "exp list" "focus-fig6         FOCUS Fig. 6"
 contains "exp list" "dinfer-table1      dInfer Table 1"
-contains "exp list" "(waiting on: vLLM's autoregressive baseline"
-expect 2 "exp run, waiting" -- $bin exp run dinfer-table1 "$tmp/dt1"
-contains "exp run, waiting" "waits on vLLM's autoregressive baseline"
+# (every experiment is built: one waiting is made in a copy of the folder)
+mkdir -p "$tmp/exps" && cp -r "$root/experiments/." "$tmp/exps/"
+printf 'mosaic-fig11\tMosaic Fig. 11: latency reduction extremes\tMosaic-Compile, a measured torch.compile profile\n' \
+    >>"$tmp/exps/papers.tsv"
+expect 0 "exp list, one waiting" -- env TESSERA_EXPERIMENTS="$tmp/exps" $bin exp list
+contains "exp list, one waiting" "(waiting on: Mosaic-Compile, a measured torch.compile profile)"
+expect 2 "exp run, waiting" -- env TESSERA_EXPERIMENTS="$tmp/exps" $bin exp run mosaic-fig11 "$tmp/dt1"
+contains "exp run, waiting" "waits on Mosaic-Compile"
 [ ! -e "$tmp/dt1" ] && ok || bad "an experiment waiting on its parts made its OUT"
 expect 2 "exp run, unknown" -- $bin exp run focus-fig99 "$tmp/x"
 contains "exp run, unknown" "focus-fig6"
@@ -740,7 +745,7 @@ expect 2 "exp run, non-empty OUT" -- $bin exp run focus-fig8 "$tmp/full"
 contains "exp run, non-empty OUT" "is not empty (--force writes over it)"
 expect 0 "exp run papers --quick" -- $bin exp run papers "$tmp/papers" --quick
 for e in dllm-serve-fig3 dllm-serve-fig4 dllm-serve-fig5 dllm-serve-table4 dllm-serve-fig7 dllm-serve-fig8 focus-fig6 \
-         focus-fig7 focus-fig8 focus-table5 mosaic-fig10 mosaic-fig12 mosaic-fig13 mosaic-fig14; do
+         focus-fig7 focus-fig8 focus-table5 mosaic-fig10 mosaic-fig12 mosaic-fig13 mosaic-fig14 dinfer-table1; do
     f="$tmp/papers/$e/results.jsonl"
     if [ -s "$f" ] && [ -s "$tmp/papers/$e/figure.png" ] && [ -s "$tmp/papers/$e/report.md" ] &&
        [ "$(sqlite3 :memory: "SELECT count(*) = sum(json_valid(j) AND json_type(j, '\$.value') IN ('integer', 'real')
@@ -756,6 +761,7 @@ for t in "focus-fig6|FOCUS's throughput is above LMDeploy's at every batch size"
          "mosaic-fig13|Mosaic's manager reserves the theoretical peak (no inflation)" \
          "mosaic-fig14|every part of Mosaic raises L_max over the stage before it" \
          "mosaic-fig10|Mosaic's L_max is above the baselines' at every r_p" \
+         "dinfer-table1|the KV cache raises both frameworks' TPS on average" \
          "mosaic-fig10|Mosaic's latency reduction is least at the smallest r_p and most at the largest" \
          "dllm-serve-fig8|the inference engine gives the largest jump of the three parts"; do
     e=${t%%|*} text=${t#*|}
@@ -896,7 +902,7 @@ contains "list gpus, an unknown option" "unexpected '--datasheet'"
 expect 0 "list policies" -- $bin list policies
 contains "list policies shows a policy's parameter" "--refresh-interval N     dual: also refresh every K steps"
 expect 0 "sim --help" -- $bin sim --help
-contains "sim --help lists the policies from the table" "--policy NAME            vanilla prefix dual block block+delayed vicinity sparse dllm-cache focus [dual]"
+contains "sim --help lists the policies from the table" "--policy NAME            vanilla prefix dual block block+delayed vicinity sparse dllm-cache focus ar [dual]"
 contains "sim --help lists the policy parameters" "--refresh-interval N     dual:"
 contains "sim --help lists the planners from the table" "caching profiled first-fit greedy-size ilp"
 expect 0 "sim --refresh-interval" -- $bin sim --refresh-interval 4 --requests 3 --db "$tmp/ri.db" --quiet --no-progress

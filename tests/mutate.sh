@@ -50,6 +50,7 @@ mutations=(
     "eviction without placeholder integrity|engine/eng_ref.c|    u = TS_MAX(u, TS_MIN(picked - processed, m - processed));|    u = TS_MIN(u, TS_MIN(picked - processed, m - processed));|check_eng_ref"
     "routing weights not renormalised|engine/eng_ref.c|        wts[j] = (float)(wts[j] / sum);|        wts[j] = (float)(wts[j] / 1.0);|check_eng_ref"
     "a host profile swaps its step time alone|sim/calib_fit.c|    c->host0 = h->host0_ms, c->host_seg = h->seg_ms, c->host_steps = h->steps;|    c->host0 = h->host0_ms, c->host_steps = h->steps;|check_calib"
+    "ar reads one cached token short|sim/policy_ar.c|    s->kv = r->P + r->decoded_total;|    s->kv = r->P + r->decoded_total - 1;|check_policy"
 )
 killed=0
 survived=0

@@ -31,6 +31,9 @@ static const struct gpu_spec builtin_gpus[] = {
     /* NVIDIA H100 Tensor Core GPU datasheet, SXM: BF16 tensor core 1,979 TFLOPS with sparsity, 989.4
      * dense; 3.35 TB/s; NVLink 900 GB/s both ways */
     {"h100", 81559 * MIB, 989.4e12, 3350e9, 50e9, 450e9},
+    /* NVIDIA H800 Tensor Core GPU (SXM), the H100 SXM's compute and memory (989.4 TFLOPS BF16 dense,
+     * 80 GB HBM3 at 3.35 TB/s) with NVLink cut to 400 GB/s both ways: dInfer's GPU */
+    {"h800", 81559 * MIB, 989.4e12, 3350e9, 50e9, 200e9},
     /* NVIDIA H200 Tensor Core GPU datasheet, SXM: BF16 tensor core 1,979 TFLOPS with sparsity, 989.4
      * dense; 4.8 TB/s; NVLink 900 GB/s both ways */
     {"h200", 143771 * MIB, 989.4e12, 4800e9, 50e9, 450e9},

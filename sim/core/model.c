@@ -7,6 +7,8 @@
  *   sdar-8b         JetLM/SDAR-8B-Chat               (Qwen3-8B shapes, block diffusion)
  *   llada-moe-7b    inclusionAI/LLaDA-MoE-7B-A1B-Instruct (64 experts, top-8, every layer MoE)
  *   llada2.0-mini   inclusionAI/LLaDA2.0-mini        (256 experts, top-8, 1 shared, layer 0 dense)
+ *   qwen2.5-3b      Qwen/Qwen2.5-3B-Instruct         (an autoregressive model: dInfer's vLLM baseline;
+ *                   causal, which is block-causal at any block; its tied LM head counted apart)
  */
 #include "model.h"
 
@@ -32,6 +34,9 @@ static const struct model_cfg builtin_models[] = {
      .head_dim = 128, .ffn = 5120, .vocab = 157184, .max_pos = 32768, .rope_theta = 600000.0,
      .block_causal = true, .num_experts = 256, .experts_top_k = 8, .moe_ffn = 512,
      .num_shared_experts = 1, .first_dense_layers = 1, .weight_bytes = 2, .kv_bytes = 2},
+    {.name = "qwen2.5-3b", .num_layers = 36, .hidden = 2048, .num_heads = 16, .num_kv_heads = 2,
+     .head_dim = 128, .ffn = 11008, .vocab = 151936, .max_pos = 32768, .rope_theta = 1000000.0,
+     .qkv_bias = true, .block_causal = true, .weight_bytes = 2, .kv_bytes = 2},
 };
 
 int model_num_builtin(void) { return (int)TS_ARRAY_LEN(builtin_models); }
