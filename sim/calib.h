@@ -157,6 +157,9 @@ int calib_set_host(struct calib *c, const struct calib_host *h, struct ts_err *e
  * taken). */
 int calib_host_load(const char *name, struct calib_host *h, struct ts_err *err);
 int calib_host_write(const struct calib_host *h, const char *path, struct ts_err *err);
+/* A host file's text (path names it in messages): 0, -1 on a malformed one, 1 when the text is no
+ * host file (its first line is not calib host's header). */
+int calib_host_parse(const char *path, const char *text, struct calib_host *h, struct ts_err *err);
 /* Prices a step; fills bd if not NULL. Returns -1 (and err) when the step lies outside the
  * profiled range and extrapolation is off. A step whose segments have front shapes, probes or
  * carried rows, or that caches outputs, needs the cost context (its model and GPU):

@@ -540,6 +540,23 @@ int calib_set_host(struct calib *c, const struct calib_host *h, struct ts_err *e
 
 #define HOST_HEADER "host0_ms,seg_ms,eager_gap_ms,steps,device"
 
+int calib_host_parse(const char *path, const char *text, struct calib_host *h, struct ts_err *err)
+{
+    const size_t hl = strlen(HOST_HEADER);
+    if (strncmp(text, HOST_HEADER, hl) != 0 || (text[hl] != '\n' && text[hl] != '\r'))
+        return 1;
+    const char *line = strchr(text, '\n');
+    int used = 0;
+    const bool ok = line && sscanf(line + 1, "%lf,%lf,%lf,%d,%n", &h->host0_ms, &h->seg_ms, &h->eager_gap_ms,
+                                   &h->steps, &used) == 4 && used > 0 && h->host0_ms >= 0 && h->host0_ms < 1e5 &&
+                    h->seg_ms >= 0 && h->seg_ms < 1e5 && h->eager_gap_ms >= 0 && h->eager_gap_ms < 1e5 && h->steps >= 0;
+    if (!ok)
+        return ts_fail(err, "%s:2: expected host0_ms,seg_ms,eager_gap_ms,steps,device (times >= 0 ms)", path);
+    line += 1 + used;
+    snprintf(h->device, sizeof h->device, "%.*s", (int)strcspn(line, "\r\n"), line);
+    return 0;
+}
+
 int calib_host_load(const char *name, struct calib_host *h, struct ts_err *err)
 {
     /* a bare name: a shipped host profile, DATADIR/hosts/NAME.csv */
@@ -554,30 +571,23 @@ int calib_host_load(const char *name, struct calib_host *h, struct ts_err *err)
     FILE *f = fopen(path, "r");
     if (!f)
         return ts_fail(err, "%s: cannot open: %s", path, strerror(errno));
-    char line[512];
-    const bool host_file = fgets(line, sizeof line, f) && strncmp(line, HOST_HEADER, strlen(HOST_HEADER)) == 0;
-    if (host_file) {
-        int used = 0;
-        const bool ok = fgets(line, sizeof line, f) &&
-                        sscanf(line, "%lf,%lf,%lf,%d,%n", &h->host0_ms, &h->seg_ms, &h->eager_gap_ms, &h->steps,
-                               &used) == 4 && used > 0 && h->host0_ms >= 0 && h->host0_ms < 1e5 && h->seg_ms >= 0 &&
-                        h->seg_ms < 1e5 && h->eager_gap_ms >= 0 && h->steps >= 0;
-        fclose(f);
-        if (!ok)
-            return ts_fail(err, "%s:2: expected host0_ms,seg_ms,eager_gap_ms,steps,device (times >= 0 ms)", path);
-        snprintf(h->device, sizeof h->device, "%.*s", (int)strcspn(line + used, "\r\n"), line + used);
-        return 0;
-    }
+    char text[1024];
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
     fclose(f);
+    const int rc = calib_host_parse(path, text, h, err);
+    if (rc <= 0)
+        return rc;
+    /* not a host file: a calibration or profile CSV, whose host is taken */
     struct calib_data d;
     struct calib *c = NULL;
-    int rc = calib_data_load(path, &d, err);
-    if (!rc) {
-        rc = calib_fit(&d, &c, err) || calib_host_of(c, h, err) ? -1 : 0;
+    int bad = calib_data_load(path, &d, err);
+    if (!bad) {
+        bad = calib_fit(&d, &c, err) || calib_host_of(c, h, err) ? -1 : 0;
         calib_free(c);
         calib_data_free(&d);
     }
-    return rc ? ts_fail_prefix(err, "%s", path) : 0;
+    return bad ? ts_fail_prefix(err, "%s", path) : 0;
 }
 
 int calib_host_write(const struct calib_host *h, const char *path, struct ts_err *err)

@@ -1,5 +1,5 @@
 /* fuzz_calib.c: libFuzzer target for the calibration CSV parser, then validation and fitting of
- * whatever it accepts. */
+ * whatever it accepts, and for the host profile parser (calib host's files). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             calib_free(c);
         calib_data_free(&d);
     }
+    struct calib_host h;
+    (void)calib_host_parse("fuzz.csv", text, &h, &err);
     free(text);
     return 0;
 }
