@@ -702,6 +702,7 @@ START_TEST(attention_block_follows_policy_and_model)
     ck_assert_int_eq(policy_attn_block("block", model_find("sdar-8b"), 4), 4);
     ck_assert_int_eq(policy_attn_block("block", model_find("llada-8b"), 32), 0); /* bidirectional model */
     ck_assert_int_eq(policy_attn_block("dual", model_find("sdar-8b"), 32), 0);
+    ck_assert_int_eq(policy_attn_block("ar", model_find("qwen2.5-3b"), 32), 32); /* a causal prefill */
     ck_assert_int_eq(policy_attn_block(NULL, model_find("sdar-8b"), 32), 0);
 }
 END_TEST
