@@ -175,6 +175,39 @@ START_TEST(same_seed_same_trace)
 }
 END_TEST
 
+static int cmp_i32(const void *a, const void *b)
+{
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The osc profile draws the lengths its published statistics describe: the query 346.68 tokens on
+ * average (within 1%), median 352, at most 512; the summary median 32, mean 33.92, at most 134. */
+START_TEST(osc_lengths_match_the_published_statistics)
+{
+    struct arrival_gen ag;
+    struct length_gen lg;
+    arrival_parse("poisson", 1.0, &ag, NULL);
+    ck_assert_int_eq(length_parse("osc", &lg, NULL), 0);
+    enum { N = 40000 };
+    struct trace t;
+    trace_generate(&t, N, &ag, &lg, 3);
+    int32_t *p = xmalloc(sizeof *p * N), *o = xmalloc(sizeof *o * N);
+    double sp = 0, so = 0;
+    for (int i = 0; i < N; i++)
+        p[i] = t.reqs[i].prompt, o[i] = t.reqs[i].output, sp += p[i], so += o[i];
+    qsort(p, N, sizeof *p, cmp_i32);
+    qsort(o, N, sizeof *o, cmp_i32);
+    ck_assert_msg(fabs(sp / N / 346.68 - 1) < 0.01, "query mean %g", sp / N);
+    ck_assert_msg(abs(p[N / 2] - 352) <= 3 && p[N - 1] == 512 && p[0] >= 1, "query median %d max %d", p[N / 2],
+                  p[N - 1]);
+    ck_assert_msg(fabs(so / N / 33.92 - 1) < 0.02 && abs(o[N / 2] - 32) <= 1 && o[N - 1] <= 134,
+                  "summary mean %g median %d", so / N, o[N / 2]);
+    free(p), free(o);
+    trace_free(&t);
+}
+END_TEST
+
 START_TEST(write_and_read_back)
 {
     struct arrival_gen ag;
@@ -243,6 +276,7 @@ int main(void)
     tcase_add_test(tc, lognormal_fit_recovers_parameters);
     tcase_add_test(tc, same_seed_same_trace);
     tcase_add_test(tc, write_and_read_back);
+    tcase_add_test(tc, osc_lengths_match_the_published_statistics);
     tcase_add_test(tc, shared_traces);
     suite_add_tcase(s, tc);
     return run_suite("trace", s) ? EXIT_FAILURE : EXIT_SUCCESS;

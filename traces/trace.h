@@ -65,14 +65,19 @@ struct length_gen {
     enum length_kind kind;
     int32_t prompt, output;           /* fixed */
     double mu_p, sigma_p, mu_o, sigma_o; /* lognormal (of token counts) */
+    bool normal_p;                    /* lognormal: the prompt a normal of mean mu_p, sd sigma_p
+                                       * (token counts) instead */
+    int32_t cap_p, cap_o;             /* the distribution's own largest lengths (0: none), before
+                                       * any clip: a dataset that truncates at a length */
     const struct trace *src;          /* sample: rows drawn uniformly from this trace */
     int32_t max_prompt, max_output;   /* clip (0 = none) */
 };
 
 /* Parses "poisson" or "gamma:CV". */
 int arrival_parse(const char *spec, double rps, struct arrival_gen *out, struct ts_err *err);
-/* Parses "fixed:P,O", "lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O" or "sharegpt" (a lognormal fitted to
- * the ShareGPT length file; see trace_gen.c). "file:PATH" is resolved by the caller. */
+/* Parses "fixed:P,O", "lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O", "sharegpt" (a lognormal fitted to
+ * the ShareGPT length file) or "osc" (OpenAI's summarize-from-feedback comparisons, from their
+ * published length statistics; see trace_gen.c). "file:PATH" is resolved by the caller. */
 int length_parse(const char *spec, struct length_gen *out, struct ts_err *err);
 
 /* Generates n requests with the given arrivals and lengths from `seed`. */
