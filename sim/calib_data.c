@@ -580,8 +580,9 @@ int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct
  * of none of them, or a GPU a --gpu-file describes, is taken at its word: true. */
 static bool device_is(const char *device, const char *gpu_name)
 {
-    static const char *const cards[][2] = {{"H200", "h200"},    {"H100", "h100"},         {"L40S", "l40s"},
-                                           {"RTX 4090", "rtx4090"}, {"RTX 3090", "rtx3090"}, {"A100", "a100-"}};
+    static const char *const cards[][2] = {{"H200", "h200"},       {"H100", "h100"},         {"H800", "h800"},
+                                           {"L40S", "l40s"},       {"RTX 4090", "rtx4090"}, {"RTX 3090", "rtx3090"},
+                                           {"A100", "a100-"}};
     const size_t n = strlen(gpu_name);
     if (strncmp(device, gpu_name, n) == 0 && strncmp(device + n, " (roofline transfer", 19) == 0)
         return true;

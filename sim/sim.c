@@ -281,7 +281,6 @@ static void build_requests(struct sim *s)
     }
 }
 
-/* The calibrated back end: the profile of this GPU, model and implementation, fitted. */
 /* --host under the roofline: an eager implementation's launch and host costs were measured with the
  * host its profile names (impl.host_ref); another host scales them by the ratio of the two hosts'
  * per-step issue times. */
@@ -293,11 +292,15 @@ static int roofline_host(struct impl_profile *im, const char *name, struct ts_er
     struct calib_host ref, h;
     if (calib_host_load(im->host_ref, &ref, err) || calib_host_load(name, &h, err))
         return ts_fail_prefix(err, "--host %s", name);
+    if (!(ref.host0_ms > 0))
+        return ts_fail(err, "--host %s: the host profile %s, which %s's costs were measured with, takes no "
+                            "time a step", name, im->host_ref, im->name);
     const double scale = h.host0_ms / ref.host0_ms;
     im->launch_s *= scale, im->host_step_s *= scale, im->host_seg_s *= scale;
     return 0;
 }
 
+/* The calibrated back end: the profile of this GPU, model and implementation, fitted. */
 static int load_calibration(struct sim *s, struct ts_err *err)
 {
     const struct sim_config *c = &s->cfg;
