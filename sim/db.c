@@ -203,8 +203,8 @@ static void folder_of(const char *path, char *dir, size_t len)
  * an unnamed file of the output's folder (O_TMPFILE, gone with the process whatever ends it) and
  * linked under its name only once complete; no moment of its making leaves a journal or a half-made
  * file. A database another writer linked first is kept. Where the folder's file system has no
- * unnamed files, SQLite makes the file as the run is written (a process killed then may leave an
- * empty journal beside it). */
+ * unnamed files (or /proc, to link one by), SQLite makes the file as the run is written (a process
+ * killed then may leave an empty journal beside it). */
 static int create_whole(const char *path, struct ts_err *err)
 {
     if (access(path, F_OK) == 0)
@@ -230,10 +230,13 @@ static int create_whole(const char *path, struct ts_err *err)
         image[18] = image[19] = 2; /* the file format's write and read versions: WAL */
         char fdpath[64];
         snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
-        if (write(fd, image, (size_t)size) != (ssize_t)size || fdatasync(fd) != 0)
+        if (write(fd, image, (size_t)size) != (ssize_t)size || fdatasync(fd) != 0) {
             rc = ts_fail(err, "%s: cannot write a new database: %s", path, strerror(errno));
-        else if (linkat(AT_FDCWD, fdpath, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0 && errno != EEXIST)
-            rc = ts_fail(err, "%s: cannot make the new database: %s", path, strerror(errno));
+        } else {
+            /* linked, or another writer's is there (EEXIST); where it cannot be linked (no /proc),
+             * the unnamed file goes with the close and SQLite makes the database as it writes */
+            (void)linkat(AT_FDCWD, fdpath, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+        }
     }
     sqlite3_free(image);
     close(fd);
