@@ -13,17 +13,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$bin" sim --requests 6 --rps 8 --gen-len 64 --lengths fixed:200,64 --cost calibrated --executor gpu \
     --json --quiet --no-progress --db "$tmp/live.db" >"$tmp/out.json" || { echo "live: the run failed"; exit 1; }
-python3 - "$tmp/out.json" "$tmp/live.db" <<'PY'
+python3 - "$tmp/out.json" "$tmp/live.db" "$(dirname "$0")" <<'PY'
 import json, sqlite3, sys
+sys.path.insert(0, sys.argv[3])
+from live_summary import fails as summary_fails
 s = json.load(open(sys.argv[1]))
-fails = []
-if s.get("live_steps") != s["num_steps"] or s["num_steps"] == 0:
-    fails.append(f"live_steps {s.get('live_steps')} != num_steps {s['num_steps']}")
-if s["num_finished"] != 6:
-    fails.append(f"{s['num_finished']} of 6 requests finished")
-meas, model = s.get("live_measured_s", 0), s.get("live_model_s", 0)
-if not (meas > 0 and 1 / 3 < model / meas < 3):
-    fails.append(f"measured {meas} s vs model {model} s")
+fails, meas, model = summary_fails(s, 6)
 db = sqlite3.connect(sys.argv[2])
 (steps_s,) = db.execute("SELECT sum(duration_ns) * 1e-9 FROM steps").fetchone()
 if abs(steps_s - meas) > 1e-3 * meas + 1e-6 * s["num_steps"]:

@@ -16,17 +16,12 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 timeout 300 "$bin" sim --tp "$n" --requests 6 --rps 8 --gen-len 64 --lengths fixed:300,64 --executor gpu \
     --json --quiet --no-progress --db "$tmp/live.db" >"$tmp/out.json" || { echo "live tp: the run failed"; exit 1; }
-python3 - "$tmp/out.json" "$tmp/live.db" "$n" <<'PY' || fail=1
+python3 - "$tmp/out.json" "$tmp/live.db" "$n" "$(dirname "$0")" <<'PY' || fail=1
 import json, sqlite3, sys
+sys.path.insert(0, sys.argv[4])
+from live_summary import fails as summary_fails
 s, n = json.load(open(sys.argv[1])), int(sys.argv[3])
-fails = []
-if s.get("live_steps") != s["num_steps"] or s["num_steps"] == 0:
-    fails.append(f"live_steps {s.get('live_steps')} != num_steps {s['num_steps']}")
-if s["num_finished"] != 6:
-    fails.append(f"{s['num_finished']} of 6 requests finished")
-meas, model = s.get("live_measured_s", 0), s.get("live_model_s", 0)
-if not (meas > 0 and 1 / 3 < model / meas < 3):
-    fails.append(f"measured {meas} s vs model {model} s")
+fails, meas, model = summary_fails(s, 6)
 db = sqlite3.connect(sys.argv[2])
 runs = db.execute("SELECT count(*) FROM runs").fetchone()[0]
 if runs != 1:
