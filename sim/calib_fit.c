@@ -538,6 +538,14 @@ int calib_set_host(struct calib *c, const struct calib_host *h, struct ts_err *e
     return 0;
 }
 
+int calib_use_host(struct calib *c, const char *name, struct ts_err *err)
+{
+    struct calib_host h;
+    if (calib_host_load(name, &h, err) || calib_set_host(c, &h, err))
+        return ts_fail_prefix(err, "--host %s", name);
+    return 0;
+}
+
 #define HOST_HEADER "host0_ms,seg_ms,eager_gap_ms,steps,device"
 
 int calib_host_parse(const char *path, const char *text, struct calib_host *h, struct ts_err *err)

@@ -116,11 +116,10 @@ static int load_for(const struct cost_ctx *ctx, const char *calib_path, const ch
         shipped_path(ctx->gpu.name, ctx->model.name, ctx->impl.name, path, len);
     if (load_fit(path, ctx->gpu.name, out, err))
         return -1;
-    struct calib_host h;
-    if (host_path && (calib_host_load(host_path, &h, err) || calib_set_host(*out, &h, err))) {
+    if (host_path && calib_use_host(*out, host_path, err)) {
         calib_free(*out);
         *out = NULL;
-        return ts_fail_prefix(err, "--host %s", host_path);
+        return -1;
     }
     return 0;
 }

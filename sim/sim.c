@@ -333,11 +333,8 @@ static int load_calibration(struct sim *s, struct ts_err *err)
     }
     if (calib_fit(&d, &s->calib, err))
         goto done;
-    struct calib_host h;
-    if (c->host[0] && (calib_host_load(c->host, &h, err) || calib_set_host(s->calib, &h, err))) {
-        ts_fail_prefix(err, "--host %s", c->host);
+    if (c->host[0] && calib_use_host(s->calib, c->host, err))
         goto done;
-    }
     s->cctx.calib = s->calib;
     rc = 0;
 done:
