@@ -613,22 +613,6 @@ static bool transient(sqlite3 *db)
            primary == SQLITE_PROTOCOL || (primary == SQLITE_ERROR && strcmp(sqlite3_errmsg(db), "not an error") == 0);
 }
 
-/* WAL mode on `out` and the run's transaction begun, waiting out what the busy handler does not
- * cover: writers making the same new database switch its journal mode at the same moment, which can
- * answer busy at once (seen among 16 concurrent writers). Each statement may be run again. */
-static int begin_wal(sqlite3 *db)
-{
-    int rc = SQLITE_OK;
-    for (int waited = 0; waited <= DB_BUSY_MS; waited += 10) {
-        rc = sqlite3_exec(db, "PRAGMA out.journal_mode=WAL; PRAGMA out.synchronous=NORMAL; BEGIN IMMEDIATE", NULL,
-                          NULL, NULL);
-        if (rc == SQLITE_OK || !transient(db))
-            return rc;
-        sqlite3_sleep(10);
-    }
-    return rc;
-}
-
 /* The run's transaction on `out`: its schema first in a transaction of its own, then WAL mode, then
  * the run (so that a new database's header records WAL mode before the run's transaction starts,
  * and a process killed inside it leaves a write-ahead log SQLite recovers and removes on the next
@@ -642,7 +626,11 @@ static int write_run(struct writer *w, const struct sim *s)
     free(sch);
     if (!ok || db_upgrade(w->db, "out"))
         return db_fail(w, "schema (is it a tessera database?)");
-    if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK || begin_wal(w->db) != SQLITE_OK)
+    /* (a busy answer the busy handler does not cover, as when writers switch a database's journal
+     * mode at once, fails this try of the write, which db_out_commit makes again) */
+    if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(w->db, "PRAGMA out.journal_mode=WAL; PRAGMA out.synchronous=NORMAL; BEGIN IMMEDIATE", NULL, NULL,
+                     NULL) != SQLITE_OK)
         return db_fail(w, "begin");
     if (w->mode == DB_REPLACE &&
         sqlite3_exec(w->db, "DELETE FROM out.runs; DELETE FROM out.requests; DELETE FROM out.step_runs; "
