@@ -10,23 +10,16 @@ paper_init "$@"
 rates="0.1 0.2 0.3 0.4 0.5" n=200
 [ "$QUICK" = 1 ] && rates="0.1 0.5" n=40
 ds_sweep rtx4090 $n $rates
-for r in $rates; do
-    derived speedup dllm-serve $DS_WORKLOAD $r \
-        "$(ratio "$(value throughput_tok_s dllm-serve $DS_WORKLOAD $r)" "$(ds_best_baseline throughput_tok_s $r)")"
-done
+for r in $rates; do ds_speedup $r; done
 # OSC, the one of its three datasets whose length profile is built, beside the 300-token stand-in
 DS_WORKLOAD=osc DS_LENGTHS=osc ds_sweep rtx4090 $n $rates
-for r in $rates; do
-    best=$(for s in $DS_BASELINES; do value throughput_tok_s $s osc $r; done | sort -g | tail -1)
-    derived speedup dllm-serve osc $r "$(ratio "$(value throughput_tok_s dllm-serve osc $r)" "$best")"
-done
+for r in $rates; do DS_WORKLOAD=osc ds_speedup $r; done
 set -- $rates; r0=$1 r1=${@: -1}
 # how far the result moves with the host: the peak rate again, issued by the other lent machine's host
 alt=lent-h100
 [ "$DS_HOST" = lent-h100 ] && alt=lent-h200
 for s in $DS_SYSTEMS; do ds_point $s rtx4090 $r1 $n $alt; done
-best_alt=$(for s in $DS_BASELINES; do value throughput_tok_s $s "$DS_WORKLOAD-$alt" $r1; done | sort -g | tail -1)
-derived speedup dllm-serve "$DS_WORKLOAD-$alt" $r1 "$(ratio "$(value throughput_tok_s dllm-serve "$DS_WORKLOAD-$alt" $r1)" "$best_alt")"
+DS_WORKLOAD="$DS_WORKLOAD-$alt" ds_speedup $r1
 # "improves throughput by 1.61x-1.81x on the consumer-grade RTX 4090" (its abstract): over the
 # strongest baseline, across its three datasets; the range's middle beside the peak-rate point
 paper speedup dllm-serve $DS_WORKLOAD $r1 1.71

@@ -9,8 +9,7 @@ paper_init "$@"
 n=200
 [ "$QUICK" = 1 ] && n=40
 ds_sweep l40s $n 1.0
-derived speedup dllm-serve $DS_WORKLOAD 1.0 \
-    "$(ratio "$(value throughput_tok_s dllm-serve $DS_WORKLOAD 1.0)" "$(ds_best_baseline throughput_tok_s 1.0)")"
+ds_speedup 1.0
 # "1.60x-1.74x on the server-grade NVIDIA L40S" (its abstract); the table's rows are withheld
 paper speedup dllm-serve $DS_WORKLOAD 1.0 1.67
 check "dLLM-Serve's throughput over the strongest baseline's is within the paper's 1.60-1.74x" \

@@ -27,6 +27,12 @@ ds_best_baseline() {
     local s
     for s in $DS_BASELINES; do value "$1" "$s" "$DS_WORKLOAD" "$2"; done | sort -g | if [ "${3:-}" = min ]; then head -1; else tail -1; fi
 }
+# ds_speedup X: dLLM-Serve's throughput over the strongest baseline's at X in DS_WORKLOAD, recorded
+# as the metric speedup
+ds_speedup() {
+    derived speedup dllm-serve "$DS_WORKLOAD" "$1" \
+        "$(ratio "$(value throughput_tok_s dllm-serve "$DS_WORKLOAD" "$1")" "$(ds_best_baseline throughput_tok_s "$1")")"
+}
 
 # ds_sweep GPU N RATES...: every system at each arrival rate
 ds_sweep() {
