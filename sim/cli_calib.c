@@ -336,6 +336,23 @@ done:
     return rc;
 }
 
+/* How the profiled engine launches a step's attention, by the calibration's launch rules: the
+ * segments on each kernel, and the mma.sync launch's query heads a block, key splits and tiles. */
+static void print_launch(const struct calib *cal, const struct step_desc *sd)
+{
+    struct calib_attn_launch l;
+    calib_attn_launch(cal, sd, &l);
+    printf("%-10s attention as the profiled engine launches it (launch rules %d):", "launch", l.rules);
+    if (l.wgmma_segs > 0)
+        printf(" %d segment%s on the wgmma kernel%s", l.wgmma_segs, l.wgmma_segs > 1 ? "s" : "",
+               l.mma_segs > 0 ? "," : "");
+    if (l.mma_segs > 0)
+        printf(" %d segment%s on the mma.sync kernel, %d query head%s a block, %d key split%s, %d-key K/V tiles",
+               l.mma_segs, l.mma_segs > 1 ? "s" : "", l.heads_a_block, l.heads_a_block > 1 ? "s" : "",
+               l.splits, l.splits > 1 ? "s" : "", l.tile_keys);
+    printf("\n");
+}
+
 /* `calib price`: one step (segs sequences of q tokens over kv cached keys, logit rows each) priced
  * by the calibrated and the roofline back ends, per op. */
 static int cmd_price(const char *gpu, const char *model, const char *impl, const char *calib_path,
@@ -382,35 +399,25 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
         cost_roofline.step_s(&ctx, &sd, &rb, &b, &err)) {
         fprintf(stderr, "tessera calib price: %s\n", err.msg);
         rc = EXIT_USAGE;
-    } else if (roofline_only) {
-        printf("%s on %s (%s): %d x q %d over %d cached, %d logit rows each (chunks of %d), roofline\n",
-               ctx.model.name, ctx.gpu.name, ctx.impl.name, segs, q, kv, rows, chunk);
-        for (int op = 0; op < OP_COUNT; op++)
-            if (b.op_s[op] > 0)
-                printf("%-10s %9.3f ms\n", cost_op_name((enum cost_op)op), b.op_s[op] * 1e3);
-        printf("%-10s %9.3f ms\n", "step", rb * 1e3);
     } else {
         printf("%s on %s (%s): %d x q %d over %d cached, %d logit rows each (chunks of %d)", ctx.model.name,
                ctx.gpu.name, ctx.impl.name, segs, q, kv, rows, chunk);
         if (block > 0)
             printf(", attention block-causal over blocks of %lld", (long long)block);
-        printf("\n");
-        printf("%-10s %12s %12s\n", "op", "calibrated", "roofline");
-        for (int op = 0; op < OP_COUNT; op++)
-            if (a.op_s[op] > 0 || b.op_s[op] > 0)
-                printf("%-10s %9.3f ms %9.3f ms\n", cost_op_name((enum cost_op)op), a.op_s[op] * 1e3, b.op_s[op] * 1e3);
-        printf("%-10s %9.3f ms %9.3f ms\n", "step", ca * 1e3, rb * 1e3);
-        struct calib_attn_launch l;
-        calib_attn_launch(cal, &sd, &l);
-        printf("%-10s attention as the profiled engine launches it (launch rules %d):", "launch", l.rules);
-        if (l.wgmma_segs > 0)
-            printf(" %d segment%s on the wgmma kernel%s", l.wgmma_segs, l.wgmma_segs > 1 ? "s" : "",
-                   l.mma_segs > 0 ? "," : "");
-        if (l.mma_segs > 0)
-            printf(" %d segment%s on the mma.sync kernel, %d query head%s a block, %d key split%s, %d-key K/V tiles",
-                   l.mma_segs, l.mma_segs > 1 ? "s" : "", l.heads_a_block, l.heads_a_block > 1 ? "s" : "",
-                   l.splits, l.splits > 1 ? "s" : "", l.tile_keys);
-        printf("\n");
+        printf("%s\n", roofline_only ? ", roofline" : "");
+        if (!roofline_only)
+            printf("%-10s %12s %12s\n", "op", "calibrated", "roofline");
+        for (int op = 0; op <= OP_COUNT; op++) { /* every op priced, then the step (op == OP_COUNT) */
+            const bool step = op == OP_COUNT;
+            if (!step && a.op_s[op] <= 0 && b.op_s[op] <= 0)
+                continue;
+            printf("%-10s", step ? "step" : cost_op_name((enum cost_op)op));
+            if (!roofline_only)
+                printf(" %9.3f ms", (step ? ca : a.op_s[op]) * 1e3);
+            printf(" %9.3f ms\n", (step ? rb : b.op_s[op]) * 1e3);
+        }
+        if (!roofline_only)
+            print_launch(cal, &sd);
     }
     step_desc_free(&sd);
     calib_free(cal);
