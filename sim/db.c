@@ -21,8 +21,9 @@
  * run_id. A failure, SIGINT or SIGTERM rolls the transaction back; a process killed outright leaves
  * a transaction SQLite rolls back the next time the file is opened. Either way no partial run is
  * ever visible, and no file but the database (and, while it is open, SQLite's own -wal and -shm) is
- * made: a new database is laid out whole in an unnamed file before it is linked under its name, and
- * the step rows wait for the commit in unnamed temporary files (tmpfile), which no path names.
+ * made: a new database is written whole, with its run, into an unnamed file that is linked under its
+ * name once complete (no journal or log is written for it), and the step rows wait for the commit in
+ * unnamed temporary files (tmpfile), which no path names.
  */
 #define _GNU_SOURCE /* O_TMPFILE */
 #include <errno.h>
@@ -199,12 +200,49 @@ static void folder_of(const char *path, char *dir, size_t len)
         snprintf(dir, len, ".");
 }
 
-/* A new database made whole or not at all: the schema, in WAL mode, laid out in memory, written into
- * an unnamed file of the output's folder (O_TMPFILE, gone with the process whatever ends it) and
- * linked under its name only once complete; no moment of its making leaves a journal or a half-made
- * file. A database another writer linked first is kept. Where the folder's file system has no
- * unnamed files (or /proc, to link one by), SQLite makes the file as the run is written (a process
- * killed then may leave an empty journal beside it). */
+/* The schema laid out in memory and written into fd as a whole database file, its header saying
+ * WAL mode where wal (else the rollback journal: a database being written with no journal at all). */
+static int lay_out(int fd, const char *path, bool wal, struct ts_err *err)
+{
+    sqlite3 *mem = NULL;
+    char *sch = schema_in("main");
+    unsigned char *image = NULL;
+    sqlite3_int64 size = 0;
+    if (sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) == SQLITE_OK &&
+        sqlite3_exec(mem, "PRAGMA page_size=65536", NULL, NULL, NULL) == SQLITE_OK &&
+        sqlite3_exec(mem, sch, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(mem, "main") == 0)
+        image = sqlite3_serialize(mem, "main", &size, 0);
+    free(sch);
+    sqlite3_close(mem);
+    int rc = 0;
+    if (!image || size < 100) {
+        rc = ts_fail(err, "%s: cannot lay out a new database", path);
+    } else {
+        image[18] = image[19] = wal ? 2 : 1; /* the file format's write and read versions */
+        if (write(fd, image, (size_t)size) != (ssize_t)size)
+            rc = ts_fail(err, "%s: cannot write a new database: %s", path, strerror(errno));
+    }
+    sqlite3_free(image);
+    return rc;
+}
+
+/* Links the unnamed file fd under path once its data are on the disk: 0 when linked, 1 when another
+ * writer's database is there (EEXIST) or the file cannot be linked (no /proc), -1 on a failure. */
+static int link_whole(int fd, const char *path, struct ts_err *err)
+{
+    if (fdatasync(fd) != 0)
+        return ts_fail(err, "%s: cannot write a new database: %s", path, strerror(errno));
+    char fdpath[64];
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+    return linkat(AT_FDCWD, fdpath, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 ? 0 : 1;
+}
+
+/* A new database made whole or not at all: the schema, in WAL mode, written into an unnamed file of
+ * the output's folder (O_TMPFILE, gone with the process whatever ends it) and linked under its name
+ * only once complete; no moment of its making leaves a journal or a half-made file. A database
+ * another writer linked first is kept. Where the folder's file system has no unnamed files (or
+ * /proc, to link one by), SQLite makes the file as the run is written (a process killed then may
+ * leave an empty journal beside it). */
 static int create_whole(const char *path, struct ts_err *err)
 {
     if (access(path, F_OK) == 0)
@@ -214,33 +252,144 @@ static int create_whole(const char *path, struct ts_err *err)
     const int fd = open(dir, O_TMPFILE | O_RDWR, 0666);
     if (fd < 0)
         return 0;
-    sqlite3 *mem = NULL;
-    char *sch = schema_in("main");
-    unsigned char *image = NULL;
-    sqlite3_int64 size = 0;
-    if (sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) == SQLITE_OK &&
-        sqlite3_exec(mem, sch, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(mem, "main") == 0)
-        image = sqlite3_serialize(mem, "main", &size, 0);
-    free(sch);
-    sqlite3_close(mem);
-    int rc = 0;
-    if (!image || size < 100) {
-        rc = ts_fail(err, "%s: cannot lay out a new database", path);
-    } else {
-        image[18] = image[19] = 2; /* the file format's write and read versions: WAL */
-        char fdpath[64];
-        snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
-        if (write(fd, image, (size_t)size) != (ssize_t)size || fdatasync(fd) != 0) {
-            rc = ts_fail(err, "%s: cannot write a new database: %s", path, strerror(errno));
-        } else {
-            /* linked, or another writer's is there (EEXIST); where it cannot be linked (no /proc),
-             * the unnamed file goes with the close and SQLite makes the database as it writes */
-            (void)linkat(AT_FDCWD, fdpath, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
-        }
-    }
-    sqlite3_free(image);
+    const int rc = lay_out(fd, path, true, err) ? -1 : link_whole(fd, path, err) < 0 ? -1 : 0;
     close(fd);
     return rc;
+}
+
+/* The VFS the run's connection opens files by: the system's, but for the name /proc/self/fd/N, a
+ * file this process has open (an unnamed one) that no other process sees, read and written through
+ * a copy of that descriptor with no locks. The system's VFS cannot open it: it resolves the link
+ * to the name of an unnamed file, "/dir/#123 (deleted)", and refuses to open links. */
+struct fd_file {
+    sqlite3_file base;
+    int fd;
+};
+
+static int fd_close(sqlite3_file *f)
+{
+    close(((struct fd_file *)f)->fd);
+    return SQLITE_OK;
+}
+
+static int fd_read(sqlite3_file *f, void *buf, int n, sqlite3_int64 at)
+{
+    const ssize_t got = pread(((struct fd_file *)f)->fd, buf, (size_t)n, at);
+    if (got == n)
+        return SQLITE_OK;
+    if (got < 0)
+        return SQLITE_IOERR_READ;
+    memset((char *)buf + got, 0, (size_t)(n - got)); /* past the file's end: zeros, as SQLite asks */
+    return SQLITE_IOERR_SHORT_READ;
+}
+
+static int fd_write(sqlite3_file *f, const void *buf, int n, sqlite3_int64 at)
+{
+    return pwrite(((struct fd_file *)f)->fd, buf, (size_t)n, at) == n ? SQLITE_OK : SQLITE_IOERR_WRITE;
+}
+
+static int fd_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+    return ftruncate(((struct fd_file *)f)->fd, size) == 0 ? SQLITE_OK : SQLITE_IOERR_TRUNCATE;
+}
+
+static int fd_sync(sqlite3_file *f, int flags)
+{
+    (void)f, (void)flags; /* the link makes the file's data durable first (link_whole) */
+    return SQLITE_OK;
+}
+
+static int fd_size(sqlite3_file *f, sqlite3_int64 *size)
+{
+    struct stat sb;
+    if (fstat(((struct fd_file *)f)->fd, &sb) != 0)
+        return SQLITE_IOERR_FSTAT;
+    *size = sb.st_size;
+    return SQLITE_OK;
+}
+
+static int fd_lock(sqlite3_file *f, int level)
+{
+    (void)f, (void)level; /* no other process sees the file */
+    return SQLITE_OK;
+}
+
+static int fd_reserved(sqlite3_file *f, int *out)
+{
+    (void)f;
+    *out = 0;
+    return SQLITE_OK;
+}
+
+static int fd_control(sqlite3_file *f, int op, void *arg)
+{
+    (void)f, (void)op, (void)arg;
+    return SQLITE_NOTFOUND;
+}
+
+static int fd_sector(sqlite3_file *f)
+{
+    (void)f;
+    return 4096;
+}
+
+static int fd_traits(sqlite3_file *f)
+{
+    (void)f;
+    return 0;
+}
+
+static const sqlite3_io_methods fd_methods = {
+    .iVersion = 1, .xClose = fd_close, .xRead = fd_read, .xWrite = fd_write, .xTruncate = fd_truncate,
+    .xSync = fd_sync, .xFileSize = fd_size, .xLock = fd_lock, .xUnlock = fd_lock,
+    .xCheckReservedLock = fd_reserved, .xFileControl = fd_control, .xSectorSize = fd_sector,
+    .xDeviceCharacteristics = fd_traits};
+
+static sqlite3_vfs *sys_vfs;
+static const char fd_prefix[] = "/proc/self/fd/";
+
+static int fd_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, int flags, int *out_flags)
+{
+    if (!name || strncmp(name, fd_prefix, sizeof fd_prefix - 1) != 0)
+        return sys_vfs->xOpen(vfs, name, f, flags, out_flags);
+    struct fd_file *ff = (struct fd_file *)f;
+    ff->base.pMethods = NULL;
+    if ((ff->fd = dup(atoi(name + sizeof fd_prefix - 1))) < 0)
+        return SQLITE_CANTOPEN;
+    ff->base.pMethods = &fd_methods;
+    if (out_flags)
+        *out_flags = flags;
+    return SQLITE_OK;
+}
+
+static int fd_full_pathname(sqlite3_vfs *vfs, const char *name, int n, char *out)
+{
+    if (strncmp(name, fd_prefix, sizeof fd_prefix - 1) != 0)
+        return sys_vfs->xFullPathname(vfs, name, n, out);
+    snprintf(out, (size_t)n, "%s", name);
+    return SQLITE_OK;
+}
+
+/* Registers it on first use (its methods and data otherwise the system VFS's own): 0, or -1. */
+static int fd_vfs(void)
+{
+    static sqlite3_vfs vfs;
+    if (!vfs.zName) {
+        if (!(sys_vfs = sqlite3_vfs_find(NULL)))
+            return -1;
+        vfs = *sys_vfs;
+        vfs.pNext = NULL;
+        vfs.zName = "tessera-fd";
+        if (vfs.szOsFile < (int)sizeof(struct fd_file))
+            vfs.szOsFile = (int)sizeof(struct fd_file);
+        vfs.xOpen = fd_open;
+        vfs.xFullPathname = fd_full_pathname;
+        if (sqlite3_vfs_register(&vfs, 0) != SQLITE_OK) {
+            vfs.zName = NULL;
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static const char *const state_names[] = {"pending", "waiting", "running", "finished", "rejected"};
@@ -250,6 +399,7 @@ struct writer {
     struct ts_err *err;
     const char *path;
     enum db_mode mode;
+    bool fresh; /* writing a database no one else sees yet (write_fresh): no journal */
     /* the run's runs of steps and of segments, spilled as they close into two unnamed temporary
      * files (gone with the process, whatever ends it) and inserted into the database at commit */
     FILE *steps, *segs;
@@ -507,12 +657,18 @@ static int prepare_rows(struct writer *w, const char *table, const char *cols, i
 }
 
 /* Binds a spilled record of n values as row r of a multi-row insert, run_id first; with phase, the
- * value at that index is a segment's phase, bound by its name. */
-static void bind_run(sqlite3_stmt *st, int r, int64_t run_id, const int64_t *v, int n, int phase)
+ * value at that index is a segment's phase, bound by its name. A value already bound where it goes
+ * (bound: what each of the row's n + 1 parameters holds, INT64_MIN for none) is left as it is:
+ * bindings outlast the statement's reset, and most of a run's values repeat the row's before. */
+static void bind_run(sqlite3_stmt *st, int r, int64_t run_id, const int64_t *v, int n, int phase, int64_t *bound)
 {
     const int at = r * (n + 1) + 1;
-    sqlite3_bind_int64(st, at, run_id);
+    if (bound[0] != run_id)
+        sqlite3_bind_int64(st, at, bound[0] = run_id);
     for (int k = 0; k < n; k++) {
+        if (bound[k + 1] == v[k])
+            continue;
+        bound[k + 1] = v[k];
         if (k == phase)
             sqlite3_bind_text(st, at + 1 + k, seg_phase_name((enum seg_phase)v[k]), -1, SQLITE_STATIC);
         else
@@ -531,7 +687,10 @@ static int copy_runs(struct writer *w, FILE *f, const char *table, const char *c
         sqlite3_finalize(many);
         return -1;
     }
-    int64_t v[COPY_ROWS][STEP_RUN_COLS];
+    int64_t v[COPY_ROWS][STEP_RUN_COLS], bound[COPY_ROWS + 1][STEP_RUN_COLS]; /* the last: one's */
+    for (int r = 0; r <= COPY_ROWS; r++)
+        for (int k = 0; k < STEP_RUN_COLS; k++)
+            bound[r][k] = INT64_MIN;
     int rc = 0, got, r;
     rewind(f);
     do {
@@ -539,11 +698,11 @@ static int copy_runs(struct writer *w, FILE *f, const char *table, const char *c
             ;
         if (r == COPY_ROWS) {
             for (int k = 0; k < r; k++)
-                bind_run(many, k, run_id, v[k], ncols - 1, phase);
+                bind_run(many, k, run_id, v[k], ncols - 1, phase, bound[k]);
             rc = step_done(w, many);
         }
         for (int k = 0; k < r && r < COPY_ROWS && !rc; k++) {
-            bind_run(one, 0, run_id, v[k], ncols - 1, phase);
+            bind_run(one, 0, run_id, v[k], ncols - 1, phase, bound[COPY_ROWS]);
             rc = step_done(w, one);
         }
     } while (!rc && got == 1);
@@ -629,8 +788,10 @@ static int write_run(struct writer *w, const struct sim *s)
     /* (a busy answer the busy handler does not cover, as when writers switch a database's journal
      * mode at once, fails this try of the write, which db_out_commit makes again) */
     if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(w->db, "PRAGMA out.journal_mode=WAL; PRAGMA out.synchronous=NORMAL; BEGIN IMMEDIATE", NULL, NULL,
-                     NULL) != SQLITE_OK)
+        sqlite3_exec(w->db,
+                     w->fresh ? "PRAGMA out.journal_mode=OFF; PRAGMA out.synchronous=OFF; BEGIN IMMEDIATE"
+                              : "PRAGMA out.journal_mode=WAL; PRAGMA out.synchronous=NORMAL; BEGIN IMMEDIATE",
+                     NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(w, "begin");
     if (w->mode == DB_REPLACE &&
         sqlite3_exec(w->db, "DELETE FROM out.runs; DELETE FROM out.requests; DELETE FROM out.step_runs; "
@@ -823,6 +984,7 @@ struct db_out {
     struct writer w;
     struct seg_runs runs; /* the segments' open runs, between flushes */
     char path[CFG_PATH];
+    bool fd_vfs; /* its connection opens files by the VFS fd_vfs registers */
 };
 
 int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct ts_err *err)
@@ -831,14 +993,15 @@ int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct
     snprintf(o->path, sizeof o->path, "%s", path);
     /* the connection the output is attached to at commit: its own database holds nothing (the step
      * rows wait in the spill files), so it is an empty one in memory; no mutexes (one thread uses it) */
+    o->fd_vfs = fd_vfs() == 0;
     if (sqlite3_open_v2(":memory:", &o->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
+                        o->fd_vfs ? "tessera-fd" : NULL) != SQLITE_OK) {
         ts_fail(err, "%s: cannot open the run's connection: %s", path, o->db ? sqlite3_errmsg(o->db) : "?");
         db_out_close(o);
         return -1;
     }
     sqlite3_busy_timeout(o->db, DB_BUSY_MS);
-    o->w = (struct writer){o->db, err, o->path, mode, tmpfile(), tmpfile()};
+    o->w = (struct writer){.db = o->db, .err = err, .path = o->path, .mode = mode, .steps = tmpfile(), .segs = tmpfile()};
     if (!o->w.steps || !o->w.segs) {
         ts_fail(err, "%s: cannot make the temporary files the step rows spill into: %s", path, strerror(errno));
         db_out_close(o);
@@ -864,17 +1027,14 @@ static int spill_steps(struct db_out *o, struct sim *s, bool drop, bool last, st
 
 int db_out_flush(struct db_out *o, struct sim *s, struct ts_err *err) { return spill_steps(o, s, true, false, err); }
 
-/* One try at writing the run: the output attached as `out`, the run written in its transaction (rolled
- * back if it fails), the output detached again; *again says whether the failure was another
- * writer's doing, so that a new try may succeed. */
-static int try_write(struct db_out *o, const struct sim *s, bool *again)
+/* The run written into `name` attached as `out`, in its transaction (rolled back if it fails), the
+ * output detached again; *again says whether the failure was another writer's doing, so that a
+ * new try may succeed. */
+static int attach_write(struct db_out *o, const struct sim *s, const char *name, bool *again)
 {
-    *again = false;
-    if (create_whole(o->path, o->w.err))
-        return -1;
     sqlite3_stmt *at = NULL;
     bool attached = sqlite3_prepare_v2(o->db, "ATTACH ? AS out", -1, &at, NULL) == SQLITE_OK;
-    sqlite3_bind_text(at, 1, o->path, -1, SQLITE_STATIC);
+    sqlite3_bind_text(at, 1, name, -1, SQLITE_STATIC);
     attached = attached && sqlite3_step(at) == SQLITE_DONE;
     sqlite3_finalize(at);
     const int rc = attached ? write_run(&o->w, s)
@@ -885,6 +1045,48 @@ static int try_write(struct db_out *o, const struct sim *s, bool *again)
     if (attached)
         sqlite3_exec(o->db, "DETACH out", NULL, NULL, NULL);
     return rc;
+}
+
+/* A run into a database that does not exist yet: the whole database, this run in it, written into
+ * an unnamed file of its folder with no journal (nothing else can see it) and linked under its name
+ * once complete, in WAL mode like any other; no write-ahead log is written and checkpointed.
+ * 0 when linked, -1 on a failure, 1 when this way is closed (another writer's database is there
+ * by now, or the folder has no unnamed files or no /proc to link one by): then the run goes the
+ * way of an existing database. */
+static int write_fresh(struct db_out *o, const struct sim *s)
+{
+    char dir[CFG_PATH + 8];
+    folder_of(o->path, dir, sizeof dir);
+    if (!o->fd_vfs || access(o->path, F_OK) == 0)
+        return 1;
+    const int fd = open(dir, O_TMPFILE | O_RDWR, 0666);
+    if (fd < 0)
+        return 1;
+    char name[64];
+    snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
+    bool again;
+    o->w.fresh = true;
+    int rc = lay_out(fd, o->path, false, o->w.err) || attach_write(o, s, name, &again) ? -1 : 0;
+    o->w.fresh = false;
+    static const unsigned char wal[2] = {2, 2}; /* the header's write and read versions: WAL mode */
+    if (rc == 0 && pwrite(fd, wal, 2, 18) != 2)
+        rc = ts_fail(o->w.err, "%s: cannot write a new database: %s", o->path, strerror(errno));
+    if (rc == 0)
+        rc = link_whole(fd, o->path, o->w.err);
+    close(fd);
+    return rc;
+}
+
+/* One try at writing the run (see attach_write). */
+static int try_write(struct db_out *o, const struct sim *s, bool *again)
+{
+    *again = false;
+    const int fresh = write_fresh(o, s);
+    if (fresh <= 0 || caught)
+        return fresh ? -1 : 0;
+    if (create_whole(o->path, o->w.err))
+        return -1;
+    return attach_write(o, s, o->path, again);
 }
 
 int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)

@@ -61,6 +61,14 @@ got=$(q "$tmp/runs.db" "SELECT (SELECT count(*) FROM segment_runs) * 5 < (SELECT
         WHERE b.start_ns < a.start_ns + a.duration_ns),
        (SELECT count(*) FROM (SELECT step_id, req_id FROM segments GROUP BY step_id, req_id HAVING count(*) > 1))")
 [ "$got" = "1|1|1|1|1|0|0" ] && ok || bad "runs of steps and segments: '$got', wanted 1|1|1|1|1|0|0"
+# a new database is written whole, run and all, before it is given its name: in WAL mode like any
+# other, sound, and the only file its run left; a run appended to it goes through SQLite's log
+got=$(q "$tmp/runs.db" "PRAGMA journal_mode; PRAGMA integrity_check; SELECT count(*) FROM runs" | tr '\n' ' ')
+[ "$got" = "wal ok 1 " ] && ok || bad "a new database: journal mode, integrity, runs '$got', wanted 'wal ok 1 '"
+[ "$(ls "$tmp" | grep -c '^runs\.db')" = 1 ] && ok || bad "a new database left files beside it: $(ls "$tmp" | grep '^runs\.db' | tr '\n' ' ')"
+"$bin" sim --requests 50 --rps 2 --quiet --no-progress --db "$tmp/runs.db" --append >/dev/null 2>&1
+got=$(q "$tmp/runs.db" "PRAGMA integrity_check; SELECT count(*) FROM runs; SELECT count(DISTINCT run_id) FROM segments" | tr '\n' ' ')
+[ "$got" = "ok 2 2 " ] && ok || bad "a run appended to a new database: integrity, runs '$got', wanted 'ok 2 2 '"
 
 # 16 writers at once into a new database, then 16 more into it
 for round in 1 2; do
