@@ -56,6 +56,12 @@ struct eng_opts {
                             * a full FFN chunk's rows (every chunk of the step then fuses, its plan
                             * without the gate|up buffer: og_shape.fused_ffn). The profile times a
                             * fused FFN as its gate_up op. $TESSERA_FFN = split, fused or auto */
+    int32_t routing;       /* a mixture of experts' choice of experts: 0 auto (the default), balanced
+                            * on random weights and the router's on a checkpoint; 1 the router's
+                            * top k; 2 balanced: each row's k experts drawn uniformly by a hash of
+                            * its row and layer (k_moe_route), the work a load-balanced router
+                            * gives, whatever the weights. $TESSERA_ROUTING = auto, router or
+                            * balanced */
     bool trace_selection;  /* keep every layer's kept keys of a step's sparse selections, for
                             * eng_selection, and its picked rows, for eng_picks (checks: the
                             * reference then keeps and picks the same) */
@@ -195,6 +201,11 @@ void eng_set_ffn(struct eng *e, int32_t impl);
 /* eng_opts.ffn for a $TESSERA_FFN value: "split", empty or NULL 0, "fused" 1, "auto" 2; -1 for
  * anything else. */
 int32_t eng_ffn_impl(const char *name);
+/* eng_opts.routing for a $TESSERA_ROUTING value: "auto", empty or NULL 0, "router" 1, "balanced" 2;
+ * -1 for anything else. */
+int32_t eng_routing_impl(const char *name);
+/* Whether the engine's experts are chosen by balanced routing (eng_opts.routing resolved). */
+bool eng_routes_balanced(const struct eng *e);
 /* Whether the fused FFN kernel runs on this device for this model. */
 bool eng_ffn_fused_runs(const struct eng *e);
 /* Whether an FFN chunk of `rows` rows runs fused under the current eng_opts.ffn. */

@@ -164,6 +164,12 @@ void eng_opts_defaults(struct eng_opts *o)
         fprintf(stderr, "tessera: TESSERA_FFN=%s is not split, fused or auto; using split\n", ffn);
         o->ffn = 0;
     }
+    const char *routing = getenv("TESSERA_ROUTING");
+    o->routing = eng_routing_impl(routing);
+    if (o->routing < 0) {
+        fprintf(stderr, "tessera: TESSERA_ROUTING=%s is not auto, router or balanced; using auto\n", routing);
+        o->routing = 0;
+    }
     const char *cache = getenv("TESSERA_GEMM_CACHE");
     o->gemm_cache = cache && *cache ? cache : NULL;
 }
@@ -259,6 +265,14 @@ int32_t eng_ffn_impl(const char *name)
     static const char *const names[] = {"split", "fused", "auto"};
     return name_index(name, names, 3, 0);
 }
+
+int32_t eng_routing_impl(const char *name)
+{
+    static const char *const names[] = {"auto", "router", "balanced"};
+    return name_index(name, names, 3, 0);
+}
+
+bool eng_routes_balanced(const struct eng *e) { return e->o.routing == 2 || (e->o.routing == 0 && !e->o.weights); }
 
 bool eng_ffn_fused_runs(const struct eng *e) { return e->fused_ffn_runs; }
 
@@ -829,7 +843,8 @@ static int moe_ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, st
     if (runs(e, OP_ROUTER)) {
         if (gemm(e, W(e, W_ROUTER, L), hn2, logits, T, h, E, 0.f, err))
             return -1;
-        KL(k_moe_route(logits, T, E, k, e->moe_ids, e->moe_wts, st));
+        /* balanced routing salts layer L's rows with L + 1 (as the reference does) */
+        KL(k_moe_route(logits, T, E, k, eng_routes_balanced(e) ? (uint32_t)L + 1 : 0, e->moe_ids, e->moe_wts, st));
         if (e->moe_trace)
             CU(cudaMemcpyAsync(e->moe_trace + (size_t)L * e->o.max_tokens * k, e->moe_ids, sizeof(int32_t) * (size_t)n,
                                cudaMemcpyDeviceToDevice, st));
@@ -838,6 +853,9 @@ static int moe_ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, st
         KL(k_moe_dispatch(&da, st));
     }
     mark(e, OP_ROUTER);
+    /* the grouped GEMMs' grid: the tiles this step's copies can take, not the workspace's most (a
+     * block past the tile count still launches, waits for its predecessor and exits) */
+    const int grid_tiles = TS_MIN(e->moe_max_tiles, k_moe_tiles_bound(n, E, tile));
     if (runs(e, OP_EXPERTS))
         for (int c = 0; c < a->moe_chunks; c++) {
             const int i = L * a->moe_chunks + c, p0 = c * a->moe_rows, p1 = TS_MIN(n, p0 + a->moe_rows);
@@ -846,11 +864,11 @@ static int moe_ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, st
             bf16_t *act = (bf16_t *)eng_arena_at(&e->arena, a->mact[i]);
             KL(k_gather_rows(g, hn2, e->moe_tok + p0, p1 - p0, h, st));
             struct k_moe_gemm_args ga = {g, W(e, W_EXP_GU, L), gu, e->moe_offsets, e->moe_tiles, e->moe_ntiles,
-                                         p0, p1, 2 * Fe, h, e->moe_max_tiles, tile};
+                                         p0, p1, 2 * Fe, h, grid_tiles, tile};
             KL(k_moe_gemm(&ga, st));
             KL(k_swiglu(act, gu, p1 - p0, Fe, st));
             ga = (struct k_moe_gemm_args){act, W(e, W_EXP_DOWN, L), g, e->moe_offsets, e->moe_tiles, e->moe_ntiles,
-                                          p0, p1, h, Fe, e->moe_max_tiles, tile};
+                                          p0, p1, h, Fe, grid_tiles, tile};
             KL(k_moe_gemm(&ga, st));
             const struct k_moe_combine_args ca = {g, e->moe_pos, e->moe_wts, e->moe_acc, x, T, k, h, p0, p1,
                                                   c == 0, c == a->moe_chunks - 1, resid_beta(e) == 0.f};

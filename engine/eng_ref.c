@@ -138,6 +138,7 @@ struct eng_ref {
     int64_t pick_missing, pick_all; /* the forced picks its own value check would not pick, of all */
     const int32_t *forced_route; /* the next step's experts (eng_ref_force_routes), or NULL */
     int64_t route_stride, route_differ, route_all;
+    bool balanced_routes; /* eng_ref_balance_routes */
 };
 
 const float *eng_ref_weight(const struct eng_ref *r, enum w_kind k, int layer)
@@ -576,6 +577,8 @@ void eng_ref_force_routes(struct eng_ref *r, const int32_t *ids, int64_t stride)
     r->route_stride = stride;
 }
 
+void eng_ref_balance_routes(struct eng_ref *r, bool on) { r->balanced_routes = on; }
+
 double eng_ref_route_disagreement(struct eng_ref *r) { return take_share(&r->route_differ, &r->route_all); }
 
 /* The weights wts [k] of a row's experts ids [k]: their softmax probabilities over the E logits,
@@ -593,16 +596,20 @@ static void route_weights(const float *logits, int E, int k, const int32_t *ids,
         wts[j] = (float)(wts[j] / sum);
 }
 
-void ref_moe_route(const float *logits, int E, int k, int32_t *ids, float *wts)
+void ref_moe_route(const float *logits, int E, int k, uint32_t balance, int t, int32_t *ids, float *wts)
 {
     for (int j = 0; j < k; j++) { /* the j-th largest: ties to the lower expert */
         int best = -1;
+        uint32_t top = 0;
         for (int e = 0; e < E; e++) {
             bool taken = false;
             for (int i = 0; i < j; i++)
                 taken |= ids[i] == e;
-            if (!taken && (best < 0 || logits[e] > logits[best]))
+            const uint32_t pr = balance ? k_moe_priority(balance, (uint32_t)t, (uint32_t)e) : 0;
+            if (!taken && (best < 0 || (balance ? pr > top : logits[e] > logits[best]))) {
                 best = e;
+                top = pr;
+            }
         }
         ids[j] = best;
     }
@@ -627,7 +634,7 @@ static void ref_moe(struct eng_ref *r, int L, const float *hn, int T, float *out
         ref_linear(logits, row, eng_ref_weight(r, W_ROUTER, L), 1, h, E);
         for (int e = 0; e < E; e++)
             logits[e] = eng_bf2f(eng_f2bf(logits[e]));
-        ref_moe_route(logits, E, k, ids, wts);
+        ref_moe_route(logits, E, k, r->balanced_routes ? (uint32_t)L + 1 : 0, t, ids, wts);
         if (r->forced_route) { /* the engine's experts, weighted by this row's own probabilities */
             const int32_t *f = r->forced_route + (size_t)L * r->route_stride + (size_t)t * k;
             bool same = true;

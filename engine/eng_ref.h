@@ -53,9 +53,10 @@ void ref_focus_importance(const float *q, int q_stride, const float *k, int m, i
  * lower one), with no unprocessed candidate left out left of one kept; into pick, ascending. */
 void ref_focus_pick(const float *delta, int m, int picked, int processed, int32_t *pick);
 void ref_argmax_conf(const float *logits, int rows, int V, int32_t *tok, float *maxv, float *conf);
-/* A row's routing (k_moe_route's reference): softmax over E logits, the k largest (ties: the lower
- * expert) into ids in order, their probabilities renormalised to sum 1 into wts. */
-void ref_moe_route(const float *logits, int E, int k, int32_t *ids, float *wts);
+/* Row t's routing (k_moe_route's reference): softmax over E logits, the k largest (ties: the lower
+ * expert), or with balance the k of the largest priorities k_moe_priority(balance, t, e), into ids
+ * in order, their probabilities renormalised to sum 1 into wts. */
+void ref_moe_route(const float *logits, int E, int k, uint32_t balance, int t, int32_t *ids, float *wts);
 /* y[rows, out] = x[rows, in] W^T for W [out, in]. */
 void ref_linear(float *y, const float *x, const float *W, int rows, int in, int out);
 
@@ -85,6 +86,8 @@ void eng_ref_force_picks(struct eng_ref *r, const int32_t *idx, int max_probe);
 /* The next eng_ref_step routes its MoE layers' rows to these experts instead of its own choice (the
  * weights its own probabilities renormalised over them): ids [layers][stride], as eng_routes gives. */
 void eng_ref_force_routes(struct eng_ref *r, const int32_t *ids, int64_t stride);
+/* Whether its MoE layers route balanced (eng_opts.routing; layer L salted L + 1, as the engine's). */
+void eng_ref_balance_routes(struct eng_ref *r, bool on);
 /* Of the rows routed since the last call, the share whose forced experts differ from its own choice. */
 double eng_ref_route_disagreement(struct eng_ref *r);
 /* Of the rows forced on it since the last call, the share its own value check would not have picked. */

@@ -307,7 +307,12 @@ struct k_focus_args {
  * experts; copy i = t k + j is token t's j-th choice.
  * k_moe_route: from the router's logits [T, E] (bf16), each row's softmax over the experts (fp32),
  * its k largest (ties: the lower expert) and their probabilities renormalised to sum 1: ids [T k],
- * wts [T k].
+ * wts [T k]. With balance (not 0) the k experts are instead those of the k largest priorities
+ * k_moe_priority(balance, t, e) (ties: the lower expert), the same probabilities renormalised over
+ * them: every row picks k experts uniformly at random, independently of the others, as a router
+ * trained to balance its experts' load spreads a step's tokens (random weights route the masked
+ * tokens of a block, alike but for their position, to the same few experts, and route more widely
+ * as a context makes their rows differ: work a step's shape does not fix).
  * k_moe_dispatch: the copies in expert order (within an expert, in the order atomics give; no
  * output depends on it): counts [E] (scratch), offsets
  * [E + 1] (expert e's sorted positions offsets[e]..offsets[e + 1] - 1), tok [T k] (the token of each
@@ -346,9 +351,30 @@ struct k_moe_combine_args {
     bool first, last;
     bool replace; /* the last chunk writes x (a tensor-parallel rank's partial sum) instead of adding */
 };
-int k_moe_route(const bf16_t *logits, int T, int E, int k, int32_t *ids, float *wts, k_stream stream);
+int k_moe_route(const bf16_t *logits, int T, int E, int k, uint32_t balance, int32_t *ids, float *wts,
+                k_stream stream);
+/* Balanced routing's priority of expert e (< 1024) for row t (< 2^30) under salt balance: 24 bits of a
+ * counter hash, the same on the host (the CPU reference) and the device. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline uint32_t k_moe_priority(uint32_t balance, uint32_t t, uint32_t e)
+{
+    uint64_t x = ((uint64_t)balance << 40) ^ ((uint64_t)t << 10) ^ e;
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return (uint32_t)(x >> 40);
+}
 int k_moe_dispatch(const struct k_moe_dispatch_args *a, k_stream stream);
 int k_moe_tile(int copies, int experts);
+/* The most tiles of `tile` rows `copies` copies over `experts` experts take (each expert holding
+ * copies takes fewer than its copies / tile + 1): a step's grouped GEMM grid. */
+static inline int k_moe_tiles_bound(int copies, int experts, int tile)
+{
+    return (copies + tile - 1) / tile + (experts < copies ? experts : copies);
+}
 int k_moe_gemm(const struct k_moe_gemm_args *a, k_stream stream);
 int k_moe_combine(const struct k_moe_combine_args *a, k_stream stream);
 

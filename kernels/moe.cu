@@ -12,13 +12,14 @@
 #define GEMM_BK 64
 #define GEMM_LD (GEMM_BK + 8) /* padded rows of the staged tiles (a multiple of 8 bf16) */
 
-/* Block t: token t's softmax over its router logits, its k largest (ties: the lower expert) and
- * their probabilities renormalised. Shared memory: the probabilities, then a reduction's scratch. */
+/* Block t: token t's softmax over its router logits, its k largest (ties: the lower expert), or
+ * with balance the k of the largest priorities, and their probabilities renormalised. Shared
+ * memory: the probabilities, the priorities, then a reduction's scratch. */
 static __global__ void __launch_bounds__(ROUTE_THREADS) moe_route_kernel(const bf16_t *logits, int E, int k,
-                                                                       int32_t *ids, float *wts)
+                                                                       uint32_t balance, int32_t *ids, float *wts)
 {
     griddep_wait();
-    __shared__ float p[K_MOE_MAX_EXPERTS];
+    __shared__ float p[K_MOE_MAX_EXPERTS], pri[K_MOE_MAX_EXPERTS];
     __shared__ float rv[ROUTE_THREADS / 32];
     __shared__ int ri[ROUTE_THREADS / 32];
     __shared__ float chosen[32];
@@ -50,13 +51,19 @@ static __global__ void __launch_bounds__(ROUTE_THREADS) moe_route_kernel(const b
     sum = 0.f;
     for (int w = 0; w < ROUTE_THREADS / 32; w++)
         sum += rv[w];
+    float *sel = p; /* what the choice ranks */
+    if (balance) {
+        for (int e = threadIdx.x; e < E; e += blockDim.x)
+            pri[e] = (float)k_moe_priority(balance, (uint32_t)t, (uint32_t)e); /* 24 bits: exact */
+        sel = pri;
+    }
     __syncthreads();
     for (int j = 0; j < k; j++) { /* the largest left (ties: the lower expert), then taken out */
         float bv = -1.f;
         int bi = E;
         for (int e = threadIdx.x; e < E; e += blockDim.x)
-            if (p[e] > bv || (p[e] == bv && e < bi)) {
-                bv = p[e];
+            if (sel[e] > bv || (sel[e] == bv && e < bi)) {
+                bv = sel[e];
                 bi = e;
             }
         for (int o = 16; o > 0; o >>= 1) {
@@ -79,8 +86,8 @@ static __global__ void __launch_bounds__(ROUTE_THREADS) moe_route_kernel(const b
                     ri[0] = ri[w];
                 }
             ids[(size_t)t * k + j] = ri[0];
-            chosen[j] = rv[0] / sum;
-            p[ri[0]] = -2.f; /* below every probability */
+            chosen[j] = p[ri[0]] / sum;
+            sel[ri[0]] = -2.f; /* below every probability and priority */
         }
         __syncthreads();
     }
@@ -273,13 +280,15 @@ static __global__ void moe_combine_kernel(struct k_moe_combine_args a)
     }
 }
 
-extern "C" int k_moe_route(const bf16_t *logits, int T, int E, int k, int32_t *ids, float *wts, k_stream stream)
+extern "C" int k_moe_route(const bf16_t *logits, int T, int E, int k, uint32_t balance, int32_t *ids, float *wts,
+                           k_stream stream)
 {
     if (T <= 0)
         return 0;
     if (E <= 0 || E > K_MOE_MAX_EXPERTS || k <= 0 || k > 32 || k > E)
         return (int)cudaErrorInvalidValue;
-    return (int)k_launch(moe_route_kernel, dim3((unsigned)T), dim3(ROUTE_THREADS), 0, stream, logits, E, k, ids, wts);
+    return (int)k_launch(moe_route_kernel, dim3((unsigned)T), dim3(ROUTE_THREADS), 0, stream, logits, E, k, balance,
+                         ids, wts);
 }
 
 extern "C" int k_moe_dispatch(const struct k_moe_dispatch_args *a, k_stream stream)

@@ -299,6 +299,51 @@ START_TEST(focus_eviction)
 }
 END_TEST
 
+/* Balanced routing: k distinct experts a row whatever its logits, the same for the same (salt, row)
+ * and others for another layer's salt, their weights the row's probabilities renormalised over
+ * them; over many rows every expert takes its share (T k / E copies, within 5 standard deviations)
+ * and two rows share experts as often as independent draws do (k^2 / E on average). */
+static void balanced_routing_is_uniform(void)
+{
+    enum { E = 64, K = 8, T = 4000 };
+    float lg[E];
+    for (int e = 0; e < E; e++)
+        lg[e] = e == 5 ? 9.0f : 0.01f * (float)e; /* a router that would send every row to expert 5 */
+    int32_t ids[K], again[K], other[K], prev[K];
+    float wts[K];
+    int count[E] = {0}, same_salted = 0;
+    double shared = 0;
+    for (int t = 0; t < T; t++) {
+        ref_moe_route(lg, E, K, 4, t, other, wts);
+        ref_moe_route(lg, E, K, 3, t, again, wts);
+        ref_moe_route(lg, E, K, 3, t, ids, wts);
+        ck_assert_int_eq(memcmp(ids, again, sizeof ids), 0);
+        same_salted += memcmp(ids, other, sizeof ids) == 0;
+        double sum = 0, mx = 0, wsum = 0;
+        for (int e = 0; e < E; e++)
+            mx = fmax(mx, lg[e]);
+        for (int j = 0; j < K; j++) {
+            sum += exp(lg[ids[j]] - mx);
+            wsum += wts[j];
+            count[ids[j]]++;
+            for (int i = 0; i < j; i++)
+                ck_assert_int_ne(ids[i], ids[j]);
+            for (int i = 0; i < K && t > 0; i++)
+                shared += prev[i] == ids[j];
+        }
+        ck_assert(fabs(wsum - 1) < 1e-5);
+        ck_assert(fabs(wts[0] - exp(lg[ids[0]] - mx) / sum) < 1e-5);
+        memcpy(prev, ids, sizeof prev);
+    }
+    ck_assert_int_le(same_salted, 1); /* another layer's salt, another draw */
+    const double want = (double)T * K / E, sd = sqrt(want * (1 - (double)K / E));
+    for (int e = 0; e < E; e++)
+        ck_assert_msg(fabs(count[e] - want) < 5 * sd, "expert %d: %d copies, %.0f wanted", e, count[e], want);
+    const double mean_shared = shared / (T - 1);
+    ck_assert_msg(fabs(mean_shared - (double)K * K / E) < 0.1, "rows share %.3f experts, %.3f wanted", mean_shared,
+                  (double)K * K / E);
+}
+
 START_TEST(weights_layout_and_fill)
 {
     struct eng_layout l;
@@ -330,10 +375,26 @@ START_TEST(weights_layout_and_fill)
     const float logits[4] = {0, logf(3), logf(3), logf(2)};
     int32_t ids[3];
     float wts[3];
-    ref_moe_route(logits, 4, 2, ids, wts);
+    ref_moe_route(logits, 4, 2, 0, 0, ids, wts);
     ck_assert(ids[0] == 1 && ids[1] == 2 && fabsf(wts[0] - 0.5f) < 1e-6f && fabsf(wts[1] - 0.5f) < 1e-6f);
-    ref_moe_route(logits, 4, 3, ids, wts);
+    ref_moe_route(logits, 4, 3, 0, 0, ids, wts);
     ck_assert(ids[2] == 3 && fabsf(wts[2] - 0.25f) < 1e-6f);
+    balanced_routing_is_uniform();
+    /* the grouped GEMM's grid covers every tile list copies over experts can make: the worst cases
+     * (one copy an expert, one past a tile) and random spreads */
+    ck_assert_int_eq(k_moe_tiles_bound(256, 256, 32), 8 + 256);
+    for (int trial = 0; trial < 2000; trial++) {
+        const int E = 1 + trial % 300, copies = 1 + (trial * 7919) % 5000, tile = trial % 2 ? 32 : 64;
+        int c[300] = {0}, tiles = 0;
+        uint64_t x = (uint64_t)trial * 0x9e3779b97f4a7c15ULL + 1;
+        for (int i = 0; i < copies; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            c[trial % 3 ? (int)(x % (uint64_t)E) : i % E]++; /* uniform, or round robin */
+        }
+        for (int e = 0; e < E; e++)
+            tiles += (c[e] + tile - 1) / tile;
+        ck_assert_int_le(tiles, k_moe_tiles_bound(copies, E, tile));
+    }
     /* the host fill is deterministic and within scale */
     ck_assert_int_eq(eng_layout_build(&TINY, &l, &err), 0);
     int i = 2; /* qkv of layer 0 */

@@ -59,9 +59,10 @@ fi
 # ran it), fidelity-h200-fused (LLaDA-8B, fused FFN), fidelity-h200-sdar and -fused-sdar (SDAR-8B),
 # fidelity-h200-dream and -fused-dream (Dream-7B), fidelity-h200-sparse (LLaDA-8B with the sparse
 # caches, the engine of launch rules 4), fidelity-h200-dllm-cache (LLaDA-8B's dLLM-Cache runs, the
-# calibration with the fc grid, which is shipped), each with its -oos twin. Each in-sample record's
-# calibration is `calib merge` of the profiles it keeps in profiles/, and the shipped calibrations
-# are, byte for byte, the in-sample records' (current below).
+# calibration with the fc grid, which is shipped), fidelity-h200-moe (LLaDA2.0-mini and LLaDA-MoE-7B,
+# balanced routing), each with its -oos twin. Each in-sample record's calibration is `calib merge`
+# of the profiles it keeps in profiles/ (the mixtures': one profile each, kept as it is), and the
+# shipped calibrations are, byte for byte, the in-sample records' (current below).
 root=$(cd "$(dirname "$0")/.." && pwd)
 rec_dir="$root/experiments/records"
 current() { # current MODEL IMPL: the record whose calibration is shipped
@@ -69,13 +70,15 @@ current() { # current MODEL IMPL: the record whose calibration is shipped
         llada-8b-tessera) echo fidelity-h200-dllm-cache ;; llada-8b-tessera-fused) echo fidelity-h200-fused ;;
         sdar-8b-tessera) echo fidelity-h200-sdar ;; sdar-8b-tessera-fused) echo fidelity-h200-fused-sdar ;;
         dream-7b-tessera) echo fidelity-h200-dream ;; dream-7b-tessera-fused) echo fidelity-h200-fused-dream ;;
+        llada2.0-mini-tessera | llada-moe-7b-tessera) echo fidelity-h200-moe ;;
     esac
 }
 if command -v python3 >/dev/null 2>&1; then
     for rec in fidelity-h200 fidelity-h200-oos fidelity-h200-fused fidelity-h200-fused-oos fidelity-h200-sdar \
         fidelity-h200-sdar-oos fidelity-h200-fused-sdar fidelity-h200-fused-sdar-oos fidelity-h200-dream \
         fidelity-h200-dream-oos fidelity-h200-fused-dream fidelity-h200-fused-dream-oos fidelity-h200-sparse \
-        fidelity-h200-sparse-oos fidelity-h200-dllm-cache fidelity-h200-dllm-cache-oos; do
+        fidelity-h200-sparse-oos fidelity-h200-dllm-cache fidelity-h200-dllm-cache-oos fidelity-h200-moe \
+        fidelity-h200-moe-oos; do
         echo "cli: ... re-evaluating $rec" >&2
         want="$rec_dir/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         export POLICIES="dual block"
@@ -83,12 +86,14 @@ if command -v python3 >/dev/null 2>&1; then
         case $rec in *sdar*) models=sdar-8b runs=8 ;; *dream*) models=dream-7b runs=8 ;; esac
         case $rec in *sparse*) models=llada-8b runs=16 POLICIES="dual block sparse sparse-head" ;; esac
         case $rec in *dllm-cache*) models=llada-8b runs=4 POLICIES=dllm-cache ;; esac
+        case $rec in *moe*) models="llada2.0-mini llada-moe-7b" runs=16 ;; esac
         mkdir -p "$cal"
         for m in $models; do
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
         done
         case $rec in
-            *-oos) IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
+            *-oos | fidelity-h200-moe) # (the mixtures' calibrations are one profile each: no merge)
+                IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
                        SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1 ;;
             *) # in sample: the calibrations merged again from the record's profiles (PROFILES=)
                 IMPL=$impl MEASURED="$want/all-steps.csv.gz" PROFILES="$want/profiles" TESSERA=$bin \
@@ -96,11 +101,13 @@ if command -v python3 >/dev/null 2>&1; then
                 for m in $models; do
                     if cmp -s "$tmp/$rec/calib-$m.csv" "$cal/calib-$m.csv"; then ok
                     else bad "$rec: calib-$m.csv.gz is not calib merge of profiles/$m.*.csv.gz"; fi
-                    [ "$(current $m $impl)" = "$rec" ] || continue
-                    if cmp -s "$cal/calib-$m.csv" "$root/sim/data/calib/h200-$m-$impl.csv"; then ok
-                    else bad "sim/data/calib/h200-$m-$impl.csv is not the calibration $rec recorded"; fi
                 done ;;
         esac
+        for m in $models; do
+            [ "$(current $m $impl)" = "$rec" ] || continue
+            if cmp -s "$cal/calib-$m.csv" "$root/sim/data/calib/h200-$m-$impl.csv"; then ok
+            else bad "sim/data/calib/h200-$m-$impl.csv is not the calibration $rec recorded"; fi
+        done
         n=$(awk -F, '$5 == "calibrated"' "$tmp/$rec/fidelity.csv" | wc -l)
         differ=$(awk -F, 'NR == FNR { if ($5 == "calibrated") want[$1 FS $2 FS $3 FS $4] = $8 FS $9 FS $10; next }
             $5 == "calibrated" { k = $1 FS $2 FS $3 FS $4; split(want[k], w, FS)

@@ -585,13 +585,14 @@ done:
 
 /* The choices of T rows (ids, wts [T k]) that differ from ref_moe_route's over the logits lf [T, E];
  * *werr gets the largest weight's difference. */
-static int moe_route_wrong(const float *lf, const int32_t *ids, const float *wts, int T, int E, int k, double *werr)
+static int moe_route_wrong(const float *lf, const int32_t *ids, const float *wts, int T, int E, int k, uint32_t balance,
+                           double *werr)
 {
     int wrong = 0;
     int32_t *rid = xmalloc(sizeof *rid * (size_t)k);
     float *rw = xmalloc(sizeof *rw * (size_t)k);
     for (int t = 0; t < T; t++) {
-        ref_moe_route(lf + (size_t)t * E, E, k, rid, rw);
+        ref_moe_route(lf + (size_t)t * E, E, k, balance, t, rid, rw);
         for (int j = 0; j < k; j++) {
             wrong += ids[t * k + j] != rid[j];
             *werr = fmax(*werr, fabs(wts[t * k + j] - rw[j]));
@@ -601,10 +602,11 @@ static int moe_route_wrong(const float *lf, const int32_t *ids, const float *wts
     return wrong;
 }
 
-/* The MoE kernels on T rows of E experts, k each: the routing against the reference's, the dispatch's
- * arrays against a count on the host, and the grouped GEMM (in two chunks of the copies, the
- * second ragged) and the combine against a product on the host of the same bf16 inputs. */
-static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int K, int tile)
+/* The MoE kernels on T rows of E experts, k each: the routing (the router's, or balanced by salt
+ * balance) against the reference's, the dispatch's arrays against a count on the host, and the
+ * grouped GEMM (in two chunks of the copies, the second ragged) and the combine against a product
+ * on the host of the same bf16 inputs. */
+static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int K, int tile, uint32_t balance)
 {
     const int n = T * k, max_tiles = (n + K_MOE_TILE_MIN - 1) / K_MOE_TILE_MIN + E, h = N;
     float *lf = xmalloc(sizeof *lf * (size_t)T * E), *xf = xmalloc(sizeof *xf * (size_t)n * K);
@@ -630,7 +632,7 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
         fail_msg(c, "moe", "device allocation failed");
         goto done;
     }
-    KK(k_moe_route(dl, T, E, k, dids, dwts, NULL));
+    KK(k_moe_route(dl, T, E, k, balance, dids, dwts, NULL));
     const struct k_moe_dispatch_args da = {dids, dcnt, doff, dtok, dpos, dtiles, dnt, T, k, E, tile};
     KK(k_moe_dispatch(&da, NULL));
     const int p1 = n / 2 + 3; /* two chunks: [0, p1) and [p1, n) */
@@ -655,7 +657,7 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
     CK(cudaMemcpy(xo, dxo, 2 * (size_t)T * h, cudaMemcpyDeviceToHost));
     int arrays = 0;
     double werr = 0;
-    const int wrong_ids = moe_route_wrong(lf, ids, wts, T, E, k, &werr);
+    const int wrong_ids = moe_route_wrong(lf, ids, wts, T, E, k, balance, &werr);
     /* the dispatch: each expert's copies within its offsets, each place taken once; the tiles
      * cover them */
     int covered = 0;
@@ -703,7 +705,8 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
             cnorm = fmax(cnorm, fabs(v));
         }
     char what[112];
-    snprintf(what, sizeof what, "moe routing (%d rows, %d experts, top %d): choices that differ", T, E, k);
+    snprintf(what, sizeof what, "moe routing (%d rows, %d experts, top %d%s): choices that differ", T, E, k,
+             balance ? ", balanced" : "");
     report(c, what, wrong_ids, 0);
     report(c, "  routing weights (largest difference)", werr, 1e-5);
     report(c, "  dispatch arrays and tiles wrong", arrays, 0);
@@ -1126,6 +1129,7 @@ static void compare_steps(struct checker *c, const struct model_cfg *m, const st
         fail_msg(c, "engine create", err.msg);
         goto done;
     }
+    eng_ref_balance_routes(r, eng_routes_balanced(e));
     if (o->ffn && !eng_ffn_fused_runs(e)) {
         if (hopper())
             fail_msg(c, "fused FFN", "k_gemm_swiglu does not run on this compute capability 9.0 device");
@@ -1164,9 +1168,10 @@ static void compare_steps(struct checker *c, const struct model_cfg *m, const st
             eng_ref_force_routes(r, routes, stride);
         }
         eng_ref_step(r, sd, &p, sd->attn_block, href, rtok, rmax, rconf);
-        if (routes) { /* near ties of the router's logits part them; a wrong router, most */
+        if (routes) { /* near ties of the router's logits part them; a wrong router, most (balanced
+                       * routing hashes: none) */
             snprintf(what, sizeof what, "step %d: rows the reference would route elsewhere (fraction)", step);
-            report(c, what, eng_ref_route_disagreement(r), 0.10);
+            report(c, what, eng_ref_route_disagreement(r), eng_routes_balanced(e) ? 0 : 0.10);
             free(routes);
         }
         if (kept) { /* the reference's own ranking beside the engine's: near ties part them, a wrong
@@ -1875,8 +1880,9 @@ static void check_kernels(struct checker *c)
     check_fc_kernels(c, 512, true);
     check_focus_kernels(c, 8, 2, 128, 29, 32);
     check_focus_kernels(c, 4, 4, 64, 100, K_FOCUS_MAX_CAND);
-    check_moe_kernels(c, 100, 8, 2, 128, 256, 64);
-    check_moe_kernels(c, 300, 64, 8, 256, 128, 32);
+    check_moe_kernels(c, 100, 8, 2, 128, 256, 64, 0);
+    check_moe_kernels(c, 300, 64, 8, 256, 128, 32, 0);
+    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 7);
 }
 
 static void check_moe_steps(struct checker *c);
@@ -1955,14 +1961,18 @@ static const struct model_cfg tiny_moe_shared = {
 static void check_moe_steps(struct checker *c)
 {
     const struct model_cfg *models[2] = {&tiny_moe, &tiny_moe_shared};
+    static const int runs[3][2] = {{1, 1}, {2, 1}, {1, 2}}; /* FFN chunks, eng_opts.routing */
     for (int i = 0; i < 2; i++)
-        for (int chunks = 1; chunks <= 2; chunks++) {
+        for (int u = 0; u < 3; u++) {
+            const int chunks = runs[u][0];
             struct eng_opts o;
             ref_step_opts(&o, 0, 64);
+            o.routing = runs[u][1];
             struct step_desc steps[3];
             mixed_steps(steps, 64, chunks, models[i]->block_causal ? 32 : 0);
             char label[64];
-            snprintf(label, sizeof label, ", FFN in %d chunk%s", chunks, chunks > 1 ? "s" : "");
+            snprintf(label, sizeof label, ", FFN in %d chunk%s, %s routing", chunks, chunks > 1 ? "s" : "",
+                     o.routing == 2 ? "balanced" : "router's");
             compare_steps(c, models[i], &o, steps, 3, label);
             for (int k = 0; k < 3; k++)
                 step_desc_free(&steps[k]);
@@ -1973,8 +1983,9 @@ static void check_moe_steps(struct checker *c)
 static void check_moe_only(struct checker *c)
 {
     fprintf(c->out, "mixtures of experts: kernels and whole steps against the CPU reference:\n");
-    check_moe_kernels(c, 100, 8, 2, 128, 256, 64);
-    check_moe_kernels(c, 300, 64, 8, 256, 128, 32);
+    check_moe_kernels(c, 100, 8, 2, 128, 256, 64, 0);
+    check_moe_kernels(c, 300, 64, 8, 256, 128, 32, 0);
+    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 7);
     check_moe_steps(c);
 }
 
