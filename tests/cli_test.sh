@@ -60,17 +60,19 @@ fi
 # fidelity-h200-dream and -fused-dream (Dream-7B), fidelity-h200-sparse (LLaDA-8B with the sparse
 # caches, the engine of launch rules 4), fidelity-h200-dllm-cache (LLaDA-8B's dLLM-Cache runs, the
 # calibration with the fc grid, which is shipped), fidelity-h200-moe (LLaDA2.0-mini and LLaDA-MoE-7B,
-# balanced routing), each with its -oos twin. Each in-sample record's calibration is `calib merge`
+# balanced routing), fidelity-h100 (LLaDA-8B, SDAR-8B and Dream-7B on the H100), each with its -oos
+# twin. Each in-sample record's calibration is `calib merge`
 # of the profiles it keeps in profiles/ (the mixtures': one profile each, kept as it is), and the
 # shipped calibrations are, byte for byte, the in-sample records' (current below).
 root=$(cd "$(dirname "$0")/.." && pwd)
 rec_dir="$root/experiments/records"
-current() { # current MODEL IMPL: the record whose calibration is shipped
+current() { # current GPU-MODEL IMPL: the record whose calibration is shipped
     case $1-$2 in
-        llada-8b-tessera) echo fidelity-h200-dllm-cache ;; llada-8b-tessera-fused) echo fidelity-h200-fused ;;
-        sdar-8b-tessera) echo fidelity-h200-sdar ;; sdar-8b-tessera-fused) echo fidelity-h200-fused-sdar ;;
-        dream-7b-tessera) echo fidelity-h200-dream ;; dream-7b-tessera-fused) echo fidelity-h200-fused-dream ;;
-        llada2.0-mini-tessera | llada-moe-7b-tessera) echo fidelity-h200-moe ;;
+        h200-llada-8b-tessera) echo fidelity-h200-dllm-cache ;; h200-llada-8b-tessera-fused) echo fidelity-h200-fused ;;
+        h200-sdar-8b-tessera) echo fidelity-h200-sdar ;; h200-sdar-8b-tessera-fused) echo fidelity-h200-fused-sdar ;;
+        h200-dream-7b-tessera) echo fidelity-h200-dream ;; h200-dream-7b-tessera-fused) echo fidelity-h200-fused-dream ;;
+        h200-llada2.0-mini-tessera | h200-llada-moe-7b-tessera) echo fidelity-h200-moe ;;
+        h100-llada-8b-tessera | h100-sdar-8b-tessera | h100-dream-7b-tessera) echo fidelity-h100 ;;
     esac
 }
 if command -v python3 >/dev/null 2>&1; then
@@ -78,7 +80,7 @@ if command -v python3 >/dev/null 2>&1; then
         fidelity-h200-sdar-oos fidelity-h200-fused-sdar fidelity-h200-fused-sdar-oos fidelity-h200-dream \
         fidelity-h200-dream-oos fidelity-h200-fused-dream fidelity-h200-fused-dream-oos fidelity-h200-sparse \
         fidelity-h200-sparse-oos fidelity-h200-dllm-cache fidelity-h200-dllm-cache-oos fidelity-h200-moe \
-        fidelity-h200-moe-oos; do
+        fidelity-h200-moe-oos fidelity-h100 fidelity-h100-oos; do
         echo "cli: ... re-evaluating $rec" >&2
         want="$rec_dir/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         export POLICIES="dual block"
@@ -87,16 +89,18 @@ if command -v python3 >/dev/null 2>&1; then
         case $rec in *sparse*) models=llada-8b runs=16 POLICIES="dual block sparse sparse-head" ;; esac
         case $rec in *dllm-cache*) models=llada-8b runs=4 POLICIES=dllm-cache ;; esac
         case $rec in *moe*) models="llada2.0-mini llada-moe-7b" runs=16 ;; esac
+        gpu=h200
+        case $rec in *h100*) models="llada-8b sdar-8b dream-7b" runs=24 gpu=h100 ;; esac
         mkdir -p "$cal"
         for m in $models; do
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
         done
         case $rec in
-            *-oos | fidelity-h200-moe) # (the mixtures' calibrations are one profile each: no merge)
-                IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
+            *-oos | fidelity-h200-moe | fidelity-h100) # (one profile each: no merge)
+                GPU=$gpu IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
                        SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1 ;;
             *) # in sample: the calibrations merged again from the record's profiles (PROFILES=)
-                IMPL=$impl MEASURED="$want/all-steps.csv.gz" PROFILES="$want/profiles" TESSERA=$bin \
+                GPU=$gpu IMPL=$impl MEASURED="$want/all-steps.csv.gz" PROFILES="$want/profiles" TESSERA=$bin \
                     SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1
                 for m in $models; do
                     if cmp -s "$tmp/$rec/calib-$m.csv" "$cal/calib-$m.csv"; then ok
@@ -104,9 +108,9 @@ if command -v python3 >/dev/null 2>&1; then
                 done ;;
         esac
         for m in $models; do
-            [ "$(current $m $impl)" = "$rec" ] || continue
-            if cmp -s "$cal/calib-$m.csv" "$root/sim/data/calib/h200-$m-$impl.csv"; then ok
-            else bad "sim/data/calib/h200-$m-$impl.csv is not the calibration $rec recorded"; fi
+            [ "$(current $gpu-$m $impl)" = "$rec" ] || continue
+            if cmp -s "$cal/calib-$m.csv" "$root/sim/data/calib/$gpu-$m-$impl.csv"; then ok
+            else bad "sim/data/calib/$gpu-$m-$impl.csv is not the calibration $rec recorded"; fi
         done
         n=$(awk -F, '$5 == "calibrated"' "$tmp/$rec/fidelity.csv" | wc -l)
         differ=$(awk -F, 'NR == FNR { if ($5 == "calibrated") want[$1 FS $2 FS $3 FS $4] = $8 FS $9 FS $10; next }
@@ -154,10 +158,11 @@ PY
         "$root/sim/data/calib/h200-llada-8b-tessera.csv" h200 "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" h100
     if cmp -s "$tmp/out" "$rec_dir/calibrate-h100/transfer-check.txt"; then ok
     else bad "transfer_check.sh is not what calibrate-h100/transfer-check.txt recorded"; fi
-    # the band calib show --gpu h100 gives the transferred H200 calibration holds what the H100's
-    # measured calibration prices, for each of its reference steps
+    # the band calib show --gpu h100 gives the transferred H200 calibration (data without the H100's
+    # own) holds what the H100's measured calibration prices, for each of its reference steps
     gzip -dc "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" >"$tmp/h100.csv"
-    $bin calib show --gpu h100 >"$tmp/band.txt" 2>&1
+    cp -r "$root/sim/data" "$tmp/data-no-h100" && rm -f "$tmp/data-no-h100"/calib/h100-*.csv
+    TESSERA_DATA="$tmp/data-no-h100" $bin calib show --gpu h100 >"$tmp/band.txt" 2>&1
     for st in "Refresh 16 x 512|16,512,0,512" "Reuse 16 x 32|16,32,480,32" "Reuse 1 x 32|1,32,480,32"; do
         name=${st%%|*} shape=${st#*|}
         meas=$($bin calib price --step "$shape" --calib "$tmp/h100.csv" --gpu h100 2>/dev/null | awk '/^step/ { print $2 }')
