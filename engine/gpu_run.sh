@@ -10,7 +10,8 @@
 #   memcheck  compute-sanitizer's memcheck over `tessera engine check`
 #   racecheck compute-sanitizer's racecheck over `tessera engine check`
 #   sanitize  both (SANITIZE_S: each run's time limit, default 900 s; SANITIZE_ONLY=kernels|steps:
-#             that half of `engine check` only, so that a slow tool's run can be split over calls)
+#             that half of `engine check` only, or steps:K/N the K-th of N parts of the steps half,
+#             so that a slow tool's run can be split over calls)
 #   sparse    the sparse caches on this GPU (an H200: the shipped calibrations' GPU): LLaDA-8B's
 #             whole grid profiled, select part included (OUT/profile.db), imported as its
 #             calibration (OUT/h200-llada-8b-tessera.csv), the selection's share of each selecting

@@ -129,6 +129,24 @@ START_TEST(hf_errors_name_file_and_field)
 
     ck_assert_int_ne(model_load_hf("/nonexistent/config.json", &m, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "cannot open"));
+
+    /* a mixture of experts whose experts, top-k or shared experts do not agree: each named with its
+     * value and the Hugging Face key (an expert's width left out is intermediate_size, as Mixtral's) */
+    static const char *const moe[][2] = {
+        {"\"num_experts\":64,\"num_experts_per_tok\":80,\"moe_intermediate_size\":512",
+         "experts_top_k (num_experts_per_tok) 80 is not in 1..64"},
+        {"\"num_shared_experts\":2", "num_shared_experts (n_shared_experts) 2 without routed experts"},
+        {"\"num_experts_per_tok\":4", "experts_top_k (num_experts_per_tok) 4 without routed experts"}};
+    for (size_t i = 0; i < sizeof moe / sizeof moe[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"hidden_size\":256,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":10,"
+                 "\"intermediate_size\":512,%s}",
+                 moe[i][0]);
+        p = tmp_file(0, ".json", json);
+        ck_assert_int_ne(model_load_hf(p, &m, &err), 0);
+        ck_assert_msg(strstr(err.msg, moe[i][1]) != NULL, "case %zu: %s", i, err.msg);
+    }
 }
 END_TEST
 

@@ -489,6 +489,12 @@ if $bin --help | grep -q "CUDA engine (built in)"; then
     contains "engine unknown subcommand" "check, bench, replay, profile"
     expect 2 "engine check without a GPU" -- $bin engine check
     contains "engine check without a GPU" "no CUDA device"
+    for part in 0/4 5/4 2/0 2/4x 2 x/4; do # the steps half's parts: K of N, 1 <= K <= N <= 64
+        expect 2 "engine check --only steps:$part" -- $bin engine check --only "steps:$part"
+        contains "engine check --only steps:$part" "--only: bad value 'steps:$part'"
+    done
+    expect 2 "engine check --only steps:2/4 without a GPU" -- $bin engine check --only steps:2/4
+    contains "engine check --only steps:2/4 without a GPU" "no CUDA device"
 else
     expect 2 "engine not built" -- $bin engine check
     contains "engine not built" "built without CUDA"

@@ -20,7 +20,7 @@
 static void engine_usage(FILE *f)
 {
     fprintf(f,
-"usage: tessera engine check [--seed S] [--only kernels|steps|select|fc|focus|moe]\n"
+"usage: tessera engine check [--seed S] [--only kernels|steps|steps:K/N|select|fc|focus|moe]\n"
 "       tessera engine check --tp N [--seed S]\n"
 "       tessera engine bench --tp N [--model NAME|config.json] [--reps N] [--json FILE]\n"
 "                                   [--step SEGS,Q,KV,LOGIT_ROWS ...]\n"
@@ -39,7 +39,8 @@ static void engine_usage(FILE *f)
 "\n"
 "check  every kernel and whole steps of tiny models on the GPU against the CPU reference\n"
 "       (normwise relative errors against bf16-appropriate bounds); exit 1 on any failure;\n"
-"       --only kernels or --only steps runs one half (the sanitizers run them apart); --only\n"
+"       --only kernels or --only steps runs one half (the sanitizers run them apart), --only\n"
+"       steps:K/N the K-th of N parts of the steps half (its groups of checks dealt in turn); --only\n"
 "       select the sparse selection's checks alone (kernels and whole steps), --only fc the\n"
 "       feature cache's (dLLM-Cache), --only focus the token eviction's (FOCUS), --only moe the\n"
 "       mixture of experts' (routing, dispatch, grouped expert GEMMs, whole steps of tiny MoE models)\n"
@@ -129,6 +130,7 @@ static void engine_usage(FILE *f)
 struct engine_args {
     const char *sub;
     int64_t seed, reps, chunk, run, steps, warmup, tp;
+    long part, parts; /* check's --only steps:K/N (parts 0: all) */
     bool ops;
     double warm_ms, warm_s, mem_gb;
     const char *warm_trace, *db, *weights, *model, *json, *only, *anchor;
@@ -216,6 +218,14 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
         case 'S': bad = ts_parse_i64(optarg, &a->steps) || a->steps < 1; break;
         case 'o':
             a->only = optarg;
+            if (strcmp(a->sub, "check") == 0 && strncmp(optarg, "steps:", 6) == 0) { /* steps:K/N */
+                char *end = NULL;
+                a->part = strtol(optarg + 6, &end, 10);
+                a->parts = *end == '/' ? strtol(end + 1, &end, 10) : 0;
+                bad = *end || a->parts < 1 || a->parts > 64 || a->part < 1 || a->part > a->parts;
+                a->only = "steps";
+                break;
+            }
             bad = strcmp(a->sub, "check") == 0 ? strcmp(optarg, "kernels") && strcmp(optarg, "steps") &&
                                                      strcmp(optarg, "select") && strcmp(optarg, "fc") &&
                                                      strcmp(optarg, "focus") && strcmp(optarg, "moe")
@@ -396,7 +406,7 @@ int cli_engine(int argc, char **argv)
     if (strcmp(a.sub, "check") == 0) {
         /* a line a check, kept whole when a sanitizer's time limit kills the run */
         setvbuf(stdout, NULL, _IOLBF, 0);
-        return eng_check_run((uint64_t)a.seed, a.only, stdout);
+        return eng_check_run((uint64_t)a.seed, a.only, (int)a.part, (int)a.parts, stdout);
     }
     if (strcmp(a.sub, "bench") == 0)
         return run_bench(&a);

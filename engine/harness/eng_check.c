@@ -32,7 +32,11 @@ struct checker {
     FILE *out;
     int failed, passed;
     uint64_t seed;
+    int part, parts, group; /* the steps half's part `part` of `parts` (0: all), its groups dealt in turn */
 };
+
+/* Whether the next group of step checks is this run's (eng_check_run's part of parts). */
+static bool take(struct checker *c) { return c->parts <= 1 || c->group++ % c->parts == c->part - 1; }
 
 static void report(struct checker *c, const char *what, double err, double bound)
 {
@@ -1901,31 +1905,54 @@ static void check_engine_steps(struct checker *c)
                                .num_kv_heads = 1, .head_dim = 128, .ffn = 768, .vocab = 2048,
                                .max_pos = 4096, .rope_theta = 1000000.0, .qkv_bias = true,
                                .weight_bytes = 2, .kv_bytes = 2};
-    check_steps(c, &tiny_a, 0, 64, 0);
-    check_steps(c, &tiny_b, 0, 1024, 0);
-    check_steps(c, &tiny_a, 32, 50, 0);
-    check_steps(c, &tiny_a, 0, 64, 1);
-    check_steps(c, &tiny_b, 0, 1024, 1);
-    check_steps(c, &tiny_a, 32, 50, 2);
-    check_sparse_steps(c, &tiny_a, false, 3);
-    check_sparse_steps(c, &tiny_a, true, 3);
-    check_sparse_steps(c, &tiny_b, true, 1);
-    check_fc_steps(c, &tiny_a);
-    check_fc_steps(c, &tiny_b);
-    check_focus_steps(c, &tiny_a, 0);
-    check_focus_steps(c, &tiny_b, 32);
-    check_moe_steps(c);
+    if (take(c))
+        check_steps(c, &tiny_a, 0, 64, 0);
+    if (take(c))
+        check_steps(c, &tiny_b, 0, 1024, 0);
+    if (take(c))
+        check_steps(c, &tiny_a, 32, 50, 0);
+    if (take(c))
+        check_steps(c, &tiny_a, 0, 64, 1);
+    if (take(c))
+        check_steps(c, &tiny_b, 0, 1024, 1);
+    if (take(c))
+        check_steps(c, &tiny_a, 32, 50, 2);
+    if (take(c))
+        check_sparse_steps(c, &tiny_a, false, 3);
+    if (take(c))
+        check_sparse_steps(c, &tiny_a, true, 3);
+    if (take(c))
+        check_sparse_steps(c, &tiny_b, true, 1);
+    if (take(c))
+        check_fc_steps(c, &tiny_a);
+    if (take(c))
+        check_fc_steps(c, &tiny_b);
+    if (take(c))
+        check_focus_steps(c, &tiny_a, 0);
+    if (take(c))
+        check_focus_steps(c, &tiny_b, 32);
+    if (take(c))
+        check_moe_steps(c);
     fprintf(c->out, "the engine against itself:\n");
-    check_self(c, &tiny_b);
-    check_weights_file(c, &tiny_a, true);
-    check_weights_file(c, &tiny_b, false);
+    if (take(c))
+        check_self(c, &tiny_b);
+    if (take(c))
+        check_weights_file(c, &tiny_a, true);
+    if (take(c))
+        check_weights_file(c, &tiny_b, false);
     fprintf(c->out, "activations planned in the virtual-memory arena:\n");
-    check_planners(c, &tiny_a, 0);
-    check_planners(c, &tiny_b, 0);
-    check_planners(c, &tiny_a, 1);
-    check_stateless(c, &tiny_a);
-    check_stateless(c, &tiny_b);
-    check_skip_ops(c, &tiny_a);
+    if (take(c))
+        check_planners(c, &tiny_a, 0);
+    if (take(c))
+        check_planners(c, &tiny_b, 0);
+    if (take(c))
+        check_planners(c, &tiny_a, 1);
+    if (take(c))
+        check_stateless(c, &tiny_a);
+    if (take(c))
+        check_stateless(c, &tiny_b);
+    if (take(c))
+        check_skip_ops(c, &tiny_a);
 }
 
 /* The sparse selection alone: its kernels and whole sparse steps (a sanitizer's short run). */
@@ -1999,9 +2026,9 @@ static void check_focus_only(struct checker *c)
     check_focus_steps(c, &tiny_gqa, 32);
 }
 
-int eng_check_run(uint64_t seed, const char *only, FILE *out)
+int eng_check_run(uint64_t seed, const char *only, int part, int parts, FILE *out)
 {
-    struct checker c = {out, 0, 0, seed};
+    struct checker c = {out, 0, 0, seed, part, parts, 0};
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         fprintf(out, "engine check: no CUDA device here (it runs on a GPU machine: make check-gpu)\n");

@@ -87,11 +87,18 @@ int model_validate(const struct model_cfg *m, struct ts_err *err)
     if (m->num_heads % m->num_kv_heads)
         return ts_fail(err, "model %s: num_heads %d is not a multiple of num_kv_heads %d", m->name,
                        m->num_heads, m->num_kv_heads);
-    if (m->num_experts < 0 || (m->num_experts > 0 && (m->experts_top_k <= 0 ||
-                                                      m->experts_top_k > m->num_experts ||
-                                                      m->moe_ffn <= 0)))
-        return ts_fail(err, "model %s: MoE needs 0 < experts_top_k <= num_experts and moe_ffn > 0",
-                       m->name);
+    if (m->num_experts < 0)
+        return ts_fail(err, "model %s: num_experts %d is negative", m->name, m->num_experts);
+    if (m->num_experts > 0 && (m->experts_top_k <= 0 || m->experts_top_k > m->num_experts))
+        return ts_fail(err, "model %s: experts_top_k (num_experts_per_tok) %d is not in 1..%d, its num_experts",
+                       m->name, m->experts_top_k, m->num_experts);
+    if (m->num_experts > 0 && m->moe_ffn <= 0)
+        return ts_fail(err, "model %s: moe_ffn (moe_intermediate_size) must be positive with %d experts", m->name,
+                       m->num_experts);
+    if (m->num_experts == 0 && (m->num_shared_experts > 0 || m->experts_top_k > 0))
+        return ts_fail(err, "model %s: %s %d without routed experts (num_experts 0)", m->name,
+                       m->num_shared_experts > 0 ? "num_shared_experts (n_shared_experts)" : "experts_top_k (num_experts_per_tok)",
+                       m->num_shared_experts > 0 ? m->num_shared_experts : m->experts_top_k);
     if (m->first_dense_layers < 0 || m->first_dense_layers > m->num_layers)
         return ts_fail(err, "model %s: first_dense_layers out of range", m->name);
     if (m->num_experts == 0 && m->ffn <= 0)
