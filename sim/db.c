@@ -28,6 +28,7 @@
 #define _GNU_SOURCE /* O_TMPFILE */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -354,7 +355,11 @@ static int fd_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, int
         return sys_vfs->xOpen(vfs, name, f, flags, out_flags);
     struct fd_file *ff = (struct fd_file *)f;
     ff->base.pMethods = NULL;
-    if ((ff->fd = dup(atoi(name + sizeof fd_prefix - 1))) < 0)
+    char *end = NULL;
+    const long fd = strtol(name + sizeof fd_prefix - 1, &end, 10);
+    /* the descriptor's own name alone: a journal or log beside it ("/proc/self/fd/N-journal") has
+     * no file to be, and is refused rather than written into the database */
+    if (end == name + sizeof fd_prefix - 1 || *end || fd < 0 || fd > INT_MAX || (ff->fd = dup((int)fd)) < 0)
         return SQLITE_CANTOPEN;
     ff->base.pMethods = &fd_methods;
     if (out_flags)
@@ -1077,12 +1082,13 @@ static int write_fresh(struct db_out *o, const struct sim *s)
     return rc;
 }
 
-/* One try at writing the run (see attach_write). */
+/* One try at writing the run (see attach_write): into a new database whole where it can be, else
+ * (or where that failed, and no signal stopped it) as into an existing one. */
 static int try_write(struct db_out *o, const struct sim *s, bool *again)
 {
     *again = false;
     const int fresh = write_fresh(o, s);
-    if (fresh <= 0 || caught)
+    if (fresh == 0 || caught)
         return fresh ? -1 : 0;
     if (create_whole(o->path, o->w.err))
         return -1;
