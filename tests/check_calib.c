@@ -1090,7 +1090,7 @@ START_TEST(shipped_calibration_prices_a_run)
     ck_assert(m.ops.op_s[OP_GATE_UP] > 0 && m.ops.op_s[OP_ATTN] > 0);
     sim_destroy(s);
     /* a calibration of another model, or none for this GPU, is refused */
-    snprintf(c.model, sizeof c.model, "llada2.0-mini");
+    snprintf(c.model, sizeof c.model, "qwen2.5-3b");
     ck_assert_ptr_null(sim_create(&c, &err));
     ck_assert_ptr_nonnull(strstr(err.msg, "no calibration"));
     test_config(&c);
