@@ -843,8 +843,7 @@ static int moe_ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, st
     if (runs(e, OP_ROUTER)) {
         if (gemm(e, W(e, W_ROUTER, L), hn2, logits, T, h, E, 0.f, err))
             return -1;
-        /* balanced routing salts layer L's rows with L + 1 (as the reference does) */
-        KL(k_moe_route(logits, T, E, k, eng_routes_balanced(e) ? (uint32_t)L + 1 : 0, e->moe_ids, e->moe_wts, st));
+        KL(k_moe_route(logits, T, E, k, k_moe_balance(eng_routes_balanced(e), L), e->moe_ids, e->moe_wts, st));
         if (e->moe_trace)
             CU(cudaMemcpyAsync(e->moe_trace + (size_t)L * e->o.max_tokens * k, e->moe_ids, sizeof(int32_t) * (size_t)n,
                                cudaMemcpyDeviceToDevice, st));

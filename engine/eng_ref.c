@@ -634,7 +634,7 @@ static void ref_moe(struct eng_ref *r, int L, const float *hn, int T, float *out
         ref_linear(logits, row, eng_ref_weight(r, W_ROUTER, L), 1, h, E);
         for (int e = 0; e < E; e++)
             logits[e] = eng_bf2f(eng_f2bf(logits[e]));
-        ref_moe_route(logits, E, k, r->balanced_routes ? (uint32_t)L + 1 : 0, t, ids, wts);
+        ref_moe_route(logits, E, k, k_moe_balance(r->balanced_routes, L), t, ids, wts);
         if (r->forced_route) { /* the engine's experts, weighted by this row's own probabilities */
             const int32_t *f = r->forced_route + (size_t)L * r->route_stride + (size_t)t * k;
             bool same = true;

@@ -86,7 +86,8 @@ void eng_ref_force_picks(struct eng_ref *r, const int32_t *idx, int max_probe);
 /* The next eng_ref_step routes its MoE layers' rows to these experts instead of its own choice (the
  * weights its own probabilities renormalised over them): ids [layers][stride], as eng_routes gives. */
 void eng_ref_force_routes(struct eng_ref *r, const int32_t *ids, int64_t stride);
-/* Whether its MoE layers route balanced (eng_opts.routing; layer L salted L + 1, as the engine's). */
+/* Whether its MoE layers route balanced (eng_opts.routing; each layer salted by k_moe_balance, as
+ * the engine's). */
 void eng_ref_balance_routes(struct eng_ref *r, bool on);
 /* Of the rows routed since the last call, the share whose forced experts differ from its own choice. */
 double eng_ref_route_disagreement(struct eng_ref *r);

@@ -353,6 +353,9 @@ struct k_moe_combine_args {
 };
 int k_moe_route(const bf16_t *logits, int T, int E, int k, uint32_t balance, int32_t *ids, float *wts,
                 k_stream stream);
+/* k_moe_route's balance for layer `layer`'s rows: 0 (the router's choice) unless balanced, else a salt
+ * of its own for each layer (the engine's and the CPU reference's alike). */
+static inline uint32_t k_moe_balance(int balanced, int layer) { return balanced ? (uint32_t)layer + 1 : 0; }
 /* Balanced routing's priority of expert e (< 1024) for row t (< 2^30) under salt balance: 24 bits of a
  * counter hash, the same on the host (the CPU reference) and the device. */
 #ifdef __CUDACC__

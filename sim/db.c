@@ -238,6 +238,18 @@ static int link_whole(int fd, const char *path, struct ts_err *err)
     return linkat(AT_FDCWD, fdpath, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 ? 0 : 1;
 }
 
+/* An unnamed file (O_TMPFILE, gone with the process whatever ends it) in the folder of path, which
+ * does not exist yet: its descriptor, or -1 where path exists or the folder's file system has no
+ * unnamed files. */
+static int unnamed_beside(const char *path)
+{
+    if (access(path, F_OK) == 0)
+        return -1;
+    char dir[CFG_PATH + 8];
+    folder_of(path, dir, sizeof dir);
+    return open(dir, O_TMPFILE | O_RDWR, 0666);
+}
+
 /* A new database made whole or not at all: the schema, in WAL mode, written into an unnamed file of
  * the output's folder (O_TMPFILE, gone with the process whatever ends it) and linked under its name
  * only once complete; no moment of its making leaves a journal or a half-made file. A database
@@ -246,11 +258,7 @@ static int link_whole(int fd, const char *path, struct ts_err *err)
  * leave an empty journal beside it). */
 static int create_whole(const char *path, struct ts_err *err)
 {
-    if (access(path, F_OK) == 0)
-        return 0;
-    char dir[CFG_PATH + 8];
-    folder_of(path, dir, sizeof dir);
-    const int fd = open(dir, O_TMPFILE | O_RDWR, 0666);
+    const int fd = unnamed_beside(path);
     if (fd < 0)
         return 0;
     const int rc = lay_out(fd, path, true, err) ? -1 : link_whole(fd, path, err) < 0 ? -1 : 0;
@@ -1060,11 +1068,7 @@ static int attach_write(struct db_out *o, const struct sim *s, const char *name,
  * way of an existing database. */
 static int write_fresh(struct db_out *o, const struct sim *s)
 {
-    char dir[CFG_PATH + 8];
-    folder_of(o->path, dir, sizeof dir);
-    if (!o->fd_vfs || access(o->path, F_OK) == 0)
-        return 1;
-    const int fd = open(dir, O_TMPFILE | O_RDWR, 0666);
+    const int fd = o->fd_vfs ? unnamed_beside(o->path) : -1;
     if (fd < 0)
         return 1;
     char name[64];

@@ -1905,18 +1905,14 @@ static void check_engine_steps(struct checker *c)
                                .num_kv_heads = 1, .head_dim = 128, .ffn = 768, .vocab = 2048,
                                .max_pos = 4096, .rope_theta = 1000000.0, .qkv_bias = true,
                                .weight_bytes = 2, .kv_bytes = 2};
-    if (take(c))
-        check_steps(c, &tiny_a, 0, 64, 0);
-    if (take(c))
-        check_steps(c, &tiny_b, 0, 1024, 0);
-    if (take(c))
-        check_steps(c, &tiny_a, 32, 50, 0);
-    if (take(c))
-        check_steps(c, &tiny_a, 0, 64, 1);
-    if (take(c))
-        check_steps(c, &tiny_b, 0, 1024, 1);
-    if (take(c))
-        check_steps(c, &tiny_a, 32, 50, 2);
+    const struct { /* check_steps' models and arguments */
+        const struct model_cfg *m;
+        int block_size, logit_chunk, ffn;
+    } dense[] = {{&tiny_a, 0, 64, 0}, {&tiny_b, 0, 1024, 0}, {&tiny_a, 32, 50, 0},
+                 {&tiny_a, 0, 64, 1}, {&tiny_b, 0, 1024, 1}, {&tiny_a, 32, 50, 2}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(dense); i++)
+        if (take(c))
+            check_steps(c, dense[i].m, dense[i].block_size, dense[i].logit_chunk, dense[i].ffn);
     if (take(c))
         check_sparse_steps(c, &tiny_a, false, 3);
     if (take(c))
