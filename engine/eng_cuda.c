@@ -36,7 +36,6 @@
 #ifndef TS_CUDA_ARCHS /* the compute capabilities the build compiled for (the Makefile's CUDA_CCS) */
 #define TS_CUDA_ARCHS "(unknown)"
 #endif
-#define RMS_EPS 1e-5f
 #define BLAS_WORKSPACE (64LL << 20)
 #define ATTN_WORKSPACE (64LL << 20) /* split-KV partial results; the sparse selection's scratch */
 #define SELECTION_TRACE (16 << 20)  /* eng_opts.trace_selection's copy of every layer's kept keys */
@@ -843,7 +842,8 @@ static int moe_ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, st
     if (runs(e, OP_ROUTER)) {
         if (gemm(e, W(e, W_ROUTER, L), hn2, logits, T, h, E, 0.f, err))
             return -1;
-        KL(k_moe_route(logits, T, E, k, k_moe_balance(eng_routes_balanced(e), L), e->moe_ids, e->moe_wts, st));
+        const struct k_moe_router rt = eng_moe_router(m, W(e, W_ROUTER_BIAS, L));
+        KL(k_moe_route(logits, T, E, k, k_moe_balance(eng_routes_balanced(e), L), &rt, e->moe_ids, e->moe_wts, st));
         if (e->moe_trace)
             CU(cudaMemcpyAsync(e->moe_trace + (size_t)L * e->o.max_tokens * k, e->moe_ids, sizeof(int32_t) * (size_t)n,
                                cudaMemcpyDeviceToDevice, st));
@@ -902,9 +902,10 @@ static int rope_attend(struct eng *e, int L, struct k_attn_args *aa, bf16_t *qkv
                        bf16_t *vp, const int32_t *tok_pos, const int32_t *tok_slot, int T, struct ts_err *err)
 {
     const struct model_cfg *m = &e->m;
+    const struct k_qk_norm qn = {W(e, W_Q_NORM, L), W(e, W_K_NORM, L), model_rotary_dim(m), model_rms_eps(m)};
     if (runs(e, OP_ROPE))
         KL(k_qkv_rope_store(qkv, W(e, W_QKV_BIAS, L), tok_pos, tok_slot, kp, vp, aa->kv_stride, T, m->num_heads,
-                            m->num_kv_heads, m->head_dim, (float)m->rope_theta, e->stream));
+                            m->num_kv_heads, m->head_dim, (float)m->rope_theta, &qn, e->stream));
     mark(e, OP_ROPE);
     aa->q = qkv;
     aa->o = att;
@@ -926,7 +927,7 @@ static int pick_rows(struct eng *e, int L, bf16_t *x, bf16_t *vp, struct ts_err 
     const struct eng_plan *p = &e->plan;
     const int h = m->hidden, qd = m->num_heads * m->head_dim, kvd = m->num_kv_heads * m->head_dim;
     if (runs(e, OP_FEAT_CACHE)) {
-        KL(k_rmsnorm_rows(e->fc_hp, x, W(e, W_ATTN_NORM, L), e->dm.probe_idx, p->probe_rows, h, RMS_EPS, e->stream));
+        KL(k_rmsnorm_rows(e->fc_hp, x, W(e, W_ATTN_NORM, L), e->dm.probe_idx, p->probe_rows, h, model_rms_eps(&e->m), e->stream));
         if (gemm(e, W(e, W_QKV, L) + (size_t)(qd + kvd) * h, e->fc_hp, e->fc_vnew, p->probe_rows, h, kvd, 0.f, err))
             return -1;
         const bf16_t *bias = W(e, W_QKV_BIAS, L);
@@ -962,7 +963,7 @@ static int layered_layer(struct eng *e, int L, const struct eng_plan *lp, const 
         return -1;
     if (T > 0) {
         if (runs(e, OP_NORM))
-            KL(k_rmsnorm_rows(hn, x, W(e, W_ATTN_NORM, L), dm->c_row, T, h, RMS_EPS, st));
+            KL(k_rmsnorm_rows(hn, x, W(e, W_ATTN_NORM, L), dm->c_row, T, h, model_rms_eps(&e->m), st));
         mark(e, OP_NORM);
         if (runs(e, OP_QKV) && gemm(e, W(e, W_QKV, L), hn, qkv, T, h, width, 0.f, err))
             return -1;
@@ -979,7 +980,7 @@ static int layered_layer(struct eng *e, int L, const struct eng_plan *lp, const 
     mark(e, OP_FEAT_CACHE);
     if (T > 0) {
         if (runs(e, OP_NORM))
-            KL(k_rmsnorm_rows(hn2, x, W(e, W_FFN_NORM, L), dm->c_row, T, h, RMS_EPS, st));
+            KL(k_rmsnorm_rows(hn2, x, W(e, W_FFN_NORM, L), dm->c_row, T, h, model_rms_eps(&e->m), st));
         mark(e, OP_NORM);
         if (ffn(e, L, e->fc_out, hn2, T, 0.f, err))
             return -1;
@@ -1011,7 +1012,7 @@ static int dense_layer(struct eng *e, int L, struct k_attn_args *aa, const struc
     bf16_t *kp = stateless ? qkv + qd : e->k_pool + L * layer_slots;
     bf16_t *vp = stateless ? qkv + qd + Hkv * d : e->v_pool + L * layer_slots;
     if (runs(e, OP_NORM))
-        KL(k_rmsnorm(hn, x, W(e, W_ATTN_NORM, L), T, h, RMS_EPS, st));
+        KL(k_rmsnorm(hn, x, W(e, W_ATTN_NORM, L), T, h, model_rms_eps(&e->m), st));
     mark(e, OP_NORM);
     if (runs(e, OP_QKV) && gemm(e, W(e, W_QKV, L), hn, qkv, T, h, width, 0.f, err))
         return -1;
@@ -1039,7 +1040,7 @@ static int dense_layer(struct eng *e, int L, struct k_attn_args *aa, const struc
     if (allreduce_rows(e, x, T, err))
         return -1;
     if (runs(e, OP_NORM))
-        KL(k_rmsnorm(hn2, x, W(e, W_FFN_NORM, L), T, h, RMS_EPS, st));
+        KL(k_rmsnorm(hn2, x, W(e, W_FFN_NORM, L), T, h, model_rms_eps(&e->m), st));
     mark(e, OP_NORM);
     if (model_is_moe_layer(m, L) ? moe_ffn(e, L, x, hn2, T, err) : ffn(e, L, x, hn2, T, resid_beta(e), err))
         return -1;
@@ -1109,7 +1110,7 @@ static int lm_head(struct eng *e, bf16_t *x, struct ts_err *err)
     if (a->head_gathered && final_norm)
         KL(k_gather_rows(hr, x, e->dm.logit_idx, p->R, h, st));
     if (final_norm)
-        KL(k_rmsnorm(hr, a->head_gathered ? hr : x, W(e, W_FINAL_NORM, -1), p->R, h, RMS_EPS, st));
+        KL(k_rmsnorm(hr, a->head_gathered ? hr : x, W(e, W_FINAL_NORM, -1), p->R, h, model_rms_eps(&e->m), st));
     mark(e, OP_NORM);
     e->hr_last = hr;
     for (int c = 0, c0 = 0; c0 < p->R; c++, c0 += a->logit_rows) {

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RMS_EPS 1e-5f
 
 void ref_rmsnorm(float *out, const float *in, const float *w, int rows, int h, float eps)
 {
@@ -20,23 +19,36 @@ void ref_rmsnorm(float *out, const float *in, const float *w, int rows, int h, f
     }
 }
 
-void ref_qkv_rope(float *qkv, const float *bias, const int32_t *pos, int T, int H, int Hkv, int d,
-                  float theta)
+void ref_qkv_rope(float *qkv, const float *bias, const float *qn, const float *kn, int rot, float eps,
+                  const int32_t *pos, int T, int H, int Hkv, int d, float theta)
 {
-    int width = (H + 2 * Hkv) * d, half = d / 2;
+    const int width = (H + 2 * Hkv) * d;
+    rot = rot > 0 ? rot : d;
+    const int half = rot / 2;
     for (int t = 0; t < T; t++) {
         float *row = qkv + (size_t)t * width;
         if (bias)
             for (int c = 0; c < width; c++)
                 row[c] += bias[c];
-        for (int head = 0; head < H + Hkv; head++)
-            for (int i = 0; i < half; i++) {
-                double inv_freq = pow((double)theta, -2.0 * i / d), ang = pos[t] * inv_freq;
-                double c = cos(ang), s = sin(ang);
-                float x1 = row[head * d + i], x2 = row[head * d + i + half];
-                row[head * d + i] = (float)(x1 * c - x2 * s);
-                row[head * d + i + half] = (float)(x1 * s + x2 * c);
+        for (int head = 0; head < H + Hkv; head++) {
+            float *x = row + head * d;
+            const float *w = head < H ? qn : kn;
+            if (w) {
+                double ss = 0;
+                for (int i = 0; i < d; i++)
+                    ss += (double)x[i] * x[i];
+                const double inv = 1.0 / sqrt(ss / d + eps);
+                for (int i = 0; i < d; i++)
+                    x[i] = (float)(x[i] * inv * w[i]);
             }
+            for (int i = 0; i < half; i++) {
+                double inv_freq = pow((double)theta, -2.0 * i / rot), ang = pos[t] * inv_freq;
+                double c = cos(ang), s = sin(ang);
+                float x1 = x[i], x2 = x[i + half];
+                x[i] = (float)(x1 * c - x2 * s);
+                x[i + half] = (float)(x1 * s + x2 * c);
+            }
+        }
     }
 }
 
@@ -140,6 +152,14 @@ struct eng_ref {
     int64_t route_stride, route_differ, route_all;
     bool balanced_routes; /* eng_ref_balance_routes */
 };
+
+/* Layer L's bias, QK norms and rotary embedding over the T rows of qkv at positions pos. */
+static void layer_qkv_rope(const struct eng_ref *r, int L, float *qkv, const int32_t *pos, int T)
+{
+    const struct model_cfg *m = &r->m;
+    ref_qkv_rope(qkv, eng_ref_weight(r, W_QKV_BIAS, L), eng_ref_weight(r, W_Q_NORM, L), eng_ref_weight(r, W_K_NORM, L),
+                 model_rotary_dim(m), model_rms_eps(&r->m), pos, T, m->num_heads, m->num_kv_heads, m->head_dim, (float)m->rope_theta);
+}
 
 const float *eng_ref_weight(const struct eng_ref *r, enum w_kind k, int layer)
 {
@@ -396,7 +416,7 @@ static void ref_pick(struct eng_ref *r, int L, int n, int num_probe, const int32
     const int x_first = f[0], rows = f[1], picked = f[2], comp = f[3], pos0 = f[4];
     float *hp = xmalloc(sizeof *hp * (size_t)rows * h), *vn = xmalloc(sizeof *vn * (size_t)rows * kvd);
     int32_t *own = xmalloc(sizeof *own * (size_t)picked), *use = own;
-    ref_rmsnorm(hp, x + (size_t)x_first * h, eng_ref_weight(r, W_ATTN_NORM, L), rows, h, RMS_EPS);
+    ref_rmsnorm(hp, x + (size_t)x_first * h, eng_ref_weight(r, W_ATTN_NORM, L), rows, h, model_rms_eps(&r->m));
     ref_linear(vn, hp, eng_ref_weight(r, W_QKV, L) + (size_t)(qd + kvd) * h, rows, h, kvd);
     const float *bias = eng_ref_weight(r, W_QKV_BIAS, L);
     for (int i = 0; i < rows && bias; i++)
@@ -472,10 +492,10 @@ static void ref_step_layered(struct eng_ref *r, const struct step_desc *sd, cons
             xcomp[i] = -1;
         for (int j = 0; j < T; j++) {
             xcomp[crow[j]] = j;
-            ref_rmsnorm(hn + (size_t)j * h, x + (size_t)crow[j] * h, eng_ref_weight(r, W_ATTN_NORM, L), 1, h, RMS_EPS);
+            ref_rmsnorm(hn + (size_t)j * h, x + (size_t)crow[j] * h, eng_ref_weight(r, W_ATTN_NORM, L), 1, h, model_rms_eps(&r->m));
         }
         ref_linear(qkv, hn, eng_ref_weight(r, W_QKV, L), T, h, width);
-        ref_qkv_rope(qkv, eng_ref_weight(r, W_QKV_BIAS, L), cpos, T, H, Hkv, d, (float)m->rope_theta);
+        layer_qkv_rope(r, L, qkv, cpos, T);
         for (int s = 0; s < lp->S; s++) {
             struct ref_cache *c = &r->reqs[sd->segs[s].req_id];
             float *kc = c->k + (size_t)L * c->cap * kvrow, *vc = c->v + (size_t)L * c->cap * kvrow;
@@ -490,7 +510,7 @@ static void ref_step_layered(struct eng_ref *r, const struct step_desc *sd, cons
         ref_linear(out, att, eng_ref_weight(r, W_O, L), T, H * d, h);
         ref_fc_residual(r, sd, L, false, x, out, xcomp);
         for (int j = 0; j < T; j++)
-            ref_rmsnorm(hn + (size_t)j * h, x + (size_t)crow[j] * h, eng_ref_weight(r, W_FFN_NORM, L), 1, h, RMS_EPS);
+            ref_rmsnorm(hn + (size_t)j * h, x + (size_t)crow[j] * h, eng_ref_weight(r, W_FFN_NORM, L), 1, h, model_rms_eps(&r->m));
         ref_linear(gu, hn, eng_ref_weight(r, W_GU, L), T, h, 2 * F);
         ref_swiglu(act, gu, T, F);
         ref_linear(out, act, eng_ref_weight(r, W_DOWN, L), T, F, h);
@@ -581,39 +601,74 @@ void eng_ref_balance_routes(struct eng_ref *r, bool on) { r->balanced_routes = o
 
 double eng_ref_route_disagreement(struct eng_ref *r) { return take_share(&r->route_differ, &r->route_all); }
 
-/* The weights wts [k] of a row's experts ids [k]: their softmax probabilities over the E logits,
- * renormalised over them (the softmax's own sum cancels). */
-static void route_weights(const float *logits, int E, int k, const int32_t *ids, float *wts)
+static const struct k_moe_router softmax_renormalised = {.norm = true};
+
+/* The weights wts [k] of a row's experts ids [k] under router rt: their scores (softmax
+ * probabilities over the E logits, or sigmoids), renormalised where rt->norm, times its scale. */
+static void route_weights(const float *logits, int E, int k, const struct k_moe_router *rt, const int32_t *ids,
+                          float *wts)
 {
-    double mx = -INFINITY, sum = 0;
-    for (int e = 0; e < E; e++)
+    double mx = -INFINITY, sum = 0, chosen = 0;
+    for (int e = 0; e < E && !rt->sigmoid; e++)
         mx = fmax(mx, logits[e]);
+    for (int e = 0; e < E && !rt->sigmoid; e++)
+        sum += exp(logits[e] - mx);
     for (int j = 0; j < k; j++) {
-        wts[j] = (float)exp(logits[ids[j]] - mx);
-        sum += wts[j];
+        wts[j] = (float)(rt->sigmoid ? 1.0 / (1.0 + exp(-(double)logits[ids[j]])) : exp(logits[ids[j]] - mx) / sum);
+        chosen += wts[j];
     }
+    const double scale = (rt->norm && chosen > 0 ? 1.0 / chosen : 1.0) * (rt->scale > 0 ? rt->scale : 1.0);
     for (int j = 0; j < k; j++)
-        wts[j] = (float)(wts[j] / sum);
+        wts[j] = (float)(wts[j] * scale);
 }
 
-void ref_moe_route(const float *logits, int E, int k, uint32_t balance, int t, int32_t *ids, float *wts)
+void ref_moe_route(const float *logits, int E, int k, uint32_t balance, const struct k_moe_router *rt,
+                   const float *bias, int t, int32_t *ids, float *wts)
 {
-    for (int j = 0; j < k; j++) { /* the j-th largest: ties to the lower expert */
-        int best = -1;
-        uint32_t top = 0;
-        for (int e = 0; e < E; e++) {
-            bool taken = false;
-            for (int i = 0; i < j; i++)
-                taken |= ids[i] == e;
-            const uint32_t pr = balance ? k_moe_priority(balance, (uint32_t)t, (uint32_t)e) : 0;
-            if (!taken && (best < 0 || (balance ? pr > top : logits[e] > logits[best]))) {
-                best = e;
-                top = pr;
-            }
+    if (!rt)
+        rt = &softmax_renormalised;
+    double *rank = xmalloc(sizeof *rank * (size_t)E); /* what the choice ranks; -inf: out */
+    double mx = -INFINITY;
+    for (int e = 0; e < E; e++)
+        mx = fmax(mx, logits[e]);
+    for (int e = 0; e < E; e++) /* the scores (a softmax's unnormalised: the order is the same) */
+        rank[e] = balance ? (double)k_moe_priority(balance, (uint32_t)t, (uint32_t)e)
+                          : (rt->sigmoid ? 1.0 / (1.0 + exp(-(double)logits[e])) : exp(logits[e] - mx)) +
+                                (bias ? bias[e] : 0.0);
+    if (!balance && rt->n_group > 1) { /* drop the groups whose two best sum lowest (ties: the higher group) */
+        const int G = rt->n_group, gs = E / G;
+        double *gsc = xmalloc(sizeof *gsc * (size_t)G);
+        for (int g = 0; g < G; g++) {
+            double b1 = -INFINITY, b2 = -INFINITY;
+            for (int e = g * gs; e < (g + 1) * gs; e++)
+                if (rank[e] > b1)
+                    b2 = b1, b1 = rank[e];
+                else if (rank[e] > b2)
+                    b2 = rank[e];
+            gsc[g] = b1 + b2;
         }
-        ids[j] = best;
+        for (int j = 0; j < G - rt->topk_group; j++) {
+            int worst = -1;
+            for (int g = 0; g < G; g++)
+                if (gsc[g] != INFINITY && (worst < 0 || gsc[g] <= gsc[worst]))
+                    worst = g;
+            gsc[worst] = INFINITY;
+        }
+        for (int e = 0; e < E; e++)
+            if (gsc[e / gs] == INFINITY)
+                rank[e] = -INFINITY;
+        free(gsc);
     }
-    route_weights(logits, E, k, ids, wts);
+    for (int j = 0; j < k; j++) { /* the j-th largest: ties to the lower expert */
+        int best = 0;
+        for (int e = 1; e < E; e++)
+            if (rank[e] > rank[best])
+                best = e;
+        ids[j] = best;
+        rank[best] = -INFINITY;
+    }
+    free(rank);
+    route_weights(logits, E, k, rt, ids, wts);
 }
 
 /* Layer L's mixture of experts over T normalised rows hn into out [T, h]: each row's router logits
@@ -628,13 +683,15 @@ static void ref_moe(struct eng_ref *r, int L, const float *hn, int T, float *out
     float *gu = xmalloc(sizeof *gu * 2 * (size_t)W), *act = xmalloc(sizeof *act * (size_t)W);
     float *y = xmalloc(sizeof *y * (size_t)h);
     int32_t *ids = xmalloc(sizeof *ids * (size_t)k);
+    const struct k_moe_router rt = eng_moe_router(m, NULL);
+    const float *bias = eng_ref_weight(r, W_ROUTER_BIAS, L);
     for (int t = 0; t < T; t++) {
         const float *row = hn + (size_t)t * h;
         float *o = out + (size_t)t * h;
         ref_linear(logits, row, eng_ref_weight(r, W_ROUTER, L), 1, h, E);
         for (int e = 0; e < E; e++)
             logits[e] = eng_bf2f(eng_f2bf(logits[e]));
-        ref_moe_route(logits, E, k, k_moe_balance(r->balanced_routes, L), t, ids, wts);
+        ref_moe_route(logits, E, k, k_moe_balance(r->balanced_routes, L), &rt, bias, t, ids, wts);
         if (r->forced_route) { /* the engine's experts, weighted by this row's own probabilities */
             const int32_t *f = r->forced_route + (size_t)L * r->route_stride + (size_t)t * k;
             bool same = true;
@@ -648,7 +705,7 @@ static void ref_moe(struct eng_ref *r, int L, const float *hn, int T, float *out
             r->route_all++;
             for (int j = 0; j < k; j++)
                 ids[j] = f[j] >= 0 && f[j] < E ? f[j] : ids[j];
-            route_weights(logits, E, k, ids, wts);
+            route_weights(logits, E, k, &rt, ids, wts);
         }
         memset(o, 0, sizeof *o * (size_t)h);
         for (int j = 0; j < k; j++) {
@@ -679,9 +736,9 @@ static void ref_plain_layer(struct eng_ref *r, const struct step_desc *sd, const
     const int T = p->T, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
     const int F = eng_ffn_width(m, L), width = (H + 2 * Hkv) * d, kvrow = Hkv * d;
     int nsel = 0;
-    ref_rmsnorm(b->hn, x, eng_ref_weight(r, W_ATTN_NORM, L), T, h, RMS_EPS);
+    ref_rmsnorm(b->hn, x, eng_ref_weight(r, W_ATTN_NORM, L), T, h, model_rms_eps(&r->m));
     ref_linear(b->qkv, b->hn, eng_ref_weight(r, W_QKV, L), T, h, width);
-    ref_qkv_rope(b->qkv, eng_ref_weight(r, W_QKV_BIAS, L), pos, T, H, Hkv, d, (float)m->rope_theta);
+    layer_qkv_rope(r, L, b->qkv, pos, T);
     for (int s = 0; s < p->S; s++) {
         struct ref_cache *c = &r->reqs[sd->segs[s].req_id];
         float *kc = c->k + (size_t)L * c->cap * kvrow, *vc = c->v + (size_t)L * c->cap * kvrow;
@@ -701,7 +758,7 @@ static void ref_plain_layer(struct eng_ref *r, const struct step_desc *sd, const
     ref_linear(b->tmp, b->att, eng_ref_weight(r, W_O, L), T, H * d, h);
     for (int64_t i = 0; i < (int64_t)T * h; i++)
         x[i] += b->tmp[i];
-    ref_rmsnorm(b->hn, x, eng_ref_weight(r, W_FFN_NORM, L), T, h, RMS_EPS);
+    ref_rmsnorm(b->hn, x, eng_ref_weight(r, W_FFN_NORM, L), T, h, model_rms_eps(&r->m));
     if (model_is_moe_layer(m, L)) {
         ref_moe(r, L, b->hn, T, b->tmp);
     } else {
@@ -804,7 +861,7 @@ void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct en
     float *hr = xmalloc(sizeof *hr * (size_t)(R ? R : 1) * h), *logits = xmalloc(sizeof *logits * (size_t)V);
     for (int i = 0; i < R; i++)
         memcpy(hr + (size_t)i * h, x + (size_t)p->logit_idx[i] * h, sizeof *hr * h);
-    ref_rmsnorm(hr, hr, eng_ref_weight(r, W_FINAL_NORM, -1), R, h, RMS_EPS);
+    ref_rmsnorm(hr, hr, eng_ref_weight(r, W_FINAL_NORM, -1), R, h, model_rms_eps(&r->m));
     if (hidden)
         memcpy(hidden, hr, sizeof *hr * (size_t)R * h);
     for (int i = 0; i < R; i++) {

@@ -17,9 +17,11 @@
 /* --- single ops (each the reference of one kernel) ---------------------------------------- */
 
 void ref_rmsnorm(float *out, const float *in, const float *w, int rows, int h, float eps);
-/* qkv [T, (H + 2 Hkv) d] in place: bias, rotate-half RoPE at pos[t] on q and k. */
-void ref_qkv_rope(float *qkv, const float *bias, const int32_t *pos, int T, int H, int Hkv, int d,
-                  float theta);
+/* qkv [T, (H + 2 Hkv) d] in place: bias; each q and k head RMS-normalised (eps) and scaled by qn
+ * and kn [d] where they are not NULL (per-head QK norms); rotate-half RoPE at pos[t] on q and k
+ * over their first rot dimensions (0: all d; the rest pass through). */
+void ref_qkv_rope(float *qkv, const float *bias, const float *qn, const float *kn, int rot, float eps,
+                  const int32_t *pos, int T, int H, int Hkv, int d, float theta);
 void ref_swiglu(float *out, const float *gu, int rows, int F);
 /* One segment: q [q_len rows of stride q_stride, head h at h*d], keys/values [key_len, Hkv*d];
  * out [q_len, H*d]. Query i sits at key position kv_cached + i; block_size > 0: block-causal. */
@@ -53,10 +55,14 @@ void ref_focus_importance(const float *q, int q_stride, const float *k, int m, i
  * lower one), with no unprocessed candidate left out left of one kept; into pick, ascending. */
 void ref_focus_pick(const float *delta, int m, int picked, int processed, int32_t *pick);
 void ref_argmax_conf(const float *logits, int rows, int V, int32_t *tok, float *maxv, float *conf);
-/* Row t's routing (k_moe_route's reference): softmax over E logits, the k largest (ties: the lower
- * expert), or with balance the k of the largest priorities k_moe_priority(balance, t, e), into ids
- * in order, their probabilities renormalised to sum 1 into wts. */
-void ref_moe_route(const float *logits, int E, int k, uint32_t balance, int t, int32_t *ids, float *wts);
+/* Row t's routing (k_moe_route's reference) by router rt (NULL: a softmax renormalised), its expert
+ * bias the host's `bias` [E] (rt->bias is a device pointer; NULL: none): the scores (softmax or
+ * sigmoid of the E logits), the k largest of the scores plus the bias among the best topk_group
+ * groups (ties: the lower expert, the lower group), or with balance the k of the largest priorities
+ * k_moe_priority(balance, t, e), into ids in order, and their scores, renormalised where rt->norm,
+ * times rt->scale, into wts. */
+void ref_moe_route(const float *logits, int E, int k, uint32_t balance, const struct k_moe_router *rt,
+                   const float *bias, int t, int32_t *ids, float *wts);
 /* y[rows, out] = x[rows, in] W^T for W [out, in]. */
 void ref_linear(float *y, const float *x, const float *W, int rows, int in, int out);
 

@@ -283,116 +283,176 @@ static int read_part(struct st_file *f, const char *name, int64_t rows, int64_t 
     return 0;
 }
 
-static bool llada_names(struct st_file *f)
+/* The family of names a checkpoint uses: LLaDA's own, LLaDA2.0's (a fused query_key_value) or the
+ * LLaMA/Qwen names of the others (Dream, SDAR, LLaDA-MoE). */
+static enum st_names names_of(struct st_file *f)
 {
     struct st_shard *sh;
-    return find(f, "model.transformer.wte.weight", &sh) != NULL;
+    if (find(f, "model.transformer.wte.weight", &sh))
+        return ST_NAMES_LLADA;
+    return find(f, "model.word_embeddings.weight", &sh) ? ST_NAMES_LLADA2 : ST_NAMES_QWEN;
+}
+
+/* One checkpoint tensor of an engine tensor: its name, its shape (cols 0: a vector) and where it
+ * goes, `at` elements into the engine tensor. */
+struct st_piece {
+    char name[160];
+    int64_t rows, cols, at;
+};
+
+/* The checkpoint tensors that make engine tensor t of model m under names `fam`, in the order of
+ * the engine's layout, into p (room for 2 E + 3); returns how many, or -1 for a tensor the family
+ * has no name for. */
+static int pieces_of(enum st_names fam, const struct model_cfg *m, const struct eng_tensor *t, struct st_piece *p)
+{
+    const int L = t->layer;
+    const int64_t h = m->hidden, d = m->head_dim, qd = (int64_t)m->num_heads * d;
+    const int64_t kvd = (int64_t)m->num_kv_heads * d, F = L >= 0 ? eng_ffn_width(m, L) : 0, Fe = m->moe_ffn;
+    const bool ll = fam == ST_NAMES_LLADA, l2 = fam == ST_NAMES_LLADA2;
+    const char *pre = ll ? "model.transformer.blocks" : "model.layers";
+    const char *attn = ll ? "" : l2 ? "attention." : "self_attn.";
+    int n = 0;
+#define PIECE(r, c, off, ...)                                                                      \
+    do {                                                                                           \
+        snprintf(p[n].name, sizeof p[n].name, __VA_ARGS__);                                        \
+        p[n].rows = (r), p[n].cols = (c), p[n++].at = (off);                                       \
+    } while (0)
+    switch (t->kind) {
+    case W_EMB:
+        PIECE(m->vocab, h, 0, "%s", ll ? "model.transformer.wte.weight" : l2 ? "model.word_embeddings.weight"
+                                                                            : "model.embed_tokens.weight");
+        break;
+    case W_FINAL_NORM:
+        PIECE(h, 0, 0, "%s", ll ? "model.transformer.ln_f.weight" : "model.norm.weight");
+        break;
+    case W_LM:
+        PIECE(m->vocab, h, 0, "%s", ll ? "model.transformer.ff_out.weight" : "lm_head.weight");
+        break;
+    case W_ATTN_NORM:
+        PIECE(h, 0, 0, ll ? "%s.%d.attn_norm.weight" : "%s.%d.input_layernorm.weight", pre, L);
+        break;
+    case W_FFN_NORM:
+        PIECE(h, 0, 0, ll ? "%s.%d.ff_norm.weight" : "%s.%d.post_attention_layernorm.weight", pre, L);
+        break;
+    case W_O:
+        PIECE(h, qd, 0, ll ? "%s.%d.attn_out.weight" : l2 ? "%s.%d.attention.dense.weight" : "%s.%d.self_attn.o_proj.weight",
+              pre, L);
+        break;
+    case W_QKV:
+    case W_QKV_BIAS: {
+        const char *sfx = t->kind == W_QKV ? "weight" : "bias";
+        const int64_t cols = t->kind == W_QKV ? h : 0, w = cols ? cols : 1;
+        if (l2) {
+            PIECE(qd + 2 * kvd, cols, 0, "%s.%d.attention.query_key_value.%s", pre, L, sfx);
+            break;
+        }
+        PIECE(qd, cols, 0, "%s.%d.%sq_proj.%s", pre, L, attn, sfx);
+        PIECE(kvd, cols, qd * w, "%s.%d.%sk_proj.%s", pre, L, attn, sfx);
+        PIECE(kvd, cols, (qd + kvd) * w, "%s.%d.%sv_proj.%s", pre, L, attn, sfx);
+        break;
+    }
+    case W_Q_NORM:
+    case W_K_NORM:
+        if (ll)
+            return -1;
+        if (l2)
+            PIECE(d, 0, 0, "%s.%d.attention.%s_layernorm.weight", pre, L, t->kind == W_Q_NORM ? "query" : "key");
+        else
+            PIECE(d, 0, 0, "%s.%d.self_attn.%c_norm.weight", pre, L, t->kind == W_Q_NORM ? 'q' : 'k');
+        break;
+    case W_GU: {
+        /* a MoE layer's gate|up and down are its shared experts', one FFN of their widths */
+        const char *mlp = model_is_moe_layer(m, L) ? "mlp.shared_experts" : "mlp";
+        PIECE(F, h, 0, ll ? "%s.%d.ff_proj.weight" : "%s.%d.%s.gate_proj.weight", pre, L, mlp);
+        PIECE(F, h, F * h, ll ? "%s.%d.up_proj.weight" : "%s.%d.%s.up_proj.weight", pre, L, mlp);
+        break;
+    }
+    case W_DOWN:
+        PIECE(h, F, 0, ll ? "%s.%d.ff_out.weight" : "%s.%d.%s.down_proj.weight", pre, L,
+              model_is_moe_layer(m, L) ? "mlp.shared_experts" : "mlp");
+        break;
+    case W_ROUTER:
+        if (ll)
+            return -1;
+        PIECE(m->num_experts, h, 0, "%s.%d.mlp.gate.weight", pre, L);
+        break;
+    case W_ROUTER_BIAS:
+        if (ll)
+            return -1;
+        PIECE(m->num_experts, 0, 0, "%s.%d.mlp.gate.expert_bias", pre, L);
+        break;
+    case W_EXP_GU:
+    case W_EXP_DOWN:
+        if (ll)
+            return -1;
+        for (int e = 0; e < m->num_experts; e++)
+            if (t->kind == W_EXP_GU) {
+                PIECE(Fe, h, e * 2 * Fe * h, "%s.%d.mlp.experts.%d.gate_proj.weight", pre, L, e);
+                PIECE(Fe, h, e * 2 * Fe * h + Fe * h, "%s.%d.mlp.experts.%d.up_proj.weight", pre, L, e);
+            } else {
+                PIECE(h, Fe, e * h * Fe, "%s.%d.mlp.experts.%d.down_proj.weight", pre, L, e);
+            }
+        break;
+    default:
+        return -1;
+    }
+#undef PIECE
+    return n;
 }
 
 int st_load_tensor(struct st_file *f, const struct model_cfg *m, const struct eng_tensor *t,
                    bf16_t *dst, struct ts_err *err)
 {
-    const bool ll = llada_names(f);
-    const int L = t->layer;
-    const int64_t h = m->hidden, qd = (int64_t)m->num_heads * m->head_dim;
-    const int64_t kvd = (int64_t)m->num_kv_heads * m->head_dim, F = m->ffn;
-    char a[160], b[160], c[160];
-    const char *pre = ll ? "model.transformer.blocks" : "model.layers";
-    if (m->num_experts > 0)
-        return ts_fail(err, "%s: %s is a mixture of experts, whose checkpoints the engine does not read yet (it "
-                            "runs such models on random weights)", f->path, m->name);
-    switch (t->kind) {
-    case W_EMB:
-        return read_part(f, ll ? "model.transformer.wte.weight" : "model.embed_tokens.weight", m->vocab, h, dst, err);
-    case W_FINAL_NORM:
-        return read_part(f, ll ? "model.transformer.ln_f.weight" : "model.norm.weight", h, 0, dst, err);
-    case W_LM: {
-        struct st_shard *sh;
-        const char *name = ll ? "model.transformer.ff_out.weight" : "lm_head.weight";
-        if (!ll && !find(f, name, &sh)) /* tied embeddings */
-            name = "model.embed_tokens.weight";
-        return read_part(f, name, m->vocab, h, dst, err);
-    }
-    case W_ATTN_NORM:
-        snprintf(a, sizeof a, ll ? "%s.%d.attn_norm.weight" : "%s.%d.input_layernorm.weight", pre, L);
-        return read_part(f, a, h, 0, dst, err);
-    case W_FFN_NORM:
-        snprintf(a, sizeof a, ll ? "%s.%d.ff_norm.weight" : "%s.%d.post_attention_layernorm.weight", pre, L);
-        return read_part(f, a, h, 0, dst, err);
-    case W_O:
-        snprintf(a, sizeof a, ll ? "%s.%d.attn_out.weight" : "%s.%d.self_attn.o_proj.weight", pre, L);
-        return read_part(f, a, h, qd, dst, err);
-    case W_DOWN:
-        snprintf(a, sizeof a, ll ? "%s.%d.ff_out.weight" : "%s.%d.mlp.down_proj.weight", pre, L);
-        return read_part(f, a, h, F, dst, err);
-    case W_QKV:
-    case W_QKV_BIAS: {
-        const char *sfx = t->kind == W_QKV ? "weight" : "bias";
-        const char *fmt = ll ? "%s.%d.%c_proj.%s" : "%s.%d.self_attn.%c_proj.%s";
-        snprintf(a, sizeof a, fmt, pre, L, 'q', sfx);
-        snprintf(b, sizeof b, fmt, pre, L, 'k', sfx);
-        snprintf(c, sizeof c, fmt, pre, L, 'v', sfx);
-        int64_t cols = t->kind == W_QKV ? h : 0, w = cols ? cols : 1;
-        return read_part(f, a, qd, cols, dst, err) || read_part(f, b, kvd, cols, dst + qd * w, err) ||
-               read_part(f, c, kvd, cols, dst + (qd + kvd) * w, err) ? -1 : 0;
-    }
-    case W_GU:
-        snprintf(a, sizeof a, ll ? "%s.%d.ff_proj.weight" : "%s.%d.mlp.gate_proj.weight", pre, L);
-        snprintf(b, sizeof b, ll ? "%s.%d.up_proj.weight" : "%s.%d.mlp.up_proj.weight", pre, L);
-        return read_part(f, a, F, h, dst, err) || read_part(f, b, F, h, dst + F * h, err) ? -1 : 0;
-    default:
-        return ts_fail(err, "%s: no mapping for %s", f->path, eng_w_kind_name(t->kind));
-    }
+    const enum st_names fam = names_of(f);
+    struct st_piece *p = xmalloc(sizeof *p * (2 * (size_t)m->num_experts + 3));
+    const int n = pieces_of(fam, m, t, p);
+    int rc = n < 0 ? ts_fail(err, "%s: the %s names have no tensor for %s's %s", f->path,
+                             fam == ST_NAMES_LLADA ? "LLaDA" : "Hugging Face", m->name, eng_w_kind_name(t->kind))
+                   : 0;
+    struct st_shard *sh;
+    if (n == 1 && t->kind == W_LM && fam != ST_NAMES_LLADA && !find(f, p[0].name, &sh)) /* tied embeddings */
+        snprintf(p[0].name, sizeof p[0].name, "%s",
+                 fam == ST_NAMES_LLADA2 ? "model.word_embeddings.weight" : "model.embed_tokens.weight");
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = read_part(f, p[i].name, p[i].rows, p[i].cols, dst + p[i].at, err);
+    free(p);
+    return rc;
 }
 
-int st_export_hf(const char *path, const struct model_cfg *m, const bf16_t *w, bool llada, bool tied,
+int st_export_hf(const char *path, const struct model_cfg *m, const bf16_t *w, enum st_names fam, bool tied,
                  struct ts_err *err)
 {
     struct eng_layout l;
     if (eng_layout_build(m, &l, err))
         return -1;
-    const int cap = 16 * m->num_layers + 8;
-    char **names = xcalloc((size_t)cap, sizeof *names);
-    int64_t *rows = xcalloc((size_t)cap, sizeof *rows), *cols = xcalloc((size_t)cap, sizeof *cols);
-    const bf16_t **data = xcalloc((size_t)cap, sizeof *data);
-    int n = 0;
-    const int64_t h = m->hidden, qd = (int64_t)m->num_heads * m->head_dim;
-    const int64_t kvd = (int64_t)m->num_kv_heads * m->head_dim, F = m->ffn;
-#define PUT(r, c, ptr, ...)                                                                        \
-    do {                                                                                           \
-        char nm_[160];                                                                             \
-        snprintf(nm_, sizeof nm_, __VA_ARGS__);                                                    \
-        names[n] = xstrdup(nm_), rows[n] = (r), cols[n] = (c), data[n++] = (ptr);                  \
-    } while (0)
-    PUT(m->vocab, h, w + eng_layout_find(&l, W_EMB, -1)->offset, "%s",
-        llada ? "model.transformer.wte.weight" : "model.embed_tokens.weight");
-    const char *pre = llada ? "model.transformer.blocks" : "model.layers", *attn = llada ? "" : "self_attn.";
-    for (int L = 0; L < m->num_layers; L++) {
-        const bf16_t *qkv = w + eng_layout_find(&l, W_QKV, L)->offset, *gu = w + eng_layout_find(&l, W_GU, L)->offset;
-        PUT(qd, h, qkv, "%s.%d.%sq_proj.weight", pre, L, attn);
-        PUT(kvd, h, qkv + qd * h, "%s.%d.%sk_proj.weight", pre, L, attn);
-        PUT(kvd, h, qkv + (qd + kvd) * h, "%s.%d.%sv_proj.weight", pre, L, attn);
-        const struct eng_tensor *b = eng_layout_find(&l, W_QKV_BIAS, L);
-        if (b) {
-            PUT(qd, 0, w + b->offset, "%s.%d.%sq_proj.bias", pre, L, attn);
-            PUT(kvd, 0, w + b->offset + qd, "%s.%d.%sk_proj.bias", pre, L, attn);
-            PUT(kvd, 0, w + b->offset + qd + kvd, "%s.%d.%sv_proj.bias", pre, L, attn);
+    struct st_piece *p = xmalloc(sizeof *p * (2 * (size_t)m->num_experts + 3));
+    int cap = 0, n = 0, rc = 0;
+    char **names = NULL;
+    int64_t *rows = NULL, *cols = NULL;
+    const bf16_t **data = NULL;
+    for (int i = 0; i < l.n && rc == 0; i++) {
+        const struct eng_tensor *t = &l.t[i];
+        if (t->kind == W_LM && tied)
+            continue;
+        const int k = pieces_of(fam, m, t, p);
+        if (k < 0) {
+            rc = ts_fail(err, "%s: the %s names have no tensor for %s's %s", path,
+                         fam == ST_NAMES_LLADA ? "LLaDA" : "Hugging Face", m->name, eng_w_kind_name(t->kind));
+            break;
         }
-        PUT(h, qd, w + eng_layout_find(&l, W_O, L)->offset, llada ? "%s.%d.attn_out.weight" : "%s.%d.self_attn.o_proj.weight", pre, L);
-        PUT(h, 0, w + eng_layout_find(&l, W_ATTN_NORM, L)->offset, llada ? "%s.%d.attn_norm.weight" : "%s.%d.input_layernorm.weight", pre, L);
-        PUT(h, 0, w + eng_layout_find(&l, W_FFN_NORM, L)->offset, llada ? "%s.%d.ff_norm.weight" : "%s.%d.post_attention_layernorm.weight", pre, L);
-        PUT(F, h, gu, llada ? "%s.%d.ff_proj.weight" : "%s.%d.mlp.gate_proj.weight", pre, L);
-        PUT(F, h, gu + F * h, llada ? "%s.%d.up_proj.weight" : "%s.%d.mlp.up_proj.weight", pre, L);
-        PUT(h, F, w + eng_layout_find(&l, W_DOWN, L)->offset, llada ? "%s.%d.ff_out.weight" : "%s.%d.mlp.down_proj.weight", pre, L);
+        if (n + k > cap) {
+            cap = 2 * (n + k);
+            names = xrealloc(names, sizeof *names * (size_t)cap), rows = xrealloc(rows, sizeof *rows * (size_t)cap);
+            cols = xrealloc(cols, sizeof *cols * (size_t)cap), data = xrealloc(data, sizeof *data * (size_t)cap);
+        }
+        for (int j = 0; j < k; j++, n++)
+            names[n] = xstrdup(p[j].name), rows[n] = p[j].rows, cols[n] = p[j].cols, data[n] = w + t->offset + p[j].at;
     }
-    PUT(h, 0, w + eng_layout_find(&l, W_FINAL_NORM, -1)->offset, "%s", llada ? "model.transformer.ln_f.weight" : "model.norm.weight");
-    if (!tied)
-        PUT(m->vocab, h, w + eng_layout_find(&l, W_LM, -1)->offset, "%s", llada ? "model.transformer.ff_out.weight" : "lm_head.weight");
-#undef PUT
-    int rc = st_write_bf16(path, n, (const char *const *)names, rows, cols, data, err);
+    if (rc == 0)
+        rc = st_write_bf16(path, n, (const char *const *)names, rows, cols, data, err);
     for (int i = 0; i < n; i++)
         free(names[i]);
-    free(names), free(rows), free(cols), free(data);
+    free(names), free(rows), free(cols), free(data), free(p);
     eng_layout_free(&l);
     return rc;
 }

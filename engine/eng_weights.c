@@ -7,7 +7,7 @@
 
 static const char *const kind_names[W_KIND_COUNT] = {
     "embedding", "attn_norm", "qkv", "qkv_bias", "o_proj", "ffn_norm", "gate_up", "down",
-    "final_norm", "lm_head", "router", "experts_gate_up", "experts_down"};
+    "final_norm", "lm_head", "router", "experts_gate_up", "experts_down", "q_norm", "k_norm", "router_bias"};
 
 const char *eng_w_kind_name(enum w_kind k) { return (unsigned)k < W_KIND_COUNT ? kind_names[k] : "?"; }
 
@@ -40,11 +40,17 @@ int eng_layout_build(const struct model_cfg *m, struct eng_layout *out, struct t
         add(out, &cap, W_QKV, L, qkv, h, sqrtf(3.0f / (float)h), false);
         if (m->qkv_bias)
             add(out, &cap, W_QKV_BIAS, L, qkv, 1, 0.02f, false);
+        if (m->qk_norm) {
+            add(out, &cap, W_Q_NORM, L, m->head_dim, 1, 0, true);
+            add(out, &cap, W_K_NORM, L, m->head_dim, 1, 0, true);
+        }
         add(out, &cap, W_O, L, h, qd, sqrtf(3.0f / (float)qd), false);
         add(out, &cap, W_FFN_NORM, L, h, 1, 0, true);
         if (model_is_moe_layer(m, L)) {
             const int64_t E = m->num_experts, Fe = m->moe_ffn;
             add(out, &cap, W_ROUTER, L, E, h, sqrtf(3.0f / (float)h), false);
+            if (m->expert_bias) /* enough to move near ties of the sigmoid scores */
+                add(out, &cap, W_ROUTER_BIAS, L, E, 1, 0.05f, false);
             add(out, &cap, W_EXP_GU, L, E * 2 * Fe, h, sqrtf(3.0f / (float)h), false);
             add(out, &cap, W_EXP_DOWN, L, E * h, Fe, sqrtf(3.0f / (float)Fe), false);
         }

@@ -4,9 +4,11 @@
  * the host (eng_fill_host), so the CPU reference runs on exactly the engine's weights.
  *
  * Per layer: attn_norm [h], qkv [(H + 2 Hkv) d, h] (q rows, then k, then v), qkv_bias
- * [(H + 2 Hkv) d] when the model has one, o [h, H d], ffn_norm [h], gate|up [2F, h] (gate rows
+ * [(H + 2 Hkv) d] when the model has one, q_norm [d] and k_norm [d] when it has per-head QK norms
+ * (model.h's qk_norm), o [h, H d], ffn_norm [h], gate|up [2F, h] (gate rows
  * first), down [h, F]. Then final_norm [h] and the LM head [V, h]; the embedding [V, h] comes first.
- * A mixture-of-experts layer (model_is_moe_layer) has, after ffn_norm, the router [E, h], every
+ * A mixture-of-experts layer (model_is_moe_layer) has, after ffn_norm, the router [E, h] (and its
+ * expert bias [E] where the model has one, bf16 here though checkpoints hold it in fp32), every
  * expert's gate|up [E * 2 F', h] (expert e's 2 F' rows at e * 2 F', gate rows first) and down
  * [E * h, F'] (expert e's h rows at e * h), F' = moe_ffn; its shared experts, if any, are gate|up
  * and down of one FFN of width S F' (the S experts' rows side by side: the same sum).
@@ -23,7 +25,8 @@
 #include "util.h"
 
 enum w_kind { W_EMB = 0, W_ATTN_NORM, W_QKV, W_QKV_BIAS, W_O, W_FFN_NORM, W_GU, W_DOWN,
-              W_FINAL_NORM, W_LM, W_ROUTER, W_EXP_GU, W_EXP_DOWN, W_KIND_COUNT };
+              W_FINAL_NORM, W_LM, W_ROUTER, W_EXP_GU, W_EXP_DOWN, W_Q_NORM, W_K_NORM, W_ROUTER_BIAS,
+              W_KIND_COUNT };
 
 struct eng_tensor {
     enum w_kind kind;
@@ -72,6 +75,14 @@ int eng_layout_build_tp(const struct model_cfg *m, int rank, int size, struct en
 /* Copies rank `rank`'s share of tensor g out of the whole tensor src into dst (host memory). */
 void eng_shard_extract(const struct model_cfg *m, const struct eng_tensor *g, int rank, int size, const bf16_t *src,
                        bf16_t *dst);
+
+/* The router of model m for k_moe_route, its expert bias the device's `bias` (or NULL). */
+static inline struct k_moe_router eng_moe_router(const struct model_cfg *m, const bf16_t *bias)
+{
+    return (struct k_moe_router){.sigmoid = m->router_sigmoid, .norm = m->norm_topk, .bias = bias,
+                                 .n_group = m->n_group, .topk_group = m->topk_group,
+                                 .scale = (float)m->routed_scale};
+}
 
 uint64_t eng_tensor_seed(uint64_t seed, int index);
 float eng_hash_uniform(uint64_t seed, uint64_t i);

@@ -269,12 +269,91 @@ static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, co
     }
 }
 
+/*
+ * The general case: per-head QK norms and a partial rotary embedding. As above each thread holds two
+ * 16-byte vectors of a head: a rotated pair (i, i + rot/2) for i < rot/2, or two of the dimensions
+ * past rot, which pass through; a head's d/16 threads sit on consecutive lanes of one warp, which
+ * sum the norm's squares by shuffles. Heads are dealt to the (token, group) blocks whole.
+ */
+static __global__ void qkv_norm_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
+                                                  const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool,
+                                                  int kv_stride, int H, int Hkv, int d, float log2_theta,
+                                                  const bf16_t *q_norm, const bf16_t *k_norm, int rot, float eps)
+{
+    griddep_wait();
+    extern __shared__ float cs[]; /* [rot/2] cos, then [rot/2] sin */
+    const int t = blockIdx.x, rhalf = rot / 2, per = d / 16, width = (H + 2 * Hkv) * d;
+    const int rpairs = rot / 16, pass_half = (d - rot) / 2; /* threads of rotated pairs; half the rest */
+    bf16_t *row = qkv + (size_t)t * width;
+    const float pos = (float)tok_pos[t];
+    const size_t slot_off = (size_t)tok_slot[t] * kv_stride;
+    const int groups = gridDim.y, grp = blockIdx.y;
+    const int hper = (H + Hkv + groups - 1) / groups, h_lo = grp * hper, h_hi = min(H + Hkv, h_lo + hper);
+    const int vecs = Hkv * d / 8, vper = (vecs + groups - 1) / groups, v_lo = grp * vper;
+    const int v_hi = min(vecs, v_lo + vper);
+    for (int i = threadIdx.x; i < rhalf; i += blockDim.x) {
+        float s, c;
+        sincosf(pos * exp2f(-log2_theta * (float)(2 * i) / (float)rot), &s, &c);
+        cs[i] = c;
+        cs[rhalf + i] = s;
+    }
+    __syncthreads();
+    for (int base = h_lo * per; base < h_hi * per; base += blockDim.x) { /* every lane of a warp takes part */
+        const int e = base + threadIdx.x, head = e / per, j = e % per;
+        const bool live = e < h_hi * per, turn = j < rpairs;
+        const int i1 = turn ? 8 * j : rot + 8 * (j - rpairs), i2 = i1 + (turn ? rhalf : pass_half);
+        float x1[8] = {0, 0, 0, 0, 0, 0, 0, 0}, x2[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if (live) {
+            load8_bias(x1, row, bias, head * d + i1);
+            load8_bias(x2, row, bias, head * d + i2);
+        }
+        const bf16_t *nw = head < H ? q_norm : k_norm;
+        if (nw) {
+            float ss = 0.f;
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                ss += x1[k] * x1[k] + x2[k] * x2[k];
+            for (int o = per / 2; o > 0; o >>= 1) /* over the head's d/16 lanes */
+                ss += __shfl_xor_sync(0xffffffffu, ss, o);
+            const float inv = rsqrtf(ss / (float)d + eps);
+            float w1[8], w2[8];
+            if (live) {
+                unpack8(w1, *(const uint4 *)(nw + i1));
+                unpack8(w2, *(const uint4 *)(nw + i2));
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    x1[k] *= inv * w1[k], x2[k] *= inv * w2[k];
+            }
+        }
+        if (!live)
+            continue;
+        float y1[8], y2[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const float c = turn ? cs[i1 + k] : 1.f, s = turn ? cs[rhalf + i1 + k] : 0.f;
+            y1[k] = x1[k] * c - x2[k] * s;
+            y2[k] = x1[k] * s + x2[k] * c;
+        }
+        bf16_t *dst = head < H ? row + head * d : k_pool + slot_off + (size_t)(head - H) * d;
+        *(uint4 *)(dst + i1) = pack8(y1);
+        *(uint4 *)(dst + i2) = pack8(y2);
+    }
+    for (int e = v_lo + threadIdx.x; e < v_hi; e += blockDim.x) {
+        const int c = (H + Hkv) * d + 8 * e;
+        float v[8];
+        load8_bias(v, row, bias, c);
+        *(uint4 *)(v_pool + slot_off + 8 * e) = pack8(v);
+    }
+}
+
 extern "C" int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
                                 const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool, int kv_stride,
-                                int T, int H, int Hkv, int d, float theta, k_stream stream)
+                                int T, int H, int Hkv, int d, float theta, const struct k_qk_norm *qn,
+                                k_stream stream)
 {
     if (kv_stride <= 0)
         kv_stride = Hkv * d;
+    const int rot = qn && qn->rot > 0 ? qn->rot : d;
     if (d % 16 || kv_stride % 8 || T < 0) /* 16-byte vectors within each half of a head */
         return (int)cudaErrorInvalidValue;
     if (T == 0)
@@ -284,6 +363,15 @@ extern "C" int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *
     int groups = 1;
     while (groups < 16 && (int64_t)T * groups < 264 && (H + Hkv) / (groups * 2) >= 1)
         groups *= 2;
+    if (qn && (qn->q || qn->k || rot != d)) {
+        /* a head's threads (d/16 of them) within one warp; the rotated and the passing dimensions in
+         * whole pairs of vectors */
+        if (d / 16 > 32 || (d / 16) & (d / 16 - 1) || rot % 16 || rot > d || (d - rot) % 16 || !qn->q != !qn->k)
+            return (int)cudaErrorInvalidValue;
+        return (int)k_launch(qkv_norm_rope_store_kernel, dim3((unsigned)T, (unsigned)groups), dim3(256),
+                             rot * sizeof(float), stream, qkv, bias, tok_pos, tok_slot, k_pool, v_pool, kv_stride,
+                             H, Hkv, d, log2f(theta), qn->q, qn->k, rot, qn->eps);
+    }
     return (int)k_launch(qkv_rope_store_kernel, dim3((unsigned)T, (unsigned)groups), dim3(256), d * sizeof(float),
                          stream, qkv, bias, tok_pos, tok_slot, k_pool, v_pool, kv_stride, H, Hkv, d, log2f(theta));
 }

@@ -68,9 +68,19 @@ int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, int rows, i
  * k_pool = qkv + H d, v_pool = qkv + (H + Hkv) d, kv_stride = (H + 2 Hkv) d and tok_slot[t] = t
  * the K/V stay in place in the qkv rows (the stateless engine, no KV pool).
  */
+/* Per-head QK norms and a partial rotary embedding for k_qkv_rope_store (NULL: neither): q and k
+ * (both or neither) the norms' weights [d], each query and key head RMS-normalised (eps) and scaled
+ * by them after the bias and before the rotation; rot (0: d) the leading dimensions of a head the
+ * rotation turns (rotate-half within them, at theta^(-2i/rot); the rest pass through; a multiple of
+ * 16, d/16 a power of two up to 32). */
+struct k_qk_norm {
+    const bf16_t *q, *k;
+    int rot;
+    float eps;
+};
 int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
                      const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool, int kv_stride, int T,
-                     int H, int Hkv, int d, float theta, k_stream stream);
+                     int H, int Hkv, int d, float theta, const struct k_qk_norm *qn, k_stream stream);
 
 /* out[t, j] = silu(gu[t, j]) * gu[t, F + j] for a fused gate|up input of width 2F. */
 int k_swiglu(bf16_t *out, const bf16_t *gu, int rows, int F, k_stream stream);
@@ -305,11 +315,15 @@ struct k_focus_args {
 /*
  * Mixture of experts (moe.cu). A MoE layer's T normalised rows go, each as k copies, to k of E
  * experts; copy i = t k + j is token t's j-th choice.
- * k_moe_route: from the router's logits [T, E] (bf16), each row's softmax over the experts (fp32),
- * its k largest (ties: the lower expert) and their probabilities renormalised to sum 1: ids [T k],
- * wts [T k]. With balance (not 0) the k experts are instead those of the k largest priorities
- * k_moe_priority(balance, t, e) (ties: the lower expert), the same probabilities renormalised over
- * them: every row picks k experts uniformly at random, independently of the others, as a router
+ * k_moe_route: from the router's logits [T, E] (bf16), each row's scores (fp32): its softmax over
+ * the experts, or (rt->sigmoid) each expert's sigmoid; its k largest (ties: the lower expert),
+ * ranked on the scores plus rt->bias (bf16 [E], if not NULL) and, with rt->n_group > 1, only among
+ * the experts of the rt->topk_group groups (E / n_group experts each, in order) whose two best
+ * ranked scores sum highest (ties: the lower group); their scores (without the bias) renormalised to
+ * sum 1 where rt->norm, times rt->scale (0: 1): ids [T k], wts [T k]. With balance (not 0) the k
+ * experts are instead those of the k largest priorities k_moe_priority(balance, t, e) (ties: the
+ * lower expert), weighed the same way: every row picks k experts uniformly at random, independently
+ * of the others, as a router
  * trained to balance its experts' load spreads a step's tokens (random weights route the masked
  * tokens of a block, alike but for their position, to the same few experts, and route more widely
  * as a context makes their rows differ: work a step's shape does not fix).
@@ -329,7 +343,15 @@ struct k_focus_args {
  * Needs E <= K_MOE_MAX_EXPERTS and k <= 32.
  */
 #define K_MOE_MAX_EXPERTS 1024
+#define K_MOE_MAX_GROUPS 64
 #define K_MOE_TILE_MIN 32
+/* How a router turns its logits into experts and weights (k_moe_route; model.h's router fields). */
+struct k_moe_router {
+    bool sigmoid, norm;
+    const bf16_t *bias;
+    int n_group, topk_group;
+    float scale;
+};
 struct k_moe_dispatch_args {
     const int32_t *ids;
     int32_t *counts, *offsets, *tok, *pos, *tiles, *ntiles;
@@ -351,8 +373,8 @@ struct k_moe_combine_args {
     bool first, last;
     bool replace; /* the last chunk writes x (a tensor-parallel rank's partial sum) instead of adding */
 };
-int k_moe_route(const bf16_t *logits, int T, int E, int k, uint32_t balance, int32_t *ids, float *wts,
-                k_stream stream);
+int k_moe_route(const bf16_t *logits, int T, int E, int k, uint32_t balance, const struct k_moe_router *rt,
+                int32_t *ids, float *wts, k_stream stream);
 /* k_moe_route's balance for layer `layer`'s rows: 0 (the router's choice) unless balanced, else a salt
  * of its own for each layer (the engine's and the CPU reference's alike). */
 static inline uint32_t k_moe_balance(int balanced, int layer) { return balanced ? (uint32_t)layer + 1 : 0; }

@@ -12,58 +12,96 @@
 #define GEMM_BK 64
 #define GEMM_LD (GEMM_BK + 8) /* padded rows of the staged tiles (a multiple of 8 bf16) */
 
-/* Block t: token t's softmax over its router logits, its k largest (ties: the lower expert), or
- * with balance the k of the largest priorities, and their probabilities renormalised. Shared
- * memory: the probabilities, the priorities, then a reduction's scratch. */
+/* Block t: token t's scores (a softmax over its router logits, or their sigmoids), its k largest
+ * by the scores plus the expert bias among the best groups' experts (ties: the lower expert), or
+ * with balance the k of the largest priorities, and their scores weighed as rt says (k_moe_route).
+ * Shared memory: the scores, what the choice ranks, the groups' scores, a reduction's scratch. */
 static __global__ void __launch_bounds__(ROUTE_THREADS) moe_route_kernel(const bf16_t *logits, int E, int k,
-                                                                       uint32_t balance, int32_t *ids, float *wts)
+                                                                       uint32_t balance, struct k_moe_router rt,
+                                                                       int32_t *ids, float *wts)
 {
     griddep_wait();
     __shared__ float p[K_MOE_MAX_EXPERTS], pri[K_MOE_MAX_EXPERTS];
     __shared__ float rv[ROUTE_THREADS / 32];
     __shared__ int ri[ROUTE_THREADS / 32];
     __shared__ float chosen[32];
+    __shared__ float gscore[K_MOE_MAX_GROUPS];
     const int t = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    float mx = -INFINITY;
-    for (int e = threadIdx.x; e < E; e += blockDim.x) {
-        p[e] = bf2f(logits[(size_t)t * E + e]);
-        mx = fmaxf(mx, p[e]);
-    }
-    for (int o = 16; o > 0; o >>= 1)
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    if (lane == 0)
-        rv[warp] = mx;
-    __syncthreads();
-    mx = rv[0];
-    for (int w = 1; w < ROUTE_THREADS / 32; w++)
-        mx = fmaxf(mx, rv[w]);
-    __syncthreads();
-    float sum = 0.f;
-    for (int e = threadIdx.x; e < E; e += blockDim.x) {
-        p[e] = expf(p[e] - mx);
-        sum += p[e];
-    }
-    for (int o = 16; o > 0; o >>= 1)
-        sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (lane == 0)
-        rv[warp] = sum;
-    __syncthreads();
-    sum = 0.f;
-    for (int w = 0; w < ROUTE_THREADS / 32; w++)
-        sum += rv[w];
-    float *sel = p; /* what the choice ranks */
-    if (balance) {
+    float sum = 1.f; /* the softmax's sum (the sigmoid's scores stand alone) */
+    if (rt.sigmoid) {
         for (int e = threadIdx.x; e < E; e += blockDim.x)
-            pri[e] = (float)k_moe_priority(balance, (uint32_t)t, (uint32_t)e); /* 24 bits: exact */
-        sel = pri;
+            p[e] = 1.f / (1.f + expf(-bf2f(logits[(size_t)t * E + e])));
+    } else {
+        float mx = -INFINITY;
+        for (int e = threadIdx.x; e < E; e += blockDim.x) {
+            p[e] = bf2f(logits[(size_t)t * E + e]);
+            mx = fmaxf(mx, p[e]);
+        }
+        for (int o = 16; o > 0; o >>= 1)
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        if (lane == 0)
+            rv[warp] = mx;
+        __syncthreads();
+        mx = rv[0];
+        for (int w = 1; w < ROUTE_THREADS / 32; w++)
+            mx = fmaxf(mx, rv[w]);
+        __syncthreads();
+        sum = 0.f;
+        for (int e = threadIdx.x; e < E; e += blockDim.x) {
+            p[e] = expf(p[e] - mx);
+            sum += p[e];
+        }
+        for (int o = 16; o > 0; o >>= 1)
+            sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        if (lane == 0)
+            rv[warp] = sum;
+        __syncthreads();
+        sum = 0.f;
+        for (int w = 0; w < ROUTE_THREADS / 32; w++)
+            sum += rv[w];
     }
+    /* what the choice ranks: balanced priorities, or the scores (plus the expert bias), limited to the
+     * best groups' experts */
+    for (int e = threadIdx.x; e < E; e += blockDim.x)
+        pri[e] = balance ? (float)k_moe_priority(balance, (uint32_t)t, (uint32_t)e) /* 24 bits: exact */
+                         : p[e] + (rt.bias ? bf2f(rt.bias[e]) : 0.f);
     __syncthreads();
+    if (!balance && rt.n_group > 1) {
+        const int gs = E / rt.n_group;
+        for (int g = threadIdx.x; g < rt.n_group; g += blockDim.x) { /* a group's two best */
+            float b1 = -INFINITY, b2 = -INFINITY;
+            for (int e = g * gs; e < (g + 1) * gs; e++) {
+                const float v = pri[e];
+                if (v > b1) {
+                    b2 = b1;
+                    b1 = v;
+                } else if (v > b2) {
+                    b2 = v;
+                }
+            }
+            gscore[g] = b1 + b2;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) /* the topk_group best groups (ties: the lower) kept, the others' experts out */
+            for (int j = 0; j < rt.n_group - rt.topk_group; j++) {
+                int worst = -1;
+                for (int g = 0; g < rt.n_group; g++)
+                    if (gscore[g] != INFINITY && (worst < 0 || gscore[g] <= gscore[worst]))
+                        worst = g;
+                gscore[worst] = INFINITY;
+            }
+        __syncthreads();
+        for (int e = threadIdx.x; e < E; e += blockDim.x)
+            if (gscore[e / gs] == INFINITY)
+                pri[e] = -INFINITY;
+        __syncthreads();
+    }
     for (int j = 0; j < k; j++) { /* the largest left (ties: the lower expert), then taken out */
-        float bv = -1.f;
+        float bv = -INFINITY;
         int bi = E;
         for (int e = threadIdx.x; e < E; e += blockDim.x)
-            if (sel[e] > bv || (sel[e] == bv && e < bi)) {
-                bv = sel[e];
+            if (pri[e] > bv || (pri[e] == bv && e < bi)) {
+                bv = pri[e];
                 bi = e;
             }
         for (int o = 16; o > 0; o >>= 1) {
@@ -85,9 +123,10 @@ static __global__ void __launch_bounds__(ROUTE_THREADS) moe_route_kernel(const b
                     rv[0] = rv[w];
                     ri[0] = ri[w];
                 }
-            ids[(size_t)t * k + j] = ri[0];
-            chosen[j] = p[ri[0]] / sum;
-            sel[ri[0]] = -2.f; /* below every probability and priority */
+            const int c = ri[0] < E ? ri[0] : 0; /* none left: only a config the model check refuses */
+            ids[(size_t)t * k + j] = c;
+            chosen[j] = p[c] / sum;
+            pri[c] = -INFINITY;
         }
         __syncthreads();
     }
@@ -95,8 +134,9 @@ static __global__ void __launch_bounds__(ROUTE_THREADS) moe_route_kernel(const b
         float s = 0.f;
         for (int j = 0; j < k; j++)
             s += chosen[j];
+        const float norm = rt.norm && s > 0.f ? 1.f / s : 1.f, scale = rt.scale > 0.f ? rt.scale : 1.f;
         for (int j = 0; j < k; j++)
-            wts[(size_t)t * k + j] = chosen[j] / s;
+            wts[(size_t)t * k + j] = chosen[j] * norm * scale;
     }
 }
 
@@ -280,15 +320,17 @@ static __global__ void moe_combine_kernel(struct k_moe_combine_args a)
     }
 }
 
-extern "C" int k_moe_route(const bf16_t *logits, int T, int E, int k, uint32_t balance, int32_t *ids, float *wts,
-                           k_stream stream)
+extern "C" int k_moe_route(const bf16_t *logits, int T, int E, int k, uint32_t balance, const struct k_moe_router *rt,
+                           int32_t *ids, float *wts, k_stream stream)
 {
     if (T <= 0)
         return 0;
-    if (E <= 0 || E > K_MOE_MAX_EXPERTS || k <= 0 || k > 32 || k > E)
+    if (E <= 0 || E > K_MOE_MAX_EXPERTS || k <= 0 || k > 32 || k > E ||
+        (rt->n_group > 1 && (rt->n_group > K_MOE_MAX_GROUPS || E % rt->n_group || rt->topk_group < 1 ||
+                             rt->topk_group > rt->n_group || rt->topk_group * (E / rt->n_group) < k)))
         return (int)cudaErrorInvalidValue;
     return (int)k_launch(moe_route_kernel, dim3((unsigned)T), dim3(ROUTE_THREADS), 0, stream, logits, E, k, balance,
-                         ids, wts);
+                         *rt, ids, wts);
 }
 
 extern "C" int k_moe_dispatch(const struct k_moe_dispatch_args *a, k_stream stream)

@@ -18,19 +18,46 @@
 #include "presets.h"
 #include "sched.h"
 
+/* A model's attention beyond its shapes (QKV bias, per-head QK norms, a partial rotary embedding,
+ * block-causal training) and, for a mixture of experts, its router, as short tags ("-": none). */
+static void model_tags(const struct model_cfg *m, char *attn, size_t an, char *router, size_t rn)
+{
+    snprintf(attn, an, "%s%s%s", m->qkv_bias ? "bias," : "", m->qk_norm ? "qk-norm," : "",
+             m->block_causal ? "block," : "");
+    if (m->rotary_dim > 0)
+        snprintf(attn + strlen(attn), an - strlen(attn), "rope%d,", m->rotary_dim);
+    if (attn[0])
+        attn[strlen(attn) - 1] = '\0';
+    else
+        snprintf(attn, an, "-");
+    snprintf(router, rn, "-");
+    if (!m->num_experts)
+        return;
+    snprintf(router, rn, "%s%s%s", m->router_sigmoid ? "sigmoid" : "softmax", m->expert_bias ? "+bias" : "",
+             m->norm_topk ? ",norm" : "");
+    if (m->n_group > 1)
+        snprintf(router + strlen(router), rn - strlen(router), ",%d/%dg", m->topk_group, m->n_group);
+    if (m->routed_scale > 0 && m->routed_scale != 1)
+        snprintf(router + strlen(router), rn - strlen(router), ",x%g", m->routed_scale);
+}
+
 static void list_models(void)
 {
-    printf("%-14s %6s %6s %5s %5s %5s %6s %7s %8s %9s %8s %7s\n", "model", "layers", "hidden",
-           "heads", "kv", "hdim", "ffn", "vocab", "max_pos", "experts", "params", "KV/tok");
+    printf("%-14s %6s %6s %5s %5s %5s %6s %7s %8s %9s %8s %7s  %-22s %s\n", "model", "layers", "hidden",
+           "heads", "kv", "hdim", "ffn", "vocab", "max_pos", "experts", "params", "KV/tok", "attention", "router");
     for (int i = 0; i < model_num_builtin(); i++) {
         const struct model_cfg *m = model_builtin(i);
-        char ex[16] = "-";
+        char ex[16] = "-", attn[64], router[64];
         if (m->num_experts)
             snprintf(ex, sizeof ex, "%d/%d+%d", m->experts_top_k, m->num_experts, m->num_shared_experts);
-        printf("%-14s %6d %6d %5d %5d %5d %6d %7d %8d %9s %7.2fB %5.0fKiB\n", m->name, m->num_layers,
+        model_tags(m, attn, sizeof attn, router, sizeof router);
+        printf("%-14s %6d %6d %5d %5d %5d %6d %7d %8d %9s %7.2fB %5.0fKiB  %-22s %s\n", m->name, m->num_layers,
                m->hidden, m->num_heads, m->num_kv_heads, m->head_dim, m->ffn, m->vocab, m->max_pos,
-               ex, model_params(m) / 1e9, model_kv_bytes_per_token(m) / 1024.0);
+               ex, model_params(m) / 1e9, model_kv_bytes_per_token(m) / 1024.0, attn, router);
     }
+    printf("attention: bias (QKV bias), qk-norm (per-head QK norms), block (trained block-causal), ropeN (the\n"
+           "  rotary embedding over a head's first N dimensions); router: softmax or sigmoid scores (+bias: an\n"
+           "  expert bias chooses), norm (the chosen renormalised), K/Gg (the best K of G groups), xS (scaled)\n");
 }
 
 /* measured: the ceilings measured on the lent GPUs beside the datasheet's. */

@@ -10,6 +10,36 @@
 #include "eng_ref.h"
 #include "test_util.h"
 
+/* QK norms: each q and k head at RMS w after the norm (the rotation keeps norms), v untouched; a
+ * partial rotary embedding turns the first rot dimensions alone. */
+static void qk_norm_and_partial_rotary(void)
+{
+    enum { D = 8 };
+    float x[3 * D], wq[D], wk[D];
+    for (int i = 0; i < 3 * D; i++)
+        x[i] = (float)(3 * sin(2 * i + 0.5));
+    for (int i = 0; i < D; i++)
+        wq[i] = 2.0f, wk[i] = 3.0f;
+    int32_t p5[1] = {5};
+    ref_qkv_rope(x, NULL, wq, wk, 4, 0.f, p5, 1, 1, 1, D, 10000.f);
+    for (int head = 0; head < 2; head++) { /* the query's at RMS 2, the key's at 3 */
+        double ss = 0;
+        for (int i = 0; i < D; i++)
+            ss += x[head * D + i] * x[head * D + i];
+        ck_assert(fabs(ss / D - (head ? 9.0 : 4.0)) < 1e-5);
+    }
+    for (int i = 2 * D; i < 3 * D; i++)
+        ck_assert(x[i] == (float)(3 * sin(2 * i + 0.5)));
+    float y[3 * D], z[3 * D];
+    for (int i = 0; i < 3 * D; i++)
+        y[i] = z[i] = (float)sin(i + 1.0);
+    ref_qkv_rope(y, NULL, NULL, NULL, 4, 0.f, p5, 1, 1, 1, D, 10000.f);
+    for (int head = 0; head < 2; head++)
+        for (int i = 4; i < D; i++) /* past the rotary dimensions */
+            ck_assert(y[head * D + i] == z[head * D + i]);
+    ck_assert(fabs(y[0] - (z[0] * cos(5.0) - z[2] * sin(5.0))) < 1e-6); /* the first pair: frequency 1 */
+}
+
 START_TEST(attention_cases)
 {
     /* one key: the output is its value */
@@ -45,15 +75,16 @@ START_TEST(rmsnorm_rope_swiglu_argmax)
     for (int i = 0; i < 3 * d; i++)
         a[i] = b[i] = (float)sin(i + 1.0);
     int32_t p0[1] = {0};
-    ref_qkv_rope(a, NULL, p0, 1, 1, 1, d, 10000.f);
+    ref_qkv_rope(a, NULL, NULL, NULL, 0, 1e-5f, p0, 1, 1, 1, d, 10000.f);
     for (int i = 0; i < 3 * d; i++)
         ck_assert(fabsf(a[i] - b[i]) < 1e-6f);
+    qk_norm_and_partial_rotary();
     float r1[3 * d], r2[3 * d];
     int32_t pa[1] = {7}, pb[1] = {17};
     memcpy(r1, b, sizeof r1);
     memcpy(r2, b, sizeof r2);
-    ref_qkv_rope(r1, NULL, pa, 1, 1, 1, d, 10000.f);
-    ref_qkv_rope(r2, NULL, pb, 1, 1, 1, d, 10000.f);
+    ref_qkv_rope(r1, NULL, NULL, NULL, 0, 1e-5f, pa, 1, 1, 1, d, 10000.f);
+    ref_qkv_rope(r2, NULL, NULL, NULL, 0, 1e-5f, pb, 1, 1, 1, d, 10000.f);
     double n0 = 0, n1 = 0, dot1 = 0, dot2 = 0;
     for (int i = 0; i < d; i++) {
         n0 += b[i] * b[i];
@@ -314,9 +345,9 @@ static void balanced_routing_is_uniform(void)
     int count[E] = {0}, same_salted = 0;
     double shared = 0;
     for (int t = 0; t < T; t++) {
-        ref_moe_route(lg, E, K, 4, t, other, wts);
-        ref_moe_route(lg, E, K, 3, t, again, wts);
-        ref_moe_route(lg, E, K, 3, t, ids, wts);
+        ref_moe_route(lg, E, K, 4, NULL, NULL, t, other, wts);
+        ref_moe_route(lg, E, K, 3, NULL, NULL, t, again, wts);
+        ref_moe_route(lg, E, K, 3, NULL, NULL, t, ids, wts);
         ck_assert_int_eq(memcmp(ids, again, sizeof ids), 0);
         same_salted += memcmp(ids, other, sizeof ids) == 0;
         double sum = 0, mx = 0, wsum = 0;
@@ -375,11 +406,41 @@ START_TEST(weights_layout_and_fill)
     const float logits[4] = {0, logf(3), logf(3), logf(2)};
     int32_t ids[3];
     float wts[3];
-    ref_moe_route(logits, 4, 2, 0, 0, ids, wts);
+    ref_moe_route(logits, 4, 2, 0, NULL, NULL, 0, ids, wts);
     ck_assert(ids[0] == 1 && ids[1] == 2 && fabsf(wts[0] - 0.5f) < 1e-6f && fabsf(wts[1] - 0.5f) < 1e-6f);
-    ref_moe_route(logits, 4, 3, 0, 0, ids, wts);
+    ref_moe_route(logits, 4, 3, 0, NULL, NULL, 0, ids, wts);
     ck_assert(ids[2] == 3 && fabsf(wts[2] - 0.25f) < 1e-6f);
     balanced_routing_is_uniform();
+    /* LLaDA2.0's router by hand: sigmoid scores s_e of logits l_e, chosen on s_e + bias among the
+     * best 2 of 4 groups of 2 (a group's score: its two summed), weighed by s_e renormalised x 2.5 */
+    const float l8[8] = {2.0f, -2.0f, 0.5f, 0.4f, 1.0f, 1.0f, -3.0f, 3.0f};
+    const float bias8[8] = {0, 0, 0, 0, -0.5f, 0, 0, -0.9f};
+    const struct k_moe_router llada2 = {.sigmoid = true, .norm = true, .n_group = 4, .topk_group = 2, .scale = 2.5f};
+    double sg[8];
+    for (int e = 0; e < 8; e++)
+        sg[e] = 1.0 / (1.0 + exp(-(double)l8[e]));
+    /* ranked: {0,1} 0.881+0.119 = 1.0, {2,3} 0.622+0.599 = 1.22, {4,5} 0.731-0.5+0.731 = 0.96 (1.46
+     * without the bias), {6,7} 0.047+0.953-0.9 = 0.1: groups 1 and 0 stay; expert 7 (the best score) is
+     * out with its group, 4 and 5 with theirs */
+    ref_moe_route(l8, 8, 2, 0, &llada2, bias8, 0, ids, wts);
+    ck_assert_int_eq(ids[0], 0);
+    ck_assert_int_eq(ids[1], 2);
+    ck_assert(fabs(wts[0] - 2.5 * sg[0] / (sg[0] + sg[2])) < 1e-6 && fabs(wts[1] - 2.5 * sg[2] / (sg[0] + sg[2])) < 1e-6);
+    ref_moe_route(l8, 8, 3, 0, &llada2, bias8, 0, ids, wts);
+    ck_assert_int_eq(ids[2], 3);
+    ck_assert(fabs(wts[2] - 2.5 * sg[3] / (sg[0] + sg[2] + sg[3])) < 1e-6);
+    /* the bias only ranks: an expert it lifts weighs its own score */
+    const float lift[8] = {0, 0, 0, 0, 0, 0, 1.0f, 0};
+    ref_moe_route(l8, 8, 2, 0, &(struct k_moe_router){.sigmoid = true}, lift, 0, ids, wts);
+    ck_assert(ids[0] == 6 && fabs(wts[0] - sg[6]) < 1e-6 && ids[1] == 7 && fabs(wts[1] - sg[7]) < 1e-6);
+    /* without groups and bias expert 7 leads; unnormalised weights are the scores times the scale */
+    const struct k_moe_router plain = {.sigmoid = true, .scale = 2.0f};
+    ref_moe_route(l8, 8, 2, 0, &plain, NULL, 0, ids, wts);
+    ck_assert(ids[0] == 7 && ids[1] == 0 && fabs(wts[0] - 2 * sg[7]) < 1e-6 && fabs(wts[1] - 2 * sg[0]) < 1e-6);
+    /* a softmax's probabilities without renormalising: 3/9 and 3/9 */
+    const struct k_moe_router probs = {0};
+    ref_moe_route(logits, 4, 2, 0, &probs, NULL, 0, ids, wts);
+    ck_assert(fabsf(wts[0] - 1.0f / 3) < 1e-6f && fabsf(wts[1] - 1.0f / 3) < 1e-6f);
     /* the grouped GEMM's grid covers every tile list copies over experts can make: the worst cases
      * (one copy an expert, one past a tile) and random spreads */
     ck_assert_int_eq(k_moe_tiles_bound(256, 256, 32), 8 + 256);

@@ -19,35 +19,55 @@ static const struct model_cfg TINY = {.name = "tiny", .num_layers = 2, .hidden =
                                       .max_pos = 4096, .rope_theta = 10000.0, .qkv_bias = true,
                                       .weight_bytes = 2, .kv_bytes = 2};
 
-/* The engine's random weights (seed 3) written as an HF checkpoint. Returns them (caller frees). */
-static bf16_t *write_ckpt(const char *path, bool llada, bool tied)
+/* LLaDA2.0's layers in small: per-head QK norms, a dense first layer, 8 experts with an expert bias and
+ * a shared one. */
+static const struct model_cfg TINY_MOE = {.name = "tiny-moe", .num_layers = 2, .hidden = 64, .num_heads = 2,
+                                          .num_kv_heads = 1, .head_dim = 64, .ffn = 96, .vocab = 50,
+                                          .max_pos = 4096, .rope_theta = 10000.0, .qk_norm = true,
+                                          .num_experts = 8, .experts_top_k = 2, .moe_ffn = 64,
+                                          .num_shared_experts = 1, .first_dense_layers = 1, .expert_bias = true,
+                                          .router_sigmoid = true, .weight_bytes = 2, .kv_bytes = 2};
+
+/* Model m's weights written as an HF checkpoint with names fam: the engine's random weights (seed 3),
+ * or (distinct) every element its own value, so that no two tensors (norms included) can be taken
+ * for each other. Returns them (caller frees). */
+static bf16_t *write_model(const char *path, const struct model_cfg *m, enum st_names fam, bool tied, bool distinct)
 {
     struct eng_layout l;
-    ck_assert_int_eq(eng_layout_build(&TINY, &l, NULL), 0);
-    bf16_t *w = xmalloc(2 * (size_t)l.total);
+    ck_assert_int_eq(eng_layout_build(m, &l, NULL), 0);
+    bf16_t *w = xcalloc((size_t)l.total, 2);
     for (int i = 0; i < l.n; i++)
         eng_fill_host(&l, i, 3, w + l.t[i].offset);
+    for (int64_t i = 0; distinct && i < l.total; i++)
+        w[i] = eng_f2bf((float)(i % 4093) / 4093.0f + (float)(i / 4093));
     struct ts_err err;
-    ck_assert_msg(st_export_hf(path, &TINY, w, llada, tied, &err) == 0, "%s", err.msg);
+    ck_assert_msg(st_export_hf(path, m, w, fam, tied, &err) == 0, "%s", err.msg);
     eng_layout_free(&l);
     return w;
 }
 
-/* Loads every engine tensor from path into a fresh buffer; returns 0 or -1 with err. */
-static int load_all(const char *path, bf16_t **out, struct ts_err *err)
+static bf16_t *write_ckpt(const char *path, bool llada, bool tied)
+{
+    return write_model(path, &TINY, llada ? ST_NAMES_LLADA : ST_NAMES_QWEN, tied, false);
+}
+
+/* Loads every engine tensor of model m from path into a fresh buffer; returns 0 or -1 with err. */
+static int load_model(const char *path, const struct model_cfg *m, bf16_t **out, struct ts_err *err)
 {
     struct eng_layout l;
-    eng_layout_build(&TINY, &l, NULL);
+    eng_layout_build(m, &l, NULL);
     bf16_t *w = xcalloc((size_t)l.total, 2);
     struct st_file *f;
     int rc = st_open(path, &f, err);
     for (int i = 0; i < l.n && !rc; i++)
-        rc = st_load_tensor(f, &TINY, &l.t[i], w + l.t[i].offset, err);
+        rc = st_load_tensor(f, m, &l.t[i], w + l.t[i].offset, err);
     st_close(f);
     eng_layout_free(&l);
     *out = w;
     return rc;
 }
+
+static int load_all(const char *path, bf16_t **out, struct ts_err *err) { return load_model(path, &TINY, out, err); }
 
 START_TEST(roundtrip_both_families)
 {
@@ -70,6 +90,53 @@ START_TEST(roundtrip_both_families)
         free(w), free(got);
         unlink(p);
     }
+}
+END_TEST
+
+/* A mixture of experts with QK norms, an expert bias and a shared expert, under the Qwen names
+ * (LLaDA-MoE's) and LLaDA2.0's: every element back in its place; the names are the checkpoints'. */
+START_TEST(moe_roundtrip_both_families)
+{
+    static const struct {
+        enum st_names fam;
+        const char *names[4];
+    } cases[] = {
+        {ST_NAMES_QWEN, {"model.layers.0.self_attn.q_norm.weight", "model.layers.1.mlp.experts.7.down_proj.weight",
+                         "model.layers.1.mlp.gate.expert_bias", "model.layers.1.mlp.shared_experts.up_proj.weight"}},
+        {ST_NAMES_LLADA2, {"model.layers.1.attention.query_key_value.weight",
+                           "model.layers.0.attention.key_layernorm.weight", "model.word_embeddings.weight",
+                           "model.layers.1.mlp.experts.0.gate_proj.weight"}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const char *p = tmp_path(0, ".safetensors");
+        bf16_t *w = write_model(p, &TINY_MOE, cases[k].fam, false, true), *got;
+        struct ts_err err;
+        ck_assert_msg(load_model(p, &TINY_MOE, &got, &err) == 0, "%s", err.msg);
+        struct eng_layout l;
+        eng_layout_build(&TINY_MOE, &l, NULL);
+        ck_assert_int_eq(memcmp(w, got, 2 * (size_t)l.total), 0);
+        char *text;
+        size_t len;
+        ck_assert_int_eq(ts_read_file(p, &text, &len, &err), 0);
+        for (int i = 0; i < 4; i++) {
+            char quoted[200];
+            snprintf(quoted, sizeof quoted, "\"%s\"", cases[k].names[i]);
+            ck_assert_msg(strstr(text + 8, quoted), "%s lacks %s", p, cases[k].names[i]); /* the header */
+        }
+        free(text);
+        eng_layout_free(&l);
+        free(w), free(got);
+        unlink(p);
+    }
+    /* LLaDA's own names have none for experts */
+    struct ts_err err;
+    struct eng_layout l;
+    eng_layout_build(&TINY_MOE, &l, NULL);
+    bf16_t *w = xcalloc((size_t)l.total, 2);
+    ck_assert_int_ne(st_export_hf(tmp_path(0, ".safetensors"), &TINY_MOE, w, ST_NAMES_LLADA, false, &err), 0);
+    ck_assert_msg(strstr(err.msg, "the LLaDA names have no tensor for tiny-moe's q_norm"), "%s", err.msg);
+    free(w);
+    eng_layout_free(&l);
 }
 END_TEST
 
@@ -182,6 +249,7 @@ int main(void)
     Suite *s = suite_create("eng_safetensors");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, roundtrip_both_families);
+    tcase_add_test(tc, moe_roundtrip_both_families);
     tcase_add_test(tc, tied_lm_head_uses_embedding);
     tcase_add_test(tc, sharded_directory);
     tcase_add_test(tc, bad_files_name_the_tensor);

@@ -90,12 +90,31 @@ START_TEST(hf_qwen3_moe_keys)
         "\"num_key_value_heads\":4,\"head_dim\":128,\"num_hidden_layers\":20,"
         "\"intermediate_size\":5120,\"moe_intermediate_size\":512,\"num_experts\":256,"
         "\"num_experts_per_tok\":8,\"num_shared_experts\":1,\"first_k_dense_replace\":1,"
-        "\"vocab_size\":157184,\"max_position_embeddings\":32768,\"rope_theta\":600000}");
+        "\"vocab_size\":157184,\"max_position_embeddings\":32768,\"rope_theta\":600000,"
+        "\"use_qk_norm\":true,\"partial_rotary_factor\":0.5,\"score_function\":\"sigmoid\",\"n_group\":8,"
+        "\"topk_group\":4,\"routed_scaling_factor\":2.5,\"moe_router_enable_expert_bias\":true,"
+        "\"norm_topk_prob\":true,\"rms_norm_eps\":1e-06}");
     struct model_cfg m;
     struct ts_err err;
     ck_assert_msg(model_load_hf(p, &m, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(model_params(&m), model_params(model_find("llada2.0-mini")));
+    const struct model_cfg *b = model_find("llada2.0-mini");
+    ck_assert_int_eq(model_params(&m), model_params(b));
     ck_assert(m.block_causal);
+    /* the attention's and the router's fields, as the built-in model has them */
+    ck_assert(m.qk_norm && m.rotary_dim == 64 && model_rotary_dim(&m) == 64);
+    ck_assert(m.router_sigmoid && m.expert_bias && m.norm_topk && m.n_group == 8 && m.topk_group == 4);
+    ck_assert(m.routed_scale == 2.5);
+    ck_assert(m.rms_eps == 1e-6 && model_rms_eps(&m) == 1e-6f && model_rms_eps(b) == 1e-5f);
+    ck_assert(b->qk_norm == m.qk_norm && b->rotary_dim == m.rotary_dim && b->router_sigmoid == m.router_sigmoid &&
+              b->expert_bias == m.expert_bias && b->norm_topk == m.norm_topk && b->n_group == m.n_group &&
+              b->topk_group == m.topk_group && b->routed_scale == m.routed_scale);
+    /* Qwen3 (SDAR) has per-head QK norms without saying so; a whole rotary is no partial one */
+    p = tmp_file(0, ".json", "{\"model_type\":\"qwen3\",\"hidden_size\":4096,\"num_attention_heads\":32,"
+                             "\"num_key_value_heads\":8,\"head_dim\":128,\"num_hidden_layers\":36,"
+                             "\"intermediate_size\":12288,\"vocab_size\":151936,\"partial_rotary_factor\":1.0}");
+    ck_assert_msg(model_load_hf(p, &m, &err) == 0, "%s", err.msg);
+    ck_assert(m.qk_norm && m.rotary_dim == 0 && model_rotary_dim(&m) == 128 && !m.router_sigmoid);
+    ck_assert_int_eq(model_params(&m), model_params(model_find("sdar-8b")));
 }
 END_TEST
 
@@ -136,7 +155,19 @@ START_TEST(hf_errors_name_file_and_field)
         {"\"num_experts\":64,\"num_experts_per_tok\":80,\"moe_intermediate_size\":512",
          "experts_top_k (num_experts_per_tok) 80 is not in 1..64"},
         {"\"num_shared_experts\":2", "num_shared_experts (n_shared_experts) 2 without routed experts"},
-        {"\"num_experts_per_tok\":4", "experts_top_k (num_experts_per_tok) 4 without routed experts"}};
+        {"\"num_experts_per_tok\":4", "experts_top_k (num_experts_per_tok) 4 without routed experts"},
+        {"\"num_experts\":64,\"num_experts_per_tok\":8,\"moe_intermediate_size\":512,\"n_group\":5,\"topk_group\":2",
+         "n_group 5 and topk_group 2 do not fit 64 experts with a top-8"},
+        {"\"num_experts\":64,\"num_experts_per_tok\":8,\"moe_intermediate_size\":512,\"n_group\":8,\"topk_group\":9",
+         "n_group 8 and topk_group 9 do not fit"},
+        {"\"num_experts\":64,\"num_experts_per_tok\":8,\"moe_intermediate_size\":512,\"n_group\":16,\"topk_group\":1",
+         "n_group 16 and topk_group 1 do not fit 64 experts with a top-8"},
+        {"\"score_function\":\"relu\"", "score_function: must be \"softmax\" or \"sigmoid\""},
+        {"\"routed_scaling_factor\":-1", "routed_scaling_factor: must be a number in (0, 1000]"},
+        {"\"partial_rotary_factor\":1.5", "partial_rotary_factor: must be a number in (0, 1]"},
+        {"\"rms_norm_eps\":0", "rms_norm_eps: must be a number in (0, 1]"},
+        {"\"partial_rotary_factor\":\"half\"", "partial_rotary_factor: must be a number in (0, 1]"},
+        {"\"rotary_dim\":300", "rotary_dim (head_dim x partial_rotary_factor) 300 is not an even number in 0..64"}};
     for (size_t i = 0; i < sizeof moe / sizeof moe[0]; i++) {
         char json[512];
         snprintf(json, sizeof json,

@@ -734,6 +734,7 @@ contains "--tp with calibrated" "allreduce"
 expect 2 "--tp calibrated, no share's calibration" -- $bin sim --tp 2 --model dream-7b --cost calibrated --requests 2
 contains "--tp calibrated, no share's calibration" "no calibration for dream-7b-tp2 on h200"
 expect 0 "a share as a model" -- $bin list models
+contains "a share as a model" "qk-norm,block,rope64   sigmoid+bias,norm,4/8g,x2.5" # LLaDA2.0-mini's attention and router
 expect 0 "a share simulated" -- $bin sim --model llada-8b-tp2 --requests 4 --quiet
 contains "a share simulated" "llada-8b-tp2 on h200"
 expect 2 "a share that does not divide" -- $bin sim --model dream-7b-tp8 --requests 4

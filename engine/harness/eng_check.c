@@ -42,6 +42,7 @@ static void report(struct checker *c, const char *what, double err, double bound
 {
     bool ok = isfinite(err) && err <= bound;
     fprintf(c->out, "  %-58s %10.3e  (bound %.0e)  %s\n", what, err, bound, ok ? "ok" : "FAIL");
+    fflush(c->out); /* each line out as it is known: a run a sanitizer or a time limit cuts short keeps it */
     if (ok)
         c->passed++;
     else
@@ -51,6 +52,7 @@ static void report(struct checker *c, const char *what, double err, double bound
 static void fail_msg(struct checker *c, const char *what, const char *msg)
 {
     fprintf(c->out, "  %-58s FAIL: %s\n", what, msg);
+    fflush(c->out);
     c->failed++;
 }
 
@@ -178,9 +180,14 @@ done:
     free(xf), free(wf), free(rf), free(gf), free(xb), free(wb), free(ob), free(gb), free(of);
 }
 
-static void check_rope_store(struct checker *c, int H, int Hkv, int d, bool bias)
+/* k_qkv_rope_store on 50 tokens against ref_qkv_rope: with a bias, with per-head QK norms (weights
+ * drawn around 1) and over the first rot dimensions of each head (0: all). */
+static void check_rope_store(struct checker *c, int H, int Hkv, int d, bool bias, bool norms, int rot)
 {
     const int T = 50, width = (H + 2 * Hkv) * d, slots = 64;
+    float nf[2 * 256];
+    bf16_t nb[2 * 256];
+    bf16_t *dn = NULL;
     int64_t n = (int64_t)T * width, pn = (int64_t)slots * Hkv * d;
     float *qf = xmalloc(4 * n), *bf = xmalloc(4 * width), *got = xmalloc(4 * n), *kref = xmalloc(4 * pn);
     float *kgot = xmalloc(4 * pn), *vref = xmalloc(4 * pn), *vgot = xmalloc(4 * pn);
@@ -190,6 +197,9 @@ static void check_rope_store(struct checker *c, int H, int Hkv, int d, bool bias
     int32_t *dpos = NULL, *dslot = NULL;
     rand_bf16(c, qf, qb, n, 2.0f);
     rand_bf16(c, bf, bb, width, 0.5f);
+    rand_bf16(c, nf, nb, 2 * d, 0.5f);
+    for (int i = 0; i < 2 * d; i++) /* norm weights in [0.5, 1.5] */
+        nb[i] = eng_f2bf(nf[i] + 1.0f), nf[i] = eng_bf2f(nb[i]);
     for (int t = 0; t < T; t++) {
         pos[t] = t * 37 % 3000;   /* positions far apart exercise the angles */
         slot[t] = (t * 13) % slots; /* distinct slots, permuted */
@@ -202,14 +212,17 @@ static void check_rope_store(struct checker *c, int H, int Hkv, int d, bool bias
     CK(cudaMalloc((void **)&dv, 2 * pn));
     KK(k_fill_bits(dk, pn, 0, NULL));
     KK(k_fill_bits(dv, pn, 0, NULL));
-    KK(k_qkv_rope_store(dq, bias ? db : NULL, dpos, dslot, dk, dv, 0, T, H, Hkv, d, 10000.0f, NULL));
+    dn = dev_copy(nb, sizeof nb);
+    const struct k_qk_norm norm = {norms ? dn : NULL, norms ? dn + d : NULL, rot, 1e-5f};
+    KK(k_qkv_rope_store(dq, bias ? db : NULL, dpos, dslot, dk, dv, 0, T, H, Hkv, d, 10000.0f, &norm, NULL));
     CK(cudaMemcpy(hb, dq, 2 * n, cudaMemcpyDeviceToHost));
     to_float(got, hb, n);
     CK(cudaMemcpy(hb, dk, 2 * pn, cudaMemcpyDeviceToHost));
     to_float(kgot, hb, pn);
     CK(cudaMemcpy(hb, dv, 2 * pn, cudaMemcpyDeviceToHost));
     to_float(vgot, hb, pn);
-    ref_qkv_rope(qf, bias ? bf : NULL, pos, T, H, Hkv, d, 10000.0f);
+    ref_qkv_rope(qf, bias ? bf : NULL, norms ? nf : NULL, norms ? nf + d : NULL, rot, 1e-5f, pos, T, H, Hkv, d,
+                 10000.0f);
     memset(kref, 0, 4 * pn);
     memset(vref, 0, 4 * pn);
     for (int t = 0; t < T; t++) {
@@ -224,15 +237,16 @@ static void check_rope_store(struct checker *c, int H, int Hkv, int d, bool bias
             qe += (a - b) * (a - b);
             qn += b * b;
         }
-    char what[96];
-    snprintf(what, sizeof what, "rope q (H %d, d %d%s)", H, d, bias ? ", bias" : "");
+    char what[112];
+    snprintf(what, sizeof what, "rope q (H %d, d %d%s%s, rotary over %d)", H, d, bias ? ", bias" : "",
+             norms ? ", QK norms" : "", rot ? rot : d);
     report(c, what, sqrt(qe / qn), 1e-2);
     snprintf(what, sizeof what, "rope + store k into permuted slots (Hkv %d)", Hkv);
     report(c, what, eng_rel_err(kgot, kref, pn), 1e-2);
     snprintf(what, sizeof what, "store v into permuted slots");
     report(c, what, eng_rel_err(vgot, vref, pn), 1e-2);
 done:
-    cudaFree(dq), cudaFree(db), cudaFree(dk), cudaFree(dv), cudaFree(dpos), cudaFree(dslot);
+    cudaFree(dq), cudaFree(db), cudaFree(dk), cudaFree(dv), cudaFree(dpos), cudaFree(dslot), cudaFree(dn);
     free(qf), free(bf), free(got), free(kref), free(kgot), free(vref), free(vgot), free(qb), free(bb), free(hb);
 }
 
@@ -587,16 +601,24 @@ done:
     free(qf), free(kf), free(qh), free(kh), free(delta), free(imp), free(gimp);
 }
 
+/* Routers of the MoE kernel checks: a softmax's top k renormalised (LLaDA-MoE's), and LLaDA2.0's
+ * sigmoid scores with an expert bias (any non-NULL bias: the check draws its own), the best 4 of 8
+ * groups, renormalised times 2.5. */
+#define SOFTMAX_RENORMALISED ((struct k_moe_router){.norm = true})
+#define LLADA2_ROUTER                                                                                   \
+    ((struct k_moe_router){.sigmoid = true, .norm = true, .bias = (const bf16_t *)1, .n_group = 8,      \
+                           .topk_group = 4, .scale = 2.5f})
+
 /* The choices of T rows (ids, wts [T k]) that differ from ref_moe_route's over the logits lf [T, E];
  * *werr gets the largest weight's difference. */
 static int moe_route_wrong(const float *lf, const int32_t *ids, const float *wts, int T, int E, int k, uint32_t balance,
-                           double *werr)
+                           const struct k_moe_router *rt, const float *bias, double *werr)
 {
     int wrong = 0;
     int32_t *rid = xmalloc(sizeof *rid * (size_t)k);
     float *rw = xmalloc(sizeof *rw * (size_t)k);
     for (int t = 0; t < T; t++) {
-        ref_moe_route(lf + (size_t)t * E, E, k, balance, t, rid, rw);
+        ref_moe_route(lf + (size_t)t * E, E, k, balance, rt, bias, t, rid, rw);
         for (int j = 0; j < k; j++) {
             wrong += ids[t * k + j] != rid[j];
             *werr = fmax(*werr, fabs(wts[t * k + j] - rw[j]));
@@ -606,65 +628,12 @@ static int moe_route_wrong(const float *lf, const int32_t *ids, const float *wts
     return wrong;
 }
 
-/* The MoE kernels on T rows of E experts, k each: the routing (the router's, or balanced by salt
- * balance) against the reference's, the dispatch's arrays against a count on the host, and the
- * grouped GEMM (in two chunks of the copies, the second ragged) and the combine against a product
- * on the host of the same bf16 inputs. */
-static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int K, int tile, uint32_t balance)
+/* The dispatch's arrays (offsets off [E + 1], tok and pos [n]) and tiles wrong for the choices ids [n]:
+ * each expert's copies within its offsets, each place taken once; the tiles cover them. */
+static int moe_dispatch_wrong(const int32_t *ids, const int32_t *off, const int32_t *tok, const int32_t *pos,
+                              const int32_t *tiles, int ntiles, int n, int E, int k, int tile, int max_tiles)
 {
-    const int n = T * k, max_tiles = (n + K_MOE_TILE_MIN - 1) / K_MOE_TILE_MIN + E, h = N;
-    float *lf = xmalloc(sizeof *lf * (size_t)T * E), *xf = xmalloc(sizeof *xf * (size_t)n * K);
-    float *wf = xmalloc(sizeof *wf * (size_t)E * N * K), *wts = xmalloc(sizeof *wts * (size_t)n);
-    bf16_t *lb = xmalloc(2 * (size_t)T * E), *xb = xmalloc(2 * (size_t)n * K), *wb = xmalloc(2 * (size_t)E * N * K);
-    bf16_t *yb = xmalloc(2 * (size_t)n * N), *xo = xmalloc(2 * (size_t)T * h);
-    int32_t *ids = xmalloc(sizeof *ids * (size_t)n), *tok = xmalloc(sizeof *tok * (size_t)n);
-    int32_t *pos = xmalloc(sizeof *pos * (size_t)n), *off = xmalloc(sizeof *off * (size_t)(E + 1));
-    int32_t *tiles = xmalloc(sizeof *tiles * 2 * (size_t)max_tiles), ntiles = 0;
-    void *dl = NULL, *dids = NULL, *dwts = NULL, *dcnt = NULL, *doff = NULL, *dtok = NULL, *dpos = NULL;
-    void *dtiles = NULL, *dnt = NULL, *dx = NULL, *dw = NULL, *dy = NULL, *dacc = NULL, *dxo = NULL;
-    rand_bf16(c, lf, lb, (int64_t)T * E, 2.0f);
-    rand_bf16(c, xf, xb, (int64_t)n * K, 1.0f);
-    rand_bf16(c, wf, wb, (int64_t)E * N * K, 0.2f);
-    for (int64_t i = 0; i < (int64_t)T * h; i++)
-        xo[i] = eng_f2bf(0.5f);
-    void **const dev[] = {&dl, &dids, &dwts, &dcnt, &doff, &dtok, &dpos, &dtiles, &dnt, &dx, &dw, &dy, &dacc, &dxo};
-    const void *const src[] = {lb, ids, wts, off, off, tok, pos, tiles, &ntiles, xb, wb, yb, wf, xo};
-    const size_t bytes[] = {2 * (size_t)T * E, 4 * (size_t)n, 4 * (size_t)n, 4 * (size_t)E, 4 * (size_t)(E + 1),
-                            4 * (size_t)n, 4 * (size_t)n, 8 * (size_t)max_tiles, 4, 2 * (size_t)n * K,
-                            2 * (size_t)E * N * K, 2 * (size_t)n * N, 4 * (size_t)T * h, 2 * (size_t)T * h};
-    if (!dev_copies(dev, src, bytes, TS_ARRAY_LEN(dev))) {
-        fail_msg(c, "moe", "device allocation failed");
-        goto done;
-    }
-    KK(k_moe_route(dl, T, E, k, balance, dids, dwts, NULL));
-    const struct k_moe_dispatch_args da = {dids, dcnt, doff, dtok, dpos, dtiles, dnt, T, k, E, tile};
-    KK(k_moe_dispatch(&da, NULL));
-    const int p1 = n / 2 + 3; /* two chunks: [0, p1) and [p1, n) */
-    for (int ch = 0; ch < 2; ch++) {
-        const int a0 = ch ? p1 : 0, a1 = ch ? n : p1;
-        const struct k_moe_gemm_args ga = {(const bf16_t *)dx + (size_t)a0 * K, dw, (bf16_t *)dy + (size_t)a0 * N,
-                                           doff, dtiles, dnt, a0, a1, N, K, max_tiles, tile};
-        KK(k_moe_gemm(&ga, NULL));
-        const struct k_moe_combine_args ca = {(const bf16_t *)dy + (size_t)a0 * N, dpos, dwts, dacc, dxo, T, k, h, a0,
-                                              a1, ch == 0, ch == 1, false};
-        KK(k_moe_combine(&ca, NULL));
-    }
-    CK(cudaDeviceSynchronize());
-    CK(cudaMemcpy(ids, dids, 4 * (size_t)n, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(wts, dwts, 4 * (size_t)n, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(off, doff, 4 * (size_t)(E + 1), cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(tok, dtok, 4 * (size_t)n, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(pos, dpos, 4 * (size_t)n, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(tiles, dtiles, 8 * (size_t)max_tiles, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(&ntiles, dnt, 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(yb, dy, 2 * (size_t)n * N, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(xo, dxo, 2 * (size_t)T * h, cudaMemcpyDeviceToHost));
-    int arrays = 0;
-    double werr = 0;
-    const int wrong_ids = moe_route_wrong(lf, ids, wts, T, E, k, balance, &werr);
-    /* the dispatch: each expert's copies within its offsets, each place taken once; the tiles
-     * cover them */
-    int covered = 0;
+    int arrays = 0, covered = 0;
     unsigned char *taken = xcalloc((size_t)n, 1);
     for (int e = 0, p = 0; e < E; e++) {
         const int lo = off[e], hi = off[e + 1];
@@ -687,6 +656,74 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
         covered += TS_MIN(tile, off[e + 1] - s);
     }
     arrays += covered != n || ntiles > max_tiles;
+    return arrays;
+}
+
+/* The MoE kernels on T rows of E experts, k each: the routing (the router's, or balanced by salt
+ * balance) against the reference's, the dispatch's arrays against a count on the host, and the
+ * grouped GEMM (in two chunks of the copies, the second ragged) and the combine against a product
+ * on the host of the same bf16 inputs. */
+static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int K, int tile, uint32_t balance,
+                              struct k_moe_router rt)
+{
+    const int n = T * k, max_tiles = (n + K_MOE_TILE_MIN - 1) / K_MOE_TILE_MIN + E, h = N;
+    float *lf = xmalloc(sizeof *lf * (size_t)T * E), *xf = xmalloc(sizeof *xf * (size_t)n * K);
+    float *wf = xmalloc(sizeof *wf * (size_t)E * N * K), *wts = xmalloc(sizeof *wts * (size_t)n);
+    bf16_t *lb = xmalloc(2 * (size_t)T * E), *xb = xmalloc(2 * (size_t)n * K), *wb = xmalloc(2 * (size_t)E * N * K);
+    bf16_t *yb = xmalloc(2 * (size_t)n * N), *xo = xmalloc(2 * (size_t)T * h);
+    int32_t *ids = xmalloc(sizeof *ids * (size_t)n), *tok = xmalloc(sizeof *tok * (size_t)n);
+    int32_t *pos = xmalloc(sizeof *pos * (size_t)n), *off = xmalloc(sizeof *off * (size_t)(E + 1));
+    int32_t *tiles = xmalloc(sizeof *tiles * 2 * (size_t)max_tiles), ntiles = 0;
+    void *dl = NULL, *dids = NULL, *dwts = NULL, *dcnt = NULL, *doff = NULL, *dtok = NULL, *dpos = NULL;
+    void *dtiles = NULL, *dnt = NULL, *dx = NULL, *dw = NULL, *dy = NULL, *dacc = NULL, *dxo = NULL;
+    rand_bf16(c, lf, lb, (int64_t)T * E, 2.0f);
+    rand_bf16(c, xf, xb, (int64_t)n * K, 1.0f);
+    rand_bf16(c, wf, wb, (int64_t)E * N * K, 0.2f);
+    for (int64_t i = 0; i < (int64_t)T * h; i++)
+        xo[i] = eng_f2bf(0.5f);
+    float *biasf = xmalloc(sizeof *biasf * (size_t)E); /* an expert bias, if rt has one */
+    bf16_t *biasb = xmalloc(2 * (size_t)E);
+    void *dbias = NULL;
+    rand_bf16(c, biasf, biasb, E, 0.05f);
+    void **const dev[] = {&dl, &dids, &dwts, &dcnt, &doff, &dtok, &dpos, &dtiles, &dnt, &dx, &dw, &dy, &dacc, &dxo,
+                          &dbias};
+    const void *const src[] = {lb, ids, wts, off, off, tok, pos, tiles, &ntiles, xb, wb, yb, wf, xo, biasb};
+    const size_t bytes[] = {2 * (size_t)T * E, 4 * (size_t)n, 4 * (size_t)n, 4 * (size_t)E, 4 * (size_t)(E + 1),
+                            4 * (size_t)n, 4 * (size_t)n, 8 * (size_t)max_tiles, 4, 2 * (size_t)n * K,
+                            2 * (size_t)E * N * K, 2 * (size_t)n * N, 4 * (size_t)T * h, 2 * (size_t)T * h,
+                            2 * (size_t)E};
+    const bool has_bias = rt.bias != NULL;
+    if (!dev_copies(dev, src, bytes, TS_ARRAY_LEN(dev))) {
+        fail_msg(c, "moe", "device allocation failed");
+        goto done;
+    }
+    rt.bias = has_bias ? dbias : NULL;
+    KK(k_moe_route(dl, T, E, k, balance, &rt, dids, dwts, NULL));
+    const struct k_moe_dispatch_args da = {dids, dcnt, doff, dtok, dpos, dtiles, dnt, T, k, E, tile};
+    KK(k_moe_dispatch(&da, NULL));
+    const int p1 = n / 2 + 3; /* two chunks: [0, p1) and [p1, n) */
+    for (int ch = 0; ch < 2; ch++) {
+        const int a0 = ch ? p1 : 0, a1 = ch ? n : p1;
+        const struct k_moe_gemm_args ga = {(const bf16_t *)dx + (size_t)a0 * K, dw, (bf16_t *)dy + (size_t)a0 * N,
+                                           doff, dtiles, dnt, a0, a1, N, K, max_tiles, tile};
+        KK(k_moe_gemm(&ga, NULL));
+        const struct k_moe_combine_args ca = {(const bf16_t *)dy + (size_t)a0 * N, dpos, dwts, dacc, dxo, T, k, h, a0,
+                                              a1, ch == 0, ch == 1, false};
+        KK(k_moe_combine(&ca, NULL));
+    }
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(ids, dids, 4 * (size_t)n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(wts, dwts, 4 * (size_t)n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(off, doff, 4 * (size_t)(E + 1), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(tok, dtok, 4 * (size_t)n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(pos, dpos, 4 * (size_t)n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(tiles, dtiles, 8 * (size_t)max_tiles, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&ntiles, dnt, 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(yb, dy, 2 * (size_t)n * N, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(xo, dxo, 2 * (size_t)T * h, cudaMemcpyDeviceToHost));
+    double werr = 0;
+    const int wrong_ids = moe_route_wrong(lf, ids, wts, T, E, k, balance, &rt, has_bias ? biasf : NULL, &werr);
+    const int arrays = moe_dispatch_wrong(ids, off, tok, pos, tiles, ntiles, n, E, k, tile, max_tiles);
     /* Y = X W_e^T row by row; the combine's sums */
     double yerr = 0, ynorm = 0, cerr = 0, cnorm = 0;
     float *yr = xmalloc(sizeof *yr * (size_t)n * N);
@@ -709,8 +746,11 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
             cnorm = fmax(cnorm, fabs(v));
         }
     char what[112];
-    snprintf(what, sizeof what, "moe routing (%d rows, %d experts, top %d%s): choices that differ", T, E, k,
-             balance ? ", balanced" : "");
+    char groups[32] = "";
+    if (rt.n_group > 1)
+        snprintf(groups, sizeof groups, ", best %d of %d groups", rt.topk_group, rt.n_group);
+    snprintf(what, sizeof what, "moe routing (%d rows, %d experts, top %d%s, %s%s%s): choices that differ", T, E, k,
+             balance ? ", balanced" : "", rt.sigmoid ? "sigmoid" : "softmax", has_bias ? " with a bias" : "", groups);
     report(c, what, wrong_ids, 0);
     report(c, "  routing weights (largest difference)", werr, 1e-5);
     report(c, "  dispatch arrays and tiles wrong", arrays, 0);
@@ -721,8 +761,9 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
 done:
     cudaFree(dl), cudaFree(dids), cudaFree(dwts), cudaFree(dcnt), cudaFree(doff), cudaFree(dtok), cudaFree(dpos);
     cudaFree(dtiles), cudaFree(dnt), cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(dacc), cudaFree(dxo);
+    cudaFree(dbias);
     free(lf), free(xf), free(wf), free(wts), free(lb), free(xb), free(wb), free(yb), free(xo);
-    free(ids), free(tok), free(pos), free(off), free(tiles);
+    free(ids), free(tok), free(pos), free(off), free(tiles), free(biasf), free(biasb);
 }
 
 /* The selection kernels on two segments each, per K/V head and one set for all. */
@@ -1475,7 +1516,7 @@ done:
 }
 
 /* Weights saved as an HF checkpoint and loaded back give the seeded engine's results exactly. */
-static void check_weights_file(struct checker *c, const struct model_cfg *m, bool llada_names)
+static void check_weights_file(struct checker *c, const struct model_cfg *m, enum st_names names)
 {
     struct eng_layout l;
     struct ts_err err;
@@ -1499,7 +1540,8 @@ static void check_weights_file(struct checker *c, const struct model_cfg *m, boo
     o.logit_chunk_rows = 256;
     o.kv_tokens = 2048;
     o.seed = 77;
-    if (st_export_hf(path, m, w, llada_names, false, &err) || eng_create(m, &o, &a, &err)) {
+    o.routing = 1; /* the router's choice, the seeded engine's as the loaded one's (auto balances the first) */
+    if (st_export_hf(path, m, w, names, false, &err) || eng_create(m, &o, &a, &err)) {
         fail_msg(c, "checkpoint", err.msg);
         goto done;
     }
@@ -1517,9 +1559,9 @@ static void check_weights_file(struct checker *c, const struct model_cfg *m, boo
         fail_msg(c, "steps", err.msg);
         goto done;
     }
-    char what[96];
-    snprintf(what, sizeof what, "weights from a %s-named checkpoint vs from the seed (max diff)",
-             llada_names ? "LLaDA" : "Qwen");
+    char what[200];
+    snprintf(what, sizeof what, "%s: weights from a %s-named checkpoint vs from the seed (max diff)", m->name,
+             names == ST_NAMES_LLADA ? "LLaDA" : names == ST_NAMES_LLADA2 ? "LLaDA2.0" : "Qwen");
     double diff = 0;
     for (int i = 0; i < 100 * m->hidden; i++)
         diff = fmax(diff, fabs((double)ha[i] - hb[i]));
@@ -1694,7 +1736,10 @@ static void check_planners(struct checker *c, const struct model_cfg *m, int ffn
                      mem.arena_mapped / 1048576.0, planned / 1048576.0);
             report(c, what, slack >= 0 && slack < 2.0 ? slack : INFINITY, 2.0);
             snprintf(what, sizeof what, "%s%s: device memory the steps took - mapped (MiB)", planners[k], how);
-            report(c, what, fabs((double)(after - before - mem.arena_mapped)) / 1048576.0, 2.0);
+            if (getenv("TESSERA_GPU_SHARED")) /* the device's free memory moves with the other processes' */
+                fprintf(c->out, "  %-58s not measured: TESSERA_GPU_SHARED\n", what);
+            else
+                report(c, what, fabs((double)(after - before - mem.arena_mapped)) / 1048576.0, 2.0);
         }
         outs_free(&again);
         outs_free(&got);
@@ -1853,8 +1898,11 @@ static void check_kernels(struct checker *c)
     }
     check_rmsnorm_swiglu_gather(c, 4096);
     check_rmsnorm_swiglu_gather(c, 64);
-    check_rope_store(c, 4, 2, 128, true);
-    check_rope_store(c, 8, 8, 64, false);
+    check_rope_store(c, 4, 2, 128, true, false, 0);
+    check_rope_store(c, 8, 8, 64, false, false, 0);
+    check_rope_store(c, 4, 2, 128, false, true, 0);  /* Qwen3's, LLaDA-MoE's QK norms */
+    check_rope_store(c, 4, 2, 128, true, true, 64);  /* LLaDA2.0's: rotary over half of each head */
+    check_rope_store(c, 8, 8, 64, false, true, 32);
     /* heads, K/V heads, head dim, block size, key split, page tokens: on the long and on the short
      * query set each; a few on the set of one long segment over many keys */
     static const int attn_cases[][6] = {{8, 2, 128, 0, 0, 16}, {8, 2, 128, 0, 1, 16}, {8, 2, 128, 32, 0, 16},
@@ -1884,9 +1932,12 @@ static void check_kernels(struct checker *c)
     check_fc_kernels(c, 512, true);
     check_focus_kernels(c, 8, 2, 128, 29, 32);
     check_focus_kernels(c, 4, 4, 64, 100, K_FOCUS_MAX_CAND);
-    check_moe_kernels(c, 100, 8, 2, 128, 256, 64, 0);
-    check_moe_kernels(c, 300, 64, 8, 256, 128, 32, 0);
-    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 7);
+    check_moe_kernels(c, 100, 8, 2, 128, 256, 64, 0, SOFTMAX_RENORMALISED);
+    check_moe_kernels(c, 300, 64, 8, 256, 128, 32, 0, SOFTMAX_RENORMALISED);
+    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 7, SOFTMAX_RENORMALISED);
+    check_moe_kernels(c, 300, 64, 6, 128, 128, 32, 0, (struct k_moe_router){.norm = false}); /* probabilities */
+    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 0, LLADA2_ROUTER); /* LLaDA2.0's */
+    check_moe_kernels(c, 100, 256, 8, 128, 128, 32, 5, LLADA2_ROUTER);
 }
 
 static void check_moe_steps(struct checker *c);
@@ -1895,6 +1946,13 @@ static void check_moe_steps(struct checker *c);
 static const struct model_cfg tiny_gqa = {.name = "tiny-gqa-d64", .num_layers = 2, .hidden = 256, .num_heads = 4,
                                           .num_kv_heads = 2, .head_dim = 64, .ffn = 512, .vocab = 1000,
                                           .max_pos = 4096, .rope_theta = 10000.0, .weight_bytes = 2, .kv_bytes = 2};
+
+/* tiny_gqa with Qwen3's per-head QK norms (SDAR's), a rotary embedding over half of each head and
+ * Qwen3's norm epsilon. */
+static const struct model_cfg tiny_qk = {.name = "tiny-qknorm-d64", .num_layers = 2, .hidden = 256, .num_heads = 4,
+                                         .num_kv_heads = 2, .head_dim = 64, .ffn = 512, .vocab = 1000,
+                                         .max_pos = 4096, .rope_theta = 10000.0, .rms_eps = 1e-6, .qk_norm = true,
+                                         .rotary_dim = 32, .weight_bytes = 2, .kv_bytes = 2};
 
 /* Whole steps against the CPU reference, the engine against itself, the planned activations. */
 static void check_engine_steps(struct checker *c)
@@ -1909,7 +1967,7 @@ static void check_engine_steps(struct checker *c)
         const struct model_cfg *m;
         int block_size, logit_chunk, ffn;
     } dense[] = {{&tiny_a, 0, 64, 0}, {&tiny_b, 0, 1024, 0}, {&tiny_a, 32, 50, 0},
-                 {&tiny_a, 0, 64, 1}, {&tiny_b, 0, 1024, 1}, {&tiny_a, 32, 50, 2}};
+                 {&tiny_a, 0, 64, 1}, {&tiny_b, 0, 1024, 1}, {&tiny_a, 32, 50, 2}, {&tiny_qk, 32, 64, 0}};
     for (size_t i = 0; i < TS_ARRAY_LEN(dense); i++)
         if (take(c))
             check_steps(c, dense[i].m, dense[i].block_size, dense[i].logit_chunk, dense[i].ffn);
@@ -1933,9 +1991,11 @@ static void check_engine_steps(struct checker *c)
     if (take(c))
         check_self(c, &tiny_b);
     if (take(c))
-        check_weights_file(c, &tiny_a, true);
+        check_weights_file(c, &tiny_a, ST_NAMES_LLADA);
     if (take(c))
-        check_weights_file(c, &tiny_b, false);
+        check_weights_file(c, &tiny_b, ST_NAMES_QWEN);
+    if (take(c))
+        check_weights_file(c, &tiny_qk, ST_NAMES_QWEN);
     fprintf(c->out, "activations planned in the virtual-memory arena:\n");
     if (take(c))
         check_planners(c, &tiny_a, 0);
@@ -1981,11 +2041,21 @@ static const struct model_cfg tiny_moe_shared = {
     .experts_top_k = 4, .moe_ffn = 64, .num_shared_experts = 1, .first_dense_layers = 1, .weight_bytes = 2,
     .kv_bytes = 2};
 
+/* LLaDA2.0's layer in small: per-head QK norms, rotary over half of each head, sigmoid scores with an
+ * expert bias, the best 2 of 4 groups, weights renormalised times 2.5. */
+static const struct model_cfg tiny_moe_llada2 = {
+    .name = "tiny-moe-llada2", .num_layers = 3, .hidden = 128, .num_heads = 2, .num_kv_heads = 1, .head_dim = 64,
+    .ffn = 256, .vocab = 1000, .max_pos = 4096, .rope_theta = 10000.0, .rms_eps = 1e-6, .qk_norm = true,
+    .rotary_dim = 32,
+    .block_causal = true, .num_experts = 16, .experts_top_k = 4, .moe_ffn = 64, .num_shared_experts = 1,
+    .first_dense_layers = 1, .router_sigmoid = true, .expert_bias = true, .norm_topk = true, .n_group = 4,
+    .topk_group = 2, .routed_scale = 2.5, .weight_bytes = 2, .kv_bytes = 2};
+
 static void check_moe_steps(struct checker *c)
 {
-    const struct model_cfg *models[2] = {&tiny_moe, &tiny_moe_shared};
+    const struct model_cfg *models[3] = {&tiny_moe, &tiny_moe_shared, &tiny_moe_llada2};
     static const int runs[3][2] = {{1, 1}, {2, 1}, {1, 2}}; /* FFN chunks, eng_opts.routing */
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         for (int u = 0; u < 3; u++) {
             const int chunks = runs[u][0];
             struct eng_opts o;
@@ -2000,15 +2070,21 @@ static void check_moe_steps(struct checker *c)
             for (int k = 0; k < 3; k++)
                 step_desc_free(&steps[k]);
         }
+    /* checkpoints with LLaDA-MoE's and LLaDA2.0's tensor names */
+    check_weights_file(c, &tiny_moe, ST_NAMES_QWEN);
+    check_weights_file(c, &tiny_moe_llada2, ST_NAMES_LLADA2);
 }
 
 /* The mixture of experts alone: its kernels and whole steps of the tiny MoE models. */
 static void check_moe_only(struct checker *c)
 {
     fprintf(c->out, "mixtures of experts: kernels and whole steps against the CPU reference:\n");
-    check_moe_kernels(c, 100, 8, 2, 128, 256, 64, 0);
-    check_moe_kernels(c, 300, 64, 8, 256, 128, 32, 0);
-    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 7);
+    check_moe_kernels(c, 100, 8, 2, 128, 256, 64, 0, SOFTMAX_RENORMALISED);
+    check_moe_kernels(c, 300, 64, 8, 256, 128, 32, 0, SOFTMAX_RENORMALISED);
+    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 7, SOFTMAX_RENORMALISED);
+    check_moe_kernels(c, 300, 64, 6, 128, 128, 32, 0, (struct k_moe_router){.norm = false}); /* probabilities */
+    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 0, LLADA2_ROUTER); /* LLaDA2.0's */
+    check_moe_kernels(c, 100, 256, 8, 128, 128, 32, 5, LLADA2_ROUTER);
     check_moe_steps(c);
 }
 

@@ -4,15 +4,19 @@
  * Values are those of the published config.json of each checkpoint:
  *   llada-8b        GSAI-ML/LLaDA-8B-Instruct        (d_model, n_layers, n_heads, mlp_hidden_size, ...)
  *   dream-7b        Dream-org/Dream-v0-Instruct-7B   (Qwen2.5-7B shapes, QKV bias)
- *   sdar-8b         JetLM/SDAR-8B-Chat               (Qwen3-8B shapes, block diffusion)
- *   llada-moe-7b    inclusionAI/LLaDA-MoE-7B-A1B-Instruct (64 experts, top-8, every layer MoE)
- *   llada2.0-mini   inclusionAI/LLaDA2.0-mini        (256 experts, top-8, 1 shared, layer 0 dense)
+ *   sdar-8b         JetLM/SDAR-8B-Chat               (Qwen3-8B shapes, per-head QK norms, block diffusion)
+ *   llada-moe-7b    inclusionAI/LLaDA-MoE-7B-A1B-Instruct (64 experts, top-8 of a softmax renormalised,
+ *                   every layer MoE, per-head QK norms)
+ *   llada2.0-mini   inclusionAI/LLaDA2.0-mini        (256 experts, top-8, 1 shared, layer 0 dense; per-head
+ *                   QK norms, rotary over 64 of each head's 128 dimensions; sigmoid scores with an expert
+ *                   bias, 8 groups of which the best 4 are chosen from, weights renormalised times 2.5)
  *   qwen2.5-3b      Qwen/Qwen2.5-3B-Instruct         (an autoregressive model: dInfer's vLLM baseline;
  *                   causal, which is block-causal at any block; its tied LM head counted apart)
  */
 #include "model.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,14 +30,17 @@ static const struct model_cfg builtin_models[] = {
      .qkv_bias = true, .weight_bytes = 2, .kv_bytes = 2},
     {.name = "sdar-8b", .num_layers = 36, .hidden = 4096, .num_heads = 32, .num_kv_heads = 8,
      .head_dim = 128, .ffn = 12288, .vocab = 151936, .max_pos = 32768, .rope_theta = 1000000.0,
-     .block_causal = true, .weight_bytes = 2, .kv_bytes = 2},
+     .qk_norm = true, .block_causal = true, .weight_bytes = 2, .kv_bytes = 2},
     {.name = "llada-moe-7b", .num_layers = 16, .hidden = 2048, .num_heads = 16, .num_kv_heads = 16,
      .head_dim = 128, .ffn = 0, .vocab = 157184, .max_pos = 8192, .rope_theta = 50000.0,
-     .num_experts = 64, .experts_top_k = 8, .moe_ffn = 1024, .weight_bytes = 2, .kv_bytes = 2},
+     .qk_norm = true, .num_experts = 64, .experts_top_k = 8, .moe_ffn = 1024, .norm_topk = true,
+     .weight_bytes = 2, .kv_bytes = 2},
     {.name = "llada2.0-mini", .num_layers = 20, .hidden = 2048, .num_heads = 16, .num_kv_heads = 4,
      .head_dim = 128, .ffn = 5120, .vocab = 157184, .max_pos = 32768, .rope_theta = 600000.0,
-     .block_causal = true, .num_experts = 256, .experts_top_k = 8, .moe_ffn = 512,
-     .num_shared_experts = 1, .first_dense_layers = 1, .weight_bytes = 2, .kv_bytes = 2},
+     .qk_norm = true, .rotary_dim = 64, .block_causal = true, .num_experts = 256, .experts_top_k = 8,
+     .moe_ffn = 512, .num_shared_experts = 1, .first_dense_layers = 1, .router_sigmoid = true,
+     .expert_bias = true, .norm_topk = true, .n_group = 8, .topk_group = 4, .routed_scale = 2.5,
+     .weight_bytes = 2, .kv_bytes = 2},
     {.name = "qwen2.5-3b", .num_layers = 36, .hidden = 2048, .num_heads = 16, .num_kv_heads = 2,
      .head_dim = 128, .ffn = 11008, .vocab = 151936, .max_pos = 32768, .rope_theta = 1000000.0,
      .qkv_bias = true, .block_causal = true, .weight_bytes = 2, .kv_bytes = 2},
@@ -99,6 +106,19 @@ int model_validate(const struct model_cfg *m, struct ts_err *err)
         return ts_fail(err, "model %s: %s %d without routed experts (num_experts 0)", m->name,
                        m->num_shared_experts > 0 ? "num_shared_experts (n_shared_experts)" : "experts_top_k (num_experts_per_tok)",
                        m->num_shared_experts > 0 ? m->num_shared_experts : m->experts_top_k);
+    if (m->rotary_dim < 0 || m->rotary_dim > m->head_dim || m->rotary_dim % 2)
+        return ts_fail(err, "model %s: rotary_dim (head_dim x partial_rotary_factor) %d is not an even number in "
+                            "0..%d, its head_dim", m->name, m->rotary_dim, m->head_dim);
+    if (m->num_experts > 0 && m->n_group > 1 &&
+        (m->num_experts % m->n_group || m->topk_group < 1 || m->topk_group > m->n_group ||
+         (int64_t)m->topk_group * (m->num_experts / m->n_group) < m->experts_top_k))
+        return ts_fail(err, "model %s: n_group %d and topk_group %d do not fit %d experts with a top-%d (n_group "
+                            "must divide num_experts, topk_group be in 1..n_group, and the chosen groups hold at "
+                            "least num_experts_per_tok experts)", m->name, m->n_group, m->topk_group,
+                       m->num_experts, m->experts_top_k);
+    if (m->n_group < 0 || m->topk_group < 0 || !(m->routed_scale >= 0 && m->routed_scale <= 1e3))
+        return ts_fail(err, "model %s: n_group %d, topk_group %d or routed_scaling_factor %g out of range", m->name,
+                       m->n_group, m->topk_group, m->routed_scale);
     if (m->first_dense_layers < 0 || m->first_dense_layers > m->num_layers)
         return ts_fail(err, "model %s: first_dense_layers out of range", m->name);
     if (m->num_experts == 0 && m->ffn <= 0)
@@ -166,6 +186,56 @@ static int need_int(const char *path, json_t *root, const char *const *keys, int
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k == keys ? "" : " or ", *k);
         return ts_fail(err, "%s: %s: missing (a required model field)", path, names);
     }
+    return 0;
+}
+
+/* Reads `key`, where present, as a number in (lo, hi] into *out: 1 if found, 0 if absent, -1 on a
+ * bad value (message in err). */
+static int json_get_real(const char *path, json_t *root, const char *key, double lo, double hi, double *out,
+                         struct ts_err *err)
+{
+    json_t *v = json_object_get(root, key);
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_number(v) || !(json_number_value(v) > lo && json_number_value(v) <= hi))
+        return ts_fail(err, "%s: %s: must be a number in (%g, %g]", path, key, lo, hi);
+    *out = json_number_value(v);
+    return 1;
+}
+
+/* The attention's per-head QK norms and partial rotary embedding and the router's keys (model.h)
+ * into *m, whose head_dim is known. */
+static int parse_attn_router(const char *path, json_t *root, struct model_cfg *m, struct ts_err *err)
+{
+    json_t *mt = json_object_get(root, "model_type");
+    /* per-head QK norms: Qwen3 (SDAR) always has them; LLaDA-MoE and LLaDA2.0 say so */
+    json_get_bool(root, KEYS("use_qk_norm", "qk_layernorm", "qk_norm"), &m->qk_norm);
+    if (json_is_string(mt) && (strncmp(json_string_value(mt), "qwen3", 5) == 0 ||
+                               strstr(json_string_value(mt), "sdar")))
+        m->qk_norm = true;
+    double f;
+    int r = json_get_real(path, root, "partial_rotary_factor", 0, 1, &f, err);
+    if (r < 0 || (r == 0 && json_get_int(path, root, KEYS("rotary_dim"), &m->rotary_dim, err) < 0))
+        return -1;
+    if (r > 0)
+        m->rotary_dim = (int)lround(f * m->head_dim);
+    if (m->rotary_dim == m->head_dim)
+        m->rotary_dim = 0;
+    /* the router: softmax top-k (renormalised where norm_topk_prob), or LLaDA2.0's sigmoid scores */
+    json_get_bool(root, KEYS("norm_topk_prob"), &m->norm_topk);
+    json_t *sf = json_object_get(root, "score_function");
+    if (sf && !json_is_null(sf)) {
+        if (!json_is_string(sf) || (strcmp(json_string_value(sf), "sigmoid") != 0 &&
+                                    strcmp(json_string_value(sf), "softmax") != 0))
+            return ts_fail(err, "%s: score_function: must be \"softmax\" or \"sigmoid\"", path);
+        m->router_sigmoid = strcmp(json_string_value(sf), "sigmoid") == 0;
+    }
+    json_get_bool(root, KEYS("moe_router_enable_expert_bias"), &m->expert_bias);
+    if (json_get_int(path, root, KEYS("n_group"), &m->n_group, err) < 0 ||
+        json_get_int(path, root, KEYS("topk_group"), &m->topk_group, err) < 0 ||
+        json_get_real(path, root, "routed_scaling_factor", 0, 1000, &m->routed_scale, err) < 0 ||
+        json_get_real(path, root, "rms_norm_eps", 0, 1, &m->rms_eps, err) < 0)
+        return -1;
     return 0;
 }
 
@@ -241,6 +311,8 @@ int model_parse_hf(const char *path, const char *text, size_t len, struct model_
         m.block_causal = true;
     if (m.num_experts > 0 && m.moe_ffn == 0)
         m.moe_ffn = m.ffn;
+    if (parse_attn_router(path, root, &m, err))
+        goto done;
     if (model_validate(&m, err))
         goto done;
     *out = m;
@@ -310,6 +382,8 @@ int model_resolve(const char *name_or_path, struct model_cfg *out, struct ts_err
 
 int model_q_dim(const struct model_cfg *m) { return m->num_heads * m->head_dim; }
 int model_kv_dim(const struct model_cfg *m) { return m->num_kv_heads * m->head_dim; }
+int model_rotary_dim(const struct model_cfg *m) { return m->rotary_dim > 0 ? m->rotary_dim : m->head_dim; }
+float model_rms_eps(const struct model_cfg *m) { return m->rms_eps > 0 ? (float)m->rms_eps : 1e-5f; }
 
 bool model_is_moe_layer(const struct model_cfg *m, int layer)
 {
@@ -327,6 +401,8 @@ static int64_t attn_params(const struct model_cfg *m)
     int64_t p = h * (qd + 2 * kvd) + qd * h;
     if (m->qkv_bias)
         p += qd + 2 * kvd;
+    if (m->qk_norm)
+        p += 2 * m->head_dim; /* the per-head QK norms' weights, shared by the heads */
     return p + 2 * h; /* two RMSNorm weights */
 }
 
@@ -339,7 +415,7 @@ int64_t model_params(const struct model_cfg *m)
     p += (int64_t)m->num_layers * attn_params(m);
     p += (int64_t)dense * ffn_params(h, m->ffn);
     p += (int64_t)moe * ((int64_t)(m->num_experts + m->num_shared_experts) *
-                             ffn_params(h, m->moe_ffn) + h * m->num_experts);
+                             ffn_params(h, m->moe_ffn) + h * m->num_experts + (m->expert_bias ? m->num_experts : 0));
     return p;
 }
 
@@ -350,7 +426,7 @@ int64_t model_active_params(const struct model_cfg *m)
     p += (int64_t)m->num_layers * attn_params(m);
     p += (int64_t)dense * ffn_params(h, m->ffn);
     p += (int64_t)moe * ((int64_t)(m->experts_top_k + m->num_shared_experts) *
-                             ffn_params(h, m->moe_ffn) + h * m->num_experts);
+                             ffn_params(h, m->moe_ffn) + h * m->num_experts + (m->expert_bias ? m->num_experts : 0));
     return p;
 }
 

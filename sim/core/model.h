@@ -23,7 +23,13 @@ struct model_cfg {
     int vocab;
     int max_pos;        /* longest sequence (max_position_embeddings) */
     double rope_theta;
+    double rms_eps;     /* the RMSNorms' epsilon (rms_norm_eps); 0 = 1e-5 */
     bool qkv_bias;
+    bool qk_norm;       /* RMSNorm of each query and key head over head_dim before the rotary embedding
+                         * (Qwen3/SDAR q_norm, k_norm; LLaDA-MoE's qk_layernorm; LLaDA2.0's use_qk_norm) */
+    int rotary_dim;     /* the leading dimensions of a head the rotary embedding turns (rotate-half
+                         * within them; the rest pass through): head_dim, or partial_rotary_factor's
+                         * share (LLaDA2.0: 64 of 128); 0 = head_dim */
     bool block_causal;  /* trained for block diffusion (SDAR, LLaDA2.0) */
     /* MoE; num_experts == 0 means dense */
     int num_experts;
@@ -31,6 +37,17 @@ struct model_cfg {
     int moe_ffn;             /* width of one expert */
     int num_shared_experts;  /* always-on experts of width moe_ffn */
     int first_dense_layers;  /* leading layers that stay dense (first_k_dense_replace) */
+    /* The router (Hugging Face's gate). softmax (LLaDA-MoE): each row's softmax over the experts,
+     * the k most probable, renormalised where norm_topk. sigmoid (LLaDA2.0's score_function): each
+     * expert's sigmoid score; with expert_bias the per-expert bias (gate.expert_bias) is added to the
+     * scores for choosing alone; with n_group > 1 the experts form n_group groups, each scored by its
+     * two best, and only the topk_group best groups' experts are chosen from; the k chosen weigh
+     * their unbiased scores, renormalised where norm_topk, times routed_scale. */
+    bool router_sigmoid;
+    bool expert_bias;
+    bool norm_topk;          /* norm_topk_prob */
+    int n_group, topk_group; /* 0: one group */
+    double routed_scale;     /* routed_scaling_factor; 0 = 1 */
     int weight_bytes;        /* bytes per parameter: 2 for bf16 */
     int kv_bytes;            /* bytes per cached K or V element: 2 for bf16 */
 };
@@ -66,6 +83,8 @@ int64_t model_kv_bytes_per_token(const struct model_cfg *m);
 /* Bytes a feature cache (dLLM-Cache) adds per token: its attention and FFN outputs at every layer. */
 int64_t model_feat_bytes_per_token(const struct model_cfg *m);
 int model_q_dim(const struct model_cfg *m);  /* num_heads * head_dim */
+int model_rotary_dim(const struct model_cfg *m); /* rotary_dim, head_dim where 0 */
+float model_rms_eps(const struct model_cfg *m);  /* rms_eps, 1e-5 where 0 */
 int model_kv_dim(const struct model_cfg *m); /* num_kv_heads * head_dim */
 
 #endif
