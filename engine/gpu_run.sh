@@ -11,7 +11,11 @@
 #   racecheck compute-sanitizer's racecheck over `tessera engine check`
 #   sanitize  both (SANITIZE_S: each run's time limit, default 900 s; SANITIZE_ONLY=kernels|steps:
 #             that half of `engine check` only, or steps:K/N the K-th of N parts of the steps half,
-#             so that a slow tool's run can be split over calls)
+#             so that a slow tool's run can be split over calls; SANITIZE_PARTS=N: N processes at once
+#             under the tool, each one part of SANITIZE_ONLY's checks (all of `engine check` where it
+#             is unset: --only kernels and the steps half's N - 1 parts), their logs one after the
+#             other in the tool's file with each one's exit status and time, each part's summary
+#             required; TESSERA_GPU_SHARED then leaves out the device-wide free-memory checks)
 #   sparse    the sparse caches on this GPU (an H200: the shipped calibrations' GPU): LLaDA-8B's
 #             whole grid profiled, select part included (OUT/profile.db), imported as its
 #             calibration (OUT/h200-llada-8b-tessera.csv), the selection's share of each selecting
@@ -186,6 +190,43 @@ tp_part() {
     tail -3 "$o/replay-tp.txt"
 }
 
+# sanitize_tool TOOL CLEAN: compute-sanitizer's TOOL over `engine check` (SANITIZE_ONLY's checks), or
+# over SANITIZE_PARTS processes at once, each bounded by SANITIZE_S, into OUT/sanitizer-TOOL.txt; fails
+# unless every process printed CLEAN (a run cut short by the time limit has no summary: that is no pass)
+sanitize_tool() {
+    local tool=$1 clean=$2 log=$out/sanitizer-$1.txt n=${SANITIZE_PARTS:-1} onlys=() k pids=() f ok=0
+    if [ "$n" -le 1 ]; then
+        onlys=("${SANITIZE_ONLY:-}")
+    elif [ -n "${SANITIZE_ONLY:-}" ]; then
+        [ "${SANITIZE_ONLY%%:*}" = steps ] || { echo "SANITIZE_PARTS=$n: only the steps half has parts (SANITIZE_ONLY=steps)" >&2; return 1; }
+        for ((k = 1; k <= n; k++)); do onlys+=("${SANITIZE_ONLY%%:*}:$k/$n"); done
+    else
+        onlys=(kernels)
+        for ((k = 1; k < n; k++)); do onlys+=("steps:$k/$((n - 1))"); done
+    fi
+    # processes side by side share the device: the device-wide free-memory check cannot tell theirs
+    [ "$n" -gt 1 ] && export TESSERA_GPU_SHARED=1
+    for k in "${!onlys[@]}"; do
+        ( s0=$SECONDS
+          timeout "${SANITIZE_S:-900}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
+              ./$b/tessera engine check ${onlys[$k]:+--only ${onlys[$k]}} >"$log.$k" 2>&1
+          r=$?
+          echo "exit status $r after $((SECONDS - s0)) s" >>"$log.$k"
+          exit $r ) &
+        pids+=($!)
+    done
+    for k in "${!pids[@]}"; do wait "${pids[$k]}" || ok=1; done
+    : >"$log"
+    for k in "${!onlys[@]}"; do
+        f=$log.$k
+        echo "=== engine check${onlys[$k]:+ --only ${onlys[$k]}}" >>"$log"
+        cat "$f" >>"$log"
+        grep -q "$clean" "$f" || { ok=1; echo "$tool: engine check${onlys[$k]:+ --only ${onlys[$k]}} left no clean summary" >&2; }
+        rm -f "$f"
+    done
+    return $ok
+}
+
 rc=0
 for p in $parts; do
     case $p in
@@ -196,22 +237,15 @@ for p in $parts; do
                "${mk[@]}" BENCH_OUT="$out" bench-engine ${anchor:+ANCHOR=$anchor} ${compile:+COMPILE=$compile} \
                    >"$out/bench.txt" 2>&1 || rc=1
                tail -40 "$out/bench.txt" ;;
-        sanitize|memcheck)
-               timeout "${SANITIZE_S:-900}" compute-sanitizer --tool memcheck --error-exitcode 3 \
-                   ./$b/tessera engine check ${SANITIZE_ONLY:+--only $SANITIZE_ONLY} \
-                   >"$out/sanitizer-memcheck.txt" 2>&1 || rc=1
-               # a run cut short by the time limit has no summary: that is no pass
-               grep -q "ERROR SUMMARY: 0 errors" "$out/sanitizer-memcheck.txt" || rc=1
+        sanitize|memcheck) sanitize_tool memcheck "ERROR SUMMARY: 0 errors" || rc=1
                tail -4 "$out/sanitizer-memcheck.txt" ;;&
         sanitize|racecheck)
-               # the whole of `engine check` under racecheck takes over 15 minutes: SANITIZE_S
-               # bounds it, and a run cut short has no summary. Racecheck restricted to some
-               # kernels (--kernel-name) is no way out: compute-sanitizer fails on the first
-               # cluster launch it leaves uninstrumented (engine/BENCHMARKS.md)
-               timeout "${SANITIZE_S:-900}" compute-sanitizer --tool racecheck --error-exitcode 3 \
-                   ./$b/tessera engine check ${SANITIZE_ONLY:+--only $SANITIZE_ONLY} \
-                   >"$out/sanitizer-racecheck.txt" 2>&1 || rc=1
-               grep -q "RACECHECK SUMMARY: 0 hazards displayed (0 errors" "$out/sanitizer-racecheck.txt" || rc=1
+               # the whole of `engine check` under racecheck takes over 15 minutes in one process:
+               # SANITIZE_S bounds it, and a run cut short has no summary. Racecheck restricted to
+               # some kernels (--kernel-name) is no way out: compute-sanitizer fails on the first
+               # cluster launch it leaves uninstrumented (engine/BENCHMARKS.md); SANITIZE_PARTS
+               # runs parts of it side by side instead
+               sanitize_tool racecheck "RACECHECK SUMMARY: 0 hazards displayed (0 errors" || rc=1
                echo "racecheck: $(grep -c '  ok$' "$out/sanitizer-racecheck.txt") checks ok"
                tail -2 "$out/sanitizer-racecheck.txt" ;;
         sparse) sparse_part "$out" || rc=1 ;;
