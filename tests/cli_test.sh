@@ -158,19 +158,22 @@ PY
         "$root/sim/data/calib/h200-llada-8b-tessera.csv" h200 "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" h100
     if cmp -s "$tmp/out" "$rec_dir/calibrate-h100/transfer-check.txt"; then ok
     else bad "transfer_check.sh is not what calibrate-h100/transfer-check.txt recorded"; fi
-    # the H100's tessera-fused calibration: the merge of the two machines' recorded calibrations,
-    # pricing the second one's held-out replay as recorded
+    # the H100's tessera-fused calibrations: LLaDA-8B's the merge of two machines' recorded ones, SDAR-8B's
+    # and Dream-7B's one machine's; each pricing its recorded held-out replay as recorded
     fr="$rec_dir/calibrate-h100-fused"
-    gzip -dc "$fr/calib-1.csv.gz" >"$tmp/fused-1.csv" && gzip -dc "$fr/calib-2.csv.gz" >"$tmp/fused-2.csv"
+    gzip -dc "$fr/calib-llada-8b-1.csv.gz" >"$tmp/fused-1.csv" && gzip -dc "$fr/calib-llada-8b-2.csv.gz" >"$tmp/fused-2.csv"
     expect 0 "calib merge of calibrate-h100-fused" -- $bin calib merge "$tmp/fused-1.csv" "$tmp/fused-2.csv" --gpu h100 \
-        --out "$tmp/fused-merged.csv"
-    if cmp -s "$tmp/fused-merged.csv" "$root/sim/data/calib/h100-llada-8b-tessera-fused.csv"; then ok
-    else bad "sim/data/calib/h100-llada-8b-tessera-fused.csv is not the merge calibrate-h100-fused records"; fi
-    gzip -dc "$fr/heldout-2.db.gz" >"$tmp/heldout-2.db"
-    expect 0 "calibrate-h100-fused held out" -- $bin calib eval --db "$tmp/heldout-2.db" \
-        --calib "$root/sim/data/calib/h100-llada-8b-tessera-fused.csv" --extrapolate
-    if diff <(grep MAPE "$tmp/out") <(grep MAPE "$fr/eval.txt") >/dev/null; then ok
-    else bad "calibrate-h100-fused: the held-out replay is not priced as eval.txt recorded"; fi
+        --out "$tmp/fused-llada-8b.csv"
+    for m in sdar-8b dream-7b; do gzip -dc "$fr/calib-$m-3.csv.gz" >"$tmp/fused-$m.csv"; done
+    for mh in llada-8b:2 sdar-8b:3 dream-7b:3; do
+        m=${mh%%:*} shipped="$root/sim/data/calib/h100-${mh%%:*}-tessera-fused.csv"
+        if cmp -s "$tmp/fused-$m.csv" "$shipped"; then ok
+        else bad "sim/data/calib/h100-$m-tessera-fused.csv is not the calibration calibrate-h100-fused records"; fi
+        gzip -dc "$fr/heldout-$m-${mh#*:}.db.gz" >"$tmp/heldout-$m.db"
+        expect 0 "calibrate-h100-fused held out, $m" -- $bin calib eval --db "$tmp/heldout-$m.db" --calib "$shipped" --extrapolate
+        if diff <(grep MAPE "$tmp/out") <(grep MAPE "$fr/eval-$m.txt") >/dev/null; then ok
+        else bad "calibrate-h100-fused: $m's held-out replay is not priced as eval-$m.txt recorded"; fi
+    done
     # the band calib show --gpu h100 gives the transferred H200 calibration (data without the H100's
     # own) holds what the H100's measured calibration prices, for each of its reference steps
     gzip -dc "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" >"$tmp/h100.csv"
