@@ -223,6 +223,32 @@ static __device__ __forceinline__ void load8_bias(float *x, const bf16_t *row, c
     }
 }
 
+/* The block's cos/sin table for its token at pos: [half] cos, then [half] sin, of the angles
+ * pos theta^(-2i/dims); the block waits for it. */
+static __device__ __forceinline__ void rope_table(float *cs, float pos, float log2_theta, int half, int dims)
+{
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        float s, c;
+        sincosf(pos * exp2f(-log2_theta * (float)(2 * i) / (float)dims), &s, &c);
+        cs[i] = c;
+        cs[half + i] = s;
+    }
+    __syncthreads();
+}
+
+/* The block's share (of gridDim.y groups) of its token's V, bias added, into its pool slot. */
+static __device__ __forceinline__ void store_v(const bf16_t *row, const bf16_t *bias, bf16_t *v_pool, size_t slot_off,
+                                               int H, int Hkv, int d)
+{
+    const int groups = gridDim.y, vecs = Hkv * d / 8, vper = (vecs + groups - 1) / groups;
+    const int v_lo = blockIdx.y * vper, v_hi = min(vecs, v_lo + vper);
+    for (int e = v_lo + threadIdx.x; e < v_hi; e += blockDim.x) {
+        float v[8];
+        load8_bias(v, row, bias, (H + Hkv) * d + 8 * e);
+        *(uint4 *)(v_pool + slot_off + 8 * e) = pack8(v);
+    }
+}
+
 static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,
                                              const int32_t *tok_slot, bf16_t *k_pool, bf16_t *v_pool,
                                              int kv_stride, int H, int Hkv, int d, float log2_theta)
@@ -236,15 +262,7 @@ static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, co
     const int groups = gridDim.y, grp = blockIdx.y;
     const int pairs = (H + Hkv) * hv, per = (pairs + groups - 1) / groups;
     const int pair_lo = grp * per, pair_hi = min(pairs, pair_lo + per);
-    const int vecs = Hkv * d / 8, vper = (vecs + groups - 1) / groups, v_lo = grp * vper;
-    const int v_hi = min(vecs, v_lo + vper);
-    for (int i = threadIdx.x; i < half; i += blockDim.x) {
-        float s, c;
-        sincosf(pos * exp2f(-log2_theta * (float)(2 * i) / (float)d), &s, &c);
-        cs[i] = c;
-        cs[half + i] = s;
-    }
-    __syncthreads();
+    rope_table(cs, pos, log2_theta, half, d);
     for (int e = pair_lo + threadIdx.x; e < pair_hi; e += blockDim.x) {
         const int head = e / hv, i = (e % hv) * 8;
         const int c1 = head * d + i, c2 = c1 + half;
@@ -261,12 +279,7 @@ static __global__ void qkv_rope_store_kernel(bf16_t *qkv, const bf16_t *bias, co
         *(uint4 *)(dst + i) = pack8(y1);
         *(uint4 *)(dst + i + half) = pack8(y2);
     }
-    for (int e = v_lo + threadIdx.x; e < v_hi; e += blockDim.x) {
-        const int c = (H + Hkv) * d + 8 * e;
-        float v[8];
-        load8_bias(v, row, bias, c);
-        *(uint4 *)(v_pool + slot_off + 8 * e) = pack8(v);
-    }
+    store_v(row, bias, v_pool, slot_off, H, Hkv, d);
 }
 
 /*
@@ -289,15 +302,7 @@ static __global__ void qkv_norm_rope_store_kernel(bf16_t *qkv, const bf16_t *bia
     const size_t slot_off = (size_t)tok_slot[t] * kv_stride;
     const int groups = gridDim.y, grp = blockIdx.y;
     const int hper = (H + Hkv + groups - 1) / groups, h_lo = grp * hper, h_hi = min(H + Hkv, h_lo + hper);
-    const int vecs = Hkv * d / 8, vper = (vecs + groups - 1) / groups, v_lo = grp * vper;
-    const int v_hi = min(vecs, v_lo + vper);
-    for (int i = threadIdx.x; i < rhalf; i += blockDim.x) {
-        float s, c;
-        sincosf(pos * exp2f(-log2_theta * (float)(2 * i) / (float)rot), &s, &c);
-        cs[i] = c;
-        cs[rhalf + i] = s;
-    }
-    __syncthreads();
+    rope_table(cs, pos, log2_theta, rhalf, rot);
     for (int base = h_lo * per; base < h_hi * per; base += blockDim.x) { /* every lane of a warp takes part */
         const int e = base + threadIdx.x, head = e / per, j = e % per;
         const bool live = e < h_hi * per, turn = j < rpairs;
@@ -338,12 +343,7 @@ static __global__ void qkv_norm_rope_store_kernel(bf16_t *qkv, const bf16_t *bia
         *(uint4 *)(dst + i1) = pack8(y1);
         *(uint4 *)(dst + i2) = pack8(y2);
     }
-    for (int e = v_lo + threadIdx.x; e < v_hi; e += blockDim.x) {
-        const int c = (H + Hkv) * d + 8 * e;
-        float v[8];
-        load8_bias(v, row, bias, c);
-        *(uint4 *)(v_pool + slot_off + 8 * e) = pack8(v);
-    }
+    store_v(row, bias, v_pool, slot_off, H, Hkv, d);
 }
 
 extern "C" int k_qkv_rope_store(bf16_t *qkv, const bf16_t *bias, const int32_t *tok_pos,

@@ -766,6 +766,18 @@ done:
     free(ids), free(tok), free(pos), free(off), free(tiles), free(biasf), free(biasb);
 }
 
+/* check_moe_kernels' cases: LLaDA-MoE's router (a softmax renormalised) over 8, 64 and 256 experts,
+ * balanced too; a softmax's probabilities as they are; LLaDA2.0's router, and balanced. */
+static void check_moe_kernel_cases(struct checker *c)
+{
+    check_moe_kernels(c, 100, 8, 2, 128, 256, 64, 0, SOFTMAX_RENORMALISED);
+    check_moe_kernels(c, 300, 64, 8, 256, 128, 32, 0, SOFTMAX_RENORMALISED);
+    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 7, SOFTMAX_RENORMALISED);
+    check_moe_kernels(c, 300, 64, 6, 128, 128, 32, 0, (struct k_moe_router){.norm = false}); /* probabilities */
+    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 0, LLADA2_ROUTER); /* LLaDA2.0's */
+    check_moe_kernels(c, 100, 256, 8, 128, 128, 32, 5, LLADA2_ROUTER);
+}
+
 /* The selection kernels on two segments each, per K/V head and one set for all. */
 static void check_select_kernels(struct checker *c)
 {
@@ -1932,12 +1944,7 @@ static void check_kernels(struct checker *c)
     check_fc_kernels(c, 512, true);
     check_focus_kernels(c, 8, 2, 128, 29, 32);
     check_focus_kernels(c, 4, 4, 64, 100, K_FOCUS_MAX_CAND);
-    check_moe_kernels(c, 100, 8, 2, 128, 256, 64, 0, SOFTMAX_RENORMALISED);
-    check_moe_kernels(c, 300, 64, 8, 256, 128, 32, 0, SOFTMAX_RENORMALISED);
-    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 7, SOFTMAX_RENORMALISED);
-    check_moe_kernels(c, 300, 64, 6, 128, 128, 32, 0, (struct k_moe_router){.norm = false}); /* probabilities */
-    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 0, LLADA2_ROUTER); /* LLaDA2.0's */
-    check_moe_kernels(c, 100, 256, 8, 128, 128, 32, 5, LLADA2_ROUTER);
+    check_moe_kernel_cases(c);
 }
 
 static void check_moe_steps(struct checker *c);
@@ -2079,12 +2086,7 @@ static void check_moe_steps(struct checker *c)
 static void check_moe_only(struct checker *c)
 {
     fprintf(c->out, "mixtures of experts: kernels and whole steps against the CPU reference:\n");
-    check_moe_kernels(c, 100, 8, 2, 128, 256, 64, 0, SOFTMAX_RENORMALISED);
-    check_moe_kernels(c, 300, 64, 8, 256, 128, 32, 0, SOFTMAX_RENORMALISED);
-    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 7, SOFTMAX_RENORMALISED);
-    check_moe_kernels(c, 300, 64, 6, 128, 128, 32, 0, (struct k_moe_router){.norm = false}); /* probabilities */
-    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 0, LLADA2_ROUTER); /* LLaDA2.0's */
-    check_moe_kernels(c, 100, 256, 8, 128, 128, 32, 5, LLADA2_ROUTER);
+    check_moe_kernel_cases(c);
     check_moe_steps(c);
 }
 
