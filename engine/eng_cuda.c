@@ -927,7 +927,8 @@ static int pick_rows(struct eng *e, int L, bf16_t *x, bf16_t *vp, struct ts_err 
     const struct eng_plan *p = &e->plan;
     const int h = m->hidden, qd = m->num_heads * m->head_dim, kvd = m->num_kv_heads * m->head_dim;
     if (runs(e, OP_FEAT_CACHE)) {
-        KL(k_rmsnorm_rows(e->fc_hp, x, W(e, W_ATTN_NORM, L), e->dm.probe_idx, p->probe_rows, h, model_rms_eps(&e->m), e->stream));
+        KL(k_rmsnorm_rows(e->fc_hp, x, W(e, W_ATTN_NORM, L), e->dm.probe_idx, p->probe_rows, h, model_rms_eps(m),
+                          e->stream));
         if (gemm(e, W(e, W_QKV, L) + (size_t)(qd + kvd) * h, e->fc_hp, e->fc_vnew, p->probe_rows, h, kvd, 0.f, err))
             return -1;
         const bf16_t *bias = W(e, W_QKV_BIAS, L);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 void ref_rmsnorm(float *out, const float *in, const float *w, int rows, int h, float eps)
 {
     for (int t = 0; t < rows; t++) {
@@ -158,7 +157,8 @@ static void layer_qkv_rope(const struct eng_ref *r, int L, float *qkv, const int
 {
     const struct model_cfg *m = &r->m;
     ref_qkv_rope(qkv, eng_ref_weight(r, W_QKV_BIAS, L), eng_ref_weight(r, W_Q_NORM, L), eng_ref_weight(r, W_K_NORM, L),
-                 model_rotary_dim(m), model_rms_eps(&r->m), pos, T, m->num_heads, m->num_kv_heads, m->head_dim, (float)m->rope_theta);
+                 model_rotary_dim(m), model_rms_eps(m), pos, T, m->num_heads, m->num_kv_heads, m->head_dim,
+                 (float)m->rope_theta);
 }
 
 const float *eng_ref_weight(const struct eng_ref *r, enum w_kind k, int layer)
@@ -492,7 +492,8 @@ static void ref_step_layered(struct eng_ref *r, const struct step_desc *sd, cons
             xcomp[i] = -1;
         for (int j = 0; j < T; j++) {
             xcomp[crow[j]] = j;
-            ref_rmsnorm(hn + (size_t)j * h, x + (size_t)crow[j] * h, eng_ref_weight(r, W_ATTN_NORM, L), 1, h, model_rms_eps(&r->m));
+            ref_rmsnorm(hn + (size_t)j * h, x + (size_t)crow[j] * h, eng_ref_weight(r, W_ATTN_NORM, L), 1, h,
+                        model_rms_eps(&r->m));
         }
         ref_linear(qkv, hn, eng_ref_weight(r, W_QKV, L), T, h, width);
         layer_qkv_rope(r, L, qkv, cpos, T);
@@ -510,7 +511,8 @@ static void ref_step_layered(struct eng_ref *r, const struct step_desc *sd, cons
         ref_linear(out, att, eng_ref_weight(r, W_O, L), T, H * d, h);
         ref_fc_residual(r, sd, L, false, x, out, xcomp);
         for (int j = 0; j < T; j++)
-            ref_rmsnorm(hn + (size_t)j * h, x + (size_t)crow[j] * h, eng_ref_weight(r, W_FFN_NORM, L), 1, h, model_rms_eps(&r->m));
+            ref_rmsnorm(hn + (size_t)j * h, x + (size_t)crow[j] * h, eng_ref_weight(r, W_FFN_NORM, L), 1, h,
+                        model_rms_eps(&r->m));
         ref_linear(gu, hn, eng_ref_weight(r, W_GU, L), T, h, 2 * F);
         ref_swiglu(act, gu, T, F);
         ref_linear(out, act, eng_ref_weight(r, W_DOWN, L), T, F, h);

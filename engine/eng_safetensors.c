@@ -335,8 +335,9 @@ static int pieces_of(enum st_names fam, const struct model_cfg *m, const struct 
         PIECE(h, 0, 0, ll ? "%s.%d.ff_norm.weight" : "%s.%d.post_attention_layernorm.weight", pre, L);
         break;
     case W_O:
-        PIECE(h, qd, 0, ll ? "%s.%d.attn_out.weight" : l2 ? "%s.%d.attention.dense.weight" : "%s.%d.self_attn.o_proj.weight",
-              pre, L);
+        PIECE(h, qd, 0,
+              ll ? "%s.%d.attn_out.weight" : l2 ? "%s.%d.attention.dense.weight" : "%s.%d.self_attn.o_proj.weight", pre,
+              L);
         break;
     case W_QKV:
     case W_QKV_BIAS: {
@@ -400,15 +401,30 @@ static int pieces_of(enum st_names fam, const struct model_cfg *m, const struct 
     return n;
 }
 
+/* Room for pieces_of's pieces of any tensor of model m. */
+static struct st_piece *pieces_alloc(const struct model_cfg *m)
+{
+    return xmalloc(sizeof(struct st_piece) * (2 * (size_t)m->num_experts + 3));
+}
+
+/* pieces_of, or -1 with a message naming the checkpoint (path) where the family has no names for t. */
+static int pieces_named(enum st_names fam, const char *path, const struct model_cfg *m, const struct eng_tensor *t,
+                        struct st_piece *p, struct ts_err *err)
+{
+    const int n = pieces_of(fam, m, t, p);
+    if (n < 0)
+        ts_fail(err, "%s: the %s names have no tensor for %s's %s", path,
+                fam == ST_NAMES_LLADA ? "LLaDA" : "Hugging Face", m->name, eng_w_kind_name(t->kind));
+    return n;
+}
+
 int st_load_tensor(struct st_file *f, const struct model_cfg *m, const struct eng_tensor *t,
                    bf16_t *dst, struct ts_err *err)
 {
     const enum st_names fam = names_of(f);
-    struct st_piece *p = xmalloc(sizeof *p * (2 * (size_t)m->num_experts + 3));
-    const int n = pieces_of(fam, m, t, p);
-    int rc = n < 0 ? ts_fail(err, "%s: the %s names have no tensor for %s's %s", f->path,
-                             fam == ST_NAMES_LLADA ? "LLaDA" : "Hugging Face", m->name, eng_w_kind_name(t->kind))
-                   : 0;
+    struct st_piece *p = pieces_alloc(m);
+    const int n = pieces_named(fam, f->path, m, t, p, err);
+    int rc = n < 0 ? -1 : 0;
     struct st_shard *sh;
     if (n == 1 && t->kind == W_LM && fam != ST_NAMES_LLADA && !find(f, p[0].name, &sh)) /* tied embeddings */
         snprintf(p[0].name, sizeof p[0].name, "%s",
@@ -425,7 +441,7 @@ int st_export_hf(const char *path, const struct model_cfg *m, const bf16_t *w, e
     struct eng_layout l;
     if (eng_layout_build(m, &l, err))
         return -1;
-    struct st_piece *p = xmalloc(sizeof *p * (2 * (size_t)m->num_experts + 3));
+    struct st_piece *p = pieces_alloc(m);
     int cap = 0, n = 0, rc = 0;
     char **names = NULL;
     int64_t *rows = NULL, *cols = NULL;
@@ -434,10 +450,9 @@ int st_export_hf(const char *path, const struct model_cfg *m, const bf16_t *w, e
         const struct eng_tensor *t = &l.t[i];
         if (t->kind == W_LM && tied)
             continue;
-        const int k = pieces_of(fam, m, t, p);
+        const int k = pieces_named(fam, path, m, t, p, err);
         if (k < 0) {
-            rc = ts_fail(err, "%s: the %s names have no tensor for %s's %s", path,
-                         fam == ST_NAMES_LLADA ? "LLaDA" : "Hugging Face", m->name, eng_w_kind_name(t->kind));
+            rc = -1;
             break;
         }
         if (n + k > cap) {

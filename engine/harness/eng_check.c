@@ -602,12 +602,9 @@ done:
 }
 
 /* Routers of the MoE kernel checks: a softmax's top k renormalised (LLaDA-MoE's), and LLaDA2.0's
- * sigmoid scores with an expert bias (any non-NULL bias: the check draws its own), the best 4 of 8
- * groups, renormalised times 2.5. */
+ * sigmoid scores, the best 4 of 8 groups, renormalised times 2.5 (with an expert bias the check draws). */
 #define SOFTMAX_RENORMALISED ((struct k_moe_router){.norm = true})
-#define LLADA2_ROUTER                                                                                   \
-    ((struct k_moe_router){.sigmoid = true, .norm = true, .bias = (const bf16_t *)1, .n_group = 8,      \
-                           .topk_group = 4, .scale = 2.5f})
+#define LLADA2_ROUTER ((struct k_moe_router){.sigmoid = true, .norm = true, .n_group = 8, .topk_group = 4, .scale = 2.5f})
 
 /* The choices of T rows (ids, wts [T k]) that differ from ref_moe_route's over the logits lf [T, E];
  * *werr gets the largest weight's difference. */
@@ -664,7 +661,7 @@ static int moe_dispatch_wrong(const int32_t *ids, const int32_t *off, const int3
  * grouped GEMM (in two chunks of the copies, the second ragged) and the combine against a product
  * on the host of the same bf16 inputs. */
 static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int K, int tile, uint32_t balance,
-                              struct k_moe_router rt)
+                              struct k_moe_router rt, bool has_bias)
 {
     const int n = T * k, max_tiles = (n + K_MOE_TILE_MIN - 1) / K_MOE_TILE_MIN + E, h = N;
     float *lf = xmalloc(sizeof *lf * (size_t)T * E), *xf = xmalloc(sizeof *xf * (size_t)n * K);
@@ -681,7 +678,7 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
     rand_bf16(c, wf, wb, (int64_t)E * N * K, 0.2f);
     for (int64_t i = 0; i < (int64_t)T * h; i++)
         xo[i] = eng_f2bf(0.5f);
-    float *biasf = xmalloc(sizeof *biasf * (size_t)E); /* an expert bias, if rt has one */
+    float *biasf = xmalloc(sizeof *biasf * (size_t)E); /* an expert bias, if has_bias */
     bf16_t *biasb = xmalloc(2 * (size_t)E);
     void *dbias = NULL;
     rand_bf16(c, biasf, biasb, E, 0.05f);
@@ -692,7 +689,6 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
                             4 * (size_t)n, 4 * (size_t)n, 8 * (size_t)max_tiles, 4, 2 * (size_t)n * K,
                             2 * (size_t)E * N * K, 2 * (size_t)n * N, 4 * (size_t)T * h, 2 * (size_t)T * h,
                             2 * (size_t)E};
-    const bool has_bias = rt.bias != NULL;
     if (!dev_copies(dev, src, bytes, TS_ARRAY_LEN(dev))) {
         fail_msg(c, "moe", "device allocation failed");
         goto done;
@@ -770,12 +766,12 @@ done:
  * balanced too; a softmax's probabilities as they are; LLaDA2.0's router, and balanced. */
 static void check_moe_kernel_cases(struct checker *c)
 {
-    check_moe_kernels(c, 100, 8, 2, 128, 256, 64, 0, SOFTMAX_RENORMALISED);
-    check_moe_kernels(c, 300, 64, 8, 256, 128, 32, 0, SOFTMAX_RENORMALISED);
-    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 7, SOFTMAX_RENORMALISED);
-    check_moe_kernels(c, 300, 64, 6, 128, 128, 32, 0, (struct k_moe_router){.norm = false}); /* probabilities */
-    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 0, LLADA2_ROUTER); /* LLaDA2.0's */
-    check_moe_kernels(c, 100, 256, 8, 128, 128, 32, 5, LLADA2_ROUTER);
+    check_moe_kernels(c, 100, 8, 2, 128, 256, 64, 0, SOFTMAX_RENORMALISED, false);
+    check_moe_kernels(c, 300, 64, 8, 256, 128, 32, 0, SOFTMAX_RENORMALISED, false);
+    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 7, SOFTMAX_RENORMALISED, false);
+    check_moe_kernels(c, 300, 64, 6, 128, 128, 32, 0, (struct k_moe_router){.norm = false}, false); /* probabilities */
+    check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 0, LLADA2_ROUTER, true); /* LLaDA2.0's */
+    check_moe_kernels(c, 100, 256, 8, 128, 128, 32, 5, LLADA2_ROUTER, true);
 }
 
 /* The selection kernels on two segments each, per K/V head and one set for all. */
