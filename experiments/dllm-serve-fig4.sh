@@ -8,17 +8,20 @@ source "$(dirname "$0")/lib/dllm_serve.sh"
 paper_init "$@"
 rates="0.1 0.2 0.3 0.4 0.5" n=200
 [ "$QUICK" = 1 ] && rates="0.1 0.5" n=40
-ds_sweep rtx4090 $n $rates
-for r in $rates; do
-    derived latency_reduction dllm-serve $DS_WORKLOAD $r \
-        "$(ratio "$(ds_best_baseline lat_mean_s $r min)" "$(value lat_mean_s dllm-serve $DS_WORKLOAD $r)")"
+for w in $DS_WORKLOADS; do
+    ds_use $w
+    ds_sweep rtx4090 $n $rates
+    for r in $rates; do
+        derived latency_reduction dllm-serve $w $r \
+            "$(ratio "$(ds_best_baseline lat_mean_s $r min)" "$(value lat_mean_s dllm-serve $w $r)")"
+    done
 done
 set -- $rates; r0=$1 r1=${@: -1}
-check "at ${r0} req/s the systems' mean latencies are comparable (within 1.5x of each other)" \
-    "$(for s in $DS_BASELINES; do printf 'val("%s","%s","%s","lat_mean_s") < 1.5 * val("dllm-serve","%s","%s","lat_mean_s") && val("dllm-serve","%s","%s","lat_mean_s") < 1.5 * val("%s","%s","%s","lat_mean_s") && ' $s $DS_WORKLOAD $r0 $DS_WORKLOAD $r0 $DS_WORKLOAD $r0 $s $DS_WORKLOAD $r0; done) 1"
-check "at ${r1} req/s dLLM-Serve's mean latency is below every baseline's" \
-    "$(for s in $DS_BASELINES; do printf 'val("dllm-serve","%s","%s","lat_mean_s") < val("%s","%s","%s","lat_mean_s") && ' $DS_WORKLOAD $r1 $s $DS_WORKLOAD $r1; done) 1"
-check "the gap widens with the load: the reduction against the best baseline is larger at ${r1} than at ${r0} req/s" \
-    "val(\"dllm-serve\",\"$DS_WORKLOAD\",\"$r1\",\"latency_reduction\") > val(\"dllm-serve\",\"$DS_WORKLOAD\",\"$r0\",\"latency_reduction\")"
+check "at ${r0} req/s the systems' mean latencies are comparable (within 1.5x of each other) on each workload" \
+    "$(for s in $DS_BASELINES; do ds_each "val(\"$s\",\"@W\",\"$r0\",\"lat_mean_s\") < 1.5 * val(\"dllm-serve\",\"@W\",\"$r0\",\"lat_mean_s\") && val(\"dllm-serve\",\"@W\",\"$r0\",\"lat_mean_s\") < 1.5 * val(\"$s\",\"@W\",\"$r0\",\"lat_mean_s\")"; printf ' && '; done) 1"
+check "at ${r1} req/s dLLM-Serve's mean latency is below every baseline's on each workload" \
+    "$(for s in $DS_BASELINES; do ds_each "val(\"dllm-serve\",\"@W\",\"$r1\",\"lat_mean_s\") < val(\"$s\",\"@W\",\"$r1\",\"lat_mean_s\")"; printf ' && '; done) 1"
+check "the gap widens with the load on each workload: the reduction against the best baseline is larger at ${r1} than at ${r0} req/s" \
+    "$(ds_each "val(\"dllm-serve\",\"@W\",\"$r1\",\"latency_reduction\") > val(\"dllm-serve\",\"@W\",\"$r0\",\"latency_reduction\")")"
 NOTES=$DS_NOTES
 paper_finish "dLLM-Serve Fig. 4: mean latency against arrival rate, RTX 4090, LLaDA-8B" "arrival rate (req/s)" lat_mean_s

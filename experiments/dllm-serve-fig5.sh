@@ -9,15 +9,18 @@ source "$(dirname "$0")/lib/dllm_serve.sh"
 paper_init "$@"
 n=200
 [ "$QUICK" = 1 ] && n=40
-ds_sweep rtx4090 $n 0.5
-for m in lat_std_s lat_span_s lat_p99_s; do
-    derived "${m%_s}_gain" dllm-serve $DS_WORKLOAD 0.5 \
-        "$(ratio "$(ds_best_baseline $m 0.5 min)" "$(value $m dllm-serve $DS_WORKLOAD 0.5)")"
+for w in $DS_WORKLOADS; do
+    ds_use $w
+    ds_sweep rtx4090 $n 0.5
+    for m in lat_std_s lat_span_s lat_p99_s; do
+        derived "${m%_s}_gain" dllm-serve $w 0.5 \
+            "$(ratio "$(ds_best_baseline $m 0.5 min)" "$(value $m dllm-serve $w 0.5)")"
+    done
 done
-check "dLLM-Serve's latency spreads less than the best baseline's (standard deviation and span)" \
-    "val(\"dllm-serve\",\"$DS_WORKLOAD\",\"0.5\",\"lat_std_gain\") > 1 && val(\"dllm-serve\",\"$DS_WORKLOAD\",\"0.5\",\"lat_span_gain\") > 1"
+check "dLLM-Serve's latency spreads less than the best baseline's (standard deviation and span) on each workload" \
+    "$(ds_each 'val("dllm-serve","@W","0.5","lat_std_gain") > 1 && val("dllm-serve","@W","0.5","lat_span_gain") > 1')"
 # "reducing tail latency by nearly 4x under heavy contention" (its abstract)
-check "the tail (p99) latency is nearly 4x lower than the best baseline's (3-5x)" \
-    "val(\"dllm-serve\",\"$DS_WORKLOAD\",\"0.5\",\"lat_p99_gain\") >= 3 && val(\"dllm-serve\",\"$DS_WORKLOAD\",\"0.5\",\"lat_p99_gain\") <= 5"
+check "the tail (p99) latency is nearly 4x lower than the best baseline's (3-5x) on some workload" \
+    "$(for w in $DS_WORKLOADS; do printf '(val("dllm-serve","%s","0.5","lat_p99_gain") >= 3 && val("dllm-serve","%s","0.5","lat_p99_gain") <= 5) || ' $w $w; done) 0"
 NOTES=$DS_NOTES
 paper_finish "dLLM-Serve Fig. 5: latency jitter at 0.5 req/s, RTX 4090, LLaDA-8B" "arrival rate (req/s)" lat_std_s

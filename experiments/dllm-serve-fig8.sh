@@ -17,31 +17,34 @@ source "$(dirname "$0")/lib/dllm_serve.sh"
 paper_init "$@"
 n=200
 [ "$QUICK" = 1 ] && n=40
-stage() { # stage NAME X OPTIONS...: one stage's point
+stage() { # stage NAME X OPTIONS...: one stage's point in DS_WORKLOAD
     local name=$1 x=$2
     shift 2
-    point "$name" "$DS_WORKLOAD" "$x" "$@" --gpu rtx4090 --rps 0.5 --requests $n --lengths fixed:300,256 \
-        --gen-len 256 --block 32 --seed 1
+    point "$name" "$DS_WORKLOAD" "$x" "$@" --gpu rtx4090 --rps 0.5 --requests $n --lengths "$DS_LENGTHS" \
+        --arrivals "$DS_ARRIVALS" --gen-len 256 --block 32 --seed 1 --host "$DS_HOST"
 }
-stage baseline 1 --system sparse-dllm
-stage engine 2 --policy sparse --sparse-select head --scheduler request --impl torch-eager --max-num-logits 0 \
-    --planner caching
-stage scheduler 3 --policy sparse --sparse-select head --scheduler phase --impl torch-eager --max-num-logits 0 \
-    --planner caching
-stage budgeting 4 --system dllm-serve
-base=$(value throughput_tok_s baseline "$DS_WORKLOAD" 1)
-prev=$base x=0
-for s in baseline engine scheduler budgeting; do
-    x=$((x + 1))
-    t=$(value throughput_tok_s $s "$DS_WORKLOAD" $x)
-    derived relative_throughput $s "$DS_WORKLOAD" $x "$(ratio "$t" "$base")"
-    [ $x -gt 1 ] && derived gain $s "$DS_WORKLOAD" $x "$(ratio "$t" "$prev")"
-    prev=$t
+for w in $DS_WORKLOADS; do
+    ds_use $w
+    stage baseline 1 --system sparse-dllm
+    stage engine 2 --policy sparse --sparse-select head --scheduler request --impl torch-eager --max-num-logits 0 \
+        --planner caching
+    stage scheduler 3 --policy sparse --sparse-select head --scheduler phase --impl torch-eager --max-num-logits 0 \
+        --planner caching
+    stage budgeting 4 --system dllm-serve
+    base=$(value throughput_tok_s baseline $w 1)
+    prev=$base x=0
+    for s in baseline engine scheduler budgeting; do
+        x=$((x + 1))
+        t=$(value throughput_tok_s $s $w $x)
+        derived relative_throughput $s $w $x "$(ratio "$t" "$base")"
+        [ $x -gt 1 ] && derived gain $s $w $x "$(ratio "$t" "$prev")"
+        prev=$t
+    done
 done
-check "the inference engine gives the largest jump of the three parts" \
-    "val(\"engine\",\"$DS_WORKLOAD\",\"2\",\"gain\") > val(\"scheduler\",\"$DS_WORKLOAD\",\"3\",\"gain\") && val(\"engine\",\"$DS_WORKLOAD\",\"2\",\"gain\") > val(\"budgeting\",\"$DS_WORKLOAD\",\"4\",\"gain\")"
-check "the scheduler adds to the engine's throughput" "val(\"scheduler\",\"$DS_WORKLOAD\",\"3\",\"gain\") > 1"
-check "logit-aware budgeting adds the final boost" "val(\"budgeting\",\"$DS_WORKLOAD\",\"4\",\"gain\") > 1"
+check "the inference engine gives the largest jump of the three parts on each workload" \
+    "$(ds_each 'val("engine","@W","2","gain") > val("scheduler","@W","3","gain") && val("engine","@W","2","gain") > val("budgeting","@W","4","gain")')"
+check "the scheduler adds to the engine's throughput on each workload" "$(ds_each 'val("scheduler","@W","3","gain") > 1')"
+check "logit-aware budgeting adds the final boost on each workload" "$(ds_each 'val("budgeting","@W","4","gain") > 1')"
 NOTES="x is the stage (1 the baseline, 2 with dLLM-Serve's inference engine, 3 with its scheduler, 4 with
 logit budgeting: dLLM-Serve); relative_throughput is each stage's throughput over the baseline's, gain
 over the stage before. The paper's per-stage speedups are withheld, and it does not say at which load or

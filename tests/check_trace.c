@@ -208,6 +208,40 @@ START_TEST(osc_lengths_match_the_published_statistics)
 }
 END_TEST
 
+/* The percentile profiles draw what their tables hold: livebench's prompts between 286 and 2,043
+ * tokens around a median of 632 (within 4%), each answer 256 tokens; burstgpt's requests median 594 (at most
+ * 1,840) and responses median 336 (at most 1,656). Every draw stays inside its table. */
+START_TEST(percentile_profiles_draw_their_tables)
+{
+    static const struct {
+        const char *spec;
+        int p_lo, p_med, p_hi, o_lo, o_med, o_hi;
+    } cases[] = {{"livebench", 286, 632, 2043, 256, 256, 256}, {"burstgpt", 14, 594, 1840, 11, 336, 1656}};
+    struct arrival_gen ag;
+    arrival_parse("poisson", 1.0, &ag, NULL);
+    enum { N = 40000 };
+    int32_t *p = xmalloc(sizeof *p * N), *o = xmalloc(sizeof *o * N);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        struct length_gen lg;
+        ck_assert_int_eq(length_parse(cases[c].spec, &lg, NULL), 0);
+        struct trace t;
+        trace_generate(&t, N, &ag, &lg, 5);
+        for (int i = 0; i < N; i++)
+            p[i] = t.reqs[i].prompt, o[i] = t.reqs[i].output;
+        qsort(p, N, sizeof *p, cmp_i32);
+        qsort(o, N, sizeof *o, cmp_i32);
+        ck_assert_msg(p[0] >= cases[c].p_lo && p[N - 1] <= cases[c].p_hi &&
+                          abs(p[N / 2] - cases[c].p_med) <= cases[c].p_med / 25,
+                      "%s: prompts %d..%d, median %d", cases[c].spec, p[0], p[N - 1], p[N / 2]);
+        ck_assert_msg(o[0] >= cases[c].o_lo && o[N - 1] <= cases[c].o_hi &&
+                          abs(o[N / 2] - cases[c].o_med) <= cases[c].o_med / 25,
+                      "%s: outputs %d..%d, median %d", cases[c].spec, o[0], o[N - 1], o[N / 2]);
+        trace_free(&t);
+    }
+    free(p), free(o);
+}
+END_TEST
+
 START_TEST(write_and_read_back)
 {
     struct arrival_gen ag;
@@ -277,6 +311,7 @@ int main(void)
     tcase_add_test(tc, same_seed_same_trace);
     tcase_add_test(tc, write_and_read_back);
     tcase_add_test(tc, osc_lengths_match_the_published_statistics);
+    tcase_add_test(tc, percentile_profiles_draw_their_tables);
     tcase_add_test(tc, shared_traces);
     suite_add_tcase(s, tc);
     return run_suite("trace", s) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -60,15 +60,20 @@ struct arrival_gen {
     double cv;  /* gamma: coefficient of variation of inter-arrival times (1 = Poisson) */
 };
 
-enum length_kind { LENGTH_FIXED = 0, LENGTH_LOGNORMAL, LENGTH_SAMPLE };
+#define TS_MAX_PCT 101
+enum length_kind { LENGTH_FIXED = 0, LENGTH_LOGNORMAL, LENGTH_QUANTILE, LENGTH_SAMPLE };
 struct length_gen {
     enum length_kind kind;
-    int32_t prompt, output;           /* fixed */
+    int32_t prompt, output;           /* fixed; quantile: the output */
     double mu_p, sigma_p, mu_o, sigma_o; /* lognormal (of token counts) */
     bool normal_p;                    /* lognormal: the prompt a normal of mean mu_p, sd sigma_p
                                        * (token counts) instead */
     int32_t cap_p, cap_o;             /* the distribution's own largest lengths (0: none), before
                                        * any clip: a dataset that truncates at a length */
+    const double *pct_p, *pct_o;      /* quantile: the prompt's and output's percentiles at n_pct
+                                       * even steps from 0 to 100, drawn by linear
+                                       * interpolation (no pct_o: the output is `output`) */
+    int n_pct;
     const struct trace *src;          /* sample: rows drawn uniformly from this trace */
     int32_t max_prompt, max_output;   /* clip (0 = none) */
 };
@@ -76,8 +81,10 @@ struct length_gen {
 /* Parses "poisson" or "gamma:CV". */
 int arrival_parse(const char *spec, double rps, struct arrival_gen *out, struct ts_err *err);
 /* Parses "fixed:P,O", "lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O", "sharegpt" (a lognormal fitted to
- * the ShareGPT length file) or "osc" (OpenAI's summarize-from-feedback comparisons, from their
- * published length statistics; see trace_gen.c). "file:PATH" is resolved by the caller. */
+ * the ShareGPT length file), "osc" (OpenAI's summarize-from-feedback comparisons, from their
+ * published length statistics), "livebench" (LiveBench's coding prompts, measured from the
+ * LiveCodeBench problems it draws on) or "burstgpt" (the first complete rows of BurstGPT's
+ * trace); trace_gen.c says where each comes from. "file:PATH" is resolved by the caller. */
 int length_parse(const char *spec, struct length_gen *out, struct ts_err *err);
 
 /* Generates n requests with the given arrivals and lengths from `seed`. */

@@ -11,7 +11,25 @@
  * tokenizer): the query 346.68 tokens on average, median 352, at most 512 (posts truncated to fit),
  * a normal of that median whose clip at 512 gives that mean (sd 121.4, 9% of the queries at 512);
  * the chosen summary median 32, mean 33.92, at most 134, a lognormal of that median and mean.
+ *
+ * The built-in "livebench" (dLLM-Serve's LiveBench coding workload) draws prompts from the
+ * percentiles of LiveBench's coding prompt built around each of LiveCodeBench's 1,055
+ * code-generation problems, which LiveBench's coding questions are drawn from, counted with the
+ * Llama-2 vocabulary like the ShareGPT file (traces/derive/livebench_lengths.py computes them:
+ * mean 668, median 632, 5% 374, 95% 1,110, at most 2,043 tokens). LiveBench publishes no answer
+ * lengths; every answer is taken to fill dLLM-Serve's 256-token generation (its Table 3).
+ *
+ * The built-in "burstgpt" (dLLM-Serve's Burst workload) draws request and response lengths from
+ * the percentiles of the first 38 complete rows (both counts above zero) of BurstGPT's trace,
+ * BurstGPT_1.csv, as Hugging Face's viewer of the dataset shows them (lzzmm/BurstGPT): request
+ * median 594 and at most 1,840 tokens, response median 336, the responses inside the band the
+ * dataset's own response-against-request figure draws (HPMLL/BurstGPT, img/req-res.png). The two
+ * are drawn independently. The full trace is in Git LFS and out of reach here; with it,
+ * `--trace BurstGPT_1.csv` replays the real rows. BurstGPT's arrivals are bursty: its authors'
+ * workload generator (example/profile_server/server.py) draws gaps from a Gamma of shape 0.5,
+ * `--arrivals gamma:1.41`; the viewer's 42 gaps have a CV of 1.74.
  */
+#include <gsl/gsl_interp.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sort.h>
@@ -33,6 +51,16 @@
 #define OSC_MU_O 3.4657 /* log 32 */
 #define OSC_SIGMA_O 0.341 /* sqrt(2 log(33.92 / 32)) */
 #define OSC_CAP_O 134
+#define LIVEBENCH_OUTPUT 256
+/* LiveBench coding prompts, percentiles 0, 5, ..., 100 (traces/derive/livebench_lengths.py). */
+static const double livebench_pct[] = {286, 374, 413, 444, 470, 496, 518, 542, 573, 600, 632,
+                                       654, 683, 711, 745, 789, 839, 888, 969, 1110, 2043};
+/* BurstGPT's first 38 complete rows, request and response percentiles 0, 5, ..., 100. */
+static const double burstgpt_pct_p[] = {14, 19, 33, 73, 94, 175, 266, 415, 500, 535, 594,
+                                        805, 973, 1088, 1285, 1322, 1350, 1455, 1533, 1599, 1840};
+static const double burstgpt_pct_o[] = {11, 61, 124, 181, 206, 219, 239, 245, 266, 287, 336,
+                                        354, 372, 384, 427, 442, 456, 488, 519, 614, 1656};
+#define N_PCT (int)(sizeof livebench_pct / sizeof *livebench_pct)
 
 int arrival_parse(const char *spec, double rps, struct arrival_gen *out, struct ts_err *err)
 {
@@ -69,6 +97,16 @@ int length_parse(const char *spec, struct length_gen *out, struct ts_err *err)
                                    .sigma_o = OSC_SIGMA_O, .cap_o = OSC_CAP_O};
         return 0;
     }
+    if (strcmp(spec, "livebench") == 0) {
+        *out = (struct length_gen){.kind = LENGTH_QUANTILE, .pct_p = livebench_pct,
+                                   .n_pct = N_PCT, .output = LIVEBENCH_OUTPUT};
+        return 0;
+    }
+    if (strcmp(spec, "burstgpt") == 0) {
+        *out = (struct length_gen){.kind = LENGTH_QUANTILE, .pct_p = burstgpt_pct_p,
+                                   .pct_o = burstgpt_pct_o, .n_pct = N_PCT};
+        return 0;
+    }
     if (strncmp(spec, "fixed:", 6) == 0) {
         int p, o, used = 0;
         if (sscanf(spec + 6, "%d,%d%n", &p, &o, &used) != 2 || spec[6 + used] || p < 0 || o < 0)
@@ -89,8 +127,8 @@ int length_parse(const char *spec, struct length_gen *out, struct ts_err *err)
         out->kind = LENGTH_LOGNORMAL;
         return 0;
     }
-    return ts_fail(err, "lengths '%s': expected sharegpt, osc, fixed:P,O, lognormal:MU_P,SIGMA_P,MU_O,"
-                        "SIGMA_O or file:PATH", spec);
+    return ts_fail(err, "lengths '%s': expected sharegpt, osc, livebench, burstgpt, fixed:P,O, "
+                        "lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O or file:PATH", spec);
 }
 
 static gsl_rng *rng_for(uint64_t seed)
@@ -117,6 +155,25 @@ static int32_t clip_len(double v, int32_t lo, int32_t hi)
     return v > 1e8 ? 100000000 : (int32_t)llround(v);
 }
 
+/* The inverse CDFs of percentile tables: linear between the percentiles at even steps. */
+struct pct_draw {
+    gsl_interp *ip, *io;
+    double x[TS_MAX_PCT];
+};
+
+static void pct_draw_init(struct pct_draw *d, const struct length_gen *lg)
+{
+    TS_ASSERT(lg->n_pct >= 2 && lg->n_pct <= TS_MAX_PCT);
+    for (int i = 0; i < lg->n_pct; i++)
+        d->x[i] = (double)i / (lg->n_pct - 1);
+    d->ip = gsl_interp_alloc(gsl_interp_linear, (size_t)lg->n_pct);
+    gsl_interp_init(d->ip, d->x, lg->pct_p, (size_t)lg->n_pct);
+    if (lg->pct_o) {
+        d->io = gsl_interp_alloc(gsl_interp_linear, (size_t)lg->n_pct);
+        gsl_interp_init(d->io, d->x, lg->pct_o, (size_t)lg->n_pct);
+    }
+}
+
 void trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag,
                     const struct length_gen *lg, uint64_t seed)
 {
@@ -124,6 +181,9 @@ void trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag,
     out->format = TRACE_TESSERA;
     out->has_times = true;
     gsl_rng *rl = rng_for(seed * 2 + 1);
+    struct pct_draw pd = {0};
+    if (lg->kind == LENGTH_QUANTILE)
+        pct_draw_init(&pd, lg);
     for (int64_t i = 0; i < n; i++) {
         int32_t p, o;
         switch (lg->kind) {
@@ -143,6 +203,12 @@ void trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag,
             o = clip_len(d_o, 1, lg->max_output);
             break;
         }
+        case LENGTH_QUANTILE:
+            p = clip_len(gsl_interp_eval(pd.ip, pd.x, lg->pct_p, gsl_rng_uniform(rl), NULL), 1,
+                         lg->max_prompt);
+            o = clip_len(pd.io ? gsl_interp_eval(pd.io, pd.x, lg->pct_o, gsl_rng_uniform(rl), NULL)
+                               : lg->output, 1, lg->max_output);
+            break;
         default: {
             TS_ASSERT(lg->src && lg->src->n > 0);
             const struct trace_req *s = &lg->src->reqs[gsl_rng_uniform_int(rl, (unsigned long)lg->src->n)];
@@ -152,6 +218,10 @@ void trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag,
         }
         trace_push(out, 0, p, o);
     }
+    if (pd.ip)
+        gsl_interp_free(pd.ip);
+    if (pd.io)
+        gsl_interp_free(pd.io);
     gsl_rng_free(rl);
     trace_assign_arrivals(out, ag, seed);
 }

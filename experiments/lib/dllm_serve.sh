@@ -1,28 +1,43 @@
 # dllm_serve.sh: the dLLM-Serve evaluation's setting (sourced by experiments/dllm-serve-*.sh after
 # lib/paper.sh): LLaDA-8B, 256 tokens generated in 256 steps, blocks of 32 (its Table 3), the four
-# systems as presets, and the workload: every request a 300-token prompt standing in for its three
-# datasets (LiveBench coding, OSC, BurstGPT), with Poisson arrivals; of their length profiles only
-# OSC's is built (--lengths osc), which Fig. 3 runs beside it.
+# systems as presets, and its three workloads (§6.1) as length profiles (traces/README.md says
+# where each comes from): livebench (LiveBench's coding prompts) and osc (OpenAI's
+# summarize-from-feedback comparisons) with Poisson arrivals, and burst (BurstGPT's lengths, with
+# the bursty Gamma arrivals of BurstGPT's own workload generator).
 DS_SYSTEMS="dllm-cache fast-dllm sparse-dllm dllm-serve"
 DS_BASELINES="dllm-cache fast-dllm sparse-dllm"
-DS_WORKLOAD=p300 DS_LENGTHS=fixed:300,256
+DS_WORKLOADS="livebench osc burst"
+PANELS=$DS_WORKLOADS # the figures: a panel a workload, as the paper's
+# ds_use WORKLOAD: DS_WORKLOAD, and its lengths and arrivals
+ds_use() {
+    DS_WORKLOAD=$1
+    case $1 in
+        livebench) DS_LENGTHS=livebench DS_ARRIVALS=poisson ;;
+        osc) DS_LENGTHS=osc DS_ARRIVALS=poisson ;;
+        burst) DS_LENGTHS=burstgpt DS_ARRIVALS=gamma:1.41 ;;
+        *) echo "$EXP: unknown workload '$1'" >&2; exit 2 ;;
+    esac
+}
+ds_use livebench
 # the host that issues the PyTorch steps (tessera list hosts; HOST=NAME picks another): the papers'
 # hosts are unknown, and the torch-eager profile's launch costs are the lent H200 machine's
 DS_HOST=${HOST:-lent-h200}
-DS_NOTES="Workload: every prompt 300 tokens, standing in for LiveBench (coding), OSC and BurstGPT (of their
-length profiles only OSC's is built: --lengths osc); 256 tokens generated (the paper's Table 3), Poisson arrivals. Cost model: roofline
-on the GPU's table entry (the PyTorch baselines' torch-eager profile, dLLM-Serve's too); no calibration of
-the RTX 4090 or L40S is measured. Host: $DS_HOST (--host; the papers' hosts are unknown)."
-# ds_point SYSTEM GPU RPS N [HOST]: one system at one arrival rate, its steps issued by DS_HOST or HOST
-# (the workload then named after that host)
+DS_NOTES="Workloads (§6.1): livebench, LiveBench's coding prompts measured from the LiveCodeBench problems
+it draws on (--lengths livebench); osc, OpenAI's summarize-from-feedback comparisons (--lengths osc); both
+with Poisson arrivals; burst, BurstGPT's lengths from its trace's first rows (--lengths burstgpt) with
+BurstGPT's Gamma arrivals (--arrivals gamma:1.41). 256 tokens generated (the paper's Table 3). Cost model:
+roofline on the GPU's table entry (the PyTorch baselines' torch-eager profile, dLLM-Serve's too); no
+calibration of the RTX 4090 or L40S is measured. Host: $DS_HOST (--host; the papers' hosts are unknown)."
+# ds_point SYSTEM GPU RPS N [HOST]: one system at one arrival rate in DS_WORKLOAD, its steps issued by
+# DS_HOST or HOST (the workload then named after that host)
 ds_point() {
     local host=${5:-$DS_HOST} wl=$DS_WORKLOAD
     [ "$host" != "$DS_HOST" ] && wl="$DS_WORKLOAD-$host"
     point "$1" "$wl" "$3" --system "$1" --gpu "$2" --rps "$3" --requests "$4" --lengths "$DS_LENGTHS" \
-        --gen-len 256 --block 32 --seed 1 --host "$host"
+        --arrivals "$DS_ARRIVALS" --gen-len 256 --block 32 --seed 1 --host "$host"
 }
-# ds_best_baseline METRIC X [min]: the strongest baseline's value, the largest (throughput) or with
-# min the smallest (latency)
+# ds_best_baseline METRIC X [min]: the strongest baseline's value in DS_WORKLOAD, the largest
+# (throughput) or with min the smallest (latency)
 ds_best_baseline() {
     local s
     for s in $DS_BASELINES; do value "$1" "$s" "$DS_WORKLOAD" "$2"; done | sort -g | if [ "${3:-}" = min ]; then head -1; else tail -1; fi
@@ -34,11 +49,18 @@ ds_speedup() {
         "$(ratio "$(value throughput_tok_s dllm-serve "$DS_WORKLOAD" "$1")" "$(ds_best_baseline throughput_tok_s "$1")")"
 }
 
-# ds_sweep GPU N RATES...: every system at each arrival rate
+# ds_sweep GPU N RATES...: every system at each arrival rate, in DS_WORKLOAD
 ds_sweep() {
     local gpu=$1 n=$2 r s
     shift 2
     for r in "$@"; do
         for s in $DS_SYSTEMS; do ds_point $s "$gpu" "$r" "$n"; done
     done
+}
+# ds_each CONDITION: CONDITION for each workload (@W in it replaced by the workload), joined by &&:
+# a check's condition that holds on every workload
+ds_each() {
+    local w
+    for w in $DS_WORKLOADS; do printf '%s && ' "${1//@W/$w}"; done
+    printf 1
 }

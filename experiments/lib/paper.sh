@@ -11,7 +11,8 @@
 #   paper METRIC SYSTEM WORKLOAD X VALUE a number the paper prints, beside tessera's point
 #   check "TEXT" AWK-CONDITION           a trend the paper reports, evaluated over OUT/points.tsv
 #                                        (columns: system workload x metric value)
-#   paper_finish "TITLE" XLABEL METRIC [logx]   (SHOW_METRICS="M ...": more metrics in the report)
+#   paper_finish "TITLE" XLABEL METRIC [logx]   (SHOW_METRICS="M ...": more metrics in the report;
+#                                        PANELS="W ...": one panel a workload)
 #                                        OUT/results.jsonl, OUT/figure.png (one curve a system and
 #                                        workload), OUT/report.md (a trend that does not hold is a
 #                                        finding the report states, an error only with --strict)
@@ -109,31 +110,23 @@ paper_finish() {
         printf '{"experiment":"%s","system":"%s","model":"%s","gpu":"%s","workload":"%s","x":%s,"metric":"%s","value":%s,"paper_value":%s}\n' \
             "$EXP" "$sys" "${model:-}" "${gpu:-}" "$wl" "$(num "$x")" "$m" "$(num "$v")" "${pv:-null}" >>"$out/results.jsonl"
     done <"$out/points.tsv"
-    # the figure: the metric against x, a curve a system and workload
-    local plots=() key
-    for key in $(awk -F'\t' -v m="$metric" '$4 == m && $3 ~ /^[0-9.]+$/ { print $1 "|" $2 }' "$out/points.tsv" | sort -u); do
-        local s=${key%%|*} w=${key#*|} f="$out/points/curve-${key//|/-}.dat"
-        awk -F'\t' -v s="$s" -v w="$w" -v m="$metric" '$1 == s && $2 == w && $4 == m { print $3, $5 }' "$out/points.tsv" |
-            sort -g >"$f"
-        plots+=("'$f' using 1:2 with linespoints lw 2 title '$s ($w)'")
-        # the paper's own numbers for this curve, where it prints some: points beside tessera's
-        local pf="$out/points/paper-${key//|/-}.dat"
-        awk -F'\t' -v s="$s" -v w="$w" -v m="$metric" '$1 == s && $2 == w && $4 == m && $3 ~ /^[0-9.]+$/ { print $3, $5 }' \
-            "$out/paper.tsv" | sort -g >"$pf"
-        [ -s "$pf" ] && plots+=("'$pf' using 1:2 with points pt 7 ps 1.6 title '$s ($w): the paper'")
-    done
-    if [ ${#plots[@]} -gt 0 ]; then
-        gnuplot <<GP 2>"$out/points/gnuplot.log" || echo "$EXP: gnuplot failed: $(head -2 "$out/points/gnuplot.log")" >&2
-set terminal pngcairo size 900,560 font ",11" noenhanced
-set output '$out/figure.png'
-set title "$title"
-set xlabel "$xlabel"
-set ylabel "$metric"
-set key outside right
-set grid
-${logx:+set logscale x 2}
-plot $(IFS=,; echo "${plots[*]}")
-GP
+    # the figure: the metric against x, a curve a system and workload; with PANELS="W1 W2 ..." one
+    # panel a workload, as the paper lays it out, a curve a system in the same colour in each
+    if [ -n "${PANELS:-}" ]; then
+        local w n=0 gp=""
+        for w in $PANELS; do n=$((n + 1)); done
+        for w in $PANELS; do
+            curve_plots "$metric" "$w"
+            [ ${#plots[@]} -gt 0 ] && gp+="set title '$w'"$'\n'"plot $(IFS=,; echo "${plots[*]}")"$'\n'
+        done
+        [ -n "$gp" ] && draw_figure "$title" "$xlabel" "$metric" "$logx" \
+            "set terminal pngcairo size $((460 * n)),460 font ',11' noenhanced" \
+            "set key inside top left"$'\n'"set multiplot layout 1,$n title \"$title\"" "$gp"
+    else
+        curve_plots "$metric" ""
+        [ ${#plots[@]} -gt 0 ] && draw_figure "$title" "$xlabel" "$metric" "$logx" \
+            "set terminal pngcairo size 900,560 font ',11' noenhanced" "set title \"$title\"" \
+            "plot $(IFS=,; echo "${plots[*]}")"
     fi
     # the report: the points, the paper's numbers beside tessera's, the trends
     {
@@ -158,6 +151,45 @@ GP
     } >"$out/report.md"
     echo "$EXP: $out/report.md, $out/results.jsonl$([ -f "$out/figure.png" ] && echo ", $out/figure.png")" >&2
     [ "$STRICT" = 0 ] || ! grep -q "does not hold" "$out/checks.tsv"
+}
+
+# curve_plots METRIC WORKLOAD: gnuplot plot clauses (in plots) for the metric against x, a curve a
+# system and workload (every workload where WORKLOAD is empty; else that one alone, each system's
+# curve titled by the system and coloured by its place in the points), the paper's own numbers as
+# points beside a curve where it prints some
+curve_plots() {
+    local metric=$1 only=$2 key lt=0
+    plots=()
+    local systems
+    systems=$(awk -F'\t' -v m="$metric" '$4 == m { print $1 }' "$out/points.tsv" | awk '!seen[$0]++')
+    for key in $(awk -F'\t' -v m="$metric" '$4 == m && $3 ~ /^[0-9.]+$/ { print $1 "|" $2 }' "$out/points.tsv" | sort -u); do
+        local s=${key%%|*} w=${key#*|} f="$out/points/curve-${key//|/-}.dat" t
+        [ -n "$only" ] && [ "$w" != "$only" ] && continue
+        awk -F'\t' -v s="$s" -v w="$w" -v m="$metric" '$1 == s && $2 == w && $4 == m { print $3, $5 }' "$out/points.tsv" |
+            sort -g >"$f"
+        t="$s ($w)" lt=""
+        [ -n "$only" ] && t=$s lt="lt $(printf '%s\n' $systems | grep -nx -- "$s" | cut -d: -f1) "
+        plots+=("'$f' using 1:2 with linespoints ${lt}lw 2 title '$t'")
+        local pf="$out/points/paper-${key//|/-}.dat"
+        awk -F'\t' -v s="$s" -v w="$w" -v m="$metric" '$1 == s && $2 == w && $4 == m && $3 ~ /^[0-9.]+$/ { print $3, $5 }' \
+            "$out/paper.tsv" | sort -g >"$pf"
+        [ -s "$pf" ] && plots+=("'$pf' using 1:2 with points ${lt}pt 7 ps 1.6 title '$t: the paper'")
+    done
+}
+
+# draw_figure TITLE XLABEL METRIC LOGX TERMINAL LAYOUT PLOTS: OUT/figure.png from gnuplot commands
+draw_figure() {
+    gnuplot <<GP 2>"$out/points/gnuplot.log" || echo "$EXP: gnuplot failed: $(head -2 "$out/points/gnuplot.log")" >&2
+$5
+set output '$out/figure.png'
+set xlabel "$2"
+set ylabel "$3"
+set key outside right
+set grid
+${4:+set logscale x 2}
+$6
+$7
+GP
 }
 
 num() { [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] && echo "$1" || echo "\"$1\""; }
