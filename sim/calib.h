@@ -49,6 +49,8 @@ struct calib_row {
     int32_t fc_rows; /* > 0: a dLLM-Cache step (engine profile's fc grid, step_desc_add_fc): each
                       * segment's fc_rows hidden rows, q computed over the kv = fc_rows - q others */
     int32_t probe;   /* with fc_rows: > 0, the q rows picked among the last probe rows */
+    int32_t q_long;  /* > 0: a mixed step, its last segment q_long rows over kv_long cached keys (a
+                      * Refresh beside Reuse blocks: engine profile's ladder) */
     enum cost_op op;
     double ms;       /* the op's time in the step */
     double total_ms; /* the whole step */
@@ -112,6 +114,10 @@ struct step_desc;
 void calib_row_step(const struct calib_row *r, struct step_desc *sd);
 /* The cached keys of segment i of a profiled step (the last over kv_long where it is uneven). */
 int32_t calib_row_kv(const struct calib_row *r, int32_t i);
+/* The rows of segment i of a profiled step (q_long for a mixed step's last) */
+int32_t calib_row_q(const struct calib_row *r, int32_t i);
+/* The rows of every segment of a profiled step: the tokens each layer packs */
+int64_t calib_row_tokens(const struct calib_row *r);
 int calib_data_transfer(const struct calib_data *in, const char *from, const char *to, const char *impl,
                         struct calib_data *out, struct ts_err *err);
 
@@ -128,6 +134,9 @@ int calib_transfer_band(const struct calib *c, const char *model, const char *fr
 struct calib;
 
 int calib_fit(const struct calib_data *d, struct calib **out, struct ts_err *err);
+/* Whether a profile is a part to merge into a whole one (engine profile --grid ladder, select or fc
+ * alone), which calib_fit refuses: its steps lack the curves the base grid gives. */
+bool calib_data_is_part(const struct calib_data *d);
 void calib_free(struct calib *c);
 /* Whether the calibration prices the sparse selection of this kind (its profile had such steps). */
 bool calib_prices_selection(const struct calib *c, bool per_head);

@@ -150,13 +150,23 @@ static int parse_fc(const char *path, long lineno, const char *rows, const char 
     return 0;
 }
 
+/* A mixed step (q_long > 0) has a Reuse block beside its Refresh and no logits (its blocks' LM head
+ * is measured by the even steps). */
+static int mixed_check(const char *path, long lineno, const struct calib_row *r, struct ts_err *err)
+{
+    if (r->q_long > 0 && (r->segs < 2 || r->logit_rows))
+        return ts_fail(err, "%s:%ld: q_long: a mixed step needs 2 or more segments and no logits (segs %d, "
+                            "logit_rows %d)", path, lineno, r->segs, r->logit_rows);
+    return 0;
+}
+
 int calib_data_parse(const char *path, char *text, struct calib_data *out, struct ts_err *err)
 {
     memset(out, 0, sizeof *out);
     static const char *const cols[] = {"device", "model", "segs", "q", "kv", "logit_rows", "op", "ms",
                                        "total_ms", "gpu_ms", "host_ms", "attn_rules", "kv_long", "keep",
-                                       "sel_heads", "fc_rows", "probe"};
-    enum { NCOLS = 17 };
+                                       "sel_heads", "fc_rows", "probe", "q_long"};
+    enum { NCOLS = 18 };
     int idx[NCOLS];
     char *line = text, *next;
     long lineno = 0;
@@ -229,6 +239,14 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
             goto done;
         }
         r.kv_long = (int32_t)kv_long;
+        int64_t q_long = 0;
+        if (idx[17] >= 0 && (ts_parse_i64(f[idx[17]], &q_long) || q_long < 0 || q_long > 1 << 24)) {
+            ts_fail(err, "%s:%ld: q_long: not a count ('%s')", path, lineno, f[idx[17]]);
+            goto done;
+        }
+        r.q_long = (int32_t)q_long;
+        if (mixed_check(path, lineno, &r, err))
+            goto done;
         if (parse_selection(path, lineno, idx[13] >= 0 ? f[idx[13]] : NULL, idx[14] >= 0 ? f[idx[14]] : NULL, &r,
                             err) ||
             parse_fc(path, lineno, idx[15] >= 0 ? f[idx[15]] : NULL, idx[16] >= 0 ? f[idx[16]] : NULL, &r, err))
@@ -269,13 +287,16 @@ int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err
      * from before the rules versions no attn_rules column either (version 1) */
     static const char *const queries[] = {
         "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long, keep, sel_heads, "
-        "fc_rows, probe FROM engine_profile",
-        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long, keep, sel_heads, 0, 0 "
-        "FROM engine_profile",
-        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long, 0, 0, 0, 0 FROM "
+        "fc_rows, probe, q_long FROM engine_profile",
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long, keep, sel_heads, "
+        "fc_rows, probe, 0 FROM engine_profile",
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long, keep, sel_heads, 0, 0, "
+        "0 FROM engine_profile",
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, kv_long, 0, 0, 0, 0, 0 FROM "
         "engine_profile",
-        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, 0, 0, 0, 0, 0 FROM engine_profile",
-        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, 1, 0, 0, 0, 0, 0 FROM engine_profile"};
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, 0, 0, 0, 0, 0, 0 FROM "
+        "engine_profile",
+        "SELECT device, model, segs, q, kv, logit_rows, op, ms, total_ms, 1, 0, 0, 0, 0, 0, 0 FROM engine_profile"};
     size_t qi = 0;
     while (qi < TS_ARRAY_LEN(queries) && sqlite3_prepare_v2(db, queries[qi], -1, &st, NULL) != SQLITE_OK)
         qi++;
@@ -289,6 +310,7 @@ int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err
         struct calib_row r = {.segs = sqlite3_column_int(st, 2), .q = sqlite3_column_int(st, 3),
                               .kv = sqlite3_column_int(st, 4), .logit_rows = sqlite3_column_int(st, 5),
                               .kv_long = sqlite3_column_int(st, 10), /* NULL reads 0: an even step */
+                              .q_long = sqlite3_column_int(st, 15),
                               .ms = sqlite3_column_double(st, 7), .total_ms = sqlite3_column_double(st, 8)};
         const char *dev = (const char *)sqlite3_column_text(st, 0), *model = (const char *)sqlite3_column_text(st, 1);
         const char *op = (const char *)sqlite3_column_text(st, 6);
@@ -301,6 +323,8 @@ int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err
                          "and a count)", path, row, r.kv_long);
             goto done;
         }
+        if (r.q_long < 0 || mixed_check(path, row, &r, err))
+            goto done;
         char keep[24], heads[24];
         snprintf(keep, sizeof keep, "%d", sqlite3_column_int(st, 11));
         snprintf(heads, sizeof heads, "%d", sqlite3_column_int(st, 12));
@@ -340,15 +364,19 @@ int calib_data_write(const struct calib_data *d, const char *path, struct ts_err
     if (!f)
         return ts_fail(err, "%s: cannot create", path);
     const bool split = host_split(d);
-    bool uneven = false, selects = false, fc = false; /* kv_long, keep, sel_heads, fc_rows and probe only
-                                                       * where a step uses them: older files stay as they were */
+    bool uneven = false, selects = false, fc = false, mixed = false; /* kv_long, keep, sel_heads, fc_rows,
+                                                                    * probe and q_long only where a step
+                                                                    * uses them: older files stay as they
+                                                                    * were */
     for (size_t i = 0; i < d->n; i++) {
-        uneven = uneven || d->rows[i].kv_long > 0;
+        mixed = mixed || d->rows[i].q_long > 0;
+        uneven = uneven || d->rows[i].kv_long > 0 || mixed;
         selects = selects || d->rows[i].keep > 0;
         fc = fc || d->rows[i].fc_rows > 0;
     }
-    fprintf(f, "device,model,segs,q,kv,logit_rows,op,ms,total_ms%s,attn_rules%s%s%s\n", split ? ",gpu_ms,host_ms" : "",
-            uneven || selects || fc ? ",kv_long" : "", selects || fc ? ",keep,sel_heads" : "", fc ? ",fc_rows,probe" : "");
+    fprintf(f, "device,model,segs,q,kv,logit_rows,op,ms,total_ms%s,attn_rules%s%s%s%s\n", split ? ",gpu_ms,host_ms" : "",
+            uneven || selects || fc ? ",kv_long" : "", selects || fc ? ",keep,sel_heads" : "", fc ? ",fc_rows,probe" : "",
+            mixed ? ",q_long" : "");
     for (size_t i = 0; i < d->n; i++) {
         const struct calib_row *r = &d->rows[i];
         fprintf(f, "\"%s\",%s,%d,%d,%d,%d,%s,%.9g,%.9g", d->device, d->model, r->segs, r->q, r->kv,
@@ -362,6 +390,8 @@ int calib_data_write(const struct calib_data *d, const char *path, struct ts_err
             fprintf(f, ",%d,%d", r->keep, r->sel_heads);
         if (fc)
             fprintf(f, ",%d,%d", r->fc_rows, r->probe);
+        if (mixed)
+            fprintf(f, ",%d", r->q_long);
         fputc('\n', f);
     }
     if (fclose(f) != 0)
@@ -376,9 +406,9 @@ static int distinct_tokens(const struct calib_data *d, enum cost_op op)
     int n = 0;
     for (size_t i = 0; i < d->n; i++) {
         const struct calib_row *r = &d->rows[i];
-        if (r->op != op || r->logit_rows)
+        if (r->op != op || (r->logit_rows && op == OP_NORM))
             continue;
-        int64_t T = (int64_t)r->segs * r->q;
+        int64_t T = calib_row_tokens(r);
         bool dup = false;
         for (int j = 0; j < n; j++)
             dup |= seen[j] == T;
@@ -390,21 +420,21 @@ static int distinct_tokens(const struct calib_data *d, enum cost_op op)
 
 /* A row's step and op, with its index, for finding the same op of the same step twice. */
 struct row_key {
-    int32_t k[10];
+    int32_t k[11];
     size_t i;
 };
 
 static struct row_key row_key_of(const struct calib_row *r, size_t i)
 {
     return (struct row_key){{r->segs, r->q, r->kv, r->logit_rows, r->kv_long, r->keep, r->sel_heads, r->fc_rows,
-                             r->probe, (int32_t)r->op},
+                             r->probe, r->q_long, (int32_t)r->op},
                             i};
 }
 
 static int cmp_row_key(const void *a, const void *b)
 {
     const struct row_key *x = a, *y = b;
-    for (int j = 0; j < 10; j++)
+    for (int j = 0; j < (int)TS_ARRAY_LEN(x->k); j++)
         if (x->k[j] != y->k[j])
             return (x->k[j] > y->k[j]) - (x->k[j] < y->k[j]);
     return (x->i > y->i) - (x->i < y->i);
@@ -432,15 +462,24 @@ static int no_duplicate_rows(const struct calib_data *d, struct ts_err *err)
     return rc;
 }
 
-/* Whether every step of a profile selects or runs dLLM-Cache's feature cache: the select or fc grid
- * alone (engine profile --grid select|fc), a part to merge into a whole profile, which has no logits
- * and so no LM head. */
-static bool part_only(const struct calib_data *d)
+/* Whether a profile is a part to merge into a whole one: it lacks the base grid's one-token steps,
+ * which every whole profile has (the select or fc grid alone: no logits, so no LM head; the ladder
+ * alone: steps of 96 to 2,048 tokens, its norm rows with logits holding the final norm). */
+bool calib_data_is_part(const struct calib_data *d)
 {
     for (size_t i = 0; i < d->n; i++)
-        if (d->rows[i].keep == 0 && d->rows[i].fc_rows == 0)
+        if (d->rows[i].q == 1 && d->rows[i].keep == 0 && d->rows[i].fc_rows == 0)
             return false;
     return d->n > 0;
+}
+
+/* Whether every step of a part has no logits (select or fc), so no LM head */
+static bool part_without_logits(const struct calib_data *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (d->rows[i].logit_rows > 0)
+            return false;
+    return calib_data_is_part(d);
 }
 
 /* The ops a profile measured, as a bit mask; kv_select and feat_cache only where its grid had
@@ -477,7 +516,7 @@ static int same_engine(const struct calib_data *a, const char *an, const struct 
         return ts_fail(err, "%s: %s the host/GPU split (gpu_ms, host_ms) and %s %s (different implementations)",
                        bn, host_split(b) ? "measures" : "does not measure", an, host_split(a) ? "does" : "does not");
     /* a select or fc part has no LM head: its ops are a subset of the whole profile's */
-    const unsigned lm = part_only(a) || part_only(b) ? 1u << OP_LM_HEAD | 1u << OP_SAMPLE : 0;
+    const unsigned lm = part_without_logits(a) || part_without_logits(b) ? 1u << OP_LM_HEAD | 1u << OP_SAMPLE : 0;
     const unsigned ma = op_mask(a) & ~lm, mb = op_mask(b) & ~lm;
     for (int op = 0; op < OP_COUNT; op++)
         if (((ma ^ mb) >> op) & 1u)
@@ -639,7 +678,7 @@ int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, con
             n += d->rows[j].op == needed[i];
         if (n == 0 && needed[i] == OP_ACT)
             continue; /* a fused FFN's profile (tessera-fused): SwiGLU runs inside gate_up */
-        if (n == 0 && (needed[i] == OP_LM_HEAD || needed[i] == OP_SAMPLE) && part_only(d))
+        if (n == 0 && (needed[i] == OP_LM_HEAD || needed[i] == OP_SAMPLE) && part_without_logits(d))
             continue; /* the select grid alone: its steps have no logits */
         if (n == 0)
             return ts_fail(err, "profile of %s on %s: no rows for op %s", d->model, d->device,
@@ -652,7 +691,7 @@ int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, con
         const struct calib_row *r = &d->rows[j];
         if (r->op != OP_GATE_UP || r->logit_rows || r->fc_rows)
             continue; /* (a dLLM-Cache step's rows differ by layer) */
-        double T = (double)r->segs * r->q;
+        double T = (double)calib_row_tokens(r);
         double flops = 2.0 * T * m.hidden * 2.0 * width;
         double bytes = 2.0 * 2.0 * width * m.hidden;
         double floor_ms = fmax(flops / g.bf16_flops, bytes / g.mem_bw) * 1e3;
@@ -667,7 +706,17 @@ int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, con
 
 int32_t calib_row_kv(const struct calib_row *r, int32_t i)
 {
-    return r->kv_long > 0 && i == r->segs - 1 ? r->kv_long : r->kv;
+    return (r->kv_long > 0 || r->q_long > 0) && i == r->segs - 1 ? r->kv_long : r->kv;
+}
+
+int32_t calib_row_q(const struct calib_row *r, int32_t i)
+{
+    return r->q_long > 0 && i == r->segs - 1 ? r->q_long : r->q;
+}
+
+int64_t calib_row_tokens(const struct calib_row *r)
+{
+    return (int64_t)r->segs * r->q + (r->q_long > 0 ? r->q_long - r->q : 0);
 }
 
 void calib_row_step(const struct calib_row *r, struct step_desc *sd)
@@ -679,7 +728,7 @@ void calib_row_step(const struct calib_row *r, struct step_desc *sd)
         step_desc_add_fc(sd, i, r->q, r->fc_rows, r->probe, 0);
     for (int32_t i = 0; i < r->segs && r->fc_rows == 0; i++) {
         const int32_t kv = calib_row_kv(r, i);
-        struct segment seg = {.req_id = i, .q = r->q, .kv = kv, .logit_rows = r->logit_rows,
+        struct segment seg = {.req_id = i, .q = calib_row_q(r, i), .kv = kv, .logit_rows = r->logit_rows,
                               .phase = kv > 0 ? PHASE_REUSE : PHASE_FULL};
         step_desc_add(sd, &seg);
     }

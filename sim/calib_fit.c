@@ -32,7 +32,7 @@ static bool same_step(const struct calib_row *a, const struct calib_row *b)
 {
     return a->segs == b->segs && a->q == b->q && a->kv == b->kv && a->logit_rows == b->logit_rows &&
            a->kv_long == b->kv_long && a->keep == b->keep && a->sel_heads == b->sel_heads && a->fc_rows == b->fc_rows &&
-           a->probe == b->probe;
+           a->probe == b->probe && a->q_long == b->q_long;
 }
 
 struct curve {
@@ -283,7 +283,7 @@ static void attn_features(const struct calib_row *r, int heads, int kv_heads, in
     struct attn_acc a;
     memset(&a, 0, sizeof a);
     for (int s = 0; s < r->segs; s++)
-        attn_add(&a, r->q, calib_row_kv(r, s), 0); /* profiles run bidirectional */
+        attn_add(&a, calib_row_q(r, s), calib_row_kv(r, s), 0); /* profiles run bidirectional */
     attn_finish(&a, heads, kv_heads, sms, rules);
     memcpy(f, a.f, sizeof a.f);
 }
@@ -655,6 +655,9 @@ bool calib_prices_feature_cache(const struct calib *c) { return c->has_fc; }
 
 int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *err)
 {
+    if (calib_data_is_part(in))
+        return ts_fail(err, "a part of a profile (engine profile --grid ladder, select or fc alone) is not a "
+                            "calibration: merge it into a whole profile (tessera calib merge WHOLE PART ...)");
     struct calib_data scaled = *in;
     scaled.rows = xmalloc(sizeof *in->rows * (in->n ? in->n : 1));
     memcpy(scaled.rows, in->rows, sizeof *in->rows * in->n);
@@ -684,12 +687,15 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
     memcpy(c->own.model, d->model, sizeof c->own.model);
     double *x = xmalloc(sizeof *x * (d->n ? d->n : 1)), *y = xmalloc(sizeof *y * (d->n ? d->n : 1));
     int rc = -1;
+    /* the token ops' curves over every step's packed tokens, with logits or without (an op's time does
+     * not depend on them: the ladder's blocks of 32 give the GEMMs' steps between the base grid's
+     * counts), but the norm's: with logits its rows hold the final norm too */
     for (size_t k = 0; k < TS_ARRAY_LEN(token_ops); k++) {
         enum cost_op op = token_ops[k];
         int n = 0;
         for (size_t i = 0; i < d->n; i++)
-            if (d->rows[i].op == op && d->rows[i].logit_rows == 0 && d->rows[i].fc_rows == 0) {
-                x[n] = (double)d->rows[i].segs * d->rows[i].q;
+            if (d->rows[i].op == op && (d->rows[i].logit_rows == 0 || op != OP_NORM) && d->rows[i].fc_rows == 0) {
+                x[n] = (double)calib_row_tokens(&d->rows[i]);
                 y[n++] = d->rows[i].ms;
                 c->max_T = TS_MAX(c->max_T, (int64_t)x[n - 1]);
             }

@@ -59,7 +59,8 @@ static void calib_usage(FILE *f)
 "        of --from [h200] carried over by roofline ratios, with what that assumes\n"
 "eval    prices every step a run replayed on the engine (table engine_steps) with the calibrated\n"
 "        and the roofline back ends: per-step MAPE, 90th-percentile error, total-time error;\n"
-"        --csv writes every step's measured and predicted seconds\n"
+"        --csv writes every step's shape, its measured and predicted seconds, and each op's\n"
+"        measured (where the replay timed ops: engine replay --ops) and calibrated seconds\n"
 "price   one step (SEGS sequences of Q tokens over KV cached keys, LOGIT_ROWS logit rows each,\n"
 "        LM head in CHUNK-row chunks [2048]) priced per op by the calibrated and roofline back ends;\n"
 "        --attn-block N: its attention block-causal over blocks of N tokens (a block-causal model\n"
@@ -201,7 +202,8 @@ static void report_ops(const struct op_acc *a, int64_t steps)
  * the calibrated and the roofline back ends (preds[0], preds[1]) into their accumulators, and with
  * meas_op each op's predictions and errors into ops. */
 static int eval_step(const struct cost_ctx *ctx, const struct step_desc *sd, double meas, const double *meas_op,
-                     struct eval_acc acc[2], struct op_acc *ops, double preds[2], struct ts_err *err)
+                     struct eval_acc acc[2], struct op_acc *ops, double preds[2], double cal_op[OP_COUNT],
+                     struct ts_err *err)
 {
     const struct cost_ops *be[2] = {&cost_calibrated, &cost_roofline};
     for (int b = 0; b < 2; b++) {
@@ -214,6 +216,8 @@ static int eval_step(const struct cost_ctx *ctx, const struct step_desc *sd, dou
         acc[b].pred += pred;
         acc[b].meas += meas;
         preds[b] = pred;
+        if (b == 0)
+            memcpy(cal_op, bd.op_s, sizeof bd.op_s);
         for (int i = 0; meas_op && i < OP_COUNT; i++) {
             ops[i].pred[b] += bd.op_s[i];
             if (b == 0 && meas_op[i] > 0) {
@@ -224,6 +228,27 @@ static int eval_step(const struct cost_ctx *ctx, const struct step_desc *sd, dou
         }
     }
     return 0;
+}
+
+/* One step of calib eval --csv: its shape, its measured and predicted seconds, and each op's
+ * measured (empty where the replay did not time ops) and calibrated seconds. */
+static void write_csv_step(FILE *cf, int64_t step, const struct step_desc *sd, double meas, const double preds[2],
+                           const double *meas_op, const double *cal_op)
+{
+    int32_t max_kv = 0;
+    for (int i = 0; i < sd->num_segs; i++)
+        max_kv = TS_MAX(max_kv, sd->segs[i].kv);
+    fprintf(cf, "%lld,%d,%lld,%lld,%lld,%d,%.9f,%.9f,%.9f", (long long)step, sd->num_segs,
+            (long long)sd->tot.q_tokens, (long long)sd->tot.kv_tokens, (long long)sd->tot.logit_rows, max_kv, meas,
+            preds[0], preds[1]);
+    for (int i = 0; i < OP_COUNT; i++) {
+        if (meas_op)
+            fprintf(cf, ",%.9f", meas_op[i]);
+        else
+            fputc(',', cf);
+        fprintf(cf, ",%.9f", cal_op[i]);
+    }
+    fputc('\n', cf);
 }
 
 static int cmd_eval(const char *dbpath, const char *calib_path, const char *host_path, bool extrapolate,
@@ -291,8 +316,12 @@ static int cmd_eval(const char *dbpath, const char *calib_path, const char *host
         fprintf(stderr, "tessera calib eval: %s: cannot create\n", csv);
         goto done;
     }
-    if (cf)
-        fprintf(cf, "step_id,segments,q_tokens,kv_tokens,logit_rows,measured_s,calibrated_s,roofline_s\n");
+    if (cf) { /* each op's measured and calibrated seconds beside the step's, where the replay timed ops */
+        fprintf(cf, "step_id,segments,q_tokens,kv_tokens,logit_rows,max_kv,measured_s,calibrated_s,roofline_s");
+        for (int i = 0; i < OP_COUNT; i++)
+            fprintf(cf, ",%s_measured_s,%s_calibrated_s", cost_op_name((enum cost_op)i), cost_op_name((enum cost_op)i));
+        fputc('\n', cf);
+    }
     int64_t steps = 0;
     while (sqlite3_step(q) == SQLITE_ROW) {
         int64_t step = sqlite3_column_int64(q, 0);
@@ -304,17 +333,15 @@ static int cmd_eval(const char *dbpath, const char *calib_path, const char *host
         }
         if (steps++ == 0 || meas <= 0)
             continue; /* the replay's first step tunes the GEMMs */
-        double meas_op[OP_COUNT], preds[2];
+        double meas_op[OP_COUNT], preds[2], cal_op[OP_COUNT];
         const bool have_ops = oq && step_ops(oq, run, step, meas_op);
         op_steps += have_ops;
-        if (eval_step(&ctx, &sd, meas, have_ops ? meas_op : NULL, acc, ops, preds, &err)) {
+        if (eval_step(&ctx, &sd, meas, have_ops ? meas_op : NULL, acc, ops, preds, cal_op, &err)) {
             fprintf(stderr, "tessera calib eval: step %lld: %s\n", (long long)step, err.msg);
             goto done;
         }
         if (cf)
-            fprintf(cf, "%lld,%d,%lld,%lld,%lld,%.9f,%.9f,%.9f\n", (long long)step, sd.num_segs,
-                    (long long)sd.tot.q_tokens, (long long)sd.tot.kv_tokens, (long long)sd.tot.logit_rows, meas,
-                    preds[0], preds[1]);
+            write_csv_step(cf, step, &sd, meas, preds, have_ops ? meas_op : NULL, cal_op);
     }
     printf("run %lld of %s: %lld replayed steps (%s, %s), measured %.3f s in all\n", (long long)run, dbpath,
            (long long)steps, ctx.model.name, ctx.gpu.name, acc[0].meas);

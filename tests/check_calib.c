@@ -927,6 +927,112 @@ START_TEST(uneven_steps)
 }
 END_TEST
 
+/* Mixed steps (engine profile's ladder, q_long): their last segment runs q_long rows over kv_long
+ * keys (calib_row_step), their packed tokens count it, a profile with them validates; q_long travels
+ * through the CSV and the profile database; a mixed step of one segment or with logits is refused by
+ * file, line and field. */
+START_TEST(mixed_steps)
+{
+    struct calib_data d, e;
+    struct ts_err err;
+    planted(&d);
+    const int longs[] = {256, 1024}, blocks[] = {1, 3, 7};
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 3; b++) {
+            add(&d, blocks[b] + 1, 32, 480, 0, OP_ATTN, attn_ms(blocks[b], 32, 480) + attn_ms(1, longs[a], 0));
+            d.rows[d.n - 1].q_long = longs[a];
+        }
+    ck_assert_msg(calib_data_validate(&d, "h200", &err) == 0, "%s", err.msg);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    calib_row_step(&d.rows[d.n - 1], &sd); /* 7 x 32 over 480 beside 1,024 over none */
+    ck_assert_int_eq(sd.num_segs, 8);
+    ck_assert(sd.segs[0].q == 32 && sd.segs[0].kv == 480 && sd.segs[7].q == 1024 && sd.segs[7].kv == 0);
+    ck_assert_int_eq(calib_row_tokens(&d.rows[d.n - 1]), 7 * 32 + 1024);
+
+    /* the CSV: q_long written where a step is mixed, read back; the DB column too */
+    const char *p = tmp_path(3, ".csv");
+    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
+    ck_assert_msg(calib_data_load(p, &e, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(e.n, d.n);
+    for (size_t i = 0; i < d.n; i++)
+        ck_assert(e.rows[i].q_long == d.rows[i].q_long && e.rows[i].kv_long == d.rows[i].kv_long);
+    calib_data_free(&e);
+    char one[] = "device,model,segs,q,kv,logit_rows,op,ms,total_ms,q_long\nA,llada-8b,1,32,480,0,attention,0.5,1,256\n";
+    ck_assert_int_ne(calib_data_parse("one.csv", one, &e, &err), 0);
+    ck_assert_msg(strstr(err.msg, "one.csv:2: q_long: a mixed step needs 2 or more segments and no logits"), "%s",
+                  err.msg);
+    char lg[] = "device,model,segs,q,kv,logit_rows,op,ms,total_ms,q_long\nA,llada-8b,4,32,480,32,attention,0.5,1,256\n";
+    ck_assert_int_ne(calib_data_parse("lg.csv", lg, &e, &err), 0);
+    ck_assert_msg(strstr(err.msg, "lg.csv:2: q_long: a mixed step needs"), "%s", err.msg);
+    const char *db_path = tmp_path(4, ".db");
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db,
+                                  "CREATE TABLE engine_profile(device TEXT, model TEXT, segs INTEGER, q INTEGER, "
+                                  "kv INTEGER, logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL, attn_rules "
+                                  "INTEGER, kv_long INTEGER, keep INTEGER, sel_heads INTEGER, fc_rows INTEGER, "
+                                  "probe INTEGER, q_long INTEGER);"
+                                  "INSERT INTO engine_profile VALUES('A', 'llada-8b', 4, 32, 480, 0, 'attention', "
+                                  "0.5, 1, 4, 0, 0, 0, 0, 0, 512);",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    ck_assert_msg(calib_data_import_db(db_path, &e, &err) == 0, "%s", err.msg);
+    ck_assert(e.n == 1 && e.rows[0].q_long == 512 && calib_row_tokens(&e.rows[0]) == 3 * 32 + 512);
+    calib_data_free(&e);
+    sqlite3_close(db);
+    unlink(db_path);
+    calib_data_free(&d);
+    step_desc_free(&sd);
+}
+END_TEST
+
+/* The token curves take the steps with logits as well (the blocks of 32 a Reuse step runs, the
+ * ladder's), but the norm's, whose rows with logits hold the final norm too. */
+START_TEST(token_curves_take_the_steps_with_logits)
+{
+    struct calib_data d;
+    struct ts_err err;
+    planted(&d);
+    /* 2 x 128 rows with their logits, a count no step without logits has: its qkv 3x the law */
+    add(&d, 2, 128, 480, 128, OP_QKV, 3 * tok_ms(OP_QKV, 256));
+    add(&d, 2, 128, 480, 128, OP_NORM, 3 * tok_ms(OP_NORM, 256));
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct segment g = {.req_id = 0, .q = 256, .kv = 0, .phase = PHASE_FULL};
+    step_desc_add(&sd, &g);
+    double secs;
+    struct cost_breakdown bd;
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
+    ck_assert_msg(fabs(bd.op_s[OP_QKV] * 1e3 - 3 * tok_ms(OP_QKV, 256)) < 1e-9, "qkv %g", bd.op_s[OP_QKV] * 1e3);
+    ck_assert_msg(fabs(bd.op_s[OP_NORM] * 1e3 - tok_ms(OP_NORM, 256)) < 1e-6, "norm %g", bd.op_s[OP_NORM] * 1e3);
+    calib_free(c);
+    step_desc_free(&sd);
+    calib_data_free(&d);
+}
+END_TEST
+
+/* A part of a profile (here the planted grid without its one-token steps, as the ladder, select or fc
+ * grid alone) is not a calibration: the fit refuses it, saying to merge it. */
+START_TEST(a_part_is_not_a_calibration)
+{
+    struct calib_data d;
+    struct ts_err err;
+    planted(&d);
+    size_t k = 0;
+    for (size_t i = 0; i < d.n; i++)
+        if (d.rows[i].q != 1)
+            d.rows[k++] = d.rows[i];
+    d.n = k;
+    struct calib *c = NULL;
+    ck_assert_int_ne(calib_fit(&d, &c, &err), 0);
+    ck_assert_msg(strstr(err.msg, "is not a calibration: merge it into a whole profile"), "%s", err.msg);
+    calib_data_free(&d);
+}
+END_TEST
+
 /* Profile `d` with every time scaled by `k` (another machine instance's level). */
 static void scaled(const struct calib_data *d, double k, struct calib_data *out)
 {
@@ -1138,6 +1244,9 @@ int main(void)
     tcase_add_test(tc, attention_packed_law_recovered);
     tcase_add_test(tc, attention_rules_travel_with_the_profile);
     tcase_add_test(tc, uneven_steps);
+    tcase_add_test(tc, mixed_steps);
+    tcase_add_test(tc, token_curves_take_the_steps_with_logits);
+    tcase_add_test(tc, a_part_is_not_a_calibration);
     tcase_add_test(tc, merge_takes_row_medians);
     tcase_add_test(tc, feature_cache_priced_from_its_steps);
     suite_add_tcase(s, tc);

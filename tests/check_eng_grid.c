@@ -55,13 +55,14 @@ START_TEST(long_part_follows_the_context)
 {
     size_t n = 0;
     int skipped = -1;
-    /* LLaDA-8B's context is 4,096 tokens: no long step, so all is the base grid, the select and fc parts */
+    /* LLaDA-8B's context is 4,096 tokens: no long step, so all is the base grid, the ladder, the
+     * select and fc parts */
     struct prof_step *g = profile_grid(model_find("llada-8b"), GRID_LONG, -1, &n, &skipped);
     ck_assert_uint_eq(n, 0);
     ck_assert_int_eq(skipped, 0);
     free(g);
     g = profile_grid(model_find("llada-8b"), GRID_ALL, -1, &n, NULL);
-    ck_assert_uint_eq(n, 202 + 26 + 48);
+    ck_assert_uint_eq(n, 202 + 42 + 26 + 48);
     free(g);
     /* SDAR-8B's 32,768: 9 even and 4 uneven steps over each of 8,192 and 16,384 keys */
     const struct model_cfg *sdar = model_find("sdar-8b");
@@ -91,7 +92,7 @@ START_TEST(long_part_follows_the_context)
     ck_assert_int_eq(uneven, 8);
     free(g);
     g = profile_grid(sdar, GRID_ALL, -1, &n, NULL);
-    ck_assert_uint_eq(n, 202 + 26 + 26 + 48);
+    ck_assert_uint_eq(n, 202 + 42 + 26 + 26 + 48);
     free(g);
     /* a context of 16,384 keeps only the 8,192-key caches */
     struct model_cfg short_ctx = *sdar;
@@ -191,8 +192,54 @@ START_TEST(long_steps_fit_the_pool)
     free(g);
     /* the base grid is never cut: the profile's engine holds it */
     g = profile_grid(sdar, GRID_ALL, 100000, &n, &skipped);
-    ck_assert_uint_eq(n, 202 + 26 + 48 + all - 6);
+    ck_assert_uint_eq(n, 202 + 42 + 26 + 48 + all - 6);
     free(g);
+}
+END_TEST
+
+/* The ladder: every count of 32-token blocks from 3 to 15 the base grid lacks, so that with it every
+ * count from 1 to 16 is profiled, each with its logits over 480 cached keys; and single sequences of
+ * every multiple of 64 rows from 576 to 2,048 but 1,024 and 2,048, which the base grid's 16 x 64 and
+ * 16 x 128 hold; and 9 mixed steps, a Refresh without a cache beside blocks of 32 */
+START_TEST(ladder_fills_the_block_counts)
+{
+    size_t n = 0, nb = 0;
+    struct prof_step *g = profile_grid(model_find("llada-8b"), GRID_LADDER, -1, &n, NULL);
+    struct prof_step *b = profile_grid(model_find("llada-8b"), GRID_BASE, -1, &nb, NULL);
+    ck_assert_uint_eq(n, 42);
+    bool base[17] = {false}, seen[17] = {false}, rows[33] = {false};
+    for (size_t i = 0; i < nb; i++) {
+        if (b[i].q == 32 && b[i].kv_long == 0 && b[i].segs <= 16)
+            base[b[i].segs] = seen[b[i].segs] = true;
+        if (b[i].segs * b[i].q % 64 == 0 && b[i].segs * b[i].q <= 2048)
+            rows[b[i].segs * b[i].q / 64] = true;
+    }
+    int mixed = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (g[i].q_long > 0) { /* a Refresh without a cache beside blocks of 32 over 480 keys */
+            ck_assert(g[i].segs >= 2 && g[i].q == 32 && g[i].kv == 480 && g[i].kv_long == 0 && !g[i].logits);
+            ck_assert_int_eq(prof_q(&g[i], g[i].segs - 1), g[i].q_long);
+            ck_assert_int_eq(prof_kv(&g[i], g[i].segs - 1), 0);
+            ck_assert_int_eq(prof_kv(&g[i], 0), 480);
+            mixed++;
+            continue;
+        }
+        if (g[i].segs == 1) {
+            ck_assert(g[i].q % 64 == 0 && g[i].q > 512 && g[i].q <= 2048 && g[i].kv == 0 && !g[i].logits);
+            ck_assert_msg(!rows[g[i].q / 64], "the ladder repeats the base grid's %d rows", g[i].q);
+            rows[g[i].q / 64] = true;
+            continue;
+        }
+        ck_assert(g[i].q == 32 && g[i].kv == 480 && g[i].logits && g[i].kv_long == 0);
+        ck_assert_msg(!base[g[i].segs], "the ladder repeats the base grid's %d blocks", g[i].segs);
+        seen[g[i].segs] = true;
+    }
+    for (int s = 1; s <= 16; s++)
+        ck_assert_msg(seen[s], "%d blocks of 32 tokens: not profiled", s);
+    for (int k = 9; k <= 32; k++)
+        ck_assert_msg(rows[k], "%d rows: not profiled", 64 * k);
+    ck_assert_int_eq(mixed, 9);
+    free(g), free(b);
 }
 END_TEST
 
@@ -201,6 +248,7 @@ START_TEST(part_names)
     ck_assert_int_eq(grid_part_parse("all"), GRID_ALL);
     ck_assert_int_eq(grid_part_parse("base"), GRID_BASE);
     ck_assert_int_eq(grid_part_parse("long"), GRID_LONG);
+    ck_assert_int_eq(grid_part_parse("ladder"), GRID_LADDER);
     ck_assert_int_eq(grid_part_parse("Long"), -1);
     ck_assert_int_eq(grid_part_parse(""), -1);
     ck_assert_int_eq(grid_part_parse(NULL), -1);
@@ -216,6 +264,7 @@ int main(void)
     tcase_add_test(tc, select_part);
     tcase_add_test(tc, fc_part);
     tcase_add_test(tc, long_steps_fit_the_pool);
+    tcase_add_test(tc, ladder_fills_the_block_counts);
     tcase_add_test(tc, part_names);
     suite_add_tcase(s, tc);
     return run_suite("eng_grid", s) ? EXIT_FAILURE : EXIT_SUCCESS;

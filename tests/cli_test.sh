@@ -62,7 +62,8 @@ fi
 # calibration with the fc grid, which is shipped), fidelity-h200-moe (LLaDA2.0-mini and LLaDA-MoE-7B,
 # balanced routing), fidelity-h100 (LLaDA-8B, SDAR-8B and Dream-7B on the H100), each with its -oos
 # twin. Each in-sample record's calibration is `calib merge`
-# of the profiles it keeps in profiles/ (the mixtures': one profile each, kept as it is), and the
+# of the profiles it keeps in profiles/ (the mixtures' and the H100's: one profile each, merged with another
+# machine's ladder, kept as they are), and the
 # shipped calibrations are, byte for byte, the in-sample records' (current below).
 root=$(cd "$(dirname "$0")/.." && pwd)
 rec_dir="$root/experiments/records"
@@ -96,7 +97,7 @@ if command -v python3 >/dev/null 2>&1; then
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
         done
         case $rec in
-            *-oos | fidelity-h200-moe | fidelity-h100) # (one profile each: no merge)
+            *-oos | fidelity-h200-moe | fidelity-h100) # (their calibrations as they are)
                 GPU=$gpu IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
                        SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1 ;;
             *) # in sample: the calibrations merged again from the record's profiles (PROFILES=)
@@ -136,11 +137,11 @@ import csv, sqlite3, sys
 con = sqlite3.connect(sys.argv[2])
 con.execute("CREATE TABLE engine_profile(device TEXT, model TEXT, segs INTEGER, q INTEGER, kv INTEGER, "
             "logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL, attn_rules INTEGER, kv_long INTEGER, keep INTEGER, "
-            "sel_heads INTEGER, fc_rows INTEGER, probe INTEGER)")
-con.executemany("INSERT INTO engine_profile VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "sel_heads INTEGER, fc_rows INTEGER, probe INTEGER, q_long INTEGER)")
+con.executemany("INSERT INTO engine_profile VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(r["device"], r["model"], r["segs"], r["q"], r["kv"], r["logit_rows"], r["op"], float(r["ms"]),
                   float(r["total_ms"]), r["attn_rules"], r["kv_long"], r["keep"], r["sel_heads"], r["fc_rows"],
-                  r["probe"])
+                  r["probe"], r.get("q_long", 0))
                  for r in csv.DictReader(open(sys.argv[1]))])
 con.commit()
 PY
@@ -158,13 +159,15 @@ PY
         "$root/sim/data/calib/h200-llada-8b-tessera.csv" h200 "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" h100
     if cmp -s "$tmp/out" "$rec_dir/calibrate-h100/transfer-check.txt"; then ok
     else bad "transfer_check.sh is not what calibrate-h100/transfer-check.txt recorded"; fi
-    # the H100's tessera-fused calibrations: LLaDA-8B's the merge of two machines' recorded ones, SDAR-8B's
-    # and Dream-7B's one machine's; each pricing its recorded held-out replay as recorded
+    # the H100's tessera-fused calibrations: each the merge of its machines' recorded profiles (LLaDA-8B's
+    # two, SDAR-8B's and Dream-7B's one) and another machine's ladder; each pricing its recorded
+    # held-out replay as recorded
     fr="$rec_dir/calibrate-h100-fused"
-    gzip -dc "$fr/calib-llada-8b-1.csv.gz" >"$tmp/fused-1.csv" && gzip -dc "$fr/calib-llada-8b-2.csv.gz" >"$tmp/fused-2.csv"
-    expect 0 "calib merge of calibrate-h100-fused" -- $bin calib merge "$tmp/fused-1.csv" "$tmp/fused-2.csv" --gpu h100 \
-        --out "$tmp/fused-llada-8b.csv"
-    for m in sdar-8b dream-7b; do gzip -dc "$fr/calib-$m-3.csv.gz" >"$tmp/fused-$m.csv"; done
+    for m in llada-8b sdar-8b dream-7b; do
+        for f in "$fr"/calib-$m-*.csv.gz; do gzip -dc "$f" >"$tmp/$(basename "$f" .gz)"; done
+        expect 0 "calib merge of calibrate-h100-fused, $m" -- $bin calib merge "$tmp"/calib-$m-*.csv --gpu h100 \
+            --out "$tmp/fused-$m.csv"
+    done
     for mh in llada-8b:2 sdar-8b:3 dream-7b:3; do
         m=${mh%%:*} shipped="$root/sim/data/calib/h100-${mh%%:*}-tessera-fused.csv"
         if cmp -s "$tmp/fused-$m.csv" "$shipped"; then ok
@@ -189,15 +192,15 @@ PY
     # the torch-eager calibration against the PyTorch anchor's recorded run (../shared/anchors)
     if [ -f "$root/../shared/anchors/torch_llada_step.h200.jsonl" ]; then
         expect 0 "anchor_compare.sh" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh"
-        contains "anchor_compare.sh prices the anchor's 21 steps" "calibrated: MAPE 10.7% over 21 steps (max 32.1%)"
+        contains "anchor_compare.sh prices the anchor's 21 steps" "calibrated: MAPE 10.4% over 21 steps (max 32.1%)"
         expect 0 "anchor_compare.sh --host lent-h100" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh" "" --host lent-h100
-        contains "anchor_compare.sh --host lent-h100" "calibrated: MAPE 4.8% over 21 steps (max 15.5%)"
+        contains "anchor_compare.sh --host lent-h100" "calibrated: MAPE 4.9% over 21 steps (max 15.5%)"
     fi
     # the host apart from the GPU (host-h100): the H100 machine's anchor priced by the H200's calibration
     # carried over, with its own host and with the H100 machine's, as the record says
     $bin calib transfer "$root/sim/data/calib/h200-llada-8b-torch-eager.csv" --from h200 --to h100 --impl torch-eager \
         --out "$tmp/t100.csv" >/dev/null
-    for c in "|--gpu h100|MAPE 7.7%" "|--gpu h100 --calib $tmp/t100.csv|MAPE 11.0%" "|--gpu h100 --calib $tmp/t100.csv --host lent-h100|MAPE 8.2%"; do
+    for c in "|--gpu h100|MAPE 7.7%" "|--gpu h100 --calib $tmp/t100.csv|MAPE 10.4%" "|--gpu h100 --calib $tmp/t100.csv --host lent-h100|MAPE 8.0%"; do
         IFS='|' read -r _ args want <<<"$c"
         # shellcheck disable=SC2086
         expect 0 "anchor_compare.sh of host-h100 ($args)" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh" \

@@ -11,7 +11,7 @@
 int grid_part_parse(const char *name)
 {
     static const char *const names[] = {[GRID_ALL] = "all", [GRID_BASE] = "base", [GRID_LONG] = "long",
-                                        [GRID_SELECT] = "select", [GRID_FC] = "fc"};
+                                        [GRID_SELECT] = "select", [GRID_FC] = "fc", [GRID_LADDER] = "ladder"};
     for (size_t i = 0; name && i < TS_ARRAY_LEN(names); i++)
         if (strcmp(name, names[i]) == 0)
             return (int)i;
@@ -20,7 +20,12 @@ int grid_part_parse(const char *name)
 
 int prof_kv(const struct prof_step *p, int s)
 {
-    return p->kv_long > 0 && s == p->segs - 1 ? p->kv_long : p->kv;
+    return (p->kv_long > 0 || p->q_long > 0) && s == p->segs - 1 ? p->kv_long : p->kv;
+}
+
+int prof_q(const struct prof_step *p, int s)
+{
+    return p->q_long > 0 && s == p->segs - 1 ? p->q_long : p->q;
 }
 
 static void add(struct prof_step **g, size_t *cap, size_t *n, struct prof_step s)
@@ -47,7 +52,7 @@ static void base_grid(struct prof_step **g, size_t *cap, size_t *n)
                         continue; /* single sequences: short steps, without logits, are enough */
                     if (seg_grid[si] > 1 && seg_grid[si] < 16 && (!with_logits || (q != 8 && q != 32 && q != 128)))
                         continue; /* a few sequences: Reuse-sized blocks with their logits */
-                    add(g, cap, n, (struct prof_step){TS_MIN(seg_grid[si], 16384 / q), q, kv, with_logits, 0, 0, 0, 0, 0});
+                    add(g, cap, n, (struct prof_step){TS_MIN(seg_grid[si], 16384 / q), q, kv, with_logits, 0, 0, 0, 0, 0, 0});
                 }
     /* uneven Reuse steps: blocks of 32 over short caches beside one over a long cache, the
      * attention's critical path (the longest segment's blocks) apart from its total work, which
@@ -56,7 +61,32 @@ static void base_grid(struct prof_step **g, size_t *cap, size_t *n)
     for (size_t si = 0; si < TS_ARRAY_LEN(uneven_segs); si++)
         for (size_t ki = 0; ki < TS_ARRAY_LEN(short_kv); ki++)
             for (size_t li = 0; li < TS_ARRAY_LEN(long_kv); li++)
-                add(g, cap, n, (struct prof_step){uneven_segs[si], 32, short_kv[ki], 1, long_kv[li], 0, 0, 0, 0});
+                add(g, cap, n, (struct prof_step){uneven_segs[si], 32, short_kv[ki], 1, long_kv[li], 0, 0, 0, 0, 0});
+}
+
+/* Reuse steps of every count of 32-token blocks from 3 to 15 that the base grid lacks (96 to 480
+ * tokens a step, each block over 480 cached keys, with its logits): a GEMM's time steps up where its
+ * rows spill into one more tile (on an H100 the fused gate/up GEMM takes 2.6 ms over 32 layers at
+ * 128 rows and 3.6 ms at 192), which interpolating between the base grid's 128 and 256 rows misses,
+ * and a serving workload's block steps take every count. */
+static void ladder_grid(struct prof_step **g, size_t *cap, size_t *n)
+{
+    for (int segs = 3; segs < 16; segs++)
+        if (segs != 4 && segs != 8)
+            add(g, cap, n, (struct prof_step){segs, 32, 480, 1, 0, 0, 0, 0, 0, 0});
+    /* and one sequence of every multiple of 64 rows from 576 to 2,048 the base grid lacks, without a
+     * cache or logits: the rows a Refresh beside Reuse blocks packs */
+    for (int q = 576; q <= 2048; q += 64)
+        if (q != 1024 && q != 2048)
+            add(g, cap, n, (struct prof_step){1, q, 0, 0, 0, 0, 0, 0, 0, 0});
+    /* mixed steps: a Refresh of 256, 512 or 1,024 rows (no cache) beside 1, 3 or 7 blocks of 32 over
+     * 480 cached keys, without logits: continuous batching's steps, whose attention runs the long
+     * sequence and the blocks on different kernels (on an H100 the even steps' fit put them 20-30%
+     * short of a replay) */
+    static const int refresh_q[] = {256, 512, 1024}, blocks[] = {1, 3, 7};
+    for (size_t i = 0; i < TS_ARRAY_LEN(refresh_q); i++)
+        for (size_t j = 0; j < TS_ARRAY_LEN(blocks); j++)
+            add(g, cap, n, (struct prof_step){blocks[j] + 1, 32, 480, 0, 0, 0, 0, 0, 0, .q_long = refresh_q[i]});
 }
 
 /* The keys a step's caches and blocks hold in the pool, with a page's rounding a sequence */
@@ -64,7 +94,7 @@ static int64_t pool_tokens(const struct prof_step *p)
 {
     int64_t t = 0;
     for (int s = 0; s < p->segs; s++)
-        t += prof_kv(p, s) + p->q + 64;
+        t += prof_kv(p, s) + prof_q(p, s) + 64;
     return t;
 }
 
@@ -91,11 +121,11 @@ static void long_grid(const struct model_cfg *m, int64_t pool, struct prof_step 
     for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++) {
         for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
             for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++)
-                add_long(m, pool, (struct prof_step){seg_grid[si], q_grid[qi], kv_grid[ki], seg_grid[si] > 1, 0, 0, 0, 0, 0}, g,
+                add_long(m, pool, (struct prof_step){seg_grid[si], q_grid[qi], kv_grid[ki], seg_grid[si] > 1, 0, 0, 0, 0, 0, 0}, g,
                          cap, n, skipped);
         for (size_t si = 0; si < TS_ARRAY_LEN(uneven_segs); si++)
             for (size_t ki2 = 0; ki2 < TS_ARRAY_LEN(short_kv); ki2++)
-                add_long(m, pool, (struct prof_step){uneven_segs[si], 32, short_kv[ki2], 1, kv_grid[ki], 0, 0, 0, 0}, g, cap, n,
+                add_long(m, pool, (struct prof_step){uneven_segs[si], 32, short_kv[ki2], 1, kv_grid[ki], 0, 0, 0, 0, 0}, g, cap, n,
                          skipped);
     }
 }
@@ -112,7 +142,7 @@ static void select_grid(const struct model_cfg *m, struct prof_step **g, size_t 
                 const int q = q_grid[qi], segs = seg_grid[si];
                 if ((int64_t)q * segs > 16384 || q > m->max_pos)
                     continue;
-                add(g, cap, n, (struct prof_step){segs, q, 0, 0, 0, (q - PROFILE_SCORE_ROWS) / 2, heads, 0, 0});
+                add(g, cap, n, (struct prof_step){segs, q, 0, 0, 0, (q - PROFILE_SCORE_ROWS) / 2, heads, 0, 0, 0});
             }
 }
 
@@ -156,6 +186,8 @@ struct prof_step *profile_grid(const struct model_cfg *m, enum grid_part part, i
     *n = 0;
     if (part == GRID_ALL || part == GRID_BASE)
         base_grid(&g, &cap, n);
+    if (part == GRID_ALL || part == GRID_LADDER)
+        ladder_grid(&g, &cap, n);
     if (part == GRID_ALL || part == GRID_LONG)
         long_grid(m, kv_pool_tokens, &g, &cap, n, &skip);
     if (part == GRID_ALL || part == GRID_SELECT)

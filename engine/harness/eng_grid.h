@@ -10,6 +10,9 @@
  * candidates, one kept set for all heads and one per K/V head), for the calibration's kv_select.
  * The fc part has dLLM-Cache's steps over its feature cache (partial updates picked by the value
  * check, response refreshes over the cached prompt, whole refreshes), for its feat_cache.
+ * The ladder part has Reuse steps of every count of 32-token blocks from 3 to 15 that the base
+ * grid lacks, so that the GEMMs' curves hold each step up where their rows spill into one more
+ * tile; calibrations profiled before it take it through calib merge.
  */
 #ifndef TESSERA_ENG_GRID_H
 #define TESSERA_ENG_GRID_H
@@ -20,17 +23,18 @@
 #include "model.h"
 
 /* One profiled step: segs sequences of q tokens over kv cached keys (the last over kv_long instead,
- * where kv_long > 0: an uneven step), with logits for every query token or none; keep > 0: each
+ * where kv_long > 0: an uneven step; or q_long rows over kv_long, where q_long > 0), with logits for every query token or none; keep > 0: each
  * sequence's last PROFILE_SCORE_ROWS rows select keep of its others (per K/V head with sel_heads);
  * fc_rows > 0: a dLLM-Cache step (fc_step) of sequences of fc_rows hidden rows, q of them computed
  * over the kv = fc_rows - q others (carried) and, with probe > 0, picked among its last probe rows. */
 struct prof_step {
     int segs, q, kv, logits, kv_long, keep, sel_heads, fc_rows, probe;
+    int q_long; /* > 0: a mixed step, its last sequence q_long rows over kv_long cached keys */
 };
 
-enum grid_part { GRID_ALL, GRID_BASE, GRID_LONG, GRID_SELECT, GRID_FC };
+enum grid_part { GRID_ALL, GRID_BASE, GRID_LONG, GRID_SELECT, GRID_FC, GRID_LADDER };
 
-/* "all", "base", "long", "select" or "fc"; -1 for anything else */
+/* "all", "base", "long", "select", "fc" or "ladder"; -1 for anything else */
 int grid_part_parse(const char *name);
 
 struct step_desc;
@@ -40,6 +44,8 @@ void fc_step(const struct prof_step *p, int64_t req, struct step_desc *sd);
 
 /* The cached keys of sequence s of a profiled step */
 int prof_kv(const struct prof_step *p, int s);
+/* The rows of sequence s of a profiled step */
+int prof_q(const struct prof_step *p, int s);
 
 /* The grid's steps (*n of them; the caller frees the array; NULL when there are none). The long
  * part holds only steps whose sequences fit the model's context (q + kv <= max_pos) and whose

@@ -64,12 +64,14 @@ static int profile_begin(sqlite3 *db, const char *path, const char *model, const
         {"SELECT keep FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN keep INTEGER"},
         {"SELECT sel_heads FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN sel_heads INTEGER"},
         {"SELECT fc_rows FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN fc_rows INTEGER"},
-        {"SELECT probe FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN probe INTEGER"}};
+        {"SELECT probe FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN probe INTEGER"},
+        {"SELECT q_long FROM engine_profile", "ALTER TABLE engine_profile ADD COLUMN q_long INTEGER"}};
     if (exec_sql(db, "BEGIN IMMEDIATE", err) ||
         exec_sql(db, "CREATE TABLE IF NOT EXISTS engine_profile(device TEXT, sm_clock_khz INTEGER, "
                      "mem_clock_khz INTEGER, driver INTEGER, cuda_runtime INTEGER, cublas INTEGER, model TEXT, "
                      "segs INTEGER, q INTEGER, kv INTEGER, logit_rows INTEGER, op TEXT, ms REAL, total_ms REAL, "
-                     "attn_rules INTEGER, kv_long INTEGER, keep INTEGER, sel_heads INTEGER, fc_rows INTEGER, probe INTEGER)",
+                     "attn_rules INTEGER, kv_long INTEGER, keep INTEGER, sel_heads INTEGER, fc_rows INTEGER, probe INTEGER, "
+                     "q_long INTEGER)",
                  err))
         return -1;
     for (size_t i = 0; i < TS_ARRAY_LEN(added); i++) {
@@ -93,7 +95,8 @@ static int profile_begin(sqlite3 *db, const char *path, const char *model, const
                 device, path);
     if (sqlite3_prepare_v2(db, "INSERT INTO engine_profile(device, sm_clock_khz, mem_clock_khz, driver, "
                                "cuda_runtime, cublas, model, segs, q, kv, logit_rows, op, ms, total_ms, attn_rules, "
-                               "kv_long, keep, sel_heads, fc_rows, probe) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, ins,
+                               "kv_long, keep, sel_heads, fc_rows, probe, q_long) "
+                               "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, ins,
                            NULL) != SQLITE_OK)
         return ts_fail(err, "%s: %s", path, sqlite3_errmsg(db));
     return 0;
@@ -106,7 +109,7 @@ static struct prof_step *profile_steps(const struct model_cfg *m, struct eng *e,
 {
     if (only_step) {
         struct prof_step *grid = xmalloc(sizeof *grid);
-        grid[0] = (struct prof_step){only_step[0], only_step[1], only_step[2], only_step[3] > 0, only_step[4], 0, 0, 0, 0};
+        grid[0] = (struct prof_step){only_step[0], only_step[1], only_step[2], only_step[3] > 0, only_step[4], 0, 0, 0, 0, 0};
         *n = 1;
         return grid;
     }
@@ -152,7 +155,7 @@ static int profile_time(struct eng *e, struct step_desc *sd, const struct prof_s
     if (p->fc_rows > 0)
         fc_step(p, req, sd);
     for (int s = 0; s < p->segs && p->fc_rows == 0; s++) {
-        struct segment g = {.req_id = (int32_t)(req + s), .q = p->q, .kv = prof_kv(p, s),
+        struct segment g = {.req_id = (int32_t)(req + s), .q = prof_q(p, s), .kv = prof_kv(p, s),
                             .logit_rows = p->logits ? p->q : 0, .phase = p->keep ? PHASE_REFRESH : PHASE_REUSE,
                             .kv_write = p->keep, .keep = p->keep, .score_rows = p->keep ? PROFILE_SCORE_ROWS : 0};
         step_desc_add(sd, &g);
@@ -215,6 +218,7 @@ static int profile_store(sqlite3_stmt *ins, const struct machine *mc, const char
         sqlite3_bind_int(ins, k++, p->sel_heads);
         sqlite3_bind_int(ins, k++, p->fc_rows);
         sqlite3_bind_int(ins, k++, p->probe);
+        sqlite3_bind_int(ins, k++, p->q_long);
         if (sqlite3_step(ins) != SQLITE_DONE)
             return -1;
         sqlite3_reset(ins);
@@ -295,6 +299,9 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
         else if (p->keep > 0)
             fprintf(out, "  %2d x q %5d keeping %5d, %s: %9.3f ms\n", p->segs, p->q, p->keep,
                     p->sel_heads ? "a set per K/V head" : "one set for all heads", total);
+        else if (p->q_long > 0)
+            fprintf(out, "  %2d x q %5d over %5d cached beside one of %d over %d%s: %9.3f ms\n", p->segs - 1, p->q,
+                    p->kv, p->q_long, p->kv_long, p->logits ? ", logits" : "", total);
         else if (p->kv_long > 0)
             fprintf(out, "  %2d x q %5d over %5d cached, the last over %d%s: %9.3f ms\n", p->segs, p->q, p->kv,
                     p->kv_long, p->logits ? ", logits" : "", total);
