@@ -5,7 +5,7 @@
 #   2. profiles the engine over the whole grid for MODEL [llada-8b] (select part included);
 #   3. imports and fits the profile as the calibration of this GPU, MODEL and the tessera engine;
 #   4. profiles PyTorch eager too where python3 imports torch (the torch-eager implementation;
-#      its harness runs LLaDA-8B's shapes);
+#      its harness runs the model's shapes: the dense models, not the mixtures of experts);
 #   5. replays a held-out schedule (16 requests the profile never ran) on the engine and prices it:
 #      the calibration's per-step MAPE against the roofline's;
 #   6. installs the calibrations where --cost calibrated looks first (tessera list calibrations:
@@ -61,19 +61,25 @@ step 3 "fitting the profile: $calib"
 "$bin" calib import "$out/profile.db" --gpu "$gpu" "${gpu_opts[@]}" --out "$calib" >"$out/import.txt" 2>&1 ||
     die "calib import failed: $(cat "$out/import.txt")"
 
-# 4. PyTorch eager, where it is importable
+# 4. PyTorch eager, where it is importable: the model's shape as tessera lists it (a dense model: the
+# harness has no experts), its QKV bias and QK norms
 torch_calib=
-if [ "${TORCH:-1}" != 0 ] && [ "$model" = llada-8b ] && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+shape=$("$bin" list models | awk -v m="$model" '$1 == m && $10 == "-" {
+    printf "--layers %s --hidden %s --heads %s --kv-heads %s --head-dim %s --ffn %s --vocab %s", $2, $3, $4, $5, $6, $7, $8
+    if ($13 ~ /(^|,)bias(,|$)/) printf " --qkv-bias"; if ($13 ~ /qk-norm/) printf " --qk-norm" }')
+if [ "${TORCH:-1}" != 0 ] && [ -n "$shape" ] && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     step 4 "profiling PyTorch eager (engine/bench/torch_profile.py)"
     torch_calib="$out/$gpu-$model-torch-eager.csv"
-    if ! python3 "$root/engine/bench/torch_profile.py" --out "$out/torch-profile.csv" >"$out/torch.txt" 2>&1 ||
+    # shellcheck disable=SC2086
+    if ! python3 "$root/engine/bench/torch_profile.py" --model "$model" $shape --out "$out/torch-profile.csv" \
+            >"$out/torch.txt" 2>&1 ||
         ! "$bin" calib import "$out/torch-profile.csv" --gpu "$gpu" "${gpu_opts[@]}" --out "$torch_calib" \
             >>"$out/torch.txt" 2>&1; then
         echo "calibrate: the PyTorch profile failed ($out/torch.txt); going on without it" >&2
         torch_calib=
     fi
 else
-    step 4 "PyTorch eager: skipped (torch with CUDA not importable, a model other than llada-8b, or TORCH=0)"
+    step 4 "PyTorch eager: skipped (torch with CUDA not importable, a mixture of experts, or TORCH=0)"
 fi
 
 # 5. a held-out schedule: simulated, replayed on the engine, priced

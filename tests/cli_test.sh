@@ -177,6 +177,18 @@ PY
         if diff <(grep MAPE "$tmp/out") <(grep MAPE "$fr/eval-$m.txt") >/dev/null; then ok
         else bad "calibrate-h100-fused: $m's held-out replay is not priced as eval-$m.txt recorded"; fi
     done
+    # the H100's torch-eager calibrations of SDAR-8B and Dream-7B: the merge of the two machines'
+    # recorded profiles (torch-eager-h100)
+    for m in sdar-8b dream-7b; do
+        for n in 1 2; do
+            gzip -dc "$rec_dir/torch-eager-h100/torch-$m-$n.csv.gz" >"$tmp/te-$n.csv"
+            $bin calib import "$tmp/te-$n.csv" --gpu h100 --out "$tmp/te-cal-$n.csv" >/dev/null || bad "import of torch-$m-$n"
+        done
+        expect 0 "calib merge of torch-eager-h100, $m" -- $bin calib merge "$tmp/te-cal-1.csv" "$tmp/te-cal-2.csv" \
+            --gpu h100 --out "$tmp/te-$m.csv"
+        cmp -s "$tmp/te-$m.csv" "$root/sim/data/calib/h100-$m-torch-eager.csv" && ok ||
+            bad "sim/data/calib/h100-$m-torch-eager.csv is not the merge torch-eager-h100 records"
+    done
     # the band calib show --gpu h100 gives the transferred H200 calibration (data without the H100's
     # own) holds what the H100's measured calibration prices, for each of its reference steps
     gzip -dc "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" >"$tmp/h100.csv"

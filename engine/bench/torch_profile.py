@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """torch_profile.py: the `torch-eager` implementation profile, measured (issue 4).
 
-A PyTorch eager forward of a LLaDA-8B-shaped model (random bf16 weights; the same layer as the
-PyTorch anchor: RMSNorm in fp32, fused QKV, RoPE, SDPA over cached + fresh K/V, SwiGLU, chunked LM
-head with a softmax confidence and argmax) is timed over the step shapes `tessera engine profile`
-sweeps: each op of one layer with CUDA events (median of REPS, times the layer count), and the whole
+A PyTorch eager forward of a model's shape (random bf16 weights; the same layer as the PyTorch
+anchor: RMSNorm in fp32, fused QKV, RoPE, SDPA over cached + fresh K/V, SwiGLU, chunked LM head
+with a softmax confidence and argmax; for Qwen-shaped models as their Hugging Face modules run it,
+the K/V heads repeated to the query heads before SDPA, the QKV bias of Qwen2 (Dream-7B) and the
+per-head QK RMSNorm of Qwen3 (SDAR-8B)) is timed over the step shapes `tessera engine profile`
+sweeps (LLaDA-8B's by default; --model and the shape options for another, as `tessera list models`
+gives it: engine/calibrate.sh passes them): each op of one layer with CUDA events (median of REPS, times the layer count), and the whole
 step without events (total_ms: the real step, host launch gaps included, which eager PyTorch pays).
 It also separates the two things an eager step waits for: gpu_ms, the same step captured in a CUDA
 graph and replayed (the GPU's work alone, no launch gaps), and host_ms, the time Python takes to
@@ -17,12 +20,13 @@ stdout or --out;
 import it with
     tessera calib import FILE --gpu h200 --out sim/data/calib/h200-llada-8b-torch-eager.csv
 Usage: torch_profile.py [--out FILE] [--reps N] [--quick] [--kernels FILE]
+                        [--model NAME --layers L --hidden D --heads H --kv-heads KV --head-dim HD
+                         --ffn F --vocab V [--qkv-bias] [--qk-norm]]
 """
 import argparse, csv, json, statistics, sys, time
 import torch
 import torch.nn.functional as F
 
-NL, D, H, HD, FF, V = 32, 4096, 32, 128, 12288, 126464
 CHUNK = 2048  # logit rows per LM-head chunk (tessera's default max_num_logits)
 Q_GRID = [1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
 KV_GRID = [0, 128, 480, 1024, 2048, 4096]
@@ -33,7 +37,16 @@ ap.add_argument("--out", help="CSV file (default: stdout)")
 ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--quick", action="store_true", help="a few shapes only (smoke test)")
 ap.add_argument("--kernels", help="JSON file for the CUDA kernels launched per op of one layer")
+ap.add_argument("--model", default="llada-8b", help="the model's name in the profile [llada-8b]")
+for name, default in (("layers", 32), ("hidden", 4096), ("heads", 32), ("kv-heads", 32), ("head-dim", 128),
+                      ("ffn", 12288), ("vocab", 126464)):
+    ap.add_argument("--" + name, type=int, default=default, help=f"[{default}: LLaDA-8B's]")
+ap.add_argument("--qkv-bias", action="store_true", help="a bias on the QKV projection (Qwen2, Dream-7B)")
+ap.add_argument("--qk-norm", action="store_true", help="per-head RMSNorm of Q and K (Qwen3, SDAR-8B)")
 args = ap.parse_args()
+NL, D, H, KVH, HD, FF, V = args.layers, args.hidden, args.heads, args.kv_heads, args.head_dim, args.ffn, args.vocab
+if min(NL, D, H, KVH, HD, FF, V) < 1 or H % KVH:
+    sys.exit("torch_profile.py: every dimension must be positive and the query heads a multiple of the K/V heads")
 dev, dt = "cuda", torch.bfloat16
 torch.manual_seed(0)
 
@@ -43,14 +56,27 @@ def w(*s):
 
 
 emb = w(V, D)
-layer = dict(qkv=w(3 * D, D), o=w(D, D), gu=w(2 * FF, D), down=w(D, FF))
-layers = [layer] + [dict(qkv=w(3 * D, D), o=w(D, D), gu=w(2 * FF, D), down=w(D, FF)) for _ in range(NL - 1)]
+QKV = (H + 2 * KVH) * HD
+
+
+def new_layer():
+    l = dict(qkv=w(QKV, D), o=w(D, H * HD), gu=w(2 * FF, D), down=w(D, FF))
+    if args.qkv_bias:
+        l["qkv_b"] = w(QKV)
+    if args.qk_norm:
+        l["qn"], l["kn"] = 1 + w(HD), 1 + w(HD)
+    return l
+
+
+layer = new_layer()
+layers = [layer] + [new_layer() for _ in range(NL - 1)]
 lm = w(V, D)
 inv = 1.0 / (500000 ** (torch.arange(0, HD // 2, device=dev, dtype=torch.float32) / (HD // 2)))
 
 
-def rms(x):
-    return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5)).to(dt)
+def rms(x, weight=None):
+    y = (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5)).to(dt)
+    return y if weight is None else y * weight
 
 
 def rope(x, pos):
@@ -66,17 +92,26 @@ def layer_ops(l, x, pos, cache):
     B, T, _ = x.shape
 
     def norm1(): st["h"] = rms(st["x"])
-    def qkv(): st["q"], st["k"], st["v"] = (st["h"] @ l["qkv"].T).split(D, -1)
+    def qkv():
+        y = st["h"] @ l["qkv"].T
+        if "qkv_b" in l:
+            y = y + l["qkv_b"]
+        st["q"], st["k"], st["v"] = y.split([H * HD, KVH * HD, KVH * HD], -1)
     def rope_():
-        st["q"] = rope(st["q"].view(B, T, H, HD), pos).transpose(1, 2)
-        st["k"] = rope(st["k"].view(B, T, H, HD), pos).transpose(1, 2)
-        st["v"] = st["v"].view(B, T, H, HD).transpose(1, 2)
+        q, k = st["q"].view(B, T, H, HD), st["k"].view(B, T, KVH, HD)
+        if "qn" in l:  # Qwen3: each head's query and key RMS-normed before the rotation
+            q, k = rms(q, l["qn"]), rms(k, l["kn"])
+        st["q"] = rope(q, pos).transpose(1, 2)
+        st["k"] = rope(k, pos).transpose(1, 2)
+        st["v"] = st["v"].view(B, T, KVH, HD).transpose(1, 2)
     def attn():
         k, v = st["k"], st["v"]
         if cache is not None:
             k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+        if KVH != H:  # the Hugging Face modules' repeat_kv
+            k, v = k.repeat_interleave(H // KVH, 1), v.repeat_interleave(H // KVH, 1)
         st["o"] = F.scaled_dot_product_attention(st["q"], k, v, is_causal=False)
-    def oproj(): st["x"] = st["x"] + st["o"].transpose(1, 2).reshape(B, T, D) @ l["o"].T
+    def oproj(): st["x"] = st["x"] + st["o"].transpose(1, 2).reshape(B, T, H * HD) @ l["o"].T
     def norm2(): st["h"] = rms(st["x"])
     def gate_up(): st["g"], st["u"] = (st["h"] @ l["gu"].T).chunk(2, -1)
     def act(): st["a"] = F.silu(st["g"]) * st["u"]
@@ -120,7 +155,7 @@ def timed(fn, reps):
 def profile(segs, q, kv, with_logits, reps):
     ids = torch.randint(0, V, (segs, q), device=dev)
     pos = torch.arange(kv, kv + q, device=dev)
-    cache = (w(segs, H, kv, HD), w(segs, H, kv, HD)) if kv else None
+    cache = (w(segs, KVH, kv, HD), w(segs, KVH, kv, HD)) if kv else None
     R = q if with_logits else 0
     ms = {}
     e = [torch.cuda.Event(True) for _ in range(2)]
@@ -173,7 +208,7 @@ def count_kernels():
     q, kv = 64, 480
     ids = torch.randint(0, V, (1, q), device=dev)
     pos = torch.arange(kv, kv + q, device=dev)
-    cache = (w(1, H, kv, HD), w(1, H, kv, HD))
+    cache = (w(1, KVH, kv, HD), w(1, KVH, kv, HD))
     counts = {}
     def count(name, f):
         with tprofile(activities=[ProfilerActivity.CUDA]) as p:
@@ -214,7 +249,7 @@ with torch.no_grad():
                         continue
                     ms, total, gpu, host = profile(segs, q, kv, with_logits, args.reps)
                     for op, v in ms.items():
-                        wr.writerow([device, "llada-8b", segs, q, kv, q if with_logits else 0, op, f"{v:.6g}",
+                        wr.writerow([device, args.model, segs, q, kv, q if with_logits else 0, op, f"{v:.6g}",
                                      f"{total:.6g}", f"{gpu:.6g}", f"{host:.6g}"])
                     n += 1
                     print(f"  {segs:2d} x q {q:5d} over {kv:5d} cached{' +logits' if with_logits else ''}: {total:9.3f} ms"
