@@ -889,6 +889,10 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
     }
     double lm = chunked(&c->lm, t->logit_rows, sd->logit_chunk_rows, extrapolate);
     double smp = chunked(&c->sample, t->logit_rows, sd->logit_chunk_rows, extrapolate);
+    if (sd->iter_smooth) { /* the engine runs no IterSmooth: its GEMM and softmax as the LM head's twins */
+        lm *= 2;
+        smp *= 2;
+    }
     if (cx && cx->impl.calib_extra_bytes > 0) /* a derived profile's sampling beyond its base's */
         smp += bandwidth_ms(cx, (double)t->logit_rows * cx->model.vocab * 2.0 * cx->impl.calib_extra_bytes);
     if (sd->decode_credit) { /* the engine runs no credit fusion: its bytes at the context's bandwidth */

@@ -103,6 +103,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "gen_len", json_integer(c->gen_len));
     json_object_set_new(o, "block_size", json_integer(c->block_size));
     json_object_set_new(o, "early_stop", json_boolean(c->early_stop));
+    json_object_set_new(o, "iter_smooth", json_boolean(c->iter_smooth));
     json_object_set_new(o, "mask_only", json_boolean(c->mask_only));
     json_object_set_new(o, "max_num_logits", json_integer(c->logit_chunk_rows));
     json_object_set_new(o, "ffn_chunks", json_integer(c->ffn_chunks));

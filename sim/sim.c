@@ -421,6 +421,12 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     if (s->sd.cache_outputs) /* dLLM-Cache's feature cache: each token's attention and FFN outputs too */
         s->kv_token_bytes += model_feat_bytes_per_token(&s->model);
     s->sd.decode_credit = s->dm.kind == DECODE_CREDIT;
+    if (cfg->iter_smooth && s->dm.kind == DECODE_FIXED) {
+        ts_fail(err, "--iter-smooth: dInfer's IterSmooth smooths a confidence-threshold decoder's input; "
+                     "--decode %s is a fixed count (use threshold, hierarchical or credit)", cfg->decode);
+        goto fail;
+    }
+    s->sd.iter_smooth = cfg->iter_smooth;
     if (s->sd.decode_credit) /* credit decoding's matrix: [block, vocab] fp32 a request, in pool tokens */
         s->decode_state_tokens = ((int64_t)cfg->block_size * s->model.vocab * 4 + s->kv_token_bytes - 1) / s->kv_token_bytes;
     s->kv_page_tokens = cfg->kv_page_tokens;

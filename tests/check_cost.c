@@ -349,6 +349,38 @@ START_TEST(credit_fusion_priced_per_logit)
 }
 END_TEST
 
+/* IterSmooth (dInfer): each logit row's softmax times the embedding matrix, the LM head's GEMM
+ * transposed, so a step pays its LM head and sampling twice, in both back ends. */
+START_TEST(iter_smooth_pays_the_lm_head_again)
+{
+    struct cost_ctx c = ctx("llada-8b", "tessera");
+    struct ts_err err;
+    struct calib *cal = shipped_calib();
+    for (int b = 0; b < 2; b++) {
+        c.calib = b ? cal : NULL;
+        const struct cost_ops *be = b ? &cost_calibrated : &cost_roofline;
+        struct step_desc sd;
+        step_desc_init(&sd);
+        for (int i = 0; i < 4; i++) {
+            const struct segment s = {.req_id = i, .q = 32, .kv = 500, .logit_rows = 32, .phase = PHASE_REUSE};
+            step_desc_add(&sd, &s);
+        }
+        double plain, smooth;
+        struct cost_breakdown a, k;
+        ck_assert_msg(be->step_s(&c, &sd, &plain, &a, &err) == 0, "%s", err.msg);
+        sd.iter_smooth = true;
+        ck_assert_msg(be->step_s(&c, &sd, &smooth, &k, &err) == 0, "%s", err.msg);
+        ck_assert_msg(fabs(k.op_s[OP_LM_HEAD] - 2 * a.op_s[OP_LM_HEAD]) < 1e-9 * a.op_s[OP_LM_HEAD],
+                      "%s: lm head %g, %g", be->name, a.op_s[OP_LM_HEAD], k.op_s[OP_LM_HEAD]);
+        ck_assert_msg(k.op_s[OP_SAMPLE] > 1.5 * a.op_s[OP_SAMPLE], "%s: sample %g, %g", be->name,
+                      a.op_s[OP_SAMPLE], k.op_s[OP_SAMPLE]);
+        ck_assert(smooth > plain);
+        step_desc_free(&sd);
+    }
+    calib_free(cal);
+}
+END_TEST
+
 /* Tensor parallelism over 2 GPUs: the ops over heads, FFN and vocabulary run half their work a GPU
  * (large steps: half the time), norms and residual adds run whole, and each layer adds two
  * all-reduces of the step's T x h bf16 rows: measured points where given (interpolated in log-log,
@@ -465,6 +497,7 @@ int main(void)
     tcase_add_test(tc, empty_step_costs_host_time);
     tcase_add_test(tc, front_layers_priced_by_their_share);
     tcase_add_test(tc, credit_fusion_priced_per_logit);
+    tcase_add_test(tc, iter_smooth_pays_the_lm_head_again);
     tcase_add_test(tc, tensor_parallel_shares_and_allreduces);
     suite_add_tcase(s, tc);
     return run_suite("cost", s) ? EXIT_FAILURE : EXIT_SUCCESS;

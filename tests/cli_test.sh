@@ -262,6 +262,10 @@ live_check() {
 echo "cli: ... the live record" >&2
 live_check live-h200 "llada-8b sdar-8b dream-7b" 240
 
+# IterSmooth: with a confidence-threshold decoder its steps pay the LM head again; a fixed count is refused
+expect 0 "sim --iter-smooth" -- $bin sim --model llada-moe-7b --decode threshold:3 --iter-smooth --requests 20 --json --quiet
+expect 2 "sim --iter-smooth with a fixed count" -- $bin sim --iter-smooth --requests 2
+contains "sim --iter-smooth with a fixed count" "--iter-smooth: dInfer's IterSmooth smooths a confidence-threshold decoder's input"
 # JSON summary is one valid object
 expect 0 "sim --json" -- $bin sim --json --quiet --requests 20
 json_check() { # json_check FILE PYTHON-EXPR-ON-d   (skipped without python3)

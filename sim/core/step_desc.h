@@ -159,6 +159,9 @@ struct step_desc {
                                * 0: none */
     bool decode_credit;       /* the decoder fuses the logits with a per-block credit matrix (dInfer's
                                * credit decoding): each logit row pays the fusion */
+    bool iter_smooth;         /* dInfer's IterSmooth: each logit row's softmax times the embedding
+                               * matrix is the next iteration's input embedding (a second LM-head
+                               * GEMM, transposed, and a softmax over the vocabulary a row) */
     bool evict;               /* FOCUS's token eviction: the later layers run only the rows the front
                                * layers keep. A segment with a front shape runs q_front rows, the
                                * q_front - probe rows before its candidates and its probe candidates,
