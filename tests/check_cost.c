@@ -316,6 +316,16 @@ START_TEST(front_layers_priced_by_their_share)
 }
 END_TEST
 
+/* A Reuse step of four 32-token blocks over 500 cached keys, each with its logits, into sd. */
+static void four_reuse_blocks(struct step_desc *sd)
+{
+    step_desc_init(sd);
+    for (int i = 0; i < 4; i++) {
+        const struct segment s = {.req_id = i, .q = 32, .kv = 500, .logit_rows = 32, .phase = PHASE_REUSE};
+        step_desc_add(sd, &s);
+    }
+}
+
 /* Credit decoding's fusion: CREDIT_BYTES a logit over the memory bandwidth, on top of sampling,
  * for the roofline (where it is bandwidth-bound) and the calibrated back end (composed the same way). */
 START_TEST(credit_fusion_priced_per_logit)
@@ -323,17 +333,11 @@ START_TEST(credit_fusion_priced_per_logit)
     struct cost_ctx c = ctx("llada-8b", "tessera");
     struct ts_err err;
     struct calib *cal = shipped_calib();
-    const struct segment g = {.q = 32, .kv = 500, .logit_rows = 32, .phase = PHASE_REUSE};
     for (int b = 0; b < 2; b++) {
         c.calib = b ? cal : NULL;
         const struct cost_ops *be = b ? &cost_calibrated : &cost_roofline;
         struct step_desc sd;
-        step_desc_init(&sd);
-        for (int i = 0; i < 4; i++) {
-            struct segment s = g;
-            s.req_id = i;
-            step_desc_add(&sd, &s);
-        }
+        four_reuse_blocks(&sd);
         double plain, credit;
         struct cost_breakdown a, k;
         ck_assert_msg(be->step_s(&c, &sd, &plain, &a, &err) == 0, "%s", err.msg);
@@ -360,11 +364,7 @@ START_TEST(iter_smooth_pays_the_lm_head_again)
         c.calib = b ? cal : NULL;
         const struct cost_ops *be = b ? &cost_calibrated : &cost_roofline;
         struct step_desc sd;
-        step_desc_init(&sd);
-        for (int i = 0; i < 4; i++) {
-            const struct segment s = {.req_id = i, .q = 32, .kv = 500, .logit_rows = 32, .phase = PHASE_REUSE};
-            step_desc_add(&sd, &s);
-        }
+        four_reuse_blocks(&sd);
         double plain, smooth;
         struct cost_breakdown a, k;
         ck_assert_msg(be->step_s(&c, &sd, &plain, &a, &err) == 0, "%s", err.msg);
