@@ -399,7 +399,7 @@ int calib_data_write(const struct calib_data *d, const char *path, struct ts_err
     return 0;
 }
 
-/* Distinct token counts measured for op (rows without logits). */
+/* Distinct token counts measured for op (the norm's: rows without logits, whose norm holds the final one). */
 static int distinct_tokens(const struct calib_data *d, enum cost_op op)
 {
     int64_t seen[64];
