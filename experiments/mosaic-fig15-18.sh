@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# experiments/mosaic-fig15-18.sh: Mosaic Figs. 16-18, its search and planning strategies: L_max
+# experiments/mosaic-fig15-18.sh: Mosaic Figs. 15-18, its search and planning strategies: L_max
 # with the bottleneck-driven (lazy) search against brute force and with first-fit against ILP
-# (Fig. 16), the search's latency (Fig. 17) and the planner's (Fig. 18) at context lengths where
-# chunking engages, LLaDA-8B on an A100 (40 GB), Mosaic's setting (lib/mosaic.sh). Fig. 15, the
-# end-to-end latency these add to, is not built here (waiting on Mosaic's per-step search and
-# planning in the simulator's step time).
+# (Fig. 16), the search's latency (Fig. 17) and the planner's (Fig. 18) at context lengths up to
+# L_max, and the step latency these and the chunking add up to (Fig. 15, against Mosaic-FC: L_max's
+# chunk counts at every length), LLaDA-8B on an A100 (40 GB), Mosaic's setting (lib/mosaic.sh).
 # Usage: tessera exp run mosaic-fig15-18 OUT [--force] [--quick] [--strict]
 EXP=mosaic-fig15-18
 source "$(dirname "$0")/lib/paper.sh"
@@ -39,6 +38,8 @@ for f in $fractions; do
         derived search_us $sys "$wl" "$T" "$(mo_json "$MO_F" search_us)"
         derived plan_us $sys "$wl" "$T" "$(mo_json "$MO_F" plan_us)"
         derived plans_tried $sys "$wl" "$T" "$(mo_json "$MO_F" plans_tried)"
+        derived logit_chunk_rows $sys "$wl" "$T" "$(mo_json "$MO_F" logit_chunk_rows)"
+        derived ffn_chunks $sys "$wl" "$T" "$(mo_json "$MO_F" ffn_chunks)"
         derived peak_gib $sys "$wl" "$T" "$(awk -v b="$(mo_json "$MO_F" peak_bytes)" 'BEGIN { print b / 1073741824 }')"
     done
     printf '%s T = %-8s search %s us (lazy) against %s us (brute force); plan %s us (first-fit) against %s us (ILP)\n' "$EXP" "$T" \
@@ -46,6 +47,39 @@ for f in $fractions; do
         "$(value plan_us mosaic "$wl" "$T")" "$(value plan_us mosaic-ilp "$wl" "$T")" >&2
 done
 lengths=$(for f in $fractions; do awk -v l="$lmax" -v f="$f" 'BEGIN { printf "%d ", l * f }'; done)
+# Fig. 15: a whole-sequence step's latency at lengths up to 32K (the paper's range), the step priced
+# by the roofline (PyTorch eager's kernels) in the chunks each system runs it in, plus its search and
+# planning time: mosaic (lazy search, chunking only where the length needs it), mosaic-fc (the chunk
+# counts Mosaic's search finds at L_max, at every length, no search), mosaic-bf (brute-force search),
+# mosaic-ilp (ILP planning)
+short="1024 4096 8192 16384 32768"
+[ "$QUICK" = 1 ] && short="1024 32768"
+fc_logits=$(value logit_chunk_rows mosaic "$wl" "$(set -- $lengths; echo ${@: -1})")
+fc_ffn=$(value ffn_chunks mosaic "$wl" "$(set -- $lengths; echo ${@: -1})")
+for T in $short; do
+    for sys in mosaic mosaic-fc mosaic-bf mosaic-ilp; do
+        case $sys in
+            mosaic) args="$base --chunking lazy" ;;
+            mosaic-bf) args="$base --chunking brute" ;;
+            mosaic-ilp) args="--planner ilp --ilp-tensors 100000 --ilp-seconds $ilp_s --softmax-copy 4 --mask-ratio $MO_MASK --chunking lazy" ;;
+            mosaic-fc) args="$base --chunking none --max-num-logits $fc_logits --ffn-chunks $fc_ffn" ;;
+        esac
+        mo_run $sys "$wl" "$T" $m $g mem plan --model $m --tokens "$T" $args --budget-gib "$MO_BUDGET"
+        chunk=$(mo_json "$MO_F" logit_chunk_rows) ffn=$(mo_json "$MO_F" ffn_chunks) rows=$(mo_json "$MO_F" logit_rows)
+        search=$(mo_json "$MO_F" search_us) plan=$(mo_json "$MO_F" plan_us)
+        step=$("$bin" calib price --roofline --model $m --gpu $g --impl torch-eager --step "1,$T,0,$rows,$chunk,$ffn" |
+            awk '$1 == "step" { print $2 }')
+        derived latency_ms $sys "$wl" "$T" "$(awk -v s="$step" -v a="${search:-0}" -v b="$plan" 'BEGIN { print s + (a + b) / 1000 }')"
+        derived ffn_chunks $sys "$wl" "$T" "$ffn"
+    done
+done
+set -- $short; t0=$1 t1=${@: -1}
+check "Mosaic's step is no slower than any of its variants' at every length (Fig. 15)" \
+    "$(for T in $short; do for v in mosaic-fc mosaic-bf mosaic-ilp; do printf 'val("mosaic","%s","%s","latency_ms") <= val("%s","%s","%s","latency_ms") && ' "$wl" $T $v "$wl" $T; done; done) 1"
+check "lazy chunking gains most over L_max's fixed chunks at the shortest length (Fig. 15)" \
+    "val(\"mosaic-fc\",\"$wl\",\"$t0\",\"latency_ms\") / val(\"mosaic\",\"$wl\",\"$t0\",\"latency_ms\") > val(\"mosaic-fc\",\"$wl\",\"$t1\",\"latency_ms\") / val(\"mosaic\",\"$wl\",\"$t1\",\"latency_ms\")"
+check "brute-force search's cost fades with the length: its latency over Mosaic's falls from the shortest to the longest (Fig. 15)" \
+    "val(\"mosaic-bf\",\"$wl\",\"$t0\",\"latency_ms\") / val(\"mosaic\",\"$wl\",\"$t0\",\"latency_ms\") >= val(\"mosaic-bf\",\"$wl\",\"$t1\",\"latency_ms\") / val(\"mosaic\",\"$wl\",\"$t1\",\"latency_ms\")"
 check "brute force finds the same L_max as Mosaic's bottleneck-driven search (Fig. 16)" \
     "val(\"mosaic-bf\",\"$wl\",\"1\",\"lmax\") == val(\"mosaic\",\"$wl\",\"1\",\"lmax\")"
 check "ILP cannot raise L_max: first-fit's plan at L_max meets the step's theoretical peak (Fig. 16)" \
@@ -61,7 +95,11 @@ memory less the weights and a 1 GiB reserve. mosaic: the bottleneck-driven (lazy
 first-fit planning; mosaic-bf: brute-force search over every pair of chunk counts; mosaic-ilp: the lazy
 search with tessera's GLPK planner over the step's whole op graph (about 200 tensors), each solve
 given $ilp_s s (its note says when it stops at that limit with the best plan found, seeded by the
-heuristics). Latencies are this machine's, single-threaded; the paper's are withheld. Fig. 15, the
-end-to-end latency these overheads add to at short contexts, is not built."
-SHOW_METRICS="lmax inflation plan_us plans_tried"
-paper_finish "Mosaic Figs. 16-18: search latency by strategy, LLaDA-8B, A100-40GB" "context length (tokens)" search_us
+heuristics). Search and planning latencies are this machine's, single-threaded; the paper's are
+withheld. Fig. 15 (latency_ms, at 1K to 32K tokens): a whole-sequence step priced by the roofline
+with PyTorch eager's kernels in the LM-head and FFN chunks each system runs (calib price --step
+1,T,0,T/2,CHUNK,FFN), plus that system's search and planning time for the step, each step; mosaic-fc
+takes the chunk counts Mosaic's search finds at L_max ($fc_ffn FFN chunks, $fc_logits logit rows a
+chunk) at every length, without a search."
+SHOW_METRICS="lmax inflation plan_us plans_tried latency_ms logit_chunk_rows ffn_chunks"
+paper_finish "Mosaic Figs. 15-18: step latency, search latency by strategy, LLaDA-8B, A100-40GB" "context length (tokens)" latency_ms

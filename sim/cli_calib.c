@@ -42,7 +42,8 @@ static void calib_usage(FILE *f)
 "       tessera calib eval --db RUN.db [--calib FILE.csv] [--host HOST] [--extrapolate] [--csv STEPS.csv]\n"
 "       tessera calib transfer FILE.csv --from GPU --to GPU --out FILE.csv [--impl NAME]\n"
 "       tessera calib host FILE.csv [--out HOST.csv]\n"
-"       tessera calib price --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK] [--attn-block N] [--gpu --model --impl --calib]\n"
+"       tessera calib price --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK[,FFN_CHUNKS]] [--attn-block N] [--gpu --model --impl\n"
+"                         --calib]\n"
 "                         [--host HOST] [--roofline]\n"
 "\n"
 "import  checks an engine profile (tessera engine profile) against the GPU it claims (one GPU,\n"
@@ -62,7 +63,8 @@ static void calib_usage(FILE *f)
 "        --csv writes every step's shape, its measured and predicted seconds, and each op's\n"
 "        measured (where the replay timed ops: engine replay --ops) and calibrated seconds\n"
 "price   one step (SEGS sequences of Q tokens over KV cached keys, LOGIT_ROWS logit rows each,\n"
-"        LM head in CHUNK-row chunks [2048]) priced per op by the calibrated and roofline back ends;\n"
+"        LM head in CHUNK-row chunks [2048], the FFN in FFN_CHUNKS pieces [1]) priced per op by the\n"
+"        calibrated and roofline back ends;\n"
 "        --attn-block N: its attention block-causal over blocks of N tokens (a block-causal model\n"
 "        under the block policy, as the simulator prices it: step_desc.attn_block) [0: bidirectional];\n"
 "        its last line says how the profiled engine launches that attention, by the calibration's\n"
@@ -386,16 +388,17 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
                      const char *host_path, const char *spec, const char *attn_block, bool extrapolate,
                      bool roofline_only)
 {
-    int segs = 1, q = 0, kv = 0, rows = 0, chunk = 2048;
+    int segs = 1, q = 0, kv = 0, rows = 0, chunk = 2048, ffn = 1;
     int64_t block = 0;
     if (attn_block && (ts_parse_i64(attn_block, &block) || block < 0 || block > (1 << 20))) {
         fprintf(stderr, "tessera calib price: --attn-block '%s': a block size in tokens, 0 (bidirectional) to %d\n",
                 attn_block, 1 << 20);
         return EXIT_USAGE;
     }
-    if (!spec || sscanf(spec, "%d,%d,%d,%d,%d", &segs, &q, &kv, &rows, &chunk) < 4 || segs < 1 || q < 1 ||
-        kv < 0 || rows < 0 || rows > q || chunk < 0) {
-        fprintf(stderr, "tessera calib price: --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK] (Q >= 1, LOGIT_ROWS <= Q)\n");
+    if (!spec || sscanf(spec, "%d,%d,%d,%d,%d,%d", &segs, &q, &kv, &rows, &chunk, &ffn) < 4 || segs < 1 || q < 1 ||
+        kv < 0 || rows < 0 || rows > q || chunk < 0 || ffn < 1 || ffn > 64) {
+        fprintf(stderr, "tessera calib price: --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK[,FFN_CHUNKS]] (Q >= 1, LOGIT_ROWS "
+                        "<= Q, FFN_CHUNKS 1 to 64)\n");
         return EXIT_USAGE;
     }
     struct ts_err err;
@@ -419,6 +422,7 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
     sd.logit_chunk_rows = chunk;
     sd.attn_block = (int32_t)block;
     calib_row_step(&(struct calib_row){.segs = segs, .q = q, .kv = kv, .logit_rows = rows}, &sd);
+    sd.ffn_chunks = ffn; /* lazy chunking's FFN chunks: the step's rows in that many pieces */
     struct cost_breakdown a = {0}, b;
     double ca = 0, rb;
     int rc = 0;

@@ -631,6 +631,16 @@ contains "list hosts" "lent-h100    27.29 ms a step + 0.258 ms a segment, measur
 expect 0 "calib host" -- $bin calib host "$data/calib/h200-llada-8b-torch-eager.csv" --out "$tmp/host.csv"
 contains "calib host" "a step's issue takes 22.05 ms + 0.092 ms a segment (fitted on 50 host-bound steps)"
 cmp -s "$tmp/host.csv" "$data/hosts/lent-h200.csv" && ok || bad "calib host --out is not the shipped lent-h200.csv"
+# FFN chunks (the sixth field): a small step's FFN weights read once a chunk, so more chunks cost more
+for f in 1 8; do
+    expect 0 "calib price, $f FFN chunks" -- $bin calib price --roofline --model llada-8b --gpu a100-40gb \
+        --step 1,64,0,32,2048,$f
+    awk '$1 == "gate_up" { print $2 }' "$tmp/out" >"$tmp/gu-$f"
+done
+awk 'NR == FNR { a = $1; next } { exit !($1 > 4 * a) }' "$tmp/gu-1" "$tmp/gu-8" && ok ||
+    bad "calib price: 8 FFN chunks of a 64-row step should read the gate/up weights 8 times"
+expect 2 "calib price, 0 FFN chunks" -- $bin calib price --roofline --step 1,64,0,32,2048,0
+contains "calib price, 0 FFN chunks" "FFN_CHUNKS 1 to 64"
 expect 0 "calib price --host" -- $bin calib price --impl torch-eager --step 1,32,480,32 --host lent-h100
 contains "calib price --host" "step          27.547"
 expect 0 "calib price with its own host" -- $bin calib price --impl torch-eager --step 1,32,480,32 --host "$tmp/host.csv"
