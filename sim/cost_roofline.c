@@ -168,15 +168,14 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
         add_op(&p, OP_NORM, 1, 5 * T_out * h, 2 * T_out * h * a, im->gemm_eff); /* the final norm */
     if (R > 0) {
         double nch = (double)step_num_logit_chunks(sd);
-        add_split(&p, OP_LM_HEAD, nch, 2 * R / nch * h * V, a * (h * V + R / nch * (h + V)), im->gemm_eff);
+        /* IterSmooth: softmax(logits) @ W_e, the LM head's GEMM transposed, once more a chunk */
+        const double lm_gemms = sd->iter_smooth ? 2 : 1;
+        add_split(&p, OP_LM_HEAD, lm_gemms * nch, 2 * R / nch * h * V, a * (h * V + R / nch * (h + V)), im->gemm_eff);
         add_split(&p, OP_SAMPLE, nch, 3 * R / nch * V, R / nch * V * (a + 2.0 * im->softmax_copy_bytes), im->gemm_eff);
         if (sd->decode_credit) /* the credit fusion a logit: fp32 softmax, the matrix decayed and read */
             add_split(&p, OP_SAMPLE, nch, 10 * R / nch * V, R / nch * V * CREDIT_BYTES, im->gemm_eff);
-        if (sd->iter_smooth) { /* IterSmooth: softmax(logits) @ W_e, the LM head's GEMM transposed */
-            const double rows = R / nch; /* a chunk's */
-            add_split(&p, OP_LM_HEAD, nch, 2 * rows * V * h, a * (V * h + rows * (V + h)), im->gemm_eff);
-            add_split(&p, OP_SAMPLE, nch, 3 * rows * V, rows * V * 2 * a, im->gemm_eff);
-        }
+        if (sd->iter_smooth) /* and its softmax over the vocabulary, logits read and probabilities written */
+            add_split(&p, OP_SAMPLE, nch, 3 * R / nch * V, R / nch * V * 2 * a, im->gemm_eff);
     }
     double host = im->host_step_s + im->host_seg_s * (double)t->num_segs;
     p.total += host;

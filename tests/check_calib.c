@@ -352,14 +352,20 @@ START_TEST(bad_profiles_are_refused)
 }
 END_TEST
 
+/* Writes d as a calibration CSV at path and loads it back into e, both succeeding. */
+static void write_and_load(const struct calib_data *d, const char *path, struct calib_data *e)
+{
+    struct ts_err err;
+    ck_assert_int_eq(calib_data_write(d, path, NULL), 0);
+    ck_assert_msg(calib_data_load(path, e, &err) == 0, "%s", err.msg);
+}
+
 START_TEST(roundtrip_csv)
 {
     struct calib_data d, e;
     planted(&d);
     const char *p = tmp_path(0, ".csv");
-    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
-    struct ts_err err;
-    ck_assert_msg(calib_data_load(p, &e, &err) == 0, "%s", err.msg);
+    write_and_load(&d, p, &e);
     ck_assert_int_eq(e.n, d.n);
     ck_assert_str_eq(e.device, d.device);
     for (size_t i = 0; i < d.n; i++)
@@ -430,8 +436,7 @@ START_TEST(selection_priced_from_its_steps)
     ck_assert(bd.op_s[OP_KV_SELECT] == 0);
     calib_free(c);
     const char *p = tmp_path(0, ".csv");
-    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
-    ck_assert_msg(calib_data_load(p, &e, &err) == 0, "%s", err.msg);
+    write_and_load(&d, p, &e);
     ck_assert_int_eq(e.n, d.n);
     for (size_t i = 0; i < d.n; i++)
         ck_assert(e.rows[i].keep == d.rows[i].keep && e.rows[i].sel_heads == d.rows[i].sel_heads);
@@ -513,8 +518,7 @@ START_TEST(feature_cache_priced_from_its_steps)
     ck_assert(bp.op_s[OP_FEAT_CACHE] > 0 && bp.op_s[OP_FEAT_CACHE] != bd.op_s[OP_FEAT_CACHE]); /* composed */
     ck_assert(bp.op_s[OP_QKV] == bd.op_s[OP_QKV]); /* the fc steps' qkv rows are no curve points */
     const char *p = tmp_path(0, ".csv");
-    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
-    ck_assert_msg(calib_data_load(p, &e, &err) == 0, "%s", err.msg);
+    write_and_load(&d, p, &e);
     ck_assert_int_eq(e.n, d.n);
     for (size_t i = 0; i < d.n; i++)
         ck_assert(e.rows[i].fc_rows == d.rows[i].fc_rows && e.rows[i].probe == d.rows[i].probe);
@@ -625,8 +629,7 @@ START_TEST(host_bound_steps_take_the_host_time)
     /* the split survives a CSV round trip; half of it is refused */
     const char *p = tmp_path(1, ".csv");
     struct calib_data e;
-    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
-    ck_assert_msg(calib_data_load(p, &e, &err) == 0, "%s", err.msg);
+    write_and_load(&d, p, &e);
     for (size_t i = 0; i < d.n; i++)
         ck_assert(fabs(e.rows[i].gpu_ms - d.rows[i].gpu_ms) <= 1e-8 * d.rows[i].gpu_ms &&
                   fabs(e.rows[i].host_ms - d.rows[i].host_ms) <= 1e-8 * d.rows[i].host_ms);
@@ -774,8 +777,7 @@ START_TEST(attention_rules_travel_with_the_profile)
     planted(&d);
     d.attn_rules = 2;
     const char *p = tmp_path(0, ".csv");
-    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
-    ck_assert_msg(calib_data_load(p, &e, &err) == 0, "%s", err.msg);
+    write_and_load(&d, p, &e);
     ck_assert_int_eq(e.attn_rules, 2);
     calib_data_free(&e);
     char old[] = "device,model,segs,q,kv,logit_rows,op,ms,total_ms\nA,llada-8b,16,32,0,0,qkv,0.5,1\n";
@@ -880,8 +882,7 @@ START_TEST(uneven_steps)
 
     /* the CSV: kv_long written where a step is uneven, read back */
     const char *p = tmp_path(0, ".csv");
-    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
-    ck_assert_msg(calib_data_load(p, &e, &err) == 0, "%s", err.msg);
+    write_and_load(&d, p, &e);
     ck_assert_int_eq(e.n, d.n);
     for (size_t i = 0; i < d.n; i++)
         ck_assert_int_eq(e.rows[i].kv_long, d.rows[i].kv_long);
@@ -952,8 +953,7 @@ START_TEST(mixed_steps)
 
     /* the CSV: q_long written where a step is mixed, read back; the DB column too */
     const char *p = tmp_path(3, ".csv");
-    ck_assert_int_eq(calib_data_write(&d, p, NULL), 0);
-    ck_assert_msg(calib_data_load(p, &e, &err) == 0, "%s", err.msg);
+    write_and_load(&d, p, &e);
     ck_assert_int_eq(e.n, d.n);
     for (size_t i = 0; i < d.n; i++)
         ck_assert(e.rows[i].q_long == d.rows[i].q_long && e.rows[i].kv_long == d.rows[i].kv_long);

@@ -316,40 +316,48 @@ START_TEST(front_layers_priced_by_their_share)
 }
 END_TEST
 
-/* A Reuse step of four 32-token blocks over 500 cached keys, each with its logits, into sd. */
-static void four_reuse_blocks(struct step_desc *sd)
+/* A Reuse step of four 32-token blocks over 500 cached keys, each with its logits, priced by back end b
+ * (0: the roofline, 1: the shipped calibration) as it is (plain) and with a decoder's knob set by
+ * `knob` (with). */
+static void price_with_knob(int b, void (*knob)(struct step_desc *), double secs[2], struct cost_breakdown bd[2])
 {
-    step_desc_init(sd);
+    struct cost_ctx c = ctx("llada-8b", "tessera");
+    struct ts_err err;
+    struct calib *cal = b ? shipped_calib() : NULL;
+    c.calib = cal;
+    const struct cost_ops *be = b ? &cost_calibrated : &cost_roofline;
+    struct step_desc sd;
+    step_desc_init(&sd);
     for (int i = 0; i < 4; i++) {
         const struct segment s = {.req_id = i, .q = 32, .kv = 500, .logit_rows = 32, .phase = PHASE_REUSE};
-        step_desc_add(sd, &s);
+        step_desc_add(&sd, &s);
     }
+    for (int k = 0; k < 2; k++) {
+        if (k)
+            knob(&sd);
+        ck_assert_msg(be->step_s(&c, &sd, &secs[k], &bd[k], &err) == 0, "%s", err.msg);
+    }
+    step_desc_free(&sd);
+    calib_free(cal);
 }
+
+static void set_credit(struct step_desc *sd) { sd->decode_credit = true; }
+static void set_iter_smooth(struct step_desc *sd) { sd->iter_smooth = true; }
 
 /* Credit decoding's fusion: CREDIT_BYTES a logit over the memory bandwidth, on top of sampling,
  * for the roofline (where it is bandwidth-bound) and the calibrated back end (composed the same way). */
 START_TEST(credit_fusion_priced_per_logit)
 {
-    struct cost_ctx c = ctx("llada-8b", "tessera");
-    struct ts_err err;
-    struct calib *cal = shipped_calib();
+    const struct cost_ctx c = ctx("llada-8b", "tessera");
+    const double want = 128.0 * c.model.vocab * CREDIT_BYTES / (c.gpu.mem_bw * c.impl.mem_eff);
     for (int b = 0; b < 2; b++) {
-        c.calib = b ? cal : NULL;
-        const struct cost_ops *be = b ? &cost_calibrated : &cost_roofline;
-        struct step_desc sd;
-        four_reuse_blocks(&sd);
-        double plain, credit;
-        struct cost_breakdown a, k;
-        ck_assert_msg(be->step_s(&c, &sd, &plain, &a, &err) == 0, "%s", err.msg);
-        sd.decode_credit = true;
-        ck_assert_msg(be->step_s(&c, &sd, &credit, &k, &err) == 0, "%s", err.msg);
-        const double want = 128.0 * c.model.vocab * CREDIT_BYTES / (c.gpu.mem_bw * c.impl.mem_eff);
-        ck_assert_msg(fabs(k.op_s[OP_SAMPLE] - a.op_s[OP_SAMPLE] - want) < 1e-9 + 1e-6 * want, "%s: %g more, want %g",
-                      be->name, k.op_s[OP_SAMPLE] - a.op_s[OP_SAMPLE], want);
-        ck_assert(fabs(credit - plain - want) < 1e-9 + 1e-6 * want);
-        step_desc_free(&sd);
+        double s[2];
+        struct cost_breakdown k[2];
+        price_with_knob(b, set_credit, s, k);
+        ck_assert_msg(fabs(k[1].op_s[OP_SAMPLE] - k[0].op_s[OP_SAMPLE] - want) < 1e-9 + 1e-6 * want,
+                      "back end %d: %g more, want %g", b, k[1].op_s[OP_SAMPLE] - k[0].op_s[OP_SAMPLE], want);
+        ck_assert(fabs(s[1] - s[0] - want) < 1e-9 + 1e-6 * want);
     }
-    calib_free(cal);
 }
 END_TEST
 
@@ -357,27 +365,16 @@ END_TEST
  * transposed, so a step pays its LM head and sampling twice, in both back ends. */
 START_TEST(iter_smooth_pays_the_lm_head_again)
 {
-    struct cost_ctx c = ctx("llada-8b", "tessera");
-    struct ts_err err;
-    struct calib *cal = shipped_calib();
     for (int b = 0; b < 2; b++) {
-        c.calib = b ? cal : NULL;
-        const struct cost_ops *be = b ? &cost_calibrated : &cost_roofline;
-        struct step_desc sd;
-        four_reuse_blocks(&sd);
-        double plain, smooth;
-        struct cost_breakdown a, k;
-        ck_assert_msg(be->step_s(&c, &sd, &plain, &a, &err) == 0, "%s", err.msg);
-        sd.iter_smooth = true;
-        ck_assert_msg(be->step_s(&c, &sd, &smooth, &k, &err) == 0, "%s", err.msg);
-        ck_assert_msg(fabs(k.op_s[OP_LM_HEAD] - 2 * a.op_s[OP_LM_HEAD]) < 1e-9 * a.op_s[OP_LM_HEAD],
-                      "%s: lm head %g, %g", be->name, a.op_s[OP_LM_HEAD], k.op_s[OP_LM_HEAD]);
-        ck_assert_msg(k.op_s[OP_SAMPLE] > 1.5 * a.op_s[OP_SAMPLE], "%s: sample %g, %g", be->name,
-                      a.op_s[OP_SAMPLE], k.op_s[OP_SAMPLE]);
-        ck_assert(smooth > plain);
-        step_desc_free(&sd);
+        double s[2];
+        struct cost_breakdown k[2];
+        price_with_knob(b, set_iter_smooth, s, k);
+        ck_assert_msg(fabs(k[1].op_s[OP_LM_HEAD] - 2 * k[0].op_s[OP_LM_HEAD]) < 1e-9 * k[0].op_s[OP_LM_HEAD],
+                      "back end %d: lm head %g, %g", b, k[0].op_s[OP_LM_HEAD], k[1].op_s[OP_LM_HEAD]);
+        ck_assert_msg(k[1].op_s[OP_SAMPLE] > 1.5 * k[0].op_s[OP_SAMPLE], "back end %d: sample %g, %g", b,
+                      k[0].op_s[OP_SAMPLE], k[1].op_s[OP_SAMPLE]);
+        ck_assert(s[1] > s[0]);
     }
-    calib_free(cal);
 }
 END_TEST
 

@@ -119,12 +119,12 @@ paper_finish() {
             curve_plots "$metric" "$w"
             [ ${#plots[@]} -gt 0 ] && gp+="set title '$w'"$'\n'"plot $(IFS=,; echo "${plots[*]}")"$'\n'
         done
-        [ -n "$gp" ] && draw_figure "$title" "$xlabel" "$metric" "$logx" \
+        [ -n "$gp" ] && draw_figure "$xlabel" "$metric" "$logx" \
             "set terminal pngcairo size $((460 * n)),460 font ',11' noenhanced" \
             "set key inside top left"$'\n'"set multiplot layout 1,$n title \"$title\"" "$gp"
     else
         curve_plots "$metric" ""
-        [ ${#plots[@]} -gt 0 ] && draw_figure "$title" "$xlabel" "$metric" "$logx" \
+        [ ${#plots[@]} -gt 0 ] && draw_figure "$xlabel" "$metric" "$logx" \
             "set terminal pngcairo size 900,560 font ',11' noenhanced" "set title \"$title\"" \
             "plot $(IFS=,; echo "${plots[*]}")"
     fi
@@ -158,7 +158,7 @@ paper_finish() {
 # curve titled by the system and coloured by its place in the points), the paper's own numbers as
 # points beside a curve where it prints some
 curve_plots() {
-    local metric=$1 only=$2 key lt=0
+    local metric=$1 only=$2 key lt
     plots=()
     local systems
     systems=$(awk -F'\t' -v m="$metric" '$4 == m { print $1 }' "$out/points.tsv" | awk '!seen[$0]++')
@@ -177,18 +177,19 @@ curve_plots() {
     done
 }
 
-# draw_figure TITLE XLABEL METRIC LOGX TERMINAL LAYOUT PLOTS: OUT/figure.png from gnuplot commands
+# draw_figure XLABEL METRIC LOGX TERMINAL LAYOUT PLOTS: OUT/figure.png from gnuplot commands (the title
+# is the layout's)
 draw_figure() {
     gnuplot <<GP 2>"$out/points/gnuplot.log" || echo "$EXP: gnuplot failed: $(head -2 "$out/points/gnuplot.log")" >&2
-$5
+$4
 set output '$out/figure.png'
-set xlabel "$2"
-set ylabel "$3"
+set xlabel "$1"
+set ylabel "$2"
 set key outside right
 set grid
-${4:+set logscale x 2}
+${3:+set logscale x 2}
+$5
 $6
-$7
 GP
 }
 
