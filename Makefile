@@ -90,11 +90,11 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubu
 
 # the library: everything but main.c, plus the engine's host code that needs no GPU
 ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_act.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c \
-    engine/eng_safetensors.c engine/harness/eng_anchor.c engine/harness/eng_grid.c
+    engine/eng_safetensors.c engine/eng_unmask.c engine/eng_gen.c engine/harness/eng_anchor.c engine/harness/eng_grid.c
 LIB_SRC := $(filter-out sim/main.c,$(wildcard sim/core/*.c sim/*.c)) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
 ENGINE_GPU_SRC := engine/eng_arena.c engine/eng_cuda.c engine/eng_gemm.c engine/eng_tp.c engine/harness/eng_check.c \
     engine/harness/eng_bench.c engine/harness/eng_replay.c engine/harness/eng_profile.c engine/harness/eng_live.c engine/harness/eng_lmax.c \
-    engine/harness/eng_tp_run.c engine/harness/cli_engine.c
+    engine/harness/eng_tp_run.c engine/harness/eng_generate.c engine/harness/cli_engine.c
 KERNEL_SRC := $(wildcard kernels/*.cu)
 TEST_SRC := $(wildcard tests/check_*.c)
 TEST_COMMON := tests/test_util.c

@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "eng_plan.h"
+#include "eng_unmask.h"
 #include "model.h"
 #include "step_desc.h"
 #include "util.h"
@@ -133,6 +135,17 @@ void eng_release(struct eng *e, int32_t req_id);
 /* The KV pool's free pages now. */
 int32_t eng_pool_free_pages(const struct eng *e);
 
+/* Generation. The steps that follow embed ids(ctx, request, position) where it is not -1 (a
+ * request's real tokens, the mask token at its undecided positions) instead of the hash of
+ * eng_opts.seed; NULL: the hash everywhere. */
+void eng_set_tokens(struct eng *e, eng_token_fn ids, void *ctx);
+/* The unmasking decision of the last step on the GPU (k_unmask; eng_unmask.h has the rules): n
+ * blocks of its logit rows, block g rows groups[2g] .. groups[2g] + groups[2g + 1] - 1, and each
+ * logit row's masked flag (nonzero: still masked). commit[row] gets the token the rule commits at
+ * that row, or -1; count[g] (NULL: not wanted) how many block g commits; *ms (NULL: not wanted)
+ * the kernel's GPU time. */
+int eng_unmask(struct eng *e, const struct unmask_rule *u, const int32_t *groups, int32_t n, const int32_t *masked,
+               int32_t *commit, int32_t *count, float *ms, struct ts_err *err);
 /* Captures one step into a CUDA graph (executing it once); eng_graph_replay() then reruns the
  * identical step at least n times and for at least ENG_TIMED_S and gives the median milliseconds
  * per step, after warm-up replays for at least eng_opts.warm_s (the step is timed at the clock its

@@ -47,6 +47,10 @@
 
 #define MAX_PROF_EVENTS 1024
 
+_Static_assert((int)K_UNMASK_TOPK == (int)UNMASK_TOPK && (int)K_UNMASK_THRESHOLD == (int)UNMASK_THRESHOLD &&
+                   (int)K_UNMASK_HIERARCHICAL == (int)UNMASK_HIERARCHICAL && K_UNMASK_MAX_ROWS == UNMASK_MAX_ROWS,
+               "kernels.h's unmasking rules are eng_unmask.h's");
+
 struct dev_meta { /* device copies of the plan's arrays, carved from one buffer */
     int32_t *tok_pos, *tok_slot, *tok_ids, *q_start, *q_len, *key_len, *kv_cached, *page_off;
     int32_t *pages, *tiles, *logit_idx, *sel;
@@ -111,6 +115,9 @@ struct eng {
     float *d_max, *d_conf;
     int32_t *h_tok;
     float *h_max, *h_conf;
+    int32_t *d_um, *h_um;      /* eng_unmask's groups, masks, commits and counts [5 max_tokens] */
+    eng_token_fn tok_fn;       /* eng_set_tokens */
+    void *tok_ctx;
     int32_t max_segs, max_tiles, max_page_refs;
     struct eng_kv kv;
     struct eng_plan plan;
@@ -475,13 +482,15 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
                     alloc((void **)&e->focus_prog, EVICT_REQS * 4, err))) ||
         alloc((void **)&e->d_meta_buf, e->meta_cap * 4, err) || alloc((void **)&e->d_tok, T * 4, err) ||
         alloc((void **)&e->d_max, T * 4, err) || alloc((void **)&e->d_conf, T * 4, err) ||
+        alloc((void **)&e->d_um, 5 * T * 4, err) ||
         (e->o.trace_selection && alloc((void **)&e->sel_trace, SELECTION_TRACE, err)) ||
         (e->tp && alloc((void **)&e->tp_gather, 12LL * (e->o.tp_size + 1) * T, err)))
         return -1;
     if (cudaMallocHost((void **)&e->h_meta_buf, (size_t)e->meta_cap * 4) != cudaSuccess ||
         cudaMallocHost((void **)&e->h_tok, (size_t)T * 4) != cudaSuccess ||
         cudaMallocHost((void **)&e->h_max, (size_t)T * 4) != cudaSuccess ||
-        cudaMallocHost((void **)&e->h_conf, (size_t)T * 4) != cudaSuccess)
+        cudaMallocHost((void **)&e->h_conf, (size_t)T * 4) != cudaSuccess ||
+        cudaMallocHost((void **)&e->h_um, (size_t)T * 20) != cudaSuccess)
         return ts_fail(err, "engine: cannot allocate pinned host buffers");
     if (pooled && (k_fill_bits(e->k_pool, kv_bytes / 2, 0x7fc0, e->stream) ||
                    k_fill_bits(e->v_pool, kv_bytes / 2, 0x7fc0, e->stream) ||
@@ -626,11 +635,11 @@ void eng_destroy(struct eng *e)
     void *dev[] = {e->w,      e->blas_ws,      e->attn_ws, e->k_pool,  e->v_pool, e->d_meta_buf, e->d_tok,
                    e->d_max,  e->d_conf,       e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->fc_out,
                    e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog,
-                   e->moe_buf, e->moe_trace, e->tp_gather};
+                   e->moe_buf, e->moe_trace, e->tp_gather, e->d_um};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
-    void *host[] = {e->h_meta_buf, e->h_tok, e->h_max, e->h_conf};
+    void *host[] = {e->h_meta_buf, e->h_tok, e->h_max, e->h_conf, e->h_um};
     for (size_t i = 0; i < TS_ARRAY_LEN(host); i++)
         if (host[i])
             cudaFreeHost(host[i]);
@@ -1285,8 +1294,11 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
         return 0;
     if (select_fits(e, sd, err))
         return -1;
-    if (eng_plan_build(&e->plan, e->o.stateless ? NULL : &e->kv, sd, e->gm.vocab, e->o.seed, err) ||
-        upload_plan(e, err))
+    if (eng_plan_build(&e->plan, e->o.stateless ? NULL : &e->kv, sd, e->gm.vocab, e->o.seed, err))
+        return -1;
+    if (e->tok_fn)
+        eng_plan_set_ids(&e->plan, sd, e->tok_fn, e->tok_ctx);
+    if (upload_plan(e, err))
         return -1;
     e->attn_block = sd->attn_block;
     e->front_layers = step_front_layers(sd, e->m.num_layers);
@@ -1343,6 +1355,49 @@ int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, flo
     for (int32_t s = 0; s < sd->num_segs && !e->o.stateless; s++)
         if (sd->segs[s].keep > 0)
             eng_kv_truncate(&e->kv, sd->segs[s].req_id, sd->segs[s].keep);
+    return 0;
+}
+
+void eng_set_tokens(struct eng *e, eng_token_fn ids, void *ctx)
+{
+    e->tok_fn = ids;
+    e->tok_ctx = ctx;
+}
+
+int eng_unmask(struct eng *e, const struct unmask_rule *u, const int32_t *groups, int32_t n, const int32_t *masked,
+               int32_t *commit, int32_t *count, float *ms, struct ts_err *err)
+{
+    const int32_t R = e->last_R, T = e->o.max_tokens;
+    if (n < 0 || n > T)
+        return ts_fail(err, "unmask: %d blocks (at most %d)", n, T);
+    for (int32_t g = 0; g < n; g++)
+        if (groups[2 * g] < 0 || groups[2 * g + 1] < 1 || groups[2 * g + 1] > UNMASK_MAX_ROWS ||
+            groups[2 * g] + groups[2 * g + 1] > R)
+            return ts_fail(err, "unmask: block %d's rows %d..%d are not 1 to %d of the last step's %d logit rows", g,
+                           groups[2 * g], groups[2 * g] + groups[2 * g + 1] - 1, UNMASK_MAX_ROWS, R);
+    if (u->kind < 0 || u->kind >= UNMASK_KINDS)
+        return ts_fail(err, "unmask: no rule %d", u->kind);
+    memcpy(e->h_um, groups, sizeof(int32_t) * 2 * (size_t)n);
+    memcpy(e->h_um + 2 * T, masked, sizeof(int32_t) * (size_t)R);
+    CU(cudaMemcpyAsync(e->d_um, e->h_um, sizeof(int32_t) * 2 * (size_t)n, cudaMemcpyHostToDevice, e->stream));
+    CU(cudaMemcpyAsync(e->d_um + 2 * T, e->h_um + 2 * T, sizeof(int32_t) * (size_t)R, cudaMemcpyHostToDevice,
+                       e->stream));
+    const k_unmask_args a = {.groups = e->d_um, .tok = e->d_tok, .masked = e->d_um + 2 * T, .conf = e->d_conf,
+                             .commit = e->d_um + 3 * T, .count = e->d_um + 4 * T, .num_groups = n,
+                             .kind = u->kind, .k = u->k, .tau = u->tau, .low = u->low};
+    CU(cudaEventRecord(e->ev0, e->stream));
+    KL(k_unmask(&a, e->stream));
+    CU(cudaEventRecord(e->ev1, e->stream));
+    CU(cudaMemcpyAsync(e->h_um + 3 * T, e->d_um + 3 * T, sizeof(int32_t) * (size_t)R, cudaMemcpyDeviceToHost,
+                       e->stream));
+    CU(cudaMemcpyAsync(e->h_um + 4 * T, e->d_um + 4 * T, sizeof(int32_t) * (size_t)n, cudaMemcpyDeviceToHost,
+                       e->stream));
+    CU(cudaStreamSynchronize(e->stream));
+    memcpy(commit, e->h_um + 3 * T, sizeof(int32_t) * (size_t)R);
+    if (count)
+        memcpy(count, e->h_um + 4 * T, sizeof(int32_t) * (size_t)n);
+    if (ms)
+        CU(cudaEventElapsedTime(ms, e->ev0, e->ev1));
     return 0;
 }
 

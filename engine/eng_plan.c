@@ -286,6 +286,29 @@ static void fill_rows(struct eng_plan *p, struct eng_kv *kv, const struct step_d
     p->max_q = max_q;
 }
 
+static void set_row_ids(struct eng_plan *p, const struct step_desc *sd, eng_token_fn ids, void *ctx)
+{
+    for (int32_t s = 0; s < p->S; s++)
+        for (int32_t i = 0, r = p->q_start[s]; i < p->q_len[s]; i++, r++) {
+            const int32_t id = ids(ctx, sd->segs[s].req_id, p->tok_pos[r]);
+            if (id >= 0)
+                p->tok_ids[r] = id;
+        }
+}
+
+void eng_plan_set_ids(struct eng_plan *p, const struct step_desc *sd, eng_token_fn ids, void *ctx)
+{
+    set_row_ids(p, sd, ids, ctx);
+    if (p->front)
+        set_row_ids(p->front, sd, ids, ctx);
+    for (int32_t s = 0, x = 0; p->X > 0 && s < sd->num_segs; x += segment_rows(&sd->segs[s++]))
+        for (int32_t i = 0; i < segment_rows(&sd->segs[s]); i++) { /* a hidden row's position is its row */
+            const int32_t id = ids(ctx, sd->segs[s].req_id, i);
+            if (id >= 0)
+                p->x_ids[x + i] = id;
+        }
+}
+
 /* The query tiles in the order the attention kernels want (attn_tiles). */
 static void fill_tiles(struct eng_plan *p)
 {

@@ -115,6 +115,11 @@ void eng_plan_free(struct eng_plan *p);
  * segment's rows. */
 int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
                    int32_t vocab, uint64_t seed, struct ts_err *err);
+/* A request's token id at a key position, or -1 where it has none (the hash stays). */
+typedef int32_t (*eng_token_fn)(void *ctx, int32_t req_id, int32_t pos);
+/* Replaces the hashed token ids of p (its front plan's, a layered step's hidden rows') by
+ * ids(ctx, request, position) where that is not -1: a generation's real tokens. */
+void eng_plan_set_ids(struct eng_plan *p, const struct step_desc *sd, eng_token_fn ids, void *ctx);
 /* Whether sd is a layered step, or an evicting one (see above; the evict knob and some segment with
  * a front shape: without one, it is a plain step). */
 bool eng_plan_layered(const struct step_desc *sd);

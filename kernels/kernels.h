@@ -416,6 +416,23 @@ int k_argmax_conf(const bf16_t *logits, int rows, int V, int32_t *out_tok, float
 int k_tp_argmax_merge(const float *gathered, int ranks, int R, int share, int32_t *out_tok, float *out_max,
                       float *out_conf, k_stream stream);
 
+/* A step's unmasking (engine/eng_unmask.h; unmask_block is the reference): over num_groups blocks of
+ * logit rows, group g its rows groups[2g] .. groups[2g] + groups[2g + 1] - 1 (at most
+ * K_UNMASK_MAX_ROWS), with each row's argmax tok, confidence conf and masked flag (nonzero: the
+ * position is still masked): commit[row] = tok[row] where the rule commits the row, else -1, and
+ * count[g] the rows group g commits. */
+#define K_UNMASK_MAX_ROWS 1024
+enum { K_UNMASK_TOPK = 0, K_UNMASK_THRESHOLD, K_UNMASK_HIERARCHICAL };
+typedef struct {
+    const int32_t *groups, *tok, *masked;
+    const float *conf;
+    int32_t *commit, *count;
+    int num_groups;
+    int kind, k;   /* enum above; topk's k */
+    float tau, low; /* threshold and hierarchical's thresholds */
+} k_unmask_args;
+int k_unmask(const k_unmask_args *a, k_stream stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -61,6 +61,10 @@ mutations=(
     "LLaDA2.0's QKV read as three tensors|engine/eng_safetensors.c|        if (l2) {\n            PIECE(qd + 2 * kvd, cols, 0,|        if (0) {\n            PIECE(qd + 2 * kvd, cols, 0,|check_eng_safetensors"
     "a host profile swaps its step time alone|sim/calib_fit.c|    c->host0 = h->host0_ms, c->host_seg = h->seg_ms, c->host_steps = h->steps;|    c->host0 = h->host0_ms, c->host_steps = h->steps;|check_calib"
     "ar reads one cached token short|sim/policy_ar.c|    s->kv = r->P + r->decoded_total;|    s->kv = r->P + r->decoded_total - 1;|check_policy"
+    "threshold decoding takes rows below tau|engine/eng_unmask.c|conf[i] >= u->tau;|conf[i] >= u->tau - 0.05f;|check_eng_gen"
+    "hierarchical decoding ignores LOW|engine/eng_unmask.c|            bool best = conf[i] > u->low;|            bool best = true;|check_eng_gen"
+    "a generation's commit step forgets the finished block|engine/eng_gen.c|            s.kv_write = r->commit_pending ? B : 0;|            s.kv_write = 0;|check_eng_gen"
+    "a generation's ids stay hashed|engine/eng_plan.c|            if (id >= 0)\n                p->tok_ids[r] = id;|            if (id < -1)\n                p->tok_ids[r] = id;|check_eng_gen"
 )
 killed=0
 survived=0

@@ -15,12 +15,15 @@
 #include "eng_replay.h"
 #include "eng_tp.h"
 #include "eng_tp_run.h"
+#include "harness.h"
 #include "model.h"
 
 static void engine_usage(FILE *f)
 {
     fprintf(f,
-"usage: tessera engine check [--seed S] [--only kernels|steps|steps:K/N|select|fc|focus|moe]\n"
+"usage: tessera engine check [--seed S] [--only kernels|steps|steps:K/N|select|fc|focus|moe|generate]\n"
+"       tessera engine generate [--model NAME|config.json] [--weights PATH] [--decoder SPEC] ...\n"
+"                               (tessera engine generate --help)\n"
 "       tessera engine check --tp N [--seed S]\n"
 "       tessera engine bench --tp N [--model NAME|config.json] [--reps N] [--json FILE]\n"
 "                                   [--step SEGS,Q,KV,LOGIT_ROWS ...]\n"
@@ -43,7 +46,10 @@ static void engine_usage(FILE *f)
 "       steps:K/N the K-th of N parts of the steps half (its groups of checks dealt in turn); --only\n"
 "       select the sparse selection's checks alone (kernels and whole steps), --only fc the\n"
 "       feature cache's (dLLM-Cache), --only focus the token eviction's (FOCUS), --only moe the\n"
-"       mixture of experts' (routing, dispatch, grouped expert GEMMs, whole steps of tiny MoE models)\n"
+"       mixture of experts' (routing, dispatch, grouped expert GEMMs, whole steps of tiny MoE models),\n"
+"       --only generate the unmasking kernel's and whole generations' (real token ids fed back)\n"
+"generate  a diffusion generation with real token ids, its unmasking decided on the GPU: tokens per\n"
+"       forward, redundancy and time of a decoder (threshold, hierarchical, topk); see its --help\n"
 "bench  measures the GEMM and copy ceilings (and the GEMM's rate held for 2 s, as the power\n"
 "       limit allows in long steps), then times Refresh and Reuse steps of the model\n"
 "       [llada-8b, random weights] from CUDA graphs (median of N [20] replays and at least 1 s\n"
@@ -229,7 +235,8 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
             }
             bad = strcmp(a->sub, "check") == 0 ? strcmp(optarg, "kernels") && strcmp(optarg, "steps") &&
                                                      strcmp(optarg, "select") && strcmp(optarg, "fc") &&
-                                                     strcmp(optarg, "focus") && strcmp(optarg, "moe")
+                                                     strcmp(optarg, "focus") && strcmp(optarg, "moe") &&
+                                                     strcmp(optarg, "generate")
                                                : strcmp(optarg, "steps") && strcmp(optarg, "gemm") &&
                                                      strcmp(optarg, "attention") && strcmp(optarg, "anchor") &&
                                                      strcmp(optarg, "focus");
@@ -398,6 +405,8 @@ int cli_engine(int argc, char **argv)
         engine_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? EXIT_USAGE : 0;
     }
+    if (strcmp(argv[1], "generate") == 0)
+        return eng_generate_main(argc - 1, argv + 1);
     struct engine_args a;
     int rc = parse_engine_args(argc - 1, argv + 1, &a);
     if (rc)
@@ -419,6 +428,6 @@ int cli_engine(int argc, char **argv)
         return a.sub[1] == 'e' ? eng_replay_run(a.db, a.run, a.steps, a.mem_gb, a.weights, a.ops, stdout)
                                : run_profile(&a);
     }
-    fprintf(stderr, "tessera engine: unknown subcommand '%s' (check, bench, replay, profile)\n", a.sub);
+    fprintf(stderr, "tessera engine: unknown subcommand '%s' (check, bench, replay, profile, generate)\n", a.sub);
     return EXIT_USAGE;
 }

@@ -22,6 +22,7 @@
 #include "cost.h"
 #include "eng.h"
 #include "eng_check.h"
+#include "eng_gen.h"
 #include "eng_plan.h"
 #include "eng_ref.h"
 #include "eng_safetensors.h"
@@ -1049,6 +1050,169 @@ done:
     free(lf), free(lb);
 }
 
+/* The unmasking kernel against unmask_block: blocks of 1 to K_UNMASK_MAX_ROWS rows, confidences
+ * on a grid of 1/64 (ties) with NaNs, about 70% of the rows masked, under each rule. */
+static void check_unmask_kernel(struct checker *c)
+{
+    static const int sizes[] = {1, 7, 32, 64, 333, K_UNMASK_MAX_ROWS};
+    static const char *const rules[] = {"topk:1", "topk:5", "threshold:0.5", "threshold:0.99", "hierarchical:0.9,0.4",
+                                        "hierarchical:0.5,0.2"};
+    const int n = (int)TS_ARRAY_LEN(sizes);
+    int32_t groups[2 * TS_ARRAY_LEN(sizes)], R = 0;
+    for (int g = 0; g < n; g++) {
+        groups[2 * g] = R;
+        groups[2 * g + 1] = sizes[g];
+        R += sizes[g];
+    }
+    int32_t *tok = xmalloc(4 * (size_t)R), *masked = xmalloc(4 * (size_t)R), *commit = xmalloc(4 * (size_t)R);
+    float *conf = xmalloc(4 * (size_t)R);
+    uint8_t *mk = xmalloc((size_t)R), *pick = xmalloc((size_t)R);
+    uint64_t h = c->seed ^ 0x5eed;
+    for (int32_t i = 0; i < R; i++) {
+        h = ts_mix64(h);
+        tok[i] = (int32_t)(h % 50000);
+        conf[i] = h % 97 == 0 ? NAN : (float)((h >> 20) % 65) / 64.0f;
+        masked[i] = mk[i] = (h >> 8) % 10 < 7;
+    }
+    int32_t *dg = dev_copy(groups, sizeof groups), *dt = dev_copy(tok, 4 * (size_t)R);
+    int32_t *dm = dev_copy(masked, 4 * (size_t)R), *dcommit = NULL, *dcount = NULL;
+    float *dc = dev_copy(conf, 4 * (size_t)R);
+    CK(cudaMalloc((void **)&dcommit, 4 * (size_t)R));
+    CK(cudaMalloc((void **)&dcount, sizeof groups));
+    for (size_t k = 0; k < TS_ARRAY_LEN(rules); k++) {
+        struct unmask_rule u;
+        struct ts_err err;
+        if (unmask_parse(rules[k], &u, &err)) {
+            fail_msg(c, rules[k], err.msg);
+            continue;
+        }
+        const k_unmask_args a = {.groups = dg, .tok = dt, .masked = dm, .conf = dc, .commit = dcommit, .count = dcount,
+                                 .num_groups = n, .kind = u.kind, .k = u.k, .tau = u.tau, .low = u.low};
+        int32_t count[TS_ARRAY_LEN(sizes)];
+        KK(k_unmask(&a, NULL));
+        CK(cudaMemcpy(commit, dcommit, 4 * (size_t)R, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(count, dcount, sizeof count, cudaMemcpyDeviceToHost));
+        int wrong = 0;
+        for (int g = 0; g < n; g++) {
+            const int32_t f = groups[2 * g];
+            wrong += unmask_block(&u, conf + f, mk + f, sizes[g], pick + f) != count[g];
+            for (int32_t i = f; i < f + sizes[g]; i++)
+                wrong += commit[i] != (pick[i] ? tok[i] : -1);
+        }
+        char what[96];
+        snprintf(what, sizeof what, "unmask %s over %d blocks (rows, counts that differ)", rules[k], n);
+        report(c, what, wrong, 0);
+    }
+done:
+    cudaFree(dg), cudaFree(dt), cudaFree(dm), cudaFree(dc), cudaFree(dcommit), cudaFree(dcount);
+    free(tok), free(masked), free(commit), free(conf), free(mk), free(pick);
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* One generation step's decisions: the GPU's beside unmask_block over the engine's own outputs
+ * (*exact: rows and counts that differ) and over the reference's (*parted: rows decided otherwise). */
+static void gen_decisions(const struct unmask_rule *u, const int32_t *groups, int32_t ng, const int32_t *masked,
+                          const struct eng_out *out, const float *rconf, const int32_t *commit, const int32_t *count,
+                          int64_t *exact, int64_t *parted, int64_t *rows)
+{
+    uint8_t mk[UNMASK_MAX_ROWS], pick[UNMASK_MAX_ROWS], rpick[UNMASK_MAX_ROWS];
+    for (int32_t g = 0; g < ng; g++) {
+        const int32_t f = groups[2 * g], n = groups[2 * g + 1];
+        for (int32_t i = 0; i < n; i++)
+            mk[i] = (uint8_t)masked[f + i];
+        *exact += unmask_block(u, out->conf + f, mk, n, pick) != count[g];
+        unmask_block(u, rconf + f, mk, n, rpick);
+        for (int32_t i = 0; i < n; i++) {
+            *exact += commit[f + i] != (pick[i] ? out->tok[f + i] : -1);
+            *parted += pick[i] != rpick[i];
+        }
+        *rows += n;
+    }
+}
+
+/* A whole generation of a tiny model (3 requests, 64 tokens in blocks of 32, real token ids fed back)
+ * on the engine, each step also on the reference over the same tokens; the rule's threshold the
+ * median confidence of the first block step, so that steps commit several rows. */
+static void check_generation(struct checker *c, const struct model_cfg *m, int attn_block, int kind)
+{
+    struct eng_opts o;
+    eng_opts_defaults(&o);
+    o.max_tokens = 1024, o.logit_chunk_rows = 64, o.kv_tokens = 4096, o.seed = 91;
+    const struct gen_cfg gc = {.requests = 3, .prompt_len = 40, .gen_len = 64, .block = 32, .mask_id = m->vocab - 1,
+                               .vocab = m->vocab, .seed = 5, .attn_block = attn_block ? 32 : 0, .max_tokens = 1024,
+                               .logit_chunk_rows = 64, .max_pos = m->max_pos};
+    struct gen g = {0};
+    struct eng *e = NULL;
+    struct eng_ref *r = NULL;
+    struct eng_plan p;
+    eng_plan_init(&p);
+    struct eng_kv kv;
+    eng_kv_init(&kv, o.page_tokens, 256);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct ts_err err;
+    int32_t groups[6], masked[96], commit[96], count[3], ng, rtok[96];
+    float rmax[96], rconf[96];
+    int64_t exact = 0, parted = 0, rows = 0, argmax_wrong = 0;
+    struct unmask_rule u = {.kind = -1};
+    if (gen_init(&g, &gc, NULL, &err) || eng_create(m, &o, &e, &err) || eng_ref_create(m, NULL, o.seed, &r, &err)) {
+        fail_msg(c, "generation", err.msg);
+        goto done;
+    }
+    eng_set_tokens(e, gen_token, &g);
+    while (gen_next_step(&g, &sd, groups, &ng, masked)) {
+        struct eng_out out;
+        if (eng_step(e, &sd, &out, NULL, &err) || eng_plan_build(&p, &kv, &sd, m->vocab, o.seed, &err)) {
+            fail_msg(c, "generation step", err.msg);
+            goto done;
+        }
+        eng_plan_set_ids(&p, &sd, gen_token, &g);
+        eng_ref_step(r, &sd, &p, sd.attn_block, NULL, rtok, rmax, rconf);
+        if (ng > 0 && u.kind < 0) { /* the median confidence of the first block step */
+            float sorted[96];
+            memcpy(sorted, out.conf, sizeof(float) * (size_t)out.R);
+            qsort(sorted, (size_t)out.R, sizeof *sorted, cmp_float);
+            u = (struct unmask_rule){.kind = kind, .tau = sorted[out.R / 2], .low = sorted[out.R / 4]};
+        }
+        for (int32_t i = 0; i < out.R; i++)
+            argmax_wrong += out.tok[i] != rtok[i];
+        if (ng > 0 && eng_unmask(e, &u, groups, ng, masked, commit, count, NULL, &err)) {
+            fail_msg(c, "generation unmask", err.msg);
+            goto done;
+        }
+        gen_decisions(&u, groups, ng, masked, &out, rconf, commit, count, &exact, &parted, &rows);
+        if (gen_apply(&g, &sd, commit, &err)) {
+            fail_msg(c, "generation apply", err.msg);
+            goto done;
+        }
+        for (int32_t s = 0; s < sd.num_segs; s++)
+            if (g.r[sd.segs[s].req_id].done)
+                eng_release(e, sd.segs[s].req_id), eng_ref_release(r, sd.segs[s].req_id);
+    }
+    char what[128];
+    snprintf(what, sizeof what, "generation %s%s: %lld steps, TPF %.2f (unmasked rows, counts off)", unmask_name(kind),
+             attn_block ? " block-causal" : "", (long long)g.steps, gen_tpf(&g));
+    report(c, what, (double)exact, 0);
+    report(c, "generation: rows the reference decides otherwise (fraction)", rows ? (double)parted / rows : 1, 0.10);
+    report(c, "generation: argmax differs from the reference (fraction)", rows ? (double)argmax_wrong / rows : 1, 0.10);
+    int undone = 0;
+    for (int32_t i = 0; i < g.c.requests; i++)
+        undone += !g.r[i].done;
+    report(c, "generation: requests unfinished, or one commit a step", undone + (gen_tpf(&g) > 1.2 ? 0 : 1), 0);
+done:
+    step_desc_free(&sd);
+    eng_plan_free(&p);
+    eng_kv_free(&kv);
+    gen_free(&g);
+    eng_destroy(e);
+    eng_ref_destroy(r);
+}
+
 /* --- whole steps ------------------------------------------------------------------------- */
 
 static void seg(struct step_desc *sd, int req, int q, int kv, int logits)
@@ -1941,6 +2105,7 @@ static void check_kernels(struct checker *c)
     check_focus_kernels(c, 8, 2, 128, 29, 32);
     check_focus_kernels(c, 4, 4, 64, 100, K_FOCUS_MAX_CAND);
     check_moe_kernel_cases(c);
+    check_unmask_kernel(c);
 }
 
 static void check_moe_steps(struct checker *c);
@@ -1990,6 +2155,10 @@ static void check_engine_steps(struct checker *c)
         check_focus_steps(c, &tiny_b, 32);
     if (take(c))
         check_moe_steps(c);
+    if (take(c))
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD);
+    if (take(c))
+        check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL);
     fprintf(c->out, "the engine against itself:\n");
     if (take(c))
         check_self(c, &tiny_b);
@@ -2096,6 +2265,15 @@ static void check_focus_only(struct checker *c)
     check_focus_steps(c, &tiny_gqa, 32);
 }
 
+/* Generation alone: the unmasking kernel and whole generations with real token ids. */
+static void check_generate_only(struct checker *c)
+{
+    fprintf(c->out, "generation: the unmasking kernel and whole generations against the CPU reference:\n");
+    check_unmask_kernel(c);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD);
+    check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL);
+}
+
 int eng_check_run(uint64_t seed, const char *only, int part, int parts, FILE *out)
 {
     struct checker c = {out, 0, 0, seed, part, parts, 0};
@@ -2116,6 +2294,8 @@ int eng_check_run(uint64_t seed, const char *only, int part, int parts, FILE *ou
         check_focus_only(&c);
     if (only && strcmp(only, "moe") == 0)
         check_moe_only(&c);
+    if (only && strcmp(only, "generate") == 0)
+        check_generate_only(&c);
     fprintf(out, "engine check: %d passed, %d failed\n", c.passed, c.failed);
     return c.failed ? 1 : 0;
 }

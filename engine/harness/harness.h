@@ -12,4 +12,7 @@
  * (tessera-fused) sets ffn to 1; any other name, or none, leaves o as it is. */
 void eng_opts_follow_impl(struct eng_opts *o, const char *impl_name);
 
+/* `tessera engine generate ARGS` (eng_generate.c): argv[0] is "generate". */
+int eng_generate_main(int argc, char **argv);
+
 #endif

@@ -1,0 +1,264 @@
+/* eng_gen.c: a generation's host side (eng_gen.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "eng_gen.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* --- prompts ------------------------------------------------------------------------------ */
+
+void gen_prompts_free(struct gen_prompts *p)
+{
+    for (int32_t i = 0; p->ids && i < p->n; i++)
+        free(p->ids[i]);
+    free(p->ids);
+    free(p->len);
+    memset(p, 0, sizeof *p);
+}
+
+/* One line's array of ids into p (a new prompt). */
+static int prompt_line(const char *path, int64_t line, const char *text, int32_t vocab, struct gen_prompts *p,
+                       struct ts_err *err)
+{
+    json_error_t jerr;
+    json_t *a = json_loads(text, JSON_DECODE_ANY, &jerr);
+    int rc = -1;
+    if (!a) {
+        ts_fail(err, "%s:%lld: %s", path, (long long)line, jerr.text);
+        goto done;
+    }
+    const size_t n = json_is_array(a) ? json_array_size(a) : 0;
+    if (n == 0 || n > (1u << 24)) {
+        ts_fail(err, "%s:%lld: a prompt is a non-empty JSON array of token ids", path, (long long)line);
+        goto done;
+    }
+    int32_t *ids = xmalloc(sizeof *ids * n);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_array_get(a, i);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= vocab) {
+            ts_fail(err, "%s:%lld: token %zu must be an integer id in 0..%d (the model's vocabulary)", path,
+                    (long long)line, i, vocab - 1);
+            free(ids);
+            goto done;
+        }
+        ids[i] = (int32_t)json_integer_value(v);
+    }
+    p->ids = xrealloc(p->ids, sizeof *p->ids * (size_t)(p->n + 1));
+    p->len = xrealloc(p->len, sizeof *p->len * (size_t)(p->n + 1));
+    p->ids[p->n] = ids;
+    p->len[p->n++] = (int32_t)n;
+    rc = 0;
+done:
+    json_decref(a);
+    return rc;
+}
+
+int gen_prompts_load(const char *path, int32_t vocab, int32_t max, struct gen_prompts *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return ts_fail(err, "%s: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    int64_t no = 0;
+    int rc = 0;
+    while ((max <= 0 || out->n < max) && getline(&line, &cap, f) > 0) {
+        no++;
+        if (strspn(line, " \t\r\n") == strlen(line))
+            continue;
+        if ((rc = prompt_line(path, no, line, vocab, out, err)) != 0)
+            break;
+    }
+    free(line);
+    fclose(f);
+    if (rc == 0 && out->n == 0)
+        rc = ts_fail(err, "%s: no prompts (a JSON array of token ids a line)", path);
+    if (rc)
+        gen_prompts_free(out);
+    return rc;
+}
+
+/* --- the requests ------------------------------------------------------------------------- */
+
+int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *prompts, struct ts_err *err)
+{
+    memset(g, 0, sizeof *g);
+    if (c->block < 1 || c->block > UNMASK_MAX_ROWS)
+        return ts_fail(err, "--block %d: must be in 1..%d", c->block, UNMASK_MAX_ROWS);
+    if (c->gen_len < c->block || c->gen_len % c->block)
+        return ts_fail(err, "--gen-len %d: must be a positive multiple of --block %d", c->gen_len, c->block);
+    if (c->mask_id < 0 || c->mask_id >= c->vocab)
+        return ts_fail(err, "--mask-id %d: must be a token of the model's vocabulary (0..%d)", c->mask_id, c->vocab - 1);
+    const int32_t n = prompts ? TS_MIN(prompts->n, c->requests > 0 ? c->requests : prompts->n) : c->requests;
+    if (n < 1 || (!prompts && c->prompt_len < 1))
+        return ts_fail(err, "a generation needs at least one request and a prompt of at least one token");
+    g->c = *c;
+    g->c.requests = n;
+    g->r = xcalloc((size_t)n, sizeof *g->r);
+    g->seg_req = xcalloc((size_t)n, sizeof *g->seg_req);
+    g->per_step = xcalloc((size_t)c->block + 1, sizeof *g->per_step);
+    for (int32_t i = 0; i < n; i++) {
+        struct gen_req *r = &g->r[i];
+        r->P = prompts ? prompts->len[i] : c->prompt_len;
+        if (2 * c->block > c->max_tokens || r->P > c->max_tokens) {
+            const int32_t P = r->P, want = TS_MAX(P, 2 * c->block);
+            gen_free(g);
+            return ts_fail(err, "request %d: its prompt of %d tokens and blocks of %d need steps of %d rows, more than "
+                                "the engine's %d", i, P, c->block, want, c->max_tokens);
+        }
+        if (c->max_pos > 0 && (int64_t)r->P + c->gen_len > c->max_pos) {
+            const int32_t P = r->P;
+            gen_free(g);
+            return ts_fail(err, "request %d: its prompt of %d tokens and %d to generate exceed the model's context of "
+                                "%d", i, P, c->gen_len, c->max_pos);
+        }
+        r->ids = xmalloc(sizeof *r->ids * (size_t)(r->P + c->gen_len));
+        r->decided = xcalloc((size_t)c->gen_len, 1);
+        for (int32_t p = 0; p < r->P; p++)
+            r->ids[p] = prompts ? prompts->ids[i][p]
+                                : (int32_t)(ts_mix64(c->seed ^ ts_mix64(((uint64_t)i << 32) | (uint32_t)p)) %
+                                            (uint64_t)c->vocab);
+        for (int32_t p = 0; p < c->gen_len; p++)
+            r->ids[r->P + p] = c->mask_id;
+    }
+    return 0;
+}
+
+void gen_free(struct gen *g)
+{
+    for (int32_t i = 0; g->r && i < g->c.requests; i++) {
+        free(g->r[i].ids);
+        free(g->r[i].decided);
+    }
+    free(g->r);
+    free(g->seg_req);
+    free(g->per_step);
+    memset(g, 0, sizeof *g);
+}
+
+int32_t gen_token(void *ctx, int32_t req, int32_t pos)
+{
+    const struct gen *g = ctx;
+    if (req < 0 || req >= g->c.requests || pos < 0 || pos >= g->r[req].P + g->c.gen_len)
+        return -1;
+    return g->r[req].ids[pos];
+}
+
+bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t *ngroups, int32_t *masked)
+{
+    const int32_t B = g->c.block;
+    step_desc_clear(sd);
+    sd->attn_block = g->c.attn_block;
+    sd->logit_chunk_rows = g->c.logit_chunk_rows;
+    sd->ffn_chunks = 1;
+    int64_t rows = 0, logits = 0;
+    *ngroups = 0;
+    for (int32_t i = 0; i < g->c.requests; i++) {
+        struct gen_req *r = &g->r[i];
+        if (r->done)
+            continue;
+        struct segment s = {.req_id = i};
+        if (!r->prefilled) {
+            if (rows > 0 && rows + r->P > g->c.max_tokens)
+                continue; /* waits for room */
+            s.phase = PHASE_PREFILL;
+            s.q = s.kv_write = r->P;
+        } else {
+            const int32_t cached = r->P + r->block * B;
+            s.phase = PHASE_BLOCK;
+            s.q = r->commit_pending ? 2 * B : B;
+            s.kv = r->commit_pending ? cached - B : cached;
+            s.kv_write = r->commit_pending ? B : 0;
+            s.logit_rows = B;
+            if (rows + s.q > g->c.max_tokens)
+                continue;
+            groups[2 * *ngroups] = (int32_t)logits;
+            groups[2 * *ngroups + 1] = B;
+            for (int32_t k = 0; k < B; k++)
+                masked[logits + k] = !r->decided[r->block * B + k];
+            ++*ngroups;
+            logits += B;
+        }
+        rows += s.q;
+        g->seg_req[sd->num_segs] = i;
+        step_desc_add(sd, &s);
+    }
+    return sd->num_segs > 0;
+}
+
+int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, struct ts_err *err)
+{
+    const int32_t B = g->c.block;
+    int64_t row = 0;
+    g->steps++;
+    for (int32_t s = 0; s < sd->num_segs; s++) {
+        struct gen_req *r = &g->r[g->seg_req[s]];
+        if (r->done)
+            return ts_fail(err, "request %d: a step after its last block", g->seg_req[s]);
+        if (sd->segs[s].phase == PHASE_PREFILL) {
+            r->prefilled = true;
+            continue;
+        }
+        int32_t n = 0, left = 0;
+        for (int32_t k = 0; k < B; k++, row++) {
+            uint8_t *d = &r->decided[r->block * B + k];
+            if (commit[row] >= 0) {
+                if (*d)
+                    return ts_fail(err, "request %d: position %d committed twice", g->seg_req[s], r->P + r->block * B + k);
+                if (commit[row] >= g->c.vocab)
+                    return ts_fail(err, "request %d: token %d committed, beyond the vocabulary", g->seg_req[s], commit[row]);
+                *d = 1;
+                r->ids[r->P + r->block * B + k] = commit[row];
+                n++;
+            }
+            left += !*d;
+        }
+        r->steps++;
+        r->decoded += n;
+        g->block_segs++;
+        g->decoded += n;
+        g->block_rows += B;
+        g->per_step[n]++;
+        r->commit_pending = left == 0;
+        if (left == 0 && ++r->block * B == g->c.gen_len)
+            r->done = true;
+    }
+    return 0;
+}
+
+double gen_tpf(const struct gen *g) { return g->block_segs > 0 ? (double)g->decoded / (double)g->block_segs : 0; }
+
+/* --- decode profiles ---------------------------------------------------------------------- */
+
+int gen_profile_write(const char *path, const char *name, double tpf, const char *decoder, const char *source,
+                      struct ts_err *err)
+{
+    json_t *root = NULL;
+    if (access(path, F_OK) == 0) {
+        json_error_t jerr;
+        root = json_load_file(path, 0, &jerr);
+        if (!root)
+            return ts_fail(err, "%s:%d: %s", path, jerr.line, jerr.text);
+        if (!json_is_object(root)) {
+            json_decref(root);
+            return ts_fail(err, "%s: not a JSON object of decode profiles", path);
+        }
+    } else {
+        root = json_object();
+    }
+    json_object_set_new(root, name, json_pack("{s:f, s:s, s:s}", "tpf", tpf, "decoder", decoder, "source", source));
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+    int rc = json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(root);
+    if (rc != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return ts_fail(err, "%s: cannot write the profile (%s)", path, strerror(errno));
+    }
+    return 0;
+}

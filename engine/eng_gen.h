@@ -1,0 +1,88 @@
+/*
+ * eng_gen.h: a generation's host side (`tessera engine generate`): each request's tokens, the steps
+ * that advance them and what the unmasking decisions did. Pure host code, tested on the CPU; the
+ * engine runs the steps and decides on the GPU (eng_unmask).
+ *
+ * Block diffusion with an exact prefix cache (the block policy, sim/policy_block.c): a request's
+ * prompt is prefilled once (its K/V written); then each step runs its current block of B masked or
+ * decided positions over the cached prefix, logits for all B rows, and the unmasking rule commits
+ * some of the block's masked positions; a finished block's K/V is written by the next block's
+ * first step, which runs both blocks (q = 2B). Requests advance on their own, so one step holds
+ * each unfinished request's prefill or block. Prompts are real token ids (a file) or hashed ones,
+ * the response starts as the mask token everywhere.
+ */
+#ifndef TESSERA_ENG_GEN_H
+#define TESSERA_ENG_GEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "eng_unmask.h"
+#include "step_desc.h"
+#include "util.h"
+
+struct gen_cfg {
+    int32_t requests;   /* sequences generated together */
+    int32_t prompt_len; /* hashed prompts' length (a prompt file gives its own) */
+    int32_t gen_len;    /* response positions, a multiple of block */
+    int32_t block;      /* B, at most UNMASK_MAX_ROWS */
+    int32_t mask_id, vocab;
+    int32_t max_pos;       /* the model's context (a prompt and its response must fit); 0: any */
+    uint64_t seed;         /* hashed prompts */
+    int32_t attn_block;    /* the steps' attn_block (block-causal models: B) */
+    int32_t max_tokens;    /* a step's query rows at most (prefills wait for room) */
+    int32_t logit_chunk_rows;
+};
+
+/* Prompts as token ids, one request each. */
+struct gen_prompts {
+    int32_t n;
+    int32_t *len;
+    int32_t **ids;
+};
+
+struct gen_req {
+    int32_t P;
+    int32_t *ids;      /* [P + gen_len]: the prompt, then the response (mask_id where undecided) */
+    uint8_t *decided;  /* [gen_len] */
+    int32_t block;     /* the current block */
+    bool prefilled, commit_pending, done;
+    int32_t steps, decoded; /* its block steps and the positions they committed */
+};
+
+struct gen {
+    struct gen_cfg c;
+    struct gen_req *r;
+    int32_t *seg_req;   /* the last step's segment -> request */
+    int64_t steps;      /* steps run */
+    int64_t block_segs, decoded, block_rows; /* block segments, positions they committed, their block rows */
+    int64_t *per_step;  /* [block + 1]: block segments by how many positions they committed */
+};
+
+/* Loads a prompt file: one JSON array of token ids (each in [0, vocab)) a line, at most max lines
+ * (0: all); a bad line is refused naming the file and line. */
+int gen_prompts_load(const char *path, int32_t vocab, int32_t max, struct gen_prompts *out, struct ts_err *err);
+void gen_prompts_free(struct gen_prompts *p);
+
+/* Checks c and sets up its requests (prompts NULL: hashed ones of c->prompt_len; else one request a
+ * prompt, c->requests of them at most). */
+int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *prompts, struct ts_err *err);
+void gen_free(struct gen *g);
+/* eng_token_fn over a struct gen: request req's id at pos, -1 past its end. */
+int32_t gen_token(void *ctx, int32_t req, int32_t pos);
+/* The next step into sd (cleared first; its knobs set), its blocks' logit rows as unmask groups
+ * ([2 n] first row and rows; room for c->requests) and each logit row's masked flag (room for
+ * c->requests * block). false when every request is done. */
+bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t *ngroups, int32_t *masked);
+/* Applies the step's commits (commit[row]: the token, or -1, over its logit rows) and advances the
+ * requests; a commit at a position already decided is an error (the rule commits masked rows). */
+int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, struct ts_err *err);
+/* Tokens per forward: positions committed over block steps. */
+double gen_tpf(const struct gen *g);
+
+/* Writes (or replaces, keeping the file's other profiles) profile `name` of a decode-profile file
+ * (sim/decode.h) with its TPF, decoder and source; atomically (a temporary file renamed). */
+int gen_profile_write(const char *path, const char *name, double tpf, const char *decoder, const char *source,
+                      struct ts_err *err);
+
+#endif

@@ -1,0 +1,98 @@
+/* eng_unmask.c: the unmasking rules' host reference and their spec (eng_unmask.h). */
+#include "eng_unmask.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names[UNMASK_KINDS] = {"topk", "threshold", "hierarchical"};
+
+const char *unmask_name(int32_t kind) { return kind >= 0 && kind < UNMASK_KINDS ? names[kind] : "?"; }
+
+/* A probability argument: a number in [0, 1]. */
+static int parse_prob(const char *spec, const char *what, const char *text, float *out, struct ts_err *err)
+{
+    double v;
+    if (ts_parse_double(text, &v) || !(v >= 0 && v <= 1))
+        return ts_fail(err, "--decoder %s: %s '%s' must be a confidence in [0, 1]", spec, what, text);
+    *out = (float)v;
+    return 0;
+}
+
+int unmask_parse(const char *spec, struct unmask_rule *out, struct ts_err *err)
+{
+    const char *colon = strchr(spec, ':');
+    const size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+    int kind = -1;
+    for (int i = 0; i < UNMASK_KINDS; i++)
+        if (strlen(names[i]) == len && strncmp(spec, names[i], len) == 0)
+            kind = i;
+    if (kind < 0 || !colon || !colon[1])
+        return ts_fail(err, "--decoder %s: expected topk:K, threshold:TAU or hierarchical:TAU[,LOW]", spec);
+    *out = (struct unmask_rule){.kind = kind, .low = 0.4f};
+    const char *arg = colon + 1;
+    if (kind == UNMASK_TOPK) {
+        int64_t k;
+        if (ts_parse_i64(arg, &k) || k < 1 || k > UNMASK_MAX_ROWS)
+            return ts_fail(err, "--decoder %s: K '%s' must be an integer in 1..%d", spec, arg, UNMASK_MAX_ROWS);
+        out->k = (int32_t)k;
+        return 0;
+    }
+    char tau[64];
+    const char *comma = strchr(arg, ',');
+    if (comma && kind != UNMASK_HIERARCHICAL)
+        return ts_fail(err, "--decoder %s: threshold takes one confidence (threshold:TAU)", spec);
+    snprintf(tau, sizeof tau, "%.*s", comma ? (int)(comma - arg) : (int)strlen(arg), arg);
+    if (parse_prob(spec, "TAU", tau, &out->tau, err))
+        return -1;
+    return comma ? parse_prob(spec, "LOW", comma + 1, &out->low, err) : 0;
+}
+
+void unmask_format(const struct unmask_rule *u, char *buf, size_t n)
+{
+    if (u->kind == UNMASK_TOPK)
+        snprintf(buf, n, "topk:%d", u->k);
+    else if (u->kind == UNMASK_THRESHOLD)
+        snprintf(buf, n, "threshold:%g", u->tau);
+    else
+        snprintf(buf, n, "hierarchical:%g,%g", u->tau, u->low);
+}
+
+/* Row i ranks above row j: more confident, or as confident and lower (NaN below every number). */
+static int above(const float *conf, int32_t i, int32_t j)
+{
+    const float a = isnan(conf[i]) ? -INFINITY : conf[i], b = isnan(conf[j]) ? -INFINITY : conf[j];
+    return a > b || (a == b && i < j);
+}
+
+int32_t unmask_block(const struct unmask_rule *u, const float *conf, const uint8_t *masked, int32_t n,
+                     uint8_t *pick)
+{
+    int32_t count = 0;
+    for (int32_t i = 0; i < n; i++) {
+        pick[i] = 0;
+        if (!masked[i])
+            continue;
+        int32_t rank = 0; /* masked rows above it */
+        for (int32_t j = 0; j < n; j++)
+            rank += j != i && masked[j] && above(conf, j, i);
+        bool take = rank == 0;
+        if (u->kind == UNMASK_TOPK)
+            take = rank < u->k;
+        else if (u->kind == UNMASK_THRESHOLD)
+            take |= conf[i] >= u->tau;
+        else {
+            bool best = conf[i] > u->low; /* the best of its run of masked rows (every tie) */
+            for (int32_t j = i - 1; best && j >= 0 && masked[j]; j--)
+                best = !(conf[j] > conf[i]);
+            for (int32_t j = i + 1; best && j < n && masked[j]; j++)
+                best = !(conf[j] > conf[i]);
+            take |= best || conf[i] > u->tau;
+        }
+        pick[i] = take;
+        count += take;
+    }
+    return count;
+}

@@ -1,0 +1,315 @@
+/*
+ * eng_generate.c: `tessera engine generate`, a diffusion generation on the GPU with real token ids:
+ * block diffusion over an exact prefix cache (eng_gen.h), each step's unmasking decided on the GPU
+ * (eng_unmask), the decided tokens fed back as the next step's input. With a checkpoint
+ * (--weights) and real prompts it measures a decoder's tokens per forward and its redundancy (rows
+ * computed per position decoded); --profile-out writes that TPF as a decode profile the simulator
+ * reads (--decode threshold:FILE:NAME). With random weights every confidence is about 1/vocab, so
+ * the rules commit one position a step: a timing run.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "eng.h"
+#include "eng_gen.h"
+#include "harness.h"
+#include "model.h"
+
+static void generate_usage(FILE *f)
+{
+    fprintf(f,
+"usage: tessera engine generate [--model NAME|config.json] [--weights PATH] [--decoder SPEC]\n"
+"                               [--requests N] [--prompt-len P | --prompts FILE] [--gen-len G]\n"
+"                               [--block B] [--mask-id ID] [--seed S] [--mem-limit GB]\n"
+"                               [--profile-out FILE --name NAME] [--ids-out FILE]\n"
+"\n"
+"Generates G tokens for each of N requests on the GPU, block diffusion over an exact prefix cache:\n"
+"the prompt prefilled once, then each step runs a request's current block of B positions over its\n"
+"cached prefix (the finished block's K/V written by the next block's first step) and commits some of\n"
+"its masked positions, decided on the GPU from each row's argmax and confidence; the committed tokens\n"
+"are the next step's input. Requests advance on their own, one step holding each one's block.\n"
+"\n"
+"  --model NAME|config.json   the model [llada-8b]; --weights PATH a safetensors checkpoint (a file or\n"
+"                             a directory of shards) instead of random weights\n"
+"  --decoder SPEC             topk:K (the K most confident masked positions a step), threshold:TAU\n"
+"                             (every one at least TAU, and the most confident; Fast-dLLM's) or\n"
+"                             hierarchical:TAU[,LOW] (dInfer's: each run of masked positions' best\n"
+"                             above LOW [0.4], every one above TAU, and the most confident)\n"
+"                             [threshold:0.9]\n"
+"  --requests N               sequences [16] (with --prompts: at most N of the file's [all])\n"
+"  --prompt-len P             hashed prompt ids of P tokens [256]; --prompts FILE one JSON array of\n"
+"                             token ids a line instead (a tokenizer's output)\n"
+"  --gen-len G, --block B     tokens to generate [256], a multiple of B [32]\n"
+"  --mask-id ID               the mask token (LLaDA-8B 126336, LLaDA-MoE-7B 156895; with random\n"
+"                             weights and another model: the vocabulary's last; with --weights\n"
+"                             for another model: required)\n"
+"  --profile-out FILE --name NAME\n"
+"                             adds the measured tokens per forward to FILE as decode profile NAME\n"
+"                             (for tessera sim --decode threshold:FILE:NAME or hierarchical:FILE:NAME)\n"
+"  --ids-out FILE             each request's generated ids, a JSON array a line\n"
+"Prints the steps, tokens per forward (and how many positions each block step committed), the\n"
+"redundancy (block rows computed per position decided), the GPU time of the steps and of the\n"
+"unmasking, and the generated tokens a second.\n");
+}
+
+struct gen_args {
+    const char *model, *weights, *prompts, *profile_out, *name, *ids_out;
+    struct unmask_rule rule;
+    char rule_text[64];
+    int64_t requests, prompt_len, gen_len, block, mask_id, seed;
+    double mem_gb;
+};
+
+static int parse_args(int argc, char **argv, struct gen_args *a)
+{
+    static const struct option o[] = {{"model", required_argument, 0, 'm'},   {"weights", required_argument, 0, 'w'},
+                                      {"decoder", required_argument, 0, 'd'}, {"requests", required_argument, 0, 'n'},
+                                      {"prompt-len", required_argument, 0, 'p'}, {"prompts", required_argument, 0, 'P'},
+                                      {"gen-len", required_argument, 0, 'g'}, {"block", required_argument, 0, 'b'},
+                                      {"mask-id", required_argument, 0, 'k'}, {"seed", required_argument, 0, 's'},
+                                      {"mem-limit", required_argument, 0, 'M'},
+                                      {"profile-out", required_argument, 0, 'o'}, {"name", required_argument, 0, 'N'},
+                                      {"ids-out", required_argument, 0, 'i'}, {"help", no_argument, 0, 'h'},
+                                      {0, 0, 0, 0}};
+    *a = (struct gen_args){.model = "llada-8b", .requests = -1, .prompt_len = 256, .gen_len = 256, .block = 32,
+                           .mask_id = -1, .seed = 1};
+    struct ts_err err;
+    if (unmask_parse("threshold:0.9", &a->rule, &err))
+        return EXIT_USAGE;
+    optind = 1;
+    int c, idx = 0;
+    while ((c = getopt_long(argc, argv, "h", o, &idx)) != -1) {
+        bool bad = false;
+        const char *range = "";
+        switch (c) {
+        case 'm': a->model = optarg; break;
+        case 'w': a->weights = optarg; break;
+        case 'P': a->prompts = optarg; break;
+        case 'o': a->profile_out = optarg; break;
+        case 'N': a->name = optarg; break;
+        case 'i': a->ids_out = optarg; break;
+        case 'd':
+            if (unmask_parse(optarg, &a->rule, &err)) {
+                fprintf(stderr, "tessera engine generate: %s\n", err.msg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'n': bad = ts_parse_i64(optarg, &a->requests) || a->requests < 1 || a->requests > 65536, range = "1..65536"; break;
+        case 'p': bad = ts_parse_i64(optarg, &a->prompt_len) || a->prompt_len < 1 || a->prompt_len > 1 << 20, range = "1..1048576"; break;
+        case 'g': bad = ts_parse_i64(optarg, &a->gen_len) || a->gen_len < 1 || a->gen_len > 1 << 20, range = "1..1048576"; break;
+        case 'b': bad = ts_parse_i64(optarg, &a->block) || a->block < 1 || a->block > UNMASK_MAX_ROWS, range = "1..1024"; break;
+        case 'k': bad = ts_parse_i64(optarg, &a->mask_id) || a->mask_id < 0 || a->mask_id > INT32_MAX, range = "a token id"; break;
+        case 's': bad = ts_parse_i64(optarg, &a->seed) || a->seed < 0, range = ">= 0"; break;
+        case 'M': bad = ts_parse_double(optarg, &a->mem_gb) || !(a->mem_gb > 0 && a->mem_gb < 1e6), range = "GB > 0"; break;
+        case 'h': generate_usage(stdout); return 1;
+        default: fprintf(stderr, "tessera engine generate: see --help\n"); return EXIT_USAGE;
+        }
+        if (bad) {
+            fprintf(stderr, "tessera engine generate: --%s: bad value '%s' (%s)\n", o[idx].name, optarg, range);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "tessera engine generate: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (!a->profile_out != !a->name) {
+        fprintf(stderr, "tessera engine generate: --profile-out and --name go together (the file and the profile)\n");
+        return EXIT_USAGE;
+    }
+    if (a->profile_out && a->rule.kind == UNMASK_TOPK) {
+        fprintf(stderr, "tessera engine generate: --profile-out: topk:K commits K positions a step; the simulator "
+                        "models it as --decode fixed:K, no profile needed\n");
+        return EXIT_USAGE;
+    }
+    unmask_format(&a->rule, a->rule_text, sizeof a->rule_text);
+    return 0;
+}
+
+/* The mask token: given, a known model's, or (random weights) the vocabulary's last. */
+static int mask_token(const struct gen_args *a, const struct model_cfg *m, int32_t *out)
+{
+    static const struct {
+        const char *model;
+        int32_t id;
+    } known[] = {{"llada-8b", 126336}, {"llada-moe-7b", 156895}};
+    *out = (int32_t)a->mask_id;
+    for (size_t i = 0; *out < 0 && i < TS_ARRAY_LEN(known); i++)
+        if (ts_name_eq(m->name, known[i].model))
+            *out = known[i].id;
+    if (*out < 0 && a->weights) {
+        fprintf(stderr, "tessera engine generate: --mask-id: the mask token of %s is not known here; give it\n", m->name);
+        return EXIT_USAGE;
+    }
+    if (*out < 0)
+        *out = m->vocab - 1;
+    if (*out >= m->vocab) {
+        fprintf(stderr, "tessera engine generate: --mask-id %d: beyond %s's vocabulary of %d\n", *out, m->name, m->vocab);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+struct gen_run {
+    double step_ms, unmask_ms;
+    float *ms; /* each step's */
+    int64_t nms, cap;
+};
+
+static int cmp_float(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Runs g to its end on e; steps' and unmasking's GPU times into run. */
+static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule *u, struct gen_run *run,
+                          struct ts_err *err)
+{
+    const int32_t n = g->c.requests, B = g->c.block;
+    int32_t *groups = xmalloc(sizeof *groups * 2 * (size_t)n), ng;
+    int32_t *masked = xmalloc(sizeof *masked * (size_t)n * B), *commit = xmalloc(sizeof *commit * (size_t)n * B);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    const bool tty = isatty(STDERR_FILENO);
+    int rc = 0;
+    eng_set_tokens(e, gen_token, g);
+    while (rc == 0 && gen_next_step(g, &sd, groups, &ng, masked)) {
+        float ms = 0, ums = 0;
+        if ((rc = eng_step(e, &sd, NULL, &ms, err)) != 0)
+            break;
+        for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
+            commit[r] = -1;
+        if (ng > 0 && (rc = eng_unmask(e, u, groups, ng, masked, commit, NULL, &ums, err)) != 0)
+            break;
+        if ((rc = gen_apply(g, &sd, commit, err)) != 0)
+            break;
+        for (int32_t s = 0; s < sd.num_segs; s++)
+            if (g->r[sd.segs[s].req_id].done)
+                eng_release(e, sd.segs[s].req_id);
+        run->step_ms += ms, run->unmask_ms += ums;
+        if (run->nms == run->cap)
+            run->ms = xrealloc(run->ms, sizeof *run->ms * (size_t)(run->cap = run->cap ? 2 * run->cap : 256));
+        run->ms[run->nms++] = ms;
+        if (tty && g->steps % 16 == 0)
+            fprintf(stderr, "\r  step %lld: %lld of %lld positions decided", (long long)g->steps, (long long)g->decoded,
+                    (long long)n * g->c.gen_len);
+    }
+    if (tty)
+        fprintf(stderr, "\r%60s\r", "");
+    eng_set_tokens(e, NULL, NULL);
+    step_desc_free(&sd);
+    free(groups), free(masked), free(commit);
+    return rc;
+}
+
+static int write_ids(const char *path, const struct gen *g, struct ts_err *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return ts_fail(err, "%s: cannot write", path);
+    for (int32_t i = 0; i < g->c.requests; i++) {
+        const struct gen_req *r = &g->r[i];
+        for (int32_t p = 0; p < g->c.gen_len; p++)
+            fprintf(f, "%s%d", p ? ", " : "[", r->ids[r->P + p]);
+        fprintf(f, "]\n");
+    }
+    return fclose(f) == 0 ? 0 : ts_fail(err, "%s: write failed", path);
+}
+
+static void report(const struct gen_args *a, const struct model_cfg *m, struct eng *e, const struct gen *g,
+                   struct gen_run *run, int32_t mask_id)
+{
+    printf("tessera engine generate: %s (%s) on %s, %d requests, %d tokens each in blocks of %d, %s, mask id %d\n",
+           m->name, a->weights ? a->weights : "random weights", eng_device_name(e), g->c.requests, g->c.gen_len,
+           g->c.block, a->rule_text, mask_id);
+    printf("  steps            %lld (%lld block steps of requests)\n", (long long)g->steps, (long long)g->block_segs);
+    printf("  tokens/forward   %.3f; block steps by positions committed:", gen_tpf(g));
+    for (int32_t k = 1; k <= g->c.block; k++)
+        if (g->per_step[k])
+            printf(" %d:%lld", k, (long long)g->per_step[k]);
+    printf("\n  redundancy       %.2f block rows computed per position decided\n",
+           g->decoded ? (double)g->block_rows / (double)g->decoded : 0);
+    qsort(run->ms, (size_t)run->nms, sizeof *run->ms, cmp_float);
+    printf("  GPU time         %.3f s in steps (median step %.3f ms), unmasking %.3f ms in all (%.2f%%)\n",
+           run->step_ms / 1e3, run->nms ? run->ms[run->nms / 2] : 0, run->unmask_ms,
+           run->step_ms > 0 ? 100 * run->unmask_ms / run->step_ms : 0);
+    printf("  throughput       %.1f generated tokens/s of GPU time\n",
+           run->step_ms > 0 ? (double)g->decoded / (run->step_ms / 1e3) : 0);
+}
+
+int eng_generate_main(int argc, char **argv)
+{
+    struct gen_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    struct ts_err err;
+    struct model_cfg m;
+    if (model_resolve(a.model, &m, &err)) {
+        fprintf(stderr, "tessera engine generate: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    int32_t mask_id;
+    if ((rc = mask_token(&a, &m, &mask_id)) != 0)
+        return rc;
+    struct gen_prompts prompts = {0};
+    if (a.prompts && gen_prompts_load(a.prompts, m.vocab, a.requests > 0 ? (int32_t)a.requests : 0, &prompts, &err)) {
+        fprintf(stderr, "tessera engine generate: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    int32_t longest = (int32_t)a.prompt_len;
+    for (int32_t i = 0; i < prompts.n; i++)
+        longest = i ? TS_MAX(longest, prompts.len[i]) : prompts.len[i];
+    const int32_t n = a.prompts ? prompts.n : (int32_t)(a.requests > 0 ? a.requests : 16), B = (int32_t)a.block;
+    const struct gen_cfg gc = {
+        .requests = n, .prompt_len = (int32_t)a.prompt_len, .gen_len = (int32_t)a.gen_len, .block = B,
+        .mask_id = mask_id, .vocab = m.vocab, .max_pos = m.max_pos, .seed = (uint64_t)a.seed,
+        .attn_block = m.block_causal ? B : 0, .logit_chunk_rows = 2048,
+        .max_tokens = TS_MAX(TS_MAX(longest, 2 * B), (int32_t)TS_MIN((int64_t)n * 2 * B, 8192))};
+    struct gen g;
+    if (gen_init(&g, &gc, a.prompts ? &prompts : NULL, &err)) {
+        gen_prompts_free(&prompts);
+        fprintf(stderr, "tessera engine generate: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    gen_prompts_free(&prompts);
+    struct eng_opts o;
+    eng_opts_defaults(&o);
+    o.max_tokens = gc.max_tokens;
+    o.logit_chunk_rows = gc.logit_chunk_rows;
+    o.mem_limit = (int64_t)(a.mem_gb * 1e9);
+    o.weights = a.weights;
+    o.seed = (uint64_t)a.seed;
+    struct eng *e = NULL;
+    struct gen_run run = {0};
+    rc = 1;
+    if (eng_create(&m, &o, &e, &err) || run_generation(e, &g, &a.rule, &run, &err) ||
+        (a.ids_out && write_ids(a.ids_out, &g, &err))) {
+        fprintf(stderr, "tessera engine generate: %s\n", err.msg);
+        goto done;
+    }
+    report(&a, &m, e, &g, &run, mask_id);
+    if (a.profile_out) {
+        char source[512];
+        snprintf(source, sizeof source, "tessera engine generate --model %s --decoder %s (%s, %d requests, %d "
+                 "tokens in blocks of %d)", m.name, a.rule_text, a.weights ? a.weights : "random weights", n,
+                 gc.gen_len, B);
+        if (gen_profile_write(a.profile_out, a.name, gen_tpf(&g), unmask_name(a.rule.kind), source, &err)) {
+            fprintf(stderr, "tessera engine generate: %s\n", err.msg);
+            goto done;
+        }
+        printf("  profile          %s in %s (TPF %.3f)\n", a.name, a.profile_out, gen_tpf(&g));
+    }
+    rc = 0;
+done:
+    free(run.ms);
+    gen_free(&g);
+    eng_destroy(e);
+    return rc;
+}

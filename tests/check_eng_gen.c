@@ -1,0 +1,402 @@
+/* check_eng_gen.c: the unmasking rules' reference and a generation's host side (eng_unmask.h,
+ * eng_gen.h; no GPU: the decisions come from the reference over hashed confidences). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "eng_gen.h"
+#include "eng_plan.h"
+#include "eng_unmask.h"
+#include "test_util.h"
+
+static struct unmask_rule rule(const char *spec)
+{
+    struct unmask_rule u;
+    struct ts_err err;
+    ck_assert_msg(unmask_parse(spec, &u, &err) == 0, "%s: %s", spec, err.msg);
+    return u;
+}
+
+static int32_t picks(const char *spec, const float *conf, const uint8_t *masked, int n, uint8_t *pick)
+{
+    const struct unmask_rule u = rule(spec);
+    return unmask_block(&u, conf, masked, n, pick);
+}
+
+START_TEST(rules_by_hand)
+{
+    /* rows 0..7; row 2 and 5 decided */
+    const float conf[8] = {0.30f, 0.95f, 0.99f, 0.50f, 0.91f, 0.97f, 0.20f, 0.50f};
+    const uint8_t masked[8] = {1, 1, 0, 1, 1, 0, 1, 1};
+    uint8_t p[8];
+    /* threshold: every masked row at or above tau */
+    ck_assert_int_eq(picks("threshold:0.9", conf, masked, 8, p), 2);
+    ck_assert(p[1] && p[4] && !p[2] && !p[5]);
+    /* none above: the most confident alone (ties: the lower row, 3 before 7) */
+    ck_assert_int_eq(picks("threshold:0.96", conf, masked, 8, p), 1);
+    ck_assert(p[1]);
+    const float flat[8] = {0.1f, 0.1f, 0.5f, 0.5f, 0.1f, 0.5f, 0.1f, 0.5f};
+    ck_assert_int_eq(picks("threshold:0.9", flat, masked, 8, p), 1);
+    ck_assert(p[3] && !p[7]);
+    /* topk: the k most confident masked rows */
+    ck_assert_int_eq(picks("topk:3", conf, masked, 8, p), 3);
+    ck_assert(p[1] && p[4] && p[3] && !p[7]);
+    ck_assert_int_eq(picks("topk:100", conf, masked, 8, p), 6);
+    /* hierarchical: runs {0,1}, {3,4}, {6,7}: their best above 0.4 (1, 4, 7), above 0.9, the top */
+    ck_assert_int_eq(picks("hierarchical:0.99,0.4", conf, masked, 8, p), 3);
+    ck_assert(p[1] && p[4] && p[7] && !p[0] && !p[3] && !p[6]);
+    /* LOW above every run's best: the block's most confident alone */
+    ck_assert_int_eq(picks("hierarchical:0.99,0.96", conf, masked, 8, p), 1);
+    ck_assert(p[1]);
+    /* nothing masked: nothing */
+    const uint8_t none[8] = {0};
+    ck_assert_int_eq(picks("threshold:0.1", conf, none, 8, p), 0);
+    /* NaN ranks last */
+    const float nan3[3] = {NAN, 0.2f, NAN};
+    const uint8_t all3[3] = {1, 1, 1};
+    ck_assert_int_eq(picks("threshold:0.9", nan3, all3, 3, p), 1);
+    ck_assert(p[1]);
+}
+END_TEST
+
+/* Random blocks: each rule commits only masked rows, at least one where any is masked, and what its
+ * definition says from the sorted confidences. */
+START_TEST(rules_properties)
+{
+    uint64_t h = 7;
+    float conf[64];
+    uint8_t masked[64], p[64];
+    for (int trial = 0; trial < 2000; trial++) {
+        const int n = 1 + (int)((h = ts_mix64(h)) % 64);
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            h = ts_mix64(h);
+            conf[i] = (float)((h >> 11) % 1000) / 1000.0f; /* ties happen */
+            masked[i] = (h >> 3) % 3 != 0;
+            m += masked[i];
+        }
+        const float tau = (float)(trial % 10) / 10.0f;
+        char spec[64];
+        snprintf(spec, sizeof spec, "threshold:%g", tau);
+        int32_t c = picks(spec, conf, masked, n, p), above = 0;
+        for (int i = 0; i < n; i++) {
+            ck_assert(!p[i] || masked[i]);
+            above += masked[i] && conf[i] >= tau;
+            if (masked[i] && conf[i] >= tau)
+                ck_assert(p[i]);
+        }
+        ck_assert_int_eq(c, m == 0 ? 0 : TS_MAX(above, 1));
+        const int k = 1 + trial % 5;
+        snprintf(spec, sizeof spec, "topk:%d", k);
+        c = picks(spec, conf, masked, n, p);
+        ck_assert_int_eq(c, TS_MIN(k, m));
+        for (int i = 0; i < n; i++) /* nothing left out is more confident than something taken */
+            for (int j = 0; j < n; j++)
+                if (p[i] && masked[j] && !p[j])
+                    ck_assert(conf[i] > conf[j] || (conf[i] == conf[j] && i < j));
+        snprintf(spec, sizeof spec, "hierarchical:%g,0.3", tau);
+        c = picks(spec, conf, masked, n, p);
+        ck_assert(m == 0 ? c == 0 : c >= 1);
+        for (int i = 0; i < n; i++)
+            if (masked[i] && conf[i] > tau)
+                ck_assert(p[i]);
+    }
+}
+END_TEST
+
+START_TEST(rule_specs)
+{
+    struct unmask_rule u;
+    struct ts_err err;
+    char buf[64];
+    const char *good[] = {"topk:1", "threshold:0.9", "hierarchical:0.9,0.4", "hierarchical:0.8"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(good); i++) {
+        ck_assert_int_eq(unmask_parse(good[i], &u, &err), 0);
+        unmask_format(&u, buf, sizeof buf);
+        struct unmask_rule v;
+        ck_assert_int_eq(unmask_parse(buf, &v, &err), 0);
+        ck_assert(v.kind == u.kind && v.k == u.k && v.tau == u.tau && v.low == u.low);
+    }
+    ck_assert_float_eq(rule("hierarchical:0.8").low, 0.4f);
+    const struct {
+        const char *spec, *says;
+    } bad[] = {{"topk:0", "1..1024"}, {"topk:x", "1..1024"}, {"threshold:1.5", "[0, 1]"},
+               {"threshold:0.9,0.4", "one confidence"}, {"hierarchical:0.9,-1", "LOW"}, {"fixed:2", "expected"},
+               {"threshold", "expected"}, {"threshold:", "expected"}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+        ck_assert_int_ne(unmask_parse(bad[i].spec, &u, &err), 0);
+        ck_assert_msg(strstr(err.msg, bad[i].says) && strstr(err.msg, bad[i].spec), "%s: %s", bad[i].spec, err.msg);
+    }
+}
+END_TEST
+
+static struct gen_cfg cfg(int requests, int P, int G, int B)
+{
+    return (struct gen_cfg){.requests = requests, .prompt_len = P, .gen_len = G, .block = B, .mask_id = 99,
+                            .vocab = 100, .seed = 3, .max_tokens = 4096, .logit_chunk_rows = 64};
+}
+
+/* Runs g to the end with the reference deciding over confidences hashed from (request, position,
+ * step); checks every step's shapes against the block policy's. Returns the steps run. */
+static int64_t run_gen(struct gen *g, const char *spec)
+{
+    const struct unmask_rule u = rule(spec);
+    const int32_t n = g->c.requests, B = g->c.block;
+    int32_t *groups = xmalloc(sizeof *groups * 2 * (size_t)n), ngroups;
+    int32_t *masked = xmalloc(sizeof *masked * (size_t)n * B), *commit = xmalloc(sizeof *commit * (size_t)n * B);
+    float *conf = xmalloc(sizeof *conf * (size_t)B);
+    uint8_t *mk = xmalloc((size_t)B), *pick = xmalloc((size_t)B);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct ts_err err;
+    int64_t steps = 0;
+    while (gen_next_step(g, &sd, groups, &ngroups, masked)) {
+        ck_assert_int_le(sd.tot.q_tokens, g->c.max_tokens);
+        int32_t row = 0, grp = 0;
+        for (int32_t s = 0; s < sd.num_segs; s++) {
+            const struct segment *seg = &sd.segs[s];
+            const struct gen_req *r = &g->r[seg->req_id];
+            if (seg->phase == PHASE_PREFILL) {
+                ck_assert(!r->prefilled && seg->q == r->P && seg->kv_write == r->P && seg->logit_rows == 0);
+                continue;
+            }
+            ck_assert(r->prefilled && !r->done);
+            ck_assert_int_eq(seg->kv + seg->q, r->P + (r->block + 1) * B); /* the block ends the keys */
+            ck_assert_int_eq(seg->q, r->commit_pending ? 2 * B : B);
+            ck_assert_int_eq(seg->kv_write, r->commit_pending ? B : 0);
+            ck_assert_int_eq(groups[2 * grp], row);
+            ck_assert_int_eq(groups[2 * grp + 1], B);
+            for (int32_t k = 0; k < B; k++) {
+                const uint64_t h = ts_mix64(((uint64_t)seg->req_id << 40) ^ ((uint64_t)(r->block * B + k) << 20) ^
+                                            (uint64_t)steps);
+                conf[k] = (float)(h % 1000) / 1000.0f;
+                mk[k] = (uint8_t)masked[row + k];
+                ck_assert_int_eq(masked[row + k], !r->decided[r->block * B + k]);
+            }
+            unmask_block(&u, conf, mk, B, pick);
+            for (int32_t k = 0; k < B; k++)
+                commit[row + k] = pick[k] ? (seg->req_id * 7 + k) % 90 : -1;
+            row += B;
+            grp++;
+        }
+        ck_assert_int_eq(grp, ngroups);
+        ck_assert_int_eq(row, sd.tot.logit_rows);
+        ck_assert_msg(gen_apply(g, &sd, commit, &err) == 0, "%s", err.msg);
+        steps++;
+        ck_assert_int_lt(steps, 100000);
+    }
+    for (int32_t i = 0; i < n; i++) { /* every position decided, with the token committed there */
+        const struct gen_req *r = &g->r[i];
+        ck_assert(r->done);
+        for (int32_t p = 0; p < g->c.gen_len; p++) {
+            ck_assert(r->decided[p]);
+            ck_assert_int_eq(r->ids[r->P + p], (i * 7 + p % B) % 90);
+        }
+        ck_assert_int_eq(r->decoded, g->c.gen_len);
+    }
+    step_desc_free(&sd);
+    free(groups), free(masked), free(commit), free(conf), free(mk), free(pick);
+    return steps;
+}
+
+START_TEST(generation_topk_exact)
+{
+    /* topk:1 takes exactly one step a position, topk:4 a quarter, plus the prefill */
+    struct gen g;
+    struct ts_err err;
+    struct gen_cfg c = cfg(3, 20, 64, 16);
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(run_gen(&g, "topk:1"), 1 + 64);
+    ck_assert_double_eq(gen_tpf(&g), 1.0);
+    ck_assert_int_eq(g.per_step[1], 3 * 64);
+    ck_assert_int_eq(g.block_rows, 3 * 64 * 16);
+    gen_free(&g);
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(run_gen(&g, "topk:4"), 1 + 16);
+    ck_assert_double_eq(gen_tpf(&g), 4.0);
+    gen_free(&g);
+}
+END_TEST
+
+START_TEST(generation_threshold)
+{
+    struct gen g;
+    struct ts_err err;
+    struct gen_cfg c = cfg(5, 7, 96, 32);
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    const int64_t steps = run_gen(&g, "threshold:0.7");
+    /* each block step commits about 30% of its masked rows, at least one */
+    ck_assert(gen_tpf(&g) > 1.5 && gen_tpf(&g) < 32);
+    ck_assert_int_eq(g.decoded, 5 * 96);
+    ck_assert(steps < 1 + 96 && steps > 1 + 3);
+    int64_t segs = 0;
+    for (int k = 0; k <= 32; k++)
+        segs += g.per_step[k];
+    ck_assert_int_eq(segs, g.block_segs);
+    ck_assert_int_eq(g.per_step[0], 0);
+    gen_free(&g);
+    /* hierarchical at the same tau commits at least as much a step as threshold */
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    run_gen(&g, "hierarchical:0.7,0.1");
+    ck_assert(g.decoded == 5 * 96);
+    gen_free(&g);
+}
+END_TEST
+
+/* A step's rows cap: prefills wait for room, never a step over it. */
+START_TEST(generation_room)
+{
+    struct gen g;
+    struct ts_err err;
+    struct gen_cfg c = cfg(6, 100, 32, 32);
+    c.max_tokens = 250;
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    int32_t groups[12], masked[6 * 32], ng;
+    ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
+    ck_assert_int_eq(sd.num_segs, 2); /* two prompts of 100 fit in 250 */
+    step_desc_free(&sd);
+    gen_free(&g);
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    run_gen(&g, "threshold:0.5");
+    gen_free(&g);
+    c.max_tokens = 63; /* 2 B does not fit */
+    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "more than the engine's 63"));
+    c = cfg(1, 10, 48, 32);
+    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "multiple of --block 32"));
+    c = cfg(1, 10, 64, 32);
+    c.max_pos = 70;
+    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "context of 70"));
+    c = cfg(1, 10, 64, 32);
+    c.mask_id = 100;
+    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--mask-id 100"));
+}
+END_TEST
+
+/* Token ids reach the engine's plan: prompts as given, the response the mask or its commits. */
+START_TEST(generation_ids_in_plan)
+{
+    struct gen g;
+    struct ts_err err;
+    const char *path = tmp_file(0, ".jsonl", "[5, 6, 7]\n\n[1, 2, 3, 4, 8]\n");
+    struct gen_prompts pr;
+    ck_assert_int_eq(gen_prompts_load(path, 100, 0, &pr, &err), 0);
+    ck_assert_int_eq(pr.n, 2);
+    struct gen_cfg c = cfg(0, 0, 32, 16);
+    ck_assert_int_eq(gen_init(&g, &c, &pr, &err), 0);
+    gen_prompts_free(&pr);
+    ck_assert_int_eq(g.c.requests, 2);
+    ck_assert_int_eq(gen_token(&g, 1, 4), 8);
+    ck_assert_int_eq(gen_token(&g, 1, 5), 99);
+    ck_assert_int_eq(gen_token(&g, 1, 5 + 32), -1);
+    ck_assert_int_eq(gen_token(&g, 2, 0), -1);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    int32_t groups[4], masked[64], ng, commit[64];
+    struct eng_kv kv;
+    eng_kv_init(&kv, 16, 64);
+    struct eng_plan p;
+    eng_plan_init(&p);
+    for (int step = 0; step < 3; step++) {
+        ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
+        ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 100, 1, &err), 0);
+        eng_plan_set_ids(&p, &sd, gen_token, &g);
+        for (int32_t s = 0; s < p.S; s++)
+            for (int32_t i = 0; i < p.q_len[s]; i++) {
+                const int32_t row = p.q_start[s] + i;
+                ck_assert_int_eq(p.tok_ids[row], gen_token(&g, sd.segs[s].req_id, p.tok_pos[row]));
+            }
+        for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++) /* odd rows, then the rest */
+            commit[r] = masked[r] && (r % 2 || step == 2) ? 40 + r : -1;
+        ck_assert_int_eq(gen_apply(&g, &sd, commit, &err), 0);
+    }
+    ck_assert_int_eq(gen_token(&g, 0, 3 + 1), 41); /* step 1 committed rows 1, 3, ... of block 0 */
+    ck_assert_int_eq(gen_token(&g, 0, 3 + 0), 40); /* step 2 the others */
+    ck_assert_int_eq(gen_token(&g, 1, 5 + 1), 40 + 17);
+    ck_assert(g.r[0].commit_pending && g.r[1].commit_pending);
+    /* a commit at a decided position is refused */
+    ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
+    ck_assert_int_eq(sd.segs[0].q, 32);
+    for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
+        commit[r] = r == 0 ? 1 : -1;
+    ck_assert_int_eq(gen_apply(&g, &sd, commit, &err), 0);
+    ck_assert_int_ne(gen_apply(&g, &sd, commit, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "committed twice"));
+    eng_plan_free(&p);
+    eng_kv_free(&kv);
+    step_desc_free(&sd);
+    gen_free(&g);
+}
+END_TEST
+
+START_TEST(prompt_file_errors)
+{
+    struct gen_prompts pr;
+    struct ts_err err;
+    const struct {
+        const char *text, *says;
+    } bad[] = {{"[1, 2]\n[1, 200]\n", ":2: token 1 must be an integer id in 0..99"},
+               {"[1, 2]\n{\"ids\": 3}\n", ":2: a prompt is a non-empty JSON array"},
+               {"[]\n", ":1: a prompt is a non-empty"},
+               {"[1, -2]\n", ":1: token 1"},
+               {"[1, 2.5]\n", ":1: token 1"},
+               {"[1, 2\n", ":1:"},
+               {"\n\n", "no prompts"}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+        const char *path = tmp_file(1, ".jsonl", bad[i].text);
+        ck_assert_int_ne(gen_prompts_load(path, 100, 0, &pr, &err), 0);
+        ck_assert_msg(strstr(err.msg, bad[i].says) && strstr(err.msg, path), "%s", err.msg);
+    }
+    ck_assert_int_ne(gen_prompts_load("/nonexistent/p.jsonl", 100, 0, &pr, &err), 0);
+    ck_assert_int_eq(gen_prompts_load(tmp_file(1, ".jsonl", "[1]\n[2]\n[3]\n"), 100, 2, &pr, &err), 0);
+    ck_assert_int_eq(pr.n, 2);
+    gen_prompts_free(&pr);
+}
+END_TEST
+
+/* A measured TPF becomes a profile the simulator's decoders read (sim/decode.h). */
+START_TEST(profile_round_trip)
+{
+    struct ts_err err;
+    const char *path = tmp_path(2, ".json");
+    ck_assert_int_eq(gen_profile_write(path, "mine", 2.75, "threshold", "tessera engine generate", &err), 0);
+    ck_assert_int_eq(gen_profile_write(path, "deep", 4.5, "hierarchical", "tessera engine generate", &err), 0);
+    ck_assert_int_eq(gen_profile_write(path, "mine", 3.25, "threshold", "again", &err), 0);
+    FILE *f = fopen(path, "r");
+    char text[4096];
+    const size_t n = fread(text, 1, sizeof text, f);
+    fclose(f);
+    double tpf;
+    ck_assert_int_eq(decode_profile_parse(path, text, n, "mine", "threshold", &tpf, &err), 0);
+    ck_assert_double_eq(tpf, 3.25);
+    ck_assert_int_eq(decode_profile_parse(path, text, n, "deep", "hierarchical", &tpf, &err), 0);
+    ck_assert_double_eq(tpf, 4.5);
+    ck_assert_int_ne(decode_profile_parse(path, text, n, "deep", "threshold", &tpf, &err), 0);
+    ck_assert_int_ne(gen_profile_write(tmp_file(3, ".json", "[1]"), "x", 2, "threshold", "s", &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not a JSON object"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("eng_gen");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, rules_by_hand);
+    tcase_add_test(tc, rules_properties);
+    tcase_add_test(tc, rule_specs);
+    tcase_add_test(tc, generation_topk_exact);
+    tcase_add_test(tc, generation_threshold);
+    tcase_add_test(tc, generation_room);
+    tcase_add_test(tc, generation_ids_in_plan);
+    tcase_add_test(tc, prompt_file_errors);
+    tcase_add_test(tc, profile_round_trip);
+    suite_add_tcase(s, tc);
+    return run_suite("eng_gen", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}
