@@ -57,29 +57,45 @@ done:
     return rc;
 }
 
-int gen_prompts_load(const char *path, int32_t vocab, int32_t max, struct gen_prompts *out, struct ts_err *err)
+int gen_prompts_parse(const char *path, const char *text, size_t len, int32_t vocab, int32_t max,
+                      struct gen_prompts *out, struct ts_err *err)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return ts_fail(err, "%s: %s", path, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
     int64_t no = 0;
     int rc = 0;
-    while ((max <= 0 || out->n < max) && getline(&line, &cap, f) > 0) {
+    char *line = NULL;
+    size_t cap = 0;
+    for (size_t at = 0; rc == 0 && at < len && (max <= 0 || out->n < max);) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        const size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
         no++;
-        if (strspn(line, " \t\r\n") == strlen(line))
-            continue;
-        if ((rc = prompt_line(path, no, line, vocab, out, err)) != 0)
-            break;
+        if (n + 1 > cap)
+            line = xrealloc(line, cap = n + 1);
+        memcpy(line, text + at, n);
+        line[n] = '\0';
+        at += n + 1;
+        if (strlen(line) != n) /* a NUL inside the line */
+            rc = ts_fail(err, "%s:%lld: a NUL byte inside the line", path, (long long)no);
+        else if (strspn(line, " \t\r") != n)
+            rc = prompt_line(path, no, line, vocab, out, err);
     }
     free(line);
-    fclose(f);
     if (rc == 0 && out->n == 0)
         rc = ts_fail(err, "%s: no prompts (a JSON array of token ids a line)", path);
     if (rc)
         gen_prompts_free(out);
+    return rc;
+}
+
+int gen_prompts_load(const char *path, int32_t vocab, int32_t max, struct gen_prompts *out, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    size_t len = 0;
+    char *text = NULL;
+    if (ts_read_file(path, &text, &len, err))
+        return -1;
+    const int rc = gen_prompts_parse(path, text, len, vocab, max, out, err);
+    free(text);
     return rc;
 }
 

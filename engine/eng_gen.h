@@ -15,6 +15,7 @@
 #define TESSERA_ENG_GEN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "eng_unmask.h"
@@ -62,6 +63,9 @@ struct gen {
 /* Loads a prompt file: one JSON array of token ids (each in [0, vocab)) a line, at most max lines
  * (0: all); a bad line is refused naming the file and line. */
 int gen_prompts_load(const char *path, int32_t vocab, int32_t max, struct gen_prompts *out, struct ts_err *err);
+/* The same over a file's text (path names it in messages). */
+int gen_prompts_parse(const char *path, const char *text, size_t len, int32_t vocab, int32_t max,
+                      struct gen_prompts *out, struct ts_err *err);
 void gen_prompts_free(struct gen_prompts *p);
 
 /* Checks c and sets up its requests (prompts NULL: hashed ones of c->prompt_len; else one request a

@@ -1,0 +1,43 @@
+/* fuzz_prompts.c: libFuzzer target for `engine generate`'s prompt file parser (engine/eng_gen.c),
+ * then a whole generation's host side over whatever it accepts, every masked position committed in
+ * turn. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "eng_gen.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct gen_prompts p;
+    struct ts_err err;
+    if (gen_prompts_parse("fuzz.jsonl", (const char *)data, size, 1000, 8, &p, &err))
+        return 0;
+    const struct gen_cfg c = {.gen_len = 32, .block = 16, .mask_id = 999, .vocab = 1000, .max_tokens = 512,
+                              .logit_chunk_rows = 64, .max_pos = 600};
+    struct gen g;
+    if (gen_init(&g, &c, &p, &err) == 0) {
+        struct step_desc sd;
+        step_desc_init(&sd);
+        int32_t groups[16], masked[8 * 16], commit[8 * 16], ng;
+        for (int steps = 0; gen_next_step(&g, &sd, groups, &ng, masked); steps++) {
+            if (steps > 1000 || sd.tot.q_tokens > c.max_tokens)
+                __builtin_trap();
+            for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
+                commit[r] = -1;
+            for (int32_t k = 0; k < ng; k++) /* each block's first masked row */
+                for (int32_t r = groups[2 * k]; r < groups[2 * k] + groups[2 * k + 1]; r++)
+                    if (masked[r]) {
+                        commit[r] = 7;
+                        break;
+                    }
+            if (gen_apply(&g, &sd, commit, &err))
+                __builtin_trap();
+        }
+        step_desc_free(&sd);
+        gen_free(&g);
+    }
+    gen_prompts_free(&p);
+    return 0;
+}
