@@ -67,6 +67,8 @@ struct eng_opts {
     bool trace_selection;  /* keep every layer's kept keys of a step's sparse selections, for
                             * eng_selection, and its picked rows, for eng_picks (checks: the
                             * reference then keeps and picks the same) */
+    int32_t credit_rows;   /* credit decoding (eng_credit_next): the credit rows the engine keeps (a
+                            * generation's requests x block positions); 0: none */
     bool feature_cache;    /* the pool also holds each token's attention and FFN outputs per layer
                             * (dLLM-Cache: steps with cache_outputs, front shapes, probes or carried
                             * rows run only then; a pool token takes 2 hidden rows more a layer) */
@@ -146,6 +148,13 @@ void eng_set_tokens(struct eng *e, eng_token_fn ids, void *ctx);
  * the kernel's GPU time. */
 int eng_unmask(struct eng *e, const struct unmask_rule *u, const int32_t *groups, int32_t n, const int32_t *masked,
                int32_t *commit, int32_t *count, float *ms, struct ts_err *err);
+/* Credit decoding (eng_opts.credit_rows > 0; eng_unmask.h): the next eng_step fuses its R logit rows
+ * with their credits in the LM head (k_credit_fuse), row r with credit row state[r] (-1: none) under
+ * flags[r] (CREDIT_MASKED, _DECAY, _CLEAR), by u's alpha, beta and gamma, so that its argmax and
+ * confidence (eng_out, eng_unmask) are the fused logits'. The credits that step leaves become the
+ * current ones once it returns (a step run again for its GEMMs' warm-up reads the same ones). */
+int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *state, const int32_t *flags, int32_t R,
+                    struct ts_err *err);
 /* Captures one step into a CUDA graph (executing it once); eng_graph_replay() then reruns the
  * identical step at least n times and for at least ENG_TIMED_S and gives the median milliseconds
  * per step, after warm-up replays for at least eng_opts.warm_s (the step is timed at the clock its

@@ -47,8 +47,12 @@
 
 #define MAX_PROF_EVENTS 1024
 
+_Static_assert((int)K_CREDIT_MAX == (int)CREDIT_MAX && (int)K_CREDIT_MASKED == (int)CREDIT_MASKED &&
+                   (int)K_CREDIT_DECAY == (int)CREDIT_DECAY && (int)K_CREDIT_CLEAR == (int)CREDIT_CLEAR,
+               "kernels.h's credit rows are eng_unmask.h's");
 _Static_assert((int)K_UNMASK_TOPK == (int)UNMASK_TOPK && (int)K_UNMASK_THRESHOLD == (int)UNMASK_THRESHOLD &&
-                   (int)K_UNMASK_HIERARCHICAL == (int)UNMASK_HIERARCHICAL && K_UNMASK_MAX_ROWS == UNMASK_MAX_ROWS,
+                   (int)K_UNMASK_HIERARCHICAL == (int)UNMASK_HIERARCHICAL &&
+                   (int)K_UNMASK_CREDIT == (int)UNMASK_CREDIT && K_UNMASK_MAX_ROWS == UNMASK_MAX_ROWS,
                "kernels.h's unmasking rules are eng_unmask.h's");
 
 struct dev_meta { /* device copies of the plan's arrays, carved from one buffer */
@@ -116,6 +120,14 @@ struct eng {
     int32_t *h_tok;
     float *h_max, *h_conf;
     int32_t *d_um, *h_um;      /* eng_unmask's groups, masks, commits and counts [5 max_tokens] */
+    /* credit decoding (eng_credit_next): the credit rows, current (cr_cur) and the next step's, and
+     * the next step's logit rows' credit rows and flags ([2 max_tokens], pinned twin in h_um) */
+    int32_t *cr_tok[2], *cr_n[2], *cr_map;
+    float *cr_val[2];
+    int cr_cur;
+    bool cr_pending;
+    int32_t cr_R;
+    float cr_alpha, cr_beta, cr_gamma;
     eng_token_fn tok_fn;       /* eng_set_tokens */
     void *tok_ctx;
     int32_t max_segs, max_tiles, max_page_refs;
@@ -465,6 +477,7 @@ static int alloc_moe(struct eng *e, struct ts_err *err)
 
 /* The device buffers (weights, workspaces, the KV pool poisoned so that a read of an unwritten key
  * shows, step metadata and outputs) and their pinned host twins. */
+static int alloc_credit(struct eng *e, struct ts_err *err);
 static int alloc_buffers(struct eng *e, struct ts_err *err)
 {
     const int64_t T = e->o.max_tokens, h = e->m.hidden, kvd = (int64_t)e->m.num_kv_heads * e->m.head_dim;
@@ -482,7 +495,7 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
                     alloc((void **)&e->focus_prog, EVICT_REQS * 4, err))) ||
         alloc((void **)&e->d_meta_buf, e->meta_cap * 4, err) || alloc((void **)&e->d_tok, T * 4, err) ||
         alloc((void **)&e->d_max, T * 4, err) || alloc((void **)&e->d_conf, T * 4, err) ||
-        alloc((void **)&e->d_um, 5 * T * 4, err) ||
+        alloc((void **)&e->d_um, 5 * T * 4, err) || (e->o.credit_rows > 0 && alloc_credit(e, err)) ||
         (e->o.trace_selection && alloc((void **)&e->sel_trace, SELECTION_TRACE, err)) ||
         (e->tp && alloc((void **)&e->tp_gather, 12LL * (e->o.tp_size + 1) * T, err)))
         return -1;
@@ -499,6 +512,19 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
     if (pooled && cudaMemsetAsync(e->focus_prog, 0xff, EVICT_REQS * 4, e->stream) != cudaSuccess)
         return ts_fail(err, "engine: clearing the eviction progress failed");
     return 0;
+}
+
+/* Credit decoding's rows, twice (current and next), empty; the next step's row map. */
+static int alloc_credit(struct eng *e, struct ts_err *err)
+{
+    const int64_t S = e->o.credit_rows;
+    for (int b = 0; b < 2; b++) {
+        if (alloc((void **)&e->cr_tok[b], S * K_CREDIT_MAX * 4, err) ||
+            alloc((void **)&e->cr_val[b], S * K_CREDIT_MAX * 4, err) || alloc((void **)&e->cr_n[b], S * 4, err))
+            return -1;
+        CU(cudaMemsetAsync(e->cr_n[b], 0, (size_t)S * 4, e->stream));
+    }
+    return alloc((void **)&e->cr_map, 2LL * e->o.max_tokens * 4, err);
 }
 
 /* The model this GPU runs and its weights' layout: the whole model, or (tensor parallelism) the
@@ -635,7 +661,8 @@ void eng_destroy(struct eng *e)
     void *dev[] = {e->w,      e->blas_ws,      e->attn_ws, e->k_pool,  e->v_pool, e->d_meta_buf, e->d_tok,
                    e->d_max,  e->d_conf,       e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->fc_out,
                    e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog,
-                   e->moe_buf, e->moe_trace, e->tp_gather, e->d_um};
+                   e->moe_buf, e->moe_trace, e->tp_gather, e->d_um, e->cr_tok[0], e->cr_tok[1], e->cr_n[0],
+                   e->cr_n[1], e->cr_val[0], e->cr_val[1], e->cr_map};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -1136,6 +1163,13 @@ static int lm_head(struct eng *e, bf16_t *x, struct ts_err *err)
                              (int64_t)rows * m->vocab, st));
         if (runs(e, OP_SAMPLE))
             KL(k_argmax_conf(logits, rows, m->vocab, tok, maxv, conf, c0, st));
+        if (e->cr_pending && runs(e, OP_SAMPLE)) { /* credit decoding: the fused rows' instead */
+            const int now = e->cr_cur, next = now ^ 1, T = e->o.max_tokens;
+            const k_credit_args ca = {logits, rows, m->vocab, c0, tok, maxv, conf, e->cr_map, e->cr_map + T,
+                                      e->cr_tok[now], e->cr_n[now], e->cr_val[now], e->cr_tok[next], e->cr_n[next],
+                                      e->cr_val[next], e->cr_alpha, e->cr_beta, e->cr_gamma};
+            KL(k_credit_fuse(&ca, st));
+        }
         mark(e, OP_SAMPLE);
     }
     if (!e->tp || !runs(e, OP_SAMPLE))
@@ -1298,6 +1332,8 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
         return -1;
     if (e->tok_fn)
         eng_plan_set_ids(&e->plan, sd, e->tok_fn, e->tok_ctx);
+    if (e->cr_pending && e->plan.R != e->cr_R)
+        return ts_fail(err, "step refused: its credit rows cover %d logit rows, the step has %d", e->cr_R, e->plan.R);
     if (upload_plan(e, err))
         return -1;
     e->attn_block = sd->attn_block;
@@ -1350,6 +1386,10 @@ int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, flo
             return -1;
         *ms = (float)v;
     }
+    if (e->cr_pending) { /* the credits the step left are the current ones */
+        e->cr_cur ^= 1;
+        e->cr_pending = false;
+    }
     /* a selecting request keeps the pages of its kept keys alone: its candidates' go back to the pool
      * (a graph of the step keeps them: its replays write there) */
     for (int32_t s = 0; s < sd->num_segs && !e->o.stateless; s++)
@@ -1362,6 +1402,30 @@ void eng_set_tokens(struct eng *e, eng_token_fn ids, void *ctx)
 {
     e->tok_fn = ids;
     e->tok_ctx = ctx;
+}
+
+int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *state, const int32_t *flags, int32_t R,
+                    struct ts_err *err)
+{
+    const int32_t T = e->o.max_tokens;
+    if (e->o.credit_rows < 1 || e->tp)
+        return ts_fail(err, "credit decoding: the engine was made without credit rows (eng_opts.credit_rows)%s",
+                       e->tp ? " or is split over GPUs" : "");
+    if (R < 0 || R > T)
+        return ts_fail(err, "credit decoding: %d logit rows (at most %d)", R, T);
+    for (int32_t r = 0; r < R; r++)
+        if (state[r] >= e->o.credit_rows || state[r] < -1 || flags[r] & ~7)
+            return ts_fail(err, "credit decoding: logit row %d's credit row %d or flags %d out of range (%d rows)", r,
+                           state[r], flags[r], e->o.credit_rows);
+    memcpy(e->h_um, state, sizeof(int32_t) * (size_t)R);
+    memcpy(e->h_um + T, flags, sizeof(int32_t) * (size_t)R);
+    CU(cudaMemcpyAsync(e->cr_map, e->h_um, sizeof(int32_t) * (size_t)R, cudaMemcpyHostToDevice, e->stream));
+    CU(cudaMemcpyAsync(e->cr_map + T, e->h_um + T, sizeof(int32_t) * (size_t)R, cudaMemcpyHostToDevice, e->stream));
+    CU(cudaStreamSynchronize(e->stream)); /* h_um is eng_unmask's staging too */
+    e->cr_pending = true;
+    e->cr_R = R;
+    e->cr_alpha = u->alpha, e->cr_beta = u->beta, e->cr_gamma = u->gamma;
+    return 0;
 }
 
 int eng_unmask(struct eng *e, const struct unmask_rule *u, const int32_t *groups, int32_t n, const int32_t *masked,

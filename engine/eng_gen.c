@@ -235,6 +235,7 @@ int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, 
             left += !*d;
         }
         r->steps++;
+        r->block_steps = left == 0 ? 0 : r->block_steps + 1;
         r->decoded += n;
         g->block_segs++;
         g->decoded += n;
@@ -245,6 +246,23 @@ int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, 
             r->done = true;
     }
     return 0;
+}
+
+void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *state, int32_t *flags)
+{
+    const int32_t B = g->c.block;
+    int64_t row = 0;
+    for (int32_t s = 0; s < sd->num_segs; s++) {
+        const int32_t i = g->seg_req[s];
+        const struct gen_req *r = &g->r[i];
+        if (sd->segs[s].phase == PHASE_PREFILL)
+            continue;
+        for (int32_t k = 0; k < B; k++, row++) {
+            state[row] = i * B + k;
+            flags[row] = (r->decided[r->block * B + k] ? 0 : CREDIT_MASKED) |
+                         (r->block_steps > 0 ? CREDIT_DECAY : CREDIT_CLEAR);
+        }
+    }
 }
 
 double gen_tpf(const struct gen *g) { return g->block_segs > 0 ? (double)g->decoded / (double)g->block_segs : 0; }

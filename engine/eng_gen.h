@@ -49,6 +49,7 @@ struct gen_req {
     int32_t block;     /* the current block */
     bool prefilled, commit_pending, done;
     int32_t steps, decoded; /* its block steps and the positions they committed */
+    int32_t block_steps;    /* the steps its current block has run */
 };
 
 struct gen {
@@ -81,6 +82,9 @@ bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t
 /* Applies the step's commits (commit[row]: the token, or -1, over its logit rows) and advances the
  * requests; a commit at a position already decided is an error (the rule commits masked rows). */
 int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, struct ts_err *err);
+/* Credit decoding (eng_credit_next): each of sd's logit rows' credit row (request x block + row:
+ * a position's credits live while its block runs) and flags, into state and flags. */
+void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *state, int32_t *flags);
 /* Tokens per forward: positions committed over block steps. */
 double gen_tpf(const struct gen *g);
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const names[UNMASK_KINDS] = {"topk", "threshold", "hierarchical"};
+static const char *const names[UNMASK_KINDS] = {"topk", "threshold", "hierarchical", "credit"};
 
 const char *unmask_name(int32_t kind) { return kind >= 0 && kind < UNMASK_KINDS ? names[kind] : "?"; }
 
@@ -30,8 +30,8 @@ int unmask_parse(const char *spec, struct unmask_rule *out, struct ts_err *err)
         if (strlen(names[i]) == len && strncmp(spec, names[i], len) == 0)
             kind = i;
     if (kind < 0 || !colon || !colon[1])
-        return ts_fail(err, "--decoder %s: expected topk:K, threshold:TAU or hierarchical:TAU[,LOW]", spec);
-    *out = (struct unmask_rule){.kind = kind, .low = 0.4f};
+        return ts_fail(err, "--decoder %s: expected topk:K, threshold:TAU, hierarchical:TAU[,LOW] or credit:TAU", spec);
+    *out = (struct unmask_rule){.kind = kind, .low = 0.4f, .alpha = 0.7f, .beta = 0.8f, .gamma = 0.2f};
     const char *arg = colon + 1;
     if (kind == UNMASK_TOPK) {
         int64_t k;
@@ -43,7 +43,7 @@ int unmask_parse(const char *spec, struct unmask_rule *out, struct ts_err *err)
     char tau[64];
     const char *comma = strchr(arg, ',');
     if (comma && kind != UNMASK_HIERARCHICAL)
-        return ts_fail(err, "--decoder %s: threshold takes one confidence (threshold:TAU)", spec);
+        return ts_fail(err, "--decoder %s: %s takes one confidence (%s:TAU)", spec, names[kind], names[kind]);
     snprintf(tau, sizeof tau, "%.*s", comma ? (int)(comma - arg) : (int)strlen(arg), arg);
     if (parse_prob(spec, "TAU", tau, &out->tau, err))
         return -1;
@@ -54,8 +54,8 @@ void unmask_format(const struct unmask_rule *u, char *buf, size_t n)
 {
     if (u->kind == UNMASK_TOPK)
         snprintf(buf, n, "topk:%d", u->k);
-    else if (u->kind == UNMASK_THRESHOLD)
-        snprintf(buf, n, "threshold:%g", u->tau);
+    else if (u->kind == UNMASK_THRESHOLD || u->kind == UNMASK_CREDIT)
+        snprintf(buf, n, "%s:%g", names[u->kind], u->tau);
     else
         snprintf(buf, n, "hierarchical:%g,%g", u->tau, u->low);
 }
@@ -81,7 +81,7 @@ int32_t unmask_block(const struct unmask_rule *u, const float *conf, const uint8
         bool take = rank == 0;
         if (u->kind == UNMASK_TOPK)
             take = rank < u->k;
-        else if (u->kind == UNMASK_THRESHOLD)
+        else if (u->kind == UNMASK_THRESHOLD || u->kind == UNMASK_CREDIT) /* credit: over fused logits */
             take |= conf[i] >= u->tau;
         else {
             bool best = conf[i] > u->low; /* the best of its run of masked rows (every tie) */
@@ -95,4 +95,49 @@ int32_t unmask_block(const struct unmask_rule *u, const float *conf, const uint8
         count += take;
     }
     return count;
+}
+
+void credit_fuse(const struct unmask_rule *u, struct credit_row *st, uint32_t flags, const float *logits, int V,
+                 int32_t *tok, float *maxv, float *conf)
+{
+    if (flags & CREDIT_CLEAR)
+        st->n = 0;
+    if (flags & CREDIT_DECAY)
+        for (int32_t j = 0; j < st->n; j++)
+            st->val[j] *= u->beta;
+    if (flags & CREDIT_MASKED) { /* the plain top-1's probability, boosted, to its token's credit */
+        int32_t j = 0;
+        while (j < st->n && st->tok[j] != *tok)
+            j++;
+        if (j == st->n && st->n == CREDIT_MAX) { /* full: the smallest credit goes */
+            j = 0;
+            for (int32_t k = 1; k < st->n; k++)
+                if (st->val[k] < st->val[j])
+                    j = k;
+            st->val[j] = 0;
+        } else if (j == st->n) {
+            st->val[st->n++] = 0;
+        }
+        st->tok[j] = *tok;
+        st->val[j] += powf(*conf, u->gamma);
+    }
+    /* the fused row differs from the plain one at the credited tokens alone: its max, the sum of
+     * exp(l - max) (1 / conf of the plain row) corrected there, its argmax (ties: the lower token) */
+    const float m0 = *maxv;
+    float m = m0;
+    int32_t arg = *tok;
+    for (int32_t j = 0; j < st->n; j++) {
+        const float f = logits[st->tok[j]] + u->alpha * log1pf(st->val[j]);
+        if (f > m || (f == m && st->tok[j] < arg))
+            m = f, arg = st->tok[j];
+    }
+    double sum = (double)(1.0f / *conf) * exp((double)m0 - m);
+    for (int32_t j = 0; j < st->n; j++) {
+        const double l = logits[st->tok[j]];
+        sum += exp(l + u->alpha * log1p((double)st->val[j]) - m) - exp(l - m);
+    }
+    (void)V;
+    *tok = arg;
+    *maxv = m;
+    *conf = (float)(1.0 / sum);
 }

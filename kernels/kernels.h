@@ -422,7 +422,7 @@ int k_tp_argmax_merge(const float *gathered, int ranks, int R, int share, int32_
  * position is still masked): commit[row] = tok[row] where the rule commits the row, else -1, and
  * count[g] the rows group g commits. */
 #define K_UNMASK_MAX_ROWS 1024
-enum { K_UNMASK_TOPK = 0, K_UNMASK_THRESHOLD, K_UNMASK_HIERARCHICAL };
+enum { K_UNMASK_TOPK = 0, K_UNMASK_THRESHOLD, K_UNMASK_HIERARCHICAL, K_UNMASK_CREDIT /* threshold's rule */ };
 typedef struct {
     const int32_t *groups, *tok, *masked;
     const float *conf;
@@ -432,6 +432,26 @@ typedef struct {
     float tau, low; /* threshold and hierarchical's thresholds */
 } k_unmask_args;
 int k_unmask(const k_unmask_args *a, k_stream stream);
+/* Credit decoding's fusion (engine/eng_unmask.h; credit_fuse is the reference) over one LM-head chunk
+ * of `rows` logit rows from row_base: each row with a credit row (state[row] >= 0) updates that
+ * row's credits from in_* into out_* by flags[row] (K_CREDIT_MASKED, _DECAY, _CLEAR) and its plain
+ * argmax and confidence, then turns tok, maxv and conf into the fused logits' (l + alpha log(1 +
+ * credit)). Credit row s holds n[s] tokens and credits at [s * K_CREDIT_MAX]. */
+#define K_CREDIT_MAX 32
+enum { K_CREDIT_MASKED = 1, K_CREDIT_DECAY = 2, K_CREDIT_CLEAR = 4 };
+typedef struct {
+    const bf16_t *logits;
+    int rows, V, row_base;
+    int32_t *tok;
+    float *maxv, *conf;
+    const int32_t *state, *flags;
+    const int32_t *in_tok, *in_n;
+    const float *in_val;
+    int32_t *out_tok, *out_n;
+    float *out_val;
+    float alpha, beta, gamma;
+} k_credit_args;
+int k_credit_fuse(const k_credit_args *a, k_stream stream);
 
 #ifdef __cplusplus
 }

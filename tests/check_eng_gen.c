@@ -111,7 +111,7 @@ START_TEST(rule_specs)
     struct unmask_rule u;
     struct ts_err err;
     char buf[64];
-    const char *good[] = {"topk:1", "threshold:0.9", "hierarchical:0.9,0.4", "hierarchical:0.8"};
+    const char *good[] = {"topk:1", "threshold:0.9", "hierarchical:0.9,0.4", "hierarchical:0.8", "credit:0.9"};
     for (size_t i = 0; i < TS_ARRAY_LEN(good); i++) {
         ck_assert_int_eq(unmask_parse(good[i], &u, &err), 0);
         unmask_format(&u, buf, sizeof buf);
@@ -129,6 +129,96 @@ START_TEST(rule_specs)
         ck_assert_int_ne(unmask_parse(bad[i].spec, &u, &err), 0);
         ck_assert_msg(strstr(err.msg, bad[i].says) && strstr(err.msg, bad[i].spec), "%s: %s", bad[i].spec, err.msg);
     }
+}
+END_TEST
+
+/* The argmax (the lower on ties), max and softmax probability of a row, in double. */
+static void plain_top(const double *l, int V, int32_t *tok, double *maxv, double *conf)
+{
+    int32_t a = 0;
+    for (int v = 1; v < V; v++)
+        if (l[v] > l[a])
+            a = v;
+    double sum = 0;
+    for (int v = 0; v < V; v++)
+        sum += exp(l[v] - l[a]);
+    *tok = a, *maxv = l[a], *conf = 1.0 / sum;
+}
+
+/* Credit decoding's fusion as dInfer computes it, over a dense [rows, V] credit matrix, against the
+ * sparse credits of credit_fuse: over a block's steps, positions unmasking as they go; with 40
+ * steps and a new top-1 token nearly every step, past CREDIT_MAX credits a position (full). */
+static void credit_against_dense(int steps, double spread, double tol, bool full)
+{
+    enum { ROWS = 6, V = 400 };
+    const struct unmask_rule u = rule("credit:0.9");
+    static double mat[ROWS][V];
+    memset(mat, 0, sizeof mat);
+    struct credit_row st[ROWS];
+    bool masked[ROWS] = {1, 1, 1, 1, 1, 1};
+    uint64_t h = 11;
+    double worst = 0;
+    int wrong = 0, most = 0;
+    for (int it = 0; it < steps; it++)
+        for (int r = 0; r < ROWS; r++) {
+            double l[V], fused[V];
+            float lf[V];
+            for (int v = 0; v < V; v++) {
+                h = ts_mix64(h);
+                lf[v] = (float)(spread * ((double)(h % 10000) / 10000.0 - 0.5));
+                l[v] = lf[v];
+            }
+            int32_t top;
+            double m, p;
+            plain_top(l, V, &top, &m, &p);
+            for (int v = 0; v < V; v++) { /* dInfer: decay, add, fuse */
+                if (it > 0)
+                    mat[r][v] *= u.beta;
+                if (v == top && masked[r])
+                    mat[r][v] += pow((float)p, u.gamma);
+                fused[v] = l[v] + u.alpha * log(mat[r][v] + 1);
+            }
+            int32_t dtok;
+            double dmax, dconf;
+            plain_top(fused, V, &dtok, &dmax, &dconf);
+            int32_t tok = top;
+            float maxv = (float)m, conf = (float)p;
+            credit_fuse(&u, &st[r], (masked[r] ? CREDIT_MASKED : 0) | (it ? CREDIT_DECAY : CREDIT_CLEAR), lf, V,
+                        &tok, &maxv, &conf);
+            wrong += tok != dtok;
+            worst = fmax(worst, fabs(conf - dconf) / dconf);
+            ck_assert_int_le(st[r].n, CREDIT_MAX);
+            most = TS_MAX(most, st[r].n);
+            if (it == steps / 2 && r % 2)
+                masked[r] = false; /* decided: its credits only decay from now on */
+        }
+    ck_assert_int_eq(wrong, 0);
+    ck_assert_msg(worst < tol, "confidence off by %g", worst);
+    ck_assert(full == (most == CREDIT_MAX));
+}
+
+START_TEST(credit_fusion)
+{
+    credit_against_dense(12, 6.0, 1e-5, false); /* a block's steps; fewer credits a row than the cap */
+    credit_against_dense(40, 60.0, 2e-3, true); /* past the cap: the smallest credits dropped */
+    /* a credited token overtakes: two near-equal logits, the second's credit decides */
+    const struct unmask_rule u = rule("credit:0.9");
+    struct credit_row st;
+    float l[3] = {1.0f, 1.05f, -3.0f};
+    int32_t tok = 1;
+    float maxv = 1.05f, conf = 0.5f;
+    credit_fuse(&u, &st, CREDIT_CLEAR, l, 3, &tok, &maxv, &conf); /* not masked: no credit */
+    ck_assert_int_eq(tok, 1);
+    st = (struct credit_row){.n = 1, .tok = {0}, .val = {1.0f}};
+    tok = 1, maxv = 1.05f;
+    conf = (float)(1.0 / (exp(1.0 - 1.05) + 1 + exp(-3.0 - 1.05)));
+    credit_fuse(&u, &st, 0, l, 3, &tok, &maxv, &conf);
+    ck_assert_int_eq(tok, 0);
+    ck_assert_float_eq_tol(maxv, 1.0f + 0.7f * logf(2.0f), 1e-6);
+    struct unmask_rule v;
+    struct ts_err err;
+    ck_assert_int_ne(unmask_parse("credit:0.9,0.3", &v, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "credit takes one confidence"));
 }
 END_TEST
 
@@ -313,6 +403,12 @@ START_TEST(generation_ids_in_plan)
                 const int32_t row = p.q_start[s] + i;
                 ck_assert_int_eq(p.tok_ids[row], gen_token(&g, sd.segs[s].req_id, p.tok_pos[row]));
             }
+        int32_t state[64], flags[64];
+        gen_credit_rows(&g, &sd, state, flags); /* credit decoding's rows: a position each, its flags */
+        for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++) {
+            ck_assert_int_eq(state[r], (r / 16) * 16 + r % 16);
+            ck_assert_int_eq(flags[r], (masked[r] ? CREDIT_MASKED : 0) | (step == 1 ? CREDIT_CLEAR : CREDIT_DECAY));
+        }
         for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++) /* odd rows, then the rest */
             commit[r] = masked[r] && (r % 2 || step == 2) ? 40 + r : -1;
         ck_assert_int_eq(gen_apply(&g, &sd, commit, &err), 0);
@@ -391,6 +487,7 @@ int main(void)
     tcase_add_test(tc, rules_by_hand);
     tcase_add_test(tc, rules_properties);
     tcase_add_test(tc, rule_specs);
+    tcase_add_test(tc, credit_fusion);
     tcase_add_test(tc, generation_topk_exact);
     tcase_add_test(tc, generation_threshold);
     tcase_add_test(tc, generation_room);

@@ -65,6 +65,8 @@ mutations=(
     "hierarchical decoding ignores LOW|engine/eng_unmask.c|            bool best = conf[i] > u->low;|            bool best = true;|check_eng_gen"
     "a generation's commit step forgets the finished block|engine/eng_gen.c|            s.kv_write = r->commit_pending ? B : 0;|            s.kv_write = 0;|check_eng_gen"
     "a generation's ids stay hashed|engine/eng_plan.c|            if (id >= 0)\n                p->tok_ids[r] = id;|            if (id < -1)\n                p->tok_ids[r] = id;|check_eng_gen"
+    "credit boost without its power|engine/eng_unmask.c|        st->val[j] += powf(*conf, u->gamma);|        st->val[j] += *conf;|check_eng_gen"
+    "a block's credits carried into the next|engine/eng_gen.c|(r->block_steps > 0 ? CREDIT_DECAY : CREDIT_CLEAR);|CREDIT_DECAY;|check_eng_gen"
 )
 killed=0
 survived=0

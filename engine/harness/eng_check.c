@@ -1114,6 +1114,88 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Credit decoding's fusion kernel against credit_fuse over one LM-head chunk (its rows from row 3 of
+ * the step's): credit rows with 0 to CREDIT_MAX credits (the tokens the row's plain argmax among
+ * them), every combination of flags, rows without credits. */
+static void check_credit_kernel(struct checker *c, int V)
+{
+    enum { ROWS = 24, BASE = 3, R = ROWS + BASE };
+    const struct unmask_rule u = {.kind = UNMASK_CREDIT, .tau = 0.9f, .alpha = 0.7f, .beta = 0.8f, .gamma = 0.2f};
+    const int64_t n = (int64_t)ROWS * V;
+    float *lf = xmalloc(4 * (size_t)n), maxv[R], conf[R], gmax[R], gconf[R];
+    bf16_t *lb = xmalloc(2 * (size_t)n);
+    int32_t tok[R], gtok[R], state[R], flags[R], in_tok[ROWS * CREDIT_MAX], in_n[ROWS], out_tok[ROWS * CREDIT_MAX],
+        out_n[ROWS];
+    float in_val[ROWS * CREDIT_MAX], out_val[ROWS * CREDIT_MAX];
+    struct credit_row st[ROWS];
+    rand_bf16(c, lf, lb, n, 6.0f); /* lf: the bf16 values, widened */
+    ref_argmax_conf(lf, ROWS, V, tok + BASE, maxv + BASE, conf + BASE);
+    uint64_t h = c->seed ^ 0xc7ed;
+    for (int i = 0; i < BASE; i++)
+        tok[i] = 0, maxv[i] = 0, conf[i] = 1, state[i] = -1, flags[i] = 0;
+    for (int i = 0; i < ROWS; i++) {
+        h = ts_mix64(h);
+        const int row = BASE + i;
+        state[row] = i % 7 == 6 ? -1 : ROWS - 1 - i; /* credit rows in another order than logit rows */
+        flags[row] = (int32_t)(h % 8 == 7 ? 0 : h % 8);
+        const int s = ROWS - 1 - i;
+        st[s].n = (int32_t)(i * 3 % (CREDIT_MAX + 1));
+        for (int j = 0; j < st[s].n; j++) {
+            st[s].tok[j] = j == 0 && i % 2 ? tok[row] : (int32_t)((h >> 16) % (uint64_t)V + (uint64_t)j) % V;
+            st[s].val[j] = (float)((h >> (j % 40)) % 1000) / 500.0f;
+        }
+        in_n[s] = st[s].n;
+        for (int j = 0; j < CREDIT_MAX; j++) {
+            in_tok[s * CREDIT_MAX + j] = j < st[s].n ? st[s].tok[j] : 0;
+            in_val[s * CREDIT_MAX + j] = j < st[s].n ? st[s].val[j] : 0;
+        }
+    }
+    memcpy(gtok, tok, sizeof tok), memcpy(gmax, maxv, sizeof maxv), memcpy(gconf, conf, sizeof conf);
+    for (int row = BASE; row < R; row++)
+        if (state[row] >= 0)
+            credit_fuse(&u, &st[state[row]], (uint32_t)flags[row], lf + (size_t)(row - BASE) * V, V, &tok[row],
+                        &maxv[row], &conf[row]);
+    bf16_t *dl = dev_copy(lb, 2 * (size_t)n);
+    int32_t *dt = dev_copy(gtok, sizeof gtok), *ds = dev_copy(state, sizeof state), *df = dev_copy(flags, sizeof flags);
+    int32_t *dit = dev_copy(in_tok, sizeof in_tok), *din = dev_copy(in_n, sizeof in_n), *dot = NULL, *don = NULL;
+    float *dm = dev_copy(gmax, sizeof gmax), *dc = dev_copy(gconf, sizeof gconf), *div = dev_copy(in_val, sizeof in_val);
+    float *dov = NULL;
+    CK(cudaMalloc((void **)&dot, sizeof out_tok));
+    CK(cudaMalloc((void **)&don, sizeof out_n));
+    CK(cudaMalloc((void **)&dov, sizeof out_val));
+    const k_credit_args a = {dl, ROWS, V, BASE, dt, dm, dc, ds, df, dit, din, div, dot, don, dov, u.alpha, u.beta, u.gamma};
+    KK(k_credit_fuse(&a, NULL));
+    CK(cudaMemcpy(gtok, dt, sizeof gtok, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gconf, dc, sizeof gconf, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gmax, dm, sizeof gmax, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(out_tok, dot, sizeof out_tok, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(out_n, don, sizeof out_n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(out_val, dov, sizeof out_val, cudaMemcpyDeviceToHost));
+    int wrong = 0;
+    double worst = 0;
+    for (int row = 0; row < R; row++) {
+        wrong += gtok[row] != tok[row];
+        worst = fmax(worst, fabs(gconf[row] - conf[row]) / conf[row] + fabs(gmax[row] - maxv[row]) / (1 + fabs(maxv[row])));
+        const int s = state[row];
+        if (s < 0)
+            continue;
+        wrong += out_n[s] != st[s].n;
+        for (int j = 0; j < st[s].n && j < out_n[s]; j++) {
+            wrong += out_tok[s * CREDIT_MAX + j] != st[s].tok[j];
+            worst = fmax(worst, fabs(out_val[s * CREDIT_MAX + j] - st[s].val[j]) / (1e-3 + st[s].val[j]));
+        }
+    }
+    char what[96];
+    snprintf(what, sizeof what, "credit fusion over V = %d (argmax, credits that differ)", V);
+    report(c, what, wrong, 0);
+    snprintf(what, sizeof what, "credit fusion over V = %d: confidence, max, credits", V);
+    report(c, what, worst, 1e-4);
+done:
+    cudaFree(dl), cudaFree(dt), cudaFree(ds), cudaFree(df), cudaFree(dit), cudaFree(din), cudaFree(dot);
+    cudaFree(don), cudaFree(dm), cudaFree(dc), cudaFree(div), cudaFree(dov);
+    free(lf), free(lb);
+}
+
 /* One generation step's decisions: the GPU's beside unmask_block over the engine's own outputs
  * (*exact: rows and counts that differ) and over the reference's (*parted: rows decided otherwise). */
 static void gen_decisions(const struct unmask_rule *u, const int32_t *groups, int32_t ng, const int32_t *masked,
@@ -1135,9 +1217,23 @@ static void gen_decisions(const struct unmask_rule *u, const int32_t *groups, in
     }
 }
 
+/* Credit decoding on the reference: its logits from its final hidden rows [R, hidden] by the LM head,
+ * its own credits (credits[], by the step's credit rows and flags) fused into tok, maxv, conf. */
+static void gen_ref_credit(struct eng_ref *r, const struct model_cfg *m, const struct unmask_rule *u,
+                           const float *hidden, int R, const int32_t *state, const int32_t *flags,
+                           struct credit_row *credits, float *logits, int32_t *tok, float *maxv, float *conf)
+{
+    ref_linear(logits, hidden, eng_ref_weight(r, W_LM, -1), R, m->hidden, m->vocab);
+    for (int i = 0; i < R; i++)
+        if (state[i] >= 0)
+            credit_fuse(u, &credits[state[i]], (uint32_t)flags[i], logits + (size_t)i * m->vocab, m->vocab, &tok[i],
+                        &maxv[i], &conf[i]);
+}
+
 /* A whole generation of a tiny model (3 requests, 64 tokens in blocks of 32, real token ids fed back)
- * on the engine, each step also on the reference over the same tokens; the rule's threshold the
- * median confidence of the first block step, so that steps commit several rows. */
+ * on the engine, each step also on the reference over the same tokens (credit decoding: each with
+ * its own credits); the rule's threshold the median confidence of the first block step, so that
+ * steps commit several rows. */
 static void check_generation(struct checker *c, const struct model_cfg *m, int attn_block, int kind)
 {
     struct eng_opts o;
@@ -1156,10 +1252,13 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
     struct step_desc sd;
     step_desc_init(&sd);
     struct ts_err err;
-    int32_t groups[6], masked[96], commit[96], count[3], ng, rtok[96];
+    int32_t groups[6], masked[96], commit[96], count[3], ng, rtok[96], cstate[96], cflags[96];
     float rmax[96], rconf[96];
     int64_t exact = 0, parted = 0, rows = 0, argmax_wrong = 0;
     struct unmask_rule u = {.kind = -1};
+    struct credit_row credits[96]; /* the reference's own */
+    float *href = xmalloc(sizeof *href * 96 * (size_t)m->hidden), *logits = xmalloc(sizeof *logits * 96 * (size_t)m->vocab);
+    o.credit_rows = kind == UNMASK_CREDIT ? 96 : 0;
     if (gen_init(&g, &gc, NULL, &err) || eng_create(m, &o, &e, &err) || eng_ref_create(m, NULL, o.seed, &r, &err)) {
         fail_msg(c, "generation", err.msg);
         goto done;
@@ -1167,17 +1266,28 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
     eng_set_tokens(e, gen_token, &g);
     while (gen_next_step(&g, &sd, groups, &ng, masked)) {
         struct eng_out out;
+        if (ng > 0 && u.kind < 0) /* the threshold: the median confidence of the first block step */
+            u = (struct unmask_rule){.kind = kind, .alpha = 0.7f, .beta = 0.8f, .gamma = 0.2f};
+        if (kind == UNMASK_CREDIT) {
+            gen_credit_rows(&g, &sd, cstate, cflags);
+            if (eng_credit_next(e, &u, cstate, cflags, (int32_t)sd.tot.logit_rows, &err)) {
+                fail_msg(c, "generation credits", err.msg);
+                goto done;
+            }
+        }
         if (eng_step(e, &sd, &out, NULL, &err) || eng_plan_build(&p, &kv, &sd, m->vocab, o.seed, &err)) {
             fail_msg(c, "generation step", err.msg);
             goto done;
         }
         eng_plan_set_ids(&p, &sd, gen_token, &g);
-        eng_ref_step(r, &sd, &p, sd.attn_block, NULL, rtok, rmax, rconf);
-        if (ng > 0 && u.kind < 0) { /* the median confidence of the first block step */
+        eng_ref_step(r, &sd, &p, sd.attn_block, href, rtok, rmax, rconf);
+        if (kind == UNMASK_CREDIT) /* the reference's own fusion of its own logits */
+            gen_ref_credit(r, m, &u, href, out.R, cstate, cflags, credits, logits, rtok, rmax, rconf);
+        if (ng > 0 && u.tau == 0) {
             float sorted[96];
             memcpy(sorted, out.conf, sizeof(float) * (size_t)out.R);
             qsort(sorted, (size_t)out.R, sizeof *sorted, cmp_float);
-            u = (struct unmask_rule){.kind = kind, .tau = sorted[out.R / 2], .low = sorted[out.R / 4]};
+            u.tau = sorted[out.R / 2], u.low = sorted[out.R / 4];
         }
         for (int32_t i = 0; i < out.R; i++)
             argmax_wrong += out.tok[i] != rtok[i];
@@ -1205,6 +1315,7 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
         undone += !g.r[i].done;
     report(c, "generation: requests unfinished, or one commit a step", undone + (gen_tpf(&g) > 1.2 ? 0 : 1), 0);
 done:
+    free(href), free(logits);
     step_desc_free(&sd);
     eng_plan_free(&p);
     eng_kv_free(&kv);
@@ -2106,6 +2217,8 @@ static void check_kernels(struct checker *c)
     check_focus_kernels(c, 4, 4, 64, 100, K_FOCUS_MAX_CAND);
     check_moe_kernel_cases(c);
     check_unmask_kernel(c);
+    check_credit_kernel(c, 1003);
+    check_credit_kernel(c, 126464);
 }
 
 static void check_moe_steps(struct checker *c);
@@ -2159,6 +2272,8 @@ static void check_engine_steps(struct checker *c)
         check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD);
     if (take(c))
         check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL);
+    if (take(c))
+        check_generation(c, &tiny_a, 0, UNMASK_CREDIT);
     fprintf(c->out, "the engine against itself:\n");
     if (take(c))
         check_self(c, &tiny_b);
@@ -2270,8 +2385,11 @@ static void check_generate_only(struct checker *c)
 {
     fprintf(c->out, "generation: the unmasking kernel and whole generations against the CPU reference:\n");
     check_unmask_kernel(c);
+    check_credit_kernel(c, 1003);
+    check_credit_kernel(c, 126464);
     check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD);
     check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL);
+    check_generation(c, &tiny_gqa, 0, UNMASK_CREDIT);
 }
 
 int eng_check_run(uint64_t seed, const char *only, int part, int parts, FILE *out)

@@ -37,9 +37,11 @@ static void generate_usage(FILE *f)
 "  --model NAME|config.json   the model [llada-8b]; --weights PATH a safetensors checkpoint (a file or\n"
 "                             a directory of shards) instead of random weights\n"
 "  --decoder SPEC             topk:K (the K most confident masked positions a step), threshold:TAU\n"
-"                             (every one at least TAU, and the most confident; Fast-dLLM's) or\n"
+"                             (every one at least TAU, and the most confident; Fast-dLLM's),\n"
 "                             hierarchical:TAU[,LOW] (dInfer's: each run of masked positions' best\n"
-"                             above LOW [0.4], every one above TAU, and the most confident)\n"
+"                             above LOW [0.4], every one above TAU, and the most confident) or\n"
+"                             credit:TAU (dInfer's: threshold over logits fused with each position's\n"
+"                             credit, an EMA of its top-1 probabilities, in the LM head)\n"
 "                             [threshold:0.9]\n"
 "  --requests N               sequences [16] (with --prompts: at most N of the file's [all])\n"
 "  --prompt-len P             hashed prompt ids of P tokens [256]; --prompts FILE one JSON array of\n"
@@ -50,7 +52,7 @@ static void generate_usage(FILE *f)
 "                             for another model: required)\n"
 "  --profile-out FILE --name NAME\n"
 "                             adds the measured tokens per forward to FILE as decode profile NAME\n"
-"                             (for tessera sim --decode threshold:FILE:NAME or hierarchical:FILE:NAME)\n"
+"                             (for tessera sim --decode threshold:FILE:NAME, hierarchical:... or credit:...)\n"
 "  --ids-out FILE             each request's generated ids, a JSON array a line\n"
 "Prints the steps, tokens per forward (and how many positions each block step committed), the\n"
 "redundancy (block rows computed per position decided), the GPU time of the steps and of the\n"
@@ -174,6 +176,11 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
     const int32_t n = g->c.requests, B = g->c.block;
     int32_t *groups = xmalloc(sizeof *groups * 2 * (size_t)n), ng;
     int32_t *masked = xmalloc(sizeof *masked * (size_t)n * B), *commit = xmalloc(sizeof *commit * (size_t)n * B);
+    int32_t *cstate = NULL, *cflags = NULL;
+    if (u->kind == UNMASK_CREDIT) {
+        cstate = xmalloc(sizeof *cstate * (size_t)n * B);
+        cflags = xmalloc(sizeof *cflags * (size_t)n * B);
+    }
     struct step_desc sd;
     step_desc_init(&sd);
     const bool tty = isatty(STDERR_FILENO);
@@ -181,6 +188,11 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
     eng_set_tokens(e, gen_token, g);
     while (rc == 0 && gen_next_step(g, &sd, groups, &ng, masked)) {
         float ms = 0, ums = 0;
+        if (cstate) { /* credit decoding: the step's rows fused with their positions' credits */
+            gen_credit_rows(g, &sd, cstate, cflags);
+            if ((rc = eng_credit_next(e, u, cstate, cflags, (int32_t)sd.tot.logit_rows, err)) != 0)
+                break;
+        }
         if ((rc = eng_step(e, &sd, NULL, &ms, err)) != 0)
             break;
         for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
@@ -204,7 +216,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         fprintf(stderr, "\r%60s\r", "");
     eng_set_tokens(e, NULL, NULL);
     step_desc_free(&sd);
-    free(groups), free(masked), free(commit);
+    free(groups), free(masked), free(commit), free(cstate), free(cflags);
     return rc;
 }
 
@@ -286,6 +298,7 @@ int eng_generate_main(int argc, char **argv)
     o.mem_limit = (int64_t)(a.mem_gb * 1e9);
     o.weights = a.weights;
     o.seed = (uint64_t)a.seed;
+    o.credit_rows = a.rule.kind == UNMASK_CREDIT ? n * B : 0;
     struct eng *e = NULL;
     struct gen_run run = {0};
     rc = 1;
