@@ -137,10 +137,10 @@ void eng_release(struct eng *e, int32_t req_id);
 /* The KV pool's free pages now. */
 int32_t eng_pool_free_pages(const struct eng *e);
 
-/* Generation. The steps that follow embed ids(ctx, request, position) where it is not -1 (a
- * request's real tokens, the mask token at its undecided positions) instead of the hash of
- * eng_opts.seed; NULL: the hash everywhere. */
-void eng_set_tokens(struct eng *e, eng_token_fn ids, void *ctx);
+/* Generation. The steps that follow embed t's tokens where it has them (a request's real tokens, the
+ * mask token at its undecided positions) instead of the hash of eng_opts.seed, and run a segment's
+ * query rows at t's q_pos where it gives one (eng_plan_set_ids); NULL: the hash everywhere. */
+void eng_set_tokens(struct eng *e, const struct eng_tokens *t);
 /* The unmasking decision of the last step on the GPU (k_unmask; eng_unmask.h has the rules): n
  * blocks of its logit rows, block g rows groups[2g] .. groups[2g] + groups[2g + 1] - 1, and each
  * logit row's masked flag (nonzero: still masked). commit[row] gets the token the rule commits at

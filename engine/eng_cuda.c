@@ -128,8 +128,7 @@ struct eng {
     bool cr_pending;
     int32_t cr_R;
     float cr_alpha, cr_beta, cr_gamma;
-    eng_token_fn tok_fn;       /* eng_set_tokens */
-    void *tok_ctx;
+    struct eng_tokens tokens;  /* eng_set_tokens (tokens.id NULL: none) */
     int32_t max_segs, max_tiles, max_page_refs;
     struct eng_kv kv;
     struct eng_plan plan;
@@ -1330,8 +1329,8 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
         return -1;
     if (eng_plan_build(&e->plan, e->o.stateless ? NULL : &e->kv, sd, e->gm.vocab, e->o.seed, err))
         return -1;
-    if (e->tok_fn)
-        eng_plan_set_ids(&e->plan, sd, e->tok_fn, e->tok_ctx);
+    if (e->tokens.id && eng_plan_set_ids(&e->plan, e->o.stateless ? NULL : &e->kv, sd, &e->tokens, err))
+        return -1;
     if (e->cr_pending && e->plan.R != e->cr_R)
         return ts_fail(err, "step refused: its credit rows cover %d logit rows, the step has %d", e->cr_R, e->plan.R);
     if (upload_plan(e, err))
@@ -1398,10 +1397,9 @@ int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, flo
     return 0;
 }
 
-void eng_set_tokens(struct eng *e, eng_token_fn ids, void *ctx)
+void eng_set_tokens(struct eng *e, const struct eng_tokens *t)
 {
-    e->tok_fn = ids;
-    e->tok_ctx = ctx;
+    e->tokens = t ? *t : (struct eng_tokens){0};
 }
 
 int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *state, const int32_t *flags, int32_t R,
@@ -1446,6 +1444,7 @@ int eng_unmask(struct eng *e, const struct unmask_rule *u, const int32_t *groups
     CU(cudaMemcpyAsync(e->d_um, e->h_um, sizeof(int32_t) * 2 * (size_t)n, cudaMemcpyHostToDevice, e->stream));
     CU(cudaMemcpyAsync(e->d_um + 2 * T, e->h_um + 2 * T, sizeof(int32_t) * (size_t)R, cudaMemcpyHostToDevice,
                        e->stream));
+    CU(cudaMemsetAsync(e->d_um + 3 * T, 0xff, sizeof(int32_t) * (size_t)R, e->stream)); /* rows of no block: -1 */
     const k_unmask_args a = {.groups = e->d_um, .tok = e->d_tok, .masked = e->d_um + 2 * T, .conf = e->d_conf,
                              .commit = e->d_um + 3 * T, .count = e->d_um + 4 * T, .num_groups = n,
                              .kind = u->kind, .k = u->k, .tau = u->tau, .low = u->low};

@@ -108,6 +108,9 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
         return ts_fail(err, "--block %d: must be in 1..%d", c->block, UNMASK_MAX_ROWS);
     if (c->gen_len < c->block || c->gen_len % c->block)
         return ts_fail(err, "--gen-len %d: must be a positive multiple of --block %d", c->gen_len, c->block);
+    if (c->dual && c->attn_block > 0)
+        return ts_fail(err, "the dual cache runs a block between cached positions, which block-causal attention "
+                            "does not allow: use the prefix cache");
     if (c->mask_id < 0 || c->mask_id >= c->vocab)
         return ts_fail(err, "--mask-id %d: must be a token of the model's vocabulary (0..%d)", c->mask_id, c->vocab - 1);
     const int32_t n = prompts ? TS_MIN(prompts->n, c->requests > 0 ? c->requests : prompts->n) : c->requests;
@@ -121,8 +124,8 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
     for (int32_t i = 0; i < n; i++) {
         struct gen_req *r = &g->r[i];
         r->P = prompts ? prompts->len[i] : c->prompt_len;
-        if (2 * c->block > c->max_tokens || r->P > c->max_tokens) {
-            const int32_t P = r->P, want = TS_MAX(P, 2 * c->block);
+        if (2 * c->block > c->max_tokens || r->P > c->max_tokens || (c->dual && r->P + c->gen_len > c->max_tokens)) {
+            const int32_t P = r->P, want = c->dual ? P + c->gen_len : TS_MAX(P, 2 * c->block);
             gen_free(g);
             return ts_fail(err, "request %d: its prompt of %d tokens and blocks of %d need steps of %d rows, more than "
                                 "the engine's %d", i, P, c->block, want, c->max_tokens);
@@ -165,6 +168,35 @@ int32_t gen_token(void *ctx, int32_t req, int32_t pos)
     return g->r[req].ids[pos];
 }
 
+static int32_t gen_q_pos(void *ctx, int32_t req)
+{
+    const struct gen *g = ctx;
+    return req >= 0 && req < g->c.requests ? g->r[req].q_at : -1;
+}
+
+struct eng_tokens gen_tokens(struct gen *g) { return (struct eng_tokens){gen_token, gen_q_pos, g}; }
+
+/* Request r's block step into s (its first block row's logit row into *first): the prefix cache's
+ * block over its prefix (with the finished block's commit), or the dual cache's whole sequence
+ * (the block's first step) or block between cached positions. */
+static void block_segment(const struct gen *g, struct gen_req *r, struct segment *s)
+{
+    const int32_t B = g->c.block, L = r->P + g->c.gen_len, cached = r->P + r->block * B;
+    r->q_at = -1;
+    if (g->c.dual && r->block_steps == 0) {
+        *s = (struct segment){.req_id = s->req_id, .phase = PHASE_REFRESH, .q = L, .kv_write = L,
+                              .logit_rows = L - cached};
+    } else if (g->c.dual) {
+        *s = (struct segment){.req_id = s->req_id, .phase = PHASE_REUSE, .q = B, .kv = L - B, .kv_write = B,
+                              .logit_rows = B};
+        r->q_at = cached;
+    } else {
+        *s = (struct segment){.req_id = s->req_id, .phase = PHASE_BLOCK, .q = r->commit_pending ? 2 * B : B,
+                              .kv = r->commit_pending ? cached - B : cached, .kv_write = r->commit_pending ? B : 0,
+                              .logit_rows = B};
+    }
+}
+
 bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t *ngroups, int32_t *masked)
 {
     const int32_t B = g->c.block;
@@ -179,26 +211,24 @@ bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t
         if (r->done)
             continue;
         struct segment s = {.req_id = i};
-        if (!r->prefilled) {
+        r->q_at = -1;
+        if (!r->prefilled && !g->c.dual) {
             if (rows > 0 && rows + r->P > g->c.max_tokens)
                 continue; /* waits for room */
             s.phase = PHASE_PREFILL;
             s.q = s.kv_write = r->P;
         } else {
-            const int32_t cached = r->P + r->block * B;
-            s.phase = PHASE_BLOCK;
-            s.q = r->commit_pending ? 2 * B : B;
-            s.kv = r->commit_pending ? cached - B : cached;
-            s.kv_write = r->commit_pending ? B : 0;
-            s.logit_rows = B;
-            if (rows + s.q > g->c.max_tokens)
+            block_segment(g, r, &s);
+            if (rows > 0 && rows + s.q > g->c.max_tokens) {
+                r->q_at = -1;
                 continue;
-            groups[2 * *ngroups] = (int32_t)logits;
+            }
+            groups[2 * *ngroups] = (int32_t)logits; /* the block: the segment's first logit rows */
             groups[2 * *ngroups + 1] = B;
-            for (int32_t k = 0; k < B; k++)
-                masked[logits + k] = !r->decided[r->block * B + k];
+            for (int32_t k = 0; k < s.logit_rows; k++)
+                masked[logits + k] = k < B && !r->decided[r->block * B + k];
             ++*ngroups;
-            logits += B;
+            logits += s.logit_rows;
         }
         rows += s.q;
         g->seg_req[sd->num_segs] = i;
@@ -221,6 +251,7 @@ int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, 
             continue;
         }
         int32_t n = 0, left = 0;
+        const int64_t next = row + sd->segs[s].logit_rows;
         for (int32_t k = 0; k < B; k++, row++) {
             uint8_t *d = &r->decided[r->block * B + k];
             if (commit[row] >= 0) {
@@ -234,12 +265,15 @@ int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, 
             }
             left += !*d;
         }
+        for (; row < next; row++) /* the dual cache's rows past the block */
+            if (commit[row] >= 0)
+                return ts_fail(err, "request %d: a commit at logit row %lld, past its block", g->seg_req[s], (long long)row);
         r->steps++;
         r->block_steps = left == 0 ? 0 : r->block_steps + 1;
         r->decoded += n;
         g->block_segs++;
         g->decoded += n;
-        g->block_rows += B;
+        g->block_rows += sd->segs[s].q;
         g->per_step[n]++;
         r->commit_pending = left == 0;
         if (left == 0 && ++r->block * B == g->c.gen_len)
@@ -257,10 +291,10 @@ void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *s
         const struct gen_req *r = &g->r[i];
         if (sd->segs[s].phase == PHASE_PREFILL)
             continue;
-        for (int32_t k = 0; k < B; k++, row++) {
-            state[row] = i * B + k;
-            flags[row] = (r->decided[r->block * B + k] ? 0 : CREDIT_MASKED) |
-                         (r->block_steps > 0 ? CREDIT_DECAY : CREDIT_CLEAR);
+        for (int32_t k = 0; k < sd->segs[s].logit_rows; k++, row++) { /* the block's rows alone */
+            state[row] = k < B ? i * B + k : -1;
+            flags[row] = k >= B ? 0 : (r->decided[r->block * B + k] ? 0 : CREDIT_MASKED) |
+                                      (r->block_steps > 0 ? CREDIT_DECAY : CREDIT_CLEAR);
         }
     }
 }

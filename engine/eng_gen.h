@@ -3,13 +3,18 @@
  * that advance them and what the unmasking decisions did. Pure host code, tested on the CPU; the
  * engine runs the steps and decides on the GPU (eng_unmask).
  *
- * Block diffusion with an exact prefix cache (the block policy, sim/policy_block.c): a request's
- * prompt is prefilled once (its K/V written); then each step runs its current block of B masked or
- * decided positions over the cached prefix, logits for all B rows, and the unmasking rule commits
- * some of the block's masked positions; a finished block's K/V is written by the next block's
- * first step, which runs both blocks (q = 2B). Requests advance on their own, so one step holds
- * each unfinished request's prefill or block. Prompts are real token ids (a file) or hashed ones,
- * the response starts as the mask token everywhere.
+ * Two caches, as the simulator's policies run them:
+ *   prefix  block diffusion over an exact prefix cache (the block policy, sim/policy_block.c): a
+ *           request's prompt is prefilled once (its K/V written); then each step runs its current
+ *           block of B positions over the cached prefix, logits for all B rows; a finished block's
+ *           K/V is written by the next block's first step, which runs both blocks (q = 2B)
+ *   dual    Fast-dLLM's dual cache (the dual policy): a block's first step runs the whole sequence
+ *           (every position's K/V written; logits from the block on, as the reference forward takes
+ *           them over the sequence), its others the block alone at its positions over every other
+ *           position's cached K/V (the block's own rewritten); bidirectional models only
+ * In each block step the unmasking rule commits some of the block's masked positions. Requests
+ * advance on their own, so one step holds each unfinished request's own step. Prompts are real token
+ * ids (a file) or hashed ones, the response starts as the mask token everywhere.
  */
 #ifndef TESSERA_ENG_GEN_H
 #define TESSERA_ENG_GEN_H
@@ -18,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "eng_plan.h"
 #include "eng_unmask.h"
 #include "step_desc.h"
 #include "util.h"
@@ -31,7 +37,8 @@ struct gen_cfg {
     int32_t max_pos;       /* the model's context (a prompt and its response must fit); 0: any */
     uint64_t seed;         /* hashed prompts */
     int32_t attn_block;    /* the steps' attn_block (block-causal models: B) */
-    int32_t max_tokens;    /* a step's query rows at most (prefills wait for room) */
+    int32_t max_tokens;    /* a step's query rows at most (a request whose step does not fit waits) */
+    bool dual;             /* the dual cache; else the prefix cache */
     int32_t logit_chunk_rows;
 };
 
@@ -50,6 +57,7 @@ struct gen_req {
     bool prefilled, commit_pending, done;
     int32_t steps, decoded; /* its block steps and the positions they committed */
     int32_t block_steps;    /* the steps its current block has run */
+    int32_t q_at;           /* its segment's first query position in the step built last, or -1 */
 };
 
 struct gen {
@@ -57,7 +65,7 @@ struct gen {
     struct gen_req *r;
     int32_t *seg_req;   /* the last step's segment -> request */
     int64_t steps;      /* steps run */
-    int64_t block_segs, decoded, block_rows; /* block segments, positions they committed, their block rows */
+    int64_t block_segs, decoded, block_rows; /* block segments, positions they committed, the rows they ran */
     int64_t *per_step;  /* [block + 1]: block segments by how many positions they committed */
 };
 
@@ -73,11 +81,14 @@ void gen_prompts_free(struct gen_prompts *p);
  * prompt, c->requests of them at most). */
 int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *prompts, struct ts_err *err);
 void gen_free(struct gen *g);
-/* eng_token_fn over a struct gen: request req's id at pos, -1 past its end. */
+/* Request req's token id at pos, -1 past its end. */
 int32_t gen_token(void *ctx, int32_t req, int32_t pos);
-/* The next step into sd (cleared first; its knobs set), its blocks' logit rows as unmask groups
- * ([2 n] first row and rows; room for c->requests) and each logit row's masked flag (room for
- * c->requests * block). false when every request is done. */
+/* The engine's view of g's tokens (eng_set_tokens, eng_plan_set_ids): each request's ids, and where
+ * a dual cache's block step runs its rows. */
+struct eng_tokens gen_tokens(struct gen *g);
+/* The next step into sd (cleared first; its knobs set), its blocks' rows as unmask groups ([2 n]
+ * first logit row and rows; room for c->requests) and each logit row's masked flag (room for the
+ * step's logit rows: c->requests * (prompt + gen_len) at most). false when every request is done. */
 bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t *ngroups, int32_t *masked);
 /* Applies the step's commits (commit[row]: the token, or -1, over its logit rows) and advances the
  * requests; a commit at a position already decided is an error (the rule commits masked rows). */

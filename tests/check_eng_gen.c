@@ -235,7 +235,8 @@ static int64_t run_gen(struct gen *g, const char *spec)
     const struct unmask_rule u = rule(spec);
     const int32_t n = g->c.requests, B = g->c.block;
     int32_t *groups = xmalloc(sizeof *groups * 2 * (size_t)n), ngroups;
-    int32_t *masked = xmalloc(sizeof *masked * (size_t)n * B), *commit = xmalloc(sizeof *commit * (size_t)n * B);
+    const size_t most = (size_t)n * (size_t)(g->r[0].P + g->c.gen_len + B); /* hashed prompts: one length */
+    int32_t *masked = xmalloc(sizeof *masked * most), *commit = xmalloc(sizeof *commit * most);
     float *conf = xmalloc(sizeof *conf * (size_t)B);
     uint8_t *mk = xmalloc((size_t)B), *pick = xmalloc((size_t)B);
     struct step_desc sd;
@@ -252,12 +253,27 @@ static int64_t run_gen(struct gen *g, const char *spec)
                 ck_assert(!r->prefilled && seg->q == r->P && seg->kv_write == r->P && seg->logit_rows == 0);
                 continue;
             }
-            ck_assert(r->prefilled && !r->done);
-            ck_assert_int_eq(seg->kv + seg->q, r->P + (r->block + 1) * B); /* the block ends the keys */
-            ck_assert_int_eq(seg->q, r->commit_pending ? 2 * B : B);
-            ck_assert_int_eq(seg->kv_write, r->commit_pending ? B : 0);
+            ck_assert(!r->done);
+            const int32_t L = r->P + g->c.gen_len, start = r->P + r->block * B;
+            if (g->c.dual && r->block_steps == 0) { /* the whole sequence, logits from the block on */
+                ck_assert(seg->phase == PHASE_REFRESH && seg->q == L && seg->kv == 0 && seg->kv_write == L);
+                ck_assert_int_eq(seg->logit_rows, L - start);
+                ck_assert_int_eq(gen_tokens(g).q_pos(g, seg->req_id), -1);
+            } else if (g->c.dual) { /* the block at its positions over every other one */
+                ck_assert(seg->phase == PHASE_REUSE && seg->q == B && seg->kv == L - B && seg->kv_write == B);
+                ck_assert_int_eq(gen_tokens(g).q_pos(g, seg->req_id), start);
+            } else {
+                ck_assert(r->prefilled);
+                ck_assert_int_eq(seg->kv + seg->q, start + B); /* the block ends the keys */
+                ck_assert_int_eq(seg->q, r->commit_pending ? 2 * B : B);
+                ck_assert_int_eq(seg->kv_write, r->commit_pending ? B : 0);
+            }
             ck_assert_int_eq(groups[2 * grp], row);
             ck_assert_int_eq(groups[2 * grp + 1], B);
+            for (int32_t k = B; k < seg->logit_rows; k++) { /* past the block: never masked, never committed */
+                ck_assert_int_eq(masked[row + k], 0);
+                commit[row + k] = -1;
+            }
             for (int32_t k = 0; k < B; k++) {
                 const uint64_t h = ts_mix64(((uint64_t)seg->req_id << 40) ^ ((uint64_t)(r->block * B + k) << 20) ^
                                             (uint64_t)steps);
@@ -268,7 +284,7 @@ static int64_t run_gen(struct gen *g, const char *spec)
             unmask_block(&u, conf, mk, B, pick);
             for (int32_t k = 0; k < B; k++)
                 commit[row + k] = pick[k] ? (seg->req_id * 7 + k) % 90 : -1;
-            row += B;
+            row += seg->logit_rows;
             grp++;
         }
         ck_assert_int_eq(grp, ngroups);
@@ -301,7 +317,7 @@ START_TEST(generation_topk_exact)
     ck_assert_int_eq(run_gen(&g, "topk:1"), 1 + 64);
     ck_assert_double_eq(gen_tpf(&g), 1.0);
     ck_assert_int_eq(g.per_step[1], 3 * 64);
-    ck_assert_int_eq(g.block_rows, 3 * 64 * 16);
+    ck_assert_int_eq(g.block_rows, 3 * (64 * 16 + 3 * 16)); /* every block's steps, the 3 commits' rows too */
     gen_free(&g);
     ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
     ck_assert_int_eq(run_gen(&g, "topk:4"), 1 + 16);
@@ -332,6 +348,70 @@ START_TEST(generation_threshold)
     run_gen(&g, "hierarchical:0.7,0.1");
     ck_assert(g.decoded == 5 * 96);
     gen_free(&g);
+}
+END_TEST
+
+/* The dual cache: each block's first step the whole sequence, the others the block at its positions;
+ * the plan puts those rows there, their slots the request's, its keys every position. */
+START_TEST(generation_dual)
+{
+    struct gen g;
+    struct ts_err err;
+    struct gen_cfg c = cfg(3, 20, 64, 16);
+    c.dual = true;
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(run_gen(&g, "topk:4"), 4 * 4); /* 4 blocks of 4 steps, no prefill */
+    ck_assert_int_eq(g.block_rows, 3 * 4 * (84 + 3 * 16));
+    gen_free(&g);
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    run_gen(&g, "threshold:0.6");
+    gen_free(&g);
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    int32_t groups[6], masked[3 * 84], commit[3 * 84], ng;
+    struct eng_kv kv;
+    eng_kv_init(&kv, 16, 64);
+    struct eng_plan p;
+    eng_plan_init(&p);
+    const struct eng_tokens tk = gen_tokens(&g);
+    for (int step = 0; step < 3; step++) {
+        ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
+        ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 100, 1, &err), 0);
+        ck_assert_int_eq(eng_plan_set_ids(&p, &kv, &sd, &tk, &err), 0);
+        for (int32_t s = 0; s < p.S; s++) {
+            const int32_t req = sd.segs[s].req_id, at = step == 0 ? 0 : 20;
+            ck_assert_int_eq(p.key_len[s], 84);
+            for (int32_t i = 0; i < p.q_len[s]; i++) {
+                const int32_t row = p.q_start[s] + i;
+                ck_assert_int_eq(p.tok_pos[row], at + i);
+                ck_assert_int_eq(p.tok_slot[row], eng_kv_slot(&kv, req, at + i));
+                ck_assert_int_eq(p.tok_ids[row], gen_token(&g, req, at + i));
+            }
+        }
+        for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
+            commit[r] = -1;
+        for (int32_t k = 0; k < ng; k++) /* one position a step */
+            commit[groups[2 * k] + step] = 50 + step;
+        ck_assert_int_eq(gen_apply(&g, &sd, commit, &err), 0);
+    }
+    ck_assert_int_eq(gen_token(&g, 2, 20 + 1), 51);
+    gen_free(&g);
+    /* a commit past the block is refused (a whole-sequence step's logit rows run on past it) */
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
+    ck_assert_int_eq(sd.segs[0].logit_rows, 64);
+    for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
+        commit[r] = r == 20 ? 3 : -1;
+    ck_assert_int_ne(gen_apply(&g, &sd, commit, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "past its block"));
+    gen_free(&g);
+    c.attn_block = 16;
+    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "block-causal"));
+    eng_plan_free(&p);
+    eng_kv_free(&kv);
+    step_desc_free(&sd);
 }
 END_TEST
 
@@ -397,7 +477,8 @@ START_TEST(generation_ids_in_plan)
     for (int step = 0; step < 3; step++) {
         ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
         ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 100, 1, &err), 0);
-        eng_plan_set_ids(&p, &sd, gen_token, &g);
+        const struct eng_tokens tk = gen_tokens(&g);
+        ck_assert_int_eq(eng_plan_set_ids(&p, &kv, &sd, &tk, &err), 0);
         for (int32_t s = 0; s < p.S; s++)
             for (int32_t i = 0; i < p.q_len[s]; i++) {
                 const int32_t row = p.q_start[s] + i;
@@ -491,6 +572,7 @@ int main(void)
     tcase_add_test(tc, generation_topk_exact);
     tcase_add_test(tc, generation_threshold);
     tcase_add_test(tc, generation_room);
+    tcase_add_test(tc, generation_dual);
     tcase_add_test(tc, generation_ids_in_plan);
     tcase_add_test(tc, prompt_file_errors);
     tcase_add_test(tc, profile_round_trip);

@@ -1234,14 +1234,14 @@ static void gen_ref_credit(struct eng_ref *r, const struct model_cfg *m, const s
  * on the engine, each step also on the reference over the same tokens (credit decoding: each with
  * its own credits); the rule's threshold the median confidence of the first block step, so that
  * steps commit several rows. */
-static void check_generation(struct checker *c, const struct model_cfg *m, int attn_block, int kind)
+static void check_generation(struct checker *c, const struct model_cfg *m, int attn_block, int kind, bool dual)
 {
     struct eng_opts o;
     eng_opts_defaults(&o);
     o.max_tokens = 1024, o.logit_chunk_rows = 64, o.kv_tokens = 4096, o.seed = 91;
     const struct gen_cfg gc = {.requests = 3, .prompt_len = 40, .gen_len = 64, .block = 32, .mask_id = m->vocab - 1,
                                .vocab = m->vocab, .seed = 5, .attn_block = attn_block ? 32 : 0, .max_tokens = 1024,
-                               .logit_chunk_rows = 64, .max_pos = m->max_pos};
+                               .logit_chunk_rows = 64, .max_pos = m->max_pos, .dual = dual};
     struct gen g = {0};
     struct eng *e = NULL;
     struct eng_ref *r = NULL;
@@ -1252,18 +1252,20 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
     struct step_desc sd;
     step_desc_init(&sd);
     struct ts_err err;
-    int32_t groups[6], masked[96], commit[96], count[3], ng, rtok[96], cstate[96], cflags[96];
-    float rmax[96], rconf[96];
-    int64_t exact = 0, parted = 0, rows = 0, argmax_wrong = 0;
+    enum { MOST = 3 * (40 + 64) }; /* a step's logit rows at most: the dual cache's whole sequences */
+    int32_t groups[6], masked[MOST], commit[MOST], count[3], ng, rtok[MOST], cstate[MOST], cflags[MOST];
+    float rmax[MOST], rconf[MOST];
+    int64_t exact = 0, parted = 0, rows = 0, argmax_wrong = 0, logit_rows = 0;
     struct unmask_rule u = {.kind = -1};
-    struct credit_row credits[96]; /* the reference's own */
-    float *href = xmalloc(sizeof *href * 96 * (size_t)m->hidden), *logits = xmalloc(sizeof *logits * 96 * (size_t)m->vocab);
+    struct credit_row credits[96]; /* the reference's own, 3 requests x 32 positions */
+    float *href = xmalloc(sizeof *href * MOST * (size_t)m->hidden), *logits = xmalloc(sizeof *logits * MOST * (size_t)m->vocab);
     o.credit_rows = kind == UNMASK_CREDIT ? 96 : 0;
     if (gen_init(&g, &gc, NULL, &err) || eng_create(m, &o, &e, &err) || eng_ref_create(m, NULL, o.seed, &r, &err)) {
         fail_msg(c, "generation", err.msg);
         goto done;
     }
-    eng_set_tokens(e, gen_token, &g);
+    const struct eng_tokens tk = gen_tokens(&g);
+    eng_set_tokens(e, &tk);
     while (gen_next_step(&g, &sd, groups, &ng, masked)) {
         struct eng_out out;
         if (ng > 0 && u.kind < 0) /* the threshold: the median confidence of the first block step */
@@ -1279,18 +1281,22 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
             fail_msg(c, "generation step", err.msg);
             goto done;
         }
-        eng_plan_set_ids(&p, &sd, gen_token, &g);
+        if (eng_plan_set_ids(&p, &kv, &sd, &tk, &err)) {
+            fail_msg(c, "generation plan", err.msg);
+            goto done;
+        }
         eng_ref_step(r, &sd, &p, sd.attn_block, href, rtok, rmax, rconf);
         if (kind == UNMASK_CREDIT) /* the reference's own fusion of its own logits */
             gen_ref_credit(r, m, &u, href, out.R, cstate, cflags, credits, logits, rtok, rmax, rconf);
         if (ng > 0 && u.tau == 0) {
-            float sorted[96];
+            float sorted[MOST];
             memcpy(sorted, out.conf, sizeof(float) * (size_t)out.R);
             qsort(sorted, (size_t)out.R, sizeof *sorted, cmp_float);
             u.tau = sorted[out.R / 2], u.low = sorted[out.R / 4];
         }
         for (int32_t i = 0; i < out.R; i++)
             argmax_wrong += out.tok[i] != rtok[i];
+        logit_rows += out.R;
         if (ng > 0 && eng_unmask(e, &u, groups, ng, masked, commit, count, NULL, &err)) {
             fail_msg(c, "generation unmask", err.msg);
             goto done;
@@ -1305,11 +1311,12 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
                 eng_release(e, sd.segs[s].req_id), eng_ref_release(r, sd.segs[s].req_id);
     }
     char what[128];
-    snprintf(what, sizeof what, "generation %s%s: %lld steps, TPF %.2f (unmasked rows, counts off)", unmask_name(kind),
-             attn_block ? " block-causal" : "", (long long)g.steps, gen_tpf(&g));
+    snprintf(what, sizeof what, "generation %s%s, %s cache: %lld steps, TPF %.2f (rows, counts off)", unmask_name(kind),
+             attn_block ? " block-causal" : "", dual ? "dual" : "prefix", (long long)g.steps, gen_tpf(&g));
     report(c, what, (double)exact, 0);
     report(c, "generation: rows the reference decides otherwise (fraction)", rows ? (double)parted / rows : 1, 0.10);
-    report(c, "generation: argmax differs from the reference (fraction)", rows ? (double)argmax_wrong / rows : 1, 0.10);
+    report(c, "generation: argmax differs from the reference (fraction)",
+           logit_rows ? (double)argmax_wrong / logit_rows : 1, 0.10);
     int undone = 0;
     for (int32_t i = 0; i < g.c.requests; i++)
         undone += !g.r[i].done;
@@ -2269,11 +2276,13 @@ static void check_engine_steps(struct checker *c)
     if (take(c))
         check_moe_steps(c);
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD);
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, false);
     if (take(c))
-        check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL);
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, true);
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_CREDIT);
+        check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, false);
+    if (take(c))
+        check_generation(c, &tiny_a, 0, UNMASK_CREDIT, true);
     fprintf(c->out, "the engine against itself:\n");
     if (take(c))
         check_self(c, &tiny_b);
@@ -2387,9 +2396,10 @@ static void check_generate_only(struct checker *c)
     check_unmask_kernel(c);
     check_credit_kernel(c, 1003);
     check_credit_kernel(c, 126464);
-    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD);
-    check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL);
-    check_generation(c, &tiny_gqa, 0, UNMASK_CREDIT);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, false);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, true);
+    check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, false);
+    check_generation(c, &tiny_gqa, 0, UNMASK_CREDIT, true);
 }
 
 int eng_check_run(uint64_t seed, const char *only, int part, int parts, FILE *out)

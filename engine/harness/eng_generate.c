@@ -25,14 +25,14 @@ static void generate_usage(FILE *f)
     fprintf(f,
 "usage: tessera engine generate [--model NAME|config.json] [--weights PATH] [--decoder SPEC]\n"
 "                               [--requests N] [--prompt-len P | --prompts FILE] [--gen-len G]\n"
-"                               [--block B] [--mask-id ID] [--seed S] [--mem-limit GB]\n"
+"                               [--block B] [--cache prefix|dual] [--mask-id ID] [--seed S]\n"
+"                               [--mem-limit GB]\n"
 "                               [--profile-out FILE --name NAME] [--ids-out FILE]\n"
 "\n"
-"Generates G tokens for each of N requests on the GPU, block diffusion over an exact prefix cache:\n"
-"the prompt prefilled once, then each step runs a request's current block of B positions over its\n"
-"cached prefix (the finished block's K/V written by the next block's first step) and commits some of\n"
-"its masked positions, decided on the GPU from each row's argmax and confidence; the committed tokens\n"
-"are the next step's input. Requests advance on their own, one step holding each one's block.\n"
+"Generates G tokens for each of N requests on the GPU, block by block: each step runs a request's\n"
+"current block of B positions and commits some of its masked positions, decided on the GPU from\n"
+"each row's argmax and confidence; the committed tokens are the next step's input. Requests advance\n"
+"on their own, one step holding each one's.\n"
 "\n"
 "  --model NAME|config.json   the model [llada-8b]; --weights PATH a safetensors checkpoint (a file or\n"
 "                             a directory of shards) instead of random weights\n"
@@ -47,6 +47,12 @@ static void generate_usage(FILE *f)
 "  --prompt-len P             hashed prompt ids of P tokens [256]; --prompts FILE one JSON array of\n"
 "                             token ids a line instead (a tokenizer's output)\n"
 "  --gen-len G, --block B     tokens to generate [256], a multiple of B [32]\n"
+"  --cache prefix|dual        prefix: the prompt prefilled once, each step the block over the cached\n"
+"                             prefix, a finished block's K/V written by the next block's first step\n"
+"                             (SDAR's, LLaDA2.0's block diffusion); dual: Fast-dLLM's dual cache, a\n"
+"                             block's first step the whole sequence, its others the block alone\n"
+"                             over every other position's cached K/V [dual for a bidirectional\n"
+"                             model, prefix for a block-causal one]\n"
 "  --mask-id ID               the mask token (LLaDA-8B 126336, LLaDA-MoE-7B 156895; with random\n"
 "                             weights and another model: the vocabulary's last; with --weights\n"
 "                             for another model: required)\n"
@@ -60,7 +66,7 @@ static void generate_usage(FILE *f)
 }
 
 struct gen_args {
-    const char *model, *weights, *prompts, *profile_out, *name, *ids_out;
+    const char *model, *weights, *prompts, *profile_out, *name, *ids_out, *cache;
     struct unmask_rule rule;
     char rule_text[64];
     int64_t requests, prompt_len, gen_len, block, mask_id, seed;
@@ -76,7 +82,8 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {"mask-id", required_argument, 0, 'k'}, {"seed", required_argument, 0, 's'},
                                       {"mem-limit", required_argument, 0, 'M'},
                                       {"profile-out", required_argument, 0, 'o'}, {"name", required_argument, 0, 'N'},
-                                      {"ids-out", required_argument, 0, 'i'}, {"help", no_argument, 0, 'h'},
+                                      {"ids-out", required_argument, 0, 'i'}, {"cache", required_argument, 0, 'c'},
+                                      {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     *a = (struct gen_args){.model = "llada-8b", .requests = -1, .prompt_len = 256, .gen_len = 256, .block = 32,
                            .mask_id = -1, .seed = 1};
@@ -95,6 +102,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'o': a->profile_out = optarg; break;
         case 'N': a->name = optarg; break;
         case 'i': a->ids_out = optarg; break;
+        case 'c': a->cache = optarg, bad = strcmp(optarg, "prefix") && strcmp(optarg, "dual"), range = "prefix or dual"; break;
         case 'd':
             if (unmask_parse(optarg, &a->rule, &err)) {
                 fprintf(stderr, "tessera engine generate: %s\n", err.msg);
@@ -173,19 +181,23 @@ static int cmp_float(const void *a, const void *b)
 static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule *u, struct gen_run *run,
                           struct ts_err *err)
 {
-    const int32_t n = g->c.requests, B = g->c.block;
+    const int32_t n = g->c.requests;
+    size_t most = 0; /* a step's logit rows at most: each request's whole sequence (the dual cache's) */
+    for (int32_t i = 0; i < n; i++)
+        most += (size_t)(g->r[i].P + g->c.gen_len);
     int32_t *groups = xmalloc(sizeof *groups * 2 * (size_t)n), ng;
-    int32_t *masked = xmalloc(sizeof *masked * (size_t)n * B), *commit = xmalloc(sizeof *commit * (size_t)n * B);
+    int32_t *masked = xmalloc(sizeof *masked * most), *commit = xmalloc(sizeof *commit * most);
     int32_t *cstate = NULL, *cflags = NULL;
     if (u->kind == UNMASK_CREDIT) {
-        cstate = xmalloc(sizeof *cstate * (size_t)n * B);
-        cflags = xmalloc(sizeof *cflags * (size_t)n * B);
+        cstate = xmalloc(sizeof *cstate * most);
+        cflags = xmalloc(sizeof *cflags * most);
     }
     struct step_desc sd;
     step_desc_init(&sd);
     const bool tty = isatty(STDERR_FILENO);
     int rc = 0;
-    eng_set_tokens(e, gen_token, g);
+    const struct eng_tokens tk = gen_tokens(g);
+    eng_set_tokens(e, &tk);
     while (rc == 0 && gen_next_step(g, &sd, groups, &ng, masked)) {
         float ms = 0, ums = 0;
         if (cstate) { /* credit decoding: the step's rows fused with their positions' credits */
@@ -214,7 +226,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
     }
     if (tty)
         fprintf(stderr, "\r%60s\r", "");
-    eng_set_tokens(e, NULL, NULL);
+    eng_set_tokens(e, NULL);
     step_desc_free(&sd);
     free(groups), free(masked), free(commit), free(cstate), free(cflags);
     return rc;
@@ -237,9 +249,9 @@ static int write_ids(const char *path, const struct gen *g, struct ts_err *err)
 static void report(const struct gen_args *a, const struct model_cfg *m, struct eng *e, const struct gen *g,
                    struct gen_run *run, int32_t mask_id)
 {
-    printf("tessera engine generate: %s (%s) on %s, %d requests, %d tokens each in blocks of %d, %s, mask id %d\n",
-           m->name, a->weights ? a->weights : "random weights", eng_device_name(e), g->c.requests, g->c.gen_len,
-           g->c.block, a->rule_text, mask_id);
+    printf("tessera engine generate: %s (%s) on %s, %d requests, %d tokens each in blocks of %d, %s cache, %s, "
+           "mask id %d\n", m->name, a->weights ? a->weights : "random weights", eng_device_name(e), g->c.requests,
+           g->c.gen_len, g->c.block, g->c.dual ? "dual" : "prefix", a->rule_text, mask_id);
     printf("  steps            %lld (%lld block steps of requests)\n", (long long)g->steps, (long long)g->block_segs);
     printf("  tokens/forward   %.3f; block steps by positions committed:", gen_tpf(g));
     for (int32_t k = 1; k <= g->c.block; k++)
@@ -279,11 +291,14 @@ int eng_generate_main(int argc, char **argv)
     for (int32_t i = 0; i < prompts.n; i++)
         longest = i ? TS_MAX(longest, prompts.len[i]) : prompts.len[i];
     const int32_t n = a.prompts ? prompts.n : (int32_t)(a.requests > 0 ? a.requests : 16), B = (int32_t)a.block;
-    const struct gen_cfg gc = {
+    struct gen_cfg gc = {
         .requests = n, .prompt_len = (int32_t)a.prompt_len, .gen_len = (int32_t)a.gen_len, .block = B,
         .mask_id = mask_id, .vocab = m.vocab, .max_pos = m.max_pos, .seed = (uint64_t)a.seed,
         .attn_block = m.block_causal ? B : 0, .logit_chunk_rows = 2048,
-        .max_tokens = TS_MAX(TS_MAX(longest, 2 * B), (int32_t)TS_MIN((int64_t)n * 2 * B, 8192))};
+        .dual = a.cache ? strcmp(a.cache, "dual") == 0 : !m.block_causal};
+    /* a step's rows: room for every request's block (the dual cache: its whole sequence), within 16K */
+    const int64_t seq = (int64_t)longest + a.gen_len, each = gc.dual ? seq : 2 * B;
+    gc.max_tokens = (int32_t)TS_MAX(TS_MAX(seq, 2 * B), TS_MIN((int64_t)n * each, 16384));
     struct gen g;
     if (gen_init(&g, &gc, a.prompts ? &prompts : NULL, &err)) {
         gen_prompts_free(&prompts);
@@ -310,9 +325,9 @@ int eng_generate_main(int argc, char **argv)
     report(&a, &m, e, &g, &run, mask_id);
     if (a.profile_out) {
         char source[512];
-        snprintf(source, sizeof source, "tessera engine generate --model %s --decoder %s (%s, %d requests, %d "
-                 "tokens in blocks of %d)", m.name, a.rule_text, a.weights ? a.weights : "random weights", n,
-                 gc.gen_len, B);
+        snprintf(source, sizeof source, "tessera engine generate --model %s --decoder %s --cache %s (%s, %d requests, "
+                 "%d tokens in blocks of %d)", m.name, a.rule_text, gc.dual ? "dual" : "prefix",
+                 a.weights ? a.weights : "random weights", n, gc.gen_len, B);
         if (gen_profile_write(a.profile_out, a.name, gen_tpf(&g), unmask_name(a.rule.kind), source, &err)) {
             fprintf(stderr, "tessera engine generate: %s\n", err.msg);
             goto done;
