@@ -151,8 +151,9 @@ int eng_unmask(struct eng *e, const struct unmask_rule *u, const int32_t *groups
 /* Credit decoding (eng_opts.credit_rows > 0; eng_unmask.h): the next eng_step fuses its R logit rows
  * with their credits in the LM head (k_credit_fuse), row r with credit row state[r] (-1: none) under
  * flags[r] (CREDIT_MASKED, _DECAY, _CLEAR), by u's alpha, beta and gamma, so that its argmax and
- * confidence (eng_out, eng_unmask) are the fused logits'. The credits that step leaves become the
- * current ones once it returns (a step run again for its GEMMs' warm-up reads the same ones). */
+ * confidence (eng_out, eng_unmask) are the fused logits'. The credits that step leaves (those of
+ * rows it does not name as they were) become the current ones once it returns (a step run again
+ * for its GEMMs' warm-up reads the same ones). */
 int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *state, const int32_t *flags, int32_t R,
                     struct ts_err *err);
 /* Captures one step into a CUDA graph (executing it once); eng_graph_replay() then reruns the

@@ -1419,6 +1419,12 @@ int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *s
     memcpy(e->h_um + T, flags, sizeof(int32_t) * (size_t)R);
     CU(cudaMemcpyAsync(e->cr_map, e->h_um, sizeof(int32_t) * (size_t)R, cudaMemcpyHostToDevice, e->stream));
     CU(cudaMemcpyAsync(e->cr_map + T, e->h_um + T, sizeof(int32_t) * (size_t)R, cudaMemcpyHostToDevice, e->stream));
+    /* the rows the step leaves alone (a request that waits) carry over as they are */
+    const int now = e->cr_cur, next = now ^ 1;
+    const size_t S = (size_t)e->o.credit_rows;
+    CU(cudaMemcpyAsync(e->cr_tok[next], e->cr_tok[now], S * K_CREDIT_MAX * 4, cudaMemcpyDeviceToDevice, e->stream));
+    CU(cudaMemcpyAsync(e->cr_val[next], e->cr_val[now], S * K_CREDIT_MAX * 4, cudaMemcpyDeviceToDevice, e->stream));
+    CU(cudaMemcpyAsync(e->cr_n[next], e->cr_n[now], S * 4, cudaMemcpyDeviceToDevice, e->stream));
     CU(cudaStreamSynchronize(e->stream)); /* h_um is eng_unmask's staging too */
     e->cr_pending = true;
     e->cr_R = R;
