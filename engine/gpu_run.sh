@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [fc] [focus] [moe] [tp]: the engine's GPU work in one call
+# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [fc] [focus] [moe] [tp] [generate]: the engine's GPU work in one call
 # on a GPU machine, its outputs under OUT. The lent GPU machines have nvcc but no Debian -dev
 # packages: unpack those into deps/root here and carry it (engine/README.md, "On a GPU machine");
 # DEPS=deps/root then builds against it.
@@ -39,6 +39,11 @@
 #             and Reuse 16 x 32 over 480 beside one GPU with the all-reduce alone (bench-tp.txt),
 #             and a schedule simulated with --tp, priced by the calibration of one GPU's share
 #             (LLaDA-8B over two H200s is shipped), and replayed (sim-tp.db)
+#   generate  engine check --only generate on both kernel paths (the unmasking and credit kernels,
+#             whole generations against the CPU reference), its memcheck, then engine generate on
+#             LLaDA-8B (dual cache: threshold, hierarchical, credit, topk:2) and SDAR-8B (prefix
+#             cache: threshold), 16 requests of 256 + 256 tokens (GEN_ARGS replaces them), each
+#             into OUT/generate-MODEL-DECODER.txt
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]}
@@ -190,6 +195,22 @@ tp_part() {
     tail -3 "$o/replay-tp.txt"
 }
 
+generate_part() {
+    local o=$1 t=./$b/tessera spec
+    export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
+    check_both generate "$o" || return 1
+    timeout "${SANITIZE_S:-900}" compute-sanitizer --tool memcheck --error-exitcode 3 $t engine check --only generate \
+        >"$o/memcheck-generate.txt" 2>&1 || { tail -20 "$o/memcheck-generate.txt"; return 1; }
+    tail -n 2 "$o/memcheck-generate.txt"
+    for spec in "llada-8b threshold:0.9" "llada-8b hierarchical:0.9,0.4" "llada-8b credit:0.9" "llada-8b topk:2" \
+        "sdar-8b threshold:0.9"; do
+        set -- $spec
+        $t engine generate --model "$1" --decoder "$2" ${GEN_ARGS:---requests 16 --prompt-len 256 --gen-len 256} \
+            >"$o/generate-$1-${2%%:*}.txt" 2>&1 || { cat "$o/generate-$1-${2%%:*}.txt"; return 1; }
+        cat "$o/generate-$1-${2%%:*}.txt"
+    done
+}
+
 # sanitize_tool TOOL CLEAN: compute-sanitizer's TOOL over `engine check` (SANITIZE_ONLY's checks), or
 # over SANITIZE_PARTS processes at once, each bounded by SANITIZE_S, into OUT/sanitizer-TOOL.txt; fails
 # unless every process printed CLEAN (a run cut short by the time limit has no summary: that is no pass)
@@ -253,8 +274,9 @@ for p in $parts; do
         focus) focus_part "$out" || rc=1 ;;
         moe) moe_part "$out" || rc=1 ;;
         tp) tp_part "$out" || rc=1 ;;
+        generate) generate_part "$out" || rc=1 ;;
         memcheck) ;;
-        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, fc, focus, moe, tp)" >&2
+        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, fc, focus, moe, tp, generate)" >&2
            exit 2 ;;
     esac
 done
