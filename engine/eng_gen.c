@@ -303,9 +303,11 @@ double gen_tpf(const struct gen *g) { return g->block_segs > 0 ? (double)g->deco
 
 /* --- decode profiles ---------------------------------------------------------------------- */
 
-int gen_profile_write(const char *path, const char *name, double tpf, const char *decoder, const char *source,
+int gen_profile_write(const char *path, const char *name, const struct gen *g, const char *decoder, const char *source,
                       struct ts_err *err)
 {
+    if (g->block_segs == 0)
+        return ts_fail(err, "%s: no block step ran: no profile to write", path);
     json_t *root = NULL;
     if (access(path, F_OK) == 0) {
         json_error_t jerr;
@@ -319,7 +321,14 @@ int gen_profile_write(const char *path, const char *name, double tpf, const char
     } else {
         root = json_object();
     }
-    json_object_set_new(root, name, json_pack("{s:f, s:s, s:s}", "tpf", tpf, "decoder", decoder, "source", source));
+    json_t *steps = json_array();
+    int32_t last = g->c.block;
+    while (last > 1 && g->per_step[last] == 0)
+        last--;
+    for (int32_t k = 1; k <= last; k++)
+        json_array_append_new(steps, json_integer(g->per_step[k]));
+    json_object_set_new(root, name, json_pack("{s:f, s:s, s:s, s:o}", "tpf", gen_tpf(g), "decoder", decoder, "source",
+                                              source, "steps", steps));
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
     int rc = json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS);

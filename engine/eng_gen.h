@@ -100,8 +100,10 @@ void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *s
 double gen_tpf(const struct gen *g);
 
 /* Writes (or replaces, keeping the file's other profiles) profile `name` of a decode-profile file
- * (sim/decode.h) with its TPF, decoder and source; atomically (a temporary file renamed). */
-int gen_profile_write(const char *path, const char *name, double tpf, const char *decoder, const char *source,
+ * (sim/decode.h): g's TPF, and how many block steps committed 1, 2, ... positions (its measured
+ * distribution, which the simulator's decoders then draw from), the decoder and the source;
+ * atomically (a temporary file renamed). */
+int gen_profile_write(const char *path, const char *name, const struct gen *g, const char *decoder, const char *source,
                       struct ts_err *err);
 
 #endif

@@ -118,8 +118,8 @@ static void list_decode(void)
         json_t *src = json_object_get(v, "source"), *dec = json_object_get(v, "decoder");
         char spec[96];
         snprintf(spec, sizeof spec, "%s:%s", json_is_string(dec) ? json_string_value(dec) : "threshold", key);
-        printf("%-38s TPF %.2f  %s\n", spec, json_number_value(json_object_get(v, "tpf")),
-               json_is_string(src) ? json_string_value(src) : "");
+        printf("%-38s TPF %.2f%s  %s\n", spec, json_number_value(json_object_get(v, "tpf")),
+               json_object_get(v, "steps") ? " (measured distribution)" : "", json_is_string(src) ? json_string_value(src) : "");
     }
     json_decref(root);
 }

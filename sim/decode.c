@@ -1,16 +1,48 @@
 /* decode.c: fixed and threshold decode models, and the TPF profile files they read. */
 #include "decode.h"
 
+#include <gsl/gsl_interp.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int decode_profile_parse(const char *path, const char *text, size_t len, const char *name, const char *kind,
-                         double *tpf, struct ts_err *err)
+/* A profile's "steps" into out: counts of the steps that committed 1, 2, ... positions, whose mean
+ * must be its TPF. */
+static int parse_steps(const char *path, const char *name, const json_t *a, struct decode_profile *out,
+                       struct ts_err *err)
 {
+    const size_t n = json_is_array(a) ? json_array_size(a) : 0;
+    if (n == 0 || n > DECODE_STEPS_MAX)
+        return ts_fail(err, "%s: %s.steps: must be an array of 1 to %d counts (the steps that committed 1, 2, ... "
+                            "positions)", path, name, DECODE_STEPS_MAX);
+    double all = 0, sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_array_get(a, i);
+        const double c = json_is_number(v) ? json_number_value(v) : -1;
+        if (!(c >= 0 && c <= 1e15))
+            return ts_fail(err, "%s: %s.steps[%zu]: must be a count (a number >= 0)", path, name, i);
+        out->steps[i] = c;
+        all += c;
+        sum += c * (double)(i + 1);
+    }
+    if (!(all > 0))
+        return ts_fail(err, "%s: %s.steps: counts no step", path, name);
+    if (fabs(sum / all - out->tpf) > 0.01 * out->tpf)
+        return ts_fail(err, "%s: %s.steps: their mean, %.4g positions a step, is not its tpf %.4g", path, name, sum / all,
+                       out->tpf);
+    out->nsteps = (int32_t)n;
+    return 0;
+}
+
+int decode_profile_parse(const char *path, const char *text, size_t len, const char *name, const char *kind,
+                         struct decode_profile *out, struct ts_err *err)
+{
+    out->tpf = 0;
+    out->nsteps = 0;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, 0, &jerr);
     if (!root)
@@ -37,8 +69,9 @@ int decode_profile_parse(const char *path, const char *text, size_t len, const c
     const char *key;
     json_t *v;
     json_object_foreach(p, key, v) { /* a misspelt key would otherwise be ignored */
-        if (strcmp(key, "tpf") != 0 && strcmp(key, "source") != 0 && strcmp(key, "decoder") != 0) {
-            ts_fail(err, "%s: %s.%s: unknown key (a profile has tpf, source and decoder)", path, name, key);
+        if (strcmp(key, "tpf") != 0 && strcmp(key, "source") != 0 && strcmp(key, "decoder") != 0 &&
+            strcmp(key, "steps") != 0) {
+            ts_fail(err, "%s: %s.%s: unknown key (a profile has tpf, source, decoder and steps)", path, name, key);
             goto done;
         }
     }
@@ -58,8 +91,9 @@ int decode_profile_parse(const char *path, const char *text, size_t len, const c
         ts_fail(err, "%s: %s.tpf: must be a number in 1..1000000", path, name);
         goto done;
     }
-    *tpf = json_number_value(t);
-    rc = 0;
+    out->tpf = json_number_value(t);
+    json_t *steps = json_object_get(p, "steps");
+    rc = steps ? parse_steps(path, name, steps, out, err) : 0;
 done:
     json_decref(root);
     return rc;
@@ -67,14 +101,29 @@ done:
 
 /* Looks `name` up in a profile file: {"NAME": {"tpf": x, "decoder": "..."}, ...}, a profile of
  * decoder `kind`. */
-static int profile_lookup(const char *path, const char *name, const char *kind, double *tpf, struct ts_err *err)
+static int profile_lookup(const char *path, const char *name, const char *kind, struct decode_model *out,
+                          struct ts_err *err)
 {
     char *text;
     size_t len;
     if (ts_read_file(path, &text, &len, err))
         return -1;
-    int rc = decode_profile_parse(path, text, len, name, kind, tpf, err);
+    struct decode_profile *pr = xmalloc(sizeof *pr);
+    int rc = decode_profile_parse(path, text, len, name, kind, pr, err);
     free(text);
+    if (rc == 0) {
+        out->tpf = pr->tpf;
+        out->ncdf = pr->nsteps;
+        double all = 0;
+        for (int32_t k = 0; k < pr->nsteps; k++)
+            all += pr->steps[k];
+        out->cdf[0] = 0;
+        for (int32_t k = 1; k <= pr->nsteps; k++)
+            out->cdf[k] = out->cdf[k - 1] + pr->steps[k - 1] / all;
+        if (pr->nsteps > 0)
+            out->cdf[pr->nsteps] = 1.0;
+    }
+    free(pr);
     return rc;
 }
 
@@ -115,7 +164,7 @@ static int parse_tpf(const char *kind, const char *spec, const char *arg, const 
         snprintf(path, sizeof path, "%s/decode_profiles.json", datadir);
         snprintf(name, sizeof name, "%s", arg);
     }
-    return profile_lookup(path, name, kind, &out->tpf, err);
+    return profile_lookup(path, name, kind, out, err);
 }
 
 static int parse_threshold(const char *spec, const char *arg, const char *datadir, struct decode_model *out,
@@ -139,6 +188,8 @@ static int parse_credit(const char *spec, const char *arg, const char *datadir, 
 static int32_t draw_threshold(const struct decode_model *dm, const struct request *r)
 {
     TS_ASSERT(r->rng != NULL);
+    if (dm->ncdf > 0) /* the measured distribution: k with cdf[k - 1] <= u < cdf[k] */
+        return 1 + (int32_t)gsl_interp_bsearch(dm->cdf, gsl_rng_uniform(r->rng), 0, (size_t)dm->ncdf);
     return 1 + (int32_t)gsl_ran_poisson(r->rng, dm->tpf - 1.0);
 }
 
@@ -148,7 +199,8 @@ static const struct decode_ops decoders[] = {
     [DECODE_FIXED] = {"fixed", "fixed:K", "K tokens per step", false, parse_fixed, draw_fixed},
     [DECODE_THRESHOLD] = {"threshold", "threshold:PROFILE|TPF|FILE:NAME",
                           "1 + Poisson(TPF - 1) tokens per step, TPF a profile's (tessera list decode), a number, "
-                          "or a profile of your own file", true, parse_threshold, draw_threshold},
+                          "or a profile of your own file (one with a measured distribution of a step's commits, "
+                          "as engine generate writes it, draws from that)", true, parse_threshold, draw_threshold},
     [DECODE_HIERARCHICAL] = {"hierarchical", "hierarchical:PROFILE|TPF|FILE:NAME",
                              "dInfer's hierarchical decoding (each masked run's most confident token, and every "
                              "token above the threshold): 1 + Poisson(TPF - 1) at its profiles' TPF",

@@ -4,7 +4,10 @@
  *   threshold:PROFILE    a random count per step, at least 1 and at most the masked positions of
  *                        the block, with the profile's mean tokens per forward (TPF); PROFILE is a
  *                        name in sim/data/decode_profiles.json, a path to such a file
- *                        (threshold:FILE:NAME) or a number (threshold:2.5)
+ *                        (threshold:FILE:NAME) or a number (threshold:2.5). The count is 1 +
+ *                        Poisson(TPF - 1), or drawn from the profile's measured distribution where
+ *                        it has one ("steps": how many block steps committed 1, 2, ... positions,
+ *                        as `tessera engine generate --profile-out` writes it)
  *   hierarchical:PROFILE dInfer's hierarchical decoding, its count drawn the same way at its own
  *                        profiles' TPF (dInfer's Table 1)
  *   credit:TPF           dInfer's credit decoding, the same; its steps also fuse the logits with a
@@ -24,19 +27,32 @@
 
 enum decode_kind { DECODE_FIXED = 0, DECODE_THRESHOLD, DECODE_HIERARCHICAL, DECODE_CREDIT };
 
+/* The most positions a measured distribution's step commits (engine generate's largest block). */
+#define DECODE_STEPS_MAX 1024
+
+/* A decode profile: its TPF, and the measured distribution of a step's commits where it has one. */
+struct decode_profile {
+    double tpf;
+    int32_t nsteps;                  /* 0: none; else steps[k - 1] counts the steps committing k */
+    double steps[DECODE_STEPS_MAX];
+};
+
 struct decode_model {
     enum decode_kind kind;
     int32_t k;         /* fixed: tokens per step */
     double tpf;        /* threshold, hierarchical, credit: mean tokens per forward */
+    int32_t ncdf;      /* a measured distribution: cdf[0] = 0, cdf[k] = P(a step commits <= k), k <= ncdf */
+    double cdf[DECODE_STEPS_MAX + 1];
     char spec[128];    /* as given, for the run record */
 };
 
 /* Finds profile `name` in the text of a profile file (path names it in messages): {"NAME":
- * {"tpf": x, "source": "...", "decoder": "..."}, ...}, the TPF of decoder `kind` (threshold,
- * hierarchical, credit; a profile without "decoder" is threshold's; NULL: any); unknown keys of a
- * profile, another decoder's profile and a TPF outside 1..1e6 are refused. */
+ * {"tpf": x, "source": "...", "decoder": "...", "steps": [n1, n2, ...]}, ...}, of decoder `kind`
+ * (threshold, hierarchical, credit; a profile without "decoder" is threshold's; NULL: any); unknown
+ * keys of a profile, another decoder's profile, a TPF outside 1..1e6, and steps that are not counts
+ * or whose mean is not the TPF (within 1%) are refused. */
 int decode_profile_parse(const char *path, const char *text, size_t len, const char *name, const char *kind,
-                         double *tpf, struct ts_err *err);
+                         struct decode_profile *out, struct ts_err *err);
 /* A decode model of the table (decode.c): the spec's prefix, its form and help, whether it draws
  * from the request's random stream, how its spec's argument is read and how many tokens a step
  * commits before the block's clamp. */

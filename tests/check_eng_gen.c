@@ -1,5 +1,6 @@
 /* check_eng_gen.c: the unmasking rules' reference and a generation's host side (eng_unmask.h,
  * eng_gen.h; no GPU: the decisions come from the reference over hashed confidences). */
+#include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -538,26 +539,79 @@ START_TEST(prompt_file_errors)
 }
 END_TEST
 
-/* A measured TPF becomes a profile the simulator's decoders read (sim/decode.h). */
+/* A measured generation becomes a profile the simulator's decoders read (sim/decode.h): its TPF and
+ * its distribution of a step's commits, which they then draw from. */
 START_TEST(profile_round_trip)
 {
     struct ts_err err;
+    struct gen g, h;
+    struct gen_cfg c = cfg(6, 9, 96, 32);
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    run_gen(&g, "threshold:0.7");
+    ck_assert_int_eq(gen_init(&h, &c, NULL, &err), 0);
+    run_gen(&h, "hierarchical:0.8,0.3");
     const char *path = tmp_path(2, ".json");
-    ck_assert_int_eq(gen_profile_write(path, "mine", 2.75, "threshold", "tessera engine generate", &err), 0);
-    ck_assert_int_eq(gen_profile_write(path, "deep", 4.5, "hierarchical", "tessera engine generate", &err), 0);
-    ck_assert_int_eq(gen_profile_write(path, "mine", 3.25, "threshold", "again", &err), 0);
+    ck_assert_int_eq(gen_profile_write(path, "mine", &h, "threshold", "first", &err), 0);
+    ck_assert_int_eq(gen_profile_write(path, "deep", &h, "hierarchical", "tessera engine generate", &err), 0);
+    ck_assert_int_eq(gen_profile_write(path, "mine", &g, "threshold", "again", &err), 0); /* replaces it */
     FILE *f = fopen(path, "r");
-    char text[4096];
+    static char text[65536];
     const size_t n = fread(text, 1, sizeof text, f);
     fclose(f);
-    double tpf;
-    ck_assert_int_eq(decode_profile_parse(path, text, n, "mine", "threshold", &tpf, &err), 0);
-    ck_assert_double_eq(tpf, 3.25);
-    ck_assert_int_eq(decode_profile_parse(path, text, n, "deep", "hierarchical", &tpf, &err), 0);
-    ck_assert_double_eq(tpf, 4.5);
-    ck_assert_int_ne(decode_profile_parse(path, text, n, "deep", "threshold", &tpf, &err), 0);
-    ck_assert_int_ne(gen_profile_write(tmp_file(3, ".json", "[1]"), "x", 2, "threshold", "s", &err), 0);
+    static struct decode_profile pr;
+    ck_assert_int_eq(decode_profile_parse(path, text, n, "mine", "threshold", &pr, &err), 0);
+    ck_assert_double_eq_tol(pr.tpf, gen_tpf(&g), 1e-9);
+    for (int32_t k = 1; k <= pr.nsteps; k++)
+        ck_assert_double_eq(pr.steps[k - 1], (double)g.per_step[k]);
+    ck_assert_int_eq(decode_profile_parse(path, text, n, "deep", "hierarchical", &pr, &err), 0);
+    ck_assert_double_eq_tol(pr.tpf, gen_tpf(&h), 1e-9);
+    ck_assert_int_ne(decode_profile_parse(path, text, n, "deep", "threshold", &pr, &err), 0);
+    /* the simulator's threshold decoder draws a step's commits from the measured distribution */
+    char spec[1200];
+    snprintf(spec, sizeof spec, "threshold:%s:mine", path);
+    static struct decode_model dm;
+    ck_assert_msg(decode_parse(spec, ".", &dm, &err) == 0, "%s", err.msg);
+    ck_assert_int_gt(dm.ncdf, 1);
+    struct request r = {.G = 1 << 20, .C = 1 << 20, .Bs = 1 << 20, .L = 1 << 20};
+    r.rng = gsl_rng_alloc(gsl_rng_taus2);
+    gsl_rng_set(r.rng, 5);
+    double sum = 0, seen[33] = {0};
+    const int draws = 200000;
+    for (int i = 0; i < draws; i++) {
+        const int32_t k = decode_get(dm.kind)->draw(&dm, &r);
+        ck_assert(k >= 1 && k <= dm.ncdf);
+        sum += k;
+        seen[k] += 1;
+    }
+    gsl_rng_free(r.rng);
+    ck_assert_double_eq_tol(sum / draws, gen_tpf(&g), 0.02 * gen_tpf(&g));
+    double all = 0;
+    for (int32_t k = 1; k <= 32; k++)
+        all += (double)g.per_step[k];
+    for (int32_t k = 1; k <= dm.ncdf; k++) /* each count as often as measured */
+        ck_assert_double_eq_tol(seen[k] / draws, g.per_step[k] / all, 0.01);
+    /* refused: a file that is not an object of profiles, a generation with no block step, steps whose
+     * mean is not the TPF, bad counts */
+    ck_assert_int_ne(gen_profile_write(tmp_file(3, ".json", "[1]"), "x", &g, "threshold", "s", &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "not a JSON object"));
+    gen_free(&g);
+    gen_free(&h);
+    ck_assert_int_ne(gen_profile_write(path, "x", &g, "threshold", "s", &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no block step ran"));
+    const struct {
+        const char *text, *says;
+    } bad[] = {{"{\"p\": {\"tpf\": 2.0, \"steps\": [1, 1, 5]}}", "is not its tpf"},
+               {"{\"p\": {\"tpf\": 2.0, \"steps\": [1, -1, 1]}}", "p.steps[1]: must be a count"},
+               {"{\"p\": {\"tpf\": 2.0, \"steps\": []}}", "p.steps: must be an array"},
+               {"{\"p\": {\"tpf\": 2.0, \"steps\": [0, 0]}}", "counts no step"},
+               {"{\"p\": {\"tpf\": 2.0, \"step\": [1]}}", "p.step: unknown key"}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+        ck_assert_int_ne(decode_profile_parse("x.json", bad[i].text, strlen(bad[i].text), "p", "threshold", &pr, &err), 0);
+        ck_assert_msg(strstr(err.msg, bad[i].says), "%s", err.msg);
+    }
+    const char *ok = "{\"p\": {\"tpf\": 2.0, \"steps\": [1, 1, 1]}}";
+    ck_assert_int_eq(decode_profile_parse("x.json", ok, strlen(ok), "p", "threshold", &pr, &err), 0);
+    ck_assert_int_eq(pr.nsteps, 3);
 }
 END_TEST
 

@@ -273,6 +273,16 @@ json_check() { # json_check FILE PYTHON-EXPR-ON-d   (skipped without python3)
     if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert $2" "$1" 2>/dev/null; then ok; else bad "JSON check '$2' on $(head -c 200 "$1")"; fi
 }
 json_check "$tmp/out" 'd["num_finished"] == 20 and d["tokens_decoded"] == 20 * 256'
+# a measured distribution of a step's commits (engine generate --profile-out): every step committing 3
+# decodes as fixed:3 does, request step for request step
+printf '{"three": {"tpf": 3.0, "decoder": "threshold", "steps": [0, 0, 7]}}\n' >"$tmp/steps.json"
+$bin sim --json --quiet --requests 5 --gen-len 96 --decode fixed:3 >"$tmp/fixed3.json"
+expect 0 "sim --decode threshold with a measured distribution" -- $bin sim --json --quiet --requests 5 --gen-len 96 \
+    --decode "threshold:$tmp/steps.json:three"
+json_check "$tmp/out" "d['request_steps'] == json.load(open('$tmp/fixed3.json'))['request_steps']"
+printf '{"off": {"tpf": 2.0, "steps": [0, 0, 7]}}\n' >"$tmp/steps-off.json"
+expect 2 "a distribution whose mean is not its TPF" -- $bin sim --decode "threshold:$tmp/steps-off.json:off"
+contains "a distribution whose mean is not its TPF" "off.steps: their mean, 3 positions a step, is not its tpf 2"
 
 # unknown names list the valid ones
 expect 2 "unknown model" -- $bin sim --model gpt-5

@@ -328,7 +328,7 @@ int eng_generate_main(int argc, char **argv)
         snprintf(source, sizeof source, "tessera engine generate --model %s --decoder %s --cache %s (%s, %d requests, "
                  "%d tokens in blocks of %d)", m.name, a.rule_text, gc.dual ? "dual" : "prefix",
                  a.weights ? a.weights : "random weights", n, gc.gen_len, B);
-        if (gen_profile_write(a.profile_out, a.name, gen_tpf(&g), unmask_name(a.rule.kind), source, &err)) {
+        if (gen_profile_write(a.profile_out, a.name, &g, unmask_name(a.rule.kind), source, &err)) {
             fprintf(stderr, "tessera engine generate: %s\n", err.msg);
             goto done;
         }
