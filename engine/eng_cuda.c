@@ -1058,7 +1058,8 @@ static int dense_layer(struct eng *e, int L, struct k_attn_args *aa, const struc
     if (importance) {
         if (runs(e, OP_ATTN)) {
             const struct k_focus_args fa = {
-                .q = qkv, .k_pool = kp, .front_slot = dm->tok_slot, .probe = e->dm.probe, .imp = e->focus_imp,
+                .q = qkv, .k_pool = kp, .front_slot = dm->tok_slot, .front_pos = dm->tok_pos, .probe = e->dm.probe,
+                .imp = e->focus_imp,
                 .q_stride = width, .num_probe = p->num_probe, .probe_rows = p->probe_rows, .max_probe = p->max_probe,
                 .H = H, .Hkv = Hkv, .d = d, .layer = L, .scale = 1.0f / sqrtf((float)d)};
             KL(k_focus_importance(&fa, st));
@@ -1103,7 +1104,8 @@ static int forward_evicting(struct eng *e, int layers, bf16_t *x, struct ts_err 
     if (runs(e, OP_ATTN)) {
         if (p->num_probe > 0 && nf >= 2) {
             const struct k_focus_args fa = {
-                .front_slot = e->dm_front.tok_slot, .probe = e->dm.probe, .imp = e->focus_imp, .c_row = e->dm.c_row,
+                .front_slot = e->dm_front.tok_slot, .front_pos = e->dm_front.tok_pos, .probe = e->dm.probe,
+                .imp = e->focus_imp, .c_row = e->dm.c_row,
                 .tok_pos = e->dm.tok_pos, .tok_slot = e->dm.tok_slot, .key_len = e->dm.key_len,
                 .progress = e->focus_prog, .trace = e->pick_trace, .num_probe = p->num_probe,
                 .probe_rows = p->probe_rows, .max_probe = p->max_probe, .H = m->num_heads, .Hkv = m->num_kv_heads,

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,9 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
     if (c->dual && c->attn_block > 0)
         return ts_fail(err, "the dual cache runs a block between cached positions, which block-causal attention "
                             "does not allow: use the prefix cache");
+    if (c->focus && (c->dual || c->block > GEN_FOCUS_MAX_BLOCK || !(c->focus_alpha >= 1)))
+        return ts_fail(err, "FOCUS evicts over the prefix cache, from blocks of at most %d positions (the importance "
+                            "kernel's candidates), with a budget expansion of at least 1", GEN_FOCUS_MAX_BLOCK);
     if (c->mask_id < 0 || c->mask_id >= c->vocab)
         return ts_fail(err, "--mask-id %d: must be a token of the model's vocabulary (0..%d)", c->mask_id, c->vocab - 1);
     const int32_t n = prompts ? TS_MIN(prompts->n, c->requests > 0 ? c->requests : prompts->n) : c->requests;
@@ -138,6 +142,10 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
         }
         r->ids = xmalloc(sizeof *r->ids * (size_t)(r->P + c->gen_len));
         r->decided = xcalloc((size_t)c->gen_len, 1);
+        r->cached = xcalloc((size_t)c->gen_len, 1);
+        r->rowpos = xmalloc(sizeof *r->rowpos * 2 * (size_t)c->block);
+        r->cand = xmalloc(sizeof *r->cand * (size_t)c->block);
+        r->rest = xmalloc(sizeof *r->rest * (size_t)c->block);
         for (int32_t p = 0; p < r->P; p++)
             r->ids[p] = prompts ? prompts->ids[i][p]
                                 : (int32_t)(ts_mix64(c->seed ^ ts_mix64(((uint64_t)i << 32) | (uint32_t)p)) %
@@ -153,6 +161,10 @@ void gen_free(struct gen *g)
     for (int32_t i = 0; g->r && i < g->c.requests; i++) {
         free(g->r[i].ids);
         free(g->r[i].decided);
+        free(g->r[i].cached);
+        free(g->r[i].rowpos);
+        free(g->r[i].cand);
+        free(g->r[i].rest);
     }
     free(g->r);
     free(g->seg_req);
@@ -168,13 +180,46 @@ int32_t gen_token(void *ctx, int32_t req, int32_t pos)
     return g->r[req].ids[pos];
 }
 
-static int32_t gen_q_pos(void *ctx, int32_t req)
+static int32_t gen_row_pos(void *ctx, int32_t req, int32_t row)
 {
     const struct gen *g = ctx;
-    return req >= 0 && req < g->c.requests ? g->r[req].q_at : -1;
+    if (req < 0 || req >= g->c.requests || row < 0 || row >= g->r[req].nrow)
+        return -1;
+    return g->r[req].rowpos[row];
 }
 
-struct eng_tokens gen_tokens(struct gen *g) { return (struct eng_tokens){gen_token, gen_q_pos, g}; }
+struct eng_tokens gen_tokens(struct gen *g) { return (struct eng_tokens){gen_token, gen_row_pos, g}; }
+
+/* FOCUS's block step for r into s: its decided positions not yet cached, then its masked ones (the
+ * candidates), each at its position; K of the candidates kept after layer 1. */
+static void focus_segment(const struct gen *g, struct gen_req *r, struct segment *s)
+{
+    const int32_t B = g->c.block, off = r->block * B, end = r->P + off + B;
+    r->nfixed = r->ncand = r->nrow = 0;
+    for (int32_t k = 0; k < B; k++)
+        if (r->decided[off + k] && !r->cached[off + k])
+            r->rowpos[r->nrow++] = r->P + off + k, r->nfixed++;
+    for (int32_t k = 0; k < B; k++)
+        if (!r->decided[off + k])
+            r->rowpos[r->nrow++] = r->P + off + k, r->cand[r->ncand++] = k;
+    const double nbar = r->fsteps > 0 ? (double)r->fdecodes / r->fsteps : 1.0;
+    r->picked = (int32_t)TS_MIN((double)r->ncand, fmax(1.0, ceil(g->c.focus_alpha * fmax(nbar, 1.0))));
+    const int32_t q_front = r->nrow, q = r->nfixed + r->picked;
+    *s = (struct segment){.req_id = s->req_id, .phase = PHASE_BLOCK, .q_front = q_front, .kv_front = end - q_front,
+                          .kv_write_front = q_front, .q = q, .kv = end - q, .kv_write = q, .probe = r->ncand,
+                          .picked = r->picked, .logit_rows = r->picked};
+}
+
+/* FOCUS: the finished block's uncached rest, at its positions, over the keys up to its end. */
+static void rest_segment(const struct gen *g, struct gen_req *r, struct segment *s)
+{
+    const int32_t end = r->P + r->block * g->c.block;
+    for (int32_t i = 0; i < r->nrest; i++)
+        r->rowpos[i] = r->P + r->rest[i];
+    r->nrow = r->nrest;
+    *s = (struct segment){.req_id = s->req_id, .phase = PHASE_BLOCK, .q = r->nrest, .kv = end - r->nrest,
+                          .kv_write = r->nrest};
+}
 
 /* Request r's block step into s (its first block row's logit row into *first): the prefix cache's
  * block over its prefix (with the finished block's commit), or the dual cache's whole sequence
@@ -182,14 +227,18 @@ struct eng_tokens gen_tokens(struct gen *g) { return (struct eng_tokens){gen_tok
 static void block_segment(const struct gen *g, struct gen_req *r, struct segment *s)
 {
     const int32_t B = g->c.block, L = r->P + g->c.gen_len, cached = r->P + r->block * B;
-    r->q_at = -1;
-    if (g->c.dual && r->block_steps == 0) {
+    r->nrow = 0;
+    if (g->c.focus) {
+        focus_segment(g, r, s);
+    } else if (g->c.dual && r->block_steps == 0) {
         *s = (struct segment){.req_id = s->req_id, .phase = PHASE_REFRESH, .q = L, .kv_write = L,
                               .logit_rows = L - cached};
     } else if (g->c.dual) {
         *s = (struct segment){.req_id = s->req_id, .phase = PHASE_REUSE, .q = B, .kv = L - B, .kv_write = B,
                               .logit_rows = B};
-        r->q_at = cached;
+        for (int32_t k = 0; k < B; k++)
+            r->rowpos[k] = cached + k;
+        r->nrow = B;
     } else {
         *s = (struct segment){.req_id = s->req_id, .phase = PHASE_BLOCK, .q = r->commit_pending ? 2 * B : B,
                               .kv = r->commit_pending ? cached - B : cached, .kv_write = r->commit_pending ? B : 0,
@@ -204,6 +253,8 @@ bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t
     sd->attn_block = g->c.attn_block;
     sd->logit_chunk_rows = g->c.logit_chunk_rows;
     sd->ffn_chunks = 1;
+    sd->evict = g->c.focus; /* FOCUS: layers 0-1 run a block step's front rows */
+    sd->front_layers = g->c.focus ? 2 : 0;
     int64_t rows = 0, logits = 0;
     *ngroups = 0;
     for (int32_t i = 0; i < g->c.requests; i++) {
@@ -211,75 +262,141 @@ bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t
         if (r->done)
             continue;
         struct segment s = {.req_id = i};
-        r->q_at = -1;
+        r->nrow = 0;
+        r->last = GEN_SEG_NONE;
         if (!r->prefilled && !g->c.dual) {
-            if (rows > 0 && rows + r->P > g->c.max_tokens)
-                continue; /* waits for room */
             s.phase = PHASE_PREFILL;
             s.q = s.kv_write = r->P;
+            r->last = GEN_SEG_PREFILL;
+        } else if (r->nrest > 0) { /* FOCUS: the finished block's rest first */
+            rest_segment(g, r, &s);
+            r->last = GEN_SEG_REST;
         } else {
             block_segment(g, r, &s);
-            if (rows > 0 && rows + s.q > g->c.max_tokens) {
-                r->q_at = -1;
-                continue;
-            }
-            groups[2 * *ngroups] = (int32_t)logits; /* the block: the segment's first logit rows */
-            groups[2 * *ngroups + 1] = B;
+            r->last = GEN_SEG_BLOCK;
+        }
+        if (rows > 0 && rows + segment_rows(&s) > g->c.max_tokens) { /* waits for room */
+            r->nrow = 0;
+            r->last = GEN_SEG_NONE;
+            continue;
+        }
+        if (r->last == GEN_SEG_BLOCK) {
+            /* the block: the segment's first logit rows (FOCUS: the K kept, masked all) */
+            const int32_t n = g->c.focus ? s.logit_rows : B;
+            groups[2 * *ngroups] = (int32_t)logits;
+            groups[2 * *ngroups + 1] = n;
             for (int32_t k = 0; k < s.logit_rows; k++)
-                masked[logits + k] = k < B && !r->decided[r->block * B + k];
+                masked[logits + k] = g->c.focus || (k < B && !r->decided[r->block * B + k]);
             ++*ngroups;
             logits += s.logit_rows;
         }
-        rows += s.q;
+        rows += segment_rows(&s);
         g->seg_req[sd->num_segs] = i;
         step_desc_add(sd, &s);
     }
     return sd->num_segs > 0;
 }
 
-int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, struct ts_err *err)
+/* FOCUS's delayed cache after a block step: a position the step ran as decided (a fixed row) whose
+ * right neighbour was decided before the step too is final now. */
+static void focus_cache(const struct gen *g, struct gen_req *r)
 {
-    const int32_t B = g->c.block;
+    const int32_t B = g->c.block, off = r->block * B;
+    for (int32_t k = 0; k + 1 < B; k++)
+        if (r->decided[off + k] && !r->cached[off + k] && r->decided[off + k + 1])
+            r->cached[off + k] = 1;
+}
+
+/* Request i's block step: the commits over its logit rows from *row (FOCUS: at the kept candidates'
+ * positions, cand), then its block done or not. */
+static int apply_block(struct gen *g, int32_t i, const struct segment *seg, const int32_t *commit, const int32_t *cand,
+                       int64_t *row, struct ts_err *err)
+{
+    struct gen_req *r = &g->r[i];
+    const int32_t B = g->c.block, off = r->block * B;
+    if (g->c.focus)
+        focus_cache(g, r);
+    int32_t n = 0, left = 0;
+    const int64_t next = *row + seg->logit_rows;
+    for (int32_t k = 0; *row < next; k++, ++*row) {
+        int32_t at = k; /* the block offset the row holds */
+        if (g->c.focus) {
+            if (!cand || cand[*row] < 0 || cand[*row] >= r->ncand)
+                return ts_fail(err, "request %d: logit row %lld holds no candidate of its %d", i, (long long)*row, r->ncand);
+            at = r->cand[cand[*row]];
+        } else if (k >= B) {
+            if (commit[*row] >= 0) /* the dual cache's rows past the block */
+                return ts_fail(err, "request %d: a commit at logit row %lld, past its block", i, (long long)*row);
+            continue;
+        }
+        if (commit[*row] < 0)
+            continue;
+        uint8_t *d = &r->decided[off + at];
+        if (*d)
+            return ts_fail(err, "request %d: position %d committed twice", i, r->P + off + at);
+        if (commit[*row] >= g->c.vocab)
+            return ts_fail(err, "request %d: token %d committed, beyond the vocabulary", i, commit[*row]);
+        *d = 1;
+        r->ids[r->P + off + at] = commit[*row];
+        n++;
+    }
+    for (int32_t k = 0; k < B; k++)
+        left += !r->decided[off + k];
+    r->steps++;
+    r->block_steps = left == 0 ? 0 : r->block_steps + 1;
+    r->decoded += n;
+    r->fsteps++, r->fdecodes += n;
+    g->block_segs++;
+    g->decoded += n;
+    g->block_rows += seg->q;
+    g->front_rows += seg->q_front;
+    g->per_step[n]++;
+    r->commit_pending = left == 0;
+    if (left == 0 && g->c.focus) /* its uncached rest is written by a step of its own */
+        for (int32_t k = 0; k < B; k++)
+            if (!r->cached[off + k])
+                r->rest[r->nrest++] = off + k;
+    if (left == 0 && ++r->block * B == g->c.gen_len) {
+        r->done = true;
+        r->nrest = 0;
+    }
+    return 0;
+}
+
+int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, const int32_t *cand,
+              struct ts_err *err)
+{
     int64_t row = 0;
     g->steps++;
     for (int32_t s = 0; s < sd->num_segs; s++) {
-        struct gen_req *r = &g->r[g->seg_req[s]];
+        const int32_t i = g->seg_req[s];
+        struct gen_req *r = &g->r[i];
         if (r->done)
-            return ts_fail(err, "request %d: a step after its last block", g->seg_req[s]);
-        if (sd->segs[s].phase == PHASE_PREFILL) {
+            return ts_fail(err, "request %d: a step after its last block", i);
+        if (r->last == GEN_SEG_PREFILL) {
             r->prefilled = true;
-            continue;
+        } else if (r->last == GEN_SEG_REST) {
+            for (int32_t k = 0; k < r->nrest; k++)
+                r->cached[r->rest[k]] = 1;
+            r->nrest = 0;
+        } else if (apply_block(g, i, &sd->segs[s], commit, cand, &row, err)) {
+            return -1;
         }
-        int32_t n = 0, left = 0;
-        const int64_t next = row + sd->segs[s].logit_rows;
-        for (int32_t k = 0; k < B; k++, row++) {
-            uint8_t *d = &r->decided[r->block * B + k];
-            if (commit[row] >= 0) {
-                if (*d)
-                    return ts_fail(err, "request %d: position %d committed twice", g->seg_req[s], r->P + r->block * B + k);
-                if (commit[row] >= g->c.vocab)
-                    return ts_fail(err, "request %d: token %d committed, beyond the vocabulary", g->seg_req[s], commit[row]);
-                *d = 1;
-                r->ids[r->P + r->block * B + k] = commit[row];
-                n++;
-            }
-            left += !*d;
-        }
-        for (; row < next; row++) /* the dual cache's rows past the block */
-            if (commit[row] >= 0)
-                return ts_fail(err, "request %d: a commit at logit row %lld, past its block", g->seg_req[s], (long long)row);
-        r->steps++;
-        r->block_steps = left == 0 ? 0 : r->block_steps + 1;
-        r->decoded += n;
-        g->block_segs++;
-        g->decoded += n;
-        g->block_rows += sd->segs[s].q;
-        g->per_step[n]++;
-        r->commit_pending = left == 0;
-        if (left == 0 && ++r->block * B == g->c.gen_len)
-            r->done = true;
     }
     return 0;
+}
+
+void gen_focus_cands(const struct gen *g, const struct step_desc *sd, const int32_t *picks, int max_probe,
+                     int32_t *cand)
+{
+    (void)g;
+    int64_t row = 0;
+    for (int32_t s = 0, n = 0; s < sd->num_segs; s++) {
+        const struct segment *seg = &sd->segs[s];
+        for (int32_t k = 0; k < seg->logit_rows; k++, row++)
+            cand[row] = seg->probe > 0 ? picks[(size_t)n * (size_t)max_probe + (size_t)k] : -1;
+        n += seg->probe > 0;
+    }
 }
 
 void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *state, int32_t *flags)

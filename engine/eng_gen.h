@@ -12,6 +12,15 @@
  *           (every position's K/V written; logits from the block on, as the reference forward takes
  *           them over the sequence), its others the block alone at its positions over every other
  *           position's cached K/V (the block's own rewritten); bidirectional models only
+ *   focus   FOCUS (the focus policy) over the prefix cache with its delayed intra-block cache: a
+ *           block step's first two layers run the block's uncached positions (its decided ones not
+ *           yet cached, then its masked ones, each at its own position), the later layers the
+ *           decided ones and K of the masked ones, which the importance delta picks on the GPU
+ *           (K = ceil(alpha x the request's mean decodes a step so far), placeholder integrity on the
+ *           GPU; FOCUS's N_sigma and AR-context rules are the simulator's alone); only those get
+ *           logits, so only they can be decided. A decided position whose right neighbour was
+ *           decided too is cached once a step has run it (it leaves the block's rows); a finished
+ *           block's uncached rest is written by a step of its own before the next block
  * In each block step the unmasking rule commits some of the block's masked positions. Requests
  * advance on their own, so one step holds each unfinished request's own step. Prompts are real token
  * ids (a file) or hashed ones, the response starts as the mask token everywhere.
@@ -39,6 +48,8 @@ struct gen_cfg {
     int32_t attn_block;    /* the steps' attn_block (block-causal models: B) */
     int32_t max_tokens;    /* a step's query rows at most (a request whose step does not fit waits) */
     bool dual;             /* the dual cache; else the prefix cache */
+    bool focus;            /* FOCUS's eviction over the prefix cache */
+    double focus_alpha;    /* FOCUS's budget expansion (the simulator's --focus-alpha) */
     int32_t logit_chunk_rows;
 };
 
@@ -57,15 +68,29 @@ struct gen_req {
     bool prefilled, commit_pending, done;
     int32_t steps, decoded; /* its block steps and the positions they committed */
     int32_t block_steps;    /* the steps its current block has run */
-    int32_t q_at;           /* its segment's first query position in the step built last, or -1 */
+    int32_t *rowpos, nrow;  /* where the rows of its segment in the step built last sit (nrow 0: where
+                             * the plan puts them) */
+    /* FOCUS */
+    uint8_t *cached;        /* [gen_len]: a decided position whose K/V is final */
+    int32_t *cand, ncand, nfixed, picked; /* the last block step's candidates (block offsets), fixed rows, K */
+    int32_t *rest, nrest;   /* the finished block's uncached offsets (of the response), written next */
+    int32_t fsteps, fdecodes; /* block steps and their decodes (the budget's mean) */
+    uint8_t last;           /* what its segment in the step built last was (GEN_SEG_*) */
 };
+
+enum { GEN_SEG_NONE = 0, GEN_SEG_PREFILL, GEN_SEG_REST, GEN_SEG_BLOCK };
+
+/* FOCUS's largest block: the importance kernel's candidates (K_FOCUS_MAX_CAND). */
+#define GEN_FOCUS_MAX_BLOCK 128
 
 struct gen {
     struct gen_cfg c;
     struct gen_req *r;
     int32_t *seg_req;   /* the last step's segment -> request */
     int64_t steps;      /* steps run */
-    int64_t block_segs, decoded, block_rows; /* block segments, positions they committed, the rows they ran */
+    int64_t block_segs, decoded, block_rows; /* block segments, positions they committed, the rows they ran
+                                              * (FOCUS: through every layer) */
+    int64_t front_rows; /* FOCUS: the block segments' rows of the front layers */
     int64_t *per_step;  /* [block + 1]: block segments by how many positions they committed */
 };
 
@@ -91,8 +116,16 @@ struct eng_tokens gen_tokens(struct gen *g);
  * step's logit rows: c->requests * (prompt + gen_len) at most). false when every request is done. */
 bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t *ngroups, int32_t *masked);
 /* Applies the step's commits (commit[row]: the token, or -1, over its logit rows) and advances the
- * requests; a commit at a position already decided is an error (the rule commits masked rows). */
-int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, struct ts_err *err);
+ * requests; a commit at a position already decided is an error (the rule commits masked rows).
+ * FOCUS: cand[row] is the candidate each logit row holds (the engine's picks, eng_picks), an index
+ * into its request's cand; NULL otherwise. */
+int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, const int32_t *cand,
+              struct ts_err *err);
+/* FOCUS: each logit row's candidate (gen_apply's cand) from the engine's picks of the step (eng_picks:
+ * [evicting segments][max_probe], each segment's kept candidates ascending, which its logit rows hold
+ * in that order). */
+void gen_focus_cands(const struct gen *g, const struct step_desc *sd, const int32_t *picks, int max_probe,
+                     int32_t *cand);
 /* Credit decoding (eng_credit_next): each of sd's logit rows' credit row (request x block + row:
  * a position's credits live while its block runs) and flags, into state and flags. */
 void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *state, int32_t *flags);

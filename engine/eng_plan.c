@@ -296,25 +296,52 @@ static void set_row_ids(struct eng_plan *p, const struct step_desc *sd, const st
         }
 }
 
+/* Whether t places segment s's rows validly: every position within its keys, the candidates of an
+ * evicting segment ascending. */
+static const char *placed_refusal(const struct eng_plan *rows, const struct segment *g, int32_t s,
+                                  const struct eng_tokens *t)
+{
+    const int32_t keys = rows->kv_cached[s] + rows->q_len[s], first_cand = g->probe > 0 ? rows->q_len[s] - g->probe : -1;
+    for (int32_t i = 0, last = -1; i < rows->q_len[s]; i++) {
+        const int32_t at = t->pos(t->ctx, g->req_id, i);
+        if (at < 0)
+            continue;
+        if (at >= keys)
+            return "a row placed past its keys";
+        if (first_cand >= 0 && i >= first_cand && at <= last)
+            return "candidates that do not ascend";
+        last = i >= first_cand ? at : last;
+    }
+    return NULL;
+}
+
 int eng_plan_set_ids(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd, const struct eng_tokens *t,
                      struct ts_err *err)
 {
-    for (int32_t s = 0; t->q_pos && s < sd->num_segs; s++) { /* query rows between cached keys */
+    struct eng_plan *rows = p->front ? p->front : p; /* the rows t places: an evicting step's front ones */
+    for (int32_t s = 0; t->pos && s < sd->num_segs; s++) {
         const struct segment *g = &sd->segs[s];
-        const int32_t at = t->q_pos(t->ctx, g->req_id);
-        if (at < 0)
-            continue;
-        if (p->X > 0 || p->front || p->num_sel > 0 || !kv || at + g->q > g->kv + g->q)
-            return ts_fail(err, "step refused: request %d's query rows at position %d, in a step that is not plain "
-                                "or past its %d keys", g->req_id, at, g->kv + g->q);
+        const char *why = t->pos(t->ctx, g->req_id, 0) < 0 ? NULL
+                          : p->X > 0 || p->num_sel > 0 || !kv ? "rows placed in a step that selects or has per-layer rows"
+                                                              : placed_refusal(rows, g, s, t);
+        if (why)
+            return ts_fail(err, "step refused: request %d's segment has %s", g->req_id, why);
     }
-    for (int32_t s = 0; t->q_pos && s < sd->num_segs; s++) {
-        const int32_t at = t->q_pos(t->ctx, sd->segs[s].req_id);
-        for (int32_t i = 0, r = p->q_start[s]; at >= 0 && i < p->q_len[s]; i++, r++) {
-            p->tok_pos[r] = at + i;
-            p->tok_slot[r] = eng_kv_slot(kv, sd->segs[s].req_id, at + i);
+    for (int32_t s = 0; t->pos && s < sd->num_segs; s++) {
+        const int32_t req = sd->segs[s].req_id;
+        for (int32_t i = 0, r = rows->q_start[s]; i < rows->q_len[s]; i++, r++) {
+            const int32_t at = t->pos(t->ctx, req, i);
+            if (at >= 0) {
+                rows->tok_pos[r] = at;
+                rows->tok_slot[r] = eng_kv_slot(kv, req, at);
+            }
         }
     }
+    if (t->pos && p->front) /* the later rows where the front rows they continue sit */
+        for (int32_t j = 0; j < p->T; j++) {
+            p->tok_pos[j] = rows->tok_pos[p->c_row[j]];
+            p->tok_slot[j] = rows->tok_slot[p->c_row[j]];
+        }
     set_row_ids(p, sd, t);
     if (p->front)
         set_row_ids(p->front, sd, t);

@@ -26,8 +26,9 @@
  * and logit rows index the hidden rows.
  *
  * An evicting step (step_desc.evict; FOCUS) is two plain plans: `front`, every segment's front rows
- * (q_front of them over kv_front cached keys, at positions kv_front + i; a segment without a front
- * shape its q rows), and this one, the rows the later layers keep. An evicting segment's later rows
+ * (q_front of them over kv_front cached keys, at positions kv_front + i or where a generation places
+ * them, eng_plan_set_ids; a segment without a front shape its q rows), and this one, the rows the
+ * later layers keep. An evicting segment's later rows
  * are its q - picked front rows before its candidates (key kv_front + i), then the picked ones,
  * which the front layers' importance delta chooses on the GPU (their c_row, tok_pos and tok_slot
  * entries are then the device's; the plan's placeholders are the last picked candidates). c_row
@@ -116,21 +117,24 @@ void eng_plan_free(struct eng_plan *p);
 int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
                    int32_t vocab, uint64_t seed, struct ts_err *err);
 /* A generation's tokens (eng_gen.h): id(ctx, request, position) is the token at a key position, or
- * -1 where the request has none (the hash stays); q_pos(ctx, request) (NULL: none) the position of
- * a plain segment's first query row where its rows do not follow its cached keys (the dual cache's
- * block, between cached positions), or -1. */
+ * -1 where the request has none (the hash stays); pos(ctx, request, i) (NULL: none) the position of
+ * the segment's i-th query row (an evicting segment's i-th front row) where its rows do not follow
+ * its cached keys, or -1: the dual cache's block between cached positions, FOCUS's rows of a block
+ * whose decided positions are scattered among its masked ones. */
 struct eng_tokens {
     int32_t (*id)(void *ctx, int32_t req_id, int32_t pos);
-    int32_t (*q_pos)(void *ctx, int32_t req_id);
+    int32_t (*pos)(void *ctx, int32_t req_id, int32_t row);
     void *ctx;
 };
 /* Applies t to p: the hashed token ids of p (its front plan's, a layered step's hidden rows')
- * replaced by the requests' own; a plain step's segment whose query rows sit at q_pos gets their
- * positions and slots there (its keys stay kv + q: every position of the request, the rows' own K/V
- * written where they sit). Fails, changing nothing, where such a segment's rows would leave its keys
- * or the step is not plain (a selection, per-layer rows, eviction). */
+ * replaced by the requests' own; a segment whose rows t places gets those positions and their slots
+ * (its keys stay kv + q: every position up to the last, the rows' own K/V written where they sit;
+ * an evicting segment's later rows the positions of the front rows they continue). Fails, changing
+ * nothing, where a placed row would leave its segment's keys, an evicting segment's candidates would
+ * not ascend, or the step selects or has per-layer rows. */
 int eng_plan_set_ids(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd, const struct eng_tokens *t,
                      struct ts_err *err);
+
 /* Whether sd is a layered step, or an evicting one (see above; the evict knob and some segment with
  * a front shape: without one, it is a plain step). */
 bool eng_plan_layered(const struct step_desc *sd);

@@ -787,6 +787,7 @@ static void ref_step_evicting(struct eng_ref *r, const struct step_desc *sd, con
     float *imp = xmalloc(sizeof *imp * (size_t)(2 * p->probe_rows + 1)), *delta = xmalloc(sizeof *delta * (size_t)(p->max_probe + 1));
     int32_t *crow = xmalloc(sizeof *crow * (size_t)(p->T + 1)), *cpos = xmalloc(sizeof *cpos * (size_t)(p->T + 1));
     int32_t *own = xmalloc(sizeof *own * (size_t)(p->max_probe + 1)), *klen = xmalloc(sizeof *klen * (size_t)(p->S + 1));
+    float *ck = xmalloc(sizeof *ck * (size_t)(p->max_probe + 1) * kvrow); /* a segment's candidates' keys */
     memcpy(klen, p->key_len, sizeof *klen * (size_t)p->S);
     memcpy(crow, p->c_row, sizeof *crow * (size_t)p->T);
     memcpy(cpos, p->tok_pos, sizeof *cpos * (size_t)p->T);
@@ -797,14 +798,19 @@ static void ref_step_evicting(struct eng_ref *r, const struct step_desc *sd, con
         for (int n = 0, g0 = 0; L < 2 && n < p->num_probe; g0 += p->probe[ENG_EVICT_FIELDS * n + 1], n++) {
             const int32_t *f = p->probe + ENG_EVICT_FIELDS * n;
             struct ref_cache *c = &r->reqs[f[5]];
-            ref_focus_importance(b.qkv + (size_t)f[0] * width, width, c->k + ((size_t)L * c->cap + f[4]) * kvrow, f[1],
-                                 H, Hkv, d, 1.0f / sqrtf((float)d), imp + (size_t)L * p->probe_rows + g0);
+            for (int j = 0; j < f[1]; j++) /* the candidates' keys, where their rows sit */
+                memcpy(ck + (size_t)j * kvrow, c->k + ((size_t)L * c->cap + fp->tok_pos[f[0] + j]) * kvrow,
+                       sizeof *ck * kvrow);
+            ref_focus_importance(b.qkv + (size_t)f[0] * width, width, ck, f[1], H, Hkv, d, 1.0f / sqrtf((float)d),
+                                 imp + (size_t)L * p->probe_rows + g0);
         }
     }
     for (int n = 0, g0 = 0; n < p->num_probe; g0 += p->probe[ENG_EVICT_FIELDS * n + 1], n++) {
         const int32_t *f = p->probe + ENG_EVICT_FIELDS * n, *use = own;
         struct ref_cache *c = &r->reqs[f[5]];
-        const int np = TS_MIN(TS_MAX(c->done - f[4], 0), f[1]); /* candidates run through every layer before */
+        int np = 0; /* candidates run through every layer before (their positions ascend) */
+        while (np < f[1] && fp->tok_pos[f[0] + np] < c->done)
+            np++;
         for (int j = 0; j < f[1]; j++)
             delta[j] = imp[p->probe_rows + g0 + j] - imp[g0 + j];
         ref_focus_pick(delta, f[1], f[2], np, own);
@@ -821,10 +827,10 @@ static void ref_step_evicting(struct eng_ref *r, const struct step_desc *sd, con
         }
         for (int k = 0; k < f[2]; k++) {
             crow[f[3] + k] = f[0] + use[k];
-            cpos[f[3] + k] = f[4] + use[k];
+            cpos[f[3] + k] = fp->tok_pos[f[0] + use[k]];
         }
         /* the later layers' keys: up to the right-most row processed before or kept now */
-        c->done = TS_MAX(c->done, f[4] + use[f[2] - 1] + 1);
+        c->done = TS_MAX(c->done, fp->tok_pos[f[0] + use[f[2] - 1]] + 1);
         klen[f[6]] = c->done;
     }
     for (int j = 0; j < p->T; j++) /* ascending sources: the move never overwrites a row still to come */
@@ -832,7 +838,7 @@ static void ref_step_evicting(struct eng_ref *r, const struct step_desc *sd, con
     for (int L = nf; L < m->num_layers; L++)
         ref_plain_layer(r, sd, p, cpos, klen, L, block_size, x, &b);
     bufs_free(&b);
-    free(imp), free(delta), free(crow), free(cpos), free(own), free(klen);
+    free(imp), free(delta), free(crow), free(cpos), free(own), free(klen), free(ck);
 }
 
 void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct eng_plan *p,

@@ -92,16 +92,19 @@ static __global__ void __launch_bounds__(K_FOCUS_MAX_CAND) focus_pick_kernel(str
 {
     griddep_wait();
     __shared__ float delta[K_FOCUS_MAX_CAND];
-    __shared__ int flag[K_FOCUS_MAX_CAND], top_right, u_sh;
+    __shared__ int flag[K_FOCUS_MAX_CAND], top_right, u_sh, np_sh;
     const int n = blockIdx.x, j = threadIdx.x;
     const int32_t *f = a.probe + K_FOCUS_FIELDS * n;
-    const int first = f[0], m = f[1], K = f[2], comp = f[3], pos0 = f[4], req = f[5], seg = f[6];
-    const int pr = a.progress[req], np = min(max(pr - pos0 + 1, 0), m); /* candidates 0..np-1 processed */
+    const int first = f[0], m = f[1], K = f[2], comp = f[3], req = f[5], seg = f[6];
+    const int pr = a.progress[req];
     int g0 = 0;
     for (int k = 0; k < n; k++)
         g0 += a.probe[K_FOCUS_FIELDS * k + 1];
     if (j == 0)
-        top_right = -1;
+        top_right = -1, np_sh = 0;
+    __syncthreads();
+    if (j < m && a.front_pos[first + j] <= pr) /* candidates 0..np-1 processed (their positions ascend) */
+        atomicAdd(&np_sh, 1);
     if (j < m) {
         float s = 0.f;
         for (int hd = 0; hd < a.H; hd++)
@@ -111,6 +114,7 @@ static __global__ void __launch_bounds__(K_FOCUS_MAX_CAND) focus_pick_kernel(str
             a.delta[g0 + j] = s;
     }
     __syncthreads();
+    const int np = np_sh;
     /* the right-most unprocessed candidate among the K largest deltas (ties: the lower row) */
     if (j < m && j >= np) {
         int rank = 0;
@@ -142,7 +146,7 @@ static __global__ void __launch_bounds__(K_FOCUS_MAX_CAND) focus_pick_kernel(str
         for (int t = 0; t < j; t++)
             k += flag[t];
         a.c_row[comp + k] = first + j;
-        a.tok_pos[comp + k] = pos0 + j;
+        a.tok_pos[comp + k] = a.front_pos[first + j];
         a.tok_slot[comp + k] = a.front_slot[first + j];
         if (a.trace)
             a.trace[(size_t)n * a.max_probe + k] = j;
@@ -151,7 +155,7 @@ static __global__ void __launch_bounds__(K_FOCUS_MAX_CAND) focus_pick_kernel(str
         int right = u > 0 ? np + u - 1 : -1;
         for (int t = 0; t < np; t++)
             right = flag[t] ? max(right, t) : right;
-        const int end = max(pr, pos0 + right);
+        const int end = right >= 0 ? max(pr, a.front_pos[first + right]) : pr;
         a.key_len[seg] = end + 1;
         a.progress[req] = end;
     }

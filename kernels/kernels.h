@@ -291,11 +291,13 @@ int k_fc_carry(bf16_t *x, const int32_t *x_comp, const int32_t *x_slot, const bf
  * k_focus_pick, after the front layers: each candidate's importance delta, the sum over the heads
  * of imp[1] minus that of imp[0] (NaN: -inf), into delta [probe_rows] when not NULL. The request's
  * progress[req] is the right-most position an earlier step ran through every layer (-1: none):
- * candidates up to it are processed, the others not. K are kept, with FOCUS's placeholder integrity
+ * candidates up to it are processed, the others not (a segment's candidates ascend in position:
+ * front_pos of their rows, which a generation scatters among the block's decided positions; pos0
+ * where they follow each other). K are kept, with FOCUS's placeholder integrity
  * (no unprocessed candidate is left out left of one kept): of the K largest deltas (ties: the lower
  * row), the right-most unprocessed one fixes a prefix of u unprocessed candidates kept (at most K;
  * at least K less the processed ones), and the K - u largest deltas among the processed are kept.
- * They become the later rows comp.. in row order: c_row (their front row), tok_pos (pos0 + j) and
+ * They become the later rows comp.. in row order: c_row (their front row), tok_pos (front_pos) and
  * tok_slot (front_slot of their row) are written; key_len[seg] becomes the keys up to the right-most
  * processed or kept position, and progress[req] that position. trace (NULL: none) gets each
  * segment's kept candidates at trace[n * max_probe]. Both need max_probe <= K_FOCUS_MAX_CAND, d a
@@ -306,7 +308,7 @@ int k_fc_carry(bf16_t *x, const int32_t *x_comp, const int32_t *x_slot, const bf
 struct k_focus_args {
     const bf16_t *q;          /* the front layer's qkv rows */
     const bf16_t *k_pool;     /* the layer's [slots, Hkv d] */
-    const int32_t *front_slot, *probe;
+    const int32_t *front_slot, *front_pos, *probe; /* the front rows' slots and positions */
     float *imp, *delta;
     int32_t *c_row, *tok_pos, *tok_slot, *key_len, *progress, *trace;
     int q_stride, num_probe, probe_rows, max_probe, H, Hkv, d, layer;

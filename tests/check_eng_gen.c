@@ -259,10 +259,10 @@ static int64_t run_gen(struct gen *g, const char *spec)
             if (g->c.dual && r->block_steps == 0) { /* the whole sequence, logits from the block on */
                 ck_assert(seg->phase == PHASE_REFRESH && seg->q == L && seg->kv == 0 && seg->kv_write == L);
                 ck_assert_int_eq(seg->logit_rows, L - start);
-                ck_assert_int_eq(gen_tokens(g).q_pos(g, seg->req_id), -1);
+                ck_assert_int_eq(gen_tokens(g).pos(g, seg->req_id, 0), -1);
             } else if (g->c.dual) { /* the block at its positions over every other one */
                 ck_assert(seg->phase == PHASE_REUSE && seg->q == B && seg->kv == L - B && seg->kv_write == B);
-                ck_assert_int_eq(gen_tokens(g).q_pos(g, seg->req_id), start);
+                ck_assert_int_eq(gen_tokens(g).pos(g, seg->req_id, 3), start + 3);
             } else {
                 ck_assert(r->prefilled);
                 ck_assert_int_eq(seg->kv + seg->q, start + B); /* the block ends the keys */
@@ -290,7 +290,7 @@ static int64_t run_gen(struct gen *g, const char *spec)
         }
         ck_assert_int_eq(grp, ngroups);
         ck_assert_int_eq(row, sd.tot.logit_rows);
-        ck_assert_msg(gen_apply(g, &sd, commit, &err) == 0, "%s", err.msg);
+        ck_assert_msg(gen_apply(g, &sd, commit, NULL, &err) == 0, "%s", err.msg);
         steps++;
         ck_assert_int_lt(steps, 100000);
     }
@@ -394,7 +394,7 @@ START_TEST(generation_dual)
             commit[r] = -1;
         for (int32_t k = 0; k < ng; k++) /* one position a step */
             commit[groups[2 * k] + step] = 50 + step;
-        ck_assert_int_eq(gen_apply(&g, &sd, commit, &err), 0);
+        ck_assert_int_eq(gen_apply(&g, &sd, commit, NULL, &err), 0);
     }
     ck_assert_int_eq(gen_token(&g, 2, 20 + 1), 51);
     gen_free(&g);
@@ -404,12 +404,109 @@ START_TEST(generation_dual)
     ck_assert_int_eq(sd.segs[0].logit_rows, 64);
     for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
         commit[r] = r == 20 ? 3 : -1;
-    ck_assert_int_ne(gen_apply(&g, &sd, commit, &err), 0);
+    ck_assert_int_ne(gen_apply(&g, &sd, commit, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "past its block"));
     gen_free(&g);
     c.attn_block = 16;
     ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "block-causal"));
+    eng_plan_free(&p);
+    eng_kv_free(&kv);
+    step_desc_free(&sd);
+}
+END_TEST
+
+/* FOCUS: each block step's front rows its uncached positions (decided first, then the masked
+ * candidates, ascending), K of the candidates kept (here the leftmost, as placeholder integrity
+ * allows), their logits alone deciding; the delayed cache and a finished block's rest; the plan
+ * places the rows where they sit. */
+START_TEST(generation_focus)
+{
+    struct gen g;
+    struct ts_err err;
+    struct gen_cfg c = cfg(3, 20, 64, 16);
+    c.focus = true, c.focus_alpha = 1.5, c.attn_block = 16;
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    const struct eng_tokens tk = gen_tokens(&g);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    struct eng_kv kv;
+    eng_kv_init(&kv, 16, 256);
+    struct eng_plan p;
+    eng_plan_init(&p);
+    int32_t groups[6], masked[48], commit[48], cand[48], picks[3 * 16], ng, rests = 0, steps = 0;
+    while (gen_next_step(&g, &sd, groups, &ng, masked)) {
+        ck_assert(sd.evict && sd.front_layers == 2);
+        ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 100, 1, &err), 0);
+        ck_assert_msg(eng_plan_set_ids(&p, &kv, &sd, &tk, &err) == 0, "%s", err.msg);
+        int32_t row = 0, n = 0;
+        for (int32_t s = 0; s < sd.num_segs; s++) {
+            const struct segment *seg = &sd.segs[s];
+            const struct gen_req *r = &g.r[seg->req_id];
+            const int32_t end = r->P + (r->block + 1) * 16;
+            if (r->last == GEN_SEG_REST) { /* the previous block's uncached rest, over its keys */
+                rests++;
+                ck_assert(seg->q == r->nrest && seg->q_front == 0 && seg->kv + seg->q == end - 16);
+                for (int32_t i = 0; i < seg->q; i++)
+                    ck_assert_int_eq(p.tok_pos[p.q_start[s] + i], r->P + r->rest[i]);
+                continue;
+            }
+            if (r->last != GEN_SEG_BLOCK)
+                continue;
+            ck_assert_int_eq(seg->q_front, r->nfixed + r->ncand);
+            ck_assert_int_eq(seg->kv_front + seg->q_front, end);
+            ck_assert(seg->probe == r->ncand && seg->picked == r->picked && seg->q == r->nfixed + r->picked);
+            ck_assert_int_eq(seg->picked, TS_MIN(r->ncand, (int32_t)ceil(1.5 * fmax(1.0, r->fsteps ? (double)r->fdecodes / r->fsteps : 1))));
+            const struct eng_plan *fp = p.front;
+            for (int32_t i = 0; i < seg->q_front; i++) { /* the front rows where they sit */
+                const int32_t at = fp->tok_pos[fp->q_start[s] + i], k = at - r->P - r->block * 16;
+                ck_assert(k >= 0 && k < 16 && !r->cached[r->block * 16 + k]);
+                ck_assert_int_eq(r->decided[r->block * 16 + k], i < r->nfixed); /* decided, then masked */
+                ck_assert_int_eq(fp->tok_slot[fp->q_start[s] + i], eng_kv_slot(&kv, seg->req_id, at));
+                ck_assert_int_eq(fp->tok_ids[fp->q_start[s] + i], gen_token(&g, seg->req_id, at));
+            }
+            for (int32_t i = 0; i < r->nfixed; i++) /* the later layers' fixed rows at the same positions */
+                ck_assert_int_eq(p.tok_pos[p.q_start[s] + i], fp->tok_pos[fp->q_start[s] + i]);
+            for (int32_t k = 0; k < seg->picked; k++) { /* kept: the leftmost candidates; decided: some */
+                picks[n * 16 + k] = k;
+                const uint64_t h = ts_mix64(((uint64_t)seg->req_id << 32) ^ (uint64_t)(steps * 64 + k));
+                commit[row + k] = k == 0 || h % 3 == 0 ? 7 + k : -1;
+            }
+            ck_assert_int_eq(groups[2 * n], row);
+            row += seg->logit_rows;
+            n++;
+        }
+        ck_assert_int_eq(n, ng);
+        gen_focus_cands(&g, &sd, picks, 16, cand);
+        ck_assert_msg(gen_apply(&g, &sd, commit, cand, &err) == 0, "%s", err.msg);
+        for (int32_t i = 0; i < 3; i++) /* the delayed cache: a cached position's right neighbour is decided */
+            for (int32_t k = 0; k + 1 < 64; k++)
+                if (g.r[i].cached[k] && (k + 1) % 16)
+                    ck_assert(g.r[i].decided[k + 1]);
+        ck_assert_int_lt(++steps, 1000);
+    }
+    ck_assert_int_gt(rests, 0);
+    for (int32_t i = 0; i < 3; i++) {
+        ck_assert(g.r[i].done);
+        for (int32_t k = 0; k < 64; k++)
+            ck_assert(g.r[i].decided[k]);
+    }
+    ck_assert_int_eq(g.decoded, 3 * 64);
+    ck_assert(g.front_rows > g.block_rows && g.block_rows >= g.decoded);
+    /* a logit row without a candidate is refused; so is FOCUS over the dual cache */
+    gen_free(&g);
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert(gen_next_step(&g, &sd, groups, &ng, masked)); /* the prefills */
+    ck_assert_int_eq(gen_apply(&g, &sd, commit, cand, &err), 0);
+    ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
+    for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
+        cand[r] = 99, commit[r] = -1;
+    ck_assert_int_ne(gen_apply(&g, &sd, commit, cand, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "holds no candidate"));
+    gen_free(&g);
+    c.dual = true, c.attn_block = 0;
+    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "FOCUS evicts over the prefix cache"));
     eng_plan_free(&p);
     eng_kv_free(&kv);
     step_desc_free(&sd);
@@ -493,7 +590,7 @@ START_TEST(generation_ids_in_plan)
         }
         for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++) /* odd rows, then the rest */
             commit[r] = masked[r] && (r % 2 || step == 2) ? 40 + r : -1;
-        ck_assert_int_eq(gen_apply(&g, &sd, commit, &err), 0);
+        ck_assert_int_eq(gen_apply(&g, &sd, commit, NULL, &err), 0);
     }
     ck_assert_int_eq(gen_token(&g, 0, 3 + 1), 41); /* step 1 committed rows 1, 3, ... of block 0 */
     ck_assert_int_eq(gen_token(&g, 0, 3 + 0), 40); /* step 2 the others */
@@ -504,8 +601,8 @@ START_TEST(generation_ids_in_plan)
     ck_assert_int_eq(sd.segs[0].q, 32);
     for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
         commit[r] = r == 0 ? 1 : -1;
-    ck_assert_int_eq(gen_apply(&g, &sd, commit, &err), 0);
-    ck_assert_int_ne(gen_apply(&g, &sd, commit, &err), 0);
+    ck_assert_int_eq(gen_apply(&g, &sd, commit, NULL, &err), 0);
+    ck_assert_int_ne(gen_apply(&g, &sd, commit, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "committed twice"));
     eng_plan_free(&p);
     eng_kv_free(&kv);
@@ -627,6 +724,7 @@ int main(void)
     tcase_add_test(tc, generation_threshold);
     tcase_add_test(tc, generation_room);
     tcase_add_test(tc, generation_dual);
+    tcase_add_test(tc, generation_focus);
     tcase_add_test(tc, generation_ids_in_plan);
     tcase_add_test(tc, prompt_file_errors);
     tcase_add_test(tc, profile_round_trip);

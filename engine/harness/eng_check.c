@@ -1230,105 +1230,148 @@ static void gen_ref_credit(struct eng_ref *r, const struct model_cfg *m, const s
                         &maxv[i], &conf[i]);
 }
 
-/* A whole generation of a tiny model (3 requests, 64 tokens in blocks of 32, real token ids fed back)
- * on the engine, each step also on the reference over the same tokens (credit decoding: each with
- * its own credits); the rule's threshold the median confidence of the first block step, so that
- * steps commit several rows. */
-static void check_generation(struct checker *c, const struct model_cfg *m, int attn_block, int kind, bool dual)
+/* A generation checked step by step (check_generation): the engine and the reference over the same
+ * tokens and plan. */
+enum { GEN_MOST = 3 * (40 + 64) }; /* a step's logit rows at most: the dual cache's whole sequences */
+struct gen_check {
+    struct eng *e;
+    struct eng_ref *r;
+    struct eng_plan p;
+    struct eng_kv kv;
+    struct eng_tokens tk;
+    struct unmask_rule u;
+    int32_t rtok[GEN_MOST], cstate[GEN_MOST], cflags[GEN_MOST], cand[GEN_MOST], picks[3 * 32];
+    float rmax[GEN_MOST], rconf[GEN_MOST];
+    struct credit_row credits[96]; /* the reference's own, 3 requests x 32 positions */
+    float *href, *logits;
+    int64_t argmax_wrong, logit_rows;
+    double pick_parted;
+};
+
+/* What check_generation found: exact (the GPU's decisions other than the host rule's over the
+ * engine's outputs), parted (the reference's own decisions), its argmax, its kept rows, the ending. */
+static void gen_check_report(struct checker *c, const struct gen *g, const struct gen_check *gc, int kind,
+                             int attn_block, const char *cache, int64_t exact, double parted)
 {
+    char what[128];
+    snprintf(what, sizeof what, "generation %s%s, %s cache: %lld steps, TPF %.2f (rows, counts off)", unmask_name(kind),
+             attn_block ? " block-causal" : "", cache, (long long)g->steps, gen_tpf(g));
+    report(c, what, (double)exact, 0);
+    report(c, "generation: rows the reference decides otherwise (fraction)", parted, 0.10);
+    report(c, "generation: argmax differs from the reference (fraction)",
+           gc->logit_rows ? (double)gc->argmax_wrong / gc->logit_rows : 1, 0.10);
+    if (g->c.focus) /* near ties of the importance delta part them; a wrong score, many */
+        report(c, "generation: kept rows the reference would not keep (worst step's fraction)", gc->pick_parted, 0.25);
+    int undone = 0;
+    for (int32_t i = 0; i < g->c.requests; i++)
+        undone += !g->r[i].done;
+    report(c, "generation: requests unfinished, or one commit a step", undone + (gen_tpf(g) > 1.2 ? 0 : 1), 0);
+}
+
+/* One step of g on the engine (credits named first; FOCUS's picks read after) and on the reference
+ * (handed the engine's picks), into out and gc's reference outputs. */
+static int gen_check_step(struct gen_check *gc, const struct model_cfg *m, struct gen *g, struct step_desc *sd,
+                          uint64_t seed, struct eng_out *out, struct ts_err *err)
+{
+    if (gc->u.kind == UNMASK_CREDIT) {
+        gen_credit_rows(g, sd, gc->cstate, gc->cflags);
+        if (eng_credit_next(gc->e, &gc->u, gc->cstate, gc->cflags, (int32_t)sd->tot.logit_rows, err))
+            return -1;
+    }
+    if (eng_step(gc->e, sd, out, NULL, err) || eng_plan_build(&gc->p, &gc->kv, sd, m->vocab, seed, err) ||
+        eng_plan_set_ids(&gc->p, &gc->kv, sd, &gc->tk, err))
+        return -1;
+    int max_probe = 0;
+    if (g->c.focus && sd->tot.probe_tokens > 0) { /* the rows FOCUS kept: the engine's, the reference's too */
+        if (eng_picks(gc->e, gc->picks, (int64_t)TS_ARRAY_LEN(gc->picks), &max_probe, err))
+            return -1;
+        gen_focus_cands(g, sd, gc->picks, max_probe, gc->cand);
+        eng_ref_force_picks(gc->r, gc->picks, max_probe);
+    }
+    eng_ref_step(gc->r, sd, &gc->p, sd->attn_block, gc->href, gc->rtok, gc->rmax, gc->rconf);
+    gc->pick_parted = fmax(gc->pick_parted, eng_ref_pick_disagreement(gc->r));
+    if (gc->u.kind == UNMASK_CREDIT) /* the reference's own fusion of its own logits */
+        gen_ref_credit(gc->r, m, &gc->u, gc->href, out->R, gc->cstate, gc->cflags, gc->credits, gc->logits, gc->rtok,
+                       gc->rmax, gc->rconf);
+    for (int32_t i = 0; i < out->R; i++)
+        gc->argmax_wrong += out->tok[i] != gc->rtok[i];
+    gc->logit_rows += out->R;
+    return 0;
+}
+
+/* A whole generation of a tiny model (3 requests, 64 tokens in blocks of 32, real token ids fed back)
+ * under a cache (0 prefix, 1 dual, 2 FOCUS) on the engine, each step also on the reference over the
+ * same tokens (credit decoding: each with its own credits; FOCUS: the engine's kept rows, the
+ * reference's own ranking reported); the rule's threshold the median confidence of the first block
+ * step, so that steps commit several rows. */
+static void check_generation(struct checker *c, const struct model_cfg *m, int attn_block, int kind, int cache)
+{
+    static const char *const caches[] = {"prefix", "dual", "focus"};
     struct eng_opts o;
     eng_opts_defaults(&o);
     o.max_tokens = 1024, o.logit_chunk_rows = 64, o.kv_tokens = 4096, o.seed = 91;
-    const struct gen_cfg gc = {.requests = 3, .prompt_len = 40, .gen_len = 64, .block = 32, .mask_id = m->vocab - 1,
-                               .vocab = m->vocab, .seed = 5, .attn_block = attn_block ? 32 : 0, .max_tokens = 1024,
-                               .logit_chunk_rows = 64, .max_pos = m->max_pos, .dual = dual};
+    o.credit_rows = kind == UNMASK_CREDIT ? 96 : 0;
+    o.trace_selection = cache == 2;
+    const struct gen_cfg cfg = {.requests = 3, .prompt_len = 40, .gen_len = 64, .block = 32, .mask_id = m->vocab - 1,
+                                .vocab = m->vocab, .seed = 5, .attn_block = attn_block ? 32 : 0, .max_tokens = 1024,
+                                .logit_chunk_rows = 64, .max_pos = m->max_pos, .dual = cache == 1,
+                                .focus = cache == 2, .focus_alpha = 1.5};
     struct gen g = {0};
-    struct eng *e = NULL;
-    struct eng_ref *r = NULL;
-    struct eng_plan p;
-    eng_plan_init(&p);
-    struct eng_kv kv;
-    eng_kv_init(&kv, o.page_tokens, 256);
+    struct gen_check *gc = xcalloc(1, sizeof *gc);
+    eng_plan_init(&gc->p);
+    eng_kv_init(&gc->kv, o.page_tokens, 256);
+    gc->u.kind = -1;
+    gc->href = xmalloc(sizeof *gc->href * GEN_MOST * (size_t)m->hidden);
+    gc->logits = xmalloc(sizeof *gc->logits * GEN_MOST * (size_t)m->vocab);
     struct step_desc sd;
     step_desc_init(&sd);
     struct ts_err err;
-    enum { MOST = 3 * (40 + 64) }; /* a step's logit rows at most: the dual cache's whole sequences */
-    int32_t groups[6], masked[MOST], commit[MOST], count[3], ng, rtok[MOST], cstate[MOST], cflags[MOST];
-    float rmax[MOST], rconf[MOST];
-    int64_t exact = 0, parted = 0, rows = 0, argmax_wrong = 0, logit_rows = 0;
-    struct unmask_rule u = {.kind = -1};
-    struct credit_row credits[96]; /* the reference's own, 3 requests x 32 positions */
-    float *href = xmalloc(sizeof *href * MOST * (size_t)m->hidden), *logits = xmalloc(sizeof *logits * MOST * (size_t)m->vocab);
-    o.credit_rows = kind == UNMASK_CREDIT ? 96 : 0;
-    if (gen_init(&g, &gc, NULL, &err) || eng_create(m, &o, &e, &err) || eng_ref_create(m, NULL, o.seed, &r, &err)) {
+    int32_t groups[6], masked[GEN_MOST], commit[GEN_MOST], count[3], ng;
+    int64_t exact = 0, parted = 0, rows = 0;
+    if (gen_init(&g, &cfg, NULL, &err) || eng_create(m, &o, &gc->e, &err) ||
+        eng_ref_create(m, NULL, o.seed, &gc->r, &err)) {
         fail_msg(c, "generation", err.msg);
         goto done;
     }
-    const struct eng_tokens tk = gen_tokens(&g);
-    eng_set_tokens(e, &tk);
+    gc->tk = gen_tokens(&g);
+    eng_set_tokens(gc->e, &gc->tk);
     while (gen_next_step(&g, &sd, groups, &ng, masked)) {
         struct eng_out out;
-        if (ng > 0 && u.kind < 0) /* the threshold: the median confidence of the first block step */
-            u = (struct unmask_rule){.kind = kind, .alpha = 0.7f, .beta = 0.8f, .gamma = 0.2f};
-        if (kind == UNMASK_CREDIT) {
-            gen_credit_rows(&g, &sd, cstate, cflags);
-            if (eng_credit_next(e, &u, cstate, cflags, (int32_t)sd.tot.logit_rows, &err)) {
-                fail_msg(c, "generation credits", err.msg);
-                goto done;
-            }
-        }
-        if (eng_step(e, &sd, &out, NULL, &err) || eng_plan_build(&p, &kv, &sd, m->vocab, o.seed, &err)) {
+        if (ng > 0 && gc->u.kind < 0)
+            gc->u = (struct unmask_rule){.kind = kind, .alpha = 0.7f, .beta = 0.8f, .gamma = 0.2f};
+        if (gen_check_step(gc, m, &g, &sd, o.seed, &out, &err)) {
             fail_msg(c, "generation step", err.msg);
             goto done;
         }
-        if (eng_plan_set_ids(&p, &kv, &sd, &tk, &err)) {
-            fail_msg(c, "generation plan", err.msg);
-            goto done;
-        }
-        eng_ref_step(r, &sd, &p, sd.attn_block, href, rtok, rmax, rconf);
-        if (kind == UNMASK_CREDIT) /* the reference's own fusion of its own logits */
-            gen_ref_credit(r, m, &u, href, out.R, cstate, cflags, credits, logits, rtok, rmax, rconf);
-        if (ng > 0 && u.tau == 0) {
-            float sorted[MOST];
+        if (ng > 0 && gc->u.tau == 0) {
+            float sorted[GEN_MOST];
             memcpy(sorted, out.conf, sizeof(float) * (size_t)out.R);
             qsort(sorted, (size_t)out.R, sizeof *sorted, cmp_float);
-            u.tau = sorted[out.R / 2], u.low = sorted[out.R / 4];
+            gc->u.tau = sorted[out.R / 2], gc->u.low = sorted[out.R / 4];
         }
-        for (int32_t i = 0; i < out.R; i++)
-            argmax_wrong += out.tok[i] != rtok[i];
-        logit_rows += out.R;
-        if (ng > 0 && eng_unmask(e, &u, groups, ng, masked, commit, count, NULL, &err)) {
+        if (ng > 0 && eng_unmask(gc->e, &gc->u, groups, ng, masked, commit, count, NULL, &err)) {
             fail_msg(c, "generation unmask", err.msg);
             goto done;
         }
-        gen_decisions(&u, groups, ng, masked, &out, rconf, commit, count, &exact, &parted, &rows);
-        if (gen_apply(&g, &sd, commit, &err)) {
+        gen_decisions(&gc->u, groups, ng, masked, &out, gc->rconf, commit, count, &exact, &parted, &rows);
+        if (gen_apply(&g, &sd, commit, cfg.focus ? gc->cand : NULL, &err)) {
             fail_msg(c, "generation apply", err.msg);
             goto done;
         }
         for (int32_t s = 0; s < sd.num_segs; s++)
             if (g.r[sd.segs[s].req_id].done)
-                eng_release(e, sd.segs[s].req_id), eng_ref_release(r, sd.segs[s].req_id);
+                eng_release(gc->e, sd.segs[s].req_id), eng_ref_release(gc->r, sd.segs[s].req_id);
     }
-    char what[128];
-    snprintf(what, sizeof what, "generation %s%s, %s cache: %lld steps, TPF %.2f (rows, counts off)", unmask_name(kind),
-             attn_block ? " block-causal" : "", dual ? "dual" : "prefix", (long long)g.steps, gen_tpf(&g));
-    report(c, what, (double)exact, 0);
-    report(c, "generation: rows the reference decides otherwise (fraction)", rows ? (double)parted / rows : 1, 0.10);
-    report(c, "generation: argmax differs from the reference (fraction)",
-           logit_rows ? (double)argmax_wrong / logit_rows : 1, 0.10);
-    int undone = 0;
-    for (int32_t i = 0; i < g.c.requests; i++)
-        undone += !g.r[i].done;
-    report(c, "generation: requests unfinished, or one commit a step", undone + (gen_tpf(&g) > 1.2 ? 0 : 1), 0);
+    gen_check_report(c, &g, gc, kind, attn_block, caches[cache], exact, rows ? (double)parted / rows : 1);
 done:
-    free(href), free(logits);
+    free(gc->href), free(gc->logits);
     step_desc_free(&sd);
-    eng_plan_free(&p);
-    eng_kv_free(&kv);
+    eng_plan_free(&gc->p);
+    eng_kv_free(&gc->kv);
     gen_free(&g);
-    eng_destroy(e);
-    eng_ref_destroy(r);
+    eng_destroy(gc->e);
+    eng_ref_destroy(gc->r);
+    free(gc);
 }
 
 /* --- whole steps ------------------------------------------------------------------------- */
@@ -2275,14 +2318,18 @@ static void check_engine_steps(struct checker *c)
         check_focus_steps(c, &tiny_b, 32);
     if (take(c))
         check_moe_steps(c);
+    struct model_cfg tiny_qk4 = tiny_qk; /* FOCUS: two front layers, two later ones */
+    tiny_qk4.num_layers = 4;
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, false);
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, 0);
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, true);
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, 1);
     if (take(c))
-        check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, false);
+        check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, 0);
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_CREDIT, true);
+        check_generation(c, &tiny_a, 0, UNMASK_CREDIT, 1);
+    if (take(c))
+        check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, 2);
     fprintf(c->out, "the engine against itself:\n");
     if (take(c))
         check_self(c, &tiny_b);
@@ -2396,10 +2443,13 @@ static void check_generate_only(struct checker *c)
     check_unmask_kernel(c);
     check_credit_kernel(c, 1003);
     check_credit_kernel(c, 126464);
-    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, false);
-    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, true);
-    check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, false);
-    check_generation(c, &tiny_gqa, 0, UNMASK_CREDIT, true);
+    struct model_cfg tiny_qk4 = tiny_qk; /* FOCUS: two front layers, two later ones */
+    tiny_qk4.num_layers = 4;
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, 0);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, 1);
+    check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, 0);
+    check_generation(c, &tiny_gqa, 0, UNMASK_CREDIT, 1);
+    check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, 2);
 }
 
 int eng_check_run(uint64_t seed, const char *only, int part, int parts, FILE *out)

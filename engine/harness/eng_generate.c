@@ -25,7 +25,8 @@ static void generate_usage(FILE *f)
     fprintf(f,
 "usage: tessera engine generate [--model NAME|config.json] [--weights PATH] [--decoder SPEC]\n"
 "                               [--requests N] [--prompt-len P | --prompts FILE] [--gen-len G]\n"
-"                               [--block B] [--cache prefix|dual] [--mask-id ID] [--seed S]\n"
+"                               [--block B] [--cache prefix|dual|focus] [--focus-alpha A]\n"
+"                               [--mask-id ID] [--seed S]\n"
 "                               [--mem-limit GB]\n"
 "                               [--profile-out FILE --name NAME] [--ids-out FILE]\n"
 "\n"
@@ -47,12 +48,16 @@ static void generate_usage(FILE *f)
 "  --prompt-len P             hashed prompt ids of P tokens [256]; --prompts FILE one JSON array of\n"
 "                             token ids a line instead (a tokenizer's output)\n"
 "  --gen-len G, --block B     tokens to generate [256], a multiple of B [32]\n"
-"  --cache prefix|dual        prefix: the prompt prefilled once, each step the block over the cached\n"
+"  --cache prefix|dual|focus  prefix: the prompt prefilled once, each step the block over the cached\n"
 "                             prefix, a finished block's K/V written by the next block's first step\n"
 "                             (SDAR's, LLaDA2.0's block diffusion); dual: Fast-dLLM's dual cache, a\n"
 "                             block's first step the whole sequence, its others the block alone\n"
-"                             over every other position's cached K/V [dual for a bidirectional\n"
-"                             model, prefix for a block-causal one]\n"
+"                             over every other position's cached K/V; focus: the prefix cache with\n"
+"                             FOCUS's delayed intra-block cache and eviction (layers 0-1 over the\n"
+"                             block's uncached positions, the later ones over its decided ones and\n"
+"                             the K masked ones the importance delta keeps on the GPU, K = ceil(\n"
+"                             --focus-alpha [1.5] x the mean decodes a step)) [dual for a\n"
+"                             bidirectional model, prefix for a block-causal one]\n"
 "  --mask-id ID               the mask token (LLaDA-8B 126336, LLaDA-MoE-7B 156895; with random\n"
 "                             weights and another model: the vocabulary's last; with --weights\n"
 "                             for another model: required)\n"
@@ -70,7 +75,7 @@ struct gen_args {
     struct unmask_rule rule;
     char rule_text[64];
     int64_t requests, prompt_len, gen_len, block, mask_id, seed;
-    double mem_gb;
+    double mem_gb, focus_alpha;
 };
 
 static int parse_args(int argc, char **argv, struct gen_args *a)
@@ -83,10 +88,11 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {"mem-limit", required_argument, 0, 'M'},
                                       {"profile-out", required_argument, 0, 'o'}, {"name", required_argument, 0, 'N'},
                                       {"ids-out", required_argument, 0, 'i'}, {"cache", required_argument, 0, 'c'},
+                                      {"focus-alpha", required_argument, 0, 'a'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     *a = (struct gen_args){.model = "llada-8b", .requests = -1, .prompt_len = 256, .gen_len = 256, .block = 32,
-                           .mask_id = -1, .seed = 1};
+                           .mask_id = -1, .seed = 1, .focus_alpha = 1.5};
     struct ts_err err;
     if (unmask_parse("threshold:0.9", &a->rule, &err))
         return EXIT_USAGE;
@@ -102,7 +108,11 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'o': a->profile_out = optarg; break;
         case 'N': a->name = optarg; break;
         case 'i': a->ids_out = optarg; break;
-        case 'c': a->cache = optarg, bad = strcmp(optarg, "prefix") && strcmp(optarg, "dual"), range = "prefix or dual"; break;
+        case 'c':
+            a->cache = optarg, range = "prefix, dual or focus";
+            bad = strcmp(optarg, "prefix") && strcmp(optarg, "dual") && strcmp(optarg, "focus");
+            break;
+        case 'a': bad = ts_parse_double(optarg, &a->focus_alpha) || !(a->focus_alpha >= 1 && a->focus_alpha <= 64), range = "1..64"; break;
         case 'd':
             if (unmask_parse(optarg, &a->rule, &err)) {
                 fprintf(stderr, "tessera engine generate: %s\n", err.msg);
@@ -135,6 +145,11 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
     if (a->profile_out && a->rule.kind == UNMASK_TOPK) {
         fprintf(stderr, "tessera engine generate: --profile-out: topk:K commits K positions a step; the simulator "
                         "models it as --decode fixed:K, no profile needed\n");
+        return EXIT_USAGE;
+    }
+    if (a->cache && strcmp(a->cache, "focus") == 0 && a->rule.kind == UNMASK_CREDIT) {
+        fprintf(stderr, "tessera engine generate: --cache focus with credit decoding: the rows FOCUS keeps are chosen "
+                        "on the GPU during the step, after the credits they fuse with must be named\n");
         return EXIT_USAGE;
     }
     unmask_format(&a->rule, a->rule_text, sizeof a->rule_text);
@@ -187,7 +202,12 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         most += (size_t)(g->r[i].P + g->c.gen_len);
     int32_t *groups = xmalloc(sizeof *groups * 2 * (size_t)n), ng;
     int32_t *masked = xmalloc(sizeof *masked * most), *commit = xmalloc(sizeof *commit * most);
-    int32_t *cstate = NULL, *cflags = NULL;
+    int32_t *cstate = NULL, *cflags = NULL, *cand = NULL, *picks = NULL;
+    int64_t npicks = (int64_t)n * g->c.block;
+    if (g->c.focus) { /* FOCUS: which candidates the GPU kept, for each logit row */
+        cand = xmalloc(sizeof *cand * most);
+        picks = xmalloc(sizeof *picks * (size_t)npicks);
+    }
     if (u->kind == UNMASK_CREDIT) {
         cstate = xmalloc(sizeof *cstate * most);
         cflags = xmalloc(sizeof *cflags * most);
@@ -207,11 +227,17 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         }
         if ((rc = eng_step(e, &sd, NULL, &ms, err)) != 0)
             break;
+        int max_probe = 0;
+        if (cand && sd.tot.probe_tokens > 0) {
+            if ((rc = eng_picks(e, picks, npicks, &max_probe, err)) != 0)
+                break;
+            gen_focus_cands(g, &sd, picks, max_probe, cand);
+        }
         for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
             commit[r] = -1;
         if (ng > 0 && (rc = eng_unmask(e, u, groups, ng, masked, commit, NULL, &ums, err)) != 0)
             break;
-        if ((rc = gen_apply(g, &sd, commit, err)) != 0)
+        if ((rc = gen_apply(g, &sd, commit, cand, err)) != 0)
             break;
         for (int32_t s = 0; s < sd.num_segs; s++)
             if (g->r[sd.segs[s].req_id].done)
@@ -228,7 +254,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         fprintf(stderr, "\r%60s\r", "");
     eng_set_tokens(e, NULL);
     step_desc_free(&sd);
-    free(groups), free(masked), free(commit), free(cstate), free(cflags);
+    free(groups), free(masked), free(commit), free(cstate), free(cflags), free(cand), free(picks);
     return rc;
 }
 
@@ -251,14 +277,16 @@ static void report(const struct gen_args *a, const struct model_cfg *m, struct e
 {
     printf("tessera engine generate: %s (%s) on %s, %d requests, %d tokens each in blocks of %d, %s cache, %s, "
            "mask id %d\n", m->name, a->weights ? a->weights : "random weights", eng_device_name(e), g->c.requests,
-           g->c.gen_len, g->c.block, g->c.dual ? "dual" : "prefix", a->rule_text, mask_id);
+           g->c.gen_len, g->c.block, g->c.focus ? "focus" : g->c.dual ? "dual" : "prefix", a->rule_text, mask_id);
     printf("  steps            %lld (%lld block steps of requests)\n", (long long)g->steps, (long long)g->block_segs);
     printf("  tokens/forward   %.3f; block steps by positions committed:", gen_tpf(g));
     for (int32_t k = 1; k <= g->c.block; k++)
         if (g->per_step[k])
             printf(" %d:%lld", k, (long long)g->per_step[k]);
-    printf("\n  redundancy       %.2f block rows computed per position decided\n",
-           g->decoded ? (double)g->block_rows / (double)g->decoded : 0);
+    printf("\n  redundancy       %.2f block rows computed per position decided", g->decoded ? (double)g->block_rows / (double)g->decoded : 0);
+    if (g->c.focus) /* N_processed / N_decoded: the later layers' rows, and the front layers' */
+        printf(" (through every layer; %.2f through layers 0-1)", g->decoded ? (double)g->front_rows / (double)g->decoded : 0);
+    printf("\n");
     qsort(run->ms, (size_t)run->nms, sizeof *run->ms, cmp_float);
     printf("  GPU time         %.3f s in steps (median step %.3f ms), unmasking %.3f ms in all (%.2f%%)\n",
            run->step_ms / 1e3, run->nms ? run->ms[run->nms / 2] : 0, run->unmask_ms,
@@ -295,7 +323,8 @@ int eng_generate_main(int argc, char **argv)
         .requests = n, .prompt_len = (int32_t)a.prompt_len, .gen_len = (int32_t)a.gen_len, .block = B,
         .mask_id = mask_id, .vocab = m.vocab, .max_pos = m.max_pos, .seed = (uint64_t)a.seed,
         .attn_block = m.block_causal ? B : 0, .logit_chunk_rows = 2048,
-        .dual = a.cache ? strcmp(a.cache, "dual") == 0 : !m.block_causal};
+        .dual = a.cache ? strcmp(a.cache, "dual") == 0 : !m.block_causal,
+        .focus = a.cache && strcmp(a.cache, "focus") == 0, .focus_alpha = a.focus_alpha};
     /* a step's rows: room for every request's block (the dual cache: its whole sequence), within 16K */
     const int64_t seq = (int64_t)longest + a.gen_len, each = gc.dual ? seq : 2 * B;
     gc.max_tokens = (int32_t)TS_MAX(TS_MAX(seq, 2 * B), TS_MIN((int64_t)n * each, 16384));
@@ -314,6 +343,7 @@ int eng_generate_main(int argc, char **argv)
     o.weights = a.weights;
     o.seed = (uint64_t)a.seed;
     o.credit_rows = a.rule.kind == UNMASK_CREDIT ? n * B : 0;
+    o.trace_selection = gc.focus; /* the rows FOCUS kept (eng_picks) */
     struct eng *e = NULL;
     struct gen_run run = {0};
     rc = 1;
@@ -326,7 +356,7 @@ int eng_generate_main(int argc, char **argv)
     if (a.profile_out) {
         char source[512];
         snprintf(source, sizeof source, "tessera engine generate --model %s --decoder %s --cache %s (%s, %d requests, "
-                 "%d tokens in blocks of %d)", m.name, a.rule_text, gc.dual ? "dual" : "prefix",
+                 "%d tokens in blocks of %d)", m.name, a.rule_text, gc.focus ? "focus" : gc.dual ? "dual" : "prefix",
                  a.weights ? a.weights : "random weights", n, gc.gen_len, B);
         if (gen_profile_write(a.profile_out, a.name, &g, unmask_name(a.rule.kind), source, &err)) {
             fprintf(stderr, "tessera engine generate: %s\n", err.msg);

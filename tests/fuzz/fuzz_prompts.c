@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         commit[r] = 7;
                         break;
                     }
-            if (gen_apply(&g, &sd, commit, &err))
+            if (gen_apply(&g, &sd, commit, NULL, &err))
                 __builtin_trap();
         }
         step_desc_free(&sd);
