@@ -500,7 +500,8 @@ done:
 }
 
 /* FOCUS's kernels on two evicting segments (m candidates each; the second a first step of its block,
- * the first with `done` candidates run before): both layers' importance against the reference's,
+ * its candidates' positions two apart, as a generation scatters them among decided ones; the first
+ * with `done` candidates run before): both layers' importance against the reference's,
  * the picks against the reference's from the GPU's deltas (the same ranking), and every array the
  * pick writes. */
 static void check_focus_kernels(struct checker *c, int H, int Hkv, int d, int m0, int m1)
@@ -509,35 +510,39 @@ static void check_focus_kernels(struct checker *c, int H, int Hkv, int d, int m0
     const int m[NP] = {m0, m1}, K[NP] = {TS_MAX(1, m0 / 5), TS_MAX(1, m1 / 3)}, first[NP] = {3, 3 + m0 + 5};
     const int comp[NP] = {2, 2 + K[0] + 1}, pos0[NP] = {100, 40}, req[NP] = {7, 3}, seg[NP] = {0, 1}, done = m0 / 3;
     const int rows = first[1] + m1 + 2, width = (H + 2 * Hkv) * d, kvd = Hkv * d, P = m0 + m1;
-    int32_t probe[K_FOCUS_FIELDS * NP], slot[512], crow[256], cpos[256], cslot[256], klen[NP], prog[8], trace[NP * MAXC];
+    int32_t probe[K_FOCUS_FIELDS * NP], slot[512], fpos[512], crow[256], cpos[256], cslot[256], klen[NP], prog[8],
+        trace[NP * MAXC];
     float *qf = xmalloc(sizeof *qf * (size_t)2 * rows * width), *kf = xmalloc(sizeof *kf * (size_t)2 * SLOTS * kvd);
     bf16_t *qh = xmalloc(2 * (size_t)2 * rows * width), *kh = xmalloc(2 * (size_t)2 * SLOTS * kvd);
     float *delta = xmalloc(sizeof *delta * (size_t)P), *imp = xmalloc(sizeof *imp * (size_t)2 * P);
     float *gimp = xmalloc(sizeof *gimp * (size_t)2 * H * P);
     void *dq = NULL, *dk = NULL, *dslot = NULL, *dprobe = NULL, *dimp = NULL, *ddelta = NULL, *dcrow = NULL;
-    void *dpos = NULL, *dcs = NULL, *dklen = NULL, *dprog = NULL, *dtr = NULL;
+    void *dpos = NULL, *dcs = NULL, *dklen = NULL, *dprog = NULL, *dtr = NULL, *dfpos = NULL;
     rand_bf16(c, qf, qh, (int64_t)2 * rows * width, 1.0f);
     rand_bf16(c, kf, kh, (int64_t)2 * SLOTS * kvd, 1.0f);
     for (int i = 0; i < rows; i++)
-        slot[i] = (int)((i * 37 + 11) % SLOTS);
+        slot[i] = (int)((i * 37 + 11) % SLOTS), fpos[i] = 1000 + i;
+    for (int n = 0; n < NP; n++) /* the first segment's candidates follow each other, the second's scatter */
+        for (int j = 0; j < m[n]; j++)
+            fpos[first[n] + j] = pos0[n] + (n + 1) * j;
     for (int n = 0; n < NP; n++) {
         const int32_t f[K_FOCUS_FIELDS] = {first[n], m[n], K[n], comp[n], pos0[n], req[n], seg[n]};
         memcpy(probe + K_FOCUS_FIELDS * n, f, sizeof f);
     }
     for (int i = 0; i < 8; i++)
         prog[i] = -1;
-    prog[req[0]] = pos0[0] + done - 1;
+    prog[req[0]] = fpos[first[0] + done - 1];
     memset(crow, 0xff, sizeof crow);
-    void **const dev[] = {&dq, &dk, &dslot, &dprobe, &dimp, &ddelta, &dcrow, &dpos, &dcs, &dklen, &dprog, &dtr};
-    const void *const src[] = {qh, kh, slot, probe, gimp, delta, crow, crow, crow, klen, prog, trace};
+    void **const dev[] = {&dq, &dk, &dslot, &dprobe, &dimp, &ddelta, &dcrow, &dpos, &dcs, &dklen, &dprog, &dtr, &dfpos};
+    const void *const src[] = {qh, kh, slot, probe, gimp, delta, crow, crow, crow, klen, prog, trace, fpos};
     const size_t bytes[] = {2 * (size_t)2 * rows * width, 2 * (size_t)2 * SLOTS * kvd, sizeof slot, sizeof probe,
                             sizeof(float) * (size_t)2 * H * P, sizeof(float) * (size_t)P, sizeof crow, sizeof crow,
-                            sizeof crow, sizeof klen, sizeof prog, sizeof trace};
+                            sizeof crow, sizeof klen, sizeof prog, sizeof trace, sizeof fpos};
     if (!dev_copies(dev, src, bytes, TS_ARRAY_LEN(dev))) {
         fail_msg(c, "focus", "device allocation failed");
         goto done;
     }
-    struct k_focus_args a = {.front_slot = dslot, .probe = dprobe, .imp = dimp, .delta = ddelta, .c_row = dcrow,
+    struct k_focus_args a = {.front_slot = dslot, .front_pos = dfpos, .probe = dprobe, .imp = dimp, .delta = ddelta, .c_row = dcrow,
                              .tok_pos = dpos, .tok_slot = dcs, .key_len = dklen, .progress = dprog, .trace = dtr,
                              .q_stride = width, .num_probe = NP, .probe_rows = P, .max_probe = TS_MAX(m0, m1),
                              .H = H, .Hkv = Hkv, .d = d, .scale = 1.0f / sqrtf((float)d)};
@@ -583,10 +588,10 @@ static void check_focus_kernels(struct checker *c, int H, int Hkv, int d, int m0
         for (int k = 0; k < K[n]; k++) {
             const int j = comp[n] + k, x = first[n] + ref[k];
             wrong += trace[n * a.max_probe + k] != ref[k];
-            arrays += crow[j] != x || cpos[j] != pos0[n] + ref[k] || cslot[j] != slot[x];
+            arrays += crow[j] != x || cpos[j] != fpos[x] || cslot[j] != slot[x];
             right = TS_MAX(right, ref[k]);
         }
-        const int end = TS_MAX(n == 0 ? pos0[0] + done - 1 : -1, pos0[n] + right);
+        const int end = TS_MAX(n == 0 ? fpos[first[0] + done - 1] : -1, fpos[first[n] + right]);
         arrays += klen[seg[n]] != end + 1 || prog[req[n]] != end;
         free(kr), free(rimp);
     }
@@ -598,7 +603,7 @@ static void check_focus_kernels(struct checker *c, int H, int Hkv, int d, int m0
     report(c, "  later-row arrays (c_row, tok_pos, tok_slot, key_len, progress) wrong", arrays, 0);
 done:
     cudaFree(dq), cudaFree(dk), cudaFree(dslot), cudaFree(dprobe), cudaFree(dimp), cudaFree(ddelta);
-    cudaFree(dcrow), cudaFree(dpos), cudaFree(dcs), cudaFree(dklen), cudaFree(dprog), cudaFree(dtr);
+    cudaFree(dcrow), cudaFree(dpos), cudaFree(dcs), cudaFree(dklen), cudaFree(dprog), cudaFree(dtr), cudaFree(dfpos);
     free(qf), free(kf), free(qh), free(kh), free(delta), free(imp), free(gimp);
 }
 
