@@ -68,7 +68,7 @@ mutations=(
     "a generation's ids stay hashed|engine/eng_plan.c|            if (id >= 0)\n                p->tok_ids[r] = id;|            if (id < -1)\n                p->tok_ids[r] = id;|check_eng_gen"
     "credit boost without its power|engine/eng_unmask.c|        st->val[j] += powf(*conf, u->gamma);|        st->val[j] += *conf;|check_eng_gen"
     "a block's credits carried into the next|engine/eng_gen.c|(r->block_steps > 0 ? CREDIT_DECAY : CREDIT_CLEAR);|CREDIT_DECAY;|check_eng_gen"
-    "the dual cache's block written over the cached positions after it|engine/eng_plan.c|            p->tok_slot[r] = eng_kv_slot(kv, sd->segs[s].req_id, at + i);|            p->tok_slot[r] = p->tok_slot[r];|check_eng_gen"
+    "a placed row written where the plan would have put it|engine/eng_plan.c|                rows->tok_slot[r] = eng_kv_slot(kv, req, at);|                rows->tok_slot[r] = rows->tok_slot[r];|check_eng_gen"
     "a measured distribution drawn one position short|sim/decode.c|        return 1 + (int32_t)gsl_interp_bsearch(dm->cdf, gsl_rng_uniform(r->rng), 0, (size_t)dm->ncdf);|        return (int32_t)gsl_interp_bsearch(dm->cdf, gsl_rng_uniform(r->rng), 0, (size_t)dm->ncdf);|check_eng_gen"
 )
 killed=0

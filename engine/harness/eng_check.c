@@ -542,7 +542,8 @@ static void check_focus_kernels(struct checker *c, int H, int Hkv, int d, int m0
         fail_msg(c, "focus", "device allocation failed");
         goto done;
     }
-    struct k_focus_args a = {.front_slot = dslot, .front_pos = dfpos, .probe = dprobe, .imp = dimp, .delta = ddelta, .c_row = dcrow,
+    struct k_focus_args a = {.front_slot = dslot, .front_pos = dfpos, .probe = dprobe, .imp = dimp, .delta = ddelta,
+                             .c_row = dcrow,
                              .tok_pos = dpos, .tok_slot = dcs, .key_len = dklen, .progress = dprog, .trace = dtr,
                              .q_stride = width, .num_probe = NP, .probe_rows = P, .max_probe = TS_MAX(m0, m1),
                              .H = H, .Hkv = Hkv, .d = d, .scale = 1.0f / sqrtf((float)d)};
