@@ -9,6 +9,7 @@
 #include "decode.h"
 #include "eng_gen.h"
 #include "eng_plan.h"
+#include "eng_ref.h"
 #include "eng_unmask.h"
 #include "test_util.h"
 
@@ -513,6 +514,79 @@ START_TEST(generation_focus)
 }
 END_TEST
 
+/* Rows placed at fixed positions (the oracle's plain step). */
+static int32_t fixed_pos(void *ctx, int32_t req, int32_t row)
+{
+    (void)req;
+    const int32_t *pos = ctx;
+    return pos[row];
+}
+
+static int32_t hashed_id(void *ctx, int32_t req, int32_t pos)
+{
+    (void)ctx;
+    return (int32_t)(ts_mix64(((uint64_t)req << 32) ^ (uint64_t)pos) % 97);
+}
+
+/* The CPU reference's evicting step with a block's rows scattered (decided and masked positions
+ * interleaved, each where it sits): keeping every candidate it computes what a plain step over the
+ * same rows at the same positions computes (the oracle of the GPU's FOCUS generation check). */
+START_TEST(reference_scattered_eviction)
+{
+    static const struct model_cfg m = {.name = "tiny4", .num_layers = 4, .hidden = 64, .num_heads = 4,
+                                       .num_kv_heads = 2, .head_dim = 64, .ffn = 128, .vocab = 97, .max_pos = 4096,
+                                       .rope_theta = 10000.0, .weight_bytes = 2, .kv_bytes = 2};
+    enum { P = 24, B = 16, FIXED = 5, CAND = B - FIXED };
+    int32_t pos[B], k = 0;
+    for (int32_t i = 0; i < B; i++) /* block offsets 1, 4, 7, 10, 13 decided: the front rows, then the rest */
+        if (i % 3 == 1)
+            pos[k++] = P + i;
+    for (int32_t i = 0; i < B; i++)
+        if (i % 3 != 1)
+            pos[k++] = P + i;
+    float *hidden[2];
+    for (int variant = 0; variant < 2; variant++) { /* 0: evicting, every candidate kept; 1: plain */
+        struct eng_ref *r;
+        struct ts_err err;
+        ck_assert_int_eq(eng_ref_create(&m, NULL, 5, &r, &err), 0);
+        struct eng_kv kv;
+        eng_kv_init(&kv, 16, 64);
+        struct eng_plan p;
+        eng_plan_init(&p);
+        struct step_desc sd;
+        step_desc_init(&sd);
+        const struct eng_tokens none = {hashed_id, NULL, NULL}, placed = {hashed_id, fixed_pos, pos};
+        struct segment pre = {.req_id = 0, .phase = PHASE_PREFILL, .q = P, .kv_write = P};
+        step_desc_add(&sd, &pre);
+        ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 97, 1, &err), 0);
+        ck_assert_int_eq(eng_plan_set_ids(&p, &kv, &sd, &none, &err), 0);
+        int32_t tok[B];
+        float mx[B], cf[B];
+        eng_ref_step(r, &sd, &p, 0, NULL, tok, mx, cf);
+        step_desc_clear(&sd);
+        struct segment g = {.req_id = 0, .phase = PHASE_BLOCK, .q = B, .kv = P, .kv_write = B, .logit_rows = CAND};
+        if (variant == 0) {
+            sd.evict = true, sd.front_layers = 2;
+            g.q_front = g.kv_write_front = B, g.kv_front = P, g.probe = g.picked = CAND;
+        }
+        step_desc_add(&sd, &g);
+        ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 97, 1, &err), 0);
+        ck_assert_msg(eng_plan_set_ids(&p, &kv, &sd, &placed, &err) == 0, "%s", err.msg);
+        hidden[variant] = xmalloc(sizeof(float) * CAND * 64);
+        eng_ref_step(r, &sd, &p, 0, hidden[variant], tok, mx, cf);
+        step_desc_free(&sd);
+        eng_plan_free(&p);
+        eng_kv_free(&kv);
+        eng_ref_destroy(r);
+    }
+    double worst = 0;
+    for (int i = 0; i < CAND * 64; i++)
+        worst = fmax(worst, fabs(hidden[0][i] - hidden[1][i]));
+    ck_assert_msg(worst < 1e-5, "evicting and plain steps differ by %g", worst);
+    free(hidden[0]), free(hidden[1]);
+}
+END_TEST
+
 /* A step's rows cap: prefills wait for room, never a step over it. */
 START_TEST(generation_room)
 {
@@ -725,6 +799,7 @@ int main(void)
     tcase_add_test(tc, generation_room);
     tcase_add_test(tc, generation_dual);
     tcase_add_test(tc, generation_focus);
+    tcase_add_test(tc, reference_scattered_eviction);
     tcase_add_test(tc, generation_ids_in_plan);
     tcase_add_test(tc, prompt_file_errors);
     tcase_add_test(tc, profile_round_trip);

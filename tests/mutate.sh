@@ -70,6 +70,7 @@ mutations=(
     "a block's credits carried into the next|engine/eng_gen.c|(r->block_steps > 0 ? CREDIT_DECAY : CREDIT_CLEAR);|CREDIT_DECAY;|check_eng_gen"
     "a placed row written where the plan would have put it|engine/eng_plan.c|                rows->tok_slot[r] = eng_kv_slot(kv, req, at);|                rows->tok_slot[r] = rows->tok_slot[r];|check_eng_gen"
     "a measured distribution drawn one position short|sim/decode.c|        return 1 + (int32_t)gsl_interp_bsearch(dm->cdf, gsl_rng_uniform(r->rng), 0, (size_t)dm->ncdf);|        return (int32_t)gsl_interp_bsearch(dm->cdf, gsl_rng_uniform(r->rng), 0, (size_t)dm->ncdf);|check_eng_gen"
+    "the reference's kept rows at contiguous positions|engine/eng_ref.c|            cpos[f[3] + k] = fp->tok_pos[f[0] + use[k]];|            cpos[f[3] + k] = f[4] + use[k];|check_eng_gen"
 )
 killed=0
 survived=0
