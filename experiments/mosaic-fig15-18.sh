@@ -26,6 +26,22 @@ lmax=$(value lmax mosaic "$wl" 1)
 # L_max already meets: Mosaic-ILP's L_max is Mosaic's (inflation 0 there says so)
 mo_run mosaic "$wl" 1 $m $g mem plan --model $m --tokens "$lmax" $base --chunking lazy --budget-gib "$MO_BUDGET"
 derived inflation mosaic "$wl" 1 "$(mo_json "$MO_F" inflation)"
+# min_timings SYSTEM T ARGS: the search's and the plan's times of the point just run (MO_F) into
+# search and plan, the least of three runs: they are this machine's (micro- to milliseconds), and a
+# busy machine (a CI running suites beside) would otherwise order them by its noise; ILP's run once,
+# its seconds dwarf it
+min_timings() {
+    local f rep
+    search=$(mo_json "$MO_F" search_us) plan=$(mo_json "$MO_F" plan_us)
+    [ "$1" = mosaic-ilp ] && return 0
+    for rep in 2 3; do
+        f="$out/points/timing-$1-$2-$rep.json"
+        "$bin" mem plan --model $m --tokens "$2" $3 --budget-gib "$MO_BUDGET" --json >"$f" 2>/dev/null ||
+            { echo "$EXP: mem plan ($1, $2 tokens, timing run $rep) failed" >&2; exit 1; }
+        search=$(awk -v a="${search:-0}" -v b="$(mo_json "$f" search_us)" 'BEGIN { print (b != "" && b + 0 < a + 0) ? b : a }')
+        plan=$(awk -v a="$plan" -v b="$(mo_json "$f" plan_us)" 'BEGIN { print b + 0 < a + 0 ? b : a }')
+    done
+}
 # Figs. 17 and 18 at fractions of L_max: the search's time (lazy, brute force) and the final plan's
 # (first-fit, ILP over the whole step's graph within ilp_s seconds)
 for f in $fractions; do
@@ -35,8 +51,9 @@ for f in $fractions; do
         [ $sys = mosaic-bf ] && args="$base --chunking brute"
         [ $sys = mosaic-ilp ] && args="--planner ilp --ilp-tensors 100000 --ilp-seconds $ilp_s --softmax-copy 4 --mask-ratio $MO_MASK --chunking lazy"
         mo_run $sys "$wl" "$T" $m $g mem plan --model $m --tokens "$T" $args --budget-gib "$MO_BUDGET"
-        derived search_us $sys "$wl" "$T" "$(mo_json "$MO_F" search_us)"
-        derived plan_us $sys "$wl" "$T" "$(mo_json "$MO_F" plan_us)"
+        min_timings "$sys" "$T" "$args"
+        derived search_us $sys "$wl" "$T" "$search"
+        derived plan_us $sys "$wl" "$T" "$plan"
         derived plans_tried $sys "$wl" "$T" "$(mo_json "$MO_F" plans_tried)"
         derived logit_chunk_rows $sys "$wl" "$T" "$(mo_json "$MO_F" logit_chunk_rows)"
         derived ffn_chunks $sys "$wl" "$T" "$(mo_json "$MO_F" ffn_chunks)"
@@ -66,19 +83,7 @@ for T in $short; do
         esac
         mo_run $sys "$wl" "$T" $m $g mem plan --model $m --tokens "$T" $args --budget-gib "$MO_BUDGET"
         chunk=$(mo_json "$MO_F" logit_chunk_rows) ffn=$(mo_json "$MO_F" ffn_chunks) rows=$(mo_json "$MO_F" logit_rows)
-        search=$(mo_json "$MO_F" search_us) plan=$(mo_json "$MO_F" plan_us)
-        # the searches' and first-fit's times (micro- to milliseconds) are this machine's: the least
-        # of three runs, so that a busy machine's noise does not order them (ILP's run once: its
-        # seconds dwarf it)
-        if [ $sys != mosaic-ilp ]; then
-            for rep in 2 3; do
-                f="$out/points/timing-$sys-$T-$rep.json"
-                "$bin" mem plan --model $m --tokens "$T" $args --budget-gib "$MO_BUDGET" --json >"$f" 2>/dev/null ||
-                    { echo "$EXP: mem plan ($sys, $T tokens, timing run $rep) failed" >&2; exit 1; }
-                search=$(awk -v a="${search:-0}" -v b="$(mo_json "$f" search_us)" 'BEGIN { print (b != "" && b + 0 < a + 0) ? b : a }')
-                plan=$(awk -v a="$plan" -v b="$(mo_json "$f" plan_us)" 'BEGIN { print b + 0 < a + 0 ? b : a }')
-            done
-        fi
+        min_timings "$sys" "$T" "$args"
         step=$("$bin" calib price --roofline --model $m --gpu $g --impl torch-eager --step "1,$T,0,$rows,$chunk,$ffn" |
             awk '$1 == "step" { print $2 }')
         derived latency_ms $sys "$wl" "$T" "$(awk -v s="$step" -v a="${search:-0}" -v b="$plan" 'BEGIN { print s + (a + b) / 1000 }')"
