@@ -109,10 +109,12 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
         return ts_fail(err, "--block %d: must be in 1..%d", c->block, UNMASK_MAX_ROWS);
     if (c->gen_len < c->block || c->gen_len % c->block)
         return ts_fail(err, "--gen-len %d: must be a positive multiple of --block %d", c->gen_len, c->block);
-    if (c->dual && c->attn_block > 0)
+    if (c->cache < 0 || c->cache >= GEN_CACHES)
+        return ts_fail(err, "no cache %d (prefix, dual or focus)", c->cache);
+    if (c->cache == GEN_DUAL && c->attn_block > 0)
         return ts_fail(err, "the dual cache runs a block between cached positions, which block-causal attention "
                             "does not allow: use the prefix cache");
-    if (c->focus && (c->dual || c->block > GEN_FOCUS_MAX_BLOCK || !(c->focus_alpha >= 1)))
+    if (c->cache == GEN_FOCUS && (c->block > GEN_FOCUS_MAX_BLOCK || !(c->focus_alpha >= 1)))
         return ts_fail(err, "FOCUS evicts over the prefix cache, from blocks of at most %d positions (the importance "
                             "kernel's candidates), with a budget expansion of at least 1", GEN_FOCUS_MAX_BLOCK);
     if (c->mask_id < 0 || c->mask_id >= c->vocab)
@@ -128,8 +130,9 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
     for (int32_t i = 0; i < n; i++) {
         struct gen_req *r = &g->r[i];
         r->P = prompts ? prompts->len[i] : c->prompt_len;
-        if (2 * c->block > c->max_tokens || r->P > c->max_tokens || (c->dual && r->P + c->gen_len > c->max_tokens)) {
-            const int32_t P = r->P, want = c->dual ? P + c->gen_len : TS_MAX(P, 2 * c->block);
+        const bool dual = c->cache == GEN_DUAL;
+        if (2 * c->block > c->max_tokens || r->P > c->max_tokens || (dual && r->P + c->gen_len > c->max_tokens)) {
+            const int32_t P = r->P, want = dual ? P + c->gen_len : TS_MAX(P, 2 * c->block);
             gen_free(g);
             return ts_fail(err, "request %d: its prompt of %d tokens and blocks of %d need steps of %d rows, more than "
                                 "the engine's %d", i, P, c->block, want, c->max_tokens);
@@ -172,6 +175,20 @@ void gen_free(struct gen *g)
     memset(g, 0, sizeof *g);
 }
 
+static const char *const cache_names[GEN_CACHES] = {"prefix", "dual", "focus"};
+
+const char *gen_cache_name(int32_t cache) { return cache >= 0 && cache < GEN_CACHES ? cache_names[cache] : "?"; }
+
+int32_t gen_cache_parse(const char *name)
+{
+    for (int32_t i = 0; i < GEN_CACHES; i++)
+        if (strcmp(name, cache_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+bool gen_commit_pending(const struct gen_req *r) { return r->prefilled && r->block > 0 && r->block_steps == 0; }
+
 int32_t gen_token(void *ctx, int32_t req, int32_t pos)
 {
     const struct gen *g = ctx;
@@ -202,7 +219,7 @@ static void focus_segment(const struct gen *g, struct gen_req *r, struct segment
     for (int32_t k = 0; k < B; k++)
         if (!r->decided[off + k])
             r->rowpos[r->nrow++] = r->P + off + k, r->cand[r->ncand++] = k;
-    const double nbar = r->fsteps > 0 ? (double)r->fdecodes / r->fsteps : 1.0;
+    const double nbar = r->steps > 0 ? (double)r->decoded / r->steps : 1.0;
     r->picked = (int32_t)TS_MIN((double)r->ncand, fmax(1.0, ceil(g->c.focus_alpha * fmax(nbar, 1.0))));
     const int32_t q_front = r->nrow, q = r->nfixed + r->picked;
     *s = (struct segment){.req_id = s->req_id, .phase = PHASE_BLOCK, .q_front = q_front, .kv_front = end - q_front,
@@ -228,20 +245,21 @@ static void block_segment(const struct gen *g, struct gen_req *r, struct segment
 {
     const int32_t B = g->c.block, L = r->P + g->c.gen_len, cached = r->P + r->block * B;
     r->nrow = 0;
-    if (g->c.focus) {
+    const bool commit = gen_commit_pending(r);
+    if (g->c.cache == GEN_FOCUS) {
         focus_segment(g, r, s);
-    } else if (g->c.dual && r->block_steps == 0) {
+    } else if (g->c.cache == GEN_DUAL && r->block_steps == 0) {
         *s = (struct segment){.req_id = s->req_id, .phase = PHASE_REFRESH, .q = L, .kv_write = L,
                               .logit_rows = L - cached};
-    } else if (g->c.dual) {
+    } else if (g->c.cache == GEN_DUAL) {
         *s = (struct segment){.req_id = s->req_id, .phase = PHASE_REUSE, .q = B, .kv = L - B, .kv_write = B,
                               .logit_rows = B};
         for (int32_t k = 0; k < B; k++)
             r->rowpos[k] = cached + k;
         r->nrow = B;
     } else {
-        *s = (struct segment){.req_id = s->req_id, .phase = PHASE_BLOCK, .q = r->commit_pending ? 2 * B : B,
-                              .kv = r->commit_pending ? cached - B : cached, .kv_write = r->commit_pending ? B : 0,
+        *s = (struct segment){.req_id = s->req_id, .phase = PHASE_BLOCK, .q = commit ? 2 * B : B,
+                              .kv = commit ? cached - B : cached, .kv_write = commit ? B : 0,
                               .logit_rows = B};
     }
 }
@@ -253,8 +271,9 @@ bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t
     sd->attn_block = g->c.attn_block;
     sd->logit_chunk_rows = g->c.logit_chunk_rows;
     sd->ffn_chunks = 1;
-    sd->evict = g->c.focus; /* FOCUS: layers 0-1 run a block step's front rows */
-    sd->front_layers = g->c.focus ? 2 : 0;
+    const bool focus = g->c.cache == GEN_FOCUS;
+    sd->evict = focus; /* FOCUS: layers 0-1 run a block step's front rows */
+    sd->front_layers = focus ? 2 : 0;
     int64_t rows = 0, logits = 0;
     *ngroups = 0;
     for (int32_t i = 0; i < g->c.requests; i++) {
@@ -264,7 +283,7 @@ bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t
         struct segment s = {.req_id = i};
         r->nrow = 0;
         r->last = GEN_SEG_NONE;
-        if (!r->prefilled && !g->c.dual) {
+        if (!r->prefilled && g->c.cache != GEN_DUAL) {
             s.phase = PHASE_PREFILL;
             s.q = s.kv_write = r->P;
             r->last = GEN_SEG_PREFILL;
@@ -282,11 +301,11 @@ bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t
         }
         if (r->last == GEN_SEG_BLOCK) {
             /* the block: the segment's first logit rows (FOCUS: the K kept, masked all) */
-            const int32_t n = g->c.focus ? s.logit_rows : B;
+            const int32_t n = focus ? s.logit_rows : B;
             groups[2 * *ngroups] = (int32_t)logits;
             groups[2 * *ngroups + 1] = n;
             for (int32_t k = 0; k < s.logit_rows; k++)
-                masked[logits + k] = g->c.focus || (k < B && !r->decided[r->block * B + k]);
+                masked[logits + k] = focus || (k < B && !r->decided[r->block * B + k]);
             ++*ngroups;
             logits += s.logit_rows;
         }
@@ -314,13 +333,14 @@ static int apply_block(struct gen *g, int32_t i, const struct segment *seg, cons
 {
     struct gen_req *r = &g->r[i];
     const int32_t B = g->c.block, off = r->block * B;
-    if (g->c.focus)
+    const bool focus = g->c.cache == GEN_FOCUS;
+    if (focus)
         focus_cache(g, r);
     int32_t n = 0, left = 0;
     const int64_t next = *row + seg->logit_rows;
     for (int32_t k = 0; *row < next; k++, ++*row) {
         int32_t at = k; /* the block offset the row holds */
-        if (g->c.focus) {
+        if (focus) {
             if (!cand || cand[*row] < 0 || cand[*row] >= r->ncand)
                 return ts_fail(err, "request %d: logit row %lld holds no candidate of its %d", i, (long long)*row, r->ncand);
             at = r->cand[cand[*row]];
@@ -345,14 +365,12 @@ static int apply_block(struct gen *g, int32_t i, const struct segment *seg, cons
     r->steps++;
     r->block_steps = left == 0 ? 0 : r->block_steps + 1;
     r->decoded += n;
-    r->fsteps++, r->fdecodes += n;
     g->block_segs++;
     g->decoded += n;
     g->block_rows += seg->q;
     g->front_rows += seg->q_front;
     g->per_step[n]++;
-    r->commit_pending = left == 0;
-    if (left == 0 && g->c.focus) /* its uncached rest is written by a step of its own */
+    if (left == 0 && focus) /* its uncached rest is written by a step of its own */
         for (int32_t k = 0; k < B; k++)
             if (!r->cached[off + k])
                 r->rest[r->nrest++] = off + k;
@@ -386,10 +404,8 @@ int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, 
     return 0;
 }
 
-void gen_focus_cands(const struct gen *g, const struct step_desc *sd, const int32_t *picks, int max_probe,
-                     int32_t *cand)
+void gen_focus_cands(const struct step_desc *sd, const int32_t *picks, int max_probe, int32_t *cand)
 {
-    (void)g;
     int64_t row = 0;
     for (int32_t s = 0, n = 0; s < sd->num_segs; s++) {
         const struct segment *seg = &sd->segs[s];

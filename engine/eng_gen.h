@@ -37,6 +37,8 @@
 #include "step_desc.h"
 #include "util.h"
 
+enum gen_cache { GEN_PREFIX = 0, GEN_DUAL, GEN_FOCUS, GEN_CACHES };
+
 struct gen_cfg {
     int32_t requests;   /* sequences generated together */
     int32_t prompt_len; /* hashed prompts' length (a prompt file gives its own) */
@@ -47,8 +49,7 @@ struct gen_cfg {
     uint64_t seed;         /* hashed prompts */
     int32_t attn_block;    /* the steps' attn_block (block-causal models: B) */
     int32_t max_tokens;    /* a step's query rows at most (a request whose step does not fit waits) */
-    bool dual;             /* the dual cache; else the prefix cache */
-    bool focus;            /* FOCUS's eviction over the prefix cache */
+    int32_t cache;         /* enum gen_cache */
     double focus_alpha;    /* FOCUS's budget expansion (the simulator's --focus-alpha) */
     int32_t logit_chunk_rows;
 };
@@ -65,7 +66,7 @@ struct gen_req {
     int32_t *ids;      /* [P + gen_len]: the prompt, then the response (mask_id where undecided) */
     uint8_t *decided;  /* [gen_len] */
     int32_t block;     /* the current block */
-    bool prefilled, commit_pending, done;
+    bool prefilled, done;
     int32_t steps, decoded; /* its block steps and the positions they committed */
     int32_t block_steps;    /* the steps its current block has run */
     int32_t *rowpos, nrow;  /* where the rows of its segment in the step built last sit (nrow 0: where
@@ -74,7 +75,6 @@ struct gen_req {
     uint8_t *cached;        /* [gen_len]: a decided position whose K/V is final */
     int32_t *cand, ncand, nfixed, picked; /* the last block step's candidates (block offsets), fixed rows, K */
     int32_t *rest, nrest;   /* the finished block's uncached offsets (of the response), written next */
-    int32_t fsteps, fdecodes; /* block steps and their decodes (the budget's mean) */
     uint8_t last;           /* what its segment in the step built last was (GEN_SEG_*) */
 };
 
@@ -106,6 +106,11 @@ void gen_prompts_free(struct gen_prompts *p);
  * prompt, c->requests of them at most). */
 int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *prompts, struct ts_err *err);
 void gen_free(struct gen *g);
+/* The cache's name (prefix, dual, focus), and the cache of a name (-1: none). */
+const char *gen_cache_name(int32_t cache);
+int32_t gen_cache_parse(const char *name);
+/* Prefix cache: whether r's finished block waits for its commit (the next block's first step). */
+bool gen_commit_pending(const struct gen_req *r);
 /* Request req's token id at pos, -1 past its end. */
 int32_t gen_token(void *ctx, int32_t req, int32_t pos);
 /* The engine's view of g's tokens (eng_set_tokens, eng_plan_set_ids): each request's ids, and where
@@ -124,8 +129,7 @@ int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, 
 /* FOCUS: each logit row's candidate (gen_apply's cand) from the engine's picks of the step (eng_picks:
  * [evicting segments][max_probe], each segment's kept candidates ascending, which its logit rows hold
  * in that order). */
-void gen_focus_cands(const struct gen *g, const struct step_desc *sd, const int32_t *picks, int max_probe,
-                     int32_t *cand);
+void gen_focus_cands(const struct step_desc *sd, const int32_t *picks, int max_probe, int32_t *cand);
 /* Credit decoding (eng_credit_next): each of sd's logit rows' credit row (request x block + row:
  * a position's credits live while its block runs) and flags, into state and flags. */
 void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *state, int32_t *flags);

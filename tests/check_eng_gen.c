@@ -257,18 +257,18 @@ static int64_t run_gen(struct gen *g, const char *spec)
             }
             ck_assert(!r->done);
             const int32_t L = r->P + g->c.gen_len, start = r->P + r->block * B;
-            if (g->c.dual && r->block_steps == 0) { /* the whole sequence, logits from the block on */
+            if (g->c.cache == GEN_DUAL && r->block_steps == 0) { /* the whole sequence, logits from the block on */
                 ck_assert(seg->phase == PHASE_REFRESH && seg->q == L && seg->kv == 0 && seg->kv_write == L);
                 ck_assert_int_eq(seg->logit_rows, L - start);
                 ck_assert_int_eq(gen_tokens(g).pos(g, seg->req_id, 0), -1);
-            } else if (g->c.dual) { /* the block at its positions over every other one */
+            } else if (g->c.cache == GEN_DUAL) { /* the block at its positions over every other one */
                 ck_assert(seg->phase == PHASE_REUSE && seg->q == B && seg->kv == L - B && seg->kv_write == B);
                 ck_assert_int_eq(gen_tokens(g).pos(g, seg->req_id, 3), start + 3);
             } else {
                 ck_assert(r->prefilled);
                 ck_assert_int_eq(seg->kv + seg->q, start + B); /* the block ends the keys */
-                ck_assert_int_eq(seg->q, r->commit_pending ? 2 * B : B);
-                ck_assert_int_eq(seg->kv_write, r->commit_pending ? B : 0);
+                ck_assert_int_eq(seg->q, gen_commit_pending(r) ? 2 * B : B);
+                ck_assert_int_eq(seg->kv_write, gen_commit_pending(r) ? B : 0);
             }
             ck_assert_int_eq(groups[2 * grp], row);
             ck_assert_int_eq(groups[2 * grp + 1], B);
@@ -360,7 +360,7 @@ START_TEST(generation_dual)
     struct gen g;
     struct ts_err err;
     struct gen_cfg c = cfg(3, 20, 64, 16);
-    c.dual = true;
+    c.cache = GEN_DUAL;
     ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
     ck_assert_int_eq(run_gen(&g, "topk:4"), 4 * 4); /* 4 blocks of 4 steps, no prefill */
     ck_assert_int_eq(g.block_rows, 3 * 4 * (84 + 3 * 16));
@@ -426,7 +426,7 @@ START_TEST(generation_focus)
     struct gen g;
     struct ts_err err;
     struct gen_cfg c = cfg(3, 20, 64, 16);
-    c.focus = true, c.focus_alpha = 1.5, c.attn_block = 16;
+    c.cache = GEN_FOCUS, c.focus_alpha = 1.5, c.attn_block = 16;
     ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
     const struct eng_tokens tk = gen_tokens(&g);
     struct step_desc sd;
@@ -457,7 +457,7 @@ START_TEST(generation_focus)
             ck_assert_int_eq(seg->q_front, r->nfixed + r->ncand);
             ck_assert_int_eq(seg->kv_front + seg->q_front, end);
             ck_assert(seg->probe == r->ncand && seg->picked == r->picked && seg->q == r->nfixed + r->picked);
-            ck_assert_int_eq(seg->picked, TS_MIN(r->ncand, (int32_t)ceil(1.5 * fmax(1.0, r->fsteps ? (double)r->fdecodes / r->fsteps : 1))));
+            ck_assert_int_eq(seg->picked, TS_MIN(r->ncand, (int32_t)ceil(1.5 * fmax(1.0, r->steps ? (double)r->decoded / r->steps : 1))));
             const struct eng_plan *fp = p.front;
             for (int32_t i = 0; i < seg->q_front; i++) { /* the front rows where they sit */
                 const int32_t at = fp->tok_pos[fp->q_start[s] + i], k = at - r->P - r->block * 16;
@@ -478,7 +478,7 @@ START_TEST(generation_focus)
             n++;
         }
         ck_assert_int_eq(n, ng);
-        gen_focus_cands(&g, &sd, picks, 16, cand);
+        gen_focus_cands(&sd, picks, 16, cand);
         ck_assert_msg(gen_apply(&g, &sd, commit, cand, &err) == 0, "%s", err.msg);
         for (int32_t i = 0; i < 3; i++) /* the delayed cache: a cached position's right neighbour is decided */
             for (int32_t k = 0; k + 1 < 64; k++)
@@ -505,7 +505,7 @@ START_TEST(generation_focus)
     ck_assert_int_ne(gen_apply(&g, &sd, commit, cand, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "holds no candidate"));
     gen_free(&g);
-    c.dual = true, c.attn_block = 0;
+    c.block = 256, c.gen_len = 256, c.max_tokens = 1024; /* past the importance kernel's candidates */
     ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "FOCUS evicts over the prefix cache"));
     eng_plan_free(&p);
@@ -669,7 +669,7 @@ START_TEST(generation_ids_in_plan)
     ck_assert_int_eq(gen_token(&g, 0, 3 + 1), 41); /* step 1 committed rows 1, 3, ... of block 0 */
     ck_assert_int_eq(gen_token(&g, 0, 3 + 0), 40); /* step 2 the others */
     ck_assert_int_eq(gen_token(&g, 1, 5 + 1), 40 + 17);
-    ck_assert(g.r[0].commit_pending && g.r[1].commit_pending);
+    ck_assert(gen_commit_pending(&g.r[0]) && gen_commit_pending(&g.r[1]));
     /* a commit at a decided position is refused */
     ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
     ck_assert_int_eq(sd.segs[0].q, 32);

@@ -63,7 +63,7 @@ mutations=(
     "ar reads one cached token short|sim/policy_ar.c|    s->kv = r->P + r->decoded_total;|    s->kv = r->P + r->decoded_total - 1;|check_policy"
     "threshold decoding takes rows below tau|engine/eng_unmask.c|conf[i] >= u->tau;|conf[i] >= u->tau - 0.05f;|check_eng_gen"
     "hierarchical decoding ignores LOW|engine/eng_unmask.c|            bool best = conf[i] > u->low;|            bool best = true;|check_eng_gen"
-    "a generation's commit step forgets the finished block|engine/eng_gen.c|.kv_write = r->commit_pending ? B : 0,|.kv_write = 0,|check_eng_gen"
+    "a generation's commit step forgets the finished block|engine/eng_gen.c|.kv_write = commit ? B : 0,|.kv_write = 0,|check_eng_gen"
     "FOCUS caches a decided position before its right neighbour is decided|engine/eng_gen.c|        if (r->decided[off + k] && !r->cached[off + k] && r->decided[off + k + 1])|        if (r->decided[off + k] && !r->cached[off + k])|check_eng_gen"
     "a generation's ids stay hashed|engine/eng_plan.c|            if (id >= 0)\n                p->tok_ids[r] = id;|            if (id < -1)\n                p->tok_ids[r] = id;|check_eng_gen"
     "credit boost without its power|engine/eng_unmask.c|        st->val[j] += powf(*conf, u->gamma);|        st->val[j] += *conf;|check_eng_gen"

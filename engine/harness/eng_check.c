@@ -1266,7 +1266,7 @@ static void gen_check_report(struct checker *c, const struct gen *g, const struc
     report(c, "generation: rows the reference decides otherwise (fraction)", parted, 0.10);
     report(c, "generation: argmax differs from the reference (fraction)",
            gc->logit_rows ? (double)gc->argmax_wrong / gc->logit_rows : 1, 0.10);
-    if (g->c.focus) /* near ties of the importance delta part them; a wrong score, many */
+    if (g->c.cache == GEN_FOCUS) /* near ties of the importance delta part them; a wrong score, many */
         report(c, "generation: kept rows the reference would not keep (worst step's fraction)", gc->pick_parted, 0.25);
     int undone = 0;
     for (int32_t i = 0; i < g->c.requests; i++)
@@ -1288,10 +1288,10 @@ static int gen_check_step(struct gen_check *gc, const struct model_cfg *m, struc
         eng_plan_set_ids(&gc->p, &gc->kv, sd, &gc->tk, err))
         return -1;
     int max_probe = 0;
-    if (g->c.focus && sd->tot.probe_tokens > 0) { /* the rows FOCUS kept: the engine's, the reference's too */
+    if (g->c.cache == GEN_FOCUS && sd->tot.probe_tokens > 0) { /* the rows FOCUS kept: the engine's, the reference's too */
         if (eng_picks(gc->e, gc->picks, (int64_t)TS_ARRAY_LEN(gc->picks), &max_probe, err))
             return -1;
-        gen_focus_cands(g, sd, gc->picks, max_probe, gc->cand);
+        gen_focus_cands(sd, gc->picks, max_probe, gc->cand);
         eng_ref_force_picks(gc->r, gc->picks, max_probe);
     }
     eng_ref_step(gc->r, sd, &gc->p, sd->attn_block, gc->href, gc->rtok, gc->rmax, gc->rconf);
@@ -1306,22 +1306,20 @@ static int gen_check_step(struct gen_check *gc, const struct model_cfg *m, struc
 }
 
 /* A whole generation of a tiny model (3 requests, 64 tokens in blocks of 32, real token ids fed back)
- * under a cache (0 prefix, 1 dual, 2 FOCUS) on the engine, each step also on the reference over the
+ * under a cache (enum gen_cache) on the engine, each step also on the reference over the
  * same tokens (credit decoding: each with its own credits; FOCUS: the engine's kept rows, the
  * reference's own ranking reported); the rule's threshold the median confidence of the first block
  * step, so that steps commit several rows. */
-static void check_generation(struct checker *c, const struct model_cfg *m, int attn_block, int kind, int cache)
+static void check_generation(struct checker *c, const struct model_cfg *m, int attn_block, int kind, int32_t cache)
 {
-    static const char *const caches[] = {"prefix", "dual", "focus"};
     struct eng_opts o;
     eng_opts_defaults(&o);
     o.max_tokens = 1024, o.logit_chunk_rows = 64, o.kv_tokens = 4096, o.seed = 91;
     o.credit_rows = kind == UNMASK_CREDIT ? 96 : 0;
-    o.trace_selection = cache == 2;
+    o.trace_selection = cache == GEN_FOCUS;
     const struct gen_cfg cfg = {.requests = 3, .prompt_len = 40, .gen_len = 64, .block = 32, .mask_id = m->vocab - 1,
                                 .vocab = m->vocab, .seed = 5, .attn_block = attn_block ? 32 : 0, .max_tokens = 1024,
-                                .logit_chunk_rows = 64, .max_pos = m->max_pos, .dual = cache == 1,
-                                .focus = cache == 2, .focus_alpha = 1.5};
+                                .logit_chunk_rows = 64, .max_pos = m->max_pos, .cache = cache, .focus_alpha = 1.5};
     struct gen g = {0};
     struct gen_check *gc = xcalloc(1, sizeof *gc);
     eng_plan_init(&gc->p);
@@ -1360,7 +1358,7 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
             goto done;
         }
         gen_decisions(&gc->u, groups, ng, masked, &out, gc->rconf, commit, count, &exact, &parted, &rows);
-        if (gen_apply(&g, &sd, commit, cfg.focus ? gc->cand : NULL, &err)) {
+        if (gen_apply(&g, &sd, commit, cache == GEN_FOCUS ? gc->cand : NULL, &err)) {
             fail_msg(c, "generation apply", err.msg);
             goto done;
         }
@@ -1368,7 +1366,7 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
             if (g.r[sd.segs[s].req_id].done)
                 eng_release(gc->e, sd.segs[s].req_id), eng_ref_release(gc->r, sd.segs[s].req_id);
     }
-    gen_check_report(c, &g, gc, kind, attn_block, caches[cache], exact, rows ? (double)parted / rows : 1);
+    gen_check_report(c, &g, gc, kind, attn_block, gen_cache_name(cache), exact, rows ? (double)parted / rows : 1);
 done:
     free(gc->href), free(gc->logits);
     step_desc_free(&sd);
@@ -2327,15 +2325,15 @@ static void check_engine_steps(struct checker *c)
     struct model_cfg tiny_qk4 = tiny_qk; /* FOCUS: two front layers, two later ones */
     tiny_qk4.num_layers = 4;
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, 0);
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_PREFIX);
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, 1);
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_DUAL);
     if (take(c))
-        check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, 0);
+        check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, GEN_PREFIX);
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_CREDIT, 1);
+        check_generation(c, &tiny_a, 0, UNMASK_CREDIT, GEN_DUAL);
     if (take(c))
-        check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, 2);
+        check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, GEN_FOCUS);
     fprintf(c->out, "the engine against itself:\n");
     if (take(c))
         check_self(c, &tiny_b);
@@ -2451,11 +2449,11 @@ static void check_generate_only(struct checker *c)
     check_credit_kernel(c, 126464);
     struct model_cfg tiny_qk4 = tiny_qk; /* FOCUS: two front layers, two later ones */
     tiny_qk4.num_layers = 4;
-    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, 0);
-    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, 1);
-    check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, 0);
-    check_generation(c, &tiny_gqa, 0, UNMASK_CREDIT, 1);
-    check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, 2);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_PREFIX);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_DUAL);
+    check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, GEN_PREFIX);
+    check_generation(c, &tiny_gqa, 0, UNMASK_CREDIT, GEN_DUAL);
+    check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, GEN_FOCUS);
 }
 
 int eng_check_run(uint64_t seed, const char *only, int part, int parts, FILE *out)

@@ -110,7 +110,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'i': a->ids_out = optarg; break;
         case 'c':
             a->cache = optarg, range = "prefix, dual or focus";
-            bad = strcmp(optarg, "prefix") && strcmp(optarg, "dual") && strcmp(optarg, "focus");
+            bad = gen_cache_parse(optarg) < 0;
             break;
         case 'a': bad = ts_parse_double(optarg, &a->focus_alpha) || !(a->focus_alpha >= 1 && a->focus_alpha <= 64), range = "1..64"; break;
         case 'd':
@@ -147,7 +147,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                         "models it as --decode fixed:K, no profile needed\n");
         return EXIT_USAGE;
     }
-    if (a->cache && strcmp(a->cache, "focus") == 0 && a->rule.kind == UNMASK_CREDIT) {
+    if (a->cache && gen_cache_parse(a->cache) == GEN_FOCUS && a->rule.kind == UNMASK_CREDIT) {
         fprintf(stderr, "tessera engine generate: --cache focus with credit decoding: the rows FOCUS keeps are chosen "
                         "on the GPU during the step, after the credits they fuse with must be named\n");
         return EXIT_USAGE;
@@ -204,7 +204,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
     int32_t *masked = xmalloc(sizeof *masked * most), *commit = xmalloc(sizeof *commit * most);
     int32_t *cstate = NULL, *cflags = NULL, *cand = NULL, *picks = NULL;
     int64_t npicks = (int64_t)n * g->c.block;
-    if (g->c.focus) { /* FOCUS: which candidates the GPU kept, for each logit row */
+    if (g->c.cache == GEN_FOCUS) { /* FOCUS: which candidates the GPU kept, for each logit row */
         cand = xmalloc(sizeof *cand * most);
         picks = xmalloc(sizeof *picks * (size_t)npicks);
     }
@@ -231,7 +231,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         if (cand && sd.tot.probe_tokens > 0) {
             if ((rc = eng_picks(e, picks, npicks, &max_probe, err)) != 0)
                 break;
-            gen_focus_cands(g, &sd, picks, max_probe, cand);
+            gen_focus_cands(&sd, picks, max_probe, cand);
         }
         for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
             commit[r] = -1;
@@ -277,14 +277,14 @@ static void report(const struct gen_args *a, const struct model_cfg *m, struct e
 {
     printf("tessera engine generate: %s (%s) on %s, %d requests, %d tokens each in blocks of %d, %s cache, %s, "
            "mask id %d\n", m->name, a->weights ? a->weights : "random weights", eng_device_name(e), g->c.requests,
-           g->c.gen_len, g->c.block, g->c.focus ? "focus" : g->c.dual ? "dual" : "prefix", a->rule_text, mask_id);
+           g->c.gen_len, g->c.block, gen_cache_name(g->c.cache), a->rule_text, mask_id);
     printf("  steps            %lld (%lld block steps of requests)\n", (long long)g->steps, (long long)g->block_segs);
     printf("  tokens/forward   %.3f; block steps by positions committed:", gen_tpf(g));
     for (int32_t k = 1; k <= g->c.block; k++)
         if (g->per_step[k])
             printf(" %d:%lld", k, (long long)g->per_step[k]);
     printf("\n  redundancy       %.2f block rows computed per position decided", g->decoded ? (double)g->block_rows / (double)g->decoded : 0);
-    if (g->c.focus) /* N_processed / N_decoded: the later layers' rows, and the front layers' */
+    if (g->c.cache == GEN_FOCUS) /* N_processed / N_decoded: the later layers' rows, and the front layers' */
         printf(" (through every layer; %.2f through layers 0-1)", g->decoded ? (double)g->front_rows / (double)g->decoded : 0);
     printf("\n");
     qsort(run->ms, (size_t)run->nms, sizeof *run->ms, cmp_float);
@@ -323,10 +323,10 @@ int eng_generate_main(int argc, char **argv)
         .requests = n, .prompt_len = (int32_t)a.prompt_len, .gen_len = (int32_t)a.gen_len, .block = B,
         .mask_id = mask_id, .vocab = m.vocab, .max_pos = m.max_pos, .seed = (uint64_t)a.seed,
         .attn_block = m.block_causal ? B : 0, .logit_chunk_rows = 2048,
-        .dual = a.cache ? strcmp(a.cache, "dual") == 0 : !m.block_causal,
-        .focus = a.cache && strcmp(a.cache, "focus") == 0, .focus_alpha = a.focus_alpha};
+        .cache = a.cache ? gen_cache_parse(a.cache) : m.block_causal ? GEN_PREFIX : GEN_DUAL,
+        .focus_alpha = a.focus_alpha};
     /* a step's rows: room for every request's block (the dual cache: its whole sequence), within 16K */
-    const int64_t seq = (int64_t)longest + a.gen_len, each = gc.dual ? seq : 2 * B;
+    const int64_t seq = (int64_t)longest + a.gen_len, each = gc.cache == GEN_DUAL ? seq : 2 * B;
     gc.max_tokens = (int32_t)TS_MAX(TS_MAX(seq, 2 * B), TS_MIN((int64_t)n * each, 16384));
     struct gen g;
     if (gen_init(&g, &gc, a.prompts ? &prompts : NULL, &err)) {
@@ -343,7 +343,7 @@ int eng_generate_main(int argc, char **argv)
     o.weights = a.weights;
     o.seed = (uint64_t)a.seed;
     o.credit_rows = a.rule.kind == UNMASK_CREDIT ? n * B : 0;
-    o.trace_selection = gc.focus; /* the rows FOCUS kept (eng_picks) */
+    o.trace_selection = gc.cache == GEN_FOCUS; /* the rows FOCUS kept (eng_picks) */
     struct eng *e = NULL;
     struct gen_run run = {0};
     rc = 1;
@@ -356,7 +356,7 @@ int eng_generate_main(int argc, char **argv)
     if (a.profile_out) {
         char source[512];
         snprintf(source, sizeof source, "tessera engine generate --model %s --decoder %s --cache %s (%s, %d requests, "
-                 "%d tokens in blocks of %d)", m.name, a.rule_text, gc.focus ? "focus" : gc.dual ? "dual" : "prefix",
+                 "%d tokens in blocks of %d)", m.name, a.rule_text, gen_cache_name(gc.cache),
                  a.weights ? a.weights : "random weights", n, gc.gen_len, B);
         if (gen_profile_write(a.profile_out, a.name, &g, unmask_name(a.rule.kind), source, &err)) {
             fprintf(stderr, "tessera engine generate: %s\n", err.msg);
