@@ -391,6 +391,14 @@ static double take_share(int64_t *part, int64_t *all)
 
 double eng_ref_pick_disagreement(struct eng_ref *r) { return take_share(&r->pick_missing, &r->pick_all); }
 
+int64_t eng_ref_pick_missing(struct eng_ref *r, int64_t *all)
+{
+    const int64_t missing = r->pick_missing;
+    *all = r->pick_all;
+    r->pick_missing = r->pick_all = 0;
+    return missing;
+}
+
 double eng_ref_ranking_disagreement(struct eng_ref *r) { return take_share(&r->rank_missing, &r->rank_kept); }
 
 /* The forced picks use[n] its own own[n] would not have made (both ascending), counted. */

@@ -99,6 +99,9 @@ void eng_ref_balance_routes(struct eng_ref *r, bool on);
 double eng_ref_route_disagreement(struct eng_ref *r);
 /* Of the rows forced on it since the last call, the share its own value check would not have picked. */
 double eng_ref_pick_disagreement(struct eng_ref *r);
+/* The same tally as counts: of the *all rows forced on it since the last call, those its own value
+ * check would not have picked (returned); both cleared. */
+int64_t eng_ref_pick_missing(struct eng_ref *r, int64_t *all);
 /* Of the keys forced on it since the last call, the share its own ranking would not have kept. */
 double eng_ref_ranking_disagreement(struct eng_ref *r);
 const float *eng_ref_weight(const struct eng_ref *r, enum w_kind k, int layer);
