@@ -69,6 +69,9 @@ struct eng_opts {
                             * reference then keeps and picks the same) */
     int32_t credit_rows;   /* credit decoding (eng_credit_next): the credit rows the engine keeps (a
                             * generation's requests x block positions); 0: none */
+    int32_t smooth_rows;   /* IterSmooth (eng_smooth_next): the soft-embedding rows the engine keeps
+                            * (a generation's requests x response positions); 0: none (a step with
+                            * iter_smooth then computes them and keeps none) */
     bool feature_cache;    /* the pool also holds each token's attention and FFN outputs per layer
                             * (dLLM-Cache: steps with cache_outputs, front shapes, probes or carried
                             * rows run only then; a pool token takes 2 hidden rows more a layer) */
@@ -143,11 +146,11 @@ int32_t eng_pool_free_pages(const struct eng *e);
 void eng_set_tokens(struct eng *e, const struct eng_tokens *t);
 /* The unmasking decision of the last step on the GPU (k_unmask; eng_unmask.h has the rules): n
  * blocks of its logit rows, block g rows groups[2g] .. groups[2g] + groups[2g + 1] - 1, and each
- * logit row's masked flag (nonzero: still masked). commit[row] gets the token the rule commits at
- * that row, or -1; count[g] (NULL: not wanted) how many block g commits; *ms (NULL: not wanted)
+ * logit row's masked flag (nonzero: still masked), by u (tau, NULL: u's threshold in every block;
+ * else block g's tau[g]). commit[row] gets the token the rule commits at that row, or -1; count[g] (NULL: not wanted) how many block g commits; *ms (NULL: not wanted)
  * the kernel's GPU time. */
 int eng_unmask(struct eng *e, const struct unmask_rule *u, const int32_t *groups, int32_t n, const int32_t *masked,
-               int32_t *commit, int32_t *count, float *ms, struct ts_err *err);
+               const float *tau, int32_t *commit, int32_t *count, float *ms, struct ts_err *err);
 /* Credit decoding (eng_opts.credit_rows > 0; eng_unmask.h): the next eng_step fuses its R logit rows
  * with their credits in the LM head (k_credit_fuse), row r with credit row state[r] (-1: none) under
  * flags[r] (CREDIT_MASKED, _DECAY, _CLEAR), by u's alpha, beta and gamma, so that its argmax and
@@ -156,6 +159,13 @@ int eng_unmask(struct eng *e, const struct unmask_rule *u, const int32_t *groups
  * for its GEMMs' warm-up reads the same ones). */
 int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *state, const int32_t *flags, int32_t R,
                     struct ts_err *err);
+/* dInfer's IterSmooth. A step with sd->iter_smooth turns each LM-head chunk's logits into
+ * probabilities and multiplies them by the embedding matrix (the LM head's GEMM transposed); after
+ * eng_smooth_next the next such step keeps logit row r's product as soft-embedding row slot[r] (-1:
+ * none; at most eng_opts.smooth_rows). A step embeds, at each row that eng_tokens.soft names, the
+ * token's embedding plus the weight times that soft row (plain steps: no per-layer rows, no
+ * eviction; one GPU). */
+int eng_smooth_next(struct eng *e, const int32_t *slot, int32_t R, struct ts_err *err);
 /* Captures one step into a CUDA graph (executing it once); eng_graph_replay() then reruns the
  * identical step at least n times and for at least ENG_TIMED_S and gives the median milliseconds
  * per step, after warm-up replays for at least eng_opts.warm_s (the step is timed at the clock its
@@ -183,6 +193,8 @@ int eng_picks(struct eng *e, int32_t *dst, int64_t n, int *max_probe, struct ts_
 int eng_routes(struct eng *e, int32_t *dst, int64_t n, int64_t *stride, struct ts_err *err);
 /* Copies the final normalised hidden rows of the last step ([R, hidden] as fp32) to dst. */
 int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err);
+/* IterSmooth's soft rows first .. first + n - 1 (eng_smooth_next), widened, into dst [n, hidden]. */
+int eng_soft_rows(struct eng *e, float *dst, int32_t first, int32_t n, struct ts_err *err);
 /* The kept keys of the last step's sparse selections (eng_opts.trace_selection on):
  * [layers][selecting segments][sets][max_keep] int32 into dst (room for n), sets = the K/V heads
  * for per-head selection, else 1; *max_keep gets the row length. */

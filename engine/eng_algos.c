@@ -38,8 +38,8 @@ static int add_row(struct algo_cache *c, sqlite3_stmt *s, int64_t rowid, struct 
 {
     struct algo_key k = {sqlite3_column_int(s, 0), sqlite3_column_int(s, 1), sqlite3_column_int(s, 2),
                          sqlite3_column_int(s, 3)};
-    if (k.m < 1 || k.n < 1 || k.k < 1 || (k.beta1 != 0 && k.beta1 != 1))
-        return ts_fail(err, "%s: gemm_algos row %lld: m, n, k: %d x %d x %d (beta1 %d) is not a GEMM shape",
+    if (k.m < 1 || k.n < 1 || k.k < 1 || k.beta1 < 0 || k.beta1 > 3)
+        return ts_fail(err, "%s: gemm_algos row %lld: m, n, k: %d x %d x %d (flags %d) is not a GEMM shape",
                        c->path, (long long)rowid, k.m, k.n, k.k, k.beta1);
     int bytes = sqlite3_column_bytes(s, 4);
     if (sqlite3_column_type(s, 4) != SQLITE_BLOB || bytes != (int)c->blob_bytes)

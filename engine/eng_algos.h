@@ -19,7 +19,7 @@
 #include "util.h"
 
 struct algo_key {
-    int32_t m, n, k, beta1;
+    int32_t m, n, k, beta1; /* beta1: bit 0 the GEMM adds C, bit 1 its W is [K, N] (eng_gemm.c) */
 };
 
 struct algo_entry {

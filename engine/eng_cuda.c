@@ -44,6 +44,7 @@
 #define EVICT_REQS (1 << 20)        /* requests an evicting step may name (their progress on the GPU) */
 #define RESERVE_MARGIN (256LL << 20) /* context, cuBLAS handles, allocator slack */
 #define TP_MARGIN (512LL << 20)      /* and NCCL's allocations after the pool is sized (graph capture) */
+#define SMOOTH_SUB 256               /* IterSmooth's GEMM rows at a time (the products' buffer) */
 
 #define MAX_PROF_EVENTS 1024
 
@@ -119,7 +120,7 @@ struct eng {
     float *d_max, *d_conf;
     int32_t *h_tok;
     float *h_max, *h_conf;
-    int32_t *d_um, *h_um;      /* eng_unmask's groups, masks, commits and counts [5 max_tokens] */
+    int32_t *d_um, *h_um;      /* eng_unmask's groups, masks, commits, counts and taus [6 max_tokens] */
     /* credit decoding (eng_credit_next): the credit rows, current (cr_cur) and the next step's, and
      * the next step's logit rows' credit rows and flags ([2 max_tokens], pinned twin in h_um) */
     int32_t *cr_tok[2], *cr_n[2], *cr_map;
@@ -128,6 +129,16 @@ struct eng {
     bool cr_pending;
     int32_t cr_R;
     float cr_alpha, cr_beta, cr_gamma;
+    /* IterSmooth (eng_smooth_next): the soft rows [smooth_rows, h], a sub-chunk's products
+     * [SMOOTH_SUB, h], and the step's maps ([3 max_tokens]: logit rows' soft rows, embedded rows'
+     * soft rows and weights; pinned twin h_sm) */
+    bf16_t *sm_soft, *sm_tmp;
+    int32_t *sm_map, *h_sm;
+    float *sm_stats;   /* the plain rows' max and confidence [2 max_tokens], kept from credit's fusion */
+    bool sm_step;      /* the step being run has iter_smooth */
+    bool sm_pending;   /* eng_smooth_next named the next step's logit rows' soft rows */
+    int32_t sm_R;      /* how many */
+    int32_t sm_in;     /* the step's embedded rows that add a soft row (0: none) */
     struct eng_tokens tokens;  /* eng_set_tokens (tokens.id NULL: none) */
     int32_t max_segs, max_tiles, max_page_refs;
     struct eng_kv kv;
@@ -414,8 +425,9 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
     const struct eng_opts *o = &e->o;
     const int64_t T = o->max_tokens, kvrow = (int64_t)e->m.num_kv_heads * e->m.head_dim;
     const int64_t token_bytes = (int64_t)e->m.num_layers * 2 * (kvrow + (o->feature_cache ? e->m.hidden : 0)) * 2;
+    const int64_t smooth = ((int64_t)o->smooth_rows + SMOOTH_SUB) * e->m.hidden * 2; /* IterSmooth's rows */
     const int64_t left = budget - RESERVE_MARGIN - (e->tp ? TP_MARGIN : 0) - e->mem.weights - e->mem.workspace -
-                         e->mem.blas_workspace;
+                         e->mem.blas_workspace - smooth;
     int64_t pool_tokens = o->kv_tokens > 0 ? o->kv_tokens : (left > 0 ? left / token_bytes : 0);
     if (e->tp) { /* every rank the same pool: the smallest (free memory differs between GPUs) */
         double v = (double)pool_tokens;
@@ -494,7 +506,10 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
                     alloc((void **)&e->focus_prog, EVICT_REQS * 4, err))) ||
         alloc((void **)&e->d_meta_buf, e->meta_cap * 4, err) || alloc((void **)&e->d_tok, T * 4, err) ||
         alloc((void **)&e->d_max, T * 4, err) || alloc((void **)&e->d_conf, T * 4, err) ||
-        alloc((void **)&e->d_um, 5 * T * 4, err) || (e->o.credit_rows > 0 && alloc_credit(e, err)) ||
+        alloc((void **)&e->d_um, 6 * T * 4, err) || (e->o.credit_rows > 0 && alloc_credit(e, err)) ||
+        alloc((void **)&e->sm_tmp, SMOOTH_SUB * h * 2, err) || alloc((void **)&e->sm_map, 3 * T * 4, err) ||
+        alloc((void **)&e->sm_stats, 2 * T * 4, err) ||
+        (e->o.smooth_rows > 0 && alloc((void **)&e->sm_soft, (int64_t)e->o.smooth_rows * h * 2, err)) ||
         (e->o.trace_selection && alloc((void **)&e->sel_trace, SELECTION_TRACE, err)) ||
         (e->tp && alloc((void **)&e->tp_gather, 12LL * (e->o.tp_size + 1) * T, err)))
         return -1;
@@ -502,7 +517,8 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
         cudaMallocHost((void **)&e->h_tok, (size_t)T * 4) != cudaSuccess ||
         cudaMallocHost((void **)&e->h_max, (size_t)T * 4) != cudaSuccess ||
         cudaMallocHost((void **)&e->h_conf, (size_t)T * 4) != cudaSuccess ||
-        cudaMallocHost((void **)&e->h_um, (size_t)T * 20) != cudaSuccess)
+        cudaMallocHost((void **)&e->h_um, (size_t)T * 24) != cudaSuccess ||
+        cudaMallocHost((void **)&e->h_sm, (size_t)T * 12) != cudaSuccess)
         return ts_fail(err, "engine: cannot allocate pinned host buffers");
     if (pooled && (k_fill_bits(e->k_pool, kv_bytes / 2, 0x7fc0, e->stream) ||
                    k_fill_bits(e->v_pool, kv_bytes / 2, 0x7fc0, e->stream) ||
@@ -661,11 +677,12 @@ void eng_destroy(struct eng *e)
                    e->d_max,  e->d_conf,       e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->fc_out,
                    e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog,
                    e->moe_buf, e->moe_trace, e->tp_gather, e->d_um, e->cr_tok[0], e->cr_tok[1], e->cr_n[0],
-                   e->cr_n[1], e->cr_val[0], e->cr_val[1], e->cr_map};
+                   e->cr_n[1], e->cr_val[0], e->cr_val[1], e->cr_map, e->sm_soft, e->sm_tmp, e->sm_map,
+                   e->sm_stats};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
-    void *host[] = {e->h_meta_buf, e->h_tok, e->h_max, e->h_conf, e->h_um};
+    void *host[] = {e->h_meta_buf, e->h_tok, e->h_max, e->h_conf, e->h_um, e->h_sm};
     for (size_t i = 0; i < TS_ARRAY_LEN(host); i++)
         if (host[i])
             cudaFreeHost(host[i]);
@@ -691,11 +708,11 @@ void eng_destroy(struct eng *e)
 
 /* Y[rows, out] (+)= X[rows, in] W^T, W [out, in] row-major, through cuBLASLt (eng_gemm.c). A shape
  * tuned for the first time gets a scratch output outside the plan, freed when the step ends. */
-static int gemm(struct eng *e, const bf16_t *Wt, const bf16_t *X, bf16_t *Y, int rows, int in,
-                int out, float beta, struct ts_err *err)
+/* The tuning scratch a GEMM of rows x out outputs needs, held while tuning. */
+static int tune_scratch_for(struct eng *e, int rows, int in, int out, float beta, bool kn, struct ts_err *err)
 {
     size_t need = 2 * (size_t)rows * (size_t)out;
-    if (e->tuning && need > e->tune_scratch_bytes && !eng_gemm_is_tuned(e->gemm, rows, out, in, beta)) {
+    if (e->tuning && need > e->tune_scratch_bytes && !eng_gemm_is_tuned(e->gemm, rows, out, in, beta, kn)) {
         CU(cudaStreamSynchronize(e->stream));
         if (e->tune_scratch)
             CU(cudaFree(e->tune_scratch));
@@ -706,8 +723,26 @@ static int gemm(struct eng *e, const bf16_t *Wt, const bf16_t *X, bf16_t *Y, int
         else /* no room: the heuristic's first algorithm */
             cudaGetLastError();
     }
+    return 0;
+}
+
+static int gemm(struct eng *e, const bf16_t *Wt, const bf16_t *X, bf16_t *Y, int rows, int in,
+                int out, float beta, struct ts_err *err)
+{
+    if (tune_scratch_for(e, rows, in, out, beta, false, err))
+        return -1;
     return eng_gemm_run(e->gemm, Wt, X, Y, rows, out, in, beta, e->stream, e->tuning, e->tune_scratch,
                         e->tune_scratch_bytes, err);
+}
+
+/* Y [rows, out] = X [rows, in] W for W [in, out] (the embedding matrix). */
+static int gemm_kn(struct eng *e, const bf16_t *W, const bf16_t *X, bf16_t *Y, int rows, int in, int out,
+                   struct ts_err *err)
+{
+    if (tune_scratch_for(e, rows, in, out, 0.f, true, err))
+        return -1;
+    return eng_gemm_run_kn(e->gemm, W, X, Y, rows, out, in, e->stream, e->tuning, e->tune_scratch,
+                           e->tune_scratch_bytes, err);
 }
 
 static int drop_tune_scratch(struct eng *e, struct ts_err *err)
@@ -1124,6 +1159,28 @@ static int forward_evicting(struct eng *e, int layers, bf16_t *x, struct ts_err 
     return 0;
 }
 
+/* IterSmooth over one LM-head chunk of `rows` logit rows from row c0: the logits turned into
+ * probabilities in place (by the plain rows' max and confidence: d_max and d_conf, or under credit
+ * decoding their copies from before its fusion), multiplied by the embedding matrix SMOOTH_SUB rows
+ * at a time, each product kept at its logit row's soft row (eng_smooth_next; none kept without it). */
+static int smooth_chunk(struct eng *e, bf16_t *logits, int rows, int c0, struct ts_err *err)
+{
+    const int V = e->m.vocab, h = e->m.hidden, T = e->o.max_tokens;
+    const float *maxv = e->cr_pending ? e->sm_stats : e->d_max, *conf = e->cr_pending ? e->sm_stats + T : e->d_conf;
+    if (runs(e, OP_SAMPLE))
+        KL(k_softmax_rows(logits, rows, V, maxv, conf, c0, e->stream));
+    mark(e, OP_SAMPLE);
+    for (int s0 = 0; s0 < rows; s0 += SMOOTH_SUB) {
+        const int sub = TS_MIN(SMOOTH_SUB, rows - s0);
+        if (runs(e, OP_LM_HEAD) && gemm_kn(e, W(e, W_EMB, -1), logits + (size_t)s0 * V, e->sm_tmp, sub, V, h, err))
+            return -1;
+        if (e->sm_pending && runs(e, OP_LM_HEAD))
+            KL(k_smooth_scatter(e->sm_tmp, sub, h, e->sm_map, c0 + s0, e->sm_soft, e->stream));
+        mark(e, OP_LM_HEAD);
+    }
+    return 0;
+}
+
 /* The LM head over the logit rows of x: gathered (fewer than the tokens) or in place, normalised, then
  * chunk by chunk the logits and their argmax, max and confidence (d_tok, d_max, d_conf); a
  * tensor-parallel rank's over its vocabulary share, gathered from every rank and merged. */
@@ -1166,12 +1223,20 @@ static int lm_head(struct eng *e, bf16_t *x, struct ts_err *err)
             KL(k_argmax_conf(logits, rows, m->vocab, tok, maxv, conf, c0, st));
         if (e->cr_pending && runs(e, OP_SAMPLE)) { /* credit decoding: the fused rows' instead */
             const int now = e->cr_cur, next = now ^ 1, T = e->o.max_tokens;
+            if (e->sm_step) { /* IterSmooth's softmax is the plain rows' */
+                CU(cudaMemcpyAsync(e->sm_stats + c0, maxv + c0, sizeof(float) * (size_t)rows, cudaMemcpyDeviceToDevice,
+                                   st));
+                CU(cudaMemcpyAsync(e->sm_stats + T + c0, conf + c0, sizeof(float) * (size_t)rows,
+                                   cudaMemcpyDeviceToDevice, st));
+            }
             const k_credit_args ca = {logits, rows, m->vocab, c0, tok, maxv, conf, e->cr_map, e->cr_map + T,
                                       e->cr_tok[now], e->cr_n[now], e->cr_val[now], e->cr_tok[next], e->cr_n[next],
                                       e->cr_val[next], e->cr_alpha, e->cr_beta, e->cr_gamma};
             KL(k_credit_fuse(&ca, st));
         }
         mark(e, OP_SAMPLE);
+        if (e->sm_step && smooth_chunk(e, logits, rows, c0, err))
+            return -1;
     }
     if (!e->tp || !runs(e, OP_SAMPLE))
         return 0;
@@ -1206,6 +1271,9 @@ static int forward(struct eng *e, struct ts_err *err)
     } else if (T > 0) {
         if (runs(e, OP_EMBED))
             KL(k_embed(x, W(e, W_EMB, -1), e->dm.tok_ids, T, h, st));
+        if (e->sm_in > 0 && runs(e, OP_EMBED)) /* IterSmooth: a masked position's soft row added */
+            KL(k_smooth_add(x, e->sm_in, h, e->sm_map + e->o.max_tokens, (const float *)(e->sm_map + 2 * e->o.max_tokens),
+                            e->sm_soft, st));
         mark(e, OP_EMBED);
         struct k_attn_args aa = attn_args(e, p, &e->dm);
         for (int L = 0; L < layers; L++)
@@ -1287,6 +1355,40 @@ static int evict_refused(const struct eng *e, const struct step_desc *sd, struct
 
 /* Plans and maps the step's activations, then (run = true) reserves its KV pages and uploads its
  * arrays; nothing changes when the step is refused. 1: out of device memory. */
+/* IterSmooth's part of a step: whether it runs (sd->iter_smooth); the soft rows its logit rows keep
+ * (eng_smooth_next's) checked against it; the soft rows and weights its embedded rows add
+ * (eng_tokens.soft), uploaded (sm_in: how many rows, 0 where none adds one). */
+static int smooth_prepare(struct eng *e, const struct step_desc *sd, bool split, struct ts_err *err)
+{
+    const struct eng_plan *p = &e->plan;
+    const int32_t T = e->o.max_tokens;
+    e->sm_step = sd->iter_smooth;
+    e->sm_in = 0;
+    if (e->sm_pending && (!sd->iter_smooth || p->R != e->sm_R))
+        return ts_fail(err, "step refused: IterSmooth's soft rows cover %d logit rows, the step has %d%s", e->sm_R,
+                       p->R, sd->iter_smooth ? "" : " and no iter_smooth");
+    if (!e->tokens.soft || e->o.smooth_rows < 1)
+        return 0;
+    if (split)
+        return ts_fail(err, "step refused: IterSmooth's soft embeddings in a step whose rows differ by layer");
+    int32_t *slot = e->h_sm + T, any = 0;
+    float *w = (float *)(e->h_sm + 2 * T);
+    for (int32_t s = 0; s < p->S; s++)
+        for (int32_t i = 0, r = p->q_start[s]; i < p->q_len[s]; i++, r++) {
+            slot[r] = e->tokens.soft(e->tokens.ctx, sd->segs[s].req_id, p->tok_pos[r], &w[r]);
+            if (slot[r] >= e->o.smooth_rows || slot[r] < -1)
+                return ts_fail(err, "step refused: request %d's position %d adds soft row %d (the engine keeps %d)",
+                               sd->segs[s].req_id, p->tok_pos[r], slot[r], e->o.smooth_rows);
+            any |= slot[r] >= 0;
+        }
+    if (!any)
+        return 0;
+    CU(cudaMemcpyAsync(e->sm_map + T, slot, sizeof(int32_t) * 2 * (size_t)T, cudaMemcpyHostToDevice, e->stream));
+    CU(cudaStreamSynchronize(e->stream)); /* h_sm is eng_smooth_next's staging too */
+    e->sm_in = p->T;
+    return 0;
+}
+
 static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct ts_err *err)
 {
     if (sd->logit_chunk_rows < 0 || sd->ffn_chunks < 0 || sd->attn_block < 0)
@@ -1306,6 +1408,9 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
                             "front shapes, eviction or one kept set for all heads)");
     if (evicting && evict_refused(e, sd, err))
         return -1;
+    if (sd->iter_smooth && (e->tp || split))
+        return ts_fail(err, "step refused: IterSmooth runs on one GPU, in steps whose rows are the same in every "
+                            "layer (no feature cache, front shapes or eviction)");
     if (layered && e->m.num_experts > 0)
         return ts_fail(err, "step refused: its rows differ by layer (a feature cache, front shapes, probes or "
                             "carried rows), which the engine does not run on a mixture of experts");
@@ -1335,7 +1440,7 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
         return -1;
     if (e->cr_pending && e->plan.R != e->cr_R)
         return ts_fail(err, "step refused: its credit rows cover %d logit rows, the step has %d", e->cr_R, e->plan.R);
-    if (upload_plan(e, err))
+    if (smooth_prepare(e, sd, split, err) || upload_plan(e, err))
         return -1;
     e->attn_block = sd->attn_block;
     e->front_layers = step_front_layers(sd, e->m.num_layers);
@@ -1391,6 +1496,7 @@ int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, flo
         e->cr_cur ^= 1;
         e->cr_pending = false;
     }
+    e->sm_pending = false;
     /* a selecting request keeps the pages of its kept keys alone: its candidates' go back to the pool
      * (a graph of the step keeps them: its replays write there) */
     for (int32_t s = 0; s < sd->num_segs && !e->o.stateless; s++)
@@ -1434,8 +1540,28 @@ int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *s
     return 0;
 }
 
+int eng_smooth_next(struct eng *e, const int32_t *slot, int32_t R, struct ts_err *err)
+{
+    const int32_t T = e->o.max_tokens;
+    if (e->o.smooth_rows < 1 || e->tp)
+        return ts_fail(err, "IterSmooth: the engine was made without soft rows (eng_opts.smooth_rows)%s",
+                       e->tp ? " or is split over GPUs" : "");
+    if (R < 0 || R > T)
+        return ts_fail(err, "IterSmooth: %d logit rows (at most %d)", R, T);
+    for (int32_t r = 0; r < R; r++)
+        if (slot[r] >= e->o.smooth_rows || slot[r] < -1)
+            return ts_fail(err, "IterSmooth: logit row %d's soft row %d out of range (%d rows)", r, slot[r],
+                           e->o.smooth_rows);
+    memcpy(e->h_sm, slot, sizeof(int32_t) * (size_t)R);
+    CU(cudaMemcpyAsync(e->sm_map, e->h_sm, sizeof(int32_t) * (size_t)R, cudaMemcpyHostToDevice, e->stream));
+    CU(cudaStreamSynchronize(e->stream));
+    e->sm_pending = true;
+    e->sm_R = R;
+    return 0;
+}
+
 int eng_unmask(struct eng *e, const struct unmask_rule *u, const int32_t *groups, int32_t n, const int32_t *masked,
-               int32_t *commit, int32_t *count, float *ms, struct ts_err *err)
+               const float *tau, int32_t *commit, int32_t *count, float *ms, struct ts_err *err)
 {
     const int32_t R = e->last_R, T = e->o.max_tokens;
     if (n < 0 || n > T)
@@ -1453,9 +1579,15 @@ int eng_unmask(struct eng *e, const struct unmask_rule *u, const int32_t *groups
     CU(cudaMemcpyAsync(e->d_um + 2 * T, e->h_um + 2 * T, sizeof(int32_t) * (size_t)R, cudaMemcpyHostToDevice,
                        e->stream));
     CU(cudaMemsetAsync(e->d_um + 3 * T, 0xff, sizeof(int32_t) * (size_t)R, e->stream)); /* rows of no block: -1 */
+    if (tau) {
+        memcpy(e->h_um + 5 * T, tau, sizeof(float) * (size_t)n);
+        CU(cudaMemcpyAsync(e->d_um + 5 * T, e->h_um + 5 * T, sizeof(float) * (size_t)n, cudaMemcpyHostToDevice,
+                           e->stream));
+    }
     const k_unmask_args a = {.groups = e->d_um, .tok = e->d_tok, .masked = e->d_um + 2 * T, .conf = e->d_conf,
                              .commit = e->d_um + 3 * T, .count = e->d_um + 4 * T, .num_groups = n,
-                             .kind = u->kind, .k = u->k, .tau = u->tau, .low = u->low};
+                             .kind = u->kind, .k = u->k, .tau = u->tau, .low = u->low,
+                             .group_tau = tau ? (const float *)(e->d_um + 5 * T) : NULL};
     CU(cudaEventRecord(e->ev0, e->stream));
     KL(k_unmask(&a, e->stream));
     CU(cudaEventRecord(e->ev1, e->stream));
@@ -1744,6 +1876,21 @@ int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err)
         dst[i] = eng_bf2f(tmp[i]);
     free(tmp);
     return 0;
+}
+
+int eng_soft_rows(struct eng *e, float *dst, int32_t first, int32_t n, struct ts_err *err)
+{
+    if (first < 0 || n < 0 || (int64_t)first + n > e->o.smooth_rows)
+        return ts_fail(err, "engine: soft rows %d..%d: the engine keeps %d", first, first + n - 1, e->o.smooth_rows);
+    const int64_t k = (int64_t)n * e->m.hidden;
+    bf16_t *tmp = xmalloc(sizeof *tmp * (size_t)(k ? k : 1));
+    const cudaError_t ce = k ? cudaMemcpy(tmp, e->sm_soft + (size_t)first * e->m.hidden, sizeof *tmp * (size_t)k,
+                                          cudaMemcpyDeviceToHost)
+                             : cudaSuccess;
+    for (int64_t i = 0; ce == cudaSuccess && i < k; i++)
+        dst[i] = eng_bf2f(tmp[i]);
+    free(tmp);
+    return ce == cudaSuccess ? 0 : ts_fail(err, "engine: reading the soft rows back failed: %s", cudaGetErrorString(ce));
 }
 
 int eng_allreduce_us(struct eng *e, int64_t n, int reps, double *us, struct ts_err *err)

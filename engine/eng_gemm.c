@@ -19,8 +19,11 @@
  * keep the heuristic's order, so the choice does not flip from one process to the next. */
 #define TUNE_MARGIN 0.01f
 
+/* A shape's flags (its key's beta field: a cache written before the second kind reads the same) */
+enum { GEMM_BETA1 = 1, GEMM_KN = 2 /* W [K, N] (eng_gemm_run_kn) */ };
+
 struct shape {
-    int M, N, K, beta1;
+    int M, N, K, beta1; /* beta1: GEMM_* flags */
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
@@ -75,15 +78,20 @@ void eng_gemm_destroy(struct eng_gemm *g)
     free(g);
 }
 
-/* Column-major view: D[N, M] = op(A) B with A = W viewed [K, N] and transposed, B = X viewed [K, M]. */
+/* Column-major view: D[N, M] = op(A) B with A = W viewed [K, N] and transposed (GEMM_KN: W viewed
+ * [N, K], as it is), B = X viewed [K, M]. */
 static int describe(struct eng_gemm *g, struct shape *s, struct ts_err *err)
 {
     (void)g;
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    const bool kn = s->beta1 & GEMM_KN;
+    cublasOperation_t ta = kn ? CUBLAS_OP_N : CUBLAS_OP_T, tb = CUBLAS_OP_N;
     CB(cublasLtMatmulDescCreate(&s->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     CB(cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     CB(cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    CB(cublasLtMatrixLayoutCreate(&s->a, CUDA_R_16BF, (uint64_t)s->K, (uint64_t)s->N, s->K));
+    if (kn)
+        CB(cublasLtMatrixLayoutCreate(&s->a, CUDA_R_16BF, (uint64_t)s->N, (uint64_t)s->K, s->N));
+    else
+        CB(cublasLtMatrixLayoutCreate(&s->a, CUDA_R_16BF, (uint64_t)s->K, (uint64_t)s->N, s->K));
     CB(cublasLtMatrixLayoutCreate(&s->b, CUDA_R_16BF, (uint64_t)s->K, (uint64_t)s->M, s->K));
     CB(cublasLtMatrixLayoutCreate(&s->c, CUDA_R_16BF, (uint64_t)s->N, (uint64_t)s->M, s->N));
     return 0;
@@ -169,7 +177,7 @@ static int tune(struct eng_gemm *g, struct shape *s, const void *W, const void *
         return -1;
     s->algo = res[0].algo;
     s->best_ms = s->first_ms = -1;
-    float beta = s->beta1 ? 1.0f : 0.0f;
+    float beta = s->beta1 & GEMM_BETA1 ? 1.0f : 0.0f;
     /* an L2 flush buffer, held while tuning (twice the L2: every line is evicted) */
     int dev = 0, l2 = 0;
     void *flush = NULL;
@@ -208,11 +216,10 @@ static int tune(struct eng_gemm *g, struct shape *s, const void *W, const void *
     return 0;
 }
 
-int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N,
-                 int K, float beta, k_stream stream, bool may_tune, void *scratch,
-                 size_t scratch_bytes, struct ts_err *err)
+static int run(struct eng_gemm *g, int flags, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N, int K,
+               float beta, k_stream stream, bool may_tune, void *scratch, size_t scratch_bytes, struct ts_err *err)
 {
-    int beta1 = beta != 0.0f;
+    const int beta1 = (beta != 0.0f ? GEMM_BETA1 : 0) | flags;
     struct shape *s = NULL;
     for (size_t i = 0; i < g->n; i++)
         if (g->shapes[i].M == M && g->shapes[i].N == N && g->shapes[i].K == K && g->shapes[i].beta1 == beta1)
@@ -246,13 +253,26 @@ int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y
     return 0;
 }
 
-bool eng_gemm_is_tuned(const struct eng_gemm *g, int M, int N, int K, float beta)
+int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N,
+                 int K, float beta, k_stream stream, bool may_tune, void *scratch,
+                 size_t scratch_bytes, struct ts_err *err)
 {
+    return run(g, 0, W, X, Y, M, N, K, beta, stream, may_tune, scratch, scratch_bytes, err);
+}
+
+int eng_gemm_run_kn(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N, int K,
+                    k_stream stream, bool may_tune, void *scratch, size_t scratch_bytes, struct ts_err *err)
+{
+    return run(g, GEMM_KN, W, X, Y, M, N, K, 0.0f, stream, may_tune, scratch, scratch_bytes, err);
+}
+
+bool eng_gemm_is_tuned(const struct eng_gemm *g, int M, int N, int K, float beta, bool kn)
+{
+    const int flags = (beta != 0.0f ? GEMM_BETA1 : 0) | (kn ? GEMM_KN : 0);
     for (size_t i = 0; i < g->n; i++)
-        if (g->shapes[i].M == M && g->shapes[i].N == N && g->shapes[i].K == K &&
-            g->shapes[i].beta1 == (beta != 0.0f))
+        if (g->shapes[i].M == M && g->shapes[i].N == N && g->shapes[i].K == K && g->shapes[i].beta1 == flags)
             return g->shapes[i].tuned;
-    return g->have_cache && algo_cache_find(&g->cache, (struct algo_key){M, N, K, beta != 0.0f});
+    return g->have_cache && algo_cache_find(&g->cache, (struct algo_key){M, N, K, flags});
 }
 
 int eng_gemm_shape_count(const struct eng_gemm *g) { return (int)g->n; }
@@ -272,7 +292,7 @@ void eng_gemm_report(const struct eng_gemm *g, FILE *out)
     for (size_t i = 0; i < g->n; i++) {
         const struct shape *s = &g->shapes[i];
         if (s->tuned && s->best_ms > 0)
-            fprintf(out, "  gemm %5d x %6d x %5d%s: %.4f ms (heuristic's first: %.4f ms)%s\n", s->M, s->N,
-                    s->K, s->beta1 ? " +C" : "", s->best_ms, s->first_ms, s->cached ? " [cached]" : "");
+            fprintf(out, "  gemm %5d x %6d x %5d%s%s: %.4f ms (heuristic's first: %.4f ms)%s\n", s->M, s->N,
+                    s->K, s->beta1 & GEMM_BETA1 ? " +C" : "", s->beta1 & GEMM_KN ? " (W as [K, N])" : "", s->best_ms, s->first_ms, s->cached ? " [cached]" : "");
     }
 }

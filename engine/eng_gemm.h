@@ -26,7 +26,11 @@ void eng_gemm_destroy(struct eng_gemm *g);
 int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N,
                  int K, float beta, k_stream stream, bool may_tune, void *scratch,
                  size_t scratch_bytes, struct ts_err *err);
-bool eng_gemm_is_tuned(const struct eng_gemm *g, int M, int N, int K, float beta);
+/* Y[M, N] = X[M, K] W for W [K, N] row-major (an embedding matrix: the LM head's GEMM transposed). */
+int eng_gemm_run_kn(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N, int K,
+                    k_stream stream, bool may_tune, void *scratch, size_t scratch_bytes, struct ts_err *err);
+/* Whether a shape (kn: eng_gemm_run_kn's) has its algorithm (tuned, or from the cache). */
+bool eng_gemm_is_tuned(const struct eng_gemm *g, int M, int N, int K, float beta, bool kn);
 /* Reads and extends the algorithm cache at path for this device (before the first GEMM). */
 int eng_gemm_use_cache(struct eng_gemm *g, const char *path, const char *device, struct ts_err *err);
 /* How many shapes this process has met so far (a step that met a new one is not a clean timing). */

@@ -117,6 +117,13 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
     if (c->cache == GEN_FOCUS && (c->block > GEN_FOCUS_MAX_BLOCK || !(c->focus_alpha >= 1)))
         return ts_fail(err, "FOCUS evicts over the prefix cache, from blocks of at most %d positions (the importance "
                             "kernel's candidates), with a budget expansion of at least 1", GEN_FOCUS_MAX_BLOCK);
+    const struct gen_smooth *sm = &c->smooth;
+    if (sm->on && c->cache == GEN_FOCUS)
+        return ts_fail(err, "IterSmooth runs over the prefix or dual cache (FOCUS picks its logit rows on the GPU, "
+                            "after a step's soft rows must be named)");
+    if (sm->on && !(sm->cont >= 0 && sm->init >= 0 && sm->growth >= 0 && sm->decay >= 0 && sm->cont <= 1e3))
+        return ts_fail(err, "--iter-smooth %g,%g,%g,%g: the weights (cont, init, growth) and the threshold decay "
+                            "must be numbers of at least 0", sm->cont, sm->init, sm->growth, sm->decay);
     if (c->mask_id < 0 || c->mask_id >= c->vocab)
         return ts_fail(err, "--mask-id %d: must be a token of the model's vocabulary (0..%d)", c->mask_id, c->vocab - 1);
     const int32_t n = prompts ? TS_MIN(prompts->n, c->requests > 0 ? c->requests : prompts->n) : c->requests;
@@ -145,6 +152,7 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
         }
         r->ids = xmalloc(sizeof *r->ids * (size_t)(r->P + c->gen_len));
         r->decided = xcalloc((size_t)c->gen_len, 1);
+        r->soft_w = xcalloc((size_t)c->gen_len, sizeof *r->soft_w);
         r->cached = xcalloc((size_t)c->gen_len, 1);
         r->rowpos = xmalloc(sizeof *r->rowpos * 2 * (size_t)c->block);
         r->cand = xmalloc(sizeof *r->cand * (size_t)c->block);
@@ -164,6 +172,7 @@ void gen_free(struct gen *g)
     for (int32_t i = 0; g->r && i < g->c.requests; i++) {
         free(g->r[i].ids);
         free(g->r[i].decided);
+        free(g->r[i].soft_w);
         free(g->r[i].cached);
         free(g->r[i].rowpos);
         free(g->r[i].cand);
@@ -205,7 +214,25 @@ static int32_t gen_row_pos(void *ctx, int32_t req, int32_t row)
     return g->r[req].rowpos[row];
 }
 
-struct eng_tokens gen_tokens(struct gen *g) { return (struct eng_tokens){gen_token, gen_row_pos, g}; }
+/* IterSmooth: the soft row a masked response position adds (request x response position), its weight. */
+static int32_t gen_soft(void *ctx, int32_t req, int32_t pos, float *w)
+{
+    const struct gen *g = ctx;
+    *w = 0;
+    if (req < 0 || req >= g->c.requests)
+        return -1;
+    const struct gen_req *r = &g->r[req];
+    const int32_t o = pos - r->P;
+    if (o < 0 || o >= g->c.gen_len || r->decided[o] || r->soft_w[o] <= 0)
+        return -1;
+    *w = r->soft_w[o];
+    return req * g->c.gen_len + o;
+}
+
+struct eng_tokens gen_tokens(struct gen *g)
+{
+    return (struct eng_tokens){.id = gen_token, .pos = gen_row_pos, .soft = g->c.smooth.on ? gen_soft : NULL, .ctx = g};
+}
 
 /* FOCUS's block step for r into s: its decided positions not yet cached, then its masked ones (the
  * candidates), each at its position; K of the candidates kept after layer 1. */
@@ -274,6 +301,7 @@ bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t
     const bool focus = g->c.cache == GEN_FOCUS;
     sd->evict = focus; /* FOCUS: layers 0-1 run a block step's front rows */
     sd->front_layers = focus ? 2 : 0;
+    sd->iter_smooth = g->c.smooth.on;
     int64_t rows = 0, logits = 0;
     *ngroups = 0;
     for (int32_t i = 0; i < g->c.requests; i++) {
@@ -430,6 +458,100 @@ void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *s
                                       (r->block_steps > 0 ? CREDIT_DECAY : CREDIT_CLEAR);
         }
     }
+}
+
+/* --- IterSmooth --------------------------------------------------------------------------- */
+
+double gen_smooth_weight(const struct gen_smooth *s, int32_t n) { return fmin(s->init + s->growth * n, s->cont); }
+
+float gen_smooth_tau(const struct gen_smooth *s, int32_t n, float tau) { return fmaxf((float)(1.0 - s->decay * n), tau); }
+
+int gen_smooth_parse(const char *spec, struct gen_smooth *out, struct ts_err *err)
+{
+    static const char *const names[] = {"CONT", "INIT", "GROWTH", "DECAY"};
+    struct gen_smooth s = GEN_SMOOTH_DEFAULTS;
+    double *field[] = {&s.cont, &s.init, &s.growth, &s.decay};
+    const char *at = spec ? spec : "";
+    for (size_t k = 0; *at && k < TS_ARRAY_LEN(field); k++) {
+        const char *comma = strchr(at, ',');
+        const size_t n = comma ? (size_t)(comma - at) : strlen(at);
+        char text[64];
+        if (n == 0 || n >= sizeof text)
+            return ts_fail(err, "--iter-smooth '%s': %s must be a number (CONT[,INIT[,GROWTH[,DECAY]]])", spec, names[k]);
+        memcpy(text, at, n);
+        text[n] = '\0';
+        if (ts_parse_double(text, field[k]) || !(*field[k] >= 0 && *field[k] <= 1e3))
+            return ts_fail(err, "--iter-smooth '%s': %s '%s' must be a number in 0..1000", spec, names[k], text);
+        at += n + (comma != NULL);
+        if (comma && !*at)
+            return ts_fail(err, "--iter-smooth '%s': nothing after the last comma", spec);
+        if (comma && k + 1 == TS_ARRAY_LEN(field))
+            return ts_fail(err, "--iter-smooth '%s': at most four numbers (CONT,INIT,GROWTH,DECAY)", spec);
+    }
+    *out = s;
+    return 0;
+}
+
+int32_t gen_soft_rows(const struct gen *g) { return g->c.smooth.on ? g->c.requests * g->c.gen_len : 0; }
+
+/* Calls f(g, request, logit row, response offset or -1) for each of sd's block logit rows in order. */
+static void each_block_row(const struct gen *g, const struct step_desc *sd, void (*f)(void *, int32_t, int64_t, int32_t),
+                           void *ctx)
+{
+    int64_t row = 0;
+    for (int32_t s = 0; s < sd->num_segs; s++) {
+        const int32_t i = g->seg_req[s];
+        const struct gen_req *r = &g->r[i];
+        if (r->last != GEN_SEG_BLOCK)
+            continue;
+        for (int32_t k = 0; k < sd->segs[s].logit_rows; k++, row++) {
+            const int32_t o = r->block * g->c.block + k;
+            f(ctx, i, row, o < g->c.gen_len ? o : -1);
+        }
+    }
+}
+
+struct smooth_ctx {
+    const struct gen *g;
+    int32_t *slot;
+    const int32_t *commit;
+};
+
+static void row_slot(void *ctx, int32_t i, int64_t row, int32_t o)
+{
+    const struct smooth_ctx *c = ctx;
+    c->slot[row] = o < 0 ? -1 : i * c->g->c.gen_len + o;
+}
+
+void gen_smooth_rows(const struct gen *g, const struct step_desc *sd, int32_t *slot)
+{
+    struct smooth_ctx c = {.g = g, .slot = slot};
+    each_block_row(g, sd, row_slot, &c);
+}
+
+void gen_smooth_taus(const struct gen *g, const struct step_desc *sd, float tau, float *taus)
+{
+    int32_t n = 0;
+    for (int32_t s = 0; s < sd->num_segs; s++) {
+        const struct gen_req *r = &g->r[g->seg_req[s]];
+        if (r->last == GEN_SEG_BLOCK)
+            taus[n++] = gen_smooth_tau(&g->c.smooth, r->steps, tau);
+    }
+}
+
+static void row_keep(void *ctx, int32_t i, int64_t row, int32_t o)
+{
+    const struct smooth_ctx *c = ctx;
+    struct gen_req *r = &c->g->r[i];
+    if (o >= 0)
+        r->soft_w[o] = r->decided[o] || c->commit[row] >= 0 ? 0.0f
+                                                           : (float)gen_smooth_weight(&c->g->c.smooth, r->steps);
+}
+
+void gen_smooth_keep(struct gen *g, const struct step_desc *sd, const int32_t *commit)
+{
+    struct smooth_ctx c = {.g = g, .commit = commit};
+    each_block_row(g, sd, row_keep, &c);
 }
 
 double gen_tpf(const struct gen *g) { return g->block_segs > 0 ? (double)g->decoded / (double)g->block_segs : 0; }

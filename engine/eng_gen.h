@@ -39,6 +39,18 @@
 
 enum gen_cache { GEN_PREFIX = 0, GEN_DUAL, GEN_FOCUS, GEN_CACHES };
 
+/* dInfer's IterSmooth (IterSmoothDiffusionLLM, its IterationSmooth and H2Embed): after a request's
+ * n-th block step (from 0) each of its logit rows still masked keeps softmax(logits) times the
+ * embedding matrix, and the next step that embeds the position adds it, times
+ * w(n) = min(init + growth n, cont), to the mask token's embedding; the n-th step decides by the
+ * threshold max(1 - decay n, tau) in place of its decoder's tau. */
+struct gen_smooth {
+    bool on;
+    double cont, init, growth, decay; /* dInfer's cont_weight 0.3, cont_weight_init 0.15,
+                                       * cont_weight_growth 0.02, threshold_decay 0.02 */
+};
+#define GEN_SMOOTH_DEFAULTS ((struct gen_smooth){.on = true, .cont = 0.3, .init = 0.15, .growth = 0.02, .decay = 0.02})
+
 struct gen_cfg {
     int32_t requests;   /* sequences generated together */
     int32_t prompt_len; /* hashed prompts' length (a prompt file gives its own) */
@@ -52,6 +64,7 @@ struct gen_cfg {
     int32_t cache;         /* enum gen_cache */
     double focus_alpha;    /* FOCUS's budget expansion (the simulator's --focus-alpha) */
     int32_t logit_chunk_rows;
+    struct gen_smooth smooth; /* IterSmooth (prefix and dual caches) */
 };
 
 /* Prompts as token ids, one request each. */
@@ -65,6 +78,7 @@ struct gen_req {
     int32_t P;
     int32_t *ids;      /* [P + gen_len]: the prompt, then the response (mask_id where undecided) */
     uint8_t *decided;  /* [gen_len] */
+    float *soft_w;     /* [gen_len]: IterSmooth's weight of the soft row a masked position keeps (0: none) */
     int32_t block;     /* the current block */
     bool prefilled, done;
     int32_t steps, decoded; /* its block steps and the positions they committed */
@@ -133,6 +147,23 @@ void gen_focus_cands(const struct step_desc *sd, const int32_t *picks, int max_p
 /* Credit decoding (eng_credit_next): each of sd's logit rows' credit row (request x block + row:
  * a position's credits live while its block runs) and flags, into state and flags. */
 void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *state, int32_t *flags);
+/* IterSmooth (c.smooth.on). gen_soft_rows: the soft rows a generation keeps (eng_opts.smooth_rows:
+ * request x response position); gen_smooth_rows: each of sd's logit rows' soft row (eng_smooth_next:
+ * request i's response offset o is row i gen_len + o; -1 past the response); gen_smooth_taus: each
+ * unmask group's threshold (eng_unmask's tau) for decoder threshold tau; gen_smooth_keep: before
+ * gen_apply, the weights the step's logit rows that stay masked after commit[] keep. The soft rows'
+ * weights reach the engine through gen_tokens's soft. */
+int32_t gen_soft_rows(const struct gen *g);
+void gen_smooth_rows(const struct gen *g, const struct step_desc *sd, int32_t *slot);
+void gen_smooth_taus(const struct gen *g, const struct step_desc *sd, float tau, float *taus);
+void gen_smooth_keep(struct gen *g, const struct step_desc *sd, const int32_t *commit);
+/* Parses --iter-smooth's value: empty (dInfer's defaults) or CONT[,INIT[,GROWTH[,DECAY]]], each a
+ * number of at least 0 (the ones left out dInfer's); sets out->on. */
+int gen_smooth_parse(const char *spec, struct gen_smooth *out, struct ts_err *err);
+/* IterSmooth's weight and threshold after n steps (decoder threshold tau). */
+double gen_smooth_weight(const struct gen_smooth *s, int32_t n);
+float gen_smooth_tau(const struct gen_smooth *s, int32_t n, float tau);
+
 /* Tokens per forward: positions committed over block steps. */
 double gen_tpf(const struct gen *g);
 

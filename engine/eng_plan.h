@@ -124,6 +124,9 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
 struct eng_tokens {
     int32_t (*id)(void *ctx, int32_t req_id, int32_t pos);
     int32_t (*pos)(void *ctx, int32_t req_id, int32_t row);
+    /* IterSmooth (eng_smooth_next; NULL: none): the soft-embedding row the position's embedding
+     * adds, times *w, or -1 */
+    int32_t (*soft)(void *ctx, int32_t req_id, int32_t pos, float *w);
     void *ctx;
 };
 /* Applies t to p: the hashed token ids of p (its front plan's, a layered step's hidden rows')

@@ -148,6 +148,7 @@ struct eng_ref {
     int forced_max_probe;
     int64_t pick_missing, pick_all; /* the forced picks its own value check would not pick, of all */
     const int32_t *forced_route; /* the next step's experts (eng_ref_force_routes), or NULL */
+    const float *embed_add;      /* the next step's additions to its embeddings (eng_ref_add_embed), or NULL */
     int64_t route_stride, route_differ, route_all;
     bool balanced_routes; /* eng_ref_balance_routes */
 };
@@ -601,6 +602,8 @@ static void bufs_free(struct ref_bufs *b)
     free(b->hn), free(b->qkv), free(b->att), free(b->tmp), free(b->act);
 }
 
+void eng_ref_add_embed(struct eng_ref *r, const float *add) { r->embed_add = add; }
+
 void eng_ref_force_routes(struct eng_ref *r, const int32_t *ids, int64_t stride)
 {
     r->forced_route = ids;
@@ -860,6 +863,8 @@ void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct en
     const float *emb = eng_ref_weight(r, W_EMB, -1);
     for (int t = 0; t < X; t++)
         memcpy(x + (size_t)t * h, emb + (size_t)(p->X > 0 ? p->x_ids : in->tok_ids)[t] * h, sizeof *x * h);
+    for (int64_t i = 0; r->embed_add && i < (int64_t)X * h; i++)
+        x[i] += r->embed_add[i];
     if (p->X > 0) {
         ref_step_layered(r, sd, p, block_size, x);
     } else if (p->evict) {
@@ -890,4 +895,5 @@ void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct en
     r->forced = NULL;
     r->forced_pick = NULL;
     r->forced_route = NULL;
+    r->embed_add = NULL;
 }

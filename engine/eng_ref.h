@@ -89,6 +89,9 @@ void eng_ref_force_selection(struct eng_ref *r, const int32_t *idx, int max_keep
  * segments][max_probe] (an evicting step: [evicting segments][max_probe]), as eng_picks gives the
  * engine's (kept by the caller until that step returns). */
 void eng_ref_force_picks(struct eng_ref *r, const int32_t *idx, int max_probe);
+/* The next eng_ref_step adds add [its embedded rows, hidden] to their token embeddings (IterSmooth's
+ * soft rows, weighted; kept by the caller until that step returns). */
+void eng_ref_add_embed(struct eng_ref *r, const float *add);
 /* The next eng_ref_step routes its MoE layers' rows to these experts instead of its own choice (the
  * weights its own probabilities renormalised over them): ids [layers][stride], as eng_routes gives. */
 void eng_ref_force_routes(struct eng_ref *r, const int32_t *ids, int64_t stride);

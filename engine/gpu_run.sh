@@ -41,9 +41,10 @@
 #             (LLaDA-8B over two H200s is shipped), and replayed (sim-tp.db)
 #   generate  engine check --only generate on both kernel paths (the unmasking and credit kernels,
 #             whole generations against the CPU reference), its memcheck, then engine generate on
-#             LLaDA-8B (dual cache: threshold, hierarchical, credit, topk:2) and SDAR-8B (threshold,
-#             prefix cache and FOCUS), 16 requests of 256 + 256 tokens (GEN_ARGS replaces them), each
-#             into OUT/generate-MODEL-DECODER-CACHE.txt
+#             LLaDA-8B (dual cache: threshold, hierarchical, credit, topk:2; threshold and credit with
+#             IterSmooth) and SDAR-8B (threshold, prefix cache and FOCUS; prefix with IterSmooth), 16
+#             requests of 256 + 256 tokens (GEN_ARGS replaces them), each into
+#             OUT/generate-MODEL-DECODER-CACHE[-smooth].txt
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]}
@@ -203,10 +204,11 @@ generate_part() {
         >"$o/memcheck-generate.txt" 2>&1 || { tail -20 "$o/memcheck-generate.txt"; return 1; }
     tail -n 2 "$o/memcheck-generate.txt"
     for spec in "llada-8b threshold:0.9 dual" "llada-8b hierarchical:0.9,0.4 dual" "llada-8b credit:0.9 dual" \
-        "llada-8b topk:2 dual" "sdar-8b threshold:0.9 prefix" "sdar-8b threshold:0.9 focus"; do
+        "llada-8b topk:2 dual" "sdar-8b threshold:0.9 prefix" "sdar-8b threshold:0.9 focus" \
+        "llada-8b threshold:0.9 dual smooth" "llada-8b credit:0.9 dual smooth" "sdar-8b threshold:0.9 prefix smooth"; do
         set -- $spec
-        local f="$o/generate-$1-${2%%:*}-$3.txt"
-        $t engine generate --model "$1" --decoder "$2" --cache "$3" \
+        local f="$o/generate-$1-${2%%:*}-$3${4:+-$4}.txt"
+        $t engine generate --model "$1" --decoder "$2" --cache "$3" ${4:+--iter-smooth} \
             ${GEN_ARGS:---requests 16 --prompt-len 256 --gen-len 256} >"$f" 2>&1 || { cat "$f"; return 1; }
         cat "$f"
     done

@@ -422,7 +422,8 @@ int k_tp_argmax_merge(const float *gathered, int ranks, int R, int share, int32_
  * logit rows, group g its rows groups[2g] .. groups[2g] + groups[2g + 1] - 1 (at most
  * K_UNMASK_MAX_ROWS), with each row's argmax tok, confidence conf and masked flag (nonzero: the
  * position is still masked): commit[row] = tok[row] where the rule commits the row, else -1, and
- * count[g] the rows group g commits. */
+ * count[g] the rows group g commits. group_tau (NULL: tau everywhere) gives each group its own
+ * threshold (IterSmooth's decaying one). */
 #define K_UNMASK_MAX_ROWS 1024
 enum { K_UNMASK_TOPK = 0, K_UNMASK_THRESHOLD, K_UNMASK_HIERARCHICAL, K_UNMASK_CREDIT /* threshold's rule */ };
 typedef struct {
@@ -432,6 +433,7 @@ typedef struct {
     int num_groups;
     int kind, k;   /* enum above; topk's k */
     float tau, low; /* threshold and hierarchical's thresholds */
+    const float *group_tau;
 } k_unmask_args;
 int k_unmask(const k_unmask_args *a, k_stream stream);
 /* Credit decoding's fusion (engine/eng_unmask.h; credit_fuse is the reference) over one LM-head chunk
@@ -454,6 +456,18 @@ typedef struct {
     float alpha, beta, gamma;
 } k_credit_args;
 int k_credit_fuse(const k_credit_args *a, k_stream stream);
+
+/* dInfer's IterSmooth (engine/eng.h, eng_smooth_next). k_softmax_rows: each of `rows` logit rows
+ * [V] replaced by its softmax, exp(l - maxv[row_base + i]) conf[row_base + i] (k_argmax_conf's max and
+ * confidence of the row; bf16 out). k_smooth_scatter: src's rows [rows, h]
+ * to soft's rows slot[row_base + i] (-1: not kept). k_smooth_add: x's row r [h] plus w[r] times
+ * soft's row slot[r] (-1: unchanged). h a multiple of 8. */
+int k_softmax_rows(bf16_t *logits, int rows, int V, const float *maxv, const float *conf, int row_base,
+                   k_stream stream);
+int k_smooth_scatter(const bf16_t *src, int rows, int h, const int32_t *slot, int row_base, bf16_t *soft,
+                     k_stream stream);
+int k_smooth_add(bf16_t *x, int rows, int h, const int32_t *slot, const float *w, const bf16_t *soft,
+                 k_stream stream);
 
 #ifdef __cplusplus
 }

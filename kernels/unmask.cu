@@ -22,6 +22,7 @@ static __global__ void unmask_kernel(k_unmask_args a)
     __shared__ unsigned char masked[K_UNMASK_MAX_ROWS];
     __shared__ int count;
     const int first = a.groups[2 * blockIdx.x], n = a.groups[2 * blockIdx.x + 1];
+    const float tau = a.group_tau ? a.group_tau[blockIdx.x] : a.tau;
     if (threadIdx.x == 0)
         count = 0;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
@@ -40,14 +41,14 @@ static __global__ void unmask_kernel(k_unmask_args a)
             if (a.kind == K_UNMASK_TOPK) {
                 take = rank < a.k;
             } else if (a.kind == K_UNMASK_THRESHOLD || a.kind == K_UNMASK_CREDIT) { /* credit: fused rows */
-                take |= conf[i] >= a.tau;
+                take |= conf[i] >= tau;
             } else {
                 bool best = conf[i] > a.low;
                 for (int j = i - 1; best && j >= 0 && masked[j]; j--)
                     best = !(conf[j] > conf[i]);
                 for (int j = i + 1; best && j < n && masked[j]; j++)
                     best = !(conf[j] > conf[i]);
-                take |= best || conf[i] > a.tau;
+                take |= best || conf[i] > tau;
             }
         }
         a.commit[first + i] = take ? a.tok[first + i] : -1;

@@ -889,7 +889,7 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
     }
     double lm = chunked(&c->lm, t->logit_rows, sd->logit_chunk_rows, extrapolate);
     double smp = chunked(&c->sample, t->logit_rows, sd->logit_chunk_rows, extrapolate);
-    if (sd->iter_smooth) { /* the engine runs no IterSmooth: its GEMM and softmax as the LM head's twins */
+    if (sd->iter_smooth) { /* the profile grid runs no IterSmooth: its GEMM and softmax as the LM head's twins */
         lm *= 2;
         smp *= 2;
     }

@@ -42,7 +42,7 @@ static void calib_usage(FILE *f)
 "       tessera calib eval --db RUN.db [--calib FILE.csv] [--host HOST] [--extrapolate] [--csv STEPS.csv]\n"
 "       tessera calib transfer FILE.csv --from GPU --to GPU --out FILE.csv [--impl NAME]\n"
 "       tessera calib host FILE.csv [--out HOST.csv]\n"
-"       tessera calib price --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK[,FFN_CHUNKS]] [--attn-block N] [--gpu --model --impl\n"
+"       tessera calib price --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK[,FFN_CHUNKS]] [--attn-block N] [--iter-smooth] [--gpu --model --impl\n"
 "                         --calib]\n"
 "                         [--host HOST] [--roofline]\n"
 "\n"
@@ -65,6 +65,7 @@ static void calib_usage(FILE *f)
 "price   one step (SEGS sequences of Q tokens over KV cached keys, LOGIT_ROWS logit rows each,\n"
 "        LM head in CHUNK-row chunks [2048], the FFN in FFN_CHUNKS pieces [1]) priced per op by the\n"
 "        calibrated and roofline back ends;\n"
+"        --iter-smooth: with dInfer's IterSmooth (its GEMM and softmax over the logit rows);\n"
 "        --attn-block N: its attention block-causal over blocks of N tokens (a block-causal model\n"
 "        under the block policy, as the simulator prices it: step_desc.attn_block) [0: bidirectional];\n"
 "        its last line says how the profiled engine launches that attention, by the calibration's\n"
@@ -386,7 +387,7 @@ static void print_launch(const struct calib *cal, const struct step_desc *sd)
  * by the calibrated and the roofline back ends, per op. */
 static int cmd_price(const char *gpu, const char *model, const char *impl, const char *calib_path,
                      const char *host_path, const char *spec, const char *attn_block, bool extrapolate,
-                     bool roofline_only)
+                     bool roofline_only, bool iter_smooth)
 {
     int segs = 1, q = 0, kv = 0, rows = 0, chunk = 2048, ffn = 1;
     int64_t block = 0;
@@ -423,6 +424,7 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
     sd.attn_block = (int32_t)block;
     calib_row_step(&(struct calib_row){.segs = segs, .q = q, .kv = kv, .logit_rows = rows}, &sd);
     sd.ffn_chunks = ffn; /* lazy chunking's FFN chunks: the step's rows in that many pieces */
+    sd.iter_smooth = iter_smooth;
     struct cost_breakdown a = {0}, b;
     double ca = 0, rb;
     int rc = 0;
@@ -435,7 +437,7 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
                ctx.gpu.name, ctx.impl.name, segs, q, kv, rows, chunk);
         if (block > 0)
             printf(", attention block-causal over blocks of %lld", (long long)block);
-        printf("%s\n", roofline_only ? ", roofline" : "");
+        printf("%s%s\n", iter_smooth ? ", IterSmooth" : "", roofline_only ? ", roofline" : "");
         if (!roofline_only)
             printf("%-10s %12s %12s\n", "op", "calibrated", "roofline");
         for (int op = 0; op <= OP_COUNT; op++) { /* every op priced, then the step (op == OP_COUNT) */
@@ -581,7 +583,7 @@ static bool in_list(const char *list, const char *word)
 struct calib_args {
     const char *sub, *file, *gpu, *gpu_file, *out, *db, *calib_path, *csv, *from, *to, *step, *attn_block, *model,
         *impl, *host;
-    bool extrapolate, roofline;
+    bool extrapolate, roofline, iter_smooth;
     const char **files; /* the PROFILE/FILE arguments (merge takes several) */
     int nfiles;
 };
@@ -599,7 +601,7 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                  {"eval", "--db --calib --host --extrapolate --csv"},
                  {"host", "--out"},
                  {"transfer", "--from --to --out --impl"},
-                 {"price", "--step --attn-block --gpu --model --impl --calib --host --extrapolate --roofline"}};
+                 {"price", "--step --attn-block --gpu --model --impl --calib --host --extrapolate --roofline --iter-smooth"}};
     const char *sub = a->sub = argv[1], *opts = NULL;
     for (size_t k = 0; k < TS_ARRAY_LEN(takes); k++)
         if (strcmp(sub, takes[k].sub) == 0)
@@ -617,7 +619,8 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                          : strcmp(o, "--to") == 0 ? &a->to : strcmp(o, "--step") == 0 ? &a->step
                          : strcmp(o, "--attn-block") == 0 ? &a->attn_block : strcmp(o, "--host") == 0 ? &a->host
                          : strcmp(o, "--gpu-file") == 0 ? &a->gpu_file : NULL;
-        const bool flag = strcmp(o, "--extrapolate") == 0 || strcmp(o, "--roofline") == 0;
+        const bool flag = strcmp(o, "--extrapolate") == 0 || strcmp(o, "--roofline") == 0 ||
+                          strcmp(o, "--iter-smooth") == 0;
         if ((dst || flag) && !in_list(opts, o)) {
             fprintf(stderr, "tessera calib %s: %s does not apply here (%s takes %s)\n", sub, o, sub, opts);
             return EXIT_USAGE;
@@ -629,7 +632,8 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
             }
             *dst = argv[++i];
         } else if (flag) {
-            *(strcmp(o, "--roofline") == 0 ? &a->roofline : &a->extrapolate) = true;
+            *(strcmp(o, "--roofline") == 0 ? &a->roofline : strcmp(o, "--iter-smooth") == 0 ? &a->iter_smooth
+                                                                                        : &a->extrapolate) = true;
         } else if (strcmp(o, "--help") == 0) {
             calib_usage(stdout);
             return 1;
@@ -768,7 +772,7 @@ static int calib_main(int argc, char **argv, const char **files)
     }
     if (strcmp(sub, "price") == 0)
         return cmd_price(a.gpu ? a.gpu : "h200", a.model, a.impl, a.calib_path, a.host, a.step, a.attn_block,
-                         a.extrapolate, a.roofline);
+                         a.extrapolate, a.roofline, a.iter_smooth);
     if (strcmp(sub, "transfer") == 0)
         return cmd_transfer(&a);
     if (strcmp(sub, "host") == 0)

@@ -417,6 +417,95 @@ START_TEST(generation_dual)
 }
 END_TEST
 
+/* IterSmooth: its option, its schedule, and over a dual-cache generation the soft rows each logit
+ * row keeps, the weights the next step's embedded rows add them by, the blocks' thresholds. */
+START_TEST(generation_smooth)
+{
+    struct ts_err err;
+    struct gen_smooth sm;
+    ck_assert_int_eq(gen_smooth_parse(NULL, &sm, &err), 0);
+    ck_assert(sm.on && sm.cont == 0.3 && sm.init == 0.15 && sm.growth == 0.02 && sm.decay == 0.02);
+    ck_assert_int_eq(gen_smooth_parse("0.5", &sm, &err), 0);
+    ck_assert(sm.cont == 0.5 && sm.init == 0.15 && sm.decay == 0.02);
+    ck_assert_int_eq(gen_smooth_parse("0.5,0.1,0.05,0.1", &sm, &err), 0);
+    ck_assert(sm.cont == 0.5 && sm.init == 0.1 && sm.growth == 0.05 && sm.decay == 0.1);
+    static const char *const bad[] = {"a", "0.5,", ",1", "1,2,3,4,5", "-1", "0.3,nan", "1e9"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+        ck_assert_msg(gen_smooth_parse(bad[i], &sm, &err) != 0, "%s accepted", bad[i]);
+        ck_assert_ptr_nonnull(strstr(err.msg, "--iter-smooth"));
+    }
+    sm = GEN_SMOOTH_DEFAULTS;
+    ck_assert_double_eq_tol(gen_smooth_weight(&sm, 0), 0.15, 1e-12);
+    ck_assert_double_eq_tol(gen_smooth_weight(&sm, 5), 0.25, 1e-12);
+    ck_assert_double_eq_tol(gen_smooth_weight(&sm, 100), 0.3, 1e-12);
+    ck_assert_float_eq_tol(gen_smooth_tau(&sm, 0, 0.9f), 1.0f, 1e-6f);
+    ck_assert_float_eq_tol(gen_smooth_tau(&sm, 3, 0.9f), 0.94f, 1e-6f);
+    ck_assert_float_eq_tol(gen_smooth_tau(&sm, 10, 0.9f), 0.9f, 1e-6f);
+
+    struct gen g;
+    struct gen_cfg c = cfg(2, 20, 64, 16);
+    c.cache = GEN_FOCUS, c.focus_alpha = 1.5, c.smooth = sm;
+    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "IterSmooth"));
+    c.cache = GEN_DUAL;
+    c.smooth.growth = -1;
+    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    c.smooth = sm;
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(gen_soft_rows(&g), 2 * 64);
+    const struct eng_tokens tk = gen_tokens(&g);
+    ck_assert_ptr_nonnull(tk.soft);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    int32_t groups[4], masked[2 * 84], commit[2 * 84], slot[2 * 84], ng;
+    float taus[2], w = 1;
+    for (int step = 0; step < 2; step++) {
+        ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
+        ck_assert(sd.iter_smooth);
+        gen_smooth_rows(&g, &sd, slot);
+        gen_smooth_taus(&g, &sd, 0.9f, taus);
+        for (int32_t i = 0; i < 2; i++) {
+            ck_assert_float_eq_tol(taus[i], step == 0 ? 1.0f : 0.98f, 1e-6f);
+            ck_assert_int_eq(slot[groups[2 * i] + 3], i * 64 + 3); /* the block's row 3 */
+        }
+        if (step == 0) /* the whole sequence: logit rows from the block on, each its own soft row */
+            ck_assert_int_eq(slot[groups[2] + 63], 64 + 63);
+        for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
+            commit[r] = r == groups[0] + step || r == groups[2] + step ? 7 : -1; /* one position a block */
+        gen_smooth_keep(&g, &sd, commit);
+        ck_assert_int_eq(gen_apply(&g, &sd, commit, NULL, &err), 0);
+        /* a committed position adds nothing; a masked one its soft row, by the step's weight */
+        ck_assert_int_eq(tk.soft(tk.ctx, 1, 20 + step, &w), -1);
+        ck_assert_float_eq(g.r[1].soft_w[step], 0.0f); /* (its weight dropped too) */
+        ck_assert_int_eq(tk.soft(tk.ctx, 1, 20 + 5, &w), 64 + 5);
+        ck_assert_float_eq_tol(w, step == 0 ? 0.15f : 0.17f, 1e-6f);
+        ck_assert_int_eq(tk.soft(tk.ctx, 0, 20 + 40, &w), 40); /* past the block: the first step's */
+        ck_assert_float_eq_tol(w, 0.15f, 1e-6f);
+        ck_assert_int_eq(tk.soft(tk.ctx, 0, 3, &w), -1); /* the prompt */
+        ck_assert_int_eq(tk.soft(tk.ctx, 5, 25, &w), -1);
+    }
+    gen_free(&g);
+    /* the prefix cache: a finished block's commit rows keep nothing, the block's rows do */
+    c.cache = GEN_PREFIX;
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert(gen_next_step(&g, &sd, groups, &ng, masked)); /* the prefill */
+    ck_assert_int_eq(ng, 0);
+    gen_smooth_rows(&g, &sd, slot);
+    ck_assert_int_eq(gen_apply(&g, &sd, commit, NULL, &err), 0);
+    ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
+    gen_smooth_rows(&g, &sd, slot);
+    ck_assert_int_eq(sd.tot.logit_rows, 2 * 16);
+    ck_assert_int_eq(slot[16 + 2], 64 + 2);
+    gen_free(&g);
+    c.smooth = (struct gen_smooth){0};
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_ptr_null(gen_tokens(&g).soft);
+    ck_assert_int_eq(gen_soft_rows(&g), 0);
+    gen_free(&g);
+    step_desc_free(&sd);
+}
+END_TEST
+
 /* FOCUS: each block step's front rows its uncached positions (decided first, then the masked
  * candidates, ascending), K of the candidates kept (here the leftmost, as placeholder integrity
  * allows), their logits alone deciding; the delayed cache and a finished block's rest; the plan
@@ -555,7 +644,7 @@ START_TEST(reference_scattered_eviction)
         eng_plan_init(&p);
         struct step_desc sd;
         step_desc_init(&sd);
-        const struct eng_tokens none = {hashed_id, NULL, NULL}, placed = {hashed_id, fixed_pos, pos};
+        const struct eng_tokens none = {.id = hashed_id}, placed = {.id = hashed_id, .pos = fixed_pos, .ctx = pos};
         struct segment pre = {.req_id = 0, .phase = PHASE_PREFILL, .q = P, .kv_write = P};
         step_desc_add(&sd, &pre);
         ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 97, 1, &err), 0);
@@ -799,6 +888,7 @@ int main(void)
     tcase_add_test(tc, generation_room);
     tcase_add_test(tc, generation_dual);
     tcase_add_test(tc, generation_focus);
+    tcase_add_test(tc, generation_smooth);
     tcase_add_test(tc, reference_scattered_eviction);
     tcase_add_test(tc, generation_ids_in_plan);
     tcase_add_test(tc, prompt_file_errors);

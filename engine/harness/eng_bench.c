@@ -552,8 +552,8 @@ done:
  * linear layers and LM head alone and all but them, each as a graph (how near the GEMMs alone come
  * to the step's floor, under the clock the step runs at). */
 struct variants {
-    float launch_ms[2], impl_ms[2], ffn_ms[3], lin_ms, rest_ms;
-    double impl_op_ms[2][OP_COUNT], ffn_op_ms[3][OP_COUNT];
+    float launch_ms[2], impl_ms[2], ffn_ms[3], smooth_ms[2], lin_ms, rest_ms;
+    double impl_op_ms[2][OP_COUNT], ffn_op_ms[3][OP_COUNT], smooth_op_ms[2][OP_COUNT];
     bool fused_runs;
 };
 
@@ -583,6 +583,11 @@ static int bench_variants(struct eng *e, const struct eng_bench_opts *o, const s
     eng_set_ffn(e, eo->ffn);
     trace_as(e, o, c->name, "FFN split / fused / auto");
     bad = bad || (v->fused_runs && replay_kept(e, 3, o->reps, v->ffn_ms));
+    struct step_desc smooth = *sd; /* the same segments with dInfer's IterSmooth */
+    smooth.iter_smooth = true;
+    bad = bad || keep_variant(e, sd, 0, v->smooth_op_ms[0]) || keep_variant(e, &smooth, 1, v->smooth_op_ms[1]);
+    trace_as(e, o, c->name, "without / with IterSmooth");
+    bad = bad || replay_kept(e, 2, o->reps, v->smooth_ms);
     /* one whole step under the default settings first: the ops left out would otherwise leave
      * their outputs as the variants before wrote them under other plans (possibly never written:
      * zeros run GEMMs faster and cooler), and the kept ones read those */
@@ -620,6 +625,15 @@ static void report_variants(struct eng *e, const struct eng_bench_opts *o, const
     fprintf(out, "    side by side: plain launches %.3f ms (%.3f x floor), programmatic %.3f ms: it saves %.1f%%\n",
             v->launch_ms[1], v->launch_ms[1] / floor_ms, v->launch_ms[0],
             100.0 * (1.0 - v->launch_ms[0] / v->launch_ms[1]));
+    fprintf(out, "    side by side: without IterSmooth %.3f ms, with it %.3f ms (+%.1f%%); eager, the LM head %.3f and %.3f "
+                 "ms, sampling %.3f and %.3f ms\n", v->smooth_ms[0], v->smooth_ms[1],
+            100.0 * (v->smooth_ms[1] / v->smooth_ms[0] - 1.0), v->smooth_op_ms[0][OP_LM_HEAD],
+            v->smooth_op_ms[1][OP_LM_HEAD], v->smooth_op_ms[0][OP_SAMPLE], v->smooth_op_ms[1][OP_SAMPLE]);
+    if (o->json)
+        fprintf(o->json, "{\"case\":\"%s\",\"iter_smooth_ms\":%.4f,\"plain_ms\":%.4f,\"lm_head_ms\":[%.4f,%.4f],"
+                         "\"sample_ms\":[%.4f,%.4f]}\n", c->name, v->smooth_ms[1], v->smooth_ms[0],
+                v->smooth_op_ms[0][OP_LM_HEAD], v->smooth_op_ms[1][OP_LM_HEAD], v->smooth_op_ms[0][OP_SAMPLE],
+                v->smooth_op_ms[1][OP_SAMPLE]);
     fprintf(out, "    side by side: mma.sync attention %.3f ms (%.3f x floor), wgmma %.3f ms (%.3f x); eager, "
                  "their attention %.2f and %.2f ms\n", v->impl_ms[0], v->impl_ms[0] / floor_ms, v->impl_ms[1],
             v->impl_ms[1] / floor_ms, v->impl_op_ms[0][OP_ATTN], v->impl_op_ms[1][OP_ATTN]);

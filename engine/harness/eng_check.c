@@ -1057,7 +1057,8 @@ done:
 }
 
 /* The unmasking kernel against unmask_block: blocks of 1 to K_UNMASK_MAX_ROWS rows, confidences
- * on a grid of 1/64 (ties) with NaNs, about 70% of the rows masked, under each rule. */
+ * on a grid of 1/64 (ties) with NaNs, about 70% of the rows masked, under each rule, and each
+ * threshold rule again with a threshold of each block's own (IterSmooth's decaying one). */
 static void check_unmask_kernel(struct checker *c)
 {
     static const int sizes[] = {1, 7, 32, 64, 333, K_UNMASK_MAX_ROWS};
@@ -1080,20 +1081,26 @@ static void check_unmask_kernel(struct checker *c)
         conf[i] = h % 97 == 0 ? NAN : (float)((h >> 20) % 65) / 64.0f;
         masked[i] = mk[i] = (h >> 8) % 10 < 7;
     }
+    static const float group_tau[TS_ARRAY_LEN(sizes)] = {0.2f, 0.9f, 0.5f, 1.0f, 0.34375f, 0.75f};
     int32_t *dg = dev_copy(groups, sizeof groups), *dt = dev_copy(tok, 4 * (size_t)R);
     int32_t *dm = dev_copy(masked, 4 * (size_t)R), *dcommit = NULL, *dcount = NULL;
-    float *dc = dev_copy(conf, 4 * (size_t)R);
+    float *dc = dev_copy(conf, 4 * (size_t)R), *dtau = dev_copy(group_tau, sizeof group_tau);
     CK(cudaMalloc((void **)&dcommit, 4 * (size_t)R));
     CK(cudaMalloc((void **)&dcount, sizeof groups));
-    for (size_t k = 0; k < TS_ARRAY_LEN(rules); k++) {
+    for (size_t k = 0; k < 2 * TS_ARRAY_LEN(rules); k++) {
+        const bool own_tau = k >= TS_ARRAY_LEN(rules); /* the second round: each block's own threshold */
+        const char *rule = rules[k % TS_ARRAY_LEN(rules)];
         struct unmask_rule u;
         struct ts_err err;
-        if (unmask_parse(rules[k], &u, &err)) {
-            fail_msg(c, rules[k], err.msg);
+        if (unmask_parse(rule, &u, &err)) {
+            fail_msg(c, rule, err.msg);
             continue;
         }
+        if (own_tau && u.kind == UNMASK_TOPK)
+            continue;
         const k_unmask_args a = {.groups = dg, .tok = dt, .masked = dm, .conf = dc, .commit = dcommit, .count = dcount,
-                                 .num_groups = n, .kind = u.kind, .k = u.k, .tau = u.tau, .low = u.low};
+                                 .num_groups = n, .kind = u.kind, .k = u.k, .tau = u.tau, .low = u.low,
+                                 .group_tau = own_tau ? dtau : NULL};
         int32_t count[TS_ARRAY_LEN(sizes)];
         KK(k_unmask(&a, NULL));
         CK(cudaMemcpy(commit, dcommit, 4 * (size_t)R, cudaMemcpyDeviceToHost));
@@ -1101,16 +1108,18 @@ static void check_unmask_kernel(struct checker *c)
         int wrong = 0;
         for (int g = 0; g < n; g++) {
             const int32_t f = groups[2 * g];
+            u.tau = own_tau ? group_tau[g] : u.tau;
             wrong += unmask_block(&u, conf + f, mk + f, sizes[g], pick + f) != count[g];
             for (int32_t i = f; i < f + sizes[g]; i++)
                 wrong += commit[i] != (pick[i] ? tok[i] : -1);
         }
         char what[96];
-        snprintf(what, sizeof what, "unmask %s over %d blocks (rows, counts that differ)", rules[k], n);
+        snprintf(what, sizeof what, "unmask %s over %d blocks%s (rows, counts that differ)", rule, n,
+                 own_tau ? ", a threshold each" : "");
         report(c, what, wrong, 0);
     }
 done:
-    cudaFree(dg), cudaFree(dt), cudaFree(dm), cudaFree(dc), cudaFree(dcommit), cudaFree(dcount);
+    cudaFree(dg), cudaFree(dt), cudaFree(dm), cudaFree(dc), cudaFree(dcommit), cudaFree(dcount), cudaFree(dtau);
     free(tok), free(masked), free(commit), free(conf), free(mk), free(pick);
 }
 
@@ -1203,14 +1212,18 @@ done:
 }
 
 /* One generation step's decisions: the GPU's beside unmask_block over the engine's own outputs
- * (*exact: rows and counts that differ) and over the reference's (*parted: rows decided otherwise). */
-static void gen_decisions(const struct unmask_rule *u, const int32_t *groups, int32_t ng, const int32_t *masked,
-                          const struct eng_out *out, const float *rconf, const int32_t *commit, const int32_t *count,
-                          int64_t *exact, int64_t *parted, int64_t *rows)
+ * (*exact: rows and counts that differ) and over the reference's (*parted: rows decided otherwise);
+ * taus (NULL: the rule's) each block's threshold. */
+static void gen_decisions(const struct unmask_rule *rule, const int32_t *groups, int32_t ng, const int32_t *masked,
+                          const float *taus, const struct eng_out *out, const float *rconf, const int32_t *commit,
+                          const int32_t *count, int64_t *exact, int64_t *parted, int64_t *rows)
 {
     uint8_t mk[UNMASK_MAX_ROWS], pick[UNMASK_MAX_ROWS], rpick[UNMASK_MAX_ROWS];
     for (int32_t g = 0; g < ng; g++) {
         const int32_t f = groups[2 * g], n = groups[2 * g + 1];
+        struct unmask_rule own = *rule; /* IterSmooth: the block's own threshold */
+        own.tau = taus ? taus[g] : own.tau;
+        const struct unmask_rule *u = &own;
         for (int32_t i = 0; i < n; i++)
             mk[i] = (uint8_t)masked[f + i];
         *exact += unmask_block(u, out->conf + f, mk, n, pick) != count[g];
@@ -1251,6 +1264,13 @@ struct gen_check {
     struct credit_row credits[96]; /* the reference's own, 3 requests x 32 positions */
     float *href, *logits;
     int64_t argmax_wrong, logit_rows;
+    double hidden_err; /* the worst step's final hidden rows, normwise */
+    /* IterSmooth: the logit rows' soft rows, the blocks' thresholds; the reference's own soft rows
+     * [3 x 64, hidden], a step's additions to its embeddings, the engine's soft rows read back */
+    int32_t slot[GEN_MOST];
+    float taus[3];
+    float *rsoft, *add, *gsoft;
+    double soft_err;   /* the worst step's soft rows, normwise */
     int64_t kept_parted, kept; /* FOCUS's kept rows over the whole generation */
 };
 
@@ -1260,12 +1280,16 @@ static void gen_check_report(struct checker *c, const struct gen *g, const struc
                              int attn_block, const char *cache, int64_t exact, double parted)
 {
     char what[128];
-    snprintf(what, sizeof what, "generation %s%s, %s cache: %lld steps, TPF %.2f (rows, counts off)", unmask_name(kind),
-             attn_block ? " block-causal" : "", cache, (long long)g->steps, gen_tpf(g));
+    snprintf(what, sizeof what, "generation %s%s%s, %s cache: %lld steps, TPF %.2f (rows, counts off)", unmask_name(kind),
+             g->c.smooth.on ? " + IterSmooth" : "", attn_block ? " block-causal" : "", cache, (long long)g->steps,
+             gen_tpf(g));
     report(c, what, (double)exact, 0);
     report(c, "generation: rows the reference decides otherwise (fraction)", parted, 0.10);
     report(c, "generation: argmax differs from the reference (fraction)",
            gc->logit_rows ? (double)gc->argmax_wrong / gc->logit_rows : 1, 0.10);
+    report(c, "generation: final hidden rows (the worst step's, normwise)", gc->hidden_err, 3e-2);
+    if (g->c.smooth.on)
+        report(c, "generation: IterSmooth's soft rows (the worst step's, normwise)", gc->soft_err, 3e-2);
     if (g->c.cache == GEN_FOCUS) /* near ties of the importance delta part them (a step of few kept rows
                                   * by half or more, hence the whole generation's share); a wrong score, many */
         report(c, "generation: kept rows the reference would not keep (fraction)",
@@ -1274,6 +1298,66 @@ static void gen_check_report(struct checker *c, const struct gen *g, const struc
     for (int32_t i = 0; i < g->c.requests; i++)
         undone += !g->r[i].done;
     report(c, "generation: requests unfinished, or one commit a step", undone + (gen_tpf(g) > 1.2 ? 0 : 1), 0);
+}
+
+/* IterSmooth before a step: its logit rows' soft rows named to the engine, its blocks' thresholds,
+ * and the reference's additions to its embeddings (the weighted soft rows of its own that the
+ * generation's soft callback names at each embedded row of the plan). */
+static int gen_smooth_before(struct gen_check *gc, const struct gen *g, const struct step_desc *sd, struct ts_err *err)
+{
+    gen_smooth_rows(g, sd, gc->slot);
+    gen_smooth_taus(g, sd, gc->u.tau, gc->taus);
+    return eng_smooth_next(gc->e, gc->slot, (int32_t)sd->tot.logit_rows, err);
+}
+
+static void gen_smooth_adds(struct gen_check *gc, const struct model_cfg *m, const struct step_desc *sd)
+{
+    const int h = m->hidden;
+    for (int32_t s = 0; s < gc->p.S; s++)
+        for (int32_t i = 0, r = gc->p.q_start[s]; i < gc->p.q_len[s]; i++, r++) {
+            float w = 0;
+            const int32_t slot = gc->tk.soft(gc->tk.ctx, sd->segs[s].req_id, gc->p.tok_pos[r], &w);
+            for (int k = 0; k < h; k++)
+                gc->add[(size_t)r * h + k] = slot >= 0 ? w * gc->rsoft[(size_t)slot * h + k] : 0.0f;
+        }
+    eng_ref_add_embed(gc->r, gc->add);
+}
+
+/* IterSmooth after a step: the reference's soft rows from its own logits (softmax times the
+ * embedding matrix), kept at the logit rows' soft rows, beside the engine's (the worst normwise
+ * error into soft_err). */
+static int gen_smooth_after(struct gen_check *gc, const struct model_cfg *m, int32_t R, struct ts_err *err)
+{
+    const int h = m->hidden, V = m->vocab;
+    const float *emb = eng_ref_weight(gc->r, W_EMB, -1);
+    ref_linear(gc->logits, gc->href, eng_ref_weight(gc->r, W_LM, -1), R, h, V);
+    int64_t n = 0;
+    for (int32_t i = 0; i < R; i++) {
+        const int32_t slot = gc->slot[i];
+        if (slot < 0)
+            continue;
+        const float *l = gc->logits + (size_t)i * V;
+        float *soft = gc->rsoft + (size_t)slot * h, mx = -INFINITY;
+        double sum = 0;
+        for (int v = 0; v < V; v++)
+            mx = fmaxf(mx, l[v]);
+        for (int v = 0; v < V; v++)
+            sum += exp((double)l[v] - mx);
+        for (int k = 0; k < h; k++)
+            soft[k] = 0;
+        for (int v = 0; v < V; v++) {
+            const float p = (float)(exp((double)l[v] - mx) / sum);
+            for (int k = 0; k < h; k++)
+                soft[k] += p * emb[(size_t)v * h + k];
+        }
+        if (eng_soft_rows(gc->e, gc->gsoft + (size_t)n * h, slot, 1, err))
+            return -1;
+        memcpy(gc->add + (size_t)n * h, soft, sizeof *soft * h); /* (add is free once the step ran) */
+        n++;
+    }
+    if (n > 0)
+        gc->soft_err = fmax(gc->soft_err, eng_rel_err(gc->gsoft, gc->add, n * h));
+    return 0;
 }
 
 /* One step of g on the engine (credits named first; FOCUS's picks read after) and on the reference
@@ -1286,6 +1370,8 @@ static int gen_check_step(struct gen_check *gc, const struct model_cfg *m, struc
         if (eng_credit_next(gc->e, &gc->u, gc->cstate, gc->cflags, (int32_t)sd->tot.logit_rows, err))
             return -1;
     }
+    if (g->c.smooth.on && gen_smooth_before(gc, g, sd, err))
+        return -1;
     if (eng_step(gc->e, sd, out, NULL, err) || eng_plan_build(&gc->p, &gc->kv, sd, m->vocab, seed, err) ||
         eng_plan_set_ids(&gc->p, &gc->kv, sd, &gc->tk, err))
         return -1;
@@ -1296,7 +1382,14 @@ static int gen_check_step(struct gen_check *gc, const struct model_cfg *m, struc
         gen_focus_cands(sd, gc->picks, max_probe, gc->cand);
         eng_ref_force_picks(gc->r, gc->picks, max_probe);
     }
+    if (g->c.smooth.on)
+        gen_smooth_adds(gc, m, sd);
     eng_ref_step(gc->r, sd, &gc->p, sd->attn_block, gc->href, gc->rtok, gc->rmax, gc->rconf);
+    if (eng_last_hidden(gc->e, gc->add, err))
+        return -1;
+    gc->hidden_err = fmax(gc->hidden_err, eng_rel_err(gc->add, gc->href, (int64_t)out->R * m->hidden));
+    if (g->c.smooth.on && gen_smooth_after(gc, m, out->R, err))
+        return -1;
     int64_t picks = 0;
     gc->kept_parted += eng_ref_pick_missing(gc->r, &picks);
     gc->kept += picks;
@@ -1312,9 +1405,13 @@ static int gen_check_step(struct gen_check *gc, const struct model_cfg *m, struc
 /* A whole generation of a tiny model (3 requests, 64 tokens in blocks of 32, real token ids fed back)
  * under a cache (enum gen_cache) on the engine, each step also on the reference over the
  * same tokens (credit decoding: each with its own credits; FOCUS: the engine's kept rows, the
- * reference's own ranking reported); the rule's threshold the median confidence of the first block
- * step, so that steps commit several rows. */
-static void check_generation(struct checker *c, const struct model_cfg *m, int attn_block, int kind, int32_t cache)
+ * reference's own ranking reported; IterSmooth, smooth: each with its own soft rows, weighted 6 and
+ * up, as a tiny model's near-uniform softmax averages its embeddings nearly away and dInfer's 0.15
+ * would leave the hidden rows as they were without them, the threshold decaying by 0.3 a step); the
+ * rule's threshold the median confidence of the first block step (IterSmooth: of the step before),
+ * so that steps commit several rows. */
+static void check_generation(struct checker *c, const struct model_cfg *m, int attn_block, int kind, int32_t cache,
+                             bool smooth)
 {
     struct eng_opts o;
     eng_opts_defaults(&o);
@@ -1323,7 +1420,9 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
     o.trace_selection = cache == GEN_FOCUS;
     const struct gen_cfg cfg = {.requests = 3, .prompt_len = 40, .gen_len = 64, .block = 32, .mask_id = m->vocab - 1,
                                 .vocab = m->vocab, .seed = 5, .attn_block = attn_block ? 32 : 0, .max_tokens = 1024,
-                                .logit_chunk_rows = 64, .max_pos = m->max_pos, .cache = cache, .focus_alpha = 1.5};
+                                .logit_chunk_rows = 64, .max_pos = m->max_pos, .cache = cache, .focus_alpha = 1.5,
+                                .smooth = {.on = smooth, .cont = 12, .init = 6, .growth = 2, .decay = 0.3}};
+    o.smooth_rows = smooth ? cfg.requests * cfg.gen_len : 0;
     struct gen g = {0};
     struct gen_check *gc = xcalloc(1, sizeof *gc);
     eng_plan_init(&gc->p);
@@ -1331,6 +1430,9 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
     gc->u.kind = -1;
     gc->href = xmalloc(sizeof *gc->href * GEN_MOST * (size_t)m->hidden);
     gc->logits = xmalloc(sizeof *gc->logits * GEN_MOST * (size_t)m->vocab);
+    gc->add = xmalloc(sizeof *gc->add * GEN_MOST * (size_t)m->hidden);
+    gc->rsoft = xcalloc((size_t)(cfg.requests * cfg.gen_len) * (size_t)m->hidden, sizeof *gc->rsoft);
+    gc->gsoft = xmalloc(sizeof *gc->gsoft * GEN_MOST * (size_t)m->hidden);
     struct step_desc sd;
     step_desc_init(&sd);
     struct ts_err err;
@@ -1351,17 +1453,20 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
             fail_msg(c, "generation step", err.msg);
             goto done;
         }
-        if (ng > 0 && gc->u.tau == 0) {
+        if (ng > 0 && (gc->u.tau == 0 || smooth)) { /* IterSmooth: each step's (its soft rows lower them) */
             float sorted[GEN_MOST];
             memcpy(sorted, out.conf, sizeof(float) * (size_t)out.R);
             qsort(sorted, (size_t)out.R, sizeof *sorted, cmp_float);
             gc->u.tau = sorted[out.R / 2], gc->u.low = sorted[out.R / 4];
         }
-        if (ng > 0 && eng_unmask(gc->e, &gc->u, groups, ng, masked, commit, count, NULL, &err)) {
+        if (ng > 0 && eng_unmask(gc->e, &gc->u, groups, ng, masked, smooth ? gc->taus : NULL, commit, count, NULL, &err)) {
             fail_msg(c, "generation unmask", err.msg);
             goto done;
         }
-        gen_decisions(&gc->u, groups, ng, masked, &out, gc->rconf, commit, count, &exact, &parted, &rows);
+        gen_decisions(&gc->u, groups, ng, masked, smooth ? gc->taus : NULL, &out, gc->rconf, commit, count, &exact,
+                      &parted, &rows);
+        if (smooth)
+            gen_smooth_keep(&g, &sd, commit);
         if (gen_apply(&g, &sd, commit, cache == GEN_FOCUS ? gc->cand : NULL, &err)) {
             fail_msg(c, "generation apply", err.msg);
             goto done;
@@ -1372,7 +1477,7 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
     }
     gen_check_report(c, &g, gc, kind, attn_block, gen_cache_name(cache), exact, rows ? (double)parted / rows : 1);
 done:
-    free(gc->href), free(gc->logits);
+    free(gc->href), free(gc->logits), free(gc->add), free(gc->rsoft), free(gc->gsoft);
     step_desc_free(&sd);
     eng_plan_free(&gc->p);
     eng_kv_free(&gc->kv);
@@ -2329,15 +2434,19 @@ static void check_engine_steps(struct checker *c)
     struct model_cfg tiny_qk4 = tiny_qk; /* FOCUS: two front layers, two later ones */
     tiny_qk4.num_layers = 4;
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_PREFIX);
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_PREFIX, false);
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_DUAL);
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_DUAL, false);
     if (take(c))
-        check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, GEN_PREFIX);
+        check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, GEN_PREFIX, false);
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_CREDIT, GEN_DUAL);
+        check_generation(c, &tiny_a, 0, UNMASK_CREDIT, GEN_DUAL, false);
     if (take(c))
-        check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, GEN_FOCUS);
+        check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, GEN_FOCUS, false);
+    if (take(c))
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_DUAL, true);
+    if (take(c))
+        check_generation(c, &tiny_qk, 32, UNMASK_CREDIT, GEN_PREFIX, true);
     fprintf(c->out, "the engine against itself:\n");
     if (take(c))
         check_self(c, &tiny_b);
@@ -2453,11 +2562,13 @@ static void check_generate_only(struct checker *c)
     check_credit_kernel(c, 126464);
     struct model_cfg tiny_qk4 = tiny_qk; /* FOCUS: two front layers, two later ones */
     tiny_qk4.num_layers = 4;
-    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_PREFIX);
-    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_DUAL);
-    check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, GEN_PREFIX);
-    check_generation(c, &tiny_gqa, 0, UNMASK_CREDIT, GEN_DUAL);
-    check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, GEN_FOCUS);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_PREFIX, false);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_DUAL, false);
+    check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, GEN_PREFIX, false);
+    check_generation(c, &tiny_gqa, 0, UNMASK_CREDIT, GEN_DUAL, false);
+    check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, GEN_FOCUS, false);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_DUAL, true);
+    check_generation(c, &tiny_qk, 32, UNMASK_CREDIT, GEN_PREFIX, true);
 }
 
 int eng_check_run(uint64_t seed, const char *only, int part, int parts, FILE *out)

@@ -26,6 +26,7 @@ static void generate_usage(FILE *f)
 "usage: tessera engine generate [--model NAME|config.json] [--weights PATH] [--decoder SPEC]\n"
 "                               [--requests N] [--prompt-len P | --prompts FILE] [--gen-len G]\n"
 "                               [--block B] [--cache prefix|dual|focus] [--focus-alpha A]\n"
+"                               [--iter-smooth[=CONT,INIT,GROWTH,DECAY]]\n"
 "                               [--mask-id ID] [--seed S]\n"
 "                               [--mem-limit GB]\n"
 "                               [--profile-out FILE --name NAME] [--ids-out FILE]\n"
@@ -58,6 +59,12 @@ static void generate_usage(FILE *f)
 "                             the K masked ones the importance delta keeps on the GPU, K = ceil(\n"
 "                             --focus-alpha [1.5] x the mean decodes a step)) [dual for a\n"
 "                             bidirectional model, prefix for a block-causal one]\n"
+"  --iter-smooth[=CONT,INIT,GROWTH,DECAY]\n"
+"                             dInfer's IterSmooth with a threshold, hierarchical or credit decoder\n"
+"                             (prefix or dual cache): after a request's n-th step each position still\n"
+"                             masked keeps softmax(logits) x the embedding matrix, which its next\n"
+"                             step adds, times min(INIT + GROWTH n, CONT), to the mask token's\n"
+"                             embedding; step n decides by max(1 - DECAY n, TAU) [0.3,0.15,0.02,0.02]\n"
 "  --mask-id ID               the mask token (LLaDA-8B 126336, LLaDA-MoE-7B 156895; with random\n"
 "                             weights and another model: the vocabulary's last; with --weights\n"
 "                             for another model: required)\n"
@@ -73,6 +80,7 @@ static void generate_usage(FILE *f)
 struct gen_args {
     const char *model, *weights, *prompts, *profile_out, *name, *ids_out, *cache;
     struct unmask_rule rule;
+    struct gen_smooth smooth;
     char rule_text[64];
     int64_t requests, prompt_len, gen_len, block, mask_id, seed;
     double mem_gb, focus_alpha;
@@ -89,6 +97,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {"profile-out", required_argument, 0, 'o'}, {"name", required_argument, 0, 'N'},
                                       {"ids-out", required_argument, 0, 'i'}, {"cache", required_argument, 0, 'c'},
                                       {"focus-alpha", required_argument, 0, 'a'},
+                                      {"iter-smooth", optional_argument, 0, 'S'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     *a = (struct gen_args){.model = "llada-8b", .requests = -1, .prompt_len = 256, .gen_len = 256, .block = 32,
@@ -113,6 +122,12 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
             bad = gen_cache_parse(optarg) < 0;
             break;
         case 'a': bad = ts_parse_double(optarg, &a->focus_alpha) || !(a->focus_alpha >= 1 && a->focus_alpha <= 64), range = "1..64"; break;
+        case 'S':
+            if (gen_smooth_parse(optarg, &a->smooth, &err)) {
+                fprintf(stderr, "tessera engine generate: %s\n", err.msg);
+                return EXIT_USAGE;
+            }
+            break;
         case 'd':
             if (unmask_parse(optarg, &a->rule, &err)) {
                 fprintf(stderr, "tessera engine generate: %s\n", err.msg);
@@ -152,7 +167,17 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                         "on the GPU during the step, after the credits they fuse with must be named\n");
         return EXIT_USAGE;
     }
+    if (a->smooth.on && a->rule.kind == UNMASK_TOPK) {
+        fprintf(stderr, "tessera engine generate: --iter-smooth: dInfer's IterSmooth decays a threshold; topk:K has "
+                        "none (use threshold, hierarchical or credit)\n");
+        return EXIT_USAGE;
+    }
     unmask_format(&a->rule, a->rule_text, sizeof a->rule_text);
+    if (a->smooth.on) {
+        const size_t n = strlen(a->rule_text);
+        snprintf(a->rule_text + n, sizeof a->rule_text - n, " + IterSmooth %g,%g,%g,%g", a->smooth.cont, a->smooth.init,
+                 a->smooth.growth, a->smooth.decay);
+    }
     return 0;
 }
 
@@ -202,7 +227,12 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         most += (size_t)(g->r[i].P + g->c.gen_len);
     int32_t *groups = xmalloc(sizeof *groups * 2 * (size_t)n), ng;
     int32_t *masked = xmalloc(sizeof *masked * most), *commit = xmalloc(sizeof *commit * most);
-    int32_t *cstate = NULL, *cflags = NULL, *cand = NULL, *picks = NULL;
+    int32_t *cstate = NULL, *cflags = NULL, *cand = NULL, *picks = NULL, *slot = NULL;
+    float *taus = NULL;
+    if (g->c.smooth.on) { /* IterSmooth: the logit rows' soft rows, the blocks' decaying thresholds */
+        slot = xmalloc(sizeof *slot * most);
+        taus = xmalloc(sizeof *taus * (size_t)n);
+    }
     int64_t npicks = (int64_t)n * g->c.block;
     if (g->c.cache == GEN_FOCUS) { /* FOCUS: which candidates the GPU kept, for each logit row */
         cand = xmalloc(sizeof *cand * most);
@@ -225,6 +255,12 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
             if ((rc = eng_credit_next(e, u, cstate, cflags, (int32_t)sd.tot.logit_rows, err)) != 0)
                 break;
         }
+        if (slot) {
+            gen_smooth_rows(g, &sd, slot);
+            gen_smooth_taus(g, &sd, u->tau, taus);
+            if ((rc = eng_smooth_next(e, slot, (int32_t)sd.tot.logit_rows, err)) != 0)
+                break;
+        }
         if ((rc = eng_step(e, &sd, NULL, &ms, err)) != 0)
             break;
         int max_probe = 0;
@@ -235,8 +271,10 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         }
         for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
             commit[r] = -1;
-        if (ng > 0 && (rc = eng_unmask(e, u, groups, ng, masked, commit, NULL, &ums, err)) != 0)
+        if (ng > 0 && (rc = eng_unmask(e, u, groups, ng, masked, taus, commit, NULL, &ums, err)) != 0)
             break;
+        if (slot)
+            gen_smooth_keep(g, &sd, commit);
         if ((rc = gen_apply(g, &sd, commit, cand, err)) != 0)
             break;
         for (int32_t s = 0; s < sd.num_segs; s++)
@@ -254,7 +292,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         fprintf(stderr, "\r%60s\r", "");
     eng_set_tokens(e, NULL);
     step_desc_free(&sd);
-    free(groups), free(masked), free(commit), free(cstate), free(cflags), free(cand), free(picks);
+    free(groups), free(masked), free(commit), free(cstate), free(cflags), free(cand), free(picks), free(slot), free(taus);
     return rc;
 }
 
@@ -324,7 +362,7 @@ int eng_generate_main(int argc, char **argv)
         .mask_id = mask_id, .vocab = m.vocab, .max_pos = m.max_pos, .seed = (uint64_t)a.seed,
         .attn_block = m.block_causal ? B : 0, .logit_chunk_rows = 2048,
         .cache = a.cache ? gen_cache_parse(a.cache) : m.block_causal ? GEN_PREFIX : GEN_DUAL,
-        .focus_alpha = a.focus_alpha};
+        .focus_alpha = a.focus_alpha, .smooth = a.smooth};
     /* a step's rows: room for every request's block (the dual cache: its whole sequence), within 16K */
     const int64_t seq = (int64_t)longest + a.gen_len, each = gc.cache == GEN_DUAL ? seq : 2 * B;
     gc.max_tokens = (int32_t)TS_MAX(TS_MAX(seq, 2 * B), TS_MIN((int64_t)n * each, 16384));
@@ -343,6 +381,7 @@ int eng_generate_main(int argc, char **argv)
     o.weights = a.weights;
     o.seed = (uint64_t)a.seed;
     o.credit_rows = a.rule.kind == UNMASK_CREDIT ? n * B : 0;
+    o.smooth_rows = gen_soft_rows(&g);
     o.trace_selection = gc.cache == GEN_FOCUS; /* the rows FOCUS kept (eng_picks) */
     struct eng *e = NULL;
     struct gen_run run = {0};

@@ -1,8 +1,9 @@
 /* fuzz_prompts.c: libFuzzer target for `engine generate`'s prompt file parser (engine/eng_gen.c),
- * then a whole generation's host side over whatever it accepts, every masked position committed in
- * turn. */
+ * then a whole generation's host side over whatever it accepts, with IterSmooth, every masked
+ * position committed in turn; and the input's start as --iter-smooth's value. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "eng_gen.h"
 
@@ -12,15 +13,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct gen_prompts p;
     struct ts_err err;
+    char spec[64];
+    struct gen_smooth sm;
+    memcpy(spec, data, size < sizeof spec ? size : sizeof spec - 1);
+    spec[size < sizeof spec ? size : sizeof spec - 1] = '\0';
+    if (gen_smooth_parse(spec, &sm, &err) == 0 && !(sm.on && sm.cont >= 0 && sm.decay >= 0))
+        __builtin_trap();
     if (gen_prompts_parse("fuzz.jsonl", (const char *)data, size, 1000, 8, &p, &err))
         return 0;
     const struct gen_cfg c = {.gen_len = 32, .block = 16, .mask_id = 999, .vocab = 1000, .max_tokens = 512,
-                              .logit_chunk_rows = 64, .max_pos = 600};
+                              .logit_chunk_rows = 64, .max_pos = 600, .smooth = GEN_SMOOTH_DEFAULTS};
     struct gen g;
     if (gen_init(&g, &c, &p, &err) == 0) {
         struct step_desc sd;
         step_desc_init(&sd);
-        int32_t groups[16], masked[8 * 16], commit[8 * 16], ng;
+        int32_t groups[16], masked[8 * 16], commit[8 * 16], slot[8 * 16], ng;
+        float taus[8];
         for (int steps = 0; gen_next_step(&g, &sd, groups, &ng, masked); steps++) {
             if (steps > 1000 || sd.tot.q_tokens > c.max_tokens)
                 __builtin_trap();
@@ -32,6 +40,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         commit[r] = 7;
                         break;
                     }
+            gen_smooth_rows(&g, &sd, slot);
+            gen_smooth_taus(&g, &sd, 0.9f, taus);
+            for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
+                if (slot[r] < -1 || slot[r] >= gen_soft_rows(&g))
+                    __builtin_trap();
+            for (int32_t k = 0; k < ng; k++)
+                if (!(taus[k] >= 0.9f && taus[k] <= 1.0f))
+                    __builtin_trap();
+            gen_smooth_keep(&g, &sd, commit);
             if (gen_apply(&g, &sd, commit, NULL, &err))
                 __builtin_trap();
         }
