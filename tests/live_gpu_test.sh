@@ -58,6 +58,11 @@ executed "tessera-fused" "$tmp/fused.json"
 "$bin" sim --system dinfer --requests 4 --rps 8 --gen-len 64 --lengths fixed:300,64 --executor gpu \
     --json --quiet --no-progress >"$tmp/dinfer.json" || { echo "live: the dinfer run failed"; exit 1; }
 executed "dinfer (vicinity refresh)" "$tmp/dinfer.json" || exit 1
+# dInfer's IterSmooth live: every step's logit rows softmaxed and multiplied by the embedding matrix
+"$bin" sim --policy dual --scheduler request --decode threshold:2 --iter-smooth --requests 4 --rps 8 --gen-len 64 \
+    --lengths fixed:300,64 --cost calibrated --executor gpu --json --quiet --no-progress >"$tmp/smooth.json" ||
+    { echo "live: the IterSmooth run failed"; exit 1; }
+executed "dual + IterSmooth" "$tmp/smooth.json" || exit 1
 # FOCUS's delayed intra-block cache live on a block-causal model: the query set shrinks inside a
 # block (q = len - cached over the prefix and the cached positions) and the commit step carries
 # the finished block's rest
