@@ -110,16 +110,21 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
     if (c->gen_len < c->block || c->gen_len % c->block)
         return ts_fail(err, "--gen-len %d: must be a positive multiple of --block %d", c->gen_len, c->block);
     if (c->cache < 0 || c->cache >= GEN_CACHES)
-        return ts_fail(err, "no cache %d (prefix, dual or focus)", c->cache);
-    if (c->cache == GEN_DUAL && c->attn_block > 0)
-        return ts_fail(err, "the dual cache runs a block between cached positions, which block-causal attention "
-                            "does not allow: use the prefix cache");
+        return ts_fail(err, "no cache %d (prefix, dual, focus or vicinity)", c->cache);
+    const bool whole = c->cache == GEN_DUAL || c->cache == GEN_VICINITY; /* steps of the whole sequence */
+    if (whole && c->attn_block > 0)
+        return ts_fail(err, "the %s cache runs a block between cached positions, which block-causal attention "
+                            "does not allow: use the prefix cache", gen_cache_name(c->cache));
+    if (c->cache == GEN_VICINITY && (c->vicinity < 0 || c->vicinity > 1 << 20 || c->refresh < 1))
+        return ts_fail(err, "the vicinity cache needs a window of 0 to %d positions each side (--vicinity %d) and a "
+                            "refresh interval of at least 1 step (--refresh-interval %d)", 1 << 20, c->vicinity,
+                        c->refresh);
     if (c->cache == GEN_FOCUS && (c->block > GEN_FOCUS_MAX_BLOCK || !(c->focus_alpha >= 1)))
         return ts_fail(err, "FOCUS evicts over the prefix cache, from blocks of at most %d positions (the importance "
                             "kernel's candidates), with a budget expansion of at least 1", GEN_FOCUS_MAX_BLOCK);
     const struct gen_smooth *sm = &c->smooth;
     if (sm->on && c->cache == GEN_FOCUS)
-        return ts_fail(err, "IterSmooth runs over the prefix or dual cache (FOCUS picks its logit rows on the GPU, "
+        return ts_fail(err, "IterSmooth runs over the prefix, dual or vicinity cache (FOCUS picks its logit rows on the GPU, "
                             "after a step's soft rows must be named)");
     if (sm->on && !(sm->cont >= 0 && sm->init >= 0 && sm->growth >= 0 && sm->decay >= 0 && sm->cont <= 1e3))
         return ts_fail(err, "--iter-smooth %g,%g,%g,%g: the weights (cont, init, growth) and the threshold decay "
@@ -137,9 +142,8 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
     for (int32_t i = 0; i < n; i++) {
         struct gen_req *r = &g->r[i];
         r->P = prompts ? prompts->len[i] : c->prompt_len;
-        const bool dual = c->cache == GEN_DUAL;
-        if (2 * c->block > c->max_tokens || r->P > c->max_tokens || (dual && r->P + c->gen_len > c->max_tokens)) {
-            const int32_t P = r->P, want = dual ? P + c->gen_len : TS_MAX(P, 2 * c->block);
+        if (2 * c->block > c->max_tokens || r->P > c->max_tokens || (whole && r->P + c->gen_len > c->max_tokens)) {
+            const int32_t P = r->P, want = whole ? P + c->gen_len : TS_MAX(P, 2 * c->block);
             gen_free(g);
             return ts_fail(err, "request %d: its prompt of %d tokens and blocks of %d need steps of %d rows, more than "
                                 "the engine's %d", i, P, c->block, want, c->max_tokens);
@@ -154,7 +158,7 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
         r->decided = xcalloc((size_t)c->gen_len, 1);
         r->soft_w = xcalloc((size_t)c->gen_len, sizeof *r->soft_w);
         r->cached = xcalloc((size_t)c->gen_len, 1);
-        r->rowpos = xmalloc(sizeof *r->rowpos * 2 * (size_t)c->block);
+        r->rowpos = xmalloc(sizeof *r->rowpos * (2 * (size_t)c->block + 2 * (size_t)TS_MAX(c->vicinity, 0)));
         r->cand = xmalloc(sizeof *r->cand * (size_t)c->block);
         r->rest = xmalloc(sizeof *r->rest * (size_t)c->block);
         for (int32_t p = 0; p < r->P; p++)
@@ -184,7 +188,7 @@ void gen_free(struct gen *g)
     memset(g, 0, sizeof *g);
 }
 
-static const char *const cache_names[GEN_CACHES] = {"prefix", "dual", "focus"};
+static const char *const cache_names[GEN_CACHES] = {"prefix", "dual", "focus", "vicinity"};
 
 const char *gen_cache_name(int32_t cache) { return cache >= 0 && cache < GEN_CACHES ? cache_names[cache] : "?"; }
 
@@ -265,19 +269,40 @@ static void rest_segment(const struct gen *g, struct gen_req *r, struct segment 
                           .kv_write = r->nrest};
 }
 
-/* Request r's block step into s (its first block row's logit row into *first): the prefix cache's
- * block over its prefix (with the finished block's commit), or the dual cache's whole sequence
- * (the block's first step) or block between cached positions. */
+/* The vicinity cache's step over its window into s: the block's positions and `vicinity` each side,
+ * clipped to the sequence, each at its position, the sides first (the block's rows last, the
+ * segment's logit rows). */
+static void vicinity_segment(const struct gen *g, struct gen_req *r, struct segment *s)
+{
+    const int32_t B = g->c.block, L = r->P + g->c.gen_len, start = r->P + r->block * B;
+    const int32_t lo = TS_MAX(0, start - g->c.vicinity), hi = TS_MIN(L, start + B + g->c.vicinity);
+    r->nrow = 0;
+    for (int32_t p = lo; p < hi; p++)
+        if (p < start || p >= start + B)
+            r->rowpos[r->nrow++] = p;
+    for (int32_t k = 0; k < B; k++)
+        r->rowpos[r->nrow++] = start + k;
+    *s = (struct segment){.req_id = s->req_id, .phase = PHASE_REUSE, .q = r->nrow, .kv = L - r->nrow,
+                          .kv_write = r->nrow, .logit_rows = B};
+}
+
+/* Request r's block step into s: the prefix cache's block over its prefix (with the finished
+ * block's commit), the dual cache's whole sequence (the block's first step) or block between cached
+ * positions, or the vicinity cache's whole sequence (the block's first step and every refresh-th)
+ * or window. */
 static void block_segment(const struct gen *g, struct gen_req *r, struct segment *s)
 {
     const int32_t B = g->c.block, L = r->P + g->c.gen_len, cached = r->P + r->block * B;
     r->nrow = 0;
-    const bool commit = gen_commit_pending(r);
+    const bool commit = gen_commit_pending(r), whole = g->c.cache == GEN_DUAL || g->c.cache == GEN_VICINITY;
+    const bool refresh = r->block_steps == 0 || (g->c.cache == GEN_VICINITY && r->block_steps % g->c.refresh == 0);
     if (g->c.cache == GEN_FOCUS) {
         focus_segment(g, r, s);
-    } else if (g->c.cache == GEN_DUAL && r->block_steps == 0) {
+    } else if (whole && refresh) {
         *s = (struct segment){.req_id = s->req_id, .phase = PHASE_REFRESH, .q = L, .kv_write = L,
                               .logit_rows = L - cached};
+    } else if (g->c.cache == GEN_VICINITY) {
+        vicinity_segment(g, r, s);
     } else if (g->c.cache == GEN_DUAL) {
         *s = (struct segment){.req_id = s->req_id, .phase = PHASE_REUSE, .q = B, .kv = L - B, .kv_write = B,
                               .logit_rows = B};
@@ -311,7 +336,7 @@ bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t
         struct segment s = {.req_id = i};
         r->nrow = 0;
         r->last = GEN_SEG_NONE;
-        if (!r->prefilled && g->c.cache != GEN_DUAL) {
+        if (!r->prefilled && g->c.cache != GEN_DUAL && g->c.cache != GEN_VICINITY) {
             s.phase = PHASE_PREFILL;
             s.q = s.kv_write = r->P;
             r->last = GEN_SEG_PREFILL;

@@ -3,7 +3,7 @@
  * that advance them and what the unmasking decisions did. Pure host code, tested on the CPU; the
  * engine runs the steps and decides on the GPU (eng_unmask).
  *
- * Two caches, as the simulator's policies run them:
+ * Four caches, as the simulator's policies run them:
  *   prefix  block diffusion over an exact prefix cache (the block policy, sim/policy_block.c): a
  *           request's prompt is prefilled once (its K/V written); then each step runs its current
  *           block of B positions over the cached prefix, logits for all B rows; a finished block's
@@ -12,6 +12,11 @@
  *           (every position's K/V written; logits from the block on, as the reference forward takes
  *           them over the sequence), its others the block alone at its positions over every other
  *           position's cached K/V (the block's own rewritten); bidirectional models only
+ *   vicinity  dInfer's vicinity cache refresh (the vicinity policy): as dual, a block's first step
+ *           and every refresh-th one the whole sequence, its others the block and `vicinity`
+ *           positions each side of it (clipped to the sequence), each at its position, their K/V
+ *           rewritten over every other position's cached K/V (the block's rows last: its logit rows);
+ *           bidirectional models only
  *   focus   FOCUS (the focus policy) over the prefix cache with its delayed intra-block cache: a
  *           block step's first two layers run the block's uncached positions (its decided ones not
  *           yet cached, then its masked ones, each at its own position), the later layers the
@@ -37,7 +42,7 @@
 #include "step_desc.h"
 #include "util.h"
 
-enum gen_cache { GEN_PREFIX = 0, GEN_DUAL, GEN_FOCUS, GEN_CACHES };
+enum gen_cache { GEN_PREFIX = 0, GEN_DUAL, GEN_FOCUS, GEN_VICINITY, GEN_CACHES };
 
 /* dInfer's IterSmooth (IterSmoothDiffusionLLM, its IterationSmooth and H2Embed): after a request's
  * n-th block step (from 0) each of its logit rows still masked keeps softmax(logits) times the
@@ -63,8 +68,10 @@ struct gen_cfg {
     int32_t max_tokens;    /* a step's query rows at most (a request whose step does not fit waits) */
     int32_t cache;         /* enum gen_cache */
     double focus_alpha;    /* FOCUS's budget expansion (the simulator's --focus-alpha) */
+    int32_t vicinity;      /* the vicinity cache's window each side of the block (--vicinity) */
+    int32_t refresh;       /* and its whole-sequence steps' interval in a block (--refresh-interval) */
     int32_t logit_chunk_rows;
-    struct gen_smooth smooth; /* IterSmooth (prefix and dual caches) */
+    struct gen_smooth smooth; /* IterSmooth (prefix, dual and vicinity caches) */
 };
 
 /* Prompts as token ids, one request each. */
@@ -84,7 +91,7 @@ struct gen_req {
     int32_t steps, decoded; /* its block steps and the positions they committed */
     int32_t block_steps;    /* the steps its current block has run */
     int32_t *rowpos, nrow;  /* where the rows of its segment in the step built last sit (nrow 0: where
-                             * the plan puts them) */
+                             * the plan puts them; room for the block and a window each side) */
     /* FOCUS */
     uint8_t *cached;        /* [gen_len]: a decided position whose K/V is final */
     int32_t *cand, ncand, nfixed, picked; /* the last block step's candidates (block offsets), fixed rows, K */
@@ -120,7 +127,7 @@ void gen_prompts_free(struct gen_prompts *p);
  * prompt, c->requests of them at most). */
 int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *prompts, struct ts_err *err);
 void gen_free(struct gen *g);
-/* The cache's name (prefix, dual, focus), and the cache of a name (-1: none). */
+/* The cache's name (prefix, dual, focus, vicinity), and the cache of a name (-1: none). */
 const char *gen_cache_name(int32_t cache);
 int32_t gen_cache_parse(const char *name);
 /* Prefix cache: whether r's finished block waits for its commit (the next block's first step). */

@@ -257,10 +257,19 @@ static int64_t run_gen(struct gen *g, const char *spec)
             }
             ck_assert(!r->done);
             const int32_t L = r->P + g->c.gen_len, start = r->P + r->block * B;
-            if (g->c.cache == GEN_DUAL && r->block_steps == 0) { /* the whole sequence, logits from the block on */
+            const bool vicinity = g->c.cache == GEN_VICINITY;
+            const bool refresh = r->block_steps == 0 || (vicinity && r->block_steps % g->c.refresh == 0);
+            if ((g->c.cache == GEN_DUAL || vicinity) && refresh) { /* the whole sequence, logits from the block on */
                 ck_assert(seg->phase == PHASE_REFRESH && seg->q == L && seg->kv == 0 && seg->kv_write == L);
                 ck_assert_int_eq(seg->logit_rows, L - start);
                 ck_assert_int_eq(gen_tokens(g).pos(g, seg->req_id, 0), -1);
+            } else if (vicinity) { /* the window's sides, then the block (its logit rows), at their positions */
+                const int32_t lo = TS_MAX(0, start - g->c.vicinity), hi = TS_MIN(L, start + B + g->c.vicinity);
+                ck_assert(seg->phase == PHASE_REUSE && seg->q == hi - lo && seg->kv == L - seg->q);
+                ck_assert_int_eq(seg->kv_write, seg->q);
+                ck_assert_int_eq(seg->logit_rows, B);
+                ck_assert_int_eq(gen_tokens(g).pos(g, seg->req_id, 0), (lo < start ? lo : hi > start + B ? start + B : start));
+                ck_assert_int_eq(gen_tokens(g).pos(g, seg->req_id, seg->q - B + 3), start + 3);
             } else if (g->c.cache == GEN_DUAL) { /* the block at its positions over every other one */
                 ck_assert(seg->phase == PHASE_REUSE && seg->q == B && seg->kv == L - B && seg->kv_write == B);
                 ck_assert_int_eq(gen_tokens(g).pos(g, seg->req_id, 3), start + 3);
@@ -353,6 +362,53 @@ START_TEST(generation_threshold)
 }
 END_TEST
 
+/* Runs `steps` steps of g (3 requests, prompts of 20 tokens, 64 to generate), each planned with g's
+ * tokens: every segment's keys the whole sequence, its rows[step] rows at positions at(step, i), their
+ * slots and ids the request's; each step commits one position a block (token 50 + step). */
+static void placed_steps(struct gen *g, int steps, int32_t (*rows)(int), int32_t (*at)(int, int32_t))
+{
+    struct ts_err err;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    int32_t groups[6], masked[3 * 84], commit[3 * 84], ng;
+    struct eng_kv kv;
+    eng_kv_init(&kv, 16, 64);
+    struct eng_plan p;
+    eng_plan_init(&p);
+    const struct eng_tokens tk = gen_tokens(g);
+    for (int step = 0; step < steps; step++) {
+        ck_assert(gen_next_step(g, &sd, groups, &ng, masked));
+        ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 100, 1, &err), 0);
+        ck_assert_int_eq(eng_plan_set_ids(&p, &kv, &sd, &tk, &err), 0);
+        for (int32_t s = 0; s < p.S; s++) {
+            const int32_t req = sd.segs[s].req_id;
+            ck_assert_int_eq(p.key_len[s], 84);
+            ck_assert_int_eq(p.q_len[s], rows(step));
+            for (int32_t i = 0; i < p.q_len[s]; i++) {
+                const int32_t row = p.q_start[s] + i, pos = at(step, i);
+                ck_assert_int_eq(p.tok_pos[row], pos);
+                ck_assert_int_eq(p.tok_slot[row], eng_kv_slot(&kv, req, pos));
+                ck_assert_int_eq(p.tok_ids[row], gen_token(g, req, pos));
+            }
+        }
+        for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
+            commit[r] = -1;
+        for (int32_t k = 0; k < ng; k++) /* one position a step */
+            commit[groups[2 * k] + step] = 50 + step;
+        ck_assert_int_eq(gen_apply(g, &sd, commit, NULL, &err), 0);
+    }
+    eng_plan_free(&p);
+    eng_kv_free(&kv);
+    step_desc_free(&sd);
+}
+
+/* The dual cache's rows: the whole sequence, then the block (positions 20..35). */
+static int32_t dual_rows(int step) { return step == 0 ? 84 : 16; }
+static int32_t dual_at(int step, int32_t i) { return step == 0 ? i : 20 + i; }
+/* The vicinity cache's (window 8): the whole sequence, then 12..19 (the prompt), 36..43, the block. */
+static int32_t vicinity_rows(int step) { return step == 0 ? 84 : 8 + 16 + 8; }
+static int32_t vicinity_at(int step, int32_t i) { return step == 0 ? i : i < 8 ? 12 + i : i < 16 ? 36 + i - 8 : 20 + i - 16; }
+
 /* The dual cache: each block's first step the whole sequence, the others the block at its positions;
  * the plan puts those rows there, their slots the request's, its keys every position. */
 START_TEST(generation_dual)
@@ -369,37 +425,13 @@ START_TEST(generation_dual)
     run_gen(&g, "threshold:0.6");
     gen_free(&g);
     ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
-    struct step_desc sd;
-    step_desc_init(&sd);
-    int32_t groups[6], masked[3 * 84], commit[3 * 84], ng;
-    struct eng_kv kv;
-    eng_kv_init(&kv, 16, 64);
-    struct eng_plan p;
-    eng_plan_init(&p);
-    const struct eng_tokens tk = gen_tokens(&g);
-    for (int step = 0; step < 3; step++) {
-        ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
-        ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 100, 1, &err), 0);
-        ck_assert_int_eq(eng_plan_set_ids(&p, &kv, &sd, &tk, &err), 0);
-        for (int32_t s = 0; s < p.S; s++) {
-            const int32_t req = sd.segs[s].req_id, at = step == 0 ? 0 : 20;
-            ck_assert_int_eq(p.key_len[s], 84);
-            for (int32_t i = 0; i < p.q_len[s]; i++) {
-                const int32_t row = p.q_start[s] + i;
-                ck_assert_int_eq(p.tok_pos[row], at + i);
-                ck_assert_int_eq(p.tok_slot[row], eng_kv_slot(&kv, req, at + i));
-                ck_assert_int_eq(p.tok_ids[row], gen_token(&g, req, at + i));
-            }
-        }
-        for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
-            commit[r] = -1;
-        for (int32_t k = 0; k < ng; k++) /* one position a step */
-            commit[groups[2 * k] + step] = 50 + step;
-        ck_assert_int_eq(gen_apply(&g, &sd, commit, NULL, &err), 0);
-    }
+    placed_steps(&g, 3, dual_rows, dual_at);
     ck_assert_int_eq(gen_token(&g, 2, 20 + 1), 51);
     gen_free(&g);
     /* a commit past the block is refused (a whole-sequence step's logit rows run on past it) */
+    struct step_desc sd;
+    step_desc_init(&sd);
+    int32_t groups[6], masked[3 * 84], commit[3 * 84], ng;
     ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
     ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
     ck_assert_int_eq(sd.segs[0].logit_rows, 64);
@@ -411,8 +443,6 @@ START_TEST(generation_dual)
     c.attn_block = 16;
     ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "block-causal"));
-    eng_plan_free(&p);
-    eng_kv_free(&kv);
     step_desc_free(&sd);
 }
 END_TEST
@@ -503,6 +533,43 @@ START_TEST(generation_smooth)
     ck_assert_int_eq(gen_soft_rows(&g), 0);
     gen_free(&g);
     step_desc_free(&sd);
+}
+END_TEST
+
+/* dInfer's vicinity cache: the dual cache's whole sequence at a block's start and every refresh-th
+ * step, the others the block and a window each side (clipped), placed where they sit by the plan,
+ * each position once, their slots the request's; the block's rows last, its logit rows. */
+START_TEST(generation_vicinity)
+{
+    struct gen g;
+    struct ts_err err;
+    struct gen_cfg c = cfg(3, 20, 64, 16);
+    c.cache = GEN_VICINITY, c.vicinity = 8, c.refresh = 3;
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(run_gen(&g, "topk:2"), 4 * 8); /* 4 blocks of 8 steps, no prefill */
+    /* refreshes at steps 0, 3 and 6 of a block (84 rows), windows elsewhere: 8 + 16 + 8, the last block's
+     * 8 + 16 (the sequence ends) */
+    ck_assert_int_eq(g.block_rows, 3 * (4 * 3 * 84 + 5 * (24 + 32 + 32 + 32)));
+    gen_free(&g);
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    run_gen(&g, "threshold:0.6");
+    gen_free(&g);
+    c.vicinity = 0, c.refresh = 1000; /* no window: the dual cache's steps */
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(run_gen(&g, "topk:4"), 4 * 4);
+    ck_assert_int_eq(g.block_rows, 3 * 4 * (84 + 3 * 16));
+    gen_free(&g);
+    c.vicinity = 8, c.refresh = 3;
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    placed_steps(&g, 2, vicinity_rows, vicinity_at);
+    ck_assert_int_eq(gen_token(&g, 1, 20 + 1), 51);
+    gen_free(&g);
+    c.attn_block = 16;
+    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "vicinity cache"));
+    c.attn_block = 0, c.refresh = 0;
+    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--refresh-interval"));
 }
 END_TEST
 
@@ -889,6 +956,7 @@ int main(void)
     tcase_add_test(tc, generation_dual);
     tcase_add_test(tc, generation_focus);
     tcase_add_test(tc, generation_smooth);
+    tcase_add_test(tc, generation_vicinity);
     tcase_add_test(tc, reference_scattered_eviction);
     tcase_add_test(tc, generation_ids_in_plan);
     tcase_add_test(tc, prompt_file_errors);

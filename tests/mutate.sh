@@ -65,6 +65,8 @@ mutations=(
     "hierarchical decoding ignores LOW|engine/eng_unmask.c|            bool best = conf[i] > u->low;|            bool best = true;|check_eng_gen"
     "a generation's commit step forgets the finished block|engine/eng_gen.c|.kv_write = commit ? B : 0,|.kv_write = 0,|check_eng_gen"
     "FOCUS caches a decided position before its right neighbour is decided|engine/eng_gen.c|        if (r->decided[off + k] && !r->cached[off + k] && r->decided[off + k + 1])|        if (r->decided[off + k] && !r->cached[off + k])|check_eng_gen"
+    "the vicinity window loses its right side|engine/eng_gen.c|hi = TS_MIN(L, start + B + g->c.vicinity);|hi = start + B;|check_eng_gen"
+    "the vicinity cache never refreshes inside a block|engine/eng_gen.c|(g->c.cache == GEN_VICINITY && r->block_steps % g->c.refresh == 0)|(g->c.cache == GEN_VICINITY && r->block_steps < 0)|check_eng_gen"
     "IterSmooth's weight grows past its cap|engine/eng_gen.c|return fmin(s->init + s->growth * n, s->cont);|return s->init + s->growth * n;|check_eng_gen"
     "IterSmooth keeps a soft row at a position the step committed|engine/eng_gen.c|c->commit[row] >= 0 ? 0.0f|c->commit[row] >= 1 << 30 ? 0.0f|check_eng_gen"
     "IterSmooth's threshold never decays|engine/eng_gen.c|return fmaxf((float)(1.0 - s->decay * n), tau);|return tau;|check_eng_gen"

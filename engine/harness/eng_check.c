@@ -1421,6 +1421,7 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
     const struct gen_cfg cfg = {.requests = 3, .prompt_len = 40, .gen_len = 64, .block = 32, .mask_id = m->vocab - 1,
                                 .vocab = m->vocab, .seed = 5, .attn_block = attn_block ? 32 : 0, .max_tokens = 1024,
                                 .logit_chunk_rows = 64, .max_pos = m->max_pos, .cache = cache, .focus_alpha = 1.5,
+                                .vicinity = 8, .refresh = 3,
                                 .smooth = {.on = smooth, .cont = 12, .init = 6, .growth = 2, .decay = 0.3}};
     o.smooth_rows = smooth ? cfg.requests * cfg.gen_len : 0;
     struct gen g = {0};
@@ -2447,6 +2448,8 @@ static void check_engine_steps(struct checker *c)
         check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_DUAL, true);
     if (take(c))
         check_generation(c, &tiny_qk, 32, UNMASK_CREDIT, GEN_PREFIX, true);
+    if (take(c))
+        check_generation(c, &tiny_a, 0, UNMASK_HIERARCHICAL, GEN_VICINITY, true);
     fprintf(c->out, "the engine against itself:\n");
     if (take(c))
         check_self(c, &tiny_b);
@@ -2569,6 +2572,7 @@ static void check_generate_only(struct checker *c)
     check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, GEN_FOCUS, false);
     check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_DUAL, true);
     check_generation(c, &tiny_qk, 32, UNMASK_CREDIT, GEN_PREFIX, true);
+    check_generation(c, &tiny_gqa, 0, UNMASK_HIERARCHICAL, GEN_VICINITY, true);
 }
 
 int eng_check_run(uint64_t seed, const char *only, int part, int parts, FILE *out)

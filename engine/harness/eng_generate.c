@@ -25,7 +25,8 @@ static void generate_usage(FILE *f)
     fprintf(f,
 "usage: tessera engine generate [--model NAME|config.json] [--weights PATH] [--decoder SPEC]\n"
 "                               [--requests N] [--prompt-len P | --prompts FILE] [--gen-len G]\n"
-"                               [--block B] [--cache prefix|dual|focus] [--focus-alpha A]\n"
+"                               [--block B] [--cache prefix|dual|focus|vicinity] [--focus-alpha A]\n"
+"                               [--vicinity W] [--refresh-interval F]\n"
 "                               [--iter-smooth[=CONT,INIT,GROWTH,DECAY]]\n"
 "                               [--mask-id ID] [--seed S]\n"
 "                               [--mem-limit GB]\n"
@@ -49,7 +50,8 @@ static void generate_usage(FILE *f)
 "  --prompt-len P             hashed prompt ids of P tokens [256]; --prompts FILE one JSON array of\n"
 "                             token ids a line instead (a tokenizer's output)\n"
 "  --gen-len G, --block B     tokens to generate [256], a multiple of B [32]\n"
-"  --cache prefix|dual|focus  prefix: the prompt prefilled once, each step the block over the cached\n"
+"  --cache prefix|dual|focus|vicinity\n"
+"                             prefix: the prompt prefilled once, each step the block over the cached\n"
 "                             prefix, a finished block's K/V written by the next block's first step\n"
 "                             (SDAR's, LLaDA2.0's block diffusion); dual: Fast-dLLM's dual cache, a\n"
 "                             block's first step the whole sequence, its others the block alone\n"
@@ -57,14 +59,18 @@ static void generate_usage(FILE *f)
 "                             FOCUS's delayed intra-block cache and eviction (layers 0-1 over the\n"
 "                             block's uncached positions, the later ones over its decided ones and\n"
 "                             the K masked ones the importance delta keeps on the GPU, K = ceil(\n"
-"                             --focus-alpha [1.5] x the mean decodes a step)) [dual for a\n"
-"                             bidirectional model, prefix for a block-causal one]\n"
+"                             --focus-alpha [1.5] x the mean decodes a step)); vicinity: dInfer's\n"
+"                             vicinity cache refresh, as dual but every --refresh-interval F [32]\n"
+"                             steps of a block the whole sequence again, the others the block and\n"
+"                             --vicinity W [16] positions each side of it, their K/V rewritten\n"
+"                             [dual for a bidirectional model, prefix for a block-causal one]\n"
 "  --iter-smooth[=CONT,INIT,GROWTH,DECAY]\n"
 "                             dInfer's IterSmooth with a threshold, hierarchical or credit decoder\n"
-"                             (prefix or dual cache): after a request's n-th step each position still\n"
-"                             masked keeps softmax(logits) x the embedding matrix, which its next\n"
-"                             step adds, times min(INIT + GROWTH n, CONT), to the mask token's\n"
-"                             embedding; step n decides by max(1 - DECAY n, TAU) [0.3,0.15,0.02,0.02]\n"
+"                             (prefix, dual or vicinity cache): after a request's n-th step each\n"
+"                             position still masked keeps softmax(logits) x the embedding matrix,\n"
+"                             which its next step adds, times min(INIT + GROWTH n, CONT), to the\n"
+"                             mask token's embedding; step n decides by max(1 - DECAY n, TAU)\n"
+"                             [0.3,0.15,0.02,0.02]\n"
 "  --mask-id ID               the mask token (LLaDA-8B 126336, LLaDA-MoE-7B 156895; with random\n"
 "                             weights and another model: the vocabulary's last; with --weights\n"
 "                             for another model: required)\n"
@@ -82,7 +88,7 @@ struct gen_args {
     struct unmask_rule rule;
     struct gen_smooth smooth;
     char rule_text[64];
-    int64_t requests, prompt_len, gen_len, block, mask_id, seed;
+    int64_t requests, prompt_len, gen_len, block, mask_id, seed, vicinity, refresh;
     double mem_gb, focus_alpha;
 };
 
@@ -98,10 +104,12 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {"ids-out", required_argument, 0, 'i'}, {"cache", required_argument, 0, 'c'},
                                       {"focus-alpha", required_argument, 0, 'a'},
                                       {"iter-smooth", optional_argument, 0, 'S'},
+                                      {"vicinity", required_argument, 0, 'W'},
+                                      {"refresh-interval", required_argument, 0, 'F'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     *a = (struct gen_args){.model = "llada-8b", .requests = -1, .prompt_len = 256, .gen_len = 256, .block = 32,
-                           .mask_id = -1, .seed = 1, .focus_alpha = 1.5};
+                           .mask_id = -1, .seed = 1, .focus_alpha = 1.5, .vicinity = 16, .refresh = 32};
     struct ts_err err;
     if (unmask_parse("threshold:0.9", &a->rule, &err))
         return EXIT_USAGE;
@@ -118,7 +126,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'N': a->name = optarg; break;
         case 'i': a->ids_out = optarg; break;
         case 'c':
-            a->cache = optarg, range = "prefix, dual or focus";
+            a->cache = optarg, range = "prefix, dual, focus or vicinity";
             bad = gen_cache_parse(optarg) < 0;
             break;
         case 'a': bad = ts_parse_double(optarg, &a->focus_alpha) || !(a->focus_alpha >= 1 && a->focus_alpha <= 64), range = "1..64"; break;
@@ -140,6 +148,8 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'b': bad = ts_parse_i64(optarg, &a->block) || a->block < 1 || a->block > UNMASK_MAX_ROWS, range = "1..1024"; break;
         case 'k': bad = ts_parse_i64(optarg, &a->mask_id) || a->mask_id < 0 || a->mask_id > INT32_MAX, range = "a token id"; break;
         case 's': bad = ts_parse_i64(optarg, &a->seed) || a->seed < 0, range = ">= 0"; break;
+        case 'W': bad = ts_parse_i64(optarg, &a->vicinity) || a->vicinity < 0 || a->vicinity > 1 << 20, range = "0..1048576"; break;
+        case 'F': bad = ts_parse_i64(optarg, &a->refresh) || a->refresh < 1 || a->refresh > 1 << 20, range = "1..1048576"; break;
         case 'M': bad = ts_parse_double(optarg, &a->mem_gb) || !(a->mem_gb > 0 && a->mem_gb < 1e6), range = "GB > 0"; break;
         case 'h': generate_usage(stdout); return 1;
         default: fprintf(stderr, "tessera engine generate: see --help\n"); return EXIT_USAGE;
@@ -362,9 +372,11 @@ int eng_generate_main(int argc, char **argv)
         .mask_id = mask_id, .vocab = m.vocab, .max_pos = m.max_pos, .seed = (uint64_t)a.seed,
         .attn_block = m.block_causal ? B : 0, .logit_chunk_rows = 2048,
         .cache = a.cache ? gen_cache_parse(a.cache) : m.block_causal ? GEN_PREFIX : GEN_DUAL,
-        .focus_alpha = a.focus_alpha, .smooth = a.smooth};
+        .focus_alpha = a.focus_alpha, .vicinity = (int32_t)a.vicinity, .refresh = (int32_t)a.refresh,
+        .smooth = a.smooth};
     /* a step's rows: room for every request's block (the dual cache: its whole sequence), within 16K */
-    const int64_t seq = (int64_t)longest + a.gen_len, each = gc.cache == GEN_DUAL ? seq : 2 * B;
+    const int64_t seq = (int64_t)longest + a.gen_len;
+    const int64_t each = gc.cache == GEN_DUAL || gc.cache == GEN_VICINITY ? seq : 2 * B;
     gc.max_tokens = (int32_t)TS_MAX(TS_MAX(seq, 2 * B), TS_MIN((int64_t)n * each, 16384));
     struct gen g;
     if (gen_init(&g, &gc, a.prompts ? &prompts : NULL, &err)) {
