@@ -162,8 +162,9 @@ int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *s
 /* dInfer's IterSmooth. A step with sd->iter_smooth turns each LM-head chunk's logits into
  * probabilities and multiplies them by the embedding matrix (the LM head's GEMM transposed); after
  * eng_smooth_next the next such step keeps logit row r's product as soft-embedding row slot[r] (-1:
- * none; at most eng_opts.smooth_rows). A step embeds, at each row that eng_tokens.soft names, the
- * token's embedding plus the weight times that soft row (plain steps: no per-layer rows, no
+ * none; at most eng_opts.smooth_rows), as the current ones once it returns (a step run again for its
+ * GEMMs' warm-up reads the same). A step embeds, at each row that eng_tokens.soft names, the token's
+ * embedding plus the weight times that current soft row (plain steps: no per-layer rows, no
  * eviction; one GPU). */
 int eng_smooth_next(struct eng *e, const int32_t *slot, int32_t R, struct ts_err *err);
 /* Captures one step into a CUDA graph (executing it once); eng_graph_replay() then reruns the

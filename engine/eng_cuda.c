@@ -129,10 +129,12 @@ struct eng {
     bool cr_pending;
     int32_t cr_R;
     float cr_alpha, cr_beta, cr_gamma;
-    /* IterSmooth (eng_smooth_next): the soft rows [smooth_rows, h], a sub-chunk's products
-     * [SMOOTH_SUB, h], and the step's maps ([3 max_tokens]: logit rows' soft rows, embedded rows'
-     * soft rows and weights; pinned twin h_sm) */
-    bf16_t *sm_soft, *sm_tmp;
+    /* IterSmooth (eng_smooth_next): the soft rows [smooth_rows, h], current (sm_cur: the embedding
+     * reads them) and the next step's (its logit rows write them; a step run again for its GEMMs'
+     * warm-up reads the same), a sub-chunk's products [SMOOTH_SUB, h], and the step's maps
+     * ([3 max_tokens]: logit rows' soft rows, embedded rows' soft rows and weights; pinned twin h_sm) */
+    bf16_t *sm_soft[2], *sm_tmp;
+    int sm_cur;
     int32_t *sm_map, *h_sm;
     float *sm_stats;   /* the plain rows' max and confidence [2 max_tokens], kept from credit's fusion */
     bool sm_step;      /* the step being run has iter_smooth */
@@ -425,7 +427,7 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
     const struct eng_opts *o = &e->o;
     const int64_t T = o->max_tokens, kvrow = (int64_t)e->m.num_kv_heads * e->m.head_dim;
     const int64_t token_bytes = (int64_t)e->m.num_layers * 2 * (kvrow + (o->feature_cache ? e->m.hidden : 0)) * 2;
-    const int64_t smooth = ((int64_t)o->smooth_rows + SMOOTH_SUB) * e->m.hidden * 2; /* IterSmooth's rows */
+    const int64_t smooth = (2LL * o->smooth_rows + SMOOTH_SUB) * e->m.hidden * 2; /* IterSmooth's rows */
     const int64_t left = budget - RESERVE_MARGIN - (e->tp ? TP_MARGIN : 0) - e->mem.weights - e->mem.workspace -
                          e->mem.blas_workspace - smooth;
     int64_t pool_tokens = o->kv_tokens > 0 ? o->kv_tokens : (left > 0 ? left / token_bytes : 0);
@@ -509,7 +511,8 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
         alloc((void **)&e->d_um, 6 * T * 4, err) || (e->o.credit_rows > 0 && alloc_credit(e, err)) ||
         alloc((void **)&e->sm_tmp, SMOOTH_SUB * h * 2, err) || alloc((void **)&e->sm_map, 3 * T * 4, err) ||
         alloc((void **)&e->sm_stats, 2 * T * 4, err) ||
-        (e->o.smooth_rows > 0 && alloc((void **)&e->sm_soft, (int64_t)e->o.smooth_rows * h * 2, err)) ||
+        (e->o.smooth_rows > 0 && (alloc((void **)&e->sm_soft[0], (int64_t)e->o.smooth_rows * h * 2, err) ||
+                                  alloc((void **)&e->sm_soft[1], (int64_t)e->o.smooth_rows * h * 2, err))) ||
         (e->o.trace_selection && alloc((void **)&e->sel_trace, SELECTION_TRACE, err)) ||
         (e->tp && alloc((void **)&e->tp_gather, 12LL * (e->o.tp_size + 1) * T, err)))
         return -1;
@@ -677,7 +680,8 @@ void eng_destroy(struct eng *e)
                    e->d_max,  e->d_conf,       e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->fc_out,
                    e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog,
                    e->moe_buf, e->moe_trace, e->tp_gather, e->d_um, e->cr_tok[0], e->cr_tok[1], e->cr_n[0],
-                   e->cr_n[1], e->cr_val[0], e->cr_val[1], e->cr_map, e->sm_soft, e->sm_tmp, e->sm_map,
+                   e->cr_n[1], e->cr_val[0], e->cr_val[1], e->cr_map, e->sm_soft[0], e->sm_soft[1], e->sm_tmp,
+                   e->sm_map,
                    e->sm_stats};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
@@ -1175,7 +1179,7 @@ static int smooth_chunk(struct eng *e, bf16_t *logits, int rows, int c0, struct 
         if (runs(e, OP_LM_HEAD) && gemm_kn(e, W(e, W_EMB, -1), logits + (size_t)s0 * V, e->sm_tmp, sub, V, h, err))
             return -1;
         if (e->sm_pending && runs(e, OP_LM_HEAD))
-            KL(k_smooth_scatter(e->sm_tmp, sub, h, e->sm_map, c0 + s0, e->sm_soft, e->stream));
+            KL(k_smooth_scatter(e->sm_tmp, sub, h, e->sm_map, c0 + s0, e->sm_soft[e->sm_cur ^ 1], e->stream));
         mark(e, OP_LM_HEAD);
     }
     return 0;
@@ -1273,7 +1277,7 @@ static int forward(struct eng *e, struct ts_err *err)
             KL(k_embed(x, W(e, W_EMB, -1), e->dm.tok_ids, T, h, st));
         if (e->sm_in > 0 && runs(e, OP_EMBED)) /* IterSmooth: a masked position's soft row added */
             KL(k_smooth_add(x, e->sm_in, h, e->sm_map + e->o.max_tokens, (const float *)(e->sm_map + 2 * e->o.max_tokens),
-                            e->sm_soft, st));
+                            e->sm_soft[e->sm_cur], st));
         mark(e, OP_EMBED);
         struct k_attn_args aa = attn_args(e, p, &e->dm);
         for (int L = 0; L < layers; L++)
@@ -1353,8 +1357,6 @@ static int evict_refused(const struct eng *e, const struct step_desc *sd, struct
     return 0;
 }
 
-/* Plans and maps the step's activations, then (run = true) reserves its KV pages and uploads its
- * arrays; nothing changes when the step is refused. 1: out of device memory. */
 /* IterSmooth's part of a step: whether it runs (sd->iter_smooth); the soft rows its logit rows keep
  * (eng_smooth_next's) checked against it; the soft rows and weights its embedded rows add
  * (eng_tokens.soft), uploaded (sm_in: how many rows, 0 where none adds one). */
@@ -1389,6 +1391,8 @@ static int smooth_prepare(struct eng *e, const struct step_desc *sd, bool split,
     return 0;
 }
 
+/* Plans and maps the step's activations, then (run = true) reserves its KV pages and uploads its
+ * arrays; nothing changes when the step is refused. 1: out of device memory. */
 static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct ts_err *err)
 {
     if (sd->logit_chunk_rows < 0 || sd->ffn_chunks < 0 || sd->attn_block < 0)
@@ -1496,7 +1500,10 @@ int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, flo
         e->cr_cur ^= 1;
         e->cr_pending = false;
     }
-    e->sm_pending = false;
+    if (e->sm_pending) { /* the soft rows the step left are the current ones */
+        e->sm_cur ^= 1;
+        e->sm_pending = false;
+    }
     /* a selecting request keeps the pages of its kept keys alone: its candidates' go back to the pool
      * (a graph of the step keeps them: its replays write there) */
     for (int32_t s = 0; s < sd->num_segs && !e->o.stateless; s++)
@@ -1554,6 +1561,10 @@ int eng_smooth_next(struct eng *e, const int32_t *slot, int32_t R, struct ts_err
                            e->o.smooth_rows);
     memcpy(e->h_sm, slot, sizeof(int32_t) * (size_t)R);
     CU(cudaMemcpyAsync(e->sm_map, e->h_sm, sizeof(int32_t) * (size_t)R, cudaMemcpyHostToDevice, e->stream));
+    /* the rows the step does not write (positions it leaves alone) carry over as they are */
+    CU(cudaMemcpyAsync(e->sm_soft[e->sm_cur ^ 1], e->sm_soft[e->sm_cur],
+                       sizeof(bf16_t) * (size_t)e->o.smooth_rows * (size_t)e->m.hidden, cudaMemcpyDeviceToDevice,
+                       e->stream));
     CU(cudaStreamSynchronize(e->stream));
     e->sm_pending = true;
     e->sm_R = R;
@@ -1884,7 +1895,7 @@ int eng_soft_rows(struct eng *e, float *dst, int32_t first, int32_t n, struct ts
         return ts_fail(err, "engine: soft rows %d..%d: the engine keeps %d", first, first + n - 1, e->o.smooth_rows);
     const int64_t k = (int64_t)n * e->m.hidden;
     bf16_t *tmp = xmalloc(sizeof *tmp * (size_t)(k ? k : 1));
-    const cudaError_t ce = k ? cudaMemcpy(tmp, e->sm_soft + (size_t)first * e->m.hidden, sizeof *tmp * (size_t)k,
+    const cudaError_t ce = k ? cudaMemcpy(tmp, e->sm_soft[e->sm_cur] + (size_t)first * e->m.hidden, sizeof *tmp * (size_t)k,
                                           cudaMemcpyDeviceToHost)
                              : cudaSuccess;
     for (int64_t i = 0; ce == cudaSuccess && i < k; i++)
