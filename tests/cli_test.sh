@@ -331,6 +331,22 @@ if [ "$(sqlite3 "$tmp/sparse.db" "select json_extract(config_json, '$.sparse_sel
 else bad "the sparse run's configuration lacks its selection and ratio"; fi
 if [ "$(sqlite3 "$tmp/sparse.db" "select count(*) > 0 and min(score_rows) > 0 from segments where keep > 0")" = 1 ]
 then ok; else bad "the sparse run stored no selecting segments"; fi
+# engine generate (where the engine is built): its bad values refused by name before any GPU work
+if $bin engine generate --help >/dev/null 2>&1; then
+    for bad in "--iter-smooth=abc|CONT 'abc' must be a number in 0..1000" \
+               "--iter-smooth=0.3,,1|INIT must be a number" \
+               "--iter-smooth --decoder topk:2|topk:K has none" \
+               "--iter-smooth --cache focus --model sdar-8b|IterSmooth runs over the prefix, dual or vicinity cache" \
+               "--cache focus --decoder credit:0.9 --model sdar-8b|--cache focus with credit decoding" \
+               "--cache vicinity --model sdar-8b|the vicinity cache runs a block between cached positions" \
+               "--vicinity -1|--vicinity: bad value '-1' (0..1048576)" \
+               "--refresh-interval 0|--refresh-interval: bad value '0' (1..1048576)" \
+               "--cache lru|--cache: bad value 'lru' (prefix, dual, focus or vicinity)"; do
+        opts=${bad%%|*} msg=${bad#*|}
+        expect 2 "engine generate $opts" -- $bin engine generate $opts
+        contains "engine generate $opts" "$msg"
+    done
+fi
 # dllm-cache: every bad value refused by name; the preset runs and stores its parameters; live
 # mode is refused at start, naming what the engine lacks
 for bad in "--update-ratio 0|'0' is not a number in (0..1]" "--update-ratio 1.01|'1.01' is not a number in (0..1]" \
