@@ -27,8 +27,8 @@ lmax=$(value lmax mosaic "$wl" 1)
 mo_run mosaic "$wl" 1 $m $g mem plan --model $m --tokens "$lmax" $base --chunking lazy --budget-gib "$MO_BUDGET"
 derived inflation mosaic "$wl" 1 "$(mo_json "$MO_F" inflation)"
 # min_timings SYSTEM T ARGS: the search's and the plan's times of the point just run (MO_F) into
-# search and plan, the least of three runs: they are this machine's (micro- to milliseconds), and a
-# busy machine (a CI running suites beside) would otherwise order them by its noise; ILP's run once,
+# search and plan, the least of three runs: they are this machine's CPU time (micro- to
+# milliseconds; a busy machine's other work does not count, its caches still do); ILP's run once,
 # its seconds dwarf it
 min_timings() {
     local f rep
@@ -114,7 +114,7 @@ memory less the weights and a 1 GiB reserve. mosaic: the bottleneck-driven (lazy
 first-fit planning; mosaic-bf: brute-force search over every pair of chunk counts; mosaic-ilp: the lazy
 search with tessera's GLPK planner over the step's whole op graph (about 200 tensors), each solve
 given $ilp_s s (its note says when it stops at that limit with the best plan found, seeded by the
-heuristics). Search and planning latencies are this machine's, single-threaded; the paper's are
+heuristics). Search and planning latencies are this machine's CPU time, single-threaded; the paper's are
 withheld. Fig. 15 (latency_ms, at 1K to 32K tokens): a whole-sequence step priced by the roofline
 with PyTorch eager's kernels in the LM-head and FFN chunks each system runs (calib price --step
 1,T,0,T/2,CHUNK,FFN), plus that system's search and planning time for the step, each step; mosaic-fc

@@ -33,7 +33,7 @@ struct plan {
     int64_t arena_bytes;    /* arena size, or reserved bytes (caching/profiled) */
     int64_t allocated_peak; /* caching: the largest allocated sum (rounded sizes) */
     int64_t theoretical;    /* the graph's theoretical peak */
-    double plan_us;         /* planning time */
+    double plan_us;         /* planning time (the thread's CPU time) */
     bool optimal;           /* ilp: proved optimal */
     char note[160];
 };

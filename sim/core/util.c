@@ -213,6 +213,13 @@ double ts_wall_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double ts_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 uint64_t ts_mix64(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ULL;

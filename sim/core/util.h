@@ -69,6 +69,8 @@ bool ts_name_eq(const char *a, const char *b);
 
 /* Monotonic wall clock in seconds, for benchmarks and progress only (never for simulated time). */
 double ts_wall_s(void);
+/* The calling thread's CPU time in seconds: its own work, whatever else the machine runs. */
+double ts_cpu_s(void);
 
 /* SplitMix64: turns (seed, stream id) into well-mixed seeds for independent GSL streams. */
 uint64_t ts_mix64(uint64_t x);
