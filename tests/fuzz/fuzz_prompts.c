@@ -1,6 +1,7 @@
 /* fuzz_prompts.c: libFuzzer target for `engine generate`'s prompt file parser (engine/eng_gen.c),
- * then a whole generation's host side over whatever it accepts, with IterSmooth, every masked
- * position committed in turn; and the input's start as --iter-smooth's value. */
+ * then a whole generation's host side over whatever it accepts (the prefix or the vicinity cache),
+ * with IterSmooth, every masked position committed in turn; and the input's start as
+ * --iter-smooth's value. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,13 +22,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     if (gen_prompts_parse("fuzz.jsonl", (const char *)data, size, 1000, 8, &p, &err))
         return 0;
+    /* the cache by the input's length: the prefix cache, or dInfer's vicinity (a window of 0 to 7, a
+     * refresh every 1 to 4 steps) */
+    const int32_t cache = size % 2 ? GEN_VICINITY : GEN_PREFIX;
     const struct gen_cfg c = {.gen_len = 32, .block = 16, .mask_id = 999, .vocab = 1000, .max_tokens = 512,
-                              .logit_chunk_rows = 64, .max_pos = 600, .smooth = GEN_SMOOTH_DEFAULTS};
+                              .logit_chunk_rows = 64, .max_pos = 600, .smooth = GEN_SMOOTH_DEFAULTS,
+                              .cache = cache, .vicinity = (int32_t)(size / 2 % 8),
+                              .refresh = (int32_t)(size / 16 % 4) + 1};
     struct gen g;
     if (gen_init(&g, &c, &p, &err) == 0) {
         struct step_desc sd;
         step_desc_init(&sd);
-        int32_t groups[16], masked[8 * 16], commit[8 * 16], slot[8 * 16], ng;
+        int32_t groups[16], masked[1024], commit[1024], slot[1024], ng; /* a step's rows: at most max_tokens */
         float taus[8];
         for (int steps = 0; gen_next_step(&g, &sd, groups, &ng, masked); steps++) {
             if (steps > 1000 || sd.tot.q_tokens > c.max_tokens)
