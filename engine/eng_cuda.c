@@ -1385,7 +1385,8 @@ static int smooth_prepare(struct eng *e, const struct step_desc *sd, bool split,
         }
     if (!any)
         return 0;
-    CU(cudaMemcpyAsync(e->sm_map + T, slot, sizeof(int32_t) * 2 * (size_t)T, cudaMemcpyHostToDevice, e->stream));
+    CU(cudaMemcpyAsync(e->sm_map + T, slot, sizeof(int32_t) * (size_t)p->T, cudaMemcpyHostToDevice, e->stream));
+    CU(cudaMemcpyAsync(e->sm_map + 2 * T, w, sizeof(float) * (size_t)p->T, cudaMemcpyHostToDevice, e->stream));
     CU(cudaStreamSynchronize(e->stream)); /* h_sm is eng_smooth_next's staging too */
     e->sm_in = p->T;
     return 0;

@@ -111,7 +111,7 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
         return ts_fail(err, "--gen-len %d: must be a positive multiple of --block %d", c->gen_len, c->block);
     if (c->cache < 0 || c->cache >= GEN_CACHES)
         return ts_fail(err, "no cache %d (prefix, dual, focus or vicinity)", c->cache);
-    const bool whole = c->cache == GEN_DUAL || c->cache == GEN_VICINITY; /* steps of the whole sequence */
+    const bool whole = gen_cache_whole(c->cache);
     if (whole && c->attn_block > 0)
         return ts_fail(err, "the %s cache runs a block between cached positions, which block-causal attention "
                             "does not allow: use the prefix cache", gen_cache_name(c->cache));
@@ -199,6 +199,8 @@ int32_t gen_cache_parse(const char *name)
             return i;
     return -1;
 }
+
+bool gen_cache_whole(int32_t cache) { return cache == GEN_DUAL || cache == GEN_VICINITY; }
 
 bool gen_commit_pending(const struct gen_req *r) { return r->prefilled && r->block > 0 && r->block_steps == 0; }
 
@@ -294,7 +296,7 @@ static void block_segment(const struct gen *g, struct gen_req *r, struct segment
 {
     const int32_t B = g->c.block, L = r->P + g->c.gen_len, cached = r->P + r->block * B;
     r->nrow = 0;
-    const bool commit = gen_commit_pending(r), whole = g->c.cache == GEN_DUAL || g->c.cache == GEN_VICINITY;
+    const bool commit = gen_commit_pending(r), whole = gen_cache_whole(g->c.cache);
     const bool refresh = r->block_steps == 0 || (g->c.cache == GEN_VICINITY && r->block_steps % g->c.refresh == 0);
     if (g->c.cache == GEN_FOCUS) {
         focus_segment(g, r, s);
@@ -336,7 +338,7 @@ bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t
         struct segment s = {.req_id = i};
         r->nrow = 0;
         r->last = GEN_SEG_NONE;
-        if (!r->prefilled && g->c.cache != GEN_DUAL && g->c.cache != GEN_VICINITY) {
+        if (!r->prefilled && !gen_cache_whole(g->c.cache)) {
             s.phase = PHASE_PREFILL;
             s.q = s.kv_write = r->P;
             r->last = GEN_SEG_PREFILL;
@@ -468,24 +470,52 @@ void gen_focus_cands(const struct step_desc *sd, const int32_t *picks, int max_p
     }
 }
 
-void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *state, int32_t *flags)
+/* --- the step's logit rows: their credits and soft rows ------------------------------------ */
+
+/* Calls f(ctx, request, logit row, response offset or -1) for each of sd's block logit rows in order
+ * (the segments of the step gen_next_step built last; a dual cache's whole-sequence step runs its
+ * logit rows past the block). */
+static void each_block_row(const struct gen *g, const struct step_desc *sd, void (*f)(void *, int32_t, int64_t, int32_t),
+                           void *ctx)
 {
-    const int32_t B = g->c.block;
     int64_t row = 0;
     for (int32_t s = 0; s < sd->num_segs; s++) {
         const int32_t i = g->seg_req[s];
         const struct gen_req *r = &g->r[i];
-        if (sd->segs[s].phase == PHASE_PREFILL)
+        if (r->last != GEN_SEG_BLOCK)
             continue;
-        for (int32_t k = 0; k < sd->segs[s].logit_rows; k++, row++) { /* the block's rows alone */
-            state[row] = k < B ? i * B + k : -1;
-            flags[row] = k >= B ? 0 : (r->decided[r->block * B + k] ? 0 : CREDIT_MASKED) |
-                                      (r->block_steps > 0 ? CREDIT_DECAY : CREDIT_CLEAR);
+        for (int32_t k = 0; k < sd->segs[s].logit_rows; k++, row++) {
+            const int32_t o = r->block * g->c.block + k;
+            f(ctx, i, row, o < g->c.gen_len ? o : -1);
         }
     }
 }
 
-/* --- IterSmooth --------------------------------------------------------------------------- */
+struct rows_ctx {
+    const struct gen *g;
+    int32_t *out, *flags;  /* each row's credit row or soft row; credit's flags */
+    const int32_t *commit;
+};
+
+/* A position's credits live while its block runs: request i's credit rows i B .. i B + B - 1. */
+static void row_credit(void *ctx, int32_t i, int64_t row, int32_t o)
+{
+    const struct rows_ctx *c = ctx;
+    const struct gen_req *r = &c->g->r[i];
+    const int32_t B = c->g->c.block, k = o - r->block * B;
+    const bool in_block = o >= 0 && k < B;
+    c->out[row] = in_block ? i * B + k : -1;
+    c->flags[row] = !in_block ? 0 : (r->decided[o] ? 0 : CREDIT_MASKED) |
+                                    (r->block_steps > 0 ? CREDIT_DECAY : CREDIT_CLEAR);
+}
+
+void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *state, int32_t *flags)
+{
+    struct rows_ctx c = {.g = g, .out = state, .flags = flags};
+    each_block_row(g, sd, row_credit, &c);
+}
+
+/* --- IterSmooth------------------------------------------------------------------------ */
 
 double gen_smooth_weight(const struct gen_smooth *s, int32_t n) { return fmin(s->init + s->growth * n, s->cont); }
 
@@ -519,38 +549,16 @@ int gen_smooth_parse(const char *spec, struct gen_smooth *out, struct ts_err *er
 
 int32_t gen_soft_rows(const struct gen *g) { return g->c.smooth.on ? g->c.requests * g->c.gen_len : 0; }
 
-/* Calls f(g, request, logit row, response offset or -1) for each of sd's block logit rows in order. */
-static void each_block_row(const struct gen *g, const struct step_desc *sd, void (*f)(void *, int32_t, int64_t, int32_t),
-                           void *ctx)
-{
-    int64_t row = 0;
-    for (int32_t s = 0; s < sd->num_segs; s++) {
-        const int32_t i = g->seg_req[s];
-        const struct gen_req *r = &g->r[i];
-        if (r->last != GEN_SEG_BLOCK)
-            continue;
-        for (int32_t k = 0; k < sd->segs[s].logit_rows; k++, row++) {
-            const int32_t o = r->block * g->c.block + k;
-            f(ctx, i, row, o < g->c.gen_len ? o : -1);
-        }
-    }
-}
-
-struct smooth_ctx {
-    const struct gen *g;
-    int32_t *slot;
-    const int32_t *commit;
-};
 
 static void row_slot(void *ctx, int32_t i, int64_t row, int32_t o)
 {
-    const struct smooth_ctx *c = ctx;
-    c->slot[row] = o < 0 ? -1 : i * c->g->c.gen_len + o;
+    const struct rows_ctx *c = ctx;
+    c->out[row] = o < 0 ? -1 : i * c->g->c.gen_len + o;
 }
 
 void gen_smooth_rows(const struct gen *g, const struct step_desc *sd, int32_t *slot)
 {
-    struct smooth_ctx c = {.g = g, .slot = slot};
+    struct rows_ctx c = {.g = g, .out = slot};
     each_block_row(g, sd, row_slot, &c);
 }
 
@@ -566,7 +574,7 @@ void gen_smooth_taus(const struct gen *g, const struct step_desc *sd, float tau,
 
 static void row_keep(void *ctx, int32_t i, int64_t row, int32_t o)
 {
-    const struct smooth_ctx *c = ctx;
+    const struct rows_ctx *c = ctx;
     struct gen_req *r = &c->g->r[i];
     if (o >= 0)
         r->soft_w[o] = r->decided[o] || c->commit[row] >= 0 ? 0.0f
@@ -575,7 +583,7 @@ static void row_keep(void *ctx, int32_t i, int64_t row, int32_t o)
 
 void gen_smooth_keep(struct gen *g, const struct step_desc *sd, const int32_t *commit)
 {
-    struct smooth_ctx c = {.g = g, .commit = commit};
+    struct rows_ctx c = {.g = g, .commit = commit};
     each_block_row(g, sd, row_keep, &c);
 }
 

@@ -130,6 +130,9 @@ void gen_free(struct gen *g);
 /* The cache's name (prefix, dual, focus, vicinity), and the cache of a name (-1: none). */
 const char *gen_cache_name(int32_t cache);
 int32_t gen_cache_parse(const char *name);
+/* Whether a cache runs a block's first step over the whole sequence (dual, vicinity: no prefill,
+ * bidirectional models only, a step of a request's whole length). */
+bool gen_cache_whole(int32_t cache);
 /* Prefix cache: whether r's finished block waits for its commit (the next block's first step). */
 bool gen_commit_pending(const struct gen_req *r);
 /* Request req's token id at pos, -1 past its end. */

@@ -376,7 +376,7 @@ int eng_generate_main(int argc, char **argv)
         .smooth = a.smooth};
     /* a step's rows: room for every request's block (the dual cache: its whole sequence), within 16K */
     const int64_t seq = (int64_t)longest + a.gen_len;
-    const int64_t each = gc.cache == GEN_DUAL || gc.cache == GEN_VICINITY ? seq : 2 * B;
+    const int64_t each = gen_cache_whole(gc.cache) ? seq : 2 * B;
     gc.max_tokens = (int32_t)TS_MAX(TS_MAX(seq, 2 * B), TS_MIN((int64_t)n * each, 16384));
     struct gen g;
     if (gen_init(&g, &gc, a.prompts ? &prompts : NULL, &err)) {
