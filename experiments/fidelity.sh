@@ -130,7 +130,11 @@ for model in $models; do
                             gsub("%", ""); printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", m, p, s, r, $1, steps, meas, $4, $7, $10 >> f
                             print m, p, s, r, $0; next }
                         /^    / { print "   ", $0 }'
-                tail -n +2 "$scratch/steps-$tag.csv" | sed "s/^/$tag,/" >>"$out/all-steps.csv"
+                # the table's columns by name (calib eval --csv has more: max_kv, each op's times)
+                awk -F, -v OFS=, -v tag="$tag" 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+                    { print tag, $col["step_id"], $col["segments"], $col["q_tokens"], $col["kv_tokens"],
+                          $col["logit_rows"], $col["measured_s"], $col["calibrated_s"], $col["roofline_s"] }' \
+                    "$scratch/steps-$tag.csv" >>"$out/all-steps.csv"
             done
         done
     done

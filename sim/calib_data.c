@@ -133,15 +133,16 @@ static int parse_selection(const char *path, long lineno, const char *keep, cons
 }
 
 /* A row's dLLM-Cache fields (NULL: the column is absent, 0): fc_rows the segment's hidden rows, q
- * computed over the kv others; probe at most fc_rows, and at least the q picked among it. */
+ * computed over the kv others, its logits over none or all of them; probe at most fc_rows, and at
+ * least the q picked among it. */
 static int parse_fc(const char *path, long lineno, const char *rows, const char *probe, struct calib_row *r,
                     struct ts_err *err)
 {
     int64_t n = 0, p = 0;
-    if (rows && (ts_parse_i64(rows, &n) || n < 0 || (n > 0 && ((int64_t)r->q + r->kv != n || r->keep || r->kv_long ||
-                                                               r->logit_rows))))
-        return ts_fail(err, "%s:%ld: fc_rows: not a dLLM-Cache step's rows, q + kv, without logits, selection or "
-                            "uneven caches ('%s')", path, lineno, rows);
+    if (rows && (ts_parse_i64(rows, &n) || n < 0 ||
+                 (n > 0 && ((int64_t)r->q + r->kv != n || r->keep || r->kv_long || (r->logit_rows && r->logit_rows != n)))))
+        return ts_fail(err, "%s:%ld: fc_rows: not a dLLM-Cache step's rows, q + kv, with logits over none or all of "
+                            "them, without selection or uneven caches ('%s')", path, lineno, rows);
     if (probe && (ts_parse_i64(probe, &p) || p < 0 || (p > 0 && (n == 0 || p > n || p < r->q))))
         return ts_fail(err, "%s:%ld: probe: not a count of a dLLM-Cache step's rows its q are picked among ('%s')",
                        path, lineno, probe);
@@ -725,7 +726,7 @@ void calib_row_step(const struct calib_row *r, struct step_desc *sd)
     sd->front_layers = r->fc_rows > 0;
     sd->cache_outputs = r->fc_rows > 0;
     for (int32_t i = 0; i < r->segs && r->fc_rows > 0; i++)
-        step_desc_add_fc(sd, i, r->q, r->fc_rows, r->probe, 0);
+        step_desc_add_fc(sd, i, r->q, r->fc_rows, r->probe, r->logit_rows);
     for (int32_t i = 0; i < r->segs && r->fc_rows == 0; i++) {
         const int32_t kv = calib_row_kv(r, i);
         struct segment seg = {.req_id = i, .q = calib_row_q(r, i), .kv = kv, .logit_rows = r->logit_rows,

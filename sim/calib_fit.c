@@ -46,6 +46,9 @@ struct calib {
     char device[128], model[64];
     struct curve tok[OP_COUNT]; /* token-driven ops */
     struct curve lm, sample;    /* per chunk of rows */
+    struct curve lm_carry, sample_carry; /* the same after layers that computed few of the rows (a
+                                          * dLLM-Cache step's logits over its carried rows too); n = 0:
+                                          * the profile has no such step */
     double beta[ATTN_FEATURES]; /* attention least squares */
     double sel[2][SELECT_FEATURES]; /* the selection's least squares, [sel_heads] */
     bool has_sel[2];                /* fitted (the profile had selecting steps of that kind) */
@@ -81,6 +84,8 @@ void calib_free(struct calib *c)
         curve_free(&c->tok[i]);
     curve_free(&c->lm);
     curve_free(&c->sample);
+    curve_free(&c->lm_carry);
+    curve_free(&c->sample_carry);
     calib_data_free(&c->own);
     free(c);
 }
@@ -704,13 +709,17 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
         if (curve_build(&c->tok[op], x, y, n, cost_op_name(op), err))
             goto done;
     }
-    /* LM head and sampling: per-chunk points */
-    for (int which = 0; which < 2; which++) {
-        enum cost_op op = which ? OP_SAMPLE : OP_LM_HEAD;
+    /* LM head and sampling: per-chunk points, of the steps that computed every row they take logits of
+     * and, apart (where the profile has them), of dLLM-Cache's steps that take them over carried rows
+     * too: after layers that computed few rows the card's clock is not the one a compute-bound step
+     * holds under its power limit, and its LM head runs faster */
+    for (int which = 0; which < 4; which++) {
+        const enum cost_op op = which % 2 ? OP_SAMPLE : OP_LM_HEAD;
+        const bool carry = which >= 2;
         int n = 0;
         for (size_t i = 0; i < d->n; i++) {
             const struct calib_row *r = &d->rows[i];
-            if (r->op != op || r->logit_rows == 0)
+            if (r->op != op || r->logit_rows == 0 || (r->fc_rows > 0) != carry)
                 continue;
             int64_t R = (int64_t)r->segs * r->logit_rows, chunks = (R + PROFILE_LOGIT_CHUNK - 1) / PROFILE_LOGIT_CHUNK;
             if (R > PROFILE_LOGIT_CHUNK && R % PROFILE_LOGIT_CHUNK)
@@ -718,7 +727,10 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
             x[n] = (double)(chunks > 1 ? PROFILE_LOGIT_CHUNK : R);
             y[n++] = r->ms / (double)chunks;
         }
-        if (curve_build(which ? &c->sample : &c->lm, x, y, n, cost_op_name(op), err))
+        if (carry && n == 0)
+            continue; /* priced by the first curves */
+        struct curve *cv = carry ? (which % 2 ? &c->sample_carry : &c->lm_carry) : which % 2 ? &c->sample : &c->lm;
+        if (curve_build(cv, x, y, n, cost_op_name(op), err))
             goto done;
     }
     /* attention: weighted least squares (weights 1/y^2: relative errors) */
@@ -753,7 +765,9 @@ int64_t calib_max_tokens(const struct calib *c) { return c->max_T; }
 
 /* --- pricing ----------------------------------------------------------------------------- */
 
-static double chunked(const struct curve *cv, int64_t R, int64_t chunk, bool extrapolate)
+/* R rows in chunks of `chunk` (<= 0: one) by the per-chunk curve cv; with `carry` (n > 0) each chunk
+ * scaled by carry's time over cv's at its size (taken within carry's sizes, flat outside them) */
+static double chunked(const struct curve *cv, const struct curve *carry, int64_t R, int64_t chunk, bool extrapolate)
 {
     if (R <= 0)
         return 0;
@@ -761,13 +775,19 @@ static double chunked(const struct curve *cv, int64_t R, int64_t chunk, bool ext
         chunk = R;
     double max_rows = cv->x[cv->n - 1], total = 0, y;
     for (int64_t r0 = 0; r0 < R; r0 += chunk) {
-        double rows = (double)TS_MIN(chunk, R - r0);
+        double rows = (double)TS_MIN(chunk, R - r0), ratio = 1, yc, yb;
+        if (carry && carry->n > 0) {
+            const double at = fmin(fmax(rows, carry->x[0]), carry->x[carry->n - 1]);
+            curve_eval(carry, at, false, &yc);
+            curve_eval(cv, fmin(at, max_rows), false, &yb);
+            ratio = yb > 0 ? yc / yb : 1;
+        }
         if (rows > max_rows) { /* as several chunks of the largest profiled size */
             curve_eval(cv, max_rows, extrapolate, &y);
-            total += y * rows / max_rows;
+            total += ratio * y * rows / max_rows;
         } else {
             curve_eval(cv, rows, extrapolate, &y);
-            total += y;
+            total += ratio * y;
         }
     }
     return total;
@@ -887,8 +907,10 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
         bd->op_s[OP_FEAT_CACHE] = fc * 1e-3;
         ms += fc;
     }
-    double lm = chunked(&c->lm, t->logit_rows, sd->logit_chunk_rows, extrapolate);
-    double smp = chunked(&c->sample, t->logit_rows, sd->logit_chunk_rows, extrapolate);
+    /* logits of rows the later layers did not compute (carried): the LM head after light layers */
+    const bool carried = t->logit_rows > t->q_tokens;
+    double lm = chunked(&c->lm, carried ? &c->lm_carry : NULL, t->logit_rows, sd->logit_chunk_rows, extrapolate);
+    double smp = chunked(&c->sample, carried ? &c->sample_carry : NULL, t->logit_rows, sd->logit_chunk_rows, extrapolate);
     if (sd->iter_smooth) { /* the profile grid runs no IterSmooth: its GEMM and softmax as the LM head's twins */
         lm *= 2;
         smp *= 2;
@@ -916,6 +938,16 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
 }
 
 /* --- report ------------------------------------------------------------------------------ */
+
+/* The least (or with max the largest) of a's times over b's at a's sizes */
+static double curve_ratio_min_max(const struct curve *a, const struct curve *b, bool max)
+{
+    double r = max ? 0 : INFINITY, yb;
+    for (int i = 0; i < a->n; i++)
+        if (curve_eval(b, a->x[i], false, &yb) == 0 && yb > 0)
+            r = max ? fmax(r, a->y[i] / yb) : fmin(r, a->y[i] / yb);
+    return r;
+}
 
 void calib_show(const struct calib *c, FILE *out)
 {
@@ -964,6 +996,11 @@ void calib_show(const struct calib *c, FILE *out)
         fprintf(out, "%-10s %-40s %11.2f%% %11.2f%%\n", cost_op_name((enum cost_op)op), model,
                 n ? 100 * sqrt(ss / n) : 0.0, 100 * mx);
     }
+    if (c->lm_carry.n > 0) /* priced as a ratio to the first curve at each chunk's size */
+        fprintf(out, "lm_head and sample over carried rows (dLLM-Cache's logits): %.3f..%.3f of the curves above over "
+                     "%d chunk sizes (%.0f..%.0f)\n",
+                curve_ratio_min_max(&c->lm_carry, &c->lm, false), curve_ratio_min_max(&c->lm_carry, &c->lm, true),
+                c->lm_carry.n, c->lm_carry.x[0], c->lm_carry.x[c->lm_carry.n - 1]);
     static const char *const term[ATTN_FEATURES] = {" sum q(q+kv)", " sum ceil(q/64)(q+kv)", " sum q", " segs",
                                                     " max(q+kv)", "", " sum kv", " sum_long q(q+kv)",
                                                     " sum_long ceil(q/128)(q+kv)", " mma_waves*keys_a_block"};

@@ -566,6 +566,94 @@ START_TEST(feature_cache_priced_from_its_steps)
 }
 END_TEST
 
+/* The LM head and sampling of a step taking logits over rows its later layers did not compute (a
+ * dLLM-Cache step's carried rows): priced by the plain curves while the profile has no such step;
+ * with the fc grid's steps with logits over every row, at those steps' share of the plain curves
+ * (planted 0.85 and 0.9, within their sizes and flat below them); steps without carried logits
+ * are priced as before. An fc row's logits over some but not all of its rows are refused. */
+START_TEST(lm_head_over_carried_rows)
+{
+    struct calib_data d;
+    planted(&d);
+    planted_fc(&d);
+    struct ts_err err;
+    struct calib *plain, *c;
+    ck_assert_msg(calib_fit(&d, &plain, &err) == 0, "%s", err.msg);
+    struct cost_ctx cx = {.model = *model_find("llada-8b")};
+    struct gpu_table *t = gpu_table_create();
+    ck_assert_int_eq(gpu_lookup(t, "h200", &cx.gpu, NULL), 0);
+    gpu_table_destroy(t);
+    ck_assert_int_eq(impl_resolve("tessera", &cx.impl, NULL), 0);
+    struct step_desc sd, whole;
+    step_desc_init(&sd);
+    step_desc_init(&whole);
+    struct cost_breakdown bd, bw;
+    double secs;
+    /* the plain curves' LM head and sampling at R rows: a step computing every row it takes logits of */
+    double lm_at[2][3];
+    const int Rs[3] = {100, 576, 1536};
+    for (int i = 0; i < 3; i++) {
+        step_desc_clear(&whole);
+        struct segment g = {.req_id = 0, .q = Rs[i], .logit_rows = Rs[i], .phase = PHASE_FULL};
+        step_desc_add(&whole, &g);
+        ck_assert_msg(calib_step_ctx_s(&cx, plain, &whole, true, &secs, &bw, &err) == 0, "%s", err.msg);
+        lm_at[0][i] = bw.op_s[OP_LM_HEAD] * 1e3, lm_at[1][i] = bw.op_s[OP_SAMPLE] * 1e3;
+    }
+    /* the fc steps' partial updates with logits over every row, one chunk each (R <= 2048) */
+    const int n0 = (int)d.n;
+    for (int i = 0; i < n0; i++) {
+        const struct calib_row r = d.rows[i];
+        if (r.op != OP_FEAT_CACHE || r.probe == 0 || r.q != r.probe / 4 || r.segs * r.fc_rows > 2048)
+            continue;
+        const int R = r.segs * r.fc_rows;
+        step_desc_clear(&whole);
+        struct segment g = {.req_id = 0, .q = R, .logit_rows = R, .phase = PHASE_FULL};
+        step_desc_add(&whole, &g);
+        ck_assert_msg(calib_step_ctx_s(&cx, plain, &whole, true, &secs, &bw, &err) == 0, "%s", err.msg);
+        for (int k = 0; k < 2; k++) {
+            add(&d, r.segs, r.q, r.kv, r.fc_rows, k ? OP_SAMPLE : OP_LM_HEAD,
+                (k ? 0.9 * bw.op_s[OP_SAMPLE] : 0.85 * bw.op_s[OP_LM_HEAD]) * 1e3);
+            d.rows[d.n - 1].fc_rows = r.fc_rows, d.rows[d.n - 1].probe = r.probe;
+        }
+    }
+    ck_assert_int_gt((int)d.n, n0 + 4);
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    for (int i = 0; i < 3; i++) {
+        const int rows = Rs[i], q = rows / 8;
+        step_desc_clear(&sd);
+        sd.front_layers = 1;
+        sd.cache_outputs = true;
+        step_desc_add_fc(&sd, 0, q, rows, rows / 2, rows); /* logits over every row, q of them computed */
+        ck_assert_msg(calib_step_ctx_s(&cx, plain, &sd, true, &secs, &bd, &err) == 0, "%s", err.msg);
+        ck_assert_msg(fabs(bd.op_s[OP_LM_HEAD] * 1e3 - lm_at[0][i]) < 1e-9, "%g vs %g", bd.op_s[OP_LM_HEAD] * 1e3,
+                      lm_at[0][i]);
+        ck_assert_msg(calib_step_ctx_s(&cx, c, &sd, true, &secs, &bd, &err) == 0, "%s", err.msg);
+        if (i < 2) { /* 576 is a point of the carried curve, 100 lies below its first (192): exact */
+            ck_assert_msg(fabs(bd.op_s[OP_LM_HEAD] * 1e3 / lm_at[0][i] - 0.85) < 1e-9, "%g",
+                          bd.op_s[OP_LM_HEAD] * 1e3 / lm_at[0][i]);
+            ck_assert_msg(fabs(bd.op_s[OP_SAMPLE] * 1e3 / lm_at[1][i] - 0.9) < 1e-9, "%g",
+                          bd.op_s[OP_SAMPLE] * 1e3 / lm_at[1][i]);
+        } else /* between its points: near the planted share */
+            ck_assert(fabs(bd.op_s[OP_LM_HEAD] * 1e3 / lm_at[0][i] - 0.85) < 0.02);
+        step_desc_clear(&whole);
+        struct segment g = {.req_id = 0, .q = rows, .logit_rows = rows, .phase = PHASE_FULL};
+        step_desc_add(&whole, &g);
+        ck_assert_msg(calib_step_ctx_s(&cx, c, &whole, true, &secs, &bw, &err) == 0, "%s", err.msg);
+        ck_assert(fabs(bw.op_s[OP_LM_HEAD] * 1e3 - lm_at[0][i]) < 1e-9); /* no carried rows: as before */
+    }
+    struct calib_data e;
+    char text[] = "device,model,segs,q,kv,logit_rows,op,ms,total_ms,attn_rules,kv_long,keep,sel_heads,fc_rows,"
+                  "probe\n\"NVIDIA H200\",llada-8b,1,64,492,64,lm_head,1,1,1,0,0,0,556,256\n";
+    ck_assert_int_ne(calib_data_parse("fc.csv", text, &e, &err), 0);
+    ck_assert_msg(strstr(err.msg, "fc_rows") && strstr(err.msg, "fc.csv:2"), "%s", err.msg);
+    step_desc_free(&sd);
+    step_desc_free(&whole);
+    calib_free(plain);
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
 /* A planted host/GPU split: host issue = 40 + 0.5 segs ms; GPU-bound eager steps take their GPU
  * time + 1 ms. */
 static double planted_host(int segs) { return 40.0 + 0.5 * segs; }
@@ -1249,6 +1337,7 @@ int main(void)
     tcase_add_test(tc, a_part_is_not_a_calibration);
     tcase_add_test(tc, merge_takes_row_medians);
     tcase_add_test(tc, feature_cache_priced_from_its_steps);
+    tcase_add_test(tc, lm_head_over_carried_rows);
     suite_add_tcase(s, tc);
     return run_suite("calib", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

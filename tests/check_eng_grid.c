@@ -62,7 +62,7 @@ START_TEST(long_part_follows_the_context)
     ck_assert_int_eq(skipped, 0);
     free(g);
     g = profile_grid(model_find("llada-8b"), GRID_ALL, -1, &n, NULL);
-    ck_assert_uint_eq(n, 202 + 42 + 26 + 48);
+    ck_assert_uint_eq(n, 202 + 42 + 26 + 64);
     free(g);
     /* SDAR-8B's 32,768: 9 even and 4 uneven steps over each of 8,192 and 16,384 keys */
     const struct model_cfg *sdar = model_find("sdar-8b");
@@ -92,7 +92,7 @@ START_TEST(long_part_follows_the_context)
     ck_assert_int_eq(uneven, 8);
     free(g);
     g = profile_grid(sdar, GRID_ALL, -1, &n, NULL);
-    ck_assert_uint_eq(n, 202 + 42 + 26 + 26 + 48);
+    ck_assert_uint_eq(n, 202 + 42 + 26 + 26 + 64);
     free(g);
     /* a context of 16,384 keeps only the 8,192-key caches */
     struct model_cfg short_ctx = *sdar;
@@ -131,21 +131,24 @@ START_TEST(select_part)
 END_TEST
 
 /* dLLM-Cache's steps: 16 shapes of prompt and response (up to 16,384 rows, the model's context),
- * each a partial update of a quarter of the response, a response refresh, and a partial update of
- * half (short prompt) or a whole refresh (long prompt); as steps, the shapes the policy emits. */
+ * each a partial update of a quarter of the response (twice: without logits and with them over every
+ * row), a response refresh, and a partial update of half (short prompt) or a whole refresh (long
+ * prompt); as steps, the shapes the policy emits. */
 START_TEST(fc_part)
 {
     size_t n = 0;
     struct prof_step *g = profile_grid(model_find("llada-8b"), GRID_FC, -1, &n, NULL);
-    ck_assert_uint_eq(n, 48);
-    int partial = 0, response = 0, whole = 0;
+    ck_assert_uint_eq(n, 64);
+    int partial = 0, response = 0, whole = 0, with_logits = 0;
     struct step_desc sd;
     step_desc_init(&sd);
     for (size_t i = 0; i < n; i++) {
         const struct prof_step *p = &g[i];
         ck_assert_int_le((long)p->segs * p->fc_rows, 16384);
         ck_assert_int_eq(p->q + p->kv, p->fc_rows);
-        ck_assert(p->logits == 0 && p->keep == 0 && p->kv_long == 0);
+        ck_assert(p->keep == 0 && p->kv_long == 0);
+        ck_assert(p->logits == 0 || (p->probe > 0 && p->q == p->probe / 4)); /* the quarter's twin */
+        with_logits += p->logits;
         partial += p->probe > 0, response += p->probe == 0 && p->q < p->fc_rows, whole += p->q == p->fc_rows;
         ck_assert(p->probe == 0 || (p->q == p->probe / 4 || p->q == p->probe / 2));
         fc_step(p, 10, &sd);
@@ -154,10 +157,13 @@ START_TEST(fc_part)
         ck_assert_int_eq(sd.tot.rows, (int64_t)p->segs * p->fc_rows);
         ck_assert_int_eq(sd.tot.q_tokens, (int64_t)p->segs * p->q);
         ck_assert_int_eq(sd.tot.probe_tokens, (int64_t)p->segs * p->probe);
+        ck_assert_int_eq(sd.tot.logit_rows, p->logits ? (int64_t)p->segs * p->fc_rows : 0);
+        ck_assert_int_eq(prof_logit_rows(p), p->logits ? p->fc_rows : 0);
         ck_assert_int_eq(sd.segs[0].req_id, 10);
         ck_assert(segment_check(&sd.segs[0]) == NULL);
     }
-    ck_assert_int_eq(partial, 24);
+    ck_assert_int_eq(partial, 40);
+    ck_assert_int_eq(with_logits, 16);
     ck_assert_int_eq(response, 16);
     ck_assert_int_eq(whole, 8);
     step_desc_free(&sd);
@@ -165,7 +171,7 @@ START_TEST(fc_part)
     struct model_cfg short_ctx = *model_find("llada-8b");
     short_ctx.max_pos = 600; /* the 512-token prompt with a 64-token response only, and 128 + 256 */
     g = profile_grid(&short_ctx, GRID_FC, -1, &n, NULL);
-    ck_assert_uint_eq(n, 3 * 3 * 3);
+    ck_assert_uint_eq(n, 3 * 3 * 4);
     free(g);
     ck_assert_int_eq(grid_part_parse("fc"), GRID_FC);
 }
@@ -192,7 +198,7 @@ START_TEST(long_steps_fit_the_pool)
     free(g);
     /* the base grid is never cut: the profile's engine holds it */
     g = profile_grid(sdar, GRID_ALL, 100000, &n, &skipped);
-    ck_assert_uint_eq(n, 202 + 42 + 26 + 48 + all - 6);
+    ck_assert_uint_eq(n, 202 + 42 + 26 + 64 + all - 6);
     free(g);
 }
 END_TEST

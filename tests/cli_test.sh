@@ -61,10 +61,12 @@ fi
 # caches, the engine of launch rules 4), fidelity-h200-dllm-cache (LLaDA-8B's dLLM-Cache runs, the
 # calibration with the fc grid, which is shipped), fidelity-h200-moe (LLaDA2.0-mini and LLaDA-MoE-7B,
 # balanced routing), fidelity-h100 (LLaDA-8B, SDAR-8B and Dream-7B on the H100), each with its -oos
-# twin. Each in-sample record's calibration is `calib merge`
+# twin, and fidelity-h100-policies-oos (LLaDA-8B's dLLM-Cache and sparse runs on the H100, priced by
+# fidelity-h100's calibration merged with an fc profile of another machine, kept as it is). Each
+# in-sample record's calibration is `calib merge`
 # of the profiles it keeps in profiles/ (the mixtures' and the H100's: one profile each, merged with another
 # machine's ladder, kept as they are), and the
-# shipped calibrations are, byte for byte, the in-sample records' (current below).
+# shipped calibrations are, byte for byte, the records' named by current below.
 root=$(cd "$(dirname "$0")/.." && pwd)
 rec_dir="$root/experiments/records"
 current() { # current GPU-MODEL IMPL: the record whose calibration is shipped
@@ -73,7 +75,8 @@ current() { # current GPU-MODEL IMPL: the record whose calibration is shipped
         h200-sdar-8b-tessera) echo fidelity-h200-sdar ;; h200-sdar-8b-tessera-fused) echo fidelity-h200-fused-sdar ;;
         h200-dream-7b-tessera) echo fidelity-h200-dream ;; h200-dream-7b-tessera-fused) echo fidelity-h200-fused-dream ;;
         h200-llada2.0-mini-tessera | h200-llada-moe-7b-tessera) echo fidelity-h200-moe ;;
-        h100-llada-8b-tessera | h100-sdar-8b-tessera | h100-dream-7b-tessera) echo fidelity-h100 ;;
+        h100-llada-8b-tessera) echo fidelity-h100-policies-oos ;;
+        h100-sdar-8b-tessera | h100-dream-7b-tessera) echo fidelity-h100 ;;
     esac
 }
 if command -v python3 >/dev/null 2>&1; then
@@ -81,7 +84,7 @@ if command -v python3 >/dev/null 2>&1; then
         fidelity-h200-sdar-oos fidelity-h200-fused-sdar fidelity-h200-fused-sdar-oos fidelity-h200-dream \
         fidelity-h200-dream-oos fidelity-h200-fused-dream fidelity-h200-fused-dream-oos fidelity-h200-sparse \
         fidelity-h200-sparse-oos fidelity-h200-dllm-cache fidelity-h200-dllm-cache-oos fidelity-h200-moe \
-        fidelity-h200-moe-oos fidelity-h100 fidelity-h100-oos; do
+        fidelity-h200-moe-oos fidelity-h100 fidelity-h100-oos fidelity-h100-policies-oos; do
         echo "cli: ... re-evaluating $rec" >&2
         want="$rec_dir/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         export POLICIES="dual block"
@@ -92,6 +95,7 @@ if command -v python3 >/dev/null 2>&1; then
         case $rec in *moe*) models="llada2.0-mini llada-moe-7b" runs=16 ;; esac
         gpu=h200
         case $rec in *h100*) models="llada-8b sdar-8b dream-7b" runs=24 gpu=h100 ;; esac
+        case $rec in *h100-policies*) models=llada-8b runs=12 POLICIES="dllm-cache sparse sparse-head" ;; esac
         mkdir -p "$cal"
         for m in $models; do
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"

@@ -28,6 +28,11 @@ int prof_q(const struct prof_step *p, int s)
     return p->q_long > 0 && s == p->segs - 1 ? p->q_long : p->q;
 }
 
+int prof_logit_rows(const struct prof_step *p)
+{
+    return p->logits ? (p->fc_rows > 0 ? p->fc_rows : p->q) : 0;
+}
+
 static void add(struct prof_step **g, size_t *cap, size_t *n, struct prof_step s)
 {
     ts_grow((void **)g, cap, *n + 1, sizeof **g);
@@ -149,7 +154,10 @@ static void select_grid(const struct model_cfg *m, struct prof_step **g, size_t 
 /* dLLM-Cache's steps: 1, 4 and 16 sequences of a prompt of 128 or 512 tokens and a response of 64,
  * 256 or 1,024 (up to 16,384 rows in all and the model's context), without logits: a partial
  * update of a quarter of the response (and of half, beside the short prompt), the response
- * refreshed over the cached prompt, and (beside the long prompt) the whole sequence refreshed. */
+ * refreshed over the cached prompt, and (beside the long prompt) the whole sequence refreshed; and
+ * the quarter's update again with logits over every row, as dLLM-Cache's steps take them: an LM head
+ * after layers that computed few rows runs at another clock than after a step that computed them all
+ * (the calibration's LM head over carried rows). */
 static void fc_grid(const struct model_cfg *m, struct prof_step **g, size_t *cap, size_t *n)
 {
     static const int seg_grid[] = {1, 4, 16}, resp_grid[] = {64, 256, 1024}, prompt_grid[] = {128, 512};
@@ -160,6 +168,7 @@ static void fc_grid(const struct model_cfg *m, struct prof_step **g, size_t *cap
                 if ((int64_t)segs * rows > 16384 || rows > m->max_pos)
                     continue;
                 add(g, cap, n, (struct prof_step){segs, G / 4, rows - G / 4, .fc_rows = rows, .probe = G});
+                add(g, cap, n, (struct prof_step){segs, G / 4, rows - G / 4, .logits = 1, .fc_rows = rows, .probe = G});
                 add(g, cap, n, (struct prof_step){segs, G, P, .fc_rows = rows});
                 if (P == prompt_grid[0])
                     add(g, cap, n, (struct prof_step){segs, G / 2, rows - G / 2, .fc_rows = rows, .probe = G});
@@ -174,7 +183,7 @@ void fc_step(const struct prof_step *p, int64_t req, struct step_desc *sd)
     sd->front_layers = 1;
     sd->cache_outputs = true;
     for (int s = 0; s < p->segs; s++)
-        step_desc_add_fc(sd, (int32_t)(req + s), p->q, p->fc_rows, p->probe, 0);
+        step_desc_add_fc(sd, (int32_t)(req + s), p->q, p->fc_rows, p->probe, prof_logit_rows(p));
 }
 
 struct prof_step *profile_grid(const struct model_cfg *m, enum grid_part part, int64_t kv_pool_tokens,

@@ -26,7 +26,8 @@
  * where kv_long > 0: an uneven step; or q_long rows over kv_long, where q_long > 0), with logits for every query token or none; keep > 0: each
  * sequence's last PROFILE_SCORE_ROWS rows select keep of its others (per K/V head with sel_heads);
  * fc_rows > 0: a dLLM-Cache step (fc_step) of sequences of fc_rows hidden rows, q of them computed
- * over the kv = fc_rows - q others (carried) and, with probe > 0, picked among its last probe rows. */
+ * over the kv = fc_rows - q others (carried) and, with probe > 0, picked among its last probe rows;
+ * its logits, where it has them, over all fc_rows. */
 struct prof_step {
     int segs, q, kv, logits, kv_long, keep, sel_heads, fc_rows, probe;
     int q_long; /* > 0: a mixed step, its last sequence q_long rows over kv_long cached keys */
@@ -46,6 +47,9 @@ void fc_step(const struct prof_step *p, int64_t req, struct step_desc *sd);
 int prof_kv(const struct prof_step *p, int s);
 /* The rows of sequence s of a profiled step */
 int prof_q(const struct prof_step *p, int s);
+/* The logit rows a sequence of a profiled step takes: with logits, every query row, or a dLLM-Cache
+ * step's every row (carried ones too); 0 without */
+int prof_logit_rows(const struct prof_step *p);
 
 /* The grid's steps (*n of them; the caller frees the array; NULL when there are none). The long
  * part holds only steps whose sequences fit the model's context (q + kv <= max_pos) and whose

@@ -156,7 +156,7 @@ static int profile_time(struct eng *e, struct step_desc *sd, const struct prof_s
         fc_step(p, req, sd);
     for (int s = 0; s < p->segs && p->fc_rows == 0; s++) {
         struct segment g = {.req_id = (int32_t)(req + s), .q = prof_q(p, s), .kv = prof_kv(p, s),
-                            .logit_rows = p->logits ? p->q : 0, .phase = p->keep ? PHASE_REFRESH : PHASE_REUSE,
+                            .logit_rows = prof_logit_rows(p), .phase = p->keep ? PHASE_REFRESH : PHASE_REUSE,
                             .kv_write = p->keep, .keep = p->keep, .score_rows = p->keep ? PROFILE_SCORE_ROWS : 0};
         step_desc_add(sd, &g);
     }
@@ -208,7 +208,7 @@ static int profile_store(sqlite3_stmt *ins, const struct machine *mc, const char
         sqlite3_bind_int(ins, k++, p->segs);
         sqlite3_bind_int(ins, k++, p->q);
         sqlite3_bind_int(ins, k++, p->kv);
-        sqlite3_bind_int(ins, k++, p->logits ? p->q : 0);
+        sqlite3_bind_int(ins, k++, prof_logit_rows(p));
         sqlite3_bind_text(ins, k++, cost_op_name((enum cost_op)op), -1, SQLITE_STATIC);
         sqlite3_bind_double(ins, k++, op_ms[op]);
         sqlite3_bind_double(ins, k++, total_ms);
@@ -294,8 +294,9 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
             goto rollback;
         }
         if (p->fc_rows > 0)
-            fprintf(out, "  %2d x %5d rows, %5d computed%s: %9.3f ms\n", p->segs, p->fc_rows, p->q,
-                    p->probe ? " (picked)" : p->q < p->fc_rows ? " (the response)" : "", total);
+            fprintf(out, "  %2d x %5d rows, %5d computed%s%s: %9.3f ms\n", p->segs, p->fc_rows, p->q,
+                    p->probe ? " (picked)" : p->q < p->fc_rows ? " (the response)" : "",
+                    p->logits ? ", logits over every row" : "", total);
         else if (p->keep > 0)
             fprintf(out, "  %2d x q %5d keeping %5d, %s: %9.3f ms\n", p->segs, p->q, p->keep,
                     p->sel_heads ? "a set per K/V head" : "one set for all heads", total);
