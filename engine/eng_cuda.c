@@ -681,8 +681,7 @@ void eng_destroy(struct eng *e)
                    e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog,
                    e->moe_buf, e->moe_trace, e->tp_gather, e->d_um, e->cr_tok[0], e->cr_tok[1], e->cr_n[0],
                    e->cr_n[1], e->cr_val[0], e->cr_val[1], e->cr_map, e->sm_soft[0], e->sm_soft[1], e->sm_tmp,
-                   e->sm_map,
-                   e->sm_stats};
+                   e->sm_map, e->sm_stats};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -1518,15 +1517,26 @@ void eng_set_tokens(struct eng *e, const struct eng_tokens *t)
     e->tokens = t ? *t : (struct eng_tokens){0};
 }
 
+/* What eng_credit_next and eng_smooth_next check first (what: the feature's name): the engine keeps
+ * `have` rows of its `kind`, sized by eng_opts.`opt`, on one GPU, and the next step has R logit rows,
+ * at most max_tokens. */
+static int next_rows_check(const struct eng *e, const char *what, const char *kind, const char *opt, int32_t have,
+                           int32_t R, struct ts_err *err)
+{
+    if (have < 1 || e->tp)
+        return ts_fail(err, "%s: the engine was made without %s rows (eng_opts.%s)%s", what, kind, opt,
+                       e->tp ? " or is split over GPUs" : "");
+    if (R < 0 || R > e->o.max_tokens)
+        return ts_fail(err, "%s: %d logit rows (at most %d)", what, R, e->o.max_tokens);
+    return 0;
+}
+
 int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *state, const int32_t *flags, int32_t R,
                     struct ts_err *err)
 {
     const int32_t T = e->o.max_tokens;
-    if (e->o.credit_rows < 1 || e->tp)
-        return ts_fail(err, "credit decoding: the engine was made without credit rows (eng_opts.credit_rows)%s",
-                       e->tp ? " or is split over GPUs" : "");
-    if (R < 0 || R > T)
-        return ts_fail(err, "credit decoding: %d logit rows (at most %d)", R, T);
+    if (next_rows_check(e, "credit decoding", "credit", "credit_rows", e->o.credit_rows, R, err))
+        return -1;
     for (int32_t r = 0; r < R; r++)
         if (state[r] >= e->o.credit_rows || state[r] < -1 || flags[r] & ~7)
             return ts_fail(err, "credit decoding: logit row %d's credit row %d or flags %d out of range (%d rows)", r,
@@ -1550,12 +1560,8 @@ int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *s
 
 int eng_smooth_next(struct eng *e, const int32_t *slot, int32_t R, struct ts_err *err)
 {
-    const int32_t T = e->o.max_tokens;
-    if (e->o.smooth_rows < 1 || e->tp)
-        return ts_fail(err, "IterSmooth: the engine was made without soft rows (eng_opts.smooth_rows)%s",
-                       e->tp ? " or is split over GPUs" : "");
-    if (R < 0 || R > T)
-        return ts_fail(err, "IterSmooth: %d logit rows (at most %d)", R, T);
+    if (next_rows_check(e, "IterSmooth", "soft", "smooth_rows", e->o.smooth_rows, R, err))
+        return -1;
     for (int32_t r = 0; r < R; r++)
         if (slot[r] >= e->o.smooth_rows || slot[r] < -1)
             return ts_fail(err, "IterSmooth: logit row %d's soft row %d out of range (%d rows)", r, slot[r],
@@ -1875,34 +1881,28 @@ int eng_selection(struct eng *e, int32_t *dst, int64_t n, int *max_keep, struct 
     return 0;
 }
 
-int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err)
+/* n bf16 values of device memory src, widened into dst (what: the rows' name for an error). */
+static int read_widened(const bf16_t *src, int64_t n, float *dst, const char *what, struct ts_err *err)
 {
-    int64_t n = (int64_t)e->last_R * e->m.hidden;
     bf16_t *tmp = xmalloc(sizeof *tmp * (size_t)(n ? n : 1));
-    cudaError_t ce = n ? cudaMemcpy(tmp, e->hr_last, sizeof *tmp * (size_t)n, cudaMemcpyDeviceToHost) : cudaSuccess;
-    if (ce != cudaSuccess) {
-        free(tmp);
-        return ts_fail(err, "engine: reading the hidden rows back failed: %s", cudaGetErrorString(ce));
-    }
-    for (int64_t i = 0; i < n; i++)
+    const cudaError_t ce = n ? cudaMemcpy(tmp, src, sizeof *tmp * (size_t)n, cudaMemcpyDeviceToHost) : cudaSuccess;
+    for (int64_t i = 0; ce == cudaSuccess && i < n; i++)
         dst[i] = eng_bf2f(tmp[i]);
     free(tmp);
-    return 0;
+    return ce == cudaSuccess ? 0 : ts_fail(err, "engine: reading the %s rows back failed: %s", what, cudaGetErrorString(ce));
+}
+
+int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err)
+{
+    return read_widened(e->hr_last, (int64_t)e->last_R * e->m.hidden, dst, "hidden", err);
 }
 
 int eng_soft_rows(struct eng *e, float *dst, int32_t first, int32_t n, struct ts_err *err)
 {
     if (first < 0 || n < 0 || (int64_t)first + n > e->o.smooth_rows)
         return ts_fail(err, "engine: soft rows %d..%d: the engine keeps %d", first, first + n - 1, e->o.smooth_rows);
-    const int64_t k = (int64_t)n * e->m.hidden;
-    bf16_t *tmp = xmalloc(sizeof *tmp * (size_t)(k ? k : 1));
-    const cudaError_t ce = k ? cudaMemcpy(tmp, e->sm_soft[e->sm_cur] + (size_t)first * e->m.hidden, sizeof *tmp * (size_t)k,
-                                          cudaMemcpyDeviceToHost)
-                             : cudaSuccess;
-    for (int64_t i = 0; ce == cudaSuccess && i < k; i++)
-        dst[i] = eng_bf2f(tmp[i]);
-    free(tmp);
-    return ce == cudaSuccess ? 0 : ts_fail(err, "engine: reading the soft rows back failed: %s", cudaGetErrorString(ce));
+    return read_widened(e->sm_soft[e->sm_cur] + (size_t)first * e->m.hidden, (int64_t)n * e->m.hidden, dst, "soft",
+                        err);
 }
 
 int eng_allreduce_us(struct eng *e, int64_t n, int reps, double *us, struct ts_err *err)

@@ -22,6 +22,8 @@
 /* A shape's flags (its key's beta field: a cache written before the second kind reads the same) */
 enum { GEMM_BETA1 = 1, GEMM_KN = 2 /* W [K, N] (eng_gemm_run_kn) */ };
 
+static int shape_flags(float beta, bool kn) { return (beta != 0.0f ? GEMM_BETA1 : 0) | (kn ? GEMM_KN : 0); }
+
 struct shape {
     int M, N, K, beta1; /* beta1: GEMM_* flags */
     cublasLtMatmulDesc_t op;
@@ -216,10 +218,10 @@ static int tune(struct eng_gemm *g, struct shape *s, const void *W, const void *
     return 0;
 }
 
-static int run(struct eng_gemm *g, int flags, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N, int K,
+static int run(struct eng_gemm *g, bool kn, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N, int K,
                float beta, k_stream stream, bool may_tune, void *scratch, size_t scratch_bytes, struct ts_err *err)
 {
-    const int beta1 = (beta != 0.0f ? GEMM_BETA1 : 0) | flags;
+    const int beta1 = shape_flags(beta, kn);
     struct shape *s = NULL;
     for (size_t i = 0; i < g->n; i++)
         if (g->shapes[i].M == M && g->shapes[i].N == N && g->shapes[i].K == K && g->shapes[i].beta1 == beta1)
@@ -257,18 +259,18 @@ int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y
                  int K, float beta, k_stream stream, bool may_tune, void *scratch,
                  size_t scratch_bytes, struct ts_err *err)
 {
-    return run(g, 0, W, X, Y, M, N, K, beta, stream, may_tune, scratch, scratch_bytes, err);
+    return run(g, false, W, X, Y, M, N, K, beta, stream, may_tune, scratch, scratch_bytes, err);
 }
 
 int eng_gemm_run_kn(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N, int K,
                     k_stream stream, bool may_tune, void *scratch, size_t scratch_bytes, struct ts_err *err)
 {
-    return run(g, GEMM_KN, W, X, Y, M, N, K, 0.0f, stream, may_tune, scratch, scratch_bytes, err);
+    return run(g, true, W, X, Y, M, N, K, 0.0f, stream, may_tune, scratch, scratch_bytes, err);
 }
 
 bool eng_gemm_is_tuned(const struct eng_gemm *g, int M, int N, int K, float beta, bool kn)
 {
-    const int flags = (beta != 0.0f ? GEMM_BETA1 : 0) | (kn ? GEMM_KN : 0);
+    const int flags = shape_flags(beta, kn);
     for (size_t i = 0; i < g->n; i++)
         if (g->shapes[i].M == M && g->shapes[i].N == N && g->shapes[i].K == K && g->shapes[i].beta1 == flags)
             return g->shapes[i].tuned;
@@ -293,6 +295,7 @@ void eng_gemm_report(const struct eng_gemm *g, FILE *out)
         const struct shape *s = &g->shapes[i];
         if (s->tuned && s->best_ms > 0)
             fprintf(out, "  gemm %5d x %6d x %5d%s%s: %.4f ms (heuristic's first: %.4f ms)%s\n", s->M, s->N,
-                    s->K, s->beta1 & GEMM_BETA1 ? " +C" : "", s->beta1 & GEMM_KN ? " (W as [K, N])" : "", s->best_ms, s->first_ms, s->cached ? " [cached]" : "");
+                    s->K, s->beta1 & GEMM_BETA1 ? " +C" : "", s->beta1 & GEMM_KN ? " (W as [K, N])" : "",
+                    s->best_ms, s->first_ms, s->cached ? " [cached]" : "");
     }
 }

@@ -515,7 +515,7 @@ void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *s
     each_block_row(g, sd, row_credit, &c);
 }
 
-/* --- IterSmooth------------------------------------------------------------------------ */
+/* --- IterSmooth --------------------------------------------------------------------------- */
 
 double gen_smooth_weight(const struct gen_smooth *s, int32_t n) { return fmin(s->init + s->growth * n, s->cont); }
 
@@ -548,7 +548,6 @@ int gen_smooth_parse(const char *spec, struct gen_smooth *out, struct ts_err *er
 }
 
 int32_t gen_soft_rows(const struct gen *g) { return g->c.smooth.on ? g->c.requests * g->c.gen_len : 0; }
-
 
 static void row_slot(void *ctx, int32_t i, int64_t row, int32_t o)
 {

@@ -474,7 +474,8 @@ bool calib_data_is_part(const struct calib_data *d)
     return d->n > 0;
 }
 
-/* Whether every step of a part has no logits (select or fc), so no LM head */
+/* Whether every step of a part has no logits (a select part, or an fc part without the partial
+ * updates' logit twins), so no LM head */
 static bool part_without_logits(const struct calib_data *d)
 {
     for (size_t i = 0; i < d->n; i++)
@@ -516,7 +517,7 @@ static int same_engine(const struct calib_data *a, const char *an, const struct 
     if (host_split(a) != host_split(b))
         return ts_fail(err, "%s: %s the host/GPU split (gpu_ms, host_ms) and %s %s (different implementations)",
                        bn, host_split(b) ? "measures" : "does not measure", an, host_split(a) ? "does" : "does not");
-    /* a select or fc part has no LM head: its ops are a subset of the whole profile's */
+    /* a part without logits has no LM head: its ops are a subset of the whole profile's */
     const unsigned lm = part_without_logits(a) || part_without_logits(b) ? 1u << OP_LM_HEAD | 1u << OP_SAMPLE : 0;
     const unsigned ma = op_mask(a) & ~lm, mb = op_mask(b) & ~lm;
     for (int op = 0; op < OP_COUNT; op++)
