@@ -18,6 +18,9 @@
 # OPS=1 also times every op of every replayed step (engine replay --ops; about twice the replay
 # time), and `calib eval` adds its per-op breakdown to the log (OUT/scratch/run-*.db keep the op times).
 #
+# The schedules commit a block's EOS positions in one step once its content is in (--eos bulk),
+# under fixed:1 too: a mix of short and whole-block steps, and the recorded runs' schedules.
+#
 # MEASURED=FILE (an all-steps.csv[.gz] from an earlier run) re-evaluates without a GPU: the
 # simulations are deterministic, so each run's steps are simulated again and the recorded measured
 # times are attached to them (checked step by step) instead of replaying; CALIB_DIR=DIR takes the
@@ -116,7 +119,7 @@ for model in $models; do
                 batch=() # static batches of at most 8 (a parameter of the static scheduler)
                 [ "$sched" = static ] && batch=(--max-batch 8)
                 "$bin" sim --model "$model" --gpu "$gpu" --impl "$impl" "${popts[@]}" --scheduler "$sched" --rps "$rps" \
-                    --requests 16 --lengths lognormal:6.0,0.7,5.0,0.6 --gen-len 128 "${batch[@]}" \
+                    --requests 16 --lengths lognormal:6.0,0.7,5.0,0.6 --gen-len 128 "${batch[@]}" --eos bulk \
                     --seed 7 --db "$db" --quiet --no-progress >/dev/null || continue
                 if [ -n "$measured" ]; then
                     attach_measured "$db" "$tag" || continue

@@ -5,7 +5,8 @@
 # workload runs live (`--executor gpu`: the engine executes every step and its measured times drive
 # the clock, so the scheduler decides on real times) and is predicted by both back ends
 # (`--cost calibrated`, `--cost roofline`). Compared: throughput, mean/p50/p99 request latency,
-# makespan. REUSE_LIVE=1 keeps live summaries already in SCRATCH (re-predicting needs no GPU). Needs the calibrations of sim/data/calib/ for the GPU (or CALIB_DIR with
+# makespan. The schedules commit a block's EOS positions in one step (--eos bulk), as
+# experiments/fidelity.sh's do. REUSE_LIVE=1 keeps live summaries already in SCRATCH (re-predicting needs no GPU). Needs the calibrations of sim/data/calib/ for the GPU (or CALIB_DIR with
 # calib-MODEL.csv files, as experiments/fidelity.sh writes them).
 # Writes OUT/live.csv (one row per run and metric: predicted, live, error %) and OUT/live-runs.tgz
 # (both JSON summaries of every run; kept unpacked in SCRATCH, default OUT/runs).
@@ -30,7 +31,7 @@ for model in $models; do
                 [ "$sched" = static ] && batch=(--max-batch 8)
                 args=(--model "$model" --gpu "$gpu" --policy "$policy" --scheduler "$sched" --rps "$rps"
                       --requests 16 --lengths lognormal:6.0,0.7,5.0,0.6 --gen-len 128 "${batch[@]}"
-                      --seed 7 --cost calibrated --extrapolate "${calib[@]}" --quiet --no-progress --json)
+                      --eos bulk --seed 7 --cost calibrated --extrapolate "${calib[@]}" --quiet --no-progress --json)
                 live="$scratch/$tag-gpu.json"
                 if [ "${REUSE_LIVE:-0}" != 1 ] || [ ! -s "$live" ]; then
                     "$bin" sim "${args[@]}" --executor gpu >"$live" || continue

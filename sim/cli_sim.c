@@ -21,7 +21,7 @@
 enum {
     O_SYSTEM = 256, O_MODEL, O_GPU, O_GPU_FILE, O_POLICY, O_SCHED, O_DECODE, O_COST, O_IMPL,
     O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN,
-    O_BLOCK, O_TP, O_EARLY, O_ITER_SMOOTH, O_MASK_ONLY, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
+    O_BLOCK, O_TP, O_EARLY, O_EOS, O_ITER_SMOOTH, O_MASK_ONLY, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
     O_RESERVE, O_PREEMPT, O_DB, O_APPEND, O_REPLACE, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
     O_DATADIR, O_CALIB, O_HOST, O_EXTRAPOLATE, O_PLANNER, O_LAZY, O_EXECUTOR, O_LIVE_MEM,
     O_PARAM /* a policy's or scheduler's parameter (build_opts), found by its option's name */
@@ -49,6 +49,7 @@ static const struct option opts[] = {
     {"block", required_argument, 0, O_BLOCK},
     {"tp", required_argument, 0, O_TP},
     {"early-stop", no_argument, 0, O_EARLY},
+    {"eos", required_argument, 0, O_EOS},
     {"iter-smooth", no_argument, 0, O_ITER_SMOOTH},
     {"mask-only", no_argument, 0, O_MASK_ONLY},
     {"max-num-logits", required_argument, 0, O_MNL},
@@ -165,6 +166,9 @@ static void sim_usage(FILE *f)
 "                           rounded up to whole blocks [256]\n"
 "  --block BS               block size [32]\n"
 "  --early-stop             finish once the content and one EOS block are decoded\n"
+"  --eos MODE               when a block's EOS positions commit: auto (threshold, hierarchical and\n"
+"                           credit in one step once its content is in; fixed:K at K a step, as\n"
+"                           LLaDA's schedule does), bulk or scheduled for every decoder [auto]\n"
 "  --iter-smooth            dInfer's IterSmooth (with threshold, hierarchical or credit decoding):\n"
 "                           each step's logit rows' softmax times the embedding matrix feeds the\n"
 "                           next iteration (its TPF is the decoder's: give one measured with it)\n"
@@ -317,6 +321,7 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_SKIP_BAD: c->skip_bad_rows = true; return 0;
     case O_CLIP: c->clip_prompt = true; return 0;
     case O_EARLY: c->early_stop = true; return 0;
+    case O_EOS: return STR(eos);
     case O_ITER_SMOOTH: c->iter_smooth = true; return 0;
     case O_MASK_ONLY: c->mask_only = true; return 0;
     case O_JSON: c->json = true; return 0;

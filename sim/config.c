@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
 #include "parts.h"
 
 #ifndef TS_DATADIR
@@ -19,6 +20,7 @@ void sim_config_defaults(struct sim_config *c)
     snprintf(c->policy, sizeof c->policy, "dual");
     snprintf(c->scheduler, sizeof c->scheduler, "phase");
     snprintf(c->decode, sizeof c->decode, "fixed:1");
+    snprintf(c->eos, sizeof c->eos, "auto");
     snprintf(c->cost, sizeof c->cost, "roofline");
     snprintf(c->executor, sizeof c->executor, "model");
     snprintf(c->impl, sizeof c->impl, "tessera");
@@ -47,6 +49,9 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
         return ts_fail(err, "--executor: '%s' is not model or gpu", c->executor);
     if (!(c->live_mem_gib >= 0 && c->live_mem_gib <= 1e5))
         return ts_fail(err, "--live-mem-gib: %g is not in 0..100000 GiB (0 = all free memory)", c->live_mem_gib);
+    enum decode_eos eos;
+    if (decode_eos_parse(c->eos, &eos, err))
+        return -1;
     if (c->block_size < 1 || c->block_size > 65536)
         return ts_fail(err, "--block: %d is not in 1..65536 tokens", c->block_size);
     if (c->tp < 1 || c->tp > 8)
@@ -103,6 +108,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "gen_len", json_integer(c->gen_len));
     json_object_set_new(o, "block_size", json_integer(c->block_size));
     json_object_set_new(o, "early_stop", json_boolean(c->early_stop));
+    json_object_set_new(o, "eos", json_string(c->eos));
     json_object_set_new(o, "iter_smooth", json_boolean(c->iter_smooth));
     json_object_set_new(o, "mask_only", json_boolean(c->mask_only));
     json_object_set_new(o, "max_num_logits", json_integer(c->logit_chunk_rows));

@@ -46,6 +46,7 @@ struct sim_config {
     int32_t gen_len;           /* G for every request; 0 = the trace's output length rounded up to blocks */
     int32_t block_size;        /* Bs */
     bool early_stop;
+    char eos[CFG_STR];         /* when EOS positions commit: auto | bulk | scheduled (enum decode_eos) */
     bool iter_smooth; /* dInfer's IterSmooth (step_desc.iter_smooth) */
     bool mask_only;
     struct param_values params; /* the policy's and the scheduler's own parameters as given, by

@@ -196,20 +196,22 @@ static int32_t draw_threshold(const struct decode_model *dm, const struct reques
 /* The decode models, in the order of enum decode_kind. Adding one: its parse and draw functions
  * and a line here. */
 static const struct decode_ops decoders[] = {
-    [DECODE_FIXED] = {"fixed", "fixed:K", "K tokens per step", false, parse_fixed, draw_fixed},
+    [DECODE_FIXED] = {"fixed", "fixed:K",
+                      "K tokens per step, EOS positions too (LLaDA's fixed transfer schedule: G / K steps)", false,
+                      false, parse_fixed, draw_fixed},
     [DECODE_THRESHOLD] = {"threshold", "threshold:PROFILE|TPF|FILE:NAME",
                           "1 + Poisson(TPF - 1) tokens per step, TPF a profile's (tessera list decode), a number, "
                           "or a profile of your own file (one with a measured distribution of a step's commits, "
-                          "as engine generate writes it, draws from that)", true, parse_threshold, draw_threshold},
+                          "as engine generate writes it, draws from that)", true, true, parse_threshold, draw_threshold},
     [DECODE_HIERARCHICAL] = {"hierarchical", "hierarchical:PROFILE|TPF|FILE:NAME",
                              "dInfer's hierarchical decoding (each masked run's most confident token, and every "
                              "token above the threshold): 1 + Poisson(TPF - 1) at its profiles' TPF",
-                             true, parse_hierarchical, draw_threshold},
+                             true, true, parse_hierarchical, draw_threshold},
     [DECODE_CREDIT] = {"credit", "credit:TPF|FILE:NAME",
                        "dInfer's credit decoding (threshold decoding on logits fused with a per-block credit "
                        "matrix of [block, vocab] fp32, kept across the block's steps): 1 + Poisson(TPF - 1); "
                        "its steps pay the fusion and the matrix's memory",
-                       true, parse_credit, draw_threshold},
+                       true, true, parse_credit, draw_threshold},
 };
 
 const struct decode_ops *decode_get(int i)
@@ -236,13 +238,25 @@ int decode_parse(const char *spec, const char *datadir, struct decode_model *out
     return ts_fail(err, "decode model '%s': unknown kind (%s)", spec, known);
 }
 
+int decode_eos_parse(const char *s, enum decode_eos *out, struct ts_err *err)
+{
+    static const char *const names[] = {[EOS_AUTO] = "auto", [EOS_BULK] = "bulk", [EOS_SCHEDULED] = "scheduled"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(names); i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = (enum decode_eos)i;
+            return 0;
+        }
+    return ts_fail(err, "--eos: '%s' is not auto, bulk or scheduled", s);
+}
+
 int decode_needs_rng(const struct decode_model *dm) { return decode_get(dm->kind)->needs_rng; }
 
 int32_t decode_tokens(const struct decode_model *dm, const struct request *r)
 {
     int32_t masked = req_masked_in_block(r);
     TS_ASSERT(masked > 0);
-    if (req_content_left_in_block(r) == 0)
+    const bool bulk = dm->eos == EOS_BULK || (dm->eos == EOS_AUTO && decode_get(dm->kind)->bulk_eos);
+    if (bulk && req_content_left_in_block(r) == 0)
         return masked; /* only EOS positions left: the rest of the block decodes at once */
     const int32_t k = decode_get(dm->kind)->draw(dm, r);
     return k < masked ? k : masked;

@@ -12,8 +12,11 @@
  *                        profiles' TPF (dInfer's Table 1)
  *   credit:TPF           dInfer's credit decoding, the same; its steps also fuse the logits with a
  *                        per-block credit matrix ([block, vocab] fp32), which the requests hold
- * Once a request's content is decoded, its EOS positions decode in bulk (the rest of the block in
- * one step); that rule lives in decode_tokens(), common to all models.
+ * Under the models that decide by confidence (threshold, hierarchical, credit), once a request's
+ * content is decoded its EOS positions decode in bulk (the rest of the block in one step); fixed:k
+ * keeps its schedule to the end (LLaDA's, Fast-dLLM's and dLLM-Serve's generate loops commit
+ * num_transfer_tokens a step whatever they hold). That rule lives in decode_tokens(); --eos bulk or
+ * scheduled imposes one behaviour on every decoder.
  * Randomness comes from the request's own GSL stream, so results do not depend on batch makeup.
  */
 #ifndef TESSERA_DECODE_H
@@ -37,8 +40,15 @@ struct decode_profile {
     double steps[DECODE_STEPS_MAX];
 };
 
+/* When a block's EOS positions commit (--eos): auto as the decoder does it (bulk_eos), bulk in one
+ * step once the block's content is committed, scheduled at the decoder's own count like content */
+enum decode_eos { EOS_AUTO = 0, EOS_BULK, EOS_SCHEDULED };
+/* --eos's "auto", "bulk" or "scheduled" into *out; anything else is refused naming the option. */
+int decode_eos_parse(const char *s, enum decode_eos *out, struct ts_err *err);
+
 struct decode_model {
     enum decode_kind kind;
+    enum decode_eos eos; /* set after decode_parse (EOS_AUTO there) */
     int32_t k;         /* fixed: tokens per step */
     double tpf;        /* threshold, hierarchical, credit: mean tokens per forward */
     int32_t ncdf;      /* a measured distribution: cdf[0] = 0, cdf[k] = P(a step commits <= k), k <= ncdf */
@@ -59,6 +69,9 @@ int decode_profile_parse(const char *path, const char *text, size_t len, const c
 struct decode_ops {
     const char *name, *spec, *help;
     bool needs_rng;
+    bool bulk_eos; /* decides by confidence: once a block's content is committed, its EOS positions
+                    * (confident at once) commit in one step. A fixed schedule (LLaDA's
+                    * num_transfer_tokens) commits K a step to the end of the generation */
     int (*parse)(const char *spec, const char *arg, const char *datadir, struct decode_model *out, struct ts_err *err);
     int32_t (*draw)(const struct decode_model *dm, const struct request *r);
 };

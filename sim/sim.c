@@ -361,7 +361,7 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     if (rc || impl_resolve(cfg->impl, &s->impl, err) || cost_resolve(cfg->cost, &s->cost, err) ||
         policy_resolve(cfg->policy, &s->pol, err) || sched_resolve(cfg->scheduler, &s->sched, err) ||
         planner_resolve(cfg->planner, &s->planner, err) ||
-        decode_parse(cfg->decode, cfg->datadir, &s->dm, err))
+        decode_parse(cfg->decode, cfg->datadir, &s->dm, err) || decode_eos_parse(cfg->eos, &s->dm.eos, err))
         goto fail;
     if (cfg->host[0] && s->cost != &cost_calibrated && roofline_host(&s->impl, cfg->host, err))
         goto fail;

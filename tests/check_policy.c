@@ -20,9 +20,9 @@ struct life {
     int n;
 };
 
-/* Runs one request to completion with a fixed:k decode model, recording every segment. */
-static void run_life(const struct policy_ops *po, const struct policy_cfg *pc, int P, int G, int C,
-                     int k, struct life *out)
+/* Runs one request to completion with decode model dm, recording every segment. */
+static void run_life_dm(const struct policy_ops *po, const struct policy_cfg *pc, int P, int G, int C,
+                        struct decode_model dm, struct life *out)
 {
     struct request r;
     memset(&r, 0, sizeof r);
@@ -30,10 +30,10 @@ static void run_life(const struct policy_ops *po, const struct policy_cfg *pc, i
     r.G = G;
     r.C = C;
     policy_req_init(&r, pc);
-    struct decode_model dm = {.kind = DECODE_FIXED, .k = k};
     struct policy_cfg pcd = *pc; /* a policy that decides draws the same decode model */
     pcd.dm = &dm;
-    pcd.rng = po->decides ? gsl_rng_alloc(gsl_rng_taus2) : NULL;
+    pcd.rng = po->decides || decode_needs_rng(&dm) ? gsl_rng_alloc(gsl_rng_taus2) : NULL;
+    r.rng = decode_needs_rng(&dm) ? pcd.rng : NULL;
     pc = &pcd;
     r.seed = 0x1234567u + (uint64_t)P * 7919u + (uint64_t)G;
     out->n = 0;
@@ -53,6 +53,17 @@ static void run_life(const struct policy_ops *po, const struct policy_cfg *pc, i
     if (pcd.rng)
         gsl_rng_free(pcd.rng);
 }
+
+/* The same with a fixed:k decode model. */
+static void run_life(const struct policy_ops *po, const struct policy_cfg *pc, int P, int G, int C,
+                     int k, struct life *out)
+{
+    run_life_dm(po, pc, P, G, C, (struct decode_model){.kind = DECODE_FIXED, .k = k}, out);
+}
+
+/* A threshold decoder committing exactly one position a step (TPF 1: 1 + Poisson(0)) while content
+ * is left: it differs from fixed:1 only in its EOS positions. */
+static const struct decode_model ONE_BY_CONFIDENCE = {.kind = DECODE_THRESHOLD, .tpf = 1.0};
 
 static void expect_seg(const struct segment *s, int phase, int q, int kv, int kv_write, int logits,
                        int decoded)
@@ -651,13 +662,24 @@ END_TEST
 
 START_TEST(eos_positions_decode_in_bulk)
 {
-    /* C = 40 of G = 64: block 0 takes 32 steps, block 1 eight content steps and one bulk step */
-    run_life(&policy_dual, &PC, 100, 64, 40, 1, &L);
+    /* decided by confidence, C = 40 of G = 64: block 0 takes 32 steps, block 1 eight content steps
+     * and one bulk step */
+    run_life_dm(&policy_dual, &PC, 100, 64, 40, ONE_BY_CONFIDENCE, &L);
     ck_assert_int_eq(L.n, 32 + 8 + 1);
     ck_assert_int_eq(L.seg[L.n - 1].decoded, 24);
     /* C = 0: each block decodes in one step */
-    run_life(&policy_dual, &PC, 100, 64, 0, 1, &L);
+    run_life_dm(&policy_dual, &PC, 100, 64, 0, ONE_BY_CONFIDENCE, &L);
     ck_assert_int_eq(L.n, 2);
+    /* fixed:k keeps its schedule through the EOS positions (LLaDA's num_transfer_tokens): G / k
+     * steps whatever the content */
+    for (int C = 0; C <= 64; C += 8) {
+        run_life(&policy_dual, &PC, 100, 64, C, 1, &L);
+        ck_assert_int_eq(L.n, 64);
+        for (int i = 0; i < L.n; i++)
+            ck_assert_int_eq(L.seg[i].decoded, 1);
+        run_life(&policy_dual, &PC, 100, 64, C, 3, &L);
+        ck_assert_int_eq(L.n, 2 * 11); /* a block of 32 in 11 steps of at most 3 */
+    }
 }
 END_TEST
 
@@ -665,12 +687,17 @@ START_TEST(early_stop_after_one_eos_block)
 {
     struct policy_cfg pc = PC;
     pc.early_stop = true;
-    run_life(&policy_dual, &pc, 100, 256, 10, 1, &L); /* content ends in block 0 */
+    run_life_dm(&policy_dual, &pc, 100, 256, 10, ONE_BY_CONFIDENCE, &L); /* content ends in block 0 */
     ck_assert_int_eq(L.n, 10 + 1);
-    run_life(&policy_dual, &pc, 100, 256, 64, 1, &L); /* content fills blocks 0-1; block 2 is EOS */
+    run_life_dm(&policy_dual, &pc, 100, 256, 64, ONE_BY_CONFIDENCE, &L); /* content fills blocks 0-1; block 2 is EOS */
     ck_assert_int_eq(L.n, 64 + 1);
-    run_life(&policy_dual, &pc, 100, 256, 256, 1, &L); /* no EOS at all */
+    run_life_dm(&policy_dual, &pc, 100, 256, 256, ONE_BY_CONFIDENCE, &L); /* no EOS at all */
     ck_assert_int_eq(L.n, 256);
+    /* fixed:1 stops after the same blocks, each decoded one position a step */
+    run_life(&policy_dual, &pc, 100, 256, 10, 1, &L);
+    ck_assert_int_eq(L.n, 32);
+    run_life(&policy_dual, &pc, 100, 256, 64, 1, &L);
+    ck_assert_int_eq(L.n, 96);
 }
 END_TEST
 

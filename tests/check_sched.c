@@ -374,6 +374,7 @@ START_TEST(static_batches_finish_together)
     c.requests = 50;
     test_param(&c, "max-batch", 8);
     c.logit_chunk_rows = 0;
+    snprintf(c.eos, sizeof c.eos, "bulk"); /* a request's EOS blocks take one step each */
     struct ts_err err;
     struct sim *s = sim_create(&c, &err);
     ck_assert(s != NULL);
@@ -395,6 +396,17 @@ START_TEST(static_batches_finish_together)
     for (size_t j = 0; j < s->num_segs; j++)
         padding += s->segs[j].padding;
     ck_assert_int_gt(padding, 0);
+    sim_destroy(s);
+    /* fixed:1 on its own schedule: G steps for every request, so a batch has no finished rows */
+    snprintf(c.eos, sizeof c.eos, "auto");
+    s = sim_create(&c, &err);
+    ck_assert(s != NULL);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
+    check_run(s);
+    padding = 0;
+    for (size_t j = 0; j < s->num_segs; j++)
+        padding += s->segs[j].padding;
+    ck_assert_int_eq(padding, 0);
     sim_destroy(s);
 }
 END_TEST

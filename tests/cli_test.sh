@@ -270,6 +270,14 @@ live_check live-h200 "llada-8b sdar-8b dream-7b" 240
 expect 0 "sim --iter-smooth" -- $bin sim --model llada-moe-7b --decode threshold:3 --iter-smooth --requests 20 --json --quiet
 expect 2 "sim --iter-smooth with a fixed count" -- $bin sim --iter-smooth --requests 2
 contains "sim --iter-smooth with a fixed count" "--iter-smooth: dInfer's IterSmooth smooths a confidence-threshold decoder's input"
+expect 2 "sim --eos bogus" -- $bin sim --eos bogus --requests 2
+contains "sim --eos bogus" "--eos: 'bogus' is not auto, bulk or scheduled"
+# fixed:1 runs every request its G steps; --eos bulk commits a finished block's EOS positions at once
+$bin sim --json --quiet --requests 8 --gen-len 64 --lengths fixed:100,10 >"$tmp/eos-auto.json"
+$bin sim --json --quiet --requests 8 --gen-len 64 --lengths fixed:100,10 --eos bulk >"$tmp/eos-bulk.json"
+[ "$(sqlite3 :memory: "SELECT json_extract(readfile('$tmp/eos-auto.json'), '\$.request_steps') || ' ' ||
+        json_extract(readfile('$tmp/eos-bulk.json'), '\$.request_steps')")" = "512 96" ] && ok ||
+    bad "fixed:1 with 10 content tokens of 64: 64 steps a request, or 10 + 2 with --eos bulk"
 # JSON summary is one valid object
 expect 0 "sim --json" -- $bin sim --json --quiet --requests 20
 json_check() { # json_check FILE PYTHON-EXPR-ON-d   (skipped without python3)
@@ -863,7 +871,9 @@ for t in "focus-fig6|FOCUS's throughput is above LMDeploy's at every batch size"
          "mosaic-fig10|Mosaic's L_max is above the baselines' at every r_p" \
          "dinfer-table1|the KV cache raises both frameworks' TPS on average" \
          "mosaic-fig10|Mosaic's latency reduction is least at the smallest r_p and most at the largest" \
-         "dllm-serve-fig8|the inference engine gives the largest jump of the three parts"; do
+         "dllm-serve-fig8|the inference engine gives the largest jump of the three parts" \
+         "dllm-serve-fig8|the scheduler adds to the engine's throughput on each workload" \
+         "dllm-serve-fig3|the baselines hit a throughput wall on each workload"; do
     e=${t%%|*} text=${t#*|}
     grep -F "$text" "$tmp/papers/$e/checks.tsv" | grep -q $'\tholds$' && ok || bad "$e: '$text' no longer holds"
 done

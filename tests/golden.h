@@ -4,12 +4,12 @@
  * regenerate with the commands beside each group.
  */
 /* tessera sim --json */
-#define GOLDEN_DEFAULT_STEPS 17780
-#define GOLDEN_DEFAULT_MAKESPAN_NS 188847401090LL
+#define GOLDEN_DEFAULT_STEPS 18073
+#define GOLDEN_DEFAULT_MAKESPAN_NS 189649761109LL
 #define GOLDEN_DEFAULT_CONTENT 42231
 /* tessera sim --system fast-dllm --gpu rtx4090 --lengths lognormal:5.5,0.5,5.0,0.5 --requests 64
  *             --rps 4 --seed 42 --json
  * (the preset's float64 sampling bounds its static batch: torch-eager-f64) */
 #define GOLDEN_FAST_BATCH 2
-#define GOLDEN_FAST_STEPS 5926
-#define GOLDEN_FAST_MAKESPAN_NS 266586712170LL
+#define GOLDEN_FAST_STEPS 8448
+#define GOLDEN_FAST_MAKESPAN_NS 364885817752LL
