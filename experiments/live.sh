@@ -6,7 +6,8 @@
 # the clock, so the scheduler decides on real times) and is predicted by both back ends
 # (`--cost calibrated`, `--cost roofline`). Compared: throughput, mean/p50/p99 request latency,
 # makespan. The schedules commit a block's EOS positions in one step (--eos bulk), as
-# experiments/fidelity.sh's do. REUSE_LIVE=1 keeps live summaries already in SCRATCH (re-predicting needs no GPU). Needs the calibrations of sim/data/calib/ for the GPU (or CALIB_DIR with
+# experiments/fidelity.sh's do. REUSE_LIVE=1 keeps live summaries already in SCRATCH (re-predicting
+# needs no GPU). Needs the calibrations of sim/data/calib/ for the GPU (or CALIB_DIR with
 # calib-MODEL.csv files, as experiments/fidelity.sh writes them).
 # Writes OUT/live.csv (one row per run and metric: predicted, live, error %) and OUT/live-runs.tgz
 # (both JSON summaries of every run; kept unpacked in SCRATCH, default OUT/runs).

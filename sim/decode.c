@@ -202,7 +202,8 @@ static const struct decode_ops decoders[] = {
     [DECODE_THRESHOLD] = {"threshold", "threshold:PROFILE|TPF|FILE:NAME",
                           "1 + Poisson(TPF - 1) tokens per step, TPF a profile's (tessera list decode), a number, "
                           "or a profile of your own file (one with a measured distribution of a step's commits, "
-                          "as engine generate writes it, draws from that)", true, true, parse_threshold, draw_threshold},
+                          "as engine generate writes it, draws from that)",
+                          true, true, parse_threshold, draw_threshold},
     [DECODE_HIERARCHICAL] = {"hierarchical", "hierarchical:PROFILE|TPF|FILE:NAME",
                              "dInfer's hierarchical decoding (each masked run's most confident token, and every "
                              "token above the threshold): 1 + Poisson(TPF - 1) at its profiles' TPF",
@@ -255,9 +256,10 @@ int32_t decode_tokens(const struct decode_model *dm, const struct request *r)
 {
     int32_t masked = req_masked_in_block(r);
     TS_ASSERT(masked > 0);
-    const bool bulk = dm->eos == EOS_BULK || (dm->eos == EOS_AUTO && decode_get(dm->kind)->bulk_eos);
+    const struct decode_ops *ops = decode_get(dm->kind);
+    const bool bulk = dm->eos == EOS_BULK || (dm->eos == EOS_AUTO && ops->bulk_eos);
     if (bulk && req_content_left_in_block(r) == 0)
         return masked; /* only EOS positions left: the rest of the block decodes at once */
-    const int32_t k = decode_get(dm->kind)->draw(dm, r);
+    const int32_t k = ops->draw(dm, r);
     return k < masked ? k : masked;
 }

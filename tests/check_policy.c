@@ -689,7 +689,8 @@ START_TEST(early_stop_after_one_eos_block)
     pc.early_stop = true;
     run_life_dm(&policy_dual, &pc, 100, 256, 10, ONE_BY_CONFIDENCE, &L); /* content ends in block 0 */
     ck_assert_int_eq(L.n, 10 + 1);
-    run_life_dm(&policy_dual, &pc, 100, 256, 64, ONE_BY_CONFIDENCE, &L); /* content fills blocks 0-1; block 2 is EOS */
+    /* content fills blocks 0-1; block 2 is EOS */
+    run_life_dm(&policy_dual, &pc, 100, 256, 64, ONE_BY_CONFIDENCE, &L);
     ck_assert_int_eq(L.n, 64 + 1);
     run_life_dm(&policy_dual, &pc, 100, 256, 256, ONE_BY_CONFIDENCE, &L); /* no EOS at all */
     ck_assert_int_eq(L.n, 256);

@@ -363,6 +363,15 @@ START_TEST(a_poor_planner_changes_admissions)
 }
 END_TEST
 
+/* Padded rows over a run's steps (a static batch's finished requests). */
+static int64_t padded_rows(const struct sim *s)
+{
+    int64_t padding = 0;
+    for (size_t j = 0; j < s->num_segs; j++)
+        padding += s->segs[j].padding;
+    return padding;
+}
+
 START_TEST(static_batches_finish_together)
 {
     struct sim_config c;
@@ -392,10 +401,7 @@ START_TEST(static_batches_finish_together)
     }
     ck_assert_int_le(groups, 8);
     /* padded rows exist: different C means different numbers of useful steps */
-    int64_t padding = 0;
-    for (size_t j = 0; j < s->num_segs; j++)
-        padding += s->segs[j].padding;
-    ck_assert_int_gt(padding, 0);
+    ck_assert_int_gt(padded_rows(s), 0);
     sim_destroy(s);
     /* fixed:1 on its own schedule: G steps for every request, so a batch has no finished rows */
     snprintf(c.eos, sizeof c.eos, "auto");
@@ -403,10 +409,7 @@ START_TEST(static_batches_finish_together)
     ck_assert(s != NULL);
     ck_assert_int_eq(sim_run(s, NULL), 0);
     check_run(s);
-    padding = 0;
-    for (size_t j = 0; j < s->num_segs; j++)
-        padding += s->segs[j].padding;
-    ck_assert_int_eq(padding, 0);
+    ck_assert_int_eq(padded_rows(s), 0);
     sim_destroy(s);
 }
 END_TEST

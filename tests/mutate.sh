@@ -27,7 +27,7 @@ mutations=(
     "the GPU file's unknown keys accepted|sim/core/gpu.c|            if (i == TS_ARRAY_LEN(known)) {|            if (i == TS_ARRAY_LEN(known) + 1) {|check_gpu"
     "hidden size not checked against the heads|sim/core/model.c|        if (m.hidden % m.num_heads) {|        if (m.hidden % m.num_heads > m.hidden) {|check_model"
     "fixed decode commits one more|sim/decode.c|    return dm->k;|    return dm->k + 1;|check_decode check_policy"
-    "fixed decode commits EOS positions in bulk|sim/decode.c|(dm->eos == EOS_AUTO && decode_get(dm->kind)->bulk_eos)|(dm->eos == EOS_AUTO)|check_policy check_sched"
+    "fixed decode commits EOS positions in bulk|sim/decode.c|(dm->eos == EOS_AUTO && ops->bulk_eos)|(dm->eos == EOS_AUTO)|check_policy check_sched"
     "--eos bulk ignored|sim/decode.c|const bool bulk = dm->eos == EOS_BULK|const bool bulk = dm->eos != dm->eos|check_sched"
     "block-causal pairs counted bidirectionally|sim/core/step_desc.c|    if (bs <= 0)|    if (bs <= 1 << 30)|check_step_desc check_cost"
     "vicinity window one token short at the end|sim/policy_vicinity.c|    *hi = end + w < r->L ? end + w : r->L;|    *hi = end + w < r->L ? end + w : r->L - 1;|check_policy"
