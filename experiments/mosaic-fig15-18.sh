@@ -12,7 +12,7 @@ paper_init "$@"
 m=llada-8b g=a100-40gb wl="llada-8b-a100-40gb"
 fractions="0.25 0.5 0.75 1" ilp_s=2
 [ "$QUICK" = 1 ] && fractions="0.5 1" ilp_s=0.5
-base="--planner first-fit --softmax-copy 4 --mask-ratio $MO_MASK"
+base="--planner first-fit --softmax-copy 8 --mask-ratio $MO_MASK"
 mo_budget $m $g
 # Fig. 16: L_max, the lazy search and brute force over the first-fit planner
 for sys in mosaic mosaic-bf; do
@@ -49,7 +49,7 @@ for f in $fractions; do
     for sys in mosaic mosaic-bf mosaic-ilp; do
         args="$base --chunking lazy"
         [ $sys = mosaic-bf ] && args="$base --chunking brute"
-        [ $sys = mosaic-ilp ] && args="--planner ilp --ilp-tensors 100000 --ilp-seconds $ilp_s --softmax-copy 4 --mask-ratio $MO_MASK --chunking lazy"
+        [ $sys = mosaic-ilp ] && args="--planner ilp --ilp-tensors 100000 --ilp-seconds $ilp_s --softmax-copy 8 --mask-ratio $MO_MASK --chunking lazy"
         mo_run $sys "$wl" "$T" $m $g mem plan --model $m --tokens "$T" $args --budget-gib "$MO_BUDGET"
         min_timings "$sys" "$T" "$args"
         derived search_us $sys "$wl" "$T" "$search"
@@ -78,7 +78,7 @@ for T in $short; do
         case $sys in
             mosaic) args="$base --chunking lazy" ;;
             mosaic-bf) args="$base --chunking brute" ;;
-            mosaic-ilp) args="--planner ilp --ilp-tensors 100000 --ilp-seconds $ilp_s --softmax-copy 4 --mask-ratio $MO_MASK --chunking lazy" ;;
+            mosaic-ilp) args="--planner ilp --ilp-tensors 100000 --ilp-seconds $ilp_s --softmax-copy 8 --mask-ratio $MO_MASK --chunking lazy" ;;
             mosaic-fc) args="$base --chunking none --max-num-logits $fc_logits --ffn-chunks $fc_ffn" ;;
         esac
         mo_run $sys "$wl" "$T" $m $g mem plan --model $m --tokens "$T" $args --budget-gib "$MO_BUDGET"

@@ -9,13 +9,16 @@
  *                calibration, sim/data/calib/h200-llada-8b-torch-eager.csv); the MoE router and
  *                expert counts are not measured, nor are dLLM-Cache's feature-cache kernels (16: the
  *                value check's norm, projection, similarity and top-k, the gathers and scatters).
- *                Logits get an fp32 softmax copy, as in Fast-dLLM's sampling.
+ *                Logits get an fp32 softmax, as in Fast-dLLM's sampling: PyTorch casts the bf16
+ *                logits to fp32 and writes the softmax to a second fp32 tensor, both alive beside
+ *                the logits (8 bytes a logit; engine/bench/torch_lmax.py: the op graph with them
+ *                holds PyTorch's peak allocation to the byte, records/torch-lmax-h100).
  *                The efficiencies are starting points: the calibrated back end replaces them.
  *   tessera      one fused kernel per op, issued from a CUDA graph.
  *   torch-eager-f64  torch-eager sampling as the LLaDA and Fast-dLLM reference code does
  *                (llada/generate.py: softmax(logits.to(torch.float64))): the logits cast to
  *                float64 and their softmax in float64, both alive with the bf16 logits (16 bytes a
- *                logit beside them, against torch-eager's fp32 copy of 4); priced with the
+ *                logit beside them, against torch-eager's 8 in fp32); priced with the
  *                torch-eager calibration plus those bytes at the memory bandwidth.
  *   tessera-fused  tessera with the fused FFN (the engine's TESSERA_FFN=fused): the gate/up GEMM
  *                computes SwiGLU in its epilogue, so there is no act kernel and no [T, 2F] gate/up
@@ -34,7 +37,7 @@ static const struct impl_profile builtin_impls[] = {
                  [OP_ATTN] = 4, [OP_KV_SELECT] = 8, [OP_FEAT_CACHE] = 16, [OP_OPROJ] = 1, [OP_RESID] = 1, [OP_GATE_UP] = 1, [OP_ACT] = 2,
                  [OP_DOWN] = 2, [OP_ROUTER] = 6, [OP_EXPERTS] = 12, [OP_LM_HEAD] = 2,
                  [OP_SAMPLE] = 3},
-     .softmax_copy_bytes = 4, .reserve_bytes = (int64_t)(1.0 * TS_GIB), .host_ref = "lent-h200"},
+     .softmax_copy_bytes = 8, .reserve_bytes = (int64_t)(1.0 * TS_GIB), .host_ref = "lent-h200"},
     {.name = "tessera", .launch_s = 1.5e-6, .host_step_s = 50e-6, .host_seg_s = 0.2e-6,
      .gemm_eff = 0.85, .attn_eff = 0.60, .mem_eff = 0.85,
      .kernels = {[OP_EMBED] = 1, [OP_NORM] = 1, [OP_QKV] = 1, [OP_ROPE] = 1, [OP_KV_WRITE] = 0,

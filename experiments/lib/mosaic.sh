@@ -6,9 +6,14 @@
 #
 # The systems, as memory configurations of that op graph:
 #   torch   the baselines (Native, Mosaic-Torch and Mosaic-Compile all allocate through PyTorch's
-#           caching allocator): the caching planner, logits for every row, PyTorch's fp32 copy of
-#           the logits for sampling. One configuration stands in for the three: their differences
-#           (padding, torch.compile's fusions) are not modelled
+#           caching allocator): the caching planner, logits for every row and PyTorch's fp32
+#           softmax of them for sampling (its cast and its output, 8 bytes a logit: with them the op
+#           graph holds PyTorch's own peak allocation to the byte, records/torch-lmax-h100)
+#   compile Mosaic-Compile: torch.compile over the model's layers, the LM head and the sampling
+#           eager (a port onto vLLM compiles the model's forward, not its sampler), so the same
+#           memory configuration as torch; what compiling changes is measured
+#           (records/torch-lmax-h100, engine/bench/torch_lmax.py on an H100 under each card's
+#           memory, LLaDA-8B and Dream-7B) and carried over as ratios to torch (mo_compile)
 #   mosaic  the global memory manager (first-fit over the whole step in virtual memory), mask-only
 #           logits, lazy chunking within what the card leaves after the weights and a 1 GiB
 #           reserve
@@ -46,10 +51,10 @@ mo_budget() {
 # mo_args SYSTEM: the mem options of a system or ablation stage
 mo_args() {
     case $1 in
-        torch) echo "--planner caching --softmax-copy 4" ;;
-        manager) echo "--planner first-fit --softmax-copy 4" ;;
-        mask-only) echo "--planner first-fit --softmax-copy 4 --mask-ratio $MO_MASK" ;;
-        mosaic) echo "--planner first-fit --softmax-copy 4 --mask-ratio $MO_MASK --chunking lazy" ;;
+        torch) echo "--planner caching --softmax-copy 8" ;;
+        manager) echo "--planner first-fit --softmax-copy 8" ;;
+        mask-only) echo "--planner first-fit --softmax-copy 8 --mask-ratio $MO_MASK" ;;
+        mosaic) echo "--planner first-fit --softmax-copy 8 --mask-ratio $MO_MASK --chunking lazy" ;;
     esac
 }
 
@@ -73,4 +78,63 @@ mo_lmax() {
     local f=$MO_F
     derived lmax "$sys" "$wl" "$x" "$(mo_json "$f" lmax)"
     printf '%s %-10s %-22s L_max %s\n' "$EXP" "$sys" "$wl" "$(mo_json "$f" lmax)" >&2
+}
+
+# the PyTorch harness's measurements of eager and torch.compile (engine/bench/torch_lmax.py)
+MO_TORCH=$(dirname "${BASH_SOURCE[0]}")/../records/torch-lmax-h100/torch_lmax.jsonl
+
+# mo_measured MODEL MODE KEY VALUE FIELD: FIELD of the harness's line for MODEL and MODE whose KEY
+# (limit_mib or L) is VALUE; empty when the harness did not measure it
+mo_measured() {
+    local line
+    line=$(grep -F "\"model\": \"$1\", \"mode\": \"$2\", \"$3\": $4," "$MO_TORCH") || return 0
+    sqlite3 :memory: "SELECT json_extract('$line', '\$.$5')"
+}
+
+# mo_card_mib GPU: the card's memory in MiB, the limit the harness ran under for it
+mo_card_mib() {
+    case $1 in
+        rtx3090) echo 24576 ;;
+        a100-40gb) echo 40960 ;;
+        *) echo "$EXP: no torch.compile measurement under the memory of '$1'" >&2; exit 1 ;;
+    esac
+}
+
+# mo_full_ms MODEL MODE L: the harness's step at L tokens over every layer, from its layers' time
+# (measured over layers_run of them) and the head's (the step's time less the layers')
+mo_full_ms() {
+    local f=$MO_TORCH
+    awk -v m="$1" -v mode="$2" -v L="$3" '
+        index($0, "\"model\": \"" m "\", \"mode\": \"" mode "\", \"L\": " L ",") {
+            n = split($0, kv, /[{},] */)
+            for (i = 1; i <= n; i++) { split(kv[i], p, /": /); gsub(/[" ]/, "", p[1]); v[p[1]] = p[2] }
+            print v["layers"] / v["layers_run"] * v["layers_ms"] + v["step_ms"] - v["layers_ms"]
+        }' "$f"
+}
+
+# mo_compile lmax MODEL GPU | mo_compile time MODEL L: Mosaic-Compile over the baselines' torch
+# configuration, as measured: its L_max over eager's under the card's memory, or its whole-model
+# step over eager's at L tokens (log-linear between the measured lengths, the nearest beyond
+# them); empty where the harness did not run the model
+mo_compile() {
+    local what=$1 m=$2 a b x lens
+    if [ "$what" = lmax ]; then
+        a=$(mo_measured "$m" compile limit_mib "$(mo_card_mib "$3")" lmax)
+        b=$(mo_measured "$m" eager limit_mib "$(mo_card_mib "$3")" lmax)
+        [ -n "$a" ] && [ -n "$b" ] && ratio "$a" "$b"
+        return 0
+    fi
+    lens=$(grep -F "\"model\": \"$m\", \"mode\": \"eager\", \"L\": " "$MO_TORCH" | sed 's/.*"L": \([0-9]*\),.*/\1/')
+    [ -n "$lens" ] || return 0
+    for x in $lens; do
+        printf '%s %s\n' "$x" "$(ratio "$(mo_full_ms "$m" compile "$x")" "$(mo_full_ms "$m" eager "$x")")"
+    done | awk -v L="$3" '
+        { n++; l[n] = log($1); r[n] = $2 }
+        END {
+            t = log(L)
+            if (t <= l[1]) { print r[1]; exit }
+            for (i = 2; i <= n; i++)
+                if (t <= l[i]) { print r[i - 1] + (r[i] - r[i - 1]) * (t - l[i - 1]) / (l[i] - l[i - 1]); exit }
+            print r[n]
+        }'
 }
