@@ -478,6 +478,21 @@ START_TEST(empty_step_costs_host_time)
 }
 END_TEST
 
+/* PyTorch's fp32 softmax of bf16 logits holds its cast and its output at once beside them
+ * (records/torch-lmax-h100: with 8 bytes a logit the op graph equals its measured peak); the
+ * float64 sampling holds both in float64 and carries what it adds beyond the fp32 calibration */
+START_TEST(eager_sampling_holds_its_casts)
+{
+    struct impl_profile e, f;
+    ck_assert_int_eq(impl_resolve("torch-eager", &e, NULL), 0);
+    ck_assert_int_eq(impl_resolve("torch-eager-f64", &f, NULL), 0);
+    ck_assert_int_eq(e.softmax_copy_bytes, 8);
+    ck_assert_int_eq(f.softmax_copy_bytes, 16);
+    ck_assert_int_eq(f.calib_extra_bytes, 8);
+    ck_assert_str_eq(f.calib_base, "torch-eager");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cost");
@@ -496,6 +511,7 @@ int main(void)
     tcase_add_test(tc, credit_fusion_priced_per_logit);
     tcase_add_test(tc, iter_smooth_pays_the_lm_head_again);
     tcase_add_test(tc, tensor_parallel_shares_and_allreduces);
+    tcase_add_test(tc, eager_sampling_holds_its_casts);
     suite_add_tcase(s, tc);
     return run_suite("cost", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

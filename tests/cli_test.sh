@@ -601,6 +601,15 @@ expect 0 "mem lmax" -- $bin mem lmax --gpu rtx4090 --planner first-fit --mask-ra
 contains "mem lmax" "L_max ="
 expect 0 "mem lmax --mem-limit" -- $bin mem lmax --mem-limit 24 --planner caching --softmax-copy 4 --json
 json_check "$tmp/out" 'd["mem_bytes"] == 24000000000 and 5000 < d["lmax"] < 12000'
+# PyTorch's own peak allocation of a whole-sequence eager step (records/torch-lmax-h100) is the op
+# graph's with its fp32 softmax (--softmax-copy 8), to the byte, for each model and length measured
+while read -r m L want; do
+    expect 0 "mem plan against PyTorch's $m at $L" -- $bin mem plan --model "$m" --tokens "$L" --planner caching --softmax-copy 8 --json
+    json_check "$tmp/out" "d['allocated_peak_bytes'] == $want"
+done < <(sed -n 's/.*"model": "\([a-z0-9.-]*\)", "mode": "eager", "L": \([0-9]*\), "peak_alloc_bytes": \([0-9]*\),.*/\1 \2 \3/p' \
+    "$rec_dir/torch-lmax-h100/torch_lmax.jsonl")
+[ "$(grep -c '"mode": "eager", "L"' "$rec_dir/torch-lmax-h100/torch_lmax.jsonl")" -ge 6 ] && ok ||
+    bad "records/torch-lmax-h100: fewer than 6 eager peaks"
 expect 2 "mem lmax bad --layers" -- $bin mem lmax --live --layers 0
 expect 2 "mem lmax --live profiled" -- $bin mem lmax --live --planner profiled
 contains "mem lmax --live profiled" "fixed step"

@@ -29,6 +29,7 @@ mutations=(
     "fixed decode commits one more|sim/decode.c|    return dm->k;|    return dm->k + 1;|check_decode check_policy"
     "fixed decode commits EOS positions in bulk|sim/decode.c|(dm->eos == EOS_AUTO && ops->bulk_eos)|(dm->eos == EOS_AUTO)|check_policy check_sched"
     "--eos bulk ignored|sim/decode.c|const bool bulk = dm->eos == EOS_BULK|const bool bulk = dm->eos != dm->eos|check_sched"
+    "eager sampling holds one fp32 copy|sim/impl.c|.softmax_copy_bytes = 8, .reserve_bytes|.softmax_copy_bytes = 4, .reserve_bytes|check_cost"
     "block-causal pairs counted bidirectionally|sim/core/step_desc.c|    if (bs <= 0)|    if (bs <= 1 << 30)|check_step_desc check_cost"
     "vicinity window one token short at the end|sim/policy_vicinity.c|    *hi = end + w < r->L ? end + w : r->L;|    *hi = end + w < r->L ? end + w : r->L - 1;|check_policy"
     "delayed cache commits one position short|sim/policy_block_delayed.c|st->commit_rest = req_block_len(r, r->cur_block - 1) - st->cached;|st->commit_rest = req_block_len(r, r->cur_block - 1) - st->cached - 1;|check_policy"
