@@ -118,10 +118,14 @@ def clean():
     torch.cuda.empty_cache()
 
 
-def attempt(run, L):
+def inputs(m, L):
+    """A step's token ids (drawn over the vocabulary) and positions for L tokens."""
+    return torch.randint(0, m["emb"].shape[0], (1, L), device=dev), torch.arange(L, device=dev)
+
+
+def attempt(m, run, L):
     """One step of L tokens, twice; True when both fit."""
-    ids = torch.randint(0, m["emb"].shape[0], (1, L), device=dev)
-    pos = torch.arange(L, device=dev)
+    ids, pos = inputs(m, L)
     try:
         for _ in range(2):
             r = run(ids, pos)
@@ -139,16 +143,16 @@ def attempt(run, L):
         clean()
 
 
-def lmax(run, lo=256):
-    if not attempt(run, lo):
+def lmax(m, run, lo=256):
+    if not attempt(m, run, lo):
         return 0, 1
     hi, probes = lo * 2, 1
-    while attempt(run, hi):
+    while attempt(m, run, hi):
         lo, hi, probes = hi, hi * 2, probes + 1
     probes += 1
     while hi - lo > 16:
         mid = (lo + hi) // 2
-        if attempt(run, mid):
+        if attempt(m, run, mid):
             lo = mid
         else:
             hi = mid
@@ -181,7 +185,7 @@ with torch.no_grad():
             torch._dynamo.reset()
             run, layers_only = runner(m, mode)
             t0 = time.time()
-            ok = attempt(run, 512) and attempt(run, 1024)  # compiles (a dynamic-shape graph after a second length)
+            ok = attempt(m, run, 512) and attempt(m, run, 1024)  # compiles (a dynamic-shape graph after a second length)
             compile_s = time.time() - t0
             if not ok:
                 emit(model=name, mode=mode, error="a 1024-token step does not fit without a limit")
@@ -189,8 +193,7 @@ with torch.no_grad():
             # unlimited: peaks above the weights, and times
             torch.cuda.set_per_process_memory_fraction(1.0)
             for L in [int(x) for x in args.lengths.split(",") if x]:
-                ids = torch.randint(0, m["emb"].shape[0], (1, L), device=dev)
-                pos = torch.arange(L, device=dev)
+                ids, pos = inputs(m, L)
                 clean()
                 torch.cuda.reset_peak_memory_stats()
                 base_a, base_r = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
@@ -216,7 +219,7 @@ with torch.no_grad():
                 outside = (tot - free) - torch.cuda.memory_reserved()  # context and libraries
                 cap = lim * MIB - outside
                 torch.cuda.set_per_process_memory_fraction(max(cap, 0) / tot)
-                L, probes = lmax(run)
+                L, probes = lmax(m, run)
                 emit(model=name, mode=mode, limit_mib=lim, lmax=L, probes=probes, weights_bytes=weights,
                      outside_bytes=outside, allocator_cap_bytes=cap, compile_s=round(compile_s, 1),
                      layers_run=args.layers_run)

@@ -83,12 +83,15 @@ mo_lmax() {
 # the PyTorch harness's measurements of eager and torch.compile (engine/bench/torch_lmax.py)
 MO_TORCH=$(dirname "${BASH_SOURCE[0]}")/../records/torch-lmax-h100/torch_lmax.jsonl
 
-# mo_measured MODEL MODE KEY VALUE FIELD: FIELD of the harness's line for MODEL and MODE whose KEY
-# (limit_mib or L) is VALUE; empty when the harness did not measure it
+# mo_line MODEL MODE KEY VALUE: the harness's line for MODEL and MODE whose KEY (limit_mib or L) is
+# VALUE; empty when the harness did not measure it
+mo_line() { grep -F "\"model\": \"$1\", \"mode\": \"$2\", \"$3\": $4," "$MO_TORCH" || true; }
+
+# mo_measured MODEL MODE KEY VALUE FIELD: FIELD of that line (empty without one)
 mo_measured() {
     local line
-    line=$(grep -F "\"model\": \"$1\", \"mode\": \"$2\", \"$3\": $4," "$MO_TORCH") || return 0
-    sqlite3 :memory: "SELECT json_extract('$line', '\$.$5')"
+    line=$(mo_line "$1" "$2" "$3" "$4")
+    [ -n "$line" ] && sqlite3 :memory: "SELECT json_extract('$line', '\$.$5')"
 }
 
 # mo_card_mib GPU: the card's memory in MiB, the limit the harness ran under for it
@@ -103,13 +106,11 @@ mo_card_mib() {
 # mo_full_ms MODEL MODE L: the harness's step at L tokens over every layer, from its layers' time
 # (measured over layers_run of them) and the head's (the step's time less the layers')
 mo_full_ms() {
-    local f=$MO_TORCH
-    awk -v m="$1" -v mode="$2" -v L="$3" '
-        index($0, "\"model\": \"" m "\", \"mode\": \"" mode "\", \"L\": " L ",") {
-            n = split($0, kv, /[{},] */)
-            for (i = 1; i <= n; i++) { split(kv[i], p, /": /); gsub(/[" ]/, "", p[1]); v[p[1]] = p[2] }
-            print v["layers"] / v["layers_run"] * v["layers_ms"] + v["step_ms"] - v["layers_ms"]
-        }' "$f"
+    local line
+    line=$(mo_line "$1" "$2" L "$3")
+    [ -n "$line" ] && sqlite3 :memory: "SELECT json_extract(j, '\$.layers') * 1.0 / json_extract(j, '\$.layers_run') *
+        json_extract(j, '\$.layers_ms') + json_extract(j, '\$.step_ms') - json_extract(j, '\$.layers_ms')
+        FROM (SELECT '$line' AS j)"
 }
 
 # mo_compile lmax MODEL GPU | mo_compile time MODEL L: Mosaic-Compile over the baselines' torch
