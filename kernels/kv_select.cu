@@ -1,22 +1,28 @@
 /*
  * kv_select.cu: sparse KV selection (Sparse-dLLM, dLLM-Serve's head-centric cache), one layer at a
- * time, right after its attention. Four kernels:
- *   mean_q   per selecting segment, the mean of its scoring rows' query vectors (fp32, per head);
- *   score    per candidate key, per K/V head: the sum over the head's query heads of mean_q . k
- *            (the ranking of a mean); uniform selection sums over every head instead;
- *   select   per segment and kept set (per K/V head, or one): the scores max-pooled over a window,
- *            the keep-th largest found by a radix select over their order-preserving bits (four
- *            8-bit digits), then every key above it and the first equal ones, in key order;
- *   compact  the kept keys' K and V copied into the first keep keys of the request's cache.
- * Every step is deterministic: no atomics on values, ties broken by the lower key index.
+ * time, right after its attention. Two kernels:
+ *   score    per selecting segment, K/V head and candidate key: the mean of the segment's scoring
+ *            rows' query vectors (fp32) over the head's query heads, dotted with the key (the
+ *            ranking of a mean);
+ *   select   per segment and K/V head: the scores of its kept set (the head's, or for one set for
+ *            all heads their sum over the heads) max-pooled over a window, the keep-th largest
+ *            found by a radix select over their order-preserving bits (four 8-bit digits), then
+ *            every key above it and the first equal ones, in key order; then the head's K and V of
+ *            the kept keys copied into the first keep keys of the request's cache. One set for all
+ *            heads is ranked by each head's block alike (the same sums, the same result), so that
+ *            no kernel waits for another to hand it the kept keys; the first head's block writes
+ *            them out.
+ * At a few hundred candidates, as in a short sequence's Refresh, each kernel is a round or two of
+ * memory latency: a warp's loads are issued together and coalesced (its lanes take consecutive
+ * 16-byte pieces of the key rows), and a head's keys are spread over several blocks. Every step is
+ * deterministic: no atomics on values, ties broken by the lower key index.
  */
 #include <float.h>
 
 #include "common.cuh"
 
 #define SEL_FIELDS 6 /* k_select_args.sel: row0, score_rows, cand, keep, src_page_off, dst_page_off */
-#define SELECT_THREADS 1024
-#define SCORE_THREADS 256 /* a score block: 32 keys, its 8 warps taking the K/V heads in turn */
+#define SELECT_THREADS 1024 /* at most: a select block as wide as its candidates, from 256 up */
 
 static __device__ __forceinline__ const int32_t *sel_of(const int32_t *sel, int s) { return sel + SEL_FIELDS * s; }
 
@@ -25,82 +31,117 @@ static __device__ __forceinline__ size_t slot_of(const int32_t *pages, int page_
     return (size_t)pages[page_off + (key >> shift)] * (1u << shift) + (key & ((1 << shift) - 1));
 }
 
-/* Blocks of MEAN_COLS columns: one thread a column, its rows summed four at a time (independent
- * loads in flight) in a fixed order. */
-#define MEAN_COLS 128
-static __global__ void mean_q_kernel(const bf16_t *q, int q_stride, const int32_t *sel, float *mq, int qd)
+#define SCORE_THREADS 256
+#define SCORE_KEYS 64
+#define SCORE_ITEMS (SCORE_KEYS / (SCORE_THREADS / 32) * 16 / 32) /* pieces a lane loads at once, d <= 128 */
+
+/* A lane's pieces t0 + lane, t0 + 32 + lane, ... of its warp's keys j0.. (piece t: key j0 + t / per,
+ * values (t % per) * 8.. of head kh), those past the items or the candidates left alone. */
+static __device__ __forceinline__ void score_pieces(uint4 (&v)[SCORE_ITEMS], const bf16_t *k_pool, const int32_t *pages,
+                                                    int src_off, int shift, size_t kvrow, int kh, int d, int per,
+                                                    int items, int cand, int j0, int t0, int lane)
 {
-    griddep_wait();
-    const int32_t *s = sel_of(sel, blockIdx.x);
-    const int row0 = s[0], rows = s[1], c = blockIdx.y * MEAN_COLS + threadIdx.x;
-    if (c >= qd)
-        return;
-    const bf16_t *col = q + (size_t)row0 * q_stride + c;
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    int r = 0;
-    for (; r + 4 <= rows; r += 4)
 #pragma unroll
-        for (int k = 0; k < 4; k++)
-            acc[k] += bf2f(col[(size_t)(r + k) * q_stride]);
-    for (; r < rows; r++)
-        acc[0] += bf2f(col[(size_t)r * q_stride]);
-    mq[(size_t)blockIdx.x * qd + c] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) / (float)rows;
+    for (int u = 0; u < SCORE_ITEMS; u++) {
+        const int t = t0 + u * 32 + lane, j = j0 + t / per;
+        if (t < items && j < cand)
+            v[u] = *(const uint4 *)(k_pool + slot_of(pages, src_off, j, shift) * kvrow + (size_t)kh * d + (t % per) * 8);
+    }
 }
 
-/* A block takes 32 candidate keys, one a lane; its warps take the K/V heads in turn (warp w the
- * heads w, w + 8, ...), so that a warp's lanes read one head's mean queries from shared memory at
- * once (a broadcast) while each streams its own key's d values, eight 16-byte loads in flight.
- * Uniform selection sums each key's heads in a fixed order: its warp's heads in turn, then the
- * warps in turn. */
-static __global__ void score_kernel(const bf16_t *k_pool, const int32_t *pages, int shift, const int32_t *sel,
-                                    const float *mq, float *raw, int max_cand, int H, int Hkv, int d, int per_head)
+/* Block (si, kh, z) scores head kh of segment si's candidates in chunks of SCORE_KEYS keys (the
+ * chunks z, z + gridDim.z, ...). It first takes the mean of the segment's scoring rows over the
+ * head's query heads, its own copy (one head's rows are a few KiB, so that no launch before it has
+ * to hand the means over): SCORE_THREADS / cols groups of rows, each summing rows sixteen at a time
+ * (independent loads in flight), added in a fixed order; its warps' first key pieces are loaded
+ * before, their latency spent with the means'. Then each warp takes SCORE_KEYS / warps
+ * keys, its lanes the 16-byte pieces of their head rows in turn (a piece's partial dot over the
+ * head's query heads), issued together; the pieces' partials are summed key by key in piece order.
+ * The same means and the same sums whatever the grid: the scores are deterministic. */
+static __global__ void __launch_bounds__(SCORE_THREADS)
+    score_kernel(const bf16_t *q, int q_stride, const bf16_t *k_pool, const int32_t *pages, int shift,
+                 const int32_t *sel, float *raw, int max_cand, int H, int Hkv, int d)
 {
     griddep_wait();
-    extern __shared__ float smq[]; /* [H d] mean queries, then [warps][32] per-warp sums */
-    const int si = blockIdx.x, qd = H * d, g = H / Hkv, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int warps = blockDim.x >> 5;
-    float *part = smq + qd;
+    extern __shared__ float smem[]; /* [g d] mean queries, then [warps][pad(keys a warp x d / 8)] partials */
+    const int si = blockIdx.x, kh = blockIdx.y, g = H / Hkv, cols = g * d, lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5, warps = SCORE_THREADS / 32, kw = SCORE_KEYS / warps, per = d / 8;
+    const int items = kw * per; /* a warp's (key, piece) pairs */
+    float *mq = smem, *part = smem + cols + (size_t)warp * (items + items / 32 + 1);
     const int32_t *s = sel_of(sel, si);
-    const int cand = s[2], src_off = s[4], j = blockIdx.y * 32 + lane;
-    for (int c = threadIdx.x; c < qd; c += blockDim.x)
-        smq[c] = mq[(size_t)si * qd + c];
-    __syncthreads();
-    float total = 0.f;
-    const bf16_t *key = j < cand ? k_pool + slot_of(pages, src_off, j, shift) * (size_t)Hkv * d : NULL;
-    for (int kh = warp; kh < Hkv && key; kh += warps) {
-        float dot = 0.f;
-        for (int e0 = 0; e0 < d; e0 += 64) {
-            uint4 v[8];
+    const int row0 = s[0], rows = s[1], cand = s[2], src_off = s[4];
+    const size_t kvrow = (size_t)Hkv * d;
+    int j0 = blockIdx.z * SCORE_KEYS + warp * kw;
+    uint4 v[SCORE_ITEMS];
+    score_pieces(v, k_pool, pages, src_off, shift, kvrow, kh, d, per, items, cand, j0, 0, lane); /* in flight
+                                                                                                 * over the means */
+    { /* the mean query of the head's query heads */
+        const int groups = cols >= SCORE_THREADS ? 1 : SCORE_THREADS / cols;
+        const int grp = threadIdx.x / cols, c0 = threadIdx.x - grp * cols;
+        for (int c = c0; grp < groups && c < cols; c += SCORE_THREADS) { /* group sums beside mq */
+            const bf16_t *col = q + (size_t)row0 * q_stride + (size_t)kh * cols + c;
+            float acc[16];
 #pragma unroll
-            for (int u = 0; u < 8; u++)
-                if (e0 + 8 * u < d)
-                    v[u] = *(const uint4 *)(key + (size_t)kh * d + e0 + 8 * u);
+            for (int k = 0; k < 16; k++)
+                acc[k] = 0.f;
+            int r = grp;
+            for (; r + 15 * groups < rows; r += 16 * groups)
 #pragma unroll
-            for (int u = 0; u < 8; u++) {
-                if (e0 + 8 * u >= d)
+                for (int k = 0; k < 16; k++)
+                    acc[k] += bf2f(col[(size_t)(r + k * groups) * q_stride]);
+            for (; r < rows; r += groups)
+                acc[0] += bf2f(col[(size_t)r * q_stride]);
+#pragma unroll
+            for (int k = 0; k < 8; k++) /* a fixed tree */
+                acc[k] += acc[k + 8];
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                acc[k] += acc[k + 4];
+            const float sum = (acc[0] + acc[2]) + (acc[1] + acc[3]);
+            if (groups == 1)
+                mq[c] = sum / (float)rows;
+            else
+                smem[cols + (size_t)grp * cols + c] = sum;
+        }
+        __syncthreads();
+        if (groups > 1) {
+            for (int c = threadIdx.x; c < cols; c += SCORE_THREADS) {
+                float sum = 0.f;
+                for (int k = 0; k < groups; k++)
+                    sum += smem[cols + (size_t)k * cols + c];
+                mq[c] = sum / (float)rows;
+            }
+        }
+        __syncthreads();
+    }
+    for (bool first = true; j0 < cand; j0 += gridDim.z * SCORE_KEYS, first = false) {
+        for (int t0 = 0; t0 < items; t0 += 32 * SCORE_ITEMS) {
+            if (!first || t0 > 0)
+                score_pieces(v, k_pool, pages, src_off, shift, kvrow, kh, d, per, items, cand, j0, t0, lane);
+#pragma unroll
+            for (int u = 0; u < SCORE_ITEMS; u++) {
+                const int t = t0 + u * 32 + lane, j = j0 + t / per, e = (t % per) * 8;
+                if (t >= items)
                     break;
                 const bf16_t *kv = (const bf16_t *)&v[u];
-                for (int qh = kh * g; qh < (kh + 1) * g; qh++) {
-                    const float *m = smq + (size_t)qh * d + e0 + 8 * u;
+                float dot = 0.f;
+                for (int qh = 0; qh < g && j < cand; qh++) {
+                    const float *m = mq + (size_t)qh * d + e;
 #pragma unroll
                     for (int k = 0; k < 8; k++)
                         dot += m[k] * bf2f(kv[k]);
                 }
+                part[t + t / 32] = dot;
             }
         }
-        if (per_head)
-            raw[((size_t)si * Hkv + kh) * max_cand + j] = dot;
-        total += dot;
-    }
-    if (per_head)
-        return;
-    part[warp * 32 + lane] = total;
-    __syncthreads();
-    if (warp == 0 && j < cand) {
-        float sum = 0.f;
-        for (int w = 0; w < warps; w++)
-            sum += part[w * 32 + lane];
-        raw[(size_t)si * Hkv * max_cand + j] = sum;
+        __syncwarp();
+        if (lane < kw && j0 + lane < cand) {
+            float dot = 0.f;
+            for (int i = lane * per; i < (lane + 1) * per; i++)
+                dot += part[i + i / 32];
+            raw[((size_t)si * Hkv + kh) * max_cand + j0 + lane] = dot;
+        }
+        __syncwarp();
     }
 }
 
@@ -116,6 +157,36 @@ static __device__ __forceinline__ uint32_t pooled_bits(const float *r, int j, in
     float m = -FLT_MAX;
     for (int i = max(0, j - half); i <= min(n - 1, j + half); i++)
         m = fmaxf(m, r[i]);
+    return order_bits(m);
+}
+
+/* Candidate j's score in set `set` of a segment's per-head scores r ([Hkv][max_cand]): its head's,
+ * or (set < 0) the sum over the heads, in head order. */
+static __device__ __forceinline__ float score_of(const float *r, int j, int set, int Hkv, int max_cand)
+{
+    if (set >= 0)
+        return r[(size_t)set * max_cand + j];
+    float sum = 0.f;
+    for (int h0 = 0; h0 < Hkv; h0 += 16) { /* sixteen loads in flight, added in head order */
+        float x[16];
+#pragma unroll
+        for (int k = 0; k < 16; k++)
+            x[k] = h0 + k < Hkv ? r[(size_t)(h0 + k) * max_cand + j] : 0.f;
+#pragma unroll
+        for (int k = 0; k < 16; k++)
+            if (h0 + k < Hkv)
+                sum += x[k];
+    }
+    return sum;
+}
+
+/* pooled_bits over score_of, for a block without the scores in shared memory */
+static __device__ __forceinline__ uint32_t pooled_score_bits(const float *r, int j, int n, int half, int set, int Hkv,
+                                                             int max_cand)
+{
+    float m = -FLT_MAX;
+    for (int i = max(0, j - half); i <= min(n - 1, j + half); i++)
+        m = fmaxf(m, score_of(r, i, set, Hkv, max_cand));
     return order_bits(m);
 }
 
@@ -181,64 +252,124 @@ static __device__ __forceinline__ void find_bin(const uint32_t *hist, int shift,
 }
 
 /* The pooled order bits of candidate j: from the shared copy when the block holds one. */
-static __device__ __forceinline__ uint32_t key_at(const uint32_t *cache, const float *r, int j, int n, int half)
+static __device__ __forceinline__ uint32_t key_at(const uint32_t *cache, const float *r, int j, int n, int half,
+                                                  int set, int Hkv, int max_cand)
 {
-    return cache ? cache[j] : pooled_bits(r, j, n, half);
+    return cache ? cache[j] : pooled_score_bits(r, j, n, half, set, Hkv, max_cand);
 }
 
-static __global__ void select_kernel(const int32_t *sel, const float *raw, int32_t *idx, int max_cand, int max_keep,
-                                     int Hkv, int kernel, int cached)
+/* Where block (si, kh) writes its kept keys: per K/V head, [num_sel][Hkv][max_keep]; one set for all
+ * heads, [num_sel][max_keep] by the first head's blocks, the other heads' copies after them. */
+static __device__ __forceinline__ int32_t *kept_of(int32_t *idx, int si, int kh, int num_sel, int Hkv, int max_keep,
+                                                   int per_head)
+{
+    const size_t row = per_head ? (size_t)si * Hkv + kh
+                                : kh == 0 ? (size_t)si : num_sel + (size_t)si * (Hkv - 1) + (kh - 1);
+    return idx + row * max_keep;
+}
+
+/* Block (si, kh): segment si's kept keys of its set (head kh's, or the one for all heads); where it
+ * copies (at most SELECT_COPY_KEEP kept keys), then head kh's K and V of them moved into the cache's
+ * first keep keys: the kept keys' pool slots noted in shared memory, then every thread copying
+ * 16-byte pieces of the kept rows, four in flight. A block that does not copy leaves that to
+ * compact_kernel (one set for all heads is then ranked once, by a block kh = 0). */
+#define SELECT_COPY_KEEP 512
+static __global__ void __launch_bounds__(SELECT_THREADS)
+    select_kernel(const int32_t *sel, const float *raw, int32_t *idx, bf16_t *k_pool, bf16_t *v_pool,
+                  const int32_t *pages, int shift, int max_cand, int max_keep, int Hkv, int d, int kernel,
+                  int cached, int per_head, int copy)
 {
     griddep_wait();
-    extern __shared__ uint32_t cache_mem[]; /* [max_cand] where cached */
+    extern __shared__ uint32_t cache_mem[]; /* [max_cand] pooled bits, [max_cand] scores, where cached */
     __shared__ uint32_t hist[256], warp_sums[33];
     __shared__ uint32_t s_prefix, s_left;
-    const int si = blockIdx.x, set = blockIdx.y;
+    __shared__ int32_t src_slot[SELECT_COPY_KEEP], dst_slot[SELECT_COPY_KEEP];
+    const int si = blockIdx.x, kh = blockIdx.y, set = per_head ? kh : -1;
     const int32_t *s = sel_of(sel, si);
     const int n = s[2], keep = s[3], half = kernel / 2;
-    const float *r = raw + ((size_t)si * Hkv + set) * max_cand;
-    int32_t *out = idx + ((size_t)si * gridDim.y + set) * max_keep;
+    const float *r = raw + (size_t)si * Hkv * max_cand;
+    int32_t *out = kept_of(idx, si, kh, gridDim.x, Hkv, max_keep, per_head);
     uint32_t *cache = cached ? cache_mem : NULL;
-    for (int j = threadIdx.x; cache && j < n; j += blockDim.x)
-        cache[j] = pooled_bits(r, j, n, half);
+    if (cache) {
+        float *sc = (float *)(cache_mem + max_cand);
+        for (int j = threadIdx.x; j < n; j += blockDim.x)
+            sc[j] = score_of(r, j, set, Hkv, max_cand);
+        __syncthreads();
+        for (int j = threadIdx.x; j < n; j += blockDim.x)
+            cache[j] = pooled_bits(sc, j, n, half);
+    }
     if (threadIdx.x == 0) {
         s_prefix = 0;
         s_left = (uint32_t)keep;
     }
     uint32_t mask = 0;
-    for (int shift = 24; shift >= 0; shift -= 8) { /* the keep-th largest, a digit at a time */
+    for (int shift8 = 24; shift8 >= 0; shift8 -= 8) { /* the keep-th largest, a digit at a time */
         for (int b = threadIdx.x; b < 256; b += blockDim.x)
             hist[b] = 0;
         __syncthreads();
         const uint32_t prefix = s_prefix;
         for (int j = threadIdx.x; j < n; j += blockDim.x) {
-            const uint32_t u = key_at(cache, r, j, n, half);
+            const uint32_t u = key_at(cache, r, j, n, half, set, Hkv, max_cand);
             if ((u & mask) == prefix)
-                atomicAdd(&hist[(u >> shift) & 255u], 1u);
+                atomicAdd(&hist[(u >> shift8) & 255u], 1u);
         }
         __syncthreads();
         if (threadIdx.x < 32)
-            find_bin(hist, shift, &s_prefix, &s_left);
-        mask |= 255u << shift;
+            find_bin(hist, shift8, &s_prefix, &s_left);
+        mask |= 255u << shift8;
         __syncthreads();
     }
     const uint32_t thr = s_prefix, eq_needed = s_left;
     uint32_t gt_base = 0, eq_base = 0;
     for (int j0 = 0; j0 < n; j0 += blockDim.x) { /* kept keys in key order */
         const int j = j0 + threadIdx.x;
-        const uint32_t u = j < n ? key_at(cache, r, j, n, half) : 0;
+        const uint32_t u = j < n ? key_at(cache, r, j, n, half, set, Hkv, max_cand) : 0;
         const uint32_t gt = j < n && u > thr, eq = j < n && u == thr;
         uint32_t total;
         const uint32_t before = block_scan(gt << 16 | eq, warp_sums, &total);
         const uint32_t gt_before = gt_base + (before >> 16), eq_before = eq_base + (before & 0xffffu);
-        if (gt || (eq && eq_before < eq_needed))
-            out[gt_before + min(eq_before, eq_needed)] = j;
+        if (gt || (eq && eq_before < eq_needed)) {
+            const int at = gt_before + min(eq_before, eq_needed);
+            out[at] = j;
+            if (copy) {
+                src_slot[at] = (int32_t)slot_of(pages, s[4], j, shift);
+                dst_slot[at] = (int32_t)slot_of(pages, s[5], at, shift);
+            }
+        }
         gt_base += total >> 16;
         eq_base += total & 0xffffu;
     }
+    if (!copy)
+        return;
+    __syncthreads(); /* the kept keys' slots noted */
+    const int pieces = d / 8, all = keep * pieces;
+    const size_t kvrow = (size_t)Hkv * d;
+    for (int t0 = threadIdx.x; t0 < all; t0 += 4 * blockDim.x) {
+        uint4 kv[4], vv[4];
+        size_t dst[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int t = t0 + u * blockDim.x;
+            if (t >= all)
+                break;
+            const int j = t / pieces, e = (t - j * pieces) * 8;
+            const size_t src = (size_t)src_slot[j] * kvrow + (size_t)kh * d + e;
+            dst[u] = (size_t)dst_slot[j] * kvrow + (size_t)kh * d + e;
+            kv[u] = *(const uint4 *)(k_pool + src);
+            vv[u] = *(const uint4 *)(v_pool + src);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            if (t0 + u * blockDim.x >= all)
+                break;
+            *(uint4 *)(k_pool + dst[u]) = kv[u];
+            *(uint4 *)(v_pool + dst[u]) = vv[u];
+        }
+    }
 }
 
-/* One warp per kept key and K/V head: K and V of the head moved into the cache's first keep keys. */
+/* More kept keys than a select block copies: one warp per kept key and K/V head moves K and V of the
+ * head into the cache's first keep keys. */
 static __global__ void compact_kernel(bf16_t *k_pool, bf16_t *v_pool, const int32_t *pages, int shift,
                                       const int32_t *sel, const int32_t *idx, int max_keep, int Hkv, int d,
                                       int per_head)
@@ -247,7 +378,7 @@ static __global__ void compact_kernel(bf16_t *k_pool, bf16_t *v_pool, const int3
     const int si = blockIdx.x, kh = blockIdx.y, lane = threadIdx.x & 31;
     const int32_t *s = sel_of(sel, si);
     const int keep = s[3], src_off = s[4], dst_off = s[5];
-    const int32_t *kept = idx + ((size_t)si * (per_head ? Hkv : 1) + (per_head ? kh : 0)) * max_keep;
+    const int32_t *kept = kept_of((int32_t *)idx, si, per_head ? kh : 0, gridDim.x, Hkv, max_keep, per_head);
     const size_t kvrow = (size_t)Hkv * d;
     const int j = blockIdx.z * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (j >= keep)
@@ -269,24 +400,46 @@ static int select_cache_fits(int max_cand)
     if (limit < 0) {
         int dev = 0, optin = 0;
         limit = 48 * 1024;
+        cudaFuncAttributes fa;
         if (cudaGetDevice(&dev) == cudaSuccess &&
             cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
-            optin > limit + 4096 &&
-            cudaFuncSetAttribute(select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin - 4096) ==
-                cudaSuccess)
-            limit = optin - 4096; /* the static arrays beside it */
+            cudaFuncGetAttributes(&fa, select_kernel) == cudaSuccess && optin - (int)fa.sharedSizeBytes > limit &&
+            cudaFuncSetAttribute(select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 optin - (int)fa.sharedSizeBytes) == cudaSuccess)
+            limit = optin - (int)fa.sharedSizeBytes; /* beside its static arrays */
         cudaGetLastError();
     }
-    return (int64_t)max_cand * 4 <= limit;
+    return (int64_t)max_cand * 8 <= limit;
 }
 
+/* The selection's scratch: the per-head scores [num_sel][Hkv][max_cand] fp32, then the kept keys
+ * (kept_of). */
 extern "C" int64_t k_kv_select_ws_bytes(int num_sel, int max_cand, int max_keep, int H, int Hkv, int d, int per_head)
 {
+    (void)H, (void)d, (void)per_head;
     (void)select_cache_fits(0); /* its attribute set here, outside any stream capture */
-    const int64_t mq = (int64_t)num_sel * H * d * 4, raw = (int64_t)num_sel * Hkv * max_cand * 4;
-    const int64_t idx = (int64_t)num_sel * (per_head ? Hkv : 1) * max_keep * 4;
-    return (mq + 255) / 256 * 256 + (raw + 255) / 256 * 256 + idx;
+    const int64_t raw = (int64_t)num_sel * Hkv * max_cand * 4, idx = (int64_t)num_sel * Hkv * max_keep * 4;
+    return (raw + 255) / 256 * 256 + idx;
 }
+
+/* A select block's threads for n candidates: one a candidate, from 512 up to SELECT_THREADS (a
+ * copying block's kept rows in one round of its loads). */
+static int select_threads(int n)
+{
+    int t = 512;
+    while (t < n && t < SELECT_THREADS)
+        t *= 2;
+    return t;
+}
+
+/* score_kernel's shared memory: the head group's mean queries, then each warp's partials (padded) */
+static size_t score_smem(int g, int d)
+{
+    const int items = SCORE_KEYS / (SCORE_THREADS / 32) * (d / 8), parts = (SCORE_THREADS / 32) * (items + items / 32 + 1);
+    return (size_t)(g * d + (parts > SCORE_THREADS ? parts : SCORE_THREADS)) * sizeof(float); /* (or the row groups' sums) */
+}
+
+#define SCORE_Z 8 /* at most: blocks a head's candidates are dealt over */
 
 extern "C" int k_kv_select(const struct k_select_args *a, k_stream stream)
 {
@@ -294,30 +447,25 @@ extern "C" int k_kv_select(const struct k_select_args *a, k_stream stream)
     if (a->num_sel <= 0)
         return 0;
     if (d % 8 || a->H % a->Hkv || a->kernel < 1 || a->kernel % 2 == 0 || a->max_cand <= 0 ||
-        (size_t)(a->H * d + SCORE_THREADS) * sizeof(float) > 48 * 1024)
+        score_smem(a->H / a->Hkv, d) > 48 * 1024)
         return (int)cudaErrorInvalidValue;
     const int64_t need = k_kv_select_ws_bytes(a->num_sel, a->max_cand, a->max_keep, a->H, a->Hkv, d, a->per_head);
     if (!a->ws || need > a->ws_bytes)
         return (int)cudaErrorInvalidValue;
-    const int qd = a->H * d;
-    char *ws = (char *)a->ws;
-    float *mq = (float *)ws;
-    float *raw = (float *)(ws + ((int64_t)a->num_sel * qd * 4 + 255) / 256 * 256);
-    int32_t *idx = (int32_t *)((char *)raw + ((int64_t)a->num_sel * a->Hkv * a->max_cand * 4 + 255) / 256 * 256);
-    const int sets = a->per_head ? a->Hkv : 1;
-    cudaError_t rc = k_launch(mean_q_kernel, dim3((unsigned)a->num_sel, (unsigned)((qd + MEAN_COLS - 1) / MEAN_COLS)),
-                              dim3(MEAN_COLS), 0, stream, a->q, a->q_stride, a->sel, mq, qd);
-    if (rc == cudaSuccess)
-        rc = k_launch(score_kernel, dim3((unsigned)a->num_sel, (unsigned)((a->max_cand + 31) / 32)),
-                      dim3(SCORE_THREADS), (size_t)(qd + SCORE_THREADS) * sizeof(float), stream,
-                      (const bf16_t *)a->k_pool, a->pages, a->page_shift, a->sel, (const float *)mq, raw, a->max_cand,
-                      a->H, a->Hkv, d, a->per_head);
-    const int cached = select_cache_fits(a->max_cand);
+    float *raw = (float *)a->ws;
+    int32_t *idx = (int32_t *)k_kv_select_idx(a);
+    const int chunks = (a->max_cand + SCORE_KEYS - 1) / SCORE_KEYS;
+    cudaError_t rc = k_launch(score_kernel, dim3((unsigned)a->num_sel, (unsigned)a->Hkv, (unsigned)(chunks < SCORE_Z ? chunks : SCORE_Z)),
+                              dim3(SCORE_THREADS), score_smem(a->H / a->Hkv, d), stream, a->q, a->q_stride,
+                              (const bf16_t *)a->k_pool, a->pages, a->page_shift, a->sel, raw, a->max_cand, a->H,
+                              a->Hkv, d);
+    const int cached = select_cache_fits(a->max_cand), copy = a->max_keep <= SELECT_COPY_KEEP;
     if (rc == cudaSuccess && a->max_keep > 0)
-        rc = k_launch(select_kernel, dim3((unsigned)a->num_sel, (unsigned)sets), dim3(SELECT_THREADS),
-                      cached ? (size_t)a->max_cand * 4 : 0, stream, a->sel, (const float *)raw, idx, a->max_cand,
-                      a->max_keep, a->Hkv, a->kernel, cached);
-    if (rc == cudaSuccess && a->max_keep > 0)
+        rc = k_launch(select_kernel, dim3((unsigned)a->num_sel, (unsigned)(copy || a->per_head ? a->Hkv : 1)),
+                      dim3(select_threads(a->max_cand)), cached ? (size_t)a->max_cand * 8 : 0, stream, a->sel,
+                      (const float *)raw, idx, a->k_pool, a->v_pool, a->pages, a->page_shift, a->max_cand,
+                      a->max_keep, a->Hkv, d, a->kernel, cached, a->per_head, copy);
+    if (rc == cudaSuccess && a->max_keep > 0 && !copy)
         rc = k_launch(compact_kernel, dim3((unsigned)a->num_sel, (unsigned)a->Hkv, (unsigned)((a->max_keep + 7) / 8)),
                       dim3(256), 0, stream, a->k_pool, a->v_pool, a->pages, a->page_shift, a->sel,
                       (const int32_t *)idx, a->max_keep, a->Hkv, d, a->per_head);
@@ -326,7 +474,5 @@ extern "C" int k_kv_select(const struct k_select_args *a, k_stream stream)
 
 extern "C" const int32_t *k_kv_select_idx(const struct k_select_args *a)
 {
-    char *ws = (char *)a->ws;
-    char *raw = ws + ((int64_t)a->num_sel * a->H * a->d * 4 + 255) / 256 * 256;
-    return (const int32_t *)(raw + ((int64_t)a->num_sel * a->Hkv * a->max_cand * 4 + 255) / 256 * 256);
+    return (const int32_t *)((char *)a->ws + ((int64_t)a->num_sel * a->Hkv * a->max_cand * 4 + 255) / 256 * 256);
 }

@@ -459,8 +459,8 @@ static int fit_rows(const struct calib_data *d, const struct calib *c, const str
     return st ? -1 : 0;
 }
 
-/* The selection's features, summed over the selecting segments: a constant (its four launches a
- * layer), the segments, their candidates and the most candidates one has (each segment's ranking is
+/* The selection's features, summed over the selecting segments: a constant (its launches a layer),
+ * the segments, their candidates and the most candidates one has (each segment's ranking is
  * one block's walk over them, the critical path of a step of few segments). */
 static void select_features(int64_t segs, int64_t cand, int64_t max_cand, double *f)
 {

@@ -252,7 +252,7 @@ done:
 }
 
 /* The page ids of check_kv_select's pool: a permutation, so that no two lists are contiguous. */
-#define SEL_PAGES 128
+#define SEL_PAGES 256
 #define SEL_PT 16
 
 /* k_kv_select's inputs: two selecting segments (cand, keep, score rows) over permuted pages. */
@@ -781,13 +781,16 @@ static void check_moe_kernel_cases(struct checker *c)
     check_moe_kernels(c, 100, 256, 8, 128, 128, 32, 5, LLADA2_ROUTER, true);
 }
 
-/* The selection kernels on two segments each, per K/V head and one set for all. */
+/* The selection kernels on two segments each, per K/V head and one set for all; the ranking's
+ * blocks 256, 512 and 1,024 wide, and more candidates than a block has threads (its scan over them
+ * in turns, the copy of more kept rows than threads). */
 static void check_select_kernels(struct checker *c)
 {
     static const struct sel_case sel_cases[] = {
         {4, 2, 64, 3, 0, {300, 190}, {150, 1}, {32, 17}},    {4, 2, 64, 3, 1, {300, 190}, {150, 95}, {32, 17}},
         {8, 8, 128, 1, 1, {160, 33}, {160, 16}, {32, 1}},     {32, 32, 128, 5, 0, {700, 64}, {350, 64}, {32, 32}},
-        {32, 32, 128, 3, 1, {700, 64}, {350, 32}, {32, 32}},
+        {32, 32, 128, 3, 1, {700, 64}, {350, 32}, {32, 32}},  {8, 2, 128, 3, 0, {1500, 40}, {1100, 8}, {32, 8}},
+        {8, 4, 64, 3, 1, {2100, 250}, {1030, 249}, {32, 17}},
     };
     for (size_t i = 0; i < TS_ARRAY_LEN(sel_cases); i++)
         check_kv_select(c, &sel_cases[i]);
