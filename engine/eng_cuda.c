@@ -1309,8 +1309,7 @@ static int select_fits(const struct eng *e, const struct step_desc *sd, struct t
 {
     const int32_t max_cand = (int32_t)sd->tot.sel_max_cand, max_keep = (int32_t)sd->tot.sel_max_keep;
     const int n = (int)sd->tot.sel_segs;
-    const int64_t need = k_kv_select_ws_bytes(n, max_cand, max_keep, e->m.num_heads, e->m.num_kv_heads,
-                                              e->m.head_dim, sd->select_heads);
+    const int64_t need = k_kv_select_ws_bytes(n, max_cand, max_keep, e->m.num_kv_heads);
     if (e->o.trace_selection && (int64_t)e->m.num_layers * n * (sd->select_heads ? e->m.num_kv_heads : 1) *
                                         max_keep * 4 > SELECTION_TRACE)
         return ts_fail(err, "step refused: its selections' trace exceeds the %d MiB kept for it",

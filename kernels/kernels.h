@@ -236,7 +236,7 @@ struct k_select_args {
     void *ws;
     int64_t ws_bytes;
 };
-int64_t k_kv_select_ws_bytes(int num_sel, int max_cand, int max_keep, int H, int Hkv, int d, int per_head);
+int64_t k_kv_select_ws_bytes(int num_sel, int max_cand, int max_keep, int Hkv);
 int k_kv_select(const struct k_select_args *a, k_stream stream);
 const int32_t *k_kv_select_idx(const struct k_select_args *a);
 

@@ -414,9 +414,8 @@ static int select_cache_fits(int max_cand)
 
 /* The selection's scratch: the per-head scores [num_sel][Hkv][max_cand] fp32, then the kept keys
  * (kept_of). */
-extern "C" int64_t k_kv_select_ws_bytes(int num_sel, int max_cand, int max_keep, int H, int Hkv, int d, int per_head)
+extern "C" int64_t k_kv_select_ws_bytes(int num_sel, int max_cand, int max_keep, int Hkv)
 {
-    (void)H, (void)d, (void)per_head;
     (void)select_cache_fits(0); /* its attribute set here, outside any stream capture */
     const int64_t raw = (int64_t)num_sel * Hkv * max_cand * 4, idx = (int64_t)num_sel * Hkv * max_keep * 4;
     return (raw + 255) / 256 * 256 + idx;
@@ -449,7 +448,7 @@ extern "C" int k_kv_select(const struct k_select_args *a, k_stream stream)
     if (d % 8 || a->H % a->Hkv || a->kernel < 1 || a->kernel % 2 == 0 || a->max_cand <= 0 ||
         score_smem(a->H / a->Hkv, d) > 48 * 1024)
         return (int)cudaErrorInvalidValue;
-    const int64_t need = k_kv_select_ws_bytes(a->num_sel, a->max_cand, a->max_keep, a->H, a->Hkv, d, a->per_head);
+    const int64_t need = k_kv_select_ws_bytes(a->num_sel, a->max_cand, a->max_keep, a->Hkv);
     if (!a->ws || need > a->ws_bytes)
         return (int)cudaErrorInvalidValue;
     float *raw = (float *)a->ws;

@@ -319,7 +319,7 @@ static void check_kv_select(struct checker *c, const struct sel_case *x)
                               .page_shift = 4, .num_sel = 2, .max_cand = TS_MAX(x->cand[0], x->cand[1]),
                               .max_keep = max_keep, .H = H, .Hkv = Hkv, .d = d, .kernel = x->kernel,
                               .per_head = x->per_head};
-    a.ws_bytes = k_kv_select_ws_bytes(2, a.max_cand, max_keep, H, Hkv, d, x->per_head);
+    a.ws_bytes = k_kv_select_ws_bytes(2, a.max_cand, max_keep, Hkv);
     CK(cudaMalloc(&a.ws, (size_t)a.ws_bytes));
     KK(k_kv_select(&a, NULL));
     CK(cudaMemcpy(kg, dk, 2 * pn, cudaMemcpyDeviceToHost));
