@@ -23,5 +23,12 @@ check "at ${r1} req/s dLLM-Serve's mean latency is below every baseline's on eac
     "$(for s in $DS_BASELINES; do ds_each "val(\"dllm-serve\",\"@W\",\"$r1\",\"lat_mean_s\") < val(\"$s\",\"@W\",\"$r1\",\"lat_mean_s\")"; printf ' && '; done) 1"
 check "the gap widens with the load on each workload: the reduction against the best baseline is larger at ${r1} than at ${r0} req/s" \
     "$(ds_each "val(\"dllm-serve\",\"@W\",\"$r1\",\"latency_reduction\") > val(\"dllm-serve\",\"@W\",\"$r0\",\"latency_reduction\")")"
-NOTES=$DS_NOTES
+ds_why rtx4090 $r0
+NOTES="$DS_NOTES
+
+$DS_WHY $(awk -v r0=$r0 -v r1=$r1 -v t="$(value throughput_tok_s fast-dllm livebench $r1)" 'BEGIN {
+    s = 256 / t
+    printf "Fast-dLLM serves at most %.1f generated tokens a second on LiveBench (its throughput at %s req/s), %.1f s a\n", t, r1, s
+    printf "request of 256 tokens, against %.0f s between arrivals at %s req/s: ", 1 / r0, r0
+    print (s > 1 / r0 ? "its queue grows already at the lowest rate, and the latencies part there." : "it keeps up at the lowest rate.") }')"
 paper_finish "dLLM-Serve Fig. 4: mean latency against arrival rate, RTX 4090, LLaDA-8B" "arrival rate (req/s)" lat_mean_s

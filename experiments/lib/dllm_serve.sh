@@ -64,3 +64,29 @@ ds_each() {
     for w in $DS_WORKLOADS; do printf '%s && ' "${1//@W/$w}"; done
     printf 1
 }
+
+# ds_ceiling GPU: the most generated tokens a second one request can get on GPU at one token a step:
+# the roofline of its 32-row Reuse step with no cache and no host time (the weights over the bandwidth)
+ds_ceiling() {
+    "$bin" calib price --roofline --gpu "$1" --model llada-8b --step 1,32,0,32 |
+        awk '$1 == "host" { h = $2 } $1 == "step" { s = $2 } END { printf "%.1f", 1000 / (s - h) }'
+}
+
+# ds_why GPU X: what the baselines' static batches hold at X on each workload and what one request
+# a batch can reach (derived metric single_request_ceiling); DS_WHY says what that means
+ds_why() {
+    local gpu=$1 x=$2 w s b ceiling batches=""
+    ceiling=$(ds_ceiling "$gpu")
+    for w in $DS_WORKLOADS; do
+        derived single_request_ceiling fast-dllm $w "$x" "$ceiling"
+        b=$(for s in $DS_BASELINES; do value static_batch $s $w "$x"; done | sort -g | sed -n '1p;$p' | uniq | paste -sd-)
+        batches+="$b on $w, "
+    done
+    DS_WHY="Why the results move with the workload: at $x req/s the baselines' static batches hold, in requests,
+${batches%, } (metric static_batch: as many as fit when each is padded to the workload's longest request,
+their sampling holding a float64 softmax over every position's logits, 18 bytes a logit; a trial run of
+the workload finds no more, since the batch that holds its longest request is padded to it). One request
+a step cannot pass $ceiling tok/s on this GPU (single_request_ceiling: the roofline of its 32-row step with
+no cache and no host time, the weights over the bandwidth): where a batch holds one request,
+dLLM-Serve's lead is all its concurrency."
+}

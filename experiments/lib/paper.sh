@@ -66,7 +66,7 @@ point() {
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$sys" "$wl" "$x" "$(json "$f" model)" "$(json "$f" gpu)" "$npoints" >>"$out/points.idx"
     local m
     for m in throughput_tok_s content_tok_s lat_mean_s lat_p99_s lat_std_s lat_span_s redundancy rows_processed \
-             missed_decodes tokens_decoded; do
+             missed_decodes tokens_decoded static_batch; do
         printf '%s\t%s\t%s\t%s\t%s\n' "$sys" "$wl" "$x" "$m" "$(json "$f" $m)" >>"$out/points.tsv"
     done
     printf '%s %-12s %-10s x = %-6s %s tok/s\n' "$EXP" "$sys" "$wl" "$x" "$(json "$f" throughput_tok_s)" >&2
