@@ -899,6 +899,13 @@ f="$tmp/papers/dllm-serve-fig3/results.jsonl"
     grep -q "^Why the results move with the workload: at 0.5 req/s the baselines' static batches hold" \
         "$tmp/papers/dllm-serve-fig3/report.md" && ok ||
     bad "dllm-serve-fig3: the baselines' batch sizes or the single-request ceiling missing, or a batch of one above it"
+# dInfer's table: each system's forward, tessera's and the table's, and why two trends fail
+f="$tmp/papers/dinfer-table1/results.jsonl"
+[ "$(sqlite3 :memory: "SELECT count(*) FROM json_each('[' || replace(trim(readfile('$f'), char(10)), char(10), ',') || ']')
+    WHERE json_extract(value, '\$.x') = 1 AND json_extract(value, '\$.metric') IN ('forward_ms', 'forward_ms_table')
+      AND json_extract(value, '\$.value') > 0")" = 10 ] &&
+    grep -q "^Why two trends do not hold" "$tmp/papers/dinfer-table1/report.md" && ok ||
+    bad "dinfer-table1: the forward times or the paragraph on why two trends fail missing"
 contains "exp run papers --quick" "papers: $tmp/papers/report.md"
 grep -q "| \[focus-fig7\](focus-fig7/report.md) |" "$tmp/papers/report.md" && ok || bad "the papers' report lacks its summary table"
 
