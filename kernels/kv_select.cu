@@ -152,14 +152,6 @@ static __device__ __forceinline__ uint32_t order_bits(float f)
     return u & 0x80000000u ? ~u : u | 0x80000000u;
 }
 
-static __device__ __forceinline__ uint32_t pooled_bits(const float *r, int j, int n, int half)
-{
-    float m = -FLT_MAX;
-    for (int i = max(0, j - half); i <= min(n - 1, j + half); i++)
-        m = fmaxf(m, r[i]);
-    return order_bits(m);
-}
-
 /* Candidate j's score in set `set` of a segment's per-head scores r ([Hkv][max_cand]): its head's,
  * or (set < 0) the sum over the heads, in head order. */
 static __device__ __forceinline__ float score_of(const float *r, int j, int set, int Hkv, int max_cand)
@@ -180,9 +172,11 @@ static __device__ __forceinline__ float score_of(const float *r, int j, int set,
     return sum;
 }
 
-/* pooled_bits over score_of, for a block without the scores in shared memory */
-static __device__ __forceinline__ uint32_t pooled_score_bits(const float *r, int j, int n, int half, int set, int Hkv,
-                                                             int max_cand)
+/* The order bits of candidate j's score max-pooled over the window j - half .. j + half (within
+ * the n candidates), its scores those of set `set` of r as score_of reads them (a block's scores in
+ * shared memory are one set: set 0, Hkv 1). */
+static __device__ __forceinline__ uint32_t pooled_bits(const float *r, int j, int n, int half, int set, int Hkv,
+                                                       int max_cand)
 {
     float m = -FLT_MAX;
     for (int i = max(0, j - half); i <= min(n - 1, j + half); i++)
@@ -255,17 +249,14 @@ static __device__ __forceinline__ void find_bin(const uint32_t *hist, int shift,
 static __device__ __forceinline__ uint32_t key_at(const uint32_t *cache, const float *r, int j, int n, int half,
                                                   int set, int Hkv, int max_cand)
 {
-    return cache ? cache[j] : pooled_score_bits(r, j, n, half, set, Hkv, max_cand);
+    return cache ? cache[j] : pooled_bits(r, j, n, half, set, Hkv, max_cand);
 }
 
-/* Where block (si, kh) writes its kept keys: per K/V head, [num_sel][Hkv][max_keep]; one set for all
- * heads, [num_sel][max_keep] by the first head's blocks, the other heads' copies after them. */
-static __device__ __forceinline__ int32_t *kept_of(int32_t *idx, int si, int kh, int num_sel, int Hkv, int max_keep,
-                                                   int per_head)
+/* Segment si's kept keys: per K/V head, [num_sel][Hkv][max_keep]; one set for all heads,
+ * [num_sel][max_keep] (written by the first head's blocks). */
+static __device__ __forceinline__ int32_t *kept_of(int32_t *idx, int si, int kh, int Hkv, int max_keep, int per_head)
 {
-    const size_t row = per_head ? (size_t)si * Hkv + kh
-                                : kh == 0 ? (size_t)si : num_sel + (size_t)si * (Hkv - 1) + (kh - 1);
-    return idx + row * max_keep;
+    return idx + (per_head ? (size_t)si * Hkv + kh : (size_t)si) * max_keep;
 }
 
 /* Block (si, kh): segment si's kept keys of its set (head kh's, or the one for all heads); where it
@@ -288,7 +279,7 @@ static __global__ void __launch_bounds__(SELECT_THREADS)
     const int32_t *s = sel_of(sel, si);
     const int n = s[2], keep = s[3], half = kernel / 2;
     const float *r = raw + (size_t)si * Hkv * max_cand;
-    int32_t *out = kept_of(idx, si, kh, gridDim.x, Hkv, max_keep, per_head);
+    int32_t *out = per_head || kh == 0 ? kept_of(idx, si, kh, Hkv, max_keep, per_head) : NULL;
     uint32_t *cache = cached ? cache_mem : NULL;
     if (cache) {
         float *sc = (float *)(cache_mem + max_cand);
@@ -296,7 +287,7 @@ static __global__ void __launch_bounds__(SELECT_THREADS)
             sc[j] = score_of(r, j, set, Hkv, max_cand);
         __syncthreads();
         for (int j = threadIdx.x; j < n; j += blockDim.x)
-            cache[j] = pooled_bits(sc, j, n, half);
+            cache[j] = pooled_bits(sc, j, n, half, 0, 1, 0);
     }
     if (threadIdx.x == 0) {
         s_prefix = 0;
@@ -330,7 +321,8 @@ static __global__ void __launch_bounds__(SELECT_THREADS)
         const uint32_t gt_before = gt_base + (before >> 16), eq_before = eq_base + (before & 0xffffu);
         if (gt || (eq && eq_before < eq_needed)) {
             const int at = gt_before + min(eq_before, eq_needed);
-            out[at] = j;
+            if (out)
+                out[at] = j;
             if (copy) {
                 src_slot[at] = (int32_t)slot_of(pages, s[4], j, shift);
                 dst_slot[at] = (int32_t)slot_of(pages, s[5], at, shift);
@@ -378,7 +370,7 @@ static __global__ void compact_kernel(bf16_t *k_pool, bf16_t *v_pool, const int3
     const int si = blockIdx.x, kh = blockIdx.y, lane = threadIdx.x & 31;
     const int32_t *s = sel_of(sel, si);
     const int keep = s[3], src_off = s[4], dst_off = s[5];
-    const int32_t *kept = kept_of((int32_t *)idx, si, per_head ? kh : 0, gridDim.x, Hkv, max_keep, per_head);
+    const int32_t *kept = kept_of((int32_t *)idx, si, kh, Hkv, max_keep, per_head);
     const size_t kvrow = (size_t)Hkv * d;
     const int j = blockIdx.z * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (j >= keep)

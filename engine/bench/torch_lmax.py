@@ -3,11 +3,9 @@
 under torch.compile (Mosaic's baselines, measured).
 
 One step of a whole sequence of L tokens (no KV cache, as Mosaic's workload runs) of a model's shape
-(random bf16 weights, every layer's held on the GPU; the layer as the PyTorch anchor and
-torch_profile.py run it: RMSNorm in fp32, fused QKV (+ bias), RoPE, the K/V heads repeated to the
-query heads as the Hugging Face modules do, SDPA, SwiGLU), then the logits of every row and their
-confidence: softmax in fp32 (torch.softmax(..., dtype=float32): the fp32 copy of `tessera mem
---softmax-copy 4`) and its max. Three ways of running it:
+(random bf16 weights, every layer's held on the GPU; torch_model.py's layer, the one
+torch_profile.py times), then the logits of every row and their confidence: softmax in fp32
+(torch.softmax(..., dtype=float32): the fp32 copy of `tessera mem --softmax-copy 4`) and its max. Three ways of running it:
   eager        PyTorch eager (Native and Mosaic-Torch)
   compile      the layers compiled by torch.compile (default mode, dynamic shapes), the LM head and
                the sampling eager, as a serving framework compiles the model's forward but not its
@@ -28,6 +26,7 @@ Usage: torch_lmax.py [--out FILE] [--models llada-8b,dream-7b] [--modes eager,co
 import argparse, gc, json, sys, time
 import torch
 import torch.nn.functional as F
+from torch_model import Shape, new_layer, rms, rope, w
 
 SHAPES = {  # layers, hidden, heads, kv heads, head dim, ffn, vocab, qkv bias (tessera list models)
     "llada-8b": (32, 4096, 32, 32, 128, 12288, 126464, False),
@@ -43,7 +42,7 @@ ap.add_argument("--lengths", default="2048,8192,32768", help="lengths for the un
 ap.add_argument("--layers-run", type=int, default=2)
 args = ap.parse_args()
 out = open(args.out, "w") if args.out else sys.stdout
-dev, dt = "cuda", torch.bfloat16
+dev = "cuda"
 MIB = 1 << 20
 
 
@@ -51,40 +50,24 @@ def emit(**kw):
     print(json.dumps(kw), file=out, flush=True)
 
 
-def w(*s):
-    return torch.randn(*s, device=dev, dtype=dt) * 0.02
-
-
 def build(name):
     NL, D, H, KVH, HD, FF, V, bias = SHAPES[name]
     torch.manual_seed(0)
-    layers = []
-    for _ in range(NL):
-        l = dict(qkv=w((H + 2 * KVH) * HD, D), o=w(D, H * HD), gu=w(2 * FF, D), down=w(D, FF))
-        if bias:
-            l["b"] = w((H + 2 * KVH) * HD)
-        layers.append(l)
+    s = Shape(D, H, KVH, HD, FF, qkv_bias=bias)
+    layers = [new_layer(s) for _ in range(NL)]
     emb, lm = w(V, D), w(V, D)
-    inv = 1.0 / (500000 ** (torch.arange(0, HD // 2, device=dev, dtype=torch.float32) / (HD // 2)))
 
-    def rms(x):
-        return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5)).to(dt)
-
-    def rope(x, pos):
-        ang = pos[:, None].float() * inv[None, :]
-        c, s = ang.cos().to(dt)[:, None, :], ang.sin().to(dt)[:, None, :]
-        x1, x2 = x[..., : HD // 2], x[..., HD // 2 :]
-        return torch.cat([x1 * c - x2 * s, x1 * s + x2 * c], -1)
-
+    # the layer written whole, not as torch_model.layer_ops' thunks: their shared state would hold
+    # each op's output to the layer's end, and what PyTorch holds when is what this measures
     def body(x, pos):
         B, T, _ = x.shape
         for l in layers[: args.layers_run]:
             y = rms(x) @ l["qkv"].T
-            if "b" in l:
-                y = y + l["b"]
+            if "qkv_b" in l:
+                y = y + l["qkv_b"]
             q, k, v = y.split([H * HD, KVH * HD, KVH * HD], -1)
-            q = rope(q.view(B, T, H, HD), pos).transpose(1, 2)
-            k = rope(k.view(B, T, KVH, HD), pos).transpose(1, 2)
+            q = rope(q.view(B, T, H, HD), pos, s.inv).transpose(1, 2)
+            k = rope(k.view(B, T, KVH, HD), pos, s.inv).transpose(1, 2)
             v = v.view(B, T, KVH, HD).transpose(1, 2)
             if KVH != H:
                 k, v = k.repeat_interleave(H // KVH, 1), v.repeat_interleave(H // KVH, 1)

@@ -1,11 +1,9 @@
 #!/usr/bin/env python3
 """torch_profile.py: the `torch-eager` implementation profile, measured (issue 4).
 
-A PyTorch eager forward of a model's shape (random bf16 weights; the same layer as the PyTorch
-anchor: RMSNorm in fp32, fused QKV, RoPE, SDPA over cached + fresh K/V, SwiGLU, chunked LM head
-with a softmax confidence and argmax; for Qwen-shaped models as their Hugging Face modules run it,
-the K/V heads repeated to the query heads before SDPA, the QKV bias of Qwen2 (Dream-7B) and the
-per-head QK RMSNorm of Qwen3 (SDAR-8B)) is timed over the step shapes `tessera engine profile`
+A PyTorch eager forward of a model's shape (random bf16 weights; torch_model.py's layer, the PyTorch
+anchor's, with SDPA over cached + fresh K/V, and a chunked LM head with a softmax confidence and
+argmax) is timed over the step shapes `tessera engine profile`
 sweeps (LLaDA-8B's by default; --model and the shape options for another, as `tessera list models`
 gives it: engine/calibrate.sh passes them): each op of one layer with CUDA events (median of REPS, times the layer count), and the whole
 step without events (total_ms: the real step, host launch gaps included, which eager PyTorch pays).
@@ -25,7 +23,8 @@ Usage: torch_profile.py [--out FILE] [--reps N] [--quick] [--kernels FILE]
 """
 import argparse, csv, json, statistics, sys, time
 import torch
-import torch.nn.functional as F
+import torch_model
+from torch_model import Shape, new_layer, rms, w
 
 CHUNK = 2048  # logit rows per LM-head chunk (tessera's default max_num_logits)
 Q_GRID = [1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
@@ -47,78 +46,19 @@ args = ap.parse_args()
 NL, D, H, KVH, HD, FF, V = args.layers, args.hidden, args.heads, args.kv_heads, args.head_dim, args.ffn, args.vocab
 if min(NL, D, H, KVH, HD, FF, V) < 1 or H % KVH:
     sys.exit("torch_profile.py: every dimension must be positive and the query heads a multiple of the K/V heads")
-dev, dt = "cuda", torch.bfloat16
+dev = "cuda"
 torch.manual_seed(0)
 
 
-def w(*s):
-    return torch.randn(*s, device=dev, dtype=dt) * 0.02
-
-
+shape = Shape(D, H, KVH, HD, FF, args.qkv_bias, args.qk_norm)
 emb = w(V, D)
-QKV = (H + 2 * KVH) * HD
-
-
-def new_layer():
-    l = dict(qkv=w(QKV, D), o=w(D, H * HD), gu=w(2 * FF, D), down=w(D, FF))
-    if args.qkv_bias:
-        l["qkv_b"] = w(QKV)
-    if args.qk_norm:
-        l["qn"], l["kn"] = 1 + w(HD), 1 + w(HD)
-    return l
-
-
-layer = new_layer()
-layers = [layer] + [new_layer() for _ in range(NL - 1)]
+layer = new_layer(shape)
+layers = [layer] + [new_layer(shape) for _ in range(NL - 1)]
 lm = w(V, D)
-inv = 1.0 / (500000 ** (torch.arange(0, HD // 2, device=dev, dtype=torch.float32) / (HD // 2)))
-
-
-def rms(x, weight=None):
-    y = (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5)).to(dt)
-    return y if weight is None else y * weight
-
-
-def rope(x, pos):
-    ang = pos[:, None].float() * inv[None, :]
-    c, s = ang.cos().to(dt)[:, None, :], ang.sin().to(dt)[:, None, :]
-    x1, x2 = x[..., : HD // 2], x[..., HD // 2 :]
-    return torch.cat([x1 * c - x2 * s, x1 * s + x2 * c], -1)
 
 
 def layer_ops(l, x, pos, cache):
-    """One layer as (name, thunk) pairs run in order; the thunks share state through `st`."""
-    st = {"x": x}
-    B, T, _ = x.shape
-
-    def norm1(): st["h"] = rms(st["x"])
-    def qkv():
-        y = st["h"] @ l["qkv"].T
-        if "qkv_b" in l:
-            y = y + l["qkv_b"]
-        st["q"], st["k"], st["v"] = y.split([H * HD, KVH * HD, KVH * HD], -1)
-    def rope_():
-        q, k = st["q"].view(B, T, H, HD), st["k"].view(B, T, KVH, HD)
-        if "qn" in l:  # Qwen3: each head's query and key RMS-normed before the rotation
-            q, k = rms(q, l["qn"]), rms(k, l["kn"])
-        st["q"] = rope(q, pos).transpose(1, 2)
-        st["k"] = rope(k, pos).transpose(1, 2)
-        st["v"] = st["v"].view(B, T, KVH, HD).transpose(1, 2)
-    def attn():
-        k, v = st["k"], st["v"]
-        if cache is not None:
-            k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
-        if KVH != H:  # the Hugging Face modules' repeat_kv
-            k, v = k.repeat_interleave(H // KVH, 1), v.repeat_interleave(H // KVH, 1)
-        st["o"] = F.scaled_dot_product_attention(st["q"], k, v, is_causal=False)
-    def oproj(): st["x"] = st["x"] + st["o"].transpose(1, 2).reshape(B, T, H * HD) @ l["o"].T
-    def norm2(): st["h"] = rms(st["x"])
-    def gate_up(): st["g"], st["u"] = (st["h"] @ l["gu"].T).chunk(2, -1)
-    def act(): st["a"] = F.silu(st["g"]) * st["u"]
-    def down(): st["x"] = st["x"] + st["a"] @ l["down"].T
-
-    return st, [("norm", norm1), ("qkv", qkv), ("rope", rope_), ("attention", attn), ("o_proj", oproj),
-                ("norm", norm2), ("gate_up", gate_up), ("act", act), ("down", down)]
+    return torch_model.layer_ops(shape, l, x, pos, cache)
 
 
 def head(h, logit_rows):
