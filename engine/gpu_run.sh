@@ -215,13 +215,19 @@ generate_part() {
     done
 }
 
-# sanitize_tool TOOL CLEAN: compute-sanitizer's TOOL over `engine check` (SANITIZE_ONLY's checks), or
-# over SANITIZE_PARTS processes at once, each bounded by SANITIZE_S, into OUT/sanitizer-TOOL.txt; fails
-# unless every process printed CLEAN (a run cut short by the time limit has no summary: that is no pass)
+# sanitize_tool TOOL CLEAN: compute-sanitizer's TOOL over `engine check` (SANITIZE_ONLY's checks: one
+# --only value, or several run one after another), or over SANITIZE_PARTS processes at once, each
+# bounded by SANITIZE_S, into OUT/sanitizer-TOOL.txt; fails unless every process printed CLEAN (a run
+# cut short by the time limit has no summary: that is no pass). A plain run of the same checks first
+# fills a GEMM algorithm cache the sanitized runs take their algorithms from: tuning would launch
+# every candidate algorithm under the sanitizer (racecheck ten times slower)
 sanitize_tool() {
     local tool=$1 clean=$2 log=$out/sanitizer-$1.txt n=${SANITIZE_PARTS:-1} onlys=() k pids=() f ok=0
+    local seq=0 gc
     if [ "$n" -le 1 ]; then
-        onlys=("${SANITIZE_ONLY:-}")
+        read -r -a onlys <<<"${SANITIZE_ONLY:-}"
+        [ ${#onlys[@]} -eq 0 ] && onlys=("")
+        seq=1
     elif [ -n "${SANITIZE_ONLY:-}" ]; then
         [ "${SANITIZE_ONLY%%:*}" = steps ] || { echo "SANITIZE_PARTS=$n: only the steps half has parts (SANITIZE_ONLY=steps)" >&2; return 1; }
         for ((k = 1; k <= n; k++)); do onlys+=("${SANITIZE_ONLY%%:*}:$k/$n"); done
@@ -229,16 +235,22 @@ sanitize_tool() {
         onlys=(kernels)
         for ((k = 1; k < n; k++)); do onlys+=("steps:$k/$((n - 1))"); done
     fi
+    gc="$out/gemm-algos-sanitize.db"
+    for k in "${!onlys[@]}"; do
+        TESSERA_GEMM_CACHE=$gc ./$b/tessera engine check ${onlys[$k]:+--only ${onlys[$k]}} >/dev/null 2>&1 ||
+            { echo "$tool: engine check${onlys[$k]:+ --only ${onlys[$k]}} fails without the sanitizer" >&2; return 1; }
+    done
     # processes side by side share the device: the device-wide free-memory check cannot tell theirs
     [ "$n" -gt 1 ] && export TESSERA_GPU_SHARED=1
     for k in "${!onlys[@]}"; do
         ( s0=$SECONDS
-          timeout "${SANITIZE_S:-900}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
+          TESSERA_GEMM_CACHE=$gc timeout "${SANITIZE_S:-900}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
               ./$b/tessera engine check ${onlys[$k]:+--only ${onlys[$k]}} >"$log.$k" 2>&1
           r=$?
           echo "exit status $r after $((SECONDS - s0)) s" >>"$log.$k"
           exit $r ) &
         pids+=($!)
+        [ $seq = 1 ] && { wait "${pids[0]}" || ok=1; pids=(); } # one after another
     done
     for k in "${!pids[@]}"; do wait "${pids[$k]}" || ok=1; done
     : >"$log"
@@ -265,11 +277,11 @@ for p in $parts; do
         sanitize|memcheck) sanitize_tool memcheck "ERROR SUMMARY: 0 errors" || rc=1
                tail -4 "$out/sanitizer-memcheck.txt" ;;&
         sanitize|racecheck)
-               # the whole of `engine check` under racecheck takes over 15 minutes in one process:
-               # SANITIZE_S bounds it, and a run cut short has no summary. Racecheck restricted to
-               # some kernels (--kernel-name) is no way out: compute-sanitizer fails on the first
-               # cluster launch it leaves uninstrumented (engine/BENCHMARKS.md); SANITIZE_PARTS
-               # runs parts of it side by side instead
+               # the whole of `engine check` under racecheck takes about 25 minutes: SANITIZE_S
+               # bounds each run, and a run cut short has no summary; SANITIZE_ONLY="steps:1/6 ..."
+               # runs parts one after another. Racecheck restricted to some kernels (--kernel-name)
+               # is no way out: compute-sanitizer fails on the first cluster launch it leaves
+               # uninstrumented (engine/BENCHMARKS.md)
                sanitize_tool racecheck "RACECHECK SUMMARY: 0 hazards displayed (0 errors" || rc=1
                echo "racecheck: $(grep -c '  ok$' "$out/sanitizer-racecheck.txt") checks ok"
                tail -2 "$out/sanitizer-racecheck.txt" ;;
