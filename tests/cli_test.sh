@@ -886,15 +886,17 @@ for t in "focus-fig6|FOCUS's throughput is above LMDeploy's at every batch size"
     e=${t%%|*} text=${t#*|}
     grep -F "$text" "$tmp/papers/$e/checks.tsv" | grep -q $'\tholds$' && ok || bad "$e: '$text' no longer holds"
 done
-# dLLM-Serve's baselines: each batch size is recorded, and a batch of one request stays under the ceiling
-# the report quotes for one request a step (the roofline of its weights over the bandwidth)
+# dLLM-Serve's baselines: each batch size is recorded, a batch of one request stays under the ceiling
+# the report quotes for one request a step (tessera's roofline), and that under the lossless bound
 f="$tmp/papers/dllm-serve-fig3/results.jsonl"
 [ "$(sqlite3 :memory: "WITH r AS (SELECT json_extract(value, '\$.system') s, json_extract(value, '\$.workload') w,
         json_extract(value, '\$.x') x, json_extract(value, '\$.metric') m, json_extract(value, '\$.value') v
         FROM json_each('[' || replace(trim(readfile('$f'), char(10)), char(10), ',') || ']'))
     SELECT count(*) = 3 AND min(c.v) > 40 AND min(c.v) < 70 AND sum(b.v = 1 AND t.v > c.v) = 0 AND sum(b.v = 1) > 0
+           AND sum(d.v <= c.v) = 0
     FROM r b JOIN r t ON t.s = b.s AND t.w = b.w AND t.x = b.x AND t.m = 'throughput_tok_s'
              JOIN r c ON c.w = b.w AND c.x = b.x AND c.m = 'single_request_ceiling'
+             JOIN r d ON d.w = b.w AND d.x = b.x AND d.m = 'single_request_bound'
     WHERE b.s = 'fast-dllm' AND b.m = 'static_batch' AND b.x = 0.5")" = 1 ] &&
     grep -q "^Why the results move with the workload: at 0.5 req/s the baselines' static batches hold" \
         "$tmp/papers/dllm-serve-fig3/report.md" && ok ||

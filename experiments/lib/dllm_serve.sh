@@ -72,13 +72,26 @@ ds_ceiling() {
         awk '$1 == "host" { h = $2 } $1 == "step" { s = $2 } END { printf "%.1f", 1000 / (s - h) }'
 }
 
+# ds_bound GPU: the same with nothing lost: the weights a step reads (all but LLaDA-8B's embedding
+# table, 126,464 x 4,096 in bf16) over the GPU's bandwidth as its table gives it
+ds_bound() {
+    local bw weights f="$out/points/weights-$1.json"
+    bw=$("$bin" list gpus | awk -v g="$1" '$1 == g { print $4 }')
+    "$bin" sim --model llada-8b --gpu "$1" --requests 1 --quiet --no-progress --json >"$f" ||
+        { echo "$EXP: tessera sim --gpu $1 failed" >&2; exit 1; }
+    weights=$(json "$f" weight_bytes)
+    awk -v bw="$bw" -v w="$weights" -v emb=$((126464 * 4096 * 2)) 'BEGIN { printf "%.1f", bw * 1e9 / (w - emb) }'
+}
+
 # ds_why GPU X: what the baselines' static batches hold at X on each workload and what one request
-# a batch can reach (derived metric single_request_ceiling); DS_WHY says what that means
+# a batch can reach (derived metrics single_request_ceiling, single_request_bound); DS_WHY says what
+# that means
 ds_why() {
-    local gpu=$1 x=$2 w s b ceiling batches=""
-    ceiling=$(ds_ceiling "$gpu")
+    local gpu=$1 x=$2 w s b ceiling bound batches=""
+    ceiling=$(ds_ceiling "$gpu") bound=$(ds_bound "$gpu")
     for w in $DS_WORKLOADS; do
         derived single_request_ceiling fast-dllm $w "$x" "$ceiling"
+        derived single_request_bound fast-dllm $w "$x" "$bound"
         b=$(for s in $DS_BASELINES; do value static_batch $s $w "$x"; done | sort -g | sed -n '1p;$p' | uniq | paste -sd-)
         batches+="$b on $w, "
     done
@@ -86,7 +99,8 @@ ds_why() {
 ${batches%, } (metric static_batch: as many as fit when each is padded to the workload's longest request,
 their sampling holding a float64 softmax over every position's logits, 18 bytes a logit; a trial run of
 the workload finds no more, since the batch that holds its longest request is padded to it). One request
-a step cannot pass $ceiling tok/s on this GPU (single_request_ceiling: the roofline of its 32-row step with
-no cache and no host time, the weights over the bandwidth): where a batch holds one request,
-dLLM-Serve's lead is all its concurrency."
+a step reaches at most $ceiling tok/s on this GPU in tessera's roofline (single_request_ceiling: its 32-row
+step with no cache and no host time) and $bound with nothing lost (single_request_bound: the weights a step
+reads over the table's bandwidth): where a batch holds one request, dLLM-Serve's lead is all its
+concurrency."
 }
