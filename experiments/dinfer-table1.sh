@@ -21,11 +21,10 @@ run() { # run SYSTEM X ARGS...: one request of 512 prompt tokens and 1,024 gener
     shift 2
     point "$sys" $wl "$x" "$@" --gpu h800 --requests 1 --lengths fixed:512,1024 --gen-len 1024 --seed 1
     derived tps "$sys" $wl "$x" "$(value throughput_tok_s "$sys" $wl "$x")"
-    # the time of one forward, and the number of forwards the request took (at the table's TPF, so
-    # the same for the table's run): what the table's TPS implies a forward took
+    # the time of one forward (the request's forwards are as many as the table's run took: the same
+    # tokens at its TPF)
     local f="$out/points/$npoints.json"
     derived forward_ms "$sys" $wl "$x" "$(awk -v t="$(json "$f" makespan_ns)" -v n="$(json "$f" num_steps)" 'BEGIN { print t / n / 1e6 }')"
-    FORWARDS=$(json "$f" num_steps)
 }
 # dInfer's Table 1, TPS: the average and each benchmark, in the order of $benches' full list
 declare -A tps=(
@@ -49,8 +48,7 @@ for b in $benches; do
             -v f="$(value forward_ms $s $wl "$x")" 'BEGIN { printf "%.4g", f * t / p }')"
     done
 done
-# what bounds one forward of vLLM's Qwen2.5-3B: its weights over the H800's bandwidth (the roofline
-# of a one-token step with no cache and no host time)
+# tessera's roofline of one forward of vLLM's Qwen2.5-3B with no cache and no host time
 vllm_floor=$("$bin" calib price --roofline --gpu h800 --model qwen2.5-3b --step 1,1,0,1 |
     awk '$1 == "host" { h = $2 } $1 == "step" { s = $2 } END { printf "%.2f", s - h }')
 # fv SYSTEM [paper]: the average's forward time, tessera's or the table's, in ms
@@ -79,7 +77,7 @@ forward (policy ar); its tied LM head is counted apart. x: 1 the average, 2 CRUX
 Why two trends do not hold (metrics forward_ms, one forward's time in tessera, and forward_ms_table,
 what the table's TPS implies at the same TPF; on average): dInfer's forwards agree within $dinfer_gap% ($(fv dinfer) ms against $(fv dinfer paper) with its cache,
 $(fv dinfer-nocache) against $(fv dinfer-nocache paper) without), the baselines' do not: the table's vLLM takes $(fv vllm paper) ms a token where tessera's
-takes $(fv vllm) (its weights over the H800's bandwidth alone take $vllm_floor), and the table's Fast-dLLM $(fv fast-dllm-nocache paper) ms a
+takes $(fv vllm) (its roofline with no host time $vllm_floor), and the table's Fast-dLLM $(fv fast-dllm-nocache paper) ms a
 forward without its cache where tessera's takes $(fv fast-dllm-nocache) ($(fv fast-dllm paper) against $(fv fast-dllm) with it). Two things the
 table's runs may have paid that tessera leaves out: the slides' 8 H800s (a baseline split over them
 pays all-reduces in every forward of its one request; the slides do not say how each ran), and, for
