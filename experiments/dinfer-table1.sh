@@ -49,8 +49,7 @@ for b in $benches; do
     done
 done
 # tessera's roofline of one forward of vLLM's Qwen2.5-3B with no cache and no host time
-vllm_floor=$("$bin" calib price --roofline --gpu h800 --model qwen2.5-3b --step 1,1,0,1 |
-    awk '$1 == "host" { h = $2 } $1 == "step" { s = $2 } END { printf "%.2f", s - h }')
+vllm_floor=$(awk -v ms="$(roofline_ms h800 qwen2.5-3b 1,1,0,1)" 'BEGIN { printf "%.2f", ms }')
 # fv SYSTEM [paper]: the average's forward time, tessera's or the table's, in ms
 fv() {
     fmt "$(value forward_ms${2:+_table} "$1" $wl 1)"

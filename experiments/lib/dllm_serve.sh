@@ -67,10 +67,7 @@ ds_each() {
 
 # ds_ceiling GPU: the most generated tokens a second one request can get on GPU at one token a step:
 # the roofline of its 32-row Reuse step with no cache and no host time (the weights over the bandwidth)
-ds_ceiling() {
-    "$bin" calib price --roofline --gpu "$1" --model llada-8b --step 1,32,0,32 |
-        awk '$1 == "host" { h = $2 } $1 == "step" { s = $2 } END { printf "%.1f", 1000 / (s - h) }'
-}
+ds_ceiling() { awk -v ms="$(roofline_ms "$1" llada-8b 1,32,0,32)" 'BEGIN { printf "%.1f", 1000 / ms }'; }
 
 # ds_bound GPU: the same with nothing lost: the weights a step reads (all but LLaDA-8B's embedding
 # table, 126,464 x 4,096 in bf16) over the GPU's bandwidth as its table gives it

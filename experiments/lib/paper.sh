@@ -72,6 +72,13 @@ point() {
     printf '%s %-12s %-10s x = %-6s %s tok/s\n' "$EXP" "$sys" "$wl" "$x" "$(json "$f" throughput_tok_s)" >&2
 }
 
+# roofline_ms GPU MODEL STEP: tessera's roofline of one step (SEGS,Q,KV,LOGIT_ROWS, calib price
+# --step) on GPU, the GPU's time alone (its host time left out), in ms
+roofline_ms() {
+    "$bin" calib price --roofline --gpu "$1" --model "$2" --step "$3" |
+        awk '$1 == "host" { h = $2 } $1 == "step" { s = $2 } END { printf "%.6g", s - h }'
+}
+
 # derived METRIC SYSTEM WORKLOAD X VALUE: a number computed from the points (a ratio, a reduction)
 derived() { printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$1" "$5" >>"$out/points.tsv"; }
 
