@@ -404,13 +404,17 @@ static int select_cache_fits(int max_cand)
     return (int64_t)max_cand * 8 <= limit;
 }
 
-/* The selection's scratch: the per-head scores [num_sel][Hkv][max_cand] fp32, then the kept keys
- * (kept_of). */
+/* The selection's scratch: the per-head scores [num_sel][Hkv][max_cand] fp32 (these bytes, rounded
+ * to 256), then the kept keys (kept_of). */
+static int64_t raw_bytes(int num_sel, int Hkv, int max_cand)
+{
+    return ((int64_t)num_sel * Hkv * max_cand * 4 + 255) / 256 * 256;
+}
+
 extern "C" int64_t k_kv_select_ws_bytes(int num_sel, int max_cand, int max_keep, int Hkv)
 {
     (void)select_cache_fits(0); /* its attribute set here, outside any stream capture */
-    const int64_t raw = (int64_t)num_sel * Hkv * max_cand * 4, idx = (int64_t)num_sel * Hkv * max_keep * 4;
-    return (raw + 255) / 256 * 256 + idx;
+    return raw_bytes(num_sel, Hkv, max_cand) + (int64_t)num_sel * Hkv * max_keep * 4;
 }
 
 /* A select block's threads for n candidates: one a candidate, from 512 up to SELECT_THREADS (a
@@ -465,5 +469,5 @@ extern "C" int k_kv_select(const struct k_select_args *a, k_stream stream)
 
 extern "C" const int32_t *k_kv_select_idx(const struct k_select_args *a)
 {
-    return (const int32_t *)((char *)a->ws + ((int64_t)a->num_sel * a->Hkv * a->max_cand * 4 + 255) / 256 * 256);
+    return (const int32_t *)((char *)a->ws + raw_bytes(a->num_sel, a->Hkv, a->max_cand));
 }
