@@ -15,6 +15,7 @@
 #include "cost.h"
 #include "gpu.h"
 #include "model.h"
+#include "sim.h"
 
 void calib_data_free(struct calib_data *d)
 {
@@ -280,7 +281,7 @@ int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err
     sqlite3 *db;
     sqlite3_stmt *st = NULL;
     int rc = -1;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    if (db_open_read(path, &db) != SQLITE_OK) {
         ts_fail(err, "%s: cannot open", path);
         goto done;
     }

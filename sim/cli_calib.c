@@ -268,7 +268,7 @@ static int cmd_eval(const char *dbpath, const char *calib_path, const char *host
     struct op_acc ops[OP_COUNT] = {{0}};
     int64_t op_steps = 0;
     int rc = EXIT_USAGE;
-    if (sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+    if (db_open_read(dbpath, &db) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "SELECT e.run_id, r.config_json FROM engine_steps e JOIN runs r USING (run_id) "
                                "ORDER BY e.run_id DESC LIMIT 1", -1, &q, NULL) != SQLITE_OK ||
         sqlite3_step(q) != SQLITE_ROW) {

@@ -1239,6 +1239,11 @@ done:
     return rc;
 }
 
+int db_open_read(const char *path, sqlite3 **db)
+{
+    return sqlite3_open_v2(path, db, access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY, NULL);
+}
+
 int db_merge(const char *out, const char *const *in, int n, int64_t *runs, struct ts_err *err)
 {
     *runs = 0;

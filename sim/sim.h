@@ -83,6 +83,11 @@ struct step_desc;
 int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out);
 struct ts_err;
 int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_desc *sd, struct ts_err *err);
+/* Opens an existing database to read it: read-write where this process may write the file, so that
+ * its close (the last connection's) checkpoints a database in WAL mode and removes its -wal and -shm
+ * files, which a read-only connection leaves behind; read-only where it may not. Creates nothing.
+ * SQLite's result code; *db is to be closed either way. */
+int db_open_read(const char *path, sqlite3 **db);
 
 /* What --db does with a database that holds runs already: refuse it (the default), add the run
  * beside them (--append), or replace them (--replace). */

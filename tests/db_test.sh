@@ -4,7 +4,7 @@
 # before the work unless --append or --replace says what to do with them; a bad --db is refused
 # before the work with exit status 2, naming the file, and nothing is created; SIGINT, SIGTERM or
 # SIGKILL at random moments of a run (its simulation or its write) leave either the whole run or
-# none of it, and no file but the database; a database of an older schema is upgraded in place
+# none of it, and no file but the database, as does reading it; a database of an older schema is upgraded in place
 # when a run is appended; tessera db merge keeps every run; a run's memory
 # stays bounded (200,000 requests under 150 MB, 20,000 with their step rows under 80 MB).
 # Usage: db_test.sh PATH/TO/tessera [TRIALS]   Prints "db: N passed, M failed".
@@ -69,6 +69,10 @@ got=$(q "$tmp/runs.db" "PRAGMA journal_mode; PRAGMA integrity_check; SELECT coun
 "$bin" sim --requests 50 --rps 2 --quiet --no-progress --db "$tmp/runs.db" --append >/dev/null 2>&1
 got=$(q "$tmp/runs.db" "PRAGMA integrity_check; SELECT count(*) FROM runs; SELECT count(DISTINCT run_id) FROM segments" | tr '\n' ' ')
 [ "$got" = "ok 2 2 " ] && ok || bad "a run appended to a new database: integrity, runs '$got', wanted 'ok 2 2 '"
+# reading it (calib eval, here with no replayed run to find) leaves no -wal/-shm beside it: a
+# read-only connection, the last to close, would
+"$bin" calib eval --db "$tmp/runs.db" >/dev/null 2>&1
+[ "$(ls "$tmp" | grep -c '^runs\.db')" = 1 ] && ok || bad "calib eval left files beside the database: $(ls "$tmp" | grep '^runs\.db' | tr '\n' ' ')"
 
 # 16 writers at once into a new database, then 16 more into it
 for round in 1 2; do

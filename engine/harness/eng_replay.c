@@ -278,7 +278,7 @@ int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double m
         return 1;
     }
     rp.writer = place.tp_rank == 0;
-    if (sqlite3_open_v2(path, &rp.db, rp.writer ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    if ((rp.writer ? sqlite3_open_v2(path, &rp.db, SQLITE_OPEN_READWRITE, NULL) : db_open_read(path, &rp.db)) != SQLITE_OK) {
         fprintf(stderr, "tessera engine replay: %s: cannot open the database\n", path);
         goto done;
     }
