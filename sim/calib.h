@@ -93,6 +93,12 @@ int calib_data_write(const struct calib_data *d, const char *path, struct ts_err
  * and an op measured twice in one input. Each input should be validated first. */
 int calib_data_merge(const struct calib_data *in, const char *const *names, size_t n_in, struct calib_data *out,
                      size_t *partial, struct ts_err *err);
+/* The same, the last n_over inputs profiles that supersede the others where they hold a step (a part
+ * of the grid profiled again after its kernels changed): a step any of them holds takes each op's
+ * median over them alone, the others' rows of that step dropped (*replaced counts those); *partial
+ * counts the rows held by fewer inputs than their side has. */
+int calib_data_merge_over(const struct calib_data *in, const char *const *names, size_t n_in, size_t n_over,
+                          struct calib_data *out, size_t *partial, size_t *replaced, struct ts_err *err);
 /* Refuses data with several devices or models, missing ops, too few token counts, or GEMM times
  * that cannot belong to the model it names on the GPU it names (against the roofline, with the GPU
  * figures of gpu_name). */

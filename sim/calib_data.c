@@ -544,10 +544,21 @@ static int cmp_merged(const void *a, const void *b)
 int calib_data_merge(const struct calib_data *in, const char *const *names, size_t n_in, struct calib_data *out,
                      size_t *partial, struct ts_err *err)
 {
+    size_t replaced;
+    return calib_data_merge_over(in, names, n_in, 0, out, partial, &replaced, err);
+}
+
+int calib_data_merge_over(const struct calib_data *in, const char *const *names, size_t n_in, size_t n_over,
+                          struct calib_data *out, size_t *partial, size_t *replaced, struct ts_err *err)
+{
     memset(out, 0, sizeof *out);
-    *partial = 0;
+    *partial = *replaced = 0;
     if (n_in < 2)
         return ts_fail(err, "a merge takes two or more profiles (%zu given)", n_in);
+    if (n_over >= n_in)
+        return ts_fail(err, "a merge over profiles needs one other profile at least (%zu given, %zu over)", n_in,
+                       n_over);
+    const size_t n_base = n_in - n_over;
     size_t total = 0;
     for (size_t f = 0; f < n_in; f++) {
         if (f > 0 && same_engine(&in[0], names[0], &in[f], names[f], err))
@@ -569,7 +580,14 @@ int calib_data_merge(const struct calib_data *in, const char *const *names, size
     double *v = xmalloc(sizeof *v * 4 * n_in);
     size_t nm = 0;
     int rc = 0;
+    bool over = false; /* whether an --over input holds the step of keys[a] */
+    const size_t step_k = sizeof keys[0].k - sizeof keys[0].k[0]; /* the key less its op, the last */
     for (size_t a = 0, b; a < total; a = b) {
+        if (a == 0 || memcmp(keys[a].k, keys[a - 1].k, step_k) != 0) { /* a new step */
+            over = false;
+            for (size_t j = a; j < total && memcmp(keys[j].k, keys[a].k, step_k) == 0 && !over; j++)
+                over = input[keys[j].i] >= n_base;
+        }
         for (b = a + 1; b < total && memcmp(keys[a].k, keys[b].k, sizeof keys[a].k) == 0; b++)
             if (input[keys[b].i] == input[keys[b - 1].i]) {
                 const struct calib_row *r = row[keys[b].i];
@@ -580,19 +598,28 @@ int calib_data_merge(const struct calib_data *in, const char *const *names, size
             }
         if (rc)
             break;
-        const size_t k = b - a;
+        size_t k = 0, first = 0;
         double *ms = v, *tot = v + n_in, *gpu = v + 2 * n_in, *host = v + 3 * n_in;
-        for (size_t j = 0; j < k; j++) {
-            const struct calib_row *r = row[keys[a + j].i];
-            ms[j] = r->ms, tot[j] = r->total_ms, gpu[j] = r->gpu_ms, host[j] = r->host_ms;
+        for (size_t j = a; j < b; j++) {
+            if (over && input[keys[j].i] < n_base) {
+                ++*replaced;
+                continue;
+            }
+            const struct calib_row *r = row[keys[j].i];
+            if (k == 0)
+                first = keys[j].i; /* the smallest index of those taken: sorted by it within a key */
+            ms[k] = r->ms, tot[k] = r->total_ms, gpu[k] = r->gpu_ms, host[k] = r->host_ms;
+            k++;
         }
-        m[nm].first = keys[a].i; /* the smallest index of the group: sorted by it within a key */
-        m[nm].r = *row[keys[a].i];
+        if (k == 0) /* an op the --over profiles lack in a step they hold */
+            continue;
+        m[nm].first = first;
+        m[nm].r = *row[first];
         m[nm].r.ms = median_of(ms, k);
         m[nm].r.total_ms = median_of(tot, k);
         m[nm].r.gpu_ms = median_of(gpu, k);
         m[nm].r.host_ms = median_of(host, k);
-        *partial += k < n_in;
+        *partial += k < (over ? n_over : n_base);
         nm++;
     }
     if (!rc) {

@@ -37,6 +37,7 @@ static void calib_usage(FILE *f)
 {
     fprintf(f,
 "usage: tessera calib import PROFILE.db|PROFILE.csv --gpu NAME [--gpu-file FILE] --out FILE.csv\n"
+"       tessera calib merge PROFILE... [--over PROFILE]... --gpu NAME --out FILE.csv\n"
 "       tessera calib fit FILE.csv|--calib FILE.csv --gpu NAME\n"
 "       tessera calib show [FILE.csv|--calib FILE.csv] [--gpu NAME] [--model NAME] [--impl NAME] [--from GPU]\n"
 "       tessera calib eval --db RUN.db [--calib FILE.csv] [--host HOST] [--extrapolate] [--csv STEPS.csv]\n"
@@ -53,7 +54,10 @@ static void calib_usage(FILE *f)
 "        each checked as import checks it): every op of every profiled step takes the median of\n"
 "        its times over them; a step only some profiles hold takes the median of those. A\n"
 "        profile's level moves with the machine instance it ran on (about 1-2%% on the H200):\n"
-"        the median of three instances' profiles is steadier than any one\n"
+"        the median of three instances' profiles is steadier than any one; --over PROFILE (any\n"
+"        number): the steps it holds are taken from the --over profiles alone, the others'\n"
+"        measurements of them dropped (a part of the grid profiled again after its kernels\n"
+"        changed)\n"
 "fit     fits the per-op models (monotone interpolation over tokens, per-chunk LM head, least\n"
 "        squares for attention) and prints them with their residuals; show does the same for a\n"
 "        shipped calibration [h200 / llada-8b / tessera]; for a GPU without one, the calibration\n"
@@ -463,11 +467,12 @@ static int load_profile(const char *path, struct calib_data *d, struct ts_err *e
     return has_suffix(path, ".csv") ? calib_data_load(path, d, err) : calib_data_import_db(path, d, err);
 }
 
-static int cmd_merge(const char *const *files, size_t n, const char *gpu, const char *out)
+/* `calib merge`: files[0..n), the last n_over of them --over profiles. */
+static int cmd_merge(const char *const *files, size_t n, size_t n_over, const char *gpu, const char *out)
 {
     struct calib_data *in = xcalloc(n, sizeof *in), merged = {0};
     struct ts_err err;
-    size_t partial = 0, loaded = 0;
+    size_t partial = 0, replaced = 0, loaded = 0;
     int rc = 0;
     for (; loaded < n && !rc; loaded++)
         if (load_profile(files[loaded], &in[loaded], &err)) {
@@ -480,13 +485,18 @@ static int cmd_merge(const char *const *files, size_t n, const char *gpu, const 
             rc = -1;
         }
     if (!rc)
-        rc = calib_data_merge(in, files, n, &merged, &partial, &err) || calib_data_validate(&merged, gpu, &err) ||
-                     calib_data_write(&merged, out, &err) ? -1 : 0;
+        rc = calib_data_merge_over(in, files, n, n_over, &merged, &partial, &replaced, &err) ||
+                     calib_data_validate(&merged, gpu, &err) || calib_data_write(&merged, out, &err) ? -1 : 0;
     if (rc)
         fprintf(stderr, "tessera calib merge: %s\n", err.msg);
-    else
+    else if (!n_over)
         printf("%s: %zu rows of %s on %s, each the median of its times in %zu profiles (%zu rows held by "
                "fewer of them: the median of those)\n", out, merged.n, merged.model, merged.device, n, partial);
+    else
+        printf("%s: %zu rows of %s on %s, each the median of its times in %zu profiles, or in the %zu --over "
+               "profiles where they hold its step (%zu rows held by fewer of them: the median of those; %zu "
+               "rows of the others replaced)\n", out, merged.n, merged.model, merged.device, n - n_over, n_over,
+               partial, replaced);
     for (size_t i = 0; i < loaded; i++)
         calib_data_free(&in[i]);
     free(in);
@@ -578,7 +588,6 @@ static bool in_list(const char *list, const char *word)
     return false;
 }
 
-/* `tessera calib`; files (room for argc) collects merge's profiles. */
 /* What `tessera calib SUB` was asked. */
 struct calib_args {
     const char *sub, *file, *gpu, *gpu_file, *out, *db, *calib_path, *csv, *from, *to, *step, *attn_block, *model,
@@ -586,6 +595,8 @@ struct calib_args {
     bool extrapolate, roofline, iter_smooth;
     const char **files; /* the PROFILE/FILE arguments (merge takes several) */
     int nfiles;
+    const char **overs; /* merge's --over profiles */
+    int novers;
 };
 
 /* Parses argv (argv[1] the subcommand) into *a, refusing an option the subcommand does not take
@@ -595,7 +606,7 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
     static const struct {
         const char *sub, *opts;
     } takes[] = {{"import", "--gpu --gpu-file --out"},
-                 {"merge", "--gpu --out"},
+                 {"merge", "--gpu --out --over"},
                  {"fit", "--gpu --calib"},
                  {"show", "--gpu --model --impl --from --calib"},
                  {"eval", "--db --calib --host --extrapolate --csv"},
@@ -618,7 +629,8 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                          : strcmp(o, "--csv") == 0 ? &a->csv : strcmp(o, "--from") == 0 ? &a->from
                          : strcmp(o, "--to") == 0 ? &a->to : strcmp(o, "--step") == 0 ? &a->step
                          : strcmp(o, "--attn-block") == 0 ? &a->attn_block : strcmp(o, "--host") == 0 ? &a->host
-                         : strcmp(o, "--gpu-file") == 0 ? &a->gpu_file : NULL;
+                         : strcmp(o, "--gpu-file") == 0 ? &a->gpu_file
+                         : strcmp(o, "--over") == 0 ? &a->overs[a->novers] : NULL;
         const bool flag = strcmp(o, "--extrapolate") == 0 || strcmp(o, "--roofline") == 0 ||
                           strcmp(o, "--iter-smooth") == 0;
         if ((dst || flag) && !in_list(opts, o)) {
@@ -631,6 +643,7 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                 return EXIT_USAGE;
             }
             *dst = argv[++i];
+            a->novers += dst == &a->overs[a->novers];
         } else if (flag) {
             *(strcmp(o, "--roofline") == 0 ? &a->roofline : strcmp(o, "--iter-smooth") == 0 ? &a->iter_smooth
                                                                                         : &a->extrapolate) = true;
@@ -743,13 +756,14 @@ static int cmd_host(const struct calib_args *a)
     return 0;
 }
 
+/* `tessera calib`; files (room for 2 argc) collects merge's profiles, from files + argc its --over ones. */
 static int calib_main(int argc, char **argv, const char **files)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         calib_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? EXIT_USAGE : 0;
     }
-    struct calib_args a = {.model = "llada-8b", .impl = "tessera", .files = files};
+    struct calib_args a = {.model = "llada-8b", .impl = "tessera", .files = files, .overs = files + argc};
     int rc = parse_calib_args(argc, argv, &a);
     if (rc)
         return rc == 1 ? 0 : rc;
@@ -764,11 +778,14 @@ static int calib_main(int argc, char **argv, const char **files)
     if (strcmp(sub, "import") == 0)
         return cmd_import(&a);
     if (strcmp(sub, "merge") == 0) {
-        if (a.nfiles < 2 || !a.gpu || !a.out) {
-            fprintf(stderr, "tessera calib merge: needs two or more PROFILEs, --gpu NAME and --out FILE\n");
+        if (a.nfiles + a.novers < 2 || a.nfiles < 1 || !a.gpu || !a.out) {
+            fprintf(stderr, "tessera calib merge: needs two or more PROFILEs (--over ones included, one other at "
+                            "least), --gpu NAME and --out FILE\n");
             return EXIT_USAGE;
         }
-        return cmd_merge(files, (size_t)a.nfiles, a.gpu, a.out);
+        for (int k = 0; k < a.novers; k++) /* the --over profiles after the others */
+            files[a.nfiles + k] = a.overs[k];
+        return cmd_merge(files, (size_t)(a.nfiles + a.novers), (size_t)a.novers, a.gpu, a.out);
     }
     if (strcmp(sub, "price") == 0)
         return cmd_price(a.gpu ? a.gpu : "h200", a.model, a.impl, a.calib_path, a.host, a.step, a.attn_block,
@@ -782,7 +799,7 @@ static int calib_main(int argc, char **argv, const char **files)
 
 int cli_calib(int argc, char **argv)
 {
-    const char **files = xmalloc(sizeof *files * (size_t)TS_MAX(argc, 1));
+    const char **files = xmalloc(sizeof *files * 2 * (size_t)TS_MAX(argc, 1)); /* the PROFILEs, then --over's */
     int rc = calib_main(argc, argv, files);
     free(files);
     return rc;

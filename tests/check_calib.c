@@ -1212,6 +1212,92 @@ START_TEST(merge_takes_row_medians)
 }
 END_TEST
 
+/* Whether rows a and b belong to one profiled step. */
+static bool one_step(const struct calib_row *a, const struct calib_row *b)
+{
+    return a->segs == b->segs && a->q == b->q && a->kv == b->kv && a->logit_rows == b->logit_rows &&
+           a->kv_long == b->kv_long && a->keep == b->keep && a->sel_heads == b->sel_heads;
+}
+
+START_TEST(merge_over_replaces_steps)
+{
+    struct calib_data base, in[5], m;
+    struct ts_err err;
+    size_t partial, replaced;
+    planted(&base);
+    scaled(&base, 1.00, &in[0]);
+    scaled(&base, 1.04, &in[1]);
+    /* three profiles over them, each of one step's rows without logits alone (2.0, 2.2 and 5.0 times
+     * their times: a part of the grid, as a select part is), the last two also of a step the others
+     * lack, one op of which only the last measured */
+    const double k[] = {2.0, 2.2, 5.0};
+    size_t step_rows = 0, ref = 0;
+    while (base.rows[ref].q != 32 || base.rows[ref].logit_rows != 0)
+        ref++;
+    for (int f = 0; f < 3; f++) {
+        struct calib_data *o = &in[2 + f];
+        scaled(&base, k[f], o);
+        o->n = 0;
+        for (size_t i = 0; i < base.n; i++)
+            if (one_step(&base.rows[i], &base.rows[ref]))
+                o->rows[o->n++] = (struct calib_row){.segs = base.rows[i].segs, .q = base.rows[i].q,
+                                                     .kv = base.rows[i].kv, .logit_rows = base.rows[i].logit_rows,
+                                                     .op = base.rows[i].op, .ms = base.rows[i].ms * k[f],
+                                                     .total_ms = 7.0 * k[f]};
+        step_rows = o->n;
+        if (f > 0) {
+            add(o, 4, 256, 0, 0, OP_KV_SELECT, f);
+            o->rows[o->n - 1].keep = 112;
+        }
+        if (f == 2) {
+            add(o, 4, 256, 0, 0, OP_ATTN, 3.0);
+            o->rows[o->n - 1].keep = 112;
+        }
+    }
+    const char *names[] = {"a.csv", "b.csv", "o1.csv", "o2.csv", "o3.csv"};
+    ck_assert_msg(calib_data_merge_over(in, names, 5, 3, &m, &partial, &replaced, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(m.n, base.n + 2);
+    ck_assert_int_eq(replaced, 2 * step_rows); /* the step's rows of both others */
+    ck_assert_int_eq(partial, 2);               /* the new step's rows: two and one of the three */
+    size_t seen = 0;
+    for (size_t i = 0; i < m.n; i++) {
+        const struct calib_row *r = &m.rows[i];
+        if (r->keep) { /* the new step: the median over the --over profiles that hold the row */
+            ck_assert_double_eq_tol(r->ms, r->op == OP_KV_SELECT ? 1.5 : 3.0, 1e-12);
+            continue;
+        }
+        size_t j = 0;
+        while (j < base.n && !(one_step(&base.rows[j], r) && base.rows[j].op == r->op))
+            j++;
+        ck_assert(j < base.n);
+        if (one_step(r, &base.rows[ref])) { /* from the --over profiles alone: the median, 2.2 */
+            ck_assert_double_eq_tol(r->ms, 2.2 * base.rows[j].ms, 1e-12 * r->ms);
+            ck_assert_double_eq_tol(r->total_ms, 7.0 * 2.2, 1e-12);
+            seen++;
+        } else { /* the others' median, as a merge without them */
+            ck_assert_double_eq_tol(r->ms, 1.02 * base.rows[j].ms, 1e-12 * r->ms);
+        }
+    }
+    ck_assert_int_eq(seen, step_rows);
+    calib_data_free(&m);
+    /* without --over profiles it is the plain merge */
+    struct calib_data plain;
+    ck_assert_int_eq(calib_data_merge_over(in, names, 2, 0, &m, &partial, &replaced, &err), 0);
+    ck_assert_int_eq(calib_data_merge(in, names, 2, &plain, &partial, &err), 0);
+    ck_assert(m.n == plain.n && replaced == 0);
+    for (size_t i = 0; i < m.n; i++)
+        ck_assert(m.rows[i].ms == plain.rows[i].ms && m.rows[i].op == plain.rows[i].op);
+    calib_data_free(&m);
+    calib_data_free(&plain);
+    /* refused: only --over profiles */
+    ck_assert_int_ne(calib_data_merge_over(in + 2, names + 2, 3, 3, &m, &partial, &replaced, &err), 0);
+    ck_assert_msg(strstr(err.msg, "one other profile at least"), "%s", err.msg);
+    for (int f = 0; f < 5; f++)
+        calib_data_free(&in[f]);
+    calib_data_free(&base);
+}
+END_TEST
+
 /* A calibration's host, apart from its GPU: taken as the planted line, written and read back as a host
  * profile, and swapped for another, which prices the host-bound steps by the new line and leaves the
  * GPU-bound ones alone; a calibration without a host measured apart has none to take or replace. */
@@ -1336,6 +1422,7 @@ int main(void)
     tcase_add_test(tc, token_curves_take_the_steps_with_logits);
     tcase_add_test(tc, a_part_is_not_a_calibration);
     tcase_add_test(tc, merge_takes_row_medians);
+    tcase_add_test(tc, merge_over_replaces_steps);
     tcase_add_test(tc, feature_cache_priced_from_its_steps);
     tcase_add_test(tc, lm_head_over_carried_rows);
     suite_add_tcase(s, tc);

@@ -62,21 +62,30 @@ fi
 # calibration with the fc grid, which is shipped), fidelity-h200-moe (LLaDA2.0-mini and LLaDA-MoE-7B,
 # balanced routing), fidelity-h100 (LLaDA-8B, SDAR-8B and Dream-7B on the H100), each with its -oos
 # twin, and fidelity-h100-policies-oos (LLaDA-8B's dLLM-Cache and sparse runs on the H100, priced by
-# fidelity-h100's calibration merged with an fc profile of another machine, kept as it is). Each
-# in-sample record's calibration is `calib merge`
-# of the profiles it keeps in profiles/ (the mixtures' and the H100's: one profile each, merged with another
-# machine's ladder, kept as they are), and the
-# shipped calibrations are, byte for byte, the records' named by current below.
+# fidelity-h100's calibration merged with an fc profile of another machine, kept as it is), and the
+# sparse runs measured after the selection kernels changed: fidelity-h100-sparse-oos (on an H100
+# start none of the select profiles ran on) and fidelity-h200-sparse-select (on the H200 start of
+# the select profiles), each priced by the shipped calibration. Each in-sample record's calibration
+# is `calib merge` of the profiles it keeps in profiles/ (the mixtures' and the H100's: one profile
+# each, merged with another machine's ladder, kept as they are), and the shipped calibrations are,
+# byte for byte, the records' named by current below; those whose selecting steps were profiled
+# again (select-h100, select-h200) are their record's calibration merged with those profiles over it.
 root=$(cd "$(dirname "$0")/.." && pwd)
 rec_dir="$root/experiments/records"
+# select_over PREFIX: over=(--over FILE ...), the select profiles PREFIX-N.csv.gz unpacked into $tmp
+select_over() {
+    local f
+    over=()
+    for f in "$1"-[0-9].csv.gz; do
+        gzip -dc "$f" >"$tmp/$(basename "$f" .gz)" && over+=(--over "$tmp/$(basename "$f" .gz)")
+    done
+}
 current() { # current GPU-MODEL IMPL: the record whose calibration is shipped
     case $1-$2 in
-        h200-llada-8b-tessera) echo fidelity-h200-dllm-cache ;; h200-llada-8b-tessera-fused) echo fidelity-h200-fused ;;
+        h200-llada-8b-tessera) echo fidelity-h200-sparse-select ;; h200-llada-8b-tessera-fused) echo fidelity-h200-fused ;;
         h200-sdar-8b-tessera) echo fidelity-h200-sdar ;; h200-sdar-8b-tessera-fused) echo fidelity-h200-fused-sdar ;;
         h200-dream-7b-tessera) echo fidelity-h200-dream ;; h200-dream-7b-tessera-fused) echo fidelity-h200-fused-dream ;;
-        h200-llada2.0-mini-tessera | h200-llada-moe-7b-tessera) echo fidelity-h200-moe ;;
-        h100-llada-8b-tessera) echo fidelity-h100-policies-oos ;;
-        h100-sdar-8b-tessera | h100-dream-7b-tessera) echo fidelity-h100 ;;
+        h100-llada-8b-tessera) echo fidelity-h100-sparse-oos ;;
     esac
 }
 if command -v python3 >/dev/null 2>&1; then
@@ -84,7 +93,8 @@ if command -v python3 >/dev/null 2>&1; then
         fidelity-h200-sdar-oos fidelity-h200-fused-sdar fidelity-h200-fused-sdar-oos fidelity-h200-dream \
         fidelity-h200-dream-oos fidelity-h200-fused-dream fidelity-h200-fused-dream-oos fidelity-h200-sparse \
         fidelity-h200-sparse-oos fidelity-h200-dllm-cache fidelity-h200-dllm-cache-oos fidelity-h200-moe \
-        fidelity-h200-moe-oos fidelity-h100 fidelity-h100-oos fidelity-h100-policies-oos; do
+        fidelity-h200-moe-oos fidelity-h100 fidelity-h100-oos fidelity-h100-policies-oos fidelity-h100-sparse-oos \
+        fidelity-h200-sparse-select; do
         echo "cli: ... re-evaluating $rec" >&2
         want="$rec_dir/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         export POLICIES="dual block"
@@ -96,12 +106,13 @@ if command -v python3 >/dev/null 2>&1; then
         gpu=h200
         case $rec in *h100*) models="llada-8b sdar-8b dream-7b" runs=24 gpu=h100 ;; esac
         case $rec in *h100-policies*) models=llada-8b runs=12 POLICIES="dllm-cache sparse sparse-head" ;; esac
+        case $rec in fidelity-h100-sparse-oos | fidelity-h200-sparse-select) models=llada-8b runs=8 POLICIES="sparse sparse-head" ;; esac
         mkdir -p "$cal"
         for m in $models; do
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
         done
         case $rec in
-            *-oos | fidelity-h200-moe | fidelity-h100) # (their calibrations as they are)
+            *-oos | fidelity-h200-moe | fidelity-h100 | fidelity-h200-sparse-select) # (their calibrations as they are)
                 GPU=$gpu IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
                        SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1 ;;
             *) # in sample: the calibrations merged again from the record's profiles (PROFILES=)
@@ -134,6 +145,19 @@ if command -v python3 >/dev/null 2>&1; then
             else bad "$(basename "$o"): $(basename "$c") is not its in-sample record's"; fi
         done
     done
+    # the shipped calibrations whose selecting steps were profiled again (three profiles each, records
+    # select-h100 and select-h200): each its record's calibration with those profiles merged over it
+    for spec in h100:llada-8b:fidelity-h100-policies-oos h100:sdar-8b:fidelity-h100 h100:dream-7b:fidelity-h100 \
+        h200:llada-8b:fidelity-h200-dllm-cache h200:llada-moe-7b:fidelity-h200-moe h200:llada2.0-mini:fidelity-h200-moe; do
+        IFS=: read -r g m r <<<"$spec"
+        gzip -dc "$rec_dir/$r/calib-$m.csv.gz" >"$tmp/base-$g-$m.csv"
+        select_over "$rec_dir/select-$g/profiles/select-$m-tessera"
+        expect 0 "calib merge over select-$g's profiles, $m" -- $bin calib merge "$tmp/base-$g-$m.csv" "${over[@]}" \
+            --gpu $g --out "$tmp/sel-$g-$m.csv"
+        grep -q "3 --over profiles where they hold its step" "$tmp/out" && cmp -s "$tmp/sel-$g-$m.csv" \
+            "$root/sim/data/calib/$g-$m-tessera.csv" && ok ||
+            bad "sim/data/calib/$g-$m-tessera.csv is not $r's calibration with select-$g's profiles over it"
+    done
     # calib merge reads profile databases too (engine profile's engine_profile table): the shipped
     # calibration's rows as a database, merged with its CSV, give the CSV back
     python3 - "$root/sim/data/calib/h200-llada-8b-tessera.csv" "$tmp/prof.db" <<'PY'
@@ -158,19 +182,25 @@ PY
     expect 1 "fidelity.sh PROFILES= with one profile" -- env MEASURED="$rec_dir/fidelity-h200/all-steps.csv.gz" \
         PROFILES="$tmp/prof1" TESSERA=$bin SCRATCH="$tmp/prof1/scr" bash "$root/experiments/fidelity.sh" "$tmp/prof1/out" llada-8b
     contains "fidelity.sh PROFILES= with one profile" "needs two or more PROFILEs"
-    # calib transfer of the H200's calibration against the H100's measured one (make calibrate)
+    # calib transfer of the H200's calibration against the H100's measured one (make calibrate), its
+    # selecting steps profiled again with the same selection kernels as the H200's (select-h100)
+    gzip -dc "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" >"$tmp/c100.csv"
+    select_over "$rec_dir/select-h100/profiles/select-llada-8b-tessera"
+    expect 0 "calib merge of calibrate-h100 over select-h100" -- $bin calib merge "$tmp/c100.csv" "${over[@]}" \
+        --gpu h100 --out "$tmp/c100s.csv"
     expect 0 "transfer_check.sh" -- env TESSERA=$bin bash "$root/analysis/transfer_check.sh" \
-        "$root/sim/data/calib/h200-llada-8b-tessera.csv" h200 "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" h100
+        "$root/sim/data/calib/h200-llada-8b-tessera.csv" h200 "$tmp/c100s.csv" h100
     if cmp -s "$tmp/out" "$rec_dir/calibrate-h100/transfer-check.txt"; then ok
     else bad "transfer_check.sh is not what calibrate-h100/transfer-check.txt recorded"; fi
     # the H100's tessera-fused calibrations: each the merge of its machines' recorded profiles (LLaDA-8B's
-    # two, SDAR-8B's and Dream-7B's one) and another machine's ladder; each pricing its recorded
-    # held-out replay as recorded
+    # two, SDAR-8B's and Dream-7B's one) and another machine's ladder, with the select part profiled
+    # again (select-h100) over them; each pricing its recorded held-out replay as recorded
     fr="$rec_dir/calibrate-h100-fused"
     for m in llada-8b sdar-8b dream-7b; do
         for f in "$fr"/calib-$m-*.csv.gz; do gzip -dc "$f" >"$tmp/$(basename "$f" .gz)"; done
-        expect 0 "calib merge of calibrate-h100-fused, $m" -- $bin calib merge "$tmp"/calib-$m-*.csv --gpu h100 \
-            --out "$tmp/fused-$m.csv"
+        select_over "$rec_dir/select-h100/profiles/select-$m-tessera-fused"
+        expect 0 "calib merge of calibrate-h100-fused, $m" -- $bin calib merge "$tmp"/calib-$m-*.csv "${over[@]}" \
+            --gpu h100 --out "$tmp/fused-$m.csv"
     done
     for mh in llada-8b:2 sdar-8b:3 dream-7b:3; do
         m=${mh%%:*} shipped="$root/sim/data/calib/h100-${mh%%:*}-tessera-fused.csv"
@@ -777,6 +807,36 @@ expect 0 "calib merge of a select part" -- $bin calib merge "$data/calib/h200-ll
     --gpu h200 --out "$tmp/ms.csv"
 expect 0 "sparse priced by a merged select part" -- $bin sim --policy sparse --cost calibrated --calib "$tmp/ms.csv" \
     --requests 10 --quiet
+# --over: a select part profiled again replaces the selecting steps' rows, the other steps untouched
+python3 - "$tmp/select.csv" "$tmp/select2.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+for r in rows:
+    r["ms"] = repr(float(r["ms"]) * 2)
+out = csv.DictWriter(open(sys.argv[2], "w", newline=""), fieldnames=rows[0].keys())
+out.writeheader()
+out.writerows(rows)
+PY
+expect 0 "calib merge --over" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" --over "$tmp/select2.csv" \
+    --gpu h200 --out "$tmp/mo.csv"
+contains "calib merge --over counts what it replaced" "260 rows of the others replaced"
+got=$(python3 - "$data/calib/h200-llada-8b-tessera.csv" "$tmp/mo.csv" <<'PY'
+import csv, sys
+def rows(f):
+    return {tuple(v for k, v in r.items() if k not in ("ms", "total_ms")): float(r["ms"]) for r in csv.DictReader(open(f))}
+a, b = rows(sys.argv[1]), rows(sys.argv[2])
+sel = [k for k in a if int(k[-5]) > 0]  # keep > 0: the selecting steps
+print(set(a) == set(b), all(b[k] == a[k] for k in a if k not in sel), all(abs(b[k] - 2 * a[k]) < 1e-6 * b[k] + 1e-9 for k in sel))
+PY
+)
+[ "$got" = "True True True" ] && ok || bad "calib merge --over: keys, other steps, replaced steps '$got'"
+expect 2 "calib merge with --over alone" -- $bin calib merge --over "$tmp/select2.csv" --over "$tmp/select.csv" \
+    --gpu h200 --out "$tmp/x.csv"
+contains "calib merge with --over alone" "one other at least"
+expect 2 "calib merge --over without a value" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" --over
+contains "calib merge --over without a value" "--over needs a value"
+expect 2 "calib import --over" -- $bin calib import "$tmp/select.csv" --over "$tmp/select.csv" --gpu h200 --out "$tmp/x.csv"
+contains "calib import --over" "--over does not apply here"
 expect 2 "sparse refused by a calibration without selections" -- $bin sim --policy sparse --cost calibrated \
     --impl tessera-fused --requests 10
 contains "sparse refused by a calibration without selections" "has no uniform selection (kv_select) measurements"
