@@ -49,6 +49,14 @@ for b in $benches; do
     done
 done
 # tessera's roofline of one forward of vLLM's Qwen2.5-3B with no cache and no host time
+# hf_ms T [LAYERS]: Hugging Face's LLaDA-MoE block at T tokens as PyTorch eager ran it on an H100
+# (records/torch-moe-h100), ms a layer, or a forward over LAYERS layers
+hf_ms() {
+    awk -v t="$1" -v n="${2:-1}" 'match($0, /"T": [0-9]+/) { T = substr($0, RSTART + 5, RLENGTH - 5) }
+        T == t && match($0, /"ms": [0-9.]+/) { ms = substr($0, RSTART + 6, RLENGTH - 6) * n
+                                               printf (n > 1 ? "%.0f" : "%.1f"), ms }' \
+        "$(dirname "$0")/records/torch-moe-h100/moe.jsonl"
+}
 vllm_floor=$(awk -v ms="$(roofline_ms h800 qwen2.5-3b 1,1,0,1)" 'BEGIN { printf "%.2f", ms }')
 # fv SYSTEM [paper]: the average's forward time, tessera's or the table's, in ms
 fv() {
@@ -77,12 +85,14 @@ Why two trends do not hold (metrics forward_ms, one forward's time in tessera, a
 what the table's TPS implies at the same TPF; on average): dInfer's forwards agree within $dinfer_gap% ($(fv dinfer) ms against $(fv dinfer paper) with its cache,
 $(fv dinfer-nocache) against $(fv dinfer-nocache paper) without), the baselines' do not: the table's vLLM takes $(fv vllm paper) ms a token where tessera's
 takes $(fv vllm) (its roofline with no host time $vllm_floor), and the table's Fast-dLLM $(fv fast-dllm-nocache paper) ms a
-forward without its cache where tessera's takes $(fv fast-dllm-nocache) ($(fv fast-dllm paper) against $(fv fast-dllm) with it). Two things the
+forward without its cache where tessera's takes $(fv fast-dllm-nocache) ($(fv fast-dllm paper) against $(fv fast-dllm) with it). What the
 table's runs may have paid that tessera leaves out: the slides' 8 H800s (a baseline split over them
-pays all-reduces in every forward of its one request; the slides do not say how each ran), and, for
-Fast-dLLM, the Hugging Face LLaDA-MoE block's experts, which PyTorch eager runs one expert at a time
-in a Python loop (tessera's torch-eager profile counts a fixed 12 kernels a layer for them, not
-measured)."
+pays all-reduces in every forward of its one request; the slides do not say how each ran). Not
+Hugging Face's LLaDA-MoE block, whose Python loop over the 64 experts issues about 1,000 kernels a
+layer: measured on an H100 (records/torch-moe-h100, engine/bench/torch_moe.py), it takes $(hf_ms 32) ms a
+layer at 32 tokens and $(hf_ms 1536) at 1,536, $(hf_ms 32 16) and $(hf_ms 1536 16) ms a forward over 16 layers, several times the
+table's Fast-dLLM forwards; tessera's torch-eager profile prices the experts as a grouped MoE (12
+kernels a layer)."
 SHOW_METRICS="tps forward_ms forward_ms_table"
 paper_finish "dInfer Table 1: TPS at batch size 1, LLaDA-MoE-7B-A1B and Qwen2.5-3B, H800" \
     "benchmark (1 avg, 2 CRUX-O, 3 GSM8K, 4 HumanEval, 5 IFEval, 6 MBPP, 7 LCB V6)" tps

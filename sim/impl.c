@@ -7,8 +7,11 @@
  *                concatenation), 11.4 us of host time per kernel and 27 us per segment (the
  *                harness's kernel counts against the host times of the shipped torch-eager
  *                calibration, sim/data/calib/h200-llada-8b-torch-eager.csv); the MoE router and
- *                expert counts are not measured, nor are dLLM-Cache's feature-cache kernels (16: the
- *                value check's norm, projection, similarity and top-k, the gathers and scatters).
+ *                expert counts are a grouped MoE's, not measured (Hugging Face's loop over the
+ *                experts issues about 15 kernels an expert, 953-1,035 a layer of LLaDA-MoE-7B:
+ *                engine/bench/torch_moe.py, records/torch-moe-h100), nor are dLLM-Cache's
+ *                feature-cache kernels (16: the value check's norm, projection, similarity and
+ *                top-k, the gathers and scatters).
  *                Logits get an fp32 softmax, as in Fast-dLLM's sampling: PyTorch casts the bf16
  *                logits to fp32 and writes the softmax to a second fp32 tensor, both alive beside
  *                the logits (8 bytes a logit; engine/bench/torch_lmax.py: the op graph with them
