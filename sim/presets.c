@@ -55,6 +55,17 @@ static const struct preset presets[] = {
      NULL, {{NULL}},
      "Mosaic sections 4.2 (mask-only logits kernel), 4.4 (lazy chunking optimizer), 4.5 (global memory "
      "manager, first-fit)"},
+    {"mosaic-torch", "Mosaic-Torch: Mosaic's baseline, the model code on a serving framework (variable-length "
+                     "batches), no cache, logits for every row in one piece, PyTorch's caching allocator, PyTorch "
+                     "eager", "vanilla", "request", "fixed:1", "torch-eager", 0, "caching", false, false, NULL, {{NULL}},
+     "Mosaic section 5, its baselines (2): the PyTorch model code ported onto vLLM (varlen), without its "
+     "memory optimizations; PyTorch's allocator and fp32 softmax as experiments/mosaic-fig10.sh runs it"},
+    {"native", "Native: the unmodified official PyTorch code, one request at a time, no cache, logits in one "
+               "piece with float64 sampling, PyTorch's caching allocator", "vanilla", "static", "fixed:1",
+     "torch-eager-f64", 0, "caching", false, false,
+     "LLaDA's code samples in float64; for Dream-7B's (fp32) give --impl torch-eager", {{"max-batch", "1"}},
+     "Mosaic section 5, its baselines (1): the unmodified official PyTorch code; LLaDA's: ML-GSAI/LLaDA "
+     "generate.py (no cache, one prompt a call, the softmax of the logits cast to float64)"},
 };
 
 int preset_count(void) { return (int)TS_ARRAY_LEN(presets); }

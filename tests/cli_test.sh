@@ -337,6 +337,12 @@ expect 2 "unknown scheduler" -- $bin sim --scheduler fifo
 contains "unknown scheduler" "static, request, phase"
 expect 0 "mosaic preset" -- $bin sim --system mosaic --model dream-7b --gpu rtx4090 --lengths fixed:20000,64 --gen-len 64 --requests 2 --rps 0.01 --quiet
 contains "mosaic preset" "2 finished, 0 rejected"
+# Mosaic's baselines: Mosaic-Torch without its memory optimizations, Native one request at a time
+expect 0 "mosaic-torch preset" -- $bin sim --system mosaic-torch --requests 3 --rps 1 --quiet
+contains "mosaic-torch preset" "scheduler request, decode fixed:1, impl torch-eager, system mosaic-torch"
+expect 0 "native preset" -- $bin sim --system native --requests 3 --rps 1 --quiet
+contains "native preset" "static batch  1 requests"
+contains "native preset" "impl torch-eager-f64, system native"
 # the fused FFN's implementation profile: roofline-priced, or calibrated where a calibration of it
 # is shipped (LLaDA-8B and SDAR-8B on the H200, no other GPU)
 expect 0 "sim --impl tessera-fused" -- $bin sim --impl tessera-fused --requests 20 --quiet --no-progress
