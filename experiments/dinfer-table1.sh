@@ -48,15 +48,16 @@ for b in $benches; do
             -v f="$(value forward_ms $s $wl "$x")" 'BEGIN { printf "%.4g", f * t / p }')"
     done
 done
-# tessera's roofline of one forward of vLLM's Qwen2.5-3B with no cache and no host time
 # hf_ms T [LAYERS]: Hugging Face's LLaDA-MoE block at T tokens as PyTorch eager ran it on an H100
 # (records/torch-moe-h100), ms a layer, or a forward over LAYERS layers
 hf_ms() {
-    awk -v t="$1" -v n="${2:-1}" 'match($0, /"T": [0-9]+/) { T = substr($0, RSTART + 5, RLENGTH - 5) }
-        T == t && match($0, /"ms": [0-9.]+/) { ms = substr($0, RSTART + 6, RLENGTH - 6) * n
-                                               printf (n > 1 ? "%.0f" : "%.1f"), ms }' \
-        "$(dirname "$0")/records/torch-moe-h100/moe.jsonl"
+    local n=${2:-1} f
+    f="$(dirname "$0")/records/torch-moe-h100/moe.jsonl"
+    sqlite3 :memory: "SELECT printf('%.$([ "$n" -gt 1 ] && echo 0 || echo 1)f', json_extract(value, '\$.ms') * $n)
+        FROM json_each('[' || replace(trim(readfile('$f'), char(10)), char(10), ',') || ']')
+        WHERE json_extract(value, '\$.T') = $1"
 }
+# tessera's roofline of one forward of vLLM's Qwen2.5-3B with no cache and no host time
 vllm_floor=$(awk -v ms="$(roofline_ms h800 qwen2.5-3b 1,1,0,1)" 'BEGIN { printf "%.2f", ms }')
 # fv SYSTEM [paper]: the average's forward time, tessera's or the table's, in ms
 fv() {
