@@ -227,6 +227,99 @@ static __global__ void __launch_bounds__(THREADS, 1)
 #endif
 }
 
+#ifdef HAVE_SM90A
+/* The dispatch's tile ti within the chunk [p0, p1): its expert and the sorted positions [r0, r1) it
+ * holds there; false where it holds none. */
+static __device__ __forceinline__ bool moe_tile_rows(const struct k_moe_gemm_args &a, int ti, int &e, int &r0, int &r1)
+{
+    e = a.tiles[2 * ti];
+    const int s = a.tiles[2 * ti + 1];
+    r0 = max(s, a.p0);
+    r1 = min(min(s + GM, a.offsets[e + 1]), a.p1);
+    return r0 < r1;
+}
+#endif
+
+/* The mixture of experts' grouped GEMM on wgmma (k_moe_gemm over the dispatch's 128-row tiles):
+ * Y[p - p0] = X[p - p0] W_e^T. A unit is one tile's rows, two consumer warpgroups of 64, by 256
+ * output columns n: a stage holds X's 128 rows of the tile (from its first position in the chunk)
+ * and expert e's W rows e N + 256 n .. + 255 (two boxes of 128), K-major in the 128-byte swizzle,
+ * loaded by the producer as in gemm_swiglu_kernel. A warpgroup whose 64 rows hold no copy waits on
+ * each stage and releases it without multiplying (a Reuse step's experts hold a few copies each,
+ * so its tiles are mostly the first warpgroup's); rows past the tile's copies are computed from
+ * other experts' rows or zeros and not stored. Persistent blocks, one an SM, walk the units tile
+ * by tile, a tile's column units together (its X rows read from L2 after the first). */
+static __global__ void __launch_bounds__(THREADS, 1)
+    moe_wgmma_kernel(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
+                     struct k_moe_gemm_args a)
+{
+#ifdef HAVE_SM90A
+    extern __shared__ __align__(1024) unsigned char sm[];
+    const uint32_t base = ((uint32_t)__cvta_generic_to_shared(sm) + 1023) & ~1023u;
+    const uint32_t full = base + STAGES * STAGE_BYTES, empty = full + 8 * STAGES;
+    const int nt = a.N / (2 * GF), kt = a.K / GK, wg = threadIdx.x >> 7;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(full + 8 * s, 1);
+            mbar_init(empty + 8 * s, 8); /* each consumer warp's lane 0 */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    griddep_wait();
+    const int units = *a.ntiles * nt;
+    if (wg == 0) { /* the producer */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0) {
+            int it = 0;
+            for (int t = blockIdx.x; t < units; t += gridDim.x) {
+                int e, r0, r1;
+                if (!moe_tile_rows(a, t / nt, e, r0, r1))
+                    continue;
+                const int w0 = e * a.N + (t % nt) * 2 * GF;
+                for (int k = 0; k < kt; k++, it++) {
+                    const int s = it % STAGES;
+                    mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1); /* the first round passes */
+                    load_stage(base + s * STAGE_BYTES, full + 8 * s, &tx, &tw, k, r0 - a.p0, w0, w0 + GF);
+                }
+            }
+        }
+    } else { /* the consumers */
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        const int cw = wg - 1, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+        float d[128];
+        int it = 0;
+        for (int t = blockIdx.x; t < units; t += gridDim.x) {
+            int e, r0, r1;
+            if (!moe_tile_rows(a, t / nt, e, r0, r1))
+                continue;
+            if (r0 + cw * 64 >= r1) { /* no copy in this warpgroup's rows: the stages passed on */
+                for (int k = 0; k < kt; k++, it++) {
+                    const int s = it % STAGES;
+                    mbar_wait(full + 8 * s, (it / STAGES) & 1);
+                    if (lane == 0)
+                        mbar_arrive(empty + 8 * s);
+                }
+                continue;
+            }
+            mma_stages<1>(d, base, full, empty, cw, lane, kt, it);
+            /* d[4j..4j+3]: rows r, r, r + 8, r + 8 of columns 8j + 2 (lane % 4) + {0, 1} of the unit's 256 */
+            const int r = r0 + cw * 64 + warp * 16 + (lane >> 2);
+            bf16_t *o = a.Y + (size_t)(t % nt) * 2 * GF + 2 * (lane & 3);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                if (r + 8 * h >= r1)
+                    continue;
+                bf16_t *orow = o + (size_t)(r + 8 * h - a.p0) * a.N;
+#pragma unroll
+                for (int j = 0; j < 32; j++)
+                    *(uint32_t *)(orow + 8 * j) = pack_bf2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            }
+        }
+    }
+#endif
+}
+
 typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
                                     const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
                                     CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -282,7 +375,9 @@ extern "C" int k_gemm_wgmma_ready(k_stream stream)
                cudaOccupancyMaxActiveClusters(&max_clusters[cl], kernel, &cfg) == cudaSuccess &&
                max_clusters[cl] > 0;
     };
-    ready = encoder() != NULL && setup(gemm_swiglu_kernel<1>, 1) && setup(gemm_swiglu_kernel<2>, 2);
+    ready = encoder() != NULL && setup(gemm_swiglu_kernel<1>, 1) && setup(gemm_swiglu_kernel<2>, 2) &&
+            cudaFuncSetAttribute(moe_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_SMEM) ==
+                cudaSuccess;
     cudaGetLastError();
     return ready;
 }
@@ -318,4 +413,21 @@ extern "C" int k_gemm_swiglu(bf16_t *out, const bf16_t *x, const bf16_t *w, int 
         k_launch_config(at, dim3(clusters * (unsigned)cl), dim3(THREADS), GEMM_SMEM, (cudaStream_t)stream, (unsigned)cl);
     return (int)(cl == 1 ? cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<1>, tx, tw, out, rows, F, K)
                          : cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<2>, tx, tw, out, rows, F, K));
+}
+
+extern "C" int k_moe_gemm_wgmma(const struct k_moe_gemm_args *a, k_stream stream)
+{
+    if (a->p1 <= a->p0 || a->max_tiles <= 0)
+        return 0;
+    if (!k_moe_wgmma_fits(a->N, a->K) || a->tile != K_MOE_TILE_WGMMA || a->E <= 0 ||
+        ((uintptr_t)a->X | (uintptr_t)a->W | (uintptr_t)a->Y) % 16)
+        return (int)cudaErrorInvalidValue;
+    if (!k_gemm_wgmma_ready(stream))
+        return (int)cudaErrorNotSupported;
+    CUtensorMap tx, tw;
+    if (tensor_map(&tx, a->X, a->p1 - a->p0, a->K, GM) || tensor_map(&tw, a->W, (int64_t)a->E * a->N, a->K, GF))
+        return (int)cudaErrorInvalidValue;
+    const int64_t units = (int64_t)a->max_tiles * (a->N / (2 * GF)), sms = k_num_sms();
+    return (int)k_launch(moe_wgmma_kernel, dim3((unsigned)(units < sms ? units : sms)), dim3(THREADS), GEMM_SMEM,
+                         (cudaStream_t)stream, tx, tw, *a);
 }

@@ -333,13 +333,16 @@ struct k_focus_args {
  * output depends on it): counts [E] (scratch), offsets
  * [E + 1] (expert e's sorted positions offsets[e]..offsets[e + 1] - 1), tok [T k] (the token of each
  * sorted position), pos [T k] (each copy's sorted position), and the tile list: tiles [2 max_tiles]
- * (expert, first sorted position) of `tile` rows each within an expert (32 or 64), *ntiles of
+ * (expert, first sorted position) of `tile` rows each within an expert (32, 64 or
+ * K_MOE_TILE_WGMMA), *ntiles of
  * them; max_tiles = ceil(T k / K_MOE_TILE_MIN) + E bounds them. k_moe_tile gives the tile a step
  * takes: 32 rows up to 32 copies an expert on average (fewer padded rows, a deeper pipeline for
  * the weights streamed once), else 64 (each expert's weights read by fewer tiles).
  * k_moe_gemm: Y[p - p0] = X[p - p0] W_e^T for the sorted positions p in [p0, p1) (one chunk of them),
  * e the expert p belongs to: X [p1 - p0, K], W [E][N, K] (expert e's at e N K), Y [p1 - p0, N]; N
- * and K multiples of 64.
+ * and K multiples of 64. Over a tile list of K_MOE_TILE_WGMMA rows it runs on Hopper's wgmma fed
+ * by the TMA (gemm_wgmma.cu: N a multiple of 256, K of 64, k_moe_wgmma_fits; 16-byte aligned
+ * pointers; cudaErrorNotSupported where k_gemm_wgmma_ready is not), else on bf16 fragments.
  * k_moe_combine: each token's copies within [p0, p1) weighted and summed, in slot order, into its
  * fp32 running sum acc [T, h] (first: from 0) or, for the last chunk, added to x [T, h].
  * Needs E <= K_MOE_MAX_EXPERTS and k <= 32.
@@ -347,6 +350,8 @@ struct k_focus_args {
 #define K_MOE_MAX_EXPERTS 1024
 #define K_MOE_MAX_GROUPS 64
 #define K_MOE_TILE_MIN 32
+#define K_MOE_TILE_WGMMA 128 /* the wgmma grouped GEMM's tiles: two warpgroups of 64 rows */
+static inline int k_moe_wgmma_fits(int N, int K) { return N > 0 && N % 256 == 0 && K > 0 && K % 64 == 0; }
 /* How a router turns its logits into experts and weights (k_moe_route; model.h's router fields). */
 struct k_moe_router {
     bool sigmoid, norm;
@@ -364,6 +369,7 @@ struct k_moe_gemm_args {
     bf16_t *Y;
     const int32_t *offsets, *tiles, *ntiles;
     int p0, p1, N, K, max_tiles, tile; /* tile: the dispatch's */
+    int E;                              /* W's experts */
 };
 struct k_moe_combine_args {
     const bf16_t *Y;
@@ -403,6 +409,7 @@ static inline int k_moe_tiles_bound(int copies, int experts, int tile)
     return (copies + tile - 1) / tile + (experts < copies ? experts : copies);
 }
 int k_moe_gemm(const struct k_moe_gemm_args *a, k_stream stream);
+int k_moe_gemm_wgmma(const struct k_moe_gemm_args *a, k_stream stream);
 int k_moe_combine(const struct k_moe_combine_args *a, k_stream stream);
 
 int k_focus_importance(const struct k_focus_args *a, k_stream stream);

@@ -338,7 +338,7 @@ extern "C" int k_moe_dispatch(const struct k_moe_dispatch_args *a, k_stream stre
     const int n = a->T * a->k;
     if (n <= 0)
         return 0;
-    if (a->E <= 0 || a->E > K_MOE_MAX_EXPERTS || (a->tile != 32 && a->tile != 64))
+    if (a->E <= 0 || a->E > K_MOE_MAX_EXPERTS || (a->tile != 32 && a->tile != 64 && a->tile != K_MOE_TILE_WGMMA))
         return (int)cudaErrorInvalidValue;
     const unsigned blocks = (unsigned)((n + 255) / 256);
     cudaError_t ce = cudaMemsetAsync(a->counts, 0, sizeof(int32_t) * (size_t)a->E, stream);
@@ -357,6 +357,8 @@ extern "C" int k_moe_gemm(const struct k_moe_gemm_args *a, k_stream stream)
 {
     if (a->p1 <= a->p0 || a->max_tiles <= 0)
         return 0;
+    if (a->tile == K_MOE_TILE_WGMMA)
+        return k_moe_gemm_wgmma(a, stream);
     if (a->N % GEMM_BN || a->K % GEMM_BK || (a->tile != 32 && a->tile != 64))
         return (int)cudaErrorInvalidValue;
     const dim3 grid((unsigned)(a->N / GEMM_BN), (unsigned)a->max_tiles);

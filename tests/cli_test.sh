@@ -60,7 +60,8 @@ fi
 # fidelity-h200-dream and -fused-dream (Dream-7B), fidelity-h200-sparse (LLaDA-8B with the sparse
 # caches, the engine of launch rules 4), fidelity-h200-dllm-cache (LLaDA-8B's dLLM-Cache runs, the
 # calibration with the fc grid, which is shipped), fidelity-h200-moe (LLaDA2.0-mini and LLaDA-MoE-7B,
-# balanced routing), fidelity-h100 (LLaDA-8B, SDAR-8B and Dream-7B on the H100), each with its -oos
+# balanced routing, the experts on bf16 fragments), fidelity-h200-moe-wgmma (the same on the wgmma
+# grouped GEMM, one whole profile each, kept as it is), fidelity-h100 (LLaDA-8B, SDAR-8B and Dream-7B on the H100), each with its -oos
 # twin, and fidelity-h100-policies-oos (LLaDA-8B's dLLM-Cache and sparse runs on the H100, priced by
 # fidelity-h100's calibration merged with an fc profile of another machine, kept as it is), and the
 # sparse runs measured after the selection kernels changed: fidelity-h100-sparse-oos (on an H100
@@ -86,6 +87,7 @@ current() { # current GPU-MODEL IMPL: the record whose calibration is shipped
         h200-sdar-8b-tessera) echo fidelity-h200-sdar ;; h200-sdar-8b-tessera-fused) echo fidelity-h200-fused-sdar ;;
         h200-dream-7b-tessera) echo fidelity-h200-dream ;; h200-dream-7b-tessera-fused) echo fidelity-h200-fused-dream ;;
         h100-llada-8b-tessera) echo fidelity-h100-sparse-oos ;;
+        h200-llada2.0-mini-tessera | h200-llada-moe-7b-tessera) echo fidelity-h200-moe-wgmma ;;
     esac
 }
 if command -v python3 >/dev/null 2>&1; then
@@ -94,7 +96,7 @@ if command -v python3 >/dev/null 2>&1; then
         fidelity-h200-dream-oos fidelity-h200-fused-dream fidelity-h200-fused-dream-oos fidelity-h200-sparse \
         fidelity-h200-sparse-oos fidelity-h200-dllm-cache fidelity-h200-dllm-cache-oos fidelity-h200-moe \
         fidelity-h200-moe-oos fidelity-h100 fidelity-h100-oos fidelity-h100-policies-oos fidelity-h100-sparse-oos \
-        fidelity-h200-sparse-select; do
+        fidelity-h200-sparse-select fidelity-h200-moe-wgmma fidelity-h200-moe-wgmma-oos; do
         echo "cli: ... re-evaluating $rec" >&2
         want="$rec_dir/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         export POLICIES="dual block"
@@ -112,7 +114,7 @@ if command -v python3 >/dev/null 2>&1; then
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
         done
         case $rec in
-            *-oos | fidelity-h200-moe | fidelity-h100 | fidelity-h200-sparse-select) # (their calibrations as they are)
+            *-oos | fidelity-h200-moe | fidelity-h200-moe-wgmma | fidelity-h100 | fidelity-h200-sparse-select) # (as they are)
                 GPU=$gpu IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
                        SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1 ;;
             *) # in sample: the calibrations merged again from the record's profiles (PROFILES=)
@@ -148,7 +150,7 @@ if command -v python3 >/dev/null 2>&1; then
     # the shipped calibrations whose selecting steps were profiled again (three profiles each, records
     # select-h100 and select-h200): each its record's calibration with those profiles merged over it
     for spec in h100:llada-8b:fidelity-h100-policies-oos h100:sdar-8b:fidelity-h100 h100:dream-7b:fidelity-h100 \
-        h200:llada-8b:fidelity-h200-dllm-cache h200:llada-moe-7b:fidelity-h200-moe h200:llada2.0-mini:fidelity-h200-moe; do
+        h200:llada-8b:fidelity-h200-dllm-cache; do
         IFS=: read -r g m r <<<"$spec"
         gzip -dc "$rec_dir/$r/calib-$m.csv.gz" >"$tmp/base-$g-$m.csv"
         select_over "$rec_dir/select-$g/profiles/select-$m-tessera"

@@ -708,7 +708,7 @@ static void check_moe_kernels(struct checker *c, int T, int E, int k, int N, int
     for (int ch = 0; ch < 2; ch++) {
         const int a0 = ch ? p1 : 0, a1 = ch ? n : p1;
         const struct k_moe_gemm_args ga = {(const bf16_t *)dx + (size_t)a0 * K, dw, (bf16_t *)dy + (size_t)a0 * N,
-                                           doff, dtiles, dnt, a0, a1, N, K, max_tiles, tile};
+                                           doff, dtiles, dnt, a0, a1, N, K, max_tiles, tile, E};
         KK(k_moe_gemm(&ga, NULL));
         const struct k_moe_combine_args ca = {(const bf16_t *)dy + (size_t)a0 * N, dpos, dwts, dacc, dxo, T, k, h, a0,
                                               a1, ch == 0, ch == 1, false};
@@ -779,6 +779,11 @@ static void check_moe_kernel_cases(struct checker *c)
     check_moe_kernels(c, 300, 64, 6, 128, 128, 32, 0, (struct k_moe_router){.norm = false}, false); /* probabilities */
     check_moe_kernels(c, 300, 256, 8, 128, 128, 32, 0, LLADA2_ROUTER, true); /* LLaDA2.0's */
     check_moe_kernels(c, 100, 256, 8, 128, 128, 32, 5, LLADA2_ROUTER, true);
+    if (k_gemm_wgmma_ready(NULL)) { /* the wgmma grouped GEMM: tiles over both warpgroups, the first alone, */
+        check_moe_kernels(c, 300, 8, 4, 256, 192, K_MOE_TILE_WGMMA, 0, SOFTMAX_RENORMALISED, false); /* chunks */
+        check_moe_kernels(c, 40, 64, 8, 512, 128, K_MOE_TILE_WGMMA, 3, SOFTMAX_RENORMALISED, false);
+        check_moe_kernels(c, 600, 16, 8, 256, 512, K_MOE_TILE_WGMMA, 0, LLADA2_ROUTER, true); /* splitting tiles */
+    }
 }
 
 /* The selection kernels on two segments each, per K/V head and one set for all; the ranking's
@@ -2495,8 +2500,9 @@ static void check_fc_only(struct checker *c)
     check_fc_steps(c, &tiny_gqa);
 }
 
-/* Tiny mixtures of experts: every layer routed (8 experts, top 2), and one with a dense first layer
- * and a shared expert (16 experts, top 4); their steps with the FFN in one chunk and in two. */
+/* Tiny mixtures of experts: every layer routed (8 experts, top 2; its widths fit the wgmma grouped
+ * GEMM, which its steps run on Hopper), and one with a dense first layer and a shared expert (16
+ * experts, top 4; on fragments everywhere); their steps with the FFN in one chunk and in two. */
 static const struct model_cfg tiny_moe = {.name = "tiny-moe", .num_layers = 2, .hidden = 256, .num_heads = 4,
                                           .num_kv_heads = 2, .head_dim = 64, .vocab = 1000, .max_pos = 4096,
                                           .rope_theta = 10000.0, .num_experts = 8, .experts_top_k = 2,
