@@ -334,10 +334,10 @@ struct k_focus_args {
  * [E + 1] (expert e's sorted positions offsets[e]..offsets[e + 1] - 1), tok [T k] (the token of each
  * sorted position), pos [T k] (each copy's sorted position), and the tile list: tiles [2 max_tiles]
  * (expert, first sorted position) of `tile` rows each within an expert (32, 64 or
- * K_MOE_TILE_WGMMA), *ntiles of
- * them; max_tiles = ceil(T k / K_MOE_TILE_MIN) + E bounds them. k_moe_tile gives the tile a step
- * takes: 32 rows up to 32 copies an expert on average (fewer padded rows, a deeper pipeline for
- * the weights streamed once), else 64 (each expert's weights read by fewer tiles).
+ * K_MOE_TILE_WGMMA), *ntiles of them; max_tiles = ceil(T k / K_MOE_TILE_MIN) + E bounds them.
+ * k_moe_tile gives the tile a step takes on fragments: 32 rows up to 32 copies an expert on
+ * average (fewer padded rows, a deeper pipeline for the weights streamed once), else 64 (each
+ * expert's weights read by fewer tiles).
  * k_moe_gemm: Y[p - p0] = X[p - p0] W_e^T for the sorted positions p in [p0, p1) (one chunk of them),
  * e the expert p belongs to: X [p1 - p0, K], W [E][N, K] (expert e's at e N K), Y [p1 - p0, N]; N
  * and K multiples of 64. Over a tile list of K_MOE_TILE_WGMMA rows it runs on Hopper's wgmma fed
