@@ -8,7 +8,7 @@
 #                 code on one request, runs the same step under the same allocator: its points are
 #                 these.
 #   mosaic-compile  Mosaic-Compile, where the PyTorch harness measured torch.compile on the model
-#                 (lib/mosaic.sh, mo_compile: LLaDA-8B and Dream-7B): mosaic-torch's L_max and
+#                 (lib/mosaic.sh, mo_compile: all three models): mosaic-torch's L_max and
 #                 step times the measured compile / eager ratios
 #   mosaic        first-fit over the step, mask-only logits, lazy chunking (lib/mosaic.sh); the
 #                 same PyTorch eager kernels, its logits for the masked rows only
@@ -113,7 +113,9 @@ the second. mosaic-compile is Mosaic-Compile: torch.compile over the layers, the
 eager; its L_max and step are mosaic-torch's times the compile / eager ratios PyTorch itself gave
 under the card's memory and at the nearest lengths on an H100 (L_max 1.01x and 0.93x eager's for
 LLaDA-8B on the two cards, 1.21x for Dream-7B; the whole-model step 0.79-0.92x and 0.86-0.94x
-eager's from 2k to 32k tokens); LLaDA-MoE's was not measured. Latency is one whole-sequence step
+eager's from 2k to 32k tokens; LLaDA-MoE-7B's, its experts a grouped MoE as a port onto vLLM
+runs them (records/torch-lmax-moe-h100), L_max 1.00x and 1.01x, the step 1.00-1.04x: its
+layers' time is the grouped GEMMs', which Inductor calls as they are). Latency is one whole-sequence step
 at the baselines' L_max, where no system chunks, priced by the roofline with PyTorch eager's kernels
 for mosaic-torch and Mosaic (Mosaic's graph registrar, which saves launches, is not modelled, nor
 whether Mosaic's own kernels are compiled: its step at those lengths is slower than

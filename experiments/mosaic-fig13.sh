@@ -3,7 +3,8 @@
 # over the theoretical peak of their live tensors (PyTorch's caching allocator: segment rounding and
 # external fragmentation), against Mosaic's manager (first-fit over the whole step in one virtual
 # range), LLaDA-8B, Dream-7B and LLaDA-MoE across context lengths. lib/mosaic.sh has the setting.
-# Beside them, PyTorch's own inflation where its harness measured the step (records/torch-lmax-h100:
+# Beside them, PyTorch's own inflation where its harness measured the step (records/torch-lmax-h100
+# and torch-lmax-moe-h100:
 # its peak reserved over its peak allocated bytes, which the op graph's theoretical peak equals):
 # eager (torch-measured) and with the layers compiled (compile-measured, Mosaic-Compile).
 # Usage: tessera exp run mosaic-fig13 OUT [--force] [--quick] [--strict]
@@ -31,9 +32,12 @@ check "Mosaic's manager reserves the theoretical peak (no inflation)" \
     "$(for m in $models; do for T in $lengths; do printf 'val("manager","%s","%s","inflation") == 0 && ' $m $T; done; done) 1"
 NOTES="Inflation is reserved / theoretical peak - 1 for the same op graph; the paper's rates are
 withheld. One configuration stands in for the three baselines (lib/mosaic.sh). torch-measured and
-compile-measured are PyTorch's own (records/torch-lmax-h100, an H100 without a limit: peak reserved
-over peak allocated, the allocated peak equal to the op graph's theoretical one to the byte):
-eager PyTorch's step also allocates tensors the op graph does not hold (RMSNorm's fp32 temporaries,
-RoPE's halves): its inflation grows from 10-12% at 2k tokens to 21% at 32k, where tessera's
-allocator model, fed the op graph's tensors alone, stays flat; with the layers compiled it is 3-10%."
+compile-measured are PyTorch's own (records/torch-lmax-h100 and torch-lmax-moe-h100, an H100
+without a limit: peak reserved over peak allocated, the allocated peak equal to the op graph's
+theoretical one to the byte for the dense models): eager PyTorch's step also allocates tensors the
+op graph does not hold (RMSNorm's fp32 temporaries, RoPE's halves): its inflation grows from 10-12%
+at 2k tokens to 21% at 32k for the dense models, where tessera's allocator model, fed the op graph's
+tensors alone, stays flat; with the layers compiled it is 3-10%. LLaDA-MoE-7B's (its experts a
+grouped MoE) is 0, 6 and 11% eager and 0, 2 and 5% compiled: at 2k tokens its peak is the logits'
+over its 157k vocabulary, allocated whole, with nothing freed before them."
 paper_finish "Mosaic Fig. 13: inflation of reserved memory" "context length (tokens)" inflation logx

@@ -12,8 +12,9 @@
 #   compile Mosaic-Compile: torch.compile over the model's layers, the LM head and the sampling
 #           eager (a port onto vLLM compiles the model's forward, not its sampler), so the same
 #           memory configuration as torch; what compiling changes is measured
-#           (records/torch-lmax-h100, engine/bench/torch_lmax.py on an H100 under each card's
-#           memory, LLaDA-8B and Dream-7B) and carried over as ratios to torch (mo_compile)
+#           (records/torch-lmax-h100 and torch-lmax-moe-h100, engine/bench/torch_lmax.py on an H100
+#           under each card's memory, LLaDA-8B, Dream-7B and LLaDA-MoE-7B) and carried over as
+#           ratios to torch (mo_compile)
 #   mosaic  the global memory manager (first-fit over the whole step in virtual memory), mask-only
 #           logits, lazy chunking within what the card leaves after the weights and a 1 GiB
 #           reserve
@@ -80,12 +81,14 @@ mo_lmax() {
     printf '%s %-10s %-22s L_max %s\n' "$EXP" "$sys" "$wl" "$(mo_json "$f" lmax)" >&2
 }
 
-# the PyTorch harness's measurements of eager and torch.compile (engine/bench/torch_lmax.py)
-MO_TORCH=$(dirname "${BASH_SOURCE[0]}")/../records/torch-lmax-h100/torch_lmax.jsonl
+# the PyTorch harness's measurements of eager and torch.compile (engine/bench/torch_lmax.py): the
+# dense models' and LLaDA-MoE-7B's (a grouped MoE), each model measured once
+MO_TORCH=("$(dirname "${BASH_SOURCE[0]}")/../records/torch-lmax-h100/torch_lmax.jsonl"
+    "$(dirname "${BASH_SOURCE[0]}")/../records/torch-lmax-moe-h100/torch_lmax.jsonl")
 
 # mo_line MODEL MODE KEY VALUE: the harness's line for MODEL and MODE whose KEY (limit_mib or L) is
 # VALUE; empty when the harness did not measure it
-mo_line() { grep -F "\"model\": \"$1\", \"mode\": \"$2\", \"$3\": $4," "$MO_TORCH" || true; }
+mo_line() { cat "${MO_TORCH[@]}" | grep -F "\"model\": \"$1\", \"mode\": \"$2\", \"$3\": $4," || true; }
 
 # mo_measured MODEL MODE KEY VALUE FIELD: FIELD of that line (empty without one)
 mo_measured() {
@@ -125,7 +128,7 @@ mo_compile() {
         [ -n "$a" ] && [ -n "$b" ] && ratio "$a" "$b"
         return 0
     fi
-    lens=$(grep -F "\"model\": \"$m\", \"mode\": \"eager\", \"L\": " "$MO_TORCH" | sed 's/.*"L": \([0-9]*\),.*/\1/')
+    lens=$(cat "${MO_TORCH[@]}" | grep -F "\"model\": \"$m\", \"mode\": \"eager\", \"L\": " | sed 's/.*"L": \([0-9]*\),.*/\1/')
     [ -n "$lens" ] || return 0
     for x in $lens; do
         printf '%s %s\n' "$x" "$(ratio "$(mo_full_ms "$m" compile "$x")" "$(mo_full_ms "$m" eager "$x")")"
