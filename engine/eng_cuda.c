@@ -99,7 +99,7 @@ struct eng {
     int32_t *moe_ids, *moe_counts, *moe_offsets, *moe_tok, *moe_pos, *moe_tiles, *moe_ntiles;
     float *moe_wts, *moe_acc;
     int32_t moe_max_tiles;
-    bool moe_wgmma; /* the experts' GEMMs on wgmma (Hopper, not portable), where their widths fit */
+    bool moe_wgmma; /* the experts' GEMMs on wgmma: Hopper's kernels run, m's widths fit */
     int32_t *moe_trace; /* every MoE layer's choices of the last step, [layers][max_tokens k]
                          * (eng_opts.trace_selection) */
     int64_t slots;
@@ -661,7 +661,8 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         goto fail;
     e->tuning = !o->no_tune;
     e->fused_ffn_runs = k_gemm_swiglu_fits(m->hidden, m->ffn) && k_gemm_wgmma_ready(e->stream);
-    e->moe_wgmma = m->num_experts > 0 && k_gemm_wgmma_ready(e->stream);
+    e->moe_wgmma = e->m.num_experts > 0 && k_moe_wgmma_fits(2 * e->m.moe_ffn, e->m.hidden) &&
+                   k_moe_wgmma_fits(e->m.hidden, e->m.moe_ffn) && k_gemm_wgmma_ready(e->stream);
     eng_kv_init(&e->kv, o->page_tokens, (int32_t)(e->mem.kv_pool_tokens / o->page_tokens));
     eng_plan_init(&e->plan);
     *out = e;
@@ -911,9 +912,7 @@ static int moe_ffn(struct eng *e, int L, bf16_t *x, const bf16_t *hn2, int T, st
     const struct model_cfg *m = &e->m;
     const struct eng_act *a = &e->act;
     const int h = m->hidden, E = m->num_experts, k = m->experts_top_k, Fe = m->moe_ffn, n = T * k;
-    /* Hopper: the wgmma grouped GEMM's tiles where both of the experts' GEMMs fit it */
-    const bool wg = e->moe_wgmma && k_moe_wgmma_fits(2 * Fe, h) && k_moe_wgmma_fits(h, Fe);
-    const int tile = wg ? K_MOE_TILE_WGMMA : k_moe_tile(n, E);
+    const int tile = e->moe_wgmma ? K_MOE_TILE_WGMMA : k_moe_tile(n, E);
     cudaStream_t st = e->stream;
     bf16_t *logits = (bf16_t *)eng_arena_at(&e->arena, a->router[L]);
     if (runs(e, OP_ROUTER)) {
