@@ -27,14 +27,14 @@ lmax=$(value lmax mosaic "$wl" 1)
 mo_run mosaic "$wl" 1 $m $g mem plan --model $m --tokens "$lmax" $base --chunking lazy --budget-gib "$MO_BUDGET"
 derived inflation mosaic "$wl" 1 "$(mo_json "$MO_F" inflation)"
 # min_timings SYSTEM T ARGS: the search's and the plan's times of the point just run (MO_F) into
-# search and plan, the least of three runs: they are this machine's CPU time (micro- to
+# search and plan, the least of five runs: they are this machine's CPU time (micro- to
 # milliseconds; a busy machine's other work does not count, its caches still do); ILP's run once,
 # its seconds dwarf it
 min_timings() {
     local f rep
     search=$(mo_json "$MO_F" search_us) plan=$(mo_json "$MO_F" plan_us)
     [ "$1" = mosaic-ilp ] && return 0
-    for rep in 2 3; do
+    for rep in 2 3 4 5; do
         f="$out/points/timing-$1-$2-$rep.json"
         "$bin" mem plan --model $m --tokens "$2" $3 --budget-gib "$MO_BUDGET" --json >"$f" 2>/dev/null ||
             { echo "$EXP: mem plan ($1, $2 tokens, timing run $rep) failed" >&2; exit 1; }
