@@ -58,6 +58,11 @@ struct calib {
     int attn_rules;             /* the profiled engine's attention launch rules (calib_data's) */
     bool host_bound;            /* priced as max(host, GPU) */
     double host0, host_seg;     /* host issue time (ms) = host0 + host_seg * segments */
+    double host_sel;            /* ms a selecting segment adds to a step beyond max(host, GPU): an eager
+                                 * selection's loop over the sequences, which waits for the GPU in every
+                                 * layer (a mask's nonzero), so its issue stalls the GPU rather than
+                                 * overlapping it */
+    int host_sel_steps;         /* the selecting profile steps host_sel is the median over (0: none) */
     double eager_gap;           /* ms an eager GPU-bound step adds to its graph-replayed GPU time */
     int host_steps;             /* host-bound profile steps the line was fitted on */
     int64_t max_T;
@@ -380,7 +385,19 @@ static void fit_host(const struct calib_data *d, struct calib *c)
     size_t n = distinct_steps(d, steps);
     double *gaps = xmalloc(sizeof *gaps * (n ? n : 1)), *x = xmalloc(sizeof *x * (n ? n : 1));
     double *y = xmalloc(sizeof *y * (n ? n : 1));
-    size_t ng = 0, nh = 0;
+    size_t ng = 0, nh = 0, ns = 0;
+    { /* the selecting steps after the others: their loop's host time is a term of its own (below) */
+        const struct calib_row **sel = xmalloc(sizeof *sel * (n ? n : 1));
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (steps[i]->keep > 0)
+                sel[ns++] = steps[i];
+            else
+                steps[k++] = steps[i];
+        memcpy(steps + k, sel, sizeof *sel * ns);
+        free(sel);
+        n = k;
+    }
     for (size_t i = 0; i < n; i++)
         if (steps[i]->gpu_ms >= steps[i]->host_ms)
             gaps[ng++] = fmax(0.0, steps[i]->total_ms - steps[i]->gpu_ms);
@@ -410,6 +427,16 @@ static void fit_host(const struct calib_data *d, struct calib *c)
     }
     c->host_steps = (int)nh;
     c->host_bound = true;
+    /* what a selecting step takes beyond max(host, GPU) of the same step without the loop, a selecting
+     * segment (the loop runs a segment at a time): the median over the profile's selecting steps */
+    for (size_t i = 0; i < ns; i++) {
+        const struct calib_row *r = steps[n + i];
+        const double base = fmax(c->host0 + c->host_seg * r->segs, r->gpu_ms + c->eager_gap);
+        y[i] = fmax(0.0, r->total_ms - base) / r->segs;
+    }
+    qsort(y, ns, sizeof *y, cmp_double);
+    c->host_sel = ns ? y[ns / 2] : 0;
+    c->host_sel_steps = (int)ns;
     free(steps), free(gaps), free(x), free(y);
 }
 
@@ -538,7 +565,10 @@ int calib_set_host(struct calib *c, const struct calib_host *h, struct ts_err *e
     struct calib_host own;
     if (calib_host_of(c, &own, err))
         return -1;
-    /* (the launch gaps of GPU-bound steps are in the fitted op curves: they stay the profiled machine's) */
+    /* (the launch gaps of GPU-bound steps are in the fitted op curves: they stay the profiled machine's;
+     * a selecting segment's loop is issued by the other host as its steps are, scaled as they scale) */
+    if (own.host0_ms > 0)
+        c->host_sel *= h->host0_ms / own.host0_ms;
     c->host0 = h->host0_ms, c->host_seg = h->seg_ms, c->host_steps = h->steps;
     return 0;
 }
@@ -926,10 +956,10 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
     bd->op_s[OP_SAMPLE] = smp * 1e-3;
     ms += lm + smp;
     if (c->host_bound) { /* the GPU waits for the host's issue when that takes longer */
-        double host = c->host0 + c->host_seg * sd->num_segs;
-        if (host > ms) {
-            bd->op_s[OP_HOST] = (host - ms) * 1e-3;
-            ms = host;
+        const double host = c->host0 + c->host_seg * sd->num_segs, sel = c->host_sel * (double)t->sel_segs;
+        if (host > ms || sel > 0) {
+            bd->op_s[OP_HOST] = (fmax(host - ms, 0.0) + sel) * 1e-3;
+            ms = fmax(host, ms) + sel;
         }
     }
     bd->total_s = ms * 1e-3;
@@ -1037,6 +1067,9 @@ void calib_show(const struct calib *c, FILE *out)
         fprintf(out, "host: a step takes max(host, GPU); host issue (ms) = %.4g + %.4g segs (fitted on %d "
                      "host-bound steps); eager GPU-bound steps add %.3g ms of launch gaps\n",
                 c->host0, c->host_seg, c->host_steps, c->eager_gap);
+    if (c->host_bound && c->host_sel_steps > 0)
+        fprintf(out, "host: a selecting step's loop over its sequences, which waits for the GPU a layer, adds %.4g ms "
+                     "a selecting segment (the median over %d selecting steps)\n", c->host_sel, c->host_sel_steps);
 }
 
 /* The calibrated cost back end: a step priced by the context's calibration. */

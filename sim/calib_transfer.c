@@ -101,8 +101,16 @@ int calib_data_transfer(const struct calib_data *in, const char *from, const cha
         const double ra = rp.a.op_s[r->op] * 1e3, rb = rp.b.op_s[r->op] * 1e3;
         if (ra > 0 && rb > 0 && r->ms > ra) /* the roofline's part scales, the time above it stays */
             out->rows[i].ms = rb + (r->ms - ra);
-        out->rows[i].total_ms = r->total_ms * total_ratio;
-        out->rows[i].gpu_ms = r->gpu_ms * total_ratio; /* the host's issue time stays: same CPU */
+        if (r->gpu_ms > 0) { /* a host/GPU split profile: the GPU's time scales, the host's issue stays (same
+                              * CPU), and so does what the step took beyond the larger of the two (launch
+                              * gaps); a selecting step's loop waits for the GPU in every layer, so its
+                              * host and GPU times add: the GPU's change adds in full */
+            const double gpu = r->gpu_ms * total_ratio, over = r->total_ms - fmax(r->host_ms, r->gpu_ms);
+            out->rows[i].gpu_ms = gpu;
+            out->rows[i].total_ms = r->keep > 0 ? r->total_ms + (gpu - r->gpu_ms) : fmax(fmax(r->host_ms, gpu) + over, gpu);
+        } else {
+            out->rows[i].total_ms = r->total_ms * total_ratio;
+        }
     }
     step_desc_free(&sd);
     return 0;

@@ -736,6 +736,71 @@ START_TEST(host_bound_steps_take_the_host_time)
 }
 END_TEST
 
+/* An eager selection's loop over its sequences (a planted 7 ms a selecting segment beyond the step's
+ * max(host, GPU)): fitted as a host term of its own, added to a selecting step's price, and kept by a
+ * transfer to another GPU, which also keeps the launch gap of GPU-bound steps. */
+static double select_host_ms(const struct calib *c, int segs, struct ts_err *err)
+{
+    struct step_desc sd;
+    step_desc_init(&sd);
+    for (int k = 0; k < segs; k++) {
+        struct segment g = {.req_id = k, .q = 300, .kv_write = 100, .phase = PHASE_REFRESH, .keep = 100,
+                            .score_rows = 32};
+        step_desc_add(&sd, &g);
+    }
+    double secs, gpu = 0;
+    struct cost_breakdown bd;
+    ck_assert_msg(calib_step_s(c, &sd, false, &secs, &bd, err) == 0, "%s", err->msg);
+    for (int op = 0; op < OP_COUNT; op++)
+        gpu += op == OP_HOST ? 0 : bd.op_s[op] * 1e3;
+    step_desc_free(&sd);
+    ck_assert(fabs(bd.op_s[OP_HOST] * 1e3 + gpu - secs * 1e3) < 1e-9);
+    return secs * 1e3 - fmax(planted_host(segs), gpu); /* what the selection's loop added */
+}
+
+START_TEST(selection_loop_is_a_host_term)
+{
+    struct calib_data d, t;
+    planted_split(&d);
+    const size_t base = d.n;
+    planted_select(&d, false);
+    for (size_t i = base; i < d.n; i++) {
+        struct calib_row *r = &d.rows[i];
+        r->gpu_ms = r->ms;
+        r->host_ms = planted_host(r->segs);
+        r->total_ms = fmax(r->host_ms, r->gpu_ms + 1) + 7.0 * r->segs;
+    }
+    struct ts_err err;
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    struct calib_host h;
+    ck_assert_int_eq(calib_host_of(c, &h, &err), 0);
+    ck_assert(fabs(h.host0_ms - planted_host(0)) < 1e-9 && fabs(h.seg_ms - 0.5) < 1e-9 && fabs(h.eager_gap_ms - 1) < 1e-9);
+    for (int segs = 1; segs <= 4; segs++)
+        ck_assert_msg(fabs(select_host_ms(c, segs, &err) - 7.0 * segs) < 1e-6, "%d segs", segs);
+    /* another host issues the loop as it issues the steps: scaled as its step time is */
+    const struct calib_host slow = {2 * h.host0_ms, h.seg_ms, h.eager_gap_ms, h.steps, "another"};
+    ck_assert_int_eq(calib_set_host(c, &slow, &err), 0);
+    ck_assert(fabs(select_host_ms(c, 1, &err) + planted_host(1) - fmax(2 * h.host0_ms + h.seg_ms, planted_host(1)) -
+                   14.0) < 1e-6);
+    calib_free(c);
+    /* carried to an H100: the GPU's times scale, the host's and the selection loop's stay */
+    ck_assert_msg(calib_data_transfer(&d, "h200", "h100", "torch-eager", &t, &err) == 0, "%s", err.msg);
+    for (size_t i = 0; i < d.n; i++)
+        if (d.rows[i].keep > 0)
+            ck_assert(fabs((t.rows[i].total_ms - t.rows[i].gpu_ms) - (d.rows[i].total_ms - d.rows[i].gpu_ms)) < 1e-9);
+        else if (d.rows[i].host_ms < d.rows[i].gpu_ms) /* GPU-bound: the 1 ms launch gap stays */
+            ck_assert(fabs(t.rows[i].total_ms - fmax(t.rows[i].gpu_ms, d.rows[i].host_ms) - 1) < 1e-9);
+    ck_assert_msg(calib_fit(&t, &c, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(calib_host_of(c, &h, &err), 0);
+    ck_assert_msg(fabs(h.eager_gap_ms - 1) < 1e-9, "gap %g", h.eager_gap_ms);
+    ck_assert_msg(fabs(select_host_ms(c, 1, &err) - 7.0) < 0.5, "%g", select_host_ms(c, 1, &err));
+    calib_free(c);
+    calib_data_free(&t);
+    calib_data_free(&d);
+}
+END_TEST
+
 static bool on_mma(int segs, int q, int kv);
 static double mma_waves_keys(int rules, int kv_heads, int segs, int q, int kv, int *P);
 
@@ -1411,6 +1476,7 @@ int main(void)
     tcase_add_test(tc, bad_profiles_are_refused);
     tcase_add_test(tc, roundtrip_csv);
     tcase_add_test(tc, selection_priced_from_its_steps);
+    tcase_add_test(tc, selection_loop_is_a_host_term);
     tcase_add_test(tc, host_bound_steps_take_the_host_time);
     tcase_add_test(tc, a_host_profile_swaps_the_host_line);
     tcase_add_test(tc, shipped_calibration_prices_a_run);

@@ -13,16 +13,24 @@ issue the eager step (measured from an idle GPU, before synchronising). Eager Py
 of the GPU, so its step takes about max(host_ms, gpu_ms); `tessera calib fit` models it so.
 And it counts the CUDA kernels each op launches (torch.profiler), for the torch-eager roofline
 profile (sim/impl.c), written to --kernels.
-Writes a calibration CSV (device,model,segs,q,kv,logit_rows,op,ms,total_ms,gpu_ms,host_ms) to
-stdout or --out;
+With --grid select it times instead the sparse KV selection of dLLM-Serve's PyTorch code
+(chosen-ox/dLLM-Serve dllmserve/layers/attention.py: _select_important_kv, one kept set for all
+heads, and _select_important_head_kv, one a K/V head) inside Refresh steps of 1, 4 and 16 sequences
+of 256 to 4,096 tokens, the engine's select grid (tessera engine profile --grid select): each
+sequence's last 32 rows (the block) score its other rows, which are max-pooled (kernel 3) and half of
+them kept, gathered and written to the cache, a Python loop over the sequences a layer as that code
+runs it; rows with op kv_select, keep and sel_heads, for `tessera calib merge` into the base grid's.
+Writes a calibration CSV (device,model,segs,q,kv,logit_rows,op,ms,total_ms,gpu_ms,host_ms,keep,
+sel_heads) to stdout or --out;
 import it with
     tessera calib import FILE --gpu h200 --out sim/data/calib/h200-llada-8b-torch-eager.csv
-Usage: torch_profile.py [--out FILE] [--reps N] [--quick] [--kernels FILE]
+Usage: torch_profile.py [--out FILE] [--reps N] [--quick] [--kernels FILE] [--grid base|select]
                         [--model NAME --layers L --hidden D --heads H --kv-heads KV --head-dim HD
                          --ffn F --vocab V [--qkv-bias] [--qk-norm]]
 """
 import argparse, csv, json, statistics, sys, time
 import torch
+import torch.nn.functional as F
 import torch_model
 from torch_model import Shape, new_layer, rms, w
 
@@ -30,12 +38,18 @@ CHUNK = 2048  # logit rows per LM-head chunk (tessera's default max_num_logits)
 Q_GRID = [1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
 KV_GRID = [0, 128, 480, 1024, 2048, 4096]
 SEG_GRID = [16, 1]
+SCORE_ROWS = 32  # a selecting sequence's block: its last rows, whose mean query scores the others
+SEL_Q_GRID, SEL_SEG_GRID = [256, 512, 1024, 2048, 4096], [1, 4, 16]
+SEL_RATIO, SEL_POOL = 0.5, 3  # dLLM-Serve's retention ratio and max-pool kernel (its Table 3)
+capturing = False  # a CUDA graph is being captured (profile: the GPU's time alone)
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 ap.add_argument("--out", help="CSV file (default: stdout)")
 ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--quick", action="store_true", help="a few shapes only (smoke test)")
 ap.add_argument("--kernels", help="JSON file for the CUDA kernels launched per op of one layer")
+ap.add_argument("--grid", choices=("base", "select"), default="base",
+                help="base: the step grid; select: Refresh steps with dLLM-Serve's KV selection [base]")
 ap.add_argument("--model", default="llada-8b", help="the model's name in the profile [llada-8b]")
 for name, default in (("layers", 32), ("hidden", 4096), ("heads", 32), ("kv-heads", 32), ("head-dim", 128),
                       ("ffn", 12288), ("vocab", 126464)):
@@ -57,8 +71,54 @@ layers = [layer] + [new_layer(shape) for _ in range(NL - 1)]
 lm = w(V, D)
 
 
-def layer_ops(l, x, pos, cache):
-    return torch_model.layer_ops(shape, l, x, pos, cache)
+def select_kv(st, cache_k, cache_v, per_head):
+    """dLLM-Serve's selection in every sequence of the step (a loop, as its attention layer runs it):
+    the block's mean query scores the sequence's other rows' keys (per K/V head, the most of its
+    query heads, or over all heads), the scores max-pooled, the top half kept; their K/V gathered
+    and written to the cache. Tensors in its layout: tokens, heads, head dim."""
+    B, _, T, _ = st["q"].shape
+    G = H // KVH
+    for b in range(B):
+        q, k, v = (st[n][b].transpose(0, 1) for n in ("q", "k", "v"))  # [T, heads, HD]
+        block = torch.arange(T - SCORE_ROWS, T, device=dev)
+        if capturing:  # a mask's nonzero waits for the GPU, which a CUDA graph cannot hold: the same rows
+            others = torch.arange(0, T - SCORE_ROWS, device=dev)
+        else:
+            every = torch.arange(0, T, device=dev)
+            others = every[~torch.isin(every, block)]
+        q_block, k_c, v_c = q[block], k[others], v[others]
+        n = k_c.shape[0]
+        keep = min(max(1, int(n * SEL_RATIO)), n)
+        if per_head:
+            q_avg = q_block.mean(dim=0)
+            k_perm, v_perm = k_c.permute(1, 0, 2), v_c.permute(1, 0, 2)
+            if G == 1:
+                scores = torch.einsum("hd,hkd->hk", q_avg, k_perm) / HD ** 0.5
+            else:
+                scores = torch.einsum("hgd,hkd->hgk", q_avg.view(KVH, G, HD), k_perm).max(dim=1).values / HD ** 0.5
+            scores = F.max_pool1d(scores.unsqueeze(1), SEL_POOL, 1, SEL_POOL // 2).squeeze(1)[..., :n]
+            idx = torch.topk(scores, keep, dim=1).indices.unsqueeze(-1).expand(-1, -1, HD)
+            k_s = torch.gather(k_perm, 1, idx).transpose(0, 1).contiguous()
+            v_s = torch.gather(v_perm, 1, idx).transpose(0, 1).contiguous()
+        else:
+            q_avg = q_block.mean(dim=0, keepdim=True)
+            k_e = k_c.repeat_interleave(G, dim=1) if G > 1 else k_c
+            scores = torch.einsum("qhd,khd->qk", q_avg, k_e).squeeze(0) / HD ** 0.5
+            scores = F.max_pool1d(scores[None, None], SEL_POOL, 1, SEL_POOL // 2)[0, 0, :n]
+            idx = torch.topk(scores, keep, dim=0).indices
+            k_s, v_s = k_c[idx], v_c[idx]
+        slots = torch.arange(b * T, b * T + keep, device=dev)
+        cache_k.index_copy_(0, slots, k_s)
+        cache_v.index_copy_(0, slots, v_s)
+
+
+def layer_ops(l, x, pos, cache, select=None):
+    st, ops = torch_model.layer_ops(shape, l, x, pos, cache)
+    if select is not None:  # (per_head, cache_k, cache_v): the selection after the attention
+        per_head, ck, cv = select
+        at = [n for n, _ in ops].index("attention") + 1
+        ops.insert(at, ("kv_select", lambda: select_kv(st, ck, cv, per_head)))
+    return st, ops
 
 
 def head(h, logit_rows):
@@ -71,10 +131,10 @@ def head(h, logit_rows):
     return out
 
 
-def step(ids, pos, cache, logit_rows):
+def step(ids, pos, cache, logit_rows, select=None):
     x = emb[ids]
     for l in layers:
-        st, ops = layer_ops(l, x, pos, cache)
+        st, ops = layer_ops(l, x, pos, cache, select)
         for _, f in ops:
             f()
         x = st["x"]
@@ -92,10 +152,13 @@ def timed(fn, reps):
     return statistics.median(ts)
 
 
-def profile(segs, q, kv, with_logits, reps):
+def profile(segs, q, kv, with_logits, reps, per_head=None):
+    """One step's ops (ms a step), its whole time, its GPU time alone and its host's issue time;
+    per_head not None: a Refresh that selects (True: a kept set a K/V head)."""
     ids = torch.randint(0, V, (segs, q), device=dev)
     pos = torch.arange(kv, kv + q, device=dev)
     cache = (w(segs, KVH, kv, HD), w(segs, KVH, kv, HD)) if kv else None
+    select = None if per_head is None else (per_head, w(segs * q, KVH, HD), w(segs * q, KVH, HD))
     R = q if with_logits else 0
     ms = {}
     e = [torch.cuda.Event(True) for _ in range(2)]
@@ -103,7 +166,7 @@ def profile(segs, q, kv, with_logits, reps):
         acc = {}
         e[0].record(); x = emb[ids]; e[1].record(); torch.cuda.synchronize()
         acc["embed"] = e[0].elapsed_time(e[1])
-        st, ops = layer_ops(layer, x, pos, cache)
+        st, ops = layer_ops(layer, x, pos, cache, select)
         for name, f in ops:
             e[0].record(); f(); e[1].record(); torch.cuda.synchronize()
             acc[name] = acc.get(name, 0) + e[0].elapsed_time(e[1]) * NL
@@ -119,22 +182,36 @@ def profile(segs, q, kv, with_logits, reps):
         if r:
             for k, v in acc.items():
                 ms.setdefault(k, []).append(v)
-    total = timed(lambda: step(ids, pos, cache, R), reps)
+    global capturing
+    if select is not None:
+        # the selection's GPU work alone, from a CUDA graph of it (its events above also hold the
+        # loop's host time and waits, which host_ms carries: calib fit's selecting-segment term)
+        capturing = True
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            select_kv(st, select[1], select[2], per_head)
+        capturing = False
+        g.replay(); torch.cuda.synchronize()
+        ms["kv_select"] = [timed(g.replay, reps) * NL]
+        del g
+    total = timed(lambda: step(ids, pos, cache, R, select), reps)
     # the host's issue time, from an idle GPU
     hs = []
     for _ in range(reps):
         torch.cuda.synchronize()
-        t0 = time.perf_counter(); step(ids, pos, cache, R); hs.append((time.perf_counter() - t0) * 1e3)
+        t0 = time.perf_counter(); step(ids, pos, cache, R, select); hs.append((time.perf_counter() - t0) * 1e3)
         torch.cuda.synchronize()
     # the GPU's time alone: the step replayed from a CUDA graph
+    capturing = True
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        step(ids, pos, cache, R)
+        step(ids, pos, cache, R, select)
     torch.cuda.current_stream().wait_stream(side)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        step(ids, pos, cache, R)
+        step(ids, pos, cache, R, select)
+    capturing = False
     gpu = timed(g.replay, reps)
     del g
     torch.cuda.empty_cache()
@@ -173,27 +250,34 @@ def count_kernels():
 
 out = open(args.out, "w", newline="") if args.out else sys.stdout
 wr = csv.writer(out)
-wr.writerow(["device", "model", "segs", "q", "kv", "logit_rows", "op", "ms", "total_ms", "gpu_ms", "host_ms"])
+wr.writerow(["device", "model", "segs", "q", "kv", "logit_rows", "op", "ms", "total_ms", "gpu_ms", "host_ms",
+             "keep", "sel_heads"])
 device = f"{torch.cuda.get_device_name()} (torch {torch.__version__} eager)"
-q_grid, kv_grid = ([1, 32, 512, 4096], [0, 480]) if args.quick else (Q_GRID, KV_GRID)
-n = 0
-with torch.no_grad():
+steps = []  # (segs, q, kv, with_logits, per_head: None where the step selects nothing)
+if args.grid == "select":
+    q_grid, seg_grid = ([256, 1024], [1, 4]) if args.quick else (SEL_Q_GRID, SEL_SEG_GRID)
+    steps = [(sg, q, 0, 0, ph) for ph in (False, True) for q in q_grid for sg in seg_grid if q * sg <= 16384]
+else:
+    q_grid, kv_grid = ([1, 32, 512, 4096], [0, 480]) if args.quick else (Q_GRID, KV_GRID)
     for q in q_grid:
         for kv in kv_grid:
             for sg in SEG_GRID:
                 for with_logits in (0, 1):
-                    segs = min(sg, 16384 // q)
-                    if kv and q > 512:
+                    if (kv and q > 512) or (sg == 1 and (q > 512 or with_logits)):
                         continue
-                    if sg == 1 and (q > 512 or with_logits):
-                        continue
-                    ms, total, gpu, host = profile(segs, q, kv, with_logits, args.reps)
-                    for op, v in ms.items():
-                        wr.writerow([device, args.model, segs, q, kv, q if with_logits else 0, op, f"{v:.6g}",
-                                     f"{total:.6g}", f"{gpu:.6g}", f"{host:.6g}"])
-                    n += 1
-                    print(f"  {segs:2d} x q {q:5d} over {kv:5d} cached{' +logits' if with_logits else ''}: {total:9.3f} ms"
-                          f" (GPU alone {gpu:8.3f}, host {host:8.3f})", file=sys.stderr, flush=True)
+                    steps.append((min(sg, 16384 // q), q, kv, with_logits, None))
+n = 0
+with torch.no_grad():
+    for segs, q, kv, with_logits, per_head in steps:
+        ms, total, gpu, host = profile(segs, q, kv, with_logits, args.reps, per_head)
+        keep = 0 if per_head is None else (q - SCORE_ROWS) // 2
+        for op, v in ms.items():
+            wr.writerow([device, args.model, segs, q, kv, q if with_logits else 0, op, f"{v:.6g}",
+                         f"{total:.6g}", f"{gpu:.6g}", f"{host:.6g}", keep, int(bool(per_head))])
+        n += 1
+        what = "" if per_head is None else f", selecting {keep} {'a K/V head' if per_head else 'for all heads'}"
+        print(f"  {segs:2d} x q {q:5d} over {kv:5d} cached{' +logits' if with_logits else ''}{what}: {total:9.3f} ms"
+              f" (GPU alone {gpu:8.3f}, host {host:8.3f})", file=sys.stderr, flush=True)
     if args.kernels:
         with open(args.kernels, "w") as f:
             json.dump({"device": device, "kernels_per_layer_op": count_kernels(), "layers": NL}, f, indent=1)
