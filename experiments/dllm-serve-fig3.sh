@@ -37,7 +37,7 @@ ds_why rtx4090 $r1
 # req/s (256 tokens a request) at 1.61-1.81x of it at 0.5 req/s
 implied=$(awk 'BEGIN { printf "%.1f", 0.4 * 256 / 1.81 }')
 share=$(awk -v i="$implied" -v b="$(value single_request_bound fast-dllm livebench $r1)" 'BEGIN { printf "%.0f", 100 * i / b }')
-NOTES="$DS_NOTES
+NOTES="$(ds_notes rtx4090)
 
 $DS_WHY The paper's own claims, dLLM-Serve scaling linearly to 0.4 req/s and 1.61-1.81x the strongest
 baseline at 0.5 req/s, put that baseline at $implied tok/s or more (0.4 x 256 / 1.81): one request a

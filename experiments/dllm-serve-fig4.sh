@@ -24,7 +24,7 @@ check "at ${r1} req/s dLLM-Serve's mean latency is below every baseline's on eac
 check "the gap widens with the load on each workload: the reduction against the best baseline is larger at ${r1} than at ${r0} req/s" \
     "$(ds_each "val(\"dllm-serve\",\"@W\",\"$r1\",\"latency_reduction\") > val(\"dllm-serve\",\"@W\",\"$r0\",\"latency_reduction\")")"
 ds_why rtx4090 $r0
-NOTES="$DS_NOTES
+NOTES="$(ds_notes rtx4090)
 
 $DS_WHY $(awk -v r0=$r0 -v r1=$r1 -v t="$(value throughput_tok_s fast-dllm livebench $r1)" 'BEGIN {
     s = 256 / t

@@ -22,5 +22,5 @@ check "dLLM-Serve's latency spreads less than the best baseline's (standard devi
 # "reducing tail latency by nearly 4x under heavy contention" (its abstract)
 check "the tail (p99) latency is nearly 4x lower than the best baseline's (3-5x) on some workload" \
     "$(for w in $DS_WORKLOADS; do printf '(val("dllm-serve","%s","0.5","lat_p99_gain") >= 3 && val("dllm-serve","%s","0.5","lat_p99_gain") <= 5) || ' $w $w; done) 0"
-NOTES=$DS_NOTES
+NOTES=$(ds_notes rtx4090)
 paper_finish "dLLM-Serve Fig. 5: latency jitter at 0.5 req/s, RTX 4090, LLaDA-8B" "arrival rate (req/s)" lat_std_s

@@ -5,13 +5,16 @@
 # Usage: tessera exp run dllm-serve-fig7 OUT [--force] [--quick] [--strict]
 EXP=dllm-serve-fig7
 source "$(dirname "$0")/lib/paper.sh"
+source "$(dirname "$0")/lib/dllm_serve.sh"
+PANELS= # one figure: the input and output sweeps, not the workloads' panels
 paper_init "$@"
 inputs="100 200 300 400 500 600" outputs="128 256 384 512" n=120
 [ "$QUICK" = 1 ] && inputs="100 600" outputs="128 512" n=30
 run_pair() { # WORKLOAD X P O
+    ds_cost rtx4090
     for sys in sparse-dllm dllm-serve; do
         point $sys "$1" "$2" --system $sys --gpu rtx4090 --rps 0.5 --requests $n --lengths "fixed:$3,$4" --gen-len "$4" \
-            --seed 1
+            --seed 1 --host "$DS_HOST" "${DS_COST_ARGS[@]}"
     done
     derived speedup dllm-serve "$1" "$2" \
         "$(ratio_of throughput_tok_s dllm-serve sparse-dllm "$1" "$2")"
@@ -27,6 +30,7 @@ check "the speedup falls as the output grows (${o0} to ${o1} tokens)" \
 check "dLLM-Serve is ahead of Sparse-dLLM at every length" \
     "$(for p in $inputs; do printf 'val("dllm-serve","input","%s","speedup") > 1 && ' $p; done; for o in $outputs; do printf 'val("dllm-serve","output","%s","speedup") > 1 && ' $o; done) 1"
 NOTES="The paper gives neither the GPU nor the load of this figure: the RTX 4090 and 0.5 req/s (its Fig. 5's
-high load) are this experiment's choice. Its speedups are withheld. Cost model: roofline."
+high load) are this experiment's choice. Its speedups are withheld. Host: $DS_HOST.
+$(ds_cost_notes rtx4090)"
 paper_finish "dLLM-Serve Fig. 7: throughput relative to Sparse-dLLM by input and output length, RTX 4090" \
     "tokens" speedup

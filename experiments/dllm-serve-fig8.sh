@@ -20,8 +20,9 @@ n=200
 stage() { # stage NAME X OPTIONS...: one stage's point in DS_WORKLOAD
     local name=$1 x=$2
     shift 2
+    ds_cost rtx4090
     point "$name" "$DS_WORKLOAD" "$x" "$@" --gpu rtx4090 --rps 0.5 --requests $n --lengths "$DS_LENGTHS" \
-        --arrivals "$DS_ARRIVALS" --gen-len 256 --block 32 --seed 1 --host "$DS_HOST"
+        --arrivals "$DS_ARRIVALS" --gen-len 256 --block 32 --seed 1 --host "$DS_HOST" "${DS_COST_ARGS[@]}"
 }
 for w in $DS_WORKLOADS; do
     ds_use $w
@@ -49,5 +50,5 @@ NOTES="x is the stage (1 the baseline, 2 with dLLM-Serve's inference engine, 3 w
 logit budgeting: dLLM-Serve); relative_throughput is each stage's throughput over the baseline's, gain
 over the stage before. The paper's per-stage speedups are withheld, and it does not say at which load or
 on which card it ran the ablation: an RTX 4090 at 0.5 req/s here.
-$DS_NOTES"
+$(ds_notes rtx4090)"
 paper_finish "dLLM-Serve Fig. 8: throughput as dLLM-Serve's parts are added" "stage" relative_throughput

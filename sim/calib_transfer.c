@@ -36,8 +36,10 @@ static int measured_ceilings(struct gpu_spec *a, struct gpu_spec *b, struct ts_e
 }
 
 /* Roofline contexts of one model and implementation on two GPUs (their measured ceilings where both
- * have them). */
-static int two_gpus(const char *model, const char *from, const char *to, const char *impl,
+ * have them); gpu_only: without the implementation's launch and host costs, for a calibration that
+ * measured its host apart from its GPU (an eager one: its ops are GPU time, its host is a line of its
+ * own, and a launch floor in the ratio would keep a small op's GPU time on a slower card). */
+static int two_gpus(const char *model, const char *from, const char *to, const char *impl, bool gpu_only,
                     struct cost_ctx *src, struct cost_ctx *dst, struct ts_err *err)
 {
     memset(src, 0, sizeof *src);
@@ -48,6 +50,8 @@ static int two_gpus(const char *model, const char *from, const char *to, const c
                      measured_ceilings(&src->gpu, &dst->gpu, err)
                  ? -1 : 0;
     gpu_table_destroy(t);
+    if (gpu_only)
+        src->impl.launch_s = 0, src->impl.host_step_s = 0, src->impl.host_seg_s = 0;
     dst->model = src->model;
     dst->impl = src->impl;
     return rc;
@@ -77,7 +81,7 @@ int calib_data_transfer(const struct calib_data *in, const char *from, const cha
 {
     memset(out, 0, sizeof *out);
     struct cost_ctx src, dst;
-    if (two_gpus(in->model, from, to, impl, &src, &dst, err))
+    if (two_gpus(in->model, from, to, impl, in->n > 0 && in->rows[0].gpu_ms > 0, &src, &dst, err))
         return -1;
     *out = *in;
     snprintf(out->device, sizeof out->device, "%.24s (roofline transfer from %.70s)", dst.gpu.name, in->device);
@@ -121,7 +125,9 @@ int calib_transfer_band(const struct calib *c, const char *model, const char *fr
                         double *hi_s, struct ts_err *err)
 {
     struct cost_ctx src, dst;
-    if (two_gpus(model, from, to, impl, &src, &dst, err))
+    struct calib_host h;
+    struct ts_err scratch;
+    if (two_gpus(model, from, to, impl, calib_host_of(c, &h, &scratch) == 0, &src, &dst, err))
         return -1;
     struct cost_breakdown bd;
     struct roofline_pair rp;

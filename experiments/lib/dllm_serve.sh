@@ -22,19 +22,57 @@ ds_use livebench
 # the host that issues the PyTorch steps (tessera list hosts; HOST=NAME picks another): the papers'
 # hosts are unknown, and the torch-eager profile's launch costs are the lent H200 machine's
 DS_HOST=${HOST:-lent-h200}
+# the cost model (COST=roofline prices with the roofline instead): every system here runs PyTorch, so
+# the PyTorch harness's LLaDA-8B profile measured on an H200 (sim/data/calib/h200-llada-8b-torch-eager.csv:
+# its ops, its host's issue, and dLLM-Serve's own KV selection code), carried to the paper's GPU by
+# tessera calib transfer; no calibration of an RTX 4090 or an L40S is measured
+DS_COST=${COST:-calibrated}
+case $DS_COST in calibrated | roofline) ;; *) echo "$EXP: COST=$DS_COST: calibrated or roofline" >&2; exit 2 ;; esac
+DS_CALIB_SRC="$("$bin" list calibrations | sed -n 's/^calibrations in \(.*\), shipped.*/\1/p' | head -1)/h200-llada-8b-torch-eager.csv"
+# ds_cost GPU: the cost options of a point on GPU, in the array DS_COST_ARGS (the H200 calibration
+# carried to GPU once, into OUT/calib-GPU.csv, with its transfer band in OUT/band-GPU.txt)
+ds_cost() {
+    DS_COST_ARGS=(--cost "$DS_COST")
+    [ "$DS_COST" = roofline ] && return 0
+    local f="$out/calib-$1.csv"
+    if [ ! -s "$f" ]; then
+        "$bin" calib transfer "$DS_CALIB_SRC" --from h200 --to "$1" --impl torch-eager --out "$f" >"$out/points/transfer-$1.log" 2>&1 ||
+            { echo "$EXP: tessera calib transfer to $1 failed: $(head -3 "$out/points/transfer-$1.log")" >&2; exit 1; }
+        "$bin" calib show --gpu "$1" --model llada-8b --impl torch-eager 2>&1 |
+            sed -n '/^uncertainty band/,/^calibration of/p' | sed '$d' >"$out/band-$1.txt"
+    fi
+    DS_COST_ARGS+=(--calib "$f" --extrapolate)
+}
+# ds_notes GPU: the setting (DS_NOTES) and the cost model on GPU, said for the report
+ds_notes() { printf '%s\n%s\n' "$DS_NOTES" "$(ds_cost_notes "$1")"; }
+# ds_cost_notes GPU: the cost model, said for the report
+ds_cost_notes() {
+    if [ "$DS_COST" = roofline ]; then
+        echo "Cost model: roofline on the GPU's table entry (the PyTorch baselines' torch-eager profile, dLLM-Serve's
+too)."
+        return
+    fi
+    ds_cost "$1"
+    echo "Cost model: calibrated. Every system here runs PyTorch: the PyTorch harness's LLaDA-8B profile
+measured on an H200 (engine/bench/torch_profile.py: each op, the host's issue, and dLLM-Serve's own KV
+selection code, whose loop over the sequences waits for the GPU in every layer), carried to the $1 by
+tessera calib transfer, as no calibration of that card is measured. The transfer's band there (tessera
+calib show --gpu $1):"
+    sed -n '/^  /p' "$out/band-$1.txt"
+}
 DS_NOTES="Workloads (§6.1): livebench, LiveBench's coding prompts measured from the LiveCodeBench problems
 it draws on (--lengths livebench); osc, OpenAI's summarize-from-feedback comparisons (--lengths osc); both
 with Poisson arrivals; burst, BurstGPT's lengths from its trace's first rows (--lengths burstgpt) with
-BurstGPT's Gamma arrivals (--arrivals gamma:1.41). 256 tokens generated (the paper's Table 3). Cost model:
-roofline on the GPU's table entry (the PyTorch baselines' torch-eager profile, dLLM-Serve's too); no
-calibration of the RTX 4090 or L40S is measured. Host: $DS_HOST (--host; the papers' hosts are unknown)."
+BurstGPT's Gamma arrivals (--arrivals gamma:1.41). 256 tokens generated (the paper's Table 3). Host:
+$DS_HOST (--host; the papers' hosts are unknown)."
 # ds_point SYSTEM GPU RPS N [HOST]: one system at one arrival rate in DS_WORKLOAD, its steps issued by
 # DS_HOST or HOST (the workload then named after that host)
 ds_point() {
     local host=${5:-$DS_HOST} wl=$DS_WORKLOAD
     [ "$host" != "$DS_HOST" ] && wl="$DS_WORKLOAD-$host"
+    ds_cost "$2"
     point "$1" "$wl" "$3" --system "$1" --gpu "$2" --rps "$3" --requests "$4" --lengths "$DS_LENGTHS" \
-        --arrivals "$DS_ARRIVALS" --gen-len 256 --block 32 --seed 1 --host "$host"
+        --arrivals "$DS_ARRIVALS" --gen-len 256 --block 32 --seed 1 --host "$host" "${DS_COST_ARGS[@]}"
 }
 # ds_best_baseline METRIC X [min]: the strongest baseline's value in DS_WORKLOAD, the largest
 # (throughput) or with min the smallest (latency)
