@@ -84,6 +84,8 @@ int calib_data_parse(const char *path, char *text, struct calib_data *out, struc
 /* Reads the engine_profile table of a profile database. */
 int calib_data_import_db(const char *path, struct calib_data *out, struct ts_err *err);
 int calib_data_write(const struct calib_data *d, const char *path, struct ts_err *err);
+/* Whether a profile measured the host/GPU split (gpu_ms, host_ms): all rows or none (the parser's rule). */
+bool calib_data_host_split(const struct calib_data *d);
 /* Merges profiles of one engine on one GPU for one model, measured on several machine instances or
  * at several times: each op of each profiled step takes the median of its times (ms, total_ms and,
  * where measured, gpu_ms and host_ms) over the inputs that measured it; a step only some inputs
@@ -152,6 +154,9 @@ bool calib_prices_allreduce(const struct calib *c);
 /* Whether the calibration measured dLLM-Cache's feature cache (its profile had the fc grid's steps);
  * without, feat_cache is composed from the other ops' curves. */
 bool calib_prices_feature_cache(const struct calib *c);
+/* Whether the calibration measured its host apart from its GPU (an eager implementation's: a step
+ * priced as max(host, GPU)). */
+bool calib_measures_host(const struct calib *c);
 
 /* The host of an eager implementation's calibration, apart from its GPU: what the machine's CPU takes
  * to issue a step (host0_ms + seg_ms a segment, a line fitted on the profile's host-bound steps) and

@@ -354,8 +354,7 @@ done:
     return rc;
 }
 
-/* Whether a profile measured the host/GPU split (gpu_ms, host_ms): all rows or none (the parser's rule). */
-static bool host_split(const struct calib_data *d)
+bool calib_data_host_split(const struct calib_data *d)
 {
     return d->n > 0 && d->rows[0].gpu_ms > 0;
 }
@@ -365,7 +364,7 @@ int calib_data_write(const struct calib_data *d, const char *path, struct ts_err
     FILE *f = fopen(path, "w");
     if (!f)
         return ts_fail(err, "%s: cannot create", path);
-    const bool split = host_split(d);
+    const bool split = calib_data_host_split(d);
     bool uneven = false, selects = false, fc = false, mixed = false; /* kv_long, keep, sel_heads, fc_rows,
                                                                     * probe and q_long only where a step
                                                                     * uses them: older files stay as they
@@ -515,9 +514,10 @@ static int same_engine(const struct calib_data *a, const char *an, const struct 
     if (TS_MAX(1, a->attn_rules) != TS_MAX(1, b->attn_rules))
         return ts_fail(err, "%s: profiled under attention launch rules %d, %s under %d (different engines)", bn,
                        TS_MAX(1, b->attn_rules), an, TS_MAX(1, a->attn_rules));
-    if (host_split(a) != host_split(b))
+    const bool sa = calib_data_host_split(a), sb = calib_data_host_split(b);
+    if (sa != sb)
         return ts_fail(err, "%s: %s the host/GPU split (gpu_ms, host_ms) and %s %s (different implementations)",
-                       bn, host_split(b) ? "measures" : "does not measure", an, host_split(a) ? "does" : "does not");
+                       bn, sb ? "measures" : "does not measure", an, sa ? "does" : "does not");
     /* a part without logits has no LM head: its ops are a subset of the whole profile's */
     const unsigned lm = part_without_logits(a) || part_without_logits(b) ? 1u << OP_LM_HEAD | 1u << OP_SAMPLE : 0;
     const unsigned ma = op_mask(a) & ~lm, mb = op_mask(b) & ~lm;

@@ -550,6 +550,8 @@ static int select_ms(const struct calib *c, const struct step_desc *sd, double *
 bool calib_prices_selection(const struct calib *c, bool per_head) { return c->has_sel[per_head ? 1 : 0]; }
 bool calib_prices_allreduce(const struct calib *c) { return c->tok[OP_ALLREDUCE].n > 0; }
 
+bool calib_measures_host(const struct calib *c) { return c->host_bound; }
+
 int calib_host_of(const struct calib *c, struct calib_host *h, struct ts_err *err)
 {
     if (!c->host_bound)

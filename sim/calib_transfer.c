@@ -81,7 +81,8 @@ int calib_data_transfer(const struct calib_data *in, const char *from, const cha
 {
     memset(out, 0, sizeof *out);
     struct cost_ctx src, dst;
-    if (two_gpus(in->model, from, to, impl, in->n > 0 && in->rows[0].gpu_ms > 0, &src, &dst, err))
+    const bool split = calib_data_host_split(in);
+    if (two_gpus(in->model, from, to, impl, split, &src, &dst, err))
         return -1;
     *out = *in;
     snprintf(out->device, sizeof out->device, "%.24s (roofline transfer from %.70s)", dst.gpu.name, in->device);
@@ -105,10 +106,10 @@ int calib_data_transfer(const struct calib_data *in, const char *from, const cha
         const double ra = rp.a.op_s[r->op] * 1e3, rb = rp.b.op_s[r->op] * 1e3;
         if (ra > 0 && rb > 0 && r->ms > ra) /* the roofline's part scales, the time above it stays */
             out->rows[i].ms = rb + (r->ms - ra);
-        if (r->gpu_ms > 0) { /* a host/GPU split profile: the GPU's time scales, the host's issue stays (same
-                              * CPU), and so does what the step took beyond the larger of the two (launch
-                              * gaps); a selecting step's loop waits for the GPU in every layer, so its
-                              * host and GPU times add: the GPU's change adds in full */
+        if (split) { /* a host/GPU split profile: the GPU's time scales, the host's issue stays (same
+                      * CPU), and so does what the step took beyond the larger of the two (launch gaps);
+                      * a selecting step's loop waits for the GPU in every layer, so its host and GPU
+                      * times add: the GPU's change adds in full */
             const double gpu = r->gpu_ms * total_ratio, over = r->total_ms - fmax(r->host_ms, r->gpu_ms);
             out->rows[i].gpu_ms = gpu;
             out->rows[i].total_ms = r->keep > 0 ? r->total_ms + (gpu - r->gpu_ms) : fmax(fmax(r->host_ms, gpu) + over, gpu);
@@ -125,9 +126,7 @@ int calib_transfer_band(const struct calib *c, const char *model, const char *fr
                         double *hi_s, struct ts_err *err)
 {
     struct cost_ctx src, dst;
-    struct calib_host h;
-    struct ts_err scratch;
-    if (two_gpus(model, from, to, impl, calib_host_of(c, &h, &scratch) == 0, &src, &dst, err))
+    if (two_gpus(model, from, to, impl, calib_measures_host(c), &src, &dst, err))
         return -1;
     struct cost_breakdown bd;
     struct roofline_pair rp;
