@@ -33,6 +33,7 @@ check "the baselines hit a throughput wall on each workload: each gains under ha
 check "dLLM-Serve keeps scaling on each workload: its throughput rises with the load to ${r1} req/s at least 80% as fast as the load" \
     "$(ds_each "val(\"dllm-serve\",\"@W\",\"$r1\",\"throughput_tok_s\") / val(\"dllm-serve\",\"@W\",\"$r0\",\"throughput_tok_s\") >= 1 + 0.8 * ($r1 / $r0 - 1)")"
 ds_why rtx4090 $r1
+ds_why_rows rtx4090 $r1
 # the paper's own claims bound its strongest baseline from below: dLLM-Serve scaling linearly to 0.4
 # req/s (256 tokens a request) at 1.61-1.81x of it at 0.5 req/s
 implied=$(awk 'BEGIN { printf "%.1f", 0.4 * 256 / 1.81 }')
@@ -48,6 +49,7 @@ or its profiling left more room than the longest LiveBench and BurstGPT prompts 
 tessera's baselines batch several requests (OSC), dLLM-Serve's speedup at $r1 req/s is
 $(fmt "$(value speedup dllm-serve osc $r1)")x (the paper: 1.61-1.81x).
 
+$DS_WHY_ROWS
 The workload livebench-$alt reruns LiveBench's peak rate with the $alt machine's host: the speedup
 there against livebench's is how far the host moves the result."
 paper_finish "dLLM-Serve Fig. 3: throughput against arrival rate, RTX 4090, LLaDA-8B" "arrival rate (req/s)" \

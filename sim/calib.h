@@ -119,6 +119,8 @@ int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, con
  * each; a dLLM-Cache row's segments as step_desc_add_fc makes them, with one front layer and the
  * feature cache. */
 struct step_desc;
+/* Whether two rows belong to one profiled step (its shape: every column but op and the times). */
+bool calib_row_same_step(const struct calib_row *a, const struct calib_row *b);
 void calib_row_step(const struct calib_row *r, struct step_desc *sd);
 /* The cached keys of segment i of a profiled step (the last over kv_long where it is uneven). */
 int32_t calib_row_kv(const struct calib_row *r, int32_t i);

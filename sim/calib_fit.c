@@ -28,7 +28,7 @@ static const enum cost_op token_ops[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_
                                          OP_GATE_UP, OP_ACT, OP_DOWN, OP_ROUTER, OP_EXPERTS, OP_ALLREDUCE};
 
 /* Whether two profile rows belong to the same profiled step. */
-static bool same_step(const struct calib_row *a, const struct calib_row *b)
+bool calib_row_same_step(const struct calib_row *a, const struct calib_row *b)
 {
     return a->segs == b->segs && a->q == b->q && a->kv == b->kv && a->logit_rows == b->logit_rows &&
            a->kv_long == b->kv_long && a->keep == b->keep && a->sel_heads == b->sel_heads && a->fc_rows == b->fc_rows &&
@@ -330,7 +330,7 @@ static double step_ops_ms(const struct calib_data *d, const struct calib_row *r)
     double sum = 0;
     for (size_t j = 0; j < d->n; j++) {
         const struct calib_row *s = &d->rows[j];
-        if (same_step(s, r))
+        if (calib_row_same_step(s, r))
             sum += s->ms;
     }
     return sum;
@@ -368,7 +368,7 @@ static size_t distinct_steps(const struct calib_data *d, const struct calib_row 
     for (size_t i = 0; i < d->n; i++) {
         const struct calib_row *r = &d->rows[i];
         size_t j = 0;
-        while (j < n && !same_step(out[j], r))
+        while (j < n && !calib_row_same_step(out[j], r))
             j++;
         if (j == n)
             out[n++] = r;

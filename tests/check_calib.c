@@ -216,6 +216,10 @@ START_TEST(transfer_scales_by_roofline_ratios)
 {
     struct calib_data d, same, l40s;
     planted(&d);
+    for (size_t i = 0; i < d.n; i++) /* each step timed whole: its ops' sum */
+        for (size_t j = 0; j < d.n; j++)
+            if (calib_row_same_step(&d.rows[j], &d.rows[i]))
+                d.rows[i].total_ms += d.rows[j].ms;
     struct ts_err err;
     ck_assert_msg(calib_data_transfer(&d, "h200", "h200", "tessera", &same, &err) == 0, "%s", err.msg);
     ck_assert_uint_eq(same.n, d.n);
@@ -235,6 +239,15 @@ START_TEST(transfer_scales_by_roofline_ratios)
             checked++;
         }
     ck_assert_int_gt(checked, 0);
+    /* each step's total scales as its ops' sum does, not by the step's roofline ratio */
+    for (size_t i = 0; i < d.n; i++) {
+        double was = 0, now = 0;
+        for (size_t j = 0; j < d.n; j++)
+            if (calib_row_same_step(&d.rows[j], &d.rows[i]))
+                was += d.rows[j].ms, now += l40s.rows[j].ms;
+        ck_assert_msg(fabs(l40s.rows[i].total_ms - d.rows[i].total_ms * now / was) <= 1e-9 * l40s.rows[i].total_ms,
+                      "row %zu", i);
+    }
     ck_assert_ptr_nonnull(strstr(l40s.device, "roofline transfer"));
     ck_assert_msg(calib_data_validate(&l40s, "l40s", &err) == 0, "%s", err.msg);
     /* the band: none from a GPU to itself; around the price for another GPU, its ends the price
@@ -796,6 +809,32 @@ START_TEST(selection_loop_is_a_host_term)
     ck_assert_msg(fabs(h.eager_gap_ms - 1) < 1e-9, "gap %g", h.eager_gap_ms);
     ck_assert_msg(fabs(select_host_ms(c, 1, &err) - 7.0) < 0.5, "%g", select_host_ms(c, 1, &err));
     calib_free(c);
+    calib_data_free(&t);
+    calib_data_free(&d);
+}
+END_TEST
+
+/* A split profile carried to a slower card: each step's GPU time scales as the sum of its ops does
+ * (an op's time above its roofline stays, so a step of small kernels moves far less than the step's
+ * roofline), not by the step's roofline ratio; the host's issue stays. */
+START_TEST(split_transfer_scales_gpu_time_by_its_ops)
+{
+    struct calib_data d, t;
+    planted_split(&d);
+    struct ts_err err;
+    ck_assert_msg(calib_data_transfer(&d, "h200", "rtx4090", "torch-eager", &t, &err) == 0, "%s", err.msg);
+    bool below_roofline_ratio = false;
+    for (size_t i = 0; i < d.n; i++) {
+        double was = 0, now = 0;
+        for (size_t j = 0; j < d.n; j++)
+            if (calib_row_same_step(&d.rows[j], &d.rows[i]))
+                was += d.rows[j].ms, now += t.rows[j].ms;
+        ck_assert_msg(fabs(t.rows[i].gpu_ms - d.rows[i].gpu_ms * now / was) < 1e-9 * now, "row %zu", i);
+        ck_assert(t.rows[i].host_ms == d.rows[i].host_ms);
+        ck_assert(t.rows[i].total_ms >= fmax(t.rows[i].gpu_ms, t.rows[i].host_ms) - 1e-9);
+        below_roofline_ratio |= now / was < 0.8 * (4.8 / 1.008); /* the cards' bandwidth ratio */
+    }
+    ck_assert(below_roofline_ratio);
     calib_data_free(&t);
     calib_data_free(&d);
 }
@@ -1473,6 +1512,7 @@ int main(void)
     tcase_add_test(tc, monotone_between_points);
     tcase_add_test(tc, ops_scaled_to_uninstrumented_totals);
     tcase_add_test(tc, transfer_scales_by_roofline_ratios);
+    tcase_add_test(tc, split_transfer_scales_gpu_time_by_its_ops);
     tcase_add_test(tc, bad_profiles_are_refused);
     tcase_add_test(tc, roundtrip_csv);
     tcase_add_test(tc, selection_priced_from_its_steps);

@@ -237,6 +237,10 @@ PY
                found = 1 } END { exit !(found && m >= lo && m <= hi) }' "$tmp/band.txt"; then ok
         else bad "calib show --gpu h100: the band of '$name' misses the H100's measured $meas ms"; fi
     done
+    # the fidelity matrix across the two cards: what records/transfer-fidelity recorded
+    expect 0 "transfer_fidelity.sh" -- env TESSERA=$bin bash "$root/analysis/transfer_fidelity.sh"
+    if cmp -s "$tmp/out" "$rec_dir/transfer-fidelity/transfer-fidelity.txt"; then ok
+    else bad "transfer_fidelity.sh is not what transfer-fidelity/transfer-fidelity.txt recorded"; fi
     # the torch-eager calibration against the PyTorch anchor's recorded run (../shared/anchors)
     if [ -f "$root/../shared/anchors/torch_llada_step.h200.jsonl" ]; then
         expect 0 "anchor_compare.sh" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh"
@@ -248,7 +252,7 @@ PY
     # carried over, with its own host and with the H100 machine's, as sim/README.md says
     $bin calib transfer "$root/sim/data/calib/h200-llada-8b-torch-eager.csv" --from h200 --to h100 --impl torch-eager \
         --out "$tmp/t100.csv" >/dev/null
-    for c in "|--gpu h100|MAPE 7.7%" "|--gpu h100 --calib $tmp/t100.csv|MAPE 10.0%" "|--gpu h100 --calib $tmp/t100.csv --host lent-h100|MAPE 8.3%"; do
+    for c in "|--gpu h100|MAPE 7.7%" "|--gpu h100 --calib $tmp/t100.csv|MAPE 10.4%" "|--gpu h100 --calib $tmp/t100.csv --host lent-h100|MAPE 7.7%"; do
         IFS='|' read -r _ args want <<<"$c"
         # shellcheck disable=SC2086
         expect 0 "anchor_compare.sh of host-h100 ($args)" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh" \

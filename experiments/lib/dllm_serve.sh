@@ -111,6 +111,39 @@ ds_bound() {
     awk -v bw="$bw" -v w="$weights" -v emb=$((126464 * 4096 * 2)) 'BEGIN { printf "%.1f", bw * 1e9 / (w - emb) }'
 }
 
+# ds_gemm_ceiling GPU SYSTEM X: the most generated tokens a second SYSTEM can get in DS_WORKLOAD at X
+# were every row it processes (its redundancy: rows a decoded token) a pass over the weights at the
+# GPU's whole bf16 GEMM rate as its table gives it (2 FLOPs a weight a row, the embedding table left
+# out, attention's FLOPs too: a bound from above)
+ds_gemm_ceiling() {
+    local flops weights f="$out/points/weights-$1.json"
+    [ -s "$f" ] || ds_bound "$1" >/dev/null
+    flops=$("$bin" list gpus | awk -v g="$1" '$1 == g { print $3 }')
+    weights=$(json "$f" weight_bytes)
+    awk -v f="$flops" -v w="$weights" -v emb=$((126464 * 4096 * 2)) -v r="$(value redundancy "$2" "$DS_WORKLOAD" "$3")" \
+        'BEGIN { printf "%.1f", f * 1e12 / (r * (w - emb)) }'
+}
+
+# ds_why_rows GPU X: the rows each of dLLM-Serve and Fast-dLLM processes a decoded token at X on each
+# workload and the throughput the GPU's GEMM rate allows at that (derived metric gemm_ceiling_tok_s);
+# DS_WHY_ROWS says what that means
+ds_why_rows() {
+    local gpu=$1 x=$2 w s rows="" was=$DS_WORKLOAD
+    for w in $DS_WORKLOADS; do
+        DS_WORKLOAD=$w
+        for s in dllm-serve fast-dllm; do derived gemm_ceiling_tok_s $s $w "$x" "$(ds_gemm_ceiling "$gpu" $s "$x")"; done
+        rows+="$w $(fmt "$(value redundancy dllm-serve $w "$x")") and $(fmt "$(value redundancy fast-dllm $w "$x")") (at most $(fmt "$(value gemm_ceiling_tok_s dllm-serve $w "$x")") and $(fmt "$(value gemm_ceiling_tok_s fast-dllm $w "$x")") tok/s), "
+    done
+    DS_WORKLOAD=$was
+    DS_WHY_ROWS="What bounds dLLM-Serve's lead where the baselines batch: it runs Sparse-dLLM's delayed
+caching, two forwards over the whole sequence a block (chosen-ox/dLLM-Serve dllmserve/sparse/state.py
+and engine/model_runner.py: cache states 0 and 1 both take every token), where Fast-dLLM's dual cache
+runs one. Rows processed a decoded token (metric redundancy), dLLM-Serve's and Fast-dLLM's at $x req/s,
+and what the $gpu's whole bf16 GEMM rate would allow at that (gemm_ceiling_tok_s): ${rows%, }.
+Once a step's GEMMs bind, concurrency no longer buys throughput, and dLLM-Serve's extra forward a block
+costs what its scheduler gains."
+}
+
 # ds_why GPU X: what the baselines' static batches hold at X on each workload and what one request
 # a batch can reach (derived metrics single_request_ceiling, single_request_bound); DS_WHY says what
 # that means

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# analysis/transfer_fidelity.sh: the fidelity matrix across GPUs. Each shipped calibration of one
+# measured GPU is carried to the other (`tessera calib transfer`) and prices the other GPU's recorded
+# out-of-sample fidelity runs (experiments/records/fidelity-*-oos: their schedules simulated again,
+# their measured step times attached; no GPU needed), beside that GPU's own shipped calibration.
+# Prints one line a direction, implementation and model: the runs' per-step MAPE, range and median.
+#
+# Usage: analysis/transfer_fidelity.sh [OUT]   (tessera in build/ or TESSERA=path; OUT keeps each
+#        evaluation's fidelity.csv, a temporary directory otherwise; about 2 minutes here)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${TESSERA:-$root/build/tessera}
+[ -x "$bin" ] || { echo "transfer_fidelity.sh: $bin not found: make first, or set TESSERA" >&2; exit 2; }
+out=${1:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -n "$out" ] || out=$tmp/out
+mkdir -p "$out"
+rec=$root/experiments/records
+cal=$root/sim/data/calib
+# the recorded out-of-sample runs: GPU IMPL MODEL RECORD
+runs="h100 tessera llada-8b fidelity-h100-oos
+h100 tessera sdar-8b fidelity-h100-oos
+h100 tessera dream-7b fidelity-h100-oos
+h200 tessera llada-8b fidelity-h200-oos
+h200 tessera sdar-8b fidelity-h200-sdar-oos
+h200 tessera dream-7b fidelity-h200-dream-oos
+h200 tessera-fused llada-8b fidelity-h200-fused-oos
+h200 tessera-fused sdar-8b fidelity-h200-fused-sdar-oos
+h200 tessera-fused dream-7b fidelity-h200-fused-dream-oos"
+printf '%-12s %-13s %-9s %-26s %s\n' "priced on" impl model calibration "per-step MAPE over the runs"
+while read -r gpu impl model record; do
+    other=h200
+    [ "$gpu" = h200 ] && other=h100
+    for from in "$gpu" "$other"; do
+        src=$cal/$from-$model-$impl.csv
+        [ -f "$src" ] || continue
+        d=$out/$gpu-$impl-$model-from-$from
+        mkdir -p "$d/cal"
+        if [ "$from" = "$gpu" ]; then
+            cp "$src" "$d/cal/calib-$model.csv"
+            what="$gpu's own"
+        else
+            "$bin" calib transfer "$src" --from "$from" --to "$gpu" --impl "$impl" --out "$d/cal/calib-$model.csv" >/dev/null
+            what="$from's, transferred"
+        fi
+        GPU=$gpu IMPL=$impl MEASURED="$rec/$record/all-steps.csv.gz" CALIB_DIR="$d/cal" TESSERA=$bin \
+            SCRATCH="$tmp/scratch" bash "$root/experiments/fidelity.sh" "$d" "$model" >"$d/log" 2>&1 ||
+            { echo "transfer_fidelity.sh: $record ($model, $what) failed: $d/log" >&2; exit 1; }
+        rm -rf "$tmp/scratch"
+        printf '%-12s %-13s %-9s %-26s %s\n' "$gpu" "$impl" "$model" "$what" "$(awk -F, -v m="$model" \
+            'NR > 1 && $1 == m && $5 == "calibrated" { print $8 }' "$d/fidelity.csv" | sort -g | awk '{ v[++n] = $1 }
+            END { printf "%d runs, %.1f-%.1f%%, median %.1f%%", n, v[1], v[n], n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }')"
+    done
+done <<<"$runs"
