@@ -969,7 +969,7 @@ for t in "focus-fig6|FOCUS's throughput is above LMDeploy's at every batch size"
          "mosaic-fig10|Mosaic's latency reduction is least at the smallest r_p and most at the largest" \
          "dllm-serve-fig8|the inference engine gives the largest jump of the three parts" \
          "dllm-serve-fig8|the scheduler adds to the engine's throughput on each workload" \
-         "dllm-serve-fig3|the baselines hit a throughput wall on each workload"; do
+         "dllm-serve-fig5|dLLM-Serve's latency spreads less than the best baseline's"; do
     e=${t%%|*} text=${t#*|}
     grep -F "$text" "$tmp/papers/$e/checks.tsv" | grep -q $'\tholds$' && ok || bad "$e: '$text' no longer holds"
 done

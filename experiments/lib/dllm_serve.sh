@@ -132,7 +132,7 @@ ds_why_rows() {
     for w in $DS_WORKLOADS; do
         DS_WORKLOAD=$w
         for s in dllm-serve fast-dllm; do derived gemm_ceiling_tok_s $s $w "$x" "$(ds_gemm_ceiling "$gpu" $s "$x")"; done
-        rows+="$w $(fmt "$(value redundancy dllm-serve $w "$x")") and $(fmt "$(value redundancy fast-dllm $w "$x")") (at most $(fmt "$(value gemm_ceiling_tok_s dllm-serve $w "$x")") and $(fmt "$(value gemm_ceiling_tok_s fast-dllm $w "$x")") tok/s), "
+        rows+="$w $(fmt "$(value redundancy dllm-serve $w "$x")") and $(fmt "$(value redundancy fast-dllm $w "$x")") (at most $(fmt "$(value gemm_ceiling_tok_s dllm-serve $w "$x")") and $(fmt "$(value gemm_ceiling_tok_s fast-dllm $w "$x")") tok/s; reached $(fmt "$(value throughput_tok_s dllm-serve $w "$x")") and $(fmt "$(value throughput_tok_s fast-dllm $w "$x")")), "
     done
     DS_WORKLOAD=$was
     DS_WHY_ROWS="What bounds dLLM-Serve's lead where the baselines batch: it runs Sparse-dLLM's delayed
@@ -140,8 +140,11 @@ caching, two forwards over the whole sequence a block (chosen-ox/dLLM-Serve dllm
 and engine/model_runner.py: cache states 0 and 1 both take every token), where Fast-dLLM's dual cache
 runs one. Rows processed a decoded token (metric redundancy), dLLM-Serve's and Fast-dLLM's at $x req/s,
 and what the $gpu's whole bf16 GEMM rate would allow at that (gemm_ceiling_tok_s): ${rows%, }.
-Once a step's GEMMs bind, concurrency no longer buys throughput, and dLLM-Serve's extra forward a block
-costs what its scheduler gains."
+The nearer a system runs to its ceiling, the less concurrency buys it, and dLLM-Serve's extra forward
+a block costs it what its scheduler gains where the baselines batch too. The rest of each step
+(PyTorch's elementwise kernels, the host's issue) is priced from the harness's eager LLaDA layer for
+every system; dLLM-Serve's own layers (nano-vLLM's, chosen-ox/dLLM-Serve dllmserve/layers) compile
+RMSNorm, RoPE and SiLU with torch.compile, which that layer does not measure."
 }
 
 # ds_why GPU X: what the baselines' static batches hold at X on each workload and what one request
