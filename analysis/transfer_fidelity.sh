@@ -6,7 +6,7 @@
 # Prints one line a direction, implementation and model: the runs' per-step MAPE, range and median.
 #
 # Usage: analysis/transfer_fidelity.sh [OUT]   (tessera in build/ or TESSERA=path; OUT keeps each
-#        evaluation's fidelity.csv, a temporary directory otherwise; about 2 minutes here)
+#        evaluation's fidelity.csv, a temporary directory otherwise; about 30 s here)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${TESSERA:-$root/build/tessera}

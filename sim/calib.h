@@ -108,19 +108,13 @@ int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct
 /* The same for a GPU of a --gpu-file (gpu_file NULL: tessera's table alone). */
 int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, const char *gpu_file,
                            struct ts_err *err);
-/* Carries a calibration measured on GPU `from` over to GPU `to` without measuring there: every
- * profiled step is priced by the roofline model (implementation profile `impl`) on both GPUs (over
- * their measured ceilings where both were measured, DATADIR/gpu_measured.csv); each op's roofline
- * time on `from` becomes its roofline time on `to` and what it took beyond that stays (an op faster
- * than its roofline scales by the ratio whole; the step's total by the total's ratio). An
- * estimate: a calibration measured on `to` replaces it. */
+/* Whether two rows belong to one profiled step (its shape: every column but op and the times). */
+bool calib_row_same_step(const struct calib_row *a, const struct calib_row *b);
 /* The profiled step a row belongs to, as a step description (cleared first, knobs kept but for the
  * feature cache's): segs sequences of q query tokens over kv cached keys, logit_rows logit rows
  * each; a dLLM-Cache row's segments as step_desc_add_fc makes them, with one front layer and the
  * feature cache. */
 struct step_desc;
-/* Whether two rows belong to one profiled step (its shape: every column but op and the times). */
-bool calib_row_same_step(const struct calib_row *a, const struct calib_row *b);
 void calib_row_step(const struct calib_row *r, struct step_desc *sd);
 /* The cached keys of segment i of a profiled step (the last over kv_long where it is uneven). */
 int32_t calib_row_kv(const struct calib_row *r, int32_t i);
@@ -128,6 +122,12 @@ int32_t calib_row_kv(const struct calib_row *r, int32_t i);
 int32_t calib_row_q(const struct calib_row *r, int32_t i);
 /* The rows of every segment of a profiled step: the tokens each layer packs */
 int64_t calib_row_tokens(const struct calib_row *r);
+/* Carries a calibration measured on GPU `from` over to GPU `to` without measuring there: every
+ * profiled step is priced by the roofline model (implementation profile `impl`) on both GPUs (over
+ * their measured ceilings where both were measured, DATADIR/gpu_measured.csv); each op's roofline
+ * time on `from` becomes its roofline time on `to` and what it took beyond that stays (an op faster
+ * than its roofline scales by the ratio whole); each step's time (and a split profile's GPU time)
+ * scales as the sum of its ops does. An estimate: a calibration measured on `to` replaces it. */
 int calib_data_transfer(const struct calib_data *in, const char *from, const char *to, const char *impl,
                         struct calib_data *out, struct ts_err *err);
 

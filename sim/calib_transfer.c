@@ -3,7 +3,8 @@
  * the source GPU (over measured ceilings where both GPUs have them) and what it took beyond that
  * (launches, waves, synchronisation: latency the roofline does not see); the first is priced on the
  * target GPU by the roofline, the second kept as it is. An op measured faster than its roofline
- * (an efficiency the implementation profile under-states) scales by the roofline ratio whole. */
+ * (an efficiency the implementation profile under-states) scales by the roofline ratio whole. A
+ * step's time scales as the sum of its ops does (transfer_totals). */
 #include <math.h>
 #include <string.h>
 
