@@ -19,24 +19,26 @@ case "$meas" in *.gz) gzip -dc "$meas" >"$tmp/measured.csv" ;; *) cp "$meas" "$t
 "$bin" calib transfer "$src" --from "$from" --to "$to" --impl "$impl" --out "$tmp/transferred.csv" >/dev/null
 python3 - "$tmp/transferred.csv" "$tmp/measured.csv" "$from" "$to" <<'PY'
 import collections, csv, statistics, sys
+COLS = ("segs", "q", "kv", "logit_rows", "kv_long", "keep", "sel_heads", "fc_rows", "probe")
+def key(r): return tuple(r.get(c, "0") for c in COLS)
 def steps(path):
     t = collections.defaultdict(float)
     for r in csv.DictReader(open(path)):
-        t[tuple(r.get(c, "0") for c in ("segs", "q", "kv", "logit_rows", "kv_long", "keep", "sel_heads", "fc_rows", "probe"))] += float(r["ms"])
+        t[key(r)] += float(r["ms"])
     return t
+def gpu_times(path): # a host/GPU split profile's (eager PyTorch) GPU time of each step
+    return {key(r): float(r["gpu_ms"]) for r in csv.DictReader(open(path)) if r.get("gpu_ms")}
+def summary(a): # sorted absolute errors
+    return (f"per-step MAPE {100 * statistics.mean(a):.1f}%, median {100 * statistics.median(a):.1f}%, "
+            f"p90 {100 * a[int(0.9 * len(a))]:.1f}%")
 tr, me = steps(sys.argv[1]), steps(sys.argv[2])
 errs = sorted(((tr[k] - me[k]) / me[k], k) for k in me if k in tr)
 a = sorted(abs(e) for e, _ in errs)
-print(f"{sys.argv[3]} -> {sys.argv[4]}: {len(a)} profiled steps, per-step MAPE {100 * statistics.mean(a):.1f}%, "
-      f"median {100 * statistics.median(a):.1f}%, p90 {100 * a[int(0.9 * len(a))]:.1f}%")
-def gpu_times(path): # a host/GPU split profile's (eager PyTorch) GPU time of each step
-    return {tuple(r.get(c, "0") for c in ("segs", "q", "kv", "logit_rows", "kv_long", "keep", "sel_heads", "fc_rows", "probe")):
-            float(r["gpu_ms"]) for r in csv.DictReader(open(path)) if r.get("gpu_ms")}
+print(f"{sys.argv[3]} -> {sys.argv[4]}: {len(a)} profiled steps, {summary(a)}")
 tg, mg = gpu_times(sys.argv[1]), gpu_times(sys.argv[2])
 g = sorted(abs(tg[k] - mg[k]) / mg[k] for k in mg if k in tg and mg[k] > 0)
 if g:
-    print(f"  GPU time (host/GPU split profiles): per-step MAPE {100 * statistics.mean(g):.1f}%, "
-          f"median {100 * statistics.median(g):.1f}%, p90 {100 * g[int(0.9 * len(g))]:.1f}%")
+    print(f"  GPU time (host/GPU split profiles): {summary(g)}")
 print("most missed (segs, q, kv, logit rows, kv_long, keep, per head):")
 for e, k in sorted(errs, key=lambda x: -abs(x[0]))[:5]:
     fc = f" (dLLM-Cache: {k[7]} rows, probe {k[8]})" if k[7] != "0" else ""

@@ -100,15 +100,22 @@ ds_each() {
 # the roofline of its 32-row Reuse step with no cache and no host time (the weights over the bandwidth)
 ds_ceiling() { awk -v ms="$(roofline_ms "$1" llada-8b 1,32,0,32)" 'BEGIN { printf "%.1f", 1000 / ms }'; }
 
-# ds_bound GPU: the same with nothing lost: the weights a step reads (all but LLaDA-8B's embedding
-# table, 126,464 x 4,096 in bf16) over the GPU's bandwidth as its table gives it
-ds_bound() {
-    local bw weights f="$out/points/weights-$1.json"
-    bw=$("$bin" list gpus | awk -v g="$1" '$1 == g { print $4 }')
-    "$bin" sim --model llada-8b --gpu "$1" --requests 1 --quiet --no-progress --json >"$f" ||
+# ds_step_weights GPU: the weight bytes a step reads: all but LLaDA-8B's embedding table (126,464 x
+# 4,096 in bf16), from one simulated request on GPU (run once a GPU, kept in OUT/points)
+ds_step_weights() {
+    local f="$out/points/weights-$1.json"
+    [ -s "$f" ] || "$bin" sim --model llada-8b --gpu "$1" --requests 1 --quiet --no-progress --json >"$f" ||
         { echo "$EXP: tessera sim --gpu $1 failed" >&2; exit 1; }
-    weights=$(json "$f" weight_bytes)
-    awk -v bw="$bw" -v w="$weights" -v emb=$((126464 * 4096 * 2)) 'BEGIN { printf "%.1f", bw * 1e9 / (w - emb) }'
+    echo $(($(json "$f" weight_bytes) - 126464 * 4096 * 2))
+}
+
+# ds_gpu_column GPU N: column N of GPU's row in tessera list gpus (3 its bf16 TFLOPS, 4 its GB/s)
+ds_gpu_column() { "$bin" list gpus | awk -v g="$1" -v n="$2" '$1 == g { print $n }'; }
+
+# ds_bound GPU: the same with nothing lost: the weights a step reads over the GPU's bandwidth as its
+# table gives it
+ds_bound() {
+    awk -v bw="$(ds_gpu_column "$1" 4)" -v w="$(ds_step_weights "$1")" 'BEGIN { printf "%.1f", bw * 1e9 / w }'
 }
 
 # ds_gemm_ceiling GPU SYSTEM X: the most generated tokens a second SYSTEM can get in DS_WORKLOAD at X
@@ -116,12 +123,8 @@ ds_bound() {
 # GPU's whole bf16 GEMM rate as its table gives it (2 FLOPs a weight a row, the embedding table left
 # out, attention's FLOPs too: a bound from above)
 ds_gemm_ceiling() {
-    local flops weights f="$out/points/weights-$1.json"
-    [ -s "$f" ] || ds_bound "$1" >/dev/null
-    flops=$("$bin" list gpus | awk -v g="$1" '$1 == g { print $3 }')
-    weights=$(json "$f" weight_bytes)
-    awk -v f="$flops" -v w="$weights" -v emb=$((126464 * 4096 * 2)) -v r="$(value redundancy "$2" "$DS_WORKLOAD" "$3")" \
-        'BEGIN { printf "%.1f", f * 1e12 / (r * (w - emb)) }'
+    awk -v f="$(ds_gpu_column "$1" 3)" -v w="$(ds_step_weights "$1")" -v r="$(value redundancy "$2" "$DS_WORKLOAD" "$3")" \
+        'BEGIN { printf "%.1f", f * 1e12 / (r * w) }'
 }
 
 # ds_why_rows GPU X: the rows each of dLLM-Serve and Fast-dLLM processes a decoded token at X on each
