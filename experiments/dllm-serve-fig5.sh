@@ -22,5 +22,11 @@ check "dLLM-Serve's latency spreads less than the best baseline's (standard devi
 # "reducing tail latency by nearly 4x under heavy contention" (its abstract)
 check "the tail (p99) latency is nearly 4x lower than the best baseline's (3-5x) on some workload" \
     "$(for w in $DS_WORKLOADS; do printf '(val("dllm-serve","%s","0.5","lat_p99_gain") >= 3 && val("dllm-serve","%s","0.5","lat_p99_gain") <= 5) || ' $w $w; done) 0"
-NOTES=$(ds_notes rtx4090)
+behind=""
+for w in $DS_WORKLOADS; do behind+="$w $(fmt "$(value throughput_tok_s dllm-serve $w 0.5)"), "; done
+NOTES="$(ds_notes rtx4090)
+
+dLLM-Serve's throughput at 0.5 req/s, in tok/s: ${behind%, }, where the load brings 128 (256 tokens a
+request): where it falls behind, its queue and its latencies grow through the run, and spread with it
+(dllm-serve-fig3's report says what bounds its throughput)."
 paper_finish "dLLM-Serve Fig. 5: latency jitter at 0.5 req/s, RTX 4090, LLaDA-8B" "arrival rate (req/s)" lat_std_s

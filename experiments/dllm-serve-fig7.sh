@@ -11,8 +11,8 @@ paper_init "$@"
 inputs="100 200 300 400 500 600" outputs="128 256 384 512" n=120
 [ "$QUICK" = 1 ] && inputs="100 600" outputs="128 512" n=30
 run_pair() { # WORKLOAD X P O
-    ds_cost rtx4090
     for sys in sparse-dllm dllm-serve; do
+        ds_cost rtx4090 "$(ds_impl $sys)"
         point $sys "$1" "$2" --system $sys --gpu rtx4090 --rps 0.5 --requests $n --lengths "fixed:$3,$4" --gen-len "$4" \
             --seed 1 --host "$DS_HOST" "${DS_COST_ARGS[@]}"
     done

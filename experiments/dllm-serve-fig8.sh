@@ -17,21 +17,21 @@ source "$(dirname "$0")/lib/dllm_serve.sh"
 paper_init "$@"
 n=200
 [ "$QUICK" = 1 ] && n=40
-stage() { # stage NAME X OPTIONS...: one stage's point in DS_WORKLOAD
+stage() { # stage NAME X IMPL OPTIONS...: one stage's point in DS_WORKLOAD, priced as IMPL runs it
     local name=$1 x=$2
-    shift 2
-    ds_cost rtx4090
+    ds_cost rtx4090 "$3"
+    shift 3
     point "$name" "$DS_WORKLOAD" "$x" "$@" --gpu rtx4090 --rps 0.5 --requests $n --lengths "$DS_LENGTHS" \
         --arrivals "$DS_ARRIVALS" --gen-len 256 --block 32 --seed 1 --host "$DS_HOST" "${DS_COST_ARGS[@]}"
 }
 for w in $DS_WORKLOADS; do
     ds_use $w
-    stage baseline 1 --system sparse-dllm
-    stage engine 2 --policy sparse --sparse-select head --scheduler request --impl torch-eager --max-num-logits 0 \
-        --planner caching
-    stage scheduler 3 --policy sparse --sparse-select head --scheduler phase --impl torch-eager --max-num-logits 0 \
-        --planner caching
-    stage budgeting 4 --system dllm-serve
+    stage baseline 1 torch-eager --system sparse-dllm
+    stage engine 2 torch-dllm-serve --policy sparse --sparse-select head --scheduler request --impl torch-dllm-serve \
+        --max-num-logits 0 --planner caching
+    stage scheduler 3 torch-dllm-serve --policy sparse --sparse-select head --scheduler phase --impl torch-dllm-serve \
+        --max-num-logits 0 --planner caching
+    stage budgeting 4 torch-dllm-serve --system dllm-serve
     base=$(value throughput_tok_s baseline $w 1)
     prev=$base x=0
     for s in baseline engine scheduler budgeting; do

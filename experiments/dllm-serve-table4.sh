@@ -21,7 +21,7 @@ check "dLLM-Serve's throughput over the strongest baseline's is within the paper
 check "dLLM-Serve's mean latency is below every baseline's on each workload" \
     "$(for s in $DS_BASELINES; do ds_each "val(\"dllm-serve\",\"@W\",\"1.0\",\"lat_mean_s\") < val(\"$s\",\"@W\",\"1.0\",\"lat_mean_s\")"; printf ' && '; done) 1"
 ds_why l40s 1.0
-ds_why_rows l40s 1.0
+ds_why_rows l40s 1.0 $n
 NOTES="$(ds_notes l40s)
 
 $DS_WHY

@@ -174,9 +174,14 @@ struct calib_host {
 int calib_host_of(const struct calib *c, struct calib_host *h, struct ts_err *err);
 /* c priced with host h in place of its own; -1 when c measured no host to replace. */
 int calib_set_host(struct calib *c, const struct calib_host *h, struct ts_err *err);
-/* --host NAME: c priced with the host profile NAME (calib_host_load) in place of its own; messages
- * name the option. */
-int calib_use_host(struct calib *c, const char *name, struct ts_err *err);
+/* c's host line (and its selecting loop's term) scaled by `scale`: its own runtime issued by a host
+ * that takes `scale` times as long; -1 when c measured no host. */
+int calib_scale_host(struct calib *c, double scale, struct ts_err *err);
+/* --host NAME: c priced with the host profile NAME (calib_host_load). ref NULL: c's host is the eager
+ * harness's, which host profiles hold, and NAME's replaces it; ref a host profile: c's host line is a
+ * runtime of its own measured on host ref, and it scales by NAME's per-step issue time over ref's.
+ * Messages name the option. */
+int calib_use_host(struct calib *c, const char *name, const char *ref, struct ts_err *err);
 /* A host profile: NAME, one shipped in DATADIR/hosts (tessera list hosts), or a file: one calib host
  * wrote, or any calibration or profile CSV whose host was measured apart from its GPU (its host
  * taken). */

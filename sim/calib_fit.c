@@ -575,12 +575,28 @@ int calib_set_host(struct calib *c, const struct calib_host *h, struct ts_err *e
     return 0;
 }
 
-int calib_use_host(struct calib *c, const char *name, struct ts_err *err)
+int calib_scale_host(struct calib *c, double scale, struct ts_err *err)
 {
-    struct calib_host h;
-    if (calib_host_load(name, &h, err) || calib_set_host(c, &h, err))
-        return ts_fail_prefix(err, "--host %s", name);
+    struct calib_host own;
+    if (calib_host_of(c, &own, err))
+        return -1;
+    c->host0 *= scale, c->host_seg *= scale, c->host_sel *= scale;
     return 0;
+}
+
+int calib_use_host(struct calib *c, const char *name, const char *ref, struct ts_err *err)
+{
+    struct calib_host h, r;
+    if (calib_host_load(name, &h, err))
+        return ts_fail_prefix(err, "--host %s", name);
+    if (!ref)
+        return calib_set_host(c, &h, err) ? ts_fail_prefix(err, "--host %s", name) : 0;
+    if (calib_host_load(ref, &r, err))
+        return ts_fail_prefix(err, "--host %s", name);
+    if (!(r.host0_ms > 0))
+        return ts_fail(err, "--host %s: the host profile %s, which the calibration's host was measured on, takes "
+                            "no time a step", name, ref);
+    return calib_scale_host(c, h.host0_ms / r.host0_ms, err) ? ts_fail_prefix(err, "--host %s", name) : 0;
 }
 
 #define HOST_HEADER "host0_ms,seg_ms,eager_gap_ms,steps,device"

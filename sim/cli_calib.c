@@ -114,7 +114,7 @@ static void shipped_path(const char *gpu, const char *model, const char *impl, c
 /* The calibration for ctx's GPU, model and implementation: calib_path, or the shipped one; its
  * path is left in path. */
 /* The calibration of ctx's GPU, model and implementation (calib_path, else the shipped one), fitted,
- * its host replaced by the host profile host_path where one is given (--host). */
+ * its host swapped for the host profile host_path where one is given (--host; calib_use_host). */
 static int load_for(const struct cost_ctx *ctx, const char *calib_path, const char *host_path, char *path,
                     size_t len, struct calib **out, struct ts_err *err)
 {
@@ -124,7 +124,8 @@ static int load_for(const struct cost_ctx *ctx, const char *calib_path, const ch
         shipped_path(ctx->gpu.name, ctx->model.name, ctx->impl.name, path, len);
     if (load_fit(path, ctx->gpu.name, out, err))
         return -1;
-    if (host_path && calib_use_host(*out, host_path, err)) {
+    const struct impl_profile *im = &ctx->impl;
+    if (host_path && calib_use_host(*out, host_path, im->host_line_own ? im->host_ref : NULL, err)) {
         calib_free(*out);
         *out = NULL;
         return -1;

@@ -36,6 +36,9 @@ struct impl_profile {
     char host_ref[32];      /* an eager implementation: the host profile (sim/data/hosts) its launch
                              * and host costs were measured with, which --host scales them from;
                              * "" for one issuing CUDA graphs */
+    bool host_line_own;     /* its calibration's host line is its own runtime's, measured on host_ref
+                             * (not the eager harness's, which host profiles hold): --host scales that
+                             * line by the two hosts' ratio instead of replacing it */
     int32_t calib_extra_bytes; /* bytes a logit it writes and reads beyond its base's sampling */
 };
 

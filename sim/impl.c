@@ -17,6 +17,15 @@
  *                the logits (8 bytes a logit; engine/bench/torch_lmax.py: the op graph with them
  *                holds PyTorch's peak allocation to the byte, records/torch-lmax-h100).
  *                The efficiencies are starting points: the calibrated back end replaces them.
+ *   torch-dllm-serve  dLLM-Serve's own PyTorch runtime (chosen-ox/dLLM-Serve; engine/bench/
+ *                torch_dllm_serve.py rebuilds it and torch_profile.py --runtime dllm-serve measures it,
+ *                sim/data/calib/h200-llada-8b-torch-dllm-serve.csv): nano-vLLM's layers, their RMSNorm
+ *                and RoPE one torch.compile'd kernel each, Q, K, V, gate and up five GEMMs, and in
+ *                every layer's attention a Python loop over the sequences (29 kernels a layer at one
+ *                sequence, counted with torch.profiler) whose lengths' copy to the GPU waits for it; the
+ *                inputs and the unmasking a sequence at a time, with read-backs. Its host: 3.57 ms a
+ *                sequence a step over 27.2 ms (the measured line), its softmax a bf16 copy (2 bytes a
+ *                logit). Its host line is its own: --host scales it by the two hosts' ratio.
  *   tessera      one fused kernel per op, issued from a CUDA graph.
  *   torch-eager-f64  torch-eager sampling as the LLaDA and Fast-dLLM reference code does
  *                (llada/generate.py: softmax(logits.to(torch.float64))): the logits cast to
@@ -41,6 +50,14 @@ static const struct impl_profile builtin_impls[] = {
                  [OP_DOWN] = 2, [OP_ROUTER] = 6, [OP_EXPERTS] = 12, [OP_LM_HEAD] = 2,
                  [OP_SAMPLE] = 3},
      .softmax_copy_bytes = 8, .reserve_bytes = (int64_t)(1.0 * TS_GIB), .host_ref = "lent-h200"},
+    {.name = "torch-dllm-serve", .launch_s = 11.4e-6, .host_step_s = 0, .host_seg_s = 3.57e-3,
+     .gemm_eff = 0.80, .attn_eff = 0.45, .mem_eff = 0.75,
+     .kernels = {[OP_EMBED] = 1, [OP_NORM] = 1, [OP_QKV] = 3, [OP_ROPE] = 1, [OP_KV_WRITE] = 0,
+                 [OP_ATTN] = 29, [OP_KV_SELECT] = 8, [OP_FEAT_CACHE] = 16, [OP_OPROJ] = 2, [OP_RESID] = 0, [OP_GATE_UP] = 2, [OP_ACT] = 2,
+                 [OP_DOWN] = 3, [OP_ROUTER] = 6, [OP_EXPERTS] = 12, [OP_LM_HEAD] = 12,
+                 [OP_SAMPLE] = 21},
+     .softmax_copy_bytes = 2, .reserve_bytes = (int64_t)(1.0 * TS_GIB), .host_ref = "lent-h200",
+     .host_line_own = true},
     {.name = "tessera", .launch_s = 1.5e-6, .host_step_s = 50e-6, .host_seg_s = 0.2e-6,
      .gemm_eff = 0.85, .attn_eff = 0.60, .mem_eff = 0.85,
      .kernels = {[OP_EMBED] = 1, [OP_NORM] = 1, [OP_QKV] = 1, [OP_ROPE] = 1, [OP_KV_WRITE] = 0,

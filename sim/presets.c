@@ -11,12 +11,16 @@ static const struct preset presets[] = {
      "added to logits cast to float64); without parallel decoding, in static batches as large as fit, "
      "found by profiling: dLLM-Serve section 6.1"},
     {"dllm-serve", "dLLM-Serve: head-centric sparse KV cache (r 0.5, one kept set per K/V head), "
-                   "phase-multiplexed scheduler, logit decomposition (2048 rows), PyTorch runtime", "sparse", "phase",
-     "fixed:1", "torch-eager", 2048, "profiled", false, false, NULL, {{"sparse-select", "head"}},
+                   "phase-multiplexed scheduler, logit decomposition (2048 rows), its own PyTorch runtime "
+                   "(torch-dllm-serve)", "sparse", "phase",
+     "fixed:1", "torch-dllm-serve", 2048, "profiled", false, false, NULL, {{"sparse-select", "head"}},
      "dLLM-Serve sections 4.3 (logit decomposition), 4.4 (phase-multiplexed greedy scheduler), 4.5 "
      "(head-centric sparse KV cache), 6.1 Table 3 (retention ratio 0.5); the per-head selection: "
      "chosen-ox/dLLM-Serve dllmserve/layers/attention.py (_select_important_head_kv: the block's mean "
-     "query, scores max-pooled, int(r x candidates) kept a K/V head)"},
+     "query, scores max-pooled, int(r x candidates) kept a K/V head); its runtime, measured: "
+     "dllmserve/models/llada.py over nano-vLLM's layers (dllmserve/layers: torch.compile'd RMSNorm and "
+     "RoPE), the attention's loop over the sequences, engine/model_runner.py's inputs and unmasking a "
+     "sequence at a time (engine/bench/torch_dllm_serve.py)"},
     {"sparse-dllm", "Sparse-dLLM: sparse KV cache (r 0.5, one kept set for all heads, delayed one step), "
                     "static batches, monolithic logits, PyTorch eager with float64 sampling", "sparse", "static",
      "fixed:1", "torch-eager-f64", 0,

@@ -337,7 +337,7 @@ static int load_calibration(struct sim *s, struct ts_err *err)
     }
     if (calib_fit(&d, &s->calib, err))
         goto done;
-    if (c->host[0] && calib_use_host(s->calib, c->host, err))
+    if (c->host[0] && calib_use_host(s->calib, c->host, s->impl.host_line_own ? s->impl.host_ref : NULL, err))
         goto done;
     s->cctx.calib = s->calib;
     rc = 0;

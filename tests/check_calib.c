@@ -1438,6 +1438,23 @@ START_TEST(a_host_profile_swaps_the_host_line)
     step_desc_add(&sd, &g);
     ck_assert_int_eq(calib_step_s(c, &sd, false, &small, NULL, &err), 0);
     ck_assert_msg(fabs(small * 1e3 - (2 * planted_host(0) + 3 * 0.5)) < 1e-6, "%g ms", small * 1e3);
+    /* a runtime's own host line (torch-dllm-serve's) scales by the two hosts' ratio, not replaced:
+     * a host taking twice the reference's 15 ms a step doubles it */
+    const char *fast = tmp_file(4, ".csv", "host0_ms,seg_ms,eager_gap_ms,steps,device\n15,0.1,2,40,ref\n");
+    const char *twice = tmp_file(5, ".csv", "host0_ms,seg_ms,eager_gap_ms,steps,device\n30,9,2,40,other\n");
+    ck_assert_msg(calib_use_host(c, twice, fast, &err) == 0, "%s", err.msg);
+    double scaled;
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &scaled, NULL, &err), 0);
+    ck_assert_msg(fabs(scaled * 1e3 - 2 * (2 * planted_host(0) + 3 * 0.5)) < 1e-6, "%g ms", scaled * 1e3);
+    ck_assert_int_eq(calib_scale_host(c, 0.5, &err), 0);
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &scaled, NULL, &err), 0);
+    ck_assert(fabs(scaled - small) < 1e-12);
+    /* without a reference the host profile's line replaces it */
+    ck_assert_msg(calib_use_host(c, twice, NULL, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &scaled, NULL, &err), 0);
+    ck_assert_msg(fabs(scaled * 1e3 - (30 + 9)) < 1e-6, "%g ms", scaled * 1e3);
+    ck_assert_int_ne(calib_use_host(c, twice, tmp_path(6, ".csv"), &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--host"));
     /* a bad host file names its line; an engine's calibration has no host */
     p = tmp_file(3, ".csv", "host0_ms,seg_ms,eager_gap_ms,steps,device\n12,-1,2,40,X\n");
     ck_assert_int_ne(calib_host_load(p, &back, &err), 0);
@@ -1449,6 +1466,7 @@ START_TEST(a_host_profile_swaps_the_host_line)
     ck_assert_int_ne(calib_host_of(engine, &back, &err), 0);
     ck_assert_int_ne(calib_set_host(engine, &slow, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "measured no host apart from its GPU"));
+    ck_assert_int_ne(calib_scale_host(engine, 2, &err), 0);
     calib_free(engine);
     calib_data_free(&e);
     step_desc_free(&sd);

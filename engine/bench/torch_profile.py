@@ -13,6 +13,10 @@ issue the eager step (measured from an idle GPU, before synchronising). Eager Py
 of the GPU, so its step takes about max(host_ms, gpu_ms); `tessera calib fit` models it so.
 And it counts the CUDA kernels each op launches (torch.profiler), for the torch-eager roofline
 profile (sim/impl.c), written to --kernels.
+With --runtime dllm-serve it times dLLM-Serve's own PyTorch runtime in place of the anchor's layer
+(torch_dllm_serve.py says what that runs: nano-vLLM's layers with torch.compile'd RMSNorm and RoPE, a
+Python loop over the sequences in every layer's attention, the inputs and the unmasking a sequence at
+a time), the `torch-dllm-serve` implementation profile.
 With --grid select it times instead the sparse KV selection of dLLM-Serve's PyTorch code
 (chosen-ox/dLLM-Serve dllmserve/layers/attention.py: _select_important_kv, one kept set for all
 heads, and _select_important_head_kv, one a K/V head) inside Refresh steps of 1, 4 and 16 sequences
@@ -25,6 +29,7 @@ sel_heads) to stdout or --out;
 import it with
     tessera calib import FILE --gpu h200 --out sim/data/calib/h200-llada-8b-torch-eager.csv
 Usage: torch_profile.py [--out FILE] [--reps N] [--quick] [--kernels FILE] [--grid base|select]
+                        [--runtime eager|dllm-serve]
                         [--model NAME --layers L --hidden D --heads H --kv-heads KV --head-dim HD
                          --ffn F --vocab V [--qkv-bias] [--qk-norm]]
 """
@@ -32,6 +37,7 @@ import argparse, csv, json, statistics, sys, time
 import torch
 import torch.nn.functional as F
 import torch_model
+from torch_dllm_serve import Runtime, select_seq
 from torch_model import Shape, new_layer, rms, w
 
 CHUNK = 2048  # logit rows per LM-head chunk (tessera's default max_num_logits)
@@ -50,6 +56,8 @@ ap.add_argument("--quick", action="store_true", help="a few shapes only (smoke t
 ap.add_argument("--kernels", help="JSON file for the CUDA kernels launched per op of one layer")
 ap.add_argument("--grid", choices=("base", "select"), default="base",
                 help="base: the step grid; select: Refresh steps with dLLM-Serve's KV selection [base]")
+ap.add_argument("--runtime", choices=("eager", "dllm-serve"), default="eager",
+                help="eager: the anchor's layer; dllm-serve: dLLM-Serve's runtime (torch_dllm_serve.py) [eager]")
 ap.add_argument("--model", default="llada-8b", help="the model's name in the profile [llada-8b]")
 for name, default in (("layers", 32), ("hidden", 4096), ("heads", 32), ("kv-heads", 32), ("head-dim", 128),
                       ("ffn", 12288), ("vocab", 126464)):
@@ -65,54 +73,46 @@ torch.manual_seed(0)
 
 
 shape = Shape(D, H, KVH, HD, FF, args.qkv_bias, args.qk_norm)
+RT = Runtime(shape, V) if args.runtime == "dllm-serve" else None
+make_layer = RT.new_layer if RT else (lambda: new_layer(shape))
 emb = w(V, D)
-layer = new_layer(shape)
-layers = [layer] + [new_layer(shape) for _ in range(NL - 1)]
+layer = make_layer()
+layers = [layer] + [make_layer() for _ in range(NL - 1)]
 lm = w(V, D)
+ln_f = torch.ones(D, device=dev, dtype=torch_model.DT)
+
+
+def set_capturing(on):
+    """A CUDA graph is being captured (or no longer): what cannot be captured is replaced."""
+    global capturing
+    capturing = on
+    if RT:
+        RT.capturing = on
 
 
 def select_kv(st, cache_k, cache_v, per_head):
-    """dLLM-Serve's selection in every sequence of the step (a loop, as its attention layer runs it):
-    the block's mean query scores the sequence's other rows' keys (per K/V head, the most of its
-    query heads, or over all heads), the scores max-pooled, the top half kept; their K/V gathered
-    and written to the cache. Tensors in its layout: tokens, heads, head dim."""
+    """dLLM-Serve's selection in every sequence of the step (a loop, as its attention layer runs it;
+    torch_dllm_serve.select_seq). Tensors in its layout: tokens, heads, head dim."""
     B, _, T, _ = st["q"].shape
-    G = H // KVH
     for b in range(B):
         q, k, v = (st[n][b].transpose(0, 1) for n in ("q", "k", "v"))  # [T, heads, HD]
-        block = torch.arange(T - SCORE_ROWS, T, device=dev)
-        if capturing:  # a mask's nonzero waits for the GPU, which a CUDA graph cannot hold: the same rows
-            others = torch.arange(0, T - SCORE_ROWS, device=dev)
-        else:
-            every = torch.arange(0, T, device=dev)
-            others = every[~torch.isin(every, block)]
-        q_block, k_c, v_c = q[block], k[others], v[others]
-        n = k_c.shape[0]
-        keep = min(max(1, int(n * SEL_RATIO)), n)
-        if per_head:
-            q_avg = q_block.mean(dim=0)
-            k_perm, v_perm = k_c.permute(1, 0, 2), v_c.permute(1, 0, 2)
-            if G == 1:
-                scores = torch.einsum("hd,hkd->hk", q_avg, k_perm) / HD ** 0.5
-            else:
-                scores = torch.einsum("hgd,hkd->hgk", q_avg.view(KVH, G, HD), k_perm).max(dim=1).values / HD ** 0.5
-            scores = F.max_pool1d(scores.unsqueeze(1), SEL_POOL, 1, SEL_POOL // 2).squeeze(1)[..., :n]
-            idx = torch.topk(scores, keep, dim=1).indices.unsqueeze(-1).expand(-1, -1, HD)
-            k_s = torch.gather(k_perm, 1, idx).transpose(0, 1).contiguous()
-            v_s = torch.gather(v_perm, 1, idx).transpose(0, 1).contiguous()
-        else:
-            q_avg = q_block.mean(dim=0, keepdim=True)
-            k_e = k_c.repeat_interleave(G, dim=1) if G > 1 else k_c
-            scores = torch.einsum("qhd,khd->qk", q_avg, k_e).squeeze(0) / HD ** 0.5
-            scores = F.max_pool1d(scores[None, None], SEL_POOL, 1, SEL_POOL // 2)[0, 0, :n]
-            idx = torch.topk(scores, keep, dim=0).indices
-            k_s, v_s = k_c[idx], v_c[idx]
-        slots = torch.arange(b * T, b * T + keep, device=dev)
-        cache_k.index_copy_(0, slots, k_s)
-        cache_v.index_copy_(0, slots, v_s)
+        select_seq(q, k, v, SCORE_ROWS, per_head, cache_k, cache_v, b * T, capturing)
+
+
+def inputs(segs, q, kv, selecting):
+    """A step's token ids, positions and cached K/V in the runtime's layout: the anchor's batched
+    [segs, q] (K/V [segs, K/V heads, kv, head dim]), dLLM-Serve's flat [segs * q] (K/V in slots)."""
+    if RT:
+        RT.setup(segs, q, kv, SCORE_ROWS if selecting else 0)
+        cache = (w(segs * kv, KVH, HD), w(segs * kv, KVH, HD)) if kv else None
+        return torch.randint(0, V, (segs * q,), device=dev), torch.arange(kv, kv + q, device=dev).repeat(segs), cache
+    cache = (w(segs, KVH, kv, HD), w(segs, KVH, kv, HD)) if kv else None
+    return torch.randint(0, V, (segs, q), device=dev), torch.arange(kv, kv + q, device=dev), cache
 
 
 def layer_ops(l, x, pos, cache, select=None):
+    if RT:
+        return RT.layer_ops(l, x, pos, cache, select)
     st, ops = torch_model.layer_ops(shape, l, x, pos, cache)
     if select is not None:  # (per_head, cache_k, cache_v): the selection after the attention
         per_head, ck, cv = select
@@ -121,26 +121,33 @@ def layer_ops(l, x, pos, cache, select=None):
     return st, ops
 
 
-def head(h, logit_rows):
-    """LM head and sampling over the last logit_rows rows of every sequence, in CHUNK-row chunks."""
+def head(x, logit_rows):
+    """The final norm, then the LM head and sampling over the last logit_rows rows of every sequence,
+    in CHUNK-row chunks, as (name, thunk) pairs run in order."""
+    if RT:
+        return RT.head_ops(RT.rms(x, ln_f), lm, logit_rows, CHUNK)
+    h = rms(x)
     rows = h[:, h.shape[1] - logit_rows :].reshape(-1, D)
-    out = {"lm_head": [], "sample": []}
+    st, ops = {}, []
     for i in range(0, rows.shape[0], CHUNK):
-        out["lm_head"].append(lambda r=rows[i : i + CHUNK]: r @ lm.T)
-        out["sample"].append(lambda lg: lg.float().softmax(-1).max(-1))
-    return out
+        ops.append(("lm_head", lambda r=rows[i : i + CHUNK]: st.update(lg=r @ lm.T)))
+        ops.append(("sample", lambda: st["lg"].float().softmax(-1).max(-1)))
+    return ops
 
 
 def step(ids, pos, cache, logit_rows, select=None):
-    x = emb[ids]
+    if RT and not capturing:  # dLLM-Serve builds its inputs on the host every step
+        x, pos = RT.inputs(emb)
+    else:
+        x = emb[ids]
     for l in layers:
         st, ops = layer_ops(l, x, pos, cache, select)
         for _, f in ops:
             f()
         x = st["x"]
     if logit_rows:
-        for lmf, sf in zip(*head(rms(x), logit_rows).values()):
-            sf(lmf())
+        for _, f in head(x, logit_rows):
+            f()
 
 
 def timed(fn, reps):
@@ -152,17 +159,47 @@ def timed(fn, reps):
     return statistics.median(ts)
 
 
+def graph_ms(fns, reps):
+    """Each thunk's GPU time alone: captured in a CUDA graph of its own, in order (each reads what the
+    one before it wrote), and replayed. dLLM-Serve's runtime times its ops so: an op's events would
+    also hold the gaps its Python loop leaves the GPU, which are the host's (host_ms)."""
+    set_capturing(True)
+    gs = []
+    for f in fns:
+        gs.append(torch.cuda.CUDAGraph())
+        with torch.cuda.graph(gs[-1]):
+            f()
+    set_capturing(False)
+    for g in gs:
+        g.replay()
+    torch.cuda.synchronize()
+    return [timed(g.replay, reps) for g in gs]
+
+
+def op_graphs(ids, pos, cache, select, R, reps):
+    """dLLM-Serve's runtime: each op of one layer (times the layers) and of the head, from graph_ms."""
+    st = {}
+    embed = lambda: st.update(x=emb[ids])
+    ms = dict(embed=graph_ms([embed], reps)[0])
+    lst, ops = layer_ops(layer, st["x"], pos, cache, select)
+    for (name, _), t in zip(ops, graph_ms([f for _, f in ops], reps)):
+        ms[name] = ms.get(name, 0) + t * NL
+    if R:
+        hops = head(lst["x"], R)
+        for (name, _), t in zip(hops, graph_ms([f for _, f in hops], reps)):
+            ms[name] = ms.get(name, 0) + t
+    return ms
+
+
 def profile(segs, q, kv, with_logits, reps, per_head=None):
     """One step's ops (ms a step), its whole time, its GPU time alone and its host's issue time;
     per_head not None: a Refresh that selects (True: a kept set a K/V head)."""
-    ids = torch.randint(0, V, (segs, q), device=dev)
-    pos = torch.arange(kv, kv + q, device=dev)
-    cache = (w(segs, KVH, kv, HD), w(segs, KVH, kv, HD)) if kv else None
+    ids, pos, cache = inputs(segs, q, kv, per_head is not None)
     select = None if per_head is None else (per_head, w(segs * q, KVH, HD), w(segs * q, KVH, HD))
     R = q if with_logits else 0
     ms = {}
     e = [torch.cuda.Event(True) for _ in range(2)]
-    for r in range(reps + 1):  # the first round warms up
+    for r in range(1 if RT else reps + 1):  # the first round warms up
         acc = {}
         e[0].record(); x = emb[ids]; e[1].record(); torch.cuda.synchronize()
         acc["embed"] = e[0].elapsed_time(e[1])
@@ -171,38 +208,38 @@ def profile(segs, q, kv, with_logits, reps, per_head=None):
             e[0].record(); f(); e[1].record(); torch.cuda.synchronize()
             acc[name] = acc.get(name, 0) + e[0].elapsed_time(e[1]) * NL
         if R:
-            h = rms(st["x"])
-            for name in ("lm_head", "sample"):
-                acc[name] = 0.0
-            for lmf, sf in zip(*head(h, R).values()):
-                e[0].record(); lg = lmf(); e[1].record(); torch.cuda.synchronize()
-                acc["lm_head"] += e[0].elapsed_time(e[1])
-                e[0].record(); sf(lg); e[1].record(); torch.cuda.synchronize()
-                acc["sample"] += e[0].elapsed_time(e[1])
+            for name, f in head(st["x"], R):
+                e[0].record(); f(); e[1].record(); torch.cuda.synchronize()
+                acc[name] = acc.get(name, 0) + e[0].elapsed_time(e[1])
         if r:
             for k, v in acc.items():
                 ms.setdefault(k, []).append(v)
-    global capturing
-    if select is not None:
+    if RT:
+        ms = {k: [v] for k, v in op_graphs(ids, pos, cache, select, R, reps).items()}
+    elif select is not None:
         # the selection's GPU work alone, from a CUDA graph of it (its events above also hold the
         # loop's host time and waits, which host_ms carries: calib fit's selecting-segment term)
-        capturing = True
+        set_capturing(True)
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             select_kv(st, select[1], select[2], per_head)
-        capturing = False
+        set_capturing(False)
         g.replay(); torch.cuda.synchronize()
         ms["kv_select"] = [timed(g.replay, reps) * NL]
         del g
     total = timed(lambda: step(ids, pos, cache, R, select), reps)
-    # the host's issue time, from an idle GPU
+    # the host's issue time, from an idle GPU (dLLM-Serve's runtime reads back mid-step: its waits
+    # there are not the host's work)
     hs = []
     for _ in range(reps):
         torch.cuda.synchronize()
-        t0 = time.perf_counter(); step(ids, pos, cache, R, select); hs.append((time.perf_counter() - t0) * 1e3)
+        if RT:
+            RT.blocked = 0.0
+        t0 = time.perf_counter(); step(ids, pos, cache, R, select)
+        hs.append((time.perf_counter() - t0 - (RT.blocked if RT else 0)) * 1e3)
         torch.cuda.synchronize()
     # the GPU's time alone: the step replayed from a CUDA graph
-    capturing = True
+    set_capturing(True)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -211,7 +248,7 @@ def profile(segs, q, kv, with_logits, reps, per_head=None):
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         step(ids, pos, cache, R, select)
-    capturing = False
+    set_capturing(False)
     gpu = timed(g.replay, reps)
     del g
     torch.cuda.empty_cache()
@@ -223,9 +260,7 @@ def count_kernels():
     cached keys with logits), counted with torch.profiler."""
     from torch.profiler import profile as tprofile, ProfilerActivity
     q, kv = 64, 480
-    ids = torch.randint(0, V, (1, q), device=dev)
-    pos = torch.arange(kv, kv + q, device=dev)
-    cache = (w(1, KVH, kv, HD), w(1, KVH, kv, HD))
+    ids, pos, cache = inputs(1, q, kv, False)
     counts = {}
     def count(name, f):
         with tprofile(activities=[ProfilerActivity.CUDA]) as p:
@@ -239,9 +274,8 @@ def count_kernels():
         st, ops = layer_ops(layer, x, pos, cache)
         for name, f in ops:
             run(name, f)
-        for lmf, sf in zip(*head(rms(st["x"]), q).values()):
-            lg = run("lm_head", lmf)
-            run("sample", lambda: sf(lg))
+        for name, f in head(st["x"], q):
+            run(name, f)
     one_pass(False)  # warm-up: library handles and workspaces exist before counting
     torch.cuda.synchronize()
     one_pass(True)
@@ -252,7 +286,8 @@ out = open(args.out, "w", newline="") if args.out else sys.stdout
 wr = csv.writer(out)
 wr.writerow(["device", "model", "segs", "q", "kv", "logit_rows", "op", "ms", "total_ms", "gpu_ms", "host_ms",
              "keep", "sel_heads"])
-device = f"{torch.cuda.get_device_name()} (torch {torch.__version__} eager)"
+device = f"{torch.cuda.get_device_name()} (torch {torch.__version__} " + \
+    (f"dLLM-Serve runtime, {RT.attention_kernel})" if RT else "eager)")
 steps = []  # (segs, q, kv, with_logits, per_head: None where the step selects nothing)
 if args.grid == "select":
     q_grid, seg_grid = ([256, 1024], [1, 4]) if args.quick else (SEL_Q_GRID, SEL_SEG_GRID)

@@ -23,17 +23,25 @@ ds_use livebench
 # hosts are unknown, and the torch-eager profile's launch costs are the lent H200 machine's
 DS_HOST=${HOST:-lent-h200}
 # the cost model (COST=roofline prices with the roofline instead): every system here runs PyTorch, so
-# the PyTorch harness's LLaDA-8B profile measured on an H200 (sim/data/calib/h200-llada-8b-torch-eager.csv:
-# its ops, its host's issue, and dLLM-Serve's own KV selection code), carried to the paper's GPU by
-# tessera calib transfer; no calibration of an RTX 4090 or an L40S is measured
+# the PyTorch harness's LLaDA-8B profiles measured on an H200, carried to the paper's GPU by tessera
+# calib transfer (no calibration of an RTX 4090 or an L40S is measured): the baselines' Hugging Face
+# style eager layer (sim/data/calib/h200-llada-8b-torch-eager.csv: its ops, its host's issue, and
+# dLLM-Serve's KV selection code), dLLM-Serve's own runtime (h200-llada-8b-torch-dllm-serve.csv)
 DS_COST=${COST:-calibrated}
 case $DS_COST in calibrated | roofline) ;; *) echo "$EXP: COST=$DS_COST: calibrated or roofline" >&2; exit 2 ;; esac
-# ds_cost GPU: the cost options of a point on GPU, in the array DS_COST_ARGS (the H200 calibration
-# carried to GPU once, lib/paper.sh's carry_calib)
+# ds_impl SYSTEM: the calibration SYSTEM's runtime is priced with (tessera list systems: dLLM-Serve
+# its own runtime's, the baselines PyTorch eager's, whose float64 sampling is a derived profile of it)
+ds_impl() {
+    "$bin" list systems | awk -v s="$1" '$1 == s { sys = 1; next } sys && $1 == "=" {
+        for (i = 2; i < NF; i++) if ($i == "--impl") { sub(/^torch-eager.*/, "torch-eager", $(i + 1)); print $(i + 1) }
+        exit }'
+}
+# ds_cost GPU [IMPL]: the cost options of a point on GPU priced with IMPL (torch-eager unless given), in
+# the array DS_COST_ARGS (the H200 calibration carried to GPU once, lib/paper.sh's carry_calib)
 ds_cost() {
     DS_COST_ARGS=(--cost "$DS_COST")
     [ "$DS_COST" = roofline ] && return 0
-    carry_calib h200 "$1" llada-8b torch-eager
+    carry_calib h200 "$1" llada-8b "${2:-torch-eager}"
     DS_COST_ARGS+=(--calib "$CARRIED" --extrapolate)
 }
 # ds_notes GPU: the setting (DS_NOTES) and the cost model on GPU, said for the report
@@ -46,11 +54,17 @@ too)."
         return
     fi
     ds_cost "$1"
-    echo "Cost model: calibrated. Every system here runs PyTorch: the PyTorch harness's LLaDA-8B profile
-measured on an H200 (engine/bench/torch_profile.py: each op, the host's issue, and dLLM-Serve's own KV
-selection code, whose loop over the sequences waits for the GPU in every layer), carried to the $1 by
-tessera calib transfer, as no calibration of that card is measured. The transfer's band there (tessera
-calib show --gpu $1):"
+    echo "Cost model: calibrated. Every system here runs PyTorch, each priced by the PyTorch harness's LLaDA-8B
+profile of its runtime measured on an H200 (engine/bench/torch_profile.py: each op, the host's issue,
+and dLLM-Serve's KV selection code, whose loop over the sequences waits for the GPU in every layer),
+carried to the $1 by tessera calib transfer, as no calibration of that card is measured: the
+baselines run Hugging Face style modules eager (torch-eager); dLLM-Serve its own runtime
+(torch-dllm-serve: nano-vLLM's layers with torch.compile'd RMSNorm and RoPE, and in every layer a Python
+loop over the sequences whose copy of their lengths to the GPU waits for it). The transfer's band there
+(tessera calib show --gpu $1), torch-eager:"
+    sed -n '/^  /p' "$CARRIED_BAND"
+    ds_cost "$1" torch-dllm-serve
+    echo "torch-dllm-serve:"
     sed -n '/^  /p' "$CARRIED_BAND"
 }
 DS_NOTES="Workloads (§6.1): livebench, LiveBench's coding prompts measured from the LiveCodeBench problems
@@ -58,13 +72,16 @@ it draws on (--lengths livebench); osc, OpenAI's summarize-from-feedback compari
 with Poisson arrivals; burst, BurstGPT's lengths from its trace's first rows (--lengths burstgpt) with
 BurstGPT's Gamma arrivals (--arrivals gamma:1.41). 256 tokens generated (the paper's Table 3). Host:
 $DS_HOST (--host; the papers' hosts are unknown)."
-# ds_point SYSTEM GPU RPS N [HOST]: one system at one arrival rate in DS_WORKLOAD, its steps issued by
-# DS_HOST or HOST (the workload then named after that host)
+# ds_point SYSTEM GPU RPS N [HOST [IMPL]]: one system at one arrival rate in DS_WORKLOAD, its steps
+# issued by DS_HOST or HOST (the workload then named after that host), run by its own runtime or by
+# IMPL's (the workload then named after that)
 ds_point() {
-    local host=${5:-$DS_HOST} wl=$DS_WORKLOAD
+    local host=${5:-$DS_HOST} impl=${6:-} wl=$DS_WORKLOAD
+    local run=(--system "$1")
     [ "$host" != "$DS_HOST" ] && wl="$DS_WORKLOAD-$host"
-    ds_cost "$2"
-    point "$1" "$wl" "$3" --system "$1" --gpu "$2" --rps "$3" --requests "$4" --lengths "$DS_LENGTHS" \
+    [ -n "$impl" ] && wl="$wl-$impl" run+=(--impl "$impl")
+    ds_cost "$2" "${impl:-$(ds_impl "$1")}"
+    point "$1" "$wl" "$3" "${run[@]}" --gpu "$2" --rps "$3" --requests "$4" --lengths "$DS_LENGTHS" \
         --arrivals "$DS_ARRIVALS" --gen-len 256 --block 32 --seed 1 --host "$host" "${DS_COST_ARGS[@]}"
 }
 # ds_best_baseline METRIC X [min]: the strongest baseline's value in DS_WORKLOAD, the largest
@@ -128,26 +145,35 @@ ds_gemm_ceiling() {
 }
 
 # ds_why_rows GPU X: the rows each of dLLM-Serve and Fast-dLLM processes a decoded token at X on each
-# workload and the throughput the GPU's GEMM rate allows at that (derived metric gemm_ceiling_tok_s);
-# DS_WHY_ROWS says what that means
+# workload and the throughput the GPU's GEMM rate allows at that (derived metric gemm_ceiling_tok_s),
+# and dLLM-Serve run by the baselines' eager layer instead of its own runtime (N requests, the
+# workload W-torch-eager); DS_WHY_ROWS says what that means
 ds_why_rows() {
-    local gpu=$1 x=$2 w s rows="" was=$DS_WORKLOAD
+    local gpu=$1 x=$2 n=$3 w s rows="" eager="" was=$DS_WORKLOAD
     for w in $DS_WORKLOADS; do
-        DS_WORKLOAD=$w
+        ds_use $w
         for s in dllm-serve fast-dllm; do derived gemm_ceiling_tok_s $s $w "$x" "$(ds_gemm_ceiling "$gpu" $s "$x")"; done
         rows+="$w $(fmt "$(value redundancy dllm-serve $w "$x")") and $(fmt "$(value redundancy fast-dllm $w "$x")") (at most $(fmt "$(value gemm_ceiling_tok_s dllm-serve $w "$x")") and $(fmt "$(value gemm_ceiling_tok_s fast-dllm $w "$x")") tok/s; reached $(fmt "$(value throughput_tok_s dllm-serve $w "$x")") and $(fmt "$(value throughput_tok_s fast-dllm $w "$x")")), "
+        ds_point dllm-serve "$gpu" "$x" "$n" "$DS_HOST" torch-eager
+        eager+="$w $(fmt "$(value throughput_tok_s dllm-serve $w-torch-eager "$x")") against $(fmt "$(value throughput_tok_s dllm-serve $w "$x")"), "
     done
-    DS_WORKLOAD=$was
+    ds_use $was
     DS_WHY_ROWS="What bounds dLLM-Serve's lead where the baselines batch: it runs Sparse-dLLM's delayed
 caching, two forwards over the whole sequence a block (chosen-ox/dLLM-Serve dllmserve/sparse/state.py
 and engine/model_runner.py: cache states 0 and 1 both take every token), where Fast-dLLM's dual cache
 runs one. Rows processed a decoded token (metric redundancy), dLLM-Serve's and Fast-dLLM's at $x req/s,
 and what the $gpu's whole bf16 GEMM rate would allow at that (gemm_ceiling_tok_s): ${rows%, }.
 The nearer a system runs to its ceiling, the less concurrency buys it, and dLLM-Serve's extra forward
-a block costs it what its scheduler gains where the baselines batch too. The rest of each step
-(PyTorch's elementwise kernels, the host's issue) is priced from the harness's eager LLaDA layer for
-every system; dLLM-Serve's own layers (nano-vLLM's, chosen-ox/dLLM-Serve dllmserve/layers) compile
-RMSNorm, RoPE and SiLU with torch.compile, which that layer does not measure."
+a block costs it what its scheduler gains where the baselines batch too. Its own runtime, measured
+(torch-dllm-serve, engine/bench/torch_dllm_serve.py), adds a bound of its own: in every layer its
+attention loops over the sequences in Python (chosen-ox/dLLM-Serve dllmserve/layers/attention.py,
+_mixed_sparse_dense_attention) and copies their lengths to the GPU, a copy that waits for the GPU, so
+its host takes 27.2 ms a step and 3.57 ms more a sequence on the lent H200 machine (a Reuse step of 16
+sequences 85-93 ms, where its GPU work is 30-42 ms there; compiled RMSNorm and RoPE make the GPU's part
+of a Refresh 16 x 512 about 13% shorter than the eager layer's). Run by the baselines' eager layer
+instead (workloads W-torch-eager), dLLM-Serve would reach at $x req/s, in tok/s: ${eager%, }: what its
+runtime's host costs it on this card. A host faster than the lent machines' would win part of that
+back, and the papers' hosts are unknown."
 }
 
 # ds_why GPU X: what the baselines' static batches hold at X on each workload and what one request
