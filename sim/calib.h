@@ -108,8 +108,9 @@ int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct
 /* The same for a GPU of a --gpu-file (gpu_file NULL: tessera's table alone). */
 int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, const char *gpu_file,
                            struct ts_err *err);
-/* Whether two rows belong to one profiled step (its shape: every column but op and the times). */
-bool calib_row_same_step(const struct calib_row *a, const struct calib_row *b);
+/* The sum of the op times (ms) of the profiled step row r of d belongs to (the rows of d with r's
+ * shape: every column but op and the times). */
+double calib_step_ops_ms(const struct calib_data *d, const struct calib_row *r);
 /* The profiled step a row belongs to, as a step description (cleared first, knobs kept but for the
  * feature cache's): segs sequences of q query tokens over kv cached keys, logit_rows logit rows
  * each; a dLLM-Cache row's segments as step_desc_add_fc makes them, with one front layer and the
@@ -177,11 +178,14 @@ int calib_set_host(struct calib *c, const struct calib_host *h, struct ts_err *e
 /* c's host line (and its selecting loop's term) scaled by `scale`: its own runtime issued by a host
  * that takes `scale` times as long; -1 when c measured no host. */
 int calib_scale_host(struct calib *c, double scale, struct ts_err *err);
-/* --host NAME: c priced with the host profile NAME (calib_host_load). ref NULL: c's host is the eager
- * harness's, which host profiles hold, and NAME's replaces it; ref a host profile: c's host line is a
- * runtime of its own measured on host ref, and it scales by NAME's per-step issue time over ref's.
- * Messages name the option. */
-int calib_use_host(struct calib *c, const char *name, const char *ref, struct ts_err *err);
+/* --host NAME for implementation im: NAME's per-step issue time over that of the host im's costs were
+ * measured with (im->host_ref), in *scale. Messages name the option. */
+int calib_host_scale(const char *name, const struct impl_profile *im, double *scale, struct ts_err *err);
+/* --host NAME: c, the calibration of implementation im, priced with the host profile NAME
+ * (calib_host_load). c's host is the eager harness's, which host profiles hold, and NAME's replaces
+ * it; where im's host line is its own (im->host_line_own: a runtime measured on host im->host_ref),
+ * that line scales by NAME's per-step issue time over im->host_ref's. Messages name the option. */
+int calib_use_host(struct calib *c, const char *name, const struct impl_profile *im, struct ts_err *err);
 /* A host profile: NAME, one shipped in DATADIR/hosts (tessera list hosts), or a file: one calib host
  * wrote, or any calibration or profile CSV whose host was measured apart from its GPU (its host
  * taken). */

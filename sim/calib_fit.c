@@ -28,7 +28,7 @@ static const enum cost_op token_ops[] = {OP_EMBED, OP_NORM, OP_QKV, OP_ROPE, OP_
                                          OP_GATE_UP, OP_ACT, OP_DOWN, OP_ROUTER, OP_EXPERTS, OP_ALLREDUCE};
 
 /* Whether two profile rows belong to the same profiled step. */
-bool calib_row_same_step(const struct calib_row *a, const struct calib_row *b)
+static bool same_step(const struct calib_row *a, const struct calib_row *b)
 {
     return a->segs == b->segs && a->q == b->q && a->kv == b->kv && a->logit_rows == b->logit_rows &&
            a->kv_long == b->kv_long && a->keep == b->keep && a->sel_heads == b->sel_heads && a->fc_rows == b->fc_rows &&
@@ -324,13 +324,12 @@ static int device_sms(const char *device)
     return n > 0 && n < 100000 ? (int)n : 132;
 }
 
-/* The sum of the op times of the profiled step row r belongs to. */
-static double step_ops_ms(const struct calib_data *d, const struct calib_row *r)
+double calib_step_ops_ms(const struct calib_data *d, const struct calib_row *r)
 {
     double sum = 0;
     for (size_t j = 0; j < d->n; j++) {
         const struct calib_row *s = &d->rows[j];
-        if (calib_row_same_step(s, r))
+        if (same_step(s, r))
             sum += s->ms;
     }
     return sum;
@@ -349,7 +348,7 @@ static void scale_to_totals(const struct calib_data *in, double gap, struct cali
         double target = gap >= 0 ? r->gpu_ms + gap : r->total_ms;
         if (target <= 0)
             continue;
-        double sum = step_ops_ms(in, r);
+        double sum = calib_step_ops_ms(in, r);
         if (sum > 0)
             out->rows[i].ms = r->ms * (target / sum);
     }
@@ -368,7 +367,7 @@ static size_t distinct_steps(const struct calib_data *d, const struct calib_row 
     for (size_t i = 0; i < d->n; i++) {
         const struct calib_row *r = &d->rows[i];
         size_t j = 0;
-        while (j < n && !calib_row_same_step(out[j], r))
+        while (j < n && !same_step(out[j], r))
             j++;
         if (j == n)
             out[n++] = r;
@@ -584,19 +583,30 @@ int calib_scale_host(struct calib *c, double scale, struct ts_err *err)
     return 0;
 }
 
-int calib_use_host(struct calib *c, const char *name, const char *ref, struct ts_err *err)
+int calib_host_scale(const char *name, const struct impl_profile *im, double *scale, struct ts_err *err)
 {
-    struct calib_host h, r;
-    if (calib_host_load(name, &h, err))
+    struct calib_host ref, h;
+    if (calib_host_load(im->host_ref, &ref, err) || calib_host_load(name, &h, err))
         return ts_fail_prefix(err, "--host %s", name);
-    if (!ref)
-        return calib_set_host(c, &h, err) ? ts_fail_prefix(err, "--host %s", name) : 0;
-    if (calib_host_load(ref, &r, err))
+    if (!(ref.host0_ms > 0))
+        return ts_fail(err, "--host %s: the host profile %s, which %s's costs were measured with, takes no "
+                            "time a step", name, im->host_ref, im->name);
+    *scale = h.host0_ms / ref.host0_ms;
+    return 0;
+}
+
+int calib_use_host(struct calib *c, const char *name, const struct impl_profile *im, struct ts_err *err)
+{
+    if (im->host_line_own) {
+        double scale;
+        if (calib_host_scale(name, im, &scale, err))
+            return -1;
+        return calib_scale_host(c, scale, err) ? ts_fail_prefix(err, "--host %s", name) : 0;
+    }
+    struct calib_host h;
+    if (calib_host_load(name, &h, err) || calib_set_host(c, &h, err))
         return ts_fail_prefix(err, "--host %s", name);
-    if (!(r.host0_ms > 0))
-        return ts_fail(err, "--host %s: the host profile %s, which the calibration's host was measured on, takes "
-                            "no time a step", name, ref);
-    return calib_scale_host(c, h.host0_ms / r.host0_ms, err) ? ts_fail_prefix(err, "--host %s", name) : 0;
+    return 0;
 }
 
 #define HOST_HEADER "host0_ms,seg_ms,eager_gap_ms,steps,device"

@@ -90,10 +90,7 @@ static void transfer_totals(const struct calib_data *in, bool split, struct cali
 {
     for (size_t i = 0; i < in->n; i++) {
         const struct calib_row *r = &in->rows[i];
-        double was = 0, now = 0;
-        for (size_t j = 0; j < in->n; j++)
-            if (calib_row_same_step(&in->rows[j], r))
-                was += in->rows[j].ms, now += out->rows[j].ms;
+        const double was = calib_step_ops_ms(in, r), now = calib_step_ops_ms(out, &out->rows[i]);
         const double ratio = was > 0 ? now / was : 1;
         if (!split) {
             out->rows[i].total_ms = r->total_ms * ratio;

@@ -124,8 +124,7 @@ static int load_for(const struct cost_ctx *ctx, const char *calib_path, const ch
         shipped_path(ctx->gpu.name, ctx->model.name, ctx->impl.name, path, len);
     if (load_fit(path, ctx->gpu.name, out, err))
         return -1;
-    const struct impl_profile *im = &ctx->impl;
-    if (host_path && calib_use_host(*out, host_path, im->host_line_own ? im->host_ref : NULL, err)) {
+    if (host_path && calib_use_host(*out, host_path, &ctx->impl, err)) {
         calib_free(*out);
         *out = NULL;
         return -1;

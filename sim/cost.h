@@ -33,7 +33,7 @@ struct impl_profile {
                              * engine's TESSERA_FFN=fused): no act op, no [T, 2F] gate/up output */
     char calib_base[32];    /* a profile derived from another whose calibration it prices with
                              * (that one's name; "" for its own) */
-    char host_ref[32];      /* an eager implementation: the host profile (sim/data/hosts) its launch
+    char host_ref[256];     /* an eager implementation: the host profile (sim/data/hosts) its launch
                              * and host costs were measured with, which --host scales them from;
                              * "" for one issuing CUDA graphs */
     bool host_line_own;     /* its calibration's host line is its own runtime's, measured on host_ref

@@ -293,13 +293,9 @@ static int roofline_host(struct impl_profile *im, const char *name, struct ts_er
     if (!im->host_ref[0])
         return ts_fail(err, "--host %s: the %s implementation issues its steps from CUDA graphs: it has no host "
                             "to swap (an eager one has: torch-eager)", name, im->name);
-    struct calib_host ref, h;
-    if (calib_host_load(im->host_ref, &ref, err) || calib_host_load(name, &h, err))
-        return ts_fail_prefix(err, "--host %s", name);
-    if (!(ref.host0_ms > 0))
-        return ts_fail(err, "--host %s: the host profile %s, which %s's costs were measured with, takes no "
-                            "time a step", name, im->host_ref, im->name);
-    const double scale = h.host0_ms / ref.host0_ms;
+    double scale;
+    if (calib_host_scale(name, im, &scale, err))
+        return -1;
     im->launch_s *= scale, im->host_step_s *= scale, im->host_seg_s *= scale;
     return 0;
 }
@@ -337,7 +333,7 @@ static int load_calibration(struct sim *s, struct ts_err *err)
     }
     if (calib_fit(&d, &s->calib, err))
         goto done;
-    if (c->host[0] && calib_use_host(s->calib, c->host, s->impl.host_line_own ? s->impl.host_ref : NULL, err))
+    if (c->host[0] && calib_use_host(s->calib, c->host, &s->impl, err))
         goto done;
     s->cctx.calib = s->calib;
     rc = 0;

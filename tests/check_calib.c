@@ -217,9 +217,7 @@ START_TEST(transfer_scales_by_roofline_ratios)
     struct calib_data d, same, l40s;
     planted(&d);
     for (size_t i = 0; i < d.n; i++) /* each step timed whole: its ops' sum */
-        for (size_t j = 0; j < d.n; j++)
-            if (calib_row_same_step(&d.rows[j], &d.rows[i]))
-                d.rows[i].total_ms += d.rows[j].ms;
+        d.rows[i].total_ms = calib_step_ops_ms(&d, &d.rows[i]);
     struct ts_err err;
     ck_assert_msg(calib_data_transfer(&d, "h200", "h200", "tessera", &same, &err) == 0, "%s", err.msg);
     ck_assert_uint_eq(same.n, d.n);
@@ -241,10 +239,7 @@ START_TEST(transfer_scales_by_roofline_ratios)
     ck_assert_int_gt(checked, 0);
     /* each step's total scales as its ops' sum does, not by the step's roofline ratio */
     for (size_t i = 0; i < d.n; i++) {
-        double was = 0, now = 0;
-        for (size_t j = 0; j < d.n; j++)
-            if (calib_row_same_step(&d.rows[j], &d.rows[i]))
-                was += d.rows[j].ms, now += l40s.rows[j].ms;
+        const double was = calib_step_ops_ms(&d, &d.rows[i]), now = calib_step_ops_ms(&l40s, &l40s.rows[i]);
         ck_assert_msg(fabs(l40s.rows[i].total_ms - d.rows[i].total_ms * now / was) <= 1e-9 * l40s.rows[i].total_ms,
                       "row %zu", i);
     }
@@ -825,10 +820,7 @@ START_TEST(split_transfer_scales_gpu_time_by_its_ops)
     ck_assert_msg(calib_data_transfer(&d, "h200", "rtx4090", "torch-eager", &t, &err) == 0, "%s", err.msg);
     bool below_roofline_ratio = false;
     for (size_t i = 0; i < d.n; i++) {
-        double was = 0, now = 0;
-        for (size_t j = 0; j < d.n; j++)
-            if (calib_row_same_step(&d.rows[j], &d.rows[i]))
-                was += d.rows[j].ms, now += t.rows[j].ms;
+        const double was = calib_step_ops_ms(&d, &d.rows[i]), now = calib_step_ops_ms(&t, &t.rows[i]);
         ck_assert_msg(fabs(t.rows[i].gpu_ms - d.rows[i].gpu_ms * now / was) < 1e-9 * now, "row %zu", i);
         ck_assert(t.rows[i].host_ms == d.rows[i].host_ms);
         ck_assert(t.rows[i].total_ms >= fmax(t.rows[i].gpu_ms, t.rows[i].host_ms) - 1e-9);
@@ -1442,7 +1434,9 @@ START_TEST(a_host_profile_swaps_the_host_line)
      * a host taking twice the reference's 15 ms a step doubles it */
     const char *fast = tmp_file(4, ".csv", "host0_ms,seg_ms,eager_gap_ms,steps,device\n15,0.1,2,40,ref\n");
     const char *twice = tmp_file(5, ".csv", "host0_ms,seg_ms,eager_gap_ms,steps,device\n30,9,2,40,other\n");
-    ck_assert_msg(calib_use_host(c, twice, fast, &err) == 0, "%s", err.msg);
+    struct impl_profile own = {.name = "own", .host_line_own = true}, eager = {.name = "eager"};
+    snprintf(own.host_ref, sizeof own.host_ref, "%s", fast);
+    ck_assert_msg(calib_use_host(c, twice, &own, &err) == 0, "%s", err.msg);
     double scaled;
     ck_assert_int_eq(calib_step_s(c, &sd, false, &scaled, NULL, &err), 0);
     ck_assert_msg(fabs(scaled * 1e3 - 2 * (2 * planted_host(0) + 3 * 0.5)) < 1e-6, "%g ms", scaled * 1e3);
@@ -1450,10 +1444,11 @@ START_TEST(a_host_profile_swaps_the_host_line)
     ck_assert_int_eq(calib_step_s(c, &sd, false, &scaled, NULL, &err), 0);
     ck_assert(fabs(scaled - small) < 1e-12);
     /* without a reference the host profile's line replaces it */
-    ck_assert_msg(calib_use_host(c, twice, NULL, &err) == 0, "%s", err.msg);
+    ck_assert_msg(calib_use_host(c, twice, &eager, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(calib_step_s(c, &sd, false, &scaled, NULL, &err), 0);
     ck_assert_msg(fabs(scaled * 1e3 - (30 + 9)) < 1e-6, "%g ms", scaled * 1e3);
-    ck_assert_int_ne(calib_use_host(c, twice, tmp_path(6, ".csv"), &err), 0);
+    snprintf(own.host_ref, sizeof own.host_ref, "%s", tmp_path(6, ".csv"));
+    ck_assert_int_ne(calib_use_host(c, twice, &own, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "--host"));
     /* a bad host file names its line; an engine's calibration has no host */
     p = tmp_file(3, ".csv", "host0_ms,seg_ms,eager_gap_ms,steps,device\n12,-1,2,40,X\n");

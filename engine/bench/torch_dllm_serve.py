@@ -32,7 +32,6 @@ from torch_model import DT, w
 DEV = "cuda"
 MASK_ID = 126336  # LLaDA's mask token
 MAX_LOGPROBS = 1024  # dLLM-Serve's Config.max_logprobs: the float32 buffer it zeroes every step
-ROPE_THETA = 500000.0
 SEL_RATIO, SEL_POOL = 0.5, 3  # its retention ratio and max-pool kernel (dLLM-Serve's Table 3)
 
 
@@ -103,9 +102,8 @@ class Runtime:
             raise SystemExit("torch_dllm_serve: dLLM-Serve runs LLaDA and Dream, neither with a per-head Q/K norm")
         self.s, self.V = shape, vocab
         HD = shape.HD
-        inv = 1.0 / (ROPE_THETA ** (torch.arange(0, HD, 2, dtype=torch.float32) / HD))
-        freqs = torch.outer(torch.arange(max_pos, dtype=torch.float32), inv)
-        self.cos_sin = torch.cat((freqs.cos(), freqs.sin()), -1).to(DEV)
+        freqs = torch.outer(torch.arange(max_pos, dtype=torch.float32, device=DEV), shape.inv)  # the anchor's RoPE
+        self.cos_sin = torch.cat((freqs.cos(), freqs.sin()), -1)
 
         def rope(positions, q, k):
             cos, sin = self.cos_sin[positions].chunk(2, dim=-1)
@@ -213,12 +211,16 @@ class Runtime:
             ops.insert(4, ("kv_select", kv_select))
         return st, ops
 
+    def heads(self, st):
+        """The layer's Q, K and V as [tokens, heads, head dim]."""
+        s = self.s
+        return st["q"].view(-1, s.H, s.HD), st["k"].view(-1, s.KVH, s.HD), st["v"].view(-1, s.KVH, s.HD)
+
     def select_all(self, st, select):
         """A caching Refresh's selection in every sequence (select_seq)."""
         segs, T, _, score_rows = self.meta
         per_head, sk, sv = select
-        H, KVH, HD = self.s.H, self.s.KVH, self.s.HD
-        q, k, v = st["q"].view(-1, H, HD), st["k"].view(-1, KVH, HD), st["v"].view(-1, KVH, HD)
+        q, k, v = self.heads(st)
         for b in range(segs):
             r = slice(b * T, (b + 1) * T)
             select_seq(q[r], k[r], v[r], score_rows, per_head, sk, sv, b * T, self.capturing, self.wait)
@@ -226,7 +228,7 @@ class Runtime:
     def attention(self, st, cache):
         segs, T, kv, _ = self.meta
         H, KVH, HD = self.s.H, self.s.KVH, self.s.HD
-        q, k, v = st["q"].view(-1, H, HD), st["k"].view(-1, KVH, HD), st["v"].view(-1, KVH, HD)
+        q, k, v = self.heads(st)
         Qs, Ks, Vs, where = [], [], [], []
         for b in range(segs):
             rows = torch.arange(b * T, (b + 1) * T, dtype=torch.int64, device=DEV)
