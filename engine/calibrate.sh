@@ -61,12 +61,14 @@ step 3 "fitting the profile: $calib"
 "$bin" calib import "$out/profile.db" --gpu "$gpu" "${gpu_opts[@]}" --out "$calib" >"$out/import.txt" 2>&1 ||
     die "calib import failed: $(cat "$out/import.txt")"
 
-# 4. PyTorch eager, where it is importable: the model's shape as tessera lists it (a dense model: the
-# harness has no experts), its QKV bias and QK norms
+# 4. PyTorch eager, where it is importable: the model's shape as tessera lists it, its QKV bias and QK
+# norms; a mixture of experts where the harness runs its form (a softmax router choosing K of E experts,
+# renormalised, no shared expert: LLaDA-MoE-7B's), its experts a grouped MoE
 torch_calib=
-shape=$("$bin" list models | awk -v m="$model" '$1 == m && $10 == "-" {
+shape=$("$bin" list models | awk -v m="$model" '$1 == m && ($10 == "-" || ($10 ~ /^[0-9]+\/[0-9]+x[0-9]+\+0$/ && $14 == "softmax,norm")) {
     printf "--layers %s --hidden %s --heads %s --kv-heads %s --head-dim %s --ffn %s --vocab %s", $2, $3, $4, $5, $6, $7, $8
-    if ($13 ~ /(^|,)bias(,|$)/) printf " --qkv-bias"; if ($13 ~ /qk-norm/) printf " --qk-norm" }')
+    if ($13 ~ /(^|,)bias(,|$)/) printf " --qkv-bias"; if ($13 ~ /qk-norm/) printf " --qk-norm"
+    if ($10 != "-") { split($10, e, /[\/x+]/); printf " --experts %s --top-k %s --expert-ffn %s", e[2], e[1], e[3] } }')
 if [ "${TORCH:-1}" != 0 ] && [ -n "$shape" ] && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     step 4 "profiling PyTorch eager (engine/bench/torch_profile.py)"
     torch_calib="$out/$gpu-$model-torch-eager.csv"
@@ -79,7 +81,7 @@ if [ "${TORCH:-1}" != 0 ] && [ -n "$shape" ] && python3 -c "import torch; assert
         torch_calib=
     fi
 else
-    step 4 "PyTorch eager: skipped (torch with CUDA not importable, a mixture of experts, or TORCH=0)"
+    step 4 "PyTorch eager: skipped (torch with CUDA not importable, a mixture of experts the harness does not run, or TORCH=0)"
 fi
 
 # 5. a held-out schedule: simulated, replayed on the engine, priced

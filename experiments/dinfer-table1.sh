@@ -9,17 +9,32 @@
 #   dinfer-nocache     --system dinfer --policy vanilla, hierarchical decoding
 #   dinfer             --system dinfer (vicinity refresh), hierarchical decoding
 # x is the benchmark: 1 the average, 2 CRUX-O, 3 GSM8K, 4 HumanEval, 5 IFEval, 6 MBPP, 7 LCB V6.
+# Cost (COST=roofline prices Fast-dLLM with the roofline too): Fast-dLLM, PyTorch eager, by the
+# PyTorch harness's LLaDA-MoE-7B profile measured on an H100 (its ops and its host's issue), carried
+# to the H800 by tessera calib transfer; dInfer and vLLM by the roofline of compiled kernels under
+# CUDA graphs (dInfer's table ran on 8 H800s with tensor and expert parallelism, which a calibration
+# of one GPU does not measure; no calibration measures vLLM's Qwen2.5-3B).
 # Usage: tessera exp run dinfer-table1 OUT [--force] [--quick] [--strict]
 EXP=dinfer-table1
 source "$(dirname "$0")/lib/paper.sh"
 paper_init "$@"
+DI_COST=${COST:-calibrated}
+case $DI_COST in calibrated | roofline) ;; *) echo "$EXP: COST=$DI_COST: calibrated or roofline" >&2; exit 2 ;; esac
 benches="avg crux-o gsm8k humaneval ifeval mbpp lcb-v6"
 [ "$QUICK" = 1 ] && benches="avg humaneval"
 wl=p512-g1024
+# di_cost SYSTEM: the cost options of SYSTEM's points, in the array DI_COST_ARGS
+di_cost() {
+    DI_COST_ARGS=(--cost roofline)
+    [ "$DI_COST" = roofline ] || [[ $1 != fast-dllm* ]] && return 0
+    carry_calib h100 h800 llada-moe-7b torch-eager
+    DI_COST_ARGS=(--cost calibrated --calib "$CARRIED" --extrapolate)
+}
 run() { # run SYSTEM X ARGS...: one request of 512 prompt tokens and 1,024 generated, alone on an H800
     local sys=$1 x=$2
     shift 2
-    point "$sys" $wl "$x" "$@" --gpu h800 --requests 1 --lengths fixed:512,1024 --gen-len 1024 --seed 1
+    di_cost "$sys"
+    point "$sys" $wl "$x" "$@" --gpu h800 --requests 1 --lengths fixed:512,1024 --gen-len 1024 --seed 1 "${DI_COST_ARGS[@]}"
     derived tps "$sys" $wl "$x" "$(value throughput_tok_s "$sys" $wl "$x")"
     # the time of one forward (the request's forwards are as many as the table's run took: the same
     # tokens at its TPF)
@@ -74,26 +89,53 @@ check "the KV cache raises both frameworks' TPS on average" \
     "val(\"dinfer\",\"$wl\",\"1\",\"tps\") > val(\"dinfer-nocache\",\"$wl\",\"1\",\"tps\") && val(\"fast-dllm\",\"$wl\",\"1\",\"tps\") > val(\"fast-dllm-nocache\",\"$wl\",\"1\",\"tps\")"
 check "dInfer without a cache is still ahead of vLLM on average (407.36 against 277.45)" \
     "val(\"dinfer-nocache\",\"$wl\",\"1\",\"tps\") > val(\"vllm\",\"$wl\",\"1\",\"tps\")"
+# tpf SYSTEM: tessera's tokens a forward on average (its TPS times its forward's time)
+tpf() { awk -v t="$(value tps "$1" $wl 1)" -v f="$(value forward_ms "$1" $wl 1)" 'BEGIN { printf "%.2f", t * f / 1000 }'; }
+# the PyTorch harness's CUDA kernels a forward of LLaDA-MoE-7B (records/torch-eager-moe-h100: its
+# layer's ops times the layers, the embedding once), and its host's issue time a step on the H800
+# (the H100 machine's, carried over unchanged)
+moe_rec="$(dirname "$0")/records/torch-eager-moe-h100/torch_kernels-moe.json"
+moe_kernels=$(sqlite3 :memory: "SELECT sum(CASE WHEN key = 'embed' THEN value ELSE value * json_extract(readfile('$moe_rec'), '\$.layers') END)
+    FROM json_each(json_extract(readfile('$moe_rec'), '\$.kernels_per_layer_op')) WHERE key NOT IN ('lm_head', 'sample')")
+if [ "$DI_COST" = calibrated ]; then
+    carry_calib h100 h800 llada-moe-7b torch-eager
+    host_ms=$("$bin" calib show --calib "$CARRIED" --gpu h800 --model llada-moe-7b --impl torch-eager |
+        sed -n 's/^host: .*host issue (ms) = \([0-9.]*\) .*/\1/p')
+    cost_note="Fast-dLLM's TPS is priced by the PyTorch harness's LLaDA-MoE-7B profile
+(engine/bench/torch_profile.py, records/torch-eager-moe-h100: its layer op by op, the experts a grouped
+MoE as a port onto vLLM runs them, the host's issue apart from the GPU's work) measured on an H100
+and carried to the H800 by tessera calib transfer (the same chip and memory: the band is nil); dInfer's
+and vLLM's by the roofline of compiled kernels (the dInfer table's 8 H800s with tensor and expert
+parallelism are not what a calibration of one GPU measures; no calibration measures Qwen2.5-3B)."
+    host_note="Fast-dLLM's forwards are the host's: the harness's eager forward issues $moe_kernels CUDA kernels, $(printf '%.1f' "$host_ms") ms
+a step on the lent H100 machine's host, where its GPU work takes less with the cache and about as
+much without it. So its cache saves little time a forward ($(fv fast-dllm) ms against $(fv fast-dllm-nocache)) while it decides fewer
+tokens a forward ($(tpf fast-dllm) against $(tpf fast-dllm-nocache), the table's TPFs), and the cache lowers its TPS, where the table's
+halves its forward ($(fv fast-dllm paper) ms against $(fv fast-dllm-nocache paper)): the table's Fast-dLLM issued its steps in at most $(fv fast-dllm paper) ms, on a
+faster host or with fewer kernels (RoPE's tables once a forward rather than a layer, fused norms)."
+else
+    cost_note="Every TPS is priced by the roofline: the presets' implementations, PyTorch eager for Fast-dLLM,
+compiled kernels for dInfer and vLLM."
+    host_note=
+fi
 NOTES="One request at a time (batch size 1) of 512 prompt tokens and 1,024 generated, blocks of 32, on one
 H800 (dInfer ran on 8 x H800 with tensor and expert parallelism; the slides give neither the lengths
 nor the split). The dLLMs' TPFs are inputs, taken from the same table (decode_profiles.json); their
-TPS are tessera's prediction, by the roofline: the presets' implementations, PyTorch eager for
-Fast-dLLM, the engine's compiled kernels for dInfer and vLLM. vLLM's Qwen2.5-3B commits one token a
+TPS are tessera's prediction. $cost_note vLLM's Qwen2.5-3B commits one token a
 forward (policy ar); its tied LM head is counted apart. x: 1 the average, 2 CRUX-O, 3 GSM8K,
 4 HumanEval, 5 IFEval, 6 MBPP, 7 LCB V6.
 
-Why two trends do not hold (metrics forward_ms, one forward's time in tessera, and forward_ms_table,
+Why trends do not hold (metrics forward_ms, one forward's time in tessera, and forward_ms_table,
 what the table's TPS implies at the same TPF; on average): dInfer's forwards agree within $dinfer_gap% ($(fv dinfer) ms against $(fv dinfer paper) with its cache,
 $(fv dinfer-nocache) against $(fv dinfer-nocache paper) without), the baselines' do not: the table's vLLM takes $(fv vllm paper) ms a token where tessera's
 takes $(fv vllm) (its roofline with no host time $vllm_floor), and the table's Fast-dLLM $(fv fast-dllm-nocache paper) ms a
-forward without its cache where tessera's takes $(fv fast-dllm-nocache) ($(fv fast-dllm paper) against $(fv fast-dllm) with it). What the
-table's runs may have paid that tessera leaves out: the slides' 8 H800s (a baseline split over them
+forward without its cache where tessera's takes $(fv fast-dllm-nocache) ($(fv fast-dllm paper) against $(fv fast-dllm) with it). $host_note
+What the table's runs may have paid that tessera leaves out: the slides' 8 H800s (a baseline split over them
 pays all-reduces in every forward of its one request; the slides do not say how each ran). Not
 Hugging Face's LLaDA-MoE block, whose Python loop over the 64 experts issues about 1,000 kernels a
 layer: measured on an H100 (records/torch-moe-h100, engine/bench/torch_moe.py), it takes $(hf_ms 32) ms a
 layer at 32 tokens and $(hf_ms 1536) at 1,536, $(hf_ms 32 16) and $(hf_ms 1536 16) ms a forward over 16 layers, several times the
-table's Fast-dLLM forwards; tessera's torch-eager profile prices the experts as a grouped MoE (12
-kernels a layer)."
+table's Fast-dLLM forwards."
 SHOW_METRICS="tps forward_ms forward_ms_table"
 paper_finish "dInfer Table 1: TPS at batch size 1, LLaDA-MoE-7B-A1B and Qwen2.5-3B, H800" \
     "benchmark (1 avg, 2 CRUX-O, 3 GSM8K, 4 HumanEval, 5 IFEval, 6 MBPP, 7 LCB V6)" tps

@@ -13,8 +13,9 @@
 #   mosaic        first-fit over the step, mask-only logits, lazy chunking (lib/mosaic.sh); the
 #                 same PyTorch eager kernels, its logits for the masked rows only
 # L_max from tessera mem lmax; the per-step latency of one whole-sequence step at the longest
-# context every system fits (the baselines' L_max), priced by the roofline (tessera calib price
-# --roofline: no torch-eager calibration exists for these cards and models).
+# context every system fits (the baselines' L_max), priced by the PyTorch harness's torch-eager
+# calibration of the model measured on an H100 (its ops and host; LLaDA-MoE-7B's experts a grouped
+# MoE), carried to the card by tessera calib transfer (COST=roofline prices by the roofline instead).
 # Usage: tessera exp run mosaic-fig10 OUT [--force] [--quick] [--strict]
 EXP=mosaic-fig10
 source "$(dirname "$0")/lib/paper.sh"
@@ -22,11 +23,36 @@ source "$(dirname "$0")/lib/mosaic.sh"
 paper_init "$@"
 models="llada-8b dream-7b llada-moe-7b" gpus="rtx3090 a100-40gb" ratios="0.1 0.3 0.5 0.7 0.9"
 [ "$QUICK" = 1 ] && models="llada-8b" gpus="a100-40gb" ratios="0.1 0.9"
-# latency_ms MODEL GPU ROWS LOGIT_ROWS: one whole-sequence step's roofline price (PyTorch eager,
-# logits in one piece)
+MO_COST=${COST:-calibrated}
+case $MO_COST in calibrated | roofline) ;; *) echo "$EXP: COST=$MO_COST: calibrated or roofline" >&2; exit 2 ;; esac
+# latency_ms MODEL GPU ROWS LOGIT_ROWS: one whole-sequence step's price (PyTorch eager, logits in one
+# piece): by the H100's torch-eager calibration carried to GPU, or by the roofline
 latency_ms() {
-    "$bin" calib price --roofline --model "$1" --gpu "$2" --impl torch-eager --step "1,$3,0,$4,0" |
+    local cost=(--roofline)
+    if [ "$MO_COST" = calibrated ]; then
+        carry_calib h100 "$2" "$1" torch-eager
+        cost=(--calib "$CARRIED" --extrapolate)
+    fi
+    "$bin" calib price "${cost[@]}" --model "$1" --gpu "$2" --impl torch-eager --step "1,$3,0,$4,0" |
         awk '$1 == "step" { print $2 }'
+}
+# cost_notes: the cost model, said for the report (with each carried calibration's band)
+cost_notes() {
+    if [ "$MO_COST" = roofline ]; then
+        echo "Latency is priced by the roofline with PyTorch eager's kernels."
+        return
+    fi
+    echo "Latency is priced by the PyTorch harness's torch-eager calibration of each model measured on an H100
+(engine/bench/torch_profile.py: records/torch-eager-h100, the shipped h100-llada-8b-torch-eager.csv,
+records/torch-eager-moe-h100 for LLaDA-MoE-7B's grouped MoE), carried to each card by tessera calib
+transfer, as no calibration of those cards is measured; steps past the profiled 16,384 tokens are
+extrapolated. The transfer's band (tessera calib show --gpu GPU --from h100):"
+    local g m
+    for g in $gpus; do for m in $models; do
+        carry_calib h100 "$g" "$m" torch-eager
+        echo "  $m on $g:"
+        sed -n '/^  /p' "$CARRIED_BAND"
+    done; done
 }
 compiled= # the workloads with a Mosaic-Compile point
 for g in $gpus; do
@@ -116,13 +142,15 @@ LLaDA-8B on the two cards, 1.21x for Dream-7B; the whole-model step 0.79-0.92x a
 eager's from 2k to 32k tokens; LLaDA-MoE-7B's, its experts a grouped MoE as a port onto vLLM
 runs them (records/torch-lmax-moe-h100), L_max 1.00x and 1.01x, the step 1.00-1.04x: its
 layers' time is the grouped GEMMs', which Inductor calls as they are). Latency is one whole-sequence step
-at the baselines' L_max, where no system chunks, priced by the roofline with PyTorch eager's kernels
-for mosaic-torch and Mosaic (Mosaic's graph registrar, which saves launches, is not modelled, nor
+at the baselines' L_max, where no system chunks, with PyTorch eager's kernels for mosaic-torch and
+Mosaic (Mosaic's graph registrar, which saves launches, is not modelled, nor
 whether Mosaic's own kernels are compiled: its step at those lengths is slower than
 Mosaic-Compile's, whose fused kernels save more than mask-only logits do); reduction is 1 -
 Mosaic's over mosaic-torch's, reduction_compile over mosaic-compile's. The paper's numbers are
 withheld. Its smallest reduction (Fig. 11a) is Dream's; tessera's is LLaDA-8B's, whose LM head is
 the smallest share of its step (a 126k vocabulary against Dream's 152k, over 32 layers against
 28): what Mosaic does for Dream beyond its logits (its in-place logits shift) is not modelled."
+NOTES="$NOTES
+$(cost_notes)"
 SHOW_METRICS="lmax latency_ms reduction reduction_compile"
 paper_finish "Mosaic Fig. 10: L_max and per-step latency over r_p" "r_p (prompt / output)" lmax

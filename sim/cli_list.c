@@ -43,21 +43,23 @@ static void model_tags(const struct model_cfg *m, char *attn, size_t an, char *r
 
 static void list_models(void)
 {
-    printf("%-14s %6s %6s %5s %5s %5s %6s %7s %8s %9s %8s %7s  %-22s %s\n", "model", "layers", "hidden",
+    printf("%-14s %6s %6s %5s %5s %5s %6s %7s %8s %12s %8s %7s  %-22s %s\n", "model", "layers", "hidden",
            "heads", "kv", "hdim", "ffn", "vocab", "max_pos", "experts", "params", "KV/tok", "attention", "router");
     for (int i = 0; i < model_num_builtin(); i++) {
         const struct model_cfg *m = model_builtin(i);
-        char ex[16] = "-", attn[64], router[64];
+        char ex[48] = "-", attn[64], router[64];
         if (m->num_experts)
-            snprintf(ex, sizeof ex, "%d/%d+%d", m->experts_top_k, m->num_experts, m->num_shared_experts);
+            snprintf(ex, sizeof ex, "%d/%dx%d+%d", m->experts_top_k, m->num_experts, m->moe_ffn,
+                     m->num_shared_experts);
         model_tags(m, attn, sizeof attn, router, sizeof router);
-        printf("%-14s %6d %6d %5d %5d %5d %6d %7d %8d %9s %7.2fB %5.0fKiB  %-22s %s\n", m->name, m->num_layers,
+        printf("%-14s %6d %6d %5d %5d %5d %6d %7d %8d %12s %7.2fB %5.0fKiB  %-22s %s\n", m->name, m->num_layers,
                m->hidden, m->num_heads, m->num_kv_heads, m->head_dim, m->ffn, m->vocab, m->max_pos,
                ex, model_params(m) / 1e9, model_kv_bytes_per_token(m) / 1024.0, attn, router);
     }
-    printf("attention: bias (QKV bias), qk-norm (per-head QK norms), block (trained block-causal), ropeN (the\n"
-           "  rotary embedding over a head's first N dimensions); router: softmax or sigmoid scores (+bias: an\n"
-           "  expert bias chooses), norm (the chosen renormalised), K/Gg (the best K of G groups), xS (scaled)\n");
+    printf("experts: K/ExW+S (K of E experts a token, each W wide, beside S shared experts); attention: bias\n"
+           "  (QKV bias), qk-norm (per-head QK norms), block (trained block-causal), ropeN (the rotary embedding\n"
+           "  over a head's first N dimensions); router: softmax or sigmoid scores (+bias: an expert bias\n"
+           "  chooses), norm (the chosen renormalised), K/Gg (the best K of G groups), xS (scaled)\n");
 }
 
 /* measured: the ceilings measured on the lent GPUs beside the datasheet's. */

@@ -7,11 +7,12 @@
  *                concatenation), 11.4 us of host time per kernel and 27 us per segment (the
  *                harness's kernel counts against the host times of the shipped torch-eager
  *                calibration, sim/data/calib/h200-llada-8b-torch-eager.csv); the MoE router and
- *                expert counts are a grouped MoE's, not measured (Hugging Face's loop over the
- *                experts issues about 15 kernels an expert, 953-1,035 a layer of LLaDA-MoE-7B:
- *                engine/bench/torch_moe.py, records/torch-moe-h100), nor are dLLM-Cache's
- *                feature-cache kernels (16: the value check's norm, projection, similarity and
- *                top-k, the gathers and scatters).
+ *                experts a grouped MoE's as the harness runs LLaDA-MoE-7B (19 and 12 kernels,
+ *                records/torch-eager-moe-h100; Hugging Face's loop over the experts issues about
+ *                15 kernels an expert, 953-1,035 a layer: engine/bench/torch_moe.py,
+ *                records/torch-moe-h100); dLLM-Cache's feature-cache kernels are not measured
+ *                (16: the value check's norm, projection, similarity and top-k, the gathers and
+ *                scatters).
  *                Logits get an fp32 softmax, as in Fast-dLLM's sampling: PyTorch casts the bf16
  *                logits to fp32 and writes the softmax to a second fp32 tensor, both alive beside
  *                the logits (8 bytes a logit; engine/bench/torch_lmax.py: the op graph with them
@@ -47,7 +48,7 @@ static const struct impl_profile builtin_impls[] = {
      .gemm_eff = 0.80, .attn_eff = 0.45, .mem_eff = 0.75,
      .kernels = {[OP_EMBED] = 1, [OP_NORM] = 8, [OP_QKV] = 1, [OP_ROPE] = 26, [OP_KV_WRITE] = 0,
                  [OP_ATTN] = 4, [OP_KV_SELECT] = 8, [OP_FEAT_CACHE] = 16, [OP_OPROJ] = 1, [OP_RESID] = 1, [OP_GATE_UP] = 1, [OP_ACT] = 2,
-                 [OP_DOWN] = 2, [OP_ROUTER] = 6, [OP_EXPERTS] = 12, [OP_LM_HEAD] = 2,
+                 [OP_DOWN] = 2, [OP_ROUTER] = 19, [OP_EXPERTS] = 12, [OP_LM_HEAD] = 2,
                  [OP_SAMPLE] = 3},
      .softmax_copy_bytes = 8, .reserve_bytes = (int64_t)(1.0 * TS_GIB), .host_ref = "lent-h200"},
     {.name = "torch-dllm-serve", .launch_s = 11.4e-6, .host_step_s = 0, .host_seg_s = 3.57e-3,

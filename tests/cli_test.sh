@@ -213,17 +213,18 @@ PY
         if diff <(grep MAPE "$tmp/out") <(grep MAPE "$fr/eval-$m.txt") >/dev/null; then ok
         else bad "calibrate-h100-fused: $m's held-out replay is not priced as eval-$m.txt recorded"; fi
     done
-    # the H100's torch-eager calibrations of SDAR-8B and Dream-7B: the merge of the two machines'
-    # recorded profiles (torch-eager-h100)
-    for m in sdar-8b dream-7b; do
+    # the H100's torch-eager calibrations of SDAR-8B, Dream-7B (torch-eager-h100) and LLaDA-MoE-7B
+    # (torch-eager-moe-h100): the merge of the two machines' recorded profiles
+    for mr in sdar-8b:torch-eager-h100 dream-7b:torch-eager-h100 llada-moe-7b:torch-eager-moe-h100; do
+        m=${mr%%:*} r=${mr#*:}
         for n in 1 2; do
-            gzip -dc "$rec_dir/torch-eager-h100/torch-$m-$n.csv.gz" >"$tmp/te-$n.csv"
+            gzip -dc "$rec_dir/$r/torch-$m-$n.csv.gz" >"$tmp/te-$n.csv"
             $bin calib import "$tmp/te-$n.csv" --gpu h100 --out "$tmp/te-cal-$n.csv" >/dev/null || bad "import of torch-$m-$n"
         done
-        expect 0 "calib merge of torch-eager-h100, $m" -- $bin calib merge "$tmp/te-cal-1.csv" "$tmp/te-cal-2.csv" \
+        expect 0 "calib merge of $r, $m" -- $bin calib merge "$tmp/te-cal-1.csv" "$tmp/te-cal-2.csv" \
             --gpu h100 --out "$tmp/te-$m.csv"
         cmp -s "$tmp/te-$m.csv" "$root/sim/data/calib/h100-$m-torch-eager.csv" && ok ||
-            bad "sim/data/calib/h100-$m-torch-eager.csv is not the merge torch-eager-h100 records"
+            bad "sim/data/calib/h100-$m-torch-eager.csv is not the merge the $r records"
     done
     # the band calib show --gpu h100 gives the transferred H200 calibration (data without the H100's
     # own) holds what the H100's measured calibration prices, for each of its reference steps
@@ -965,7 +966,7 @@ for t in "focus-fig6|FOCUS's throughput is above LMDeploy's at every batch size"
          "mosaic-fig13|Mosaic's manager reserves the theoretical peak (no inflation)" \
          "mosaic-fig14|every part of Mosaic raises L_max over the stage before it" \
          "mosaic-fig10|Mosaic's L_max is above the baselines' at every r_p" \
-         "dinfer-table1|the KV cache raises both frameworks' TPS on average" \
+         "dinfer-table1|dInfer without a cache is still ahead of vLLM on average" \
          "mosaic-fig10|Mosaic's latency reduction is least at the smallest r_p and most at the largest" \
          "dllm-serve-fig8|the inference engine gives the largest jump of the three parts"; do
     e=${t%%|*} text=${t#*|}
@@ -1003,13 +1004,29 @@ f="$tmp/papers/dinfer-table1/results.jsonl"
 [ "$(sqlite3 :memory: "SELECT count(*) FROM json_each('[' || replace(trim(readfile('$f'), char(10)), char(10), ',') || ']')
     WHERE json_extract(value, '\$.x') = 1 AND json_extract(value, '\$.metric') IN ('forward_ms', 'forward_ms_table')
       AND json_extract(value, '\$.value') > 0")" = 10 ] &&
-    grep -q "^Why two trends do not hold" "$tmp/papers/dinfer-table1/report.md" && ok ||
-    bad "dinfer-table1: the forward times or the paragraph on why two trends fail missing"
+    grep -q "^Why trends do not hold" "$tmp/papers/dinfer-table1/report.md" && ok ||
+    bad "dinfer-table1: the forward times or the paragraph on why trends fail missing"
+# ... Fast-dLLM priced by the PyTorch harness's LLaDA-MoE-7B calibration carried to the H800, its
+# cached forward the host's (no faster than the uncached one), and the report says so
+[ -s "$tmp/papers/dinfer-table1/calib-h800-llada-moe-7b-torch-eager.csv" ] &&
+    [ "$(sqlite3 :memory: "SELECT max(CASE s WHEN 'fast-dllm' THEN v END) >= 0.9 * max(CASE s WHEN 'fast-dllm-nocache' THEN v END)
+        FROM (SELECT json_extract(value, '\$.system') s, json_extract(value, '\$.value') v
+              FROM json_each('[' || replace(trim(readfile('$f'), char(10)), char(10), ',') || ']')
+              WHERE json_extract(value, '\$.x') = 1 AND json_extract(value, '\$.metric') = 'forward_ms')")" = 1 ] &&
+    tr -s ' \n' '  ' <"$tmp/papers/dinfer-table1/report.md" |
+    grep -q "Fast-dLLM's forwards are the host's: the harness's eager forward issues 1569 CUDA kernels" && ok ||
+    bad "dinfer-table1: Fast-dLLM not priced by the carried torch-eager LLaDA-MoE-7B calibration, or its host not said"
 # ... and Hugging Face's expert loop as torch-moe-h100 measured it (11.471 and 28.280 ms a layer)
 tr -s ' \n' '  ' <"$tmp/papers/dinfer-table1/report.md" |
     grep -q "it takes 11.5 ms a layer at 32 tokens and 28.3 at 1,536, 184 and 452 ms a forward over 16 layers" && ok ||
     bad "dinfer-table1: Hugging Face's expert loop not read from records/torch-moe-h100"
 contains "exp run papers --quick" "papers: $tmp/papers/report.md"
+expect 0 "dinfer-table1 --quick, COST=roofline" -- env COST=roofline $bin exp run dinfer-table1 "$tmp/di-roof" --quick
+[ ! -e "$tmp/di-roof/calib-h800-llada-moe-7b-torch-eager.csv" ] &&
+    grep -q "Every TPS is priced by the roofline" "$tmp/di-roof/report.md" && ok ||
+    bad "dinfer-table1: COST=roofline still carried a calibration"
+expect 2 "dinfer-table1, a bad COST" -- env COST=engine $bin exp run dinfer-table1 "$tmp/di-bad" --quick
+contains "dinfer-table1, a bad COST" "COST=engine: calibrated or roofline"
 grep -q "| \[focus-fig7\](focus-fig7/report.md) |" "$tmp/papers/report.md" && ok || bad "the papers' report lacks its summary table"
 # dLLM-Serve's systems priced by the PyTorch harness's H200 calibration carried to the card, its band
 # in the report; COST=roofline prices them by the roofline, anything else is refused

@@ -20,18 +20,15 @@ limit, at --lengths, it records the peak of allocated and of reserved bytes abov
 (reserved / allocated - 1 is the allocator's inflation), the step's time (step_ms, over
 --layers-run layers) and, where the layers run apart from the head, theirs (layers_ms).
 Writes one JSON object per line to stdout or --out.
-A mixture of experts (--models llada-moe-7b) runs its FFN as a grouped MoE, as a serving framework
-does (vLLM's fused MoE, which a port of the model onto it takes): the router's softmax in fp32 and
-its top k (renormalised), the copies sorted by expert and gathered, the experts' gate|up and down
-as two grouped GEMMs (torch._grouped_mm), SwiGLU, the copies weighted and added back per token;
-with LLaDA-MoE's per-head QK norms.
+A mixture of experts (--models llada-moe-7b) runs its FFN as torch_model.py's grouped MoE, with
+LLaDA-MoE's per-head QK norms.
 Usage: torch_lmax.py [--out FILE] [--models llada-8b,dream-7b] [--modes eager,compile,compile-all]
                      [--limits-mib 24576,40960] [--lengths 2048,8192,32768] [--layers-run 2]
 """
 import argparse, gc, json, sys, time
 import torch
 import torch.nn.functional as F
-from torch_model import Shape, new_layer, rms, rope, w
+from torch_model import Shape, moe, new_layer, rms, rope, w
 
 SHAPES = {  # layers, hidden, heads, kv heads, head dim, ffn, vocab, qkv bias (tessera list models)
     "llada-8b": (32, 4096, 32, 32, 128, 12288, 126464, False),
@@ -64,27 +61,10 @@ def emit(**kw):
 def build(name):
     NL, D, H, KVH, HD, FF, V, bias = SHAPES[name]
     torch.manual_seed(0)
-    s = Shape(D, H, KVH, HD, FF, qkv_bias=bias, qk_norm=name in QK_NORM)
+    E, K, FE = MOE.get(name, (0, 0, 0))
+    s = Shape(D, H, KVH, HD, FF, qkv_bias=bias, qk_norm=name in QK_NORM, experts=E, top_k=K, expert_ffn=FE)
     layers = [new_layer(s) for _ in range(NL)]
     emb, lm = w(V, D), w(V, D)
-    E, K, FE = MOE.get(name, (0, 0, 0))
-    for l in layers if E else []:  # the experts' weights as the Linear layers hold them, [E, out, in]
-        l["router"], l["egu"], l["edown"] = w(E, D), w(E, 2 * FE, D), w(E, D, FE)
-
-    def moe(h, l):
-        """The grouped MoE over h [N, D]."""
-        p = torch.softmax(h @ l["router"].T, -1, dtype=torch.float32)
-        wts, sel = p.topk(K, -1)
-        wts = wts / wts.sum(-1, keepdim=True)
-        flat = sel.reshape(-1)
-        order = flat.argsort(stable=True)
-        tok = order // K
-        counts = torch.zeros(E, dtype=torch.int32, device=h.device).index_add_(
-            0, flat, torch.ones_like(flat, dtype=torch.int32))
-        offs = counts.cumsum(0, dtype=torch.int32)
-        g, u = torch._grouped_mm(h[tok], l["egu"].transpose(-2, -1), offs=offs).chunk(2, -1)
-        y = torch._grouped_mm(F.silu(g) * u, l["edown"].transpose(-2, -1), offs=offs)
-        return torch.zeros_like(h).index_add_(0, tok, y * wts.reshape(-1)[order, None].to(y.dtype))
 
     # the layer written whole, not as torch_model.layer_ops' thunks: their shared state would hold
     # each op's output to the layer's end, and what PyTorch holds when is what this measures
@@ -106,7 +86,7 @@ def build(name):
             o = F.scaled_dot_product_attention(q, k, v, is_causal=False)
             x = x + o.transpose(1, 2).reshape(B, T, H * HD) @ l["o"].T
             if E:
-                x = x + moe(rms(x).reshape(B * T, D), l).view(B, T, D)
+                x = x + moe(s, l, rms(x).reshape(B * T, D)).view(B, T, D)
             else:
                 g, u = (rms(x) @ l["gu"].T).chunk(2, -1)
                 x = x + (F.silu(g) * u) @ l["down"].T

@@ -13,6 +13,9 @@ issue the eager step (measured from an idle GPU, before synchronising). Eager Py
 of the GPU, so its step takes about max(host_ms, gpu_ms); `tessera calib fit` models it so.
 And it counts the CUDA kernels each op launches (torch.profiler), for the torch-eager roofline
 profile (sim/impl.c), written to --kernels.
+A mixture of experts (--experts E --top-k K --expert-ffn F: LLaDA-MoE-7B's form) runs its FFN as
+torch_model.py's grouped MoE, timed as two ops: router (the fp32 softmax's top k, the copies sorted
+by expert) and experts (the grouped GEMMs, SwiGLU, the weighted copies added back).
 With --runtime dllm-serve it times dLLM-Serve's own PyTorch runtime in place of the anchor's layer
 (torch_dllm_serve.py says what that runs: nano-vLLM's layers with torch.compile'd RMSNorm and RoPE, a
 Python loop over the sequences in every layer's attention, the inputs and the unmasking a sequence at
@@ -31,7 +34,7 @@ import it with
 Usage: torch_profile.py [--out FILE] [--reps N] [--quick] [--kernels FILE] [--grid base|select]
                         [--runtime eager|dllm-serve]
                         [--model NAME --layers L --hidden D --heads H --kv-heads KV --head-dim HD
-                         --ffn F --vocab V [--qkv-bias] [--qk-norm]]
+                         --ffn F --vocab V [--qkv-bias] [--qk-norm] [--experts E --top-k K --expert-ffn F]]
 """
 import argparse, csv, json, statistics, sys, time
 import torch
@@ -64,15 +67,24 @@ for name, default in (("layers", 32), ("hidden", 4096), ("heads", 32), ("kv-head
     ap.add_argument("--" + name, type=int, default=default, help=f"[{default}: LLaDA-8B's]")
 ap.add_argument("--qkv-bias", action="store_true", help="a bias on the QKV projection (Qwen2, Dream-7B)")
 ap.add_argument("--qk-norm", action="store_true", help="per-head RMSNorm of Q and K (Qwen3, SDAR-8B)")
+ap.add_argument("--experts", type=int, default=0, help="a mixture's experts, its FFN a grouped MoE [0: dense]")
+ap.add_argument("--top-k", type=int, default=0, help="the experts a token is routed to")
+ap.add_argument("--expert-ffn", type=int, default=0, help="an expert's width")
 args = ap.parse_args()
 NL, D, H, KVH, HD, FF, V = args.layers, args.hidden, args.heads, args.kv_heads, args.head_dim, args.ffn, args.vocab
-if min(NL, D, H, KVH, HD, FF, V) < 1 or H % KVH:
-    sys.exit("torch_profile.py: every dimension must be positive and the query heads a multiple of the K/V heads")
+E, K, FE = args.experts, args.top_k, args.expert_ffn
+if min(NL, D, H, KVH, HD, V) < 1 or (FF < 1 and not E) or H % KVH:
+    sys.exit("torch_profile.py: every dimension must be positive (--ffn but for a mixture of experts) and the query "
+             "heads a multiple of the K/V heads")
+if E and not (0 < K <= E and FE > 0):
+    sys.exit(f"torch_profile.py: --experts {E} needs --top-k in 1..{E} and a positive --expert-ffn")
+if E and args.runtime != "eager":
+    sys.exit("torch_profile.py: --runtime dllm-serve runs LLaDA-8B's dense layers, not a mixture of experts")
 dev = "cuda"
 torch.manual_seed(0)
 
 
-shape = Shape(D, H, KVH, HD, FF, args.qkv_bias, args.qk_norm)
+shape = Shape(D, H, KVH, HD, FF, args.qkv_bias, args.qk_norm, E, K, FE)
 RT = Runtime(shape, V) if args.runtime == "dllm-serve" else None
 make_layer = RT.new_layer if RT else (lambda: new_layer(shape))
 emb = w(V, D)
