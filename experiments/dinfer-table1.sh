@@ -63,6 +63,18 @@ for b in $benches; do
             -v f="$(value forward_ms $s $wl "$x")" 'BEGIN { printf "%.4g", f * t / p }')"
     done
 done
+# the host: Fast-dLLM's steps are issued by the host that measured its calibration (the lent H100
+# machine's); on average, again with the lent H200 machine's (workload p512-g1024-lent-h200)
+if [ "$DI_COST" = calibrated ]; then
+    for s in fast-dllm-nocache fast-dllm; do
+        dec=threshold:fastdllm-moe-$([ $s = fast-dllm ] && echo cache || echo nocache)-avg
+        di_cost $s
+        point $s $wl-lent-h200 1 --system fast-dllm $([ $s = fast-dllm-nocache ] && echo --policy vanilla) \
+            --model llada-moe-7b --decode "$dec" --gpu h800 --requests 1 --lengths fixed:512,1024 --gen-len 1024 \
+            --seed 1 --host lent-h200 "${DI_COST_ARGS[@]}"
+        derived tps $s $wl-lent-h200 1 "$(value throughput_tok_s $s $wl-lent-h200 1)"
+    done
+fi
 # hf_ms T [LAYERS]: Hugging Face's LLaDA-MoE block at T tokens as PyTorch eager ran it on an H100
 # (records/torch-moe-h100), ms a layer, or a forward over LAYERS layers
 hf_ms() {
@@ -112,7 +124,11 @@ a step on the lent H100 machine's host, where its GPU work takes less with the c
 much without it. So its cache saves little time a forward ($(fv fast-dllm) ms against $(fv fast-dllm-nocache)) while it decides fewer
 tokens a forward ($(tpf fast-dllm) against $(tpf fast-dllm-nocache), the table's TPFs), and the cache lowers its TPS, where the table's
 halves its forward ($(fv fast-dllm paper) ms against $(fv fast-dllm-nocache paper)): the table's Fast-dLLM issued its steps in at most $(fv fast-dllm paper) ms, on a
-faster host or with fewer kernels (RoPE's tables once a forward rather than a layer, fused norms)."
+faster host or with fewer kernels (RoPE's tables once a forward rather than a layer, fused norms).
+Issued by the lent H200 machine's host instead (--host lent-h200: the calibration's host line scaled
+by the two machines' lines for LLaDA-8B), Fast-dLLM reaches $(fmt "$(value tps fast-dllm-nocache $wl-lent-h200 1)") and $(fmt "$(value tps fast-dllm $wl-lent-h200 1)") tokens/s on average
+without and with its cache (workload $wl-lent-h200): $(awk -v a="$(value tps fast-dllm $wl-lent-h200 1)" \
+    -v b="$(value tps fast-dllm-nocache $wl-lent-h200 1)" 'BEGIN { print (a > b ? "there its cache raises its TPS, as the table'"'"'s does" : "its cache still lowers its TPS") }')."
 else
     cost_note="Every TPS is priced by the roofline: the presets' implementations, PyTorch eager for Fast-dLLM,
 compiled kernels for dInfer and vLLM."

@@ -4,7 +4,8 @@
  * (segments, q, kv, logit_rows, op, ms) measured on one GPU for one model and implementation:
  *
  *   token-driven ops (embed, norm, qkv, rope, o_proj, gate_up, act, down): time as a function of the
- *     step's packed query tokens T, a monotone (Steffen) interpolation over the profiled T
+ *     step's packed query tokens T, a monotone (Steffen) interpolation over the profiled T; a step
+ *     run in FFN chunks prices gate_up, act and down piece by piece, as the engine splits its rows
  *   LM head and sampling: time per chunk as a function of the chunk's rows, summed over the step's
  *     chunks (a chunk larger than the largest profiled one counts as several of that size)
  *   attention: least squares (weights 1/t^2, i.e. relative errors) over the step's Σ q(q+kv),
@@ -182,9 +183,12 @@ int calib_scale_host(struct calib *c, double scale, struct ts_err *err);
  * measured with (im->host_ref), in *scale. Messages name the option. */
 int calib_host_scale(const char *name, const struct impl_profile *im, double *scale, struct ts_err *err);
 /* --host NAME: c, the calibration of implementation im, priced with the host profile NAME
- * (calib_host_load). c's host is the eager harness's, which host profiles hold, and NAME's replaces
- * it; where im's host line is its own (im->host_line_own: a runtime measured on host im->host_ref),
- * that line scales by NAME's per-step issue time over im->host_ref's. Messages name the option. */
+ * (calib_host_load). c's host is the eager harness's, and NAME's line replaces it; where a shipped
+ * host profile was measured on the machine that measured c (its device, a transfer's origin), c's
+ * own line is scaled instead, term by term, by NAME's over that profile's (a host profile is one
+ * model's line: another model's layers issue another count of kernels). Where im's host line is its
+ * own (im->host_line_own: a runtime measured on host im->host_ref), that line scales by NAME's
+ * per-step issue time over im->host_ref's. Messages name the option. */
 int calib_use_host(struct calib *c, const char *name, const struct impl_profile *im, struct ts_err *err);
 /* A host profile: NAME, one shipped in DATADIR/hosts (tessera list hosts), or a file: one calib host
  * wrote, or any calibration or profile CSV whose host was measured apart from its GPU (its host

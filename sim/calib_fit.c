@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "calib.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <gsl/gsl_fit.h>
 #include <gsl/gsl_interp.h>
@@ -595,6 +596,46 @@ int calib_host_scale(const char *name, const struct impl_profile *im, double *sc
     return 0;
 }
 
+static int is_csv(const struct dirent *e)
+{
+    const size_t n = strlen(e->d_name);
+    return n > 4 && strcmp(e->d_name + n - 4, ".csv") == 0;
+}
+
+/* The shipped host profile (DATADIR/hosts) measured on the machine that measured a calibration of
+ * device `device` (a transferred one's, "GPU (roofline transfer from DEVICE)", its origin's), into
+ * *ref: false where none was (an unreadable file there is passed over). */
+static bool machine_host(const char *device, struct calib_host *ref)
+{
+    static const char from[] = " (roofline transfer from ";
+    const char *o = strstr(device, from);
+    char origin[sizeof ref->device];
+    if (o)
+        snprintf(origin, sizeof origin, "%.*s", (int)strlen(o + sizeof from - 1) - 1, o + sizeof from - 1);
+    else
+        snprintf(origin, sizeof origin, "%s", device);
+    struct sim_config cfg;
+    sim_config_defaults(&cfg);
+    char dir[CFG_PATH + 16];
+    snprintf(dir, sizeof dir, "%s/hosts", cfg.datadir);
+    struct dirent **names = NULL;
+    const int n = scandir(dir, &names, is_csv, alphasort);
+    bool found = false;
+    for (int i = 0; i < n; i++) {
+        char path[sizeof dir + 256];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
+        struct calib_host h;
+        struct ts_err err;
+        if (!found && calib_host_load(path, &h, &err) == 0 && strcmp(h.device, origin) == 0) {
+            *ref = h;
+            found = true;
+        }
+        free(names[i]);
+    }
+    free(names);
+    return found;
+}
+
 int calib_use_host(struct calib *c, const char *name, const struct impl_profile *im, struct ts_err *err)
 {
     if (im->host_line_own) {
@@ -603,10 +644,16 @@ int calib_use_host(struct calib *c, const char *name, const struct impl_profile 
             return -1;
         return calib_scale_host(c, scale, err) ? ts_fail_prefix(err, "--host %s", name) : 0;
     }
-    struct calib_host h;
-    if (calib_host_load(name, &h, err) || calib_set_host(c, &h, err))
+    struct calib_host h, own, ref;
+    if (calib_host_load(name, &h, err) || calib_host_of(c, &own, err))
         return ts_fail_prefix(err, "--host %s", name);
-    return 0;
+    if (machine_host(c->device, &ref)) { /* c's line in proportion, the two machines' lines measured on the same layer */
+        if (ref.host0_ms > 0)
+            h.host0_ms = own.host0_ms * h.host0_ms / ref.host0_ms;
+        if (ref.seg_ms > 0)
+            h.seg_ms = own.seg_ms * h.seg_ms / ref.seg_ms;
+    }
+    return calib_set_host(c, &h, err) ? ts_fail_prefix(err, "--host %s", name) : 0;
 }
 
 #define HOST_HEADER "host0_ms,seg_ms,eager_gap_ms,steps,device"
@@ -867,6 +914,21 @@ static int tok_ms(const struct calib *c, enum cost_op op, int64_t T, bool extrap
     return 0;
 }
 
+/* tok_ms of a dense FFN op (gate_up, act, down) run in `chunks` pieces, as the engine splits a step's
+ * rows (ceil(T / chunks) rows a piece, the last the rest); any other op, or one piece, over T. */
+static int ffn_tok_ms(const struct calib *c, enum cost_op op, int64_t T, int32_t chunks, bool extrapolate,
+                      double *ms, struct ts_err *err)
+{
+    if (chunks <= 1 || T <= 1 || (op != OP_GATE_UP && op != OP_ACT && op != OP_DOWN))
+        return tok_ms(c, op, T, extrapolate, ms, err);
+    const int64_t rows = (T + chunks - 1) / chunks, full = T / rows, rest = T - full * rows;
+    double piece, last = 0;
+    if (tok_ms(c, op, rows, extrapolate, &piece, err) || tok_ms(c, op, rest, extrapolate, &last, err))
+        return -1;
+    *ms = (double)full * piece + last;
+    return 0;
+}
+
 /* Moving `bytes` at the cost context's memory bandwidth (ms): the work the engine does not run, priced
  * beside the calibrated curves. */
 static double bandwidth_ms(const struct cost_ctx *cx, double bytes)
@@ -939,10 +1001,10 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
             const enum cost_op op = token_ops[k];
             double y, yf = 0;
             const int64_t T = op == OP_EMBED && nf > 0 ? t->front.q_tokens : t->q_tokens;
-            if (tok_ms(c, op, T, extrapolate, &y, err))
+            if (ffn_tok_ms(c, op, T, sd->ffn_chunks, extrapolate, &y, err))
                 return -1;
             if (nf > 0 && op != OP_EMBED) {
-                if (tok_ms(c, op, t->front.q_tokens, extrapolate, &yf, err))
+                if (ffn_tok_ms(c, op, t->front.q_tokens, sd->ffn_chunks, extrapolate, &yf, err))
                     return -1;
                 y = y * later_share + yf * (1 - later_share);
             }

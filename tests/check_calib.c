@@ -5,9 +5,11 @@
  * refused naming what is wrong; profiles merge row by row to their medians; the shipped H200
  * calibration loads and prices a simulation.
  */
+#define _DEFAULT_SOURCE /* mkdtemp, setenv */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -162,6 +164,39 @@ START_TEST(monotone_between_points)
         ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, NULL), 0);
         ck_assert(bd.op_s[OP_QKV] >= prev - 1e-15);
         prev = bd.op_s[OP_QKV];
+        step_desc_free(&sd);
+    }
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
+/* A step run in FFN chunks (--ffn-chunks, Mosaic's lazy chunking) prices its dense FFN ops piece by
+ * piece, as the engine runs them: ceil(T / chunks) rows a piece, the last the rest; the other ops over
+ * the whole step. The planted laws are affine, so each piece pays the intercept again. */
+START_TEST(ffn_chunks_priced_piece_by_piece)
+{
+    struct calib_data d;
+    planted(&d);
+    struct calib *c;
+    ck_assert_int_eq(calib_fit(&d, &c, NULL), 0);
+    const double gu = 1.5, gu_slope = 7e-3;
+    const int chunks[] = {1, 4, 3};
+    const double gate_up[] = {gu + gu_slope * 512, 4 * (gu + gu_slope * 128),
+                              2 * (gu + gu_slope * 171) + gu + gu_slope * 170};
+    const double act[] = {tok_ms(OP_ACT, 512), 4 * tok_ms(OP_ACT, 128), 2 * tok_ms(OP_ACT, 171) + tok_ms(OP_ACT, 170)};
+    for (int i = 0; i < 3; i++) {
+        struct step_desc sd;
+        step_desc_init(&sd);
+        struct segment s = {.q = 512, .phase = PHASE_FULL};
+        step_desc_add(&sd, &s);
+        sd.ffn_chunks = chunks[i];
+        double secs;
+        struct cost_breakdown bd;
+        ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, NULL), 0);
+        ck_assert_double_eq_tol(bd.op_s[OP_GATE_UP] * 1e3, gate_up[i], 1e-9);
+        ck_assert_double_eq_tol(bd.op_s[OP_ACT] * 1e3, act[i], 1e-9);
+        ck_assert_double_eq_tol(bd.op_s[OP_QKV] * 1e3, tok_ms(OP_QKV, 512), 1e-9);
         step_desc_free(&sd);
     }
     calib_free(c);
@@ -1397,6 +1432,60 @@ END_TEST
 /* A calibration's host, apart from its GPU: taken as the planted line, written and read back as a host
  * profile, and swapped for another, which prices the host-bound steps by the new line and leaves the
  * GPU-bound ones alone; a calibration without a host measured apart has none to take or replace. */
+/* --host on a calibration measured on the machine a shipped host profile was (its device, or a
+ * transfer's origin): the calibration's own line scaled term by term by the two host profiles' (each
+ * one model's line, another model issuing another count of kernels), not replaced by the profile's. */
+START_TEST(a_host_profile_of_the_machine_scales_the_line)
+{
+    char data[] = "/tmp/tessera-hosts-XXXXXX", hosts[64], ref[96];
+    ck_assert_ptr_nonnull(mkdtemp(data));
+    snprintf(hosts, sizeof hosts, "%s/hosts", data);
+    ck_assert_int_eq(mkdir(hosts, 0700), 0);
+    snprintf(ref, sizeof ref, "%s/ref.csv", hosts);
+    FILE *f = fopen(ref, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("host0_ms,seg_ms,eager_gap_ms,steps,device\n20,0.25,2,40,NVIDIA H200\n", f);
+    fclose(f);
+    const char *other = tmp_file(7, ".csv", "host0_ms,seg_ms,eager_gap_ms,steps,device\n30,1,2,40,other\n");
+    const char *old = getenv("TESSERA_DATA");
+    char saved[512] = "";
+    if (old)
+        snprintf(saved, sizeof saved, "%s", old);
+    setenv("TESSERA_DATA", data, 1);
+    /* the planted host, 40 ms a step + 0.5 a segment, measured on "NVIDIA H200" (scaled: 60 + 2),
+     * carried to an H800 (the same), and on a machine no host profile names (replaced: 30 + 1) */
+    const char *devices[] = {"NVIDIA H200", "h800 (roofline transfer from NVIDIA H200)", "NVIDIA H100"};
+    const double want[] = {60 + 2, 60 + 2, 30 + 1};
+    struct impl_profile eager = {.name = "eager"};
+    for (int i = 0; i < 3; i++) {
+        struct calib_data d;
+        planted_split(&d);
+        snprintf(d.device, sizeof d.device, "%s", devices[i]);
+        struct ts_err err;
+        struct calib *c;
+        ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+        ck_assert_msg(calib_use_host(c, other, &eager, &err) == 0, "%s", err.msg);
+        struct step_desc sd;
+        step_desc_init(&sd);
+        struct segment g = {.req_id = 0, .q = 8, .kv = 480, .logit_rows = 8, .phase = PHASE_REUSE};
+        step_desc_add(&sd, &g);
+        double secs;
+        ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, NULL, &err), 0);
+        ck_assert_msg(fabs(secs * 1e3 - want[i]) < 1e-6, "%s: %g ms", devices[i], secs * 1e3);
+        step_desc_free(&sd);
+        calib_free(c);
+        calib_data_free(&d);
+    }
+    if (old)
+        setenv("TESSERA_DATA", saved, 1);
+    else
+        unsetenv("TESSERA_DATA");
+    unlink(ref);
+    rmdir(hosts);
+    rmdir(data);
+}
+END_TEST
+
 START_TEST(a_host_profile_swaps_the_host_line)
 {
     struct calib_data d;
@@ -1523,6 +1612,7 @@ int main(void)
     tcase_add_test(tc, planted_coefficients_recovered);
     tcase_add_test(tc, block_causal_attention_priced_by_its_pairs);
     tcase_add_test(tc, monotone_between_points);
+    tcase_add_test(tc, ffn_chunks_priced_piece_by_piece);
     tcase_add_test(tc, ops_scaled_to_uninstrumented_totals);
     tcase_add_test(tc, transfer_scales_by_roofline_ratios);
     tcase_add_test(tc, split_transfer_scales_gpu_time_by_its_ops);
@@ -1532,6 +1622,7 @@ int main(void)
     tcase_add_test(tc, selection_loop_is_a_host_term);
     tcase_add_test(tc, host_bound_steps_take_the_host_time);
     tcase_add_test(tc, a_host_profile_swaps_the_host_line);
+    tcase_add_test(tc, a_host_profile_of_the_machine_scales_the_line);
     tcase_add_test(tc, shipped_calibration_prices_a_run);
     tcase_add_loop_test(tc, attention_launch_term_recovered, 0, 4);
     tcase_add_test(tc, attention_packed_law_recovered);

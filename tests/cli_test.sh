@@ -1014,13 +1014,19 @@ f="$tmp/papers/dinfer-table1/results.jsonl"
               FROM json_each('[' || replace(trim(readfile('$f'), char(10)), char(10), ',') || ']')
               WHERE json_extract(value, '\$.x') = 1 AND json_extract(value, '\$.metric') = 'forward_ms')")" = 1 ] &&
     tr -s ' \n' '  ' <"$tmp/papers/dinfer-table1/report.md" |
-    grep -q "Fast-dLLM's forwards are the host's: the harness's eager forward issues 1569 CUDA kernels" && ok ||
-    bad "dinfer-table1: Fast-dLLM not priced by the carried torch-eager LLaDA-MoE-7B calibration, or its host not said"
+    grep -q "Fast-dLLM's forwards are the host's: the harness's eager forward issues 1569 CUDA kernels.* Issued by the lent H200 machine's host instead" && ok ||
+    bad "dinfer-table1: Fast-dLLM not priced by the carried torch-eager LLaDA-MoE-7B calibration, or its hosts not said"
 # ... and Hugging Face's expert loop as torch-moe-h100 measured it (11.471 and 28.280 ms a layer)
 tr -s ' \n' '  ' <"$tmp/papers/dinfer-table1/report.md" |
     grep -q "it takes 11.5 ms a layer at 32 tokens and 28.3 at 1,536, 184 and 452 ms a forward over 16 layers" && ok ||
     bad "dinfer-table1: Hugging Face's expert loop not read from records/torch-moe-h100"
 contains "exp run papers --quick" "papers: $tmp/papers/report.md"
+# Mosaic Fig. 10's steps priced by the H100 torch-eager calibration carried to the card, its band said
+tr -s ' \n' '  ' <"$tmp/papers/mosaic-fig10/report.md" |
+    grep -q "Latency is priced by the PyTorch harness's torch-eager calibration of each model measured on an H100" &&
+    grep -q "^  llada-8b on a100-40gb:" "$tmp/papers/mosaic-fig10/report.md" &&
+    [ -s "$tmp/papers/mosaic-fig10/calib-a100-40gb-llada-8b-torch-eager.csv" ] && ok ||
+    bad "mosaic-fig10: not priced by the carried torch-eager calibration, or its band missing"
 expect 0 "dinfer-table1 --quick, COST=roofline" -- env COST=roofline $bin exp run dinfer-table1 "$tmp/di-roof" --quick
 [ ! -e "$tmp/di-roof/calib-h800-llada-moe-7b-torch-eager.csv" ] &&
     grep -q "Every TPS is priced by the roofline" "$tmp/di-roof/report.md" && ok ||

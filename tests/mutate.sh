@@ -17,6 +17,8 @@ mutations=(
     "attention FLOPs halved|sim/cost_roofline.c|add_split(p, OP_ATTN, layers, 4.0 * qd * lt->attn_qk_pairs,|add_split(p, OP_ATTN, layers, 2.0 * qd * lt->attn_qk_pairs,|check_cost"
     "IterSmooth's second LM head free under the roofline|sim/cost_roofline.c|const double lm_gemms = sd->iter_smooth ? 2 : 1;|const double lm_gemms = 1;|check_cost"
     "IterSmooth's second LM head free under the calibration|sim/calib_fit.c|        lm *= 2;|        lm *= 1;|check_cost"
+    "--host replaces the line of its own machine's calibration|sim/calib_fit.c|    if (machine_host(c->device, &ref)) {|    if (!machine_host(c->device, &ref)) {|check_calib"
+    "an FFN chunk priced once under the calibration|sim/calib_fit.c|    *ms = (double)full * piece + last;|    *ms = piece + last;|check_calib"
     "LM-head FLOPs halved|sim/cost_roofline.c|add_split(&p, OP_LM_HEAD, lm_gemms * nch, 2 * R / nch * h * V,|add_split(&p, OP_LM_HEAD, lm_gemms * nch, R / nch * h * V,|check_cost"
     "K/V read as the query width|sim/cost_roofline.c|a * (2 * T * qd + (double)lt->attn_kv_read * 2 * kvd)|a * (2 * T * qd + (double)lt->attn_kv_read * 2 * qd)|check_cost"
     "request admission ignores the activation peak|sim/sched_request.c|r->act_need = TS_MAX(sim_act_peak(s, q, policy_logit_rows(&s->pcfg, q, r->G)), 1);|r->act_need = 1;|check_sched"
