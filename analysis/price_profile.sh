@@ -6,7 +6,8 @@
 # and 90th percentile, and for a profile that measured the host apart (gpu_ms, host_ms) the host-bound
 # and GPU-bound steps apart.
 #
-# Usage: analysis/price_profile.sh CALIB.csv PROFILE.csv[.gz] GPU MODEL IMPL   (TESSERA=path, build/tessera)
+# Usage: analysis/price_profile.sh CALIB.csv PROFILE.csv[.gz] GPU MODEL IMPL   (TESSERA=path, build/tessera;
+#        HOST=NAME prices with --host NAME: the host of the machine that measured PROFILE)
 # e.g.   analysis/price_profile.sh sim/data/calib/h100-sdar-8b-torch-eager.csv \
 #            experiments/records/torch-eager-h100/torch-sdar-8b-2.csv.gz h100 sdar-8b torch-eager
 set -euo pipefail
@@ -16,9 +17,9 @@ bin=${TESSERA:-build/tessera}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 case "$prof" in *.gz) gzip -dc "$prof" >"$tmp/profile.csv" ;; *) cp "$prof" "$tmp/profile.csv" ;; esac
-python3 - "$bin" "$calib" "$tmp/profile.csv" "$gpu" "$model" "$impl" <<'PY'
+python3 - "$bin" "$calib" "$tmp/profile.csv" "$gpu" "$model" "$impl" "${HOST:-}" <<'PY'
 import csv, statistics, subprocess, sys
-bin_, calib, prof, gpu, model, impl = sys.argv[1:7]
+bin_, calib, prof, gpu, model, impl, host = sys.argv[1:8]
 steps = {}
 for r in csv.DictReader(open(prof)):
     k = (r["segs"], r["q"], r["kv"], r["logit_rows"])
@@ -26,7 +27,8 @@ for r in csv.DictReader(open(prof)):
 err = {"all": [], "roofline": [], "host-bound": [], "GPU-bound": []}
 for k, (total, g, h) in sorted(steps.items()):
     out = subprocess.run([bin_, "calib", "price", "--step", ",".join(k), "--calib", calib, "--gpu", gpu, "--model",
-                          model, "--impl", impl], capture_output=True, text=True, check=True).stdout
+                          model, "--impl", impl] + (["--host", host] if host else []),
+                         capture_output=True, text=True, check=True).stdout
     f = next(l for l in out.splitlines() if l.startswith("step")).split()
     e = abs(float(f[1]) / total - 1)
     err["all"].append(e)
