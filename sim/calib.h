@@ -190,6 +190,12 @@ int calib_host_scale(const char *name, const struct impl_profile *im, double *sc
  * own (im->host_line_own: a runtime measured on host im->host_ref), that line scales by NAME's
  * per-step issue time over im->host_ref's. Messages name the option. */
 int calib_use_host(struct calib *c, const char *name, const struct impl_profile *im, struct ts_err *err);
+/* The folder of the shipped host profiles, DATADIR/hosts. */
+void calib_hosts_dir(char *dir, size_t len);
+/* The files named *.csv in folder dir, in name order, into *names (scandir's: free each, then the
+ * array); their count, or < 0 where the folder cannot be read. */
+struct dirent;
+int calib_csv_files(const char *dir, struct dirent ***names);
 /* A host profile: NAME, one shipped in DATADIR/hosts (tessera list hosts), or a file: one calib host
  * wrote, or any calibration or profile CSV whose host was measured apart from its GPU (its host
  * taken). */

@@ -596,10 +596,24 @@ int calib_host_scale(const char *name, const struct impl_profile *im, double *sc
     return 0;
 }
 
+/* scandir's filter: the files named *.csv */
 static int is_csv(const struct dirent *e)
 {
     const size_t n = strlen(e->d_name);
     return n > 4 && strcmp(e->d_name + n - 4, ".csv") == 0;
+}
+
+int calib_csv_files(const char *dir, struct dirent ***names)
+{
+    *names = NULL;
+    return scandir(dir, names, is_csv, alphasort);
+}
+
+void calib_hosts_dir(char *dir, size_t len)
+{
+    struct sim_config cfg;
+    sim_config_defaults(&cfg);
+    snprintf(dir, len, "%s/hosts", cfg.datadir);
 }
 
 /* The shipped host profile (DATADIR/hosts) measured on the machine that measured a calibration of
@@ -614,12 +628,10 @@ static bool machine_host(const char *device, struct calib_host *ref)
         snprintf(origin, sizeof origin, "%.*s", (int)strlen(o + sizeof from - 1) - 1, o + sizeof from - 1);
     else
         snprintf(origin, sizeof origin, "%s", device);
-    struct sim_config cfg;
-    sim_config_defaults(&cfg);
     char dir[CFG_PATH + 16];
-    snprintf(dir, sizeof dir, "%s/hosts", cfg.datadir);
-    struct dirent **names = NULL;
-    const int n = scandir(dir, &names, is_csv, alphasort);
+    calib_hosts_dir(dir, sizeof dir);
+    struct dirent **names;
+    const int n = calib_csv_files(dir, &names);
     bool found = false;
     for (int i = 0; i < n; i++) {
         char path[sizeof dir + 256];
@@ -680,9 +692,9 @@ int calib_host_load(const char *name, struct calib_host *h, struct ts_err *err)
     /* a bare name: a shipped host profile, DATADIR/hosts/NAME.csv */
     char path[CFG_PATH + 64];
     if (!strchr(name, '/') && !strstr(name, ".csv")) {
-        struct sim_config c;
-        sim_config_defaults(&c);
-        snprintf(path, sizeof path, "%s/hosts/%s.csv", c.datadir, name);
+        char dir[CFG_PATH + 16];
+        calib_hosts_dir(dir, sizeof dir);
+        snprintf(path, sizeof path, "%s/%s.csv", dir, name);
     } else {
         snprintf(path, sizeof path, "%s", name);
     }

@@ -126,15 +126,6 @@ static void list_decode(void)
     json_decref(root);
 }
 
-/* scandir's filter: the files named *.csv */
-static int is_csv(const struct dirent *de)
-{
-    const size_t n = strlen(de->d_name);
-    return n > 4 && strcmp(de->d_name + n - 4, ".csv") == 0;
-}
-
-/* The calibrations in dir (a folder that does not exist is named only where `always`). */
-
 /* text after lead, wrapped at 100 columns, each further line indented as far as the lead */
 static void print_wrapped(const char *lead, const char *text)
 {
@@ -160,10 +151,11 @@ static void print_wrapped(const char *lead, const char *text)
     putchar('\n');
 }
 
+/* The calibrations in dir (a folder that does not exist is named only where `always`). */
 static void list_csv(const char *dir, const char *what, bool always)
 {
-    struct dirent **names = NULL;
-    const int n = scandir(dir, &names, is_csv, alphasort); /* sorted; < 0: no such folder */
+    struct dirent **names;
+    const int n = calib_csv_files(dir, &names); /* sorted; < 0: no such folder */
     if (n < 0 && !always)
         return;
     printf("calibrations in %s, %s (GPU-MODEL-IMPL.csv, used by --cost calibrated):\n", dir, what);
@@ -177,12 +169,10 @@ static void list_csv(const char *dir, const char *what, bool always)
 /* The shipped host profiles (DATADIR/hosts/NAME.csv), each with its line. */
 static void list_hosts(void)
 {
-    struct sim_config c;
-    sim_config_defaults(&c);
     char dir[CFG_PATH + 16];
-    snprintf(dir, sizeof dir, "%s/hosts", c.datadir);
-    struct dirent **names = NULL;
-    const int n = scandir(dir, &names, is_csv, alphasort);
+    calib_hosts_dir(dir, sizeof dir);
+    struct dirent **names;
+    const int n = calib_csv_files(dir, &names);
     printf("host profiles in %s (--host NAME with --cost calibrated; tessera calib host makes one):\n", dir);
     for (int i = 0; i < n; i++) {
         char name[256];

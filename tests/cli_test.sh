@@ -1021,11 +1021,18 @@ tr -s ' \n' '  ' <"$tmp/papers/dinfer-table1/report.md" |
     grep -q "it takes 11.5 ms a layer at 32 tokens and 28.3 at 1,536, 184 and 452 ms a forward over 16 layers" && ok ||
     bad "dinfer-table1: Hugging Face's expert loop not read from records/torch-moe-h100"
 contains "exp run papers --quick" "papers: $tmp/papers/report.md"
+# carried EXP TEXT LINE CALIB...: EXP's report says TEXT (its lines joined), has a line matching LINE
+# (a transfer's band), and EXP left each carried calibration CALIB in its OUT
+carried() {
+    local e=$1 text=$2 line=$3 f
+    shift 3
+    tr -s ' \n' '  ' <"$tmp/papers/$e/report.md" | grep -q "$text" && grep -q "$line" "$tmp/papers/$e/report.md" ||
+        return 1
+    for f; do [ -s "$tmp/papers/$e/$f" ] || return 1; done
+}
 # Mosaic Fig. 10's steps priced by the H100 torch-eager calibration carried to the card, its band said
-tr -s ' \n' '  ' <"$tmp/papers/mosaic-fig10/report.md" |
-    grep -q "Latency is priced by the PyTorch harness's torch-eager calibration of each model measured on an H100" &&
-    grep -q "^  llada-8b on a100-40gb:" "$tmp/papers/mosaic-fig10/report.md" &&
-    [ -s "$tmp/papers/mosaic-fig10/calib-a100-40gb-llada-8b-torch-eager.csv" ] && ok ||
+carried mosaic-fig10 "Latency is priced by the PyTorch harness's torch-eager calibration of each model measured on an H100" \
+    "^  llada-8b on a100-40gb:" calib-a100-40gb-llada-8b-torch-eager.csv && ok ||
     bad "mosaic-fig10: not priced by the carried torch-eager calibration, or its band missing"
 expect 0 "dinfer-table1 --quick, COST=roofline" -- env COST=roofline $bin exp run dinfer-table1 "$tmp/di-roof" --quick
 [ ! -e "$tmp/di-roof/calib-h800-llada-moe-7b-torch-eager.csv" ] &&
@@ -1036,19 +1043,14 @@ contains "dinfer-table1, a bad COST" "COST=engine: calibrated or roofline"
 grep -q "| \[focus-fig7\](focus-fig7/report.md) |" "$tmp/papers/report.md" && ok || bad "the papers' report lacks its summary table"
 # dLLM-Serve's systems priced by the PyTorch harness's H200 calibration carried to the card, its band
 # in the report; COST=roofline prices them by the roofline, anything else is refused
-tr -s ' \n' '  ' <"$tmp/papers/dllm-serve-table4/report.md" |
-    grep -q "Cost model: calibrated. Every system here runs PyTorch, each priced by .* carried to the l40s by tessera calib transfer" &&
-    grep -q "^  Reuse 1 x 32 over 480 .*\[" "$tmp/papers/dllm-serve-table4/report.md" &&
-    grep -q "^torch-dllm-serve:" "$tmp/papers/dllm-serve-table4/report.md" &&
-    [ -s "$tmp/papers/dllm-serve-table4/calib-l40s-llada-8b-torch-eager.csv" ] &&
-    [ -s "$tmp/papers/dllm-serve-table4/calib-l40s-llada-8b-torch-dllm-serve.csv" ] && ok ||
+carried dllm-serve-table4 "Cost model: calibrated. Every system here runs PyTorch, each priced by .* carried to the l40s by tessera calib transfer" \
+    "^  Reuse 1 x 32 over 480 .*\[" calib-l40s-llada-8b-torch-eager.csv calib-l40s-llada-8b-torch-dllm-serve.csv &&
+    grep -q "^torch-dllm-serve:" "$tmp/papers/dllm-serve-table4/report.md" && ok ||
     bad "dllm-serve-table4: not priced by the transferred torch-eager and torch-dllm-serve calibrations, or a band missing"
 # FOCUS's benchmark as it ran: ShareGPT's first prompts generated until EOS (at most 2,048 tokens), both
 # systems priced by tessera's H200 calibration of each model carried to the A100, the bands reported
-tr -s ' \n' '  ' <"$tmp/papers/focus-fig6/report.md" |
-    grep -q "(--lengths sharegpt-first: .* (--gen-len 0 --max-new-tokens 2048).* carried to the A100-80GB by tessera calib transfer" &&
-    grep -q "^  sdar-8b:" "$tmp/papers/focus-fig6/report.md" &&
-    [ -s "$tmp/papers/focus-fig6/calib-a100-80gb-sdar-8b-tessera.csv" ] && ok ||
+carried focus-fig6 "(--lengths sharegpt-first: .* (--gen-len 0 --max-new-tokens 2048).* carried to the A100-80GB by tessera calib transfer" \
+    "^  sdar-8b:" calib-a100-80gb-sdar-8b-tessera.csv && ok ||
     bad "focus-fig6: not FOCUS's workload, or not priced by the transferred calibration with its band"
 expect 0 "focus-table5 --quick, COST=roofline" -- env COST=roofline $bin exp run focus-table5 "$tmp/fc5" --quick
 grep -q "^Cost model: roofline on the A100-80GB's table entry" "$tmp/fc5/report.md" &&
