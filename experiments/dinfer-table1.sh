@@ -30,16 +30,31 @@ di_cost() {
     carry_calib h100 h800 llada-moe-7b torch-eager
     DI_COST_ARGS=(--cost calibrated --calib "$CARRIED" --extrapolate)
 }
-run() { # run SYSTEM X ARGS...: one request of 512 prompt tokens and 1,024 generated, alone on an H800
-    local sys=$1 x=$2
-    shift 2
+# sys_args SYSTEM BENCH: the options of SYSTEM on benchmark BENCH (its preset, model and decoder at the
+# table's TPF)
+sys_args() {
+    case $1 in
+        vllm) echo --system vllm --model qwen2.5-3b ;;
+        fast-dllm-nocache) echo --system fast-dllm --policy vanilla --model llada-moe-7b --decode "threshold:fastdllm-moe-nocache-$2" ;;
+        fast-dllm) echo --system fast-dllm --model llada-moe-7b --decode "threshold:fastdllm-moe-cache-$2" ;;
+        dinfer-nocache) echo --system dinfer --policy vanilla --model llada-moe-7b --decode "hierarchical:dinfer-moe-nocache-$2" ;;
+        dinfer) echo --system dinfer --model llada-moe-7b --decode "hierarchical:dinfer-moe-cache-$2" ;;
+    esac
+}
+# run SYSTEM BENCH X [WORKLOAD ARGS...]: one request of 512 prompt tokens and 1,024 generated, alone on
+# an H800, as workload WORKLOAD (p512-g1024 unless given) with ARGS beside SYSTEM's own
+run() {
+    local sys=$1 b=$2 x=$3 w=${4:-$wl}
+    shift $(($# < 4 ? $# : 4))
     di_cost "$sys"
-    point "$sys" $wl "$x" "$@" --gpu h800 --requests 1 --lengths fixed:512,1024 --gen-len 1024 --seed 1 "${DI_COST_ARGS[@]}"
-    derived tps "$sys" $wl "$x" "$(value throughput_tok_s "$sys" $wl "$x")"
+    # shellcheck disable=SC2046
+    point "$sys" "$w" "$x" $(sys_args "$sys" "$b") "$@" --gpu h800 --requests 1 --lengths fixed:512,1024 --gen-len 1024 \
+        --seed 1 "${DI_COST_ARGS[@]}"
+    derived tps "$sys" "$w" "$x" "$(value throughput_tok_s "$sys" "$w" "$x")"
     # the time of one forward (the request's forwards are as many as the table's run took: the same
     # tokens at its TPF)
     local f="$out/points/$npoints.json"
-    derived forward_ms "$sys" $wl "$x" "$(awk -v t="$(json "$f" makespan_ns)" -v n="$(json "$f" num_steps)" 'BEGIN { print t / n / 1e6 }')"
+    derived forward_ms "$sys" "$w" "$x" "$(awk -v t="$(json "$f" makespan_ns)" -v n="$(json "$f" num_steps)" 'BEGIN { print t / n / 1e6 }')"
 }
 # dInfer's Table 1, TPS: the average and each benchmark, in the order of $benches' full list
 declare -A tps=(
@@ -52,11 +67,9 @@ declare -A tps=(
 all="avg crux-o gsm8k humaneval ifeval mbpp lcb-v6"
 for b in $benches; do
     x=$(echo $all | tr ' ' '\n' | grep -nx "$b" | cut -d: -f1)
-    run vllm "$x" --system vllm --model qwen2.5-3b
-    run fast-dllm-nocache "$x" --system fast-dllm --policy vanilla --model llada-moe-7b --decode "threshold:fastdllm-moe-nocache-$b"
-    run fast-dllm "$x" --system fast-dllm --model llada-moe-7b --decode "threshold:fastdllm-moe-cache-$b"
-    run dinfer-nocache "$x" --system dinfer --policy vanilla --model llada-moe-7b --decode "hierarchical:dinfer-moe-nocache-$b"
-    run dinfer "$x" --system dinfer --model llada-moe-7b --decode "hierarchical:dinfer-moe-cache-$b"
+    for s in vllm fast-dllm-nocache fast-dllm dinfer-nocache dinfer; do
+        run $s "$b" "$x"
+    done
     for s in vllm fast-dllm-nocache fast-dllm dinfer-nocache dinfer; do
         paper tps $s $wl "$x" "$(echo ${tps[$s]} | cut -d' ' -f"$x")"
         derived forward_ms_table $s $wl "$x" "$(awk -v p="$(echo ${tps[$s]} | cut -d' ' -f"$x")" -v t="$(value tps $s $wl "$x")" \
@@ -67,12 +80,7 @@ done
 # machine's); on average, again with the lent H200 machine's (workload p512-g1024-lent-h200)
 if [ "$DI_COST" = calibrated ]; then
     for s in fast-dllm-nocache fast-dllm; do
-        dec=threshold:fastdllm-moe-$([ $s = fast-dllm ] && echo cache || echo nocache)-avg
-        di_cost $s
-        point $s $wl-lent-h200 1 --system fast-dllm $([ $s = fast-dllm-nocache ] && echo --policy vanilla) \
-            --model llada-moe-7b --decode "$dec" --gpu h800 --requests 1 --lengths fixed:512,1024 --gen-len 1024 \
-            --seed 1 --host lent-h200 "${DI_COST_ARGS[@]}"
-        derived tps $s $wl-lent-h200 1 "$(value throughput_tok_s $s $wl-lent-h200 1)"
+        run $s avg 1 $wl-lent-h200 --host lent-h200
     done
 fi
 # hf_ms T [LAYERS]: Hugging Face's LLaDA-MoE block at T tokens as PyTorch eager ran it on an H100

@@ -1003,7 +1003,7 @@ f="$tmp/papers/dllm-serve-fig3/results.jsonl"
 f="$tmp/papers/dinfer-table1/results.jsonl"
 [ "$(sqlite3 :memory: "SELECT count(*) FROM json_each('[' || replace(trim(readfile('$f'), char(10)), char(10), ',') || ']')
     WHERE json_extract(value, '\$.x') = 1 AND json_extract(value, '\$.metric') IN ('forward_ms', 'forward_ms_table')
-      AND json_extract(value, '\$.value') > 0")" = 10 ] &&
+      AND json_extract(value, '\$.workload') = 'p512-g1024' AND json_extract(value, '\$.value') > 0")" = 10 ] &&
     grep -q "^Why trends do not hold" "$tmp/papers/dinfer-table1/report.md" && ok ||
     bad "dinfer-table1: the forward times or the paragraph on why trends fail missing"
 # ... Fast-dLLM priced by the PyTorch harness's LLaDA-MoE-7B calibration carried to the H800, its
@@ -1012,7 +1012,8 @@ f="$tmp/papers/dinfer-table1/results.jsonl"
     [ "$(sqlite3 :memory: "SELECT max(CASE s WHEN 'fast-dllm' THEN v END) >= 0.9 * max(CASE s WHEN 'fast-dllm-nocache' THEN v END)
         FROM (SELECT json_extract(value, '\$.system') s, json_extract(value, '\$.value') v
               FROM json_each('[' || replace(trim(readfile('$f'), char(10)), char(10), ',') || ']')
-              WHERE json_extract(value, '\$.x') = 1 AND json_extract(value, '\$.metric') = 'forward_ms')")" = 1 ] &&
+              WHERE json_extract(value, '\$.x') = 1 AND json_extract(value, '\$.metric') = 'forward_ms'
+                AND json_extract(value, '\$.workload') = 'p512-g1024')")" = 1 ] &&
     tr -s ' \n' '  ' <"$tmp/papers/dinfer-table1/report.md" |
     grep -q "Fast-dLLM's forwards are the host's: the harness's eager forward issues 1569 CUDA kernels.* Issued by the lent H200 machine's host instead" && ok ||
     bad "dinfer-table1: Fast-dLLM not priced by the carried torch-eager LLaDA-MoE-7B calibration, or its hosts not said"
