@@ -122,19 +122,19 @@ if [ "$DI_COST" = calibrated ]; then
     host_ms=$("$bin" calib show --calib "$CARRIED" --gpu h800 --model llada-moe-7b --impl torch-eager |
         sed -n 's/^host: .*host issue (ms) = \([0-9.]*\) .*/\1/p')
     cost_note="Fast-dLLM's TPS is priced by the PyTorch harness's LLaDA-MoE-7B profile
-(engine/bench/torch_profile.py, records/torch-eager-moe-h100: its layer op by op, the experts a grouped
+(engine/bench/torch_profile.py, records/torch-eager-ops: its layer op by op, the experts a grouped
 MoE as a port onto vLLM runs them, the host's issue apart from the GPU's work) measured on an H100
 and carried to the H800 by tessera calib transfer (the same chip and memory: the band is nil); dInfer's
 and vLLM's by the roofline of compiled kernels (the dInfer table's 8 H800s with tensor and expert
 parallelism are not what a calibration of one GPU measures; no calibration measures Qwen2.5-3B)."
     host_note="Fast-dLLM's forwards are the host's: the harness's eager forward issues $moe_kernels CUDA kernels, $(printf '%.1f' "$host_ms") ms
-a step on the lent H100 machine's host, where its GPU work takes less with the cache and about as
+a step on the lent H100 machines' host, where its GPU work takes less with the cache and about as
 much without it. So its cache saves little time a forward ($(fv fast-dllm) ms against $(fv fast-dllm-nocache)) while it decides fewer
 tokens a forward ($(tpf fast-dllm) against $(tpf fast-dllm-nocache), the table's TPFs), and the cache lowers its TPS, where the table's
 halves its forward ($(fv fast-dllm paper) ms against $(fv fast-dllm-nocache paper)): the table's Fast-dLLM issued its steps in at most $(fv fast-dllm paper) ms, on a
 faster host or with fewer kernels (RoPE's tables once a forward rather than a layer, fused norms).
-Issued by the lent H200 machine's host instead (--host lent-h200: the calibration's host line scaled
-by the two machines' lines for LLaDA-8B), Fast-dLLM reaches $(fmt "$(value tps fast-dllm-nocache $wl-lent-h200 1)") and $(fmt "$(value tps fast-dllm $wl-lent-h200 1)") tokens/s on average
+Issued by the lent H200 machines' host instead (--host lent-h200: the calibration's host line scaled
+by the two machines' per-step issue times for LLaDA-8B), Fast-dLLM reaches $(fmt "$(value tps fast-dllm-nocache $wl-lent-h200 1)") and $(fmt "$(value tps fast-dllm $wl-lent-h200 1)") tokens/s on average
 without and with its cache (workload $wl-lent-h200): $(awk -v a="$(value tps fast-dllm $wl-lent-h200 1)" \
     -v b="$(value tps fast-dllm-nocache $wl-lent-h200 1)" 'BEGIN { print (a > b ? "there its cache raises its TPS, as the table'"'"'s does" : "its cache still lowers its TPS") }')."
 else

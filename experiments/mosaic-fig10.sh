@@ -43,8 +43,8 @@ cost_notes() {
         return
     fi
     echo "Latency is priced by the PyTorch harness's torch-eager calibration of each model measured on an H100
-(engine/bench/torch_profile.py: records/torch-eager-h100, the shipped h100-llada-8b-torch-eager.csv,
-records/torch-eager-moe-h100 for LLaDA-MoE-7B's grouped MoE), carried to each card by tessera calib
+(engine/bench/torch_profile.py: records/torch-eager-ops, LLaDA-MoE-7B's experts a grouped MoE, each op
+timed from a CUDA graph of its own), carried to each card by tessera calib
 transfer, as no calibration of those cards is measured; steps past the profiled 16,384 tokens are
 extrapolated. The transfer's band (tessera calib show --gpu GPU --from h100):"
     local g m

@@ -336,11 +336,12 @@ double calib_step_ops_ms(const struct calib_data *d, const struct calib_row *r)
     return sum;
 }
 
-/* Per-op times come from event-instrumented runs, which add a little to each op;
+/* An engine's per-op times come from event-instrumented runs, which add a little to each op;
  * total_ms is the same step timed without the events.  Scale every op of a step so the ops sum to
  * the un-instrumented total, down or up: a total above the sum is, on large steps, run-to-run noise
  * (a constant taken from it would land on every small step) and, on small ones, launch gaps that
- * belong to that shape. gap >= 0: a host/GPU split profile: scale to the GPU time an eager step
+ * belong to that shape. gap >= 0: a host/GPU split profile (eager PyTorch, each op timed from a CUDA
+ * graph of its own, summing to about the step's GPU time): scale to the GPU time an eager step
  * sees, gpu_ms + gap. */
 static void scale_to_totals(const struct calib_data *in, double gap, struct calib_data *out)
 {
@@ -659,11 +660,12 @@ int calib_use_host(struct calib *c, const char *name, const struct impl_profile 
     struct calib_host h, own, ref;
     if (calib_host_load(name, &h, err) || calib_host_of(c, &own, err))
         return ts_fail_prefix(err, "--host %s", name);
-    if (machine_host(c->device, &ref)) { /* c's line in proportion, the two machines' lines measured on the same layer */
-        if (ref.host0_ms > 0)
-            h.host0_ms = own.host0_ms * h.host0_ms / ref.host0_ms;
-        if (ref.seg_ms > 0)
-            h.seg_ms = own.seg_ms * h.seg_ms / ref.seg_ms;
+    if (machine_host(c->device, &ref) && ref.host0_ms > 0) {
+        /* c's line scaled whole by the two machines' per-step issue times, measured on the same layer
+         * (a per-segment term is fitted from few segment counts and may be 0 on either machine) */
+        const double scale = h.host0_ms / ref.host0_ms;
+        h.host0_ms = own.host0_ms * scale;
+        h.seg_ms = own.seg_ms * scale;
     }
     return calib_set_host(c, &h, err) ? ts_fail_prefix(err, "--host %s", name) : 0;
 }

@@ -14,11 +14,12 @@
 #include "gpu.h"
 #include "model.h"
 
-/* Where both GPUs' ceilings were measured (DATADIR/gpu_measured.csv), the GEMM rate each holds
- * under its power limit and its copy bandwidth in place of the datasheet's peaks: the ratios a
- * transfer scales by are then measured ones (from the H200 to the H100 this takes the shipped
- * calibration's per-step error from 8.4% to 5.2%, analysis/transfer_check.sh). Mixing one GPU's
- * measured figures with another's datasheet would bias the ratio, so one measured is not enough. */
+/* Where both GPUs' ceilings were measured (DATADIR/gpu_measured.csv), the GEMM rate each reaches
+ * (not the lower rate it holds for 2 s under its power limit: a profile times each op or step in
+ * short runs, and the held ratio left every H200/H100 transfer but tessera-fused LLaDA-8B's further
+ * off, analysis/transfer_check.sh, sim/README.md) and its copy bandwidth in place of the datasheet's
+ * peaks: the ratios a transfer scales by are then measured ones. Mixing one GPU's measured figures
+ * with another's datasheet would bias the ratio, so one measured is not enough. */
 static int measured_ceilings(struct gpu_spec *a, struct gpu_spec *b, struct ts_err *err)
 {
     struct sim_config c;
@@ -30,8 +31,8 @@ static int measured_ceilings(struct gpu_spec *a, struct gpu_spec *b, struct ts_e
     if (fa < 0 || fb < 0)
         return -1;
     if (fa && fb) {
-        a->bf16_flops = ma.gemm_held_flops, a->mem_bw = ma.copy_bw;
-        b->bf16_flops = mb.gemm_held_flops, b->mem_bw = mb.copy_bw;
+        a->bf16_flops = ma.gemm_flops, a->mem_bw = ma.copy_bw;
+        b->bf16_flops = mb.gemm_flops, b->mem_bw = mb.copy_bw;
     }
     return 0;
 }

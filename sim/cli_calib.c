@@ -549,9 +549,9 @@ static int show_transferred(const char *gpu, const char *from, const char *model
            "the same kernels run (the %s implementation); the roofline runs on the GPUs' measured\n"
            "ceilings where both were measured (tessera list gpus --measured), else their datasheets'.\n"
            "Checked where both were measured: the H200's LLaDA-8B calibration carried to an H100 is\n"
-           "3.5%% off per profiled step against the H100's measured one (median 3.3%%, up to 20%% on a\n"
-           "short Reuse step over a long cache; analysis/transfer_check.sh), where a measured calibration\n"
-           "is 1-3%% off. Measure with `make calibrate` to replace it.\n",
+           "3.2%% off per profiled step against the H100's measured one (median 2.7%%, up to 20%% on a\n"
+           "short Reuse step over a long cache; PyTorch eager's 2.5%%; analysis/transfer_check.sh), where a\n"
+           "measured calibration is 1-3%% off. Measure with `make calibrate` to replace it.\n",
            gpu, src, from, impl);
     printf("uncertainty band: each op scaled by the two GPUs' peak-FLOP ratio and by their bandwidth\n"
            "ratio instead of its roofline ratio (the roofline may have misjudged which one limited the\n"

@@ -5,8 +5,10 @@ A PyTorch eager forward of a model's shape (random bf16 weights; torch_model.py'
 anchor's, with SDPA over cached + fresh K/V, and a chunked LM head with a softmax confidence and
 argmax) is timed over the step shapes `tessera engine profile`
 sweeps (LLaDA-8B's by default; --model and the shape options for another, as `tessera list models`
-gives it: engine/calibrate.sh passes them): each op of one layer with CUDA events (median of REPS, times the layer count), and the whole
-step without events (total_ms: the real step, host launch gaps included, which eager PyTorch pays).
+gives it: engine/calibrate.sh passes them): each op of one layer captured in a CUDA graph of its own and
+replayed (median of REPS, times the layer count: the op's GPU work alone, as CUDA events around an
+eager op would also hold the gaps its host leaves the GPU between its kernels), and the whole step as
+it runs (total_ms: the real step, host launch gaps included, which eager PyTorch pays).
 It also separates the two things an eager step waits for: gpu_ms, the same step captured in a CUDA
 graph and replayed (the GPU's work alone, no launch gaps), and host_ms, the time Python takes to
 issue the eager step (measured from an idle GPU, before synchronising). Eager PyTorch runs ahead
@@ -173,8 +175,9 @@ def timed(fn, reps):
 
 def graph_ms(fns, reps):
     """Each thunk's GPU time alone: captured in a CUDA graph of its own, in order (each reads what the
-    one before it wrote), and replayed. dLLM-Serve's runtime times its ops so: an op's events would
-    also hold the gaps its Python loop leaves the GPU, which are the host's (host_ms)."""
+    one before it wrote), and replayed. Events around the eager op would also hold the gaps its host
+    leaves the GPU between its kernels (and dLLM-Serve's Python loops over the sequences), which are
+    the host's (host_ms)."""
     set_capturing(True)
     gs = []
     for f in fns:
@@ -189,7 +192,7 @@ def graph_ms(fns, reps):
 
 
 def op_graphs(ids, pos, cache, select, R, reps):
-    """dLLM-Serve's runtime: each op of one layer (times the layers) and of the head, from graph_ms."""
+    """Each op of one layer (times the layers) and of the head, from graph_ms."""
     st = {}
     embed = lambda: st.update(x=emb[ids])
     ms = dict(embed=graph_ms([embed], reps)[0])
@@ -204,41 +207,15 @@ def op_graphs(ids, pos, cache, select, R, reps):
 
 
 def profile(segs, q, kv, with_logits, reps, per_head=None):
-    """One step's ops (ms a step), its whole time, its GPU time alone and its host's issue time;
-    per_head not None: a Refresh that selects (True: a kept set a K/V head)."""
+    """One step's ops (ms a step, each from a CUDA graph of its own: op_graphs), its whole time, its
+    GPU time alone and its host's issue time; per_head not None: a Refresh that selects (True: a kept
+    set a K/V head)."""
     ids, pos, cache = inputs(segs, q, kv, per_head is not None)
     select = None if per_head is None else (per_head, w(segs * q, KVH, HD), w(segs * q, KVH, HD))
     R = q if with_logits else 0
-    ms = {}
-    e = [torch.cuda.Event(True) for _ in range(2)]
-    for r in range(1 if RT else reps + 1):  # the first round warms up
-        acc = {}
-        e[0].record(); x = emb[ids]; e[1].record(); torch.cuda.synchronize()
-        acc["embed"] = e[0].elapsed_time(e[1])
-        st, ops = layer_ops(layer, x, pos, cache, select)
-        for name, f in ops:
-            e[0].record(); f(); e[1].record(); torch.cuda.synchronize()
-            acc[name] = acc.get(name, 0) + e[0].elapsed_time(e[1]) * NL
-        if R:
-            for name, f in head(st["x"], R):
-                e[0].record(); f(); e[1].record(); torch.cuda.synchronize()
-                acc[name] = acc.get(name, 0) + e[0].elapsed_time(e[1])
-        if r:
-            for k, v in acc.items():
-                ms.setdefault(k, []).append(v)
-    if RT:
-        ms = {k: [v] for k, v in op_graphs(ids, pos, cache, select, R, reps).items()}
-    elif select is not None:
-        # the selection's GPU work alone, from a CUDA graph of it (its events above also hold the
-        # loop's host time and waits, which host_ms carries: calib fit's selecting-segment term)
-        set_capturing(True)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            select_kv(st, select[1], select[2], per_head)
-        set_capturing(False)
-        g.replay(); torch.cuda.synchronize()
-        ms["kv_select"] = [timed(g.replay, reps) * NL]
-        del g
+    step(ids, pos, cache, R, select)  # warm-up: library handles, workspaces and compiled functions
+    torch.cuda.synchronize()
+    ms = op_graphs(ids, pos, cache, select, R, reps)
     total = timed(lambda: step(ids, pos, cache, R, select), reps)
     # the host's issue time, from an idle GPU (dLLM-Serve's runtime reads back mid-step: its waits
     # there are not the host's work)
@@ -264,7 +241,7 @@ def profile(segs, q, kv, with_logits, reps, per_head=None):
     gpu = timed(g.replay, reps)
     del g
     torch.cuda.empty_cache()
-    return {k: statistics.median(v) for k, v in ms.items()}, total, gpu, statistics.median(hs)
+    return ms, total, gpu, statistics.median(hs)
 
 
 def count_kernels():
