@@ -160,6 +160,19 @@ Hugging Face's LLaDA-MoE block, whose Python loop over the 64 experts issues abo
 layer: measured on an H100 (records/torch-moe-h100, engine/bench/torch_moe.py), it takes $(hf_ms 32) ms a
 layer at 32 tokens and $(hf_ms 1536) at 1,536, $(hf_ms 32 16) and $(hf_ms 1536 16) ms a forward over 16 layers, several times the
 table's Fast-dLLM forwards."
+tps_ratio() { fmt "$(ratio "$(value tps "$1" $wl 1)" "$(value tps "$2" $wl 1)")"; }
+why "dInfer with its cache is 2-3x vLLM's TPS" "tessera's dInfer is $(tps_ratio dinfer vllm)x its vLLM. dInfer's forwards agree
+with the table's within $dinfer_gap%; vLLM's do not: the table's vLLM takes $(fv vllm paper) ms a token, tessera's $(fv vllm), its
+roofline with no host time $vllm_floor. The table's vLLM paid more a token than one H800 with no host time
+does: its 8 H800s' all-reduces in every forward or its host, which the slides do not detail."
+why "dInfer is over ten times Fast-dLLM" "tessera's dInfer is $(tps_ratio dinfer fast-dllm-nocache)x its Fast-dLLM without a cache:
+the table's Fast-dLLM takes $(fv fast-dllm-nocache paper) ms a forward, tessera's $(fv fast-dllm-nocache), $([ -n "$host_note" ] && echo "most of it its host's issue of
+$moe_kernels kernels ($(printf '%.1f' "$host_ms") ms a step on the lent H100 machine)" || echo "priced by the roofline"); the table's ran slower still (its 8 H800s or its host)."
+why "the KV cache raises both frameworks' TPS" "Fast-dLLM's TPS is $(fmt "$(value tps fast-dllm $wl 1)") with its cache and $(fmt "$(value tps fast-dllm-nocache $wl 1)") without:
+its forward takes $(fv fast-dllm) ms against $(fv fast-dllm-nocache) (the table's $(fv fast-dllm paper) against $(fv fast-dllm-nocache paper)) while it decides fewer tokens a
+forward ($(tpf fast-dllm) against $(tpf fast-dllm-nocache), the table's TPFs). $([ -n "$host_note" ] && echo "Its forwards are its host's issue, which
+the cache does not shorten; issued by the lent H200 machine's host its cache $(awk -v a="$(value tps fast-dllm $wl-lent-h200 1)" \
+    -v b="$(value tps fast-dllm-nocache $wl-lent-h200 1)" 'BEGIN { print (a > b ? "raises" : "still lowers") }') its TPS (the notes below).")"
 SHOW_METRICS="tps forward_ms forward_ms_table"
 paper_finish "dInfer Table 1: TPS at batch size 1, LLaDA-MoE-7B-A1B and Qwen2.5-3B, H800" \
     "benchmark (1 avg, 2 CRUX-O, 3 GSM8K, 4 HumanEval, 5 IFEval, 6 MBPP, 7 LCB V6)" tps

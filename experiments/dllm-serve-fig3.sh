@@ -34,6 +34,9 @@ check "dLLM-Serve keeps scaling on each workload: its throughput rises with the 
     "$(ds_each "val(\"dllm-serve\",\"@W\",\"$r1\",\"throughput_tok_s\") / val(\"dllm-serve\",\"@W\",\"$r0\",\"throughput_tok_s\") >= 1 + 0.8 * ($r1 / $r0 - 1)")"
 ds_why rtx4090 $r1
 ds_why_rows rtx4090 $r1 $n
+ds_why_band $r1 1.61 1.81
+ds_why_scaling $r0 $r1
+ds_why_wall $r0 $r1
 # the paper's own claims bound its strongest baseline from below: dLLM-Serve scaling linearly to 0.4
 # req/s (256 tokens a request) at 1.61-1.81x of it at 0.5 req/s
 implied=$(awk 'BEGIN { printf "%.1f", 0.4 * 256 / 1.81 }')

@@ -46,6 +46,28 @@ check "the inference engine gives the largest jump of the three parts on each wo
     "$(ds_each 'val("engine","@W","2","gain") > val("scheduler","@W","3","gain") && val("engine","@W","2","gain") > val("budgeting","@W","4","gain")')"
 check "the scheduler adds to the engine's throughput on each workload" "$(ds_each 'val("scheduler","@W","3","gain") > 1')"
 check "logit-aware budgeting adds the final boost on each workload" "$(ds_each 'val("budgeting","@W","4","gain") > 1')"
+# why budgeting adds little: per workload, the requests a step with and without it, the time a
+# request-step takes (the run's span over its request-steps: the GPU is busy throughout at this
+# load), and the KV pool each leaves
+request_step_ms() { awk -v a="$(point_json makespan_ns "$@")" -v b="$(point_json request_steps "$@")" 'BEGIN { printf "%.1f", a / b / 1e6 }'; }
+kv_gb() { awk -v a="$(point_json kv_pool_bytes "$@")" 'BEGIN { printf "%.2f", a / 1e9 }'; }
+parts=""
+for w in $DS_WORKLOADS; do
+    parts+="$w $(fmt "$(mean_batch scheduler $w 3)") and $(fmt "$(mean_batch budgeting $w 4)") requests a step, $(request_step_ms scheduler $w 3) and $(request_step_ms budgeting $w 4) ms a request-step, KV pools of $(kv_gb scheduler $w 3) and $(kv_gb budgeting $w 4) GB; "
+done
+sched=""
+for w in $DS_WORKLOADS; do
+    sched+="$w $(fmt "$(mean_batch engine $w 2)") and $(fmt "$(mean_batch scheduler $w 3)") requests a step, $(request_step_ms engine $w 2) and $(request_step_ms scheduler $w 3) ms a request-step, gain $(fmt "$(value gain scheduler $w 3)")x; "
+done
+why "the scheduler adds to the engine's throughput" "with the request scheduler and with the phase-multiplexed one: ${sched%; }.
+The phase scheduler gains where grouping the requests' Refresh and Reuse steps runs more of them a step
+for no more time a request; where the queue seldom holds more than a batch (a short run, a light
+load), there is little to group."
+why "logit-aware budgeting adds the final boost" "with the scheduler alone and with budgeting added: ${parts%; }.
+Budgeting moves memory from the activation reserve to the KV pool, which lets more requests run a
+step only where the pool was full, and a request-step costs about what it did: on this card the
+steps are long enough that the GPU (and its host loop a sequence) is the bound, so a larger batch
+adds time in proportion. Budgeting pays where memory, not the GPU, caps the batch."
 NOTES="x is the stage (1 the baseline, 2 with dLLM-Serve's inference engine, 3 with its scheduler, 4 with
 logit budgeting: dLLM-Serve); relative_throughput is each stage's throughput over the baseline's, gain
 over the stage before. The paper's per-stage speedups are withheld, and it does not say at which load or

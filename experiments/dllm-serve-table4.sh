@@ -22,6 +22,8 @@ check "dLLM-Serve's mean latency is below every baseline's on each workload" \
     "$(for s in $DS_BASELINES; do ds_each "val(\"dllm-serve\",\"@W\",\"1.0\",\"lat_mean_s\") < val(\"$s\",\"@W\",\"1.0\",\"lat_mean_s\")"; printf ' && '; done) 1"
 ds_why l40s 1.0
 ds_why_rows l40s 1.0 $n
+ds_why_band 1.0 1.60 1.74
+ds_why_latency 1.0 "dLLM-Serve's mean latency is below every baseline's"
 NOTES="$(ds_notes l40s)
 
 $DS_WHY

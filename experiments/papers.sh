@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # experiments/papers.sh: every built paper experiment (experiments/papers.tsv), run in parallel
 # (one process a core), each into OUT/NAME, and OUT/report.md: a line an experiment and a line a
-# paper (the median |log ratio| of tessera's values to the paper's numbers, the trends holding), and
-# then each experiment's report: its points beside the paper's numbers and each trend it checks.
+# paper (the median |log ratio| of tessera's values to the paper's numbers, the trends holding), each
+# trend that does not hold with its reason, and then each experiment's report: its points beside the paper's numbers and each trend it checks.
 # Usage: tessera exp run papers OUT [--force] [--quick] [--strict]
 set -uo pipefail
 out=${1:?usage: tessera exp run papers OUT [--force] [--quick] [--strict]}
@@ -54,6 +54,14 @@ rc=$?
         echo "| $paper | $k | $med | $holds of $all |"
         rm -f "$out/$paper.logratios"
     done
+    if grep -qs . "$out"/*/failing.tsv; then
+        echo
+        echo "Trends that do not hold, and why:"
+        echo
+        for n in $names; do
+            [ -s "$out/$n/failing.tsv" ] && awk -F'\t' -v n="$n" '{ printf "- %s, *%s*: %s\n", n, $1, $2 }' "$out/$n/failing.tsv"
+        done
+    fi
     echo
     echo "Waiting on parts not built yet:"
     echo

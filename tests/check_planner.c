@@ -171,6 +171,24 @@ START_TEST(chunking_lazy_and_brute)
 }
 END_TEST
 
+/* A mixture of experts: its gathered routed copies are as large as its gate/up and are shrunk by the
+ * FFN chunks with it, so lazy chunking goes on past them to what brute force finds fits */
+START_TEST(lazy_chunking_shrinks_routed_copies)
+{
+    const struct model_cfg *m = model_find("llada-moe-7b");
+    struct planner_opts po;
+    planner_opts_defaults(&po);
+    struct og_shape s = {.T = 320000, .R = 160000, .ffn_chunks = 1, .softmax_copy_bytes = 8};
+    struct chunk_result lazy, brute;
+    const int64_t budget = (int64_t)(25.29 * (1LL << 30));
+    ck_assert_int_eq(chunk_search(CHUNK_LAZY, m, &s, planner_find("first-fit"), &po, budget, &lazy, NULL), 0);
+    ck_assert_int_eq(chunk_search(CHUNK_BRUTE, m, &s, planner_find("first-fit"), &po, budget, &brute, NULL), 0);
+    ck_assert_msg(brute.fits, "%s", brute.why);
+    ck_assert_msg(lazy.fits && lazy.ffn_chunks > 1, "%s", lazy.why);
+    plan_free(&lazy.plan), plan_free(&brute.plan);
+}
+END_TEST
+
 START_TEST(planning_a_32_layer_model_is_fast)
 {
     const struct model_cfg *m = model_find("llada-8b");
@@ -207,6 +225,7 @@ int main(void)
     tcase_add_test(tc, ilp_optimum_against_heuristics);
     tcase_add_test(tc, caching_allocator_rules);
     tcase_add_test(tc, chunking_lazy_and_brute);
+    tcase_add_test(tc, lazy_chunking_shrinks_routed_copies);
     tcase_add_test(tc, planning_a_32_layer_model_is_fast);
     suite_add_tcase(s, tc);
     return run_suite("planner", s) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -1031,6 +1031,14 @@ tr -s ' \n' '  ' <"$tmp/papers/dinfer-table1/report.md" |
     grep -q "it takes 11.5 ms a layer at 32 tokens and 28.3 at 1,536, 184 and 452 ms a forward over 16 layers" && ok ||
     bad "dinfer-table1: Hugging Face's expert loop not read from records/torch-moe-h100"
 contains "exp run papers --quick" "papers: $tmp/papers/report.md"
+# every trend that does not hold says why, in its report and in the summary
+if grep -q "does not hold" "$tmp/papers"/*/checks.tsv; then
+    ! grep -q "no reason recorded" "$tmp/papers/report.md" && grep -q "^Trends that do not hold, and why:" "$tmp/papers/report.md" &&
+        [ "$(cat "$tmp/papers"/*/failing.tsv | wc -l)" = "$(cat "$tmp/papers"/*/checks.tsv | grep -c $'\tdoes not hold$')" ] &&
+        ok || bad "papers: a trend that does not hold gives no reason: $(grep -h "no reason recorded" "$tmp/papers"/*/failing.tsv | cut -f1 | head -3)"
+else
+    ok
+fi
 # carried EXP TEXT LINE CALIB...: EXP's report says TEXT (its lines joined), has a line matching LINE
 # (a transfer's band), and EXP left each carried calibration CALIB in its OUT
 carried() {

@@ -183,17 +183,22 @@ instead (workloads W-torch-eager), dLLM-Serve would reach at $x req/s, in tok/s:
 A host faster than the lent machines' shortens its loop, and the papers' hosts are unknown."
 }
 
+# ds_batch W X: the baselines' static batches at X in workload W, in requests ("1", or "3-4")
+ds_batch() {
+    local s
+    for s in $DS_BASELINES; do value static_batch $s "$1" "$2"; done | sort -g | sed -n '1p;$p' | uniq | paste -sd-
+}
+
 # ds_why GPU X: what the baselines' static batches hold at X on each workload and what one request
 # a batch can reach (derived metrics single_request_ceiling, single_request_bound); DS_WHY says what
 # that means
 ds_why() {
-    local gpu=$1 x=$2 w s b ceiling bound batches=""
+    local gpu=$1 x=$2 w ceiling bound batches=""
     ceiling=$(ds_ceiling "$gpu") bound=$(ds_bound "$gpu")
     for w in $DS_WORKLOADS; do
         derived single_request_ceiling fast-dllm $w "$x" "$ceiling"
         derived single_request_bound fast-dllm $w "$x" "$bound"
-        b=$(for s in $DS_BASELINES; do value static_batch $s $w "$x"; done | sort -g | sed -n '1p;$p' | uniq | paste -sd-)
-        batches+="$b on $w, "
+        batches+="$(ds_batch $w "$x") on $w, "
     done
     DS_WHY="Why the results move with the workload: at $x req/s the baselines' static batches hold, in requests,
 ${batches%, } (metric static_batch: as many as fit when each is padded to the workload's longest request,
@@ -203,4 +208,73 @@ a step reaches at most $ceiling tok/s on this GPU in tessera's roofline (single_
 step with no cache and no host time) and $bound with nothing lost (single_request_bound: the weights a step
 reads over the table's bandwidth): where a batch holds one request, dLLM-Serve's lead is all its
 concurrency."
+}
+
+# ds_why_band X LO HI: why dLLM-Serve's speedup at X (metric speedup) leaves the paper's LO-HI band:
+# where it lands on each workload, beside the baselines' static batches there
+ds_why_band() {
+    local x=$1 lo=$2 hi=$3 w v where parts=""
+    for w in $DS_WORKLOADS; do
+        v=$(value speedup dllm-serve $w "$x")
+        where=$(awk -v v="$v" -v lo="$lo" -v hi="$hi" 'BEGIN { print (v > hi ? "above" : v < lo ? "below" : "within") }')
+        parts+="$w $(fmt "$v")x, $where it (the baselines' static batch: $(ds_batch $w "$x")); "
+    done
+    why "dLLM-Serve's throughput over the strongest baseline's" "at $x req/s the speedup is ${parts%; }. Where a
+baseline's batch holds one request, dLLM-Serve's lead is all its concurrency; where the baselines batch
+several, its second forward over the whole sequence a block (rows a decoded token, metric redundancy)
+and its runtime's per-sequence host loop cost it about what its scheduler wins. The notes below give
+each part's numbers."
+}
+
+# ds_why_scaling R0 R1: why dLLM-Serve's throughput does not keep rising with the load to R1: the rate
+# it keeps up to on each workload (80% of the offered tokens), and what it reaches at R1 against the
+# GEMM ceiling of the rows it processes (ds_why_rows' gemm_ceiling_tok_s at R1)
+ds_why_scaling() {
+    local r0=$1 r1=$2 w keeps t c parts=""
+    for w in $DS_WORKLOADS; do
+        keeps=$(awk -F'\t' -v w="$w" '$1 == "dllm-serve" && $2 == w && $4 == "throughput_tok_s" { print $3, $5 }' "$out/points.tsv" |
+            sort -g | awk '$2 >= 0.8 * $1 * 256 { k = $1 } END { print (k == "" ? "none of the rates" : k " req/s") }')
+        t=$(value throughput_tok_s dllm-serve $w "$r1") c=$(value gemm_ceiling_tok_s dllm-serve $w "$r1")
+        parts+="$w: $(fmt "$(ratio "$t" "$(value throughput_tok_s dllm-serve $w "$r0")")")x from $r0 to $r1 req/s, serving 80% of the offered tokens up to $keeps; at $r1 req/s $(fmt "$t") tok/s, $(awk -v t="$t" -v c="$c" 'BEGIN { printf "%.0f", 100 * t / c }')% of its GEMM ceiling of $(fmt "$c"); "
+    done
+    why "dLLM-Serve keeps scaling" "keeping up at $r1 req/s takes $(awk -v r="$r1" 'BEGIN { print r * 256 }') generated tok/s. ${parts%; }.
+The ceiling is what the card's whole bf16 GEMM rate allows at the rows dLLM-Serve processes a decoded
+token in tessera (Sparse-dLLM's delayed caching: two forwards over the whole sequence a block), so
+dLLM-Serve saturates where its own steps fill the GPU and its host loop, not where memory stops it:
+for the paper's dLLM-Serve to keep up it must process fewer rows a token than its code's delayed
+caching does here, or run its steps nearer the card's GEMM rate."
+}
+
+# ds_why_latency X TREND: why dLLM-Serve's mean latency at X is not below every baseline's on each
+# workload (the trend whose text starts with TREND): each baseline ahead of it there, with its static
+# batch and both throughputs
+ds_why_latency() {
+    local x=$1 w s d parts=""
+    for w in $DS_WORKLOADS; do
+        d=$(value lat_mean_s dllm-serve $w "$x")
+        for s in $DS_BASELINES; do
+            awk -v a="$(value lat_mean_s $s $w "$x")" -v b="$d" 'BEGIN { exit !(a <= b) }' || continue
+            parts+="on $w $s's $(fmt "$(value lat_mean_s $s $w "$x")") s against $(fmt "$d") s, its static batch $(value static_batch $s $w "$x") requests and its throughput $(fmt "$(value throughput_tok_s $s $w "$x")") tok/s against dLLM-Serve's $(fmt "$(value throughput_tok_s dllm-serve $w "$x")"); "
+        done
+    done
+    why "$2" "${parts%; }. Where a baseline batches as
+many requests as it serves and matches dLLM-Serve's throughput, its queue is no longer, and its
+batches' single forward over the sequence a block (Fast-dLLM's dual cache) beats dLLM-Serve's two."
+}
+
+# ds_why_wall R0 R1: why a baseline's throughput keeps rising with the load from R0 to R1 on some
+# workload: each such baseline's rise, beside its static batch
+ds_why_wall() {
+    local r0=$1 r1=$2 w s g parts=""
+    for w in $DS_WORKLOADS; do
+        for s in $DS_BASELINES; do
+            g=$(ratio "$(value throughput_tok_s $s $w "$r1")" "$(value throughput_tok_s $s $w "$r0")")
+            awk -v g="$g" -v a="$r0" -v b="$r1" 'BEGIN { exit !(g >= 1 + 0.5 * (b / a - 1)) }' &&
+                parts+="$s on $w $(fmt "$g")x (its static batch: $(value static_batch $s $w "$r1")), "
+        done
+    done
+    why "the baselines hit a throughput wall" "from $r0 to $r1 req/s the load rises $(fmt "$(ratio "$r1" "$r0")")x and
+these baselines' throughput with it: ${parts%, }. A static batch that holds several requests fills as
+the load rises, and a run of few requests ends before the queue is long: its last requests' service
+is a large share of its time at the lowest rate."
 }

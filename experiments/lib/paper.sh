@@ -11,11 +11,16 @@
 #   paper METRIC SYSTEM WORKLOAD X VALUE a number the paper prints, beside tessera's point
 #   check "TEXT" AWK-CONDITION           a trend the paper reports, evaluated over OUT/points.tsv
 #                                        (columns: system workload x metric value)
+#   why "TEXT" "REASON"                  why the trend whose text starts with TEXT does not hold
+#                                        here, from the run's own numbers (printed only where it
+#                                        does not; a trend that fails with no reason says so)
 #   paper_finish "TITLE" XLABEL METRIC [logx]   (SHOW_METRICS="M ...": more metrics in the report;
 #                                        PANELS="W ...": one panel a workload)
 #                                        OUT/results.jsonl, OUT/figure.png (one curve a system and
 #                                        workload), OUT/report.md (a trend that does not hold is a
-#                                        finding the report states, an error only with --strict)
+#                                        finding the report states with its reason, an error only
+#                                        with --strict), OUT/failing.tsv (each trend that does not
+#                                        hold and its reason)
 # results.jsonl has one object a point: experiment system model gpu workload x metric value
 # paper_value (null where the paper gives no number).
 set -uo pipefail
@@ -44,10 +49,12 @@ paper_init() {
     fi
     [ -e "$out" ] && [ ! -d "$out" ] && { echo "$EXP: $out is not a folder" >&2; exit 2; }
     mkdir -p "$out/points" || exit 2
-    rm -f "$out"/points/* "$out/points.tsv" "$out/points.idx" "$out/paper.tsv" "$out/checks.tsv"
+    rm -f "$out"/points/* "$out/points.tsv" "$out/points.idx" "$out/paper.tsv" "$out/checks.tsv" "$out/whys.tsv" \
+        "$out/failing.tsv"
     : >"$out/points.tsv"
     : >"$out/paper.tsv"
     : >"$out/checks.tsv"
+    : >"$out/whys.tsv"
     npoints=0
 }
 
@@ -94,6 +101,16 @@ roofline_ms() {
         awk '$1 == "host" { h = $2 } $1 == "step" { s = $2 } END { printf "%.6g", s - h }'
 }
 
+# point_json KEY SYSTEM WORKLOAD X: a key of a point's summary (the JSON tessera sim --json wrote)
+point_json() {
+    local k
+    k=$(awk -F'\t' -v s="$2" -v w="$3" -v x="$4" '$1 == s && $2 == w && $3 == x { print $6; exit }' "$out/points.idx")
+    [ -n "$k" ] && json "$out/points/$k.json" "$1"
+}
+
+# mean_batch SYSTEM WORKLOAD X: the requests a step of a point runs on average
+mean_batch() { ratio "$(point_json request_steps "$@")" "$(point_json num_steps "$@")"; }
+
 # derived METRIC SYSTEM WORKLOAD X VALUE: a number computed from the points (a ratio, a reduction)
 derived() { printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$1" "$5" >>"$out/points.tsv"; }
 
@@ -119,6 +136,10 @@ check() {
     fi
     printf '%s\t%s\n' "$text" "$ok" >>"$out/checks.tsv"
 }
+
+# why TEXT REASON: why the trend whose text starts with TEXT does not hold, where it does not (one
+# line of OUT/whys.tsv; the longest TEXT a trend starts with is its reason)
+why() { printf '%s\t%s\n' "$1" "$(printf '%s' "$2" | tr '\n\t' '  ' | tr -s ' ')" >>"$out/whys.tsv"; }
 
 paper_finish() {
     local title=$1 xlabel=$2 metric=$3 logx=${4:-}
@@ -150,6 +171,11 @@ paper_finish() {
             "set terminal pngcairo size 900,560 font ',11' noenhanced" "set title \"$title\"" \
             "plot $(IFS=,; echo "${plots[*]}")"
     fi
+    # each trend that does not hold, with its reason
+    awk -F'\t' -v OFS='\t' 'FILENAME == ARGV[1] { w[$1] = $2; next }
+        $2 == "does not hold" { r = ""; n = -1
+            for (k in w) if (index($1, k) == 1 && length(k) > n) { r = w[k]; n = length(k) }
+            print $1, (r == "" ? "no reason recorded" : r) }' "$out/whys.tsv" "$out/checks.tsv" >"$out/failing.tsv"
     # the report: the points, the paper's numbers beside tessera's, the trends
     {
         echo "# $EXP: $title"
@@ -169,6 +195,10 @@ paper_finish() {
         echo "| trend the paper reports | in tessera |"
         echo "|---|---|"
         awk -F'\t' '{ printf "| %s | %s |\n", $1, $2 }' "$out/checks.tsv"
+        if [ -s "$out/failing.tsv" ]; then
+            printf '\nWhy each trend that does not hold fails here:\n\n'
+            awk -F'\t' '{ printf "- *%s*: %s\n", $1, $2 }' "$out/failing.tsv"
+        fi
         [ -n "${NOTES:-}" ] && printf '\n%s\n' "$NOTES"
     } >"$out/report.md"
     echo "$EXP: $out/report.md, $out/results.jsonl$([ -f "$out/figure.png" ] && echo ", $out/figure.png")" >&2

@@ -136,7 +136,7 @@ double opgraph_average(const struct opgraph *g)
     return sum / g->num_ops;
 }
 
-int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest)
+int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest, int *layer)
 {
     int64_t *d = live_bytes(g), peak = -1;
     int32_t at = 0;
@@ -146,14 +146,17 @@ int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest)
             at = k;
         }
     free(d);
-    if (largest) {
-        int64_t best = -1;
-        *largest = OG_X;
-        for (int32_t i = 0; i < g->n; i++)
-            if (g->t[i].first <= at && at <= g->t[i].last && g->t[i].bytes > best && g->t[i].kind != OG_X) {
-                best = g->t[i].bytes;
-                *largest = (enum og_kind)g->t[i].kind;
-            }
-    }
+    int64_t best = -1;
+    enum og_kind k = OG_X;
+    int l = -1;
+    for (int32_t i = 0; i < g->n; i++)
+        if (g->t[i].first <= at && at <= g->t[i].last && g->t[i].bytes > best && g->t[i].kind != OG_X) {
+            best = g->t[i].bytes;
+            k = (enum og_kind)g->t[i].kind, l = g->t[i].layer;
+        }
+    if (largest)
+        *largest = k;
+    if (layer)
+        *layer = l;
     return at;
 }

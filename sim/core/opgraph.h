@@ -64,7 +64,8 @@ void opgraph_free(struct opgraph *g);
 int64_t opgraph_peak(const struct opgraph *g);
 /* Live bytes averaged over the ops (peak / average is the peak-to-average ratio). */
 double opgraph_average(const struct opgraph *g);
-/* The op index where the peak is reached, and the kind of the largest tensor alive there. */
-int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest);
+/* The op index where the peak is reached, and the kind and layer (-1: the head or whole-graph) of
+ * the largest tensor alive there (either may be NULL). */
+int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest, int *layer);
 
 #endif
