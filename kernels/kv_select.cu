@@ -1,8 +1,6 @@
 /*
  * kv_select.cu: sparse KV selection (Sparse-dLLM, dLLM-Serve's head-centric cache), one layer at a
- * time, right after its attention. A set a K/V head of a short sequence (at most FUSED_CAND candidates,
- * SELECT_COPY_KEEP kept) is one kernel, fused_kernel, each block scoring its head itself; else two
- * kernels:
+ * time, right after its attention. Two kernels:
  *   score    per selecting segment, K/V head and candidate key: the mean of the segment's scoring
  *            rows' query vectors (fp32) over the head's query heads, dotted with the key (the
  *            ranking of a mean);
@@ -20,8 +18,6 @@
  * deterministic: no atomics on values, ties broken by the lower key index.
  */
 #include <float.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "common.cuh"
 
@@ -53,53 +49,6 @@ static __device__ __forceinline__ void score_pieces(uint4 (&v)[SCORE_ITEMS], con
     }
 }
 
-/* The mean over a segment's rows row0.. (rows of them) of head kh's query columns (the cols = g d
- * columns of its query heads) into mq, fp32, by the block's first `threads` threads (every thread
- * calls it): threads / cols groups of rows (where cols < threads), each summing rows sixteen at a
- * time (independent loads in flight), their sums added in a fixed order through grp_sums (threads
- * floats); the same means whatever the caller. */
-static __device__ __forceinline__ void mean_query(float *mq, float *grp_sums, const bf16_t *q, int q_stride, int row0,
-                                                  int rows, int kh, int cols, int threads)
-{
-    const int groups = cols >= threads ? 1 : threads / cols;
-    const int grp = threadIdx.x / cols, c0 = threadIdx.x - grp * cols;
-    for (int c = c0; threadIdx.x < threads && grp < groups && c < cols; c += threads) { /* group sums beside mq */
-        const bf16_t *col = q + (size_t)row0 * q_stride + (size_t)kh * cols + c;
-        float acc[16];
-#pragma unroll
-        for (int k = 0; k < 16; k++)
-            acc[k] = 0.f;
-        int r = grp;
-        for (; r + 15 * groups < rows; r += 16 * groups)
-#pragma unroll
-            for (int k = 0; k < 16; k++)
-                acc[k] += bf2f(col[(size_t)(r + k * groups) * q_stride]);
-        for (; r < rows; r += groups)
-            acc[0] += bf2f(col[(size_t)r * q_stride]);
-#pragma unroll
-        for (int k = 0; k < 8; k++) /* a fixed tree */
-            acc[k] += acc[k + 8];
-#pragma unroll
-        for (int k = 0; k < 4; k++)
-            acc[k] += acc[k + 4];
-        const float sum = (acc[0] + acc[2]) + (acc[1] + acc[3]);
-        if (groups == 1)
-            mq[c] = sum / (float)rows;
-        else
-            grp_sums[(size_t)grp * cols + c] = sum;
-    }
-    __syncthreads();
-    if (groups > 1) {
-        for (int c = threadIdx.x; threadIdx.x < threads && c < cols; c += threads) {
-            float sum = 0.f;
-            for (int k = 0; k < groups; k++)
-                sum += grp_sums[(size_t)k * cols + c];
-            mq[c] = sum / (float)rows;
-        }
-    }
-    __syncthreads();
-}
-
 /* Block (si, kh, z) scores head kh of segment si's candidates in chunks of SCORE_KEYS keys (the
  * chunks z, z + gridDim.z, ...). It first takes the mean of the segment's scoring rows over the
  * head's query heads, its own copy (one head's rows are a few KiB, so that no launch before it has
@@ -126,7 +75,45 @@ static __global__ void __launch_bounds__(SCORE_THREADS)
     uint4 v[SCORE_ITEMS];
     score_pieces(v, k_pool, pages, src_off, shift, kvrow, kh, d, per, items, cand, j0, 0, lane); /* in flight
                                                                                                  * over the means */
-    mean_query(mq, smem + cols, q, q_stride, row0, rows, kh, cols, SCORE_THREADS);
+    { /* the mean query of the head's query heads */
+        const int groups = cols >= SCORE_THREADS ? 1 : SCORE_THREADS / cols;
+        const int grp = threadIdx.x / cols, c0 = threadIdx.x - grp * cols;
+        for (int c = c0; grp < groups && c < cols; c += SCORE_THREADS) { /* group sums beside mq */
+            const bf16_t *col = q + (size_t)row0 * q_stride + (size_t)kh * cols + c;
+            float acc[16];
+#pragma unroll
+            for (int k = 0; k < 16; k++)
+                acc[k] = 0.f;
+            int r = grp;
+            for (; r + 15 * groups < rows; r += 16 * groups)
+#pragma unroll
+                for (int k = 0; k < 16; k++)
+                    acc[k] += bf2f(col[(size_t)(r + k * groups) * q_stride]);
+            for (; r < rows; r += groups)
+                acc[0] += bf2f(col[(size_t)r * q_stride]);
+#pragma unroll
+            for (int k = 0; k < 8; k++) /* a fixed tree */
+                acc[k] += acc[k + 8];
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                acc[k] += acc[k + 4];
+            const float sum = (acc[0] + acc[2]) + (acc[1] + acc[3]);
+            if (groups == 1)
+                mq[c] = sum / (float)rows;
+            else
+                smem[cols + (size_t)grp * cols + c] = sum;
+        }
+        __syncthreads();
+        if (groups > 1) {
+            for (int c = threadIdx.x; c < cols; c += SCORE_THREADS) {
+                float sum = 0.f;
+                for (int k = 0; k < groups; k++)
+                    sum += smem[cols + (size_t)k * cols + c];
+                mq[c] = sum / (float)rows;
+            }
+        }
+        __syncthreads();
+    }
     for (bool first = true; j0 < cand; j0 += gridDim.z * SCORE_KEYS, first = false) {
         for (int t0 = 0; t0 < items; t0 += 32 * SCORE_ITEMS) {
             if (!first || t0 > 0)
@@ -272,22 +259,36 @@ static __device__ __forceinline__ int32_t *kept_of(int32_t *idx, int si, int kh,
     return idx + (per_head ? (size_t)si * Hkv + kh : (size_t)si) * max_keep;
 }
 
-/* The kept keys of segment si's set (the scores it ranks are the pooled bits in cache, or with cache
- * NULL those of set `set` of r, pooled from global memory on each walk): the keep-th largest found by
- * a radix select, four 8-bit digits, then every key above it and the first equal ones, in key order,
- * written to out (where not NULL); where it copies, the K and V of heads kh .. kh + heads - 1 of them
- * moved into the cache's first keep keys: the kept keys' pool slots noted in shared memory, then every thread copying
- * 16-byte pieces of the kept rows, four in flight. Every thread of the block calls it. */
+/* Block (si, kh): segment si's kept keys of its set (head kh's, or the one for all heads); where it
+ * copies (at most SELECT_COPY_KEEP kept keys), then head kh's K and V of them moved into the cache's
+ * first keep keys: the kept keys' pool slots noted in shared memory, then every thread copying
+ * 16-byte pieces of the kept rows, four in flight. A block that does not copy leaves that to
+ * compact_kernel (one set for all heads is then ranked once, by a block kh = 0). */
 #define SELECT_COPY_KEEP 512
-static __device__ __forceinline__ void keep_and_copy(const int32_t *s, const uint32_t *cache, const float *r, int set,
-                                                     int Hkv, int max_cand, int half, int32_t *out, bf16_t *k_pool,
-                                                     bf16_t *v_pool, const int32_t *pages, int shift, int kh, int heads,
-                                                     int d, int copy)
+static __global__ void __launch_bounds__(SELECT_THREADS)
+    select_kernel(const int32_t *sel, const float *raw, int32_t *idx, bf16_t *k_pool, bf16_t *v_pool,
+                  const int32_t *pages, int shift, int max_cand, int max_keep, int Hkv, int d, int kernel,
+                  int cached, int per_head, int copy)
 {
+    griddep_wait();
+    extern __shared__ uint32_t cache_mem[]; /* [max_cand] pooled bits, [max_cand] scores, where cached */
     __shared__ uint32_t hist[256], warp_sums[33];
     __shared__ uint32_t s_prefix, s_left;
     __shared__ int32_t src_slot[SELECT_COPY_KEEP], dst_slot[SELECT_COPY_KEEP];
-    const int n = s[2], keep = s[3];
+    const int si = blockIdx.x, kh = blockIdx.y, set = per_head ? kh : -1;
+    const int32_t *s = sel_of(sel, si);
+    const int n = s[2], keep = s[3], half = kernel / 2;
+    const float *r = raw + (size_t)si * Hkv * max_cand;
+    int32_t *out = per_head || kh == 0 ? kept_of(idx, si, kh, Hkv, max_keep, per_head) : NULL;
+    uint32_t *cache = cached ? cache_mem : NULL;
+    if (cache) {
+        float *sc = (float *)(cache_mem + max_cand);
+        for (int j = threadIdx.x; j < n; j += blockDim.x)
+            sc[j] = score_of(r, j, set, Hkv, max_cand);
+        __syncthreads();
+        for (int j = threadIdx.x; j < n; j += blockDim.x)
+            cache[j] = pooled_bits(sc, j, n, half, 0, 1, 0);
+    }
     if (threadIdx.x == 0) {
         s_prefix = 0;
         s_left = (uint32_t)keep;
@@ -333,7 +334,7 @@ static __device__ __forceinline__ void keep_and_copy(const int32_t *s, const uin
     if (!copy)
         return;
     __syncthreads(); /* the kept keys' slots noted */
-    const int pieces = d / 8, per_head = keep * pieces, all = per_head * heads;
+    const int pieces = d / 8, all = keep * pieces;
     const size_t kvrow = (size_t)Hkv * d;
     for (int t0 = threadIdx.x; t0 < all; t0 += 4 * blockDim.x) {
         uint4 kv[4], vv[4];
@@ -343,9 +344,9 @@ static __device__ __forceinline__ void keep_and_copy(const int32_t *s, const uin
             const int t = t0 + u * blockDim.x;
             if (t >= all)
                 break;
-            const int hh = t / per_head, j = (t - hh * per_head) / pieces, e = (t - hh * per_head - j * pieces) * 8;
-            const size_t src = (size_t)src_slot[j] * kvrow + (size_t)(kh + hh) * d + e;
-            dst[u] = (size_t)dst_slot[j] * kvrow + (size_t)(kh + hh) * d + e;
+            const int j = t / pieces, e = (t - j * pieces) * 8;
+            const size_t src = (size_t)src_slot[j] * kvrow + (size_t)kh * d + e;
+            dst[u] = (size_t)dst_slot[j] * kvrow + (size_t)kh * d + e;
             kv[u] = *(const uint4 *)(k_pool + src);
             vv[u] = *(const uint4 *)(v_pool + src);
         }
@@ -357,111 +358,6 @@ static __device__ __forceinline__ void keep_and_copy(const int32_t *s, const uin
             *(uint4 *)(v_pool + dst[u]) = vv[u];
         }
     }
-}
-
-/* Block (si, kh): segment si's kept keys of its set (head kh's, or the one for all heads) from the
- * scores score_kernel left in raw, and where it copies (at most SELECT_COPY_KEEP kept keys) head
- * kh's K and V of them moved (keep_and_copy). A block that does not copy leaves that to
- * compact_kernel (one set for all heads is then ranked once, by a block kh = 0). */
-static __global__ void __launch_bounds__(SELECT_THREADS)
-    select_kernel(const int32_t *sel, const float *raw, int32_t *idx, bf16_t *k_pool, bf16_t *v_pool,
-                  const int32_t *pages, int shift, int max_cand, int max_keep, int Hkv, int d, int kernel,
-                  int cached, int per_head, int copy)
-{
-    griddep_wait();
-    extern __shared__ uint32_t cache_mem[]; /* [max_cand] pooled bits, [max_cand] scores, where cached */
-    const int si = blockIdx.x, kh = blockIdx.y, set = per_head ? kh : -1;
-    const int32_t *s = sel_of(sel, si);
-    const int n = s[2], half = kernel / 2;
-    const float *r = raw + (size_t)si * Hkv * max_cand;
-    int32_t *out = per_head || kh == 0 ? kept_of(idx, si, kh, Hkv, max_keep, per_head) : NULL;
-    uint32_t *cache = cached ? cache_mem : NULL;
-    if (cache) {
-        float *sc = (float *)(cache_mem + max_cand);
-        for (int j = threadIdx.x; j < n; j += blockDim.x)
-            sc[j] = score_of(r, j, set, Hkv, max_cand);
-        __syncthreads();
-        for (int j = threadIdx.x; j < n; j += blockDim.x)
-            cache[j] = pooled_bits(sc, j, n, half, 0, 1, 0);
-    }
-    keep_and_copy(s, cache, r, set, Hkv, max_cand, half, out, k_pool, v_pool, pages, shift, kh, 1, d, copy);
-}
-
-/*
- * One kernel for a set a head of a short sequence's (at most FUSED_CAND candidates and
- * SELECT_COPY_KEEP kept keys): block (kh, si) scores head kh of segment si itself into shared memory,
- * as score_kernel would (the same mean query, the same partial dots a 16-byte piece, summed in piece
- * order: the same scores), then ranks and copies as select_kernel. Its keys' pieces are loaded
- * FUSED_ROUNDS rounds of a key a thread at a time, the first over the mean query; each round's
- * partial dots go to shared memory, and a thread a key sums them.
- */
-#define FUSED_CAND 1024
-#define FUSED_SMEM (40 * 1024) /* its dynamic shared memory at most, beside keep_and_copy's 5 KiB */
-#define FUSED_THREADS 512
-#define FUSED_ROUNDS 8 /* rounds of key pieces a thread has in flight */
-
-/* A thread's piece of its key kw of each of FUSED_ROUNDS rounds of kpr keys from key j0 on, head kh
- * (zeros past the candidates) */
-static __device__ __forceinline__ void fused_pieces(uint4 (&v)[FUSED_ROUNDS], const bf16_t *k_pool, const int32_t *pages,
-                                                    int src_off, int shift, size_t kvrow, int kh, int d, int n, int j0,
-                                                    int kpr, int kw, int piece)
-{
-#pragma unroll
-    for (int u = 0; u < FUSED_ROUNDS; u++) {
-        const int j = j0 + u * kpr + kw;
-        v[u] = j < n ? *(const uint4 *)(k_pool + slot_of(pages, src_off, j, shift) * kvrow + (size_t)kh * d + piece * 8)
-                     : make_uint4(0, 0, 0, 0);
-    }
-}
-
-static __global__ void __launch_bounds__(FUSED_THREADS)
-    fused_kernel(const bf16_t *q, int q_stride, const int32_t *sel, int32_t *idx, bf16_t *k_pool, bf16_t *v_pool,
-                 const int32_t *pages, int shift, int max_cand, int max_keep, int H, int Hkv, int d, int kernel)
-{
-    griddep_wait();
-    extern __shared__ float fsm[]; /* [max_cand] scores, [max_cand] pooled bits, [cols] mean query,
-                                    * [SCORE_THREADS] row groups' sums, [batch][per + 1] partial dots */
-    const int kh = blockIdx.x, si = blockIdx.y, g = H / Hkv, cols = g * d, per = d / 8;
-    const int kpr = blockDim.x / per, batch = FUSED_ROUNDS * kpr; /* keys a round, a batch of rounds */
-    const int32_t *s = sel_of(sel, si);
-    const int row0 = s[0], rows = s[1], n = s[2], src_off = s[4], half = kernel / 2;
-    const size_t kvrow = (size_t)Hkv * d;
-    float *sc = fsm, *mq = sc + 2 * (size_t)max_cand, *grp = mq + cols, *part = grp + SCORE_THREADS;
-    uint32_t *bits = (uint32_t *)(sc + max_cand);
-    const int piece = threadIdx.x % per, kw = threadIdx.x / per; /* a thread's piece of its round's key kw */
-    uint4 v[FUSED_ROUNDS];
-    fused_pieces(v, k_pool, pages, src_off, shift, kvrow, kh, d, n, 0, kpr, kw, piece); /* in flight over the
-                                                                                        * means */
-    mean_query(mq, grp, q, q_stride, row0, rows, kh, cols, SCORE_THREADS); /* score_kernel's means */
-    for (int j0 = 0; j0 < n; j0 += batch) {
-        if (j0 > 0)
-            fused_pieces(v, k_pool, pages, src_off, shift, kvrow, kh, d, n, j0, kpr, kw, piece);
-#pragma unroll
-        for (int u = 0; u < FUSED_ROUNDS; u++) {
-            const bf16_t *kv = (const bf16_t *)&v[u];
-            float dot = 0.f;
-            for (int qh = 0; qh < g; qh++) {
-                const float *m = mq + (size_t)qh * d + piece * 8;
-#pragma unroll
-                for (int k = 0; k < 8; k++)
-                    dot += m[k] * bf2f(kv[k]);
-            }
-            part[(size_t)(u * kpr + kw) * (per + 1) + piece] = dot; /* (past the candidates: unread) */
-        }
-        __syncthreads();
-        for (int jl = threadIdx.x; jl < batch && j0 + jl < n; jl += blockDim.x) {
-            float sum = 0.f;
-            for (int i = 0; i < per; i++)
-                sum += part[(size_t)jl * (per + 1) + i];
-            sc[j0 + jl] = sum;
-        }
-        __syncthreads();
-    }
-    for (int j = threadIdx.x; j < n; j += blockDim.x)
-        bits[j] = pooled_bits(sc, j, n, half, 0, 1, 0);
-    __syncthreads();
-    keep_and_copy(s, bits, NULL, 0, Hkv, max_cand, half, kept_of(idx, si, kh, Hkv, max_keep, 1), k_pool, v_pool,
-                  pages, shift, kh, 1, d, 1);
 }
 
 /* More kept keys than a select block copies: one warp per kept key and K/V head moves K and V of the
@@ -540,25 +436,6 @@ static size_t score_smem(int g, int d)
 
 #define SCORE_Z 8 /* at most: blocks a head's candidates are dealt over */
 
-/* fused_kernel's shared memory: the scores, the pooled bits, the mean query, the row groups' sums,
- * a batch of rounds' partial dots */
-static size_t fused_smem(int max_cand, int cols, int per)
-{
-    return sizeof(float) * (2 * (size_t)max_cand + cols + SCORE_THREADS +
-                            (size_t)FUSED_ROUNDS * (FUSED_THREADS / per) * (per + 1));
-}
-
-/* TESSERA_SELECT=split: the score and select kernels even where the fused one would run (read once) */
-static int select_split(void)
-{
-    static int split = -1;
-    if (split < 0) {
-        const char *v = getenv("TESSERA_SELECT");
-        split = v && strcmp(v, "split") == 0;
-    }
-    return split;
-}
-
 extern "C" int k_kv_select(const struct k_select_args *a, k_stream stream)
 {
     const int d = a->d;
@@ -572,13 +449,6 @@ extern "C" int k_kv_select(const struct k_select_args *a, k_stream stream)
         return (int)cudaErrorInvalidValue;
     float *raw = (float *)a->ws;
     int32_t *idx = (int32_t *)k_kv_select_idx(a);
-    const int per = d / 8;
-    const size_t fsmem = fused_smem(a->max_cand, a->H / a->Hkv * d, per);
-    if (a->per_head && a->max_keep > 0 && a->max_cand <= FUSED_CAND && a->max_keep <= SELECT_COPY_KEEP && per <= 32 &&
-        FUSED_THREADS % per == 0 && fsmem <= FUSED_SMEM && !select_split())
-        return (int)k_launch(fused_kernel, dim3((unsigned)a->Hkv, (unsigned)a->num_sel), dim3(FUSED_THREADS), fsmem,
-                             stream, a->q, a->q_stride, a->sel, idx, a->k_pool, a->v_pool, a->pages, a->page_shift,
-                             a->max_cand, a->max_keep, a->H, a->Hkv, d, a->kernel);
     const int chunks = (a->max_cand + SCORE_KEYS - 1) / SCORE_KEYS;
     cudaError_t rc = k_launch(score_kernel, dim3((unsigned)a->num_sel, (unsigned)a->Hkv, (unsigned)(chunks < SCORE_Z ? chunks : SCORE_Z)),
                               dim3(SCORE_THREADS), score_smem(a->H / a->Hkv, d), stream, a->q, a->q_stride,
