@@ -254,12 +254,13 @@ ds_why_latency() {
         d=$(value lat_mean_s dllm-serve $w "$x")
         for s in $DS_BASELINES; do
             awk -v a="$(value lat_mean_s $s $w "$x")" -v b="$d" 'BEGIN { exit !(a <= b) }' || continue
-            parts+="on $w $s's $(fmt "$(value lat_mean_s $s $w "$x")") s against $(fmt "$d") s, its static batch $(value static_batch $s $w "$x") requests and its throughput $(fmt "$(value throughput_tok_s $s $w "$x")") tok/s against dLLM-Serve's $(fmt "$(value throughput_tok_s dllm-serve $w "$x")"); "
+            parts+="on $w $s's $(fmt "$(value lat_mean_s $s $w "$x")") s against $(fmt "$d") s, $(fmt "$(value throughput_tok_s $s $w "$x")") tok/s against dLLM-Serve's $(fmt "$(value throughput_tok_s dllm-serve $w "$x")"), $(fmt "$(mean_batch $s $w "$x")") requests a step (static batch $(value static_batch $s $w "$x")) against $(fmt "$(mean_batch dllm-serve $w "$x")"); "
         done
     done
-    why "$2" "${parts%; }. Where a baseline batches as
-many requests as it serves and matches dLLM-Serve's throughput, its queue is no longer, and its
-batches' single forward over the sequence a block (Fast-dLLM's dual cache) beats dLLM-Serve's two."
+    why "$2" "${parts%; } (the load brings $(awk -v r="$x" 'BEGIN { print r * 256 }') generated tok/s). A static batch serves its requests
+first come, first served; dLLM-Serve runs every request it admits at once, so each advances more
+slowly, and at about the same throughput that gives it the longer mean latency, as processor sharing
+gives against first come, first served for jobs of about one size."
 }
 
 # ds_why_wall R0 R1: why a baseline's throughput keeps rising with the load from R0 to R1 on some
