@@ -657,15 +657,13 @@ int calib_use_host(struct calib *c, const char *name, const struct impl_profile 
             return -1;
         return calib_scale_host(c, scale, err) ? ts_fail_prefix(err, "--host %s", name) : 0;
     }
-    struct calib_host h, own, ref;
-    if (calib_host_load(name, &h, err) || calib_host_of(c, &own, err))
+    struct calib_host h, ref;
+    if (calib_host_load(name, &h, err))
         return ts_fail_prefix(err, "--host %s", name);
     if (machine_host(c->device, &ref) && ref.host0_ms > 0) {
         /* c's line scaled whole by the two machines' per-step issue times, measured on the same layer
          * (a per-segment term is fitted from few segment counts and may be 0 on either machine) */
-        const double scale = h.host0_ms / ref.host0_ms;
-        h.host0_ms = own.host0_ms * scale;
-        h.seg_ms = own.seg_ms * scale;
+        return calib_scale_host(c, h.host0_ms / ref.host0_ms, err) ? ts_fail_prefix(err, "--host %s", name) : 0;
     }
     return calib_set_host(c, &h, err) ? ts_fail_prefix(err, "--host %s", name) : 0;
 }
