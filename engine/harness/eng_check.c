@@ -796,7 +796,7 @@ static void check_select_kernels(struct checker *c)
         {8, 8, 128, 1, 1, {160, 33}, {160, 16}, {32, 1}},     {32, 32, 128, 5, 0, {700, 64}, {350, 64}, {32, 32}},
         {32, 32, 128, 3, 1, {700, 64}, {350, 32}, {32, 32}},  {8, 2, 128, 3, 0, {1500, 40}, {1100, 8}, {32, 8}},
         {8, 4, 64, 3, 1, {2100, 250}, {1030, 249}, {32, 17}},
-        /* past the fused kernel's candidates, its kept keys copied by the select kernels */
+        /* over a thousand candidates, at most 512 kept: the select kernel copies them itself */
         {8, 4, 64, 3, 1, {1100, 300}, {400, 150}, {32, 17}},  {16, 16, 128, 3, 0, {1200, 64}, {300, 32}, {32, 8}},
     };
     for (size_t i = 0; i < TS_ARRAY_LEN(sel_cases); i++)
