@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # experiments/dllm-serve-fig7.sh: dLLM-Serve Figure 7, its throughput relative to Sparse-dLLM's as the
 # input length goes from 100 to 600 tokens (output 256) and the output length from 128 to 512 tokens
-# (input 300), LLaDA-8B on an RTX 4090 at 0.5 req/s (the paper's high load), fixed lengths.
+# (input 300), LLaDA-8B on an RTX 4090 at 0.5 req/s (the paper's high load), fixed lengths; the
+# sweeps' ends again at 8 req/s (workloads input-8rps, output-8rps), where neither system keeps up.
 # Usage: tessera exp run dllm-serve-fig7 OUT [--force] [--quick] [--strict]
 EXP=dllm-serve-fig7
 source "$(dirname "$0")/lib/paper.sh"
@@ -10,11 +11,11 @@ PANELS= # one figure: the input and output sweeps, not the workloads' panels
 paper_init "$@"
 inputs="100 200 300 400 500 600" outputs="128 256 384 512" n=120
 [ "$QUICK" = 1 ] && inputs="100 600" outputs="128 512" n=30
-run_pair() { # WORKLOAD X P O
+run_pair() { # WORKLOAD X P O [RPS]: both systems at RPS (0.5 unless given), prompts of P, O generated
     for sys in sparse-dllm dllm-serve; do
         ds_cost rtx4090 "$(ds_impl $sys)"
-        point $sys "$1" "$2" --system $sys --gpu rtx4090 --rps 0.5 --requests $n --lengths "fixed:$3,$4" --gen-len "$4" \
-            --seed 1 --host "$DS_HOST" "${DS_COST_ARGS[@]}"
+        point $sys "$1" "$2" --system $sys --gpu rtx4090 --rps "${5:-0.5}" --requests $n --lengths "fixed:$3,$4" \
+            --gen-len "$4" --seed 1 --host "$DS_HOST" "${DS_COST_ARGS[@]}"
     done
     derived speedup dllm-serve "$1" "$2" \
         "$(ratio_of throughput_tok_s dllm-serve sparse-dllm "$1" "$2")"
@@ -23,6 +24,9 @@ for p in $inputs; do run_pair input "$p" "$p" 256; done
 for o in $outputs; do run_pair output "$o" 300 "$o"; done
 set -- $inputs; i0=$1 i1=${@: -1}
 set -- $outputs; o0=$1 o1=${@: -1}
+# the sweeps' ends again at 8 req/s, a load neither system keeps up with: the speedup of capacities
+for p in $i0 $i1; do run_pair input-8rps "$p" "$p" 256 8; done
+for o in $o0 $o1; do run_pair output-8rps "$o" 300 "$o" 8; done
 check "the speedup falls as the input grows (${i0} to ${i1} tokens)" \
     "val(\"dllm-serve\",\"input\",\"$i0\",\"speedup\") > val(\"dllm-serve\",\"input\",\"$i1\",\"speedup\")"
 check "the speedup falls as the output grows (${o0} to ${o1} tokens)" \
@@ -44,6 +48,7 @@ step it runs from $(fmt "$(mean_batch sparse-dllm $w $a)") to $(fmt "$(mean_batc
 At $a tokens 0.5 req/s offers $(fmt "$offered") generated tok/s and the two serve $(fmt "$(value throughput_tok_s sparse-dllm $w $a)") and
 $(fmt "$(value throughput_tok_s dllm-serve $w $a)")$(awk -v o="$offered" -v s="$(value throughput_tok_s sparse-dllm $w $a)" 'BEGIN {
     print (s >= 0.9 * o ? ": both keep up, so their ratio there is the load'"'"'s, not their capacities'"'"'" : ": the baseline is already short of the load there") }').
+At 8 req/s, which neither keeps up with, the speedup goes from $(fmt "$(value speedup dllm-serve $w-8rps $a)") to $(fmt "$(value speedup dllm-serve $w-8rps $b)") (workload $w-8rps).
 The paper explains its trend by a longer Refresh being harder to hide; here the baseline's batch,
 bound by memory, shrinks as sequences lengthen while dLLM-Serve's grows."
 }
