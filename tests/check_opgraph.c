@@ -38,12 +38,12 @@ START_TEST(chunking_lowers_the_peak_where_it_is)
     struct og_shape s = {.T = 16384, .R = 16384, .ffn_chunks = 1, .softmax_copy_bytes = 4};
     opgraph_build(&g, m, &s);
     enum og_kind k;
-    opgraph_peak_op(&g, &k, NULL);
+    opgraph_peak_op(&g, &k);
     ck_assert(k == OG_SOFTMAX || k == OG_LOGITS); /* monolithic logits (and their fp32 copy) dominate */
     int64_t mono = opgraph_peak(&g);
     s.logit_chunk_rows = 1024;
     opgraph_build(&g, m, &s);
-    opgraph_peak_op(&g, &k, NULL);
+    opgraph_peak_op(&g, &k);
     ck_assert(opgraph_peak(&g) < mono / 4);
     ck_assert_int_eq(k, OG_GATE_UP); /* now the FFN is the peak */
     int64_t before = opgraph_peak(&g);

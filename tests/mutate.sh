@@ -26,7 +26,7 @@ mutations=(
     "phase budget overrun|sim/sched_phase.c|int64_t budget = (int64_t)s->sched_p[MAX_TOKENS];|int64_t budget = (int64_t)s->sched_p[MAX_TOKENS] + 512;|check_sched"
     "JSONL negative length accepted|traces/trace.c|    if (d < 0)\n        return ts_fail(err, \"%s:%lld: %s: negative length (%g)\", path, (long long)line, key, d);|    if (d < -1e9)\n        return ts_fail(err, \"%s:%lld: %s: negative length (%g)\", path, (long long)line, key, d);|check_trace"
     "p99 at the 98th percentile|sim/sim.c|gsl_stats_quantile_from_sorted_data(lat, 1, (size_t)n, 0.99);|gsl_stats_quantile_from_sorted_data(lat, 1, (size_t)n, 0.98);|check_sim"
-    "lazy chunking stops at an MoE layer's routed copies|sim/core/planner.c|k == OG_ACT || (k == OG_GATHER && layer >= 0);|k == OG_ACT;|check_planner"
+    "lazy chunking goes by the largest tensor at the peak|sim/core/planner.c|        const bool logits = lbytes > 0 && lbytes >= fbytes, ffn = fbytes > lbytes;|        const bool logits = k == OG_LOGITS, ffn = k == OG_GATE_UP;|check_planner"
     "first-fit forgets a span's end|sim/core/planner.c|        cursor = TS_MAX(cursor, buf[k].hi);|        cursor = buf[k].lo + 1;|check_planner"
     "the GPU file's unknown keys accepted|sim/core/gpu.c|            if (i == TS_ARRAY_LEN(known)) {|            if (i == TS_ARRAY_LEN(known) + 1) {|check_gpu"
     "hidden size not checked against the heads|sim/core/model.c|        if (m.hidden % m.num_heads) {|        if (m.hidden % m.num_heads > m.hidden) {|check_model"

@@ -136,7 +136,7 @@ double opgraph_average(const struct opgraph *g)
     return sum / g->num_ops;
 }
 
-int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest, int *layer)
+int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest)
 {
     int64_t *d = live_bytes(g), peak = -1;
     int32_t at = 0;
@@ -146,17 +146,28 @@ int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest, int *lay
             at = k;
         }
     free(d);
-    int64_t best = -1;
-    enum og_kind k = OG_X;
-    int l = -1;
-    for (int32_t i = 0; i < g->n; i++)
-        if (g->t[i].first <= at && at <= g->t[i].last && g->t[i].bytes > best && g->t[i].kind != OG_X) {
-            best = g->t[i].bytes;
-            k = (enum og_kind)g->t[i].kind, l = g->t[i].layer;
-        }
-    if (largest)
-        *largest = k;
-    if (layer)
-        *layer = l;
+    if (largest) {
+        int64_t best = -1;
+        *largest = OG_X;
+        for (int32_t i = 0; i < g->n; i++)
+            if (g->t[i].first <= at && at <= g->t[i].last && g->t[i].bytes > best && g->t[i].kind != OG_X) {
+                best = g->t[i].bytes;
+                *largest = (enum og_kind)g->t[i].kind;
+            }
+    }
     return at;
+}
+
+void opgraph_chunkable_at(const struct opgraph *g, int32_t op, int64_t *logit_bytes, int64_t *ffn_bytes)
+{
+    *logit_bytes = *ffn_bytes = 0;
+    for (int32_t i = 0; i < g->n; i++) {
+        const struct og_tensor *t = &g->t[i];
+        if (t->first > op || op > t->last)
+            continue;
+        if (t->kind == OG_LOGITS || t->kind == OG_SOFTMAX)
+            *logit_bytes += t->bytes;
+        else if (t->kind == OG_GATE_UP || t->kind == OG_ACT || (t->kind == OG_GATHER && t->layer >= 0))
+            *ffn_bytes += t->bytes;
+    }
 }

@@ -64,8 +64,11 @@ void opgraph_free(struct opgraph *g);
 int64_t opgraph_peak(const struct opgraph *g);
 /* Live bytes averaged over the ops (peak / average is the peak-to-average ratio). */
 double opgraph_average(const struct opgraph *g);
-/* The op index where the peak is reached, and the kind and layer (-1: the head or whole-graph) of
- * the largest tensor alive there (either may be NULL). */
-int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest, int *layer);
+/* The op index where the peak is reached, and the kind of the largest tensor alive there. */
+int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest);
+/* The bytes alive at op that chunking shrinks: the logit chunks' (logits and their softmax copy), and
+ * the FFN chunks' (a layer's gate/up and act, an MoE layer's gathered routed copies; not the head's
+ * gathered rows, the logits' whole input). */
+void opgraph_chunkable_at(const struct opgraph *g, int32_t op, int64_t *logit_bytes, int64_t *ffn_bytes);
 
 #endif

@@ -289,13 +289,14 @@ int chunk_search(enum chunking how, const struct model_cfg *m, const struct og_s
             out->fits = true;
             break;
         }
+        /* the bottleneck: the op holding the peak, chunked by whichever knob shrinks more of what is
+         * alive there (its largest tensor may be one neither shrinks: the FFN's input, alive across
+         * its chunks) */
         enum og_kind k;
-        int layer;
-        int32_t at = opgraph_peak_op(&g, &k, &layer);
-        /* FFN chunks shrink a layer's gate/up and act, and an MoE layer's gathered copies with them
-         * (the head's gathered rows are the logits' input, whole) */
-        bool logits = k == OG_LOGITS || k == OG_SOFTMAX,
-             ffn = k == OG_GATE_UP || k == OG_ACT || (k == OG_GATHER && layer >= 0);
+        int64_t lbytes, fbytes;
+        const int32_t at = opgraph_peak_op(&g, &k);
+        opgraph_chunkable_at(&g, at, &lbytes, &fbytes);
+        const bool logits = lbytes > 0 && lbytes >= fbytes, ffn = fbytes > lbytes;
         if (how == CHUNK_NONE || (logits && lc >= max_lc) || (ffn && fc >= max_fc) || (!logits && !ffn)) {
             snprintf(out->why, sizeof out->why, "%.2f GiB planned against %.2f GiB: the peak is at op %d, "
                      "where the largest tensor is %s%s", pl.arena_bytes / TS_GIB, budget / TS_GIB, at,
