@@ -42,9 +42,9 @@ check "FOCUS gains more from larger batches than LMDeploy" \
 [[ " $datasets " == *" math "* && " $models " == *" llada2.0-mini "* ]] &&
     check "On LLaDA2.0-mini FOCUS's speedup is smaller on MATH than on ShareGPT" \
         "val(\"focus\",\"math-llada2.0-mini\",\"$last\",\"speedup\") < val(\"focus\",\"sharegpt-llada2.0-mini\",\"$last\",\"speedup\")"
-# why the batch helps neither on the first model: each system's rows a step at the smallest and the
-# largest batch, against the rows from which the card's GEMMs are compute-bound (its bf16 rate over
-# its bandwidth: a weight's 2 bytes carry 2 FLOPs a row)
+# why the batch helps neither on the first model: each system's rows a step at the smallest batch,
+# against the rows from which the A100's GEMMs are compute-bound (its bf16 rate over its bandwidth:
+# a weight's 2 bytes carry 2 FLOPs a row)
 rows_step() { ratio "$(point_json rows_processed "$@")" "$(point_json num_steps "$@")"; }
 ridge=$("$bin" list gpus | awk '$1 == "a100-80gb" { printf "%.0f", $3 * 1e3 / $4 }')
 why "FOCUS gains more from larger batches" "on $m0 over ShareGPT, from batch $first to $last FOCUS's throughput
@@ -54,8 +54,8 @@ compute-bound from about $ridge rows (its bf16 rate over its bandwidth): past th
 adds time in proportion, for both. In the paper a larger batch also spreads each step's host work
 (Python scheduling, kernel launches), a larger share of FOCUS's shorter steps; tessera's engines
 issue their steps with no host time."
-why "On LLaDA2.0-mini FOCUS's speedup is smaller on MATH" "its speedup at batch $last is $(fmt "$(value speedup focus math-llada2.0-mini $last 2>/dev/null)")x on MATH
-and $(fmt "$(value speedup focus sharegpt-llada2.0-mini $last 2>/dev/null)")x on ShareGPT: tessera's MATH answers are the reference solutions (median 158
+why "On LLaDA2.0-mini FOCUS's speedup is smaller on MATH" "its speedup at batch $last is $(fmt "$(value speedup focus math-llada2.0-mini $last)")x on MATH
+and $(fmt "$(value speedup focus sharegpt-llada2.0-mini $last)")x on ShareGPT: tessera's MATH answers are the reference solutions (median 158
 tokens), not LLaDA2.0's own long reasoning, and its engines have no host time, so FOCUS's scheduler
 overhead, which the paper finds outweighs the saved FLOPs there, is not modelled."
 NOTES="$(fc_notes $models)
