@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_ALGOS 16
+#define MAX_ALGOS 128 /* the most candidates TESSERA_GEMM_ALGOS may ask for */
+#define DEF_ALGOS 16
 #define TUNE_REPS 5
 /* A later candidate must beat the best so far by this fraction: candidates within the timing noise
  * keep the heuristic's order, so the choice does not flip from one process to the next. */
@@ -99,6 +100,22 @@ static int describe(struct eng_gemm *g, struct shape *s, struct ts_err *err)
     return 0;
 }
 
+/* How many of cuBLASLt's candidates a shape's tuning times: TESSERA_GEMM_ALGOS (1 to MAX_ALGOS), or
+ * DEF_ALGOS; read once. */
+static int algos_asked(void)
+{
+    static int n = 0;
+    if (!n) {
+        const char *v = getenv("TESSERA_GEMM_ALGOS");
+        char *end = NULL;
+        const long x = v ? strtol(v, &end, 10) : 0;
+        n = v && end != v && !*end && x >= 1 && x <= MAX_ALGOS ? (int)x : DEF_ALGOS;
+        if (v && n != x)
+            fprintf(stderr, "tessera: TESSERA_GEMM_ALGOS=%s is not a count from 1 to %d; timing %d\n", v, MAX_ALGOS, n);
+    }
+    return n;
+}
+
 static int candidates(struct eng_gemm *g, struct shape *s, cublasLtMatmulHeuristicResult_t *res,
                       int *n, struct ts_err *err)
 {
@@ -107,7 +124,7 @@ static int candidates(struct eng_gemm *g, struct shape *s, cublasLtMatmulHeurist
     cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g->ws_bytes, sizeof g->ws_bytes);
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulAlgoGetHeuristic(g->lt, s->op, s->a, s->b, s->c, s->c, pref, MAX_ALGOS, res, n);
+        st = cublasLtMatmulAlgoGetHeuristic(g->lt, s->op, s->a, s->b, s->c, s->c, pref, algos_asked(), res, n);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || *n == 0)
         return ts_fail(err, "engine: no cuBLASLt algorithm for a %d x %d x %d GEMM (%s)", s->M, s->N,
