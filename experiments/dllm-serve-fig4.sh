@@ -45,9 +45,13 @@ lower."
 ds_why_latency $r1 "at ${r1} req/s dLLM-Serve's mean latency is below every baseline's"
 NOTES="$(ds_notes rtx4090)
 
-$DS_WHY $(awk -v r0=$r0 -v r1=$r1 -v t="$(value throughput_tok_s fast-dllm livebench $r1)" 'BEGIN {
+$DS_WHY $(awk -v r0=$r0 -v r1=$r1 -v t="$(value throughput_tok_s fast-dllm livebench $r1)" -v l="$(value lat_mean_s fast-dllm livebench $r0)" 'BEGIN {
     s = 256 / t
     printf "Fast-dLLM serves at most %.1f generated tokens a second on LiveBench (its throughput at %s req/s), %.1f s a\n", t, r1, s
     printf "request of 256 tokens, against %.0f s between arrivals at %s req/s: ", 1 / r0, r0
-    print (s > 1 / r0 ? "its queue grows already at the lowest rate, and the latencies part there." : "it keeps up at the lowest rate.") }')"
+    rho = s * r0
+    if (rho >= 1) { print "its queue grows already at the lowest rate, and the latencies part there."; exit }
+    printf "it keeps up at the lowest rate, but busy %.0f%% of the time, where even requests of one size arriving as a\n", 100 * rho
+    printf "Poisson stream wait %.1f service times on average (M/D/1: rho / (2 (1 - rho))), a mean latency of %.0f s\n", rho / (2 * (1 - rho)), s * (1 + rho / (2 * (1 - rho)))
+    printf "for a batch of one (tessera: %.1f s)." , l }')"
 paper_finish "dLLM-Serve Fig. 4: mean latency against arrival rate, RTX 4090, LLaDA-8B" "arrival rate (req/s)" lat_mean_s
