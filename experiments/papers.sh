@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # experiments/papers.sh: every built paper experiment (experiments/papers.tsv), run in parallel
-# (one process a core), each into OUT/NAME, and OUT/report.md: a line an experiment and a line a
+# (one process a core, a line on standard error as each finishes), each into OUT/NAME, and
+# OUT/report.md: a line an experiment and a line a
 # paper (the median |log ratio| of tessera's values to the paper's numbers, the trends holding), each
 # trend that does not hold with its reason, and then each experiment's report: its points beside the
 # paper's numbers and each trend it checks.
@@ -23,8 +24,11 @@ fi
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out" || exit 2
 names=$(awk -F'\t' '!/^#/ && NF >= 2 && $3 == "" { print $1 }' "$here/papers.tsv")
+echo "papers: $(printf '%s\n' $names | wc -l) experiments, $(nproc 2>/dev/null || echo 2) at a time, into $out" >&2
+# each experiment says when it is done, how long it took and how many of its trends hold
 printf '%s\n' $names | xargs -P "$(nproc 2>/dev/null || echo 2)" -I{} \
-    bash -c 'bash "$0/{}.sh" "$1/{}" "${@:2}" >"$1/{}.log" 2>&1 || { echo "papers: {} failed (its log: $1/{}.log)" >&2; exit 1; }' \
+    bash -c 's=$SECONDS; bash "$0/{}.sh" "$1/{}" "${@:2}" >"$1/{}.log" 2>&1 || { echo "papers: {} failed (its log: $1/{}.log)" >&2; exit 1; }
+        echo "papers: {} done in $((SECONDS - s)) s, $(grep -c "holds$" "$1/{}/checks.tsv") of $(wc -l <"$1/{}/checks.tsv") trends holding" >&2' \
     "$here" "$out" "${args[@]}"
 rc=$?
 {
