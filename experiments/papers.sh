@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # experiments/papers.sh: every built paper experiment (experiments/papers.tsv), run in parallel
 # (one process a core, a line on standard error as each finishes), each into OUT/NAME, and
-# OUT/report.md: a line an experiment and a line a
-# paper (the median |log ratio| of tessera's values to the paper's numbers, the trends holding), each
-# trend that does not hold with its reason, and then each experiment's report: its points beside the
-# paper's numbers and each trend it checks.
+# OUT/report.md: a line an experiment and a line a paper (the median |log ratio| of tessera's values
+# to the paper's numbers, the trends holding), each trend that does not hold with its reason, and
+# then each experiment's report: its points beside the paper's numbers and each trend it checks.
 # Usage: tessera exp run papers OUT [--force] [--quick] [--strict]
 set -uo pipefail
 out=${1:?usage: tessera exp run papers OUT [--force] [--quick] [--strict]}
