@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # experiments/papers.sh: every built paper experiment (experiments/papers.tsv), run in parallel
 # (one process a core, a line on standard error as each finishes), each into OUT/NAME, and
-# OUT/report.md: a line an experiment and a line a paper (the median |log ratio| of tessera's values
-# to the paper's numbers, the trends holding), each trend that does not hold with its reason, and
+# OUT/report.md: a line an experiment and a line a paper (how many of tessera's values land within
+# 15% of the paper's numbers, the median |log ratio| to them, the trends holding), each trend that does not hold with its reason, and
 # then each experiment's report: its points beside the paper's numbers and each trend it checks.
 # Usage: tessera exp run papers OUT [--force] [--quick] [--strict]
 set -uo pipefail
@@ -33,8 +33,10 @@ rc=$?
 {
     echo "# The papers' evaluations in tessera"
     echo
-    echo "| experiment | points | with a paper number | median abs log ratio | trends holding |"
-    echo "|---|---|---|---|---|"
+    # within: the points with a paper number that land within 15% of it (|log ratio| <= log 1.15)
+    within() { awk '$1 <= log(1.15) { k++ } END { print (NR ? k + 0 : "-") }' "$1"; }
+    echo "| experiment | points | with a paper number | within 15% of it | median abs log ratio | trends holding |"
+    echo "|---|---|---|---|---|---|"
     for n in $names; do
         [ -f "$out/$n/results.jsonl" ] || continue
         pts=$(wc -l <"$out/$n/results.jsonl")
@@ -44,18 +46,18 @@ rc=$?
         med=$( [ "$k" -gt 0 ] && awk -v k="$k" 'NR == int((k + 1) / 2) { printf "%.2f", $1 }' "$out/$n/logratios.txt" || echo "-")
         holds=$(grep -c $'\tholds$' "$out/$n/checks.tsv" || true)
         all=$(wc -l <"$out/$n/checks.tsv")
-        echo "| [$n]($n/report.md) | $pts | $k | $med | $holds of $all |"
+        echo "| [$n]($n/report.md) | $pts | $k | $(within "$out/$n/logratios.txt") | $med | $holds of $all |"
     done
     echo
-    echo "| paper | points with a paper number | median abs log ratio | trends holding |"
-    echo "|---|---|---|---|"
+    echo "| paper | points with a paper number | within 15% of it | median abs log ratio | trends holding |"
+    echo "|---|---|---|---|---|"
     for paper in $(printf '%s\n' $names | sed 's/-\(fig\|table\).*//' | sort -u); do
         cat "$out/$paper"-*/logratios.txt 2>/dev/null | sort -g >"$out/$paper.logratios"
         k=$(wc -l <"$out/$paper.logratios")
         med=$( [ "$k" -gt 0 ] && awk -v k="$k" 'NR == int((k + 1) / 2) { printf "%.2f", $1 }' "$out/$paper.logratios" || echo "-")
         holds=$(cat "$out/$paper"-*/checks.tsv 2>/dev/null | grep -c $'\tholds$' || true)
         all=$(cat "$out/$paper"-*/checks.tsv 2>/dev/null | wc -l)
-        echo "| $paper | $k | $med | $holds of $all |"
+        echo "| $paper | $k | $(within "$out/$paper.logratios") | $med | $holds of $all |"
         rm -f "$out/$paper.logratios"
     done
     if grep -qs . "$out"/*/failing.tsv; then
