@@ -160,7 +160,7 @@ Hugging Face's LLaDA-MoE block, whose Python loop over the 64 experts issues abo
 layer: measured on an H100 (records/torch-moe-h100, engine/bench/torch_moe.py), it takes $(hf_ms 32) ms a
 layer at 32 tokens and $(hf_ms 1536) at 1,536, $(hf_ms 32 16) and $(hf_ms 1536 16) ms a forward over 16 layers, several times the
 table's Fast-dLLM forwards."
-tps_ratio() { fmt "$(ratio "$(value tps "$1" $wl 1)" "$(value tps "$2" $wl 1)")"; }
+tps_ratio() { fmt "$(ratio_of tps "$1" "$2" $wl 1)"; }
 why "dInfer with its cache is 2-3x vLLM's TPS" "tessera's dInfer is $(tps_ratio dinfer vllm)x its vLLM. dInfer's forwards agree
 with the table's within $dinfer_gap%; vLLM's do not: the table's vLLM takes $(fv vllm paper) ms a token, tessera's $(fv vllm), its
 roofline with no host time $vllm_floor. The table's vLLM paid more a token than one H800 with no host time

@@ -34,9 +34,7 @@ check "the whole of Mosaic extends L_max 15.89-32.98x over the baselines (the ab
 # why the whole gain leaves the abstract's range: each model's bytes a token under the card's
 # activation budget at L_max, the baselines' and Mosaic's (mem lmax's budget over its L_max)
 per_token() { # per_token SYSTEM MODEL GPU X: the activation budget over L_max, in KB a token
-    local k
-    k=$(awk -F'\t' -v s="$1" -v w="$2-$3" -v x="$4" '$1 == s && $2 == w && $3 == x { print $6; exit }' "$out/points.idx")
-    awk -v b="$(mo_json "$out/points/$k.json" activation_budget_bytes)" -v l="$(mo_json "$out/points/$k.json" lmax)" \
+    awk -v b="$(point_json activation_budget_bytes "$1" "$2-$3" "$4")" -v l="$(point_json lmax "$1" "$2-$3" "$4")" \
         'BEGIN { printf "%.1f", b / l / 1e3 }'
 }
 parts=""

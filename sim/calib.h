@@ -186,9 +186,9 @@ int calib_host_scale(const char *name, const struct impl_profile *im, double *sc
  * (calib_host_load). c's host is the eager harness's, and NAME's line replaces it; where a shipped
  * host profile was measured on the machine that measured c (its device, a transfer's origin), c's
  * own line is scaled instead, whole, by NAME's per-step issue time over that profile's (a host
- * profile is one model's line: another model's layers issue another count of kernels). Where im's host line is its
- * own (im->host_line_own: a runtime measured on host im->host_ref), that line scales by NAME's
- * per-step issue time over im->host_ref's. Messages name the option. */
+ * profile is one model's line: another model's layers issue another count of kernels). Where im's
+ * host line is its own (im->host_line_own: a runtime measured on host im->host_ref), that line
+ * scales by NAME's per-step issue time over im->host_ref's. Messages name the option. */
 int calib_use_host(struct calib *c, const char *name, const struct impl_profile *im, struct ts_err *err);
 /* The folder of the shipped host profiles, DATADIR/hosts. */
 void calib_hosts_dir(char *dir, size_t len);
