@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # analysis/transfer_fidelity.sh: the fidelity matrix across GPUs. Each shipped calibration of one
 # measured GPU is carried to the other (`tessera calib transfer`) and prices the other GPU's recorded
-# out-of-sample fidelity runs (experiments/records/fidelity-*-oos: their schedules simulated again,
-# their measured step times attached; no GPU needed), beside that GPU's own shipped calibration.
+# fidelity runs (experiments/records/fidelity-*-oos, and fused-small-h200 for the tessera-fused
+# engine: their schedules simulated again, their measured step times attached; no GPU needed),
+# beside that GPU's own shipped calibration.
 # Prints one line a direction, implementation and model: the runs' per-step MAPE, range and median.
 #
 # Usage: analysis/transfer_fidelity.sh [OUT]   (tessera in build/ or TESSERA=path; OUT keeps each
@@ -25,9 +26,9 @@ h100 tessera dream-7b fidelity-h100-oos
 h200 tessera llada-8b fidelity-h200-oos
 h200 tessera sdar-8b fidelity-h200-sdar-oos
 h200 tessera dream-7b fidelity-h200-dream-oos
-h200 tessera-fused llada-8b fidelity-h200-fused-oos
-h200 tessera-fused sdar-8b fidelity-h200-fused-sdar-oos
-h200 tessera-fused dream-7b fidelity-h200-fused-dream-oos"
+h200 tessera-fused llada-8b fused-small-h200
+h200 tessera-fused sdar-8b fused-small-h200
+h200 tessera-fused dream-7b fused-small-h200"
 printf '%-12s %-13s %-9s %-26s %s\n' "priced on" impl model calibration "per-step MAPE over the runs"
 while read -r gpu impl model record; do
     other=h200

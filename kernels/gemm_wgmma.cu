@@ -16,6 +16,10 @@
  * columns the SMs share at a time stay in L2); the producer runs ahead into the next tile while the
  * consumers store this one.
  *
+ * A single row tile of fewer than 128 rows loads only its rows (its box rounded up to 8 rows; the
+ * stage's other A rows keep what they held, read only by output rows that are not stored), and a
+ * consumer warpgroup with none of them passes the stages on without multiplying.
+ *
  * Numerics follow the unfused path: the gate and up values are rounded to bf16 (the GEMM's output
  * type) before silu(g) * u is evaluated in fp32 and rounded, only with an approximate division
  * (outputs identical to the split path's at LLaDA-8B's shapes in engine/bench/gemm_bench.cu).
@@ -94,12 +98,14 @@ static __device__ __forceinline__ void tile_at(int t, int mt, int nt, int g, int
 
 static __device__ __forceinline__ float bf16_round(float x) { return bf2f(f2bf(x)); }
 
-/* One stage's loads by this block alone: X rows [arow, arow + 128) and W rows [brow0, brow0 + 128)
- * and [brow1, brow1 + 128), stacked, over K slice k */
+/* One stage's loads by this block alone: X rows [arow, arow + box) and W rows [brow0, brow0 + 128)
+ * and [brow1, brow1 + 128), stacked, over K slice k; bytes: the three boxes' (X's box 128 rows, or
+ * fewer for a single small row tile) */
 static __device__ __forceinline__ void load_stage(uint32_t a, uint32_t bar, const CUtensorMap *tx,
-                                                  const CUtensorMap *tw, int k, int arow, int brow0, int brow1)
+                                                  const CUtensorMap *tw, int k, int arow, int brow0, int brow1,
+                                                  uint32_t bytes)
 {
-    mbar_expect_tx(bar, STAGE_BYTES);
+    mbar_expect_tx(bar, bytes);
     tma_load(a, tx, k * GK, arow, bar);
     tma_load(a + A_TILE, tw, k * GK, brow0, bar);
     tma_load(a + A_TILE + B_HALF, tw, k * GK, brow1, bar);
@@ -111,7 +117,7 @@ static __device__ __forceinline__ void load_stage(uint32_t a, uint32_t bar, cons
  * and its own is done. */
 template <int CL>
 static __device__ __forceinline__ void mma_stages(float (&d)[128], uint32_t base, uint32_t full, uint32_t empty,
-                                                  int cw, int lane, int kn, int &it)
+                                                  int cw, int lane, int kn, int &it, bool idle)
 {
     auto release = [&](uint32_t bar) {
         if (CL == 1)
@@ -120,6 +126,15 @@ static __device__ __forceinline__ void mma_stages(float (&d)[128], uint32_t base
             for (int r = 0; r < CL; r++)
                 mbar_arrive_cluster(bar, (uint32_t)r);
     };
+    if (idle) { /* rows past the matrix: each stage only waited for and given back, in step */
+        for (int k = 0; k < kn; k++, it++) {
+            const int s = it % STAGES;
+            mbar_wait(full + 8 * s, (it / STAGES) & 1);
+            if (lane == 0)
+                release(empty + 8 * s);
+        }
+        return;
+    }
     for (int k = 0; k < kn; k++, it++) {
         const int s = it % STAGES;
         mbar_wait(full + 8 * s, (it / STAGES) & 1);
@@ -143,7 +158,7 @@ static __device__ __forceinline__ void mma_stages(float (&d)[128], uint32_t base
 template <int CL>
 static __global__ void __launch_bounds__(THREADS, 1)
     gemm_swiglu_kernel(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw, bf16_t *out,
-                       int M, int F, int K)
+                       int M, int F, int K, int a_rows, int skip_idle)
 {
 #ifdef HAVE_SM90A
     extern __shared__ __align__(1024) unsigned char sm[];
@@ -182,7 +197,8 @@ static __global__ void __launch_bounds__(THREADS, 1)
                     mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1); /* the first round passes */
                     const uint32_t a = base + s * STAGE_BYTES, bar = full + 8 * s;
                     if (CL == 1) {
-                        load_stage(a, bar, &tx, &tw, k, m * GM, n * GF, F + n * GF);
+                        load_stage(a, bar, &tx, &tw, k, m * GM, n * GF, F + n * GF,
+                                   (uint32_t)(a_rows * GK * 2 + 2 * B_HALF));
                     } else { /* block r loads W's rows [256 r / CL, 256 (r + 1) / CL) of the stage */
                         constexpr int rows = 2 * GF / CL;
                         const int r0 = (int)rank * rows, w0 = r0 < GF ? n * GF + r0 : F + n * GF + r0 - GF;
@@ -202,7 +218,10 @@ static __global__ void __launch_bounds__(THREADS, 1)
             int m, n;
             tile_at(t, mt, nt, GROUP_M / CL, m, n);
             m = m * CL + (int)rank;
-            mma_stages<CL>(d, base, full, empty, cw, lane, kt, it);
+            const bool idle = skip_idle && m * GM + cw * 64 >= M; /* none of its 64 rows in the matrix */
+            mma_stages<CL>(d, base, full, empty, cw, lane, kt, it, idle);
+            if (idle)
+                continue;
             /* d[4j..4j+3]: rows r, r, r + 8, r + 8 of columns 8j + 2 (lane % 4) + {0, 1}; gate j < 16, up j + 16 */
             const int r = m * GM + cw * 64 + warp * 16 + (lane >> 2);
             bf16_t *o = out + (size_t)n * GF + 2 * (lane & 3);
@@ -280,7 +299,7 @@ static __global__ void __launch_bounds__(THREADS, 1)
                 for (int k = 0; k < kt; k++, it++) {
                     const int s = it % STAGES;
                     mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1); /* the first round passes */
-                    load_stage(base + s * STAGE_BYTES, full + 8 * s, &tx, &tw, k, r0 - a.p0, w0, w0 + GF);
+                    load_stage(base + s * STAGE_BYTES, full + 8 * s, &tx, &tw, k, r0 - a.p0, w0, w0 + GF, STAGE_BYTES);
                 }
             }
         }
@@ -293,16 +312,10 @@ static __global__ void __launch_bounds__(THREADS, 1)
             int e, r0, r1;
             if (!moe_tile_rows(a, t / nt, e, r0, r1))
                 continue;
-            if (r0 + cw * 64 >= r1) { /* no copy in this warpgroup's rows: the stages passed on */
-                for (int k = 0; k < kt; k++, it++) {
-                    const int s = it % STAGES;
-                    mbar_wait(full + 8 * s, (it / STAGES) & 1);
-                    if (lane == 0)
-                        mbar_arrive(empty + 8 * s);
-                }
+            const bool idle = r0 + cw * 64 >= r1; /* no copy in this warpgroup's rows: the stages passed on */
+            mma_stages<1>(d, base, full, empty, cw, lane, kt, it, idle);
+            if (idle)
                 continue;
-            }
-            mma_stages<1>(d, base, full, empty, cw, lane, kt, it);
             /* d[4j..4j+3]: rows r, r, r + 8, r + 8 of columns 8j + 2 (lane % 4) + {0, 1} of the unit's 256 */
             const int r = r0 + cw * 64 + warp * 16 + (lane >> 2);
             bf16_t *o = a.Y + (size_t)(t % nt) * 2 * GF + 2 * (lane & 3);
@@ -395,24 +408,34 @@ extern "C" int k_gemm_swiglu_auto(int rows, int F)
 
 extern "C" int k_gemm_swiglu(bf16_t *out, const bf16_t *x, const bf16_t *w, int rows, int K, int F, k_stream stream)
 {
+    return k_gemm_swiglu_v(out, x, w, rows, K, F, K_FFN_FIT_BOX | K_FFN_SKIP_IDLE, stream);
+}
+
+extern "C" int k_gemm_swiglu_v(bf16_t *out, const bf16_t *x, const bf16_t *w, int rows, int K, int F, int opts,
+                               k_stream stream)
+{
     if (rows < 0 || !k_gemm_swiglu_fits(K, F) || ((uintptr_t)x | (uintptr_t)w | (uintptr_t)out) % 16)
         return (int)cudaErrorInvalidValue;
     if (rows == 0)
         return 0;
     if (!k_gemm_wgmma_ready(stream))
         return (int)cudaErrorNotSupported;
+    /* one row tile: X's box holds its rows (rounded up to a swizzle atom of 8) rather than 128 of
+     * them, the rest of the stage's A rows left as they were (an output row reads only its own) */
+    const int cl = k_gemm_swiglu_cluster(rows);
+    const int a_rows = (opts & K_FFN_FIT_BOX) && rows < GM ? (rows + 7) / 8 * 8 : GM;
     CUtensorMap tx, tw;
-    if (tensor_map(&tx, x, rows, K, GM) || tensor_map(&tw, w, 2 * (int64_t)F, K, GF))
+    if (tensor_map(&tx, x, rows, K, a_rows) || tensor_map(&tw, w, 2 * (int64_t)F, K, GF))
         return (int)cudaErrorInvalidValue;
     /* persistent clusters, as many as fit at once or as there are units of work */
-    const int cl = k_gemm_swiglu_cluster(rows);
     const int64_t units = k_gemm_swiglu_units(rows, F, cl);
     cudaLaunchAttribute at[2];
     const unsigned clusters = (unsigned)(units < max_clusters[cl] ? units : max_clusters[cl]);
     const cudaLaunchConfig_t cfg =
         k_launch_config(at, dim3(clusters * (unsigned)cl), dim3(THREADS), GEMM_SMEM, (cudaStream_t)stream, (unsigned)cl);
-    return (int)(cl == 1 ? cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<1>, tx, tw, out, rows, F, K)
-                         : cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<2>, tx, tw, out, rows, F, K));
+    const int skip = (opts & K_FFN_SKIP_IDLE) != 0;
+    return (int)(cl == 1 ? cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<1>, tx, tw, out, rows, F, K, a_rows, skip)
+                         : cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<2>, tx, tw, out, rows, F, K, GM, skip));
 }
 
 extern "C" int k_moe_gemm_wgmma(const struct k_moe_gemm_args *a, k_stream stream)

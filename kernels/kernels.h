@@ -93,6 +93,13 @@ int k_swiglu(bf16_t *out, const bf16_t *gu, int rows, int F, k_stream stream);
  * missing (k_gemm_wgmma_ready, asked outside a stream capture first). */
 static inline int k_gemm_swiglu_fits(int K, int F) { return K > 0 && K % 64 == 0 && F > 0 && F % 128 == 0; }
 int k_gemm_swiglu(bf16_t *out, const bf16_t *x, const bf16_t *w, int rows, int K, int F, k_stream stream);
+/* The same with its small-row forms chosen (k_gemm_swiglu: both): K_FFN_FIT_BOX loads only the
+ * rows of a single row tile rather than its 128, K_FFN_SKIP_IDLE leaves out the MMAs of a consumer
+ * warpgroup whose 64 rows are all past the matrix (engine/bench/gemm_bench.cu times each). */
+#define K_FFN_FIT_BOX 1
+#define K_FFN_SKIP_IDLE 2
+int k_gemm_swiglu_v(bf16_t *out, const bf16_t *x, const bf16_t *w, int rows, int K, int F, int opts,
+                    k_stream stream);
 /* Whether the engine's own wgmma GEMMs run on this device (probed once, outside a stream capture). */
 int k_gemm_wgmma_ready(k_stream stream);
 /* The most blocks its persistent grid has for `rows` rows (0 before k_gemm_wgmma_ready). */
@@ -121,10 +128,10 @@ static inline int64_t k_gemm_swiglu_units(int rows, int F, int cl)
 }
 
 /* Whether fusing pays, for a persistent grid of clusters[cl] clusters of cl blocks (cl = 1, 2):
- * one row tile of at least 64 rows whose column tiles take one round of the grid (reading W
- * dominates, and every block streams its share once), or more row tiles that fill the grid's
- * rounds to 90% or more. Measured on the H200, fused over split: LLaDA-8B (4096 x 12288, 96 column
- * tiles) 0.91-0.98x from 64 to 128 rows and from 512 on, 1.04-1.17x below 64 rows, 1.15-1.40x at
+ * one row tile whose column tiles take one round of the grid (reading W dominates, and every block
+ * streams its share once), or more row tiles that fill the grid's rounds to 90% or more. Measured
+ * on the H200, fused over split: LLaDA-8B (4096 x 12288, 96 column tiles) 0.91-0.98x from 64 to 128
+ * rows and from 512 on, a whole Reuse step of one or two blocks of 32 0.97-0.98x, 1.15-1.40x at
  * 192-384 rows (two or three rounds, the last a third to half full); Dream-7B (3584 x 18944: 148
  * column tiles, two rounds on 132 SMs, the second 16 blocks) 1.24-1.39x up to 256 rows. */
 static inline int k_gemm_swiglu_auto_v(int rows, int F, const int clusters[3])
@@ -136,7 +143,7 @@ static inline int k_gemm_swiglu_auto_v(int rows, int F, const int clusters[3])
         return 0;
     const int64_t units = k_gemm_swiglu_units(rows, F, cl);
     if (rows <= K_FFN_TILE_M)
-        return rows >= 64 && units <= clusters[cl];
+        return units <= clusters[cl];
     const int64_t tiles = k_gemm_swiglu_units(rows, F, 1);
     const int64_t rounds = (units + clusters[cl] - 1) / clusters[cl];
     return tiles * 10 >= rounds * clusters[cl] * cl * 9;

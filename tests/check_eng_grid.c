@@ -4,6 +4,7 @@
  * and the KV pool, and the part names.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cost_op.h"
 #include "eng_grid.h"
@@ -249,6 +250,40 @@ START_TEST(ladder_fills_the_block_counts)
 }
 END_TEST
 
+/* --max-rows: the steps of at most N rows, in the grid's order, none left out (a mixed step counts
+ * its long sequence's rows) */
+START_TEST(small_steps_of_a_grid)
+{
+    size_t n = 0;
+    struct prof_step *g = profile_grid(model_find("sdar-8b"), GRID_ALL, -1, &n, NULL);
+    struct prof_step *copy = xmalloc(n * sizeof *copy);
+    memcpy(copy, g, n * sizeof *copy);
+    const int64_t limits[] = {1, 32, 64, 512, 16384};
+    for (size_t l = 0; l < TS_ARRAY_LEN(limits); l++) {
+        memcpy(g, copy, n * sizeof *g);
+        const size_t kept = profile_grid_rows_at_most(g, n, limits[l]);
+        size_t j = 0;
+        for (size_t i = 0; i < n; i++) {
+            int64_t rows = 0;
+            for (int s = 0; s < copy[i].segs; s++)
+                rows += s == copy[i].segs - 1 && copy[i].q_long > 0 ? copy[i].q_long : copy[i].q;
+            ck_assert_int_eq(prof_rows(&copy[i]), rows);
+            if (rows > limits[l])
+                continue;
+            ck_assert_uint_lt(j, kept);
+            ck_assert_mem_eq(&g[j], &copy[i], sizeof *g);
+            j++;
+        }
+        ck_assert_uint_eq(j, kept);
+        if (limits[l] == 16384)
+            ck_assert_uint_eq(kept, n);
+    }
+    memcpy(g, copy, n * sizeof *g);
+    ck_assert_uint_gt(profile_grid_rows_at_most(g, n, 64), 20); /* the small steps: many shapes */
+    free(g), free(copy);
+}
+END_TEST
+
 START_TEST(part_names)
 {
     ck_assert_int_eq(grid_part_parse("all"), GRID_ALL);
@@ -271,6 +306,7 @@ int main(void)
     tcase_add_test(tc, fc_part);
     tcase_add_test(tc, long_steps_fit_the_pool);
     tcase_add_test(tc, ladder_fills_the_block_counts);
+    tcase_add_test(tc, small_steps_of_a_grid);
     tcase_add_test(tc, part_names);
     suite_add_tcase(s, tc);
     return run_suite("eng_grid", s) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -83,9 +83,8 @@ select_over() {
 }
 current() { # current GPU-MODEL IMPL: the record whose calibration is shipped
     case $1-$2 in
-        h200-llada-8b-tessera) echo fidelity-h200-sparse-select ;; h200-llada-8b-tessera-fused) echo fidelity-h200-fused ;;
-        h200-sdar-8b-tessera) echo fidelity-h200-sdar ;; h200-sdar-8b-tessera-fused) echo fidelity-h200-fused-sdar ;;
-        h200-dream-7b-tessera) echo fidelity-h200-dream ;; h200-dream-7b-tessera-fused) echo fidelity-h200-fused-dream ;;
+        h200-llada-8b-tessera) echo fidelity-h200-sparse-select ;; h200-*-tessera-fused) echo fused-small-h200 ;;
+        h200-sdar-8b-tessera) echo fidelity-h200-sdar ;; h200-dream-7b-tessera) echo fidelity-h200-dream ;;
         h100-llada-8b-tessera) echo fidelity-h100-sparse-oos ;;
         h200-llada2.0-mini-tessera | h200-llada-moe-7b-tessera) echo fidelity-h200-moe-wgmma ;;
     esac
@@ -96,7 +95,7 @@ if command -v python3 >/dev/null 2>&1; then
         fidelity-h200-dream-oos fidelity-h200-fused-dream fidelity-h200-fused-dream-oos fidelity-h200-sparse \
         fidelity-h200-sparse-oos fidelity-h200-dllm-cache fidelity-h200-dllm-cache-oos fidelity-h200-moe \
         fidelity-h200-moe-oos fidelity-h100 fidelity-h100-oos fidelity-h100-policies-oos fidelity-h100-sparse-oos \
-        fidelity-h200-sparse-select fidelity-h200-moe-wgmma fidelity-h200-moe-wgmma-oos; do
+        fidelity-h200-sparse-select fidelity-h200-moe-wgmma fidelity-h200-moe-wgmma-oos fused-small-h200; do
         echo "cli: ... re-evaluating $rec" >&2
         want="$rec_dir/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         export POLICIES="dual block"
@@ -109,12 +108,13 @@ if command -v python3 >/dev/null 2>&1; then
         case $rec in *h100*) models="llada-8b sdar-8b dream-7b" runs=24 gpu=h100 ;; esac
         case $rec in *h100-policies*) models=llada-8b runs=12 POLICIES="dllm-cache sparse sparse-head" ;; esac
         case $rec in fidelity-h100-sparse-oos | fidelity-h200-sparse-select) models=llada-8b runs=8 POLICIES="sparse sparse-head" ;; esac
+        case $rec in fused-small-h200) models="llada-8b sdar-8b dream-7b" runs=24 ;; esac
         mkdir -p "$cal"
         for m in $models; do
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
         done
         case $rec in
-            *-oos | fidelity-h200-moe | fidelity-h200-moe-wgmma | fidelity-h100 | fidelity-h200-sparse-select) # (as they are)
+            *-oos | fidelity-h200-moe | fidelity-h200-moe-wgmma | fidelity-h100 | fidelity-h200-sparse-select | fused-small-h200) # (as they are)
                 GPU=$gpu IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
                        SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1 ;;
             *) # in sample: the calibrations merged again from the record's profiles (PROFILES=)
@@ -146,6 +146,21 @@ if command -v python3 >/dev/null 2>&1; then
             if cmp -s <(gzip -dc "$c") <(gzip -dc "${o%-oos}/$(basename "$c")"); then ok
             else bad "$(basename "$o"): $(basename "$c") is not its in-sample record's"; fi
         done
+    done
+    # fused-small-h200's calibrations: LLaDA-8B's the merge of two machine starts' whole profiles,
+    # SDAR-8B's and Dream-7B's their earlier record's with both starts' small steps merged over it
+    fs=$rec_dir/fused-small-h200
+    for m in llada-8b sdar-8b dream-7b; do
+        for f in "$fs"/profiles/*"$m".[12].csv.gz; do gzip -dc "$f" >"$tmp/fs-$(basename "$f" .gz)"; done
+        if [ $m = llada-8b ]; then
+            expect 0 "calib merge of fused-small-h200, $m" -- $bin calib merge "$tmp"/fs-$m.[12].csv --gpu h200 --out "$tmp/fs.csv"
+        else
+            gzip -dc "$rec_dir/fidelity-h200-fused-${m%%-*}/calib-$m.csv.gz" >"$tmp/fs-base.csv"
+            expect 0 "calib merge over fused-small-h200's small steps, $m" -- $bin calib merge "$tmp/fs-base.csv" \
+                --over "$tmp/fs-small-$m.1.csv" --over "$tmp/fs-small-$m.2.csv" --gpu h200 --out "$tmp/fs.csv"
+        fi
+        cmp -s "$tmp/fs.csv" <(gzip -dc "$fs/calib-$m.csv.gz") && ok ||
+            bad "fused-small-h200: calib-$m.csv.gz is not the merge of its profiles"
     done
     # the shipped calibrations whose selecting steps were profiled again (three profiles each, records
     # select-h100 and select-h200): each its record's calibration with those profiles merged over it
@@ -196,22 +211,26 @@ PY
     else bad "transfer_check.sh is not what calibrate-h100/transfer-check.txt recorded"; fi
     # the H100's tessera-fused calibrations: each the merge of its machines' recorded profiles (LLaDA-8B's
     # two, SDAR-8B's and Dream-7B's one) and another machine's ladder, with the select part profiled
-    # again (select-h100) over them; each pricing its recorded held-out replay as recorded
-    fr="$rec_dir/calibrate-h100-fused"
+    # again (select-h100) and then the small steps (fused-small-h100) over them; each pricing its
+    # held-out replay, replayed again with the fused FFN's small-row forms, as recorded
+    fr="$rec_dir/calibrate-h100-fused" fh="$rec_dir/fused-small-h100"
     for m in llada-8b sdar-8b dream-7b; do
         for f in "$fr"/calib-$m-*.csv.gz; do gzip -dc "$f" >"$tmp/$(basename "$f" .gz)"; done
         select_over "$rec_dir/select-h100/profiles/select-$m-tessera-fused"
         expect 0 "calib merge of calibrate-h100-fused, $m" -- $bin calib merge "$tmp"/calib-$m-*.csv "${over[@]}" \
-            --gpu h100 --out "$tmp/fused-$m.csv"
+            --gpu h100 --out "$tmp/fused-sel-$m.csv"
+        gzip -dc "$fh/small-$m.csv.gz" >"$tmp/small-$m.csv"
+        expect 0 "calib merge over fused-small-h100, $m" -- $bin calib merge "$tmp/fused-sel-$m.csv" \
+            --over "$tmp/small-$m.csv" --gpu h100 --out "$tmp/fused-$m.csv"
     done
     for mh in llada-8b:2 sdar-8b:3 dream-7b:3; do
         m=${mh%%:*} shipped="$root/sim/data/calib/h100-${mh%%:*}-tessera-fused.csv"
         if cmp -s "$tmp/fused-$m.csv" "$shipped"; then ok
-        else bad "sim/data/calib/h100-$m-tessera-fused.csv is not the calibration calibrate-h100-fused records"; fi
-        gzip -dc "$fr/heldout-$m-${mh#*:}.db.gz" >"$tmp/heldout-$m.db"
-        expect 0 "calibrate-h100-fused held out, $m" -- $bin calib eval --db "$tmp/heldout-$m.db" --calib "$shipped" --extrapolate
-        if diff <(grep MAPE "$tmp/out") <(grep MAPE "$fr/eval-$m.txt") >/dev/null; then ok
-        else bad "calibrate-h100-fused: $m's held-out replay is not priced as eval-$m.txt recorded"; fi
+        else bad "sim/data/calib/h100-$m-tessera-fused.csv is not the calibration calibrate-h100-fused and fused-small-h100 record"; fi
+        gzip -dc "$fh/heldout-$m-${mh#*:}.db.gz" >"$tmp/heldout-$m.db"
+        expect 0 "fused-small-h100 held out, $m" -- $bin calib eval --db "$tmp/heldout-$m.db" --calib "$shipped" --extrapolate
+        if diff <(grep MAPE "$tmp/out") <(grep MAPE "$fh/eval-$m.txt") >/dev/null; then ok
+        else bad "fused-small-h100: $m's held-out replay is not priced as eval-$m.txt recorded"; fi
     done
     # the torch-eager calibrations (torch-eager-ops): on the H100, each model's the merge of two
     # machines' recorded profiles; on the H200, LLaDA-8B's three machines' and the select grid's
@@ -828,8 +847,8 @@ contains "calib merge of two models" "h200-sdar-8b-tessera.csv: model 'sdar-8b',
 expect 2 "calib merge of two implementations" -- $bin calib merge "$data/calib/h200-sdar-8b-tessera.csv" \
     "$data/calib/h200-sdar-8b-tessera-fused.csv" --gpu h200 --out "$tmp/x.csv"
 contains "calib merge of two implementations" "h200-sdar-8b-tessera-fused.csv: has no op act"
-expect 2 "calib merge of two engines' launch rules" -- $bin calib merge "$data/calib/h200-llada-8b-tessera.csv" \
-    "$data/calib/h200-llada-8b-tessera-fused.csv" --gpu h200 --out "$tmp/x.csv"
+expect 2 "calib merge of two engines' launch rules" -- $bin calib merge "$data/calib/h200-dream-7b-tessera-fused.csv" \
+    "$data/calib/h200-dream-7b-tessera.csv" --gpu h200 --out "$tmp/x.csv"
 contains "calib merge of two engines' launch rules" "profiled under attention launch rules 3"
 # the select grid alone (engine profile --grid select) merges into a whole profile: its kv_select
 # rows join, and the calibration then prices sparse selections
@@ -875,7 +894,7 @@ contains "calib merge --over without a value" "--over needs a value"
 expect 2 "calib import --over" -- $bin calib import "$tmp/select.csv" --over "$tmp/select.csv" --gpu h200 --out "$tmp/x.csv"
 contains "calib import --over" "--over does not apply here"
 expect 2 "sparse refused by a calibration without selections" -- $bin sim --policy sparse --cost calibrated \
-    --impl tessera-fused --requests 10
+    --model sdar-8b --impl tessera-fused --requests 10
 contains "sparse refused by a calibration without selections" "has no uniform selection (kv_select) measurements"
 # a preset's whole configuration, its policy's parameters included
 expect 0 "list systems" -- $bin list systems
@@ -1159,6 +1178,15 @@ if [ -e "$(dirname "$bin")/libtessera_engine.so" ]; then # engine built: its arg
     contains "engine profile --grid with --step says why" "--step and --grid: one step, or a grid"
     expect 1 "engine profile --grid long for LLaDA-8B (no long-cache step)" -- $bin engine profile --db "$tmp/p.db" --grid long
     contains "engine profile --grid long says why, before any GPU work" "the long grid holds no step for llada-8b (context 4096)"
+    expect 2 "engine profile --max-rows 0" -- $bin engine profile --db "$tmp/p.db" --max-rows 0
+    contains "engine profile --max-rows names the value" "--max-rows: bad value '0'"
+    expect 2 "engine profile --max-rows with --step" -- $bin engine profile --db "$tmp/p.db" --max-rows 64 --step 1,32,480,0
+    contains "engine profile --max-rows with --step says why" "--step and --max-rows: one step, or a grid"
+    expect 1 "engine profile --grid long --max-rows for SDAR-8B (its smallest long-cache step has 8 rows)" -- \
+        $bin engine profile --db "$tmp/p.db" --model sdar-8b --grid long --max-rows 7
+    contains "engine profile --max-rows says why, before any GPU work" "no step of the grid has at most 7 rows"
+    expect 2 "engine replay --max-rows" -- $bin engine replay --db "$tmp/p.db" --max-rows 64
+    contains "engine replay --max-rows is profile's" "engine replay: --max-rows is profile's"
     expect 2 "engine bench --grid" -- $bin engine bench --grid long
     contains "engine bench --grid is profile's" "engine bench: --grid is profile's"
     [ ! -e "$tmp/p.db" ] && ok || bad "a refused engine profile left a database"

@@ -3,7 +3,10 @@
  * SwiGLU in its epilogue) beside the split path (cuBLAS's GEMM into [M, 2F], then k_swiglu) on the
  * same data, alternating in one process. Prints, per row count M: both medians (CUDA events, after
  * warm-up), the fused kernel's TFLOP/s, and the largest difference of the outputs relative to the
- * largest output (the fused output is poisoned first, so an unwritten element shows).
+ * largest output (the fused output is poisoned first, so an unwritten element shows); then the
+ * fused kernel's small-row forms (k_gemm_swiglu_v) each alone: without either (all 128 rows of a
+ * tile loaded and multiplied), with X's box fitted to the rows only, with idle warpgroups skipped
+ * only.
  *
  *   nvcc -O3 -std=c++17 -arch=sm_90a -Isim -Ikernels engine/bench/gemm_bench.cu kernels/elementwise.cu \
  *        kernels/attention.cu kernels/attention_wgmma.cu kernels/gemm_wgmma.cu -lcublas -o gemm_bench
@@ -72,36 +75,46 @@ int main(int argc, char **argv)
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    printf("%-7s %-6s %-6s %12s %12s %8s %10s %12s\n", "M", "K", "F", "unfused_ms", "fused_ms", "ratio", "TFLOP/s",
-           "max_rel_diff");
+    printf("%-7s %-6s %-6s %12s %12s %8s %10s %12s %10s %10s %10s\n", "M", "K", "F", "unfused_ms", "fused_ms",
+           "ratio", "TFLOP/s", "max_rel_diff", "plain_ms", "fitbox_ms", "skip_ms");
     for (int M : Ms) {
         auto unfused = [&]() {
             CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2 * F, M, K, &one, w, CUDA_R_16BF, K, x, CUDA_R_16BF, K, &zero,
                             gu, CUDA_R_16BF, 2 * F, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
             CK(k_swiglu(ref, gu, M, F, (k_stream)st));
         };
-        auto fused = [&]() { CK(k_gemm_swiglu(out, x, w, M, K, F, (k_stream)st)); };
-        CK(cudaMemsetAsync(out, 0xff, (size_t)M * F * 2, st)); /* poisoned: every element must be written */
+        /* 0: split; 1: k_gemm_swiglu; 2-4: its forms without either, box only, skip only */
+        const int opts[5] = {-1, K_FFN_FIT_BOX | K_FFN_SKIP_IDLE, 0, K_FFN_FIT_BOX, K_FFN_SKIP_IDLE};
+        auto run = [&](int v) {
+            if (v == 0)
+                unfused();
+            else
+                CK(k_gemm_swiglu_v(out, x, w, M, K, F, opts[v], (k_stream)st));
+        };
+        double diff = 0;
         unfused();
-        fused();
-        CK(cudaStreamSynchronize(st));
-        const double diff = max_rel_diff(ref, out, (size_t)M * F);
-        std::vector<float> tu, tf;
+        for (int v = 1; v < 5; v++) {
+            CK(cudaMemsetAsync(out, 0xff, (size_t)M * F * 2, st)); /* poisoned: every element must be written */
+            run(v);
+            CK(cudaStreamSynchronize(st));
+            diff = std::max(diff, max_rel_diff(ref, out, (size_t)M * F));
+        }
+        std::vector<float> t[5];
         for (int r = 0; r < 25; r++) {
-            for (int which = 0; which < 2; which++) {
+            for (int v = 0; v < 5; v++) {
                 CK(cudaEventRecord(e0, st));
-                which ? fused() : unfused();
+                run(v);
                 CK(cudaEventRecord(e1, st));
                 CK(cudaEventSynchronize(e1));
                 float ms;
                 CK(cudaEventElapsedTime(&ms, e0, e1));
                 if (r >= 5)
-                    (which ? tf : tu).push_back(ms);
+                    t[v].push_back(ms);
             }
         }
-        const double mu = median(tu), mf = median(tf);
-        printf("%-7d %-6d %-6d %12.4f %12.4f %8.3f %10.1f %12.2e\n", M, K, F, mu, mf, mf / mu,
-               4.0 * M * F * (double)K / (mf * 1e9), diff);
+        const double mu = median(t[0]), mf = median(t[1]);
+        printf("%-7d %-6d %-6d %12.4f %12.4f %8.3f %10.1f %12.2e %10.4f %10.4f %10.4f\n", M, K, F, mu, mf, mf / mu,
+               4.0 * M * F * (double)K / (mf * 1e9), diff, median(t[2]), median(t[3]), median(t[4]));
         fflush(stdout);
     }
     return 0;

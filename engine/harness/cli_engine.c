@@ -33,7 +33,8 @@ static void engine_usage(FILE *f)
 "                             [--gemm-cache FILE] [--ops]\n"
 "       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
 "                              [--gemm-cache FILE] [--warmup N] [--warm-ms MS]\n"
-"                              [--grid all|base|long|select|fc|ladder] [--step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]]\n"
+"                              [--grid all|base|long|select|fc|ladder] [--max-rows N]\n"
+"                              [--step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--max-num-logits N]\n"
 "                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention|focus|anchor]\n"
 "                            [--weights PATH] [--gemm-cache FILE] [--warm-s S]\n"
@@ -122,7 +123,9 @@ static void engine_usage(FILE *f)
 "       calibration's feat_cache), and Reuse steps of every count of 32-token blocks from 3 to\n"
 "       15 the base grid lacks (the GEMMs' steps where their rows spill into one more tile)\n"
 "       (--grid long, select, fc or ladder: those alone, to add to a profile of the base grid\n"
-"       through calib merge; base: the grid without them; all: every part [all]), and writes\n"
+"       through calib merge; base: the grid without them; all: every part [all]; --max-rows N:\n"
+"       of those, the steps of at most N rows, the part a change to small steps' kernels touches,\n"
+"       to replace through calib merge --over), and writes\n"
 "       the rows, with GPU name, clocks, driver, CUDA and cuBLAS versions and the version of\n"
 "       the engine's attention launch rules (attn_rules), into engine_profile\n"
 "       (replacing that model's earlier rows on this GPU); each step runs --warmup [1] times\n"
@@ -144,6 +147,7 @@ struct engine_args {
     int32_t step_list[ENG_BENCH_MAX_STEPS][5]; /* SEGS, Q, KV, LOGIT_ROWS, KV_LONG (profile's; 0: even) */
     int nstep;
     int grid; /* profile's --grid; -1: not given (all) */
+    int64_t max_rows; /* profile's --max-rows; 0: not given */
 };
 
 /* --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG] into st: -1 (said on stderr) when malformed or out of range. */
@@ -189,6 +193,7 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
                                       {"warm-trace", required_argument, 0, 'B'},
                                       {"anchor", required_argument, 0, 'a'},
                                       {"grid", required_argument, 0, 'g'},
+                                      {"max-rows", required_argument, 0, 'x'},
                                       {"tp", required_argument, 0, 'P'},
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
@@ -214,6 +219,7 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
         case 'B': a->warm_trace = optarg; break;
         case 'a': a->anchor = optarg; break;
         case 'g': bad = (a->grid = grid_part_parse(optarg)) < 0; break;
+        case 'x': bad = ts_parse_i64(optarg, &a->max_rows) || a->max_rows < 1 || a->max_rows > 16384; break;
         case 'P': bad = ts_parse_i64(optarg, &a->tp) || a->tp < 1 || a->tp > ENG_TP_MAX; break;
         case 'T':
             if (parse_step(a->sub, optarg, a->nstep < ENG_BENCH_MAX_STEPS ? a->step_list[a->nstep] : NULL))
@@ -249,8 +255,8 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
             return EXIT_USAGE;
         }
     }
-    if (a->grid >= 0 && strcmp(a->sub, "profile") != 0) {
-        fprintf(stderr, "tessera engine %s: --grid is profile's\n", a->sub);
+    if ((a->grid >= 0 || a->max_rows > 0) && strcmp(a->sub, "profile") != 0) {
+        fprintf(stderr, "tessera engine %s: --%s is profile's\n", a->sub, a->grid >= 0 ? "grid" : "max-rows");
         return EXIT_USAGE;
     }
     return 0;
@@ -332,12 +338,14 @@ static int run_profile(const struct engine_args *a)
                         "0 or Q\n");
         return EXIT_USAGE;
     }
-    if (a->nstep == 1 && a->grid >= 0) {
-        fprintf(stderr, "tessera engine profile: --step and --grid: one step, or a grid\n");
+    if (a->nstep == 1 && (a->grid >= 0 || a->max_rows > 0)) {
+        fprintf(stderr, "tessera engine profile: --step and --%s: one step, or a grid\n",
+                a->grid >= 0 ? "grid" : "max-rows");
         return EXIT_USAGE;
     }
     return eng_profile_run(&m, a->db, (int)TS_MIN(a->reps, 5), (int)a->warmup, a->warm_ms,
-                           a->nstep ? a->step_list[0] : NULL, a->grid < 0 ? GRID_ALL : a->grid, a->mem_gb, stdout);
+                           a->nstep ? a->step_list[0] : NULL, a->grid < 0 ? GRID_ALL : a->grid, a->max_rows,
+                           a->mem_gb, stdout);
 }
 
 /* `engine check --tp N` and `engine bench --tp N`: outside a launch, the launch of N ranks running

@@ -2378,7 +2378,11 @@ static void check_kernels(struct checker *c)
     check_attention(c, 12, 2, 128, 32, true, 16, SET_SHORT); /* 6 query heads a K/V head: packs of 2 */
     check_attention(c, 8, 2, 64, 0, true, 16, SET_TINY);     /* head dim 64, packs of 4 */
     check_attention(c, 32, 32, 128, 0, false, 16, SET_LONG);
+    check_gemm_swiglu(c, 16, 256, 256);   /* one tile of 16 rows: X's box of 16, the upper consumer idle */
+    check_gemm_swiglu(c, 20, 640, 256);   /* a box of 24 rows over 20 (4 read as zeros), 10 stages */
+    check_gemm_swiglu(c, 72, 256, 384);   /* the upper consumer's 8 rows */
     check_gemm_swiglu(c, 100, 256, 256);  /* one partial row tile: single blocks */
+    check_gemm_swiglu(c, 136, 256, 256);  /* a cluster of two tiles, the second's upper consumer idle */
     check_gemm_swiglu(c, 300, 640, 384);  /* three row tiles (single blocks), 10 stages a tile */
     check_gemm_swiglu(c, 500, 256, 384);  /* four: clusters of two, the last tile partial */
     check_gemm_swiglu(c, 2000, 256, 2048); /* more clusters' work than fit at once */

@@ -28,6 +28,23 @@ int prof_q(const struct prof_step *p, int s)
     return p->q_long > 0 && s == p->segs - 1 ? p->q_long : p->q;
 }
 
+int64_t prof_rows(const struct prof_step *p)
+{
+    int64_t rows = 0;
+    for (int s = 0; s < p->segs; s++)
+        rows += prof_q(p, s);
+    return rows;
+}
+
+size_t profile_grid_rows_at_most(struct prof_step *g, size_t n, int64_t max_rows)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (prof_rows(&g[i]) <= max_rows)
+            g[kept++] = g[i];
+    return kept;
+}
+
 int prof_logit_rows(const struct prof_step *p)
 {
     return p->logits ? (p->fc_rows > 0 ? p->fc_rows : p->q) : 0;

@@ -57,5 +57,10 @@ int prof_logit_rows(const struct prof_step *p);
  * for the pool. */
 struct prof_step *profile_grid(const struct model_cfg *m, enum grid_part part, int64_t kv_pool_tokens,
                                size_t *n, int *skipped);
+/* The rows of a profiled step: its sequences' query rows summed */
+int64_t prof_rows(const struct prof_step *p);
+/* Keeps, in their order, the first n steps of g that have at most max_rows rows (the part of a grid
+ * a change to small steps' kernels touches); returns how many. */
+size_t profile_grid_rows_at_most(struct prof_step *g, size_t n, int64_t max_rows);
 
 #endif

@@ -105,7 +105,7 @@ static int profile_begin(sqlite3 *db, const char *path, const char *model, const
 /* The steps to profile: the one asked for, or the grid's part (its long-cache steps that exceed the
  * KV pool left out, said on out). NULL with err when none is left. */
 static struct prof_step *profile_steps(const struct model_cfg *m, struct eng *e, const int32_t *only_step,
-                                       int grid_part, size_t *n, FILE *out, struct ts_err *err)
+                                       int grid_part, int64_t max_rows, size_t *n, FILE *out, struct ts_err *err)
 {
     if (only_step) {
         struct prof_step *grid = xmalloc(sizeof *grid);
@@ -120,6 +120,12 @@ static struct prof_step *profile_steps(const struct model_cfg *m, struct eng *e,
     if (skipped > 0)
         fprintf(out, "engine profile: %d long-cache steps left out: their caches exceed the KV pool's %lld "
                      "tokens\n", skipped, (long long)mem.kv_pool_tokens);
+    if (max_rows > 0 && *n > 0) {
+        const size_t all = *n;
+        *n = profile_grid_rows_at_most(grid, all, max_rows);
+        fprintf(out, "engine profile: %zu of the grid's %zu steps have at most %lld rows\n", *n, all,
+                (long long)max_rows);
+    }
     if (*n == 0) {
         free(grid);
         ts_fail(err, "no step of the grid fits the KV pool's %lld tokens", (long long)mem.kv_pool_tokens);
@@ -228,15 +234,25 @@ static int profile_store(sqlite3_stmt *ins, const struct machine *mc, const char
 }
 
 int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int warmup, double warm_ms,
-                    const int32_t *only_step, int grid_part, double mem_limit_gb, FILE *out)
+                    const int32_t *only_step, int grid_part, int64_t max_rows, double mem_limit_gb, FILE *out)
 {
     if (!only_step) { /* a grid without a step for this model (only the long part can be: the
-                       * model's context is too short) is refused before any GPU work */
+                       * model's context is too short; or none is small enough) is refused before
+                       * any GPU work */
         size_t n = 0;
-        free(profile_grid(m, (enum grid_part)grid_part, -1, &n, NULL));
-        if (n == 0) {
+        struct prof_step *g = profile_grid(m, (enum grid_part)grid_part, -1, &n, NULL);
+        const size_t all = n;
+        if (max_rows > 0)
+            n = profile_grid_rows_at_most(g, n, max_rows);
+        free(g);
+        if (all == 0) {
             fprintf(stderr, "tessera engine profile: the long grid holds no step for %s (context %d)\n", m->name,
                     m->max_pos);
+            return 1;
+        }
+        if (n == 0) {
+            fprintf(stderr, "tessera engine profile: no step of the grid has at most %lld rows\n",
+                    (long long)max_rows);
             return 1;
         }
     }
@@ -271,7 +287,7 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
     }
     if (writer && profile_begin(db, path, share.name, mc.device, &ins, out, &err))
         goto rollback;
-    if (!(grid = profile_steps(m, e, only_step, grid_part, &n_grid, out, &err)))
+    if (!(grid = profile_steps(m, e, only_step, grid_part, max_rows, &n_grid, out, &err)))
         goto rollback;
     int64_t rows = 0, req = 0;
     for (size_t gi = 0; gi < n_grid; gi++) {
