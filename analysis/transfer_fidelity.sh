@@ -25,7 +25,7 @@ h100 tessera sdar-8b fidelity-h100-oos
 h100 tessera dream-7b fidelity-h100-oos
 h200 tessera llada-8b fidelity-h200-oos
 h200 tessera sdar-8b fidelity-h200-sdar-oos
-h200 tessera dream-7b fidelity-h200-dream-oos
+h200 tessera dream-7b fidelity-h200-dream-rules4-oos
 h200 tessera-fused llada-8b fused-small-h200
 h200 tessera-fused sdar-8b fused-small-h200
 h200 tessera-fused dream-7b fused-small-h200"

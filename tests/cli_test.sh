@@ -66,7 +66,10 @@ fi
 # fidelity-h100's calibration merged with an fc profile of another machine, kept as it is), and the
 # sparse runs measured after the selection kernels changed: fidelity-h100-sparse-oos (on an H100
 # start none of the select profiles ran on) and fidelity-h200-sparse-select (on the H200 start of
-# the select profiles), each priced by the shipped calibration. Each in-sample record's calibration
+# the select profiles), each priced by the shipped calibration; fused-small-h200 (the three models'
+# tessera-fused runs with the fused FFN's small-row forms) and its -oos (LLaDA-8B's on a third
+# start), and fidelity-h200-dream-rules4 (Dream-7B under launch rules 4) with its -oos, each as it
+# is (their calibrations' merges are checked after the loop). Each in-sample record's calibration
 # is `calib merge` of the profiles it keeps in profiles/ (the mixtures' and the H100's: one profile
 # each, merged with another machine's ladder, kept as they are), and the shipped calibrations are,
 # byte for byte, the records' named by current below; those whose selecting steps were profiled
@@ -84,7 +87,7 @@ select_over() {
 current() { # current GPU-MODEL IMPL: the record whose calibration is shipped
     case $1-$2 in
         h200-llada-8b-tessera) echo fidelity-h200-sparse-select ;; h200-*-tessera-fused) echo fused-small-h200 ;;
-        h200-sdar-8b-tessera) echo fidelity-h200-sdar ;; h200-dream-7b-tessera) echo fidelity-h200-dream ;;
+        h200-sdar-8b-tessera) echo fidelity-h200-sdar ;; h200-dream-7b-tessera) echo fidelity-h200-dream-rules4 ;;
         h100-llada-8b-tessera) echo fidelity-h100-sparse-oos ;;
         h200-llada2.0-mini-tessera | h200-llada-moe-7b-tessera) echo fidelity-h200-moe-wgmma ;;
     esac
@@ -95,7 +98,8 @@ if command -v python3 >/dev/null 2>&1; then
         fidelity-h200-dream-oos fidelity-h200-fused-dream fidelity-h200-fused-dream-oos fidelity-h200-sparse \
         fidelity-h200-sparse-oos fidelity-h200-dllm-cache fidelity-h200-dllm-cache-oos fidelity-h200-moe \
         fidelity-h200-moe-oos fidelity-h100 fidelity-h100-oos fidelity-h100-policies-oos fidelity-h100-sparse-oos \
-        fidelity-h200-sparse-select fidelity-h200-moe-wgmma fidelity-h200-moe-wgmma-oos fused-small-h200; do
+        fidelity-h200-sparse-select fidelity-h200-moe-wgmma fidelity-h200-moe-wgmma-oos fused-small-h200 \
+        fused-small-h200-oos fidelity-h200-dream-rules4 fidelity-h200-dream-rules4-oos; do
         echo "cli: ... re-evaluating $rec" >&2
         want="$rec_dir/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         export POLICIES="dual block"
@@ -114,7 +118,8 @@ if command -v python3 >/dev/null 2>&1; then
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
         done
         case $rec in
-            *-oos | fidelity-h200-moe | fidelity-h200-moe-wgmma | fidelity-h100 | fidelity-h200-sparse-select | fused-small-h200) # (as they are)
+            *-oos | fidelity-h200-moe | fidelity-h200-moe-wgmma | fidelity-h100 | fidelity-h200-sparse-select | \
+                fused-small-h200 | fidelity-h200-dream-rules4) # (as they are)
                 GPU=$gpu IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
                        SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1 ;;
             *) # in sample: the calibrations merged again from the record's profiles (PROFILES=)
@@ -147,6 +152,14 @@ if command -v python3 >/dev/null 2>&1; then
             else bad "$(basename "$o"): $(basename "$c") is not its in-sample record's"; fi
         done
     done
+    # fidelity-h200-dream-rules4's calibration: its whole profile with its long-cache part (profiled
+    # after 150 ms of each step's own repetition) merged over it
+    fd=$rec_dir/fidelity-h200-dream-rules4/profiles
+    gzip -dc "$fd/dream-7b.csv.gz" >"$tmp/fd.csv" && gzip -dc "$fd/dream-7b.long.csv.gz" >"$tmp/fd-long.csv"
+    expect 0 "calib merge of fidelity-h200-dream-rules4" -- $bin calib merge "$tmp/fd.csv" --over "$tmp/fd-long.csv" \
+        --gpu h200 --out "$tmp/fd-cal.csv"
+    cmp -s "$tmp/fd-cal.csv" <(gzip -dc "$rec_dir/fidelity-h200-dream-rules4/calib-dream-7b.csv.gz") && ok ||
+        bad "fidelity-h200-dream-rules4: calib-dream-7b.csv.gz is not the merge of its profiles"
     # fused-small-h200's calibrations: LLaDA-8B's the merge of two machine starts' whole profiles,
     # SDAR-8B's and Dream-7B's their earlier record's with both starts' small steps merged over it
     fs=$rec_dir/fused-small-h200
@@ -302,12 +315,16 @@ done
 expect 2 "calib eval --host on an engine run" -- $bin calib eval --db "$tmp/ops-def.db" --host lent-h100
 contains "calib eval --host on an engine run" "--host lent-h100: the calibration of llada-8b on NVIDIA H200"
 # the long-context records (SDAR-8B, Dream-7B): the shipped calibrations price their replays (dual
-# and block policies; SDAR-8B's block prefills block-causal) as eval-*.txt says
+# and block policies; SDAR-8B's block prefills block-causal) as eval-*.txt says; Dream-7B's ran an
+# engine of launch rules 3, priced by the calibration of that engine (fidelity-h200-dream's)
 echo "cli: ... the ops and long-context records" >&2
+gzip -dc "$rec_dir/fidelity-h200-dream/calib-dream-7b.csv.gz" >"$tmp/dream-rules3.csv"
 for rec in long-sdar-h200 long-dream-h200; do
     for w in dual block; do
         gzip -dc "$rec_dir/$rec/$w.db.gz" >"$tmp/long-$w.db"
-        expect 0 "calib eval of $rec $w" -- $bin calib eval --db "$tmp/long-$w.db"
+        cal=()
+        [ $rec = long-dream-h200 ] && cal=(--calib "$tmp/dream-rules3.csv")
+        expect 0 "calib eval of $rec $w" -- $bin calib eval --db "$tmp/long-$w.db" "${cal[@]}"
         if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$rec_dir/$rec/eval-$w.txt")" ]; then ok
         else bad "$rec/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$rec_dir/$rec/eval-$w.txt" | head >&2; fi
     done
@@ -327,9 +344,13 @@ live_check() {
     n=$(tail -n +2 "$dir/out/live.csv" 2>/dev/null | wc -l)
     if [ "$n" -eq "$rows" ] && [ -z "$differ" ]; then ok; else bad "$rec re-predicted: $n rows, differing from the record: $differ"; fi
 }
-# live-h200 (three models) by the shipped calibrations
+# live-h200 (three models) by the shipped calibrations, Dream-7B's by the calibration of the engine
+# its runs ran (launch rules 3: fidelity-h200-dream's)
 echo "cli: ... the live record" >&2
-live_check live-h200 "llada-8b sdar-8b dream-7b" 240
+mkdir -p "$tmp/live-cal"
+for m in llada-8b sdar-8b; do cp "$root/sim/data/calib/h200-$m-tessera.csv" "$tmp/live-cal/calib-$m.csv"; done
+cp "$tmp/dream-rules3.csv" "$tmp/live-cal/calib-dream-7b.csv"
+live_check live-h200 "llada-8b sdar-8b dream-7b" 240 "$tmp/live-cal"
 
 # IterSmooth: with a confidence-threshold decoder its steps pay the LM head again; a fixed count is refused
 expect 0 "sim --iter-smooth" -- $bin sim --model llada-moe-7b --decode threshold:3 --iter-smooth --requests 20 --json --quiet
@@ -847,8 +868,8 @@ contains "calib merge of two models" "h200-sdar-8b-tessera.csv: model 'sdar-8b',
 expect 2 "calib merge of two implementations" -- $bin calib merge "$data/calib/h200-sdar-8b-tessera.csv" \
     "$data/calib/h200-sdar-8b-tessera-fused.csv" --gpu h200 --out "$tmp/x.csv"
 contains "calib merge of two implementations" "h200-sdar-8b-tessera-fused.csv: has no op act"
-expect 2 "calib merge of two engines' launch rules" -- $bin calib merge "$data/calib/h200-dream-7b-tessera-fused.csv" \
-    "$data/calib/h200-dream-7b-tessera.csv" --gpu h200 --out "$tmp/x.csv"
+expect 2 "calib merge of two engines' launch rules" -- $bin calib merge "$data/calib/h200-dream-7b-tessera.csv" \
+    "$tmp/dream-rules3.csv" --gpu h200 --out "$tmp/x.csv"
 contains "calib merge of two engines' launch rules" "profiled under attention launch rules 3"
 # the select grid alone (engine profile --grid select) merges into a whole profile: its kv_select
 # rows join, and the calibration then prices sparse selections
