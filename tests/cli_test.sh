@@ -283,6 +283,10 @@ PY
     expect 0 "transfer_fidelity.sh" -- env TESSERA=$bin bash "$root/analysis/transfer_fidelity.sh"
     if cmp -s "$tmp/out" "$rec_dir/transfer-fidelity/transfer-fidelity.txt"; then ok
     else bad "transfer_fidelity.sh is not what transfer-fidelity/transfer-fidelity.txt recorded"; fi
+    # one-sequence Refresh steps as the shipped calibrations price them: what clock-refresh-h200 recorded
+    expect 0 "refresh_error.sh" -- env TESSERA=$bin bash "$root/analysis/refresh_error.sh"
+    if cmp -s "$tmp/out" "$rec_dir/clock-refresh-h200/refresh-error.txt"; then ok
+    else bad "refresh_error.sh is not what clock-refresh-h200/refresh-error.txt recorded"; fi
     # the torch-eager calibration against the PyTorch anchor's recorded run (../shared/anchors)
     if [ -f "$root/../shared/anchors/torch_llada_step.h200.jsonl" ]; then
         expect 0 "anchor_compare.sh" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh"
