@@ -9,27 +9,10 @@
 # to the runs' total-time error, and the median error of the other steps.
 #
 # Usage: analysis/refresh_error.sh [OUT]   (tessera in build/ or TESSERA=path; OUT keeps each
-#        evaluation's all-steps.csv, a temporary directory otherwise; about 30 s here)
+#        evaluation's all-steps.csv, a temporary directory otherwise; about 15 s here)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=${TESSERA:-$root/build/tessera}
-[ -x "$bin" ] || { echo "refresh_error.sh: $bin not found: make first, or set TESSERA" >&2; exit 2; }
-out=${1:-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-[ -n "$out" ] || out=$tmp/out
-mkdir -p "$out"
-rec=$root/experiments/records
-# the recorded runs: GPU IMPL MODEL RECORD (those analysis/transfer_fidelity.sh prices)
-runs="h100 tessera llada-8b fidelity-h100-oos
-h100 tessera sdar-8b fidelity-h100-oos
-h100 tessera dream-7b fidelity-h100-oos
-h200 tessera llada-8b fidelity-h200-oos
-h200 tessera sdar-8b fidelity-h200-sdar-oos
-h200 tessera dream-7b fidelity-h200-dream-rules4-oos
-h200 tessera-fused llada-8b fused-small-h200
-h200 tessera-fused sdar-8b fused-small-h200
-h200 tessera-fused dream-7b fused-small-h200"
+. "$(dirname "$0")/lib_records.sh"
+records_setup refresh_error.sh "${1:-}"
 printf '%-5s %-13s %-9s %6s %8s %17s %7s %12s %8s\n' gpu impl model steps median "p10..p90" share "total pts" others
 while read -r gpu impl model record; do
     d=$out/$gpu-$impl-$model

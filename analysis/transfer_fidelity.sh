@@ -9,26 +9,9 @@
 # Usage: analysis/transfer_fidelity.sh [OUT]   (tessera in build/ or TESSERA=path; OUT keeps each
 #        evaluation's fidelity.csv, a temporary directory otherwise; about 30 s here)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=${TESSERA:-$root/build/tessera}
-[ -x "$bin" ] || { echo "transfer_fidelity.sh: $bin not found: make first, or set TESSERA" >&2; exit 2; }
-out=${1:-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-[ -n "$out" ] || out=$tmp/out
-mkdir -p "$out"
-rec=$root/experiments/records
+. "$(dirname "$0")/lib_records.sh"
+records_setup transfer_fidelity.sh "${1:-}"
 cal=$root/sim/data/calib
-# the recorded out-of-sample runs: GPU IMPL MODEL RECORD
-runs="h100 tessera llada-8b fidelity-h100-oos
-h100 tessera sdar-8b fidelity-h100-oos
-h100 tessera dream-7b fidelity-h100-oos
-h200 tessera llada-8b fidelity-h200-oos
-h200 tessera sdar-8b fidelity-h200-sdar-oos
-h200 tessera dream-7b fidelity-h200-dream-rules4-oos
-h200 tessera-fused llada-8b fused-small-h200
-h200 tessera-fused sdar-8b fused-small-h200
-h200 tessera-fused dream-7b fused-small-h200"
 printf '%-12s %-13s %-9s %-26s %s\n' "priced on" impl model calibration "per-step MAPE over the runs"
 while read -r gpu impl model record; do
     other=h200
