@@ -6,7 +6,9 @@
 # simulated again, their measured step times attached; no GPU needed). Prints one line a card,
 # implementation and model: how many such steps, the median and the 10th and 90th percentiles of
 # their error (predicted over measured, less one), their share of the measured time, what they add
-# to the runs' total-time error, and the median error of the other steps.
+# to the runs' total-time error, and the median error of the other steps. The calibrated back end
+# prices each step at the card's clock state (sim/data/clock.csv); CLOCK=off at its own steady
+# state, as the calibration timed it.
 #
 # Usage: analysis/refresh_error.sh [OUT]   (tessera in build/ or TESSERA=path; OUT keeps each
 #        evaluation's all-steps.csv, a temporary directory otherwise; about 15 s here)

@@ -4,15 +4,17 @@
 # fidelity runs (experiments/records/fidelity-*-oos, and fused-small-h200 for the tessera-fused
 # engine: their schedules simulated again, their measured step times attached; no GPU needed),
 # beside that GPU's own shipped calibration.
-# Prints one line a direction, implementation and model: the runs' per-step MAPE, range and median.
+# Prints one line a direction, implementation and model: the runs' per-step MAPE, range and median,
+# priced without the card's clock state (calib eval --clock off) and with it (sim/data/clock.csv).
 #
 # Usage: analysis/transfer_fidelity.sh [OUT]   (tessera in build/ or TESSERA=path; OUT keeps each
-#        evaluation's fidelity.csv, a temporary directory otherwise; about 30 s here)
+#        evaluation's fidelity.csv, a temporary directory otherwise; about 80 s here)
 set -euo pipefail
 . "$(dirname "$0")/lib_records.sh"
 records_setup transfer_fidelity.sh "${1:-}"
 cal=$root/sim/data/calib
-printf '%-12s %-13s %-9s %-26s %s\n' "priced on" impl model calibration "per-step MAPE over the runs"
+printf '%-12s %-13s %-9s %-26s %-32s %s\n' "priced on" impl model calibration "per-step MAPE, clock off" \
+    "at the card's clock state"
 while read -r gpu impl model record; do
     other=h200
     [ "$gpu" = h200 ] && other=h100
@@ -28,12 +30,16 @@ while read -r gpu impl model record; do
             "$bin" calib transfer "$src" --from "$from" --to "$gpu" --impl "$impl" --out "$d/cal/calib-$model.csv" >/dev/null
             what="$from's, transferred"
         fi
-        GPU=$gpu IMPL=$impl MEASURED="$rec/$record/all-steps.csv.gz" CALIB_DIR="$d/cal" TESSERA=$bin \
-            SCRATCH="$tmp/scratch" bash "$root/experiments/fidelity.sh" "$d" "$model" >"$d/log" 2>&1 ||
-            { echo "transfer_fidelity.sh: $record ($model, $what) failed: $d/log" >&2; exit 1; }
-        rm -rf "$tmp/scratch"
-        printf '%-12s %-13s %-9s %-26s %s\n' "$gpu" "$impl" "$model" "$what" "$(awk -F, -v m="$model" \
-            'NR > 1 && $1 == m && $5 == "calibrated" { print $8 }' "$d/fidelity.csv" | sort -g | awk '{ v[++n] = $1 }
-            END { printf "%d runs, %.1f-%.1f%%, median %.1f%%", n, v[1], v[n], n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }')"
+        line=
+        for clock in off auto; do
+            GPU=$gpu IMPL=$impl CLOCK=$clock MEASURED="$rec/$record/all-steps.csv.gz" CALIB_DIR="$d/cal" TESSERA=$bin \
+                SCRATCH="$tmp/scratch" bash "$root/experiments/fidelity.sh" "$d/$clock" "$model" >"$d/log" 2>&1 ||
+                { echo "transfer_fidelity.sh: $record ($model, $what, clock $clock) failed: $d/log" >&2; exit 1; }
+            rm -rf "$tmp/scratch"
+            line="$line$(printf '%-33s' "$(awk -F, -v m="$model" 'NR > 1 && $1 == m && $5 == "calibrated" { print $8 }' \
+                "$d/$clock/fidelity.csv" | sort -g | awk '{ v[++n] = $1 }
+                END { printf "%d runs, %.1f-%.1f%%, median %.1f%%", n, v[1], v[n], n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }')")"
+        done
+        printf '%-12s %-13s %-9s %-26s %s\n' "$gpu" "$impl" "$model" "$what" "$(sed 's/ *$//' <<<"$line")"
     done
 done <<<"$runs"

@@ -87,6 +87,9 @@ struct eng_opts {
     double warm_s;         /* graph replays (eng_graph_replay*) warm up for at least this long before
                             * any is timed, so that a step is timed at the clock its own repetition
                             * holds under the power limit (default ENG_WARM_S) */
+    double idle_s;         /* > 0: the GPU is left idle this long before each warm-up begins, so that
+                            * its trace starts from a cool card (the clock's rise under the power
+                            * limit: tessera calib clock) */
 };
 
 #define ENG_WARM_S 2.0

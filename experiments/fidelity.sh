@@ -33,6 +33,9 @@
 # WARM_MS=MS profiles each step after MS ms of its own repetition (engine profile --warm-ms: the
 # light-load clock: a Reuse step profiled at its own steady clock rather than after a Refresh).
 #
+# CLOCK=auto|on|off prices the calibrated back end at the card's clock state (calib eval --clock, as
+# tessera sim --clock: the card's clock under its power limit, sim/data/clock.csv) [auto].
+#
 # POLICIES="..." runs those policies [dual block]; sparse-head is the sparse policy with one kept set
 # per K/V head (--sparse-select head), sparse the one set for all heads; dllm-cache runs dLLM-Cache
 # (its feature cache priced by the calibration's fc grid where it has one).
@@ -126,7 +129,7 @@ for model in $models; do
                 else
                     "$bin" engine replay --db "$db" ${OPS:+--ops} >/dev/null || continue
                 fi
-                "$bin" calib eval --db "$db" --calib "$calib" --extrapolate --csv "$scratch/steps-$tag.csv" |
+                "$bin" calib eval --db "$db" --calib "$calib" --extrapolate --clock "${CLOCK:-auto}" --csv "$scratch/steps-$tag.csv" |
                     awk -v m="$model" -v p="$policy" -v s="$sched" -v r="$rps" -v f="$out/fidelity.csv" '
                         /replayed steps/ { for (i = 2; i <= NF; i++) { if ($i == "replayed") steps = $(i-1); if ($i == "measured") meas = $(i+1) } }
                         /^  (calibrated|roofline) +per-step/ {

@@ -8,7 +8,8 @@
 # makespan. The schedules commit a block's EOS positions in one step (--eos bulk), as
 # experiments/fidelity.sh's do. REUSE_LIVE=1 keeps live summaries already in SCRATCH (re-predicting
 # needs no GPU). Needs the calibrations of sim/data/calib/ for the GPU (or CALIB_DIR with
-# calib-MODEL.csv files, as experiments/fidelity.sh writes them).
+# calib-MODEL.csv files, as experiments/fidelity.sh writes them). CLOCK=auto|on|off: the calibrated
+# prediction's --clock (the card's clock under its power limit) [auto].
 # Writes OUT/live.csv (one row per run and metric: predicted, live, error %) and OUT/live-runs.tgz
 # (both JSON summaries of every run; kept unpacked in SCRATCH, default OUT/runs).
 #
@@ -32,7 +33,7 @@ for model in $models; do
                 [ "$sched" = static ] && batch=(--max-batch 8)
                 args=(--model "$model" --gpu "$gpu" --policy "$policy" --scheduler "$sched" --rps "$rps"
                       --requests 16 --lengths lognormal:6.0,0.7,5.0,0.6 --gen-len 128 "${batch[@]}"
-                      --eos bulk --seed 7 --cost calibrated --extrapolate "${calib[@]}" --quiet --no-progress --json)
+                      --eos bulk --seed 7 --cost calibrated --clock "${CLOCK:-auto}" --extrapolate "${calib[@]}" --quiet --no-progress --json)
                 live="$scratch/$tag-gpu.json"
                 if [ "${REUSE_LIVE:-0}" != 1 ] || [ ! -s "$live" ]; then
                     "$bin" sim "${args[@]}" --executor gpu >"$live" || continue

@@ -25,6 +25,7 @@
 
 #include "calib.h"
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
 #include "cost.h"
 #include "gpu.h"
@@ -40,9 +41,11 @@ static void calib_usage(FILE *f)
 "       tessera calib merge PROFILE... [--over PROFILE]... --gpu NAME --out FILE.csv\n"
 "       tessera calib fit FILE.csv|--calib FILE.csv --gpu NAME\n"
 "       tessera calib show [FILE.csv|--calib FILE.csv] [--gpu NAME] [--model NAME] [--impl NAME] [--from GPU]\n"
-"       tessera calib eval --db RUN.db [--calib FILE.csv] [--host HOST] [--extrapolate] [--csv STEPS.csv]\n"
+"       tessera calib eval --db RUN.db [--calib FILE.csv] [--host HOST] [--extrapolate] [--clock auto|on|off]\n"
+"                         [--csv STEPS.csv]\n"
 "       tessera calib transfer FILE.csv --from GPU --to GPU --out FILE.csv [--impl NAME]\n"
 "       tessera calib host FILE.csv [--out HOST.csv]\n"
+"       tessera calib clock TRACE.csv --gpu NAME [--model NAME]\n"
 "       tessera calib price --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK[,FFN_CHUNKS]] [--attn-block N] [--iter-smooth] [--gpu --model --impl\n"
 "                         --calib]\n"
 "                         [--host HOST] [--roofline]\n"
@@ -65,7 +68,9 @@ static void calib_usage(FILE *f)
 "eval    prices every step a run replayed on the engine (table engine_steps) with the calibrated\n"
 "        and the roofline back ends: per-step MAPE, 90th-percentile error, total-time error;\n"
 "        --csv writes every step's shape, its measured and predicted seconds, and each op's\n"
-"        measured (where the replay timed ops: engine replay --ops) and calibrated seconds\n"
+"        measured (where the replay timed ops: engine replay --ops) and calibrated seconds;\n"
+"        --clock (as tessera sim's [auto]): the calibrated prices at the card's clock state, the\n"
+"        steps run back to back as the replay ran them\n"
 "price   one step (SEGS sequences of Q tokens over KV cached keys, LOGIT_ROWS logit rows each,\n"
 "        LM head in CHUNK-row chunks [2048], the FFN in FFN_CHUNKS pieces [1]) priced per op by the\n"
 "        calibrated and roofline back ends;\n"
@@ -87,6 +92,12 @@ static void calib_usage(FILE *f)
 "        calibration whose host is taken) on price, eval and tessera sim prices the calibration's\n"
 "        GPU work issued by that machine's CPU: a calibration carried to another GPU (transfer)\n"
 "        keeps the host it was measured with unless given the other machine's\n"
+"clock   fits the card's clock under its power limit (how much slower a step runs once the card\n"
+"        holds its limit, k; the load's time constant, tau; the loads where the clock begins to\n"
+"        fall and where it is held, lo and hi) to the warm traces of an engine bench (--warm-trace\n"
+"        FILE --idle-s S: each step from a cool card) of the model [llada-8b], each step's load its\n"
+"        FLOPs over the GPU's measured held GEMM rate (tessera list gpus --measured); prints the\n"
+"        fit and its line for sim/data/clock.csv, which tessera sim --clock reads\n"
 "\n"
 "An option another subcommand takes is refused here, not ignored. A calibration records the\n"
 "version of the engine's attention launch rules it was profiled under (attn_rules; 1 where the\n"
@@ -208,21 +219,30 @@ static void report_ops(const struct op_acc *a, int64_t steps)
 /* Prices a replayed step (measured meas seconds; its ops' measured seconds meas_op, or NULL) with
  * the calibrated and the roofline back ends (preds[0], preds[1]) into their accumulators, and with
  * meas_op each op's predictions and errors into ops. */
+/* The replay's card (calib eval --clock): its clock's parameters and state, NULL where not modelled. */
+struct eval_clock {
+    const struct clock_params *p;
+    struct clock_state st;
+};
+
 static int eval_step(const struct cost_ctx *ctx, const struct step_desc *sd, double meas, const double *meas_op,
                      struct eval_acc acc[2], struct op_acc *ops, double preds[2], double cal_op[OP_COUNT],
-                     struct ts_err *err)
+                     struct eval_clock *clk, struct ts_err *err)
 {
     const struct cost_ops *be[2] = {&cost_calibrated, &cost_roofline};
-    for (int b = 0; b < 2; b++) {
-        double pred;
-        struct cost_breakdown bd;
-        if (be[b]->step_s(ctx, sd, &pred, &bd, err))
+    struct cost_breakdown bds[2];
+    for (int b = 0; b < 2; b++)
+        if (be[b]->step_s(ctx, sd, &preds[b], &bds[b], err))
             return -1;
+    if (clk->p) /* the calibrated price at the card's state: the replay ran its steps back to back */
+        preds[0] = clock_step(clk->p, &clk->st, clk->st.end_ns, preds[0], bds[1].flops);
+    for (int b = 0; b < 2; b++) {
+        const double pred = preds[b];
+        const struct cost_breakdown bd = bds[b];
         ts_grow((void **)&acc[b].rel, &acc[b].cap, acc[b].n + 1, sizeof *acc[b].rel);
         acc[b].rel[acc[b].n++] = (pred - meas) / meas;
         acc[b].pred += pred;
         acc[b].meas += meas;
-        preds[b] = pred;
         if (b == 0)
             memcpy(cal_op, bd.op_s, sizeof bd.op_s);
         for (int i = 0; meas_op && i < OP_COUNT; i++) {
@@ -259,7 +279,7 @@ static void write_csv_step(FILE *cf, int64_t step, const struct step_desc *sd, d
 }
 
 static int cmd_eval(const char *dbpath, const char *calib_path, const char *host_path, bool extrapolate,
-                    const char *csv)
+                    const char *clock, const char *csv)
 {
     FILE *cf = NULL;
     sqlite3 *db = NULL;
@@ -306,6 +326,19 @@ static int cmd_eval(const char *dbpath, const char *calib_path, const char *host
     }
     ctx.calib = cal;
     ctx.extrapolate = extrapolate;
+    struct clock_params cp;
+    struct eval_clock clk = {0};
+    if (strcmp(clock, "off") != 0) {
+        struct sim_config sc;
+        sim_config_defaults(&sc);
+        const int found = clock_params_find(sc.datadir, ctx.gpu.name, &cp, &err);
+        if (found < 0 || (found == 0 && strcmp(clock, "on") == 0)) {
+            fprintf(stderr, "tessera calib eval: --clock %s: %s\n", clock,
+                    found < 0 ? err.msg : "no clock measured for the run's GPU (sim/data/clock.csv)");
+            goto done;
+        }
+        clk.p = found ? &cp : NULL;
+    }
     if (sqlite3_prepare_v2(db, "SELECT step_id, measured_ns, predicted_ns FROM engine_steps WHERE run_id = ? "
                                "ORDER BY step_id", -1, &q, NULL) != SQLITE_OK ||
         db_segments_prepare(db, &sq) != SQLITE_OK) {
@@ -343,15 +376,16 @@ static int cmd_eval(const char *dbpath, const char *calib_path, const char *host
         double meas_op[OP_COUNT], preds[2], cal_op[OP_COUNT];
         const bool have_ops = oq && step_ops(oq, run, step, meas_op);
         op_steps += have_ops;
-        if (eval_step(&ctx, &sd, meas, have_ops ? meas_op : NULL, acc, ops, preds, cal_op, &err)) {
+        if (eval_step(&ctx, &sd, meas, have_ops ? meas_op : NULL, acc, ops, preds, cal_op, &clk, &err)) {
             fprintf(stderr, "tessera calib eval: step %lld: %s\n", (long long)step, err.msg);
             goto done;
         }
         if (cf)
             write_csv_step(cf, step, &sd, meas, preds, have_ops ? meas_op : NULL, cal_op);
     }
-    printf("run %lld of %s: %lld replayed steps (%s, %s), measured %.3f s in all\n", (long long)run, dbpath,
-           (long long)steps, ctx.model.name, ctx.gpu.name, acc[0].meas);
+    printf("run %lld of %s: %lld replayed steps (%s, %s), measured %.3f s in all%s\n", (long long)run, dbpath,
+           (long long)steps, ctx.model.name, ctx.gpu.name, acc[0].meas,
+           clk.p ? "; calibrated: at the card's clock state (--clock)" : "");
     report_acc("calibrated", &acc[0]);
     report_acc("roofline", &acc[1]);
     report_ops(ops, op_steps);
@@ -591,7 +625,7 @@ static bool in_list(const char *list, const char *word)
 /* What `tessera calib SUB` was asked. */
 struct calib_args {
     const char *sub, *file, *gpu, *gpu_file, *out, *db, *calib_path, *csv, *from, *to, *step, *attn_block, *model,
-        *impl, *host;
+        *impl, *host, *clock;
     bool extrapolate, roofline, iter_smooth;
     const char **files; /* the PROFILE/FILE arguments (merge takes several) */
     int nfiles;
@@ -609,16 +643,17 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                  {"merge", "--gpu --out --over"},
                  {"fit", "--gpu --calib"},
                  {"show", "--gpu --model --impl --from --calib"},
-                 {"eval", "--db --calib --host --extrapolate --csv"},
+                 {"eval", "--db --calib --host --extrapolate --clock --csv"},
                  {"host", "--out"},
                  {"transfer", "--from --to --out --impl"},
+                 {"clock", "--gpu --model"},
                  {"price", "--step --attn-block --gpu --model --impl --calib --host --extrapolate --roofline --iter-smooth"}};
     const char *sub = a->sub = argv[1], *opts = NULL;
     for (size_t k = 0; k < TS_ARRAY_LEN(takes); k++)
         if (strcmp(sub, takes[k].sub) == 0)
             opts = takes[k].opts;
     if (!opts) {
-        fprintf(stderr, "tessera calib: unknown subcommand '%s' (import, merge, fit, show, eval, transfer, price, host)\n", sub);
+        fprintf(stderr, "tessera calib: unknown subcommand '%s' (import, merge, fit, show, eval, transfer, price, host, clock)\n", sub);
         return EXIT_USAGE;
     }
     for (int i = 2; i < argc; i++) {
@@ -629,7 +664,7 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                          : strcmp(o, "--csv") == 0 ? &a->csv : strcmp(o, "--from") == 0 ? &a->from
                          : strcmp(o, "--to") == 0 ? &a->to : strcmp(o, "--step") == 0 ? &a->step
                          : strcmp(o, "--attn-block") == 0 ? &a->attn_block : strcmp(o, "--host") == 0 ? &a->host
-                         : strcmp(o, "--gpu-file") == 0 ? &a->gpu_file
+                         : strcmp(o, "--gpu-file") == 0 ? &a->gpu_file : strcmp(o, "--clock") == 0 ? &a->clock
                          : strcmp(o, "--over") == 0 ? &a->overs[a->novers] : NULL;
         const bool flag = strcmp(o, "--extrapolate") == 0 || strcmp(o, "--roofline") == 0 ||
                           strcmp(o, "--iter-smooth") == 0;
@@ -681,6 +716,78 @@ static int cmd_import(const struct calib_args *a)
         printf("%s: %zu rows of %s on %s\n", a->out, d.n, d.model, d.device);
     calib_data_free(&d);
     return rc ? EXIT_USAGE : 0;
+}
+
+/* The warm rounds a clock fit weighs: the first 0.8 s of each trace, before the power limiter's
+ * cycle of about a second (a replay 15-20% slower near 0.9 s on the lent H100 and H200) */
+#define CLOCK_FIT_WINDOW_S 0.8
+
+/* `calib clock TRACE --gpu G [--model M]`: the clock model fitted to an engine bench's warm traces. */
+static int cmd_clock(const struct calib_args *a)
+{
+    if (!a->file || !a->gpu) {
+        fprintf(stderr, "tessera calib clock: needs TRACE.csv (engine bench --warm-trace) and --gpu NAME\n");
+        return EXIT_USAGE;
+    }
+    struct sim_config c;
+    sim_config_defaults(&c);
+    char path[CFG_PATH + 32];
+    snprintf(path, sizeof path, "%s/gpu_measured.csv", c.datadir);
+    struct ts_err err;
+    struct cost_ctx ctx = {.tp = 1};
+    struct gpu_measured gm;
+    struct gpu_table *gt = gpu_table_create();
+    int rc = model_resolve(a->model ? a->model : "llada-8b", &ctx.model, &err) || gpu_lookup(gt, a->gpu, &ctx.gpu, &err) ||
+             impl_resolve("tessera", &ctx.impl, &err) ? -1 : 0;
+    gpu_table_destroy(gt);
+    int found = rc ? -1 : gpu_measured_find(path, ctx.gpu.name, &gm, &err);
+    if (found == 0)
+        rc = ts_fail(&err, "no measured held GEMM rate for %s in %s (engine bench measures it)", ctx.gpu.name, path);
+    struct clock_trace *t = NULL;
+    size_t n = 0;
+    if (rc || found < 0 || clock_traces_read(a->file, &t, &n, &err)) {
+        fprintf(stderr, "tessera calib clock: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 2048;
+    for (size_t i = 0; i < n && !rc; i++) {
+        struct cost_breakdown bd;
+        double s;
+        calib_row_step(&(struct calib_row){.segs = t[i].segs, .q = t[i].q, .kv = t[i].kv, .logit_rows = t[i].logits}, &sd);
+        rc = cost_roofline.step_s(&ctx, &sd, &s, &bd, &err);
+        t[i].flops = bd.flops;
+    }
+    step_desc_free(&sd);
+    struct clock_params p = {.held_flops = gm.gemm_held_flops};
+    double rms = 0;
+    if (rc || clock_fit(t, n, CLOCK_FIT_WINDOW_S, &p, &rms, &err)) {
+        fprintf(stderr, "tessera calib clock: %s\n", err.msg);
+        clock_traces_free(t, n);
+        return EXIT_USAGE;
+    }
+    printf("%s, %s: %zu steps' warm traces from a cool card, each round within %.1f s of its start fitted\n"
+           "k %.3f (a step takes up to %.1f%% longer at the held clock), tau %.1f ms, the clock falls from a load of "
+           "%.3f and is held from %.3f\n(the load: FLOPs over the held GEMM rate, %.1f TFLOP/s, and the step's "
+           "time); RMS error over the rounds %.2f%%\n\n%-30s %6s %9s %9s %9s %9s\n", ctx.gpu.name, ctx.model.name, n,
+           CLOCK_FIT_WINDOW_S, p.k, 100 * p.k, p.tau_s * 1e3, p.lo, p.hi, p.held_flops * 1e-12, 100 * rms, "step",
+           "load", "held_ms", "first_ms", "model_ms", "rms");
+    for (size_t i = 0; i < n; i++) {
+        double *pred = xmalloc(sizeof *pred * (t[i].n ? t[i].n : 1)), sum = 0;
+        size_t m = 0;
+        clock_predict(&p, &t[i], pred);
+        for (; m < t[i].n && t[i].warm_t[m] <= CLOCK_FIT_WINDOW_S; m++)
+            sum += (pred[m] / t[i].warm_ms[m] - 1) * (pred[m] / t[i].warm_ms[m] - 1);
+        char what[64];
+        snprintf(what, sizeof what, "%d x %d over %d, %d logits", t[i].segs, t[i].q, t[i].kv, t[i].logits);
+        printf("%-30s %6.3f %9.3f %9.3f %9.3f %8.2f%%\n", what, t[i].flops / (p.held_flops * t[i].held_ms * 1e-3),
+               t[i].held_ms, t[i].n ? t[i].warm_ms[0] : 0, t[i].n ? pred[0] : 0, m ? 100 * sqrt(sum / (double)m) : 0);
+        free(pred);
+    }
+    printf("\nclock.csv: %s,%.4f,%.2f,%.4f,%.4f,RECORD\n", a->gpu, p.k, p.tau_s * 1e3, p.lo, p.hi);
+    clock_traces_free(t, n);
+    return 0;
 }
 
 /* `calib transfer FILE --from G --to G --out FILE`. */
@@ -773,7 +880,12 @@ static int calib_main(int argc, char **argv, const char **files)
             fprintf(stderr, "tessera calib eval: which run database? (--db RUN.db)\n");
             return EXIT_USAGE;
         }
-        return cmd_eval(a.db, a.calib_path, a.host, a.extrapolate, a.csv);
+        const char *clock = a.clock ? a.clock : "auto";
+        if (strcmp(clock, "auto") != 0 && strcmp(clock, "on") != 0 && strcmp(clock, "off") != 0) {
+            fprintf(stderr, "tessera calib eval: --clock: '%s' is not auto, on or off\n", clock);
+            return EXIT_USAGE;
+        }
+        return cmd_eval(a.db, a.calib_path, a.host, a.extrapolate, clock, a.csv);
     }
     if (strcmp(sub, "import") == 0)
         return cmd_import(&a);
@@ -794,6 +906,8 @@ static int calib_main(int argc, char **argv, const char **files)
         return cmd_transfer(&a);
     if (strcmp(sub, "host") == 0)
         return cmd_host(&a);
+    if (strcmp(sub, "clock") == 0)
+        return cmd_clock(&a);
     return cmd_show(&a); /* fit or show: parse_calib_args took no other subcommand */
 }
 

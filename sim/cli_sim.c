@@ -23,7 +23,7 @@ enum {
     O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN, O_MAX_NEW,
     O_BLOCK, O_TP, O_EARLY, O_EOS, O_ITER_SMOOTH, O_MASK_ONLY, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
     O_RESERVE, O_PREEMPT, O_DB, O_APPEND, O_REPLACE, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
-    O_DATADIR, O_CALIB, O_HOST, O_EXTRAPOLATE, O_PLANNER, O_LAZY, O_EXECUTOR, O_LIVE_MEM,
+    O_DATADIR, O_CALIB, O_HOST, O_EXTRAPOLATE, O_CLOCK, O_PLANNER, O_LAZY, O_EXECUTOR, O_LIVE_MEM,
     O_PARAM /* a policy's or scheduler's parameter (build_opts), found by its option's name */
 };
 
@@ -70,6 +70,7 @@ static const struct option opts[] = {
     {"calib", required_argument, 0, O_CALIB},
     {"host", required_argument, 0, O_HOST},
     {"extrapolate", no_argument, 0, O_EXTRAPOLATE},
+    {"clock", required_argument, 0, O_CLOCK},
     {"executor", required_argument, 0, O_EXECUTOR},
     {"live-mem-gib", required_argument, 0, O_LIVE_MEM},
     {"planner", required_argument, 0, O_PLANNER},
@@ -142,6 +143,12 @@ static void sim_usage(FILE *f)
 "                           tessera calib host): calibrated, in place of the calibration's; roofline,\n"
 "                           its launch costs scaled from the host they were measured with [as measured]\n"
 "  --extrapolate            calibrated: price steps beyond the profiled range\n"
+"  --clock auto|on|off      the card's clock under its power limit as a state: a step priced at its\n"
+"                           own steady state runs faster on a card the steps before left cool, and\n"
+"                           slower on one they left hot (k, tau, lo, hi fitted to warm traces:\n"
+"                           sim/data/clock.csv, tessera calib clock); auto: where the cost is\n"
+"                           calibrated and the GPU's clock was measured, on: refuse a run where it\n"
+"                           cannot be [auto]\n"
 "  --tp N                   tensor parallelism over N GPUs of the kind: heads, FFN and vocabulary\n"
 "                           split, an all-reduce after each layer's O and down projections\n"
 "                           (the engine's measured NCCL times where sim/data/allreduce.csv has the\n"
@@ -278,6 +285,7 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_CALIB: return STR(calib);
     case O_HOST: return STR(host);
     case O_EXTRAPOLATE: c->extrapolate = true; return 0;
+    case O_CLOCK: return STR(clock);
     case O_EXECUTOR: return STR(executor);
     case O_LIVE_MEM:
         if (ts_parse_double(optarg, &c->live_mem_gib) || c->live_mem_gib < 0) {
@@ -424,6 +432,9 @@ static void print_summary(const struct sim_config *c, const struct sim_summary *
     if (show_redundancy)
         printf("  redundancy    %.2f rows a decoded token in the later layers (%lld rows), %lld decodable "
                "tokens evicted\n", m->redundancy, (long long)m->rows_processed, (long long)m->missed_decodes);
+    if (m->clock_modelled && !m->live_steps && m->ops.total_s > 0)
+        printf("  clock         the card's state under its power limit moved the steps' time by %+.2f%% "
+               "(%+.3f s; --clock)\n", 100.0 * m->clock_delta_s / m->ops.total_s, m->clock_delta_s);
     if (m->live_steps)
         printf("  live (gpu)    %lld steps measured %.3f s; the %s cost model predicted %.3f s (%+.1f%%), "
                "per-step MAPE %.1f%%\n", (long long)m->live_steps, m->live_measured_s, c->cost,
@@ -485,6 +496,8 @@ static void print_json(const struct sim_config *c, const struct sim_summary *m)
     json_object_set_new(o, "missed_decodes", json_integer(m->missed_decodes));
     json_object_set_new(o, "redundancy", json_real(m->redundancy));
     json_object_set_new(o, "run_wall_s", json_real(m->run_wall_s));
+    if (m->clock_modelled && !m->live_steps)
+        json_object_set_new(o, "clock_delta_s", json_real(m->clock_delta_s));
     if (m->live_steps) {
         json_object_set_new(o, "live_steps", json_integer(m->live_steps));
         json_object_set_new(o, "live_measured_s", json_real(m->live_measured_s));

@@ -23,6 +23,7 @@ void sim_config_defaults(struct sim_config *c)
     snprintf(c->eos, sizeof c->eos, "auto");
     snprintf(c->cost, sizeof c->cost, "roofline");
     snprintf(c->executor, sizeof c->executor, "model");
+    snprintf(c->clock, sizeof c->clock, "auto");
     snprintf(c->impl, sizeof c->impl, "tessera");
     const char *env = getenv("TESSERA_DATA");
     snprintf(c->datadir, sizeof c->datadir, "%s", env && *env ? env : TS_DATADIR);
@@ -47,6 +48,8 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
 {
     if (strcmp(c->executor, "model") != 0 && strcmp(c->executor, "gpu") != 0)
         return ts_fail(err, "--executor: '%s' is not model or gpu", c->executor);
+    if (strcmp(c->clock, "auto") != 0 && strcmp(c->clock, "on") != 0 && strcmp(c->clock, "off") != 0)
+        return ts_fail(err, "--clock: '%s' is not auto, on or off", c->clock);
     if (!(c->live_mem_gib >= 0 && c->live_mem_gib <= 1e5))
         return ts_fail(err, "--live-mem-gib: %g is not in 0..100000 GiB (0 = all free memory)", c->live_mem_gib);
     enum decode_eos eos;
@@ -103,6 +106,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "calib", json_string(c->calib));
     json_object_set_new(o, "host", json_string(c->host));
     json_object_set_new(o, "extrapolate", json_boolean(c->extrapolate));
+    json_object_set_new(o, "clock", json_string(c->clock));
     json_object_set_new(o, "tp", json_integer(c->tp));
     json_object_set_new(o, "executor", json_string(c->executor));
     json_object_set_new(o, "trace", json_string(c->trace));

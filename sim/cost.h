@@ -52,6 +52,7 @@ void impl_list(char *buf, size_t len);
 struct cost_breakdown {
     double op_s[OP_COUNT];
     double total_s;
+    double flops; /* the roofline's: the FLOPs of the step's ops (a GPU's share under --tp) */
 };
 
 struct calib;

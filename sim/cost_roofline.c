@@ -72,8 +72,10 @@ static void add_op(struct pricer *p, enum cost_op op, double count, double flops
     double gpu = fmax(flops / (g->bf16_flops * eff), bytes / (g->mem_bw * im->mem_eff));
     double t = count * fmax(gpu, im->kernels[op] * im->launch_s);
     p->total += t;
-    if (p->bd)
+    if (p->bd) {
         p->bd->op_s[op] += t;
+        p->bd->flops += count * flops;
+    }
 }
 
 /* The ops of `layers` layers whose shape sums are lt (the front layers' or the later ones'); `later`:

@@ -387,6 +387,20 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     }
     if (s->cost == &cost_calibrated && load_calibration(s, err))
         goto fail;
+    if (strcmp(cfg->clock, "off") != 0) { /* the card's clock under its power limit (clock.h) */
+        const int found = s->cost == &cost_calibrated ? clock_params_find(cfg->datadir, s->gpu.name, &s->clock, err) : 0;
+        if (found < 0)
+            goto fail;
+        if (!found && strcmp(cfg->clock, "on") == 0) {
+            if (s->cost != &cost_calibrated)
+                ts_fail(err, "--clock on: the clock is modelled with the calibrated cost only (--cost calibrated)");
+            else
+                ts_fail(err, "--clock on: no clock measured for %s (%s/clock.csv and gpu_measured.csv; tessera calib "
+                             "clock fits one to an engine bench --warm-trace)", s->gpu.name, cfg->datadir);
+            goto fail;
+        }
+        s->sum.clock_modelled = found == 1;
+    }
     s->pcfg = (struct policy_cfg){.block_size = cfg->block_size, .mask_only = cfg->mask_only,
                                   .early_stop = cfg->early_stop, .dm = &s->dm};
     if (s->pol->decides)
@@ -594,6 +608,17 @@ static void start_step(struct sim *s)
     for (int i = 0; i < OP_COUNT; i++)
         s->sum.ops.op_s[i] += bd.op_s[i];
     s->sum.ops.total_s += bd.total_s;
+    if (s->sum.clock_modelled && !s->ex.step) { /* at the card's clock state, its work from the roofline */
+        struct cost_breakdown rb;
+        double rs;
+        if (cost_roofline.step_s(&s->cctx, &s->sd, &rs, &rb, &s->run_err)) {
+            s->failed = true;
+            return;
+        }
+        const double t = clock_step(&s->clock, &s->clock_st, s->now_ns, secs, rb.flops);
+        s->sum.clock_delta_s += t - secs;
+        secs = t;
+    }
     if (s->ex.step) {
         double measured;
         if (s->ex.step(s->ex.ctx, &s->sd, &measured, &s->run_err) ||

@@ -42,6 +42,9 @@ struct sim_summary {
     int64_t live_steps;
     double live_measured_s, live_model_s; /* summed: measured, and what the cost model predicted */
     double live_abs_rel;                  /* sum over steps of |model - measured| / measured */
+    /* the card's clock modelled (--clock): how much it moved the steps' time, summed */
+    bool clock_modelled;
+    double clock_delta_s;
 };
 
 /* Live execution (`tessera sim --executor gpu`): an executor runs every step for real and returns

@@ -7,6 +7,7 @@
 
 #include "act_cache.h"
 #include "calib.h"
+#include "clock.h"
 #include "config.h"
 #include "cost.h"
 #include "decode.h"
@@ -60,6 +61,8 @@ struct sim {
     int64_t decoding_decoded; /* tokens the decoding steps decoded (the redundancy's denominator) */
     int64_t decode_state_tokens; /* pool tokens a running request's decode state takes (credit's matrix) */
     struct allreduce_model allreduce; /* --tp > 1: the all-reduce's times */
+    struct clock_params clock;        /* --clock: the card's clock under its power limit */
+    struct clock_state clock_st;
     struct decode_model dm;
     const struct sched_ops *sched;
     void *sched_state;

@@ -120,10 +120,10 @@ if command -v python3 >/dev/null 2>&1; then
         case $rec in
             *-oos | fidelity-h200-moe | fidelity-h200-moe-wgmma | fidelity-h100 | fidelity-h200-sparse-select | \
                 fused-small-h200 | fidelity-h200-dream-rules4) # (as they are)
-                GPU=$gpu IMPL=$impl MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
+                GPU=$gpu IMPL=$impl CLOCK=off MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
                        SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1 ;;
             *) # in sample: the calibrations merged again from the record's profiles (PROFILES=)
-                GPU=$gpu IMPL=$impl MEASURED="$want/all-steps.csv.gz" PROFILES="$want/profiles" TESSERA=$bin \
+                GPU=$gpu IMPL=$impl CLOCK=off MEASURED="$want/all-steps.csv.gz" PROFILES="$want/profiles" TESSERA=$bin \
                     SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1
                 for m in $models; do
                     if cmp -s "$tmp/$rec/calib-$m.csv" "$cal/calib-$m.csv"; then ok
@@ -241,7 +241,7 @@ PY
         if cmp -s "$tmp/fused-$m.csv" "$shipped"; then ok
         else bad "sim/data/calib/h100-$m-tessera-fused.csv is not the calibration calibrate-h100-fused and fused-small-h100 record"; fi
         gzip -dc "$fh/heldout-$m-${mh#*:}.db.gz" >"$tmp/heldout-$m.db"
-        expect 0 "fused-small-h100 held out, $m" -- $bin calib eval --db "$tmp/heldout-$m.db" --calib "$shipped" --extrapolate
+        expect 0 "fused-small-h100 held out, $m" -- $bin calib eval --db "$tmp/heldout-$m.db" --calib "$shipped" --extrapolate --clock off
         if diff <(grep MAPE "$tmp/out") <(grep MAPE "$fh/eval-$m.txt") >/dev/null; then ok
         else bad "fused-small-h100: $m's held-out replay is not priced as eval-$m.txt recorded"; fi
     done
@@ -283,10 +283,14 @@ PY
     expect 0 "transfer_fidelity.sh" -- env TESSERA=$bin bash "$root/analysis/transfer_fidelity.sh"
     if cmp -s "$tmp/out" "$rec_dir/transfer-fidelity/transfer-fidelity.txt"; then ok
     else bad "transfer_fidelity.sh is not what transfer-fidelity/transfer-fidelity.txt recorded"; fi
-    # one-sequence Refresh steps as the shipped calibrations price them: what clock-refresh-h200 recorded
-    expect 0 "refresh_error.sh" -- env TESSERA=$bin bash "$root/analysis/refresh_error.sh"
+    # one-sequence Refresh steps as the shipped calibrations price them, each at its own steady state
+    # (what clock-refresh-h200 recorded) and at the card's clock state (clock-ladder)
+    expect 0 "refresh_error.sh CLOCK=off" -- env TESSERA=$bin CLOCK=off bash "$root/analysis/refresh_error.sh"
     if cmp -s "$tmp/out" "$rec_dir/clock-refresh-h200/refresh-error.txt"; then ok
-    else bad "refresh_error.sh is not what clock-refresh-h200/refresh-error.txt recorded"; fi
+    else bad "refresh_error.sh CLOCK=off is not what clock-refresh-h200/refresh-error.txt recorded"; fi
+    expect 0 "refresh_error.sh" -- env TESSERA=$bin bash "$root/analysis/refresh_error.sh"
+    if cmp -s "$tmp/out" "$rec_dir/clock-ladder/refresh-error.txt"; then ok
+    else bad "refresh_error.sh is not what clock-ladder/refresh-error.txt recorded"; fi
     # the torch-eager calibration against the PyTorch anchor's recorded run (../shared/anchors)
     if [ -f "$root/../shared/anchors/torch_llada_step.h200.jsonl" ]; then
         expect 0 "anchor_compare.sh" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh"
@@ -311,7 +315,7 @@ fi
 # the ops-h200 records: the shipped calibration prices their replayed steps as eval-*.txt says
 for w in def long; do
     gzip -dc "$rec_dir/ops-h200/$w.db.gz" >"$tmp/ops-$w.db"
-    expect 0 "calib eval of ops-h200 $w" -- $bin calib eval --db "$tmp/ops-$w.db"
+    expect 0 "calib eval of ops-h200 $w" -- $bin calib eval --db "$tmp/ops-$w.db" --clock off
     if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$rec_dir/ops-h200/eval-$w.txt")" ]; then ok
     else bad "ops-h200/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$rec_dir/ops-h200/eval-$w.txt" | head >&2; fi
 done
@@ -328,25 +332,28 @@ for rec in long-sdar-h200 long-dream-h200; do
         gzip -dc "$rec_dir/$rec/$w.db.gz" >"$tmp/long-$w.db"
         cal=()
         [ $rec = long-dream-h200 ] && cal=(--calib "$tmp/dream-rules3.csv")
-        expect 0 "calib eval of $rec $w" -- $bin calib eval --db "$tmp/long-$w.db" "${cal[@]}"
+        expect 0 "calib eval of $rec $w" -- $bin calib eval --db "$tmp/long-$w.db" "${cal[@]}" --clock off
         if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$rec_dir/$rec/eval-$w.txt")" ]; then ok
         else bad "$rec/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$rec_dir/$rec/eval-$w.txt" | head >&2; fi
     done
 done
-# the live records: their recorded live runs re-predicted without a GPU (live.sh REUSE_LIVE=1) give
-# the errors live.csv records, row by row (within 0.15 points).
-# live_check REC MODELS ROWS [CALIB_DIR]: CALIB_DIR's calibrations, or the shipped ones
+# the live records: their recorded live runs re-predicted without a GPU (live.sh REUSE_LIVE=1, each
+# step at its own steady state as then: CLOCK=off) give the errors live.csv records, row by row
+# (within 0.15 points).
+# live_check REC MODELS ROWS [CALIB_DIR [CLOCK WANT]]: CALIB_DIR's calibrations, or the shipped ones;
+# priced with --clock CLOCK [off], against WANT [REC/live.csv]
 live_check() {
-    local rec=$1 models=$2 rows=$3 want="$rec_dir/$1" dir="$tmp/$1" differ n
+    local rec=$1 models=$2 rows=$3 want="$rec_dir/$1" dir="$tmp/$1-${5:-off}" differ n
+    local csv=${6:-$want/live.csv}
     mkdir -p "$dir/runs"
     tar xzf "$want/live-runs.tgz" -C "$dir/runs"
-    CALIB_DIR=${4:-} SCRATCH="$dir/runs" REUSE_LIVE=1 TESSERA=$bin bash "$root/experiments/live.sh" "$dir/out" "$models" \
-        >"$tmp/out" 2>&1
+    CALIB_DIR=${4:-} CLOCK=${5:-off} SCRATCH="$dir/runs" REUSE_LIVE=1 TESSERA=$bin bash "$root/experiments/live.sh" \
+        "$dir/out" "$models" >"$tmp/out" 2>&1
     differ=$(awk -F, 'NR == FNR { want[$1 FS $2 FS $3 FS $4 FS $5 FS $6] = $9; next }
         FNR > 1 { k = $1 FS $2 FS $3 FS $4 FS $5 FS $6; d = $9 - want[k]; if (!(k in want) || d * d > 0.0225) print k }' \
-        "$want/live.csv" "$dir/out/live.csv" | head -3)
+        "$csv" "$dir/out/live.csv" | head -3)
     n=$(tail -n +2 "$dir/out/live.csv" 2>/dev/null | wc -l)
-    if [ "$n" -eq "$rows" ] && [ -z "$differ" ]; then ok; else bad "$rec re-predicted: $n rows, differing from the record: $differ"; fi
+    if [ "$n" -eq "$rows" ] && [ -z "$differ" ]; then ok; else bad "$rec re-predicted (clock ${5:-off}): $n rows, differing from $csv: $differ"; fi
 }
 # live-h200 (three models) by the shipped calibrations, Dream-7B's by the calibration of the engine
 # its runs ran (launch rules 3: fidelity-h200-dream's)
@@ -355,6 +362,42 @@ mkdir -p "$tmp/live-cal"
 for m in llada-8b sdar-8b; do cp "$root/sim/data/calib/h200-$m-tessera.csv" "$tmp/live-cal/calib-$m.csv"; done
 cp "$tmp/dream-rules3.csv" "$tmp/live-cal/calib-dream-7b.csv"
 live_check live-h200 "llada-8b sdar-8b dream-7b" 240 "$tmp/live-cal"
+# the same at the card's clock state (sim --clock auto): what clock-ladder recorded
+live_check live-h200 "llada-8b sdar-8b dream-7b" 240 "$tmp/live-cal" auto "$rec_dir/clock-ladder/live-h200.csv"
+
+# the clock model (sim/data/clock.csv) is the fit of clock-ladder's warm traces, card by card
+for g in h200 h100; do
+    gzip -dc "$rec_dir/clock-ladder/$g-warm.csv.gz" >"$tmp/$g-warm.csv"
+    expect 0 "calib clock of clock-ladder $g" -- $bin calib clock "$tmp/$g-warm.csv" --gpu $g
+    line=$(awk -F': ' '/^clock.csv: / { print $2 }' "$tmp/out")
+    if grep -qx "${line%,RECORD},experiments/records/clock-ladder" "$root/sim/data/clock.csv"; then ok
+    else bad "sim/data/clock.csv's $g line is not calib clock of clock-ladder/$g-warm.csv.gz ($line)"; fi
+done
+expect 2 "calib clock without --gpu" -- $bin calib clock "$tmp/h200-warm.csv"
+contains "calib clock without --gpu" "needs TRACE.csv"
+expect 2 "calib clock of a GPU never measured" -- $bin calib clock "$tmp/h200-warm.csv" --gpu l40s
+contains "calib clock of a GPU never measured" "no measured held GEMM rate for l40s"
+printf 'label,phase,round,graph,t_s,ms\n"step 1x64 over 0 cached, 64 logits: step",warm,0,-1,0.1,-1\n' >"$tmp/bad-warm.csv"
+expect 2 "calib clock of a bad trace" -- $bin calib clock "$tmp/bad-warm.csv" --gpu h200
+contains "calib clock of a bad trace" "bad-warm.csv:2: field ms"
+expect 2 "calib clock --out" -- $bin calib clock "$tmp/h200-warm.csv" --gpu h200 --out x
+contains "calib clock --out" "--out does not apply here"
+# sim --clock: auto models it with the calibrated cost on a measured card and says so; off and the
+# roofline do not; on refuses where it cannot
+expect 0 "sim --clock auto" -- $bin sim --cost calibrated --requests 20 --rps 2
+contains "sim --clock auto" "clock         the card's state under its power limit moved the steps' time by"
+expect 0 "sim --clock off" -- $bin sim --cost calibrated --requests 20 --rps 2 --clock off
+if grep -q "^  clock " "$tmp/out"; then bad "sim --clock off prints a clock line"; else ok; fi
+expect 2 "sim --clock on with the roofline" -- $bin sim --clock on --requests 2
+contains "sim --clock on with the roofline" "--clock on: the clock is modelled with the calibrated cost only"
+$bin calib transfer "$root/sim/data/calib/h200-llada-8b-tessera.csv" --from h200 --to a100-80gb --out "$tmp/a100-clock.csv" >/dev/null
+expect 2 "sim --clock on, a card never measured" -- $bin sim --clock on --cost calibrated --gpu a100-80gb \
+    --calib "$tmp/a100-clock.csv" --requests 2
+contains "sim --clock on, a card never measured" "--clock on: no clock measured for a100-80gb"
+expect 2 "sim --clock bogus" -- $bin sim --clock bogus --requests 2
+contains "sim --clock bogus" "--clock: 'bogus' is not auto, on or off"
+expect 2 "calib eval --clock bogus" -- $bin calib eval --db "$tmp/ops-def.db" --clock bogus
+contains "calib eval --clock bogus" "--clock: 'bogus' is not auto, on or off"
 
 # IterSmooth: with a confidence-threshold decoder its steps pay the LM head again; a fixed count is refused
 expect 0 "sim --iter-smooth" -- $bin sim --model llada-moe-7b --decode threshold:3 --iter-smooth --requests 20 --json --quiet

@@ -38,7 +38,7 @@ static void engine_usage(FILE *f)
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--max-num-logits N]\n"
 "                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention|focus|anchor]\n"
 "                            [--weights PATH] [--gemm-cache FILE] [--warm-s S]\n"
-"                            [--warm-trace FILE] [--step SEGS,Q,KV,LOGIT_ROWS ...]\n"
+"                            [--warm-trace FILE] [--idle-s S] [--step SEGS,Q,KV,LOGIT_ROWS ...]\n"
 "                            [--anchor ANCHOR.jsonl]\n"
 "\n"
 "check  every kernel and whole steps of tiny models on the GPU against the CPU reference\n"
@@ -62,7 +62,9 @@ static void engine_usage(FILE *f)
 "       the simulator's activation estimate; --json appends one JSON object per result to FILE\n"
 "       (analysis/bench-plot.sh draws it); --warm-trace FILE writes every replay's time,\n"
 "       warm-up rounds included, as CSV (label, warm|timed, round, graph, seconds since the\n"
-"       warm-up began, ms a replay: the clock settling under the power limit); --step (up to 8\n"
+"       warm-up began, ms a replay: the clock settling under the power limit), and --idle-s S\n"
+"       leaves the GPU idle S seconds before each warm-up, so that each trace starts from a cool\n"
+"       card (tessera calib clock fits the clock's state to such a trace); --step (up to 8\n"
 "       times) benches these steps instead of the issue's four: SEGS sequences of Q query\n"
 "       tokens (SEGS x Q up to 8192) over KV cached ones (filled by a Refresh first), with\n"
 "       LOGIT_ROWS logits each, every measurement as for the four but no PyTorch anchor;\n"
@@ -142,7 +144,7 @@ struct engine_args {
     int64_t seed, reps, chunk, run, steps, warmup, tp;
     long part, parts; /* check's --only steps:K/N (parts 0: all) */
     bool ops;
-    double warm_ms, warm_s, mem_gb;
+    double warm_ms, warm_s, idle_s, mem_gb;
     const char *warm_trace, *db, *weights, *model, *json, *only, *anchor;
     int32_t step_list[ENG_BENCH_MAX_STEPS][5]; /* SEGS, Q, KV, LOGIT_ROWS, KV_LONG (profile's; 0: even) */
     int nstep;
@@ -191,6 +193,7 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
                                       {"step", required_argument, 0, 'T'},
                                       {"warm-s", required_argument, 0, 'A'},
                                       {"warm-trace", required_argument, 0, 'B'},
+                                      {"idle-s", required_argument, 0, 'I'},
                                       {"anchor", required_argument, 0, 'a'},
                                       {"grid", required_argument, 0, 'g'},
                                       {"max-rows", required_argument, 0, 'x'},
@@ -217,6 +220,7 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
         case 'X': bad = ts_parse_double(optarg, &a->warm_ms) || !(a->warm_ms >= 0 && a->warm_ms <= 60000); break;
         case 'A': bad = ts_parse_double(optarg, &a->warm_s) || !(a->warm_s >= 0 && a->warm_s <= 600); break;
         case 'B': a->warm_trace = optarg; break;
+        case 'I': bad = ts_parse_double(optarg, &a->idle_s) || !(a->idle_s >= 0 && a->idle_s <= 600); break;
         case 'a': a->anchor = optarg; break;
         case 'g': bad = (a->grid = grid_part_parse(optarg)) < 0; break;
         case 'x': bad = ts_parse_i64(optarg, &a->max_rows) || a->max_rows < 1 || a->max_rows > 16384; break;
@@ -267,6 +271,7 @@ static int run_bench(const struct engine_args *a)
 {
     struct eng_bench_opts bo = {.reps = (int)a->reps, .logit_chunk_rows = (int)a->chunk, .only = a->only,
                                 .weights = a->weights, .mem_limit = (int64_t)(a->mem_gb * 1e9), .warm_s = a->warm_s,
+                                .idle_s = a->idle_s,
                                 .nsteps = a->nstep};
     for (int k = 0; k < a->nstep; k++) {
         const int32_t *st = a->step_list[k];
@@ -363,8 +368,8 @@ static int run_tp(const struct engine_args *a, int argc, char **argv)
         fprintf(stderr, "tessera engine %s: which database? (--db FILE)\n", a->sub);
         return EXIT_USAGE;
     }
-    if (a->only || a->anchor || a->warm_trace || (a->weights && !replay) || (!bench && !profile && a->nstep)) {
-        fprintf(stderr, "tessera engine %s --tp: --only, --anchor, --weights, --warm-trace%s run on one GPU\n",
+    if (a->only || a->anchor || a->warm_trace || a->idle_s > 0 || (a->weights && !replay) || (!bench && !profile && a->nstep)) {
+        fprintf(stderr, "tessera engine %s --tp: --only, --anchor, --weights, --warm-trace, --idle-s%s run on one GPU\n",
                 a->sub, bench ? "" : " and --step");
         return EXIT_USAGE;
     }

@@ -401,6 +401,7 @@ static int bench_engine(const struct eng_bench_opts *o, struct eng_opts *eo, str
     eo->mem_limit = o->mem_limit;
     eo->weights = o->weights;
     eo->warm_s = o->warm_s;
+    eo->idle_s = o->idle_s;
     if (eng_create(m, eo, e, &err)) {
         fprintf(stderr, "engine bench: %s\n", err.msg);
         return -1;

@@ -213,6 +213,15 @@ double ts_wall_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void ts_sleep_s(double s)
+{
+    if (!(s > 0))
+        return;
+    struct timespec left = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+    }
+}
+
 double ts_cpu_s(void)
 {
     struct timespec ts;

@@ -69,6 +69,8 @@ bool ts_name_eq(const char *a, const char *b);
 
 /* Monotonic wall clock in seconds, for benchmarks and progress only (never for simulated time). */
 double ts_wall_s(void);
+/* Sleeps s seconds (the rest of them if a signal interrupts). */
+void ts_sleep_s(double s);
 /* The calling thread's CPU time in seconds: its own work, whatever else the machine runs. */
 double ts_cpu_s(void);
 
