@@ -225,6 +225,25 @@ struct eval_clock {
     struct clock_state st;
 };
 
+/* calib eval --clock: the replay's card's clock where it is modelled (auto, on), or not (off; auto
+ * for a card without a measured clock); says why on stderr when on cannot be. */
+static int eval_clock_init(const char *clock, const char *gpu, struct clock_params *cp, struct eval_clock *clk)
+{
+    if (strcmp(clock, "off") == 0)
+        return 0;
+    struct sim_config sc;
+    sim_config_defaults(&sc);
+    struct ts_err err;
+    const int found = clock_params_find(sc.datadir, gpu, cp, &err);
+    if (found < 0 || (found == 0 && strcmp(clock, "on") == 0)) {
+        fprintf(stderr, "tessera calib eval: --clock %s: %s\n", clock,
+                found < 0 ? err.msg : "no clock measured for the run's GPU (sim/data/clock.csv)");
+        return -1;
+    }
+    clk->p = found ? cp : NULL;
+    return 0;
+}
+
 static int eval_step(const struct cost_ctx *ctx, const struct step_desc *sd, double meas, const double *meas_op,
                      struct eval_acc acc[2], struct op_acc *ops, double preds[2], double cal_op[OP_COUNT],
                      struct eval_clock *clk, struct ts_err *err)
@@ -328,17 +347,8 @@ static int cmd_eval(const char *dbpath, const char *calib_path, const char *host
     ctx.extrapolate = extrapolate;
     struct clock_params cp;
     struct eval_clock clk = {0};
-    if (strcmp(clock, "off") != 0) {
-        struct sim_config sc;
-        sim_config_defaults(&sc);
-        const int found = clock_params_find(sc.datadir, ctx.gpu.name, &cp, &err);
-        if (found < 0 || (found == 0 && strcmp(clock, "on") == 0)) {
-            fprintf(stderr, "tessera calib eval: --clock %s: %s\n", clock,
-                    found < 0 ? err.msg : "no clock measured for the run's GPU (sim/data/clock.csv)");
-            goto done;
-        }
-        clk.p = found ? &cp : NULL;
-    }
+    if (eval_clock_init(clock, ctx.gpu.name, &cp, &clk))
+        goto done;
     if (sqlite3_prepare_v2(db, "SELECT step_id, measured_ns, predicted_ns FROM engine_steps WHERE run_id = ? "
                                "ORDER BY step_id", -1, &q, NULL) != SQLITE_OK ||
         db_segments_prepare(db, &sq) != SQLITE_OK) {

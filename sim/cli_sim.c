@@ -111,6 +111,43 @@ static void build_opts(struct opt_table *t)
             snprintf((buf) + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", i_ ? " " : "", get(i_)->name); \
     } while (0)
 
+/* sim_usage's workload and output options. */
+static void sim_usage_workload(FILE *f)
+{
+    fprintf(f,
+"\n"
+"workload:\n"
+"  --trace FILE|synthetic   Azure/BurstGPT/length CSV, Mooncake JSONL, tessera CSV [synthetic]\n"
+"  --requests N             synthetic count [200], or the first N requests of a file\n"
+"  --rps R                  synthetic rate [1]; rescales a file with times to R; gives a\n"
+"                           length-only file Poisson/Gamma arrivals at R [1]\n"
+"  --arrivals SPEC          poisson | gamma:CV [poisson]\n"
+"  --lengths SPEC           sharegpt | sharegpt-first | wildchat | math | osc | livebench | burstgpt |\n"
+"                           fixed:P,O | lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O | file:PATH [sharegpt: a\n"
+"                           lognormal fitted to ShareGPT's conversations; sharegpt-first: their\n"
+"                           first prompts and answers; wildchat: WildChat's turns; math: MATH's\n"
+"                           problems and solutions; osc: OpenAI's summarize-from-feedback\n"
+"                           comparisons; livebench: LiveBench's coding prompts; burstgpt:\n"
+"                           BurstGPT's trace; traces/README.md says where each comes from]\n"
+"  --seed S                 run seed: arrivals, lengths and every request's decode stream [1]\n"
+"  --skip-bad-rows          skip and count malformed trace rows instead of stopping\n"
+"  --clip-prompt            truncate prompts so that P + G fits the model\n"
+"\n"
+"output:\n"
+"  --db FILE                write runs/requests/steps/segments/summary to SQLite, in one\n"
+"                           transaction (checked before the run: a database that holds runs\n"
+"                           is refused unless --append or --replace says what to do with them)\n"
+"  --append, --replace      add this run beside the database's runs, or replace them; any\n"
+"                           number of processes may write into one database at once\n"
+"  --no-steps               leave out per-step and per-segment rows (large sweeps)\n"
+"  --json                   print the summary as one JSON object\n"
+"  --quiet                  no log lines on stderr\n"
+"  --progress, --no-progress   progress line on stderr [on when stderr is a terminal]\n"
+"\n"
+"Bad input (malformed trace row, unknown name) exits with status 2, a message naming file,\n"
+"line and field, and no database file.\n");
+}
+
 static void sim_usage(FILE *f)
 {
     fprintf(f,
@@ -204,38 +241,7 @@ static void sim_usage(FILE *f)
 "  --preempt MODE           recompute | swap [recompute]\n"
 "  --planner NAME           activation reservations, the planner's plan of each step's op graph:\n"
 "                           %s (tessera list planners) [%s]\n", names, d.planner);
-    fprintf(f,
-"\n"
-"workload:\n"
-"  --trace FILE|synthetic   Azure/BurstGPT/length CSV, Mooncake JSONL, tessera CSV [synthetic]\n"
-"  --requests N             synthetic count [200], or the first N requests of a file\n"
-"  --rps R                  synthetic rate [1]; rescales a file with times to R; gives a\n"
-"                           length-only file Poisson/Gamma arrivals at R [1]\n"
-"  --arrivals SPEC          poisson | gamma:CV [poisson]\n"
-"  --lengths SPEC           sharegpt | sharegpt-first | wildchat | math | osc | livebench | burstgpt |\n"
-"                           fixed:P,O | lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O | file:PATH [sharegpt: a\n"
-"                           lognormal fitted to ShareGPT's conversations; sharegpt-first: their\n"
-"                           first prompts and answers; wildchat: WildChat's turns; math: MATH's\n"
-"                           problems and solutions; osc: OpenAI's summarize-from-feedback\n"
-"                           comparisons; livebench: LiveBench's coding prompts; burstgpt:\n"
-"                           BurstGPT's trace; traces/README.md says where each comes from]\n"
-"  --seed S                 run seed: arrivals, lengths and every request's decode stream [1]\n"
-"  --skip-bad-rows          skip and count malformed trace rows instead of stopping\n"
-"  --clip-prompt            truncate prompts so that P + G fits the model\n"
-"\n"
-"output:\n"
-"  --db FILE                write runs/requests/steps/segments/summary to SQLite, in one\n"
-"                           transaction (checked before the run: a database that holds runs\n"
-"                           is refused unless --append or --replace says what to do with them)\n"
-"  --append, --replace      add this run beside the database's runs, or replace them; any\n"
-"                           number of processes may write into one database at once\n"
-"  --no-steps               leave out per-step and per-segment rows (large sweeps)\n"
-"  --json                   print the summary as one JSON object\n"
-"  --quiet                  no log lines on stderr\n"
-"  --progress, --no-progress   progress line on stderr [on when stderr is a terminal]\n"
-"\n"
-"Bad input (malformed trace row, unknown name) exits with status 2, a message naming file,\n"
-"line and field, and no database file.\n");
+    sim_usage_workload(f);
 }
 
 static int num_i32(const char *opt, const char *v, int32_t *out)

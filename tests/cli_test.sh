@@ -340,14 +340,14 @@ done
 # the live records: their recorded live runs re-predicted without a GPU (live.sh REUSE_LIVE=1, each
 # step at its own steady state as then: CLOCK=off) give the errors live.csv records, row by row
 # (within 0.15 points).
-# live_check REC MODELS ROWS [CALIB_DIR [CLOCK WANT]]: CALIB_DIR's calibrations, or the shipped ones;
-# priced with --clock CLOCK [off], against WANT [REC/live.csv]
+# live_check REC MODELS ROWS [CALIB_DIR [CLOCK WANT [GPU]]]: CALIB_DIR's calibrations, or the shipped
+# ones; priced with --clock CLOCK [off], against WANT [REC/live.csv]; the runs on GPU [h200]
 live_check() {
     local rec=$1 models=$2 rows=$3 want="$rec_dir/$1" dir="$tmp/$1-${5:-off}" differ n
     local csv=${6:-$want/live.csv}
     mkdir -p "$dir/runs"
     tar xzf "$want/live-runs.tgz" -C "$dir/runs"
-    CALIB_DIR=${4:-} CLOCK=${5:-off} SCRATCH="$dir/runs" REUSE_LIVE=1 TESSERA=$bin bash "$root/experiments/live.sh" \
+    GPU=${7:-h200} CALIB_DIR=${4:-} CLOCK=${5:-off} SCRATCH="$dir/runs" REUSE_LIVE=1 TESSERA=$bin bash "$root/experiments/live.sh" \
         "$dir/out" "$models" >"$tmp/out" 2>&1
     differ=$(awk -F, 'NR == FNR { want[$1 FS $2 FS $3 FS $4 FS $5 FS $6] = $9; next }
         FNR > 1 { k = $1 FS $2 FS $3 FS $4 FS $5 FS $6; d = $9 - want[k]; if (!(k in want) || d * d > 0.0225) print k }' \
@@ -364,6 +364,10 @@ cp "$tmp/dream-rules3.csv" "$tmp/live-cal/calib-dream-7b.csv"
 live_check live-h200 "llada-8b sdar-8b dream-7b" 240 "$tmp/live-cal"
 # the same at the card's clock state (sim --clock auto): what clock-ladder recorded
 live_check live-h200 "llada-8b sdar-8b dream-7b" 240 "$tmp/live-cal" auto "$rec_dir/clock-ladder/live-h200.csv"
+# clock-live-h100: live runs on an H100, priced by its shipped calibrations at the card's clock state
+# (as they ran) and at each step's own steady state
+live_check clock-live-h100 "llada-8b sdar-8b dream-7b" 240 "" auto "$rec_dir/clock-live-h100/live.csv" h100
+live_check clock-live-h100 "llada-8b sdar-8b dream-7b" 240 "" off "$rec_dir/clock-live-h100/live-clock-off.csv" h100
 
 # the clock model (sim/data/clock.csv) is the fit of clock-ladder's warm traces, card by card
 for g in h200 h100; do
@@ -1275,14 +1279,15 @@ fi
 expect 2 "calib eval without a replay" -- $bin calib eval --db "$tmp/ok.db"
 contains "calib eval without a replay" "no replayed run"
 # calib eval on planted measurements: every step measured 10% above the calibrated prediction,
-# with op times (as engine replay --ops writes them) 30% attention, 70% gate_up
-$bin sim --requests 4 --rps 2 --gen-len 64 --cost calibrated --db "$tmp/ev.db" --quiet --no-progress >/dev/null
+# with op times (as engine replay --ops writes them) 30% attention, 70% gate_up (each step at its
+# own steady state in both: the planted times are the simulated ones)
+$bin sim --requests 4 --rps 2 --gen-len 64 --cost calibrated --clock off --db "$tmp/ev.db" --quiet --no-progress >/dev/null
 sqlite3 "$tmp/ev.db" "CREATE TABLE engine_steps(run_id INTEGER, step_id INTEGER, predicted_ns INTEGER, measured_ns INTEGER, device TEXT, PRIMARY KEY(run_id, step_id));
     INSERT INTO engine_steps SELECT run_id, step_id, duration_ns, CAST(duration_ns * 1.1 AS INTEGER), 'test' FROM steps;
     CREATE TABLE engine_step_ops(run_id INTEGER, step_id INTEGER, op TEXT, ms REAL, PRIMARY KEY(run_id, step_id, op));
     INSERT INTO engine_step_ops SELECT run_id, step_id, 'attention', measured_ns * 0.3e-6 FROM engine_steps;
     INSERT INTO engine_step_ops SELECT run_id, step_id, 'gate_up', measured_ns * 0.7e-6 FROM engine_steps;"
-expect 0 "calib eval" -- $bin calib eval --db "$tmp/ev.db"
+expect 0 "calib eval" -- $bin calib eval --db "$tmp/ev.db" --clock off
 contains "calib eval: per-step error of a planted 10%" "calibrated  per-step MAPE    9.1%"
 contains "calib eval: total time" "total time   -9.1%"
 contains "calib eval: per-op breakdown" "per op over"
