@@ -2,7 +2,7 @@
 # calib_bundle.sh OUT GPU MODEL: packs what make calibrate left in OUT into one file to send to the
 # project, OUT/tessera-calibration-GPU-MODEL.tar.gz: the report, the calibrations (GPU-MODEL-*.csv),
 # the GPU's --gpu-file entry where the card is not in tessera's table, the held-out schedule's
-# pricing, the stages' logs, the raw profile (profile.db, which calib merge combines with other
+# pricing, the card's clock (clock.csv, its fit and warm traces), the stages' logs, the raw profile (profile.db, which calib merge combines with other
 # machines' profiles) and a description of the machine (the GPU as the driver reports it, its power
 # limit and clocks, the CPU, tessera's version). Prints the bundle's path; exit 1 when OUT holds no
 # calibration.
@@ -20,7 +20,8 @@ calibs=$(ls "$gpu-$model"-*.csv 2>/dev/null)
     lscpu 2>/dev/null | grep -E "^Model name|^CPU\(s\)|^CPU max MHz"
 } >machine.txt
 files=(machine.txt $calibs)
-for f in report.txt gpu.json eval.txt replay.txt profile.txt import.txt torch.txt ceilings.txt profile.db; do
+for f in report.txt gpu.json eval.txt replay.txt profile.txt import.txt torch.txt ceilings.txt clock.csv clock-fit.txt \
+    clock-bench.txt warm.csv profile.db; do
     [ -f "$f" ] && files+=("$f")
 done
 bundle="tessera-calibration-$gpu-$model.tar.gz"

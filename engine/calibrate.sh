@@ -8,9 +8,12 @@
 #      its harness runs the model's shapes: the dense models, not the mixtures of experts);
 #   5. replays a held-out schedule (16 requests the profile never ran) on the engine and prices it:
 #      the calibration's per-step MAPE against the roofline's;
-#   6. installs the calibrations where --cost calibrated looks first (tessera list calibrations:
-#      $TESSERA_CALIB_DIR, else ~/.local/share/tessera/calib), writes OUT/report.txt and packs
-#      what the project needs into OUT/tessera-calibration-GPU-MODEL.tar.gz (calib_bundle.sh).
+#   6. fits the card's clock under its power limit (tessera sim --clock): eight steps benched alone,
+#      each from a cool card (engine bench --only clock), fitted by tessera calib clock;
+#   7. installs the calibrations and the clock's line (clock.csv) where --cost calibrated looks first
+#      (tessera list calibrations: $TESSERA_CALIB_DIR, else ~/.local/share/tessera/calib), writes
+#      OUT/report.txt and packs what the project needs into OUT/tessera-calibration-GPU-MODEL.tar.gz
+#      (calib_bundle.sh).
 # Progress goes to stderr a line a stage; the report to stdout and OUT/report.txt.
 # Environment: TESSERA (the binary, build/tessera), IMPL (tessera or tessera-fused: the engine's
 # FFN), REPS (profile repetitions, 2), TORCH=0 (skip PyTorch).
@@ -23,7 +26,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 [ "$impl" = tessera-fused ] && export TESSERA_FFN=fused
 mkdir -p "$out"
 export TESSERA_GEMM_CACHE="$out/gemm-algos.db"
-step() { echo "calibrate: [$1/6] $2" >&2; }
+step() { echo "calibrate: [$1/7] $2" >&2; }
 die() { echo "calibrate: $*" >&2; exit 1; }
 [ -x "$bin" ] || die "no $bin (build it with make: the engine needs nvcc)"
 command -v nvidia-smi >/dev/null || die "nvidia-smi not found: no NVIDIA GPU here"
@@ -94,12 +97,33 @@ rm -f "$out/heldout.db"
 "$bin" calib eval --db "$out/heldout.db" --calib "$calib" --extrapolate >"$out/eval.txt" 2>&1 ||
     die "calib eval failed ($out/eval.txt)"
 
-# 6. installed where --cost calibrated looks first
+# 6. the card's clock under its power limit, fitted to the warm traces of eight steps from a cool card
+# (the GEMM rate the card held in the same bench gives each step's load)
+step 6 "the card's clock under its power limit: eight steps, each from a cool card (about a minute)"
+clock_line=
+if "$bin" engine bench --model "$model" --only clock --warm-s 1.5 --warm-trace "$out/warm.csv" \
+        >"$out/clock-bench.txt" 2>&1; then
+    held=$(awk '/held back to back/ { for (i = 2; i <= NF; i++) if ($i == "TFLOP/s") { print $(i - 1); exit } }' \
+        "$out/clock-bench.txt")
+    if "$bin" calib clock "$out/warm.csv" --gpu "$gpu" "${gpu_opts[@]}" --model "$model" --held-tflops "$held" \
+            >"$out/clock-fit.txt" 2>&1; then
+        clock_line=$(awk -F': ' '/^clock.csv: / { print $2 }' "$out/clock-fit.txt")
+        clock_line="${clock_line%,RECORD},make calibrate $(date +%F)"
+    fi
+fi
+[ -n "$clock_line" ] || echo "calibrate: the clock's fit failed ($out/clock-bench.txt, $out/clock-fit.txt); going on without it" >&2
+
+# 7. installed where --cost calibrated looks first
 dir=${TESSERA_CALIB_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/tessera/calib}
-step 6 "installing into $dir"
+step 7 "installing into $dir"
 mkdir -p "$dir" || die "cannot create $dir"
 cp "$calib" "$dir/" || die "cannot write $dir"
 [ -n "$torch_calib" ] && cp "$torch_calib" "$dir/"
+if [ -n "$clock_line" ]; then # this card's line replaces any earlier one of it
+    { echo "gpu,k,tau_ms,lo,hi,held_tflops,record"
+      [ -f "$dir/clock.csv" ] && tail -n +2 "$dir/clock.csv" | awk -F, -v g="$gpu" '$1 != g'
+      echo "$clock_line"; } >"$out/clock.csv" && cp "$out/clock.csv" "$dir/clock.csv" || die "cannot write $dir/clock.csv"
+fi
 {
     echo "tessera calibration of $name ($gpu), $model, $impl engine"
     echo "  profile      $(tail -1 "$out/profile.txt")"
@@ -107,6 +131,11 @@ cp "$calib" "$dir/" || die "cannot write $dir"
     [ ${#gpu_opts[@]} -gt 0 ] && echo "  GPU entry    $out/gpu.json (not in tessera's table: pass --gpu-file $out/gpu.json --gpu $gpu)"
     echo "  held-out schedule, replayed on the engine and priced:"
     sed -n 's/^  \(calibrated\|roofline\)/    \1/p' "$out/eval.txt"
+    if [ -n "$clock_line" ]; then
+        echo "  clock        $dir/clock.csv: $(sed -n 2p "$out/clock-fit.txt")"
+    else
+        echo "  clock        not fitted (tessera sim prices each step at its own steady state on this card)"
+    fi
     echo "  use it:      tessera sim --gpu $gpu ${gpu_opts[*]:+${gpu_opts[*]} }--model $model --impl $impl --cost calibrated"
     echo "  send it:     $out/tessera-calibration-$gpu-$model.tar.gz (sim/README.md, \"Sending a calibration\")"
 } | tee "$out/report.txt"

@@ -45,7 +45,7 @@ static void calib_usage(FILE *f)
 "                         [--csv STEPS.csv]\n"
 "       tessera calib transfer FILE.csv --from GPU --to GPU --out FILE.csv [--impl NAME]\n"
 "       tessera calib host FILE.csv [--out HOST.csv]\n"
-"       tessera calib clock TRACE.csv --gpu NAME [--model NAME]\n"
+"       tessera calib clock TRACE.csv --gpu NAME [--gpu-file FILE] [--model NAME] [--held-tflops T]\n"
 "       tessera calib price --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK[,FFN_CHUNKS]] [--attn-block N] [--iter-smooth] [--gpu --model --impl\n"
 "                         --calib]\n"
 "                         [--host HOST] [--roofline]\n"
@@ -95,9 +95,11 @@ static void calib_usage(FILE *f)
 "clock   fits the card's clock under its power limit (how much slower a step runs once the card\n"
 "        holds its limit, k; the load's time constant, tau; the loads where the clock begins to\n"
 "        fall and where it is held, lo and hi) to the warm traces of an engine bench (--warm-trace\n"
-"        FILE --idle-s S: each step from a cool card) of the model [llada-8b], each step's load its\n"
-"        FLOPs over the GPU's measured held GEMM rate (tessera list gpus --measured); prints the\n"
-"        fit and its line for sim/data/clock.csv, which tessera sim --clock reads\n"
+"        FILE --idle-s S, or --only clock: each step from a cool card) of the model [llada-8b],\n"
+"        each step's load its FLOPs over the GEMM rate the card holds (--held-tflops, the bench's\n"
+"        ceilings line; else the card's in tessera list gpus --measured); prints the fit and its\n"
+"        line for clock.csv, which tessera sim --clock reads (this machine's calibrations' folder,\n"
+"        then sim/data)\n"
 "\n"
 "An option another subcommand takes is refused here, not ignored. A calibration records the\n"
 "version of the engine's attention launch rules it was profiled under (attn_rules; 1 where the\n"
@@ -635,7 +637,7 @@ static bool in_list(const char *list, const char *word)
 /* What `tessera calib SUB` was asked. */
 struct calib_args {
     const char *sub, *file, *gpu, *gpu_file, *out, *db, *calib_path, *csv, *from, *to, *step, *attn_block, *model,
-        *impl, *host, *clock;
+        *impl, *host, *clock, *held;
     bool extrapolate, roofline, iter_smooth;
     const char **files; /* the PROFILE/FILE arguments (merge takes several) */
     int nfiles;
@@ -656,7 +658,7 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                  {"eval", "--db --calib --host --extrapolate --clock --csv"},
                  {"host", "--out"},
                  {"transfer", "--from --to --out --impl"},
-                 {"clock", "--gpu --model"},
+                 {"clock", "--gpu --gpu-file --model --held-tflops"},
                  {"price", "--step --attn-block --gpu --model --impl --calib --host --extrapolate --roofline --iter-smooth"}};
     const char *sub = a->sub = argv[1], *opts = NULL;
     for (size_t k = 0; k < TS_ARRAY_LEN(takes); k++)
@@ -675,6 +677,7 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                          : strcmp(o, "--to") == 0 ? &a->to : strcmp(o, "--step") == 0 ? &a->step
                          : strcmp(o, "--attn-block") == 0 ? &a->attn_block : strcmp(o, "--host") == 0 ? &a->host
                          : strcmp(o, "--gpu-file") == 0 ? &a->gpu_file : strcmp(o, "--clock") == 0 ? &a->clock
+                         : strcmp(o, "--held-tflops") == 0 ? &a->held
                          : strcmp(o, "--over") == 0 ? &a->overs[a->novers] : NULL;
         const bool flag = strcmp(o, "--extrapolate") == 0 || strcmp(o, "--roofline") == 0 ||
                           strcmp(o, "--iter-smooth") == 0;
@@ -745,14 +748,22 @@ static int cmd_clock(const struct calib_args *a)
     snprintf(path, sizeof path, "%s/gpu_measured.csv", c.datadir);
     struct ts_err err;
     struct cost_ctx ctx = {.tp = 1};
-    struct gpu_measured gm;
+    struct gpu_measured gm = {0};
     struct gpu_table *gt = gpu_table_create();
-    int rc = model_resolve(a->model ? a->model : "llada-8b", &ctx.model, &err) || gpu_lookup(gt, a->gpu, &ctx.gpu, &err) ||
-             impl_resolve("tessera", &ctx.impl, &err) ? -1 : 0;
+    int rc = model_resolve(a->model ? a->model : "llada-8b", &ctx.model, &err) ||
+                     (a->gpu_file && gpu_load_file(gt, a->gpu_file, &err)) || gpu_lookup(gt, a->gpu, &ctx.gpu, &err) ||
+                     impl_resolve("tessera", &ctx.impl, &err)
+                 ? -1 : 0;
     gpu_table_destroy(gt);
-    int found = rc ? -1 : gpu_measured_find(path, ctx.gpu.name, &gm, &err);
-    if (found == 0)
-        rc = ts_fail(&err, "no measured held GEMM rate for %s in %s (engine bench measures it)", ctx.gpu.name, path);
+    int found = 1;
+    if (!rc && a->held) {
+        double t;
+        if (ts_parse_double(a->held, &t) || !(t > 0 && t < 1e6))
+            rc = ts_fail(&err, "--held-tflops: '%s' is not a GEMM rate in TFLOP/s", a->held);
+        gm.gemm_held_flops = t * 1e12;
+    } else if (!rc && (found = gpu_measured_find(path, ctx.gpu.name, &gm, &err)) == 0)
+        rc = ts_fail(&err, "no measured held GEMM rate for %s in %s (--held-tflops: the rate engine bench's "
+                           "ceilings line gives)", ctx.gpu.name, path);
     struct clock_trace *t = NULL;
     size_t n = 0;
     if (rc || found < 0 || clock_traces_read(a->file, &t, &n, &err)) {
@@ -795,7 +806,8 @@ static int cmd_clock(const struct calib_args *a)
                t[i].held_ms, t[i].n ? t[i].warm_ms[0] : 0, t[i].n ? pred[0] : 0, m ? 100 * sqrt(sum / (double)m) : 0);
         free(pred);
     }
-    printf("\nclock.csv: %s,%.4f,%.2f,%.4f,%.4f,RECORD\n", a->gpu, p.k, p.tau_s * 1e3, p.lo, p.hi);
+    printf("\nclock.csv: %s,%.4f,%.2f,%.4f,%.4f,%.1f,RECORD\n", a->gpu, p.k, p.tau_s * 1e3, p.lo, p.hi,
+           p.held_flops * 1e-12);
     clock_traces_free(t, n);
     return 0;
 }

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu.h"
+#include "calib.h"
 
-/* clock.csv: gpu,k,tau_ms,lo,hi,record */
+/* clock.csv: gpu,k,tau_ms,lo,hi,held_tflops,record */
 static int clock_csv_find(const char *path, const char *gpu, struct clock_params *out, struct ts_err *err)
 {
     FILE *f = fopen(path, "r");
@@ -23,19 +23,23 @@ static int clock_csv_find(const char *path, const char *gpu, struct clock_params
         if (lineno == 1)
             continue; /* the header */
         char name[64];
-        double k, tau_ms, lo, hi;
-        const int got = sscanf(line, "%63[^,],%lf,%lf,%lf,%lf,%255[^\r\n]", name, &k, &tau_ms, &lo, &hi, out->record);
-        static const char *const field[] = {"gpu", "k", "tau_ms", "lo", "hi", "record"};
-        if (got != 6)
-            rc = ts_fail(err, "%s:%d: field %s: not gpu,k,tau_ms,lo,hi,record", path, lineno, field[got < 0 ? 0 : got]);
+        double k, tau_ms, lo, hi, held;
+        const int got = sscanf(line, "%63[^,],%lf,%lf,%lf,%lf,%lf,%255[^\r\n]", name, &k, &tau_ms, &lo, &hi, &held,
+                               out->record);
+        static const char *const field[] = {"gpu", "k", "tau_ms", "lo", "hi", "held_tflops", "record"};
+        if (got != 7)
+            rc = ts_fail(err, "%s:%d: field %s: not gpu,k,tau_ms,lo,hi,held_tflops,record", path, lineno,
+                         field[got < 0 ? 0 : got]);
         else if (!(k >= 0 && k < 1))
             rc = ts_fail(err, "%s:%d: field k: %g is not in [0, 1)", path, lineno, k);
         else if (!(tau_ms > 0 && tau_ms <= 60000))
             rc = ts_fail(err, "%s:%d: field tau_ms: %g is not in (0, 60000]", path, lineno, tau_ms);
         else if (!(lo >= 0 && hi > lo && hi <= 1))
             rc = ts_fail(err, "%s:%d: fields lo, hi: %g, %g are not 0 <= lo < hi <= 1", path, lineno, lo, hi);
+        else if (!(held > 0 && held < 1e6))
+            rc = ts_fail(err, "%s:%d: field held_tflops: %g is not a GEMM rate in TFLOP/s", path, lineno, held);
         else if (ts_name_eq(name, gpu)) {
-            out->k = k, out->tau_s = tau_ms * 1e-3, out->lo = lo, out->hi = hi;
+            out->k = k, out->tau_s = tau_ms * 1e-3, out->lo = lo, out->hi = hi, out->held_flops = held * 1e12;
             rc = 1;
         }
     }
@@ -46,17 +50,15 @@ static int clock_csv_find(const char *path, const char *gpu, struct clock_params
 int clock_params_find(const char *datadir, const char *gpu, struct clock_params *out, struct ts_err *err)
 {
     memset(out, 0, sizeof *out);
-    char path[4096];
+    char dir[1024], path[4096];
+    if (calib_user_dir(dir, sizeof dir) == 0) { /* one fitted on this machine (make calibrate) comes first */
+        snprintf(path, sizeof path, "%s/clock.csv", dir);
+        const int rc = clock_csv_find(path, gpu, out, err);
+        if (rc != 0)
+            return rc;
+    }
     snprintf(path, sizeof path, "%s/clock.csv", datadir);
-    int rc = clock_csv_find(path, gpu, out, err);
-    if (rc <= 0)
-        return rc;
-    struct gpu_measured m;
-    snprintf(path, sizeof path, "%s/gpu_measured.csv", datadir);
-    if ((rc = gpu_measured_find(path, gpu, &m, err)) <= 0)
-        return rc;
-    out->held_flops = m.gemm_held_flops;
-    return 1;
+    return clock_csv_find(path, gpu, out, err);
 }
 
 double clock_theta(const struct clock_params *p, double x)

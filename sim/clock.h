@@ -14,8 +14,9 @@
  * own steady state (theta(g)), so at the card's state it takes
  *     t (1 + k theta(xbar)) / (1 + k theta(g)),
  * xbar the load averaged over the step as x relaxes toward g. k, tau, lo and hi are fitted to warm
- * traces of a ladder of steps, each from a cool card (`tessera calib clock`, DATADIR/clock.csv); the
- * held GEMM rate is the card's measured one (DATADIR/gpu_measured.csv).
+ * traces of a ladder of steps, each from a cool card (`tessera calib clock`), with the GEMM rate the
+ * card held in the same bench; a card's line is in clock.csv (gpu,k,tau_ms,lo,hi,held_tflops,record)
+ * of the folder this machine's calibrations go to (make calibrate, calib_user_dir), else of DATADIR.
  */
 #ifndef TESSERA_CLOCK_H
 #define TESSERA_CLOCK_H
@@ -38,9 +39,9 @@ struct clock_state {
     int64_t end_ns; /* when the last step ended */
 };
 
-/* The clock parameters of GPU `gpu` (clock.csv in datadir, and its held GEMM rate from
- * gpu_measured.csv there): 1 found, 0 not measured (either file lacks the GPU), -1 on a malformed
- * line (err names the file, line and field). */
+/* The clock parameters of GPU `gpu`: its line of clock.csv in this machine's calibrations' folder,
+ * else in datadir. 1 found, 0 not measured, -1 on a malformed line (err names the file, line and
+ * field). */
 int clock_params_find(const char *datadir, const char *gpu, struct clock_params *out, struct ts_err *err);
 
 /* The throttle at load x. */

@@ -1179,6 +1179,14 @@ expect 0 "calib show finds this machine's calibration first" -- env TESSERA_CALI
 contains "calib show finds this machine's calibration first" "$tmp/ucal/h200-llada-8b-tessera.csv"
 expect 0 "list calibrations names both folders" -- env TESSERA_CALIB_DIR="$tmp/ucal" $bin list calibrations
 contains "list calibrations names both folders" "calibrations in $tmp/ucal, made on this machine"
+# and so is a clock fitted on it (make calibrate's clock.csv): one that never slows moves nothing
+printf 'gpu,k,tau_ms,lo,hi,held_tflops,record\nh200,0,40,0.5,0.8,680,make calibrate\n' >"$tmp/ucal/clock.csv"
+expect 0 "sim finds this machine's clock first" -- env TESSERA_CALIB_DIR="$tmp/ucal" $bin sim --cost calibrated --requests 20 --rps 2
+contains "sim finds this machine's clock first" "moved the steps' time by +0.00%"
+printf 'gpu,k,tau_ms,lo,hi,held_tflops,record\nh200,0,40\n' >"$tmp/ucal/clock.csv"
+expect 2 "sim with a bad clock.csv line" -- env TESSERA_CALIB_DIR="$tmp/ucal" $bin sim --cost calibrated --requests 2
+contains "sim with a bad clock.csv line" "$tmp/ucal/clock.csv:2: field lo"
+rm -f "$tmp/ucal/clock.csv"
 # a GPU tessera's table lacks, from a --gpu-file (what make calibrate writes for an unknown card)
 printf '{"myh200": {"mem_gib": 140, "bf16_tflops": 989.4, "mem_bw_gbs": 4800}}\n' >"$tmp/myh200.json"
 expect 0 "calib import for a GPU of a --gpu-file" -- $bin calib import "$data/calib/h200-sdar-8b-tessera.csv" \
@@ -1210,10 +1218,11 @@ mkdir -p "$tmp/calsend"
 cp "$data/calib/h200-llada-8b-tessera.csv" "$tmp/calsend/h100-llada-8b-tessera.csv"
 echo "tessera calibration of ..." >"$tmp/calsend/report.txt"
 : >"$tmp/calsend/profile.db"
+printf 'gpu,k,tau_ms,lo,hi,held_tflops,record\nh100,0.1,40,0.5,0.8,700,make calibrate\n' >"$tmp/calsend/clock.csv"
 expect 0 "calib_bundle.sh" -- env TESSERA=$bin bash "$root/engine/calib_bundle.sh" "$tmp/calsend" h100 llada-8b
 contains "calib_bundle.sh" "$tmp/calsend/tessera-calibration-h100-llada-8b.tar.gz"
 [ "$(tar tzf "$tmp/calsend/tessera-calibration-h100-llada-8b.tar.gz" | sort | tr '\n' ' ')" = \
-  "h100-llada-8b-tessera.csv machine.txt profile.db report.txt " ] && ok || bad "calib_bundle.sh: the bundle's files"
+  "clock.csv h100-llada-8b-tessera.csv machine.txt profile.db report.txt " ] && ok || bad "calib_bundle.sh: the bundle's files"
 tar xzf "$tmp/calsend/tessera-calibration-h100-llada-8b.tar.gz" -O machine.txt | grep -q "^tessera " && ok ||
     bad "calib_bundle.sh: machine.txt lacks tessera's version"
 expect 1 "calib_bundle.sh without a calibration" -- env TESSERA=$bin bash "$root/engine/calib_bundle.sh" "$tmp/calsend" l40s llada-8b
@@ -1265,6 +1274,10 @@ if [ -e "$(dirname "$bin")/libtessera_engine.so" ]; then # engine built: its arg
     expect 2 "engine bench --warm-s negative" -- $bin engine bench --warm-s -1
     contains "engine bench --warm-s names the value" "bad value '-1'"
     expect 2 "engine bench --warm-s beyond 600 s" -- $bin engine bench --warm-s 601
+    expect 2 "engine bench --only clock without its trace" -- $bin engine bench --only clock
+    contains "engine bench --only clock without its trace" "--only clock: its measurement is the warm trace: --warm-trace FILE"
+    expect 2 "engine bench --idle-s negative" -- $bin engine bench --idle-s -1
+    contains "engine bench --idle-s names the value" "bad value '-1'"
     expect 2 "engine bench --warm-trace where no file can be" -- $bin engine bench --warm-trace "$tmp/no/such/dir/t.csv"
     contains "engine bench --warm-trace names the file" "$tmp/no/such/dir/t.csv: cannot open"
     expect 2 "engine bench --step with more logits than queries" -- $bin engine bench --step 1,32,0,40

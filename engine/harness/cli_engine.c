@@ -36,7 +36,7 @@ static void engine_usage(FILE *f)
 "                              [--grid all|base|long|select|fc|ladder] [--max-rows N]\n"
 "                              [--step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--max-num-logits N]\n"
-"                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention|focus|anchor]\n"
+"                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention|focus|anchor|clock]\n"
 "                            [--weights PATH] [--gemm-cache FILE] [--warm-s S]\n"
 "                            [--warm-trace FILE] [--idle-s S] [--step SEGS,Q,KV,LOGIT_ROWS ...]\n"
 "                            [--anchor ANCHOR.jsonl]\n"
@@ -62,9 +62,10 @@ static void engine_usage(FILE *f)
 "       the simulator's activation estimate; --json appends one JSON object per result to FILE\n"
 "       (analysis/bench-plot.sh draws it); --warm-trace FILE writes every replay's time,\n"
 "       warm-up rounds included, as CSV (label, warm|timed, round, graph, seconds since the\n"
-"       warm-up began, ms a replay: the clock settling under the power limit), and --idle-s S\n"
-"       leaves the GPU idle S seconds before each warm-up, so that each trace starts from a cool\n"
-"       card (tessera calib clock fits the clock's state to such a trace); --step (up to 8\n"
+"       warm-up began, ms a replay: the clock settling under the power limit); --idle-s S idles\n"
+"       the GPU S s before each warm-up, so that each trace starts cool (tessera calib clock fits\n"
+"       the clock to it); --only clock: eight Refresh and Reuse steps (or the --step ones) alone,\n"
+"       idle 3 s unless --idle-s says, traced into the --warm-trace FILE it needs; --step (up to 8\n"
 "       times) benches these steps instead of the issue's four: SEGS sequences of Q query\n"
 "       tokens (SEGS x Q up to 8192) over KV cached ones (filled by a Refresh first), with\n"
 "       LOGIT_ROWS logits each, every measurement as for the four but no PyTorch anchor;\n"
@@ -201,7 +202,7 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     *a = (struct engine_args){.sub = argv[0], .seed = 1, .reps = 20, .chunk = 2048, .warmup = 1, .tp = 1,
-                              .warm_s = ENG_WARM_S, .model = "llada-8b", .grid = -1};
+                              .warm_s = ENG_WARM_S, .idle_s = -1, .model = "llada-8b", .grid = -1};
     optind = 1;
     int c, idx = 0;
     while ((c = getopt_long(argc, argv, "h", o, &idx)) != -1) {
@@ -249,7 +250,7 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
                                                      strcmp(optarg, "generate")
                                                : strcmp(optarg, "steps") && strcmp(optarg, "gemm") &&
                                                      strcmp(optarg, "attention") && strcmp(optarg, "anchor") &&
-                                                     strcmp(optarg, "focus");
+                                                     strcmp(optarg, "focus") && strcmp(optarg, "clock");
             break;
         case 'h': engine_usage(stdout); return 1;
         default: fprintf(stderr, "tessera engine: see --help\n"); return EXIT_USAGE;
@@ -271,7 +272,7 @@ static int run_bench(const struct engine_args *a)
 {
     struct eng_bench_opts bo = {.reps = (int)a->reps, .logit_chunk_rows = (int)a->chunk, .only = a->only,
                                 .weights = a->weights, .mem_limit = (int64_t)(a->mem_gb * 1e9), .warm_s = a->warm_s,
-                                .idle_s = a->idle_s,
+                                .idle_s = a->idle_s >= 0 ? a->idle_s : a->only && strcmp(a->only, "clock") == 0 ? 3 : 0,
                                 .nsteps = a->nstep};
     for (int k = 0; k < a->nstep; k++) {
         const int32_t *st = a->step_list[k];
@@ -290,6 +291,10 @@ static int run_bench(const struct engine_args *a)
     struct ts_err err;
     if (model_resolve(a->model, &bo.model, &err)) {
         fprintf(stderr, "tessera engine bench: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    if (a->only && strcmp(a->only, "clock") == 0 && !a->warm_trace) {
+        fprintf(stderr, "tessera engine bench --only clock: its measurement is the warm trace: --warm-trace FILE\n");
         return EXIT_USAGE;
     }
     /* the anchor's shapes, read (and refused) before any GPU work */

@@ -20,6 +20,9 @@
  * 4. The engine's workspace for each step beside the simulator's activation estimate (mem.c).
  * 5. With --anchor (or --only anchor): every shape of the PyTorch anchor (eng_anchor.h), each of its
  *    three steps against its floors and beside PyTorch eager's time and peak activations.
+ * 6. --only clock: the ceilings, then a ladder of steps (or the --step ones) each timed alone from a
+ *    card left idle (eng_opts.idle_s) into the warm trace: the clock's fall under the power limit,
+ *    which tessera calib clock fits.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "eng_bench.h"
@@ -857,12 +860,49 @@ static void bench_attention(const struct eng_bench_opts *o, FILE *out)
     }
 }
 
+/* --only clock: each step of the ladder (or the --step ones) alone, its warm-up traced from a cool card:
+ * Reuse and Refresh steps from a light load to the heaviest a serving schedule runs. */
+static int bench_clock(const struct eng_bench_opts *o, const struct ceilings *cl, FILE *out)
+{
+    static const int32_t ladder[][4] = {{1, 32, 480, 32}, {1, 64, 0, 64},   {1, 128, 0, 128},  {1, 256, 0, 256},
+                                        {1, 384, 0, 384}, {1, 768, 0, 768}, {8, 32, 480, 32}, {16, 32, 480, 32}};
+    const int n = o->nsteps ? o->nsteps : (int)TS_ARRAY_LEN(ladder);
+    struct eng_opts eo;
+    struct eng *e = NULL;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    int rc = -1, next_req = 0;
+    if (bench_engine(o, &eo, &e, out))
+        goto done;
+    fprintf(out, "\nthe clock under the power limit: each step from a card idle for %.1f s, warmed up for %.1f s "
+                 "(the warm trace)\n%-36s %9s\n", eo.idle_s, eo.warm_s, "step", "held_ms");
+    for (int i = 0; i < n; i++) {
+        const int32_t *st = o->nsteps ? o->steps[i] : ladder[i];
+        char name[80];
+        snprintf(name, sizeof name, "step %dx%d over %d cached, %d logits", st[0], st[1], st[2], st[3]);
+        struct step_meas sm;
+        if (measure_step(e, o, &eo, cl, &sd, next_req, st[0], st[1], st[2], st[3], name, &sm))
+            goto done;
+        fprintf(out, "%-36s %9.3f\n", name, sm.ms);
+        for (int s = 0; s < st[0]; s++)
+            eng_release(e, next_req + s);
+        next_req += st[0];
+    }
+    rc = 0;
+done:
+    step_desc_free(&sd);
+    eng_destroy(e);
+    return rc;
+}
+
 int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
 {
     const bool all = !o->only;
     struct ceilings cl;
     if (bench_ceilings(o, &cl, out))
         return 1;
+    if (o->only && strcmp(o->only, "clock") == 0)
+        return bench_clock(o, &cl, out) ? 1 : 0;
     if ((all || strcmp(o->only, "steps") == 0) && bench_steps(o, &cl, out))
         return 1;
     if (all || strcmp(o->only, "gemm") == 0)
