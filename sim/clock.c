@@ -125,12 +125,10 @@ static void finish(struct reading *r)
     r->ntimed = 0;
 }
 
-int clock_traces_read(const char *path, struct clock_trace **out, size_t *n, struct ts_err *err)
+/* The traces of an open warm-trace file f, named path in messages (clock_traces_read). */
+static int traces_from(FILE *f, const char *path, struct clock_trace **out, size_t *n, struct ts_err *err)
 {
     *out = NULL, *n = 0;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return ts_fail(err, "%s: cannot open", path);
     struct clock_trace *v = NULL;
     size_t cap = 0;
     struct reading r = {0};
@@ -153,10 +151,10 @@ int clock_traces_read(const char *path, struct clock_trace **out, size_t *n, str
         snprintf(label, sizeof label, "%.*s", (int)(end - line - 1), line + 1);
         const int got = sscanf(end + 2, "%15[^,],%d,%d,%lf,%lf", phase, &round, &graph, &t_s, &ms);
         static const char *const field[] = {"phase", "round", "graph", "t_s", "ms"};
-        if (got != 5 || (strcmp(phase, "warm") != 0 && strcmp(phase, "timed") != 0) || round < 0 || !(t_s >= 0) ||
-            !(ms > 0)) {
+        const bool t_ok = t_s >= 0 && isfinite(t_s), ms_ok = ms > 0 && isfinite(ms);
+        if (got != 5 || (strcmp(phase, "warm") != 0 && strcmp(phase, "timed") != 0) || round < 0 || !t_ok || !ms_ok) {
             rc = ts_fail(err, "%s:%d: field %s: not warm|timed,ROUND,GRAPH,T_S,MS with MS > 0", path, lineno,
-                         got == 5 ? (round < 0 ? "round" : !(t_s >= 0) ? "t_s" : !(ms > 0) ? "ms" : "phase")
+                         got == 5 ? (round < 0 ? "round" : !t_ok ? "t_s" : !ms_ok ? "ms" : "phase")
                                   : field[got < 0 ? 0 : got]);
             break;
         }
@@ -196,7 +194,6 @@ int clock_traces_read(const char *path, struct clock_trace **out, size_t *n, str
     }
     finish(&r);
     free(r.timed);
-    fclose(f);
     for (size_t i = 0; rc == 0 && i < *n; i++)
         if (!(v[i].held_ms > 0))
             rc = ts_fail(err, "%s: step %dx%d over %d has warm-up rounds but no timed replays", path, v[i].segs,
@@ -210,6 +207,32 @@ int clock_traces_read(const char *path, struct clock_trace **out, size_t *n, str
     }
     *out = v;
     return 0;
+}
+
+int clock_traces_read(const char *path, struct clock_trace **out, size_t *n, struct ts_err *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        *out = NULL, *n = 0;
+        return ts_fail(err, "%s: cannot open", path);
+    }
+    const int rc = traces_from(f, path, out, n, err);
+    fclose(f);
+    return rc;
+}
+
+int clock_traces_parse(const char *name, const char *text, size_t len, struct clock_trace **out, size_t *n,
+                       struct ts_err *err)
+{
+    *out = NULL, *n = 0;
+    if (len == 0)
+        return ts_fail(err, "%s: empty: not a warm trace", name);
+    FILE *f = fmemopen((void *)text, len, "r");
+    if (!f)
+        return ts_fail(err, "%s: cannot read", name);
+    const int rc = traces_from(f, name, out, n, err);
+    fclose(f);
+    return rc;
 }
 
 void clock_traces_free(struct clock_trace *t, size_t n)

@@ -65,6 +65,9 @@ struct clock_trace {
 /* Reads the "step" traces of an engine bench --warm-trace CSV (the variants' traces skipped):
  * *out[*n], freed with clock_traces_free. Refuses a malformed line naming the file, line and field. */
 int clock_traces_read(const char *path, struct clock_trace **out, size_t *n, struct ts_err *err);
+/* The same of text[0..len) held in memory, named `name` in messages. */
+int clock_traces_parse(const char *name, const char *text, size_t len, struct clock_trace **out, size_t *n,
+                       struct ts_err *err);
 void clock_traces_free(struct clock_trace *t, size_t n);
 
 /* The parameters (k, tau, lo, hi; held_flops as given) that best predict the warm rounds of the

@@ -188,6 +188,8 @@ START_TEST(bad_traces_are_refused_by_line_and_field)
         {"label,phase,round,graph,t_s,ms\n\"step 1x64 over 0 cached, 64 logits: step\",hot,0,-1,0.1,1\n", ":2: field phase"},
         {"label,phase,round,graph,t_s,ms\n\"step 1x64 over 0 cached, 64 logits: step\",warm,0,-1,0.1,0\n", ":2: field ms"},
         {"label,phase,round,graph,t_s,ms\n\"step 1x64 over 0 cached, 64 logits: step\",warm,0,-1\n", ":2: field t_s"},
+        {"label,phase,round,graph,t_s,ms\n\"step 1x64 over 0 cached, 64 logits: step\",warm,0,-1,0.1,4e888\n", ":2: field ms"},
+        {"label,phase,round,graph,t_s,ms\n\"step 1x64 over 0 cached, 64 logits: step\",warm,0,-1,nan,1\n", ":2: field t_s"},
         {"label,phase,round,graph,t_s,ms\n\"step 1x64 over 0 cached, 65 logits: step\",warm,0,-1,0.1,1\n", ":2: field label"},
         {"label,phase,round,graph,t_s,ms\n\"step 1x64 over 0 cached, 64 logits: step\",timed,0,0,0.1,1\n", ":2: field phase"},
         {"label,phase,round,graph,t_s,ms\n\"step 1x64 over 0 cached, 64 logits: step\",warm,0,-1,0.1,1\n", "no timed replays"},

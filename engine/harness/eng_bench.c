@@ -697,6 +697,12 @@ static int report_eager(struct eng *e, const struct eng_bench_opts *o, const str
 
 /* The bench's steps (the issue's four, or the user's --step ones): each against its floors and
  * beside PyTorch's recorded time, then its variants and its ops; then the GEMMs tuned. */
+/* A --step's name, on the output and the warm trace (tessera calib clock reads it back). */
+static void step_label(char *buf, size_t len, const int32_t st[4])
+{
+    snprintf(buf, len, "step %dx%d over %d cached, %d logits", st[0], st[1], st[2], st[3]);
+}
+
 static int bench_steps(const struct eng_bench_opts *o, const struct ceilings *cl, FILE *out)
 {
     static const struct step_case issue_cases[] = {
@@ -709,8 +715,7 @@ static int bench_steps(const struct eng_bench_opts *o, const struct ceilings *cl
     char own_names[ENG_BENCH_MAX_STEPS][80];
     for (int k = 0; k < o->nsteps; k++) {
         const int32_t *st = o->steps[k];
-        snprintf(own_names[k], sizeof own_names[k], "step %dx%d over %d cached, %d logits", st[0], st[1], st[2],
-                 st[3]);
+        step_label(own_names[k], sizeof own_names[k], st);
         own[k] = (struct step_case){own_names[k], st[0], st[1], st[2], st[3], 0};
     }
     const struct step_case *cases = o->nsteps ? own : issue_cases;
@@ -879,7 +884,7 @@ static int bench_clock(const struct eng_bench_opts *o, const struct ceilings *cl
     for (int i = 0; i < n; i++) {
         const int32_t *st = o->nsteps ? o->steps[i] : ladder[i];
         char name[80];
-        snprintf(name, sizeof name, "step %dx%d over %d cached, %d logits", st[0], st[1], st[2], st[3]);
+        step_label(name, sizeof name, st);
         struct step_meas sm;
         if (measure_step(e, o, &eo, cl, &sd, next_req, st[0], st[1], st[2], st[3], name, &sm))
             goto done;
