@@ -608,7 +608,8 @@ static void start_step(struct sim *s)
     for (int i = 0; i < OP_COUNT; i++)
         s->sum.ops.op_s[i] += bd.op_s[i];
     s->sum.ops.total_s += bd.total_s;
-    if (s->sum.clock_modelled && !s->ex.step) { /* at the card's clock state, its work from the roofline */
+    if (s->sum.clock_modelled) { /* at the card's clock state, its work from the roofline (live: the prediction
+                                  * the measured time is set against) */
         struct cost_breakdown rb;
         double rs;
         if (cost_roofline.step_s(&s->cctx, &s->sd, &rs, &rb, &s->run_err)) {
