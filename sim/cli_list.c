@@ -8,6 +8,7 @@
 
 #include "calib.h"
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
 #include "cost.h"
 #include "decode.h"
@@ -62,7 +63,29 @@ static void list_models(void)
            "  chooses), norm (the chosen renormalised), K/Gg (the best K of G groups), xS (scaled)\n");
 }
 
-/* measured: the ceilings measured on the lent GPUs beside the datasheet's. */
+/* The cards whose clock under the power limit was fitted (sim --clock; this machine's clock.csv,
+ * then DATADIR's). Returns true on a malformed line (said on stderr). */
+static bool list_clocks(const struct gpu_table *t, const char *datadir)
+{
+    printf("\nthe clock under the power limit (tessera sim --clock; tessera calib clock fits it):\n"
+           "%-10s %7s %8s %6s %6s %11s  %s\n", "gpu", "k", "tau_ms", "lo", "hi", "held_TFLOPS", "record");
+    for (int i = 0; i < gpu_table_count(t); i++) {
+        const struct gpu_spec *g = gpu_table_get(t, i);
+        struct clock_params p;
+        struct ts_err err;
+        const int found = clock_params_find(datadir, g->name, &p, &err);
+        if (found < 0) {
+            fprintf(stderr, "tessera list: %s\n", err.msg);
+            return true;
+        }
+        if (found)
+            printf("%-10s %7.3f %8.1f %6.3f %6.3f %11.1f  %s\n", g->name, p.k, p.tau_s * 1e3, p.lo, p.hi,
+                   p.held_flops * 1e-12, p.record);
+    }
+    return false;
+}
+
+/* measured: the ceilings measured on the lent GPUs beside the datasheet's, and their clocks. */
 static int list_gpus(bool measured)
 {
     struct gpu_table *t = gpu_table_create();
@@ -93,6 +116,8 @@ static int list_gpus(bool measured)
         else
             printf("%-10s %12.1f %13s %11s %10.0f %14s\n", g->name, g->bf16_flops / 1e12, "-", "-", g->mem_bw / 1e9, "-");
     }
+    if (measured && !bad)
+        bad = list_clocks(t, c.datadir);
     gpu_table_destroy(t);
     return bad ? EXIT_USAGE : 0;
 }

@@ -1315,6 +1315,7 @@ contains "list decode" "threshold:llada-gsm8k"
 expect 0 "list gpus --measured" -- $bin list gpus --measured
 contains "list gpus --measured" "h200              989.4         780.5       676.6       4800           4200"
 contains "list gpus --measured" "rtx4090           165.2             -"
+contains "list gpus --measured" "h200         0.162     39.5  0.484  0.820       676.6  experiments/records/clock-ladder"
 while IFS=, read -r g tf held copy rec; do
     [ "$g" = gpu ] && continue
     if grep -q "bf16 GEMM 8192^3 $tf TFLOP/s, device copy $copy TB/s" "$root/$rec" &&
