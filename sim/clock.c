@@ -141,9 +141,9 @@ static int traces_from(FILE *f, const char *path, struct clock_trace **out, size
             continue;
         }
         const char *end = line[0] == '"' ? strchr(line + 1, '"') : NULL;
-        char label[512], phase[16];
-        int round, graph;
-        double t_s, ms;
+        char label[512], phase[16] = "";
+        int round = 0, graph = 0;
+        double t_s = NAN, ms = NAN; /* refused unless read */
         if (!end || end[1] != ',') {
             rc = ts_fail(err, "%s:%d: field label: not a quoted label", path, lineno);
             break;
