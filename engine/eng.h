@@ -64,13 +64,6 @@ struct eng_opts {
                             * its row and layer (k_moe_route), the work a load-balanced router
                             * gives, whatever the weights. $TESSERA_ROUTING = auto, router or
                             * balanced */
-    int32_t select;        /* where a layer's sparse selection runs: 0 (the default) beside the
-                            * layer's later ops, on a stream of its own forked after the attention
-                            * (its scores joined before the FFN's norm, which may reuse q's bytes,
-                            * the ranking and copy before the next layer's attention, which reuses
-                            * their scratch); 1 inline, between the attention and the O-projection.
-                            * The profile's kv_select is the time the step waits for it at the
-                            * joins. $TESSERA_SELECT = beside or inline */
     bool trace_selection;  /* keep every layer's kept keys of a step's sparse selections, for
                             * eng_selection, and its picked rows, for eng_picks (checks: the
                             * reference then keeps and picks the same) */
@@ -250,9 +243,6 @@ int32_t eng_ffn_impl(const char *name);
 /* eng_opts.routing for a $TESSERA_ROUTING value: "auto", empty or NULL 0, "router" 1, "balanced" 2;
  * -1 for anything else. */
 int32_t eng_routing_impl(const char *name);
-/* eng_opts.select for a $TESSERA_SELECT value: "beside", empty or NULL 0, "inline" 1; -1 for
- * anything else. */
-int32_t eng_select_impl(const char *name);
 /* Whether the engine's experts are chosen by balanced routing (eng_opts.routing resolved). */
 bool eng_routes_balanced(const struct eng *e);
 /* Whether the fused FFN kernel runs on this device for this model. */

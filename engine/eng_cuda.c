@@ -83,11 +83,6 @@ struct eng {
     int32_t *sel_trace;  /* every layer's kept keys of the last step (eng_opts.trace_selection) */
     int32_t *pick_trace; /* and its picked rows (feature cache) */
     cudaEvent_t ev0, ev1;
-    /* a layer's selection beside its later ops (eng_opts.select): its stream, the events of its
-     * fork, of its scores having read q and of its end, and the joins still owed to the step */
-    cudaStream_t sel_stream;
-    cudaEvent_t sel_fork, sel_q, sel_done;
-    bool sel_q_owed, sel_done_owed;
     void *blas_ws, *attn_ws;
     bf16_t *w;                 /* weights */
     bf16_t *k_pool, *v_pool;   /* [layers][slots][Hkv][d] */
@@ -206,12 +201,6 @@ void eng_opts_defaults(struct eng_opts *o)
         fprintf(stderr, "tessera: TESSERA_ROUTING=%s is not auto, router or balanced; using auto\n", routing);
         o->routing = 0;
     }
-    const char *sel = getenv("TESSERA_SELECT");
-    o->select = eng_select_impl(sel);
-    if (o->select < 0) {
-        fprintf(stderr, "tessera: TESSERA_SELECT=%s is not beside or inline; using beside\n", sel);
-        o->select = 0;
-    }
     const char *cache = getenv("TESSERA_GEMM_CACHE");
     o->gemm_cache = cache && *cache ? cache : NULL;
 }
@@ -312,12 +301,6 @@ int32_t eng_routing_impl(const char *name)
 {
     static const char *const names[] = {"auto", "router", "balanced"};
     return name_index(name, names, 3, 0);
-}
-
-int32_t eng_select_impl(const char *name)
-{
-    static const char *const names[] = {"beside", "inline"};
-    return name_index(name, names, 2, 0);
 }
 
 bool eng_routes_balanced(const struct eng *e) { return e->o.routing == 2 || (e->o.routing == 0 && !e->o.weights); }
@@ -629,11 +612,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         }
     }
     if (cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaStreamCreateWithFlags(&e->sel_stream, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaEventCreate(&e->ev0) != cudaSuccess || cudaEventCreate(&e->ev1) != cudaSuccess ||
-        cudaEventCreateWithFlags(&e->sel_fork, cudaEventDisableTiming) != cudaSuccess ||
-        cudaEventCreateWithFlags(&e->sel_q, cudaEventDisableTiming) != cudaSuccess ||
-        cudaEventCreateWithFlags(&e->sel_done, cudaEventDisableTiming) != cudaSuccess) {
+        cudaEventCreate(&e->ev0) != cudaSuccess || cudaEventCreate(&e->ev1) != cudaSuccess) {
         ts_fail(err, "engine: cannot create a stream or events");
         goto fail;
     }
@@ -720,14 +699,8 @@ void eng_destroy(struct eng *e)
         cudaEventDestroy(e->ev0);
     if (e->ev1)
         cudaEventDestroy(e->ev1);
-    cudaEvent_t sel_ev[] = {e->sel_fork, e->sel_q, e->sel_done};
-    for (size_t i = 0; i < TS_ARRAY_LEN(sel_ev); i++)
-        if (sel_ev[i])
-            cudaEventDestroy(sel_ev[i]);
     if (e->stream)
         cudaStreamDestroy(e->stream);
-    if (e->sel_stream)
-        cudaStreamDestroy(e->sel_stream);
     eng_arena_destroy(&e->arena);
     eng_act_free(&e->act);
     opgraph_free(&e->prof_graph);
@@ -866,50 +839,23 @@ static int64_t selection_ints(const struct eng *e)
 }
 
 /* Layer L's sparse selections (after its attention; in the attention's scratch, which is free
- * again by then), their kept keys copied to the trace where eng_opts.trace_selection keeps one.
- * Beside the layer (eng_opts.select 0) they run on their own stream, forked here; the step then owes
- * select_join's two joins. */
+ * again by then), their kept keys copied to the trace where eng_opts.trace_selection keeps one. */
 static int select_layer(struct eng *e, int L, bf16_t *qkv, bf16_t *kp, bf16_t *vp, struct ts_err *err)
 {
     const struct eng_plan *p = &e->plan;
     const struct model_cfg *m = &e->m;
-    const bool beside = e->o.select == 0;
-    cudaStream_t st = beside ? e->sel_stream : e->stream;
     const struct k_select_args sa = {
         .q = qkv, .q_stride = (m->num_heads + 2 * m->num_kv_heads) * m->head_dim, .k_pool = kp, .v_pool = vp,
         .pages = e->dm.pages, .sel = e->dm.sel, .page_shift = __builtin_ctz((unsigned)e->o.page_tokens),
         .num_sel = p->num_sel, .max_cand = p->max_cand, .max_keep = p->max_keep, .H = m->num_heads,
         .Hkv = m->num_kv_heads, .d = m->head_dim, .kernel = e->select_kernel, .per_head = e->select_heads,
-        .ws = e->attn_ws, .ws_bytes = ATTN_WORKSPACE, .q_read = beside ? e->sel_q : NULL};
-    if (beside) {
-        CU(cudaEventRecord(e->sel_fork, e->stream));
-        CU(cudaStreamWaitEvent(st, e->sel_fork, 0));
-    }
-    KL(k_kv_select(&sa, st));
+        .ws = e->attn_ws, .ws_bytes = ATTN_WORKSPACE};
+    KL(k_kv_select(&sa, e->stream));
     if (e->sel_trace) {
         const int64_t n = selection_ints(e);
         CU(cudaMemcpyAsync(e->sel_trace + n * L, k_kv_select_idx(&sa), sizeof(int32_t) * (size_t)n,
-                           cudaMemcpyDeviceToDevice, st));
+                           cudaMemcpyDeviceToDevice, e->stream));
     }
-    if (beside) {
-        CU(cudaEventRecord(e->sel_done, st));
-        e->sel_q_owed = e->sel_done_owed = true;
-    }
-    return 0;
-}
-
-/* The joins a selection beside its layer is owed (select_layer): its scores' read of q before
- * anything may rewrite q's bytes (done false), its end before its scratch or its kept keys are
- * touched again (done true: both). Each wait is timed as kv_select: what the step waits for it. */
-static int select_join(struct eng *e, bool done, struct ts_err *err)
-{
-    done = done && e->sel_done_owed; /* (the end is after the scores: waiting for it waits for both) */
-    if (!done && !e->sel_q_owed)
-        return 0;
-    CU(cudaStreamWaitEvent(e->stream, done ? e->sel_done : e->sel_q, 0));
-    e->sel_q_owed = false;
-    e->sel_done_owed = e->sel_done_owed && !done;
-    mark(e, OP_KV_SELECT);
     return 0;
 }
 
@@ -1150,7 +1096,7 @@ static int dense_layer(struct eng *e, int L, struct k_attn_args *aa, const struc
     if (runs(e, OP_QKV) && gemm(e, W(e, W_QKV, L), hn, qkv, T, h, width, 0.f, err))
         return -1;
     mark(e, OP_QKV);
-    if (select_join(e, true, err) || rope_attend(e, L, aa, qkv, att, kp, vp, dm->tok_pos, dm->tok_slot, T, err))
+    if (rope_attend(e, L, aa, qkv, att, kp, vp, dm->tok_pos, dm->tok_slot, T, err))
         return -1;
     if (importance) {
         if (runs(e, OP_ATTN)) {
@@ -1166,13 +1112,12 @@ static int dense_layer(struct eng *e, int L, struct k_attn_args *aa, const struc
     if (p->num_sel > 0 && dm == &e->dm) { /* marked only where it runs: a step without selections has none */
         if (runs(e, OP_KV_SELECT) && select_layer(e, L, qkv, kp, vp, err))
             return -1;
-        if (e->o.select != 0)
-            mark(e, OP_KV_SELECT);
+        mark(e, OP_KV_SELECT);
     }
     if (runs(e, OP_OPROJ) && gemm(e, W(e, W_O, L), att, x, T, qd, h, resid_beta(e), err))
         return -1;
     mark(e, OP_OPROJ);
-    if (allreduce_rows(e, x, T, err) || select_join(e, false, err))
+    if (allreduce_rows(e, x, T, err))
         return -1;
     if (runs(e, OP_NORM))
         KL(k_rmsnorm(hn2, x, W(e, W_FFN_NORM, L), T, h, model_rms_eps(&e->m), st));
@@ -1320,7 +1265,6 @@ static int forward(struct eng *e, struct ts_err *err)
     const int layers = e->o.run_layers > 0 ? TS_MIN(e->o.run_layers, a->layers) : a->layers;
     cudaStream_t st = e->stream;
     bf16_t *x = BUF(a->x);
-    e->sel_q_owed = e->sel_done_owed = false; /* (a step that failed midway may have left them) */
     if (p->evict) {
         if (forward_evicting(e, layers, x, err))
             return -1;
@@ -1344,8 +1288,6 @@ static int forward(struct eng *e, struct ts_err *err)
             if (dense_layer(e, L, &aa, &e->dm, T, x, false, err))
                 return -1;
     }
-    if (select_join(e, true, err))
-        return -1;
     if (p->R > 0 && lm_head(e, x, err))
         return -1;
 #undef BUF

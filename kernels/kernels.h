@@ -19,7 +19,6 @@ extern "C" {
 #endif
 
 typedef struct CUstream_st *k_stream;
-typedef struct CUevent_st *k_event;
 typedef uint16_t bf16_t;
 
 /* Whether the kernels run as on a GPU before Hopper (TESSERA_KERNELS=portable): no wgmma, TMA or
@@ -233,8 +232,6 @@ int k_attention_head_pack(const struct k_attn_args *a);
  * all) are copied, in key order, to keys 0..keep-1 of the page list at dst_page_off, which must not
  * overlap the candidates' pages. ws holds ws_bytes of scratch (k_kv_select_ws_bytes); afterwards
  * k_kv_select_idx gives the kept key indices, [num_sel][sets][max_keep], sets = per_head ? Hkv : 1.
- * q_read, where given, is recorded on the stream once q has been read (after the first kernel): a
- * selection run on a stream of its own lets the buffer holding q be rewritten from then on.
  */
 struct k_select_args {
     const bf16_t *q;
@@ -245,7 +242,6 @@ struct k_select_args {
     int H, Hkv, d, kernel, per_head;
     void *ws;
     int64_t ws_bytes;
-    k_event q_read;
 };
 int64_t k_kv_select_ws_bytes(int num_sel, int max_cand, int max_keep, int Hkv);
 int k_kv_select(const struct k_select_args *a, k_stream stream);

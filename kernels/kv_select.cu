@@ -454,8 +454,6 @@ extern "C" int k_kv_select(const struct k_select_args *a, k_stream stream)
                               dim3(SCORE_THREADS), score_smem(a->H / a->Hkv, d), stream, a->q, a->q_stride,
                               (const bf16_t *)a->k_pool, a->pages, a->page_shift, a->sel, raw, a->max_cand, a->H,
                               a->Hkv, d);
-    if (rc == cudaSuccess && a->q_read)
-        rc = cudaEventRecord(a->q_read, stream);
     const int cached = select_cache_fits(a->max_cand), copy = a->max_keep <= SELECT_COPY_KEEP;
     if (rc == cudaSuccess && a->max_keep > 0)
         rc = k_launch(select_kernel, dim3((unsigned)a->num_sel, (unsigned)(copy || a->per_head ? a->Hkv : 1)),
