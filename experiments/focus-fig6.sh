@@ -47,13 +47,31 @@ check "FOCUS gains more from larger batches than LMDeploy" \
 # a weight's 2 bytes carry 2 FLOPs a row)
 rows_step() { ratio "$(point_json rows_processed "$@")" "$(point_json num_steps "$@")"; }
 ridge=$("$bin" list gpus | awk '$1 == "a100-80gb" { printf "%.0f", $3 * 1e3 / $4 }')
+# what issuing a step from Python costs LMDeploy's eager backend (the benchmark's --eager-mode; FOCUS
+# appendix F.1: CUDA graphs off in every throughput run): 12 kernels a layer in its SDAR model
+# (lmdeploy/pytorch/models/sdar.py: the input and post-attention add-RMSNorms, the QKV, O, gate/up and
+# down GEMMs, the q and k norms, RoPE, the K/V cache fill, the attention, SiLU-and-mul), each at what a
+# PyTorch kernel takes the lent H200 machine's host to issue (host profile lent-h200's step over the
+# PyTorch harness's kernels a step, records/host-h100/torch_kernels-h100.json)
+lmd_layers=$("$bin" list models | awk -v m="$m0" '$1 == m { print $2 }')
+kj="$(dirname "$0")/records/host-h100/torch_kernels-h100.json"
+harness_kernels=$(sqlite3 :memory: "SELECT json_extract(j, '\$.layers') * (SELECT sum(value) FROM
+    json_each(j, '\$.kernels_per_layer_op') WHERE key NOT IN ('embed', 'lm_head', 'sample')) + (SELECT sum(value)
+    FROM json_each(j, '\$.kernels_per_layer_op') WHERE key IN ('embed', 'lm_head', 'sample'))
+    FROM (SELECT readfile('$kj') AS j)")
+issue_us=$("$bin" list hosts | awk -v n="$harness_kernels" '$1 == "lent-h200" { printf "%.1f", $2 * 1e3 / n }')
+issue_ms=$(awk -v l="$lmd_layers" -v u="$issue_us" 'BEGIN { printf "%.1f", 12 * l * u / 1e3 }')
+step_ms() { ratio "$(point_json makespan_ns "$@")" "$(awk -v n="$(point_json num_steps "$@")" 'BEGIN { print n * 1e6 }')"; }
 why "FOCUS gains more from larger batches" "on $m0 over ShareGPT, from batch $first to $last FOCUS's throughput
 changes $(fmt "$(ratio "$(value throughput_tok_s focus sharegpt-$m0 $last)" "$(value throughput_tok_s focus sharegpt-$m0 $first)")")x and LMDeploy's $(fmt "$(ratio "$(value throughput_tok_s lmdeploy sharegpt-$m0 $last)" "$(value throughput_tok_s lmdeploy sharegpt-$m0 $first)")")x. Its steps
 process $(fmt "$(rows_step focus sharegpt-$m0 $first)") rows at batch $first (LMDeploy's $(fmt "$(rows_step lmdeploy sharegpt-$m0 $first)")), and the A100's GEMMs are
 compute-bound from about $ridge rows (its bf16 rate over its bandwidth): past that a larger batch
-adds time in proportion, for both. In the paper a larger batch also spreads each step's host work
-(Python scheduling, kernel launches), a larger share of FOCUS's shorter steps; tessera's engines
-issue their steps with no host time."
+adds time in proportion, for both. The benchmark ran LMDeploy's PyTorch backend eager (--eager-mode),
+its host issuing every kernel of a step: 12 a layer in LMDeploy's SDAR model, $((12 * lmd_layers)) in its $lmd_layers layers, $issue_ms ms at
+the lent H200 machine's $issue_us µs a PyTorch kernel, under the $(fmt "$(step_ms focus sharegpt-$m0 $first)") ms FOCUS's steps take at batch
+$first here, so issuing them does not bind even FOCUS's small batches. For the paper's FOCUS to gain
+with the batch, each step must carry more host work than its kernels' issue (its Python scheduler,
+which runs between steps), a larger share of its shorter steps; tessera models no scheduler time."
 why "On LLaDA2.0-mini FOCUS's speedup is smaller on MATH" "its speedup at batch $last is $(fmt "$(value speedup focus math-llada2.0-mini $last)")x on MATH
 and $(fmt "$(value speedup focus sharegpt-llada2.0-mini $last)")x on ShareGPT: tessera's MATH answers are the reference solutions (median 158
 tokens), not LLaDA2.0's own long reasoning, and its engines have no host time, so FOCUS's scheduler

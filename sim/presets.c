@@ -36,14 +36,16 @@ static const struct preset presets[] = {
      "value-similarity partial update); prompt interval 100 and response interval 7 as dLLM-Serve ran it: "
      "its section 6.1 Table 3"},
     {"lmdeploy", "LMDeploy's PyTorch engine running block diffusion: request-level continuous batching, "
-                 "fused kernels (priced as tessera's engine)", "block", "request", "fixed:1", "tessera", 0,
+                 "fused kernels launched eagerly (priced as tessera's engine, their issue and the scheduler "
+                 "left out)", "block", "request", "fixed:1", "tessera", 0,
      "first-fit", false, false, NULL, {{NULL}},
      "FOCUS section 5 (its baseline: LMDeploy's block diffusion with request-level continuous batching); "
-     "sands-lab/FOCUS benchmark/run_baseline_throughput_evaluation.sh (LMDeploy's PyTorch backend, blocks of "
-     "32, confidence 0.9, at most 2,048 new tokens)"},
+     "sands-lab/FOCUS benchmark/run_baseline_throughput_evaluation.sh (LMDeploy's PyTorch backend in eager "
+     "mode, blocks of 32, confidence 0.9, at most 2,048 new tokens); FOCUS appendix F.1 (CUDA graphs off "
+     "in every throughput run); its SDAR layer's 12 kernels: InternLM/lmdeploy lmdeploy/pytorch/models/sdar.py"},
     {"focus", "FOCUS: block diffusion with the delayed intra-block cache and token eviction (alpha 1.5), "
               "threshold decoding (SDAR-8B TPF), request-level continuous batching, LMDeploy's PyTorch engine "
-              "(fused kernels, priced as tessera's engine)",
+              "(fused kernels launched eagerly, priced as tessera's engine)",
      "focus", "request", "threshold:sdar-low", "tessera", 0, "first-fit", false, false,
      "FOCUS ran block-causal models: give --model sdar-8b or llada2.0-mini", {{"focus-alpha", "1.5"}},
      "FOCUS sections 4.1 (the budget, Eq. 4), 4.2 (eviction), 4.3 (delayed intra-block cache), 5.2 (alpha "

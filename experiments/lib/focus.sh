@@ -7,7 +7,8 @@
 # running as that closed loop of workers does. Both systems decode at SDAR-8B's TPF of FOCUS Fig. 2
 # (threshold:sdar-low, measured at confidence 0.9, LMDeploy's threshold there; FOCUS's runs use 0.8,
 # whose TPF is not published), so they differ in what they compute, not in what they decode.
-# Cost: LMDeploy's PyTorch engine runs fused kernels; tessera prices both systems with its own
+# Cost: LMDeploy's PyTorch engine runs fused kernels, launched eagerly in the benchmark (--eager-mode;
+# their issue does not bind at these batch sizes: focus-fig6's report); tessera prices both systems with its own
 # engine's calibration of the model measured on an H200 (sim/data/calib), carried to the A100 by
 # tessera calib transfer (COST=roofline prices with the roofline instead).
 FC_COST=${COST:-calibrated}
@@ -49,7 +50,8 @@ speedups here leave out what the lower threshold gains."
         echo "Cost model: roofline on the A100-80GB's table entry."
         return
     fi
-    echo "Cost model: calibrated. LMDeploy's PyTorch engine runs fused kernels; both systems are priced by
+    echo "Cost model: calibrated. LMDeploy's PyTorch engine runs fused kernels (launched eagerly: the
+benchmark's --eager-mode); both systems are priced by
 tessera's own engine's calibration measured on an H200 (sim/data/calib), carried to the A100-80GB by
 tessera calib transfer, as no A100 calibration is measured. The transfer's band there (tessera calib
 show --gpu a100-80gb --from h200):"
