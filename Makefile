@@ -267,11 +267,12 @@ bench-gemm-rows: $(BUILD)/gemm_rows
 	./$(BUILD)/gemm_rows $(or $(GEMM_PEAK),775) $(or $(GEMM_BW),4.23) $(GEMM_ROWS)
 
 # libFuzzer targets, one per parser (traces, HF config.json, the GPU file, safetensors headers,
-# calibrations, the anchor's output, decode profiles, engine generate's prompts). Each runs FUZZ_SECONDS over its seeds
+# calibrations, the anchor's output, decode profiles, engine generate's prompts, the clock file, the
+# --lengths/--arrivals/--decode specs and parameter values). Each runs FUZZ_SECONDS over its seeds
 # (tests/fuzz/seeds/) and the corpus kept in the repository (tests/fuzz/corpus/), into which the
 # inputs that reach new code are merged at the end; a crash stops the target with its input in
 # build/fuzz/.
-FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file fuzz_safetensors fuzz_calib fuzz_anchor fuzz_decode fuzz_prompts fuzz_clock
+FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file fuzz_safetensors fuzz_calib fuzz_anchor fuzz_decode fuzz_prompts fuzz_clock fuzz_specs
 fuzz:
 	@mkdir -p $(BUILD)/fuzz
 	@set -e; for f in $(FUZZERS); do \

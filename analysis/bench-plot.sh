@@ -3,8 +3,8 @@
 # step's floor (FLOPs over the short-run GEMM ceiling, or bytes over the copy bandwidth; 1 = the
 # floor): the step as measured, its fastest FFN variant, the step's linear layers and LM head alone
 # and all but them (each replayed as a graph), the floor at the GEMM rate the card holds for 2 s
-# (the power limit), the issue's goal and, given the anchor's output of the same call, PyTorch
-# eager (the goal and PyTorch only for the issue's four steps, not those of --step). Bars past the
+# (the power limit), the step's speed goal and, given the anchor's output of the same call, PyTorch
+# eager (the goal and PyTorch only for the bench's default four steps, not those of --step). Bars past the
 # top are cut and carry their value.
 #
 # Usage: analysis/bench-plot.sh BENCH.jsonl OUT.png [ANCHOR.jsonl]
@@ -61,12 +61,12 @@ if anchor:
                 if k in r:
                     torch[(r["B"], r["T"], k)] = r[k]
 
-# the issue's four steps have a goal and an anchor; steps of `engine bench --step` neither
-ISSUE = ("refresh 16x512, all logits", "refresh 16x512, 256 masked logits", "reuse 1 x 32 over 480 cached",
+# the bench's default four steps have a goal and an anchor; steps of `engine bench --step` neither
+DEFAULT_STEPS = ("refresh 16x512, all logits", "refresh 16x512, 256 masked logits", "reuse 1 x 32 over 480 cached",
          "reuse 16 x 32 over 480 cached")
 
 def anchor_ms(name):
-    if name not in ISSUE:
+    if name not in DEFAULT_STEPS:
         return None
     seqs = 16 if name.startswith(("refresh 16", "reuse 16")) else 1
     if name.startswith("refresh"):
@@ -81,7 +81,7 @@ for name in order:
         if not isinstance(c.get(k), (int, float)) or c[k] <= 0:
             sys.exit(f"bench-plot.sh: {bench}:{c['_line']}: case \"{name}\": field {k} missing or not a positive number")
     fl = c["floor_ms"]
-    goal = None if name not in ISSUE else 1.15 if name.startswith("refresh") else 1.3
+    goal = None if name not in DEFAULT_STEPS else 1.15 if name.startswith("refresh") else 1.3
     ffn = [c[k] for k in ("split_ffn_ms", "fused_ffn_ms", "auto_ffn_ms") if isinstance(c.get(k), (int, float))]
     vals = [c["ms"], min(ffn) if ffn else None, c.get("gemm_only_ms"), c.get("non_gemm_ms"),
             c.get("held_floor_ms"), anchor_ms(name)]

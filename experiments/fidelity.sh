@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# experiments/fidelity.sh: how close the simulator's predictions are to the GPU (issue 4).
+# experiments/fidelity.sh: how close the simulator's predictions are to the GPU.
 #
 # On a GPU machine with the engine built: for each model (LLaDA-8B, SDAR-8B), profile the engine's
 # ops and import the profile as a calibration; then for each policy (dual, block), scheduler

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# experiments/live.sh: the simulator against one schedule run live on the GPU (issue 4).
+# experiments/live.sh: the simulator against one schedule run live on the GPU.
 #
 # On a GPU machine with the engine built: for each model, policy, scheduler and load, the same
 # workload runs live (`--executor gpu`: the engine executes every step and its measured times drive

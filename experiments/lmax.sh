@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# experiments/lmax.sh: the longest context that fits, by planner, simulated and measured live
-# (issue 5).
+# experiments/lmax.sh: the longest context that fits, by planner, simulated and measured live.
 #
 # For each memory limit (GB, 10^9 bytes) and each configuration below, `tessera mem lmax` predicts
 # L_max (the op-graph plan next to the weights and a 1 GiB reserve) and, with LIVE=1 on a GPU

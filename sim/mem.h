@@ -1,5 +1,5 @@
 /*
- * mem.h: memory accounting (SPEC section 6, first part; the planners of issue 5 refine it).
+ * mem.h: memory accounting (SPEC section 6, first part; the activation planners, planner.h, refine it).
  *
  * GPU memory = weights + KV pool + activation workspace + framework reserve. The activation peak of
  * a step is estimated from the shapes of its op sequence: for every op, the tensors alive while it

@@ -656,7 +656,7 @@ if command -v gnuplot >/dev/null; then
     res="$(dirname "$0")/../experiments/records/engine-h200" bp="$(dirname "$0")/../analysis/bench-plot.sh"
     if command -v python3 >/dev/null; then
         expect 0 "bench-plot" -- bash "$bp" "$res/engine_bench.jsonl" "$tmp/bench.png" "$res/anchor.jsonl"
-        contains "bench-plot: the issue's steps have their goals" "1.443 x its floor (goal 1.30)"
+        contains "bench-plot: the default steps have their goals" "1.443 x its floor (goal 1.30)"
         is_png "$tmp/bench.png" bench-plot
         { head -3 "$res/engine_bench.jsonl"; echo '{"case":"reuse 1 x 32 over 480 cached","ms":'; } >"$tmp/bad.jsonl"
         expect 1 "bench-plot on a truncated line" -- bash "$bp" "$tmp/bad.jsonl" "$tmp/x.png"
@@ -665,7 +665,7 @@ if command -v gnuplot >/dev/null; then
         expect 1 "bench-plot without a step time" -- bash "$bp" "$tmp/bad.jsonl" "$tmp/x.png"
         contains "bench-plot names the field" 'bad.jsonl:1: case "reuse 1 x 32 over 480 cached": field ms missing'
         expect 2 "bench-plot on a missing file" -- bash "$bp" "$tmp/none.jsonl" "$tmp/x.png"
-        # a step of engine bench --step: no goal, no anchor (the anchor's shapes are the issue's)
+        # a step of engine bench --step: no goal, no anchor (the anchor's shapes are the default four's)
         echo '{"case":"step 4x256 over 1024 cached, 256 logits","ms":20,"floor_ms":15,"gemm_only_ms":16}' >"$tmp/own.jsonl"
         expect 0 "bench-plot of an own step" -- bash "$bp" "$tmp/own.jsonl" "$tmp/own.png" "$res/anchor.jsonl"
         contains "bench-plot: an own step has no goal" "1.333 x its floor (no goal)"

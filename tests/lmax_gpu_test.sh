@@ -4,7 +4,7 @@
 # softmax copy, and Mosaic's stack (first-fit, mask-only logits, lazy chunking). Each live L_max
 # must be within 15% of the simulated one; the process's device memory after the step must be what
 # it held before the activations plus the arena mapped (the plan, to the 2 MiB granularity), and no
-# more than the limit; Mosaic's L_max must be at least 15x the baseline's (issue 5's goal).
+# more than the limit; Mosaic's L_max must be at least 15x the baseline's.
 # Usage: lmax_gpu_test.sh PATH/TO/tessera
 set -u
 bin=${1:?usage: lmax_gpu_test.sh PATH/TO/tessera}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch_profile.py: the `torch-eager` implementation profile, measured (issue 4).
+"""torch_profile.py: the `torch-eager` implementation profile, measured.
 
 A PyTorch eager forward of a model's shape (random bf16 weights; torch_model.py's layer, the PyTorch
 anchor's, with SDPA over cached + fresh K/V, and a chunked LM head with a softmax confidence and

@@ -695,7 +695,7 @@ static int report_eager(struct eng *e, const struct eng_bench_opts *o, const str
     return 0;
 }
 
-/* The bench's steps (the issue's four, or the user's --step ones): each against its floors and
+/* The bench's steps (the default four, or the user's --step ones): each against its floors and
  * beside PyTorch's recorded time, then its variants and its ops; then the GEMMs tuned. */
 /* A --step's name, on the output and the warm trace (tessera calib clock reads it back). */
 static void step_label(char *buf, size_t len, const int32_t st[4])
@@ -705,7 +705,7 @@ static void step_label(char *buf, size_t len, const int32_t st[4])
 
 static int bench_steps(const struct eng_bench_opts *o, const struct ceilings *cl, FILE *out)
 {
-    static const struct step_case issue_cases[] = {
+    static const struct step_case default_cases[] = {
         {"refresh 16x512, all logits", 16, 512, 0, 512, 244.376},
         {"refresh 16x512, 256 masked logits", 16, 512, 0, 256, 242.08},
         {"reuse 1 x 32 over 480 cached", 1, 32, 480, 32, 31.067},
@@ -718,8 +718,8 @@ static int bench_steps(const struct eng_bench_opts *o, const struct ceilings *cl
         step_label(own_names[k], sizeof own_names[k], st);
         own[k] = (struct step_case){own_names[k], st[0], st[1], st[2], st[3], 0};
     }
-    const struct step_case *cases = o->nsteps ? own : issue_cases;
-    const size_t ncases = o->nsteps ? (size_t)o->nsteps : TS_ARRAY_LEN(issue_cases);
+    const struct step_case *cases = o->nsteps ? own : default_cases;
+    const size_t ncases = o->nsteps ? (size_t)o->nsteps : TS_ARRAY_LEN(default_cases);
     struct eng_opts eo;
     struct eng *e = NULL;
     struct step_desc sd;

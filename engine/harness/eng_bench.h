@@ -23,7 +23,7 @@ struct eng_bench_opts {
     double warm_s;        /* graph replays' warm-up, seconds (eng_opts.warm_s) */
     FILE *warm_trace;     /* each warm-up round's time, CSV (eng_set_warm_trace), or NULL */
     double idle_s;        /* the GPU idle this long before each warm-up (eng_opts.idle_s) */
-    int nsteps;           /* > 0: these steps (SEGS, Q, KV, LOGIT_ROWS) instead of the four */
+    int nsteps;           /* > 0: these steps (SEGS, Q, KV, LOGIT_ROWS) instead of the default four */
     int32_t steps[ENG_BENCH_MAX_STEPS][4];
     const struct anchor_run *anchor; /* the PyTorch anchor's shapes (and times, where read from its
                                       * output): each step timed beside it; NULL = not run */

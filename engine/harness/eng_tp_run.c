@@ -351,9 +351,9 @@ static int replay(struct eng *e, const struct step_desc *sd, int nseq, int kv, i
 
 int eng_tp_bench_run(const struct eng_tp_bench_opts *o, FILE *out)
 {
-    static const int32_t issue_steps[][4] = {{16, 512, 0, 512}, {16, 32, 480, 32}};
-    const int32_t(*steps)[4] = o->nsteps ? o->steps : issue_steps;
-    const int n = o->nsteps ? o->nsteps : (int)TS_ARRAY_LEN(issue_steps);
+    static const int32_t default_steps[][4] = {{16, 512, 0, 512}, {16, 32, 480, 32}};
+    const int32_t(*steps)[4] = o->nsteps ? o->steps : default_steps;
+    const int n = o->nsteps ? o->nsteps : (int)TS_ARRAY_LEN(default_steps);
     const struct model_cfg *m = &o->model;
     struct tp_place p;
     if (tp_place(o->size, &p))

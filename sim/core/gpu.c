@@ -4,7 +4,9 @@
  * Memory is what nvidia-smi reports (MiB); FLOP/s are dense (no sparsity) bf16 tensor-core figures
  * with fp32 accumulation, which is half the fp16-accumulate figure on GeForce cards; bandwidths are
  * the datasheet peaks; the link between two GPUs of a host is NVLink's one-way bandwidth on the
- * SXM parts, PCIe 4.0 x16's on the others. Measured figures (issue: calibration) replace these through a file.
+ * SXM parts, PCIe 4.0 x16's on the others. A --gpu-file entry replaces a row; the ceilings measured
+ * on a card (gpu_measured.csv) stand beside its row (list gpus --measured), and a transfer between
+ * two measured cards prices by them.
  */
 #include "gpu.h"
 
