@@ -4,8 +4,8 @@
 # floor): the step as measured, its fastest FFN variant, the step's linear layers and LM head alone
 # and all but them (each replayed as a graph), the floor at the GEMM rate the card holds for 2 s
 # (the power limit), the step's speed goal and, given the anchor's output of the same call, PyTorch
-# eager (the goal and PyTorch only for the bench's default four steps, not those of --step). Bars past the
-# top are cut and carry their value.
+# eager (the goal and PyTorch only for the bench's default four steps, not those of --step). Bars
+# past the top are cut and carry their value.
 #
 # Usage: analysis/bench-plot.sh BENCH.jsonl OUT.png [ANCHOR.jsonl]
 # (make bench-engine draws BENCH_OUT/engine_bench.png; needs python3 and gnuplot)
@@ -62,8 +62,8 @@ if anchor:
                     torch[(r["B"], r["T"], k)] = r[k]
 
 # the bench's default four steps have a goal and an anchor; steps of `engine bench --step` neither
-DEFAULT_STEPS = ("refresh 16x512, all logits", "refresh 16x512, 256 masked logits", "reuse 1 x 32 over 480 cached",
-         "reuse 16 x 32 over 480 cached")
+DEFAULT_STEPS = ("refresh 16x512, all logits", "refresh 16x512, 256 masked logits",
+                 "reuse 1 x 32 over 480 cached", "reuse 16 x 32 over 480 cached")
 
 def anchor_ms(name):
     if name not in DEFAULT_STEPS:

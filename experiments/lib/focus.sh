@@ -8,9 +8,9 @@
 # (threshold:sdar-low, measured at confidence 0.9, LMDeploy's threshold there; FOCUS's runs use 0.8,
 # whose TPF is not published), so they differ in what they compute, not in what they decode.
 # Cost: LMDeploy's PyTorch engine runs fused kernels, launched eagerly in the benchmark (--eager-mode;
-# their issue does not bind at these batch sizes: focus-fig6's report); tessera prices both systems with its own
-# engine's calibration of the model measured on an H200 (sim/data/calib), carried to the A100 by
-# tessera calib transfer (COST=roofline prices with the roofline instead).
+# their issue does not bind at these batch sizes: focus-fig6's report); tessera prices both systems
+# with its own engine's calibration of the model measured on an H200 (sim/data/calib), carried to the
+# A100 by tessera calib transfer (COST=roofline prices with the roofline instead).
 FC_COST=${COST:-calibrated}
 case $FC_COST in calibrated | roofline) ;; *) echo "$EXP: COST=$FC_COST: calibrated or roofline" >&2; exit 2 ;; esac
 # fc_requests BATCH: the requests of a point (the benchmark's 5,000; --quick: four times the batch)
