@@ -26,10 +26,12 @@ int allreduce_load(const char *path, const char *gpu, int32_t tp, double link_bw
         lineno++;
         if (lineno == 1 || line[0] == '#' || line[0] == '\n')
             continue;
-        int t;
+        int t, used = 0;
         double bytes, us;
-        if (sscanf(line, "%63[^,],%d,%lf,%lf", name, &t, &bytes, &us) != 4 || !(bytes > 0) || !(us > 0) || t < 2) {
-            rc = ts_fail(err, "%s:%ld: expected gpu,tp,bytes,us (tp 2 or more, bytes and us above 0)", path, lineno);
+        if (sscanf(line, "%63[^,],%d,%lf,%lf %n", name, &t, &bytes, &us, &used) != 4 || line[used] ||
+            !(bytes > 0) || !(us > 0) || !isfinite(bytes) || !isfinite(us) || t < 2) {
+            rc = ts_fail(err, "%s:%ld: expected gpu,tp,bytes,us (tp 2 or more, bytes and us finite and above 0)",
+                         path, lineno);
             break;
         }
         if (!ts_name_eq(name, gpu) || t != tp)

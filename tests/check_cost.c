@@ -418,9 +418,14 @@ START_TEST(tensor_parallel_shares_and_allreduces)
     ck_assert(fabs(allreduce_s(&ar, 10000) - 31.6227766e-6) < 1e-9);
     ck_assert(fabs(allreduce_s(&ar, 100) - 10e-6) < 1e-12);
     ck_assert(fabs(allreduce_s(&ar, 1e6) - 1000e-6) < 1e-9);
-    p = tmp_file(1, ".csv", "gpu,tp,bytes,us\nh200,2,1000,10\nh200,2,ten,100\n");
-    ck_assert_int_ne(allreduce_load(p, "h200", 2, 450e9, &ar, &err), 0);
-    ck_assert_ptr_nonnull(strstr(err.msg, ".csv:3: expected gpu,tp,bytes,us"));
+    static const char *const bad[] = {"h200,2,ten,100", "h200,2,inf,100", "h200,2,2000,nan", "h200,2,2000,20us"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+        char text[128];
+        snprintf(text, sizeof text, "gpu,tp,bytes,us\nh200,2,1000,10\n%s\n", bad[i]);
+        p = tmp_file(1, ".csv", text);
+        ck_assert_int_ne(allreduce_load(p, "h200", 2, 450e9, &ar, &err), 0);
+        ck_assert_msg(strstr(err.msg, ".csv:3: expected gpu,tp,bytes,us") && ar.n == 0, "%s: %s", bad[i], err.msg);
+    }
     /* the calibrated back end: the share's calibration prices a GPU's ops, and each layer adds its
      * two all-reduces, by the same model */
     ar = (struct allreduce_model){.tp = 2, .link_bw = 450e9};
