@@ -446,7 +446,8 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
                 attn_block, 1 << 20);
         return EXIT_USAGE;
     }
-    if (!spec || sscanf(spec, "%d,%d,%d,%d,%d,%d", &segs, &q, &kv, &rows, &chunk, &ffn) < 4 || segs < 1 || q < 1 ||
+    if (!spec || strspn(spec, "0123456789,") != strlen(spec) || strlen(spec) > 64 ||
+        sscanf(spec, "%d,%d,%d,%d,%d,%d", &segs, &q, &kv, &rows, &chunk, &ffn) < 4 || segs < 1 || q < 1 ||
         kv < 0 || rows < 0 || rows > q || chunk < 0 || ffn < 1 || ffn > 64) {
         fprintf(stderr, "tessera calib price: --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK[,FFN_CHUNKS]] (Q >= 1, LOGIT_ROWS "
                         "<= Q, FFN_CHUNKS 1 to 64)\n");

@@ -63,6 +63,29 @@ START_TEST(bad_files)
 }
 END_TEST
 
+/* the measured ceilings' CSV: the card's line found, a malformed or non-finite figure refused with
+ * file and line */
+START_TEST(measured_file)
+{
+    struct gpu_measured m;
+    struct ts_err err;
+    const char *p = tmp_file(0, ".csv", "gpu,gemm_tflops,gemm_held_tflops,copy_tbs,record\n"
+                                        "h100,782,716,3.0,ladder\nh200,781,677,4.2,ladder\n");
+    ck_assert_int_eq(gpu_measured_find(p, "h200", &m, &err), 1);
+    ck_assert(m.gemm_flops == 781e12 && m.gemm_held_flops == 677e12 && m.copy_bw == 4.2e12);
+    ck_assert_str_eq(m.record, "ladder");
+    ck_assert_int_eq(gpu_measured_find(p, "a100", &m, &err), 0);
+    static const char *const bad[] = {"h200,inf,677,4.2,r", "h200,781,nan,4.2,r", "h200,781,677,0,r", "h200,781,677"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+        char text[160];
+        snprintf(text, sizeof text, "gpu,gemm_tflops,gemm_held_tflops,copy_tbs,record\n%s\n", bad[i]);
+        p = tmp_file(1, ".csv", text);
+        ck_assert_int_eq(gpu_measured_find(p, "h200", &m, &err), -1);
+        ck_assert_msg(strstr(err.msg, ".csv:2: not gpu,gemm_tflops") != NULL, "%s: %s", bad[i], err.msg);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gpu");
@@ -70,6 +93,7 @@ int main(void)
     tcase_add_test(tc, builtins);
     tcase_add_test(tc, override_and_add);
     tcase_add_test(tc, bad_files);
+    tcase_add_test(tc, measured_file);
     suite_add_tcase(s, tc);
     return run_suite("gpu", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -889,6 +889,8 @@ expect 0 "calib price, MHA" -- $bin calib price --step 8,32,4096,32 --model llad
 contains "calib price, MHA" "8 segments on the mma.sync kernel, 1 query head a block"
 expect 2 "calib price with a bad step" -- $bin calib price --step 1,0,0,0
 contains "calib price names the field" "--step SEGS,Q,KV,LOGIT_ROWS"
+expect 2 "calib price with trailing text in its step" -- $bin calib price --step 1,32,480,32x
+contains "calib price with trailing text in its step" "--step SEGS,Q,KV,LOGIT_ROWS"
 # a block-causal prefill (--attn-block): about half the bidirectional attention, by both back ends
 expect 0 "calib price, block-causal" -- $bin calib price --step 1,8192,0,0 --model sdar-8b --attn-block 32
 contains "calib price says the attention is block-causal" "attention block-causal over blocks of 32"

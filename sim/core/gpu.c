@@ -10,6 +10,8 @@
  */
 #include "gpu.h"
 
+#include <math.h>
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +78,7 @@ int gpu_measured_find(const char *path, const char *name, struct gpu_measured *o
         if (lineno == 1)
             continue; /* the header */
         if (sscanf(line, "%63[^,],%lf,%lf,%lf,%255[^\r\n]", gpu, &tf, &held, &copy, out->record) != 5 || !(tf > 0) ||
-            !(held > 0) || !(copy > 0))
+            !(held > 0) || !(copy > 0) || !isfinite(tf) || !isfinite(held) || !isfinite(copy))
             rc = ts_fail(err, "%s:%d: not gpu,gemm_tflops,gemm_held_tflops,copy_tbs,record", path, lineno);
         else if (ts_name_eq(gpu, name)) {
             out->gemm_flops = tf * 1e12, out->gemm_held_flops = held * 1e12, out->copy_bw = copy * 1e12;
