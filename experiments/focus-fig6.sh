@@ -74,7 +74,7 @@ with the batch, each step must carry more host work than its kernels' issue (its
 which runs between steps), a larger share of its shorter steps; tessera models no scheduler time."
 why "On LLaDA2.0-mini FOCUS's speedup is smaller on MATH" "its speedup at batch $last is $(fmt "$(value speedup focus math-llada2.0-mini $last)")x on MATH
 and $(fmt "$(value speedup focus sharegpt-llada2.0-mini $last)")x on ShareGPT: tessera's MATH answers are the reference solutions (median 158
-tokens), not LLaDA2.0's own long reasoning, and its engines have no host time, so FOCUS's scheduler
+tokens), not LLaDA2.0's own long reasoning, and tessera models no scheduler time, so FOCUS's scheduler
 overhead, which the paper finds outweighs the saved FLOPs there, is not modelled."
 NOTES="$(fc_notes $models)
 The datasets: ShareGPT's first prompts (--lengths sharegpt-first), WildChat's turns (--lengths
@@ -83,8 +83,9 @@ short of first prompts; traces/README.md) and MATH's problems with their referen
 in for the answers (--lengths math). Where the paper finds LLaDA2.0-mini's gain smallest on MATH
 (short prompts leave attention little to cost, and at batch 64 its scheduler's overhead outweighs the
 saved FLOPs in that long reasoning), tessera finds it largest: its MATH answers are the reference
-solutions (median 158 tokens), not LLaDA2.0's own long reasoning, and its engines issue their steps
-with no host time, so FOCUS's scheduler overhead is not modelled.
+solutions (median 158 tokens), not LLaDA2.0's own long reasoning, and tessera models no scheduler
+time (the eager launch of LMDeploy's kernels it weighs, above), so FOCUS's scheduler overhead is not
+modelled.
 FOCUS's importance signal: --focus-snr at its default; the paper's decodable-token statistics are
 withheld."
 paper_finish "FOCUS Fig. 6: throughput against batch size, A100-80GB" "batch size" throughput_tok_s logx
