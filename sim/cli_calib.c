@@ -433,22 +433,42 @@ static void print_launch(const struct calib *cal, const struct step_desc *sd)
     printf("\n");
 }
 
+/* The comma-separated whole numbers of spec into v[0..max), each 0 to INT32_MAX: their count, or -1
+ * for anything else (an empty field, trailing text, more than max). */
+static int parse_counts(const char *spec, int32_t *v, int max)
+{
+    char buf[128];
+    if (!spec || snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf)
+        return -1;
+    int n = 0;
+    for (char *field = buf, *comma; field; field = comma ? comma + 1 : NULL) {
+        comma = strchr(field, ',');
+        if (comma)
+            *comma = '\0';
+        int64_t x;
+        if (n == max || ts_parse_i64(field, &x) || x < 0 || x > INT32_MAX)
+            return -1;
+        v[n++] = (int32_t)x;
+    }
+    return n;
+}
+
 /* `calib price`: one step (segs sequences of q tokens over kv cached keys, logit rows each) priced
  * by the calibrated and the roofline back ends, per op. */
 static int cmd_price(const char *gpu, const char *model, const char *impl, const char *calib_path,
                      const char *host_path, const char *spec, const char *attn_block, bool extrapolate,
                      bool roofline_only, bool iter_smooth)
 {
-    int segs = 1, q = 0, kv = 0, rows = 0, chunk = 2048, ffn = 1;
+    int32_t st[6] = {1, 0, 0, 0, 2048, 1}; /* segs, q, kv, rows, chunk, ffn */
     int64_t block = 0;
     if (attn_block && (ts_parse_i64(attn_block, &block) || block < 0 || block > (1 << 20))) {
         fprintf(stderr, "tessera calib price: --attn-block '%s': a block size in tokens, 0 (bidirectional) to %d\n",
                 attn_block, 1 << 20);
         return EXIT_USAGE;
     }
-    if (!spec || strspn(spec, "0123456789,") != strlen(spec) || strlen(spec) > 64 ||
-        sscanf(spec, "%d,%d,%d,%d,%d,%d", &segs, &q, &kv, &rows, &chunk, &ffn) < 4 || segs < 1 || q < 1 ||
-        kv < 0 || rows < 0 || rows > q || chunk < 0 || ffn < 1 || ffn > 64) {
+    const int fields = parse_counts(spec, st, 6);
+    const int32_t segs = st[0], q = st[1], kv = st[2], rows = st[3], chunk = st[4], ffn = st[5];
+    if (fields < 4 || segs < 1 || q < 1 || rows > q || ffn < 1 || ffn > 64) {
         fprintf(stderr, "tessera calib price: --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK[,FFN_CHUNKS]] (Q >= 1, LOGIT_ROWS "
                         "<= Q, FFN_CHUNKS 1 to 64)\n");
         return EXIT_USAGE;

@@ -1,8 +1,9 @@
 /* fuzz_specs.c: libFuzzer target for the option specs a run is given as text: --lengths (then eight
  * requests drawn from what it accepts), --arrivals (the same), --decode (decode_profiles.json from
  * sim/data: run from the repository's root) and a policy parameter's value. The first byte picks
- * the parser (and a parameter's spec), the rest is the spec. Whatever is accepted must draw requests of non-negative lengths
- * at non-decreasing times, and a parameter's value must lie in its range. */
+ * the parser (and a parameter's spec), the rest is the spec. Whatever is accepted must draw
+ * requests of non-negative lengths at non-decreasing times, and a parameter's value must lie in its
+ * range. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
