@@ -327,8 +327,8 @@ START_TEST(transfer_scales_by_roofline_ratios)
     /* between two GPUs whose ceilings were measured (DATADIR/gpu_measured.csv) a large GEMM scales
      * by the GEMM rates they reach, not by the rates they hold under their power limits nor by their
      * datasheet peaks (equal for the H200 and the H100): planted ceilings that tell the three apart */
-    char data[] = "/tmp/tessera-measured-XXXXXX", path[96];
-    ck_assert_ptr_nonnull(mkdtemp(data));
+    const char *data = tmp_dir(0);
+    char path[300];
     snprintf(path, sizeof path, "%s/gpu_measured.csv", data);
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
@@ -1470,8 +1470,8 @@ END_TEST
  * one model's line, another model issuing another count of kernels), not replaced by the profile's. */
 START_TEST(a_host_profile_of_the_machine_scales_the_line)
 {
-    char data[] = "/tmp/tessera-hosts-XXXXXX", hosts[64], ref[96];
-    ck_assert_ptr_nonnull(mkdtemp(data));
+    const char *data = tmp_dir(0);
+    char hosts[300], ref[320];
     snprintf(hosts, sizeof hosts, "%s/hosts", data);
     ck_assert_int_eq(mkdir(hosts, 0700), 0);
     snprintf(ref, sizeof ref, "%s/ref.csv", hosts);

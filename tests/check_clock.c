@@ -81,8 +81,7 @@ START_TEST(shipped_parameters_and_bad_lines)
     sim_config_defaults(&c);
     struct clock_params p;
     struct ts_err err;
-    char dir[] = "/tmp/tessera-clock-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    const char *dir = tmp_dir(0);
     setenv("TESSERA_CALIB_DIR", dir, 1); /* this machine's calibrations: none yet */
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(clock_params_find(c.datadir, i ? "H100" : "h200", &p, &err), 1);
@@ -90,7 +89,7 @@ START_TEST(shipped_parameters_and_bad_lines)
         ck_assert_ptr_nonnull(strstr(p.record, "clock-ladder"));
     }
     ck_assert_int_eq(clock_params_find(c.datadir, "l40s", &p, &err), 0); /* not measured */
-    char path[128];
+    char path[300];
     snprintf(path, sizeof path, "%s/clock.csv", dir);
     static const struct {
         const char *line, *want;
@@ -152,10 +151,7 @@ START_TEST(fit_recovers_the_parameters_of_drawn_traces)
 {
     const struct clock_params truth = {.k = 0.16, .tau_s = 0.04, .lo = 0.45, .hi = 0.8, .held_flops = 700e12};
     const double load[] = {0.15, 0.5, 0.62, 0.7, 0.85, 0.9}, held[] = {4.8, 5.2, 6.0, 7.5, 10.0, 19.0};
-    char path[] = "/tmp/tessera-trace-XXXXXX";
-    const int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
+    const char *path = tmp_file(0, ".csv", "");
     draw_traces(path, &truth, 6, load, held, 0.8);
     struct clock_trace *t;
     size_t n;
@@ -195,10 +191,7 @@ START_TEST(bad_traces_are_refused_by_line_and_field)
         {"label,phase,round,graph,t_s,ms\n\"step 1x64 over 0 cached, 64 logits: step\",warm,0,-1,0.1,1\n", "no timed replays"},
         {"label,phase,round,graph,t_s,ms\n\"other\",warm,0,-1,0.1,1\n", "no step's warm trace"},
     };
-    char path[] = "/tmp/tessera-trace-XXXXXX";
-    const int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
+    const char *path = tmp_file(0, ".csv", "");
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         write_file(path, bad[i].text);
         struct clock_trace *t;

@@ -1,20 +1,89 @@
 /* test_util.c: helpers shared by the Check suites. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* nftw, mkdtemp */
 #include "test_util.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-static char paths[8][256];
+/* Every temporary path and folder handed out, with the process that asked for it: a suite's forked
+ * test removes at its exit only what it made itself, whether it passed or failed an assertion. */
+struct temporary {
+    char path[256];
+    pid_t owner;
+    bool folder;
+};
+static struct temporary *made;
+static size_t n_made, cap_made;
+static char paths[8][256], dirs[4][256];
+
+static int remove_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(p);
+    return 0;
+}
+
+static void remove_temporaries(void)
+{
+    static const char *const sides[] = {"", "-journal", "-wal", "-shm"};
+    for (size_t i = 0; i < n_made; i++) {
+        if (made[i].owner != getpid())
+            continue;
+        if (made[i].folder) {
+            nftw(made[i].path, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+            continue;
+        }
+        for (size_t k = 0; k < sizeof sides / sizeof *sides; k++) {
+            char p[300];
+            snprintf(p, sizeof p, "%s%s", made[i].path, sides[k]);
+            unlink(p);
+        }
+    }
+    free(made);
+    made = NULL;
+    n_made = cap_made = 0;
+}
+
+static void remove_at_exit(const char *path, bool folder)
+{
+    static bool registered;
+    if (!registered)
+        atexit(remove_temporaries);
+    registered = true;
+    if (n_made == cap_made) {
+        cap_made = cap_made ? 2 * cap_made : 64;
+        made = realloc(made, cap_made * sizeof *made);
+        ck_assert_ptr_nonnull(made);
+    }
+    snprintf(made[n_made].path, sizeof made[n_made].path, "%s", path);
+    made[n_made].owner = getpid();
+    made[n_made++].folder = folder;
+}
+
+static const char *tmp_root(void)
+{
+    return getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+}
 
 const char *tmp_path(int slot, const char *suffix)
 {
-    snprintf(paths[slot], sizeof paths[slot], "%s/tessera-test-%ld-%d%s",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(), slot, suffix);
+    snprintf(paths[slot], sizeof paths[slot], "%s/tessera-test-%ld-%d%s", tmp_root(), (long)getpid(), slot, suffix);
     unlink(paths[slot]);
+    remove_at_exit(paths[slot], false);
     return paths[slot];
+}
+
+const char *tmp_dir(int slot)
+{
+    snprintf(dirs[slot], sizeof dirs[slot], "%s/tessera-test-XXXXXX", tmp_root());
+    ck_assert_ptr_nonnull(mkdtemp(dirs[slot]));
+    remove_at_exit(dirs[slot], true);
+    return dirs[slot];
 }
 
 const char *tmp_file(int slot, const char *suffix, const char *text)

@@ -8,10 +8,14 @@
 #include "config.h"
 
 /* Writes text to a fresh temporary file whose name ends in `suffix`; returns its path (static
- * storage, valid until the next call with the same slot 0..7). */
+ * storage, valid until the next call with the same slot 0..7), removed as tmp_path's is. */
 const char *tmp_file(int slot, const char *suffix, const char *text);
-/* A temporary path that does not exist yet. */
+/* A temporary path that does not exist yet. It is removed (with SQLite's side files) when the
+ * process that asked for it exits. */
 const char *tmp_path(int slot, const char *suffix);
+/* A fresh empty temporary folder (slot 0..3), removed with its contents when the process that made
+ * it exits; the path is static storage, valid until the next call with the same slot. */
+const char *tmp_dir(int slot);
 /* Default config for tests: quiet, no progress line. */
 void test_config(struct sim_config *c);
 /* Gives a policy's or scheduler's parameter (params.h) its value, as --NAME V would. */
