@@ -48,6 +48,7 @@ struct request {
     int64_t finish_ns;       /* -1 before */
     int32_t preemptions;
     int64_t kv_tokens_held;  /* tokens of KV pool the request holds now */
+    int64_t swapped_tokens;  /* tokens of its cache in host memory (preemption by swap), 0 else */
     int64_t act_reserved;    /* bytes of activation reserved for it (request scheduler) */
     int64_t act_need;        /* its peak step's activation reservation, once computed (0 before) */
     const char *reject_reason;

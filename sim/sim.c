@@ -141,9 +141,10 @@ void sim_admit(struct sim *s, struct request *r)
     TS_ASSERT(r->state == REQ_WAITING);
     if (r->admitted_ns < 0)
         r->admitted_ns = s->now_ns;
-    if (r->swapped) {
-        s->step_extra_ns += llround((double)(r->kv_tokens_held * s->kv_token_bytes) / s->gpu.host_bw * 1e9);
+    if (r->swapped) { /* its cache comes back as it left, whatever the scheduler reserved for it now */
+        s->step_extra_ns += llround((double)(r->swapped_tokens * s->kv_token_bytes) / s->gpu.host_bw * 1e9);
         r->swapped = false;
+        r->swapped_tokens = 0;
     }
     r->state = REQ_RUNNING;
     ts_grow((void **)&s->running, &s->cap_running, s->num_running + 1, sizeof *s->running);
@@ -170,7 +171,7 @@ void sim_preempt(struct sim *s, struct request *r)
     if (strcmp(s->cfg.preempt, "swap") == 0 && tokens > 0) {
         s->step_extra_ns += llround((double)(tokens * s->kv_token_bytes) / s->gpu.host_bw * 1e9);
         r->swapped = true;
-        r->kv_tokens_held = 0;
+        r->swapped_tokens = tokens;
     } else {
         r->need_refresh = true;
     }

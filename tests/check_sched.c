@@ -8,6 +8,7 @@
  *     finished or rejected; steps and segments add up
  *   - a request appears at most once per step; static batches step in lockstep
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,6 +153,36 @@ START_TEST(preemption_recompute_and_swap)
         ck_assert_int_eq(sum.num_finished, 60);
         sim_destroy(s);
     }
+}
+END_TEST
+
+/* A request preempted by swap pays its cache's bytes over the host link out and, when it is admitted
+ * again, the same bytes back in: what it swapped out, not what the scheduler reserves for it then. */
+START_TEST(swap_moves_the_cache_out_and_the_same_back)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.preempt, sizeof c.preempt, "swap");
+    c.requests = 2;
+    struct ts_err err;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    struct request *r = &s->reqs[0];
+    r->state = REQ_WAITING;
+    ck_assert(sim_kv_reserve(s, r, 1000));
+    sim_admit(s, r);
+    const int64_t used = s->kv_pages_used, out_ns = llround(1000.0 * s->kv_token_bytes / s->gpu.host_bw * 1e9);
+    s->step_extra_ns = 0;
+    sim_preempt(s, r);
+    ck_assert_int_eq(s->step_extra_ns, out_ns);
+    ck_assert(r->swapped && r->kv_tokens_held == 0 && s->kv_pages_used < used);
+    s->step_extra_ns = 0;
+    ck_assert(sim_kv_reserve(s, r, 3000)); /* a scheduler reserving for its peak */
+    sim_admit(s, r);
+    ck_assert_int_eq(s->step_extra_ns, out_ns);
+    ck_assert(!r->swapped && r->swapped_tokens == 0);
+    s->step_extra_ns = 0;
+    sim_destroy(s);
 }
 END_TEST
 
@@ -421,6 +452,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, invariants_randomized, 0, (int)(sizeof scenarios / sizeof *scenarios));
     tcase_add_test(tc, preemption_recompute_and_swap);
+    tcase_add_test(tc, swap_moves_the_cache_out_and_the_same_back);
     tcase_add_test(tc, impossible_requests_are_rejected_with_reason);
     tcase_add_test(tc, static_batches_finish_together);
     tcase_add_test(tc, caching_planner_reserves_more);
