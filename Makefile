@@ -210,6 +210,7 @@ bench-sim: $(BUILD)/tessera
 check-gpu: all
 	./$(BUILD)/tessera engine check
 	TESSERA_KERNELS=portable ./$(BUILD)/tessera engine check
+	TESSERA_SELECT=layer ./$(BUILD)/tessera engine check --only select
 	bash tests/live_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/lmax_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/profile_gpu_test.sh ./$(BUILD)/tessera

@@ -39,6 +39,8 @@
 #define BLAS_WORKSPACE (64LL << 20)
 #define ATTN_WORKSPACE (64LL << 20) /* split-KV partial results; the sparse selection's scratch */
 #define SELECTION_TRACE (16 << 20)  /* eng_opts.trace_selection's copy of every layer's kept keys */
+#define SELECTION_MEANS (16 << 20)  /* every layer's selecting segments' mean queries, for selecting
+                                     * after the last layer (select_deferred) */
 #define PICK_TRACE (16 << 20)       /* and of every layer's picked rows (feature cache), or of an
                                      * evicting step's kept candidates */
 #define EVICT_REQS (1 << 20)        /* requests an evicting step may name (their progress on the GPU) */
@@ -81,6 +83,9 @@ struct eng {
     bool select_heads;   /* and its sparse selection's knobs (step_desc.select_heads, select_kernel) */
     int32_t select_kernel;
     int32_t *sel_trace;  /* every layer's kept keys of the last step (eng_opts.trace_selection) */
+    float *sel_means;    /* [layers][num_sel][H d]: each layer's mean queries, where the step's
+                          * selections run after its last layer (sel_defer) */
+    bool sel_defer;
     int32_t *pick_trace; /* and its picked rows (feature cache) */
     cudaEvent_t ev0, ev1;
     void *blas_ws, *attn_ws;
@@ -504,6 +509,7 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
                 alloc((void **)&e->fc_hp, T * h * 2, err) || alloc((void **)&e->fc_vnew, T * kvd * 2, err) ||
                 alloc((void **)&e->fc_sim, T * 4, err))) ||
         (pooled && e->o.trace_selection && alloc((void **)&e->pick_trace, PICK_TRACE, err)) ||
+        (pooled && alloc((void **)&e->sel_means, SELECTION_MEANS, err)) ||
         (e->m.num_experts > 0 && alloc_moe(e, err)) ||
         (pooled && (alloc((void **)&e->focus_imp, 2 * e->m.num_heads * T * 4, err) ||
                     alloc((void **)&e->focus_prog, EVICT_REQS * 4, err))) ||
@@ -618,7 +624,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     }
     const int64_t T = o->max_tokens;
     e->mem.weights = e->lay.total * 2;
-    e->mem.blas_workspace = BLAS_WORKSPACE + ATTN_WORKSPACE;
+    e->mem.blas_workspace = BLAS_WORKSPACE + ATTN_WORKSPACE + (o->stateless ? 0 : SELECTION_MEANS);
     e->max_segs = (int32_t)T;
     e->max_tiles = (int32_t)(T / 64 + T);
     {   /* the activation budget: the larger of the plan of the largest step and no reuse at all */
@@ -686,7 +692,7 @@ void eng_destroy(struct eng *e)
                    e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog,
                    e->moe_buf, e->moe_trace, e->tp_gather, e->d_um, e->cr_tok[0], e->cr_tok[1], e->cr_n[0],
                    e->cr_n[1], e->cr_val[0], e->cr_val[1], e->cr_map, e->sm_soft[0], e->sm_soft[1], e->sm_tmp,
-                   e->sm_map, e->sm_stats};
+                   e->sm_map, e->sm_stats, e->sel_means};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -838,23 +844,77 @@ static int64_t selection_ints(const struct eng *e)
     return (int64_t)p->num_sel * (e->select_heads ? e->m.num_kv_heads : 1) * p->max_keep;
 }
 
-/* Layer L's sparse selections (after its attention; in the attention's scratch, which is free
- * again by then), their kept keys copied to the trace where eng_opts.trace_selection keeps one. */
-static int select_layer(struct eng *e, int L, bf16_t *qkv, bf16_t *kp, bf16_t *vp, struct ts_err *err)
+/* The step's selections over `layers` layers from layer L's pool (kp, vp) on: the plan's segments,
+ * the attention's scratch (free again after a layer's attention). */
+static struct k_select_args select_args(const struct eng *e, const bf16_t *qkv, bf16_t *kp, bf16_t *vp, int layers)
 {
     const struct eng_plan *p = &e->plan;
     const struct model_cfg *m = &e->m;
-    const struct k_select_args sa = {
+    return (struct k_select_args){
         .q = qkv, .q_stride = (m->num_heads + 2 * m->num_kv_heads) * m->head_dim, .k_pool = kp, .v_pool = vp,
         .pages = e->dm.pages, .sel = e->dm.sel, .page_shift = __builtin_ctz((unsigned)e->o.page_tokens),
         .num_sel = p->num_sel, .max_cand = p->max_cand, .max_keep = p->max_keep, .H = m->num_heads,
         .Hkv = m->num_kv_heads, .d = m->head_dim, .kernel = e->select_kernel, .per_head = e->select_heads,
-        .ws = e->attn_ws, .ws_bytes = ATTN_WORKSPACE};
+        .ws = e->attn_ws, .ws_bytes = ATTN_WORKSPACE, .layers = layers, .layer_stride = e->slots * m->num_kv_heads * m->head_dim};
+}
+
+/* Layers L.. L + layers - 1's kept keys copied to the trace where eng_opts.trace_selection keeps one. */
+static int trace_selection(struct eng *e, const struct k_select_args *sa, int L, int layers, struct ts_err *err)
+{
+    if (!e->sel_trace)
+        return 0;
+    const int64_t n = selection_ints(e);
+    CU(cudaMemcpyAsync(e->sel_trace + n * L, k_kv_select_idx(sa), sizeof(int32_t) * (size_t)(n * layers),
+                       cudaMemcpyDeviceToDevice, e->stream));
+    return 0;
+}
+
+/* Layer L's part of the step's sparse selections, after its attention: the whole selection, or
+ * where it runs after the last layer (sel_defer) the mean queries it will score with. */
+static int select_layer(struct eng *e, int L, bf16_t *qkv, bf16_t *kp, bf16_t *vp, struct ts_err *err)
+{
+    const struct k_select_args sa = select_args(e, qkv, kp, vp, 1);
+    if (e->sel_defer) {
+        KL(k_kv_select_means(&sa, e->sel_means + (size_t)L * e->plan.num_sel * e->m.num_heads * e->m.head_dim,
+                             e->stream));
+        return 0;
+    }
     KL(k_kv_select(&sa, e->stream));
-    if (e->sel_trace) {
-        const int64_t n = selection_ints(e);
-        CU(cudaMemcpyAsync(e->sel_trace + n * L, k_kv_select_idx(&sa), sizeof(int32_t) * (size_t)n,
-                           cudaMemcpyDeviceToDevice, e->stream));
+    return trace_selection(e, &sa, L, 1, err);
+}
+
+/* Whether the step selects after its last layer: a selection's dependent round trips then run
+ * once a step rather than once a layer. Each layer's means must fit sel_means, and not under
+ * TESSERA_SELECT=layer (the selection after each layer's attention, for comparison). */
+static bool select_at_end(const struct eng *e, int layers)
+{
+    static int env = -1;
+    if (env < 0) {
+        const char *v = getenv("TESSERA_SELECT");
+        env = !(v && strcmp(v, "layer") == 0);
+    }
+    const struct eng_plan *p = &e->plan;
+    return env && e->sel_means && p->num_sel > 0 &&
+           (int64_t)layers * p->num_sel * e->m.num_heads * e->m.head_dim * 4 <= SELECTION_MEANS;
+}
+
+/* The step's selections in `layers` layers from their means (select_layer), as many layers a launch
+ * as the attention's scratch holds the scores of. */
+static int select_deferred(struct eng *e, int layers, struct ts_err *err)
+{
+    const struct eng_plan *p = &e->plan;
+    const int Hkv = e->m.num_kv_heads, qd = e->m.num_heads * e->m.head_dim;
+    int group = layers;
+    while (group > 1 && k_kv_select_ws_bytes(p->num_sel * group, p->max_cand, p->max_keep, Hkv) > ATTN_WORKSPACE)
+        group--;
+    const int64_t stride = e->slots * Hkv * e->m.head_dim;
+    for (int L = 0; L < layers; L += group) {
+        struct k_select_args sa = select_args(e, NULL, e->k_pool + L * stride, e->v_pool + L * stride,
+                                              TS_MIN(group, layers - L));
+        sa.means = e->sel_means + (size_t)L * p->num_sel * qd;
+        KL(k_kv_select(&sa, e->stream));
+        if (trace_selection(e, &sa, L, sa.layers, err))
+            return -1;
     }
     return 0;
 }
@@ -1265,6 +1325,7 @@ static int forward(struct eng *e, struct ts_err *err)
     const int layers = e->o.run_layers > 0 ? TS_MIN(e->o.run_layers, a->layers) : a->layers;
     cudaStream_t st = e->stream;
     bf16_t *x = BUF(a->x);
+    e->sel_defer = false;
     if (p->evict) {
         if (forward_evicting(e, layers, x, err))
             return -1;
@@ -1284,9 +1345,15 @@ static int forward(struct eng *e, struct ts_err *err)
                             e->sm_soft[e->sm_cur], st));
         mark(e, OP_EMBED);
         struct k_attn_args aa = attn_args(e, p, &e->dm);
+        e->sel_defer = select_at_end(e, layers);
         for (int L = 0; L < layers; L++)
             if (dense_layer(e, L, &aa, &e->dm, T, x, false, err))
                 return -1;
+        if (e->sel_defer) {
+            if (runs(e, OP_KV_SELECT) && select_deferred(e, layers, err))
+                return -1;
+            mark(e, OP_KV_SELECT);
+        }
     }
     if (p->R > 0 && lm_head(e, x, err))
         return -1;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [fc] [focus] [moe] [tp] [generate]: the engine's GPU work in one call
+# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [select] [fc] [focus] [moe] [tp] [generate]: the engine's GPU work in one call
 # on a GPU machine, its outputs under OUT. The lent GPU machines have nvcc but no Debian -dev
 # packages: unpack those into deps/root here and carry it (engine/README.md, "On a GPU machine");
 # DEPS=deps/root then builds against it.
@@ -22,6 +22,13 @@
 #             step (select-share.txt), live runs of both selections priced by it, and sparse Reuse
 #             steps benched beside the dense ones they replace (16 x 32 over 8,192 cached keys, and
 #             over the 4,096 of r = 0.5 and 2,048 of r = 0.25)
+#   select    the sparse selection after the step's last layer against after each layer's attention
+#             (TESSERA_SELECT=layer): engine check --only select on both kernel paths and with the
+#             selection after each layer; the select grid of
+#             SELECT_MODELS (default llada-8b) profiled SELECT_RUNS times (default 2) each way,
+#             alternating, on this machine start (OUT/select-end-M-N.db, OUT/select-layer-M-N.db),
+#             and the medians side by side (OUT/select-share.txt: kv_select's share and the step);
+#             then memcheck and racecheck over engine check --only select (each bounded by SANITIZE_S)
 #   fc        dLLM-Cache's feature cache: engine check --only fc on both kernel paths, a live
 #             dllm-cache run on LLaDA-8B priced by the shipped calibration, and the same schedule
 #             simulated (OUT/sim-fc.db) and replayed with per-op times (engine_step_ops), summarised
@@ -88,6 +95,51 @@ for r in sqlite3.connect(sys.argv[1]).execute("SELECT segs, q, keep, sel_heads, 
     $t engine bench --only steps --step 16,32,8192,32 --step 16,32,4096,32 --step 16,32,2048,32 \
         --json "$o/bench-sparse.jsonl" >"$o/bench-sparse.txt" 2>&1 || return 1
     tail -30 "$o/bench-sparse.txt"
+}
+
+# the selection part (see the header)
+select_part() {
+    local o=$1 t=./$b/tessera m k how
+    export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
+    check_both select "$o" || return 1
+    TESSERA_SELECT=layer $t engine check --only select >"$o/check-select-layer.txt" 2>&1 ||
+        { cat "$o/check-select-layer.txt"; return 1; }
+    tail -n 1 "$o/check-select-layer.txt"
+    for m in ${SELECT_MODELS:-llada-8b}; do
+        for ((k = 1; k <= ${SELECT_RUNS:-2}; k++)); do
+            for how in end layer; do
+                env $([ $how = layer ] && echo TESSERA_SELECT=layer) $t engine profile --model "$m" --grid select \
+                    --reps 2 --db "$o/select-$how-$m-$k.db" >"$o/profile-select-$how-$m-$k.txt" 2>&1 ||
+                    { cat "$o/profile-select-$how-$m-$k.txt"; return 1; }
+            done
+        done
+    done
+    python3 - "$o" >"$o/select-share.txt" <<'PY' || return 1
+import glob, os, sqlite3, statistics, sys
+# every selecting step's kv_select and whole step, the median over the runs of each way
+runs = {}
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "select-*-*-*.db"))):
+    _, how, rest = os.path.basename(f)[:-3].split("-", 2)  # select-HOW-MODEL-N.db
+    model = rest.rsplit("-", 1)[0]
+    for segs, q, keep, heads, ms, tot in sqlite3.connect(f).execute(
+            "SELECT segs, q, keep, sel_heads, ms, total_ms FROM engine_profile WHERE op = 'kv_select'"):
+        runs.setdefault((model, heads, q, segs, keep), {}).setdefault(how, []).append((ms, tot))
+med = lambda v, i: statistics.median(x[i] for x in v)
+print("model sel_heads segs q keep | end: kv_select_ms step_ms share_% | layer: kv_select_ms step_ms share_% | end/layer step")
+for (model, heads, q, segs, keep), w in sorted(runs.items()):
+    e, l = w.get("end", []), w.get("layer", [])
+    if not e or not l:
+        continue
+    print(model, heads, segs, q, keep, "| %.3f %.3f %.2f | %.3f %.3f %.2f | %.3f" % (
+        med(e, 0), med(e, 1), 100 * med(e, 0) / med(e, 1), med(l, 0), med(l, 1), 100 * med(l, 0) / med(l, 1),
+        med(e, 1) / med(l, 1)))
+PY
+    cat "$o/select-share.txt"
+    for tool in memcheck racecheck; do
+        timeout "${SANITIZE_S:-900}" compute-sanitizer --tool $tool --error-exitcode 3 $t engine check --only select \
+            >"$o/$tool-select.txt" 2>&1 || { tail -20 "$o/$tool-select.txt"; return 1; }
+        tail -n 1 "$o/$tool-select.txt"
+    done
 }
 
 # the feature-cache part (see the header)
@@ -286,13 +338,14 @@ for p in $parts; do
                echo "racecheck: $(grep -c '  ok$' "$out/sanitizer-racecheck.txt") checks ok"
                tail -2 "$out/sanitizer-racecheck.txt" ;;
         sparse) sparse_part "$out" || rc=1 ;;
+        select) select_part "$out" || rc=1 ;;
         fc) fc_part "$out" || rc=1 ;;
         focus) focus_part "$out" || rc=1 ;;
         moe) moe_part "$out" || rc=1 ;;
         tp) tp_part "$out" || rc=1 ;;
         generate) generate_part "$out" || rc=1 ;;
         memcheck) ;;
-        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, fc, focus, moe, tp, generate)" >&2
+        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, select, fc, focus, moe, tp, generate)" >&2
            exit 2 ;;
     esac
 done

@@ -232,6 +232,10 @@ int k_attention_head_pack(const struct k_attn_args *a);
  * all) are copied, in key order, to keys 0..keep-1 of the page list at dst_page_off, which must not
  * overlap the candidates' pages. ws holds ws_bytes of scratch (k_kv_select_ws_bytes); afterwards
  * k_kv_select_idx gives the kept key indices, [num_sel][sets][max_keep], sets = per_head ? Hkv : 1.
+ * Several layers at once (layers > 1, after the last of them): layer l's pool at k_pool, v_pool +
+ * l layer_stride elements, its segments' mean queries at means + l num_sel H d (k_kv_select_means,
+ * taken after its attention; q is not read), the same selections in each, the kept keys then
+ * [layers][num_sel][sets][max_keep] and the scratch k_kv_select_ws_bytes(layers num_sel, ...).
  */
 struct k_select_args {
     const bf16_t *q;
@@ -242,10 +246,16 @@ struct k_select_args {
     int H, Hkv, d, kernel, per_head;
     void *ws;
     int64_t ws_bytes;
+    int layers;           /* 0 or 1: one layer, its means taken from q */
+    int64_t layer_stride; /* elements between two layers' pools */
+    const float *means;   /* [layers][num_sel][H d] fp32 (layers > 1) */
 };
 int64_t k_kv_select_ws_bytes(int num_sel, int max_cand, int max_keep, int Hkv);
 int k_kv_select(const struct k_select_args *a, k_stream stream);
 const int32_t *k_kv_select_idx(const struct k_select_args *a);
+/* One layer's selecting segments' mean queries (q's scoring rows over each head group), as
+ * k_kv_select takes them itself: out [num_sel][H d] fp32. */
+int k_kv_select_means(const struct k_select_args *a, float *out, k_stream stream);
 
 /*
  * dLLM-Cache's feature cache (feat_cache.cu). The cache holds, per layer and pool slot, a token's

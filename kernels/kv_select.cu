@@ -12,6 +12,10 @@
  *            heads is ranked by each head's block alike (the same sums, the same result), so that
  *            no kernel waits for another to hand it the kept keys; the first head's block writes
  *            them out.
+ * Both take a step's layers at once where they are given several (k_select_args.layers): the
+ * candidates of each layer's pool, each layer's mean queries taken after its attention by
+ * means_kernel, the same arithmetic as the score kernel's own. A short sequence's selection, a
+ * chain of a few dependent memory round trips, then runs once a step rather than once a layer.
  * At a few hundred candidates, as in a short sequence's Refresh, each kernel is a round or two of
  * memory latency: a warp's loads are issued together and coalesced (its lanes take consecutive
  * 16-byte pieces of the key rows), and a head's keys are spread over several blocks. Every step is
@@ -49,22 +53,78 @@ static __device__ __forceinline__ void score_pieces(uint4 (&v)[SCORE_ITEMS], con
     }
 }
 
-/* Block (si, kh, z) scores head kh of segment si's candidates in chunks of SCORE_KEYS keys (the
- * chunks z, z + gridDim.z, ...). It first takes the mean of the segment's scoring rows over the
- * head's query heads, its own copy (one head's rows are a few KiB, so that no launch before it has
- * to hand the means over): SCORE_THREADS / cols groups of rows, each summing rows sixteen at a time
- * (independent loads in flight), added in a fixed order; its warps' first key pieces are loaded
+/* The means are taken a slice of MEAN_SLICE columns at a time (the whole group where it is
+ * narrower): SCORE_THREADS / MEAN_SLICE groups of rows, each summing rows sixteen at a time
+ * (independent loads in flight), the groups' sums added in a fixed order. A slice's means are the
+ * same whichever block takes it: score_kernel walks its head group's slices, means_kernel deals
+ * them over blocks. */
+#define MEAN_SLICE 128
+
+/* Columns s0.. of the slice of head group kh's cols query columns: their mean over rows row0..
+ * row0 + rows - 1 of q, into mq[s0..] (SCORE_THREADS threads; grp_sums: SCORE_THREADS floats of
+ * scratch beside mq). */
+static __device__ __forceinline__ void mean_slice(const bf16_t *q, int q_stride, int row0, int rows, int kh, int cols,
+                                                  int s0, float *mq, float *grp_sums)
+{
+    const int sw = cols < MEAN_SLICE ? cols : MEAN_SLICE, groups = SCORE_THREADS / sw;
+    const int grp = threadIdx.x / sw, c = s0 + threadIdx.x - grp * sw;
+    if (grp < groups && c < cols) {
+        const bf16_t *col = q + (size_t)row0 * q_stride + (size_t)kh * cols + c;
+        float acc[16];
+#pragma unroll
+        for (int k = 0; k < 16; k++)
+            acc[k] = 0.f;
+        int r = grp;
+        for (; r + 15 * groups < rows; r += 16 * groups)
+#pragma unroll
+            for (int k = 0; k < 16; k++)
+                acc[k] += bf2f(col[(size_t)(r + k * groups) * q_stride]);
+        for (; r < rows; r += groups)
+            acc[0] += bf2f(col[(size_t)r * q_stride]);
+#pragma unroll
+        for (int k = 0; k < 8; k++) /* a fixed tree */
+            acc[k] += acc[k + 8];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            acc[k] += acc[k + 4];
+        grp_sums[(size_t)grp * sw + c - s0] = (acc[0] + acc[2]) + (acc[1] + acc[3]);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < sw && s0 + i < cols; i += SCORE_THREADS) {
+        float sum = 0.f;
+        for (int k = 0; k < groups; k++)
+            sum += grp_sums[(size_t)k * sw + i];
+        mq[s0 + i] = sum / (float)rows;
+    }
+    __syncthreads();
+}
+
+/* Every slice of head group kh's mean query, one after the other, into mq[0..cols). */
+static __device__ __forceinline__ void mean_query(const bf16_t *q, int q_stride, int row0, int rows, int kh, int cols,
+                                                  float *mq, float *grp_sums)
+{
+    for (int s0 = 0; s0 < cols; s0 += MEAN_SLICE)
+        mean_slice(q, q_stride, row0, rows, kh, cols, s0, mq, grp_sums);
+}
+
+/* Block (sg, kh, z), sg = layer l's segment si (l num_sel + si), scores head kh of the segment's
+ * candidates in layer l's pool (layer_stride elements a layer) in chunks of SCORE_KEYS keys (the
+ * chunks z, z + gridDim.z, ...). Its mean query of the head's query heads is means' row sg where
+ * they were taken before, else its own (mean_query; one layer: one head's rows are a few KiB, so
+ * that no launch before it has to hand the means over); its warps' first key pieces are loaded
  * before, their latency spent with the means'. Then each warp takes SCORE_KEYS / warps
  * keys, its lanes the 16-byte pieces of their head rows in turn (a piece's partial dot over the
  * head's query heads), issued together; the pieces' partials are summed key by key in piece order.
  * The same means and the same sums whatever the grid: the scores are deterministic. */
 static __global__ void __launch_bounds__(SCORE_THREADS)
-    score_kernel(const bf16_t *q, int q_stride, const bf16_t *k_pool, const int32_t *pages, int shift,
-                 const int32_t *sel, float *raw, int max_cand, int H, int Hkv, int d)
+    score_kernel(const bf16_t *q, int q_stride, const float *means, const bf16_t *k_pool, int64_t layer_stride,
+                 const int32_t *pages, int shift, const int32_t *sel, int num_sel, float *raw, int max_cand, int H,
+                 int Hkv, int d)
 {
     griddep_wait();
     extern __shared__ float smem[]; /* [g d] mean queries, then [warps][pad(keys a warp x d / 8)] partials */
-    const int si = blockIdx.x, kh = blockIdx.y, g = H / Hkv, cols = g * d, lane = threadIdx.x & 31;
+    const int sg = blockIdx.x, si = sg % num_sel, kh = blockIdx.y, g = H / Hkv, cols = g * d, lane = threadIdx.x & 31;
+    k_pool += (size_t)(sg / num_sel) * layer_stride; /* the segment's layer */
     const int warp = threadIdx.x >> 5, warps = SCORE_THREADS / 32, kw = SCORE_KEYS / warps, per = d / 8;
     const int items = kw * per; /* a warp's (key, piece) pairs */
     float *mq = smem, *part = smem + cols + (size_t)warp * (items + items / 32 + 1);
@@ -75,44 +135,12 @@ static __global__ void __launch_bounds__(SCORE_THREADS)
     uint4 v[SCORE_ITEMS];
     score_pieces(v, k_pool, pages, src_off, shift, kvrow, kh, d, per, items, cand, j0, 0, lane); /* in flight
                                                                                                  * over the means */
-    { /* the mean query of the head's query heads */
-        const int groups = cols >= SCORE_THREADS ? 1 : SCORE_THREADS / cols;
-        const int grp = threadIdx.x / cols, c0 = threadIdx.x - grp * cols;
-        for (int c = c0; grp < groups && c < cols; c += SCORE_THREADS) { /* group sums beside mq */
-            const bf16_t *col = q + (size_t)row0 * q_stride + (size_t)kh * cols + c;
-            float acc[16];
-#pragma unroll
-            for (int k = 0; k < 16; k++)
-                acc[k] = 0.f;
-            int r = grp;
-            for (; r + 15 * groups < rows; r += 16 * groups)
-#pragma unroll
-                for (int k = 0; k < 16; k++)
-                    acc[k] += bf2f(col[(size_t)(r + k * groups) * q_stride]);
-            for (; r < rows; r += groups)
-                acc[0] += bf2f(col[(size_t)r * q_stride]);
-#pragma unroll
-            for (int k = 0; k < 8; k++) /* a fixed tree */
-                acc[k] += acc[k + 8];
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                acc[k] += acc[k + 4];
-            const float sum = (acc[0] + acc[2]) + (acc[1] + acc[3]);
-            if (groups == 1)
-                mq[c] = sum / (float)rows;
-            else
-                smem[cols + (size_t)grp * cols + c] = sum;
-        }
+    if (means) { /* taken after the layer's attention (means_kernel) */
+        for (int c = threadIdx.x; c < cols; c += SCORE_THREADS)
+            mq[c] = means[(size_t)blockIdx.x * H * d + (size_t)kh * cols + c];
         __syncthreads();
-        if (groups > 1) {
-            for (int c = threadIdx.x; c < cols; c += SCORE_THREADS) {
-                float sum = 0.f;
-                for (int k = 0; k < groups; k++)
-                    sum += smem[cols + (size_t)k * cols + c];
-                mq[c] = sum / (float)rows;
-            }
-        }
-        __syncthreads();
+    } else {
+        mean_query(q, q_stride, row0, rows, kh, cols, mq, smem + cols);
     }
     for (bool first = true; j0 < cand; j0 += gridDim.z * SCORE_KEYS, first = false) {
         for (int t0 = 0; t0 < items; t0 += 32 * SCORE_ITEMS) {
@@ -139,7 +167,7 @@ static __global__ void __launch_bounds__(SCORE_THREADS)
             float dot = 0.f;
             for (int i = lane * per; i < (lane + 1) * per; i++)
                 dot += part[i + i / 32];
-            raw[((size_t)si * Hkv + kh) * max_cand + j0 + lane] = dot;
+            raw[((size_t)sg * Hkv + kh) * max_cand + j0 + lane] = dot;
         }
         __syncwarp();
     }
@@ -259,27 +287,30 @@ static __device__ __forceinline__ int32_t *kept_of(int32_t *idx, int si, int kh,
     return idx + (per_head ? (size_t)si * Hkv + kh : (size_t)si) * max_keep;
 }
 
-/* Block (si, kh): segment si's kept keys of its set (head kh's, or the one for all heads); where it
+/* Block (sg, kh), sg = layer l's segment si as in score_kernel: the segment's kept keys of its set
+ * (head kh's, or the one for all heads) in layer l; where it
  * copies (at most SELECT_COPY_KEEP kept keys), then head kh's K and V of them moved into the cache's
  * first keep keys: the kept keys' pool slots noted in shared memory, then every thread copying
  * 16-byte pieces of the kept rows, four in flight. A block that does not copy leaves that to
  * compact_kernel (one set for all heads is then ranked once, by a block kh = 0). */
 #define SELECT_COPY_KEEP 512
 static __global__ void __launch_bounds__(SELECT_THREADS)
-    select_kernel(const int32_t *sel, const float *raw, int32_t *idx, bf16_t *k_pool, bf16_t *v_pool,
-                  const int32_t *pages, int shift, int max_cand, int max_keep, int Hkv, int d, int kernel,
-                  int cached, int per_head, int copy)
+    select_kernel(const int32_t *sel, int num_sel, const float *raw, int32_t *idx, bf16_t *k_pool, bf16_t *v_pool,
+                  int64_t layer_stride, const int32_t *pages, int shift, int max_cand, int max_keep, int Hkv, int d,
+                  int kernel, int cached, int per_head, int copy)
 {
     griddep_wait();
     extern __shared__ uint32_t cache_mem[]; /* [max_cand] pooled bits, [max_cand] scores, where cached */
     __shared__ uint32_t hist[256], warp_sums[33];
     __shared__ uint32_t s_prefix, s_left;
     __shared__ int32_t src_slot[SELECT_COPY_KEEP], dst_slot[SELECT_COPY_KEEP];
-    const int si = blockIdx.x, kh = blockIdx.y, set = per_head ? kh : -1;
-    const int32_t *s = sel_of(sel, si);
+    const int sg = blockIdx.x, kh = blockIdx.y, set = per_head ? kh : -1;
+    const int32_t *s = sel_of(sel, sg % num_sel);
     const int n = s[2], keep = s[3], half = kernel / 2;
-    const float *r = raw + (size_t)si * Hkv * max_cand;
-    int32_t *out = per_head || kh == 0 ? kept_of(idx, si, kh, Hkv, max_keep, per_head) : NULL;
+    k_pool += (size_t)(sg / num_sel) * layer_stride;
+    v_pool += (size_t)(sg / num_sel) * layer_stride;
+    const float *r = raw + (size_t)sg * Hkv * max_cand;
+    int32_t *out = per_head || kh == 0 ? kept_of(idx, sg, kh, Hkv, max_keep, per_head) : NULL;
     uint32_t *cache = cached ? cache_mem : NULL;
     if (cache) {
         float *sc = (float *)(cache_mem + max_cand);
@@ -361,16 +392,18 @@ static __global__ void __launch_bounds__(SELECT_THREADS)
 }
 
 /* More kept keys than a select block copies: one warp per kept key and K/V head moves K and V of the
- * head into the cache's first keep keys. */
-static __global__ void compact_kernel(bf16_t *k_pool, bf16_t *v_pool, const int32_t *pages, int shift,
-                                      const int32_t *sel, const int32_t *idx, int max_keep, int Hkv, int d,
-                                      int per_head)
+ * head into the cache's first keep keys (block (sg, kh, z) as in select_kernel). */
+static __global__ void compact_kernel(bf16_t *k_pool, bf16_t *v_pool, int64_t layer_stride, const int32_t *pages,
+                                      int shift, const int32_t *sel, int num_sel, const int32_t *idx, int max_keep,
+                                      int Hkv, int d, int per_head)
 {
     griddep_wait();
-    const int si = blockIdx.x, kh = blockIdx.y, lane = threadIdx.x & 31;
-    const int32_t *s = sel_of(sel, si);
+    const int sg = blockIdx.x, kh = blockIdx.y, lane = threadIdx.x & 31;
+    const int32_t *s = sel_of(sel, sg % num_sel);
     const int keep = s[3], src_off = s[4], dst_off = s[5];
-    const int32_t *kept = kept_of((int32_t *)idx, si, kh, Hkv, max_keep, per_head);
+    k_pool += (size_t)(sg / num_sel) * layer_stride;
+    v_pool += (size_t)(sg / num_sel) * layer_stride;
+    const int32_t *kept = kept_of((int32_t *)idx, sg, kh, Hkv, max_keep, per_head);
     const size_t kvrow = (size_t)Hkv * d;
     const int j = blockIdx.z * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (j >= keep)
@@ -436,38 +469,67 @@ static size_t score_smem(int g, int d)
 
 #define SCORE_Z 8 /* at most: blocks a head's candidates are dealt over */
 
+/* The layers a call selects in (k_select_args.layers: 0 is one) */
+static int sel_layers(const struct k_select_args *a) { return a->layers > 1 ? a->layers : 1; }
+
 extern "C" int k_kv_select(const struct k_select_args *a, k_stream stream)
 {
-    const int d = a->d;
+    const int d = a->d, L = sel_layers(a), n = a->num_sel * L;
     if (a->num_sel <= 0)
         return 0;
     if (d % 8 || a->H % a->Hkv || a->kernel < 1 || a->kernel % 2 == 0 || a->max_cand <= 0 ||
-        score_smem(a->H / a->Hkv, d) > 48 * 1024)
+        score_smem(a->H / a->Hkv, d) > 48 * 1024 || (L > 1 && !a->means))
         return (int)cudaErrorInvalidValue;
-    const int64_t need = k_kv_select_ws_bytes(a->num_sel, a->max_cand, a->max_keep, a->Hkv);
+    const int64_t need = k_kv_select_ws_bytes(n, a->max_cand, a->max_keep, a->Hkv);
     if (!a->ws || need > a->ws_bytes)
         return (int)cudaErrorInvalidValue;
     float *raw = (float *)a->ws;
     int32_t *idx = (int32_t *)k_kv_select_idx(a);
     const int chunks = (a->max_cand + SCORE_KEYS - 1) / SCORE_KEYS;
-    cudaError_t rc = k_launch(score_kernel, dim3((unsigned)a->num_sel, (unsigned)a->Hkv, (unsigned)(chunks < SCORE_Z ? chunks : SCORE_Z)),
-                              dim3(SCORE_THREADS), score_smem(a->H / a->Hkv, d), stream, a->q, a->q_stride,
-                              (const bf16_t *)a->k_pool, a->pages, a->page_shift, a->sel, raw, a->max_cand, a->H,
-                              a->Hkv, d);
+    cudaError_t rc = k_launch(score_kernel, dim3((unsigned)n, (unsigned)a->Hkv, (unsigned)(chunks < SCORE_Z ? chunks : SCORE_Z)),
+                              dim3(SCORE_THREADS), score_smem(a->H / a->Hkv, d), stream, a->q, a->q_stride, a->means,
+                              (const bf16_t *)a->k_pool, a->layer_stride, a->pages, a->page_shift, a->sel, a->num_sel,
+                              raw, a->max_cand, a->H, a->Hkv, d);
     const int cached = select_cache_fits(a->max_cand), copy = a->max_keep <= SELECT_COPY_KEEP;
     if (rc == cudaSuccess && a->max_keep > 0)
-        rc = k_launch(select_kernel, dim3((unsigned)a->num_sel, (unsigned)(copy || a->per_head ? a->Hkv : 1)),
+        rc = k_launch(select_kernel, dim3((unsigned)n, (unsigned)(copy || a->per_head ? a->Hkv : 1)),
                       dim3(select_threads(a->max_cand)), cached ? (size_t)a->max_cand * 8 : 0, stream, a->sel,
-                      (const float *)raw, idx, a->k_pool, a->v_pool, a->pages, a->page_shift, a->max_cand,
-                      a->max_keep, a->Hkv, d, a->kernel, cached, a->per_head, copy);
+                      a->num_sel, (const float *)raw, idx, a->k_pool, a->v_pool, a->layer_stride, a->pages,
+                      a->page_shift, a->max_cand, a->max_keep, a->Hkv, d, a->kernel, cached, a->per_head, copy);
     if (rc == cudaSuccess && a->max_keep > 0 && !copy)
-        rc = k_launch(compact_kernel, dim3((unsigned)a->num_sel, (unsigned)a->Hkv, (unsigned)((a->max_keep + 7) / 8)),
-                      dim3(256), 0, stream, a->k_pool, a->v_pool, a->pages, a->page_shift, a->sel,
-                      (const int32_t *)idx, a->max_keep, a->Hkv, d, a->per_head);
+        rc = k_launch(compact_kernel, dim3((unsigned)n, (unsigned)a->Hkv, (unsigned)((a->max_keep + 7) / 8)),
+                      dim3(256), 0, stream, a->k_pool, a->v_pool, a->layer_stride, a->pages, a->page_shift, a->sel,
+                      a->num_sel, (const int32_t *)idx, a->max_keep, a->Hkv, d, a->per_head);
     return (int)(rc == cudaSuccess ? cudaGetLastError() : rc);
 }
 
 extern "C" const int32_t *k_kv_select_idx(const struct k_select_args *a)
 {
-    return (const int32_t *)((char *)a->ws + raw_bytes(a->num_sel, a->Hkv, a->max_cand));
+    return (const int32_t *)((char *)a->ws + raw_bytes(a->num_sel * sel_layers(a), a->Hkv, a->max_cand));
+}
+
+/* Block (si, kh, z): slice z of segment si's mean query of head group kh (mean_slice, as
+ * score_kernel takes it), written to its row of out ([num_sel][H d] fp32). */
+static __global__ void __launch_bounds__(SCORE_THREADS)
+    means_kernel(const bf16_t *q, int q_stride, const int32_t *sel, float *out, int H, int Hkv, int d)
+{
+    griddep_wait();
+    extern __shared__ float smem[]; /* [g d] the means, then the row groups' sums */
+    const int si = blockIdx.x, kh = blockIdx.y, cols = H / Hkv * d, s0 = blockIdx.z * MEAN_SLICE;
+    const int32_t *s = sel_of(sel, si);
+    mean_slice(q, q_stride, s[0], s[1], kh, cols, s0, smem, smem + cols);
+    for (int c = s0 + threadIdx.x; c < cols && c < s0 + MEAN_SLICE; c += SCORE_THREADS)
+        out[(size_t)si * H * d + (size_t)kh * cols + c] = smem[c];
+}
+
+extern "C" int k_kv_select_means(const struct k_select_args *a, float *out, k_stream stream)
+{
+    if (a->num_sel <= 0)
+        return 0;
+    if (a->d % 8 || a->H % a->Hkv || score_smem(a->H / a->Hkv, a->d) > 48 * 1024)
+        return (int)cudaErrorInvalidValue;
+    const int cols = a->H / a->Hkv * a->d;
+    return (int)k_launch(means_kernel, dim3((unsigned)a->num_sel, (unsigned)a->Hkv, (unsigned)((cols + MEAN_SLICE - 1) / MEAN_SLICE)), dim3(SCORE_THREADS),
+                         score_smem(a->H / a->Hkv, a->d), stream, a->q, a->q_stride, a->sel, out, a->H, a->Hkv,
+                         a->d);
 }

@@ -289,6 +289,48 @@ static int sel_copies(const bf16_t *before, const bf16_t *after, const int32_t *
     return bad;
 }
 
+/* The selection a made, run again over two layers at once (each layer's means by
+ * k_kv_select_means, then one k_kv_select of layers 2, each layer's pool a copy of the one a
+ * started from: kb, vb, pn elements): how many of its kept keys (nidx a layer) and of its pools'
+ * elements differ from a's (gidx; kg, vg), or -1 where a CUDA call failed. */
+static int64_t sel_layers_differ(struct checker *c, const struct k_select_args *a, const bf16_t *kb, const bf16_t *vb,
+                                 int64_t pn, const int32_t *gidx, const bf16_t *kg, const bf16_t *vg, int64_t nidx)
+{
+    const int64_t qd = (int64_t)a->H * a->d;
+    int64_t diff = -1;
+    bf16_t *dk = NULL, *dv = NULL, *hk = xmalloc(4 * (size_t)pn), *hv = xmalloc(4 * (size_t)pn);
+    float *means = NULL;
+    int32_t *idx = xmalloc(8 * (size_t)nidx);
+    struct k_select_args b = *a;
+    b.ws = NULL;
+    CK(cudaMalloc((void **)&dk, 4 * (size_t)pn));
+    CK(cudaMalloc((void **)&dv, 4 * (size_t)pn));
+    CK(cudaMalloc((void **)&means, 8 * (size_t)a->num_sel * qd));
+    for (int l = 0; l < 2; l++) {
+        CK(cudaMemcpy(dk + l * pn, kb, 2 * (size_t)pn, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dv + l * pn, vb, 2 * (size_t)pn, cudaMemcpyHostToDevice));
+        KK(k_kv_select_means(a, means + l * a->num_sel * qd, NULL));
+    }
+    b.k_pool = dk, b.v_pool = dv, b.layers = 2, b.layer_stride = pn, b.means = means, b.q = NULL;
+    b.ws_bytes = k_kv_select_ws_bytes(2 * a->num_sel, a->max_cand, a->max_keep, a->Hkv);
+    CK(cudaMalloc(&b.ws, (size_t)b.ws_bytes));
+    KK(k_kv_select(&b, NULL));
+    CK(cudaMemcpy(idx, k_kv_select_idx(&b), 8 * (size_t)nidx, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hk, dk, 4 * (size_t)pn, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hv, dv, 4 * (size_t)pn, cudaMemcpyDeviceToHost));
+    diff = 0;
+    for (int l = 0; l < 2; l++) {
+        for (int64_t i = 0; i < nidx; i++)
+            diff += idx[l * nidx + i] != gidx[i];
+        for (int64_t i = 0; i < pn; i++)
+            diff += hk[l * pn + i] != kg[i] || hv[l * pn + i] != vg[i];
+    }
+done:
+    cudaFree(dk), cudaFree(dv), cudaFree(means), cudaFree(b.ws);
+    free(hk), free(hv), free(idx);
+    return diff;
+}
+
 static void check_kv_select(struct checker *c, const struct sel_case *x)
 {
     const int H = x->H, Hkv = x->Hkv, d = x->d, qd = H * d, kvrow = Hkv * d, sets = x->per_head ? Hkv : 1;
@@ -354,6 +396,9 @@ static void check_kv_select(struct checker *c, const struct sel_case *x)
     report(c, what, kept ? (double)missing / kept : 0, 0.02);
     snprintf(what, sizeof what, "  K/V head rows not copied exactly");
     report(c, what, wrong, 0);
+    snprintf(what, sizeof what, "  two layers at once: kept keys or pool elements not the same");
+    const int64_t differ = sel_layers_differ(c, &a, kb, vb, pn, gidx, kg, vg, (int64_t)2 * sets * max_keep);
+    report(c, what, differ < 0 ? INFINITY : (double)differ, 0);
 done:
     cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dpages), cudaFree(dsel), cudaFree(a.ws);
     free(qf), free(kf), free(vf), free(qb), free(kb), free(vb), free(kg), free(vg), free(ks), free(gidx), free(ridx);
