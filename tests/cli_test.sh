@@ -73,7 +73,9 @@ fi
 # is `calib merge` of the profiles it keeps in profiles/ (the mixtures' and the H100's: one profile
 # each, merged with another machine's ladder, kept as they are), and the shipped calibrations are,
 # byte for byte, the records' named by current below; those whose selecting steps were profiled
-# again (select-h100, select-h200) are their record's calibration merged with those profiles over it.
+# again (select-h100, select-h200) are their record's calibration merged with those profiles over it;
+# and every one's selecting steps were profiled again after the selection moved after the step's last
+# layer (select-end-h100, select-end-h200: reselect).
 root=$(cd "$(dirname "$0")/.." && pwd)
 rec_dir="$root/experiments/records"
 # select_over PREFIX: over=(--over FILE ...), the select profiles PREFIX-N.csv.gz unpacked into $tmp
@@ -84,7 +86,19 @@ select_over() {
         gzip -dc "$f" >"$tmp/$(basename "$f" .gz)" && over+=(--over "$tmp/$(basename "$f" .gz)")
     done
 }
-current() { # current GPU-MODEL IMPL: the record whose calibration is shipped
+# reselect GPU MODEL IMPL FILE OUT: FILE with the selecting steps profiled again after the selection
+# moved after the last layer (select-end-GPU's profiles of MODEL and IMPL, where it holds them)
+# merged over it, into OUT: what the shipped calibration is
+reselect() {
+    local f o=()
+    for f in "$rec_dir/select-end-$1/profiles/select-$2-$3"-[0-9].csv.gz; do
+        [ -f "$f" ] || continue
+        gzip -dc "$f" >"$tmp/rs-$(basename "$f" .gz)" && o+=(--over "$tmp/rs-$(basename "$f" .gz)")
+    done
+    if [ ${#o[@]} -eq 0 ]; then cp "$4" "$5"; return; fi
+    $bin calib merge "$4" "${o[@]}" --gpu "$1" --out "$5" >/dev/null 2>&1 || bad "calib merge over select-end-$1's $2 $3 profiles"
+}
+current() { # current GPU-MODEL IMPL: the record whose calibration is shipped (reselect over it)
     case $1-$2 in
         h200-llada-8b-tessera) echo fidelity-h200-sparse-select ;; h200-*-tessera-fused) echo fused-small-h200 ;;
         h200-sdar-8b-tessera) echo fidelity-h200-sdar ;; h200-dream-7b-tessera) echo fidelity-h200-dream-rules4 ;;
@@ -132,8 +146,9 @@ if command -v python3 >/dev/null 2>&1; then
         esac
         for m in $models; do
             [ "$(current $gpu-$m $impl)" = "$rec" ] || continue
-            if cmp -s "$cal/calib-$m.csv" "$root/sim/data/calib/$gpu-$m-$impl.csv"; then ok
-            else bad "sim/data/calib/$gpu-$m-$impl.csv is not the calibration $rec recorded"; fi
+            reselect $gpu $m $impl "$cal/calib-$m.csv" "$tmp/rs.csv"
+            if cmp -s "$tmp/rs.csv" "$root/sim/data/calib/$gpu-$m-$impl.csv"; then ok
+            else bad "sim/data/calib/$gpu-$m-$impl.csv is not the calibration $rec recorded with select-end-$gpu's over it"; fi
         done
         n=$(awk -F, '$5 == "calibrated"' "$tmp/$rec/fidelity.csv" | wc -l)
         differ=$(awk -F, 'NR == FNR { if ($5 == "calibrated") want[$1 FS $2 FS $3 FS $4] = $8 FS $9 FS $10; next }
@@ -184,9 +199,10 @@ if command -v python3 >/dev/null 2>&1; then
         select_over "$rec_dir/select-$g/profiles/select-$m-tessera"
         expect 0 "calib merge over select-$g's profiles, $m" -- $bin calib merge "$tmp/base-$g-$m.csv" "${over[@]}" \
             --gpu $g --out "$tmp/sel-$g-$m.csv"
-        grep -q "3 --over profiles where they hold its step" "$tmp/out" && cmp -s "$tmp/sel-$g-$m.csv" \
+        reselect $g $m tessera "$tmp/sel-$g-$m.csv" "$tmp/rs.csv"
+        grep -q "3 --over profiles where they hold its step" "$tmp/out" && cmp -s "$tmp/rs.csv" \
             "$root/sim/data/calib/$g-$m-tessera.csv" && ok ||
-            bad "sim/data/calib/$g-$m-tessera.csv is not $r's calibration with select-$g's profiles over it"
+            bad "sim/data/calib/$g-$m-tessera.csv is not $r's calibration with select-$g's and select-end-$g's profiles over it"
     done
     # calib merge reads profile databases too (engine profile's engine_profile table): the shipped
     # calibration's rows as a database, merged with its CSV, give the CSV back
@@ -218,8 +234,9 @@ PY
     select_over "$rec_dir/select-h100/profiles/select-llada-8b-tessera"
     expect 0 "calib merge of calibrate-h100 over select-h100" -- $bin calib merge "$tmp/c100.csv" "${over[@]}" \
         --gpu h100 --out "$tmp/c100s.csv"
+    gzip -dc "$rec_dir/fidelity-h200-sparse-select/calib-llada-8b.csv.gz" >"$tmp/c200s.csv"
     expect 0 "transfer_check.sh" -- env TESSERA=$bin bash "$root/analysis/transfer_check.sh" \
-        "$root/sim/data/calib/h200-llada-8b-tessera.csv" h200 "$tmp/c100s.csv" h100
+        "$tmp/c200s.csv" h200 "$tmp/c100s.csv" h100
     if cmp -s "$tmp/out" "$rec_dir/calibrate-h100/transfer-check.txt"; then ok
     else bad "transfer_check.sh is not what calibrate-h100/transfer-check.txt recorded"; fi
     # the H100's tessera-fused calibrations: each the merge of its machines' recorded profiles (LLaDA-8B's
@@ -238,10 +255,11 @@ PY
     done
     for mh in llada-8b:2 sdar-8b:3 dream-7b:3; do
         m=${mh%%:*} shipped="$root/sim/data/calib/h100-${mh%%:*}-tessera-fused.csv"
-        if cmp -s "$tmp/fused-$m.csv" "$shipped"; then ok
-        else bad "sim/data/calib/h100-$m-tessera-fused.csv is not the calibration calibrate-h100-fused and fused-small-h100 record"; fi
+        reselect h100 $m tessera-fused "$tmp/fused-$m.csv" "$tmp/rs.csv"
+        if cmp -s "$tmp/rs.csv" "$shipped"; then ok
+        else bad "sim/data/calib/h100-$m-tessera-fused.csv is not the calibration calibrate-h100-fused, fused-small-h100 and select-end-h100 record"; fi
         gzip -dc "$fh/heldout-$m-${mh#*:}.db.gz" >"$tmp/heldout-$m.db"
-        expect 0 "fused-small-h100 held out, $m" -- $bin calib eval --db "$tmp/heldout-$m.db" --calib "$shipped" --extrapolate --clock off
+        expect 0 "fused-small-h100 held out, $m" -- $bin calib eval --db "$tmp/heldout-$m.db" --calib "$tmp/fused-$m.csv" --extrapolate --clock off
         if diff <(grep MAPE "$tmp/out") <(grep MAPE "$fh/eval-$m.txt") >/dev/null; then ok
         else bad "fused-small-h100: $m's held-out replay is not priced as eval-$m.txt recorded"; fi
     done
@@ -967,8 +985,9 @@ expect 2 "calib merge --over without a value" -- $bin calib merge "$data/calib/h
 contains "calib merge --over without a value" "--over needs a value"
 expect 2 "calib import --over" -- $bin calib import "$tmp/select.csv" --over "$tmp/select.csv" --gpu h200 --out "$tmp/x.csv"
 contains "calib import --over" "--over does not apply here"
+grep -v ',kv_select,' "$data/calib/h200-sdar-8b-tessera-fused.csv" >"$tmp/nosel.csv"
 expect 2 "sparse refused by a calibration without selections" -- $bin sim --policy sparse --cost calibrated \
-    --model sdar-8b --impl tessera-fused --requests 10
+    --model sdar-8b --impl tessera-fused --calib "$tmp/nosel.csv" --requests 10
 contains "sparse refused by a calibration without selections" "has no uniform selection (kv_select) measurements"
 # a preset's whole configuration, its policy's parameters included
 expect 0 "list systems" -- $bin list systems
