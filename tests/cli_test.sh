@@ -113,7 +113,7 @@ if command -v python3 >/dev/null 2>&1; then
         fidelity-h200-sparse-oos fidelity-h200-dllm-cache fidelity-h200-dllm-cache-oos fidelity-h200-moe \
         fidelity-h200-moe-oos fidelity-h100 fidelity-h100-oos fidelity-h100-policies-oos fidelity-h100-sparse-oos \
         fidelity-h200-sparse-select fidelity-h200-moe-wgmma fidelity-h200-moe-wgmma-oos fused-small-h200 \
-        fused-small-h200-oos fidelity-h200-dream-rules4 fidelity-h200-dream-rules4-oos; do
+        fused-small-h200-oos fidelity-h200-dream-rules4 fidelity-h200-dream-rules4-oos fidelity-h200-sparse-end; do
         echo "cli: ... re-evaluating $rec" >&2
         want="$rec_dir/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         export POLICIES="dual block"
@@ -125,7 +125,7 @@ if command -v python3 >/dev/null 2>&1; then
         gpu=h200
         case $rec in *h100*) models="llada-8b sdar-8b dream-7b" runs=24 gpu=h100 ;; esac
         case $rec in *h100-policies*) models=llada-8b runs=12 POLICIES="dllm-cache sparse sparse-head" ;; esac
-        case $rec in fidelity-h100-sparse-oos | fidelity-h200-sparse-select) models=llada-8b runs=8 POLICIES="sparse sparse-head" ;; esac
+        case $rec in fidelity-h100-sparse-oos | fidelity-h200-sparse-select | fidelity-h200-sparse-end) models=llada-8b runs=8 POLICIES="sparse sparse-head" ;; esac
         case $rec in fused-small-h200) models="llada-8b sdar-8b dream-7b" runs=24 ;; esac
         mkdir -p "$cal"
         for m in $models; do
@@ -133,7 +133,7 @@ if command -v python3 >/dev/null 2>&1; then
         done
         case $rec in
             *-oos | fidelity-h200-moe | fidelity-h200-moe-wgmma | fidelity-h100 | fidelity-h200-sparse-select | \
-                fused-small-h200 | fidelity-h200-dream-rules4) # (as they are)
+                fused-small-h200 | fidelity-h200-dream-rules4 | fidelity-h200-sparse-end) # (as they are)
                 GPU=$gpu IMPL=$impl CLOCK=off MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
                        SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1 ;;
             *) # in sample: the calibrations merged again from the record's profiles (PROFILES=)
