@@ -246,7 +246,7 @@ int cli_list(int argc, char **argv)
     } else if (strcmp(what, "schedulers") == 0) {
         for (int i = 0; sched_get(i); i++) {
             const struct sched_ops *s = sched_get(i);
-            printf("%-8s %s\n", s->name, s->help);
+            printf("%-10s %s\n", s->name, s->help);
             params_help(stdout, s->params, s->num_params, s->name);
         }
     } else if (strcmp(what, "systems") == 0) {

@@ -418,8 +418,9 @@ static void print_summary(const struct sim_config *c, const struct sim_summary *
     printf("tessera sim: %s on %s%s, policy %s, scheduler %s, decode %s, impl %s%s%s\n", c->model,
            c->gpu, tp, c->policy, c->scheduler, c->decode, c->impl, c->system[0] ? ", system " : "",
            c->system);
-    printf("  requests      %lld finished, %lld rejected, %lld preemptions (of %lld)\n",
+    printf("  requests      %lld finished, %lld rejected, %lld preemptions, %lld stalls (of %lld)\n",
            (long long)m->num_finished, (long long)m->num_rejected, (long long)m->num_preemptions,
+           (long long)m->num_stalls,
            (long long)m->num_requests);
     printf("  makespan      %.3f s over %lld steps (%.1f requests and %.0f query tokens per step)\n",
            (double)m->makespan_ns * 1e-9, (long long)m->num_steps, m->mean_segs_per_step,
@@ -477,6 +478,7 @@ static void print_json(const struct sim_config *c, const struct sim_summary *m)
     json_object_set_new(o, "num_finished", json_integer(m->num_finished));
     json_object_set_new(o, "num_rejected", json_integer(m->num_rejected));
     json_object_set_new(o, "num_preemptions", json_integer(m->num_preemptions));
+    json_object_set_new(o, "num_stalls", json_integer(m->num_stalls));
     json_object_set_new(o, "num_steps", json_integer(m->num_steps));
     json_object_set_new(o, "request_steps", json_integer(m->request_steps));
     json_object_set_new(o, "tokens_decoded", json_integer(m->tokens_decoded));

@@ -65,7 +65,7 @@ static const char *const schema =
     " queue_mean_s REAL, mean_q_per_step REAL, mean_segs_per_step REAL, peak_mem_bytes INTEGER,"
     " weight_bytes INTEGER, kv_pool_bytes INTEGER, act_reserved_bytes INTEGER,"
     " capacity_bytes INTEGER, static_batch INTEGER, rows_processed INTEGER, missed_decodes INTEGER,"
-    " redundancy REAL);"
+    " redundancy REAL, num_stalls INTEGER);"
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
     " PRIMARY KEY(run_id, op));";
 
@@ -102,7 +102,8 @@ static const char *const added_columns[][2] = {{"segments", "keep"},    {"segmen
                                                 {"segments", "kv_write_front"}, {"segments", "probe"},
                                                 {"segments", "carry"},   {"segments", "picked"},
                                                 {"segment_runs", "picked"}, {"summary", "rows_processed"},
-                                                {"summary", "missed_decodes"}, {"summary", "redundancy"}};
+                                                {"summary", "missed_decodes"}, {"summary", "redundancy"},
+                                                {"summary", "num_stalls"}};
 
 /* Whether table `table` of database `name` has column `col`: 1 or 0, -1 on an SQLite error. */
 static int has_column(sqlite3 *db, const char *name, const char *table, const char *col)
@@ -742,7 +743,7 @@ static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
     struct sim_summary m;
     sim_get_summary(s, &m);
     sqlite3_stmt *st;
-    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 &st))
         return -1;
     int k = 1;
@@ -760,6 +761,7 @@ static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
     for (size_t i = 0; i < TS_ARRAY_LEN(ints2); i++)
         sqlite3_bind_int64(st, k++, ints2[i]);
     sqlite3_bind_double(st, k++, m.redundancy);
+    sqlite3_bind_int64(st, k++, m.num_stalls);
     int rc = step_done(w, st);
     sqlite3_finalize(st);
     if (rc || prepare(w, "INSERT INTO out.op_breakdown VALUES(?,?,?)", &st))

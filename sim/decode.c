@@ -252,14 +252,35 @@ int decode_eos_parse(const char *s, enum decode_eos *out, struct ts_err *err)
 
 int decode_needs_rng(const struct decode_model *dm) { return decode_get(dm->kind)->needs_rng; }
 
+/* Whether r's next step commits the rest of its block at once (only EOS positions left under a
+ * decoder that commits them in bulk). */
+static bool eos_in_bulk(const struct decode_model *dm, const struct request *r)
+{
+    const bool bulk = dm->eos == EOS_BULK || (dm->eos == EOS_AUTO && decode_get(dm->kind)->bulk_eos);
+    return bulk && req_content_left_in_block(r) == 0;
+}
+
 int32_t decode_tokens(const struct decode_model *dm, const struct request *r)
 {
     int32_t masked = req_masked_in_block(r);
     TS_ASSERT(masked > 0);
-    const struct decode_ops *ops = decode_get(dm->kind);
-    const bool bulk = dm->eos == EOS_BULK || (dm->eos == EOS_AUTO && ops->bulk_eos);
-    if (bulk && req_content_left_in_block(r) == 0)
+    if (eos_in_bulk(dm, r))
         return masked; /* only EOS positions left: the rest of the block decodes at once */
-    const int32_t k = ops->draw(dm, r);
+    const int32_t k = decode_get(dm->kind)->draw(dm, r);
+    return k < masked ? k : masked;
+}
+
+int32_t decode_tokens_mean(const struct decode_model *dm, const struct request *r, double *carry)
+{
+    int32_t masked = req_masked_in_block(r);
+    TS_ASSERT(masked > 0);
+    if (eos_in_bulk(dm, r))
+        return masked;
+    int32_t k = dm->k;
+    if (dm->kind != DECODE_FIXED) { /* the mean, its fraction carried to the next step */
+        *carry += dm->tpf;
+        k = TS_MAX(1, (int32_t)*carry);
+        *carry -= k;
+    }
     return k < masked ? k : masked;
 }

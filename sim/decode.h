@@ -82,6 +82,11 @@ int decode_parse(const char *spec, const char *datadir, struct decode_model *out
                  struct ts_err *err);
 /* Tokens committed by r's next (non-prefill) step; needs r->rng for threshold models. */
 int32_t decode_tokens(const struct decode_model *dm, const struct request *r);
+/* The same without drawing: fixed:k's k, or a model's mean TPF with its fraction kept in *carry
+ * (0 to start) for the next step, so that steps projected one after another commit the mean; the
+ * block's clamp and the bulk EOS commit as decode_tokens. A scheduler's projection of a request's
+ * steps (lookahead). */
+int32_t decode_tokens_mean(const struct decode_model *dm, const struct request *r, double *carry);
 /* Whether the model needs a random stream per request. */
 int decode_needs_rng(const struct decode_model *dm);
 

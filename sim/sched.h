@@ -29,6 +29,7 @@ struct sched_ops {
     const struct param_spec *params; /* its parameters (NULL when none); resolved in s->sched_p */
     int num_params;
     bool finish_with_batch; /* requests finish together when the scheduler says (static) */
+    bool budgeted; /* one activation budget reserved for every step (act_reserved: phase, lookahead) */
     int (*init)(struct sim *s, struct ts_err *err);
     const char *(*reject)(struct sim *s, const struct request *r);
     void (*build)(struct sim *s);
@@ -42,8 +43,18 @@ const struct sched_ops *sched_get(int i);
 void sched_list(char *buf, size_t len);
 int sched_resolve(const char *name, const struct sched_ops **out, struct ts_err *err);
 
+/* The phase scheduler's pieces the lookahead scheduler shares (sched_phase.c; its first parameter
+ * is the token cap, s->sched_p[0]): the memory budgets under the cap, the rejections, and the
+ * running set's step: each running request in admission order adds its segment while *budget (the
+ * step's query tokens left) holds it, its KV reserved, preempting the latest admitted where the
+ * pool is short; true when one had to wait or was preempted. */
+int sched_phase_init(struct sim *s, struct ts_err *err);
+const char *sched_phase_reject(struct sim *s, const struct request *r);
+bool sched_phase_run(struct sim *s, int64_t *budget);
+
 extern const struct sched_ops sched_static;
 extern const struct sched_ops sched_request;
 extern const struct sched_ops sched_phase;
+extern const struct sched_ops sched_lookahead;
 
 #endif

@@ -18,13 +18,13 @@
 
 #include "sim_internal.h"
 
-enum { MAX_TOKENS };
+enum { MAX_TOKENS }; /* lookahead's parameters begin with the same */
 static const struct param_spec phase_params[] = {
     [MAX_TOKENS] = {"max-num-batched-tokens", "query tokens per step; 0 = 4000 on <= 32 GiB GPUs, else 16384, "
                     "as dLLM-Serve configures them", 0, 0, 1 << 20, true},
 };
 
-static int phase_init(struct sim *s, struct ts_err *err)
+int sched_phase_init(struct sim *s, struct ts_err *err)
 {
     if (s->sched_p[MAX_TOKENS] == 0) /* dLLM-Serve's Table 3 settings */
         s->sched_p[MAX_TOKENS] = s->gpu.mem_bytes <= 32 * (int64_t)TS_GIB ? 4000 : 16384;
@@ -32,15 +32,15 @@ static int phase_init(struct sim *s, struct ts_err *err)
     s->act_reserved = sim_act_peak(s, cap, cap);
     s->kv_pool_bytes = s->capacity - s->weight_bytes - s->act_reserved;
     if (s->kv_pool_bytes <= 0)
-        return ts_fail(err, "phase scheduler: the activation budget for max_num_batched_tokens=%lld "
+        return ts_fail(err, "%s scheduler: the activation budget for max_num_batched_tokens=%lld "
                             "(%.2f GiB) leaves no KV pool on %s after %.2f GiB of weights; lower "
                             "--max-num-batched-tokens or set --max-num-logits",
-                       (long long)cap, s->act_reserved / TS_GIB, s->gpu.name, s->weight_bytes / TS_GIB);
+                       s->sched->name, (long long)cap, s->act_reserved / TS_GIB, s->gpu.name, s->weight_bytes / TS_GIB);
     s->kv_pages_total = s->kv_pool_bytes / (s->kv_page_tokens * s->kv_token_bytes);
     return 0;
 }
 
-static const char *phase_reject(struct sim *s, const struct request *r)
+const char *sched_phase_reject(struct sim *s, const struct request *r)
 {
     if (r->L > s->model.max_pos)
         return "P + G exceeds the model's maximum positions";
@@ -64,15 +64,14 @@ static bool reserve_or_preempt(struct sim *s, struct request *r, int64_t tokens)
     return true;
 }
 
-static void phase_build(struct sim *s)
+bool sched_phase_run(struct sim *s, int64_t *budget)
 {
-    int64_t budget = (int64_t)s->sched_p[MAX_TOKENS];
     bool someone_waits = false;
     struct segment seg;
     for (size_t i = 0; i < s->num_running; i++) {
         struct request *r = &s->reqs[s->running[i]];
         sim_emit(s, r, &seg);
-        if (segment_rows(&seg) > budget) {
+        if (segment_rows(&seg) > *budget) {
             someone_waits = true;
             continue;
         }
@@ -81,8 +80,16 @@ static void phase_build(struct sim *s)
             break; /* r was the last running request */
         }
         sim_add_segment(s, &seg);
-        budget -= segment_rows(&seg);
+        *budget -= segment_rows(&seg);
     }
+    return someone_waits;
+}
+
+static void phase_build(struct sim *s)
+{
+    int64_t budget = (int64_t)s->sched_p[MAX_TOKENS];
+    struct segment seg;
+    const bool someone_waits = sched_phase_run(s, &budget);
     while (!someone_waits && s->waiting.n > 0) {
         struct request *r = &s->reqs[deque_front(&s->waiting)];
         sim_emit(s, r, &seg);
@@ -102,7 +109,8 @@ const struct sched_ops sched_phase = {
             "max_num_batched_tokens; admission whenever budget and KV pool allow",
     .params = phase_params,
     .num_params = (int)TS_ARRAY_LEN(phase_params),
-    .init = phase_init,
-    .reject = phase_reject,
+    .budgeted = true,
+    .init = sched_phase_init,
+    .reject = sched_phase_reject,
     .build = phase_build,
 };

@@ -598,7 +598,7 @@ static void start_step(struct sim *s)
     }
     if (s->cfg.lazy_chunking) {
         int64_t left = s->capacity - s->weight_bytes - s->kv_pages_used * s->kv_page_tokens * s->kv_token_bytes;
-        lazy_chunk(s, s->act_reserved > 0 && s->sched == &sched_phase ? TS_MIN(left, s->act_reserved) : left);
+        lazy_chunk(s, s->act_reserved > 0 && s->sched->budgeted ? TS_MIN(left, s->act_reserved) : left);
     }
     struct cost_breakdown bd;
     double secs;
@@ -646,6 +646,8 @@ static void start_step(struct sim *s)
     if (in_use > s->sum.peak_mem_bytes)
         s->sum.peak_mem_bytes = in_use;
     record_step(s, dur, act, kv_bytes);
+    TS_ASSERT(s->num_running >= (size_t)s->sd.num_segs); /* a segment a running request */
+    s->sum.num_stalls += (int64_t)s->num_running - s->sd.num_segs;
     s->sum.num_steps++;
     s->sum.request_steps += s->sd.num_segs;
     s->sum.mean_q_per_step += (double)s->sd.tot.q_tokens;

@@ -112,6 +112,39 @@ START_TEST(threshold_mean_and_bounds)
 }
 END_TEST
 
+/* The projection's count (decode_tokens_mean): fixed:k's k; a drawn model's TPF on average over
+ * consecutive steps, each at least 1; the block's clamp, and the bulk EOS commit, as decode_tokens. */
+START_TEST(mean_for_projections)
+{
+    struct decode_model dm = {.kind = DECODE_THRESHOLD, .tpf = 2.77};
+    struct request r;
+    memset(&r, 0, sizeof r);
+    r.P = 10;
+    r.G = r.C = 1 << 20;
+    struct policy_cfg pc = {.block_size = 1 << 20};
+    policy_req_init(&r, &pc);
+    double carry = 0, sum = 0;
+    for (int i = 0; i < 1000; i++) {
+        const int32_t k = decode_tokens_mean(&dm, &r, &carry);
+        ck_assert_int_ge(k, 2);
+        ck_assert_int_le(k, 3);
+        sum += k;
+    }
+    ck_assert_double_eq_tol(sum / 1000, 2.77, 1e-3);
+    struct decode_model fixed = {.kind = DECODE_FIXED, .k = 4};
+    ck_assert_int_eq(decode_tokens_mean(&fixed, &r, &carry), 4);
+    r.G = r.C = 64;
+    pc.block_size = 32;
+    policy_req_init(&r, &pc);
+    r.decoded_in_block = 30;
+    ck_assert_int_eq(decode_tokens_mean(&fixed, &r, &carry), 2); /* the block's clamp */
+    r.C = 40;                                                      /* block 0 all content: 2 left */
+    r.cur_block = 1, r.decoded_in_block = 8;                       /* block 1: its content is in */
+    ck_assert_int_eq(decode_tokens_mean(&dm, &r, &carry), 24);     /* bulk: the rest at once */
+    ck_assert_int_eq(decode_tokens_mean(&fixed, &r, &carry), 4);   /* fixed keeps its schedule */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("decode");
@@ -120,6 +153,7 @@ int main(void)
     tcase_add_test(tc, parse_errors);
     tcase_add_test(tc, dinfer_decoders);
     tcase_add_test(tc, threshold_mean_and_bounds);
+    tcase_add_test(tc, mean_for_projections);
     suite_add_tcase(s, tc);
     return run_suite("decode", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

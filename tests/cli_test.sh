@@ -989,6 +989,23 @@ grep -v ',kv_select,' "$data/calib/h200-sdar-8b-tessera-fused.csv" >"$tmp/nosel.
 expect 2 "sparse refused by a calibration without selections" -- $bin sim --policy sparse --cost calibrated \
     --model sdar-8b --impl tessera-fused --calib "$tmp/nosel.csv" --requests 10
 contains "sparse refused by a calibration without selections" "has no uniform selection (kv_select) measurements"
+# the lookahead scheduler: its projections keep every running request stepping (no stall) where phase's
+# admissions leave some sitting steps out, in the summary, its JSON and the database
+expect 0 "list schedulers" -- $bin list schedulers
+contains "list schedulers names lookahead" "lookahead  phase with admission by projection"
+for sch in phase lookahead; do
+    expect 0 "sim --scheduler $sch --json" -- $bin sim --scheduler $sch --gpu rtx4090 --rps 4 --requests 200 \
+        --no-progress --quiet --json --db "$tmp/$sch.db"
+    sed -n 's/.*"num_stalls": *\([0-9]*\).*/\1/p' "$tmp/out" >"$tmp/$sch.stalls"
+done
+p=$(cat "$tmp/phase.stalls") l=$(cat "$tmp/lookahead.stalls")
+[ "${p:-0}" -gt 0 ] && [ "$l" = 0 ] && ok || bad "stalls: phase '$p', lookahead '$l' (wanted some, and none)"
+[ "$(sqlite3 "$tmp/lookahead.db" "SELECT num_stalls FROM summary" 2>/dev/null)" = 0 ] && ok || bad "lookahead.db's summary has no num_stalls 0"
+[ "$(sqlite3 "$tmp/phase.db" "SELECT num_stalls FROM summary" 2>/dev/null)" = "$p" ] && ok || bad "phase.db's summary's num_stalls is not the JSON's $p"
+expect 0 "sim --scheduler lookahead" -- $bin sim --scheduler lookahead --gpu rtx4090 --rps 4 --requests 50 --no-progress --quiet
+contains "sim's summary counts the stalls" "0 preemptions, 0 stalls (of 50)"
+expect 2 "lookahead with --max-batch" -- $bin sim --scheduler lookahead --max-batch 4 --requests 2
+contains "lookahead with --max-batch" "--max-batch: not a parameter"
 # a preset's whole configuration, its policy's parameters included
 expect 0 "list systems" -- $bin list systems
 contains "list systems shows a preset's policy parameters" "--planner profiled --sparse-select head"
@@ -1069,6 +1086,16 @@ contains "exp run, unknown" "focus-fig6"
 mkdir -p "$tmp/full" && touch "$tmp/full/x"
 expect 2 "exp run, non-empty OUT" -- $bin exp run focus-fig8 "$tmp/full"
 contains "exp run, non-empty OUT" "is not empty (--force writes over it)"
+# the lookahead experiment, reduced: under fixed:1 lookahead's runs never stall where phase's do
+expect 0 "exp run lookahead" -- env RPS=1.0 REQUESTS=60 $bin exp run lookahead "$tmp/la"
+got=$(python3 -c 'import json, sys
+r = {(o["scheduler"], o["decode"]): o for o in map(json.loads, open(sys.argv[1]))}
+print(r[("phase", "fixed:1")]["num_stalls"] > 0, r[("lookahead", "fixed:1")]["num_stalls"],
+      r[("lookahead", "threshold:llada-gsm8k")]["num_stalls"] < r[("phase", "threshold:llada-gsm8k")]["num_stalls"])' \
+    "$tmp/la/results.jsonl" 2>&1)
+[ "$got" = "True 0 True" ] && [ -s "$tmp/la/report.md" ] && ok ||
+    bad "exp run lookahead: phase's stalls, lookahead's and the threshold runs' '$got'"
+is_png "$tmp/la/figure.png" "exp run lookahead"
 expect 0 "exp run papers --quick" -- $bin exp run papers "$tmp/papers" --quick
 for e in dllm-serve-fig3 dllm-serve-fig4 dllm-serve-fig5 dllm-serve-table4 dllm-serve-fig7 dllm-serve-fig8 focus-fig6 \
          focus-fig7 focus-fig8 focus-table5 mosaic-fig10 mosaic-fig12 mosaic-fig13 mosaic-fig14 dinfer-table1; do

@@ -40,6 +40,8 @@ before=$(q "$tmp/old.db" "$rows1" | md5sum)
 [ "$(q "$tmp/merged.db" "$rows1" | md5sum)" = "$before" ] && ok || bad "an older database merged: its steps or segments changed"
 got=$(q "$tmp/old.db" "SELECT group_concat(n, ' ') FROM (SELECT sum(keep > 0) AS n FROM segments GROUP BY run_id ORDER BY run_id)")
 case $got in "0 "[1-9]*) ok ;; *) bad "older database upgraded: selecting segments by run '$got', wanted none in run 1 and some in run 2" ;; esac
+got=$(q "$tmp/old.db" "SELECT group_concat(num_stalls IS NOT NULL, ' ') FROM (SELECT num_stalls FROM summary ORDER BY run_id)")
+[ "$got" = "1 1" ] && ok || bad "older database upgraded: its summary's stalls column '$got', wanted one a run"
 "$bin" calib eval --db "$tmp/old.db" >/dev/null 2>"$tmp/old.err" && ok || bad "the older run unreadable after the upgrade: $(head -2 "$tmp/old.err")"
 # and a dLLM-Cache run: its per-layer shapes (front rows, probes, carried rows) land in the columns
 # the upgrade added
