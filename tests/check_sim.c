@@ -64,6 +64,26 @@ START_TEST(golden_fast_dllm_on_4090)
 }
 END_TEST
 
+START_TEST(golden_lookahead_on_4090)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.scheduler, sizeof c.scheduler, "lookahead");
+    snprintf(c.gpu, sizeof c.gpu, "rtx4090");
+    snprintf(c.decode, sizeof c.decode, "threshold:llada-gsm8k");
+    c.requests = 200;
+    c.rps = 4;
+    c.seed = 7;
+    struct sim *s = run(&c);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.num_steps, GOLDEN_LOOKAHEAD_STEPS);
+    ck_assert_int_eq(m.makespan_ns, GOLDEN_LOOKAHEAD_MAKESPAN_NS);
+    ck_assert_int_eq(m.num_stalls, GOLDEN_LOOKAHEAD_STALLS);
+    sim_destroy(s);
+}
+END_TEST
+
 static void summary_of(struct sim_config *c, struct sim_summary *m)
 {
     struct sim *s = run(c);
@@ -535,6 +555,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, golden_default_scenario);
     tcase_add_test(tc, golden_fast_dllm_on_4090);
+    tcase_add_test(tc, golden_lookahead_on_4090);
     tcase_add_test(tc, executor_drives_the_clock);
     tcase_add_test(tc, same_seed_same_results);
     tcase_add_test(tc, decode_streams_independent_of_batching);

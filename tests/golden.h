@@ -13,3 +13,9 @@
 #define GOLDEN_FAST_BATCH 2
 #define GOLDEN_FAST_STEPS 8448
 #define GOLDEN_FAST_MAKESPAN_NS 364885817752LL
+/* tessera sim --scheduler lookahead --gpu rtx4090 --rps 4 --requests 200
+ *             --decode threshold:llada-gsm8k --seed 7 --json
+ * (its projections at the decoder's mean TPF; the drawn counts leave some stalls) */
+#define GOLDEN_LOOKAHEAD_STEPS 1603
+#define GOLDEN_LOOKAHEAD_MAKESPAN_NS 261784409768LL
+#define GOLDEN_LOOKAHEAD_STALLS 93
