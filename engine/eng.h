@@ -64,6 +64,9 @@ struct eng_opts {
                             * its row and layer (k_moe_route), the work a load-balanced router
                             * gives, whatever the weights. $TESSERA_ROUTING = auto, router or
                             * balanced */
+    int32_t select_at;     /* where a step's sparse selections run: 0 (the default) after its last
+                            * layer, from each layer's mean queries kept after its attention; 1 after
+                            * each layer's attention (for comparison). $TESSERA_SELECT = end or layer */
     bool trace_selection;  /* keep every layer's kept keys of a step's sparse selections, for
                             * eng_selection, and its picked rows, for eng_picks (checks: the
                             * reference then keeps and picks the same) */
@@ -243,6 +246,9 @@ int32_t eng_ffn_impl(const char *name);
 /* eng_opts.routing for a $TESSERA_ROUTING value: "auto", empty or NULL 0, "router" 1, "balanced" 2;
  * -1 for anything else. */
 int32_t eng_routing_impl(const char *name);
+/* eng_opts.select_at for a $TESSERA_SELECT value: "end", empty or NULL 0, "layer" 1; -1 for anything
+ * else. */
+int32_t eng_select_at(const char *name);
 /* Whether the engine's experts are chosen by balanced routing (eng_opts.routing resolved). */
 bool eng_routes_balanced(const struct eng *e);
 /* Whether the fused FFN kernel runs on this device for this model. */

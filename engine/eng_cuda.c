@@ -206,6 +206,12 @@ void eng_opts_defaults(struct eng_opts *o)
         fprintf(stderr, "tessera: TESSERA_ROUTING=%s is not auto, router or balanced; using auto\n", routing);
         o->routing = 0;
     }
+    const char *sel = getenv("TESSERA_SELECT");
+    o->select_at = eng_select_at(sel);
+    if (o->select_at < 0) {
+        fprintf(stderr, "tessera: TESSERA_SELECT=%s is not end or layer; using end\n", sel);
+        o->select_at = 0;
+    }
     const char *cache = getenv("TESSERA_GEMM_CACHE");
     o->gemm_cache = cache && *cache ? cache : NULL;
 }
@@ -306,6 +312,12 @@ int32_t eng_routing_impl(const char *name)
 {
     static const char *const names[] = {"auto", "router", "balanced"};
     return name_index(name, names, 3, 0);
+}
+
+int32_t eng_select_at(const char *name)
+{
+    static const char *const names[] = {"end", "layer"};
+    return name_index(name, names, 2, 0);
 }
 
 bool eng_routes_balanced(const struct eng *e) { return e->o.routing == 2 || (e->o.routing == 0 && !e->o.weights); }
@@ -884,17 +896,12 @@ static int select_layer(struct eng *e, int L, bf16_t *qkv, bf16_t *kp, bf16_t *v
 }
 
 /* Whether the step selects after its last layer: a selection's dependent round trips then run
- * once a step rather than once a layer. Each layer's means must fit sel_means, and not under
- * TESSERA_SELECT=layer (the selection after each layer's attention, for comparison). */
+ * once a step rather than once a layer. Each layer's means must fit sel_means, and not where
+ * eng_opts.select_at asks for the selection after each layer's attention. */
 static bool select_at_end(const struct eng *e, int layers)
 {
-    static int env = -1;
-    if (env < 0) {
-        const char *v = getenv("TESSERA_SELECT");
-        env = !(v && strcmp(v, "layer") == 0);
-    }
     const struct eng_plan *p = &e->plan;
-    return env && e->sel_means && p->num_sel > 0 &&
+    return e->o.select_at == 0 && e->sel_means && p->num_sel > 0 &&
            (int64_t)layers * p->num_sel * e->m.num_heads * e->m.head_dim * 4 <= SELECTION_MEANS;
 }
 

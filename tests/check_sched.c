@@ -81,6 +81,18 @@ static void check_run(struct sim *s)
     }
 }
 
+/* Runs c, checks its invariants (check_run) and gives its summary. */
+static void run_checked(struct sim_config *c, struct sim_summary *m)
+{
+    struct ts_err err;
+    struct sim *s = sim_create(c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
+    check_run(s);
+    sim_get_summary(s, m);
+    sim_destroy(s);
+}
+
 struct scenario {
     const char *sched, *policy, *gpu, *lengths, *decode;
     double rps;
@@ -104,12 +116,8 @@ static void run_scenario(const struct scenario *sc, uint64_t seed, bool early_st
     c.logit_chunk_rows = sc->mnl;
     c.early_stop = early_stop;
     snprintf(c.planner, sizeof c.planner, "%s", planner);
-    struct ts_err err;
-    struct sim *s = sim_create(&c, &err);
-    ck_assert_msg(s != NULL, "%s", err.msg);
-    ck_assert_int_eq(sim_run(s, NULL), 0);
-    check_run(s);
-    sim_destroy(s);
+    struct sim_summary m;
+    run_checked(&c, &m);
 }
 
 static const struct scenario scenarios[] = {
@@ -154,16 +162,10 @@ START_TEST(preemption_recompute_and_swap)
         c.rps = 50;
         c.requests = 60;
         test_param(&c, "max-num-batched-tokens", 4000);
-        struct ts_err err;
-        struct sim *s = sim_create(&c, &err);
-        ck_assert_msg(s != NULL, "%s", err.msg);
-        ck_assert_int_eq(sim_run(s, NULL), 0);
-        check_run(s);
         struct sim_summary sum;
-        sim_get_summary(s, &sum);
+        run_checked(&c, &sum);
         ck_assert_msg(sum.num_preemptions > 0, "%s: no preemption happened", modes[m]);
         ck_assert_int_eq(sum.num_finished, 60);
-        sim_destroy(s);
     }
 }
 END_TEST
@@ -470,14 +472,8 @@ static struct sim_summary stalls_run(const char *sched, const char *decode)
     snprintf(c.decode, sizeof c.decode, "%s", decode);
     c.rps = 4.0;
     c.requests = 200;
-    struct ts_err err;
-    struct sim *s = sim_create(&c, &err);
-    ck_assert_msg(s != NULL, "%s", err.msg);
-    ck_assert_int_eq(sim_run(s, NULL), 0);
-    check_run(s);
     struct sim_summary m;
-    sim_get_summary(s, &m);
-    sim_destroy(s);
+    run_checked(&c, &m);
     return m;
 }
 

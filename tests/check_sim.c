@@ -64,6 +64,13 @@ START_TEST(golden_fast_dllm_on_4090)
 }
 END_TEST
 
+static void summary_of(struct sim_config *c, struct sim_summary *m)
+{
+    struct sim *s = run(c);
+    sim_get_summary(s, m);
+    sim_destroy(s);
+}
+
 START_TEST(golden_lookahead_on_4090)
 {
     struct sim_config c;
@@ -74,22 +81,13 @@ START_TEST(golden_lookahead_on_4090)
     c.requests = 200;
     c.rps = 4;
     c.seed = 7;
-    struct sim *s = run(&c);
     struct sim_summary m;
-    sim_get_summary(s, &m);
+    summary_of(&c, &m);
     ck_assert_int_eq(m.num_steps, GOLDEN_LOOKAHEAD_STEPS);
     ck_assert_int_eq(m.makespan_ns, GOLDEN_LOOKAHEAD_MAKESPAN_NS);
     ck_assert_int_eq(m.num_stalls, GOLDEN_LOOKAHEAD_STALLS);
-    sim_destroy(s);
 }
 END_TEST
-
-static void summary_of(struct sim_config *c, struct sim_summary *m)
-{
-    struct sim *s = run(c);
-    sim_get_summary(s, m);
-    sim_destroy(s);
-}
 
 /* Live mode's hook: a fake executor that takes twice the cost model's time for every step and
  * counts releases. The clock follows the executor; every request's KV state is released. */
