@@ -113,7 +113,8 @@ if command -v python3 >/dev/null 2>&1; then
         fidelity-h200-sparse-oos fidelity-h200-dllm-cache fidelity-h200-dllm-cache-oos fidelity-h200-moe \
         fidelity-h200-moe-oos fidelity-h100 fidelity-h100-oos fidelity-h100-policies-oos fidelity-h100-sparse-oos \
         fidelity-h200-sparse-select fidelity-h200-moe-wgmma fidelity-h200-moe-wgmma-oos fused-small-h200 \
-        fused-small-h200-oos fidelity-h200-dream-rules4 fidelity-h200-dream-rules4-oos fidelity-h200-sparse-end; do
+        fused-small-h200-oos fidelity-h200-dream-rules4 fidelity-h200-dream-rules4-oos fidelity-h200-sparse-end \
+        fidelity-h100-merged fidelity-h100-fused-merged; do
         echo "cli: ... re-evaluating $rec" >&2
         want="$rec_dir/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         export POLICIES="dual block"
@@ -127,13 +128,14 @@ if command -v python3 >/dev/null 2>&1; then
         case $rec in *h100-policies*) models=llada-8b runs=12 POLICIES="dllm-cache sparse sparse-head" ;; esac
         case $rec in fidelity-h100-sparse-oos | fidelity-h200-sparse-select | fidelity-h200-sparse-end) models=llada-8b runs=8 POLICIES="sparse sparse-head" ;; esac
         case $rec in fused-small-h200) models="llada-8b sdar-8b dream-7b" runs=24 ;; esac
+        case $rec in fidelity-h100-merged | fidelity-h100-fused-merged) models="sdar-8b dream-7b" runs=16 ;; esac
         mkdir -p "$cal"
         for m in $models; do
             gzip -dc "$want/calib-$m.csv.gz" >"$cal/calib-$m.csv" || bad "$rec: no calib-$m.csv.gz"
         done
         case $rec in
             *-oos | fidelity-h200-moe | fidelity-h200-moe-wgmma | fidelity-h100 | fidelity-h200-sparse-select | \
-                fused-small-h200 | fidelity-h200-dream-rules4 | fidelity-h200-sparse-end) # (as they are)
+                fused-small-h200 | fidelity-h200-dream-rules4 | fidelity-h200-sparse-end | fidelity-h100-fused-merged) # (as they are)
                 GPU=$gpu IMPL=$impl CLOCK=off MEASURED="$want/all-steps.csv.gz" CALIB_DIR="$cal" TESSERA=$bin \
                        SCRATCH="$tmp/$rec/scr" bash "$root/experiments/fidelity.sh" "$tmp/$rec" "$models" >"$tmp/out" 2>&1 ;;
             *) # in sample: the calibrations merged again from the record's profiles (PROFILES=)
@@ -192,7 +194,7 @@ if command -v python3 >/dev/null 2>&1; then
     done
     # the shipped calibrations whose selecting steps were profiled again (three profiles each, records
     # select-h100 and select-h200): each its record's calibration with those profiles merged over it
-    for spec in h100:llada-8b:fidelity-h100-policies-oos h100:sdar-8b:fidelity-h100 h100:dream-7b:fidelity-h100 \
+    for spec in h100:llada-8b:fidelity-h100-policies-oos h100:sdar-8b:fidelity-h100-merged h100:dream-7b:fidelity-h100-merged \
         h200:llada-8b:fidelity-h200-dllm-cache; do
         IFS=: read -r g m r <<<"$spec"
         gzip -dc "$rec_dir/$r/calib-$m.csv.gz" >"$tmp/base-$g-$m.csv"
@@ -239,13 +241,15 @@ PY
         "$tmp/c200s.csv" h200 "$tmp/c100s.csv" h100
     if cmp -s "$tmp/out" "$rec_dir/calibrate-h100/transfer-check.txt"; then ok
     else bad "transfer_check.sh is not what calibrate-h100/transfer-check.txt recorded"; fi
-    # the H100's tessera-fused calibrations: each the merge of its machines' recorded profiles (LLaDA-8B's
-    # two, SDAR-8B's and Dream-7B's one) and another machine's ladder, with the select part profiled
-    # again (select-h100) and then the small steps (fused-small-h100) over them; each pricing its
-    # held-out replay, replayed again with the fused FFN's small-row forms, as recorded
-    fr="$rec_dir/calibrate-h100-fused" fh="$rec_dir/fused-small-h100"
+    # the H100's tessera-fused calibrations: each the merge of two machines' recorded profiles (LLaDA-8B's
+    # in calibrate-h100-fused, SDAR-8B's and Dream-7B's one there and one in fidelity-h100-fused-merged)
+    # and another machine's ladder, with the select part profiled again (select-h100) and then the small
+    # steps (fused-small-h100) over them; each pricing its held-out replay, replayed again with the
+    # fused FFN's small-row forms, as recorded
+    fr="$rec_dir/calibrate-h100-fused" fh="$rec_dir/fused-small-h100" fm="$rec_dir/fidelity-h100-fused-merged"
     for m in llada-8b sdar-8b dream-7b; do
         for f in "$fr"/calib-$m-*.csv.gz; do gzip -dc "$f" >"$tmp/$(basename "$f" .gz)"; done
+        [ -f "$fm/profile-$m.csv.gz" ] && gzip -dc "$fm/profile-$m.csv.gz" >"$tmp/calib-$m-merged.csv"
         select_over "$rec_dir/select-h100/profiles/select-$m-tessera-fused"
         expect 0 "calib merge of calibrate-h100-fused, $m" -- $bin calib merge "$tmp"/calib-$m-*.csv "${over[@]}" \
             --gpu h100 --out "$tmp/fused-sel-$m.csv"
@@ -257,7 +261,10 @@ PY
         m=${mh%%:*} shipped="$root/sim/data/calib/h100-${mh%%:*}-tessera-fused.csv"
         reselect h100 $m tessera-fused "$tmp/fused-$m.csv" "$tmp/rs.csv"
         if cmp -s "$tmp/rs.csv" "$shipped"; then ok
-        else bad "sim/data/calib/h100-$m-tessera-fused.csv is not the calibration calibrate-h100-fused, fused-small-h100 and select-end-h100 record"; fi
+        else bad "sim/data/calib/h100-$m-tessera-fused.csv is not the calibration calibrate-h100-fused, fidelity-h100-fused-merged, fused-small-h100 and select-end-h100 record"; fi
+        if [ -f "$fm/calib-$m.csv.gz" ]; then
+            cmp -s "$shipped" <(gzip -dc "$fm/calib-$m.csv.gz") && ok || bad "fidelity-h100-fused-merged: calib-$m.csv.gz is not the shipped calibration"
+        fi
         gzip -dc "$fh/heldout-$m-${mh#*:}.db.gz" >"$tmp/heldout-$m.db"
         expect 0 "fused-small-h100 held out, $m" -- $bin calib eval --db "$tmp/heldout-$m.db" --calib "$tmp/fused-$m.csv" --extrapolate --clock off
         if diff <(grep MAPE "$tmp/out") <(grep MAPE "$fh/eval-$m.txt") >/dev/null; then ok
