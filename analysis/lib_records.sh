@@ -5,8 +5,8 @@
 # directory removed on exit), out (OUT, or one in tmp), rec (experiments/records) and runs, the
 # recorded runs one a line: GPU IMPL MODEL RECORD, each RECORD/all-steps.csv.gz holding MODEL's
 # fidelity matrix as the card measured it (the tessera engine's out of sample; the tessera-fused
-# engine's with the fused FFN's small-row forms, in sample for the card's own calibration: on the
-# H200 both its profiles' start, on the H100 one of its two). NAME names the script in its messages.
+# engine's with the fused FFN's small-row forms: on the H200 in sample for its own calibration, on
+# both its profiles' start; on the H100 out of sample). NAME names the script in its messages.
 records_setup() {
     root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
     bin=${TESSERA:-$root/build/tessera}
@@ -25,6 +25,7 @@ h200 tessera dream-7b fidelity-h200-dream-rules4-oos
 h200 tessera-fused llada-8b fused-small-h200
 h200 tessera-fused sdar-8b fused-small-h200
 h200 tessera-fused dream-7b fused-small-h200
-h100 tessera-fused sdar-8b fidelity-h100-fused-merged
-h100 tessera-fused dream-7b fidelity-h100-fused-merged"
+h100 tessera-fused llada-8b fidelity-h100-fused-oos
+h100 tessera-fused sdar-8b fidelity-h100-fused-oos
+h100 tessera-fused dream-7b fidelity-h100-fused-oos"
 }

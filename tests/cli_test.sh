@@ -114,7 +114,7 @@ if command -v python3 >/dev/null 2>&1; then
         fidelity-h200-moe-oos fidelity-h100 fidelity-h100-oos fidelity-h100-policies-oos fidelity-h100-sparse-oos \
         fidelity-h200-sparse-select fidelity-h200-moe-wgmma fidelity-h200-moe-wgmma-oos fused-small-h200 \
         fused-small-h200-oos fidelity-h200-dream-rules4 fidelity-h200-dream-rules4-oos fidelity-h200-sparse-end \
-        fidelity-h100-merged fidelity-h100-fused-merged; do
+        fidelity-h100-merged fidelity-h100-fused-merged fidelity-h100-fused-oos; do
         echo "cli: ... re-evaluating $rec" >&2
         want="$rec_dir/$rec" cal="$tmp/$rec/cal" impl=tessera models="llada-8b sdar-8b" runs=16
         export POLICIES="dual block"
@@ -194,10 +194,16 @@ if command -v python3 >/dev/null 2>&1; then
     done
     # the shipped calibrations whose selecting steps were profiled again (three profiles each, records
     # select-h100 and select-h200): each its record's calibration with those profiles merged over it
+    # (the H100's LLaDA-8B: its record's calibration and calibrate-h100's whole profile merged first)
     for spec in h100:llada-8b:fidelity-h100-policies-oos h100:sdar-8b:fidelity-h100-merged h100:dream-7b:fidelity-h100-merged \
         h200:llada-8b:fidelity-h200-dllm-cache; do
         IFS=: read -r g m r <<<"$spec"
         gzip -dc "$rec_dir/$r/calib-$m.csv.gz" >"$tmp/base-$g-$m.csv"
+        if [ $g-$m = h100-llada-8b ]; then
+            gzip -dc "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" >"$tmp/base-x.csv"
+            expect 0 "calib merge of fidelity-h100-policies-oos and calibrate-h100" -- $bin calib merge "$tmp/base-$g-$m.csv" \
+                "$tmp/base-x.csv" --gpu h100 --out "$tmp/base-xm.csv" && mv "$tmp/base-xm.csv" "$tmp/base-$g-$m.csv"
+        fi
         select_over "$rec_dir/select-$g/profiles/select-$m-tessera"
         expect 0 "calib merge over select-$g's profiles, $m" -- $bin calib merge "$tmp/base-$g-$m.csv" "${over[@]}" \
             --gpu $g --out "$tmp/sel-$g-$m.csv"
@@ -262,9 +268,10 @@ PY
         reselect h100 $m tessera-fused "$tmp/fused-$m.csv" "$tmp/rs.csv"
         if cmp -s "$tmp/rs.csv" "$shipped"; then ok
         else bad "sim/data/calib/h100-$m-tessera-fused.csv is not the calibration calibrate-h100-fused, fidelity-h100-fused-merged, fused-small-h100 and select-end-h100 record"; fi
-        if [ -f "$fm/calib-$m.csv.gz" ]; then
-            cmp -s "$shipped" <(gzip -dc "$fm/calib-$m.csv.gz") && ok || bad "fidelity-h100-fused-merged: calib-$m.csv.gz is not the shipped calibration"
-        fi
+        for f in "$fm/calib-$m.csv.gz" "$rec_dir/fidelity-h100-fused-oos/calib-$m.csv.gz"; do
+            [ -f "$f" ] || continue
+            cmp -s "$shipped" <(gzip -dc "$f") && ok || bad "$f is not the shipped calibration"
+        done
         gzip -dc "$fh/heldout-$m-${mh#*:}.db.gz" >"$tmp/heldout-$m.db"
         expect 0 "fused-small-h100 held out, $m" -- $bin calib eval --db "$tmp/heldout-$m.db" --calib "$tmp/fused-$m.csv" --extrapolate --clock off
         if diff <(grep MAPE "$tmp/out") <(grep MAPE "$fh/eval-$m.txt") >/dev/null; then ok
