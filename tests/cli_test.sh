@@ -194,15 +194,16 @@ if command -v python3 >/dev/null 2>&1; then
     done
     # the shipped calibrations whose selecting steps were profiled again (three profiles each, records
     # select-h100 and select-h200): each its record's calibration with those profiles merged over it
-    # (the H100's LLaDA-8B: its record's calibration and calibrate-h100's whole profile merged first)
-    for spec in h100:llada-8b:fidelity-h100-policies-oos h100:sdar-8b:fidelity-h100-merged h100:dream-7b:fidelity-h100-merged \
-        h200:llada-8b:fidelity-h200-dllm-cache; do
-        IFS=: read -r g m r <<<"$spec"
+    # (GPU:MODEL:RECORD[:PROFILE]: a PROFILE of another machine start, under records/, merged with the
+    # record's calibration first)
+    for spec in h100:llada-8b:fidelity-h100-policies-oos:calibrate-h100/h100-llada-8b-tessera.csv.gz \
+        h100:sdar-8b:fidelity-h100-merged h100:dream-7b:fidelity-h100-merged h200:llada-8b:fidelity-h200-dllm-cache; do
+        IFS=: read -r g m r extra <<<"$spec"
         gzip -dc "$rec_dir/$r/calib-$m.csv.gz" >"$tmp/base-$g-$m.csv"
-        if [ $g-$m = h100-llada-8b ]; then
-            gzip -dc "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" >"$tmp/base-x.csv"
-            expect 0 "calib merge of fidelity-h100-policies-oos and calibrate-h100" -- $bin calib merge "$tmp/base-$g-$m.csv" \
-                "$tmp/base-x.csv" --gpu h100 --out "$tmp/base-xm.csv" && mv "$tmp/base-xm.csv" "$tmp/base-$g-$m.csv"
+        if [ -n "$extra" ]; then
+            gzip -dc "$rec_dir/$extra" >"$tmp/base-x.csv"
+            expect 0 "calib merge of $r and $extra" -- $bin calib merge "$tmp/base-$g-$m.csv" "$tmp/base-x.csv" \
+                --gpu $g --out "$tmp/base-xm.csv" && mv "$tmp/base-xm.csv" "$tmp/base-$g-$m.csv"
         fi
         select_over "$rec_dir/select-$g/profiles/select-$m-tessera"
         expect 0 "calib merge over select-$g's profiles, $m" -- $bin calib merge "$tmp/base-$g-$m.csv" "${over[@]}" \
