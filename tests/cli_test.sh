@@ -342,6 +342,21 @@ PY
             "$rec_dir/host-h100/anchor-h100.jsonl" $args
         contains "anchor_compare.sh of host-h100 ($args)" "calibrated: $want over 21 steps"
     done
+    # host-h100-spread: seven anchor runs of one H100 start against each other and under each host;
+    # its host profile is the one its own profile gives
+    spread=$rec_dir/host-h100-spread
+    gzip -dc "$spread/torch-llada-8b.csv.gz" >"$tmp/spread-prof.csv"
+    $bin calib import "$tmp/spread-prof.csv" --gpu h100 --out "$tmp/spread-cal.csv" >/dev/null
+    expect 0 "calib host of host-h100-spread's profile" -- $bin calib host "$tmp/spread-cal.csv" --out "$tmp/spread-host.csv"
+    if cmp -s "$tmp/spread-host.csv" "$spread/host-start.csv"; then ok
+    else bad "host-h100-spread's profile does not give its host-start.csv"; fi
+    expect 0 "anchor_spread.sh of host-h100-spread" -- env TESSERA=$bin HOSTS="lent-h100 $spread/host-start.csv" \
+        bash "$root/analysis/anchor_spread.sh" "$spread"/anchor-{1..7}.jsonl "$rec_dir/host-h100/anchor-h100.jsonl" \
+        -- --gpu h100 --calib "$tmp/t100.csv"
+    if cmp -s "$tmp/out" "$spread/spread.txt"; then ok
+    else bad "anchor_spread.sh is not what host-h100-spread/spread.txt recorded"; fi
+    expect 2 "anchor_spread.sh with one run" -- bash "$root/analysis/anchor_spread.sh" "$spread/anchor-1.jsonl"
+    contains "anchor_spread.sh with one run" "usage: analysis/anchor_spread.sh"
 else
     echo "cli: note: python3 not found; the recorded-fidelity checks are skipped" >&2
 fi
