@@ -54,6 +54,7 @@ models=${2:-"llada-8b sdar-8b"}
 bin=${TESSERA:-build/gpu/tessera}
 impl=${IMPL:-tessera}
 gpu=${GPU:-h200}
+[ -x "$bin" ] || { echo "fidelity.sh: $bin not found: make BUILD=build/gpu, or set TESSERA" >&2; exit 2; }
 [ "$impl" = tessera-fused ] && export TESSERA_FFN=fused
 scratch=${SCRATCH:-$out/scratch}
 mkdir -p "$out" "$scratch"
@@ -145,5 +146,7 @@ for model in $models; do
         done
     done
 done
+# every run skipped (no GPU, a failing build, a record without these models): say so, not a table of none
+[ "$(wc -l <"$out/fidelity.csv")" -gt 1 ] || { echo "fidelity.sh: no run of $models priced; see the messages above" >&2; exit 1; }
 "$(dirname "$0")/../analysis/fidelity-plot.sh" "$out"
 echo "wrote $out/fidelity.csv"

@@ -19,6 +19,7 @@ out=${1:?usage: live.sh OUT [models]}
 models=${2:-"llada-8b sdar-8b"}
 bin=${TESSERA:-build/gpu/tessera}
 gpu=${GPU:-h200}
+[ -x "$bin" ] || { echo "live.sh: $bin not found: make BUILD=build/gpu, or set TESSERA" >&2; exit 2; }
 scratch=${SCRATCH:-$out/runs}
 mkdir -p "$out" "$scratch"
 echo "model,policy,scheduler,rps,backend,metric,predicted,live,error_pct" >"$out/live.csv"
@@ -56,5 +57,7 @@ PY
         done
     done
 done
+# every run skipped (no GPU, a failing build): say so, not a table of none
+[ "$(wc -l <"$out/live.csv")" -gt 1 ] || { echo "live.sh: no run of $models compared; see the messages above" >&2; exit 1; }
 tar czf "$out/live-runs.tgz" -C "$scratch" .
 echo "wrote $out/live.csv"

@@ -23,6 +23,7 @@ set -uo pipefail
 out=${1:?usage: lmax.sh OUT}
 bin=${TESSERA:-build/tessera}
 model=${MODEL:-llada-8b}
+[ -x "$bin" ] || { echo "lmax.sh: $bin not found: make first, or set TESSERA" >&2; exit 2; }
 mkdir -p "$out"
 [ -z "${TABLE_ONLY:-}" ] && : >"$out/lmax.jsonl"
 configs=("caching all none 4" "caching 0.5 lazy 0" "first-fit all none 0" "greedy-size 0.5 lazy 0"

@@ -171,6 +171,8 @@ struct calib_host {
     double host0_ms, seg_ms, eager_gap_ms;
     int steps;          /* host-bound profile steps the line was fitted on */
     char device[128];   /* the profile's device string (the machine it was measured on) */
+    double lo, hi;      /* those steps' issue times over the line, 10th and 90th percentiles (0: not
+                         * known, a host file: it keeps the line alone) */
 };
 /* c's host; -1 when c measured none (an engine's calibration: CUDA graphs, never host-bound). */
 int calib_host_of(const struct calib *c, struct calib_host *h, struct ts_err *err);
@@ -201,6 +203,8 @@ int calib_csv_files(const char *dir, struct dirent ***names);
  * taken). */
 int calib_host_load(const char *name, struct calib_host *h, struct ts_err *err);
 int calib_host_write(const struct calib_host *h, const char *path, struct ts_err *err);
+/* ", 80% of them LO-HIx the line" into buf where lo and hi are known (a calib_host's), else "". */
+void calib_host_band(double lo, double hi, char *buf, size_t len);
 /* A host file's text (path names it in messages): 0, -1 on a malformed one, 1 when the text is no
  * host file (its first line is not calib host's header). */
 int calib_host_parse(const char *path, const char *text, struct calib_host *h, struct ts_err *err);

@@ -66,6 +66,7 @@ struct calib {
     int host_sel_steps;         /* the selecting profile steps host_sel is the median over (0: none) */
     double eager_gap;           /* ms an eager GPU-bound step adds to its graph-replayed GPU time */
     int host_steps;             /* host-bound profile steps the line was fitted on */
+    double host_lo, host_hi;    /* their issue times over the line, 10th and 90th percentiles (0: none) */
     int64_t max_T;
     const struct calib_data *data; /* for residuals in calib_show (not owned; may be NULL later) */
     struct calib_data own;
@@ -425,6 +426,13 @@ static void fit_host(const struct calib_data *d, struct calib *c)
             qsort(y, nh, sizeof *y, cmp_double);
             c->host0 = y[nh / 2], c->host_seg = 0;
         }
+        /* how far the steps lie from the line: a host's issue rate drifts between states for minutes
+         * at a time, and a profile taken across two of them shows it here */
+        for (size_t i = 0; i < nh; i++)
+            y[i] /= fmax(c->host0 + c->host_seg * x[i], 1e-9);
+        gsl_sort(y, 1, nh);
+        c->host_lo = gsl_stats_quantile_from_sorted_data(y, 1, nh, 0.1);
+        c->host_hi = gsl_stats_quantile_from_sorted_data(y, 1, nh, 0.9);
     }
     c->host_steps = (int)nh;
     c->host_bound = true;
@@ -558,7 +566,7 @@ int calib_host_of(const struct calib *c, struct calib_host *h, struct ts_err *er
     if (!c->host_bound)
         return ts_fail(err, "the calibration of %s on %s measured no host apart from its GPU (an engine "
                             "issuing CUDA graphs): it has no host to take or replace", c->model, c->device);
-    *h = (struct calib_host){c->host0, c->host_seg, c->eager_gap, c->host_steps, ""};
+    *h = (struct calib_host){c->host0, c->host_seg, c->eager_gap, c->host_steps, "", c->host_lo, c->host_hi};
     snprintf(h->device, sizeof h->device, "%s", c->device);
     return 0;
 }
@@ -573,6 +581,7 @@ int calib_set_host(struct calib *c, const struct calib_host *h, struct ts_err *e
     if (own.host0_ms > 0)
         c->host_sel *= h->host0_ms / own.host0_ms;
     c->host0 = h->host0_ms, c->host_seg = h->seg_ms, c->host_steps = h->steps;
+    c->host_lo = h->lo, c->host_hi = h->hi;
     return 0;
 }
 
@@ -684,6 +693,7 @@ int calib_host_parse(const char *path, const char *text, struct calib_host *h, s
         return ts_fail(err, "%s:2: expected host0_ms,seg_ms,eager_gap_ms,steps,device (times >= 0 ms)", path);
     line += 1 + used;
     snprintf(h->device, sizeof h->device, "%.*s", (int)strcspn(line, "\r\n"), line);
+    h->lo = h->hi = 0; /* a host file keeps the line, not how far its steps lay from it */
     return 0;
 }
 
@@ -729,6 +739,14 @@ int calib_host_write(const struct calib_host *h, const char *path, struct ts_err
     if (fclose(f) != 0)
         return ts_fail(err, "%s: cannot write: %s", path, strerror(errno));
     return 0;
+}
+
+void calib_host_band(double lo, double hi, char *buf, size_t len)
+{
+    if (lo > 0 && hi > 0)
+        snprintf(buf, len, ", 80%% of them %.2f-%.2fx the line", lo, hi);
+    else if (len)
+        buf[0] = '\0';
 }
 
 /* The feature cache's features, over a step's dLLM-Cache segments: a constant (a layer's launches),
@@ -1165,10 +1183,13 @@ void calib_show(const struct calib *c, FILE *out)
         fprintf(out, " (%d dLLM-Cache steps: rms rel res %.2f%%, max %.2f%%)\n", n, n ? 100 * sqrt(ss / n) : 0.0,
                 100 * mx);
     }
-    if (c->host_bound)
+    if (c->host_bound) {
+        char band[96] = "";
+        calib_host_band(c->host_lo, c->host_hi, band, sizeof band);
         fprintf(out, "host: a step takes max(host, GPU); host issue (ms) = %.4g + %.4g segs (fitted on %d "
-                     "host-bound steps); eager GPU-bound steps add %.3g ms of launch gaps\n",
-                c->host0, c->host_seg, c->host_steps, c->eager_gap);
+                     "host-bound steps%s); eager GPU-bound steps add %.3g ms of launch gaps\n",
+                c->host0, c->host_seg, c->host_steps, band, c->eager_gap);
+    }
     if (c->host_bound && c->host_sel_steps > 0)
         fprintf(out, "host: a selecting step's loop over its sequences, which waits for the GPU a layer, adds %.4g ms "
                      "a selecting segment (the median over %d selecting steps)\n", c->host_sel, c->host_sel_steps);

@@ -88,7 +88,8 @@ static void calib_usage(FILE *f)
 "        when you can\n"
 "host    the host of a calibration whose host was measured apart from its GPU (eager PyTorch: the\n"
 "        harness's host_ms and gpu_ms): a step's issue time as a line in its segments, fitted on the\n"
-"        host-bound steps; --out writes it as a host profile. --host HOST (a host profile, or a\n"
+"        host-bound steps, and the middle 80%% of those steps as multiples of it (how steady the\n"
+"        host was); --out writes the line as a host profile. --host HOST (a host profile, or a\n"
 "        calibration whose host is taken) on price, eval and tessera sim prices the calibration's\n"
 "        GPU work issued by that machine's CPU: a calibration carried to another GPU (transfer)\n"
 "        keeps the host it was measured with unless given the other machine's\n"
@@ -899,8 +900,10 @@ static int cmd_host(const struct calib_args *a)
         fprintf(stderr, "tessera calib host: %s\n", err.msg);
         return EXIT_USAGE;
     }
-    printf("host of %s: a step's issue takes %.2f ms + %.3f ms a segment (fitted on %d host-bound steps); its "
-           "GPU-bound steps add %.2f ms of launch gaps\n", h.device, h.host0_ms, h.seg_ms, h.steps, h.eager_gap_ms);
+    char band[96];
+    calib_host_band(h.lo, h.hi, band, sizeof band);
+    printf("host of %s: a step's issue takes %.2f ms + %.3f ms a segment (fitted on %d host-bound steps%s); its "
+           "GPU-bound steps add %.2f ms of launch gaps\n", h.device, h.host0_ms, h.seg_ms, h.steps, band, h.eager_gap_ms);
     if (a->out)
         printf("%s: the host profile (--host %s)\n", a->out, a->out);
     return 0;

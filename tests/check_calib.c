@@ -855,7 +855,7 @@ START_TEST(selection_loop_is_a_host_term)
     for (int segs = 1; segs <= 4; segs++)
         ck_assert_msg(fabs(select_host_ms(c, segs, &err) - 7.0 * segs) < 1e-6, "%d segs", segs);
     /* another host issues the loop as it issues the steps: scaled as its step time is */
-    const struct calib_host slow = {2 * h.host0_ms, h.seg_ms, h.eager_gap_ms, h.steps, "another"};
+    const struct calib_host slow = {2 * h.host0_ms, h.seg_ms, h.eager_gap_ms, h.steps, "another", 0, 0};
     ck_assert_int_eq(calib_set_host(c, &slow, &err), 0);
     ck_assert(fabs(select_host_ms(c, 1, &err) + planted_host(1) - fmax(2 * h.host0_ms + h.seg_ms, planted_host(1)) -
                    14.0) < 1e-6);
@@ -1514,6 +1514,56 @@ START_TEST(a_host_profile_of_the_machine_scales_the_line)
 }
 END_TEST
 
+/* How far a profile's host-bound steps lie from the fitted line: on the line, a band of 1-1x; a host
+ * in two states 1.5x apart (every other step slowed, as a lent machine's host drifts for minutes at
+ * a time), a band whose ends stand about 1.5x apart around the line; a host file keeps only the line. */
+START_TEST(the_host_line_reports_how_far_its_steps_lie)
+{
+    struct calib_data d;
+    planted_split(&d);
+    struct ts_err err;
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    struct calib_host h;
+    ck_assert_int_eq(calib_host_of(c, &h, &err), 0);
+    ck_assert_msg(fabs(h.lo - 1) < 1e-9 && fabs(h.hi - 1) < 1e-9, "on the line: %g-%g", h.lo, h.hi);
+    char band[96];
+    calib_host_band(h.lo, h.hi, band, sizeof band);
+    ck_assert_str_eq(band, ", 80% of them 1.00-1.00x the line");
+    calib_free(c);
+    /* every other distinct step's host time 1.5x (the same step's rows alike), in the order the
+     * steps first appear */
+    int *slow = calloc(d.n, sizeof *slow);
+    ck_assert_ptr_nonnull(slow);
+    for (size_t i = 0, k = 0; i < d.n; i++) {
+        size_t j = 0;
+        while (j < i && !(d.rows[j].segs == d.rows[i].segs && d.rows[j].q == d.rows[i].q &&
+                          d.rows[j].kv == d.rows[i].kv && d.rows[j].logit_rows == d.rows[i].logit_rows))
+            j++;
+        slow[i] = j < i ? slow[j] : (int)(k++ % 2);
+    }
+    for (size_t i = 0; i < d.n; i++)
+        if (slow[i] && d.rows[i].host_ms > d.rows[i].gpu_ms) {
+            d.rows[i].host_ms *= 1.5;
+            d.rows[i].total_ms = fmax(d.rows[i].host_ms, d.rows[i].gpu_ms + 1);
+        }
+    free(slow);
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(calib_host_of(c, &h, &err), 0);
+    ck_assert_msg(h.lo < 0.9 && h.hi > 1.1 && fabs(h.hi / h.lo - 1.5) < 0.1, "two states: %g-%g", h.lo, h.hi);
+    /* written as a host file and read back: the line, no band */
+    const char *p = tmp_path(2, ".csv");
+    struct calib_host back;
+    ck_assert_int_eq(calib_host_write(&h, p, &err), 0);
+    ck_assert_msg(calib_host_load(p, &back, &err) == 0, "%s", err.msg);
+    ck_assert(back.lo == 0 && back.hi == 0);
+    calib_host_band(back.lo, back.hi, band, sizeof band);
+    ck_assert_str_eq(band, "");
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
 START_TEST(a_host_profile_swaps_the_host_line)
 {
     struct calib_data d;
@@ -1538,7 +1588,7 @@ START_TEST(a_host_profile_swaps_the_host_line)
         step_desc_add(&sd, &big);
     double gpu_bound, small, after;
     ck_assert_int_eq(calib_step_s(c, &sd, false, &gpu_bound, NULL, &err), 0);
-    const struct calib_host slow = {2 * h.host0_ms, 3 * h.seg_ms, h.eager_gap_ms, h.steps, "another"};
+    const struct calib_host slow = {2 * h.host0_ms, 3 * h.seg_ms, h.eager_gap_ms, h.steps, "another", 0, 0};
     ck_assert_int_eq(calib_set_host(c, &slow, &err), 0);
     ck_assert_int_eq(calib_step_s(c, &sd, false, &after, NULL, &err), 0);
     ck_assert(after == gpu_bound);
@@ -1649,6 +1699,7 @@ int main(void)
     tcase_add_test(tc, selection_priced_from_its_steps);
     tcase_add_test(tc, selection_loop_is_a_host_term);
     tcase_add_test(tc, host_bound_steps_take_the_host_time);
+    tcase_add_test(tc, the_host_line_reports_how_far_its_steps_lie);
     tcase_add_test(tc, a_host_profile_swaps_the_host_line);
     tcase_add_test(tc, a_host_profile_of_the_machine_scales_the_line);
     tcase_add_test(tc, shipped_calibration_prices_a_run);

@@ -237,6 +237,17 @@ PY
     expect 1 "fidelity.sh PROFILES= with one profile" -- env MEASURED="$rec_dir/fidelity-h200/all-steps.csv.gz" \
         PROFILES="$tmp/prof1" TESSERA=$bin SCRATCH="$tmp/prof1/scr" bash "$root/experiments/fidelity.sh" "$tmp/prof1/out" llada-8b
     contains "fidelity.sh PROFILES= with one profile" "needs two or more PROFILEs"
+    # no tessera where it looks: refused before anything runs; a record without the model's runs:
+    # every run skipped, which is an error, not an empty table
+    expect 2 "fidelity.sh without its tessera" -- env TESSERA="$tmp/none/tessera" \
+        bash "$root/experiments/fidelity.sh" "$tmp/nobin" llada-8b
+    contains "fidelity.sh without its tessera" "$tmp/none/tessera not found"
+    mkdir -p "$tmp/nomodel-cal"
+    cp "$root/sim/data/calib/h200-dream-7b-tessera.csv" "$tmp/nomodel-cal/calib-dream-7b.csv"
+    expect 1 "fidelity.sh of a record without the model" -- env MEASURED="$rec_dir/fidelity-h200/all-steps.csv.gz" \
+        CALIB_DIR="$tmp/nomodel-cal" GPU=h200 TESSERA=$bin SCRATCH="$tmp/nomodel/scr" \
+        bash "$root/experiments/fidelity.sh" "$tmp/nomodel" dream-7b
+    contains "fidelity.sh of a record without the model" "no run of dream-7b priced"
     # calib transfer of the H200's calibration against the H100's measured one (make calibrate), its
     # selecting steps profiled again with the same selection kernels as the H200's (select-h100)
     gzip -dc "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" >"$tmp/c100.csv"
@@ -330,6 +341,12 @@ PY
         contains "anchor_compare.sh prices the anchor's 21 steps" "calibrated: MAPE 7.9% over 21 steps (max 26.3%)"
         expect 0 "anchor_compare.sh --host lent-h100" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh" "" --host lent-h100
         contains "anchor_compare.sh --host lent-h100" "calibrated: MAPE 3.2% over 21 steps (max 13.5%)"
+        # host-h200-spread: six anchor runs of one H200 start beside the recorded one
+        expect 0 "anchor_spread.sh of host-h200-spread" -- env TESSERA=$bin HOSTS=lent-h100 \
+            bash "$root/analysis/anchor_spread.sh" "$rec_dir/host-h200-spread"/anchor-{1..6}.jsonl \
+            "$root/../shared/anchors/torch_llada_step.h200.jsonl" -- --gpu h200
+        if cmp -s "$tmp/out" "$rec_dir/host-h200-spread/spread.txt"; then ok
+        else bad "anchor_spread.sh is not what host-h200-spread/spread.txt recorded"; fi
     fi
     # the host apart from the GPU (host-h100): the H100 machine's anchor priced by the H200's calibration
     # carried over, with its own host and with the H100 machine's, as sim/README.md says
@@ -882,7 +899,9 @@ contains "calib price names the attention's launch" "launch     attention as the
 expect 0 "list hosts" -- $bin list hosts
 contains "list hosts" "lent-h100    30.09 ms a step + 0.000 ms a segment, measured on NVIDIA H100 80GB HBM3"
 expect 0 "calib host" -- $bin calib host "$data/calib/h200-llada-8b-torch-eager.csv" --out "$tmp/host.csv"
-contains "calib host" "a step's issue takes 23.99 ms + 0.034 ms a segment (fitted on 52 host-bound steps)"
+contains "calib host" "a step's issue takes 23.99 ms + 0.034 ms a segment (fitted on 52 host-bound steps, 80% of them 0.88-1.21x the line)"
+expect 0 "calib host of a host file" -- $bin calib host lent-h100
+contains "calib host of a host file: the line alone" "(fitted on 59 host-bound steps); its"
 cmp -s "$tmp/host.csv" "$data/hosts/lent-h200.csv" && ok || bad "calib host --out is not the shipped lent-h200.csv"
 # FFN chunks (the sixth field): a small step's FFN weights read once a chunk, so more chunks cost more
 for f in 1 8; do
