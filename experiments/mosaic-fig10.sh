@@ -8,14 +8,18 @@
 #                 code on one request, runs the same step under the same allocator: its points are
 #                 these.
 #   mosaic-compile  Mosaic-Compile, where the PyTorch harness measured torch.compile on the model
-#                 (lib/mosaic.sh, mo_compile: all three models): mosaic-torch's L_max and
-#                 step times the measured compile / eager ratios
-#   mosaic        first-fit over the step, mask-only logits, lazy chunking (lib/mosaic.sh); the
-#                 same PyTorch eager kernels, its logits for the masked rows only
+#                 (lib/mosaic.sh, mo_compile: all three models): mosaic-torch's L_max times the
+#                 measured compile / eager ratio; its step mosaic-torch's less what compiling saved
+#                 on the H100, as a share of the ops Inductor fuses there, taken off those ops on
+#                 the card
+#   mosaic        first-fit over the step, mask-only logits, lazy chunking (lib/mosaic.sh); PyTorch
+#                 eager's GEMMs and attention, its runtime's fused norm, RoPE and sampling kernels
+#                 (priced as the tessera engine's), its logits for the masked rows only
 # L_max from tessera mem lmax; the per-step latency of one whole-sequence step at the longest
 # context every system fits (the baselines' L_max), priced by the PyTorch harness's torch-eager
 # calibration of the model measured on an H100 (its ops and host; LLaDA-MoE-7B's experts a grouped
-# MoE), carried to the card by tessera calib transfer (COST=roofline prices by the roofline instead).
+# MoE) and, for Mosaic's fused kernels, the tessera engine's, each carried to the card by tessera
+# calib transfer (COST=roofline prices by the roofline instead).
 # Usage: tessera exp run mosaic-fig10 OUT [--force] [--quick] [--strict]
 EXP=mosaic-fig10
 source "$(dirname "$0")/lib/paper.sh"
@@ -25,16 +29,29 @@ models="llada-8b dream-7b llada-moe-7b" gpus="rtx3090 a100-40gb" ratios="0.1 0.3
 [ "$QUICK" = 1 ] && models="llada-8b" gpus="a100-40gb" ratios="0.1 0.9"
 MO_COST=${COST:-calibrated}
 case $MO_COST in calibrated | roofline) ;; *) echo "$EXP: COST=$MO_COST: calibrated or roofline" >&2; exit 2 ;; esac
-# latency_ms MODEL GPU ROWS LOGIT_ROWS: one whole-sequence step's price (PyTorch eager, logits in one
-# piece): by the H100's torch-eager calibration carried to GPU, or by the roofline
-latency_ms() {
+# step_ops MODEL GPU ROWS LOGIT_ROWS IMPL [FROM]: one whole-sequence step's price and the ops that
+# the fused kernels of Mosaic's runtime and of torch.compile change, "step norm rope resid act sample"
+# (ms): IMPL's calibration measured on FROM (h100) carried to GPU, or priced on GPU itself where GPU
+# is FROM; the roofline with COST=roofline
+step_ops() {
     local cost=(--roofline)
     if [ "$MO_COST" = calibrated ]; then
-        carry_calib h100 "$2" "$1" torch-eager
-        cost=(--calib "$CARRIED" --extrapolate)
+        cost=(--extrapolate)
+        if [ "$2" != "${6:-h100}" ]; then
+            carry_calib "${6:-h100}" "$2" "$1" "$5"
+            cost+=(--calib "$CARRIED")
+        fi
     fi
-    "$bin" calib price "${cost[@]}" --model "$1" --gpu "$2" --impl torch-eager --step "1,$3,0,$4,0" |
-        awk '$1 == "step" { print $2 }'
+    "$bin" calib price "${cost[@]}" --model "$1" --gpu "$2" --impl "$5" --step "1,$3,0,$4,0" |
+        awk '$3 == "ms" { t[$1] = $2 }
+            END { printf "%s %s %s %s %s %s\n", t["step"], t["norm"] + 0, t["rope"] + 0, t["resid"] + 0, t["act"] + 0, t["sample"] + 0 }'
+}
+# fused_from MODEL: the card whose tessera calibration of MODEL prices the fused kernels (the H100's,
+# else the H200's: LLaDA-MoE-7B's engine was calibrated on the H200 alone)
+fused_from() {
+    local dir
+    dir=$("$bin" list calibrations | sed -n 's/^calibrations in \(.*\), shipped.*/\1/p' | head -1)
+    if [ -f "$dir/h100-$1-tessera.csv" ]; then echo h100; else echo h200; fi
 }
 # cost_notes: the cost model, said for the report (with each carried calibration's band)
 cost_notes() {
@@ -67,20 +84,34 @@ for g in $gpus; do
             derived lmax mosaic "$wl" "$rp" "$(mo_json "$MO_F" lmax)"
             L=$(value lmax mosaic-torch "$wl" "$rp")
             rows=$(awk -v l="$L" -v f="$mask" 'BEGIN { r = int(l * f + 0.5); print (r < 1 ? 1 : r) }')
-            for sys in mosaic-torch mosaic; do
-                logits=$L
-                [ $sys = mosaic ] && logits=$rows
-                ms=$(latency_ms $m $g "$L" "$logits")
-                [ -n "$ms" ] || { echo "$EXP: calib price failed for $m on $g at $L rows" >&2; exit 1; }
-                derived latency_ms $sys "$wl" "$rp" "$ms"
-            done
+            # mosaic-torch: PyTorch eager's step, every row's logits. Mosaic: its masked rows' logits,
+            # and its runtime's fused kernels (vLLM's RMSNorm, the norm with its residual add and RoPE,
+            # its flash sampling) in place of eager's norm, RoPE and sampling, priced as the tessera
+            # engine's own single-pass kernels; its GEMMs, attention and SwiGLU as eager runs them
+            read -r e_step e_norm e_rope e_resid e_act e_sample <<<"$(step_ops $m $g "$L" "$L" torch-eager)"
+            read -r k_step k_norm k_rope _ _ k_sample <<<"$(step_ops $m $g "$L" "$rows" torch-eager)"
+            read -r _ f_norm f_rope _ _ f_sample <<<"$(step_ops $m $g "$L" "$rows" tessera "$(fused_from $m)")"
+            [ -n "$e_step" ] && [ -n "$k_step" ] && [ -n "$f_norm" ] ||
+                { echo "$EXP: calib price failed for $m on $g at $L rows" >&2; exit 1; }
+            derived latency_ms mosaic-torch "$wl" "$rp" "$e_step"
+            derived latency_ms mosaic "$wl" "$rp" "$(awk -v s="$k_step" -v a="$k_norm" -v b="$k_rope" -v c="$k_sample" \
+                -v x="$f_norm" -v y="$f_rope" -v z="$f_sample" 'BEGIN { print s - (a - x) - (b - y) - (c - z) }')"
             derived reduction mosaic "$wl" "$rp" \
                 "$(awk -v a="$(value latency_ms mosaic "$wl" "$rp")" -v b="$(value latency_ms mosaic-torch "$wl" "$rp")" \
                     'BEGIN { print 1 - a / b }')"
             cl=$(mo_compile lmax $m $g) ct=$(mo_compile time $m "$L")
             if [ -n "$cl" ] && [ -n "$ct" ]; then
                 derived lmax mosaic-compile "$wl" "$rp" "$(awk -v l="$L" -v r="$cl" 'BEGIN { printf "%d", l * r + 0.5 }')"
-                derived latency_ms mosaic-compile "$wl" "$rp" "$(awk -v a="$(value latency_ms mosaic-torch "$wl" "$rp")" -v r="$ct" 'BEGIN { print a * r }')"
+                # Mosaic-Compile: what torch.compile saved PyTorch on the H100 at this length, as a share
+                # of the ops it fuses there (Inductor's pointwise and reduction kernels: the norms,
+                # RoPE, residual adds, SwiGLU's product and the sampling; it calls the GEMMs and
+                # attention as eager does), taken off the same ops on this card
+                read -r h_step h_norm h_rope h_resid h_act h_sample <<<"$(step_ops $m h100 "$L" "$L" torch-eager)"
+                h_fused=$(awk -v a="$h_norm" -v b="$h_rope" -v c="$h_resid" -v d="$h_act" -v f="$h_sample" 'BEGIN { print a + b + c + d + f }')
+                e_fused=$(awk -v a="$e_norm" -v b="$e_rope" -v c="$e_resid" -v d="$e_act" -v f="$e_sample" 'BEGIN { print a + b + c + d + f }')
+                fz=$(awk -v r="$ct" -v s="$h_step" -v e="$h_fused" 'BEGIN { printf "%.4f", (e > 0) ? (1 - r) * s / e : 0 }')
+                derived compile_share mosaic-compile "$wl" "$rp" "$fz"
+                derived latency_ms mosaic-compile "$wl" "$rp" "$(awk -v s="$e_step" -v z="$fz" -v e="$e_fused" 'BEGIN { print s - z * e }')"
                 derived reduction_compile mosaic "$wl" "$rp" \
                     "$(awk -v a="$(value latency_ms mosaic "$wl" "$rp")" -v b="$(value latency_ms mosaic-compile "$wl" "$rp")" \
                         'BEGIN { print 1 - a / b }')"
@@ -137,39 +168,45 @@ slower=$(for w in $(printf '%s\n' $compiled | sort -u); do for rp in $ratios; do
 done; done | awk '$2 > 1 { n[$1]++; lo[$1] = (n[$1] == 1 || $2 < lo[$1]) ? $2 : lo[$1]; hi[$1] = $2 > hi[$1] ? $2 : hi[$1] }
     END { for (w in n) printf "%s %.2f-%.2fx (%d r_p)\n", w, lo[w], hi[w], n[w] }' | sort | paste -sd';' | sed 's/;/; /g')
 why "Mosaic does not compromise latency against Mosaic-Compile" "Mosaic's step over Mosaic-Compile's where it is slower: $slower.
-Both steps run PyTorch eager's kernels as measured, Mosaic-Compile's scaled by what torch.compile
-saved PyTorch itself at those lengths (the notes below); where its fused kernels save more than
-mask-only logits do, Mosaic's step is the slower. Mosaic's graph registrar, which saves launches, and
-whatever compiling its own kernels would save, are not modelled."
+Mosaic's step is PyTorch eager's with its runtime's fused norm, RoPE and sampling kernels and its
+masked rows' logits; Mosaic-Compile's is eager's less what torch.compile saved PyTorch on the H100
+as a share of the ops it fuses (the notes below). Where compile's fusions save more than Mosaic's
+kernels and logits do, Mosaic's step is the slower."
 least=$(for g in $gpus; do
     for m in $models; do for rp in $ratios; do printf '%s %s %s\n' "$(value reduction mosaic "$m-$g" "$rp")" "$m" "$rp"; done; done |
         sort -g | awk -v g="$g" 'NR == 1 { printf "on the %s %s at r_p %s (%.1f%%), ", g, $2, $3, 100 * $1 }'
 done)
-why "the smallest latency reduction is Dream's" "tessera's smallest reduction is ${least%, }: the model whose LM head is the
-smallest share of its step gains least from mask-only logits, and LLaDA-8B's 126k vocabulary over 32
-layers is a smaller share than Dream-7B's 152k over 28. What Mosaic does for Dream beyond its logits
-(its in-place logits shift) is not modelled."
+why "the smallest latency reduction is Dream's" "tessera's smallest reduction is ${least%, }: the reduction is what
+mask-only logits save of the LM head and what the fused kernels save of eager's norm, RoPE and
+sampling, each a share of the step that differs by model and card."
 NOTES="x is r_p, the prompt to output ratio: a share 1 / (1 + r_p) of the rows masked. mosaic-torch is
 the baselines' configuration (PyTorch's caching allocator, every row's logits in one piece, their
 fp32 softmax: its cast and its output), and Native's too: one request runs the same step under the
 same allocator. PyTorch's own L_max under the cards' memory (records/torch-lmax-h100) is 6832 and
 20256 for LLaDA-8B, 5056 and 14304 for Dream-7B: mosaic-torch's is 6% below the first and 13% above
 the second. mosaic-compile is Mosaic-Compile: torch.compile over the layers, the head and sampling
-eager; its L_max and step are mosaic-torch's times the compile / eager ratios PyTorch itself gave
-under the card's memory and at the nearest lengths on an H100 (L_max 1.01x and 0.93x eager's for
-LLaDA-8B on the two cards, 1.21x for Dream-7B; the whole-model step 0.79-0.92x and 0.86-0.94x
-eager's from 2k to 32k tokens; LLaDA-MoE-7B's, its experts a grouped MoE as a port onto vLLM
-runs them (records/torch-lmax-moe-h100), L_max 1.00x and 1.01x, the step 1.00-1.04x: its
-layers' time is the grouped GEMMs', which Inductor calls as they are). Latency is one whole-sequence step
-at the baselines' L_max, where no system chunks, with PyTorch eager's kernels for mosaic-torch and
-Mosaic (Mosaic's graph registrar, which saves launches, is not modelled, nor
-whether Mosaic's own kernels are compiled: its step at those lengths is slower than
-Mosaic-Compile's, whose fused kernels save more than mask-only logits do); reduction is 1 -
-Mosaic's over mosaic-torch's, reduction_compile over mosaic-compile's. The paper's numbers are
-withheld. Its smallest reduction (Fig. 11a) is Dream's; tessera's is LLaDA-8B's, whose LM head is
-the smallest share of its step (a 126k vocabulary against Dream's 152k, over 32 layers against
-28): what Mosaic does for Dream beyond its logits (its in-place logits shift) is not modelled."
+eager; its L_max is mosaic-torch's times the compile / eager ratio PyTorch itself gave under the
+card's memory on an H100 (1.01x and 0.93x eager's for LLaDA-8B on the two cards, 1.21x for
+Dream-7B; LLaDA-MoE-7B's, its experts a grouped MoE as a port onto vLLM runs them
+(records/torch-lmax-moe-h100), 1.00x and 1.01x). Its step is mosaic-torch's less what torch.compile
+saved PyTorch on the H100 at the nearest lengths (the whole-model step 0.79-0.92x and 0.86-0.94x
+eager's from 2k to 32k tokens; LLaDA-MoE-7B's 1.00-1.04x: its layers' time is the grouped GEMMs',
+which Inductor calls as they are), taken as a share of the ops Inductor fuses (the norms, RoPE, the
+residual adds, SwiGLU's product and the sampling; it calls the GEMMs and attention as eager does),
+priced by the H100's torch-eager calibration (compile_share: 0.33-0.43 of them for the dense
+models, -0.02 to -0.04 for LLaDA-MoE-7B), and that share taken off the same ops on the card: a
+card whose GEMMs are a larger share of the step (the RTX 3090's and the A100's against the H100's)
+gains less from compiling than the H100 did. Mosaic's step is PyTorch eager's GEMMs, attention and
+SwiGLU, its logits for the masked rows only, and its runtime's fused kernels in place of eager's
+norm, RoPE and sampling (flashserve/Mosaic vllm_add_llada/llada_blocks.py and its Dream and
+LLaDA-MoE counterparts: vLLM's rms_norm and fused_add_rms_norm_out, vLLM's rotary kernel in place,
+flash_attn_varlen into a planned buffer; flash_sample's confidence kernels), each priced as the
+tessera engine's own single-pass kernel of that op (its calibration measured on the H100, LLaDA-MoE-7B's
+on the H200, carried to the card). Latency is one whole-sequence step at the baselines' L_max, where
+no system chunks; reduction is 1 - Mosaic's over mosaic-torch's, reduction_compile over
+mosaic-compile's. The paper's numbers are withheld. Mosaic's graph registrar, which plans memory,
+changes no kernel and is not priced."
 NOTES="$NOTES
 $(cost_notes)"
-SHOW_METRICS="lmax latency_ms reduction reduction_compile"
+SHOW_METRICS="lmax latency_ms reduction reduction_compile compile_share"
 paper_finish "Mosaic Fig. 10: L_max and per-step latency over r_p" "r_p (prompt / output)" lmax

@@ -63,9 +63,12 @@ static const struct preset presets[] = {
      "dInfer's slides, Table 1 (Qwen2.5-3B on vLLM at batch size 1, one token a forward)"},
     {"mosaic", "Mosaic: no cache, mask-only logits, lazy chunking, one arena laid out first-fit, "
                "PyTorch runtime", "vanilla", "request", "fixed:1", "torch-eager", 0, "first-fit", true, true,
-     NULL, {{NULL}},
+     "its steps are priced with PyTorch eager's kernels here; experiments/mosaic-fig10.sh prices its "
+     "runtime's fused RMSNorm, RoPE and sampling kernels in place of eager's", {{NULL}},
      "Mosaic sections 4.2 (mask-only logits kernel), 4.4 (lazy chunking optimizer), 4.5 (global memory "
-     "manager, first-fit)"},
+     "manager, first-fit); its layer: flashserve/Mosaic vllm_add_llada/llada_blocks.py (vLLM's rms_norm "
+     "and fused_add_rms_norm_out, vLLM's rotary kernel, flash_attn_varlen, eager GEMMs and SwiGLU into "
+     "planned buffers) and flash_sample (the confidence kernels)"},
     {"mosaic-torch", "Mosaic-Torch: Mosaic's baseline, the model code on a serving framework (variable-length "
                      "batches), no cache, logits for every row in one piece, PyTorch's caching allocator, PyTorch "
                      "eager", "vanilla", "request", "fixed:1", "torch-eager", 0, "caching", false, false, NULL, {{NULL}},
