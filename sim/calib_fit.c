@@ -426,8 +426,8 @@ static void fit_host(const struct calib_data *d, struct calib *c)
             qsort(y, nh, sizeof *y, cmp_double);
             c->host0 = y[nh / 2], c->host_seg = 0;
         }
-        /* how far the steps lie from the line: a host's issue rate drifts between states for minutes
-         * at a time, and a profile taken across two of them shows it here */
+        /* how far the steps lie from the line: a host's issue rate varies from step to step and
+         * drifts between states for minutes at a time, which no line follows */
         for (size_t i = 0; i < nh; i++)
             y[i] /= fmax(c->host0 + c->host_seg * x[i], 1e-9);
         gsl_sort(y, 1, nh);
