@@ -30,9 +30,10 @@ models="llada-8b dream-7b llada-moe-7b" gpus="rtx3090 a100-40gb" ratios="0.1 0.3
 MO_COST=${COST:-calibrated}
 case $MO_COST in calibrated | roofline) ;; *) echo "$EXP: COST=$MO_COST: calibrated or roofline" >&2; exit 2 ;; esac
 # step_ops MODEL GPU ROWS LOGIT_ROWS IMPL [FROM]: one whole-sequence step's price and the ops that
-# the fused kernels of Mosaic's runtime and of torch.compile change, "step norm rope resid act sample"
-# (ms): IMPL's calibration measured on FROM (h100) carried to GPU, or priced on GPU itself where GPU
-# is FROM; the roofline with COST=roofline
+# the fused kernels of Mosaic's runtime and of torch.compile change, "step norm rope sample fusible"
+# (ms; fusible: the layers' ops Inductor fuses, norm + rope + resid + act): IMPL's calibration
+# measured on FROM (h100) carried to GPU, or priced on GPU itself where GPU is FROM; the roofline
+# with COST=roofline
 step_ops() {
     local cost=(--roofline)
     if [ "$MO_COST" = calibrated ]; then
@@ -44,14 +45,13 @@ step_ops() {
     fi
     "$bin" calib price "${cost[@]}" --model "$1" --gpu "$2" --impl "$5" --step "1,$3,0,$4,0" |
         awk '$3 == "ms" { t[$1] = $2 }
-            END { printf "%s %s %s %s %s %s\n", t["step"], t["norm"] + 0, t["rope"] + 0, t["resid"] + 0, t["act"] + 0, t["sample"] + 0 }'
+            END { printf "%s %s %s %s %s\n", t["step"], t["norm"] + 0, t["rope"] + 0, t["sample"] + 0,
+                  t["norm"] + t["rope"] + t["resid"] + t["act"] }'
 }
 # fused_from MODEL: the card whose tessera calibration of MODEL prices the fused kernels (the H100's,
 # else the H200's: LLaDA-MoE-7B's engine was calibrated on the H200 alone)
 fused_from() {
-    local dir
-    dir=$("$bin" list calibrations | sed -n 's/^calibrations in \(.*\), shipped.*/\1/p' | head -1)
-    if [ -f "$dir/h100-$1-tessera.csv" ]; then echo h100; else echo h200; fi
+    if [ -f "$(shipped_calib_dir)/h100-$1-tessera.csv" ]; then echo h100; else echo h200; fi
 }
 # cost_notes: the cost model, said for the report (with each carried calibration's band)
 cost_notes() {
@@ -74,7 +74,7 @@ extrapolated. The transfer's band (tessera calib show --gpu GPU --from h100):"
 compiled= # the workloads with a Mosaic-Compile point
 for g in $gpus; do
     for m in $models; do
-        wl="$m-$g"
+        wl="$m-$g" fused=$(fused_from $m)
         for rp in $ratios; do
             mask=$(awk -v r="$rp" 'BEGIN { printf "%.4f", 1 / (1 + r) }')
             mo_run mosaic-torch "$wl" "$rp" $m $g mem lmax --model $m --gpu $g $(mo_args torch)
@@ -88,9 +88,9 @@ for g in $gpus; do
             # and its runtime's fused kernels (vLLM's RMSNorm, the norm with its residual add and RoPE,
             # its flash sampling) in place of eager's norm, RoPE and sampling, priced as the tessera
             # engine's own single-pass kernels; its GEMMs, attention and SwiGLU as eager runs them
-            read -r e_step e_norm e_rope e_resid e_act _ <<<"$(step_ops $m $g "$L" "$L" torch-eager)"
-            read -r k_step k_norm k_rope _ _ k_sample <<<"$(step_ops $m $g "$L" "$rows" torch-eager)"
-            read -r _ f_norm f_rope _ _ f_sample <<<"$(step_ops $m $g "$L" "$rows" tessera "$(fused_from $m)")"
+            read -r e_step _ _ _ e_fused <<<"$(step_ops $m $g "$L" "$L" torch-eager)"
+            read -r k_step k_norm k_rope k_sample _ <<<"$(step_ops $m $g "$L" "$rows" torch-eager)"
+            read -r _ f_norm f_rope f_sample _ <<<"$(step_ops $m $g "$L" "$rows" tessera "$fused")"
             [ -n "$e_step" ] && [ -n "$k_step" ] && [ -n "$f_norm" ] ||
                 { echo "$EXP: calib price failed for $m on $g at $L rows" >&2; exit 1; }
             derived latency_ms mosaic-torch "$wl" "$rp" "$e_step"
@@ -106,9 +106,7 @@ for g in $gpus; do
                 # of the layers' ops it fuses (Inductor's pointwise and reduction kernels: the norms,
                 # RoPE, the residual adds, SwiGLU's product; it calls the GEMMs and attention as eager
                 # does, and the head and sampling stay eager), taken off the same ops on this card
-                read -r h_step h_norm h_rope h_resid h_act _ <<<"$(step_ops $m h100 "$L" "$L" torch-eager)"
-                h_fused=$(awk -v a="$h_norm" -v b="$h_rope" -v c="$h_resid" -v d="$h_act" 'BEGIN { print a + b + c + d }')
-                e_fused=$(awk -v a="$e_norm" -v b="$e_rope" -v c="$e_resid" -v d="$e_act" 'BEGIN { print a + b + c + d }')
+                read -r h_step _ _ _ h_fused <<<"$(step_ops $m h100 "$L" "$L" torch-eager)"
                 fz=$(awk -v r="$ct" -v s="$h_step" -v e="$h_fused" 'BEGIN { printf "%.4f", (e > 0) ? (1 - r) * s / e : 0 }')
                 derived compile_share mosaic-compile "$wl" "$rp" "$fz"
                 derived latency_ms mosaic-compile "$wl" "$rp" "$(awk -v s="$e_step" -v z="$fz" -v e="$e_fused" 'BEGIN { print s - z * e }')"

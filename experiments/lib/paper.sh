@@ -79,15 +79,19 @@ point() {
     printf '%s %-12s %-10s x = %-6s %s tok/s\n' "$EXP" "$sys" "$wl" "$x" "$(json "$f" throughput_tok_s)" >&2
 }
 
+# shipped_calib_dir: the folder of the shipped calibrations (tessera list calibrations' first)
+shipped_calib_dir() {
+    "$bin" list calibrations | sed -n 's/^calibrations in \(.*\), shipped.*/\1/p' | head -1
+}
+
 # carry_calib FROM TO MODEL IMPL: the shipped calibration of MODEL with IMPL measured on FROM, carried
 # to TO by tessera calib transfer once a run: CARRIED names it (OUT/calib-TO-MODEL-IMPL.csv),
 # CARRIED_BAND the transfer's band there (tessera calib show --gpu TO, OUT/band-TO-MODEL-IMPL.txt)
 carry_calib() {
-    local tag="$2-$3-$4" dir
+    local tag="$2-$3-$4"
     CARRIED="$out/calib-$tag.csv" CARRIED_BAND="$out/band-$tag.txt"
     [ -s "$CARRIED" ] && return 0
-    dir=$("$bin" list calibrations | sed -n 's/^calibrations in \(.*\), shipped.*/\1/p' | head -1)
-    "$bin" calib transfer "$dir/$1-$3-$4.csv" --from "$1" --to "$2" --impl "$4" --out "$CARRIED" \
+    "$bin" calib transfer "$(shipped_calib_dir)/$1-$3-$4.csv" --from "$1" --to "$2" --impl "$4" --out "$CARRIED" \
         >"$out/points/transfer-$tag.log" 2>&1 ||
         { echo "$EXP: tessera calib transfer to $2 failed: $(head -3 "$out/points/transfer-$tag.log")" >&2; exit 1; }
     "$bin" calib show --gpu "$2" --model "$3" --impl "$4" --from "$1" 2>&1 |
