@@ -30,10 +30,11 @@ static void mem_usage(FILE *f)
     fprintf(f,
 "usage: tessera mem plan [--model M] [--tokens T] [--logit-rows R | --mask-ratio X] [--planner P]\n"
 "                        [--max-num-logits N] [--ffn-chunks N] [--softmax-copy B] [--budget-gib G]\n"
-"                        [--chunking none|lazy|brute] [--fused-ffn] [--ilp-tensors N] [--ilp-seconds S]\n"
-"                        [--json]\n"
+"                        [--chunking none|lazy|brute] [--search-margin-mib N] [--fused-ffn]\n"
+"                        [--ilp-tensors N] [--ilp-seconds S] [--json]\n"
 "       tessera mem lmax [--model M] [--gpu G | --mem-limit GB] [--planner P] [--mask-ratio X]\n"
-"                        [--chunking C] [--softmax-copy B] [--reserve-gib G] [--fused-ffn] [--json]\n"
+"                        [--chunking C] [--search-margin-mib N] [--softmax-copy B] [--reserve-gib G]\n"
+"                        [--fused-ffn] [--json]\n"
 "                        [--live [--layers N] [--seed S]]\n"
 "\n"
 "planners: caching (PyTorch's allocator), profiled (dLLM-Serve), first-fit (Mosaic), greedy-size\n"
@@ -42,7 +43,9 @@ static void mem_usage(FILE *f)
 "(--softmax-copy 8: PyTorch's fp32 softmax, its cast and its output; 4: one fp32 copy). lmax:\n"
 "h200, a 1 GiB framework reserve, chunking none; --mem-limit GB (10^9 bytes) in place of the\n"
 "GPU's memory. plan with --budget-gib G: the chunk counts --chunking finds to fit G, the\n"
-"search's time and plans tried. ilp: graphs of up to --ilp-tensors N [40] tensors, each solve\n"
+"search's time and plans tried. Lazy and brute-force chunking plan within the budget less\n"
+"--search-margin-mib N, what Mosaic's chunk search keeps free of its pool [900, and 700 more\n"
+"for an MoE model; 0 with --live] (flashserve/Mosaic diffusion_tools/online_searcher.py). ilp: graphs of up to --ilp-tensors N [40] tensors, each solve\n"
 "within --ilp-seconds S [10] (else the best plan found).\n"
 "--live (GPU machine): measure L_max with the engine under a hard limit of --mem-limit (or the\n"
 "--gpu card's memory): the weights are held, each length's planned activations are mapped in CUDA\n"
@@ -55,7 +58,7 @@ static void mem_usage(FILE *f)
 struct mem_args {
     const char *model, *gpu, *planner;
     int64_t tokens, logit_rows;
-    double mask_ratio, budget_gib, reserve_gib, mem_limit_gb;
+    double mask_ratio, budget_gib, reserve_gib, mem_limit_gb, margin_mib; /* margin_mib < 0: the default */
     int32_t logit_chunk, ffn_chunks, softmax_copy, layers, ilp_tensors;
     double ilp_seconds;
     enum chunking chunking;
@@ -76,9 +79,11 @@ static int parse(int argc, char **argv, struct mem_args *a)
         {"mem-limit", required_argument, 0, 'M'}, {"live", no_argument, 0, 'L'},
         {"layers", required_argument, 0, 'N'}, {"seed", required_argument, 0, 'S'},
         {"fused-ffn", no_argument, 0, 'F'}, {"ilp-tensors", required_argument, 0, 'I'},
-        {"ilp-seconds", required_argument, 0, 'T'}, {0, 0, 0, 0}};
+        {"ilp-seconds", required_argument, 0, 'T'}, {"search-margin-mib", required_argument, 0, 'G'},
+        {0, 0, 0, 0}};
     *a = (struct mem_args){.model = "llada-8b", .gpu = "h200", .planner = "first-fit", .tokens = 4096,
                            .logit_rows = -1, .mask_ratio = -1, .budget_gib = 0, .reserve_gib = 1.0,
+                           .margin_mib = -1,
                            .ffn_chunks = 1, .layers = 1, .seed = 1};
     optind = 1;
     int c, idx = 0;
@@ -101,6 +106,7 @@ static int parse(int argc, char **argv, struct mem_args *a)
         case 'f': want = "a whole number in 1..4096"; bad = ts_parse_i64(optarg, &v) || v < 1 || v > 4096; a->ffn_chunks = (int32_t)v; break;
         case 's': want = "0, 4 or 8 bytes a logit"; bad = ts_parse_i64(optarg, &v) || (v != 0 && v != 4 && v != 8); a->softmax_copy = (int32_t)v; break;
         case 'b': want = "a positive number of GiB"; bad = ts_parse_double(optarg, &a->budget_gib) || !(a->budget_gib > 0); break;
+        case 'G': want = "a number of MiB in 0..1048576"; bad = ts_parse_double(optarg, &a->margin_mib) || !(a->margin_mib >= 0) || a->margin_mib > 1048576; break;
         case 'R': want = "a number of GiB, 0 or more"; bad = ts_parse_double(optarg, &a->reserve_gib) || !(a->reserve_gib >= 0); break;
         case 'c':
             a->chunking = strcmp(optarg, "lazy") == 0 ? CHUNK_LAZY : strcmp(optarg, "brute") == 0 ? CHUNK_BRUTE : CHUNK_NONE;
@@ -128,6 +134,15 @@ static int parse(int argc, char **argv, struct mem_args *a)
         return -1;
     }
     return 0;
+}
+
+/* The bytes a chunk search keeps free of its budget: --search-margin-mib, else Mosaic's for m where
+ * the step is chunked and simulated (the engine's own search, --live, keeps none) */
+static int64_t search_margin(const struct mem_args *a, const struct model_cfg *m)
+{
+    if (a->margin_mib >= 0)
+        return (int64_t)(a->margin_mib * TS_MIB);
+    return a->chunking == CHUNK_NONE || a->live ? 0 : chunk_search_margin(m);
 }
 
 static int64_t rows_for(const struct mem_args *a, int64_t T)
@@ -165,7 +180,8 @@ static int cmd_plan(const struct mem_args *a)
     double search_us = 0;
     if (a->budget_gib > 0) {
         const double t0 = ts_cpu_s(); /* CPU time: a busy machine's other work does not count */
-        const int searched = chunk_search(a->chunking, &m, &s, p, &po, (int64_t)(a->budget_gib * TS_GIB), &cr, &err);
+        const int searched = chunk_search(a->chunking, &m, &s, p, &po,
+                                          (int64_t)(a->budget_gib * TS_GIB) - search_margin(a, &m), &cr, &err);
         search_us = (ts_cpu_s() - t0) * 1e6;
         if (searched) {
             fprintf(stderr, "tessera mem plan: %s\n", err.msg);
@@ -196,6 +212,7 @@ static int cmd_plan(const struct mem_args *a)
             json_object_set_new(o, "fits", json_boolean(cr.fits));
             json_object_set_new(o, "search_us", json_real(search_us));
             json_object_set_new(o, "plans_tried", json_integer(cr.plans_tried));
+            json_object_set_new(o, "search_margin_bytes", json_integer(search_margin(a, &m)));
         }
         if (pl.note[0])
             json_object_set_new(o, "note", json_string(pl.note));
@@ -215,8 +232,8 @@ static int cmd_plan(const struct mem_args *a)
         printf("  peak-to-average %.2f, planning time %.1f us%s%s\n", avg > 0 ? theo / avg : 0, pl.plan_us,
                pl.note[0] ? "; " : "", pl.note);
         if (a->budget_gib > 0)
-            printf("  budget %.2f GiB: %s after %d plans in %.1f us (%d logit chunks, %d FFN chunks)%s%s\n",
-                   a->budget_gib, cr.fits ? "fits" : "does not fit", cr.plans_tried, search_us, cr.logit_chunks,
+            printf("  budget %.2f GiB, the search keeping %.0f MiB free: %s after %d plans in %.1f us (%d logit "
+                   "chunks, %d FFN chunks)%s%s\n", a->budget_gib, search_margin(a, &m) / TS_MIB, cr.fits ? "fits" : "does not fit", cr.plans_tried, search_us, cr.logit_chunks,
                    cr.ffn_chunks, cr.fits ? "" : ": ", cr.why);
     }
     if (a->budget_gib > 0 && !cr.fits)
@@ -349,9 +366,11 @@ static int cmd_lmax(const struct mem_args *a)
         return EXIT_USAGE;
     }
     int64_t mem = a->mem_limit_gb > 0 ? (int64_t)(a->mem_limit_gb * 1e9) : gpu.mem_bytes;
-    int64_t budget = mem - (int64_t)(a->reserve_gib * TS_GIB) - model_weight_bytes(&m);
+    const int64_t margin = search_margin(a, &m);
+    int64_t budget = mem - (int64_t)(a->reserve_gib * TS_GIB) - model_weight_bytes(&m) - margin;
     if (budget <= 0) {
-        fprintf(stderr, "tessera mem lmax: %s's weights do not fit %.2f GB\n", m.name, mem / 1e9);
+        fprintf(stderr, "tessera mem lmax: %s's weights%s do not fit %.2f GB\n", m.name,
+                margin ? " and the chunk search's margin" : "", mem / 1e9);
         return EXIT_USAGE;
     }
     struct chunk_result cr = {0};
@@ -360,16 +379,20 @@ static int cmd_lmax(const struct mem_args *a)
     if (a->live)
         return lmax_live(a, &m, p, mem, lo);
     const char *where = a->mem_limit_gb > 0 ? "a memory limit" : gpu.name;
+    char kept[64] = "";
+    if (margin)
+        snprintf(kept, sizeof kept, ", the chunk search keeping %.0f MiB more free", margin / TS_MIB);
     if (a->json)
         printf("{\"model\":\"%s\",\"gpu\":\"%s\",\"mem_bytes\":%lld,\"planner\":\"%s\",\"chunking\":\"%s\","
                "\"mask_ratio\":%g,\"lmax\":%lld,\"activation_budget_bytes\":%lld,\"logit_chunks\":%d,"
-               "\"ffn_chunks\":%d}\n", m.name, where, (long long)mem, p->name, chunking_names[a->chunking],
-               a->mask_ratio, (long long)lo, (long long)budget, cr.logit_chunks, cr.ffn_chunks);
+               "\"ffn_chunks\":%d,\"search_margin_bytes\":%lld}\n", m.name, where, (long long)mem, p->name,
+               chunking_names[a->chunking], a->mask_ratio, (long long)lo, (long long)budget, cr.logit_chunks,
+               cr.ffn_chunks, (long long)margin);
     else
         printf("%s on %s (%.2f GB), planner %s, chunking %s, logits for %s: L_max = %lld tokens (activations "
-               "may use %.2f GiB; at L_max: %d logit chunks, %d FFN chunks)\n", m.name, where, mem / 1e9, p->name,
-               chunking_names[a->chunking], a->mask_ratio >= 0 ? "the masked rows" : "every row", (long long)lo,
-               budget / TS_GIB, cr.logit_chunks, cr.ffn_chunks);
+               "may use %.2f GiB%s; at L_max: %d logit chunks, %d FFN chunks)\n", m.name, where, mem / 1e9,
+               p->name, chunking_names[a->chunking], a->mask_ratio >= 0 ? "the masked rows" : "every row",
+               (long long)lo, budget / TS_GIB, kept, cr.logit_chunks, cr.ffn_chunks);
     return 0;
 }
 

@@ -22,7 +22,7 @@ enum {
     O_SYSTEM = 256, O_MODEL, O_GPU, O_GPU_FILE, O_POLICY, O_SCHED, O_DECODE, O_COST, O_IMPL,
     O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN, O_MAX_NEW,
     O_BLOCK, O_TP, O_EARLY, O_EOS, O_ITER_SMOOTH, O_MASK_ONLY, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
-    O_RESERVE, O_PREEMPT, O_DB, O_APPEND, O_REPLACE, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
+    O_RESERVE, O_MARGIN, O_PREEMPT, O_DB, O_APPEND, O_REPLACE, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS, O_NO_PROGRESS, O_HELP,
     O_DATADIR, O_CALIB, O_HOST, O_EXTRAPOLATE, O_CLOCK, O_PLANNER, O_LAZY, O_EXECUTOR, O_LIVE_MEM,
     O_PARAM /* a policy's or scheduler's parameter (build_opts), found by its option's name */
 };
@@ -57,6 +57,7 @@ static const struct option opts[] = {
     {"ffn-chunks", required_argument, 0, O_FFN_CHUNKS},
     {"kv-page", required_argument, 0, O_KV_PAGE},
     {"reserve-gib", required_argument, 0, O_RESERVE},
+    {"search-margin-mib", required_argument, 0, O_MARGIN},
     {"preempt", required_argument, 0, O_PREEMPT},
     {"db", required_argument, 0, O_DB},
     {"json", no_argument, 0, O_JSON},
@@ -234,6 +235,8 @@ static void sim_usage(FILE *f)
 "  --ffn-chunks N           FFN token chunks [1]\n"
 "  --lazy-chunking          Mosaic: per step, raise the logit or FFN chunk count (whichever holds\n"
 "                           the peak) until the step fits the memory left\n"
+"  --search-margin-mib N    with --lazy-chunking, what the chunk search keeps free of the card\n"
+"                           [Mosaic's: 900, and 700 more for an MoE model]\n"
 
 "  --kv-page N              KV pool page size in tokens [16]\n"
 "  --reserve-gib X          framework reserve [implementation profile's: 1.0 torch-eager,\n"
@@ -308,6 +311,12 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_RESERVE:
         if (ts_parse_double(optarg, &c->reserve_gib) || c->reserve_gib < 0) {
             fprintf(stderr, "tessera sim: --reserve-gib: '%s' is not a number >= 0\n", optarg);
+            return -1;
+        }
+        return 0;
+    case O_MARGIN:
+        if (ts_parse_double(optarg, &c->search_margin_mib) || !(c->search_margin_mib >= 0)) {
+            fprintf(stderr, "tessera sim: --search-margin-mib: '%s' is not a number >= 0\n", optarg);
             return -1;
         }
         return 0;

@@ -40,6 +40,7 @@ void sim_config_defaults(struct sim_config *c)
     c->ffn_chunks = 1;
     c->kv_page_tokens = 16;
     c->reserve_gib = -1;
+    c->search_margin_mib = -1;
     snprintf(c->preempt, sizeof c->preempt, "recompute");
     snprintf(c->planner, sizeof c->planner, "first-fit");
 }
@@ -86,6 +87,8 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
         return ts_fail(err, "--kv-page: %d is not in 1..65536 tokens", c->kv_page_tokens);
     if (!(c->reserve_gib <= 1e5)) /* < 0: the implementation profile's */
         return ts_fail(err, "--reserve-gib: %g is not in 0..100000 GiB", c->reserve_gib);
+    if (!(c->search_margin_mib <= 1048576)) /* < 0: Mosaic's */
+        return ts_fail(err, "--search-margin-mib: %g is not in 0..1048576 MiB", c->search_margin_mib);
     if (strcmp(c->preempt, "recompute") && strcmp(c->preempt, "swap"))
         return ts_fail(err, "--preempt: '%s' is not recompute or swap", c->preempt);
     return 0;
@@ -131,6 +134,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "preempt", json_string(c->preempt));
     json_object_set_new(o, "planner", json_string(c->planner));
     json_object_set_new(o, "lazy_chunking", json_boolean(c->lazy_chunking));
+    json_object_set_new(o, "search_margin_mib", json_real(c->search_margin_mib));
     const struct policy_ops *po = policy_find(c->policy);
     const struct sched_ops *so = sched_find(c->scheduler);
     struct run_params rp;

@@ -60,6 +60,8 @@ struct sim_config {
     int32_t ffn_chunks;
     int32_t kv_page_tokens;
     double reserve_gib;        /* framework reserve; < 0 = the implementation profile's */
+    double search_margin_mib;  /* with lazy_chunking, memory the chunk search keeps free; < 0 = Mosaic's
+                                * (chunk_search_margin) */
     char preempt[CFG_STR];     /* recompute | swap */
     char planner[CFG_STR];     /* activation reservations: first-fit | greedy-size | ilp | caching | profiled */
     bool lazy_chunking;        /* Mosaic: per step, chunk logits/FFN until the step fits the memory left */

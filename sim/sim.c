@@ -424,6 +424,9 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     s->sd.mask_only = cfg->mask_only;
 
     int64_t reserve = cfg->reserve_gib >= 0 ? (int64_t)(cfg->reserve_gib * TS_GIB) : s->impl.reserve_bytes;
+    if (cfg->lazy_chunking) /* the chunk search keeps its margin of the card free as well */
+        reserve += cfg->search_margin_mib >= 0 ? (int64_t)(cfg->search_margin_mib * TS_MIB)
+                                               : chunk_search_margin(&s->model);
     s->capacity = s->gpu.mem_bytes - reserve;
     s->weight_bytes = model_weight_bytes(&s->model) / cfg->tp; /* a GPU's share */
     if (s->weight_bytes >= s->capacity) {

@@ -198,6 +198,16 @@ START_TEST(lazy_chunking_goes_on_while_the_peak_shrinks)
 }
 END_TEST
 
+/* Mosaic's chunk search keeps 900 MiB of its pool free, and an MoE model's plan 700 MiB more */
+START_TEST(the_chunk_search_margin_is_mosaics)
+{
+    ck_assert_int_eq(chunk_search_margin(model_find("llada-8b")), 900LL << 20);
+    ck_assert_int_eq(chunk_search_margin(model_find("dream-7b")), 900LL << 20);
+    ck_assert_int_eq(chunk_search_margin(model_find("llada-moe-7b")), 1600LL << 20);
+    ck_assert_int_eq(chunk_search_margin(model_find("llada2.0-mini")), 1600LL << 20);
+}
+END_TEST
+
 START_TEST(planning_a_32_layer_model_is_fast)
 {
     const struct model_cfg *m = model_find("llada-8b");
@@ -236,6 +246,7 @@ int main(void)
     tcase_add_test(tc, chunking_lazy_and_brute);
     tcase_add_test(tc, lazy_chunking_goes_on_while_the_peak_shrinks);
     tcase_add_test(tc, planning_a_32_layer_model_is_fast);
+    tcase_add_test(tc, the_chunk_search_margin_is_mosaics);
     suite_add_tcase(s, tc);
     return run_suite("planner", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

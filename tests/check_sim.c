@@ -546,6 +546,35 @@ START_TEST(presets_and_hf_models)
 }
 END_TEST
 
+/* Mosaic's lazy chunking keeps its chunk search's margin of the card free (900 MiB; 1,600 for an MoE
+ * model), on top of the framework reserve; --search-margin-mib sets it, and a preset without lazy
+ * chunking keeps none */
+START_TEST(lazy_chunking_keeps_the_search_margin)
+{
+    const struct {
+        const char *preset, *model;
+        double margin_mib;
+        int64_t kept;
+    } cases[] = {{"mosaic", "dream-7b", -1, 900LL << 20}, {"mosaic", "llada-moe-7b", -1, 1600LL << 20},
+                 {"mosaic", "dream-7b", 0, 0}, {"mosaic", "dream-7b", 2048, 2048LL << 20},
+                 {"mosaic-torch", "dream-7b", -1, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct sim_config c;
+        struct ts_err err;
+        test_config(&c);
+        ck_assert_int_eq(preset_apply(cases[i].preset, &c, &err), 0);
+        snprintf(c.model, sizeof c.model, "%s", cases[i].model);
+        snprintf(c.gpu, sizeof c.gpu, "rtx3090");
+        c.search_margin_mib = cases[i].margin_mib;
+        c.requests = 2;
+        struct sim *s = sim_create(&c, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        ck_assert_int_eq(s->capacity, (24LL << 30) - (1LL << 30) - cases[i].kept);
+        sim_destroy(s);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sim");
@@ -563,6 +592,7 @@ int main(void)
     tcase_add_test(tc, bad_inputs_fail_cleanly);
     tcase_add_test(tc, trace_files_drive_the_run);
     tcase_add_test(tc, presets_and_hf_models);
+    tcase_add_test(tc, lazy_chunking_keeps_the_search_margin);
     suite_add_tcase(s, tc);
     return run_suite("sim", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -522,6 +522,13 @@ expect 2 "unknown policy" -- $bin sim --policy magic
 contains "unknown policy" "vanilla, prefix, dual, block"
 expect 2 "unknown scheduler" -- $bin sim --scheduler fifo
 contains "unknown scheduler" "static, request, phase"
+# the mosaic preset's chunk search keeps its 900 MiB of the card free: its peak stays under the card less
+# the 1 GiB reserve and the margin; with --search-margin-mib 0 the same load runs into it
+for mg in default 0; do
+    expect 0 "mosaic preset, margin $mg" -- $bin sim --system mosaic --model dream-7b --gpu rtx3090 --lengths fixed:30000,64 \
+        --gen-len 64 --requests 24 --rps 100 --quiet --json $([ $mg = 0 ] && echo --search-margin-mib 0)
+    json_check "$tmp/out" "d['num_finished'] == 24 and (d['peak_mem_bytes'] <= (24 << 30) - (1 << 30) - (900 << 20)) == ('$mg' == 'default')"
+done
 expect 0 "mosaic preset" -- $bin sim --system mosaic --model dream-7b --gpu rtx4090 --lengths fixed:20000,64 --gen-len 64 --requests 2 --rps 0.01 --quiet
 contains "mosaic preset" "2 finished, 0 rejected"
 # Mosaic's baselines: Mosaic-Torch without its memory optimizations, Native one request at a time
@@ -822,6 +829,26 @@ expect 1 "mem plan over budget" -- $bin mem plan --tokens 65536 --budget-gib 1 -
 contains "mem plan over budget" "does not fit"
 expect 0 "mem lmax" -- $bin mem lmax --gpu rtx4090 --planner first-fit --mask-ratio 0.5 --chunking lazy
 contains "mem lmax" "L_max ="
+contains "mem lmax: the chunk search keeps Mosaic's margin" "keeping 900 MiB more free"
+# the chunk search's margin (Mosaic's 900 MiB; an MoE model's 1,600) comes off the activations' budget;
+# --search-margin-mib 0 plans in all of it, and the unchunked planner keeps none
+for m in llada-8b:943718400 llada-moe-7b:1677721600; do
+    expect 0 "mem lmax, ${m%%:*}'s margin" -- $bin mem lmax --model "${m%%:*}" --gpu rtx3090 --mask-ratio 0.5 --chunking lazy --json
+    cp "$tmp/out" "$tmp/margin.json"
+    expect 0 "mem lmax, ${m%%:*} without a margin" -- $bin mem lmax --model "${m%%:*}" --gpu rtx3090 --mask-ratio 0.5 --chunking lazy --search-margin-mib 0 --json
+    python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); m=int(sys.argv[3])
+sys.exit(not (a["search_margin_bytes"] == m and b["search_margin_bytes"] == 0 and
+              b["activation_budget_bytes"] - a["activation_budget_bytes"] == m and a["lmax"] < b["lmax"]))' \
+        "$tmp/margin.json" "$tmp/out" "${m##*:}" && ok || bad "mem lmax: ${m%%:*}'s chunk search margin"
+done
+expect 0 "mem lmax, unchunked: no margin" -- $bin mem lmax --mask-ratio 0.5 --json
+json_check "$tmp/out" 'd["search_margin_bytes"] == 0'
+expect 0 "mem plan, lazy search with a margin" -- $bin mem plan --tokens 300000 --mask-ratio 0.5 --chunking lazy --budget-gib 24 --search-margin-mib 2048 --json
+json_check "$tmp/out" 'd["fits"] and d["search_margin_bytes"] == 2 << 30 and d["peak_bytes"] <= 22 << 30'
+expect 2 "mem --search-margin-mib -1" -- $bin mem lmax --search-margin-mib -1
+contains "mem --search-margin-mib names its range" "--search-margin-mib: '-1' is not a number of MiB in 0..1048576"
+expect 2 "sim --search-margin-mib x" -- $bin sim --system mosaic --search-margin-mib x
+contains "sim --search-margin-mib names itself" "--search-margin-mib: 'x' is not a number >= 0"
 expect 0 "mem lmax --mem-limit" -- $bin mem lmax --mem-limit 24 --planner caching --softmax-copy 4 --json
 json_check "$tmp/out" 'd["mem_bytes"] == 24000000000 and 5000 < d["lmax"] < 12000'
 # PyTorch's own peak allocation of a whole-sequence eager step (records/torch-lmax-h100) is the op

@@ -17,7 +17,8 @@
 #           ratios to torch (mo_compile)
 #   mosaic  the global memory manager (first-fit over the whole step in virtual memory), mask-only
 #           logits, lazy chunking within what the card leaves after the weights and a 1 GiB
-#           reserve
+#           reserve, less what Mosaic's chunk search keeps free of it (900 MiB, 1,600 for an MoE
+#           model: tessera's chunk searches keep it by default, mem --search-margin-mib)
 # Its ablation (Fig. 14) adds Mosaic's parts one at a time: the manager, then mask-only logits, then
 # lazy chunking.
 

@@ -227,6 +227,12 @@ int plan_find_overlap(const struct opgraph *g, const struct plan *p)
 
 /* --- chunking -------------------------------------------------------------------------------- */
 
+int64_t chunk_search_margin(const struct model_cfg *m)
+{
+    const int64_t mib = 1 << 20;
+    return (900 + (m->num_experts > 0 ? 700 : 0)) * mib;
+}
+
 static int try_plan(const struct model_cfg *m, const struct og_shape *base, int32_t lc, int32_t fc,
                     const struct planner_ops *p, const struct planner_opts *o, struct plan *out,
                     struct opgraph *g, struct ts_err *err)
