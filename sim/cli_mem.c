@@ -45,8 +45,8 @@ static void mem_usage(FILE *f)
 "GPU's memory. plan with --budget-gib G: the chunk counts --chunking finds to fit G, the\n"
 "search's time and plans tried. Lazy and brute-force chunking plan within the budget less\n"
 "--search-margin-mib N, what Mosaic's chunk search keeps free of its pool [900, and 700 more\n"
-"for an MoE model; 0 with --live] (flashserve/Mosaic diffusion_tools/online_searcher.py). ilp: graphs of up to --ilp-tensors N [40] tensors, each solve\n"
-"within --ilp-seconds S [10] (else the best plan found).\n"
+"for an MoE model; 0 with --live]. ilp: graphs of up to --ilp-tensors N [40] tensors, each\n"
+"solve within --ilp-seconds S [10] (else the best plan found).\n"
 "--live (GPU machine): measure L_max with the engine under a hard limit of --mem-limit (or the\n"
 "--gpu card's memory): the weights are held, each length's planned activations are mapped in CUDA\n"
 "virtual memory, and at L_max the step runs over --layers layers [1] of the model's.\n"
@@ -233,8 +233,9 @@ static int cmd_plan(const struct mem_args *a)
                pl.note[0] ? "; " : "", pl.note);
         if (a->budget_gib > 0)
             printf("  budget %.2f GiB, the search keeping %.0f MiB free: %s after %d plans in %.1f us (%d logit "
-                   "chunks, %d FFN chunks)%s%s\n", a->budget_gib, search_margin(a, &m) / TS_MIB, cr.fits ? "fits" : "does not fit", cr.plans_tried, search_us, cr.logit_chunks,
-                   cr.ffn_chunks, cr.fits ? "" : ": ", cr.why);
+                   "chunks, %d FFN chunks)%s%s\n", a->budget_gib, search_margin(a, &m) / TS_MIB,
+                   cr.fits ? "fits" : "does not fit", cr.plans_tried, search_us, cr.logit_chunks, cr.ffn_chunks,
+                   cr.fits ? "" : ": ", cr.why);
     }
     if (a->budget_gib > 0 && !cr.fits)
         rc = 1;
