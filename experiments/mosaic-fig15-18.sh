@@ -110,8 +110,8 @@ check "first-fit plans in less time than ILP at every length (Fig. 18)" \
 check "ILP's plan is no smaller than first-fit's at any length (first-fit already meets the bound)" \
     "$(for T in $lengths; do printf 'val("mosaic-ilp","%s","%s","peak_gib") >= val("mosaic","%s","%s","peak_gib") && ' "$wl" $T "$wl" $T; done) 1"
 NOTES="Mosaic's setting (lib/mosaic.sh): half the rows masked, PyTorch's fp32 logit copy, the card's
-memory less the weights and a 1 GiB reserve, of which every chunk search keeps Mosaic's 900 MiB
-free. mosaic: the bottleneck-driven (lazy) chunk search and
+memory less the weights, a 1 GiB reserve and the 900 MiB Mosaic's chunk search keeps free
+(every search here keeps it). mosaic: the bottleneck-driven (lazy) chunk search and
 first-fit planning; mosaic-bf: brute-force search over every pair of chunk counts; mosaic-ilp: the lazy
 search with tessera's GLPK planner over the step's whole op graph (about 200 tensors), each solve
 given $ilp_s s (its note says when it stops at that limit with the best plan found, seeded by the

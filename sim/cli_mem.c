@@ -140,9 +140,8 @@ static int parse(int argc, char **argv, struct mem_args *a)
  * the step is chunked and simulated (the engine's own search, --live, keeps none) */
 static int64_t search_margin(const struct mem_args *a, const struct model_cfg *m)
 {
-    if (a->margin_mib >= 0)
-        return (int64_t)(a->margin_mib * TS_MIB);
-    return a->chunking == CHUNK_NONE || a->live ? 0 : chunk_search_margin(m);
+    const bool mosaics = a->chunking != CHUNK_NONE && !a->live;
+    return chunk_search_margin(m, a->margin_mib >= 0 || mosaics ? a->margin_mib : 0);
 }
 
 static int64_t rows_for(const struct mem_args *a, int64_t T)

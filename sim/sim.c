@@ -425,8 +425,7 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
 
     int64_t reserve = cfg->reserve_gib >= 0 ? (int64_t)(cfg->reserve_gib * TS_GIB) : s->impl.reserve_bytes;
     if (cfg->lazy_chunking) /* the chunk search keeps its margin of the card free as well */
-        reserve += cfg->search_margin_mib >= 0 ? (int64_t)(cfg->search_margin_mib * TS_MIB)
-                                               : chunk_search_margin(&s->model);
+        reserve += chunk_search_margin(&s->model, cfg->search_margin_mib);
     s->capacity = s->gpu.mem_bytes - reserve;
     s->weight_bytes = model_weight_bytes(&s->model) / cfg->tp; /* a GPU's share */
     if (s->weight_bytes >= s->capacity) {

@@ -201,10 +201,13 @@ END_TEST
 /* Mosaic's chunk search keeps 900 MiB of its pool free, and an MoE model's plan 700 MiB more */
 START_TEST(the_chunk_search_margin_is_mosaics)
 {
-    ck_assert_int_eq(chunk_search_margin(model_find("llada-8b")), 900LL << 20);
-    ck_assert_int_eq(chunk_search_margin(model_find("dream-7b")), 900LL << 20);
-    ck_assert_int_eq(chunk_search_margin(model_find("llada-moe-7b")), 1600LL << 20);
-    ck_assert_int_eq(chunk_search_margin(model_find("llada2.0-mini")), 1600LL << 20);
+    ck_assert_int_eq(chunk_search_margin(model_find("llada-8b"), -1), 900LL << 20);
+    ck_assert_int_eq(chunk_search_margin(model_find("dream-7b"), -1), 900LL << 20);
+    ck_assert_int_eq(chunk_search_margin(model_find("llada-moe-7b"), -1), 1600LL << 20);
+    ck_assert_int_eq(chunk_search_margin(model_find("llada2.0-mini"), -1), 1600LL << 20);
+    /* a margin given is kept whatever the model */
+    ck_assert_int_eq(chunk_search_margin(model_find("llada-moe-7b"), 0), 0);
+    ck_assert_int_eq(chunk_search_margin(model_find("llada-8b"), 2048), 2048LL << 20);
 }
 END_TEST
 

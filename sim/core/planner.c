@@ -227,10 +227,11 @@ int plan_find_overlap(const struct opgraph *g, const struct plan *p)
 
 /* --- chunking -------------------------------------------------------------------------------- */
 
-int64_t chunk_search_margin(const struct model_cfg *m)
+int64_t chunk_search_margin(const struct model_cfg *m, double mib)
 {
-    const int64_t mib = 1 << 20;
-    return (900 + (m->num_experts > 0 ? 700 : 0)) * mib;
+    if (mib < 0)
+        mib = 900 + (m->num_experts > 0 ? 700 : 0);
+    return (int64_t)(mib * TS_MIB);
 }
 
 static int try_plan(const struct model_cfg *m, const struct og_shape *base, int32_t lc, int32_t fc,

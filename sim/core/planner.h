@@ -83,11 +83,11 @@ struct chunk_result {
     char why[200];                    /* when it does not fit: which tensor at which op */
 };
 
-/* What Mosaic's chunk search keeps free of the memory it plans in (flashserve/Mosaic
- * diffusion_tools/online_searcher.py): a 900 MiB safety margin, and for an MoE model a plan that
- * leaves less than 700 MiB more is refused too. Callers plan lazy and brute-force chunking within
- * their budget less this (--search-margin-mib overrides it). */
-int64_t chunk_search_margin(const struct model_cfg *m);
+/* The bytes a chunk search keeps free of the memory it plans in: mib MiB where mib >= 0 (what
+ * --search-margin-mib gives), else Mosaic's (flashserve/Mosaic diffusion_tools/online_searcher.py):
+ * a 900 MiB safety margin, and for an MoE model a plan that leaves less than 700 MiB more is refused
+ * too. Callers plan lazy and brute-force chunking within their budget less this. */
+int64_t chunk_search_margin(const struct model_cfg *m, double mib);
 
 /* Finds chunk counts so that the planned activations fit `budget` bytes: lazy raises the chunk
  * count of whichever of logits and FFN holds the largest tensor at the peak until the plan fits;
