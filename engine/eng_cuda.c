@@ -640,7 +640,8 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     e->max_segs = (int32_t)T;
     e->max_tiles = (int32_t)(T / 64 + T);
     {   /* the activation budget: the larger of the plan of the largest step and no reuse at all */
-        struct og_shape big = {T, T, o->logit_chunk_rows, o->ffn_chunks, o->softmax_copy, false, 1}; /* (fused: less) */
+        struct og_shape big = {T, T, o->logit_chunk_rows, o->ffn_chunks, o->softmax_copy, false, 1,
+                               OG_LAYOUT_ENGINE}; /* (fused: less) */
         if (planner == planner_find("profiled")) {
             opgraph_build(&e->prof_graph, m, &big);
             e->po.profiled_graph = &e->prof_graph;

@@ -80,7 +80,7 @@ for g in $gpus; do
             mo_run mosaic-torch "$wl" "$rp" $m $g mem lmax --model $m --gpu $g $(mo_args torch)
             derived lmax mosaic-torch "$wl" "$rp" "$(mo_json "$MO_F" lmax)"
             mo_run mosaic "$wl" "$rp" $m $g mem lmax --model $m --gpu $g --planner first-fit --softmax-copy 8 \
-                --mask-ratio "$mask" --chunking lazy
+                --act-layout mosaic --mask-ratio "$mask" --chunking lazy
             derived lmax mosaic "$wl" "$rp" "$(mo_json "$MO_F" lmax)"
             L=$(value lmax mosaic-torch "$wl" "$rp")
             rows=$(awk -v l="$L" -v f="$mask" 'BEGIN { r = int(l * f + 0.5); print (r < 1 ? 1 : r) }')

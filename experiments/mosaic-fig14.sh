@@ -43,18 +43,17 @@ for g in $gpus; do for m in $models; do
 done; done
 why "the whole of Mosaic extends L_max" "the whole gain is the ratio of the bytes a token each holds at its L_max: ${parts%, }.
 The baselines' token is one row of logits with PyTorch's fp32 softmax of it (10 bytes a vocabulary
-entry), Mosaic's what lazy chunking leaves whole, a layer's residual, Q, K, V and attention output
-(flashserve/Mosaic vllm_add_dream/dream_blocks.py holds the same tensors across flash attention). A
-model whose K and V are narrow (Dream-7B: 4 K/V heads) or whose hidden size is small (LLaDA-MoE-7B:
-2,048, its experts chunked with the FFN) holds little a token under Mosaic and gains past the range.
-Mosaic's budget is the card's memory less the weights, a 1 GiB reserve and what its chunk search keeps
-free (diffusion_tools/online_searcher.py: 900 MiB, and 700 MiB more for an MoE model), which tessera's
-search keeps too. Mosaic's own plan of a layer (vllm/v1/worker/graph_builder.py, laid out first-fit in
-its op order) holds what tessera's does for LLaDA-8B (40 KiB a token) and LLaDA-MoE-7B (20 KiB), and
-for Dream-7B 28 KiB where tessera's holds 23: its fused add-norm writes the residual and the normed
-input as new tensors while x and the attention output are alive, and with K and V narrow the
-attention output lands above Q. That would bring Dream-7B's gain down by 18%, still past the
-range; what else Mosaic's runtime keeps a token at those lengths is not in its plan."
+entry); Mosaic's is what lazy chunking leaves whole of a layer laid out as Mosaic's own plan lays it
+out (vllm/v1/worker/graph_builder.py, first-fit in its op order: mem --act-layout mosaic): x, Q, K, V
+and the attention output across attention (LLaDA-8B 40 KiB, LLaDA-MoE-7B 20 KiB), or, where K and V
+are narrow, the fused add-norm's two new tensors beside x and o_proj's output (Dream-7B, 4 K/V heads:
+28 KiB). A model whose hidden size is small (LLaDA-MoE-7B: 2,048, its experts chunked with the FFN) or
+whose vocabulary is large beside it (Dream-7B: 152,064 entries over 3,584) holds little a token under
+Mosaic against its baselines' logits and gains past the range. Mosaic's budget is the card's memory
+less the weights, a 1 GiB reserve and what its chunk search keeps free
+(diffusion_tools/online_searcher.py: 900 MiB, and 700 MiB more for an MoE model), and its search
+chunks the largest of the logits', the FFN's and the fixed part's peaks as that file does; tessera
+keeps both. What else Mosaic's runtime keeps a token at those lengths is not in its plan."
 NOTES="x is the stage: 1 the baselines' configuration, 2 with Mosaic's memory manager, 3 with
 mask-only logits (half the rows masked), 4 with lazy chunking: Mosaic. gain is each stage's L_max
 over the one before. The paper's per-part gains are withheld; its abstract gives the whole range,

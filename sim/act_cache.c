@@ -48,7 +48,7 @@ static bool same_shape(const struct og_shape *a, const struct og_shape *b)
 {
     return a->T == b->T && a->R == b->R && a->logit_chunk_rows == b->logit_chunk_rows &&
            a->ffn_chunks == b->ffn_chunks && a->softmax_copy_bytes == b->softmax_copy_bytes &&
-           a->fused_ffn == b->fused_ffn && a->tp == b->tp;
+           a->fused_ffn == b->fused_ffn && a->tp == b->tp && a->layout == b->layout;
 }
 
 static size_t shape_hash(const struct og_shape *s)
@@ -57,7 +57,7 @@ static size_t shape_hash(const struct og_shape *s)
     h = ts_mix64(h ^ (uint64_t)s->R);
     h = ts_mix64(h ^ ((uint64_t)(uint32_t)s->logit_chunk_rows << 32 | (uint32_t)s->ffn_chunks));
     h = ts_mix64(h ^ ((uint64_t)(uint32_t)s->softmax_copy_bytes << 1 | s->fused_ffn));
-    h = ts_mix64(h ^ (uint64_t)(uint32_t)s->tp);
+    h = ts_mix64(h ^ ((uint64_t)(uint32_t)s->tp << 8 | (uint32_t)s->layout));
     return (size_t)h;
 }
 

@@ -257,7 +257,8 @@ int cli_list(int argc, char **argv)
                    p->decode, p->impl, p->logit_chunk_rows, p->planner);
             for (size_t k = 0; k < TS_ARRAY_LEN(p->params) && p->params[k].name; k++)
                 printf(" --%s %s", p->params[k].name, p->params[k].value);
-            printf("%s%s\n", p->mask_only ? " --mask-only" : "", p->lazy_chunking ? " --lazy-chunking" : "");
+            printf("%s%s --act-layout %s\n", p->mask_only ? " --mask-only" : "",
+                   p->lazy_chunking ? " --lazy-chunking" : "", p->act_layout);
             if (p->note)
                 printf("            note: %s\n", p->note);
             print_wrapped("            from: ", p->sources);

@@ -31,10 +31,10 @@ static void mem_usage(FILE *f)
 "usage: tessera mem plan [--model M] [--tokens T] [--logit-rows R | --mask-ratio X] [--planner P]\n"
 "                        [--max-num-logits N] [--ffn-chunks N] [--softmax-copy B] [--budget-gib G]\n"
 "                        [--chunking none|lazy|brute] [--search-margin-mib N] [--fused-ffn]\n"
-"                        [--ilp-tensors N] [--ilp-seconds S] [--json]\n"
+"                        [--act-layout engine|mosaic] [--ilp-tensors N] [--ilp-seconds S] [--json]\n"
 "       tessera mem lmax [--model M] [--gpu G | --mem-limit GB] [--planner P] [--mask-ratio X]\n"
 "                        [--chunking C] [--search-margin-mib N] [--softmax-copy B] [--reserve-gib G]\n"
-"                        [--fused-ffn] [--json]\n"
+"                        [--fused-ffn] [--act-layout engine|mosaic] [--json]\n"
 "                        [--live [--layers N] [--seed S]]\n"
 "\n"
 "planners: caching (PyTorch's allocator), profiled (dLLM-Serve), first-fit (Mosaic), greedy-size\n"
@@ -52,7 +52,11 @@ static void mem_usage(FILE *f)
 "virtual memory, and at L_max the step runs over --layers layers [1] of the model's.\n"
 "--fused-ffn: the dense FFNs' gate/up GEMM writes SwiGLU's output itself (the engine's\n"
 "TESSERA_FFN=fused), so no [tokens, 2 ffn] gate/up buffer exists (not with --live, whose engine\n"
-"plans as TESSERA_FFN says).\n");
+"plans as TESSERA_FFN says).\n"
+"--act-layout: a layer's activations as tessera's engine holds them [engine: q, k and v one tensor,\n"
+"o_proj and down adding into x], or as Mosaic's own memory plan lays them out (mosaic:\n"
+"flashserve/Mosaic vllm/v1/worker/graph_builder.py: q, k and v apart, o_proj's output and the fused\n"
+"add-norm's two outputs new tensors, the FFN's chunk buffers alive across its loop; not with --live).\n");
 }
 
 struct mem_args {
@@ -62,6 +66,7 @@ struct mem_args {
     int32_t logit_chunk, ffn_chunks, softmax_copy, layers, ilp_tensors;
     double ilp_seconds;
     enum chunking chunking;
+    int32_t layout; /* enum og_layout */
     bool json, live, fused_ffn;
     uint64_t seed;
 };
@@ -80,7 +85,7 @@ static int parse(int argc, char **argv, struct mem_args *a)
         {"layers", required_argument, 0, 'N'}, {"seed", required_argument, 0, 'S'},
         {"fused-ffn", no_argument, 0, 'F'}, {"ilp-tensors", required_argument, 0, 'I'},
         {"ilp-seconds", required_argument, 0, 'T'}, {"search-margin-mib", required_argument, 0, 'G'},
-        {0, 0, 0, 0}};
+        {"act-layout", required_argument, 0, 'A'}, {0, 0, 0, 0}};
     *a = (struct mem_args){.model = "llada-8b", .gpu = "h200", .planner = "first-fit", .tokens = 4096,
                            .logit_rows = -1, .mask_ratio = -1, .budget_gib = 0, .reserve_gib = 1.0,
                            .margin_mib = -1,
@@ -117,6 +122,7 @@ static int parse(int argc, char **argv, struct mem_args *a)
         case 'M': want = "a number of GB in (0, 10000]"; bad = ts_parse_double(optarg, &a->mem_limit_gb) || !(a->mem_limit_gb > 0) || a->mem_limit_gb > 1e4; break;
         case 'L': a->live = true; break;
         case 'F': a->fused_ffn = true; break;
+        case 'A': want = "engine or mosaic"; a->layout = og_layout_find(optarg); bad = a->layout < 0; break;
         case 'N': want = "a whole number in 1..1024"; bad = ts_parse_i64(optarg, &v) || v < 1 || v > 1024; a->layers = (int32_t)v; break;
         case 'S': want = "a whole number, 0 or more"; bad = ts_parse_i64(optarg, &v) || v < 0; a->seed = (uint64_t)v; break;
         case 'I': want = "a whole number of tensors in 1..100000"; bad = ts_parse_i64(optarg, &v) || v < 1 || v > 100000; a->ilp_tensors = (int32_t)v; break;
@@ -159,7 +165,7 @@ static int cmd_plan(const struct mem_args *a)
         return EXIT_USAGE;
     }
     struct og_shape s = {a->tokens, rows_for(a, a->tokens), a->logit_chunk, a->ffn_chunks, a->softmax_copy,
-                         a->fused_ffn, 1};
+                         a->fused_ffn, 1, a->layout};
     struct planner_opts po;
     planner_opts_defaults(&po);
     if (a->ilp_tensors > 0)
@@ -169,7 +175,7 @@ static int cmd_plan(const struct mem_args *a)
     struct opgraph g = {0}, prof = {0};
     if (p == planner_find("profiled")) { /* profiled at the dLLM-Serve defaults on this shape's knobs */
         struct og_shape ps = {16384, 16384, a->logit_chunk ? a->logit_chunk : 2048, 1, a->softmax_copy,
-                              a->fused_ffn, 1};
+                              a->fused_ffn, 1, a->layout};
         opgraph_build(&prof, &m, &ps);
         po.profiled_graph = &prof;
     }
@@ -216,14 +222,15 @@ static int cmd_plan(const struct mem_args *a)
         if (pl.note[0])
             json_object_set_new(o, "note", json_string(pl.note));
         json_object_set_new(o, "fused_ffn", json_boolean(s.fused_ffn));
+        json_object_set_new(o, "act_layout", json_string(og_layout_name(s.layout)));
         char *t = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         printf("%s\n", t);
         free(t);
         json_decref(o);
     } else {
-        printf("%s, %lld tokens, %lld logit rows (chunks of %d), %d FFN chunks%s: %d tensors over %d ops\n",
+        printf("%s, %lld tokens, %lld logit rows (chunks of %d), %d FFN chunks%s, %s layout: %d tensors over %d ops\n",
                m.name, (long long)s.T, (long long)s.R, s.logit_chunk_rows ? s.logit_chunk_rows : (int)s.R,
-               s.ffn_chunks, s.fused_ffn ? " (fused)" : "", g.n, g.num_ops);
+               s.ffn_chunks, s.fused_ffn ? " (fused)" : "", og_layout_name(s.layout), g.n, g.num_ops);
         printf("  planner %-12s peak %.3f GiB%s, theoretical %.3f GiB, inflation %+.1f%%\n", p->name,
                pl.arena_bytes / TS_GIB, pl.allocated_peak ? " reserved" : "", theo / TS_GIB, 100 * infl);
         if (pl.allocated_peak)
@@ -249,7 +256,7 @@ done:
 static bool fits(const struct model_cfg *m, const struct mem_args *a, const struct planner_ops *p,
                  int64_t budget, int64_t L, struct chunk_result *cr, struct ts_err *err)
 {
-    struct og_shape s = {L, rows_for(a, L), 0, 1, a->softmax_copy, a->fused_ffn, 1};
+    struct og_shape s = {L, rows_for(a, L), 0, 1, a->softmax_copy, a->fused_ffn, 1, a->layout};
     struct planner_opts po;
     planner_opts_defaults(&po);
     po.ilp_max_tensors = 0; /* lmax plans big graphs: the heuristics only */
@@ -361,6 +368,10 @@ static int cmd_lmax(const struct mem_args *a)
         fprintf(stderr, "tessera mem lmax --live: the engine plans its FFN as TESSERA_FFN says; drop --fused-ffn\n");
         return EXIT_USAGE;
     }
+    if (a->live && a->layout != OG_LAYOUT_ENGINE) {
+        fprintf(stderr, "tessera mem lmax --live: the engine lays out its own layer; drop --act-layout\n");
+        return EXIT_USAGE;
+    }
     if (a->live && a->softmax_copy == 8) {
         fprintf(stderr, "tessera mem lmax --live: the engine writes a 4-byte softmax copy (--softmax-copy 4) or none\n");
         return EXIT_USAGE;
@@ -385,14 +396,15 @@ static int cmd_lmax(const struct mem_args *a)
     if (a->json)
         printf("{\"model\":\"%s\",\"gpu\":\"%s\",\"mem_bytes\":%lld,\"planner\":\"%s\",\"chunking\":\"%s\","
                "\"mask_ratio\":%g,\"lmax\":%lld,\"activation_budget_bytes\":%lld,\"logit_chunks\":%d,"
-               "\"ffn_chunks\":%d,\"search_margin_bytes\":%lld}\n", m.name, where, (long long)mem, p->name,
-               chunking_names[a->chunking], a->mask_ratio, (long long)lo, (long long)budget, cr.logit_chunks,
-               cr.ffn_chunks, (long long)margin);
+               "\"ffn_chunks\":%d,\"search_margin_bytes\":%lld,\"act_layout\":\"%s\"}\n", m.name, where,
+               (long long)mem, p->name, chunking_names[a->chunking], a->mask_ratio, (long long)lo, (long long)budget,
+               cr.logit_chunks, cr.ffn_chunks, (long long)margin, og_layout_name(a->layout));
     else
-        printf("%s on %s (%.2f GB), planner %s, chunking %s, logits for %s: L_max = %lld tokens (activations "
-               "may use %.2f GiB%s; at L_max: %d logit chunks, %d FFN chunks)\n", m.name, where, mem / 1e9,
-               p->name, chunking_names[a->chunking], a->mask_ratio >= 0 ? "the masked rows" : "every row",
-               (long long)lo, budget / TS_GIB, kept, cr.logit_chunks, cr.ffn_chunks);
+        printf("%s on %s (%.2f GB), planner %s, chunking %s, %s layout, logits for %s: L_max = %lld tokens "
+               "(activations may use %.2f GiB%s; at L_max: %d logit chunks, %d FFN chunks)\n", m.name, where,
+               mem / 1e9, p->name, chunking_names[a->chunking], og_layout_name(a->layout),
+               a->mask_ratio >= 0 ? "the masked rows" : "every row", (long long)lo, budget / TS_GIB, kept,
+               cr.logit_chunks, cr.ffn_chunks);
     return 0;
 }
 

@@ -24,7 +24,7 @@ enum {
     O_BLOCK, O_TP, O_EARLY, O_EOS, O_ITER_SMOOTH, O_MASK_ONLY, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
     O_RESERVE, O_MARGIN, O_PREEMPT, O_DB, O_APPEND, O_REPLACE, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS,
     O_NO_PROGRESS, O_HELP,
-    O_DATADIR, O_CALIB, O_HOST, O_EXTRAPOLATE, O_CLOCK, O_PLANNER, O_LAZY, O_EXECUTOR, O_LIVE_MEM,
+    O_DATADIR, O_CALIB, O_HOST, O_EXTRAPOLATE, O_CLOCK, O_PLANNER, O_LAZY, O_LAYOUT, O_EXECUTOR, O_LIVE_MEM,
     O_PARAM /* a policy's or scheduler's parameter (build_opts), found by its option's name */
 };
 
@@ -77,6 +77,7 @@ static const struct option opts[] = {
     {"live-mem-gib", required_argument, 0, O_LIVE_MEM},
     {"planner", required_argument, 0, O_PLANNER},
     {"lazy-chunking", no_argument, 0, O_LAZY},
+    {"act-layout", required_argument, 0, O_LAYOUT},
     {"help", no_argument, 0, O_HELP},
 };
 
@@ -238,6 +239,10 @@ static void sim_usage(FILE *f)
 "                           the peak) until the step fits the memory left\n"
 "  --search-margin-mib N    with --lazy-chunking, what the chunk search keeps free of the card\n"
 "                           [Mosaic's: 900, and 700 more for an MoE model]\n"
+"  --act-layout NAME        a layer's activations: engine (tessera's engine: qkv one tensor, o_proj\n"
+"                           and down adding into x) | mosaic (Mosaic's own plan: q, k and v apart,\n"
+"                           o_proj's output and the fused add-norm's two outputs new tensors)\n"
+"                           [engine; the mosaic preset: mosaic]\n"
 
 "  --kv-page N              KV pool page size in tokens [16]\n"
 "  --reserve-gib X          framework reserve [implementation profile's: 1.0 torch-eager,\n"
@@ -290,6 +295,7 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_PREEMPT: return STR(preempt);
     case O_PLANNER: return STR(planner);
     case O_LAZY: c->lazy_chunking = true; return 0;
+    case O_LAYOUT: return STR(act_layout);
     case O_DB: return STR(db);
     case O_DATADIR: return STR(datadir);
     case O_CALIB: return STR(calib);

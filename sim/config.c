@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "decode.h"
+#include "opgraph.h"
 #include "parts.h"
 
 #ifndef TS_DATADIR
@@ -43,6 +44,7 @@ void sim_config_defaults(struct sim_config *c)
     c->search_margin_mib = -1;
     snprintf(c->preempt, sizeof c->preempt, "recompute");
     snprintf(c->planner, sizeof c->planner, "first-fit");
+    snprintf(c->act_layout, sizeof c->act_layout, "engine");
 }
 
 int sim_config_validate(const struct sim_config *c, struct ts_err *err)
@@ -89,6 +91,8 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
         return ts_fail(err, "--reserve-gib: %g is not in 0..100000 GiB", c->reserve_gib);
     if (!(c->search_margin_mib <= 1048576)) /* < 0: Mosaic's */
         return ts_fail(err, "--search-margin-mib: %g is not in 0..1048576 MiB", c->search_margin_mib);
+    if (og_layout_find(c->act_layout) < 0)
+        return ts_fail(err, "--act-layout: '%s' is not engine or mosaic", c->act_layout);
     if (strcmp(c->preempt, "recompute") && strcmp(c->preempt, "swap"))
         return ts_fail(err, "--preempt: '%s' is not recompute or swap", c->preempt);
     return 0;
@@ -133,6 +137,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "reserve_gib", json_real(c->reserve_gib));
     json_object_set_new(o, "preempt", json_string(c->preempt));
     json_object_set_new(o, "planner", json_string(c->planner));
+    json_object_set_new(o, "act_layout", json_string(c->act_layout));
     json_object_set_new(o, "lazy_chunking", json_boolean(c->lazy_chunking));
     json_object_set_new(o, "search_margin_mib", json_real(c->search_margin_mib));
     const struct policy_ops *po = policy_find(c->policy);

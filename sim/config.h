@@ -65,6 +65,7 @@ struct sim_config {
     char preempt[CFG_STR];     /* recompute | swap */
     char planner[CFG_STR];     /* activation reservations: first-fit | greedy-size | ilp | caching | profiled */
     bool lazy_chunking;        /* Mosaic: per step, chunk logits/FFN until the step fits the memory left */
+    char act_layout[CFG_STR];  /* a layer's activations (opgraph.h): engine | mosaic */
 
     /* output */
     char db[CFG_PATH];         /* "" = no database */

@@ -14,8 +14,20 @@
  *   LM head:         norm [T,h] + gathered rows [R,h] (when R < T) + one chunk of logits [Rc,V] in bf16 plus the
  *                    softmax copy [Rc,V] of the baseline, if any
  * Attention scores are never materialised (flash-style kernels, also PyTorch's SDPA).
+ *
+ * Mosaic's layout (act_knobs.layout, opgraph.h) holds q, k and v apart and writes o_proj's output
+ * and the fused add-norm's two outputs as tensors of their own:
+ *   attention block: {x+norm+q+k+v, x+q+k+v+attn, x+o+norm2+residual}
+ *   FFN block:       chunked, one set of chunk buffers alive across the loop with the FFN's output:
+ *                    norm2+residual+out+3 [T/c,F] (MoE: router logits, then the routed gate/up
+ *                    [T/c*k,2Fe], SwiGLU [T/c*k,Fe] and down [T/c*k,h], and the shared experts'
+ *                    three [T/c,S]); unchunked, each buffer dies at its reader:
+ *                    {norm2+residual+gate+up, residual+gate+up+act, 3 [T,h]} (MoE: {norm2+residual+
+ *                    router+gate_up, residual+gate_up+act, residual+act+down, residual+down+out})
  */
 #include "mem.h"
+
+#include "opgraph.h"
 
 static int64_t max3(int64_t a, int64_t b, int64_t c) { return TS_MAX(a, TS_MAX(b, c)); }
 
@@ -44,12 +56,43 @@ int64_t mem_act_peak(const struct model_cfg *m, int64_t T, int64_t R, const stru
     return TS_MAX(p.attention, TS_MAX(p.ffn, p.head));
 }
 
+/* the attention and FFN blocks' peaks in Mosaic's layout */
+static void mosaic_parts(const struct model_cfg *m, int64_t T, int64_t chunks, struct act_parts *out)
+{
+    const int64_t a = 2, X = T * m->hidden * a, Q = T * model_q_dim(m) * a, K = T * model_kv_dim(m) * a;
+    const int64_t Tc = (T + chunks - 1) / chunks;
+    out->attention = max3(2 * X + Q + 2 * K, X + 2 * Q + 2 * K, 4 * X);
+    int64_t peak = 0;
+    if (m->num_layers - model_num_moe_layers(m) > 0) {
+        const int64_t G = Tc * m->ffn * a;
+        peak = chunks > 1 ? 3 * X + 3 * G : max3(2 * X + 2 * G, X + 3 * G, 3 * X);
+    }
+    if (model_num_moe_layers(m) > 0) {
+        const int64_t rows = Tc * m->experts_top_k, Fe = m->moe_ffn, router = T * m->num_experts * 4;
+        const int64_t gu = rows * 2 * Fe * a, act = rows * Fe * a, down = rows * m->hidden * a;
+        const int64_t shared = 3 * Tc * Fe * m->num_shared_experts * a;
+        int64_t moe = 2 * X + router + gu;
+        if (chunks > 1 || shared > 0)
+            moe = TS_MAX(moe, 3 * X + gu + act + down + shared);
+        else
+            moe = TS_MAX(moe, TS_MAX(max3(X + gu + act, X + act + down, 2 * X + down), 3 * X));
+        peak = TS_MAX(peak, moe);
+    }
+    out->ffn = peak;
+}
+
 void mem_act_parts(const struct model_cfg *m, int64_t T, int64_t R, const struct act_knobs *k,
                    struct act_parts *out)
 {
     *out = (struct act_parts){0, 0, 0};
     if (T <= 0)
         return;
+    int64_t gathered = R < T ? R * m->hidden * 2 : 0; /* rows gathered when not every row needs logits */
+    out->head = R > 0 ? T * m->hidden * 2 + gathered + mem_logits_bytes(m, R, k) : 0;
+    if (k->layout == OG_LAYOUT_MOSAIC) {
+        mosaic_parts(m, T, k->ffn_chunks > 0 ? k->ffn_chunks : 1, out);
+        return;
+    }
     int64_t a = 2, h = m->hidden, qd = model_q_dim(m), kvd = model_kv_dim(m);
     int64_t chunks = k->ffn_chunks > 0 ? k->ffn_chunks : 1;
     int64_t x = T * h * a, norm = T * h * a;
@@ -69,13 +112,11 @@ void mem_act_parts(const struct model_cfg *m, int64_t T, int64_t R, const struct
         peak = TS_MAX(peak, x + norm + router + combined + TS_MAX(routed, shared));
     }
     out->ffn = peak;
-    int64_t gathered = R < T ? R * h * a : 0; /* rows gathered when not every row needs logits */
-    out->head = R > 0 ? norm + gathered + mem_logits_bytes(m, R, k) : 0;
 }
 
 int64_t mem_act_peak_step(const struct model_cfg *m, const struct step_desc *sd,
-                          int32_t softmax_copy_bytes, bool fused_ffn)
+                          int32_t softmax_copy_bytes, bool fused_ffn, int32_t layout)
 {
-    struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, softmax_copy_bytes, fused_ffn};
+    struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, softmax_copy_bytes, fused_ffn, layout};
     return mem_act_peak(m, sd->tot.rows, sd->tot.logit_rows, &k);
 }

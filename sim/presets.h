@@ -20,6 +20,7 @@ struct preset {
         const char *name, *value;
     } params[4];
     const char *sources;    /* where each choice comes from: the paper's sections, the public code's files */
+    const char *act_layout; /* its layer's activations (opgraph.h): "engine", or "mosaic", Mosaic's own */
 };
 
 const struct preset *preset_find(const char *name);

@@ -107,13 +107,14 @@ void sim_kv_release(struct sim *s, struct request *r)
 
 int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows)
 {
-    struct act_knobs k = {s->cfg.logit_chunk_rows, s->cfg.ffn_chunks, s->impl.softmax_copy_bytes, s->impl.fused_ffn};
+    struct act_knobs k = {s->cfg.logit_chunk_rows, s->cfg.ffn_chunks, s->impl.softmax_copy_bytes, s->impl.fused_ffn,
+                          s->act_layout};
     if (s->cfg.lazy_chunking) { /* chunk as far as it goes: 64-row logit chunks, 64-token FFN chunks */
         k.logit_chunk_rows = (int32_t)TS_MIN(TS_MAX(logit_rows, 1), 64);
         k.ffn_chunks = (int32_t)TS_MAX(1, TS_MIN(q_tokens / 64, 4096));
     }
     struct og_shape shape = {q_tokens, logit_rows, k.logit_chunk_rows, k.ffn_chunks, k.softmax_copy_bytes,
-                             k.fused_ffn, s->cfg.tp};
+                             k.fused_ffn, s->cfg.tp, s->act_layout};
     int64_t bytes;
     struct ts_err err;
     TS_ASSERTF(act_cache_peak(s->act_plans, &shape, &bytes, &err) == 0, "planner %s: %s", s->planner->name,
@@ -343,6 +344,28 @@ done:
     return rc;
 }
 
+/* Tensor parallelism over cfg.tp GPUs: the heads split evenly (the engine splits the FFN, the experts
+ * and the vocabulary too), the all-reduces priced from the measured table. */
+static int resolve_tp(struct sim *s, struct ts_err *err)
+{
+    const struct sim_config *cfg = &s->cfg;
+    if (s->model.num_kv_heads % cfg->tp || s->model.num_heads % cfg->tp) {
+        ts_fail(err, "--tp: %d does not divide %s's %d query and %d K/V heads", cfg->tp, s->model.name,
+                s->model.num_heads, s->model.num_kv_heads);
+        return -1;
+    }
+    const struct model_cfg *m = &s->model;
+    if (strcmp(cfg->executor, "gpu") == 0 && (m->ffn % cfg->tp || m->moe_ffn % cfg->tp || m->vocab % cfg->tp)) {
+        ts_fail(err, "--executor gpu --tp %d: the engine splits %s's FFN width %d, expert width %d and "
+                     "vocabulary of %d over the GPUs, which %d does not divide", cfg->tp, m->name, m->ffn,
+                m->moe_ffn, m->vocab, cfg->tp);
+        return -1;
+    }
+    char path[CFG_PATH + 32];
+    snprintf(path, sizeof path, "%s/allreduce.csv", cfg->datadir);
+    return allreduce_load(path, s->gpu.name, cfg->tp, s->gpu.link_bw, &s->allreduce, err);
+}
+
 struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
 {
     if (sim_config_validate(cfg, err))
@@ -366,26 +389,11 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         goto fail;
     if (cfg->host[0] && s->cost != &cost_calibrated && roofline_host(&s->impl, cfg->host, err))
         goto fail;
+    s->act_layout = og_layout_find(cfg->act_layout); /* (a known name: sim_config_validate) */
     s->act_plans = act_cache_create(&s->model, s->planner, NULL);
     s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate, cfg->tp, &s->allreduce};
-    if (cfg->tp > 1) { /* tensor parallelism: the heads split evenly, and the roofline prices it */
-        if (s->model.num_kv_heads % cfg->tp || s->model.num_heads % cfg->tp) {
-            ts_fail(err, "--tp: %d does not divide %s's %d query and %d K/V heads", cfg->tp, s->model.name,
-                    s->model.num_heads, s->model.num_kv_heads);
-            goto fail;
-        }
-        const struct model_cfg *m = &s->model;
-        if (strcmp(cfg->executor, "gpu") == 0 && (m->ffn % cfg->tp || m->moe_ffn % cfg->tp || m->vocab % cfg->tp)) {
-            ts_fail(err, "--executor gpu --tp %d: the engine splits %s's FFN width %d, expert width %d and "
-                         "vocabulary of %d over the GPUs, which %d does not divide", cfg->tp, m->name, m->ffn,
-                    m->moe_ffn, m->vocab, cfg->tp);
-            goto fail;
-        }
-        char path[CFG_PATH + 32];
-        snprintf(path, sizeof path, "%s/allreduce.csv", cfg->datadir);
-        if (allreduce_load(path, s->gpu.name, cfg->tp, s->gpu.link_bw, &s->allreduce, err))
-            goto fail;
-    }
+    if (cfg->tp > 1 && resolve_tp(s, err))
+        goto fail;
     if (s->cost == &cost_calibrated && load_calibration(s, err))
         goto fail;
     if (strcmp(cfg->clock, "off") != 0) { /* the card's clock under its power limit (clock.h) */
@@ -569,7 +577,8 @@ static void lazy_chunk(struct sim *s, int64_t budget)
     const int64_t R = sd->tot.logit_rows, T = sd->tot.rows;
     int64_t logit_chunks = R > 0 && sd->logit_chunk_rows > 0 ? (R + sd->logit_chunk_rows - 1) / sd->logit_chunk_rows : 1;
     for (int iter = 0; iter < 4096; iter++) {
-        struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, s->impl.softmax_copy_bytes, s->impl.fused_ffn};
+        struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, s->impl.softmax_copy_bytes, s->impl.fused_ffn,
+                              s->act_layout};
         struct act_parts p;
         mem_act_parts(&s->model, T, R, &k, &p);
         if (TS_MAX(p.attention, TS_MAX(p.ffn, p.head)) <= budget)
@@ -640,7 +649,7 @@ static void start_step(struct sim *s)
     int64_t dur = llround(secs * 1e9) + s->step_extra_ns;
     if (dur < 1)
         dur = 1;
-    int64_t act = mem_act_peak_step(&s->model, &s->sd, s->impl.softmax_copy_bytes, s->impl.fused_ffn);
+    int64_t act = mem_act_peak_step(&s->model, &s->sd, s->impl.softmax_copy_bytes, s->impl.fused_ffn, s->act_layout);
     int64_t kv_bytes = s->kv_pages_used * s->kv_page_tokens * s->kv_token_bytes;
     int64_t in_use = s->weight_bytes + kv_bytes + act;
     TS_ASSERTF(in_use <= s->capacity, "step at %lld ns uses %lld bytes, capacity %lld (scheduler %s)",

@@ -80,6 +80,7 @@ struct sim {
     /* memory (bytes) */
     int64_t capacity;     /* device memory minus the framework reserve */
     int64_t weight_bytes;
+    int32_t act_layout;   /* enum og_layout (cfg.act_layout) */
     int64_t act_reserved; /* fixed activation reservation (phase), or the sum of per-request ones */
     int64_t kv_pool_bytes;
     int64_t kv_token_bytes;

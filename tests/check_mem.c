@@ -61,9 +61,9 @@ START_TEST(step_uses_its_knobs)
     step_desc_init(&sd);
     struct segment s = {.q = 4096, .logit_rows = 4096, .phase = PHASE_FULL};
     step_desc_add(&sd, &s);
-    int64_t mono = mem_act_peak_step(m, &sd, 4, false);
+    int64_t mono = mem_act_peak_step(m, &sd, 4, false, 0);
     sd.logit_chunk_rows = 512;
-    int64_t chunked = mem_act_peak_step(m, &sd, 4, false);
+    int64_t chunked = mem_act_peak_step(m, &sd, 4, false, 0);
     ck_assert(chunked < mono);
     step_desc_free(&sd);
 }

@@ -4,6 +4,7 @@
 
 #include "mem.h"
 #include "opgraph.h"
+#include "planner.h"
 #include "test_util.h"
 
 START_TEST(peak_equals_closed_form)
@@ -19,7 +20,7 @@ START_TEST(peak_equals_closed_form)
         s.logit_chunk_rows = rand() % 2 ? 0 : 1 + rand() % 4096;
         s.fused_ffn = rand() % 2;
         opgraph_build(&g, m, &s);
-        struct act_knobs kn = {s.logit_chunk_rows, s.ffn_chunks, s.softmax_copy_bytes, s.fused_ffn};
+        struct act_knobs kn = {s.logit_chunk_rows, s.ffn_chunks, s.softmax_copy_bytes, s.fused_ffn, OG_LAYOUT_ENGINE};
         ck_assert_msg(opgraph_peak(&g) == mem_act_peak(m, s.T, s.R, &kn),
                       "%s T=%lld R=%lld chunk=%d ffn=%d%s copy=%d: graph %lld, closed form %lld", m->name,
                       (long long)s.T, (long long)s.R, s.logit_chunk_rows, s.ffn_chunks, s.fused_ffn ? " fused" : "",
@@ -27,6 +28,88 @@ START_TEST(peak_equals_closed_form)
         for (int32_t i = 0; i < g.n; i++)
             ck_assert(g.t[i].first >= 0 && g.t[i].first <= g.t[i].last && g.t[i].last < g.num_ops && g.t[i].bytes > 0);
     }
+    opgraph_free(&g);
+}
+END_TEST
+
+/* Mosaic's layout: its theoretical peak against mem.c's closed form for it, dense and MoE (with
+ * and without shared experts), chunked and not */
+START_TEST(mosaic_peak_equals_closed_form)
+{
+    const char *models[] = {"llada-8b", "dream-7b", "llada-moe-7b", "llada2.0-mini"};
+    srand(12);
+    struct opgraph g = {0};
+    for (int k = 0; k < 400; k++) {
+        const struct model_cfg *m = model_find(models[k % 4]);
+        struct og_shape s = {.T = 1 + rand() % 20000, .ffn_chunks = rand() % 2 ? 1 : 1 + rand() % 16,
+                             .softmax_copy_bytes = (rand() % 3) * 4, .layout = OG_LAYOUT_MOSAIC};
+        s.R = rand() % 2 ? s.T : rand() % (s.T + 1);
+        s.logit_chunk_rows = rand() % 2 ? 0 : 1 + rand() % 4096;
+        opgraph_build(&g, m, &s);
+        struct act_knobs kn = {s.logit_chunk_rows, s.ffn_chunks, s.softmax_copy_bytes, false, OG_LAYOUT_MOSAIC};
+        ck_assert_msg(opgraph_peak(&g) == mem_act_peak(m, s.T, s.R, &kn),
+                      "%s T=%lld R=%lld chunk=%d ffn=%d copy=%d: graph %lld, closed form %lld", m->name,
+                      (long long)s.T, (long long)s.R, s.logit_chunk_rows, s.ffn_chunks, s.softmax_copy_bytes,
+                      (long long)opgraph_peak(&g), (long long)mem_act_peak(m, s.T, s.R, &kn));
+        for (int32_t i = 0; i < g.n; i++)
+            ck_assert(g.t[i].first >= 0 && g.t[i].first <= g.t[i].last && g.t[i].last < g.num_ops && g.t[i].bytes > 0);
+    }
+    opgraph_free(&g);
+}
+END_TEST
+
+/* First-fit over Mosaic's layout sizes the arena Mosaic's own planner does: the reference numbers are
+ * its first-fit (flashserve/Mosaic vllm/v1/worker/graph_builder.py, MemoryAnalyzer's reuse plan) run
+ * on its LLaDA, Dream and LLaDA-MoE block graphs of 10,000 tokens with 64 logit rows, unchunked and
+ * in 2, 5 and 64 FFN chunks: 40, 28 and 20 KiB a token once chunked finely, more where a chunk's
+ * buffers leave gaps the FFN's output cannot use */
+START_TEST(mosaic_layout_packs_as_mosaics_planner)
+{
+    const struct {
+        const char *model;
+        int32_t chunks;
+        int64_t arena;
+    } cases[] = {{"llada-8b", 1, 819200000},     {"llada-8b", 2, 696320000},     {"llada-8b", 5, 458752000},
+                 {"llada-8b", 64, 409600000},    {"dream-7b", 1, 1423360000},    {"dream-7b", 2, 855040000},
+                 {"dream-7b", 5, 514048000},     {"dream-7b", 64, 286720000},    {"llada-moe-7b", 1, 655360000},
+                 {"llada-moe-7b", 2, 573440000}, {"llada-moe-7b", 5, 294912000}, {"llada-moe-7b", 64, 204800000}};
+    struct opgraph g = {0};
+    struct planner_opts po;
+    planner_opts_defaults(&po);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct og_shape s = {.T = 10000, .R = 64, .ffn_chunks = cases[i].chunks, .layout = OG_LAYOUT_MOSAIC};
+        opgraph_build(&g, model_find(cases[i].model), &s);
+        struct plan pl;
+        ck_assert_int_eq(plan_first_fit(&g, &po, &pl, NULL), 0);
+        ck_assert_msg(pl.arena_bytes == cases[i].arena, "%s in %d chunks: %lld, Mosaic's planner %lld", cases[i].model,
+                      cases[i].chunks, (long long)pl.arena_bytes, (long long)cases[i].arena);
+        ck_assert_int_eq(plan_find_overlap(&g, &pl), -1);
+        plan_free(&pl);
+    }
+    /* the engine's layer holds less where K and V are narrow (Dream-7B: 23 KiB a token, not 28) */
+    struct og_shape s = {.T = 10000, .R = 64, .ffn_chunks = 64};
+    opgraph_build(&g, model_find("dream-7b"), &s);
+    ck_assert_int_lt(opgraph_peak(&g), 286720000);
+    opgraph_free(&g);
+}
+END_TEST
+
+/* Mosaic's chunk search weighs each part of the step by what each op writes and what later ops
+ * still read: for LLaDA-8B in Mosaic's layout, the fixed part peaks at 4 rows of the hidden size (x,
+ * o_proj's output and the fused add-norm's two), the FFN in 5 chunks at 3 and its three chunk
+ * buffers, and the logits at x, the gathered rows and a chunk of logits */
+START_TEST(part_peaks_as_mosaics_search_weighs_them)
+{
+    const struct model_cfg *m = model_find("llada-8b");
+    const int64_t T = 10000, row = T * 4096 * 2, F = 2000LL * m->ffn * 2;
+    struct opgraph g = {0};
+    struct og_shape s = {.T = T, .R = 64, .ffn_chunks = 5, .layout = OG_LAYOUT_MOSAIC};
+    opgraph_build(&g, m, &s);
+    int64_t fixed, ffn, logits;
+    opgraph_part_peaks(&g, &fixed, &ffn, &logits);
+    ck_assert_int_eq(fixed, 4 * row);
+    ck_assert_int_eq(ffn, 3 * row + 3 * F);
+    ck_assert_int_eq(logits, row + 64LL * 4096 * 2 + 64LL * m->vocab * 2);
     opgraph_free(&g);
 }
 END_TEST
@@ -122,6 +205,9 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, peak_equals_closed_form);
+    tcase_add_test(tc, mosaic_peak_equals_closed_form);
+    tcase_add_test(tc, mosaic_layout_packs_as_mosaics_planner);
+    tcase_add_test(tc, part_peaks_as_mosaics_search_weighs_them);
     tcase_add_test(tc, chunking_lowers_the_peak_where_it_is);
     tcase_add_test(tc, fused_ffn_has_no_gate_up);
     tcase_add_test(tc, tensor_parallel_shares);

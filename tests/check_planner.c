@@ -198,6 +198,35 @@ START_TEST(lazy_chunking_goes_on_while_the_peak_shrinks)
 }
 END_TEST
 
+/* As Mosaic's search does, lazy chunking goes on while the FFN's part outweighs the fixed one, even
+ * where the op at the step's peak is one chunking cannot shrink: in Mosaic's layout a few FFN chunks
+ * leave gaps the FFN's output cannot use, which more chunks close (LLaDA-8B: 5.6 rows of the hidden
+ * size a token in 5 chunks, 5 once finely chunked) */
+START_TEST(lazy_chunking_weighs_the_parts_as_mosaic_does)
+{
+    const struct model_cfg *m = model_find("llada-8b");
+    struct planner_opts po;
+    planner_opts_defaults(&po);
+    struct og_shape fine = {.T = 100000, .R = 50000, .logit_chunk_rows = 500, .ffn_chunks = 64,
+                            .softmax_copy_bytes = 8, .layout = OG_LAYOUT_MOSAIC};
+    struct opgraph g = {0};
+    opgraph_build(&g, m, &fine);
+    struct plan pl;
+    ck_assert_int_eq(plan_first_fit(&g, &po, &pl, NULL), 0);
+    const int64_t budget = pl.arena_bytes + pl.arena_bytes / 100;
+    plan_free(&pl);
+    opgraph_free(&g);
+    struct og_shape s = fine;
+    s.logit_chunk_rows = 0, s.ffn_chunks = 1;
+    struct chunk_result lazy;
+    ck_assert_int_eq(chunk_search(CHUNK_LAZY, m, &s, planner_find("first-fit"), &po, budget, &lazy, NULL), 0);
+    ck_assert_msg(lazy.fits, "%s", lazy.why);
+    ck_assert_int_gt(lazy.ffn_chunks, 5);
+    ck_assert_int_le(lazy.plan.arena_bytes, budget);
+    plan_free(&lazy.plan);
+}
+END_TEST
+
 /* Mosaic's chunk search keeps 900 MiB of its pool free, and an MoE model's plan 700 MiB more */
 START_TEST(the_chunk_search_margin_is_mosaics)
 {
@@ -248,6 +277,7 @@ int main(void)
     tcase_add_test(tc, caching_allocator_rules);
     tcase_add_test(tc, chunking_lazy_and_brute);
     tcase_add_test(tc, lazy_chunking_goes_on_while_the_peak_shrinks);
+    tcase_add_test(tc, lazy_chunking_weighs_the_parts_as_mosaic_does);
     tcase_add_test(tc, planning_a_32_layer_model_is_fast);
     tcase_add_test(tc, the_chunk_search_margin_is_mosaics);
     suite_add_tcase(s, tc);

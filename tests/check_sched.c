@@ -335,7 +335,8 @@ START_TEST(reservation_is_the_planners_plan)
         struct sim *s = sim_create(&c, &err);
         ck_assert_msg(s != NULL, "%s", err.msg);
         for (size_t k = 0; k < TS_ARRAY_LEN(shapes); k++) {
-            struct og_shape sh = {shapes[k][0], shapes[k][1], c.logit_chunk_rows, c.ffn_chunks, 0, false, 1};
+            struct og_shape sh = {shapes[k][0], shapes[k][1], c.logit_chunk_rows, c.ffn_chunks, 0, false, 1,
+                                  OG_LAYOUT_ENGINE};
             struct opgraph g = {0};
             opgraph_build(&g, &s->model, &sh);
             struct planner_opts o;

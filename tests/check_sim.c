@@ -575,6 +575,48 @@ START_TEST(lazy_chunking_keeps_the_search_margin)
 }
 END_TEST
 
+/* The mosaic preset holds each layer's activations as Mosaic's own plan lays them out, in its
+ * reservations and its memory check: for Dream-7B (narrow K and V) its attention block holds more a
+ * token than the engine's layer, its unchunked FFN less (x dies at the fused add-norm); a layout of
+ * another name is refused, naming the option */
+START_TEST(the_mosaic_preset_holds_mosaics_layer)
+{
+    struct sim_config c;
+    struct ts_err err;
+    int64_t peak[2], reserved[2];
+    for (int mosaic = 0; mosaic < 2; mosaic++) {
+        test_config(&c);
+        ck_assert_int_eq(preset_apply("mosaic", &c, &err), 0);
+        ck_assert_str_eq(c.act_layout, "mosaic");
+        if (!mosaic)
+            snprintf(c.act_layout, sizeof c.act_layout, "engine");
+        snprintf(c.model, sizeof c.model, "dream-7b");
+        snprintf(c.gpu, sizeof c.gpu, "rtx3090");
+        snprintf(c.lengths, sizeof c.lengths, "fixed:30000,32"); /* long enough for a layer to outweigh the logits */
+        c.gen_len = 32, c.block_size = 32, c.requests = 2;
+        struct sim *s = sim_create(&c, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        ck_assert_int_eq(s->act_layout, mosaic ? OG_LAYOUT_MOSAIC : OG_LAYOUT_ENGINE);
+        reserved[mosaic] = sim_act_peak(s, 20000, 0);
+        ck_assert_int_eq(sim_run(s, &err), 0);
+        peak[mosaic] = s->sum.peak_mem_bytes;
+        sim_destroy(s);
+    }
+    /* 20,000 tokens unchunked by the FFN (with lazy chunking: 64-token chunks): 4 rows of the hidden
+     * size a token in Mosaic's layout, x + q + k + v + attention in the engine's */
+    const struct model_cfg *m = model_find("dream-7b");
+    ck_assert_int_eq(reserved[1], 20000LL * 2 * 4 * m->hidden);
+    ck_assert_int_eq(reserved[0], 20000LL * 2 * (3 * m->hidden + 2 * model_kv_dim(m)));
+    /* the peak step: both requests' 30,032 tokens through an unchunked FFN, one row of the hidden
+     * size a token less in Mosaic's layout */
+    ck_assert_int_eq(peak[0] - peak[1], 2LL * 30032 * m->hidden * 2);
+    test_config(&c);
+    snprintf(c.act_layout, sizeof c.act_layout, "vllm");
+    ck_assert_int_ne(sim_config_validate(&c, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--act-layout"));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sim");
@@ -593,6 +635,7 @@ int main(void)
     tcase_add_test(tc, trace_files_drive_the_run);
     tcase_add_test(tc, presets_and_hf_models);
     tcase_add_test(tc, lazy_chunking_keeps_the_search_margin);
+    tcase_add_test(tc, the_mosaic_preset_holds_mosaics_layer);
     suite_add_tcase(s, tc);
     return run_suite("sim", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

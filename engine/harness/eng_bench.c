@@ -386,7 +386,8 @@ static int measure_step(struct eng *e, const struct eng_bench_opts *o, const str
     /* the floor at the rate the GEMM holds under the power limit: what a long step can reach */
     r->held_floor_ms = fmax(flops / cl->held * 1e3, r->by_ms);
     r->gemm_floor_ms = fmax(gemm_flops / cl->peak, gemm_bytes / cl->bw) * 1e3;
-    r->k = (struct act_knobs){eo->logit_chunk_rows, 1, 0, eng_ffn_fuses(e, sd->tot.q_tokens)}; /* (one FFN chunk) */
+    r->k = (struct act_knobs){eo->logit_chunk_rows, 1, 0, eng_ffn_fuses(e, sd->tot.q_tokens),
+                               0}; /* (one FFN chunk; the engine's layout) */
     r->sim_act = mem_act_peak(m, sd->tot.q_tokens, sd->tot.logit_rows, &r->k);
     r->ws = eng_step_workspace_bytes(e, sd);
     return 0;

@@ -42,7 +42,7 @@ static int probe(struct probe_ctx *c, int64_t L, struct ts_err *err)
         return -1;
     int64_t budget = c->q->mem_limit - used;
     int64_t R = og_masked_rows(c->q->mask_ratio, L);
-    struct og_shape s = {L, R, 0, 1, c->q->softmax_copy, false, 1}; /* (a fused FFN plans smaller) */
+    struct og_shape s = {L, R, 0, 1, c->q->softmax_copy, false, 1, OG_LAYOUT_ENGINE}; /* (a fused FFN plans smaller) */
     struct chunk_result cr;
     if (chunk_search((enum chunking)c->q->chunking, c->q->m, &s, c->p, &c->po, budget, &cr, err))
         return -1;

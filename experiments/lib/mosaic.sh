@@ -15,7 +15,9 @@
 #           (records/torch-lmax-h100 and torch-lmax-moe-h100, engine/bench/torch_lmax.py on an H100
 #           under each card's memory, LLaDA-8B, Dream-7B and LLaDA-MoE-7B) and carried over as
 #           ratios to torch (mo_compile)
-#   mosaic  the global memory manager (first-fit over the whole step in virtual memory), mask-only
+#   mosaic  the global memory manager (first-fit over the whole step in virtual memory, each layer's
+#           activations as Mosaic's own plan lays them out: mem --act-layout mosaic, from
+#           flashserve/Mosaic vllm/v1/worker/graph_builder.py), mask-only
 #           logits, lazy chunking within what the card leaves after the weights and a 1 GiB
 #           reserve, less what Mosaic's chunk search keeps free of it (900 MiB, 1,600 for an MoE
 #           model: tessera's chunk searches keep it by default, mem --search-margin-mib)
@@ -54,9 +56,9 @@ mo_budget() {
 mo_args() {
     case $1 in
         torch) echo "--planner caching --softmax-copy 8" ;;
-        manager) echo "--planner first-fit --softmax-copy 8" ;;
-        mask-only) echo "--planner first-fit --softmax-copy 8 --mask-ratio $MO_MASK" ;;
-        mosaic) echo "--planner first-fit --softmax-copy 8 --mask-ratio $MO_MASK --chunking lazy" ;;
+        manager) echo "--planner first-fit --softmax-copy 8 --act-layout mosaic" ;;
+        mask-only) echo "--planner first-fit --softmax-copy 8 --act-layout mosaic --mask-ratio $MO_MASK" ;;
+        mosaic) echo "--planner first-fit --softmax-copy 8 --act-layout mosaic --mask-ratio $MO_MASK --chunking lazy" ;;
     esac
 }
 

@@ -13,6 +13,14 @@
  * after its argmax. MoE layers route k copies of each token to experts of width moe_ffn (+ shared
  * experts) and keep fp32 router logits; a chunk of routed copies is gathered into a buffer that
  * then takes their down projections, until the combine adds them, weighted, into x. Weights and the KV cache are not activations.
+ *
+ * Mosaic's layout (og_shape.layout OG_LAYOUT_MOSAIC) is the layer as Mosaic's own memory plan lays it
+ * out (flashserve/Mosaic vllm/v1/worker/graph_builder.py, its LLaDA, Dream and LLaDA-MoE block graphs,
+ * one op a tensor): norm -> q, k and v, three tensors -> attention -> o_proj's output, a tensor of its
+ * own; the fused add-norm then writes the normed FFN input and the residual x + o as two new tensors
+ * (x dies there); the FFN's chunk buffers (gate, up and their product; an MoE layer's routed gate/up,
+ * SwiGLU and down outputs) are one set reused by every chunk, alive across the chunk loop with the
+ * FFN's output [T, h]; the residual plus that output is the next layer's x. The head is the engine's.
  */
 #ifndef TESSERA_OPGRAPH_H
 #define TESSERA_OPGRAPH_H
@@ -21,6 +29,8 @@
 #include <stdint.h>
 
 #include "model.h"
+
+enum og_layout { OG_LAYOUT_ENGINE = 0, OG_LAYOUT_MOSAIC, OG_LAYOUT_COUNT };
 
 struct og_shape {
     int64_t T;                  /* packed query tokens */
@@ -36,6 +46,7 @@ struct og_shape {
                                  * (gate/up, act; each expert's) and the vocabulary (logits and
                                  * their copy); the residual stream, norms, gathers and the router
                                  * stay whole on each */
+    int32_t layout;             /* enum og_layout: the engine's layer (0) or Mosaic's */
 };
 
 struct og_tensor {
@@ -46,7 +57,7 @@ struct og_tensor {
 };
 
 enum og_kind { OG_X = 0, OG_NORM, OG_QKV, OG_ATTN, OG_ROUTER, OG_GATE_UP, OG_ACT, OG_GATHER,
-               OG_LOGITS, OG_SOFTMAX, OG_KIND_COUNT };
+               OG_LOGITS, OG_SOFTMAX, OG_O_PROJ, OG_ADD_RESIDUAL, OG_FFN_OUT, OG_KIND_COUNT };
 
 struct opgraph {
     struct og_tensor *t; /* [n], owned */
@@ -55,6 +66,9 @@ struct opgraph {
 };
 
 const char *og_kind_name(enum og_kind k);
+const char *og_layout_name(enum og_layout l);
+/* The layout of that name ("engine" or "mosaic"), or -1. */
+int og_layout_find(const char *name);
 /* Logit rows of a step of T tokens with mask-only logits for mask_ratio of them (< 0: every row). */
 int64_t og_masked_rows(double mask_ratio, int64_t T);
 /* Instantiates the template for a model and a step shape (the graph is cleared first). */
@@ -70,5 +84,11 @@ int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest);
  * the FFN chunks' (a layer's gate/up and act, an MoE layer's gathered routed copies; not the head's
  * gathered rows, the logits' whole input). */
 void opgraph_chunkable_at(const struct opgraph *g, int32_t op, int64_t *logit_bytes, int64_t *ffn_bytes);
+/* The peak of each part of the forward as Mosaic's chunk search weighs them (flashserve/Mosaic
+ * diffusion_tools/online_searcher.py over graph_builder.py's timeline): at each op, what it writes and
+ * what a later op still reads (not what it reads last); an op belongs to the LM head's logits, the
+ * FFN (its buffers, output and router) or the fixed rest by what it writes, an op that writes
+ * nothing to the part of the op before it. */
+void opgraph_part_peaks(const struct opgraph *g, int64_t *fixed, int64_t *ffn, int64_t *logits);
 
 #endif

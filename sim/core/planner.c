@@ -296,15 +296,14 @@ int chunk_search(enum chunking how, const struct model_cfg *m, const struct og_s
             out->fits = true;
             break;
         }
-        /* the bottleneck: the op holding the peak, chunked by whichever knob shrinks more of what is
-         * alive there (its largest tensor may be one neither shrinks: the FFN's input, alive across
-         * its chunks) */
-        enum og_kind k;
-        int64_t lbytes, fbytes;
-        const int32_t at = opgraph_peak_op(&g, &k);
-        opgraph_chunkable_at(&g, at, &lbytes, &fbytes);
-        const bool logits = lbytes > 0 && lbytes >= fbytes, ffn = fbytes > lbytes;
+        /* the bottleneck as Mosaic's search finds it: the largest of the logits', the FFN's and the
+         * fixed part's peaks, chunked while it is one chunking shrinks and above the fixed part */
+        int64_t fixed, ffn_peak, logit_peak;
+        opgraph_part_peaks(&g, &fixed, &ffn_peak, &logit_peak);
+        const bool logits = logit_peak >= ffn_peak && logit_peak > fixed, ffn = !logits && ffn_peak > fixed;
         if (how == CHUNK_NONE || (logits && lc >= max_lc) || (ffn && fc >= max_fc) || (!logits && !ffn)) {
+            enum og_kind k;
+            const int32_t at = opgraph_peak_op(&g, &k);
             snprintf(out->why, sizeof out->why, "%.2f GiB planned against %.2f GiB: the peak is at op %d, "
                      "where the largest tensor is %s%s", pl.arena_bytes / TS_GIB, budget / TS_GIB, at,
                      og_kind_name(k), how == CHUNK_NONE ? " (chunking off)" : " (which chunking cannot shrink further)");
