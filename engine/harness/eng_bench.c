@@ -772,19 +772,18 @@ done:
     return rc;
 }
 
-/* FOCUS's eviction: 16 sequences' blocks of 32 over 480 cached keys, the whole block through every
- * layer beside evicting steps that keep K of its 32 rows after layers 0 and 1 (the block's rows its
- * candidates, logits for the kept ones), each replayed after its own warm-up. Beyond layer 1 a step takes its time
- * less the full step's two front layers' share (2 / layers of it): the goal is at most K / 32 + 0.15
- * of the full step's. Block-causal models attend block-causally, as the focus policy runs them. */
-static int bench_focus(const struct eng_bench_opts *o, const struct ceilings *cl, FILE *out)
+/* FOCUS's eviction at a batch of nseq sequences' blocks of 32 over 480 cached keys (the caches of
+ * sequences 0..nseq-1 filled): the whole block through every layer beside evicting steps that keep K
+ * of its 32 rows after layers 0 and 1 (the block's rows its candidates, logits for the kept ones),
+ * each replayed after its own warm-up. Beyond layer 1 a step takes its time less the full step's two
+ * front layers' share (2 / layers of it): the goal is at most K / 32 + 0.15 of the full step's.
+ * Block-causal models attend block-causally, as the focus policy runs them. */
+static int focus_at(struct eng *e, const struct eng_bench_opts *o, const struct ceilings *cl, int nseq, FILE *out)
 {
-    enum { NSEQ = 16, B = 32, KV = 480 };
+    enum { B = 32, KV = 480 };
     static const int keep[] = {2, 4, 8, 16, 32};
     const int nv = 1 + (int)TS_ARRAY_LEN(keep);
     const struct model_cfg *m = &o->model;
-    struct eng_opts eo;
-    struct eng *e = NULL;
     struct step_desc sd[1 + TS_ARRAY_LEN(keep)];
     for (int v = 0; v < nv; v++) {
         step_desc_init(&sd[v]);
@@ -795,10 +794,7 @@ static int bench_focus(const struct eng_bench_opts *o, const struct ceilings *cl
     }
     float ms[1 + TS_ARRAY_LEN(keep)], last;
     int rc = -1;
-    if (bench_engine(o, &eo, &e, out) || fill_caches(e, &sd[0], 0, NSEQ, KV + B))
-        goto done;
-    step_desc_clear(&sd[0]);
-    for (int s = 0; s < NSEQ; s++) {
+    for (int s = 0; s < nseq; s++) {
         seg_add(&sd[0], s, B, KV, B);
         for (int v = 1; v < nv; v++) {
             const struct segment g = {.req_id = s, .phase = PHASE_BLOCK, .q = keep[v - 1], .kv = KV + B - keep[v - 1],
@@ -811,7 +807,7 @@ static int bench_focus(const struct eng_bench_opts *o, const struct ceilings *cl
      * of different plans cannot be replayed side by side): its time is the mean of the two */
     for (int v = 0; v <= nv; v++) {
         char label[32];
-        snprintf(label, sizeof label, "focus %d", v);
+        snprintf(label, sizeof label, "focus %d %d", nseq, v);
         trace_as(e, o, label, "step");
         if (replay_ms(e, &sd[v % nv], o->reps, v < nv ? &ms[v] : &last))
             goto done;
@@ -820,28 +816,51 @@ static int bench_focus(const struct eng_bench_opts *o, const struct ceilings *cl
     const double front = ms[0] * 2.0 / m->num_layers, beyond = ms[0] - front;
     fprintf(out, "\nFOCUS's eviction, %d x %d over %d cached keys%s (the full block, then K of its %d kept after "
                  "layer 1;\nfloor: the later layers' and LM head's floor beyond layer 1, as a share of the full "
-                 "step's time there):\n%-10s %9s %9s %14s %9s %9s\n", NSEQ, B, KV,
+                 "step's time there):\n%-10s %9s %9s %14s %9s %9s\n", nseq, B, KV,
             m->block_causal ? ", block-causal" : "", B, "kept", "ms", "x_full", "beyond_layer1", "floor", "goal");
     fprintf(out, "%-10s %9.3f %9.3f %14.3f %9s %9s\n", "all 32", ms[0], 1.0, 1.0, "-", "-");
     for (int v = 1; v < nv; v++) {
         const int K = keep[v - 1];
         const double r = (ms[v] - front) / beyond, goal = K / (double)B + 0.15;
         double flops, bytes, gflops, gbytes; /* the same rows through every layer, less the two front ones */
-        step_floor(m, NSEQ, K, KV + B - K, K, &flops, &bytes, &gflops, &gbytes);
+        step_floor(m, nseq, K, KV + B - K, K, &flops, &bytes, &gflops, &gbytes);
         const double later = (m->num_layers - 2.0) / m->num_layers;
         const double floor = fmax(flops * later / cl->peak, bytes * later / cl->bw) * 1e3 / beyond;
         fprintf(out, "%-10d %9.3f %9.3f %14.3f %9.3f %9.3f%s\n", K, ms[v], ms[v] / ms[0], r, floor, goal,
                 r <= goal ? "" : floor > goal ? "  (goal below the floor)" : "  (over)");
         if (o->json)
             fprintf(o->json, "{\"case\":\"focus %dx%d over %d, keep %d\",\"ms\":%.4f,\"full_ms\":%.4f,"
-                             "\"beyond_layer1\":%.4f,\"floor\":%.4f,\"goal\":%.4f}\n", NSEQ, B, KV, K, ms[v], ms[0],
+                             "\"beyond_layer1\":%.4f,\"floor\":%.4f,\"goal\":%.4f}\n", nseq, B, KV, K, ms[v], ms[0],
                     r, floor, goal);
     }
     rc = 0;
 done:
-    eng_destroy(e);
     for (int v = 0; v < nv; v++)
         step_desc_free(&sd[v]);
+    return rc;
+}
+
+/* FOCUS's eviction (focus_at) at 16 sequences, the Reuse steps' batch elsewhere in the bench, and at
+ * 32 and 64, the smallest batches FOCUS's throughput runs (its Fig. 6: 32 to 256) */
+static int bench_focus(const struct eng_bench_opts *o, const struct ceilings *cl, FILE *out)
+{
+    static const int batches[] = {16, 32, 64};
+    const int most = batches[TS_ARRAY_LEN(batches) - 1];
+    struct eng_opts eo;
+    struct eng *e = NULL;
+    struct step_desc fill;
+    step_desc_init(&fill);
+    fill.attn_block = o->model.block_causal ? 32 : 0;
+    int rc = -1;
+    if (bench_engine(o, &eo, &e, out) || fill_caches(e, &fill, 0, most, 480 + 32))
+        goto done;
+    for (size_t i = 0; i < TS_ARRAY_LEN(batches); i++)
+        if (focus_at(e, o, cl, batches[i], out))
+            goto done;
+    rc = 0;
+done:
+    eng_destroy(e);
+    step_desc_free(&fill);
     return rc;
 }
 
