@@ -11,12 +11,15 @@ static const char *const names[UNMASK_KINDS] = {"topk", "threshold", "hierarchic
 
 const char *unmask_name(int32_t kind) { return kind >= 0 && kind < UNMASK_KINDS ? names[kind] : "?"; }
 
-/* A probability argument: a number in [0, 1]. */
-static int parse_prob(const char *spec, const char *what, const char *text, float *out, struct ts_err *err)
+/* A probability argument: a number in [0, 1], or in (0, 1] where zero is refused (a threshold of 0
+ * would unmask every row at once). */
+static int parse_prob(const char *spec, const char *what, const char *text, bool zero, float *out,
+                      struct ts_err *err)
 {
     double v;
-    if (ts_parse_double(text, &v) || !(v >= 0 && v <= 1))
-        return ts_fail(err, "--decoder %s: %s '%s' must be a confidence in [0, 1]", spec, what, text);
+    if (ts_parse_double(text, &v) || !(zero ? v >= 0 : v > 0) || !(v <= 1))
+        return ts_fail(err, "--decoder %s: %s '%s' must be a confidence in %s, 1]", spec, what, text,
+                       zero ? "[0" : "(0");
     *out = (float)v;
     return 0;
 }
@@ -45,9 +48,9 @@ int unmask_parse(const char *spec, struct unmask_rule *out, struct ts_err *err)
     if (comma && kind != UNMASK_HIERARCHICAL)
         return ts_fail(err, "--decoder %s: %s takes one confidence (%s:TAU)", spec, names[kind], names[kind]);
     snprintf(tau, sizeof tau, "%.*s", comma ? (int)(comma - arg) : (int)strlen(arg), arg);
-    if (parse_prob(spec, "TAU", tau, &out->tau, err))
+    if (parse_prob(spec, "TAU", tau, false, &out->tau, err))
         return -1;
-    return comma ? parse_prob(spec, "LOW", comma + 1, &out->low, err) : 0;
+    return comma ? parse_prob(spec, "LOW", comma + 1, true, &out->low, err) : 0;
 }
 
 void unmask_format(const struct unmask_rule *u, char *buf, size_t n)

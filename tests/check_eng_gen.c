@@ -79,7 +79,7 @@ START_TEST(rules_properties)
             masked[i] = (h >> 3) % 3 != 0;
             m += masked[i];
         }
-        const float tau = (float)(trial % 10) / 10.0f;
+        const float tau = (float)(1 + trial % 10) / 10.0f; /* 0.1 .. 1 */
         char spec[64];
         snprintf(spec, sizeof spec, "threshold:%g", tau);
         int32_t c = picks(spec, conf, masked, n, p), above = 0;
@@ -113,7 +113,8 @@ START_TEST(rule_specs)
     struct unmask_rule u;
     struct ts_err err;
     char buf[64];
-    const char *good[] = {"topk:1", "threshold:0.9", "hierarchical:0.9,0.4", "hierarchical:0.8", "credit:0.9"};
+    const char *good[] = {"topk:1", "threshold:0.9", "threshold:1", "hierarchical:0.9,0.4", "hierarchical:0.8,0",
+                          "hierarchical:0.8", "credit:0.9"};
     for (size_t i = 0; i < TS_ARRAY_LEN(good); i++) {
         ck_assert_int_eq(unmask_parse(good[i], &u, &err), 0);
         unmask_format(&u, buf, sizeof buf);
@@ -124,7 +125,8 @@ START_TEST(rule_specs)
     ck_assert_float_eq(rule("hierarchical:0.8").low, 0.4f);
     const struct {
         const char *spec, *says;
-    } bad[] = {{"topk:0", "1..1024"}, {"topk:x", "1..1024"}, {"threshold:1.5", "[0, 1]"},
+    } bad[] = {{"topk:0", "1..1024"}, {"topk:x", "1..1024"}, {"threshold:1.5", "(0, 1]"},
+               {"threshold:0", "(0, 1]"}, {"credit:-0.1", "(0, 1]"}, {"hierarchical:0,0.4", "TAU"},
                {"threshold:0.9,0.4", "one confidence"}, {"hierarchical:0.9,-1", "LOW"}, {"fixed:2", "expected"},
                {"threshold", "expected"}, {"threshold:", "expected"}};
     for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {

@@ -583,7 +583,9 @@ if $bin engine generate --help >/dev/null 2>&1; then
                "--cache vicinity --model sdar-8b|the vicinity cache runs a block between cached positions" \
                "--vicinity -1|--vicinity: bad value '-1' (0..1048576)" \
                "--refresh-interval 0|--refresh-interval: bad value '0' (1..1048576)" \
-               "--cache lru|--cache: bad value 'lru' (prefix, dual, focus or vicinity)"; do
+               "--cache lru|--cache: bad value 'lru' (prefix, dual, focus or vicinity)" \
+               "--decoder threshold:0|TAU '0' must be a confidence in (0, 1]" \
+               "--decoder threshold:1.5|TAU '1.5' must be a confidence in (0, 1]"; do
         opts=${bad%%|*} msg=${bad#*|}
         expect 2 "engine generate $opts" -- $bin engine generate $opts
         contains "engine generate $opts" "$msg"
