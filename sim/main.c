@@ -20,12 +20,14 @@ static void usage(FILE *f)
             "  sim      replay a trace through a policy, scheduler and cost model; print a summary\n"
             "  trace    info FILE | gen ... | fit FILE: inspect, generate and fit traces\n"
             "  mem      plan | lmax: activation-memory planners and the longest context that fits\n"
-            "  calib    import | fit | show | eval | transfer | price: the calibrated cost model\n"
-            "  exp      list | run NAME OUT: the experiments of experiments/\n"
+            "  calib    import | merge | fit | show | eval | transfer | host | clock | price: the\n"
+            "           calibrated cost model\n"
+            "  exp      list | run NAME OUT | run papers OUT | sweep GRID OUT: the experiments of\n"
+            "           experiments/, the papers' figures, grids of runs\n"
             "  db       merge OUT IN...: a sweep's run databases made one\n"
             "  list     models | gpus | policies | schedulers | planners | costs | systems | impls |\n"
-            "           decode | calibrations: the built-in tables\n"
-            "  engine   check | bench | replay | profile: the CUDA engine (%s)\n"
+            "           decode | calibrations | hosts: the built-in tables\n"
+            "  engine   check | bench | replay | profile | generate: the CUDA engine (%s)\n"
             "\n"
             "Every command takes --help. `tessera sim` alone runs the default scenario.\n",
             ts_version(),
