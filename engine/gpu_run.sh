@@ -185,7 +185,7 @@ focus_part() {
     check_both focus "$o" || return 1
     $t engine bench --only focus --model "$model" --json "$o/bench-focus.jsonl" >"$o/bench-focus.txt" 2>&1 ||
         { cat "$o/bench-focus.txt"; return 1; }
-    tail -9 "$o/bench-focus.txt"
+    grep -E "^(FOCUS's eviction|kept|all 32|[0-9]+ )" "$o/bench-focus.txt"
     local args=${FOCUS_ARGS:---requests 16 --rps 4 --gen-len 256 --lengths fixed:300,256 --cost calibrated}
     $t sim --model "$model" --policy focus $args --executor gpu --no-progress >"$o/live-focus.txt" 2>&1 ||
         { cat "$o/live-focus.txt"; return 1; }
