@@ -57,13 +57,13 @@ START_TEST(long_part_follows_the_context)
     size_t n = 0;
     int skipped = -1;
     /* LLaDA-8B's context is 4,096 tokens: no long step, so all is the base grid, the ladder, the
-     * select and fc parts */
+     * batch, select and fc parts */
     struct prof_step *g = profile_grid(model_find("llada-8b"), GRID_LONG, -1, &n, &skipped);
     ck_assert_uint_eq(n, 0);
     ck_assert_int_eq(skipped, 0);
     free(g);
     g = profile_grid(model_find("llada-8b"), GRID_ALL, -1, &n, NULL);
-    ck_assert_uint_eq(n, 202 + 42 + 26 + 64);
+    ck_assert_uint_eq(n, 202 + 42 + 32 + 26 + 64);
     free(g);
     /* SDAR-8B's 32,768: 9 even and 4 uneven steps over each of 8,192 and 16,384 keys */
     const struct model_cfg *sdar = model_find("sdar-8b");
@@ -93,7 +93,7 @@ START_TEST(long_part_follows_the_context)
     ck_assert_int_eq(uneven, 8);
     free(g);
     g = profile_grid(sdar, GRID_ALL, -1, &n, NULL);
-    ck_assert_uint_eq(n, 202 + 42 + 26 + 26 + 64);
+    ck_assert_uint_eq(n, 202 + 42 + 32 + 26 + 26 + 64);
     free(g);
     /* a context of 16,384 keeps only the 8,192-key caches */
     struct model_cfg short_ctx = *sdar;
@@ -199,7 +199,7 @@ START_TEST(long_steps_fit_the_pool)
     free(g);
     /* the base grid is never cut: the profile's engine holds it */
     g = profile_grid(sdar, GRID_ALL, 100000, &n, &skipped);
-    ck_assert_uint_eq(n, 202 + 42 + 26 + 64 + all - 6);
+    ck_assert_uint_eq(n, 202 + 42 + 32 + 26 + 64 + all - 6);
     free(g);
 }
 END_TEST
@@ -284,12 +284,43 @@ START_TEST(small_steps_of_a_grid)
 }
 END_TEST
 
+/* The batch part: Reuse blocks of 8 or 32 rows over 128, 480 or 1,024 cached keys with their logits,
+ * and over 480 without, for 24 to 64 sequences, counts the base grid (at most 16 sequences) lacks */
+START_TEST(batch_part_has_more_sequences)
+{
+    size_t n = 0, nb = 0;
+    struct prof_step *g = profile_grid(model_find("sdar-8b"), GRID_BATCH, -1, &n, NULL);
+    struct prof_step *b = profile_grid(model_find("sdar-8b"), GRID_BASE, -1, &nb, NULL);
+    ck_assert_uint_eq(n, 32);
+    int segs_seen[65] = {0}, without = 0;
+    for (size_t i = 0; i < n; i++) {
+        ck_assert(g[i].segs == 24 || g[i].segs == 32 || g[i].segs == 48 || g[i].segs == 64);
+        ck_assert(g[i].q == 8 || g[i].q == 32);
+        ck_assert(g[i].kv == 128 || g[i].kv == 480 || g[i].kv == 1024);
+        ck_assert(g[i].kv_long == 0 && g[i].q_long == 0 && g[i].keep == 0 && g[i].fc_rows == 0);
+        if (!g[i].logits) { /* the token ops at 8 token counts without the final norm's rows */
+            ck_assert_int_eq(g[i].kv, 480);
+            without++;
+        }
+        segs_seen[g[i].segs]++;
+        for (size_t j = 0; j < i; j++) /* each shape once */
+            ck_assert(g[j].segs != g[i].segs || g[j].q != g[i].q || g[j].kv != g[i].kv || g[j].logits != g[i].logits);
+    }
+    ck_assert_int_eq(without, 8);
+    ck_assert(segs_seen[24] == 8 && segs_seen[32] == 8 && segs_seen[48] == 8 && segs_seen[64] == 8);
+    for (size_t i = 0; i < nb; i++)
+        ck_assert_int_le(b[i].segs, 16);
+    free(g), free(b);
+}
+END_TEST
+
 START_TEST(part_names)
 {
     ck_assert_int_eq(grid_part_parse("all"), GRID_ALL);
     ck_assert_int_eq(grid_part_parse("base"), GRID_BASE);
     ck_assert_int_eq(grid_part_parse("long"), GRID_LONG);
     ck_assert_int_eq(grid_part_parse("ladder"), GRID_LADDER);
+    ck_assert_int_eq(grid_part_parse("batch"), GRID_BATCH);
     ck_assert_int_eq(grid_part_parse("Long"), -1);
     ck_assert_int_eq(grid_part_parse(""), -1);
     ck_assert_int_eq(grid_part_parse(NULL), -1);
@@ -307,6 +338,7 @@ int main(void)
     tcase_add_test(tc, long_steps_fit_the_pool);
     tcase_add_test(tc, ladder_fills_the_block_counts);
     tcase_add_test(tc, small_steps_of_a_grid);
+    tcase_add_test(tc, batch_part_has_more_sequences);
     tcase_add_test(tc, part_names);
     suite_add_tcase(s, tc);
     return run_suite("eng_grid", s) ? EXIT_FAILURE : EXIT_SUCCESS;

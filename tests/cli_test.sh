@@ -384,6 +384,23 @@ for w in def long; do
     if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$rec_dir/ops-h200/eval-$w.txt")" ]; then ok
     else bad "ops-h200/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$rec_dir/ops-h200/eval-$w.txt" | head >&2; fi
 done
+# batch-h100: FOCUS at a batch of 32 replayed on an H100, priced by the shipped calibration and by it
+# with the profile grid's batch part merged in, as eval-shipped.txt and eval-batch.txt say; both
+# models' batch profiles merge into the shipped H100 calibrations
+b100=$rec_dir/batch-h100
+for m in sdar-8b llada-8b; do
+    gzip -dc "$b100/profiles/batch-$m-tessera.csv.gz" >"$tmp/batch-$m.csv"
+    expect 0 "calib merge of batch-h100's $m profile" -- $bin calib merge "$root/sim/data/calib/h100-$m-tessera.csv" \
+        "$tmp/batch-$m.csv" --gpu h100 --out "$tmp/batch-$m-cal.csv"
+done
+for w in shipped batch; do
+    gzip -dc "$b100/focus32.db.gz" >"$tmp/focus32.db"
+    cal=()
+    [ $w = batch ] && cal=(--calib "$tmp/batch-sdar-8b-cal.csv")
+    (cd "$tmp" && $bin calib eval --db focus32.db "${cal[@]}") >"$tmp/out" 2>&1
+    if cmp -s "$tmp/out" "$b100/eval-$w.txt"; then ok
+    else bad "batch-h100/eval-$w.txt is not what calib eval gives"; diff "$tmp/out" "$b100/eval-$w.txt" | head >&2; fi
+done
 # (the engine's runs have no host to swap: calib eval --host refuses, naming the host)
 expect 2 "calib eval --host on an engine run" -- $bin calib eval --db "$tmp/ops-def.db" --host lent-h100
 contains "calib eval --host on an engine run" "--host lent-h100: the calibration of llada-8b on NVIDIA H200"

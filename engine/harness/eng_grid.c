@@ -10,8 +10,9 @@
 
 int grid_part_parse(const char *name)
 {
-    static const char *const names[] = {[GRID_ALL] = "all", [GRID_BASE] = "base", [GRID_LONG] = "long",
-                                        [GRID_SELECT] = "select", [GRID_FC] = "fc", [GRID_LADDER] = "ladder"};
+    static const char *const names[] = {[GRID_ALL] = "all",       [GRID_BASE] = "base", [GRID_LONG] = "long",
+                                        [GRID_SELECT] = "select", [GRID_FC] = "fc",     [GRID_LADDER] = "ladder",
+                                        [GRID_BATCH] = "batch"};
     for (size_t i = 0; name && i < TS_ARRAY_LEN(names); i++)
         if (strcmp(name, names[i]) == 0)
             return (int)i;
@@ -109,6 +110,23 @@ static void ladder_grid(struct prof_step **g, size_t *cap, size_t *n)
     for (size_t i = 0; i < TS_ARRAY_LEN(refresh_q); i++)
         for (size_t j = 0; j < TS_ARRAY_LEN(blocks); j++)
             add(g, cap, n, (struct prof_step){blocks[j] + 1, 32, 480, 0, 0, 0, 0, 0, 0, .q_long = refresh_q[i]});
+}
+
+/* Reuse steps of more sequences than the base grid's 16: 24, 32, 48 and 64 blocks of 8 or 32 rows
+ * over 128, 480 or 1,024 cached keys with their logits, and over 480 without (so that the part,
+ * profiled alone, measures every token op at 3 token counts or more and merges into a calibration).
+ * A continuous batch runs that many, and FOCUS's evicting steps carry a few kept rows of each;
+ * without them the attention model extrapolates in the count of sequences (on an H100, SDAR-8B's
+ * attention over 32 sequences of 8 to 32 rows came out 11-13% short). */
+static void batch_grid(struct prof_step **g, size_t *cap, size_t *n)
+{
+    static const int seg_grid[] = {24, 32, 48, 64}, q_grid[] = {8, 32}, kv_grid[] = {128, 480, 1024};
+    for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
+        for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++) {
+            for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++)
+                add(g, cap, n, (struct prof_step){seg_grid[si], q_grid[qi], kv_grid[ki], 1, 0, 0, 0, 0, 0, 0});
+            add(g, cap, n, (struct prof_step){seg_grid[si], q_grid[qi], 480, 0, 0, 0, 0, 0, 0, 0});
+        }
 }
 
 /* The keys a step's caches and blocks hold in the pool, with a page's rounding a sequence */
@@ -214,6 +232,8 @@ struct prof_step *profile_grid(const struct model_cfg *m, enum grid_part part, i
         base_grid(&g, &cap, n);
     if (part == GRID_ALL || part == GRID_LADDER)
         ladder_grid(&g, &cap, n);
+    if (part == GRID_ALL || part == GRID_BATCH)
+        batch_grid(&g, &cap, n);
     if (part == GRID_ALL || part == GRID_LONG)
         long_grid(m, kv_pool_tokens, &g, &cap, n, &skip);
     if (part == GRID_ALL || part == GRID_SELECT)

@@ -13,6 +13,9 @@
  * The ladder part has Reuse steps of every count of 32-token blocks from 3 to 15 that the base
  * grid lacks, so that the GEMMs' curves hold each step up where their rows spill into one more
  * tile; calibrations profiled before it take it through calib merge.
+ * The batch part has Reuse steps of 24 to 64 sequences (the base grid's have at most 16), whose
+ * attention a calibration without them extrapolates in the count of sequences; calibrations profiled
+ * before it take it through calib merge.
  */
 #ifndef TESSERA_ENG_GRID_H
 #define TESSERA_ENG_GRID_H
@@ -33,9 +36,9 @@ struct prof_step {
     int q_long; /* > 0: a mixed step, its last sequence q_long rows over kv_long cached keys */
 };
 
-enum grid_part { GRID_ALL, GRID_BASE, GRID_LONG, GRID_SELECT, GRID_FC, GRID_LADDER };
+enum grid_part { GRID_ALL, GRID_BASE, GRID_LONG, GRID_SELECT, GRID_FC, GRID_LADDER, GRID_BATCH };
 
-/* "all", "base", "long", "select", "fc" or "ladder"; -1 for anything else */
+/* "all", "base", "long", "select", "fc", "ladder" or "batch"; -1 for anything else */
 int grid_part_parse(const char *name);
 
 struct step_desc;
