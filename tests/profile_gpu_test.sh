@@ -4,7 +4,8 @@
 # keys) profiled into a new database gives rows of ATTN_RULES (sim/core/attn_rules.h) and kv_long 2048; one
 # even step into a database whose engine_profile table predates both columns (another model's row in
 # it): the table gains them, the old row reads NULL for both (version 1, even) and the new rows
-# ATTN_RULES and kv_long 0.
+# ATTN_RULES and kv_long 0. The grid's batch part (its steps of up to 400 rows) profiles steps of 24,
+# 32 and 48 sequences, which merge into the GPU's shipped LLaDA-8B calibration (an H100 or an H200).
 # Usage: profile_gpu_test.sh PATH/TO/tessera
 set -u
 bin=${1:?usage: profile_gpu_test.sh PATH/TO/tessera}
@@ -47,3 +48,18 @@ print(f"profile: attention launch rules {rules} and an uneven step recorded, an 
       f"{'ok' if not fails else 'failed'}")
 sys.exit(1 if fails else 0)
 PY
+[ $? -eq 0 ] || exit 1
+# the grid's batch part (up to 400 rows: 24, 32 and 48 sequences of 8) profiles steps of more than 16
+# sequences, and merges into the shipped calibration of this GPU where one is shipped
+"$bin" engine profile --db "$tmp/batch.db" --grid batch --max-rows 400 --reps 1 >"$tmp/batch.out" 2>&1 ||
+    { echo "profile: engine profile --grid batch failed"; cat "$tmp/batch.out"; exit 1; }
+segs=$(python3 -c 'import sqlite3, sys; print(",".join(str(r[0]) for r in sqlite3.connect(sys.argv[1]).execute(
+    "SELECT DISTINCT segs FROM engine_profile ORDER BY segs")))' "$tmp/batch.db")
+[ "$segs" = "24,32,48" ] || { echo "profile: FAIL: the batch part's sequences a step: $segs, want 24,32,48"; exit 1; }
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+case $gpu in *H100*) g=h100 ;; *H200*) g=h200 ;; *) g= ;; esac
+if [ -n "$g" ]; then
+    "$bin" calib merge "$root/sim/data/calib/$g-llada-8b-tessera.csv" "$tmp/batch.db" --gpu $g --out "$tmp/merged.csv" \
+        >"$tmp/merge.out" 2>&1 || { echo "profile: FAIL: the batch part does not merge"; cat "$tmp/merge.out"; exit 1; }
+fi
+echo "profile: the grid's batch part profiled (24, 32 and 48 sequences)${g:+ and merged into $g-llada-8b-tessera}; ok"
