@@ -117,7 +117,7 @@ static void ladder_grid(struct prof_step **g, size_t *cap, size_t *n)
  * profiled alone, measures every token op at 3 token counts or more and merges into a calibration).
  * A continuous batch runs that many, and FOCUS's evicting steps carry a few kept rows of each;
  * without them the attention model extrapolates in the count of sequences (on an H100, SDAR-8B's
- * attention over 32 sequences of 8 to 32 rows came out 11-13% short). */
+ * attention over 24 and 32 sequences of 8 to 32 rows came out 8-13% short). */
 static void batch_grid(struct prof_step **g, size_t *cap, size_t *n)
 {
     static const int seg_grid[] = {24, 32, 48, 64}, q_grid[] = {8, 32}, kv_grid[] = {128, 480, 1024};
