@@ -18,6 +18,37 @@
 #include "harness.h"
 #include "model.h"
 
+/* The engine usage's paragraph on `engine profile`, its grid and its options. */
+static void profile_usage(FILE *f)
+{
+    fprintf(f,
+"profile times every op of steps over a grid of (sequences, q, cached kv, logits), and uneven\n"
+"       Reuse steps (3 or 6 blocks of 32, the last over 2,048 or 4,096 cached keys, the others\n"
+"       over 128 to 1,024: the attention's longest block apart from its total work), and, where\n"
+"       the model's context reaches that far (SDAR-8B, not LLaDA-8B), Reuse steps over caches of\n"
+"       8,192 and 16,384 keys, and Refresh steps that select a sparse cache (1 to 16 sequences of\n"
+"       256 to 4,096 tokens keeping half of the rows before their last 32, one kept set for all\n"
+"       heads or one per K/V head: the calibration's kv_select), and dLLM-Cache's steps over its\n"
+"       feature cache (1 to 16 sequences of a 128- or 512-token prompt and a 64- to 1,024-token\n"
+"       response: partial updates picked by the value check, response and whole refreshes; the\n"
+"       calibration's feat_cache), and Reuse steps of every count of 32-token blocks from 3 to\n"
+"       15 the base grid lacks (the GEMMs' steps where their rows spill into one more tile), and\n"
+"       Reuse steps of 24 to 64 sequences of 8 or 32 rows over 128 to 1,024 cached keys (the\n"
+"       attention's cost in the count of sequences past the base grid's 16)\n"
+"       (--grid long, select, fc, ladder or batch: those alone, to add to a profile of the base grid\n"
+"       through calib merge; base: the grid without them; all: every part [all]; --max-rows N:\n"
+"       of those, the steps of at most N rows, the part a change to small steps' kernels touches,\n"
+"       to replace through calib merge --over), and writes\n"
+"       the rows, with GPU name, clocks, driver, CUDA and cuBLAS versions and the version of\n"
+"       the engine's attention launch rules (attn_rules), into engine_profile\n"
+"       (replacing that model's earlier rows on this GPU); each step runs --warmup [1] times\n"
+"       untimed first, then again until its warm-up has taken --warm-ms [0] milliseconds (so\n"
+"       that it is timed at the clock its own repetition holds, not the one the heavier steps\n"
+"       before it in the sweep left under the power limit); --step profiles that one step\n"
+"       instead of the grid (a diagnostic: too few rows for calib import), its last sequence\n"
+"       over KV_LONG cached keys instead where given (an uneven step)\n");
+}
+
 static void engine_usage(FILE *f)
 {
     fprintf(f,
@@ -113,32 +144,8 @@ static void engine_usage(FILE *f)
 "       writes each measured duration beside the predicted one into engine_steps (a step that\n"
 "       meets a GEMM shape new to the process runs once untimed first); --ops also\n"
 "       times each op of each step (one more run with an event after every op, scaled to the\n"
-"       step's time) into engine_step_ops, which `tessera calib eval` then breaks down by op\n"
-"profile times every op of steps over a grid of (sequences, q, cached kv, logits), and uneven\n"
-"       Reuse steps (3 or 6 blocks of 32, the last over 2,048 or 4,096 cached keys, the others\n"
-"       over 128 to 1,024: the attention's longest block apart from its total work), and, where\n"
-"       the model's context reaches that far (SDAR-8B, not LLaDA-8B), Reuse steps over caches of\n"
-"       8,192 and 16,384 keys, and Refresh steps that select a sparse cache (1 to 16 sequences of\n"
-"       256 to 4,096 tokens keeping half of the rows before their last 32, one kept set for all\n"
-"       heads or one per K/V head: the calibration's kv_select), and dLLM-Cache's steps over its\n"
-"       feature cache (1 to 16 sequences of a 128- or 512-token prompt and a 64- to 1,024-token\n"
-"       response: partial updates picked by the value check, response and whole refreshes; the\n"
-"       calibration's feat_cache), and Reuse steps of every count of 32-token blocks from 3 to\n"
-"       15 the base grid lacks (the GEMMs' steps where their rows spill into one more tile), and\n"
-"       Reuse steps of 24 to 64 sequences of 8 or 32 rows over 128 to 1,024 cached keys (the\n"
-"       attention's cost in the count of sequences past the base grid's 16)\n"
-"       (--grid long, select, fc, ladder or batch: those alone, to add to a profile of the base grid\n"
-"       through calib merge; base: the grid without them; all: every part [all]; --max-rows N:\n"
-"       of those, the steps of at most N rows, the part a change to small steps' kernels touches,\n"
-"       to replace through calib merge --over), and writes\n"
-"       the rows, with GPU name, clocks, driver, CUDA and cuBLAS versions and the version of\n"
-"       the engine's attention launch rules (attn_rules), into engine_profile\n"
-"       (replacing that model's earlier rows on this GPU); each step runs --warmup [1] times\n"
-"       untimed first, then again until its warm-up has taken --warm-ms [0] milliseconds (so\n"
-"       that it is timed at the clock its own repetition holds, not the one the heavier steps\n"
-"       before it in the sweep left under the power limit); --step profiles that one step\n"
-"       instead of the grid (a diagnostic: too few rows for calib import), its last sequence\n"
-"       over KV_LONG cached keys instead where given (an uneven step)\n");
+"       step's time) into engine_step_ops, which `tessera calib eval` then breaks down by op\n");
+    profile_usage(f);
 }
 
 /* What `tessera engine SUB` was asked, its options parsed and range-checked. */
