@@ -183,10 +183,11 @@ static int cmd_plan(const struct mem_args *a)
     struct plan pl = {0};
     struct chunk_result cr = {0};
     double search_us = 0;
+    const int64_t margin = search_margin(a, &m);
     if (a->budget_gib > 0) {
         const double t0 = ts_cpu_s(); /* CPU time: a busy machine's other work does not count */
-        const int searched = chunk_search(a->chunking, &m, &s, p, &po,
-                                          (int64_t)(a->budget_gib * TS_GIB) - search_margin(a, &m), &cr, &err);
+        const int searched = chunk_search(a->chunking, &m, &s, p, &po, (int64_t)(a->budget_gib * TS_GIB) - margin,
+                                          &cr, &err);
         search_us = (ts_cpu_s() - t0) * 1e6;
         if (searched) {
             fprintf(stderr, "tessera mem plan: %s\n", err.msg);
@@ -217,7 +218,7 @@ static int cmd_plan(const struct mem_args *a)
             json_object_set_new(o, "fits", json_boolean(cr.fits));
             json_object_set_new(o, "search_us", json_real(search_us));
             json_object_set_new(o, "plans_tried", json_integer(cr.plans_tried));
-            json_object_set_new(o, "search_margin_bytes", json_integer(search_margin(a, &m)));
+            json_object_set_new(o, "search_margin_bytes", json_integer(margin));
         }
         if (pl.note[0])
             json_object_set_new(o, "note", json_string(pl.note));
@@ -239,7 +240,7 @@ static int cmd_plan(const struct mem_args *a)
                pl.note[0] ? "; " : "", pl.note);
         if (a->budget_gib > 0)
             printf("  budget %.2f GiB, the search keeping %.0f MiB free: %s after %d plans in %.1f us (%d logit "
-                   "chunks, %d FFN chunks)%s%s\n", a->budget_gib, search_margin(a, &m) / TS_MIB,
+                   "chunks, %d FFN chunks)%s%s\n", a->budget_gib, margin / TS_MIB,
                    cr.fits ? "fits" : "does not fit", cr.plans_tried, search_us, cr.logit_chunks, cr.ffn_chunks,
                    cr.fits ? "" : ": ", cr.why);
     }

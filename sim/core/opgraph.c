@@ -273,16 +273,3 @@ int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest)
     return at;
 }
 
-void opgraph_chunkable_at(const struct opgraph *g, int32_t op, int64_t *logit_bytes, int64_t *ffn_bytes)
-{
-    *logit_bytes = *ffn_bytes = 0;
-    for (int32_t i = 0; i < g->n; i++) {
-        const struct og_tensor *t = &g->t[i];
-        if (t->first > op || op > t->last)
-            continue;
-        if (t->kind == OG_LOGITS || t->kind == OG_SOFTMAX)
-            *logit_bytes += t->bytes;
-        else if (t->kind == OG_GATE_UP || t->kind == OG_ACT || (t->kind == OG_GATHER && t->layer >= 0))
-            *ffn_bytes += t->bytes;
-    }
-}

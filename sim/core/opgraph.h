@@ -80,10 +80,6 @@ int64_t opgraph_peak(const struct opgraph *g);
 double opgraph_average(const struct opgraph *g);
 /* The op index where the peak is reached, and the kind of the largest tensor alive there. */
 int32_t opgraph_peak_op(const struct opgraph *g, enum og_kind *largest);
-/* The bytes alive at op that chunking shrinks: the logit chunks' (logits and their softmax copy), and
- * the FFN chunks' (a layer's gate/up and act, an MoE layer's gathered routed copies; not the head's
- * gathered rows, the logits' whole input). */
-void opgraph_chunkable_at(const struct opgraph *g, int32_t op, int64_t *logit_bytes, int64_t *ffn_bytes);
 /* The peak of each part of the forward as Mosaic's chunk search weighs them (flashserve/Mosaic
  * diffusion_tools/online_searcher.py over graph_builder.py's timeline): at each op, what it writes and
  * what a later op still reads (not what it reads last); an op belongs to the LM head's logits, the

@@ -90,7 +90,8 @@ struct chunk_result {
 int64_t chunk_search_margin(const struct model_cfg *m, double mib);
 
 /* Finds chunk counts so that the planned activations fit `budget` bytes: lazy raises the chunk
- * count of whichever of logits and FFN holds the largest tensor at the peak until the plan fits;
+ * count of whichever of the logits' and the FFN's peaks is the larger (opgraph_part_peaks), while it
+ * is above the fixed part's, until the plan fits;
  * brute tries every pair up to the limits and keeps the fewest chunks in all. shape->ffn_chunks and
  * logit_chunk_rows are the starting point (chunks of 1 = unchunked). */
 int chunk_search(enum chunking how, const struct model_cfg *m, const struct og_shape *shape,
