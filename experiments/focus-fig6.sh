@@ -84,8 +84,7 @@ in for the answers (--lengths math). Where the paper finds LLaDA2.0-mini's gain 
 (short prompts leave attention little to cost, and at batch 64 its scheduler's overhead outweighs the
 saved FLOPs in that long reasoning), tessera finds it largest: its MATH answers are the reference
 solutions (median 158 tokens), not LLaDA2.0's own long reasoning, and tessera models no scheduler
-time (the eager launch of LMDeploy's kernels it weighs, above), so FOCUS's scheduler overhead is not
-modelled.
+time (only the eager launch of LMDeploy's kernels), so FOCUS's scheduler overhead is not modelled.
 FOCUS's importance signal: --focus-snr at its default; the paper's decodable-token statistics are
 withheld."
 paper_finish "FOCUS Fig. 6: throughput against batch size, A100-80GB" "batch size" throughput_tok_s logx

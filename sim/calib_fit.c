@@ -160,12 +160,12 @@ static int curve_eval(const struct curve *c, double x, bool extrapolate, double 
  * 35% rms residual with the four sums alone, 14.5% with the maximum and the constant); the work
  * again over the segments of at least ATTN_LONG_Q rows, which the engine runs on its wgmma kernel
  * on Hopper (128-row blocks); and the mma.sync kernel's launch as kernels/attention.cu makes it:
- * its waves of blocks (two an SM, four with the 32-key K/V tiles of short query tiles) times the
- * keys a block covers, its key split following attn_split_rule_v (by the rules version the
- * profiled engine launched with) when it runs alone (all segments run on it where
- * attn_long_on_mma says so). On recorded replays the last term took
- * attention-heavy workloads from 4.9-5.9% to 3.2-3.5% per step and left the fidelity matrix as it
- * was.
+ * its waves of blocks (two an SM, four with the 32-key K/V tiles of short query tiles) over the
+ * keys its blocks cover (attn_wave_finish), its key split following attn_split_rule_v (by the rules
+ * version the profiled engine launched with) when it runs alone (all segments run on it where
+ * attn_long_on_mma says so). On recorded replays the last term took attention-heavy workloads from
+ * 4.9-5.9% to 3.2-3.5% per step; on steps of 64 to 256 sequences of mixed lengths it keeps them
+ * within 3.5% in total (records/batch-mixed-h100).
  */
 struct attn_acc {
     double f[ATTN_FEATURES];
@@ -175,6 +175,8 @@ struct attn_acc {
     int short_segs, long_segs;                   /* segments on each kernel */
     bool any_long;
     int pack, splits, tile_keys; /* the mma.sync launch (attn_finish; 0 without one) */
+    double wave_blocks;          /* the mma.sync launch's blocks a wave (attn_finish) */
+    double tile_block_keys;      /* its 64-row tiles' keys a block, summed over tiles (attn_wave_add) */
 };
 
 /* The keys the query tiles of `rows` rows of a segment cover, summed: each tile runs to the keys
@@ -245,9 +247,38 @@ static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, in
                                           (int)a->f[4]);
     int splits = a->any_long ? 1 : alone;
     bool short_kv_tiles = attn_short_kv_tiles(alone, (int64_t)a->short_rows * P, (int64_t)a->short_tiles);
-    double keys = fmin(ceil(ceil(a->short_max_k / splits) / 64.0) * 64.0, a->short_max_k);
-    a->f[9] = ceil(a->short_tiles * (heads / P) * splits / ((short_kv_tiles ? 4.0 : 2.0) * sms)) * keys;
+    a->wave_blocks = (short_kv_tiles ? 4.0 : 2.0) * sms;
     a->pack = P, a->splits = splits, a->tile_keys = short_kv_tiles ? 32 : 64;
+}
+
+/* The keys one block of the mma.sync launch covers in a segment of k keys: its share of the
+ * split, in whole K/V tiles of 64 */
+static double block_keys(double k, int splits)
+{
+    return fmin(ceil(ceil(k / splits) / 64.0) * 64.0, k);
+}
+
+/* A segment again, once attn_finish has fixed the launch: the keys its tiles' blocks cover, where
+ * the mma.sync kernel runs it */
+static void attn_wave_add(struct attn_acc *a, int64_t q, int64_t kv)
+{
+    if (a->short_tiles <= 0 || (a->any_long && q >= ATTN_LONG_Q))
+        return;
+    a->tile_block_keys += ceil((double)q / 64.0) * block_keys((double)(q + kv), a->splits);
+}
+
+/* The mma.sync launch's time in keys (feature 9): the hardware hands its blocks to the SMs as
+ * slots free up, so every wave but the last takes the blocks' mean keys and the last ends with
+ * the longest block (equal segments: whole waves of one block's keys). Charging every wave the
+ * longest block's keys prices steps of many sequences of mixed lengths 1.3 to 3.5 times what the
+ * engine takes (records/batch-mixed-h100). */
+static void attn_wave_finish(struct attn_acc *a, int heads)
+{
+    if (a->short_tiles <= 0)
+        return;
+    const double per_tile = (double)(heads / a->pack) * a->splits, blocks = a->short_tiles * per_tile;
+    const double mean = a->tile_block_keys / a->short_tiles;
+    a->f[9] = (ceil(blocks / a->wave_blocks) - 1) * mean + block_keys(a->short_max_k, a->splits);
 }
 
 /* The attention features and launch of a step's front layers' shapes or its later ones', as the
@@ -261,6 +292,12 @@ static void attn_layers(const struct calib *c, const struct step_desc *sd, bool 
         attn_add(acc, q, kv, sd->attn_block);
     }
     attn_finish(acc, c->heads, c->kv_heads, c->sms, c->attn_rules);
+    for (int32_t i = 0; i < sd->num_segs; i++) {
+        int32_t q, kv, w;
+        segment_layer_shape(&sd->segs[i], front, &q, &kv, &w);
+        attn_wave_add(acc, q, kv);
+    }
+    attn_wave_finish(acc, c->heads);
 }
 
 static void attn_step(const struct calib *c, const struct step_desc *sd, struct attn_acc *acc)
@@ -297,6 +334,9 @@ static void attn_features(const struct calib_row *r, int heads, int kv_heads, in
     for (int s = 0; s < r->segs; s++)
         attn_add(&a, calib_row_q(r, s), calib_row_kv(r, s), 0); /* profiles run bidirectional */
     attn_finish(&a, heads, kv_heads, sms, rules);
+    for (int s = 0; s < r->segs; s++)
+        attn_wave_add(&a, calib_row_q(r, s), calib_row_kv(r, s));
+    attn_wave_finish(&a, heads);
     memcpy(f, a.f, sizeof a.f);
 }
 

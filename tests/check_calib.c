@@ -1019,6 +1019,57 @@ START_TEST(attention_launch_term_recovered)
 }
 END_TEST
 
+/* Many segments of mixed lengths (a serving batch): the launch term is whole waves of the blocks'
+ * mean keys, the last ending with the longest block, not the longest block's keys every wave. 264
+ * Reuse blocks of 32 rows under rules 1, half over 100 cached keys and half over 3,000: one head a
+ * block, the keys not split, 264 x 32 blocks at four an SM (32-key K/V tiles) on 132 SMs, 16
+ * waves; 132 and 3,032 keys a block, so 15 waves of their mean 1,582 and a last of 3,032 (26,762
+ * keys, where 16 waves of 3,032 would be 48,512). */
+START_TEST(attention_launch_term_over_mixed_lengths)
+{
+    struct calib_data d;
+    planted(&d);
+    d.attn_rules = 1;
+    for (size_t i = 0; i < d.n; i++) {
+        struct calib_row *r = &d.rows[i];
+        if (r->op == OP_ATTN && on_mma(r->segs, r->q, r->kv))
+            r->ms += 5e-4 * mma_waves_keys(1, 32, r->segs, r->q, r->kv, &(int){0});
+    }
+    struct ts_err err;
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 100;
+    for (int i = 0; i < 264; i++) {
+        struct segment b = {.req_id = i + 1, .q = 32, .kv = i % 2 ? 3000 : 100, .logit_rows = 32, .phase = PHASE_REUSE};
+        step_desc_add(&sd, &b);
+    }
+    ck_assert_int_eq(attn_split_rule_pv(1, 1, 264, 264 * 32, 32, 132, 3032), 1);
+    ck_assert(attn_short_kv_tiles(1, 264 * 32, 264));
+    double secs;
+    struct cost_breakdown bd;
+    ck_assert_int_eq(calib_step_s(c, &sd, true, &secs, &bd, &err), 0);
+    const double law = attn_ms(132, 32, 100) + attn_ms(132, 32, 3000) - 4e-5 * 132 - 0.3;
+    const double attn = law + 5e-4 * (15 * (132 + 3032) / 2.0 + 3032);
+    ck_assert_msg(fabs(bd.op_s[OP_ATTN] * 1e3 - attn) < 1e-6 * attn, "%g vs %g", bd.op_s[OP_ATTN] * 1e3, attn);
+    /* all 264 over 3,000 keys: 16 whole waves of 3,032 */
+    step_desc_free(&sd);
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 100;
+    for (int i = 0; i < 264; i++) {
+        struct segment b = {.req_id = i + 1, .q = 32, .kv = 3000, .logit_rows = 32, .phase = PHASE_REUSE};
+        step_desc_add(&sd, &b);
+    }
+    ck_assert_int_eq(calib_step_s(c, &sd, true, &secs, &bd, &err), 0);
+    const double even = attn_ms(264, 32, 3000) + 5e-4 * 16 * 3032;
+    ck_assert_msg(fabs(bd.op_s[OP_ATTN] * 1e3 - even) < 1e-6 * even, "%g vs %g", bd.op_s[OP_ATTN] * 1e3, even);
+    step_desc_free(&sd);
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
 /* The launch rules version travels with the profile: a CSV round trip keeps it, a file without
  * the column is version 1, a profile database without the column too; a version this build does
  * not know, or two in one profile, is refused naming file, line and field. */
@@ -1703,6 +1754,7 @@ int main(void)
     tcase_add_test(tc, a_host_profile_swaps_the_host_line);
     tcase_add_test(tc, a_host_profile_of_the_machine_scales_the_line);
     tcase_add_test(tc, shipped_calibration_prices_a_run);
+    tcase_add_test(tc, attention_launch_term_over_mixed_lengths);
     tcase_add_loop_test(tc, attention_launch_term_recovered, 0, 4);
     tcase_add_test(tc, attention_packed_law_recovered);
     tcase_add_test(tc, attention_rules_travel_with_the_profile);

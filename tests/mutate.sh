@@ -54,6 +54,7 @@ mutations=(
     "focus without placeholder integrity|sim/policy_focus.c|d + k > st->progress;|d + k > st->progress + 65536;|check_policy"
     "all-reduces forgotten under tensor parallelism|sim/cost_roofline.c|        p->total += 2 * layers * t_ar;|        p->total += 0 * layers * t_ar;|check_cost"
     "front layers priced as the later ones|sim/cost_roofline.c|    layer_ops(&p, sd, &t->front, nf, false);|    layer_ops(&p, sd, &later, nf, false);|check_cost"
+    "every wave of the attention launch priced at its longest block|sim/calib_fit.c|    a->f[9] = (ceil(blocks / a->wave_blocks) - 1) * mean + block_keys(a->short_max_k, a->splits);|    a->f[9] = ceil(blocks / a->wave_blocks) * block_keys(a->short_max_k, a->splits);|check_calib"
     "kv_select priced without its candidates|sim/calib_fit.c|f[0] = 1, f[1] = (double)segs, f[2] = (double)cand, f[3] = (double)max_cand;|f[0] = 1, f[1] = (double)segs, f[2] = 0, f[3] = (double)max_cand;|check_calib"
     "feat_cache priced without the carried rows|sim/calib_fit.c|f[3] = (double)computed, f[4] = (double)rows;|f[3] = (double)computed, f[4] = (double)computed;|check_calib"
     "carried logits' LM head priced by the plain curve|sim/calib_fit.c|const bool carried = t->logit_rows > t->q_tokens;|const bool carried = false;|check_calib"
