@@ -976,22 +976,31 @@ static double mma_waves_keys(int rules, int kv_heads, int segs, int q, int kv, i
     return ceil(tiles * (32.0 / *P) * splits / (per_sm * 132)) * block_keys;
 }
 
+/* The planted profile of launch rules `rules` with the launch term added to its attention (0.5 us
+ * a key of mma_waves_keys), fitted */
+static struct calib *planted_launch_fit(int rules, struct calib_data *d)
+{
+    planted(d);
+    d->attn_rules = rules;
+    for (size_t i = 0; i < d->n; i++) {
+        struct calib_row *r = &d->rows[i];
+        if (r->op == OP_ATTN && on_mma(r->segs, r->q, r->kv))
+            r->ms += 5e-4 * mma_waves_keys(rules, 32, r->segs, r->q, r->kv, &(int){0});
+    }
+    struct ts_err err;
+    struct calib *c;
+    ck_assert_msg(calib_fit(d, &c, &err) == 0, "%s", err.msg);
+    return c;
+}
+
 /* A planted attention law with the launch term is recovered, and a Reuse step priced with it,
  * under each version of the launch rules (the profile's: calib_data.attn_rules). */
 START_TEST(attention_launch_term_recovered)
 {
     const int rules = _i + 1;
     struct calib_data d;
-    planted(&d);
-    d.attn_rules = rules;
-    for (size_t i = 0; i < d.n; i++) {
-        struct calib_row *r = &d.rows[i];
-        if (r->op == OP_ATTN && on_mma(r->segs, r->q, r->kv))
-            r->ms += 5e-4 * mma_waves_keys(rules, 32, r->segs, r->q, r->kv, &(int){0});
-    }
+    struct calib *c = planted_launch_fit(rules, &d);
     struct ts_err err;
-    struct calib *c;
-    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
     struct step_desc sd;
     step_desc_init(&sd);
     sd.logit_chunk_rows = 100;
@@ -1028,16 +1037,8 @@ END_TEST
 START_TEST(attention_launch_term_over_mixed_lengths)
 {
     struct calib_data d;
-    planted(&d);
-    d.attn_rules = 1;
-    for (size_t i = 0; i < d.n; i++) {
-        struct calib_row *r = &d.rows[i];
-        if (r->op == OP_ATTN && on_mma(r->segs, r->q, r->kv))
-            r->ms += 5e-4 * mma_waves_keys(1, 32, r->segs, r->q, r->kv, &(int){0});
-    }
+    struct calib *c = planted_launch_fit(1, &d);
     struct ts_err err;
-    struct calib *c;
-    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
     struct step_desc sd;
     step_desc_init(&sd);
     sd.logit_chunk_rows = 100;
