@@ -176,7 +176,7 @@ struct attn_acc {
     bool any_long;
     int pack, splits, tile_keys; /* the mma.sync launch (attn_finish; 0 without one) */
     double wave_blocks;          /* the mma.sync launch's blocks a wave (attn_finish) */
-    double tile_block_keys;      /* its 64-row tiles' keys a block, summed over tiles (attn_wave_add) */
+    double tile_block_keys;      /* the keys a block covers, summed over its 64-row query tiles (attn_wave_add) */
 };
 
 /* The keys the query tiles of `rows` rows of a segment cover, summed: each tile runs to the keys

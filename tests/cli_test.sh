@@ -404,27 +404,24 @@ done
 # batch-mixed-h100: LMDeploy's and FOCUS's steps of 64 to 256 sequences of mixed lengths (SDAR-8B;
 # LMDeploy's of 128 for LLaDA-8B and Dream-7B too) replayed on an H100, priced by the shipped
 # calibrations as eval-*.txt says, each run's total within 7%
-bm=$rec_dir/batch-mixed-h100
-for r in lmdeploy-64 lmdeploy-128 lmdeploy-256 focus-64 focus-128 focus-256 lmdeploy-128-llada-8b lmdeploy-128-dream-7b; do
+bm=$rec_dir/batch-mixed-h100 sdar_runs="lmdeploy-64 lmdeploy-128 lmdeploy-256 focus-64 focus-128 focus-256"
+for r in $sdar_runs lmdeploy-128-llada-8b lmdeploy-128-dream-7b; do
     gzip -dc "$bm/$r.db.gz" >"$tmp/$r.db"
     (cd "$tmp" && $bin calib eval --db "$r.db" --extrapolate) >"$tmp/out" 2>&1
     if cmp -s "$tmp/out" "$bm/eval-$r.txt"; then ok
     else bad "batch-mixed-h100/eval-$r.txt is not what calib eval gives"; diff "$tmp/out" "$bm/eval-$r.txt" | head >&2; fi
     awk '/^  calibrated / { t = $NF; sub(/%/, "", t); exit !(t + 0 > -7 && t + 0 < 7) }' "$tmp/out" && ok ||
         bad "batch-mixed-h100: $r priced more than 7% off in total"
-    [[ $r == *-*-* ]] || cp "$tmp/$r.db" "$tmp/t-$r.db"
-    rm -f "$tmp/$r.db"
 done
 # the SDAR-8B replays priced by the shipped H200 calibration carried to the H100
 expect 0 "calib transfer of h200-sdar-8b" -- $bin calib transfer "$root/sim/data/calib/h200-sdar-8b-tessera.csv" \
     --from h200 --to h100 --out "$tmp/h200-sdar-8b-to-h100.csv"
-for r in lmdeploy-64 lmdeploy-128 lmdeploy-256 focus-64 focus-128 focus-256; do
-    mv "$tmp/t-$r.db" "$tmp/$r.db"
+for r in $sdar_runs; do
     (cd "$tmp" && $bin calib eval --db "$r.db" --calib h200-sdar-8b-to-h100.csv --extrapolate) 2>&1
-    rm -f "$tmp/$r.db"
 done >"$tmp/t200.txt"
 cmp -s "$tmp/t200.txt" "$bm/eval-h200-transferred.txt" && ok ||
     bad "batch-mixed-h100/eval-h200-transferred.txt is not what calib eval gives"
+for r in $sdar_runs lmdeploy-128-llada-8b lmdeploy-128-dream-7b; do rm -f "$tmp/$r.db"; done
 # (the engine's runs have no host to swap: calib eval --host refuses, naming the host)
 expect 2 "calib eval --host on an engine run" -- $bin calib eval --db "$tmp/ops-def.db" --host lent-h100
 contains "calib eval --host on an engine run" "--host lent-h100: the calibration of llada-8b on NVIDIA H200"
