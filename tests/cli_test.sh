@@ -422,6 +422,46 @@ done >"$tmp/t200.txt"
 cmp -s "$tmp/t200.txt" "$bm/eval-h200-transferred.txt" && ok ||
     bad "batch-mixed-h100/eval-h200-transferred.txt is not what calib eval gives"
 for r in $sdar_runs lmdeploy-128-llada-8b lmdeploy-128-dream-7b; do rm -f "$tmp/$r.db"; done
+# batch-mixed-h200: the same schedules simulated for and replayed on an H200, priced by the shipped
+# H200 calibration as eval-*.txt says (each run's total within 7%) and by it merged with the batch
+# part and the small-q steps as eval-parts-merged.txt says; the small-q steps' attention against
+# both calibrations, and the eviction's share of FOCUS's attention kernels, as recorded
+bh=$rec_dir/batch-mixed-h200
+gzip -dc "$bh/profiles/batch-sdar-8b-tessera.csv.gz" >"$tmp/bh-batch.csv"
+gzip -dc "$bh/profiles/small-q-sdar-8b-tessera.csv.gz" >"$tmp/bh-small-q.csv"
+expect 0 "calib merge of batch-mixed-h200's profiles" -- $bin calib merge "$root/sim/data/calib/h200-sdar-8b-tessera.csv" \
+    "$tmp/bh-batch.csv" "$tmp/bh-small-q.csv" --gpu h200 --out "$tmp/cal-parts.csv"
+for r in $sdar_runs; do
+    gzip -dc "$bh/$r.db.gz" >"$tmp/$r.db"
+    (cd "$tmp" && $bin calib eval --db "$r.db" --extrapolate) >"$tmp/out" 2>&1
+    if cmp -s "$tmp/out" "$bh/eval-$r.txt"; then ok
+    else bad "batch-mixed-h200/eval-$r.txt is not what calib eval gives"; diff "$tmp/out" "$bh/eval-$r.txt" | head >&2; fi
+    awk '/^  calibrated / { t = $NF; sub(/%/, "", t); exit !(t + 0 > -7 && t + 0 < 7) }' "$tmp/out" && ok ||
+        bad "batch-mixed-h200: $r priced more than 7% off in total"
+done
+for r in $sdar_runs; do
+    (cd "$tmp" && $bin calib eval --db "$r.db" --calib cal-parts.csv --extrapolate) 2>&1
+done >"$tmp/parts.txt"
+cmp -s "$tmp/parts.txt" "$bh/eval-parts-merged.txt" && ok ||
+    bad "batch-mixed-h200/eval-parts-merged.txt is not what calib eval gives"
+for r in $sdar_runs; do rm -f "$tmp/$r.db"; done
+for c in shipped merged; do
+    cal=$root/sim/data/calib/h200-sdar-8b-tessera.csv want=$bh/small-q.txt
+    [ $c = merged ] && cal=$tmp/cal-parts.csv want=$bh/small-q-merged.txt
+    OP=attention TESSERA=$bin bash "$root/analysis/price_profile.sh" "$cal" "$bh/profiles/small-q-sdar-8b-tessera.csv.gz" \
+        h200 sdar-8b tessera >"$tmp/out" 2>&1
+    cmp -s "$tmp/out" "$want" && ok || bad "batch-mixed-h200/$(basename "$want") is not what price_profile.sh gives"
+done
+# the shipped calibration prices every 2-to-8-row step there short (the attention model's form)
+awk '$2 + 0 >= 2 && $2 + 0 <= 8 && $7 + 0 >= 0.85 { exit 1 }' "$bh/small-q.txt" && ok ||
+    bad "batch-mixed-h200/small-q.txt: a step of 2 to 8 rows priced within 15%"
+(cd "$bh" && bash "$root/analysis/evict_share.sh" ncu-focus-128.csv.gz ncu-focus-256.csv.gz) >"$tmp/out" 2>&1
+cmp -s "$tmp/out" "$bh/evict-share.txt" && ok || bad "batch-mixed-h200/evict-share.txt is not what evict_share.sh gives"
+# evict_share.sh on what is not an ncu CSV: refused, naming the file
+printf 'x\n"a","b"\n' >"$tmp/bad-ncu.csv"
+expect 1 "evict_share.sh on a CSV without ncu's columns" -- bash "$root/analysis/evict_share.sh" "$tmp/bad-ncu.csv"
+contains "evict_share.sh on a CSV without ncu's columns" "bad-ncu.csv:2: not an ncu CSV header"
+expect 2 "evict_share.sh without a file" -- bash "$root/analysis/evict_share.sh"
 # (the engine's runs have no host to swap: calib eval --host refuses, naming the host)
 expect 2 "calib eval --host on an engine run" -- $bin calib eval --db "$tmp/ops-def.db" --host lent-h100
 contains "calib eval --host on an engine run" "--host lent-h100: the calibration of llada-8b on NVIDIA H200"

@@ -62,7 +62,9 @@ show --gpu a100-80gb --from h200):"
         sed -n '/^  /p' "$CARRIED_BAND"
     done
     echo "The calibrated model on batches like these (64 to 256 ShareGPT sequences of SDAR-8B replayed on
-an H100, experiments/records/batch-mixed-h100): LMDeploy's steps within 1.8-3.0% per step, FOCUS's
-within 3.1-8.0%, the time of FOCUS's eviction kernels not priced (its attention comes out 12-21%
-short); the H200's calibration carried to the H100 prices them within 2.3-7.0%."
+an H100 and an H200, experiments/records/batch-mixed-h100 and batch-mixed-h200): LMDeploy's steps
+within 1.2-3.0% per step, FOCUS's within 3.1-8.5%. FOCUS's attention comes out 12-21% short: about
+3 points of it are its eviction kernels, which the calibration does not price; the rest is the
+attention model's price of many sequences of a few kept rows each (0.63-0.83 of their time). The
+H200's calibration carried to the H100 prices them within 2.3-7.0%."
 }
