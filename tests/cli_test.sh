@@ -1474,7 +1474,7 @@ expect 2 "calib import of a thin profile" -- $bin calib import "$tmp/thin.csv" -
 contains "calib import of a thin profile" "no rows for op norm"
 if [ -e "$(dirname "$bin")/libtessera_engine.so" ]; then # engine built: its argument checks need no GPU
     expect 2 "engine profile --step with bad logit rows" -- $bin engine profile --db "$tmp/p.db" --step 1,32,1024,5
-    contains "engine profile --step says what it wants" "--step SEGS,Q,KV,LOGIT_ROWS"
+    contains "engine profile --step says what it wants" "--step 1,32,1024,5: LOGIT_ROWS 0 or Q"
     expect 2 "engine profile --step too large" -- $bin engine profile --db "$tmp/p.db" --step 16,2048,0,0
     expect 2 "engine profile --step uneven with one sequence" -- $bin engine profile --db "$tmp/p.db" --step 1,32,128,32,2048
     contains "engine profile --step names KV_LONG" "KV_LONG (2 or more SEGS) a count"
@@ -1489,13 +1489,13 @@ if [ -e "$(dirname "$bin")/libtessera_engine.so" ]; then # engine built: its arg
     expect 2 "engine profile --grid unknown" -- $bin engine profile --db "$tmp/p.db" --grid longer
     contains "engine profile --grid names the value" "bad value 'longer'"
     expect 2 "engine profile --grid with --step" -- $bin engine profile --db "$tmp/p.db" --grid long --step 1,32,480,0
-    contains "engine profile --grid with --step says why" "--step and --grid: one step, or a grid"
+    contains "engine profile --grid with --step says why" "--step and --grid: the steps given, or a grid"
     expect 1 "engine profile --grid long for LLaDA-8B (no long-cache step)" -- $bin engine profile --db "$tmp/p.db" --grid long
     contains "engine profile --grid long says why, before any GPU work" "the long grid holds no step for llada-8b (context 4096)"
     expect 2 "engine profile --max-rows 0" -- $bin engine profile --db "$tmp/p.db" --max-rows 0
     contains "engine profile --max-rows names the value" "--max-rows: bad value '0'"
     expect 2 "engine profile --max-rows with --step" -- $bin engine profile --db "$tmp/p.db" --max-rows 64 --step 1,32,480,0
-    contains "engine profile --max-rows with --step says why" "--step and --max-rows: one step, or a grid"
+    contains "engine profile --max-rows with --step says why" "--step and --max-rows: the steps given, or a grid"
     expect 1 "engine profile --grid long --max-rows for SDAR-8B (its smallest long-cache step has 8 rows)" -- \
         $bin engine profile --db "$tmp/p.db" --model sdar-8b --grid long --max-rows 7
     contains "engine profile --max-rows says why, before any GPU work" "no step of the grid has at most 7 rows"
@@ -1519,8 +1519,12 @@ if [ -e "$(dirname "$bin")/libtessera_engine.so" ]; then # engine built: its arg
     contains "engine bench --step names the step" "--step 16,1024,0,0: 16 x 1024 tokens, more than the 8192"
     expect 2 "engine bench --step nine times" -- $bin engine bench $(for k in 1 2 3 4 5 6 7 8 9; do printf -- '--step 1,32,0,0 '; done)
     contains "engine bench --step says how often" "at most 8 steps"
-    expect 2 "engine profile --step twice" -- $bin engine profile --db "$tmp/p.db" --step 1,32,0,0 --step 2,32,0,0
-    contains "engine profile takes one step" "one step, LOGIT_ROWS 0 or Q"
+    expect 2 "engine profile --step 33 times" -- $bin engine profile --db "$tmp/p.db" \
+        $(for k in $(seq 33); do printf -- '--step %d,32,0,0 ' $k; done)
+    contains "engine profile --step says how often" "at most 32 steps"
+    expect 2 "engine profile --step with bad logit rows among others" -- $bin engine profile --db "$tmp/p.db" \
+        --step 1,32,0,0 --step 2,16,480,8 --step 4,8,480,0
+    contains "engine profile names the step with bad logit rows" "--step 2,16,480,8: LOGIT_ROWS 0 or Q"
 fi
 expect 2 "calib eval without a replay" -- $bin calib eval --db "$tmp/ok.db"
 contains "calib eval without a replay" "no replayed run"

@@ -6,6 +6,7 @@
 # it): the table gains them, the old row reads NULL for both (version 1, even) and the new rows
 # ATTN_RULES and kv_long 0. The grid's batch part (its steps of up to 400 rows) profiles steps of 24,
 # 32 and 48 sequences, which merge into the GPU's shipped LLaDA-8B calibration (an H100 or an H200).
+# Four steps of one's own (--step four times) profile into one database and merge into it too.
 # Usage: profile_gpu_test.sh PATH/TO/tessera
 set -u
 bin=${1:?usage: profile_gpu_test.sh PATH/TO/tessera}
@@ -63,3 +64,20 @@ if [ -n "$g" ]; then
         >"$tmp/merge.out" 2>&1 || { echo "profile: FAIL: the batch part does not merge"; cat "$tmp/merge.out"; exit 1; }
 fi
 echo "profile: the grid's batch part profiled (24, 32 and 48 sequences)${g:+ and merged into $g-llada-8b-tessera}; ok"
+# steps of one's own (--step several times): each profiled into the one database, in the order given,
+# the uneven one with its kv_long; together they merge into the shipped calibration (the even ones,
+# without logits, measure each op at three token counts, as calib merge asks)
+"$bin" engine profile --db "$tmp/own.db" --reps 1 --step 64,8,640,0 --step 4,16,480,0 --step 8,32,480,0 \
+    --step 3,32,128,0,2048 \
+    >"$tmp/own.out" 2>&1 || { echo "profile: engine profile with four --step failed"; cat "$tmp/own.out"; exit 1; }
+steps=$(python3 -c 'import sqlite3, sys; print(" ".join(f"{r[0]},{r[1]},{r[2]},{r[3]},{r[4]}" for r in
+    sqlite3.connect(sys.argv[1]).execute("SELECT segs, q, kv, logit_rows, kv_long FROM engine_profile GROUP BY segs, q, kv, logit_rows, kv_long "
+    "ORDER BY min(rowid)")))' \
+    "$tmp/own.db")
+[ "$steps" = "64,8,640,0,0 4,16,480,0,0 8,32,480,0,0 3,32,128,0,2048" ] ||
+    { echo "profile: FAIL: four --step profiled as $steps"; exit 1; }
+if [ -n "$g" ]; then
+    "$bin" calib merge "$root/sim/data/calib/$g-llada-8b-tessera.csv" "$tmp/own.db" --gpu $g --out "$tmp/own.csv" \
+        >"$tmp/merge.out" 2>&1 || { echo "profile: FAIL: the --step profile does not merge"; cat "$tmp/merge.out"; exit 1; }
+fi
+echo "profile: four steps of one's own profiled into one database${g:+ and merged into $g-llada-8b-tessera}; ok"

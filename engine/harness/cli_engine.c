@@ -44,9 +44,10 @@ static void profile_usage(FILE *f)
 "       (replacing that model's earlier rows on this GPU); each step runs --warmup [1] times\n"
 "       untimed first, then again until its warm-up has taken --warm-ms [0] milliseconds (so\n"
 "       that it is timed at the clock its own repetition holds, not the one the heavier steps\n"
-"       before it in the sweep left under the power limit); --step profiles that one step\n"
-"       instead of the grid (a diagnostic: too few rows for calib import), its last sequence\n"
-"       over KV_LONG cached keys instead where given (an uneven step)\n");
+"       before it in the sweep left under the power limit); --step (up to %d times) profiles\n"
+"       those steps instead of the grid, each step's last sequence over KV_LONG cached keys\n"
+"       instead where given (an uneven step): shapes of one's own, to merge into a calibration\n"
+"       through calib merge (one step alone has too few rows for calib import)\n", ENG_PROFILE_MAX_STEPS);
 }
 
 static void engine_usage(FILE *f)
@@ -65,7 +66,7 @@ static void engine_usage(FILE *f)
 "       tessera engine profile --db PROFILE.db [--model NAME] [--reps N] [--mem-limit GB]\n"
 "                              [--gemm-cache FILE] [--warmup N] [--warm-ms MS]\n"
 "                              [--grid all|base|long|select|fc|ladder|batch] [--max-rows N]\n"
-"                              [--step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]]\n"
+"                              [--step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG] ...]\n"
 "       tessera engine bench [--model NAME|config.json] [--reps N] [--max-num-logits N]\n"
 "                            [--mem-limit GB] [--json FILE] [--only steps|gemm|attention|focus|anchor|clock]\n"
 "                            [--weights PATH] [--gemm-cache FILE] [--warm-s S]\n"
@@ -148,6 +149,8 @@ static void engine_usage(FILE *f)
     profile_usage(f);
 }
 
+_Static_assert(ENG_PROFILE_MAX_STEPS >= ENG_BENCH_MAX_STEPS, "engine_args.step_list holds every command's --step");
+
 /* What `tessera engine SUB` was asked, its options parsed and range-checked. */
 struct engine_args {
     const char *sub;
@@ -156,13 +159,20 @@ struct engine_args {
     bool ops;
     double warm_ms, warm_s, idle_s, mem_gb;
     const char *warm_trace, *db, *weights, *model, *json, *only, *anchor;
-    int32_t step_list[ENG_BENCH_MAX_STEPS][5]; /* SEGS, Q, KV, LOGIT_ROWS, KV_LONG (profile's; 0: even) */
+    int32_t step_list[ENG_PROFILE_MAX_STEPS][5]; /* SEGS, Q, KV, LOGIT_ROWS, KV_LONG (profile's; 0: even) */
     int nstep;
     int grid; /* profile's --grid; -1: not given (all) */
     int64_t max_rows; /* profile's --max-rows; 0: not given */
 };
 
-/* --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG] into st: -1 (said on stderr) when malformed or out of range. */
+/* The --step options `engine SUB` takes at most. */
+static int max_steps(const char *sub)
+{
+    return strcmp(sub, "profile") == 0 ? ENG_PROFILE_MAX_STEPS : ENG_BENCH_MAX_STEPS;
+}
+
+/* --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG] into st: -1 (said on stderr) when malformed or out of range
+ * (st NULL: one more than SUB takes). */
 static int parse_step(const char *sub, const char *text, int32_t *st)
 {
     int n = 0, m = 0;
@@ -177,7 +187,7 @@ static int parse_step(const char *sub, const char *text, int32_t *st)
     if (bad)
         fprintf(stderr, "tessera engine %s: --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]: SEGS x Q up to 16384 "
                         "tokens, LOGIT_ROWS from 0 to Q, KV_LONG (2 or more SEGS) a count, at most %d steps\n",
-                sub, ENG_BENCH_MAX_STEPS);
+                sub, max_steps(sub));
     return bad ? -1 : 0;
 }
 
@@ -236,7 +246,7 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
         case 'x': bad = ts_parse_i64(optarg, &a->max_rows) || a->max_rows < 1 || a->max_rows > 16384; break;
         case 'P': bad = ts_parse_i64(optarg, &a->tp) || a->tp < 1 || a->tp > ENG_TP_MAX; break;
         case 'T':
-            if (parse_step(a->sub, optarg, a->nstep < ENG_BENCH_MAX_STEPS ? a->step_list[a->nstep] : NULL))
+            if (parse_step(a->sub, optarg, a->nstep < max_steps(a->sub) ? a->step_list[a->nstep] : NULL))
                 return EXIT_USAGE;
             a->nstep++;
             break;
@@ -343,7 +353,7 @@ static int run_bench(const struct engine_args *a)
     return rc;
 }
 
-/* `engine profile`: one step (--step, LOGIT_ROWS 0 or Q) or the grid (--grid), not both. */
+/* `engine profile`: the steps given (--step, LOGIT_ROWS 0 or Q) or the grid (--grid), not both. */
 static int run_profile(const struct engine_args *a)
 {
     struct model_cfg m;
@@ -352,19 +362,22 @@ static int run_profile(const struct engine_args *a)
         fprintf(stderr, "tessera engine profile: %s\n", err.msg);
         return EXIT_USAGE;
     }
-    if (a->nstep > 1 || (a->nstep == 1 && a->step_list[0][3] != 0 && a->step_list[0][3] != a->step_list[0][1])) {
-        fprintf(stderr, "tessera engine profile: --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG]: one step, LOGIT_ROWS "
-                        "0 or Q\n");
-        return EXIT_USAGE;
+    for (int k = 0; k < a->nstep; k++) {
+        const int32_t *st = a->step_list[k];
+        if (st[3] != 0 && st[3] != st[1]) {
+            fprintf(stderr, "tessera engine profile: --step %d,%d,%d,%d: LOGIT_ROWS 0 or Q (a profile step's "
+                            "logits are none or every row's)\n", st[0], st[1], st[2], st[3]);
+            return EXIT_USAGE;
+        }
     }
-    if (a->nstep == 1 && (a->grid >= 0 || a->max_rows > 0)) {
-        fprintf(stderr, "tessera engine profile: --step and --%s: one step, or a grid\n",
+    if (a->nstep > 0 && (a->grid >= 0 || a->max_rows > 0)) {
+        fprintf(stderr, "tessera engine profile: --step and --%s: the steps given, or a grid\n",
                 a->grid >= 0 ? "grid" : "max-rows");
         return EXIT_USAGE;
     }
     return eng_profile_run(&m, a->db, (int)TS_MIN(a->reps, 5), (int)a->warmup, a->warm_ms,
-                           a->nstep ? a->step_list[0] : NULL, a->grid < 0 ? GRID_ALL : a->grid, a->max_rows,
-                           a->mem_gb, stdout);
+                           (const int32_t(*)[5])a->step_list, a->nstep, a->grid < 0 ? GRID_ALL : a->grid,
+                           a->max_rows, a->mem_gb, stdout);
 }
 
 /* `engine check --tp N` and `engine bench --tp N`: outside a launch, the launch of N ranks running

@@ -104,13 +104,17 @@ static int profile_begin(sqlite3 *db, const char *path, const char *model, const
 
 /* The steps to profile: the one asked for, or the grid's part (its long-cache steps that exceed the
  * KV pool left out, said on out). NULL with err when none is left. */
-static struct prof_step *profile_steps(const struct model_cfg *m, struct eng *e, const int32_t *only_step,
-                                       int grid_part, int64_t max_rows, size_t *n, FILE *out, struct ts_err *err)
+static struct prof_step *profile_steps(const struct model_cfg *m, struct eng *e, const int32_t (*steps)[5],
+                                       int n_steps, int grid_part, int64_t max_rows, size_t *n, FILE *out,
+                                       struct ts_err *err)
 {
-    if (only_step) {
-        struct prof_step *grid = xmalloc(sizeof *grid);
-        grid[0] = (struct prof_step){only_step[0], only_step[1], only_step[2], only_step[3] > 0, only_step[4], 0, 0, 0, 0, 0};
-        *n = 1;
+    if (n_steps > 0) {
+        struct prof_step *grid = xmalloc(sizeof *grid * (size_t)n_steps);
+        for (int k = 0; k < n_steps; k++) {
+            const int32_t *st = steps[k];
+            grid[k] = (struct prof_step){st[0], st[1], st[2], st[3] > 0, st[4], 0, 0, 0, 0, 0};
+        }
+        *n = (size_t)n_steps;
         return grid;
     }
     struct eng_mem mem;
@@ -234,9 +238,10 @@ static int profile_store(sqlite3_stmt *ins, const struct machine *mc, const char
 }
 
 int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int warmup, double warm_ms,
-                    const int32_t *only_step, int grid_part, int64_t max_rows, double mem_limit_gb, FILE *out)
+                    const int32_t (*steps)[5], int n_steps, int grid_part, int64_t max_rows,
+                    double mem_limit_gb, FILE *out)
 {
-    if (!only_step) { /* a grid without a step for this model (only the long part can be: the
+    if (n_steps <= 0) { /* a grid without a step for this model (only the long part can be: the
                        * model's context is too short; or none is small enough) is refused before
                        * any GPU work */
         size_t n = 0;
@@ -287,7 +292,7 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
     }
     if (writer && profile_begin(db, path, share.name, mc.device, &ins, out, &err))
         goto rollback;
-    if (!(grid = profile_steps(m, e, only_step, grid_part, max_rows, &n_grid, out, &err)))
+    if (!(grid = profile_steps(m, e, steps, n_steps, grid_part, max_rows, &n_grid, out, &err)))
         goto rollback;
     int64_t rows = 0, req = 0;
     for (size_t gi = 0; gi < n_grid; gi++) {

@@ -27,11 +27,13 @@ int eng_replay_run(const char *db, int64_t run_id, int64_t max_steps, double mem
  */
 /* Each step runs warmup times untimed first, and then again until its warm-up runs have taken warm_ms
  * (the card settles at the clock the step's own repetition holds under the power limit, rather than
- * the one the sweep's heavier steps before it left); only_step (segs, q, kv, logit rows: 0 or q, and
- * kv_long: > 0, the last sequence over that many cached keys instead), if not NULL, profiles that
- * one step instead of the grid, which is grid_part's (enum grid_part, eng_grid.h), of its steps those of
- * at most max_rows rows where max_rows > 0. */
+ * the one the sweep's heavier steps before it left); the n_steps steps (segs, q, kv, logit rows: 0 or
+ * q, and kv_long: > 0, the last sequence over that many cached keys instead), where n_steps > 0, are
+ * profiled instead of the grid, which is grid_part's (enum grid_part, eng_grid.h), of its steps those
+ * of at most max_rows rows where max_rows > 0. */
+#define ENG_PROFILE_MAX_STEPS 32 /* engine profile --step at most this often */
 int eng_profile_run(const struct model_cfg *m, const char *db, int reps, int warmup, double warm_ms,
-                    const int32_t *only_step, int grid_part, int64_t max_rows, double mem_limit_gb, FILE *out);
+                    const int32_t (*steps)[5], int n_steps, int grid_part, int64_t max_rows, double mem_limit_gb,
+                    FILE *out);
 
 #endif
