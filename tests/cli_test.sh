@@ -404,15 +404,18 @@ done
 # batch-mixed-h100: LMDeploy's and FOCUS's steps of 64 to 256 sequences of mixed lengths (SDAR-8B;
 # LMDeploy's of 128 for LLaDA-8B and Dream-7B too) replayed on an H100, priced by the shipped
 # calibrations as eval-*.txt says, each run's total within 7%
-bm=$rec_dir/batch-mixed-h100 sdar_runs="lmdeploy-64 lmdeploy-128 lmdeploy-256 focus-64 focus-128 focus-256"
-for r in $sdar_runs lmdeploy-128-llada-8b lmdeploy-128-dream-7b; do
-    gzip -dc "$bm/$r.db.gz" >"$tmp/$r.db"
-    (cd "$tmp" && $bin calib eval --db "$r.db" --extrapolate) >"$tmp/out" 2>&1
-    if cmp -s "$tmp/out" "$bm/eval-$r.txt"; then ok
-    else bad "batch-mixed-h100/eval-$r.txt is not what calib eval gives"; diff "$tmp/out" "$bm/eval-$r.txt" | head >&2; fi
+# batch_eval REC RUN: REC's RUN.db, unpacked into $tmp, priced by the shipped calibration as
+# REC/eval-RUN.txt says, its total within 7%
+batch_eval() {
+    gzip -dc "$rec_dir/$1/$2.db.gz" >"$tmp/$2.db"
+    (cd "$tmp" && $bin calib eval --db "$2.db" --extrapolate) >"$tmp/out" 2>&1
+    if cmp -s "$tmp/out" "$rec_dir/$1/eval-$2.txt"; then ok
+    else bad "$1/eval-$2.txt is not what calib eval gives"; diff "$tmp/out" "$rec_dir/$1/eval-$2.txt" | head >&2; fi
     awk '/^  calibrated / { t = $NF; sub(/%/, "", t); exit !(t + 0 > -7 && t + 0 < 7) }' "$tmp/out" && ok ||
-        bad "batch-mixed-h100: $r priced more than 7% off in total"
-done
+        bad "$1: $2 priced more than 7% off in total"
+}
+bm=$rec_dir/batch-mixed-h100 sdar_runs="lmdeploy-64 lmdeploy-128 lmdeploy-256 focus-64 focus-128 focus-256"
+for r in $sdar_runs lmdeploy-128-llada-8b lmdeploy-128-dream-7b; do batch_eval batch-mixed-h100 $r; done
 # the SDAR-8B replays priced by the shipped H200 calibration carried to the H100
 expect 0 "calib transfer of h200-sdar-8b" -- $bin calib transfer "$root/sim/data/calib/h200-sdar-8b-tessera.csv" \
     --from h200 --to h100 --out "$tmp/h200-sdar-8b-to-h100.csv"
@@ -431,14 +434,7 @@ gzip -dc "$bh/profiles/batch-sdar-8b-tessera.csv.gz" >"$tmp/bh-batch.csv"
 gzip -dc "$bh/profiles/small-q-sdar-8b-tessera.csv.gz" >"$tmp/bh-small-q.csv"
 expect 0 "calib merge of batch-mixed-h200's profiles" -- $bin calib merge "$root/sim/data/calib/h200-sdar-8b-tessera.csv" \
     "$tmp/bh-batch.csv" "$tmp/bh-small-q.csv" --gpu h200 --out "$tmp/cal-parts.csv"
-for r in $sdar_runs; do
-    gzip -dc "$bh/$r.db.gz" >"$tmp/$r.db"
-    (cd "$tmp" && $bin calib eval --db "$r.db" --extrapolate) >"$tmp/out" 2>&1
-    if cmp -s "$tmp/out" "$bh/eval-$r.txt"; then ok
-    else bad "batch-mixed-h200/eval-$r.txt is not what calib eval gives"; diff "$tmp/out" "$bh/eval-$r.txt" | head >&2; fi
-    awk '/^  calibrated / { t = $NF; sub(/%/, "", t); exit !(t + 0 > -7 && t + 0 < 7) }' "$tmp/out" && ok ||
-        bad "batch-mixed-h200: $r priced more than 7% off in total"
-done
+for r in $sdar_runs; do batch_eval batch-mixed-h200 $r; done
 for r in $sdar_runs; do
     (cd "$tmp" && $bin calib eval --db "$r.db" --calib cal-parts.csv --extrapolate) 2>&1
 done >"$tmp/parts.txt"
