@@ -448,9 +448,15 @@ for c in shipped merged; do
         h200 sdar-8b tessera >"$tmp/out" 2>&1
     cmp -s "$tmp/out" "$want" && ok || bad "batch-mixed-h200/$(basename "$want") is not what price_profile.sh gives"
 done
-# the shipped calibration prices every 2-to-8-row step there short (the attention model's form)
-awk '$2 + 0 >= 2 && $2 + 0 <= 8 && $7 + 0 >= 0.85 { exit 1 }' "$bh/small-q.txt" && ok ||
-    bad "batch-mixed-h200/small-q.txt: a step of 2 to 8 rows priced within 15%"
+# the same steps profiled on an H100, priced by its shipped calibration as batch-mixed-h100 recorded
+OP=attention TESSERA=$bin bash "$root/analysis/price_profile.sh" "$root/sim/data/calib/h100-sdar-8b-tessera.csv" \
+    "$bm/profiles/small-q-sdar-8b-tessera.csv.gz" h100 sdar-8b tessera >"$tmp/out" 2>&1
+cmp -s "$tmp/out" "$bm/small-q.txt" && ok || bad "batch-mixed-h100/small-q.txt is not what price_profile.sh gives"
+# the shipped calibrations price every 2-to-8-row step there short on both cards (the attention model's form)
+for f in "$bh/small-q.txt" "$bm/small-q.txt"; do
+    awk '$2 + 0 >= 2 && $2 + 0 <= 8 && $7 + 0 >= 0.85 { exit 1 }' "$f" && ok ||
+        bad "$f: a step of 2 to 8 rows priced within 15%"
+done
 (cd "$bh" && bash "$root/analysis/evict_share.sh" ncu-focus-128.csv.gz ncu-focus-256.csv.gz) >"$tmp/out" 2>&1
 cmp -s "$tmp/out" "$bh/evict-share.txt" && ok || bad "batch-mixed-h200/evict-share.txt is not what evict_share.sh gives"
 # evict_share.sh on what is not an ncu CSV: refused, naming the file

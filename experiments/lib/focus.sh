@@ -65,6 +65,7 @@ show --gpu a100-80gb --from h200):"
 an H100 and an H200, experiments/records/batch-mixed-h100 and batch-mixed-h200): LMDeploy's steps
 within 1.2-3.0% per step, FOCUS's within 3.1-8.5%. FOCUS's attention comes out 12-21% short: about
 3 points of it are its eviction kernels, which the calibration does not price; the rest is the
-attention model's price of many sequences of a few kept rows each (0.63-0.83 of their time). The
-H200's calibration carried to the H100 prices them within 2.3-7.0%."
+attention model's price of many sequences of a few kept rows each (0.63-0.83 of their time on the
+H200, 0.66-0.76 on the H100). The H200's calibration carried to the H100 prices them within
+2.3-7.0%."
 }
