@@ -1115,8 +1115,12 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
     bd->op_s[OP_LM_HEAD] = lm * 1e-3;
     bd->op_s[OP_SAMPLE] = smp * 1e-3;
     ms += lm + smp;
+    const double host_scale = cx && cx->op_scale ? cx->op_scale[OP_HOST] : 1.0;
+    if (cx && cx->op_scale) /* an ablation (--op-scale): before the host, which it scales apart */
+        ms += 1e3 * cost_op_scale_ops(cx->op_scale, bd);
     if (c->host_bound) { /* the GPU waits for the host's issue when that takes longer */
-        const double host = c->host0 + c->host_seg * sd->num_segs, sel = c->host_sel * (double)t->sel_segs;
+        const double host = host_scale * (c->host0 + c->host_seg * sd->num_segs),
+                     sel = host_scale * c->host_sel * (double)t->sel_segs;
         if (host > ms || sel > 0) {
             bd->op_s[OP_HOST] = (fmax(host - ms, 0.0) + sel) * 1e-3;
             ms = fmax(host, ms) + sel;

@@ -24,7 +24,7 @@ enum {
     O_BLOCK, O_TP, O_EARLY, O_EOS, O_ITER_SMOOTH, O_MASK_ONLY, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
     O_RESERVE, O_MARGIN, O_PREEMPT, O_DB, O_APPEND, O_REPLACE, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS,
     O_NO_PROGRESS, O_HELP,
-    O_DATADIR, O_CALIB, O_HOST, O_EXTRAPOLATE, O_CLOCK, O_PLANNER, O_LAZY, O_LAYOUT, O_EXECUTOR, O_LIVE_MEM,
+    O_DATADIR, O_CALIB, O_HOST, O_EXTRAPOLATE, O_CLOCK, O_OP_SCALE, O_PLANNER, O_LAZY, O_LAYOUT, O_EXECUTOR, O_LIVE_MEM,
     O_PARAM /* a policy's or scheduler's parameter (build_opts), found by its option's name */
 };
 
@@ -73,6 +73,7 @@ static const struct option opts[] = {
     {"host", required_argument, 0, O_HOST},
     {"extrapolate", no_argument, 0, O_EXTRAPOLATE},
     {"clock", required_argument, 0, O_CLOCK},
+    {"op-scale", required_argument, 0, O_OP_SCALE},
     {"executor", required_argument, 0, O_EXECUTOR},
     {"live-mem-gib", required_argument, 0, O_LIVE_MEM},
     {"planner", required_argument, 0, O_PLANNER},
@@ -189,6 +190,9 @@ static void sim_usage(FILE *f)
 "                           this machine's calibrations, else sim/data's); auto: where the cost is\n"
 "                           calibrated and the GPU's clock was fitted, on: refuse a run where it\n"
 "                           cannot be [auto]\n"
+"  --op-scale OP=F[,OP=F]   an ablation of the cost model: each named op (tessera calib price lists\n"
+"                           them; host: an eager implementation's issue) priced F times over, F in\n"
+"                           (0, 100]: how far a result moves if an op is mispriced [none]\n"
 "  --tp N                   tensor parallelism over N GPUs of the kind: heads, FFN and vocabulary\n"
 "                           split, an all-reduce after each layer's O and down projections\n"
 "                           (the engine's measured NCCL times where sim/data/allreduce.csv has the\n"
@@ -302,6 +306,7 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_HOST: return STR(host);
     case O_EXTRAPOLATE: c->extrapolate = true; return 0;
     case O_CLOCK: return STR(clock);
+    case O_OP_SCALE: return STR(op_scale);
     case O_EXECUTOR: return STR(executor);
     case O_LIVE_MEM:
         if (ts_parse_double(optarg, &c->live_mem_gib) || c->live_mem_gib < 0) {
@@ -455,6 +460,8 @@ static void print_summary(const struct sim_config *c, const struct sim_summary *
     if (show_redundancy)
         printf("  redundancy    %.2f rows a decoded token in the later layers (%lld rows), %lld decodable "
                "tokens evicted\n", m->redundancy, (long long)m->rows_processed, (long long)m->missed_decodes);
+    if (c->op_scale[0])
+        printf("  op scale      %s (--op-scale: an ablation, not the calibrated cost)\n", c->op_scale);
     if (m->clock_modelled && !m->live_steps && m->ops.total_s > 0)
         printf("  clock         the card's state under its power limit moved the steps' time by %+.2f%% "
                "(%+.3f s; --clock)\n", 100.0 * m->clock_delta_s / m->ops.total_s, m->clock_delta_s);

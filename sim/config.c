@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "decode.h"
 #include "opgraph.h"
 #include "parts.h"
@@ -53,6 +54,9 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
         return ts_fail(err, "--executor: '%s' is not model or gpu", c->executor);
     if (strcmp(c->clock, "auto") != 0 && strcmp(c->clock, "on") != 0 && strcmp(c->clock, "off") != 0)
         return ts_fail(err, "--clock: '%s' is not auto, on or off", c->clock);
+    double scale[OP_COUNT];
+    if (cost_op_scale_parse(c->op_scale, scale, err))
+        return -1;
     if (!(c->live_mem_gib >= 0 && c->live_mem_gib <= 1e5))
         return ts_fail(err, "--live-mem-gib: %g is not in 0..100000 GiB (0 = all free memory)", c->live_mem_gib);
     enum decode_eos eos;
@@ -114,6 +118,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "host", json_string(c->host));
     json_object_set_new(o, "extrapolate", json_boolean(c->extrapolate));
     json_object_set_new(o, "clock", json_string(c->clock));
+    json_object_set_new(o, "op_scale", json_string(c->op_scale));
     json_object_set_new(o, "tp", json_integer(c->tp));
     json_object_set_new(o, "executor", json_string(c->executor));
     json_object_set_new(o, "trace", json_string(c->trace));

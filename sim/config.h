@@ -29,6 +29,7 @@ struct sim_config {
     bool extrapolate;          /* calibrated: price steps beyond the profiled range */
     char clock[CFG_STR];       /* the card's clock under its power limit (clock.h): auto (modelled where
                                 * the cost is calibrated and the GPU's clock was measured), on, off */
+    char op_scale[CFG_STR];    /* an ablation: OP=F,... each op's time F times over ("" = as priced) */
     int32_t tp;                /* tensor-parallel degree: GPUs one step runs on (1: one) */
     char executor[CFG_STR];    /* model (the cost model's times) | gpu (live: the engine runs each step) */
     double live_mem_gib;       /* gpu: device memory the engine may use; 0 = all that is free */

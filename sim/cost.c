@@ -2,6 +2,8 @@
 #include "cost.h"
 
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 static const struct cost_ops *const backends[] = {&cost_roofline, &cost_calibrated};
 
@@ -23,4 +25,47 @@ int cost_resolve(const char *name, const struct cost_ops **out, struct ts_err *e
     char known[128];
     ts_join_names(known, sizeof known, backend_name);
     return ts_fail(err, "unknown cost model '%s' (known: %s)", name, known);
+}
+
+int cost_op_scale_parse(const char *spec, double scale[OP_COUNT], struct ts_err *err)
+{
+    bool seen[OP_COUNT] = {false};
+    for (int i = 0; i < OP_COUNT; i++)
+        scale[i] = 1.0;
+    for (const char *p = spec; *p;) {
+        const char *end = strchr(p, ','), *eq = strchr(p, '=');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        char part[64], name[32];
+        if (len == 0 || len >= sizeof part)
+            return ts_fail(err, "--op-scale: '%s': an empty or overlong OP=F part", spec);
+        snprintf(part, sizeof part, "%.*s", (int)len, p);
+        if (!eq || eq >= p + len || (size_t)(eq - p) >= sizeof name)
+            return ts_fail(err, "--op-scale: '%s' is not OP=F", part);
+        snprintf(name, sizeof name, "%.*s", (int)(eq - p), p);
+        enum cost_op op;
+        double f;
+        if (cost_op_parse(name, &op))
+            return ts_fail(err, "--op-scale: '%s': no op '%s' (tessera calib price lists the ops)", part, name);
+        if (seen[op])
+            return ts_fail(err, "--op-scale: '%s': op %s given twice", spec, name);
+        if (ts_parse_double(part + (eq - p) + 1, &f) || !(f > 0 && f <= 100))
+            return ts_fail(err, "--op-scale: '%s': the factor is not a number in (0, 100]", part);
+        seen[op] = true;
+        scale[op] = f;
+        p += len + (end ? 1 : 0);
+        if (end && !*p)
+            return ts_fail(err, "--op-scale: '%s' ends in a comma", spec);
+    }
+    return 0;
+}
+
+double cost_op_scale_ops(const double scale[OP_COUNT], struct cost_breakdown *bd)
+{
+    double added = 0;
+    for (int i = 0; i < OP_COUNT; i++)
+        if (i != OP_HOST && scale[i] != 1.0) {
+            added += (scale[i] - 1.0) * bd->op_s[i];
+            bd->op_s[i] *= scale[i];
+        }
+    return added;
 }

@@ -81,6 +81,8 @@ struct cost_ctx {
     bool extrapolate;          /* calibrated: price steps beyond the profiled range */
     int32_t tp;                /* tensor-parallel degree (0 or 1: one GPU); roofline only */
     const struct allreduce_model *ar; /* with tp > 1: the all-reduce's times */
+    const double *op_scale;    /* an ablation: each op's time that many times over ([OP_COUNT];
+                                * cost_op_scale_parse); NULL: as priced */
 };
 
 struct cost_ops {
@@ -97,6 +99,14 @@ struct cost_ops {
 int cost_resolve(const char *name, const struct cost_ops **out, struct ts_err *err);
 /* The i-th back end of the table, NULL past its end (for listing). */
 const struct cost_ops *cost_backend(int i);
+
+/* An ablation of the cost model: "OP=F[,OP=F...]" (ops by cost_op_name, each once, F in (0, 100])
+ * into scale[OP_COUNT] (1 for every op it does not name; "" names none). A step's time then counts
+ * each named op F times over (tessera sim --op-scale). Refuses, naming the part, a malformed spec. */
+int cost_op_scale_parse(const char *spec, double scale[OP_COUNT], struct ts_err *err);
+/* Scales bd's ops but the host's by scale[] (cost_op_scale_parse); returns the seconds that adds (a
+ * back end's own step time then grows by it before its host is added, which scale[OP_HOST] scales). */
+double cost_op_scale_ops(const double scale[OP_COUNT], struct cost_breakdown *bd);
 
 extern const struct cost_ops cost_roofline;
 extern const struct cost_ops cost_calibrated;

@@ -150,6 +150,9 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
                            struct cost_breakdown *bd, struct ts_err *err)
 {
     (void)err;
+    struct cost_breakdown own; /* --op-scale scales the ops it breaks the step into */
+    if (!bd && c->op_scale)
+        bd = &own;
     if (bd)
         memset(bd, 0, sizeof *bd);
     struct pricer p = {c, bd, 0.0, c->tp > 1 ? c->tp : 1};
@@ -180,6 +183,10 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
             add_split(&p, OP_SAMPLE, nch, 3 * R / nch * V, R / nch * V * 2 * a, im->gemm_eff);
     }
     double host = im->host_step_s + im->host_seg_s * (double)t->num_segs;
+    if (c->op_scale) {
+        p.total += cost_op_scale_ops(c->op_scale, bd);
+        host *= c->op_scale[OP_HOST];
+    }
     p.total += host;
     if (bd) {
         bd->op_s[OP_HOST] += host;

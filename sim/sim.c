@@ -391,7 +391,12 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         goto fail;
     s->act_layout = og_layout_find(cfg->act_layout); /* (a known name: sim_config_validate) */
     s->act_plans = act_cache_create(&s->model, s->planner, NULL);
-    s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate, cfg->tp, &s->allreduce};
+    s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate, cfg->tp, &s->allreduce, NULL};
+    if (cfg->op_scale[0]) { /* an ablation of the cost model (--op-scale) */
+        if (cost_op_scale_parse(cfg->op_scale, s->op_scale, err))
+            goto fail;
+        s->cctx.op_scale = s->op_scale;
+    }
     if (cfg->tp > 1 && resolve_tp(s, err))
         goto fail;
     if (s->cost == &cost_calibrated && load_calibration(s, err))

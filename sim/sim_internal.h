@@ -50,6 +50,7 @@ struct sim {
     struct impl_profile impl;
     const struct cost_ops *cost;
     struct cost_ctx cctx;
+    double op_scale[OP_COUNT]; /* --op-scale (cctx.op_scale where given) */
     struct calib *calib;  /* owned; the calibrated back end's fit */
     const struct planner_ops *planner; /* activation reservations (planner.h) */
     struct act_cache *act_plans;       /* the planner's plans by shape (owned) */

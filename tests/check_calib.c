@@ -752,6 +752,55 @@ static void planted_split(struct calib_data *d)
     }
 }
 
+/* --op-scale on the calibrated back end: the named ops scaled before the host's wait is taken, so a
+ * host-bound step stays at the host's time while its GPU work grows under it, a GPU-bound one grows
+ * by what the ops add, and the host's own scale scales the wait. */
+START_TEST(op_scale_applies_before_the_host)
+{
+    struct calib_data d;
+    planted_split(&d);
+    struct ts_err err;
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    double scale[OP_COUNT];
+    ck_assert_msg(cost_op_scale_parse("attention=2", scale, &err) == 0, "%s", err.msg);
+    struct cost_ctx plain = {0}, scaled = {0};
+    scaled.op_scale = scale;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 2048;
+    for (int k = 0; k < 6; k++) {
+        struct segment g = {.req_id = k, .q = 8, .kv = 480, .logit_rows = 8, .phase = PHASE_REUSE};
+        step_desc_add(&sd, &g);
+    }
+    double s0, s1;
+    struct cost_breakdown b0, b1;
+    ck_assert_int_eq(calib_step_ctx_s(&plain, c, &sd, false, &s0, &b0, &err), 0);
+    ck_assert_int_eq(calib_step_ctx_s(&scaled, c, &sd, false, &s1, &b1, &err), 0);
+    ck_assert(b0.op_s[OP_HOST] > b0.op_s[OP_ATTN]); /* host-bound with room for the attention again */
+    ck_assert_msg(fabs(s1 - s0) < 1e-12 && fabs(b1.op_s[OP_ATTN] - 2 * b0.op_s[OP_ATTN]) < 1e-12 &&
+                      fabs(b1.op_s[OP_HOST] - (b0.op_s[OP_HOST] - b0.op_s[OP_ATTN])) < 1e-12,
+                  "host-bound: %g -> %g s", s0, s1);
+    ck_assert_msg(cost_op_scale_parse("host=1.5", scale, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(calib_step_ctx_s(&scaled, c, &sd, false, &s1, &b1, &err), 0);
+    ck_assert_msg(fabs(s1 * 1e3 - 1.5 * planted_host(6)) < 1e-6, "host x 1.5: %g ms", s1 * 1e3);
+    /* GPU-bound: the step grows by the attention once more */
+    step_desc_clear(&sd);
+    for (int k = 0; k < 16; k++) {
+        struct segment big = {.req_id = k, .q = 512, .kv = 2048, .phase = PHASE_REFRESH};
+        step_desc_add(&sd, &big);
+    }
+    ck_assert_msg(cost_op_scale_parse("attention=2", scale, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(calib_step_ctx_s(&plain, c, &sd, false, &s0, &b0, &err), 0);
+    ck_assert_int_eq(calib_step_ctx_s(&scaled, c, &sd, false, &s1, &b1, &err), 0);
+    ck_assert(b0.op_s[OP_HOST] == 0 && b0.op_s[OP_ATTN] > 0);
+    ck_assert_msg(fabs(s1 - s0 - b0.op_s[OP_ATTN]) < 1e-9 * s0, "GPU-bound: %g -> %g s", s0, s1);
+    step_desc_free(&sd);
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
 START_TEST(host_bound_steps_take_the_host_time)
 {
     struct calib_data d;
@@ -1751,6 +1800,7 @@ int main(void)
     tcase_add_test(tc, selection_priced_from_its_steps);
     tcase_add_test(tc, selection_loop_is_a_host_term);
     tcase_add_test(tc, host_bound_steps_take_the_host_time);
+    tcase_add_test(tc, op_scale_applies_before_the_host);
     tcase_add_test(tc, the_host_line_reports_how_far_its_steps_lie);
     tcase_add_test(tc, a_host_profile_swaps_the_host_line);
     tcase_add_test(tc, a_host_profile_of_the_machine_scales_the_line);

@@ -34,6 +34,61 @@ static double price(const struct cost_ctx *c, int nseg, int q, int kv, int logit
     return t;
 }
 
+/* --op-scale's spec: ops by name, each once, factors in (0, 100]; anything else refused, naming it */
+START_TEST(op_scale_parses_and_refuses)
+{
+    double s[OP_COUNT];
+    struct ts_err err;
+    ck_assert_int_eq(cost_op_scale_parse("", s, &err), 0);
+    for (int i = 0; i < OP_COUNT; i++)
+        ck_assert(s[i] == 1.0);
+    ck_assert_msg(cost_op_scale_parse("attention=1.25,gate_up=0.5,host=3", s, &err) == 0, "%s", err.msg);
+    ck_assert(s[OP_ATTN] == 1.25 && s[OP_GATE_UP] == 0.5 && s[OP_HOST] == 3 && s[OP_DOWN] == 1.0);
+    static const struct {
+        const char *spec, *says;
+    } bad[] = {{"attention", "is not OP=F"},          {"attn=2", "no op 'attn'"},
+               {"attention=0", "(0, 100]"},           {"attention=101", "(0, 100]"},
+               {"attention=x", "(0, 100]"},           {"attention=nan", "(0, 100]"},
+               {"attention=2,", "ends in a comma"},   {",attention=2", "empty"},
+               {"attention=2,,down=2", "empty"},      {"attention=2,attention=3", "given twice"},
+               {"=2", "no op ''"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_msg(cost_op_scale_parse(bad[i].spec, s, &err) == -1, "%s accepted", bad[i].spec);
+        ck_assert_msg(strstr(err.msg, bad[i].says) && strstr(err.msg, "--op-scale"), "%s: %s", bad[i].spec, err.msg);
+    }
+}
+END_TEST
+
+/* --op-scale on the roofline: a step grows by each named op's added time, the host's (serial
+ * there) by its own factor; the breakdown shows the scaled ops */
+START_TEST(op_scale_scales_the_roofline)
+{
+    struct cost_ctx c = ctx("llada-8b", "torch-eager");
+    struct cost_breakdown b0, b1;
+    const double t0 = price(&c, 4, 32, 480, 32, 2048, &b0);
+    double s[OP_COUNT];
+    ck_assert_int_eq(cost_op_scale_parse("attention=3,host=2", s, NULL), 0);
+    c.op_scale = s;
+    const double t1 = price(&c, 4, 32, 480, 32, 2048, &b1);
+    ck_assert(b0.op_s[OP_ATTN] > 0 && b0.op_s[OP_HOST] > 0);
+    ck_assert_msg(fabs(t1 - t0 - 2 * b0.op_s[OP_ATTN] - b0.op_s[OP_HOST]) < 1e-12, "%g -> %g s", t0, t1);
+    ck_assert(fabs(b1.op_s[OP_ATTN] - 3 * b0.op_s[OP_ATTN]) < 1e-15 && fabs(b1.op_s[OP_HOST] - 2 * b0.op_s[OP_HOST]) < 1e-15);
+    ck_assert(fabs(b1.total_s - t1) < 1e-15);
+    /* without a breakdown asked for, the same time */
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 2048;
+    for (int i = 0; i < 4; i++) {
+        struct segment g = {.req_id = i, .q = 32, .kv = 480, .logit_rows = 32, .phase = PHASE_REUSE};
+        step_desc_add(&sd, &g);
+    }
+    double t2;
+    ck_assert_int_eq(cost_roofline.step_s(&c, &sd, &t2, NULL, NULL), 0);
+    ck_assert(t2 == t1);
+    step_desc_free(&sd);
+}
+END_TEST
+
 START_TEST(refresh_is_compute_bound)
 {
     /* 16 x 512 tokens through LLaDA-8B: the GEMMs alone are 2 * 8192 * 7.0e9 FLOPs; the step can
@@ -508,6 +563,8 @@ int main(void)
     Suite *s = suite_create("cost");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, refresh_is_compute_bound);
+    tcase_add_test(tc, op_scale_parses_and_refuses);
+    tcase_add_test(tc, op_scale_scales_the_roofline);
     tcase_add_test(tc, ops_match_their_closed_forms);
     tcase_add_test(tc, reuse_one_block_reads_the_weights);
     tcase_add_test(tc, eager_is_launch_bound_on_small_steps);

@@ -547,6 +547,30 @@ expect 2 "sim --clock bogus" -- $bin sim --clock bogus --requests 2
 contains "sim --clock bogus" "--clock: 'bogus' is not auto, on or off"
 expect 2 "calib eval --clock bogus" -- $bin calib eval --db "$tmp/ops-def.db" --clock bogus
 contains "calib eval --clock bogus" "--clock: 'bogus' is not auto, on or off"
+# --op-scale: an ablation of the cost model, stored with the run; the attention twice over lengthens a
+# calibrated run by about its share, and the summary says the cost was scaled; bad specs refused
+for sc in "" attention=2; do
+    expect 0 "sim --op-scale '$sc'" -- $bin sim --cost calibrated --requests 20 --rps 1000000 --clock off \
+        --op-scale "$sc" --json --quiet --db "$tmp/scale-${sc:-none}.db"
+    cp "$tmp/out" "$tmp/scale-${sc:-none}.json"
+done
+python3 - "$tmp/scale-none.json" "$tmp/scale-attention=2.json" <<'PY' && ok || bad "sim --op-scale attention=2 is not the run with its attention twice over"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+ta, tb = (sum(x["op_seconds"].values()) for x in (a, b))
+oa, ob = a["op_seconds"]["attention"], b["op_seconds"]["attention"]
+# (every request there at the start: the same steps either way)
+assert a["num_steps"] == b["num_steps"] and abs(ob - 2 * oa) < 1e-6 * ob and abs((tb - ta) - oa) < 1e-6 * oa, (ta, tb, oa, ob)
+assert abs(b["makespan_ns"] - a["makespan_ns"] - oa * 1e9) < 1e-3 * oa * 1e9, (a["makespan_ns"], b["makespan_ns"])
+PY
+[ "$(sqlite3 "$tmp/scale-attention=2.db" "SELECT json_extract(config_json, '$.op_scale') FROM runs" 2>/dev/null)" = attention=2 ] && ok ||
+    bad "sim --op-scale: the run's config_json lacks op_scale"
+expect 0 "sim --op-scale's summary" -- $bin sim --cost calibrated --requests 4 --op-scale gate_up=0.5
+contains "sim --op-scale's summary" "op scale      gate_up=0.5 (--op-scale: an ablation, not the calibrated cost)"
+expect 2 "sim --op-scale with an unknown op" -- $bin sim --op-scale attn=2 --requests 2
+contains "sim --op-scale with an unknown op" "--op-scale: 'attn=2': no op 'attn'"
+expect 2 "sim --op-scale with a factor out of range" -- $bin sim --op-scale attention=0 --requests 2
+contains "sim --op-scale with a factor out of range" "the factor is not a number in (0, 100]"
 
 # IterSmooth: with a confidence-threshold decoder its steps pay the LM head again; a fixed count is refused
 expect 0 "sim --iter-smooth" -- $bin sim --model llada-moe-7b --decode threshold:3 --iter-smooth --requests 20 --json --quiet

@@ -16,6 +16,8 @@ mutations=(
     "kv bytes use the query heads|sim/core/model.c|return 2LL * m->num_layers * model_kv_dim(m) * m->kv_bytes;|return 2LL * m->num_layers * model_q_dim(m) * m->kv_bytes;|check_model check_cost"
     "the card never cools while idle|sim/clock.c|    const double x0 = st->x * exp(-idle / p->tau_s);|    const double x0 = st->x;|check_clock"
     "a step priced at the cool clock whatever its own load|sim/clock.c|/ (1 + p->k * clock_theta(p, g));|;|check_clock"
+    "--op-scale leaves the roofline's host unscaled|sim/cost_roofline.c|        host *= c->op_scale[OP_HOST];|        host *= 1;|check_cost"
+    "--op-scale scales the calibrated ops after the host's wait|sim/calib_fit.c|        ms += 1e3 * cost_op_scale_ops(cx->op_scale, bd);|        bd->op_s[OP_HOST] -= cost_op_scale_ops(cx->op_scale, bd);|check_calib"
     "attention FLOPs halved|sim/cost_roofline.c|add_split(p, OP_ATTN, layers, 4.0 * qd * lt->attn_qk_pairs,|add_split(p, OP_ATTN, layers, 2.0 * qd * lt->attn_qk_pairs,|check_cost"
     "IterSmooth's second LM head free under the roofline|sim/cost_roofline.c|const double lm_gemms = sd->iter_smooth ? 2 : 1;|const double lm_gemms = 1;|check_cost"
     "IterSmooth's second LM head free under the calibration|sim/calib_fit.c|        lm *= 2;|        lm *= 1;|check_cost"
