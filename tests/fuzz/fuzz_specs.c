@@ -1,14 +1,15 @@
 /* fuzz_specs.c: libFuzzer target for the option specs a run is given as text: --lengths (then eight
  * requests drawn from what it accepts), --arrivals (the same), --decode (decode_profiles.json from
- * sim/data: run from the repository's root) and a policy parameter's value. The first byte picks
- * the parser (and a parameter's spec), the rest is the spec. Whatever is accepted must draw
- * requests of non-negative lengths at non-decreasing times, and a parameter's value must lie in its
- * range. */
+ * sim/data: run from the repository's root), --op-scale and a policy parameter's value. The first
+ * byte picks the parser (and a parameter's spec), the rest is the spec. Whatever is accepted must
+ * draw requests of non-negative lengths at non-decreasing times, scale each op by a factor in
+ * (0, 100], and a parameter's value must lie in its range. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "decode.h"
 #include "params.h"
 #include "trace.h"
@@ -37,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ts_err err;
     struct arrival_gen ag;
     struct length_gen lg;
-    switch (data[0] % 4) {
+    switch (data[0] % 5) {
     case 0:
         if (length_parse(spec, &lg, &err) == 0 && arrival_parse("poisson", 2.0, &ag, &err) == 0)
             draw(&ag, &lg);
@@ -51,6 +52,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)decode_parse(spec, "sim/data", &dm, &err);
         break;
     }
+    case 3: {
+        double scale[OP_COUNT];
+        if (cost_op_scale_parse(spec, scale, &err) == 0)
+            for (int i = 0; i < OP_COUNT; i++)
+                if (!(scale[i] > 0 && scale[i] <= 100))
+                    __builtin_trap();
+        break;
+    }
     default: {
         static const char *const names[] = {"uniform", "head", NULL};
         static const struct param_spec specs[] = {
@@ -59,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             {"interval", "whole steps", 7, 1, 1e6, true},
             {"select", "a choice", 0, .choices = names},
         };
-        const struct param_spec *s = &specs[data[0] / 4 % 4];
+        const struct param_spec *s = &specs[data[0] / 5 % 4];
         double v;
         if (param_parse(s, spec, &v, &err) == 0 && !s->choices &&
             (!isfinite(v) || v < s->lo || v > s->hi || (s->lo_open && v == s->lo) ||
