@@ -457,8 +457,10 @@ for f in "$bh/small-q.txt" "$bm/small-q.txt"; do
     awk '$2 + 0 >= 2 && $2 + 0 <= 8 && $7 + 0 >= 0.85 { exit 1 }' "$f" && ok ||
         bad "$f: a step of 2 to 8 rows priced within 15%"
 done
-(cd "$bh" && bash "$root/analysis/evict_share.sh" ncu-focus-128.csv.gz ncu-focus-256.csv.gz) >"$tmp/out" 2>&1
-cmp -s "$tmp/out" "$bh/evict-share.txt" && ok || bad "batch-mixed-h200/evict-share.txt is not what evict_share.sh gives"
+for d in "$bh" "$bm"; do
+    (cd "$d" && bash "$root/analysis/evict_share.sh" ncu-focus-128.csv.gz ncu-focus-256.csv.gz) >"$tmp/out" 2>&1
+    cmp -s "$tmp/out" "$d/evict-share.txt" && ok || bad "$(basename "$d")/evict-share.txt is not what evict_share.sh gives"
+done
 # evict_share.sh on what is not an ncu CSV: refused, naming the file
 printf 'x\n"a","b"\n' >"$tmp/bad-ncu.csv"
 expect 1 "evict_share.sh on a CSV without ncu's columns" -- bash "$root/analysis/evict_share.sh" "$tmp/bad-ncu.csv"
