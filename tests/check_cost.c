@@ -75,17 +75,7 @@ START_TEST(op_scale_scales_the_roofline)
     ck_assert(fabs(b1.op_s[OP_ATTN] - 3 * b0.op_s[OP_ATTN]) < 1e-15 && fabs(b1.op_s[OP_HOST] - 2 * b0.op_s[OP_HOST]) < 1e-15);
     ck_assert(fabs(b1.total_s - t1) < 1e-15);
     /* without a breakdown asked for, the same time */
-    struct step_desc sd;
-    step_desc_init(&sd);
-    sd.logit_chunk_rows = 2048;
-    for (int i = 0; i < 4; i++) {
-        struct segment g = {.req_id = i, .q = 32, .kv = 480, .logit_rows = 32, .phase = PHASE_REUSE};
-        step_desc_add(&sd, &g);
-    }
-    double t2;
-    ck_assert_int_eq(cost_roofline.step_s(&c, &sd, &t2, NULL, NULL), 0);
-    ck_assert(t2 == t1);
-    step_desc_free(&sd);
+    ck_assert(price(&c, 4, 32, 480, 32, 2048, NULL) == t1);
 }
 END_TEST
 
