@@ -414,16 +414,21 @@ batch_eval() {
     awk '/^  calibrated / { t = $NF; sub(/%/, "", t); exit !(t + 0 > -7 && t + 0 < 7) }' "$tmp/out" && ok ||
         bad "$1: $2 priced more than 7% off in total"
 }
+# batch_evals_with REC CAL WANT: the SDAR-8B runs unpacked into $tmp by batch_eval, priced one after
+# the other by $tmp/CAL, as REC/WANT says
+batch_evals_with() {
+    local r
+    for r in $sdar_runs; do
+        (cd "$tmp" && $bin calib eval --db "$r.db" --calib "$2" --extrapolate) 2>&1
+    done >"$tmp/evals.txt"
+    cmp -s "$tmp/evals.txt" "$rec_dir/$1/$3" && ok || bad "$1/$3 is not what calib eval gives"
+}
 bm=$rec_dir/batch-mixed-h100 sdar_runs="lmdeploy-64 lmdeploy-128 lmdeploy-256 focus-64 focus-128 focus-256"
 for r in $sdar_runs lmdeploy-128-llada-8b lmdeploy-128-dream-7b; do batch_eval batch-mixed-h100 $r; done
 # the SDAR-8B replays priced by the shipped H200 calibration carried to the H100
 expect 0 "calib transfer of h200-sdar-8b" -- $bin calib transfer "$root/sim/data/calib/h200-sdar-8b-tessera.csv" \
     --from h200 --to h100 --out "$tmp/h200-sdar-8b-to-h100.csv"
-for r in $sdar_runs; do
-    (cd "$tmp" && $bin calib eval --db "$r.db" --calib h200-sdar-8b-to-h100.csv --extrapolate) 2>&1
-done >"$tmp/t200.txt"
-cmp -s "$tmp/t200.txt" "$bm/eval-h200-transferred.txt" && ok ||
-    bad "batch-mixed-h100/eval-h200-transferred.txt is not what calib eval gives"
+batch_evals_with batch-mixed-h100 h200-sdar-8b-to-h100.csv eval-h200-transferred.txt
 for r in $sdar_runs lmdeploy-128-llada-8b lmdeploy-128-dream-7b; do rm -f "$tmp/$r.db"; done
 # batch-mixed-h200: the same schedules simulated for and replayed on an H200, priced by the shipped
 # H200 calibration as eval-*.txt says (each run's total within 7%) and by it merged with the batch
@@ -435,23 +440,18 @@ gzip -dc "$bh/profiles/small-q-sdar-8b-tessera.csv.gz" >"$tmp/bh-small-q.csv"
 expect 0 "calib merge of batch-mixed-h200's profiles" -- $bin calib merge "$root/sim/data/calib/h200-sdar-8b-tessera.csv" \
     "$tmp/bh-batch.csv" "$tmp/bh-small-q.csv" --gpu h200 --out "$tmp/cal-parts.csv"
 for r in $sdar_runs; do batch_eval batch-mixed-h200 $r; done
-for r in $sdar_runs; do
-    (cd "$tmp" && $bin calib eval --db "$r.db" --calib cal-parts.csv --extrapolate) 2>&1
-done >"$tmp/parts.txt"
-cmp -s "$tmp/parts.txt" "$bh/eval-parts-merged.txt" && ok ||
-    bad "batch-mixed-h200/eval-parts-merged.txt is not what calib eval gives"
+batch_evals_with batch-mixed-h200 cal-parts.csv eval-parts-merged.txt
 for r in $sdar_runs; do rm -f "$tmp/$r.db"; done
-for c in shipped merged; do
-    cal=$root/sim/data/calib/h200-sdar-8b-tessera.csv want=$bh/small-q.txt
-    [ $c = merged ] && cal=$tmp/cal-parts.csv want=$bh/small-q-merged.txt
-    OP=attention TESSERA=$bin bash "$root/analysis/price_profile.sh" "$cal" "$bh/profiles/small-q-sdar-8b-tessera.csv.gz" \
-        h200 sdar-8b tessera >"$tmp/out" 2>&1
-    cmp -s "$tmp/out" "$want" && ok || bad "batch-mixed-h200/$(basename "$want") is not what price_profile.sh gives"
+# the small-q steps' attention (REC/profiles, a card's) against a calibration (CAL), as REC/WANT says:
+# on the H200 by its shipped calibration and by the merged one, on the H100 by its shipped one
+for spec in "batch-mixed-h200 h200 $root/sim/data/calib/h200-sdar-8b-tessera.csv small-q.txt" \
+    "batch-mixed-h200 h200 $tmp/cal-parts.csv small-q-merged.txt" \
+    "batch-mixed-h100 h100 $root/sim/data/calib/h100-sdar-8b-tessera.csv small-q.txt"; do
+    read -r rec g cal want <<<"$spec"
+    OP=attention TESSERA=$bin bash "$root/analysis/price_profile.sh" "$cal" \
+        "$rec_dir/$rec/profiles/small-q-sdar-8b-tessera.csv.gz" $g sdar-8b tessera >"$tmp/out" 2>&1
+    cmp -s "$tmp/out" "$rec_dir/$rec/$want" && ok || bad "$rec/$want is not what price_profile.sh gives"
 done
-# the same steps profiled on an H100, priced by its shipped calibration as batch-mixed-h100 recorded
-OP=attention TESSERA=$bin bash "$root/analysis/price_profile.sh" "$root/sim/data/calib/h100-sdar-8b-tessera.csv" \
-    "$bm/profiles/small-q-sdar-8b-tessera.csv.gz" h100 sdar-8b tessera >"$tmp/out" 2>&1
-cmp -s "$tmp/out" "$bm/small-q.txt" && ok || bad "batch-mixed-h100/small-q.txt is not what price_profile.sh gives"
 # the shipped calibrations price every 2-to-8-row step there short on both cards (the attention model's form)
 for f in "$bh/small-q.txt" "$bm/small-q.txt"; do
     awk '$2 + 0 >= 2 && $2 + 0 <= 8 && $7 + 0 >= 0.85 { exit 1 }' "$f" && ok ||

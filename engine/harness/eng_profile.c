@@ -102,8 +102,8 @@ static int profile_begin(sqlite3 *db, const char *path, const char *model, const
     return 0;
 }
 
-/* The steps to profile: the one asked for, or the grid's part (its long-cache steps that exceed the
- * KV pool left out, said on out). NULL with err when none is left. */
+/* The steps to profile: those asked for (n_steps > 0), or the grid's part (its long-cache steps that
+ * exceed the KV pool left out, said on out). NULL with err when none is left. */
 static struct prof_step *profile_steps(const struct model_cfg *m, struct eng *e, const int32_t (*steps)[5],
                                        int n_steps, int grid_part, int64_t max_rows, size_t *n, FILE *out,
                                        struct ts_err *err)
