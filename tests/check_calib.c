@@ -769,10 +769,7 @@ START_TEST(op_scale_applies_before_the_host)
     struct step_desc sd;
     step_desc_init(&sd);
     sd.logit_chunk_rows = 2048;
-    for (int k = 0; k < 6; k++) {
-        struct segment g = {.req_id = k, .q = 8, .kv = 480, .logit_rows = 8, .phase = PHASE_REUSE};
-        step_desc_add(&sd, &g);
-    }
+    test_step_repeat(&sd, &(struct segment){.q = 8, .kv = 480, .logit_rows = 8, .phase = PHASE_REUSE}, 6);
     double s0, s1;
     struct cost_breakdown b0, b1;
     ck_assert_int_eq(calib_step_ctx_s(&plain, c, &sd, false, &s0, &b0, &err), 0);
@@ -786,10 +783,7 @@ START_TEST(op_scale_applies_before_the_host)
     ck_assert_msg(fabs(s1 * 1e3 - 1.5 * planted_host(6)) < 1e-6, "host x 1.5: %g ms", s1 * 1e3);
     /* GPU-bound: the step grows by the attention once more */
     step_desc_clear(&sd);
-    for (int k = 0; k < 16; k++) {
-        struct segment big = {.req_id = k, .q = 512, .kv = 2048, .phase = PHASE_REFRESH};
-        step_desc_add(&sd, &big);
-    }
+    test_step_repeat(&sd, &(struct segment){.q = 512, .kv = 2048, .phase = PHASE_REFRESH}, 16);
     ck_assert_msg(cost_op_scale_parse("attention=2", scale, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(calib_step_ctx_s(&plain, c, &sd, false, &s0, &b0, &err), 0);
     ck_assert_int_eq(calib_step_ctx_s(&scaled, c, &sd, false, &s1, &b1, &err), 0);
@@ -816,10 +810,7 @@ START_TEST(host_bound_steps_take_the_host_time)
     /* small steps wait for the host: exactly the planted line, whatever their GPU work */
     for (int segs = 1; segs <= 16; segs += 5) {
         step_desc_clear(&sd);
-        for (int k = 0; k < segs; k++) {
-            struct segment g = {.req_id = k, .q = 8, .kv = 480, .logit_rows = 8, .phase = PHASE_REUSE};
-            step_desc_add(&sd, &g);
-        }
+        test_step_repeat(&sd, &(struct segment){.q = 8, .kv = 480, .logit_rows = 8, .phase = PHASE_REUSE}, segs);
         ck_assert_int_eq(calib_step_s(c, &sd, false, &secs, &bd, &err), 0);
         ck_assert_msg(fabs(secs * 1e3 - planted_host(segs)) < 1e-6, "%d segs: %g ms", segs, secs * 1e3);
         double gpu = secs - bd.op_s[OP_HOST];
@@ -868,11 +859,8 @@ static double select_host_ms(const struct calib *c, int segs, struct ts_err *err
 {
     struct step_desc sd;
     step_desc_init(&sd);
-    for (int k = 0; k < segs; k++) {
-        struct segment g = {.req_id = k, .q = 300, .kv_write = 100, .phase = PHASE_REFRESH, .keep = 100,
-                            .score_rows = 32};
-        step_desc_add(&sd, &g);
-    }
+    const struct segment g = {.q = 300, .kv_write = 100, .phase = PHASE_REFRESH, .keep = 100, .score_rows = 32};
+    test_step_repeat(&sd, &g, segs);
     double secs, gpu = 0;
     struct cost_breakdown bd;
     ck_assert_msg(calib_step_s(c, &sd, false, &secs, &bd, err) == 0, "%s", err->msg);
@@ -1107,10 +1095,8 @@ START_TEST(attention_launch_term_over_mixed_lengths)
     step_desc_free(&sd);
     step_desc_init(&sd);
     sd.logit_chunk_rows = 100;
-    for (int i = 0; i < 264; i++) {
-        struct segment b = {.req_id = i + 1, .q = 32, .kv = 3000, .logit_rows = 32, .phase = PHASE_REUSE};
-        step_desc_add(&sd, &b);
-    }
+    const struct segment b = {.req_id = 1, .q = 32, .kv = 3000, .logit_rows = 32, .phase = PHASE_REUSE};
+    test_step_repeat(&sd, &b, 264);
     ck_assert_int_eq(calib_step_s(c, &sd, true, &secs, &bd, &err), 0);
     const double even = attn_ms(264, 32, 3000) + 5e-4 * 16 * 3032;
     ck_assert_msg(fabs(bd.op_s[OP_ATTN] * 1e3 - even) < 1e-6 * even, "%g vs %g", bd.op_s[OP_ATTN] * 1e3, even);

@@ -24,10 +24,7 @@ static double price(const struct cost_ctx *c, int nseg, int q, int kv, int logit
     struct step_desc sd;
     step_desc_init(&sd);
     sd.logit_chunk_rows = chunk;
-    for (int i = 0; i < nseg; i++) {
-        struct segment s = {.req_id = i, .q = q, .kv = kv, .logit_rows = logits, .phase = PHASE_REUSE};
-        step_desc_add(&sd, &s);
-    }
+    test_step_repeat(&sd, &(struct segment){.q = q, .kv = kv, .logit_rows = logits, .phase = PHASE_REUSE}, nseg);
     double t;
     ck_assert_int_eq(cost_roofline.step_s(c, &sd, &t, bd, NULL), 0);
     step_desc_free(&sd);
@@ -124,10 +121,7 @@ START_TEST(ops_match_their_closed_forms)
         struct step_desc sd;
         step_desc_init(&sd);
         sd.logit_chunk_rows = 64;
-        for (int i = 0; i < 4; i++) {
-            struct segment s = {.req_id = i, .q = 32, .kv = 480, .logit_rows = 32, .phase = PHASE_REUSE};
-            step_desc_add(&sd, &s);
-        }
+        test_step_repeat(&sd, &(struct segment){.q = 32, .kv = 480, .logit_rows = 32, .phase = PHASE_REUSE}, 4);
         struct segment r = {.req_id = 9, .q = 512, .kv_write = 512, .logit_rows = 0, .phase = PHASE_REFRESH};
         step_desc_add(&sd, &r);
         struct cost_breakdown bd;
@@ -373,10 +367,7 @@ static void price_with_knob(int b, void (*knob)(struct step_desc *), double secs
     const struct cost_ops *be = b ? &cost_calibrated : &cost_roofline;
     struct step_desc sd;
     step_desc_init(&sd);
-    for (int i = 0; i < 4; i++) {
-        const struct segment s = {.req_id = i, .q = 32, .kv = 500, .logit_rows = 32, .phase = PHASE_REUSE};
-        step_desc_add(&sd, &s);
-    }
+    test_step_repeat(&sd, &(struct segment){.q = 32, .kv = 500, .logit_rows = 32, .phase = PHASE_REUSE}, 4);
     for (int k = 0; k < 2; k++) {
         if (k)
             knob(&sd);
@@ -432,10 +423,7 @@ START_TEST(tensor_parallel_shares_and_allreduces)
     struct cost_ctx c = ctx("llada-8b", "tessera");
     struct step_desc sd;
     step_desc_init(&sd);
-    for (int i = 0; i < 16; i++) {
-        const struct segment g = {.req_id = i, .q = 512, .logit_rows = 512, .kv_write = 512, .phase = PHASE_REFRESH};
-        step_desc_add(&sd, &g);
-    }
+    test_step_repeat(&sd, &(struct segment){.q = 512, .logit_rows = 512, .kv_write = 512, .phase = PHASE_REFRESH}, 16);
     struct cost_breakdown one, two;
     double t1, t2;
     ck_assert_int_eq(cost_roofline.step_s(&c, &sd, &t1, &one, NULL), 0);

@@ -133,3 +133,12 @@ void test_param(struct sim_config *c, const char *name, double v)
     struct ts_err err;
     TS_ASSERTF(param_values_set(&c->params, name, text, &err) == 0, "%s", err.msg);
 }
+
+void test_step_repeat(struct step_desc *sd, const struct segment *seg, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct segment s = *seg;
+        s.req_id = seg->req_id + i;
+        step_desc_add(sd, &s);
+    }
+}

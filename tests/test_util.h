@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "config.h"
+#include "step_desc.h"
 
 /* Writes text to a fresh temporary file whose name ends in `suffix`; returns its path (static
  * storage, valid until the next call with the same slot 0..7), removed as tmp_path's is. */
@@ -22,6 +23,9 @@ void test_config(struct sim_config *c);
 void test_param(struct sim_config *c, const char *name, double v);
 /* Runs a Check suite; returns the number of failures. Prints "NAME: N passed, M failed". */
 int run_suite(const char *name, Suite *s);
+/* Adds n copies of seg to sd, the i-th with request id seg->req_id + i: a step of n equal
+ * segments. */
+void test_step_repeat(struct step_desc *sd, const struct segment *seg, int n);
 /* Path of a file in ../shared/traces/raw if it exists, else NULL. */
 const char *shared_trace(const char *name);
 
