@@ -1225,7 +1225,7 @@ contains "list systems shows Mosaic's switches" "--planner first-fit --mask-only
 [ "$(grep -c "^            from: " "$tmp/out")" = "$(grep -c "^            = --policy" "$tmp/out")" ] && ok ||
     bad "list systems: a preset without its sources"
 contains "list systems names a preset's sources" "chosen-ox/dLLM-Serve dllmserve/layers/attention.py"
-# sweeps: a grid of runs, each checked before any runs, as a Slurm job array or through GNU parallel
+# sweeps: a grid of runs, each checked before any runs, as a Slurm job array or run here N at a time
 printf '# policies by load\n--policy dual sparse\n--rps 1 4\n--requests 20   # every run\n' >"$tmp/grid.txt"
 expect 0 "exp sweep --slurm" -- $bin exp sweep "$tmp/grid.txt" "$tmp/sws" --slurm
 contains "exp sweep --slurm" "sweep: 4 runs from"
@@ -1241,14 +1241,22 @@ contains "exp sweep with a bad line" "badgrid.txt:2: expected '--OPTION VALUE [V
 printf -- '--db x.db\n' >"$tmp/badgrid.txt"
 expect 2 "exp sweep sets --db itself" -- $bin exp sweep "$tmp/badgrid.txt" "$tmp/swb" --slurm
 expect 2 "exp sweep --jobs 0" -- $bin exp sweep "$tmp/grid.txt" "$tmp/swb" --jobs 0
-if command -v parallel >/dev/null 2>&1; then
-    expect 0 "exp sweep through GNU parallel" -- $bin exp sweep "$tmp/grid.txt" "$tmp/swp" --jobs 2
-    got=$(sqlite3 "$tmp/swp/sweep.db" "SELECT group_concat(json_extract(config_json, '$.policy') || ':' ||
-        json_extract(config_json, '$.rps') || ':' || num_finished, ' ') FROM runs JOIN summary USING (run_id)")
-    [ "$got" = "dual:1.0:20 dual:4.0:20 sparse:1.0:20 sparse:4.0:20" ] && ok || bad "exp sweep merged '$got'"
-else
-    echo "cli: note: GNU parallel not found; the local sweep is not run" >&2
-fi
+expect 0 "exp sweep" -- $bin exp sweep "$tmp/grid.txt" "$tmp/swp" --jobs 2
+[ "$(grep -c "^sweep: run [1-4] of 4 done$" "$tmp/out")" -eq 4 ] && ok || bad "exp sweep: not a line for each finished run"
+got=$(sqlite3 "$tmp/swp/sweep.db" "SELECT group_concat(json_extract(config_json, '$.policy') || ':' ||
+    json_extract(config_json, '$.rps') || ':' || num_finished, ' ') FROM runs JOIN summary USING (run_id)")
+[ "$got" = "dual:1.0:20 dual:4.0:20 sparse:1.0:20 sparse:4.0:20" ] && ok || bad "exp sweep merged '$got'"
+# a run that fails after the checks (planted: run 2's binary exits 3): it names its log, no run
+# starts after it, the runs that finished are merged, and the sweep exits 1
+printf '#!/usr/bin/env bash\ncase " $* " in *" --requests 1 "*) ;; *" --policy dual --rps 4 "*) echo planted >&2; exit 3 ;; esac\nexec "%s" "$@"\n' \
+    "$bin" >"$tmp/failing-tessera"
+chmod +x "$tmp/failing-tessera"
+expect 1 "exp sweep with a failing run" -- env TESSERA="$tmp/failing-tessera" bash "$root/experiments/lib/sweep.sh" \
+    "$tmp/grid.txt" "$tmp/swf" --jobs 1
+contains "exp sweep with a failing run" "sweep: run 2 of 4 failed (its log: $tmp/swf/runs/run-2.log)"
+contains "exp sweep with a failing run" "a run failed, so no more were started; the 1 that finished are merged"
+[ ! -e "$tmp/swf/runs/run-3.log" ] && [ "$(sqlite3 "$tmp/swf/sweep.db" "SELECT count(*) FROM runs")" = 1 ] &&
+    grep -q planted "$tmp/swf/runs/run-2.log" && ok || bad "exp sweep with a failing run: later runs started or run 1 not merged"
 # tensor parallelism in the simulator: a degree that does not divide the heads, or is out of range,
 # or with the calibrated back end, is refused at start; a run on two H200s takes the measured
 # all-reduce times and reports them

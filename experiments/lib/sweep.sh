@@ -10,9 +10,10 @@
 # Every combination is checked first (a one-request run of it): a bad value stops the sweep before
 # any run, naming it. Writes OUT/runs.txt (run K's arguments on line K, its database
 # OUT/runs/run-K.db) and then:
-#   locally: runs them through GNU parallel (--jobs N, default: the cores), a line per finished run,
-#            and merges them (tessera db merge) into OUT/sweep.db; a failed run stops the sweep
-#            (its log in OUT/runs/run-K.log), the runs done so far kept;
+#   locally: runs them N at a time (--jobs N, default: the cores; xargs -P), a line per finished
+#            run, and merges them (tessera db merge) into OUT/sweep.db; a failed run stops the
+#            sweep: no run starts after it, those under way finish, its log is OUT/runs/run-K.log
+#            and the databases of the runs that finished are merged;
 #   --slurm: writes OUT/sweep.sbatch instead, a job array of the same runs (sbatch OUT/sweep.sbatch,
 #            then tessera db merge OUT/sweep.db OUT/runs/*.db).
 set -uo pipefail
@@ -62,8 +63,9 @@ mkdir -p "$out/runs" || exit 2
 for k in "${!combos[@]}"; do
     args="${combos[$k]# } --db $out/runs/run-$((k + 1)).db --quiet --no-progress"
     echo "$args" >>"$out/runs.txt"
-    printf '"%s" sim %s >"%s" 2>&1 && echo "sweep: run %d of %d done"\n' "$bin" "$args" \
-        "$out/runs/run-$((k + 1)).log" $((k + 1)) "$n" >>"$out/commands.txt"
+    log="$out/runs/run-$((k + 1)).log"
+    printf '"%s" sim %s >"%s" 2>&1 && echo "sweep: run %d of %d done" || { echo "sweep: run %d of %d failed (its log: %s)"; exit 255; }\n' \
+        "$bin" "$args" "$log" $((k + 1)) "$n" $((k + 1)) "$n" "$log" >>"$out/commands.txt"
     # every run's options checked before any runs (a one-request run): a refusal names the bad value
     "$bin" sim ${combos[$k]} --requests 1 --quiet --no-progress >/dev/null 2>"$out/check.err" ||
         { echo "tessera exp sweep: $grid: run $((k + 1)) (${combos[$k]# }): $(cat "$out/check.err")" >&2; exit 2; }
@@ -86,14 +88,14 @@ EOF
     exit 0
 fi
 
-command -v parallel >/dev/null || {
-    echo "tessera exp sweep: GNU parallel not found (Debian: apt-get install parallel; or --slurm)" >&2; exit 2; }
 rm -f "$out"/runs/run-*.db "$out/sweep.db"
-parallel --will-cite --jobs "$jobs" --halt now,fail=1 --joblog "$out/joblog.txt" <"$out/commands.txt"
+# each line of commands.txt one bash command, N at a time; a failed run exits 255, after which xargs
+# starts no more (its own note of that discarded: the run's line says it)
+xargs -d '\n' -P "$jobs" -I CMD bash -c CMD <"$out/commands.txt" 2>/dev/null
 rc=$?
 dbs=() # in run order
 for k in $(seq 1 "$n"); do [ -f "$out/runs/run-$k.db" ] && dbs+=("$out/runs/run-$k.db"); done
-[ "$rc" -eq 0 ] || echo "tessera exp sweep: a run failed (its log: $out/runs/run-K.log, K its line in runs.txt); ${#dbs[@]} databases kept" >&2
+[ "$rc" -eq 0 ] || echo "tessera exp sweep: a run failed, so no more were started; the ${#dbs[@]} that finished are merged" >&2
 [ ${#dbs[@]} -gt 0 ] || exit 1
 "$bin" db merge "$out/sweep.db" "${dbs[@]}" || exit 1
 [ "$rc" -eq 0 ]
