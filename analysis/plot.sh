@@ -5,11 +5,16 @@
 #   analysis/plot.sh steps OUT.png DB [RUN_ID]          a run's step timeline: duration and
 #                                                       query tokens per step
 #   analysis/plot.sh ops OUT.png DB [RUN_ID]            time by op (cost model breakdown)
+#   analysis/plot.sh sweep OUT.png DB X Y [BY]          a sweep (tessera exp sweep): summary
+#                                                       column Y over option X, a curve for each
+#                                                       value of option BY
 #
-# Curves are labelled from each run's configuration (system or policy/scheduler, GPU).
+# Curves are labelled from each run's configuration (system or policy/scheduler, GPU). The
+# options X and BY are named as tessera sim takes them (rps or --rps, max-batch, sparse-ratio);
+# Y is a column of the summary table (throughput_tok_s, lat_mean_s, lat_p99_s, ...).
 # Needs sqlite3 and gnuplot (Debian: sqlite3 gnuplot-nox).
 set -euo pipefail
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $# -ge 3 ] || usage
 kind=$1 out=$2
 shift 2
@@ -90,6 +95,52 @@ set grid ytics
 plot '$tmp/ops.dat' using 0:2:xtic(1) with boxes notitle
 GP
     fi
+    ;;
+sweep)
+    [ $# -ge 3 ] || usage
+    db=$1 x=$2 y=$3 by=${4:-}
+    [ -f "$db" ] || { echo "plot.sh: $db: no such database" >&2; exit 2; }
+    key() { local k=${1#--}; k=${k//-/_}; [[ $k =~ ^[a-z][a-z0-9_]*$ ]] || { echo "plot.sh: '$1' is not an option's name" >&2; exit 2; }; echo "$k"; }
+    xk=$(key "$x")
+    [[ $y =~ ^[a-z][a-z0-9_]*$ ]] && [ "$(sqlite3 "$db" "SELECT count(*) FROM pragma_table_info('summary') WHERE name = '$y'")" = 1 ] || {
+        echo "plot.sh: $db: '$y' is not a column of the summary table ($(sqlite3 "$db" "SELECT group_concat(name, ' ')
+            FROM pragma_table_info('summary') WHERE name != 'run_id'"))" >&2; exit 2; }
+    # the options that differ between the runs: X and BY must account for all of them
+    varying=$(sqlite3 "$db" "SELECT group_concat(key, ' ') FROM (SELECT key FROM runs, json_each(runs.config_json)
+        GROUP BY key HAVING count(DISTINCT quote(value)) > 1 ORDER BY key)")
+    [ "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE json_type(config_json, '\$.$xk') NOT IN ('integer', 'real')")" = 0 ] || {
+        echo "plot.sh: $db: X '$x' is not a number in every run's configuration (the options that vary: ${varying:-none})" >&2; exit 2; }
+    curve="'all'"
+    if [ -n "$by" ]; then
+        byk=$(key "$by")
+        [ "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE json_type(config_json, '\$.$byk') IS NULL")" = 0 ] || {
+            echo "plot.sh: $db: BY '$by' is not an option of every run (the options that vary: ${varying:-none})" >&2; exit 2; }
+        curve="json_extract(config_json, '\$.$byk')"
+    fi
+    other=$(for k in $varying; do [ "$k" = "$xk" ] || [ "$k" = "${byk:-}" ] || printf '%s ' "$k"; done)
+    [ -z "$other" ] || { echo "plot.sh: $db: the runs also differ in ${other% } (give it as BY, or plot the runs of one value apart)" >&2; exit 2; }
+    plots=()
+    i=0
+    while IFS= read -r v; do
+        sqlite3 -separator ' ' "$db" "SELECT json_extract(config_json, '\$.$xk'), $y FROM runs JOIN summary USING (run_id)
+            WHERE $curve = (SELECT DISTINCT $curve FROM runs ORDER BY 1 LIMIT 1 OFFSET $i) ORDER BY 1" >"$tmp/sweep$i.dat"
+        title=${by:+${by#--} }$v
+        plots+=("'$tmp/sweep$i.dat' using 1:2 with linespoints lw 2 pt 7 title '${title//\'/}'")
+        i=$((i + 1))
+    done < <(sqlite3 "$db" "SELECT DISTINCT $curve FROM runs ORDER BY 1")
+    [ $i -gt 0 ] || { echo "plot.sh: $db: no runs" >&2; exit 2; }
+    [ -n "$by" ] || plots[0]="'$tmp/sweep0.dat' using 1:2 with linespoints lw 2 pt 7 notitle"
+    plotcmd=$(IFS=,; echo "${plots[*]}")
+    gnuplot <<GP
+set terminal pngcairo size 900,560 font ",11" noenhanced
+set output '$out'
+set title '$y over ${x#--}'
+set xlabel '${x#--}'
+set ylabel '$y'
+set key outside right
+set grid
+plot $plotcmd
+GP
     ;;
 *) usage ;;
 esac

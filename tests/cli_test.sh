@@ -1246,6 +1246,20 @@ expect 0 "exp sweep" -- $bin exp sweep "$tmp/grid.txt" "$tmp/swp" --jobs 2
 got=$(sqlite3 "$tmp/swp/sweep.db" "SELECT group_concat(json_extract(config_json, '$.policy') || ':' ||
     json_extract(config_json, '$.rps') || ':' || num_finished, ' ') FROM runs JOIN summary USING (run_id)")
 [ "$got" = "dual:1.0:20 dual:4.0:20 sparse:1.0:20 sparse:4.0:20" ] && ok || bad "exp sweep merged '$got'"
+# its figures (two options vary, rps numeric: over rps, a curve a policy), and plot.sh sweep's refusals
+if command -v gnuplot >/dev/null; then
+    contains "exp sweep draws its figures" "sweep: $tmp/swp/throughput.png and $tmp/swp/latency.png over rps, a curve for each policy"
+    is_png "$tmp/swp/throughput.png" "exp sweep" && is_png "$tmp/swp/latency.png" "exp sweep"
+    expect 0 "plot.sh sweep" -- bash "$root/analysis/plot.sh" sweep "$tmp/swp/p99.png" "$tmp/swp/sweep.db" --rps lat_p99_s --policy
+    is_png "$tmp/swp/p99.png" "plot.sh sweep"
+    expect 2 "plot.sh sweep without BY" -- bash "$root/analysis/plot.sh" sweep "$tmp/x.png" "$tmp/swp/sweep.db" rps lat_p99_s
+    contains "plot.sh sweep without BY" "the runs also differ in policy (give it as BY"
+    expect 2 "plot.sh sweep over a name" -- bash "$root/analysis/plot.sh" sweep "$tmp/x.png" "$tmp/swp/sweep.db" policy lat_p99_s rps
+    contains "plot.sh sweep over a name" "X 'policy' is not a number in every run's configuration (the options that vary: policy rps)"
+    expect 2 "plot.sh sweep of no column" -- bash "$root/analysis/plot.sh" sweep "$tmp/x.png" "$tmp/swp/sweep.db" rps p99 policy
+    contains "plot.sh sweep of no column" "'p99' is not a column of the summary table (num_requests"
+    [ ! -e "$tmp/x.png" ] && ok || bad "plot.sh sweep drew a refused figure"
+fi
 # a run that fails after the checks (planted: run 2's binary exits 3): it names its log, no run
 # starts after it, the runs that finished are merged, and the sweep exits 1
 printf '#!/usr/bin/env bash\ncase " $* " in *" --requests 1 "*) ;; *" --policy dual --rps 4 "*) echo planted >&2; exit 3 ;; esac\nexec "%s" "$@"\n' \

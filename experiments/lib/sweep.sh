@@ -13,7 +13,9 @@
 #   locally: runs them N at a time (--jobs N, default: the cores; xargs -P), a line per finished
 #            run, and merges them (tessera db merge) into OUT/sweep.db; a failed run stops the
 #            sweep: no run starts after it, those under way finish, its log is OUT/runs/run-K.log
-#            and the databases of the runs that finished are merged;
+#            and the databases of the runs that finished are merged; where the grid varies one
+#            option, or two of which the last numeric one makes the x axis, it draws
+#            OUT/throughput.png and OUT/latency.png over it (analysis/plot.sh sweep);
 #   --slurm: writes OUT/sweep.sbatch instead, a job array of the same runs (sbatch OUT/sweep.sbatch,
 #            then tessera db merge OUT/sweep.db OUT/runs/*.db).
 set -uo pipefail
@@ -34,6 +36,7 @@ done
 
 # the grid: its lines' values, checked; the combinations expanded, the last line varying fastest
 combos=("")
+varying=() numeric=()
 lineno=0
 while IFS= read -r line || [ -n "$line" ]; do
     lineno=$((lineno + 1))
@@ -48,6 +51,10 @@ while IFS= read -r line || [ -n "$line" ]; do
     case $opt in --db|--append|--replace|--json|--help)
         echo "tessera exp sweep: $grid:$lineno: $opt is the sweep's to set" >&2; exit 2 ;;
     esac
+    if [ ${#words[@]} -gt 2 ]; then # an option the runs vary, and whether its values are all numbers
+        varying+=("${opt#--}")
+        numeric+=("$(printf '%s\n' "${words[@]:1}" | grep -qvE '^-?[0-9]+([.][0-9]+)?$' && echo 0 || echo 1)")
+    fi
     next=()
     for c in "${combos[@]}"; do
         for v in "${words[@]:1}"; do next+=("$c $opt $v"); done
@@ -98,4 +105,16 @@ for k in $(seq 1 "$n"); do [ -f "$out/runs/run-$k.db" ] && dbs+=("$out/runs/run-
 [ "$rc" -eq 0 ] || echo "tessera exp sweep: a run failed, so no more were started; the ${#dbs[@]} that finished are merged" >&2
 [ ${#dbs[@]} -gt 0 ] || exit 1
 "$bin" db merge "$out/sweep.db" "${dbs[@]}" || exit 1
+# figures where the grid varies one option, or two of which the last numeric one is the x axis:
+# throughput and mean latency over it, a curve for each value of the other
+x="" by=""
+for i in "${!varying[@]}"; do [ "${numeric[$i]}" = 1 ] && x=${varying[$i]}; done
+for v in "${varying[@]}"; do [ "$v" = "$x" ] || by=$v; done
+if [ -n "$x" ] && [ ${#varying[@]} -le 2 ] && command -v gnuplot >/dev/null; then
+    plot="$(dirname "$0")/../../analysis/plot.sh"
+    for fig in throughput:throughput_tok_s latency:lat_mean_s; do
+        bash "$plot" sweep "$out/${fig%%:*}.png" "$out/sweep.db" "$x" "${fig#*:}" $by >/dev/null || rc=1
+    done
+    echo "sweep: $out/throughput.png and $out/latency.png over $x${by:+, a curve for each $by} (analysis/plot.sh sweep draws others)"
+fi
 [ "$rc" -eq 0 ]
