@@ -21,7 +21,19 @@
 #include "gpu.h"
 #include "model.h"
 
-#define ATTN_FEATURES 10
+/* The attention model's features (attn_add, attn_finish, attn_wave_finish) */
+enum {
+    AF_LONG_PAIRS,      /* the wgmma kernel's segments' query-key pairs */
+    AF_TILE_KEYS,       /* every segment's 64-row query tiles' keys, over the heads a block packs */
+    AF_LONG_ROWS,       /* the wgmma kernel's segments' rows */
+    AF_SEGS,            /* segments */
+    AF_MAX_KEYS,        /* the longest segment's keys */
+    AF_CONST,           /* 1 */
+    AF_KV,              /* cached keys */
+    AF_LONG_TILE_KEYS,  /* the wgmma kernel's 128-row tiles' keys */
+    AF_WAVE_KEYS,       /* the mma.sync launch's waves of blocks over their keys */
+    ATTN_FEATURES
+};
 #define SELECT_FEATURES 4
 #define FC_FEATURES 6
 
@@ -157,9 +169,16 @@ static int curve_eval(const struct curve *c, double x, bool extrapolate, double 
  * Attention features of a step: work terms summed over segments, the longest segment's keys (the
  * critical path when a step has too few 64-row tiles to fill the GPU) and a constant (one launch
  * per layer costs time even for a single query; measured on an H200 profile:
- * 35% rms residual with the four sums alone, 14.5% with the maximum and the constant); the work
- * again over the segments of at least ATTN_LONG_Q rows, which the engine runs on its wgmma kernel
- * on Hopper (128-row blocks); and the mma.sync kernel's launch as kernels/attention.cu makes it:
+ * 35% rms residual with the four sums alone, 14.5% with the maximum and the constant); the rows
+ * and query-key pairs of the segments of at least ATTN_LONG_Q rows alone, which the engine runs
+ * on its wgmma kernel on Hopper (128-row blocks), with their 128-row tiles' keys. The mma.sync
+ * kernel computes every row of its 64-row tiles, whatever the segment fills of them (four query
+ * heads a tile of segments of at most 16 rows), so its work is its tiles' keys, not its rows or
+ * pairs: on SDAR-8B's H200 profile and batch steps, each launch of 250,000 block-keys or more took
+ * 5.7-8 ns a block-key from 2 to 64 rows a segment and 16 to 256 segments, and pricing its pairs
+ * too left FOCUS's later layers (many sequences of a few kept rows) 13-20% short on the recorded
+ * replays (records/batch-mixed-h200: 1-5% without). Last, the mma.sync kernel's launch as
+ * kernels/attention.cu makes it:
  * its waves of blocks (two an SM, four with the 32-key K/V tiles of short query tiles) over the
  * keys its blocks cover (attn_wave_finish), its key split following attn_split_rule_v (by the rules
  * version the profiled engine launched with) when it runs alone (all segments run on it where
@@ -195,18 +214,17 @@ static double tile_keys(int64_t q, int64_t kv, int32_t bs, int rows)
  * pairs and the tiles' keys the kernels skip are not counted) */
 static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs)
 {
-    double *f = a->f, k = (double)(q + kv), pairs = attn_pairs(q, kv, bs);
-    f[0] += pairs;
-    f[1] += tile_keys(q, kv, bs, 64);
-    f[2] += (double)q;
-    f[3] += 1;
-    f[4] = fmax(f[4], k);
-    f[5] = 1;
-    f[6] += (double)kv;
+    double *f = a->f, k = (double)(q + kv);
+    f[AF_TILE_KEYS] += tile_keys(q, kv, bs, 64);
+    f[AF_SEGS] += 1;
+    f[AF_MAX_KEYS] = fmax(f[AF_MAX_KEYS], k);
+    f[AF_CONST] = 1;
+    f[AF_KV] += (double)kv;
     a->max_q = fmax(a->max_q, (double)q);
     if (q >= ATTN_LONG_Q) { /* the engine's wgmma kernel on Hopper: 128-row blocks */
-        f[7] += pairs;
-        f[8] += tile_keys(q, kv, bs, 128);
+        f[AF_LONG_PAIRS] += attn_pairs(q, kv, bs);
+        f[AF_LONG_ROWS] += (double)q;
+        f[AF_LONG_TILE_KEYS] += tile_keys(q, kv, bs, 128);
         a->long_rows += (double)q;
         a->long_tiles += ceil((double)q / 64.0);
         a->long_segs++;
@@ -221,13 +239,13 @@ static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs)
 
 static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, int rules)
 {
-    if (a->any_long && attn_long_on_mma((int)fmin(a->long_tiles, 1e9), heads, sms, (int)a->f[4])) {
+    if (a->any_long && attn_long_on_mma((int)fmin(a->long_tiles, 1e9), heads, sms, (int)a->f[AF_MAX_KEYS])) {
         /* one short long segment over many keys: the engine runs every segment on the mma.sync
          * kernel (attn_long_on_mma) */
-        a->f[7] = a->f[8] = 0;
+        a->f[AF_LONG_PAIRS] = a->f[AF_LONG_ROWS] = a->f[AF_LONG_TILE_KEYS] = 0;
         a->short_rows += a->long_rows;
         a->short_tiles += a->long_tiles;
-        a->short_max_k = a->f[4];
+        a->short_max_k = a->f[AF_MAX_KEYS];
         a->short_segs += a->long_segs;
         a->long_segs = 0;
         a->any_long = false;
@@ -237,14 +255,14 @@ static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, in
     /* GQA packing (rules 4, only where every segment is short): a block takes P query heads of
      * one K/V head, so each K/V tile is read once for P heads and there are H / P blocks a tile of
      * P times the rows */
-    const int P = attn_head_pack_v(rules, heads, kv_heads, (int)fmin(a->max_q, 1e9), (int)a->f[4]);
-    a->f[1] /= P;
+    const int P = attn_head_pack_v(rules, heads, kv_heads, (int)fmin(a->max_q, 1e9), (int)a->f[AF_MAX_KEYS]);
+    a->f[AF_TILE_KEYS] /= P;
     /* the engine lists the long segments' tiles first, so the mma.sync kernel runs over the
      * short tiles alone (k_attn_args.long_tiles), its K/V tile size the one it would take alone;
      * beside the wgmma kernel it never splits keys (k_attention_splits), bounded by the step's
      * longest segment */
     int alone = attn_split_rule_pv(rules, P, (int)a->short_tiles, (int64_t)a->short_rows, heads, sms,
-                                          (int)a->f[4]);
+                                          (int)a->f[AF_MAX_KEYS]);
     int splits = a->any_long ? 1 : alone;
     bool short_kv_tiles = attn_short_kv_tiles(alone, (int64_t)a->short_rows * P, (int64_t)a->short_tiles);
     a->wave_blocks = (short_kv_tiles ? 4.0 : 2.0) * sms;
@@ -267,7 +285,7 @@ static void attn_wave_add(struct attn_acc *a, int64_t q, int64_t kv)
     a->tile_block_keys += ceil((double)q / 64.0) * block_keys((double)(q + kv), a->splits);
 }
 
-/* The mma.sync launch's time in keys (feature 9): the hardware hands its blocks to the SMs as
+/* The mma.sync launch's time in keys (AF_WAVE_KEYS): the hardware hands its blocks to the SMs as
  * slots free up, so every wave but the last takes the blocks' mean keys and the last ends with
  * the longest block (equal segments: whole waves of one block's keys). Charging every wave the
  * longest block's keys prices steps of many sequences of mixed lengths 1.3 to 3.5 times what the
@@ -278,7 +296,7 @@ static void attn_wave_finish(struct attn_acc *a, int heads)
         return;
     const double per_tile = (double)(heads / a->pack) * a->splits, blocks = a->short_tiles * per_tile;
     const double mean = a->tile_block_keys / a->short_tiles;
-    a->f[9] = (ceil(blocks / a->wave_blocks) - 1) * mean + block_keys(a->short_max_k, a->splits);
+    a->f[AF_WAVE_KEYS] = (ceil(blocks / a->wave_blocks) - 1) * mean + block_keys(a->short_max_k, a->splits);
 }
 
 /* The attention features and launch of a step's front layers' shapes or its later ones', as the
@@ -506,7 +524,12 @@ static size_t fit_count(const struct calib_data *d, const struct calib *c, const
 }
 
 /* Weighted least squares (weights 1/y^2: relative errors) of the taken rows' times on their
- * features, the coefficients into beta[rf->p]; -1 when GSL's fit fails. */
+ * features, the coefficients into beta[rf->p]; -1 when GSL's fit fails. Directions of the features
+ * whose singular values fall below FIT_SVD_TOL of the largest are left out (truncated SVD): a
+ * profile whose wgmma segments are all multiples of 128 rows holds their pairs at exactly 128 times
+ * their 128-row tiles' keys, and a fit that keeps that direction by rounding alone prices any other
+ * length with coefficients of 1e7 and more. */
+#define FIT_SVD_TOL 1e-10
 static int fit_rows(const struct calib_data *d, const struct calib *c, const struct row_fit *rf, double *beta)
 {
     const size_t n = fit_count(d, c, rf), p = (size_t)rf->p;
@@ -526,7 +549,8 @@ static int fit_rows(const struct calib_data *d, const struct calib *c, const str
     }
     double chisq;
     gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(n, p);
-    const int st = gsl_multifit_wlinear(X, w, Y, b, cov, &chisq, ws);
+    size_t rank;
+    const int st = gsl_multifit_wlinear_tsvd(X, w, Y, FIT_SVD_TOL, b, cov, &chisq, &rank, ws);
     for (size_t j = 0; j < p; j++)
         beta[j] = gsl_vector_get(b, j);
     gsl_multifit_linear_free(ws);
@@ -1195,9 +1219,10 @@ void calib_show(const struct calib *c, FILE *out)
                      "%d chunk sizes (%.0f..%.0f)\n",
                 curve_ratio_min_max(&c->lm_carry, &c->lm, false), curve_ratio_min_max(&c->lm_carry, &c->lm, true),
                 c->lm_carry.n, c->lm_carry.x[0], c->lm_carry.x[c->lm_carry.n - 1]);
-    static const char *const term[ATTN_FEATURES] = {" sum q(q+kv)", " sum ceil(q/64)(q+kv)", " sum q", " segs",
-                                                    " max(q+kv)", "", " sum kv", " sum_long q(q+kv)",
-                                                    " sum_long ceil(q/128)(q+kv)", " mma_waves*keys_a_block"};
+    static const char *const term[ATTN_FEATURES] = {
+        [AF_LONG_PAIRS] = " sum_long q(q+kv)", [AF_TILE_KEYS] = " sum ceil(q/64)(q+kv)", [AF_LONG_ROWS] = " sum_long q",
+        [AF_SEGS] = " segs", [AF_MAX_KEYS] = " max(q+kv)", [AF_CONST] = "", [AF_KV] = " sum kv",
+        [AF_LONG_TILE_KEYS] = " sum_long ceil(q/128)(q+kv)", [AF_WAVE_KEYS] = " mma_waves*keys_a_block"};
     fprintf(out, "attention (ms) =");
     for (int i = 0; i < ATTN_FEATURES; i++)
         fprintf(out, "%s%.4g%s", i == 0 ? " " : c->beta[i] < 0 ? " - " : " + ", i == 0 ? c->beta[i] : fabs(c->beta[i]),
