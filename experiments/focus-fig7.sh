@@ -9,8 +9,8 @@ paper_init "$@"
 blocks="16 32 64" batch=128
 [ "$QUICK" = 1 ] && batch=32
 # and FOCUS again with its attention priced 1.2 times over (--op-scale: the calibrated attention comes
-# out 12-21% short on FOCUS's serving batches, records batch-mixed-h100 and -h200): how far that moves
-# its speedups, said in the notes
+# out up to 12% short on FOCUS's serving batches, records batch-mixed-h100 and -h200): how far that
+# moves its speedups, said in the notes
 scaled=sharegpt-sdar-8b-attn1.2 sens=
 for bs in $blocks; do
     for sys in lmdeploy focus; do fc_point $sys sharegpt-sdar-8b $bs sdar-8b $batch --block $bs; done
@@ -28,6 +28,6 @@ NOTES="$(fc_notes sdar-8b)
 Both systems decode at the same TPF whatever the block size (threshold:sdar-low); the paper's TPF by
 block size is not printed.
 With FOCUS's attention priced 1.2 times over (--op-scale attention=1.2, workload $scaled; the
-calibrated attention comes out 12-21% short on FOCUS's serving batches), its speedups by block size
-are ${sens%, }: the shortfall explains little of the distance to the paper's."
+calibrated attention comes out up to 12% short on FOCUS's serving batches), its speedups by block
+size are ${sens%, }: a mispriced attention explains little of the distance to the paper's."
 paper_finish "FOCUS Fig. 7: speedup over LMDeploy by block size, A100-80GB" "block size" speedup logx

@@ -63,9 +63,8 @@ show --gpu a100-80gb --from h200):"
     done
     echo "The calibrated model on batches like these (64 to 256 ShareGPT sequences of SDAR-8B replayed on
 an H100 and an H200, experiments/records/batch-mixed-h100 and batch-mixed-h200): LMDeploy's steps
-within 1.2-3.0% per step, FOCUS's within 3.1-8.5%. FOCUS's attention comes out 12-21% short: about
-3 points of it are its eviction kernels, which the calibration does not price; the rest is the
-attention model's price of many sequences of a few kept rows each (0.63-0.83 of their time on the
-H200, 0.66-0.76 on the H100). The H200's calibration carried to the H100 prices them within
-2.3-7.0%."
+within 1.0-3.2% per step, FOCUS's within 2.5-7.4%, every run's total within 3.8%. FOCUS's attention
+comes out -5 ... +1% on the H200 and 3-12% short on the H100; about 3 points of it are its eviction
+kernels, which the calibration does not price. The H200's calibration carried to the H100 prices
+them within 3.2-6.6% per step."
 }
