@@ -168,8 +168,7 @@ static int curve_eval(const struct curve *c, double x, bool extrapolate, double 
 /*
  * Attention features of a step: work terms summed over segments, the longest segment's keys (the
  * critical path when a step has too few 64-row tiles to fill the GPU) and a constant (one launch
- * per layer costs time even for a single query; measured on an H200 profile:
- * 35% rms residual with the four sums alone, 14.5% with the maximum and the constant); the rows
+ * per layer costs time even for a single query); the rows
  * and query-key pairs of the segments of at least ATTN_LONG_Q rows alone, which the engine runs
  * on its wgmma kernel on Hopper (128-row blocks), with their 128-row tiles' keys. The mma.sync
  * kernel computes every row of its 64-row tiles, whatever the segment fills of them (four query
