@@ -117,8 +117,13 @@ sweep)
             echo "plot.sh: $db: BY '$by' is not an option of every run (the options that vary: ${varying:-none})" >&2; exit 2; }
         curve="json_extract(config_json, '\$.$byk')"
     fi
-    other=$(for k in $varying; do [ "$k" = "$xk" ] || [ "$k" = "${byk:-}" ] || printf '%s ' "$k"; done)
-    [ -z "$other" ] || { echo "plot.sh: $db: the runs also differ in ${other% } (give it as BY, or plot the runs of one value apart)" >&2; exit 2; }
+    # a curve holds one run an x: where two runs of one curve share their x, they differ in another option
+    if [ "$(sqlite3 "$db" "SELECT count(*) FROM (SELECT 1 FROM runs GROUP BY $curve,
+            json_extract(config_json, '\$.$xk') HAVING count(*) > 1)")" != 0 ]; then
+        other=$(for k in $varying; do [ "$k" = "$xk" ] || [ "$k" = "${byk:-}" ] || printf '%s ' "$k"; done)
+        echo "plot.sh: $db: the runs also differ in ${other% } (give it as BY, or plot the runs of one value apart)" >&2
+        exit 2
+    fi
     plots=()
     i=0
     while IFS= read -r v; do

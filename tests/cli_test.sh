@@ -1265,6 +1265,11 @@ if command -v gnuplot >/dev/null; then
     expect 2 "plot.sh sweep of no column" -- bash "$root/analysis/plot.sh" sweep "$tmp/x.png" "$tmp/swp/sweep.db" rps p99 policy
     contains "plot.sh sweep of no column" "'p99' is not a column of the summary table (num_requests"
     [ ! -e "$tmp/x.png" ] && ok || bad "plot.sh sweep drew a refused figure"
+    # presets differ in many options at once: a curve a preset, since each curve holds one run an x
+    printf -- '--system dllm-serve fast-dllm\n--rps 1 4\n--requests 10\n' >"$tmp/grid-sys.txt"
+    expect 0 "exp sweep over presets" -- $bin exp sweep "$tmp/grid-sys.txt" "$tmp/sws2" --jobs 2
+    contains "exp sweep over presets" "over rps, a curve for each system"
+    is_png "$tmp/sws2/throughput.png" "exp sweep over presets"
 fi
 # a run that fails after the checks (planted: run 2's binary exits 3): it names its log, no run
 # starts after it, the runs that finished are merged, and the sweep exits 1

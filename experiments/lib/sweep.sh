@@ -112,9 +112,12 @@ for i in "${!varying[@]}"; do [ "${numeric[$i]}" = 1 ] && x=${varying[$i]}; done
 for v in "${varying[@]}"; do [ "$v" = "$x" ] || by=$v; done
 if [ -n "$x" ] && [ ${#varying[@]} -le 2 ] && command -v gnuplot >/dev/null; then
     plot="$(dirname "$0")/../../analysis/plot.sh"
-    for fig in throughput:throughput_tok_s latency:lat_mean_s; do
-        bash "$plot" sweep "$out/${fig%%:*}.png" "$out/sweep.db" "$x" "${fig#*:}" $by >/dev/null || rc=1
-    done
-    echo "sweep: $out/throughput.png and $out/latency.png over $x${by:+, a curve for each $by} (analysis/plot.sh sweep draws others)"
+    if bash "$plot" sweep "$out/throughput.png" "$out/sweep.db" "$x" throughput_tok_s $by >/dev/null 2>"$out/plot.err" &&
+        bash "$plot" sweep "$out/latency.png" "$out/sweep.db" "$x" lat_mean_s $by >/dev/null 2>"$out/plot.err"; then
+        echo "sweep: $out/throughput.png and $out/latency.png over $x${by:+, a curve for each $by} (analysis/plot.sh sweep draws others)"
+    else
+        echo "sweep: no figure: $(cat "$out/plot.err")"
+    fi
+    rm -f "$out/plot.err"
 fi
 [ "$rc" -eq 0 ]
