@@ -447,6 +447,8 @@ for r in $sdar_runs; do rm -f "$tmp/$r.db"; done
 # 7%, LLaDA2.0-mini's within 10%)
 for r in focus-sdar-8b-96 focus-sdar-8b-192 lmdeploy-sdar-8b-192; do batch_eval batch-oos-h200 $r; rm -f "$tmp/$r.db"; done
 batch_eval batch-oos-h200 focus-llada2.0-mini-128 10; rm -f "$tmp/focus-llada2.0-mini-128.db"
+# batch-oos-h100: the same on an H100 (totals within 7%)
+for r in focus-sdar-8b-96 lmdeploy-sdar-8b-192; do batch_eval batch-oos-h100 $r; rm -f "$tmp/$r.db"; done
 # the small-q steps' attention (REC/profiles, a card's) against a calibration (CAL), as REC/WANT says:
 # on the H200 by its shipped calibration and by the merged one, on the H100 by its shipped one
 for spec in "batch-mixed-h200 h200 $root/sim/data/calib/h200-sdar-8b-tessera.csv small-q.txt" \
