@@ -222,7 +222,6 @@ static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs)
     a->max_q = fmax(a->max_q, (double)q);
     if (q >= ATTN_LONG_Q) { /* the engine's wgmma kernel on Hopper: 128-row blocks */
         f[AF_LONG_PAIRS] += attn_pairs(q, kv, bs);
-        f[AF_LONG_ROWS] += (double)q;
         f[AF_LONG_TILE_KEYS] += tile_keys(q, kv, bs, 128);
         a->long_rows += (double)q;
         a->long_tiles += ceil((double)q / 64.0);
@@ -241,7 +240,7 @@ static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, in
     if (a->any_long && attn_long_on_mma((int)fmin(a->long_tiles, 1e9), heads, sms, (int)a->f[AF_MAX_KEYS])) {
         /* one short long segment over many keys: the engine runs every segment on the mma.sync
          * kernel (attn_long_on_mma) */
-        a->f[AF_LONG_PAIRS] = a->f[AF_LONG_ROWS] = a->f[AF_LONG_TILE_KEYS] = 0;
+        a->f[AF_LONG_PAIRS] = a->f[AF_LONG_TILE_KEYS] = 0;
         a->short_rows += a->long_rows;
         a->short_tiles += a->long_tiles;
         a->short_max_k = a->f[AF_MAX_KEYS];
@@ -249,6 +248,7 @@ static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, in
         a->long_segs = 0;
         a->any_long = false;
     }
+    a->f[AF_LONG_ROWS] = a->any_long ? a->long_rows : 0;
     if (a->short_tiles <= 0)
         return;
     /* GQA packing (rules 4, only where every segment is short): a block takes P query heads of
