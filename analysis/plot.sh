@@ -124,17 +124,20 @@ sweep)
         echo "plot.sh: $db: the runs also differ in ${other% } (give it as BY, or plot the runs of one value apart)" >&2
         exit 2
     fi
+    # every run's curve, x and y in one query, split into a data file a curve (sweepI.dat, I from 1)
+    sqlite3 -separator $'\t' "$db" "SELECT $curve, json_extract(config_json, '\$.$xk'), $y FROM runs
+        JOIN summary USING (run_id) ORDER BY 1, 2" |
+        awk -F'\t' -v d="$tmp" '$1 != last || NR == 1 { i++; last = $1; print $1 } { print $2, $3 > (d "/sweep" i ".dat") }' \
+            >"$tmp/curves.txt"
     plots=()
     i=0
     while IFS= read -r v; do
-        sqlite3 -separator ' ' "$db" "SELECT json_extract(config_json, '\$.$xk'), $y FROM runs JOIN summary USING (run_id)
-            WHERE $curve = (SELECT DISTINCT $curve FROM runs ORDER BY 1 LIMIT 1 OFFSET $i) ORDER BY 1" >"$tmp/sweep$i.dat"
-        title=${by:+${by#--} }$v
-        plots+=("'$tmp/sweep$i.dat' using 1:2 with linespoints lw 2 pt 7 title '${title//\'/}'")
         i=$((i + 1))
-    done < <(sqlite3 "$db" "SELECT DISTINCT $curve FROM runs ORDER BY 1")
+        title=notitle
+        [ -n "$by" ] && title="title '$(printf '%s %s' "${by#--}" "$v" | tr -d "'")'"
+        plots+=("'$tmp/sweep$i.dat' using 1:2 with linespoints lw 2 pt 7 $title")
+    done <"$tmp/curves.txt"
     [ $i -gt 0 ] || { echo "plot.sh: $db: no runs" >&2; exit 2; }
-    [ -n "$by" ] || plots[0]="'$tmp/sweep0.dat' using 1:2 with linespoints lw 2 pt 7 notitle"
     plotcmd=$(IFS=,; echo "${plots[*]}")
     gnuplot <<GP
 set terminal pngcairo size 900,560 font ",11" noenhanced
