@@ -3,6 +3,8 @@
 #ifndef TESSERA_CLI_H
 #define TESSERA_CLI_H
 
+#include <stdbool.h>
+
 int cli_sim(int argc, char **argv);
 int cli_trace(int argc, char **argv);
 int cli_list(int argc, char **argv);
@@ -13,5 +15,20 @@ int cli_db(int argc, char **argv);
 int cli_engine(int argc, char **argv); /* engine/cli_engine.c, built with CUDA */
 
 #define EXIT_USAGE 2
+
+/* What the parsers share (cli_common.c). Each error is said on stderr and returns EXIT_USAGE. */
+/* "tessera CMD: unknown option 'ARG' (did you mean NEAR?)": NEAR the nearest of names[0..n)
+ * (param_nearest), left out where none is near. */
+int cli_unknown_option(const char *cmd, const char *arg, const char *const *names, int n);
+/* The same, the valid options a space-separated list ("--gpu --out"). */
+int cli_unknown_in_list(const char *cmd, const char *arg, const char *list);
+/* After getopt_long returned ret ('?' or ':', its optstring starting with ':' and opterr 0): the
+ * unknown option, with the nearest of o's, or the option missing its value. */
+struct option;
+int cli_getopt_error(const char *cmd, int ret, char **argv, const struct option *o);
+/* Whether argv[1..argc) asks for --help (or -h) before any "--". */
+bool cli_help_asked(int argc, char **argv);
+/* A file a command writes (PATH, "-" for stdout): refused where it holds something unless force. */
+int cli_check_out_file(const char *cmd, const char *path, bool force);
 
 #endif

@@ -79,7 +79,7 @@ static void calib_usage(FILE *f)
 "        under the block policy, as the simulator prices it: step_desc.attn_block) [0: bidirectional];\n"
 "        its last line says how the profiled engine launches that attention, by the calibration's\n"
 "        launch rules: the segments on each kernel, and the mma.sync launch's query heads a block\n"
-"        (GQA packing, rules 4), key splits and K/V tile size; --roofline prices it by the roofline\n"
+"        (GQA packing), key splits and K/V tile size; --roofline prices it by the roofline\n"
 "        alone, which needs no calibration (any GPU, model and implementation profile)\n"
 "transfer  estimates a calibration for a GPU without measuring on it: each profiled op's roofline\n"
 "        time is priced on the other GPU (over the two GPUs' measured ceilings where both were\n"
@@ -102,9 +102,9 @@ static void calib_usage(FILE *f)
 "        line for clock.csv, which tessera sim --clock reads (this machine's calibrations' folder,\n"
 "        then sim/data)\n"
 "\n"
-"An option another subcommand takes is refused here, not ignored. A calibration records the\n"
-"version of the engine's attention launch rules it was profiled under (attn_rules; 1 where the\n"
-"column is absent) and prices attention by it; show prints it.\n");
+"An option another subcommand takes is refused here, not ignored. A calibration records how the\n"
+"engine it profiled launches attention (its attn_rules column) and prices attention that way;\n"
+"show prints it.\n");
 }
 
 static int load_fit(const char *path, const char *gpu, struct calib **out, struct ts_err *err)
@@ -717,12 +717,16 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
         } else if (flag) {
             *(strcmp(o, "--roofline") == 0 ? &a->roofline : strcmp(o, "--iter-smooth") == 0 ? &a->iter_smooth
                                                                                         : &a->extrapolate) = true;
-        } else if (strcmp(o, "--help") == 0) {
+        } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
             calib_usage(stdout);
             return 1;
         } else if (o[0] != '-' && (!a->file || strcmp(sub, "merge") == 0)) {
             a->file = a->file ? a->file : o;
             a->files[a->nfiles++] = o;
+        } else if (o[0] == '-' && o[1] == '-') {
+            char cmd[64];
+            snprintf(cmd, sizeof cmd, "calib %s", sub);
+            return cli_unknown_in_list(cmd, o, opts);
         } else {
             fprintf(stderr, "tessera calib %s: unexpected argument '%s'\n", sub, o);
             return EXIT_USAGE;

@@ -17,7 +17,7 @@ static void db_usage(FILE *f)
 
 int cli_db(int argc, char **argv)
 {
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    if (cli_help_asked(argc, argv)) {
         db_usage(stdout);
         return 0;
     }
@@ -26,10 +26,8 @@ int cli_db(int argc, char **argv)
         return EXIT_USAGE;
     }
     for (int i = 2; i < argc; i++)
-        if (argv[i][0] == '-') {
-            fprintf(stderr, "tessera db merge: unexpected option '%s' (see --help)\n", argv[i]);
-            return EXIT_USAGE;
-        }
+        if (argv[i][0] == '-')
+            return cli_unknown_in_list("db merge", argv[i], "--help");
     int64_t runs = 0;
     struct ts_err err;
     if (db_merge(argv[2], (const char *const *)argv + 3, argc - 3, &runs, &err)) {

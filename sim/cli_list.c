@@ -213,18 +213,31 @@ static void list_hosts(void)
     free(names);
 }
 
+static void list_usage(FILE *f)
+{
+    fprintf(f, "usage: tessera list models | gpus [--measured] | policies | schedulers | planners | costs |\n"
+               "                    systems | impls | decode | calibrations | hosts\n"
+               "\n"
+               "Prints one of the built-in tables: the models, the GPUs (--measured: the ceilings measured\n"
+               "on cards beside the datasheet's), the policies and schedulers with their parameters, the\n"
+               "activation planners, the cost models, the --system presets, the implementation profiles,\n"
+               "the decode models, the calibrations and the host profiles.\n");
+}
+
 int cli_list(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "";
     char buf[512];
+    if (cli_help_asked(argc, argv)) {
+        list_usage(stdout);
+        return 0;
+    }
     if (strcmp(what, "models") == 0)
         list_models();
     else if (strcmp(what, "gpus") == 0) {
         const bool measured = argc > 2 && strcmp(argv[2], "--measured") == 0;
         if (argc > 2 + measured) {
-            fprintf(stderr, "tessera list gpus: unexpected '%s' (--measured: the ceilings measured on the lent GPUs "
-                            "beside the datasheet's)\n", argv[2 + measured]);
-            return EXIT_USAGE;
+            return cli_unknown_in_list("list gpus", argv[2 + measured], "--measured");
         }
         return list_gpus(measured);
     }
@@ -279,9 +292,14 @@ int cli_list(int argc, char **argv)
     } else if (strcmp(what, "decode") == 0)
         list_decode();
     else {
-        fprintf(stderr, "usage: tessera list models|gpus [--measured]|policies|schedulers|planners|costs|systems|"
-                        "impls|decode|calibrations|hosts\n");
-        return strcmp(what, "--help") == 0 ? 0 : EXIT_USAGE;
+        static const char *const tables[] = {"models", "gpus", "policies", "schedulers", "planners", "costs",
+                                             "systems", "impls", "decode", "calibrations", "hosts"};
+        const char *near = what[0] ? param_nearest(what, tables, (int)TS_ARRAY_LEN(tables)) : NULL;
+        if (what[0])
+            fprintf(stderr, "tessera list: no table '%s'%s%s%s\n", what, near ? " (did you mean " : "",
+                    near ? near : "", near ? "?)" : "");
+        list_usage(stderr);
+        return EXIT_USAGE;
     }
     return 0;
 }

@@ -91,8 +91,9 @@ static int parse(int argc, char **argv, struct mem_args *a)
                            .margin_mib = -1,
                            .ffn_chunks = 1, .layers = 1, .seed = 1};
     optind = 1;
+    opterr = 0;
     int c, idx = 0;
-    while ((c = getopt_long(argc, argv, "h", o, &idx)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", o, &idx)) != -1) {
         int64_t v;
         int bad = 0;
         const char *want = "";
@@ -128,7 +129,7 @@ static int parse(int argc, char **argv, struct mem_args *a)
         case 'I': want = "a whole number of tensors in 1..100000"; bad = ts_parse_i64(optarg, &v) || v < 1 || v > 100000; a->ilp_tensors = (int32_t)v; break;
         case 'T': want = "a number of seconds in (0, 3600]"; bad = ts_parse_double(optarg, &a->ilp_seconds) || !(a->ilp_seconds > 0) || a->ilp_seconds > 3600; break;
         case 'h': mem_usage(stdout); return 1;
-        default: fprintf(stderr, "tessera mem: see --help\n"); return -1;
+        default: cli_getopt_error("mem", c, argv, o); return -1;
         }
         if (bad) {
             fprintf(stderr, "tessera mem: --%s: '%s' is not %s\n", o[idx].name, optarg, want);

@@ -401,17 +401,17 @@ static int parse_args(int argc, char **argv, struct sim_config *c)
         }
     }
     optind = 1;
-    opterr = 1;
+    opterr = 0;
     int o, idx;
     struct opt_table t;
     build_opts(&t);
-    while ((o = getopt_long(argc, argv, "h", t.o, &idx)) != -1) {
+    while ((o = getopt_long(argc, argv, ":h", t.o, &idx)) != -1) {
         if (o == O_HELP || o == 'h') {
             sim_usage(stdout);
             return 1;
         }
         if (o == '?' || o == ':') {
-            fprintf(stderr, "tessera sim: see --help\n");
+            cli_getopt_error("sim", o, argv, t.o);
             return -1;
         }
         if (optarg && optarg[0] == '-' && optarg[1] == '-') { /* a missing value: the next option taken for it */

@@ -17,7 +17,7 @@ static void trace_usage(FILE *f)
 "usage: tessera trace info FILE [--skip-bad-rows] [--json]\n"
 "       tessera trace fit  FILE [--skip-bad-rows]\n"
 "       tessera trace gen  [--requests N] [--rps R] [--arrivals poisson|gamma:CV]\n"
-"                          [--lengths SPEC] [--rescale FILE] [--seed S] [--out FILE]\n"
+"                          [--lengths SPEC] [--rescale FILE] [--seed S] [--out FILE [--force]]\n"
 "\n"
 "info   counts, duration, rate, inter-arrival CV and length percentiles of a trace file\n"
 "       (Azure CSV, BurstGPT CSV, Mooncake JSONL, length-only CSV, tessera CSV)\n"
@@ -28,7 +28,9 @@ static void trace_usage(FILE *f)
 "       lengths from SPEC: sharegpt | sharegpt-first | wildchat | math | osc | livebench |\n"
 "       burstgpt | fixed:P,O | lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O | file:PATH (rows sampled\n"
 "       from a trace) [sharegpt]; --rescale FILE instead rescales a\n"
-"       real trace's arrival times to R req/s (and keeps its first N requests if N is given)\n");
+"       real trace's arrival times to R req/s (and keeps its first N requests if N is given);\n"
+"       an --out FILE that holds something is refused unless --force, and FILE is written whole\n"
+"       or not at all\n");
 }
 
 static int load(const char *path, bool skip_bad, struct trace *t)
@@ -108,13 +110,15 @@ static int cmd_gen(int argc, char **argv)
         {"arrivals", required_argument, 0, 'a'}, {"lengths", required_argument, 0, 'l'},
         {"seed", required_argument, 0, 's'},     {"out", required_argument, 0, 'o'},
         {"rescale", required_argument, 0, 'R'},  {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"force", no_argument, 0, 'f'},          {0, 0, 0, 0}};
     int64_t n = -1, seed = 1;
     double rps = 1.0;
     const char *arrivals = "poisson", *lengths = "sharegpt", *out = "-", *rescale = NULL;
+    bool force = false;
     optind = 1;
+    opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "h", o, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", o, NULL)) != -1) {
         switch (c) {
         case 'n':
             if (ts_parse_i64(optarg, &n) || n < 1) {
@@ -138,14 +142,17 @@ static int cmd_gen(int argc, char **argv)
         case 'l': lengths = optarg; break;
         case 'o': out = optarg; break;
         case 'R': rescale = optarg; break;
+        case 'f': force = true; break;
         case 'h': trace_usage(stdout); return 0;
-        default: fprintf(stderr, "tessera trace gen: see --help\n"); return EXIT_USAGE;
+        default: return cli_getopt_error("trace gen", c, argv, o);
         }
     }
     if (optind < argc) {
         fprintf(stderr, "tessera trace gen: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
+    if (cli_check_out_file("trace gen", out, force))
+        return EXIT_USAGE;
     struct ts_err err;
     struct trace t = {0}, src = {0};
     if (rescale) {
@@ -209,6 +216,9 @@ int cli_trace(int argc, char **argv)
                 return 0;
             } else if (!path && argv[i][0] != '-')
                 path = argv[i];
+            else if (argv[i][0] == '-' && argv[i][1] == '-')
+                return cli_unknown_in_list(sub[0] == 'i' ? "trace info" : "trace fit", argv[i],
+                                           sub[0] == 'i' ? "--skip-bad-rows --json --help" : "--skip-bad-rows --help");
             else {
                 fprintf(stderr, "tessera trace %s: unexpected argument '%s'\n", sub, argv[i]);
                 return EXIT_USAGE;

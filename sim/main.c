@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "engine_load.h"
+#include "params.h"
 
 
 static void usage(FILE *f)
@@ -45,6 +46,19 @@ static int run_engine(int argc, char **argv)
     struct ts_err err;
     engine_cli_fn entry;
     *(void **)&entry = engine_symbol("cli_engine", &err);
+    if (!entry && cli_help_asked(argc, argv)) { /* the engine's own usage lives in the engine */
+        printf("usage: tessera engine check | bench | replay | profile | generate [options]\n"
+               "\n"
+               "check     the engine's kernels and steps against their CPU references\n"
+               "bench     each op's time and the card's ceilings\n"
+               "replay    a simulated run's steps executed on the GPU, measured step by step\n"
+               "profile   the grid of steps a calibration is fitted to (tessera calib import)\n"
+               "generate  a model's weights run on a prompt: its text, tokens a forward and time\n"
+               "\n"
+               "The engine is not available in this tessera (%s): each subcommand's options are\n"
+               "printed by a tessera built with CUDA (tessera engine SUBCOMMAND --help).\n", err.msg);
+        return 0;
+    }
     if (!entry) {
         fprintf(stderr, "tessera engine: %s\n", err.msg);
         return EXIT_USAGE;
@@ -85,6 +99,9 @@ int main(int argc, char **argv)
         printf("tessera %s\n", ts_version());
         return 0;
     }
-    fprintf(stderr, "tessera: unknown command '%s' (commands: sim, trace, mem, calib, exp, db, list, engine)\n", cmd);
+    static const char *const commands[] = {"sim", "trace", "mem", "calib", "exp", "db", "list", "engine"};
+    const char *near = param_nearest(cmd, commands, (int)TS_ARRAY_LEN(commands));
+    fprintf(stderr, "tessera: unknown command '%s'%s%s%s (commands: sim, trace, mem, calib, exp, db, list, engine)\n",
+            cmd, near ? "; did you mean " : "", near ? near : "", near ? "?" : "");
     return EXIT_USAGE;
 }

@@ -126,3 +126,37 @@ void params_json(struct json_t *o, const struct param_spec *specs, int n, const 
                                     : s->integer || s->odd ? json_integer((json_int_t)v[i]) : json_real(v[i]));
     }
 }
+
+int param_edit_distance(const char *a, const char *b)
+{
+    enum { MAXLEN = 64 };
+    const int na = (int)TS_MIN(strlen(a), (size_t)MAXLEN), nb = (int)TS_MIN(strlen(b), (size_t)MAXLEN);
+    int row[MAXLEN + 1];
+    for (int j = 0; j <= nb; j++)
+        row[j] = j;
+    for (int i = 1; i <= na; i++) {
+        int diag = row[0]; /* the distance of a[0..i-1) to b[0..j-1) */
+        row[0] = i;
+        for (int j = 1; j <= nb; j++) {
+            const int up = row[j];
+            row[j] = TS_MIN(TS_MIN(row[j] + 1, row[j - 1] + 1), diag + (a[i - 1] != b[j - 1]));
+            diag = up;
+        }
+    }
+    return row[nb];
+}
+
+const char *param_nearest(const char *given, const char *const *names, int n)
+{
+    const char *best = NULL;
+    int best_d = 1 << 30;
+    for (int i = 0; i < n; i++) {
+        const int d = param_edit_distance(given, names[i]);
+        if (d < best_d) {
+            best = names[i];
+            best_d = d;
+        }
+    }
+    const int len = (int)strlen(given);
+    return best && best_d <= TS_MAX(2, len / 3) && best_d < len ? best : NULL;
+}

@@ -49,6 +49,7 @@
  * workload generator (example/profile_server/server.py) draws gaps from a Gamma of shape 0.5,
  * `--arrivals gamma:1.41`; the viewer's 42 gaps have a CV of 1.74.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <gsl/gsl_interp.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -58,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "trace.h"
 
@@ -318,7 +320,10 @@ void trace_truncate(struct trace *t, int64_t n)
 
 int trace_write(const struct trace *t, const char *path, struct ts_err *err)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+    char tmp[4200]; /* a file is written beside path and renamed onto it: whole or not at all */
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    const bool out = strcmp(path, "-") == 0;
+    FILE *f = out ? stdout : fopen(tmp, "w");
     if (!f)
         return ts_fail(err, "%s: cannot create", path);
     fprintf(f, "arrival_ns,prompt_tokens,output_tokens\n");
@@ -326,8 +331,12 @@ int trace_write(const struct trace *t, const char *path, struct ts_err *err)
         fprintf(f, "%lld,%d,%d\n", (long long)t->reqs[i].arrival_ns, t->reqs[i].prompt,
                 t->reqs[i].output);
     int bad = ferror(f);
-    if (f != stdout)
+    if (!out) {
         bad |= fclose(f) != 0;
+        bad = bad || rename(tmp, path) != 0;
+        if (bad)
+            remove(tmp);
+    }
     if (bad)
         return ts_fail(err, "%s: write error", path);
     return 0;
