@@ -47,7 +47,9 @@
 # GPU=NAME names the GPU in tessera's table the machine has [h200]: the calibrations are imported
 # for it and the workloads simulated on it.
 #
-# Usage: experiments/fidelity.sh OUT [MODELS]   (tessera in build/gpu or TESSERA=path)
+# Usage: tessera exp run fidelity OUT [MODELS] [--force]   (or experiments/fidelity.sh OUT [MODELS] with
+#                                                          TESSERA=path)
+# Needs: GPU unless MEASURED
 set -uo pipefail
 out=${1:?usage: fidelity.sh OUT [models]}
 models=${2:-"llada-8b sdar-8b"}

@@ -13,7 +13,9 @@
 # Writes OUT/live.csv (one row per run and metric: predicted, live, error %) and OUT/live-runs.tgz
 # (both JSON summaries of every run; kept unpacked in SCRATCH, default OUT/runs).
 #
-# Usage: experiments/live.sh OUT [MODELS]   (tessera in build/gpu or TESSERA=path; GPU=h200)
+# Usage: tessera exp run live OUT [MODELS] [--force]   (GPU=h200; or experiments/live.sh OUT [MODELS]
+#                                                      with TESSERA=path)
+# Needs: GPU
 set -uo pipefail
 out=${1:?usage: live.sh OUT [models]}
 models=${2:-"llada-8b sdar-8b"}

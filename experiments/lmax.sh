@@ -17,14 +17,15 @@
 # OUT/lmax.png (L_max by configuration, simulated beside live). TABLE_ONLY=1 redraws the table and
 # the figure from an existing OUT/lmax.jsonl (runs from several calls concatenated).
 #
-# Usage: experiments/lmax.sh OUT   (tessera in build/ or TESSERA=path; LIMITS="24 40"; LIVE=1;
-#                                   MODEL=llada-8b; LAYERS=1)
+# Usage: tessera exp run lmax OUT [--force]   (LIMITS="24 40"; LIVE=1; MODEL=llada-8b; LAYERS=1;
+#                                            or experiments/lmax.sh OUT with TESSERA=path)
+# Needs: GPU with LIVE
 set -uo pipefail
-out=${1:?usage: lmax.sh OUT}
+out=${1:?usage: tessera exp run lmax OUT [--force]}
 bin=${TESSERA:-build/tessera}
 model=${MODEL:-llada-8b}
 [ -x "$bin" ] || { echo "lmax.sh: $bin not found: make first, or set TESSERA" >&2; exit 2; }
-mkdir -p "$out"
+mkdir -p "$out" || exit 2
 [ -z "${TABLE_ONLY:-}" ] && : >"$out/lmax.jsonl"
 configs=("caching all none 4" "caching 0.5 lazy 0" "first-fit all none 0" "greedy-size 0.5 lazy 0"
          "first-fit 0.5 lazy 0" "ilp 0.5 lazy 0")
@@ -82,14 +83,17 @@ else:
               "yes" if r["softmax_copy"] else "no", r["lmax"], "%.1fx" % (r["lmax"] / b) if b else "-"))
 PY
 cat "$out/lmax.md"
+# the figure: the live bars only where a run measured them (a histogram of no valid points fails)
+live_plot=""
+grep -q '"lmax_live"' "$out/lmax.jsonl" && live_plot=", '' using (\$3 > 0 ? \$3 : 1/0) title \"live (hard limit)\""
 if command -v gnuplot >/dev/null; then
-    gnuplot <<GP
+    gnuplot <<GP 2>"$out/gnuplot.log" || { rm -f "$out/lmax.png"; echo "lmax.sh: no figure: gnuplot: $(head -2 "$out/gnuplot.log")" >&2; }
 set terminal pngcairo size 1100,520 font ",10"
 set output "$out/lmax.png"
 set termoption noenhanced
 set rmargin 10
 set bmargin 9
-set title "L_max of $model by memory planner (log scale): simulated and measured on the GPU"
+set title "L_max of $model by memory planner (log scale)$([ -n "$live_plot" ] && echo ": simulated and measured on the GPU")"
 set style data histogram
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
@@ -97,6 +101,7 @@ set logscale y
 set ylabel "longest context (tokens)"
 set xtics rotate by -35 scale 0
 set key top left
-plot "$out/lmax.dat" using 2:xtic(1) title "simulated", '' using (\$3 > 0 ? \$3 : 1/0) title "live (H200, hard limit)"
+plot "$out/lmax.dat" using 2:xtic(1) title "simulated"$live_plot
 GP
+    rm -f "$out/gnuplot.log"
 fi

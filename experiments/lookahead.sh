@@ -11,12 +11,12 @@
 # Writes OUT/results.jsonl (one object a run: scheduler, decode, rps and the summary's figures),
 # OUT/report.md (the table) and, with gnuplot, OUT/figure.png (stalls and p99 latency by rate).
 #
-# Usage: experiments/lookahead.sh OUT   (tessera in build/ or TESSERA=path; RPS="0.1 0.2 0.3 0.5 1.0";
-#                                        REQUESTS=200; GPU=rtx4090; LENGTHS=livebench; SEED=1)
+# Usage: tessera exp run lookahead OUT [--force]   (RPS="0.1 0.2 0.3 0.5 1.0"; REQUESTS=200; GPU=rtx4090;
+#        LENGTHS=livebench; SEED=1; or experiments/lookahead.sh OUT with TESSERA=path)
 set -uo pipefail
-out=${1:?usage: lookahead.sh OUT}
+out=${1:?usage: tessera exp run lookahead OUT [--force]}
 bin=${TESSERA:-build/tessera}
-mkdir -p "$out"
+mkdir -p "$out" || exit 2
 : >"$out/results.jsonl"
 decodes="fixed:1 threshold:llada-gsm8k"
 for decode in $decodes; do

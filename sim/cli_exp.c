@@ -1,18 +1,62 @@
-/* cli_exp.c: `tessera exp list | run NAME OUT | sweep GRID OUT`: the experiment definitions of
- * experiments/, and sweeps of independent runs (experiments/lib/sweep.sh). */
-#define _DEFAULT_SOURCE
+/*
+ * cli_exp.c: `tessera exp list | run NAME OUT | sweep GRID OUT`: the experiment definitions of
+ * experiments/, and sweeps of independent runs (experiments/lib/sweep.sh).
+ *
+ * Every experiment and sweep follows one rule for its folder OUT, kept here rather than in each
+ * script: a non-empty OUT is refused (exit 2, nothing written) unless --force; while the script
+ * runs OUT holds a file INCOMPLETE saying what runs; a script that fails or is interrupted
+ * (SIGINT, SIGTERM, SIGHUP: passed on to the script's process group) leaves INCOMPLETE saying so,
+ * and a rerun of the same command replaces such a folder without --force; a script that refuses
+ * its arguments before writing anything leaves nothing. An experiment whose header says
+ * "# Needs: GPU" is refused at once where there is no CUDA engine or device.
+ */
+#define _XOPEN_SOURCE 700
 #include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "engine_load.h"
 
 #ifndef TS_SRCDIR
 #define TS_SRCDIR "."
 #endif
+
+#define MARK "INCOMPLETE"
+
+/* What a script's header comment says of it. */
+struct exp_script {
+    char path[4096];
+    char about[512];  /* its first line, after "NAME.sh: " */
+    char opts[512];   /* the options of its "# Usage:" line, space-separated; a value's after '=' */
+    char needs[64];   /* its "# Needs:" line: "", "GPU", "GPU unless VAR", "GPU with VAR" */
+};
+
+static void exp_usage(FILE *f)
+{
+    fprintf(f, "usage: tessera exp list\n"
+               "       tessera exp run NAME OUT [--force] [ARGS]   (tessera exp run NAME --help: its options)\n"
+               "       tessera exp run papers OUT [--force] [--quick] [--strict]\n"
+               "       tessera exp sweep GRID OUT [--jobs N] [--slurm] [--force]\n"
+               "\n"
+               "list    the experiments of experiments/ (GPU: needs the CUDA engine and a device) and the\n"
+               "        papers' evaluations (experiments/papers.tsv)\n"
+               "run     runs experiments/NAME.sh into the folder OUT; papers: every paper evaluation\n"
+               "sweep   a grid of tessera sim runs (its format and what it writes: tessera exp sweep --help)\n"
+               "\n"
+               "OUT must be missing or empty, unless --force writes over it. While a run is under way OUT\n"
+               "holds a file " MARK "; a run that fails or is interrupted leaves it there, saying what\n"
+               "happened, and the same command run again replaces such a folder (no --force needed).\n");
+}
 
 /* The line of experiments/papers.tsv naming `name` (its fields cut at tabs into f[3]), or false. */
 static bool paper_entry(const char *dir, const char *name, char *line, size_t len, char *f[3])
@@ -40,26 +84,72 @@ static bool paper_entry(const char *dir, const char *name, char *line, size_t le
     return found;
 }
 
-/* What a script of experiments/ does: its header's first line, after "experiments/NAME.sh: ". */
-static void script_about(const char *dir, const char *file, char *buf, size_t len)
+/* The options of a "# Usage:" line: each "--NAME", with "=" after it where a value follows. */
+static void usage_opts(const char *line, char *opts, size_t len)
 {
-    char path[4096], line[512];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    buf[0] = '\0';
-    FILE *fp = fopen(path, "r");
-    for (int i = 0; fp && i < 2 && fgets(line, sizeof line, fp); i++) {
-        const char *colon = strstr(line, ".sh: ");
-        if (i == 1 && colon) {
-            snprintf(buf, len, "%s", colon + 5);
-            buf[strcspn(buf, "\n")] = '\0';
-        }
+    const char *p = line;
+    while ((p = strstr(p, "--")) != NULL) {
+        const size_t n = strspn(p + 2, "abcdefghijklmnopqrstuvwxyz0123456789-");
+        const bool value = p[2 + n] == ' ' && p[3 + n] >= 'A' && p[3 + n] <= 'Z';
+        if (n)
+            snprintf(opts + strlen(opts), len - strlen(opts), "%s--%.*s%s", opts[0] ? " " : "", (int)n, p + 2,
+                     value ? "=" : "");
+        p += 2 + n;
     }
-    if (fp)
-        fclose(fp);
 }
 
-/* Prints the experiments: the scripts of experiments/ but the papers' (what each does), then the
- * papers' evaluations (experiments/papers.tsv), each built or waiting on what it needs. */
+/* Reads the header comment of experiments/FILE (or of the script at path). False if unreadable. */
+static bool script_read(const char *path, struct exp_script *s)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->path, sizeof s->path, "%s", path);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return false;
+    char line[1024];
+    for (int i = 0; fgets(line, sizeof line, fp) && (line[0] == '#' || i == 0); i++) {
+        line[strcspn(line, "\n")] = '\0';
+        const char *colon = strstr(line, ".sh: ");
+        if (!s->about[0] && colon)
+            snprintf(s->about, sizeof s->about, "%s", colon + 5);
+        if (strncmp(line, "# Usage:", 8) == 0)
+            usage_opts(line, s->opts, sizeof s->opts);
+        if (strncmp(line, "# Needs: ", 9) == 0)
+            snprintf(s->needs, sizeof s->needs, "%.63s", line + 9);
+    }
+    fclose(fp);
+    return true;
+}
+
+/* Whether the script needs the GPU as asked now: "GPU unless VAR" not where VAR is set, "GPU with
+ * VAR" only where it is. */
+static bool needs_gpu_now(const struct exp_script *s)
+{
+    if (strncmp(s->needs, "GPU", 3) != 0)
+        return false;
+    const char *unless = strstr(s->needs, " unless "), *with = strstr(s->needs, " with ");
+    const char *var = unless ? unless + 8 : with ? with + 6 : NULL;
+    const bool set = var && getenv(var) && getenv(var)[0];
+    return unless ? !set : with ? set : true;
+}
+
+/* Whether this machine runs the CUDA engine: the engine built and loadable, and a device. */
+static bool gpu_ready(char *why, size_t len)
+{
+    struct ts_err err;
+    if (!engine_symbol("cli_engine", &err)) {
+        snprintf(why, len, "%s", err.msg);
+        return false;
+    }
+    if (access("/dev/nvidia0", F_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) {
+        snprintf(why, len, "no CUDA device on this machine (/dev/nvidia0)");
+        return false;
+    }
+    return true;
+}
+
+/* Prints the experiments: the scripts of experiments/ but the papers' (what each does, GPU where it
+ * needs one), then the papers' evaluations (experiments/papers.tsv), each built or waiting. */
 static int exp_list(const char *dir, FILE *to)
 {
     DIR *d = opendir(dir);
@@ -68,17 +158,24 @@ static int exp_list(const char *dir, FILE *to)
         return EXIT_USAGE;
     }
     struct dirent *de;
-    char line[1024], *f[3], about[512];
+    char line[1024], *f[3];
     while ((de = readdir(d))) {
         size_t n = strlen(de->d_name);
         if (n <= 3 || strcmp(de->d_name + n - 3, ".sh") != 0)
             continue;
-        char name[256];
+        char name[256], path[4096];
         snprintf(name, sizeof name, "%.*s", (int)(n - 3), de->d_name);
         if (paper_entry(dir, name, line, sizeof line, f))
             continue;
-        script_about(dir, de->d_name, about, sizeof about);
-        fprintf(to, "%-18s %s\n", name, about);
+        struct exp_script s;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        script_read(path, &s);
+        char gpu[300] = "";
+        const char *unless = strstr(s.needs, " unless "), *with = strstr(s.needs, " with ");
+        if (strncmp(s.needs, "GPU", 3) == 0)
+            snprintf(gpu, sizeof gpu, "[needs a GPU%s%s%s] ", unless ? " unless " : with ? " where " : "",
+                     unless ? unless + 8 : with ? with + 6 : "", unless || with ? " is set" : "");
+        fprintf(to, "%-18s %s%s\n", name, gpu, s.about);
     }
     closedir(d);
     char path[4096];
@@ -100,49 +197,316 @@ static int exp_list(const char *dir, FILE *to)
     return 0;
 }
 
+/* `exp run NAME --help`: the script's header comment, without its "# ". */
+static int print_header(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    char line[1024];
+    for (int i = 0; fp && fgets(line, sizeof line, fp) && (line[0] == '#' || i == 0); i++)
+        if (line[0] == '#' && line[1] != '!')
+            fputs(line[1] == ' ' ? line + 2 : line + 1, stdout);
+    if (fp)
+        fclose(fp);
+    return 0;
+}
+
+/* Checks the arguments after OUT against the script's options: an unknown option is refused with
+ * the nearest; --force is taken out (*force). The rest go to args. */
+static int check_args(const char *cmd, const struct exp_script *s, int n, char **in, char **args, int *nargs,
+                      bool *force)
+{
+    char list[600];
+    snprintf(list, sizeof list, "--force %s", s->opts);
+    for (char *p = list; (p = strchr(p, '=')) != NULL;)
+        *p = ' ';
+    for (int i = 0; i < n; i++) {
+        if (strcmp(in[i], "--force") == 0) {
+            *force = true;
+            continue;
+        }
+        if (in[i][0] == '-') {
+            char key[128];
+            snprintf(key, sizeof key, " %s%s", in[i], "=");
+            char opts[600];
+            snprintf(opts, sizeof opts, " %s", s->opts);
+            bool known = false, value = strstr(opts, key) != NULL;
+            key[strlen(key) - 1] = '\0';
+            for (const char *p = opts; !known && (p = strstr(p, key)) != NULL; p += strlen(key))
+                known = p[strlen(key)] == ' ' || p[strlen(key)] == '=' || p[strlen(key)] == '\0';
+            if (!known)
+                return cli_unknown_in_list(cmd, in[i], list);
+            if (value && i + 1 < n)
+                args[(*nargs)++] = in[i++];
+        }
+        args[(*nargs)++] = in[i];
+    }
+    return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag;
+    return ftw->level > 0 ? remove(path) : 0;
+}
+
+/* Whether OUT holds a marker this command wrote (its first line "tessera exp ..."). */
+static bool marked_incomplete(const char *out)
+{
+    char path[4200], line[32] = "";
+    snprintf(path, sizeof path, "%s/" MARK, out);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return false;
+    const bool ours = fgets(line, sizeof line, fp) && strncmp(line, "tessera exp ", 12) == 0;
+    fclose(fp);
+    return ours;
+}
+
+/* Makes OUT (and missing parents) ready: refused where it holds something unless force or marked
+ * incomplete (then emptied). *made: how many levels of OUT's path were created. */
+static int out_prepare(const char *cmd, const char *out, bool force, int *made)
+{
+    struct stat st;
+    *made = 0;
+    if (stat(out, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "tessera %s: %s is not a folder\n", cmd, out);
+            return EXIT_USAGE;
+        }
+        DIR *d = opendir(out);
+        struct dirent *de;
+        bool empty = true;
+        while (d && (de = readdir(d)))
+            empty = empty && (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0);
+        if (d)
+            closedir(d);
+        if (empty || force)
+            return 0;
+        if (!marked_incomplete(out)) {
+            fprintf(stderr, "tessera %s: %s is not empty (--force writes over it)\n", cmd, out);
+            return EXIT_USAGE;
+        }
+        fprintf(stderr, "tessera %s: %s holds an incomplete run (%s): replacing it\n", cmd, out, MARK);
+        return nftw(out, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : 1;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s", out);
+    for (char *p = path + 1;; p++) { /* each missing level, from the top */
+        const bool end = *p == '\0';
+        if (*p != '/' && !end)
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0777) == 0)
+            (*made)++;
+        else if (errno != EEXIST) {
+            fprintf(stderr, "tessera %s: %s: %s\n", cmd, path, strerror(errno));
+            return EXIT_USAGE;
+        }
+        if (end)
+            break;
+        *p = '/';
+    }
+    return 0;
+}
+
+/* OUT/INCOMPLETE: the command, and what became of it. */
+static void mark_write(const char *out, const char *command, const char *state)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" MARK, out);
+    FILE *fp = fopen(path, "w");
+    if (!fp)
+        return;
+    time_t now = time(NULL);
+    char when[64];
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
+    fprintf(fp, "%s\n%s (%s). The files here are partial: run the same command again to replace them\n"
+                "(no --force needed).\n", command, state, when);
+    fclose(fp);
+}
+
+/* After a script refused its arguments: OUT back as it was where the script wrote nothing. */
+static void out_undo(const char *out, int made)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" MARK, out);
+    remove(path);
+    snprintf(path, sizeof path, "%s", out);
+    for (int i = 0; i < made && rmdir(path) == 0; i++) {
+        char *slash = strrchr(path, '/');
+        if (!slash)
+            break;
+        *slash = '\0';
+    }
+}
+
+static volatile sig_atomic_t got_signal;
+static volatile pid_t child_pid;
+
+static void on_signal(int sig)
+{
+    got_signal = sig;
+    if (child_pid > 0)
+        kill(-child_pid, sig);
+}
+
+/* Runs `bash args...` in its own process group, signals passed on to it; returns its status. */
+static int run_child(char **args)
+{
+    struct sigaction sa = {0}, old[3];
+    const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &sa, &old[i]);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        for (int i = 0; i < 3; i++)
+            signal(sigs[i], SIG_DFL);
+        execvp("bash", args);
+        perror("tessera exp: bash");
+        _exit(127);
+    }
+    int status = -1;
+    if (pid > 0) {
+        setpgid(pid, pid);
+        child_pid = pid;
+        if (got_signal)
+            kill(-pid, got_signal);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        kill(-pid, SIGTERM); /* what it left running */
+        child_pid = 0;
+    }
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &old[i], NULL);
+    return status;
+}
+
+/* Runs script (argv: its arguments, OUT among them) under OUT's rule; cmd names it in messages. */
+static int exp_exec(const char *cmd, const struct exp_script *s, const char *out, char **args, int argc,
+                    char **argv)
+{
+    int made, rc;
+    bool force = false;
+    char **pass = calloc((size_t)argc + 4, sizeof *pass);
+    int npass = 2;
+    pass[0] = "bash";
+    pass[1] = (char *)s->path;
+    for (int i = 0; args[i]; i++) /* the arguments before OUT's options (GRID OUT, or OUT) */
+        pass[npass++] = args[i];
+    if ((rc = check_args(cmd, s, argc, argv, pass, &npass, &force)) || (rc = out_prepare(cmd, out, force, &made))) {
+        free(pass);
+        return rc;
+    }
+    char command[4096];
+    snprintf(command, sizeof command, "tessera %s", cmd);
+    for (int i = 2; i < npass; i++)
+        snprintf(command + strlen(command), sizeof command - strlen(command), " %s", pass[i]);
+    mark_write(out, command, "under way");
+    setenv("TESSERA_EXP_OUT_CHECKED", "1", 1); /* the scripts leave OUT's rule to this command */
+    const int status = run_child(pass);
+    free(pass);
+    char state[128];
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/" MARK, out);
+        remove(path);
+        return 0;
+    }
+    if (WIFSIGNALED(status) || got_signal) {
+        const int sig = got_signal ? got_signal : WTERMSIG(status);
+        snprintf(state, sizeof state, "interrupted by %s", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM"
+                                                           : sig == SIGHUP ? "SIGHUP" : "a signal");
+        rc = 128 + sig;
+    } else {
+        rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+        snprintf(state, sizeof state, "failed with exit status %d", rc);
+    }
+    DIR *d = opendir(out);
+    struct dirent *de;
+    int n = 0;
+    while (d && (de = readdir(d)))
+        n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 && strcmp(de->d_name, MARK) != 0;
+    if (d)
+        closedir(d);
+    if (n == 0) /* it wrote nothing: nothing left */
+        out_undo(out, made);
+    else {
+        mark_write(out, command, state);
+        fprintf(stderr, "tessera %s: %s: %s; %s/%s says so, and the same command replaces it\n", cmd, out, state, out,
+                MARK);
+    }
+    return rc;
+}
+
+/* `exp run NAME ...` and `exp sweep GRID OUT ...`: argv[1] the verb. */
+static int exp_run(const char *dir, int argc, char **argv)
+{
+    const bool sweep = strcmp(argv[1], "sweep") == 0;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "exp %s%s%.256s", sweep ? "sweep" : "run", sweep ? "" : " ", sweep ? "" : argv[2]);
+    char path[4096], line[1024], *f[3];
+    if (argc < 3 || (!sweep && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0))) {
+        exp_usage(argc < 3 ? stderr : stdout);
+        return argc < 3 ? EXIT_USAGE : 0;
+    }
+    const char *name = argv[2];
+    if (sweep)
+        snprintf(path, sizeof path, "%s/lib/sweep.sh", dir);
+    else
+        snprintf(path, sizeof path, "%s/%s.sh", dir, name);
+    if (!sweep && !strchr(name, '/') && access(path, R_OK) != 0 && paper_entry(dir, name, line, sizeof line, f)) {
+        fprintf(stderr, "tessera exp: %s (%s) waits on %s; nothing was run\n", f[0], f[1], f[2]);
+        return EXIT_USAGE;
+    }
+    struct exp_script s;
+    if ((!sweep && strchr(name, '/')) || !script_read(path, &s)) {
+        if (sweep) {
+            fprintf(stderr, "tessera exp sweep: %s: not found (TESSERA_EXPERIMENTS names the folder)\n", path);
+        } else {
+            fprintf(stderr, "tessera exp: no experiment '%s'; the experiments:\n", name);
+            exp_list(dir, stderr);
+        }
+        return EXIT_USAGE;
+    }
+    if (cli_help_asked(argc - 1, argv + 1))
+        return print_header(path);
+    if (argc < 4) {
+        fprintf(stderr, "tessera %s: which OUT folder? (tessera %s --help)\n", cmd, cmd);
+        return EXIT_USAGE;
+    }
+    char why[512];
+    if (needs_gpu_now(&s) && !gpu_ready(why, sizeof why)) {
+        fprintf(stderr, "tessera %s: needs a GPU and the CUDA engine: %s; nothing was run\n", cmd, why);
+        return EXIT_USAGE;
+    }
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        setenv("TESSERA", self, 1);
+    }
+    char *head[3] = {sweep ? argv[2] : argv[3], sweep ? argv[3] : NULL, NULL};
+    return exp_exec(cmd, &s, argv[3], head, argc - 4, argv + 4); /* argv[4..): the arguments after OUT */
+}
+
 int cli_exp(int argc, char **argv)
 {
     const char *dir = getenv("TESSERA_EXPERIMENTS") ? getenv("TESSERA_EXPERIMENTS") : TS_SRCDIR "/experiments";
-    if (argc >= 2 && strcmp(argv[1], "list") == 0)
-        return exp_list(dir, stdout);
-    const bool run = argc >= 4 && strcmp(argv[1], "run") == 0, sweep = argc >= 4 && strcmp(argv[1], "sweep") == 0;
-    if (run || sweep) {
-        char script[4096], self[4096];
-        if (sweep)
-            snprintf(script, sizeof script, "%s/lib/sweep.sh", dir);
-        else
-            snprintf(script, sizeof script, "%s/%s.sh", dir, argv[2]);
-        char line[1024], *f[3];
-        if (run && !strchr(argv[2], '/') && access(script, R_OK) != 0 && paper_entry(dir, argv[2], line, sizeof line, f)) {
-            fprintf(stderr, "tessera exp: %s (%s) waits on %s; nothing was run\n", f[0], f[1], f[2]);
-            return EXIT_USAGE;
+    if (argc >= 2 && strcmp(argv[1], "list") == 0) {
+        if (argc > 2 && cli_help_asked(argc - 1, argv + 1)) {
+            exp_usage(stdout);
+            return 0;
         }
-        if (access(script, R_OK) != 0 || (run && strchr(argv[2], '/'))) {
-            if (run) {
-                fprintf(stderr, "tessera exp: no experiment '%s'; the experiments:\n", argv[2]);
-                exp_list(dir, stderr);
-            } else {
-                fprintf(stderr, "tessera exp sweep: %s: not found (TESSERA_EXPERIMENTS names the folder)\n", script);
-            }
-            return EXIT_USAGE;
-        }
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n > 0) {
-            self[n] = '\0';
-            setenv("TESSERA", self, 1);
-        }
-        char **args = calloc((size_t)argc + 2, sizeof *args);
-        args[0] = "bash";
-        args[1] = script;
-        for (int i = sweep ? 2 : 3; i < argc; i++) /* sweep: GRID OUT and its options; run: ARGS */
-            args[i - (sweep ? 0 : 1)] = argv[i];
-        execvp("bash", args);
-        perror("tessera exp: bash");
-        free(args);
-        return 1;
+        return argc > 2 ? cli_unknown_in_list("exp list", argv[2], "--help") : exp_list(dir, stdout);
     }
-    fprintf(stderr, "usage: tessera exp list | tessera exp run NAME OUT [ARGS]\n"
-                    "       tessera exp sweep GRID OUT [--jobs N] [--slurm]   (a grid of tessera sim runs; its\n"
-                    "       format and what it writes: experiments/lib/sweep.sh)\n");
-    return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : EXIT_USAGE;
+    if (argc >= 2 && (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "sweep") == 0))
+        return exp_run(dir, argc, argv);
+    const bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+    if (argc >= 2 && !help)
+        fprintf(stderr, "tessera exp: unknown subcommand '%s' (list, run, sweep)\n", argv[1]);
+    exp_usage(help ? stdout : stderr);
+    return help ? 0 : EXIT_USAGE;
 }

@@ -2,7 +2,8 @@
 #
 # An experiment script sets EXP (its name) and calls, in order:
 #   paper_init OUT [--force] [--quick] [--strict]
-#                                        OUT must be missing or empty unless --force; --quick (or
+#                                        OUT must be missing or empty unless --force (tessera exp run
+#                                        checks it before the script starts); --quick (or
 #                                        QUICK=1) runs the reduced version make check runs;
 #                                        --strict: exit 1 when a trend does not hold
 #   point SYSTEM WORKLOAD X SIM-ARGS...   one `tessera sim` run (its summary as JSON in
@@ -43,7 +44,9 @@ paper_init() {
         esac
         shift
     done
-    if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && [ $force = 0 ]; then
+    # tessera exp run keeps OUT's rule itself (TESSERA_EXP_OUT_CHECKED): refused where it holds
+    # something unless --force, marked INCOMPLETE while the run is under way
+    if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && [ $force = 0 ] && [ -z "${TESSERA_EXP_OUT_CHECKED:-}" ]; then
         echo "$EXP: $out is not empty (--force writes over it)" >&2
         exit 2
     fi

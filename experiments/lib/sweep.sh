@@ -18,6 +18,9 @@
 #            OUT/throughput.png and OUT/latency.png over it (analysis/plot.sh sweep);
 #   --slurm: writes OUT/sweep.sbatch instead, a job array of the same runs (sbatch OUT/sweep.sbatch,
 #            then tessera db merge OUT/sweep.db OUT/runs/*.db).
+# A grid that varies three options or more draws no figure (it says so): analysis/plot.sh sweep
+# draws one over any option of OUT/sweep.db.
+# Usage: tessera exp sweep GRID OUT [--jobs N] [--slurm] [--force]   (OUT missing or empty, unless --force)
 set -uo pipefail
 grid=${1:?usage: tessera exp sweep GRID OUT [--jobs N] [--slurm]}
 out=${2:?usage: tessera exp sweep GRID OUT [--jobs N] [--slurm]}
@@ -64,6 +67,14 @@ done <"$grid"
 n=${#combos[@]}
 [ "$n" -gt 0 ] && [ -n "${combos[0]}" ] || { echo "tessera exp sweep: $grid: no option to sweep" >&2; exit 2; }
 
+# every run's options checked before anything is written (a one-request run): a refusal names the
+# bad value
+for k in "${!combos[@]}"; do
+    if ! err=$("$bin" sim ${combos[$k]} --requests 1 --quiet --no-progress 2>&1 >/dev/null); then
+        echo "tessera exp sweep: $grid: run $((k + 1)) (${combos[$k]# }): $err" >&2
+        exit 2
+    fi
+done
 mkdir -p "$out/runs" || exit 2
 : >"$out/runs.txt"
 : >"$out/commands.txt"
@@ -73,11 +84,7 @@ for k in "${!combos[@]}"; do
     log="$out/runs/run-$((k + 1)).log"
     printf '"%s" sim %s >"%s" 2>&1 && echo "sweep: run %d of %d done" || { echo "sweep: run %d of %d failed (its log: %s)"; exit 255; }\n' \
         "$bin" "$args" "$log" $((k + 1)) "$n" $((k + 1)) "$n" "$log" >>"$out/commands.txt"
-    # every run's options checked before any runs (a one-request run): a refusal names the bad value
-    "$bin" sim ${combos[$k]} --requests 1 --quiet --no-progress >/dev/null 2>"$out/check.err" ||
-        { echo "tessera exp sweep: $grid: run $((k + 1)) (${combos[$k]# }): $(cat "$out/check.err")" >&2; exit 2; }
 done
-rm -f "$out/check.err"
 echo "sweep: $n runs from $grid ($out/runs.txt)"
 
 if [ "$slurm" = 1 ]; then
@@ -95,7 +102,7 @@ EOF
     exit 0
 fi
 
-rm -f "$out"/runs/run-*.db "$out/sweep.db"
+rm -f "$out"/runs/run-*.db "$out"/runs/run-*.log "$out/sweep.db" "$out/throughput.png" "$out/latency.png"
 # each line of commands.txt one bash command, N at a time; a failed run exits 255, after which xargs
 # starts no more (its own note of that discarded: the run's line says it)
 xargs -d '\n' -P "$jobs" -I CMD bash -c CMD <"$out/commands.txt" 2>/dev/null
@@ -119,5 +126,10 @@ if [ -n "$x" ] && [ ${#varying[@]} -le 2 ] && command -v gnuplot >/dev/null; the
         echo "sweep: no figure: $(cat "$out/plot.err")"
     fi
     rm -f "$out/plot.err"
+elif [ ${#varying[@]} -gt 2 ]; then
+    echo "sweep: no figure: the grid varies ${#varying[@]} options (${varying[*]}); a figure shows one over x and" \
+         "a curve for each value of a second (analysis/plot.sh sweep OUT.png $out/sweep.db X METRIC [BY] draws one)"
+elif [ -z "$x" ]; then
+    echo "sweep: no figure: no option the grid varies is numeric, to make its x axis"
 fi
 [ "$rc" -eq 0 ]
