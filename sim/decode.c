@@ -70,10 +70,15 @@ int decode_profile_parse(const char *path, const char *text, size_t len, const c
     json_t *v;
     json_object_foreach(p, key, v) { /* a misspelt key would otherwise be ignored */
         if (strcmp(key, "tpf") != 0 && strcmp(key, "source") != 0 && strcmp(key, "decoder") != 0 &&
-            strcmp(key, "steps") != 0) {
-            ts_fail(err, "%s: %s.%s: unknown key (a profile has tpf, source, decoder and steps)", path, name, key);
+            strcmp(key, "steps") != 0 && strcmp(key, "tau") != 0) {
+            ts_fail(err, "%s: %s.%s: unknown key (a profile has tpf, source, decoder, tau and steps)", path, name, key);
             goto done;
         }
+    }
+    json_t *tau = json_object_get(p, "tau");
+    if (tau && (!json_is_number(tau) || !(json_number_value(tau) > 0 && json_number_value(tau) <= 1))) {
+        ts_fail(err, "%s: %s.tau: must be a confidence threshold in (0, 1]", path, name);
+        goto done;
     }
     /* the decoder whose TPF it is (threshold where it does not say): another one's is refused */
     json_t *dec = json_object_get(p, "decoder");
@@ -144,20 +149,65 @@ static int32_t draw_fixed(const struct decode_model *dm, const struct request *r
     return dm->k;
 }
 
-/* A TPF decoder's argument: a number, a profile of the shipped file or FILE:NAME, of decoder `kind`. */
+/* tau=TAU[,NAME]: the profile of decoder `kind` in path measured at confidence threshold TAU (its
+ * "tau"): NAME, checked, or the file's first such one. */
+static int tau_profile(const char *kind, const char *spec, const char *arg, const char *path, char *name, size_t len,
+                       struct ts_err *err)
+{
+    char num[64];
+    const char *comma = strchr(arg, ',');
+    snprintf(num, sizeof num, "%.*s", comma ? (int)(comma - arg) : 63, arg);
+    double want;
+    if (ts_parse_double(num, &want) || !(want > 0 && want <= 1))
+        return ts_fail(err, "decode model '%s': tau must be a confidence threshold in (0, 1]", spec);
+    char *text;
+    size_t n;
+    if (ts_read_file(path, &text, &n, err))
+        return -1;
+    json_t *root = json_loadb(text, n, 0, NULL), *v;
+    free(text);
+    const char *key;
+    char seen[512] = "";
+    name[0] = '\0';
+    json_object_foreach(root, key, v) {
+        json_t *t = json_object_get(v, "tau"), *dec = json_object_get(v, "decoder");
+        const char *by = json_is_string(dec) ? json_string_value(dec) : "threshold";
+        if (!json_is_number(t) || strcmp(by, kind) != 0)
+            continue;
+        snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s%s at %g", seen[0] ? ", " : "", key,
+                 json_number_value(t));
+        if (!name[0] && fabs(json_number_value(t) - want) < 1e-9 && (!comma || strcmp(key, comma + 1) == 0))
+            snprintf(name, len, "%s", key);
+    }
+    json_decref(root);
+    if (!name[0])
+        return ts_fail(err, "decode model '%s': no %s profile%s%s measured at confidence threshold %g (%s: %s); give "
+                            "the mean tokens a forward it reaches (%s:TPF)", spec, kind, comma ? " " : "",
+                       comma ? comma + 1 : "", want, path, seen[0] ? seen : "none says its tau", kind);
+    return 0;
+}
+
+/* A TPF decoder's argument: a number, tau=TAU[,NAME] (the profile measured at that confidence
+ * threshold), a profile of the shipped file or FILE:NAME, of decoder `kind`. */
 static int parse_tpf(const char *kind, const char *spec, const char *arg, const char *datadir, struct decode_model *out,
                      struct ts_err *err)
 {
     double v;
     if (ts_parse_double(arg, &v) == 0) {
         if (!(v >= 1.0 && v <= 1e6))
-            return ts_fail(err, "decode model '%s': mean tokens per forward must be in 1..1000000", spec);
+            return ts_fail(err, "decode model '%s': mean tokens per forward must be in 1..1000000%s%s%s", spec,
+                           v > 0 && v < 1 ? " (a confidence threshold is " : "", v > 0 && v < 1 ? kind : "",
+                           v > 0 && v < 1 ? ":tau=TAU)" : "");
         out->tpf = v;
         return 0;
     }
     char path[1024], name[128];
     const char *sep = strrchr(arg, ':');
-    if (sep) { /* threshold:FILE:NAME */
+    if (strncmp(arg, "tau=", 4) == 0) { /* threshold:tau=0.9: the papers' confidence threshold */
+        snprintf(path, sizeof path, "%s/decode_profiles.json", datadir);
+        if (tau_profile(kind, spec, arg + 4, path, name, sizeof name, err))
+            return -1;
+    } else if (sep) { /* threshold:FILE:NAME */
         snprintf(path, sizeof path, "%.*s", (int)(sep - arg), arg);
         snprintf(name, sizeof name, "%s", sep + 1);
     } else {
@@ -199,10 +249,12 @@ static const struct decode_ops decoders[] = {
     [DECODE_FIXED] = {"fixed", "fixed:K",
                       "K tokens per step, EOS positions too (LLaDA's fixed transfer schedule: G / K steps)", false,
                       false, parse_fixed, draw_fixed},
-    [DECODE_THRESHOLD] = {"threshold", "threshold:PROFILE|TPF|FILE:NAME",
-                          "1 + Poisson(TPF - 1) tokens per step, TPF a profile's (tessera list decode), a number, "
-                          "or a profile of your own file (one with a measured distribution of a step's commits, "
-                          "as engine generate writes it, draws from that)",
+    [DECODE_THRESHOLD] = {"threshold", "threshold:PROFILE|TPF|tau=TAU[,PROFILE]|FILE:NAME",
+                          "1 + Poisson(TPF - 1) tokens per step, TPF a profile's (tessera list decode), a number "
+                          "(tokens a forward), the profile measured at confidence threshold TAU (tau=0.9: the "
+                          "papers' threshold; its first profile, or PROFILE), or a profile of your own file (one "
+                          "with a measured distribution of a step's commits, as engine generate writes it, draws "
+                          "from that)",
                           true, true, parse_threshold, draw_threshold},
     [DECODE_HIERARCHICAL] = {"hierarchical", "hierarchical:PROFILE|TPF|FILE:NAME",
                              "dInfer's hierarchical decoding (each masked run's most confident token, and every "
