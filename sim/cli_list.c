@@ -272,6 +272,10 @@ int cli_list(int argc, char **argv)
                 printf(" --%s %s", p->params[k].name, p->params[k].value);
             printf("%s%s --act-layout %s\n", p->mask_only ? " --mask-only" : "",
                    p->lazy_chunking ? " --lazy-chunking" : "", p->act_layout);
+            printf("            cost: %s\n", strcmp(p->cost, "calibrated") == 0
+                                                 ? "calibrated where its model and implementation have a calibration "
+                                                   "for the GPU or one carried to it (else roofline)"
+                                                 : "roofline");
             if (p->note)
                 printf("            note: %s\n", p->note);
             print_wrapped("            from: ", p->sources);

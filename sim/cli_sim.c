@@ -10,7 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "calib.h"
 #include "cli.h"
+#include "cost.h"
+#include "model.h"
 #include "engine_load.h"
 #include "decode.h"
 #include "parts.h"
@@ -24,7 +27,7 @@ enum {
     O_BLOCK, O_TP, O_EARLY, O_EOS, O_ITER_SMOOTH, O_MASK_ONLY, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
     O_RESERVE, O_MARGIN, O_PREEMPT, O_DB, O_APPEND, O_REPLACE, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS,
     O_NO_PROGRESS, O_HELP,
-    O_DATADIR, O_CALIB, O_HOST, O_EXTRAPOLATE, O_CLOCK, O_OP_SCALE, O_PLANNER, O_LAZY, O_LAYOUT, O_EXECUTOR, O_LIVE_MEM,
+    O_DATADIR, O_CALIB, O_CALIB_FROM, O_HOST, O_EXTRAPOLATE, O_CLOCK, O_OP_SCALE, O_PLANNER, O_LAZY, O_LAYOUT, O_EXECUTOR, O_LIVE_MEM,
     O_PARAM /* a policy's or scheduler's parameter (build_opts), found by its option's name */
 };
 
@@ -70,6 +73,7 @@ static const struct option opts[] = {
     {"no-progress", no_argument, 0, O_NO_PROGRESS},
     {"datadir", required_argument, 0, O_DATADIR},
     {"calib", required_argument, 0, O_CALIB},
+    {"calib-from", required_argument, 0, O_CALIB_FROM},
     {"host", required_argument, 0, O_HOST},
     {"extrapolate", no_argument, 0, O_EXTRAPOLATE},
     {"clock", required_argument, 0, O_CLOCK},
@@ -115,41 +119,68 @@ static void build_opts(struct opt_table *t)
             snprintf((buf) + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", i_ ? " " : "", get(i_)->name); \
     } while (0)
 
-/* sim_usage's workload and output options. */
+/* sim_usage's workload and output options, and what the summary's words mean. */
 static void sim_usage_workload(FILE *f)
 {
     fprintf(f,
 "\n"
 "workload:\n"
-"  --trace FILE|synthetic   Azure/BurstGPT/length CSV, Mooncake JSONL, tessera CSV [synthetic]\n"
+"  --trace FILE|synthetic   Azure/BurstGPT/length CSV, Mooncake JSONL, tessera CSV [synthetic]; a\n"
+"                           file's output lengths are the requests' unless --gen-len is given\n"
 "  --requests N             synthetic count [200], or the first N requests of a file\n"
 "  --rps R                  synthetic rate [1]; rescales a file with times to R; gives a\n"
-"                           length-only file Poisson/Gamma arrivals at R [1]\n"
+"                           length-only file Poisson/Gamma arrivals at R\n"
 "  --arrivals SPEC          poisson | gamma:CV [poisson]\n"
 "  --lengths SPEC           sharegpt | sharegpt-first | wildchat | math | osc | livebench | burstgpt |\n"
-"                           fixed:P,O | lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O | file:PATH [sharegpt: a\n"
-"                           lognormal fitted to ShareGPT's conversations; sharegpt-first: their\n"
-"                           first prompts and answers; wildchat: WildChat's turns; math: MATH's\n"
-"                           problems and solutions; osc: OpenAI's summarize-from-feedback\n"
-"                           comparisons; livebench: LiveBench's coding prompts; burstgpt:\n"
-"                           BurstGPT's trace; traces/README.md says where each comes from]\n"
+"                           fixed:P,O | lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O | file:PATH [sharegpt]\n"
+"                           (traces/README.md says where each comes from)\n"
 "  --seed S                 run seed: arrivals, lengths and every request's decode stream [1]\n"
 "  --skip-bad-rows          skip and count malformed trace rows instead of stopping\n"
-"  --clip-prompt            truncate prompts so that P + G fits the model\n"
+"  --clip-prompt            truncate prompts so that P + G fits the model (else they are rejected)\n"
 "\n"
 "output:\n"
-"  --db FILE                write runs/requests/steps/segments/summary to SQLite, in one\n"
-"                           transaction (checked before the run: a database that holds runs\n"
-"                           is refused unless --append or --replace says what to do with them)\n"
-"  --append, --replace      add this run beside the database's runs, or replace them; any\n"
-"                           number of processes may write into one database at once\n"
+"  --db FILE                runs, requests, steps, segments and summary to SQLite in one transaction;\n"
+"                           a database holding runs is refused unless --append or --replace\n"
+"  --append, --replace      add this run beside the database's runs, or replace them\n"
 "  --no-steps               leave out per-step and per-segment rows (large sweeps)\n"
 "  --json                   print the summary as one JSON object\n"
 "  --quiet                  no log lines on stderr\n"
 "  --progress, --no-progress   progress line on stderr [on when stderr is a terminal]\n"
 "\n"
+"summary: finished, requests that completed; rejected, refused on arrival as they can never run\n"
+"  (each reason is printed with the option that admits them); preemptions, running requests evicted\n"
+"  for memory and later resumed (--preempt); stalls, request-steps a running request sat out because\n"
+"  the step's token budget was spent; makespan, first arrival to last finish; generated tokens, the\n"
+"  positions denoised (G a request), content tokens the trace's output within them; latency, arrival\n"
+"  to finish; first block, arrival to the first block decoded; queueing, arrival to admission; cost,\n"
+"  the cost model that priced the steps.\n"
 "Bad input (malformed trace row, unknown name) exits with status 2, a message naming file,\n"
 "line and field, and no database file.\n");
+}
+
+/* The policies' and schedulers' parameters, each option once: the entries declaring it, with
+ * their defaults, and the first one's help. */
+static void params_usage(FILE *f)
+{
+    struct part p, q;
+    for (int i = 0; parts_get(i, &p); i++)
+        for (int k = 0; k < p.num_params; k++) {
+            const struct param_spec *s = &p.params[k];
+            bool before = false;
+            for (int j = 0; j < i && !before && parts_get(j, &q); j++)
+                before = params_find(q.params, q.num_params, s->name) != NULL;
+            if (before)
+                continue;
+            char opt[64], owners[256] = "", def[32];
+            snprintf(opt, sizeof opt, "--%s %s", s->name, s->choices ? "NAME" : s->integer || s->odd ? "N" : "X");
+            for (int j = i; parts_get(j, &q); j++) {
+                const struct param_spec *o = params_find(q.params, q.num_params, s->name);
+                if (o)
+                    snprintf(owners + strlen(owners), sizeof owners - strlen(owners), "%s%s [%s]",
+                             owners[0] ? ", " : "", q.name, param_text(o, o->def, def, sizeof def));
+            }
+            fprintf(f, "  %-24s %s: %s\n", opt, owners, s->help);
+        }
 }
 
 static void sim_usage(FILE *f)
@@ -166,94 +197,61 @@ static void sim_usage(FILE *f)
     JOIN_NAMES(costs, cost_backend);
     for (int i = 0; i < preset_count(); i++)
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? " " : "", preset_get(i)->name);
-    fprintf(f, "  --system NAME            preset applied before the other options (tessera list systems):\n"
-               "                           %s\n", names);
+    fprintf(f, "  --system NAME            a paper's system, applied before the other options, with the cost\n"
+               "                           model its experiments use (tessera list systems): %s\n", names);
     fprintf(f,
-"  --model NAME|config.json built-in model (tessera list models) or a Hugging Face config.json\n"
-"                           [llada-8b]\n"
+"  --model NAME|config.json built-in model (tessera list models) or a Hugging Face config.json [llada-8b]\n"
 "  --gpu NAME               rtx3090 rtx4090 l40s a100-40gb a100-80gb h100 h200 [h200]\n"
-"  --gpu-file FILE          JSON overriding or adding GPUs: {\"NAME\": {\"mem_gib\":..,\n"
-"                           \"bf16_tflops\":.., \"mem_bw_gbs\":.., \"host_bw_gbs\":..}}\n"
-"  --impl NAME              implementation profile: tessera, tessera-fused (the engine with\n"
-"                           its fused FFN: TESSERA_FFN=fused), torch-eager [tessera]\n"
-"  --cost NAME              cost model back end: %s (calibrated: fitted from\n"
-"                           the engine's measured profile of this GPU, model and implementation:\n"
-"                           tessera list calibrations) [roofline]\n"
+"  --gpu-file FILE          JSON overriding or adding GPUs: {\"NAME\": {\"mem_gib\":.., \"bf16_tflops\":..,\n"
+"                           \"mem_bw_gbs\":.., \"host_bw_gbs\":..}}\n"
+"  --impl NAME              implementation profile (tessera list impls) [tessera]\n"
+"  --cost NAME              %s [roofline; a --system's: calibrated where a calibration of its\n"
+"                           model and implementation is shipped for the GPU or can be carried to it]\n"
 "  --calib FILE             calibrated: the profile to fit [sim/data/calib/GPU-MODEL-IMPL.csv]\n"
-"  --host NAME|FILE         the host that issues an eager implementation's steps (tessera list hosts,\n"
-"                           tessera calib host): calibrated, in place of the calibration's; roofline,\n"
-"                           its launch costs scaled from the host they were measured with [as measured]\n"
+"  --calib-from GPU         calibrated: the shipped calibration measured on GPU, carried to --gpu\n"
+"                           (as tessera calib transfer does)\n"
+"  --host NAME|FILE         the host that issues an eager implementation's steps (tessera list hosts)\n"
 "  --extrapolate            calibrated: price steps beyond the profiled range\n"
-"  --clock auto|on|off      the card's clock under its power limit as a state: a step priced at its\n"
-"                           own steady state runs faster on a card the steps before left cool, and\n"
-"                           slower on one they left hot (fitted by tessera calib clock: clock.csv of\n"
-"                           this machine's calibrations, else sim/data's); auto: where the cost is\n"
-"                           calibrated and the GPU's clock was fitted, on: refuse a run where it\n"
-"                           cannot be [auto]\n"
-"  --op-scale OP=F[,OP=F]   an ablation of the cost model: each named op (tessera calib price lists\n"
-"                           them; host: an eager implementation's issue) priced F times over, F in\n"
-"                           (0, 100]: how far a result moves if an op is mispriced [none]\n"
-"  --tp N                   tensor parallelism over N GPUs of the kind: heads, FFN and vocabulary\n"
-"                           split, an all-reduce after each layer's O and down projections\n"
-"                           (the engine's measured NCCL times where sim/data/allreduce.csv has the\n"
-"                           GPU and N, else its link's bandwidth); weights and K/V split per GPU;\n"
-"                           calibrated: a calibration of one GPU's share, MODEL-tpN (profiled by\n"
-"                           tessera engine profile --tp N, or --model MODEL-tpN on one GPU); with\n"
-"                           --executor gpu, N processes run the engine split over GPUs 0..N-1 [1]\n"
-"  --executor NAME          model: steps take the cost model's time; gpu: live, the CUDA engine\n"
-"                           runs every step and its measured time drives the clock (the cost\n"
-"                           model still prices each step, for comparison) [model]\n"
+"  --clock auto|on|off      the card's clock under its power limit as a state (tessera calib clock);\n"
+"                           auto: where the cost is calibrated and the GPU's clock was fitted [auto]\n"
+"  --op-scale OP=F[,OP=F]   an ablation: each named op priced F times over, F in (0, 100] [none]\n"
+"  --tp N                   tensor parallelism over N GPUs of the kind [1]\n"
+"  --executor NAME          model: steps take the cost model's time; gpu: the CUDA engine runs every\n"
+"                           step and its measured time drives the clock [model]\n"
 "  --live-mem-gib X         gpu: device memory the engine may use [0 = all that is free]\n"
 "\n", costs);
     struct sim_config d;
     sim_config_defaults(&d);
     JOIN_NAMES(names, policy_get);
     fprintf(f, "denoising:\n  --policy NAME            %s [%s]\n", names, d.policy);
-    names[0] = '\0';
-    for (int i = 0; decode_get(i); i++)
-        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? " | " : "", decode_get(i)->spec);
-    fprintf(f, "  --decode SPEC            %s\n                           (tessera list decode) [%s]\n", names, d.decode);
     fprintf(f,
-"  --gen-len G              positions denoised per request; 0 = the trace's output length\n"
-"                           rounded up to whole blocks [256]\n"
-"  --max-new-tokens N       with --gen-len 0, at most N positions a request (whole blocks) [0 = no cap]\n"
+"  --decode SPEC            tokens a step commits: fixed:K | threshold:TPF | threshold:tau=TAU (the\n"
+"                           papers' confidence threshold, by its measured TPF) | threshold:PROFILE |\n"
+"                           hierarchical:PROFILE|TPF | credit:TPF (tessera list decode) [%s]\n"
+"  --gen-len G              positions denoised per request; 0 = the trace's output length rounded up\n"
+"                           to whole blocks [256; a --trace file's output lengths]\n"
+"  --max-new-tokens N       with the trace's output lengths, at most N positions a request [0 = no cap]\n"
 "  --block BS               block size [32]\n"
 "  --early-stop             finish once the content and one EOS block are decoded\n"
-"  --eos MODE               when a block's EOS positions commit: auto (threshold, hierarchical and\n"
-"                           credit in one step once its content is in; fixed:K at K a step, as\n"
-"                           LLaDA's schedule does), bulk or scheduled for every decoder [auto]\n"
-"  --iter-smooth            dInfer's IterSmooth (with threshold, hierarchical or credit decoding):\n"
-"                           each step's logit rows' softmax times the embedding matrix feeds the\n"
-"                           next iteration (its TPF is the decoder's: give one measured with it)\n"
+"  --eos MODE               when a block's EOS positions commit: auto | bulk | scheduled [auto]\n"
+"  --iter-smooth            dInfer's IterSmooth (with threshold, hierarchical or credit decoding)\n"
 "  --mask-only              logits only for masked rows (Mosaic)\n"
 "\n"
-"policy and scheduler parameters (each applies to the policy or scheduler named; tessera list\n"
-"policies, tessera list schedulers):\n");
-    struct part p;
-    for (int i = 0; parts_get(i, &p); i++)
-        params_help(f, p.params, p.num_params, p.name);
+"policy and scheduler parameters (tessera list policies, tessera list schedulers):\n", d.decode);
+    params_usage(f);
     JOIN_NAMES(names, sched_get);
     fprintf(f, "\nscheduling and memory:\n  --scheduler NAME         %s [%s]\n", names, d.scheduler);
     JOIN_NAMES(names, planner_get);
     fprintf(f,
-
 "  --max-num-logits N       logit rows per LM-head chunk; 0 = monolithic [2048]\n"
 "  --ffn-chunks N           FFN token chunks [1]\n"
-"  --lazy-chunking          Mosaic: per step, raise the logit or FFN chunk count (whichever holds\n"
-"                           the peak) until the step fits the memory left\n"
-"  --search-margin-mib N    with --lazy-chunking, what the chunk search keeps free of the card\n"
-"                           [Mosaic's: 900, and 700 more for an MoE model]\n"
-"  --act-layout NAME        a layer's activations: engine (tessera's engine: qkv one tensor, o_proj\n"
-"                           and down adding into x) | mosaic (Mosaic's own plan: q, k and v apart,\n"
-"                           o_proj's output and the fused add-norm's two outputs new tensors)\n"
-"                           [engine; the mosaic preset: mosaic]\n"
-
+"  --lazy-chunking          Mosaic: per step, raise the logit or FFN chunks until the step fits\n"
+"  --search-margin-mib N    with --lazy-chunking, what the chunk search keeps free [Mosaic's]\n"
+"  --act-layout NAME        a layer's activations: engine | mosaic [engine; the mosaic preset: mosaic]\n"
 "  --kv-page N              KV pool page size in tokens [16]\n"
-"  --reserve-gib X          framework reserve [implementation profile's: 1.0 torch-eager,\n"
-"                           0.5 tessera]\n"
+"  --reserve-gib X          framework reserve [the implementation profile's]\n"
 "  --preempt MODE           recompute | swap [recompute]\n"
-"  --planner NAME           activation reservations, the planner's plan of each step's op graph:\n"
-"                           %s (tessera list planners) [%s]\n", names, d.planner);
+"  --planner NAME           activation reservations: %s [%s]\n", names, d.planner);
     sim_usage_workload(f);
 }
 
@@ -303,6 +301,7 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_DB: return STR(db);
     case O_DATADIR: return STR(datadir);
     case O_CALIB: return STR(calib);
+    case O_CALIB_FROM: return STR(calib_from);
     case O_HOST: return STR(host);
     case O_EXTRAPOLATE: c->extrapolate = true; return 0;
     case O_CLOCK: return STR(clock);
@@ -381,6 +380,50 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     return -1;
 }
 
+/* Whether argv gives the option --name. */
+static bool given(int argc, char **argv, const char *name)
+{
+    const size_t n = strlen(name);
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strncmp(argv[i], "--", 2) == 0 && strncmp(argv[i] + 2, name, n) == 0 &&
+            (argv[i][2 + n] == '\0' || argv[i][2 + n] == '='))
+            return true;
+    return false;
+}
+
+/* The path of the shipped calibration of c's model and implementation measured on gpu ("" where
+ * the model or implementation is unknown). */
+static void shipped_calib(const struct sim_config *c, const char *gpu, char *path, size_t len)
+{
+    struct model_cfg m;
+    struct impl_profile im;
+    struct ts_err err;
+    path[0] = '\0';
+    if (model_resolve(c->model, &m, &err) == 0 && impl_resolve(c->impl, &im, &err) == 0)
+        calib_shipped_path(c->datadir, gpu, m.name, im.calib_base[0] ? im.calib_base : im.name, path, len);
+}
+
+/* --system without --cost: the cost model its paper experiments price it with (presets.h): the
+ * calibration of its model and implementation shipped for the GPU, else one shipped for a GPU of
+ * PRESET_CALIB_FROM carried over, else the roofline. */
+static void system_cost(struct sim_config *c)
+{
+    const struct preset *p = preset_find(c->system);
+    if (!p || strcmp(p->cost, "calibrated") != 0 || c->tp > 1)
+        return;
+    static const char *const from[] = PRESET_CALIB_FROM;
+    char path[CFG_PATH + 256];
+    for (int i = -1; i < (int)TS_ARRAY_LEN(from); i++) {
+        shipped_calib(c, i < 0 ? c->gpu : from[i], path, sizeof path);
+        if (path[0] && access(path, R_OK) == 0) {
+            snprintf(c->cost, sizeof c->cost, "calibrated");
+            snprintf(c->calib_from, sizeof c->calib_from, "%s", i < 0 || ts_name_eq(from[i], c->gpu) ? "" : from[i]);
+            c->extrapolate = true; /* as the experiments price it: steps beyond the profile too */
+            return;
+        }
+    }
+}
+
 /* Parses argv into *c. Returns 0, 1 for --help (already printed) or -1 on a usage error. */
 static int parse_args(int argc, char **argv, struct sim_config *c)
 {
@@ -426,7 +469,40 @@ static int parse_args(int argc, char **argv, struct sim_config *c)
         fprintf(stderr, "tessera sim: unexpected argument '%s' (see --help)\n", argv[optind]);
         return -1;
     }
+    if (!given(argc, argv, "gen-len") && strcmp(c->trace, "synthetic") != 0)
+        c->gen_len = 0; /* a trace file's output lengths are the requests' unless --gen-len says */
+    if (c->system[0] && !given(argc, argv, "cost") && !given(argc, argv, "calib") && !given(argc, argv, "calib-from"))
+        system_cost(c);
     return 0;
+}
+
+/* What admits the requests rejected for a reason (sim_reject_reasons' text), or "". */
+static const char *reject_hint(const char *why)
+{
+    static const struct {
+        const char *reason, *hint;
+    } hints[] = {
+        {"maximum positions", "--clip-prompt admits them (their prompts truncated to fit), as does a smaller --gen-len"},
+        {"max_num_batched_tokens", "a larger --max-num-batched-tokens admits them"},
+        {"KV pool", "a GPU with more memory (--gpu), --tp N or a smaller --gen-len admits them"},
+        {"memory", "a GPU with more memory (--gpu), --tp N or a smaller --gen-len admits them"},
+    };
+    for (size_t i = 0; i < TS_ARRAY_LEN(hints); i++)
+        if (strstr(why, hints[i].reason))
+            return hints[i].hint;
+    return "";
+}
+
+/* The reasons the run's requests were rejected, each with how many and what admits them. */
+static void reject_lines(const struct sim *s, const char *indent, FILE *to)
+{
+    char why[1024], *save = NULL;
+    sim_reject_reasons(s, why, sizeof why);
+    for (char *r = strtok_r(why, ";", &save); r; r = strtok_r(NULL, ";", &save)) {
+        r += strspn(r, " ");
+        const char *hint = reject_hint(r);
+        fprintf(to, "%s%s%s%s\n", indent, r, hint[0] ? ": " : "", hint);
+    }
 }
 
 static void print_summary(const struct sim_config *c, const struct sim_summary *m)
@@ -439,6 +515,17 @@ static void print_summary(const struct sim_config *c, const struct sim_summary *
     printf("tessera sim: %s on %s%s, policy %s, scheduler %s, decode %s, impl %s%s%s\n", c->model,
            c->gpu, tp, c->policy, c->scheduler, c->decode, c->impl, c->system[0] ? ", system " : "",
            c->system);
+    char path[CFG_PATH + 256];
+    if (strcmp(c->cost, "calibrated") != 0)
+        printf("  cost          %s (%s profile)\n", c->cost, c->impl);
+    else if (c->calib[0])
+        printf("  cost          calibrated, %s%s\n", c->calib, c->extrapolate ? " (extrapolated)" : "");
+    else {
+        shipped_calib(c, c->calib_from[0] ? c->calib_from : c->gpu, path, sizeof path);
+        const char *shown = strstr(path, "/sim/data/") ? strstr(path, "/sim/data/") + 1 : path;
+        printf("  cost          calibrated, %s%s%s%s\n", shown, c->calib_from[0] ? " carried to " : "",
+               c->calib_from[0] ? c->gpu : "", c->extrapolate ? " (extrapolated)" : "");
+    }
     printf("  requests      %lld finished, %lld rejected, %lld preemptions, %lld stalls (of %lld)\n",
            (long long)m->num_finished, (long long)m->num_rejected, (long long)m->num_preemptions,
            (long long)m->num_stalls,
@@ -643,6 +730,7 @@ int cli_sim(int argc, char **argv)
         char why[1024];
         sim_reject_reasons(s, why, sizeof why);
         fprintf(stderr, "tessera sim: every one of the %lld requests was rejected (%s)\n", (long long)m.num_requests, why);
+        reject_lines(s, "  ", stderr);
         sim_destroy(s);
         db_out_close(out);
         return EXIT_USAGE;
@@ -652,10 +740,13 @@ int cli_sim(int argc, char **argv)
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         rc = 1;
     }
-    if (c.json)
+    if (c.json) {
         print_json(sim_config(s), &m);
-    else
+    } else {
         print_summary(sim_config(s), &m);
+        if (m.num_rejected)
+            reject_lines(s, "  rejected      ", stdout);
+    }
     sim_destroy(s);
     db_out_close(out);
     return rc;

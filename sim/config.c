@@ -66,6 +66,9 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
         return ts_fail(err, "--block: %d is not in 1..65536 tokens", c->block_size);
     if (c->tp < 1 || c->tp > 8)
         return ts_fail(err, "--tp: %d is not in 1..8 GPUs", c->tp);
+    if (c->calib_from[0] && (c->calib[0] || strcmp(c->cost, "calibrated") != 0))
+        return ts_fail(err, "--calib-from %s: a calibrated cost (--cost calibrated) carried from another GPU; "
+                            "--calib names a calibration of its own", c->calib_from);
     if (c->gen_len < 0 || c->gen_len > (1 << 28))
         return ts_fail(err, "--gen-len: %d is not in 0..268435456 positions (0: the trace's output lengths)", c->gen_len);
     if (c->max_new_tokens < 0 || c->max_new_tokens > (1 << 28))
@@ -115,6 +118,8 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "cost", json_string(c->cost));
     json_object_set_new(o, "impl", json_string(c->impl));
     json_object_set_new(o, "calib", json_string(c->calib));
+    if (c->calib_from[0]) /* (absent where the calibration is the GPU's own) */
+        json_object_set_new(o, "calib_from", json_string(c->calib_from));
     json_object_set_new(o, "host", json_string(c->host));
     json_object_set_new(o, "extrapolate", json_boolean(c->extrapolate));
     json_object_set_new(o, "clock", json_string(c->clock));

@@ -25,6 +25,8 @@ struct sim_config {
     char cost[CFG_STR];        /* cost model back end */
     char impl[CFG_STR];        /* implementation profile */
     char calib[CFG_PATH];      /* calibrated: profile CSV ("" = datadir/calib/GPU-MODEL-IMPL.csv) */
+    char calib_from[CFG_STR];  /* calibrated: the shipped calibration of this GPU carried to gpu
+                                * (calib_data_transfer); "" = gpu's own */
     char host[CFG_PATH];       /* calibrated: a host profile replacing the calibration's ("" = its own) */
     bool extrapolate;          /* calibrated: price steps beyond the profiled range */
     char clock[CFG_STR];       /* the card's clock under its power limit (clock.h): auto (modelled where

@@ -21,7 +21,15 @@ struct preset {
     } params[4];
     const char *sources;    /* where each choice comes from: the paper's sections, the public code's files */
     const char *act_layout; /* its layer's activations (opgraph.h): "engine", or "mosaic", Mosaic's own */
+    const char *cost;       /* the cost model its paper experiments price it with where --cost is not
+                             * given: "calibrated" (a calibration of the model and implementation
+                             * shipped for the GPU, or carried to it from PRESET_CALIB_FROM's first
+                             * holding one; the roofline where none is) or "roofline" */
 };
+
+/* The GPUs a --system's calibration is carried from, in order, where none is shipped for its GPU
+ * (the paper experiments' carry_calib: h200, and h100 for models calibrated there alone). */
+#define PRESET_CALIB_FROM {"h200", "h100"}
 
 const struct preset *preset_find(const char *name);
 int preset_apply(const char *name, struct sim_config *c, struct ts_err *err);

@@ -310,13 +310,23 @@ static int load_calibration(struct sim *s, struct ts_err *err)
     struct model_cfg share; /* --tp N: the calibration is of one GPU's share (NAME-tpN, model_tp_share) */
     if (model_tp_share(&s->model, c->tp, &share, err))
         return -1;
+    const char *impl = s->impl.calib_base[0] ? s->impl.calib_base : s->impl.name;
     if (c->calib[0])
         snprintf(path, sizeof path, "%s", c->calib);
     else
-        calib_shipped_path(c->datadir, s->gpu.name, share.name,
-                           s->impl.calib_base[0] ? s->impl.calib_base : s->impl.name, path, sizeof path);
+        calib_shipped_path(c->datadir, c->calib_from[0] ? c->calib_from : s->gpu.name, share.name, impl, path,
+                           sizeof path);
     struct calib_data d;
-    if (calib_data_load(path, &d, err)) {
+    if (c->calib_from[0]) { /* measured on another GPU, carried to this one (tessera calib transfer) */
+        struct calib_data m;
+        if (calib_data_load(path, &m, err))
+            return ts_fail_prefix(err, "--calib-from %s", c->calib_from);
+        const int bad = calib_data_validate(&m, c->calib_from, err) ||
+                        calib_data_transfer(&m, c->calib_from, s->gpu.name, impl, &d, err);
+        calib_data_free(&m);
+        if (bad)
+            return ts_fail_prefix(err, "--calib-from %s", c->calib_from);
+    } else if (calib_data_load(path, &d, err)) {
         if (!c->calib[0])
             ts_fail(err, "--cost calibrated: no calibration for %s on %s with the %s implementation "
                          "(looked for %s; tessera list calibrations shows the shipped ones, --calib FILE "
