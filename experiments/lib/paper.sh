@@ -15,10 +15,11 @@
 #   why "TEXT" "REASON"                  why the trend whose text starts with TEXT does not hold
 #                                        here, from the run's own numbers (printed only where it
 #                                        does not; a trend that fails with no reason says so)
-#   paper_finish "TITLE" XLABEL METRIC [logx]   (SHOW_METRICS="M ...": more metrics in the report;
-#                                        PANELS="W ...": one panel a workload)
-#                                        OUT/results.jsonl, OUT/figure.png (one curve a system and
-#                                        workload), OUT/report.md (a trend that does not hold is a
+#   paper_finish "TITLE" XLABEL METRIC [logx]   (SHOW_METRICS="M ...": more metrics in the report)
+#                                        OUT/results.jsonl, OUT/figure.png and its gnuplot script
+#                                        OUT/figure.gp (as the experiment's fig_* calls describe it,
+#                                        lib/figure.sh; else METRIC against x, a curve a system, with
+#                                        PANELS="W ..." a panel a workload), OUT/report.md (a trend that does not hold is a
 #                                        finding the report states with its reason, an error only
 #                                        with --strict), OUT/failing.tsv (each trend that does not
 #                                        hold and its reason)
@@ -29,6 +30,7 @@ bin=${TESSERA:?paper experiments run from tessera exp run (TESSERA names the bin
 for tool in sqlite3 gnuplot; do
     command -v $tool >/dev/null || { echo "$EXP: $tool not found (apt-get install sqlite3 gnuplot-nox)" >&2; exit 2; }
 done
+source "$(dirname "${BASH_SOURCE[0]}")/figure.sh"
 
 paper_init() {
     out=${1:?usage: tessera exp run $EXP OUT [--force] [--quick] [--strict]}
@@ -160,24 +162,10 @@ paper_finish() {
         printf '{"experiment":"%s","system":"%s","model":"%s","gpu":"%s","workload":"%s","x":%s,"metric":"%s","value":%s,"paper_value":%s}\n' \
             "$EXP" "$sys" "${model:-}" "${gpu:-}" "$wl" "$(num "$x")" "$m" "$(num "$v")" "${pv:-null}" >>"$out/results.jsonl"
     done <"$out/points.tsv"
-    # the figure: the metric against x, a curve a system and workload; with PANELS="W1 W2 ..." one
-    # panel a workload, as the paper lays it out, a curve a system in the same colour in each
-    if [ -n "${PANELS:-}" ]; then
-        local w n=0 gp=""
-        for w in $PANELS; do n=$((n + 1)); done
-        for w in $PANELS; do
-            curve_plots "$metric" "$w"
-            [ ${#plots[@]} -gt 0 ] && gp+="set title '$w'"$'\n'"plot $(IFS=,; echo "${plots[*]}")"$'\n'
-        done
-        [ -n "$gp" ] && draw_figure "$xlabel" "$metric" "$logx" \
-            "set terminal pngcairo size $((460 * n)),460 font ',11' noenhanced" \
-            "set key inside top left"$'\n'"set multiplot layout 1,$n title \"$title\"" "$gp"
-    else
-        curve_plots "$metric" ""
-        [ ${#plots[@]} -gt 0 ] && draw_figure "$xlabel" "$metric" "$logx" \
-            "set terminal pngcairo size 900,560 font ',11' noenhanced" "set title \"$title\"" \
-            "plot $(IFS=,; echo "${plots[*]}")"
-    fi
+    # the figure, as the experiment described it (lib/figure.sh); else the metric against x, a panel a
+    # workload of PANELS, a curve a system
+    [ "$FIG_NPANELS" -gt 0 ] || [ -n "$FIG_TABLE_TITLE" ] || fig_default "$xlabel" "$metric" "$logx"
+    fig_draw "$title"
     # each trend that does not hold, with its reason
     awk -F'\t' -v OFS='\t' 'FILENAME == ARGV[1] { w[$1] = $2; next }
         $2 == "does not hold" { r = ""; n = -1
@@ -210,46 +198,6 @@ paper_finish() {
     } >"$out/report.md"
     echo "$EXP: $out/report.md, $out/results.jsonl$([ -f "$out/figure.png" ] && echo ", $out/figure.png")" >&2
     [ "$STRICT" = 0 ] || ! grep -q "does not hold" "$out/checks.tsv"
-}
-
-# curve_plots METRIC WORKLOAD: gnuplot plot clauses (in plots) for the metric against x, a curve a
-# system and workload (every workload where WORKLOAD is empty; else that one alone, each system's
-# curve titled by the system and coloured by its place in the points), the paper's own numbers as
-# points beside a curve where it prints some
-curve_plots() {
-    local metric=$1 only=$2 key lt
-    plots=()
-    local systems
-    systems=$(awk -F'\t' -v m="$metric" '$4 == m { print $1 }' "$out/points.tsv" | awk '!seen[$0]++')
-    for key in $(awk -F'\t' -v m="$metric" '$4 == m && $3 ~ /^[0-9.]+$/ { print $1 "|" $2 }' "$out/points.tsv" | sort -u); do
-        local s=${key%%|*} w=${key#*|} f="$out/points/curve-${key//|/-}.dat" t
-        [ -n "$only" ] && [ "$w" != "$only" ] && continue
-        awk -F'\t' -v s="$s" -v w="$w" -v m="$metric" '$1 == s && $2 == w && $4 == m { print $3, $5 }' "$out/points.tsv" |
-            sort -g >"$f"
-        t="$s ($w)" lt=""
-        [ -n "$only" ] && t=$s lt="lt $(printf '%s\n' $systems | grep -nx -- "$s" | cut -d: -f1) "
-        plots+=("'$f' using 1:2 with linespoints ${lt}lw 2 title '$t'")
-        local pf="$out/points/paper-${key//|/-}.dat"
-        awk -F'\t' -v s="$s" -v w="$w" -v m="$metric" '$1 == s && $2 == w && $4 == m && $3 ~ /^[0-9.]+$/ { print $3, $5 }' \
-            "$out/paper.tsv" | sort -g >"$pf"
-        [ -s "$pf" ] && plots+=("'$pf' using 1:2 with points ${lt}pt 7 ps 1.6 title '$t: the paper'")
-    done
-}
-
-# draw_figure XLABEL METRIC LOGX TERMINAL LAYOUT PLOTS: OUT/figure.png from gnuplot commands (the title
-# is the layout's)
-draw_figure() {
-    gnuplot <<GP 2>"$out/points/gnuplot.log" || echo "$EXP: gnuplot failed: $(head -2 "$out/points/gnuplot.log")" >&2
-$4
-set output '$out/figure.png'
-set xlabel "$1"
-set ylabel "$2"
-set key outside right
-set grid
-${3:+set logscale x 2}
-$5
-$6
-GP
 }
 
 num() { [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] && echo "$1" || echo "\"$1\""; }
