@@ -55,5 +55,6 @@ $(fmt "$(value speedup dllm-serve osc $r1)")x (the paper: 1.61-1.81x).
 $DS_WHY_ROWS
 The workload livebench-$alt reruns LiveBench's peak rate with the $alt machine's host: the speedup
 there against livebench's is how far the host moves the result."
+ds_figure throughput_tok_s "Throughput (tokens/s)"
 paper_finish "dLLM-Serve Fig. 3: throughput against arrival rate, RTX 4090, LLaDA-8B" "arrival rate (req/s)" \
     throughput_tok_s

@@ -54,4 +54,5 @@ $DS_WHY $(awk -v r0=$r0 -v r1=$r1 -v t="$(value throughput_tok_s fast-dllm liveb
     printf "it keeps up at the lowest rate, but busy %.0f%% of the time, where even requests of one size arriving as a\n", 100 * rho
     printf "Poisson stream wait %.1f service times on average (M/D/1: rho / (2 (1 - rho))), a mean latency of %.0f s\n", rho / (2 * (1 - rho)), s * (1 + rho / (2 * (1 - rho)))
     printf "for a batch of one (tessera: %.1f s)." , l }')"
+ds_figure lat_mean_s "Mean latency (s)"
 paper_finish "dLLM-Serve Fig. 4: mean latency against arrival rate, RTX 4090, LLaDA-8B" "arrival rate (req/s)" lat_mean_s

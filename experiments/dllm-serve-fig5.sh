@@ -29,4 +29,10 @@ NOTES="$(ds_notes rtx4090)
 dLLM-Serve's throughput at 0.5 req/s, in tok/s: ${behind%, }, where the load brings 128 (256 tokens a
 request): where it falls behind, its queue and its latencies grow through the run, and spread with it
 (dllm-serve-fig3's report says what bounds its throughput)."
+# the figure: bars of the best baseline's jitter over dLLM-Serve's, a cluster a workload
+fig_bars "" "" "Gain over the best baseline (×, higher is better)" "ref=1:best baseline = 1.0" yfrom0
+for w in $DS_FIG_WORKLOADS; do
+    fig_bar "$(ds_name $w)" "Latency standard deviation σ" dllm-serve $w 0.5 lat_std_gain
+    fig_bar "$(ds_name $w)" "Latency span (max - min)" dllm-serve $w 0.5 lat_span_gain
+done
 paper_finish "dLLM-Serve Fig. 5: latency jitter at 0.5 req/s, RTX 4090, LLaDA-8B" "arrival rate (req/s)" lat_std_s

@@ -57,5 +57,12 @@ why_sweep output "$outputs" "the speedup falls as the output grows"
 NOTES="The paper gives neither the GPU nor the load of this figure: the RTX 4090 and 0.5 req/s (its Fig. 5's
 high load) are this experiment's choice. Its speedups are withheld. Host: $DS_HOST.
 $(ds_cost_notes rtx4090)"
+# the figure: (a) by input length, (b) by output length, each at 0.5 and at 8 req/s
+for sweep in input output; do
+    fig_lines "($([ $sweep = input ] && echo a || echo b)) ${sweep^} length" "${sweep^} length (tokens)" \
+        "Throughput relative to Sparse-dLLM (×)" "ref=1:Sparse-dLLM" yfrom0
+    fig_curve "0.5 req/s" dllm-serve $sweep speedup
+    fig_curve "8 req/s (neither keeps up)" dllm-serve $sweep-8rps speedup
+done
 paper_finish "dLLM-Serve Fig. 7: throughput relative to Sparse-dLLM by input and output length, RTX 4090" \
     "tokens" speedup

@@ -73,4 +73,13 @@ logit budgeting: dLLM-Serve); relative_throughput is each stage's throughput ove
 over the stage before. The paper's per-stage speedups are withheld, and it does not say at which load or
 on which card it ran the ablation: an RTX 4090 at 0.5 req/s here.
 $(ds_notes rtx4090)"
+# the figure: a cluster a workload, a bar a stage
+fig_bars "" "" "Throughput relative to Sparse-dLLM (×)" yfrom0
+for w in $DS_FIG_WORKLOADS; do
+    x=0
+    for s in "baseline:Sparse-dLLM" "engine:+ inference engine" "scheduler:+ phase scheduler" "budgeting:+ logit budgeting"; do
+        x=$((x + 1))
+        fig_bar "$(ds_name $w)" "${s#*:}" "${s%%:*}" $w $x relative_throughput
+    done
+done
 paper_finish "dLLM-Serve Fig. 8: throughput as dLLM-Serve's parts are added" "stage" relative_throughput

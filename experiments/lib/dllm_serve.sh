@@ -19,6 +19,25 @@ ds_use() {
     esac
 }
 ds_use livebench
+# ds_name SYSTEM | WORKLOAD: its name in the figures, as the paper writes it
+ds_name() {
+    case $1 in
+        dllm-cache) echo dLLM-Cache ;; fast-dllm) echo Fast-dLLM ;; sparse-dllm) echo Sparse-dLLM ;;
+        dllm-serve) echo dLLM-Serve ;; livebench) echo LiveBench ;; osc) echo OSC ;; burst) echo Burst ;;
+        *) echo "$1" ;;
+    esac
+}
+# the workloads in the order of the paper's figures
+DS_FIG_WORKLOADS="livebench burst osc"
+# ds_figure METRIC YLABEL: the figure of Figs. 3 and 4: a panel a workload, METRIC against the arrival
+# rate, a curve a system
+ds_figure() {
+    local w s
+    for w in $DS_FIG_WORKLOADS; do
+        fig_lines "$(ds_name $w)" "Request rate (req/s)" "$2" yfrom0
+        for s in $DS_SYSTEMS; do fig_curve "$(ds_name $s)" $s $w "$1"; done
+    done
+}
 # the host that issues the PyTorch steps (tessera list hosts; HOST=NAME picks another): the papers'
 # hosts are unknown, and the torch-eager profile's launch costs are the lent H200 machine's
 DS_HOST=${HOST:-lent-h200}
