@@ -209,4 +209,22 @@ changes no kernel and is not priced."
 NOTES="$NOTES
 $(cost_notes)"
 SHOW_METRICS="lmax latency_ms reduction reduction_compile compile_share"
+FIG_TITLE="Mosaic Fig. 10: Lₘₐₓ and per-step latency over rₚ"
+# the figure: a column a model, a row a metric on each card (L_max, then the step's latency)
+fig_cols $(echo $models | wc -w)
+for g in $gpus; do
+    for metric in lmax latency_ms; do
+        for m in $models; do
+            if [ $metric = lmax ]; then
+                fig_lines "$(mo_name $m), $(mo_name $g)" "Prompt-to-output ratio rₚ" "$MO_LMAX_LABEL" logy "yfmt=%.0s%c"
+            else
+                fig_lines "$(mo_name $m), $(mo_name $g)" "Prompt-to-output ratio rₚ" "Per-step latency at the baselines' Lₘₐₓ (ms)" yfrom0
+            fi
+            fig_curve "Native / Mosaic-Torch" mosaic-torch "$m-$g" $metric
+            fig_curve "Mosaic-Compile" mosaic-compile "$m-$g" $metric
+            fig_curve "Mosaic" mosaic "$m-$g" $metric
+        done
+    done
+done
+fig_note "Where Mosaic-Compile's value is Native / Mosaic-Torch's (torch.compile measured at 1.00-1.01x eager's Lₘₐₓ on LLaDA-MoE), its squares hide their circles."
 paper_finish "Mosaic Fig. 10: L_max and per-step latency over r_p" "r_p (prompt / output)" lmax

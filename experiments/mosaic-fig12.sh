@@ -33,4 +33,11 @@ torch.compile's fusions are not modelled. The paper's average reduction (2.71x o
 printed in its abstract; the figure's values are withheld. par_reduction is the baseline's ratio over
 Mosaic's, averaged over every card and length here."
 paper par_reduction mosaic average 0 2.71
+# the figure: a panel a card, the ratio against the context length
+for g in $gpus; do
+    fig_lines "$(mo_name $m), $(mo_name $g)" "Context length (tokens)" "Activation peak-to-average ratio (×)" logx yfrom0
+    fig_curve "Baselines (PyTorch caching allocator)" torch "$m-$g" peak_to_average
+    fig_curve "Mosaic" mosaic "$m-$g" peak_to_average
+done
+fig_note "Average reduction over these cards and lengths: $(fmt "$(value par_reduction mosaic average 0)")x in tessera, 2.71x in the paper."
 paper_finish "Mosaic Fig. 12: activation peak-to-average ratio" "context length (tokens)" peak_to_average logx

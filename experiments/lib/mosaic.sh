@@ -26,6 +26,19 @@
 
 MO_MASK=0.5
 
+# mo_name MODEL | GPU | MODEL-GPU: its name in the figures, as the paper writes it
+mo_name() {
+    case $1 in
+        llada-8b) echo LLaDA-8B ;; dream-7b) echo Dream-7B ;; llada-moe-7b) echo LLaDA-MoE ;;
+        rtx3090) echo "RTX 3090" ;; a100-40gb) echo A100-40GB ;;
+        *-rtx3090|*-a100-40gb) echo "$(mo_name "${1%-*-*}"), $(mo_name "${1#"${1%-*-*}"-}")" ;;
+        mosaic) echo Mosaic ;; mosaic-fc) echo Mosaic-FC ;; mosaic-bf) echo Mosaic-BF ;; mosaic-ilp) echo Mosaic-ILP ;;
+        *) echo "$1" ;;
+    esac
+}
+# the L_max axis: L_max in tokens, thousands written k
+MO_LMAX_LABEL="Longest context Lₘₐₓ (tokens)"
+
 # mo_json FILE KEY: a number from mem plan's or mem lmax's JSON
 mo_json() { sqlite3 :memory: "SELECT json_extract(readfile('$1'), '\$.$2')"; }
 
