@@ -174,5 +174,22 @@ forward ($(tpf fast-dllm) against $(tpf fast-dllm-nocache), the table's TPFs). $
 the cache does not shorten; issued by the lent H200 machine's host its cache $(awk -v a="$(value tps fast-dllm $wl-lent-h200 1)" \
     -v b="$(value tps fast-dllm-nocache $wl-lent-h200 1)" 'BEGIN { print (a > b ? "raises" : "still lowers") }') its TPS (the notes below).")"
 SHOW_METRICS="tps forward_ms forward_ms_table"
+# the table: a row a framework and configuration, as the slides', a column a benchmark
+declare -A bench_name=([avg]=Avg. [crux-o]=CRUX-O [gsm8k]=GSM8K [humaneval]=HumanEval [ifeval]=IFEval [mbpp]=MBPP [lcb-v6]="LCB V6")
+fig_table "dInfer Table 1: TPS at batch size 1, LLaDA-MoE-7B-A1B and Qwen2.5-3B, H800"
+row=(Config. Framework)
+for b in $benches; do row+=("${bench_name[$b]}"); done
+fig_row "${row[@]}"
+for s in "vllm:Qwen2.5-3B:vLLM" "fast-dllm-nocache:Without KV cache:Fast-dLLM" "dinfer-nocache:Without KV cache:dInfer" \
+         "fast-dllm:With KV cache:Fast-dLLM" "dinfer:With KV cache:dInfer"; do
+    IFS=: read -r sys config frame <<<"$s"
+    row=("$config" "$frame")
+    for b in $benches; do
+        x=$(echo $all | tr ' ' '\n' | grep -nx "$b" | cut -d: -f1)
+        row+=("$(fmt "$(value tps $sys $wl $x)") ($(fmt "$(echo ${tps[$sys]} | cut -d' ' -f"$x")"))")
+    done
+    fig_row "${row[@]}"
+done
+fig_note "Each cell: tessera's TPS (tokens/s), the table's in parentheses. One request of 512 prompt tokens and 1,024 generated, one H800."
 paper_finish "dInfer Table 1: TPS at batch size 1, LLaDA-MoE-7B-A1B and Qwen2.5-3B, H800" \
     "benchmark (1 avg, 2 CRUX-O, 3 GSM8K, 4 HumanEval, 5 IFEval, 6 MBPP, 7 LCB V6)" tps

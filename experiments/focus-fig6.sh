@@ -87,4 +87,13 @@ solutions (median 158 tokens), not LLaDA2.0's own long reasoning, and tessera mo
 time (only the eager launch of LMDeploy's kernels), so FOCUS's scheduler overhead is not modelled.
 FOCUS's importance signal: --focus-snr at its default; the paper's decodable-token statistics are
 withheld."
+# the figure: a row a model, a column a dataset, throughput against the batch size
+fig_cols $(echo $datasets | wc -w)
+for m in $models; do
+    for d in $datasets; do
+        fig_lines "$(fc_name $m), $(fc_name $d)" "Batch size" "Throughput (tokens/s)" logx yfrom0
+        for sys in lmdeploy focus; do fig_curve "$(fc_name $sys)" $sys "$d-$m" throughput_tok_s; done
+    done
+done
+fig_note "FOCUS over LMDeploy at batch $last on ShareGPT, $(fc_name $m0): $(fmt "$(value speedup focus "sharegpt-$m0" $last)")x in tessera; the paper: up to 2.32x."
 paper_finish "FOCUS Fig. 6: throughput against batch size, A100-80GB" "batch size" throughput_tok_s logx

@@ -30,4 +30,15 @@ block size is not printed.
 With FOCUS's attention priced 1.2 times over (--op-scale attention=1.2, workload $scaled; the
 calibrated attention comes out up to 12% short on FOCUS's serving batches), its speedups by block
 size are ${sens%, }: a mispriced attention explains little of the distance to the paper's."
+# the figure: (a) each system's throughput by block size, (b) FOCUS's speedup, tessera's and the paper's
+fig_bars "(a) Throughput, batch $batch" "Block size B" "Throughput (tokens/s)" yfrom0
+for bs in $blocks; do
+    for sys in lmdeploy focus; do fig_bar "B = $bs" "$(fc_name $sys)" $sys sharegpt-sdar-8b $bs throughput_tok_s; done
+done
+fig_bars "(b) FOCUS's speedup over LMDeploy" "Block size B" "Speedup (×)" yfrom0 "ref=1:LMDeploy (1.0)"
+for bs in $blocks; do
+    fig_bar "B = $bs" "Speedup in tessera" focus sharegpt-sdar-8b $bs speedup
+    p=$(awk -F'\t' -v x=$bs '$1 == "focus" && $3 == x && $4 == "speedup" { print $5 }' "$out/paper.tsv")
+    [ -n "$p" ] && fig_bar_value "B = $bs" "Speedup in the paper" "$p"
+done
 paper_finish "FOCUS Fig. 7: speedup over LMDeploy by block size, A100-80GB" "block size" speedup logx

@@ -22,4 +22,8 @@ check "token eviction gains more than the delayed cache alone" \
     'val("focus","sharegpt-sdar-8b","'$batch'","speedup") > val("dc+","sharegpt-sdar-8b","'$batch'","speedup")'
 NOTES="$(fc_notes sdar-8b)
 The figure's values are withheld; only its ordering is checked."
+# the figure: a bar a system
+fig_bars "" "" "Throughput (tokens/s)" yfrom0
+for sys in lmdeploy dc+ focus; do fig_bar "SDAR-8B, ShareGPT, batch $batch" "$(fc_name $sys)" $sys sharegpt-sdar-8b $batch throughput_tok_s; done
+fig_note "Speedup over LMDeploy: DC+ $(fmt "$(value speedup dc+ sharegpt-sdar-8b $batch)")x, FOCUS $(fmt "$(value speedup focus sharegpt-sdar-8b $batch)")x (the paper's values are withheld)."
 paper_finish "FOCUS Fig. 8: LMDeploy, DC+ and FOCUS, A100-80GB" "batch size" speedup

@@ -26,4 +26,13 @@ NOTES="$(fc_notes $models)
 Redundancy counts the rows of every decoding step's later layers (layers 2 and up for FOCUS; all
 layers' rows for LMDeploy, whose layers all run the same rows) over the tokens those steps decode.
 The importance signal's quality is --focus-snr at its default."
+# the table, in the paper's columns
+fig_table "FOCUS Table 5: computational redundancy, rows processed / tokens decoded, layers 2 and up"
+fig_row Model Dataset Baseline FOCUS Reduction
+for m in $models; do
+    fig_row "$(fc_name $m)" ShareGPT "$(fmt "$(value redundancy lmdeploy "sharegpt-$m" $batch)")" \
+        "$(fmt "$(value redundancy focus "sharegpt-$m" $batch)")" \
+        "$(awk -v r="$(value processed_reduction focus "sharegpt-$m" $batch)" 'BEGIN { printf "%.0f%%", 100 * r }')"
+done
+fig_note "Baseline: LMDeploy. Batch $batch, A100-80GB. Lower is more efficient; the paper: a reduction of about 65-80%."
 paper_finish "FOCUS Table 5: rows processed a decoded token, layers 2 and up" "batch size" redundancy

@@ -13,6 +13,15 @@
 # A100 by tessera calib transfer (COST=roofline prices with the roofline instead).
 FC_COST=${COST:-calibrated}
 case $FC_COST in calibrated | roofline) ;; *) echo "$EXP: COST=$FC_COST: calibrated or roofline" >&2; exit 2 ;; esac
+# fc_name SYSTEM | MODEL | DATASET: its name in the figures, as the paper writes it
+fc_name() {
+    case $1 in
+        lmdeploy) echo LMDeploy ;; focus) echo FOCUS ;; dc+) echo "DC+ (delayed cache)" ;;
+        sdar-8b) echo SDAR-8B ;; llada2.0-mini) echo LLaDA2.0-mini ;;
+        sharegpt) echo ShareGPT ;; wildchat) echo WildChat ;; math) echo MATH ;;
+        *) echo "$1" ;;
+    esac
+}
 # fc_requests BATCH: the requests of a point (the benchmark's 5,000; --quick: four times the batch)
 fc_requests() { if [ "$QUICK" = 1 ]; then echo $((4 * $1)); else echo 5000; fi; }
 # fc_cost MODEL: the cost options of a point of MODEL, in the array FC_COST_ARGS
