@@ -1,17 +1,20 @@
 # tessera: a simulator (C11) and a CUDA engine for serving diffusion LLMs.
 #
 #   make run         build the simulator, install missing Debian packages (as root), run the default simulation
-#   make check       build everything and run every CPU test (unit suites, golden scenarios, CLI checks,
-#                    then the unit suites again under AddressSanitizer + UBSan)
+#   make check       build the simulator and run every CPU test in about 6 minutes (unit suites, golden
+#                    scenarios, CLI checks, the unit suites under AddressSanitizer + UBSan, planted bugs)
+#   make check-records  re-derive the records from this build (about 25 minutes; after a cost-model change)
 #   make engine      build the CUDA engine (wherever nvcc is found; `make` builds it too)
 #   make check-gpu   (GPU machine) the engine's kernels and steps against the CPU reference
 #   make check-gpu-tp TP=N  (machine of N GPUs) the engine split over N GPUs against one GPU, and live
-#   make calibrate   (GPU machine) calibrate on this GPU in one command: profile, fit, held-out check, install
+#   make calibrate   (GPU machine) calibrate on this GPU in one command: profile, fit, held-out check, clock,
+#                    install (about 4 minutes on an H100; TORCH=1 adds PyTorch eager's profile, about 3 more)
 #   make bench-sim, make bench-engine, make bench-gemm, make bench-gemm-rows (GPU machine)
 #   make check-valgrind, make check-layers, make mutate, make fuzz FUZZ_SECONDS=N, make clean  (V=1: commands)
 #   make check-slurm  (root, slurm-wlm) a sweep as a Slurm job array on a single-node Slurm
 #
-# Objects live in build/ (build/asan for the sanitizer build). Settings: CC, CFLAGS, NVCC,
+# Objects live in build/ (build/cpu for make check where nvcc is found but no GPU, and asan/ beneath
+# either for the sanitizer build). Settings: CC, CFLAGS, NVCC,
 # CUDA_ARCH (all: sm_80, sm_86, sm_89 and sm_90 in one binary; sm_NN: one), NO_CUDA=1 (simulator only), DEPS=dir (headers and libraries unpacked from
 # Debian packages under dir/usr, for machines without them installed).
 #
@@ -82,9 +85,13 @@ CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 $(if $(NCCL_HOME
 ENGINE_CFLAGS := -I$(CUDA_HOME)/include $(if $(NCCL_HOME),-I$(NCCL_HOME)/include) $(if $(NCCL_H),-DTS_HAVE_NCCL) \
     '-DTS_CUDA_ARCHS="$(CUDA_CCS)"'
 BASE_CFLAGS += -DTS_HAVE_CUDA
-$(info tessera: nvcc found at $(NVCC_PATH): building the engine for $(CUDA_ARCH)$(if $(NCCL_H),, (no nccl.h: no tensor parallelism)))
+SAY_BUILD := tessera: nvcc found at $(NVCC_PATH): building the engine for $(CUDA_ARCH)$(if $(NCCL_H),, (no nccl.h: no tensor parallelism))
 else
-$(info tessera: $(if $(NO_CUDA),NO_CUDA=1,nvcc not found): building the simulator only)
+SAY_BUILD := tessera: $(if $(NO_CUDA),NO_CUDA=1,nvcc not found): building the simulator only
+endif
+# (said once: by make check's own build, not by the print-* queries tests/mutate.sh makes)
+ifneq ($(if $(filter check-here,$(MAKECMDGOALS)),1,$(if $(filter 0,$(MAKELEVEL)),$(if $(filter check print-%,$(MAKECMDGOALS)),,1))),)
+$(info $(SAY_BUILD))
 endif
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread -lm)
 
@@ -118,7 +125,7 @@ $(BUILD)/sim/core/version.o: sim/core/version.c $(VERSION_FILE) $(STAMP) | deps
 ENGINE_OBJ := $(if $(HAVE_CUDA),$(ENGINE_GPU_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SRC:%.cu=$(BUILD)/%.o))
 TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all engine run check check-unit check-asan check-layers mutate check-valgrind calibrate check-slurm bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu check-gpu-tp fuzz deps clean help
+.PHONY: all engine run check check-here check-records check-layers mutate print-cc print-test-link print-libs check-valgrind calibrate check-slurm bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu check-gpu-tp fuzz deps clean help
 
 ENGINE_LIB := $(if $(HAVE_CUDA),$(BUILD)/libtessera_engine.so)
 all: $(BUILD)/tessera $(ENGINE_LIB)
@@ -128,7 +135,7 @@ engine: $(BUILD)/tessera
 	@$(if $(HAVE_CUDA),$(MAKE) --no-print-directory $(ENGINE_LIB),echo "make engine: nvcc not found (NVCC=$(NVCC)); the engine is not built" >&2; exit 2)
 
 help:
-	@sed -n '3,13p' Makefile
+	@sed -n '3,15p' Makefile
 
 deps:
 	@$(if $(DEPS),true,bash .ci/install-deps)
@@ -174,23 +181,34 @@ $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/test_util.h tests/golden.h $(BU
 run: $(BUILD)/tessera
 	./$(BUILD)/tessera sim --no-progress
 
-# the unit suites (one per module), golden scenarios and the command-line checks
-check-unit: all $(TESTS)
-	@bash tests/run_all.sh $(CURDIR)/$(BUILD)/tessera $(TESTS)
+# make check: every CPU test (tests/check.sh: the unit suites with their golden scenarios, the CLI,
+# README's commands, the suites under ASan + UBSan and the planted bugs, two lanes at once, about
+# 6 minutes on 2 cores). The engine is left out where no GPU answers: the simulator is then built
+# without it, in $(BUILD)/cpu.
+HAVE_GPU = $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo 1)
+check: deps
+	@$(if $(and $(HAVE_CUDA),$(if $(HAVE_GPU),,1)),$(MAKE) --no-print-directory NO_CUDA=1 BUILD=$(BUILD)/cpu check-here,\
+	    $(MAKE) --no-print-directory check-here)
+check-here: $(BUILD)/tessera $(ENGINE_LIB) $(TESTS)
+	@bash tests/check.sh $(CURDIR)/$(BUILD)/tessera $(BUILD)
 
-check: check-unit
-	@$(MAKE) --no-print-directory check-asan
-	@bash tests/mutate.sh
+# the records re-derived (tests/records_test.sh: the fidelity matrices, replays, live runs, clock fit and
+# the shipped calibrations byte for byte, about 25 minutes): run it when the cost model, the fit or a
+# shipped calibration changes
+check-records: $(BUILD)/tessera
+	@TESSERA_CALIB_DIR=/nonexistent/tessera-calib bash tests/records_test.sh $(CURDIR)/$(BUILD)/tessera
 
-# the same suites built with AddressSanitizer + UndefinedBehaviorSanitizer (host code only)
-check-asan:
-	@$(MAKE) --no-print-directory BUILD=build/asan NO_CUDA=1 \
-	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-	    check-unit
+# planted bugs the suites must catch (tests/mutate.sh: one line a mutation, none may survive; JOBS=N)
+mutate: $(BUILD)/libtessera.a
+	@BUILD=$(BUILD) bash tests/mutate.sh
 
-# planted bugs the suites must catch (tests/mutate.sh: one line a mutation, none may survive)
-mutate:
-	@bash tests/mutate.sh
+# what tests/mutate.sh compiles a planted bug with: FILE's compile line, the suites' link line and libraries
+print-cc:
+	@echo $(CC) $(ALL_CFLAGS) $(call inc_for,$(FILE))
+print-test-link:
+	@echo $(CC) $(ALL_CFLAGS) $(INC_TOP)
+print-libs:
+	@echo $(LIBS) $(CHECK_LIBS)
 
 # the include graph keeps the floors (sim/core at the bottom; tests/check_layers.sh)
 check-layers:
@@ -228,8 +246,8 @@ check-gpu-tp: all
 check-slurm: $(BUILD)/tessera
 	bash tests/slurm_test.sh ./$(BUILD)/tessera
 
-# tessera calibrated on this machine's GPU in one command (engine/calibrate.sh: profile, fit, the
-# PyTorch harness where torch imports, a held-out replay, installed where --cost calibrated looks)
+# tessera calibrated on this machine's GPU in one command (engine/calibrate.sh: profile, fit, a held-out
+# replay, the clock, installed where --cost calibrated looks; TORCH=1: the PyTorch harness's profile too)
 CALIB_OUT ?= $(BUILD)/calibrate
 MODEL ?= llada-8b
 calibrate: all

@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # mutate.sh: does the test suite catch small planted bugs? Each mutation below replaces one piece of
-# code by a plausible mistake, in a copy of the tree (the repository is never touched), rebuilds the
-# suites that cover it and runs them: a mutation the suites pass "survives". A mutation whose text
-# is no longer in its file is reported as stale (the code moved: update the list). Prints one line a
-# mutation and "mutate: N killed, M survived"; exits 1 when any survives or is stale.
+# code by a plausible mistake: the file is copied aside with the mistake in it, compiled with the
+# flags the build gives it, and linked ahead of the built library into the suites that cover it (its
+# functions then replace the library's), which must fail. The repository and its build are never
+# touched. A mutation whose text is no longer in its file is reported as stale (the code moved:
+# update the list). Prints one line a mutation and a closing "mutate: N passed, M failed" (a
+# mutation passes when it is killed); exits 1 when any survives or is stale.
 # Usage: mutate.sh [FILTER]   (FILTER: run only the mutations whose name contains it)
+# Environment: BUILD (the build whose libtessera.a and flags it uses, default build), JOBS (mutations
+# run at once, default 1), SHARD=K/N (only every Nth mutation from the Kth: N runs share the list),
+# plus the Makefile's settings (NO_CUDA, DEPS, CC) passed to make.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 filter=${1:-}
+build=${BUILD:-build}
+jobs=${JOBS:-1}
+shard=${SHARD:-1/1}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-(cd "$root" && git ls-files -z | xargs -0 cp --parents -t "$work")
-# NAME|FILE|FROM|TO|SUITES (the text FROM must occur exactly once in FILE)
+cd "$root"
 mutations=(
     "kv bytes use the query heads|sim/core/model.c|return 2LL * m->num_layers * model_kv_dim(m) * m->kv_bytes;|return 2LL * m->num_layers * model_q_dim(m) * m->kv_bytes;|check_model check_cost"
     "the card never cools while idle|sim/clock.c|    const double x0 = st->x * exp(-idle / p->tau_s);|    const double x0 = st->x;|check_clock"
@@ -95,48 +102,64 @@ mutations=(
     "a measured distribution drawn one position short|sim/decode.c|        return 1 + (int32_t)gsl_interp_bsearch(dm->cdf, gsl_rng_uniform(r->rng), 0, (size_t)dm->ncdf);|        return (int32_t)gsl_interp_bsearch(dm->cdf, gsl_rng_uniform(r->rng), 0, (size_t)dm->ncdf);|check_eng_gen"
     "the reference's kept rows at contiguous positions|engine/eng_ref.c|            cpos[f[3] + k] = fp->tok_pos[f[0] + use[k]];|            cpos[f[3] + k] = f[4] + use[k];|check_eng_gen"
 )
-killed=0
-survived=0
-stale=0
-built=""
-for m in "${mutations[@]}"; do
-    IFS='|' read -r name file from to suites <<<"$m"
-    [ -n "$filter" ] && [[ $name != *"$filter"* ]] && continue
+
+# the build's compile line for a file, and the suites' link line, as the Makefile gives them
+mk() { make -s --no-print-directory BUILD="$build" "$@"; }
+mk "$build/libtessera.a" >/dev/null || { echo "mutate: FAIL: the library does not build"; exit 1; }
+link=$(mk print-test-link) && libs=$(mk print-libs) || exit 1
+# one mutation (its index in mutations): prints its line; exits 0 when killed
+plant() {
+    local i=$1 name file from to suites dir src caught="" s
+    IFS='|' read -r name file from to suites <<<"${mutations[$i]}"
     from=$(printf '%b' "$from") to=$(printf '%b' "$to")
-    if ! python3 - "$work/$file" "$from" "$to" <<'PY'
+    dir=$work/m$i
+    mkdir -p "$dir"
+    src=$dir/$(basename "$file")
+    if ! python3 - "$file" "$src" "$from" "$to" <<'PY'
 import sys
-path, old, new = sys.argv[1:4]
+path, out, old, new = sys.argv[1:5]
 text = open(path).read()
 if text.count(old) != 1:
     sys.exit(1)
-open(path + ".orig", "w").write(text)
-open(path, "w").write(text.replace(old, new))
+open(out, "w").write(text.replace(old, new))
 PY
     then
-        stale=$((stale + 1))
         echo "mutate: STALE: $name ($file no longer holds its text once)"
-        continue
+        return 1
     fi
-    targets=$(for s in $suites; do printf 'build/tests/%s ' "$s"; done)
-    if ! (cd "$work" && make -s -j2 NO_CUDA=1 DEPS="${DEPS:-}" $targets >"$work/build.log" 2>&1); then
-        result="killed (does not build)"
-        killed=$((killed + 1))
-    else
-        caught=""
-        for s in $suites; do
-            (cd "$work" && CK_FORK=yes ./build/tests/$s >/dev/null 2>&1) || { caught=$s; break; }
-        done
-        if [ -n "$caught" ]; then
-            result="killed by $caught"
-            killed=$((killed + 1))
-        else
-            result="SURVIVED $suites"
-            survived=$((survived + 1))
+    # quoted includes still resolve beside the original file
+    if ! $(mk print-cc FILE="$file") -iquote "$(dirname "$file")" -c "$src" -o "$dir/m.o" >"$dir/log" 2>&1; then
+        echo "mutate: $name: killed (does not build)"
+        return 0
+    fi
+    for s in $suites; do
+        if ! $link -o "$dir/$s" "tests/$s.c" tests/test_util.c "$dir/m.o" "$build/libtessera.a" $libs >"$dir/log" 2>&1; then
+            caught="$s (does not link)"
+            break
         fi
-    fi
-    mv "$work/$file.orig" "$work/$file"
-    touch "$work/$file"
-    echo "mutate: $name: $result"
+        (cd "$root" && CK_FORK=yes "$dir/$s" >/dev/null 2>&1) || { caught=$s; break; }
+    done
+    rm -rf "$dir"
+    if [ -n "$caught" ]; then echo "mutate: $name: killed by $caught"; return 0; fi
+    echo "mutate: SURVIVED: $name ($suites)"
+    return 1
+}
+picked=()
+for i in "${!mutations[@]}"; do
+    name=${mutations[$i]%%|*}
+    [ -n "$filter" ] && [[ $name != *"$filter"* ]] && continue
+    [ $((i % ${shard#*/})) -eq $((${shard%/*} - 1)) ] || continue
+    picked+=("$i")
 done
-echo "mutate: $killed killed, $survived survived, $stale stale"
-[ "$survived" -eq 0 ] && [ "$stale" -eq 0 ]
+# JOBS at a time, each printing its line when it ends
+{
+for i in "${picked[@]}"; do
+    plant "$i" &
+    [ "$(jobs -rp | wc -l)" -ge "$jobs" ] && wait -n
+done
+wait
+} | tee "$work/results"
+killed=$(grep -c ': killed' "$work/results")
+left=$((${#picked[@]} - killed))
+echo "mutate: $killed passed, $left failed"
+[ "$left" -eq 0 ]

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# check.sh: what `make check` runs once the simulator and its suites are built. Two lanes share the
+# machine's cores:
+#   A: the Check suites (one a module, golden scenarios among them), the layering and function-length
+#      checks, the database's reliability, README's commands and the command line (cli_test.sh);
+#   B: the suites again under AddressSanitizer + UBSan (built here, host code only);
+# then each lane takes half of the planted bugs (mutate.sh).
+# A line of progress at least every 30 s, one line a part when it ends (its failures under it), and
+# one closing line "check: N passed, M failed" summed over every part.
+# Usage: check.sh TESSERA_BIN BUILD   (BUILD: the build the suites are in; the sanitizer build goes
+# to BUILD/asan)
+set -u
+bin=${1:?usage: check.sh TESSERA_BIN BUILD}
+build=${2:?usage: check.sh TESSERA_BIN BUILD}
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/.."
+# the shipped calibrations only: none made on this machine (make calibrate) may answer for them
+export TESSERA_CALIB_DIR=/nonexistent/tessera-calib
+logs=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
+trap 'exit 130' INT TERM
+start=$SECONDS
+suites=$(ls "$build"/tests/check_* | grep -v '\.d$')
+
+# part NAME COMMAND...: runs it into logs/NAME.log and records "NAME<TAB>passed<TAB>failed<TAB>s"
+# from the lines it printed: Check's "Checks: N, Failures: F, Errors: E" and "X: N passed, M failed"
+# (a command that fails without such a line counts one failure)
+part() {
+    local name=$1 t0=$SECONDS rc
+    shift
+    echo "$name" >"$logs/$name.running"
+    "$@" >"$logs/$name.log" 2>&1
+    rc=$?
+    awk -v name="$name" -v rc="$rc" -v s=$((SECONDS - t0)) '
+        /^[0-9]+%: Checks: / { gsub(/,/, ""); p += $3 - $5 - $7; f += $5 + $7; seen = 1 }
+        /^[a-z_]+: [0-9]+ passed, [0-9]+ failed/ { p += $2; f += $4; seen = 1 }
+        END { if (rc != 0 && f == 0) f = 1; printf "%s\t%d\t%d\t%d\n", name, p, f, s }' \
+        "$logs/$name.log" >"$logs/$name.done"
+    rm -f "$logs/$name.running"
+    report "$name"
+}
+# report NAME: its line, and its failures under it
+report() {
+    IFS=$'\t' read -r name p f s <"$logs/$1.done"
+    printf 'check:   %-10s %5d ok, %d failed (%d s)\n' "$name" "$p" "$f" "$s"
+    [ "$f" -eq 0 ] || grep -E "FAIL|SURVIVED|STALE|:[EF]:|ERROR|runtime error" "$logs/$name.log" | head -20 | sed 's/^/    /'
+}
+suites_run() { # suites_run SUITE...: each Check suite in turn
+    local t rc=0
+    for t; do "$t" || rc=1; done
+    return $rc
+}
+asan() {
+    make -s --no-print-directory BUILD="$build/asan" NO_CUDA=1 \
+        OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+        $(for t in $suites; do echo "$build/asan/tests/$(basename "$t")"; done) || return 1
+    suites_run $(for t in $suites; do echo "$build/asan/tests/$(basename "$t")"; done)
+}
+
+# lane B in the background
+(
+    part asan asan
+    BUILD=$build SHARD=1/2 part mutate-1 bash "$here/mutate.sh"
+) &
+lane_b=$!
+# progress: what is running, every 30 s
+(
+    while sleep 30; do
+        echo "check: ... $((SECONDS - start)) s: $(cat "$logs"/*.running 2>/dev/null | tr '\n' ' ')running$(
+            n=$(cat "$logs"/mutate-*.log 2>/dev/null | grep -c '^mutate: .*: ') && echo ", $n mutations done")"
+    done
+) &
+ticker=$!
+
+echo "check: lane A: the unit suites, layers, functions, db, readme, cli, half the mutations; lane B: asan, the other half"
+part unit suites_run $suites
+part layers bash "$here/check_layers.sh"
+part functions bash "$here/check_functions.sh"
+part db bash "$here/db_test.sh" "$bin"
+part readme bash "$here/readme_test.sh" "$bin"
+part cli bash "$here/cli_test.sh" "$bin"
+BUILD=$build SHARD=2/2 part mutate-2 bash "$here/mutate.sh"
+wait $lane_b
+kill $ticker 2>/dev/null
+wait $ticker 2>/dev/null
+# the failures again, last, where a log cut to its tail still shows them
+failed=$(cat "$logs"/*.done | awk -F'\t' '$3 > 0 { print $1 }')
+for n in $failed; do report "$n" | tail -n +2; done
+cat "$logs"/*.done | awk -F'\t' -v s=$((SECONDS - start)) '{ p += $2; f += $3 }
+    END { printf "check: %d parts in %d s\ncheck: %d passed, %d failed\n", NR, s, p, f; exit f > 0 }'
