@@ -4,8 +4,10 @@
 #      measured (engine bench's GEMM rate and copy bandwidth) and written as a --gpu-file entry;
 #   2. profiles the engine over the whole grid for MODEL [llada-8b] (select part included);
 #   3. imports and fits the profile as the calibration of this GPU, MODEL and the tessera engine;
-#   4. profiles PyTorch eager too where python3 imports torch (the torch-eager implementation;
-#      its harness runs the model's shapes: the dense models, not the mixtures of experts);
+#   4. with TORCH=1, profiles PyTorch eager too where python3 imports torch (the torch-eager
+#      implementation; its harness runs the model's shapes: the dense models, not the mixtures of
+#      experts). It adds about 200 s on an H100 to the 230 s the other stages take, so it is off
+#      unless asked for;
 #   5. replays a held-out schedule (16 requests the profile never ran) on the engine and prices it:
 #      the calibration's per-step MAPE against the roofline's;
 #   6. fits the card's clock under its power limit (tessera sim --clock): eight steps benched alone,
@@ -16,7 +18,7 @@
 #      (calib_bundle.sh).
 # Progress goes to stderr a line a stage; the report to stdout and OUT/report.txt.
 # Environment: TESSERA (the binary, build/tessera), IMPL (tessera or tessera-fused: the engine's
-# FFN), REPS (profile repetitions, 2), TORCH=0 (skip PyTorch).
+# FFN), REPS (profile repetitions, 2), TORCH=1 (profile PyTorch eager too).
 set -uo pipefail
 out=${1:?usage: calibrate.sh OUT [MODEL]}
 model=${2:-llada-8b}
@@ -72,7 +74,7 @@ shape=$("$bin" list models | awk -v m="$model" '$1 == m && ($10 == "-" || ($10 ~
     printf "--layers %s --hidden %s --heads %s --kv-heads %s --head-dim %s --ffn %s --vocab %s", $2, $3, $4, $5, $6, $7, $8
     if ($13 ~ /(^|,)bias(,|$)/) printf " --qkv-bias"; if ($13 ~ /qk-norm/) printf " --qk-norm"
     if ($10 != "-") { split($10, e, /[\/x+]/); printf " --experts %s --top-k %s --expert-ffn %s", e[2], e[1], e[3] } }')
-if [ "${TORCH:-1}" != 0 ] && [ -n "$shape" ] && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+if [ "${TORCH:-0}" = 1 ] && [ -n "$shape" ] && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     step 4 "profiling PyTorch eager (engine/bench/torch_profile.py)"
     torch_calib="$out/$gpu-$model-torch-eager.csv"
     # shellcheck disable=SC2086
@@ -84,7 +86,7 @@ if [ "${TORCH:-1}" != 0 ] && [ -n "$shape" ] && python3 -c "import torch; assert
         torch_calib=
     fi
 else
-    step 4 "PyTorch eager: skipped (torch with CUDA not importable, a mixture of experts the harness does not run, or TORCH=0)"
+    step 4 "PyTorch eager: skipped (TORCH=1 profiles it where torch with CUDA imports and the harness runs the model: about 200 s more)"
 fi
 
 # 5. a held-out schedule: simulated, replayed on the engine, priced
