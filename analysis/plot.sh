@@ -100,6 +100,20 @@ sweep)
     [ $# -ge 3 ] || usage
     db=$1 x=$2 y=$3 by=${4:-}
     [ -f "$db" ] || { echo "plot.sh: $db: no such database" >&2; exit 2; }
+    # words_of NAME: an option's or summary column's axis label in words with its unit (the name
+    # itself, without its underscores, where it has none here)
+    words_of() {
+        case $1 in
+            rps) echo "Request rate (req/s)" ;; max_batch) echo "Batch size cap (requests)" ;;
+            sparse_ratio) echo "Sparse retention ratio" ;; block) echo "Block size (tokens)" ;;
+            gen_len) echo "Generated length (tokens)" ;; requests) echo "Requests" ;;
+            throughput_tok_s) echo "Throughput (tokens/s)" ;; content_tok_s) echo "Content throughput (tokens/s)" ;;
+            lat_mean_s) echo "Mean latency (s)" ;; lat_p99_s) echo "P99 latency (s)" ;; lat_p50_s) echo "Median latency (s)" ;;
+            lat_std_s) echo "Latency standard deviation (s)" ;; lat_span_s) echo "Latency span, max - min (s)" ;;
+            ttft_mean_s) echo "Mean time to first token (s)" ;;
+            *) echo "${1//_/ }" ;;
+        esac
+    }
     key() { local k=${1#--}; k=${k//-/_}; [[ $k =~ ^[a-z][a-z0-9_]*$ ]] || { echo "plot.sh: '$1' is not an option's name" >&2; exit 2; }; echo "$k"; }
     xk=$(key "$x")
     [[ $y =~ ^[a-z][a-z0-9_]*$ ]] && [ "$(sqlite3 "$db" "SELECT count(*) FROM pragma_table_info('summary') WHERE name = '$y'")" = 1 ] || {
@@ -142,9 +156,9 @@ sweep)
     gnuplot <<GP
 set terminal pngcairo size 900,560 font ",11" noenhanced
 set output '$out'
-set title '$y over ${x#--}'
-set xlabel '${x#--}'
-set ylabel '$y'
+set title '$(words_of "$y") over $(words_of "$xk" | sed 's/ (.*//')'
+set xlabel '$(words_of "$xk")'
+set ylabel '$(words_of "$y")'
 set key outside right
 set grid
 plot $plotcmd
