@@ -44,6 +44,33 @@ START_TEST(parse_errors)
 }
 END_TEST
 
+/* threshold:tau=TAU: the profile measured at the papers' confidence threshold (its "tau"), the
+ * first such or the one named; a threshold no profile was measured at is refused naming those. */
+START_TEST(parse_tau)
+{
+    test_config(&C);
+    struct decode_model dm, by_name;
+    struct ts_err err;
+    ck_assert_msg(decode_parse("threshold:tau=0.9", C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(decode_parse("threshold:llada-gsm8k", C.datadir, &by_name, &err), 0);
+    ck_assert(dm.tpf == by_name.tpf);
+    ck_assert_msg(decode_parse("threshold:tau=0.9,llada-math", C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(fabs(dm.tpf - 1.97) < 1e-12);
+    ck_assert_int_ne(decode_parse("threshold:tau=0.7", C.datadir, &dm, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "llada-gsm8k at 0.9"));
+    ck_assert_int_ne(decode_parse("threshold:tau=0.9,sdar-low", C.datadir, &dm, &err), 0);
+    ck_assert_int_ne(decode_parse("threshold:tau=1.5", C.datadir, &dm, &err), 0);
+    ck_assert_int_ne(decode_parse("threshold:tau=x", C.datadir, &dm, &err), 0);
+    ck_assert_int_ne(decode_parse("threshold:0.9", C.datadir, &dm, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "threshold:tau=TAU"));
+    const char *p = tmp_file(0, ".json", "{\"mine\": {\"tpf\": 3, \"tau\": 2}}");
+    char spec[512];
+    snprintf(spec, sizeof spec, "threshold:%s:mine", p);
+    ck_assert_int_ne(decode_parse(spec, C.datadir, &dm, &err), 0); /* a tau outside (0, 1] */
+    ck_assert_ptr_nonnull(strstr(err.msg, "mine.tau"));
+}
+END_TEST
+
 /* dInfer's decoders: hierarchical at its Table 1 profiles, credit at a TPF given; a profile is its
  * decoder's alone, and a profile of your own file says which decoder measured it. */
 START_TEST(dinfer_decoders)
@@ -151,6 +178,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, parse_specs);
     tcase_add_test(tc, parse_errors);
+    tcase_add_test(tc, parse_tau);
     tcase_add_test(tc, dinfer_decoders);
     tcase_add_test(tc, threshold_mean_and_bounds);
     tcase_add_test(tc, mean_for_projections);

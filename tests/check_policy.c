@@ -833,11 +833,29 @@ START_TEST(a_policy_with_a_parameter)
 }
 END_TEST
 
+/* The command line's "did you mean": the edit distance, and the nearest name where one is near. */
+START_TEST(param_suggestions)
+{
+    ck_assert_int_eq(param_edit_distance("", ""), 0);
+    ck_assert_int_eq(param_edit_distance("--reqests", "--requests"), 1);
+    ck_assert_int_eq(param_edit_distance("kitten", "sitting"), 3);
+    ck_assert_int_eq(param_edit_distance("abc", ""), 3);
+    static const char *const opts[] = {"--rps", "--requests", "--seed", "--refresh-interval"};
+    ck_assert_str_eq(param_nearest("--reqests", opts, 4), "--requests");
+    ck_assert_str_eq(param_nearest("--rpss", opts, 4), "--rps");
+    ck_assert_str_eq(param_nearest("--refresh-intervall", opts, 4), "--refresh-interval");
+    ck_assert_ptr_null(param_nearest("--zzzzzzzz", opts, 4)); /* none near */
+    ck_assert_ptr_null(param_nearest("x", opts, 4));
+    ck_assert_ptr_null(param_nearest("--rps", opts, 0));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("policy");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, vanilla_shapes);
+    tcase_add_test(tc, param_suggestions);
     tcase_add_test(tc, prefix_shapes);
     tcase_add_test(tc, dual_shapes);
     tcase_add_test(tc, dual_refresh_interval);
