@@ -390,7 +390,7 @@ static int exp_exec(const char *cmd, const struct exp_script *s, const char *out
 {
     int made, rc;
     bool force = false;
-    char **pass = calloc((size_t)argc + 4, sizeof *pass);
+    char **pass = calloc((size_t)argc + 5, sizeof *pass); /* bash, script, GRID, OUT, the arguments, NULL */
     int npass = 2;
     pass[0] = "bash";
     pass[1] = (char *)s->path;
