@@ -126,6 +126,8 @@ contains "exp sweep names the folder" "$tmp/full is not empty (--force writes ov
 [ "$(ls -A "$tmp/full")" = mine.txt ] && ok || bad "a refused command wrote into $tmp/full: $(ls -A "$tmp/full")"
 expect 0 "exp sweep --force" -- $bin exp sweep "$tmp/g1.txt" "$tmp/full" --force
 [ -f "$tmp/full/sweep.db" ] && [ ! -e "$tmp/full/INCOMPLETE" ] && ok || bad "exp sweep --force wrote no sweep.db or left INCOMPLETE"
+expect 0 "exp sweep --slurm" -- $bin exp sweep "$tmp/g1.txt" "$tmp/slurm" --slurm
+[ -f "$tmp/slurm/sweep.sbatch" ] && [ ! -e "$tmp/slurm/INCOMPLETE" ] && ok || bad "exp sweep --slurm wrote no sweep.sbatch"
 printf -- '--policy dual\n--rps 1 -4\n' >"$tmp/bad.txt"
 expect 2 "exp sweep, a bad value" -- $bin exp sweep "$tmp/bad.txt" "$tmp/sb"
 contains "exp sweep names the bad run" "run 2 (--policy dual --rps -4)"
