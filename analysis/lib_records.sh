@@ -2,7 +2,8 @@
 # (transfer_fidelity.sh, refresh_error.sh; no GPU needed).
 #
 # records_setup NAME [OUT]: root (the checkout), bin (tessera in build/ or TESSERA), tmp (a
-# directory removed on exit), out (OUT, or one in tmp), rec (experiments/records) and runs, the
+# directory removed on exit), out (OUT, or one in tmp), rec (the records unpacked: TESSERA_RECORDS,
+# or those the runs name unpacked into tmp by analysis/records.sh) and runs, the
 # recorded runs one a line: GPU IMPL MODEL RECORD, each RECORD/all-steps.csv.gz holding MODEL's
 # fidelity matrix as the card measured it (the tessera engine's out of sample; the tessera-fused
 # engine's with the fused FFN's small-row forms: on the H200 in sample for its own calibration, on
@@ -15,7 +16,6 @@ records_setup() {
     trap 'rm -rf "$tmp"' EXIT
     out=${2:-$tmp/out}
     mkdir -p "$out"
-    rec=$root/experiments/records
     runs="h100 tessera llada-8b fidelity-h100-oos
 h100 tessera sdar-8b fidelity-h100-oos
 h100 tessera dream-7b fidelity-h100-oos
@@ -28,4 +28,11 @@ h200 tessera-fused dream-7b fused-small-h200
 h100 tessera-fused llada-8b fidelity-h100-fused-oos
 h100 tessera-fused sdar-8b fidelity-h100-fused-oos
 h100 tessera-fused dream-7b fidelity-h100-fused-oos"
+    rec=${TESSERA_RECORDS:-}
+    if [ -z "$rec" ]; then
+        rec=$tmp/records
+        # shellcheck disable=SC2046
+        bash "$root/analysis/records.sh" unpack "$rec" $(echo "$runs" | awk '{ print $4 }' | sort -u) ||
+            { echo "$1: cannot unpack the records" >&2; exit 2; }
+    fi
 }

@@ -51,9 +51,14 @@ if ! command -v nvidia-smi >/dev/null 2>&1; then
 fi
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-rec_dir="$root/experiments/records"
-# (a few records lend the checks below their files: a recorded profile and step times, an engine
-# replay's database, a clock trace)
+# a few records lend the checks below their files (analysis/records.sh get: packed or not): a recorded
+# profile and step times, an engine replay's database, a clock trace, an older engine's calibration
+record() { bash "$root/analysis/records.sh" get "$1" "$2" "$3" || bad "records.sh get $1 $2"; }
+record fidelity-h200 profiles/llada-8b.1.csv.gz "$tmp/rec-profile.csv.gz"
+record fidelity-h200 all-steps.csv.gz "$tmp/rec-steps.csv.gz"
+record ops-h200 def.db.gz "$tmp/ops-def.db.gz" && gzip -d "$tmp/ops-def.db.gz"
+record clock-ladder h200-warm.csv.gz "$tmp/h200-warm.csv.gz" && gzip -d "$tmp/h200-warm.csv.gz"
+record fidelity-h200-dream calib-dream-7b.csv.gz "$tmp/dream-rules3.csv.gz" && gzip -d "$tmp/dream-rules3.csv.gz" # an engine of launch rules 3
 if command -v python3 >/dev/null 2>&1; then
     # calib merge reads profile databases too (engine profile's engine_profile table): the shipped
     # calibration's rows as a database, merged with its CSV, give the CSV back
@@ -75,8 +80,8 @@ PY
     cmp -s "$tmp/m2.csv" "$root/sim/data/calib/h200-llada-8b-tessera.csv" && ok || bad "calib merge of a database and its CSV changed the rows"
     # PROFILES= with a single profile: refused by calib merge, nothing evaluated
     mkdir -p "$tmp/prof1"
-    cp "$rec_dir/fidelity-h200/profiles/llada-8b.1.csv.gz" "$tmp/prof1/"
-    expect 1 "fidelity.sh PROFILES= with one profile" -- env MEASURED="$rec_dir/fidelity-h200/all-steps.csv.gz" \
+    cp "$tmp/rec-profile.csv.gz" "$tmp/prof1/llada-8b.1.csv.gz"
+    expect 1 "fidelity.sh PROFILES= with one profile" -- env MEASURED="$tmp/rec-steps.csv.gz" \
         PROFILES="$tmp/prof1" TESSERA=$bin SCRATCH="$tmp/prof1/scr" bash "$root/experiments/fidelity.sh" "$tmp/prof1/out" llada-8b
     contains "fidelity.sh PROFILES= with one profile" "needs two or more PROFILEs"
     # no tessera where it looks: refused before anything runs; a record without the model's runs:
@@ -86,14 +91,11 @@ PY
     contains "fidelity.sh without its tessera" "$tmp/none/tessera not found"
     mkdir -p "$tmp/nomodel-cal"
     cp "$root/sim/data/calib/h200-dream-7b-tessera.csv" "$tmp/nomodel-cal/calib-dream-7b.csv"
-    expect 1 "fidelity.sh of a record without the model" -- env MEASURED="$rec_dir/fidelity-h200/all-steps.csv.gz" \
+    expect 1 "fidelity.sh of a record without the model" -- env MEASURED="$tmp/rec-steps.csv.gz" \
         CALIB_DIR="$tmp/nomodel-cal" GPU=h200 TESSERA=$bin SCRATCH="$tmp/nomodel/scr" \
         bash "$root/experiments/fidelity.sh" "$tmp/nomodel" dream-7b
     contains "fidelity.sh of a record without the model" "no run of dream-7b priced"
 fi
-gzip -dc "$rec_dir/ops-h200/def.db.gz" >"$tmp/ops-def.db"
-gzip -dc "$rec_dir/clock-ladder/h200-warm.csv.gz" >"$tmp/h200-warm.csv"
-gzip -dc "$rec_dir/fidelity-h200-dream/calib-dream-7b.csv.gz" >"$tmp/dream-rules3.csv" # an engine of launch rules 3
 # evict_share.sh on what is not an ncu CSV: refused, naming the file
 printf 'x\n"a","b"\n' >"$tmp/bad-ncu.csv"
 expect 1 "evict_share.sh on a CSV without ncu's columns" -- bash "$root/analysis/evict_share.sh" "$tmp/bad-ncu.csv"
@@ -429,7 +431,8 @@ if command -v gnuplot >/dev/null; then
         contains "bench-plot: an own step has no goal" "1.333 x its floor (no goal)"
         # engine bench --warm-trace's figure, from a recorded trace; bad input names file, line, field
         wp="$(dirname "$0")/../analysis/warm-plot.sh"
-        expect 0 "warm-plot" -- bash "$wp" "$res/warm_trace.csv.gz" "$tmp/warm.png"
+        record engine-h200 warm_trace.csv.gz "$tmp/warm_trace.csv.gz"
+        expect 0 "warm-plot" -- bash "$wp" "$tmp/warm_trace.csv.gz" "$tmp/warm.png"
         is_png "$tmp/warm.png" warm-plot
         { echo 'label,phase,round,graph,t_s,ms'; echo '"reuse 1 x 32: step",warm,0,-1,0.01,4.9';
           echo '"reuse 1 x 32: step",hot,1,-1,0.02,4.9'; } >"$tmp/bad.csv"
@@ -880,7 +883,8 @@ expect 0 "exp list" -- $bin exp list
 contains "exp list" "focus-fig6         FOCUS Fig. 6"
 contains "exp list" "dinfer-table1      dInfer Table 1"
 # (every experiment is built: one waiting is made in a copy of the folder)
-mkdir -p "$tmp/exps" && cp -r "$root/experiments/." "$tmp/exps/"
+mkdir -p "$tmp/exps" && (cd "$root/experiments" && tar --exclude=./records -cf - .) | tar -C "$tmp/exps" -xf - &&
+    ln -s "$root/experiments/records" "$tmp/exps/records"
 printf 'mosaic-fig11\tMosaic Fig. 11: latency reduction extremes\tMosaic-Compile, a measured torch.compile profile\n' \
     >>"$tmp/exps/papers.tsv"
 expect 0 "exp list, one waiting" -- env TESSERA_EXPERIMENTS="$tmp/exps" $bin exp list
@@ -1175,6 +1179,7 @@ contains "list decode" "threshold:llada-gsm8k"
 expect 0 "list gpus --measured" -- $bin list gpus --measured
 contains "list gpus --measured" "h200              989.4         780.5       676.6       4800           4200"
 contains "list gpus --measured" "rtx4090           165.2             -"
+contains "list gpus --measured" "h200         0.162     39.5  0.484  0.820       676.6  experiments/records/clock-ladder"
 expect 2 "list gpus, an unknown option" -- $bin list gpus --datasheet
 contains "list gpus, an unknown option" "unknown option '--datasheet'"
 # the tables' entries and a policy's parameters, as the tables declare them

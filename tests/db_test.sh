@@ -25,7 +25,7 @@ small=(sim --requests 20 --rps 4 --gen-len 64 --quiet --no-progress)
 # rows read as 0, the older run's rows the same through the views) and every run stays readable;
 # merged as it is into a new database, it is upgraded the same way
 root=$(cd "$(dirname "$0")/.." && pwd)
-gzip -dc "$root/experiments/records/ops-h200/def.db.gz" >"$tmp/old.db"
+bash "$root/analysis/records.sh" get ops-h200 def.db.gz "$tmp/old.db.gz" && gzip -d "$tmp/old.db.gz"
 cp "$tmp/old.db" "$tmp/old2.db"
 rows1="SELECT * FROM steps WHERE run_id = 1 ORDER BY step_id; SELECT run_id, step_id, req_id, phase, q, kv, kv_write,
        logit_rows, decoded, padding FROM segments WHERE run_id = 1 ORDER BY step_id, req_id"

@@ -5,6 +5,7 @@
 # the replays' calib eval texts, the live runs re-predicted, the clock fit, PyTorch's peaks, and the
 # shipped calibrations byte for byte as the merges of their records' profiles. Run it when the cost
 # model, the calibration fit or a shipped calibration changes, and re-record what it then reports.
+# The records' data is packed (analysis/records.sh): it is unpacked into a scratch folder first.
 # Takes about 25 minutes on a 2-core machine; prints a line a record as it goes.
 # Usage: records_test.sh PATH/TO/tessera    Prints "records: N passed, M failed".
 set -u
@@ -31,7 +32,11 @@ json_check() { # json_check FILE PYTHON-EXPR-ON-d
     if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert $2" "$1" 2>/dev/null; then ok; else bad "JSON check '$2' on $(head -c 200 "$1")"; fi
 }
 root=$(cd "$(dirname "$0")/.." && pwd)
-rec_dir="$root/experiments/records"
+# every record unpacked, for this script and the analysis scripts it runs (TESSERA_RECORDS)
+echo "records: ... unpacking the records" >&2
+rec_dir="$tmp/records"
+bash "$root/analysis/records.sh" unpack "$rec_dir" || { echo "records: cannot unpack the records" >&2; exit 1; }
+export TESSERA_RECORDS=$rec_dir
 # fidelity regression: each record's calibrations (calib-MODEL.csv.gz, profiled with the engine it
 # records) re-evaluated on its recorded H200 step times (deterministic simulations, each step
 # checked against the recorded one) must give what was recorded, run by run (per-step MAPE, p90
@@ -480,7 +485,6 @@ done < <(sed -n 's/.*"model": "\([a-z0-9.-]*\)", "mode": "eager", "L": \([0-9]*\
     bad "records/torch-lmax-h100: fewer than 6 eager peaks"
 # sim/data/gpu_measured.csv: the ceilings measured on the lent GPUs, each as its record's engine bench
 # printed it
-contains "list gpus --measured" "h200         0.162     39.5  0.484  0.820       676.6  experiments/records/clock-ladder"
 while IFS=, read -r g tf held copy rec; do
     [ "$g" = gpu ] && continue
     if grep -q "bf16 GEMM 8192^3 $tf TFLOP/s, device copy $copy TB/s" "$root/$rec" &&

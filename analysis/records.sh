@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# records.sh: the records' bulk data packed out of the way. A record (experiments/records/NAME/) keeps
+# its README.md and its small text files as they are; its data (every .gz, .tgz and .db, and any other
+# file over 64 KiB) lives in NAME/data.tar.xz, gzip's layer taken off so that xz compresses across it.
+#
+#   records.sh pack DIR...          move DIR's data into DIR/data.tar.xz (a record being added)
+#   records.sh unpack DST [NAME...] every record (or those named), its data back in place, under DST/NAME
+#   records.sh get NAME PATH DEST   one file of a record (PATH as the record names it, e.g.
+#                                   fidelity-h200 all-steps.csv.gz), packed or not, written to DEST
+#
+# The unpacked files are the recorded ones: a .gz comes back as gzip of the recorded bytes (same
+# content, not the same compressed bytes). RECORDS names another records folder.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+records=${RECORDS:-$root/experiments/records}
+usage() { sed -n '6,9p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; exit 2; }
+
+# is_data FILE: whether FILE (a path inside a record) goes into the archive
+is_data() {
+    case $1 in
+        */README.md | README.md | */data.tar.xz) return 1 ;;
+        *.gz | *.tgz | *.db) return 0 ;;
+    esac
+    [ "$(stat -c %s "$1")" -gt 65536 ]
+}
+
+pack() {
+    local dir=$1 stage f list
+    [ -d "$dir" ] || { echo "records.sh: $dir: not a folder" >&2; exit 2; }
+    [ -e "$dir/data.tar.xz" ] && { echo "records.sh: $dir is packed already (data.tar.xz)" >&2; exit 2; }
+    stage=$(mktemp -d)
+    list=$stage/list
+    (cd "$dir" && find . -type f | sed 's|^\./||' | LC_ALL=C sort | while read -r f; do
+        if is_data "$f"; then echo "$f"; fi; done) >"$list"
+    [ -s "$list" ] || { rm -rf "$stage"; echo "records.sh: $dir: no data to pack"; return 0; }
+    mkdir "$stage/data"
+    while read -r f; do
+        mkdir -p "$stage/data/$(dirname "$f")"
+        case $f in
+            *.gz) gzip -dc "$dir/$f" >"$stage/data/${f%.gz}" ;;
+            *.tgz) gzip -dc "$dir/$f" >"$stage/data/${f%.tgz}.tar" ;;
+            *) cp "$dir/$f" "$stage/data/$f" ;;
+        esac
+    done <"$list"
+    # the archive's own list: each file as the record names it
+    cp "$list" "$stage/data/MANIFEST"
+    tar -C "$stage/data" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - . |
+        xz -9 -T1 >"$dir/data.tar.xz.part"
+    mv "$dir/data.tar.xz.part" "$dir/data.tar.xz"
+    while read -r f; do rm -f "$dir/$f"; done <"$list"
+    find "$dir" -mindepth 1 -type d -empty -delete
+    echo "records.sh: $dir: $(wc -l <"$list") files into data.tar.xz ($(stat -c %s "$dir/data.tar.xz") bytes)"
+    rm -rf "$stage"
+}
+
+# expand ARCHIVE DST: the archive's files as the record names them, under DST
+expand() {
+    local f
+    xz -dc "$1" | tar -C "$2" -xf -
+    while read -r f; do
+        case $f in
+            *.gz) gzip -1 -n <"$2/${f%.gz}" >"$2/$f" && rm "$2/${f%.gz}" ;;
+            *.tgz) gzip -1 -n <"$2/${f%.tgz}.tar" >"$2/$f" && rm "$2/${f%.tgz}.tar" ;;
+        esac
+    done <"$2/MANIFEST"
+    rm "$2/MANIFEST"
+}
+
+unpack() {
+    local dst=${1:?} name
+    shift
+    mkdir -p "$dst"
+    [ $# -gt 0 ] || set -- $(cd "$records" && ls)
+    for name; do
+        [ -d "$records/$name" ] || { echo "records.sh: no record $name under $records" >&2; exit 2; }
+        mkdir -p "$dst/$name"
+        (cd "$records/$name" && tar --exclude=./data.tar.xz -cf - .) | tar -C "$dst/$name" -xf -
+        [ -f "$records/$name/data.tar.xz" ] && expand "$records/$name/data.tar.xz" "$dst/$name"
+    done
+}
+
+get() {
+    local name=${1:?} path=${2:?} dest=${3:?} arc=$records/$1/data.tar.xz member
+    if [ -f "$records/$name/$path" ]; then cp "$records/$name/$path" "$dest"; return; fi
+    [ -f "$arc" ] || { echo "records.sh: $name has no $path" >&2; exit 2; }
+    case $path in *.gz) member=${path%.gz} ;; *.tgz) member=${path%.tgz}.tar ;; *) member=$path ;; esac
+    xz -dc "$arc" | tar -xOf - "./$member" >"$dest.part" 2>/dev/null ||
+        { rm -f "$dest.part"; echo "records.sh: $name has no $path" >&2; exit 2; }
+    case $path in *.gz | *.tgz) gzip -1 -n <"$dest.part" >"$dest" && rm "$dest.part" ;; *) mv "$dest.part" "$dest" ;; esac
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case $cmd in
+    pack) [ $# -gt 0 ] || usage; for d; do pack "$d"; done ;;
+    unpack) [ $# -gt 0 ] || usage; unpack "$@" ;;
+    get) [ $# -eq 3 ] || usage; get "$@" ;;
+    --help | -h) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' ;;
+    *) usage ;;
+esac
