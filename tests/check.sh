@@ -2,7 +2,8 @@
 # check.sh: what `make check` runs once the simulator and its suites are built. Two lanes share the
 # machine's cores:
 #   A: the Check suites (one a module, golden scenarios among them), the layering and function-length
-#      checks, the database's reliability, README's commands and the command line (cli_test.sh);
+#      checks, the database's reliability, README's commands, the command line (cli_test.sh), the
+#      rules every command keeps (rules_test.sh) and the papers' figures (figures_test.sh);
 #   B: the suites again under AddressSanitizer + UBSan (built here, host code only);
 # then each lane takes half of the planted bugs (mutate.sh).
 # A line of progress at least every 30 s, one line a part when it ends (its failures under it), and
@@ -72,13 +73,15 @@ lane_b=$!
 ) &
 ticker=$!
 
-echo "check: lane A: the unit suites, layers, functions, db, readme, cli, half the mutations; lane B: asan, the other half"
+echo "check: lane A: the unit suites, layers, functions, db, readme, cli, rules, figures, half the mutations; lane B: asan, the other half"
 part unit suites_run $suites
 part layers bash "$here/check_layers.sh"
 part functions bash "$here/check_functions.sh"
 part db bash "$here/db_test.sh" "$bin"
 part readme bash "$here/readme_test.sh" "$bin"
 part cli bash "$here/cli_test.sh" "$bin"
+part rules bash "$here/rules_test.sh" "$bin"
+part figures bash "$here/figures_test.sh" "$bin"
 BUILD=$build SHARD=2/2 part mutate-2 bash "$here/mutate.sh"
 wait $lane_b
 kill $ticker 2>/dev/null
