@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # records.sh: the records' bulk data packed out of the way. A record (experiments/records/NAME/) keeps
-# its README.md and its small text files as they are; its data (every .gz, .tgz and .db, and any other
-# file over 64 KiB) lives in NAME/data.tar.xz, gzip's layer taken off so that xz compresses across it.
+# its README.md, its figures (PNG, which the docs show) and its small text files as they are; its data
+# (every .gz, .tgz and .db, and any other file over 64 KiB) lives in NAME/data.tar.xz, gzip's layer
+# taken off so that xz compresses across it.
 #
 #   records.sh pack DIR...          move DIR's data into DIR/data.tar.xz (a record being added)
 #   records.sh unpack DST [NAME...] every record (or those named), its data back in place, under DST/NAME
@@ -13,12 +14,12 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 records=${RECORDS:-$root/experiments/records}
-usage() { sed -n '6,9p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; exit 2; }
+usage() { sed -n '7,10p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; exit 2; }
 
 # is_data FILE: whether FILE (a path inside a record) goes into the archive
 is_data() {
     case $1 in
-        */README.md | README.md | */data.tar.xz) return 1 ;;
+        */README.md | README.md | */data.tar.xz | *.png) return 1 ;;
         *.gz | *.tgz | *.db) return 0 ;;
     esac
     [ "$(stat -c %s "$1")" -gt 65536 ]
@@ -95,6 +96,6 @@ case $cmd in
     pack) [ $# -gt 0 ] || usage; for d; do pack "$d"; done ;;
     unpack) [ $# -gt 0 ] || usage; unpack "$@" ;;
     get) [ $# -eq 3 ] || usage; get "$@" ;;
-    --help | -h) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' ;;
+    --help | -h) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' ;;
     *) usage ;;
 esac

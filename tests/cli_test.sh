@@ -54,6 +54,30 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # a few records lend the checks below their files (analysis/records.sh get: packed or not): a recorded
 # profile and step times, an engine replay's database, a clock trace, an older engine's calibration
 record() { bash "$root/analysis/records.sh" get "$1" "$2" "$3" || bad "records.sh get $1 $2"; }
+# records.sh: a record packed and unpacked gives its files back (a .gz's content, other files' bytes);
+# README.md, PNGs and small text stay out of the archive; get reads a file packed or not; a record
+# packed twice is refused
+mkdir -p "$tmp/recs/r1/profiles"
+seq 1 20000 | gzip -c >"$tmp/recs/r1/profiles/p.csv.gz"
+seq 1 30000 >"$tmp/recs/r1/big.txt"
+printf '# r1\n' >"$tmp/recs/r1/README.md" && printf 'x\n' >"$tmp/recs/r1/small.txt" && printf 'PNG' >"$tmp/recs/r1/f.png"
+cp -r "$tmp/recs/r1" "$tmp/r1-orig"
+expect 0 "records.sh pack" -- env RECORDS="$tmp/recs" bash "$root/analysis/records.sh" pack "$tmp/recs/r1"
+[ "$(cd "$tmp/recs/r1" && ls | tr '\n' ' ')" = "README.md data.tar.xz f.png small.txt " ] && ok ||
+    bad "records.sh pack left $(cd "$tmp/recs/r1" && ls | tr '\n' ' ')"
+expect 2 "records.sh pack, packed already" -- env RECORDS="$tmp/recs" bash "$root/analysis/records.sh" pack "$tmp/recs/r1"
+contains "records.sh pack, packed already" "packed already"
+expect 0 "records.sh unpack" -- env RECORDS="$tmp/recs" bash "$root/analysis/records.sh" unpack "$tmp/un" r1
+cmp -s <(gzip -dc "$tmp/un/r1/profiles/p.csv.gz") <(gzip -dc "$tmp/r1-orig/profiles/p.csv.gz") &&
+    cmp -s "$tmp/un/r1/big.txt" "$tmp/r1-orig/big.txt" && cmp -s "$tmp/un/r1/f.png" "$tmp/r1-orig/f.png" &&
+    [ ! -e "$tmp/un/r1/data.tar.xz" ] && ok || bad "records.sh unpack: the files are not the packed ones"
+expect 0 "records.sh get, packed" -- env RECORDS="$tmp/recs" bash "$root/analysis/records.sh" get r1 profiles/p.csv.gz "$tmp/g.gz"
+cmp -s <(gzip -dc "$tmp/g.gz") <(gzip -dc "$tmp/r1-orig/profiles/p.csv.gz") && ok || bad "records.sh get: not the packed file"
+expect 2 "records.sh get, no such file" -- env RECORDS="$tmp/recs" bash "$root/analysis/records.sh" get r1 none.csv "$tmp/g2"
+contains "records.sh get, no such file" "r1 has no none.csv"
+[ ! -e "$tmp/g2" ] && [ ! -e "$tmp/g2.part" ] && ok || bad "records.sh get of a missing file left a file"
+expect 2 "records.sh unpack, no such record" -- env RECORDS="$tmp/recs" bash "$root/analysis/records.sh" unpack "$tmp/un2" r9
+expect 0 "records.sh --help" -- bash "$root/analysis/records.sh" --help
 record fidelity-h200 profiles/llada-8b.1.csv.gz "$tmp/rec-profile.csv.gz"
 record fidelity-h200 all-steps.csv.gz "$tmp/rec-steps.csv.gz"
 record ops-h200 def.db.gz "$tmp/ops-def.db.gz" && gzip -d "$tmp/ops-def.db.gz"
