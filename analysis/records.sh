@@ -76,7 +76,7 @@ unpack() {
         [ -d "$records/$name" ] || { echo "records.sh: no record $name under $records" >&2; exit 2; }
         mkdir -p "$dst/$name"
         (cd "$records/$name" && tar --exclude=./data.tar.xz -cf - .) | tar -C "$dst/$name" -xf -
-        [ -f "$records/$name/data.tar.xz" ] && expand "$records/$name/data.tar.xz" "$dst/$name"
+        if [ -f "$records/$name/data.tar.xz" ]; then expand "$records/$name/data.tar.xz" "$dst/$name"; fi
     done
 }
 

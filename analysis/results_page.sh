@@ -102,11 +102,16 @@ torch-select-h100	the same selection grid on an H100 machine: the selection's GP
 generate-h100	`tessera engine generate` on an H100: ten generations of LLaDA-8B and SDAR-8B under each decoder and cache (TPF, redundancy, GPU time), IterSmooth benched (`bench-smooth.txt`), its checks	`SANITIZE_S=300 DEPS=deps/root bash engine/gpu_run.sh OUT generate`; `tessera engine check --only focus` (its README)
 torch-dllm-serve-h200	dLLM-Serve's own PyTorch runtime profiled by the PyTorch harness (its calibration `sim/data/calib/h200-llada-8b-torch-dllm-serve.csv`)	`python3 engine/bench/torch_profile.py --runtime dllm-serve --reps 3 --out dllm-serve-base.csv`, `--grid select` (its README)
 CATALOG
-python3 - "$root" "$out" "$tmp/catalog.tsv" <<'PY'
+# the records with their data unpacked (analysis/records.sh): TESSERA_RECORDS, or unpacked here
+recs=${TESSERA_RECORDS:-}
+if [ -z "$recs" ]; then
+    recs=$tmp/records
+    bash "$root/analysis/records.sh" unpack "$recs"
+fi
+python3 - "$root" "$out" "$tmp/catalog.tsv" "$recs" <<'PY'
 import csv, glob, gzip, json, math, os, re, sys
 
-root, out, catalog = sys.argv[1], sys.argv[2], sys.argv[3]
-R = os.path.join(root, "experiments", "records")
+root, out, catalog, R = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 L = []  # the page's lines
 
 
@@ -115,8 +120,10 @@ def w(s=""):
 
 
 def rec(name, f=None):
-    """A link to a record (or a file in it), relative to experiments/."""
-    return f"[{name}{'/' + f if f else ''}](records/{name}{'/' + f if f else ''})"
+    """A link to a record (or a file in it, where it is not in the record's packed data), relative to
+    experiments/."""
+    there = f and os.path.exists(os.path.join(root, "experiments", "records", name, f))
+    return f"[{name}{'/' + f if f else ''}](records/{name}{'/' + f if there else ''})"
 
 
 def rng(vals, fmt="{:.1f}", unit="%"):

@@ -55,8 +55,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # profile and step times, an engine replay's database, a clock trace, an older engine's calibration
 record() { bash "$root/analysis/records.sh" get "$1" "$2" "$3" || bad "records.sh get $1 $2"; }
 # records.sh: a record packed and unpacked gives its files back (a .gz's content, other files' bytes);
-# README.md, PNGs and small text stay out of the archive; get reads a file packed or not; a record
-# packed twice is refused
+# README.md, PNGs and small text stay out of the archive; a record without data unpacks as it is; get
+# reads a file packed or not; a record packed twice is refused
 mkdir -p "$tmp/recs/r1/profiles"
 seq 1 20000 | gzip -c >"$tmp/recs/r1/profiles/p.csv.gz"
 seq 1 30000 >"$tmp/recs/r1/big.txt"
@@ -67,7 +67,9 @@ expect 0 "records.sh pack" -- env RECORDS="$tmp/recs" bash "$root/analysis/recor
     bad "records.sh pack left $(cd "$tmp/recs/r1" && ls | tr '\n' ' ')"
 expect 2 "records.sh pack, packed already" -- env RECORDS="$tmp/recs" bash "$root/analysis/records.sh" pack "$tmp/recs/r1"
 contains "records.sh pack, packed already" "packed already"
-expect 0 "records.sh unpack" -- env RECORDS="$tmp/recs" bash "$root/analysis/records.sh" unpack "$tmp/un" r1
+mkdir -p "$tmp/recs/r2" && printf '# r2\n' >"$tmp/recs/r2/README.md" # (a record with no data, unpacked last)
+expect 0 "records.sh unpack" -- env RECORDS="$tmp/recs" bash "$root/analysis/records.sh" unpack "$tmp/un" r1 r2
+[ -f "$tmp/un/r2/README.md" ] && ok || bad "records.sh unpack: a record without data not copied"
 cmp -s <(gzip -dc "$tmp/un/r1/profiles/p.csv.gz") <(gzip -dc "$tmp/r1-orig/profiles/p.csv.gz") &&
     cmp -s "$tmp/un/r1/big.txt" "$tmp/r1-orig/big.txt" && cmp -s "$tmp/un/r1/f.png" "$tmp/r1-orig/f.png" &&
     [ ! -e "$tmp/un/r1/data.tar.xz" ] && ok || bad "records.sh unpack: the files are not the packed ones"
