@@ -8,7 +8,7 @@
 #   make check-gpu   (GPU machine) the engine's kernels and steps against the CPU reference
 #   make check-gpu-tp TP=N  (machine of N GPUs) the engine split over N GPUs against one GPU, and live
 #   make calibrate   (GPU machine) calibrate on this GPU in one command: profile, fit, held-out check, clock,
-#                    install (about 4 minutes on an H100; TORCH=1 adds PyTorch eager's profile, about 3 more)
+#                    install (254 s on an H100; TORCH=1 adds PyTorch eager's profile: 449 s)
 #   make bench-sim, make bench-engine, make bench-gemm, make bench-gemm-rows (GPU machine)
 #   make check-valgrind, make check-layers, make mutate, make fuzz FUZZ_SECONDS=N, make clean  (V=1: commands)
 #   make check-slurm  (root, slurm-wlm) a sweep as a Slurm job array on a single-node Slurm

@@ -80,6 +80,7 @@ torch-lmax-h200	`torch_lmax.py`'s eager and compiled whole-sequence steps again 
 torch-lmax-moe-h100	the same for LLaDA-MoE-7B, its experts a grouped MoE (`torch._grouped_mm`): eager, the layers compiled, all compiled; compiling the layers leaves L_max (6144 / 16976 → 6144 / 17072) and the step (1.00-1.04x) where eager has them	`python3 engine/bench/torch_lmax.py --models llada-moe-7b --out torch_lmax.jsonl`
 torch-moe-h100	Hugging Face's LLaDA-MoE block as PyTorch eager runs it (a Python loop over the 64 experts): 11.5-28.3 ms a layer at 32-1,536 tokens, 953-1,035 CUDA kernels a call, 43-103× its floor	`python3 engine/bench/torch_moe.py --tokens 32,64,256,544,1536 --out moe.jsonl`
 transfer-fidelity	the two Hopper cards' shipped calibrations carried to each other (`calib transfer`) and pricing the other card's recorded out-of-sample fidelity runs, beside its own	`analysis/transfer_fidelity.sh OUT` (no GPU)
+calibrate-time-h100	how long `make calibrate` takes on an H100, with and without PyTorch eager's profile, and the held-out schedules' pricing	`make calibrate`; `TORCH=1 make calibrate`
 calibrate-h100	`make calibrate` on an H100: its report, the held-out schedule's pricing (`eval.txt`), the LLaDA-8B calibrations it installed (`tessera`, `torch-eager`; the first merged with `fidelity-h100-policies-oos`'s into the shipped H100 `tessera` calibration); `transfer-check.txt`, the shipped H200 calibration carried to the H100 against this one	`TESSERA_CALIB_DIR=DIR make calibrate CALIB_OUT=OUT`; `analysis/transfer_check.sh`
 engine-h100-portable	the fat binary's images; `engine check` with the device's kernels and with `TESSERA_KERNELS=portable`; the live tests and three steps benched on the portable path beside the Hopper kernels; memcheck and racecheck over `engine check --only select`	`make check-gpu`, `TESSERA_KERNELS=portable bash tests/live_gpu_test.sh`, `engine bench --only steps --step ...` with and without the switch
 allreduce-h200x2	NCCL all-reduce times of 4 KiB to 512 MiB bf16 buffers on two H200s, through torch.distributed (what a PyTorch tensor-parallel step pays; the simulator carries the engine's, `tp-h200x2`)	`NCCL_NVLS_ENABLE=0 torchrun --nproc_per_node 2 engine/bench/allreduce_bench.py allreduce-tp2.csv`
@@ -502,6 +503,12 @@ for name in ("clock-calibrate-h100", "clock-calibrate-h200"):
     c = re.search(r"calibrated\s+per-step MAPE\s+([\d.]+)%.*total time\s+([+-]?[\d.]+)%", t)
     r = re.search(r"roofline\s+per-step MAPE\s+([\d.]+)%", t)
     w(f"| {rec(name, 'report.txt')} | {c.group(1)}% | {srng([float(c.group(2))])} | {r.group(1)}% | {commands[name]} |")
+w()
+t = read(os.path.join(R, "calibrate-time-h100", "time.txt"))
+plain = re.search(r"^make calibrate\s+(\d+) s", t, re.M).group(1)
+torch = re.search(r"^TORCH=1 make calibrate\s+(\d+) s", t, re.M).group(1)
+w(f"How long it takes ({rec('calibrate-time-h100', 'time.txt')}): {plain} s on an H100, {torch} s with "
+  f"PyTorch eager's profile (`TORCH=1`); {commands['calibrate-time-h100']}.")
 w()
 
 # ---------------------------------------------------------------- PyTorch eager's host
