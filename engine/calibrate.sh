@@ -6,8 +6,8 @@
 #   3. imports and fits the profile as the calibration of this GPU, MODEL and the tessera engine;
 #   4. with TORCH=1, profiles PyTorch eager too where python3 imports torch (the torch-eager
 #      implementation; its harness runs the model's shapes: the dense models, not the mixtures of
-#      experts). It adds about 200 s on an H100 to the 230 s the other stages take, so it is off
-#      unless asked for;
+#      experts). It adds about 200 s on an H100 to the 250 s the other stages take
+#      (records/calibrate-time-h100), so it is off unless asked for;
 #   5. replays a held-out schedule (16 requests the profile never ran) on the engine and prices it:
 #      the calibration's per-step MAPE against the roofline's;
 #   6. fits the card's clock under its power limit (tessera sim --clock): eight steps benched alone,
