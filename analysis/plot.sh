@@ -149,7 +149,9 @@ sweep)
         i=$((i + 1))
         title=notitle
         [ -n "$by" ] && title="title '$(printf '%s %s' "${by#--}" "$v" | tr -d "'")'"
-        plots+=("'$tmp/sweep$i.dat' using 1:2 with linespoints lw 2 pt 7 $title")
+        # a colour and a marker a curve (gnuplot's line types cycle through 8 colours; the markers
+        # through these 6 filled ones, so no two of the first 24 curves share both)
+        plots+=("'$tmp/sweep$i.dat' using 1:2 with linespoints lw 2 lt $i pt $(echo 7 5 9 11 13 15 | cut -d' ' -f$(((i - 1) % 6 + 1))) $title")
     done <"$tmp/curves.txt"
     [ $i -gt 0 ] || { echo "plot.sh: $db: no runs" >&2; exit 2; }
     plotcmd=$(IFS=,; echo "${plots[*]}")

@@ -50,12 +50,26 @@ done
 python3 - "$out/lmax.jsonl" "$out/lmax.dat" >"$out/lmax.md" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-with open(sys.argv[2], "w") as dat:  # for the figure: label, simulated, live (0: not measured)
-    for r in rows:
-        label = "%gGB %s%s%s%s" % (r["limit_gb"], r["planner"], " mask" if r["mask_ratio"] >= 0 else "",
-                                   " lazy" if r["chunking"] != "none" else "",
-                                   " fp32-softmax" if r.get("softmax_copy") else "")
-        dat.write('"%s" %d %d\n' % (label, r.get("lmax_simulated", r.get("lmax", 0)), r.get("lmax_live", 0)))
+def series(r):  # a configuration as the figure's legend names it
+    parts = [r["planner"] + " planner"]
+    if r["mask_ratio"] >= 0:
+        parts.append("masked logits")
+    if r["chunking"] != "none":
+        parts.append(r["chunking"] + " chunking")
+    if r.get("softmax_copy"):
+        parts.append("fp32 softmax copy")
+    return ", ".join(parts)
+# for the figure: a row a memory limit, then a column a configuration (simulated L_max), then the
+# same columns measured live (0: not measured)
+names = list(dict.fromkeys(series(r) for r in rows))
+limits = list(dict.fromkeys(r["limit_gb"] for r in rows))
+with open(sys.argv[2], "w") as dat:
+    dat.write("limit " + " ".join('"%s"' % n for n in names) + " " + " ".join('"%s, live"' % n for n in names) + "\n")
+    for g in limits:
+        at = {series(r): r for r in rows if r["limit_gb"] == g}
+        sim = [at[n].get("lmax_simulated", at[n].get("lmax", 0)) if n in at else 0 for n in names]
+        lv = [at[n].get("lmax_live", 0) if n in at else 0 for n in names]
+        dat.write('"%g GB" %s %s\n' % (g, " ".join("%d" % v for v in sim), " ".join("%d" % v for v in lv)))
 live = any("lmax_live" in r for r in rows)
 G = 2**30
 def logits(r):
@@ -83,25 +97,41 @@ else:
               "yes" if r["softmax_copy"] else "no", r["lmax"], "%.1fx" % (r["lmax"] / b) if b else "-"))
 PY
 cat "$out/lmax.md"
-# the figure: the live bars only where a run measured them (a histogram of no valid points fails)
-live_plot=""
-grep -q '"lmax_live"' "$out/lmax.jsonl" && live_plot=", '' using (\$3 > 0 ? \$3 : 1/0) title \"live (hard limit)\""
+# the figure: a group of bars a memory limit, a bar (its own colour) a configuration; a second panel of
+# the same bars measured on the GPU where a run measured them (one legend, under the first)
+n=$(head -1 "$out/lmax.dat" | grep -o '"[^"]*"' | wc -l)
+n=$((n / 2))
+live=0
+grep -q '"lmax_live"' "$out/lmax.jsonl" && live=1
 if command -v gnuplot >/dev/null; then
     gnuplot <<GP 2>"$out/gnuplot.log" || { rm -f "$out/lmax.png"; echo "lmax.sh: no figure: gnuplot: $(head -2 "$out/gnuplot.log")" >&2; }
-set terminal pngcairo size 1100,520 font ",10"
+set terminal pngcairo size $((live ? 1200 : 760)),640 font ",10"
 set output "$out/lmax.png"
-set termoption noenhanced
-set rmargin 10
-set bmargin 9
-set title "L_max of $model by memory planner (log scale)$([ -n "$live_plot" ] && echo ": simulated and measured on the GPU")"
+colours = "#0072B2 #D55E00 #009E73 #CC79A7 #E69F00 #56B4E9 #000000 #8C564B"
 set style data histogram
 set style histogram clustered gap 1
-set style fill solid 0.8 border -1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
 set logscale y
-set ylabel "longest context (tokens)"
-set xtics rotate by -35 scale 0
-set key top left
-plot "$out/lmax.dat" using 2:xtic(1) title "simulated"$live_plot
+set format y "%.0s%c"
+set yrange [1000:*]
+set ylabel "Longest context L_max (tokens)"
+set xlabel "Memory limit (GB)" offset 0,0.3
+set xrange [-0.6:1.6]
+set grid ytics lc rgb "#dddddd"
+set key outside below center horizontal maxcols 2 noenhanced width -4
+set termoption noenhanced
+set bmargin 11
+set multiplot layout 1,$((live ? 2 : 1)) title "L_max of $model by memory planner, logits and chunking" font ",12"
+set title "Simulated (tessera mem lmax)"
+plot for [i=2:$((n + 1))] "$out/lmax.dat" using i:xtic(1) title columnheader(i) lc rgb word(colours, i - 1)
+if ($live) {
+    set title "Measured on the GPU (a hard memory limit)"
+    unset key
+    plot for [i=$((n + 2)):$((2 * n + 1))] "$out/lmax.dat" using (column(i) > 0 ? column(i) : 1/0):xtic(1) \
+        title columnheader(i) lc rgb word(colours, i - $((n + 1)))
+}
+unset multiplot
 GP
     rm -f "$out/gnuplot.log"
 fi

@@ -72,27 +72,35 @@ with open(os.path.join(out, "report.md"), "w") as f:
                 d.write("\n\n")
 PY
 # curves COLUMN: the four runs' curves of figure.dat's column COLUMN, as a gnuplot plot's arguments
+# (a colour and marker a decoder and scheduler, phase's dashed)
 curves() {
-    echo "\"$out/figure.dat\" index 0 using 1:$1 with linespoints title \"fixed:1, phase\", \
-          \"\" index 1 using 1:$1 with linespoints title \"fixed:1, lookahead\", \
-          \"\" index 2 using 1:$1 with linespoints title \"threshold, phase\", \
-          \"\" index 3 using 1:$1 with linespoints title \"threshold, lookahead\""
+    echo "\"$out/figure.dat\" index 0 using 1:$1 with linespoints lc rgb '#0072B2' pt 7 dt 2 title \"fixed:1, phase\", \
+          \"\" index 1 using 1:$1 with linespoints lc rgb '#D55E00' pt 5 title \"fixed:1, lookahead\", \
+          \"\" index 2 using 1:$1 with linespoints lc rgb '#009E73' pt 9 dt 2 title \"threshold, phase\", \
+          \"\" index 3 using 1:$1 with linespoints lc rgb '#CC79A7' pt 13 title \"threshold, lookahead\""
 }
 if command -v gnuplot >/dev/null 2>&1; then
-    gnuplot <<EOF || exit 1
-set terminal pngcairo size 1100,420 font ",10"
+    gnuplot <<EOF 2>"$out/gnuplot.log" || { rm -f "$out/figure.png"; echo "lookahead.sh: no figure: gnuplot: $(head -2 "$out/gnuplot.log")" >&2; }
+set terminal pngcairo size 1100,480 font ",10"
 set output "$out/figure.png"
-set multiplot layout 1,2
-set key left center
-set xlabel "arrival rate (req/s)"
-set ylabel "stalls per 1000 request-steps"
+set termoption noenhanced
+set bmargin 7
+set multiplot layout 1,2 title "The lookahead scheduler against phase: dLLM-Serve on ${GPU:-rtx4090}, ${LENGTHS:-livebench} lengths" font ",12"
+set xrange [0:*]
+set yrange [0:*]
+set grid lc rgb "#dddddd"
+set pointsize 1.4
+set xlabel "Request rate (req/s)"
+set key outside below center horizontal maxcols 2
+set ylabel "Stalls per 1,000 request-steps"
 set title "Running requests held back by the token budget"
 plot $(curves 2)
-set key top left
+unset key
 set ylabel "p99 latency (s)"
 set title "p99 request latency"
 plot $(curves 3)
 unset multiplot
 EOF
+    rm -f "$out/gnuplot.log"
 fi
 cat "$out/report.md"
