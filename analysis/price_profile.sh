@@ -9,8 +9,8 @@
 #
 # Usage: analysis/price_profile.sh CALIB.csv PROFILE.csv[.gz] GPU MODEL IMPL   (TESSERA=path, build/tessera;
 #        HOST=NAME prices with --host NAME: the host of the machine that measured PROFILE)
-# e.g.   analysis/price_profile.sh sim/data/calib/h100-sdar-8b-torch-eager.csv \
-#            experiments/records/torch-eager-h100/torch-sdar-8b-2.csv.gz h100 sdar-8b torch-eager
+# e.g.   bash analysis/records.sh get torch-eager-h100 torch-sdar-8b-2.csv.gz prof.csv.gz   (a record's profile)
+#        analysis/price_profile.sh sim/data/calib/h100-sdar-8b-torch-eager.csv prof.csv.gz h100 sdar-8b torch-eager
 set -euo pipefail
 calib=${1:?usage: price_profile.sh CALIB.csv PROFILE.csv GPU MODEL IMPL} prof=${2:?PROFILE} gpu=${3:?GPU}
 model=${4:?MODEL} impl=${5:?IMPL}

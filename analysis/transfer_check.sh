@@ -7,8 +7,8 @@
 #
 # Usage: analysis/transfer_check.sh SOURCE.csv FROM MEASURED.csv[.gz] TO [IMPL]   (tessera in build/ or
 #        TESSERA=path; IMPL the calibration's implementation profile, tessera unless given)
-# e.g.   analysis/transfer_check.sh sim/data/calib/h200-llada-8b-tessera.csv h200 \
-#            experiments/records/calibrate-h100/h100-llada-8b-tessera.csv.gz h100
+# e.g.   bash analysis/records.sh get calibrate-h100 h100-llada-8b-tessera.csv.gz h100.csv.gz   (a record's)
+#        analysis/transfer_check.sh sim/data/calib/h200-llada-8b-tessera.csv h200 h100.csv.gz h100
 set -euo pipefail
 src=${1:?usage: transfer_check.sh SOURCE.csv FROM MEASURED.csv TO [IMPL]} from=${2:?FROM} meas=${3:?MEASURED} to=${4:?TO}
 impl=${5:-tessera}
