@@ -297,7 +297,8 @@ if $bin engine generate --help 2>/dev/null | grep -q -- --decoder; then
                "--refresh-interval 0|--refresh-interval: bad value '0' (1..1048576)" \
                "--cache lru|--cache: bad value 'lru' (prefix, dual, focus or vicinity)" \
                "--decoder threshold:0|TAU '0' must be a confidence in (0, 1]" \
-               "--decoder threshold:1.5|TAU '1.5' must be a confidence in (0, 1]"; do
+               "--decoder threshold:1.5|TAU '1.5' must be a confidence in (0, 1]" \
+               "--vicinty 4|did you mean --vicinity?" "--vicinity|--vicinity needs a value"; do
         opts=${bad%%|*} msg=${bad#*|}
         expect 2 "engine generate $opts" -- $bin engine generate $opts
         contains "engine generate $opts" "$msg"
@@ -495,6 +496,8 @@ if $bin --help | grep -q "CUDA engine (built in)"; then
     expect 2 "engine replay without --db" -- $bin engine replay
     contains "engine replay without --db" "which database"
     expect 2 "engine bench bad --only" -- $bin engine bench --only everything
+    expect 2 "engine bench, a typo'd option" -- $bin engine bench --repz 3
+    contains "engine bench, a typo'd option" "did you mean --reps?"
     # the anchor's output is read, and refused naming file, line and field, before any GPU work
     printf '{"B": 1, "T": 512, "masked": 256, "refresh_all_logits_ms": 20}\n' >"$tmp/anchor.jsonl"
     expect 2 "engine bench --anchor without a time" -- $bin engine bench --anchor "$tmp/anchor.jsonl"

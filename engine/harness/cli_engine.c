@@ -224,7 +224,8 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
                               .warm_s = ENG_WARM_S, .idle_s = -1, .model = "llada-8b", .grid = -1};
     optind = 1;
     int c, idx = 0;
-    while ((c = getopt_long(argc, argv, "h", o, &idx)) != -1) {
+    opterr = 0; /* an unknown option is answered with the nearest (cli_getopt_error) */
+    while ((c = getopt_long(argc, argv, ":h", o, &idx)) != -1) {
         bool bad = false;
         switch (c) {
         case 's': bad = ts_parse_i64(optarg, &a->seed) || a->seed < 0; break;
@@ -272,7 +273,7 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
                                                      strcmp(optarg, "focus") && strcmp(optarg, "clock");
             break;
         case 'h': engine_usage(stdout); return 1;
-        default: fprintf(stderr, "tessera engine: see --help\n"); return EXIT_USAGE;
+        default: return cli_getopt_error("engine", c, argv, o);
         }
         if (bad) {
             fprintf(stderr, "tessera engine %s: --%s: bad value '%s' (see --help)\n", a->sub, o[idx].name, optarg);

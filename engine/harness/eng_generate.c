@@ -115,7 +115,8 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         return EXIT_USAGE;
     optind = 1;
     int c, idx = 0;
-    while ((c = getopt_long(argc, argv, "h", o, &idx)) != -1) {
+    opterr = 0; /* an unknown option is answered with the nearest (cli_getopt_error) */
+    while ((c = getopt_long(argc, argv, ":h", o, &idx)) != -1) {
         bool bad = false;
         const char *range = "";
         switch (c) {
@@ -152,7 +153,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'F': bad = ts_parse_i64(optarg, &a->refresh) || a->refresh < 1 || a->refresh > 1 << 20, range = "1..1048576"; break;
         case 'M': bad = ts_parse_double(optarg, &a->mem_gb) || !(a->mem_gb > 0 && a->mem_gb < 1e6), range = "GB > 0"; break;
         case 'h': generate_usage(stdout); return 1;
-        default: fprintf(stderr, "tessera engine generate: see --help\n"); return EXIT_USAGE;
+        default: return cli_getopt_error("engine generate", c, argv, o);
         }
         if (bad) {
             fprintf(stderr, "tessera engine generate: --%s: bad value '%s' (%s)\n", o[idx].name, optarg, range);
