@@ -505,6 +505,24 @@ static void reject_lines(const struct sim *s, const char *indent, FILE *to)
     }
 }
 
+/* The cost model that priced the run, as the summary names it: "roofline (tessera profile)", or
+ * "calibrated, FILE[ carried to GPU][ (extrapolated)]". */
+static const char *cost_text(const struct sim_config *c, char *buf, size_t len)
+{
+    char path[CFG_PATH + 256];
+    if (strcmp(c->cost, "calibrated") != 0) {
+        snprintf(buf, len, "%s (%s profile)", c->cost, c->impl);
+    } else if (c->calib[0]) {
+        snprintf(buf, len, "calibrated, %s%s", c->calib, c->extrapolate ? " (extrapolated)" : "");
+    } else {
+        shipped_calib(c, c->calib_from[0] ? c->calib_from : c->gpu, path, sizeof path);
+        const char *shown = strstr(path, "/sim/data/") ? strstr(path, "/sim/data/") + 1 : path;
+        snprintf(buf, len, "calibrated, %s%s%s%s", shown, c->calib_from[0] ? " carried to " : "",
+                 c->calib_from[0] ? c->gpu : "", c->extrapolate ? " (extrapolated)" : "");
+    }
+    return buf;
+}
+
 static void print_summary(const struct sim_config *c, const struct sim_summary *m)
 {
     const struct policy_ops *po = policy_find(c->policy);
@@ -515,17 +533,8 @@ static void print_summary(const struct sim_config *c, const struct sim_summary *
     printf("tessera sim: %s on %s%s, policy %s, scheduler %s, decode %s, impl %s%s%s\n", c->model,
            c->gpu, tp, c->policy, c->scheduler, c->decode, c->impl, c->system[0] ? ", system " : "",
            c->system);
-    char path[CFG_PATH + 256];
-    if (strcmp(c->cost, "calibrated") != 0)
-        printf("  cost          %s (%s profile)\n", c->cost, c->impl);
-    else if (c->calib[0])
-        printf("  cost          calibrated, %s%s\n", c->calib, c->extrapolate ? " (extrapolated)" : "");
-    else {
-        shipped_calib(c, c->calib_from[0] ? c->calib_from : c->gpu, path, sizeof path);
-        const char *shown = strstr(path, "/sim/data/") ? strstr(path, "/sim/data/") + 1 : path;
-        printf("  cost          calibrated, %s%s%s%s\n", shown, c->calib_from[0] ? " carried to " : "",
-               c->calib_from[0] ? c->gpu : "", c->extrapolate ? " (extrapolated)" : "");
-    }
+    char cost[CFG_PATH + 1024];
+    printf("  cost          %s\n", cost_text(c, cost, sizeof cost));
     printf("  requests      %lld finished, %lld rejected, %lld preemptions, %lld stalls (of %lld)\n",
            (long long)m->num_finished, (long long)m->num_rejected, (long long)m->num_preemptions,
            (long long)m->num_stalls,
@@ -583,6 +592,8 @@ static void print_json(const struct sim_config *c, const struct sim_summary *m)
     json_object_set_new(o, "gpu", json_string(c->gpu));
     json_object_set_new(o, "policy", json_string(c->policy));
     json_object_set_new(o, "scheduler", json_string(c->scheduler));
+    char cost[CFG_PATH + 1024];
+    json_object_set_new(o, "cost", json_string(cost_text(c, cost, sizeof cost)));
     json_object_set_new(o, "seed", json_integer((json_int_t)c->seed));
     json_object_set_new(o, "num_requests", json_integer(m->num_requests));
     json_object_set_new(o, "num_finished", json_integer(m->num_finished));
