@@ -4,24 +4,8 @@
 # Usage: cli_test.sh PATH/TO/tessera    Prints "cli: N passed, M failed".
 set -u
 bin=${1:?usage: cli_test.sh PATH/TO/tessera}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "cli: FAIL: $*" >&2; }
-
-# expect STATUS "description" -- command...   (stdout+stderr in $tmp/out)
-expect() {
-    local want=$1 what=$2
-    shift 3
-    "$@" >"$tmp/out" 2>&1
-    local got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, wanted $want"; sed 's/^/    /' "$tmp/out" >&2; fi
-}
-contains() { # contains "description" "text"
-    if grep -qF -- "$2" "$tmp/out"; then ok; else bad "$1: output lacks '$2'"; sed 's/^/    /' "$tmp/out" >&2; fi
-}
+TEST=cli
+source "$(dirname "$0")/lib_cli.sh"
 is_png() { # is_png FILE "what wrote it": FILE is a non-empty PNG
     if [ -s "$1" ] && [ "$(head -c 4 "$1" | tail -c 3)" = PNG ]; then ok; else bad "$2 wrote no PNG"; fi
 }
@@ -1229,6 +1213,4 @@ expect 0 "list calibrations" -- $bin list calibrations
 if [ "$(tail -n +2 "$tmp/out" | sed 's/^  //')" = "$(cd "$root/sim/data/calib" && LC_ALL=C ls -1 -- *.csv)" ]; then ok
 else bad "list calibrations: not the shipped calibrations in name order"; sed 's/^/    /' "$tmp/out" >&2; fi
 
-echo "cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
-
+finish

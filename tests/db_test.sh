@@ -11,12 +11,8 @@
 set -u
 bin=${1:?usage: db_test.sh PATH/TO/tessera [TRIALS]}
 trials=${2:-60}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "db: FAIL: $*" >&2; }
+TEST=db
+source "$(dirname "$0")/lib_cli.sh"
 q() { sqlite3 "$1" "$2" 2>/dev/null; }
 small=(sim --requests 20 --rps 4 --gen-len 64 --quiet --no-progress)
 
@@ -196,5 +192,4 @@ kb=$(peak_kb sim --requests 20000 --rps 200 --quiet --no-progress --db "$tmp/mem
 [ "$(q "$tmp/mem2.db" "SELECT count(*) = (SELECT num_steps FROM summary) FROM steps")" = 1 ] && ok ||
     bad "the streamed step rows are not all in the database"
 echo "db: peak memory: 200,000 requests without step rows, 20,000 with: within bounds" >&2
-echo "db: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

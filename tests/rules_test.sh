@@ -9,14 +9,10 @@
 set -u
 bin=${1:?usage: rules_test.sh PATH/TO/tessera}
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "rules: FAIL: $*" >&2; }
-
-# expect STATUS "description" -- command...   (stdout in $tmp/out, stderr in $tmp/err, both in $tmp/all)
+TEST=rules
+source "$(dirname "$0")/lib_cli.sh"
+# expect and contains as lib_cli.sh's, but stdout apart from stderr (--help's usage goes to stdout):
+# stdout in $tmp/out, stderr in $tmp/err, both in $tmp/all
 expect() {
     local want=$1 what=$2
     shift 3
@@ -239,5 +235,4 @@ contains "the rejection's reason and remedy" "P + G exceeds the model's maximum 
 expect 0 "sim --clip-prompt" -- $bin sim --trace "$tmp/sg.csv" --gen-len 256 --clip-prompt --quiet
 contains "--clip-prompt admits them" " 0 rejected"
 
-echo "rules: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
