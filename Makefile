@@ -3,7 +3,7 @@
 #   make run         build the simulator, install missing Debian packages (as root), run the default simulation
 #   make check       build the simulator and run every CPU test in about 3 minutes (unit suites, golden
 #                    scenarios, CLI checks, the unit suites under AddressSanitizer + UBSan, planted bugs)
-#   make check-records  re-derive the records from this build (about 25 minutes; after a cost-model change)
+#   make check-records  re-derive the records from this build (about 7 minutes; after a cost-model change)
 #   make engine      build the CUDA engine (wherever nvcc is found; `make` builds it too)
 #   make check-gpu   (GPU machine) the engine's kernels and steps against the CPU reference
 #   make check-gpu-tp TP=N  (machine of N GPUs) the engine split over N GPUs against one GPU, and live
@@ -193,7 +193,7 @@ check-here: $(BUILD)/tessera $(ENGINE_LIB) $(TESTS)
 	@bash tests/check.sh $(CURDIR)/$(BUILD)/tessera $(BUILD)
 
 # the records re-derived (tests/records_test.sh: the fidelity matrices, replays, live runs, clock fit and
-# the shipped calibrations byte for byte, about 25 minutes): run it when the cost model, the fit or a
+# the shipped calibrations byte for byte, about 7 minutes): run it when the cost model, the fit or a
 # shipped calibration changes
 check-records: $(BUILD)/tessera
 	@TESSERA_CALIB_DIR=/nonexistent/tessera-calib bash tests/records_test.sh $(CURDIR)/$(BUILD)/tessera

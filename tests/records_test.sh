@@ -6,28 +6,12 @@
 # shipped calibrations byte for byte as the merges of their records' profiles. Run it when the cost
 # model, the calibration fit or a shipped calibration changes, and re-record what it then reports.
 # The records' data is packed (analysis/records.sh): it is unpacked into a scratch folder first.
-# Takes about 25 minutes on a 2-core machine; prints a line a record as it goes.
+# Takes about 7 minutes on a 2-core machine; prints a line a record as it goes.
 # Usage: records_test.sh PATH/TO/tessera    Prints "records: N passed, M failed".
 set -u
 bin=${1:?usage: records_test.sh PATH/TO/tessera}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "records: FAIL: $*" >&2; }
-
-# expect STATUS "description" -- command...   (stdout+stderr in $tmp/out)
-expect() {
-    local want=$1 what=$2
-    shift 3
-    "$@" >"$tmp/out" 2>&1
-    local got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, wanted $want"; sed 's/^/    /' "$tmp/out" >&2; fi
-}
-contains() { # contains "description" "text"
-    if grep -qF -- "$2" "$tmp/out"; then ok; else bad "$1: output lacks '$2'"; sed 's/^/    /' "$tmp/out" >&2; fi
-}
+TEST=records
+source "$(dirname "$0")/lib_cli.sh"
 json_check() { # json_check FILE PYTHON-EXPR-ON-d
     if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert $2" "$1" 2>/dev/null; then ok; else bad "JSON check '$2' on $(head -c 200 "$1")"; fi
 }
@@ -497,5 +481,4 @@ done <"$root/sim/data/gpu_measured.csv"
 if bash "$root/analysis/results_page.sh" "$tmp/RESULTS.md" 2>"$tmp/out" && cmp -s "$tmp/RESULTS.md" "$root/experiments/RESULTS.md"; then ok
 else bad "experiments/RESULTS.md is not what analysis/results_page.sh makes of the records (run it and commit the page)"; sed 's/^/    /' "$tmp/out" >&2; fi
 
-echo "records: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
