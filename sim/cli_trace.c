@@ -161,12 +161,12 @@ static int cmd_gen(int argc, char **argv)
         if (n > 0)
             trace_truncate(&t, n);
         if (t.has_times) {
-            trace_rescale(&t, rps);
+            if (trace_rescale(&t, rps, &err))
+                goto bad;
         } else {
             struct arrival_gen ag;
-            if (arrival_parse(arrivals, rps, &ag, &err))
+            if (arrival_parse(arrivals, rps, &ag, &err) || trace_assign_arrivals(&t, &ag, (uint64_t)seed, &err))
                 goto bad;
-            trace_assign_arrivals(&t, &ag, (uint64_t)seed);
         }
     } else {
         struct arrival_gen ag;
@@ -180,7 +180,8 @@ static int cmd_gen(int argc, char **argv)
         } else if (length_parse(lengths, &lg, &err)) {
             goto bad;
         }
-        trace_generate(&t, n > 0 ? n : 1000, &ag, &lg, (uint64_t)seed);
+        if (trace_generate(&t, n > 0 ? n : 1000, &ag, &lg, (uint64_t)seed, &err))
+            goto bad;
     }
     if (trace_write(&t, out, &err))
         goto bad;

@@ -231,9 +231,9 @@ static int build_workload(struct sim *s, struct ts_err *err)
         lg.max_output = c->gen_len > 0 ? c->gen_len : 0;
         if (c->gen_len > 0 && s->model.max_pos > c->gen_len)
             lg.max_prompt = s->model.max_pos - c->gen_len;
-        trace_generate(t, c->requests > 0 ? c->requests : 200, &ag, &lg, c->seed);
+        const int rc = trace_generate(t, c->requests > 0 ? c->requests : 200, &ag, &lg, c->seed, err);
         trace_free(&src);
-        return 0;
+        return rc;
     }
     if (trace_load(c->trace, c->skip_bad_rows, t, err))
         return -1;
@@ -246,9 +246,9 @@ static int build_workload(struct sim *s, struct ts_err *err)
         struct arrival_gen ag;
         if (arrival_parse(c->arrivals, c->rps > 0 ? c->rps : 1.0, &ag, err))
             return -1;
-        trace_assign_arrivals(t, &ag, c->seed);
+        return trace_assign_arrivals(t, &ag, c->seed, err);
     } else if (c->rps > 0) {
-        trace_rescale(t, c->rps);
+        return trace_rescale(t, c->rps, err);
     }
     return 0;
 }

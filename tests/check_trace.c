@@ -117,7 +117,7 @@ START_TEST(poisson_and_gamma_rates)
     struct length_gen lg;
     ck_assert_int_eq(length_parse("fixed:100,50", &lg, NULL), 0);
     ck_assert_int_eq(arrival_parse("poisson", 4.0, &ag, NULL), 0);
-    trace_generate(&T, 40000, &ag, &lg, 11);
+    ck_assert_int_eq(trace_generate(&T, 40000, &ag, &lg, 11, NULL), 0);
     struct trace_stats s;
     trace_stats_compute(&T, &s);
     ck_assert_msg(fabs(s.rate_rps - 4.0) < 0.1, "rate %.3f", s.rate_rps);
@@ -125,14 +125,44 @@ START_TEST(poisson_and_gamma_rates)
     ck_assert(s.prompt.p50 == 100 && s.output.max == 50);
     trace_free(&T);
     ck_assert_int_eq(arrival_parse("gamma:3", 4.0, &ag, NULL), 0);
-    trace_generate(&T, 40000, &ag, &lg, 11);
+    ck_assert_int_eq(trace_generate(&T, 40000, &ag, &lg, 11, NULL), 0);
     trace_stats_compute(&T, &s);
     ck_assert_msg(fabs(s.rate_rps - 4.0) < 0.25, "rate %.3f", s.rate_rps);
     ck_assert_msg(fabs(s.cv - 3.0) < 0.25, "cv %.3f", s.cv);
     /* rescaling hits the target rate exactly */
-    trace_rescale(&T, 0.5);
+    ck_assert_int_eq(trace_rescale(&T, 0.5, NULL), 0);
     trace_stats_compute(&T, &s);
     ck_assert(fabs(s.rate_rps - 0.5) < 1e-6);
+    trace_free(&T);
+}
+END_TEST
+
+/* Arrivals stay inside the clock: a rate whose n requests span about 2^62 ns is generated or refused
+ * by where its last arrival falls, never wrapped; one far below is refused with the rate named, and a
+ * rescale past the clock leaves the trace as it was. */
+START_TEST(rates_past_the_clock_refused)
+{
+    struct arrival_gen ag;
+    struct length_gen lg;
+    struct ts_err err;
+    ck_assert_int_eq(length_parse("fixed:100,50", &lg, NULL), 0);
+    /* fixed gaps (gamma with a tiny CV): 4 requests a gap of 1e18 ns apart end at 3e18 < 2^62 */
+    ck_assert_int_eq(arrival_parse("gamma:0.0001", 1e-9, &ag, NULL), 0);
+    ck_assert_int_eq(trace_generate(&T, 4, &ag, &lg, 3, &err), 0);
+    for (int64_t i = 1; i < T.n; i++)
+        ck_assert(T.reqs[i].arrival_ns > T.reqs[i - 1].arrival_ns && T.reqs[i].arrival_ns <= TRACE_MAX_NS);
+    /* ... and 6 would end at 5e18 > 2^62 (4.61e18) */
+    ck_assert_int_eq(trace_generate(&T, 6, &ag, &lg, 3, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "arrival rate 1e-09 req/s: request 6 would arrive after"));
+    ck_assert_int_eq(T.n, 0);
+    ck_assert_int_eq(arrival_parse("poisson", 1e-12, &ag, NULL), 0);
+    ck_assert_int_eq(trace_generate(&T, 5, &ag, &lg, 3, &err), -1);
+    /* a rescale that would carry the last arrival past the clock leaves the times as they were */
+    ck_assert_int_eq(arrival_parse("poisson", 1.0, &ag, NULL), 0);
+    ck_assert_int_eq(trace_generate(&T, 10, &ag, &lg, 3, NULL), 0);
+    const int64_t last = T.reqs[9].arrival_ns;
+    ck_assert_int_eq(trace_rescale(&T, 1e-10, &err), -1);
+    ck_assert_int_eq(T.reqs[9].arrival_ns, last);
     trace_free(&T);
 }
 END_TEST
@@ -143,7 +173,7 @@ START_TEST(lognormal_fit_recovers_parameters)
     struct length_gen lg;
     ck_assert_int_eq(arrival_parse("poisson", 1.0, &ag, NULL), 0);
     ck_assert_int_eq(length_parse("lognormal:6.5,0.8,5.0,0.6", &lg, NULL), 0);
-    trace_generate(&T, 50000, &ag, &lg, 5);
+    ck_assert_int_eq(trace_generate(&T, 50000, &ag, &lg, 5, NULL), 0);
     struct trace_stats s;
     trace_stats_compute(&T, &s);
     ck_assert_msg(fabs(s.mu_p - 6.5) < 0.02 && fabs(s.sigma_p - 0.8) < 0.02, "%f %f", s.mu_p, s.sigma_p);
@@ -164,11 +194,11 @@ START_TEST(same_seed_same_trace)
     arrival_parse("gamma:2", 3.0, &ag, NULL);
     length_parse("sharegpt", &lg, NULL);
     struct trace a, b;
-    trace_generate(&a, 500, &ag, &lg, 9);
-    trace_generate(&b, 500, &ag, &lg, 9);
+    ck_assert_int_eq(trace_generate(&a, 500, &ag, &lg, 9, NULL), 0);
+    ck_assert_int_eq(trace_generate(&b, 500, &ag, &lg, 9, NULL), 0);
     ck_assert_int_eq(memcmp(a.reqs, b.reqs, 500 * sizeof *a.reqs), 0);
     trace_free(&b);
-    trace_generate(&b, 500, &ag, &lg, 10);
+    ck_assert_int_eq(trace_generate(&b, 500, &ag, &lg, 10, NULL), 0);
     ck_assert_int_ne(memcmp(a.reqs, b.reqs, 500 * sizeof *a.reqs), 0);
     trace_free(&a);
     trace_free(&b);
@@ -191,7 +221,7 @@ static void draw_profile(const char *spec, int n, uint64_t seed, struct trace *t
         lg = &own;
     ck_assert_int_eq(arrival_parse("poisson", 1.0, &ag, NULL), 0);
     ck_assert_int_eq(length_parse(spec, lg, NULL), 0);
-    trace_generate(t, n, &ag, lg, seed);
+    ck_assert_int_eq(trace_generate(t, n, &ag, lg, seed, NULL), 0);
 }
 
 /* t's prompt lengths into p and its output lengths into o (n each), each sorted; the sum of each. */
@@ -303,7 +333,7 @@ START_TEST(write_and_read_back)
     arrival_parse("poisson", 2.0, &ag, NULL);
     length_parse("sharegpt", &lg, NULL);
     struct trace a;
-    trace_generate(&a, 300, &ag, &lg, 1);
+    ck_assert_int_eq(trace_generate(&a, 300, &ag, &lg, 1, NULL), 0);
     const char *p = tmp_path(0, ".csv");
     ck_assert_int_eq(trace_write(&a, p, NULL), 0);
     ck_assert_int_eq(trace_load(p, false, &T, &E), 0);
@@ -363,6 +393,7 @@ int main(void)
     tcase_add_test(tc, errors_name_file_line_field);
     tcase_add_test(tc, skip_bad_rows_counts);
     tcase_add_test(tc, poisson_and_gamma_rates);
+    tcase_add_test(tc, rates_past_the_clock_refused);
     tcase_add_test(tc, lognormal_fit_recovers_parameters);
     tcase_add_test(tc, same_seed_same_trace);
     tcase_add_test(tc, write_and_read_back);

@@ -366,6 +366,21 @@ contains "mem plan, a missing value named" "--planner: missing value (the next a
 expect 2 "--datadir pointing nowhere" -- $bin sim --datadir "$tmp/nowhere" --decode threshold:llada-gsm8k
 contains "--datadir pointing nowhere names the file" "$tmp/nowhere/decode_profiles.json: cannot open: No such file or directory"
 
+# arrivals past the clock (int64 nanoseconds less room for the simulation): a rate too low for its
+# requests, a rescale or a trace file's span, each refused naming the rate or file, nothing written
+expect 2 "sim --rps 1e-9" -- $bin sim --rps 1e-9 --requests 20 --db "$tmp/slow.db"
+contains "sim --rps 1e-9" "arrival rate 1e-09 req/s: request 7 would arrive after 271 years, past the 146 years"
+[ ! -e "$tmp/slow.db" ] && ok || bad "sim --rps 1e-9 left a database"
+expect 2 "trace gen --rps 1e-12" -- $bin trace gen --rps 1e-12 --requests 5 --out "$tmp/slow.csv"
+contains "trace gen --rps 1e-12" "raise --rps or lower --requests"
+[ ! -e "$tmp/slow.csv" ] && ok || bad "trace gen --rps 1e-12 wrote its file"
+expect 0 "sim --rps 2e-9, three requests (inside the clock)" -- $bin sim --rps 2e-9 --requests 3 --quiet
+printf 'arrival_ns,prompt_tokens,output_tokens\n0,100,50\n9000000000000000000,100,50\n' >"$tmp/far.csv"
+expect 2 "a trace spanning past the clock" -- $bin sim --trace "$tmp/far.csv" --quiet
+contains "a trace spanning past the clock" "far.csv: request 2 arrives 285 years after the first"
+printf 'arrival_ns,prompt_tokens,output_tokens\n0,100,50\n1000000000,100,50\n' >"$tmp/near.csv"
+expect 2 "sim --trace --rps 1e-10 (a rescale past the clock)" -- $bin sim --trace "$tmp/near.csv" --rps 1e-10 --quiet
+contains "sim --trace --rps 1e-10 (a rescale past the clock)" "request 2 would arrive after 317 years"
 # a malformed trace row: FILE:LINE: FIELD: problem, status 2, no database
 printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2031-03-04 05:06:07.10,1808,10\n2031-03-04 05:06:07.15,31x0,8\n' >"$tmp/bad.csv"
 expect 2 "malformed trace" -- $bin sim --trace "$tmp/bad.csv" --db "$tmp/run.db"

@@ -37,6 +37,7 @@ mutations=(
     "lookahead checks its projections against twice the cap|sim/sched_lookahead.c|fits = (in ? st->rows[t] : 0) + p->rows[t] <= cap &&|fits = (in ? st->rows[t] : 0) + p->rows[t] <= 2 * cap &&|check_sched"
     "phase budget overrun|sim/sched_phase.c|int64_t budget = (int64_t)s->sched_p[MAX_TOKENS];|int64_t budget = (int64_t)s->sched_p[MAX_TOKENS] + 512;|check_sched"
     "JSONL negative length accepted|traces/trace.c|    if (d < 0)\n        return ts_fail(err, \"%s:%lld: %s: negative length (%g)\", path, (long long)line, key, d);|    if (d < -1e9)\n        return ts_fail(err, \"%s:%lld: %s: negative length (%g)\", path, (long long)line, key, d);|check_trace"
+    "arrivals past the clock kept|traces/trace_gen.c|        if (!(now * 1e9 <= (double)TRACE_MAX_NS)) {|        if (!(now * 1e9 <= 2 * (double)TRACE_MAX_NS)) {|check_trace"
     "p99 at the 98th percentile|sim/sim.c|gsl_stats_quantile_from_sorted_data(lat, 1, (size_t)n, 0.99);|gsl_stats_quantile_from_sorted_data(lat, 1, (size_t)n, 0.98);|check_sim"
     "lazy chunking stops where the step's peak is no part it chunks|sim/core/planner.c|        const bool logits = logit_peak >= ffn_peak && logit_peak > fixed, ffn = !logits && ffn_peak > fixed;|        const bool logits = logit_peak >= ffn_peak && logit_peak > fixed, ffn = !logits && ffn_peak > fixed && opgraph_peak(&g) > fixed + fixed / 4;|check_planner"
     "Mosaic's layout reads x to the end of its layer|sim/core/opgraph.c|    g->t[*x].last = op + 7;|    g->t[*x].last = op + 8;|check_opgraph"

@@ -400,8 +400,17 @@ int trace_parse(const char *path, const char *buf, size_t len, bool skip_bad, st
     }
     if (out->has_times) { /* make times relative to the first request */
         int64_t t0 = out->reqs[0].arrival_ns;
-        for (int64_t i = 0; i < out->n; i++)
+        for (int64_t i = 0; i < out->n; i++) {
+            if (out->reqs[i].arrival_ns > t0 && out->reqs[i].arrival_ns - t0 > TRACE_MAX_NS) {
+                ts_fail(err, "%s: request %lld arrives %.3g years after the first, past the %.0f years a "
+                        "trace's clock holds", path, (long long)i + 1,
+                        (double)(out->reqs[i].arrival_ns - t0) * 1e-9 / (365.25 * 86400),
+                        (double)TRACE_MAX_NS * 1e-9 / (365.25 * 86400));
+                trace_free(out);
+                return -1;
+            }
             out->reqs[i].arrival_ns -= t0;
+        }
     }
     return 0;
 }

@@ -91,13 +91,20 @@ int arrival_parse(const char *spec, double rps, struct arrival_gen *out, struct 
  * trace); trace_gen.c says where each comes from. "file:PATH" is resolved by the caller. */
 int length_parse(const char *spec, struct length_gen *out, struct ts_err *err);
 
-/* Generates n requests with the given arrivals and lengths from `seed`. */
-void trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag,
-                    const struct length_gen *lg, uint64_t seed);
-/* Gives a trace without times arrival times from the generator (stream `seed`). */
-void trace_assign_arrivals(struct trace *t, const struct arrival_gen *ag, uint64_t seed);
-/* Scales arrival times so the trace's mean rate becomes rps. */
-void trace_rescale(struct trace *t, double rps);
+/* The latest arrival a trace may hold: 2^62 ns (146 years), so that the simulation's clock has as
+ * much again to run before int64 nanoseconds overflow. */
+#define TRACE_MAX_NS (INT64_C(1) << 62)
+
+/* Generates n requests with the given arrivals and lengths from `seed`. Fails (and leaves out empty)
+ * where an arrival would fall past TRACE_MAX_NS. */
+int trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag, const struct length_gen *lg,
+                   uint64_t seed, struct ts_err *err);
+/* Gives a trace without times arrival times from the generator (stream `seed`); fails where one
+ * would fall past TRACE_MAX_NS. */
+int trace_assign_arrivals(struct trace *t, const struct arrival_gen *ag, uint64_t seed, struct ts_err *err);
+/* Scales arrival times so the trace's mean rate becomes rps; fails where the last would fall past
+ * TRACE_MAX_NS. */
+int trace_rescale(struct trace *t, double rps, struct ts_err *err);
 /* Keeps the first n requests. */
 void trace_truncate(struct trace *t, int64_t n);
 /* Writes the tessera CSV format. */

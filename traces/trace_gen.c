@@ -234,8 +234,8 @@ static void pct_draw_init(struct pct_draw *d, const struct length_gen *lg)
     }
 }
 
-void trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag,
-                    const struct length_gen *lg, uint64_t seed)
+int trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag, const struct length_gen *lg,
+                   uint64_t seed, struct ts_err *err)
 {
     memset(out, 0, sizeof *out);
     out->format = TRACE_TESSERA;
@@ -283,33 +283,54 @@ void trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag,
     if (pd.io)
         gsl_interp_free(pd.io);
     gsl_rng_free(rl);
-    trace_assign_arrivals(out, ag, seed);
+    if (trace_assign_arrivals(out, ag, seed, err)) {
+        trace_free(out);
+        return -1;
+    }
+    return 0;
 }
 
-void trace_assign_arrivals(struct trace *t, const struct arrival_gen *ag, uint64_t seed)
+/* The refusal of an arrival past TRACE_MAX_NS: request i at `at` seconds. */
+static int too_late(int64_t i, double at, double rps, struct ts_err *err)
+{
+    return ts_fail(err, "arrival rate %g req/s: request %lld would arrive after %.3g years, past the %.0f "
+                   "years a trace's clock holds (int64 nanoseconds, with room for the simulation); raise "
+                   "--rps or lower --requests", rps, (long long)i + 1, at / (365.25 * 86400),
+                   (double)TRACE_MAX_NS * 1e-9 / (365.25 * 86400));
+}
+
+int trace_assign_arrivals(struct trace *t, const struct arrival_gen *ag, uint64_t seed, struct ts_err *err)
 {
     gsl_rng *ra = rng_for(seed * 2);
     double now = 0.0;
     for (int64_t i = 0; i < t->n; i++) {
         if (i > 0)
             now += next_gap_s(ag, ra);
+        if (!(now * 1e9 <= (double)TRACE_MAX_NS)) {
+            gsl_rng_free(ra);
+            return too_late(i, now, ag->rps, err);
+        }
         t->reqs[i].arrival_ns = llround(now * 1e9);
     }
     t->has_times = true;
     gsl_rng_free(ra);
+    return 0;
 }
 
-void trace_rescale(struct trace *t, double rps)
+int trace_rescale(struct trace *t, double rps, struct ts_err *err)
 {
     TS_ASSERT(rps > 0 && t->has_times);
     if (t->n < 2)
-        return;
+        return 0;
     double dur = (double)(t->reqs[t->n - 1].arrival_ns - t->reqs[0].arrival_ns);
     if (dur <= 0)
-        return;
+        return 0;
     double factor = ((double)(t->n - 1) / rps * 1e9) / dur;
+    if (!((double)t->reqs[t->n - 1].arrival_ns * factor <= (double)TRACE_MAX_NS))
+        return too_late(t->n - 1, (double)t->reqs[t->n - 1].arrival_ns * factor * 1e-9, rps, err);
     for (int64_t i = 0; i < t->n; i++)
         t->reqs[i].arrival_ns = llround((double)t->reqs[i].arrival_ns * factor);
+    return 0;
 }
 
 void trace_truncate(struct trace *t, int64_t n)

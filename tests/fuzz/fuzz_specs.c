@@ -16,11 +16,13 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Eight requests of lg at ag: lengths >= 0, arrivals from 0 and never earlier than the one before. */
+/* Eight requests of lg at ag: lengths >= 0, arrivals from 0 and never earlier than the one before
+ * (or refused where they would run past the trace's clock). */
 static void draw(const struct arrival_gen *ag, const struct length_gen *lg)
 {
     struct trace t;
-    trace_generate(&t, 8, ag, lg, 7);
+    if (trace_generate(&t, 8, ag, lg, 7, NULL)) /* past the clock's range: refused, nothing kept */
+        return;
     for (int64_t i = 0; i < t.n; i++)
         if (t.reqs[i].prompt < 0 || t.reqs[i].output < 0 || t.reqs[i].arrival_ns < 0 ||
             (i > 0 && t.reqs[i].arrival_ns < t.reqs[i - 1].arrival_ns))
