@@ -155,7 +155,8 @@ static void sim_usage_workload(FILE *f)
 "  to finish; first block, arrival to the first block decoded; queueing, arrival to admission; cost,\n"
 "  the cost model that priced the steps.\n"
 "Bad input (malformed trace row, unknown name) exits with status 2, a message naming file,\n"
-"line and field, and no database file.\n");
+"line and field, and no database file. With --db, status 0 means the run is in the database:\n"
+"SIGINT or SIGTERM before its commit rolls it back (status 130 or 143), after it exits 0.\n");
 }
 
 /* The policies' and schedulers' parameters, each option once: the entries declaring it, with

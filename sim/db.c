@@ -988,7 +988,9 @@ done:
 }
 
 /* SIGINT and SIGTERM while a run is written: the transaction is interrupted and rolled back, the
- * database closed, and then the signal is taken as it would have been. */
+ * database closed, and then the signal is taken as it would have been. Once the run is committed,
+ * either ends the process with status 0, the run being in the database (a signal that came during
+ * the write but after its commit too): the exit status says whether the run was kept. */
 static sqlite3 *volatile writing;
 static volatile sig_atomic_t caught;
 
@@ -997,6 +999,15 @@ static void on_signal(int sig)
     caught = sig;
     if (writing)
         sqlite3_interrupt(writing);
+}
+
+static void on_signal_saved(int sig)
+{
+    static const char msg[] = "tessera: interrupted; the run was saved to its database already\n";
+    (void)sig;
+    ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)n;
+    _exit(0);
 }
 
 struct db_out {
@@ -1133,6 +1144,20 @@ int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
             break;
     }
     writing = NULL;
+    if (rc == 0) { /* committed: from here a signal ends the process as a success */
+        struct sigaction saved = {.sa_handler = on_signal_saved};
+        sigemptyset(&saved.sa_mask);
+        if (old_int.sa_handler != SIG_IGN)
+            sigaction(SIGINT, &saved, NULL);
+        if (old_term.sa_handler != SIG_IGN)
+            sigaction(SIGTERM, &saved, NULL);
+        if (caught)
+            on_signal_saved(caught);
+        /* fault injection for the tests: a SIGINT the moment the run is committed */
+        if (getenv("TESSERA_FAULT") && strcmp(getenv("TESSERA_FAULT"), "sigint-after-commit") == 0)
+            raise(SIGINT);
+        return 0;
+    }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (caught) { /* nothing of the run was kept: close, then take the signal as it would have been */
