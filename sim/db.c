@@ -1,7 +1,7 @@
 /*
  * db.c: the SQLite output of a run (SPEC section 10).
  *
- *   runs          run_id, created, code_version, seed, config_json
+ *   runs          run_id, created (UTC, to the nanosecond), code_version, seed, config_json
  *   requests      per request: arrival, admitted, first block done, finish (ns), P, G, C, steps,
  *                 preemptions, state, reject_reason
  *   steps         (view) per step: start, duration, segments, q/kv/kv_write/logit tokens, decoded,
@@ -816,11 +816,15 @@ static int write_run(struct writer *w, const struct sim *s)
     sqlite3_stmt *st;
     if (prepare(w, "INSERT INTO out.runs(created, code_version, seed, config_json) VALUES(?,?,?,?)", &st))
         return -1;
-    char created[32];
-    time_t now = time(NULL);
+    /* created to the nanosecond: with the code version, seed and configuration, the run's identity
+     * (db merge leaves out a run its output holds already) */
+    char created[48], secs[32];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
     struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    gmtime_r(&now.tv_sec, &tm);
+    strftime(secs, sizeof secs, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(created, sizeof created, "%s.%09ldZ", secs, (long)now.tv_nsec);
     char *cfg = sim_config_to_json(&s->cfg);
     sqlite3_bind_text(st, 1, created, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, s->code_version, -1, SQLITE_TRANSIENT);
@@ -1216,13 +1220,17 @@ static int columns_but_run_id(sqlite3 *db, const char *schema_name, const char *
 
 /* Copies every run of the attached database `src` into main, each under a new run_id, and every
  * table of src with a run_id column along with it (a table main lacks is created as src has it). */
-static int merge_one(sqlite3 *db, const char *path, int64_t *runs, struct ts_err *err)
+static int merge_one(sqlite3 *db, const char *path, int64_t *runs, int64_t *already, struct ts_err *err)
 {
     sqlite3_stmt *tabs = NULL, *rs = NULL;
     int rc = -1;
+    /* the input's runs, each with whether main holds it already (a run's identity: its created time,
+     * code version, seed and configuration) */
     if (sqlite3_prepare_v2(db, "SELECT name, sql FROM src.sqlite_master WHERE type = 'table' ORDER BY name", -1,
                            &tabs, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT run_id FROM src.runs ORDER BY run_id", -1, &rs, NULL) != SQLITE_OK) {
+        sqlite3_prepare_v2(db, "SELECT s.run_id, EXISTS (SELECT 1 FROM main.runs m WHERE m.created IS s.created AND "
+                           "m.code_version IS s.code_version AND m.seed IS s.seed AND m.config_json IS s.config_json) "
+                           "FROM src.runs s ORDER BY s.run_id", -1, &rs, NULL) != SQLITE_OK) {
         ts_fail(err, "%s: %s", path, sqlite3_errmsg(db));
         goto done;
     }
@@ -1240,6 +1248,10 @@ static int merge_one(sqlite3 *db, const char *path, int64_t *runs, struct ts_err
     }
     while (sqlite3_step(rs) == SQLITE_ROW) {
         const int64_t old = sqlite3_column_int64(rs, 0);
+        if (sqlite3_column_int(rs, 1)) {
+            (*already)++;
+            continue;
+        }
         char cols[1024], sql[2600];
         sqlite3_reset(tabs);
         /* the run first: its new run_id is the one every other table's rows take */
@@ -1276,9 +1288,9 @@ int db_open_read(const char *path, sqlite3 **db)
     return sqlite3_open_v2(path, db, access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY, NULL);
 }
 
-int db_merge(const char *out, const char *const *in, int n, int64_t *runs, struct ts_err *err)
+int db_merge(const char *out, const char *const *in, int n, int64_t *runs, int64_t *already, struct ts_err *err)
 {
-    *runs = 0;
+    *runs = *already = 0;
     if (db_check(out, DB_APPEND, err))
         return -1;
     for (int i = 0; i < n; i++) {
@@ -1321,7 +1333,7 @@ int db_merge(const char *out, const char *const *in, int n, int64_t *runs, struc
         free(src_schema);
         if (!ok)
             ts_fail(err, "%s: %s", out, sqlite3_errmsg(db));
-        ok = ok && merge_one(db, in[i], &got, err) == 0;
+        ok = ok && merge_one(db, in[i], &got, already, err) == 0;
         if (ok && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
             ts_fail(err, "%s: commit: %s", out, sqlite3_errmsg(db));
             ok = false;

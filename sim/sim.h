@@ -118,8 +118,10 @@ void db_out_close(struct db_out *out); /* NULL is safe */
 int sim_write_db(struct sim *s, const char *path, enum db_mode mode, struct ts_err *err);
 /* Merges the runs of the databases in[0..n) into out (created if new), each run under a new run_id
  * with every table that has a run_id column (engine replays' among them), one transaction an input
- * (an input's runs land together or not at all); *runs counts them. Every input is checked before
+ * (an input's runs land together or not at all); *runs counts them. A run out holds already (the
+ * same created time, code version, seed and configuration) is left out and counted in *already, so
+ * merging again after an interruption adds only what is missing. Every input is checked before
  * anything is written. */
-int db_merge(const char *out, const char *const *in, int n, int64_t *runs, struct ts_err *err);
+int db_merge(const char *out, const char *const *in, int n, int64_t *runs, int64_t *already, struct ts_err *err);
 
 #endif

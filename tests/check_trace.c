@@ -151,6 +151,7 @@ START_TEST(rates_past_the_clock_refused)
     ck_assert_int_eq(trace_generate(&T, 4, &ag, &lg, 3, &err), 0);
     for (int64_t i = 1; i < T.n; i++)
         ck_assert(T.reqs[i].arrival_ns > T.reqs[i - 1].arrival_ns && T.reqs[i].arrival_ns <= TRACE_MAX_NS);
+    trace_free(&T);
     /* ... and 6 would end at 5e18 > 2^62 (4.61e18) */
     ck_assert_int_eq(trace_generate(&T, 6, &ag, &lg, 3, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "arrival rate 1e-09 req/s: request 6 would arrive after"));

@@ -195,6 +195,14 @@ echo "db: $trials interrupted runs: $whole whole, $none without a trace" >&2
 "$bin" db merge "$tmp/m.db" "$tmp/m1.db" "$tmp/none.db" >"$tmp/out" 2>&1
 [ $? -eq 2 ] && grep -qF "$tmp/none.db" "$tmp/out" && [ "$(q "$tmp/m.db" "SELECT count(*) FROM runs")" = 4 ] && ok ||
     bad "db merge with a missing input: $(cat "$tmp/out")"
+# db merge again, as after an interruption: the runs the output holds already are left out, the rest
+# merged (a run's identity: created time, code version, seed and configuration)
+"$bin" "${small[@]}" --seed 10 --db "$tmp/m3.db" >/dev/null
+"$bin" db merge "$tmp/m.db" "$tmp/m1.db" "$tmp/m2.db" "$tmp/m3.db" >"$tmp/out" 2>&1 &&
+    grep -qF "1 runs merged from 3 databases (3 it held already left out)" "$tmp/out" &&
+    [ "$(q "$tmp/m.db" "SELECT count(*) FROM runs")" = 5 ] && [ "$(q "$tmp/m.db" "SELECT count(*) FROM summary")" = 5 ] &&
+    [ "$(q "$tmp/m.db" "SELECT count(DISTINCT run_id) FROM requests")" = 5 ] && ok ||
+    bad "db merge again merged a run twice or left one out: $(cat "$tmp/out")"
 # memory stays bounded: step rows leave memory as the run makes them
 peak_kb() { # peak_kb ARGS...: the largest resident set (KiB) of tessera ARGS
     python3 -c 'import resource, subprocess, sys
