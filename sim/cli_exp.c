@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -263,8 +264,9 @@ static bool marked_incomplete(const char *out)
 }
 
 /* Makes OUT (and missing parents) ready: refused where it holds something unless force or marked
- * incomplete (then emptied). *made: how many levels of OUT's path were created. */
-static int out_prepare(const char *cmd, const char *out, bool force, int *made)
+ * incomplete (then emptied, or, where resume, kept for the script to go on: TESSERA_SWEEP_RESUME).
+ * *made: how many levels of OUT's path were created. */
+static int out_prepare(const char *cmd, const char *out, bool force, bool resume, int *made)
 {
     struct stat st;
     *made = 0;
@@ -285,6 +287,11 @@ static int out_prepare(const char *cmd, const char *out, bool force, int *made)
         if (!marked_incomplete(out)) {
             fprintf(stderr, "tessera %s: %s is not empty (--force writes over it)\n", cmd, out);
             return EXIT_USAGE;
+        }
+        if (resume) {
+            fprintf(stderr, "tessera %s: %s holds an interrupted sweep (%s): going on with it\n", cmd, out, MARK);
+            setenv("TESSERA_SWEEP_RESUME", "1", 1);
+            return 0;
         }
         fprintf(stderr, "tessera %s: %s holds an incomplete run (%s): replacing it\n", cmd, out, MARK);
         return nftw(out, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : 1;
@@ -320,8 +327,9 @@ static void mark_write(const char *out, const char *command, const char *state)
     time_t now = time(NULL);
     char when[64];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
-    fprintf(fp, "%s\n%s (%s). The files here are partial: run the same command again to replace them\n"
-                "(no --force needed).\n", command, state, when);
+    fprintf(fp, "%s\n%s (%s). The files here are partial: run the same command again to %s\n"
+                "(no --force needed).\n", command, state, when,
+            strstr(command, "tessera exp sweep") == command ? "go on with them" : "replace them");
     fclose(fp);
 }
 
@@ -362,6 +370,7 @@ static int run_child(char **args)
     pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* tessera killed outright: the script (and its group) told */
         for (int i = 0; i < 3; i++)
             signal(sigs[i], SIG_DFL);
         execvp("bash", args);
@@ -396,7 +405,7 @@ static int exp_exec(const char *cmd, const struct exp_script *s, const char *out
     pass[1] = (char *)s->path;
     for (int i = 0; args[i]; i++) /* the arguments before OUT's options (GRID OUT, or OUT) */
         pass[npass++] = args[i];
-    if ((rc = check_args(cmd, s, argc, argv, pass, &npass, &force)) || (rc = out_prepare(cmd, out, force, &made))) {
+    if ((rc = check_args(cmd, s, argc, argv, pass, &npass, &force)) || (rc = out_prepare(cmd, out, force, strncmp(cmd, "exp sweep", 9) == 0, &made))) {
         free(pass);
         return rc;
     }
@@ -435,8 +444,8 @@ static int exp_exec(const char *cmd, const struct exp_script *s, const char *out
         out_undo(out, made);
     else {
         mark_write(out, command, state);
-        fprintf(stderr, "tessera %s: %s: %s; %s/%s says so, and the same command replaces it\n", cmd, out, state, out,
-                MARK);
+        fprintf(stderr, "tessera %s: %s: %s; %s/%s says so, and the same command %s\n", cmd, out, state, out,
+                MARK, strncmp(cmd, "exp sweep", 9) == 0 ? "goes on with it" : "replaces it");
     }
     return rc;
 }

@@ -159,6 +159,39 @@ printf -- '--policy dual sparse\n--rps 1 2\n--requests 10\n' >"$tmp/g2.txt"
 expect 0 "the interrupted sweep run again" -- $bin exp sweep "$tmp/g2.txt" "$tmp/sw" --jobs 1
 [ ! -e "$tmp/sw/INCOMPLETE" ] && [ -f "$tmp/sw/sweep.db" ] && ok || bad "the rerun sweep did not complete the folder"
 [ ! -e "$tmp/sw/runs/run-8.log" ] && ok || bad "the rerun sweep kept the interrupted one's logs"
+# ... but the same grid run again goes on with the interrupted sweep: the runs it finished are kept,
+# only the others run
+printf -- '--policy dual block\n--rps 10 20 40\n--requests 30000\n' >"$tmp/g3.txt"
+$bin exp sweep "$tmp/g3.txt" "$tmp/sw3" --jobs 1 >"$tmp/out" 2>&1 &
+pid=$!
+for i in $(seq 1 300); do [ -f "$tmp/sw3/runs/run-1.db" ] && break; sleep 0.05; done
+kill -INT $pid
+wait $pid
+kept=$(ls "$tmp/sw3/runs" | grep -c '^run-.*\.db$')
+expect 0 "the same sweep again" -- $bin exp sweep "$tmp/g3.txt" "$tmp/sw3" --jobs 2
+contains "the same sweep again goes on with it" "holds an interrupted sweep (INCOMPLETE): going on with it"
+[ "$kept" -ge 1 ] && [ "$kept" -lt 6 ] && grep -qF "; $kept done before, kept" "$tmp/out" &&
+    [ "$(grep -c "^sweep: run .* done" "$tmp/out")" -eq $((6 - kept)) ] && ok ||
+    bad "the sweep run again did not keep its $kept finished runs and run only the others"
+[ "$(sqlite3 "$tmp/sw3/sweep.db" "SELECT count(*) FROM runs" 2>/dev/null)" = 6 ] && ok || bad "the resumed sweep merged other than 6 runs"
+# tessera killed outright: its sweep's runs end with it (none left running into the folder)
+rm -rf "$tmp/sw3"
+$bin exp sweep "$tmp/g3.txt" "$tmp/sw3" --jobs 2 >/dev/null 2>&1 &
+pid=$!
+for i in $(seq 1 300); do [ -f "$tmp/sw3/runs/run-1.log" ] && break; sleep 0.05; done
+kill -KILL $pid
+wait $pid 2>/dev/null
+sleep 1
+pgrep -f "$tmp/sw3/runs" >/dev/null && bad "a sweep's runs outlived its tessera, killed" || ok
+# any folder (a space in its name), and grid values never taken as file patterns
+printf -- '--policy dual\n--lengths fixed:*,64\n' >"$tmp/g4.txt"
+mkdir -p "$tmp/cwd" && touch "$tmp/cwd/fixed:9,64"
+expect 2 "a sweep of a value with a '*'" -- env -C "$tmp/cwd" $bin exp sweep "$tmp/g4.txt" "$tmp/g4 out"
+contains "a sweep's value is a word, not a pattern" "lengths 'fixed:*,64'"
+printf -- '--policy dual block\n--requests 5\n' >"$tmp/g5.txt"
+expect 0 "a sweep into a folder with a space" -- $bin exp sweep "$tmp/g5.txt" "$tmp/with space" --jobs 2
+[ "$(sqlite3 "$tmp/with space/sweep.db" "SELECT count(*) FROM runs" 2>/dev/null)" = 2 ] && ok ||
+    bad "a sweep into a folder with a space merged no runs"
 interrupt TERM "$tmp/la" env RPS="0.5 1.0" REQUESTS=3000 $bin exp run lookahead "$tmp/la"
 [ "$(cat "$tmp/rc")" -eq 143 ] && ok || bad "a terminated exp run exited $(cat "$tmp/rc"), wanted 143"
 grep -q "interrupted by SIGTERM" "$tmp/la/INCOMPLETE" 2>/dev/null && ok || bad "a terminated exp run left no INCOMPLETE"

@@ -19,9 +19,12 @@
 #   --slurm: writes OUT/sweep.sbatch instead, a job array of the same runs (sbatch OUT/sweep.sbatch,
 #            then tessera db merge OUT/sweep.db OUT/runs/*.db).
 # A grid that varies three options or more draws no figure (it says so): analysis/plot.sh sweep
-# draws one over any option of OUT/sweep.db.
+# draws one over any option of OUT/sweep.db. A sweep interrupted (OUT/INCOMPLETE) and run again with
+# the same grid keeps the runs it finished and runs the others; a signal to the sweep ends its runs.
+# Grid values are words, never file patterns; OUT may hold any character.
 # Usage: tessera exp sweep GRID OUT [--jobs N] [--slurm] [--force]   (OUT missing or empty, unless --force)
 set -uo pipefail
+set -f # a grid's values are words, never file patterns
 grid=${1:?usage: tessera exp sweep GRID OUT [--jobs N] [--slurm]}
 out=${2:?usage: tessera exp sweep GRID OUT [--jobs N] [--slurm]}
 shift 2
@@ -76,16 +79,38 @@ for k in "${!combos[@]}"; do
     fi
 done
 mkdir -p "$out/runs" || exit 2
-: >"$out/runs.txt"
+# runs.txt: run K's arguments on line K, each word quoted for the shell (paths with spaces too)
+runs=$(for k in "${!combos[@]}"; do
+    printf '%q ' ${combos[$k]} --db "$out/runs/run-$((k + 1)).db" --quiet --no-progress | sed 's/ $//'
+    echo
+done)
+# an interrupted sweep run again (tessera exp sweep sets TESSERA_SWEEP_RESUME where OUT says so):
+# the runs whose databases were written are kept, where the grid is the same; a run's database
+# exists only whole (tessera writes a new one before giving it its name)
+resume=0
+if [ "${TESSERA_SWEEP_RESUME:-0}" = 1 ] && [ -f "$out/runs.txt" ]; then
+    if [ "$(cat "$out/runs.txt")" = "$runs" ]; then
+        resume=1
+    else
+        echo "sweep: $out/runs.txt is another grid's: starting over" >&2
+    fi
+fi
+[ "$resume" = 1 ] ||
+    rm -f "$out"/runs/run-*.db "$out"/runs/run-*.log "$out/sweep.db" "$out/throughput.png" "$out/latency.png"
+echo "$runs" >"$out/runs.txt"
 : >"$out/commands.txt"
-for k in "${!combos[@]}"; do
-    args="${combos[$k]# } --db $out/runs/run-$((k + 1)).db --quiet --no-progress"
-    echo "$args" >>"$out/runs.txt"
-    log="$out/runs/run-$((k + 1)).log"
-    printf '"%s" sim %s >"%s" 2>&1 && echo "sweep: run %d of %d done" || { echo "sweep: run %d of %d failed (its log: %s)"; exit 255; }\n' \
-        "$bin" "$args" "$log" $((k + 1)) "$n" $((k + 1)) "$n" "$log" >>"$out/commands.txt"
+kept=0
+for k in $(seq 1 "$n"); do
+    if [ -f "$out/runs/run-$k.db" ]; then kept=$((kept + 1)); continue; fi
+    log=$(printf '%q' "$out/runs/run-$k.log")
+    printf '%q sim %s >%s 2>&1 && echo "sweep: run %d of %d done" || { echo "sweep: run %d of %d failed (its log: %s)"; exit 255; }\n' \
+        "$bin" "$(sed -n "${k}p" "$out/runs.txt")" "$log" "$k" "$n" "$k" "$n" "$log" >>"$out/commands.txt"
 done
-echo "sweep: $n runs from $grid ($out/runs.txt)"
+if [ "$kept" -gt 0 ]; then
+    echo "sweep: $n runs from $grid ($out/runs.txt); $kept done before, kept"
+else
+    echo "sweep: $n runs from $grid ($out/runs.txt)"
+fi
 
 if [ "$slurm" = 1 ]; then
     cat >"$out/sweep.sbatch" <<EOF
@@ -96,17 +121,22 @@ if [ "$slurm" = 1 ]; then
 # one task a run: line SLURM_ARRAY_TASK_ID of runs.txt; afterwards:
 #   $bin db merge $out/sweep.db $out/runs/run-*.db
 args=\$(sed -n "\${SLURM_ARRAY_TASK_ID}p" "$out/runs.txt")
-exec "$bin" sim \$args
+eval "set -- \$args" # (its words are quoted for the shell)
+exec "$bin" sim "\$@"
 EOF
     echo "sweep: wrote $out/sweep.sbatch (sbatch it; then: tessera db merge $out/sweep.db $out/runs/run-*.db)"
     exit 0
 fi
 
-rm -f "$out"/runs/run-*.db "$out"/runs/run-*.log "$out/sweep.db" "$out/throughput.png" "$out/latency.png"
+rm -f "$out/sweep.db" "$out/throughput.png" "$out/latency.png"
 # each line of commands.txt one bash command, N at a time; a failed run exits 255, after which xargs
-# starts no more (its own note of that discarded: the run's line says it)
-xargs -d '\n' -P "$jobs" -I CMD bash -c CMD <"$out/commands.txt" 2>/dev/null
+# starts no more (its own note of that discarded: the run's line says it). A signal to the sweep
+# ends its runs too (they share its process group), and the runs finished stay for a rerun.
+trap 'trap - INT TERM HUP; kill -TERM 0 2>/dev/null; exit 143' INT TERM HUP
+xargs -d '\n' -P "$jobs" -I CMD bash -c CMD <"$out/commands.txt" 2>/dev/null &
+wait $!
 rc=$?
+trap - INT TERM HUP
 dbs=() # in run order
 for k in $(seq 1 "$n"); do [ -f "$out/runs/run-$k.db" ] && dbs+=("$out/runs/run-$k.db"); done
 [ "$rc" -eq 0 ] || echo "tessera exp sweep: a run failed, so no more were started; the ${#dbs[@]} that finished are merged" >&2
