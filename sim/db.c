@@ -932,6 +932,8 @@ int db_check(const char *path, enum db_mode mode, struct ts_err *err)
         folder_of(path, dir, sizeof dir);
         if (why != ENOENT)
             return ts_fail(err, "%s: %s", path, strerror(why));
+        if (lstat(path, &sb) == 0) /* a link to nothing: SQLite would not follow it to make the file */
+            return ts_fail(err, "%s: a symbolic link to a file that does not exist", path);
         if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
             return ts_fail(err, "%s: no such folder '%s'", path, dir);
         if (access(dir, W_OK | X_OK) != 0)
@@ -940,6 +942,8 @@ int db_check(const char *path, enum db_mode mode, struct ts_err *err)
     }
     if (S_ISDIR(sb.st_mode))
         return ts_fail(err, "%s: a folder, not a database file", path);
+    if (!S_ISREG(sb.st_mode))
+        return ts_fail(err, "%s: not a regular file (a device, pipe or socket), so no database", path);
     sqlite3 *db = NULL;
     int rc = -1;
     int64_t runs = 0;
@@ -1019,7 +1023,8 @@ struct db_out {
     struct writer w;
     struct seg_runs runs; /* the segments' open runs, between flushes */
     char path[CFG_PATH];
-    bool fd_vfs; /* its connection opens files by the VFS fd_vfs registers */
+    bool fd_vfs;    /* its connection opens files by the VFS fd_vfs registers */
+    bool committed; /* the run is in the database: closing leaves it in rollback-journal mode */
 };
 
 int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct ts_err *err)
@@ -1149,6 +1154,7 @@ int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
     }
     writing = NULL;
     if (rc == 0) { /* committed: from here a signal ends the process as a success */
+        o->committed = true;
         struct sigaction saved = {.sa_handler = on_signal_saved};
         sigemptyset(&saved.sa_mask);
         if (old_int.sa_handler != SIG_IGN)
@@ -1172,11 +1178,24 @@ int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
     return rc;
 }
 
+/* A database written, left in rollback-journal mode where no other connection has it open (read-only
+ * media can then read it, which a WAL database's header forbids); a writer at work keeps WAL, and the
+ * last to finish leaves it. */
+static void leave_rollback(const char *path)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
+        sqlite3_exec(db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL); /* busy elsewhere: stays WAL */
+    sqlite3_close(db);
+}
+
 void db_out_close(struct db_out *o)
 {
     if (!o)
         return;
     sqlite3_close(o->db);
+    if (o->committed)
+        leave_rollback(o->path);
     if (o->w.steps)
         fclose(o->w.steps);
     if (o->w.segs)
@@ -1351,5 +1370,7 @@ int db_merge(const char *out, const char *const *in, int n, int64_t *runs, int64
     rc = 0;
 done:
     sqlite3_close(db);
+    if (rc == 0)
+        leave_rollback(out);
     return rc;
 }

@@ -72,14 +72,19 @@ got=$(q "$tmp/runs.db" "SELECT (SELECT count(*) FROM segment_runs) * 5 < (SELECT
         WHERE b.start_ns < a.start_ns + a.duration_ns),
        (SELECT count(*) FROM (SELECT step_id, req_id FROM segments GROUP BY step_id, req_id HAVING count(*) > 1))")
 [ "$got" = "1|1|1|1|1|0|0" ] && ok || bad "runs of steps and segments: '$got', wanted 1|1|1|1|1|0|0"
-# a new database is written whole, run and all, before it is given its name: in WAL mode like any
-# other, sound, and the only file its run left; a run appended to it goes through SQLite's log
+# a new database is written whole, run and all, before it is given its name: sound, the only file its
+# run left, and left in rollback-journal mode (a WAL database cannot be read from read-only media);
+# a run appended to it goes through SQLite's log, and it is left so again
 got=$(q "$tmp/runs.db" "PRAGMA journal_mode; PRAGMA integrity_check; SELECT count(*) FROM runs" | tr '\n' ' ')
-[ "$got" = "wal ok 1 " ] && ok || bad "a new database: journal mode, integrity, runs '$got', wanted 'wal ok 1 '"
+[ "$got" = "delete ok 1 " ] && ok || bad "a new database: journal mode, integrity, runs '$got', wanted 'delete ok 1 '"
 [ "$(ls "$tmp" | grep -c '^runs\.db')" = 1 ] && ok || bad "a new database left files beside it: $(ls "$tmp" | grep '^runs\.db' | tr '\n' ' ')"
 "$bin" sim --requests 50 --rps 2 --quiet --no-progress --db "$tmp/runs.db" --append >/dev/null 2>&1
 got=$(q "$tmp/runs.db" "PRAGMA integrity_check; SELECT count(*) FROM runs; SELECT count(DISTINCT run_id) FROM segments" | tr '\n' ' ')
 [ "$got" = "ok 2 2 " ] && ok || bad "a run appended to a new database: integrity, runs '$got', wanted 'ok 2 2 '"
+mkdir -p "$tmp/ro" && cp "$tmp/runs.db" "$tmp/ro/" && chmod a-w "$tmp/ro/runs.db" "$tmp/ro"
+[ "$(sqlite3 "file:$tmp/ro/runs.db?mode=ro" "PRAGMA journal_mode; SELECT count(*) FROM runs" 2>&1 | tr '\n' ' ')" = "delete 2 " ] &&
+    ok || bad "a database on a read-only folder cannot be read"
+chmod u+w "$tmp/ro"
 # reading it (calib eval, here with no replayed run to find) leaves no -wal/-shm beside it: a
 # read-only connection, the last to close, would
 "$bin" calib eval --db "$tmp/runs.db" >/dev/null 2>&1
@@ -122,8 +127,10 @@ ms=$((($(date +%s%N) - start) / 1000000))
 # bad --db paths: refused before the work (exit 2, the file named), nothing created
 printf 'not a database, but a line of text long enough to be read as a header\n' >"$tmp/text.db"
 sqlite3 "$tmp/other.db" "CREATE TABLE runs(x INTEGER); CREATE TABLE t(y);"
+ln -s "$tmp/gone/x.db" "$tmp/dangling.db"
 for case in "$tmp/none/run.db:no such folder" "$tmp:a folder, not a database file" \
-    "$tmp/text.db:not an SQLite database" "$tmp/other.db:not a tessera database"; do
+    "$tmp/text.db:not an SQLite database" "$tmp/other.db:not a tessera database" \
+    "$tmp/dangling.db:a symbolic link to a file that does not exist" "/dev/null:not a regular file"; do
     path=${case%%:*} want=${case#*:}
     "$bin" sim --requests 100000 --db "$path" >"$tmp/out" 2>&1
     st=$?
