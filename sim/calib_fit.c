@@ -656,12 +656,19 @@ int calib_scale_host(struct calib *c, double scale, struct ts_err *err)
     c->host0 *= scale, c->host_seg *= scale, c->host_sel *= scale;
     return 0;
 }
+/* The refusal of --host NAME: the error prefixed by the option, and by NAME where the message does not
+ * name it already (a file's own error names its path). */
+static int host_fail(struct ts_err *err, const char *name)
+{
+    return strstr(err->msg, name) ? ts_fail_prefix(err, "--host") : ts_fail_prefix(err, "--host %s", name);
+}
+
 
 int calib_host_scale(const char *name, const struct impl_profile *im, double *scale, struct ts_err *err)
 {
     struct calib_host ref, h;
     if (calib_host_load(im->host_ref, &ref, err) || calib_host_load(name, &h, err))
-        return ts_fail_prefix(err, "--host %s", name);
+        return host_fail(err, name);
     if (!(ref.host0_ms > 0))
         return ts_fail(err, "--host %s: the host profile %s, which %s's costs were measured with, takes no "
                             "time a step", name, im->host_ref, im->name);
@@ -727,17 +734,17 @@ int calib_use_host(struct calib *c, const char *name, const struct impl_profile 
         double scale;
         if (calib_host_scale(name, im, &scale, err))
             return -1;
-        return calib_scale_host(c, scale, err) ? ts_fail_prefix(err, "--host %s", name) : 0;
+        return calib_scale_host(c, scale, err) ? host_fail(err, name) : 0;
     }
     struct calib_host h, ref;
     if (calib_host_load(name, &h, err))
-        return ts_fail_prefix(err, "--host %s", name);
+        return host_fail(err, name);
     if (machine_host(c->device, &ref) && ref.host0_ms > 0) {
         /* c's line scaled whole by the two machines' per-step issue times, measured on the same layer
          * (a per-segment term is fitted from few segment counts and may be 0 on either machine) */
-        return calib_scale_host(c, h.host0_ms / ref.host0_ms, err) ? ts_fail_prefix(err, "--host %s", name) : 0;
+        return calib_scale_host(c, h.host0_ms / ref.host0_ms, err) ? host_fail(err, name) : 0;
     }
-    return calib_set_host(c, &h, err) ? ts_fail_prefix(err, "--host %s", name) : 0;
+    return calib_set_host(c, &h, err) ? host_fail(err, name) : 0;
 }
 
 #define HOST_HEADER "host0_ms,seg_ms,eager_gap_ms,steps,device"
@@ -790,7 +797,7 @@ int calib_host_load(const char *name, struct calib_host *h, struct ts_err *err)
         calib_free(c);
         calib_data_free(&d);
     }
-    return bad ? ts_fail_prefix(err, "%s", path) : 0;
+    return bad && !strstr(err->msg, path) ? ts_fail_prefix(err, "%s", path) : bad ? -1 : 0;
 }
 
 int calib_host_write(const struct calib_host *h, const char *path, struct ts_err *err)

@@ -42,6 +42,8 @@ static int load(const char *path, bool skip_bad, struct trace *t)
     }
     if (t->skipped_rows)
         fprintf(stderr, "%s: skipped %lld malformed rows\n", path, (long long)t->skipped_rows);
+    if (t->skipped_bom)
+        fprintf(stderr, "%s: note: skipped the UTF-8 byte-order mark it begins with\n", path);
     return 0;
 }
 

@@ -240,6 +240,8 @@ static int build_workload(struct sim *s, struct ts_err *err)
     if (t->skipped_rows)
         fprintf(stderr, "%s: skipped %lld malformed rows (--skip-bad-rows)\n", c->trace,
                 (long long)t->skipped_rows);
+    if (t->skipped_bom)
+        fprintf(stderr, "%s: note: skipped the UTF-8 byte-order mark it begins with\n", c->trace);
     if (c->requests > 0)
         trace_truncate(t, c->requests);
     if (!t->has_times) {

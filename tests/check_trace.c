@@ -98,6 +98,22 @@ START_TEST(errors_name_file_line_field)
     expect_error("x.csv", "a,b,c\n1,2,3\n", "x.csv:1: header: not a known trace format");
     expect_error("e.csv", "", "e.csv: empty file");
     expect_error("h.csv", "num_prefill_tokens,num_decode_tokens\n", "h.csv: no requests");
+    /* a column the format does not have, in the header or a row, is named (BurstGPT's and the
+     * length-only CSVs' extra columns are theirs) */
+    expect_error("t.csv", "arrival_ns,prompt_tokens,output_tokens,extra\n0,1,2,3\n",
+                 "t.csv:1: header: column 'extra': not a column of this format");
+    expect_error("t.csv", "arrival_ns,prompt_tokens,output_tokens\n0,1,2\n5,1,2,9\n",
+                 "t.csv:3: column 4: a field the header does not have (row has 4 of 3 columns)");
+    ck_assert_int_eq(parse("l.csv", "num_prefill_tokens,num_decode_tokens,num_total_tokens\n3,4,7\n", false), 0);
+    trace_free(&T);
+    /* a NUL byte is named where it is */
+    static const char nul[] = "arrival_ns,prompt_tokens,output_tokens\n0,1\0,2\n";
+    ck_assert_int_ne(trace_parse("n.csv", nul, sizeof nul - 1, false, &T, &E), 0);
+    ck_assert_msg(strstr(E.msg, "n.csv:2: a NUL byte at column 4") != NULL, "got '%s'", E.msg);
+    /* a UTF-8 byte-order mark is skipped, and said */
+    ck_assert_int_eq(parse("b.csv", "\xef\xbb\xbf" "arrival_ns,prompt_tokens,output_tokens\n0,1,2\n", false), 0);
+    ck_assert(T.skipped_bom && T.n == 1 && T.reqs[0].prompt == 1);
+    trace_free(&T);
 }
 END_TEST
 

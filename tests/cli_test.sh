@@ -655,6 +655,11 @@ expect 0 "calib price" -- $bin calib price --step 16,512,0,512
 contains "calib price per op" "gate_up"
 contains "calib price step" "step "
 contains "calib price names the attention's launch" "launch     attention as the profiled engine launches it (launch rules $rules): 16 segments on the wgmma kernel"
+# a bad host file is refused naming it once
+printf 'bad\n' >"$tmp/badhost.csv"
+expect 2 "--host, a bad file" -- $bin sim --host "$tmp/badhost.csv" --cost calibrated --requests 2
+contains "--host, a bad file" "--host: $tmp/badhost.csv:1: header: column 'device' missing"
+[ "$(grep -o "$tmp/badhost.csv" "$tmp/out" | wc -l)" = 1 ] && ok || bad "--host names its file more than once: $(cat "$tmp/out")"
 # host profiles (tessera calib host, --host): the host of an eager calibration swapped for another
 # machine's; a calibration without a host measured apart, a bad host file and --host without the
 # calibrated back end are refused by name

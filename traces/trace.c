@@ -184,6 +184,7 @@ struct csv_layout {
     int col_time, col_prompt, col_output;
     const char *name_time, *name_prompt, *name_output;
     int min_fields;
+    int max_fields; /* the header's columns, where the format has no others (0: any more) */
 };
 
 static int find_col(char **fields, int n, const char *name)
@@ -199,11 +200,13 @@ static int detect_csv(char **fields, int n, struct csv_layout *lay)
     static const struct {
         enum trace_format fmt;
         const char *time, *prompt, *output;
+        bool exact; /* the format has these columns and no others (BurstGPT's and the length-only
+                     * CSVs' carry more: model, log type, total tokens, ratio) */
     } known[] = {
-        {TRACE_AZURE, "TIMESTAMP", "ContextTokens", "GeneratedTokens"},
-        {TRACE_BURSTGPT, "Timestamp", "Request tokens", "Response tokens"},
-        {TRACE_TESSERA, "arrival_ns", "prompt_tokens", "output_tokens"},
-        {TRACE_LENGTHS, NULL, "num_prefill_tokens", "num_decode_tokens"},
+        {TRACE_AZURE, "TIMESTAMP", "ContextTokens", "GeneratedTokens", true},
+        {TRACE_BURSTGPT, "Timestamp", "Request tokens", "Response tokens", false},
+        {TRACE_TESSERA, "arrival_ns", "prompt_tokens", "output_tokens", true},
+        {TRACE_LENGTHS, NULL, "num_prefill_tokens", "num_decode_tokens", false},
     };
     for (size_t k = 0; k < TS_ARRAY_LEN(known); k++) {
         int ct = known[k].time ? find_col(fields, n, known[k].time) : -1;
@@ -218,6 +221,7 @@ static int detect_csv(char **fields, int n, struct csv_layout *lay)
         lay->name_prompt = known[k].prompt;
         lay->name_output = known[k].output;
         lay->min_fields = TS_MAX(ct, TS_MAX(cp, co)) + 1;
+        lay->max_fields = known[k].exact ? 3 : 0;
         return 0;
     }
     return -1;
@@ -233,6 +237,9 @@ static int parse_csv_row(const char *path, struct line_iter *it, const struct cs
                        : nf <= lay->col_output ? lay->name_output
                                                : lay->name_time,
                        nf, lay->min_fields);
+    if (lay->max_fields && nf > lay->max_fields)
+        return ts_fail(err, "%s:%lld: column %d: a field the header does not have (row has %d of %d columns)", path,
+                       (long long)it->lineno, lay->max_fields + 1, nf, lay->max_fields);
     int32_t p, o;
     int64_t t = -1;
     if (field_count(path, it->lineno, lay->name_prompt, f[lay->col_prompt], &p, err) ||
@@ -274,6 +281,9 @@ static int parse_csv(const char *path, struct line_iter *it, bool skip_bad, stru
                             "Request tokens,Response tokens,...', 'num_prefill_tokens,"
                             "num_decode_tokens' or 'arrival_ns,prompt_tokens,output_tokens')",
                        path, (long long)it->lineno);
+    if (lay.max_fields && nf > lay.max_fields)
+        return ts_fail(err, "%s:%lld: header: column '%s': not a column of this format (%s,%s,%s)", path,
+                       (long long)it->lineno, f[lay.max_fields], lay.name_time, lay.name_prompt, lay.name_output);
     out->format = lay.fmt;
     out->has_times = lay.col_time >= 0;
     int64_t last_ns = INT64_MIN;
@@ -383,6 +393,21 @@ int trace_parse(const char *path, const char *buf, size_t len, bool skip_bad, st
                 struct ts_err *err)
 {
     memset(out, 0, sizeof *out);
+    /* a text file: a NUL byte is named where it is, not taken for the end of its line */
+    const char *nul = memchr(buf, '\0', len);
+    if (nul) {
+        int64_t line = 1;
+        const char *bol = buf;
+        for (const char *c = buf; c < nul; c++)
+            if (*c == '\n')
+                line++, bol = c + 1;
+        return ts_fail(err, "%s:%lld: a NUL byte at column %lld: not a text trace", path, (long long)line,
+                       (long long)(nul - bol + 1));
+    }
+    if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0) { /* a UTF-8 byte-order mark: skipped, and said */
+        buf += 3, len -= 3;
+        out->skipped_bom = true;
+    }
     struct line_iter it = {buf, buf + len, 0, NULL, 0};
     const char *first = buf;
     while (first < buf + len && (*first == ' ' || *first == '\n' || *first == '\r'))

@@ -36,6 +36,7 @@ struct trace {
     size_t cap;
     bool has_times;         /* false for length-only files until arrivals are assigned */
     int64_t skipped_rows;   /* malformed rows skipped under skip_bad */
+    bool skipped_bom;       /* the file began with a UTF-8 byte-order mark, which was skipped */
     enum trace_format format;
 };
 
