@@ -808,6 +808,22 @@ static int write_run(struct writer *w, const struct sim *s)
                               : "PRAGMA out.journal_mode=WAL; PRAGMA out.synchronous=NORMAL; BEGIN IMMEDIATE",
                      NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(w, "begin");
+    /* without --append or --replace, a database another writer gave a run since this one's pre-run
+     * check is refused too, as it would have been had it come first: whichever writers start
+     * together, exactly one lands its run and every other is refused */
+    if (w->mode == DB_NEW && !w->fresh) {
+        sqlite3_stmt *n = NULL;
+        int64_t runs = 0;
+        if (prepare(w, "SELECT count(*) FROM out.runs", &n))
+            return -1;
+        if (sqlite3_step(n) == SQLITE_ROW)
+            runs = sqlite3_column_int64(n, 0);
+        sqlite3_finalize(n);
+        if (runs > 0)
+            return ts_fail(w->err, "%s: holds %lld runs already, written by another tessera since this one began; "
+                           "--append adds this one beside them, --replace replaces them", w->path ? w->path : "--db",
+                           (long long)runs);
+    }
     if (w->mode == DB_REPLACE &&
         sqlite3_exec(w->db, "DELETE FROM out.runs; DELETE FROM out.requests; DELETE FROM out.step_runs; "
                             "DELETE FROM out.segment_runs; DELETE FROM out.summary; DELETE FROM out.op_breakdown;",

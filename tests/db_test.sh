@@ -110,6 +110,18 @@ for round in 1 2; do
 done
 ls "$tmp"/c.db-* >/dev/null 2>&1 && bad "SQLite's -wal/-shm files left after every writer closed" || ok
 
+# 16 writers at once into a new database without --append: exactly one lands its run and every other
+# is refused, naming --append, whatever the timing (three rounds)
+for round in 1 2 3; do
+    rm -f "$tmp/n.db"
+    for k in $(seq 1 16); do
+        "$bin" "${small[@]}" --seed "$k" --db "$tmp/n.db" >/dev/null 2>"$tmp/n.$k.err" &
+    done
+    wait
+    got="$(q "$tmp/n.db" "SELECT count(*) FROM runs") $(grep -l -- "holds 1 runs already.*--append adds this one" "$tmp"/n.*.err | wc -l)"
+    [ "$got" = "1 15" ] && ok || bad "round $round without --append: runs and refusals '$got', wanted '1 15'"
+done
+
 # a database that holds runs: refused before the work without --append or --replace
 start=$(date +%s%N)
 "$bin" sim --requests 100000 --db "$tmp/c.db" >"$tmp/out" 2>&1
