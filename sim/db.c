@@ -293,14 +293,30 @@ static int fd_read(sqlite3_file *f, void *buf, int n, sqlite3_int64 at)
     return SQLITE_IOERR_SHORT_READ;
 }
 
+/* the cause of this VFS's last failure (its xGetLastError: what sqlite3_system_errno reports) */
+static int fd_errno;
+
 static int fd_write(sqlite3_file *f, const void *buf, int n, sqlite3_int64 at)
 {
-    return pwrite(((struct fd_file *)f)->fd, buf, (size_t)n, at) == n ? SQLITE_OK : SQLITE_IOERR_WRITE;
+    const ssize_t put = pwrite(((struct fd_file *)f)->fd, buf, (size_t)n, at);
+    if (put == n)
+        return SQLITE_OK;
+    fd_errno = put < 0 ? errno : ENOSPC; /* a short write: the disk filled */
+    return fd_errno == ENOSPC || fd_errno == EDQUOT ? SQLITE_FULL : SQLITE_IOERR_WRITE;
 }
 
 static int fd_truncate(sqlite3_file *f, sqlite3_int64 size)
 {
-    return ftruncate(((struct fd_file *)f)->fd, size) == 0 ? SQLITE_OK : SQLITE_IOERR_TRUNCATE;
+    if (ftruncate(((struct fd_file *)f)->fd, size) == 0)
+        return SQLITE_OK;
+    fd_errno = errno;
+    return SQLITE_IOERR_TRUNCATE;
+}
+
+static int fd_last_error(sqlite3_vfs *vfs, int n, char *buf)
+{
+    (void)vfs, (void)n, (void)buf;
+    return fd_errno;
 }
 
 static int fd_sync(sqlite3_file *f, int flags)
@@ -398,6 +414,7 @@ static int fd_vfs(void)
             vfs.szOsFile = (int)sizeof(struct fd_file);
         vfs.xOpen = fd_open;
         vfs.xFullPathname = fd_full_pathname;
+        vfs.xGetLastError = fd_last_error;
         if (sqlite3_vfs_register(&vfs, 0) != SQLITE_OK) {
             vfs.zName = NULL;
             return -1;
@@ -419,9 +436,20 @@ struct writer {
     FILE *steps, *segs;
 };
 
+/* SQLite's message for db's last failure, with the system's where one caused it (a full disk, a
+ * read-only file system, a permission): into buf. */
+static const char *db_why(sqlite3 *db, char *buf, size_t len)
+{
+    const int sys = db ? sqlite3_system_errno(db) : 0;
+    snprintf(buf, len, "%s%s%s%s", db ? sqlite3_errmsg(db) : "?", sys ? " (" : "", sys ? strerror(sys) : "",
+             sys ? ")" : "");
+    return buf;
+}
+
 static int db_fail(struct writer *w, const char *what)
 {
-    return ts_fail(w->err, "%s: %s: %s", w->path, what, sqlite3_errmsg(w->db));
+    char why[320];
+    return ts_fail(w->err, "%s: %s: %s", w->path, what, db_why(w->db, why, sizeof why));
 }
 
 static int prepare(struct writer *w, const char *sql, sqlite3_stmt **st)
@@ -960,11 +988,14 @@ int db_check(const char *path, enum db_mode mode, struct ts_err *err)
         return ts_fail(err, "%s: a folder, not a database file", path);
     if (!S_ISREG(sb.st_mode))
         return ts_fail(err, "%s: not a regular file (a device, pipe or socket), so no database", path);
+    if (access(path, W_OK) != 0) /* a read-only file system or file: said before the run, not after */
+        return ts_fail(err, "%s: cannot write it: %s", path, strerror(errno));
     sqlite3 *db = NULL;
     int rc = -1;
     int64_t runs = 0;
+    char why[320];
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-        ts_fail(err, "%s: cannot open it for writing: %s", path, db ? sqlite3_errmsg(db) : "?");
+        ts_fail(err, "%s: cannot open it for writing: %s", path, db_why(db, why, sizeof why));
         goto done;
     }
     sqlite3_busy_timeout(db, DB_BUSY_MS);
@@ -980,6 +1011,11 @@ int db_check(const char *path, enum db_mode mode, struct ts_err *err)
         int prc = prepare_waiting(db, sql, &st);
         if (prc == SQLITE_NOTADB || prc == SQLITE_CORRUPT) {
             ts_fail(err, "%s: not an SQLite database", path);
+            sqlite3_finalize(st);
+            goto done;
+        }
+        if (prc != SQLITE_OK && prc != SQLITE_ERROR) { /* the environment's refusal, not the schema's */
+            ts_fail(err, "%s: cannot read it: %s", path, db_why(db, why, sizeof why));
             sqlite3_finalize(st);
             goto done;
         }
@@ -1025,10 +1061,17 @@ static void on_signal(int sig)
         sqlite3_interrupt(writing);
 }
 
+/* set while the committed database is switched to rollback-journal mode: a signal then waits for
+ * the switch (ended halfway, it would leave a journal beside the database) */
+static volatile sig_atomic_t leaving, pending;
+
 static void on_signal_saved(int sig)
 {
     static const char msg[] = "tessera: interrupted; the run was saved to its database already\n";
-    (void)sig;
+    if (leaving) {
+        pending = sig;
+        return;
+    }
     ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
     (void)n;
     _exit(0);
@@ -1093,8 +1136,9 @@ static int attach_write(struct db_out *o, const struct sim *s, const char *name,
     sqlite3_bind_text(at, 1, name, -1, SQLITE_STATIC);
     attached = attached && sqlite3_step(at) == SQLITE_DONE;
     sqlite3_finalize(at);
+    char why[320];
     const int rc = attached ? write_run(&o->w, s)
-                            : ts_fail(o->w.err, "%s: cannot open database: %s", o->path, sqlite3_errmsg(o->db));
+                            : ts_fail(o->w.err, "%s: cannot open database: %s", o->path, db_why(o->db, why, sizeof why));
     *again = rc && transient(o->db);
     if (rc)
         sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
@@ -1130,12 +1174,14 @@ static int write_fresh(struct db_out *o, const struct sim *s)
 }
 
 /* One try at writing the run (see attach_write): into a new database whole where it can be, else
- * (or where that failed, and no signal stopped it) as into an existing one. */
+ * (another writer's database there by now, or no unnamed files) as into an existing one. A new
+ * database's write that failed is not tried the other way: what failed it (a full disk) would leave
+ * a database of the schema alone under its name. */
 static int try_write(struct db_out *o, const struct sim *s, bool *again)
 {
     *again = false;
     const int fresh = write_fresh(o, s);
-    if (fresh == 0 || caught)
+    if (fresh <= 0 || caught)
         return fresh ? -1 : 0;
     if (create_whole(o->path, o->w.err))
         return -1;
@@ -1200,9 +1246,13 @@ int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
 static void leave_rollback(const char *path)
 {
     sqlite3 *db = NULL;
+    leaving = 1;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
         sqlite3_exec(db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL); /* busy elsewhere: stays WAL */
     sqlite3_close(db);
+    leaving = 0;
+    if (pending)
+        on_signal_saved(pending);
 }
 
 void db_out_close(struct db_out *o)

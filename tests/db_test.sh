@@ -158,6 +158,32 @@ expect 0 "SIGINT after the commit" -- env TESSERA_FAULT=sigint-after-commit "$bi
 contains "SIGINT after the commit" "interrupted; the run was saved to its database already"
 [ "$(q "$tmp/late.db" "SELECT count(*) FROM runs")" = 1 ] && ok || bad "SIGINT after the commit: the run is not in the database"
 
+# a full disk and a read-only file system (a small tmpfs, where this user may mount one): a first
+# write that fails leaves no file and says the disk is full; trace gen leaves no partial file; a
+# database on a read-only file system is refused before the run, and can still be read
+mkdir -p "$tmp/small"
+if mount -t tmpfs -o size=600k tmpfs "$tmp/small" 2>/dev/null; then
+    "$bin" sim --requests 2000 --rps 20 --quiet --no-progress --db "$tmp/small/full.db" >/dev/null 2>"$tmp/out"
+    st=$?
+    [ $st -ne 0 ] && [ -z "$(ls -A "$tmp/small")" ] && grep -qE "disk is full|No space left" "$tmp/out" && ok ||
+        bad "a write on a full disk: exit $st, left '$(ls -A "$tmp/small" | tr '\n' ' ')': $(cat "$tmp/out")"
+    "$bin" trace gen --requests 100000 --rps 20 --out "$tmp/small/t.csv" >/dev/null 2>"$tmp/out"
+    st=$?
+    [ $st -eq 2 ] && [ -z "$(ls -A "$tmp/small")" ] && grep -qF "t.csv: cannot write it: No space left on device" "$tmp/out" &&
+        ok || bad "trace gen on a full disk: exit $st, left '$(ls -A "$tmp/small" | tr '\n' ' ')': $(cat "$tmp/out")"
+    "$bin" "${small[@]}" --db "$tmp/small/ro.db" >/dev/null 2>&1
+    mount -o remount,ro "$tmp/small"
+    "$bin" "${small[@]}" --db "$tmp/small/ro.db" --append >/dev/null 2>"$tmp/out"
+    st=$?
+    [ $st -eq 2 ] && grep -qF "ro.db: cannot write it: Read-only file system" "$tmp/out" && ok ||
+        bad "--append on a read-only file system: exit $st: $(cat "$tmp/out")"
+    [ "$(sqlite3 "file:$tmp/small/ro.db?mode=ro" "SELECT count(*) FROM runs" 2>&1)" = 1 ] && ok ||
+        bad "a database on a read-only file system cannot be read"
+    umount "$tmp/small"
+else
+    echo "db: note: no tmpfs could be mounted here (not root?): the full-disk and read-only checks skipped" >&2
+fi
+
 # interrupted runs: the whole run or none of it, and no other file; exit 0 exactly when it is there
 mid=(sim --requests 1000 --rps 20 --quiet --no-progress)
 sigs=(INT TERM KILL)

@@ -55,6 +55,7 @@
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,15 +352,18 @@ int trace_write(const struct trace *t, const char *path, struct ts_err *err)
     for (int64_t i = 0; i < t->n; i++)
         fprintf(f, "%lld,%d,%d\n", (long long)t->reqs[i].arrival_ns, t->reqs[i].prompt,
                 t->reqs[i].output);
-    int bad = ferror(f);
+    int bad = ferror(f) || fflush(f) != 0;
+    int why = bad ? errno : 0; /* the first failure's cause: a full disk, say */
     if (!out) {
-        bad |= fclose(f) != 0;
-        bad = bad || rename(tmp, path) != 0;
+        if (fclose(f) != 0 && !bad)
+            bad = 1, why = errno;
+        if (!bad && rename(tmp, path) != 0)
+            bad = 1, why = errno;
         if (bad)
             remove(tmp);
     }
     if (bad)
-        return ts_fail(err, "%s: write error", path);
+        return ts_fail(err, "%s: cannot write it: %s", path, why ? strerror(why) : "write error");
     return 0;
 }
 
