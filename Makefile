@@ -10,6 +10,7 @@
 #   make calibrate   (GPU machine) calibrate on this GPU in one command: profile, fit, held-out check, clock,
 #                    install (254 s on an H100; TORCH=1 adds PyTorch eager's profile: 449 s)
 #   make bench-sim, make bench-engine, make bench-gemm, make bench-gemm-rows (GPU machine)
+#   make check-soak  16 writers and 50 killed runs into one database, each run checked (about 2 minutes)
 #   make check-valgrind, make check-layers, make mutate, make fuzz FUZZ_SECONDS=N, make clean  (V=1: commands)
 #   make check-slurm  (root, slurm-wlm) a sweep as a Slurm job array on a single-node Slurm
 #
@@ -125,7 +126,7 @@ $(BUILD)/sim/core/version.o: sim/core/version.c $(VERSION_FILE) $(STAMP) | deps
 ENGINE_OBJ := $(if $(HAVE_CUDA),$(ENGINE_GPU_SRC:%.c=$(BUILD)/%.o) $(KERNEL_SRC:%.cu=$(BUILD)/%.o))
 TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all engine run check check-here check-records check-layers mutate print-cc print-test-link print-libs check-valgrind calibrate check-slurm bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu check-gpu-tp fuzz deps clean help
+.PHONY: all engine run check check-here check-records check-soak check-layers mutate print-cc print-test-link print-libs check-valgrind calibrate check-slurm bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu check-gpu-tp fuzz deps clean help
 
 ENGINE_LIB := $(if $(HAVE_CUDA),$(BUILD)/libtessera_engine.so)
 all: $(BUILD)/tessera $(ENGINE_LIB)
@@ -135,7 +136,7 @@ engine: $(BUILD)/tessera
 	@$(if $(HAVE_CUDA),$(MAKE) --no-print-directory $(ENGINE_LIB),echo "make engine: nvcc not found (NVCC=$(NVCC)); the engine is not built" >&2; exit 2)
 
 help:
-	@sed -n '3,15p' Makefile
+	@sed -n '3,16p' Makefile
 
 deps:
 	@$(if $(DEPS),true,bash .ci/install-deps)
@@ -197,6 +198,11 @@ check-here: $(BUILD)/tessera $(ENGINE_LIB) $(TESTS)
 # shipped calibration changes
 check-records: $(BUILD)/tessera
 	@TESSERA_CALIB_DIR=/nonexistent/tessera-calib bash tests/records_test.sh $(CURDIR)/$(BUILD)/tessera
+
+# many writers and kills against one database, each run kept checked row for row against the same
+# run written alone (tests/soak_test.sh: 16 writers, 50 killed runs, about 2 minutes)
+check-soak: $(BUILD)/tessera
+	@bash tests/soak_test.sh $(CURDIR)/$(BUILD)/tessera
 
 # planted bugs the suites must catch (tests/mutate.sh: one line a mutation, none may survive; JOBS=N)
 mutate: $(BUILD)/libtessera.a
