@@ -8,6 +8,7 @@
  *   - every admitted request finishes, having decoded all its positions; every request is
  *     finished or rejected; steps and segments add up
  *   - a request appears at most once per step; static batches step in lockstep
+ *   - padding only lengthens a request (P >= its own, G >= its own)
  */
 #include <math.h>
 #include <stdlib.h>
@@ -56,6 +57,9 @@ static void check_run(struct sim *s)
         ck_assert_int_ge(r->admitted_ns, r->arrival_ns);
         ck_assert_int_ge(r->first_block_ns, r->admitted_ns);
         ck_assert_int_ge(r->finish_ns, r->first_block_ns);
+        /* padding (a static batch's) only lengthens a request: each runs at least its own P and G */
+        ck_assert_int_ge(r->P, r->P_orig);
+        ck_assert_int_ge(r->G, r->G_orig);
         if (!s->cfg.early_stop)
             ck_assert_int_eq(r->decoded_total, r->G);
         ck_assert_int_eq(r->kv_tokens_held, 0);

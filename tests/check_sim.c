@@ -168,6 +168,62 @@ START_TEST(same_seed_same_results)
 }
 END_TEST
 
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The f-quantile of sorted v[0..n): linear between the ranks either side of (n - 1) f. */
+static double naive_quantile(const double *v, int64_t n, double f)
+{
+    const double at = (double)(n - 1) * f;
+    const int64_t i = (int64_t)at;
+    return i + 1 < n ? v[i] + (at - (double)i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+/* The summary's latency statistics are what the requests' own times give, recomputed naively here
+ * (sample standard deviation, quantiles by rank, span as max - min, first block and queueing as
+ * their own means) on a load that queues. */
+START_TEST(summary_statistics_from_the_requests)
+{
+    struct sim_config c;
+    test_config(&c);
+    c.requests = 300;
+    c.rps = 20;
+    struct sim *s = run(&c);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    double *lat = malloc(sizeof *lat * (size_t)s->num_reqs), sum = 0, ttfb = 0, queue = 0;
+    int64_t n = 0;
+    for (int64_t i = 0; i < s->num_reqs; i++) {
+        const struct request *r = &s->reqs[i];
+        if (r->state != REQ_FINISHED)
+            continue;
+        lat[n] = (double)(r->finish_ns - r->arrival_ns) * 1e-9;
+        sum += lat[n++];
+        ttfb += (double)(r->first_block_ns - r->arrival_ns) * 1e-9;
+        queue += (double)(r->admitted_ns - r->arrival_ns) * 1e-9;
+    }
+    ck_assert_int_eq(n, m.num_finished);
+    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+    const double mean = sum / (double)n;
+    double ss = 0;
+    for (int64_t i = 0; i < n; i++)
+        ss += (lat[i] - mean) * (lat[i] - mean);
+    const double want[] = {mean, sqrt(ss / (double)(n - 1)), naive_quantile(lat, n, 0.5), naive_quantile(lat, n, 0.9),
+                           naive_quantile(lat, n, 0.99), lat[n - 1] - lat[0], ttfb / (double)n, queue / (double)n};
+    const double got[] = {m.lat_mean_s, m.lat_std_s, m.lat_p50_s, m.lat_p90_s, m.lat_p99_s, m.lat_span_s, m.ttfb_mean_s,
+                          m.queue_mean_s};
+    for (size_t k = 0; k < TS_ARRAY_LEN(want); k++)
+        ck_assert_msg(fabs(got[k] - want[k]) <= 1e-9 * fmax(1.0, fabs(want[k])), "statistic %zu: %.9g, want %.9g", k,
+                      got[k], want[k]);
+    ck_assert_msg(queue > 0 && ttfb > queue, "the load does not queue (queue %g, first block %g)", queue, ttfb);
+    free(lat);
+    sim_destroy(s);
+}
+END_TEST
+
 /* Under a threshold decode model, each request draws from its own stream: the steps a request
  * takes are the same whichever scheduler batches it with whichever others. */
 START_TEST(decode_streams_independent_of_batching)
@@ -627,6 +683,7 @@ int main(void)
     tcase_add_test(tc, golden_lookahead_on_4090);
     tcase_add_test(tc, executor_drives_the_clock);
     tcase_add_test(tc, same_seed_same_results);
+    tcase_add_test(tc, summary_statistics_from_the_requests);
     tcase_add_test(tc, decode_streams_independent_of_batching);
     tcase_add_test(tc, database_matches_summary);
     tcase_add_test(tc, views_expand_the_runs);
