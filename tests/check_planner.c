@@ -41,6 +41,18 @@ START_TEST(no_overlap_on_random_graphs)
             ck_assert_msg(pl.offsets, "%s gives no offsets", names[p]);
             ck_assert_msg(plan_find_overlap(&g, &pl) < 0, "%s overlaps on graph %d", names[p], k);
             ck_assert(pl.arena_bytes >= pl.theoretical);
+            if (p < 2) { /* the tensor each places first sits at 0: first-fit's earliest used (the
+                          * largest of those), greedy-size's largest (the earliest listed of those) */
+                int32_t lead = 0;
+                for (int32_t i = 1; i < g.n; i++) {
+                    const struct og_tensor *a = &g.t[i], *b = &g.t[lead];
+                    if (p == 0 ? a->first < b->first || (a->first == b->first && a->bytes > b->bytes)
+                               : a->bytes > b->bytes)
+                        lead = i;
+                }
+                ck_assert_msg(pl.offsets[lead] == 0, "%s places tensor %d, which it takes first, at %lld", names[p],
+                              lead, (long long)pl.offsets[lead]);
+            }
             plan_free(&pl);
         }
     }
