@@ -23,7 +23,9 @@
  * ever visible, and no file but the database (and, while it is open, SQLite's own -wal and -shm) is
  * made: a new database is written whole, with its run, into an unnamed file that is linked under its
  * name once complete (no journal or log is written for it), and the step rows wait for the commit in
- * unnamed temporary files (tmpfile), which no path names.
+ * unnamed temporary files (tmpfile), which no path names. A database is left in rollback-journal
+ * mode (read-only media can read it): a new one is made so, and the last writer to close an existing
+ * one switches it back from WAL.
  */
 #define _GNU_SOURCE /* O_TMPFILE */
 #include <errno.h>
@@ -1149,7 +1151,7 @@ static int attach_write(struct db_out *o, const struct sim *s, const char *name,
 
 /* A run into a database that does not exist yet: the whole database, this run in it, written into
  * an unnamed file of its folder with no journal (nothing else can see it) and linked under its name
- * once complete, in WAL mode like any other; no write-ahead log is written and checkpointed.
+ * once complete, in rollback-journal mode; no write-ahead log is written and checkpointed.
  * 0 when linked, -1 on a failure, 1 when this way is closed (another writer's database is there
  * by now, or the folder has no unnamed files or no /proc to link one by): then the run goes the
  * way of an existing database. */
@@ -1162,11 +1164,10 @@ static int write_fresh(struct db_out *o, const struct sim *s)
     snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
     bool again;
     o->w.fresh = true;
+    /* (its header stays in rollback-journal mode, as every database is left: no switch to make after
+     * the link, which a process killed then would leave a journal of) */
     int rc = lay_out(fd, o->path, false, o->w.err) || attach_write(o, s, name, &again) ? -1 : 0;
     o->w.fresh = false;
-    static const unsigned char wal[2] = {2, 2}; /* the header's write and read versions: WAL mode */
-    if (rc == 0 && pwrite(fd, wal, 2, 18) != 2)
-        rc = ts_fail(o->w.err, "%s: cannot write a new database: %s", o->path, strerror(errno));
     if (rc == 0)
         rc = link_whole(fd, o->path, o->w.err);
     close(fd);
