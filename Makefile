@@ -1,7 +1,7 @@
 # tessera: a simulator (C11) and a CUDA engine for serving diffusion LLMs.
 #
 #   make run         build the simulator, install missing Debian packages (as root), run the default simulation
-#   make check       build the simulator and run every CPU test in about 3 minutes (unit suites, golden
+#   make check       build the simulator and run every CPU test in 3 to 4 minutes (unit suites, golden
 #                    scenarios, CLI checks, the unit suites under AddressSanitizer + UBSan, planted bugs)
 #   make check-records  re-derive the records from this build (about 7 minutes; after a cost-model change)
 #   make engine      build the CUDA engine (wherever nvcc is found; `make` builds it too)
