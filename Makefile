@@ -183,8 +183,8 @@ run: $(BUILD)/tessera
 	./$(BUILD)/tessera sim --no-progress
 
 # make check: every CPU test (tests/check.sh: the unit suites with their golden scenarios, the CLI,
-# README's commands, the suites under ASan + UBSan and the planted bugs, two lanes at once, about
-# 3 minutes on 2 cores). The engine is left out where no GPU answers: the simulator is then built
+# README's commands, the suites under ASan + UBSan and the planted bugs, two lanes at once, 3 to 4
+# minutes on 2 cores). The engine is left out where no GPU answers: the simulator is then built
 # without it, in $(BUILD)/cpu.
 HAVE_GPU = $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo 1)
 check: deps
