@@ -137,12 +137,12 @@ PY
         return 1
     fi
     # quoted includes still resolve beside the original file
-    if ! $(mk print-cc FILE="$file") -iquote "$(dirname "$file")" -c "$src" -o "$dir/m.o" >"$dir/log" 2>&1; then
+    if ! ${cc[$file]} -iquote "$(dirname "$file")" -c "$src" -o "$dir/m.o" >"$dir/log" 2>&1; then
         echo "mutate: $name: killed (does not build)"
         return 0
     fi
     for s in $suites; do
-        if ! $link -o "$dir/$s" "tests/$s.c" tests/test_util.c "$dir/m.o" "$build/libtessera.a" $libs >"$dir/log" 2>&1; then
+        if ! $link -o "$dir/$s" "$work/$s.o" "$work/test_util.o" "$dir/m.o" "$build/libtessera.a" $libs >"$dir/log" 2>&1; then
             caught="$s (does not link)"
             break
         fi
@@ -159,6 +159,18 @@ for i in "${!mutations[@]}"; do
     [ -n "$filter" ] && [[ $name != *"$filter"* ]] && continue
     [ $((i % ${shard#*/})) -eq $((${shard%/*} - 1)) ] || continue
     picked+=("$i")
+done
+# what every mutation shares, made once: each mutated file's compile line, and the suites' objects
+declare -A cc
+suites_used=""
+for i in "${picked[@]}"; do
+    IFS='|' read -r _ file _ _ suites <<<"${mutations[$i]}"
+    [ -n "${cc[$file]:-}" ] || cc[$file]=$(mk print-cc FILE="$file") || exit 1
+    suites_used+=" $suites"
+done
+for s in test_util $(printf '%s\n' $suites_used | sort -u); do
+    src=tests/$s.c
+    $link -c "$src" -o "$work/$s.o" || { echo "mutate: FAIL: $src does not build"; exit 1; }
 done
 # JOBS at a time, each printing its line when it ends
 {
