@@ -851,7 +851,7 @@ static int write_run(struct writer *w, const struct sim *s)
         sqlite3_finalize(n);
         if (runs > 0)
             return ts_fail(w->err, "%s: holds %lld runs already, written by another tessera since this one began; "
-                           "--append adds this one beside them, --replace replaces them", w->path ? w->path : "--db",
+                           "--append adds this one beside them, --replace replaces them", w->path,
                            (long long)runs);
     }
     if (w->mode == DB_REPLACE &&
@@ -1085,7 +1085,8 @@ struct db_out {
     struct seg_runs runs; /* the segments' open runs, between flushes */
     char path[CFG_PATH];
     bool fd_vfs;    /* its connection opens files by the VFS fd_vfs registers */
-    bool committed; /* the run is in the database: closing leaves it in rollback-journal mode */
+    bool in_wal; /* the run went into an existing database, in WAL mode: closing leaves it in
+                  * rollback-journal mode (a new database is made so) */
 };
 
 int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct ts_err *err)
@@ -1186,7 +1187,9 @@ static int try_write(struct db_out *o, const struct sim *s, bool *again)
         return fresh ? -1 : 0;
     if (create_whole(o->path, o->w.err))
         return -1;
-    return attach_write(o, s, o->path, again);
+    const int rc = attach_write(o, s, o->path, again);
+    o->in_wal = rc == 0;
+    return rc;
 }
 
 int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
@@ -1217,7 +1220,6 @@ int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
     }
     writing = NULL;
     if (rc == 0) { /* committed: from here a signal ends the process as a success */
-        o->committed = true;
         struct sigaction saved = {.sa_handler = on_signal_saved};
         sigemptyset(&saved.sa_mask);
         if (old_int.sa_handler != SIG_IGN)
@@ -1261,7 +1263,7 @@ void db_out_close(struct db_out *o)
     if (!o)
         return;
     sqlite3_close(o->db);
-    if (o->committed)
+    if (o->in_wal)
         leave_rollback(o->path);
     if (o->w.steps)
         fclose(o->w.steps);
