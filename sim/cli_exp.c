@@ -317,7 +317,7 @@ static int out_prepare(const char *cmd, const char *out, bool force, bool resume
 }
 
 /* OUT/INCOMPLETE: the command, and what became of it. */
-static void mark_write(const char *out, const char *command, const char *state)
+static void mark_write(const char *out, const char *command, const char *state, bool resumes)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/" MARK, out);
@@ -329,7 +329,7 @@ static void mark_write(const char *out, const char *command, const char *state)
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
     fprintf(fp, "%s\n%s (%s). The files here are partial: run the same command again to %s\n"
                 "(no --force needed).\n", command, state, when,
-            strstr(command, "tessera exp sweep") == command ? "go on with them" : "replace them");
+            resumes ? "go on with them" : "replace them");
     fclose(fp);
 }
 
@@ -399,13 +399,15 @@ static int exp_exec(const char *cmd, const struct exp_script *s, const char *out
 {
     int made, rc;
     bool force = false;
+    const bool resumes = strncmp(cmd, "exp sweep", 9) == 0; /* run again, a sweep goes on with its runs */
     char **pass = calloc((size_t)argc + 5, sizeof *pass); /* bash, script, GRID, OUT, the arguments, NULL */
     int npass = 2;
     pass[0] = "bash";
     pass[1] = (char *)s->path;
     for (int i = 0; args[i]; i++) /* the arguments before OUT's options (GRID OUT, or OUT) */
         pass[npass++] = args[i];
-    if ((rc = check_args(cmd, s, argc, argv, pass, &npass, &force)) || (rc = out_prepare(cmd, out, force, strncmp(cmd, "exp sweep", 9) == 0, &made))) {
+    if ((rc = check_args(cmd, s, argc, argv, pass, &npass, &force)) ||
+        (rc = out_prepare(cmd, out, force, resumes, &made))) {
         free(pass);
         return rc;
     }
@@ -413,7 +415,7 @@ static int exp_exec(const char *cmd, const struct exp_script *s, const char *out
     snprintf(command, sizeof command, "tessera %s", cmd);
     for (int i = 2; i < npass; i++)
         snprintf(command + strlen(command), sizeof command - strlen(command), " %s", pass[i]);
-    mark_write(out, command, "under way");
+    mark_write(out, command, "under way", resumes);
     setenv("TESSERA_EXP_OUT_CHECKED", "1", 1); /* the scripts leave OUT's rule to this command */
     const int status = run_child(pass);
     free(pass);
@@ -443,9 +445,9 @@ static int exp_exec(const char *cmd, const struct exp_script *s, const char *out
     if (n == 0) /* it wrote nothing: nothing left */
         out_undo(out, made);
     else {
-        mark_write(out, command, state);
+        mark_write(out, command, state, resumes);
         fprintf(stderr, "tessera %s: %s: %s; %s/%s says so, and the same command %s\n", cmd, out, state, out,
-                MARK, strncmp(cmd, "exp sweep", 9) == 0 ? "goes on with it" : "replaces it");
+                MARK, resumes ? "goes on with it" : "replaces it");
     }
     return rc;
 }
