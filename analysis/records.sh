@@ -25,8 +25,13 @@ is_data() {
     [ "$(stat -c %s "$1")" -gt 65536 ]
 }
 
+# member_of FILE: FILE's name in the archive, gzip's layer off (x.csv.gz: x.csv; x.tgz: x.tar)
+member_of() {
+    case $1 in *.gz) echo "${1%.gz}" ;; *.tgz) echo "${1%.tgz}.tar" ;; *) echo "$1" ;; esac
+}
+
 pack() {
-    local dir=$1 stage f list
+    local dir=$1 stage f m list
     [ -d "$dir" ] || { echo "records.sh: $dir: not a folder" >&2; exit 2; }
     [ -e "$dir/data.tar.xz" ] && { echo "records.sh: $dir is packed already (data.tar.xz)" >&2; exit 2; }
     stage=$(mktemp -d)
@@ -37,11 +42,8 @@ pack() {
     mkdir "$stage/data"
     while read -r f; do
         mkdir -p "$stage/data/$(dirname "$f")"
-        case $f in
-            *.gz) gzip -dc "$dir/$f" >"$stage/data/${f%.gz}" ;;
-            *.tgz) gzip -dc "$dir/$f" >"$stage/data/${f%.tgz}.tar" ;;
-            *) cp "$dir/$f" "$stage/data/$f" ;;
-        esac
+        m=$(member_of "$f")
+        if [ "$m" = "$f" ]; then cp "$dir/$f" "$stage/data/$f"; else gzip -dc "$dir/$f" >"$stage/data/$m"; fi
     done <"$list"
     # the archive's own list: each file as the record names it
     cp "$list" "$stage/data/MANIFEST"
@@ -56,13 +58,11 @@ pack() {
 
 # expand ARCHIVE DST: the archive's files as the record names them, under DST
 expand() {
-    local f
+    local f m
     xz -dc "$1" | tar -C "$2" -xf -
     while read -r f; do
-        case $f in
-            *.gz) gzip -1 -n <"$2/${f%.gz}" >"$2/$f" && rm "$2/${f%.gz}" ;;
-            *.tgz) gzip -1 -n <"$2/${f%.tgz}.tar" >"$2/$f" && rm "$2/${f%.tgz}.tar" ;;
-        esac
+        m=$(member_of "$f")
+        if [ "$m" != "$f" ]; then gzip -1 -n <"$2/$m" >"$2/$f" && rm "$2/$m"; fi
     done <"$2/MANIFEST"
     rm "$2/MANIFEST"
 }
@@ -84,10 +84,10 @@ get() {
     local name=${1:?} path=${2:?} dest=${3:?} arc=$records/$1/data.tar.xz member
     if [ -f "$records/$name/$path" ]; then cp "$records/$name/$path" "$dest"; return; fi
     [ -f "$arc" ] || { echo "records.sh: $name has no $path" >&2; exit 2; }
-    case $path in *.gz) member=${path%.gz} ;; *.tgz) member=${path%.tgz}.tar ;; *) member=$path ;; esac
+    member=$(member_of "$path")
     xz -dc "$arc" | tar -xOf - "./$member" >"$dest.part" 2>/dev/null ||
         { rm -f "$dest.part"; echo "records.sh: $name has no $path" >&2; exit 2; }
-    case $path in *.gz | *.tgz) gzip -1 -n <"$dest.part" >"$dest" && rm "$dest.part" ;; *) mv "$dest.part" "$dest" ;; esac
+    if [ "$member" != "$path" ]; then gzip -1 -n <"$dest.part" >"$dest" && rm "$dest.part"; else mv "$dest.part" "$dest"; fi
 }
 
 cmd=${1:-}

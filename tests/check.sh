@@ -51,10 +51,12 @@ suites_run() { # suites_run SUITE...: each Check suite in turn
     return $rc
 }
 asan() {
+    local t sanitized=()
+    for t in $suites; do sanitized+=("$build/asan/tests/$(basename "$t")"); done
     make -s --no-print-directory BUILD="$build/asan" NO_CUDA=1 \
         OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-        $(for t in $suites; do echo "$build/asan/tests/$(basename "$t")"; done) || return 1
-    suites_run $(for t in $suites; do echo "$build/asan/tests/$(basename "$t")"; done)
+        "${sanitized[@]}" || return 1
+    suites_run "${sanitized[@]}"
 }
 
 # lane B in the background
