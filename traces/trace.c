@@ -429,8 +429,7 @@ int trace_parse(const char *path, const char *buf, size_t len, bool skip_bad, st
             if (out->reqs[i].arrival_ns > t0 && out->reqs[i].arrival_ns - t0 > TRACE_MAX_NS) {
                 ts_fail(err, "%s: request %lld arrives %.3g years after the first, past the %.0f years a "
                         "trace's clock holds", path, (long long)i + 1,
-                        (double)(out->reqs[i].arrival_ns - t0) * 1e-9 / (365.25 * 86400),
-                        (double)TRACE_MAX_NS * 1e-9 / (365.25 * 86400));
+                        trace_years((double)(out->reqs[i].arrival_ns - t0)), trace_years((double)TRACE_MAX_NS));
                 trace_free(out);
                 return -1;
             }

@@ -95,6 +95,8 @@ int length_parse(const char *spec, struct length_gen *out, struct ts_err *err);
 /* The latest arrival a trace may hold: 2^62 ns (146 years), so that the simulation's clock has as
  * much again to run before int64 nanoseconds overflow. */
 #define TRACE_MAX_NS (INT64_C(1) << 62)
+/* ns nanoseconds in years (of 365.25 days), as the refusals of a time past TRACE_MAX_NS say them */
+static inline double trace_years(double ns) { return ns * 1e-9 / (365.25 * 86400); }
 
 /* Generates n requests with the given arrivals and lengths from `seed`. Fails (and leaves out empty)
  * where an arrival would fall past TRACE_MAX_NS. */

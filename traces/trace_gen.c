@@ -291,13 +291,13 @@ int trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag, c
     return 0;
 }
 
-/* The refusal of an arrival past TRACE_MAX_NS: request i at `at` seconds. */
-static int too_late(int64_t i, double at, double rps, struct ts_err *err)
+/* The refusal of an arrival past TRACE_MAX_NS: request i at at_ns. */
+static int too_late(int64_t i, double at_ns, double rps, struct ts_err *err)
 {
     return ts_fail(err, "arrival rate %g req/s: request %lld would arrive after %.3g years, past the %.0f "
                    "years a trace's clock holds (int64 nanoseconds, with room for the simulation); raise "
-                   "--rps or lower --requests", rps, (long long)i + 1, at / (365.25 * 86400),
-                   (double)TRACE_MAX_NS * 1e-9 / (365.25 * 86400));
+                   "--rps or lower --requests", rps, (long long)i + 1, trace_years(at_ns),
+                   trace_years((double)TRACE_MAX_NS));
 }
 
 int trace_assign_arrivals(struct trace *t, const struct arrival_gen *ag, uint64_t seed, struct ts_err *err)
@@ -309,7 +309,7 @@ int trace_assign_arrivals(struct trace *t, const struct arrival_gen *ag, uint64_
             now += next_gap_s(ag, ra);
         if (!(now * 1e9 <= (double)TRACE_MAX_NS)) {
             gsl_rng_free(ra);
-            return too_late(i, now, ag->rps, err);
+            return too_late(i, now * 1e9, ag->rps, err);
         }
         t->reqs[i].arrival_ns = llround(now * 1e9);
     }
@@ -328,7 +328,7 @@ int trace_rescale(struct trace *t, double rps, struct ts_err *err)
         return 0;
     double factor = ((double)(t->n - 1) / rps * 1e9) / dur;
     if (!((double)t->reqs[t->n - 1].arrival_ns * factor <= (double)TRACE_MAX_NS))
-        return too_late(t->n - 1, (double)t->reqs[t->n - 1].arrival_ns * factor * 1e-9, rps, err);
+        return too_late(t->n - 1, (double)t->reqs[t->n - 1].arrival_ns * factor, rps, err);
     for (int64_t i = 0; i < t->n; i++)
         t->reqs[i].arrival_ns = llround((double)t->reqs[i].arrival_ns * factor);
     return 0;
