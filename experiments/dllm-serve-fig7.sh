@@ -14,7 +14,7 @@ inputs="100 200 300 400 500 600" outputs="128 256 384 512" n=120
 run_pair() { # WORKLOAD X P O [RPS]: both systems at RPS (0.5 unless given), prompts of P, O generated
     for sys in sparse-dllm dllm-serve; do
         ds_cost rtx4090 "$(ds_impl $sys)"
-        point $sys "$1" "$2" --system $sys --gpu rtx4090 --rps "${5:-0.5}" --requests $n --lengths "fixed:$3,$4" \
+        point $sys "$1" "$2" --system $sys $(ds_batch_opts $sys) --gpu rtx4090 --rps "${5:-0.5}" --requests $n --lengths "fixed:$3,$4" \
             --gen-len "$4" --seed 1 --host "$DS_HOST" "${DS_COST_ARGS[@]}"
     done
     derived speedup dllm-serve "$1" "$2" \
@@ -42,8 +42,8 @@ why_sweep() {
     for x in $xs; do sp+="$(fmt "$(value speedup dllm-serve $w $x)"), "; done
     offered=$(awk -v o="$(if [ $w = output ]; then echo $a; else echo 256; fi)" 'BEGIN { print 0.5 * o }')
     why "$trend" "the speedup over $w lengths $(echo $xs | tr ' ' ','): ${sp%, }. Sparse-dLLM's static batch falls from
-$(value static_batch sparse-dllm $w $a) to $(value static_batch sparse-dllm $w $b) requests (its float64 sampling holds 18 bytes a logit
-of every position, which the RTX 4090's memory fits fewer of as sequences lengthen), and the requests a
+$(value static_batch sparse-dllm $w $a) to $(value static_batch sparse-dllm $w $b) requests (its logits and their softmax are held for every position,
+which the RTX 4090's memory fits fewer of as sequences lengthen), and the requests a
 step it runs from $(fmt "$(mean_batch sparse-dllm $w $a)") to $(fmt "$(mean_batch sparse-dllm $w $b)"), while dLLM-Serve's go from $(fmt "$(mean_batch dllm-serve $w $a)") to $(fmt "$(mean_batch dllm-serve $w $b)").
 At $a tokens 0.5 req/s offers $(fmt "$offered") generated tok/s and the two serve $(fmt "$(value throughput_tok_s sparse-dllm $w $a)") and
 $(fmt "$(value throughput_tok_s dllm-serve $w $a)")$(awk -v o="$offered" -v s="$(value throughput_tok_s sparse-dllm $w $a)" 'BEGIN {

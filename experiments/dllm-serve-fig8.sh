@@ -3,10 +3,11 @@
 # baseline, dLLM-Serve's parts added one at a time, and the throughput each stage reaches relative to
 # the baseline (lib/dllm_serve.sh's setting and workload, an RTX 4090 at 0.5 req/s: the contention
 # the paper's latency figures single out; its text gives neither for the ablation):
-#   1 baseline   Sparse-dLLM as it ships (static batches, one kept set, float64 sampling, PyTorch's
-#                allocator, every logit at once)
+#   1 baseline   Sparse-dLLM (static batches as large as fit, or one request as its code runs with
+#                BATCH=code; one kept set, bf16 sampling, its loop's host work, PyTorch's allocator,
+#                every logit at once)
 #   2 engine     + dLLM-Serve's inference engine: continuous batching of flattened requests (the
-#                request scheduler), the head-centric sparse cache, sampling without the float64 copy
+#                request scheduler), the head-centric sparse cache, its runtime's host work
 #   3 scheduler  + the phase-multiplexed scheduler
 #   4 budgeting  + logit-aware activation budgeting (logits in chunks of 2,048 rows, the profiled
 #                planner): dLLM-Serve as its preset runs it
@@ -26,7 +27,7 @@ stage() { # stage NAME X IMPL OPTIONS...: one stage's point in DS_WORKLOAD, pric
 }
 for w in $DS_WORKLOADS; do
     ds_use $w
-    stage baseline 1 torch-eager --system sparse-dllm
+    stage baseline 1 torch-eager --system sparse-dllm $(ds_batch_opts sparse-dllm)
     stage engine 2 torch-dllm-serve --policy sparse --sparse-select head --scheduler request --impl torch-dllm-serve \
         --max-num-logits 0 --planner caching
     stage scheduler 3 torch-dllm-serve --policy sparse --sparse-select head --scheduler phase --impl torch-dllm-serve \

@@ -1135,8 +1135,9 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
         lm *= 2;
         smp *= 2;
     }
-    if (cx && cx->impl.calib_extra_bytes > 0) /* a derived profile's sampling beyond its base's */
-        smp += bandwidth_ms(cx, (double)t->logit_rows * cx->model.vocab * 2.0 * cx->impl.calib_extra_bytes);
+    if (cx && cx->impl.calib_extra_bytes != 0) /* a derived profile's sampling beyond (or short of) its base's */
+        smp = fmax(smp + bandwidth_ms(cx, (double)t->logit_rows * cx->model.vocab * 2.0 * cx->impl.calib_extra_bytes),
+                   0.0);
     if (sd->decode_credit) { /* the engine runs no credit fusion: its bytes at the context's bandwidth */
         if (!cx)
             return ts_fail(err, "calibrated cost: credit decoding needs the model");
@@ -1145,12 +1146,13 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
     bd->op_s[OP_LM_HEAD] = lm * 1e-3;
     bd->op_s[OP_SAMPLE] = smp * 1e-3;
     ms += lm + smp;
-    const double host_scale = cx && cx->op_scale ? cx->op_scale[OP_HOST] : 1.0;
+    const double host_scale = (cx && cx->op_scale ? cx->op_scale[OP_HOST] : 1.0) *
+                              (cx && cx->impl.host_factor > 0 ? cx->impl.host_factor : 1.0);
     if (cx && cx->op_scale) /* an ablation (--op-scale): before the host, which it scales apart */
         ms += 1e3 * cost_op_scale_ops(cx->op_scale, bd);
     if (c->host_bound) { /* the GPU waits for the host's issue when that takes longer */
         const double host = host_scale * (c->host0 + c->host_seg * sd->num_segs),
-                     sel = host_scale * c->host_sel * (double)t->sel_segs;
+                     sel = cx && cx->impl.select_batched ? 0.0 : host_scale * c->host_sel * (double)t->sel_segs;
         if (host > ms || sel > 0) {
             bd->op_s[OP_HOST] = (fmax(host - ms, 0.0) + sel) * 1e-3;
             ms = fmax(host, ms) + sel;

@@ -39,7 +39,12 @@ struct impl_profile {
     bool host_line_own;     /* its calibration's host line is its own runtime's, measured on host_ref
                              * (not the eager harness's, which host profiles hold): --host scales that
                              * line by the two hosts' ratio instead of replacing it */
-    int32_t calib_extra_bytes; /* bytes a logit it writes and reads beyond its base's sampling */
+    int32_t calib_extra_bytes; /* bytes a logit it writes and reads beyond its base's sampling
+                                * (negative: fewer) */
+    double host_factor;     /* a derived profile's host issue time over its base's (0: 1), which
+                             * scales the calibration's host line */
+    bool select_batched;    /* its KV selection is one batched top-k a layer: the calibration's term for
+                             * a selection loop over the sequences (dLLM-Serve's) is not charged */
 };
 
 /* Finds a built-in implementation profile ("torch-eager", "tessera", "tessera-fused"). */

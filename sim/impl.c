@@ -28,11 +28,11 @@
  *                sequence a step over 27.2 ms (the measured line), its softmax a bf16 copy (2 bytes a
  *                logit). Its host line is its own: --host scales it by the two hosts' ratio.
  *   tessera      one fused kernel per op, issued from a CUDA graph.
- *   torch-eager-f64  torch-eager sampling as the LLaDA and Fast-dLLM reference code does
- *                (llada/generate.py: softmax(logits.to(torch.float64))): the logits cast to
- *                float64 and their softmax in float64, both alive with the bf16 logits (16 bytes a
- *                logit beside them, against torch-eager's 8 in fp32); priced with the
- *                torch-eager calibration plus those bytes at the memory bandwidth.
+ *   torch-eager-f64, torch-llada, torch-fast-dllm, torch-dllm-cache, torch-sparse-dllm
+ *                torch-eager as a seed system's own generate loop runs it (derived_impls below): its
+ *                softmax's copies beside the logits (float64: 16 bytes a logit; bf16: 2) priced as
+ *                those bytes at the memory bandwidth beyond (or short of) torch-eager's fp32 8, and its
+ *                loop's host issue time a forward as a multiple of the harness's.
  *   tessera-fused  tessera with the fused FFN (the engine's TESSERA_FFN=fused): the gate/up GEMM
  *                computes SwiGLU in its epilogue, so there is no act kernel and no [T, 2F] gate/up
  *                output, in the activations (op graph) as in the bytes moved. Its calibrations:
@@ -68,17 +68,47 @@ static const struct impl_profile builtin_impls[] = {
      .softmax_copy_bytes = 0, .reserve_bytes = (int64_t)(0.5 * TS_GIB)},
 };
 
-/* tessera-fused is tessera with its FFN fused, torch-eager-f64 torch-eager with float64 sampling,
- * each derived from its base so the two never drift apart */
-#define FUSED_NAME "tessera-fused"
-#define F64_NAME "torch-eager-f64"
+/* Profiles derived from a base, each pricing with its base's calibration so the two never drift
+ * apart: tessera-fused is tessera with its FFN fused; the others are torch-eager as a seed system's own
+ * generate loop runs it, with that loop's softmax and host work. softmax_bytes: bytes a logit of the
+ * softmax copies beside the logits (-1: the base's); host: its loop's issue time a forward over the
+ * torch-eager harness's on one host. Each loop's host was timed on an H100 with the loop's own code
+ * on a grid of prompts (128 to 2,048 tokens, 64 positions each) at batch 1: the median forward the
+ * GPU does not bound (a block forward, or a full forward of at most 576 tokens), the mean over LLaDA's
+ * reference loop's, which issues the harness's layer (experiments/records/validate-h100, profile/; the
+ * validation runs themselves are not in it). */
+static const struct derived_impl {
+    const char *name, *base;
+    int32_t softmax_bytes, sample_kernels;
+    double host;
+    bool fused_ffn, select_batched;
+} derived_impls[] = {
+    /* Fast-dLLM before 24cc59e and LLaDA before f51cb17: softmax(logits.to(torch.float64)) */
+    {"torch-eager-f64", "torch-eager", 16, 1, 1.0, false, false},
+    /* ML-GSAI/LLaDA generate.py at b7e6c35: the softmax in the logits' dtype (bf16) over every row */
+    {"torch-llada", "torch-eager", 2, 0, 1.0, false, false},
+    /* NVlabs/Fast-dLLM llada/generate.py at 24cc59e: float64 softmax over every row of the call
+     * (get_transfer_index); its block forwards re-apply RoPE in fp32 to all cached keys and read a
+     * position back (.item()) in every layer: 40.4 ms a block forward against 28.9 */
+    {"torch-fast-dllm", "torch-eager", 16, 1, 1.398, false, false},
+    /* maomaocun/dLLM-cache utils/generate_function.py at 17235bf: bf16 softmax over the response's
+     * rows; its hooks (cache_hook_LLaDA.py) concatenate the cached features and recompute RoPE in
+     * fp32 with a Python loop in every layer: 53.6 ms a forward against 28.9 */
+    {"torch-dllm-cache", "torch-eager", 2, 0, 1.854, false, false},
+    /* OpenMOSS/Sparse-dLLM llada_generate.py at 3fd8986: bf16 softmax over every row of the call; a
+     * block forward over the kept keys issues about as much as the harness's: 28.3 ms against 28.9;
+     * its selection (modeling_llada.py filter_cache) one top-k over the batch a layer, no loop */
+    {"torch-sparse-dllm", "torch-eager", 2, 0, 0.977, false, true},
+    /* the engine's TESSERA_FFN=fused: SwiGLU in the gate/up GEMM's epilogue */
+    {"tessera-fused", "tessera", -1, 0, 1.0, true, false},
+};
 
 static const char *impl_name_at(int i)
 {
     if ((size_t)i < TS_ARRAY_LEN(builtin_impls))
         return builtin_impls[i].name;
     i -= (int)TS_ARRAY_LEN(builtin_impls);
-    return i == 0 ? FUSED_NAME : i == 1 ? F64_NAME : NULL;
+    return (size_t)i < TS_ARRAY_LEN(derived_impls) ? derived_impls[i].name : NULL;
 }
 
 void impl_list(char *buf, size_t len) { ts_join_names(buf, len, impl_name_at); }
@@ -90,22 +120,26 @@ int impl_resolve(const char *name, struct impl_profile *out, struct ts_err *err)
             *out = builtin_impls[i];
             return 0;
         }
-    if (ts_name_eq(F64_NAME, name)) {
-        if (impl_resolve("torch-eager", out, err))
+    for (size_t i = 0; i < TS_ARRAY_LEN(derived_impls); i++) {
+        const struct derived_impl *d = &derived_impls[i];
+        if (!ts_name_eq(d->name, name))
+            continue;
+        if (impl_resolve(d->base, out, err))
             return -1;
-        snprintf(out->name, sizeof out->name, "%s", F64_NAME);
-        snprintf(out->calib_base, sizeof out->calib_base, "torch-eager");
-        out->calib_extra_bytes = 16 - out->softmax_copy_bytes;
-        out->softmax_copy_bytes = 16;
-        out->kernels[OP_SAMPLE] += 1; /* the cast */
-        return 0;
-    }
-    if (ts_name_eq(FUSED_NAME, name)) {
-        if (impl_resolve("tessera", out, err))
-            return -1;
-        snprintf(out->name, sizeof out->name, "%s", FUSED_NAME);
-        out->kernels[OP_ACT] = 0; /* SwiGLU runs in the gate/up GEMM's epilogue */
-        out->fused_ffn = true;
+        snprintf(out->name, sizeof out->name, "%s", d->name);
+        snprintf(out->calib_base, sizeof out->calib_base, "%s", d->base);
+        if (d->softmax_bytes >= 0) {
+            out->calib_extra_bytes = d->softmax_bytes - out->softmax_copy_bytes;
+            out->softmax_copy_bytes = d->softmax_bytes;
+        }
+        out->kernels[OP_SAMPLE] += d->sample_kernels; /* the float64 cast */
+        out->launch_s *= d->host, out->host_step_s *= d->host, out->host_seg_s *= d->host;
+        out->host_factor = d->host;
+        out->select_batched = d->select_batched;
+        if (d->fused_ffn) {
+            out->kernels[OP_ACT] = 0; /* SwiGLU runs in the gate/up GEMM's epilogue */
+            out->fused_ffn = true;
+        }
         return 0;
     }
     char list[128];

@@ -5,11 +5,15 @@
 #include <string.h>
 
 static const struct preset presets[] = {
-    {"fast-dllm", "Fast-dLLM dual cache, static batches, monolithic logits, PyTorch eager with float64 sampling",
-     "dual", "static", "fixed:1", "torch-eager-f64", 0, "caching", false, false, NULL, {{NULL}},
-     "dual cache and sampling: NVlabs/Fast-dLLM llada/generate.py (generate_with_dual_cache; Gumbel noise "
-     "added to logits cast to float64); without parallel decoding, in static batches as large as fit, "
-     "found by profiling: dLLM-Serve section 6.1", "engine", "calibrated"},
+    {"fast-dllm", "Fast-dLLM dual cache as its code at 24cc59e runs it: one request at a time, monolithic "
+                  "logits, PyTorch eager with float64 sampling and its own loop's host work",
+     "dual", "static", "fixed:1", "torch-fast-dllm", 0, "caching", false, false,
+     "Fast-dLLM's later eval_llada.py batches requests in dataset order, left-padded: give --max-batch N",
+     {{"max-batch", "1"}},
+     "dual cache, batch and sampling: NVlabs/Fast-dLLM llada/generate.py at 24cc59e "
+     "(generate_with_dual_cache: the canvas one row; get_transfer_index: softmax of the logits cast to "
+     "float64); its loop's host work: torch-fast-dllm (tessera list impls; experiments/records/validate-h100)",
+     "engine", "calibrated"},
     {"dllm-serve", "dLLM-Serve: head-centric sparse KV cache (r 0.5, one kept set per K/V head), "
                    "phase-multiplexed scheduler, logit decomposition (2048 rows), its own PyTorch runtime "
                    "(torch-dllm-serve)", "sparse", "phase",
@@ -21,20 +25,24 @@ static const struct preset presets[] = {
      "dllmserve/models/llada.py over nano-vLLM's layers (dllmserve/layers: torch.compile'd RMSNorm and "
      "RoPE), the attention's loop over the sequences, engine/model_runner.py's inputs and unmasking a "
      "sequence at a time (engine/bench/torch_dllm_serve.py)", "engine", "calibrated"},
-    {"sparse-dllm", "Sparse-dLLM: sparse KV cache (r 0.5, one kept set for all heads, delayed one step), "
-                    "static batches, monolithic logits, PyTorch eager with float64 sampling", "sparse", "static",
-     "fixed:1", "torch-eager-f64", 0,
-     "caching", false, false, NULL, {{"sparse-select", "uniform"}},
+    {"sparse-dllm", "Sparse-dLLM: sparse KV cache (r 0.5, one kept set for all heads, delayed one step), one "
+                    "request at a time as its code at 3fd8986 runs it, monolithic logits, PyTorch eager with bf16 "
+                    "sampling and its own loop's host work", "sparse", "static",
+     "fixed:1", "torch-sparse-dllm", 0,
+     "caching", false, false, NULL, {{"sparse-select", "uniform"}, {"max-batch", "1"}},
      "OpenMOSS/Sparse-dLLM opencompass/models/sparse_dllm/llada_wrapper.py (delayed bidirectional sparse "
-     "caching, one kept set for all heads); retention ratio 0.5, its default, and static batches as large "
-     "as fit: dLLM-Serve section 6.1", "engine", "calibrated"},
+     "caching, one kept set for all heads) and llada_generate.py at 3fd8986 (generate: the canvas one row, "
+     "the softmax in the logits' bf16; modeling_llada.py filter_cache squeezes the selection to batch 1); "
+     "retention ratio 0.5, its default; its loop's host work: torch-sparse-dllm", "engine", "calibrated"},
     {"dllm-cache", "dLLM-Cache: K, V, attention and FFN outputs cached (prompt every 100 forwards, response "
                    "every 7, a quarter of the response updated between), static batches, monolithic logits, "
-                   "PyTorch eager with float64 sampling", "dllm-cache", "static", "fixed:1", "torch-eager-f64", 0, "caching", false, false, NULL,
+                   "PyTorch eager with bf16 sampling and its hooks' host work", "dllm-cache", "static", "fixed:1",
+     "torch-dllm-cache", 0, "caching", false, false, NULL,
      {{"prompt-interval", "100"}, {"response-interval", "7"}, {"update-ratio", "0.25"}},
-     "maomaocun/dLLM-cache dllm_cache/hooks/cache_hook_LLaDA.py (prompt and response refresh, the "
-     "value-similarity partial update); prompt interval 100 and response interval 7 as dLLM-Serve ran it: "
-     "its section 6.1 Table 3", "engine", "calibrated"},
+     "maomaocun/dLLM-cache dllm_cache/hooks/cache_hook_LLaDA.py at 17235bf (prompt and response refresh, the "
+     "value-similarity partial update) and utils/generate_function.py (left-padded batches, the softmax "
+     "in the logits' bf16); prompt interval 100 and response interval 7 as dLLM-Serve ran it: its section "
+     "6.1 Table 3; its hooks' host work: torch-dllm-cache", "engine", "calibrated"},
     {"lmdeploy", "LMDeploy's PyTorch engine running block diffusion: request-level continuous batching, "
                  "fused kernels launched eagerly (priced as tessera's engine, their issue and the scheduler "
                  "left out)", "block", "request", "fixed:1", "tessera", 0,

@@ -536,6 +536,35 @@ START_TEST(eager_sampling_holds_its_casts)
 }
 END_TEST
 
+/* Each seed loop's profile (experiments/records/validate-h100) is torch-eager with that loop's
+ * softmax copy and its host issue time a forward as a multiple of the harness's: every host term is
+ * that multiple of the profile with the same sampling and no factor, so a small step (a block of 32
+ * over 480 cached keys, whose ops are mostly launch-bound) moves the factor's way and by less than
+ * it; the batched selection charges no selection loop */
+START_TEST(seed_loops_scale_the_host)
+{
+    static const struct { const char *loop, *same_sampling; double host; int bytes; } loops[] = {
+        {"torch-fast-dllm", "torch-eager-f64", 1.398, 16},
+        {"torch-dllm-cache", "torch-llada", 1.854, 2},
+        {"torch-sparse-dllm", "torch-llada", 0.977, 2},
+    };
+    for (size_t i = 0; i < sizeof loops / sizeof loops[0]; i++) {
+        struct cost_ctx l = ctx("llada-8b", loops[i].loop), b = ctx("llada-8b", loops[i].same_sampling);
+        ck_assert_int_eq(l.impl.softmax_copy_bytes, loops[i].bytes);
+        ck_assert_int_eq(l.impl.calib_extra_bytes, loops[i].bytes - 8);
+        ck_assert_str_eq(l.impl.calib_base, "torch-eager");
+        ck_assert(fabs(l.impl.launch_s / b.impl.launch_s - loops[i].host) < 1e-9);
+        ck_assert(fabs(l.impl.host_seg_s / b.impl.host_seg_s - loops[i].host) < 1e-9);
+        ck_assert(memcmp(l.impl.kernels, b.impl.kernels, sizeof l.impl.kernels) == 0);
+        const double r = price(&l, 1, 32, 480, 32, 0, NULL) / price(&b, 1, 32, 480, 32, 0, NULL);
+        ck_assert_msg(loops[i].host > 1 ? r > 1 + (loops[i].host - 1) / 2 && r <= loops[i].host + 1e-9
+                                        : r < 1 && r >= loops[i].host - 1e-9, "%s: %.6f", loops[i].loop, r);
+        ck_assert(l.impl.host_factor == loops[i].host);
+        ck_assert(l.impl.select_batched == (strcmp(loops[i].loop, "torch-sparse-dllm") == 0));
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cost");
@@ -557,6 +586,7 @@ int main(void)
     tcase_add_test(tc, iter_smooth_pays_the_lm_head_again);
     tcase_add_test(tc, tensor_parallel_shares_and_allreduces);
     tcase_add_test(tc, eager_sampling_holds_its_casts);
+    tcase_add_test(tc, seed_loops_scale_the_host);
     suite_add_tcase(s, tc);
     return run_suite("cost", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -49,6 +49,7 @@ START_TEST(golden_fast_dllm_on_4090)
     test_config(&c);
     struct ts_err err;
     ck_assert_int_eq(preset_apply("fast-dllm", &c, &err), 0);
+    ck_assert_int_eq(param_values_set(&c.params, "max-batch", "0", &err), 0); /* as large as fit */
     snprintf(c.gpu, sizeof c.gpu, "rtx4090");
     snprintf(c.lengths, sizeof c.lengths, "lognormal:5.5,0.5,5.0,0.5");
     c.requests = 64;

@@ -7,12 +7,13 @@
 #define GOLDEN_DEFAULT_STEPS 18073
 #define GOLDEN_DEFAULT_MAKESPAN_NS 189649761109LL
 #define GOLDEN_DEFAULT_CONTENT 42231
-/* tessera sim --system fast-dllm --gpu rtx4090 --lengths lognormal:5.5,0.5,5.0,0.5 --requests 64
- *             --rps 4 --seed 42 --json
- * (the preset's float64 sampling bounds its static batch: torch-eager-f64) */
+/* tessera sim --system fast-dllm --max-batch 0 --cost roofline --gpu rtx4090
+ *             --lengths lognormal:5.5,0.5,5.0,0.5 --requests 64 --rps 4 --seed 42 --json
+ * (static batches as large as fit, as Fast-dLLM's later eval_llada.py batches: the preset's float64
+ * sampling bounds them, torch-fast-dllm) */
 #define GOLDEN_FAST_BATCH 2
 #define GOLDEN_FAST_STEPS 8448
-#define GOLDEN_FAST_MAKESPAN_NS 364885817752LL
+#define GOLDEN_FAST_MAKESPAN_NS 426397892016LL
 /* tessera sim --scheduler lookahead --gpu rtx4090 --rps 4 --requests 200
  *             --decode threshold:llada-gsm8k --seed 7 --json
  * (its projections at the decoder's mean TPF; the drawn counts leave some stalls) */

@@ -476,6 +476,11 @@ while IFS=, read -r g tf held copy rec; do
     else bad "sim/data/gpu_measured.csv: $g's ceilings are not what $rec measured"; fi
 done <"$root/sim/data/gpu_measured.csv"
 
+# validate-h100: the validation against the seed systems' own code still gives the recorded table
+expect 0 "exp run validate" -- $bin exp run validate "$tmp/validate"
+cmp -s "$tmp/validate/validate.csv" "$rec_dir/validate-h100/validate.csv" && ok ||
+    bad "exp run validate no longer gives validate-h100/validate.csv: $(diff "$tmp/validate/validate.csv" "$rec_dir/validate-h100/validate.csv" | head -4 | tr '\n' ' ')"
+
 # experiments/RESULTS.md: the results page is what analysis/results_page.sh makes of the records now
 # (a record re-recorded, or the generator changed, without the page regenerated fails here)
 if bash "$root/analysis/results_page.sh" "$tmp/RESULTS.md" 2>"$tmp/out" && cmp -s "$tmp/RESULTS.md" "$root/experiments/RESULTS.md"; then ok

@@ -214,6 +214,23 @@ if ! [ -e /dev/nvidia0 ]; then
         empty_dir "$tmp/gpu-$e" "exp run $e without a GPU"
     done
 fi
+# the validation against the seed systems' own code: from its record on a CPU; without it, the record
+# named and how to make it; its GPU half (MEASURE) refused without one
+expect 0 "exp run validate on a CPU" -- $bin exp run validate "$tmp/val"
+v=$tmp/val/validate.csv
+[ "$(awk -F, '$3 == "forwards" && $6 == "+0.0"' "$v" 2>/dev/null | wc -l)" -eq 8 ] && ok ||
+    bad "exp run validate: not every run's forward count matches its measurement"
+[ "$(awk -F, '$3 == "throughput_tok_s" { e = $6 < 0 ? -$6 : $6; if (e < 15) n++ } END { print n + 0 }' "$v" 2>/dev/null)" -eq 8 ] &&
+    ok || bad "exp run validate: a throughput off by 15% or more"
+[ "$(grep -c '^| ' "$tmp/val/validate.md" 2>/dev/null)" -eq 9 ] && ok || bad "exp run validate: its table lacks a run"
+[ "$(wc -l <"$tmp/val/latency.csv")" -eq $((8 * 64 + 1)) ] && ok || bad "exp run validate: latency.csv lacks requests"
+expect 2 "exp run validate without its record" -- env RECORDS="$tmp/no-records" $bin exp run validate "$tmp/val2"
+contains "exp run validate names the record" "needs the record experiments/records/validate-h100"
+contains "exp run validate says how to make it" "MEASURE=1 tessera exp run validate OUT"
+if ! [ -e /dev/nvidia0 ]; then
+    expect 2 "exp run validate measuring without a GPU" -- env MEASURE=1 $bin exp run validate "$tmp/val3"
+    contains "exp run validate measuring says why" "needs a GPU and the CUDA engine"
+fi
 expect 0 "exp run lmax on a CPU" -- env LIMITS=24 $bin exp run lmax "$tmp/lmax"
 [ -s "$tmp/lmax/lmax.png" ] && [ "$(head -c 4 "$tmp/lmax/lmax.png" | tail -c 3)" = PNG ] && ok || bad "exp run lmax drew no PNG"
 

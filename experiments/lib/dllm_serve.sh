@@ -49,12 +49,21 @@ DS_HOST=${HOST:-lent-h200}
 DS_COST=${COST:-calibrated}
 case $DS_COST in calibrated | roofline) ;; *) echo "$EXP: COST=$DS_COST: calibrated or roofline" >&2; exit 2 ;; esac
 # ds_impl SYSTEM: the calibration SYSTEM's runtime is priced with (tessera list systems: dLLM-Serve
-# its own runtime's, the baselines PyTorch eager's, whose float64 sampling is a derived profile of it)
+# its own runtime's, the baselines PyTorch eager's, each loop's sampling and host work a derived profile
+# of it)
 ds_impl() {
     "$bin" list systems | awk -v s="$1" '$1 == s { sys = 1; next } sys && $1 == "=" {
-        for (i = 2; i < NF; i++) if ($i == "--impl") { sub(/^torch-eager.*/, "torch-eager", $(i + 1)); print $(i + 1) }
+        for (i = 2; i < NF; i++) if ($i == "--impl") print ($(i + 1) == "torch-dllm-serve" ? $(i + 1) : "torch-eager")
         exit }'
 }
+# the baselines' static batch, an assumption (BATCH=fit|code): dLLM-Serve section 6.1 ran them in static
+# batches as large as fit, found by profiling (fit, the default); their public code runs one request at a
+# time (code: Fast-dLLM at 24cc59e and Sparse-dLLM at 3fd8986 allocate a one-row canvas; dLLM-Cache's
+# loop batches, left-padded, and keeps fit)
+DS_BATCH=${BATCH:-fit}
+case $DS_BATCH in fit | code) ;; *) echo "$EXP: BATCH=$DS_BATCH: fit (dLLM-Serve section 6.1) or code (the public code: one request at a time)" >&2; exit 2 ;; esac
+# ds_batch_opts SYSTEM: the options that give SYSTEM's static batch as DS_BATCH says (none for dLLM-Serve)
+ds_batch_opts() { [ "$DS_BATCH" = fit ] && [ "$1" != dllm-serve ] && echo --max-batch 0 || true; }
 # ds_cost GPU [IMPL]: the cost options of a point on GPU priced with IMPL (torch-eager unless given), in
 # the array DS_COST_ARGS (the H200 calibration carried to GPU once, lib/paper.sh's carry_calib)
 ds_cost() {
@@ -90,7 +99,11 @@ DS_NOTES="Workloads (§6.1): livebench, LiveBench's coding prompts measured from
 it draws on (--lengths livebench); osc, OpenAI's summarize-from-feedback comparisons (--lengths osc); both
 with Poisson arrivals; burst, BurstGPT's lengths from its trace's first rows (--lengths burstgpt) with
 BurstGPT's Gamma arrivals (--arrivals gamma:1.41). 256 tokens generated (the paper's Table 3). Host:
-$DS_HOST (--host; the papers' hosts are unknown)."
+$DS_HOST (--host; the papers' hosts are unknown). The baselines' static batches: $DS_BATCH (BATCH=fit: as
+large as fit, as section 6.1 ran them; BATCH=code: one request at a time, as Fast-dLLM's and
+Sparse-dLLM's public code runs).
+Each baseline's loop as its public code runs it (tessera list systems): its sampling's dtype and its
+host work a forward, measured with that code (experiments/records/validate-h100)."
 # ds_point SYSTEM GPU RPS N [HOST [IMPL]]: one system at one arrival rate in DS_WORKLOAD, its steps
 # issued by DS_HOST or HOST (the workload then named after that host), run by its own runtime or by
 # IMPL's (the workload then named after that)
@@ -98,6 +111,7 @@ ds_point() {
     local host=${5:-$DS_HOST} impl=${6:-} wl=$DS_WORKLOAD
     local run=(--system "$1")
     [ "$host" != "$DS_HOST" ] && wl="$DS_WORKLOAD-$host"
+    run+=($(ds_batch_opts "$1"))
     [ -n "$impl" ] && wl="$wl-$impl" run+=(--impl "$impl")
     ds_cost "$2" "${impl:-$(ds_impl "$1")}"
     point "$1" "$wl" "$3" "${run[@]}" --gpu "$2" --rps "$3" --requests "$4" --lengths "$DS_LENGTHS" \
@@ -221,7 +235,8 @@ ds_why() {
     done
     DS_WHY="Why the results move with the workload: at $x req/s the baselines' static batches hold, in requests,
 ${batches%, } (metric static_batch: as many as fit when each is padded to the workload's longest request,
-their sampling holding a float64 softmax over every position's logits, 18 bytes a logit; a trial run of
+their sampling holding a softmax over every position's logits (Fast-dLLM's in float64: 18 bytes a
+logit with the logits; dLLM-Cache's and Sparse-dLLM's in bf16: 4); a trial run of
 the workload finds no more, since the batch that holds its longest request is padded to it). One request
 a step reaches at most $ceiling tok/s on this GPU in tessera's roofline (single_request_ceiling: its 32-row
 step with no cache and no host time) and $bound with nothing lost (single_request_bound: the weights a step

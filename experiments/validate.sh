@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# experiments/validate.sh: tessera's predictions of the seed systems against their own public code
+# running on the GPU.
+#
+# The record experiments/records/validate-h100 holds, for each of LLaDA's reference generate (native),
+# Fast-dLLM's dual cache, dLLM-Cache and Sparse-dLLM, that system's own generate loop run at a named
+# commit on an H100 (experiments/validate/driver.py: random weights in LLaDA-8B-Instruct's shape, one
+# request at a time as each loop's one-row canvas allows) over 64 OSC-length requests with Poisson
+# arrivals at two rates, one below what it serves and one above: every request's arrival, start and
+# finish and every forward's time; and a held-out grid (prompts of 128 to 2,048 tokens) on the same
+# machine. tessera predicts every run from its trace with the system's preset (--max-batch 1, as the
+# loop ran), the H100's torch-eager calibration (the PyTorch harness's, merged with its KV-selection
+# grid for Sparse-dLLM: records/torch-select-h100) and the validation machine's host line, fitted on
+# LLaDA's loop over the held-out grid only (experiments/validate/compare.py host).
+#
+# Writes OUT/validate.csv (system,rate,metric,predicted,measured,error_pct: throughput, mean and p99
+# latency, the forward count, the per-forward MAPE overall and by kind), OUT/validate.md (a table a
+# system), OUT/latency.csv (every request's predicted and measured latency) and, where gnuplot is
+# found, OUT/latency.png (predicted against measured latency a request, a panel a system).
+#
+# MEASURE=1 measures the runs again first, on this machine's GPU (experiments/validate/measure.sh:
+# the checkouts in CODE, default baselines/, as experiments/validate/README.md makes them), into
+# OUT/record, and compares those instead.
+#
+# Usage: tessera exp run validate OUT [--force]   (or experiments/validate.sh OUT with TESSERA=path)
+# Needs: GPU with MEASURE
+set -euo pipefail
+out=${1:?usage: validate.sh OUT}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=${TESSERA:-$root/build/tessera}
+[ -x "$bin" ] || { echo "validate.sh: $bin not found: make first, or set TESSERA" >&2; exit 2; }
+systems="native fast-dllm dllm-cache sparse-dllm"
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+rec=$out/record
+if [ "${MEASURE:-0}" = 1 ]; then
+    mkdir -p "$rec/traces"
+    TESSERA=$bin "$root/experiments/validate/traces.sh" "$rec/traces"
+    for s in $systems; do TRACES=$rec/traces "$root/experiments/validate/measure.sh" "$s" "$rec"; done
+else
+    src=${TESSERA_RECORDS:-}
+    if [ -z "$src" ] || [ ! -d "$src/validate-h100" ]; then
+        src=$tmp/records
+        bash "$root/analysis/records.sh" unpack "$src" validate-h100 >/dev/null 2>&1 || {
+            echo "validate.sh: needs the record experiments/records/validate-h100 (the seed systems' runs on an" \
+                 "H100); make it on a GPU machine with MEASURE=1 tessera exp run validate OUT, as" \
+                 "experiments/validate/README.md says" >&2
+            exit 2
+        }
+    fi
+    rec=$src/validate-h100
+fi
+runs=$tmp/runs
+mkdir -p "$runs"
+for s in $systems; do
+    [ -f "$rec/$s.tgz" ] || { echo "validate.sh: $rec/$s.tgz missing: measure it (MEASURE=1)" >&2; exit 2; }
+    tar -xzf "$rec/$s.tgz" -C "$runs"
+done
+python3 "$root/experiments/validate/compare.py" host "$runs" "$out/host.csv" | tee "$out/host.txt"
+
+# Sparse-dLLM's selection: the H100 torch-eager calibration with the harness's KV-selection grid
+# merged in (dLLM-Serve's selection code, one kept set for all heads, standing in for Sparse-dLLM's
+# filter_cache: the same scores, max-pool and top-k)
+bash "$root/analysis/records.sh" get torch-select-h100 select-llada-8b.csv "$tmp/select.csv"
+"$bin" calib merge "$root/sim/data/calib/h100-llada-8b-torch-eager.csv" "$tmp/select.csv" --gpu h100 \
+    --out "$tmp/calib-select.csv" >/dev/null
+echo "system,rate,metric,predicted,measured,error_pct" >"$tmp/validate.csv"
+echo "system,rate,id,predicted_s,measured_s" >"$tmp/latency.csv"
+for s in $systems; do
+    calib=(--calib "$root/sim/data/calib/h100-llada-8b-torch-eager.csv")
+    [ "$s" = sparse-dllm ] && calib=(--calib "$tmp/calib-select.csv")
+    impl=()
+    [ "$s" = native ] && impl=(--impl torch-llada) # the reference loop as it is at its named commit
+    for rate in low high; do
+        "$bin" sim --system "$s" "${impl[@]}" --max-batch 1 --gpu h100 --cost calibrated --extrapolate "${calib[@]}" \
+            --host "$out/host.csv" --trace "$rec/traces/$s-$rate.csv" --block 32 --seed 1 \
+            --db "$tmp/$s-$rate.db" --quiet --no-progress >/dev/null
+        python3 "$root/experiments/validate/compare.py" run "$s" "$rate" "$runs" "$tmp/$s-$rate.db" \
+            >>"$tmp/validate.csv" 2>"$tmp/latency-one.csv" || { cat "$tmp/latency-one.csv" >&2; exit 1; }
+        cat "$tmp/latency-one.csv" >>"$tmp/latency.csv"
+    done
+done
+mv "$tmp/validate.csv" "$tmp/latency.csv" "$out/"
+
+# the table a system
+{
+    echo "# tessera against the seed systems' own code (H100, one request at a time)"
+    echo
+    echo "Predicted from each run's trace with the system's preset; measured: the system's generate loop."
+    echo
+    echo "| system | rate | throughput tok/s (pred / meas / err) | mean latency s | p99 latency s | forwards | per-forward MAPE |"
+    echo "|---|---|---|---|---|---|---|"
+    awk -F, 'NR > 1 { v[$1 "," $2 "," $3] = $4 " / " $5 " / " $6 "%"; m[$1 "," $2 "," $3] = $4
+                      if (!seen[$1 "," $2]++) order[++n] = $1 "," $2 }
+        END { for (i = 1; i <= n; i++) { split(order[i], k, ",")
+              printf "| %s | %s | %s | %s | %s | %s | %s%% |\n", k[1], k[2], v[order[i] ",throughput_tok_s"],
+                  v[order[i] ",lat_mean_s"], v[order[i] ",lat_p99_s"], v[order[i] ",forwards"],
+                  m[order[i] ",forward_mape_all"] } }' "$out/validate.csv"
+} >"$out/validate.md"
+cat "$out/validate.md"
+
+if command -v gnuplot >/dev/null; then
+    for s in $systems; do
+        for rate in low high; do
+            awk -F, -v s="$s" -v r="$rate" '$1 == s && $2 == r { print $5, $4 }' "$out/latency.csv" >"$tmp/$s-$rate.dat"
+        done
+    done
+    {
+        echo "set terminal pngcairo size 1600,460 font ',11'"
+        echo "set output '$out/latency.png'"
+        echo "set multiplot layout 1,4 title 'Request latency: tessera against the systems'' own code (H100, 64 OSC-length requests a rate)'"
+        echo "set xlabel 'measured (s)'; set ylabel 'predicted (s)'; set grid; set key top left opaque box"
+        echo "set size square"
+        for s in $systems; do
+            top=$(cat "$tmp/$s"-*.dat | awk '{ m = $1 > m ? $1 : m; m = $2 > m ? $2 : m } END { print m * 1.05 }')
+            echo "set title '$s'"
+            [ "$s" = native ] || echo "unset key"
+            echo "plot [0:$top][0:$top] x with lines dt 2 lc rgb '#7F7F7F' title 'predicted = measured', \\"
+            echo "  '$tmp/$s-low.dat' with points pt 7 ps 0.6 lc rgb '#0072B2' title 'below saturation', \\"
+            echo "  '$tmp/$s-high.dat' with points pt 5 ps 0.6 lc rgb '#D55E00' title 'above saturation'"
+        done
+        echo "unset multiplot"
+    } >"$tmp/latency.gp"
+    gnuplot "$tmp/latency.gp"
+fi

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""compare.py: the validation's arithmetic (experiments/validate.sh runs it; no GPU).
+
+  compare.py host RUNS OUT.csv   the validation machine's host line, fitted on the held-out profile grid
+                                 of LLaDA's reference loop (RUNS/native/profile): the mean forward the
+                                 GPU does not bound (a full forward of at most 576 tokens), as a tessera
+                                 host profile; prints each system's loop's issue time over it (the ratio
+                                 of the means: a loop's forwards run 10-17% above their median on
+                                 average, a tail of slow issues that the time a request takes sums)
+  compare.py run SYSTEM RATE RUNS PRED.db   one run's table rows (CSV: system,rate,metric,predicted,
+                                 measured,error_pct) on stdout and its requests' latencies
+                                 (system,rate,id,predicted_s,measured_s) on stderr
+
+A forward's time is its start to the next forward's (the last: to the request's end), so the loop's
+sampling and host work between forwards are in it; tessera's step is the same span. Requests are served
+one at a time in arrival order on both sides, so the k-th forward of the run is the k-th step.
+"""
+import csv, os, sqlite3, statistics, sys
+
+HOST_LIGHT_TOKENS = 576  # full forwards up to 512 prompt + 64 positions: the GPU's work is under the host's
+
+
+def read(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def light_forwards(runs, system):
+    d = os.path.join(runs, system, "profile")
+    prompt = {r["id"]: int(r["prompt_tokens"]) + int(r["gen_tokens"]) for r in read(os.path.join(d, "requests.csv"))}
+    return [float(f["ms"]) for f in read(os.path.join(d, "forwards.csv"))
+            if f["kind"] == "block" or prompt[f["id"]] <= HOST_LIGHT_TOKENS]
+
+
+def host(runs, out):
+    base = statistics.mean(light_forwards(runs, "native"))
+    n = len(light_forwards(runs, "native"))
+    meta = read_meta(os.path.join(runs, "native", "profile"))
+    with open(out, "w") as f:
+        f.write("host0_ms,seg_ms,eager_gap_ms,steps,device\n")
+        f.write(f"{base:.4f},0,0,{n},{meta['gpu']} (validation machine: LLaDA's loop, torch {meta['torch']})\n")
+    print(f"host line of the validation machine: {base:.2f} ms a forward (LLaDA's reference loop, "
+          f"{n} forwards of the profile grid)")
+    for s in ("native", "fast-dllm", "dllm-cache", "sparse-dllm"):
+        if os.path.isdir(os.path.join(runs, s)):
+            print(f"  {s:12s} its loop's issue time a forward: {statistics.mean(light_forwards(runs, s)) / base:.3f}"
+                  " of LLaDA's")
+
+
+def read_meta(d):
+    import json
+    with open(os.path.join(d, "meta.json")) as f:
+        return json.load(f)
+
+
+def pct(p, m):
+    return 100.0 * (p - m) / m if m else float("nan")
+
+
+def summary(lat, gen, first, last):
+    lat = sorted(lat)
+    p99 = lat[min(len(lat) - 1, int(round(0.99 * (len(lat) - 1))))]
+    return {"throughput_tok_s": gen / (last - first), "lat_mean_s": statistics.mean(lat), "lat_p99_s": p99}
+
+
+def run(system, rate, runs, db):
+    d = os.path.join(runs, system, f"{system}-{rate}")
+    mreq, mfwd = read(os.path.join(d, "requests.csv")), read(os.path.join(d, "forwards.csv"))
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    preq = con.execute("SELECT req_id, arrival_ns, finish_ns, G FROM requests WHERE state = 'finished' "
+                       "ORDER BY req_id").fetchall()
+    psteps = [r[0] / 1e6 for r in con.execute("SELECT duration_ns FROM steps ORDER BY step_id")]
+    pkind = [r[0] for r in con.execute("SELECT num_full + num_refresh + num_prefill > 0 FROM steps ORDER BY step_id")]
+    con.close()
+    if len(preq) != len(mreq):
+        sys.exit(f"compare.py: {system} {rate}: {len(preq)} requests predicted finished, {len(mreq)} measured")
+    mlat = [float(r["finish_s"]) - float(r["arrival_s"]) for r in mreq]
+    plat = [(f - a) / 1e9 for _, a, f, _ in preq]
+    m = summary(mlat, sum(int(r["gen_tokens"]) for r in mreq), min(float(r["arrival_s"]) for r in mreq),
+                max(float(r["finish_s"]) for r in mreq))
+    p = summary(plat, sum(g for *_, g in preq), min(a for _, a, _, _ in preq) / 1e9, max(f for _, _, f, _ in preq) / 1e9)
+    for k in ("throughput_tok_s", "lat_mean_s", "lat_p99_s"):
+        print(f"{system},{rate},{k},{p[k]:.4g},{m[k]:.4g},{pct(p[k], m[k]):+.1f}")
+    print(f"{system},{rate},forwards,{len(psteps)},{len(mfwd)},{pct(len(psteps), len(mfwd)):+.1f}")
+    if len(psteps) == len(mfwd):
+        errs = {"all": [], "full": [], "block": []}
+        means = {"full": ([], []), "block": ([], [])}
+        for ps, full, f in zip(psteps, pkind, mfwd):
+            e = abs(ps - float(f["ms"])) / float(f["ms"])
+            errs["all"].append(e)
+            errs["full" if f["kind"] == "full" else "block"].append(e)
+            means[f["kind"]][0].append(ps)
+            means[f["kind"]][1].append(float(f["ms"]))
+        for k, (pv, mv) in means.items():
+            if pv:
+                p_, m_ = statistics.mean(pv), statistics.mean(mv)
+                print(f"{system},{rate},forward_mean_ms_{k},{p_:.2f},{m_:.2f},{pct(p_, m_):+.1f}")
+            if bool(full) != (f["kind"] == "full") and system != "dllm-cache" and system != "native":
+                errs.setdefault("kind_mismatch", []).append(1)
+        for k, v in errs.items():
+            if v and k != "kind_mismatch":
+                print(f"{system},{rate},forward_mape_{k},{100 * statistics.mean(v):.1f},,")
+        if errs.get("kind_mismatch"):
+            print(f"{system},{rate},forward_kind_mismatches,{len(errs['kind_mismatch'])},0,")
+    for (i, *_), pl, ml in zip(preq, plat, mlat):
+        print(f"{system},{rate},{i},{pl:.4f},{ml:.4f}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "host":
+        host(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 6 and sys.argv[1] == "run":
+        run(*sys.argv[2:])
+    else:
+        sys.exit(__doc__.split("\n\n")[0])

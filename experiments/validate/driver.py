@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""driver.py: runs a seed system's own public generate loop as a server would, for `tessera exp run
+validate`.
+
+The system's code is imported unchanged from CODE (a checkout at a named commit; see
+experiments/validate/README.md); this driver supplies only the glue:
+  - weights drawn at random (normal, std 0.02; norms 1) in bf16 on the GPU, in the shape of the
+    published LLaDA-8B-Instruct config.json (no checkpoint reaches the GPU machines);
+  - prompts of random token ids (below the mask id) of the trace's prompt lengths;
+  - arrivals: the trace's times, replayed in real time; requests are served first come, first served,
+    one at a time, as every one of these loops allocates its canvas with one row;
+  - timing: a CUDA event at the start of every forward of the model and one after each request;
+    wall-clock arrival, start and finish.
+Every request denoises G = its output length rounded up to blocks of 32, one position a step
+(steps = G, no threshold: tessera's fixed:1).
+
+Systems (and the function each runs):
+  native       ML-GSAI/LLaDA generate.py generate() (a full forward every step)
+  fast-dllm    NVlabs/Fast-dLLM llada/generate.py generate_with_dual_cache()
+  dllm-cache   maomaocun/dLLM-cache utils/generate_function.py generate() with register_cache_LLaDA
+               (prompt every 100 forwards, response every 7, transfer ratio 0.25)
+  sparse-dllm  OpenMOSS/Sparse-dLLM opencompass/models/sparse_dllm/llada_generate.py generate()
+               (kernel 3, keep ratio 0.5, block 32)
+LLaDA's and dLLM-Cache's repositories ship no model file (they load the Hugging Face remote code):
+both run Fast-dLLM's llada/model/modeling_llada.py, the Hugging Face file with Fast-dLLM's
+replace_position path added, which neither of them takes. Sparse-dLLM runs its own model file.
+
+Writes OUT/requests.csv (id,arrival_s,start_s,finish_s,prompt_tokens,gen_tokens,forwards),
+OUT/forwards.csv (id,index,kind,q_tokens,ms: each forward's start to the next one's, the last to the
+request's end, so that the loop's sampling and host work between forwards are in it) and
+OUT/meta.json (versions, card, commit, what was substituted).
+
+Usage: driver.py --system NAME --code DIR [--model-code DIR] --trace FILE --out DIR
+                 [--warmup N] [--limit N]
+"""
+import argparse, csv, importlib, importlib.util, json, math, os, sys, time, types
+
+import torch
+
+MASK_ID = 126336
+BLOCK = 32
+LLADA_8B = dict(d_model=4096, n_heads=32, n_kv_heads=32, n_layers=32, mlp_hidden_size=12288, mlp_ratio=4,
+                vocab_size=126464, embedding_size=126464, max_sequence_length=4096, rope=True,
+                rope_theta=500000.0, rope_full_precision=True, rms_norm_eps=1e-5, block_type="llama",
+                activation_type="silu", layer_norm_type="rms", layer_norm_with_affine=True,
+                bias_for_layer_norm=False, include_bias=False, include_qkv_bias=False, weight_tying=False,
+                attention_dropout=0.0, residual_dropout=0.0, embedding_dropout=0.0, flash_attention=False,
+                alibi=False, block_group_size=1, input_emb_norm=False, scale_logits=False,
+                attention_layer_norm=False, init_fn="mitchell", init_std=0.02, mask_token_id=MASK_ID,
+                eos_token_id=126081, pad_token_id=126081, use_cache=False)
+SUBSTITUTED = []
+
+
+def need(module):
+    """einops is imported by the model files but unused on these paths: a stand-in where missing."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        sys.modules[module] = types.ModuleType(module)
+        SUBSTITUTED.append(f"{module}: not installed; an empty module stands in (imported, never called)")
+
+
+def read_trace(path):
+    rows = []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            p, o = int(r["prompt_tokens"]), int(r["output_tokens"])
+            rows.append((int(r["arrival_ns"]) / 1e9, p, BLOCK * max(1, math.ceil(o / BLOCK))))
+    return rows
+
+
+def random_init(model, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.fill_(1.0)
+            else:
+                p.normal_(0.0, 0.02, generator=g)
+
+
+def build_llada(pkg, cfg_mod, seed, extra=None):
+    """The LLaDA-8B shape from PKG's model files, built on the GPU in bf16 (LLaDAModelLM's own
+    constructor builds on the CPU in fp32: 32 GB), wrapped by its LLaDAModelLM."""
+    conf = importlib.import_module(cfg_mod)
+    mdl = importlib.import_module(pkg)
+    cfg = conf.LLaDAConfig(**LLADA_8B, **(extra or {}))
+    cfg.use_cache = False  # transformers 5 drops it from the config; the model file reads it
+    mc = mdl.create_model_config_from_pretrained_config(cfg)
+    mc.init_device = "cuda"
+    torch.set_default_dtype(torch.bfloat16)
+    inner = mdl.LLaDAModel(mc, init_params=False)
+    torch.set_default_dtype(torch.float32)
+    inner = inner.to(device="cuda", dtype=torch.bfloat16)
+    model = mdl.LLaDAModelLM(cfg, model=inner).eval()
+    random_init(model, seed)
+    return model
+
+
+def make_system(name, code, model_code, seed):
+    """Returns (model, run(prompt, G)) for NAME's own loop."""
+    need("einops")
+    if name == "sparse-dllm":
+        sys.path.insert(0, code)
+        base = "opencompass.models.sparse_dllm"
+        model = build_llada(base + ".modeling_llada", base + ".configuration_llada", seed,
+                            dict(kernel_size=3, keep_ratio=0.5, block_len=BLOCK))
+        gen = importlib.import_module(base + ".llada_generate").generate
+        return model, lambda prompt, G: gen(model, prompt, steps=G, gen_length=G, block_length=BLOCK,
+                                            temperature=0.0, cfg_scale=0.0, remasking="low_confidence",
+                                            mask_id=MASK_ID)
+    sys.path.insert(0, os.path.join(model_code, "llada"))
+    model = build_llada("model.modeling_llada", "model.configuration_llada", seed)
+    if name == "fast-dllm":
+        gen = importlib.import_module("generate").generate_with_dual_cache
+        return model, lambda prompt, G: gen(model, prompt, steps=G, gen_length=G, block_length=BLOCK,
+                                            temperature=0.0, remasking="low_confidence", mask_id=MASK_ID,
+                                            threshold=None)
+    if name == "native":
+        spec = importlib.util.spec_from_file_location("llada_reference", os.path.join(code, "generate.py"))
+        ref = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(ref)
+        return model, lambda prompt, G: ref.generate(model, prompt, steps=G, gen_length=G, block_length=BLOCK,
+                                                     temperature=0.0, cfg_scale=0.0, remasking="low_confidence",
+                                                     mask_id=MASK_ID)
+    if name == "dllm-cache":
+        sys.path.insert(0, code)
+        for m in [m for m in sys.modules if m == "utils" or m.startswith("utils.")]:
+            del sys.modules[m]
+        from dataclasses import asdict
+        from dllm_cache.cache import dLLMCache, dLLMCacheConfig
+        from dllm_cache.hooks import register_cache_LLaDA
+        gen = importlib.import_module("utils").generate
+        dLLMCache.new_instance(**asdict(dLLMCacheConfig(prompt_interval_steps=100, gen_interval_steps=7,
+                                                        transfer_ratio=0.25)))
+        register_cache_LLaDA(model, "model.transformer.blocks")
+        # Fast-dLLM's model passes replace_position to every block; the hooked block takes the
+        # Hugging Face file's arguments only
+        for b in model.model.transformer.blocks:
+            f = b.forward
+            b.forward = (lambda f: lambda x, attention_bias=None, layer_past=None, use_cache=False, **kw:
+                         f(x, attention_bias, layer_past, use_cache))(f)
+        SUBSTITUTED.append("model file: NVlabs/Fast-dLLM llada/model/modeling_llada.py (the repository loads "
+                           "the Hugging Face remote code); its blocks' replace_position argument dropped")
+        return model, lambda prompt, G: gen(prompt, None, model, steps=G, gen_length=G, block_length=BLOCK,
+                                            temperature=0.0, cfg_scale=0.0, remasking="low_confidence",
+                                            mask_id=MASK_ID)
+    raise SystemExit(f"driver.py: unknown system '{name}' (native fast-dllm dllm-cache sparse-dllm)")
+
+
+class Timer:
+    """A CUDA event at every forward's start, tagged with its kind and query length."""
+
+    def __init__(self, model, system):
+        self.marks = []
+        orig = model.forward
+
+        def timed(*a, **kw):
+            ids = a[0] if a else kw.get("input_ids")
+            if system == "sparse-dllm":
+                kind = "full" if a[2] < 2 else "block"
+            elif system == "fast-dllm":
+                kind = "block" if "replace_position" in kw else "full"
+            else:
+                kind = "full"
+            ev = torch.cuda.Event(enable_timing=True)
+            ev.record()
+            self.marks.append((kind, int(ids.shape[1]), ev))
+            return orig(*a, **kw)
+
+        model.forward = timed
+
+    def take(self, end):
+        end.synchronize()
+        rows = []
+        for i, (kind, q, ev) in enumerate(self.marks):
+            nxt = self.marks[i + 1][2] if i + 1 < len(self.marks) else end
+            rows.append((i, kind, q, ev.elapsed_time(nxt)))
+        self.marks = []
+        return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--system", required=True)
+    ap.add_argument("--code", required=True, help="the system's checkout")
+    ap.add_argument("--model-code", help="Fast-dLLM's checkout (the model file of native, fast-dllm, dllm-cache)")
+    ap.add_argument("--trace", required=True, action="append",
+                    help="tessera CSV: arrival_ns,prompt_tokens,output_tokens (repeatable: one model, one run a trace)")
+    ap.add_argument("--out", required=True, help="writes OUT/TRACE-STEM/ for each trace")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed requests first (compiles, cuBLAS choices)")
+    ap.add_argument("--limit", type=int, default=0, help="the first N requests only")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    torch.manual_seed(a.seed)
+    t_build = time.perf_counter()
+    model, run = make_system(a.system, a.code, a.model_code or a.code, a.seed)
+    build_s = time.perf_counter() - t_build
+    timer = Timer(model, a.system)
+    gen = torch.Generator().manual_seed(a.seed)
+
+    def prompt_of(p):
+        return torch.randint(0, MASK_ID, (1, p), generator=gen).cuda()
+
+    first = read_trace(a.trace[0])
+    for w in range(a.warmup):  # shapes across the trace's range, so compiles happen here
+        _, p, G = first[(w * 7) % len(first)]
+        run(prompt_of(p), G)
+        timer.marks = []
+    for path in a.trace:
+        trace = read_trace(path)[:a.limit or None]
+        out = os.path.join(a.out, os.path.splitext(os.path.basename(path))[0])
+        os.makedirs(out, exist_ok=True)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        reqs, fwds = [], []
+        t0 = time.perf_counter()
+        for i, (arr, p, G) in enumerate(trace):
+            prompt = prompt_of(p)
+            wait = arr - (time.perf_counter() - t0)
+            if wait > 0:
+                time.sleep(wait)
+            start = time.perf_counter() - t0
+            run(prompt, G)
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            end.synchronize()
+            finish = time.perf_counter() - t0
+            rows = timer.take(end)
+            reqs.append((i, arr, start, finish, p, G, len(rows)))
+            fwds += [(i, *r) for r in rows]
+            if (i + 1) % 8 == 0 or i + 1 == len(trace):
+                print(f"{a.system} {os.path.basename(out)}: {i + 1}/{len(trace)} requests, {finish:.0f} s",
+                      file=sys.stderr, flush=True)
+        with open(os.path.join(out, "requests.csv"), "w") as f:
+            f.write("id,arrival_s,start_s,finish_s,prompt_tokens,gen_tokens,forwards\n")
+            for r in reqs:
+                f.write("%d,%.6f,%.6f,%.6f,%d,%d,%d\n" % r)
+        with open(os.path.join(out, "forwards.csv"), "w") as f:
+            f.write("id,index,kind,q_tokens,ms\n")
+            for r in fwds:
+                f.write("%d,%d,%s,%d,%.4f\n" % r)
+        import transformers
+        commit_of = lambda d: open(os.path.join(d, "COMMIT")).read().strip() if os.path.exists(os.path.join(d, "COMMIT")) else ""
+        meta = dict(system=a.system, commit=commit_of(a.code), torch=torch.__version__,
+                    transformers=transformers.__version__, gpu=torch.cuda.get_device_name(), requests=len(reqs),
+                    warmup=a.warmup, seed=a.seed, build_s=round(build_s, 1), substituted=SUBSTITUTED,
+                    peak_gib=round(torch.cuda.max_memory_allocated() / 2**30, 2), trace=os.path.basename(path))
+        if a.system in ("native", "fast-dllm", "dllm-cache") and a.model_code:
+            meta["model_commit"] = commit_of(a.model_code)
+        with open(os.path.join(out, "meta.json"), "w") as f:
+            json.dump(meta, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# experiments/validate/measure.sh: on a GPU machine, runs one seed system's own generate loop
+# (experiments/validate/driver.py) over its two validation traces and the held-out profile grid, and
+# writes OUT/SYSTEM.tgz (SYSTEM-low/, SYSTEM-high/, profile/: requests.csv, forwards.csv, meta.json).
+# CODE: the checkouts, one folder a system (llada, fast-dllm, dllm-cache, sparse-dllm, each with a
+# COMMIT file; experiments/validate/README.md says how to make them) [baselines]; TRACES: the folder
+# experiments/validate/traces.sh wrote [CODE/traces].
+# Usage: experiments/validate/measure.sh SYSTEM OUT
+set -euo pipefail
+sys=${1:?usage: measure.sh SYSTEM OUT}
+out=${2:?usage: measure.sh SYSTEM OUT}
+code=${CODE:-baselines}
+traces=${TRACES:-$code/traces}
+repo=$code/$sys
+[ "$sys" = native ] && repo=$code/llada
+[ -d "$repo" ] || { echo "measure.sh: $repo not found: make the checkouts as experiments/validate/README.md says" >&2; exit 2; }
+work=$(mktemp -d)
+python3 "$(dirname "$0")/driver.py" --system "$sys" --code "$repo" --model-code "$code/fast-dllm" \
+    --trace "$traces/$sys-low.csv" --trace "$traces/$sys-high.csv" --trace "$traces/profile.csv" \
+    --out "$work/$sys" 2>&1 | grep -v "use_return_dict"
+mkdir -p "$out"
+tar -czf "$out/$sys.tgz" -C "$work" "$sys"
+rm -rf "$work"
