@@ -73,17 +73,17 @@ static const struct impl_profile builtin_impls[] = {
  * generate loop runs it, with that loop's softmax and host work. softmax_bytes: bytes a logit of the
  * softmax copies beside the logits (-1: the base's); host: its loop's issue time a forward over the
  * torch-eager harness's on one host. Each loop's host was timed on an H100 with the loop's own code
- * on a grid of prompts (128 to 2,048 tokens, 64 positions each) at batch 1: the median forward the
- * GPU does not bound (a block forward, or a full forward of at most 576 tokens), the mean over LLaDA's
- * reference loop's, which issues the harness's layer (experiments/records/validate-h100, profile/; the
- * validation runs themselves are not in it). */
+ * on a grid of prompts (128 to 2,048 tokens, 64 positions each) at batch 1: its mean forward where the
+ * GPU does not bound it (a block forward, or a full forward of at most 576 tokens) over the same mean
+ * of LLaDA's reference loop, which issues the harness's layer (experiments/records/validate-h100,
+ * profile/; the validation runs themselves are not in it). */
 static const struct derived_impl {
     const char *name, *base;
     int32_t softmax_bytes, sample_kernels;
     double host;
     bool fused_ffn, select_batched;
 } derived_impls[] = {
-    /* Fast-dLLM before 24cc59e and LLaDA before f51cb17: softmax(logits.to(torch.float64)) */
+    /* LLaDA's generate.py before f51cb17 (the native preset's): softmax(logits.to(torch.float64)) */
     {"torch-eager-f64", "torch-eager", 16, 1, 1.0, false, false},
     /* ML-GSAI/LLaDA generate.py at b7e6c35: the softmax in the logits' dtype (bf16) over every row */
     {"torch-llada", "torch-eager", 2, 0, 1.0, false, false},

@@ -25,13 +25,13 @@ LLaDA's and dLLM-Cache's repositories ship no model file (they load the Hugging 
 both run Fast-dLLM's llada/model/modeling_llada.py, the Hugging Face file with Fast-dLLM's
 replace_position path added, which neither of them takes. Sparse-dLLM runs its own model file.
 
-Writes OUT/requests.csv (id,arrival_s,start_s,finish_s,prompt_tokens,gen_tokens,forwards),
-OUT/forwards.csv (id,index,kind,q_tokens,ms: each forward's start to the next one's, the last to the
+Writes, for each trace, OUT/TRACE-STEM/requests.csv (id,arrival_s,start_s,finish_s,prompt_tokens,
+gen_tokens,forwards), forwards.csv (id,index,kind,q_tokens,ms: each forward's start to the next one's, the last to the
 request's end, so that the loop's sampling and host work between forwards are in it) and
-OUT/meta.json (versions, card, commit, what was substituted).
+meta.json (versions, card, commit, what was substituted).
 
-Usage: driver.py --system NAME --code DIR [--model-code DIR] --trace FILE --out DIR
-                 [--warmup N] [--limit N]
+Usage: driver.py --system NAME --code DIR [--model-code DIR] --trace FILE [--trace FILE...] --out DIR
+                 [--warmup N] [--limit N]   (one run a trace, into OUT/TRACE-STEM/)
 """
 import argparse, csv, importlib, importlib.util, json, math, os, sys, time, types
 
