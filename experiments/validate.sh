@@ -12,6 +12,11 @@
 # loop ran), the H100's torch-eager calibration (the PyTorch harness's, merged with its KV-selection
 # grid for Sparse-dLLM: records/torch-select-h100) and the validation machine's host line, fitted on
 # LLaDA's loop over the held-out grid only (experiments/validate/compare.py host).
+# For dLLM-Serve the record holds its own runtime (experiments/validate/serve_driver.py: its
+# scheduler batching as it batches) over two rates and its held-out grid (1 to 32 requests together);
+# tessera predicts with the dllm-serve preset, the shipped H100 torch-dllm-serve calibration
+# (records/torch-dllm-serve-h100: tessera's rebuild of the runtime) and the runtime's own host line,
+# fitted on its held-out grid only (compare.py host-serve).
 #
 # Writes OUT/validate.csv (system,rate,metric,predicted,measured,error_pct: throughput, mean and p99
 # latency, the forward count, the per-forward MAPE overall and by kind), OUT/validate.md (a table a
@@ -29,7 +34,7 @@ out=${1:?usage: validate.sh OUT}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${TESSERA:-$root/build/tessera}
 [ -x "$bin" ] || { echo "validate.sh: $bin not found: make first, or set TESSERA" >&2; exit 2; }
-systems="native fast-dllm dllm-cache sparse-dllm"
+systems="native fast-dllm dllm-cache sparse-dllm dllm-serve"
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -57,7 +62,10 @@ for s in $systems; do
     [ -f "$rec/$s.tgz" ] || { echo "validate.sh: $rec/$s.tgz missing: measure it (MEASURE=1)" >&2; exit 2; }
     tar -xzf "$rec/$s.tgz" -C "$runs"
 done
-python3 "$root/experiments/validate/compare.py" host "$runs" "$out/host.csv" | tee "$out/host.txt"
+{
+    python3 "$root/experiments/validate/compare.py" host "$runs" "$out/host.csv"
+    python3 "$root/experiments/validate/compare.py" host-serve "$runs" "$out/host-dllm-serve.csv"
+} | tee "$out/host.txt"
 
 # Sparse-dLLM's selection: the H100 torch-eager calibration with the harness's KV-selection grid
 # merged in (dLLM-Serve's selection code, one kept set for all heads, standing in for Sparse-dLLM's
@@ -68,13 +76,17 @@ bash "$root/analysis/records.sh" get torch-select-h100 select-llada-8b.csv "$tmp
 echo "system,rate,metric,predicted,measured,error_pct" >"$tmp/validate.csv"
 echo "system,rate,id,predicted_s,measured_s" >"$tmp/latency.csv"
 for s in $systems; do
-    calib=(--calib "$root/sim/data/calib/h100-llada-8b-torch-eager.csv")
-    [ "$s" = sparse-dllm ] && calib=(--calib "$tmp/calib-select.csv")
-    impl=()
-    [ "$s" = native ] && impl=(--impl torch-llada) # the reference loop as it is at its named commit
+    # one request at a time, but dLLM-Serve's runtime, which batches as its scheduler does
+    opts=(--max-batch 1 --calib "$root/sim/data/calib/h100-llada-8b-torch-eager.csv" --host "$out/host.csv")
+    case $s in
+        sparse-dllm) opts=(--max-batch 1 --calib "$tmp/calib-select.csv" --host "$out/host.csv") ;;
+        native) opts+=(--impl torch-llada) ;; # the reference loop as it is at its named commit
+        dllm-serve) opts=(--calib "$root/sim/data/calib/h100-llada-8b-torch-dllm-serve.csv"
+                          --host "$out/host-dllm-serve.csv") ;;
+    esac
     for rate in low high; do
-        "$bin" sim --system "$s" "${impl[@]}" --max-batch 1 --gpu h100 --cost calibrated --extrapolate "${calib[@]}" \
-            --host "$out/host.csv" --trace "$rec/traces/$s-$rate.csv" --block 32 --seed 1 \
+        "$bin" sim --system "$s" "${opts[@]}" --gpu h100 --cost calibrated --extrapolate \
+            --trace "$rec/traces/$s-$rate.csv" --block 32 --seed 1 \
             --db "$tmp/$s-$rate.db" --quiet --no-progress >/dev/null
         python3 "$root/experiments/validate/compare.py" run "$s" "$rate" "$runs" "$tmp/$s-$rate.db" \
             >>"$tmp/validate.csv" 2>"$tmp/latency-one.csv" || { cat "$tmp/latency-one.csv" >&2; exit 1; }
@@ -85,9 +97,10 @@ mv "$tmp/validate.csv" "$tmp/latency.csv" "$out/"
 
 # the table a system
 {
-    echo "# tessera against the seed systems' own code (H100, one request at a time)"
+    echo "# tessera against the seed systems' own code (H100)"
     echo
-    echo "Predicted from each run's trace with the system's preset; measured: the system's generate loop."
+    echo "Predicted from each run's trace with the system's preset; measured: the system's generate loop (one"
+    echo "request at a time), or dLLM-Serve's runtime (batching as its scheduler does)."
     echo
     echo "| system | rate | throughput tok/s (pred / meas / err) | mean latency s | p99 latency s | forwards | per-forward MAPE |"
     echo "|---|---|---|---|---|---|---|"
@@ -107,9 +120,9 @@ if command -v gnuplot >/dev/null; then
         done
     done
     {
-        echo "set terminal pngcairo size 1600,460 font ',11'"
+        echo "set terminal pngcairo size 2000,460 font ',11'"
         echo "set output '$out/latency.png'"
-        echo "set multiplot layout 1,4 title 'Request latency: tessera against the systems'' own code (H100, 64 OSC-length requests a rate)'"
+        echo "set multiplot layout 1,5 title 'Request latency: tessera against the systems'' own code (H100, 64 OSC-length requests a rate)'"
         echo "set xlabel 'measured (s)'; set ylabel 'predicted (s)'; set grid; set key top left opaque box"
         echo "set size square"
         for s in $systems; do

@@ -171,6 +171,8 @@ struct calib_host {
     double host0_ms, seg_ms, eager_gap_ms;
     int steps;          /* host-bound profile steps the line was fitted on */
     char device[128];   /* the profile's device string (the machine it was measured on) */
+    char impl[32];      /* the implementation whose own loop the line was measured on ("": the eager
+                         * harness's layer, or unknown) */
     double lo, hi;      /* those steps' issue times over the line, 10th and 90th percentiles (0: not
                          * known, a host file: it keeps the line alone) */
 };
@@ -190,7 +192,9 @@ int calib_host_scale(const char *name, const struct impl_profile *im, double *sc
  * own line is scaled instead, whole, by NAME's per-step issue time over that profile's (a host
  * profile is one model's line: another model's layers issue another count of kernels). Where im's
  * host line is its own (im->host_line_own: a runtime measured on host im->host_ref), that line
- * scales by NAME's per-step issue time over im->host_ref's. Messages name the option. */
+ * scales by NAME's per-step issue time over im->host_ref's. A host profile measured on im's own loop
+ * (its impl is im's name) replaces im's line, whatever im's host_line_own; one measured on another
+ * implementation's own loop is refused. Messages name the option. */
 int calib_use_host(struct calib *c, const char *name, const struct impl_profile *im, struct ts_err *err);
 /* The folder of the shipped host profiles, DATADIR/hosts. */
 void calib_hosts_dir(char *dir, size_t len);
@@ -206,7 +210,9 @@ int calib_host_write(const struct calib_host *h, const char *path, struct ts_err
 /* ", 80% of them LO-HIx the line" into buf where lo and hi are known (a calib_host's), else "". */
 void calib_host_band(double lo, double hi, char *buf, size_t len);
 /* A host file's text (path names it in messages): 0, -1 on a malformed one, 1 when the text is no
- * host file (its first line is not calib host's header). */
+ * host file (its first line is not calib host's header). Its header is
+ * host0_ms,seg_ms,eager_gap_ms,steps,device, or with the implementation whose own loop was measured,
+ * host0_ms,seg_ms,eager_gap_ms,steps,impl,device. */
 int calib_host_parse(const char *path, const char *text, struct calib_host *h, struct ts_err *err);
 /* Prices a step; fills bd if not NULL. Returns -1 (and err) when the step lies outside the
  * profiled range and extrapolation is off. A step whose segments have front shapes, probes or

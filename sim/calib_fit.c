@@ -629,7 +629,7 @@ int calib_host_of(const struct calib *c, struct calib_host *h, struct ts_err *er
     if (!c->host_bound)
         return ts_fail(err, "the calibration of %s on %s measured no host apart from its GPU (an engine "
                             "issuing CUDA graphs): it has no host to take or replace", c->model, c->device);
-    *h = (struct calib_host){c->host0, c->host_seg, c->eager_gap, c->host_steps, "", c->host_lo, c->host_hi};
+    *h = (struct calib_host){c->host0, c->host_seg, c->eager_gap, c->host_steps, "", "", c->host_lo, c->host_hi};
     snprintf(h->device, sizeof h->device, "%s", c->device);
     return 0;
 }
@@ -730,15 +730,20 @@ static bool machine_host(const char *device, struct calib_host *ref)
 
 int calib_use_host(struct calib *c, const char *name, const struct impl_profile *im, struct ts_err *err)
 {
+    struct calib_host h, ref;
+    if (calib_host_load(name, &h, err))
+        return host_fail(err, name);
+    if (h.impl[0]) { /* measured on an implementation's own loop: that implementation's line */
+        if (strcmp(h.impl, im->name) != 0)
+            return ts_fail(err, "--host %s: measured on %s's own loop, not --impl %s's", name, h.impl, im->name);
+        return calib_set_host(c, &h, err) ? host_fail(err, name) : 0;
+    }
     if (im->host_line_own) {
         double scale;
         if (calib_host_scale(name, im, &scale, err))
             return -1;
         return calib_scale_host(c, scale, err) ? host_fail(err, name) : 0;
     }
-    struct calib_host h, ref;
-    if (calib_host_load(name, &h, err))
-        return host_fail(err, name);
     if (machine_host(c->device, &ref) && ref.host0_ms > 0) {
         /* c's line scaled whole by the two machines' per-step issue times, measured on the same layer
          * (a per-segment term is fitted from few segment counts and may be 0 on either machine) */
@@ -748,20 +753,37 @@ int calib_use_host(struct calib *c, const char *name, const struct impl_profile 
 }
 
 #define HOST_HEADER "host0_ms,seg_ms,eager_gap_ms,steps,device"
+#define HOST_IMPL_HEADER "host0_ms,seg_ms,eager_gap_ms,steps,impl,device"
+
+/* text begins with the header line hdr */
+static bool header_is(const char *text, const char *hdr)
+{
+    const size_t hl = strlen(hdr);
+    return strncmp(text, hdr, hl) == 0 && (text[hl] == '\n' || text[hl] == '\r');
+}
 
 int calib_host_parse(const char *path, const char *text, struct calib_host *h, struct ts_err *err)
 {
-    const size_t hl = strlen(HOST_HEADER);
-    if (strncmp(text, HOST_HEADER, hl) != 0 || (text[hl] != '\n' && text[hl] != '\r'))
+    const bool with_impl = header_is(text, HOST_IMPL_HEADER);
+    if (!with_impl && !header_is(text, HOST_HEADER))
         return 1;
     const char *line = strchr(text, '\n');
     int used = 0;
-    const bool ok = line && sscanf(line + 1, "%lf,%lf,%lf,%d,%n", &h->host0_ms, &h->seg_ms, &h->eager_gap_ms,
-                                   &h->steps, &used) == 4 && used > 0 && h->host0_ms >= 0 && h->host0_ms < 1e5 &&
-                    h->seg_ms >= 0 && h->seg_ms < 1e5 && h->eager_gap_ms >= 0 && h->eager_gap_ms < 1e5 && h->steps >= 0;
+    bool ok = line && sscanf(line + 1, "%lf,%lf,%lf,%d,%n", &h->host0_ms, &h->seg_ms, &h->eager_gap_ms, &h->steps,
+                             &used) == 4 && used > 0 && h->host0_ms >= 0 && h->host0_ms < 1e5 && h->seg_ms >= 0 &&
+              h->seg_ms < 1e5 && h->eager_gap_ms >= 0 && h->eager_gap_ms < 1e5 && h->steps >= 0;
+    line = ok ? line + 1 + used : line;
+    h->impl[0] = '\0';
+    if (ok && with_impl) {
+        const size_t n = strcspn(line, ",\r\n");
+        ok = n > 0 && n < sizeof h->impl && line[n] == ',';
+        if (ok) {
+            snprintf(h->impl, sizeof h->impl, "%.*s", (int)n, line);
+            line += n + 1;
+        }
+    }
     if (!ok)
-        return ts_fail(err, "%s:2: expected host0_ms,seg_ms,eager_gap_ms,steps,device (times >= 0 ms)", path);
-    line += 1 + used;
+        return ts_fail(err, "%s:2: expected %s (times >= 0 ms)", path, with_impl ? HOST_IMPL_HEADER : HOST_HEADER);
     snprintf(h->device, sizeof h->device, "%.*s", (int)strcspn(line, "\r\n"), line);
     h->lo = h->hi = 0; /* a host file keeps the line, not how far its steps lay from it */
     return 0;
@@ -805,7 +827,11 @@ int calib_host_write(const struct calib_host *h, const char *path, struct ts_err
     FILE *f = fopen(path, "w");
     if (!f)
         return ts_fail(err, "%s: cannot write: %s", path, strerror(errno));
-    fprintf(f, HOST_HEADER "\n%.6g,%.6g,%.6g,%d,%s\n", h->host0_ms, h->seg_ms, h->eager_gap_ms, h->steps, h->device);
+    if (h->impl[0])
+        fprintf(f, HOST_IMPL_HEADER "\n%.6g,%.6g,%.6g,%d,%s,%s\n", h->host0_ms, h->seg_ms, h->eager_gap_ms, h->steps,
+                h->impl, h->device);
+    else
+        fprintf(f, HOST_HEADER "\n%.6g,%.6g,%.6g,%d,%s\n", h->host0_ms, h->seg_ms, h->eager_gap_ms, h->steps, h->device);
     if (fclose(f) != 0)
         return ts_fail(err, "%s: cannot write: %s", path, strerror(errno));
     return 0;

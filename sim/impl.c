@@ -20,13 +20,17 @@
  *                The efficiencies are starting points: the calibrated back end replaces them.
  *   torch-dllm-serve  dLLM-Serve's own PyTorch runtime (chosen-ox/dLLM-Serve; engine/bench/
  *                torch_dllm_serve.py rebuilds it and torch_profile.py --runtime dllm-serve measures it,
- *                sim/data/calib/h200-llada-8b-torch-dllm-serve.csv): nano-vLLM's layers, their RMSNorm
+ *                sim/data/calib/{h200,h100}-llada-8b-torch-dllm-serve.csv): nano-vLLM's layers, their RMSNorm
  *                and RoPE one torch.compile'd kernel each, Q, K, V, gate and up five GEMMs, and in
  *                every layer's attention a Python loop over the sequences (29 kernels a layer at one
  *                sequence, counted with torch.profiler) whose lengths' copy to the GPU waits for it; the
  *                inputs and the unmasking a sequence at a time, with read-backs. Its host: 3.57 ms a
  *                sequence a step over 27.2 ms (the measured line), its softmax a bf16 copy (2 bytes a
- *                logit). Its host line is its own: --host scales it by the two hosts' ratio.
+ *                logit). Its host line is its own: --host scales it by the two hosts' ratio, and a host
+ *                profile of the runtime itself (an impl column naming torch-dllm-serve) replaces it.
+ *                The runtime itself, run on an H100 (experiments/records/validate-h100), takes 11.5 ms
+ *                a sequence a step over 48 ms: the rebuild misses host work it does a sequence and a
+ *                layer (records/torch-dllm-serve-h100).
  *   tessera      one fused kernel per op, issued from a CUDA graph.
  *   torch-eager-f64, torch-llada, torch-fast-dllm, torch-dllm-cache, torch-sparse-dllm
  *                torch-eager as a seed system's own generate loop runs it (derived_impls below): its

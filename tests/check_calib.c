@@ -896,7 +896,8 @@ START_TEST(selection_loop_is_a_host_term)
     for (int segs = 1; segs <= 4; segs++)
         ck_assert_msg(fabs(select_host_ms(c, segs, &err) - 7.0 * segs) < 1e-6, "%d segs", segs);
     /* another host issues the loop as it issues the steps: scaled as its step time is */
-    const struct calib_host slow = {2 * h.host0_ms, h.seg_ms, h.eager_gap_ms, h.steps, "another", 0, 0};
+    const struct calib_host slow = {.host0_ms = 2 * h.host0_ms, .seg_ms = h.seg_ms, .eager_gap_ms = h.eager_gap_ms,
+                                    .steps = h.steps, .device = "another"};
     ck_assert_int_eq(calib_set_host(c, &slow, &err), 0);
     ck_assert(fabs(select_host_ms(c, 1, &err) + planted_host(1) - fmax(2 * h.host0_ms + h.seg_ms, planted_host(1)) -
                    14.0) < 1e-6);
@@ -1678,7 +1679,8 @@ START_TEST(a_host_profile_swaps_the_host_line)
         step_desc_add(&sd, &big);
     double gpu_bound, small, after;
     ck_assert_int_eq(calib_step_s(c, &sd, false, &gpu_bound, NULL, &err), 0);
-    const struct calib_host slow = {2 * h.host0_ms, 3 * h.seg_ms, h.eager_gap_ms, h.steps, "another", 0, 0};
+    const struct calib_host slow = {.host0_ms = 2 * h.host0_ms, .seg_ms = 3 * h.seg_ms, .eager_gap_ms = h.eager_gap_ms,
+                                    .steps = h.steps, .device = "another"};
     ck_assert_int_eq(calib_set_host(c, &slow, &err), 0);
     ck_assert_int_eq(calib_step_s(c, &sd, false, &after, NULL, &err), 0);
     ck_assert(after == gpu_bound);
@@ -1704,6 +1706,26 @@ START_TEST(a_host_profile_swaps_the_host_line)
     ck_assert_msg(calib_use_host(c, twice, &eager, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(calib_step_s(c, &sd, false, &scaled, NULL, &err), 0);
     ck_assert_msg(fabs(scaled * 1e3 - (30 + 9)) < 1e-6, "%g ms", scaled * 1e3);
+    /* a host profile measured on an implementation's own loop replaces that implementation's line,
+     * its own line or not, keeps its implementation when written back, and is refused for another */
+    const char *loop = tmp_file(7, ".csv", "host0_ms,seg_ms,eager_gap_ms,steps,impl,device\n"
+                                           "40,7,0,12,own,NVIDIA H100 (its loop, batched)\n");
+    ck_assert_msg(calib_host_load(loop, &back, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(back.impl, "own");
+    ck_assert_str_eq(back.device, "NVIDIA H100 (its loop, batched)");
+    ck_assert_msg(calib_use_host(c, loop, &own, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(calib_step_s(c, &sd, false, &scaled, NULL, &err), 0);
+    ck_assert_msg(fabs(scaled * 1e3 - (40 + 7)) < 1e-6, "%g ms", scaled * 1e3);
+    ck_assert_int_ne(calib_use_host(c, loop, &eager, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "measured on own's own loop, not --impl eager's"));
+    const char *again = tmp_path(0, ".csv");
+    struct calib_host reread;
+    ck_assert_int_eq(calib_host_write(&back, again, &err), 0);
+    ck_assert_msg(calib_host_load(again, &reread, &err) == 0, "%s", err.msg);
+    ck_assert(strcmp(reread.impl, "own") == 0 && strcmp(reread.device, back.device) == 0 && reread.seg_ms == 7);
+    loop = tmp_file(1, ".csv", "host0_ms,seg_ms,eager_gap_ms,steps,impl,device\n40,7,0,12,,X\n");
+    ck_assert_int_ne(calib_host_load(loop, &back, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, ".csv:2: expected host0_ms,seg_ms,eager_gap_ms,steps,impl,device"));
     snprintf(own.host_ref, sizeof own.host_ref, "%s", tmp_path(6, ".csv"));
     ck_assert_int_ne(calib_use_host(c, twice, &own, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "--host"));

@@ -7,17 +7,25 @@
                                  host profile; prints each system's loop's issue time over it (the ratio
                                  of the means: a loop's forwards run 10-17% above their median on
                                  average, a tail of slow issues that the time a request takes sums)
+  compare.py host-serve RUNS OUT.csv   dLLM-Serve's runtime's own host line, fitted on its held-out grid
+                                 (RUNS/dllm-serve/serve-N: N requests together): the least-squares line of
+                                 its steps' times over their sequences, over the steps in which every
+                                 sequence runs its block over the cache (host-bound: 32 rows a sequence),
+                                 as a tessera host profile of torch-dllm-serve's own loop
   compare.py run SYSTEM RATE RUNS PRED.db   one run's table rows (CSV: system,rate,metric,predicted,
                                  measured,error_pct) on stdout and its requests' latencies
                                  (system,rate,id,predicted_s,measured_s) on stderr
 
 A forward's time is its start to the next forward's (the last: to the request's end), so the loop's
 sampling and host work between forwards are in it; tessera's step is the same span. Requests are served
-one at a time in arrival order on both sides, so the k-th forward of the run is the k-th step.
+one at a time in arrival order on both sides, so the k-th forward of the run is the k-th step. Where
+the runtime batches (dllm-serve: its steps.csv), a request's j-th step on one side is compared with its
+j-th step on the other.
 """
 import csv, json, os, sqlite3, statistics, sys
 
 HOST_LIGHT_TOKENS = 576  # full forwards up to 512 prompt + 64 positions: the GPU's work is under the host's
+PHASE_KIND = {"FULL": "full", "REFRESH": "select", "REUSE": "block"}  # tessera's sparse phases, the runtime's states
 
 
 def read(path):
@@ -45,6 +53,24 @@ def host(runs, out):
         if os.path.isdir(os.path.join(runs, s)):
             print(f"  {s:12s} its loop's issue time a forward: {statistics.mean(light_forwards(runs, s)) / base:.3f}"
                   " of LLaDA's")
+
+
+def host_serve(runs, out):
+    segs, ms = [], []
+    grid = sorted(g for g in os.listdir(os.path.join(runs, "dllm-serve")) if g.startswith("serve-"))
+    for g in grid:
+        for st in read(os.path.join(runs, "dllm-serve", g, "steps.csv")):
+            if st["full"] == "0" and st["select"] == "0":
+                segs.append(int(st["seqs"]))
+                ms.append(float(st["ms"]))
+    line = statistics.linear_regression(segs, ms)
+    meta = read_meta(os.path.join(runs, "dllm-serve", grid[0]))
+    with open(out, "w") as f:
+        f.write("host0_ms,seg_ms,eager_gap_ms,steps,impl,device\n")
+        f.write(f"{line.intercept:.4f},{line.slope:.4f},0,{len(ms)},torch-dllm-serve,{meta['gpu']} (validation "
+                f"machine: dLLM-Serve's runtime, torch {meta['torch']})\n")
+    print(f"dLLM-Serve's runtime's host line: {line.intercept:.2f} ms a step + {line.slope:.2f} ms a sequence "
+          f"({len(ms)} steps of its held-out grid, {min(segs)} to {max(segs)} sequences)")
 
 
 def read_meta(d):
@@ -80,28 +106,40 @@ def run(system, rate, runs, db):
     p = summary(plat, sum(g for *_, g in preq), min(a for _, a, _, _ in preq) / 1e9, max(f for _, _, f, _ in preq) / 1e9)
     for k in ("throughput_tok_s", "lat_mean_s", "lat_p99_s"):
         print(f"{system},{rate},{k},{p[k]:.4g},{m[k]:.4g},{pct(p[k], m[k]):+.1f}")
-    print(f"{system},{rate},forwards,{len(psteps)},{len(mfwd)},{pct(len(psteps), len(mfwd)):+.1f}")
-    if len(psteps) == len(mfwd):
-        errs = {"all": [], "full": [], "block": []}
-        means = {"full": ([], []), "block": ([], [])}
-        mismatched = 0
-        for ps, full, f in zip(psteps, pkind, mfwd):
+    if os.path.exists(os.path.join(d, "steps.csv")):  # a batching runtime: a request's j-th step on each side
+        nsteps = len(read(os.path.join(d, "steps.csv")))
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        pseg = {}
+        for req, phase, ns in con.execute("SELECT g.req_id, g.phase, s.duration_ns FROM segments g JOIN steps s "
+                                          "USING (run_id, step_id) ORDER BY g.req_id, g.step_id"):
+            pseg.setdefault(req, []).append((ns / 1e6, phase))
+        con.close()
+        mseg = {}
+        for f in mfwd:
+            mseg.setdefault(int(f["id"]), []).append(f)
+        pairs = [(pm, f, PHASE_KIND.get(ph) == f["kind"]) for i in sorted(mseg)
+                 for (pm, ph), f in zip(pseg.get(i, []), mseg[i])]
+        print(f"{system},{rate},forwards,{len(psteps)},{nsteps},{pct(len(psteps), nsteps):+.1f}")
+    else:  # one request at a time: the k-th forward of the run is the k-th step
+        print(f"{system},{rate},forwards,{len(psteps)},{len(mfwd)},{pct(len(psteps), len(mfwd)):+.1f}")
+        # native's and dLLM-Cache's forwards are all full-length: their kinds tell nothing apart
+        pairs = [(ps, f, system in ("native", "dllm-cache") or bool(full) == (f["kind"] == "full"))
+                 for ps, full, f in zip(psteps, pkind, mfwd)] if len(psteps) == len(mfwd) else []
+    if pairs:
+        errs, means = {"all": []}, {}
+        for ps, f, _ in pairs:
             e = abs(ps - float(f["ms"])) / float(f["ms"])
             errs["all"].append(e)
-            errs[f["kind"]].append(e)
+            errs.setdefault(f["kind"], []).append(e)
+            means.setdefault(f["kind"], ([], []))
             means[f["kind"]][0].append(ps)
             means[f["kind"]][1].append(float(f["ms"]))
-            # native's and dLLM-Cache's forwards are all full-length: their kinds tell nothing apart
-            mismatched += system not in ("native", "dllm-cache") and bool(full) != (f["kind"] == "full")
         for k, (pv, mv) in means.items():
-            if pv:
-                p_, m_ = statistics.mean(pv), statistics.mean(mv)
-                print(f"{system},{rate},forward_mean_ms_{k},{p_:.2f},{m_:.2f},{pct(p_, m_):+.1f}")
-            if bool(full) != (f["kind"] == "full") and system != "dllm-cache" and system != "native":
-                errs.setdefault("kind_mismatch", []).append(1)
+            p_, m_ = statistics.mean(pv), statistics.mean(mv)
+            print(f"{system},{rate},forward_mean_ms_{k},{p_:.2f},{m_:.2f},{pct(p_, m_):+.1f}")
         for k, v in errs.items():
-            if v:
-                print(f"{system},{rate},forward_mape_{k},{100 * statistics.mean(v):.1f},,")
+            print(f"{system},{rate},forward_mape_{k},{100 * statistics.mean(v):.1f},,")
+        mismatched = sum(1 for *_, same in pairs if not same)
         if mismatched:
             print(f"{system},{rate},forward_kind_mismatches,{mismatched},0,")
     for (i, *_), pl, ml in zip(preq, plat, mlat):
@@ -111,6 +149,8 @@ def run(system, rate, runs, db):
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "host":
         host(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 4 and sys.argv[1] == "host-serve":
+        host_serve(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 6 and sys.argv[1] == "run":
         run(*sys.argv[2:])
     else:

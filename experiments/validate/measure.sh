@@ -2,7 +2,9 @@
 # experiments/validate/measure.sh: on a GPU machine, runs one seed system's own generate loop
 # (experiments/validate/driver.py) over its two validation traces and the held-out profile grid, and
 # writes OUT/SYSTEM.tgz (SYSTEM-low/, SYSTEM-high/, profile/: requests.csv, forwards.csv, meta.json).
-# CODE: the checkouts, one folder a system (llada, fast-dllm, dllm-cache, sparse-dllm, each with a
+# dllm-serve runs its own runtime (experiments/validate/serve_driver.py) over its two traces and its
+# held-out grid (serve-N/, with steps.csv).
+# CODE: the checkouts, one folder a system (llada, fast-dllm, dllm-cache, sparse-dllm, dllm-serve, each with a
 # COMMIT file; experiments/validate/README.md says how to make them) [baselines]; TRACES: the folder
 # experiments/validate/traces.sh wrote [CODE/traces].
 # Usage: experiments/validate/measure.sh SYSTEM OUT
@@ -15,9 +17,16 @@ repo=$code/$sys
 [ "$sys" = native ] && repo=$code/llada
 [ -d "$repo" ] || { echo "measure.sh: $repo not found: make the checkouts as experiments/validate/README.md says" >&2; exit 2; }
 work=$(mktemp -d)
-python3 "$(dirname "$0")/driver.py" --system "$sys" --code "$repo" --model-code "$code/fast-dllm" \
-    --trace "$traces/$sys-low.csv" --trace "$traces/$sys-high.csv" --trace "$traces/profile.csv" \
-    --out "$work/$sys" 2>&1 | grep -v "use_return_dict"
+if [ "$sys" = dllm-serve ]; then
+    grid=()
+    for n in 1 2 4 8 16 32; do grid+=(--trace "$traces/serve-$n.csv"); done
+    python3 "$(dirname "$0")/serve_driver.py" --code "$repo" --trace "$traces/$sys-low.csv" \
+        --trace "$traces/$sys-high.csv" "${grid[@]}" --out "$work/$sys"
+else
+    python3 "$(dirname "$0")/driver.py" --system "$sys" --code "$repo" --model-code "$code/fast-dllm" \
+        --trace "$traces/$sys-low.csv" --trace "$traces/$sys-high.csv" --trace "$traces/profile.csv" \
+        --out "$work/$sys" 2>&1 | grep -v "use_return_dict"
+fi
 mkdir -p "$out"
 tar -czf "$out/$sys.tgz" -C "$work" "$sys"
 rm -rf "$work"

@@ -3,16 +3,22 @@
 #   SYSTEM-low.csv, SYSTEM-high.csv  64 requests with the OSC length profile (seed 5, the same requests
 #                     at both rates), Poisson arrivals at a rate below and one above what the system
 #                     serves one request at a time (its smoke run's mean service time: about 1.5 s for
-#                     native and sparse-dllm, 2.5 s for fast-dllm and dllm-cache, on an H100)
+#                     native and sparse-dllm, 2.5 s for fast-dllm and dllm-cache, on an H100); for
+#                     dllm-serve, whose runtime batches, one below that and one above what it serves
+#                     in batches of its 16,384-token budget (about 5 req/s: 3.6 ms of host work a
+#                     sequence in a step of about 30 ms, 45 steps a request)
 #   profile.csv       the held-out grid a system's own host line is fitted on: prompts of 128, 512,
 #                     1,024 and 2,048 tokens, 64 positions each, twice, all arriving at once
+#   serve-N.csv       dllm-serve's held-out grid (its runtime's host line is fitted on it): N = 1, 2,
+#                     4, 8, 16 and 32 requests arriving together, prompts of 128, 256 and 512 tokens
+#                     in turn, 64 positions each (N = 1: three requests 5 s apart)
 # Usage: experiments/validate/traces.sh DIR   (TESSERA=path to the binary [build/tessera])
 set -euo pipefail
 dir=${1:?usage: traces.sh DIR}
 bin=${TESSERA:-build/tessera}
 mkdir -p "$dir"
-rates() { case $1 in native|sparse-dllm) echo "0.55 1.25" ;; *) echo "0.33 0.7" ;; esac; }
-for s in native fast-dllm dllm-cache sparse-dllm; do
+rates() { case $1 in native|sparse-dllm) echo "0.55 1.25" ;; dllm-serve) echo "0.55 6" ;; *) echo "0.33 0.7" ;; esac; }
+for s in native fast-dllm dllm-cache sparse-dllm dllm-serve; do
     set -- $(rates "$s")
     "$bin" trace gen --lengths osc --requests 64 --seed 5 --rps "$1" --out "$dir/$s-low.csv" --force
     "$bin" trace gen --lengths osc --requests 64 --seed 5 --rps "$2" --out "$dir/$s-high.csv" --force
@@ -21,3 +27,12 @@ done
     echo "arrival_ns,prompt_tokens,output_tokens"
     for p in 128 512 1024 2048 128 512 1024 2048; do echo "0,$p,64"; done
 } >"$dir/profile.csv"
+for n in 1 2 4 8 16 32; do
+    {
+        echo "arrival_ns,prompt_tokens,output_tokens"
+        k=$((n == 1 ? 3 : n))
+        for i in $(seq 0 $((k - 1))); do
+            echo "$((n == 1 ? i * 5000000000 : 0)),$((128 << (i % 3))),64"
+        done
+    } >"$dir/serve-$n.csv"
+done
