@@ -101,7 +101,8 @@ torch-eager-h200	the PyTorch harness's kernel counts and log behind the `torch-e
 torch-select-h200	dLLM-Serve's own KV selection code (one kept set, and one a K/V head) timed by the PyTorch harness in the select grid's Refresh steps, LLaDA-8B; merged into the shipped `h200-llada-8b-torch-eager` calibration, which the dLLM-Serve experiments carry to their cards (its selecting steps: 1 x 256 tokens 69 ms for 12 ms of GPU work; a selecting segment adds 21.3 ms)	`python3 engine/bench/torch_profile.py --grid select --out P.csv`, `tessera calib merge`
 torch-select-h100	the same selection grid on an H100 machine: the selection's GPU work 4% slower than the H200's, its steps 18% slower (the loop is the host's); a selecting segment adds 30.7 ms beyond max(host, GPU) here against the H200 machine's 21.3, where `--host lent-h100` scales the latter to 26.4 (14% short); not merged	`python3 engine/bench/torch_profile.py --grid select --reps 3 --out select-llada-8b.csv`; `tessera calib merge sim/data/calib/h100-llada-8b-torch-eager.csv select-llada-8b.csv --gpu h100 --out M.csv`, `tessera calib show M.csv --gpu h100`
 generate-h100	`tessera engine generate` on an H100: ten generations of LLaDA-8B and SDAR-8B under each decoder and cache (TPF, redundancy, GPU time), IterSmooth benched (`bench-smooth.txt`), its checks	`SANITIZE_S=300 DEPS=deps/root bash engine/gpu_run.sh OUT generate`; `tessera engine check --only focus` (its README)
-validate-h100	the seed systems' own public code (LLaDA's reference loop, Fast-dLLM's dual cache, dLLM-Cache, Sparse-dLLM) run on an H100 with random weights over 64 OSC-length requests at two rates, every request's times and every forward's, and a held-out grid; `validate.csv` what tessera predicts of them	`experiments/validate/measure.sh SYSTEM OUT`; `tessera exp run validate OUT`
+validate-h100	the seed systems' own public code (LLaDA's reference loop, Fast-dLLM's dual cache, dLLM-Cache, Sparse-dLLM, dLLM-Serve's runtime) run on an H100 with random weights over 64 OSC-length requests at two rates, every request's times and every forward's, and held-out grids; `validate.csv` what tessera predicts of them	`experiments/validate/measure.sh SYSTEM OUT`; `tessera exp run validate OUT`
+torch-dllm-serve-h100	tessera's rebuild of dLLM-Serve's PyTorch runtime profiled by the PyTorch harness on an H100 (its calibration `sim/data/calib/h100-llada-8b-torch-dllm-serve.csv`), and how far its host line lies from the runtime's own	`python3 engine/bench/torch_profile.py --runtime dllm-serve --reps 3 --out dllm-serve-base.csv`, `--grid select` (its README)
 torch-dllm-serve-h200	dLLM-Serve's own PyTorch runtime profiled by the PyTorch harness (its calibration `sim/data/calib/h200-llada-8b-torch-dllm-serve.csv`)	`python3 engine/bench/torch_profile.py --runtime dllm-serve --reps 3 --out dllm-serve-base.csv`, `--grid select` (its README)
 CATALOG
 # the records with their data unpacked (analysis/records.sh): TESSERA_RECORDS, or unpacked here
@@ -555,8 +556,8 @@ w()
 w("## Against the seed systems' own code")
 w()
 w(f"`tessera exp run validate OUT` on any machine, from {rec('validate-h100')}: each system's public generate")
-w("loop on an H100, one request at a time, predicted from the same arrivals (throughput, mean and p99")
-w("latency, forward count: predicted / measured / error).")
+w("loop on an H100, one request at a time, and dLLM-Serve's runtime batching as it does, predicted from the")
+w("same arrivals (throughput, mean and p99 latency, forward count: predicted / measured / error).")
 w()
 for l in read(os.path.join(R, "validate-h100", "validate.md")).splitlines():
     if l.startswith("|"):
