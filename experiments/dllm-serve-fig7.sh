@@ -54,6 +54,16 @@ bound by memory, shrinks as sequences lengthen while dLLM-Serve's grows."
 }
 why_sweep input "$inputs" "the speedup falls as the input grows"
 why_sweep output "$outputs" "the speedup falls as the output grows"
+# why dLLM-Serve is not ahead at some length: the lowest speedup, where, and both systems' requests a step there
+low=$(for w in input output; do for x in $([ $w = input ] && echo $inputs || echo $outputs); do
+    echo "$(value speedup dllm-serve $w $x) $w $x"; done; done | sort -g | head -1)
+set -- $low
+why "dLLM-Serve is ahead of Sparse-dLLM at every length" "its lowest speedup is $(fmt "$1")x ($2 length $3), where
+Sparse-dLLM runs $(fmt "$(mean_batch sparse-dllm $2 $3)") requests a step (static batch $(value static_batch sparse-dllm $2 $3)) and dLLM-Serve $(fmt "$(mean_batch dllm-serve $2 $3)").
+With the baseline's static batch as large as fits (BATCH=$DS_BATCH), its batched eager steps and dLLM-Serve's, whose
+runtime loops over its sequences on the host every layer, process a token in about the same time, so at equal
+load neither leads by much; Sparse-dLLM's public code (3fd8986) runs one request at a time (BATCH=code), against
+which dLLM-Serve's lead is its concurrency."
 NOTES="The paper gives neither the GPU nor the load of this figure: the RTX 4090 and 0.5 req/s (its Fig. 5's
 high load) are this experiment's choice. Its speedups are withheld. Host: $DS_HOST.
 $(ds_cost_notes rtx4090)"

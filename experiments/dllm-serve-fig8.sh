@@ -9,8 +9,8 @@
 #   2 engine     + dLLM-Serve's inference engine: continuous batching of flattened requests (the
 #                request scheduler), the head-centric sparse cache, its runtime's host work
 #   3 scheduler  + the phase-multiplexed scheduler
-#   4 budgeting  + logit-aware activation budgeting (logits in chunks of 2,048 rows, the profiled
-#                planner): dLLM-Serve as its preset runs it
+#   4 budgeting  + logit-aware activation budgeting (the logits of each sequence's block rows alone,
+#                in chunks of 2,048 rows, the profiled planner): dLLM-Serve as its preset runs it
 # Usage: tessera exp run dllm-serve-fig8 OUT [--force] [--quick] [--strict]
 EXP=dllm-serve-fig8
 source "$(dirname "$0")/lib/paper.sh"
@@ -66,9 +66,11 @@ for no more time a request; where the queue seldom holds more than a batch (a sh
 load), there is little to group."
 why "logit-aware budgeting adds the final boost" "with the scheduler alone and with budgeting added: ${parts%; }.
 Budgeting moves memory from the activation reserve to the KV pool, which lets more requests run a
-step only where the pool was full, and a request-step costs about what it did: on this card the
-steps are long enough that the GPU (and its host loop a sequence) is the bound, so a larger batch
-adds time in proportion. Budgeting pays where memory, not the GPU, caps the batch."
+step only where the pool was full; and it drops the LM head and softmax of every row outside a
+sequence's block in its full-sequence steps (two of a block's 32), which is all it removes from a
+request-step: on this card the steps are long enough that the GPU (and its host loop a sequence) is
+the bound, so a larger batch adds time in proportion. Budgeting pays where memory, not the GPU, caps
+the batch, and where prompts are long."
 NOTES="x is the stage (1 the baseline, 2 with dLLM-Serve's inference engine, 3 with its scheduler, 4 with
 logit budgeting: dLLM-Serve); relative_throughput is each stage's throughput over the baseline's, gain
 over the stage before. The paper's per-stage speedups are withheld, and it does not say at which load or

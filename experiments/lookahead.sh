@@ -7,12 +7,15 @@
 # under the preset's fixed:1 decoding (where lookahead's projections are exact) and under threshold
 # decoding (llada-gsm8k's TPF, drawn: projections at the mean). For each run: the stalls (request-steps
 # a running request sat out for the step's token budget) per thousand request-steps, throughput,
-# mean and p99 latency.
+# mean and p99 latency. The KV pool is what the whole card leaves (GPU_UTIL=0, tessera's rule), so
+# that the token budget, not the pool, bounds admission: with dLLM-Serve's own rule (GPU_UTIL=0.8,
+# the preset's) the RTX 4090's pool is 3.3 GiB, which admits too few requests at once for their
+# Refresh steps to collide, and neither scheduler stalls under fixed:1.
 # Writes OUT/results.jsonl (one object a run: scheduler, decode, rps and the summary's figures),
 # OUT/report.md (the table) and, with gnuplot, OUT/figure.png (stalls and p99 latency by rate).
 #
 # Usage: tessera exp run lookahead OUT [--force]   (RPS="0.1 0.2 0.3 0.5 1.0"; REQUESTS=200; GPU=rtx4090;
-#        LENGTHS=livebench; SEED=1; or experiments/lookahead.sh OUT with TESSERA=path)
+#        LENGTHS=livebench; SEED=1; GPU_UTIL=0; or experiments/lookahead.sh OUT with TESSERA=path)
 set -uo pipefail
 out=${1:?usage: tessera exp run lookahead OUT [--force]}
 bin=${TESSERA:-build/tessera}
@@ -24,6 +27,7 @@ for decode in $decodes; do
         for sched in phase lookahead; do
             json=$("$bin" sim --system dllm-serve --scheduler "$sched" --decode "$decode" --gpu "${GPU:-rtx4090}" \
                 --lengths "${LENGTHS:-livebench}" --rps "$rps" --requests "${REQUESTS:-200}" --seed "${SEED:-1}" \
+                --gpu-memory-utilization "${GPU_UTIL:-0}" \
                 --quiet --no-progress --json) || { echo "lookahead.sh: $sched, $decode at $rps req/s failed" >&2; exit 1; }
             python3 - "$sched" "$decode" "$rps" "$json" >>"$out/results.jsonl" <<'PY' || exit 1
 import json, sys

@@ -270,8 +270,9 @@ int cli_list(int argc, char **argv)
                    p->decode, p->impl, p->logit_chunk_rows, p->planner);
             for (size_t k = 0; k < TS_ARRAY_LEN(p->params) && p->params[k].name; k++)
                 printf(" --%s %s", p->params[k].name, p->params[k].value);
-            printf("%s%s --act-layout %s\n", p->mask_only ? " --mask-only" : "",
-                   p->lazy_chunking ? " --lazy-chunking" : "", p->act_layout);
+            printf("%s%s%s --act-layout %s\n", p->mask_only ? " --mask-only" : "",
+                   p->block_logits ? " --block-logits" : "", p->lazy_chunking ? " --lazy-chunking" : "",
+                   p->act_layout);
             printf("            cost: %s\n", strcmp(p->cost, "calibrated") == 0
                                                  ? "calibrated where its model and implementation have a calibration "
                                                    "for the GPU or one carried to it (else roofline)"

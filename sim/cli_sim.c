@@ -24,7 +24,7 @@
 enum {
     O_SYSTEM = 256, O_MODEL, O_GPU, O_GPU_FILE, O_POLICY, O_SCHED, O_DECODE, O_COST, O_IMPL,
     O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN, O_MAX_NEW,
-    O_BLOCK, O_TP, O_EARLY, O_EOS, O_ITER_SMOOTH, O_MASK_ONLY, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
+    O_BLOCK, O_TP, O_EARLY, O_EOS, O_ITER_SMOOTH, O_MASK_ONLY, O_BLOCK_LOGITS, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
     O_RESERVE, O_MARGIN, O_PREEMPT, O_DB, O_APPEND, O_REPLACE, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS,
     O_NO_PROGRESS, O_HELP,
     O_DATADIR, O_CALIB, O_CALIB_FROM, O_HOST, O_EXTRAPOLATE, O_CLOCK, O_OP_SCALE, O_PLANNER, O_LAZY, O_LAYOUT, O_EXECUTOR, O_LIVE_MEM,
@@ -57,6 +57,7 @@ static const struct option opts[] = {
     {"eos", required_argument, 0, O_EOS},
     {"iter-smooth", no_argument, 0, O_ITER_SMOOTH},
     {"mask-only", no_argument, 0, O_MASK_ONLY},
+    {"block-logits", no_argument, 0, O_BLOCK_LOGITS},
     {"max-num-logits", required_argument, 0, O_MNL},
     {"ffn-chunks", required_argument, 0, O_FFN_CHUNKS},
     {"kv-page", required_argument, 0, O_KV_PAGE},
@@ -239,6 +240,7 @@ static void sim_usage(FILE *f)
 "  --eos MODE               when a block's EOS positions commit: auto | bulk | scheduled [auto]\n"
 "  --iter-smooth            dInfer's IterSmooth (with threshold, hierarchical or credit decoding)\n"
 "  --mask-only              logits only for masked rows (Mosaic)\n"
+"  --block-logits           logits only for the current block's rows, in full-sequence steps too (dLLM-Serve)\n"
 "\n"
 "policy and scheduler parameters (tessera list policies, tessera list schedulers):\n", d.decode);
     params_usage(f);
@@ -366,6 +368,7 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_EOS: return STR(eos);
     case O_ITER_SMOOTH: c->iter_smooth = true; return 0;
     case O_MASK_ONLY: c->mask_only = true; return 0;
+    case O_BLOCK_LOGITS: c->block_logits = true; return 0;
     case O_JSON: c->json = true; return 0;
     case O_NO_STEPS: c->no_steps = true; return 0;
     case O_APPEND:

@@ -141,6 +141,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "eos", json_string(c->eos));
     json_object_set_new(o, "iter_smooth", json_boolean(c->iter_smooth));
     json_object_set_new(o, "mask_only", json_boolean(c->mask_only));
+    json_object_set_new(o, "block_logits", json_boolean(c->block_logits));
     json_object_set_new(o, "max_num_logits", json_integer(c->logit_chunk_rows));
     json_object_set_new(o, "ffn_chunks", json_integer(c->ffn_chunks));
     json_object_set_new(o, "kv_page_tokens", json_integer(c->kv_page_tokens));

@@ -55,6 +55,7 @@ struct sim_config {
     char eos[CFG_STR];         /* when EOS positions commit: auto | bulk | scheduled (enum decode_eos) */
     bool iter_smooth; /* dInfer's IterSmooth (step_desc.iter_smooth) */
     bool mask_only;
+    bool block_logits; /* logits only for the current block's rows (dLLM-Serve's log_optimize_level 2) */
     struct param_values params; /* the policy's and the scheduler's own parameters as given, by
                                  * name (params.h, parts.h) */
 

@@ -152,7 +152,7 @@ void policy_emit_refresh(const struct request *r, const struct policy_cfg *pc, s
     s->q = r->L;
     s->kv = 0;
     s->kv_write = r->L;
-    s->logit_rows = policy_logit_rows(pc, s->q, r->G - r->decoded_total);
+    s->logit_rows = policy_logit_rows_seq(pc, r, s->q);
 }
 
 void policy_emit_prefill(const struct request *r, struct segment *s)

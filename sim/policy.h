@@ -26,6 +26,7 @@
 struct policy_cfg {
     int32_t block_size;       /* Bs */
     bool mask_only;           /* logit rows are only the masked rows among the queries */
+    bool block_logits;        /* a whole-sequence segment's logit rows are only the current block's */
     bool early_stop;          /* finish once the content and one EOS block are decoded */
     double p[PARAMS_MAX];     /* the policy's own parameters, resolved, in declaration order */
     const struct decode_model *dm; /* the run's decode model (a policy that decides decodes draws it) */
@@ -97,6 +98,14 @@ bool policy_advance(const struct policy_ops *po, struct request *r, const struct
 static inline int32_t policy_logit_rows(const struct policy_cfg *pc, int32_t q, int32_t masked)
 {
     return pc->mask_only ? (masked < q ? masked : q) : q;
+}
+
+/* The logit rows of a segment of q rows over the whole sequence (or more than the block): all q (the
+ * masked positions left, mask-only), or with block logits the current block's rows (its masked ones). */
+static inline int32_t policy_logit_rows_seq(const struct policy_cfg *pc, const struct request *r, int32_t q)
+{
+    return pc->block_logits ? policy_logit_rows(pc, req_block_len(r, r->cur_block), req_masked_in_block(r))
+                            : policy_logit_rows(pc, q, r->G - r->decoded_total);
 }
 
 /* Pieces the policies share. */

@@ -19,7 +19,7 @@ static void prefix_emit(const struct request *r, const struct policy_cfg *pc, st
         s->kv = pre;
         s->kv_write = 0;
     }
-    s->logit_rows = policy_logit_rows(pc, s->q, r->G - r->decoded_total);
+    s->logit_rows = policy_logit_rows_seq(pc, r, s->q);
 }
 
 static void prefix_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s,

@@ -1,5 +1,6 @@
 /* policy_vanilla.c: no cache (LLaDA, Mosaic). Every step runs the whole sequence:
- * FULL q = L, kv = 0; logit rows = L, or the masked positions left with mask-only logits. */
+ * FULL q = L, kv = 0; logit rows = L, or the masked positions left with mask-only logits (the
+ * block's rows with block logits). */
 #include "policy.h"
 
 static void vanilla_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
@@ -8,7 +9,7 @@ static void vanilla_emit(const struct request *r, const struct policy_cfg *pc, s
     s->q = r->L;
     s->kv = 0;
     s->kv_write = 0;
-    s->logit_rows = policy_logit_rows(pc, s->q, r->G - r->decoded_total);
+    s->logit_rows = policy_logit_rows_seq(pc, r, s->q);
 }
 
 static void vanilla_advance(struct request *r, const struct policy_cfg *pc,

@@ -38,7 +38,8 @@ static void vicinity_emit(const struct request *r, const struct policy_cfg *pc, 
         s->kv_write = s->q;
         /* the window's masked rows: the block's (those after it are not decoded yet either, but
          * only the block's logits are read) */
-        s->logit_rows = policy_logit_rows(pc, s->q, req_masked_in_block(r));
+        s->logit_rows = pc->block_logits ? policy_logit_rows_seq(pc, r, s->q)
+                                         : policy_logit_rows(pc, s->q, req_masked_in_block(r));
     }
 }
 

@@ -25,6 +25,7 @@ struct preset {
                              * given: "calibrated" (a calibration of the model and implementation
                              * shipped for the GPU, or carried to it from PRESET_CALIB_FROM's first
                              * holding one; the roofline where none is) or "roofline" */
+    bool block_logits;      /* --block-logits */
 };
 
 /* The GPUs a --system's calibration is carried from, in order, where none is shipped for its GPU

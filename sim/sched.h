@@ -44,10 +44,15 @@ void sched_list(char *buf, size_t len);
 int sched_resolve(const char *name, const struct sched_ops **out, struct ts_err *err);
 
 /* The phase scheduler's pieces the lookahead scheduler shares (sched_phase.c; its first parameter
- * is the token cap, s->sched_p[0]): the memory budgets under the cap, the rejections, and the
+ * is the token cap, s->sched_p[0], its second the KV pool's rule, s->sched_p[1], declared by
+ * SCHED_GPU_UTIL_PARAM): the memory budgets under the cap, the rejections, and the
  * running set's step: each running request in admission order adds its segment while *budget (the
  * step's query tokens left) holds it, its KV reserved, preempting the latest admitted where the
  * pool is short; true when one had to wait or was preempted. */
+#define SCHED_GPU_UTIL_PARAM                                                                                     \
+    {"gpu-memory-utilization", "the KV pool as dLLM-Serve sizes it: this share of the device less the weights, the " \
+     "framework reserve and its warm-up's peak; 0 = the device less those and a max_num_batched_tokens step's "       \
+     "planned peak", 0, 0, 1, false}
 int sched_phase_init(struct sim *s, struct ts_err *err);
 const char *sched_phase_reject(struct sim *s, const struct request *r);
 bool sched_phase_run(struct sim *s, int64_t *budget);

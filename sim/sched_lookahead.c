@@ -23,10 +23,11 @@
 
 #include "sim_internal.h"
 
-enum { MAX_TOKENS }; /* the phase scheduler's parameter, in its place (sched_phase_init reads it) */
+enum { MAX_TOKENS, GPU_UTIL }; /* the phase scheduler's parameters, in their places (sched_phase_init reads them) */
 static const struct param_spec lookahead_params[] = {
     [MAX_TOKENS] = {"max-num-batched-tokens", "query tokens per step, never exceeded by the projected steps "
                     "of the running set; 0 = 4000 on <= 32 GiB GPUs, else 16384", 0, 0, 1 << 20, true},
+    [GPU_UTIL] = SCHED_GPU_UTIL_PARAM,
 };
 
 /* One request's projected steps from its step `from` (r->steps then) to its last. */

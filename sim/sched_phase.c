@@ -3,7 +3,12 @@
  *
  * Memory: the activation budget is reserved once, as the peak of a forward of
  * max_num_batched_tokens query tokens with its logits decomposed into max_num_logits rows (or
- * monolithic when that is 0); the rest of the device after weights is the paged KV pool.
+ * monolithic when that is 0); the rest of the device after weights is the paged KV pool. With
+ * gpu-memory-utilization U (dLLM-Serve's rule: engine/model_runner.py allocate_kv_cache, after
+ * warmup_model_diffusion) the pool is U of the device less what the process holds (the framework
+ * reserve and the weights) and the peak of its warm-up, one forward of
+ * min(max_num_batched_tokens / max positions, 512) whole sequences of max positions with the logits
+ * of their last 128 rows (none when that count is 0); the activations get what is left.
  * Each step:
  *   1. running requests, in admission order, contribute their current phase's q (Refresh: L,
  *      Reuse: Bs) while the step's query tokens stay within max_num_batched_tokens; one that does
@@ -18,19 +23,42 @@
 
 #include "sim_internal.h"
 
-enum { MAX_TOKENS }; /* lookahead's parameters begin with the same */
+enum { MAX_TOKENS, GPU_UTIL }; /* lookahead's parameters begin with the same two */
 static const struct param_spec phase_params[] = {
     [MAX_TOKENS] = {"max-num-batched-tokens", "query tokens per step; 0 = 4000 on <= 32 GiB GPUs, else 16384, "
                     "as dLLM-Serve configures them", 0, 0, 1 << 20, true},
+    [GPU_UTIL] = SCHED_GPU_UTIL_PARAM,
 };
+
+enum { WARMUP_MAX_SEQS = 512, WARMUP_GEN = 128 }; /* dLLM-Serve's max_num_seqs, SamplingParams.gen_length */
 
 int sched_phase_init(struct sim *s, struct ts_err *err)
 {
     if (s->sched_p[MAX_TOKENS] == 0) /* dLLM-Serve's Table 3 settings */
         s->sched_p[MAX_TOKENS] = s->gpu.mem_bytes <= 32 * (int64_t)TS_GIB ? 4000 : 16384;
     int64_t cap = (int64_t)s->sched_p[MAX_TOKENS];
-    s->act_reserved = sim_act_peak(s, cap, cap);
-    s->kv_pool_bytes = s->capacity - s->weight_bytes - s->act_reserved;
+    const double util = s->sched_p[GPU_UTIL];
+    if (util > 0) {
+        const int64_t warm = TS_MIN(cap / s->model.max_pos, WARMUP_MAX_SEQS);
+        const int64_t peak = warm > 0 ? sim_act_peak(s, warm * s->model.max_pos, warm * WARMUP_GEN) : 0;
+        s->kv_pool_bytes = (int64_t)(util * (double)s->gpu.mem_bytes) - (s->gpu.mem_bytes - s->capacity) -
+                           s->weight_bytes - peak;
+        s->act_reserved = s->capacity - s->weight_bytes - s->kv_pool_bytes;
+        const int64_t need = sim_act_peak(s, cap, cap);
+        if (s->kv_pool_bytes <= 0)
+            return ts_fail(err, "%s scheduler: gpu-memory-utilization %g of %s leaves no KV pool after %.2f GiB "
+                                "of weights, %.2f GiB of framework reserve and a warm-up peak of %.2f GiB",
+                           s->sched->name, util, s->gpu.name, s->weight_bytes / TS_GIB,
+                           (s->gpu.mem_bytes - s->capacity) / TS_GIB, peak / TS_GIB);
+        if (s->act_reserved < need)
+            return ts_fail(err, "%s scheduler: gpu-memory-utilization %g leaves %.2f GiB for activations on %s, "
+                                "where a step of max_num_batched_tokens=%lld plans %.2f GiB; lower "
+                                "--max-num-batched-tokens or --gpu-memory-utilization",
+                           s->sched->name, util, s->act_reserved / TS_GIB, s->gpu.name, (long long)cap, need / TS_GIB);
+    } else {
+        s->act_reserved = sim_act_peak(s, cap, cap);
+        s->kv_pool_bytes = s->capacity - s->weight_bytes - s->act_reserved;
+    }
     if (s->kv_pool_bytes <= 0)
         return ts_fail(err, "%s scheduler: the activation budget for max_num_batched_tokens=%lld "
                             "(%.2f GiB) leaves no KV pool on %s after %.2f GiB of weights; lower "

@@ -428,6 +428,7 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         s->sum.clock_modelled = found == 1;
     }
     s->pcfg = (struct policy_cfg){.block_size = cfg->block_size, .mask_only = cfg->mask_only,
+                                  .block_logits = cfg->block_logits,
                                   .early_stop = cfg->early_stop, .dm = &s->dm};
     if (s->pol->decides)
         s->pcfg.rng = gsl_rng_alloc(gsl_rng_taus2);

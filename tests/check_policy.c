@@ -90,6 +90,16 @@ START_TEST(vanilla_shapes)
     run_life(&policy_vanilla, &mo, 100, 64, 64, 1, &L);
     for (int i = 0; i < L.n; i++)
         expect_seg(&L.seg[i], PHASE_FULL, 164, 0, 0, 64 - i, 1); /* masked positions left */
+    /* block logits: the current block's rows alone (its masked ones, mask-only) */
+    struct policy_cfg bl = PC;
+    bl.block_logits = true;
+    run_life(&policy_vanilla, &bl, 100, 64, 64, 1, &L);
+    for (int i = 0; i < L.n; i++)
+        expect_seg(&L.seg[i], PHASE_FULL, 164, 0, 0, 32, 1);
+    bl.mask_only = true;
+    run_life(&policy_vanilla, &bl, 100, 64, 64, 1, &L);
+    for (int i = 0; i < L.n; i++)
+        expect_seg(&L.seg[i], PHASE_FULL, 164, 0, 0, 32 - i % 32, 1);
 }
 END_TEST
 
@@ -121,6 +131,13 @@ START_TEST(dual_shapes)
     run_life(&policy_dual, &mo, 100, 64, 64, 1, &L);
     expect_seg(&L.seg[0], PHASE_REFRESH, 164, 0, 164, 64, 1);
     expect_seg(&L.seg[1], PHASE_REUSE, 32, 132, 0, 31, 1);
+    expect_seg(&L.seg[32], PHASE_REFRESH, 164, 0, 164, 32, 1);
+    /* block logits: a REFRESH's logits over its block's 32 rows, the REUSE steps' unchanged */
+    struct policy_cfg bl = PC;
+    bl.block_logits = true;
+    run_life(&policy_dual, &bl, 100, 64, 64, 1, &L);
+    expect_seg(&L.seg[0], PHASE_REFRESH, 164, 0, 164, 32, 1);
+    expect_seg(&L.seg[1], PHASE_REUSE, 32, 132, 0, 32, 1);
     expect_seg(&L.seg[32], PHASE_REFRESH, 164, 0, 164, 32, 1);
 }
 END_TEST

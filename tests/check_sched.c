@@ -464,6 +464,44 @@ START_TEST(static_batches_finish_together)
 }
 END_TEST
 
+/* gpu-memory-utilization U sizes the phase scheduler's pool as dLLM-Serve's allocate_kv_cache does:
+ * U of the device less the reserve, the weights and the warm-up's peak (max_num_batched_tokens / max
+ * positions whole sequences, 128 logit rows each: four on the L40S, none on the RTX 4090), the
+ * activations left the rest; a share that leaves no pool, or too little for a full step, is refused. */
+START_TEST(gpu_utilization_sizes_the_pool_as_dllm_serve)
+{
+    const char *gpus[] = {"l40s", "rtx4090"};
+    const int64_t warm[] = {4, 0};
+    struct ts_err err;
+    for (int i = 0; i < 2; i++) {
+        struct sim_config c;
+        test_config(&c);
+        snprintf(c.scheduler, sizeof c.scheduler, "phase");
+        snprintf(c.gpu, sizeof c.gpu, "%s", gpus[i]);
+        ck_assert_int_eq(param_values_set(&c.params, "gpu-memory-utilization", "0.8", &err), 0);
+        struct sim *s = sim_create(&c, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        const int64_t mem = s->gpu.mem_bytes, peak = warm[i] ? sim_act_peak(s, warm[i] * 4096, warm[i] * 128) : 0;
+        ck_assert_int_eq(s->model.max_pos, 4096);
+        ck_assert_int_eq(s->kv_pool_bytes, (int64_t)(0.8 * (double)mem) - (mem - s->capacity) - s->weight_bytes - peak);
+        ck_assert_int_eq(s->act_reserved + s->kv_pool_bytes + s->weight_bytes, s->capacity);
+        sim_destroy(s);
+    }
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.scheduler, sizeof c.scheduler, "phase");
+    snprintf(c.gpu, sizeof c.gpu, "l40s");
+    ck_assert_int_eq(param_values_set(&c.params, "gpu-memory-utilization", "0.3", &err), 0);
+    ck_assert_ptr_null(sim_create(&c, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "gpu-memory-utilization 0.3 of l40s leaves no KV pool"));
+    /* (on the L40S the warm-up's peak, a step of as many tokens, stays free for the activations) */
+    snprintf(c.gpu, sizeof c.gpu, "rtx4090");
+    ck_assert_int_eq(param_values_set(&c.params, "gpu-memory-utilization", "0.99", &err), 0);
+    ck_assert_ptr_null(sim_create(&c, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "GiB for activations on rtx4090"));
+}
+END_TEST
+
 /* The same loaded workload under phase and lookahead: phase's admissions line Refresh steps up
  * against the token cap, so running requests sit steps out; lookahead's projections keep them from
  * it, at the same throughput within 2%. Under a drawn decode model its projections miss some block
@@ -511,6 +549,7 @@ int main(void)
     tcase_add_test(tc, a_poor_planner_changes_admissions);
     tcase_add_test(tc, mosaic_lazy_chunking_fits_long_requests);
     tcase_add_test(tc, lookahead_avoids_phase_stalls);
+    tcase_add_test(tc, gpu_utilization_sizes_the_pool_as_dllm_serve);
     suite_add_tcase(s, tc);
     return run_suite("sched", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }
