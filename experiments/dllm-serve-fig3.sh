@@ -7,8 +7,8 @@ EXP=dllm-serve-fig3
 source "$(dirname "$0")/lib/paper.sh"
 source "$(dirname "$0")/lib/dllm_serve.sh"
 paper_init "$@"
-rates="0.1 0.2 0.3 0.4 0.5" n=200
-[ "$QUICK" = 1 ] && rates="0.1 0.5" n=40
+rates="0.1 0.2 0.3 0.4 0.5" n=$DS_N
+[ "$QUICK" = 1 ] && rates="0.1 0.5" n=40 DS_N=40
 set -- $rates; r0=$1 r1=${@: -1}
 for w in $DS_WORKLOADS; do
     ds_use $w
@@ -32,6 +32,7 @@ check "the baselines hit a throughput wall on each workload: each gains under ha
     "$(for s in $DS_BASELINES; do ds_each "val(\"$s\",\"@W\",\"$r1\",\"throughput_tok_s\") / val(\"$s\",\"@W\",\"$r0\",\"throughput_tok_s\") < 1 + 0.5 * ($r1 / $r0 - 1)"; printf ' && '; done) 1"
 check "dLLM-Serve keeps scaling on each workload: its throughput rises with the load to ${r1} req/s at least 80% as fast as the load" \
     "$(ds_each "val(\"dllm-serve\",\"@W\",\"$r1\",\"throughput_tok_s\") / val(\"dllm-serve\",\"@W\",\"$r0\",\"throughput_tok_s\") >= 1 + 0.8 * ($r1 / $r0 - 1)")"
+ds_assumptions rtx4090 $r1 1.61 1.81
 ds_why rtx4090 $r1
 ds_why_rows rtx4090 $r1 $n
 ds_why_band $r1 1.61 1.81
@@ -53,6 +54,12 @@ tessera's baselines batch several requests (OSC), dLLM-Serve's speedup at $r1 re
 $(fmt "$(value speedup dllm-serve osc $r1)")x (the paper: 1.61-1.81x).
 
 $DS_WHY_ROWS
+
+The paper's 1.61-1.81x against tessera's speedup at $r1 req/s over the setting's unknowns (workloads
+W~ASSUMPTION=VALUE; derived metrics speedup_lo and speedup_hi):
+
+$DS_ASSUMPTIONS
+
 The workload livebench-$alt reruns LiveBench's peak rate with the $alt machine's host: the speedup
 there against livebench's is how far the host moves the result."
 ds_figure throughput_tok_s "Throughput (tokens/s)"

@@ -7,7 +7,7 @@ EXP=dllm-serve-fig5
 source "$(dirname "$0")/lib/paper.sh"
 source "$(dirname "$0")/lib/dllm_serve.sh"
 paper_init "$@"
-n=200
+n=$DS_N
 [ "$QUICK" = 1 ] && n=40
 for w in $DS_WORKLOADS; do
     ds_use $w

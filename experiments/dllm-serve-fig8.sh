@@ -16,7 +16,7 @@ EXP=dllm-serve-fig8
 source "$(dirname "$0")/lib/paper.sh"
 source "$(dirname "$0")/lib/dllm_serve.sh"
 paper_init "$@"
-n=200
+n=$DS_N
 [ "$QUICK" = 1 ] && n=40
 stage() { # stage NAME X IMPL OPTIONS...: one stage's point in DS_WORKLOAD, priced as IMPL runs it
     local name=$1 x=$2

@@ -2,7 +2,8 @@
 # experiments/papers.sh: every built paper experiment (experiments/papers.tsv), run in parallel
 # (one process a core, a line on standard error as each finishes), each into OUT/NAME, and
 # OUT/report.md: a line an experiment and a line a paper (how many of tessera's values land within
-# 15% of the paper's numbers, the median |log ratio| to them, the trends holding), each trend that does not hold with its reason, and
+# 15% of the paper's numbers, how many lie inside the range its report gives over the experiment's assumptions,
+# the median |log ratio| to them, the trends holding), each trend that does not hold with its reason, and
 # then each experiment's report: its points beside the paper's numbers and each trend it checks.
 # Usage: tessera exp run papers OUT [--force] [--quick] [--strict]
 set -uo pipefail
@@ -35,8 +36,20 @@ rc=$?
     echo
     # within: the points with a paper number that land within 15% of it (|log ratio| <= log 1.15)
     within() { awk '$1 <= log(1.15) { k++ } END { print (NR ? k + 0 : "-") }' "$1"; }
-    echo "| experiment | points | with a paper number | within 15% of it | median abs log ratio | trends holding |"
-    echo "|---|---|---|---|---|---|"
+    # ranged FILE: "K N": of the N paper numbers whose metric has a range over the experiment's
+    # assumptions (derived METRIC_lo and METRIC_hi at the same point), the K inside it
+    ranged() {
+        sqlite3 -separator ' ' :memory: "WITH r AS (SELECT json_extract(value, '\$.system') s,
+                json_extract(value, '\$.workload') w, json_extract(value, '\$.x') x, json_extract(value, '\$.metric') m,
+                json_extract(value, '\$.value') v, json_extract(value, '\$.paper_value') p
+                FROM json_each('[' || replace(trim(readfile('$1'), char(10)), char(10), ',') || ']'))
+            SELECT coalesce(sum(lo.v <= r.p AND r.p <= hi.v), 0), count(*) FROM r
+            JOIN r lo ON lo.s = r.s AND lo.w = r.w AND lo.x = r.x AND lo.m = r.m || '_lo'
+            JOIN r hi ON hi.s = r.s AND hi.w = r.w AND hi.x = r.x AND hi.m = r.m || '_hi' WHERE r.p IS NOT NULL"
+    }
+    of() { [ "$2" -gt 0 ] && echo "$1 of $2" || echo "-"; }
+    echo "| experiment | points | with a paper number | within 15% of it | inside the range over its assumptions | median abs log ratio | trends holding |"
+    echo "|---|---|---|---|---|---|---|"
     for n in $names; do
         [ -f "$out/$n/results.jsonl" ] || continue
         pts=$(wc -l <"$out/$n/results.jsonl")
@@ -46,18 +59,20 @@ rc=$?
         med=$( [ "$k" -gt 0 ] && awk -v k="$k" 'NR == int((k + 1) / 2) { printf "%.2f", $1 }' "$out/$n/logratios.txt" || echo "-")
         holds=$(grep -c $'\tholds$' "$out/$n/checks.tsv" || true)
         all=$(wc -l <"$out/$n/checks.tsv")
-        echo "| [$n]($n/report.md) | $pts | $k | $(within "$out/$n/logratios.txt") | $med | $holds of $all |"
+        ranged "$out/$n/results.jsonl" >"$out/$n/ranged.txt"
+        echo "| [$n]($n/report.md) | $pts | $k | $(within "$out/$n/logratios.txt") | $(of $(cat "$out/$n/ranged.txt")) | $med | $holds of $all |"
     done
     echo
-    echo "| paper | points with a paper number | within 15% of it | median abs log ratio | trends holding |"
-    echo "|---|---|---|---|---|"
+    echo "| paper | points with a paper number | within 15% of it | inside the range over its assumptions | median abs log ratio | trends holding |"
+    echo "|---|---|---|---|---|---|"
     for paper in $(printf '%s\n' $names | sed 's/-\(fig\|table\).*//' | sort -u); do
         cat "$out/$paper"-*/logratios.txt 2>/dev/null | sort -g >"$out/$paper.logratios"
         k=$(wc -l <"$out/$paper.logratios")
         med=$( [ "$k" -gt 0 ] && awk -v k="$k" 'NR == int((k + 1) / 2) { printf "%.2f", $1 }' "$out/$paper.logratios" || echo "-")
         holds=$(cat "$out/$paper"-*/checks.tsv 2>/dev/null | grep -c $'\tholds$' || true)
         all=$(cat "$out/$paper"-*/checks.tsv 2>/dev/null | wc -l)
-        echo "| $paper | $k | $(within "$out/$paper.logratios") | $med | $holds of $all |"
+        echo "| $paper | $k | $(within "$out/$paper.logratios") | $(of $(cat "$out/$paper"-*/ranged.txt 2>/dev/null |
+            awk '{ k += $1; n += $2 } END { print k + 0, n + 0 }')) | $med | $holds of $all |"
         rm -f "$out/$paper.logratios"
     done
     if grep -qs . "$out"/*/failing.tsv; then

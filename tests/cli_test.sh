@@ -1015,6 +1015,26 @@ tr -s ' \n' '  ' <"$tmp/papers/dinfer-table1/report.md" |
     grep -q "it takes 11.5 ms a layer at 32 tokens and 28.3 at 1,536, 184 and 452 ms a forward over 16 layers" && ok ||
     bad "dinfer-table1: Hugging Face's expert loop not read from records/torch-moe-h100"
 contains "exp run papers --quick" "papers: $tmp/papers/report.md"
+# dLLM-Serve's paper numbers over its setting's unknowns: each speedup's range holds the value at the
+# defaults and the BATCH=code run's, and the report gives the table; an unknown outside its plausible
+# range is refused, naming the range and its source
+for e in dllm-serve-fig3 dllm-serve-table4; do
+    f="$tmp/papers/$e/results.jsonl"
+    [ "$(sqlite3 :memory: "WITH r AS (SELECT json_extract(value, '\$.workload') w, json_extract(value, '\$.metric') m,
+            json_extract(value, '\$.value') v, json_extract(value, '\$.x') x FROM json_each('[' ||
+            replace(trim(readfile('$f'), char(10)), char(10), ',') || ']') WHERE json_extract(value, '\$.system') = 'dllm-serve')
+        SELECT count(*) = 3 AND sum(lo.v <= d.v AND d.v <= hi.v AND lo.v <= c.v AND c.v <= hi.v) = 3
+        FROM r d JOIN r lo ON lo.w = d.w AND lo.x = d.x AND lo.m = 'speedup_lo' JOIN r hi ON hi.w = d.w AND hi.x = d.x
+            AND hi.m = 'speedup_hi' JOIN r c ON c.w = d.w || '~BATCH=code' AND c.x = d.x AND c.m = 'speedup'
+        WHERE d.m = 'speedup' AND d.w NOT LIKE '%~%' AND d.w NOT LIKE '%-%'" 2>&1)" = 1 ] &&
+        grep -q '^| livebench | .*x | .* | inside\|below it\|above it' "$tmp/papers/$e/report.md" && ok ||
+        bad "$e: no speedup range over the assumptions, or its table missing"
+done
+expect 2 "dllm-serve-fig3 with N outside 64-400" -- env N=500 $bin exp run dllm-serve-fig3 "$tmp/n500"
+contains "N outside its range names it" "N=500: the requests a run must be 64-400"
+contains "N outside its range names its source" "LiveBench's coding section has 128 questions"
+expect 2 "dllm-serve-fig3 with GEMM outside the band" -- env GEMM=1.5 $bin exp run dllm-serve-fig3 "$tmp/gemm" --quick
+contains "GEMM outside its band names it" "GEMM=1.5: the rtx4090's GEMM time must lie in 0.82-1.03"
 # every trend that does not hold says why, in its report and in the summary
 if grep -q "does not hold" "$tmp/papers"/*/checks.tsv; then
     ! grep -q "no reason recorded" "$tmp/papers/report.md" && grep -q "^Trends that do not hold, and why:" "$tmp/papers/report.md" &&

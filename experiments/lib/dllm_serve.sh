@@ -62,6 +62,25 @@ ds_impl() {
 # loop batches, left-padded, and keeps fit)
 DS_BATCH=${BATCH:-fit}
 case $DS_BATCH in fit | code) ;; *) echo "$EXP: BATCH=$DS_BATCH: fit (dLLM-Serve section 6.1) or code (the public code: one request at a time)" >&2; exit 2 ;; esac
+# the requests a run, an assumption (N=COUNT): dLLM-Serve states none for any workload (LiveBench's
+# coding section has 128 questions; OSC's and BurstGPT's counts are not given), and at the loads where the
+# systems fall behind the mean latency grows with it; 200 here, plausible 64-400 (half LiveBench's 128
+# to twice this default)
+DS_N=${N:-200}
+ds_check_n() {
+    case $1 in '' | *[!0-9]*) false ;; *) [ "$1" -ge 64 ] && [ "$1" -le 400 ] ;; esac ||
+        { echo "$EXP: N=$1: the requests a run must be 64-400 (dLLM-Serve states no count; LiveBench's coding section has 128 questions, 64-400 spans half that to twice the default 200)" >&2; exit 2; }
+}
+ds_check_n "$DS_N"
+# the card's GEMM time over the one the calibration's transfer gives it, an assumption (GEMM=F): the
+# RTX 4090's and L40S's achieved GEMM rates are not measured; plausible: the transfer's own band for a
+# Refresh step on the card (tessera calib transfer: each op at the two cards' peak-FLOP or bandwidth
+# ratio instead of its roofline ratio), 1 by default
+DS_GEMM=${GEMM:-1}
+# ds_gemm_opts: the options that scale the card's GEMMs by DS_GEMM (none at 1)
+ds_gemm_opts() {
+    awk -v f="$DS_GEMM" 'BEGIN { if (f != 1) printf "--op-scale qkv=%s,o_proj=%s,gate_up=%s,down=%s,lm_head=%s", f, f, f, f, f }'
+}
 # ds_batch_opts SYSTEM: the options that give SYSTEM's static batch as DS_BATCH says (none for dLLM-Serve)
 ds_batch_opts() { [ "$DS_BATCH" = fit ] && [ "$1" != dllm-serve ] && echo --max-batch 0 || true; }
 # ds_cost GPU [IMPL]: the cost options of a point on GPU priced with IMPL (torch-eager unless given), in
@@ -101,7 +120,8 @@ with Poisson arrivals; burst, BurstGPT's lengths from its trace's first rows (--
 BurstGPT's Gamma arrivals (--arrivals gamma:1.41). 256 tokens generated (the paper's Table 3). Host:
 $DS_HOST (--host; the papers' hosts are unknown). The baselines' static batches: $DS_BATCH (BATCH=fit: as
 large as fit, as section 6.1 ran them; BATCH=code: one request at a time, as Fast-dLLM's and
-Sparse-dLLM's public code runs).
+Sparse-dLLM's public code runs). Requests a run: $DS_N (N=, 64-400; the paper states none). The card's
+GEMM time over the transfer's: $DS_GEMM (GEMM=, within the transfer's band).
 Each baseline's loop as its public code runs it (tessera list systems): its sampling's dtype and its
 host work a forward, measured with that code (experiments/records/validate-h100)."
 # ds_point SYSTEM GPU RPS N [HOST [IMPL]]: one system at one arrival rate in DS_WORKLOAD, its steps
@@ -113,9 +133,87 @@ ds_point() {
     [ "$host" != "$DS_HOST" ] && wl="$DS_WORKLOAD-$host"
     run+=($(ds_batch_opts "$1"))
     [ -n "$impl" ] && wl="$wl-$impl" run+=(--impl "$impl")
+    ds_check_gemm "$2"
     ds_cost "$2" "${impl:-$(ds_impl "$1")}"
     point "$1" "$wl" "$3" "${run[@]}" --gpu "$2" --rps "$3" --requests "$4" --lengths "$DS_LENGTHS" \
-        --arrivals "$DS_ARRIVALS" --gen-len 256 --block 32 --seed 1 --host "$host" "${DS_COST_ARGS[@]}"
+        --arrivals "$DS_ARRIVALS" --gen-len 256 --block 32 --seed 1 --host "$host" "${DS_COST_ARGS[@]}" $(ds_gemm_opts)
+}
+
+# ds_gemm_band GPU: the low and high ends of GPU's transfer band for a Refresh step, as GEMM-time
+# factors (the carried torch-eager calibration's band file: "(-18% / +3%)" gives 0.82 1.03)
+ds_gemm_band() {
+    ds_cost "$1"
+    [ "$DS_COST" = roofline ] && { echo "1 1"; return; }
+    sed -n 's/.*Refresh.*(\([-+][0-9]*\)% \/ \([-+][0-9]*\)%).*/\1 \2/p' "$CARRIED_BAND" | head -1 |
+        awk '{ printf "%.2f %.2f", 1 + $1 / 100, 1 + $2 / 100 }'
+}
+# ds_check_gemm GPU: DS_GEMM inside GPU's transfer band, or the run refused
+ds_check_gemm() {
+    [ "$DS_GEMM" = 1 ] && return 0
+    local band
+    band=$(ds_gemm_band "$1")
+    awk -v f="$DS_GEMM" -v l="${band% *}" -v h="${band#* }" 'BEGIN { exit !(f + 0 == f && f >= l - 1e-9 && f <= h + 1e-9) }' ||
+        { echo "$EXP: GEMM=$DS_GEMM: the $1's GEMM time must lie in ${band% *}-${band#* }, the transfer's band for a Refresh step on it (tessera calib show --gpu $1)" >&2; exit 2; }
+}
+# ds_assumptions GPU X PAPER_LO PAPER_HI: the paper's speedup at X, tessera's at the defaults and over
+# each assumption's plausible values, one assumption at a time, the others at their defaults, on
+# each workload (--quick: N 64 and BATCH alone): N 64, 128 and 400 (from DS_N); BATCH code (from fit) or fit; HOST the other lent
+# machine's; the arrivals Gamma CV 2 for the Poisson workloads and Poisson for Burst; GEMM the ends of
+# the card's transfer band. Each run is the workload W~NAME=VALUE; the derived metrics speedup_lo and
+# speedup_hi (W, X) hold the range, and DS_ASSUMPTIONS a table for the report: the value at the
+# defaults, the range, whether the paper's range meets it, and the assumption that moves it most.
+ds_assumptions() {
+    local gpu=$1 x=$2 lo=$3 hi=$4 w av a v s d sp band n dev worst worst_d vals cells range_lo range_hi
+    local save_batch save_host save_arr save_gemm alt_batch alt_host
+    band=$(ds_gemm_band "$gpu")
+    alt_batch=$([ "$DS_BATCH" = fit ] && echo code || echo fit)
+    alt_host=$([ "$DS_HOST" = lent-h100 ] && echo lent-h200 || echo lent-h100)
+    DS_ASSUMPTIONS="| workload | at the defaults | N 64 / 128 / 400 | BATCH $alt_batch | HOST $alt_host | arrivals | GEMM ${band% *} / ${band#* } | range | the paper's $lo-${hi}x | most sensitive to |
+|---|---|---|---|---|---|---|---|---|---|"
+    for w in $DS_WORKLOADS; do
+        ds_use $w
+        d=$(value speedup dllm-serve $w "$x")
+        vals="$d" worst="" worst_d=0 cells=""
+        for av in N=64 N=128 N=400 BATCH=$alt_batch HOST=$alt_host ARRIVALS=$([ $w = burst ] && echo poisson || echo gamma:2) \
+                  GEMM=${band% *} GEMM=${band#* }; do
+            a=${av%%=*} v=${av#*=}
+            if [ "$QUICK" = 1 ] && [ $av != N=64 ] && [ $a != BATCH ]; then # --quick: two of them
+                case $av in N=64 | N=128 | GEMM=${band% *}) cells+="- / " ;; *) cells+="- | " ;; esac
+                continue
+            elif { [ $a = N ] && [ "$v" = "$DS_N" ]; } || { [ $a = GEMM ] && [ "$v" = 1.00 ]; }; then
+                sp=$d
+            else
+                save_batch=$DS_BATCH save_host=$DS_HOST save_arr=$DS_ARRIVALS save_gemm=$DS_GEMM
+                n=$DS_N
+                case $a in N) n=$v ;; BATCH) DS_BATCH=$v ;; HOST) DS_HOST=$v ;; ARRIVALS) DS_ARRIVALS=$v ;; GEMM) DS_GEMM=$v ;; esac
+                DS_WORKLOAD="$w~$av"
+                for s in $DS_SYSTEMS; do ds_point $s "$gpu" "$x" "$n"; done
+                ds_speedup "$x"
+                sp=$(value speedup dllm-serve "$w~$av" "$x")
+                DS_BATCH=$save_batch DS_HOST=$save_host DS_ARRIVALS=$save_arr DS_GEMM=$save_gemm
+                ds_use $w
+            fi
+            vals+=" $sp"
+            case $av in N=64 | N=128 | GEMM=${band% *}) cells+="$(fmt "$sp") / " ;; ARRIVALS=*) cells+="$(fmt "$sp") (${v}) | " ;; *) cells+="$(fmt "$sp") | " ;; esac
+            dev=$(awk -v a="$sp" -v b="$d" 'BEGIN { r = log(a / b); print r < 0 ? -r : r }')
+            if awk -v a="$dev" -v b="$worst_d" 'BEGIN { exit !(a > b) }'; then worst="$av ($(fmt "$sp")x)" worst_d=$dev; fi
+        done
+        range_lo=$(echo $vals | tr ' ' '\n' | sort -g | head -1) range_hi=$(echo $vals | tr ' ' '\n' | sort -g | tail -1)
+        derived speedup_lo dllm-serve $w "$x" "$range_lo"
+        derived speedup_hi dllm-serve $w "$x" "$range_hi"
+        DS_ASSUMPTIONS+="
+| $w | $(fmt "$d")x | $cells$(fmt "$range_lo")-$(fmt "$range_hi")x | $(awk -v a="$range_lo" -v b="$range_hi" -v l="$lo" -v h="$hi" 'BEGIN { print (b >= l && a <= h) ? "inside" : (b < l ? "below it" : "above it") }') | ${worst:-none} |"
+    done
+    DS_ASSUMPTIONS+="
+
+Assumptions (one moved at a time, the others at their defaults): N, the requests a run ($DS_N; swept
+64, 128 and 400: dLLM-Serve states none, LiveBench's coding section has 128 questions); BATCH, the
+baselines' static batch ($DS_BATCH; fit as section 6.1 ran them, code as their public code runs);
+HOST, the host issuing the PyTorch steps ($DS_HOST, and the other lent machine's: the papers' hosts
+are unknown); ARRIVALS, the arrival process (Poisson, and BurstGPT's Gamma CV 1.41 for Burst; swept
+to Gamma CV 2, and Poisson for Burst); GEMM, the card's GEMM time over the transfer's ($DS_GEMM; swept
+to the ends of the $gpu's transfer band for a Refresh step, $(echo $band | tr ' ' '-')). Each can be
+set for a whole run (N=, BATCH=, HOST=, GEMM=)."
 }
 # ds_best_baseline METRIC X [min]: the strongest baseline's value in DS_WORKLOAD, the largest
 # (throughput) or with min the smallest (latency)
