@@ -12,6 +12,8 @@
 # loop ran), the H100's torch-eager calibration (the PyTorch harness's, merged with its KV-selection
 # grid for Sparse-dLLM: records/torch-select-h100) and the validation machine's host line, fitted on
 # LLaDA's loop over the held-out grid only (experiments/validate/compare.py host).
+# dLLM-Cache's loop also ran in static batches of 4 and 16 (2B requests arriving together: its generate
+# takes several rows), predicted with --max-batch B.
 # For dLLM-Serve the record holds its own runtime (experiments/validate/serve_driver.py: its
 # scheduler batching as it batches) over two rates and its held-out grid (1 to 32 requests together);
 # tessera predicts with the dllm-serve preset, the shipped H100 torch-dllm-serve calibration
@@ -84,8 +86,12 @@ for s in $systems; do
         dllm-serve) opts=(--calib "$root/sim/data/calib/h100-llada-8b-torch-dllm-serve.csv"
                           --host "$out/host-dllm-serve.csv") ;;
     esac
-    for rate in low high; do
-        "$bin" sim --system "$s" "${opts[@]}" --gpu h100 --cost calibrated --extrapolate \
+    rates="low high"
+    [ "$s" = dllm-cache ] && rates="low high b4 b16"
+    for rate in $rates; do
+        batch=()
+        case $rate in b*) batch=(--max-batch "${rate#b}") ;; esac
+        "$bin" sim --system "$s" "${opts[@]}" "${batch[@]}" --gpu h100 --cost calibrated --extrapolate \
             --trace "$rec/traces/$s-$rate.csv" --block 32 --seed 1 \
             --db "$tmp/$s-$rate.db" --quiet --no-progress >/dev/null
         python3 "$root/experiments/validate/compare.py" run "$s" "$rate" "$runs" "$tmp/$s-$rate.db" \
@@ -100,7 +106,8 @@ mv "$tmp/validate.csv" "$tmp/latency.csv" "$out/"
     echo "# tessera against the seed systems' own code (H100)"
     echo
     echo "Predicted from each run's trace with the system's preset; measured: the system's generate loop (one"
-    echo "request at a time), or dLLM-Serve's runtime (batching as its scheduler does)."
+    echo "request at a time; dLLM-Cache's also in static batches of 4 and 16, rates b4 and b16), or dLLM-Serve's"
+    echo "runtime (batching as its scheduler does)."
     echo
     echo "| system | rate | throughput tok/s (pred / meas / err) | mean latency s | p99 latency s | forwards | per-forward MAPE |"
     echo "|---|---|---|---|---|---|---|"
@@ -115,9 +122,10 @@ cat "$out/validate.md"
 
 if command -v gnuplot >/dev/null; then
     for s in $systems; do
-        for rate in low high; do
+        for rate in low high b4 b16; do
             awk -F, -v s="$s" -v r="$rate" '$1 == s && $2 == r { print $5, $4 }' "$out/latency.csv" >"$tmp/$s-$rate.dat"
         done
+        cat "$tmp/$s-b4.dat" "$tmp/$s-b16.dat" >"$tmp/$s-batch.dat"
     done
     {
         echo "set terminal pngcairo size 2000,460 font ',11'"
@@ -128,10 +136,15 @@ if command -v gnuplot >/dev/null; then
         for s in $systems; do
             top=$(cat "$tmp/$s"-*.dat | awk '{ m = $1 > m ? $1 : m; m = $2 > m ? $2 : m } END { print m * 1.05 }')
             echo "set title '$s'"
-            [ "$s" = native ] || echo "unset key"
+            case $s in native | dllm-cache) echo "set key top left opaque box" ;; *) echo "unset key" ;; esac
             echo "plot [0:$top][0:$top] x with lines dt 2 lc rgb '#7F7F7F' title 'predicted = measured', \\"
             echo "  '$tmp/$s-low.dat' with points pt 7 ps 0.6 lc rgb '#0072B2' title 'below saturation', \\"
-            echo "  '$tmp/$s-high.dat' with points pt 5 ps 0.6 lc rgb '#D55E00' title 'above saturation'"
+            if [ -s "$tmp/$s-batch.dat" ]; then
+                echo "  '$tmp/$s-high.dat' with points pt 5 ps 0.6 lc rgb '#D55E00' title 'above saturation', \\"
+                echo "  '$tmp/$s-batch.dat' with points pt 9 ps 1.4 lc rgb '#009E73' title 'static batches of 4 and 16'"
+            else
+                echo "  '$tmp/$s-high.dat' with points pt 5 ps 0.6 lc rgb '#D55E00' title 'above saturation'"
+            fi
         done
         echo "unset multiplot"
     } >"$tmp/latency.gp"

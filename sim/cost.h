@@ -45,7 +45,18 @@ struct impl_profile {
                              * scales the calibration's host line */
     bool select_batched;    /* its KV selection is one batched top-k a layer: the calibration's term for
                              * a selection loop over the sequences (dLLM-Serve's) is not charged */
+    int32_t reuse_row_kernels; /* kernels a layer its loop issues for each REUSE segment of a step
+                                * beyond the first (a Python loop over the batch's rows), each at its
+                                * base's host time a kernel */
 };
+
+/* The kernels a layer of a dense model issues under im (its two norms, projections, RoPE, attention,
+ * two residual adds and FFN: torch-eager's 55). */
+int32_t impl_layer_kernels(const struct impl_profile *im);
+/* The host time (s) of im's per-row loop in a step of t's segments, at host_kernel_s a kernel (its
+ * base's host time a kernel): reuse_row_kernels a layer for each REUSE segment beyond the first. */
+double impl_row_loop_s(const struct impl_profile *im, int32_t layers, const struct step_totals *t,
+                       double host_kernel_s);
 
 /* Finds a built-in implementation profile ("torch-eager", "tessera", "tessera-fused"). */
 int impl_resolve(const char *name, struct impl_profile *out, struct ts_err *err);

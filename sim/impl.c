@@ -10,9 +10,11 @@
  *                experts a grouped MoE's as the harness runs LLaDA-MoE-7B (19 and 12 kernels,
  *                records/torch-eager-moe-h100; Hugging Face's loop over the experts issues about
  *                15 kernels an expert, 953-1,035 a layer: engine/bench/torch_moe.py,
- *                records/torch-moe-h100); dLLM-Cache's feature-cache kernels are not measured
- *                (16: the value check's norm, projection, similarity and top-k, the gathers and
- *                scatters).
+ *                records/torch-moe-h100); dLLM-Cache's feature-cache kernels are counted, not
+ *                timed apart (16: the value check's norm, projection, similarity and top-k, the
+ *                gathers and scatters): its code's static batches of 4 and 16 on an H100 are
+ *                predicted within 4.8% in throughput (experiments/records/validate-h100,
+ *                dllm-cache-b4, -b16), its loop over the rows (torch-dllm-cache) included.
  *                Logits get an fp32 softmax, as in Fast-dLLM's sampling: PyTorch casts the bf16
  *                logits to fp32 and writes the softmax to a second fp32 tensor, both alive beside
  *                the logits (8 bytes a logit; engine/bench/torch_lmax.py: the op graph with them
@@ -86,25 +88,28 @@ static const struct derived_impl {
     int32_t softmax_bytes, sample_kernels;
     double host;
     bool fused_ffn, select_batched;
+    int32_t reuse_row_kernels; /* its loop over a batch's rows in REUSE steps (impl_profile's) */
 } derived_impls[] = {
     /* LLaDA's generate.py before f51cb17 (the native preset's): softmax(logits.to(torch.float64)) */
-    {"torch-eager-f64", "torch-eager", 16, 1, 1.0, false, false},
+    {"torch-eager-f64", "torch-eager", 16, 1, 1.0, false, false, 0},
     /* ML-GSAI/LLaDA generate.py at b7e6c35: the softmax in the logits' dtype (bf16) over every row */
-    {"torch-llada", "torch-eager", 2, 0, 1.0, false, false},
+    {"torch-llada", "torch-eager", 2, 0, 1.0, false, false, 0},
     /* NVlabs/Fast-dLLM llada/generate.py at 24cc59e: float64 softmax over every row of the call
      * (get_transfer_index); its block forwards re-apply RoPE in fp32 to all cached keys and read a
      * position back (.item()) in every layer: 40.4 ms a block forward against 28.9 */
-    {"torch-fast-dllm", "torch-eager", 16, 1, 1.398, false, false},
+    {"torch-fast-dllm", "torch-eager", 16, 1, 1.398, false, false, 0},
     /* maomaocun/dLLM-cache utils/generate_function.py at 17235bf: bf16 softmax over the response's
      * rows; its hooks (cache_hook_LLaDA.py) concatenate the cached features and recompute RoPE in
-     * fp32 with a Python loop in every layer: 53.6 ms a forward against 28.9 */
-    {"torch-dllm-cache", "torch-eager", 2, 0, 1.854, false, false},
+     * fp32 with a Python loop in every layer: 53.6 ms a forward against 28.9 at batch 1; in a partial
+     * update (REUSE) its RoPE_forward loops over the batch's rows, 7 kernels a row and a layer (the
+     * row's sin and cos gathered by index, rotate_half's neg and cat, two products and their sum) */
+    {"torch-dllm-cache", "torch-eager", 2, 0, 1.854, false, false, 7},
     /* OpenMOSS/Sparse-dLLM llada_generate.py at 3fd8986: bf16 softmax over every row of the call; a
      * block forward over the kept keys issues about as much as the harness's: 28.3 ms against 28.9;
      * its selection (modeling_llada.py filter_cache) one top-k over the batch a layer, no loop */
-    {"torch-sparse-dllm", "torch-eager", 2, 0, 0.977, false, true},
+    {"torch-sparse-dllm", "torch-eager", 2, 0, 0.977, false, true, 0},
     /* the engine's TESSERA_FFN=fused: SwiGLU in the gate/up GEMM's epilogue */
-    {"tessera-fused", "tessera", -1, 0, 1.0, true, false},
+    {"tessera-fused", "tessera", -1, 0, 1.0, true, false, 0},
 };
 
 static const char *impl_name_at(int i)
@@ -140,6 +145,7 @@ int impl_resolve(const char *name, struct impl_profile *out, struct ts_err *err)
         out->launch_s *= d->host, out->host_step_s *= d->host, out->host_seg_s *= d->host;
         out->host_factor = d->host;
         out->select_batched = d->select_batched;
+        out->reuse_row_kernels = d->reuse_row_kernels;
         if (d->fused_ffn) {
             out->kernels[OP_ACT] = 0; /* SwiGLU runs in the gate/up GEMM's epilogue */
             out->fused_ffn = true;
@@ -149,4 +155,22 @@ int impl_resolve(const char *name, struct impl_profile *out, struct ts_err *err)
     char list[128];
     impl_list(list, sizeof list);
     return ts_fail(err, "unknown implementation profile '%s' (known: %s)", name, list);
+}
+
+int32_t impl_layer_kernels(const struct impl_profile *im)
+{
+    /* (two norms and two residual adds a layer, as the roofline counts them) */
+    static const enum cost_op layer_ops[] = {OP_NORM, OP_NORM, OP_QKV, OP_ROPE, OP_KV_WRITE, OP_ATTN, OP_OPROJ,
+                                             OP_RESID, OP_RESID, OP_GATE_UP, OP_ACT, OP_DOWN};
+    int32_t n = 0;
+    for (size_t i = 0; i < TS_ARRAY_LEN(layer_ops); i++)
+        n += im->kernels[layer_ops[i]];
+    return n;
+}
+
+double impl_row_loop_s(const struct impl_profile *im, int32_t layers, const struct step_totals *t,
+                       double host_kernel_s)
+{
+    const int64_t rows = t->by_phase[PHASE_REUSE] - 1;
+    return rows > 0 ? (double)rows * im->reuse_row_kernels * layers * host_kernel_s : 0.0;
 }

@@ -565,6 +565,29 @@ START_TEST(seed_loops_scale_the_host)
 }
 END_TEST
 
+/* dLLM-Cache's loop over a batch's rows: a REUSE step of B segments issues 7 kernels a layer for each
+ * row beyond the first, at its base's host time a kernel (torch-eager's launch time); the other
+ * loops issue none. Oracle: the host share of the breakdown, against a step of one segment. */
+START_TEST(row_loop_issues_kernels_a_row)
+{
+    struct cost_ctx c = ctx("llada-8b", "torch-dllm-cache"), l = ctx("llada-8b", "torch-llada");
+    ck_assert_int_eq(c.impl.reuse_row_kernels, 7);
+    ck_assert_int_eq(l.impl.reuse_row_kernels, 0);
+    ck_assert_int_eq(impl_layer_kernels(&l.impl), 55); /* torch-eager's layer (impl.c) */
+    const double per_row = 7.0 * 32 * 11.4e-6;         /* LLaDA-8B's 32 layers at torch-eager's launch */
+    for (int b = 1; b <= 16; b *= 4) {
+        struct cost_breakdown one, many, lone, lmany;
+        price(&c, 1, 16, 304, 16, 0, &one);
+        price(&c, b, 16, 304, 16, 0, &many);
+        price(&l, 1, 16, 304, 16, 0, &lone);
+        price(&l, b, 16, 304, 16, 0, &lmany);
+        const double loop = (many.op_s[OP_HOST] - one.op_s[OP_HOST]) -
+                            c.impl.host_factor * (lmany.op_s[OP_HOST] - lone.op_s[OP_HOST]);
+        ck_assert_msg(fabs(loop - (b - 1) * per_row) < 1e-9, "B %d: %.6f s, wanted %.6f", b, loop, (b - 1) * per_row);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cost");
@@ -587,6 +610,7 @@ int main(void)
     tcase_add_test(tc, tensor_parallel_shares_and_allreduces);
     tcase_add_test(tc, eager_sampling_holds_its_casts);
     tcase_add_test(tc, seed_loops_scale_the_host);
+    tcase_add_test(tc, row_loop_issues_kernels_a_row);
     suite_add_tcase(s, tc);
     return run_suite("cost", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

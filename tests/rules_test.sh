@@ -218,16 +218,16 @@ fi
 # named and how to make it; its GPU half (MEASURE) refused without one
 expect 0 "exp run validate on a CPU" -- $bin exp run validate "$tmp/val"
 v=$tmp/val/validate.csv
-# (the loops served one request at a time: every forward count exact; dLLM-Serve's batching runtime:
-# its step count within 5%)
-[ "$(awk -F, '$3 == "forwards" && $1 != "dllm-serve" && $6 == "+0.0"' "$v" 2>/dev/null | wc -l)" -eq 8 ] && ok ||
+# (the loops served one request at a time, and dLLM-Cache's in static batches: every forward count
+# exact; dLLM-Serve's batching runtime: its step count within 5%)
+[ "$(awk -F, '$3 == "forwards" && $1 != "dllm-serve" && $6 == "+0.0"' "$v" 2>/dev/null | wc -l)" -eq 10 ] && ok ||
     bad "exp run validate: not every one-at-a-time run's forward count matches its measurement"
 [ "$(awk -F, '$3 == "forwards" && $1 == "dllm-serve" { e = $6 < 0 ? -$6 : $6; if (e < 5) n++ } END { print n + 0 }' "$v" 2>/dev/null)" -eq 2 ] &&
     ok || bad "exp run validate: dLLM-Serve's step count off by 5% or more"
-[ "$(awk -F, '$3 == "throughput_tok_s" { e = $6 < 0 ? -$6 : $6; if (e < 15) n++ } END { print n + 0 }' "$v" 2>/dev/null)" -eq 10 ] &&
+[ "$(awk -F, '$3 == "throughput_tok_s" { e = $6 < 0 ? -$6 : $6; if (e < 15) n++ } END { print n + 0 }' "$v" 2>/dev/null)" -eq 12 ] &&
     ok || bad "exp run validate: a throughput off by 15% or more"
-[ "$(grep -c '^| ' "$tmp/val/validate.md" 2>/dev/null)" -eq 11 ] && ok || bad "exp run validate: its table lacks a run"
-[ "$(wc -l <"$tmp/val/latency.csv")" -eq $((10 * 64 + 1)) ] && ok || bad "exp run validate: latency.csv lacks requests"
+[ "$(grep -c '^| ' "$tmp/val/validate.md" 2>/dev/null)" -eq 13 ] && ok || bad "exp run validate: its table lacks a run"
+[ "$(wc -l <"$tmp/val/latency.csv")" -eq $((10 * 64 + 8 + 32 + 1)) ] && ok || bad "exp run validate: latency.csv lacks requests"
 expect 2 "exp run validate without its record" -- env RECORDS="$tmp/no-records" $bin exp run validate "$tmp/val2"
 contains "exp run validate names the record" "needs the record experiments/records/validate-h100"
 contains "exp run validate says how to make it" "MEASURE=1 tessera exp run validate OUT"

@@ -30,8 +30,13 @@ gen_tokens,forwards), forwards.csv (id,index,kind,q_tokens,ms: each forward's st
 request's end, so that the loop's sampling and host work between forwards are in it) and
 meta.json (versions, card, commit, what was substituted).
 
+With --batch B (dllm-cache only: the one loop here whose canvas takes several rows) the requests go
+in consecutive static batches of B, as its generate takes them: a batch starts once its last request
+has arrived and the batch before it is done, its prompts stacked (they must be of one length, so no
+padding is involved), and forwards.csv holds each forward once (under the batch's first request).
+
 Usage: driver.py --system NAME --code DIR [--model-code DIR] --trace FILE [--trace FILE...] --out DIR
-                 [--warmup N] [--limit N]   (one run a trace, into OUT/TRACE-STEM/)
+                 [--warmup N] [--limit N] [--batch B]   (one run a trace, into OUT/TRACE-STEM/)
 """
 import argparse, csv, importlib, importlib.util, json, math, os, sys, time, types
 
@@ -191,7 +196,10 @@ def main():
     ap.add_argument("--warmup", type=int, default=3, help="untimed requests first (compiles, cuBLAS choices)")
     ap.add_argument("--limit", type=int, default=0, help="the first N requests only")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=1, help="static batches of B requests (dllm-cache only) [1]")
     a = ap.parse_args()
+    if a.batch < 1 or (a.batch > 1 and a.system != "dllm-cache"):
+        raise SystemExit(f"driver.py: --batch {a.batch}: only dllm-cache's loop takes several rows (B >= 1)")
     os.makedirs(a.out, exist_ok=True)
     torch.manual_seed(a.seed)
     t_build = time.perf_counter()
@@ -200,13 +208,13 @@ def main():
     timer = Timer(model, a.system)
     gen = torch.Generator().manual_seed(a.seed)
 
-    def prompt_of(p):
-        return torch.randint(0, MASK_ID, (1, p), generator=gen).cuda()
+    def prompt_of(p, rows=1):
+        return torch.randint(0, MASK_ID, (rows, p), generator=gen).cuda()
 
     first = read_trace(a.trace[0])
     for w in range(a.warmup):  # shapes across the trace's range, so compiles happen here
         _, p, G = first[(w * 7) % len(first)]
-        run(prompt_of(p), G)
+        run(prompt_of(p, a.batch), G)
         timer.marks = []
     for path in a.trace:
         trace = read_trace(path)[:a.limit or None]
@@ -215,10 +223,16 @@ def main():
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         reqs, fwds = [], []
+        for i in range(0, len(trace), a.batch):
+            if any(r[1:] != trace[i][1:] for r in trace[i:i + a.batch]):
+                raise SystemExit(f"driver.py: {path}: the batch of rows {i + 2}-{min(i + a.batch, len(trace)) + 1} "
+                                 "mixes lengths (prompt_tokens, output_tokens): a batch's prompts are stacked unpadded")
         t0 = time.perf_counter()
-        for i, (arr, p, G) in enumerate(trace):
-            prompt = prompt_of(p)
-            wait = arr - (time.perf_counter() - t0)
+        for i in range(0, len(trace), a.batch):
+            batch = trace[i:i + a.batch]
+            _, p, G = batch[0]
+            prompt = prompt_of(p, len(batch))
+            wait = batch[-1][0] - (time.perf_counter() - t0)
             if wait > 0:
                 time.sleep(wait)
             start = time.perf_counter() - t0
@@ -228,10 +242,11 @@ def main():
             end.synchronize()
             finish = time.perf_counter() - t0
             rows = timer.take(end)
-            reqs.append((i, arr, start, finish, p, G, len(rows)))
+            reqs += [(i + k, arr, start, finish, p, G, len(rows)) for k, (arr, _, _) in enumerate(batch)]
             fwds += [(i, *r) for r in rows]
-            if (i + 1) % 8 == 0 or i + 1 == len(trace):
-                print(f"{a.system} {os.path.basename(out)}: {i + 1}/{len(trace)} requests, {finish:.0f} s",
+            done = i + len(batch)
+            if done % 8 < a.batch or done == len(trace):
+                print(f"{a.system} {os.path.basename(out)}: {done}/{len(trace)} requests, {finish:.0f} s",
                       file=sys.stderr, flush=True)
         with open(os.path.join(out, "requests.csv"), "w") as f:
             f.write("id,arrival_s,start_s,finish_s,prompt_tokens,gen_tokens,forwards\n")
@@ -245,7 +260,7 @@ def main():
         commit_of = lambda d: open(os.path.join(d, "COMMIT")).read().strip() if os.path.exists(os.path.join(d, "COMMIT")) else ""
         meta = dict(system=a.system, commit=commit_of(a.code), torch=torch.__version__,
                     transformers=transformers.__version__, gpu=torch.cuda.get_device_name(), requests=len(reqs),
-                    warmup=a.warmup, seed=a.seed, build_s=round(build_s, 1), substituted=SUBSTITUTED,
+                    warmup=a.warmup, seed=a.seed, batch=a.batch, build_s=round(build_s, 1), substituted=SUBSTITUTED,
                     peak_gib=round(torch.cuda.max_memory_allocated() / 2**30, 2), trace=os.path.basename(path))
         if a.system in ("native", "fast-dllm", "dllm-cache") and a.model_code:
             meta["model_commit"] = commit_of(a.model_code)

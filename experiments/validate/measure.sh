@@ -26,6 +26,12 @@ else
     python3 "$(dirname "$0")/driver.py" --system "$sys" --code "$repo" --model-code "$code/fast-dllm" \
         --trace "$traces/$sys-low.csv" --trace "$traces/$sys-high.csv" --trace "$traces/profile.csv" \
         --out "$work/$sys" 2>&1 | grep -v "use_return_dict"
+    if [ "$sys" = dllm-cache ]; then # its loop in static batches too
+        for b in 4 16; do
+            python3 "$(dirname "$0")/driver.py" --system "$sys" --code "$repo" --model-code "$code/fast-dllm" \
+                --batch $b --trace "$traces/$sys-b$b.csv" --out "$work/$sys" 2>&1 | grep -v "use_return_dict"
+        done
+    fi
 fi
 mkdir -p "$out"
 tar -czf "$out/$sys.tgz" -C "$work" "$sys"

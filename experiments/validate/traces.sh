@@ -9,6 +9,8 @@
 #                     sequence in a step of about 30 ms, 45 steps a request)
 #   profile.csv       the held-out grid a system's own host line is fitted on: prompts of 128, 512,
 #                     1,024 and 2,048 tokens, 64 positions each, twice, all arriving at once
+#   dllm-cache-bB.csv dLLM-Cache's loop in static batches of B = 4 and 16 (its generate takes several
+#                     rows): 2B requests of 256 prompt tokens and 64 positions, arriving together
 #   serve-N.csv       dllm-serve's held-out grid (its runtime's host line is fitted on it): N = 1, 2,
 #                     4, 8, 16 and 32 requests arriving together, prompts of 128, 256 and 512 tokens
 #                     in turn, 64 positions each (N = 1: three requests 5 s apart)
@@ -35,4 +37,10 @@ for n in 1 2 4 8 16 32; do
             echo "$((n == 1 ? i * 5000000000 : 0)),$((128 << (i % 3))),64"
         done
     } >"$dir/serve-$n.csv"
+done
+for b in 4 16; do
+    {
+        echo "arrival_ns,prompt_tokens,output_tokens"
+        for i in $(seq 1 $((2 * b))); do echo "0,256,64"; done
+    } >"$dir/dllm-cache-b$b.csv"
 done
