@@ -30,8 +30,8 @@
  *                sequence a step over 27.2 ms (the measured line), its softmax a bf16 copy (2 bytes a
  *                logit). Its host line is its own: --host scales it by the two hosts' ratio, and a host
  *                profile of the runtime itself (an impl column naming torch-dllm-serve) replaces it.
- *                The runtime itself, run on an H100 (experiments/records/validate-h100), takes 11.5 ms
- *                a sequence a step over 48 ms: the rebuild misses host work it does a sequence and a
+ *                The runtime itself, run on an H100 (experiments/records/validate-h100), takes 11.8 ms
+ *                a sequence a step over 46 ms: the rebuild misses host work it does a sequence and a
  *                layer (records/torch-dllm-serve-h100).
  *   tessera      one fused kernel per op, issued from a CUDA graph.
  *   torch-eager-f64, torch-llada, torch-fast-dllm, torch-dllm-cache, torch-sparse-dllm

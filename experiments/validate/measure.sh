@@ -19,7 +19,7 @@ repo=$code/$sys
 work=$(mktemp -d)
 if [ "$sys" = dllm-serve ]; then
     grid=()
-    for n in 1 2 4 8 16 32; do grid+=(--trace "$traces/serve-$n.csv"); done
+    for n in 1 2 4 8 16 32 48 64; do grid+=(--trace "$traces/serve-$n.csv"); done
     python3 "$(dirname "$0")/serve_driver.py" --code "$repo" --trace "$traces/$sys-low.csv" \
         --trace "$traces/$sys-high.csv" "${grid[@]}" --out "$work/$sys"
 else

@@ -12,7 +12,7 @@
 #   dllm-cache-bB.csv dLLM-Cache's loop in static batches of B = 4 and 16 (its generate takes several
 #                     rows): 2B requests of 256 prompt tokens and 64 positions, arriving together
 #   serve-N.csv       dllm-serve's held-out grid (its runtime's host line is fitted on it): N = 1, 2,
-#                     4, 8, 16 and 32 requests arriving together, prompts of 128, 256 and 512 tokens
+#                     4, 8, 16, 32, 48 and 64 requests arriving together, prompts of 128, 256 and 512 tokens
 #                     in turn, 64 positions each (N = 1: three requests 5 s apart)
 # Usage: experiments/validate/traces.sh DIR   (TESSERA=path to the binary [build/tessera])
 set -euo pipefail
@@ -29,7 +29,7 @@ done
     echo "arrival_ns,prompt_tokens,output_tokens"
     for p in 128 512 1024 2048 128 512 1024 2048; do echo "0,$p,64"; done
 } >"$dir/profile.csv"
-for n in 1 2 4 8 16 32; do
+for n in 1 2 4 8 16 32 48 64; do
     {
         echo "arrival_ns,prompt_tokens,output_tokens"
         k=$((n == 1 ? 3 : n))
