@@ -1177,14 +1177,14 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
     if (cx && cx->op_scale) /* an ablation (--op-scale): before the host, which it scales apart */
         ms += 1e3 * cost_op_scale_ops(cx->op_scale, bd);
     if (c->host_bound) { /* the GPU waits for the host's issue when that takes longer */
-        /* a loop over the batch's rows: its kernels at the base loop's host time a kernel, the host
-         * line's over the kernels of its layers */
-        const double row_loop =
-            cx && cx->impl.reuse_row_kernels > 0 && impl_layer_kernels(&cx->impl) > 0
-                ? (cx->op_scale ? cx->op_scale[OP_HOST] : 1.0) * 1e3 *
-                      impl_row_loop_s(&cx->impl, cx->model.num_layers, t,
-                                      1e-3 * c->host0 / (cx->model.num_layers * (double)impl_layer_kernels(&cx->impl)))
-                : 0.0;
+        /* a loop over the batch's rows: its kernels at the base loop's host time a kernel (the host
+         * line over the kernels of its layers), scaled by an ablation of the host alone */
+        double row_loop = 0;
+        if (cx && cx->impl.reuse_row_kernels > 0 && impl_layer_kernels(&cx->impl) > 0) {
+            const double kernel_ms = c->host0 / (cx->model.num_layers * (double)impl_layer_kernels(&cx->impl));
+            row_loop = (cx->op_scale ? cx->op_scale[OP_HOST] : 1.0) *
+                       impl_row_loop(&cx->impl, cx->model.num_layers, t, kernel_ms);
+        }
         const double host = host_scale * (c->host0 + c->host_seg * sd->num_segs) + row_loop,
                      sel = cx && cx->impl.select_batched ? 0.0 : host_scale * c->host_sel * (double)t->sel_segs;
         if (host > ms || sel > 0) {

@@ -53,10 +53,10 @@ struct impl_profile {
 /* The kernels a layer of a dense model issues under im (its two norms, projections, RoPE, attention,
  * two residual adds and FFN: torch-eager's 55). */
 int32_t impl_layer_kernels(const struct impl_profile *im);
-/* The host time (s) of im's per-row loop in a step of t's segments, at host_kernel_s a kernel (its
+/* The host time of im's per-row loop in a step of t's segments, in the unit of host_kernel (its
  * base's host time a kernel): reuse_row_kernels a layer for each REUSE segment beyond the first. */
-double impl_row_loop_s(const struct impl_profile *im, int32_t layers, const struct step_totals *t,
-                       double host_kernel_s);
+double impl_row_loop(const struct impl_profile *im, int32_t layers, const struct step_totals *t,
+                       double host_kernel);
 
 /* Finds a built-in implementation profile ("torch-eager", "tessera", "tessera-fused"). */
 int impl_resolve(const char *name, struct impl_profile *out, struct ts_err *err);

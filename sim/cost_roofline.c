@@ -183,7 +183,7 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
             add_split(&p, OP_SAMPLE, nch, 3 * R / nch * V, R / nch * V * 2 * a, im->gemm_eff);
     }
     double host = im->host_step_s + im->host_seg_s * (double)t->num_segs +
-                  impl_row_loop_s(im, m->num_layers, t, im->launch_s / (im->host_factor > 0 ? im->host_factor : 1.0));
+                  impl_row_loop(im, m->num_layers, t, im->launch_s / (im->host_factor > 0 ? im->host_factor : 1.0));
     if (c->op_scale) {
         p.total += cost_op_scale_ops(c->op_scale, bd);
         host *= c->op_scale[OP_HOST];

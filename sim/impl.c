@@ -168,9 +168,9 @@ int32_t impl_layer_kernels(const struct impl_profile *im)
     return n;
 }
 
-double impl_row_loop_s(const struct impl_profile *im, int32_t layers, const struct step_totals *t,
-                       double host_kernel_s)
+double impl_row_loop(const struct impl_profile *im, int32_t layers, const struct step_totals *t,
+                       double host_kernel)
 {
     const int64_t rows = t->by_phase[PHASE_REUSE] - 1;
-    return rows > 0 ? (double)rows * im->reuse_row_kernels * layers * host_kernel_s : 0.0;
+    return rows > 0 ? (double)rows * im->reuse_row_kernels * layers * host_kernel : 0.0;
 }

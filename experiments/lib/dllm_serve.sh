@@ -157,9 +157,9 @@ ds_check_gemm() {
 }
 # ds_assumptions GPU X PAPER_LO PAPER_HI: the paper's speedup at X, tessera's at the defaults and over
 # each assumption's plausible values, one assumption at a time, the others at their defaults, on
-# each workload (--quick: N 64 and BATCH alone): N 64, 128 and 400 (from DS_N); BATCH code (from fit) or fit; HOST the other lent
-# machine's; the arrivals Gamma CV 2 for the Poisson workloads and Poisson for Burst; GEMM the ends of
-# the card's transfer band. Each run is the workload W~NAME=VALUE; the derived metrics speedup_lo and
+# each workload (--quick: N 64 and BATCH alone): N 64, 128 and 400 (from DS_N); BATCH code (from
+# fit) or fit; HOST the other lent machine's; the arrivals Gamma CV 2 for the Poisson workloads and
+# Poisson for Burst; GEMM the ends of the card's transfer band. Each run is the workload W~NAME=VALUE; the derived metrics speedup_lo and
 # speedup_hi (W, X) hold the range, and DS_ASSUMPTIONS a table for the report: the value at the
 # defaults, the range, whether the paper's range meets it, and the assumption that moves it most.
 ds_assumptions() {
