@@ -22,7 +22,12 @@ DI_COST=${COST:-calibrated}
 case $DI_COST in calibrated | roofline) ;; *) echo "$EXP: COST=$DI_COST: calibrated or roofline" >&2; exit 2 ;; esac
 benches="avg crux-o gsm8k humaneval ifeval mbpp lcb-v6"
 [ "$QUICK" = 1 ] && benches="avg humaneval"
-wl=p512-g1024
+# the prompt's tokens, an assumption (PROMPT=P): the slides give no lengths; 512 here, plausible
+# 128-1024 (the benchmarks' questions with a few-shot or chat preamble)
+DI_P=${PROMPT:-512}
+case $DI_P in '' | *[!0-9]*) false ;; *) [ "$DI_P" -ge 128 ] && [ "$DI_P" -le 1024 ] ;; esac ||
+    { echo "$EXP: PROMPT=$DI_P: the prompt's tokens must be 128-1024 (dInfer's slides give no lengths; its benchmarks' questions with a preamble)" >&2; exit 2; }
+wl=p$DI_P-g1024
 # di_cost SYSTEM: the cost options of SYSTEM's points, in the array DI_COST_ARGS
 di_cost() {
     DI_COST_ARGS=(--cost roofline)
@@ -48,7 +53,7 @@ run() {
     shift $(($# < 4 ? $# : 4))
     di_cost "$sys"
     # shellcheck disable=SC2046
-    point "$sys" "$w" "$x" $(sys_args "$sys" "$b") "$@" --gpu h800 --requests 1 --lengths fixed:512,1024 --gen-len 1024 \
+    point "$sys" "$w" "$x" $(sys_args "$sys" "$b") --gpu h800 --requests 1 --lengths "fixed:$DI_P,1024" --gen-len 1024 "$@" \
         --seed 1 "${DI_COST_ARGS[@]}"
     derived tps "$sys" "$w" "$x" "$(value throughput_tok_s "$sys" "$w" "$x")"
     # the time of one forward (the request's forwards are as many as the table's run took: the same
@@ -83,6 +88,45 @@ if [ "$DI_COST" = calibrated ]; then
         run $s avg 1 $wl-lent-h200 --host lent-h200
     done
 fi
+# the table's numbers over the setting's unknowns, one moved at a time: the prompt (128 and 1,024
+# tokens), and for Fast-dLLM the host issuing its eager steps (the other lent machine's) and its
+# blocks (64, as dInfer's own port of it runs: inclusionAI/dInfer
+# benchmarks/benchmark_dataset_fastdllm.py at fce4e32, --block_length 64); the derived metrics tps_lo
+# and tps_hi hold each number's range, DI_RANGES the report's table
+DI_RANGES="| framework | $(for b in $benches; do printf '%s | ' "$b"; done)
+|---|$(for b in $benches; do printf -- '---|'; done)"
+inside=0 ranged=0
+for s in vllm fast-dllm-nocache fast-dllm dinfer-nocache dinfer; do
+    line="| $s |"
+    for b in $benches; do
+        x=$(echo $all | tr ' ' '\n' | grep -nx "$b" | cut -d: -f1)
+        vals="$(value tps $s $wl "$x")"
+        alts="P=128 P=1024"
+        [[ $s == fast-dllm* ]] && alts+=" BLOCK=64"
+        [[ $s == fast-dllm* ]] && [ "$DI_COST" = calibrated ] && alts+=" HOST=lent-h200"
+        [ "$QUICK" = 1 ] && alts="P=128"
+        for av in $alts; do
+            case $av in
+                P=*) [ "${av#P=}" = "$DI_P" ] && continue
+                     saved=$DI_P DI_P=${av#P=}
+                     run $s "$b" "$x" "$wl~$av"
+                     DI_P=$saved ;;
+                BLOCK=*) run $s "$b" "$x" "$wl~$av" --block "${av#BLOCK=}" ;;
+                HOST=*) run $s "$b" "$x" "$wl~$av" --host "${av#HOST=}" ;;
+            esac
+            vals+=" $(value tps $s "$wl~$av" "$x")"
+        done
+        lo=$(echo $vals | tr ' ' '\n' | sort -g | head -1) hi=$(echo $vals | tr ' ' '\n' | sort -g | tail -1)
+        derived tps_lo $s $wl "$x" "$lo"
+        derived tps_hi $s $wl "$x" "$hi"
+        p=$(echo ${tps[$s]} | cut -d' ' -f"$x")
+        in=$(awk -v p="$p" -v l="$lo" -v h="$hi" 'BEGIN { print (p >= l && p <= h) ? 1 : 0 }')
+        inside=$((inside + in)) ranged=$((ranged + 1))
+        line+=" $(fmt "$lo")-$(fmt "$hi") ($(fmt "$p")$([ $in = 1 ] && echo ", inside")) |"
+    done
+    DI_RANGES+="
+$line"
+done
 # hf_ms T [LAYERS]: Hugging Face's LLaDA-MoE block at T tokens as PyTorch eager ran it on an H100
 # (records/torch-moe-h100), ms a layer, or a forward over LAYERS layers
 hf_ms() {
@@ -173,6 +217,14 @@ its forward takes $(fv fast-dllm) ms against $(fv fast-dllm-nocache) (the table'
 forward ($(tpf fast-dllm) against $(tpf fast-dllm-nocache), the table's TPFs). $([ -n "$host_note" ] && echo "Its forwards are its host's issue, which
 the cache does not shorten; issued by the lent H200 machine's host its cache $(awk -v a="$(value tps fast-dllm $wl-lent-h200 1)" \
     -v b="$(value tps fast-dllm-nocache $wl-lent-h200 1)" 'BEGIN { print (a > b ? "raises" : "still lowers") }') its TPS (the notes below).")"
+NOTES+="
+
+The table's TPS over the setting's unknowns (tessera's range a framework and benchmark, the table's
+number in parentheses; workloads $wl~ASSUMPTION=VALUE, derived metrics tps_lo and tps_hi): the prompt
+at 128 and 1,024 tokens (PROMPT=, $DI_P here); for Fast-dLLM its blocks of 64 as dInfer's own port runs
+them$([ "$DI_COST" = calibrated ] && echo " and the lent H200 machine's host"). $inside of $ranged lie inside.
+
+$DI_RANGES"
 SHOW_METRICS="tps forward_ms forward_ms_table"
 # the table: a row a framework and configuration, as the slides', a column a benchmark
 declare -A bench_name=([avg]=Avg. [crux-o]=CRUX-O [gsm8k]=GSM8K [humaneval]=HumanEval [ifeval]=IFEval [mbpp]=MBPP [lcb-v6]="LCB V6")

@@ -1030,6 +1030,18 @@ for e in dllm-serve-fig3 dllm-serve-table4; do
         grep -q '^| livebench | .*x | .* | inside\|below it\|above it' "$tmp/papers/$e/report.md" && ok ||
         bad "$e: no speedup range over the assumptions, or its table missing"
 done
+# dInfer's: each TPS number has its range over the prompt's length (and Fast-dLLM's blocks), holding
+# the value at the defaults
+f="$tmp/papers/dinfer-table1/results.jsonl"
+[ "$(sqlite3 :memory: "WITH r AS (SELECT json_extract(value, '\$.system') s, json_extract(value, '\$.x') x,
+        json_extract(value, '\$.metric') m, json_extract(value, '\$.value') v FROM json_each('[' ||
+        replace(trim(readfile('$f'), char(10)), char(10), ',') || ']') WHERE json_extract(value, '\$.workload') = 'p512-g1024')
+    SELECT count(*) = 10 AND sum(lo.v <= d.v AND d.v <= hi.v) = 10 AND sum(lo.v < hi.v) > 0 FROM r d
+    JOIN r lo ON lo.s = d.s AND lo.x = d.x AND lo.m = 'tps_lo' JOIN r hi ON hi.s = d.s AND hi.x = d.x AND hi.m = 'tps_hi'
+    WHERE d.m = 'tps'")" = 1 ] && grep -q "lie inside\." "$tmp/papers/dinfer-table1/report.md" && ok ||
+    bad "dinfer-table1: no TPS range over the assumptions"
+expect 2 "dinfer-table1 with PROMPT outside 128-1024" -- env PROMPT=2000 $bin exp run dinfer-table1 "$tmp/p2000"
+contains "PROMPT outside its range names it and its source" "PROMPT=2000: the prompt's tokens must be 128-1024 (dInfer's slides give no lengths"
 expect 2 "dllm-serve-fig3 with N outside 64-400" -- env N=500 $bin exp run dllm-serve-fig3 "$tmp/n500"
 contains "N outside its range names it" "N=500: the requests a run must be 64-400"
 contains "N outside its range names its source" "LiveBench's coding section has 128 questions"
