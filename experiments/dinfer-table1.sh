@@ -46,7 +46,7 @@ sys_args() {
         dinfer) echo --system dinfer --model llada-moe-7b --decode "hierarchical:dinfer-moe-cache-$2" ;;
     esac
 }
-# run SYSTEM BENCH X [WORKLOAD ARGS...]: one request of 512 prompt tokens and 1,024 generated, alone on
+# run SYSTEM BENCH X [WORKLOAD ARGS...]: one request of DI_P prompt tokens and 1,024 generated, alone on
 # an H800, as workload WORKLOAD (p512-g1024 unless given) with ARGS beside SYSTEM's own
 run() {
     local sys=$1 b=$2 x=$3 w=${4:-$wl}

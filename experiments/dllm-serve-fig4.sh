@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib/paper.sh"
 source "$(dirname "$0")/lib/dllm_serve.sh"
 paper_init "$@"
 rates="0.1 0.2 0.3 0.4 0.5" n=$DS_N
-[ "$QUICK" = 1 ] && rates="0.1 0.5" n=40
+[ "$QUICK" = 1 ] && rates="0.1 0.5" n=40 DS_N=40
 for w in $DS_WORKLOADS; do
     ds_use $w
     ds_sweep rtx4090 $n $rates

@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib/paper.sh"
 source "$(dirname "$0")/lib/dllm_serve.sh"
 paper_init "$@"
 n=$DS_N
-[ "$QUICK" = 1 ] && n=40
+[ "$QUICK" = 1 ] && n=40 DS_N=40
 for w in $DS_WORKLOADS; do
     ds_use $w
     ds_sweep rtx4090 $n 0.5

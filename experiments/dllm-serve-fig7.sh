@@ -60,7 +60,7 @@ low=$(for w in input output; do for x in $([ $w = input ] && echo $inputs || ech
 set -- $low
 why "dLLM-Serve is ahead of Sparse-dLLM at every length" "its lowest speedup is $(fmt "$1")x ($2 length $3), where
 Sparse-dLLM runs $(fmt "$(mean_batch sparse-dllm $2 $3)") requests a step (static batch $(value static_batch sparse-dllm $2 $3)) and dLLM-Serve $(fmt "$(mean_batch dllm-serve $2 $3)").
-With the baseline's static batch as large as fits (BATCH=$DS_BATCH), its batched eager steps and dLLM-Serve's, whose
+With the baseline's static batch as BATCH=$DS_BATCH sets it, its batched eager steps and dLLM-Serve's, whose
 runtime loops over its sequences on the host every layer, process a token in about the same time, so at equal
 load neither leads by much; Sparse-dLLM's public code (3fd8986) runs one request at a time (BATCH=code), against
 which dLLM-Serve's lead is its concurrency."

@@ -8,7 +8,7 @@
 #                every logit at once)
 #   2 engine     + dLLM-Serve's inference engine: continuous batching of flattened requests (the
 #                request scheduler), the head-centric sparse cache, its runtime's host work
-#   3 scheduler  + the phase-multiplexed scheduler
+#   3 scheduler  + the phase-multiplexed scheduler (its KV pool as its code sizes it: 0.8 of the card)
 #   4 budgeting  + logit-aware activation budgeting (the logits of each sequence's block rows alone,
 #                in chunks of 2,048 rows, the profiled planner): dLLM-Serve as its preset runs it
 # Usage: tessera exp run dllm-serve-fig8 OUT [--force] [--quick] [--strict]
@@ -17,7 +17,7 @@ source "$(dirname "$0")/lib/paper.sh"
 source "$(dirname "$0")/lib/dllm_serve.sh"
 paper_init "$@"
 n=$DS_N
-[ "$QUICK" = 1 ] && n=40
+[ "$QUICK" = 1 ] && n=40 DS_N=40
 stage() { # stage NAME X IMPL OPTIONS...: one stage's point in DS_WORKLOAD, priced as IMPL runs it
     local name=$1 x=$2
     ds_cost rtx4090 "$3"
@@ -31,7 +31,7 @@ for w in $DS_WORKLOADS; do
     stage engine 2 torch-dllm-serve --policy sparse --sparse-select head --scheduler request --impl torch-dllm-serve \
         --max-num-logits 0 --planner caching
     stage scheduler 3 torch-dllm-serve --policy sparse --sparse-select head --scheduler phase --impl torch-dllm-serve \
-        --max-num-logits 0 --planner caching
+        --max-num-logits 0 --planner caching --gpu-memory-utilization 0.8
     stage budgeting 4 torch-dllm-serve --system dllm-serve
     base=$(value throughput_tok_s baseline $w 1)
     prev=$base x=0
@@ -65,12 +65,11 @@ The phase scheduler gains where grouping the requests' Refresh and Reuse steps r
 for no more time a request; where the queue seldom holds more than a batch (a short run, a light
 load), there is little to group."
 why "logit-aware budgeting adds the final boost" "with the scheduler alone and with budgeting added: ${parts%; }.
-Budgeting moves memory from the activation reserve to the KV pool, which lets more requests run a
-step only where the pool was full; and it drops the LM head and softmax of every row outside a
-sequence's block in its full-sequence steps (two of a block's 32), which is all it removes from a
-request-step: on this card the steps are long enough that the GPU (and its host loop a sequence) is
-the bound, so a larger batch adds time in proportion. Budgeting pays where memory, not the GPU, caps
-the batch, and where prompts are long."
+The KV pool is the same in both (0.8 of the card less the weights and the reserve, as dLLM-Serve's
+allocate_kv_cache sizes it), so budgeting admits no more requests; it drops the LM head and softmax
+of every row outside a sequence's block in its full-sequence steps (two of a block's 32), which is
+all it removes from a request-step, and shrinks the activations those steps need. Budgeting pays
+where prompts are long."
 NOTES="x is the stage (1 the baseline, 2 with dLLM-Serve's inference engine, 3 with its scheduler, 4 with
 logit budgeting: dLLM-Serve); relative_throughput is each stage's throughput over the baseline's, gain
 over the stage before. The paper's per-stage speedups are withheld, and it does not say at which load or

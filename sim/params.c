@@ -19,6 +19,17 @@ int param_values_set(struct param_values *pv, const char *name, const char *text
         pv->n++;
     snprintf(pv->name[i], PARAM_TEXT, "%s", name);
     snprintf(pv->text[i], PARAM_TEXT, "%s", text);
+    pv->preset[i] = false;
+    return 0;
+}
+
+int param_values_set_preset(struct param_values *pv, const char *name, const char *text, struct ts_err *err)
+{
+    if (param_values_set(pv, name, text, err))
+        return -1;
+    for (int i = 0; i < pv->n; i++)
+        if (strcmp(pv->name[i], name) == 0)
+            pv->preset[i] = true;
     return 0;
 }
 

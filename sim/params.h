@@ -37,10 +37,14 @@ struct param_values {
     int n;
     char name[PARAMS_MAX][PARAM_TEXT];
     char text[PARAMS_MAX][PARAM_TEXT];
+    bool preset[PARAMS_MAX]; /* set by a --system preset, not by the user: dropped where the run's
+                              * policy or scheduler (the user's choice) does not declare it */
 };
 
 /* Records name = text. Returns -1 with err when the value or name is too long or too many are given. */
 int param_values_set(struct param_values *pv, const char *name, const char *text, struct ts_err *err);
+/* The same, as a --system preset's setting (marked preset until the user sets name). */
+int param_values_set_preset(struct param_values *pv, const char *name, const char *text, struct ts_err *err);
 /* The text given for name, or NULL. */
 const char *param_values_get(const struct param_values *pv, const char *name);
 

@@ -26,7 +26,8 @@ int parts_resolve(const struct policy_ops *po, const struct sched_ops *so, const
 {
     for (int i = 0; given && i < given->n; i++) {
         const char *name = given->name[i];
-        if (params_find(po->params, po->num_params, name) || params_find(so->params, so->num_params, name))
+        if (params_find(po->params, po->num_params, name) || params_find(so->params, so->num_params, name) ||
+            given->preset[i]) /* a preset's setting for a part the user replaced */
             continue;
         char owners[256] = "";
         struct part p;

@@ -136,7 +136,7 @@ int preset_apply(const char *name, struct sim_config *c, struct ts_err *err)
     c->lazy_chunking = p->lazy_chunking;
     snprintf(c->act_layout, sizeof c->act_layout, "%s", p->act_layout);
     for (size_t i = 0; i < TS_ARRAY_LEN(p->params) && p->params[i].name; i++)
-        if (param_values_set(&c->params, p->params[i].name, p->params[i].value, err))
+        if (param_values_set_preset(&c->params, p->params[i].name, p->params[i].value, err))
             return -1;
     return 0;
 }

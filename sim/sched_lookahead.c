@@ -3,8 +3,8 @@
  * papers: dLLM-Serve section 7 names it as future work).
  *
  * Memory and the running set's step are the phase scheduler's (the activation budget of
- * max_num_batched_tokens query tokens, the rest the KV pool; each running request adds its
- * segment while the step's tokens hold it). Admission differs: a queued request is admitted, in
+ * max_num_batched_tokens query tokens, the rest the KV pool, or with gpu-memory-utilization the pool
+ * dLLM-Serve's rule sizes; each running request adds its segment while the step's tokens hold it). Admission differs: a queued request is admitted, in
  * FCFS order, only if the projected steps of the running set and its own never exceed the token
  * cap nor the KV pool in any step to come. A request's projection is its policy stepped forward
  * on a copy of it, each step committing the decode model's tokens (fixed:k's k, or the mean TPF:

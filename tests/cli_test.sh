@@ -820,6 +820,12 @@ p=$(cat "$tmp/phase.stalls") l=$(cat "$tmp/lookahead.stalls")
 [ "$(sqlite3 "$tmp/phase.db" "SELECT num_stalls FROM summary" 2>/dev/null)" = "$p" ] && ok || bad "phase.db's summary's num_stalls is not the JSON's $p"
 expect 0 "sim --scheduler lookahead" -- $bin sim --scheduler lookahead --gpu rtx4090 --rps 4 --requests 50 --no-progress --quiet
 contains "sim's summary counts the stalls" "0 preemptions, 0 stalls (of 50)"
+# a preset's scheduler parameter is dropped where the user picks a scheduler without it; the user's own is not
+expect 0 "a preset's scheduler replaced" -- $bin sim --system fast-dllm --scheduler phase --requests 2 --quiet
+expect 0 "dllm-serve on the request scheduler" -- $bin sim --system dllm-serve --scheduler request --requests 2 --quiet
+expect 2 "the user's parameter of another scheduler" -- $bin sim --system dllm-serve --scheduler request \
+    --gpu-memory-utilization 0.8 --requests 2 --quiet
+contains "the user's parameter of another scheduler" "--gpu-memory-utilization: not a parameter of policy sparse or scheduler request"
 expect 2 "lookahead with --max-batch" -- $bin sim --scheduler lookahead --max-batch 4 --requests 2
 contains "lookahead with --max-batch" "--max-batch: not a parameter"
 # a preset's whole configuration, its policy's parameters included

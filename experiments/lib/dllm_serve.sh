@@ -92,7 +92,7 @@ ds_cost() {
     DS_COST_ARGS+=(--calib "$CARRIED" --extrapolate)
 }
 # ds_notes GPU: the setting (DS_NOTES) and the cost model on GPU, said for the report
-ds_notes() { printf '%s\n%s\n' "$DS_NOTES" "$(ds_cost_notes "$1")"; }
+ds_notes() { printf '%s\n%s\n' "${DS_NOTES//@N@/$DS_N}" "$(ds_cost_notes "$1")"; }
 # ds_cost_notes GPU: the cost model, said for the report
 ds_cost_notes() {
     if [ "$DS_COST" = roofline ]; then
@@ -120,7 +120,7 @@ with Poisson arrivals; burst, BurstGPT's lengths from its trace's first rows (--
 BurstGPT's Gamma arrivals (--arrivals gamma:1.41). 256 tokens generated (the paper's Table 3). Host:
 $DS_HOST (--host; the papers' hosts are unknown). The baselines' static batches: $DS_BATCH (BATCH=fit: as
 large as fit, as section 6.1 ran them; BATCH=code: one request at a time, as Fast-dLLM's and
-Sparse-dLLM's public code runs). Requests a run: $DS_N (N=, 64-400; the paper states none). The card's
+Sparse-dLLM's public code runs). Requests a run: @N@ (N=, 64-400; the paper states none). The card's
 GEMM time over the transfer's: $DS_GEMM (GEMM=, within the transfer's band).
 Each baseline's loop as its public code runs it (tessera list systems): its sampling's dtype and its
 host work a forward, measured with that code (experiments/records/validate-h100)."
@@ -143,7 +143,7 @@ ds_point() {
 # factors (the carried torch-eager calibration's band file: "(-18% / +3%)" gives 0.82 1.03)
 ds_gemm_band() {
     ds_cost "$1"
-    [ "$DS_COST" = roofline ] && { echo "1 1"; return; }
+    [ "$DS_COST" = roofline ] && { echo "1.00 1.00"; return; }
     sed -n 's/.*Refresh.*(\([-+][0-9]*\)% \/ \([-+][0-9]*\)%).*/\1 \2/p' "$CARRIED_BAND" | head -1 |
         awk '{ printf "%.2f %.2f", 1 + $1 / 100, 1 + $2 / 100 }'
 }
@@ -168,19 +168,22 @@ ds_assumptions() {
     band=$(ds_gemm_band "$gpu")
     alt_batch=$([ "$DS_BATCH" = fit ] && echo code || echo fit)
     alt_host=$([ "$DS_HOST" = lent-h100 ] && echo lent-h200 || echo lent-h100)
-    DS_ASSUMPTIONS="| workload | at the defaults | N 64 / 128 / 400 | BATCH $alt_batch | HOST $alt_host | arrivals | GEMM ${band% *} / ${band#* } | range | the paper's $lo-${hi}x | most sensitive to |
+    DS_ASSUMPTIONS="| workload | at the defaults | N 64 / 128 / 400 | BATCH $alt_batch | HOST $alt_host | arrivals | GEMM ${band% *} / ${band#* } | range | the paper's $lo-${hi}x (its middle) | most sensitive to |
 |---|---|---|---|---|---|---|---|---|---|"
     for w in $DS_WORKLOADS; do
         ds_use $w
         d=$(value speedup dllm-serve $w "$x")
         vals="$d" worst="" worst_d=0 cells=""
+        local k=0 sep
         for av in N=64 N=128 N=400 BATCH=$alt_batch HOST=$alt_host ARRIVALS=$([ $w = burst ] && echo poisson || echo gamma:2) \
                   GEMM=${band% *} GEMM=${band#* }; do
-            a=${av%%=*} v=${av#*=}
+            a=${av%%=*} v=${av#*=} k=$((k + 1))
+            case $k in 1 | 2 | 7) sep=" / " ;; *) sep=" | " ;; esac # the table's cells: N's three, GEMM's two
             if [ "$QUICK" = 1 ] && [ $av != N=64 ] && [ $a != BATCH ]; then # --quick: two of them
-                case $av in N=64 | N=128 | GEMM=${band% *}) cells+="- / " ;; *) cells+="- | " ;; esac
+                cells+="-$sep"
                 continue
-            elif { [ $a = N ] && [ "$v" = "$DS_N" ]; } || { [ $a = GEMM ] && [ "$v" = 1.00 ]; }; then
+            elif { [ $a = N ] && [ "$v" = "$DS_N" ]; } ||
+                 { [ $a = GEMM ] && awk -v a="$v" -v b="$DS_GEMM" 'BEGIN { exit !(a + 0 == b + 0) }'; }; then
                 sp=$d
             else
                 save_batch=$DS_BATCH save_host=$DS_HOST save_arr=$DS_ARRIVALS save_gemm=$DS_GEMM
@@ -194,7 +197,7 @@ ds_assumptions() {
                 ds_use $w
             fi
             vals+=" $sp"
-            case $av in N=64 | N=128 | GEMM=${band% *}) cells+="$(fmt "$sp") / " ;; ARRIVALS=*) cells+="$(fmt "$sp") (${v}) | " ;; *) cells+="$(fmt "$sp") | " ;; esac
+            case $a in ARRIVALS) cells+="$(fmt "$sp") (${v})$sep" ;; *) cells+="$(fmt "$sp")$sep" ;; esac
             dev=$(awk -v a="$sp" -v b="$d" 'BEGIN { r = log(a / b); print r < 0 ? -r : r }')
             if awk -v a="$dev" -v b="$worst_d" 'BEGIN { exit !(a > b) }'; then worst="$av ($(fmt "$sp")x)" worst_d=$dev; fi
         done
@@ -202,7 +205,7 @@ ds_assumptions() {
         derived speedup_lo dllm-serve $w "$x" "$range_lo"
         derived speedup_hi dllm-serve $w "$x" "$range_hi"
         DS_ASSUMPTIONS+="
-| $w | $(fmt "$d")x | $cells$(fmt "$range_lo")-$(fmt "$range_hi")x | $(awk -v a="$range_lo" -v b="$range_hi" -v l="$lo" -v h="$hi" 'BEGIN { print (b >= l && a <= h) ? "inside" : (b < l ? "below it" : "above it") }') | ${worst:-none} |"
+| $w | $(fmt "$d")x | $cells$(fmt "$range_lo")-$(fmt "$range_hi")x | $(awk -v a="$range_lo" -v b="$range_hi" -v m="$(awk -v l="$lo" -v h="$hi" 'BEGIN { print (l + h) / 2 }')" 'BEGIN { print (m >= a && m <= b) ? "inside" : (b < m ? "below it" : "above it") }') | ${worst:-none} |"
     done
     DS_ASSUMPTIONS+="
 

@@ -120,6 +120,9 @@ def run(system, rate, runs, db):
         pairs = [(pm, f, PHASE_KIND.get(ph) == f["kind"]) for i in sorted(mseg)
                  for (pm, ph), f in zip(pseg.get(i, []), mseg[i])]
         print(f"{system},{rate},forwards,{len(psteps)},{nsteps},{pct(len(psteps), nsteps):+.1f}")
+        unmatched = sum(abs(len(pseg.get(i, [])) - len(mseg[i])) for i in mseg)
+        if unmatched:  # a request's steps on one side beyond its count on the other: not in the MAPE
+            print(f"{system},{rate},forward_unmatched,{unmatched},0,")
     else:  # one request at a time: the k-th forward of the run is the k-th step
         print(f"{system},{rate},forwards,{len(psteps)},{len(mfwd)},{pct(len(psteps), len(mfwd)):+.1f}")
         # native's and dLLM-Cache's forwards are all full-length: their kinds tell nothing apart
