@@ -74,6 +74,12 @@ def read_trace(path):
     return rows
 
 
+def commit_of(d):
+    """The commit a checkout's COMMIT file names ("" where it has none)."""
+    path = os.path.join(d, "COMMIT")
+    return open(path).read().strip() if os.path.exists(path) else ""
+
+
 def random_init(model, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
     with torch.no_grad():
@@ -257,7 +263,6 @@ def main():
             for r in fwds:
                 f.write("%d,%d,%s,%d,%.4f\n" % r)
         import transformers
-        commit_of = lambda d: open(os.path.join(d, "COMMIT")).read().strip() if os.path.exists(os.path.join(d, "COMMIT")) else ""
         meta = dict(system=a.system, commit=commit_of(a.code), torch=torch.__version__,
                     transformers=transformers.__version__, gpu=torch.cuda.get_device_name(), requests=len(reqs),
                     warmup=a.warmup, seed=a.seed, batch=a.batch, build_s=round(build_s, 1), substituted=SUBSTITUTED,

@@ -32,13 +32,14 @@ steps, with the step's time and query tokens) and meta.json.
 
 Usage: serve_driver.py --code DIR --trace FILE [--trace FILE...] --out DIR [--warmup N] [--limit N]
 """
-import argparse, csv, json, math, os, socket, sys, tempfile, time, types
+import argparse, json, os, socket, sys, tempfile, time, types
 
 import torch
 import torch.nn.functional as F
 
-MASK_ID, EOS_ID = 126336, 126081
-BLOCK = 32
+from driver import BLOCK, MASK_ID, commit_of, random_init, read_trace  # the loops' driver, beside this file
+
+EOS_ID = 126081
 LLADA_8B = dict(d_model=4096, n_heads=32, n_kv_heads=32, n_layers=32, mlp_hidden_size=12288,
                 vocab_size=126464, embedding_size=126464, max_sequence_length=4096, rope_theta=500000.0,
                 rms_norm_eps=1e-5, mask_token_id=MASK_ID, eos_token_id=EOS_ID, pad_token_id=EOS_ID)
@@ -99,14 +100,8 @@ def stand_ins():
 
 
 def random_load(model, path):
-    """load_model's stand-in: every parameter drawn in place on the GPU."""
-    g = torch.Generator(device="cuda").manual_seed(1)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 1:
-                p.fill_(1.0)
-            else:
-                p.normal_(0.0, 0.02, generator=g)
+    """load_model's stand-in: every parameter drawn in place on the GPU (driver.py's draw)."""
+    random_init(model, 1)
 
 
 def build_engine(code, model_dir):
@@ -136,15 +131,6 @@ def build_engine(code, model_dir):
     SUBSTITUTED.append("load_model: random weights drawn on the GPU (no checkpoint); AutoConfig: LLaDA-8B-Instruct's "
                        "config.json fields; AutoTokenizer: LLaDA's EOS id only (prompts are token ids)")
     return engine
-
-
-def read_trace(path):
-    rows = []
-    with open(path) as f:
-        for r in csv.DictReader(f):
-            p, o = int(r["prompt_tokens"]), int(r["output_tokens"])
-            rows.append((int(r["arrival_ns"]) / 1e9, p, BLOCK * max(1, math.ceil(o / BLOCK))))
-    return rows
 
 
 class Recorder:
@@ -254,8 +240,7 @@ def main():
                 for j, (_, kind, q, ms) in enumerate(reqs[i]["steps"]):
                     f.write("%d,%d,%s,%d,%.4f\n" % (i, j, kind, q, ms))
         import transformers
-        cpath = os.path.join(a.code, "COMMIT")
-        meta = dict(system="dllm-serve", commit=open(cpath).read().strip() if os.path.exists(cpath) else "",
+        meta = dict(system="dllm-serve", commit=commit_of(a.code),
                     torch=torch.__version__, transformers=transformers.__version__, gpu=torch.cuda.get_device_name(),
                     requests=len(reqs), steps=len(steps), warmup=a.warmup, seed=a.seed, build_s=round(build_s, 1),
                     kv_blocks=engine.config.num_kvcache_blocks, max_num_batched_tokens=engine.config.max_num_batched_tokens,
