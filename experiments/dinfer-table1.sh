@@ -116,9 +116,8 @@ for s in vllm fast-dllm-nocache fast-dllm dinfer-nocache dinfer; do
             esac
             vals+=" $(value tps $s "$wl~$av" "$x")"
         done
-        lo=$(echo $vals | tr ' ' '\n' | sort -g | head -1) hi=$(echo $vals | tr ' ' '\n' | sort -g | tail -1)
-        derived tps_lo $s $wl "$x" "$lo"
-        derived tps_hi $s $wl "$x" "$hi"
+        derived_range tps $s $wl "$x" $vals
+        lo=$RANGE_LO hi=$RANGE_HI
         p=$(echo ${tps[$s]} | cut -d' ' -f"$x")
         in=$(awk -v p="$p" -v l="$lo" -v h="$hi" 'BEGIN { print (p >= l && p <= h) ? 1 : 0 }')
         inside=$((inside + in)) ranged=$((ranged + 1))

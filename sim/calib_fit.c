@@ -1179,9 +1179,10 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
     if (c->host_bound) { /* the GPU waits for the host's issue when that takes longer */
         /* a loop over the batch's rows: its kernels at the base loop's host time a kernel (the host
          * line over the kernels of its layers), scaled by an ablation of the host alone */
+        const int32_t layer_kernels = cx && cx->impl.reuse_row_kernels > 0 ? impl_layer_kernels(&cx->impl) : 0;
         double row_loop = 0;
-        if (cx && cx->impl.reuse_row_kernels > 0 && impl_layer_kernels(&cx->impl) > 0) {
-            const double kernel_ms = c->host0 / (cx->model.num_layers * (double)impl_layer_kernels(&cx->impl));
+        if (layer_kernels > 0) {
+            const double kernel_ms = c->host0 / (cx->model.num_layers * (double)layer_kernels);
             row_loop = (cx->op_scale ? cx->op_scale[OP_HOST] : 1.0) *
                        impl_row_loop(&cx->impl, cx->model.num_layers, t, kernel_ms);
         }

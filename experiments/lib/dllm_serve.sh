@@ -201,9 +201,8 @@ ds_assumptions() {
             dev=$(awk -v a="$sp" -v b="$d" 'BEGIN { r = log(a / b); print r < 0 ? -r : r }')
             if awk -v a="$dev" -v b="$worst_d" 'BEGIN { exit !(a > b) }'; then worst="$av ($(fmt "$sp")x)" worst_d=$dev; fi
         done
-        range_lo=$(echo $vals | tr ' ' '\n' | sort -g | head -1) range_hi=$(echo $vals | tr ' ' '\n' | sort -g | tail -1)
-        derived speedup_lo dllm-serve $w "$x" "$range_lo"
-        derived speedup_hi dllm-serve $w "$x" "$range_hi"
+        derived_range speedup dllm-serve $w "$x" $vals
+        range_lo=$RANGE_LO range_hi=$RANGE_HI
         DS_ASSUMPTIONS+="
 | $w | $(fmt "$d")x | $cells$(fmt "$range_lo")-$(fmt "$range_hi")x | $(awk -v a="$range_lo" -v b="$range_hi" -v m="$(awk -v l="$lo" -v h="$hi" 'BEGIN { print (l + h) / 2 }')" 'BEGIN { print (m >= a && m <= b) ? "inside" : (b < m ? "below it" : "above it") }') | ${worst:-none} |"
     done

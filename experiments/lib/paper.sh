@@ -9,6 +9,7 @@
 #   point SYSTEM WORKLOAD X SIM-ARGS...   one `tessera sim` run (its summary as JSON in
 #                                        OUT/points/), its metrics appended to OUT/points.tsv
 #   derived METRIC SYSTEM WORKLOAD X V   a number computed from the points (value, ratio, ratio_of)
+#   derived_range METRIC SYSTEM WORKLOAD X V...   its range over the experiment's assumptions
 #   paper METRIC SYSTEM WORKLOAD X VALUE a number the paper prints, beside tessera's point
 #   check "TEXT" AWK-CONDITION           a trend the paper reports, evaluated over OUT/points.tsv
 #                                        (columns: system workload x metric value)
@@ -122,6 +123,16 @@ mean_batch() { ratio "$(point_json request_steps "$@")" "$(point_json num_steps 
 
 # derived METRIC SYSTEM WORKLOAD X VALUE: a number computed from the points (a ratio, a reduction)
 derived() { printf '%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$1" "$5" >>"$out/points.tsv"; }
+# derived_range METRIC SYSTEM WORKLOAD X VALUE...: METRIC's range over an experiment's assumptions, the
+# least and the largest of the VALUEs, recorded as METRIC_lo and METRIC_hi (exp run papers counts the
+# paper numbers inside) and left in RANGE_LO and RANGE_HI
+derived_range() {
+    local m=$1 s=$2 w=$3 x=$4
+    shift 4
+    RANGE_LO=$(printf '%s\n' "$@" | sort -g | head -1) RANGE_HI=$(printf '%s\n' "$@" | sort -g | tail -1)
+    derived "${m}_lo" "$s" "$w" "$x" "$RANGE_LO"
+    derived "${m}_hi" "$s" "$w" "$x" "$RANGE_HI"
+}
 
 # value METRIC SYSTEM WORKLOAD X: a point's value
 value() { awk -F'\t' -v m="$1" -v s="$2" -v w="$3" -v x="$4" '$1 == s && $2 == w && $3 == x && $4 == m { print $5 }' "$out/points.tsv"; }
