@@ -130,7 +130,7 @@ if command -v gnuplot >/dev/null; then
     {
         echo "set terminal pngcairo size 2000,460 font ',11'"
         echo "set output '$out/latency.png'"
-        echo "set multiplot layout 1,5 title 'Request latency: tessera against the systems'' own code (H100, 64 OSC-length requests a rate)'"
+        echo "set multiplot layout 1,5 title 'Request latency: tessera against the systems'' own code (H100, 64 OSC-length requests a rate; the static batches 256 + 64 tokens a request)'"
         echo "set xlabel 'measured (s)'; set ylabel 'predicted (s)'; set grid; set key top left opaque box"
         echo "set size square"
         for s in $systems; do
