@@ -2,16 +2,19 @@
 # experiments/dinfer-table1.sh: dInfer Table 1, the tokens a second (TPS) of one request at a time
 # (batch size 1) on LLaDA-MoE-7B-A1B: Fast-dLLM and dInfer, without and with a KV cache, each at the
 # tokens a forward (TPF) the table gives for each benchmark (sim/data/decode_profiles.json), beside
-# Qwen2.5-3B on vLLM (one token a forward), on an H800 (dInfer's GPU; tessera runs each on one).
+# Qwen2.5-3B on vLLM (one token a forward), on H800s (dInfer's GPU): Fast-dLLM's experts split over
+# four as dInfer's port runs it, the others on one.
 #   vllm               --system vllm --model qwen2.5-3b (autoregressive: q = 1 a step)
-#   fast-dllm-nocache  --system fast-dllm --policy vanilla (no cache), threshold decoding
-#   fast-dllm          --system fast-dllm (dual cache), threshold decoding
+#   fast-dllm-nocache  --system dinfer-fast-dllm --policy vanilla (no cache), threshold decoding
+#   fast-dllm          --system dinfer-fast-dllm (dual cache), threshold decoding
+# (the table's Fast-dLLM is dInfer's port of it: blocks of 64, its experts split over 4 GPUs)
 #   dinfer-nocache     --system dinfer --policy vanilla, hierarchical decoding
 #   dinfer             --system dinfer (vicinity refresh), hierarchical decoding
 # x is the benchmark: 1 the average, 2 CRUX-O, 3 GSM8K, 4 HumanEval, 5 IFEval, 6 MBPP, 7 LCB V6.
 # Cost (COST=roofline prices Fast-dLLM with the roofline too): Fast-dLLM, PyTorch eager, by the
 # PyTorch harness's LLaDA-MoE-7B profile measured on an H100 (its ops and its host's issue), carried
-# to the H800 by tessera calib transfer; dInfer and vLLM by the roofline of compiled kernels under
+# to the H800 by tessera calib transfer, a GPU's share of the experts and their all-reduces priced
+# by --ep; dInfer and vLLM by the roofline of compiled kernels under
 # CUDA graphs (dInfer's table ran on 8 H800s with tensor and expert parallelism, which a calibration
 # of one GPU does not measure; no calibration measures vLLM's Qwen2.5-3B).
 # Usage: tessera exp run dinfer-table1 OUT [--force] [--quick] [--strict]
@@ -40,8 +43,8 @@ di_cost() {
 sys_args() {
     case $1 in
         vllm) echo --system vllm --model qwen2.5-3b ;;
-        fast-dllm-nocache) echo --system fast-dllm --policy vanilla --model llada-moe-7b --decode "threshold:fastdllm-moe-nocache-$2" ;;
-        fast-dllm) echo --system fast-dllm --model llada-moe-7b --decode "threshold:fastdllm-moe-cache-$2" ;;
+        fast-dllm-nocache) echo --system dinfer-fast-dllm --policy vanilla --decode "threshold:fastdllm-moe-nocache-$2" ;;
+        fast-dllm) echo --system dinfer-fast-dllm --decode "threshold:fastdllm-moe-cache-$2" ;;
         dinfer-nocache) echo --system dinfer --policy vanilla --model llada-moe-7b --decode "hierarchical:dinfer-moe-nocache-$2" ;;
         dinfer) echo --system dinfer --model llada-moe-7b --decode "hierarchical:dinfer-moe-cache-$2" ;;
     esac
@@ -89,10 +92,11 @@ if [ "$DI_COST" = calibrated ]; then
     done
 fi
 # the table's numbers over the setting's unknowns, one moved at a time: the prompt (128 and 1,024
-# tokens), and for Fast-dLLM the host issuing its eager steps (the other lent machine's) and its
-# blocks (64, as dInfer's own port of it runs: inclusionAI/dInfer
-# benchmarks/benchmark_dataset_fastdllm.py at fce4e32, --block_length 64); the derived metrics tps_lo
-# and tps_hi hold each number's range, DI_RANGES the report's table
+# tokens), and for Fast-dLLM the host issuing its eager steps (the other lent machine's), its blocks
+# (32, Fast-dLLM's own default, where dInfer's port runs 64: inclusionAI/dInfer
+# benchmarks/benchmark_dataset_fastdllm.py at fce4e32, --block_length 64) and the GPUs its experts
+# are split over (one, and the slides' eight, where the port's --gpu default is four); the derived
+# metrics tps_lo and tps_hi hold each number's range, DI_RANGES the report's table
 DI_RANGES="| framework | $(for b in $benches; do printf '%s | ' "$b"; done)
 |---|$(for b in $benches; do printf -- '---|'; done)"
 inside=0 ranged=0
@@ -102,7 +106,7 @@ for s in vllm fast-dllm-nocache fast-dllm dinfer-nocache dinfer; do
         x=$(echo $all | tr ' ' '\n' | grep -nx "$b" | cut -d: -f1)
         vals="$(value tps $s $wl "$x")"
         alts="P=128 P=1024"
-        [[ $s == fast-dllm* ]] && alts+=" BLOCK=64"
+        [[ $s == fast-dllm* ]] && alts+=" BLOCK=32 EP=1 EP=8"
         [[ $s == fast-dllm* ]] && [ "$DI_COST" = calibrated ] && alts+=" HOST=lent-h200"
         [ "$QUICK" = 1 ] && alts="P=128"
         for av in $alts; do
@@ -112,6 +116,7 @@ for s in vllm fast-dllm-nocache fast-dllm dinfer-nocache dinfer; do
                      run $s "$b" "$x" "$wl~$av"
                      DI_P=$saved ;;
                 BLOCK=*) run $s "$b" "$x" "$wl~$av" --block "${av#BLOCK=}" ;;
+                EP=*) run $s "$b" "$x" "$wl~$av" --ep "${av#EP=}" ;;
                 HOST=*) run $s "$b" "$x" "$wl~$av" --host "${av#HOST=}" ;;
             esac
             vals+=" $(value tps $s "$wl~$av" "$x")"
@@ -186,8 +191,10 @@ compiled kernels for dInfer and vLLM."
     host_note=
 fi
 NOTES="One request at a time (batch size 1) of 512 prompt tokens and 1,024 generated, blocks of 32, on one
-H800 (dInfer ran on 8 x H800 with tensor and expert parallelism; the slides give neither the lengths
-nor the split). The dLLMs' TPFs are inputs, taken from the same table (decode_profiles.json); their
+H800; Fast-dLLM as dInfer's port of it runs (--system dinfer-fast-dllm: blocks of 64, float64 sampling,
+its experts split over four H800s with the rest of each step replicated, an all-reduce a MoE layer;
+inclusionAI/dInfer benchmarks/benchmark_dataset_fastdllm.py at fce4e32). The slides name 8 x H800 with
+tensor and expert parallelism and give neither the lengths nor each framework's split. The dLLMs' TPFs are inputs, taken from the same table (decode_profiles.json); their
 TPS are tessera's prediction. $cost_note vLLM's Qwen2.5-3B commits one token a
 forward (policy ar); its tied LM head is counted apart. x: 1 the average, 2 CRUX-O, 3 GSM8K,
 4 HumanEval, 5 IFEval, 6 MBPP, 7 LCB V6.
@@ -197,8 +204,8 @@ what the table's TPS implies at the same TPF; on average): dInfer's forwards agr
 $(fv dinfer-nocache) against $(fv dinfer-nocache paper) without), the baselines' do not: the table's vLLM takes $(fv vllm paper) ms a token where tessera's
 takes $(fv vllm) (its roofline with no host time $vllm_floor), and the table's Fast-dLLM $(fv fast-dllm-nocache paper) ms a
 forward without its cache where tessera's takes $(fv fast-dllm-nocache) ($(fv fast-dllm paper) against $(fv fast-dllm) with it). $host_note
-What the table's runs may have paid that tessera leaves out: the slides' 8 H800s (a baseline split over them
-pays all-reduces in every forward of its one request; the slides do not say how each ran). Not
+What the table's runs may have paid that tessera leaves out: the slides' 8 H800s for vLLM (a model split
+over them pays all-reduces in every forward of its one request; the slides do not say how it ran). Not
 Hugging Face's LLaDA-MoE block, whose Python loop over the 64 experts issues about 1,000 kernels a
 layer: measured on an H100 (records/torch-moe-h100, engine/bench/torch_moe.py), it takes $(hf_ms 32) ms a
 layer at 32 tokens and $(hf_ms 1536) at 1,536, $(hf_ms 32 16) and $(hf_ms 1536 16) ms a forward over 16 layers, several times the
@@ -220,8 +227,9 @@ NOTES+="
 
 The table's TPS over the setting's unknowns (tessera's range a framework and benchmark, the table's
 number in parentheses; workloads $wl~ASSUMPTION=VALUE, derived metrics tps_lo and tps_hi): the prompt
-at 128 and 1,024 tokens (PROMPT=, $DI_P here); for Fast-dLLM its blocks of 64 as dInfer's own port runs
-them$([ "$DI_COST" = calibrated ] && echo " and the lent H200 machine's host"). $inside of $ranged lie inside.
+at 128 and 1,024 tokens (PROMPT=, $DI_P here); for Fast-dLLM blocks of 32 (its own code's, where dInfer's
+port runs 64), its experts on one H800 or split over the slides' eight (EP=, four here: the port's --gpu
+default)$([ "$DI_COST" = calibrated ] && echo " and the lent H200 machine's host"). $inside of $ranged lie inside.
 
 $DI_RANGES"
 SHOW_METRICS="tps forward_ms forward_ms_table"
@@ -241,6 +249,6 @@ for s in "vllm:Qwen2.5-3B:vLLM" "fast-dllm-nocache:Without KV cache:Fast-dLLM" "
     done
     fig_row "${row[@]}"
 done
-fig_note "Each cell: tessera's TPS (tokens/s), the table's in parentheses. One request of 512 prompt tokens and 1,024 generated, one H800."
+fig_note "Each cell: tessera's TPS (tokens/s), the table's in parentheses. One request of 512 prompt tokens and 1,024 generated, one H800 (Fast-dLLM's experts over four)."
 paper_finish "dInfer Table 1: TPS at batch size 1, LLaDA-MoE-7B-A1B and Qwen2.5-3B, H800" \
     "benchmark (1 avg, 2 CRUX-O, 3 GSM8K, 4 HumanEval, 5 IFEval, 6 MBPP, 7 LCB V6)" tps

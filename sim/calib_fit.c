@@ -1134,6 +1134,8 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
                     return -1;
                 y = y * later_share + yf * (1 - later_share);
             }
+            if (op == OP_EXPERTS && cx && cx->ep > 1) /* expert parallelism: a GPU's share of the experts */
+                y /= cx->ep;
             bd->op_s[op] = y * 1e-3;
             ms += y;
         }
@@ -1152,6 +1154,11 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
             return -1;
         bd->op_s[OP_FEAT_CACHE] = fc * 1e-3;
         ms += fc;
+        if (cx && cx->ep > 1) { /* its MoE layers' outputs all-reduced, GPU work the host runs ahead of */
+            const double ar = 1e3 * cost_ep_allreduce_s(cx, t->q_tokens);
+            bd->op_s[OP_ALLREDUCE] += ar * 1e-3;
+            ms += ar;
+        }
     }
     /* logits of rows the later layers did not compute (carried): the LM head after light layers */
     const bool carried = t->logit_rows > t->q_tokens;

@@ -270,6 +270,12 @@ int cli_list(int argc, char **argv)
                    p->decode, p->impl, p->logit_chunk_rows, p->planner);
             for (size_t k = 0; k < TS_ARRAY_LEN(p->params) && p->params[k].name; k++)
                 printf(" --%s %s", p->params[k].name, p->params[k].value);
+            if (p->model)
+                printf(" --model %s", p->model);
+            if (p->block)
+                printf(" --block %d", p->block);
+            if (p->ep)
+                printf(" --ep %d", p->ep);
             printf("%s%s%s --act-layout %s\n", p->mask_only ? " --mask-only" : "",
                    p->block_logits ? " --block-logits" : "", p->lazy_chunking ? " --lazy-chunking" : "",
                    p->act_layout);

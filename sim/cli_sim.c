@@ -24,7 +24,7 @@
 enum {
     O_SYSTEM = 256, O_MODEL, O_GPU, O_GPU_FILE, O_POLICY, O_SCHED, O_DECODE, O_COST, O_IMPL,
     O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN, O_MAX_NEW,
-    O_BLOCK, O_TP, O_EARLY, O_EOS, O_ITER_SMOOTH, O_MASK_ONLY, O_BLOCK_LOGITS, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
+    O_BLOCK, O_TP, O_EP, O_EARLY, O_EOS, O_ITER_SMOOTH, O_MASK_ONLY, O_BLOCK_LOGITS, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
     O_RESERVE, O_MARGIN, O_PREEMPT, O_DB, O_APPEND, O_REPLACE, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS,
     O_NO_PROGRESS, O_HELP,
     O_DATADIR, O_CALIB, O_CALIB_FROM, O_HOST, O_EXTRAPOLATE, O_CLOCK, O_OP_SCALE, O_PLANNER, O_LAZY, O_LAYOUT, O_EXECUTOR, O_LIVE_MEM,
@@ -53,6 +53,7 @@ static const struct option opts[] = {
     {"max-new-tokens", required_argument, 0, O_MAX_NEW},
     {"block", required_argument, 0, O_BLOCK},
     {"tp", required_argument, 0, O_TP},
+    {"ep", required_argument, 0, O_EP},
     {"early-stop", no_argument, 0, O_EARLY},
     {"eos", required_argument, 0, O_EOS},
     {"iter-smooth", no_argument, 0, O_ITER_SMOOTH},
@@ -220,6 +221,8 @@ static void sim_usage(FILE *f)
 "                           auto: where the cost is calibrated and the GPU's clock was fitted [auto]\n"
 "  --op-scale OP=F[,OP=F]   an ablation: each named op priced F times over, F in (0, 100] [none]\n"
 "  --tp N                   tensor parallelism over N GPUs of the kind [1]\n"
+"  --ep N                   expert parallelism: an MoE model's experts split over N GPUs, the rest of\n"
+"                           each step replicated on every one, an all-reduce a MoE layer [1]\n"
 "  --executor NAME          model: steps take the cost model's time; gpu: the CUDA engine runs every\n"
 "                           step and its measured time drives the clock [model]\n"
 "  --live-mem-gib X         gpu: device memory the engine may use [0 = all that is free]\n"
@@ -352,6 +355,7 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_MAX_NEW: return num_i32(name, optarg, &c->max_new_tokens);
     case O_BLOCK: return num_i32(name, optarg, &c->block_size);
     case O_TP: return num_i32(name, optarg, &c->tp);
+    case O_EP: return num_i32(name, optarg, &c->ep);
     case O_PARAM: {
         struct ts_err err;
         if (param_values_set(&c->params, name, optarg, &err) == 0)
@@ -536,6 +540,8 @@ static void print_summary(const struct sim_config *c, const struct sim_summary *
     char tp[32] = "";
     if (c->tp > 1)
         snprintf(tp, sizeof tp, " x %d (tensor parallel)", c->tp);
+    else if (c->ep > 1)
+        snprintf(tp, sizeof tp, " x %d (expert parallel)", c->ep);
     printf("tessera sim: %s on %s%s, policy %s, scheduler %s, decode %s, impl %s%s%s\n", c->model,
            c->gpu, tp, c->policy, c->scheduler, c->decode, c->impl, c->system[0] ? ", system " : "",
            c->system);

@@ -38,6 +38,7 @@ void sim_config_defaults(struct sim_config *c)
     c->gen_len = 256;
     c->block_size = 32;
     c->tp = 1;
+    c->ep = 1;
     c->logit_chunk_rows = 2048;
     c->ffn_chunks = 1;
     c->kv_page_tokens = 16;
@@ -66,6 +67,13 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
         return ts_fail(err, "--block: %d is not in 1..65536 tokens", c->block_size);
     if (c->tp < 1 || c->tp > 8)
         return ts_fail(err, "--tp: %d is not in 1..8 GPUs", c->tp);
+    if (c->ep < 1 || c->ep > 8)
+        return ts_fail(err, "--ep: %d is not in 1..8 GPUs", c->ep);
+    if (c->ep > 1 && c->tp > 1)
+        return ts_fail(err, "--ep %d with --tp %d: expert parallelism is modelled with the rest of the step "
+                            "replicated on every GPU, not beside tensor parallelism", c->ep, c->tp);
+    if (c->ep > 1 && strcmp(c->executor, "gpu") == 0)
+        return ts_fail(err, "--ep %d: the engine runs no expert parallelism (--executor model)", c->ep);
     if (c->calib_from[0] && (c->calib[0] || strcmp(c->cost, "calibrated") != 0))
         return ts_fail(err, "--calib-from %s: a calibrated cost (--cost calibrated) carried from another GPU; "
                             "--calib names a calibration of its own", c->calib_from);
@@ -125,6 +133,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "clock", json_string(c->clock));
     json_object_set_new(o, "op_scale", json_string(c->op_scale));
     json_object_set_new(o, "tp", json_integer(c->tp));
+    json_object_set_new(o, "ep", json_integer(c->ep));
     json_object_set_new(o, "executor", json_string(c->executor));
     json_object_set_new(o, "trace", json_string(c->trace));
     json_object_set_new(o, "arrivals", json_string(c->arrivals));

@@ -33,6 +33,8 @@ struct sim_config {
                                 * the cost is calibrated and the GPU's clock was measured), on, off */
     char op_scale[CFG_STR];    /* an ablation: OP=F,... each op's time F times over ("" = as priced) */
     int32_t tp;                /* tensor-parallel degree: GPUs one step runs on (1: one) */
+    int32_t ep;                /* expert-parallel degree: an MoE model's experts split over ep GPUs, each
+                                * running the rest of the step whole (1: none) */
     char executor[CFG_STR];    /* model (the cost model's times) | gpu (live: the engine runs each step) */
     double live_mem_gib;       /* gpu: device memory the engine may use; 0 = all that is free */
     char datadir[CFG_PATH];    /* where decode_profiles.json lives */

@@ -59,6 +59,14 @@ int cost_op_scale_parse(const char *spec, double scale[OP_COUNT], struct ts_err 
     return 0;
 }
 
+double cost_ep_allreduce_s(const struct cost_ctx *c, int64_t T)
+{
+    if (c->ep <= 1 || T <= 0)
+        return 0;
+    TS_ASSERT(c->ar != NULL);
+    return model_num_moe_layers(&c->model) * allreduce_s(c->ar, 2.0 * (double)T * c->model.hidden);
+}
+
 double cost_op_scale_ops(const double scale[OP_COUNT], struct cost_breakdown *bd)
 {
     double added = 0;

@@ -96,10 +96,17 @@ struct cost_ctx {
     const struct calib *calib; /* the calibrated back end's fit (calib.h); NULL for roofline */
     bool extrapolate;          /* calibrated: price steps beyond the profiled range */
     int32_t tp;                /* tensor-parallel degree (0 or 1: one GPU); roofline only */
-    const struct allreduce_model *ar; /* with tp > 1: the all-reduce's times */
+    const struct allreduce_model *ar; /* with tp or ep > 1: the all-reduce's times */
     const double *op_scale;    /* an ablation: each op's time that many times over ([OP_COUNT];
                                 * cost_op_scale_parse); NULL: as priced */
+    int32_t ep;                /* expert-parallel degree (0 or 1: none): the experts' work split over ep
+                                * GPUs, the MoE layers' outputs all-reduced (ar at degree ep) */
 };
+
+/* Expert parallelism's share of a step (both back ends): its experts' work is 1/ep of one GPU's, and
+ * each MoE layer all-reduces its T x h bf16 output over the ep GPUs; the seconds those all-reduces
+ * take for a step of T tokens (0 without expert parallelism). */
+double cost_ep_allreduce_s(const struct cost_ctx *c, int64_t T);
 
 struct cost_ops {
     const char *name;

@@ -33,7 +33,8 @@
  *   lm_head    2*R*h*V; every chunk re-reads the h*V weights
  *   (tensor parallelism over N GPUs: the ops over heads, FFN columns and rows and the vocabulary
  *   run 1/N of their work a GPU; norms, residual adds and the embedding run whole on each; each
- *   layer adds two all-reduces of its T x h bf16 rows, allreduce.c)
+ *   layer adds two all-reduces of its T x h bf16 rows, allreduce.c; expert parallelism over N: the
+ *   experts' FLOPs and bytes 1/N a GPU, everything else whole, one all-reduce of T x h a MoE layer)
  *   sample     max/argmax/confidence over R*V logits, plus the softmax copy if the
  *              implementation makes one; credit decoding adds its fusion, CREDIT_BYTES a logit
  *              (the logits read, an fp32 softmax, the credit matrix decayed, read and scattered
@@ -136,7 +137,8 @@ static void layer_ops(struct pricer *p, const struct step_desc *sd, const struct
         double E = m->num_experts, k = m->experts_top_k, Fe = m->moe_ffn;
         double touched = E * (1.0 - pow(1.0 - k / E, T));
         add_op(p, OP_ROUTER, moe, 2 * T * h * E, a * (h * E + T * h) + 4 * T * E, ge);
-        add_split(p, OP_EXPERTS, moe, 6 * T * k * h * Fe, a * (touched * 3 * h * Fe + T * k * (2 * h + 3 * Fe)), ge);
+        const double ep = c->ep > 1 ? c->ep : 1; /* expert parallelism: a GPU's share of the experts */
+        add_split(p, OP_EXPERTS, moe, 6 * T * k * h * Fe / ep, a * (touched * 3 * h * Fe + T * k * (2 * h + 3 * Fe)) / ep, ge);
         if (m->num_shared_experts > 0) {
             double S = Fe * m->num_shared_experts;
             add_split(p, OP_GATE_UP, moe, 2 * T * h * 2 * S, a * (2 * S * h + T * (h + 2 * S)), ge);
@@ -171,6 +173,10 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
     layer_ops(&p, sd, &later, m->num_layers - nf, true);
     if (T_out > 0)
         add_op(&p, OP_NORM, 1, 5 * T_out * h, 2 * T_out * h * a, im->gemm_eff); /* the final norm */
+    const double t_ep = cost_ep_allreduce_s(c, t->q_tokens); /* expert parallelism's all-reduces */
+    p.total += t_ep;
+    if (bd)
+        bd->op_s[OP_ALLREDUCE] += t_ep;
     if (R > 0) {
         double nch = (double)step_num_logit_chunks(sd);
         /* IterSmooth: softmax(logits) @ W_e, the LM head's GEMM transposed, once more a chunk */

@@ -13,7 +13,7 @@ static const struct preset presets[] = {
      "dual cache, batch and sampling: NVlabs/Fast-dLLM llada/generate.py at 24cc59e "
      "(generate_with_dual_cache: the canvas one row; get_transfer_index: softmax of the logits cast to "
      "float64); its loop's host work: torch-fast-dllm (tessera list impls; experiments/records/validate-h100)",
-     "engine", "calibrated", false},
+     "engine", "calibrated", false, NULL, 0, 0},
     {"dllm-serve", "dLLM-Serve: head-centric sparse KV cache (r 0.5, one kept set per K/V head), "
                    "phase-multiplexed scheduler, logits of the block rows alone in chunks of 2048, its own PyTorch runtime "
                    "(torch-dllm-serve)", "sparse", "phase",
@@ -27,7 +27,7 @@ static const struct preset presets[] = {
      "sequence at a time (engine/bench/torch_dllm_serve.py); the logits of each sequence's block rows alone, "
      "in every step: engine/model_runner.py _reconstruct_and_sample_optimized_v2 (log_optimize_level 2, "
      "its default); its KV pool: engine/model_runner.py allocate_kv_cache (gpu_memory_utilization 0.8 of the "
-     "device after warmup_model_diffusion, config.py's defaults)", "engine", "calibrated", true},
+     "device after warmup_model_diffusion, config.py's defaults)", "engine", "calibrated", true, NULL, 0, 0},
     {"sparse-dllm", "Sparse-dLLM: sparse KV cache (r 0.5, one kept set for all heads, delayed one step), one "
                     "request at a time as its code at 3fd8986 runs it, monolithic logits, PyTorch eager with bf16 "
                     "sampling and its own loop's host work", "sparse", "static",
@@ -36,7 +36,7 @@ static const struct preset presets[] = {
      "OpenMOSS/Sparse-dLLM opencompass/models/sparse_dllm/llada_wrapper.py (delayed bidirectional sparse "
      "caching, one kept set for all heads) and llada_generate.py at 3fd8986 (generate: the canvas one row, "
      "the softmax in the logits' bf16; modeling_llada.py filter_cache squeezes the selection to batch 1); "
-     "retention ratio 0.5, its default; its loop's host work: torch-sparse-dllm", "engine", "calibrated", false},
+     "retention ratio 0.5, its default; its loop's host work: torch-sparse-dllm", "engine", "calibrated", false, NULL, 0, 0},
     {"dllm-cache", "dLLM-Cache: K, V, attention and FFN outputs cached (prompt every 100 forwards, response "
                    "every 7, a quarter of the response updated between), static batches, monolithic logits, "
                    "PyTorch eager with bf16 sampling and its hooks' host work", "dllm-cache", "static", "fixed:1",
@@ -45,7 +45,7 @@ static const struct preset presets[] = {
      "maomaocun/dLLM-cache dllm_cache/hooks/cache_hook_LLaDA.py at 17235bf (prompt and response refresh, the "
      "value-similarity partial update) and utils/generate_function.py (left-padded batches, the softmax "
      "in the logits' bf16); prompt interval 100 and response interval 7 as dLLM-Serve ran it: its section "
-     "6.1 Table 3; its hooks' host work: torch-dllm-cache", "engine", "calibrated", false},
+     "6.1 Table 3; its hooks' host work: torch-dllm-cache", "engine", "calibrated", false, NULL, 0, 0},
     {"lmdeploy", "LMDeploy's PyTorch engine running block diffusion: request-level continuous batching, "
                  "fused kernels launched eagerly (priced as tessera's engine, their issue and the scheduler "
                  "left out)", "block", "request", "fixed:1", "tessera", 0,
@@ -53,7 +53,7 @@ static const struct preset presets[] = {
      "FOCUS section 5 (its baseline: LMDeploy's block diffusion with request-level continuous batching); "
      "sands-lab/FOCUS benchmark/run_baseline_throughput_evaluation.sh (LMDeploy's PyTorch backend in eager "
      "mode, blocks of 32, confidence 0.9, at most 2,048 new tokens); FOCUS appendix F.1 (CUDA graphs off "
-     "in every throughput run); its SDAR layer's 12 kernels: InternLM/lmdeploy lmdeploy/pytorch/models/sdar.py", "engine", "calibrated", false},
+     "in every throughput run); its SDAR layer's 12 kernels: InternLM/lmdeploy lmdeploy/pytorch/models/sdar.py", "engine", "calibrated", false, NULL, 0, 0},
     {"focus", "FOCUS: block diffusion with the delayed intra-block cache and token eviction (alpha 1.5), "
               "threshold decoding (SDAR-8B TPF), request-level continuous batching, LMDeploy's PyTorch engine "
               "(fused kernels launched eagerly, priced as tessera's engine)",
@@ -62,16 +62,32 @@ static const struct preset presets[] = {
      "FOCUS sections 4.1 (the budget, Eq. 4), 4.2 (eviction), 4.3 (delayed intra-block cache), 5.2 (alpha "
      "1.5, confidence 0.8); sands-lab/FOCUS SGLangFOCUS/python/sglang/srt/dllm/focus.py (importance delta,"
      " AR context, placeholder integrity) and benchmark/run_focus_throughput_evaluation.sh (LMDeploy's "
-     "PyTorch backend with FOCUS, confidence 0.8)", "engine", "calibrated", false},
+     "PyTorch backend with FOCUS, confidence 0.8)", "engine", "calibrated", false, NULL, 0, 0},
     {"dinfer", "dInfer: vicinity cache refresh, hierarchical decoding (its GSM8K TPF with a cache), static "
                "batches, compiled runtime (CUDA graphs)", "vicinity", "static", "hierarchical:dinfer-moe-cache-gsm8k",
      "tessera", 0, "caching", false, false,
      "dInfer's TPFs are LLaDA-MoE's (its Table 1): give --model llada-moe-7b for its setting", {{NULL}},
-     "dInfer's slides (vicinity refresh, hierarchical decoding, the TPFs of its Table 1); inclusionAI/dInfer python/dinfer/decoding/generate_uniform.py (vicinity cache refresh) and parallel_strategy.py (hierarchical decoding)", "engine", "roofline", false},
+     "dInfer's slides (vicinity refresh, hierarchical decoding, the TPFs of its Table 1); inclusionAI/dInfer python/dinfer/decoding/generate_uniform.py (vicinity cache refresh) and parallel_strategy.py (hierarchical decoding)", "engine", "roofline", false, NULL, 0, 0},
+    {"dinfer-fast-dllm", "dInfer's port of Fast-dLLM (its Table 1's Fast-dLLM): LLaDA-MoE's dual cache in blocks "
+                         "of 64, threshold decoding with float64 sampling over every row, one request at a time, "
+                         "PyTorch eager attention replicated on 4 GPUs with the experts split over them (vLLM's "
+                         "FusedMoE, expert parallel)", "dual", "static", "threshold:fastdllm-moe-cache-gsm8k",
+     "torch-eager-f64", 0, "caching", false, false,
+     "its model code (OLMoE's Hugging Face attention over vLLM's FusedMoE) was not run: its steps are priced with "
+     "the PyTorch harness's LLaDA-MoE profile, the experts a grouped MoE as vLLM runs them; its script forces the "
+     "dual cache, so its table's row without a cache ran another invocation (give --policy vanilla)",
+     {{"max-batch", "1"}},
+     "inclusionAI/dInfer benchmarks/benchmark_dataset_fastdllm.py at fce4e32 (one prompt a call, --block_length 64, "
+     "--threshold 0.95, --gpu 0,1,2,3, args.cache and args.dual_cache forced on, vLLM's ParallelConfig "
+     "enable_expert_parallel with model.tensor_parallel only under --use_tp); python/dinfer/decoding/"
+     "generate_fastdllm.py (generate_with_dual_cache) and parallel_strategy.py (get_transfer_index: the softmax "
+     "of the logits cast to float64, every row of the call); python/dinfer/model/modeling_fused_olmoe.py "
+     "(OlmoeSdpaAttention, FusedMoE with reduce_results: one all-reduce a MoE layer)", "engine", "calibrated", false,
+     "llada-moe-7b", 64, 4},
     {"vllm", "vLLM serving an autoregressive model: one token a step over the K/V cache, continuous "
              "batching, CUDA graphs", "ar", "request", "fixed:1", "tessera", 0, "first-fit", false, false,
      "dInfer's autoregressive baseline: give --model qwen2.5-3b", {{NULL}},
-     "dInfer's slides, Table 1 (Qwen2.5-3B on vLLM at batch size 1, one token a forward)", "engine", "roofline", false},
+     "dInfer's slides, Table 1 (Qwen2.5-3B on vLLM at batch size 1, one token a forward)", "engine", "roofline", false, NULL, 0, 0},
     {"mosaic", "Mosaic: no cache, mask-only logits, lazy chunking, one arena laid out first-fit with each "
                "layer as its own plan holds it, PyTorch runtime", "vanilla", "request", "fixed:1", "torch-eager", 0, "first-fit", true, true,
      "its steps are priced with PyTorch eager's kernels here; experiments/mosaic-fig10.sh prices its "
@@ -81,18 +97,18 @@ static const struct preset presets[] = {
      "MiB free, an MoE model's plan 700 MiB more; the part it chunks: the largest of the logits', the FFN's "
      "and the fixed part's peaks); its plan of a layer's activations: vllm/v1/worker/graph_builder.py; its layer: flashserve/Mosaic vllm_add_llada/llada_blocks.py (vLLM's rms_norm "
      "and fused_add_rms_norm_out, vLLM's rotary kernel, flash_attn_varlen, eager GEMMs and SwiGLU into "
-     "planned buffers) and flash_sample (the confidence kernels)", "mosaic", "roofline", false},
+     "planned buffers) and flash_sample (the confidence kernels)", "mosaic", "roofline", false, NULL, 0, 0},
     {"mosaic-torch", "Mosaic-Torch: Mosaic's baseline, the model code on a serving framework (variable-length "
                      "batches), no cache, logits for every row in one piece, PyTorch's caching allocator, PyTorch "
                      "eager", "vanilla", "request", "fixed:1", "torch-eager", 0, "caching", false, false, NULL, {{NULL}},
      "Mosaic section 5, its baselines (2): the PyTorch model code ported onto vLLM (varlen), without its "
-     "memory optimizations; PyTorch's allocator and fp32 softmax as experiments/mosaic-fig10.sh runs it", "engine", "roofline", false},
+     "memory optimizations; PyTorch's allocator and fp32 softmax as experiments/mosaic-fig10.sh runs it", "engine", "roofline", false, NULL, 0, 0},
     {"native", "Native: the unmodified official PyTorch code, one request at a time, no cache, logits in one "
                "piece with float64 sampling, PyTorch's caching allocator", "vanilla", "static", "fixed:1",
      "torch-eager-f64", 0, "caching", false, false,
      "LLaDA's code samples in float64; for Dream-7B's (fp32) give --impl torch-eager", {{"max-batch", "1"}},
      "Mosaic section 5, its baselines (1): the unmodified official PyTorch code; LLaDA's: ML-GSAI/LLaDA "
-     "generate.py (no cache, one prompt a call, the softmax of the logits cast to float64)", "engine", "roofline", false},
+     "generate.py (no cache, one prompt a call, the softmax of the logits cast to float64)", "engine", "roofline", false, NULL, 0, 0},
 };
 
 int preset_count(void) { return (int)TS_ARRAY_LEN(presets); }
@@ -135,6 +151,12 @@ int preset_apply(const char *name, struct sim_config *c, struct ts_err *err)
     c->block_logits = p->block_logits;
     c->lazy_chunking = p->lazy_chunking;
     snprintf(c->act_layout, sizeof c->act_layout, "%s", p->act_layout);
+    if (p->model)
+        snprintf(c->model, sizeof c->model, "%s", p->model);
+    if (p->block)
+        c->block_size = p->block;
+    if (p->ep)
+        c->ep = p->ep;
     for (size_t i = 0; i < TS_ARRAY_LEN(p->params) && p->params[i].name; i++)
         if (param_values_set_preset(&c->params, p->params[i].name, p->params[i].value, err))
             return -1;

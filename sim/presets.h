@@ -26,6 +26,8 @@ struct preset {
                              * shipped for the GPU, or carried to it from PRESET_CALIB_FROM's first
                              * holding one; the roofline where none is) or "roofline" */
     bool block_logits;      /* --block-logits */
+    const char *model;      /* the model its code runs where it runs one alone (NULL: --model's) */
+    int32_t block, ep;      /* --block and --ep (0: the defaults) */
 };
 
 /* The GPUs a --system's calibration is carried from, in order, where none is shipped for its GPU

@@ -378,6 +378,21 @@ static int resolve_tp(struct sim *s, struct ts_err *err)
     return allreduce_load(path, s->gpu.name, cfg->tp, s->gpu.link_bw, &s->allreduce, err);
 }
 
+/* Expert parallelism over cfg.ep GPUs: an MoE model's experts split evenly, the all-reduce of each MoE
+ * layer's output priced from the measured table. */
+static int resolve_ep(struct sim *s, struct ts_err *err)
+{
+    const struct sim_config *cfg = &s->cfg;
+    if (s->model.num_experts == 0)
+        return ts_fail(err, "--ep %d: %s has no experts to split (an MoE model: tessera list models)", cfg->ep,
+                       s->model.name);
+    if (s->model.num_experts % cfg->ep)
+        return ts_fail(err, "--ep: %d does not divide %s's %d experts", cfg->ep, s->model.name, s->model.num_experts);
+    char path[CFG_PATH + 32];
+    snprintf(path, sizeof path, "%s/allreduce.csv", cfg->datadir);
+    return allreduce_load(path, s->gpu.name, cfg->ep, s->gpu.link_bw, &s->allreduce, err);
+}
+
 struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
 {
     if (sim_config_validate(cfg, err))
@@ -403,13 +418,13 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         goto fail;
     s->act_layout = og_layout_find(cfg->act_layout); /* (a known name: sim_config_validate) */
     s->act_plans = act_cache_create(&s->model, s->planner, NULL);
-    s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate, cfg->tp, &s->allreduce, NULL};
+    s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate, cfg->tp, &s->allreduce, NULL, cfg->ep};
     if (cfg->op_scale[0]) { /* an ablation of the cost model (--op-scale) */
         if (cost_op_scale_parse(cfg->op_scale, s->op_scale, err))
             goto fail;
         s->cctx.op_scale = s->op_scale;
     }
-    if (cfg->tp > 1 && resolve_tp(s, err))
+    if ((cfg->tp > 1 && resolve_tp(s, err)) || (cfg->ep > 1 && resolve_ep(s, err)))
         goto fail;
     if (s->cost == &cost_calibrated && load_calibration(s, err))
         goto fail;
@@ -454,6 +469,8 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         reserve += chunk_search_margin(&s->model, cfg->search_margin_mib);
     s->capacity = s->gpu.mem_bytes - reserve;
     s->weight_bytes = model_weight_bytes(&s->model) / cfg->tp; /* a GPU's share */
+    if (cfg->ep > 1) /* its share of the experts, the rest whole */
+        s->weight_bytes -= model_expert_weight_bytes(&s->model) / cfg->ep * (cfg->ep - 1);
     if (s->weight_bytes >= s->capacity) {
         ts_fail(err, "model %s: weights take %.2f GiB, more than the %.2f GiB %s leaves after a "
                      "%.2f GiB reserve", s->model.name, s->weight_bytes / TS_GIB, s->capacity / TS_GIB,

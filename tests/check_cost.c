@@ -499,6 +499,45 @@ START_TEST(tensor_parallel_shares_and_allreduces)
 }
 END_TEST
 
+/* --ep N: the experts' work a quarter a GPU at N = 4, every other op whole, and each MoE layer's
+ * output all-reduced over the N GPUs (the ring's 2 (N - 1) / N of its bytes over the link), in
+ * both back ends */
+START_TEST(expert_parallel_shares_the_experts)
+{
+    struct cost_ctx c = ctx("llada-moe-7b", "tessera");
+    struct step_desc sd;
+    step_desc_init(&sd);
+    test_step_repeat(&sd, &(struct segment){.q = 512, .logit_rows = 512, .kv_write = 512, .phase = PHASE_REFRESH}, 16);
+    struct allreduce_model ar = {.tp = 4, .link_bw = 450e9};
+    const double bytes = 16.0 * 512 * c.model.hidden * 2,
+                 want = model_num_moe_layers(&c.model) * (ALLREDUCE_LATENCY_S + 2.0 * 3 / 4 * bytes / 450e9);
+    struct calib *cal = shipped_calib_of("llada-moe-7b");
+    for (int b = 0; b < 2; b++) {
+        const struct cost_ops *be = b ? &cost_calibrated : &cost_roofline;
+        struct cost_breakdown one, four;
+        double t1, t4;
+        c.calib = b ? cal : NULL;
+        c.ep = 1;
+        c.ar = NULL;
+        ck_assert_int_eq(be->step_s(&c, &sd, &t1, &one, NULL), 0);
+        c.ep = 4;
+        c.ar = &ar;
+        ck_assert_int_eq(be->step_s(&c, &sd, &t4, &four, NULL), 0);
+        ck_assert_msg(fabs(four.op_s[OP_EXPERTS] - one.op_s[OP_EXPERTS] / 4) < 1e-9 * one.op_s[OP_EXPERTS], "%s: %g vs %g",
+                      be->name, four.op_s[OP_EXPERTS], one.op_s[OP_EXPERTS]);
+        for (int op = 0; op < OP_COUNT; op++)
+            if (op != OP_EXPERTS && op != OP_ALLREDUCE && op != OP_HOST)
+                ck_assert_msg(four.op_s[op] == one.op_s[op], "%s: %s", be->name, cost_op_name(op));
+        ck_assert_msg(one.op_s[OP_ALLREDUCE] == 0 && fabs(four.op_s[OP_ALLREDUCE] - want) < 1e-9 * want, "%s: %g vs %g",
+                      be->name, four.op_s[OP_ALLREDUCE], want);
+        const double saved = one.op_s[OP_EXPERTS] * 3 / 4 - want;
+        ck_assert_msg(fabs((t1 - t4) - saved) < 1e-9 * t1, "%s: %g - %g vs %g", be->name, t1, t4, saved);
+    }
+    calib_free(cal);
+    step_desc_free(&sd);
+}
+END_TEST
+
 START_TEST(empty_step_costs_host_time)
 {
     struct cost_ctx c = ctx("llada-8b", "tessera");
@@ -608,6 +647,7 @@ int main(void)
     tcase_add_test(tc, credit_fusion_priced_per_logit);
     tcase_add_test(tc, iter_smooth_pays_the_lm_head_again);
     tcase_add_test(tc, tensor_parallel_shares_and_allreduces);
+    tcase_add_test(tc, expert_parallel_shares_the_experts);
     tcase_add_test(tc, eager_sampling_holds_its_casts);
     tcase_add_test(tc, seed_loops_scale_the_host);
     tcase_add_test(tc, row_loop_issues_kernels_a_row);

@@ -906,6 +906,24 @@ expect 0 "a share simulated" -- $bin sim --model llada-8b-tp2 --requests 4 --qui
 contains "a share simulated" "llada-8b-tp2 on h200"
 expect 2 "a share that does not divide" -- $bin sim --model dream-7b-tp8 --requests 4
 contains "a share that does not divide" "--tp 8 does not divide dream-7b's 28 query heads"
+# expert parallelism: an MoE model's experts split over the GPUs, the rest of each step whole on each;
+# refused for a dense model, a degree that does not divide the experts, beside --tp, or on the engine
+expect 2 "--ep on a dense model" -- $bin sim --ep 4 --requests 2
+contains "--ep on a dense model" "--ep 4: llada-8b has no experts to split"
+expect 2 "--ep 3" -- $bin sim --ep 3 --model llada-moe-7b --requests 2
+contains "--ep 3" "--ep: 3 does not divide llada-moe-7b's 64 experts"
+expect 2 "--ep with --tp" -- $bin sim --ep 2 --tp 2 --model llada-moe-7b --requests 2
+contains "--ep with --tp" "not beside tensor parallelism"
+expect 2 "--ep on the engine" -- $bin sim --ep 2 --model llada-moe-7b --executor gpu --requests 2
+contains "--ep on the engine" "the engine runs no expert parallelism"
+# a GPU holds the model but three quarters of its experts: LLaDA-MoE-7B's 64 x 16 layers of
+# 3 x 2048 x 1024 bf16 weights are 12 GiB, 9 of them on the other GPUs at --ep 4
+expect 0 "--ep 4" -- $bin sim --ep 4 --model llada-moe-7b --requests 2 --lengths fixed:128,64 --gen-len 64 --cost roofline
+contains "--ep 4" "llada-moe-7b on h200 x 4 (expert parallel)"
+wb() { $bin sim "$@" --model llada-moe-7b --requests 2 --lengths fixed:128,64 --gen-len 64 --cost roofline --json |
+    sed -n 's/.*"weight_bytes":\([0-9]*\).*/\1/p'; }
+w1=$(wb) w4=$(wb --ep 4)
+[ "$((w1 - w4))" = "$((9 * 1024 * 1024 * 1024))" ] && ok || bad "--ep 4: weights $w1 bytes on one GPU, $w4 a GPU over four"
 # the engine's own split is refused at start, before any process or GPU work
 expect 2 "--executor gpu --tp 3" -- $bin sim --executor gpu --tp 3 --model dream-7b --requests 2 --db "$tmp/tp.db"
 contains "--executor gpu --tp 3" "--tp: 3 does not divide dream-7b's 28 query and 4 K/V heads"

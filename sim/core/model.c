@@ -432,6 +432,11 @@ int64_t model_active_params(const struct model_cfg *m)
 
 int64_t model_weight_bytes(const struct model_cfg *m) { return model_params(m) * m->weight_bytes; }
 
+int64_t model_expert_weight_bytes(const struct model_cfg *m)
+{
+    return (int64_t)model_num_moe_layers(m) * m->num_experts * ffn_params(m->hidden, m->moe_ffn) * m->weight_bytes;
+}
+
 int64_t model_kv_bytes_per_token(const struct model_cfg *m)
 {
     return 2LL * m->num_layers * model_kv_dim(m) * m->kv_bytes;

@@ -76,6 +76,8 @@ const struct model_cfg *model_builtin(int i);
 bool model_is_moe_layer(const struct model_cfg *m, int layer);
 int model_num_moe_layers(const struct model_cfg *m);
 int64_t model_params(const struct model_cfg *m);
+/* The bytes of the routed experts' weights (expert parallelism splits them over its GPUs). */
+int64_t model_expert_weight_bytes(const struct model_cfg *m);
 int64_t model_active_params(const struct model_cfg *m);
 int64_t model_weight_bytes(const struct model_cfg *m);
 /* K+V bytes one token occupies across all layers. */
