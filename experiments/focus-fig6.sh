@@ -28,6 +28,7 @@ m0=${models%% *}
 # the paper's numbers: "up to 2.32x throughput improvement" at blocks of 32 (its abstract and
 # conclusion); every other value of the figure is withheld
 paper speedup focus "sharegpt-$m0" "$last" 2.32
+fc_speedup_range "sharegpt-$m0" "$last" "$m0" "$last" --lengths sharegpt-first
 check "FOCUS's throughput is above LMDeploy's at every batch size" \
     "$(for b in $batches; do for w in $PANELS; do printf 'val("focus","%s","%s","throughput_tok_s") > val("lmdeploy","%s","%s","throughput_tok_s") && ' $w $b $w $b; done; done) 1"
 check "LMDeploy's throughput plateaus: within 20% from the smallest batch size to the largest" \
@@ -86,7 +87,9 @@ saved FLOPs in that long reasoning), tessera finds it largest: its MATH answers 
 solutions (median 158 tokens), not LLaDA2.0's own long reasoning, and tessera models no scheduler
 time (only the eager launch of LMDeploy's kernels), so FOCUS's scheduler overhead is not modelled.
 FOCUS's importance signal: --focus-snr at its default; the paper's decodable-token statistics are
-withheld."
+withheld.
+
+$(fc_range_notes) $FC_RANGE."
 # the figure: a row a model, a column a dataset, throughput against the batch size
 fig_cols $(echo $datasets | wc -w)
 for m in $models; do

@@ -19,7 +19,7 @@ for m in $models; do
         workloads+=" $w"
         for sys in lmdeploy focus; do
             fc_point $sys "$w" $batch $m $batch --lengths "$(lengths_of $d)"
-            # the decode profile swept: Fig. 2's high end (threshold:sdar-high), the models' own unpublished
+            # the decode profile swept: Fig. 2's high end (threshold:sdar-high, above either model's own)
             fc_point $sys "$w-tpf-high" $batch $m $batch --lengths "$(lengths_of $d)" --decode threshold:sdar-high
         done
         derived processed_reduction focus "$w" $batch \
@@ -33,12 +33,14 @@ check "FOCUS processes 65-80% fewer rows in its later layers than LMDeploy" \
 check "FOCUS's redundancy is below LMDeploy's" \
     "$(for w in $workloads; do printf 'val("focus","%s","%s","redundancy") < val("lmdeploy","%s","%s","redundancy") && ' $w $batch $w $batch; done) 1"
 NOTES="$(fc_notes $models)
-WildChat and MATH: --lengths wildchat and math (traces/README.md). Both models decode at SDAR-8B's TPF:
+WildChat and MATH: --lengths wildchat and math (traces/README.md). Each model decodes at its own TPF:
 FOCUS prints decoded tokens a step for SDAR-8B alone (Fig. 2: 2.00-4.05 at block 32; threshold:sdar-low
-is its low end); its Appendix A gives LLaDA2.0-mini's as histograms (Figs. 9-11) with no mean printed,
-so a model's own TPF is an assumption: at one TPF the two models' redundancies agree (rows a step and
-tokens a step do not depend on the model), and the table gives each at Fig. 2's high end too
-(threshold:sdar-high, 4.05 tokens a step), the range the unpublished TPFs span.
+is its low end); its Appendix A gives LLaDA2.0-mini's as histograms (Fig. 10) with no mean printed, so
+LLaDA2.0-mini decodes at the mean its makers publish over 12 benchmarks (2.55 tokens a forward, the
+LLaDA2.0-mini-CAP model card: threshold:llada2-mini). A dataset's own TPF is an assumption either way:
+rows a step and tokens a step do not depend on the model, only on the TPF, so the table gives each
+model at Fig. 2's high end too (threshold:sdar-high, 4.05 tokens a step), the range the datasets'
+unpublished TPFs span.
 Redundancy counts the rows of every decoding step's later layers (layers 2 and up for FOCUS; all
 layers' rows for LMDeploy, whose layers all run the same rows) over the tokens those steps decode.
 The importance signal's quality is --focus-snr at its default."

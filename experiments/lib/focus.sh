@@ -4,8 +4,9 @@
 # 5,000 ShareGPT prompts, each conversation's first (--lengths sharegpt-first), served by as many
 # workers as the batch size, each request generated until EOS and at most 2,048 tokens. Every request
 # is there at the start and the batch size caps the requests running at once, which keeps as many
-# running as that closed loop of workers does. Both systems decode at SDAR-8B's TPF of FOCUS Fig. 2
-# (threshold:sdar-low, measured at confidence 0.9, LMDeploy's threshold there; FOCUS's runs use 0.8,
+# running as that closed loop of workers does. Both systems decode at the model's own TPF (fc_decode:
+# SDAR-8B's of FOCUS Fig. 2, threshold:sdar-low, measured at confidence 0.9, LMDeploy's threshold
+# there; LLaDA2.0-mini's from its makers' model card, threshold:llada2-mini; FOCUS's runs use 0.8,
 # whose TPF is not published), so they differ in what they compute, not in what they decode.
 # Cost: LMDeploy's PyTorch engine runs fused kernels, launched eagerly in the benchmark (--eager-mode;
 # their issue does not bind at these batch sizes: focus-fig6's report); tessera prices both systems
@@ -31,10 +32,12 @@ fc_cost() {
     carry_calib h200 a100-80gb "$1" tessera
     FC_COST_ARGS+=(--calib "$CARRIED" --extrapolate)
 }
+# fc_decode MODEL: the decode model of MODEL's points (sim/data/decode_profiles.json names the sources)
+fc_decode() { case $1 in llada2.0-mini) echo threshold:llada2-mini ;; *) echo threshold:sdar-low ;; esac; }
 # fc_args MODEL BATCH: the options of a point of MODEL at BATCH but its system, in the array FC_ARGS
 fc_args() {
     fc_cost "$1"
-    FC_ARGS=(--model "$1" --gpu a100-80gb --decode threshold:sdar-low --lengths sharegpt-first --gen-len 0
+    FC_ARGS=(--model "$1" --gpu a100-80gb --decode "$(fc_decode "$1")" --lengths sharegpt-first --gen-len 0
         --max-new-tokens 2048 --requests "$(fc_requests "$2")" --rps 1000000 --max-batch "$2" --seed 1
         "${FC_COST_ARGS[@]}")
 }
@@ -45,6 +48,58 @@ fc_point() {
     shift 5
     point "$sys" "$wl" "$x" --system "$sys" "${FC_ARGS[@]}" "$@"
 }
+# fc_gemm_band MODEL: the low and high ends of the A100's transfer band for a Refresh step of MODEL
+# (the carried calibration's band file: "(-25% / +2%)" gives 0.75 1.02), as GEMM-time factors
+fc_gemm_band() {
+    fc_cost "$1"
+    [ "$FC_COST" = roofline ] && { echo "1.00 1.00"; return; }
+    sed -n 's/.*Refresh.*(\([-+][0-9]*\)% \/ \([-+][0-9]*\)%).*/\1 \2/p' "$CARRIED_BAND" | head -1 |
+        awk '{ printf "%.2f %.2f", 1 + $1 / 100, 1 + $2 / 100 }'
+}
+# fc_speedup_range WORKLOAD X MODEL BATCH [SIM-ARGS...]: FOCUS's speedup over LMDeploy at (WORKLOAD, X),
+# whose points are run, over the setting's unknowns, one at a time (--quick: the TPF alone):
+#   TPF=high   FOCUS's TPF at its own confidence of 0.8, which the paper does not print: at most Fig. 2's
+#              high end (threshold:sdar-high), where LMDeploy decodes at 0.9's
+#   SNR=1.5, 6 the importance signal's separation (--focus-snr, 3 by default) a factor of two either
+#              way: the paper withholds its decodable tokens' statistics
+#   GEMM=F     the GEMMs' time at the ends of the A100's transfer band (both systems)
+# Points WORKLOAD~NAME=VALUE; the derived speedup_lo and speedup_hi; FC_RANGE a line for the report,
+# naming the assumption that moves the speedup most.
+fc_speedup_range() {
+    local w=$1 x=$2 m=$3 b=$4 band av f d v vals worst="" worst_d=0 cells="" dv
+    shift 4
+    d=$(value speedup focus "$w" "$x")
+    band=$(fc_gemm_band "$m")
+    vals=$d
+    for av in TPF=high SNR=1.5 SNR=6 GEMM=${band% *} GEMM=${band#* }; do
+        [ "$QUICK" = 1 ] && [ $av != TPF=high ] && continue
+        f=${av#*=}
+        case $av in
+            TPF=*) fc_point focus "$w~$av" "$x" "$m" "$b" "$@" --decode threshold:sdar-high ;;
+            SNR=*) fc_point focus "$w~$av" "$x" "$m" "$b" "$@" --focus-snr "$f" ;;
+            GEMM=*) fc_point lmdeploy "$w~$av" "$x" "$m" "$b" "$@" --op-scale "qkv=$f,o_proj=$f,gate_up=$f,down=$f,lm_head=$f"
+                    fc_point focus "$w~$av" "$x" "$m" "$b" "$@" --op-scale "qkv=$f,o_proj=$f,gate_up=$f,down=$f,lm_head=$f" ;;
+        esac
+        v=$(ratio "$(value throughput_tok_s focus "$w~$av" "$x")" \
+            "$(value throughput_tok_s lmdeploy "$([[ $av == GEMM=* ]] && echo "$w~$av" || echo "$w")" "$x")")
+        derived speedup focus "$w~$av" "$x" "$v"
+        vals+=" $v" cells+="${cells:+, }$av $(fmt "$v")x"
+        dv=$(awk -v a="$v" -v d="$d" 'BEGIN { print (a > d ? a - d : d - a) }')
+        awk -v a="$dv" -v m="$worst_d" 'BEGIN { exit !(a > m) }' && worst=${av%%=*} worst_d=$dv
+    done
+    derived_range speedup focus "$w" "$x" $vals
+    FC_RANGE="$w at $x: $(fmt "$d")x at the defaults; $cells; range $(fmt "$RANGE_LO")-$(fmt "$RANGE_HI")x, most sensitive to $worst"
+}
+# fc_range_notes: what fc_speedup_range sweeps, said for the report
+fc_range_notes() {
+    echo "The paper's speedups over the setting's unknowns (derived metrics speedup_lo and speedup_hi), one
+moved at a time (workloads W~NAME=VALUE): FOCUS's TPF at its own confidence of 0.8, which the paper
+does not print (TPF=high: at most Fig. 2's high end, 4.05 tokens a step; LMDeploy stays at 0.9's);
+the importance signal's separation a factor of two either way from its default 3 (SNR=1.5 and 6,
+--focus-snr: the paper withholds its decodable tokens' statistics); the GEMMs' time at the ends of
+the A100's transfer band for a Refresh step (GEMM=F, both systems; --op-scale on the QKV, O, FFN and
+LM-head GEMMs)."
+}
 # fc_notes MODEL...: the setting and the cost model, said for the report
 fc_notes() {
     local n="5,000 requests as the paper's"
@@ -52,9 +107,11 @@ fc_notes() {
     echo "Workload: FOCUS's benchmark (benchmark/profile_throughput.py): ShareGPT's first prompts
 (--lengths sharegpt-first: vLLM's paper artifact's lengths of each conversation's first round), $n,
 each generated until EOS and at most 2,048 tokens (--gen-len 0 --max-new-tokens 2048), the batch size
-capping the requests running at once. Both systems decode at SDAR-8B's TPF at confidence 0.9
-(threshold:sdar-low); FOCUS's own runs decode at 0.8, whose TPF the paper does not print, so the
-speedups here leave out what the lower threshold gains."
+capping the requests running at once. Both systems decode at the model's TPF: SDAR-8B's at
+confidence 0.9 (threshold:sdar-low, 2.00 tokens a step, the low end of FOCUS Fig. 2), LLaDA2.0-mini's
+mean over 12 benchmarks from its makers' LLaDA2.0-mini-CAP model card (threshold:llada2-mini, 2.55;
+FOCUS's Fig. 10 gives it as histograms without means). FOCUS's own runs decode at 0.8, whose TPF the
+paper does not print, so the speedups here leave out what the lower threshold gains."
     if [ "$FC_COST" = roofline ]; then
         echo "Cost model: roofline on the A100-80GB's table entry."
         return
