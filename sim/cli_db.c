@@ -1,6 +1,11 @@
-/* cli_db.c: `tessera db merge OUT IN...`: a sweep's databases made one. */
+/* cli_db.c: `tessera db merge OUT IN...`, a sweep's databases made one, and `tessera db check FILE...`,
+ * SQLite's integrity check of each. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
 
 #include "cli.h"
 #include "sim.h"
@@ -8,13 +13,43 @@
 static void db_usage(FILE *f)
 {
     fprintf(f, "usage: tessera db merge OUT IN...\n"
+               "       tessera db check FILE...\n"
                "\n"
                "Copies every run of the databases IN into OUT (created if it does not exist), each under a new\n"
                "run_id, with its requests, steps, segments, summary, op breakdown and any other table keyed\n"
                "by run_id (engine replays). Each IN is checked before anything is written, and each lands\n"
                "in one transaction: all of its runs or none. A run OUT holds already (the same created time,\n"
                "code version, seed and configuration) is left out, so a merge run again after an interruption\n"
-               "adds only what is missing.\n");
+               "adds only what is missing.\n"
+               "\n"
+               "check runs SQLite's integrity check over each FILE, reading all of it, and says ok or what is\n"
+               "damaged: status 0 when every one passes, 1 when one is damaged, 2 when one is not a database.\n"
+               "(sim --append and db merge run it themselves before writing, on databases up to %lld MiB.)\n",
+               (long long)(DB_CHECK_MAX_BYTES >> 20));
+}
+
+/* db check FILE...: each database read through by SQLite's integrity check */
+static int db_check_files(int n, char **files)
+{
+    int status = 0;
+    for (int i = 0; i < n; i++) {
+        struct ts_err err;
+        sqlite3 *db = NULL;
+        int rc = access(files[i], F_OK) != 0 ? ts_fail(&err, "%s: %s", files[i], strerror(errno))
+                                              : db_check(files[i], DB_REPLACE, &err);
+        if (!rc && db_open_read(files[i], &db) != SQLITE_OK)
+            rc = ts_fail(&err, "%s: cannot open it: %s", files[i], db ? sqlite3_errmsg(db) : "out of memory");
+        if (!rc)
+            rc = db_integrity(db, files[i], &err);
+        if (!rc)
+            printf("%s: ok\n", files[i]);
+        else {
+            fprintf(stderr, "tessera db check: %s\n", err.msg);
+            status = strstr(err.msg, "is damaged") ? TS_MAX(status, 1) : EXIT_USAGE;
+        }
+        sqlite3_close(db);
+    }
+    return status;
 }
 
 int cli_db(int argc, char **argv)
@@ -23,13 +58,16 @@ int cli_db(int argc, char **argv)
         db_usage(stdout);
         return 0;
     }
-    if (argc < 4 || strcmp(argv[1], "merge") != 0) {
+    const bool check = argc >= 3 && strcmp(argv[1], "check") == 0;
+    if (!check && (argc < 4 || strcmp(argv[1], "merge") != 0)) {
         db_usage(stderr);
         return EXIT_USAGE;
     }
     for (int i = 2; i < argc; i++)
         if (argv[i][0] == '-')
-            return cli_unknown_in_list("db merge", argv[i], "--help");
+            return cli_unknown_in_list(check ? "db check" : "db merge", argv[i], "--help");
+    if (check)
+        return db_check_files(argc - 2, argv + 2);
     int64_t runs = 0, already = 0;
     struct ts_err err;
     if (db_merge(argv[2], (const char *const *)argv + 3, argc - 3, &runs, &already, &err)) {

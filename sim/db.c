@@ -1043,10 +1043,52 @@ int db_check(const char *path, enum db_mode mode, struct ts_err *err)
                 path, (long long)runs);
         goto done;
     }
+    if (mode == DB_APPEND && runs > 0 && sb.st_size <= DB_CHECK_MAX_BYTES && db_integrity(db, path, err)) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        ts_fail(err, "%s; a damaged database is neither appended to nor merged", msg);
+        goto done;
+    }
     rc = 0;
 done:
     sqlite3_close(db);
     return rc;
+}
+
+int db_integrity(sqlite3 *db, const char *path, struct ts_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = prepare_waiting(db, "PRAGMA integrity_check(3)", &st);
+    if (rc != SQLITE_OK) {
+        char why[320];
+        ts_fail(err, "%s: cannot check it: %s", path, db_why(db, why, sizeof why));
+        sqlite3_finalize(st);
+        return -1;
+    }
+    char found[512] = "";
+    size_t used = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *line = (const char *)sqlite3_column_text(st, 0);
+        if (!line || strcmp(line, "ok") == 0)
+            continue;
+        if (strncmp(line, "*** in database main ***", 24) == 0) /* its heading: the problem follows */
+            line += 24;
+        for (; *line && used + 3 < sizeof found; line++) /* on one line, the problems ;-separated */
+            if (*line == '\n')
+                used += (size_t)snprintf(found + used, sizeof found - used, "%s", used ? "; " : "");
+            else if (*line != ' ' || (used && found[used - 1] != ' '))
+                found[used++] = *line, found[used] = '\0';
+    }
+    const bool corrupt = rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB;
+    sqlite3_finalize(st);
+    if (found[0] || corrupt)
+        return ts_fail(err, "%s: the database is damaged (SQLite's integrity check: %s)", path,
+                       found[0] ? found : sqlite3_errmsg(db));
+    if (rc != SQLITE_DONE) {
+        char why[320];
+        return ts_fail(err, "%s: cannot check it: %s", path, db_why(db, why, sizeof why));
+    }
+    return 0;
 }
 
 /* SIGINT and SIGTERM while a run is written: the transaction is interrupted and rolled back, the

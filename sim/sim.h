@@ -102,6 +102,13 @@ enum db_mode { DB_NEW = 0, DB_APPEND, DB_REPLACE };
  * an existing file must be a tessera database (or empty) this process can write, holding no runs
  * unless mode says what to do with them. -1 with err naming the file. */
 int db_check(const char *path, enum db_mode mode, struct ts_err *err);
+/* With DB_APPEND, db_check also runs SQLite's integrity check over a database of at most this many
+ * bytes, and refuses a damaged one; a larger one is not read through, so that an append costs the
+ * same whatever the database's size (tessera db check reads any database through). */
+#define DB_CHECK_MAX_BYTES (128LL << 20)
+/* SQLite's integrity check of the open database at path: 0 when it passes, else -1 with err naming
+ * the file and the first problems found. */
+int db_integrity(sqlite3 *db, const char *path, struct ts_err *err);
 /* A run's database output. Opened before the run (nothing is created yet), it takes the run's step
  * rows as they are made (sim_stream_steps: in batches, their runs spilled into unnamed temporary
  * files, gone whatever happens to the process), so the run's memory stays bounded; db_out_commit then

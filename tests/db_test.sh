@@ -29,6 +29,26 @@ timeout 30 "$bin" db merge "$tmp/endless-merged.db" "$tmp/endless.db" >/dev/null
     [ "$(q "$tmp/endless-merged.db" "SELECT count(*) FROM runs")" = 2 ] && ok ||
     bad "db merge read the stored rows through the views, or lost a run"
 
+# a damaged database (a page in its middle overwritten) is refused before the run by --append and by
+# db merge, with status 2, naming the damage, and left as it was; tessera db check says which of its
+# files are damaged (status 1) and which are sound
+"$bin" sim --requests 300 --rps 50 --gen-len 32 --quiet --no-progress --db "$tmp/damaged.db" >/dev/null
+cp "$tmp/damaged.db" "$tmp/sound.db"
+pages=$(q "$tmp/damaged.db" "PRAGMA page_count") psize=$(q "$tmp/damaged.db" "PRAGMA page_size")
+printf '\336\255\276\357%.0s' $(seq 256) | dd of="$tmp/damaged.db" bs=1 seek=$((pages / 2 * psize)) conv=notrunc status=none
+sum=$(cksum <"$tmp/damaged.db")
+expect 2 "--append to a damaged database" -- "$bin" "${small[@]}" --db "$tmp/damaged.db" --append
+contains "--append to a damaged database" "the database is damaged (SQLite's integrity check: "
+[ "$(cksum <"$tmp/damaged.db")" = "$sum" ] && ok || bad "--append to a damaged database changed it"
+expect 2 "db merge of a damaged database" -- "$bin" db merge "$tmp/from-damaged.db" "$tmp/sound.db" "$tmp/damaged.db"
+contains "db merge of a damaged database" "damaged.db: the database is damaged"
+[ ! -e "$tmp/from-damaged.db" ] && ok || bad "db merge wrote its output before refusing a damaged input"
+expect 1 "db check" -- "$bin" db check "$tmp/sound.db" "$tmp/damaged.db"
+contains "db check" "sound.db: ok"
+contains "db check" "damaged.db: the database is damaged"
+expect 2 "db check of a missing file" -- "$bin" db check "$tmp/sound.db" "$tmp/missing.db"
+contains "db check of a missing file" "missing.db: No such file or directory"
+
 # a database written before the segments' selection columns (keep, score_rows) and before the step
 # and segment rows were stored as runs: a sparse run appended to it upgrades it in place (the older
 # rows read as 0, the older run's rows the same through the views) and every run stays readable;
