@@ -469,37 +469,42 @@ static int step_done(struct writer *w, sqlite3_stmt *st)
     return 0;
 }
 
+/* The requests' rows, as sim_record spilled them when each was done. */
 static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
 {
     sqlite3_stmt *st;
     if (prepare(w, "INSERT INTO out.requests VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
         return -1;
-    int rc = 0;
-    for (int64_t i = 0; i < s->num_reqs && !rc; i++) {
-        const struct request *r = &s->reqs[i];
+    int rc = 0, got;
+    int64_t v[SIM_REQ_ROW];
+    if (fflush(s->req_spill) || fseeko(s->req_spill, 0, SEEK_SET))
+        rc = ts_fail(w->err, "%s: cannot read back the requests' rows: %s", w->path, strerror(errno));
+    while (!rc && (got = db_spill_read(s->req_spill, v, SIM_REQ_ROW)) != 0) {
+        if (got < 0) {
+            rc = ts_fail(w->err, "%s: the requests' rows spilled to a temporary file came back short", w->path);
+            break;
+        }
+        /* id, arrival, admitted, first block, finish (-1: none), P, G, C, steps, preemptions, state,
+         * reject reason (-1: none) */
         int k = 1;
         sqlite3_bind_int64(st, k++, run_id);
-        sqlite3_bind_int64(st, k++, r->id);
-        sqlite3_bind_int64(st, k++, r->arrival_ns);
-        int64_t t[3] = {r->admitted_ns, r->first_block_ns, r->finish_ns};
-        for (int j = 0; j < 3; j++) {
-            if (t[j] >= 0)
-                sqlite3_bind_int64(st, k++, t[j]);
+        for (int j = 0; j < 5; j++) {
+            if (j < 2 || v[j] >= 0)
+                sqlite3_bind_int64(st, k++, v[j]);
             else
                 sqlite3_bind_null(st, k++);
         }
-        sqlite3_bind_int(st, k++, r->P_orig);
-        sqlite3_bind_int(st, k++, r->G_orig);
-        sqlite3_bind_int(st, k++, r->C);
-        sqlite3_bind_int(st, k++, r->steps);
-        sqlite3_bind_int(st, k++, r->preemptions);
-        sqlite3_bind_text(st, k++, state_names[r->state], -1, SQLITE_STATIC);
-        if (r->reject_reason)
-            sqlite3_bind_text(st, k++, r->reject_reason, -1, SQLITE_STATIC);
+        for (int j = 5; j < 10; j++)
+            sqlite3_bind_int64(st, k++, v[j]);
+        TS_ASSERT(v[10] >= 0 && v[10] < (int64_t)TS_ARRAY_LEN(state_names) && v[11] < s->num_reasons);
+        sqlite3_bind_text(st, k++, state_names[v[10]], -1, SQLITE_STATIC);
+        if (v[11] >= 0)
+            sqlite3_bind_text(st, k++, s->reasons[v[11]], -1, SQLITE_STATIC);
         else
             sqlite3_bind_null(st, k++);
         rc = step_done(w, st);
     }
+    fseeko(s->req_spill, 0, SEEK_END); /* where the requests recorded next are spilled */
     sqlite3_finalize(st);
     return rc;
 }
@@ -515,11 +520,75 @@ struct seg_run {
     struct segment g;
     int64_t first, last;
 };
+/* The open runs' places in seg_runs.v by request id: open addressing with linear probing, a closed
+ * run's entry deleted by shifting its successors back, so it holds as many entries as runs are open. */
+struct run_index {
+    int64_t *key; /* a request id, or -1: empty */
+    int32_t *val;
+    size_t cap, n; /* cap a power of two, at least twice n */
+};
+
+static size_t ri_home(const struct run_index *m, int64_t key) { return (size_t)ts_mix64((uint64_t)key) & (m->cap - 1); }
+
+static int32_t ri_get(const struct run_index *m, int64_t key)
+{
+    for (size_t i = m->cap ? ri_home(m, key) : 0; m->cap; i = (i + 1) & (m->cap - 1)) {
+        if (m->key[i] == key)
+            return m->val[i];
+        if (m->key[i] < 0)
+            break;
+    }
+    return -1;
+}
+
+static void ri_put(struct run_index *m, int64_t key, int32_t val)
+{
+    if (2 * (m->n + 1) > m->cap) { /* doubled, every entry placed again */
+        struct run_index old = *m;
+        m->cap = old.cap ? 2 * old.cap : 64, m->n = 0;
+        m->key = xmalloc(m->cap * sizeof *m->key), m->val = xmalloc(m->cap * sizeof *m->val);
+        for (size_t i = 0; i < m->cap; i++)
+            m->key[i] = -1;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.key[i] >= 0)
+                ri_put(m, old.key[i], old.val[i]);
+        free(old.key), free(old.val);
+    }
+    size_t i = ri_home(m, key);
+    while (m->key[i] >= 0 && m->key[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    m->n += m->key[i] < 0;
+    m->key[i] = key, m->val[i] = val;
+}
+
+static void ri_del(struct run_index *m, int64_t key)
+{
+    if (!m->cap)
+        return;
+    size_t i = ri_home(m, key);
+    while (m->key[i] != key) {
+        if (m->key[i] < 0)
+            return;
+        i = (i + 1) & (m->cap - 1);
+    }
+    for (size_t j = i;;) { /* each later entry of the probe run whose home is not in (i, j] moves to i */
+        j = (j + 1) & (m->cap - 1);
+        if (m->key[j] < 0)
+            break;
+        const size_t h = ri_home(m, m->key[j]);
+        if (i <= j ? i < h && h <= j : i < h || h <= j)
+            continue;
+        m->key[i] = m->key[j], m->val[i] = m->val[j];
+        i = j;
+    }
+    m->key[i] = -1;
+    m->n--;
+}
+
 struct seg_runs {
     struct seg_run *v;
     size_t n, cap;
-    int32_t *at; /* [num_reqs]: the request's open run in v, or -1 */
-    int64_t num_reqs;
+    struct run_index at; /* each open run's place in v, by its request's id */
     /* the steps' open run: its columns (the first step's start), first and last step, and where the
      * step after it must start to extend it */
     int64_t step[STEP_RUN_COLS];
@@ -538,10 +607,11 @@ static bool same_shape(const struct segment *a, const struct segment *b)
 
 /* A spilled record: its n values (those of a row but run_id, which the commit gives), each a
  * zigzag LEB128 varint (most are small or 0: a fifth of their fixed size). */
-static int spill(struct writer *w, const int64_t *v, int n, FILE *f)
+int db_spill_write(FILE *f, const int64_t *v, int n)
 {
     unsigned char buf[SEG_RUN_COLS * 10];
     size_t len = 0;
+    TS_ASSERT(n <= SEG_RUN_COLS);
     for (int k = 0; k < n; k++) {
         uint64_t z = ((uint64_t)v[k] << 1) ^ (uint64_t)(v[k] >> 63);
         do {
@@ -549,13 +619,17 @@ static int spill(struct writer *w, const int64_t *v, int n, FILE *f)
             z >>= 7;
         } while (z);
     }
-    if (fwrite(buf, len, 1, f) != 1)
+    return fwrite(buf, len, 1, f) == 1 ? 0 : -1;
+}
+
+static int spill(struct writer *w, const int64_t *v, int n, FILE *f)
+{
+    if (db_spill_write(f, v, n))
         return ts_fail(w->err, "%s: cannot spill the step rows to a temporary file: %s", w->path, strerror(errno));
     return 0;
 }
 
-/* Reads a record spill wrote back into v[0..n-1]: 1, or 0 at the file's end, -1 on a short one. */
-static int unspill(FILE *f, int64_t *v, int n)
+int db_spill_read(FILE *f, int64_t *v, int n)
 {
     for (int k = 0; k < n; k++) {
         uint64_t z = 0;
@@ -592,10 +666,10 @@ static int runs_close(struct writer *w, struct seg_runs *rs, int64_t before)
         }
         if (run_write(w, &rs->v[k]))
             return -1;
-        rs->at[rs->v[k].g.req_id] = -1;
+        ri_del(&rs->at, rs->v[k].g.req_id);
         rs->v[k] = rs->v[--rs->n];
         if (k < rs->n)
-            rs->at[rs->v[k].g.req_id] = (int32_t)k;
+            ri_put(&rs->at, rs->v[k].g.req_id, (int32_t)k);
     }
     return 0;
 }
@@ -603,7 +677,7 @@ static int runs_close(struct writer *w, struct seg_runs *rs, int64_t before)
 /* A request's segment in step step_id: extends its open run, or writes that run and opens another. */
 static int runs_add(struct writer *w, struct seg_runs *rs, const struct segment *g, int64_t step_id)
 {
-    int32_t k = rs->at[g->req_id];
+    int32_t k = ri_get(&rs->at, g->req_id);
     if (k >= 0) {
         struct seg_run *r = &rs->v[k];
         if (r->last == step_id - 1 && same_shape(&r->g, g)) {
@@ -615,7 +689,7 @@ static int runs_add(struct writer *w, struct seg_runs *rs, const struct segment 
     } else {
         ts_grow((void **)&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v);
         k = (int32_t)rs->n++;
-        rs->at[g->req_id] = k;
+        ri_put(&rs->at, g->req_id, k);
     }
     rs->v[k] = (struct seg_run){*g, step_id, step_id};
     return 0;
@@ -655,13 +729,6 @@ static int step_add(struct writer *w, struct seg_runs *rs, const struct step_rec
  * close (step ids counted over the run); `last`: the run's last rows, so every open run is spilled. */
 static int write_steps(struct writer *w, const struct sim *s, struct seg_runs *rs, bool last)
 {
-    if (!rs->at) {
-        rs->num_reqs = s->num_reqs;
-        rs->at = xmalloc(sizeof *rs->at * (size_t)TS_MAX(s->num_reqs, 1));
-        for (int64_t i = 0; i < s->num_reqs; i++)
-            rs->at[i] = -1;
-    }
-    TS_ASSERT(rs->num_reqs == s->num_reqs);
     int rc = 0;
     for (size_t i = 0; i < s->num_steps && !rc; i++) {
         const struct step_rec *p = &s->steps[i];
@@ -738,7 +805,7 @@ static int copy_runs(struct writer *w, FILE *f, const char *table, const char *c
     int rc = 0, got, r;
     rewind(f);
     do {
-        for (r = 0, got = 1; r < COPY_ROWS && (got = unspill(f, v[r], ncols - 1)) == 1; r++)
+        for (r = 0, got = 1; r < COPY_ROWS && (got = db_spill_read(f, v[r], ncols - 1)) == 1; r++)
             ;
         if (r == COPY_ROWS) {
             for (int k = 0; k < r; k++)
@@ -1312,7 +1379,7 @@ void db_out_close(struct db_out *o)
     if (o->w.segs)
         fclose(o->w.segs);
     free(o->runs.v);
-    free(o->runs.at);
+    free(o->runs.at.key), free(o->runs.at.val);
     free(o);
 }
 

@@ -1,4 +1,4 @@
-/* event.c: a binary min-heap over (time_ns, seq). */
+/* event.c: a binary min-heap over (time_ns, type, seq). */
 #include "event.h"
 
 #include <stdlib.h>
@@ -8,7 +8,9 @@
 
 static bool before(const struct event *a, const struct event *b)
 {
-    return a->time_ns < b->time_ns || (a->time_ns == b->time_ns && a->seq < b->seq);
+    if (a->time_ns != b->time_ns)
+        return a->time_ns < b->time_ns;
+    return a->type != b->type ? a->type < b->type : a->seq < b->seq;
 }
 
 void evq_init(struct event_queue *q) { memset(q, 0, sizeof *q); }

@@ -1,7 +1,8 @@
 /*
  * event.h: the deterministic event core. Events carry an integer nanosecond timestamp and are
- * ordered by (time, sequence number), the sequence number being the order of insertion, so ties
- * never depend on heap layout and a run is reproducible bit for bit.
+ * ordered by (time, type, sequence number): at one time arrivals come before the steps that end,
+ * and the sequence number, the order of insertion, orders the rest, so ties never depend on heap
+ * layout or on when an event was pushed, and a run is reproducible bit for bit.
  */
 #ifndef TESSERA_EVENT_H
 #define TESSERA_EVENT_H

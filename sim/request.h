@@ -55,6 +55,7 @@ struct request {
     gsl_rng *rng;            /* its own decode stream; NULL for deterministic decode models */
     uint64_t seed;           /* its seed: a policy that draws (focus) seeds its draws for a step from it
                               * and the step's index, so emitting a step twice draws the same */
+    void *sched_data;        /* its scheduler's own data (freed by the scheduler's forget), or NULL */
 };
 
 static inline int32_t req_block_len(const struct request *r, int32_t b)

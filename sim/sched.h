@@ -35,6 +35,7 @@ struct sched_ops {
     void (*build)(struct sim *s);
     void (*after_step)(struct sim *s);
     void (*free)(struct sim *s);
+    void (*forget)(struct sim *s, struct request *r); /* r is done: its own data freed (NULL: none) */
 };
 
 const struct sched_ops *sched_find(const char *name);

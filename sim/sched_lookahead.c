@@ -40,7 +40,6 @@ struct proj {
 };
 
 struct la_state {
-    struct proj *p;             /* [num_reqs] */
     int64_t *rows, *pages;      /* the running set's projected rows and pages, step by step from now */
     size_t cap;
 };
@@ -51,9 +50,7 @@ static int lookahead_init(struct sim *s, struct ts_err *err)
 {
     if (sched_phase_init(s, err))
         return -1;
-    struct la_state *st = xcalloc(1, sizeof *st);
-    st->p = xcalloc((size_t)TS_MAX(s->num_reqs, 1), sizeof *st->p);
-    s->sched_state = st;
+    s->sched_state = xcalloc(1, sizeof(struct la_state));
     return 0;
 }
 
@@ -62,10 +59,26 @@ static void lookahead_free(struct sim *s)
     struct la_state *st = state(s);
     if (!st)
         return;
-    for (int64_t i = 0; i < s->num_reqs; i++)
-        free(st->p[i].rows), free(st->p[i].pages), free(st->p[i].decoded);
-    free(st->p), free(st->rows), free(st->pages), free(st);
+    free(st->rows), free(st->pages), free(st);
     s->sched_state = NULL;
+}
+
+/* r's projection (r->sched_data), made empty where r has none yet */
+static struct proj *proj_of(struct request *r)
+{
+    if (!r->sched_data)
+        r->sched_data = xcalloc(1, sizeof(struct proj));
+    return r->sched_data;
+}
+
+/* r is done: its projection freed */
+static void lookahead_forget(struct sim *s, struct request *r)
+{
+    (void)s;
+    struct proj *p = r->sched_data;
+    if (p)
+        free(p->rows), free(p->pages), free(p->decoded), free(p);
+    r->sched_data = NULL;
 }
 
 /* r's steps from where it is to its last, into its projection: its policy stepped on a copy of it,
@@ -99,9 +112,9 @@ static void project(struct sim *s, const struct request *r, struct proj *p)
 
 /* r's projection, projected again where r has left it (its blocks ended earlier or later than
  * projected, or it was preempted); k: the index of r's next step in it. */
-static const struct proj *projection(struct sim *s, const struct request *r, int32_t *k)
+static const struct proj *projection(struct sim *s, struct request *r, int32_t *k)
 {
-    struct proj *p = &state(s)->p[r->id];
+    struct proj *p = proj_of(r);
     *k = r->steps - p->from;
     if (p->n == 0 || *k < 0 || *k >= p->n || (*k > 0 && p->decoded[*k - 1] != r->decoded_total) || r->need_refresh) {
         project(s, r, p);
@@ -147,13 +160,13 @@ static void lookahead_build(struct sim *s)
     size_t horizon = 0;
     for (size_t i = 0; i < s->num_running; i++) {
         int32_t k;
-        const struct proj *p = projection(s, &s->reqs[s->running[i]], &k);
+        const struct proj *p = projection(s, sim_req(s, s->running[i]), &k);
         load_add(st, &horizon, p, k);
     }
     struct segment seg;
     while (s->waiting.n > 0) {
-        struct request *r = &s->reqs[deque_front(&s->waiting)];
-        struct proj *p = &st->p[r->id];
+        struct request *r = sim_req(s, deque_front(&s->waiting));
+        struct proj *p = proj_of(r);
         project(s, r, p);
         bool fits = true;
         for (int32_t t = 0; t < p->n && fits; t++) {
@@ -185,4 +198,5 @@ const struct sched_ops sched_lookahead = {
     .reject = sched_phase_reject,
     .build = lookahead_build,
     .free = lookahead_free,
+    .forget = lookahead_forget,
 };

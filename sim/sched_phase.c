@@ -84,7 +84,7 @@ const char *sched_phase_reject(struct sim *s, const struct request *r)
 static bool reserve_or_preempt(struct sim *s, struct request *r, int64_t tokens)
 {
     while (!sim_kv_reserve(s, r, tokens)) {
-        struct request *victim = &s->reqs[s->running[s->num_running - 1]];
+        struct request *victim = sim_req(s, s->running[s->num_running - 1]);
         sim_preempt(s, victim);
         if (victim == r)
             return false;
@@ -97,7 +97,7 @@ bool sched_phase_run(struct sim *s, int64_t *budget)
     bool someone_waits = false;
     struct segment seg;
     for (size_t i = 0; i < s->num_running; i++) {
-        struct request *r = &s->reqs[s->running[i]];
+        struct request *r = sim_req(s, s->running[i]);
         sim_emit(s, r, &seg);
         if (segment_rows(&seg) > *budget) {
             someone_waits = true;
@@ -119,7 +119,7 @@ static void phase_build(struct sim *s)
     struct segment seg;
     const bool someone_waits = sched_phase_run(s, &budget);
     while (!someone_waits && s->waiting.n > 0) {
-        struct request *r = &s->reqs[deque_front(&s->waiting)];
+        struct request *r = sim_req(s, deque_front(&s->waiting));
         sim_emit(s, r, &seg);
         if (segment_rows(&seg) > budget || !sim_kv_reserve(s, r, sim_kv_need(s, r, false)))
             break;

@@ -42,7 +42,7 @@ static const char *request_reject(struct sim *s, const struct request *r)
 {
     if (r->L > s->model.max_pos)
         return "P + G exceeds the model's maximum positions";
-    if (reservation(s, &s->reqs[r->id]) > s->kv_pool_bytes)
+    if (reservation(s, sim_req(s, r->id)) > s->kv_pool_bytes)
         return "its peak KV cache plus its Refresh activation exceed the memory left after weights";
     return NULL;
 }
@@ -51,7 +51,7 @@ static void request_build(struct sim *s)
 {
     const double max_batch = s->sched_p[REQUEST_MAX_BATCH];
     while (s->waiting.n > 0 && (max_batch == 0 || (double)s->num_running < max_batch)) {
-        struct request *r = &s->reqs[deque_front(&s->waiting)];
+        struct request *r = sim_req(s, deque_front(&s->waiting));
         int64_t act = req_act(s, r);
         int64_t kv_free = (s->kv_pages_total - s->kv_pages_used) * s->kv_page_tokens * s->kv_token_bytes;
         int64_t kv_need = sim_kv_pages(s, sim_kv_need(s, r, true)) * s->kv_page_tokens *
@@ -66,21 +66,17 @@ static void request_build(struct sim *s)
     }
     struct segment seg;
     for (size_t i = 0; i < s->num_running; i++) {
-        sim_emit(s, &s->reqs[s->running[i]], &seg);
+        sim_emit(s, sim_req(s, s->running[i]), &seg);
         sim_add_segment(s, &seg);
     }
 }
 
-static void request_after_step(struct sim *s)
+/* r is done (finished, rejected or left at the end): its activation reservation given back, in the
+ * step it finished in */
+static void request_forget(struct sim *s, struct request *r)
 {
-    /* give back the activation reservations of requests that finished in this step */
-    for (int32_t i = 0; i < s->sd.num_segs; i++) {
-        struct request *r = &s->reqs[s->sd.segs[i].req_id];
-        if (r->state == REQ_FINISHED && r->act_reserved) {
-            s->act_reserved -= r->act_reserved;
-            r->act_reserved = 0;
-        }
-    }
+    s->act_reserved -= r->act_reserved;
+    r->act_reserved = 0;
     TS_ASSERT(s->act_reserved >= 0);
 }
 
@@ -93,5 +89,5 @@ const struct sched_ops sched_request = {
     .init = request_init,
     .reject = request_reject,
     .build = request_build,
-    .after_step = request_after_step,
+    .forget = request_forget,
 };

@@ -43,12 +43,7 @@ static int static_init(struct sim *s, struct ts_err *err)
     s->sched_state = st;
     s->kv_pool_bytes = s->capacity - s->weight_bytes;
     s->kv_pages_total = s->kv_pool_bytes / (s->kv_page_tokens * s->kv_token_bytes);
-    int32_t L_max = 0, G_max = 0;
-    for (int64_t i = 0; i < s->num_reqs; i++)
-        if (s->reqs[i].L <= s->model.max_pos) {
-            L_max = TS_MAX(L_max, s->reqs[i].L);
-            G_max = TS_MAX(G_max, s->reqs[i].G);
-        }
+    const int32_t L_max = s->wl_L_max, G_max = s->wl_G_max; /* the workload's longest that fits the model */
     int64_t B = 0;
     if (L_max > 0) { /* largest B that fits, by doubling then bisection */
         int64_t lo = 0, hi = 1;
@@ -91,7 +86,7 @@ static void form_batch(struct sim *s, struct static_state *st)
     int32_t P_pad = 0, G_pad = 0;
     st->n = 0;
     while (s->waiting.n > 0 && st->n < st->batch_size) {
-        struct request *r = &s->reqs[deque_front(&s->waiting)];
+        struct request *r = sim_req(s, deque_front(&s->waiting));
         int32_t P = TS_MAX(P_pad, r->P), G = TS_MAX(G_pad, r->G);
         /* a batch smaller than B may still hold longer rows than profiled: check it fits */
         if (st->n > 0 && padded_need(s, st->n + 1, P + G, G) > s->kv_pool_bytes)
@@ -101,7 +96,7 @@ static void form_batch(struct sim *s, struct static_state *st)
         st->batch[st->n++] = deque_pop_front(&s->waiting);
     }
     for (int32_t i = 0; i < st->n; i++) {
-        struct request *r = &s->reqs[st->batch[i]];
+        struct request *r = sim_req(s, st->batch[i]);
         r->P = P_pad;
         r->G = G_pad;
         policy_req_init(r, &s->pcfg);
@@ -119,14 +114,14 @@ static void static_build(struct sim *s)
         return;
     int32_t batch_block = INT_MAX;
     for (int32_t i = 0; i < st->n; i++) {
-        const struct request *r = &s->reqs[st->batch[i]];
+        const struct request *r = sim_req(s, st->batch[i]);
         if (!r->work_done && r->cur_block < batch_block)
             batch_block = r->cur_block;
     }
     struct segment seg, tmpl = {0};
     bool have_tmpl = false;
     for (int32_t i = 0; i < st->n; i++) {
-        struct request *r = &s->reqs[st->batch[i]];
+        struct request *r = sim_req(s, st->batch[i]);
         if (r->work_done || r->cur_block != batch_block)
             continue;
         sim_emit(s, r, &seg);
@@ -138,7 +133,7 @@ static void static_build(struct sim *s)
     }
     TS_ASSERT(have_tmpl);
     for (int32_t i = 0; i < st->n; i++) {
-        struct request *r = &s->reqs[st->batch[i]];
+        struct request *r = sim_req(s, st->batch[i]);
         if (!(r->work_done || r->cur_block != batch_block))
             continue;
         seg = tmpl;
@@ -153,10 +148,10 @@ static void static_after_step(struct sim *s)
 {
     struct static_state *st = s->sched_state;
     for (int32_t i = 0; i < st->n; i++)
-        if (!s->reqs[st->batch[i]].work_done)
+        if (!sim_req(s, st->batch[i])->work_done)
             return;
     for (int32_t i = 0; i < st->n; i++)
-        sim_finish(s, &s->reqs[st->batch[i]]);
+        sim_finish(s, sim_req(s, st->batch[i]));
     st->n = 0;
 }
 

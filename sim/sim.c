@@ -1,11 +1,12 @@
 /*
  * sim.c: the simulator's main line.
  *
- *   sim_create   resolve names, load the workload, build requests, size memory (scheduler init)
- *   sim_run      pop events in (time, seq) order; arrivals join the waiting queue (or are
- *                rejected with a reason); when the GPU is idle: schedule -> price -> push the
- *                step's completion; at completion: advance every request of the step
- *   summary      latency and throughput statistics with GSL
+ *   sim_create   resolve names, open the workload's stream of requests, size memory (scheduler init)
+ *   sim_run      pop events in (time, type, seq) order; an arrival takes the next request from
+ *                the stream and joins the waiting queue (or is rejected with a reason); when the
+ *                GPU is idle: schedule -> price -> push the step's completion; at completion:
+ *                advance every request of the step (a finished one is recorded and let go)
+ *   summary      throughput from the run's totals; the requests' statistics: sim_requests.c
  *
  * Simulated time is integer nanoseconds. Log lines on stderr start with the simulated time.
  */
@@ -13,8 +14,6 @@
 #include "sim_internal.h"
 
 #include <gsl/gsl_rng.h>
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -190,6 +189,7 @@ void sim_finish(struct sim *s, struct request *r)
     r->state = REQ_FINISHED;
     r->finish_ns = s->now_ns;
     s->num_done++;
+    sim_record(s, r);
 }
 
 void sim_emit(struct sim *s, struct request *r, struct segment *seg)
@@ -205,7 +205,7 @@ void sim_add_segment(struct sim *s, const struct segment *shape)
     if (seg.padding)
         seg.decoded = seg.missed = 0;
     else if (seg.phase != PHASE_PREFILL && !s->pol->decides)
-        seg.decoded = decode_tokens(&s->dm, &s->reqs[seg.req_id]);
+        seg.decoded = decode_tokens(&s->dm, sim_req(s, seg.req_id));
     step_desc_add(&s->sd, &seg);
 }
 
@@ -215,25 +215,23 @@ static int build_workload(struct sim *s, struct ts_err *err)
 {
     const struct sim_config *c = &s->cfg;
     struct trace *t = &s->trace;
-    if (strcmp(c->trace, "synthetic") == 0) {
+    if (strcmp(c->trace, "synthetic") == 0) { /* generated as they are taken (sim_requests.c) */
         struct arrival_gen ag;
         struct length_gen lg;
-        struct trace src = {0};
         if (arrival_parse(c->arrivals, c->rps > 0 ? c->rps : 1.0, &ag, err))
             return -1;
         if (strncmp(c->lengths, "file:", 5) == 0) {
-            if (trace_load(c->lengths + 5, c->skip_bad_rows, &src, err))
+            if (trace_load(c->lengths + 5, c->skip_bad_rows, &s->length_src, err))
                 return -1;
-            lg = (struct length_gen){.kind = LENGTH_SAMPLE, .src = &src};
+            lg = (struct length_gen){.kind = LENGTH_SAMPLE, .src = &s->length_src};
         } else if (length_parse(c->lengths, &lg, err)) {
             return -1;
         }
         lg.max_output = c->gen_len > 0 ? c->gen_len : 0;
         if (c->gen_len > 0 && s->model.max_pos > c->gen_len)
             lg.max_prompt = s->model.max_pos - c->gen_len;
-        const int rc = trace_generate(t, c->requests > 0 ? c->requests : 200, &ag, &lg, c->seed, err);
-        trace_free(&src);
-        return rc;
+        trace_stream_gen(&s->stream, c->requests > 0 ? c->requests : 200, &ag, &lg, c->seed);
+        return 0;
     }
     if (trace_load(c->trace, c->skip_bad_rows, t, err))
         return -1;
@@ -244,49 +242,15 @@ static int build_workload(struct sim *s, struct ts_err *err)
         fprintf(stderr, "%s: note: skipped the UTF-8 byte-order mark it begins with\n", c->trace);
     if (c->requests > 0)
         trace_truncate(t, c->requests);
+    int rc = 0;
     if (!t->has_times) {
         struct arrival_gen ag;
-        if (arrival_parse(c->arrivals, c->rps > 0 ? c->rps : 1.0, &ag, err))
-            return -1;
-        return trace_assign_arrivals(t, &ag, c->seed, err);
+        rc = arrival_parse(c->arrivals, c->rps > 0 ? c->rps : 1.0, &ag, err) || trace_assign_arrivals(t, &ag, c->seed, err);
     } else if (c->rps > 0) {
-        return trace_rescale(t, c->rps, err);
+        rc = trace_rescale(t, c->rps, err);
     }
-    return 0;
-}
-
-static void build_requests(struct sim *s)
-{
-    const struct sim_config *c = &s->cfg;
-    s->num_reqs = s->trace.n;
-    s->reqs = xcalloc((size_t)s->num_reqs, sizeof *s->reqs);
-    for (int64_t i = 0; i < s->num_reqs; i++) {
-        const struct trace_req *tr = &s->trace.reqs[i];
-        struct request *r = &s->reqs[i];
-        int32_t G = c->gen_len;
-        if (G == 0) { /* the trace's own output length, rounded up to whole blocks, at most
-                       * --max-new-tokens rounded down to whole blocks */
-            G = (TS_MAX(tr->output, 1) + c->block_size - 1) / c->block_size * c->block_size;
-            if (c->max_new_tokens > 0)
-                G = TS_MIN(G, c->max_new_tokens / c->block_size * c->block_size);
-        }
-        r->id = (int32_t)i;
-        r->arrival_ns = tr->arrival_ns;
-        r->P = tr->prompt;
-        if (c->clip_prompt && r->P + G > s->model.max_pos)
-            r->P = TS_MAX(s->model.max_pos - G, 0);
-        r->G = G;
-        r->C = TS_MIN(tr->output, G);
-        r->P_orig = r->P;
-        r->G_orig = r->G;
-        r->admitted_ns = r->first_block_ns = r->finish_ns = -1;
-        policy_req_init(r, &s->pcfg);
-        r->seed = ts_mix64(c->seed ^ ts_mix64((uint64_t)i + 1) ^ 0x9e3779b97f4a7c15ull);
-        if (decode_needs_rng(&s->dm)) {
-            r->rng = gsl_rng_alloc(gsl_rng_taus2);
-            gsl_rng_set(r->rng, (unsigned long)ts_mix64(c->seed ^ ts_mix64((uint64_t)i + 1)));
-        }
-    }
+    trace_stream_of(&s->stream, t);
+    return rc ? -1 : 0;
 }
 
 /* --host under the roofline: an eager implementation's launch and host costs were measured with the
@@ -491,15 +455,9 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         s->decode_state_tokens = ((int64_t)cfg->block_size * s->model.vocab * 4 + s->kv_token_bytes - 1) / s->kv_token_bytes;
     s->kv_page_tokens = cfg->kv_page_tokens;
 
-    if (build_workload(s, err))
-        goto fail;
-    build_requests(s);
-    trace_free(&s->trace); /* the requests hold all of it now */
-    if (s->sched->init(s, err))
+    if (build_workload(s, err) || sim_requests_open(s, err) || s->sched->init(s, err))
         goto fail;
     s->sum.num_requests = s->num_reqs;
-    for (int64_t i = 0; i < s->num_reqs; i++)
-        evq_push(&s->evq, s->reqs[i].arrival_ns, EV_ARRIVAL, (int32_t)i);
     return s;
 fail:
     sim_destroy(s);
@@ -510,15 +468,13 @@ void sim_destroy(struct sim *s)
 {
     if (!s)
         return;
+    sim_requests_free(s); /* (before the scheduler: it forgets the requests left) */
     if (s->sched && s->sched->free)
         s->sched->free(s);
-    for (int64_t i = 0; i < s->num_reqs; i++)
-        if (s->reqs[i].rng)
-            gsl_rng_free(s->reqs[i].rng);
     if (s->pcfg.rng)
         gsl_rng_free(s->pcfg.rng);
-    free(s->reqs);
     trace_free(&s->trace);
+    trace_free(&s->length_src);
     free(s->waiting.v);
     free(s->running);
     step_desc_free(&s->sd);
@@ -532,23 +488,6 @@ void sim_destroy(struct sim *s)
 
 const struct model_cfg *sim_model(const struct sim *s) { return &s->model; }
 const struct step_desc *sim_knobs(const struct sim *s) { return &s->sd; }
-
-void sim_reject_reasons(const struct sim *s, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    for (int64_t i = 0; i < s->num_reqs; i++) {
-        const char *why = s->reqs[i].reject_reason;
-        bool seen = false;
-        for (int64_t j = 0; why && j < i && !seen; j++)
-            seen = s->reqs[j].reject_reason && strcmp(s->reqs[j].reject_reason, why) == 0;
-        if (!why || seen)
-            continue;
-        int64_t n = 0;
-        for (int64_t j = i; j < s->num_reqs; j++)
-            n += s->reqs[j].reject_reason && strcmp(s->reqs[j].reject_reason, why) == 0;
-        snprintf(buf + strlen(buf), len - strlen(buf), "%s%lld: %s", buf[0] ? "; " : "", (long long)n, why);
-    }
-}
 
 double sim_sched_param(const struct sim *s, const char *name, double dflt)
 {
@@ -572,6 +511,7 @@ const struct sim_config *sim_config(const struct sim *s) { return &s->cfg; }
 
 static void on_arrival(struct sim *s, struct request *r)
 {
+    sim_requests_pull(s); /* the next request's arrival */
     const char *why = s->sched->reject(s, r);
     if (why) {
         r->state = REQ_REJECTED;
@@ -582,6 +522,7 @@ static void on_arrival(struct sim *s, struct request *r)
             log_at(s, "request %d (P=%d, G=%d) rejected: %s%s", r->id, r->P, r->G, why,
                    s->sum.num_rejected == MAX_LOGGED_REJECTIONS ? " (further rejections counted, "
                                                                   "not logged)" : "");
+        sim_record(s, r); /* (r is gone after) */
         return;
     }
     r->state = REQ_WAITING;
@@ -713,7 +654,7 @@ static void on_step_done(struct sim *s)
             s->sum.missed_decodes += seg->missed;
             s->decoding_decoded += seg->decoded;
         }
-        struct request *r = &s->reqs[seg->req_id];
+        struct request *r = sim_req(s, seg->req_id);
         TS_ASSERT(r->state == REQ_RUNNING && !r->work_done);
         bool finished = policy_advance(s->pol, r, &s->pcfg, seg);
         if (r->first_block_ns < 0 && (r->cur_block > 0 || finished))
@@ -748,7 +689,7 @@ int sim_run(struct sim *s, struct ts_err *err)
         s->now_ns = e.time_ns;
         for (;;) {
             if (e.type == EV_ARRIVAL)
-                on_arrival(s, &s->reqs[e.arg]);
+                on_arrival(s, sim_req(s, e.arg));
             else
                 on_step_done(s);
             if (evq_empty(&s->evq) || evq_peek_time(&s->evq) != s->now_ns)
@@ -762,6 +703,8 @@ int sim_run(struct sim *s, struct ts_err *err)
     }
     if (s->cfg.progress)
         show_progress(s, true);
+    if (!s->failed)
+        sim_requests_summary(s);
     s->sum.run_wall_s = ts_wall_s() - t0;
     if (s->failed) {
         if (err)
@@ -778,48 +721,20 @@ int sim_run(struct sim *s, struct ts_err *err)
 
 void sim_get_summary(const struct sim *s, struct sim_summary *out)
 {
-    *out = s->sum;
+    *out = s->sum; /* the requests' statistics as sim_requests_summary left them at the run's end */
     out->capacity_bytes = s->capacity;
     out->weight_bytes = s->weight_bytes;
     out->kv_pool_bytes = s->kv_pool_bytes;
     out->act_reserved_bytes = s->act_reserved;
     out->redundancy = s->decoding_decoded > 0 ? (double)s->sum.rows_processed / (double)s->decoding_decoded : 0;
-    double *lat = xmalloc(sizeof *lat * (size_t)(s->num_reqs ? s->num_reqs : 1));
-    double ttfb = 0, queue = 0;
-    int64_t n = 0;
-    for (int64_t i = 0; i < s->num_reqs; i++) {
-        const struct request *r = &s->reqs[i];
-        if (r->state != REQ_FINISHED)
-            continue;
-        lat[n++] = (double)(r->finish_ns - r->arrival_ns) * 1e-9;
-        ttfb += (double)(r->first_block_ns - r->arrival_ns) * 1e-9;
-        queue += (double)(r->admitted_ns - r->arrival_ns) * 1e-9;
-        out->tokens_decoded += r->decoded_total;
-        out->content_tokens += r->C;
-        if (r->finish_ns > out->makespan_ns)
-            out->makespan_ns = r->finish_ns;
-    }
-    out->num_finished = n;
-    if (n > 0) {
-        gsl_sort(lat, 1, (size_t)n);
-        out->lat_mean_s = gsl_stats_mean(lat, 1, (size_t)n);
-        out->lat_std_s = n > 1 ? gsl_stats_sd_m(lat, 1, (size_t)n, out->lat_mean_s) : 0;
-        out->lat_p50_s = gsl_stats_quantile_from_sorted_data(lat, 1, (size_t)n, 0.50);
-        out->lat_p90_s = gsl_stats_quantile_from_sorted_data(lat, 1, (size_t)n, 0.90);
-        out->lat_p99_s = gsl_stats_quantile_from_sorted_data(lat, 1, (size_t)n, 0.99);
-        out->lat_span_s = lat[n - 1] - lat[0];
-        out->ttfb_mean_s = ttfb / (double)n;
-        out->queue_mean_s = queue / (double)n;
-    }
     double span = (double)out->makespan_ns * 1e-9;
     if (span > 0) {
         out->throughput_tok_s = (double)out->tokens_decoded / span;
         out->content_tok_s = (double)out->content_tokens / span;
-        out->req_s = (double)n / span;
+        out->req_s = (double)out->num_finished / span;
     }
     if (out->num_steps > 0) {
         out->mean_q_per_step = s->sum.mean_q_per_step / (double)out->num_steps;
         out->mean_segs_per_step = (double)out->request_steps / (double)out->num_steps;
     }
-    free(lat);
 }

@@ -5,6 +5,9 @@
 #ifndef TESSERA_SIM_INTERNAL_H
 #define TESSERA_SIM_INTERNAL_H
 
+#include <gsl/gsl_rstat.h>
+#include <stdio.h>
+
 #include "act_cache.h"
 #include "calib.h"
 #include "clock.h"
@@ -23,6 +26,11 @@
 #include "sim.h"
 #include "step_desc.h"
 #include "trace.h"
+
+/* Requests a chunk holds; a run's distinct reject reasons, at most; the values of a request's row. */
+#define SIM_REQ_CHUNK 4096
+#define SIM_MAX_REASONS 16
+#define SIM_REQ_ROW 12
 
 /* A FIFO of request ids that also allows pushing at the front (preempted requests go first). */
 struct id_deque {
@@ -70,9 +78,27 @@ struct sim {
     double sched_p[PARAMS_MAX]; /* the scheduler's parameters, resolved (sched_ops.params) */
     char code_version[64];
 
-    struct trace trace;
-    struct request *reqs; /* [num_reqs] */
-    int64_t num_reqs;
+    /* the requests (sim_requests.c): from the workload's stream, each when the one before it
+     * arrives, in chunks of SIM_REQ_CHUNK by id (sim_req), a chunk freed once all of its requests
+     * are recorded (sim_record) unless keep_requests (for tests that read them after the run) */
+    struct trace trace;          /* a trace file's requests, streamed in order (generated ones are not held) */
+    struct trace length_src;     /* --lengths file:PATH: the rows generated lengths are drawn from */
+    struct trace_stream stream;
+    int64_t num_reqs;            /* the workload's requests */
+    int64_t num_arrived;         /* those taken from the stream so far (ids 0 .. num_arrived - 1) */
+    struct request **chunks;     /* [ceil(num_reqs / SIM_REQ_CHUNK)]: NULL before and after */
+    int32_t *chunk_left;         /* each chunk's requests not yet recorded */
+    int64_t num_chunks;
+    bool keep_requests;
+    int32_t wl_L_max, wl_G_max;  /* the longest request's L and G among those within the model's positions */
+    /* the recorded requests: finished ones' latencies (int64 ns) and every one's database row
+     * (db_spill_write's records, SIM_REQ_ROW values) in unnamed temporary files, their statistics */
+    FILE *lat_spill, *req_spill;
+    int64_t lat_min_ns, lat_max_ns;
+    gsl_rstat_workspace *lat_st, *ttfb_st, *queue_st; /* running statistics (s) of the finished */
+    const char *reasons[SIM_MAX_REASONS]; /* the reject reasons met, each once, and how often */
+    int64_t reason_n[SIM_MAX_REASONS];
+    int num_reasons;
 
     struct id_deque waiting;
     int32_t *running; /* ids in admission order */
@@ -108,6 +134,14 @@ struct sim {
 
 /* --- services for schedulers ------------------------------------------------------------- */
 
+/* Request `id`, which has arrived and not been freed with its chunk. */
+static inline struct request *sim_req(const struct sim *s, int64_t id)
+{
+    TS_ASSERTF(id >= 0 && id < s->num_arrived && s->chunks[id / SIM_REQ_CHUNK],
+               "request %lld: not arrived or already recorded and freed", (long long)id);
+    return &s->chunks[id / SIM_REQ_CHUNK][id % SIM_REQ_CHUNK];
+}
+
 /* KV pool: grows r's allocation to hold `tokens`; false when the pool lacks pages. */
 bool sim_kv_reserve(struct sim *s, struct request *r, int64_t tokens);
 void sim_kv_release(struct sim *s, struct request *r);
@@ -133,8 +167,23 @@ int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows);
 /* Hands the step rows recorded since the last call (steps[0..num_steps), segs) to out and drops
  * them (db.c). -1 with err when out cannot take them. */
 int db_out_flush(struct db_out *out, struct sim *s, struct ts_err *err);
-/* Marks a request finished now (the static scheduler finishes a batch at once). */
+/* Marks a request finished now (the static scheduler finishes a batch at once) and records it. */
 void sim_finish(struct sim *s, struct request *r);
+
+/* sim_requests.c: the workload's stream opened (a first pass counts it, finds its longest request
+ * and refuses an arrival past the clock) and its first request taken; the next request taken from
+ * the stream and its arrival pushed; a finished or rejected request recorded (its statistics, its
+ * spilled row and latency, its scheduler's data forgotten, its chunk freed once all of its are); the
+ * latency statistics into s->sum at the run's end; everything freed. */
+int sim_requests_open(struct sim *s, struct ts_err *err);
+void sim_requests_pull(struct sim *s);
+void sim_record(struct sim *s, struct request *r);
+void sim_requests_summary(struct sim *s);
+void sim_requests_free(struct sim *s);
+/* db.c: n int64 values as one spilled record (zigzag LEB128 varints), and read back: 1, 0 at the
+ * file's end, -1 on a short record; the write -1 where the file takes no more (errno says why). */
+int db_spill_write(FILE *f, const int64_t *v, int n);
+int db_spill_read(FILE *f, int64_t *v, int n);
 void sim_remove_running(struct sim *s, int32_t id);
 
 #endif

@@ -1,10 +1,11 @@
-/* check_event.c: the event queue orders by (time, insertion sequence). */
+/* check_event.c: the event queue orders by (time, type, insertion sequence). */
 #include <stdlib.h>
 
 #include "event.h"
 #include "test_util.h"
 
-START_TEST(ties_break_by_insertion)
+/* at one time arrivals come first, then insertion order */
+START_TEST(ties_break_by_type_then_insertion)
 {
     struct event_queue q;
     evq_init(&q);
@@ -12,7 +13,7 @@ START_TEST(ties_break_by_insertion)
     evq_push(&q, 5, EV_ARRIVAL, 2);
     evq_push(&q, 10, EV_STEP_DONE, 3);
     evq_push(&q, 10, EV_ARRIVAL, 4);
-    int expect[] = {2, 1, 3, 4};
+    int expect[] = {2, 1, 4, 3};
     struct event e;
     for (int i = 0; i < 4; i++) {
         ck_assert(evq_pop(&q, &e));
@@ -60,7 +61,7 @@ int main(void)
 {
     Suite *s = suite_create("event");
     TCase *tc = tcase_create("core");
-    tcase_add_test(tc, ties_break_by_insertion);
+    tcase_add_test(tc, ties_break_by_type_then_insertion);
     tcase_add_test(tc, random_against_sorted_reference);
     suite_add_tcase(s, tc);
     return run_suite("event", s) ? EXIT_FAILURE : EXIT_SUCCESS;

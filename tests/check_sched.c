@@ -44,7 +44,7 @@ static void check_run(struct sim *s)
     /* per request */
     int64_t finished = 0, rejected = 0, last_admit = -1, steps = 0;
     for (int64_t i = 0; i < s->num_reqs; i++) {
-        const struct request *r = &s->reqs[i];
+        const struct request *r = sim_req(s, i);
         ck_assert(r->state == REQ_FINISHED || r->state == REQ_REJECTED);
         if (r->state == REQ_REJECTED) {
             rejected++;
@@ -91,6 +91,7 @@ static void run_checked(struct sim_config *c, struct sim_summary *m)
     struct ts_err err;
     struct sim *s = sim_create(c, &err);
     ck_assert_msg(s != NULL, "%s", err.msg);
+    sim_keep_requests(s);
     ck_assert_int_eq(sim_run(s, NULL), 0);
     check_run(s);
     sim_get_summary(s, m);
@@ -185,7 +186,8 @@ START_TEST(swap_moves_the_cache_out_and_the_same_back)
     struct ts_err err;
     struct sim *s = sim_create(&c, &err);
     ck_assert_msg(s != NULL, "%s", err.msg);
-    struct request *r = &s->reqs[0];
+    sim_keep_requests(s);
+    struct request *r = sim_req(s, 0);
     r->state = REQ_WAITING;
     ck_assert(sim_kv_reserve(s, r, 1000));
     sim_admit(s, r);
@@ -214,18 +216,20 @@ START_TEST(impossible_requests_are_rejected_with_reason)
     struct ts_err err;
     struct sim *s = sim_create(&c, &err);
     ck_assert(s != NULL);
+    sim_keep_requests(s);
     ck_assert_int_eq(sim_run(s, NULL), 0);
     struct sim_summary m;
     sim_get_summary(s, &m);
     ck_assert_int_eq(m.num_rejected, 5);
-    ck_assert_ptr_nonnull(strstr(s->reqs[0].reject_reason, "maximum positions"));
+    ck_assert_ptr_nonnull(strstr(sim_req(s, 0)->reject_reason, "maximum positions"));
     sim_destroy(s);
     /* Refresh larger than the token cap */
     snprintf(c.lengths, sizeof c.lengths, "fixed:3000,256");
     test_param(&c, "max-num-batched-tokens", 2000);
     s = sim_create(&c, &err);
+    sim_keep_requests(s);
     ck_assert_int_eq(sim_run(s, NULL), 0);
-    ck_assert_ptr_nonnull(strstr(s->reqs[0].reject_reason, "max_num_batched_tokens"));
+    ck_assert_ptr_nonnull(strstr(sim_req(s, 0)->reject_reason, "max_num_batched_tokens"));
     sim_destroy(s);
 }
 END_TEST
@@ -247,6 +251,7 @@ START_TEST(mosaic_lazy_chunking_fits_long_requests)
     c.rps = 0.01;
     struct sim *s = sim_create(&c, &err);
     ck_assert_msg(s != NULL, "%s", err.msg);
+    sim_keep_requests(s);
     ck_assert_int_eq(sim_run(s, NULL), 0);
     check_run(s);
     struct sim_summary m;
@@ -261,6 +266,7 @@ START_TEST(mosaic_lazy_chunking_fits_long_requests)
     c.mask_only = false;
     c.lazy_chunking = false;
     s = sim_create(&c, &err);
+    sim_keep_requests(s);
     ck_assert_int_eq(sim_run(s, NULL), 0);
     sim_get_summary(s, &m);
     ck_assert_int_eq(m.num_rejected, 3);
@@ -284,6 +290,7 @@ START_TEST(caching_planner_reserves_more)
     struct sim_summary a, b;
     struct sim *s = sim_create(&c, &err);
     ck_assert_msg(s != NULL, "%s", err.msg);
+    sim_keep_requests(s);
     ck_assert_int_eq(sim_run(s, NULL), 0);
     check_run(s);
     sim_get_summary(s, &a);
@@ -291,6 +298,7 @@ START_TEST(caching_planner_reserves_more)
     sim_destroy(s);
     snprintf(c.planner, sizeof c.planner, "caching");
     s = sim_create(&c, &err);
+    sim_keep_requests(s);
     ck_assert_int_eq(sim_run(s, NULL), 0);
     check_run(s);
     sim_get_summary(s, &b);
@@ -315,6 +323,7 @@ START_TEST(fused_ffn_plans_less)
         snprintf(c.impl, sizeof c.impl, "%s", fused ? "tessera-fused" : "tessera");
         struct sim *s = sim_create(&c, &err);
         ck_assert_msg(s != NULL, "%s", err.msg);
+        sim_keep_requests(s);
         peak[fused] = sim_act_peak(s, 16384, 64);
         sim_destroy(s);
     }
@@ -338,6 +347,7 @@ START_TEST(reservation_is_the_planners_plan)
         snprintf(c.planner, sizeof c.planner, "%s", p->name);
         struct sim *s = sim_create(&c, &err);
         ck_assert_msg(s != NULL, "%s", err.msg);
+        sim_keep_requests(s);
         for (size_t k = 0; k < TS_ARRAY_LEN(shapes); k++) {
             struct og_shape sh = {shapes[k][0], shapes[k][1], c.logit_chunk_rows, c.ffn_chunks, 0, false, 1,
                                   OG_LAYOUT_ENGINE};
@@ -396,6 +406,7 @@ START_TEST(a_poor_planner_changes_admissions)
     for (int k = 0; k < 2; k++) {
         struct sim *s = sim_create(&c, &err);
         ck_assert_msg(s != NULL, "%s", err.msg);
+        sim_keep_requests(s);
         if (k == 1) {
             s->planner = &poor;
             act_cache_destroy(s->act_plans);
@@ -437,13 +448,14 @@ START_TEST(static_batches_finish_together)
     struct ts_err err;
     struct sim *s = sim_create(&c, &err);
     ck_assert(s != NULL);
+    sim_keep_requests(s);
     ck_assert_int_eq(sim_run(s, NULL), 0);
     check_run(s);
     /* requests finish in groups of at most 8 sharing one finish time */
     int64_t groups = 0;
     for (int64_t i = 0; i < s->num_reqs;) {
         int64_t j = i;
-        while (j < s->num_reqs && s->reqs[j].finish_ns == s->reqs[i].finish_ns)
+        while (j < s->num_reqs && sim_req(s, j)->finish_ns == sim_req(s, i)->finish_ns)
             j++;
         ck_assert_int_le(j - i, 8);
         groups++;
@@ -457,6 +469,7 @@ START_TEST(static_batches_finish_together)
     snprintf(c.eos, sizeof c.eos, "auto");
     s = sim_create(&c, &err);
     ck_assert(s != NULL);
+    sim_keep_requests(s);
     ck_assert_int_eq(sim_run(s, NULL), 0);
     check_run(s);
     ck_assert_int_eq(padded_rows(s), 0);
@@ -481,6 +494,7 @@ START_TEST(gpu_utilization_sizes_the_pool_as_dllm_serve)
         ck_assert_int_eq(param_values_set(&c.params, "gpu-memory-utilization", "0.8", &err), 0);
         struct sim *s = sim_create(&c, &err);
         ck_assert_msg(s != NULL, "%s", err.msg);
+        sim_keep_requests(s);
         const int64_t mem = s->gpu.mem_bytes, peak = warm[i] ? sim_act_peak(s, warm[i] * 4096, warm[i] * 128) : 0;
         ck_assert_int_eq(s->model.max_pos, 4096);
         ck_assert_int_eq(s->kv_pool_bytes, (int64_t)(0.8 * (double)mem) - (mem - s->capacity) - s->weight_bytes - peak);

@@ -19,6 +19,7 @@ static struct sim *run(struct sim_config *c)
     struct ts_err err;
     struct sim *s = sim_create(c, &err);
     ck_assert_msg(s != NULL, "%s", err.msg);
+    sim_keep_requests(s);
     ck_assert_int_eq(sim_run(s, NULL), 0);
     return s;
 }
@@ -128,6 +129,7 @@ START_TEST(executor_drives_the_clock)
     struct ts_err err;
     struct sim *s = sim_create(&c, &err);
     ck_assert_msg(s != NULL, "%s", err.msg);
+    sim_keep_requests(s);
     struct fake_exec f = {.cctx = s->cctx};
     struct sim_executor ex = {&f, fake_step, fake_release};
     sim_set_executor(s, &ex);
@@ -198,7 +200,7 @@ START_TEST(summary_statistics_from_the_requests)
     double *lat = malloc(sizeof *lat * (size_t)s->num_reqs), sum = 0, ttfb = 0, queue = 0;
     int64_t n = 0;
     for (int64_t i = 0; i < s->num_reqs; i++) {
-        const struct request *r = &s->reqs[i];
+        const struct request *r = sim_req(s, i);
         if (r->state != REQ_FINISHED)
             continue;
         lat[n] = (double)(r->finish_ns - r->arrival_ns) * 1e-9;
@@ -244,8 +246,8 @@ START_TEST(decode_streams_independent_of_batching)
     c.rps = 0.5;
     struct sim *d = run(&c);
     for (int64_t i = 0; i < a->num_reqs; i++) {
-        ck_assert_int_eq(a->reqs[i].steps, b->reqs[i].steps);
-        ck_assert_int_eq(a->reqs[i].steps, d->reqs[i].steps);
+        ck_assert_int_eq(sim_req(a, i)->steps, sim_req(b, i)->steps);
+        ck_assert_int_eq(sim_req(a, i)->steps, sim_req(d, i)->steps);
     }
     sim_destroy(a);
     sim_destroy(b);
@@ -262,6 +264,91 @@ static int64_t query_int(sqlite3 *db, const char *sql)
     sqlite3_finalize(st);
     return v;
 }
+
+/* A run frees its requests as they are recorded (chunks of SIM_REQ_CHUNK): over several chunks, with
+ * rejections, under each scheduler with per-request state (request's reservations, lookahead's
+ * projections), it gives the summary and database rows of the same run that kept every request,
+ * frees every chunk, and its exact latency percentiles (a radix select over the spilled latencies)
+ * are the kept requests' naive ones */
+START_TEST(requests_freed_as_recorded)
+{
+    static const char *const scheds[] = {"phase", "request", "lookahead", "static"};
+    for (size_t k = 0; k < TS_ARRAY_LEN(scheds); k++) {
+        struct sim_config c;
+        test_config(&c);
+        snprintf(c.scheduler, sizeof c.scheduler, "%s", scheds[k]);
+        snprintf(c.lengths, sizeof c.lengths, "lognormal:5.0,1.6,3.5,0.5"); /* a long tail over the positions */
+        c.requests = 2 * SIM_REQ_CHUNK + 300;
+        c.rps = 40;
+        c.gen_len = 0; /* the lengths' own, P unclipped: the longest are rejected */
+        struct ts_err err;
+        struct sim *kept = run(&c), *freed = sim_create(&c, &err);
+        ck_assert_msg(freed != NULL, "%s", err.msg);
+        ck_assert_int_eq(sim_run(freed, NULL), 0);
+        for (int64_t i = 0; i < freed->num_chunks; i++)
+            ck_assert_msg(freed->chunks[i] == NULL, "%s: chunk %lld left", scheds[k], (long long)i);
+        struct sim_summary a, b;
+        sim_get_summary(kept, &a);
+        sim_get_summary(freed, &b);
+        a.run_wall_s = b.run_wall_s = 0;
+        ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "%s: the summaries differ", scheds[k]);
+        ck_assert_msg(a.num_rejected > 0 && a.num_finished > SIM_REQ_CHUNK, "%s: %lld rejected, %lld finished",
+                      scheds[k], (long long)a.num_rejected, (long long)a.num_finished);
+        double *lat = malloc(sizeof *lat * (size_t)kept->num_reqs);
+        int64_t n = 0;
+        for (int64_t i = 0; i < kept->num_reqs; i++)
+            if (sim_req(kept, i)->state == REQ_FINISHED)
+                lat[n++] = (double)(sim_req(kept, i)->finish_ns - sim_req(kept, i)->arrival_ns) * 1e-9;
+        qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+        const double fs[] = {0.5, 0.9, 0.99}, got[] = {b.lat_p50_s, b.lat_p90_s, b.lat_p99_s};
+        for (int q = 0; q < 3; q++)
+            ck_assert_msg(fabs(got[q] - naive_quantile(lat, n, fs[q])) <= 1e-12 * got[q], "%s: p%g %.17g, naively %.17g", scheds[k],
+                          100 * fs[q], got[q], naive_quantile(lat, n, fs[q]));
+        ck_assert(b.lat_span_s == lat[n - 1] - lat[0]);
+        free(lat);
+        /* the requests' rows in the database, kept or spilled */
+        const char *pa = tmp_path(0, ".db"), *pb = tmp_path(1, ".db");
+        unlink(pa), unlink(pb);
+        ck_assert_msg(sim_write_db(kept, pa, DB_NEW, &err) == 0, "%s", err.msg);
+        ck_assert_msg(sim_write_db(freed, pb, DB_NEW, &err) == 0, "%s", err.msg);
+        sqlite3 *db;
+        ck_assert_int_eq(sqlite3_open(pa, &db), SQLITE_OK);
+        char sql[512];
+        snprintf(sql, sizeof sql, "ATTACH '%s' AS b", pb);
+        ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        ck_assert_int_eq(query_int(db, "SELECT count(*) FROM requests"), c.requests);
+        ck_assert_int_eq(query_int(db, "SELECT count(*) FROM (SELECT * FROM requests EXCEPT SELECT * FROM b.requests)"), 0);
+        ck_assert_int_eq(query_int(db, "SELECT count(*) FROM (SELECT * FROM b.requests EXCEPT SELECT * FROM requests)"), 0);
+        /* a request's runs of segments are maximal: none is followed by one of its shape in the next step */
+        ck_assert_int_eq(query_int(db, "SELECT count(*) FROM b.segment_runs x JOIN b.segment_runs y ON y.req_id = x.req_id "
+                                       "AND y.first_step = x.last_step + 1 AND y.phase = x.phase AND y.q = x.q AND y.kv = x.kv "
+                                       "AND y.kv_write = x.kv_write AND y.logit_rows = x.logit_rows AND y.decoded = x.decoded "
+                                       "AND y.padding = x.padding AND y.keep = x.keep AND y.score_rows = x.score_rows "
+                                       "AND y.q_front = x.q_front AND y.kv_front = x.kv_front "
+                                       "AND y.kv_write_front = x.kv_write_front AND y.probe = x.probe AND y.carry = x.carry "
+                                       "AND y.picked = x.picked"), 0);
+        /* and each row is its request as the kept run holds it */
+        sqlite3_stmt *st;
+        ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT req_id, arrival_ns, ifnull(admitted_ns, -1), ifnull(first_block_ns, -1), "
+                                                "ifnull(finish_ns, -1), P, G, C, steps, preemptions, state, "
+                                                "ifnull(reject_reason, '') FROM b.requests", -1, &st, NULL), SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            const struct request *r = sim_req(kept, sqlite3_column_int64(st, 0));
+            const int64_t want[] = {r->id, r->arrival_ns, r->admitted_ns, r->first_block_ns, r->finish_ns, r->P_orig,
+                                    r->G_orig, r->C, r->steps, r->preemptions};
+            for (int j = 0; j < 10; j++)
+                ck_assert_msg(sqlite3_column_int64(st, j) == want[j], "%s: request %d, column %d", scheds[k], r->id, j);
+            ck_assert_str_eq((const char *)sqlite3_column_text(st, 10), r->state == REQ_FINISHED ? "finished" : "rejected");
+            ck_assert_str_eq((const char *)sqlite3_column_text(st, 11), r->reject_reason ? r->reject_reason : "");
+        }
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        unlink(pa), unlink(pb);
+        sim_destroy(kept);
+        sim_destroy(freed);
+    }
+}
+END_TEST
 
 START_TEST(database_matches_summary)
 {
@@ -497,7 +584,7 @@ START_TEST(credit_decoding_holds_its_matrix)
         struct sim *s = run(&c);
         const int64_t want = credit ? (32LL * s->model.vocab * 4 + s->kv_token_bytes - 1) / s->kv_token_bytes : 0;
         ck_assert_int_eq(s->decode_state_tokens, want);
-        ck_assert_int_eq(sim_kv_need(s, &s->reqs[0], true), s->pol->kv_peak_tokens(&s->reqs[0], &s->pcfg) + want);
+        ck_assert_int_eq(sim_kv_need(s, sim_req(s, 0), true), s->pol->kv_peak_tokens(sim_req(s, 0), &s->pcfg) + want);
         ck_assert(s->sd.decode_credit == (credit == 1));
         sim_get_summary(s, &m[credit]);
         ck_assert_int_eq(m[credit].num_finished, 60);
@@ -529,6 +616,7 @@ START_TEST(bad_inputs_fail_cleanly)
     c.skip_bad_rows = true;
     struct sim *s = sim_create(&c, &err);
     ck_assert_ptr_nonnull(s);
+    sim_keep_requests(s);
     ck_assert_int_eq(s->num_reqs, 1);
     sim_destroy(s);
     /* weights that do not fit */
@@ -551,14 +639,14 @@ START_TEST(trace_files_drive_the_run)
                                    "{\"timestamp\": 1000, \"input_length\": 300, \"output_length\": 600}\n"));
     c.gen_len = 0; /* G from the trace, rounded up to blocks */
     struct sim *s = run(&c);
-    ck_assert_int_eq(s->reqs[0].G, 32);
-    ck_assert_int_eq(s->reqs[0].C, 20);
-    ck_assert_int_eq(s->reqs[1].G, 608);
-    ck_assert_int_eq(s->reqs[1].arrival_ns, 1000000000);
+    ck_assert_int_eq(sim_req(s, 0)->G, 32);
+    ck_assert_int_eq(sim_req(s, 0)->C, 20);
+    ck_assert_int_eq(sim_req(s, 1)->G, 608);
+    ck_assert_int_eq(sim_req(s, 1)->arrival_ns, 1000000000);
     sim_destroy(s);
     c.rps = 4; /* rescaled: 2 requests 0.25 s apart */
     s = run(&c);
-    ck_assert_int_eq(s->reqs[1].arrival_ns, 250000000);
+    ck_assert_int_eq(sim_req(s, 1)->arrival_ns, 250000000);
     sim_destroy(s);
 }
 END_TEST
@@ -626,6 +714,7 @@ START_TEST(lazy_chunking_keeps_the_search_margin)
         c.requests = 2;
         struct sim *s = sim_create(&c, &err);
         ck_assert_msg(s != NULL, "%s", err.msg);
+        sim_keep_requests(s);
         ck_assert_int_eq(s->capacity, (24LL << 30) - (1LL << 30) - cases[i].kept);
         sim_destroy(s);
     }
@@ -653,6 +742,7 @@ START_TEST(the_mosaic_preset_holds_mosaics_layer)
         c.gen_len = 32, c.block_size = 32, c.requests = 2;
         struct sim *s = sim_create(&c, &err);
         ck_assert_msg(s != NULL, "%s", err.msg);
+        sim_keep_requests(s);
         ck_assert_int_eq(s->act_layout, mosaic ? OG_LAYOUT_MOSAIC : OG_LAYOUT_ENGINE);
         reserved[mosaic] = sim_act_peak(s, 20000, 0);
         ck_assert_int_eq(sim_run(s, &err), 0);
@@ -680,6 +770,7 @@ int main(void)
     TCase *tc = tcase_create("runs");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, golden_default_scenario);
+    tcase_add_test(tc, requests_freed_as_recorded);
     tcase_add_test(tc, golden_fast_dllm_on_4090);
     tcase_add_test(tc, golden_lookahead_on_4090);
     tcase_add_test(tc, executor_drives_the_clock);

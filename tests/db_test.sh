@@ -5,8 +5,8 @@
 # before the work with exit status 2, naming the file, and nothing is created; SIGINT, SIGTERM or
 # SIGKILL at random moments of a run (its simulation or its write) leave either the whole run or
 # none of it, and no file but the database, as does reading it; a database of an older schema is upgraded in place
-# when a run is appended; tessera db merge keeps every run; a run's memory
-# stays bounded (200,000 requests under 150 MB, 20,000 with their step rows under 80 MB).
+# when a run is appended; tessera db merge keeps every run; a run's memory does not grow with its
+# length (a million requests within 1.3 times a hundred thousand's peak, with and without a database).
 # Usage: db_test.sh PATH/TO/tessera [TRIALS]   Prints "db: N passed, M failed".
 set -u
 bin=${1:?usage: db_test.sh PATH/TO/tessera [TRIALS]}
@@ -280,11 +280,19 @@ if grep -q __asan_init "$bin" 2>/dev/null; then
     [ "$fail" -eq 0 ]
     exit
 fi
-kb=$(peak_kb sim --requests 200000 --rps 200 --no-steps --quiet --no-progress --db "$tmp/mem1.db")
-[ -n "$kb" ] && [ "$kb" -lt 150000 ] && ok || bad "200,000 requests (--no-steps) took $kb KiB, over 150 MB"
-kb=$(peak_kb sim --requests 20000 --rps 200 --quiet --no-progress --db "$tmp/mem2.db")
-[ -n "$kb" ] && [ "$kb" -lt 80000 ] && ok || bad "20,000 requests with step rows took $kb KiB, over 80 MB"
-[ "$(q "$tmp/mem2.db" "SELECT count(*) = (SELECT num_steps FROM summary) FROM steps")" = 1 ] && ok ||
-    bad "the streamed step rows are not all in the database"
-echo "db: peak memory: 200,000 requests without step rows, 20,000 with: within bounds" >&2
+# a run's memory does not grow with its length: a million requests (served as they come, with and
+# without their database) peak within 1.3 times what a hundred thousand do
+light=(--rps 20 --lengths fixed:64,32 --gen-len 32 --cost roofline --quiet --no-progress)
+for db in none steps; do
+    args=("${light[@]}")
+    [ $db = steps ] && args+=(--db "$tmp/mem.db") && rm -f "$tmp/mem.db"
+    k1=$(peak_kb sim --requests 100000 "${args[@]}")
+    [ $db = steps ] && rm -f "$tmp/mem.db"
+    k2=$(peak_kb sim --requests 1000000 "${args[@]}")
+    awk -v a="$k1" -v b="$k2" 'BEGIN { exit !(a > 0 && b > 0 && b <= 1.3 * a) }' && ok ||
+        bad "peak memory (database: $db) at 1,000,000 requests $k2 KiB against $k1 KiB at 100,000: more than 1.3 times"
+    echo "db: peak memory (database: $db): $k1 KiB at 100,000 requests, $k2 KiB at 1,000,000" >&2
+done
+[ "$(q "$tmp/mem.db" "SELECT (SELECT count(*) FROM requests) = 1000000 AND count(*) = (SELECT num_steps FROM summary) FROM steps")" = 1 ] &&
+    ok || bad "the streamed request and step rows are not all in the database"
 finish

@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <gsl/gsl_rng.h>
 
 #include "util.h"
 
@@ -102,6 +103,26 @@ static inline double trace_years(double ns) { return ns * 1e-9 / (365.25 * 86400
  * where an arrival would fall past TRACE_MAX_NS. */
 int trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag, const struct length_gen *lg,
                    uint64_t seed, struct ts_err *err);
+/* Requests one at a time: a trace's in order, or generated as trace_generate makes them (the same
+ * requests from the same seed), each drawn when asked, so that a run of any length holds none it
+ * has not reached. The generator's length source (lg->src) must outlive it. */
+struct pct_draw;
+struct trace_stream {
+    const struct trace *t;     /* served in order; NULL: generated */
+    int64_t i, n;              /* the next request's index; how many the stream gives */
+    struct arrival_gen ag;
+    struct length_gen lg;
+    gsl_rng *rl, *ra;          /* the lengths' and the arrivals' random streams */
+    struct pct_draw *pd;       /* quantile lengths: their inverse CDFs */
+    double now_s;              /* the last arrival drawn */
+};
+void trace_stream_of(struct trace_stream *st, const struct trace *t);
+void trace_stream_gen(struct trace_stream *st, int64_t n, const struct arrival_gen *ag, const struct length_gen *lg,
+                      uint64_t seed);
+/* The next request into *out: 1, or 0 when the stream has given all it has; -1 with err where a
+ * generated arrival would fall past TRACE_MAX_NS. */
+int trace_stream_next(struct trace_stream *st, struct trace_req *out, struct ts_err *err);
+void trace_stream_free(struct trace_stream *st); /* safe on a zeroed struct */
 /* Gives a trace without times arrival times from the generator (stream `seed`); fails where one
  * would fall past TRACE_MAX_NS. */
 int trace_assign_arrivals(struct trace *t, const struct arrival_gen *ag, uint64_t seed, struct ts_err *err);

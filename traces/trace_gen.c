@@ -235,60 +235,79 @@ static void pct_draw_init(struct pct_draw *d, const struct length_gen *lg)
     }
 }
 
-int trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag, const struct length_gen *lg,
-                   uint64_t seed, struct ts_err *err)
+void trace_stream_of(struct trace_stream *st, const struct trace *t)
 {
-    memset(out, 0, sizeof *out);
-    out->format = TRACE_TESSERA;
-    out->has_times = true;
-    gsl_rng *rl = rng_for(seed * 2 + 1);
-    struct pct_draw pd = {0};
-    if (lg->kind == LENGTH_QUANTILE)
-        pct_draw_init(&pd, lg);
-    for (int64_t i = 0; i < n; i++) {
-        int32_t p, o;
-        switch (lg->kind) {
-        case LENGTH_FIXED:
-            p = lg->prompt;
-            o = lg->output;
-            break;
-        case LENGTH_LOGNORMAL: {
-            double dp = lg->normal_p ? lg->mu_p + gsl_ran_gaussian(rl, lg->sigma_p)
-                                     : gsl_ran_lognormal(rl, lg->mu_p, lg->sigma_p);
-            double d_o = gsl_ran_lognormal(rl, lg->mu_o, lg->sigma_o);
-            if (lg->cap_p > 0 && dp > lg->cap_p)
-                dp = lg->cap_p;
-            if (lg->cap_o > 0 && d_o > lg->cap_o)
-                d_o = lg->cap_o;
-            p = clip_len(dp, 1, lg->max_prompt);
-            o = clip_len(d_o, 1, lg->max_output);
-            break;
-        }
-        case LENGTH_QUANTILE:
-            p = clip_len(gsl_interp_eval(pd.ip, pd.x, lg->pct_p, gsl_rng_uniform(rl), NULL), 1,
-                         lg->max_prompt);
-            o = clip_len(pd.io ? gsl_interp_eval(pd.io, pd.x, lg->pct_o, gsl_rng_uniform(rl), NULL)
-                               : lg->output, 1, lg->max_output);
-            break;
-        default: {
-            TS_ASSERT(lg->src && lg->src->n > 0);
-            const struct trace_req *s = &lg->src->reqs[gsl_rng_uniform_int(rl, (unsigned long)lg->src->n)];
-            p = clip_len(s->prompt, 0, lg->max_prompt);
-            o = clip_len(s->output, 0, lg->max_output);
-        }
-        }
-        trace_push(out, 0, p, o);
+    memset(st, 0, sizeof *st);
+    st->t = t;
+    st->n = t->n;
+}
+
+void trace_stream_gen(struct trace_stream *st, int64_t n, const struct arrival_gen *ag, const struct length_gen *lg,
+                      uint64_t seed)
+{
+    memset(st, 0, sizeof *st);
+    st->n = n;
+    st->ag = *ag;
+    st->lg = *lg;
+    st->rl = rng_for(seed * 2 + 1);
+    st->ra = rng_for(seed * 2);
+    if (lg->kind == LENGTH_QUANTILE) {
+        st->pd = xcalloc(1, sizeof *st->pd);
+        pct_draw_init(st->pd, lg);
     }
-    if (pd.ip)
-        gsl_interp_free(pd.ip);
-    if (pd.io)
-        gsl_interp_free(pd.io);
-    gsl_rng_free(rl);
-    if (trace_assign_arrivals(out, ag, seed, err)) {
-        trace_free(out);
-        return -1;
+}
+
+void trace_stream_free(struct trace_stream *st)
+{
+    if (st->pd) {
+        if (st->pd->ip)
+            gsl_interp_free(st->pd->ip);
+        if (st->pd->io)
+            gsl_interp_free(st->pd->io);
+        free(st->pd);
     }
-    return 0;
+    if (st->rl)
+        gsl_rng_free(st->rl);
+    if (st->ra)
+        gsl_rng_free(st->ra);
+    memset(st, 0, sizeof *st);
+}
+
+/* The next generated request's lengths, drawn from the lengths' stream. */
+static void draw_lengths(struct trace_stream *st, int32_t *p, int32_t *o)
+{
+    const struct length_gen *lg = &st->lg;
+    gsl_rng *rl = st->rl;
+    switch (lg->kind) {
+    case LENGTH_FIXED:
+        *p = lg->prompt;
+        *o = lg->output;
+        break;
+    case LENGTH_LOGNORMAL: {
+        double dp = lg->normal_p ? lg->mu_p + gsl_ran_gaussian(rl, lg->sigma_p)
+                                 : gsl_ran_lognormal(rl, lg->mu_p, lg->sigma_p);
+        double d_o = gsl_ran_lognormal(rl, lg->mu_o, lg->sigma_o);
+        if (lg->cap_p > 0 && dp > lg->cap_p)
+            dp = lg->cap_p;
+        if (lg->cap_o > 0 && d_o > lg->cap_o)
+            d_o = lg->cap_o;
+        *p = clip_len(dp, 1, lg->max_prompt);
+        *o = clip_len(d_o, 1, lg->max_output);
+        break;
+    }
+    case LENGTH_QUANTILE:
+        *p = clip_len(gsl_interp_eval(st->pd->ip, st->pd->x, lg->pct_p, gsl_rng_uniform(rl), NULL), 1,
+                      lg->max_prompt);
+        *o = clip_len(st->pd->io ? gsl_interp_eval(st->pd->io, st->pd->x, lg->pct_o, gsl_rng_uniform(rl), NULL)
+                                 : lg->output, 1, lg->max_output);
+        break;
+    default: {
+        TS_ASSERT(lg->src && lg->src->n > 0);
+        const struct trace_req *s = &lg->src->reqs[gsl_rng_uniform_int(rl, (unsigned long)lg->src->n)];
+        *p = clip_len(s->prompt, 0, lg->max_prompt);
+        *o = clip_len(s->output, 0, lg->max_output);
+    }
+    }
 }
 
 /* The refusal of an arrival past TRACE_MAX_NS: request i at at_ns. */
@@ -298,6 +317,42 @@ static int too_late(int64_t i, double at_ns, double rps, struct ts_err *err)
                    "years a trace's clock holds (int64 nanoseconds, with room for the simulation); raise "
                    "--rps or lower --requests", rps, (long long)i + 1, trace_years(at_ns),
                    trace_years((double)TRACE_MAX_NS));
+}
+
+int trace_stream_next(struct trace_stream *st, struct trace_req *out, struct ts_err *err)
+{
+    if (st->i >= st->n)
+        return 0;
+    if (st->t) {
+        *out = st->t->reqs[st->i++];
+        return 1;
+    }
+    draw_lengths(st, &out->prompt, &out->output);
+    if (st->i > 0)
+        st->now_s += next_gap_s(&st->ag, st->ra);
+    if (!(st->now_s * 1e9 <= (double)TRACE_MAX_NS))
+        return too_late(st->i, st->now_s * 1e9, st->ag.rps, err);
+    out->arrival_ns = llround(st->now_s * 1e9);
+    st->i++;
+    return 1;
+}
+
+int trace_generate(struct trace *out, int64_t n, const struct arrival_gen *ag, const struct length_gen *lg,
+                   uint64_t seed, struct ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->format = TRACE_TESSERA;
+    out->has_times = true;
+    struct trace_stream st;
+    trace_stream_gen(&st, n, ag, lg, seed);
+    struct trace_req r;
+    int rc;
+    while ((rc = trace_stream_next(&st, &r, err)) == 1)
+        trace_push(out, r.arrival_ns, r.prompt, r.output);
+    trace_stream_free(&st);
+    if (rc < 0)
+        trace_free(out);
+    return rc < 0 ? -1 : 0;
 }
 
 int trace_assign_arrivals(struct trace *t, const struct arrival_gen *ag, uint64_t seed, struct ts_err *err)

@@ -1,0 +1,281 @@
+/*
+ * sim_requests.c: the requests' life outside the schedulers. They come from the workload's stream one
+ * at a time, each when the one before it arrives, and live in chunks of SIM_REQ_CHUNK by id. When one
+ * is done (finished or rejected) it is recorded: folded into the run's statistics, its latency and its
+ * database row spilled to unnamed temporary files, and its chunk freed once every request of the chunk
+ * is recorded. A run of any length so holds the requests it has in flight, not the ones it has served.
+ *
+ * The latency percentiles are exact: the spilled latencies (integer nanoseconds) are selected by
+ * rank, 16 bits at a time from the top (a radix select over the file, 65,536 counters), and
+ * interpolated between neighbouring ranks as gsl_stats_quantile_from_sorted_data does.
+ */
+#include "sim_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- a request's shape from its trace row ------------------------------------------------ */
+
+/* The request's P, G and C as the run gives them (--gen-len, --max-new-tokens, --clip-prompt). */
+static void req_shape(const struct sim *s, const struct trace_req *tr, int32_t *P, int32_t *G, int32_t *C)
+{
+    const struct sim_config *c = &s->cfg;
+    int32_t g = c->gen_len;
+    if (g == 0) { /* the trace's own output length, rounded up to whole blocks, at most
+                   * --max-new-tokens rounded down to whole blocks */
+        g = (TS_MAX(tr->output, 1) + c->block_size - 1) / c->block_size * c->block_size;
+        if (c->max_new_tokens > 0)
+            g = TS_MIN(g, c->max_new_tokens / c->block_size * c->block_size);
+    }
+    *P = tr->prompt;
+    if (c->clip_prompt && *P + g > s->model.max_pos)
+        *P = TS_MAX(s->model.max_pos - g, 0);
+    *G = g;
+    *C = TS_MIN(tr->output, g);
+}
+
+static void req_init(struct sim *s, struct request *r, int64_t id, const struct trace_req *tr)
+{
+    const struct sim_config *c = &s->cfg;
+    memset(r, 0, sizeof *r);
+    r->id = (int32_t)id;
+    r->arrival_ns = tr->arrival_ns;
+    req_shape(s, tr, &r->P, &r->G, &r->C);
+    r->P_orig = r->P;
+    r->G_orig = r->G;
+    r->admitted_ns = r->first_block_ns = r->finish_ns = -1;
+    policy_req_init(r, &s->pcfg);
+    r->seed = ts_mix64(c->seed ^ ts_mix64((uint64_t)id + 1) ^ 0x9e3779b97f4a7c15ull);
+    if (decode_needs_rng(&s->dm)) {
+        r->rng = gsl_rng_alloc(gsl_rng_taus2);
+        gsl_rng_set(r->rng, (unsigned long)ts_mix64(c->seed ^ ts_mix64((uint64_t)id + 1)));
+    }
+}
+
+/* --- the stream ---------------------------------------------------------------------------- */
+
+int sim_requests_open(struct sim *s, struct ts_err *err)
+{
+    /* a first pass over a second copy of the stream: its count, the longest request within the
+     * model's positions (the static scheduler sizes its batch for it), and any arrival the clock
+     * cannot hold, refused now rather than mid-run */
+    struct trace_stream pre = s->stream;
+    if (!pre.t) /* a generated stream: its own random streams, from the same seeds */
+        trace_stream_gen(&pre, s->stream.n, &s->stream.ag, &s->stream.lg, s->cfg.seed);
+    struct trace_req tr;
+    int rc;
+    int64_t n = 0;
+    while ((rc = trace_stream_next(&pre, &tr, err)) == 1) {
+        int32_t P, G, C;
+        req_shape(s, &tr, &P, &G, &C);
+        if (P + G <= s->model.max_pos)
+            s->wl_L_max = TS_MAX(s->wl_L_max, P + G), s->wl_G_max = TS_MAX(s->wl_G_max, G);
+        n++;
+    }
+    if (!pre.t)
+        trace_stream_free(&pre);
+    if (rc < 0)
+        return -1;
+    s->num_reqs = n;
+    s->num_chunks = (n + SIM_REQ_CHUNK - 1) / SIM_REQ_CHUNK;
+    s->chunks = xcalloc((size_t)TS_MAX(s->num_chunks, 1), sizeof *s->chunks);
+    s->chunk_left = xcalloc((size_t)TS_MAX(s->num_chunks, 1), sizeof *s->chunk_left);
+    for (int64_t k = 0; k < s->num_chunks; k++)
+        s->chunk_left[k] = (int32_t)TS_MIN(SIM_REQ_CHUNK, n - k * SIM_REQ_CHUNK);
+    s->lat_spill = tmpfile();
+    s->req_spill = tmpfile();
+    if (!s->lat_spill || !s->req_spill)
+        return ts_fail(err, "cannot make the temporary files finished requests spill into: %s", strerror(errno));
+    s->lat_min_ns = INT64_MAX;
+    s->lat_st = gsl_rstat_alloc(), s->ttfb_st = gsl_rstat_alloc(), s->queue_st = gsl_rstat_alloc();
+    sim_requests_pull(s);
+    return 0;
+}
+
+void sim_requests_pull(struct sim *s)
+{
+    struct trace_req tr;
+    struct ts_err err;
+    const int rc = trace_stream_next(&s->stream, &tr, &err);
+    TS_ASSERTF(rc >= 0, "the workload's stream failed where its first pass did not: %s", err.msg);
+    if (rc == 0)
+        return;
+    const int64_t id = s->num_arrived++, k = id / SIM_REQ_CHUNK;
+    TS_ASSERT(k < s->num_chunks);
+    if (!s->chunks[k])
+        s->chunks[k] = xmalloc(sizeof *s->chunks[k] * (size_t)s->chunk_left[k]);
+    req_init(s, &s->chunks[k][id % SIM_REQ_CHUNK], id, &tr);
+    evq_push(&s->evq, tr.arrival_ns, EV_ARRIVAL, (int32_t)id);
+}
+
+/* --- recording ------------------------------------------------------------------------------ */
+
+/* The index of a reject reason in the run's table (added where new; the reasons are the schedulers'
+ * literals, a handful a run). */
+static int reason_index(struct sim *s, const char *why)
+{
+    for (int i = 0; i < s->num_reasons; i++)
+        if (strcmp(s->reasons[i], why) == 0)
+            return i;
+    TS_ASSERTF(s->num_reasons < SIM_MAX_REASONS, "more than %d distinct reject reasons", SIM_MAX_REASONS);
+    s->reasons[s->num_reasons] = why;
+    return s->num_reasons++;
+}
+
+static void spill_failed(struct sim *s)
+{
+    if (!s->failed)
+        ts_fail(&s->run_err, "cannot spill the finished requests to a temporary file: %s", strerror(errno));
+    s->failed = true;
+}
+
+void sim_record(struct sim *s, struct request *r)
+{
+    TS_ASSERT(r->state == REQ_FINISHED || r->state == REQ_REJECTED);
+    int reason = -1;
+    if (r->state == REQ_REJECTED) {
+        reason = reason_index(s, r->reject_reason);
+        s->reason_n[reason]++;
+    } else {
+        const int64_t ns = r->finish_ns - r->arrival_ns;
+        gsl_rstat_add((double)ns * 1e-9, s->lat_st);
+        gsl_rstat_add((double)(r->first_block_ns - r->arrival_ns) * 1e-9, s->ttfb_st);
+        gsl_rstat_add((double)(r->admitted_ns - r->arrival_ns) * 1e-9, s->queue_st);
+        s->lat_min_ns = TS_MIN(s->lat_min_ns, ns);
+        s->lat_max_ns = TS_MAX(s->lat_max_ns, ns);
+        s->sum.tokens_decoded += r->decoded_total;
+        s->sum.content_tokens += r->C;
+        s->sum.makespan_ns = TS_MAX(s->sum.makespan_ns, r->finish_ns);
+        if (fwrite(&ns, sizeof ns, 1, s->lat_spill) != 1)
+            spill_failed(s);
+    }
+    const int64_t row[SIM_REQ_ROW] = {r->id,     r->arrival_ns, r->admitted_ns, r->first_block_ns, r->finish_ns,
+                                      r->P_orig, r->G_orig,     r->C,           r->steps,          r->preemptions,
+                                      r->state,  reason};
+    if (db_spill_write(s->req_spill, row, SIM_REQ_ROW))
+        spill_failed(s);
+    if (s->sched->forget)
+        s->sched->forget(s, r);
+    const int64_t k = r->id / SIM_REQ_CHUNK;
+    if (--s->chunk_left[k] > 0 || s->keep_requests)
+        return;
+    for (int32_t i = 0; i < TS_MIN(SIM_REQ_CHUNK, s->num_reqs - k * SIM_REQ_CHUNK); i++)
+        if (s->chunks[k][i].rng)
+            gsl_rng_free(s->chunks[k][i].rng);
+    free(s->chunks[k]);
+    s->chunks[k] = NULL;
+}
+
+void sim_keep_requests(struct sim *s) { s->keep_requests = true; }
+
+void sim_reject_reasons(const struct sim *s, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < s->num_reasons; i++)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%lld: %s", i ? "; " : "", (long long)s->reason_n[i],
+                 s->reasons[i]);
+}
+
+/* --- the statistics ------------------------------------------------------------------------- */
+
+/* The spilled latency of rank `rank` (0-based, ascending) of the n in f: a radix select, 16 bits a
+ * pass from the highest 16-bit digit any latency has (max_ns's); -1 on a read error. */
+static int lat_at_rank(FILE *f, int64_t n, int64_t rank, int64_t max_ns, int64_t *out)
+{
+    enum { BITS = 16, BUCKETS = 1 << BITS };
+    int64_t *count = xmalloc(sizeof *count * BUCKETS);
+    int shift = 0;
+    while (shift + BITS < 63 && (max_ns >> (shift + BITS)) > 0)
+        shift += BITS;
+    uint64_t prefix = 0; /* the answer's bits above shift: those of the digits chosen so far */
+    int rc = 0;
+    for (;;) {
+        memset(count, 0, sizeof *count * BUCKETS);
+        rewind(f);
+        int64_t v[512], seen = 0;
+        size_t got;
+        while ((got = fread(v, sizeof v[0], TS_ARRAY_LEN(v), f)) > 0) {
+            for (size_t i = 0; i < got; i++)
+                if (shift + BITS >= 64 || ((uint64_t)v[i] >> (shift + BITS)) == prefix)
+                    count[((uint64_t)v[i] >> shift) & (BUCKETS - 1)]++;
+            seen += (int64_t)got;
+        }
+        if (ferror(f) || seen != n) {
+            rc = -1;
+            break;
+        }
+        int64_t b = 0;
+        while (b < BUCKETS - 1 && rank >= count[b])
+            rank -= count[b++];
+        prefix = (prefix << BITS) | (uint64_t)b;
+        if (shift == 0)
+            break;
+        shift -= BITS;
+    }
+    free(count);
+    *out = (int64_t)prefix;
+    return rc;
+}
+
+/* The latency quantile f of the spilled n, as gsl_stats_quantile_from_sorted_data gives it from the
+ * sorted latencies in seconds. */
+static int lat_quantile(const struct sim *s, double f, double *out)
+{
+    const int64_t n = (int64_t)gsl_rstat_n(s->lat_st);
+    const double index = f * (double)(n - 1);
+    const int64_t lhs = (int64_t)index;
+    const double delta = index - (double)lhs;
+    int64_t a, b = 0;
+    if (lat_at_rank(s->lat_spill, n, lhs, s->lat_max_ns, &a) ||
+        (lhs < n - 1 && delta != 0 && lat_at_rank(s->lat_spill, n, lhs + 1, s->lat_max_ns, &b)))
+        return -1;
+    const double x = (double)a * 1e-9;
+    *out = lhs < n - 1 && delta != 0 ? (1 - delta) * x + delta * ((double)b * 1e-9) : x;
+    return 0;
+}
+
+void sim_requests_summary(struct sim *s)
+{
+    struct sim_summary *m = &s->sum;
+    m->num_finished = (int64_t)gsl_rstat_n(s->lat_st);
+    if (m->num_finished == 0)
+        return;
+    m->lat_mean_s = gsl_rstat_mean(s->lat_st);
+    m->lat_std_s = m->num_finished > 1 ? gsl_rstat_sd(s->lat_st) : 0;
+    m->lat_span_s = (double)s->lat_max_ns * 1e-9 - (double)s->lat_min_ns * 1e-9;
+    m->ttfb_mean_s = gsl_rstat_mean(s->ttfb_st);
+    m->queue_mean_s = gsl_rstat_mean(s->queue_st);
+    if (fflush(s->lat_spill) || lat_quantile(s, 0.50, &m->lat_p50_s) || lat_quantile(s, 0.90, &m->lat_p90_s) ||
+        lat_quantile(s, 0.99, &m->lat_p99_s))
+        spill_failed(s);
+}
+
+void sim_requests_free(struct sim *s)
+{
+    for (int64_t k = 0; k < s->num_chunks; k++) {
+        if (!s->chunks[k])
+            continue;
+        const int64_t arrived = TS_MIN(SIM_REQ_CHUNK, s->num_arrived - k * SIM_REQ_CHUNK);
+        for (int64_t i = 0; i < arrived; i++) {
+            struct request *r = &s->chunks[k][i];
+            if (r->state != REQ_FINISHED && r->state != REQ_REJECTED && s->sched && s->sched->forget)
+                s->sched->forget(s, r);
+            if (r->rng)
+                gsl_rng_free(r->rng);
+        }
+        free(s->chunks[k]);
+    }
+    free(s->chunks);
+    free(s->chunk_left);
+    if (s->lat_spill)
+        fclose(s->lat_spill);
+    gsl_rstat_workspace *st[] = {s->lat_st, s->ttfb_st, s->queue_st};
+    for (size_t i = 0; i < TS_ARRAY_LEN(st); i++)
+        if (st[i])
+            gsl_rstat_free(st[i]);
+    if (s->req_spill)
+        fclose(s->req_spill);
+    trace_stream_free(&s->stream);
+}
