@@ -300,12 +300,45 @@ static void write_csv_step(FILE *cf, int64_t step, const struct step_desc *sd, d
     fputc('\n', cf);
 }
 
+/* The knobs of a run recorded before its steps carried them, from its configuration. */
+static int derived_knobs(const json_t *cfg, const struct model_cfg *m, int64_t v[STEP_KNOBS], struct ts_err *err)
+{
+    struct step_desc sd;
+    step_desc_init(&sd);
+    if (policy_knobs_from_config(cfg, m, &sd, err))
+        return -1;
+    sd.logit_chunk_rows = (int32_t)json_integer_value(json_object_get(cfg, "max_num_logits"));
+    step_knobs_get(&sd, v);
+    return 0;
+}
+
+/* The recorded steps (db_steps_prepare), read alongside the replayed ones: on a row, at the end. */
+struct knob_cursor {
+    sqlite3_stmt *q;
+    bool row, done;
+};
+
+/* sd's knobs for step `step`: as the run recorded them, where it did, else derived's */
+static void recorded_knobs(struct knob_cursor *kc, int64_t step, const int64_t derived[STEP_KNOBS], struct step_desc *sd)
+{
+    for (;;) {
+        if (!kc->row && !kc->done)
+            kc->done = !(kc->row = sqlite3_step(kc->q) == SQLITE_ROW);
+        if (!kc->row || sqlite3_column_int64(kc->q, 0) >= step)
+            break;
+        kc->row = false;
+    }
+    step_knobs_set(sd, derived);
+    if (kc->row && sqlite3_column_int64(kc->q, 0) == step)
+        db_step_knobs(kc->q, sd);
+}
+
 static int cmd_eval(const char *dbpath, const char *calib_path, const char *host_path, bool extrapolate,
                     const char *clock, const char *csv)
 {
     FILE *cf = NULL;
     sqlite3 *db = NULL;
-    sqlite3_stmt *q = NULL, *sq = NULL, *oq = NULL;
+    sqlite3_stmt *q = NULL, *sq = NULL, *oq = NULL, *kq = NULL;
     struct calib *cal = NULL;
     struct ts_err err;
     struct step_desc sd;
@@ -331,13 +364,13 @@ static int cmd_eval(const char *dbpath, const char *calib_path, const char *host
     const char *model = cfg ? json_string_value(json_object_get(cfg, "model")) : NULL;
     const char *gpu = cfg ? json_string_value(json_object_get(cfg, "gpu")) : NULL;
     const char *impl = cfg ? json_string_value(json_object_get(cfg, "impl")) : NULL;
-    int chunk = cfg ? (int)json_integer_value(json_object_get(cfg, "max_num_logits")) : 0;
+
     int bad = !model || !gpu || !impl || model_resolve(model, &ctx.model, &err) ||
               gpu_lookup(gt, gpu, &ctx.gpu, &err) || impl_resolve(impl, &ctx.impl, &err);
     gpu_table_destroy(gt);
-    /* the run's attention: block-causal where the engine replayed it so */
+    int64_t derived[STEP_KNOBS];
     if (!bad)
-        bad = policy_knobs_from_config(cfg, &ctx.model, &sd, &err);
+        bad = derived_knobs(cfg, &ctx.model, derived, &err);
     char path[CFG_PATH + 256];
     if (!bad)
         bad = load_for(&ctx, calib_path, host_path, path, sizeof path, &cal, &err);
@@ -354,11 +387,13 @@ static int cmd_eval(const char *dbpath, const char *calib_path, const char *host
         goto done;
     if (sqlite3_prepare_v2(db, "SELECT step_id, measured_ns, predicted_ns FROM engine_steps WHERE run_id = ? "
                                "ORDER BY step_id", -1, &q, NULL) != SQLITE_OK ||
-        db_segments_prepare(db, &sq) != SQLITE_OK) {
+        db_segments_prepare(db, &sq) != SQLITE_OK || db_steps_prepare(db, &kq) != SQLITE_OK) {
         fprintf(stderr, "tessera calib eval: %s: %s\n", dbpath, sqlite3_errmsg(db));
         goto done;
     }
     sqlite3_bind_int64(q, 1, run);
+    sqlite3_bind_int64(kq, 1, run);
+    struct knob_cursor kc = {kq, false, false};
     /* per-op measurements, where the replay took them */
     if (sqlite3_prepare_v2(db, "SELECT op, ms FROM engine_step_ops WHERE run_id = ? AND step_id = ?", -1, &oq,
                            NULL) != SQLITE_OK) {
@@ -379,7 +414,7 @@ static int cmd_eval(const char *dbpath, const char *calib_path, const char *host
     while (sqlite3_step(q) == SQLITE_ROW) {
         int64_t step = sqlite3_column_int64(q, 0);
         double meas = (double)sqlite3_column_int64(q, 1) * 1e-9;
-        sd.logit_chunk_rows = chunk;
+        recorded_knobs(&kc, step, derived, &sd);
         if (db_read_step(sq, run, step, &sd, &err)) {
             fprintf(stderr, "tessera calib eval: %s: %s\n", dbpath, err.msg);
             goto done;
@@ -408,6 +443,7 @@ done:
         fclose(cf);
     sqlite3_finalize(q);
     sqlite3_finalize(sq);
+    sqlite3_finalize(kq);
     sqlite3_finalize(oq);
     sqlite3_close(db);
     calib_free(cal);

@@ -53,7 +53,7 @@ static const char *const schema =
     " start_ns INTEGER, duration_ns INTEGER, num_segs INTEGER, q_tokens INTEGER, kv_tokens INTEGER,"
     " kv_write_tokens INTEGER, logit_rows INTEGER, decoded INTEGER, num_full INTEGER,"
     " num_refresh INTEGER, num_reuse INTEGER, num_prefill INTEGER, num_block INTEGER,"
-    " act_peak_bytes INTEGER, kv_in_use_bytes INTEGER, logit_chunk_rows INTEGER, ffn_chunks INTEGER);"
+    " act_peak_bytes INTEGER, kv_in_use_bytes INTEGER@KNOBS);" /* and a column a step knob (step_knobs) */
     "CREATE TABLE IF NOT EXISTS segment_runs(run_id INTEGER, req_id INTEGER,"
     " first_step INTEGER, last_step INTEGER, phase TEXT, q INTEGER, kv INTEGER, kv_write INTEGER,"
     " logit_rows INTEGER, decoded INTEGER, padding INTEGER, keep INTEGER, score_rows INTEGER,"
@@ -77,16 +77,31 @@ static const char *const schema =
  * (segment_runs). A run thus writes a row per change rather than per step. The views expand them
  * (a step's start is its run's plus the durations before it); they are made after the upgrade,
  * which turns an older database's tables of these names into runs of one step. */
-static const char *const step_cols = "num_segs, q_tokens, kv_tokens, kv_write_tokens, logit_rows, decoded, num_full, "
-                                     "num_refresh, num_reuse, num_prefill, num_block, act_peak_bytes, kv_in_use_bytes, "
-                                     "logit_chunk_rows, ffn_chunks";
+static const char *const step_totals_cols = "num_segs, q_tokens, kv_tokens, kv_write_tokens, logit_rows, decoded, "
+                                            "num_full, num_refresh, num_reuse, num_prefill, num_block, act_peak_bytes, "
+                                            "kv_in_use_bytes";
+
+/* The step rows' columns but run_id, step_id, start_ns and duration_ns: the totals and memory, then
+ * every step knob by its name in step_knobs */
+static const char *step_cols_list(void)
+{
+    static char buf[512];
+    if (!buf[0]) {
+        size_t n = (size_t)snprintf(buf, sizeof buf, "%s", step_totals_cols);
+        for (int i = 0; i < STEP_KNOBS; i++)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, ", %s", step_knobs[i].name);
+        TS_ASSERT(n < sizeof buf);
+    }
+    return buf;
+}
+#define step_cols step_cols_list()
 static const char *const seg_cols = "req_id, phase, q, kv, kv_write, logit_rows, decoded, padding, keep, score_rows, "
                                     "q_front, kv_front, kv_write_front, probe, carry, picked";
 
 /* The views in database `name`, into buf. */
 static void views_sql(const char *name, char *buf, size_t len)
 {
-    snprintf(buf, len,
+    const int n = snprintf(buf, len,
              "CREATE VIEW IF NOT EXISTS %s.steps AS WITH RECURSIVE x(run_id, step_id, last_step, start_ns, duration_ns, "
              "%s) AS (SELECT run_id, first_step, last_step, start_ns, duration_ns, %s FROM step_runs UNION ALL SELECT "
              "run_id, step_id + 1, last_step, start_ns + duration_ns, duration_ns, %s FROM x WHERE step_id < last_step) "
@@ -95,6 +110,7 @@ static void views_sql(const char *name, char *buf, size_t len)
              "run_id, first_step, last_step, %s FROM segment_runs UNION ALL SELECT run_id, step_id + 1, last_step, %s "
              "FROM x WHERE step_id < last_step) SELECT run_id, step_id, %s FROM x;",
              name, step_cols, step_cols, step_cols, step_cols, name, seg_cols, seg_cols, seg_cols, seg_cols);
+    TS_ASSERT(n > 0 && (size_t)n < len);
 }
 
 /* Columns later versions added to a table: a database written before them gets them (their rows
@@ -140,7 +156,7 @@ static int is_table(sqlite3 *db, const char *name, const char *what, bool *out)
  * segment rows turned into runs of one step each, and the views over the runs. */
 static int db_upgrade(sqlite3 *db, const char *name)
 {
-    char sql[4096];
+    char sql[8192];
     bool old_steps, old_segs;
     if (is_table(db, name, "steps", &old_steps) || is_table(db, name, "segments", &old_segs))
         return -1;
@@ -158,10 +174,29 @@ static int db_upgrade(sqlite3 *db, const char *name)
         if (!have && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
             return -1;
     }
-    if (old_steps) {
+    /* step knobs a database's step runs do not record yet: NULL in its older rows (not recorded; a
+     * replay derives them from the run's configuration), and the steps view made again with them */
+    for (int i = 0; i < STEP_KNOBS && !old_steps; i++) {
+        const int have = has_column(db, name, "step_runs", step_knobs[i].name);
+        if (have < 0)
+            return -1;
+        snprintf(sql, sizeof sql, "ALTER TABLE %s.step_runs ADD COLUMN %s INTEGER; DROP VIEW IF EXISTS %s.steps;", name,
+                 step_knobs[i].name, name);
+        if (!have && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+            return -1;
+    }
+    if (old_steps) { /* a table of steps: its knob columns where it has them, NULL for the others */
+        char cols[1024];
+        size_t n = (size_t)snprintf(cols, sizeof cols, "%s", step_totals_cols);
+        for (int i = 0; i < STEP_KNOBS; i++) {
+            const int have = has_column(db, name, "steps", step_knobs[i].name);
+            if (have < 0)
+                return -1;
+            n += (size_t)snprintf(cols + n, sizeof cols - n, ", %s", have ? step_knobs[i].name : "NULL");
+        }
         snprintf(sql, sizeof sql, "INSERT INTO %s.step_runs SELECT run_id, step_id, step_id, start_ns, duration_ns, %s "
                                   "FROM %s.steps ORDER BY run_id, step_id; DROP TABLE %s.steps;",
-                 name, step_cols, name, name);
+                 name, cols, name, name);
         if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
             return -1;
     }
@@ -179,12 +214,16 @@ static int db_upgrade(sqlite3 *db, const char *name)
 /* The schema with every table in the attached database `name`. Caller frees. */
 static char *schema_in(const char *name)
 {
-    static const char create[] = "CREATE TABLE IF NOT EXISTS ";
-    char *out = xmalloc(strlen(schema) + 64 * (strlen(name) + 1) + 1), *o = out;
+    static const char create[] = "CREATE TABLE IF NOT EXISTS ", knobs[] = "@KNOBS";
+    char *out = xmalloc(strlen(schema) + 64 * (strlen(name) + 1) + 64 * STEP_KNOBS + 1), *o = out;
     for (const char *p = schema; *p;) {
         if (strncmp(p, create, sizeof create - 1) == 0) {
             o += sprintf(o, "%s%s.", create, name);
             p += sizeof create - 1;
+        } else if (strncmp(p, knobs, sizeof knobs - 1) == 0) { /* step_runs' knob columns */
+            for (int i = 0; i < STEP_KNOBS; i++)
+                o += sprintf(o, ", %s INTEGER", step_knobs[i].name);
+            p += sizeof knobs - 1;
         } else {
             *o++ = *p++;
         }
@@ -513,8 +552,9 @@ static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
  * (through last), not yet written. */
 /* The columns of a row of step_runs (run_id, first_step, last_step, start_ns, duration_ns and
  * step_cols) and of segment_runs (run_id, first_step, last_step and seg_cols). */
-#define STEP_RUN_COLS 20
+#define STEP_RUN_COLS (18 + STEP_KNOBS)
 #define SEG_RUN_COLS 19
+#define RUN_COLS_MAX (STEP_RUN_COLS > SEG_RUN_COLS ? STEP_RUN_COLS : SEG_RUN_COLS)
 
 struct seg_run {
     struct segment g;
@@ -609,9 +649,9 @@ static bool same_shape(const struct segment *a, const struct segment *b)
  * zigzag LEB128 varint (most are small or 0: a fifth of their fixed size). */
 int db_spill_write(FILE *f, const int64_t *v, int n)
 {
-    unsigned char buf[SEG_RUN_COLS * 10];
+    unsigned char buf[RUN_COLS_MAX * 10];
     size_t len = 0;
-    TS_ASSERT(n <= SEG_RUN_COLS);
+    TS_ASSERT(n <= RUN_COLS_MAX);
     for (int k = 0; k < n; k++) {
         uint64_t z = ((uint64_t)v[k] << 1) ^ (uint64_t)(v[k] >> 63);
         do {
@@ -706,11 +746,12 @@ static int step_run_write(struct writer *w, struct seg_runs *rs)
  * that run's last step ended, or writes that run and opens another. */
 static int step_add(struct writer *w, struct seg_runs *rs, const struct step_rec *p, int64_t step_id)
 {
-    const int64_t v[] = {0, step_id, step_id, p->start_ns, p->duration_ns, p->tot.num_segs, p->tot.q_tokens,
-                         p->tot.kv_tokens, p->tot.kv_write_tokens, p->tot.logit_rows, p->tot.decoded,
-                         p->tot.by_phase[PHASE_FULL], p->tot.by_phase[PHASE_REFRESH], p->tot.by_phase[PHASE_REUSE],
-                         p->tot.by_phase[PHASE_PREFILL], p->tot.by_phase[PHASE_BLOCK], p->act_peak_bytes,
-                         p->kv_in_use_bytes, p->logit_chunk_rows, p->ffn_chunks};
+    int64_t v[STEP_RUN_COLS] = {0, step_id, step_id, p->start_ns, p->duration_ns, p->tot.num_segs, p->tot.q_tokens,
+                                p->tot.kv_tokens, p->tot.kv_write_tokens, p->tot.logit_rows, p->tot.decoded,
+                                p->tot.by_phase[PHASE_FULL], p->tot.by_phase[PHASE_REFRESH], p->tot.by_phase[PHASE_REUSE],
+                                p->tot.by_phase[PHASE_PREFILL], p->tot.by_phase[PHASE_BLOCK], p->act_peak_bytes,
+                                p->kv_in_use_bytes};
+    memcpy(&v[STEP_RUN_COLS - STEP_KNOBS], p->knobs, sizeof p->knobs);
     _Static_assert(sizeof v == sizeof rs->step, "a step run's columns");
     if (rs->step_open && rs->step[2] == step_id - 1 && rs->step_next_start == p->start_ns &&
         memcmp(&rs->step[4], &v[4], sizeof v - 4 * sizeof v[0]) == 0) {
@@ -983,6 +1024,35 @@ int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out)
     }
     snprintf(sql + n, sizeof sql - (size_t)n, " FROM segments WHERE run_id = ?1 AND step_id = ?2 ORDER BY req_id");
     return sqlite3_prepare_v2(db, sql, -1, out, NULL);
+}
+
+int db_steps_prepare(sqlite3 *db, sqlite3_stmt **out)
+{
+    char sql[1024];
+    size_t n = (size_t)snprintf(sql, sizeof sql, "SELECT step_id, duration_ns");
+    for (int i = 0; i < STEP_KNOBS; i++) { /* a database written before a knob was recorded: NULL for it */
+        const int have = has_column(db, "main", "steps", step_knobs[i].name);
+        if (have < 0)
+            return sqlite3_errcode(db) != SQLITE_OK ? sqlite3_errcode(db) : SQLITE_ERROR;
+        n += (size_t)snprintf(sql + n, sizeof sql - n, have ? ", %s" : ", NULL AS %s", step_knobs[i].name);
+    }
+    snprintf(sql + n, sizeof sql - n, " FROM steps WHERE run_id = ? ORDER BY step_id");
+    return sqlite3_prepare_v2(db, sql, -1, out, NULL);
+}
+
+bool db_step_knobs(sqlite3_stmt *st, struct step_desc *sd)
+{
+    int64_t v[STEP_KNOBS];
+    step_knobs_get(sd, v);
+    bool all = true;
+    for (int i = 0; i < STEP_KNOBS; i++) {
+        if (sqlite3_column_type(st, 2 + i) == SQLITE_NULL)
+            all = false;
+        else
+            v[i] = sqlite3_column_int64(st, 2 + i);
+    }
+    step_knobs_set(sd, v);
+    return all;
 }
 
 int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_desc *sd, struct ts_err *err)
@@ -1523,11 +1593,11 @@ int db_merge(const char *out, const char *const *in, int n, int64_t *runs, int64
         }
         int64_t got = 0;
         /* both at the current schema: an older input is upgraded in place, as appending to it would */
-        char *src_schema = schema_in("src");
+        char *src_schema = schema_in("src"), *main_schema = schema_in("main");
         ok = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
-             sqlite3_exec(db, schema, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(db, "main") == 0 &&
+             sqlite3_exec(db, main_schema, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(db, "main") == 0 &&
              sqlite3_exec(db, src_schema, NULL, NULL, NULL) == SQLITE_OK && db_upgrade(db, "src") == 0;
-        free(src_schema);
+        free(src_schema), free(main_schema);
         if (!ok)
             ts_fail(err, "%s: %s", out, sqlite3_errmsg(db));
         ok = ok && merge_one(db, in[i], &got, already, err) == 0;

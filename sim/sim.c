@@ -534,9 +534,9 @@ static void record_step(struct sim *s, int64_t dur_ns, int64_t act, int64_t kv_b
     if (s->cfg.no_steps)
         return;
     ts_grow((void **)&s->steps, &s->cap_steps, s->num_steps + 1, sizeof *s->steps);
-    s->steps[s->num_steps++] = (struct step_rec){s->now_ns, dur_ns, s->sd.tot, act, kv_bytes,
-                                                 s->sd.logit_chunk_rows, s->sd.ffn_chunks,
-                                                 (int64_t)s->num_segs};
+    struct step_rec *rec = &s->steps[s->num_steps++];
+    *rec = (struct step_rec){s->now_ns, dur_ns, s->sd.tot, act, kv_bytes, {0}, (int64_t)s->num_segs};
+    step_knobs_get(&s->sd, rec->knobs);
     ts_grow((void **)&s->segs, &s->cap_segs, s->num_segs + (size_t)s->sd.num_segs, sizeof *s->segs);
     memcpy(&s->segs[s->num_segs], s->sd.segs, (size_t)s->sd.num_segs * sizeof *s->segs);
     s->num_segs += (size_t)s->sd.num_segs;

@@ -92,6 +92,11 @@ struct step_desc;
 int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out);
 struct ts_err;
 int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_desc *sd, struct ts_err *err);
+/* A run's steps as recorded, in order (bind the run_id to 1): step_id, duration_ns, then every step
+ * knob (step_knobs' order); db_step_knobs sets sd's knobs from the current row, keeping sd's own
+ * where the row has none (a run recorded before the knob was): true when it had every one. */
+int db_steps_prepare(sqlite3 *db, sqlite3_stmt **out);
+bool db_step_knobs(sqlite3_stmt *st, struct step_desc *sd);
 /* Opens an existing database to read it: read-write where this process may write the file, so that
  * its close (the last connection's) checkpoints a database in WAL mode and removes its -wal and -shm
  * files, which a read-only connection leaves behind; read-only where it may not. Creates nothing.

@@ -47,7 +47,7 @@ struct step_rec {
     int64_t start_ns, duration_ns;
     struct step_totals tot;
     int64_t act_peak_bytes, kv_in_use_bytes;
-    int32_t logit_chunk_rows, ffn_chunks; /* the step's knobs (lazy chunking changes them) */
+    int64_t knobs[STEP_KNOBS]; /* the step's knobs (step_knobs_get; lazy chunking changes two) */
     int64_t first_seg; /* index into sim.segs */
 };
 

@@ -257,9 +257,12 @@ START_TEST(mosaic_lazy_chunking_fits_long_requests)
     struct sim_summary m;
     sim_get_summary(s, &m);
     ck_assert_int_eq(m.num_finished, 3);
-    int max_ffn = 0;
-    for (size_t i = 0; i < s->num_steps; i++)
-        max_ffn = TS_MAX(max_ffn, s->steps[i].ffn_chunks);
+    int64_t max_ffn = 0;
+    struct step_desc got;
+    for (size_t i = 0; i < s->num_steps; i++) {
+        step_knobs_set(&got, s->steps[i].knobs);
+        max_ffn = TS_MAX(max_ffn, got.ffn_chunks);
+    }
     ck_assert_int_gt(max_ffn, 1); /* the FFN had to be chunked */
     sim_destroy(s);
     /* without mask-only logits and lazy chunking the same requests are refused */

@@ -350,6 +350,88 @@ START_TEST(requests_freed_as_recorded)
 }
 END_TEST
 
+/* Every step is recorded with all of its knobs (step_knobs): read back from the database, a step's
+ * segments and knobs priced again give the time the run gave it, step by step, as a replay runs it.
+ * Across these runs every knob is away from its default in some step. */
+START_TEST(recorded_steps_replay_as_run)
+{
+    static const struct {
+        const char *system, *model, *policy, *decode, *param, *value;
+        bool iter_smooth, mask_only, lazy;
+        int32_t chunk, ffn;
+    } runs[] = {
+        {"focus", "sdar-8b", NULL, "credit:2.5", NULL, NULL, true, false, false, 16, 2}, /* block-causal, evicting */
+        {NULL, NULL, "sparse", NULL, "sparse-select", "head", false, true, true, 0, 1},   /* chunks set a step */
+        {"dllm-cache", NULL, NULL, NULL, NULL, NULL, false, false, false, 0, 1},          /* the feature cache */
+    };
+    int64_t def[STEP_KNOBS], off_default[STEP_KNOBS] = {0};
+    struct step_desc d;
+    step_desc_init(&d);
+    step_knobs_get(&d, def);
+    for (size_t k = 0; k < TS_ARRAY_LEN(runs); k++) {
+        struct sim_config c;
+        struct ts_err err;
+        test_config(&c);
+        if (runs[k].system)
+            ck_assert_msg(preset_apply(runs[k].system, &c, &err) == 0, "%s", err.msg);
+        if (runs[k].model)
+            snprintf(c.model, sizeof c.model, "%s", runs[k].model);
+        if (runs[k].policy)
+            snprintf(c.policy, sizeof c.policy, "%s", runs[k].policy);
+        if (runs[k].decode)
+            snprintf(c.decode, sizeof c.decode, "%s", runs[k].decode);
+        if (runs[k].param)
+            ck_assert_msg(param_values_set(&c.params, runs[k].param, runs[k].value, &err) == 0, "%s", err.msg);
+        c.iter_smooth = runs[k].iter_smooth, c.mask_only = runs[k].mask_only, c.lazy_chunking = runs[k].lazy;
+        c.logit_chunk_rows = runs[k].chunk, c.ffn_chunks = runs[k].ffn;
+        snprintf(c.cost, sizeof c.cost, "roofline");
+        c.requests = 8;
+        c.rps = 4;
+        c.gen_len = 64;
+        struct sim *s = run(&c);
+        const char *path = tmp_path(0, ".db");
+        unlink(path);
+        ck_assert_msg(sim_write_db(s, path, DB_NEW, &err) == 0, "%s", err.msg);
+        sqlite3 *db;
+        sqlite3_stmt *kq, *sq;
+        ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+        ck_assert_int_eq(db_steps_prepare(db, &kq), SQLITE_OK);
+        ck_assert_int_eq(db_segments_prepare(db, &sq), SQLITE_OK);
+        sqlite3_bind_int64(kq, 1, 1);
+        struct step_desc sd;
+        step_desc_init(&sd);
+        size_t i = 0;
+        for (; sqlite3_step(kq) == SQLITE_ROW; i++) {
+            const int64_t step = sqlite3_column_int64(kq, 0), dur = sqlite3_column_int64(kq, 1);
+            ck_assert(i < s->num_steps && step == (int64_t)i);
+            ck_assert_msg(db_step_knobs(kq, &sd), "run %zu, step %lld: a knob not recorded", k, (long long)step);
+            int64_t v[STEP_KNOBS];
+            step_knobs_get(&sd, v);
+            for (int j = 0; j < STEP_KNOBS; j++) {
+                ck_assert_msg(v[j] == s->steps[i].knobs[j], "run %zu, step %lld: %s %lld, the run's %lld", k,
+                              (long long)step, step_knobs[j].name, (long long)v[j], (long long)s->steps[i].knobs[j]);
+                off_default[j] += v[j] != def[j];
+            }
+            ck_assert_msg(db_read_step(sq, 1, step, &sd, &err) == 0, "%s", err.msg);
+            double t;
+            ck_assert_msg(s->cost->step_s(&s->cctx, &sd, &t, NULL, &err) == 0, "%s", err.msg);
+            ck_assert_msg(TS_MAX(llround(t * 1e9), 1) == dur, "run %zu, step %lld: %lld ns again, %lld ns in the run", k,
+                          (long long)step, (long long)llround(t * 1e9), (long long)dur);
+        }
+        ck_assert_int_eq(i, s->num_steps);
+        step_desc_free(&sd);
+        sqlite3_finalize(kq);
+        sqlite3_finalize(sq);
+        sqlite3_close(db);
+        unlink(path);
+        sim_destroy(s);
+    }
+    for (int j = 0; j < STEP_KNOBS; j++)
+        ck_assert_msg(off_default[j] > 0, "knob %s never away from its default", step_knobs[j].name);
+    step_desc_free(&d);
+}
+END_TEST
+
 START_TEST(database_matches_summary)
 {
     struct sim_config c;
@@ -771,6 +853,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, golden_default_scenario);
     tcase_add_test(tc, requests_freed_as_recorded);
+    tcase_add_test(tc, recorded_steps_replay_as_run);
     tcase_add_test(tc, golden_fast_dllm_on_4090);
     tcase_add_test(tc, golden_lookahead_on_4090);
     tcase_add_test(tc, executor_drives_the_clock);

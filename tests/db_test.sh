@@ -56,12 +56,17 @@ contains "db check of a missing file" "missing.db: No such file or directory"
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/analysis/records.sh" get ops-h200 def.db.gz "$tmp/old.db.gz" && gzip -d "$tmp/old.db.gz"
 cp "$tmp/old.db" "$tmp/old2.db"
-rows1="SELECT * FROM steps WHERE run_id = 1 ORDER BY step_id; SELECT run_id, step_id, req_id, phase, q, kv, kv_write,
+rows1="SELECT run_id, step_id, start_ns, duration_ns, num_segs, q_tokens, kv_tokens, kv_write_tokens, logit_rows, decoded,
+       num_full, num_refresh, num_reuse, num_prefill, num_block, act_peak_bytes, kv_in_use_bytes, logit_chunk_rows,
+       ffn_chunks FROM steps WHERE run_id = 1 ORDER BY step_id; SELECT run_id, step_id, req_id, phase, q, kv, kv_write,
        logit_rows, decoded, padding FROM segments WHERE run_id = 1 ORDER BY step_id, req_id"
 before=$(q "$tmp/old.db" "$rows1" | md5sum)
 "$bin" "${small[@]}" --policy sparse --db "$tmp/old.db" --append >/dev/null 2>"$tmp/old.err" && ok ||
     bad "appending a sparse run to an older database: $(head -2 "$tmp/old.err")"
 [ "$(q "$tmp/old.db" "$rows1" | md5sum)" = "$before" ] && ok || bad "the older run's steps or segments changed in the upgrade"
+# the step knobs it did not record read as NULL in its run (a replay derives them), and as recorded in the new one
+[ "$(q "$tmp/old.db" "SELECT group_concat(n, ' ') FROM (SELECT count(front_layers) AS n FROM steps GROUP BY run_id ORDER BY run_id)")" = \
+  "0 $(q "$tmp/old.db" "SELECT count(*) FROM steps WHERE run_id = 2")" ] && ok || bad "the upgrade's knob columns: not NULL in the older run, or not recorded in the new"
 [ "$(q "$tmp/old.db" "SELECT group_concat(type || ' ' || name, ', ') FROM (SELECT type, name FROM sqlite_master
       WHERE name IN ('steps', 'segments', 'step_runs', 'segment_runs') ORDER BY name)")" = \
   "table segment_runs, view segments, table step_runs, view steps" ] && ok || bad "the upgrade left no runs and views"

@@ -70,6 +70,8 @@ mutations=(
     "the radix select counts the latencies of other digits|sim/sim_requests.c|((uint64_t)v[i] >> (shift + BITS)) == prefix)|((uint64_t)v[i] >> (shift + BITS)) != prefix + 1)|check_sim"
     "a request's row spilled with its first block as its admission|sim/sim_requests.c|r->arrival_ns, r->admitted_ns, r->first_block_ns,|r->arrival_ns, r->first_block_ns, r->first_block_ns,|check_sim"
     "the open runs' index looks no further than an entry's home|sim/db.c|        if (m->key[i] < 0)\n            break;\n    }\n    return -1;|        break;\n    }\n    return -1;|check_sim"
+    "a replay keeps the knobs it derives over the recorded ones|sim/db.c|            v[i] = sqlite3_column_int64(st, 2 + i);|            v[i] = v[i] + 0 * sqlite3_column_int64(st, 2 + i);|check_sim"
+    "a step recorded without its knobs|sim/sim.c|    step_knobs_get(&s->sd, rec->knobs);|    (void)rec;|check_sim"
     "a segment run extended across a step it missed|sim/db.c|        if (r->last == step_id - 1 && same_shape(&r->g, g)) {|        if (same_shape(&r->g, g)) {|check_sim"
     "a step run extended past a gap|sim/db.c|    if (rs->step_open && rs->step[2] == step_id - 1 && rs->step_next_start == p->start_ns &&|    if (rs->step_open && rs->step[2] == step_id - 1 &&|check_sim"
     "dllm-cache updates the whole response|sim/policy_dllm_cache.c|        s->q = (prompt ? r->P : 0) + u;|        s->q = (prompt ? r->P : 0) + r->G;|check_policy"

@@ -190,20 +190,20 @@ static int replay_steps(struct replay *rp, struct eng *e, bool ops, struct repla
     sqlite3_stmt *q = NULL, *segq = NULL, *ins = NULL, *ins_ops = NULL;
     struct step_desc sd;
     step_desc_init(&sd);
-    sd.attn_block = rp->knobs.attn_block;
-    sd.select_heads = rp->knobs.select_heads;
-    sd.select_kernel = rp->knobs.select_kernel;
-    sd.front_layers = rp->knobs.front_layers;
-    sd.cache_outputs = rp->knobs.cache_outputs;
-    sd.evict = rp->knobs.evict;
+    /* the knobs of a run recorded before its steps carried them: from its configuration, its chunks
+     * the replay's own */
+    struct step_desc derived = rp->knobs;
+    derived.logit_chunk_rows = rp->chunk;
+    derived.ffn_chunks = rp->o.ffn_chunks;
+    int64_t legacy[STEP_KNOBS];
+    step_knobs_get(&derived, legacy);
     int rc = -1;
     if ((ops && rp->writer &&
          (db_exec(rp->db, "CREATE TABLE IF NOT EXISTS engine_step_ops(run_id INTEGER, step_id INTEGER, "
                           "op TEXT, ms REAL, PRIMARY KEY(run_id, step_id, op))") ||
           sqlite3_prepare_v2(rp->db, "INSERT OR REPLACE INTO engine_step_ops VALUES(?,?,?,?)", -1, &ins_ops,
                              NULL) != SQLITE_OK)) ||
-        sqlite3_prepare_v2(rp->db, "SELECT step_id, duration_ns, logit_chunk_rows, ffn_chunks FROM steps "
-                                   "WHERE run_id = ? ORDER BY step_id", -1, &q, NULL) != SQLITE_OK ||
+        db_steps_prepare(rp->db, &q) != SQLITE_OK ||
         db_segments_prepare(rp->db, &segq) != SQLITE_OK ||
         (rp->writer &&
          sqlite3_prepare_v2(rp->db, "INSERT OR REPLACE INTO engine_steps VALUES(?,?,?,?,?)", -1, &ins, NULL) != SQLITE_OK)) {
@@ -216,8 +216,8 @@ static int replay_steps(struct replay *rp, struct eng *e, bool ops, struct repla
         if (progress && re->n % 50 == 0)
             fprintf(stderr, "\rreplay: step %lld of %lld", (long long)re->n, (long long)rp->num_steps);
         int64_t step = sqlite3_column_int64(q, 0), pred = sqlite3_column_int64(q, 1);
-        sd.logit_chunk_rows = sqlite3_column_type(q, 2) == SQLITE_NULL ? rp->chunk : sqlite3_column_int(q, 2);
-        sd.ffn_chunks = sqlite3_column_type(q, 3) == SQLITE_NULL ? rp->o.ffn_chunks : sqlite3_column_int(q, 3);
+        step_knobs_set(&sd, legacy);
+        db_step_knobs(q, &sd); /* the step's knobs as the run recorded them */
         if (db_read_step(segq, rp->run_id, step, &sd, err)) {
             ts_fail_prefix(err, "%s", rp->path);
             goto done;

@@ -21,6 +21,32 @@ enum seg_phase seg_phase_from_name(const char *name)
     return PHASE_REUSE;
 }
 
+#define KNOB(f) {#f, offsetof(struct step_desc, f), _Generic(((struct step_desc *)0)->f, bool: true, int32_t: false)}
+const struct step_knob step_knobs[STEP_KNOBS] = {
+    KNOB(logit_chunk_rows), KNOB(ffn_chunks),  KNOB(mask_only),     KNOB(attn_block),
+    KNOB(select_heads),     KNOB(select_kernel), KNOB(front_layers), KNOB(decode_credit),
+    KNOB(iter_smooth),      KNOB(evict),       KNOB(cache_outputs),
+};
+
+void step_knobs_get(const struct step_desc *sd, int64_t v[STEP_KNOBS])
+{
+    for (int i = 0; i < STEP_KNOBS; i++) {
+        const char *at = (const char *)sd + step_knobs[i].offset;
+        v[i] = step_knobs[i].is_bool ? *(const bool *)at : *(const int32_t *)at;
+    }
+}
+
+void step_knobs_set(struct step_desc *sd, const int64_t v[STEP_KNOBS])
+{
+    for (int i = 0; i < STEP_KNOBS; i++) {
+        char *at = (char *)sd + step_knobs[i].offset;
+        if (step_knobs[i].is_bool)
+            *(bool *)at = v[i] != 0;
+        else
+            *(int32_t *)at = (int32_t)v[i];
+    }
+}
+
 void step_desc_init(struct step_desc *sd)
 {
     memset(sd, 0, sizeof *sd);

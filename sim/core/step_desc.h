@@ -43,6 +43,7 @@
 #ifndef TESSERA_STEP_DESC_H
 #define TESSERA_STEP_DESC_H
 
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -179,6 +180,19 @@ struct step_desc {
                                * outputs there, carried rows read theirs */
     struct step_totals tot;
 };
+
+/* The execution knobs, each once: its name (as the database's step rows store it: step_runs, steps)
+ * and its field. A run records every knob of every step, and a replay runs the step as recorded. */
+struct step_knob {
+    const char *name;
+    size_t offset; /* in struct step_desc */
+    bool is_bool;  /* a bool field, else an int32_t */
+};
+#define STEP_KNOBS 11
+extern const struct step_knob step_knobs[STEP_KNOBS];
+/* The knobs of sd as values in step_knobs' order, and back. */
+void step_knobs_get(const struct step_desc *sd, int64_t v[STEP_KNOBS]);
+void step_knobs_set(struct step_desc *sd, const int64_t v[STEP_KNOBS]);
 
 void step_desc_init(struct step_desc *sd);
 void step_desc_free(struct step_desc *sd); /* safe on a zeroed struct */
