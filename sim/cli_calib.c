@@ -230,16 +230,16 @@ struct eval_clock {
 
 /* calib eval --clock: the replay's card's clock where it is modelled (auto, on), or not (off; auto
  * for a card without a measured clock); says why on stderr when on cannot be. */
-static int eval_clock_init(const char *clock, const char *gpu, struct clock_params *cp, struct eval_clock *clk)
+static int eval_clock_init(enum cfg_clock clock, const char *gpu, struct clock_params *cp, struct eval_clock *clk)
 {
-    if (strcmp(clock, "off") == 0)
+    if (clock == CLOCK_OFF)
         return 0;
     struct sim_config sc;
     sim_config_defaults(&sc);
     struct ts_err err;
     const int found = clock_params_find(sc.datadir, gpu, cp, &err);
-    if (found < 0 || (found == 0 && strcmp(clock, "on") == 0)) {
-        fprintf(stderr, "tessera calib eval: --clock %s: %s\n", clock,
+    if (found < 0 || (found == 0 && clock == CLOCK_ON)) {
+        fprintf(stderr, "tessera calib eval: --clock %s: %s\n", cfg_clock_names[clock],
                 found < 0 ? err.msg : "no clock measured for the run's GPU (sim/data/clock.csv)");
         return -1;
     }
@@ -334,7 +334,7 @@ static void recorded_knobs(struct knob_cursor *kc, int64_t step, const int64_t d
 }
 
 static int cmd_eval(const char *dbpath, const char *calib_path, const char *host_path, bool extrapolate,
-                    const char *clock, const char *csv)
+                    enum cfg_clock clock, const char *csv)
 {
     FILE *cf = NULL;
     sqlite3 *db = NULL;
@@ -966,12 +966,13 @@ static int calib_main(int argc, char **argv, const char **files)
             fprintf(stderr, "tessera calib eval: which run database? (--db RUN.db)\n");
             return EXIT_USAGE;
         }
-        const char *clock = a.clock ? a.clock : "auto";
-        if (strcmp(clock, "auto") != 0 && strcmp(clock, "on") != 0 && strcmp(clock, "off") != 0) {
-            fprintf(stderr, "tessera calib eval: --clock: '%s' is not auto, on or off\n", clock);
+        int32_t clock = CLOCK_AUTO;
+        struct ts_err err;
+        if (a.clock && CFG_CHOICE("clock", a.clock, cfg_clock_names, &clock, &err)) {
+            fprintf(stderr, "tessera calib eval: %s\n", err.msg);
             return EXIT_USAGE;
         }
-        return cmd_eval(a.db, a.calib_path, a.host, a.extrapolate, clock, a.csv);
+        return cmd_eval(a.db, a.calib_path, a.host, a.extrapolate, (enum cfg_clock)clock, a.csv);
     }
     if (strcmp(sub, "import") == 0)
         return cmd_import(&a);

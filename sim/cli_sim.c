@@ -287,6 +287,16 @@ static int copy_str(char *dst, size_t n, const char *opt, const char *v)
 
 #define STR(field) copy_str(c->field, sizeof c->field, name, optarg)
 
+/* an option that takes one of names */
+static int choice(const char *opt, const char *v, const char *const *names, size_t n, int32_t *out)
+{
+    struct ts_err err;
+    if (cfg_choice(opt, v, names, (int)n, out, &err) == 0)
+        return 0;
+    fprintf(stderr, "tessera sim: %s\n", err.msg);
+    return -1;
+}
+
 static int apply_opt(int o, const char *name, struct sim_config *c)
 {
     int64_t i64;
@@ -303,7 +313,7 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_TRACE: return STR(trace);
     case O_ARRIVALS: return STR(arrivals);
     case O_LENGTHS: return STR(lengths);
-    case O_PREEMPT: return STR(preempt);
+    case O_PREEMPT: return choice(name, optarg, cfg_preempt_names, TS_ARRAY_LEN(cfg_preempt_names), &c->preempt);
     case O_PLANNER: return STR(planner);
     case O_LAZY: c->lazy_chunking = true; return 0;
     case O_LAYOUT: return STR(act_layout);
@@ -313,9 +323,9 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
     case O_CALIB_FROM: return STR(calib_from);
     case O_HOST: return STR(host);
     case O_EXTRAPOLATE: c->extrapolate = true; return 0;
-    case O_CLOCK: return STR(clock);
+    case O_CLOCK: return choice(name, optarg, cfg_clock_names, TS_ARRAY_LEN(cfg_clock_names), &c->clock);
     case O_OP_SCALE: return STR(op_scale);
-    case O_EXECUTOR: return STR(executor);
+    case O_EXECUTOR: return choice(name, optarg, cfg_executor_names, TS_ARRAY_LEN(cfg_executor_names), &c->executor);
     case O_LIVE_MEM:
         if (ts_parse_double(optarg, &c->live_mem_gib) || c->live_mem_gib < 0) {
             fprintf(stderr, "tessera sim: --live-mem-gib: '%s' is not a number >= 0\n", optarg);
@@ -694,12 +704,12 @@ int cli_sim(int argc, char **argv)
         return rc > 0 ? 0 : EXIT_USAGE;
     struct ts_err err;
     const struct policy_ops *po = policy_find(c.policy);
-    if (strcmp(c.executor, "gpu") == 0 && po && po->engine_lacks) {
+    if (c.executor == EXECUTOR_GPU && po && po->engine_lacks) {
         fprintf(stderr, "tessera sim: --executor gpu: policy %s needs %s, which the CUDA engine does not run; "
                         "price it with the cost model (--executor model)\n", po->name, po->engine_lacks);
         return EXIT_USAGE;
     }
-    if (strcmp(c.executor, "gpu") == 0 && c.tp > 1 && (rc = live_tp(&c, argc, argv)) >= 0)
+    if (c.executor == EXECUTOR_GPU && c.tp > 1 && (rc = live_tp(&c, argc, argv)) >= 0)
         return rc;
     if (c.db_mode && !c.db[0]) {
         fprintf(stderr, "tessera sim: --append and --replace say what --db does with the runs it holds; no --db given\n");
@@ -726,7 +736,7 @@ int cli_sim(int argc, char **argv)
         fprintf(stderr, "tessera sim: note: --system %s: %s\n", p->name, p->note);
     struct sim_executor ex = {0};
     engine_live_close_fn live_close = NULL;
-    if (strcmp(c.executor, "gpu") == 0) {
+    if (c.executor == EXECUTOR_GPU) {
         engine_live_open_fn live_open;
         *(void **)&live_open = engine_symbol("eng_live_open", &err);
         if (live_open)

@@ -14,6 +14,24 @@
 #define TS_DATADIR "sim/data"
 #endif
 
+const char *const cfg_executor_names[2] = {"model", "gpu"};
+const char *const cfg_clock_names[3] = {"auto", "on", "off"};
+const char *const cfg_preempt_names[2] = {"recompute", "swap"};
+
+int cfg_choice(const char *opt, const char *name, const char *const *names, int n, int32_t *out, struct ts_err *err)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    char list[256] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
+                 names[i]);
+    return ts_fail(err, "--%s: '%s' is not %s", opt, name, list);
+}
+
 void sim_config_defaults(struct sim_config *c)
 {
     memset(c, 0, sizeof *c);
@@ -24,8 +42,8 @@ void sim_config_defaults(struct sim_config *c)
     snprintf(c->decode, sizeof c->decode, "fixed:1");
     snprintf(c->eos, sizeof c->eos, "auto");
     snprintf(c->cost, sizeof c->cost, "roofline");
-    snprintf(c->executor, sizeof c->executor, "model");
-    snprintf(c->clock, sizeof c->clock, "auto");
+    c->executor = EXECUTOR_MODEL;
+    c->clock = CLOCK_AUTO;
     snprintf(c->impl, sizeof c->impl, "tessera");
     const char *env = getenv("TESSERA_DATA");
     snprintf(c->datadir, sizeof c->datadir, "%s", env && *env ? env : TS_DATADIR);
@@ -44,17 +62,16 @@ void sim_config_defaults(struct sim_config *c)
     c->kv_page_tokens = 16;
     c->reserve_gib = -1;
     c->search_margin_mib = -1;
-    snprintf(c->preempt, sizeof c->preempt, "recompute");
+    c->preempt = PREEMPT_RECOMPUTE;
     snprintf(c->planner, sizeof c->planner, "first-fit");
     snprintf(c->act_layout, sizeof c->act_layout, "engine");
 }
 
 int sim_config_validate(const struct sim_config *c, struct ts_err *err)
 {
-    if (strcmp(c->executor, "model") != 0 && strcmp(c->executor, "gpu") != 0)
-        return ts_fail(err, "--executor: '%s' is not model or gpu", c->executor);
-    if (strcmp(c->clock, "auto") != 0 && strcmp(c->clock, "on") != 0 && strcmp(c->clock, "off") != 0)
-        return ts_fail(err, "--clock: '%s' is not auto, on or off", c->clock);
+    TS_ASSERT(c->executor >= 0 && c->executor < (int32_t)TS_ARRAY_LEN(cfg_executor_names) && c->clock >= 0 &&
+              c->clock < (int32_t)TS_ARRAY_LEN(cfg_clock_names) && c->preempt >= 0 &&
+              c->preempt < (int32_t)TS_ARRAY_LEN(cfg_preempt_names));
     double scale[OP_COUNT];
     if (cost_op_scale_parse(c->op_scale, scale, err))
         return -1;
@@ -72,7 +89,7 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
     if (c->ep > 1 && c->tp > 1)
         return ts_fail(err, "--ep %d with --tp %d: expert parallelism is modelled with the rest of the step "
                             "replicated on every GPU, not beside tensor parallelism", c->ep, c->tp);
-    if (c->ep > 1 && strcmp(c->executor, "gpu") == 0)
+    if (c->ep > 1 && c->executor == EXECUTOR_GPU)
         return ts_fail(err, "--ep %d: the engine runs no expert parallelism (--executor model)", c->ep);
     if (c->calib_from[0] && (c->calib[0] || strcmp(c->cost, "calibrated") != 0))
         return ts_fail(err, "--calib-from %s: a calibrated cost (--cost calibrated) carried from another GPU; "
@@ -108,8 +125,6 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
         return ts_fail(err, "--search-margin-mib: %g is not in 0..1048576 MiB", c->search_margin_mib);
     if (og_layout_find(c->act_layout) < 0)
         return ts_fail(err, "--act-layout: '%s' is not engine or mosaic", c->act_layout);
-    if (strcmp(c->preempt, "recompute") && strcmp(c->preempt, "swap"))
-        return ts_fail(err, "--preempt: '%s' is not recompute or swap", c->preempt);
     return 0;
 }
 
@@ -130,11 +145,11 @@ char *sim_config_to_json(const struct sim_config *c)
         json_object_set_new(o, "calib_from", json_string(c->calib_from));
     json_object_set_new(o, "host", json_string(c->host));
     json_object_set_new(o, "extrapolate", json_boolean(c->extrapolate));
-    json_object_set_new(o, "clock", json_string(c->clock));
+    json_object_set_new(o, "clock", json_string(cfg_clock_names[c->clock]));
     json_object_set_new(o, "op_scale", json_string(c->op_scale));
     json_object_set_new(o, "tp", json_integer(c->tp));
     json_object_set_new(o, "ep", json_integer(c->ep));
-    json_object_set_new(o, "executor", json_string(c->executor));
+    json_object_set_new(o, "executor", json_string(cfg_executor_names[c->executor]));
     json_object_set_new(o, "trace", json_string(c->trace));
     json_object_set_new(o, "arrivals", json_string(c->arrivals));
     json_object_set_new(o, "lengths", json_string(c->lengths));
@@ -155,7 +170,7 @@ char *sim_config_to_json(const struct sim_config *c)
     json_object_set_new(o, "ffn_chunks", json_integer(c->ffn_chunks));
     json_object_set_new(o, "kv_page_tokens", json_integer(c->kv_page_tokens));
     json_object_set_new(o, "reserve_gib", json_real(c->reserve_gib));
-    json_object_set_new(o, "preempt", json_string(c->preempt));
+    json_object_set_new(o, "preempt", json_string(cfg_preempt_names[c->preempt]));
     json_object_set_new(o, "planner", json_string(c->planner));
     json_object_set_new(o, "act_layout", json_string(c->act_layout));
     json_object_set_new(o, "lazy_chunking", json_boolean(c->lazy_chunking));

@@ -14,6 +14,17 @@
 #define CFG_STR 256
 #define CFG_PATH 1024
 
+/* The options that take one of a few names: their values, and the names in that order (config.c),
+ * which the command line parses and the stored JSON holds. */
+enum cfg_executor { EXECUTOR_MODEL = 0, EXECUTOR_GPU };
+enum cfg_clock { CLOCK_AUTO = 0, CLOCK_ON, CLOCK_OFF };
+enum cfg_preempt { PREEMPT_RECOMPUTE = 0, PREEMPT_SWAP };
+extern const char *const cfg_executor_names[2], *const cfg_clock_names[3], *const cfg_preempt_names[2];
+/* Sets *out to the index of `name` among names[0..n) (the value of option --opt); -1 with err
+ * "--opt: 'name' is not A, B or C" where it is none of them. */
+int cfg_choice(const char *opt, const char *name, const char *const *names, int n, int32_t *out, struct ts_err *err);
+#define CFG_CHOICE(opt, name, names, out, err) cfg_choice(opt, name, names, (int)TS_ARRAY_LEN(names), out, err)
+
 struct sim_config {
     char system[CFG_STR];      /* preset applied before explicit options ("" = none) */
     char model[CFG_PATH];      /* built-in name or path to config.json */
@@ -29,13 +40,15 @@ struct sim_config {
                                 * (calib_data_transfer); "" = gpu's own */
     char host[CFG_PATH];       /* calibrated: a host profile replacing the calibration's ("" = its own) */
     bool extrapolate;          /* calibrated: price steps beyond the profiled range */
-    char clock[CFG_STR];       /* the card's clock under its power limit (clock.h): auto (modelled where
-                                * the cost is calibrated and the GPU's clock was measured), on, off */
+    int32_t clock;             /* enum cfg_clock: the card's clock under its power limit (clock.h): auto
+                                * (modelled where the cost is calibrated and the GPU's clock was
+                                * measured), on, off */
     char op_scale[CFG_STR];    /* an ablation: OP=F,... each op's time F times over ("" = as priced) */
     int32_t tp;                /* tensor-parallel degree: GPUs one step runs on (1: one) */
     int32_t ep;                /* expert-parallel degree: an MoE model's experts split over ep GPUs, each
                                 * running the rest of the step whole (1: none) */
-    char executor[CFG_STR];    /* model (the cost model's times) | gpu (live: the engine runs each step) */
+    int32_t executor;          /* enum cfg_executor: model (the cost model's times) | gpu (live: the
+                                * engine runs each step) */
     double live_mem_gib;       /* gpu: device memory the engine may use; 0 = all that is free */
     char datadir[CFG_PATH];    /* where decode_profiles.json lives */
 
@@ -68,7 +81,7 @@ struct sim_config {
     double reserve_gib;        /* framework reserve; < 0 = the implementation profile's */
     double search_margin_mib;  /* with lazy_chunking, memory the chunk search keeps free; < 0 = Mosaic's
                                 * (chunk_search_margin) */
-    char preempt[CFG_STR];     /* recompute | swap */
+    int32_t preempt;           /* enum cfg_preempt: recompute | swap */
     char planner[CFG_STR];     /* activation reservations: first-fit | greedy-size | ilp | caching | profiled */
     bool lazy_chunking;        /* Mosaic: per step, chunk logits/FFN until the step fits the memory left */
     char act_layout[CFG_STR];  /* a layer's activations (opgraph.h): engine | mosaic */

@@ -168,7 +168,7 @@ void sim_preempt(struct sim *s, struct request *r)
     sim_remove_running(s, r->id);
     int64_t tokens = r->kv_tokens_held;
     sim_kv_release(s, r);
-    if (strcmp(s->cfg.preempt, "swap") == 0 && tokens > 0) {
+    if (s->cfg.preempt == PREEMPT_SWAP && tokens > 0) {
         s->step_extra_ns += llround((double)(tokens * s->kv_token_bytes) / s->gpu.host_bw * 1e9);
         r->swapped = true;
         r->swapped_tokens = tokens;
@@ -331,7 +331,7 @@ static int resolve_tp(struct sim *s, struct ts_err *err)
         return -1;
     }
     const struct model_cfg *m = &s->model;
-    if (strcmp(cfg->executor, "gpu") == 0 && (m->ffn % cfg->tp || m->moe_ffn % cfg->tp || m->vocab % cfg->tp)) {
+    if (cfg->executor == EXECUTOR_GPU && (m->ffn % cfg->tp || m->moe_ffn % cfg->tp || m->vocab % cfg->tp)) {
         ts_fail(err, "--executor gpu --tp %d: the engine splits %s's FFN width %d, expert width %d and "
                      "vocabulary of %d over the GPUs, which %d does not divide", cfg->tp, m->name, m->ffn,
                 m->moe_ffn, m->vocab, cfg->tp);
@@ -392,11 +392,11 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         goto fail;
     if (s->cost == &cost_calibrated && load_calibration(s, err))
         goto fail;
-    if (strcmp(cfg->clock, "off") != 0) { /* the card's clock under its power limit (clock.h) */
+    if (cfg->clock != CLOCK_OFF) { /* the card's clock under its power limit (clock.h) */
         const int found = s->cost == &cost_calibrated ? clock_params_find(cfg->datadir, s->gpu.name, &s->clock, err) : 0;
         if (found < 0)
             goto fail;
-        if (!found && strcmp(cfg->clock, "on") == 0) {
+        if (!found && cfg->clock == CLOCK_ON) {
             if (s->cost != &cost_calibrated)
                 ts_fail(err, "--clock on: the clock is modelled with the calibrated cost only (--cost calibrated)");
             else

@@ -162,7 +162,7 @@ START_TEST(preemption_recompute_and_swap)
         snprintf(c.policy, sizeof c.policy, "block");
         snprintf(c.gpu, sizeof c.gpu, "rtx4090");
         snprintf(c.lengths, sizeof c.lengths, "fixed:1500,256");
-        snprintf(c.preempt, sizeof c.preempt, "%s", modes[m]);
+        ck_assert_int_eq(CFG_CHOICE("preempt", modes[m], cfg_preempt_names, &c.preempt, NULL), 0);
         c.gen_len = 1024;
         c.rps = 50;
         c.requests = 60;
@@ -181,7 +181,7 @@ START_TEST(swap_moves_the_cache_out_and_the_same_back)
 {
     struct sim_config c;
     test_config(&c);
-    snprintf(c.preempt, sizeof c.preempt, "swap");
+    c.preempt = PREEMPT_SWAP;
     c.requests = 2;
     struct ts_err err;
     struct sim *s = sim_create(&c, &err);
