@@ -36,11 +36,7 @@ command -v nvidia-smi >/dev/null || die "nvidia-smi not found: no NVIDIA GPU her
 # 1. the GPU and its table entry
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 mem_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
-case "$name" in
-    *H200*) gpu=h200 ;; *H100*) gpu=h100 ;; *L40S*) gpu=l40s ;; *"RTX 4090"*) gpu=rtx4090 ;;
-    *"RTX 3090"*) gpu=rtx3090 ;; *A100*) if [ "${mem_mib%%.*}" -gt 50000 ]; then gpu=a100-80gb; else gpu=a100-40gb; fi ;;
-    *) gpu= ;;
-esac
+gpu=$("$bin" list gpus --device "$name" "${mem_mib%%.*}") || gpu=
 gpu_opts=()
 if [ -n "$gpu" ]; then
     step 1 "GPU: $name ($mem_mib MiB): tessera's entry $gpu"

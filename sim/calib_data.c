@@ -649,9 +649,6 @@ int calib_data_validate(const struct calib_data *d, const char *gpu_name, struct
  * of none of them, or a GPU a --gpu-file describes, is taken at its word: true. */
 static bool device_is(const char *device, const char *gpu_name)
 {
-    static const char *const cards[][2] = {{"H200", "h200"},       {"H100", "h100"},         {"H800", "h800"},
-                                           {"L40S", "l40s"},       {"RTX 4090", "rtx4090"}, {"RTX 3090", "rtx3090"},
-                                           {"A100", "a100-"}};
     const size_t n = strlen(gpu_name);
     if (strncmp(device, gpu_name, n) == 0 && strncmp(device + n, " (roofline transfer", 19) == 0)
         return true;
@@ -659,19 +656,9 @@ static bool device_is(const char *device, const char *gpu_name)
         const char *sp = strchr(device, ' ');
         return (size_t)(sp - device) == n && strncmp(device, gpu_name, n) == 0;
     }
-    bool known = false; /* a card of the table (a --gpu-file's entry is taken at its word) */
-    for (size_t i = 0; i < TS_ARRAY_LEN(cards); i++)
-        known = known || strncmp(gpu_name, cards[i][1], strlen(cards[i][1])) == 0;
-    for (size_t i = 0; i < TS_ARRAY_LEN(cards) && known; i++) {
-        if (!strstr(device, cards[i][0]))
-            continue;
-        if (strncmp(gpu_name, cards[i][1], strlen(cards[i][1])) != 0)
-            return false;
-        /* an A100: its memory where the name gives it */
-        return !strstr(cards[i][1], "-") || (!strstr(device, "80GB") && !strstr(device, "40GB")) ||
-               strstr(device, strstr(gpu_name, "80gb") ? "80GB" : "40GB");
-    }
-    return true;
+    /* a card of the table (a --gpu-file's entry, or a device of none, is taken at its word) */
+    const char *card = gpu_of_device(device, 0);
+    return !card || !gpu_is_builtin(gpu_name) || strncmp(gpu_name, card, strlen(card)) == 0;
 }
 
 int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, const char *gpu_file, struct ts_err *err)

@@ -217,11 +217,13 @@ static void list_usage(FILE *f)
 {
     fprintf(f, "usage: tessera list models | gpus [--measured] | policies | schedulers | planners | costs |\n"
                "                    systems | impls | decode | calibrations | hosts\n"
+               "       tessera list gpus --device NAME [MEMORY_MIB]\n"
                "\n"
                "Prints one of the built-in tables: the models, the GPUs (--measured: the ceilings measured\n"
                "on cards beside the datasheet's), the policies and schedulers with their parameters, the\n"
                "activation planners, the cost models, the --system presets, the implementation profiles,\n"
-               "the decode models, the calibrations and the host profiles.\n");
+               "the decode models, the calibrations and the host profiles. gpus --device prints the entry\n"
+               "a card is by the name its driver gives it (nvidia-smi's) and its memory, status 1 for none.\n");
 }
 
 int cli_list(int argc, char **argv)
@@ -235,9 +237,21 @@ int cli_list(int argc, char **argv)
     if (strcmp(what, "models") == 0)
         list_models();
     else if (strcmp(what, "gpus") == 0) {
+        if (argc > 3 && strcmp(argv[2], "--device") == 0) { /* the entry a card is, by its driver's name */
+            int64_t mib = 0;
+            if (argc > 5 || (argc == 5 && ts_parse_i64(argv[4], &mib))) {
+                fprintf(stderr, "tessera list gpus --device NAME [MEMORY_MIB]: '%s' is not a whole number of MiB\n",
+                        argc > 4 ? argv[4] : "");
+                return EXIT_USAGE;
+            }
+            const char *card = gpu_of_device(argv[3], mib);
+            if (card)
+                printf("%s\n", card);
+            return card ? 0 : 1;
+        }
         const bool measured = argc > 2 && strcmp(argv[2], "--measured") == 0;
         if (argc > 2 + measured) {
-            return cli_unknown_in_list("list gpus", argv[2 + measured], "--measured");
+            return cli_unknown_in_list("list gpus", argv[2 + measured], "--measured --device");
         }
         return list_gpus(measured);
     }

@@ -24,6 +24,30 @@ START_TEST(builtins)
 }
 END_TEST
 
+/* the driver's names of the cards map to the table's entries (an A100 by its memory), and every
+ * entry named is one of the table; other cards to none */
+START_TEST(driver_names)
+{
+    static const struct {
+        const char *driver;
+        int64_t mib;
+        const char *want;
+    } cases[] = {{"NVIDIA H100 80GB HBM3", 81559, "h100"},    {"NVIDIA H200", 143771, "h200"},
+                 {"NVIDIA H800 (sm_90, 132 SMs)", 0, "h800"}, {"NVIDIA L40S", 46068, "l40s"},
+                 {"NVIDIA GeForce RTX 4090", 24564, "rtx4090"}, {"NVIDIA GeForce RTX 3090", 0, "rtx3090"},
+                 {"NVIDIA A100-SXM4-80GB", 0, "a100-80gb"},    {"NVIDIA A100-PCIE-40GB", 81920, "a100-40gb"},
+                 {"NVIDIA A100-SXM4", 81920, "a100-80gb"},     {"NVIDIA A100-PCIE", 40536, "a100-40gb"},
+                 {"NVIDIA A100", 0, "a100"},                   {"Tesla T4", 15360, NULL}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
+        const char *got = gpu_of_device(cases[i].driver, cases[i].mib);
+        ck_assert_msg(cases[i].want ? got && strcmp(got, cases[i].want) == 0 : got == NULL, "%s: %s", cases[i].driver,
+                      got ? got : "none");
+        ck_assert(!got || gpu_is_builtin(got) || strcmp(got, "a100") == 0);
+    }
+    ck_assert(!gpu_is_builtin("a100") && !gpu_is_builtin("tiny"));
+}
+END_TEST
+
 START_TEST(override_and_add)
 {
     struct gpu_table *t = gpu_table_create();
@@ -91,6 +115,7 @@ int main(void)
     Suite *s = suite_create("gpu");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, builtins);
+    tcase_add_test(tc, driver_names);
     tcase_add_test(tc, override_and_add);
     tcase_add_test(tc, bad_files);
     tcase_add_test(tc, measured_file);

@@ -1271,6 +1271,12 @@ contains "list gpus --measured" "rtx4090           165.2             -"
 contains "list gpus --measured" "h200         0.162     39.5  0.484  0.820       676.6  experiments/records/clock-ladder"
 expect 2 "list gpus, an unknown option" -- $bin list gpus --datasheet
 contains "list gpus, an unknown option" "unknown option '--datasheet'"
+# the entry a card is by its driver's name and memory (engine/calibrate.sh asks), status 1 for none
+expect 0 "list gpus --device" -- $bin list gpus --device "NVIDIA A100-SXM4" 81920
+contains "list gpus --device" "a100-80gb"
+expect 1 "list gpus --device, a card not in the table" -- $bin list gpus --device "Tesla T4" 15360
+expect 2 "list gpus --device, memory not a number" -- $bin list gpus --device "NVIDIA H100" 80GB
+contains "list gpus --device, memory not a number" "'80GB' is not a whole number of MiB"
 # the tables' entries and a policy's parameters, as the tables declare them
 expect 0 "list policies" -- $bin list policies
 contains "list policies shows a policy's parameter" "--refresh-interval N     dual: also refresh every K steps"

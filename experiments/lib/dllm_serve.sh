@@ -78,9 +78,7 @@ ds_check_n "$DS_N"
 # ratio instead of its roofline ratio), 1 by default
 DS_GEMM=${GEMM:-1}
 # ds_gemm_opts: the options that scale the card's GEMMs by DS_GEMM (none at 1)
-ds_gemm_opts() {
-    awk -v f="$DS_GEMM" 'BEGIN { if (f != 1) printf "--op-scale qkv=%s,o_proj=%s,gate_up=%s,down=%s,lm_head=%s", f, f, f, f, f }'
-}
+ds_gemm_opts() { gemm_scale_opts "$DS_GEMM"; }
 # ds_batch_opts SYSTEM: the options that give SYSTEM's static batch as DS_BATCH says (none for dLLM-Serve)
 ds_batch_opts() { [ "$DS_BATCH" = fit ] && [ "$1" != dllm-serve ] && echo --max-batch 0 || true; }
 # ds_cost GPU [IMPL]: the cost options of a point on GPU priced with IMPL (torch-eager unless given), in
@@ -143,9 +141,7 @@ ds_point() {
 # factors (the carried torch-eager calibration's band file: "(-18% / +3%)" gives 0.82 1.03)
 ds_gemm_band() {
     ds_cost "$1"
-    [ "$DS_COST" = roofline ] && { echo "1.00 1.00"; return; }
-    sed -n 's/.*Refresh.*(\([-+][0-9]*\)% \/ \([-+][0-9]*\)%).*/\1 \2/p' "$CARRIED_BAND" | head -1 |
-        awk '{ printf "%.2f %.2f", 1 + $1 / 100, 1 + $2 / 100 }'
+    if [ "$DS_COST" = roofline ]; then echo "1.00 1.00"; else carried_gemm_band; fi
 }
 # ds_check_gemm GPU: DS_GEMM inside GPU's transfer band, or the run refused
 ds_check_gemm() {

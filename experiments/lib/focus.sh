@@ -52,9 +52,7 @@ fc_point() {
 # (the carried calibration's band file: "(-25% / +2%)" gives 0.75 1.02), as GEMM-time factors
 fc_gemm_band() {
     fc_cost "$1"
-    [ "$FC_COST" = roofline ] && { echo "1.00 1.00"; return; }
-    sed -n 's/.*Refresh.*(\([-+][0-9]*\)% \/ \([-+][0-9]*\)%).*/\1 \2/p' "$CARRIED_BAND" | head -1 |
-        awk '{ printf "%.2f %.2f", 1 + $1 / 100, 1 + $2 / 100 }'
+    if [ "$FC_COST" = roofline ]; then echo "1.00 1.00"; else carried_gemm_band; fi
 }
 # fc_speedup_range WORKLOAD X MODEL BATCH [SIM-ARGS...]: FOCUS's speedup over LMDeploy at (WORKLOAD, X),
 # whose points are run, over the setting's unknowns, one at a time (--quick: the TPF alone):
@@ -77,8 +75,10 @@ fc_speedup_range() {
         case $av in
             TPF=*) fc_point focus "$w~$av" "$x" "$m" "$b" "$@" --decode threshold:sdar-high ;;
             SNR=*) fc_point focus "$w~$av" "$x" "$m" "$b" "$@" --focus-snr "$f" ;;
-            GEMM=*) fc_point lmdeploy "$w~$av" "$x" "$m" "$b" "$@" --op-scale "qkv=$f,o_proj=$f,gate_up=$f,down=$f,lm_head=$f"
-                    fc_point focus "$w~$av" "$x" "$m" "$b" "$@" --op-scale "qkv=$f,o_proj=$f,gate_up=$f,down=$f,lm_head=$f" ;;
+            GEMM=*) # shellcheck disable=SC2046
+                    fc_point lmdeploy "$w~$av" "$x" "$m" "$b" "$@" $(gemm_scale_opts "$f")
+                    # shellcheck disable=SC2046
+                    fc_point focus "$w~$av" "$x" "$m" "$b" "$@" $(gemm_scale_opts "$f") ;;
         esac
         v=$(ratio "$(value throughput_tok_s focus "$w~$av" "$x")" \
             "$(value throughput_tok_s lmdeploy "$([[ $av == GEMM=* ]] && echo "$w~$av" || echo "$w")" "$x")")

@@ -104,6 +104,17 @@ carry_calib() {
         sed -n '/^uncertainty band/,/^calibration of/p' | sed '$d' >"$CARRIED_BAND"
 }
 
+# carried_gemm_band: the low and high ends of the last carried calibration's transfer band for a
+# Refresh step (CARRIED_BAND's "(-18% / +3%)" gives 0.82 1.03), as GEMM-time factors
+carried_gemm_band() {
+    sed -n 's/.*Refresh.*(\([-+][0-9]*\)% \/ \([-+][0-9]*\)%).*/\1 \2/p' "$CARRIED_BAND" | head -1 |
+        awk '{ printf "%.2f %.2f", 1 + $1 / 100, 1 + $2 / 100 }'
+}
+# gemm_scale_opts F: the options that price the GEMMs (QKV, O, FFN, LM head) F times over (none at 1)
+gemm_scale_opts() {
+    awk -v f="$1" 'BEGIN { if (f != 1) printf "--op-scale qkv=%s,o_proj=%s,gate_up=%s,down=%s,lm_head=%s", f, f, f, f, f }'
+}
+
 # roofline_ms GPU MODEL STEP: tessera's roofline of one step (SEGS,Q,KV,LOGIT_ROWS, calib price
 # --step) on GPU, the GPU's time alone (its host time left out), in ms
 roofline_ms() {

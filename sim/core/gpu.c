@@ -89,6 +89,30 @@ int gpu_measured_find(const char *path, const char *name, struct gpu_measured *o
     return rc;
 }
 
+const char *gpu_of_device(const char *driver_name, int64_t mem_mib)
+{
+    static const char *const cards[][2] = {{"H200", "h200"}, {"H100", "h100"},         {"H800", "h800"},
+                                           {"L40S", "l40s"}, {"RTX 4090", "rtx4090"}, {"RTX 3090", "rtx3090"}};
+    for (size_t i = 0; i < sizeof cards / sizeof cards[0]; i++)
+        if (strstr(driver_name, cards[i][0]))
+            return cards[i][1];
+    if (!strstr(driver_name, "A100"))
+        return NULL;
+    if (strstr(driver_name, "80GB") || (!strstr(driver_name, "40GB") && mem_mib > 50000))
+        return "a100-80gb";
+    if (strstr(driver_name, "40GB") || mem_mib > 0)
+        return "a100-40gb";
+    return "a100";
+}
+
+bool gpu_is_builtin(const char *name)
+{
+    for (size_t i = 0; i < sizeof builtin_gpus / sizeof builtin_gpus[0]; i++)
+        if (strcmp(builtin_gpus[i].name, name) == 0)
+            return true;
+    return false;
+}
+
 int gpu_table_count(const struct gpu_table *t) { return (int)t->n; }
 
 const struct gpu_spec *gpu_table_get(const struct gpu_table *t, int i)

@@ -41,6 +41,13 @@ struct gpu_measured {
 /* The measurement of GPU `name` in the CSV at path (gpu,gemm_tflops,gemm_held_tflops,copy_tbs,record;
  * DATADIR/gpu_measured.csv): 1 found, 0 not there (or no file), -1 for a malformed line (err names it). */
 int gpu_measured_find(const char *path, const char *name, struct gpu_measured *out, struct ts_err *err);
+/* The built-in table's entry a card is, by the name its driver gives it (nvidia-smi's, or the
+ * engine's device string, "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)") and its memory in MiB (<= 0:
+ * unknown): "h100", "a100-80gb", ...; for an A100 whose memory neither the name nor mem_mib gives,
+ * "a100" (the prefix of both); NULL for a card not in the table. The one map of driver names. */
+const char *gpu_of_device(const char *driver_name, int64_t mem_mib);
+/* Whether `name` is an entry of the built-in table (not one a --gpu-file adds). */
+bool gpu_is_builtin(const char *name);
 int gpu_table_count(const struct gpu_table *t);
 const struct gpu_spec *gpu_table_get(const struct gpu_table *t, int i);
 
