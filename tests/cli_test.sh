@@ -964,6 +964,16 @@ print(r[("phase", "fixed:1")]["num_stalls"] > 0, r[("lookahead", "fixed:1")]["nu
 [ "$got" = "True 0 True" ] && [ -s "$tmp/la/report.md" ] && ok ||
     bad "exp run lookahead: phase's stalls, lookahead's and the threshold runs' '$got'"
 is_png "$tmp/la/figure.png" "exp run lookahead"
+# the crossover against AR serving, reduced to batches 1 and 64: the dLLM with its cache and parallel
+# decoding ahead at 1, AR ahead of every dLLM variant at 64; one at a time, AR takes a prefill step and
+# then a step a token (8 requests of 256: 8 x 257 steps), the dLLM at one token a step 8 x 256
+expect 0 "exp run ar-crossover" -- env BATCHES="1 64" $bin exp run ar-crossover "$tmp/arx"
+got=$(python3 -c 'import json, sys
+r = {(o["system"], o["batch"]): o for o in map(json.loads, open(sys.argv[1]))}
+print(len(r), r[("ar", 1)]["num_steps"], r[("dual", 1)]["num_steps"])' "$tmp/arx/results.jsonl" 2>&1)
+[ "$got" = "8 2056 2048" ] && ok || bad "exp run ar-crossover: runs and steps at batch 1 '$got', wanted '8 2056 2048'"
+[ "$(grep -c '| holds |' "$tmp/arx/report.md")" = 3 ] && ok || bad "exp run ar-crossover: a trend does not hold ($tmp/arx/report.md)"
+is_png "$tmp/arx/figure.png" "exp run ar-crossover"
 expect 0 "exp run papers --quick" -- $bin exp run papers "$tmp/papers" --quick
 for e in dllm-serve-fig3 dllm-serve-fig4 dllm-serve-fig5 dllm-serve-table4 dllm-serve-fig7 dllm-serve-fig8 focus-fig6 \
          focus-fig7 focus-fig8 focus-table5 mosaic-fig10 mosaic-fig12 mosaic-fig13 mosaic-fig14 dinfer-table1; do

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# experiments/ar-crossover.sh: a dLLM against autoregressive serving of the same transformer by batch size: where the AR model overtakes.
+#
+# The characterisation studies of dLLM serving (arXiv 2510.04146, 2510.18480) find that the dual cache
+# and parallel decoding help mainly at small batches, and that at large batches autoregressive serving
+# wins throughput: a dLLM step runs a block's rows for each request to commit a few tokens, an AR step
+# one row for one token, so once the batch makes the steps compute-bound the AR model does less work a
+# token. Here one transformer (LLaDA-8B's shape) is served four ways, each with request-level
+# continuous batching capped at a batch size, every request there at the start (a closed loop of as
+# many clients as the cap):
+#   vanilla        no cache, one token a step (fixed:1): every step runs the whole sequence
+#   dual           Fast-dLLM's dual cache, one token a step: a block's rows over the cached rest
+#   dual-parallel  the dual cache with threshold decoding (DECODE: llada-gsm8k's TPF, 2.77 tokens a
+#                  forward, drawn a step)
+#   ar             the same weights decoding autoregressively (policy ar: the prompt once, then one
+#                  row a step over the K/V cache), as vLLM serves a model (--system vllm)
+# priced by the calibration of tessera's engine for LLaDA-8B on the GPU (its decode steps of one row
+# are profiled too); steps past the profiled 16,384 packed tokens, the largest batches' prefills, are
+# extrapolated (--extrapolate), and COST=roofline prices everything with the roofline instead.
+# Writes OUT/results.jsonl (a run: system, batch, the summary's figures), OUT/report.md (the table, the
+# crossover batch of each dLLM variant against AR, the checks) and, with gnuplot, OUT/figure.png.
+#
+# Usage: tessera exp run ar-crossover OUT [--force]   (BATCHES="1 2 4 8 16 32 64 128"; GPU=h200;
+#        MODEL=llada-8b; LENGTHS=fixed:512,256; DECODE=threshold:llada-gsm8k; COST=calibrated; or
+#        experiments/ar-crossover.sh OUT with TESSERA=path)
+set -uo pipefail
+out=${1:?usage: tessera exp run ar-crossover OUT [--force]}
+bin=${TESSERA:-build/tessera}
+mkdir -p "$out" || exit 2
+: >"$out/results.jsonl"
+batches=${BATCHES:-1 2 4 8 16 32 64 128}
+gpu=${GPU:-h200} model=${MODEL:-llada-8b} lengths=${LENGTHS:-fixed:512,256} decode=${DECODE:-threshold:llada-gsm8k}
+case ${COST:-calibrated} in
+    calibrated) cost=(--cost calibrated --extrapolate) ;;
+    roofline) cost=(--cost roofline) ;;
+    *) echo "ar-crossover.sh: COST=$COST: calibrated or roofline" >&2; exit 2 ;;
+esac
+gen=${lengths##*,}
+# args SYSTEM: its options
+args() {
+    case $1 in
+        vanilla) echo --policy vanilla --decode fixed:1 ;;
+        dual) echo --policy dual --decode fixed:1 ;;
+        dual-parallel) echo --policy dual --decode "$decode" ;;
+        ar) echo --system vllm ;;
+    esac
+}
+for b in $batches; do
+    n=$((4 * b > 8 ? 4 * b : 8))
+    for sys in vanilla dual dual-parallel ar; do
+        # shellcheck disable=SC2046
+        json=$("$bin" sim $(args $sys) --model "$model" --gpu "$gpu" --scheduler request --max-batch "$b" \
+            --lengths "$lengths" --gen-len "$gen" --requests "$n" --rps 1000000 --seed 1 "${cost[@]}" \
+            --quiet --no-progress --json) || { echo "ar-crossover.sh: $sys at batch $b failed" >&2; exit 1; }
+        python3 - "$sys" "$b" "$json" >>"$out/results.jsonl" <<'PY' || exit 1
+import json, sys
+sys_, b, m = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+print(json.dumps({"system": sys_, "batch": b, "throughput_tok_s": m["throughput_tok_s"],
+                  "lat_mean_s": m["lat_mean_s"], "num_steps": m["num_steps"], "num_finished": m["num_finished"],
+                  "tokens_per_step": m["tokens_decoded"] / max(m["num_steps"], 1)}))
+PY
+    done
+done
+python3 - "$out" "$model" "$gpu" "$lengths" "$decode" "${COST:-calibrated}" <<'PY' || exit 1
+import json, os, sys
+out, model, gpu, lengths, decode, cost = sys.argv[1:]
+rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+systems = ["vanilla", "dual", "dual-parallel", "ar"]
+tput = {(r["system"], r["batch"]): r["throughput_tok_s"] for r in rows}
+batches = sorted({r["batch"] for r in rows})
+def crossover(s):
+    """the smallest batch from which the AR model's throughput is at least s's at every larger one"""
+    for b in batches:
+        if all(tput[("ar", c)] >= tput[(s, c)] for c in batches if c >= b):
+            return b
+    return None
+with open(os.path.join(out, "report.md"), "w") as f:
+    f.write("# A dLLM against AR serving of the same transformer, by batch size\n\n")
+    f.write("%s on %s, prompts and answers %s, every request there at the start, request-level continuous "
+            "batching capped at the batch size; cost %s. Throughput in generated tokens/s; the AR model "
+            "over each dLLM variant in parentheses.\n\n" % (model, gpu, lengths, cost))
+    f.write("| batch | vanilla | dual | dual-parallel (%s) | ar |\n|---|---|---|---|---|\n" % decode)
+    for b in batches:
+        cells = ["%.0f (%.2fx)" % (tput[(s, b)], tput[("ar", b)] / tput[(s, b)]) for s in systems[:3]]
+        f.write("| %d | %s | %.0f |\n" % (b, " | ".join(cells), tput[("ar", b)]))
+    f.write("\n")
+    for s in systems[:3]:
+        c = crossover(s)
+        f.write("- %s: %s\n" % (s, "the AR model is ahead from batch %d on" % c if c else "ahead of the AR model at every batch"))
+    lo, hi = batches[0], batches[-1]
+    checks = [
+        ("at batch %d the dLLM with its cache and parallel decoding is ahead of AR" % lo,
+         tput[("dual-parallel", lo)] > tput[("ar", lo)]),
+        ("at batch %d AR is ahead of every dLLM variant" % hi, all(tput[("ar", hi)] > tput[(s, hi)] for s in systems[:3])),
+        ("the dLLM's lead shrinks with the batch: AR over dual-parallel grows from batch %d to %d" % (lo, hi),
+         tput[("ar", hi)] / tput[("dual-parallel", hi)] > tput[("ar", lo)] / tput[("dual-parallel", lo)]),
+    ]
+    f.write("\n| trend the studies report | in tessera |\n|---|---|\n")
+    for text, ok in checks:
+        f.write("| %s | %s |\n" % (text, "holds" if ok else "does not hold"))
+    with open(os.path.join(out, "figure.dat"), "w") as d:
+        for s in systems:
+            d.write("# %s\n" % s)
+            for b in batches:
+                d.write("%d %g\n" % (b, tput[(s, b)]))
+            d.write("\n\n")
+PY
+if command -v gnuplot >/dev/null 2>&1; then
+    gnuplot <<EOF 2>"$out/gnuplot.log" || { rm -f "$out/figure.png"; echo "ar-crossover.sh: no figure: gnuplot: $(head -2 "$out/gnuplot.log")" >&2; }
+set terminal pngcairo size 800,520 font ",10"
+set output "$out/figure.png"
+set termoption noenhanced
+set title "$model on $gpu: a dLLM against AR serving by batch size"
+set xlabel "Batch size (requests running at once)"
+set ylabel "Throughput (generated tokens/s)"
+set logscale x 2
+set logscale y
+set key top left
+set grid
+plot "$out/figure.dat" index 0 using 1:2 with linespoints lc rgb '#999999' pt 6 title "dLLM, no cache, one token a step", \
+     "" index 1 using 1:2 with linespoints lc rgb '#0072B2' pt 5 title "dLLM, dual cache, one token a step", \
+     "" index 2 using 1:2 with linespoints lc rgb '#009E73' pt 7 title "dLLM, dual cache, parallel decoding", \
+     "" index 3 using 1:2 with linespoints lc rgb '#D55E00' pt 9 lw 2 title "AR (the same transformer)"
+EOF
+fi
+echo "ar-crossover: $out/report.md, $out/results.jsonl$([ -s "$out/figure.png" ] && echo ", $out/figure.png")"
