@@ -1155,7 +1155,7 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
         bd->op_s[OP_FEAT_CACHE] = fc * 1e-3;
         ms += fc;
         if (cx && cx->ep > 1) { /* its MoE layers' outputs all-reduced, GPU work the host runs ahead of */
-            const double ar = 1e3 * cost_ep_allreduce_s(cx, t->q_tokens);
+            const double ar = 1e3 * cost_ep_allreduce_s(cx, sd);
             bd->op_s[OP_ALLREDUCE] += ar * 1e-3;
             ms += ar;
         }

@@ -300,11 +300,15 @@ static void write_csv_step(FILE *cf, int64_t step, const struct step_desc *sd, d
     fputc('\n', cf);
 }
 
-/* The knobs of a run recorded before its steps carried them, from its configuration. */
+/* The knobs of a run recorded before its steps carried them, from its configuration; a run with expert
+ * parallelism refused (the engine replays none). */
 static int derived_knobs(const json_t *cfg, const struct model_cfg *m, int64_t v[STEP_KNOBS], struct ts_err *err)
 {
     struct step_desc sd;
     step_desc_init(&sd);
+    if (json_integer_value(json_object_get(cfg, "ep")) > 1) /* (the engine runs no expert parallelism) */
+        return ts_fail(err, "a run with --ep %lld: the engine replays no expert-parallel steps",
+                       (long long)json_integer_value(json_object_get(cfg, "ep")));
     if (policy_knobs_from_config(cfg, m, &sd, err))
         return -1;
     sd.logit_chunk_rows = (int32_t)json_integer_value(json_object_get(cfg, "max_num_logits"));

@@ -352,10 +352,13 @@ static int apply_opt(int o, const char *name, struct sim_config *c)
         return 0;
     case O_REQUESTS:
     case O_SEED:
-        if (ts_parse_i64(optarg, &i64) || i64 < (o == O_REQUESTS) || i64 > (int64_t)1 << 40) {
-            fprintf(stderr, "tessera sim: --%s: '%s' is not a whole number in %d..%lld\n", name, optarg,
-                    o == O_REQUESTS, (long long)1 << 40);
-            return -1;
+        {
+            const int64_t most = o == O_REQUESTS ? INT32_MAX : (int64_t)1 << 40; /* requests: their ids */
+            if (ts_parse_i64(optarg, &i64) || i64 < (o == O_REQUESTS) || i64 > most) {
+                fprintf(stderr, "tessera sim: --%s: '%s' is not a whole number in %d..%lld\n", name, optarg,
+                        o == O_REQUESTS, (long long)most);
+                return -1;
+            }
         }
         if (o == O_REQUESTS)
             c->requests = i64;

@@ -59,12 +59,17 @@ int cost_op_scale_parse(const char *spec, double scale[OP_COUNT], struct ts_err 
     return 0;
 }
 
-double cost_ep_allreduce_s(const struct cost_ctx *c, int64_t T)
+double cost_ep_allreduce_s(const struct cost_ctx *c, const struct step_desc *sd)
 {
-    if (c->ep <= 1 || T <= 0)
+    const struct step_totals *t = &sd->tot;
+    if (c->ep <= 1 || t->q_tokens <= 0)
         return 0;
     TS_ASSERT(c->ar != NULL);
-    return model_num_moe_layers(&c->model) * allreduce_s(c->ar, 2.0 * (double)T * c->model.hidden);
+    const double nl = c->model.num_layers, nf = step_front_layers(sd, c->model.num_layers),
+                 moe = model_num_moe_layers(&c->model), h = c->model.hidden;
+    /* the MoE layers among the front ones in proportion, as the back ends share the layers' ops */
+    return moe * (nf / nl) * allreduce_s(c->ar, 2.0 * (double)t->front.q_tokens * h) +
+           moe * ((nl - nf) / nl) * allreduce_s(c->ar, 2.0 * (double)t->q_tokens * h);
 }
 
 double cost_op_scale_ops(const double scale[OP_COUNT], struct cost_breakdown *bd)

@@ -104,9 +104,10 @@ struct cost_ctx {
 };
 
 /* Expert parallelism's share of a step (both back ends): its experts' work is 1/ep of one GPU's, and
- * each MoE layer all-reduces its T x h bf16 output over the ep GPUs; the seconds those all-reduces
- * take for a step of T tokens (0 without expert parallelism). */
-double cost_ep_allreduce_s(const struct cost_ctx *c, int64_t T);
+ * each MoE layer all-reduces its T x h bf16 output over the ep GPUs, T the rows the layer runs (a
+ * step's front layers their front rows); the seconds those all-reduces take (0 without expert
+ * parallelism). */
+double cost_ep_allreduce_s(const struct cost_ctx *c, const struct step_desc *sd);
 
 struct cost_ops {
     const char *name;

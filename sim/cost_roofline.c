@@ -173,7 +173,7 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
     layer_ops(&p, sd, &later, m->num_layers - nf, true);
     if (T_out > 0)
         add_op(&p, OP_NORM, 1, 5 * T_out * h, 2 * T_out * h * a, im->gemm_eff); /* the final norm */
-    const double t_ep = cost_ep_allreduce_s(c, t->q_tokens); /* expert parallelism's all-reduces */
+    const double t_ep = cost_ep_allreduce_s(c, sd); /* expert parallelism's all-reduces */
     p.total += t_ep;
     if (bd)
         bd->op_s[OP_ALLREDUCE] += t_ep;

@@ -515,7 +515,7 @@ static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
     if (prepare(w, "INSERT INTO out.requests VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
         return -1;
     int rc = 0, got;
-    int64_t v[SIM_REQ_ROW];
+    int64_t v[SIM_REQ_ROW], rows = 0;
     if (fflush(s->req_spill) || fseeko(s->req_spill, 0, SEEK_SET))
         rc = ts_fail(w->err, "%s: cannot read back the requests' rows: %s", w->path, strerror(errno));
     while (!rc && (got = db_spill_read(s->req_spill, v, SIM_REQ_ROW)) != 0) {
@@ -535,14 +535,22 @@ static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
         }
         for (int j = 5; j < 10; j++)
             sqlite3_bind_int64(st, k++, v[j]);
-        TS_ASSERT(v[10] >= 0 && v[10] < (int64_t)TS_ARRAY_LEN(state_names) && v[11] < s->num_reasons);
+        if (v[10] < 0 || v[10] >= (int64_t)TS_ARRAY_LEN(state_names) || v[11] >= s->num_reasons) {
+            rc = ts_fail(w->err, "%s: request %lld's row spilled to a temporary file came back damaged", w->path,
+                         (long long)v[0]);
+            break;
+        }
         sqlite3_bind_text(st, k++, state_names[v[10]], -1, SQLITE_STATIC);
         if (v[11] >= 0)
             sqlite3_bind_text(st, k++, s->reasons[v[11]], -1, SQLITE_STATIC);
         else
             sqlite3_bind_null(st, k++);
         rc = step_done(w, st);
+        rows++;
     }
+    if (!rc && (ferror(s->req_spill) || rows != s->num_done))
+        rc = ts_fail(w->err, "%s: %lld of the %lld requests' rows came back from their temporary file%s", w->path,
+                     (long long)rows, (long long)s->num_done, ferror(s->req_spill) ? " (a read error)" : "");
     fseeko(s->req_spill, 0, SEEK_END); /* where the requests recorded next are spilled */
     sqlite3_finalize(st);
     return rc;
@@ -1210,6 +1218,8 @@ int db_integrity(sqlite3 *db, const char *path, struct ts_err *err)
             continue;
         if (strncmp(line, "*** in database main ***", 24) == 0) /* its heading: the problem follows */
             line += 24;
+        else if (used && used + 3 < sizeof found) /* a row of its own: another problem */
+            used += (size_t)snprintf(found + used, sizeof found - used, "; ");
         for (; *line && used + 3 < sizeof found; line++) /* on one line, the problems ;-separated */
             if (*line == '\n')
                 used += (size_t)snprintf(found + used, sizeof found - used, "%s", used ? "; " : "");

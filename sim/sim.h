@@ -63,12 +63,12 @@ struct sim_executor {
  * fills err on bad input. */
 struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err);
 void sim_destroy(struct sim *s); /* NULL is safe */
-/* Runs to completion. Returns -1 with err when a step cannot be priced (a calibrated cost model
- * asked outside its range); the run is then incomplete and should not be written. */
 /* Keeps every request in memory after it is done (a run frees them as they are recorded, so that
  * its memory does not grow with its length): for tests that read the requests after the run.
  * Before sim_run. */
 void sim_keep_requests(struct sim *s);
+/* Runs to completion. Returns -1 with err when a step cannot be priced (a calibrated cost model
+ * asked outside its range); the run is then incomplete and should not be written. */
 int sim_run(struct sim *s, struct ts_err *err);
 void sim_get_summary(const struct sim *s, struct sim_summary *out);
 const struct sim_config *sim_config(const struct sim *s);

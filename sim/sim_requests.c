@@ -78,6 +78,8 @@ int sim_requests_open(struct sim *s, struct ts_err *err)
         trace_stream_free(&pre);
     if (rc < 0)
         return -1;
+    if (n > INT32_MAX) /* (a request's id is an int32) */
+        return ts_fail(err, "%lld requests: more than the %d a run can hold (--requests)", (long long)n, INT32_MAX);
     s->num_reqs = n;
     s->num_chunks = (n + SIM_REQ_CHUNK - 1) / SIM_REQ_CHUNK;
     s->chunks = xcalloc((size_t)TS_MAX(s->num_chunks, 1), sizeof *s->chunks);

@@ -335,7 +335,7 @@ expect 2 "stray argument" -- $bin sim extra
 
 # every bad value is refused naming the option or field, the value as written and what is accepted
 expect 2 "--requests 0" -- $bin sim --requests 0
-contains "--requests 0 named" "--requests: '0' is not a whole number in 1..1099511627776"
+contains "--requests 0 named" "--requests: '0' is not a whole number in 1..2147483647"
 expect 2 "a missing option value" -- $bin sim --trace --rps 3
 contains "a missing value says which option took the next flag" "--trace: missing value (the next argument is the option --rps)"
 expect 2 "every request rejected" -- $bin sim --gen-len 1000000 --requests 5 --db "$tmp/rej.db"

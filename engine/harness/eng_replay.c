@@ -110,6 +110,9 @@ static int replay_read_run(struct replay *rp, int64_t run_id, int *ffn_chunks, s
         if (po && po->engine_lacks)
             rc = ts_fail(err, "run %lld: policy %s needs %s, which the engine does not run", (long long)rp->run_id,
                          po->name, po->engine_lacks);
+        else if (json_integer_value(json_object_get(cfg, "ep")) > 1)
+            rc = ts_fail(err, "run %lld: simulated with --ep %lld, expert parallelism, which the engine does not run",
+                         (long long)rp->run_id, (long long)json_integer_value(json_object_get(cfg, "ep")));
         else if (policy_knobs_from_config(cfg, &rp->m, &rp->knobs, err))
             rc = ts_fail_prefix(err, "run %lld", (long long)rp->run_id);
         rp->o.feature_cache = rp->knobs.cache_outputs;
