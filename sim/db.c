@@ -81,6 +81,23 @@ static const char *const step_totals_cols = "num_segs, q_tokens, kv_tokens, kv_w
                                             "num_full, num_refresh, num_reuse, num_prefill, num_block, act_peak_bytes, "
                                             "kv_in_use_bytes";
 
+static int has_column(sqlite3 *db, const char *name, const char *table, const char *col);
+
+/* Appends ", KNOB" for every step knob (step_knobs) to buf[*n..len): with db, NULL for one that
+ * `name`.`table` lacks (a database written before it was recorded), as SELECT's "NULL AS KNOB".
+ * -1 on an SQLite error. */
+static int knob_cols(sqlite3 *db, const char *name, const char *table, char *buf, size_t *n, size_t len)
+{
+    for (int i = 0; i < STEP_KNOBS; i++) {
+        const int have = db ? has_column(db, name, table, step_knobs[i].name) : 1;
+        if (have < 0)
+            return -1;
+        *n += (size_t)snprintf(buf + *n, len - *n, have ? ", %s" : ", NULL AS %s", step_knobs[i].name);
+    }
+    TS_ASSERT(*n < len);
+    return 0;
+}
+
 /* The step rows' columns but run_id, step_id, start_ns and duration_ns: the totals and memory, then
  * every step knob by its name in step_knobs */
 static const char *step_cols_list(void)
@@ -88,9 +105,7 @@ static const char *step_cols_list(void)
     static char buf[512];
     if (!buf[0]) {
         size_t n = (size_t)snprintf(buf, sizeof buf, "%s", step_totals_cols);
-        for (int i = 0; i < STEP_KNOBS; i++)
-            n += (size_t)snprintf(buf + n, sizeof buf - n, ", %s", step_knobs[i].name);
-        TS_ASSERT(n < sizeof buf);
+        knob_cols(NULL, NULL, NULL, buf, &n, sizeof buf);
     }
     return buf;
 }
@@ -188,12 +203,8 @@ static int db_upgrade(sqlite3 *db, const char *name)
     if (old_steps) { /* a table of steps: its knob columns where it has them, NULL for the others */
         char cols[1024];
         size_t n = (size_t)snprintf(cols, sizeof cols, "%s", step_totals_cols);
-        for (int i = 0; i < STEP_KNOBS; i++) {
-            const int have = has_column(db, name, "steps", step_knobs[i].name);
-            if (have < 0)
-                return -1;
-            n += (size_t)snprintf(cols + n, sizeof cols - n, ", %s", have ? step_knobs[i].name : "NULL");
-        }
+        if (knob_cols(db, name, "steps", cols, &n, sizeof cols))
+            return -1;
         snprintf(sql, sizeof sql, "INSERT INTO %s.step_runs SELECT run_id, step_id, step_id, start_ns, duration_ns, %s "
                                   "FROM %s.steps ORDER BY run_id, step_id; DROP TABLE %s.steps;",
                  name, cols, name, name);
@@ -1038,12 +1049,8 @@ int db_steps_prepare(sqlite3 *db, sqlite3_stmt **out)
 {
     char sql[1024];
     size_t n = (size_t)snprintf(sql, sizeof sql, "SELECT step_id, duration_ns");
-    for (int i = 0; i < STEP_KNOBS; i++) { /* a database written before a knob was recorded: NULL for it */
-        const int have = has_column(db, "main", "steps", step_knobs[i].name);
-        if (have < 0)
-            return sqlite3_errcode(db) != SQLITE_OK ? sqlite3_errcode(db) : SQLITE_ERROR;
-        n += (size_t)snprintf(sql + n, sizeof sql - n, have ? ", %s" : ", NULL AS %s", step_knobs[i].name);
-    }
+    if (knob_cols(db, "main", "steps", sql, &n, sizeof sql))
+        return sqlite3_errcode(db) != SQLITE_OK ? sqlite3_errcode(db) : SQLITE_ERROR;
     snprintf(sql + n, sizeof sql - n, " FROM steps WHERE run_id = ? ORDER BY step_id");
     return sqlite3_prepare_v2(db, sql, -1, out, NULL);
 }

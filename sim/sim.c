@@ -320,6 +320,14 @@ done:
     return rc;
 }
 
+/* The all-reduce's times over `degree` GPUs of the run's kind (data/allreduce.csv, else the link). */
+static int load_allreduce(struct sim *s, int32_t degree, struct ts_err *err)
+{
+    char path[CFG_PATH + 32];
+    snprintf(path, sizeof path, "%s/allreduce.csv", s->cfg.datadir);
+    return allreduce_load(path, s->gpu.name, degree, s->gpu.link_bw, &s->allreduce, err);
+}
+
 /* Tensor parallelism over cfg.tp GPUs: the heads split evenly (the engine splits the FFN, the experts
  * and the vocabulary too), the all-reduces priced from the measured table. */
 static int resolve_tp(struct sim *s, struct ts_err *err)
@@ -337,9 +345,7 @@ static int resolve_tp(struct sim *s, struct ts_err *err)
                 m->moe_ffn, m->vocab, cfg->tp);
         return -1;
     }
-    char path[CFG_PATH + 32];
-    snprintf(path, sizeof path, "%s/allreduce.csv", cfg->datadir);
-    return allreduce_load(path, s->gpu.name, cfg->tp, s->gpu.link_bw, &s->allreduce, err);
+    return load_allreduce(s, cfg->tp, err);
 }
 
 /* Expert parallelism over cfg.ep GPUs: an MoE model's experts split evenly, the all-reduce of each MoE
@@ -352,9 +358,7 @@ static int resolve_ep(struct sim *s, struct ts_err *err)
                        s->model.name);
     if (s->model.num_experts % cfg->ep)
         return ts_fail(err, "--ep: %d does not divide %s's %d experts", cfg->ep, s->model.name, s->model.num_experts);
-    char path[CFG_PATH + 32];
-    snprintf(path, sizeof path, "%s/allreduce.csv", cfg->datadir);
-    return allreduce_load(path, s->gpu.name, cfg->ep, s->gpu.link_bw, &s->allreduce, err);
+    return load_allreduce(s, cfg->ep, err);
 }
 
 struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
