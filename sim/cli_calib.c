@@ -302,16 +302,15 @@ static void write_csv_step(FILE *cf, int64_t step, const struct step_desc *sd, d
 
 /* The knobs of a run recorded before its steps carried them, from its configuration; a run with expert
  * parallelism refused (the engine replays none). */
-static int derived_knobs(const json_t *cfg, const struct model_cfg *m, int64_t v[STEP_KNOBS], struct ts_err *err)
+static int derived_knobs(const struct sim_config *c, const struct model_cfg *m, int64_t v[STEP_KNOBS],
+                         struct ts_err *err)
 {
     struct step_desc sd;
     step_desc_init(&sd);
-    if (json_integer_value(json_object_get(cfg, "ep")) > 1) /* (the engine runs no expert parallelism) */
-        return ts_fail(err, "a run with --ep %lld: the engine replays no expert-parallel steps",
-                       (long long)json_integer_value(json_object_get(cfg, "ep")));
-    if (policy_knobs_from_config(cfg, m, &sd, err))
+    if (c->ep > 1) /* (the engine runs no expert parallelism) */
+        return ts_fail(err, "a run with --ep %d: the engine replays no expert-parallel steps", c->ep);
+    if (sim_config_knobs(c, m, &sd, err))
         return -1;
-    sd.logit_chunk_rows = (int32_t)json_integer_value(json_object_get(cfg, "max_num_logits"));
     step_knobs_get(&sd, v);
     return 0;
 }
@@ -365,16 +364,13 @@ static int cmd_eval(const char *dbpath, const char *calib_path, const char *host
     q = NULL;
     struct cost_ctx ctx = {0};
     struct gpu_table *gt = gpu_table_create();
-    const char *model = cfg ? json_string_value(json_object_get(cfg, "model")) : NULL;
-    const char *gpu = cfg ? json_string_value(json_object_get(cfg, "gpu")) : NULL;
-    const char *impl = cfg ? json_string_value(json_object_get(cfg, "impl")) : NULL;
-
-    int bad = !model || !gpu || !impl || model_resolve(model, &ctx.model, &err) ||
-              gpu_lookup(gt, gpu, &ctx.gpu, &err) || impl_resolve(impl, &ctx.impl, &err);
+    struct sim_config run_cfg;
+    int bad = sim_config_from_json(cfg, &run_cfg, &err) || model_resolve(run_cfg.model, &ctx.model, &err) ||
+              gpu_lookup(gt, run_cfg.gpu, &ctx.gpu, &err) || impl_resolve(run_cfg.impl, &ctx.impl, &err);
     gpu_table_destroy(gt);
     int64_t derived[STEP_KNOBS];
     if (!bad)
-        bad = derived_knobs(cfg, &ctx.model, derived, &err);
+        bad = derived_knobs(&run_cfg, &ctx.model, derived, &err);
     char path[CFG_PATH + 256];
     if (!bad)
         bad = load_for(&ctx, calib_path, host_path, path, sizeof path, &cal, &err);

@@ -281,7 +281,7 @@ int cli_list(int argc, char **argv)
             const struct preset *p = preset_get(i);
             printf("%-11s %s\n            = --policy %s --scheduler %s --decode %s --impl %s "
                    "--max-num-logits %d --planner %s", p->name, p->help, p->policy, p->scheduler,
-                   p->decode, p->impl, p->logit_chunk_rows, p->planner);
+                   p->decode, p->impl, p->max_num_logits, p->planner);
             for (size_t k = 0; k < TS_ARRAY_LEN(p->params) && p->params[k].name; k++)
                 printf(" --%s %s", p->params[k].name, p->params[k].value);
             if (p->model)

@@ -23,7 +23,7 @@
 #include "engine_load.h"
 #include "gpu.h"
 #include "model.h"
-#include "planner.h"
+#include "act_cache.h"
 
 static void mem_usage(FILE *f)
 {
@@ -63,7 +63,7 @@ struct mem_args {
     const char *model, *gpu, *planner;
     int64_t tokens, logit_rows;
     double mask_ratio, budget_gib, reserve_gib, mem_limit_gb, margin_mib; /* margin_mib < 0: the default */
-    int32_t logit_chunk, ffn_chunks, softmax_copy, layers, ilp_tensors;
+    int32_t max_num_logits, ffn_chunks, softmax_copy, layers, ilp_tensors;
     double ilp_seconds;
     enum chunking chunking;
     int32_t layout; /* enum og_layout */
@@ -108,7 +108,7 @@ static int parse(int argc, char **argv, struct mem_args *a)
         case 't': want = "a whole number of tokens in 1..67108864"; bad = ts_parse_i64(optarg, &a->tokens) || a->tokens < 1 || a->tokens > (1 << 26); break;
         case 'r': want = "a whole number of rows, 0 or more"; bad = ts_parse_i64(optarg, &a->logit_rows) || a->logit_rows < 0; break;
         case 'x': want = "a fraction in 0..1"; bad = ts_parse_double(optarg, &a->mask_ratio) || a->mask_ratio < 0 || a->mask_ratio > 1; break;
-        case 'l': want = "a whole number of rows in 0..16777216 (0: monolithic)"; bad = ts_parse_i64(optarg, &v) || v < 0 || v > (1 << 24); a->logit_chunk = (int32_t)v; break;
+        case 'l': want = "a whole number of rows in 0..16777216 (0: monolithic)"; bad = ts_parse_i64(optarg, &v) || v < 0 || v > (1 << 24); a->max_num_logits = (int32_t)v; break;
         case 'f': want = "a whole number in 1..4096"; bad = ts_parse_i64(optarg, &v) || v < 1 || v > 4096; a->ffn_chunks = (int32_t)v; break;
         case 's': want = "0, 4 or 8 bytes a logit"; bad = ts_parse_i64(optarg, &v) || (v != 0 && v != 4 && v != 8); a->softmax_copy = (int32_t)v; break;
         case 'b': want = "a positive number of GiB"; bad = ts_parse_double(optarg, &a->budget_gib) || !(a->budget_gib > 0); break;
@@ -165,7 +165,7 @@ static int cmd_plan(const struct mem_args *a)
         fprintf(stderr, "tessera mem plan: %s\n", err.msg);
         return EXIT_USAGE;
     }
-    struct og_shape s = {a->tokens, rows_for(a, a->tokens), a->logit_chunk, a->ffn_chunks, a->softmax_copy,
+    struct og_shape s = {a->tokens, rows_for(a, a->tokens), a->max_num_logits, a->ffn_chunks, a->softmax_copy,
                          a->fused_ffn, 1, a->layout};
     struct planner_opts po;
     planner_opts_defaults(&po);
@@ -175,7 +175,7 @@ static int cmd_plan(const struct mem_args *a)
         po.ilp_time_limit_s = a->ilp_seconds;
     struct opgraph g = {0}, prof = {0};
     if (p == planner_find("profiled")) { /* profiled at the dLLM-Serve defaults on this shape's knobs */
-        struct og_shape ps = {16384, 16384, a->logit_chunk ? a->logit_chunk : 2048, 1, a->softmax_copy,
+        struct og_shape ps = {16384, 16384, a->max_num_logits ? a->max_num_logits : 2048, 1, a->softmax_copy,
                               a->fused_ffn, 1, a->layout};
         opgraph_build(&prof, &m, &ps);
         po.profiled_graph = &prof;
@@ -197,8 +197,7 @@ static int cmd_plan(const struct mem_args *a)
         }
         pl = cr.plan;
         cr.plan.offsets = NULL;
-        s.ffn_chunks = cr.ffn_chunks;
-        s.logit_chunk_rows = s.R > 0 ? (int32_t)((s.R + cr.logit_chunks - 1) / cr.logit_chunks) : 0;
+        s = cr.choice.shape;
     } else if (opgraph_build(&g, &m, &s), planner_run(p, &g, &po, &pl, &err)) {
         fprintf(stderr, "tessera mem plan: %s\n", err.msg);
         rc = EXIT_USAGE;
@@ -216,9 +215,9 @@ static int cmd_plan(const struct mem_args *a)
                               "theoretical_bytes", (json_int_t)theo, "inflation", infl, "peak_to_average",
                               avg > 0 ? theo / avg : 0, "plan_us", pl.plan_us, "tensors", g.n, "ops", g.num_ops);
         if (a->budget_gib > 0) {
-            json_object_set_new(o, "fits", json_boolean(cr.fits));
+            json_object_set_new(o, "fits", json_boolean(cr.choice.fits));
             json_object_set_new(o, "search_us", json_real(search_us));
-            json_object_set_new(o, "plans_tried", json_integer(cr.plans_tried));
+            json_object_set_new(o, "plans_tried", json_integer(cr.choice.plans_tried));
             json_object_set_new(o, "search_margin_bytes", json_integer(margin));
         }
         if (pl.note[0])
@@ -242,10 +241,10 @@ static int cmd_plan(const struct mem_args *a)
         if (a->budget_gib > 0)
             printf("  budget %.2f GiB, the search keeping %.0f MiB free: %s after %d plans in %.1f us (%d logit "
                    "chunks, %d FFN chunks)%s%s\n", a->budget_gib, margin / TS_MIB,
-                   cr.fits ? "fits" : "does not fit", cr.plans_tried, search_us, cr.logit_chunks, cr.ffn_chunks,
-                   cr.fits ? "" : ": ", cr.why);
+                   cr.choice.fits ? "fits" : "does not fit", cr.choice.plans_tried, search_us, cr.choice.logit_chunks, cr.choice.ffn_chunks,
+                   cr.choice.fits ? "" : ": ", cr.choice.why);
     }
-    if (a->budget_gib > 0 && !cr.fits)
+    if (a->budget_gib > 0 && !cr.choice.fits)
         rc = 1;
 done:
     plan_free(&pl);
@@ -265,7 +264,7 @@ static bool fits(const struct model_cfg *m, const struct mem_args *a, const stru
     plan_free(&cr->plan);
     if (chunk_search(a->chunking, m, &s, p, &po, budget, cr, err))
         return false;
-    return cr->fits;
+    return cr->choice.fits;
 }
 
 struct fits_ctx {
@@ -400,13 +399,13 @@ static int cmd_lmax(const struct mem_args *a)
                "\"mask_ratio\":%g,\"lmax\":%lld,\"activation_budget_bytes\":%lld,\"logit_chunks\":%d,"
                "\"ffn_chunks\":%d,\"search_margin_bytes\":%lld,\"act_layout\":\"%s\"}\n", m.name, where,
                (long long)mem, p->name, chunking_names[a->chunking], a->mask_ratio, (long long)lo, (long long)budget,
-               cr.logit_chunks, cr.ffn_chunks, (long long)margin, og_layout_name(a->layout));
+               cr.choice.logit_chunks, cr.choice.ffn_chunks, (long long)margin, og_layout_name(a->layout));
     else
         printf("%s on %s (%.2f GB), planner %s, chunking %s, %s layout, logits for %s: L_max = %lld tokens "
                "(activations may use %.2f GiB%s; at L_max: %d logit chunks, %d FFN chunks)\n", m.name, where,
                mem / 1e9, p->name, chunking_names[a->chunking], og_layout_name(a->layout),
                a->mask_ratio >= 0 ? "the masked rows" : "every row", (long long)lo, budget / TS_GIB, kept,
-               cr.logit_chunks, cr.ffn_chunks);
+               cr.choice.logit_chunks, cr.choice.ffn_chunks);
     return 0;
 }
 

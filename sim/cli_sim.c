@@ -21,84 +21,23 @@
 #include "presets.h"
 #include "sim.h"
 
-enum {
-    O_SYSTEM = 256, O_MODEL, O_GPU, O_GPU_FILE, O_POLICY, O_SCHED, O_DECODE, O_COST, O_IMPL,
-    O_TRACE, O_ARRIVALS, O_LENGTHS, O_RPS, O_REQUESTS, O_SEED, O_SKIP_BAD, O_CLIP, O_GEN_LEN, O_MAX_NEW,
-    O_BLOCK, O_TP, O_EP, O_EARLY, O_EOS, O_ITER_SMOOTH, O_MASK_ONLY, O_BLOCK_LOGITS, O_MNL, O_FFN_CHUNKS, O_KV_PAGE,
-    O_RESERVE, O_MARGIN, O_PREEMPT, O_DB, O_APPEND, O_REPLACE, O_JSON, O_NO_STEPS, O_QUIET, O_PROGRESS,
-    O_NO_PROGRESS, O_HELP,
-    O_DATADIR, O_CALIB, O_CALIB_FROM, O_HOST, O_EXTRAPOLATE, O_CLOCK, O_OP_SCALE, O_PLANNER, O_LAZY, O_LAYOUT, O_EXECUTOR, O_LIVE_MEM,
-    O_PARAM /* a policy's or scheduler's parameter (build_opts), found by its option's name */
-};
+enum { O_HELP = 1024, O_PARAM /* a policy's or scheduler's parameter, found by its option's name */ };
 
-static const struct option opts[] = {
-    {"system", required_argument, 0, O_SYSTEM},
-    {"model", required_argument, 0, O_MODEL},
-    {"gpu", required_argument, 0, O_GPU},
-    {"gpu-file", required_argument, 0, O_GPU_FILE},
-    {"policy", required_argument, 0, O_POLICY},
-    {"scheduler", required_argument, 0, O_SCHED},
-    {"decode", required_argument, 0, O_DECODE},
-    {"cost", required_argument, 0, O_COST},
-    {"impl", required_argument, 0, O_IMPL},
-    {"trace", required_argument, 0, O_TRACE},
-    {"arrivals", required_argument, 0, O_ARRIVALS},
-    {"lengths", required_argument, 0, O_LENGTHS},
-    {"rps", required_argument, 0, O_RPS},
-    {"requests", required_argument, 0, O_REQUESTS},
-    {"seed", required_argument, 0, O_SEED},
-    {"skip-bad-rows", no_argument, 0, O_SKIP_BAD},
-    {"clip-prompt", no_argument, 0, O_CLIP},
-    {"gen-len", required_argument, 0, O_GEN_LEN},
-    {"max-new-tokens", required_argument, 0, O_MAX_NEW},
-    {"block", required_argument, 0, O_BLOCK},
-    {"tp", required_argument, 0, O_TP},
-    {"ep", required_argument, 0, O_EP},
-    {"early-stop", no_argument, 0, O_EARLY},
-    {"eos", required_argument, 0, O_EOS},
-    {"iter-smooth", no_argument, 0, O_ITER_SMOOTH},
-    {"mask-only", no_argument, 0, O_MASK_ONLY},
-    {"block-logits", no_argument, 0, O_BLOCK_LOGITS},
-    {"max-num-logits", required_argument, 0, O_MNL},
-    {"ffn-chunks", required_argument, 0, O_FFN_CHUNKS},
-    {"kv-page", required_argument, 0, O_KV_PAGE},
-    {"reserve-gib", required_argument, 0, O_RESERVE},
-    {"search-margin-mib", required_argument, 0, O_MARGIN},
-    {"preempt", required_argument, 0, O_PREEMPT},
-    {"db", required_argument, 0, O_DB},
-    {"json", no_argument, 0, O_JSON},
-    {"no-steps", no_argument, 0, O_NO_STEPS},
-    {"append", no_argument, 0, O_APPEND},
-    {"replace", no_argument, 0, O_REPLACE},
-    {"quiet", no_argument, 0, O_QUIET},
-    {"progress", no_argument, 0, O_PROGRESS},
-    {"no-progress", no_argument, 0, O_NO_PROGRESS},
-    {"datadir", required_argument, 0, O_DATADIR},
-    {"calib", required_argument, 0, O_CALIB},
-    {"calib-from", required_argument, 0, O_CALIB_FROM},
-    {"host", required_argument, 0, O_HOST},
-    {"extrapolate", no_argument, 0, O_EXTRAPOLATE},
-    {"clock", required_argument, 0, O_CLOCK},
-    {"op-scale", required_argument, 0, O_OP_SCALE},
-    {"executor", required_argument, 0, O_EXECUTOR},
-    {"live-mem-gib", required_argument, 0, O_LIVE_MEM},
-    {"planner", required_argument, 0, O_PLANNER},
-    {"lazy-chunking", no_argument, 0, O_LAZY},
-    {"act-layout", required_argument, 0, O_LAYOUT},
-    {"help", no_argument, 0, O_HELP},
-};
-
-/* The options of the policies' and schedulers' parameters, each name once (parts.h), after the
- * fixed ones. */
+/* The getopt table: every option of config.c's table (its index + 256), then the policies' and
+ * schedulers' parameters, each name once (parts.h), and --help. */
 struct opt_table {
-    struct option o[TS_ARRAY_LEN(opts) + 64 + 1];
+    struct option o[256];
     int n;
 };
 
 static void build_opts(struct opt_table *t)
 {
-    memcpy(t->o, opts, sizeof opts);
-    t->n = (int)TS_ARRAY_LEN(opts);
+    t->n = 0;
+    for (int i = 0; i < cfg_num_options; i++) {
+        const enum cfg_kind k = cfg_options[i].kind;
+        const int has = k == CFG_FLAG || k == CFG_SET ? no_argument : required_argument;
+        t->o[t->n++] = (struct option){cfg_options[i].name, has, 0, 256 + i};
+    }
     struct part p;
     for (int i = 0; parts_get(i, &p); i++)
         for (int k = 0; k < p.num_params; k++) {
@@ -106,62 +45,61 @@ static void build_opts(struct opt_table *t)
             bool have = false;
             for (int j = 0; j < t->n && !have; j++)
                 have = strcmp(t->o[j].name, name) == 0;
-            TS_ASSERT(have || t->n < (int)TS_ARRAY_LEN(t->o) - 1);
+            TS_ASSERT(have || t->n < (int)TS_ARRAY_LEN(t->o) - 2);
             if (!have)
                 t->o[t->n++] = (struct option){name, required_argument, 0, O_PARAM};
         }
+    t->o[t->n++] = (struct option){"help", no_argument, 0, O_HELP};
     t->o[t->n] = (struct option){0, 0, 0, 0};
 }
 
-/* Joins the names of a table's entries (get(i) until NULL) with spaces. */
-#define JOIN_NAMES(buf, get) \
-    do { \
-        (buf)[0] = '\0'; \
-        for (int i_ = 0; get(i_); i_++) \
-            snprintf((buf) + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", i_ ? " " : "", get(i_)->name); \
-    } while (0)
-
-/* sim_usage's workload and output options, and what the summary's words mean. */
-static void sim_usage_workload(FILE *f)
+/* Prints `lhs` in a 24-column margin and `text` wrapped to 104 columns beside it. */
+static void print_wrapped(FILE *f, const char *lhs, const char *text)
 {
-    fprintf(f,
-"\n"
-"workload:\n"
-"  --trace FILE|synthetic   Azure/BurstGPT/length CSV, Mooncake JSONL, tessera CSV [synthetic]; a\n"
-"                           file's output lengths are the requests' unless --gen-len is given\n"
-"  --requests N             synthetic count [200], or the first N requests of a file\n"
-"  --rps R                  synthetic rate [1]; rescales a file with times to R; gives a\n"
-"                           length-only file Poisson/Gamma arrivals at R\n"
-"  --arrivals SPEC          poisson | gamma:CV [poisson]\n"
-"  --lengths SPEC           sharegpt | sharegpt-first | wildchat | math | osc | livebench | burstgpt |\n"
-"                           fixed:P,O | lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O | file:PATH [sharegpt]\n"
-"                           (traces/README.md says where each comes from)\n"
-"  --seed S                 run seed: arrivals, lengths and every request's decode stream [1]\n"
-"  --skip-bad-rows          skip and count malformed trace rows instead of stopping\n"
-"  --clip-prompt            truncate prompts so that P + G fits the model (else they are rejected)\n"
-"\n"
-"output:\n"
-"  --db FILE                runs, requests, steps, segments and summary to SQLite in one transaction;\n"
-"                           a database holding runs is refused unless --append or --replace (before\n"
-"                           the run, status 2; or at its end, status 1, where another writer gave it\n"
-"                           a run meanwhile: of writers starting together without --append, one lands)\n"
-"  --append, --replace      add this run beside the database's runs, or replace them (--append checks\n"
-"                           a database of up to 128 MiB for damage first: tessera db check)\n"
-"  --no-steps               leave out per-step and per-segment rows (large sweeps)\n"
-"  --json                   print the summary as one JSON object\n"
-"  --quiet                  no log lines on stderr\n"
-"  --progress, --no-progress   progress line on stderr [on when stderr is a terminal]\n"
-"\n"
-"summary: finished, requests that completed; rejected, refused on arrival as they can never run\n"
-"  (each reason is printed with the option that admits them); preemptions, running requests evicted\n"
-"  for memory and later resumed (--preempt); stalls, request-steps a running request sat out because\n"
-"  the step's token budget was spent; makespan, first arrival to last finish; generated tokens, the\n"
-"  positions denoised (G a request), content tokens the trace's output within them; latency, arrival\n"
-"  to finish; first block, arrival to the first block decoded; queueing, arrival to admission; cost,\n"
-"  the cost model that priced the steps.\n"
-"Bad input (malformed trace row, unknown name) exits with status 2, a message naming file,\n"
-"line and field, and no database file. With --db, status 0 means the run is in the database:\n"
-"SIGINT or SIGTERM before its commit rolls it back (status 130 or 143), after it exits 0.\n");
+    enum { MARGIN = 27, WIDTH = 104 };
+    int col = MARGIN;
+    if (strlen(lhs) > MARGIN - 3)
+        fprintf(f, "  %s\n%*s", lhs, MARGIN, "");
+    else
+        fprintf(f, "  %-24s ", lhs);
+    for (const char *p = text; *p;) {
+        p += strspn(p, " ");
+        const int len = (int)strcspn(p, " ");
+        if (len == 0)
+            break;
+        if (col > MARGIN && col + 1 + len > WIDTH) {
+            fprintf(f, "\n%*s", MARGIN, "");
+            col = MARGIN;
+        }
+        col += fprintf(f, "%s%.*s", col > MARGIN ? " " : "", len, p);
+        p += len;
+    }
+    fputc('\n', f);
+}
+
+/* One option's --help line(s): --name ARG (and the option listed with it), its help, the names of
+ * its table, its default. */
+static void option_usage(FILE *f, const struct cfg_option *o, const struct sim_config *d,
+                         const struct cfg_option *with)
+{
+    char lhs[96], text[2048], def[CFG_PATH];
+    if (with) {
+        snprintf(lhs, sizeof lhs, "--%s, --%s", o->name, with->name);
+    } else if (o->kind == CFG_CHOICE) {
+        snprintf(lhs, sizeof lhs, "--%s ", o->name);
+        for (int i = 0; i < o->num_choices; i++)
+            snprintf(lhs + strlen(lhs), sizeof lhs - strlen(lhs), "%s%s", i ? "|" : "", o->choices[i]);
+    } else {
+        snprintf(lhs, sizeof lhs, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    }
+    snprintf(text, sizeof text, "%s", o->help);
+    for (int i = 0; o->names && o->names(i); i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), " %s", o->names(i));
+    const bool flag = o->kind == CFG_FLAG || o->kind == CFG_SET;
+    const char *shown = o->shown ? o->shown : flag ? "" : cfg_option_text(o, d, def, sizeof def);
+    if (shown[0])
+        snprintf(text + strlen(text), sizeof text - strlen(text), " [%s]", shown);
+    print_wrapped(f, lhs, text);
 }
 
 /* The policies' and schedulers' parameters, each option once: the entries declaring it, with
@@ -185,7 +123,9 @@ static void params_usage(FILE *f)
                     snprintf(owners + strlen(owners), sizeof owners - strlen(owners), "%s%s [%s]",
                              owners[0] ? ", " : "", q.name, param_text(o, o->def, def, sizeof def));
             }
-            fprintf(f, "  %-24s %s: %s\n", opt, owners, s->help);
+            char text[1024];
+            snprintf(text, sizeof text, "%s: %s", owners, s->help);
+            print_wrapped(f, opt, text);
         }
 }
 
@@ -196,211 +136,56 @@ static void sim_usage(FILE *f)
 "\n"
 "Replays a request trace through a dLLM denoising policy, a scheduler and a cost model, and\n"
 "prints a summary. Every option has a default: `tessera sim` alone simulates 200 requests with\n"
-"ShareGPT-shaped lengths arriving at 1 req/s on LLaDA-8B / H200 (dual cache, phase scheduler).\n"
-"\n"
-"system and model:\n");
-    char names[512] = "", costs[128];
-    JOIN_NAMES(costs, cost_backend);
-    for (int i = 0; i < preset_count(); i++)
-        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? " " : "", preset_get(i)->name);
-    fprintf(f, "  --system NAME            a paper's system, applied before the other options, with the cost\n"
-               "                           model its experiments use (tessera list systems): %s\n", names);
-    fprintf(f,
-"  --model NAME|config.json built-in model (tessera list models) or a Hugging Face config.json [llada-8b]\n"
-"  --gpu NAME               rtx3090 rtx4090 l40s a100-40gb a100-80gb h100 h200 [h200]\n"
-"  --gpu-file FILE          JSON overriding or adding GPUs: {\"NAME\": {\"mem_gib\":.., \"bf16_tflops\":..,\n"
-"                           \"mem_bw_gbs\":.., \"host_bw_gbs\":..}}\n"
-"  --impl NAME              implementation profile (tessera list impls) [tessera]\n"
-"  --cost NAME              %s [roofline; a --system's: calibrated where a calibration of its\n"
-"                           model and implementation is shipped for the GPU or can be carried to it]\n"
-"  --calib FILE             calibrated: the profile to fit [sim/data/calib/GPU-MODEL-IMPL.csv]\n"
-"  --calib-from GPU         calibrated: the shipped calibration measured on GPU, carried to --gpu\n"
-"                           (as tessera calib transfer does)\n"
-"  --host NAME|FILE         the host that issues an eager implementation's steps (tessera list hosts)\n"
-"  --extrapolate            calibrated: price steps beyond the profiled range\n"
-"  --clock auto|on|off      the card's clock under its power limit as a state (tessera calib clock);\n"
-"                           auto: where the cost is calibrated and the GPU's clock was fitted [auto]\n"
-"  --op-scale OP=F[,OP=F]   an ablation: each named op priced F times over, F in (0, 100] [none]\n"
-"  --tp N                   tensor parallelism over N GPUs of the kind [1]\n"
-"  --ep N                   expert parallelism: an MoE model's experts split over N GPUs, the rest of\n"
-"                           each step replicated on every one, an all-reduce a MoE layer [1]\n"
-"  --executor NAME          model: steps take the cost model's time; gpu: the CUDA engine runs every\n"
-"                           step and its measured time drives the clock [model]\n"
-"  --live-mem-gib X         gpu: device memory the engine may use [0 = all that is free]\n"
-"\n", costs);
+"ShareGPT-shaped lengths arriving at 1 req/s on LLaDA-8B / H200 (dual cache, phase scheduler).\n");
     struct sim_config d;
     sim_config_defaults(&d);
-    JOIN_NAMES(names, policy_get);
-    fprintf(f, "denoising:\n  --policy NAME            %s [%s]\n", names, d.policy);
+    const char *group = NULL;
+    for (int i = 0; i < cfg_num_options; i++) {
+        const struct cfg_option *o = &cfg_options[i];
+        if (group != o->group) {
+            if (group && strcmp(group, "denoising") == 0) {
+                fprintf(f, "\npolicy and scheduler parameters (tessera list policies, tessera list schedulers):\n");
+                params_usage(f);
+            }
+            fprintf(f, "\n%s:\n", o->group);
+            group = o->group;
+        }
+        if (o->help)
+            option_usage(f, o, &d, i + 1 < cfg_num_options && !cfg_options[i + 1].help ? &cfg_options[i + 1] : NULL);
+    }
     fprintf(f,
-"  --decode SPEC            tokens a step commits: fixed:K | threshold:TPF | threshold:tau=TAU (the\n"
-"                           papers' confidence threshold, by its measured TPF) | threshold:PROFILE |\n"
-"                           hierarchical:PROFILE|TPF | credit:TPF (tessera list decode) [%s]\n"
-"  --gen-len G              positions denoised per request; 0 = the trace's output length rounded up\n"
-"                           to whole blocks [256; a --trace file's output lengths]\n"
-"  --max-new-tokens N       with the trace's output lengths, at most N positions a request [0 = no cap]\n"
-"  --block BS               block size [32]\n"
-"  --early-stop             finish once the content and one EOS block are decoded\n"
-"  --eos MODE               when a block's EOS positions commit: auto | bulk | scheduled [auto]\n"
-"  --iter-smooth            dInfer's IterSmooth (with threshold, hierarchical or credit decoding)\n"
-"  --mask-only              logits only for masked rows (Mosaic)\n"
-"  --block-logits           logits only for the current block's rows, in full-sequence steps too (dLLM-Serve)\n"
 "\n"
-"policy and scheduler parameters (tessera list policies, tessera list schedulers):\n", d.decode);
-    params_usage(f);
-    JOIN_NAMES(names, sched_get);
-    fprintf(f, "\nscheduling and memory:\n  --scheduler NAME         %s [%s]\n", names, d.scheduler);
-    JOIN_NAMES(names, planner_get);
-    fprintf(f,
-"  --max-num-logits N       logit rows per LM-head chunk; 0 = monolithic [2048]\n"
-"  --ffn-chunks N           FFN token chunks [1]\n"
-"  --lazy-chunking          Mosaic: per step, raise the logit or FFN chunks until the step fits\n"
-"  --search-margin-mib N    with --lazy-chunking, what the chunk search keeps free [Mosaic's]\n"
-"  --act-layout NAME        a layer's activations: engine | mosaic [engine; the mosaic preset: mosaic]\n"
-"  --kv-page N              KV pool page size in tokens [16]\n"
-"  --reserve-gib X          framework reserve [the implementation profile's]\n"
-"  --preempt MODE           recompute | swap [recompute]\n"
-"  --planner NAME           activation reservations: %s [%s]\n", names, d.planner);
-    sim_usage_workload(f);
+"summary: finished, requests completed; rejected, refused on arrival (each reason with the option\n"
+"  that admits them); preemptions, running requests evicted for memory and resumed; stalls,\n"
+"  request-steps a running request sat out for the step's token budget; makespan, first arrival to\n"
+"  last finish; latency, arrival to finish; first block, arrival to its first block decoded;\n"
+"  queueing, arrival to admission; cost, the cost model that priced the steps.\n"
+"Bad input exits with status 2, a message naming file, line and field, and no database file.\n"
+"With --db, status 0 means the run is in the database: "
+"SIGINT or SIGTERM before its commit rolls it\n"
+"back (status 130 or 143), after it exits 0.\n");
 }
 
-static int num_i32(const char *opt, const char *v, int32_t *out)
+/* Applies one option of the table (the second pass: --system was applied by the first). Two
+ * options that set one field to different values (--append and --replace) are refused together. */
+static int apply_opt(const struct cfg_option *o, const char *value, struct sim_config *c, const struct cfg_option **set_by)
 {
-    int64_t x;
-    if (ts_parse_i64(v, &x) || x < INT32_MIN || x > INT32_MAX) {
-        fprintf(stderr, "tessera sim: --%s: '%s' is not an integer\n", opt, v);
-        return -1;
-    }
-    *out = (int32_t)x;
-    return 0;
-}
-
-static int copy_str(char *dst, size_t n, const char *opt, const char *v)
-{
-    if (strlen(v) >= n) {
-        fprintf(stderr, "tessera sim: --%s: value too long\n", opt);
-        return -1;
-    }
-    snprintf(dst, n, "%s", v);
-    return 0;
-}
-
-#define STR(field) copy_str(c->field, sizeof c->field, name, optarg)
-
-/* an option that takes one of names */
-static int choice(const char *opt, const char *v, const char *const *names, size_t n, int32_t *out)
-{
-    struct ts_err err;
-    if (cfg_choice(opt, v, names, (int)n, out, &err) == 0)
+    if (strcmp(o->name, "system") == 0)
         return 0;
-    fprintf(stderr, "tessera sim: %s\n", err.msg);
-    return -1;
-}
-
-static int apply_opt(int o, const char *name, struct sim_config *c)
-{
-    int64_t i64;
-    switch (o) {
-    case O_SYSTEM: return 0; /* applied in the first pass */
-    case O_MODEL: return STR(model);
-    case O_GPU: return STR(gpu);
-    case O_GPU_FILE: return STR(gpu_file);
-    case O_POLICY: return STR(policy);
-    case O_SCHED: return STR(scheduler);
-    case O_DECODE: return STR(decode);
-    case O_COST: return STR(cost);
-    case O_IMPL: return STR(impl);
-    case O_TRACE: return STR(trace);
-    case O_ARRIVALS: return STR(arrivals);
-    case O_LENGTHS: return STR(lengths);
-    case O_PREEMPT: return choice(name, optarg, cfg_preempt_names, TS_ARRAY_LEN(cfg_preempt_names), &c->preempt);
-    case O_PLANNER: return STR(planner);
-    case O_LAZY: c->lazy_chunking = true; return 0;
-    case O_LAYOUT: return STR(act_layout);
-    case O_DB: return STR(db);
-    case O_DATADIR: return STR(datadir);
-    case O_CALIB: return STR(calib);
-    case O_CALIB_FROM: return STR(calib_from);
-    case O_HOST: return STR(host);
-    case O_EXTRAPOLATE: c->extrapolate = true; return 0;
-    case O_CLOCK: return choice(name, optarg, cfg_clock_names, TS_ARRAY_LEN(cfg_clock_names), &c->clock);
-    case O_OP_SCALE: return STR(op_scale);
-    case O_EXECUTOR: return choice(name, optarg, cfg_executor_names, TS_ARRAY_LEN(cfg_executor_names), &c->executor);
-    case O_LIVE_MEM:
-        if (ts_parse_double(optarg, &c->live_mem_gib) || c->live_mem_gib < 0) {
-            fprintf(stderr, "tessera sim: --live-mem-gib: '%s' is not a number >= 0\n", optarg);
-            return -1;
-        }
-        return 0;
-    case O_RPS:
-        if (ts_parse_double(optarg, &c->rps) || c->rps <= 0) {
-            fprintf(stderr, "tessera sim: --rps: '%s' is not a positive number\n", optarg);
-            return -1;
-        }
-        return 0;
-    case O_RESERVE:
-        if (ts_parse_double(optarg, &c->reserve_gib) || c->reserve_gib < 0) {
-            fprintf(stderr, "tessera sim: --reserve-gib: '%s' is not a number >= 0\n", optarg);
-            return -1;
-        }
-        return 0;
-    case O_MARGIN:
-        if (ts_parse_double(optarg, &c->search_margin_mib) || !(c->search_margin_mib >= 0)) {
-            fprintf(stderr, "tessera sim: --search-margin-mib: '%s' is not a number >= 0\n", optarg);
-            return -1;
-        }
-        return 0;
-    case O_REQUESTS:
-    case O_SEED:
-        {
-            const int64_t most = o == O_REQUESTS ? INT32_MAX : (int64_t)1 << 40; /* requests: their ids */
-            if (ts_parse_i64(optarg, &i64) || i64 < (o == O_REQUESTS) || i64 > most) {
-                fprintf(stderr, "tessera sim: --%s: '%s' is not a whole number in %d..%lld\n", name, optarg,
-                        o == O_REQUESTS, (long long)most);
+    if (o->kind == CFG_SET) {
+        for (int i = 0; i < cfg_num_options; i++) {
+            const struct cfg_option *p = set_by[i];
+            if (p && p != o && p->offset == o->offset && p->value != o->value) {
+                fprintf(stderr, "tessera sim: --%s and --%s: one or the other\n", p->name, o->name);
                 return -1;
             }
         }
-        if (o == O_REQUESTS)
-            c->requests = i64;
-        else
-            c->seed = (uint64_t)i64;
-        return 0;
-    case O_GEN_LEN: return num_i32(name, optarg, &c->gen_len);
-    case O_MAX_NEW: return num_i32(name, optarg, &c->max_new_tokens);
-    case O_BLOCK: return num_i32(name, optarg, &c->block_size);
-    case O_TP: return num_i32(name, optarg, &c->tp);
-    case O_EP: return num_i32(name, optarg, &c->ep);
-    case O_PARAM: {
-        struct ts_err err;
-        if (param_values_set(&c->params, name, optarg, &err) == 0)
-            return 0;
-        fprintf(stderr, "tessera sim: %s\n", err.msg);
-        return -1;
+        set_by[o - cfg_options] = o;
     }
-    case O_MNL: return num_i32(name, optarg, &c->logit_chunk_rows);
-    case O_FFN_CHUNKS: return num_i32(name, optarg, &c->ffn_chunks);
-    case O_KV_PAGE: return num_i32(name, optarg, &c->kv_page_tokens);
-    case O_SKIP_BAD: c->skip_bad_rows = true; return 0;
-    case O_CLIP: c->clip_prompt = true; return 0;
-    case O_EARLY: c->early_stop = true; return 0;
-    case O_EOS: return STR(eos);
-    case O_ITER_SMOOTH: c->iter_smooth = true; return 0;
-    case O_MASK_ONLY: c->mask_only = true; return 0;
-    case O_BLOCK_LOGITS: c->block_logits = true; return 0;
-    case O_JSON: c->json = true; return 0;
-    case O_NO_STEPS: c->no_steps = true; return 0;
-    case O_APPEND:
-    case O_REPLACE:
-        if (c->db_mode && c->db_mode != (o == O_APPEND ? DB_APPEND : DB_REPLACE)) {
-            fprintf(stderr, "tessera sim: --append and --replace: one or the other\n");
-            return -1;
-        }
-        c->db_mode = o == O_APPEND ? DB_APPEND : DB_REPLACE;
+    struct ts_err err;
+    if (cfg_option_set(o, value, c, &err) == 0)
         return 0;
-    case O_QUIET: c->quiet = true; return 0;
-    case O_PROGRESS: c->progress = true; return 0;
-    case O_NO_PROGRESS: c->progress = false; return 0;
-    }
+    fprintf(stderr, "tessera sim: %s\n", err.msg);
     return -1;
 }
 
@@ -472,6 +257,7 @@ static int parse_args(int argc, char **argv, struct sim_config *c)
     int o, idx;
     struct opt_table t;
     build_opts(&t);
+    const struct cfg_option *set_by[256] = {0};
     while ((o = getopt_long(argc, argv, ":h", t.o, &idx)) != -1) {
         if (o == O_HELP || o == 'h') {
             sim_usage(stdout);
@@ -486,8 +272,15 @@ static int parse_args(int argc, char **argv, struct sim_config *c)
                     optarg);
             return -1;
         }
-        if (apply_opt(o, t.o[idx].name, c))
+        if (o == O_PARAM) {
+            struct ts_err err;
+            if (param_values_set(&c->params, t.o[idx].name, optarg, &err)) {
+                fprintf(stderr, "tessera sim: %s\n", err.msg);
+                return -1;
+            }
+        } else if (apply_opt(&cfg_options[o - 256], optarg, c, set_by)) {
             return -1;
+        }
     }
     if (optind < argc) {
         fprintf(stderr, "tessera sim: unexpected argument '%s' (see --help)\n", argv[optind]);

@@ -1,7 +1,9 @@
-/* config.c: defaults, validation and the JSON echo of a run's configuration. */
+/* config.c: every `tessera sim` option in one table, and the defaults, validation, JSON and JSON
+ * read-back that come from it (config.h). */
 #include "config.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +11,9 @@
 #include "decode.h"
 #include "opgraph.h"
 #include "parts.h"
+#include "planner.h"
+#include "presets.h"
+#include "sim.h"
 
 #ifndef TS_DATADIR
 #define TS_DATADIR "sim/data"
@@ -32,60 +37,294 @@ int cfg_choice(const char *opt, const char *name, const char *const *names, int 
     return ts_fail(err, "--%s: '%s' is not %s", opt, name, list);
 }
 
+/* the names of the tables --help lists */
+static const char *system_name(int i) { return i < preset_count() ? preset_get(i)->name : NULL; }
+static const char *cost_name(int i) { return cost_backend(i) ? cost_backend(i)->name : NULL; }
+static const char *policy_name(int i) { return policy_get(i) ? policy_get(i)->name : NULL; }
+static const char *sched_name(int i) { return sched_get(i) ? sched_get(i)->name : NULL; }
+static const char *planner_name(int i) { return planner_get(i) ? planner_get(i)->name : NULL; }
+
+#define FIELD(f) .field = #f, .offset = offsetof(struct sim_config, f), .size = sizeof(((struct sim_config *)0)->f)
+#define CHOICES(names) .choices = names, .num_choices = (int)TS_ARRAY_LEN(names)
+#define TEXT CFG_TEXT, .stored = true
+#define INT CFG_INT, .stored = true
+#define INT64 CFG_INT64, .stored = true
+#define REAL CFG_REAL, .stored = true
+#define FLAG CFG_FLAG, .stored = true
+#define CHOICE CFG_CHOICE, .stored = true
+
+static const char *const eos_names[] = {[EOS_AUTO] = "auto", [EOS_BULK] = "bulk", [EOS_SCHEDULED] = "scheduled"};
+static const char *const layout_names[] = {[OG_LAYOUT_ENGINE] = "engine", [OG_LAYOUT_MOSAIC] = "mosaic"};
+
+static const char SYS[] = "system and model", DEN[] = "denoising", MEM[] = "scheduling and memory",
+                  WORK[] = "workload", OUT[] = "output";
+
+const struct cfg_option cfg_options[] = {
+    /* system and model */
+    {"system", TEXT, FIELD(system), .def = "", .arg = "NAME", .group = SYS, .names = system_name,
+     .help = "a paper's system, applied before the other options (tessera list systems):"},
+    {"model", TEXT, FIELD(model), .def = "llada-8b", .arg = "NAME|config.json", .group = SYS,
+     .help = "built-in model (tessera list models) or a Hugging Face config.json"},
+    {"gpu", TEXT, FIELD(gpu), .def = "h200", .arg = "NAME", .group = SYS,
+     .help = "rtx3090 rtx4090 l40s a100-40gb a100-80gb h100 h200 (tessera list gpus)"},
+    {"gpu-file", TEXT, FIELD(gpu_file), .def = "", .arg = "FILE", .group = SYS, .shown = "none",
+     .help = "JSON adding or overriding GPUs: {\"NAME\": {\"mem_gib\":.., \"bf16_tflops\":.., ..}}"},
+    {"impl", TEXT, FIELD(impl), .def = "tessera", .arg = "NAME", .group = SYS,
+     .help = "implementation profile (tessera list impls)"},
+    {"cost", TEXT, FIELD(cost), .def = "roofline", .arg = "NAME", .group = SYS, .names = cost_name,
+     .shown = "roofline; a --system's: calibrated where a calibration is shipped or carried",
+     .help = "the cost model:"},
+    {"calib", TEXT, FIELD(calib), .def = "", .arg = "FILE", .group = SYS, .shown = "sim/data/calib/GPU-MODEL-IMPL.csv",
+     .help = "calibrated: the profile to fit"},
+    {"calib-from", TEXT, FIELD(calib_from), .def = "", .arg = "GPU", .group = SYS, .shown = "--gpu's own",
+     .help = "calibrated: the shipped calibration of GPU, carried to --gpu (tessera calib transfer)"},
+    {"host", TEXT, FIELD(host), .def = "", .arg = "NAME|FILE", .group = SYS, .shown = "the calibration's own",
+     .help = "the host issuing an eager implementation's steps (tessera list hosts)"},
+    {"extrapolate", FLAG, FIELD(extrapolate), .def = "0", .group = SYS,
+     .help = "calibrated: price steps beyond the profiled range"},
+    {"clock", CHOICE, FIELD(clock), CHOICES(cfg_clock_names), .def = "auto", .group = SYS,
+     .help = "the card's clock under its power limit (tessera calib clock); auto: where calibrated and fitted"},
+    {"op-scale", TEXT, FIELD(op_scale), .def = "", .arg = "OP=F[,OP=F]", .group = SYS, .shown = "none",
+     .help = "an ablation: each named op priced F times over, F in (0, 100]"},
+    {"tp", INT, FIELD(tp), .def = "1", .lo = 1, .hi = 8, .unit = "GPUs", .arg = "N", .group = SYS,
+     .help = "tensor parallelism over N GPUs of the kind"},
+    {"ep", INT, FIELD(ep), .def = "1", .lo = 1, .hi = 8, .unit = "GPUs", .arg = "N", .group = SYS,
+     .help = "expert parallelism: the experts over N GPUs, the rest of a step on each, an all-reduce a layer"},
+    {"executor", CHOICE, FIELD(executor), CHOICES(cfg_executor_names), .def = "model", .group = SYS,
+     .help = "model: the cost model's times; gpu: the CUDA engine runs each step, its time drives the clock"},
+    {"live-mem-gib", REAL, FIELD(live_mem_gib), .def = "0", .lo = 0, .hi = 1e5, .unit = "GiB (0 = all that is free)",
+     .arg = "X", .group = SYS, .shown = "0 = all that is free", .help = "gpu: device memory the engine may use"},
+    {"datadir", CFG_TEXT, FIELD(datadir), .def = TS_DATADIR, .arg = "DIR", .group = SYS,
+     .shown = "$TESSERA_DATA, else sim/data", .help = "decode profiles, calibrations and clock fits"},
+    /* denoising */
+    {"policy", TEXT, FIELD(policy), .def = "dual", .arg = "NAME", .group = DEN, .names = policy_name,
+     .help = "the denoising policy (tessera list policies):"},
+    {"decode", TEXT, FIELD(decode), .def = "fixed:1", .arg = "SPEC", .group = DEN,
+     .help = "tokens a step commits (tessera list decode): fixed:K | threshold:TPF | threshold:tau=TAU | "
+             "threshold:PROFILE | hierarchical:PROFILE|TPF | credit:TPF"},
+    {"gen-len", INT, FIELD(gen_len), .def = "256", .lo = 0, .hi = 1 << 28,
+     .unit = "positions (0: the trace's output lengths)", .arg = "G", .group = DEN,
+     .shown = "256; a --trace file's",
+     .help = "positions a request denoises; 0 = its trace output length rounded up to blocks"},
+    {"max-new-tokens", INT, FIELD(max_new_tokens), .def = "0", .lo = 0, .hi = 1 << 28,
+     .unit = "positions (0: no cap)", .arg = "N", .group = DEN, .shown = "0 = no cap",
+     .help = "with the trace's output lengths, at most N positions a request"},
+    {"block", INT, FIELD(block), .def = "32", .lo = 1, .hi = 65536, .unit = "tokens", .arg = "BS", .group = DEN,
+     .help = "block size", .was = "block_size"},
+    {"early-stop", FLAG, FIELD(early_stop), .def = "0", .group = DEN,
+     .help = "finish once the content and one EOS block are decoded"},
+    {"eos", CHOICE, FIELD(eos), CHOICES(eos_names), .def = "auto", .group = DEN,
+     .help = "when a block's EOS positions commit"},
+    {"iter-smooth", FLAG, FIELD(iter_smooth), .def = "0", .group = DEN,
+     .help = "dInfer's IterSmooth (with threshold, hierarchical or credit decoding)"},
+    {"mask-only", FLAG, FIELD(mask_only), .def = "0", .group = DEN, .help = "logits only for masked rows (Mosaic)"},
+    {"block-logits", FLAG, FIELD(block_logits), .def = "0", .group = DEN,
+     .help = "logits only for the current block's rows, in full-sequence steps too (dLLM-Serve)"},
+    /* scheduling and memory */
+    {"scheduler", TEXT, FIELD(scheduler), .def = "phase", .arg = "NAME", .group = MEM, .names = sched_name,
+     .help = "the scheduler (tessera list schedulers):"},
+    {"max-num-logits", INT, FIELD(max_num_logits), .def = "2048", .lo = 0, .hi = 1 << 24,
+     .unit = "rows (0 = monolithic)", .arg = "N", .group = MEM,
+     .help = "logit rows per LM-head chunk; 0 = monolithic"},
+    {"ffn-chunks", INT, FIELD(ffn_chunks), .def = "1", .lo = 1, .hi = 4096, .unit = "chunks", .arg = "N",
+     .group = MEM, .help = "FFN token chunks"},
+    {"lazy-chunking", FLAG, FIELD(lazy_chunking), .def = "0", .group = MEM,
+     .help = "Mosaic: per step, raise the logit or FFN chunks until the step fits"},
+    {"search-margin-mib", REAL, FIELD(search_margin_mib), .def = "-1", .lo = 0, .hi = 1048576, .unit = "MiB",
+     .arg = "N", .group = MEM, .shown = "Mosaic's", .help = "with --lazy-chunking, what the chunk search keeps free"},
+    {"act-layout", CHOICE, FIELD(act_layout), CHOICES(layout_names), .def = "engine", .group = MEM,
+     .shown = "engine; the mosaic preset: mosaic", .help = "a layer's activations"},
+    {"kv-page", INT, FIELD(kv_page), .def = "16", .lo = 1, .hi = 65536, .unit = "tokens", .arg = "N", .group = MEM,
+     .help = "KV pool page size in tokens", .was = "kv_page_tokens"},
+    {"reserve-gib", REAL, FIELD(reserve_gib), .def = "-1", .lo = 0, .hi = 1e5, .unit = "GiB", .arg = "X",
+     .group = MEM, .shown = "the implementation profile's", .help = "framework reserve"},
+    {"preempt", CHOICE, FIELD(preempt), CHOICES(cfg_preempt_names), .def = "recompute", .group = MEM,
+     .help = "what a request evicted for memory does: recompute its cache, or swap it to the host"},
+    {"planner", TEXT, FIELD(planner), .def = "first-fit", .arg = "NAME", .group = MEM, .names = planner_name,
+     .help = "activation memory:"},
+    /* workload */
+    {"trace", TEXT, FIELD(trace), .def = "synthetic", .arg = "FILE|synthetic", .group = WORK,
+     .help = "Azure/BurstGPT/length CSV, Mooncake JSONL, tessera CSV (its output lengths the requests')"},
+    {"requests", INT64, FIELD(requests), .def = "0", .lo = 1, .hi = INT32_MAX, .unit = "requests", .arg = "N",
+     .group = WORK, .shown = "200 synthetic; all of a file", .help = "synthetic count, or the first N requests of a file"},
+    {"rps", REAL, FIELD(rps), .def = "0", .lo = 0, .hi = 1e9, .unit = "requests a second", .arg = "R", .group = WORK,
+     .shown = "1; a file's own times",
+     .help = "synthetic rate, or a file's rescaled to R (a file of lengths alone: --arrivals at R)"},
+    {"arrivals", TEXT, FIELD(arrivals), .def = "poisson", .arg = "SPEC", .group = WORK, .help = "poisson | gamma:CV"},
+    {"lengths", TEXT, FIELD(lengths), .def = "sharegpt", .arg = "SPEC", .group = WORK,
+     .help = "sharegpt | sharegpt-first | wildchat | math | osc | livebench | burstgpt | fixed:P,O | "
+             "lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O | file:PATH (traces/README.md)"},
+    {"seed", INT64, FIELD(seed), .def = "1", .lo = 0, .hi = 1099511627776.0, .unit = "", .arg = "S", .group = WORK,
+     .help = "run seed: arrivals, lengths and every request's decode stream"},
+    {"skip-bad-rows", FLAG, FIELD(skip_bad_rows), .def = "0", .group = WORK,
+     .help = "skip and count malformed trace rows instead of stopping"},
+    {"clip-prompt", FLAG, FIELD(clip_prompt), .def = "0", .group = WORK,
+     .help = "truncate prompts so that P + G fits the model (else they are rejected)"},
+    /* output: not stored with the run */
+    {"db", CFG_TEXT, FIELD(db), .def = "", .arg = "FILE", .group = OUT, .shown = "none",
+     .help = "runs, requests, steps, segments and summary to SQLite in one transaction; a database holding runs "
+             "is refused unless --append or --replace (before the run, status 2; at its end, status 1, where "
+             "another writer gave it a run meanwhile)"},
+    {"append", CFG_SET, FIELD(db_mode), .value = DB_APPEND, .def = "0", .group = OUT,
+     .help = "add this run beside the database's runs, or replace them (--append checks a database of up to "
+             "128 MiB for damage first: tessera db check)"},
+    {"replace", CFG_SET, FIELD(db_mode), .value = DB_REPLACE, .def = "0", .group = OUT}, /* (with --append) */
+    {"no-steps", CFG_FLAG, FIELD(no_steps), .def = "0", .group = OUT,
+     .help = "leave out per-step and per-segment rows (large sweeps)"},
+    {"json", CFG_FLAG, FIELD(json), .def = "0", .group = OUT, .help = "print the summary as one JSON object"},
+    {"quiet", CFG_FLAG, FIELD(quiet), .def = "0", .group = OUT, .help = "no log lines on stderr"},
+    {"progress", CFG_SET, FIELD(progress), .value = 1, .def = "0", .group = OUT,
+     .shown = "on when stderr is a terminal", .help = "progress line on stderr"},
+    {"no-progress", CFG_SET, FIELD(progress), .value = 0, .def = "0", .group = OUT}, /* (with --progress) */
+};
+const int cfg_num_options = (int)TS_ARRAY_LEN(cfg_options);
+
+#undef FIELD
+#undef CHOICES
+#undef TEXT
+#undef INT
+#undef INT64
+#undef REAL
+#undef FLAG
+#undef CHOICE
+
+const struct cfg_option *cfg_option_find(const char *name)
+{
+    for (int i = 0; i < cfg_num_options; i++)
+        if (strcmp(cfg_options[i].name, name) == 0)
+            return &cfg_options[i];
+    return NULL;
+}
+
+static void *field_of(const struct cfg_option *o, struct sim_config *c) { return (char *)c + o->offset; }
+static const void *cfield_of(const struct cfg_option *o, const struct sim_config *c)
+{
+    return (const char *)c + o->offset;
+}
+
+/* a number's value as a double (for the range) */
+static double number_of(const struct cfg_option *o, const struct sim_config *c)
+{
+    const void *f = cfield_of(o, c);
+    switch (o->kind) {
+    case CFG_INT: return *(const int32_t *)f;
+    case CFG_INT64: return (double)*(const int64_t *)f;
+    case CFG_REAL: return *(const double *)f;
+    default: return 0;
+    }
+}
+
+/* whether a number is its option's: in range, or the default (which may mean "unset") */
+static bool in_range(const struct cfg_option *o, double v, double def)
+{
+    return (v >= o->lo && v <= o->hi) || v == def;
+}
+
+static int range_error(const struct cfg_option *o, const char *value, struct ts_err *err)
+{
+    const bool whole = o->kind != CFG_REAL;
+    return ts_fail(err, "--%s: '%s' is not a %s in %.15g..%.15g%s%s", o->name, value, whole ? "whole number" : "number",
+                   o->lo, o->hi, o->unit && o->unit[0] ? " " : "", o->unit ? o->unit : "");
+}
+
+/* Sets the field from text; a number outside the range is taken where it is the default
+ * (lenient: the defaults and a stored configuration, whose "unset" may lie outside it). */
+static int set_value(const struct cfg_option *o, const char *text, struct sim_config *c, bool lenient,
+                     struct ts_err *err)
+{
+    void *f = field_of(o, c);
+    double def = NAN;
+    if (lenient && (o->kind == CFG_INT || o->kind == CFG_INT64 || o->kind == CFG_REAL))
+        ts_parse_double(o->def, &def);
+    switch (o->kind) {
+    case CFG_TEXT:
+        if (strlen(text) >= o->size)
+            return ts_fail(err, "--%s: value too long (%zu bytes at most)", o->name, o->size - 1);
+        memcpy(f, text, strlen(text) + 1);
+        return 0;
+    case CFG_CHOICE: return cfg_choice(o->name, text, o->choices, o->num_choices, f, err);
+    case CFG_FLAG: *(bool *)f = text ? strcmp(text, "0") != 0 : true; return 0;
+    case CFG_SET:
+        TS_ASSERT(o->size == sizeof(int32_t) || o->size == sizeof(bool));
+        if (o->size == sizeof(bool))
+            *(bool *)f = text ? strcmp(text, "0") != 0 : o->value;
+        else
+            *(int32_t *)f = text ? atoi(text) : o->value;
+        return 0;
+    case CFG_INT:
+    case CFG_INT64: {
+        int64_t v;
+        if (ts_parse_i64(text, &v) || !in_range(o, (double)v, def))
+            return range_error(o, text, err);
+        if (o->kind == CFG_INT)
+            *(int32_t *)f = (int32_t)v;
+        else
+            memcpy(f, &v, sizeof v); /* (int64_t or uint64_t) */
+        return 0;
+    }
+    case CFG_REAL: {
+        double v;
+        if (ts_parse_double(text, &v) || !in_range(o, v, def))
+            return range_error(o, text, err);
+        *(double *)f = v;
+        return 0;
+    }
+    }
+    return ts_fail(err, "--%s: an option of no known kind", o->name);
+}
+
+int cfg_option_set(const struct cfg_option *o, const char *text, struct sim_config *c, struct ts_err *err)
+{
+    return set_value(o, text, c, false, err);
+}
+
+const char *cfg_option_text(const struct cfg_option *o, const struct sim_config *c, char *buf, size_t len)
+{
+    const void *f = cfield_of(o, c);
+    switch (o->kind) {
+    case CFG_TEXT: snprintf(buf, len, "%s", (const char *)f); break;
+    case CFG_CHOICE: snprintf(buf, len, "%s", o->choices[*(const int32_t *)f]); break;
+    case CFG_FLAG: snprintf(buf, len, "%d", *(const bool *)f); break;
+    case CFG_SET: snprintf(buf, len, "%d", o->size == sizeof(bool) ? *(const bool *)f : *(const int32_t *)f); break;
+    case CFG_INT: snprintf(buf, len, "%d", *(const int32_t *)f); break;
+    case CFG_INT64: snprintf(buf, len, "%lld", (long long)*(const int64_t *)f); break;
+    case CFG_REAL: snprintf(buf, len, "%.17g", *(const double *)f); break;
+    }
+    return buf;
+}
+
 void sim_config_defaults(struct sim_config *c)
 {
     memset(c, 0, sizeof *c);
-    snprintf(c->model, sizeof c->model, "llada-8b");
-    snprintf(c->gpu, sizeof c->gpu, "h200");
-    snprintf(c->policy, sizeof c->policy, "dual");
-    snprintf(c->scheduler, sizeof c->scheduler, "phase");
-    snprintf(c->decode, sizeof c->decode, "fixed:1");
-    snprintf(c->eos, sizeof c->eos, "auto");
-    snprintf(c->cost, sizeof c->cost, "roofline");
-    c->executor = EXECUTOR_MODEL;
-    c->clock = CLOCK_AUTO;
-    snprintf(c->impl, sizeof c->impl, "tessera");
+    for (int i = 0; i < cfg_num_options; i++) {
+        const struct cfg_option *o = &cfg_options[i];
+        if (o->kind == CFG_SET)
+            continue; /* (a field options set takes its default from its own row, or stays 0) */
+        TS_ASSERTF(set_value(o, o->def, c, true, NULL) == 0, "--%s: its default '%s' does not parse", o->name, o->def);
+    }
     const char *env = getenv("TESSERA_DATA");
-    snprintf(c->datadir, sizeof c->datadir, "%s", env && *env ? env : TS_DATADIR);
-    snprintf(c->trace, sizeof c->trace, "synthetic");
-    snprintf(c->arrivals, sizeof c->arrivals, "poisson");
-    snprintf(c->lengths, sizeof c->lengths, "sharegpt");
-    c->rps = 0;
-    c->requests = 0;
-    c->seed = 1;
-    c->gen_len = 256;
-    c->block_size = 32;
-    c->tp = 1;
-    c->ep = 1;
-    c->logit_chunk_rows = 2048;
-    c->ffn_chunks = 1;
-    c->kv_page_tokens = 16;
-    c->reserve_gib = -1;
-    c->search_margin_mib = -1;
-    c->preempt = PREEMPT_RECOMPUTE;
-    snprintf(c->planner, sizeof c->planner, "first-fit");
-    snprintf(c->act_layout, sizeof c->act_layout, "engine");
+    if (env && *env)
+        snprintf(c->datadir, sizeof c->datadir, "%s", env);
 }
 
 int sim_config_validate(const struct sim_config *c, struct ts_err *err)
 {
-    TS_ASSERT(c->executor >= 0 && c->executor < (int32_t)TS_ARRAY_LEN(cfg_executor_names) && c->clock >= 0 &&
-              c->clock < (int32_t)TS_ARRAY_LEN(cfg_clock_names) && c->preempt >= 0 &&
-              c->preempt < (int32_t)TS_ARRAY_LEN(cfg_preempt_names));
+    for (int i = 0; i < cfg_num_options; i++) {
+        const struct cfg_option *o = &cfg_options[i];
+        double def;
+        if (o->kind == CFG_CHOICE) {
+            const int32_t v = *(const int32_t *)cfield_of(o, c);
+            TS_ASSERTF(v >= 0 && v < o->num_choices, "--%s: choice %d of %d", o->name, v, o->num_choices);
+        } else if (o->kind == CFG_INT || o->kind == CFG_INT64 || o->kind == CFG_REAL) {
+            ts_parse_double(o->def, &def);
+            char text[64];
+            if (!in_range(o, number_of(o, c), def))
+                return range_error(o, cfg_option_text(o, c, text, sizeof text), err);
+        }
+    }
     double scale[OP_COUNT];
     if (cost_op_scale_parse(c->op_scale, scale, err))
         return -1;
-    if (!(c->live_mem_gib >= 0 && c->live_mem_gib <= 1e5))
-        return ts_fail(err, "--live-mem-gib: %g is not in 0..100000 GiB (0 = all free memory)", c->live_mem_gib);
-    enum decode_eos eos;
-    if (decode_eos_parse(c->eos, &eos, err))
-        return -1;
-    if (c->block_size < 1 || c->block_size > 65536)
-        return ts_fail(err, "--block: %d is not in 1..65536 tokens", c->block_size);
-    if (c->tp < 1 || c->tp > 8)
-        return ts_fail(err, "--tp: %d is not in 1..8 GPUs", c->tp);
-    if (c->ep < 1 || c->ep > 8)
-        return ts_fail(err, "--ep: %d is not in 1..8 GPUs", c->ep);
     if (c->ep > 1 && c->tp > 1)
         return ts_fail(err, "--ep %d with --tp %d: expert parallelism is modelled with the rest of the step "
                             "replicated on every GPU, not beside tensor parallelism", c->ep, c->tp);
@@ -94,87 +333,51 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
     if (c->calib_from[0] && (c->calib[0] || strcmp(c->cost, "calibrated") != 0))
         return ts_fail(err, "--calib-from %s: a calibrated cost (--cost calibrated) carried from another GPU; "
                             "--calib names a calibration of its own", c->calib_from);
-    if (c->gen_len < 0 || c->gen_len > (1 << 28))
-        return ts_fail(err, "--gen-len: %d is not in 0..268435456 positions (0: the trace's output lengths)", c->gen_len);
-    if (c->max_new_tokens < 0 || c->max_new_tokens > (1 << 28))
-        return ts_fail(err, "--max-new-tokens: %d is not in 0..268435456 positions (0: no cap)", c->max_new_tokens);
     if (c->max_new_tokens > 0 && c->gen_len > 0)
         return ts_fail(err, "--max-new-tokens caps the trace's output lengths: give it with --gen-len 0 "
                             "(--gen-len %d sets every request's)", c->gen_len);
-    if (c->max_new_tokens > 0 && c->max_new_tokens < c->block_size)
+    if (c->max_new_tokens > 0 && c->max_new_tokens < c->block)
         return ts_fail(err, "--max-new-tokens: %d is less than one block (--block %d)", c->max_new_tokens,
-                       c->block_size);
-    if (!(c->rps >= 0 && c->rps <= 1e9))
-        return ts_fail(err, "--rps: %g is not in 0..1e9 requests a second", c->rps);
-    if (c->requests < 0)
-        return ts_fail(err, "--requests: %lld is not 1 or more", (long long)c->requests);
+                       c->block);
     const struct policy_ops *po = policy_find(c->policy);
     const struct sched_ops *so = sched_find(c->scheduler);
     struct run_params rp;
     if (po && so && parts_resolve(po, so, &c->params, &rp, err))
         return -1;
-    if (c->logit_chunk_rows < 0 || c->logit_chunk_rows > (1 << 24))
-        return ts_fail(err, "--max-num-logits: %d is not in 0..16777216 rows (0 = monolithic)", c->logit_chunk_rows);
-    if (c->ffn_chunks < 1 || c->ffn_chunks > 4096)
-        return ts_fail(err, "--ffn-chunks: %d is not in 1..4096", c->ffn_chunks);
-    if (c->kv_page_tokens < 1 || c->kv_page_tokens > 65536)
-        return ts_fail(err, "--kv-page: %d is not in 1..65536 tokens", c->kv_page_tokens);
-    if (!(c->reserve_gib <= 1e5)) /* < 0: the implementation profile's */
-        return ts_fail(err, "--reserve-gib: %g is not in 0..100000 GiB", c->reserve_gib);
-    if (!(c->search_margin_mib <= 1048576)) /* < 0: Mosaic's */
-        return ts_fail(err, "--search-margin-mib: %g is not in 0..1048576 MiB", c->search_margin_mib);
-    if (og_layout_find(c->act_layout) < 0)
-        return ts_fail(err, "--act-layout: '%s' is not engine or mosaic", c->act_layout);
     return 0;
+}
+
+/* the JSON key of an option: its name with '_' for '-' */
+static void json_key(const struct cfg_option *o, char *key, size_t len)
+{
+    snprintf(key, len, "%s", o->name);
+    for (char *p = key; *p; p++)
+        if (*p == '-')
+            *p = '_';
 }
 
 char *sim_config_to_json(const struct sim_config *c)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "system", json_string(c->system));
-    json_object_set_new(o, "model", json_string(c->model));
-    json_object_set_new(o, "gpu", json_string(c->gpu));
-    json_object_set_new(o, "gpu_file", json_string(c->gpu_file));
-    json_object_set_new(o, "policy", json_string(c->policy));
-    json_object_set_new(o, "scheduler", json_string(c->scheduler));
-    json_object_set_new(o, "decode", json_string(c->decode));
-    json_object_set_new(o, "cost", json_string(c->cost));
-    json_object_set_new(o, "impl", json_string(c->impl));
-    json_object_set_new(o, "calib", json_string(c->calib));
-    if (c->calib_from[0]) /* (absent where the calibration is the GPU's own) */
-        json_object_set_new(o, "calib_from", json_string(c->calib_from));
-    json_object_set_new(o, "host", json_string(c->host));
-    json_object_set_new(o, "extrapolate", json_boolean(c->extrapolate));
-    json_object_set_new(o, "clock", json_string(cfg_clock_names[c->clock]));
-    json_object_set_new(o, "op_scale", json_string(c->op_scale));
-    json_object_set_new(o, "tp", json_integer(c->tp));
-    json_object_set_new(o, "ep", json_integer(c->ep));
-    json_object_set_new(o, "executor", json_string(cfg_executor_names[c->executor]));
-    json_object_set_new(o, "trace", json_string(c->trace));
-    json_object_set_new(o, "arrivals", json_string(c->arrivals));
-    json_object_set_new(o, "lengths", json_string(c->lengths));
-    json_object_set_new(o, "rps", json_real(c->rps));
-    json_object_set_new(o, "requests", json_integer(c->requests));
-    json_object_set_new(o, "seed", json_integer((json_int_t)c->seed));
-    json_object_set_new(o, "skip_bad_rows", json_boolean(c->skip_bad_rows));
-    json_object_set_new(o, "clip_prompt", json_boolean(c->clip_prompt));
-    json_object_set_new(o, "gen_len", json_integer(c->gen_len));
-    json_object_set_new(o, "max_new_tokens", json_integer(c->max_new_tokens));
-    json_object_set_new(o, "block_size", json_integer(c->block_size));
-    json_object_set_new(o, "early_stop", json_boolean(c->early_stop));
-    json_object_set_new(o, "eos", json_string(c->eos));
-    json_object_set_new(o, "iter_smooth", json_boolean(c->iter_smooth));
-    json_object_set_new(o, "mask_only", json_boolean(c->mask_only));
-    json_object_set_new(o, "block_logits", json_boolean(c->block_logits));
-    json_object_set_new(o, "max_num_logits", json_integer(c->logit_chunk_rows));
-    json_object_set_new(o, "ffn_chunks", json_integer(c->ffn_chunks));
-    json_object_set_new(o, "kv_page_tokens", json_integer(c->kv_page_tokens));
-    json_object_set_new(o, "reserve_gib", json_real(c->reserve_gib));
-    json_object_set_new(o, "preempt", json_string(cfg_preempt_names[c->preempt]));
-    json_object_set_new(o, "planner", json_string(c->planner));
-    json_object_set_new(o, "act_layout", json_string(c->act_layout));
-    json_object_set_new(o, "lazy_chunking", json_boolean(c->lazy_chunking));
-    json_object_set_new(o, "search_margin_mib", json_real(c->search_margin_mib));
+    for (int i = 0; i < cfg_num_options; i++) {
+        const struct cfg_option *op = &cfg_options[i];
+        if (!op->stored)
+            continue;
+        const void *f = cfield_of(op, c);
+        char key[64];
+        json_key(op, key, sizeof key);
+        json_t *v = NULL;
+        switch (op->kind) {
+        case CFG_TEXT: v = json_string(f); break;
+        case CFG_CHOICE: v = json_string(op->choices[*(const int32_t *)f]); break;
+        case CFG_FLAG: v = json_boolean(*(const bool *)f); break;
+        case CFG_INT: v = json_integer(*(const int32_t *)f); break;
+        case CFG_INT64: v = json_integer((json_int_t) * (const int64_t *)f); break;
+        case CFG_REAL: v = json_real(*(const double *)f); break;
+        case CFG_SET: TS_ASSERT(!"a stored option that sets a value"); break;
+        }
+        json_object_set_new(o, key, v);
+    }
     const struct policy_ops *po = policy_find(c->policy);
     const struct sched_ops *so = sched_find(c->scheduler);
     struct run_params rp;
@@ -186,4 +389,86 @@ char *sim_config_to_json(const struct sim_config *c)
     json_decref(o);
     TS_ASSERT(s != NULL);
     return s;
+}
+
+/* a stored value as the option's text: a string, a number, or a boolean as 0/1 */
+static int json_text(const char *key, const json_t *v, char *buf, size_t len, struct ts_err *err)
+{
+    if (json_is_string(v))
+        snprintf(buf, len, "%s", json_string_value(v));
+    else if (json_is_integer(v))
+        snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(buf, len, "%.17g", json_real_value(v));
+    else if (json_is_boolean(v))
+        snprintf(buf, len, "%d", json_is_true(v));
+    else
+        return ts_fail(err, "config_json: %s: a value of no known type", key);
+    return 0;
+}
+
+/* the parameters of a part as stored (params_json), into given */
+static int params_from_json(const json_t *o, const struct param_spec *specs, int n, struct param_values *given,
+                            struct ts_err *err)
+{
+    for (int i = 0; i < n; i++) {
+        char key[PARAM_TEXT], text[PARAM_TEXT];
+        param_json_key(&specs[i], key, sizeof key);
+        const json_t *v = json_object_get(o, key);
+        if (!v || param_values_get(given, specs[i].name))
+            continue; /* (a parameter two parts share is read once) */
+        if (json_text(key, v, text, sizeof text, err) || param_values_set(given, specs[i].name, text, err))
+            return -1;
+    }
+    return 0;
+}
+
+int sim_config_from_json(const json_t *o, struct sim_config *c, struct ts_err *err)
+{
+    sim_config_defaults(c);
+    if (!json_is_object(o))
+        return ts_fail(err, "config_json: not a JSON object");
+    for (int i = 0; i < cfg_num_options; i++) {
+        const struct cfg_option *op = &cfg_options[i];
+        char key[64], text[CFG_PATH];
+        json_key(op, key, sizeof key);
+        const json_t *v = json_object_get(o, key);
+        if (!v && op->was)
+            v = json_object_get(o, op->was);
+        if (!op->stored || !v)
+            continue;
+        if (json_text(key, v, text, sizeof text, err))
+            return -1;
+        if (op->kind == CFG_INT || op->kind == CFG_INT64) { /* (a whole number stored as a real) */
+            double x;
+            if (ts_parse_double(text, &x) == 0 && x == floor(x) && fabs(x) < 9e15)
+                snprintf(text, sizeof text, "%lld", (long long)x);
+        }
+        struct ts_err why;
+        if (set_value(op, text, c, true, &why))
+            return ts_fail(err, "config_json: %s", why.msg);
+    }
+    const struct policy_ops *po = policy_find(c->policy);
+    const struct sched_ops *so = sched_find(c->scheduler);
+    if ((po && params_from_json(o, po->params, po->num_params, &c->params, err)) ||
+        (so && params_from_json(o, so->params, so->num_params, &c->params, err)))
+        return -1;
+    return 0;
+}
+
+int sim_config_knobs(const struct sim_config *c, const struct model_cfg *m, struct step_desc *sd, struct ts_err *err)
+{
+    const struct policy_ops *po = policy_find(c->policy);
+    const struct sched_ops *so = sched_find(c->scheduler);
+    if (!po || !so)
+        return ts_fail(err, "its configuration names no known %s (%s)", po ? "scheduler" : "policy",
+                       po ? c->scheduler : c->policy);
+    struct run_params rp;
+    if (parts_resolve(po, so, &c->params, &rp, err))
+        return -1;
+    struct policy_cfg pc = {.block_size = c->block};
+    memcpy(pc.p, rp.policy, sizeof pc.p);
+    policy_step_knobs(po, &pc, m, sd);
+    sd->logit_chunk_rows = c->max_num_logits;
+    return 0;
 }

@@ -1,11 +1,15 @@
 /*
- * config.h: the resolved configuration of one simulation run. Plain data with _defaults() and
- * _validate(); the whole struct is echoed as JSON and stored with every result (runs.config_json).
+ * config.h: the resolved configuration of one simulation run, and every `tessera sim` option
+ * declared once (config.c's table): its name, type, default, range or choices, help and the field
+ * it sets. The command line, --help, the defaults, validation, the stored JSON (runs.config_json)
+ * and its read-back all come from that table; an option's JSON key is its name with '_' for '-',
+ * and its field carries the same name.
  */
 #ifndef TESSERA_CONFIG_H
 #define TESSERA_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "params.h"
@@ -65,9 +69,9 @@ struct sim_config {
     /* dLLM generation */
     int32_t gen_len;           /* G for every request; 0 = the trace's output length rounded up to blocks */
     int32_t max_new_tokens;    /* gen_len 0: G at most this, in whole blocks (0 = no cap) */
-    int32_t block_size;        /* Bs */
+    int32_t block;             /* block size, Bs */
     bool early_stop;
-    char eos[CFG_STR];         /* when EOS positions commit: auto | bulk | scheduled (enum decode_eos) */
+    int32_t eos;               /* enum decode_eos: when EOS positions commit: auto | bulk | scheduled */
     bool iter_smooth; /* dInfer's IterSmooth (step_desc.iter_smooth) */
     bool mask_only;
     bool block_logits; /* logits only for the current block's rows (dLLM-Serve's log_optimize_level 2) */
@@ -75,16 +79,16 @@ struct sim_config {
                                  * name (params.h, parts.h) */
 
     /* execution and memory */
-    int32_t logit_chunk_rows;  /* logit rows per LM-head chunk; 0 = monolithic (--max-num-logits) */
+    int32_t max_num_logits;    /* logit rows per LM-head chunk; 0 = monolithic */
     int32_t ffn_chunks;
-    int32_t kv_page_tokens;
+    int32_t kv_page;           /* KV pool page, tokens */
     double reserve_gib;        /* framework reserve; < 0 = the implementation profile's */
     double search_margin_mib;  /* with lazy_chunking, memory the chunk search keeps free; < 0 = Mosaic's
                                 * (chunk_search_margin) */
     int32_t preempt;           /* enum cfg_preempt: recompute | swap */
     char planner[CFG_STR];     /* activation reservations: first-fit | greedy-size | ilp | caching | profiled */
     bool lazy_chunking;        /* Mosaic: per step, chunk logits/FFN until the step fits the memory left */
-    char act_layout[CFG_STR];  /* a layer's activations (opgraph.h): engine | mosaic */
+    int32_t act_layout;        /* enum og_layout: a layer's activations (opgraph.h): engine | mosaic */
 
     /* output */
     char db[CFG_PATH];         /* "" = no database */
@@ -95,9 +99,63 @@ struct sim_config {
     bool progress;             /* progress line on stderr (default: when stderr is a terminal) */
 };
 
+/* --- the options ------------------------------------------------------------------------- */
+
+enum cfg_kind {
+    CFG_TEXT,   /* a string field of `size` bytes */
+    CFG_INT,    /* int32_t */
+    CFG_INT64,  /* int64_t or uint64_t */
+    CFG_REAL,   /* double */
+    CFG_FLAG,   /* bool, set by the option */
+    CFG_CHOICE, /* int32_t, the index of one of `choices` */
+    CFG_SET     /* int32_t or bool: the option sets it to `value` (options setting one field share it) */
+};
+
+struct cfg_option {
+    const char *name;    /* --name; the JSON key and the field are the name with '_' for '-' */
+    enum cfg_kind kind;
+    size_t offset, size; /* the field of struct sim_config */
+    const char *def;     /* the default as the option takes it ("" for an empty string) */
+    double lo, hi;       /* a number's range; its default may lie outside it, meaning "unset" */
+    const char *const *choices; /* CFG_CHOICE: the names, num_choices of them */
+    int num_choices;
+    int value;           /* CFG_SET */
+    const char *arg;     /* the value's placeholder in --help (N, X, NAME, FILE, SPEC) */
+    const char *group;   /* the --help section it is listed in */
+    const char *field;   /* the field's name (the table's FIELD() gives it): the name with '_' for '-' */
+    const char *unit;    /* a number's unit, as errors name its range */
+    const char *help;    /* what it does (--help wraps it); NULL: listed with the option before it,
+                          * which sets the same field (--append, --replace) */
+    const char *shown;   /* --help's default where the value alone does not say it (NULL: def) */
+    const char *(*names)(int i); /* names --help lists after the help (a table's; NULL at the end) */
+    const char *was;     /* the key older databases stored it under, read back too (NULL: none) */
+    bool stored;         /* stored with the run (options of output and place are not) */
+};
+
+extern const struct cfg_option cfg_options[];
+extern const int cfg_num_options;
+const struct cfg_option *cfg_option_find(const char *name);
+/* Sets the option's field from text (the command line's value; NULL for a flag or a set), checked
+ * against its type and range (a default outside the range, which means "unset", is not taken
+ * from the command line); -1 with err naming the option where it is not. */
+int cfg_option_set(const struct cfg_option *o, const char *text, struct sim_config *c, struct ts_err *err);
+/* The field's value as text (a name for a choice), into buf. */
+const char *cfg_option_text(const struct cfg_option *o, const struct sim_config *c, char *buf, size_t len);
+
 void sim_config_defaults(struct sim_config *c);
+/* Every option's field in its range or choices, then the rules between options. */
 int sim_config_validate(const struct sim_config *c, struct ts_err *err);
-/* Returns a newly allocated JSON text of the configuration; caller frees. */
+/* Returns a newly allocated JSON text of the stored options and the parts' parameters; caller frees. */
 char *sim_config_to_json(const struct sim_config *c);
+/* The configuration a run stored (config_json): the defaults, then every stored option and the
+ * policy's and scheduler's parameters the JSON holds; -1 with err where a value is of the wrong
+ * type or out of range, naming its key. */
+struct json_t;
+int sim_config_from_json(const struct json_t *o, struct sim_config *c, struct ts_err *err);
+/* The step knobs a configuration gives its steps that older databases did not record with each
+ * step: its policy's (policy_step_knobs, its parameters resolved) and its LM-head chunk rows. */
+struct model_cfg;
+struct step_desc;
+int sim_config_knobs(const struct sim_config *c, const struct model_cfg *m, struct step_desc *sd, struct ts_err *err);
 
 #endif

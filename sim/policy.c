@@ -76,38 +76,6 @@ void policy_step_knobs(const struct policy_ops *po, const struct policy_cfg *pc,
         po->knobs(pc, sd);
 }
 
-int policy_knobs_from_config(const struct json_t *cfg, const struct model_cfg *m, struct step_desc *sd,
-                             struct ts_err *err)
-{
-    const char *name = json_string_value(json_object_get(cfg, "policy"));
-    const struct policy_ops *po = name ? policy_find(name) : NULL;
-    if (!po)
-        return ts_fail(err, "its configuration names no known policy (%s)", name ? name : "none");
-    struct policy_cfg pc = {.block_size = (int32_t)json_integer_value(json_object_get(cfg, "block_size"))};
-    struct param_values given = {0};
-    if (!po->knobs) { /* no knobs of its own: its parameters do not matter here */
-        policy_step_knobs(po, &pc, m, sd);
-        return 0;
-    }
-    for (int i = 0; i < po->num_params; i++) { /* its parameters as stored (params_json) */
-        char key[PARAM_TEXT], text[PARAM_TEXT];
-        param_json_key(&po->params[i], key, sizeof key);
-        const json_t *v = json_object_get(cfg, key);
-        if (json_is_string(v))
-            snprintf(text, sizeof text, "%s", json_string_value(v));
-        else if (json_is_number(v))
-            snprintf(text, sizeof text, "%.17g", json_number_value(v));
-        else
-            continue;
-        if (param_values_set(&given, po->params[i].name, text, err))
-            return -1;
-    }
-    if (params_resolve(po->params, po->num_params, &given, pc.p, err))
-        return -1;
-    policy_step_knobs(po, &pc, m, sd);
-    return 0;
-}
-
 void policy_req_init(struct request *r, const struct policy_cfg *pc)
 {
     TS_ASSERT(pc->block_size > 0 && r->G > 0 && r->P >= 0 && r->C >= 0 && r->C <= r->G);

@@ -82,11 +82,6 @@ int32_t policy_attn_block(const char *policy, const struct model_cfg *m, int32_t
  * (policy_ops.knobs: the selection's). */
 void policy_step_knobs(const struct policy_ops *po, const struct policy_cfg *pc, const struct model_cfg *m,
                        struct step_desc *sd);
-/* The same from the configuration a run stored (runs.config_json): what replaying or pricing its
- * steps again needs. */
-struct json_t;
-int policy_knobs_from_config(const struct json_t *cfg, const struct model_cfg *m, struct step_desc *sd,
-                             struct ts_err *err);
 
 /* Sets up r's shape-derived fields for the policy config (num_blocks, last_block, progress). */
 void policy_req_init(struct request *r, const struct policy_cfg *pc);

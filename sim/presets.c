@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "opgraph.h"
+
 static const struct preset presets[] = {
     {"fast-dllm", "Fast-dLLM dual cache as its code at 24cc59e runs it: one request at a time, monolithic "
                   "logits, PyTorch eager with float64 sampling and its own loop's host work",
@@ -145,16 +147,17 @@ int preset_apply(const char *name, struct sim_config *c, struct ts_err *err)
     snprintf(c->scheduler, sizeof c->scheduler, "%s", p->scheduler);
     snprintf(c->decode, sizeof c->decode, "%s", p->decode);
     snprintf(c->impl, sizeof c->impl, "%s", p->impl);
-    c->logit_chunk_rows = p->logit_chunk_rows;
+    c->max_num_logits = p->max_num_logits;
     snprintf(c->planner, sizeof c->planner, "%s", p->planner);
     c->mask_only = p->mask_only;
     c->block_logits = p->block_logits;
     c->lazy_chunking = p->lazy_chunking;
-    snprintf(c->act_layout, sizeof c->act_layout, "%s", p->act_layout);
+    c->act_layout = og_layout_find(p->act_layout);
+    TS_ASSERT(c->act_layout >= 0);
     if (p->model)
         snprintf(c->model, sizeof c->model, "%s", p->model);
     if (p->block)
-        c->block_size = p->block;
+        c->block = p->block;
     if (p->ep)
         c->ep = p->ep;
     for (size_t i = 0; i < TS_ARRAY_LEN(p->params) && p->params[i].name; i++)

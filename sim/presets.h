@@ -12,7 +12,7 @@ struct preset {
     const char *name;
     const char *help;
     const char *policy, *scheduler, *decode, *impl;
-    int32_t logit_chunk_rows; /* --max-num-logits; 0 = monolithic */
+    int32_t max_num_logits; /* --max-num-logits; 0 = monolithic */
     const char *planner;    /* activation reservations */
     bool mask_only, lazy_chunking;
     const char *note;       /* what is not modelled yet, or NULL */

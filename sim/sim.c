@@ -104,16 +104,30 @@ void sim_kv_release(struct sim *s, struct request *r)
         s->ex.release(s->ex.ctx, r->id);
 }
 
+/* A step's activation shape under this run's implementation and layout. */
+static struct og_shape act_shape(const struct sim *s, int64_t T, int64_t R, int32_t logit_chunk_rows,
+                                 int32_t ffn_chunks)
+{
+    return (struct og_shape){T, R, logit_chunk_rows, ffn_chunks, s->impl.softmax_copy_bytes, s->impl.fused_ffn,
+                             s->cfg.tp, s->act_layout};
+}
+
+/* the planner's chunk search on a shape (the cache's planner refuses nothing the run validated) */
+static void chunk_shape(struct sim *s, const struct og_shape *shape, int64_t budget, struct chunk_choice *out)
+{
+    struct ts_err err;
+    TS_ASSERTF(act_cache_chunk(CHUNK_LAZY, s->act_plans, shape, budget, out, &err) == 0, "planner %s: %s",
+               s->planner->name, err.msg);
+}
+
 int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows)
 {
-    struct act_knobs k = {s->cfg.logit_chunk_rows, s->cfg.ffn_chunks, s->impl.softmax_copy_bytes, s->impl.fused_ffn,
-                          s->act_layout};
-    if (s->cfg.lazy_chunking) { /* chunk as far as it goes: 64-row logit chunks, 64-token FFN chunks */
-        k.logit_chunk_rows = (int32_t)TS_MIN(TS_MAX(logit_rows, 1), 64);
-        k.ffn_chunks = (int32_t)TS_MAX(1, TS_MIN(q_tokens / 64, 4096));
+    const struct og_shape shape = act_shape(s, q_tokens, logit_rows, s->cfg.max_num_logits, s->cfg.ffn_chunks);
+    if (s->cfg.lazy_chunking) { /* what the step needs chunked as far as chunking shrinks it */
+        struct chunk_choice ch;
+        chunk_shape(s, &shape, 0, &ch);
+        return ch.at.bytes;
     }
-    struct og_shape shape = {q_tokens, logit_rows, k.logit_chunk_rows, k.ffn_chunks, k.softmax_copy_bytes,
-                             k.fused_ffn, s->cfg.tp, s->act_layout};
     int64_t bytes;
     struct ts_err err;
     TS_ASSERTF(act_cache_peak(s->act_plans, &shape, &bytes, &err) == 0, "planner %s: %s", s->planner->name,
@@ -380,11 +394,12 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     if (rc || impl_resolve(cfg->impl, &s->impl, err) || cost_resolve(cfg->cost, &s->cost, err) ||
         policy_resolve(cfg->policy, &s->pol, err) || sched_resolve(cfg->scheduler, &s->sched, err) ||
         planner_resolve(cfg->planner, &s->planner, err) ||
-        decode_parse(cfg->decode, cfg->datadir, &s->dm, err) || decode_eos_parse(cfg->eos, &s->dm.eos, err))
+        decode_parse(cfg->decode, cfg->datadir, &s->dm, err) || false)
         goto fail;
     if (cfg->host[0] && s->cost != &cost_calibrated && roofline_host(&s->impl, cfg->host, err))
         goto fail;
-    s->act_layout = og_layout_find(cfg->act_layout); /* (a known name: sim_config_validate) */
+    s->act_layout = cfg->act_layout;
+    s->dm.eos = (enum decode_eos)cfg->eos;
     s->act_plans = act_cache_create(&s->model, s->planner, NULL);
     s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate, cfg->tp, &s->allreduce, NULL, cfg->ep};
     if (cfg->op_scale[0]) { /* an ablation of the cost model (--op-scale) */
@@ -410,7 +425,7 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         }
         s->sum.clock_modelled = found == 1;
     }
-    s->pcfg = (struct policy_cfg){.block_size = cfg->block_size, .mask_only = cfg->mask_only,
+    s->pcfg = (struct policy_cfg){.block_size = cfg->block, .mask_only = cfg->mask_only,
                                   .block_logits = cfg->block_logits,
                                   .early_stop = cfg->early_stop, .dm = &s->dm};
     if (s->pol->decides)
@@ -420,7 +435,7 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         goto fail;
     memcpy(s->pcfg.p, rp.policy, sizeof s->pcfg.p);
     memcpy(s->sched_p, rp.sched, sizeof s->sched_p);
-    s->sd.logit_chunk_rows = cfg->logit_chunk_rows;
+    s->sd.logit_chunk_rows = cfg->max_num_logits;
     policy_step_knobs(s->pol, &s->pcfg, &s->model, &s->sd);
     if (s->calib && s->pol->selects && !calib_prices_selection(s->calib, s->sd.select_heads)) {
         ts_fail(err, "--cost calibrated: the calibration of %s on %s has no %s selection (kv_select) measurements "
@@ -456,8 +471,8 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     }
     s->sd.iter_smooth = cfg->iter_smooth;
     if (s->sd.decode_credit) /* credit decoding's matrix: [block, vocab] fp32 a request, in pool tokens */
-        s->decode_state_tokens = ((int64_t)cfg->block_size * s->model.vocab * 4 + s->kv_token_bytes - 1) / s->kv_token_bytes;
-    s->kv_page_tokens = cfg->kv_page_tokens;
+        s->decode_state_tokens = ((int64_t)cfg->block * s->model.vocab * 4 + s->kv_token_bytes - 1) / s->kv_token_bytes;
+    s->kv_page_tokens = cfg->kv_page;
 
     if (build_workload(s, err) || sim_requests_open(s, err) || s->sched->init(s, err))
         goto fail;
@@ -548,36 +563,27 @@ static void record_step(struct sim *s, int64_t dur_ns, int64_t act, int64_t kv_b
         s->failed = true;
 }
 
-/* Mosaic's lazy chunking for one step: while its activations exceed the memory left, raise the
- * chunk count of whichever of the LM head and the FFN holds the peak. The attention block cannot be
- * chunked; reservations (sim_act_peak) already count on at least that much. */
+/* Mosaic's lazy chunking for one step: the chunk search's counts for its activations to fit the
+ * memory left. The attention block cannot be chunked; reservations (sim_act_peak) already count on
+ * at least that much. */
 static void lazy_chunk(struct sim *s, int64_t budget)
 {
     struct step_desc *sd = &s->sd;
-    const int64_t R = sd->tot.logit_rows, T = sd->tot.rows;
-    int64_t logit_chunks = R > 0 && sd->logit_chunk_rows > 0 ? (R + sd->logit_chunk_rows - 1) / sd->logit_chunk_rows : 1;
-    for (int iter = 0; iter < 4096; iter++) {
-        struct act_knobs k = {sd->logit_chunk_rows, sd->ffn_chunks, s->impl.softmax_copy_bytes, s->impl.fused_ffn,
-                              s->act_layout};
-        struct act_parts p;
-        mem_act_parts(&s->model, T, R, &k, &p);
-        if (TS_MAX(p.attention, TS_MAX(p.ffn, p.head)) <= budget)
-            return;
-        if (p.head >= p.ffn && p.head > p.attention && logit_chunks < R) {
-            logit_chunks++;
-            sd->logit_chunk_rows = (int32_t)((R + logit_chunks - 1) / logit_chunks);
-        } else if (p.ffn > p.attention && sd->ffn_chunks < T) {
-            sd->ffn_chunks++;
-        } else {
-            return; /* nothing left to chunk: the memory check below reports it */
-        }
-    }
+    const struct og_shape shape = act_shape(s, sd->tot.rows, sd->tot.logit_rows, sd->logit_chunk_rows,
+                                            sd->ffn_chunks);
+    struct chunk_choice ch;
+    chunk_shape(s, &shape, budget, &ch); /* (when nothing fits, the memory check below reports it) */
+    const int64_t R = sd->tot.logit_rows;
+    const int64_t chunks = R > 0 && sd->logit_chunk_rows > 0 ? (R + sd->logit_chunk_rows - 1) / sd->logit_chunk_rows : 1;
+    if (ch.logit_chunks != chunks) /* (the knob stays as it was where the search left the count) */
+        sd->logit_chunk_rows = ch.shape.logit_chunk_rows;
+    sd->ffn_chunks = ch.shape.ffn_chunks;
 }
 
 static void start_step(struct sim *s)
 {
     step_desc_clear(&s->sd);
-    s->sd.logit_chunk_rows = s->cfg.logit_chunk_rows;
+    s->sd.logit_chunk_rows = s->cfg.max_num_logits;
     s->sd.ffn_chunks = s->cfg.ffn_chunks;
     s->step_extra_ns = 0;
     s->sched->build(s);
@@ -629,7 +635,13 @@ static void start_step(struct sim *s)
     int64_t dur = llround(secs * 1e9) + s->step_extra_ns;
     if (dur < 1)
         dur = 1;
-    int64_t act = mem_act_peak_step(&s->model, &s->sd, s->impl.softmax_copy_bytes, s->impl.fused_ffn, s->act_layout);
+    const struct og_shape shape = act_shape(s, s->sd.tot.rows, s->sd.tot.logit_rows, s->sd.logit_chunk_rows,
+                                            s->sd.ffn_chunks);
+    int64_t act;
+    if (act_cache_peak(s->act_plans, &shape, &act, &s->run_err)) {
+        s->failed = true;
+        return;
+    }
     int64_t kv_bytes = s->kv_pages_used * s->kv_page_tokens * s->kv_token_bytes;
     int64_t in_use = s->weight_bytes + kv_bytes + act;
     TS_ASSERTF(in_use <= s->capacity, "step at %lld ns uses %lld bytes, capacity %lld (scheduler %s)",

@@ -16,7 +16,6 @@
 #include "decode.h"
 #include "event.h"
 #include "gpu.h"
-#include "mem.h"
 #include "parts.h"
 #include "planner.h"
 #include "model.h"

@@ -25,9 +25,9 @@ static void req_shape(const struct sim *s, const struct trace_req *tr, int32_t *
     int32_t g = c->gen_len;
     if (g == 0) { /* the trace's own output length, rounded up to whole blocks, at most
                    * --max-new-tokens rounded down to whole blocks */
-        g = (TS_MAX(tr->output, 1) + c->block_size - 1) / c->block_size * c->block_size;
+        g = (TS_MAX(tr->output, 1) + c->block - 1) / c->block * c->block;
         if (c->max_new_tokens > 0)
-            g = TS_MIN(g, c->max_new_tokens / c->block_size * c->block_size);
+            g = TS_MIN(g, c->max_new_tokens / c->block * c->block);
     }
     *P = tr->prompt;
     if (c->clip_prompt && *P + g > s->model.max_pos)

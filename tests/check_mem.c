@@ -1,20 +1,29 @@
-/* check_mem.c: the activation peak model, and the search for the longest length that fits. */
+/* check_mem.c: a step's activation memory as the planner lays it out (act_cache.h), the chunk
+ * search over it, and the search for the longest length that fits. */
 #include <stdlib.h>
 
-#include "mem.h"
+#include "act_cache.h"
 #include "test_util.h"
 
-static const struct act_knobs MONO = {.ffn_chunks = 1};
+/* first-fit's plan of T tokens with R logit rows */
+static int64_t planned(const struct model_cfg *m, struct og_shape s)
+{
+    int64_t bytes = -1;
+    ck_assert_int_eq(act_planned_bytes(m, planner_find("first-fit"), &s, &bytes, NULL), 0);
+    return bytes;
+}
+
+static struct og_shape mono(int64_t T, int64_t R) { return (struct og_shape){.T = T, .R = R, .ffn_chunks = 1}; }
 
 START_TEST(anchor_monolithic_logits)
 {
     /* The PyTorch anchor (shared/anchors) measured 1.992 GiB above the weights for 16 x 512
-     * tokens with bf16 logits for every token and no softmax copy: the model must agree to 3%. */
+     * tokens with bf16 logits for every token and no softmax copy: the plan must agree to 3%. */
     const struct model_cfg *m = model_find("llada-8b");
-    double gib = mem_act_peak(m, 8192, 8192, &MONO) / TS_GIB;
+    double gib = planned(m, mono(8192, 8192)) / TS_GIB;
     ck_assert_msg(gib > 1.992 * 0.97 && gib < 1.992 * 1.03, "%.3f GiB", gib);
     /* 1 x 2048 tokens, logits for all: 0.498 GiB measured */
-    gib = mem_act_peak(m, 2048, 2048, &MONO) / TS_GIB;
+    gib = planned(m, mono(2048, 2048)) / TS_GIB;
     ck_assert_msg(gib > 0.498 * 0.97 && gib < 0.498 * 1.03, "%.3f GiB", gib);
 }
 END_TEST
@@ -22,50 +31,101 @@ END_TEST
 START_TEST(chunking_bounds_the_logits)
 {
     const struct model_cfg *m = model_find("llada-8b");
-    struct act_knobs chunked = {.logit_chunk_rows = 2048, .ffn_chunks = 1, .softmax_copy_bytes = 4};
-    struct act_knobs mono = {.ffn_chunks = 1, .softmax_copy_bytes = 4};
-    ck_assert_int_eq(mem_logits_bytes(m, 100000, &chunked), 2048LL * m->vocab * 6);
-    ck_assert_int_eq(mem_logits_bytes(m, 1000, &chunked), 1000LL * m->vocab * 6);
-    ck_assert_int_eq(mem_logits_bytes(m, 100000, &mono), 100000LL * m->vocab * 6);
-    int64_t a = mem_act_peak(m, 16384, 16384, &chunked), b = mem_act_peak(m, 16384, 16384, &mono);
+    struct og_shape chunked = {.T = 16384, .R = 16384, .logit_chunk_rows = 2048, .ffn_chunks = 1,
+                               .softmax_copy_bytes = 4};
+    struct og_shape whole = chunked;
+    whole.logit_chunk_rows = 0;
+    const int64_t a = planned(m, chunked), b = planned(m, whole);
     ck_assert(a < b / 5);
+    /* all 16384 rows of logits and their fp32 copy (6 bytes a logit) are in the monolithic plan */
+    ck_assert_int_ge(b, 16384LL * m->vocab * 6);
     /* the fp32 copy adds 4 bytes per logit */
-    struct act_knobs nocopy = {.ffn_chunks = 1};
-    ck_assert(mem_act_peak(m, 4096, 4096, &mono) > mem_act_peak(m, 4096, 4096, &nocopy));
+    struct og_shape nocopy = mono(4096, 4096), copy = nocopy;
+    copy.softmax_copy_bytes = 4;
+    ck_assert_int_ge(planned(m, copy) - planned(m, nocopy), 4096LL * m->vocab * 4);
 }
 END_TEST
 
 START_TEST(monotone_and_ffn_chunks)
 {
     const struct model_cfg *m = model_find("llada-8b");
-    struct act_knobs k = {.logit_chunk_rows = 2048, .ffn_chunks = 1};
     int64_t prev = 0;
     for (int64_t T = 1; T < 40000; T = T * 3 / 2 + 1) {
-        int64_t v = mem_act_peak(m, T, 0, &k);
+        const int64_t v = planned(m, mono(T, 0));
         ck_assert_int_ge(v, prev);
         prev = v;
     }
-    ck_assert_int_eq(mem_act_peak(m, 0, 0, &k), 0);
-    struct act_knobs f4 = {.logit_chunk_rows = 2048, .ffn_chunks = 4};
-    ck_assert(mem_act_peak(m, 16384, 0, &f4) < mem_act_peak(m, 16384, 0, &k));
+    ck_assert_int_eq(planned(m, mono(0, 0)), 0);
+    struct og_shape f4 = mono(16384, 0);
+    f4.ffn_chunks = 4;
+    ck_assert(planned(m, f4) < planned(m, mono(16384, 0)));
     /* MoE: the router's fp32 logits and routed copies count */
     const struct model_cfg *moe = model_find("llada2.0-mini");
-    ck_assert(mem_act_peak(moe, 4096, 0, &k) > 4096LL * moe->hidden * 2 * 3);
+    ck_assert(planned(moe, mono(4096, 0)) > 4096LL * moe->hidden * 2 * 3);
 }
 END_TEST
 
-START_TEST(step_uses_its_knobs)
+/* The cache plans each shape once and answers as a fresh plan does; a plan is never below the
+ * graph's theoretical peak */
+START_TEST(the_cache_answers_as_the_planner_does)
+{
+    const struct model_cfg *m = model_find("dream-7b");
+    const char *names[] = {"first-fit", "greedy-size", "caching"};
+    for (int k = 0; k < 3; k++) {
+        const struct planner_ops *p = planner_find(names[k]);
+        struct act_cache *c = act_cache_create(m, p, NULL);
+        srand(5);
+        for (int i = 0; i < 60; i++) {
+            struct og_shape s = {.T = 1 + rand() % 3000, .ffn_chunks = 1 + rand() % 3, .tp = rand() % 2 ? 1 : 2};
+            s.R = rand() % (s.T + 1);
+            struct act_plan a, again;
+            ck_assert_int_eq(act_cache_get(c, &s, &a, NULL), 0);
+            ck_assert_int_eq(act_cache_get(c, &s, &again, NULL), 0);
+            ck_assert_int_eq(a.bytes, again.bytes);
+            ck_assert_int_ge(a.bytes, a.theoretical);
+            struct opgraph g = {0};
+            opgraph_build(&g, m, &s);
+            struct plan pl;
+            struct planner_opts po;
+            planner_opts_defaults(&po);
+            ck_assert_int_eq(planner_run(p, &g, &po, &pl, NULL), 0);
+            ck_assert_int_eq(a.bytes, pl.arena_bytes);
+            ck_assert_int_eq(a.theoretical, opgraph_peak(&g));
+            plan_free(&pl);
+            opgraph_free(&g);
+        }
+        ck_assert_int_le(act_cache_planned(c), 60);
+        act_cache_destroy(c);
+    }
+}
+END_TEST
+
+/* A budget of 0 chunks as far as chunking shrinks the step: no further count of either kind lowers
+ * the plan below it by much, and it is far below the unchunked plan */
+START_TEST(chunking_to_nothing_goes_as_far_as_it_shrinks)
 {
     const struct model_cfg *m = model_find("llada-8b");
-    struct step_desc sd;
-    step_desc_init(&sd);
-    struct segment s = {.q = 4096, .logit_rows = 4096, .phase = PHASE_FULL};
-    step_desc_add(&sd, &s);
-    int64_t mono = mem_act_peak_step(m, &sd, 4, false, 0);
-    sd.logit_chunk_rows = 512;
-    int64_t chunked = mem_act_peak_step(m, &sd, 4, false, 0);
-    ck_assert(chunked < mono);
-    step_desc_free(&sd);
+    struct act_cache *c = act_cache_create(m, planner_find("first-fit"), NULL);
+    struct og_shape s = {.T = 8192, .R = 8192, .ffn_chunks = 1, .softmax_copy_bytes = 4};
+    struct chunk_choice ch;
+    ck_assert_int_eq(act_cache_chunk(CHUNK_LAZY, c, &s, 0, &ch, NULL), 0);
+    ck_assert(!ch.fits);
+    ck_assert_int_gt(ch.logit_chunks, 1);
+    struct act_plan whole;
+    ck_assert_int_eq(act_cache_get(c, &s, &whole, NULL), 0);
+    ck_assert_int_lt(ch.at.bytes, whole.bytes / 3);
+    ck_assert_int_le(ch.at.logits, ch.at.fixed); /* the logits no longer outweigh the fixed part */
+    ck_assert_int_le(ch.at.ffn, ch.at.fixed);
+    struct og_shape more = ch.shape;
+    more.logit_chunk_rows = (int32_t)TS_MAX(1, more.logit_chunk_rows / 2);
+    more.ffn_chunks *= 2;
+    struct act_plan finer;
+    ck_assert_int_eq(act_cache_get(c, &more, &finer, NULL), 0);
+    ck_assert_int_ge(finer.bytes, ch.at.fixed);
+    /* a budget the unchunked shape meets keeps it as it is */
+    ck_assert_int_eq(act_cache_chunk(CHUNK_LAZY, c, &s, whole.bytes, &ch, NULL), 0);
+    ck_assert(ch.fits && ch.logit_chunks == 1 && ch.ffn_chunks == 1 && ch.plans_tried == 1);
+    act_cache_destroy(c);
 }
 END_TEST
 
@@ -109,7 +169,8 @@ int main(void)
     tcase_add_test(tc, anchor_monolithic_logits);
     tcase_add_test(tc, chunking_bounds_the_logits);
     tcase_add_test(tc, monotone_and_ffn_chunks);
-    tcase_add_test(tc, step_uses_its_knobs);
+    tcase_add_test(tc, the_cache_answers_as_the_planner_does);
+    tcase_add_test(tc, chunking_to_nothing_goes_as_far_as_it_shrinks);
     tcase_add_test(tc, search_largest_finds_the_boundary);
     suite_add_tcase(s, tc);
     return run_suite("mem", s) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner.h"
+#include "act_cache.h"
 #include "test_util.h"
 
 static void random_graph(struct opgraph *g, int n, int ops)
@@ -169,16 +169,16 @@ START_TEST(chunking_lazy_and_brute)
     ck_assert_int_eq(chunk_search(CHUNK_LAZY, m, &s, planner_find("first-fit"), &po, budget, &lazy, NULL), 0);
     ck_assert_int_eq(chunk_search(CHUNK_BRUTE, m, &s, planner_find("first-fit"), &po, budget, &brute, NULL), 0);
     ck_assert_int_eq(chunk_search(CHUNK_NONE, m, &s, planner_find("first-fit"), &po, budget, &none, NULL), 0);
-    ck_assert(lazy.fits && brute.fits && !none.fits);
-    ck_assert_msg(strstr(none.why, "softmax") || strstr(none.why, "logits"), "%s", none.why);
+    ck_assert(lazy.choice.fits && brute.choice.fits && !none.choice.fits);
+    ck_assert_msg(strstr(none.choice.why, "softmax") || strstr(none.choice.why, "logits"), "%s", none.choice.why);
     ck_assert(lazy.plan.arena_bytes <= budget && brute.plan.arena_bytes <= budget);
-    ck_assert_int_le(brute.logit_chunks + brute.ffn_chunks, lazy.logit_chunks + lazy.ffn_chunks);
-    ck_assert_int_lt(lazy.plans_tried, brute.plans_tried);
+    ck_assert_int_le(brute.choice.logit_chunks + brute.choice.ffn_chunks, lazy.choice.logit_chunks + lazy.choice.ffn_chunks);
+    ck_assert_int_lt(lazy.choice.plans_tried, brute.choice.plans_tried);
     plan_free(&lazy.plan), plan_free(&brute.plan), plan_free(&none.plan);
     /* a budget below the attention block cannot be met by chunking: says which tensor */
     ck_assert_int_eq(chunk_search(CHUNK_LAZY, m, &s, planner_find("first-fit"), &po, 1LL << 30, &lazy, NULL), 0);
-    ck_assert(!lazy.fits);
-    ck_assert_ptr_nonnull(strstr(lazy.why, "cannot shrink"));
+    ck_assert(!lazy.choice.fits);
+    ck_assert_ptr_nonnull(strstr(lazy.choice.why, "cannot shrink"));
     plan_free(&lazy.plan);
 }
 END_TEST
@@ -203,8 +203,8 @@ START_TEST(lazy_chunking_goes_on_while_the_peak_shrinks)
         const int64_t budget = (int64_t)(cases[i].gib * (1LL << 30));
         ck_assert_int_eq(chunk_search(CHUNK_LAZY, m, &s, planner_find("first-fit"), &po, budget, &lazy, NULL), 0);
         ck_assert_int_eq(chunk_search(CHUNK_BRUTE, m, &s, planner_find("first-fit"), &po, budget, &brute, NULL), 0);
-        ck_assert_msg(brute.fits, "%s: %s", m->name, brute.why);
-        ck_assert_msg(lazy.fits && lazy.ffn_chunks > 1, "%s: %s", m->name, lazy.why);
+        ck_assert_msg(brute.choice.fits, "%s: %s", m->name, brute.choice.why);
+        ck_assert_msg(lazy.choice.fits && lazy.choice.ffn_chunks > 1, "%s: %s", m->name, lazy.choice.why);
         plan_free(&lazy.plan), plan_free(&brute.plan);
     }
 }
@@ -232,8 +232,8 @@ START_TEST(lazy_chunking_weighs_the_parts_as_mosaic_does)
     s.logit_chunk_rows = 0, s.ffn_chunks = 1;
     struct chunk_result lazy;
     ck_assert_int_eq(chunk_search(CHUNK_LAZY, m, &s, planner_find("first-fit"), &po, budget, &lazy, NULL), 0);
-    ck_assert_msg(lazy.fits, "%s", lazy.why);
-    ck_assert_int_gt(lazy.ffn_chunks, 5);
+    ck_assert_msg(lazy.choice.fits, "%s", lazy.choice.why);
+    ck_assert_int_gt(lazy.choice.ffn_chunks, 5);
     ck_assert_int_le(lazy.plan.arena_bytes, budget);
     plan_free(&lazy.plan);
 }
@@ -279,6 +279,39 @@ START_TEST(planning_a_32_layer_model_is_fast)
 }
 END_TEST
 
+/* One layer of each kind plans to the full graph's bytes for first-fit and greedy-size (the
+ * argument in opgraph.h), dense and MoE, chunked or not, fused or not, split over GPUs or not */
+START_TEST(one_layer_of_each_kind_plans_as_all_of_them)
+{
+    const char *models[] = {"llada-8b", "dream-7b", "llada-moe-7b", "llada2.0-mini"};
+    const char *names[] = {"first-fit", "greedy-size"};
+    struct planner_opts po;
+    planner_opts_defaults(&po);
+    struct opgraph full = {0}, compact = {0};
+    srand(31);
+    for (int k = 0; k < 120; k++) {
+        const struct model_cfg *m = model_find(models[k % 4]);
+        struct og_shape s = {.T = 1 + rand() % 9000, .ffn_chunks = 1 + rand() % 4,
+                             .softmax_copy_bytes = (rand() % 3) * 4, .fused_ffn = rand() % 2, .tp = 1 + rand() % 2};
+        s.R = rand() % 2 ? s.T : rand() % (s.T + 1);
+        s.logit_chunk_rows = rand() % 2 ? 0 : 1 + rand() % 2048;
+        opgraph_build(&full, m, &s);
+        opgraph_build_compact(&compact, m, &s);
+        ck_assert_int_lt(compact.n, full.n);
+        ck_assert_int_eq(opgraph_peak(&compact), opgraph_peak(&full));
+        for (int i = 0; i < 2; i++) {
+            struct plan a, b;
+            ck_assert_int_eq(planner_run(planner_find(names[i]), &full, &po, &a, NULL), 0);
+            ck_assert_int_eq(planner_run(planner_find(names[i]), &compact, &po, &b, NULL), 0);
+            ck_assert_msg(a.arena_bytes == b.arena_bytes, "%s %s T=%lld R=%lld: full %lld, compact %lld", names[i],
+                          m->name, (long long)s.T, (long long)s.R, (long long)a.arena_bytes, (long long)b.arena_bytes);
+            plan_free(&a), plan_free(&b);
+        }
+    }
+    opgraph_free(&full), opgraph_free(&compact);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("planner");
@@ -291,6 +324,7 @@ int main(void)
     tcase_add_test(tc, lazy_chunking_goes_on_while_the_peak_shrinks);
     tcase_add_test(tc, lazy_chunking_weighs_the_parts_as_mosaic_does);
     tcase_add_test(tc, planning_a_32_layer_model_is_fast);
+    tcase_add_test(tc, one_layer_of_each_kind_plans_as_all_of_them);
     tcase_add_test(tc, the_chunk_search_margin_is_mosaics);
     suite_add_tcase(s, tc);
     return run_suite("planner", s) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -118,7 +118,7 @@ static void run_scenario(const struct scenario *sc, uint64_t seed, bool early_st
     c.seed = seed;
     if (strcmp(sc->sched, "phase") == 0 || strcmp(sc->sched, "lookahead") == 0) /* their parameter */
         test_param(&c, "max-num-batched-tokens", sc->mnbt);
-    c.logit_chunk_rows = sc->mnl;
+    c.max_num_logits = sc->mnl;
     c.early_stop = early_stop;
     snprintf(c.planner, sizeof c.planner, "%s", planner);
     struct sim_summary m;
@@ -246,7 +246,7 @@ START_TEST(mosaic_lazy_chunking_fits_long_requests)
     snprintf(c.gpu, sizeof c.gpu, "rtx4090");
     snprintf(c.lengths, sizeof c.lengths, "fixed:30000,64");
     c.gen_len = 64;
-    c.block_size = 32;
+    c.block = 32;
     c.requests = 3;
     c.rps = 0.01;
     struct sim *s = sim_create(&c, &err);
@@ -287,7 +287,7 @@ START_TEST(caching_planner_reserves_more)
     snprintf(c.lengths, sizeof c.lengths, "fixed:300,256");
     c.requests = 40;
     c.rps = 20;
-    c.logit_chunk_rows = 0;
+    c.max_num_logits = 0;
     c.reserve_gib = 0.5;
     struct ts_err err;
     struct sim_summary a, b;
@@ -352,7 +352,7 @@ START_TEST(reservation_is_the_planners_plan)
         ck_assert_msg(s != NULL, "%s", err.msg);
         sim_keep_requests(s);
         for (size_t k = 0; k < TS_ARRAY_LEN(shapes); k++) {
-            struct og_shape sh = {shapes[k][0], shapes[k][1], c.logit_chunk_rows, c.ffn_chunks, 0, false, 1,
+            struct og_shape sh = {shapes[k][0], shapes[k][1], c.max_num_logits, c.ffn_chunks, 0, false, 1,
                                   OG_LAYOUT_ENGINE};
             struct opgraph g = {0};
             opgraph_build(&g, &s->model, &sh);
@@ -446,8 +446,8 @@ START_TEST(static_batches_finish_together)
     c.rps = 100; /* everyone is queued by the time the first batch ends */
     c.requests = 50;
     test_param(&c, "max-batch", 8);
-    c.logit_chunk_rows = 0;
-    snprintf(c.eos, sizeof c.eos, "bulk"); /* a request's EOS blocks take one step each */
+    c.max_num_logits = 0;
+    c.eos = EOS_BULK; /* a request's EOS blocks take one step each */
     struct ts_err err;
     struct sim *s = sim_create(&c, &err);
     ck_assert(s != NULL);
@@ -469,7 +469,7 @@ START_TEST(static_batches_finish_together)
     ck_assert_int_gt(padded_rows(s), 0);
     sim_destroy(s);
     /* fixed:1 on its own schedule: G steps for every request, so a batch has no finished rows */
-    snprintf(c.eos, sizeof c.eos, "auto");
+    c.eos = EOS_AUTO;
     s = sim_create(&c, &err);
     ck_assert(s != NULL);
     sim_keep_requests(s);

@@ -197,7 +197,7 @@ contains "sim --max-new-tokens with a set --gen-len" "--max-new-tokens caps the 
 expect 2 "sim --max-new-tokens under a block" -- $bin sim --gen-len 0 --max-new-tokens 10 --requests 3
 contains "sim --max-new-tokens under a block" "--max-new-tokens: 10 is less than one block (--block 32)"
 expect 2 "sim --max-new-tokens -1" -- $bin sim --gen-len 0 --max-new-tokens -1 --requests 3
-contains "sim --max-new-tokens -1" "--max-new-tokens: -1 is not in 0..268435456 positions"
+contains "sim --max-new-tokens -1" "--max-new-tokens: '-1' is not a whole number in 0..268435456 positions"
 # a measured distribution of a step's commits (engine generate --profile-out): every step committing 3
 # decodes as fixed:3 does, request step for request step
 printf '{"three": {"tpf": 3.0, "decoder": "threshold", "steps": [0, 0, 7]}}\n' >"$tmp/steps.json"
@@ -565,7 +565,7 @@ json_check "$tmp/out" 'd["fits"] and d["search_margin_bytes"] == 2 << 30 and d["
 expect 2 "mem --search-margin-mib -1" -- $bin mem lmax --search-margin-mib -1
 contains "mem --search-margin-mib names its range" "--search-margin-mib: '-1' is not a number of MiB in 0..1048576"
 expect 2 "sim --search-margin-mib x" -- $bin sim --system mosaic --search-margin-mib x
-contains "sim --search-margin-mib names itself" "--search-margin-mib: 'x' is not a number >= 0"
+contains "sim --search-margin-mib names itself" "--search-margin-mib: 'x' is not a number in 0..1048576 MiB"
 # Mosaic's layer (--act-layout mosaic, graph_builder.py's plan): Dream-7B holds 28 KiB a token once
 # finely chunked where the engine's layer holds 23, so its L_max falls; LLaDA-8B's is the same either way
 expect 0 "mem plan --act-layout mosaic" -- $bin mem plan --model dream-7b --tokens 10000 --logit-rows 64 --ffn-chunks 64 --act-layout mosaic --json
@@ -893,7 +893,7 @@ contains "exp sweep with a failing run" "a run failed, so no more were started; 
 expect 2 "--tp 3" -- $bin sim --tp 3 --requests 2
 contains "--tp 3" "--tp: 3 does not divide llada-8b's 32 query and 32 K/V heads"
 expect 2 "--tp 9" -- $bin sim --tp 9 --requests 2
-contains "--tp 9" "--tp: 9 is not in 1..8 GPUs"
+contains "--tp 9" "--tp: '9' is not a whole number in 1..8 GPUs"
 # the calibrated back end prices a GPU's share of the model from a calibration of that share
 # (NAME-tpN, shipped for LLaDA-8B over two H200s) plus the measured all-reduces
 expect 0 "--tp with calibrated" -- $bin sim --tp 2 --cost calibrated --requests 8 --rps 8
@@ -1291,7 +1291,7 @@ contains "list gpus --device, memory not a number" "'80GB' is not a whole number
 expect 0 "list policies" -- $bin list policies
 contains "list policies shows a policy's parameter" "--refresh-interval N     dual: also refresh every K steps"
 expect 0 "sim --help" -- $bin sim --help
-contains "sim --help lists the policies from the table" "--policy NAME            vanilla prefix dual block block+delayed vicinity sparse dllm-cache focus ar [dual]"
+contains "sim --help lists the policies from the table" "--policy NAME            the denoising policy (tessera list policies): vanilla prefix dual block"
 contains "sim --help lists the policy parameters" "--refresh-interval N     dual [0], vicinity [32]:"
 contains "sim --help lists the planners from the table" "caching profiled first-fit greedy-size ilp"
 expect 0 "sim --refresh-interval" -- $bin sim --refresh-interval 4 --requests 3 --db "$tmp/ri.db" --quiet --no-progress

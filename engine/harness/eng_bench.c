@@ -17,7 +17,7 @@
  *    with only its linear layers and LM head (and the final norm: eng_set_skip_ops), then all but
  *    them.
  * 3. The attention kernel alone on the same shapes and the anchor's long ones, in TFLOP/s.
- * 4. The engine's workspace for each step beside the simulator's activation estimate (mem.c).
+ * 4. The engine's workspace for each step beside the simulator's planned activations (act_cache.h).
  * 5. With --anchor (or --only anchor): every shape of the PyTorch anchor (eng_anchor.h), each of its
  *    three steps against its floors and beside PyTorch eager's time and peak activations.
  * 6. --only clock: the ceilings, then a ladder of steps (or the --step ones) each timed alone from a
@@ -36,7 +36,7 @@
 #include "eng.h"
 #include "kernels.h"
 #include "cost.h"
-#include "mem.h"
+#include "act_cache.h"
 
 static int cmp_f(const void *a, const void *b)
 {
@@ -358,8 +358,18 @@ struct step_meas {
     float ms;
     double fl_ms, by_ms, floor_ms, held_floor_ms, gemm_floor_ms;
     int64_t ws, sim_act;
-    struct act_knobs k;
+    struct og_shape shape; /* the step's activation shape, as the simulator plans it */
 };
+
+/* the simulator's planned activations for a shape (its default planner, first-fit) */
+static int64_t sim_act_bytes(const struct model_cfg *m, const struct og_shape *shape)
+{
+    int64_t bytes = -1;
+    struct ts_err err;
+    if (act_planned_bytes(m, planner_find("first-fit"), shape, &bytes, &err))
+        fprintf(stderr, "engine bench: planning the simulator's activations: %s\n", err.msg);
+    return bytes;
+}
 
 /* Builds in sd the step of nseq sequences (requests first on) of q tokens over kv cached keys, with
  * logit_rows logits each (their caches filled first), replays it as a graph (its warm-up named
@@ -386,9 +396,9 @@ static int measure_step(struct eng *e, const struct eng_bench_opts *o, const str
     /* the floor at the rate the GEMM holds under the power limit: what a long step can reach */
     r->held_floor_ms = fmax(flops / cl->held * 1e3, r->by_ms);
     r->gemm_floor_ms = fmax(gemm_flops / cl->peak, gemm_bytes / cl->bw) * 1e3;
-    r->k = (struct act_knobs){eo->logit_chunk_rows, 1, 0, eng_ffn_fuses(e, sd->tot.q_tokens),
-                               0}; /* (one FFN chunk; the engine's layout) */
-    r->sim_act = mem_act_peak(m, sd->tot.q_tokens, sd->tot.logit_rows, &r->k);
+    r->shape = (struct og_shape){sd->tot.q_tokens, sd->tot.logit_rows, eo->logit_chunk_rows, 1, 0,
+                                 eng_ffn_fuses(e, sd->tot.q_tokens), 1, OG_LAYOUT_ENGINE}; /* (one FFN chunk) */
+    r->sim_act = sim_act_bytes(m, &r->shape);
     r->ws = eng_step_workspace_bytes(e, sd);
     return 0;
 }
@@ -650,8 +660,8 @@ static void report_variants(struct eng *e, const struct eng_bench_opts *o, const
         eng_set_ffn(e, 1);
         const int64_t ws_fused = eng_step_workspace_bytes(e, sd);
         eng_set_ffn(e, eo->ffn);
-        struct act_knobs kf = sm->k;
-        kf.fused_ffn = true;
+        struct og_shape fused = sm->shape;
+        fused.fused_ffn = true;
         fprintf(out, "    side by side: FFN split %.3f ms (%.3f x floor), fused %.3f ms (%.3f x), auto (%s) "
                      "%.3f ms (%.3f x); eager, their gate_up + act %.2f, %.2f and %.2f ms\n", v->ffn_ms[0],
                 v->ffn_ms[0] / floor_ms, v->ffn_ms[1], v->ffn_ms[1] / floor_ms, auto_fuses ? "fused" : "split",
@@ -659,7 +669,7 @@ static void report_variants(struct eng *e, const struct eng_bench_opts *o, const
                 v->ffn_op_ms[1][OP_GATE_UP] + v->ffn_op_ms[1][OP_ACT],
                 v->ffn_op_ms[2][OP_GATE_UP] + v->ffn_op_ms[2][OP_ACT]);
         fprintf(out, "    fused FFN workspace %.3f GiB (simulator's estimate %.3f GiB) against %.3f GiB split\n",
-                ws_fused / TS_GIB, mem_act_peak(&o->model, sd->tot.q_tokens, sd->tot.logit_rows, &kf) / TS_GIB,
+                ws_fused / TS_GIB, sim_act_bytes(&o->model, &fused) / TS_GIB,
                 ws_split / TS_GIB);
         if (o->json)
             fprintf(o->json, "{\"case\":\"%s\",\"split_ffn_ms\":%.4f,\"fused_ffn_ms\":%.4f,"

@@ -37,9 +37,9 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
     eng_opts_defaults(&o);
     const double cap = sim_sched_param(s, "max-num-batched-tokens", 0); /* the phase scheduler's step cap */
     o.max_tokens = cap > 0 ? (int32_t)cap : 16384;
-    o.logit_chunk_rows = c->logit_chunk_rows > 0 ? c->logit_chunk_rows : o.max_tokens;
+    o.logit_chunk_rows = c->max_num_logits > 0 ? c->max_num_logits : o.max_tokens;
     o.ffn_chunks = c->ffn_chunks > 0 ? c->ffn_chunks : 1;
-    o.page_tokens = c->kv_page_tokens;
+    o.page_tokens = c->kv_page;
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
     o.planner = c->planner;
     eng_opts_follow_impl(&o, c->impl); /* --impl tessera-fused: the FFN fused, as simulated */

@@ -17,7 +17,7 @@
 
 #include "eng.h"
 #include "engine_load.h"
-#include "planner.h"
+#include "act_cache.h"
 #include "step_desc.h"
 
 struct probe_ctx {
@@ -47,11 +47,11 @@ static int probe(struct probe_ctx *c, int64_t L, struct ts_err *err)
     if (chunk_search((enum chunking)c->q->chunking, c->q->m, &s, c->p, &c->po, budget, &cr, err))
         return -1;
     plan_free(&cr.plan);
-    c->logit_chunks = cr.logit_chunks;
-    c->ffn_chunks = cr.ffn_chunks;
+    c->logit_chunks = cr.choice.logit_chunks;
+    c->ffn_chunks = cr.choice.ffn_chunks;
     step_desc_clear(&c->sd);
-    c->sd.logit_chunk_rows = R > 0 ? (int32_t)((R + cr.logit_chunks - 1) / cr.logit_chunks) : 1;
-    c->sd.ffn_chunks = cr.ffn_chunks;
+    c->sd.logit_chunk_rows = R > 0 ? (int32_t)((R + cr.choice.logit_chunks - 1) / cr.choice.logit_chunks) : 1;
+    c->sd.ffn_chunks = cr.choice.ffn_chunks;
     struct segment g = {.req_id = 0, .q = (int32_t)L, .kv = 0, .logit_rows = (int32_t)R, .phase = PHASE_REFRESH};
     step_desc_add(&c->sd, &g);
     /* the mapping decides, whatever the planner predicted */

@@ -70,8 +70,8 @@ struct replay {
     struct model_cfg m;
     struct eng_opts o;
     bool writer;        /* the process that writes engine_steps: rank 0 of a tensor-parallel replay */
-    int chunk;          /* LM-head chunk rows for steps whose row lacks their own (older databases) */
-    struct step_desc knobs; /* its policy's step knobs (policy_knobs_from_config); no segments */
+    int logit_chunk_rows; /* LM-head chunk rows for steps whose row lacks their own (older databases) */
+    struct step_desc knobs; /* its configuration's step knobs (sim_config_knobs); no segments */
 };
 
 /* The run (run_id 0: the latest) and what its configuration says: the model, the implementation's
@@ -95,29 +95,26 @@ static int replay_read_run(struct replay *rp, int64_t run_id, int *ffn_chunks, s
     sqlite3_finalize(q);
     if (!cfg)
         return ts_fail(err, "run %lld: unreadable config_json", (long long)rp->run_id);
-    const char *model = json_string_value(json_object_get(cfg, "model"));
+    struct sim_config c;
     int rc = 0;
-    if (!model)
-        rc = ts_fail(err, "run %lld: no model", (long long)rp->run_id);
-    else if (model_resolve(model, &rp->m, err))
+    if (sim_config_from_json(cfg, &c, err) || model_resolve(c.model, &rp->m, err))
         rc = ts_fail_prefix(err, "run %lld", (long long)rp->run_id);
     if (rc == 0) {
         eng_opts_defaults(&rp->o);
-        eng_opts_follow_impl(&rp->o, json_string_value(json_object_get(cfg, "impl")));
+        eng_opts_follow_impl(&rp->o, c.impl);
         step_desc_init(&rp->knobs);
-        const char *pname = json_string_value(json_object_get(cfg, "policy"));
-        const struct policy_ops *po = pname ? policy_find(pname) : NULL;
+        const struct policy_ops *po = policy_find(c.policy);
         if (po && po->engine_lacks)
             rc = ts_fail(err, "run %lld: policy %s needs %s, which the engine does not run", (long long)rp->run_id,
                          po->name, po->engine_lacks);
-        else if (json_integer_value(json_object_get(cfg, "ep")) > 1)
-            rc = ts_fail(err, "run %lld: simulated with --ep %lld, expert parallelism, which the engine does not run",
-                         (long long)rp->run_id, (long long)json_integer_value(json_object_get(cfg, "ep")));
-        else if (policy_knobs_from_config(cfg, &rp->m, &rp->knobs, err))
+        else if (c.ep > 1)
+            rc = ts_fail(err, "run %lld: simulated with --ep %d, expert parallelism, which the engine does not run",
+                         (long long)rp->run_id, c.ep);
+        else if (sim_config_knobs(&c, &rp->m, &rp->knobs, err))
             rc = ts_fail_prefix(err, "run %lld", (long long)rp->run_id);
         rp->o.feature_cache = rp->knobs.cache_outputs;
-        rp->chunk = (int)json_integer_value(json_object_get(cfg, "max_num_logits"));
-        *ffn_chunks = (int)json_integer_value(json_object_get(cfg, "ffn_chunks"));
+        rp->logit_chunk_rows = c.max_num_logits;
+        *ffn_chunks = c.ffn_chunks;
     }
     json_decref(cfg);
     return rc;
@@ -174,8 +171,8 @@ static int replay_read_sizes(struct replay *rp, int64_t max_steps, int ffn_chunk
         sqlite3_finalize(q);
     }
     rp->o.max_tokens = (int32_t)TS_MAX(max_q, 64);
-    rp->chunk = max_chunk > 0 ? (int)max_chunk : rp->chunk;
-    rp->o.logit_chunk_rows = rp->chunk > 0 ? rp->chunk : (int32_t)TS_MAX(max_r, 1);
+    rp->logit_chunk_rows = max_chunk > 0 ? (int)max_chunk : rp->logit_chunk_rows;
+    rp->o.logit_chunk_rows = rp->logit_chunk_rows > 0 ? rp->logit_chunk_rows : (int32_t)TS_MAX(max_r, 1);
     rp->o.ffn_chunks = min_ffn > 0 ? (int32_t)min_ffn : ffn_chunks > 0 ? ffn_chunks : 1;
     return 0;
 }
@@ -196,7 +193,7 @@ static int replay_steps(struct replay *rp, struct eng *e, bool ops, struct repla
     /* the knobs of a run recorded before its steps carried them: from its configuration, its chunks
      * the replay's own */
     struct step_desc derived = rp->knobs;
-    derived.logit_chunk_rows = rp->chunk;
+    derived.logit_chunk_rows = rp->logit_chunk_rows;
     derived.ffn_chunks = rp->o.ffn_chunks;
     int64_t legacy[STEP_KNOBS];
     step_knobs_get(&derived, legacy);

@@ -99,7 +99,7 @@ static int32_t mosaic_layer(struct opgraph *g, const struct model_cfg *m, const 
     return op + 1;
 }
 
-void opgraph_build(struct opgraph *g, const struct model_cfg *m, const struct og_shape *s)
+static void build(struct opgraph *g, const struct model_cfg *m, const struct og_shape *s, bool compact)
 {
     g->n = 0;
     const int64_t a = 2, T = s->T, R = s->R, h = m->hidden, tp = s->tp > 1 ? s->tp : 1;
@@ -109,6 +109,8 @@ void opgraph_build(struct opgraph *g, const struct model_cfg *m, const struct og
     int32_t op = 0;
     int32_t x = add(g, OG_X, -1, T * h * a, 0, 0); /* its end is set last */
     for (int L = 0; L < m->num_layers && T > 0; L++) {
+        if (compact && L > 0 && model_is_moe_layer(m, L) == model_is_moe_layer(m, L - 1))
+            continue; /* a layer of a kind already built */
         if (s->layout == OG_LAYOUT_MOSAIC) {
             op = mosaic_layer(g, m, s, L, op, &x);
             continue;
@@ -171,6 +173,14 @@ void opgraph_build(struct opgraph *g, const struct model_cfg *m, const struct og
 }
 
 #undef SHARE
+
+void opgraph_build(struct opgraph *g, const struct model_cfg *m, const struct og_shape *s) { build(g, m, s, false); }
+
+void opgraph_build_compact(struct opgraph *g, const struct model_cfg *m, const struct og_shape *s)
+{
+    TS_ASSERT(s->layout == OG_LAYOUT_ENGINE);
+    build(g, m, s, true);
+}
 
 enum part { PART_FIXED, PART_FFN, PART_LOGITS };
 

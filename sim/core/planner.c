@@ -1,5 +1,5 @@
 /* planner.c: the planner table, the arena heuristics (first-fit, greedy-size), profiled, the overlap
- * check, and lazy/brute-force chunking. */
+ * check. */
 #define _POSIX_C_SOURCE 200809L
 #include "planner.h"
 
@@ -71,16 +71,23 @@ static int cmp_by_size(const void *a, const void *b)
 
 static int arena_plan(const struct opgraph *g, bool by_size, struct plan *out)
 {
-    struct order_key *order = xmalloc(sizeof *order * (size_t)(g->n ? g->n : 1));
-    for (int32_t i = 0; i < g->n; i++)
+    const size_t cap = (size_t)(g->n ? g->n : 1);
+    int (*cmp)(const void *, const void *) = by_size ? cmp_by_size : cmp_by_first;
+    /* (one block for the order, the placed list and the spans) */
+    struct order_key *order = xmalloc(cap * (sizeof *order + sizeof(int32_t) + sizeof(struct span)));
+    struct span *buf = (struct span *)(order + cap);
+    int32_t *placed = (int32_t *)(buf + cap);
+    bool sorted = true;
+    for (int32_t i = 0; i < g->n; i++) {
         order[i] = (struct order_key){g->t[i].first, i, g->t[i].bytes};
-    qsort(order, (size_t)g->n, sizeof *order, by_size ? cmp_by_size : cmp_by_first);
-    out->offsets = xcalloc((size_t)(g->n ? g->n : 1), sizeof *out->offsets);
+        sorted = sorted && (i == 0 || cmp(&order[i - 1], &order[i]) < 0);
+    }
+    if (!sorted) /* (a graph is mostly built in order of first use) */
+        qsort(order, (size_t)g->n, sizeof *order, cmp);
+    out->offsets = xcalloc(cap, sizeof *out->offsets);
     /* the placed tensors a new one may overlap: in order of first use, those whose life reaches its
      * first op (each began no later than it), so the list stays as short as the graph is wide;
      * by size, every placed tensor, filtered by lifetime */
-    int32_t *placed = xmalloc(sizeof *placed * (size_t)(g->n ? g->n : 1));
-    struct span *buf = xmalloc(sizeof *buf * (size_t)(g->n ? g->n : 1));
     int32_t num_placed = 0;
     int64_t arena = 0;
     for (int32_t k = 0; k < g->n; k++) {
@@ -102,8 +109,6 @@ static int arena_plan(const struct opgraph *g, bool by_size, struct plan *out)
     }
     out->arena_bytes = arena;
     free(order);
-    free(placed);
-    free(buf);
     return 0;
 }
 
@@ -223,98 +228,4 @@ int plan_find_overlap(const struct opgraph *g, const struct plan *p)
                 return i;
     }
     return -1;
-}
-
-/* --- chunking -------------------------------------------------------------------------------- */
-
-int64_t chunk_search_margin(const struct model_cfg *m, double mib)
-{
-    if (mib < 0)
-        mib = 900 + (m->num_experts > 0 ? 700 : 0);
-    return (int64_t)(mib * TS_MIB);
-}
-
-static int try_plan(const struct model_cfg *m, const struct og_shape *base, int32_t lc, int32_t fc,
-                    const struct planner_ops *p, const struct planner_opts *o, struct plan *out,
-                    struct opgraph *g, struct ts_err *err)
-{
-    struct og_shape s = *base;
-    s.ffn_chunks = fc;
-    s.logit_chunk_rows = base->R > 0 ? (int32_t)((base->R + lc - 1) / lc) : 0;
-    opgraph_build(g, m, &s);
-    return planner_run(p, g, o, out, err);
-}
-
-int chunk_search(enum chunking how, const struct model_cfg *m, const struct og_shape *shape,
-                 const struct planner_ops *p, const struct planner_opts *o, int64_t budget,
-                 struct chunk_result *out, struct ts_err *err)
-{
-    memset(out, 0, sizeof *out);
-    struct opgraph g = {0};
-    const int32_t max_lc = (int32_t)TS_MAX(1, TS_MIN(shape->R, 4096)), max_fc = (int32_t)TS_MAX(1, TS_MIN(shape->T, 256));
-    int32_t lc = shape->logit_chunk_rows > 0 && shape->R > 0
-                     ? (int32_t)((shape->R + shape->logit_chunk_rows - 1) / shape->logit_chunk_rows) : 1;
-    int32_t fc = shape->ffn_chunks > 0 ? shape->ffn_chunks : 1;
-    int rc = 0;
-    if (how == CHUNK_BRUTE) {
-        int32_t best_sum = INT32_MAX;
-        for (int32_t l = 1; l <= max_lc; l = l < 8 ? l + 1 : l * 2)
-            for (int32_t f = 1; f <= max_fc; f = f < 8 ? f + 1 : f * 2) {
-                if (l + f >= best_sum)
-                    continue;
-                struct plan pl;
-                if (try_plan(m, shape, l, f, p, o, &pl, &g, err)) {
-                    rc = -1;
-                    goto done;
-                }
-                out->plans_tried++;
-                if (pl.arena_bytes <= budget) {
-                    plan_free(&out->plan);
-                    out->plan = pl;
-                    out->logit_chunks = l, out->ffn_chunks = f, out->fits = true;
-                    best_sum = l + f;
-                } else {
-                    plan_free(&pl);
-                }
-            }
-        if (!out->fits)
-            snprintf(out->why, sizeof out->why, "no chunking up to %d logit and %d FFN chunks fits %.2f GiB",
-                     max_lc, max_fc, budget / TS_GIB);
-        goto done;
-    }
-    for (;;) {
-        struct plan pl;
-        if (try_plan(m, shape, lc, fc, p, o, &pl, &g, err)) {
-            rc = -1;
-            goto done;
-        }
-        out->plans_tried++;
-        plan_free(&out->plan);
-        out->plan = pl;
-        out->logit_chunks = lc, out->ffn_chunks = fc;
-        if (pl.arena_bytes <= budget) {
-            out->fits = true;
-            break;
-        }
-        /* the bottleneck as Mosaic's search finds it: the largest of the logits', the FFN's and the
-         * fixed part's peaks, chunked while it is one chunking shrinks and above the fixed part */
-        int64_t fixed, ffn_peak, logit_peak;
-        opgraph_part_peaks(&g, &fixed, &ffn_peak, &logit_peak);
-        const bool logits = logit_peak >= ffn_peak && logit_peak > fixed, ffn = !logits && ffn_peak > fixed;
-        if (how == CHUNK_NONE || (logits && lc >= max_lc) || (ffn && fc >= max_fc) || (!logits && !ffn)) {
-            enum og_kind k;
-            const int32_t at = opgraph_peak_op(&g, &k);
-            snprintf(out->why, sizeof out->why, "%.2f GiB planned against %.2f GiB: the peak is at op %d, "
-                     "where the largest tensor is %s%s", pl.arena_bytes / TS_GIB, budget / TS_GIB, at,
-                     og_kind_name(k), how == CHUNK_NONE ? " (chunking off)" : " (which chunking cannot shrink further)");
-            break;
-        }
-        if (logits)
-            lc++;
-        else
-            fc++;
-    }
-done:
-    opgraph_free(&g);
-    return rc;
 }

@@ -71,31 +71,4 @@ int plan_caching(const struct opgraph *g, const struct planner_opts *o, struct p
  * profiled step: 5% more (dLLM-Serve's guard band). */
 int64_t plan_profiled_reservation(int64_t caching);
 
-/* --- chunking (Mosaic's lazy chunking) ------------------------------------------------------ */
-
-enum chunking { CHUNK_NONE = 0, CHUNK_LAZY, CHUNK_BRUTE };
-
-struct chunk_result {
-    int32_t logit_chunks, ffn_chunks; /* counts chosen */
-    struct plan plan;                 /* the fitting plan (owned) */
-    int plans_tried;
-    bool fits;
-    char why[200];                    /* when it does not fit: which tensor at which op */
-};
-
-/* The bytes a chunk search keeps free of the memory it plans in: mib MiB where mib >= 0 (what
- * --search-margin-mib gives), else Mosaic's (flashserve/Mosaic diffusion_tools/online_searcher.py):
- * a 900 MiB safety margin, and for an MoE model a plan that leaves less than 700 MiB more is refused
- * too. Callers plan lazy and brute-force chunking within their budget less this. */
-int64_t chunk_search_margin(const struct model_cfg *m, double mib);
-
-/* Finds chunk counts so that the planned activations fit `budget` bytes: lazy raises the chunk
- * count of whichever of the logits' and the FFN's peaks is the larger (opgraph_part_peaks), while it
- * is above the fixed part's, until the plan fits;
- * brute tries every pair up to the limits and keeps the fewest chunks in all. shape->ffn_chunks and
- * logit_chunk_rows are the starting point (chunks of 1 = unchunked). */
-int chunk_search(enum chunking how, const struct model_cfg *m, const struct og_shape *shape,
-                 const struct planner_ops *p, const struct planner_opts *o, int64_t budget,
-                 struct chunk_result *out, struct ts_err *err);
-
 #endif

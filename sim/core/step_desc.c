@@ -93,7 +93,8 @@ static void totals_add(struct step_totals *t, const struct segment *s, int32_t a
     t->decoded += s->decoded;
     if (s->q > t->max_q)
         t->max_q = s->q;
-    t->attn_qk_pairs += attn_pairs(s->q, s->kv, attn_block);
+    const double pairs = attn_pairs(s->q, s->kv, attn_block);
+    t->attn_qk_pairs += pairs;
     t->attn_kv_read += (int64_t)s->q + s->kv;
     t->by_phase[s->phase]++;
     int32_t fq, fkv, fw;
@@ -101,7 +102,7 @@ static void totals_add(struct step_totals *t, const struct segment *s, int32_t a
     t->front.q_tokens += fq;
     t->front.kv_write_tokens += fw;
     t->front.max_q = TS_MAX(t->front.max_q, (int64_t)fq);
-    t->front.attn_qk_pairs += attn_pairs(fq, fkv, attn_block);
+    t->front.attn_qk_pairs += s->q_front > 0 ? attn_pairs(fq, fkv, attn_block) : pairs; /* (as q unless split) */
     t->front.attn_kv_read += (int64_t)fq + fkv;
     t->split_segs += s->q_front > 0;
     t->probe_tokens += s->probe;
@@ -119,8 +120,9 @@ static void totals_add(struct step_totals *t, const struct segment *s, int32_t a
 
 const char *segment_check(const struct segment *g)
 {
-    if (g->q < 0 || g->kv < 0 || g->kv_write < 0 || g->decoded < 0 || g->keep < 0 || g->score_rows < 0 ||
-        g->q_front < 0 || g->kv_front < 0 || g->kv_write_front < 0 || g->probe < 0 || g->carry < 0 || g->picked < 0)
+    /* (one test: an OR of the counts is negative where any is) */
+    if ((g->q | g->kv | g->kv_write | g->decoded | g->keep | g->score_rows | g->q_front | g->kv_front |
+         g->kv_write_front | g->probe | g->carry | g->picked) < 0)
         return "a negative count (q, kv, kv_write, decoded, keep, score_rows, q_front, kv_front, "
                "kv_write_front, probe, carry or picked)";
     if (g->logit_rows < 0 || (int64_t)g->logit_rows > (int64_t)g->q + g->carry)

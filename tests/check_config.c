@@ -1,0 +1,143 @@
+/* check_config.c: the option table (config.h): one name for each option end to end, its defaults
+ * valid, its ranges and choices enforced, and a stored configuration read back as it was. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "decode.h"
+#include "opgraph.h"
+#include "test_util.h"
+
+/* an option's name with '_' for '-' */
+static void underscored(const char *name, char *out, size_t len)
+{
+    snprintf(out, len, "%s", name);
+    for (char *p = out; *p; p++)
+        if (*p == '-')
+            *p = '_';
+}
+
+START_TEST(one_name_end_to_end)
+{
+    for (int i = 0; i < cfg_num_options; i++) {
+        const struct cfg_option *o = &cfg_options[i];
+        char want[64];
+        underscored(o->name, want, sizeof want);
+        if (o->kind != CFG_SET) /* (options that set one field share it: --append and --replace) */
+            ck_assert_msg(strcmp(o->field, want) == 0, "--%s sets the field %s", o->name, o->field);
+        ck_assert_msg(o->group && (o->help ? o->help[0] != '\0' : i > 0 && cfg_options[i - 1].offset == o->offset),
+                      "--%s has no help (nor an option before it setting its field) or no section", o->name);
+        ck_assert_ptr_eq(cfg_option_find(o->name), o);
+        for (int j = 0; j < i; j++)
+            ck_assert_str_ne(cfg_options[j].name, o->name);
+        ck_assert(!o->stored || o->kind != CFG_SET);
+    }
+    ck_assert_ptr_null(cfg_option_find("block-size"));
+}
+END_TEST
+
+START_TEST(defaults_are_valid_and_ranges_enforced)
+{
+    struct sim_config c;
+    struct ts_err err;
+    sim_config_defaults(&c);
+    ck_assert_int_eq(sim_config_validate(&c, &err), 0);
+    ck_assert_int_eq(c.block, 32);
+    ck_assert_int_eq(c.max_num_logits, 2048);
+    ck_assert_int_eq(c.act_layout, OG_LAYOUT_ENGINE);
+    ck_assert_int_eq(c.eos, EOS_AUTO);
+    const struct {
+        const char *opt, *value, *says;
+    } bad[] = {{"block", "0", "1..65536 tokens"},        {"tp", "9", "1..8 GPUs"},
+               {"rps", "abc", "--rps"},                 {"max-num-logits", "-1", "0..16777216"},
+               {"act-layout", "vllm", "engine or mosaic"}, {"eos", "late", "auto, bulk or scheduled"},
+               {"requests", "2147483648", "--requests"}, {"seed", "-3", "--seed"},
+               {"reserve-gib", "-2", "0..100000 GiB"}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+        sim_config_defaults(&c);
+        ck_assert_int_ne(cfg_option_set(cfg_option_find(bad[i].opt), bad[i].value, &c, &err), 0);
+        ck_assert_msg(strstr(err.msg, bad[i].says) && strstr(err.msg, bad[i].opt), "--%s %s: %s", bad[i].opt,
+                      bad[i].value, err.msg);
+    }
+    /* a default outside the range means "unset": valid as the default, not given on the command line;
+     * a field set past the range in code is refused */
+    sim_config_defaults(&c);
+    ck_assert(c.reserve_gib < 0 && c.requests == 0);
+    ck_assert_int_ne(cfg_option_set(cfg_option_find("reserve-gib"), "-1", &c, &err), 0);
+    ck_assert_int_ne(cfg_option_set(cfg_option_find("requests"), "0", &c, &err), 0);
+    c.ffn_chunks = 0;
+    ck_assert_int_ne(sim_config_validate(&c, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--ffn-chunks"));
+}
+END_TEST
+
+/* Random values for every stored option, written and read back field for field; an older key and
+ * a real-valued whole number are read too */
+START_TEST(stored_configuration_read_back)
+{
+    srand(3);
+    for (int k = 0; k < 50; k++) {
+        struct sim_config c, back;
+        struct ts_err err;
+        sim_config_defaults(&c);
+        for (int i = 0; i < cfg_num_options; i++) {
+            const struct cfg_option *o = &cfg_options[i];
+            char text[64];
+            if (!o->stored || rand() % 2)
+                continue;
+            switch (o->kind) {
+            case CFG_TEXT: snprintf(text, sizeof text, "v%d", rand() % 1000); break;
+            case CFG_CHOICE: snprintf(text, sizeof text, "%s", o->choices[rand() % o->num_choices]); break;
+            case CFG_FLAG: snprintf(text, sizeof text, "%d", rand() % 2); break;
+            case CFG_INT:
+            case CFG_INT64: snprintf(text, sizeof text, "%lld", (long long)(o->lo + rand() % 7)); break;
+            case CFG_REAL: snprintf(text, sizeof text, "%.17g", o->lo + (o->hi - o->lo) * (rand() / (double)RAND_MAX)); break;
+            case CFG_SET: continue;
+            }
+            ck_assert_msg(cfg_option_set(o, text, &c, &err) == 0, "--%s %s: %s", o->name, text, err.msg);
+        }
+        snprintf(c.policy, sizeof c.policy, "dual"); /* (the parts' names must resolve for their parameters) */
+        snprintf(c.scheduler, sizeof c.scheduler, "phase");
+        char *json = sim_config_to_json(&c);
+        json_error_t jerr;
+        json_t *o = json_loads(json, 0, &jerr);
+        ck_assert_int_eq(sim_config_from_json(o, &back, &err), 0);
+        for (int i = 0; i < cfg_num_options; i++) {
+            const struct cfg_option *op = &cfg_options[i];
+            char a[CFG_PATH], b[CFG_PATH];
+            if (op->stored)
+                ck_assert_msg(strcmp(cfg_option_text(op, &c, a, sizeof a), cfg_option_text(op, &back, b, sizeof b)) == 0,
+                              "--%s: %s written, %s read", op->name, a, b);
+        }
+        json_decref(o);
+        free(json);
+    }
+    struct sim_config c;
+    struct ts_err err;
+    json_error_t jerr;
+    json_t *old = json_loads("{\"block_size\": 64, \"kv_page_tokens\": 32, \"tp\": 2.0, \"policy\": \"dual\", "
+                             "\"scheduler\": \"phase\", \"refresh_interval\": 4}", 0, &jerr);
+    ck_assert_int_eq(sim_config_from_json(old, &c, &err), 0);
+    ck_assert_int_eq(c.block, 64);
+    ck_assert_int_eq(c.kv_page, 32);
+    ck_assert_int_eq(c.tp, 2);
+    ck_assert_str_eq(param_values_get(&c.params, "refresh-interval"), "4");
+    json_decref(old);
+    json_t *wrong = json_loads("{\"block\": 0}", 0, &jerr);
+    ck_assert_int_ne(sim_config_from_json(wrong, &c, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--block"));
+    json_decref(wrong);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, one_name_end_to_end);
+    tcase_add_test(tc, defaults_are_valid_and_ranges_enforced);
+    tcase_add_test(tc, stored_configuration_read_back);
+    suite_add_tcase(s, tc);
+    return run_suite("config", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}
