@@ -21,7 +21,7 @@
 #
 # Layers (each directory compiles against the include paths of its floor, so a header from a floor
 # above does not compile): sim/core is the ground floor; sim/ (the simulator), traces/, engine/ (the
-# engine proper) and kernels/ stand on it; the command line (sim/cli_*.c, sim/main.c) and the engine's
+# engine proper) and kernels/ stand on it; the command line (sim/cli/) and the engine's
 # harness (engine/harness/) tie them together.
 
 CC ?= cc
@@ -53,9 +53,10 @@ INC_TRACES := $(INC_CORE) -Itraces
 INC_SIM := $(INC_CORE) -Itraces -Isim
 INC_ENGINE := $(INC_CORE) -Iengine -Ikernels
 INC_KERNELS := $(INC_CORE) -Ikernels
-INC_TOP := $(INC_SIM) -Iengine -Iengine/harness -Ikernels
+INC_TOP := $(INC_SIM) -Isim/cli -Iengine -Iengine/harness -Ikernels
 # the command line and the harness stand on every floor
-TOP_SRC := sim/main.c $(wildcard sim/cli_*.c) $(wildcard engine/harness/*.c)
+CLI_SRC := $(wildcard sim/cli/*.c)
+TOP_SRC := $(CLI_SRC) $(wildcard engine/harness/*.c)
 inc_for = $(if $(filter $(TOP_SRC),$1),$(INC_TOP),$(if $(filter sim/core/%,$1),$(INC_CORE),$(if \
     $(filter traces/%,$1),$(INC_TRACES),$(if $(filter sim/%,$1),$(INC_SIM),$(if $(filter engine/%,$1),$(INC_ENGINE),$(INC_TOP))))))
 
@@ -96,10 +97,11 @@ $(info $(SAY_BUILD))
 endif
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread -lm)
 
-# the library: everything but main.c, plus the engine's host code that needs no GPU
+# the library: the simulator, traces and the engine's host code that needs no GPU (the command line,
+# sim/cli/, is the executable's own)
 ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_act.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c \
-    engine/eng_safetensors.c engine/eng_unmask.c engine/eng_gen.c engine/harness/eng_anchor.c engine/harness/eng_grid.c
-LIB_SRC := $(filter-out sim/main.c,$(wildcard sim/core/*.c sim/*.c)) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
+    engine/eng_safetensors.c engine/eng_unmask.c engine/eng_gen.c engine/eng_anchor.c engine/eng_grid.c
+LIB_SRC := $(wildcard sim/core/*.c sim/*.c) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
 ENGINE_GPU_SRC := engine/eng_arena.c engine/eng_cuda.c engine/eng_gemm.c engine/eng_tp.c engine/harness/eng_check.c \
     engine/harness/eng_bench.c engine/harness/eng_replay.c engine/harness/eng_profile.c engine/harness/eng_live.c engine/harness/eng_lmax.c \
     engine/harness/eng_tp_run.c engine/harness/eng_generate.c engine/harness/cli_engine.c
@@ -113,6 +115,7 @@ STAMP_TEXT := engine=so cuda=$(HAVE_CUDA) arch=$(CUDA_ARCH) opt=$(OPT) cflags=$(
 $(shell mkdir -p $(BUILD); [ "$$(cat $(STAMP) 2>/dev/null)" = "$(STAMP_TEXT)" ] || echo "$(STAMP_TEXT)" > $(STAMP))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 
 .DEFAULT_GOAL := all
 
@@ -169,9 +172,9 @@ $(BUILD)/libtessera.a: $(LIB_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(BUILD)/tessera: $(BUILD)/sim/main.o $(BUILD)/libtessera.a
+$(BUILD)/tessera: $(CLI_OBJ) $(BUILD)/libtessera.a
 	@$(if $(V),,echo "  LINK    $@")
-	$(Q)$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $(BUILD)/sim/main.o -Wl,--whole-archive $(BUILD)/libtessera.a \
+	$(Q)$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $(CLI_OBJ) -Wl,--whole-archive $(BUILD)/libtessera.a \
 	    -Wl,--no-whole-archive $(LIBS) -ldl
 
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) tests/test_util.h tests/golden.h $(BUILD)/libtessera.a | deps
@@ -313,4 +316,4 @@ fuzz:
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(BUILD)/sim/main.d
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d)

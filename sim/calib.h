@@ -41,17 +41,12 @@
 #include "util.h"
 
 struct calib_row {
-    int32_t segs, q, kv, logit_rows;
-    int32_t kv_long; /* 0: every segment over kv cached keys; > 0: an uneven step, its last segment
-                      * over kv_long instead (engine profile's uneven Reuse steps) */
-    int32_t keep;    /* > 0: a selecting step (sparse KV): each segment's last PROFILE_SCORE_ROWS rows
-                      * score the others and keep `keep` of them (engine profile's select grid) */
-    int32_t sel_heads; /* with keep: 1 one kept set per K/V head, 0 one for all heads */
-    int32_t fc_rows; /* > 0: a dLLM-Cache step (engine profile's fc grid, step_desc_add_fc): each
-                      * segment's fc_rows hidden rows, q computed over the kv = fc_rows - q others */
-    int32_t probe;   /* with fc_rows: > 0, the q rows picked among the last probe rows */
-    int32_t q_long;  /* > 0: a mixed step, its last segment q_long rows over kv_long cached keys (a
-                      * Refresh beside Reuse blocks: engine profile's ladder) */
+    union { /* the profiled step's shape (step_desc.h), as a whole or field by field */
+        struct step_shape shape;
+        struct {
+            STEP_SHAPE_FIELDS
+        };
+    };
     enum cost_op op;
     double ms;       /* the op's time in the step */
     double total_ms; /* the whole step */
@@ -112,18 +107,6 @@ int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, con
 /* The sum of the op times (ms) of the profiled step row r of d belongs to (the rows of d with r's
  * shape: every column but op and the times). */
 double calib_step_ops_ms(const struct calib_data *d, const struct calib_row *r);
-/* The profiled step a row belongs to, as a step description (cleared first, knobs kept but for the
- * feature cache's): segs sequences of q query tokens over kv cached keys, logit_rows logit rows
- * each; a dLLM-Cache row's segments as step_desc_add_fc makes them, with one front layer and the
- * feature cache. */
-struct step_desc;
-void calib_row_step(const struct calib_row *r, struct step_desc *sd);
-/* The cached keys of segment i of a profiled step (the last over kv_long where it is uneven). */
-int32_t calib_row_kv(const struct calib_row *r, int32_t i);
-/* The rows of segment i of a profiled step (q_long for a mixed step's last) */
-int32_t calib_row_q(const struct calib_row *r, int32_t i);
-/* The rows of every segment of a profiled step: the tokens each layer packs */
-int64_t calib_row_tokens(const struct calib_row *r);
 /* Carries a calibration measured on GPU `from` over to GPU `to` without measuring there: every
  * profiled step is priced by the roofline model (implementation profile `impl`) on both GPUs (over
  * their measured ceilings where both were measured, DATADIR/gpu_measured.csv); each op's roofline

@@ -409,7 +409,7 @@ static int distinct_tokens(const struct calib_data *d, enum cost_op op)
         const struct calib_row *r = &d->rows[i];
         if (r->op != op || (r->logit_rows && op == OP_NORM))
             continue;
-        int64_t T = calib_row_tokens(r);
+        int64_t T = step_shape_rows(&r->shape);
         bool dup = false;
         for (int j = 0; j < n; j++)
             dup |= seen[j] == T;
@@ -708,7 +708,7 @@ int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, con
         const struct calib_row *r = &d->rows[j];
         if (r->op != OP_GATE_UP || r->logit_rows || r->fc_rows)
             continue; /* (a dLLM-Cache step's rows differ by layer) */
-        double T = (double)calib_row_tokens(r);
+        double T = (double)step_shape_rows(&r->shape);
         double flops = 2.0 * T * m.hidden * 2.0 * width;
         double bytes = 2.0 * 2.0 * width * m.hidden;
         double floor_ms = fmax(flops / g.bf16_flops, bytes / g.mem_bw) * 1e3;
@@ -719,34 +719,4 @@ int calib_data_validate_on(const struct calib_data *d, const char *gpu_name, con
                                 "GPU?", d->model, d->device, T, r->ms, ratio, g.name);
     }
     return 0;
-}
-
-int32_t calib_row_kv(const struct calib_row *r, int32_t i)
-{
-    return (r->kv_long > 0 || r->q_long > 0) && i == r->segs - 1 ? r->kv_long : r->kv;
-}
-
-int32_t calib_row_q(const struct calib_row *r, int32_t i)
-{
-    return r->q_long > 0 && i == r->segs - 1 ? r->q_long : r->q;
-}
-
-int64_t calib_row_tokens(const struct calib_row *r)
-{
-    return (int64_t)r->segs * r->q + (r->q_long > 0 ? r->q_long - r->q : 0);
-}
-
-void calib_row_step(const struct calib_row *r, struct step_desc *sd)
-{
-    step_desc_clear(sd);
-    sd->front_layers = r->fc_rows > 0;
-    sd->cache_outputs = r->fc_rows > 0;
-    for (int32_t i = 0; i < r->segs && r->fc_rows > 0; i++)
-        step_desc_add_fc(sd, i, r->q, r->fc_rows, r->probe, r->logit_rows);
-    for (int32_t i = 0; i < r->segs && r->fc_rows == 0; i++) {
-        const int32_t kv = calib_row_kv(r, i);
-        struct segment seg = {.req_id = i, .q = calib_row_q(r, i), .kv = kv, .logit_rows = r->logit_rows,
-                              .phase = kv > 0 ? PHASE_REUSE : PHASE_FULL};
-        step_desc_add(sd, &seg);
-    }
 }

@@ -349,10 +349,10 @@ static void attn_features(const struct calib_row *r, int heads, int kv_heads, in
     struct attn_acc a;
     memset(&a, 0, sizeof a);
     for (int s = 0; s < r->segs; s++)
-        attn_add(&a, calib_row_q(r, s), calib_row_kv(r, s), 0); /* profiles run bidirectional */
+        attn_add(&a, step_shape_q(&r->shape, s), step_shape_kv(&r->shape, s), 0); /* profiles run bidirectional */
     attn_finish(&a, heads, kv_heads, sms, rules);
     for (int s = 0; s < r->segs; s++)
-        attn_wave_add(&a, calib_row_q(r, s), calib_row_kv(r, s));
+        attn_wave_add(&a, step_shape_q(&r->shape, s), step_shape_kv(&r->shape, s));
     attn_wave_finish(&a, heads);
     memcpy(f, a.f, sizeof a.f);
 }
@@ -931,7 +931,7 @@ int calib_fit(const struct calib_data *in, struct calib **out, struct ts_err *er
         int n = 0;
         for (size_t i = 0; i < d->n; i++)
             if (d->rows[i].op == op && (d->rows[i].logit_rows == 0 || op != OP_NORM) && d->rows[i].fc_rows == 0) {
-                x[n] = (double)calib_row_tokens(&d->rows[i]);
+                x[n] = (double)step_shape_rows(&d->rows[i].shape);
                 y[n++] = d->rows[i].ms;
                 c->max_T = TS_MAX(c->max_T, (int64_t)x[n - 1]);
             }
@@ -1249,7 +1249,7 @@ void calib_show(const struct calib *c, FILE *out)
             struct step_desc sd;
             step_desc_init(&sd);
             sd.logit_chunk_rows = PROFILE_LOGIT_CHUNK;
-            calib_row_step(r, &sd);
+            step_shape_desc(&r->shape, 0, &sd);
             double secs;
             struct cost_breakdown bd;
             if (calib_step_s(c, &sd, true, &secs, &bd, NULL) == 0 &&

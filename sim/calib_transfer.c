@@ -120,7 +120,7 @@ int calib_data_transfer(const struct calib_data *in, const char *from, const cha
     for (size_t i = 0; i < in->n; i++) {
         const struct calib_row *r = &in->rows[i];
         sd.logit_chunk_rows = (int32_t)TS_MAX(1, (int64_t)r->segs * r->logit_rows);
-        calib_row_step(r, &sd);
+        step_shape_desc(&r->shape, 0, &sd);
         struct roofline_pair rp;
         if (roofline_both(&src, &dst, &sd, &rp, err)) {
             step_desc_free(&sd);

@@ -312,7 +312,7 @@ START_TEST(transfer_scales_by_roofline_ratios)
     struct step_desc sd;
     step_desc_init(&sd);
     sd.logit_chunk_rows = 512;
-    calib_row_step(&(struct calib_row){.segs = 16, .q = 512, .kv = 0, .logit_rows = 512}, &sd);
+    step_shape_desc(&(struct step_shape){.segs = 16, .q = 512, .kv = 0, .logit_rows = 512}, 0, &sd);
     double mid, lo, hi;
     ck_assert_int_eq(calib_transfer_band(cs, "llada-8b", "h200", "h200", "tessera", &sd, &mid, &lo, &hi, &err), 0);
     ck_assert(fabs(lo - mid) < 1e-9 * mid && fabs(hi - mid) < 1e-9 * mid);
@@ -1171,7 +1171,7 @@ static double attn_ms_uneven(int segs, double q, double kv, double kv_long)
     return attn_ms(segs - 1, q, kv) + attn_ms(1, q, kv_long) - 4e-5 * (q + kv) - 0.3;
 }
 
-/* Uneven steps (engine profile's kv_long): their last segment runs over kv_long (calib_row_step), the
+/* Uneven steps (engine profile's kv_long): their last segment runs over kv_long (step_shape_desc), the
  * attention fit takes their features segment by segment (a planted law over even and uneven rows is
  * recovered exactly, and prices an uneven step it was not given), they are other steps than the
  * even ones of the same segs, q and kv, and kv_long travels through the CSV and the profile
@@ -1194,7 +1194,7 @@ START_TEST(uneven_steps)
 
     struct step_desc sd;
     step_desc_init(&sd);
-    calib_row_step(&d.rows[d.n - 2], &sd); /* 6 x 32 over 480, the last over 4096 */
+    step_shape_desc(&d.rows[d.n - 2].shape, 0, &sd); /* 6 x 32 over 480, the last over 4096 */
     ck_assert_int_eq(sd.num_segs, 6);
     ck_assert(sd.segs[0].kv == 480 && sd.segs[4].kv == 480 && sd.segs[5].kv == 4096);
 
@@ -1272,7 +1272,7 @@ START_TEST(uneven_steps)
 END_TEST
 
 /* Mixed steps (engine profile's ladder, q_long): their last segment runs q_long rows over kv_long
- * keys (calib_row_step), their packed tokens count it, a profile with them validates; q_long travels
+ * keys (step_shape_desc), their packed tokens count it, a profile with them validates; q_long travels
  * through the CSV and the profile database; a mixed step of one segment or with logits is refused by
  * file, line and field. */
 START_TEST(mixed_steps)
@@ -1289,10 +1289,10 @@ START_TEST(mixed_steps)
     ck_assert_msg(calib_data_validate(&d, "h200", &err) == 0, "%s", err.msg);
     struct step_desc sd;
     step_desc_init(&sd);
-    calib_row_step(&d.rows[d.n - 1], &sd); /* 7 x 32 over 480 beside 1,024 over none */
+    step_shape_desc(&d.rows[d.n - 1].shape, 0, &sd); /* 7 x 32 over 480 beside 1,024 over none */
     ck_assert_int_eq(sd.num_segs, 8);
     ck_assert(sd.segs[0].q == 32 && sd.segs[0].kv == 480 && sd.segs[7].q == 1024 && sd.segs[7].kv == 0);
-    ck_assert_int_eq(calib_row_tokens(&d.rows[d.n - 1]), 7 * 32 + 1024);
+    ck_assert_int_eq(step_shape_rows(&d.rows[d.n - 1].shape), 7 * 32 + 1024);
 
     /* the CSV: q_long written where a step is mixed, read back; the DB column too */
     const char *p = tmp_path(3, ".csv");
@@ -1321,7 +1321,7 @@ START_TEST(mixed_steps)
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     ck_assert_msg(calib_data_import_db(db_path, &e, &err) == 0, "%s", err.msg);
-    ck_assert(e.n == 1 && e.rows[0].q_long == 512 && calib_row_tokens(&e.rows[0]) == 3 * 32 + 512);
+    ck_assert(e.n == 1 && e.rows[0].q_long == 512 && step_shape_rows(&e.rows[0].shape) == 3 * 32 + 512);
     calib_data_free(&e);
     sqlite3_close(db);
     unlink(db_path);

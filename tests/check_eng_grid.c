@@ -18,7 +18,7 @@ struct sums {
     long tokens, kv, uneven;
 };
 
-static struct sums sum_grid(const struct prof_step *g, size_t n)
+static struct sums sum_grid(const struct step_shape *g, size_t n)
 {
     struct sums s = {n, 0, 0, 0};
     for (size_t i = 0; i < n; i++) {
@@ -36,7 +36,7 @@ START_TEST(base_grid_is_the_shipped_one)
     const struct model_cfg *models[] = {model_find("llada-8b"), model_find("sdar-8b")};
     for (size_t k = 0; k < 2; k++) {
         size_t n = 0;
-        struct prof_step *g = profile_grid(models[k], GRID_BASE, -1, &n, NULL);
+        struct step_shape *g = profile_grid(models[k], GRID_BASE, -1, &n, NULL);
         struct sums s = sum_grid(g, n);
         ck_assert_uint_eq(s.n, 202);
         ck_assert_int_eq(s.tokens, 377878);
@@ -58,7 +58,7 @@ START_TEST(long_part_follows_the_context)
     int skipped = -1;
     /* LLaDA-8B's context is 4,096 tokens: no long step, so all is the base grid, the ladder, the
      * batch, select and fc parts */
-    struct prof_step *g = profile_grid(model_find("llada-8b"), GRID_LONG, -1, &n, &skipped);
+    struct step_shape *g = profile_grid(model_find("llada-8b"), GRID_LONG, -1, &n, &skipped);
     ck_assert_uint_eq(n, 0);
     ck_assert_int_eq(skipped, 0);
     free(g);
@@ -78,14 +78,14 @@ START_TEST(long_part_follows_the_context)
         ck_assert_int_le(g[i].q + longest, sdar->max_pos);
         ck_assert(g[i].q == 8 || g[i].q == 32 || g[i].q == 128);
         /* Reuse blocks with their logits, single sequences without (as in the base grid) */
-        ck_assert_int_eq(g[i].logits, g[i].segs > 1);
+        ck_assert_int_eq(g[i].logit_rows, g[i].segs > 1 ? g[i].q : 0); /* every row's */
         if (g[i].kv_long > 0) {
             uneven++;
             ck_assert_int_eq(g[i].q, 32);
             ck_assert(g[i].segs == 3 || g[i].segs == 6);
             ck_assert_int_lt(g[i].kv, g[i].kv_long);
-            ck_assert_int_eq(prof_kv(&g[i], g[i].segs - 1), g[i].kv_long);
-            ck_assert_int_eq(prof_kv(&g[i], 0), g[i].kv);
+            ck_assert_int_eq(step_shape_kv(&g[i], g[i].segs - 1), g[i].kv_long);
+            ck_assert_int_eq(step_shape_kv(&g[i], 0), g[i].kv);
         }
     }
     ck_assert_int_eq(over[0], 13);
@@ -111,7 +111,7 @@ END_TEST
 START_TEST(select_part)
 {
     size_t n = 0;
-    struct prof_step *g = profile_grid(model_find("llada-8b"), GRID_SELECT, -1, &n, NULL);
+    struct step_shape *g = profile_grid(model_find("llada-8b"), GRID_SELECT, -1, &n, NULL);
     ck_assert_uint_eq(n, 26);
     int heads = 0;
     for (size_t i = 0; i < n; i++) {
@@ -138,28 +138,28 @@ END_TEST
 START_TEST(fc_part)
 {
     size_t n = 0;
-    struct prof_step *g = profile_grid(model_find("llada-8b"), GRID_FC, -1, &n, NULL);
+    struct step_shape *g = profile_grid(model_find("llada-8b"), GRID_FC, -1, &n, NULL);
     ck_assert_uint_eq(n, 64);
     int partial = 0, response = 0, whole = 0, with_logits = 0;
     struct step_desc sd;
     step_desc_init(&sd);
     for (size_t i = 0; i < n; i++) {
-        const struct prof_step *p = &g[i];
+        const struct step_shape *p = &g[i];
         ck_assert_int_le((long)p->segs * p->fc_rows, 16384);
         ck_assert_int_eq(p->q + p->kv, p->fc_rows);
         ck_assert(p->keep == 0 && p->kv_long == 0);
-        ck_assert(p->logits == 0 || (p->probe > 0 && p->q == p->probe / 4)); /* the quarter's twin */
-        with_logits += p->logits;
+        ck_assert(p->logit_rows == 0 || (p->probe > 0 && p->q == p->probe / 4)); /* the quarter's twin */
+        with_logits += p->logit_rows > 0;
         partial += p->probe > 0, response += p->probe == 0 && p->q < p->fc_rows, whole += p->q == p->fc_rows;
         ck_assert(p->probe == 0 || (p->q == p->probe / 4 || p->q == p->probe / 2));
-        fc_step(p, 10, &sd);
+        step_shape_desc(p, (int32_t)10, &sd);
         ck_assert_int_eq(sd.num_segs, p->segs);
         ck_assert(sd.cache_outputs && sd.front_layers == 1);
         ck_assert_int_eq(sd.tot.rows, (int64_t)p->segs * p->fc_rows);
         ck_assert_int_eq(sd.tot.q_tokens, (int64_t)p->segs * p->q);
         ck_assert_int_eq(sd.tot.probe_tokens, (int64_t)p->segs * p->probe);
-        ck_assert_int_eq(sd.tot.logit_rows, p->logits ? (int64_t)p->segs * p->fc_rows : 0);
-        ck_assert_int_eq(prof_logit_rows(p), p->logits ? p->fc_rows : 0);
+        ck_assert_int_eq(sd.tot.logit_rows, p->logit_rows ? (int64_t)p->segs * p->fc_rows : 0);
+        ck_assert_int_eq(p->logit_rows, p->logit_rows ? p->fc_rows : 0);
         ck_assert_int_eq(sd.segs[0].req_id, 10);
         ck_assert(segment_check(&sd.segs[0]) == NULL);
     }
@@ -183,7 +183,7 @@ START_TEST(long_steps_fit_the_pool)
     const struct model_cfg *sdar = model_find("sdar-8b");
     size_t n = 0, all = 0;
     int skipped = 0;
-    struct prof_step *g = profile_grid(sdar, GRID_LONG, -1, &all, NULL);
+    struct step_shape *g = profile_grid(sdar, GRID_LONG, -1, &all, NULL);
     free(g);
     /* a pool of 100,000 tokens holds 4 x 16,384 but not 16 x 8,192 or 16 x 16,384 */
     g = profile_grid(sdar, GRID_LONG, 100000, &n, &skipped);
@@ -192,7 +192,7 @@ START_TEST(long_steps_fit_the_pool)
     for (size_t i = 0; i < n; i++) {
         long need = 0;
         for (int s = 0; s < g[i].segs; s++)
-            need += prof_kv(&g[i], s) + g[i].q;
+            need += step_shape_kv(&g[i], s) + g[i].q;
         ck_assert_int_le(need, 100000);
         ck_assert_int_lt(g[i].segs, 16);
     }
@@ -211,8 +211,8 @@ END_TEST
 START_TEST(ladder_fills_the_block_counts)
 {
     size_t n = 0, nb = 0;
-    struct prof_step *g = profile_grid(model_find("llada-8b"), GRID_LADDER, -1, &n, NULL);
-    struct prof_step *b = profile_grid(model_find("llada-8b"), GRID_BASE, -1, &nb, NULL);
+    struct step_shape *g = profile_grid(model_find("llada-8b"), GRID_LADDER, -1, &n, NULL);
+    struct step_shape *b = profile_grid(model_find("llada-8b"), GRID_BASE, -1, &nb, NULL);
     ck_assert_uint_eq(n, 42);
     bool base[17] = {false}, seen[17] = {false}, rows[33] = {false};
     for (size_t i = 0; i < nb; i++) {
@@ -224,20 +224,20 @@ START_TEST(ladder_fills_the_block_counts)
     int mixed = 0;
     for (size_t i = 0; i < n; i++) {
         if (g[i].q_long > 0) { /* a Refresh without a cache beside blocks of 32 over 480 keys */
-            ck_assert(g[i].segs >= 2 && g[i].q == 32 && g[i].kv == 480 && g[i].kv_long == 0 && !g[i].logits);
-            ck_assert_int_eq(prof_q(&g[i], g[i].segs - 1), g[i].q_long);
-            ck_assert_int_eq(prof_kv(&g[i], g[i].segs - 1), 0);
-            ck_assert_int_eq(prof_kv(&g[i], 0), 480);
+            ck_assert(g[i].segs >= 2 && g[i].q == 32 && g[i].kv == 480 && g[i].kv_long == 0 && !g[i].logit_rows);
+            ck_assert_int_eq(step_shape_q(&g[i], g[i].segs - 1), g[i].q_long);
+            ck_assert_int_eq(step_shape_kv(&g[i], g[i].segs - 1), 0);
+            ck_assert_int_eq(step_shape_kv(&g[i], 0), 480);
             mixed++;
             continue;
         }
         if (g[i].segs == 1) {
-            ck_assert(g[i].q % 64 == 0 && g[i].q > 512 && g[i].q <= 2048 && g[i].kv == 0 && !g[i].logits);
+            ck_assert(g[i].q % 64 == 0 && g[i].q > 512 && g[i].q <= 2048 && g[i].kv == 0 && !g[i].logit_rows);
             ck_assert_msg(!rows[g[i].q / 64], "the ladder repeats the base grid's %d rows", g[i].q);
             rows[g[i].q / 64] = true;
             continue;
         }
-        ck_assert(g[i].q == 32 && g[i].kv == 480 && g[i].logits && g[i].kv_long == 0);
+        ck_assert(g[i].q == 32 && g[i].kv == 480 && g[i].logit_rows == g[i].q && g[i].kv_long == 0);
         ck_assert_msg(!base[g[i].segs], "the ladder repeats the base grid's %d blocks", g[i].segs);
         seen[g[i].segs] = true;
     }
@@ -255,8 +255,8 @@ END_TEST
 START_TEST(small_steps_of_a_grid)
 {
     size_t n = 0;
-    struct prof_step *g = profile_grid(model_find("sdar-8b"), GRID_ALL, -1, &n, NULL);
-    struct prof_step *copy = xmalloc(n * sizeof *copy);
+    struct step_shape *g = profile_grid(model_find("sdar-8b"), GRID_ALL, -1, &n, NULL);
+    struct step_shape *copy = xmalloc(n * sizeof *copy);
     memcpy(copy, g, n * sizeof *copy);
     const int64_t limits[] = {1, 32, 64, 512, 16384};
     for (size_t l = 0; l < TS_ARRAY_LEN(limits); l++) {
@@ -267,7 +267,7 @@ START_TEST(small_steps_of_a_grid)
             int64_t rows = 0;
             for (int s = 0; s < copy[i].segs; s++)
                 rows += s == copy[i].segs - 1 && copy[i].q_long > 0 ? copy[i].q_long : copy[i].q;
-            ck_assert_int_eq(prof_rows(&copy[i]), rows);
+            ck_assert_int_eq(step_shape_rows(&copy[i]), rows);
             if (rows > limits[l])
                 continue;
             ck_assert_uint_lt(j, kept);
@@ -289,8 +289,8 @@ END_TEST
 START_TEST(batch_part_has_more_sequences)
 {
     size_t n = 0, nb = 0;
-    struct prof_step *g = profile_grid(model_find("sdar-8b"), GRID_BATCH, -1, &n, NULL);
-    struct prof_step *b = profile_grid(model_find("sdar-8b"), GRID_BASE, -1, &nb, NULL);
+    struct step_shape *g = profile_grid(model_find("sdar-8b"), GRID_BATCH, -1, &n, NULL);
+    struct step_shape *b = profile_grid(model_find("sdar-8b"), GRID_BASE, -1, &nb, NULL);
     ck_assert_uint_eq(n, 32);
     int segs_seen[65] = {0}, without = 0;
     for (size_t i = 0; i < n; i++) {
@@ -298,13 +298,13 @@ START_TEST(batch_part_has_more_sequences)
         ck_assert(g[i].q == 8 || g[i].q == 32);
         ck_assert(g[i].kv == 128 || g[i].kv == 480 || g[i].kv == 1024);
         ck_assert(g[i].kv_long == 0 && g[i].q_long == 0 && g[i].keep == 0 && g[i].fc_rows == 0);
-        if (!g[i].logits) { /* the token ops at 8 token counts without the final norm's rows */
+        if (!g[i].logit_rows) { /* the token ops at 8 token counts without the final norm's rows */
             ck_assert_int_eq(g[i].kv, 480);
             without++;
         }
         segs_seen[g[i].segs]++;
         for (size_t j = 0; j < i; j++) /* each shape once */
-            ck_assert(g[j].segs != g[i].segs || g[j].q != g[i].q || g[j].kv != g[i].kv || g[j].logits != g[i].logits);
+            ck_assert(g[j].segs != g[i].segs || g[j].q != g[i].q || g[j].kv != g[i].kv || g[j].logit_rows != g[i].logit_rows);
     }
     ck_assert_int_eq(without, 8);
     ck_assert(segs_seen[24] == 8 && segs_seen[32] == 8 && segs_seen[48] == 8 && segs_seen[64] == 8);

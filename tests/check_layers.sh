@@ -8,7 +8,7 @@
 #   kernels                       core
 #   engine (the engine proper)    core, kernels
 #   sim (the simulator)           core, traces
-#   the command line and harness  (sim/main.c, sim/cli*, sim/engine_load.*, engine/harness, tests): all
+#   the command line and harness  (sim/cli, engine/harness, tests): all
 set -u
 cd "$(dirname "$0")/.."
 pass=0
@@ -17,7 +17,7 @@ fail=0
 floor_of() {
     case $1 in
         sim/core/*) echo core ;;
-        sim/main.c | sim/cli* | sim/engine_load.* | engine/harness/* | tests/*) echo top ;;
+        sim/cli/* | engine/harness/* | tests/*) echo top ;;
         traces/*) echo traces ;;
         kernels/*) echo kernels ;;
         engine/*) echo engine ;;
@@ -32,10 +32,10 @@ sees() { # the folders a floor's includes resolve in, in order
         kernels) echo sim/core kernels ;;
         engine) echo sim/core engine kernels ;;
         sim) echo sim/core traces sim ;;
-        top) echo sim/core traces sim engine engine/harness kernels ;;
+        top) echo sim/core traces sim sim/cli engine engine/harness kernels ;;
     esac
 }
-all_dirs="sim/core traces sim engine engine/harness kernels"
+all_dirs="sim/core traces sim sim/cli engine engine/harness kernels"
 
 for f in $(git ls-files 'sim/*.[ch]' 'traces/*.[ch]' 'engine/*.[ch]' 'kernels/*.h' 'kernels/*.cu' 'kernels/*.cuh' 'kernels/*.inc'); do
     fl=$(floor_of "$f")

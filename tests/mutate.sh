@@ -85,7 +85,7 @@ mutations=(
     "kv_select priced without its candidates|sim/calib_fit.c|f[0] = 1, f[1] = (double)segs, f[2] = (double)cand, f[3] = (double)max_cand;|f[0] = 1, f[1] = (double)segs, f[2] = 0, f[3] = (double)max_cand;|check_calib"
     "feat_cache priced without the carried rows|sim/calib_fit.c|f[3] = (double)computed, f[4] = (double)rows;|f[3] = (double)computed, f[4] = (double)computed;|check_calib"
     "carried logits' LM head priced by the plain curve|sim/calib_fit.c|const bool carried = t->logit_rows > t->q_tokens;|const bool carried = false;|check_calib"
-    "fc grid's partial updates without their logits twin|engine/harness/eng_grid.c|.logits = 1, .fc_rows = rows, .probe = G|.logits = 0, .fc_rows = rows, .probe = G|check_eng_grid"
+    "fc grid's partial updates without their logits twin|engine/eng_grid.c|.logit_rows = 1, .fc_rows = rows, .probe = G|.logit_rows = 0, .fc_rows = rows, .probe = G|check_eng_grid"
     "dLLM-Cache's steps feed the token curves|sim/calib_fit.c|op != OP_NORM) && d->rows[i].fc_rows == 0) {|op != OP_NORM)) {|check_calib"
     "the token curves leave out the steps with logits|sim/calib_fit.c|op != OP_NORM) && d->rows[i].fc_rows == 0) {|op == OP_NORM) && d->rows[i].fc_rows == 0) {|check_calib"
     "a mixed step's Refresh runs the blocks' rows|sim/calib_data.c|return r->q_long > 0 && i == r->segs - 1 ? r->q_long : r->q;|return r->q;|check_calib"

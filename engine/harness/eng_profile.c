@@ -104,15 +104,15 @@ static int profile_begin(sqlite3 *db, const char *path, const char *model, const
 
 /* The steps to profile: those asked for (n_steps > 0), or the grid's part (its long-cache steps that
  * exceed the KV pool left out, said on out). NULL with err when none is left. */
-static struct prof_step *profile_steps(const struct model_cfg *m, struct eng *e, const int32_t (*steps)[5],
+static struct step_shape *profile_steps(const struct model_cfg *m, struct eng *e, const int32_t (*steps)[5],
                                        int n_steps, int grid_part, int64_t max_rows, size_t *n, FILE *out,
                                        struct ts_err *err)
 {
     if (n_steps > 0) {
-        struct prof_step *grid = xmalloc(sizeof *grid * (size_t)n_steps);
+        struct step_shape *grid = xmalloc(sizeof *grid * (size_t)n_steps);
         for (int k = 0; k < n_steps; k++) {
             const int32_t *st = steps[k];
-            grid[k] = (struct prof_step){st[0], st[1], st[2], st[3] > 0, st[4], 0, 0, 0, 0, 0};
+            grid[k] = (struct step_shape){st[0], st[1], st[2], st[3] > 0 ? st[1] : 0, st[4], 0, 0, 0, 0, 0}; /* (logits: every row's) */
         }
         *n = (size_t)n_steps;
         return grid;
@@ -120,7 +120,7 @@ static struct prof_step *profile_steps(const struct model_cfg *m, struct eng *e,
     struct eng_mem mem;
     eng_mem_info(e, &mem);
     int skipped = 0;
-    struct prof_step *grid = profile_grid(m, (enum grid_part)grid_part, mem.kv_pool_tokens, n, &skipped);
+    struct step_shape *grid = profile_grid(m, (enum grid_part)grid_part, mem.kv_pool_tokens, n, &skipped);
     if (skipped > 0)
         fprintf(out, "engine profile: %d long-cache steps left out: their caches exceed the KV pool's %lld "
                      "tokens\n", skipped, (long long)mem.kv_pool_tokens);
@@ -143,30 +143,30 @@ static struct prof_step *profile_steps(const struct model_cfg *m, struct eng *e,
  * the step's own repetition holds), its ops timed `reps` times (mean into op_ms) and the whole step
  * `reps` times without the per-op events (mean into *total_ms: an event after every op costs time a
  * real step does not spend, and the calibration scales the ops to this). */
-static int profile_time(struct eng *e, struct step_desc *sd, const struct prof_step *p, int64_t req, int reps,
+static int profile_time(struct eng *e, struct step_desc *sd, const struct step_shape *p, int64_t req, int reps,
                         int warmup, double warm_ms, double *op_ms, float *total_ms, struct ts_err *err)
 {
     if (p->fc_rows > 0) { /* a dLLM-Cache step: its sequences' K/V and outputs by a whole refresh */
-        const struct prof_step whole = {p->segs, p->fc_rows, 0, .fc_rows = p->fc_rows};
-        fc_step(&whole, req, sd);
+        const struct step_shape whole = {p->segs, p->fc_rows, 0, .fc_rows = p->fc_rows};
+        step_shape_desc(&whole, (int32_t)req, sd);
         if (eng_step(e, sd, NULL, NULL, err))
             return -1;
     }
     for (int s = 0; s < p->segs && p->fc_rows == 0; s++) {
-        if (prof_kv(p, s) == 0)
+        if (step_shape_kv(p, s) == 0)
             continue;
         step_desc_clear(sd);
-        struct segment g = {.req_id = (int32_t)(req + s), .q = prof_kv(p, s), .phase = PHASE_REFRESH};
+        struct segment g = {.req_id = (int32_t)(req + s), .q = step_shape_kv(p, s), .phase = PHASE_REFRESH};
         step_desc_add(sd, &g);
         if (eng_step(e, sd, NULL, NULL, err))
             return -1;
     }
     step_desc_clear(sd);
     if (p->fc_rows > 0)
-        fc_step(p, req, sd);
+        step_shape_desc(p, (int32_t)req, sd);
     for (int s = 0; s < p->segs && p->fc_rows == 0; s++) {
-        struct segment g = {.req_id = (int32_t)(req + s), .q = prof_q(p, s), .kv = prof_kv(p, s),
-                            .logit_rows = prof_logit_rows(p), .phase = p->keep ? PHASE_REFRESH : PHASE_REUSE,
+        struct segment g = {.req_id = (int32_t)(req + s), .q = step_shape_q(p, s), .kv = step_shape_kv(p, s),
+                            .logit_rows = p->logit_rows, .phase = p->keep ? PHASE_REFRESH : PHASE_REUSE,
                             .kv_write = p->keep, .keep = p->keep, .score_rows = p->keep ? PROFILE_SCORE_ROWS : 0};
         step_desc_add(sd, &g);
     }
@@ -201,7 +201,7 @@ static int profile_time(struct eng *e, struct step_desc *sd, const struct prof_s
 }
 
 /* One row per op that ran in step p; adds them to *rows. */
-static int profile_store(sqlite3_stmt *ins, const struct machine *mc, const char *model, const struct prof_step *p,
+static int profile_store(sqlite3_stmt *ins, const struct machine *mc, const char *model, const struct step_shape *p,
                          const double *op_ms, float total_ms, int64_t *rows)
 {
     for (int op = 0; op < OP_COUNT; op++) {
@@ -218,7 +218,7 @@ static int profile_store(sqlite3_stmt *ins, const struct machine *mc, const char
         sqlite3_bind_int(ins, k++, p->segs);
         sqlite3_bind_int(ins, k++, p->q);
         sqlite3_bind_int(ins, k++, p->kv);
-        sqlite3_bind_int(ins, k++, prof_logit_rows(p));
+        sqlite3_bind_int(ins, k++, p->logit_rows);
         sqlite3_bind_text(ins, k++, cost_op_name((enum cost_op)op), -1, SQLITE_STATIC);
         sqlite3_bind_double(ins, k++, op_ms[op]);
         sqlite3_bind_double(ins, k++, total_ms);
@@ -245,7 +245,7 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
                        * model's context is too short; or none is small enough) is refused before
                        * any GPU work */
         size_t n = 0;
-        struct prof_step *g = profile_grid(m, (enum grid_part)grid_part, -1, &n, NULL);
+        struct step_shape *g = profile_grid(m, (enum grid_part)grid_part, -1, &n, NULL);
         const size_t all = n;
         if (max_rows > 0)
             n = profile_grid_rows_at_most(g, n, max_rows);
@@ -261,7 +261,7 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
             return 1;
         }
     }
-    struct prof_step *grid = NULL;
+    struct step_shape *grid = NULL;
     size_t n_grid = 0;
     sqlite3 *db = NULL;
     sqlite3_stmt *ins = NULL;
@@ -296,7 +296,7 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
         goto rollback;
     int64_t rows = 0, req = 0;
     for (size_t gi = 0; gi < n_grid; gi++) {
-        const struct prof_step *p = &grid[gi];
+        const struct step_shape *p = &grid[gi];
         double op_ms[OP_COUNT];
         float total = 0;
         if (p->fc_rows > 0 && !o.feature_cache) { /* the grid's dLLM-Cache steps (last): an engine whose
@@ -317,19 +317,19 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
         if (p->fc_rows > 0)
             fprintf(out, "  %2d x %5d rows, %5d computed%s%s: %9.3f ms\n", p->segs, p->fc_rows, p->q,
                     p->probe ? " (picked)" : p->q < p->fc_rows ? " (the response)" : "",
-                    p->logits ? ", logits over every row" : "", total);
+                    p->logit_rows ? ", logits over every row" : "", total);
         else if (p->keep > 0)
             fprintf(out, "  %2d x q %5d keeping %5d, %s: %9.3f ms\n", p->segs, p->q, p->keep,
                     p->sel_heads ? "a set per K/V head" : "one set for all heads", total);
         else if (p->q_long > 0)
             fprintf(out, "  %2d x q %5d over %5d cached beside one of %d over %d%s: %9.3f ms\n", p->segs - 1, p->q,
-                    p->kv, p->q_long, p->kv_long, p->logits ? ", logits" : "", total);
+                    p->kv, p->q_long, p->kv_long, p->logit_rows ? ", logits" : "", total);
         else if (p->kv_long > 0)
             fprintf(out, "  %2d x q %5d over %5d cached, the last over %d%s: %9.3f ms\n", p->segs, p->q, p->kv,
-                    p->kv_long, p->logits ? ", logits" : "", total);
+                    p->kv_long, p->logit_rows ? ", logits" : "", total);
         else
             fprintf(out, "  %2d x q %5d over %5d cached%s: %9.3f ms\n", p->segs, p->q, p->kv,
-                    p->logits ? ", logits" : "        ", total);
+                    p->logit_rows ? ", logits" : "        ", total);
         for (int s = 0; s < p->segs; s++)
             eng_release(e, (int32_t)(req + s));
         req += p->segs;

@@ -192,3 +192,33 @@ int32_t step_front_layers(const struct step_desc *sd, int32_t num_layers)
 {
     return sd->tot.split_segs > 0 ? TS_MIN(sd->front_layers, num_layers) : 0;
 }
+
+int32_t step_shape_q(const struct step_shape *p, int32_t s)
+{
+    return p->q_long > 0 && s == p->segs - 1 ? p->q_long : p->q;
+}
+
+int32_t step_shape_kv(const struct step_shape *p, int32_t s)
+{
+    return (p->kv_long > 0 || p->q_long > 0) && s == p->segs - 1 ? p->kv_long : p->kv;
+}
+
+int64_t step_shape_rows(const struct step_shape *p)
+{
+    return (int64_t)p->segs * p->q + (p->q_long > 0 ? p->q_long - p->q : 0);
+}
+
+void step_shape_desc(const struct step_shape *p, int32_t first, struct step_desc *sd)
+{
+    step_desc_clear(sd);
+    sd->front_layers = p->fc_rows > 0;
+    sd->cache_outputs = p->fc_rows > 0;
+    for (int32_t i = 0; i < p->segs && p->fc_rows > 0; i++)
+        step_desc_add_fc(sd, first + i, p->q, p->fc_rows, p->probe, p->logit_rows);
+    for (int32_t i = 0; i < p->segs && p->fc_rows == 0; i++) {
+        const int32_t kv = step_shape_kv(p, i);
+        struct segment seg = {.req_id = first + i, .q = step_shape_q(p, i), .kv = kv, .logit_rows = p->logit_rows,
+                              .phase = kv > 0 ? PHASE_REUSE : PHASE_FULL};
+        step_desc_add(sd, &seg);
+    }
+}

@@ -181,6 +181,33 @@ struct step_desc {
     struct step_totals tot;
 };
 
+/* The shape of a profiled step, as the engine's profile grid makes it and a calibration row records
+ * it (calib.h): segs sequences of q query rows over kv cached keys, logit_rows logit rows each. The
+ * fields are written once here; a calibration row holds them in place (STEP_SHAPE_FIELDS). */
+#define STEP_SHAPE_FIELDS \
+    int32_t segs, q, kv, logit_rows; \
+    int32_t kv_long;   /* 0: every sequence over kv cached keys; > 0: an uneven step, its last over kv_long \
+                        * (the profile's uneven Reuse steps) */ \
+    int32_t keep;      /* > 0: a selecting step (sparse KV): each sequence's last PROFILE_SCORE_ROWS rows \
+                        * score the others and keep `keep` of them (the select grid) */ \
+    int32_t sel_heads; /* with keep: 1 one kept set per K/V head, 0 one for all heads */ \
+    int32_t fc_rows;   /* > 0: a dLLM-Cache step (step_desc_add_fc): each sequence's fc_rows hidden rows, \
+                        * q computed over the kv = fc_rows - q others (the fc grid) */ \
+    int32_t probe;     /* with fc_rows: > 0, the q rows picked among the last probe rows */ \
+    int32_t q_long;    /* > 0: a mixed step, its last sequence q_long rows over kv_long cached keys (a \
+                        * Refresh beside Reuse blocks: the ladder grid) */
+struct step_shape {
+    STEP_SHAPE_FIELDS
+};
+/* The rows and the cached keys of sequence s, and the rows of all of them. */
+int32_t step_shape_q(const struct step_shape *p, int32_t s);
+int32_t step_shape_kv(const struct step_shape *p, int32_t s);
+int64_t step_shape_rows(const struct step_shape *p);
+/* The step a shape prices, its sequences requests first.. on: a dLLM-Cache step over its feature
+ * cache (step_desc_add_fc; front layers and the cached outputs set), else each sequence Reuse over
+ * its cached keys or Full without. (engine profile runs a selecting step's own shape besides.) */
+void step_shape_desc(const struct step_shape *p, int32_t first, struct step_desc *sd);
+
 /* The execution knobs, each once: its name (as the database's step rows store it: step_runs, steps)
  * and its field. A run records every knob of every step, and a replay runs the step as recorded. */
 struct step_knob {

@@ -530,7 +530,7 @@ static int cmd_price(const char *gpu, const char *model, const char *impl, const
     step_desc_init(&sd);
     sd.logit_chunk_rows = chunk;
     sd.attn_block = (int32_t)block;
-    calib_row_step(&(struct calib_row){.segs = segs, .q = q, .kv = kv, .logit_rows = rows}, &sd);
+    step_shape_desc(&(struct step_shape){.segs = segs, .q = q, .kv = kv, .logit_rows = rows}, 0, &sd);
     sd.ffn_chunks = ffn; /* lazy chunking's FFN chunks: the step's rows in that many pieces */
     sd.iter_smooth = iter_smooth;
     struct cost_breakdown a = {0}, b;
@@ -669,8 +669,8 @@ static int show_transferred(const char *gpu, const char *from, const char *model
     step_desc_init(&sd);
     sd.logit_chunk_rows = 2048;
     for (size_t i = 0; i < TS_ARRAY_LEN(ref); i++) {
-        calib_row_step(&(struct calib_row){.segs = ref[i].segs, .q = ref[i].q, .kv = ref[i].kv,
-                                           .logit_rows = ref[i].rows}, &sd);
+        step_shape_desc(&(struct step_shape){.segs = ref[i].segs, .q = ref[i].q, .kv = ref[i].kv,
+                                             .logit_rows = ref[i].rows}, 0, &sd);
         double secs, lo, hi;
         if (calib_transfer_band(c, model, from, gpu, impl, &sd, &secs, &lo, &hi, &err) == 0)
             printf("  %-30s %9.3f ms  [%.3f, %.3f] (%+.0f%% / %+.0f%%)\n", ref[i].what, secs * 1e3, lo * 1e3,
@@ -838,7 +838,8 @@ static int cmd_clock(const struct calib_args *a)
     for (size_t i = 0; i < n && !rc; i++) {
         struct cost_breakdown bd;
         double s;
-        calib_row_step(&(struct calib_row){.segs = t[i].segs, .q = t[i].q, .kv = t[i].kv, .logit_rows = t[i].logits}, &sd);
+        step_shape_desc(&(struct step_shape){.segs = t[i].segs, .q = t[i].q, .kv = t[i].kv, .logit_rows = t[i].logits}, 0,
+                        &sd);
         rc = cost_roofline.step_s(&ctx, &sd, &s, &bd, &err);
         t[i].flops = bd.flops;
     }

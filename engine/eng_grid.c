@@ -19,45 +19,30 @@ int grid_part_parse(const char *name)
     return -1;
 }
 
-int prof_kv(const struct prof_step *p, int s)
-{
-    return (p->kv_long > 0 || p->q_long > 0) && s == p->segs - 1 ? p->kv_long : p->kv;
-}
 
-int prof_q(const struct prof_step *p, int s)
-{
-    return p->q_long > 0 && s == p->segs - 1 ? p->q_long : p->q;
-}
 
-int64_t prof_rows(const struct prof_step *p)
-{
-    int64_t rows = 0;
-    for (int s = 0; s < p->segs; s++)
-        rows += prof_q(p, s);
-    return rows;
-}
 
-size_t profile_grid_rows_at_most(struct prof_step *g, size_t n, int64_t max_rows)
+size_t profile_grid_rows_at_most(struct step_shape *g, size_t n, int64_t max_rows)
 {
     size_t kept = 0;
     for (size_t i = 0; i < n; i++)
-        if (prof_rows(&g[i]) <= max_rows)
+        if (step_shape_rows(&g[i]) <= max_rows)
             g[kept++] = g[i];
     return kept;
 }
 
-int prof_logit_rows(const struct prof_step *p)
-{
-    return p->logits ? (p->fc_rows > 0 ? p->fc_rows : p->q) : 0;
-}
 
-static void add(struct prof_step **g, size_t *cap, size_t *n, struct prof_step s)
+/* Adds a step; the grid writes logit_rows 1 for a step with logits, which are every row's (a
+ * dLLM-Cache step's every hidden row). */
+static void add(struct step_shape **g, size_t *cap, size_t *n, struct step_shape s)
 {
+    if (s.logit_rows)
+        s.logit_rows = s.fc_rows > 0 ? s.fc_rows : s.q;
     ts_grow((void **)g, cap, *n + 1, sizeof **g);
     (*g)[(*n)++] = s;
 }
 
-static void base_grid(struct prof_step **g, size_t *cap, size_t *n)
+static void base_grid(struct step_shape **g, size_t *cap, size_t *n)
 {
     static const int q_grid[] = {1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
     static const int kv_grid[] = {0, 128, 480, 1024, 2048, 4096};
@@ -75,7 +60,7 @@ static void base_grid(struct prof_step **g, size_t *cap, size_t *n)
                         continue; /* single sequences: short steps, without logits, are enough */
                     if (seg_grid[si] > 1 && seg_grid[si] < 16 && (!with_logits || (q != 8 && q != 32 && q != 128)))
                         continue; /* a few sequences: Reuse-sized blocks with their logits */
-                    add(g, cap, n, (struct prof_step){TS_MIN(seg_grid[si], 16384 / q), q, kv, with_logits, 0, 0, 0, 0, 0, 0});
+                    add(g, cap, n, (struct step_shape){TS_MIN(seg_grid[si], 16384 / q), q, kv, with_logits, 0, 0, 0, 0, 0, 0});
                 }
     /* uneven Reuse steps: blocks of 32 over short caches beside one over a long cache, the
      * attention's critical path (the longest segment's blocks) apart from its total work, which
@@ -84,7 +69,7 @@ static void base_grid(struct prof_step **g, size_t *cap, size_t *n)
     for (size_t si = 0; si < TS_ARRAY_LEN(uneven_segs); si++)
         for (size_t ki = 0; ki < TS_ARRAY_LEN(short_kv); ki++)
             for (size_t li = 0; li < TS_ARRAY_LEN(long_kv); li++)
-                add(g, cap, n, (struct prof_step){uneven_segs[si], 32, short_kv[ki], 1, long_kv[li], 0, 0, 0, 0, 0});
+                add(g, cap, n, (struct step_shape){uneven_segs[si], 32, short_kv[ki], 1, long_kv[li], 0, 0, 0, 0, 0});
 }
 
 /* Reuse steps of every count of 32-token blocks from 3 to 15 that the base grid lacks (96 to 480
@@ -92,16 +77,16 @@ static void base_grid(struct prof_step **g, size_t *cap, size_t *n)
  * rows spill into one more tile (on an H100 the fused gate/up GEMM takes 2.6 ms over 32 layers at
  * 128 rows and 3.6 ms at 192), which interpolating between the base grid's 128 and 256 rows misses,
  * and a serving workload's block steps take every count. */
-static void ladder_grid(struct prof_step **g, size_t *cap, size_t *n)
+static void ladder_grid(struct step_shape **g, size_t *cap, size_t *n)
 {
     for (int segs = 3; segs < 16; segs++)
         if (segs != 4 && segs != 8)
-            add(g, cap, n, (struct prof_step){segs, 32, 480, 1, 0, 0, 0, 0, 0, 0});
+            add(g, cap, n, (struct step_shape){segs, 32, 480, 1, 0, 0, 0, 0, 0, 0});
     /* and one sequence of every multiple of 64 rows from 576 to 2,048 the base grid lacks, without a
      * cache or logits: the rows a Refresh beside Reuse blocks packs */
     for (int q = 576; q <= 2048; q += 64)
         if (q != 1024 && q != 2048)
-            add(g, cap, n, (struct prof_step){1, q, 0, 0, 0, 0, 0, 0, 0, 0});
+            add(g, cap, n, (struct step_shape){1, q, 0, 0, 0, 0, 0, 0, 0, 0});
     /* mixed steps: a Refresh of 256, 512 or 1,024 rows (no cache) beside 1, 3 or 7 blocks of 32 over
      * 480 cached keys, without logits: continuous batching's steps, whose attention runs the long
      * sequence and the blocks on different kernels (on an H100 the even steps' fit put them 20-30%
@@ -109,7 +94,7 @@ static void ladder_grid(struct prof_step **g, size_t *cap, size_t *n)
     static const int refresh_q[] = {256, 512, 1024}, blocks[] = {1, 3, 7};
     for (size_t i = 0; i < TS_ARRAY_LEN(refresh_q); i++)
         for (size_t j = 0; j < TS_ARRAY_LEN(blocks); j++)
-            add(g, cap, n, (struct prof_step){blocks[j] + 1, 32, 480, 0, 0, 0, 0, 0, 0, .q_long = refresh_q[i]});
+            add(g, cap, n, (struct step_shape){blocks[j] + 1, 32, 480, 0, 0, 0, 0, 0, 0, .q_long = refresh_q[i]});
 }
 
 /* Reuse steps of more sequences than the base grid's 16: 24, 32, 48 and 64 blocks of 8 or 32 rows
@@ -118,32 +103,32 @@ static void ladder_grid(struct prof_step **g, size_t *cap, size_t *n)
  * A continuous batch runs that many, and FOCUS's evicting steps carry a few kept rows of each;
  * without them the attention model extrapolates in the count of sequences (on an H100, SDAR-8B's
  * attention over 24 and 32 sequences of 8 to 32 rows came out 8-13% short). */
-static void batch_grid(struct prof_step **g, size_t *cap, size_t *n)
+static void batch_grid(struct step_shape **g, size_t *cap, size_t *n)
 {
     static const int seg_grid[] = {24, 32, 48, 64}, q_grid[] = {8, 32}, kv_grid[] = {128, 480, 1024};
     for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
         for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++) {
             for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++)
-                add(g, cap, n, (struct prof_step){seg_grid[si], q_grid[qi], kv_grid[ki], 1, 0, 0, 0, 0, 0, 0});
-            add(g, cap, n, (struct prof_step){seg_grid[si], q_grid[qi], 480, 0, 0, 0, 0, 0, 0, 0});
+                add(g, cap, n, (struct step_shape){seg_grid[si], q_grid[qi], kv_grid[ki], 1, 0, 0, 0, 0, 0, 0});
+            add(g, cap, n, (struct step_shape){seg_grid[si], q_grid[qi], 480, 0, 0, 0, 0, 0, 0, 0});
         }
 }
 
 /* The keys a step's caches and blocks hold in the pool, with a page's rounding a sequence */
-static int64_t pool_tokens(const struct prof_step *p)
+static int64_t pool_tokens(const struct step_shape *p)
 {
     int64_t t = 0;
     for (int s = 0; s < p->segs; s++)
-        t += prof_kv(p, s) + prof_q(p, s) + 64;
+        t += step_shape_kv(p, s) + step_shape_q(p, s) + 64;
     return t;
 }
 
 /* Adds long step p where its longest sequence fits the model's context and its caches the pool
  * (pool < 0: no bound); counts it in *skipped where only the pool is short. */
-static void add_long(const struct model_cfg *m, int64_t pool, struct prof_step p, struct prof_step **g,
+static void add_long(const struct model_cfg *m, int64_t pool, struct step_shape p, struct step_shape **g,
                      size_t *cap, size_t *n, int *skipped)
 {
-    if (p.q + prof_kv(&p, p.segs - 1) > m->max_pos) /* the last sequence's cache is the longest */
+    if (p.q + step_shape_kv(&p, p.segs - 1) > m->max_pos) /* the last sequence's cache is the longest */
         return;
     if (pool >= 0 && pool_tokens(&p) > pool)
         ++*skipped;
@@ -153,7 +138,7 @@ static void add_long(const struct model_cfg *m, int64_t pool, struct prof_step p
 
 /* Reuse blocks over caches of 8,192 and 16,384 keys: many sequences and a few with their logits,
  * one without (as the base grid has them), and uneven steps with one long cache beside short ones */
-static void long_grid(const struct model_cfg *m, int64_t pool, struct prof_step **g, size_t *cap, size_t *n,
+static void long_grid(const struct model_cfg *m, int64_t pool, struct step_shape **g, size_t *cap, size_t *n,
                       int *skipped)
 {
     static const int kv_grid[] = {8192, 16384}, q_grid[] = {8, 32, 128}, seg_grid[] = {16, 4, 1};
@@ -161,11 +146,11 @@ static void long_grid(const struct model_cfg *m, int64_t pool, struct prof_step 
     for (size_t ki = 0; ki < TS_ARRAY_LEN(kv_grid); ki++) {
         for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
             for (size_t qi = 0; qi < TS_ARRAY_LEN(q_grid); qi++)
-                add_long(m, pool, (struct prof_step){seg_grid[si], q_grid[qi], kv_grid[ki], seg_grid[si] > 1, 0, 0, 0, 0, 0, 0}, g,
+                add_long(m, pool, (struct step_shape){seg_grid[si], q_grid[qi], kv_grid[ki], seg_grid[si] > 1, 0, 0, 0, 0, 0, 0}, g,
                          cap, n, skipped);
         for (size_t si = 0; si < TS_ARRAY_LEN(uneven_segs); si++)
             for (size_t ki2 = 0; ki2 < TS_ARRAY_LEN(short_kv); ki2++)
-                add_long(m, pool, (struct prof_step){uneven_segs[si], 32, short_kv[ki2], 1, kv_grid[ki], 0, 0, 0, 0, 0}, g, cap, n,
+                add_long(m, pool, (struct step_shape){uneven_segs[si], 32, short_kv[ki2], 1, kv_grid[ki], 0, 0, 0, 0, 0}, g, cap, n,
                          skipped);
     }
 }
@@ -173,7 +158,7 @@ static void long_grid(const struct model_cfg *m, int64_t pool, struct prof_step 
 /* Selecting Refresh steps: 1, 4 and 16 sequences of 256 to 4,096 tokens (up to 16,384 in all and
  * the model's context), without logits (the base grid measures the LM head), keeping half of each
  * one's candidates, for either kind of kept set. */
-static void select_grid(const struct model_cfg *m, struct prof_step **g, size_t *cap, size_t *n)
+static void select_grid(const struct model_cfg *m, struct step_shape **g, size_t *cap, size_t *n)
 {
     static const int q_grid[] = {256, 512, 1024, 2048, 4096}, seg_grid[] = {1, 4, 16};
     for (int heads = 0; heads < 2; heads++)
@@ -182,7 +167,7 @@ static void select_grid(const struct model_cfg *m, struct prof_step **g, size_t 
                 const int q = q_grid[qi], segs = seg_grid[si];
                 if ((int64_t)q * segs > 16384 || q > m->max_pos)
                     continue;
-                add(g, cap, n, (struct prof_step){segs, q, 0, 0, 0, (q - PROFILE_SCORE_ROWS) / 2, heads, 0, 0, 0});
+                add(g, cap, n, (struct step_shape){segs, q, 0, 0, 0, (q - PROFILE_SCORE_ROWS) / 2, heads, 0, 0, 0});
             }
 }
 
@@ -193,7 +178,7 @@ static void select_grid(const struct model_cfg *m, struct prof_step **g, size_t 
  * the quarter's update again with logits over every row, as dLLM-Cache's steps take them: an LM head
  * after layers that computed few rows runs at another clock than after a step that computed them all
  * (the calibration's LM head over carried rows). */
-static void fc_grid(const struct model_cfg *m, struct prof_step **g, size_t *cap, size_t *n)
+static void fc_grid(const struct model_cfg *m, struct step_shape **g, size_t *cap, size_t *n)
 {
     static const int seg_grid[] = {1, 4, 16}, resp_grid[] = {64, 256, 1024}, prompt_grid[] = {128, 512};
     for (size_t si = 0; si < TS_ARRAY_LEN(seg_grid); si++)
@@ -202,29 +187,21 @@ static void fc_grid(const struct model_cfg *m, struct prof_step **g, size_t *cap
                 const int segs = seg_grid[si], G = resp_grid[gi], P = prompt_grid[pi], rows = P + G;
                 if ((int64_t)segs * rows > 16384 || rows > m->max_pos)
                     continue;
-                add(g, cap, n, (struct prof_step){segs, G / 4, rows - G / 4, .fc_rows = rows, .probe = G});
-                add(g, cap, n, (struct prof_step){segs, G / 4, rows - G / 4, .logits = 1, .fc_rows = rows, .probe = G});
-                add(g, cap, n, (struct prof_step){segs, G, P, .fc_rows = rows});
+                add(g, cap, n, (struct step_shape){segs, G / 4, rows - G / 4, .fc_rows = rows, .probe = G});
+                add(g, cap, n, (struct step_shape){segs, G / 4, rows - G / 4, .logit_rows = 1, .fc_rows = rows, .probe = G});
+                add(g, cap, n, (struct step_shape){segs, G, P, .fc_rows = rows});
                 if (P == prompt_grid[0])
-                    add(g, cap, n, (struct prof_step){segs, G / 2, rows - G / 2, .fc_rows = rows, .probe = G});
+                    add(g, cap, n, (struct step_shape){segs, G / 2, rows - G / 2, .fc_rows = rows, .probe = G});
                 else
-                    add(g, cap, n, (struct prof_step){segs, rows, 0, .fc_rows = rows});
+                    add(g, cap, n, (struct step_shape){segs, rows, 0, .fc_rows = rows});
             }
 }
 
-void fc_step(const struct prof_step *p, int64_t req, struct step_desc *sd)
-{
-    step_desc_clear(sd);
-    sd->front_layers = 1;
-    sd->cache_outputs = true;
-    for (int s = 0; s < p->segs; s++)
-        step_desc_add_fc(sd, (int32_t)(req + s), p->q, p->fc_rows, p->probe, prof_logit_rows(p));
-}
 
-struct prof_step *profile_grid(const struct model_cfg *m, enum grid_part part, int64_t kv_pool_tokens,
+struct step_shape *profile_grid(const struct model_cfg *m, enum grid_part part, int64_t kv_pool_tokens,
                                size_t *n, int *skipped)
 {
-    struct prof_step *g = NULL;
+    struct step_shape *g = NULL;
     size_t cap = 0;
     int skip = 0;
     *n = 0;
