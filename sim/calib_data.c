@@ -1,6 +1,7 @@
 /* calib_data.c: calibration profiles as data: reading them (CSV, profile databases), writing,
  * merging several machines' profiles, and validating them against the roofline. */
 #define _POSIX_C_SOURCE 200809L
+#include "db.h"
 #include "calib.h"
 
 #include <gsl/gsl_sort.h>

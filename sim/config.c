@@ -13,6 +13,7 @@
 #include "parts.h"
 #include "planner.h"
 #include "presets.h"
+#include "db.h"
 #include "sim.h"
 
 #ifndef TS_DATADIR

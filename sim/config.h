@@ -92,7 +92,7 @@ struct sim_config {
 
     /* output */
     char db[CFG_PATH];         /* "" = no database */
-    int db_mode;               /* enum db_mode (sim.h): what db does with the runs it holds */
+    int db_mode;               /* enum db_mode (db.h): what db does with the runs it holds */
     bool json;
     bool no_steps;
     bool quiet;

@@ -514,7 +514,6 @@ double sim_sched_param(const struct sim *s, const char *name, double dflt)
     return p ? s->sched_p[p - s->sched->params] : dflt;
 }
 
-void sim_stream_steps(struct sim *s, struct db_out *out) { s->out = out; }
 
 void sim_set_executor(struct sim *s, const struct sim_executor *ex)
 {
@@ -559,7 +558,7 @@ static void record_step(struct sim *s, int64_t dur_ns, int64_t act, int64_t kv_b
     ts_grow((void **)&s->segs, &s->cap_segs, s->num_segs + (size_t)s->sd.num_segs, sizeof *s->segs);
     memcpy(&s->segs[s->num_segs], s->sd.segs, (size_t)s->sd.num_segs * sizeof *s->segs);
     s->num_segs += (size_t)s->sd.num_segs;
-    if (s->out && s->num_steps >= SIM_STEP_BATCH && db_out_flush(s->out, s, &s->run_err))
+    if (s->flush_steps && s->num_steps >= SIM_STEP_BATCH && s->flush_steps(s->flush_ctx, s, &s->run_err))
         s->failed = true;
 }
 

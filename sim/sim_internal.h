@@ -91,7 +91,7 @@ struct sim {
     bool keep_requests;
     int32_t wl_L_max, wl_G_max;  /* the longest request's L and G among those within the model's positions */
     /* the recorded requests: finished ones' latencies (int64 ns) and every one's database row
-     * (db_spill_write's records, SIM_REQ_ROW values) in unnamed temporary files, their statistics */
+     * (ts_spill_write's records, SIM_REQ_ROW values) in unnamed temporary files, their statistics */
     FILE *lat_spill, *req_spill;
     int64_t lat_min_ns, lat_max_ns;
     gsl_rstat_workspace *lat_st, *ttfb_st, *queue_st; /* running statistics (s) of the finished */
@@ -120,7 +120,11 @@ struct sim {
     struct event_queue evq;
 
     /* records */
-    struct db_out *out;      /* where step rows stream during the run (db.c), or NULL: kept */
+    /* where step rows stream during the run, every SIM_STEP_BATCH steps (sim_stream_steps sets it):
+     * the rows recorded since the last call (steps[0..num_steps), segs) handed over and dropped; -1
+     * with err where they cannot be taken. NULL: kept in memory. */
+    int (*flush_steps)(void *ctx, struct sim *s, struct ts_err *err);
+    void *flush_ctx;
     int64_t steps_flushed;   /* step rows handed to out before steps[0] */
     struct step_rec *steps;
     size_t num_steps, cap_steps;
@@ -163,9 +167,6 @@ void sim_add_segment(struct sim *s, const struct segment *seg);
 int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows);
 /* Step rows stream to the output every SIM_STEP_BATCH steps, so a run's memory stays bounded. */
 #define SIM_STEP_BATCH 4096
-/* Hands the step rows recorded since the last call (steps[0..num_steps), segs) to out and drops
- * them (db.c). -1 with err when out cannot take them. */
-int db_out_flush(struct db_out *out, struct sim *s, struct ts_err *err);
 /* Marks a request finished now (the static scheduler finishes a batch at once) and records it. */
 void sim_finish(struct sim *s, struct request *r);
 
@@ -179,10 +180,6 @@ void sim_requests_pull(struct sim *s);
 void sim_record(struct sim *s, struct request *r);
 void sim_requests_summary(struct sim *s);
 void sim_requests_free(struct sim *s);
-/* db.c: n int64 values as one spilled record (zigzag LEB128 varints), and read back: 1, 0 at the
- * file's end, -1 on a short record; the write -1 where the file takes no more (errno says why). */
-int db_spill_write(FILE *f, const int64_t *v, int n);
-int db_spill_read(FILE *f, int64_t *v, int n);
 void sim_remove_running(struct sim *s, int32_t id);
 
 #endif

@@ -156,7 +156,7 @@ void sim_record(struct sim *s, struct request *r)
     const int64_t row[SIM_REQ_ROW] = {r->id,     r->arrival_ns, r->admitted_ns, r->first_block_ns, r->finish_ns,
                                       r->P_orig, r->G_orig,     r->C,           r->steps,          r->preemptions,
                                       r->state,  reason};
-    if (db_spill_write(s->req_spill, row, SIM_REQ_ROW))
+    if (ts_spill_write(s->req_spill, row, SIM_REQ_ROW))
         spill_failed(s);
     if (s->sched->forget)
         s->sched->forget(s, r);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "db.h"
 #include "golden.h"
 #include "presets.h"
 #include "sim_internal.h"

@@ -5,6 +5,7 @@
  * with the command line, so the engine proper knows nothing of the simulator's database.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "db.h"
 #include "eng_replay.h"
 
 #include <cuda_runtime_api.h>

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "db.h"
 #include "calib.h"
 #include "cli.h"
 #include "clock.h"

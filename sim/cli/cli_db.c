@@ -7,6 +7,7 @@
 
 #include <sqlite3.h>
 
+#include "db.h"
 #include "cli.h"
 #include "sim.h"
 

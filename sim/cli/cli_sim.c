@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "db.h"
 #include "calib.h"
 #include "cli.h"
 #include "cost.h"

@@ -236,3 +236,46 @@ uint64_t ts_mix64(uint64_t x)
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
     return x ^ (x >> 31);
 }
+
+/* a record's values, each a zigzag LEB128 varint (most are small or 0: a fifth of their fixed size) */
+int ts_spill_write(FILE *f, const int64_t *v, int n)
+{
+    unsigned char buf[TS_SPILL_MAX * 10];
+    size_t len = 0;
+    TS_ASSERT(n <= TS_SPILL_MAX);
+    for (int k = 0; k < n; k++) {
+        uint64_t z = ((uint64_t)v[k] << 1) ^ (uint64_t)(v[k] >> 63);
+        do {
+            buf[len++] = (unsigned char)((z & 0x7f) | (z > 0x7f ? 0x80 : 0));
+            z >>= 7;
+        } while (z);
+    }
+    return fwrite(buf, len, 1, f) == 1 ? 0 : -1;
+}
+
+
+int ts_spill_read(FILE *f, int64_t *v, int n)
+{
+    for (int k = 0; k < n; k++) {
+        uint64_t z = 0;
+        int c, shift = 0;
+        do {
+            if ((c = getc_unlocked(f)) == EOF)
+                return k == 0 && shift == 0 ? 0 : -1;
+            z |= (uint64_t)(c & 0x7f) << shift;
+            shift += 7;
+        } while ((c & 0x80) && shift < 64);
+        v[k] = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+    }
+    return 1;
+}
+
+void ts_folder_of(const char *path, char *dir, size_t len)
+{
+    snprintf(dir, len, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        snprintf(dir, len, ".");
+}

@@ -84,4 +84,14 @@ uint64_t ts_mix64(uint64_t x);
 #define TS_GIB (1024.0 * 1024.0 * 1024.0)
 #define TS_MIB (1024.0 * 1024.0)
 
+/* n (at most TS_SPILL_MAX) int64 values as one spilled record, zigzag LEB128 varints, and read back:
+ * 1, 0 at the file's end, -1 on a short record; the write -1 where the file takes no more (errno
+ * says why). */
+#define TS_SPILL_MAX 64
+int ts_spill_write(FILE *f, const int64_t *v, int n);
+int ts_spill_read(FILE *f, int64_t *v, int n);
+
+/* The folder a path names its file in, into dir ("." for a bare name). */
+void ts_folder_of(const char *path, char *dir, size_t len);
+
 #endif

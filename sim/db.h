@@ -1,0 +1,73 @@
+/*
+ * db.h: a run's SQLite database (SPEC section 10), by job: its tables, reading recorded steps back
+ * and the checks before a write (db_schema.c); files made whole, and opened by descriptor
+ * (db_file.c); writing a run, its steps streamed to the writer as the simulator makes them
+ * (db_write.c); merging databases (db_merge.c). The simulator knows none of it: a run's steps reach
+ * the writer through the sink sim_stream_steps sets.
+ */
+#ifndef TESSERA_DB_H
+#define TESSERA_DB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct sim;
+/* Reading recorded steps back (engine replay, calib eval): db_segments_prepare() prepares the
+ * query on an open database; db_read_step() fills sd (cleared first, knobs kept) with the segments
+ * of one recorded step: 0, or -1 with err naming the step and what is wrong (a malformed segment,
+ * an SQLite error). db_segments_prepare returns 0 or an SQLite error code. */
+typedef struct sqlite3 sqlite3;
+typedef struct sqlite3_stmt sqlite3_stmt;
+struct step_desc;
+int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out);
+struct ts_err;
+int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_desc *sd, struct ts_err *err);
+/* A run's steps as recorded, in order (bind the run_id to 1): step_id, duration_ns, then every step
+ * knob (step_knobs' order); db_step_knobs sets sd's knobs from the current row, keeping sd's own
+ * where the row has none (a run recorded before the knob was): true when it had every one. */
+int db_steps_prepare(sqlite3 *db, sqlite3_stmt **out);
+bool db_step_knobs(sqlite3_stmt *st, struct step_desc *sd);
+/* Opens an existing database to read it: read-write where this process may write the file, so that
+ * its close (the last connection's) checkpoints a database in WAL mode and removes its -wal and -shm
+ * files, which a read-only connection leaves behind; read-only where it may not. Creates nothing.
+ * SQLite's result code; *db is to be closed either way. */
+int db_open_read(const char *path, sqlite3 **db);
+
+/* What --db does with a database that holds runs already: refuse it (the default), add the run
+ * beside them (--append), or replace them (--replace). */
+enum db_mode { DB_NEW = 0, DB_APPEND, DB_REPLACE };
+#define DB_BUSY_MS 600000 /* how long a writer waits for the others (SQLite's busy handler) */
+/* Checks --db before any work, creating nothing: a new path's folder must exist and take a file;
+ * an existing file must be a tessera database (or empty) this process can write, holding no runs
+ * unless mode says what to do with them. -1 with err naming the file. */
+int db_check(const char *path, enum db_mode mode, struct ts_err *err);
+/* With DB_APPEND, db_check also runs SQLite's integrity check over a database of at most this many
+ * bytes, and refuses a damaged one; a larger one is not read through, so that an append costs the
+ * same whatever the database's size (tessera db check reads any database through). */
+#define DB_CHECK_MAX_BYTES (128LL << 20)
+/* SQLite's integrity check of the open database at path: 0 when it passes, else -1 with err naming
+ * the file and the first problems found. */
+int db_integrity(sqlite3 *db, const char *path, struct ts_err *err);
+/* A run's database output. Opened before the run (nothing is created yet), it takes the run's step
+ * rows as they are made (sim_stream_steps: in batches, their runs spilled into unnamed temporary
+ * files, gone whatever happens to the process), so the run's memory stays bounded; db_out_commit then
+ * writes the whole run into the database in one transaction, waiting for concurrent writers, its
+ * run_id the database's next. A failure, SIGINT or SIGTERM during the commit leaves no part of the
+ * run (the signal is then taken as usual); a process killed outright leaves a transaction SQLite
+ * rolls back on the next open. */
+struct db_out;
+int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct ts_err *err);
+void sim_stream_steps(struct sim *s, struct db_out *out); /* before sim_run */
+int db_out_commit(struct db_out *out, struct sim *s, struct ts_err *err);
+void db_out_close(struct db_out *out); /* NULL is safe */
+/* db_out_open, every recorded step, db_out_commit and db_out_close in one call. */
+int sim_write_db(struct sim *s, const char *path, enum db_mode mode, struct ts_err *err);
+/* Merges the runs of the databases in[0..n) into out (created if new), each run under a new run_id
+ * with every table that has a run_id column (engine replays' among them), one transaction an input
+ * (an input's runs land together or not at all); *runs counts them. A run out holds already (the
+ * same created time, code version, seed and configuration) is left out and counted in *already, so
+ * merging again after an interruption adds only what is missing. Every input is checked before
+ * anything is written. */
+int db_merge(const char *out, const char *const *in, int n, int64_t *runs, int64_t *already, struct ts_err *err);
+
+#endif

@@ -1,0 +1,765 @@
+/*
+ * db_write.c: writing a run into its database.
+ *
+ * A run is written in one transaction straight into the database, in WAL mode, waiting for other
+ * writers (SQLite's busy handling, and a new try of the whole write where another writer's work
+ * fails it): any number of processes may write into one database at once, each run under its own
+ * run_id. A failure, SIGINT or SIGTERM rolls the transaction back; a process killed outright leaves
+ * a transaction SQLite rolls back the next time the file is opened. Either way no partial run is
+ * ever visible, and no file but the database (and, while it is open, SQLite's own -wal and -shm) is
+ * made: a new database is written whole, with its run, into an unnamed file that is linked under its
+ * name once complete (no journal or log is written for it), and the step rows wait for the commit in
+ * unnamed temporary files (tmpfile), which no path names. A database is left in rollback-journal
+ * mode (read-only media can read it): a new one is made so, and the last writer to close an existing
+ * one switches it back from WAL.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "db_internal.h"
+#include "sim_internal.h"
+
+static const char *const state_names[] = {"pending", "waiting", "running", "finished", "rejected"};
+
+struct writer {
+    sqlite3 *db;
+    struct ts_err *err;
+    const char *path;
+    enum db_mode mode;
+    bool fresh; /* writing a database no one else sees yet (write_fresh): no journal */
+    /* the run's runs of steps and of segments, spilled as they close into two unnamed temporary
+     * files (gone with the process, whatever ends it) and inserted into the database at commit */
+    FILE *steps, *segs;
+};
+
+
+static int db_fail(struct writer *w, const char *what)
+{
+    char why[320];
+    return ts_fail(w->err, "%s: %s: %s", w->path, what, db_why(w->db, why, sizeof why));
+}
+
+static int prepare(struct writer *w, const char *sql, sqlite3_stmt **st)
+{
+    if (sqlite3_prepare_v2(w->db, sql, -1, st, NULL) != SQLITE_OK)
+        return db_fail(w, "prepare");
+    return 0;
+}
+
+static int step_done(struct writer *w, sqlite3_stmt *st)
+{
+    if (sqlite3_step(st) != SQLITE_DONE)
+        return db_fail(w, "insert");
+    sqlite3_reset(st);
+    return 0;
+}
+
+/* The requests' rows, as sim_record spilled them when each was done. */
+static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
+{
+    sqlite3_stmt *st;
+    if (prepare(w, "INSERT INTO out.requests VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
+        return -1;
+    int rc = 0, got;
+    int64_t v[SIM_REQ_ROW], rows = 0;
+    if (fflush(s->req_spill) || fseeko(s->req_spill, 0, SEEK_SET))
+        rc = ts_fail(w->err, "%s: cannot read back the requests' rows: %s", w->path, strerror(errno));
+    while (!rc && (got = ts_spill_read(s->req_spill, v, SIM_REQ_ROW)) != 0) {
+        if (got < 0) {
+            rc = ts_fail(w->err, "%s: the requests' rows spilled to a temporary file came back short", w->path);
+            break;
+        }
+        /* id, arrival, admitted, first block, finish (-1: none), P, G, C, steps, preemptions, state,
+         * reject reason (-1: none) */
+        int k = 1;
+        sqlite3_bind_int64(st, k++, run_id);
+        for (int j = 0; j < 5; j++) {
+            if (j < 2 || v[j] >= 0)
+                sqlite3_bind_int64(st, k++, v[j]);
+            else
+                sqlite3_bind_null(st, k++);
+        }
+        for (int j = 5; j < 10; j++)
+            sqlite3_bind_int64(st, k++, v[j]);
+        if (v[10] < 0 || v[10] >= (int64_t)TS_ARRAY_LEN(state_names) || v[11] >= s->num_reasons) {
+            rc = ts_fail(w->err, "%s: request %lld's row spilled to a temporary file came back damaged", w->path,
+                         (long long)v[0]);
+            break;
+        }
+        sqlite3_bind_text(st, k++, state_names[v[10]], -1, SQLITE_STATIC);
+        if (v[11] >= 0)
+            sqlite3_bind_text(st, k++, s->reasons[v[11]], -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(st, k++);
+        rc = step_done(w, st);
+        rows++;
+    }
+    if (!rc && (ferror(s->req_spill) || rows != s->num_done))
+        rc = ts_fail(w->err, "%s: %lld of the %lld requests' rows came back from their temporary file%s", w->path,
+                     (long long)rows, (long long)s->num_done, ferror(s->req_spill) ? " (a read error)" : "");
+    fseeko(s->req_spill, 0, SEEK_END); /* where the requests recorded next are spilled */
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The open runs of segments: per request, the shape its segment has kept since first_step
+ * (through last), not yet written. */
+/* The columns of a row of step_runs (run_id, first_step, last_step, start_ns, duration_ns and
+ * db_step_cols()) and of segment_runs (run_id, first_step, last_step and db_seg_cols). */
+#define STEP_RUN_COLS (18 + STEP_KNOBS)
+#define SEG_RUN_COLS 19
+#define RUN_COLS_MAX (STEP_RUN_COLS > SEG_RUN_COLS ? STEP_RUN_COLS : SEG_RUN_COLS)
+
+struct seg_run {
+    struct segment g;
+    int64_t first, last;
+};
+/* The open runs' places in seg_runs.v by request id: open addressing with linear probing, a closed
+ * run's entry deleted by shifting its successors back, so it holds as many entries as runs are open. */
+struct run_index {
+    int64_t *key; /* a request id, or -1: empty */
+    int32_t *val;
+    size_t cap, n; /* cap a power of two, at least twice n */
+};
+
+static size_t ri_home(const struct run_index *m, int64_t key) { return (size_t)ts_mix64((uint64_t)key) & (m->cap - 1); }
+
+static int32_t ri_get(const struct run_index *m, int64_t key)
+{
+    for (size_t i = m->cap ? ri_home(m, key) : 0; m->cap; i = (i + 1) & (m->cap - 1)) {
+        if (m->key[i] == key)
+            return m->val[i];
+        if (m->key[i] < 0)
+            break;
+    }
+    return -1;
+}
+
+static void ri_put(struct run_index *m, int64_t key, int32_t val)
+{
+    if (2 * (m->n + 1) > m->cap) { /* doubled, every entry placed again */
+        struct run_index old = *m;
+        m->cap = old.cap ? 2 * old.cap : 64, m->n = 0;
+        m->key = xmalloc(m->cap * sizeof *m->key), m->val = xmalloc(m->cap * sizeof *m->val);
+        for (size_t i = 0; i < m->cap; i++)
+            m->key[i] = -1;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.key[i] >= 0)
+                ri_put(m, old.key[i], old.val[i]);
+        free(old.key), free(old.val);
+    }
+    size_t i = ri_home(m, key);
+    while (m->key[i] >= 0 && m->key[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    m->n += m->key[i] < 0;
+    m->key[i] = key, m->val[i] = val;
+}
+
+static void ri_del(struct run_index *m, int64_t key)
+{
+    if (!m->cap)
+        return;
+    size_t i = ri_home(m, key);
+    while (m->key[i] != key) {
+        if (m->key[i] < 0)
+            return;
+        i = (i + 1) & (m->cap - 1);
+    }
+    for (size_t j = i;;) { /* each later entry of the probe run whose home is not in (i, j] moves to i */
+        j = (j + 1) & (m->cap - 1);
+        if (m->key[j] < 0)
+            break;
+        const size_t h = ri_home(m, m->key[j]);
+        if (i <= j ? i < h && h <= j : i < h || h <= j)
+            continue;
+        m->key[i] = m->key[j], m->val[i] = m->val[j];
+        i = j;
+    }
+    m->key[i] = -1;
+    m->n--;
+}
+
+struct seg_runs {
+    struct seg_run *v;
+    size_t n, cap;
+    struct run_index at; /* each open run's place in v, by its request's id */
+    /* the steps' open run: its columns (the first step's start), first and last step, and where the
+     * step after it must start to extend it */
+    int64_t step[STEP_RUN_COLS];
+    bool step_open;
+    int64_t step_next_start;
+};
+
+static bool same_shape(const struct segment *a, const struct segment *b)
+{
+    return a->q == b->q && a->kv == b->kv && a->kv_write == b->kv_write && a->logit_rows == b->logit_rows &&
+           a->decoded == b->decoded && a->phase == b->phase && a->padding == b->padding && a->keep == b->keep &&
+           a->score_rows == b->score_rows && a->q_front == b->q_front && a->kv_front == b->kv_front &&
+           a->kv_write_front == b->kv_write_front && a->probe == b->probe && a->carry == b->carry &&
+           a->picked == b->picked;
+}
+
+static int spill(struct writer *w, const int64_t *v, int n, FILE *f)
+{
+    if (ts_spill_write(f, v, n))
+        return ts_fail(w->err, "%s: cannot spill the step rows to a temporary file: %s", w->path, strerror(errno));
+    return 0;
+}
+
+
+/* Spills a closed run of segments: first and last step, then db_seg_cols (the phase as its number). */
+static int run_write(struct writer *w, const struct seg_run *r)
+{
+    const struct segment *g = &r->g;
+    const int64_t v[SEG_RUN_COLS - 1] = {r->first,     r->last,          g->req_id,   g->phase,    g->q,
+                                         g->kv,        g->kv_write,      g->logit_rows, g->decoded, g->padding,
+                                         g->keep,      g->score_rows,    g->q_front,  g->kv_front, g->kv_write_front,
+                                         g->probe,     g->carry,         g->picked};
+    return spill(w, v, SEG_RUN_COLS - 1, w->segs);
+}
+
+/* Writes and closes the open runs that ended before step `before` (every one for INT64_MAX). */
+static int runs_close(struct writer *w, struct seg_runs *rs, int64_t before)
+{
+    for (size_t k = 0; k < rs->n;) {
+        if (rs->v[k].last >= before) {
+            k++;
+            continue;
+        }
+        if (run_write(w, &rs->v[k]))
+            return -1;
+        ri_del(&rs->at, rs->v[k].g.req_id);
+        rs->v[k] = rs->v[--rs->n];
+        if (k < rs->n)
+            ri_put(&rs->at, rs->v[k].g.req_id, (int32_t)k);
+    }
+    return 0;
+}
+
+/* A request's segment in step step_id: extends its open run, or writes that run and opens another. */
+static int runs_add(struct writer *w, struct seg_runs *rs, const struct segment *g, int64_t step_id)
+{
+    int32_t k = ri_get(&rs->at, g->req_id);
+    if (k >= 0) {
+        struct seg_run *r = &rs->v[k];
+        if (r->last == step_id - 1 && same_shape(&r->g, g)) {
+            r->last = step_id;
+            return 0;
+        }
+        if (run_write(w, r))
+            return -1;
+    } else {
+        ts_grow((void **)&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v);
+        k = (int32_t)rs->n++;
+        ri_put(&rs->at, g->req_id, k);
+    }
+    rs->v[k] = (struct seg_run){*g, step_id, step_id};
+    return 0;
+}
+
+/* Spills the steps' open run. */
+static int step_run_write(struct writer *w, struct seg_runs *rs)
+{
+    rs->step_open = false;
+    return spill(w, rs->step + 1, STEP_RUN_COLS - 1, w->steps);
+}
+
+/* A step's row: extends the steps' open run where it is alike but for its start and starts when
+ * that run's last step ended, or writes that run and opens another. */
+static int step_add(struct writer *w, struct seg_runs *rs, const struct step_rec *p, int64_t step_id)
+{
+    int64_t v[STEP_RUN_COLS] = {0, step_id, step_id, p->start_ns, p->duration_ns, p->tot.num_segs, p->tot.q_tokens,
+                                p->tot.kv_tokens, p->tot.kv_write_tokens, p->tot.logit_rows, p->tot.decoded,
+                                p->tot.by_phase[PHASE_FULL], p->tot.by_phase[PHASE_REFRESH], p->tot.by_phase[PHASE_REUSE],
+                                p->tot.by_phase[PHASE_PREFILL], p->tot.by_phase[PHASE_BLOCK], p->act_peak_bytes,
+                                p->kv_in_use_bytes};
+    memcpy(&v[STEP_RUN_COLS - STEP_KNOBS], p->knobs, sizeof p->knobs);
+    _Static_assert(sizeof v == sizeof rs->step, "a step run's columns");
+    if (rs->step_open && rs->step[2] == step_id - 1 && rs->step_next_start == p->start_ns &&
+        memcmp(&rs->step[4], &v[4], sizeof v - 4 * sizeof v[0]) == 0) {
+        rs->step[2] = step_id;
+    } else {
+        if (rs->step_open && step_run_write(w, rs))
+            return -1;
+        memcpy(rs->step, v, sizeof v);
+        rs->step_open = true;
+    }
+    rs->step_next_start = p->start_ns + p->duration_ns;
+    return 0;
+}
+
+/* The step rows recorded since the last flush into runs of steps and of segments, spilled as they
+ * close (step ids counted over the run); `last`: the run's last rows, so every open run is spilled. */
+static int write_steps(struct writer *w, const struct sim *s, struct seg_runs *rs, bool last)
+{
+    int rc = 0;
+    for (size_t i = 0; i < s->num_steps && !rc; i++) {
+        const struct step_rec *p = &s->steps[i];
+        const int64_t step_id = s->steps_flushed + (int64_t)i;
+        rc = step_add(w, rs, p, step_id);
+        size_t end = i + 1 < s->num_steps ? (size_t)s->steps[i + 1].first_seg : s->num_segs;
+        for (size_t j = (size_t)p->first_seg; j < end && !rc; j++)
+            rc = runs_add(w, rs, &s->segs[j], step_id);
+    }
+    /* a run that missed the batch's last step has ended */
+    if (!rc)
+        rc = runs_close(w, rs, last ? INT64_MAX : s->steps_flushed + (int64_t)s->num_steps - 1);
+    if (!rc && last && rs->step_open)
+        rc = step_run_write(w, rs);
+    return rc;
+}
+
+/* Rows a multi-row INSERT of the spilled runs takes at once (its per-statement work shared by them;
+ * 32 x 20 parameters stay under SQLite's oldest limit of 999). */
+#define COPY_ROWS 32
+
+/* "INSERT INTO out.TABLE(run_id, first_step, last_step, COLS) VALUES(?,...),..." for rows rows of
+ * cols parameters, prepared. */
+static int prepare_rows(struct writer *w, const char *table, const char *cols, int ncols, int rows, sqlite3_stmt **st)
+{
+    char *sql = xmalloc(512 + (size_t)rows * (2 * (size_t)ncols + 3));
+    int n = sprintf(sql, "INSERT INTO out.%s(run_id, first_step, last_step, %s) VALUES", table, cols);
+    for (int r = 0; r < rows; r++) {
+        n += sprintf(sql + n, "%s(?", r ? "," : "");
+        for (int c = 1; c < ncols; c++)
+            n += sprintf(sql + n, ",?");
+        n += sprintf(sql + n, ")");
+    }
+    const int rc = prepare(w, sql, st);
+    free(sql);
+    return rc;
+}
+
+/* Binds a spilled record of n values as row r of a multi-row insert, run_id first; with phase, the
+ * value at that index is a segment's phase, bound by its name. A value already bound where it goes
+ * (bound: what each of the row's n + 1 parameters holds, INT64_MIN for none) is left as it is:
+ * bindings outlast the statement's reset, and most of a run's values repeat the row's before. */
+static void bind_run(sqlite3_stmt *st, int r, int64_t run_id, const int64_t *v, int n, int phase, int64_t *bound)
+{
+    const int at = r * (n + 1) + 1;
+    if (bound[0] != run_id)
+        sqlite3_bind_int64(st, at, bound[0] = run_id);
+    for (int k = 0; k < n; k++) {
+        if (bound[k + 1] == v[k])
+            continue;
+        bound[k + 1] = v[k];
+        if (k == phase)
+            sqlite3_bind_text(st, at + 1 + k, seg_phase_name((enum seg_phase)v[k]), -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_int64(st, at + 1 + k, v[k]);
+    }
+}
+
+/* The spilled runs of one kind (file f, records of ncols - 1 values) into the output's TABLE under
+ * run_id, in the order they closed, COPY_ROWS a statement and the rest one a statement; phase as for
+ * bind_run. */
+static int copy_runs(struct writer *w, FILE *f, const char *table, const char *cols, int ncols, int phase,
+                     int64_t run_id)
+{
+    sqlite3_stmt *many = NULL, *one = NULL;
+    if (prepare_rows(w, table, cols, ncols, COPY_ROWS, &many) || prepare_rows(w, table, cols, ncols, 1, &one)) {
+        sqlite3_finalize(many);
+        return -1;
+    }
+    int64_t v[COPY_ROWS][STEP_RUN_COLS], bound[COPY_ROWS + 1][STEP_RUN_COLS]; /* the last: one's */
+    for (int r = 0; r <= COPY_ROWS; r++)
+        for (int k = 0; k < STEP_RUN_COLS; k++)
+            bound[r][k] = INT64_MIN;
+    int rc = 0, got, r;
+    rewind(f);
+    do {
+        for (r = 0, got = 1; r < COPY_ROWS && (got = ts_spill_read(f, v[r], ncols - 1)) == 1; r++)
+            ;
+        if (r == COPY_ROWS) {
+            for (int k = 0; k < r; k++)
+                bind_run(many, k, run_id, v[k], ncols - 1, phase, bound[k]);
+            rc = step_done(w, many);
+        }
+        for (int k = 0; k < r && r < COPY_ROWS && !rc; k++) {
+            bind_run(one, 0, run_id, v[k], ncols - 1, phase, bound[COPY_ROWS]);
+            rc = step_done(w, one);
+        }
+    } while (!rc && got == 1);
+    if (!rc && (got < 0 || ferror(f)))
+        rc = ts_fail(w->err, "%s: cannot read the spilled step rows back", w->path);
+    sqlite3_finalize(many);
+    sqlite3_finalize(one);
+    return rc;
+}
+
+/* The spilled runs of steps and of segments into the output's step_runs and segment_runs, under
+ * run_id, in the order they closed. */
+static int copy_spilled(struct writer *w, int64_t run_id)
+{
+    char cols[1024];
+    snprintf(cols, sizeof cols, "start_ns, duration_ns, %s", db_step_cols());
+    if (copy_runs(w, w->steps, "step_runs", cols, STEP_RUN_COLS, -1, run_id))
+        return -1;
+    return copy_runs(w, w->segs, "segment_runs", db_seg_cols, SEG_RUN_COLS, 3, run_id);
+}
+
+static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
+{
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    sqlite3_stmt *st;
+    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                &st))
+        return -1;
+    int k = 1;
+    int64_t ints1[] = {run_id, m.num_requests, m.num_finished, m.num_rejected, m.num_preemptions,
+                       m.num_steps, m.request_steps, m.tokens_decoded, m.content_tokens};
+    for (size_t i = 0; i < TS_ARRAY_LEN(ints1); i++)
+        sqlite3_bind_int64(st, k++, ints1[i]);
+    double reals[] = {(double)m.makespan_ns * 1e-9, m.throughput_tok_s, m.content_tok_s, m.req_s,
+                      m.lat_mean_s, m.lat_p50_s, m.lat_p90_s, m.lat_p99_s, m.lat_std_s, m.lat_span_s,
+                      m.ttfb_mean_s, m.queue_mean_s, m.mean_q_per_step, m.mean_segs_per_step};
+    for (size_t i = 0; i < TS_ARRAY_LEN(reals); i++)
+        sqlite3_bind_double(st, k++, reals[i]);
+    int64_t ints2[] = {m.peak_mem_bytes, m.weight_bytes, m.kv_pool_bytes, m.act_reserved_bytes,
+                       m.capacity_bytes, m.static_batch, m.rows_processed, m.missed_decodes};
+    for (size_t i = 0; i < TS_ARRAY_LEN(ints2); i++)
+        sqlite3_bind_int64(st, k++, ints2[i]);
+    sqlite3_bind_double(st, k++, m.redundancy);
+    sqlite3_bind_int64(st, k++, m.num_stalls);
+    int rc = step_done(w, st);
+    sqlite3_finalize(st);
+    if (rc || prepare(w, "INSERT INTO out.op_breakdown VALUES(?,?,?)", &st))
+        return -1;
+    for (int op = 0; op < OP_COUNT && !rc; op++) {
+        sqlite3_bind_int64(st, 1, run_id);
+        sqlite3_bind_text(st, 2, cost_op_name((enum cost_op)op), -1, SQLITE_STATIC);
+        sqlite3_bind_double(st, 3, m.ops.op_s[op]);
+        rc = step_done(w, st);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+
+/* The run's transaction on `out`: its schema first in a transaction of its own, then WAL mode, then
+ * the run (so that a new database's header records WAL mode before the run's transaction starts,
+ * and a process killed inside it leaves a write-ahead log SQLite recovers and removes on the next
+ * open, rather than one a database that never recorded the mode would ignore and leave behind). */
+static int write_run(struct writer *w, const struct sim *s)
+{
+    if (sqlite3_exec(w->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return db_fail(w, "begin");
+    char *sch = db_schema_in("out");
+    const int ok = sqlite3_exec(w->db, sch, NULL, NULL, NULL) == SQLITE_OK;
+    free(sch);
+    if (!ok || db_upgrade(w->db, "out"))
+        return db_fail(w, "schema (is it a tessera database?)");
+    /* (a busy answer the busy handler does not cover, as when writers switch a database's journal
+     * mode at once, fails this try of the write, which db_out_commit makes again) */
+    if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(w->db,
+                     w->fresh ? "PRAGMA out.journal_mode=OFF; PRAGMA out.synchronous=OFF; BEGIN IMMEDIATE"
+                              : "PRAGMA out.journal_mode=WAL; PRAGMA out.synchronous=NORMAL; BEGIN IMMEDIATE",
+                     NULL, NULL, NULL) != SQLITE_OK)
+        return db_fail(w, "begin");
+    /* without --append or --replace, a database another writer gave a run since this one's pre-run
+     * check is refused too, as it would have been had it come first: whichever writers start
+     * together, exactly one lands its run and every other is refused */
+    if (w->mode == DB_NEW && !w->fresh) {
+        sqlite3_stmt *n = NULL;
+        int64_t runs = 0;
+        if (prepare(w, "SELECT count(*) FROM out.runs", &n))
+            return -1;
+        if (sqlite3_step(n) == SQLITE_ROW)
+            runs = sqlite3_column_int64(n, 0);
+        sqlite3_finalize(n);
+        if (runs > 0)
+            return ts_fail(w->err, "%s: holds %lld runs already, written by another tessera since this one began; "
+                           "--append adds this one beside them, --replace replaces them", w->path,
+                           (long long)runs);
+    }
+    if (w->mode == DB_REPLACE &&
+        sqlite3_exec(w->db, "DELETE FROM out.runs; DELETE FROM out.requests; DELETE FROM out.step_runs; "
+                            "DELETE FROM out.segment_runs; DELETE FROM out.summary; DELETE FROM out.op_breakdown;",
+                     NULL, NULL, NULL) != SQLITE_OK)
+        return db_fail(w, "replacing the runs");
+    sqlite3_stmt *st;
+    if (prepare(w, "INSERT INTO out.runs(created, code_version, seed, config_json) VALUES(?,?,?,?)", &st))
+        return -1;
+    /* created to the nanosecond: with the code version, seed and configuration, the run's identity
+     * (db merge leaves out a run its output holds already) */
+    char created[48], secs[32];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct tm tm;
+    gmtime_r(&now.tv_sec, &tm);
+    strftime(secs, sizeof secs, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(created, sizeof created, "%s.%09ldZ", secs, (long)now.tv_nsec);
+    char *cfg = sim_config_to_json(&s->cfg);
+    sqlite3_bind_text(st, 1, created, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, s->code_version, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, (int64_t)s->cfg.seed);
+    sqlite3_bind_text(st, 4, cfg, -1, SQLITE_TRANSIENT);
+    int rc = step_done(w, st);
+    sqlite3_finalize(st);
+    free(cfg);
+    if (rc)
+        return -1;
+    const int64_t run_id = sqlite3_last_insert_rowid(w->db);
+    if (write_requests(w, s, run_id) || copy_spilled(w, run_id))
+        return -1;
+    if (write_summary(w, s, run_id))
+        return -1;
+    if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        return db_fail(w, "commit");
+    return 0;
+}
+
+
+/* SIGINT and SIGTERM while a run is written: the transaction is interrupted and rolled back, the
+ * database closed, and then the signal is taken as it would have been. Once the run is committed,
+ * either ends the process with status 0, the run being in the database (a signal that came during
+ * the write but after its commit too): the exit status says whether the run was kept. */
+static sqlite3 *volatile writing;
+static volatile sig_atomic_t caught;
+
+static void on_signal(int sig)
+{
+    caught = sig;
+    if (writing)
+        sqlite3_interrupt(writing);
+}
+
+/* set while the committed database is switched to rollback-journal mode: a signal then waits for
+ * the switch (ended halfway, it would leave a journal beside the database) */
+static volatile sig_atomic_t leaving, pending;
+
+static void on_signal_saved(int sig)
+{
+    static const char msg[] = "tessera: interrupted; the run was saved to its database already\n";
+    if (leaving) {
+        pending = sig;
+        return;
+    }
+    ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)n;
+    _exit(0);
+}
+
+struct db_out {
+    sqlite3 *db; /* an empty database in memory, the output attached to it as `out` at commit */
+    struct writer w;
+    struct seg_runs runs; /* the segments' open runs, between flushes */
+    char path[CFG_PATH];
+    bool fd_vfs;    /* its connection opens files by the VFS db_fd_vfs registers */
+    bool in_wal; /* the run went into an existing database, in WAL mode: closing leaves it in
+                  * rollback-journal mode (a new database is made so) */
+};
+
+int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct ts_err *err)
+{
+    struct db_out *o = xcalloc(1, sizeof *o);
+    snprintf(o->path, sizeof o->path, "%s", path);
+    /* the connection the output is attached to at commit: its own database holds nothing (the step
+     * rows wait in the spill files), so it is an empty one in memory; no mutexes (one thread uses it) */
+    o->fd_vfs = db_fd_vfs() == 0;
+    if (sqlite3_open_v2(":memory:", &o->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        o->fd_vfs ? "tessera-fd" : NULL) != SQLITE_OK) {
+        ts_fail(err, "%s: cannot open the run's connection: %s", path, o->db ? sqlite3_errmsg(o->db) : "?");
+        db_out_close(o);
+        return -1;
+    }
+    sqlite3_busy_timeout(o->db, DB_BUSY_MS);
+    o->w = (struct writer){.db = o->db, .err = err, .path = o->path, .mode = mode, .steps = tmpfile(), .segs = tmpfile()};
+    if (!o->w.steps || !o->w.segs) {
+        ts_fail(err, "%s: cannot make the temporary files the step rows spill into: %s", path, strerror(errno));
+        db_out_close(o);
+        return -1;
+    }
+    *out = o;
+    return 0;
+}
+
+/* The step rows in memory into runs, spilled as they close; with drop (a streaming run) they are
+ * then dropped from memory, else kept (the run stays whole in memory for whoever reads it after). */
+static int spill_steps(struct db_out *o, struct sim *s, bool drop, bool last, struct ts_err *err)
+{
+    o->w.err = err;
+    if (write_steps(&o->w, s, &o->runs, last))
+        return -1;
+    if (drop) {
+        s->steps_flushed += (int64_t)s->num_steps;
+        s->num_steps = s->num_segs = 0;
+    }
+    return 0;
+}
+
+/* the simulator's step sink (sim_internal.h): a streaming run's steps handed over and dropped */
+static int flush_steps(void *o, struct sim *s, struct ts_err *err) { return spill_steps(o, s, true, false, err); }
+
+void sim_stream_steps(struct sim *s, struct db_out *out)
+{
+    s->flush_steps = flush_steps;
+    s->flush_ctx = out;
+}
+
+/* The run written into `name` attached as `out`, in its transaction (rolled back if it fails), the
+ * output detached again; *again says whether the failure was another writer's doing, so that a
+ * new try may succeed. */
+static int attach_write(struct db_out *o, const struct sim *s, const char *name, bool *again)
+{
+    sqlite3_stmt *at = NULL;
+    bool attached = sqlite3_prepare_v2(o->db, "ATTACH ? AS out", -1, &at, NULL) == SQLITE_OK;
+    sqlite3_bind_text(at, 1, name, -1, SQLITE_STATIC);
+    attached = attached && sqlite3_step(at) == SQLITE_DONE;
+    sqlite3_finalize(at);
+    char why[320];
+    const int rc = attached ? write_run(&o->w, s)
+                            : ts_fail(o->w.err, "%s: cannot open database: %s", o->path, db_why(o->db, why, sizeof why));
+    *again = rc && db_transient(o->db);
+    if (rc)
+        sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
+    if (attached)
+        sqlite3_exec(o->db, "DETACH out", NULL, NULL, NULL);
+    return rc;
+}
+
+/* A run into a database that does not exist yet: the whole database, this run in it, written into
+ * an unnamed file of its folder with no journal (nothing else can see it) and linked under its name
+ * once complete, in rollback-journal mode; no write-ahead log is written and checkpointed.
+ * 0 when linked, -1 on a failure, 1 when this way is closed (another writer's database is there
+ * by now, or the folder has no unnamed files or no /proc to link one by): then the run goes the
+ * way of an existing database. */
+static int write_fresh(struct db_out *o, const struct sim *s)
+{
+    const int fd = o->fd_vfs ? db_unnamed_beside(o->path) : -1;
+    if (fd < 0)
+        return 1;
+    char name[64];
+    snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
+    bool again;
+    o->w.fresh = true;
+    /* (its header stays in rollback-journal mode, as every database is left: no switch to make after
+     * the link, which a process killed then would leave a journal of) */
+    int rc = db_lay_out(fd, o->path, false, o->w.err) || attach_write(o, s, name, &again) ? -1 : 0;
+    o->w.fresh = false;
+    if (rc == 0)
+        rc = db_link_whole(fd, o->path, o->w.err);
+    close(fd);
+    return rc;
+}
+
+/* One try at writing the run (see attach_write): into a new database whole where it can be, else
+ * (another writer's database there by now, or no unnamed files) as into an existing one. A new
+ * database's write that failed is not tried the other way: what failed it (a full disk) would leave
+ * a database of the schema alone under its name. */
+static int try_write(struct db_out *o, const struct sim *s, bool *again)
+{
+    *again = false;
+    const int fresh = write_fresh(o, s);
+    if (fresh <= 0 || caught)
+        return fresh ? -1 : 0;
+    if (db_create_whole(o->path, o->w.err))
+        return -1;
+    const int rc = attach_write(o, s, o->path, again);
+    o->in_wal = rc == 0;
+    return rc;
+}
+
+int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
+{
+    if (!s->cfg.no_steps && spill_steps(o, s, s->flush_ctx == o, true, err)) /* the steps still in memory */
+        return -1;
+    o->w.err = err;
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    caught = 0;
+    writing = o->db;
+    sigaction(SIGINT, NULL, &old_int); /* a signal the process ignores stays ignored */
+    sigaction(SIGTERM, NULL, &old_term);
+    if (old_int.sa_handler != SIG_IGN)
+        sigaction(SIGINT, &sa, NULL);
+    if (old_term.sa_handler != SIG_IGN)
+        sigaction(SIGTERM, &sa, NULL);
+    /* what another writer's work fails is tried again, the whole run each time, after a pause that
+     * differs between processes (so that writers failing together do not try again together) */
+    int rc;
+    bool again;
+    for (int waited = 0; (rc = try_write(o, s, &again)) && again && waited < DB_BUSY_MS;) {
+        const int pause = 10 + (int)(((unsigned)getpid() * 7919u + (unsigned)waited) % 40u);
+        sqlite3_sleep(pause);
+        waited += pause;
+        if (caught) /* a signal in the pause: no new try */
+            break;
+    }
+    writing = NULL;
+    if (rc == 0) { /* committed: from here a signal ends the process as a success */
+        struct sigaction saved = {.sa_handler = on_signal_saved};
+        sigemptyset(&saved.sa_mask);
+        if (old_int.sa_handler != SIG_IGN)
+            sigaction(SIGINT, &saved, NULL);
+        if (old_term.sa_handler != SIG_IGN)
+            sigaction(SIGTERM, &saved, NULL);
+        if (caught)
+            on_signal_saved(caught);
+        /* fault injection for the tests: a SIGINT the moment the run is committed */
+        if (getenv("TESSERA_FAULT") && strcmp(getenv("TESSERA_FAULT"), "sigint-after-commit") == 0)
+            raise(SIGINT);
+        return 0;
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (caught) { /* nothing of the run was kept: close, then take the signal as it would have been */
+        sqlite3_close(o->db);
+        o->db = NULL;
+        raise(caught);
+    }
+    return rc;
+}
+
+/* A database written, left in rollback-journal mode where no other connection has it open (read-only
+ * media can then read it, which a WAL database's header forbids); a writer at work keeps WAL, and the
+ * last to finish leaves it. */
+void db_leave_rollback(const char *path)
+{
+    sqlite3 *db = NULL;
+    leaving = 1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
+        sqlite3_exec(db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL); /* busy elsewhere: stays WAL */
+    sqlite3_close(db);
+    leaving = 0;
+    if (pending)
+        on_signal_saved(pending);
+}
+
+void db_out_close(struct db_out *o)
+{
+    if (!o)
+        return;
+    sqlite3_close(o->db);
+    if (o->in_wal)
+        db_leave_rollback(o->path);
+    if (o->w.steps)
+        fclose(o->w.steps);
+    if (o->w.segs)
+        fclose(o->w.segs);
+    free(o->runs.v);
+    free(o->runs.at.key), free(o->runs.at.val);
+    free(o);
+}
+
+int sim_write_db(struct sim *s, const char *path, enum db_mode mode, struct ts_err *err)
+{
+    struct db_out *o;
+    if (db_out_open(path, mode, &o, err))
+        return -1;
+    int rc = db_out_commit(o, s, err);
+    db_out_close(o);
+    return rc;
+}
