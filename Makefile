@@ -236,8 +236,8 @@ bench-sim: $(BUILD)/tessera
 # torch.compile's steps when COMPILE=path/to/torch_compile_step.py: torch_compile.jsonl)
 check-gpu: all
 	./$(BUILD)/tessera engine check
-	TESSERA_KERNELS=portable ./$(BUILD)/tessera engine check
-	TESSERA_SELECT=layer ./$(BUILD)/tessera engine check --only select
+	./$(BUILD)/tessera engine check --kernels portable
+	./$(BUILD)/tessera engine check --select-at layer --only select
 	bash tests/live_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/lmax_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/profile_gpu_test.sh ./$(BUILD)/tessera

@@ -25,9 +25,10 @@ model=${2:-llada-8b}
 bin=${TESSERA:-build/tessera}
 impl=${IMPL:-tessera}
 root=$(cd "$(dirname "$0")/.." && pwd)
-[ "$impl" = tessera-fused ] && export TESSERA_FFN=fused
+ffn=split
+[ "$impl" = tessera-fused ] && ffn=fused
 mkdir -p "$out"
-export TESSERA_GEMM_CACHE="$out/gemm-algos.db"
+eng=(--gemm-cache "$out/gemm-algos.db" --ffn "$ffn") # every engine command's: one algorithm cache, the FFN
 step() { echo "calibrate: [$1/7] $2" >&2; }
 die() { echo "calibrate: $*" >&2; exit 1; }
 [ -x "$bin" ] || die "no $bin (build it with make: the engine needs nvcc)"
@@ -43,7 +44,7 @@ if [ -n "$gpu" ]; then
 else
     gpu=$(echo "$name" | tr 'A-Z' 'a-z' | sed 's/nvidia //; s/[^a-z0-9]\+/-/g; s/-$//')
     step 1 "GPU: $name ($mem_mib MiB): not in tessera's table; measuring its ceilings as entry $gpu"
-    "$bin" engine bench --model "$model" --only gemm >"$out/ceilings.txt" 2>&1 || die "engine bench failed ($out/ceilings.txt)"
+    "$bin" engine bench "${eng[@]}" --model "$model" --only gemm >"$out/ceilings.txt" 2>&1 || die "engine bench failed ($out/ceilings.txt)"
     read -r tflops tbs < <(awk '/^ceilings:/ { for (i = 1; i <= NF; i++) { if ($i == "TFLOP/s,") t = $(i-1); if ($i == "TB/s") b = $(i-1) } }
         END { print t, b }' "$out/ceilings.txt")
     [ -n "$tflops" ] && [ -n "$tbs" ] || die "no ceilings in $out/ceilings.txt"
@@ -55,7 +56,7 @@ fi
 # 2-3. the engine's profile, fitted
 step 2 "profiling $model on the engine ($impl), the whole grid: a few minutes"
 rm -f "$out/profile.db"
-"$bin" engine profile --model "$model" --db "$out/profile.db" --reps "${REPS:-2}" >"$out/profile.txt" 2>&1 ||
+"$bin" engine profile "${eng[@]}" --model "$model" --db "$out/profile.db" --reps "${REPS:-2}" >"$out/profile.txt" 2>&1 ||
     die "engine profile failed ($out/profile.txt)"
 calib="$out/$gpu-$model-$impl.csv"
 step 3 "fitting the profile: $calib"
@@ -91,7 +92,7 @@ rm -f "$out/heldout.db"
 "$bin" sim --model "$model" --gpu "$gpu" "${gpu_opts[@]}" --impl "$impl" --requests 16 --rps 4 --gen-len 128 \
     --lengths lognormal:6.5,0.6,5.0,0.6 --seed 11 --db "$out/heldout.db" --quiet --no-progress >/dev/null ||
     die "the held-out simulation failed"
-"$bin" engine replay --db "$out/heldout.db" >"$out/replay.txt" 2>&1 || die "engine replay failed ($out/replay.txt)"
+"$bin" engine replay "${eng[@]}" --db "$out/heldout.db" >"$out/replay.txt" 2>&1 || die "engine replay failed ($out/replay.txt)"
 "$bin" calib eval --db "$out/heldout.db" --calib "$calib" --extrapolate >"$out/eval.txt" 2>&1 ||
     die "calib eval failed ($out/eval.txt)"
 
@@ -99,7 +100,7 @@ rm -f "$out/heldout.db"
 # (the GEMM rate the card held in the same bench gives each step's load)
 step 6 "the card's clock under its power limit: eight steps, each from a cool card (about a minute)"
 clock_line=
-if "$bin" engine bench --model "$model" --only clock --warm-s 1.5 --warm-trace "$out/warm.csv" \
+if "$bin" engine bench "${eng[@]}" --model "$model" --only clock --warm-s 1.5 --warm-trace "$out/warm.csv" \
         >"$out/clock-bench.txt" 2>&1; then
     held=$(awk '/held back to back/ { for (i = 2; i <= NF; i++) if ($i == "TFLOP/s") { print $(i - 1); exit } }' \
         "$out/clock-bench.txt")

@@ -20,6 +20,7 @@
 
 #include "eng_plan.h"
 #include "eng_unmask.h"
+#include "eng_choices.h"
 #include "model.h"
 #include "step_desc.h"
 #include "util.h"
@@ -44,12 +45,11 @@ struct eng_opts {
     bool hard_limit;       /* make mem_limit real: the rest of the device is held by a ballast */
     int32_t run_layers;    /* layers executed (0 = all); the plan and the weights stay the model's */
     bool no_tune;          /* never time GEMM algorithms (they need scratch memory outside the plan) */
-    const char *gemm_cache; /* GEMM algorithm cache file (eng_algos.h), or NULL; the default is
-                             * $TESSERA_GEMM_CACHE */
+    const char *gemm_cache; /* GEMM algorithm cache file (eng_algos.h), or NULL (eng_choices) */
     int32_t attention;     /* k_attn_args.impl: 0 the mma.sync attention kernel, 1 the wgmma kernel
                             * where it runs, 2 (the default) each segment on the one its query length
-                            * calls for (k_attn_args.impl); $TESSERA_ATTENTION = mma, wgmma or auto
-                            * sets it */
+                            * calls for (k_attn_args.impl); --attention mma, wgmma or auto
+                            * (eng_choices) */
     int32_t ffn;           /* the FFN's gate/up GEMM and SwiGLU: 0 (the default) split, a cuBLASLt
                             * GEMM writing [rows, 2F] and k_swiglu reading it back; 1 fused,
                             * k_gemm_swiglu (SwiGLU in the GEMM's epilogue) where it runs (an
@@ -57,16 +57,16 @@ struct eng_opts {
                             * 2 auto, fused where it runs and k_gemm_swiglu_auto says it pays for
                             * a full FFN chunk's rows (every chunk of the step then fuses, its plan
                             * without the gate|up buffer: og_shape.fused_ffn). The profile times a
-                            * fused FFN as its gate_up op. $TESSERA_FFN = split, fused or auto */
+                            * fused FFN as its gate_up op. --ffn split, fused or auto */
     int32_t routing;       /* a mixture of experts' choice of experts: 0 auto (the default), balanced
                             * on random weights and the router's on a checkpoint; 1 the router's
                             * top k; 2 balanced: each row's k experts drawn uniformly by a hash of
                             * its row and layer (k_moe_route), the work a load-balanced router
-                            * gives, whatever the weights. $TESSERA_ROUTING = auto, router or
+                            * gives, whatever the weights. --routing auto, router or
                             * balanced */
     int32_t select_at;     /* where a step's sparse selections run: 0 (the default) after its last
                             * layer, from each layer's mean queries kept after its attention; 1 after
-                            * each layer's attention (for comparison). $TESSERA_SELECT = end or layer */
+                            * each layer's attention (for comparison). --select-at end or layer */
     bool trace_selection;  /* keep every layer's kept keys of a step's sparse selections, for
                             * eng_selection, and its picked rows, for eng_picks (checks: the
                             * reference then keeps and picks the same) */
@@ -99,6 +99,8 @@ struct eng_opts {
 /* graph replays are timed for at least this long, and at least the rounds asked for */
 #define ENG_TIMED_S 1.0
 
+/* Sets the process's choices (eng_choices.h): every eng_opts made after starts from them. */
+void eng_set_choices(const struct eng_choices *c);
 void eng_opts_defaults(struct eng_opts *o);
 
 struct eng_mem {
@@ -235,20 +237,8 @@ uint32_t eng_linear_ops(void);
 void eng_set_run_layers(struct eng *e, int32_t layers);
 /* The attention kernel of the steps that follow (eng_opts.attention). */
 void eng_set_attention(struct eng *e, int32_t impl);
-/* eng_opts.attention for a $TESSERA_ATTENTION value: "mma" 0, "wgmma" 1, "auto", empty or NULL 2;
- * -1 for anything else. */
-int32_t eng_attention_impl(const char *name);
 /* The FFN of the steps that follow (eng_opts.ffn). */
 void eng_set_ffn(struct eng *e, int32_t impl);
-/* eng_opts.ffn for a $TESSERA_FFN value: "split", empty or NULL 0, "fused" 1, "auto" 2; -1 for
- * anything else. */
-int32_t eng_ffn_impl(const char *name);
-/* eng_opts.routing for a $TESSERA_ROUTING value: "auto", empty or NULL 0, "router" 1, "balanced" 2;
- * -1 for anything else. */
-int32_t eng_routing_impl(const char *name);
-/* eng_opts.select_at for a $TESSERA_SELECT value: "end", empty or NULL 0, "layer" 1; -1 for anything
- * else. */
-int32_t eng_select_at(const char *name);
 /* Whether the engine's experts are chosen by balanced routing (eng_opts.routing resolved). */
 bool eng_routes_balanced(const struct eng *e);
 /* Whether the fused FFN kernel runs on this device for this model. */

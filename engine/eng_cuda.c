@@ -177,6 +177,16 @@ static void mark(struct eng *e, enum cost_op op)
     e->prof_op[e->prof_n++] = op;
 }
 
+/* the process's choices (eng_set_choices), which every eng_opts starts from */
+static struct eng_choices choices = {.attention = 2};
+
+void eng_set_choices(const struct eng_choices *c)
+{
+    choices = *c;
+    k_set_portable(c->portable);
+    eng_gemm_set_algos(c->gemm_algos);
+}
+
 void eng_opts_defaults(struct eng_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -188,32 +198,11 @@ void eng_opts_defaults(struct eng_opts *o)
     o->tp_size = 1;
     o->planner = "first-fit";
     o->warm_s = ENG_WARM_S;
-    const char *att = getenv("TESSERA_ATTENTION");
-    o->attention = eng_attention_impl(att);
-    if (o->attention < 0) {
-        fprintf(stderr, "tessera: TESSERA_ATTENTION=%s is not mma, wgmma or auto; using auto\n", att);
-        o->attention = 2;
-    }
-    const char *ffn = getenv("TESSERA_FFN");
-    o->ffn = eng_ffn_impl(ffn);
-    if (o->ffn < 0) {
-        fprintf(stderr, "tessera: TESSERA_FFN=%s is not split, fused or auto; using split\n", ffn);
-        o->ffn = 0;
-    }
-    const char *routing = getenv("TESSERA_ROUTING");
-    o->routing = eng_routing_impl(routing);
-    if (o->routing < 0) {
-        fprintf(stderr, "tessera: TESSERA_ROUTING=%s is not auto, router or balanced; using auto\n", routing);
-        o->routing = 0;
-    }
-    const char *sel = getenv("TESSERA_SELECT");
-    o->select_at = eng_select_at(sel);
-    if (o->select_at < 0) {
-        fprintf(stderr, "tessera: TESSERA_SELECT=%s is not end or layer; using end\n", sel);
-        o->select_at = 0;
-    }
-    const char *cache = getenv("TESSERA_GEMM_CACHE");
-    o->gemm_cache = cache && *cache ? cache : NULL;
+    o->attention = choices.attention;
+    o->ffn = choices.ffn;
+    o->routing = choices.routing;
+    o->select_at = choices.select_at;
+    o->gemm_cache = choices.gemm_cache;
 }
 
 const char *eng_device_name(const struct eng *e) { return e->device; }
@@ -282,43 +271,10 @@ uint32_t eng_linear_ops(void)
 
 void eng_set_run_layers(struct eng *e, int32_t layers) { e->o.run_layers = TS_MAX(0, layers); }
 void eng_set_attention(struct eng *e, int32_t impl) { e->o.attention = impl >= 0 && impl <= 2 ? impl : 2; }
-
-/* The index of name among n names; dflt for NULL or empty, -1 for anything else. */
-static int32_t name_index(const char *name, const char *const *names, int32_t n, int32_t dflt)
-{
-    if (!name || !*name)
-        return dflt;
-    for (int32_t i = 0; i < n; i++)
-        if (strcmp(name, names[i]) == 0)
-            return i;
-    return -1;
-}
-
-int32_t eng_attention_impl(const char *name)
-{
-    static const char *const names[] = {"mma", "wgmma", "auto"};
-    return name_index(name, names, 3, 2);
-}
-
 void eng_set_ffn(struct eng *e, int32_t impl) { e->o.ffn = impl >= 0 && impl <= 2 ? impl : 0; }
 
-int32_t eng_ffn_impl(const char *name)
-{
-    static const char *const names[] = {"split", "fused", "auto"};
-    return name_index(name, names, 3, 0);
-}
 
-int32_t eng_routing_impl(const char *name)
-{
-    static const char *const names[] = {"auto", "router", "balanced"};
-    return name_index(name, names, 3, 0);
-}
 
-int32_t eng_select_at(const char *name)
-{
-    static const char *const names[] = {"end", "layer"};
-    return name_index(name, names, 2, 0);
-}
 
 bool eng_routes_balanced(const struct eng *e) { return e->o.routing == 2 || (e->o.routing == 0 && !e->o.weights); }
 

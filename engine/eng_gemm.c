@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_ALGOS 128 /* the most candidates TESSERA_GEMM_ALGOS may ask for */
+#define MAX_ALGOS 128 /* the most candidates --gemm-algos may ask for */
 #define DEF_ALGOS 16
 #define TUNE_REPS 5
 /* A later candidate must beat the best so far by this fraction: candidates within the timing noise
@@ -100,21 +100,12 @@ static int describe(struct eng_gemm *g, struct shape *s, struct ts_err *err)
     return 0;
 }
 
-/* How many of cuBLASLt's candidates a shape's tuning times: TESSERA_GEMM_ALGOS (1 to MAX_ALGOS), or
- * DEF_ALGOS; read once. */
-static int algos_asked(void)
-{
-    static int n = 0;
-    if (!n) {
-        const char *v = getenv("TESSERA_GEMM_ALGOS");
-        char *end = NULL;
-        const long x = v ? strtol(v, &end, 10) : 0;
-        n = v && end != v && !*end && x >= 1 && x <= MAX_ALGOS ? (int)x : DEF_ALGOS;
-        if (v && n != x)
-            fprintf(stderr, "tessera: TESSERA_GEMM_ALGOS=%s is not a count from 1 to %d; timing %d\n", v, MAX_ALGOS, n);
-    }
-    return n;
-}
+static int algos = DEF_ALGOS; /* eng_gemm_set_algos */
+
+void eng_gemm_set_algos(int n) { algos = n >= 1 && n <= MAX_ALGOS ? n : DEF_ALGOS; }
+
+/* How many of cuBLASLt's candidates a shape's tuning times. */
+static int algos_asked(void) { return algos; }
 
 static int candidates(struct eng_gemm *g, struct shape *s, cublasLtMatmulHeuristicResult_t *res,
                       int *n, struct ts_err *err)

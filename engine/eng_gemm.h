@@ -35,6 +35,9 @@ bool eng_gemm_is_tuned(const struct eng_gemm *g, int M, int N, int K, float beta
 int eng_gemm_use_cache(struct eng_gemm *g, const char *path, const char *device, struct ts_err *err);
 /* How many shapes this process has met so far (a step that met a new one is not a clean timing). */
 int eng_gemm_shape_count(const struct eng_gemm *g);
+/* How many of cuBLASLt's candidate algorithms a new GEMM shape's tuning times, 1 to 128 (else the
+ * default, 16); for every GEMM of the process from then on. */
+void eng_gemm_set_algos(int n);
 /* Shapes tuned so far and the speed-up of the chosen algorithm over the heuristic's first. */
 void eng_gemm_report(const struct eng_gemm *g, FILE *out);
 

@@ -23,7 +23,7 @@
 #             steps benched beside the dense ones they replace (16 x 32 over 8,192 cached keys, and
 #             over the 4,096 of r = 0.5 and 2,048 of r = 0.25)
 #   select    the sparse selection after the step's last layer against after each layer's attention
-#             (TESSERA_SELECT=layer): engine check --only select on both kernel paths and with the
+#             (--select-at layer): engine check --only select on both kernel paths and with the
 #             selection after each layer; the select grid of
 #             SELECT_MODELS (default llada-8b) profiled SELECT_RUNS times (default 2) each way,
 #             alternating, on this machine start (OUT/select-end-M-N.db, OUT/select-layer-M-N.db),
@@ -60,6 +60,7 @@ parts=${*:-check}
 export PATH=$PATH:/usr/local/cuda/bin
 b=build/gpu
 mk=(make --no-print-directory BUILD=$b ${DEPS:+DEPS=$DEPS})
+gcache=() # a part's engine commands share one GEMM algorithm cache: --gemm-cache FILE
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv | tee "$out/gpu.txt"
 "${mk[@]}" -j16 all >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
@@ -68,7 +69,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit -
 check_both() {
     local t=./$b/tessera
     $t engine check --only "$1" >"$2/check-$1.txt" 2>&1 || { cat "$2/check-$1.txt"; return 1; }
-    TESSERA_KERNELS=portable $t engine check --only "$1" >"$2/check-$1-portable.txt" 2>&1 ||
+    $t engine check --kernels portable --only "$1" >"$2/check-$1-portable.txt" 2>&1 ||
         { cat "$2/check-$1-portable.txt"; return 1; }
     tail -n 1 "$2/check-$1.txt" "$2/check-$1-portable.txt"
 }
@@ -76,8 +77,8 @@ check_both() {
 # the sparse part (see the header)
 sparse_part() {
     local o=$1 t=./$b/tessera
-    export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
-    $t engine profile --db "$o/profile.db" --grid all --reps 2 >"$o/profile.txt" 2>&1 || return 1
+    gcache=(--gemm-cache "$o/gemm-algos.db")
+    $t engine profile "${gcache[@]}" --db "$o/profile.db" --grid all --reps 2 >"$o/profile.txt" 2>&1 || return 1
     tail -1 "$o/profile.txt"
     $t calib import "$o/profile.db" --gpu h200 --out "$o/h200-llada-8b-tessera.csv" || return 1
     python3 -c 'import sqlite3, sys
@@ -92,7 +93,7 @@ for r in sqlite3.connect(sys.argv[1]).execute("SELECT segs, q, keep, sel_heads, 
             >"$o/live-sparse-$sel.txt" 2>&1 || return 1
         grep -E "live|throughput" "$o/live-sparse-$sel.txt"
     done
-    $t engine bench --only steps --step 16,32,8192,32 --step 16,32,4096,32 --step 16,32,2048,32 \
+    $t engine bench "${gcache[@]}" --only steps --step 16,32,8192,32 --step 16,32,4096,32 --step 16,32,2048,32 \
         --json "$o/bench-sparse.jsonl" >"$o/bench-sparse.txt" 2>&1 || return 1
     tail -30 "$o/bench-sparse.txt"
 }
@@ -100,15 +101,15 @@ for r in sqlite3.connect(sys.argv[1]).execute("SELECT segs, q, keep, sel_heads, 
 # the selection part (see the header)
 select_part() {
     local o=$1 t=./$b/tessera m k how
-    export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
+    gcache=(--gemm-cache "$o/gemm-algos.db")
     check_both select "$o" || return 1
-    TESSERA_SELECT=layer $t engine check --only select >"$o/check-select-layer.txt" 2>&1 ||
+    $t engine check "${gcache[@]}" --select-at layer --only select >"$o/check-select-layer.txt" 2>&1 ||
         { cat "$o/check-select-layer.txt"; return 1; }
     tail -n 1 "$o/check-select-layer.txt"
     for m in ${SELECT_MODELS:-llada-8b}; do
         for ((k = 1; k <= ${SELECT_RUNS:-2}; k++)); do
             for how in end layer; do
-                env $([ $how = layer ] && echo TESSERA_SELECT=layer) $t engine profile --model "$m" --grid select \
+                $t engine profile "${gcache[@]}" --select-at $how --model "$m" --grid select \
                     --reps 2 --db "$o/select-$how-$m-$k.db" >"$o/profile-select-$how-$m-$k.txt" 2>&1 ||
                     { cat "$o/profile-select-$how-$m-$k.txt"; return 1; }
             done
@@ -145,14 +146,14 @@ PY
 # the feature-cache part (see the header)
 fc_part() {
     local o=$1 t=./$b/tessera
-    export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
+    gcache=(--gemm-cache "$o/gemm-algos.db")
     check_both fc "$o" || return 1
     local args=${FC_ARGS:---requests 16 --rps 4 --gen-len 256 --lengths fixed:300,256}
-    $t sim --policy dllm-cache $args --cost calibrated --executor gpu --no-progress >"$o/live-fc.txt" 2>&1 ||
+    $t sim --policy dllm-cache $args --cost calibrated --executor gpu "${gcache[@]}" --no-progress >"$o/live-fc.txt" 2>&1 ||
         { cat "$o/live-fc.txt"; return 1; }
     grep -E "live|throughput|time by op" "$o/live-fc.txt"
     $t sim --policy dllm-cache $args --cost calibrated --no-progress --quiet --db "$o/sim-fc.db" >/dev/null || return 1
-    $t engine replay --db "$o/sim-fc.db" --ops >"$o/replay-fc.txt" 2>&1 || { cat "$o/replay-fc.txt"; return 1; }
+    $t engine replay "${gcache[@]}" --db "$o/sim-fc.db" --ops >"$o/replay-fc.txt" 2>&1 || { cat "$o/replay-fc.txt"; return 1; }
     tail -3 "$o/replay-fc.txt"
     python3 - "$o/sim-fc.db" >"$o/fc-fidelity.txt" <<'PY' || return 1
 import sqlite3, sys
@@ -181,17 +182,17 @@ PY
 # the eviction part (see the header)
 focus_part() {
     local o=$1 t=./$b/tessera model=${FOCUS_MODEL:-sdar-8b}
-    export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
+    gcache=(--gemm-cache "$o/gemm-algos.db")
     check_both focus "$o" || return 1
-    $t engine bench --only focus --model "$model" --json "$o/bench-focus.jsonl" >"$o/bench-focus.txt" 2>&1 ||
+    $t engine bench "${gcache[@]}" --only focus --model "$model" --json "$o/bench-focus.jsonl" >"$o/bench-focus.txt" 2>&1 ||
         { cat "$o/bench-focus.txt"; return 1; }
     grep -E "^(FOCUS's eviction|kept|all 32|[0-9]+ )" "$o/bench-focus.txt"
     local args=${FOCUS_ARGS:---requests 16 --rps 4 --gen-len 256 --lengths fixed:300,256 --cost calibrated}
-    $t sim --model "$model" --policy focus $args --executor gpu --no-progress >"$o/live-focus.txt" 2>&1 ||
+    $t sim --model "$model" --policy focus $args --executor gpu "${gcache[@]}" --no-progress >"$o/live-focus.txt" 2>&1 ||
         { cat "$o/live-focus.txt"; return 1; }
     grep -E "live|throughput|redundancy" "$o/live-focus.txt"
     $t sim --model "$model" --policy focus $args --no-progress --quiet --db "$o/sim-focus.db" >/dev/null || return 1
-    $t engine replay --db "$o/sim-focus.db" >"$o/replay-focus.txt" 2>&1 || { cat "$o/replay-focus.txt"; return 1; }
+    $t engine replay "${gcache[@]}" --db "$o/sim-focus.db" >"$o/replay-focus.txt" 2>&1 || { cat "$o/replay-focus.txt"; return 1; }
     tail -3 "$o/replay-focus.txt"
     python3 - "$o/sim-focus.db" >"$o/focus-fidelity.txt" <<'PY' || return 1
 import sqlite3, sys
@@ -215,42 +216,42 @@ PY
 # the mixture-of-experts part (see the header)
 moe_part() {
     local o=$1 t=./$b/tessera
-    export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
+    gcache=(--gemm-cache "$o/gemm-algos.db")
     check_both moe "$o" || return 1
     : >"$o/bench-moe.txt"
     for model in llada2.0-mini llada-moe-7b; do
-        $t engine bench --only steps --model $model --step 16,32,480,32 --step 16,512,0,512 \
+        $t engine bench "${gcache[@]}" --only steps --model $model --step 16,32,480,32 --step 16,512,0,512 \
             --json "$o/bench-moe.jsonl" >>"$o/bench-moe.txt" 2>&1 || { tail -20 "$o/bench-moe.txt"; return 1; }
     done
     grep -E "^engine|^step|eager" "$o/bench-moe.txt"
     local args="--requests 8 --rps 4 --gen-len 64 --lengths fixed:300,64 --cost roofline"
     for model in llada2.0-mini llada-moe-7b; do
-        $t sim --model $model $args --executor gpu --no-progress >"$o/live-moe-$model.txt" 2>&1 ||
+        $t sim --model $model $args --executor gpu "${gcache[@]}" --no-progress >"$o/live-moe-$model.txt" 2>&1 ||
             { cat "$o/live-moe-$model.txt"; return 1; }
         grep -E "live|throughput" "$o/live-moe-$model.txt"
     done
     $t sim --model llada2.0-mini $args --no-progress --quiet --db "$o/sim-moe.db" >/dev/null || return 1
-    $t engine replay --db "$o/sim-moe.db" --ops >"$o/replay-moe.txt" 2>&1 || { cat "$o/replay-moe.txt"; return 1; }
+    $t engine replay "${gcache[@]}" --db "$o/sim-moe.db" --ops >"$o/replay-moe.txt" 2>&1 || { cat "$o/replay-moe.txt"; return 1; }
     tail -3 "$o/replay-moe.txt"
 }
 
 # the tp part (see the header)
 tp_part() {
     local o=$1 t=./$b/tessera n=${TP_N:-2}
-    export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
+    gcache=(--gemm-cache "$o/gemm-algos.db")
     "${mk[@]}" check-gpu-tp TP=$n >"$o/check-tp.txt" 2>&1 || { cat "$o/check-tp.txt"; return 1; }
     grep -E "passed|live|throughput" "$o/check-tp.txt"
-    $t engine bench --tp $n --json "$o/bench-tp.jsonl" >"$o/bench-tp.txt" 2>&1 || { cat "$o/bench-tp.txt"; return 1; }
+    $t engine bench "${gcache[@]}" --tp $n --json "$o/bench-tp.jsonl" >"$o/bench-tp.txt" 2>&1 || { cat "$o/bench-tp.txt"; return 1; }
     cat "$o/bench-tp.txt"
     local args="--requests 8 --rps 8 --gen-len 64 --lengths fixed:512,64 --tp $n --cost calibrated --no-progress"
     $t sim $args --quiet --db "$o/sim-tp.db" >/dev/null || return 1
-    $t engine replay --db "$o/sim-tp.db" --tp $n >"$o/replay-tp.txt" 2>&1 || { cat "$o/replay-tp.txt"; return 1; }
+    $t engine replay "${gcache[@]}" --db "$o/sim-tp.db" --tp $n >"$o/replay-tp.txt" 2>&1 || { cat "$o/replay-tp.txt"; return 1; }
     tail -3 "$o/replay-tp.txt"
 }
 
 generate_part() {
     local o=$1 t=./$b/tessera spec
-    export TESSERA_GEMM_CACHE="$o/gemm-algos.db"
+    gcache=(--gemm-cache "$o/gemm-algos.db")
     check_both generate "$o" || return 1
     timeout "${SANITIZE_S:-900}" compute-sanitizer --tool memcheck --error-exitcode 3 $t engine check --only generate \
         >"$o/memcheck-generate.txt" 2>&1 || { tail -20 "$o/memcheck-generate.txt"; return 1; }
@@ -261,7 +262,7 @@ generate_part() {
         "llada-8b hierarchical:0.9,0.4 vicinity smooth"; do
         set -- $spec
         local f="$o/generate-$1-${2%%:*}-$3${4:+-$4}.txt"
-        $t engine generate --model "$1" --decoder "$2" --cache "$3" ${4:+--iter-smooth} \
+        $t engine generate "${gcache[@]}" --model "$1" --decoder "$2" --cache "$3" ${4:+--iter-smooth} \
             ${GEN_ARGS:---requests 16 --prompt-len 256 --gen-len 256} >"$f" 2>&1 || { cat "$f"; return 1; }
         cat "$f"
     done
@@ -289,15 +290,15 @@ sanitize_tool() {
     fi
     gc="$out/gemm-algos-sanitize.db"
     for k in "${!onlys[@]}"; do
-        TESSERA_GEMM_CACHE=$gc ./$b/tessera engine check ${onlys[$k]:+--only ${onlys[$k]}} >/dev/null 2>&1 ||
+        ./$b/tessera engine check --gemm-cache "$gc" ${onlys[$k]:+--only ${onlys[$k]}} >/dev/null 2>&1 ||
             { echo "$tool: engine check${onlys[$k]:+ --only ${onlys[$k]}} fails without the sanitizer" >&2; return 1; }
     done
     # processes side by side share the device: the device-wide free-memory check cannot tell theirs
     [ "$n" -gt 1 ] && export TESSERA_GPU_SHARED=1
     for k in "${!onlys[@]}"; do
         ( s0=$SECONDS
-          TESSERA_GEMM_CACHE=$gc timeout "${SANITIZE_S:-900}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
-              ./$b/tessera engine check ${onlys[$k]:+--only ${onlys[$k]}} >"$log.$k" 2>&1
+          timeout "${SANITIZE_S:-900}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
+              ./$b/tessera engine check --gemm-cache "$gc" ${onlys[$k]:+--only ${onlys[$k]}} >"$log.$k" 2>&1
           r=$?
           echo "exit status $r after $((SECONDS - s0)) s" >>"$log.$k"
           exit $r ) &

@@ -41,7 +41,7 @@
 # (its feature cache priced by the calibration's fc grid where it has one).
 #
 # IMPL=tessera-fused simulates that implementation profile and runs the engine's FFN fused
-# (TESSERA_FFN=fused for the profile; replays follow the run's implementation), so OUT's
+# (engine profile --ffn fused; replays follow the run's implementation), so OUT's
 # calibrations are of the fused engine.
 #
 # GPU=NAME names the GPU in tessera's table the machine has [h200]: the calibrations are imported
@@ -57,13 +57,14 @@ bin=${TESSERA:-build/gpu/tessera}
 impl=${IMPL:-tessera}
 gpu=${GPU:-h200}
 [ -x "$bin" ] || { echo "fidelity.sh: $bin not found: make BUILD=build/gpu, or set TESSERA" >&2; exit 2; }
-[ "$impl" = tessera-fused ] && export TESSERA_FFN=fused
+ffn=split
+[ "$impl" = tessera-fused ] && ffn=fused
 scratch=${SCRATCH:-$out/scratch}
 mkdir -p "$out" "$scratch"
 echo "model,policy,scheduler,rps,backend,steps,measured_s,mape_pct,p90_pct,total_pct" >"$out/fidelity.csv"
-export TESSERA_GEMM_CACHE="$out/gemm-algos.db"
-if [ -n "${CALIB_DIR:-}" ] && [ -f "$CALIB_DIR/gemm-algos.db" ] && [ ! -f "$TESSERA_GEMM_CACHE" ]; then
-    cp "$CALIB_DIR/gemm-algos.db" "$TESSERA_GEMM_CACHE" || exit 1
+gemm_cache="$out/gemm-algos.db"
+if [ -n "${CALIB_DIR:-}" ] && [ -f "$CALIB_DIR/gemm-algos.db" ] && [ ! -f "$gemm_cache" ]; then
+    cp "$CALIB_DIR/gemm-algos.db" "$gemm_cache" || exit 1
 fi
 measured=${MEASURED:-}
 if [ -n "$measured" ]; then
@@ -110,7 +111,7 @@ for model in $models; do
     fi
     if [ ! -f "$calib" ]; then
         rm -f "$scratch/profile-$model.db"
-        "$bin" engine profile --model "$model" --db "$scratch/profile-$model.db" --reps 2 \
+        "$bin" engine profile --gemm-cache "$gemm_cache" --ffn "$ffn" --model "$model" --db "$scratch/profile-$model.db" --reps 2 \
             ${WARM_MS:+--warm-ms "$WARM_MS"} | tail -1
         "$bin" calib import "$scratch/profile-$model.db" --gpu "$gpu" --out "$calib" || exit 1
     fi
@@ -130,7 +131,7 @@ for model in $models; do
                 if [ -n "$measured" ]; then
                     attach_measured "$db" "$tag" || continue
                 else
-                    "$bin" engine replay --db "$db" ${OPS:+--ops} >/dev/null || continue
+                    "$bin" engine replay --gemm-cache "$gemm_cache" --db "$db" ${OPS:+--ops} >/dev/null || continue
                 fi
                 "$bin" calib eval --db "$db" --calib "$calib" --extrapolate --clock "${CLOCK:-auto}" --csv "$scratch/steps-$tag.csv" |
                     awk -v m="$model" -v p="$policy" -v s="$sched" -v r="$rps" -v f="$out/fidelity.csv" '

@@ -1,7 +1,7 @@
 /*
  * attention_wgmma.cu: the attention of attention.cu on Hopper's warpgroup MMA (wgmma, sm_90a) for
  * head dim 128 without key splits: by default the segments of at least ATTN_LONG_Q query rows
- * (k_attn_args.impl = 2), or every segment (impl = 1, TESSERA_ATTENTION=wgmma).
+ * (k_attn_args.impl = 2), or every segment (impl = 1, --attention wgmma).
  *
  * A work item is 128 query rows of one head: the 64-row tiles q0 and q0 + 64 of the tile list.
  * Blocks are persistent, one an SM, taking items in turn, and warp-specialized as FlashAttention-3

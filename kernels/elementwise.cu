@@ -12,15 +12,11 @@ static int pdl_requested = 1, pdl_device = -1; /* -1: the device not asked yet *
 
 extern "C" void k_set_pdl(int on) { pdl_requested = on != 0; }
 
-extern "C" int k_portable(void)
-{
-    static int portable = -1;
-    if (portable < 0) {
-        const char *v = getenv("TESSERA_KERNELS");
-        portable = v && strcmp(v, "portable") == 0;
-    }
-    return portable;
-}
+static int portable = 0; /* k_set_portable */
+
+extern "C" void k_set_portable(int on) { portable = on != 0; }
+
+extern "C" int k_portable(void) { return portable; }
 
 int k_pdl_allowed(void)
 {

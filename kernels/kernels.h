@@ -21,10 +21,11 @@ extern "C" {
 typedef struct CUstream_st *k_stream;
 typedef uint16_t bf16_t;
 
-/* Whether the kernels run as on a GPU before Hopper (TESSERA_KERNELS=portable): no wgmma, TMA or
- * cluster kernels and no programmatic dependent launch, whatever the device; so that a Hopper card
- * tests the path an RTX 4090, L40S or A100 takes. Read once. */
+/* Whether the kernels run as on a GPU before Hopper (the engine's --kernels portable): no wgmma, TMA
+ * or cluster kernels and no programmatic dependent launch, whatever the device; so that a Hopper
+ * card tests the path an RTX 4090, L40S or A100 takes. Set before the first kernel runs. */
 int k_portable(void);
+void k_set_portable(int on);
 /* 0 when this build holds no code the current device can run (neither its SASS nor PTX it can JIT). */
 int k_has_image(void);
 

@@ -9,6 +9,7 @@
 
 #include "cost.h"
 #include "decode.h"
+#include "eng_choices.h"
 #include "opgraph.h"
 #include "parts.h"
 #include "planner.h"
@@ -57,8 +58,8 @@ static const char *planner_name(int i) { return planner_get(i) ? planner_get(i)-
 static const char *const eos_names[] = {[EOS_AUTO] = "auto", [EOS_BULK] = "bulk", [EOS_SCHEDULED] = "scheduled"};
 static const char *const layout_names[] = {[OG_LAYOUT_ENGINE] = "engine", [OG_LAYOUT_MOSAIC] = "mosaic"};
 
-static const char SYS[] = "system and model", DEN[] = "denoising", MEM[] = "scheduling and memory",
-                  WORK[] = "workload", OUT[] = "output";
+static const char SYS[] = "system and model", ENG[] = "the engine, with --executor gpu", DEN[] = "denoising",
+                  MEM[] = "scheduling and memory", WORK[] = "workload", OUT[] = "output";
 
 const struct cfg_option cfg_options[] = {
     /* system and model */
@@ -97,6 +98,21 @@ const struct cfg_option cfg_options[] = {
      .arg = "X", .group = SYS, .shown = "0 = all that is free", .help = "gpu: device memory the engine may use"},
     {"datadir", CFG_TEXT, FIELD(datadir), .def = TS_DATADIR, .arg = "DIR", .group = SYS,
      .shown = "$TESSERA_DATA, else sim/data", .help = "decode profiles, calibrations and clock fits"},
+    /* the engine, with --executor gpu (tessera engine --help says what each does) */
+    {"attention", CHOICE, FIELD(attention), .choices = eng_attention_names, .num_choices = 3, .def = "auto",
+     .group = ENG, .help = "the attention kernel"},
+    {"ffn", CHOICE, FIELD(ffn), .choices = eng_ffn_names, .num_choices = 3, .def = "split", .group = ENG,
+     .help = "the FFN's gate/up GEMM (--impl tessera-fused: fused)"},
+    {"routing", CHOICE, FIELD(routing), .choices = eng_routing_names, .num_choices = 3, .def = "auto", .group = ENG,
+     .help = "a mixture of experts' experts"},
+    {"select-at", CHOICE, FIELD(select_at), .choices = eng_select_names, .num_choices = 2, .def = "end", .group = ENG,
+     .help = "where sparse selections run"},
+    {"kernels", CHOICE, FIELD(kernels), .choices = eng_kernels_names, .num_choices = 2, .def = "device", .group = ENG,
+     .help = "portable: the kernels of a GPU before Hopper, whatever the device"},
+    {"gemm-algos", INT, FIELD(gemm_algos), .def = "16", .lo = 1, .hi = 128, .unit = "candidates", .arg = "N",
+     .group = ENG, .help = "cuBLASLt's candidates a new GEMM shape's tuning times"},
+    {"gemm-cache", CFG_TEXT, FIELD(gemm_cache), .def = "", .arg = "FILE", .group = ENG, .shown = "none",
+     .help = "the GEMM algorithms chosen, kept and shared (SQLite)"},
     /* denoising */
     {"policy", TEXT, FIELD(policy), .def = "dual", .arg = "NAME", .group = DEN, .names = policy_name,
      .help = "the denoising policy (tessera list policies):"},

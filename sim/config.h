@@ -54,6 +54,9 @@ struct sim_config {
     int32_t executor;          /* enum cfg_executor: model (the cost model's times) | gpu (live: the
                                 * engine runs each step) */
     double live_mem_gib;       /* gpu: device memory the engine may use; 0 = all that is free */
+    int32_t attention, ffn, routing, select_at, kernels; /* gpu: the engine's choices (eng_choices.h) */
+    int32_t gemm_algos;        /* gpu: cuBLASLt candidates a new GEMM shape's tuning times */
+    char gemm_cache[CFG_PATH]; /* gpu: the GEMM algorithm cache file ("" = none) */
     char datadir[CFG_PATH];    /* where decode_profiles.json lives */
 
     /* workload */

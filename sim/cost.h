@@ -30,7 +30,7 @@ struct impl_profile {
     int32_t softmax_copy_bytes; /* bytes per logit of the softmax copy it makes (0: none) */
     int64_t reserve_bytes;  /* device memory the implementation keeps for itself (context, workspaces) */
     bool fused_ffn;         /* dense FFNs: the gate/up GEMM computes SwiGLU in its epilogue (the
-                             * engine's TESSERA_FFN=fused): no act op, no [T, 2F] gate/up output */
+                             * engine's --ffn fused): no act op, no [T, 2F] gate/up output */
     char calib_base[32];    /* a profile derived from another whose calibration it prices with
                              * (that one's name; "" for its own) */
     char host_ref[256];     /* an eager implementation: the host profile (sim/data/hosts) its launch

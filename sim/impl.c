@@ -39,10 +39,10 @@
  *                softmax's copies beside the logits (float64: 16 bytes a logit; bf16: 2) priced as
  *                those bytes at the memory bandwidth beyond (or short of) torch-eager's fp32 8, and its
  *                loop's host issue time a forward as a multiple of the harness's.
- *   tessera-fused  tessera with the fused FFN (the engine's TESSERA_FFN=fused): the gate/up GEMM
+ *   tessera-fused  tessera with the fused FFN (the engine's --ffn fused): the gate/up GEMM
  *                computes SwiGLU in its epilogue, so there is no act kernel and no [T, 2F] gate/up
  *                output, in the activations (op graph) as in the bytes moved. Its calibrations:
- *                sim/data/calib/h200-*-tessera-fused.csv (engine profile, TESSERA_FFN=fused).
+ *                sim/data/calib/h200-*-tessera-fused.csv (engine profile --ffn fused).
  */
 #include "cost.h"
 
@@ -108,7 +108,7 @@ static const struct derived_impl {
      * block forward over the kept keys issues about as much as the harness's: 28.3 ms against 28.9;
      * its selection (modeling_llada.py filter_cache) one top-k over the batch a layer, no loop */
     {"torch-sparse-dllm", "torch-eager", 2, 0, 0.977, false, true, 0},
-    /* the engine's TESSERA_FFN=fused: SwiGLU in the gate/up GEMM's epilogue */
+    /* the engine's --ffn fused: SwiGLU in the gate/up GEMM's epilogue */
     {"tessera-fused", "tessera", -1, 0, 1.0, true, false, 0},
 };
 

@@ -541,7 +541,7 @@ json_check "$tmp/out" 'd["fused_ffn"] and d["theoretical_bytes"] == 8192 * 4096 
 expect 0 "mem lmax --fused-ffn" -- $bin mem lmax --mem-limit 24 --mask-ratio 0.02 --fused-ffn --json
 json_check "$tmp/out" 'd["lmax"] > 150000'
 expect 2 "mem lmax --live --fused-ffn" -- $bin mem lmax --live --fused-ffn
-contains "mem lmax --live --fused-ffn" "TESSERA_FFN"
+contains "mem lmax --live --fused-ffn" "plans its FFN split"
 expect 1 "mem plan over budget" -- $bin mem plan --tokens 65536 --budget-gib 1 --chunking lazy
 contains "mem plan over budget" "does not fit"
 expect 0 "mem lmax" -- $bin mem lmax --gpu rtx4090 --planner first-fit --mask-ratio 0.5 --chunking lazy

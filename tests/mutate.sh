@@ -88,7 +88,7 @@ mutations=(
     "fc grid's partial updates without their logits twin|engine/eng_grid.c|.logit_rows = 1, .fc_rows = rows, .probe = G|.logit_rows = 0, .fc_rows = rows, .probe = G|check_eng_grid"
     "dLLM-Cache's steps feed the token curves|sim/calib_fit.c|op != OP_NORM) && d->rows[i].fc_rows == 0) {|op != OP_NORM)) {|check_calib"
     "the token curves leave out the steps with logits|sim/calib_fit.c|op != OP_NORM) && d->rows[i].fc_rows == 0) {|op == OP_NORM) && d->rows[i].fc_rows == 0) {|check_calib"
-    "a mixed step's Refresh runs the blocks' rows|sim/calib_data.c|return r->q_long > 0 && i == r->segs - 1 ? r->q_long : r->q;|return r->q;|check_calib"
+    "a mixed step's Refresh runs the blocks' rows|sim/core/step_desc.c|return p->q_long > 0 && s == p->segs - 1 ? p->q_long : p->q;|return p->q;|check_calib"
     "carried rows skip their cached outputs|engine/eng_ref.c|            for (int k = 0; k < h; k++)\n                xr[k] += cr[k];|            for (int k = 0; k < h && j >= 0; k++)\n                xr[k] += cr[k];|check_eng_ref"
     "the value check keeps the most similar rows|engine/eng_ref.c|sc[i] = (struct scored){isnan(s) ? INFINITY : -(float)s, i};|sc[i] = (struct scored){isnan(s) ? INFINITY : (float)s, i};|check_eng_ref"
     "probing segments compute their last rows|engine/eng_plan.c|            const int32_t pos = i < fixed ? off + i : kvn + i;|            const int32_t pos = kvn + i;|check_eng_plan"

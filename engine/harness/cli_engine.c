@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config.h"
 #include "eng_bench.h"
 #include "eng.h"
 #include "eng_check.h"
@@ -48,6 +49,67 @@ static void profile_usage(FILE *f)
 "       those steps instead of the grid, each step's last sequence over KV_LONG cached keys\n"
 "       instead where given (an uneven step): shapes of one's own, to merge into a calibration\n"
 "       through calib merge (one step alone has too few rows for calib import)\n", ENG_PROFILE_MAX_STEPS);
+}
+
+const char eng_choices_usage[] =
+"every engine command (and tessera sim --executor gpu) takes the engine's choices:\n"
+"--attention mma|wgmma|auto  the attention kernel: auto (the default) runs segments of 96 or more\n"
+"       query rows (Refresh, prefill) on the wgmma kernel (Hopper, head dim 128) and shorter ones\n"
+"       (Reuse) on the mma.sync kernel, except a single segment of at most 128 rows over 2,048 keys\n"
+"       or more (mma.sync, keys split over blocks); bench times every step with each kernel alone too\n"
+"--ffn split|fused|auto  the FFN's gate/up GEMM: split (the default; what the shipped calibrations\n"
+"       measured) writes the [rows, 2 ffn] product through cuBLASLt and reads it back for SwiGLU;\n"
+"       fused computes SwiGLU in the epilogue of the engine's own Hopper GEMM (TMA, wgmma); auto\n"
+"       fuses where that measured faster (64-128 rows, and 512 and up on an H200); bench times\n"
+"       every step all three ways\n"
+"--routing auto|router|balanced  a mixture of experts' experts: balanced (auto's choice on random\n"
+"       weights) draws each row's k uniformly by a hash of its row, layer and expert; router (auto's\n"
+"       on a checkpoint) takes the router's top k\n"
+"--select-at end|layer  where sparse selections run: after the step's last layer (the default) or\n"
+"       after each layer's attention\n"
+"--kernels device|portable  portable runs the kernels of a GPU before Hopper on any device (no\n"
+"       wgmma, TMA, clusters or programmatic launch) [device: the device's own]\n"
+"--gemm-algos N  cuBLASLt's candidates a new GEMM shape's tuning times, 1 to 128 [16]\n";
+
+int eng_choice_take(const char *cmd, int opt, const char *value, struct eng_choices *ch)
+{
+    static const struct {
+        const char *name;
+        const char *const *names;
+        int n;
+    } kinds[] = {{"attention", eng_attention_names, 3}, {"ffn", eng_ffn_names, 3}, {"routing", eng_routing_names, 3},
+                 {"select-at", eng_select_names, 2},    {"kernels", eng_kernels_names, 2}};
+    const int k = opt - ENG_CHOICE_OPT;
+    if (k == 6) {
+        if (!*value) {
+            fprintf(stderr, "tessera %s: --gemm-cache: which file?\n", cmd);
+            return -1;
+        }
+        ch->gemm_cache = value;
+        return 0;
+    }
+    if (k == 5) {
+        int64_t n;
+        if (ts_parse_i64(value, &n) || n < 1 || n > 128) {
+            fprintf(stderr, "tessera %s: --gemm-algos: '%s' is not a whole number in 1..128\n", cmd, value);
+            return -1;
+        }
+        ch->gemm_algos = (int32_t)n;
+        return 0;
+    }
+    TS_ASSERT(k >= 0 && k < (int)TS_ARRAY_LEN(kinds));
+    int32_t *fields[] = {&ch->attention, &ch->ffn, &ch->routing, &ch->select_at};
+    int32_t v;
+    struct ts_err err;
+    if (cfg_choice(kinds[k].name, value, kinds[k].names, kinds[k].n, &v, &err)) {
+        fprintf(stderr, "tessera %s: %s\n", cmd, err.msg);
+        return -1;
+    }
+    if (k == 4)
+        ch->portable = v == 1;
+    else
+        *fields[k] = v;
+    return 0;
 }
 
 static void engine_usage(FILE *f)
@@ -123,29 +185,16 @@ static void engine_usage(FILE *f)
 "       ops): a calibration of the split engine itself for `tessera sim --tp N --cost calibrated`\n"
 "--gemm-cache FILE keeps each GEMM shape's chosen cuBLASLt algorithm in FILE (SQLite, created if\n"
 "       missing): a shape found there is not timed again, a new choice is added, so every process\n"
-"       sharing FILE runs the same algorithms (the same as TESSERA_GEMM_CACHE=FILE, which also\n"
-"       reaches `tessera sim --executor gpu` and `tessera mem lmax --live`)\n"
-"TESSERA_ATTENTION=mma|wgmma|auto picks the attention kernel of any engine command: auto (the\n"
-"       default) runs segments of 96 or more query rows (Refresh, prefill) on the wgmma kernel\n"
-"       (Hopper, head dim 128) and shorter ones (Reuse) on the mma.sync kernel, except a single\n"
-"       segment of at most 128 rows over 2,048 keys or more (mma.sync, keys split over blocks);\n"
-"       bench times every step with each kernel alone as well\n"
-"TESSERA_FFN=split|fused|auto picks the FFN's gate/up GEMM: split (the default; what the shipped\n"
-"       calibrations measured) writes the [rows, 2 ffn] product through cuBLASLt and reads it back\n"
-"       for SwiGLU; fused computes SwiGLU in the epilogue of the engine's own Hopper GEMM (TMA,\n"
-"       wgmma) and writes only its [rows, ffn] result; auto fuses where that measured faster (64-128\n"
-"       rows, and row counts whose tiles fill the GPU: 512 and up on an H200); bench times every\n"
-"       step all three ways\n"
-"TESSERA_ROUTING=auto|router|balanced picks a mixture of experts' experts: balanced (auto's choice\n"
-"       on random weights) draws each row's k uniformly by a hash of its row, layer and expert, the\n"
-"       spread of a load-balanced router; router (auto's on a checkpoint) takes the router's top k\n"
+"       sharing FILE runs the same algorithms (tessera sim --executor gpu's --gemm-cache too)\n"
+"%s"
 "--weights loads a safetensors checkpoint (a file or a directory of shards, Hugging Face names of\n"
 "       the LLaMA/Qwen or LLaDA families) instead of random weights\n"
 "replay executes the steps a simulation stored (tessera sim --db, without --no-steps) and\n"
 "       writes each measured duration beside the predicted one into engine_steps (a step that\n"
 "       meets a GEMM shape new to the process runs once untimed first); --ops also\n"
 "       times each op of each step (one more run with an event after every op, scaled to the\n"
-"       step's time) into engine_step_ops, which `tessera calib eval` then breaks down by op\n");
+"       step's time) into engine_step_ops, which `tessera calib eval` then breaks down by op\n",
+            eng_choices_usage);
     profile_usage(f);
 }
 
@@ -163,6 +212,7 @@ struct engine_args {
     int nstep;
     int grid; /* profile's --grid; -1: not given (all) */
     int64_t max_rows; /* profile's --max-rows; 0: not given */
+    struct eng_choices choices; /* the engine's (eng_set_choices) */
 };
 
 /* The --step options `engine SUB` takes at most. */
@@ -206,7 +256,6 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
                                       {"run", required_argument, 0, 'R'},
                                       {"steps", required_argument, 0, 'S'},
                                       {"weights", required_argument, 0, 'w'},
-                                      {"gemm-cache", required_argument, 0, 'G'},
                                       {"ops", no_argument, 0, 'O'},
                                       {"warmup", required_argument, 0, 'W'},
                                       {"warm-ms", required_argument, 0, 'X'},
@@ -218,10 +267,12 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
                                       {"grid", required_argument, 0, 'g'},
                                       {"max-rows", required_argument, 0, 'x'},
                                       {"tp", required_argument, 0, 'P'},
+                                      ENG_CHOICE_OPTS,
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     *a = (struct engine_args){.sub = argv[0], .seed = 1, .reps = 20, .chunk = 2048, .warmup = 1, .tp = 1,
                               .warm_s = ENG_WARM_S, .idle_s = -1, .model = "llada-8b", .grid = -1};
+    eng_choices_defaults(&a->choices);
     optind = 1;
     int c, idx = 0;
     opterr = 0; /* an unknown option is answered with the nearest (cli_getopt_error) */
@@ -251,7 +302,6 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
                 return EXIT_USAGE;
             a->nstep++;
             break;
-        case 'G': bad = !*optarg || setenv("TESSERA_GEMM_CACHE", optarg, 1) != 0; break;
         case 'R': bad = ts_parse_i64(optarg, &a->run) || a->run < 1; break;
         case 'S': bad = ts_parse_i64(optarg, &a->steps) || a->steps < 1; break;
         case 'o':
@@ -273,7 +323,13 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
                                                      strcmp(optarg, "focus") && strcmp(optarg, "clock");
             break;
         case 'h': engine_usage(stdout); return 1;
-        default: return cli_getopt_error("engine", c, argv, o);
+        default:
+            if (c >= ENG_CHOICE_OPT && c < ENG_CHOICE_OPT + ENG_CHOICE_COUNT) {
+                if (eng_choice_take("engine", c, optarg, &a->choices))
+                    return EXIT_USAGE;
+                break;
+            }
+            return cli_getopt_error("engine", c, argv, o);
         }
         if (bad) {
             fprintf(stderr, "tessera engine %s: --%s: bad value '%s' (see --help)\n", a->sub, o[idx].name, optarg);
@@ -452,6 +508,7 @@ int cli_engine(int argc, char **argv)
     int rc = parse_engine_args(argc - 1, argv + 1, &a);
     if (rc)
         return rc == 1 ? 0 : rc;
+    eng_set_choices(&a.choices);
     if (a.tp > 1)
         return run_tp(&a, argc, argv);
     if (strcmp(a.sub, "check") == 0) {

@@ -120,7 +120,7 @@ static void to_float(float *dst, const bf16_t *src, int64_t n)
 }
 
 /* Whether this is a compute capability 9.0 device, where every sm_90a kernel must run (unless
- * TESSERA_KERNELS=portable asks for the kernels of earlier GPUs). */
+ * --kernels portable asks for the kernels of earlier GPUs). */
 static bool hopper(void)
 {
     int dev = 0, major = 0, minor = 0;

@@ -33,6 +33,9 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
 {
     const struct sim_config *c = sim_config(s);
     const struct model_cfg *m = sim_model(s);
+    const struct eng_choices ch = {c->attention, c->ffn, c->routing, c->select_at, c->kernels == 1, c->gemm_algos,
+                                   c->gemm_cache[0] ? c->gemm_cache : NULL};
+    eng_set_choices(&ch); /* the run's engine options (stored with it) */
     struct eng_opts o;
     eng_opts_defaults(&o);
     const double cap = sim_sched_param(s, "max-num-batched-tokens", 0); /* the phase scheduler's step cap */

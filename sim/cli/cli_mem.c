@@ -51,8 +51,8 @@ static void mem_usage(FILE *f)
 "--gpu card's memory): the weights are held, each length's planned activations are mapped in CUDA\n"
 "virtual memory, and at L_max the step runs over --layers layers [1] of the model's.\n"
 "--fused-ffn: the dense FFNs' gate/up GEMM writes SwiGLU's output itself (the engine's\n"
-"TESSERA_FFN=fused), so no [tokens, 2 ffn] gate/up buffer exists (not with --live, whose engine\n"
-"plans as TESSERA_FFN says).\n"
+"--ffn fused), so no [tokens, 2 ffn] gate/up buffer exists (not with --live, whose engine\n"
+"plans its FFN split).\n"
 "--act-layout: a layer's activations as tessera's engine holds them [engine: q, k and v one tensor,\n"
 "o_proj and down adding into x], or as Mosaic's own memory plan lays them out (mosaic:\n"
 "flashserve/Mosaic vllm/v1/worker/graph_builder.py: q, k and v apart, o_proj's output and the fused\n"
@@ -366,7 +366,7 @@ static int cmd_lmax(const struct mem_args *a)
         return EXIT_USAGE;
     }
     if (a->live && a->fused_ffn) {
-        fprintf(stderr, "tessera mem lmax --live: the engine plans its FFN as TESSERA_FFN says; drop --fused-ffn\n");
+        fprintf(stderr, "tessera mem lmax --live: the engine plans its FFN split; drop --fused-ffn\n");
         return EXIT_USAGE;
     }
     if (a->live && a->layout != OG_LAYOUT_ENGINE) {
