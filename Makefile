@@ -1,7 +1,7 @@
 # tessera: a simulator (C11) and a CUDA engine for serving diffusion LLMs.
 #
 #   make run         build the simulator, install missing Debian packages (as root), run the default simulation
-#   make check       build the simulator and run every CPU test in 3 to 4 minutes (unit suites, golden
+#   make check       build the simulator and run every CPU test in 4 to 5 minutes (unit suites, golden
 #                    scenarios, CLI checks, the unit suites under AddressSanitizer + UBSan, planted bugs)
 #   make check-records  re-derive the records from this build (about 7 minutes; after a cost-model change)
 #   make engine      build the CUDA engine (wherever nvcc is found; `make` builds it too)
@@ -186,7 +186,7 @@ run: $(BUILD)/tessera
 	./$(BUILD)/tessera sim --no-progress
 
 # make check: every CPU test (tests/check.sh: the unit suites with their golden scenarios, the CLI,
-# README's commands, the suites under ASan + UBSan and the planted bugs, two lanes at once, 3 to 4
+# README's commands, the suites under ASan + UBSan and the planted bugs, two lanes at once, 4 to 5
 # minutes on 2 cores). The engine is left out where no GPU answers: the simulator is then built
 # without it, in $(BUILD)/cpu.
 HAVE_GPU = $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo 1)

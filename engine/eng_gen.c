@@ -110,7 +110,7 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
     if (c->gen_len < c->block || c->gen_len % c->block)
         return ts_fail(err, "--gen-len %d: must be a positive multiple of --block %d", c->gen_len, c->block);
     if (c->cache < 0 || c->cache >= GEN_CACHES)
-        return ts_fail(err, "no cache %d (prefix, dual, focus or vicinity)", c->cache);
+        return ts_fail(err, "no cache %d (block, dual, focus or vicinity)", c->cache);
     const bool whole = gen_cache_whole(c->cache);
     if (whole && c->attn_block > 0)
         return ts_fail(err, "the %s cache runs a block between cached positions, which block-causal attention "
@@ -124,7 +124,7 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
                             "kernel's candidates), with a budget expansion of at least 1", GEN_FOCUS_MAX_BLOCK);
     const struct gen_smooth *sm = &c->smooth;
     if (sm->on && c->cache == GEN_FOCUS)
-        return ts_fail(err, "IterSmooth runs over the prefix, dual or vicinity cache (FOCUS picks its logit rows on the GPU, "
+        return ts_fail(err, "IterSmooth runs over the block, dual or vicinity cache (FOCUS picks its logit rows on the GPU, "
                             "after a step's soft rows must be named)");
     if (sm->on && !(sm->cont >= 0 && sm->init >= 0 && sm->growth >= 0 && sm->decay >= 0 && sm->cont <= 1e3))
         return ts_fail(err, "--iter-smooth %g,%g,%g,%g: the weights (cont, init, growth) and the threshold decay "
@@ -188,7 +188,7 @@ void gen_free(struct gen *g)
     memset(g, 0, sizeof *g);
 }
 
-static const char *const cache_names[GEN_CACHES] = {"prefix", "dual", "focus", "vicinity"};
+static const char *const cache_names[GEN_CACHES] = {"block", "dual", "focus", "vicinity"};
 
 const char *gen_cache_name(int32_t cache) { return cache >= 0 && cache < GEN_CACHES ? cache_names[cache] : "?"; }
 

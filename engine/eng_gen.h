@@ -3,8 +3,8 @@
  * that advance them and what the unmasking decisions did. Pure host code, tested on the CPU; the
  * engine runs the steps and decides on the GPU (eng_unmask).
  *
- * Four caches, as the simulator's policies run them:
- *   prefix  block diffusion over an exact prefix cache (the block policy, sim/policy_block.c): a
+ * Four caches, each named as the simulator's policy it runs:
+ *   block   block diffusion over an exact prefix cache (the block policy, sim/policy_block.c): a
  *           request's prompt is prefilled once (its K/V written); then each step runs its current
  *           block of B positions over the cached prefix, logits for all B rows; a finished block's
  *           K/V is written by the next block's first step, which runs both blocks (q = 2B)
@@ -42,7 +42,7 @@
 #include "step_desc.h"
 #include "util.h"
 
-enum gen_cache { GEN_PREFIX = 0, GEN_DUAL, GEN_FOCUS, GEN_VICINITY, GEN_CACHES };
+enum gen_cache { GEN_BLOCK = 0, GEN_DUAL, GEN_FOCUS, GEN_VICINITY, GEN_CACHES };
 
 /* dInfer's IterSmooth (IterSmoothDiffusionLLM, its IterationSmooth and H2Embed): after a request's
  * n-th block step (from 0) each of its logit rows still masked keeps softmax(logits) times the
@@ -71,7 +71,7 @@ struct gen_cfg {
     int32_t vicinity;      /* the vicinity cache's window each side of the block (--vicinity) */
     int32_t refresh;       /* and its whole-sequence steps' interval in a block (--refresh-interval) */
     int32_t logit_chunk_rows;
-    struct gen_smooth smooth; /* IterSmooth (prefix, dual and vicinity caches) */
+    struct gen_smooth smooth; /* IterSmooth (block, dual and vicinity caches) */
 };
 
 /* Prompts as token ids, one request each. */
@@ -127,7 +127,7 @@ void gen_prompts_free(struct gen_prompts *p);
  * prompt, c->requests of them at most). */
 int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *prompts, struct ts_err *err);
 void gen_free(struct gen *g);
-/* The cache's name (prefix, dual, focus, vicinity), and the cache of a name (-1: none). */
+/* The cache's name (block, dual, focus, vicinity), and the cache of a name (-1: none). */
 const char *gen_cache_name(int32_t cache);
 int32_t gen_cache_parse(const char *name);
 /* Whether a cache runs a block's first step over the whole sequence (dual, vicinity: no prefill,

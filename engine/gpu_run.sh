@@ -49,7 +49,7 @@
 #   generate  engine check --only generate on both kernel paths (the unmasking and credit kernels,
 #             whole generations against the CPU reference), its memcheck, then engine generate on
 #             LLaDA-8B (dual cache: threshold, hierarchical, credit, topk:2; threshold and credit with
-#             IterSmooth; dInfer's vicinity cache with hierarchical decoding and IterSmooth) and SDAR-8B (threshold, prefix cache and FOCUS; prefix with IterSmooth), 16
+#             IterSmooth; dInfer's vicinity cache with hierarchical decoding and IterSmooth) and SDAR-8B (threshold, block cache and FOCUS; block with IterSmooth), 16
 #             requests of 256 + 256 tokens (GEN_ARGS replaces them), each into
 #             OUT/generate-MODEL-DECODER-CACHE[-smooth].txt
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
@@ -257,8 +257,8 @@ generate_part() {
         >"$o/memcheck-generate.txt" 2>&1 || { tail -20 "$o/memcheck-generate.txt"; return 1; }
     tail -n 2 "$o/memcheck-generate.txt"
     for spec in "llada-8b threshold:0.9 dual" "llada-8b hierarchical:0.9,0.4 dual" "llada-8b credit:0.9 dual" \
-        "llada-8b topk:2 dual" "sdar-8b threshold:0.9 prefix" "sdar-8b threshold:0.9 focus" \
-        "llada-8b threshold:0.9 dual smooth" "llada-8b credit:0.9 dual smooth" "sdar-8b threshold:0.9 prefix smooth" \
+        "llada-8b topk:2 dual" "sdar-8b threshold:0.9 block" "sdar-8b threshold:0.9 focus" \
+        "llada-8b threshold:0.9 dual smooth" "llada-8b credit:0.9 dual smooth" "sdar-8b threshold:0.9 block smooth" \
         "llada-8b hierarchical:0.9,0.4 vicinity smooth"; do
         set -- $spec
         local f="$o/generate-$1-${2%%:*}-$3${4:+-$4}.txt"

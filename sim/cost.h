@@ -69,6 +69,8 @@ struct cost_breakdown {
     double op_s[OP_COUNT];
     double total_s;
     double flops; /* the roofline's: the FLOPs of the step's ops (a GPU's share under --tp) */
+    double compute_s, memory_s; /* the roofline's: its ops' busy time where compute bounds them, and
+                                 * where memory does (their launch floors left out) */
 };
 
 struct calib;

@@ -70,12 +70,16 @@ static void add_op(struct pricer *p, enum cost_op op, double count, double flops
         return;
     const struct gpu_spec *g = &p->c->gpu;
     const struct impl_profile *im = &p->c->impl;
-    double gpu = fmax(flops / (g->bf16_flops * eff), bytes / (g->mem_bw * im->mem_eff));
-    double t = count * fmax(gpu, im->kernels[op] * im->launch_s);
+    const double tc = flops / (g->bf16_flops * eff), tm = bytes / (g->mem_bw * im->mem_eff);
+    double t = count * fmax(fmax(tc, tm), im->kernels[op] * im->launch_s);
     p->total += t;
     if (p->bd) {
         p->bd->op_s[op] += t;
         p->bd->flops += count * flops;
+        if (tc >= tm)
+            p->bd->compute_s += count * tc;
+        else
+            p->bd->memory_s += count * tm;
     }
 }
 

@@ -55,7 +55,7 @@ static const char *const schema =
     " queue_mean_s REAL, mean_q_per_step REAL, mean_segs_per_step REAL, peak_mem_bytes INTEGER,"
     " weight_bytes INTEGER, kv_pool_bytes INTEGER, act_reserved_bytes INTEGER,"
     " capacity_bytes INTEGER, static_batch INTEGER, rows_processed INTEGER, missed_decodes INTEGER,"
-    " redundancy REAL, num_stalls INTEGER);"
+    " redundancy REAL, num_stalls INTEGER, energy_j REAL, mean_power_w REAL);"
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
     " PRIMARY KEY(run_id, op));";
 
@@ -124,7 +124,8 @@ static const char *const added_columns[][2] = {{"segments", "keep"},    {"segmen
                                                 {"segments", "carry"},   {"segments", "picked"},
                                                 {"segment_runs", "picked"}, {"summary", "rows_processed"},
                                                 {"summary", "missed_decodes"}, {"summary", "redundancy"},
-                                                {"summary", "num_stalls"}};
+                                                {"summary", "num_stalls"},     {"summary", "energy_j"},
+                                                {"summary", "mean_power_w"}};
 
 /* Whether table `table` of database `name` has column `col`: 1 or 0, -1 on an SQLite error. */
 static int has_column(sqlite3 *db, const char *name, const char *table, const char *col)

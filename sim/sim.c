@@ -579,6 +579,17 @@ static void lazy_chunk(struct sim *s, int64_t budget)
     sd->ffn_chunks = ch.shape.ffn_chunks;
 }
 
+/* A step's energy on the run's GPUs: each draws its idle power and, on top, its dynamic power (TDP
+ * less idle) in the share its work sets: all of it while compute bounds the work, GPU_MEM_POWER_SHARE
+ * of it while memory does, weighed by the roofline's time of each; for the step's whole time
+ * (sim/README.md, "Energy"). */
+static double step_joules(const struct sim *s, const struct cost_breakdown *rb, double secs)
+{
+    const double work = rb->compute_s + rb->memory_s;
+    const double share = work > 0 ? (rb->compute_s + GPU_MEM_POWER_SHARE * rb->memory_s) / work : 0;
+    return sim_gpus(s) * secs * (s->gpu.idle_w + (s->gpu.tdp_w - s->gpu.idle_w) * share);
+}
+
 static void start_step(struct sim *s)
 {
     step_desc_clear(&s->sd);
@@ -605,20 +616,22 @@ static void start_step(struct sim *s)
     for (int i = 0; i < OP_COUNT; i++)
         s->sum.ops.op_s[i] += bd.op_s[i];
     s->sum.ops.total_s += bd.total_s;
-    if (s->sum.clock_modelled) { /* at the card's clock state, its work from the roofline (live: the prediction
-                                  * the measured time is set against) */
-        struct cost_breakdown rb;
-        double rs;
-        if (cost_roofline.step_s(&s->cctx, &s->sd, &rs, &rb, &s->run_err)) {
-            s->failed = true;
-            return;
-        }
+    struct cost_breakdown rb = bd; /* the step's work by the roofline: the clock's load, the energy's busy time */
+    double rs;
+    if (s->cost != &cost_roofline && cost_roofline.step_s(&s->cctx, &s->sd, &rs, &rb, &s->run_err)) {
+        s->failed = true;
+        return;
+    }
+    if (s->sum.clock_modelled) { /* at the card's clock state (live: the prediction the measured time is set
+                                  * against) */
         const double t = clock_step(&s->clock, &s->clock_st, s->now_ns, secs, rb.flops);
         s->sum.clock_delta_s += t - secs;
         secs = t;
     }
     if (s->ex.step) {
         double measured;
+        if (s->sum.live_steps == 0)
+            s->sum.live_t0_unix = ts_unix_s();
         if (s->ex.step(s->ex.ctx, &s->sd, &measured, &s->run_err) ||
             (!(measured > 0) && ts_fail(&s->run_err, "the executor measured %g s for step %lld", measured,
                                         (long long)s->sum.num_steps))) {
@@ -626,11 +639,14 @@ static void start_step(struct sim *s)
             return;
         }
         s->sum.live_steps++;
+        s->sum.live_t1_unix = ts_unix_s();
         s->sum.live_measured_s += measured;
         s->sum.live_model_s += secs;
         s->sum.live_abs_rel += fabs(secs - measured) / measured;
         secs = measured;
     }
+    s->sum.busy_s += secs;
+    s->sum.busy_energy_j += step_joules(s, &rb, secs);
     int64_t dur = llround(secs * 1e9) + s->step_extra_ns;
     if (dur < 1)
         dur = 1;
@@ -743,6 +759,11 @@ void sim_get_summary(const struct sim *s, struct sim_summary *out)
     out->act_reserved_bytes = s->act_reserved;
     out->redundancy = s->decoding_decoded > 0 ? (double)s->sum.rows_processed / (double)s->decoding_decoded : 0;
     double span = (double)out->makespan_ns * 1e-9;
+    /* the steps' energy, and the GPUs' idle draw between them */
+    out->energy_j = s->sum.busy_energy_j + sim_gpus(s) * s->gpu.idle_w * fmax(0, span - s->sum.busy_s);
+    out->mean_power_w = span > 0 ? out->energy_j / span : 0;
+    out->energy_per_token_j = out->tokens_decoded > 0 ? out->energy_j / (double)out->tokens_decoded : 0;
+    out->energy_per_request_j = out->num_finished > 0 ? out->energy_j / (double)out->num_finished : 0;
     if (span > 0) {
         out->throughput_tok_s = (double)out->tokens_decoded / span;
         out->content_tok_s = (double)out->content_tokens / span;

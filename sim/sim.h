@@ -44,9 +44,15 @@ struct sim_summary {
     int64_t live_steps;
     double live_measured_s, live_model_s; /* summed: measured, and what the cost model predicted */
     double live_abs_rel;                  /* sum over steps of |model - measured| / measured */
+    double live_t0_unix, live_t1_unix;    /* the wall clock (Unix seconds) when the first step began and the
+                                           * last ended: the window a power trace of the card is read over */
     /* the card's clock modelled (--clock): how much it moved the steps' time, summed */
     bool clock_modelled;
     double clock_delta_s;
+    /* energy (sim/README.md, "Energy"): the steps' time and energy summed, then the run's with the
+     * GPUs' idle draw between steps, its mean power, and a generated token's and a request's share */
+    double busy_s, busy_energy_j;
+    double energy_j, mean_power_w, energy_per_token_j, energy_per_request_j;
 };
 
 /* Live execution (`tessera sim --executor gpu`): an executor runs every step for real and returns

@@ -165,6 +165,8 @@ void sim_add_segment(struct sim *s, const struct segment *seg);
  * plan of that forward's op graph (its arena; the caching allocator's reserved bytes for caching,
  * those +5% for profiled), planned once per shape (act_cache.h). */
 int64_t sim_act_peak(struct sim *s, int64_t q_tokens, int64_t logit_rows);
+/* The GPUs one step runs on: --tp's or --ep's degree. */
+static inline int sim_gpus(const struct sim *s) { return s->cfg.tp > s->cfg.ep ? s->cfg.tp : s->cfg.ep; }
 /* Step rows stream to the output every SIM_STEP_BATCH steps, so a run's memory stays bounded. */
 #define SIM_STEP_BATCH 4096
 /* Marks a request finished now (the static scheduler finishes a batch at once) and records it. */

@@ -518,7 +518,7 @@ START_TEST(generation_smooth)
     }
     gen_free(&g);
     /* the prefix cache: a finished block's commit rows keep nothing, the block's rows do */
-    c.cache = GEN_PREFIX;
+    c.cache = GEN_BLOCK;
     ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
     ck_assert(gen_next_step(&g, &sd, groups, &ng, masked)); /* the prefill */
     ck_assert_int_eq(ng, 0);

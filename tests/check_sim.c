@@ -858,6 +858,56 @@ START_TEST(the_mosaic_preset_holds_mosaics_layer)
 }
 END_TEST
 
+/* Energy: every GPU draws its idle power over the whole run, and a step its share of the dynamic
+ * power on top. Two cards that differ in idle draw alone (TDP and idle both 100 W more) give the same
+ * timeline and energies 100 W x the makespan x the GPUs apart; the energy lies between the idle and
+ * the TDP draw over the makespan, and the summary's per-token and mean-power figures follow from it. */
+START_TEST(energy_is_idle_over_the_run_and_the_steps_share_on_top)
+{
+    const char *path = tmp_path(0, ".json");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"cool\": {\"mem_gib\": 80, \"bf16_tflops\": 989.4, \"mem_bw_gbs\": 3350, \"tdp_w\": 300, \"idle_w\": 100},"
+          " \"warm\": {\"mem_gib\": 80, \"bf16_tflops\": 989.4, \"mem_bw_gbs\": 3350, \"tdp_w\": 400, \"idle_w\": 200}}",
+          f);
+    fclose(f);
+    for (int tp = 1; tp <= 2; tp++) {
+        struct sim_summary m[2];
+        for (int k = 0; k < 2; k++) {
+            struct sim_config c;
+            struct ts_err err;
+            test_config(&c);
+            snprintf(c.gpu_file, sizeof c.gpu_file, "%s", path);
+            snprintf(c.gpu, sizeof c.gpu, "%s", k ? "warm" : "cool");
+            c.requests = 12, c.rps = 0.2, c.tp = tp; /* (a light load: the card idles between requests) */
+            struct sim *s = sim_create(&c, &err);
+            ck_assert_msg(s != NULL, "%s", err.msg);
+            ck_assert_int_eq(sim_run(s, &err), 0);
+            sim_get_summary(s, &m[k]);
+            sim_destroy(s);
+        }
+        const double span = (double)m[0].makespan_ns * 1e-9;
+        ck_assert_int_eq(m[0].makespan_ns, m[1].makespan_ns);
+        ck_assert_double_eq_tol(m[1].energy_j - m[0].energy_j, 100.0 * span * tp, 1e-6 * m[1].energy_j);
+        ck_assert(m[0].energy_j > 100.0 * span * tp && m[0].energy_j < 300.0 * span * tp);
+        ck_assert(m[0].busy_s > 0 && m[0].busy_s < 0.9 * span);
+        ck_assert_double_eq_tol(m[0].mean_power_w, m[0].energy_j / span, 1e-9 * m[0].mean_power_w);
+        ck_assert_double_eq_tol(m[0].energy_per_token_j, m[0].energy_j / (double)m[0].tokens_decoded, 1e-12);
+    }
+    /* a card whose idle draw is not below its TDP is refused, naming the file and the card */
+    f = fopen(path, "w");
+    fputs("{\"odd\": {\"mem_gib\": 80, \"bf16_tflops\": 989.4, \"mem_bw_gbs\": 3350, \"tdp_w\": 100, \"idle_w\": 100}}", f);
+    fclose(f);
+    struct sim_config c;
+    struct ts_err err;
+    test_config(&c);
+    snprintf(c.gpu_file, sizeof c.gpu_file, "%s", path);
+    snprintf(c.gpu, sizeof c.gpu, "odd");
+    ck_assert_ptr_null(sim_create(&c, &err));
+    ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "odd") && strstr(err.msg, "idle_w"), "%s", err.msg);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sim");
@@ -880,6 +930,7 @@ int main(void)
     tcase_add_test(tc, presets_and_hf_models);
     tcase_add_test(tc, lazy_chunking_keeps_the_search_margin);
     tcase_add_test(tc, the_mosaic_preset_holds_mosaics_layer);
+    tcase_add_test(tc, energy_is_idle_over_the_run_and_the_steps_share_on_top);
     suite_add_tcase(s, tc);
     return run_suite("sim", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -274,12 +274,12 @@ if $bin engine generate --help 2>/dev/null | grep -q -- --decoder; then
     for bad in "--iter-smooth=abc|CONT 'abc' must be a number in 0..1000" \
                "--iter-smooth=0.3,,1|INIT must be a number" \
                "--iter-smooth --decoder topk:2|topk:K has none" \
-               "--iter-smooth --cache focus --model sdar-8b|IterSmooth runs over the prefix, dual or vicinity cache" \
+               "--iter-smooth --cache focus --model sdar-8b|IterSmooth runs over the block, dual or vicinity cache" \
                "--cache focus --decoder credit:0.9 --model sdar-8b|--cache focus with credit decoding" \
                "--cache vicinity --model sdar-8b|the vicinity cache runs a block between cached positions" \
                "--vicinity -1|--vicinity: bad value '-1' (0..1048576)" \
                "--refresh-interval 0|--refresh-interval: bad value '0' (1..1048576)" \
-               "--cache lru|--cache: bad value 'lru' (prefix, dual, focus or vicinity)" \
+               "--cache lru|--cache: bad value 'lru' (block, dual, focus or vicinity)" \
                "--decoder threshold:0|TAU '0' must be a confidence in (0, 1]" \
                "--decoder threshold:1.5|TAU '1.5' must be a confidence in (0, 1]" \
                "--vicinty 4|did you mean --vicinity?" "--vicinity|--vicinity needs a value"; do

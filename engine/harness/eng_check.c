@@ -2494,11 +2494,11 @@ static void check_engine_steps(struct checker *c)
     struct model_cfg tiny_qk4 = tiny_qk; /* FOCUS: two front layers, two later ones */
     tiny_qk4.num_layers = 4;
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_PREFIX, false);
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_BLOCK, false);
     if (take(c))
         check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_DUAL, false);
     if (take(c))
-        check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, GEN_PREFIX, false);
+        check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, GEN_BLOCK, false);
     if (take(c))
         check_generation(c, &tiny_a, 0, UNMASK_CREDIT, GEN_DUAL, false);
     if (take(c))
@@ -2506,7 +2506,7 @@ static void check_engine_steps(struct checker *c)
     if (take(c))
         check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_DUAL, true);
     if (take(c))
-        check_generation(c, &tiny_qk, 32, UNMASK_CREDIT, GEN_PREFIX, true);
+        check_generation(c, &tiny_qk, 32, UNMASK_CREDIT, GEN_BLOCK, true);
     if (take(c))
         check_generation(c, &tiny_a, 0, UNMASK_HIERARCHICAL, GEN_VICINITY, true);
     fprintf(c->out, "the engine against itself:\n");
@@ -2625,13 +2625,13 @@ static void check_generate_only(struct checker *c)
     check_credit_kernel(c, 126464);
     struct model_cfg tiny_qk4 = tiny_qk; /* FOCUS: two front layers, two later ones */
     tiny_qk4.num_layers = 4;
-    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_PREFIX, false);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_BLOCK, false);
     check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_DUAL, false);
-    check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, GEN_PREFIX, false);
+    check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, GEN_BLOCK, false);
     check_generation(c, &tiny_gqa, 0, UNMASK_CREDIT, GEN_DUAL, false);
     check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, GEN_FOCUS, false);
     check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_DUAL, true);
-    check_generation(c, &tiny_qk, 32, UNMASK_CREDIT, GEN_PREFIX, true);
+    check_generation(c, &tiny_qk, 32, UNMASK_CREDIT, GEN_BLOCK, true);
     check_generation(c, &tiny_gqa, 0, UNMASK_HIERARCHICAL, GEN_VICINITY, true);
 }
 

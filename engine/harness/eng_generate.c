@@ -25,7 +25,7 @@ static void generate_usage(FILE *f)
     fprintf(f,
 "usage: tessera engine generate [--model NAME|config.json] [--weights PATH] [--decoder SPEC]\n"
 "                               [--requests N] [--prompt-len P | --prompts FILE] [--gen-len G]\n"
-"                               [--block B] [--cache prefix|dual|focus|vicinity] [--focus-alpha A]\n"
+"                               [--block B] [--cache block|dual|focus|vicinity] [--focus-alpha A]\n"
 "                               [--vicinity W] [--refresh-interval F]\n"
 "                               [--iter-smooth[=CONT,INIT,GROWTH,DECAY]]\n"
 "                               [--mask-id ID] [--seed S]\n"
@@ -51,8 +51,8 @@ static void generate_usage(FILE *f)
 "  --prompt-len P             hashed prompt ids of P tokens [256]; --prompts FILE one JSON array of\n"
 "                             token ids a line instead (a tokenizer's output)\n"
 "  --gen-len G, --block B     tokens to generate [256], a multiple of B [32]\n"
-"  --cache prefix|dual|focus|vicinity\n"
-"                             prefix: the prompt prefilled once, each step the block over the cached\n"
+"  --cache block|dual|focus|vicinity   (each as the simulator's policy of that name)\n"
+"                             block: the prompt prefilled once, each step the block over the cached\n"
 "                             prefix, a finished block's K/V written by the next block's first step\n"
 "                             (SDAR's, LLaDA2.0's block diffusion); dual: Fast-dLLM's dual cache, a\n"
 "                             block's first step the whole sequence, its others the block alone\n"
@@ -67,7 +67,7 @@ static void generate_usage(FILE *f)
 "                             [dual for a bidirectional model, prefix for a block-causal one]\n"
 "  --iter-smooth[=CONT,INIT,GROWTH,DECAY]\n"
 "                             dInfer's IterSmooth with a threshold, hierarchical or credit decoder\n"
-"                             (prefix, dual or vicinity cache): after a request's n-th step each\n"
+"                             (block, dual or vicinity cache): after a request's n-th step each\n"
 "                             position still masked keeps softmax(logits) x the embedding matrix,\n"
 "                             which its next step adds, times min(INIT + GROWTH n, CONT), to the\n"
 "                             mask token's embedding; step n decides by max(1 - DECAY n, TAU)\n"
@@ -131,7 +131,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'N': a->name = optarg; break;
         case 'i': a->ids_out = optarg; break;
         case 'c':
-            a->cache = optarg, range = "prefix, dual, focus or vicinity";
+            a->cache = optarg, range = "block, dual, focus or vicinity";
             bad = gen_cache_parse(optarg) < 0;
             break;
         case 'a': bad = ts_parse_double(optarg, &a->focus_alpha) || !(a->focus_alpha >= 1 && a->focus_alpha <= 64), range = "1..64"; break;
@@ -383,7 +383,7 @@ int eng_generate_main(int argc, char **argv)
         .requests = n, .prompt_len = (int32_t)a.prompt_len, .gen_len = (int32_t)a.gen_len, .block = B,
         .mask_id = mask_id, .vocab = m.vocab, .max_pos = m.max_pos, .seed = (uint64_t)a.seed,
         .attn_block = m.block_causal ? B : 0, .logit_chunk_rows = 2048,
-        .cache = a.cache ? gen_cache_parse(a.cache) : m.block_causal ? GEN_PREFIX : GEN_DUAL,
+        .cache = a.cache ? gen_cache_parse(a.cache) : m.block_causal ? GEN_BLOCK : GEN_DUAL,
         .focus_alpha = a.focus_alpha, .vicinity = (int32_t)a.vicinity, .refresh = (int32_t)a.refresh,
         .smooth = a.smooth};
     /* a step's rows: room for every request's block (the dual cache: its whole sequence), within 16K */

@@ -371,6 +371,8 @@ static void print_summary(const struct sim_config *c, const struct sim_summary *
     printf("  memory (GiB)  capacity %.2f = weights %.2f + KV pool %.2f (+ activations); "
            "peak in use %.2f\n", m->capacity_bytes / TS_GIB, m->weight_bytes / TS_GIB,
            m->kv_pool_bytes / TS_GIB, m->peak_mem_bytes / TS_GIB);
+    printf("  energy        %.0f J: %.3f J a generated token, %.1f J a request; mean %.0f W\n", m->energy_j,
+           m->energy_per_token_j, m->energy_per_request_j, m->mean_power_w);
     if (m->static_batch)
         printf("  static batch  %d requests\n", m->static_batch);
     if (show_redundancy)
@@ -444,6 +446,12 @@ static void print_json(const struct sim_config *c, const struct sim_summary *m)
     json_object_set_new(o, "rows_processed", json_integer(m->rows_processed));
     json_object_set_new(o, "missed_decodes", json_integer(m->missed_decodes));
     json_object_set_new(o, "redundancy", json_real(m->redundancy));
+    json_object_set_new(o, "energy_j", json_real(m->energy_j));
+    json_object_set_new(o, "energy_per_token_j", json_real(m->energy_per_token_j));
+    json_object_set_new(o, "energy_per_request_j", json_real(m->energy_per_request_j));
+    json_object_set_new(o, "mean_power_w", json_real(m->mean_power_w));
+    json_object_set_new(o, "busy_s", json_real(m->busy_s));
+    json_object_set_new(o, "busy_energy_j", json_real(m->busy_energy_j));
     json_object_set_new(o, "run_wall_s", json_real(m->run_wall_s));
     if (m->clock_modelled && !m->live_steps)
         json_object_set_new(o, "clock_delta_s", json_real(m->clock_delta_s));
@@ -451,6 +459,8 @@ static void print_json(const struct sim_config *c, const struct sim_summary *m)
         json_object_set_new(o, "live_steps", json_integer(m->live_steps));
         json_object_set_new(o, "live_measured_s", json_real(m->live_measured_s));
         json_object_set_new(o, "live_model_s", json_real(m->live_model_s));
+        json_object_set_new(o, "live_t0_unix", json_real(m->live_t0_unix));
+        json_object_set_new(o, "live_t1_unix", json_real(m->live_t1_unix));
     }
     json_t *ops = json_object();
     for (int i = 0; i < OP_COUNT; i++)

@@ -4,7 +4,9 @@
  * Memory is what nvidia-smi reports (MiB); FLOP/s are dense (no sparsity) bf16 tensor-core figures
  * with fp32 accumulation, which is half the fp16-accumulate figure on GeForce cards; bandwidths are
  * the datasheet peaks; the link between two GPUs of a host is NVLink's one-way bandwidth on the
- * SXM parts, PCIe 4.0 x16's on the others. A --gpu-file entry replaces a row; the ceilings measured
+ * SXM parts, PCIe 4.0 x16's on the others. Power is the board's limit (TDP) from the same
+ * datasheets; NVIDIA publishes no idle draw, so idle is GPU_IDLE_SHARE of the TDP (gpu.h) but where a
+ * card's was measured (the H100's: nvidia-smi on an idle card, experiments/records/power-h100). A --gpu-file entry replaces a row; the ceilings measured
  * on a card (gpu_measured.csv) stand beside its row (list gpus --measured), and a transfer between
  * two measured cards prices by them.
  */
@@ -21,26 +23,27 @@
 
 static const struct gpu_spec builtin_gpus[] = {
     /* NVIDIA Ampere GA102 GPU Architecture whitepaper, GeForce RTX 3090: peak BF16 tensor TFLOPS with
-     * FP32 accumulate 71 (dense), GDDR6X 936 GB/s */
-    {"rtx3090", 24576 * MIB, 71e12, 936e9, 25e9, 25e9},
+     * FP32 accumulate 71 (dense), GDDR6X 936 GB/s; total graphics power 350 W */
+    {"rtx3090", 24576 * MIB, 71e12, 936e9, 25e9, 25e9, 350, 350 * GPU_IDLE_SHARE},
     /* NVIDIA Ada Lovelace GPU Architecture whitepaper, GeForce RTX 4090: peak BF16 tensor TFLOPS with
-     * FP32 accumulate 165.2 (dense), 1,008 GB/s */
-    {"rtx4090", 24564 * MIB, 165.2e12, 1008e9, 25e9, 25e9},
-    /* NVIDIA L40S datasheet: BF16 tensor core 362.05 TFLOPS dense (733 with sparsity), 864 GB/s */
-    {"l40s", 46068 * MIB, 362.05e12, 864e9, 25e9, 25e9},
+     * FP32 accumulate 165.2 (dense), 1,008 GB/s; total graphics power 450 W */
+    {"rtx4090", 24564 * MIB, 165.2e12, 1008e9, 25e9, 25e9, 450, 450 * GPU_IDLE_SHARE},
+    /* NVIDIA L40S datasheet: BF16 tensor core 362.05 TFLOPS dense (733 with sparsity), 864 GB/s; max power
+     * consumption 350 W */
+    {"l40s", 46068 * MIB, 362.05e12, 864e9, 25e9, 25e9, 350, 350 * GPU_IDLE_SHARE},
     /* NVIDIA A100 Tensor Core GPU datasheet: BF16 tensor core 312 TFLOPS (dense); 40GB 1,555 GB/s,
-     * 80GB SXM 2,039 GB/s; NVLink 600 GB/s both ways */
-    {"a100-40gb", 40960 * MIB, 312e12, 1555e9, 25e9, 300e9},
-    {"a100-80gb", 81920 * MIB, 312e12, 2039e9, 25e9, 300e9},
+     * 80GB SXM 2,039 GB/s; NVLink 600 GB/s both ways; max TDP 400 W (SXM) */
+    {"a100-40gb", 40960 * MIB, 312e12, 1555e9, 25e9, 300e9, 400, 400 * GPU_IDLE_SHARE},
+    {"a100-80gb", 81920 * MIB, 312e12, 2039e9, 25e9, 300e9, 400, 400 * GPU_IDLE_SHARE},
     /* NVIDIA H100 Tensor Core GPU datasheet, SXM: BF16 tensor core 1,979 TFLOPS with sparsity, 989.4
-     * dense; 3.35 TB/s; NVLink 900 GB/s both ways */
-    {"h100", 81559 * MIB, 989.4e12, 3350e9, 50e9, 450e9},
+     * dense; 3.35 TB/s; NVLink 900 GB/s both ways; max TDP up to 700 W */
+    {"h100", 81559 * MIB, 989.4e12, 3350e9, 50e9, 450e9, 700, 72},
     /* NVIDIA H800 Tensor Core GPU (SXM), the H100 SXM's compute and memory (989.4 TFLOPS BF16 dense,
-     * 80 GB HBM3 at 3.35 TB/s) with NVLink cut to 400 GB/s both ways: dInfer's GPU */
-    {"h800", 81559 * MIB, 989.4e12, 3350e9, 50e9, 200e9},
+     * 80 GB HBM3 at 3.35 TB/s, up to 700 W) with NVLink cut to 400 GB/s both ways: dInfer's GPU */
+    {"h800", 81559 * MIB, 989.4e12, 3350e9, 50e9, 200e9, 700, 700 * GPU_IDLE_SHARE},
     /* NVIDIA H200 Tensor Core GPU datasheet, SXM: BF16 tensor core 1,979 TFLOPS with sparsity, 989.4
-     * dense; 4.8 TB/s; NVLink 900 GB/s both ways */
-    {"h200", 143771 * MIB, 989.4e12, 4800e9, 50e9, 450e9},
+     * dense; 4.8 TB/s; NVLink 900 GB/s both ways; max TDP up to 700 W */
+    {"h200", 143771 * MIB, 989.4e12, 4800e9, 50e9, 450e9, 700, 700 * GPU_IDLE_SHARE},
 };
 
 struct gpu_table {
@@ -164,7 +167,8 @@ int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t le
             ts_fail(err, "%s: GPU name '%s' is empty or longer than 31 characters", path, key);
             goto done;
         }
-        static const char *const known[] = {"mem_gib", "bf16_tflops", "mem_bw_gbs", "host_bw_gbs", "link_bw_gbs"};
+        static const char *const known[] = {"mem_gib",     "bf16_tflops", "mem_bw_gbs", "host_bw_gbs",
+                                            "link_bw_gbs", "tdp_w",       "idle_w"};
         const char *k;
         json_t *v;
         json_object_foreach(o, k, v) { /* a misspelt key would otherwise leave the stock figure */
@@ -172,8 +176,8 @@ int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t le
             while (i < TS_ARRAY_LEN(known) && strcmp(k, known[i]) != 0)
                 i++;
             if (i == TS_ARRAY_LEN(known)) {
-                ts_fail(err, "%s: %s.%s: unknown key (a GPU has mem_gib, bf16_tflops, mem_bw_gbs, host_bw_gbs, link_bw_gbs)", path,
-                        key, k);
+                ts_fail(err, "%s: %s.%s: unknown key (a GPU has mem_gib, bf16_tflops, mem_bw_gbs, host_bw_gbs, "
+                        "link_bw_gbs, tdp_w, idle_w)", path, key, k);
                 goto done;
             }
         }
@@ -185,17 +189,27 @@ int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t le
             snprintf(g.name, sizeof g.name, "%s", key);
         }
         double mem = (double)g.mem_bytes;
+        const double tdp_before = g.tdp_w;
         if (get_pos(path, key, o, "mem_gib", TS_GIB, &mem, err) ||
             get_pos(path, key, o, "bf16_tflops", 1e12, &g.bf16_flops, err) ||
             get_pos(path, key, o, "mem_bw_gbs", 1e9, &g.mem_bw, err) ||
             get_pos(path, key, o, "host_bw_gbs", 1e9, &g.host_bw, err) ||
-            get_pos(path, key, o, "link_bw_gbs", 1e9, &g.link_bw, err))
+            get_pos(path, key, o, "link_bw_gbs", 1e9, &g.link_bw, err) ||
+            get_pos(path, key, o, "tdp_w", 1, &g.tdp_w, err) || get_pos(path, key, o, "idle_w", 1, &g.idle_w, err))
             goto done;
         g.mem_bytes = (int64_t)mem;
         if (g.host_bw == 0)
             g.host_bw = 25e9;
         if (g.link_bw == 0)
             g.link_bw = g.host_bw;
+        if (g.tdp_w == 0) /* a new card without its power: an H100's limit */
+            g.tdp_w = 700;
+        if (!json_object_get(o, "idle_w") && (g.idle_w == 0 || g.tdp_w != tdp_before)) /* the assumed share */
+            g.idle_w = g.tdp_w * GPU_IDLE_SHARE;
+        if (g.idle_w >= g.tdp_w) {
+            ts_fail(err, "%s: %s: idle_w %g W is not below tdp_w %g W", path, key, g.idle_w, g.tdp_w);
+            goto done;
+        }
         if (g.mem_bytes <= 0 || g.bf16_flops <= 0 || g.mem_bw <= 0) {
             ts_fail(err, "%s: %s: a new GPU needs mem_gib, bf16_tflops and mem_bw_gbs", path, key);
             goto done;

@@ -17,7 +17,17 @@ struct gpu_spec {
     double mem_bw;         /* bytes/s */
     double host_bw;        /* bytes/s over the host link (PCIe), for swapping */
     double link_bw;        /* bytes/s one way between two GPUs of a host (NVLink, else PCIe) */
+    double tdp_w;          /* the board's power limit (TDP, W): what a step that keeps the tensor cores
+                            * busy draws */
+    double idle_w;         /* an idle card's draw (W) */
 };
+/* The share of the dynamic power (TDP less idle) memory-bound work draws, against compute-bound
+ * work's 1 (sim/README.md, "Energy"): 0.83, what an H100's draw over the engine's small-batch
+ * decoding steps gives (experiments/records/power-h100); taken for every card. */
+#define GPU_MEM_POWER_SHARE 0.83
+/* An idle card's draw as a share of its TDP where no measurement gives it: an assumption (NVIDIA
+ * publishes no idle figures). */
+#define GPU_IDLE_SHARE 0.1
 
 struct gpu_table;
 
@@ -25,7 +35,7 @@ struct gpu_table;
 struct gpu_table *gpu_table_create(void);
 void gpu_table_destroy(struct gpu_table *t);
 /* Merges {"GPU-NAME": {"mem_gib":..,"bf16_tflops":..,"mem_bw_gbs":..,"host_bw_gbs":..,
- * "link_bw_gbs":..}, ...} into
+ * "link_bw_gbs":..,"tdp_w":..,"idle_w":..}, ...} into
  * the table: known names are overridden field by field, unknown names are added. */
 int gpu_load_file(struct gpu_table *t, const char *path, struct ts_err *err);
 int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t len,

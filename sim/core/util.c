@@ -206,6 +206,13 @@ bool ts_name_eq(const char *a, const char *b)
     return *a == *b;
 }
 
+double ts_unix_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 double ts_wall_s(void)
 {
     struct timespec ts;

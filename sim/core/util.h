@@ -67,6 +67,8 @@ void ts_join_names(char *buf, size_t len, const char *(*name)(int i));
 /* Case-insensitive equality of ASCII names ("LLaDA-8B" == "llada-8b"). */
 bool ts_name_eq(const char *a, const char *b);
 
+/* The wall clock as Unix time, seconds (what other tools' timestamps are set against). */
+double ts_unix_s(void);
 /* Monotonic wall clock in seconds, for benchmarks and progress only (never for simulated time). */
 double ts_wall_s(void);
 /* Sleeps s seconds (the rest of them if a signal interrupts). */

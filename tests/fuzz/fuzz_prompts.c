@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     /* the cache by the input's length: the prefix cache, or dInfer's vicinity (a window of 0 to 7, a
      * refresh every 1 to 4 steps) */
-    const int32_t cache = size % 2 ? GEN_VICINITY : GEN_PREFIX;
+    const int32_t cache = size % 2 ? GEN_VICINITY : GEN_BLOCK;
     const struct gen_cfg c = {.gen_len = 32, .block = 16, .mask_id = 999, .vocab = 1000, .max_tokens = 512,
                               .logit_chunk_rows = 64, .max_pos = 600, .smooth = GEN_SMOOTH_DEFAULTS,
                               .cache = cache, .vicinity = (int32_t)(size / 2 % 8),
