@@ -3,7 +3,8 @@
  * declared once (config.c's table): its name, type, default, range or choices, help and the field
  * it sets. The command line, --help, the defaults, validation, the stored JSON (runs.config_json)
  * and its read-back all come from that table; an option's JSON key is its name with '_' for '-',
- * and its field carries the same name.
+ * and its field carries the same name (but options that set one mode or switch between them,
+ * --append and --replace, --progress and --no-progress).
  */
 #ifndef TESSERA_CONFIG_H
 #define TESSERA_CONFIG_H

@@ -116,16 +116,18 @@ static void views_sql(const char *name, char *buf, size_t len)
     TS_ASSERT(n > 0 && (size_t)n < len);
 }
 
-/* Columns later versions added to a table: a database written before them gets them (their rows
- * read as 0) before a run is added to it. */
-static const char *const added_columns[][2] = {{"segments", "keep"},    {"segments", "score_rows"},
-                                                {"segments", "q_front"}, {"segments", "kv_front"},
-                                                {"segments", "kv_write_front"}, {"segments", "probe"},
-                                                {"segments", "carry"},   {"segments", "picked"},
-                                                {"segment_runs", "picked"}, {"summary", "rows_processed"},
-                                                {"summary", "missed_decodes"}, {"summary", "redundancy"},
-                                                {"summary", "num_stalls"},     {"summary", "energy_j"},
-                                                {"summary", "mean_power_w"}};
+/* Columns later versions added to a table, with their type: a database written before them gets them
+ * (their older rows read as the default) before a run is added to it. */
+static const char *const added_columns[][3] = {
+    {"segments", "keep", "INTEGER NOT NULL DEFAULT 0"},       {"segments", "score_rows", "INTEGER NOT NULL DEFAULT 0"},
+    {"segments", "q_front", "INTEGER NOT NULL DEFAULT 0"},    {"segments", "kv_front", "INTEGER NOT NULL DEFAULT 0"},
+    {"segments", "kv_write_front", "INTEGER NOT NULL DEFAULT 0"}, {"segments", "probe", "INTEGER NOT NULL DEFAULT 0"},
+    {"segments", "carry", "INTEGER NOT NULL DEFAULT 0"},      {"segments", "picked", "INTEGER NOT NULL DEFAULT 0"},
+    {"segment_runs", "picked", "INTEGER NOT NULL DEFAULT 0"}, {"summary", "rows_processed", "INTEGER NOT NULL DEFAULT 0"},
+    {"summary", "missed_decodes", "INTEGER NOT NULL DEFAULT 0"}, {"summary", "redundancy", "INTEGER NOT NULL DEFAULT 0"},
+    {"summary", "num_stalls", "INTEGER NOT NULL DEFAULT 0"},
+    /* (a run priced before its energy was: NULL, not known) */
+    {"summary", "energy_j", "REAL"}, {"summary", "mean_power_w", "REAL"}};
 
 /* Whether table `table` of database `name` has column `col`: 1 or 0, -1 on an SQLite error. */
 static int has_column(sqlite3 *db, const char *name, const char *table, const char *col)
@@ -172,8 +174,8 @@ int db_upgrade(sqlite3 *db, const char *name)
         if (have < 0)
             return -1;
         /* a column added to the runs: the view over them is made again with it */
-        snprintf(sql, sizeof sql, "ALTER TABLE %s.%s ADD COLUMN %s INTEGER NOT NULL DEFAULT 0;%s%s%s", name,
-                 added_columns[i][0], added_columns[i][1], runs_col ? "DROP VIEW IF EXISTS " : "",
+        snprintf(sql, sizeof sql, "ALTER TABLE %s.%s ADD COLUMN %s %s;%s%s%s", name, added_columns[i][0],
+                 added_columns[i][1], added_columns[i][2], runs_col ? "DROP VIEW IF EXISTS " : "",
                  runs_col ? name : "", runs_col ? ".segments;" : "");
         if (!have && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
             return -1;

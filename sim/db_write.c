@@ -112,14 +112,14 @@ static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
     return rc;
 }
 
-/* The open runs of segments: per request, the shape its segment has kept since first_step
- * (through last), not yet written. */
 /* The columns of a row of step_runs (run_id, first_step, last_step, start_ns, duration_ns and
  * db_step_cols()) and of segment_runs (run_id, first_step, last_step and db_seg_cols). */
 #define STEP_RUN_COLS (18 + STEP_KNOBS)
 #define SEG_RUN_COLS 19
-#define RUN_COLS_MAX (STEP_RUN_COLS > SEG_RUN_COLS ? STEP_RUN_COLS : SEG_RUN_COLS)
+_Static_assert(STEP_RUN_COLS <= TS_SPILL_MAX && SEG_RUN_COLS <= TS_SPILL_MAX, "a run spills as one record");
 
+/* An open run of segments: a request's segment, the shape it has kept since first_step (through
+ * last), not yet written. */
 struct seg_run {
     struct segment g;
     int64_t first, last;

@@ -394,7 +394,7 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
     if (rc || impl_resolve(cfg->impl, &s->impl, err) || cost_resolve(cfg->cost, &s->cost, err) ||
         policy_resolve(cfg->policy, &s->pol, err) || sched_resolve(cfg->scheduler, &s->sched, err) ||
         planner_resolve(cfg->planner, &s->planner, err) ||
-        decode_parse(cfg->decode, cfg->datadir, &s->dm, err) || false)
+        decode_parse(cfg->decode, cfg->datadir, &s->dm, err))
         goto fail;
     if (cfg->host[0] && s->cost != &cost_calibrated && roofline_host(&s->impl, cfg->host, err))
         goto fail;
@@ -572,9 +572,7 @@ static void lazy_chunk(struct sim *s, int64_t budget)
                                             sd->ffn_chunks);
     struct chunk_choice ch;
     chunk_shape(s, &shape, budget, &ch); /* (when nothing fits, the memory check below reports it) */
-    const int64_t R = sd->tot.logit_rows;
-    const int64_t chunks = R > 0 && sd->logit_chunk_rows > 0 ? (R + sd->logit_chunk_rows - 1) / sd->logit_chunk_rows : 1;
-    if (ch.logit_chunks != chunks) /* (the knob stays as it was where the search left the count) */
+    if (sd->tot.logit_rows > 0) /* (the search keeps the step's own chunk rows where it left their count) */
         sd->logit_chunk_rows = ch.shape.logit_chunk_rows;
     sd->ffn_chunks = ch.shape.ffn_chunks;
 }

@@ -64,7 +64,7 @@ static void generate_usage(FILE *f)
 "                             vicinity cache refresh, as dual but every --refresh-interval F [32]\n"
 "                             steps of a block the whole sequence again, the others the block and\n"
 "                             --vicinity W [16] positions each side of it, their K/V rewritten\n"
-"                             [dual for a bidirectional model, prefix for a block-causal one]\n"
+"                             [dual for a bidirectional model, block for a block-causal one]\n"
 "  --iter-smooth[=CONT,INIT,GROWTH,DECAY]\n"
 "                             dInfer's IterSmooth with a threshold, hierarchical or credit decoder\n"
 "                             (block, dual or vicinity cache): after a request's n-th step each\n"

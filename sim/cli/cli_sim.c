@@ -168,12 +168,13 @@ static void sim_usage(FILE *f)
 }
 
 /* Applies one option of the table (the second pass: --system was applied by the first). Two
- * options that set one field to different values (--append and --replace) are refused together. */
+ * options that set a mode to different values (--append and --replace) are refused together; of
+ * two that set a switch (--progress, --no-progress) the last wins. */
 static int apply_opt(const struct cfg_option *o, const char *value, struct sim_config *c, const struct cfg_option **set_by)
 {
     if (strcmp(o->name, "system") == 0)
         return 0;
-    if (o->kind == CFG_SET) {
+    if (o->kind == CFG_SET && o->size != sizeof(bool)) {
         for (int i = 0; i < cfg_num_options; i++) {
             const struct cfg_option *p = set_by[i];
             if (p && p != o && p->offset == o->offset && p->value != o->value) {

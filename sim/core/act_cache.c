@@ -25,6 +25,7 @@ struct act_cache {
     struct act_plan *details;
     size_t num_details, cap_details;
     struct entry scratch; /* a shape that does not pack */
+    int32_t scratch_detail; /* its details' slot, or -1 */
 };
 
 struct act_cache *act_cache_create(const struct model_cfg *m, const struct planner_ops *p,
@@ -39,6 +40,7 @@ struct act_cache *act_cache_create(const struct model_cfg *m, const struct plann
         planner_opts_defaults(&c->o);
     c->cap = 64;
     c->slots = xcalloc(c->cap, sizeof *c->slots);
+    c->scratch_detail = -1;
     return c;
 }
 
@@ -113,7 +115,7 @@ static void detail(struct act_cache *c, struct act_plan *a)
 static int lookup(struct act_cache *c, const struct og_shape *shape, bool detailed, struct entry **out,
                   struct ts_err *err)
 {
-    uint64_t key[2];
+    uint64_t key[2] = {0, 0};
     const bool packs = pack(shape, key);
     struct entry *e = packs ? find(c->slots, c->cap, key) : &c->scratch;
     if (packs && e->used && (e->detail >= 0 || !detailed)) {
@@ -135,12 +137,18 @@ static int lookup(struct act_cache *c, const struct og_shape *shape, bool detail
         c->n += packs;
         plan_free(&pl);
     }
-    if (detailed) {
-        ts_grow((void **)&c->details, &c->cap_details, c->num_details + 1, sizeof *c->details);
-        struct act_plan *a = &c->details[c->num_details];
+    if (detailed) { /* (a shape that does not pack keeps its details in the last slot, reused) */
+        if (packs || c->scratch_detail < 0) {
+            ts_grow((void **)&c->details, &c->cap_details, c->num_details + 1, sizeof *c->details);
+            e->detail = (int32_t)c->num_details++;
+            if (!packs)
+                c->scratch_detail = e->detail;
+        } else {
+            e->detail = c->scratch_detail;
+        }
+        struct act_plan *a = &c->details[e->detail];
         *a = (struct act_plan){.bytes = e->bytes};
         detail(c, a);
-        e->detail = (int32_t)c->num_details++;
     }
     *out = e;
     return 0;
@@ -192,13 +200,21 @@ int64_t chunk_search_margin(const struct model_cfg *m, double mib)
     return (int64_t)(mib * TS_MIB);
 }
 
-/* the shape with lc logit chunks and fc FFN chunks, and its plan */
+/* the logit chunks a shape's own chunk rows make (1: monolithic) */
+static int32_t logit_chunks_of(const struct og_shape *s)
+{
+    return s->logit_chunk_rows > 0 && s->R > 0 ? (int32_t)((s->R + s->logit_chunk_rows - 1) / s->logit_chunk_rows) : 1;
+}
+
+/* the shape with lc logit chunks (its own chunk rows where that is its count) and fc FFN chunks,
+ * and its plan */
 static int weigh(struct act_cache *c, const struct og_shape *base, int32_t lc, int32_t fc, struct chunk_choice *at,
                  struct ts_err *err)
 {
     at->shape = *base;
     at->shape.ffn_chunks = fc;
-    at->shape.logit_chunk_rows = base->R > 0 ? (int32_t)((base->R + lc - 1) / lc) : 0;
+    if (lc != logit_chunks_of(base))
+        at->shape.logit_chunk_rows = base->R > 0 ? (int32_t)((base->R + lc - 1) / lc) : 0;
     at->logit_chunks = lc, at->ffn_chunks = fc;
     at->plans_tried++;
     return act_cache_get(c, &at->shape, &at->at, err);
@@ -209,8 +225,9 @@ static int chunk_brute(struct act_cache *c, const struct og_shape *shape, int64_
 {
     struct chunk_choice t = {0};
     int32_t best_sum = INT32_MAX;
-    for (int32_t l = 1; l <= max_lc; l = l < 8 ? l + 1 : l * 2)
-        for (int32_t f = 1; f <= max_fc; f = f < 8 ? f + 1 : f * 2) {
+    /* counts 1 to 8, then doubling, and the most (a ladder step past it lands on it) */
+    for (int32_t l = 1; l <= max_lc; l = l < 8 ? l + 1 : l == max_lc ? l + 1 : TS_MIN(2 * l, max_lc))
+        for (int32_t f = 1; f <= max_fc; f = f < 8 ? f + 1 : f == max_fc ? f + 1 : TS_MIN(2 * f, max_fc)) {
             if (l + f >= best_sum)
                 continue;
             if (weigh(c, shape, l, f, &t, err))
@@ -239,8 +256,7 @@ int act_cache_chunk(enum chunking how, struct act_cache *c, const struct og_shap
     const int32_t max_lc = (int32_t)TS_MAX(1, TS_MIN(shape->R, 4096)), max_fc = (int32_t)TS_MAX(1, TS_MIN(shape->T, 256));
     if (how == CHUNK_BRUTE)
         return chunk_brute(c, shape, budget, max_lc, max_fc, out, err);
-    int32_t lc = shape->logit_chunk_rows > 0 && shape->R > 0
-                     ? (int32_t)((shape->R + shape->logit_chunk_rows - 1) / shape->logit_chunk_rows) : 1;
+    int32_t lc = logit_chunks_of(shape);
     int32_t fc = shape->ffn_chunks > 0 ? shape->ffn_chunks : 1;
     for (;;) {
         if (weigh(c, shape, lc, fc, out, err))

@@ -55,7 +55,7 @@ struct chunk_choice {
     struct act_plan at;               /* its plan */
     int plans_tried;                  /* shapes weighed (asked of the cache) */
     bool fits;
-    char why[200];                    /* when it does not fit: which tensor at which op */
+    char why[200];                    /* when it does not fit: why (the largest tensor at the peak) */
 };
 
 /* The bytes a chunk search keeps free of the memory it plans in: mib MiB where mib >= 0 (what

@@ -73,8 +73,8 @@ int og_layout_find(const char *name);
 int64_t og_masked_rows(double mask_ratio, int64_t T);
 /* Instantiates the template for a model and a step shape (the graph is cleared first). */
 void opgraph_build(struct opgraph *g, const struct model_cfg *m, const struct og_shape *s);
-/* The same graph with one layer of each kind (the first dense and the first MoE layer), in the
- * engine's layout only. There the residual stream x is one tensor through every layer and each
+/* The same graph with one layer of each run of layers of a kind (a model's dense layers come
+ * first, then its MoE ones: the first of each), in the engine's layout only. There the residual stream x is one tensor through every layer and each
  * other tensor of a layer dies inside it, so the tensors alive with any of a layer's tensors are x
  * and that layer's own: a planner that places each tensor by the tensors alive with it (first-fit,
  * greedy-size) places every layer of a kind alike, and plans this graph to the full graph's bytes
