@@ -173,6 +173,9 @@ const struct cfg_option cfg_options[] = {
              "lognormal:MU_P,SIGMA_P,MU_O,SIGMA_O | file:PATH (traces/README.md)"},
     {"seed", INT64, FIELD(seed), .def = "1", .lo = 0, .hi = 1099511627776.0, .unit = "", .arg = "S", .group = WORK,
      .help = "run seed: arrivals, lengths and every request's decode stream"},
+    {"slo", REAL, FIELD(slo), .def = "0", .lo = 0, .hi = 1e9, .unit = "seconds", .arg = "S", .group = WORK,
+     .shown = "none", .help = "a latency objective: the summary gives the share of requests finished within S of "
+                              "their arrival (rejected ones miss it)"},
     {"skip-bad-rows", FLAG, FIELD(skip_bad_rows), .def = "0", .group = WORK,
      .help = "skip and count malformed trace rows instead of stopping"},
     {"clip-prompt", FLAG, FIELD(clip_prompt), .def = "0", .group = WORK,

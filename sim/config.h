@@ -69,6 +69,7 @@ struct sim_config {
     uint64_t seed;
     bool skip_bad_rows;
     bool clip_prompt;          /* truncate prompts so that P + G fits the model */
+    double slo;                /* a request's latency objective, seconds (0: none): the summary's attainment */
 
     /* dLLM generation */
     int32_t gen_len;           /* G for every request; 0 = the trace's output length rounded up to blocks */

@@ -13,7 +13,8 @@
  *   step_runs     what the steps view expands: runs of consecutive steps alike but for their start
  *   segment_runs  what the segments view expands: runs of consecutive steps in which a request's
  *                 segment kept its shape
- *   summary       one row per run: throughput, latency statistics, counts, memory, redundancy
+ *   summary       one row per run: throughput, latency statistics, counts, memory, redundancy,
+ *                 energy, the share of requests within --slo
  *   op_breakdown  per-op seconds summed over the run
  *
  */
@@ -55,7 +56,7 @@ static const char *const schema =
     " queue_mean_s REAL, mean_q_per_step REAL, mean_segs_per_step REAL, peak_mem_bytes INTEGER,"
     " weight_bytes INTEGER, kv_pool_bytes INTEGER, act_reserved_bytes INTEGER,"
     " capacity_bytes INTEGER, static_batch INTEGER, rows_processed INTEGER, missed_decodes INTEGER,"
-    " redundancy REAL, num_stalls INTEGER, energy_j REAL, mean_power_w REAL);"
+    " redundancy REAL, num_stalls INTEGER, energy_j REAL, mean_power_w REAL, slo_attainment REAL);"
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
     " PRIMARY KEY(run_id, op));";
 
@@ -127,7 +128,7 @@ static const char *const added_columns[][3] = {
     {"summary", "missed_decodes", "INTEGER NOT NULL DEFAULT 0"}, {"summary", "redundancy", "INTEGER NOT NULL DEFAULT 0"},
     {"summary", "num_stalls", "INTEGER NOT NULL DEFAULT 0"},
     /* (a run priced before its energy was: NULL, not known) */
-    {"summary", "energy_j", "REAL"}, {"summary", "mean_power_w", "REAL"}};
+    {"summary", "energy_j", "REAL"}, {"summary", "mean_power_w", "REAL"}, {"summary", "slo_attainment", "REAL"}};
 
 /* Whether table `table` of database `name` has column `col`: 1 or 0, -1 on an SQLite error. */
 static int has_column(sqlite3 *db, const char *name, const char *table, const char *col)

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -413,7 +414,7 @@ static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
     struct sim_summary m;
     sim_get_summary(s, &m);
     sqlite3_stmt *st;
-    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 &st))
         return -1;
     int k = 1;
@@ -434,6 +435,10 @@ static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
     sqlite3_bind_int64(st, k++, m.num_stalls);
     sqlite3_bind_double(st, k++, m.energy_j);
     sqlite3_bind_double(st, k++, m.mean_power_w);
+    if (isnan(m.slo_attainment)) /* (no --slo) */
+        sqlite3_bind_null(st, k++);
+    else
+        sqlite3_bind_double(st, k++, m.slo_attainment);
     int rc = step_done(w, st);
     sqlite3_finalize(st);
     if (rc || prepare(w, "INSERT INTO out.op_breakdown VALUES(?,?,?)", &st))

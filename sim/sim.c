@@ -762,6 +762,8 @@ void sim_get_summary(const struct sim *s, struct sim_summary *out)
     out->mean_power_w = span > 0 ? out->energy_j / span : 0;
     out->energy_per_token_j = out->tokens_decoded > 0 ? out->energy_j / (double)out->tokens_decoded : 0;
     out->energy_per_request_j = out->num_finished > 0 ? out->energy_j / (double)out->num_finished : 0;
+    out->slo_attainment = s->cfg.slo > 0 && out->num_requests > 0 ? (double)out->slo_met / (double)out->num_requests
+                                                                  : NAN;
     if (span > 0) {
         out->throughput_tok_s = (double)out->tokens_decoded / span;
         out->content_tok_s = (double)out->content_tokens / span;

@@ -52,6 +52,9 @@ struct sim_summary {
     /* energy (sim/README.md, "Energy"): the steps' time and energy summed, then the run's with the
      * GPUs' idle draw between steps, its mean power, and a generated token's and a request's share */
     double busy_s, busy_energy_j;
+    /* --slo: the requests finished within it, and their share of all requests (NAN without one) */
+    int64_t slo_met;
+    double slo_attainment;
     double energy_j, mean_power_w, energy_per_token_j, energy_per_request_j;
 };
 

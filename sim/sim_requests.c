@@ -147,6 +147,7 @@ void sim_record(struct sim *s, struct request *r)
         gsl_rstat_add((double)(r->admitted_ns - r->arrival_ns) * 1e-9, s->queue_st);
         s->lat_min_ns = TS_MIN(s->lat_min_ns, ns);
         s->lat_max_ns = TS_MAX(s->lat_max_ns, ns);
+        s->sum.slo_met += s->cfg.slo > 0 && (double)ns <= s->cfg.slo * 1e9;
         s->sum.tokens_decoded += r->decoded_total;
         s->sum.content_tokens += r->C;
         s->sum.makespan_ns = TS_MAX(s->sum.makespan_ns, r->finish_ns);

@@ -908,6 +908,37 @@ START_TEST(energy_is_idle_over_the_run_and_the_steps_share_on_top)
 }
 END_TEST
 
+/* --slo: the share of all requests (rejected ones missing it) that finished within S of their
+ * arrival, against each kept request's own latency; none without --slo */
+START_TEST(slo_attainment_counts_the_requests_within_it)
+{
+    struct sim_config c;
+    struct ts_err err;
+    test_config(&c);
+    c.requests = 40, c.rps = 2, c.slo = 5;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    sim_keep_requests(s);
+    ck_assert_int_eq(sim_run(s, &err), 0);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    int64_t within = 0;
+    for (int32_t i = 0; i < (int32_t)m.num_requests; i++) {
+        const struct request *r = sim_req(s, i);
+        within += r->state == REQ_FINISHED && r->finish_ns - r->arrival_ns <= 5000000000LL;
+    }
+    ck_assert(within > 0 && within < m.num_requests); /* (the load leaves some late) */
+    ck_assert_double_eq_tol(m.slo_attainment, (double)within / (double)m.num_requests, 1e-12);
+    sim_destroy(s);
+    c.slo = 0;
+    s = sim_create(&c, &err);
+    ck_assert_int_eq(sim_run(s, &err), 0);
+    sim_get_summary(s, &m);
+    ck_assert(isnan(m.slo_attainment));
+    sim_destroy(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sim");
@@ -931,6 +962,7 @@ int main(void)
     tcase_add_test(tc, lazy_chunking_keeps_the_search_margin);
     tcase_add_test(tc, the_mosaic_preset_holds_mosaics_layer);
     tcase_add_test(tc, energy_is_idle_over_the_run_and_the_steps_share_on_top);
+    tcase_add_test(tc, slo_attainment_counts_the_requests_within_it);
     suite_add_tcase(s, tc);
     return run_suite("sim", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -374,6 +374,9 @@ static void print_summary(const struct sim_config *c, const struct sim_summary *
            m->kv_pool_bytes / TS_GIB, m->peak_mem_bytes / TS_GIB);
     printf("  energy        %.0f J: %.3f J a generated token, %.1f J a request; mean %.0f W\n", m->energy_j,
            m->energy_per_token_j, m->energy_per_request_j, m->mean_power_w);
+    if (c->slo > 0)
+        printf("  SLO           %.1f%% of requests finished within %.3f s of their arrival (--slo)\n",
+               100.0 * m->slo_attainment, c->slo);
     if (m->static_batch)
         printf("  static batch  %d requests\n", m->static_batch);
     if (show_redundancy)
@@ -451,6 +454,8 @@ static void print_json(const struct sim_config *c, const struct sim_summary *m)
     json_object_set_new(o, "energy_per_token_j", json_real(m->energy_per_token_j));
     json_object_set_new(o, "energy_per_request_j", json_real(m->energy_per_request_j));
     json_object_set_new(o, "mean_power_w", json_real(m->mean_power_w));
+    if (c->slo > 0)
+        json_object_set_new(o, "slo_attainment", json_real(m->slo_attainment));
     json_object_set_new(o, "busy_s", json_real(m->busy_s));
     json_object_set_new(o, "busy_energy_j", json_real(m->busy_energy_j));
     json_object_set_new(o, "run_wall_s", json_real(m->run_wall_s));
