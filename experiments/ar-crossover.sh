@@ -17,8 +17,9 @@
 # priced by the calibration of tessera's engine for LLaDA-8B on the GPU (its decode steps of one row
 # are profiled too); steps past the profiled 16,384 packed tokens, the largest batches' prefills, are
 # extrapolated (--extrapolate), and COST=roofline prices everything with the roofline instead.
-# Writes OUT/results.jsonl (a run: system, batch, the summary's figures), OUT/report.md (the table, the
-# crossover batch of each dLLM variant against AR, the checks) and, with gnuplot, OUT/figure.png.
+# Writes OUT/results.jsonl (a run: system, batch, the summary's figures), OUT/report.md (the throughput
+# table, the crossover batch of each dLLM variant against AR, the energy a generated token, the checks)
+# and, with gnuplot, OUT/figure.png.
 #
 # Usage: tessera exp run ar-crossover OUT [--force]   (BATCHES="1 2 4 8 16 32 64 128"; GPU=h200;
 #        MODEL=llada-8b; LENGTHS=fixed:512,256; DECODE=threshold:llada-gsm8k; COST=calibrated; or
@@ -57,7 +58,8 @@ import json, sys
 sys_, b, m = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
 print(json.dumps({"system": sys_, "batch": b, "throughput_tok_s": m["throughput_tok_s"],
                   "lat_mean_s": m["lat_mean_s"], "num_steps": m["num_steps"], "num_finished": m["num_finished"],
-                  "tokens_per_step": m["tokens_decoded"] / max(m["num_steps"], 1)}))
+                  "tokens_per_step": m["tokens_decoded"] / max(m["num_steps"], 1),
+                  "energy_per_token_j": m["energy_per_token_j"]}))
 PY
     done
 done
@@ -67,6 +69,7 @@ out, model, gpu, lengths, decode, cost = sys.argv[1:]
 rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
 systems = ["vanilla", "dual", "dual-parallel", "ar"]
 tput = {(r["system"], r["batch"]): r["throughput_tok_s"] for r in rows}
+jtok = {(r["system"], r["batch"]): r["energy_per_token_j"] for r in rows}
 batches = sorted({r["batch"] for r in rows})
 def crossover(s):
     """the smallest batch from which the AR model's throughput is at least s's at every larger one"""
@@ -95,6 +98,10 @@ with open(os.path.join(out, "report.md"), "w") as f:
         ("the dLLM's lead shrinks with the batch: AR over dual-parallel grows from batch %d to %d" % (lo, hi),
          tput[("ar", hi)] / tput[("dual-parallel", hi)] > tput[("ar", lo)] / tput[("dual-parallel", lo)]),
     ]
+    f.write("\nEnergy, joules a generated token (sim/README.md, \"Energy\"):\n\n")
+    f.write("| batch | vanilla | dual | dual-parallel | ar |\n|---|---|---|---|---|\n")
+    for b in batches:
+        f.write("| %d | %s |\n" % (b, " | ".join("%.3f" % jtok[(s, b)] for s in systems)))
     f.write("\n| trend the studies report | in tessera |\n|---|---|\n")
     for text, ok in checks:
         f.write("| %s | %s |\n" % (text, "holds" if ok else "does not hold"))
