@@ -300,7 +300,7 @@ bench-gemm-rows: $(BUILD)/gemm_rows
 # (tests/fuzz/seeds/) and the corpus kept in the repository (tests/fuzz/corpus/), into which the
 # inputs that reach new code are merged at the end; a crash stops the target with its input in
 # build/fuzz/.
-FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file fuzz_safetensors fuzz_calib fuzz_anchor fuzz_decode fuzz_prompts fuzz_clock fuzz_specs
+FUZZERS := fuzz_trace fuzz_model_config fuzz_gpu_file fuzz_safetensors fuzz_calib fuzz_anchor fuzz_decode fuzz_prompts fuzz_clock fuzz_specs fuzz_config_json
 fuzz:
 	@mkdir -p $(BUILD)/fuzz
 	@set -e; for f in $(FUZZERS); do \
