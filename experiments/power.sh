@@ -12,8 +12,9 @@
 # steps, which the simulated timeline does not: the card's mean draw over the window is set against
 # the steps' predicted mean power, and the window's energy with those gaps idle is printed beside it.
 #
-# Writes OUT/power-compare.txt, OUT/gpu-power.json, OUT/gpu.txt and OUT/raw.tgz (the traces, the
-# runs' JSON summaries, the windows). GPU: the card's name in tessera's table [h100].
+# Writes OUT/power-compare.txt, OUT/gpu-power.json, OUT/gpu.txt, OUT/raw.tgz (the traces, the runs'
+# JSON summaries, the windows) and, with gnuplot, OUT/power.png (analysis/power-plot.sh: each trace
+# beside the steps' predicted power). GPU: the card's name in tessera's table [h100].
 #
 # Usage: tessera exp run power OUT [GPU] [--force]   (or experiments/power.sh OUT [GPU] with TESSERA=path)
 # Needs: GPU
@@ -80,4 +81,8 @@ for name in open(f"{out}/windows.txt").read().split():
           f"{ebusy / busy:.0f} W ({100 * (ebusy / busy - e / span) / (e / span):+.1f}%); over the window with the "
           f"gaps idle {pred:.0f} J ({100 * (pred - e) / e:+.1f}%)")
 PY
+root=$(cd "$(dirname "$0")/.." && pwd)
+if command -v gnuplot >/dev/null 2>&1; then
+    bash "$root/analysis/power-plot.sh" "$out" "$out/power.png" || rm -f "$out/power.png"
+fi
 (cd "$out" && tar czf raw.tgz idle.csv windows.txt power-*.csv sim-*.json && rm -f idle.csv windows.txt power-*.csv sim-*.json)
