@@ -99,15 +99,15 @@ const struct cfg_option cfg_options[] = {
     {"datadir", CFG_TEXT, FIELD(datadir), .def = TS_DATADIR, .arg = "DIR", .group = SYS,
      .shown = "$TESSERA_DATA, else sim/data", .help = "decode profiles, calibrations and clock fits"},
     /* the engine, with --executor gpu (tessera engine --help says what each does) */
-    {"attention", CHOICE, FIELD(attention), .choices = eng_attention_names, .num_choices = 3, .def = "auto",
+    {"attention", CHOICE, FIELD(attention), CHOICES(eng_attention_names), .def = "auto",
      .group = ENG, .help = "the attention kernel"},
-    {"ffn", CHOICE, FIELD(ffn), .choices = eng_ffn_names, .num_choices = 3, .def = "split", .group = ENG,
+    {"ffn", CHOICE, FIELD(ffn), CHOICES(eng_ffn_names), .def = "split", .group = ENG,
      .help = "the FFN's gate/up GEMM (--impl tessera-fused: fused)"},
-    {"routing", CHOICE, FIELD(routing), .choices = eng_routing_names, .num_choices = 3, .def = "auto", .group = ENG,
+    {"routing", CHOICE, FIELD(routing), CHOICES(eng_routing_names), .def = "auto", .group = ENG,
      .help = "a mixture of experts' experts"},
-    {"select-at", CHOICE, FIELD(select_at), .choices = eng_select_names, .num_choices = 2, .def = "end", .group = ENG,
+    {"select-at", CHOICE, FIELD(select_at), CHOICES(eng_select_names), .def = "end", .group = ENG,
      .help = "where sparse selections run"},
-    {"kernels", CHOICE, FIELD(kernels), .choices = eng_kernels_names, .num_choices = 2, .def = "device", .group = ENG,
+    {"kernels", CHOICE, FIELD(kernels), CHOICES(eng_kernels_names), .def = "device", .group = ENG,
      .help = "portable: the kernels of a GPU before Hopper, whatever the device"},
     {"gemm-algos", INT, FIELD(gemm_algos), .def = "16", .lo = 1, .hi = 128, .unit = "candidates", .arg = "N",
      .group = ENG, .help = "cuBLASLt's candidates a new GEMM shape's tuning times"},
@@ -264,12 +264,12 @@ static int set_value(const struct cfg_option *o, const char *text, struct sim_co
         return 0;
     case CFG_CHOICE: return cfg_choice(o->name, text, o->choices, o->num_choices, f, err);
     case CFG_FLAG: *(bool *)f = text ? strcmp(text, "0") != 0 : true; return 0;
-    case CFG_SET:
-        TS_ASSERT(o->size == sizeof(int32_t) || o->size == sizeof(bool));
+    case CFG_SET: /* (the command line's alone: neither the defaults nor a stored configuration set one) */
+        TS_ASSERT(!text && (o->size == sizeof(int32_t) || o->size == sizeof(bool)));
         if (o->size == sizeof(bool))
-            *(bool *)f = text ? strcmp(text, "0") != 0 : o->value;
+            *(bool *)f = o->value;
         else
-            *(int32_t *)f = text ? atoi(text) : o->value;
+            *(int32_t *)f = o->value;
         return 0;
     case CFG_INT:
     case CFG_INT64: {

@@ -71,45 +71,15 @@ const char eng_choices_usage[] =
 "       wgmma, TMA, clusters or programmatic launch) [device: the device's own]\n"
 "--gemm-algos N  cuBLASLt's candidates a new GEMM shape's tuning times, 1 to 128 [16]\n";
 
-int eng_choice_take(const char *cmd, int opt, const char *value, struct eng_choices *ch)
+int eng_choice_take(const char *cmd, const char *name, const char *value, struct sim_config *c)
 {
-    static const struct {
-        const char *name;
-        const char *const *names;
-        int n;
-    } kinds[] = {{"attention", eng_attention_names, 3}, {"ffn", eng_ffn_names, 3}, {"routing", eng_routing_names, 3},
-                 {"select-at", eng_select_names, 2},    {"kernels", eng_kernels_names, 2}};
-    const int k = opt - ENG_CHOICE_OPT;
-    if (k == 6) {
-        if (!*value) {
-            fprintf(stderr, "tessera %s: --gemm-cache: which file?\n", cmd);
-            return -1;
-        }
-        ch->gemm_cache = value;
-        return 0;
-    }
-    if (k == 5) {
-        int64_t n;
-        if (ts_parse_i64(value, &n) || n < 1 || n > 128) {
-            fprintf(stderr, "tessera %s: --gemm-algos: '%s' is not a whole number in 1..128\n", cmd, value);
-            return -1;
-        }
-        ch->gemm_algos = (int32_t)n;
-        return 0;
-    }
-    TS_ASSERT(k >= 0 && k < (int)TS_ARRAY_LEN(kinds));
-    int32_t *fields[] = {&ch->attention, &ch->ffn, &ch->routing, &ch->select_at};
-    int32_t v;
     struct ts_err err;
-    if (cfg_choice(kinds[k].name, value, kinds[k].names, kinds[k].n, &v, &err)) {
-        fprintf(stderr, "tessera %s: %s\n", cmd, err.msg);
-        return -1;
-    }
-    if (k == 4)
-        ch->portable = v == 1;
-    else
-        *fields[k] = v;
-    return 0;
+    if (strcmp(name, "gemm-cache") == 0 && !*value) /* (the table's "" is "none": named, a file is wanted) */
+        ts_fail(&err, "--gemm-cache: which file?");
+    else if (cfg_option_set(cfg_option_find(name), value, c, &err) == 0)
+        return 0;
+    fprintf(stderr, "tessera %s: %s\n", cmd, err.msg);
+    return EXIT_USAGE;
 }
 
 static void engine_usage(FILE *f)
@@ -212,7 +182,7 @@ struct engine_args {
     int nstep;
     int grid; /* profile's --grid; -1: not given (all) */
     int64_t max_rows; /* profile's --max-rows; 0: not given */
-    struct eng_choices choices; /* the engine's (eng_set_choices) */
+    struct sim_config choices; /* the engine's choices as options set them (eng_choice_take) */
 };
 
 /* The --step options `engine SUB` takes at most. */
@@ -272,7 +242,7 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
                                       {0, 0, 0, 0}};
     *a = (struct engine_args){.sub = argv[0], .seed = 1, .reps = 20, .chunk = 2048, .warmup = 1, .tp = 1,
                               .warm_s = ENG_WARM_S, .idle_s = -1, .model = "llada-8b", .grid = -1};
-    eng_choices_defaults(&a->choices);
+    sim_config_defaults(&a->choices);
     optind = 1;
     int c, idx = 0;
     opterr = 0; /* an unknown option is answered with the nearest (cli_getopt_error) */
@@ -323,13 +293,11 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
                                                      strcmp(optarg, "focus") && strcmp(optarg, "clock");
             break;
         case 'h': engine_usage(stdout); return 1;
-        default:
-            if (c >= ENG_CHOICE_OPT && c < ENG_CHOICE_OPT + ENG_CHOICE_COUNT) {
-                if (eng_choice_take("engine", c, optarg, &a->choices))
-                    return EXIT_USAGE;
-                break;
-            }
-            return cli_getopt_error("engine", c, argv, o);
+        case ENG_CHOICE_OPT:
+            if (eng_choice_take("engine", o[idx].name, optarg, &a->choices))
+                return EXIT_USAGE;
+            break;
+        default: return cli_getopt_error("engine", c, argv, o);
         }
         if (bad) {
             fprintf(stderr, "tessera engine %s: --%s: bad value '%s' (see --help)\n", a->sub, o[idx].name, optarg);
@@ -508,7 +476,9 @@ int cli_engine(int argc, char **argv)
     int rc = parse_engine_args(argc - 1, argv + 1, &a);
     if (rc)
         return rc == 1 ? 0 : rc;
-    eng_set_choices(&a.choices);
+    struct eng_choices ch;
+    eng_choices_of(&a.choices, &ch);
+    eng_set_choices(&ch);
     if (a.tp > 1)
         return run_tp(&a, argc, argv);
     if (strcmp(a.sub, "check") == 0) {

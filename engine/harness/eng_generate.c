@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "config.h"
 #include "eng.h"
 #include "eng_gen.h"
 #include "harness.h"
@@ -86,7 +87,7 @@ static void generate_usage(FILE *f)
 
 struct gen_args {
     const char *model, *weights, *prompts, *profile_out, *name, *ids_out, *cache;
-    struct eng_choices choices; /* the engine's (eng_set_choices) */
+    struct sim_config choices; /* the engine's choices as options set them (eng_choice_take) */
     struct unmask_rule rule;
     struct gen_smooth smooth;
     char rule_text[64];
@@ -113,7 +114,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {0, 0, 0, 0}};
     *a = (struct gen_args){.model = "llada-8b", .requests = -1, .prompt_len = 256, .gen_len = 256, .block = 32,
                            .mask_id = -1, .seed = 1, .focus_alpha = 1.5, .vicinity = 16, .refresh = 32};
-    eng_choices_defaults(&a->choices);
+    sim_config_defaults(&a->choices);
     struct ts_err err;
     if (unmask_parse("threshold:0.9", &a->rule, &err))
         return EXIT_USAGE;
@@ -157,13 +158,11 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'F': bad = ts_parse_i64(optarg, &a->refresh) || a->refresh < 1 || a->refresh > 1 << 20, range = "1..1048576"; break;
         case 'M': bad = ts_parse_double(optarg, &a->mem_gb) || !(a->mem_gb > 0 && a->mem_gb < 1e6), range = "GB > 0"; break;
         case 'h': generate_usage(stdout); return 1;
-        default:
-            if (c >= ENG_CHOICE_OPT && c < ENG_CHOICE_OPT + ENG_CHOICE_COUNT) {
-                if (eng_choice_take("engine generate", c, optarg, &a->choices))
-                    return EXIT_USAGE;
-                break;
-            }
-            return cli_getopt_error("engine generate", c, argv, o);
+        case ENG_CHOICE_OPT:
+            if (eng_choice_take("engine generate", o[idx].name, optarg, &a->choices))
+                return EXIT_USAGE;
+            break;
+        default: return cli_getopt_error("engine generate", c, argv, o);
         }
         if (bad) {
             fprintf(stderr, "tessera engine generate: --%s: bad value '%s' (%s)\n", o[idx].name, optarg, range);
@@ -360,7 +359,9 @@ int eng_generate_main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc == 1 ? 0 : rc;
-    eng_set_choices(&a.choices);
+    struct eng_choices ch;
+    eng_choices_of(&a.choices, &ch);
+    eng_set_choices(&ch);
     struct ts_err err;
     struct model_cfg m;
     if (model_resolve(a.model, &m, &err)) {

@@ -33,8 +33,8 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
 {
     const struct sim_config *c = sim_config(s);
     const struct model_cfg *m = sim_model(s);
-    const struct eng_choices ch = {c->attention, c->ffn, c->routing, c->select_at, c->kernels == 1, c->gemm_algos,
-                                   c->gemm_cache[0] ? c->gemm_cache : NULL};
+    struct eng_choices ch;
+    eng_choices_of(c, &ch);
     eng_set_choices(&ch); /* the run's engine options (stored with it) */
     struct eng_opts o;
     eng_opts_defaults(&o);
@@ -72,4 +72,11 @@ void eng_opts_follow_impl(struct eng_opts *o, const char *impl_name)
     struct impl_profile ip;
     if (impl_name && impl_resolve(impl_name, &ip, NULL) == 0 && ip.fused_ffn)
         o->ffn = 1;
+}
+
+void eng_choices_of(const struct sim_config *c, struct eng_choices *ch)
+{
+    *ch = (struct eng_choices){.attention = c->attention, .ffn = c->ffn, .routing = c->routing,
+                               .select_at = c->select_at, .portable = c->kernels == 1,
+                               .gemm_algos = c->gemm_algos, .gemm_cache = c->gemm_cache[0] ? c->gemm_cache : NULL};
 }

@@ -12,18 +12,21 @@
  * (tessera-fused) sets ffn to 1; any other name, or none, leaves o as it is. */
 void eng_opts_follow_impl(struct eng_opts *o, const char *impl_name);
 
-/* The engine's choices (eng_choices) as every engine command's options: their getopt entries (values
- * ENG_CHOICE_OPT and on), their --help lines, and an option of theirs taken into ch: 0, or -1 said on
- * stderr naming the command, the option and its choices or range. */
+/* The engine's choices (eng_choices) as every engine command's options: their getopt entries (all
+ * of value ENG_CHOICE_OPT), their --help lines, and one given (its option's name and value) set in
+ * c, the engine fields of a sim_config, by that option's row of tessera sim's table (config.c): 0, or
+ * EXIT_USAGE said on stderr naming the command, the option and its choices or range. */
+struct sim_config;
 #define ENG_CHOICE_OPT 1000
 #define ENG_CHOICE_OPTS \
-    {"attention", required_argument, 0, ENG_CHOICE_OPT}, {"ffn", required_argument, 0, ENG_CHOICE_OPT + 1}, \
-        {"routing", required_argument, 0, ENG_CHOICE_OPT + 2}, {"select-at", required_argument, 0, ENG_CHOICE_OPT + 3}, \
-        {"kernels", required_argument, 0, ENG_CHOICE_OPT + 4}, {"gemm-algos", required_argument, 0, ENG_CHOICE_OPT + 5}, \
-        {"gemm-cache", required_argument, 0, ENG_CHOICE_OPT + 6}
-#define ENG_CHOICE_COUNT 7
+    {"attention", required_argument, 0, ENG_CHOICE_OPT}, {"ffn", required_argument, 0, ENG_CHOICE_OPT}, \
+        {"routing", required_argument, 0, ENG_CHOICE_OPT}, {"select-at", required_argument, 0, ENG_CHOICE_OPT}, \
+        {"kernels", required_argument, 0, ENG_CHOICE_OPT}, {"gemm-algos", required_argument, 0, ENG_CHOICE_OPT}, \
+        {"gemm-cache", required_argument, 0, ENG_CHOICE_OPT}
 extern const char eng_choices_usage[];
-int eng_choice_take(const char *cmd, int opt, const char *value, struct eng_choices *ch);
+int eng_choice_take(const char *cmd, const char *name, const char *value, struct sim_config *c);
+/* The engine's choices a configuration holds (its gemm_cache is pointed to, not copied). */
+void eng_choices_of(const struct sim_config *c, struct eng_choices *ch);
 
 /* `tessera engine generate ARGS` (eng_generate.c): argv[0] is "generate". */
 int eng_generate_main(int argc, char **argv);

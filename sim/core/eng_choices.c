@@ -6,5 +6,3 @@ const char *const eng_ffn_names[3] = {"split", "fused", "auto"};
 const char *const eng_routing_names[3] = {"auto", "router", "balanced"};
 const char *const eng_select_names[2] = {"end", "layer"};
 const char *const eng_kernels_names[2] = {"device", "portable"};
-
-void eng_choices_defaults(struct eng_choices *c) { *c = (struct eng_choices){.attention = 2}; }

@@ -23,6 +23,5 @@ struct eng_choices {
 };
 extern const char *const eng_attention_names[3], *const eng_ffn_names[3], *const eng_routing_names[3],
     *const eng_select_names[2], *const eng_kernels_names[2];
-void eng_choices_defaults(struct eng_choices *c);
 
 #endif
