@@ -56,32 +56,21 @@ run decode --policy dual --requests 2 --rps 200 --gen-len 1024 --lengths fixed:5
 run reuse --policy dual --requests 48 --rps 200 --gen-len 256 --lengths fixed:512,256 --block 32
 run refresh --policy vanilla --requests 24 --rps 200 --gen-len 64 --lengths fixed:2048,64 --block 32
 run mixed --policy dual --requests 48 --rps 200 --gen-len 128 --lengths fixed:1024,128 --block 32 --refresh-interval 4
-python3 - "$out" "$gpu" <<'PY' | tee "$out/power-compare.txt"
-import datetime, json, sys
-out, gpu = sys.argv[1], sys.argv[2]
-def when(s):  # nvidia-smi's timestamp, local time: 2026/11/26 19:20:01.123
-    return datetime.datetime.strptime(s.strip(), "%Y/%m/%d %H:%M:%S.%f").timestamp()
-idle = json.load(open(f"{out}/gpu-power.json"))[gpu]["idle_w"]
+root=$(cd "$(dirname "$0")/.." && pwd)
+PYTHONPATH="$root/analysis" python3 - "$out" <<'PY' | tee "$out/power-compare.txt"
+import sys
+import power_trace
+out = sys.argv[1]
+idle = power_trace.card(out)["idle_w"]
 print(f"idle {idle:.1f} W (median of 5 s)")
-for name in open(f"{out}/windows.txt").read().split():
-    d = json.load(open(f"{out}/sim-{name}.json"))
-    a, b = d["live_t0_unix"], d["live_t1_unix"]  # the first step's start, the last step's end
-    pts = []
-    for line in open(f"{out}/power-{name}.csv"):
-        f = line.split(",")
-        if len(f) == 2 and f[1].strip() not in ("", "[N/A]"):
-            pts.append((when(f[0]), float(f[1])))
-    pts = [p for p in pts if a <= p[0] <= b]
-    e = sum((pts[i + 1][0] - pts[i][0]) * (pts[i + 1][1] + pts[i][1]) / 2 for i in range(len(pts) - 1))
-    span = pts[-1][0] - pts[0][0]
+for name, d, _, e, span, n in power_trace.runs(out):
     busy, ebusy = d["busy_s"], d["busy_energy_j"]
     pred = ebusy + idle * max(0.0, span - busy)
-    print(f"{name}: window {span:.2f} s ({len(pts)} samples), steps {busy:.2f} s of it (the rest the host's "
+    print(f"{name}: window {span:.2f} s ({n} samples), steps {busy:.2f} s of it (the rest the host's "
           f"between steps); measured {e:.0f} J, mean {e / span:.0f} W; the steps' predicted power "
           f"{ebusy / busy:.0f} W ({100 * (ebusy / busy - e / span) / (e / span):+.1f}%); over the window with the "
           f"gaps idle {pred:.0f} J ({100 * (pred - e) / e:+.1f}%)")
 PY
-root=$(cd "$(dirname "$0")/.." && pwd)
 if command -v gnuplot >/dev/null 2>&1; then
     bash "$root/analysis/power-plot.sh" "$out" "$out/power.png" || rm -f "$out/power.png"
 fi
