@@ -102,9 +102,12 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubu
 ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_act.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c \
     engine/eng_safetensors.c engine/eng_unmask.c engine/eng_gen.c engine/eng_anchor.c engine/eng_grid.c
 LIB_SRC := $(wildcard sim/core/*.c sim/*.c) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
-ENGINE_GPU_SRC := engine/eng_arena.c engine/eng_cuda.c engine/eng_gemm.c engine/eng_tp.c engine/harness/eng_check.c \
-    engine/harness/eng_bench.c engine/harness/eng_replay.c engine/harness/eng_profile.c engine/harness/eng_live.c engine/harness/eng_lmax.c \
-    engine/harness/eng_tp_run.c engine/harness/eng_generate.c engine/harness/cli_engine.c
+ENGINE_GPU_SRC := engine/eng_arena.c engine/eng_cuda.c engine/eng_gemm.c engine/eng_tp.c engine/harness/eng_replay.c \
+    engine/harness/eng_profile.c engine/harness/eng_live.c engine/harness/eng_lmax.c engine/harness/eng_generate.c \
+    engine/harness/cli_engine.c
+# the programs beside the engine library, linked against it: its GPU test suite and its benchmark
+CHECK_ENGINE_SRC := $(wildcard tests/gpu/*.c)
+ENGINE_BENCH_SRC := $(wildcard engine/bench/*.c)
 KERNEL_SRC := $(wildcard kernels/*.cu)
 TEST_SRC := $(wildcard tests/check_*.c)
 TEST_COMMON := tests/test_util.c
@@ -132,11 +135,12 @@ TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 .PHONY: all engine run check check-here check-records check-soak check-layers mutate print-cc print-test-link print-libs check-valgrind calibrate check-slurm bench-sim bench-engine bench-gemm bench-gemm-rows check-gpu check-gpu-tp fuzz deps clean help
 
 ENGINE_LIB := $(if $(HAVE_CUDA),$(BUILD)/libtessera_engine.so)
-all: $(BUILD)/tessera $(ENGINE_LIB)
+ENGINE_TOOLS := $(if $(HAVE_CUDA),$(BUILD)/tests/gpu/check_engine $(BUILD)/engine_bench)
+all: $(BUILD)/tessera $(ENGINE_LIB) $(ENGINE_TOOLS)
 
 # the engine alone (tessera engine loads it from beside the executable)
 engine: $(BUILD)/tessera
-	@$(if $(HAVE_CUDA),$(MAKE) --no-print-directory $(ENGINE_LIB),echo "make engine: nvcc not found (NVCC=$(NVCC)); the engine is not built" >&2; exit 2)
+	@$(if $(HAVE_CUDA),$(MAKE) --no-print-directory $(ENGINE_LIB) $(ENGINE_TOOLS),echo "make engine: nvcc not found (NVCC=$(NVCC)); the engine is not built" >&2; exit 2)
 
 help:
 	@sed -n '3,16p' Makefile
@@ -167,6 +171,22 @@ $(BUILD)/kernels/%.o: kernels/%.cu $(STAMP)
 $(BUILD)/libtessera_engine.so: $(ENGINE_OBJ)
 	@$(if $(V),,echo "  LINK    $@")
 	$(Q)$(CC) -shared -o $@ $^ $(CUDA_LIBS)
+
+# The test suite and the benchmark: the command line's helpers (not its main), the library and the
+# engine, found beside them (rpath); they take their options as the engine's commands do.
+TOOL_CC = @mkdir -p $(dir $@); $(if $(V),,echo "  CC      $@";) $(CC) $(ALL_CFLAGS) $(INC_TOP) $(ENGINE_CFLAGS) -c $< -o $@
+$(BUILD)/tests/gpu/%.o: tests/gpu/%.c $(STAMP) | deps
+	$(TOOL_CC)
+$(BUILD)/engine/bench/%.o: engine/bench/%.c $(STAMP) | deps
+	$(TOOL_CC)
+TOOL_LINK = $(filter-out $(BUILD)/sim/cli/main.o,$(CLI_OBJ)) -Wl,--whole-archive $(BUILD)/libtessera.a \
+    -Wl,--no-whole-archive -L$(BUILD) -ltessera_engine $(LIBS) $(CUDA_LIBS) -ldl
+$(BUILD)/tests/gpu/check_engine: $(CHECK_ENGINE_SRC:%.c=$(BUILD)/%.o) $(CLI_OBJ) $(BUILD)/libtessera.a $(ENGINE_LIB)
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $(CHECK_ENGINE_SRC:%.c=$(BUILD)/%.o) $(TOOL_LINK) -Wl,-rpath,'$$ORIGIN/../..'
+$(BUILD)/engine_bench: $(ENGINE_BENCH_SRC:%.c=$(BUILD)/%.o) $(CLI_OBJ) $(BUILD)/libtessera.a $(ENGINE_LIB)
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $(ENGINE_BENCH_SRC:%.c=$(BUILD)/%.o) $(TOOL_LINK) -Wl,-rpath,'$$ORIGIN'
 
 $(BUILD)/libtessera.a: $(LIB_OBJ)
 	@rm -f $@
@@ -235,9 +255,9 @@ bench-sim: $(BUILD)/tessera
 # then the engine on every shape the anchor ran, beside its times: engine_anchor.jsonl; and
 # torch.compile's steps when COMPILE=path/to/torch_compile_step.py: torch_compile.jsonl)
 check-gpu: all
-	./$(BUILD)/tessera engine check
-	./$(BUILD)/tessera engine check --kernels portable
-	./$(BUILD)/tessera engine check --select-at layer --only select
+	./$(BUILD)/tests/gpu/check_engine
+	./$(BUILD)/tests/gpu/check_engine --kernels portable
+	./$(BUILD)/tests/gpu/check_engine --select-at layer --only select
 	bash tests/live_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/lmax_gpu_test.sh ./$(BUILD)/tessera
 	bash tests/profile_gpu_test.sh ./$(BUILD)/tessera
@@ -247,7 +267,7 @@ check-gpu: all
 # live run of a schedule over them (NVLink multicast stays off: NCCL_NVLS_ENABLE=0)
 TP ?= 2
 check-gpu-tp: all
-	./$(BUILD)/tessera engine check --tp $(TP)
+	./$(BUILD)/tests/gpu/check_engine --tp $(TP)
 	bash tests/live_tp_gpu_test.sh ./$(BUILD)/tessera $(TP)
 
 # a sweep as a Slurm job array on a single-node Slurm started and stopped by the test (root, the
@@ -265,10 +285,10 @@ calibrate: all
 BENCH_OUT ?= $(BUILD)
 bench-engine: all
 	@mkdir -p $(BENCH_OUT)
-	./$(BUILD)/tessera engine bench --json $(BENCH_OUT)/engine_bench.jsonl --warm-trace $(BENCH_OUT)/warm_trace.csv
+	./$(BUILD)/engine_bench --json $(BENCH_OUT)/engine_bench.jsonl --warm-trace $(BENCH_OUT)/warm_trace.csv
 	python3 engine/bench/sdpa_bench.py | tee -a $(BENCH_OUT)/engine_bench.jsonl
 	$(if $(ANCHOR),PYTHONUNBUFFERED=1 python3 $(ANCHOR) | tee $(BENCH_OUT)/anchor.jsonl)
-	$(if $(ANCHOR),./$(BUILD)/tessera engine bench --only anchor --anchor $(BENCH_OUT)/anchor.jsonl \
+	$(if $(ANCHOR),./$(BUILD)/engine_bench --only anchor --anchor $(BENCH_OUT)/anchor.jsonl \
 	    --json $(BENCH_OUT)/engine_anchor.jsonl)
 	$(if $(COMPILE),PYTHONUNBUFFERED=1 python3 $(COMPILE) | tee $(BENCH_OUT)/torch_compile.jsonl)
 	@if command -v gnuplot >/dev/null; then bash analysis/bench-plot.sh $(BENCH_OUT)/engine_bench.jsonl \
@@ -287,7 +307,7 @@ bench-gemm: $(BUILD)/gemm_bench
 	./$(BUILD)/gemm_bench 4096 12288 $(or $(GEMM_ROWS),32 512 2048 8192)
 
 # GPU machine only: cuBLASLt on LLaDA-8B's layers at Reuse steps' row counts against their floors
-# (engine/bench/gemm_rows.cu; GEMM_PEAK, GEMM_BW: engine bench's ceilings; GEMM_ROWS: 1 to 512)
+# (engine/bench/gemm_rows.cu; GEMM_PEAK, GEMM_BW: engine_bench's ceilings; GEMM_ROWS: 1 to 512)
 GEMM_ROWS_SRC := engine/bench/gemm_rows.cu kernels/elementwise.cu
 $(BUILD)/gemm_rows: $(GEMM_ROWS_SRC) engine/bench/bench_check.h kernels/kernels.h
 	$(NVCC) -O3 -std=c++17 -arch=sm_90 $(INC_KERNELS) $(GEMM_ROWS_SRC) -lcublasLt -lcublas -o $@

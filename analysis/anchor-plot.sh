@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# analysis/anchor-plot.sh: `tessera engine bench --anchor --json`'s steps of the PyTorch anchor's
+# analysis/anchor-plot.sh: `engine_bench --anchor --json`'s steps of the PyTorch anchor's
 # shapes as one figure: for every shape (B sequences x T tokens) and step (Refresh with all logits,
 # with the masked tail's, Reuse of a 32-token block), tessera's time and PyTorch eager's, each over
 # the step's floor (FLOPs over the short-run GEMM ceiling, or bytes over the copy bandwidth; 1 = the
@@ -34,13 +34,13 @@ with open(bench) as f:
         except ValueError as e:
             sys.exit(f"anchor-plot.sh: {bench}:{n}: not JSON ({e})")
         if "anchor_step" not in r:
-            continue  # the rest of engine bench's output
+            continue  # the rest of engine_bench's output
         for k in ("B", "T", "ms", "floor_ms"):
             if not isinstance(r.get(k), (int, float)) or r[k] <= 0:
                 sys.exit(f"anchor-plot.sh: {bench}:{n}: field {k} missing or not a positive number")
         rows.append(r)
 if not rows:
-    sys.exit(f"anchor-plot.sh: {bench}: no anchor steps (was it written by `tessera engine bench --anchor --json`?)")
+    sys.exit(f"anchor-plot.sh: {bench}: no anchor steps (was it written by `engine_bench --anchor --json`?)")
 short = {"refresh all": "all", "refresh masked": "masked", "reuse": "reuse"}
 logs = []
 with open(table, "w") as t:

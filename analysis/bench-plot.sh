@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# analysis/bench-plot.sh: `tessera engine bench --json`'s steps as one figure, every time over the
+# analysis/bench-plot.sh: `engine_bench --json`'s steps as one figure, every time over the
 # step's floor (FLOPs over the short-run GEMM ceiling, or bytes over the copy bandwidth; 1 = the
 # floor): the step as measured, its fastest FFN variant, the step's linear layers and LM head alone
 # and all but them (each replayed as a graph), the floor at the GEMM rate the card holds for 2 s
@@ -50,7 +50,7 @@ for n, r in rows(bench):
     cases[name].update(r)
     cases[name].setdefault("_line", n)
 if not order:
-    sys.exit(f"bench-plot.sh: {bench}: no step cases (was it written by `tessera engine bench --json`?)")
+    sys.exit(f"bench-plot.sh: {bench}: no step cases (was it written by `engine_bench --json`?)")
 
 # the anchor's cases: (B, T, field) -> ms; the bench's steps map onto them by their shapes
 torch = {}
@@ -61,7 +61,7 @@ if anchor:
                 if k in r:
                     torch[(r["B"], r["T"], k)] = r[k]
 
-# the bench's default four steps have a goal and an anchor; steps of `engine bench --step` neither
+# the bench's default four steps have a goal and an anchor; steps of `engine_bench --step` neither
 DEFAULT_STEPS = ("refresh 16x512, all logits", "refresh 16x512, 256 masked logits",
                  "reuse 1 x 32 over 480 cached", "reuse 16 x 32 over 480 cached")
 
@@ -97,7 +97,7 @@ PY
 gnuplot 2>"$tmp/gnuplot.err" <<GP || { cat "$tmp/gnuplot.err" >&2; exit 1; }
 set terminal pngcairo size 1000,640 font ",11"
 set output '$out'
-set title "engine bench: each step over its floor"
+set title "engine_bench: each step over its floor"
 set style data histograms
 set style histogram clustered gap 1.4
 set style fill solid 0.85 border -1

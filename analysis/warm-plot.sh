@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# analysis/warm-plot.sh: `tessera engine bench --warm-trace`'s replays over time, one panel per
+# analysis/warm-plot.sh: `engine_bench --warm-trace`'s replays over time, one panel per
 # step and one curve per group of replays (the step, its variants side by side, its linear layers
 # alone, all but them): every replay's time (the warm-up rounds as lines, the timed replays as
 # points) over the median of the group's timed replays, against seconds since the group's warm-up
@@ -53,7 +53,7 @@ try:
 except (OSError, EOFError, UnicodeDecodeError) as e:
     sys.exit(f"warm-plot.sh: {path}: {e}")
 if not steps:
-    sys.exit(f"warm-plot.sh: {path}: no replays (was it written by `tessera engine bench --warm-trace`?)")
+    sys.exit(f"warm-plot.sh: {path}: no replays (was it written by `engine_bench --warm-trace`?)")
 colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 with open(f"{tmp}/panels.gp", "w") as gp:
     for k, step in enumerate(steps):
@@ -84,7 +84,7 @@ cols=$(( n < 2 ? 1 : 2 )) rows=$(( (n + 1) / 2 ))
 gnuplot 2>"$tmp/gnuplot.err" <<GP || { cat "$tmp/gnuplot.err" >&2; exit 1; }
 set terminal pngcairo size $(( 640 * cols )),$(( 380 * rows + 40 )) font ",10"
 set output '$out'
-set multiplot layout $rows,$cols title "engine bench: every replay's time over its group's timed median, from the start of its warm-up"
+set multiplot layout $rows,$cols title "engine_bench: every replay's time over its group's timed median, from the start of its warm-up"
 set xlabel 'seconds since the warm-up began'
 set ylabel 'ms / timed median'
 set grid

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # calibrate.sh OUT [MODEL]: calibrates tessera on this machine's GPU in one command (make calibrate).
 #   1. finds the GPU and its entry in tessera's table; a card the table lacks gets its ceilings
-#      measured (engine bench's GEMM rate and copy bandwidth) and written as a --gpu-file entry;
+#      measured (engine_bench's GEMM rate and copy bandwidth) and written as a --gpu-file entry;
 #   2. profiles the engine over the whole grid for MODEL [llada-8b] (select part included);
 #   3. imports and fits the profile as the calibration of this GPU, MODEL and the tessera engine;
 #   4. with TORCH=1, profiles PyTorch eager too where python3 imports torch (the torch-eager
@@ -11,7 +11,7 @@
 #   5. replays a held-out schedule (16 requests the profile never ran) on the engine and prices it:
 #      the calibration's per-step MAPE against the roofline's;
 #   6. fits the card's clock under its power limit (tessera sim --clock): eight steps benched alone,
-#      each from a cool card (engine bench --only clock), fitted by tessera calib clock;
+#      each from a cool card (engine_bench --only clock), fitted by tessera calib clock;
 #   7. installs the calibrations and the clock's line (clock.csv) where --cost calibrated looks first
 #      (tessera list calibrations: $TESSERA_CALIB_DIR, else ~/.local/share/tessera/calib), writes
 #      OUT/report.txt and packs what the project needs into OUT/tessera-calibration-GPU-MODEL.tar.gz
@@ -23,6 +23,7 @@ set -uo pipefail
 out=${1:?usage: calibrate.sh OUT [MODEL]}
 model=${2:-llada-8b}
 bin=${TESSERA:-build/tessera}
+eb=$(dirname "$bin")/engine_bench # the engine's benchmark, beside it
 impl=${IMPL:-tessera}
 root=$(cd "$(dirname "$0")/.." && pwd)
 ffn=split
@@ -44,7 +45,7 @@ if [ -n "$gpu" ]; then
 else
     gpu=$(echo "$name" | tr 'A-Z' 'a-z' | sed 's/nvidia //; s/[^a-z0-9]\+/-/g; s/-$//')
     step 1 "GPU: $name ($mem_mib MiB): not in tessera's table; measuring its ceilings as entry $gpu"
-    "$bin" engine bench "${eng[@]}" --model "$model" --only gemm >"$out/ceilings.txt" 2>&1 || die "engine bench failed ($out/ceilings.txt)"
+    "$eb" "${eng[@]}" --model "$model" --only gemm >"$out/ceilings.txt" 2>&1 || die "engine_bench failed ($out/ceilings.txt)"
     read -r tflops tbs < <(awk '/^ceilings:/ { for (i = 1; i <= NF; i++) { if ($i == "TFLOP/s,") t = $(i-1); if ($i == "TB/s") b = $(i-1) } }
         END { print t, b }' "$out/ceilings.txt")
     [ -n "$tflops" ] && [ -n "$tbs" ] || die "no ceilings in $out/ceilings.txt"
@@ -100,7 +101,7 @@ rm -f "$out/heldout.db"
 # (the GEMM rate the card held in the same bench gives each step's load)
 step 6 "the card's clock under its power limit: eight steps, each from a cool card (about a minute)"
 clock_line=
-if "$bin" engine bench "${eng[@]}" --model "$model" --only clock --warm-s 1.5 --warm-trace "$out/warm.csv" \
+if "$eb" "${eng[@]}" --model "$model" --only clock --warm-s 1.5 --warm-trace "$out/warm.csv" \
         >"$out/clock-bench.txt" 2>&1; then
     held=$(awk '/held back to back/ { for (i = 2; i <= NF; i++) if ($i == "TFLOP/s") { print $(i - 1); exit } }' \
         "$out/clock-bench.txt")

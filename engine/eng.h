@@ -221,7 +221,7 @@ int eng_poison_workspace(struct eng *e, struct ts_err *err);
 int64_t eng_step_workspace_bytes(struct eng *e, const struct step_desc *sd);
 void eng_act_info(const struct eng *e, struct eng_act_info *out);
 /* Leaves the ops in `ops` (bits 1 << enum cost_op) out of the steps that follow, for timing what
- * remains (engine bench: the linear layers alone, or all but them); their outputs are then stale,
+ * remains (engine_bench: the linear layers alone, or all but them); their outputs are then stale,
  * so the steps' results mean nothing. The final norm (and gather) before the LM head runs whenever
  * the LM head does: it keeps what repeated replays feed back through the reused buffers bounded.
  * 0 (the default) runs every op. */
@@ -231,7 +231,7 @@ void eng_set_skip_ops(struct eng *e, uint32_t ops);
  * graphs), seconds since the warm-up began, milliseconds a replay; for watching the clock settle
  * under the power limit. */
 void eng_set_warm_trace(struct eng *e, FILE *f, const char *label);
-/* The ops that launch GEMMs: the linear layers and the LM head (engine bench's "alone"). */
+/* The ops that launch GEMMs: the linear layers and the LM head (engine_bench's "alone"). */
 uint32_t eng_linear_ops(void);
 /* The layers the steps that follow execute (eng_opts.run_layers; 0: all). */
 void eng_set_run_layers(struct eng *e, int32_t layers);

@@ -3,7 +3,7 @@
  *
  * The anchor (../shared/anchors/torch_llada_step.py) prints one JSON object a line: one per shape
  * (B sequences of T tokens, `masked` of them needing logits) with its three step times, then its
- * ceilings. `tessera engine bench --anchor FILE` reads that output, runs the engine on every shape
+ * ceilings. `engine_bench --anchor FILE` reads that output, runs the engine on every shape
  * (Refresh with logits for all tokens, Refresh with logits for the masked tail, and Reuse of one
  * 32-token block over the T - 32 tokens before it) and sets each step beside the anchor's time.
  * Without a file, the anchor script's own grid is used (anchor_default_grid), with no times.

@@ -57,6 +57,22 @@ int eng_tp_place(struct eng_opts *o, struct ts_err *err)
     return 0;
 }
 
+int eng_tp_create(const struct model_cfg *m, struct eng_opts *o, int size, int *rank, struct eng **e,
+                  struct ts_err *err)
+{
+    *e = NULL;
+    *rank = 0;
+    o->tp_size = 1, o->tp_rank = 0, o->tp_id = NULL;
+    if (size > 0) {
+        if (eng_tp_place(o, err))
+            return -1;
+        if (o->tp_size != size)
+            return ts_fail(err, "--tp %d inside a launch of %d ranks", size, o->tp_size);
+        *rank = o->tp_rank;
+    }
+    return eng_create(m, o, e, err);
+}
+
 #ifndef TS_HAVE_NCCL
 
 bool eng_tp_built(void) { return false; }
@@ -240,7 +256,7 @@ int eng_tp_launch(int size, int argc, char **argv)
 }
 
 /* The process's communicator: NCCL's unique id serves one communicator, so the engines a rank makes
- * in turn (engine check's models) share the first, which lives as long as the process. */
+ * in turn (check_engine's models) share the first, which lives as long as the process. */
 static struct eng_tp *shared;
 
 /* The watchdog: a rank that enqueues no collective and agrees on nothing for TESSERA_TP_TIMEOUT_S

@@ -7,12 +7,12 @@
 #   bench     make bench-engine: the engine's steps against their floors beside PyTorch (SDPA, and the
 #             anchor scripts when deps/anchors/ holds them: torch_llada_step.py, eager, and
 #             torch_compile_step.py, torch.compile(mode="reduce-overhead"))
-#   memcheck  compute-sanitizer's memcheck over `tessera engine check`
-#   racecheck compute-sanitizer's racecheck over `tessera engine check`
+#   memcheck  compute-sanitizer's memcheck over `check_engine`
+#   racecheck compute-sanitizer's racecheck over `check_engine`
 #   sanitize  both (SANITIZE_S: each run's time limit, default 900 s; SANITIZE_ONLY=kernels|steps:
-#             that half of `engine check` only, or steps:K/N the K-th of N parts of the steps half,
+#             that half of `check_engine` only, or steps:K/N the K-th of N parts of the steps half,
 #             so that a slow tool's run can be split over calls; SANITIZE_PARTS=N: N processes at once
-#             under the tool, each one part of SANITIZE_ONLY's checks (all of `engine check` where it
+#             under the tool, each one part of SANITIZE_ONLY's checks (all of `check_engine` where it
 #             is unset: --only kernels and the steps half's N - 1 parts), their logs one after the
 #             other in the tool's file with each one's exit status and time, each part's summary
 #             required; TESSERA_GPU_SHARED then leaves out the device-wide free-memory checks)
@@ -23,30 +23,30 @@
 #             steps benched beside the dense ones they replace (16 x 32 over 8,192 cached keys, and
 #             over the 4,096 of r = 0.5 and 2,048 of r = 0.25)
 #   select    the sparse selection after the step's last layer against after each layer's attention
-#             (--select-at layer): engine check --only select on both kernel paths and with the
+#             (--select-at layer): check_engine --only select on both kernel paths and with the
 #             selection after each layer; the select grid of
 #             SELECT_MODELS (default llada-8b) profiled SELECT_RUNS times (default 2) each way,
 #             alternating, on this machine start (OUT/select-end-M-N.db, OUT/select-layer-M-N.db),
 #             and the medians side by side (OUT/select-share.txt: kv_select's share and the step);
-#             then memcheck and racecheck over engine check --only select (each bounded by SANITIZE_S)
-#   fc        dLLM-Cache's feature cache: engine check --only fc on both kernel paths, a live
+#             then memcheck and racecheck over check_engine --only select (each bounded by SANITIZE_S)
+#   fc        dLLM-Cache's feature cache: check_engine --only fc on both kernel paths, a live
 #             dllm-cache run on LLaDA-8B priced by the shipped calibration, and the same schedule
 #             simulated (OUT/sim-fc.db) and replayed with per-op times (engine_step_ops), summarised
 #             by kind of step (fc-fidelity.txt); FC_ARGS replaces the workload options
-#   focus     FOCUS's eviction: engine check --only focus on both kernel paths, engine bench --only
+#   focus     FOCUS's eviction: check_engine --only focus on both kernel paths, engine_bench --only
 #             focus on SDAR-8B (FOCUS_MODEL), a live focus run on it priced by the cost model, and
 #             the same schedule simulated (OUT/sim-focus.db) and replayed (FOCUS_ARGS replaces the
 #             workload options)
-#   moe       mixtures of experts: engine check --only moe on both kernel paths, engine bench of a
+#   moe       mixtures of experts: check_engine --only moe on both kernel paths, engine_bench of a
 #             Reuse (16 x 32 over 480) and a Refresh (16 x 512) step of LLaDA2.0-mini and
 #             LLaDA-MoE-7B against their floors (bench-moe.txt), a live run of each priced by the
 #             roofline, and the first's schedule simulated and replayed
-#   tp        tensor parallelism over TP_N (default 2) GPUs: make check-gpu-tp (engine check --tp
-#             against one GPU, a live run), then engine bench --tp of LLaDA-8B's Refresh 16 x 512
+#   tp        tensor parallelism over TP_N (default 2) GPUs: make check-gpu-tp (check_engine --tp
+#             against one GPU, a live run), then engine_bench --tp of LLaDA-8B's Refresh 16 x 512
 #             and Reuse 16 x 32 over 480 beside one GPU with the all-reduce alone (bench-tp.txt),
 #             and a schedule simulated with --tp, priced by the calibration of one GPU's share
 #             (LLaDA-8B over two H200s is shipped), and replayed (sim-tp.db)
-#   generate  engine check --only generate on both kernel paths (the unmasking and credit kernels,
+#   generate  check_engine --only generate on both kernel paths (the unmasking and credit kernels,
 #             whole generations against the CPU reference), its memcheck, then engine generate on
 #             LLaDA-8B (dual cache: threshold, hierarchical, credit, topk:2; threshold and credit with
 #             IterSmooth; dInfer's vicinity cache with hierarchical decoding and IterSmooth) and SDAR-8B (threshold, block cache and FOCUS; block with IterSmooth), 16
@@ -59,17 +59,17 @@ shift
 parts=${*:-check}
 export PATH=$PATH:/usr/local/cuda/bin
 b=build/gpu
+ce=./$b/tests/gpu/check_engine eb=./$b/engine_bench # the GPU test suite and the benchmark
 mk=(make --no-print-directory BUILD=$b ${DEPS:+DEPS=$DEPS})
 gcache=() # a part's engine commands share one GEMM algorithm cache: --gemm-cache FILE
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv | tee "$out/gpu.txt"
 "${mk[@]}" -j16 all >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
-# check_both PART DIR: engine check --only PART with the device's kernels and the portable ones,
+# check_both PART DIR: check_engine --only PART with the device's kernels and the portable ones,
 # into DIR/check-PART.txt and DIR/check-PART-portable.txt
 check_both() {
-    local t=./$b/tessera
-    $t engine check --only "$1" >"$2/check-$1.txt" 2>&1 || { cat "$2/check-$1.txt"; return 1; }
-    $t engine check --kernels portable --only "$1" >"$2/check-$1-portable.txt" 2>&1 ||
+    $ce --only "$1" >"$2/check-$1.txt" 2>&1 || { cat "$2/check-$1.txt"; return 1; }
+    $ce --kernels portable --only "$1" >"$2/check-$1-portable.txt" 2>&1 ||
         { cat "$2/check-$1-portable.txt"; return 1; }
     tail -n 1 "$2/check-$1.txt" "$2/check-$1-portable.txt"
 }
@@ -93,7 +93,7 @@ for r in sqlite3.connect(sys.argv[1]).execute("SELECT segs, q, keep, sel_heads, 
             >"$o/live-sparse-$sel.txt" 2>&1 || return 1
         grep -E "live|throughput" "$o/live-sparse-$sel.txt"
     done
-    $t engine bench "${gcache[@]}" --only steps --step 16,32,8192,32 --step 16,32,4096,32 --step 16,32,2048,32 \
+    $eb "${gcache[@]}" --only steps --step 16,32,8192,32 --step 16,32,4096,32 --step 16,32,2048,32 \
         --json "$o/bench-sparse.jsonl" >"$o/bench-sparse.txt" 2>&1 || return 1
     tail -30 "$o/bench-sparse.txt"
 }
@@ -103,7 +103,7 @@ select_part() {
     local o=$1 t=./$b/tessera m k how
     gcache=(--gemm-cache "$o/gemm-algos.db")
     check_both select "$o" || return 1
-    $t engine check "${gcache[@]}" --select-at layer --only select >"$o/check-select-layer.txt" 2>&1 ||
+    $ce "${gcache[@]}" --select-at layer --only select >"$o/check-select-layer.txt" 2>&1 ||
         { cat "$o/check-select-layer.txt"; return 1; }
     tail -n 1 "$o/check-select-layer.txt"
     for m in ${SELECT_MODELS:-llada-8b}; do
@@ -137,7 +137,7 @@ for (model, heads, q, segs, keep), w in sorted(runs.items()):
 PY
     cat "$o/select-share.txt"
     for tool in memcheck racecheck; do
-        timeout "${SANITIZE_S:-900}" compute-sanitizer --tool $tool --error-exitcode 3 $t engine check --only select \
+        timeout "${SANITIZE_S:-900}" compute-sanitizer --tool $tool --error-exitcode 3 $ce --only select \
             >"$o/$tool-select.txt" 2>&1 || { tail -20 "$o/$tool-select.txt"; return 1; }
         tail -n 1 "$o/$tool-select.txt"
     done
@@ -184,7 +184,7 @@ focus_part() {
     local o=$1 t=./$b/tessera model=${FOCUS_MODEL:-sdar-8b}
     gcache=(--gemm-cache "$o/gemm-algos.db")
     check_both focus "$o" || return 1
-    $t engine bench "${gcache[@]}" --only focus --model "$model" --json "$o/bench-focus.jsonl" >"$o/bench-focus.txt" 2>&1 ||
+    $eb "${gcache[@]}" --only focus --model "$model" --json "$o/bench-focus.jsonl" >"$o/bench-focus.txt" 2>&1 ||
         { cat "$o/bench-focus.txt"; return 1; }
     grep -E "^(FOCUS's eviction|kept|all 32|[0-9]+ )" "$o/bench-focus.txt"
     local args=${FOCUS_ARGS:---requests 16 --rps 4 --gen-len 256 --lengths fixed:300,256 --cost calibrated}
@@ -220,7 +220,7 @@ moe_part() {
     check_both moe "$o" || return 1
     : >"$o/bench-moe.txt"
     for model in llada2.0-mini llada-moe-7b; do
-        $t engine bench "${gcache[@]}" --only steps --model $model --step 16,32,480,32 --step 16,512,0,512 \
+        $eb "${gcache[@]}" --only steps --model $model --step 16,32,480,32 --step 16,512,0,512 \
             --json "$o/bench-moe.jsonl" >>"$o/bench-moe.txt" 2>&1 || { tail -20 "$o/bench-moe.txt"; return 1; }
     done
     grep -E "^engine|^step|eager" "$o/bench-moe.txt"
@@ -241,7 +241,7 @@ tp_part() {
     gcache=(--gemm-cache "$o/gemm-algos.db")
     "${mk[@]}" check-gpu-tp TP=$n >"$o/check-tp.txt" 2>&1 || { cat "$o/check-tp.txt"; return 1; }
     grep -E "passed|live|throughput" "$o/check-tp.txt"
-    $t engine bench "${gcache[@]}" --tp $n --json "$o/bench-tp.jsonl" >"$o/bench-tp.txt" 2>&1 || { cat "$o/bench-tp.txt"; return 1; }
+    $eb "${gcache[@]}" --tp $n --json "$o/bench-tp.jsonl" >"$o/bench-tp.txt" 2>&1 || { cat "$o/bench-tp.txt"; return 1; }
     cat "$o/bench-tp.txt"
     local args="--requests 8 --rps 8 --gen-len 64 --lengths fixed:512,64 --tp $n --cost calibrated --no-progress"
     $t sim $args --quiet --db "$o/sim-tp.db" >/dev/null || return 1
@@ -253,7 +253,7 @@ generate_part() {
     local o=$1 t=./$b/tessera spec
     gcache=(--gemm-cache "$o/gemm-algos.db")
     check_both generate "$o" || return 1
-    timeout "${SANITIZE_S:-900}" compute-sanitizer --tool memcheck --error-exitcode 3 $t engine check --only generate \
+    timeout "${SANITIZE_S:-900}" compute-sanitizer --tool memcheck --error-exitcode 3 $ce --only generate \
         >"$o/memcheck-generate.txt" 2>&1 || { tail -20 "$o/memcheck-generate.txt"; return 1; }
     tail -n 2 "$o/memcheck-generate.txt"
     for spec in "llada-8b threshold:0.9 dual" "llada-8b hierarchical:0.9,0.4 dual" "llada-8b credit:0.9 dual" \
@@ -268,7 +268,7 @@ generate_part() {
     done
 }
 
-# sanitize_tool TOOL CLEAN: compute-sanitizer's TOOL over `engine check` (SANITIZE_ONLY's checks: one
+# sanitize_tool TOOL CLEAN: compute-sanitizer's TOOL over `check_engine` (SANITIZE_ONLY's checks: one
 # --only value, or several run one after another), or over SANITIZE_PARTS processes at once, each
 # bounded by SANITIZE_S, into OUT/sanitizer-TOOL.txt; fails unless every process printed CLEAN (a run
 # cut short by the time limit has no summary: that is no pass). A plain run of the same checks first
@@ -290,15 +290,15 @@ sanitize_tool() {
     fi
     gc="$out/gemm-algos-sanitize.db"
     for k in "${!onlys[@]}"; do
-        ./$b/tessera engine check --gemm-cache "$gc" ${onlys[$k]:+--only ${onlys[$k]}} >/dev/null 2>&1 ||
-            { echo "$tool: engine check${onlys[$k]:+ --only ${onlys[$k]}} fails without the sanitizer" >&2; return 1; }
+        $ce --gemm-cache "$gc" ${onlys[$k]:+--only ${onlys[$k]}} >/dev/null 2>&1 ||
+            { echo "$tool: check_engine${onlys[$k]:+ --only ${onlys[$k]}} fails without the sanitizer" >&2; return 1; }
     done
     # processes side by side share the device: the device-wide free-memory check cannot tell theirs
     [ "$n" -gt 1 ] && export TESSERA_GPU_SHARED=1
     for k in "${!onlys[@]}"; do
         ( s0=$SECONDS
           timeout "${SANITIZE_S:-900}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
-              ./$b/tessera engine check --gemm-cache "$gc" ${onlys[$k]:+--only ${onlys[$k]}} >"$log.$k" 2>&1
+              $ce --gemm-cache "$gc" ${onlys[$k]:+--only ${onlys[$k]}} >"$log.$k" 2>&1
           r=$?
           echo "exit status $r after $((SECONDS - s0)) s" >>"$log.$k"
           exit $r ) &
@@ -309,9 +309,9 @@ sanitize_tool() {
     : >"$log"
     for k in "${!onlys[@]}"; do
         f=$log.$k
-        echo "=== engine check${onlys[$k]:+ --only ${onlys[$k]}}" >>"$log"
+        echo "=== check_engine${onlys[$k]:+ --only ${onlys[$k]}}" >>"$log"
         cat "$f" >>"$log"
-        grep -q "$clean" "$f" || { ok=1; echo "$tool: engine check${onlys[$k]:+ --only ${onlys[$k]}} left no clean summary" >&2; }
+        grep -q "$clean" "$f" || { ok=1; echo "$tool: check_engine${onlys[$k]:+ --only ${onlys[$k]}} left no clean summary" >&2; }
         rm -f "$f"
     done
     return $ok
@@ -330,7 +330,7 @@ for p in $parts; do
         sanitize|memcheck) sanitize_tool memcheck "ERROR SUMMARY: 0 errors" || rc=1
                tail -4 "$out/sanitizer-memcheck.txt" ;;&
         sanitize|racecheck)
-               # the whole of `engine check` under racecheck takes about 25 minutes: SANITIZE_S
+               # the whole of `check_engine` under racecheck takes about 25 minutes: SANITIZE_S
                # bounds each run, and a run cut short has no summary; SANITIZE_ONLY="steps:1/6 ..."
                # runs parts one after another. Racecheck restricted to some kernels (--kernel-name)
                # is no way out: compute-sanitizer fails on the first cluster launch it leaves

@@ -4,7 +4,7 @@
  * A compute-bound step draws the card to its power limit within tens of milliseconds, and the SM
  * clock falls (on the lent H200 and H100, 1,980 MHz to about 1,500): the same step then takes
  * 15-17% longer than on a cool card. A calibration times each step at the clock its own
- * repetition holds (engine bench/profile), but in a serving schedule a Refresh often runs alone
+ * repetition holds (engine_bench/profile), but in a serving schedule a Refresh often runs alone
  * among light Reuse steps, on a card with headroom, and a heavy step after a pause starts cool.
  *
  * The model: the card's load x is the share of time its tensor cores would be busy at the GEMM
@@ -51,7 +51,7 @@ double clock_theta(const struct clock_params *p, double x);
  * steady state, with `flops` of tensor-core work: its time at the card's state, which it advances. */
 double clock_step(const struct clock_params *p, struct clock_state *st, int64_t now_ns, double t_s, double flops);
 
-/* One step's warm trace (engine bench --warm-trace): SEGS sequences of Q tokens over KV cached ones,
+/* One step's warm trace (engine_bench --warm-trace): SEGS sequences of Q tokens over KV cached ones,
  * LOGITS logit rows each; every warm-up round's time from a cool card, and the median of its timed
  * replays (its own steady state). */
 struct clock_trace {
@@ -62,7 +62,7 @@ struct clock_trace {
     size_t n;
 };
 
-/* Reads the "step" traces of an engine bench --warm-trace CSV (the variants' traces skipped):
+/* Reads the "step" traces of an engine_bench --warm-trace CSV (the variants' traces skipped):
  * *out[*n], freed with clock_traces_free. Refuses a malformed line naming the file, line and field. */
 int clock_traces_read(const char *path, struct clock_trace **out, size_t *n, struct ts_err *err);
 /* The same of text[0..len) held in memory, named `name` in messages. */

@@ -420,7 +420,7 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
                 ts_fail(err, "--clock on: the clock is modelled with the calibrated cost only (--cost calibrated)");
             else
                 ts_fail(err, "--clock on: no clock measured for %s (%s/clock.csv and gpu_measured.csv; tessera calib "
-                             "clock fits one to an engine bench --warm-trace)", s->gpu.name, cfg->datadir);
+                             "clock fits one to an engine_bench --warm-trace)", s->gpu.name, cfg->datadir);
             goto fail;
         }
         s->sum.clock_modelled = found == 1;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# anchor_gpu_test.sh: engine bench --anchor on the GPU (make check-gpu). An anchor output of two
+# anchor_gpu_test.sh: engine_bench --anchor on the GPU (make check-gpu). An anchor output of two
 # shapes: 1 x 128 (all three steps run) and 2 x 8,192 (its Refreshes exceed a bench step's 8,192
 # tokens and are skipped, said on the table; its Reuse of 2 x 32 over 8,160 cached keys runs). Each
 # step that ran is in the JSON once with a time and a floor, the anchor's time beside it, and the
@@ -17,8 +17,8 @@ progress line of the anchor script
 {"gemm_8192_bf16_tflops": 770.0}
 {"copy_TBps": 4.2}
 EOF
-"$bin" engine bench --only anchor --anchor "$tmp/anchor.jsonl" --json "$tmp/out.jsonl" --reps 3 --warm-s 0.2 \
-    >"$tmp/out.txt" 2>&1 || { echo "anchor: engine bench --anchor failed"; cat "$tmp/out.txt"; exit 1; }
+"$(dirname "$bin")/engine_bench" --only anchor --anchor "$tmp/anchor.jsonl" --json "$tmp/out.jsonl" --reps 3 --warm-s 0.2 \
+    >"$tmp/out.txt" 2>&1 || { echo "anchor: engine_bench --anchor failed"; cat "$tmp/out.txt"; exit 1; }
 fails=0
 for want in "its ceilings: GEMM 770\.0 TFLOP/s, copy 4\.20 TB/s" \
             "^2 x 8192 \(4096\) +refresh all +skipped: 2 x 8192 tokens, more than the 8192 a bench step holds" \
@@ -48,4 +48,4 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
 [ $fails -eq 0 ] || { cat "$tmp/out.txt"; exit 1; }
-echo "anchor: engine bench --anchor ran the anchor's steps that fit and skipped the rest; ok"
+echo "anchor: engine_bench --anchor ran the anchor's steps that fit and skipped the rest; ok"

@@ -6,7 +6,7 @@
 set -u
 cd "$(dirname "$0")/.."
 limit=120
-out=$(git ls-files 'sim/*.c' 'traces/*.c' 'engine/*.c' | xargs awk -v limit="$limit" '
+out=$(git ls-files 'sim/*.c' 'traces/*.c' 'engine/*.c' 'tests/gpu/*.c' | xargs awk -v limit="$limit" '
     FNR == 1 { sig = 0 }
     !open_ && /^[A-Za-z_]/ && !/;[[:space:]]*$/ && !/^#/ { sig = FNR; name = $0 }
     /^\{/ { start = sig ? sig : FNR; open_ = 1; next }

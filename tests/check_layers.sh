@@ -8,7 +8,7 @@
 #   kernels                       core
 #   engine (the engine proper)    core, kernels
 #   sim (the simulator)           core, traces
-#   the command line and harness  (sim/cli, engine/harness, tests): all
+#   the command line, harness and tools  (sim/cli, engine/harness, engine/bench, tests): all
 set -u
 cd "$(dirname "$0")/.."
 pass=0
@@ -17,7 +17,7 @@ fail=0
 floor_of() {
     case $1 in
         sim/core/*) echo core ;;
-        sim/cli/* | engine/harness/* | tests/*) echo top ;;
+        sim/cli/* | engine/harness/* | engine/bench/* | tests/*) echo top ;;
         traces/*) echo traces ;;
         kernels/*) echo kernels ;;
         engine/*) echo engine ;;

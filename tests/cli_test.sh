@@ -438,7 +438,7 @@ if command -v gnuplot >/dev/null; then
     expect 0 "plot steps" -- bash "$(dirname "$0")/../analysis/plot.sh" steps "$tmp/steps.png" "$tmp/ok.db"
     expect 2 "plot steps without steps" -- bash "$(dirname "$0")/../analysis/plot.sh" steps "$tmp/x.png" "$tmp/ns.db"
     expect 0 "plot ops" -- bash "$(dirname "$0")/../analysis/plot.sh" ops "$tmp/ops.png" "$tmp/ok.db"
-    # engine bench's figure, from a recorded H200 bench and anchor; bad input names file and line
+    # engine_bench's figure, from a recorded H200 bench and anchor; bad input names file and line
     res="$(dirname "$0")/../experiments/records/engine-h200" bp="$(dirname "$0")/../analysis/bench-plot.sh"
     if command -v python3 >/dev/null; then
         expect 0 "bench-plot" -- bash "$bp" "$res/engine_bench.jsonl" "$tmp/bench.png" "$res/anchor.jsonl"
@@ -451,11 +451,11 @@ if command -v gnuplot >/dev/null; then
         expect 1 "bench-plot without a step time" -- bash "$bp" "$tmp/bad.jsonl" "$tmp/x.png"
         contains "bench-plot names the field" 'bad.jsonl:1: case "reuse 1 x 32 over 480 cached": field ms missing'
         expect 2 "bench-plot on a missing file" -- bash "$bp" "$tmp/none.jsonl" "$tmp/x.png"
-        # a step of engine bench --step: no goal, no anchor (the anchor's shapes are the default four's)
+        # a step of engine_bench --step: no goal, no anchor (the anchor's shapes are the default four's)
         echo '{"case":"step 4x256 over 1024 cached, 256 logits","ms":20,"floor_ms":15,"gemm_only_ms":16}' >"$tmp/own.jsonl"
         expect 0 "bench-plot of an own step" -- bash "$bp" "$tmp/own.jsonl" "$tmp/own.png" "$res/anchor.jsonl"
         contains "bench-plot: an own step has no goal" "1.333 x its floor (no goal)"
-        # engine bench --warm-trace's figure, from a recorded trace; bad input names file, line, field
+        # engine_bench --warm-trace's figure, from a recorded trace; bad input names file, line, field
         wp="$(dirname "$0")/../analysis/warm-plot.sh"
         record engine-h200 warm_trace.csv.gz "$tmp/warm_trace.csv.gz"
         expect 0 "warm-plot" -- bash "$wp" "$tmp/warm_trace.csv.gz" "$tmp/warm.png"
@@ -471,7 +471,7 @@ if command -v gnuplot >/dev/null; then
         expect 1 "warm-plot on another CSV" -- bash "$wp" "$tmp/bad.csv" "$tmp/x.png"
         contains "warm-plot names the header" "bad.csv:1: header"
         expect 2 "warm-plot on a missing file" -- bash "$wp" "$tmp/none.csv" "$tmp/x.png"
-        # engine bench --anchor's figure: every step of the anchor's shapes beside PyTorch eager's
+        # engine_bench --anchor's figure: every step of the anchor's shapes beside PyTorch eager's
         ap="$(dirname "$0")/../analysis/anchor-plot.sh"
         expect 0 "anchor-plot" -- bash "$ap" "$res/engine_anchor.jsonl" "$tmp/anchor.png"
         contains "anchor-plot: a step beside PyTorch's" "1 x 8192       refresh all        266.280    1.301    311.671    1.522    1.17 x"
@@ -494,29 +494,36 @@ if $bin --help | grep -q "CUDA engine (built in)"; then
     expect 0 "engine --help" -- $bin engine --help
     expect 2 "engine replay without --db" -- $bin engine replay
     contains "engine replay without --db" "which database"
-    expect 2 "engine bench bad --only" -- $bin engine bench --only everything
-    expect 2 "engine bench, a typo'd option" -- $bin engine bench --repz 3
-    contains "engine bench, a typo'd option" "did you mean --reps?"
+    eb="$(dirname "$bin")/engine_bench" ce="$(dirname "$bin")/tests/gpu/check_engine"
+    expect 0 "engine_bench --help" -- "$eb" --help
+    expect 2 "engine_bench bad --only" -- "$eb" --only everything
+    expect 2 "engine_bench, a typo'd option" -- "$eb" --repz 3
+    contains "engine_bench, a typo'd option" "did you mean --reps?"
     # the anchor's output is read, and refused naming file, line and field, before any GPU work
     printf '{"B": 1, "T": 512, "masked": 256, "refresh_all_logits_ms": 20}\n' >"$tmp/anchor.jsonl"
-    expect 2 "engine bench --anchor without a time" -- $bin engine bench --anchor "$tmp/anchor.jsonl"
-    contains "engine bench --anchor names the field" "anchor.jsonl:1: refresh_masked_logits_ms: missing field"
-    expect 2 "engine bench --anchor on a missing file" -- $bin engine bench --anchor "$tmp/none.jsonl"
-    contains "engine bench --anchor names the file" "none.jsonl"
-    expect 2 "engine bench --anchor with --only gemm" -- $bin engine bench --only gemm --anchor "$tmp/anchor.jsonl"
-    contains "engine bench --anchor runs alone or after the bench" "the anchor's shapes run alone"
+    expect 2 "engine_bench --anchor without a time" -- "$eb" --anchor "$tmp/anchor.jsonl"
+    contains "engine_bench --anchor names the field" "anchor.jsonl:1: refresh_masked_logits_ms: missing field"
+    expect 2 "engine_bench --anchor on a missing file" -- "$eb" --anchor "$tmp/none.jsonl"
+    contains "engine_bench --anchor names the file" "none.jsonl"
+    expect 2 "engine_bench --anchor with --only gemm" -- "$eb" --only gemm --anchor "$tmp/anchor.jsonl"
+    contains "engine_bench --anchor runs alone or after the bench" "the anchor's shapes run alone"
     expect 2 "engine unknown subcommand" -- $bin engine fly
-    contains "engine unknown subcommand" "check, bench, replay, profile"
-    expect 2 "engine check without a GPU" -- $bin engine check
-    contains "engine check without a GPU" "no CUDA device"
+    contains "engine unknown subcommand" "replay, profile, generate"
+    expect 2 "check_engine is a program of its own" -- $bin check_engine
+    contains "check_engine is a program of its own" "build/tests/gpu/check_engine"
+    expect 0 "check_engine --help" -- "$ce" --help
+    expect 2 "check_engine without a GPU" -- "$ce"
+    contains "check_engine without a GPU" "no CUDA device"
     for part in 0/4 5/4 2/0 2/4x 2 x/4; do # the steps half's parts: K of N, 1 <= K <= N <= 64
-        expect 2 "engine check --only steps:$part" -- $bin engine check --only "steps:$part"
-        contains "engine check --only steps:$part" "--only: bad value 'steps:$part'"
+        expect 2 "check_engine --only steps:$part" -- "$ce" --only "steps:$part"
+        contains "check_engine --only steps:$part" "--only: bad value 'steps:$part'"
     done
-    expect 2 "engine check --only steps:2/4 without a GPU" -- $bin engine check --only steps:2/4
-    contains "engine check --only steps:2/4 without a GPU" "no CUDA device"
+    expect 2 "check_engine --only steps:2/4 without a GPU" -- "$ce" --only steps:2/4
+    contains "check_engine --only steps:2/4 without a GPU" "no CUDA device"
+    expect 2 "check_engine --tp with --only" -- "$ce" --tp 2 --only kernels
+    contains "check_engine --tp with --only" "--only runs on one GPU"
 else
-    expect 2 "engine not built" -- $bin engine check
+    expect 2 "engine not built" -- $bin engine replay --db "$tmp/x.db"
     contains "engine not built" "built without CUDA"
 fi
 
@@ -1206,8 +1213,9 @@ if [ -e "$(dirname "$bin")/libtessera_engine.so" ]; then # engine built: its arg
     contains "engine profile --step names KV_LONG" "KV_LONG (2 or more SEGS) a count"
     expect 2 "engine profile --step, KV_LONG not a count" -- $bin engine profile --db "$tmp/p.db" --step 3,32,128,32,-1
     expect 2 "engine profile --step, a sixth field" -- $bin engine profile --db "$tmp/p.db" --step 3,32,128,32,2048,1
-    expect 2 "engine bench --step uneven" -- $bin engine bench --step 3,32,128,32,2048
-    contains "engine bench refuses KV_LONG" "bench's steps are even (KV_LONG is profile's)"
+    eb="$(dirname "$bin")/engine_bench"
+    expect 2 "engine_bench --step uneven" -- "$eb" --step 3,32,128,32,2048
+    contains "engine_bench refuses KV_LONG" "the bench's steps are even (KV_LONG is tessera engine profile's)"
     expect 2 "engine profile --warmup negative" -- $bin engine profile --db "$tmp/p.db" --warmup -1
     expect 2 "engine profile --warm-ms negative" -- $bin engine profile --db "$tmp/p.db" --warm-ms -5
     contains "engine profile --warm-ms names the value" "bad value '-5'"
@@ -1227,24 +1235,26 @@ if [ -e "$(dirname "$bin")/libtessera_engine.so" ]; then # engine built: its arg
     contains "engine profile --max-rows says why, before any GPU work" "no step of the grid has at most 7 rows"
     expect 2 "engine replay --max-rows" -- $bin engine replay --db "$tmp/p.db" --max-rows 64
     contains "engine replay --max-rows is profile's" "engine replay: --max-rows is profile's"
-    expect 2 "engine bench --grid" -- $bin engine bench --grid long
-    contains "engine bench --grid is profile's" "engine bench: --grid is profile's"
+    expect 2 "engine replay --step" -- $bin engine replay --db "$tmp/p.db" --step 1,32,480,0
+    contains "engine replay --step is profile's" "engine replay: --step is profile's"
+    expect 2 "engine_bench --grid" -- "$eb" --grid long
+    contains "engine_bench --grid is profile's" "unknown option '--grid'"
     [ ! -e "$tmp/p.db" ] && ok || bad "a refused engine profile left a database"
-    expect 2 "engine bench --warm-s negative" -- $bin engine bench --warm-s -1
-    contains "engine bench --warm-s names the value" "bad value '-1'"
-    expect 2 "engine bench --warm-s beyond 600 s" -- $bin engine bench --warm-s 601
-    expect 2 "engine bench --only clock without its trace" -- $bin engine bench --only clock
-    contains "engine bench --only clock without its trace" "--only clock: its measurement is the warm trace: --warm-trace FILE"
-    expect 2 "engine bench --idle-s negative" -- $bin engine bench --idle-s -1
-    contains "engine bench --idle-s names the value" "bad value '-1'"
-    expect 2 "engine bench --warm-trace where no file can be" -- $bin engine bench --warm-trace "$tmp/no/such/dir/t.csv"
-    contains "engine bench --warm-trace names the file" "$tmp/no/such/dir/t.csv: cannot open"
-    expect 2 "engine bench --step with more logits than queries" -- $bin engine bench --step 1,32,0,40
-    contains "engine bench --step says what it wants" "LOGIT_ROWS from 0 to Q"
-    expect 2 "engine bench --step beyond a bench step's rows" -- $bin engine bench --step 16,1024,0,0
-    contains "engine bench --step names the step" "--step 16,1024,0,0: 16 x 1024 tokens, more than the 8192"
-    expect 2 "engine bench --step nine times" -- $bin engine bench $(for k in 1 2 3 4 5 6 7 8 9; do printf -- '--step 1,32,0,0 '; done)
-    contains "engine bench --step says how often" "at most 8 steps"
+    expect 2 "engine_bench --warm-s negative" -- "$eb" --warm-s -1
+    contains "engine_bench --warm-s names the value" "bad value '-1'"
+    expect 2 "engine_bench --warm-s beyond 600 s" -- "$eb" --warm-s 601
+    expect 2 "engine_bench --only clock without its trace" -- "$eb" --only clock
+    contains "engine_bench --only clock without its trace" "--only clock: its measurement is the warm trace: --warm-trace FILE"
+    expect 2 "engine_bench --idle-s negative" -- "$eb" --idle-s -1
+    contains "engine_bench --idle-s names the value" "bad value '-1'"
+    expect 2 "engine_bench --warm-trace where no file can be" -- "$eb" --warm-trace "$tmp/no/such/dir/t.csv"
+    contains "engine_bench --warm-trace names the file" "$tmp/no/such/dir/t.csv: cannot open"
+    expect 2 "engine_bench --step with more logits than queries" -- "$eb" --step 1,32,0,40
+    contains "engine_bench --step says what it wants" "LOGIT_ROWS from 0 to Q"
+    expect 2 "engine_bench --step beyond a bench step's rows" -- "$eb" --step 16,1024,0,0
+    contains "engine_bench --step names the step" "--step 16,1024,0,0: 16 x 1024 tokens, more than the 8192"
+    expect 2 "engine_bench --step nine times" -- "$eb" $(for k in 1 2 3 4 5 6 7 8 9; do printf -- '--step 1,32,0,0 '; done)
+    contains "engine_bench --step says how often" "at most 8 steps"
     expect 2 "engine profile --step 33 times" -- $bin engine profile --db "$tmp/p.db" \
         $(for k in $(seq 33); do printf -- '--step %d,32,0,0 ' $k; done)
     contains "engine profile --step says how often" "at most 32 steps"

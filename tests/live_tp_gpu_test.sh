@@ -59,7 +59,7 @@ else
 fi
 # a rank stuck outside any collective: the watchdog ends it, the launcher the others, with the reason
 start=$(date +%s)
-TESSERA_TP_TIMEOUT_S=5 TESSERA_TP_TEST_STALL=1 timeout 120 "$bin" engine check --tp "$n" >/dev/null 2>"$tmp/stall.err"
+TESSERA_TP_TIMEOUT_S=5 TESSERA_TP_TEST_STALL=1 timeout 120 "$(dirname "$bin")/tests/gpu/check_engine" --tp "$n" >/dev/null 2>"$tmp/stall.err"
 rc=$?
 took=$(( $(date +%s) - start ))
 if [ $rc -eq 0 ] || [ $rc -eq 124 ] || ! grep -q "no collective for 5 s" "$tmp/stall.err"; then

@@ -64,8 +64,6 @@ list
 list models
 list gpus
 engine
-engine check
-engine bench
 engine replay
 engine profile
 engine generate

@@ -1,7 +1,7 @@
-# sdpa_bench.py: PyTorch's scaled_dot_product_attention on the shapes `tessera engine bench` times
+# sdpa_bench.py: PyTorch's scaled_dot_product_attention on the shapes `engine_bench` times
 # its attention kernel on (the anchor's long shapes among them; LLaDA-8B heads: 32 x 128, bf16,
 # bidirectional), medians of CUDA-event timings after warm-up: each call alone between two events
-# and a synchronisation (ms, tflops: the method of engine bench's attention table) and in batches
+# and a synchronisation (ms, tflops: the method of engine_bench's attention table) and in batches
 # of 50 calls back to back (batched_ms, batched_tflops: the method of engine/bench/attn_bench.cu).
 # Prints one JSON object per shape, for the side-by-side in make bench-engine's output.
 import json

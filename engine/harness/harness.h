@@ -28,6 +28,11 @@ int eng_choice_take(const char *cmd, const char *name, const char *value, struct
 /* The engine's choices a configuration holds (its gemm_cache is pointed to, not copied). */
 void eng_choices_of(const struct sim_config *c, struct eng_choices *ch);
 
+/* --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG] (text) into st[5] (KV_LONG 0 when not given): -1, said on
+ * stderr naming cmd, when malformed or out of range, or st NULL (one step more than the max a
+ * command takes). */
+int eng_parse_step(const char *cmd, int max, const char *text, int32_t *st);
+
 /* `tessera engine generate ARGS` (eng_generate.c): argv[0] is "generate". */
 int eng_generate_main(int argc, char **argv);
 

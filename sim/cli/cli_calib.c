@@ -96,7 +96,7 @@ static void calib_usage(FILE *f)
 "        keeps the host it was measured with unless given the other machine's\n"
 "clock   fits the card's clock under its power limit (how much slower a step runs once the card\n"
 "        holds its limit, k; the load's time constant, tau; the loads where the clock begins to\n"
-"        fall and where it is held, lo and hi) to the warm traces of an engine bench (--warm-trace\n"
+"        fall and where it is held, lo and hi) to the warm traces of an engine_bench (--warm-trace\n"
 "        FILE --idle-s S, or --only clock: each step from a cool card) of the model [llada-8b],\n"
 "        each step's load its FLOPs over the GEMM rate the card holds (--held-tflops, the bench's\n"
 "        ceilings line; else the card's in tessera list gpus --measured); prints the fit and its\n"
@@ -798,11 +798,11 @@ static int cmd_import(const struct calib_args *a)
  * cycle of about a second (a replay 15-20% slower near 0.9 s on the lent H100 and H200) */
 #define CLOCK_FIT_WINDOW_S 0.8
 
-/* `calib clock TRACE --gpu G [--model M]`: the clock model fitted to an engine bench's warm traces. */
+/* `calib clock TRACE --gpu G [--model M]`: the clock model fitted to an engine_bench's warm traces. */
 static int cmd_clock(const struct calib_args *a)
 {
     if (!a->file || !a->gpu) {
-        fprintf(stderr, "tessera calib clock: needs TRACE.csv (engine bench --warm-trace) and --gpu NAME\n");
+        fprintf(stderr, "tessera calib clock: needs TRACE.csv (engine_bench --warm-trace) and --gpu NAME\n");
         return EXIT_USAGE;
     }
     struct sim_config c;
@@ -825,7 +825,7 @@ static int cmd_clock(const struct calib_args *a)
             rc = ts_fail(&err, "--held-tflops: '%s' is not a GEMM rate in TFLOP/s", a->held);
         gm.gemm_held_flops = t * 1e12;
     } else if (!rc && (found = gpu_measured_find(path, ctx.gpu.name, &gm, &err)) == 0)
-        rc = ts_fail(&err, "no measured held GEMM rate for %s in %s (--held-tflops: the rate engine bench's "
+        rc = ts_fail(&err, "no measured held GEMM rate for %s in %s (--held-tflops: the rate engine_bench's "
                            "ceilings line gives)", ctx.gpu.name, path);
     struct clock_trace *t = NULL;
     size_t n = 0;

@@ -47,16 +47,16 @@ static int run_engine(int argc, char **argv)
     engine_cli_fn entry;
     *(void **)&entry = engine_symbol("cli_engine", &err);
     if (!entry && cli_help_asked(argc, argv)) { /* the engine's own usage lives in the engine */
-        printf("usage: tessera engine check | bench | replay | profile | generate [options]\n"
+        printf("usage: tessera engine replay | profile | generate [options]\n"
                "\n"
-               "check     the engine's kernels and steps against their CPU references\n"
-               "bench     each op's time and the card's ceilings\n"
                "replay    a simulated run's steps executed on the GPU, measured step by step\n"
                "profile   the grid of steps a calibration is fitted to (tessera calib import)\n"
                "generate  a model's weights run on a prompt: its text, tokens a forward and time\n"
                "\n"
                "The engine is not available in this tessera (%s): each subcommand's options are\n"
-               "printed by a tessera built with CUDA (tessera engine SUBCOMMAND --help).\n", err.msg);
+               "printed by a tessera built with CUDA (tessera engine SUBCOMMAND --help). Beside it,\n"
+               "such a build has the engine's GPU test suite (build/tests/gpu/check_engine, make\n"
+               "check-gpu) and its benchmark (build/engine_bench, make bench-engine).\n", err.msg);
         return 0;
     }
     if (!entry) {

@@ -42,7 +42,7 @@ int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t le
               struct ts_err *err);
 int gpu_lookup(const struct gpu_table *t, const char *name, struct gpu_spec *out,
                struct ts_err *err);
-/* The ceilings measured on a lent GPU (engine bench's first lines): its GEMM rate short and held for
+/* The ceilings measured on a lent GPU (engine_bench's first lines): its GEMM rate short and held for
  * 2 s under the power limit, its device copy's read + write bandwidth, the record they come from. */
 struct gpu_measured {
     double gemm_flops, gemm_held_flops, copy_bw;

@@ -1,5 +1,5 @@
 /*
- * eng_check.c: `tessera engine check`, the GPU against the CPU reference.
+ * check_engine.c: the GPU against the CPU reference (build/tests/gpu/check_engine).
  *
  * Kernel by kernel on fresh random inputs (outputs poisoned with NaN first): RMSNorm, bias+RoPE+K/V
  * store, SwiGLU, varlen paged attention (bidirectional and block-causal, GQA, head dims 64 and 128,
@@ -21,7 +21,7 @@
 
 #include "cost.h"
 #include "eng.h"
-#include "eng_check.h"
+#include "check_engine.h"
 #include "eng_gen.h"
 #include "eng_plan.h"
 #include "eng_ref.h"
@@ -36,7 +36,7 @@ struct checker {
     int part, parts, group; /* the steps half's part `part` of `parts` (0: all), its groups dealt in turn */
 };
 
-/* Whether the next group of step checks is this run's (eng_check_run's part of parts). */
+/* Whether the next group of step checks is this run's (check_engine_run's part of parts). */
 static bool take(struct checker *c) { return c->parts <= 1 || c->group++ % c->parts == c->part - 1; }
 
 static void report(struct checker *c, const char *what, double err, double bound)
@@ -57,7 +57,7 @@ static void fail_msg(struct checker *c, const char *what, const char *msg)
     c->failed++;
 }
 
-double eng_rel_err(const float *a, const float *b, int64_t n)
+double check_rel_err(const float *a, const float *b, int64_t n)
 {
     double num = 0, den = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -156,7 +156,7 @@ static void check_rmsnorm_swiglu_gather(struct checker *c, int h)
     to_float(of, ob, n);
     ref_rmsnorm(rf, xf, wf, rows, h, 1e-5f);
     snprintf(what, sizeof what, "rmsnorm %d x %d", rows, h);
-    report(c, what, eng_rel_err(of, rf, n), 1e-2);
+    report(c, what, check_rel_err(of, rf, n), 1e-2);
     /* SwiGLU over a fused gate|up of width 2F */
     KK(k_fill_bits(dout, 2 * n, 0x7fc0, NULL));
     KK(k_swiglu(dout, dgu, rows, F, NULL));
@@ -164,7 +164,7 @@ static void check_rmsnorm_swiglu_gather(struct checker *c, int h)
     to_float(of, ob, n);
     ref_swiglu(rf, gf, rows, F);
     snprintf(what, sizeof what, "swiglu %d x %d", rows, F);
-    report(c, what, eng_rel_err(of, rf, n), 1e-2);
+    report(c, what, check_rel_err(of, rf, n), 1e-2);
     /* gather rows (exact) */
     int32_t idx[5] = {36, 0, 17, 17, 5};
     didx = dev_copy(idx, sizeof idx);
@@ -243,9 +243,9 @@ static void check_rope_store(struct checker *c, int H, int Hkv, int d, bool bias
              norms ? ", QK norms" : "", rot ? rot : d);
     report(c, what, sqrt(qe / qn), 1e-2);
     snprintf(what, sizeof what, "rope + store k into permuted slots (Hkv %d)", Hkv);
-    report(c, what, eng_rel_err(kgot, kref, pn), 1e-2);
+    report(c, what, check_rel_err(kgot, kref, pn), 1e-2);
     snprintf(what, sizeof what, "store v into permuted slots");
-    report(c, what, eng_rel_err(vgot, vref, pn), 1e-2);
+    report(c, what, check_rel_err(vgot, vref, pn), 1e-2);
 done:
     cudaFree(dq), cudaFree(db), cudaFree(dk), cudaFree(dv), cudaFree(dpos), cudaFree(dslot), cudaFree(dn);
     free(qf), free(bf), free(got), free(kref), free(kgot), free(vref), free(vgot), free(qb), free(bb), free(hb);
@@ -937,7 +937,7 @@ static int attn_check_kernels(struct checker *c, struct attn_case *x)
             fail_msg(c, what, "the K/V tile size is not the one these query lengths call for");
         if (wg == 2 && pack != attn_head_pack_v(ATTN_RULES, x->H, x->Hkv, x->max_q, x->max_keys))
             fail_msg(c, what, "the heads a block takes are not the rules' (GQA packing)");
-        report(c, what, eng_rel_err(x->of, x->rf, x->nq), 2e-2);
+        report(c, what, check_rel_err(x->of, x->rf, x->nq), 2e-2);
     }
     return 0;
 }
@@ -961,7 +961,7 @@ static int attn_check_forced_packs(struct checker *c, struct attn_case *x)
         }
         if (run_attention(c, a, false, x->ob, x->of, x->nq) < 0)
             return -1;
-        report(c, what, eng_rel_err(x->of, x->rf, x->nq), 2e-2);
+        report(c, what, check_rel_err(x->of, x->rf, x->nq), 2e-2);
     }
     a->head_pack = 0;
     return 0;
@@ -985,7 +985,7 @@ static int attn_check_forced_splits(struct checker *c, struct attn_case *x)
         }
         if (run_attention(c, a, false, x->ob, x->of, x->nq) < 0)
             return -1;
-        report(c, what, eng_rel_err(x->of, x->rf, x->nq), 2e-2);
+        report(c, what, check_rel_err(x->of, x->rf, x->nq), 2e-2);
     }
     a->splits = 0;
     return 0;
@@ -1105,7 +1105,7 @@ static void check_argmax(struct checker *c, int V)
     snprintf(what, sizeof what, "argmax + max over V = %d (rows that differ)", V);
     report(c, what, wrong, 0);
     snprintf(what, sizeof what, "confidence over V = %d", V);
-    report(c, what, eng_rel_err(gconf, rconf, rows), 1e-3);
+    report(c, what, check_rel_err(gconf, rconf, rows), 1e-3);
 done:
     cudaFree(dl), cudaFree(dt), cudaFree(dm), cudaFree(dc);
     free(lf), free(lb);
@@ -1411,7 +1411,7 @@ static int gen_smooth_after(struct gen_check *gc, const struct model_cfg *m, int
         n++;
     }
     if (n > 0)
-        gc->soft_err = fmax(gc->soft_err, eng_rel_err(gc->gsoft, gc->add, n * h));
+        gc->soft_err = fmax(gc->soft_err, check_rel_err(gc->gsoft, gc->add, n * h));
     return 0;
 }
 
@@ -1442,7 +1442,7 @@ static int gen_check_step(struct gen_check *gc, const struct model_cfg *m, struc
     eng_ref_step(gc->r, sd, &gc->p, sd->attn_block, gc->href, gc->rtok, gc->rmax, gc->rconf);
     if (eng_last_hidden(gc->e, gc->add, err))
         return -1;
-    gc->hidden_err = fmax(gc->hidden_err, eng_rel_err(gc->add, gc->href, (int64_t)out->R * m->hidden));
+    gc->hidden_err = fmax(gc->hidden_err, check_rel_err(gc->add, gc->href, (int64_t)out->R * m->hidden));
     if (g->c.smooth.on && gen_smooth_after(gc, m, out->R, err))
         return -1;
     int64_t picks = 0;
@@ -1745,7 +1745,7 @@ static void compare_steps(struct checker *c, const struct model_cfg *m, const st
             fail_msg(c, "read hidden", err.msg);
         } else {
             snprintf(what, sizeof what, "step %d of %s%s: final hidden", step, m->name, label);
-            report(c, what, eng_rel_err(hgpu, href, (int64_t)R * m->hidden), 3e-2);
+            report(c, what, check_rel_err(hgpu, href, (int64_t)R * m->hidden), 3e-2);
         }
         snprintf(what, sizeof what, "step %d: max logit of %d rows", step, R);
         report(c, what, max_err, 3e-2);
@@ -1997,7 +1997,7 @@ static void check_self(struct checker *c, const struct model_cfg *m)
     eng_act_info(a, &ai);
     report(c, "the step's knobs planned: |logit chunk rows - 96| + |FFN chunks - 5|",
            abs(ai.logit_rows - 96) + abs(ai.ffn_chunks - 5), 0);
-    report(c, "5 FFN chunks and 96-row logit chunks vs one of each: final hidden", eng_rel_err(hb, ha, (int64_t)L * m->hidden),
+    report(c, "5 FFN chunks and 96-row logit chunks vs one of each: final hidden", check_rel_err(hb, ha, (int64_t)L * m->hidden),
            1e-2);
     sd.ffn_chunks = 1;
     /* Reuse of the last block over the Refresh's cache: same rows, same result */
@@ -2009,7 +2009,7 @@ static void check_self(struct checker *c, const struct model_cfg *m)
         goto done;
     }
     report(c, "reuse block over the cache vs the refresh's last rows", 
-           eng_rel_err(hb, ha + (size_t)(L - Bs) * m->hidden, (int64_t)Bs * m->hidden), 2e-2);
+           check_rel_err(hb, ha + (size_t)(L - Bs) * m->hidden, (int64_t)Bs * m->hidden), 2e-2);
 done:
     eng_destroy(a);
     eng_destroy(b);
@@ -2111,7 +2111,7 @@ static void check_gemm_swiglu(struct checker *c, int rows, int K, int F)
     for (int64_t i = 0; i < 2 * no; i++)
         gu[i] = eng_bf2f(eng_f2bf(gu[i]));
     ref_swiglu(rf, gu, rows, F);
-    report(c, what, eng_rel_err(of, rf, no), 1e-2);
+    report(c, what, check_rel_err(of, rf, no), 1e-2);
 done:
     cudaFree(dx), cudaFree(dw), cudaFree(dout);
     free(xf), free(wf), free(gu), free(rf), free(of), free(xb), free(wb), free(ob);
@@ -2635,7 +2635,7 @@ static void check_generate_only(struct checker *c)
     check_generation(c, &tiny_gqa, 0, UNMASK_HIERARCHICAL, GEN_VICINITY, true);
 }
 
-int eng_check_run(uint64_t seed, const char *only, int part, int parts, FILE *out)
+int check_engine_run(uint64_t seed, const char *only, int part, int parts, FILE *out)
 {
     struct checker c = {out, 0, 0, seed, part, parts, 0};
     int devices = 0;

@@ -1,7 +1,8 @@
-/* eng_bench.h: `tessera engine bench`: measured ceilings, then dLLM steps and attention timed
- * against their floors. */
-#ifndef TESSERA_ENG_BENCH_H
-#define TESSERA_ENG_BENCH_H
+/* engine_bench.h: the engine's benchmark (build/engine_bench): measured ceilings, then dLLM steps and
+ * attention timed against their floors (engine_bench.c); the split engine beside one GPU
+ * (engine_bench_tp.c). */
+#ifndef TESSERA_ENGINE_BENCH_H
+#define TESSERA_ENGINE_BENCH_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -12,7 +13,7 @@
 #define ENG_BENCH_MAX_STEPS 8     /* --step at most this often */
 #define ENG_BENCH_MAX_TOKENS 8192 /* query tokens of a bench step (its workspace's rows) */
 
-struct eng_bench_opts {
+struct engine_bench_opts {
     struct model_cfg model;
     int reps;             /* timed repetitions per case (median reported) */
     int logit_chunk_rows;
@@ -30,6 +31,17 @@ struct eng_bench_opts {
     const char *anchor_path;         /* where it was read, or NULL (the script's default grid) */
 };
 
-int eng_bench_run(const struct eng_bench_opts *o, FILE *out);
+int engine_bench_run(const struct engine_bench_opts *o, FILE *out);
+
+struct engine_bench_tp_opts {
+    struct model_cfg model;
+    int size, reps;
+    FILE *json;  /* one JSON object per step (rank 0), or NULL */
+    int nsteps;  /* > 0: these steps (SEGS, Q, KV, LOGIT_ROWS) instead of Refresh 16 x 512 and Reuse 16 x 32 */
+    int32_t steps[ENG_BENCH_MAX_STEPS][4];
+};
+/* Steps replayed tensor-parallel (this process one of o->size ranks) and on one GPU, with the
+ * all-reduce alone at their sizes. */
+int engine_bench_tp_run(const struct engine_bench_tp_opts *o, FILE *out);
 
 #endif

@@ -1,6 +1,5 @@
 /*
- * eng_tp_run.c: `tessera engine check --tp N` and `tessera engine bench --tp N`, run by every rank of
- * a launch (eng_tp.h); rank 0 reports.
+ * check_engine_tp.c: `check_engine --tp N`, run by every rank of a launch (eng_tp.h); rank 0 reports.
  *
  * check: per model (LLaDA-8B; Dream-7B: GQA and QKV bias; LLaDA2.0-mini: experts, block-causal),
  * the same steps through the tensor-parallel engine and, on rank 0, through a one-GPU engine of the
@@ -14,55 +13,25 @@
  * step with either attention kernel alone): within 2e-2 or twice that spread, and rows whose argmax
  * differs at most twice its share of them (plus three standard deviations of such a count, and
  * one). A wrong share of a weight is off by order 1.
- *
- * bench: each step replayed as a CUDA graph through the tensor-parallel engine, then through the
- * one-GPU engine on rank 0 (the other ranks idle), and the ratio; beside them the all-reduce alone
- * at the step's message size (its time as a step queues them, eng_allreduce_us, and NCCL's bus
- * bandwidth, 2 (N - 1) / N bytes over the time) and its share of the step (2 a layer); then the
- * all-reduce alone from 4 KiB to 256 MiB.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "eng_tp_run.h"
-
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_engine.h"
 #include "eng.h"
-#include "eng_bench.h"
-#include "eng_check.h"
 #include "eng_tp.h"
 #include "eng_weights.h"
 
-#define TP_BOUND 2e-2 /* a whole step's normwise relative error, as engine check's steps */
+#define TP_BOUND 2e-2 /* a whole step's normwise relative error, as the one-GPU checks' steps */
 #define TP_TOKENS 8192
 #define TP_KV_TOKENS 32768
 #define TP_LOGIT_CHUNK 2048 /* the LM head's chunk rows (the engines' default workspace) */
-#define ALLREDUCE_SIZES 17  /* the bench's all-reduce sweep: 4 KiB, doubling to 256 MiB */
 
-struct tp_place {
-    int rank, size;
-    unsigned char id[ENG_TP_ID_BYTES];
-};
-
-/* This rank's place, which must be a launch of `size` ranks. */
-static int tp_place(int size, struct tp_place *p)
-{
-    struct ts_err err;
-    if (eng_tp_env(&p->rank, &p->size, p->id, &err)) {
-        fprintf(stderr, "tessera engine: %s\n", err.msg);
-        return -1;
-    }
-    if (p->size != size) {
-        fprintf(stderr, "tessera engine: --tp %d inside a launch of %d ranks\n", size, p->size);
-        return -1;
-    }
-    return 0;
-}
-
-/* The engine of rank p (or, p NULL, the whole model on GPU 0) for steps of TP_TOKENS rows over a
- * pool of TP_KV_TOKENS. */
-static int tp_engine(const struct model_cfg *m, uint64_t seed, const struct tp_place *p, struct eng **e)
+/* The engine of this rank of a launch of `size` (size 0: the whole model on GPU 0) for steps of
+ * TP_TOKENS rows over a pool of TP_KV_TOKENS. */
+static int tp_engine(const struct model_cfg *m, uint64_t seed, int size, int *rank, struct eng **e)
 {
     struct eng_opts o;
     struct ts_err err;
@@ -70,19 +39,12 @@ static int tp_engine(const struct model_cfg *m, uint64_t seed, const struct tp_p
     o.max_tokens = TP_TOKENS;
     o.kv_tokens = TP_KV_TOKENS;
     o.seed = seed;
-    if (p) {
-        o.tp_size = p->size;
-        o.tp_rank = p->rank;
-        o.tp_id = p->id;
-    }
-    if (eng_create(m, &o, e, &err)) {
-        fprintf(stderr, "tessera engine: %s%s\n", p ? "" : "the one-GPU engine: ", err.msg);
+    if (eng_tp_create(m, &o, size, rank, e, &err)) {
+        fprintf(stderr, "check_engine --tp: %s%s\n", size ? "" : "the one-GPU engine: ", err.msg);
         return -1;
     }
     return 0;
 }
-
-/* --- check -------------------------------------------------------------------------------- */
 
 struct tp_out { /* one engine's results of a step */
     int R;
@@ -95,7 +57,7 @@ static int run_step(struct eng *e, const struct step_desc *sd, int h, struct tp_
     struct ts_err err;
     struct eng_out out;
     if (eng_step(e, sd, &out, NULL, &err)) {
-        fprintf(stderr, "tessera engine check --tp: %s\n", err.msg);
+        fprintf(stderr, "check_engine --tp: %s\n", err.msg);
         return -1;
     }
     o->R = out.R;
@@ -107,7 +69,7 @@ static int run_step(struct eng *e, const struct step_desc *sd, int h, struct tp_
     memcpy(o->maxv, out.maxv, sizeof *o->maxv * (size_t)out.R);
     memcpy(o->conf, out.conf, sizeof *o->conf * (size_t)out.R);
     if (eng_last_hidden(e, o->hidden, &err)) {
-        fprintf(stderr, "tessera engine check --tp: %s\n", err.msg);
+        fprintf(stderr, "check_engine --tp: %s\n", err.msg);
         return -1;
     }
     return 0;
@@ -197,8 +159,8 @@ struct tp_diff {
 static struct tp_diff diff(const struct model_cfg *m, uint64_t seed, const struct tp_out *a, const struct tp_out *b,
                            double tie)
 {
-    struct tp_diff d = {eng_rel_err(a->hidden, b->hidden, (int64_t)a->R * m->hidden), eng_rel_err(a->maxv, b->maxv, a->R),
-                        eng_rel_err(a->conf, b->conf, a->R), 0, 0};
+    struct tp_diff d = {check_rel_err(a->hidden, b->hidden, (int64_t)a->R * m->hidden), check_rel_err(a->maxv, b->maxv, a->R),
+                        check_rel_err(a->conf, b->conf, a->R), 0, 0};
     d.not_ties = not_ties(m, seed, a, b, tie, &d.differ);
     return d;
 }
@@ -250,7 +212,7 @@ done:
  * the one-GPU engine's spread at that depth (its largest over the steps), whichever is larger, and
  * its rows whose argmax differs at most twice as many (as a share) as in that spread, with three
  * standard deviations of such a count and one more. */
-static int check_model(const char *name, uint64_t seed, const struct tp_place *p, int *failed, int *passed, FILE *out)
+static int check_model(const char *name, uint64_t seed, int size, int *failed, int *passed, FILE *out)
 {
     static const char *const what[CHECK_STEPS] = {"refresh 4 x 512, every logit", "reuse 4 x 32 over 480",
                                                   "prefill 700 beside reuse 4 x 32",
@@ -259,7 +221,7 @@ static int check_model(const char *name, uint64_t seed, const struct tp_place *p
     struct model_cfg m;
     struct ts_err err;
     if (model_resolve(name, &m, &err)) {
-        fprintf(stderr, "tessera engine check --tp: %s\n", err.msg);
+        fprintf(stderr, "check_engine --tp: %s\n", err.msg);
         return -1;
     }
     struct eng *tp = NULL, *one = NULL;
@@ -268,10 +230,11 @@ static int check_model(const char *name, uint64_t seed, const struct tp_place *p
     sd.attn_block = m.block_causal ? 32 : 0;
     sd.logit_chunk_rows = TP_LOGIT_CHUNK;
     int rc = -1;
-    if (tp_engine(&m, seed, p, &tp) || (p->rank == 0 && tp_engine(&m, seed, NULL, &one)))
+    int rank;
+    if (tp_engine(&m, seed, size, &rank, &tp) || (rank == 0 && tp_engine(&m, seed, 0, &rank, &one)))
         goto done;
-    if (p->rank == 0)
-        fprintf(out, "%s, tensor parallel over %d GPUs against one GPU (%s):\n", m.name, p->size,
+    if (one)
+        fprintf(out, "%s, tensor parallel over %d GPUs against one GPU (%s):\n", m.name, size,
                 eng_device_name(one));
     for (int depth = 2; depth >= 0; depth -= 2) {
         struct tp_diff d[CHECK_STEPS] = {{0}}, f[CHECK_STEPS] = {{0}}, fl = {0};
@@ -314,121 +277,14 @@ done:
     return rc;
 }
 
-int eng_tp_check_run(int size, uint64_t seed, FILE *out)
+int check_engine_tp_run(int size, uint64_t seed, FILE *out)
 {
     static const char *const models[] = {"llada-8b", "dream-7b", "llada2.0-mini"};
-    struct tp_place p;
-    if (tp_place(size, &p))
-        return 1;
     int failed = 0, passed = 0;
     for (size_t i = 0; i < TS_ARRAY_LEN(models); i++)
-        if (check_model(models[i], seed, &p, &failed, &passed, out))
+        if (check_model(models[i], seed, size, &failed, &passed, out))
             return 1;
-    if (p.rank == 0)
+    if (passed + failed > 0) /* rank 0 */
         fprintf(out, "engine check --tp %d: %d passed, %d failed\n", size, passed, failed);
     return failed ? 1 : 0;
-}
-
-/* --- bench -------------------------------------------------------------------------------- */
-
-/* Median milliseconds of sd's graph replays (its caches filled first), said on stderr when it fails. */
-static int replay(struct eng *e, const struct step_desc *sd, int nseq, int kv, int q, int reps, float *ms)
-{
-    struct ts_err err;
-    struct step_desc fill;
-    step_desc_init(&fill);
-    for (int s = 0; s < nseq && kv > 0; s++)
-        seg(&fill, s, kv + q, 0, 0);
-    int rc = (kv > 0 && eng_step(e, &fill, NULL, NULL, &err)) || eng_graph_capture(e, sd, &err) ||
-             eng_graph_replay(e, reps, ms, &err);
-    step_desc_free(&fill);
-    for (int s = 0; s < nseq; s++)
-        eng_release(e, s);
-    if (rc)
-        fprintf(stderr, "tessera engine bench --tp: %s\n", err.msg);
-    return rc ? -1 : 0;
-}
-
-int eng_tp_bench_run(const struct eng_tp_bench_opts *o, FILE *out)
-{
-    static const int32_t default_steps[][4] = {{16, 512, 0, 512}, {16, 32, 480, 32}};
-    const int32_t(*steps)[4] = o->nsteps ? o->steps : default_steps;
-    const int n = o->nsteps ? o->nsteps : (int)TS_ARRAY_LEN(default_steps);
-    const struct model_cfg *m = &o->model;
-    struct tp_place p;
-    if (tp_place(o->size, &p))
-        return 1;
-    float tp_ms[ENG_BENCH_MAX_STEPS], one_ms[ENG_BENCH_MAX_STEPS];
-    double ar_us[ENG_BENCH_MAX_STEPS];
-    struct step_desc sd;
-    step_desc_init(&sd);
-    sd.logit_chunk_rows = TP_LOGIT_CHUNK;
-    struct eng *e = NULL;
-    int rc = 1;
-    struct ts_err err = {{0}};
-    if (tp_engine(m, 1, &p, &e))
-        goto done;
-    for (int k = 0; k < n; k++) { /* the tensor-parallel engine, every rank */
-        const int32_t *st = steps[k];
-        step_desc_clear(&sd);
-        for (int s = 0; s < st[0]; s++)
-            seg(&sd, s, st[1], st[2], st[3]);
-        if (replay(e, &sd, st[0], st[2], st[1], o->reps, &tp_ms[k]) ||
-            eng_allreduce_us(e, (int64_t)st[0] * st[1] * m->hidden, o->reps, &ar_us[k], &err))
-            goto fail;
-    }
-    double sweep_us[ALLREDUCE_SIZES]; /* the all-reduce alone, 4 KiB to 256 MiB */
-    for (int i = 0; i < ALLREDUCE_SIZES; i++)
-        if (eng_allreduce_us(e, 2048LL << i, o->reps, &sweep_us[i], &err))
-            goto fail;
-    eng_destroy(e);
-    e = NULL;
-    if (p.rank == 0) {
-        fprintf(out, "all-reduce of bf16 values over %d GPUs as the steps queue them (%d back to back, median of 5 "
-                     "runs):\n%12s %10s %10s\n", p.size, o->reps, "bytes", "us", "busbw_GBps");
-        for (int i = 0; i < ALLREDUCE_SIZES; i++) {
-            const double bytes = 4096.0 * (1 << i), bw = bytes * 2 * (p.size - 1) / p.size / sweep_us[i] * 1e-3;
-            fprintf(out, "%12.0f %10.1f %10.1f\n", bytes, sweep_us[i], bw);
-            if (o->json)
-                fprintf(o->json, "{\"tp\":%d,\"allreduce_bytes\":%.0f,\"allreduce_us\":%.2f,\"busbw_GBps\":%.2f}\n",
-                        p.size, bytes, sweep_us[i], bw);
-        }
-    }
-    if (p.rank == 0) { /* the whole model on GPU 0 */
-        if (tp_engine(m, 1, NULL, &e))
-            goto done;
-        for (int k = 0; k < n; k++) {
-            const int32_t *st = steps[k];
-            step_desc_clear(&sd);
-            for (int s = 0; s < st[0]; s++)
-                seg(&sd, s, st[1], st[2], st[3]);
-            if (replay(e, &sd, st[0], st[2], st[1], o->reps, &one_ms[k]))
-                goto done;
-        }
-        fprintf(out, "%s, tensor parallel over %d GPUs (%s), against one:\n", m->name, p.size, eng_device_name(e));
-        fprintf(out, "%-36s %10s %10s %7s %14s %10s %12s\n", "step", "tp_ms", "one_ms", "ratio", "allreduce_us",
-                "busbw_GBps", "allreduce_%");
-        for (int k = 0; k < n; k++) {
-            const int32_t *st = steps[k];
-            const double bytes = 2.0 * st[0] * st[1] * m->hidden, busbw = bytes * 2 * (p.size - 1) / p.size / ar_us[k] * 1e-3;
-            const double share = 100.0 * 2 * m->num_layers * ar_us[k] * 1e-3 / tp_ms[k];
-            char name[80];
-            snprintf(name, sizeof name, "%dx%d over %d cached, %d logits", st[0], st[1], st[2], st[3]);
-            fprintf(out, "%-36s %10.3f %10.3f %7.3f %14.1f %10.1f %12.1f\n", name, tp_ms[k], one_ms[k],
-                    tp_ms[k] / one_ms[k], ar_us[k], busbw, share);
-            if (o->json)
-                fprintf(o->json, "{\"model\":\"%s\",\"tp\":%d,\"case\":\"%s\",\"tp_ms\":%.4f,\"one_ms\":%.4f,"
-                                 "\"ratio\":%.4f,\"allreduce_bytes\":%.0f,\"allreduce_us\":%.2f,\"busbw_GBps\":%.2f}\n",
-                        m->name, p.size, name, tp_ms[k], one_ms[k], tp_ms[k] / one_ms[k], bytes, ar_us[k], busbw);
-        }
-    }
-    rc = 0;
-    goto done;
-fail:
-    if (err.msg[0])
-        fprintf(stderr, "tessera engine bench --tp: %s\n", err.msg);
-done:
-    eng_destroy(e);
-    step_desc_free(&sd);
-    return rc;
 }

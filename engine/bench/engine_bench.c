@@ -1,5 +1,5 @@
 /*
- * eng_bench.c: `tessera engine bench`.
+ * engine_bench.c: the engine's benchmark (build/engine_bench; make bench-engine).
  *
  * 1. Ceilings, measured: an 8192^3 bf16 GEMM through cuBLAS (TFLOP/s) and a 2 GiB device copy
  *    (bytes read + written per second), medians over repetitions after warm-up; the floors use
@@ -25,7 +25,7 @@
  *    which tessera calib clock fits.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "eng_bench.h"
+#include "engine_bench.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -48,7 +48,7 @@ static int cmp_f(const void *a, const void *b)
     do {                                                                                           \
         int e_ = (int)(call);                                                                      \
         if (e_) {                                                                                  \
-            fprintf(stderr, "engine bench: %s:%d: %s failed (%d)\n", __FILE__, __LINE__, #call, e_); \
+            fprintf(stderr, "engine_bench: %s:%d: %s failed (%d)\n", __FILE__, __LINE__, #call, e_); \
             goto done;                                                                             \
         }                                                                                          \
     } while (0)
@@ -208,7 +208,7 @@ static void gemm_table(const struct model_cfg *m, int reps, double peak, double 
     if (cublasCreate(&g.h) != CUBLAS_STATUS_SUCCESS || cudaMalloc(&g.w, 2 * (size_t)maxw) != cudaSuccess ||
         cudaMalloc(&g.x, 2 * 8192 * (size_t)h * 4) != cudaSuccess ||
         cudaMalloc(&g.y, 2 * 8192 * (size_t)m->vocab / 4) != cudaSuccess) {
-        fprintf(stderr, "engine bench: GEMM table setup failed\n");
+        fprintf(stderr, "engine_bench: GEMM table setup failed\n");
         goto done;
     }
     k_fill_random(g.w, maxw, 5, 0.02f, 0);
@@ -267,7 +267,7 @@ static int replay_ms(struct eng *e, const struct step_desc *sd, int reps, float 
 {
     struct ts_err err;
     if (eng_graph_capture(e, sd, &err) || eng_graph_replay(e, reps, ms, &err)) {
-        fprintf(stderr, "engine bench: %s\n", err.msg);
+        fprintf(stderr, "engine_bench: %s\n", err.msg);
         return -1;
     }
     return 0;
@@ -282,7 +282,7 @@ static int keep_variant(struct eng *e, const struct step_desc *sd, int slot, dou
     float eager_ms;
     if (eng_graph_capture(e, sd, &err) || eng_graph_keep(e, slot, &err) ||
         (op_ms && eng_step_profile(e, sd, op_ms, &eager_ms, &err))) {
-        fprintf(stderr, "engine bench: %s\n", err.msg);
+        fprintf(stderr, "engine_bench: %s\n", err.msg);
         return -1;
     }
     return 0;
@@ -293,14 +293,14 @@ static int replay_kept(struct eng *e, int n, int reps, float *ms)
 {
     struct ts_err err;
     if (eng_graph_replay_kept(e, n, reps, ms, &err)) {
-        fprintf(stderr, "engine bench: %s\n", err.msg);
+        fprintf(stderr, "engine_bench: %s\n", err.msg);
         return -1;
     }
     return 0;
 }
 
 /* Names the warm-up rounds of the replays that follow in the bench's warm-up trace, if any. */
-static void trace_as(struct eng *e, const struct eng_bench_opts *o, const char *step, const char *what)
+static void trace_as(struct eng *e, const struct engine_bench_opts *o, const char *step, const char *what)
 {
     char label[128];
     snprintf(label, sizeof label, "%s: %s", step, what);
@@ -342,7 +342,7 @@ static int fill_caches(struct eng *e, struct step_desc *sd, int first, int nseq,
         }
     return 0;
 fail:
-    fprintf(stderr, "engine bench: filling the caches: %s\n", err.msg);
+    fprintf(stderr, "engine_bench: filling the caches: %s\n", err.msg);
     return -1;
 }
 
@@ -367,14 +367,14 @@ static int64_t sim_act_bytes(const struct model_cfg *m, const struct og_shape *s
     int64_t bytes = -1;
     struct ts_err err;
     if (act_planned_bytes(m, planner_find("first-fit"), shape, &bytes, &err))
-        fprintf(stderr, "engine bench: planning the simulator's activations: %s\n", err.msg);
+        fprintf(stderr, "engine_bench: planning the simulator's activations: %s\n", err.msg);
     return bytes;
 }
 
 /* Builds in sd the step of nseq sequences (requests first on) of q tokens over kv cached keys, with
  * logit_rows logits each (their caches filled first), replays it as a graph (its warm-up named
  * `label` on the trace) and sets it against its floors; says why on stderr when it fails. */
-static int measure_step(struct eng *e, const struct eng_bench_opts *o, const struct eng_opts *eo,
+static int measure_step(struct eng *e, const struct engine_bench_opts *o, const struct eng_opts *eo,
                         const struct ceilings *cl, struct step_desc *sd, int first, int nseq, int q, int kv,
                         int logit_rows, const char *label, struct step_meas *r)
 {
@@ -405,7 +405,7 @@ static int measure_step(struct eng *e, const struct eng_bench_opts *o, const str
 
 /* The bench's engine (the model, its weights, a workspace for a bench step's rows), said on out;
  * says why on stderr when it cannot be made. */
-static int bench_engine(const struct eng_bench_opts *o, struct eng_opts *eo, struct eng **e, FILE *out)
+static int bench_engine(const struct engine_bench_opts *o, struct eng_opts *eo, struct eng **e, FILE *out)
 {
     const struct model_cfg *m = &o->model;
     struct ts_err err;
@@ -417,7 +417,7 @@ static int bench_engine(const struct eng_bench_opts *o, struct eng_opts *eo, str
     eo->warm_s = o->warm_s;
     eo->idle_s = o->idle_s;
     if (eng_create(m, eo, e, &err)) {
-        fprintf(stderr, "engine bench: %s\n", err.msg);
+        fprintf(stderr, "engine_bench: %s\n", err.msg);
         return -1;
     }
     struct eng_mem mem;
@@ -432,7 +432,7 @@ static int bench_engine(const struct eng_bench_opts *o, struct eng_opts *eo, str
  * its floor and its floor at the held GEMM rate, with its attention's share of an eager run, and,
  * where the anchor's output gave them, beside PyTorch eager's time and peak activations; then the
  * speed-up's geometric mean. */
-static int anchor_grid(const struct eng_bench_opts *o, const struct ceilings *cl, FILE *out)
+static int anchor_grid(const struct engine_bench_opts *o, const struct ceilings *cl, FILE *out)
 {
     const struct anchor_run *a = o->anchor;
     struct eng *e = NULL;
@@ -474,7 +474,7 @@ static int anchor_grid(const struct eng_bench_opts *o, const struct ceilings *cl
             if (measure_step(e, o, &eo, cl, &sd, first, c->B, q, kv, lr, label, &sm))
                 goto done;
             if (eng_step_profile(e, &sd, op_ms, &eager_ms, &err)) {
-                fprintf(stderr, "engine bench: %s\n", err.msg);
+                fprintf(stderr, "engine_bench: %s\n", err.msg);
                 goto done;
             }
             const float ms = sm.ms;
@@ -525,7 +525,7 @@ done:
 
 /* The two ceilings the floors divide by, measured here: an 8192^3 bf16 GEMM (short-run, and held
  * back to back for 2 s under the power limit) and a 2 GiB device copy; said on out and o->json. */
-static int bench_ceilings(const struct eng_bench_opts *o, struct ceilings *cl, FILE *out)
+static int bench_ceilings(const struct engine_bench_opts *o, struct ceilings *cl, FILE *out)
 {
     int rc = -1;
     struct lin_ctx g = {.M = 8192, .n = 8192, .k = 8192};
@@ -572,7 +572,7 @@ struct variants {
     bool fused_runs;
 };
 
-static int bench_variants(struct eng *e, const struct eng_bench_opts *o, const struct eng_opts *eo,
+static int bench_variants(struct eng *e, const struct engine_bench_opts *o, const struct eng_opts *eo,
                           const struct step_case *c, const struct step_desc *sd, struct variants *v)
 {
     struct ts_err err;
@@ -607,7 +607,7 @@ static int bench_variants(struct eng *e, const struct eng_bench_opts *o, const s
      * their outputs as the variants before wrote them under other plans (possibly never written:
      * zeros run GEMMs faster and cooler), and the kept ones read those */
     if (!bad && eng_step(e, sd, NULL, NULL, &err)) {
-        fprintf(stderr, "engine bench: %s\n", err.msg);
+        fprintf(stderr, "engine_bench: %s\n", err.msg);
         bad = 1;
     }
     if (!bad) {
@@ -625,7 +625,7 @@ static int bench_variants(struct eng *e, const struct eng_bench_opts *o, const s
 
 /* The variants said on out and o->json, beside the step's floors; the fused FFN's workspace beside
  * the simulator's estimate of it. */
-static void report_variants(struct eng *e, const struct eng_bench_opts *o, const struct eng_opts *eo,
+static void report_variants(struct eng *e, const struct engine_bench_opts *o, const struct eng_opts *eo,
                             const struct step_case *c, const struct step_desc *sd, const struct step_meas *sm,
                             const struct variants *v, FILE *out)
 {
@@ -682,14 +682,14 @@ static void report_variants(struct eng *e, const struct eng_bench_opts *o, const
 }
 
 /* One eager run of the step with an event after each op, its times said by op. */
-static int report_eager(struct eng *e, const struct eng_bench_opts *o, const struct step_case *c,
+static int report_eager(struct eng *e, const struct engine_bench_opts *o, const struct step_case *c,
                         const struct step_desc *sd, FILE *out)
 {
     double op_ms[OP_COUNT];
     float eager_ms;
     struct ts_err err;
     if (eng_step_profile(e, sd, op_ms, &eager_ms, &err)) {
-        fprintf(stderr, "engine bench: %s\n", err.msg);
+        fprintf(stderr, "engine_bench: %s\n", err.msg);
         return -1;
     }
     fprintf(out, "    eager %.3f ms by op:", eager_ms);
@@ -714,7 +714,7 @@ static void step_label(char *buf, size_t len, const int32_t st[4])
     snprintf(buf, len, "step %dx%d over %d cached, %d logits", st[0], st[1], st[2], st[3]);
 }
 
-static int bench_steps(const struct eng_bench_opts *o, const struct ceilings *cl, FILE *out)
+static int bench_steps(const struct engine_bench_opts *o, const struct ceilings *cl, FILE *out)
 {
     static const struct step_case default_cases[] = {
         {"refresh 16x512, all logits", 16, 512, 0, 512, 244.376},
@@ -788,7 +788,7 @@ done:
  * each replayed after its own warm-up. Beyond layer 1 a step takes its time less the full step's two
  * front layers' share (2 / layers of it): the goal is at most K / 32 + 0.15 of the full step's.
  * Block-causal models attend block-causally, as the focus policy runs them. */
-static int focus_at(struct eng *e, const struct eng_bench_opts *o, const struct ceilings *cl, int nseq, FILE *out)
+static int focus_at(struct eng *e, const struct engine_bench_opts *o, const struct ceilings *cl, int nseq, FILE *out)
 {
     enum { B = 32, KV = 480 };
     static const int keep[] = {2, 4, 8, 16, 32};
@@ -852,7 +852,7 @@ done:
 
 /* FOCUS's eviction (focus_at) at 16 sequences, the Reuse steps' batch elsewhere in the bench, and at
  * 32 and 64, the smallest batches FOCUS's throughput runs (its Fig. 6: 32 to 256) */
-static int bench_focus(const struct eng_bench_opts *o, const struct ceilings *cl, FILE *out)
+static int bench_focus(const struct engine_bench_opts *o, const struct ceilings *cl, FILE *out)
 {
     static const int batches[] = {16, 32, 64};
     const int most = batches[TS_ARRAY_LEN(batches) - 1];
@@ -875,7 +875,7 @@ done:
 }
 
 /* The attention kernels alone on the anchor's shapes and Reuse shapes, their TFLOP/s. */
-static void bench_attention(const struct eng_bench_opts *o, FILE *out)
+static void bench_attention(const struct engine_bench_opts *o, FILE *out)
 {
     static const int shapes[][3] = {{16, 512, 0}, {1, 2048, 0}, {4, 2048, 0}, {1, 8192, 0}, {16, 32, 480},
                                     {1, 32, 480}, {1, 32, 8160}};
@@ -897,7 +897,7 @@ static void bench_attention(const struct eng_bench_opts *o, FILE *out)
 
 /* --only clock: each step of the ladder (or the --step ones) alone, its warm-up traced from a cool card:
  * Reuse and Refresh steps from a light load to the heaviest a serving schedule runs. */
-static int bench_clock(const struct eng_bench_opts *o, const struct ceilings *cl, FILE *out)
+static int bench_clock(const struct engine_bench_opts *o, const struct ceilings *cl, FILE *out)
 {
     static const int32_t ladder[][4] = {{1, 32, 480, 32}, {1, 64, 0, 64},   {1, 128, 0, 128},  {1, 256, 0, 256},
                                         {1, 384, 0, 384}, {1, 768, 0, 768}, {8, 32, 480, 32}, {16, 32, 480, 32}};
@@ -930,7 +930,7 @@ done:
     return rc;
 }
 
-int eng_bench_run(const struct eng_bench_opts *o, FILE *out)
+int engine_bench_run(const struct engine_bench_opts *o, FILE *out)
 {
     const bool all = !o->only;
     struct ceilings cl;
