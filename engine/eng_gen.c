@@ -109,23 +109,19 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
         return ts_fail(err, "--block %d: must be in 1..%d", c->block, UNMASK_MAX_ROWS);
     if (c->gen_len < c->block || c->gen_len % c->block)
         return ts_fail(err, "--gen-len %d: must be a positive multiple of --block %d", c->gen_len, c->block);
-    if (c->cache < 0 || c->cache >= GEN_CACHES)
-        return ts_fail(err, "no cache %d (block, dual, focus or vicinity)", c->cache);
-    const bool whole = gen_cache_whole(c->cache);
+    if (!c->policy == !c->focus)
+        return ts_fail(err, "a generation runs one caching policy: a driven one (policy_drive.h) or FOCUS");
+    const bool whole = gen_whole(c);
     if (whole && c->attn_block > 0)
-        return ts_fail(err, "the %s cache runs a block between cached positions, which block-causal attention "
-                            "does not allow: use the prefix cache", gen_cache_name(c->cache));
-    if (c->cache == GEN_VICINITY && (c->vicinity < 0 || c->vicinity > 1 << 20 || c->refresh < 1))
-        return ts_fail(err, "the vicinity cache needs a window of 0 to %d positions each side (--vicinity %d) and a "
-                            "refresh interval of at least 1 step (--refresh-interval %d)", 1 << 20, c->vicinity,
-                        c->refresh);
-    if (c->cache == GEN_FOCUS && (c->block > GEN_FOCUS_MAX_BLOCK || !(c->focus_alpha >= 1)))
+        return ts_fail(err, "policy %s runs whole-sequence steps beside cached positions, which block-causal attention "
+                            "does not allow: use the block policy", c->policy->name);
+    if (c->focus && (c->block > GEN_FOCUS_MAX_BLOCK || !(c->focus_alpha >= 1)))
         return ts_fail(err, "FOCUS evicts over the prefix cache, from blocks of at most %d positions (the importance "
                             "kernel's candidates), with a budget expansion of at least 1", GEN_FOCUS_MAX_BLOCK);
     const struct gen_smooth *sm = &c->smooth;
-    if (sm->on && c->cache == GEN_FOCUS)
-        return ts_fail(err, "IterSmooth runs over the block, dual or vicinity cache (FOCUS picks its logit rows on the GPU, "
-                            "after a step's soft rows must be named)");
+    if (sm->on && c->focus)
+        return ts_fail(err, "IterSmooth runs over a driven policy, not FOCUS (FOCUS picks its logit rows on the GPU, after "
+                            "a step's soft rows must be named)");
     if (sm->on && !(sm->cont >= 0 && sm->init >= 0 && sm->growth >= 0 && sm->decay >= 0 && sm->cont <= 1e3))
         return ts_fail(err, "--iter-smooth %g,%g,%g,%g: the weights (cont, init, growth) and the threshold decay "
                             "must be numbers of at least 0", sm->cont, sm->init, sm->growth, sm->decay);
@@ -158,7 +154,7 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
         r->decided = xcalloc((size_t)c->gen_len, 1);
         r->soft_w = xcalloc((size_t)c->gen_len, sizeof *r->soft_w);
         r->cached = xcalloc((size_t)c->gen_len, 1);
-        r->rowpos = xmalloc(sizeof *r->rowpos * (2 * (size_t)c->block + 2 * (size_t)TS_MAX(c->vicinity, 0)));
+        r->rowpos = xmalloc(sizeof *r->rowpos * (size_t)(r->P + c->gen_len));
         r->cand = xmalloc(sizeof *r->cand * (size_t)c->block);
         r->rest = xmalloc(sizeof *r->rest * (size_t)c->block);
         for (int32_t p = 0; p < r->P; p++)
@@ -188,21 +184,7 @@ void gen_free(struct gen *g)
     memset(g, 0, sizeof *g);
 }
 
-static const char *const cache_names[GEN_CACHES] = {"block", "dual", "focus", "vicinity"};
-
-const char *gen_cache_name(int32_t cache) { return cache >= 0 && cache < GEN_CACHES ? cache_names[cache] : "?"; }
-
-int32_t gen_cache_parse(const char *name)
-{
-    for (int32_t i = 0; i < GEN_CACHES; i++)
-        if (strcmp(name, cache_names[i]) == 0)
-            return i;
-    return -1;
-}
-
-bool gen_cache_whole(int32_t cache) { return cache == GEN_DUAL || cache == GEN_VICINITY; }
-
-bool gen_commit_pending(const struct gen_req *r) { return r->prefilled && r->block > 0 && r->block_steps == 0; }
+bool gen_whole(const struct gen_cfg *c) { return c->policy && c->policy->whole; }
 
 int32_t gen_token(void *ctx, int32_t req, int32_t pos)
 {
@@ -271,51 +253,33 @@ static void rest_segment(const struct gen *g, struct gen_req *r, struct segment 
                           .kv_write = r->nrest};
 }
 
-/* The vicinity cache's step over its window into s: the block's positions and `vicinity` each side,
- * clipped to the sequence, each at its position, the sides first (the block's rows last, the
- * segment's logit rows). */
-static void vicinity_segment(const struct gen *g, struct gen_req *r, struct segment *s)
+/* Request r's next segment into s (its rows' positions into r->rowpos) and what it is (GEN_SEG_*):
+ * the driven policy's, or FOCUS's prefill, finished block's rest or block step. */
+static uint8_t next_segment(const struct gen *g, int32_t i, struct gen_req *r, struct segment *s)
 {
-    const int32_t B = g->c.block, L = r->P + g->c.gen_len, start = r->P + r->block * B;
-    const int32_t lo = TS_MAX(0, start - g->c.vicinity), hi = TS_MIN(L, start + B + g->c.vicinity);
-    r->nrow = 0;
-    for (int32_t p = lo; p < hi; p++)
-        if (p < start || p >= start + B)
-            r->rowpos[r->nrow++] = p;
-    for (int32_t k = 0; k < B; k++)
-        r->rowpos[r->nrow++] = start + k;
-    *s = (struct segment){.req_id = s->req_id, .phase = PHASE_REUSE, .q = r->nrow, .kv = L - r->nrow,
-                          .kv_write = r->nrow, .logit_rows = B};
+    if (g->c.policy) {
+        g->c.policy->emit(g->c.policy->ctx, i, s, r->rowpos);
+        r->nrow = s->q;
+        return s->logit_rows > 0 ? GEN_SEG_BLOCK : GEN_SEG_PREFILL;
+    }
+    if (!r->prefilled) {
+        s->phase = PHASE_PREFILL;
+        s->q = s->kv_write = r->P;
+        return GEN_SEG_PREFILL;
+    }
+    if (r->nrest > 0) { /* the finished block's rest first */
+        rest_segment(g, r, s);
+        return GEN_SEG_REST;
+    }
+    focus_segment(g, r, s);
+    return GEN_SEG_BLOCK;
 }
 
-/* Request r's block step into s: the prefix cache's block over its prefix (with the finished
- * block's commit), the dual cache's whole sequence (the block's first step) or block between cached
- * positions, or the vicinity cache's whole sequence (the block's first step and every refresh-th)
- * or window. */
-static void block_segment(const struct gen *g, struct gen_req *r, struct segment *s)
+/* Logit row k of r's segment s (its rows placed in r->rowpos, a driven policy's): the response
+ * offset it holds (-1: a prompt position). */
+static int32_t logit_offset(const struct gen_req *r, const struct segment *s, int32_t k)
 {
-    const int32_t B = g->c.block, L = r->P + g->c.gen_len, cached = r->P + r->block * B;
-    r->nrow = 0;
-    const bool commit = gen_commit_pending(r), whole = gen_cache_whole(g->c.cache);
-    const bool refresh = r->block_steps == 0 || (g->c.cache == GEN_VICINITY && r->block_steps % g->c.refresh == 0);
-    if (g->c.cache == GEN_FOCUS) {
-        focus_segment(g, r, s);
-    } else if (whole && refresh) {
-        *s = (struct segment){.req_id = s->req_id, .phase = PHASE_REFRESH, .q = L, .kv_write = L,
-                              .logit_rows = L - cached};
-    } else if (g->c.cache == GEN_VICINITY) {
-        vicinity_segment(g, r, s);
-    } else if (g->c.cache == GEN_DUAL) {
-        *s = (struct segment){.req_id = s->req_id, .phase = PHASE_REUSE, .q = B, .kv = L - B, .kv_write = B,
-                              .logit_rows = B};
-        for (int32_t k = 0; k < B; k++)
-            r->rowpos[k] = cached + k;
-        r->nrow = B;
-    } else {
-        *s = (struct segment){.req_id = s->req_id, .phase = PHASE_BLOCK, .q = commit ? 2 * B : B,
-                              .kv = commit ? cached - B : cached, .kv_write = commit ? B : 0,
-                              .logit_rows = B};
-    }
+    return r->rowpos[s->q - s->logit_rows + k] - r->P;
 }
 
 bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t *ngroups, int32_t *masked)
@@ -325,7 +289,7 @@ bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t
     sd->attn_block = g->c.attn_block;
     sd->logit_chunk_rows = g->c.logit_chunk_rows;
     sd->ffn_chunks = 1;
-    const bool focus = g->c.cache == GEN_FOCUS;
+    const bool focus = g->c.focus;
     sd->evict = focus; /* FOCUS: layers 0-1 run a block step's front rows */
     sd->front_layers = focus ? 2 : 0;
     sd->iter_smooth = g->c.smooth.on;
@@ -337,30 +301,23 @@ bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t
             continue;
         struct segment s = {.req_id = i};
         r->nrow = 0;
-        r->last = GEN_SEG_NONE;
-        if (!r->prefilled && !gen_cache_whole(g->c.cache)) {
-            s.phase = PHASE_PREFILL;
-            s.q = s.kv_write = r->P;
-            r->last = GEN_SEG_PREFILL;
-        } else if (r->nrest > 0) { /* FOCUS: the finished block's rest first */
-            rest_segment(g, r, &s);
-            r->last = GEN_SEG_REST;
-        } else {
-            block_segment(g, r, &s);
-            r->last = GEN_SEG_BLOCK;
-        }
+        const uint8_t what = next_segment(g, i, r, &s);
         if (rows > 0 && rows + segment_rows(&s) > g->c.max_tokens) { /* waits for room */
             r->nrow = 0;
             r->last = GEN_SEG_NONE;
             continue;
         }
-        if (r->last == GEN_SEG_BLOCK) {
-            /* the block: the segment's first logit rows (FOCUS: the K kept, masked all) */
+        r->last = what;
+        if (what == GEN_SEG_BLOCK) {
+            /* the block: the segment's last B logit rows (FOCUS: the K kept, masked all) */
             const int32_t n = focus ? s.logit_rows : B;
-            groups[2 * *ngroups] = (int32_t)logits;
+            groups[2 * *ngroups] = (int32_t)(logits + s.logit_rows - n);
             groups[2 * *ngroups + 1] = n;
-            for (int32_t k = 0; k < s.logit_rows; k++)
-                masked[logits + k] = focus || (k < B && !r->decided[r->block * B + k]);
+            const int32_t off = r->block * B;
+            for (int32_t k = 0; k < s.logit_rows; k++) {
+                const int32_t o = focus ? off : logit_offset(r, &s, k);
+                masked[logits + k] = focus || (o >= off && o < off + B && !r->decided[o]);
+            }
             ++*ngroups;
             logits += s.logit_rows;
         }
@@ -381,29 +338,39 @@ static void focus_cache(const struct gen *g, struct gen_req *r)
             r->cached[off + k] = 1;
 }
 
-/* Request i's block step: the commits over its logit rows from *row (FOCUS: at the kept candidates'
- * positions, cand), then its block done or not. */
+/* The block offset logit row k (at step row `row`) of request i's segment commits at, or -1 with
+ * err: FOCUS's kept candidate there (cand, which every logit row must hold), or a driven policy's
+ * row's position, which must lie in the current block. */
+static int32_t commit_at(const struct gen *g, int32_t i, const struct segment *seg, int32_t k, int64_t row,
+                         const int32_t *cand, struct ts_err *err)
+{
+    const struct gen_req *r = &g->r[i];
+    if (g->c.focus) {
+        if (!cand || cand[row] < 0 || cand[row] >= r->ncand)
+            return ts_fail(err, "request %d: logit row %lld holds no candidate of its %d", i, (long long)row, r->ncand);
+        return r->cand[cand[row]];
+    }
+    const int32_t at = logit_offset(r, seg, k) - r->block * g->c.block;
+    if (at < 0 || at >= g->c.block)
+        return ts_fail(err, "request %d: a commit at logit row %lld, outside its block", i, (long long)row);
+    return at;
+}
+
+/* Request i's block step: the commits over its logit rows from *row, then its block done or not,
+ * and the driven policy told. */
 static int apply_block(struct gen *g, int32_t i, const struct segment *seg, const int32_t *commit, const int32_t *cand,
                        int64_t *row, struct ts_err *err)
 {
     struct gen_req *r = &g->r[i];
     const int32_t B = g->c.block, off = r->block * B;
-    const bool focus = g->c.cache == GEN_FOCUS;
+    const bool focus = g->c.focus;
     if (focus)
         focus_cache(g, r);
     int32_t n = 0, left = 0;
-    const int64_t next = *row + seg->logit_rows;
-    for (int32_t k = 0; *row < next; k++, ++*row) {
-        int32_t at = k; /* the block offset the row holds */
-        if (focus) {
-            if (!cand || cand[*row] < 0 || cand[*row] >= r->ncand)
-                return ts_fail(err, "request %d: logit row %lld holds no candidate of its %d", i, (long long)*row, r->ncand);
-            at = r->cand[cand[*row]];
-        } else if (k >= B) {
-            if (commit[*row] >= 0) /* the dual cache's rows past the block */
-                return ts_fail(err, "request %d: a commit at logit row %lld, past its block", i, (long long)*row);
-            continue;
-        }
+    for (int32_t k = 0; k < seg->logit_rows; k++, ++*row) {
+        const int32_t at = focus || commit[*row] >= 0 ? commit_at(g, i, seg, k, *row, cand, err) : 0;
+        if (at < 0)
+            return -1;
         if (commit[*row] < 0)
             continue;
         uint8_t *d = &r->decided[off + at];
@@ -433,6 +400,13 @@ static int apply_block(struct gen *g, int32_t i, const struct segment *seg, cons
         r->done = true;
         r->nrest = 0;
     }
+    if (focus)
+        return 0;
+    struct segment ran = *seg;
+    ran.decoded = n;
+    if (g->c.policy->advance(g->c.policy->ctx, i, &ran) != r->done)
+        return ts_fail(err, "request %d: policy %s %s after block %d of %d", i, g->c.policy->name,
+                       r->done ? "goes on" : "finishes", r->block, g->c.gen_len / B);
     return 0;
 }
 
@@ -448,6 +422,8 @@ int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, 
             return ts_fail(err, "request %d: a step after its last block", i);
         if (r->last == GEN_SEG_PREFILL) {
             r->prefilled = true;
+            if (g->c.policy && g->c.policy->advance(g->c.policy->ctx, i, &sd->segs[s]))
+                return ts_fail(err, "request %d: policy %s finishes it before a block step", i, g->c.policy->name);
         } else if (r->last == GEN_SEG_REST) {
             for (int32_t k = 0; k < r->nrest; k++)
                 r->cached[r->rest[k]] = 1;
@@ -473,11 +449,12 @@ void gen_focus_cands(const struct step_desc *sd, const int32_t *picks, int max_p
 /* --- the step's logit rows: their credits and soft rows ------------------------------------ */
 
 /* Calls f(ctx, request, logit row, response offset or -1) for each of sd's block logit rows in order
- * (the segments of the step gen_next_step built last; a dual cache's whole-sequence step runs its
- * logit rows past the block). */
+ * (the segments of the step gen_next_step built last, a driven policy's: FOCUS's rows are picked on
+ * the GPU). */
 static void each_block_row(const struct gen *g, const struct step_desc *sd, void (*f)(void *, int32_t, int64_t, int32_t),
                            void *ctx)
 {
+    TS_ASSERT(g->c.policy);
     int64_t row = 0;
     for (int32_t s = 0; s < sd->num_segs; s++) {
         const int32_t i = g->seg_req[s];
@@ -485,8 +462,8 @@ static void each_block_row(const struct gen *g, const struct step_desc *sd, void
         if (r->last != GEN_SEG_BLOCK)
             continue;
         for (int32_t k = 0; k < sd->segs[s].logit_rows; k++, row++) {
-            const int32_t o = r->block * g->c.block + k;
-            f(ctx, i, row, o < g->c.gen_len ? o : -1);
+            const int32_t o = logit_offset(r, &sd->segs[s], k);
+            f(ctx, i, row, o >= 0 ? o : -1);
         }
     }
 }
@@ -503,7 +480,7 @@ static void row_credit(void *ctx, int32_t i, int64_t row, int32_t o)
     const struct rows_ctx *c = ctx;
     const struct gen_req *r = &c->g->r[i];
     const int32_t B = c->g->c.block, k = o - r->block * B;
-    const bool in_block = o >= 0 && k < B;
+    const bool in_block = o >= 0 && k >= 0 && k < B;
     c->out[row] = in_block ? i * B + k : -1;
     c->flags[row] = !in_block ? 0 : (r->decided[o] ? 0 : CREDIT_MASKED) |
                                     (r->block_steps > 0 ? CREDIT_DECAY : CREDIT_CLEAR);

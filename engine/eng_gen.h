@@ -3,29 +3,19 @@
  * that advance them and what the unmasking decisions did. Pure host code, tested on the CPU; the
  * engine runs the steps and decides on the GPU (eng_unmask).
  *
- * Four caches, each named as the simulator's policy it runs:
- *   block   block diffusion over an exact prefix cache (the block policy, sim/policy_block.c): a
- *           request's prompt is prefilled once (its K/V written); then each step runs its current
- *           block of B positions over the cached prefix, logits for all B rows; a finished block's
- *           K/V is written by the next block's first step, which runs both blocks (q = 2B)
- *   dual    Fast-dLLM's dual cache (the dual policy): a block's first step runs the whole sequence
- *           (every position's K/V written; logits from the block on, as the reference forward takes
- *           them over the sequence), its others the block alone at its positions over every other
- *           position's cached K/V (the block's own rewritten); bidirectional models only
- *   vicinity  dInfer's vicinity cache refresh (the vicinity policy): as dual, a block's first step
- *           and every refresh-th one the whole sequence, its others the block and `vicinity`
- *           positions each side of it (clipped to the sequence), each at its position, their K/V
- *           rewritten over every other position's cached K/V (the block's rows last: its logit rows);
- *           bidirectional models only
- *   focus   FOCUS (the focus policy) over the prefix cache with its delayed intra-block cache: a
- *           block step's first two layers run the block's uncached positions (its decided ones not
- *           yet cached, then its masked ones, each at its own position), the later layers the
- *           decided ones and K of the masked ones, which the importance delta picks on the GPU
- *           (K = ceil(alpha x the request's mean decodes a step so far), placeholder integrity on the
- *           GPU; FOCUS's N_sigma and AR-context rules are the simulator's alone); only those get
- *           logits, so only they can be decided. A decided position whose right neighbour was
- *           decided too is cached once a step has run it (it leaves the block's rows); a finished
- *           block's uncached rest is written by a step of its own before the next block
+ * The caching policy is the simulator's (policy_drive.h): a policy of its table that can be driven
+ * with its rows at positions (vanilla, prefix, dual, block, vicinity, and any added later that
+ * policy_drive_lacks accepts) emits each request's segments and places their rows; the block's rows
+ * end the segment's logit rows, and the GPU's unmasking decides what each commits. FOCUS (the focus
+ * policy) runs here by position instead, since its rows are picked on the GPU: over the prefix cache
+ * with its delayed intra-block cache, a block step's first two layers run the block's uncached
+ * positions (its decided ones not yet cached, then its masked ones, each at its own position), the
+ * later layers the decided ones and K of the masked ones, which the importance delta picks on the
+ * GPU (K = ceil(alpha x the request's mean decodes a step so far), placeholder integrity on the GPU;
+ * FOCUS's N_sigma and AR-context rules are the simulator's alone); only those get logits, so only
+ * they can be decided. A decided position whose right neighbour was decided too is cached once a
+ * step has run it (it leaves the block's rows); a finished block's uncached rest is written by a
+ * step of its own before the next block.
  * In each block step the unmasking rule commits some of the block's masked positions. Requests
  * advance on their own, so one step holds each unfinished request's own step. Prompts are real token
  * ids (a file) or hashed ones, the response starts as the mask token everywhere.
@@ -39,10 +29,9 @@
 
 #include "eng_plan.h"
 #include "eng_unmask.h"
+#include "policy_drive.h"
 #include "step_desc.h"
 #include "util.h"
-
-enum gen_cache { GEN_BLOCK = 0, GEN_DUAL, GEN_FOCUS, GEN_VICINITY, GEN_CACHES };
 
 /* dInfer's IterSmooth (IterSmoothDiffusionLLM, its IterationSmooth and H2Embed): after a request's
  * n-th block step (from 0) each of its logit rows still masked keeps softmax(logits) times the
@@ -66,12 +55,11 @@ struct gen_cfg {
     uint64_t seed;         /* hashed prompts */
     int32_t attn_block;    /* the steps' attn_block (block-causal models: B) */
     int32_t max_tokens;    /* a step's query rows at most (a request whose step does not fit waits) */
-    int32_t cache;         /* enum gen_cache */
+    const struct policy_drive *policy; /* the caching policy, driven (policy_drive.h); NULL with focus */
+    bool focus;            /* FOCUS instead */
     double focus_alpha;    /* FOCUS's budget expansion (the simulator's --focus-alpha) */
-    int32_t vicinity;      /* the vicinity cache's window each side of the block (--vicinity) */
-    int32_t refresh;       /* and its whole-sequence steps' interval in a block (--refresh-interval) */
     int32_t logit_chunk_rows;
-    struct gen_smooth smooth; /* IterSmooth (block, dual and vicinity caches) */
+    struct gen_smooth smooth; /* IterSmooth (a driven policy's generation) */
 };
 
 /* Prompts as token ids, one request each. */
@@ -87,11 +75,11 @@ struct gen_req {
     uint8_t *decided;  /* [gen_len] */
     float *soft_w;     /* [gen_len]: IterSmooth's weight of the soft row a masked position keeps (0: none) */
     int32_t block;     /* the current block */
-    bool prefilled, done;
+    bool prefilled, done;   /* (prefilled: FOCUS's) */
     int32_t steps, decoded; /* its block steps and the positions they committed */
     int32_t block_steps;    /* the steps its current block has run */
     int32_t *rowpos, nrow;  /* where the rows of its segment in the step built last sit (nrow 0: where
-                             * the plan puts them; room for the block and a window each side) */
+                             * the plan puts them; room for its whole sequence) */
     /* FOCUS */
     uint8_t *cached;        /* [gen_len]: a decided position whose K/V is final */
     int32_t *cand, ncand, nfixed, picked; /* the last block step's candidates (block offsets), fixed rows, K */
@@ -127,25 +115,21 @@ void gen_prompts_free(struct gen_prompts *p);
  * prompt, c->requests of them at most). */
 int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *prompts, struct ts_err *err);
 void gen_free(struct gen *g);
-/* The cache's name (block, dual, focus, vicinity), and the cache of a name (-1: none). */
-const char *gen_cache_name(int32_t cache);
-int32_t gen_cache_parse(const char *name);
-/* Whether a cache runs a block's first step over the whole sequence (dual, vicinity: no prefill,
- * bidirectional models only, a step of a request's whole length). */
-bool gen_cache_whole(int32_t cache);
-/* Prefix cache: whether r's finished block waits for its commit (the next block's first step). */
-bool gen_commit_pending(const struct gen_req *r);
+/* Whether c's steps may run a request's whole sequence (a driven policy's whole, policy_drive.h). */
+bool gen_whole(const struct gen_cfg *c);
 /* Request req's token id at pos, -1 past its end. */
 int32_t gen_token(void *ctx, int32_t req, int32_t pos);
 /* The engine's view of g's tokens (eng_set_tokens, eng_plan_set_ids): each request's ids, and where
- * a dual cache's block step runs its rows. */
+ * its segment's rows sit. */
 struct eng_tokens gen_tokens(struct gen *g);
 /* The next step into sd (cleared first; its knobs set), its blocks' rows as unmask groups ([2 n]
  * first logit row and rows; room for c->requests) and each logit row's masked flag (room for the
  * step's logit rows: c->requests * (prompt + gen_len) at most). false when every request is done. */
 bool gen_next_step(struct gen *g, struct step_desc *sd, int32_t *groups, int32_t *ngroups, int32_t *masked);
 /* Applies the step's commits (commit[row]: the token, or -1, over its logit rows) and advances the
- * requests; a commit at a position already decided is an error (the rule commits masked rows).
+ * requests (a driven policy's too); a commit at a position already decided or outside the current
+ * block is an error (the rule commits the block's masked rows), and so is a policy that finishes a
+ * request before its blocks are decoded, or not after.
  * FOCUS: cand[row] is the candidate each logit row holds (the engine's picks, eng_picks), an index
  * into its request's cand; NULL otherwise. */
 int gen_apply(struct gen *g, const struct step_desc *sd, const int32_t *commit, const int32_t *cand,
@@ -159,7 +143,7 @@ void gen_focus_cands(const struct step_desc *sd, const int32_t *picks, int max_p
 void gen_credit_rows(const struct gen *g, const struct step_desc *sd, int32_t *state, int32_t *flags);
 /* IterSmooth (c.smooth.on). gen_soft_rows: the soft rows a generation keeps (eng_opts.smooth_rows:
  * request x response position); gen_smooth_rows: each of sd's logit rows' soft row (eng_smooth_next:
- * request i's response offset o is row i gen_len + o; -1 past the response); gen_smooth_taus: each
+ * request i's response offset o is row i gen_len + o; -1 in the prompt); gen_smooth_taus: each
  * unmask group's threshold (eng_unmask's tau) for decoder threshold tau; gen_smooth_keep: before
  * gen_apply, the weights the step's logit rows that stay masked after commit[] keep. The soft rows'
  * weights reach the engine through gen_tokens's soft. */

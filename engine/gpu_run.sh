@@ -262,7 +262,7 @@ generate_part() {
         "llada-8b hierarchical:0.9,0.4 vicinity smooth"; do
         set -- $spec
         local f="$o/generate-$1-${2%%:*}-$3${4:+-$4}.txt"
-        $t engine generate "${gcache[@]}" --model "$1" --decoder "$2" --cache "$3" ${4:+--iter-smooth} \
+        $t engine generate "${gcache[@]}" --model "$1" --decoder "$2" --policy "$3" ${4:+--iter-smooth} \
             ${GEN_ARGS:---requests 16 --prompt-len 256 --gen-len 256} >"$f" 2>&1 || { cat "$f"; return 1; }
         cat "$f"
     done

@@ -65,7 +65,24 @@ struct policy_ops {
     /* Sets the step knobs its segments need (NULL: none): the sparse selection's, the front
      * layers and the feature cache. */
     void (*knobs)(const struct policy_cfg *pc, struct step_desc *sd);
+    /* The first position of a REUSE step's rows, a window of q consecutive positions holding the
+     * current block (NULL: the block's first position; policy_drive.h places rows by it). */
+    int32_t (*reuse_from)(const struct request *r, const struct policy_cfg *pc);
 };
+
+/* Why policy po cannot be driven with its rows at positions (policy_drive.h), or NULL: it decides
+ * what a step decodes itself, selects a sparse cache, sets step knobs (front layers, probes), or
+ * keeps a count of cached positions inside the block (the delayed cache, which assumes where the
+ * decoded positions lie). */
+const char *policy_drive_lacks(const struct policy_ops *po);
+/* Policy `name` with the parameters given (each one it declares; the rest at their defaults) as a
+ * drive over n requests of prompt_len[i] prompt and gen_len response positions in blocks of
+ * `block` (sim/policy_drive.c); -1 with err for an unknown policy, one that cannot be driven
+ * (policy_drive_lacks), or a parameter it lacks or refuses. policy_drive_free releases it. */
+struct policy_drive;
+int policy_drive_init(struct policy_drive *out, const char *name, const struct param_values *given, int32_t n,
+                      const int32_t *prompt_len, int32_t gen_len, int32_t block, struct ts_err *err);
+void policy_drive_free(struct policy_drive *d);
 
 /* Adds a policy after the built-in ones (tests, experiments kept out of the tree); -1 when its
  * name is taken or the table is full. The entry must outlive every run. */

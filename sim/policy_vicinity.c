@@ -43,6 +43,13 @@ static void vicinity_emit(const struct request *r, const struct policy_cfg *pc, 
     }
 }
 
+static int32_t vicinity_from(const struct request *r, const struct policy_cfg *pc)
+{
+    int32_t lo, hi;
+    vicinity_window(r, pc, &lo, &hi);
+    return lo;
+}
+
 const struct policy_ops policy_vicinity = {
     .name = "vicinity",
     .help = "dInfer's vicinity refresh: as dual, but between refreshes each step recomputes the block and "
@@ -54,4 +61,5 @@ const struct policy_ops policy_vicinity = {
     .kv_tokens = policy_kv_whole,
     .kv_peak_tokens = policy_kv_whole,
     .peak_q = policy_q_whole,
+    .reuse_from = vicinity_from,
 };

@@ -1,5 +1,6 @@
 /* check_eng_gen.c: the unmasking rules' reference and a generation's host side (eng_unmask.h,
  * eng_gen.h; no GPU: the decisions come from the reference over hashed confidences). */
+#define _POSIX_C_SOURCE 200809L
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,8 @@
 #include "eng_plan.h"
 #include "eng_ref.h"
 #include "eng_unmask.h"
+#include "params.h"
+#include "policy.h"
 #include "test_util.h"
 
 static struct unmask_rule rule(const char *spec)
@@ -232,8 +235,67 @@ static struct gen_cfg cfg(int requests, int P, int G, int B)
                             .vocab = 100, .seed = 3, .max_tokens = 4096, .logit_chunk_rows = 64};
 }
 
+/* The generations under way and their policies' drives (gen_start, gen_stop). */
+static struct {
+    struct gen *g;
+    struct policy_drive d;
+} runs[4];
+
+/* gen_init of c under the simulator's policy (its parameters "NAME=VALUE,..." or NULL), driven;
+ * policy NULL: c as it is (FOCUS). */
+static int gen_start(struct gen *g, struct gen_cfg *c, const char *policy, const char *params,
+                     const struct gen_prompts *pr, struct ts_err *err)
+{
+    size_t k = 0;
+    while (runs[k].g && k + 1 < TS_ARRAY_LEN(runs))
+        k++;
+    ck_assert_ptr_null(runs[k].g);
+    c->policy = NULL;
+    if (policy) {
+        struct param_values pv = {0};
+        char text[256];
+        snprintf(text, sizeof text, "%s", params ? params : "");
+        for (char *save = NULL, *kv = strtok_r(text, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+            char *eq = strchr(kv, '=');
+            ck_assert_ptr_nonnull(eq);
+            *eq = '\0';
+            ck_assert_int_eq(param_values_set(&pv, kv, eq + 1, err), 0);
+        }
+        const int32_t n = pr ? (c->requests > 0 ? TS_MIN(pr->n, c->requests) : pr->n) : c->requests;
+        int32_t plen[64];
+        ck_assert(n <= 64);
+        for (int32_t i = 0; i < n; i++)
+            plen[i] = pr ? pr->len[i] : c->prompt_len;
+        if (policy_drive_init(&runs[k].d, policy, &pv, n, plen, c->gen_len, c->block, err))
+            return -1;
+        c->policy = &runs[k].d;
+    }
+    if (gen_init(g, c, pr, err)) {
+        policy_drive_free(&runs[k].d);
+        return -1;
+    }
+    runs[k].g = g;
+    return 0;
+}
+
+static void gen_stop(struct gen *g)
+{
+    for (size_t k = 0; k < TS_ARRAY_LEN(runs); k++)
+        if (runs[k].g == g) {
+            gen_free(g);
+            policy_drive_free(&runs[k].d);
+            runs[k].g = NULL;
+            return;
+        }
+    ck_abort_msg("no generation under way");
+}
+
+/* The vicinity policy's window and refresh interval the generations run_gen checks were given. */
+static int32_t vic_w = 8, vic_every = 3;
+
 /* Runs g to the end with the reference deciding over confidences hashed from (request, position,
- * step); checks every step's shapes against the block policy's. Returns the steps run. */
+ * step); checks every step's shapes and rows against its policy's as written out here. Returns the
+ * steps run. */
 static int64_t run_gen(struct gen *g, const char *spec)
 {
     const struct unmask_rule u = rule(spec);
@@ -254,36 +316,50 @@ static int64_t run_gen(struct gen *g, const char *spec)
             const struct segment *seg = &sd.segs[s];
             const struct gen_req *r = &g->r[seg->req_id];
             if (seg->phase == PHASE_PREFILL) {
+                ck_assert(strcmp(g->c.policy->name, "block") == 0);
                 ck_assert(!r->prefilled && seg->q == r->P && seg->kv_write == r->P && seg->logit_rows == 0);
                 continue;
             }
             ck_assert(!r->done);
             const int32_t L = r->P + g->c.gen_len, start = r->P + r->block * B;
-            const bool vicinity = g->c.cache == GEN_VICINITY;
-            const bool refresh = r->block_steps == 0 || (vicinity && r->block_steps % g->c.refresh == 0);
-            if ((g->c.cache == GEN_DUAL || vicinity) && refresh) { /* the whole sequence, logits from the block on */
-                ck_assert(seg->phase == PHASE_REFRESH && seg->q == L && seg->kv == 0 && seg->kv_write == L);
-                ck_assert_int_eq(seg->logit_rows, L - start);
-                ck_assert_int_eq(gen_tokens(g).pos(g, seg->req_id, 0), -1);
-            } else if (vicinity) { /* the window's sides, then the block (its logit rows), at their positions */
-                const int32_t lo = TS_MAX(0, start - g->c.vicinity), hi = TS_MIN(L, start + B + g->c.vicinity);
-                ck_assert(seg->phase == PHASE_REUSE && seg->q == hi - lo && seg->kv == L - seg->q);
-                ck_assert_int_eq(seg->kv_write, seg->q);
-                ck_assert_int_eq(seg->logit_rows, B);
-                ck_assert_int_eq(gen_tokens(g).pos(g, seg->req_id, 0), (lo < start ? lo : hi > start + B ? start + B : start));
-                ck_assert_int_eq(gen_tokens(g).pos(g, seg->req_id, seg->q - B + 3), start + 3);
-            } else if (g->c.cache == GEN_DUAL) { /* the block at its positions over every other one */
-                ck_assert(seg->phase == PHASE_REUSE && seg->q == B && seg->kv == L - B && seg->kv_write == B);
-                ck_assert_int_eq(gen_tokens(g).pos(g, seg->req_id, 3), start + 3);
-            } else {
-                ck_assert(r->prefilled);
-                ck_assert_int_eq(seg->kv + seg->q, start + B); /* the block ends the keys */
-                ck_assert_int_eq(seg->q, gen_commit_pending(r) ? 2 * B : B);
-                ck_assert_int_eq(seg->kv_write, gen_commit_pending(r) ? B : 0);
+            const struct eng_tokens tk = gen_tokens(g);
+            /* the policy's step, as its paper has it: vanilla the whole sequence; prefix, dual and vicinity
+             * the whole sequence at a block's start (vicinity every vic_every-th step too); then prefix the
+             * suffix from the block, dual the block, vicinity the block and vic_w each side (clipped); block
+             * the block over the cached prefix, the finished block's commit fused into the next one's first */
+            const char *pol = g->c.policy->name;
+            const bool whole = strcmp(pol, "vanilla") == 0 ||
+                               (strcmp(pol, "block") != 0 && (r->block_steps == 0 ||
+                                                              (strcmp(pol, "vicinity") == 0 && r->block_steps % vic_every == 0)));
+            int32_t lo = start, hi = start + B;
+            if (whole)
+                lo = 0, hi = L;
+            else if (strcmp(pol, "prefix") == 0)
+                hi = L;
+            else if (strcmp(pol, "vicinity") == 0)
+                lo = TS_MAX(0, start - vic_w), hi = TS_MIN(L, start + B + vic_w);
+            else if (strcmp(pol, "block") == 0)
+                lo = r->block > 0 && r->block_steps == 0 ? start - B : start;
+            ck_assert_int_eq(seg->q, hi - lo);
+            ck_assert_int_eq(seg->kv + seg->q, strcmp(pol, "block") == 0 ? start + B : L); /* its keys */
+            ck_assert_int_eq(seg->logit_rows, strcmp(pol, "block") == 0 ? B : seg->q);
+            ck_assert_int_eq(seg->phase, strcmp(pol, "vanilla") == 0 ? PHASE_FULL : whole ? PHASE_REFRESH
+                                         : strcmp(pol, "block") == 0 ? PHASE_BLOCK : PHASE_REUSE);
+            /* its rows at their positions: the window's outside the block ascending, then the block */
+            for (int32_t k = 0, last = -1; k < seg->q; k++) {
+                const int32_t at = tk.pos(g, seg->req_id, k);
+                ck_assert(at >= lo && at < hi);
+                if (k >= seg->q - B) {
+                    ck_assert_int_eq(at, start + k - (seg->q - B));
+                } else {
+                    ck_assert(at > last && (at < start || at >= start + B));
+                    last = at;
+                }
             }
-            ck_assert_int_eq(groups[2 * grp], row);
+            const int32_t first = seg->logit_rows - B; /* the block's first logit row */
+            ck_assert_int_eq(groups[2 * grp], row + first);
             ck_assert_int_eq(groups[2 * grp + 1], B);
-            for (int32_t k = B; k < seg->logit_rows; k++) { /* past the block: never masked, never committed */
+            for (int32_t k = 0; k < first; k++) { /* outside the block: never masked, never committed */
                 ck_assert_int_eq(masked[row + k], 0);
                 commit[row + k] = -1;
             }
@@ -291,12 +367,12 @@ static int64_t run_gen(struct gen *g, const char *spec)
                 const uint64_t h = ts_mix64(((uint64_t)seg->req_id << 40) ^ ((uint64_t)(r->block * B + k) << 20) ^
                                             (uint64_t)steps);
                 conf[k] = (float)(h % 1000) / 1000.0f;
-                mk[k] = (uint8_t)masked[row + k];
-                ck_assert_int_eq(masked[row + k], !r->decided[r->block * B + k]);
+                mk[k] = (uint8_t)masked[row + first + k];
+                ck_assert_int_eq(masked[row + first + k], !r->decided[r->block * B + k]);
             }
             unmask_block(&u, conf, mk, B, pick);
             for (int32_t k = 0; k < B; k++)
-                commit[row + k] = pick[k] ? (seg->req_id * 7 + k) % 90 : -1;
+                commit[row + first + k] = pick[k] ? (seg->req_id * 7 + k) % 90 : -1;
             row += seg->logit_rows;
             grp++;
         }
@@ -326,16 +402,16 @@ START_TEST(generation_topk_exact)
     struct gen g;
     struct ts_err err;
     struct gen_cfg c = cfg(3, 20, 64, 16);
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(gen_start(&g, &c, "block", NULL, NULL, &err), 0);
     ck_assert_int_eq(run_gen(&g, "topk:1"), 1 + 64);
     ck_assert_double_eq(gen_tpf(&g), 1.0);
     ck_assert_int_eq(g.per_step[1], 3 * 64);
     ck_assert_int_eq(g.block_rows, 3 * (64 * 16 + 3 * 16)); /* every block's steps, the 3 commits' rows too */
-    gen_free(&g);
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    gen_stop(&g);
+    ck_assert_int_eq(gen_start(&g, &c, "block", NULL, NULL, &err), 0);
     ck_assert_int_eq(run_gen(&g, "topk:4"), 1 + 16);
     ck_assert_double_eq(gen_tpf(&g), 4.0);
-    gen_free(&g);
+    gen_stop(&g);
 }
 END_TEST
 
@@ -344,7 +420,7 @@ START_TEST(generation_threshold)
     struct gen g;
     struct ts_err err;
     struct gen_cfg c = cfg(5, 7, 96, 32);
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(gen_start(&g, &c, "block", NULL, NULL, &err), 0);
     const int64_t steps = run_gen(&g, "threshold:0.7");
     /* each block step commits about 30% of its masked rows, at least one */
     ck_assert(gen_tpf(&g) > 1.5 && gen_tpf(&g) < 32);
@@ -355,12 +431,12 @@ START_TEST(generation_threshold)
         segs += g.per_step[k];
     ck_assert_int_eq(segs, g.block_segs);
     ck_assert_int_eq(g.per_step[0], 0);
-    gen_free(&g);
+    gen_stop(&g);
     /* hierarchical at the same tau commits at least as much a step as threshold */
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(gen_start(&g, &c, "block", NULL, NULL, &err), 0);
     run_gen(&g, "hierarchical:0.7,0.1");
     ck_assert(g.decoded == 5 * 96);
-    gen_free(&g);
+    gen_stop(&g);
 }
 END_TEST
 
@@ -404,12 +480,12 @@ static void placed_steps(struct gen *g, int steps, int32_t (*rows)(int), int32_t
     step_desc_free(&sd);
 }
 
-/* The dual cache's rows: the whole sequence, then the block (positions 20..35). */
+/* The dual cache's rows: the whole sequence (the block, positions 20..35, last), then the block. */
 static int32_t dual_rows(int step) { return step == 0 ? 84 : 16; }
-static int32_t dual_at(int step, int32_t i) { return step == 0 ? i : 20 + i; }
+static int32_t dual_at(int step, int32_t i) { return step > 0 ? 20 + i : i < 20 ? i : i < 68 ? i + 16 : i - 48; }
 /* The vicinity cache's (window 8): the whole sequence, then 12..19 (the prompt), 36..43, the block. */
 static int32_t vicinity_rows(int step) { return step == 0 ? 84 : 8 + 16 + 8; }
-static int32_t vicinity_at(int step, int32_t i) { return step == 0 ? i : i < 8 ? 12 + i : i < 16 ? 36 + i - 8 : 20 + i - 16; }
+static int32_t vicinity_at(int step, int32_t i) { return step == 0 ? dual_at(0, i) : i < 8 ? 12 + i : i < 16 ? 36 + i - 8 : 20 + i - 16; }
 
 /* The dual cache: each block's first step the whole sequence, the others the block at its positions;
  * the plan puts those rows there, their slots the request's, its keys every position. */
@@ -418,34 +494,67 @@ START_TEST(generation_dual)
     struct gen g;
     struct ts_err err;
     struct gen_cfg c = cfg(3, 20, 64, 16);
-    c.cache = GEN_DUAL;
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(gen_start(&g, &c, "dual", NULL, NULL, &err), 0);
     ck_assert_int_eq(run_gen(&g, "topk:4"), 4 * 4); /* 4 blocks of 4 steps, no prefill */
     ck_assert_int_eq(g.block_rows, 3 * 4 * (84 + 3 * 16));
-    gen_free(&g);
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    gen_stop(&g);
+    ck_assert_int_eq(gen_start(&g, &c, "dual", NULL, NULL, &err), 0);
     run_gen(&g, "threshold:0.6");
-    gen_free(&g);
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    gen_stop(&g);
+    ck_assert_int_eq(gen_start(&g, &c, "dual", NULL, NULL, &err), 0);
     placed_steps(&g, 3, dual_rows, dual_at);
     ck_assert_int_eq(gen_token(&g, 2, 20 + 1), 51);
-    gen_free(&g);
+    gen_stop(&g);
     /* a commit past the block is refused (a whole-sequence step's logit rows run on past it) */
     struct step_desc sd;
     step_desc_init(&sd);
     int32_t groups[6], masked[3 * 84], commit[3 * 84], ng;
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(gen_start(&g, &c, "dual", NULL, NULL, &err), 0);
     ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
-    ck_assert_int_eq(sd.segs[0].logit_rows, 64);
+    ck_assert_int_eq(sd.segs[0].logit_rows, 84);
     for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
-        commit[r] = r == 20 ? 3 : -1;
+        commit[r] = r == 20 ? 3 : -1; /* position 36 */
     ck_assert_int_ne(gen_apply(&g, &sd, commit, NULL, &err), 0);
-    ck_assert_ptr_nonnull(strstr(err.msg, "past its block"));
-    gen_free(&g);
+    ck_assert_ptr_nonnull(strstr(err.msg, "outside its block"));
+    gen_stop(&g);
     c.attn_block = 16;
-    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_ne(gen_start(&g, &c, "dual", NULL, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "block-causal"));
     step_desc_free(&sd);
+}
+END_TEST
+
+/* The simulator's policies as generations: each the drive can place runs with its own steps
+ * (run_gen's oracle); the others are refused, naming why. */
+START_TEST(generation_policies)
+{
+    struct gen g;
+    struct ts_err err;
+    struct gen_cfg c = cfg(3, 20, 64, 16);
+    ck_assert_int_eq(gen_start(&g, &c, "vanilla", NULL, NULL, &err), 0);
+    ck_assert_int_eq(run_gen(&g, "topk:4"), 4 * 4);
+    ck_assert_int_eq(g.block_rows, 3 * 16 * 84); /* the whole sequence every step */
+    gen_stop(&g);
+    ck_assert_int_eq(gen_start(&g, &c, "prefix", NULL, NULL, &err), 0);
+    ck_assert_int_eq(run_gen(&g, "topk:4"), 4 * 4);
+    /* block b: the whole sequence, then three steps of the suffix from it, 64 - 16 b rows */
+    ck_assert_int_eq(g.block_rows, 3 * (4 * 84 + 3 * (64 + 48 + 32 + 16)));
+    gen_stop(&g);
+    ck_assert_int_eq(gen_start(&g, &c, "prefix", NULL, NULL, &err), 0);
+    run_gen(&g, "threshold:0.6");
+    gen_stop(&g);
+    static const struct {
+        const char *policy, *params, *says;
+    } bad[] = {{"sparse", NULL, "selects a sparse cache"},
+               {"focus", NULL, "decides what a step decodes"},
+               {"block+delayed", NULL, "counts the block's cached positions"},
+               {"dllm-cache", NULL, "knobs of their own"},
+               {"dual", "vicinity=4", "policy dual has no parameter --vicinity"},
+               {"blok", NULL, "blok"}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+        ck_assert_int_ne(gen_start(&g, &c, bad[i].policy, bad[i].params, NULL, &err), 0);
+        ck_assert_msg(strstr(err.msg, bad[i].says), "%s: %s", bad[i].policy, err.msg);
+    }
 }
 END_TEST
 
@@ -476,14 +585,14 @@ START_TEST(generation_smooth)
 
     struct gen g;
     struct gen_cfg c = cfg(2, 20, 64, 16);
-    c.cache = GEN_FOCUS, c.focus_alpha = 1.5, c.smooth = sm;
-    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    c.focus = true, c.focus_alpha = 1.5, c.smooth = sm;
+    ck_assert_int_ne(gen_start(&g, &c, NULL, NULL, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "IterSmooth"));
-    c.cache = GEN_DUAL;
+    c.focus = false;
     c.smooth.growth = -1;
-    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_ne(gen_start(&g, &c, "dual", NULL, NULL, &err), 0);
     c.smooth = sm;
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(gen_start(&g, &c, "dual", NULL, NULL, &err), 0);
     ck_assert_int_eq(gen_soft_rows(&g), 2 * 64);
     const struct eng_tokens tk = gen_tokens(&g);
     ck_assert_ptr_nonnull(tk.soft);
@@ -500,8 +609,10 @@ START_TEST(generation_smooth)
             ck_assert_float_eq_tol(taus[i], step == 0 ? 1.0f : 0.98f, 1e-6f);
             ck_assert_int_eq(slot[groups[2 * i] + 3], i * 64 + 3); /* the block's row 3 */
         }
-        if (step == 0) /* the whole sequence: logit rows from the block on, each its own soft row */
-            ck_assert_int_eq(slot[groups[2] + 63], 64 + 63);
+        if (step == 0) { /* the whole sequence: every row a logit row, each response position its own soft row */
+            ck_assert_int_eq(slot[84 + 20 + 4], 64 + 20); /* request 1's row 24: position 40 */
+            ck_assert_int_eq(slot[84 + 3], -1);           /* a prompt position's */
+        }
         for (int32_t r = 0; r < (int32_t)sd.tot.logit_rows; r++)
             commit[r] = r == groups[0] + step || r == groups[2] + step ? 7 : -1; /* one position a block */
         gen_smooth_keep(&g, &sd, commit);
@@ -516,10 +627,9 @@ START_TEST(generation_smooth)
         ck_assert_int_eq(tk.soft(tk.ctx, 0, 3, &w), -1); /* the prompt */
         ck_assert_int_eq(tk.soft(tk.ctx, 5, 25, &w), -1);
     }
-    gen_free(&g);
-    /* the prefix cache: a finished block's commit rows keep nothing, the block's rows do */
-    c.cache = GEN_BLOCK;
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    gen_stop(&g);
+    /* the block policy: its rows the block's */
+    ck_assert_int_eq(gen_start(&g, &c, "block", NULL, NULL, &err), 0);
     ck_assert(gen_next_step(&g, &sd, groups, &ng, masked)); /* the prefill */
     ck_assert_int_eq(ng, 0);
     gen_smooth_rows(&g, &sd, slot);
@@ -528,12 +638,12 @@ START_TEST(generation_smooth)
     gen_smooth_rows(&g, &sd, slot);
     ck_assert_int_eq(sd.tot.logit_rows, 2 * 16);
     ck_assert_int_eq(slot[16 + 2], 64 + 2);
-    gen_free(&g);
+    gen_stop(&g);
     c.smooth = (struct gen_smooth){0};
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(gen_start(&g, &c, "block", NULL, NULL, &err), 0);
     ck_assert_ptr_null(gen_tokens(&g).soft);
     ck_assert_int_eq(gen_soft_rows(&g), 0);
-    gen_free(&g);
+    gen_stop(&g);
     step_desc_free(&sd);
 }
 END_TEST
@@ -546,31 +656,31 @@ START_TEST(generation_vicinity)
     struct gen g;
     struct ts_err err;
     struct gen_cfg c = cfg(3, 20, 64, 16);
-    c.cache = GEN_VICINITY, c.vicinity = 8, c.refresh = 3;
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(gen_start(&g, &c, "vicinity", "vicinity=8,refresh-interval=3", NULL, &err), 0);
     ck_assert_int_eq(run_gen(&g, "topk:2"), 4 * 8); /* 4 blocks of 8 steps, no prefill */
     /* refreshes at steps 0, 3 and 6 of a block (84 rows), windows elsewhere: 8 + 16 + 8, the last block's
      * 8 + 16 (the sequence ends) */
     ck_assert_int_eq(g.block_rows, 3 * (4 * 3 * 84 + 5 * (24 + 32 + 32 + 32)));
-    gen_free(&g);
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    gen_stop(&g);
+    ck_assert_int_eq(gen_start(&g, &c, "vicinity", "vicinity=8,refresh-interval=3", NULL, &err), 0);
     run_gen(&g, "threshold:0.6");
-    gen_free(&g);
-    c.vicinity = 0, c.refresh = 1000; /* no window: the dual cache's steps */
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    gen_stop(&g);
+    /* no window: the dual cache's steps */
+    ck_assert_int_eq(gen_start(&g, &c, "vicinity", "vicinity=0,refresh-interval=1000", NULL, &err), 0);
+    vic_w = 0, vic_every = 1000;
     ck_assert_int_eq(run_gen(&g, "topk:4"), 4 * 4);
+    vic_w = 8, vic_every = 3;
     ck_assert_int_eq(g.block_rows, 3 * 4 * (84 + 3 * 16));
-    gen_free(&g);
-    c.vicinity = 8, c.refresh = 3;
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    gen_stop(&g);
+    ck_assert_int_eq(gen_start(&g, &c, "vicinity", "vicinity=8,refresh-interval=3", NULL, &err), 0);
     placed_steps(&g, 2, vicinity_rows, vicinity_at);
     ck_assert_int_eq(gen_token(&g, 1, 20 + 1), 51);
-    gen_free(&g);
+    gen_stop(&g);
     c.attn_block = 16;
-    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
-    ck_assert_ptr_nonnull(strstr(err.msg, "vicinity cache"));
-    c.attn_block = 0, c.refresh = 0;
-    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_ne(gen_start(&g, &c, "vicinity", "vicinity=8,refresh-interval=3", NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "policy vicinity runs whole-sequence steps"));
+    c.attn_block = 0;
+    ck_assert_int_ne(gen_start(&g, &c, "vicinity", "vicinity=8,refresh-interval=0", NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "--refresh-interval"));
 }
 END_TEST
@@ -584,8 +694,8 @@ START_TEST(generation_focus)
     struct gen g;
     struct ts_err err;
     struct gen_cfg c = cfg(3, 20, 64, 16);
-    c.cache = GEN_FOCUS, c.focus_alpha = 1.5, c.attn_block = 16;
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    c.focus = true, c.focus_alpha = 1.5, c.attn_block = 16;
+    ck_assert_int_eq(gen_start(&g, &c, NULL, NULL, NULL, &err), 0);
     const struct eng_tokens tk = gen_tokens(&g);
     struct step_desc sd;
     step_desc_init(&sd);
@@ -653,8 +763,8 @@ START_TEST(generation_focus)
     ck_assert_int_eq(g.decoded, 3 * 64);
     ck_assert(g.front_rows > g.block_rows && g.block_rows >= g.decoded);
     /* a logit row without a candidate is refused; so is FOCUS over the dual cache */
-    gen_free(&g);
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    gen_stop(&g);
+    ck_assert_int_eq(gen_start(&g, &c, NULL, NULL, NULL, &err), 0);
     ck_assert(gen_next_step(&g, &sd, groups, &ng, masked)); /* the prefills */
     ck_assert_int_eq(gen_apply(&g, &sd, commit, cand, &err), 0);
     ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
@@ -662,9 +772,9 @@ START_TEST(generation_focus)
         cand[r] = 99, commit[r] = -1;
     ck_assert_int_ne(gen_apply(&g, &sd, commit, cand, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "holds no candidate"));
-    gen_free(&g);
+    gen_stop(&g);
     c.block = 256, c.gen_len = 256, c.max_tokens = 1024; /* past the importance kernel's candidates */
-    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_ne(gen_start(&g, &c, NULL, NULL, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "FOCUS evicts over the prefix cache"));
     eng_plan_free(&p);
     eng_kv_free(&kv);
@@ -752,30 +862,30 @@ START_TEST(generation_room)
     struct ts_err err;
     struct gen_cfg c = cfg(6, 100, 32, 32);
     c.max_tokens = 250;
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(gen_start(&g, &c, "block", NULL, NULL, &err), 0);
     struct step_desc sd;
     step_desc_init(&sd);
     int32_t groups[12], masked[6 * 32], ng;
     ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
     ck_assert_int_eq(sd.num_segs, 2); /* two prompts of 100 fit in 250 */
     step_desc_free(&sd);
-    gen_free(&g);
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    gen_stop(&g);
+    ck_assert_int_eq(gen_start(&g, &c, "block", NULL, NULL, &err), 0);
     run_gen(&g, "threshold:0.5");
-    gen_free(&g);
+    gen_stop(&g);
     c.max_tokens = 63; /* 2 B does not fit */
-    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_ne(gen_start(&g, &c, "block", NULL, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "more than the engine's 63"));
     c = cfg(1, 10, 48, 32);
-    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_ne(gen_start(&g, &c, "block", NULL, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "multiple of --block 32"));
     c = cfg(1, 10, 64, 32);
     c.max_pos = 70;
-    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_ne(gen_start(&g, &c, "block", NULL, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "context of 70"));
     c = cfg(1, 10, 64, 32);
     c.mask_id = 100;
-    ck_assert_int_ne(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_ne(gen_start(&g, &c, "block", NULL, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "--mask-id 100"));
 }
 END_TEST
@@ -790,7 +900,7 @@ START_TEST(generation_ids_in_plan)
     ck_assert_int_eq(gen_prompts_load(path, 100, 0, &pr, &err), 0);
     ck_assert_int_eq(pr.n, 2);
     struct gen_cfg c = cfg(0, 0, 32, 16);
-    ck_assert_int_eq(gen_init(&g, &c, &pr, &err), 0);
+    ck_assert_int_eq(gen_start(&g, &c, "block", NULL, &pr, &err), 0);
     gen_prompts_free(&pr);
     ck_assert_int_eq(g.c.requests, 2);
     ck_assert_int_eq(gen_token(&g, 1, 4), 8);
@@ -827,7 +937,6 @@ START_TEST(generation_ids_in_plan)
     ck_assert_int_eq(gen_token(&g, 0, 3 + 1), 41); /* step 1 committed rows 1, 3, ... of block 0 */
     ck_assert_int_eq(gen_token(&g, 0, 3 + 0), 40); /* step 2 the others */
     ck_assert_int_eq(gen_token(&g, 1, 5 + 1), 40 + 17);
-    ck_assert(gen_commit_pending(&g.r[0]) && gen_commit_pending(&g.r[1]));
     /* a commit at a decided position is refused */
     ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
     ck_assert_int_eq(sd.segs[0].q, 32);
@@ -839,7 +948,7 @@ START_TEST(generation_ids_in_plan)
     eng_plan_free(&p);
     eng_kv_free(&kv);
     step_desc_free(&sd);
-    gen_free(&g);
+    gen_stop(&g);
 }
 END_TEST
 
@@ -875,9 +984,9 @@ START_TEST(profile_round_trip)
     struct ts_err err;
     struct gen g, h;
     struct gen_cfg c = cfg(6, 9, 96, 32);
-    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    ck_assert_int_eq(gen_start(&g, &c, "block", NULL, NULL, &err), 0);
     run_gen(&g, "threshold:0.7");
-    ck_assert_int_eq(gen_init(&h, &c, NULL, &err), 0);
+    ck_assert_int_eq(gen_start(&h, &c, "block", NULL, NULL, &err), 0);
     run_gen(&h, "hierarchical:0.8,0.3");
     const char *path = tmp_path(2, ".json");
     ck_assert_int_eq(gen_profile_write(path, "mine", &h, "threshold", "first", &err), 0);
@@ -923,8 +1032,8 @@ START_TEST(profile_round_trip)
      * mean is not the TPF, bad counts */
     ck_assert_int_ne(gen_profile_write(tmp_file(3, ".json", "[1]"), "x", &g, "threshold", "s", &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "not a JSON object"));
-    gen_free(&g);
-    gen_free(&h);
+    gen_stop(&g);
+    gen_stop(&h);
     ck_assert_int_ne(gen_profile_write(path, "x", &g, "threshold", "s", &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "no block step ran"));
     const struct {
@@ -956,6 +1065,7 @@ int main(void)
     tcase_add_test(tc, generation_threshold);
     tcase_add_test(tc, generation_room);
     tcase_add_test(tc, generation_dual);
+    tcase_add_test(tc, generation_policies);
     tcase_add_test(tc, generation_focus);
     tcase_add_test(tc, generation_smooth);
     tcase_add_test(tc, generation_vicinity);

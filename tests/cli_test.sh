@@ -274,12 +274,14 @@ if $bin engine generate --help 2>/dev/null | grep -q -- --decoder; then
     for bad in "--iter-smooth=abc|CONT 'abc' must be a number in 0..1000" \
                "--iter-smooth=0.3,,1|INIT must be a number" \
                "--iter-smooth --decoder topk:2|topk:K has none" \
-               "--iter-smooth --cache focus --model sdar-8b|IterSmooth runs over the block, dual or vicinity cache" \
-               "--cache focus --decoder credit:0.9 --model sdar-8b|--cache focus with credit decoding" \
-               "--cache vicinity --model sdar-8b|the vicinity cache runs a block between cached positions" \
-               "--vicinity -1|--vicinity: bad value '-1' (0..1048576)" \
-               "--refresh-interval 0|--refresh-interval: bad value '0' (1..1048576)" \
-               "--cache lru|--cache: bad value 'lru' (block, dual, focus or vicinity)" \
+               "--iter-smooth --policy focus --model sdar-8b|IterSmooth runs over a driven policy, not FOCUS" \
+               "--policy focus --decoder credit:0.9 --model sdar-8b|--policy focus with credit decoding" \
+               "--policy vicinity --model sdar-8b|policy vicinity runs whole-sequence steps" \
+               "--policy vicinity --vicinity -1|--vicinity" \
+               "--policy vicinity --refresh-interval 0|--refresh-interval" \
+               "--policy dual --vicinity 4|policy dual has no parameter --vicinity" \
+               "--policy sparse|policy sparse runs in the simulator only: it selects a sparse cache" \
+               "--policy lru|lru" \
                "--decoder threshold:0|TAU '0' must be a confidence in (0, 1]" \
                "--decoder threshold:1.5|TAU '1.5' must be a confidence in (0, 1]" \
                "--vicinty 4|did you mean --vicinity?" "--vicinity|--vicinity needs a value"; do

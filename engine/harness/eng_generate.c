@@ -1,6 +1,6 @@
 /*
  * eng_generate.c: `tessera engine generate`, a diffusion generation on the GPU with real token ids:
- * block diffusion over an exact prefix cache (eng_gen.h), each step's unmasking decided on the GPU
+ * the simulator's caching policy driven request by request (eng_gen.h), each step's unmasking decided on the GPU
  * (eng_unmask), the decided tokens fed back as the next step's input. With a checkpoint
  * (--weights) and real prompts it measures a decoder's tokens per forward and its redundancy (rows
  * computed per position decoded); --profile-out writes that TPF as a decode profile the simulator
@@ -20,13 +20,14 @@
 #include "eng_gen.h"
 #include "harness.h"
 #include "model.h"
+#include "policy.h"
 
 static void generate_usage(FILE *f)
 {
     fprintf(f,
 "usage: tessera engine generate [--model NAME|config.json] [--weights PATH] [--decoder SPEC]\n"
 "                               [--requests N] [--prompt-len P | --prompts FILE] [--gen-len G]\n"
-"                               [--block B] [--cache block|dual|focus|vicinity] [--focus-alpha A]\n"
+"                               [--block B] [--policy NAME] [--focus-alpha A]\n"
 "                               [--vicinity W] [--refresh-interval F]\n"
 "                               [--iter-smooth[=CONT,INIT,GROWTH,DECAY]]\n"
 "                               [--mask-id ID] [--seed S]\n"
@@ -52,23 +53,26 @@ static void generate_usage(FILE *f)
 "  --prompt-len P             hashed prompt ids of P tokens [256]; --prompts FILE one JSON array of\n"
 "                             token ids a line instead (a tokenizer's output)\n"
 "  --gen-len G, --block B     tokens to generate [256], a multiple of B [32]\n"
-"  --cache block|dual|focus|vicinity   (each as the simulator's policy of that name)\n"
-"                             block: the prompt prefilled once, each step the block over the cached\n"
-"                             prefix, a finished block's K/V written by the next block's first step\n"
-"                             (SDAR's, LLaDA2.0's block diffusion); dual: Fast-dLLM's dual cache, a\n"
-"                             block's first step the whole sequence, its others the block alone\n"
-"                             over every other position's cached K/V; focus: the prefix cache with\n"
-"                             FOCUS's delayed intra-block cache and eviction (layers 0-1 over the\n"
-"                             block's uncached positions, the later ones over its decided ones and\n"
-"                             the K masked ones the importance delta keeps on the GPU, K = ceil(\n"
-"                             --focus-alpha [1.5] x the mean decodes a step)); vicinity: dInfer's\n"
-"                             vicinity cache refresh, as dual but every --refresh-interval F [32]\n"
-"                             steps of a block the whole sequence again, the others the block and\n"
-"                             --vicinity W [16] positions each side of it, their K/V rewritten\n"
+"  --policy NAME              the simulator's caching policy (tessera list policies), its steps'\n"
+"                             rows placed at their positions: vanilla (every step the whole\n"
+"                             sequence), prefix (Fast-dLLM's prefix cache), dual (Fast-dLLM's dual\n"
+"                             cache; --refresh-interval F refreshes every F steps of a block too),\n"
+"                             block (the prompt prefilled once, each step the block over the cached\n"
+"                             prefix, a finished block's K/V written by the next block's first\n"
+"                             step: SDAR's, LLaDA2.0's block diffusion), vicinity (dInfer's: as dual,\n"
+"                             but every --refresh-interval F [32] steps of a block the whole\n"
+"                             sequence again, the others the block and --vicinity W [16] positions\n"
+"                             each side), or focus (FOCUS's delayed intra-block cache and eviction\n"
+"                             over the block policy: layers 0-1 over the block's uncached\n"
+"                             positions, the later ones over its decided ones and the K masked ones\n"
+"                             the importance delta keeps on the GPU, K = ceil(--focus-alpha [1.5] x\n"
+"                             the mean decodes a step)); the policies that decide a step's decodes\n"
+"                             themselves (but focus), select a sparse cache or count the block's\n"
+"                             cached positions run in the simulator only\n"
 "                             [dual for a bidirectional model, block for a block-causal one]\n"
 "  --iter-smooth[=CONT,INIT,GROWTH,DECAY]\n"
 "                             dInfer's IterSmooth with a threshold, hierarchical or credit decoder\n"
-"                             (block, dual or vicinity cache): after a request's n-th step each\n"
+"                             (any policy but focus): after a request's n-th step each\n"
 "                             position still masked keeps softmax(logits) x the embedding matrix,\n"
 "                             which its next step adds, times min(INIT + GROWTH n, CONT), to the\n"
 "                             mask token's embedding; step n decides by max(1 - DECAY n, TAU)\n"
@@ -86,12 +90,13 @@ static void generate_usage(FILE *f)
 }
 
 struct gen_args {
-    const char *model, *weights, *prompts, *profile_out, *name, *ids_out, *cache;
+    const char *model, *weights, *prompts, *profile_out, *name, *ids_out, *policy;
+    struct param_values params; /* the policy's parameters given (--vicinity, --refresh-interval) */
     struct sim_config choices; /* the engine's choices as options set them (eng_choice_take) */
     struct unmask_rule rule;
     struct gen_smooth smooth;
     char rule_text[64];
-    int64_t requests, prompt_len, gen_len, block, mask_id, seed, vicinity, refresh;
+    int64_t requests, prompt_len, gen_len, block, mask_id, seed;
     double mem_gb, focus_alpha;
 };
 
@@ -104,7 +109,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {"mask-id", required_argument, 0, 'k'}, {"seed", required_argument, 0, 's'},
                                       {"mem-limit", required_argument, 0, 'M'},
                                       {"profile-out", required_argument, 0, 'o'}, {"name", required_argument, 0, 'N'},
-                                      {"ids-out", required_argument, 0, 'i'}, {"cache", required_argument, 0, 'c'},
+                                      {"ids-out", required_argument, 0, 'i'}, {"policy", required_argument, 0, 'c'},
                                       {"focus-alpha", required_argument, 0, 'a'},
                                       {"iter-smooth", optional_argument, 0, 'S'},
                                       {"vicinity", required_argument, 0, 'W'},
@@ -113,7 +118,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
     *a = (struct gen_args){.model = "llada-8b", .requests = -1, .prompt_len = 256, .gen_len = 256, .block = 32,
-                           .mask_id = -1, .seed = 1, .focus_alpha = 1.5, .vicinity = 16, .refresh = 32};
+                           .mask_id = -1, .seed = 1, .focus_alpha = 1.5};
     sim_config_defaults(&a->choices);
     struct ts_err err;
     if (unmask_parse("threshold:0.9", &a->rule, &err))
@@ -131,10 +136,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'o': a->profile_out = optarg; break;
         case 'N': a->name = optarg; break;
         case 'i': a->ids_out = optarg; break;
-        case 'c':
-            a->cache = optarg, range = "block, dual, focus or vicinity";
-            bad = gen_cache_parse(optarg) < 0;
-            break;
+        case 'c': a->policy = optarg; break;
         case 'a': bad = ts_parse_double(optarg, &a->focus_alpha) || !(a->focus_alpha >= 1 && a->focus_alpha <= 64), range = "1..64"; break;
         case 'S':
             if (gen_smooth_parse(optarg, &a->smooth, &err)) {
@@ -154,8 +156,13 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'b': bad = ts_parse_i64(optarg, &a->block) || a->block < 1 || a->block > UNMASK_MAX_ROWS, range = "1..1024"; break;
         case 'k': bad = ts_parse_i64(optarg, &a->mask_id) || a->mask_id < 0 || a->mask_id > INT32_MAX, range = "a token id"; break;
         case 's': bad = ts_parse_i64(optarg, &a->seed) || a->seed < 0, range = ">= 0"; break;
-        case 'W': bad = ts_parse_i64(optarg, &a->vicinity) || a->vicinity < 0 || a->vicinity > 1 << 20, range = "0..1048576"; break;
-        case 'F': bad = ts_parse_i64(optarg, &a->refresh) || a->refresh < 1 || a->refresh > 1 << 20, range = "1..1048576"; break;
+        case 'W':
+        case 'F': /* the policy's, checked against it once it is known */
+            if (param_values_set(&a->params, o[idx].name, optarg, &err)) {
+                fprintf(stderr, "tessera engine generate: %s\n", err.msg);
+                return EXIT_USAGE;
+            }
+            break;
         case 'M': bad = ts_parse_double(optarg, &a->mem_gb) || !(a->mem_gb > 0 && a->mem_gb < 1e6), range = "GB > 0"; break;
         case 'h': generate_usage(stdout); return 1;
         case ENG_CHOICE_OPT:
@@ -182,8 +189,8 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                         "models it as --decode fixed:K, no profile needed\n");
         return EXIT_USAGE;
     }
-    if (a->cache && gen_cache_parse(a->cache) == GEN_FOCUS && a->rule.kind == UNMASK_CREDIT) {
-        fprintf(stderr, "tessera engine generate: --cache focus with credit decoding: the rows FOCUS keeps are chosen "
+    if (a->policy && strcmp(a->policy, "focus") == 0 && a->rule.kind == UNMASK_CREDIT) {
+        fprintf(stderr, "tessera engine generate: --policy focus with credit decoding: the rows FOCUS keeps are chosen "
                         "on the GPU during the step, after the credits they fuse with must be named\n");
         return EXIT_USAGE;
     }
@@ -242,7 +249,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
                           struct ts_err *err)
 {
     const int32_t n = g->c.requests;
-    size_t most = 0; /* a step's logit rows at most: each request's whole sequence (the dual cache's) */
+    size_t most = 0; /* a step's logit rows at most: each request's whole sequence */
     for (int32_t i = 0; i < n; i++)
         most += (size_t)(g->r[i].P + g->c.gen_len);
     int32_t *groups = xmalloc(sizeof *groups * 2 * (size_t)n), ng;
@@ -254,7 +261,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         taus = xmalloc(sizeof *taus * (size_t)n);
     }
     int64_t npicks = (int64_t)n * g->c.block;
-    if (g->c.cache == GEN_FOCUS) { /* FOCUS: which candidates the GPU kept, for each logit row */
+    if (g->c.focus) { /* FOCUS: which candidates the GPU kept, for each logit row */
         cand = xmalloc(sizeof *cand * most);
         picks = xmalloc(sizeof *picks * (size_t)npicks);
     }
@@ -333,16 +340,16 @@ static int write_ids(const char *path, const struct gen *g, struct ts_err *err)
 static void report(const struct gen_args *a, const struct model_cfg *m, struct eng *e, const struct gen *g,
                    struct gen_run *run, int32_t mask_id)
 {
-    printf("tessera engine generate: %s (%s) on %s, %d requests, %d tokens each in blocks of %d, %s cache, %s, "
+    printf("tessera engine generate: %s (%s) on %s, %d requests, %d tokens each in blocks of %d, policy %s, %s, "
            "mask id %d\n", m->name, a->weights ? a->weights : "random weights", eng_device_name(e), g->c.requests,
-           g->c.gen_len, g->c.block, gen_cache_name(g->c.cache), a->rule_text, mask_id);
+           g->c.gen_len, g->c.block, g->c.focus ? "focus" : g->c.policy->name, a->rule_text, mask_id);
     printf("  steps            %lld (%lld block steps of requests)\n", (long long)g->steps, (long long)g->block_segs);
     printf("  tokens/forward   %.3f; block steps by positions committed:", gen_tpf(g));
     for (int32_t k = 1; k <= g->c.block; k++)
         if (g->per_step[k])
             printf(" %d:%lld", k, (long long)g->per_step[k]);
     printf("\n  redundancy       %.2f block rows computed per position decided", g->decoded ? (double)g->block_rows / (double)g->decoded : 0);
-    if (g->c.cache == GEN_FOCUS) /* N_processed / N_decoded: the later layers' rows, and the front layers' */
+    if (g->c.focus) /* N_processed / N_decoded: the later layers' rows, and the front layers' */
         printf(" (through every layer; %.2f through layers 0-1)", g->decoded ? (double)g->front_rows / (double)g->decoded : 0);
     printf("\n");
     qsort(run->ms, (size_t)run->nms, sizeof *run->ms, cmp_float);
@@ -380,20 +387,33 @@ int eng_generate_main(int argc, char **argv)
     for (int32_t i = 0; i < prompts.n; i++)
         longest = i ? TS_MAX(longest, prompts.len[i]) : prompts.len[i];
     const int32_t n = a.prompts ? prompts.n : (int32_t)(a.requests > 0 ? a.requests : 16), B = (int32_t)a.block;
+    const char *policy = a.policy ? a.policy : m.block_causal ? "block" : "dual";
     struct gen_cfg gc = {
         .requests = n, .prompt_len = (int32_t)a.prompt_len, .gen_len = (int32_t)a.gen_len, .block = B,
         .mask_id = mask_id, .vocab = m.vocab, .max_pos = m.max_pos, .seed = (uint64_t)a.seed,
-        .attn_block = m.block_causal ? B : 0, .logit_chunk_rows = 2048,
-        .cache = a.cache ? gen_cache_parse(a.cache) : m.block_causal ? GEN_BLOCK : GEN_DUAL,
-        .focus_alpha = a.focus_alpha, .vicinity = (int32_t)a.vicinity, .refresh = (int32_t)a.refresh,
-        .smooth = a.smooth};
-    /* a step's rows: room for every request's block (the dual cache: its whole sequence), within 16K */
+        .attn_block = m.block_causal ? B : 0, .logit_chunk_rows = 2048, .focus = strcmp(policy, "focus") == 0,
+        .focus_alpha = a.focus_alpha, .smooth = a.smooth};
+    struct policy_drive drive = {0};
+    struct gen g = {0};
+    if (gc.focus) { /* FOCUS runs by position here (eng_gen.h) */
+        if (a.params.n > 0)
+            ts_fail(&err, "policy focus has no parameter --%s", a.params.name[0]);
+    } else {
+        int32_t *plen = xmalloc(sizeof *plen * (size_t)n);
+        for (int32_t i = 0; i < n; i++)
+            plen[i] = a.prompts ? prompts.len[i] : (int32_t)a.prompt_len;
+        if (policy_drive_init(&drive, policy, &a.params, n, plen, gc.gen_len, B, &err) == 0)
+            gc.policy = &drive;
+        free(plen);
+    }
+    /* a step's rows: room for every request's block (a whole-sequence policy: its whole sequence), within 16K */
     const int64_t seq = (int64_t)longest + a.gen_len;
-    const int64_t each = gen_cache_whole(gc.cache) ? seq : 2 * B;
+    const int64_t each = gen_whole(&gc) ? seq : 2 * B;
     gc.max_tokens = (int32_t)TS_MAX(TS_MAX(seq, 2 * B), TS_MIN((int64_t)n * each, 16384));
-    struct gen g;
-    if (gen_init(&g, &gc, a.prompts ? &prompts : NULL, &err)) {
+    if ((!gc.focus && !gc.policy) || (gc.focus && a.params.n > 0) ||
+        gen_init(&g, &gc, a.prompts ? &prompts : NULL, &err)) {
         gen_prompts_free(&prompts);
+        policy_drive_free(&drive);
         fprintf(stderr, "tessera engine generate: %s\n", err.msg);
         return EXIT_USAGE;
     }
@@ -407,7 +427,7 @@ int eng_generate_main(int argc, char **argv)
     o.seed = (uint64_t)a.seed;
     o.credit_rows = a.rule.kind == UNMASK_CREDIT ? n * B : 0;
     o.smooth_rows = gen_soft_rows(&g);
-    o.trace_selection = gc.cache == GEN_FOCUS; /* the rows FOCUS kept (eng_picks) */
+    o.trace_selection = gc.focus; /* the rows FOCUS kept (eng_picks) */
     struct eng *e = NULL;
     struct gen_run run = {0};
     rc = 1;
@@ -419,8 +439,8 @@ int eng_generate_main(int argc, char **argv)
     report(&a, &m, e, &g, &run, mask_id);
     if (a.profile_out) {
         char source[512];
-        snprintf(source, sizeof source, "tessera engine generate --model %s --decoder %s --cache %s (%s, %d requests, "
-                 "%d tokens in blocks of %d)", m.name, a.rule_text, gen_cache_name(gc.cache),
+        snprintf(source, sizeof source, "tessera engine generate --model %s --decoder %s --policy %s (%s, %d requests, "
+                 "%d tokens in blocks of %d)", m.name, a.rule_text, policy,
                  a.weights ? a.weights : "random weights", n, gc.gen_len, B);
         if (gen_profile_write(a.profile_out, a.name, &g, unmask_name(a.rule.kind), source, &err)) {
             fprintf(stderr, "tessera engine generate: %s\n", err.msg);
@@ -432,6 +452,7 @@ int eng_generate_main(int argc, char **argv)
 done:
     free(run.ms);
     gen_free(&g);
+    policy_drive_free(&drive);
     eng_destroy(e);
     return rc;
 }

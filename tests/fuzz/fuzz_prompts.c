@@ -1,5 +1,5 @@
 /* fuzz_prompts.c: libFuzzer target for `engine generate`'s prompt file parser (engine/eng_gen.c),
- * then a whole generation's host side over whatever it accepts (the prefix or the vicinity cache),
+ * then a whole generation's host side over whatever it accepts (the block or the vicinity policy),
  * with IterSmooth, every masked position committed in turn; and the input's start as
  * --iter-smooth's value. */
 #include <stdint.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "eng_gen.h"
+#include "policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,13 +23,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     if (gen_prompts_parse("fuzz.jsonl", (const char *)data, size, 1000, 8, &p, &err))
         return 0;
-    /* the cache by the input's length: the prefix cache, or dInfer's vicinity (a window of 0 to 7, a
-     * refresh every 1 to 4 steps) */
-    const int32_t cache = size % 2 ? GEN_VICINITY : GEN_BLOCK;
-    const struct gen_cfg c = {.gen_len = 32, .block = 16, .mask_id = 999, .vocab = 1000, .max_tokens = 512,
-                              .logit_chunk_rows = 64, .max_pos = 600, .smooth = GEN_SMOOTH_DEFAULTS,
-                              .cache = cache, .vicinity = (int32_t)(size / 2 % 8),
-                              .refresh = (int32_t)(size / 16 % 4) + 1};
+    /* the policy by the input's length: block, or dInfer's vicinity (a window of 0 to 7, a refresh
+     * every 1 to 4 steps) */
+    struct param_values pv = {0};
+    char w[8], f[8];
+    snprintf(w, sizeof w, "%d", (int)(size / 2 % 8));
+    snprintf(f, sizeof f, "%d", (int)(size / 16 % 4) + 1);
+    if (size % 2 && (param_values_set(&pv, "vicinity", w, &err) || param_values_set(&pv, "refresh-interval", f, &err)))
+        __builtin_trap();
+    struct gen_cfg c = {.gen_len = 32, .block = 16, .mask_id = 999, .vocab = 1000, .max_tokens = 512,
+                        .logit_chunk_rows = 64, .max_pos = 600, .smooth = GEN_SMOOTH_DEFAULTS};
+    struct policy_drive drive;
+    if (policy_drive_init(&drive, size % 2 ? "vicinity" : "block", &pv, p.n, p.len, c.gen_len, c.block, &err))
+        __builtin_trap();
+    c.policy = &drive;
     struct gen g;
     if (gen_init(&g, &c, &p, &err) == 0) {
         struct step_desc sd;
@@ -61,6 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         step_desc_free(&sd);
         gen_free(&g);
     }
+    policy_drive_free(&drive);
     gen_prompts_free(&p);
     return 0;
 }

@@ -28,6 +28,8 @@
 #include "eng_safetensors.h"
 #include "eng_weights.h"
 #include "kernels.h"
+#include "params.h"
+#include "policy.h"
 
 struct checker {
     FILE *out;
@@ -1306,7 +1308,7 @@ static void gen_ref_credit(struct eng_ref *r, const struct model_cfg *m, const s
 
 /* A generation checked step by step (check_generation): the engine and the reference over the same
  * tokens and plan. */
-enum { GEN_MOST = 3 * (40 + 64) }; /* a step's logit rows at most: the dual cache's whole sequences */
+enum { GEN_MOST = 3 * (40 + 64) }; /* a step's logit rows at most: the whole sequences */
 struct gen_check {
     struct eng *e;
     struct eng_ref *r;
@@ -1332,11 +1334,11 @@ struct gen_check {
 /* What check_generation found: exact (the GPU's decisions other than the host rule's over the
  * engine's outputs), parted (the reference's own decisions), its argmax, its kept rows, the ending. */
 static void gen_check_report(struct checker *c, const struct gen *g, const struct gen_check *gc, int kind,
-                             int attn_block, const char *cache, int64_t exact, double parted)
+                             int attn_block, const char *policy, int64_t exact, double parted)
 {
     char what[128];
-    snprintf(what, sizeof what, "generation %s%s%s, %s cache: %lld steps, TPF %.2f (rows, counts off)", unmask_name(kind),
-             g->c.smooth.on ? " + IterSmooth" : "", attn_block ? " block-causal" : "", cache, (long long)g->steps,
+    snprintf(what, sizeof what, "generation %s%s%s, policy %s: %lld steps, TPF %.2f (rows, counts off)", unmask_name(kind),
+             g->c.smooth.on ? " + IterSmooth" : "", attn_block ? " block-causal" : "", policy, (long long)g->steps,
              gen_tpf(g));
     report(c, what, (double)exact, 0);
     report(c, "generation: rows the reference decides otherwise (fraction)", parted, 0.10);
@@ -1345,8 +1347,8 @@ static void gen_check_report(struct checker *c, const struct gen *g, const struc
     report(c, "generation: final hidden rows (the worst step's, normwise)", gc->hidden_err, 3e-2);
     if (g->c.smooth.on)
         report(c, "generation: IterSmooth's soft rows (the worst step's, normwise)", gc->soft_err, 3e-2);
-    if (g->c.cache == GEN_FOCUS) /* near ties of the importance delta part them (a step of few kept rows
-                                  * by half or more, hence the whole generation's share); a wrong score, many */
+    if (g->c.focus) /* near ties of the importance delta part them (a step of few kept rows by half or
+                     * more, hence the whole generation's share); a wrong score, many */
         report(c, "generation: kept rows the reference would not keep (fraction)",
                gc->kept ? (double)gc->kept_parted / gc->kept : 1, 0.25);
     int undone = 0;
@@ -1431,7 +1433,7 @@ static int gen_check_step(struct gen_check *gc, const struct model_cfg *m, struc
         eng_plan_set_ids(&gc->p, &gc->kv, sd, &gc->tk, err))
         return -1;
     int max_probe = 0;
-    if (g->c.cache == GEN_FOCUS && sd->tot.probe_tokens > 0) { /* the rows FOCUS kept: the engine's, the reference's too */
+    if (g->c.focus && sd->tot.probe_tokens > 0) { /* the rows FOCUS kept: the engine's, the reference's too */
         if (eng_picks(gc->e, gc->picks, (int64_t)TS_ARRAY_LEN(gc->picks), &max_probe, err))
             return -1;
         gen_focus_cands(sd, gc->picks, max_probe, gc->cand);
@@ -1458,26 +1460,29 @@ static int gen_check_step(struct gen_check *gc, const struct model_cfg *m, struc
 }
 
 /* A whole generation of a tiny model (3 requests, 64 tokens in blocks of 32, real token ids fed back)
- * under a cache (enum gen_cache) on the engine, each step also on the reference over the
+ * under a policy (the simulator's, driven; focus: FOCUS's by position; vicinity: a window of 8,
+ * refreshed every 3 steps) on the engine, each step also on the reference over the
  * same tokens (credit decoding: each with its own credits; FOCUS: the engine's kept rows, the
  * reference's own ranking reported; IterSmooth, smooth: each with its own soft rows, weighted 6 and
  * up, as a tiny model's near-uniform softmax averages its embeddings nearly away and dInfer's 0.15
  * would leave the hidden rows as they were without them, the threshold decaying by 0.3 a step); the
  * rule's threshold the median confidence of the first block step (IterSmooth: of the step before),
  * so that steps commit several rows. */
-static void check_generation(struct checker *c, const struct model_cfg *m, int attn_block, int kind, int32_t cache,
+static void check_generation(struct checker *c, const struct model_cfg *m, int attn_block, int kind, const char *policy,
                              bool smooth)
 {
     struct eng_opts o;
     eng_opts_defaults(&o);
     o.max_tokens = 1024, o.logit_chunk_rows = 64, o.kv_tokens = 4096, o.seed = 91;
     o.credit_rows = kind == UNMASK_CREDIT ? 96 : 0;
-    o.trace_selection = cache == GEN_FOCUS;
-    const struct gen_cfg cfg = {.requests = 3, .prompt_len = 40, .gen_len = 64, .block = 32, .mask_id = m->vocab - 1,
-                                .vocab = m->vocab, .seed = 5, .attn_block = attn_block ? 32 : 0, .max_tokens = 1024,
-                                .logit_chunk_rows = 64, .max_pos = m->max_pos, .cache = cache, .focus_alpha = 1.5,
-                                .vicinity = 8, .refresh = 3,
-                                .smooth = {.on = smooth, .cont = 12, .init = 6, .growth = 2, .decay = 0.3}};
+    const bool focus = strcmp(policy, "focus") == 0;
+    o.trace_selection = focus;
+    struct gen_cfg cfg = {.requests = 3, .prompt_len = 40, .gen_len = 64, .block = 32, .mask_id = m->vocab - 1,
+                          .vocab = m->vocab, .seed = 5, .attn_block = attn_block ? 32 : 0, .max_tokens = 1024,
+                          .logit_chunk_rows = 64, .max_pos = m->max_pos, .focus = focus, .focus_alpha = 1.5,
+                          .smooth = {.on = smooth, .cont = 12, .init = 6, .growth = 2, .decay = 0.3}};
+    struct policy_drive drive = {0};
+    struct param_values pv = {0};
     o.smooth_rows = smooth ? cfg.requests * cfg.gen_len : 0;
     struct gen g = {0};
     struct gen_check *gc = xcalloc(1, sizeof *gc);
@@ -1494,6 +1499,14 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
     struct ts_err err;
     int32_t groups[6], masked[GEN_MOST], commit[GEN_MOST], count[3], ng;
     int64_t exact = 0, parted = 0, rows = 0;
+    const int32_t plen[3] = {40, 40, 40};
+    const bool vicinity = strcmp(policy, "vicinity") == 0;
+    if ((vicinity && (param_values_set(&pv, "vicinity", "8", &err) || param_values_set(&pv, "refresh-interval", "3", &err))) ||
+        (!focus && policy_drive_init(&drive, policy, &pv, cfg.requests, plen, cfg.gen_len, cfg.block, &err))) {
+        fail_msg(c, "generation", err.msg);
+        goto done;
+    }
+    cfg.policy = focus ? NULL : &drive;
     if (gen_init(&g, &cfg, NULL, &err) || eng_create(m, &o, &gc->e, &err) ||
         eng_ref_create(m, NULL, o.seed, &gc->r, &err)) {
         fail_msg(c, "generation", err.msg);
@@ -1523,7 +1536,7 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
                       &parted, &rows);
         if (smooth)
             gen_smooth_keep(&g, &sd, commit);
-        if (gen_apply(&g, &sd, commit, cache == GEN_FOCUS ? gc->cand : NULL, &err)) {
+        if (gen_apply(&g, &sd, commit, focus ? gc->cand : NULL, &err)) {
             fail_msg(c, "generation apply", err.msg);
             goto done;
         }
@@ -1531,13 +1544,14 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
             if (g.r[sd.segs[s].req_id].done)
                 eng_release(gc->e, sd.segs[s].req_id), eng_ref_release(gc->r, sd.segs[s].req_id);
     }
-    gen_check_report(c, &g, gc, kind, attn_block, gen_cache_name(cache), exact, rows ? (double)parted / rows : 1);
+    gen_check_report(c, &g, gc, kind, attn_block, policy, exact, rows ? (double)parted / rows : 1);
 done:
     free(gc->href), free(gc->logits), free(gc->add), free(gc->rsoft), free(gc->gsoft);
     step_desc_free(&sd);
     eng_plan_free(&gc->p);
     eng_kv_free(&gc->kv);
     gen_free(&g);
+    policy_drive_free(&drive);
     eng_destroy(gc->e);
     eng_ref_destroy(gc->r);
     free(gc);
@@ -2494,21 +2508,21 @@ static void check_engine_steps(struct checker *c)
     struct model_cfg tiny_qk4 = tiny_qk; /* FOCUS: two front layers, two later ones */
     tiny_qk4.num_layers = 4;
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_BLOCK, false);
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, "block", false);
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_DUAL, false);
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, "dual", false);
     if (take(c))
-        check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, GEN_BLOCK, false);
+        check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, "block", false);
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_CREDIT, GEN_DUAL, false);
+        check_generation(c, &tiny_a, 0, UNMASK_CREDIT, "dual", false);
     if (take(c))
-        check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, GEN_FOCUS, false);
+        check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, "focus", false);
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, GEN_DUAL, true);
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, "dual", true);
     if (take(c))
-        check_generation(c, &tiny_qk, 32, UNMASK_CREDIT, GEN_BLOCK, true);
+        check_generation(c, &tiny_qk, 32, UNMASK_CREDIT, "block", true);
     if (take(c))
-        check_generation(c, &tiny_a, 0, UNMASK_HIERARCHICAL, GEN_VICINITY, true);
+        check_generation(c, &tiny_a, 0, UNMASK_HIERARCHICAL, "vicinity", true);
     fprintf(c->out, "the engine against itself:\n");
     if (take(c))
         check_self(c, &tiny_b);
@@ -2625,14 +2639,14 @@ static void check_generate_only(struct checker *c)
     check_credit_kernel(c, 126464);
     struct model_cfg tiny_qk4 = tiny_qk; /* FOCUS: two front layers, two later ones */
     tiny_qk4.num_layers = 4;
-    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_BLOCK, false);
-    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_DUAL, false);
-    check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, GEN_BLOCK, false);
-    check_generation(c, &tiny_gqa, 0, UNMASK_CREDIT, GEN_DUAL, false);
-    check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, GEN_FOCUS, false);
-    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, GEN_DUAL, true);
-    check_generation(c, &tiny_qk, 32, UNMASK_CREDIT, GEN_BLOCK, true);
-    check_generation(c, &tiny_gqa, 0, UNMASK_HIERARCHICAL, GEN_VICINITY, true);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, "block", false);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, "dual", false);
+    check_generation(c, &tiny_qk, 32, UNMASK_HIERARCHICAL, "block", false);
+    check_generation(c, &tiny_gqa, 0, UNMASK_CREDIT, "dual", false);
+    check_generation(c, &tiny_qk4, 32, UNMASK_THRESHOLD, "focus", false);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, "dual", true);
+    check_generation(c, &tiny_qk, 32, UNMASK_CREDIT, "block", true);
+    check_generation(c, &tiny_gqa, 0, UNMASK_HIERARCHICAL, "vicinity", true);
 }
 
 int check_engine_run(uint64_t seed, const char *only, int part, int parts, FILE *out)
