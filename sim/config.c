@@ -13,6 +13,7 @@
 #include "opgraph.h"
 #include "parts.h"
 #include "planner.h"
+#include "fleet.h"
 #include "presets.h"
 #include "db.h"
 #include "sim.h"
@@ -45,6 +46,7 @@ static const char *cost_name(int i) { return cost_backend(i) ? cost_backend(i)->
 static const char *policy_name(int i) { return policy_get(i) ? policy_get(i)->name : NULL; }
 static const char *sched_name(int i) { return sched_get(i) ? sched_get(i)->name : NULL; }
 static const char *planner_name(int i) { return planner_get(i) ? planner_get(i)->name : NULL; }
+static const char *router_name(int i) { return router_get(i) ? router_get(i)->name : NULL; }
 
 #define FIELD(f) .field = #f, .offset = offsetof(struct sim_config, f), .size = sizeof(((struct sim_config *)0)->f)
 #define CHOICES(names) .choices = names, .num_choices = (int)TS_ARRAY_LEN(names)
@@ -59,7 +61,8 @@ static const char *const eos_names[] = {[EOS_AUTO] = "auto", [EOS_BULK] = "bulk"
 static const char *const layout_names[] = {[OG_LAYOUT_ENGINE] = "engine", [OG_LAYOUT_MOSAIC] = "mosaic"};
 
 static const char SYS[] = "system and model", ENG[] = "the engine, with --executor gpu", DEN[] = "denoising",
-                  MEM[] = "scheduling and memory", WORK[] = "workload", OUT[] = "output";
+                  MEM[] = "scheduling and memory", WORK[] = "workload", FLEET[] = "a fleet of replicas",
+                  OUT[] = "output";
 
 const struct cfg_option cfg_options[] = {
     /* system and model */
@@ -70,7 +73,7 @@ const struct cfg_option cfg_options[] = {
     {"gpu", TEXT, FIELD(gpu), .def = "h200", .arg = "NAME", .group = SYS,
      .help = "rtx3090 rtx4090 l40s a100-40gb a100-80gb h100 h200 (tessera list gpus)"},
     {"gpu-file", TEXT, FIELD(gpu_file), .def = "", .arg = "FILE", .group = SYS, .shown = "none",
-     .help = "JSON adding or overriding GPUs: {\"NAME\": {\"mem_gib\":.., \"bf16_tflops\":.., ..}}"},
+     .help = "JSON adding or overriding GPUs: {\"NAME\": {\"mem_gib\":.., ..}}"},
     {"impl", TEXT, FIELD(impl), .def = "tessera", .arg = "NAME", .group = SYS,
      .help = "implementation profile (tessera list impls)"},
     {"cost", TEXT, FIELD(cost), .def = "roofline", .arg = "NAME", .group = SYS, .names = cost_name,
@@ -79,7 +82,7 @@ const struct cfg_option cfg_options[] = {
     {"calib", TEXT, FIELD(calib), .def = "", .arg = "FILE", .group = SYS, .shown = "sim/data/calib/GPU-MODEL-IMPL.csv",
      .help = "calibrated: the profile to fit"},
     {"calib-from", TEXT, FIELD(calib_from), .def = "", .arg = "GPU", .group = SYS, .shown = "--gpu's own",
-     .help = "calibrated: the shipped calibration of GPU, carried to --gpu (tessera calib transfer)"},
+     .help = "calibrated: GPU's calibration carried to --gpu (calib transfer)"},
     {"host", TEXT, FIELD(host), .def = "", .arg = "NAME|FILE", .group = SYS, .shown = "the calibration's own",
      .help = "the host issuing an eager implementation's steps (tessera list hosts)"},
     {"extrapolate", FLAG, FIELD(extrapolate), .def = "0", .group = SYS,
@@ -181,6 +184,17 @@ const struct cfg_option cfg_options[] = {
     {"clip-prompt", FLAG, FIELD(clip_prompt), .def = "0", .group = WORK,
      .help = "truncate prompts so that P + G fits the model (else they are rejected)"},
     /* output: not stored with the run */
+    /* a fleet */
+    {"replicas", INT, FIELD(replicas), .def = "1", .lo = 1, .hi = 65536, .unit = "instances", .arg = "N",
+     .group = FLEET, .help = "copies of this instance behind one router"},
+    {"fleet", TEXT, FIELD(fleet), .def = "", .arg = "FILE", .group = FLEET, .shown = "none",
+     .help = "replica groups, one a line: a count, then sim options (a mixed fleet)"},
+    {"router", TEXT, FIELD(router), .def = "least-outstanding", .arg = "NAME", .group = FLEET, .names = router_name,
+     .help = "where each arrival goes:"},
+    {"router-staleness", REAL, FIELD(router_staleness), .def = "0", .lo = 0, .hi = 3600, .unit = "seconds",
+     .arg = "S", .group = FLEET, .help = "the router sees the replicas' load as of S ago at most (0: now)"},
+    {"admit-max", INT64, FIELD(admit_max), .def = "0", .lo = 0, .hi = 1e9, .unit = "requests", .arg = "N",
+     .group = FLEET, .help = "refuse an arrival when every replica holds N requests (0: never)"},
     {"db", CFG_TEXT, FIELD(db), .def = "", .arg = "FILE", .group = OUT, .shown = "none",
      .help = "runs, requests, steps, segments and summary to SQLite in one transaction; a database holding runs "
              "is refused unless --append or --replace (before the run, status 2; at its end, status 1, where "
@@ -345,6 +359,11 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
     double scale[OP_COUNT];
     if (cost_op_scale_parse(c->op_scale, scale, err))
         return -1;
+    if (!router_find(c->router)) {
+        char list[256];
+        router_list(list, sizeof list);
+        return ts_fail(err, "--router: '%s' is not a router (%s)", c->router, list);
+    }
     if (c->ep > 1 && c->tp > 1)
         return ts_fail(err, "--ep %d with --tp %d: expert parallelism is modelled with the rest of the step "
                             "replicated on every GPU, not beside tensor parallelism", c->ep, c->tp);

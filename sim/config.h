@@ -71,6 +71,13 @@ struct sim_config {
     bool clip_prompt;          /* truncate prompts so that P + G fits the model */
     double slo;                /* a request's latency objective, seconds (0: none): the summary's attainment */
 
+    /* a fleet (fleet.h): replicas of this instance, or the groups of a fleet file, behind a router */
+    int32_t replicas;          /* copies of this instance (1: no fleet) */
+    char fleet[CFG_PATH];      /* replica groups, one a line ("" = none) */
+    char router[CFG_STR];      /* the router's policy (fleet.c's table) */
+    double router_staleness;   /* seconds between refreshes of the router's view (0: every arrival) */
+    int64_t admit_max;         /* refuse an arrival every replica holds this many requests for (0: never) */
+
     /* dLLM generation */
     int32_t gen_len;           /* G for every request; 0 = the trace's output length rounded up to blocks */
     int32_t max_new_tokens;    /* gen_len 0: G at most this, in whole blocks (0 = no cap) */

@@ -225,26 +225,25 @@ void sim_add_segment(struct sim *s, const struct segment *shape)
 
 /* --- creation ---------------------------------------------------------------------------- */
 
-static int build_workload(struct sim *s, struct ts_err *err)
+int sim_workload_open(const struct sim_config *c, const struct model_cfg *m, struct trace *t, struct trace *length_src,
+                      struct trace_stream *st, struct ts_err *err)
 {
-    const struct sim_config *c = &s->cfg;
-    struct trace *t = &s->trace;
     if (strcmp(c->trace, "synthetic") == 0) { /* generated as they are taken (sim_requests.c) */
         struct arrival_gen ag;
         struct length_gen lg;
         if (arrival_parse(c->arrivals, c->rps > 0 ? c->rps : 1.0, &ag, err))
             return -1;
         if (strncmp(c->lengths, "file:", 5) == 0) {
-            if (trace_load(c->lengths + 5, c->skip_bad_rows, &s->length_src, err))
+            if (trace_load(c->lengths + 5, c->skip_bad_rows, length_src, err))
                 return -1;
-            lg = (struct length_gen){.kind = LENGTH_SAMPLE, .src = &s->length_src};
+            lg = (struct length_gen){.kind = LENGTH_SAMPLE, .src = length_src};
         } else if (length_parse(c->lengths, &lg, err)) {
             return -1;
         }
         lg.max_output = c->gen_len > 0 ? c->gen_len : 0;
-        if (c->gen_len > 0 && s->model.max_pos > c->gen_len)
-            lg.max_prompt = s->model.max_pos - c->gen_len;
-        trace_stream_gen(&s->stream, c->requests > 0 ? c->requests : 200, &ag, &lg, c->seed);
+        if (c->gen_len > 0 && m->max_pos > c->gen_len)
+            lg.max_prompt = m->max_pos - c->gen_len;
+        trace_stream_gen(st, c->requests > 0 ? c->requests : 200, &ag, &lg, c->seed);
         return 0;
     }
     if (trace_load(c->trace, c->skip_bad_rows, t, err))
@@ -263,8 +262,13 @@ static int build_workload(struct sim *s, struct ts_err *err)
     } else if (c->rps > 0) {
         rc = trace_rescale(t, c->rps, err);
     }
-    trace_stream_of(&s->stream, t);
+    trace_stream_of(st, t);
     return rc ? -1 : 0;
+}
+
+static int build_workload(struct sim *s, struct ts_err *err)
+{
+    return sim_workload_open(&s->cfg, &s->model, &s->trace, &s->length_src, &s->stream, err);
 }
 
 /* --host under the roofline: an eager implementation's launch and host costs were measured with the
@@ -375,7 +379,8 @@ static int resolve_ep(struct sim *s, struct ts_err *err)
     return load_allreduce(s, cfg->ep, err);
 }
 
-struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
+/* sim_create, or with fed its requests fed to it (sim_create_fed). */
+static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct ts_err *err)
 {
     if (sim_config_validate(cfg, err))
         return NULL;
@@ -474,7 +479,12 @@ struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err)
         s->decode_state_tokens = ((int64_t)cfg->block * s->model.vocab * 4 + s->kv_token_bytes - 1) / s->kv_token_bytes;
     s->kv_page_tokens = cfg->kv_page;
 
-    if (build_workload(s, err) || sim_requests_open(s, err) || s->sched->init(s, err))
+    if (fed && s->sched == &sched_static) {
+        ts_fail(err, "scheduler static sizes its batch by the whole workload, which a fleet's replica does not see");
+        goto fail;
+    }
+    if ((fed ? sim_requests_open_fed(s, err) : build_workload(s, err) || sim_requests_open(s, err)) ||
+        s->sched->init(s, err))
         goto fail;
     s->sum.num_requests = s->num_reqs;
     return s;
@@ -482,6 +492,8 @@ fail:
     sim_destroy(s);
     return NULL;
 }
+
+struct sim *sim_create(const struct sim_config *cfg, struct ts_err *err) { return sim_create_as(cfg, false, err); }
 
 void sim_destroy(struct sim *s)
 {
@@ -709,11 +721,12 @@ static void show_progress(struct sim *s, bool last)
             s->num_running, s->waiting.n, last ? "\n" : "");
 }
 
-int sim_run(struct sim *s, struct ts_err *err)
+/* Runs the events before until_ns (INT64_MAX: all), each instant's together, a step started after
+ * them where the GPU is idle. */
+static void run_events(struct sim *s, int64_t until_ns)
 {
-    double t0 = ts_wall_s();
     struct event e;
-    while (!s->failed && evq_pop(&s->evq, &e)) {
+    while (!s->failed && !evq_empty(&s->evq) && evq_peek_time(&s->evq) < until_ns && evq_pop(&s->evq, &e)) {
         TS_ASSERT(e.time_ns >= s->now_ns);
         s->now_ns = e.time_ns;
         for (;;) {
@@ -730,11 +743,43 @@ int sim_run(struct sim *s, struct ts_err *err)
         if (s->cfg.progress)
             show_progress(s, false);
     }
+}
+
+struct sim *sim_create_fed(const struct sim_config *cfg, struct ts_err *err)
+{
+    struct sim_config c = *cfg;
+    c.progress = false; /* (the fleet's line instead) */
+    return sim_create_as(&c, true, err);
+}
+
+void sim_advance(struct sim *s, int64_t until_ns)
+{
+    TS_ASSERT(s->fed);
+    s->sum.run_wall_s -= ts_wall_s();
+    run_events(s, until_ns);
+    s->sum.run_wall_s += ts_wall_s();
+}
+
+void sim_load(const struct sim *s, struct sim_load *out)
+{
+    *out = (struct sim_load){.outstanding = s->num_arrived - s->num_done, .waiting = (int64_t)s->waiting.n,
+                             .running = (int64_t)s->num_running,
+                             .kv_used = s->kv_pages_total > 0 ? (double)s->kv_pages_used / (double)s->kv_pages_total : 0};
+    for (size_t i = 0; i < s->num_running; i++)
+        out->refreshing += sim_req(s, s->running[i])->steps_in_block == 0;
+}
+
+int64_t sim_now_ns(const struct sim *s) { return s->now_ns; }
+
+int sim_run(struct sim *s, struct ts_err *err)
+{
+    double t0 = ts_wall_s();
+    run_events(s, INT64_MAX);
     if (s->cfg.progress)
         show_progress(s, true);
     if (!s->failed)
         sim_requests_summary(s);
-    s->sum.run_wall_s = ts_wall_s() - t0;
+    s->sum.run_wall_s += ts_wall_s() - t0;
     if (s->failed) {
         if (err)
             *err = s->run_err;
@@ -758,7 +803,8 @@ void sim_get_summary(const struct sim *s, struct sim_summary *out)
     out->redundancy = s->decoding_decoded > 0 ? (double)s->sum.rows_processed / (double)s->decoding_decoded : 0;
     double span = (double)out->makespan_ns * 1e-9;
     /* the steps' energy, and the GPUs' idle draw between them */
-    out->energy_j = s->sum.busy_energy_j + sim_gpus(s) * s->gpu.idle_w * fmax(0, span - s->sum.busy_s);
+    out->idle_w = sim_gpus(s) * s->gpu.idle_w;
+    out->energy_j = s->sum.busy_energy_j + out->idle_w * fmax(0, span - s->sum.busy_s);
     out->mean_power_w = span > 0 ? out->energy_j / span : 0;
     out->energy_per_token_j = out->tokens_decoded > 0 ? out->energy_j / (double)out->tokens_decoded : 0;
     out->energy_per_request_j = out->num_finished > 0 ? out->energy_j / (double)out->num_finished : 0;

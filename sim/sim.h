@@ -56,6 +56,7 @@ struct sim_summary {
     int64_t slo_met;
     double slo_attainment;
     double energy_j, mean_power_w, energy_per_token_j, energy_per_request_j;
+    double idle_w; /* the instance's GPUs' idle draw, all of them */
 };
 
 /* Live execution (`tessera sim --executor gpu`): an executor runs every step for real and returns
@@ -91,5 +92,33 @@ double sim_sched_param(const struct sim *s, const char *name, double dflt);
 void sim_reject_reasons(const struct sim *s, char *buf, size_t len);
 /* Sets the executor before sim_run (NULL: back to the cost model). */
 void sim_set_executor(struct sim *s, const struct sim_executor *ex);
+
+/* A fleet's replica (fleet.h): an instance whose requests are fed to it one by one instead of
+ * streamed from its configuration's workload. Feed each request at or after the instance's clock
+ * (sim_advance it to the arrival first); once every request is fed, sim_run finishes the run. The
+ * static scheduler, which sizes its batch by the whole workload, is refused. */
+struct trace_req;
+struct trace;
+struct trace_stream;
+/* The workload a configuration describes (its trace, or generated requests), as a stream of
+ * requests in arrival order; t and length_src hold what the stream reads (trace_free them after). */
+int sim_workload_open(const struct sim_config *c, const struct model_cfg *m, struct trace *t, struct trace *length_src,
+                      struct trace_stream *st, struct ts_err *err);
+struct sim *sim_create_fed(const struct sim_config *cfg, struct ts_err *err);
+void sim_feed(struct sim *s, const struct trace_req *tr);
+/* Runs a fed instance's events before until_ns. */
+void sim_advance(struct sim *s, int64_t until_ns);
+int64_t sim_now_ns(const struct sim *s);
+/* What a router sees of an instance: its requests arrived and not done (queued arrivals included),
+ * waiting and running, the share of its KV pool in use, and its running requests whose next step
+ * starts a block (a Refresh under the caching policies). */
+struct sim_load {
+    int64_t outstanding, waiting, running, refreshing;
+    double kv_used;
+};
+void sim_load(const struct sim *s, struct sim_load *out);
+/* The latency (seconds) of rank q (0..1) of the finished requests of instances s[0..n), exact
+ * (their spilled latencies selected together, as the run's own percentiles are); 0 with none. */
+int sim_latency_quantile(struct sim *const *s, int n, double q, double *out);
 
 #endif

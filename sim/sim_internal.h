@@ -88,7 +88,9 @@ struct sim {
     struct request **chunks;     /* [ceil(num_reqs / SIM_REQ_CHUNK)]: NULL before and after */
     int32_t *chunk_left;         /* each chunk's requests not yet recorded */
     int64_t num_chunks;
+    size_t cap_chunks;           /* (a fed instance's, whose chunks grow) */
     bool keep_requests;
+    bool fed;                    /* its requests are fed to it (sim_feed: a fleet's replica), not streamed */
     int32_t wl_L_max, wl_G_max;  /* the longest request's L and G among those within the model's positions */
     /* the recorded requests: finished ones' latencies (int64 ns) and every one's database row
      * (ts_spill_write's records, SIM_REQ_ROW values) in unnamed temporary files, their statistics */
@@ -178,6 +180,8 @@ void sim_finish(struct sim *s, struct request *r);
  * spilled row and latency, its scheduler's data forgotten, its chunk freed once all of its are); the
  * latency statistics into s->sum at the run's end; everything freed. */
 int sim_requests_open(struct sim *s, struct ts_err *err);
+/* A fed instance's (sim_create_fed): no stream; the chunks grow as requests are fed. */
+int sim_requests_open_fed(struct sim *s, struct ts_err *err);
 void sim_requests_pull(struct sim *s);
 void sim_record(struct sim *s, struct request *r);
 void sim_requests_summary(struct sim *s);

@@ -56,6 +56,18 @@ static void req_init(struct sim *s, struct request *r, int64_t id, const struct 
 
 /* --- the stream ---------------------------------------------------------------------------- */
 
+/* The record spills and statistics, opened for a run. */
+static int open_records(struct sim *s, struct ts_err *err)
+{
+    s->lat_spill = tmpfile();
+    s->req_spill = tmpfile();
+    if (!s->lat_spill || !s->req_spill)
+        return ts_fail(err, "cannot make the temporary files finished requests spill into: %s", strerror(errno));
+    s->lat_min_ns = INT64_MAX;
+    s->lat_st = gsl_rstat_alloc(), s->ttfb_st = gsl_rstat_alloc(), s->queue_st = gsl_rstat_alloc();
+    return 0;
+}
+
 int sim_requests_open(struct sim *s, struct ts_err *err)
 {
     /* a first pass over a second copy of the stream: its count, the longest request within the
@@ -86,18 +98,42 @@ int sim_requests_open(struct sim *s, struct ts_err *err)
     s->chunk_left = xcalloc((size_t)TS_MAX(s->num_chunks, 1), sizeof *s->chunk_left);
     for (int64_t k = 0; k < s->num_chunks; k++)
         s->chunk_left[k] = (int32_t)TS_MIN(SIM_REQ_CHUNK, n - k * SIM_REQ_CHUNK);
-    s->lat_spill = tmpfile();
-    s->req_spill = tmpfile();
-    if (!s->lat_spill || !s->req_spill)
-        return ts_fail(err, "cannot make the temporary files finished requests spill into: %s", strerror(errno));
-    s->lat_min_ns = INT64_MAX;
-    s->lat_st = gsl_rstat_alloc(), s->ttfb_st = gsl_rstat_alloc(), s->queue_st = gsl_rstat_alloc();
+    if (open_records(s, err))
+        return -1;
     sim_requests_pull(s);
     return 0;
 }
 
+int sim_requests_open_fed(struct sim *s, struct ts_err *err)
+{
+    s->fed = true;
+    s->wl_L_max = s->model.max_pos; /* (the static scheduler, which sizes its batch by the workload, is refused) */
+    s->wl_G_max = s->model.max_pos;
+    return open_records(s, err);
+}
+
+void sim_feed(struct sim *s, const struct trace_req *tr)
+{
+    TS_ASSERT(s->fed && tr->arrival_ns >= s->now_ns);
+    const int64_t id = s->num_arrived++, k = id / SIM_REQ_CHUNK;
+    TS_ASSERTF(id < INT32_MAX, "more than %d requests fed to one replica", INT32_MAX);
+    if (k >= s->num_chunks) { /* a new chunk: SIM_REQ_CHUNK requests until the feed ends */
+        void **const both[] = {(void **)&s->chunks, (void **)&s->chunk_left};
+        ts_grow_group(both, 2, &s->cap_chunks, (size_t)k + 1, sizeof *s->chunks); /* (the larger element) */
+        s->chunks[k] = xmalloc(sizeof *s->chunks[k] * SIM_REQ_CHUNK);
+        s->chunk_left[k] = SIM_REQ_CHUNK;
+        s->num_chunks = k + 1;
+    }
+    s->num_reqs = s->num_arrived;
+    s->sum.num_requests = s->num_reqs;
+    req_init(s, &s->chunks[k][id % SIM_REQ_CHUNK], id, tr);
+    evq_push(&s->evq, tr->arrival_ns, EV_ARRIVAL, (int32_t)id);
+}
+
 void sim_requests_pull(struct sim *s)
 {
+    if (s->fed)
+        return;
     struct trace_req tr;
     struct ts_err err;
     const int rc = trace_stream_next(&s->stream, &tr, &err);
@@ -183,9 +219,9 @@ void sim_reject_reasons(const struct sim *s, char *buf, size_t len)
 
 /* --- the statistics ------------------------------------------------------------------------- */
 
-/* The spilled latency of rank `rank` (0-based, ascending) of the n in f: a radix select, 16 bits a
- * pass from the highest 16-bit digit any latency has (max_ns's); -1 on a read error. */
-static int lat_at_rank(FILE *f, int64_t n, int64_t rank, int64_t max_ns, int64_t *out)
+/* The spilled latency of rank `rank` (0-based, ascending) of the n in files f[0..nf): a radix select,
+ * 16 bits a pass from the highest 16-bit digit any latency has (max_ns's); -1 on a read error. */
+static int lat_at_rank(FILE *const *f, int nf, int64_t n, int64_t rank, int64_t max_ns, int64_t *out)
 {
     enum { BITS = 16, BUCKETS = 1 << BITS };
     int64_t *count = xmalloc(sizeof *count * BUCKETS);
@@ -196,16 +232,20 @@ static int lat_at_rank(FILE *f, int64_t n, int64_t rank, int64_t max_ns, int64_t
     int rc = 0;
     for (;;) {
         memset(count, 0, sizeof *count * BUCKETS);
-        rewind(f);
         int64_t v[512], seen = 0;
-        size_t got;
-        while ((got = fread(v, sizeof v[0], TS_ARRAY_LEN(v), f)) > 0) {
-            for (size_t i = 0; i < got; i++)
-                if (shift + BITS >= 64 || ((uint64_t)v[i] >> (shift + BITS)) == prefix)
-                    count[((uint64_t)v[i] >> shift) & (BUCKETS - 1)]++;
-            seen += (int64_t)got;
+        bool bad = false;
+        for (int k = 0; k < nf; k++) {
+            rewind(f[k]);
+            size_t got;
+            while ((got = fread(v, sizeof v[0], TS_ARRAY_LEN(v), f[k])) > 0) {
+                for (size_t i = 0; i < got; i++)
+                    if (shift + BITS >= 64 || ((uint64_t)v[i] >> (shift + BITS)) == prefix)
+                        count[((uint64_t)v[i] >> shift) & (BUCKETS - 1)]++;
+                seen += (int64_t)got;
+            }
+            bad = bad || ferror(f[k]);
         }
-        if (ferror(f) || seen != n) {
+        if (bad || seen != n) {
             rc = -1;
             break;
         }
@@ -222,21 +262,43 @@ static int lat_at_rank(FILE *f, int64_t n, int64_t rank, int64_t max_ns, int64_t
     return rc;
 }
 
-/* The latency quantile f of the spilled n, as gsl_stats_quantile_from_sorted_data gives it from the
- * sorted latencies in seconds. */
-static int lat_quantile(const struct sim *s, double f, double *out)
+/* The latency quantile f of the n spilled in files[0..nf) (their largest max_ns), as
+ * gsl_stats_quantile_from_sorted_data gives it from the sorted latencies in seconds. */
+static int lat_quantile_of(FILE *const *files, int nf, int64_t n, int64_t max_ns, double f, double *out)
 {
-    const int64_t n = (int64_t)gsl_rstat_n(s->lat_st);
     const double index = f * (double)(n - 1);
     const int64_t lhs = (int64_t)index;
     const double delta = index - (double)lhs;
     int64_t a, b = 0;
-    if (lat_at_rank(s->lat_spill, n, lhs, s->lat_max_ns, &a) ||
-        (lhs < n - 1 && delta != 0 && lat_at_rank(s->lat_spill, n, lhs + 1, s->lat_max_ns, &b)))
+    if (lat_at_rank(files, nf, n, lhs, max_ns, &a) ||
+        (lhs < n - 1 && delta != 0 && lat_at_rank(files, nf, n, lhs + 1, max_ns, &b)))
         return -1;
     const double x = (double)a * 1e-9;
     *out = lhs < n - 1 && delta != 0 ? (1 - delta) * x + delta * ((double)b * 1e-9) : x;
     return 0;
+}
+
+static int lat_quantile(const struct sim *s, double f, double *out)
+{
+    return lat_quantile_of(&s->lat_spill, 1, (int64_t)gsl_rstat_n(s->lat_st), s->lat_max_ns, f, out);
+}
+
+int sim_latency_quantile(struct sim *const *s, int n, double q, double *out)
+{
+    FILE **files = xmalloc(sizeof *files * (size_t)TS_MAX(n, 1));
+    int64_t count = 0, max_ns = 0;
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        files[i] = s[i]->lat_spill;
+        count += (int64_t)gsl_rstat_n(s[i]->lat_st);
+        max_ns = TS_MAX(max_ns, s[i]->lat_max_ns);
+        rc = rc || fflush(files[i]);
+    }
+    *out = 0;
+    if (!rc && count > 0)
+        rc = lat_quantile_of(files, n, count, max_ns, q, out);
+    free(files);
+    return rc ? -1 : 0;
 }
 
 void sim_requests_summary(struct sim *s)

@@ -290,6 +290,35 @@ if $bin engine generate --help 2>/dev/null | grep -q -- --decoder; then
         contains "engine generate $opts" "$msg"
     done
 fi
+# a fleet: replicas behind a router, its summary and each replica's; a fleet file's bad group refused
+# naming the file, the line and the option, before any run
+expect 0 "sim --replicas 3" -- $bin sim --replicas 3 --requests 60 --rps 4 --no-progress
+contains "a fleet's summary" "a fleet of 3 replicas behind router least-outstanding"
+contains "each replica's line" "by replica"
+expect 0 "sim --replicas --json" -- $bin sim --replicas 2 --router round-robin --requests 40 --json --no-progress
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["fleet"]["replicas"] == 2 and [r["routed"] for r in d["replicas"]] == [20, 20] and d["fleet"]["num_finished"] == 40' "$tmp/out"
+then ok; else bad "the fleet's JSON lacks its replicas or round robin's even split"; fi
+printf '# two cards\n2 --gpu h100 --system dllm-serve\n\n1 --gpu l40s  # the slower one\n' >"$tmp/fleet.txt"
+expect 0 "sim --fleet" -- $bin sim --fleet "$tmp/fleet.txt" --requests 60 --rps 4 --no-progress
+contains "a fleet file's groups" "2 x llada-8b on h100 (dllm-serve), 1 x llada-8b on l40s"
+for bad in "2 --gpu h300|fleet.txt:1: unknown GPU 'h300'" "x --gpu h100|fleet.txt:1: count: 'x' is not a number" \
+           "2 --router round-robin|fleet.txt:1: --router: the fleet's option" "0|fleet.txt:1: count: '0'" \
+           "2 --tp 3|fleet.txt:1: --tp: 3 does not divide" "2 --polcy dual|fleet.txt:1: the replica group's options" \
+           "2 --scheduler static|fleet.txt:1: scheduler static sizes its batch"; do
+    printf '%s\n' "${bad%%|*}" >"$tmp/fleet.txt"
+    expect 2 "sim --fleet with '${bad%%|*}'" -- $bin sim --fleet "$tmp/fleet.txt"
+    contains "sim --fleet with '${bad%%|*}'" "${bad#*|}"
+done
+printf '# nothing\n' >"$tmp/fleet.txt"
+expect 2 "sim --fleet of no group" -- $bin sim --fleet "$tmp/fleet.txt"
+contains "sim --fleet of no group" "no replica group"
+expect 2 "sim --fleet missing" -- $bin sim --fleet "$tmp/none.txt"
+contains "sim --fleet missing" "none.txt: cannot open"
+expect 2 "sim --replicas with --fleet" -- $bin sim --replicas 2 --fleet "$tmp/fleet.txt"
+expect 2 "sim --replicas with --db" -- $bin sim --replicas 2 --db "$tmp/fleet.db"
+[ ! -e "$tmp/fleet.db" ] && ok || bad "a refused fleet left a database"
+expect 2 "sim --router unknown" -- $bin sim --replicas 2 --router nearest
+contains "sim --router unknown" "'nearest' is not a router (round-robin, least-outstanding, least-kv, phase-aware)"
 # dllm-cache: every bad value refused by name; the preset runs and stores its parameters; live
 # mode is refused at start, naming what the engine lacks
 for bad in "--update-ratio 0|'0' is not a number in (0..1]" "--update-ratio 1.01|'1.01' is not a number in (0..1]" \

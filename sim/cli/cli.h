@@ -16,6 +16,15 @@ int cli_engine(int argc, char **argv); /* engine/cli_engine.c, built with CUDA *
 
 #define EXIT_USAGE 2
 
+/* tessera sim's own (cli_sim.c): argv parsed into *c (0, 1 for --help, printed, -1 on a usage
+ * error, said); a run's summary as the JSON object --json prints. And a fleet (cli_fleet.c): the
+ * replicas of base (--replicas, --fleet) run behind its router, reported. */
+struct sim_config;
+struct sim_summary;
+int cli_sim_parse(int argc, char **argv, struct sim_config *c);
+struct json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m);
+int cli_fleet(const struct sim_config *base, int argc, char **argv);
+
 /* What the parsers share (cli_common.c). Each error is said on stderr and returns EXIT_USAGE. */
 /* "tessera CMD: unknown option 'ARG' (did you mean NEAR?)": NEAR the nearest of names[0..n)
  * (param_nearest), left out where none is near. */

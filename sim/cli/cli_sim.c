@@ -235,8 +235,7 @@ static void system_cost(struct sim_config *c)
     }
 }
 
-/* Parses argv into *c. Returns 0, 1 for --help (already printed) or -1 on a usage error. */
-static int parse_args(int argc, char **argv, struct sim_config *c)
+int cli_sim_parse(int argc, char **argv, struct sim_config *c)
 {
     sim_config_defaults(c);
     c->progress = isatty(STDERR_FILENO);
@@ -410,7 +409,7 @@ static void print_summary(const struct sim_config *c, const struct sim_summary *
     printf("\n");
 }
 
-static void print_json(const struct sim_config *c, const struct sim_summary *m)
+json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m)
 {
     json_t *o = json_object();
     json_object_set_new(o, "system", json_string(c->system));
@@ -472,6 +471,12 @@ static void print_json(const struct sim_config *c, const struct sim_summary *m)
     for (int i = 0; i < OP_COUNT; i++)
         json_object_set_new(ops, cost_op_name((enum cost_op)i), json_real(m->ops.op_s[i]));
     json_object_set_new(o, "op_seconds", ops);
+    return o;
+}
+
+static void print_json(const struct sim_config *c, const struct sim_summary *m)
+{
+    json_t *o = cli_summary_json(c, m);
     char *txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     printf("%s\n", txt);
     free(txt);
@@ -512,9 +517,11 @@ static int live_tp(struct sim_config *c, int argc, char **argv)
 int cli_sim(int argc, char **argv)
 {
     struct sim_config c;
-    int rc = parse_args(argc, argv, &c);
+    int rc = cli_sim_parse(argc, argv, &c);
     if (rc)
         return rc > 0 ? 0 : EXIT_USAGE;
+    if (c.replicas > 1 || c.fleet[0])
+        return cli_fleet(&c, argc, argv);
     struct ts_err err;
     const struct policy_ops *po = policy_find(c.policy);
     if (c.executor == EXECUTOR_GPU && po && po->engine_lacks) {

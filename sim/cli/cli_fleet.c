@@ -1,0 +1,267 @@
+/*
+ * cli_fleet.c: `tessera sim --replicas N` and `tessera sim --fleet FILE`: replicas of the run behind
+ * one router (sim/fleet.h). A fleet file holds replica groups, one a line: a count, then tessera sim
+ * options over the command line's (the card, the system, the model, the TP degree...), '#' to the
+ * end of a line a comment. Each group is parsed and built before the run; a bad one is refused
+ * naming the file, the line and the option.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+#include "fleet.h"
+#include "sim.h"
+
+#define FLEET_MAX 65536  /* replicas */
+#define GROUP_ARGS 64    /* a group's options' words */
+
+/* The options that describe the fleet itself, which a replica group may not set. */
+static const char *const fleet_opts[] = {"--replicas", "--fleet", "--router", "--router-staleness", "--admit-max",
+                                         "--db", "--executor"};
+
+/* A replica's configuration from the fleet's: one instance, its results not stored on its own. */
+static void as_replica(struct sim_config *c)
+{
+    c->replicas = 1;
+    c->fleet[0] = '\0';
+    c->db[0] = '\0';
+    c->no_steps = true;
+    c->json = false;
+    c->progress = false;
+}
+
+/* Whether the group's configuration builds: the card, model, system and policy known, the TP degree
+ * dividing the model's heads (sim_create_fed refuses what does not). */
+static int group_builds(const struct sim_config *c, const char *where)
+{
+    struct ts_err err;
+    struct sim *s = sim_create_fed(c, &err);
+    if (!s) {
+        fprintf(stderr, "tessera sim: %s: %s\n", where, err.msg);
+        return -1;
+    }
+    sim_destroy(s);
+    return 0;
+}
+
+/* Adds count copies of c to the fleet's configurations (*cfg, *n of them). */
+static int add_group(struct sim_config **cfg, int *n, const struct sim_config *c, long count, const char *where)
+{
+    if (*n + count > FLEET_MAX) {
+        fprintf(stderr, "tessera sim: %s: more than %d replicas in all\n", where, FLEET_MAX);
+        return -1;
+    }
+    *cfg = xrealloc(*cfg, sizeof **cfg * (size_t)(*n + count));
+    for (long i = 0; i < count; i++)
+        (*cfg)[(*n)++] = *c;
+    return 0;
+}
+
+/* One line of the fleet file (its comment cut): a group of replicas, or nothing. */
+static int fleet_line(const char *path, int line, char *text, int argc, char **argv, struct sim_config **cfg, int *n)
+{
+    char where[CFG_PATH + 32];
+    snprintf(where, sizeof where, "%s:%d", path, line);
+    char *words[GROUP_ARGS], *save = NULL;
+    int nw = 0;
+    for (char *w = strtok_r(text, " \t\r\n", &save); w; w = strtok_r(NULL, " \t\r\n", &save)) {
+        if (nw == GROUP_ARGS) {
+            fprintf(stderr, "tessera sim: %s: more than %d words in a replica group\n", where, GROUP_ARGS);
+            return -1;
+        }
+        words[nw++] = w;
+    }
+    if (nw == 0)
+        return 0;
+    char *end = NULL;
+    const long count = strtol(words[0], &end, 10);
+    if (*end || count < 1 || count > FLEET_MAX) {
+        fprintf(stderr, "tessera sim: %s: count: '%s' is not a number of replicas in 1..%d (a group is COUNT "
+                        "then options)\n", where, words[0], FLEET_MAX);
+        return -1;
+    }
+    for (int k = 1; k < nw; k++)
+        for (size_t j = 0; j < TS_ARRAY_LEN(fleet_opts); j++) {
+            const size_t len = strlen(fleet_opts[j]);
+            if (strncmp(words[k], fleet_opts[j], len) == 0 && (words[k][len] == '\0' || words[k][len] == '=')) {
+                fprintf(stderr, "tessera sim: %s: %s: the fleet's option, not a replica group's\n", where,
+                        fleet_opts[j]);
+                return -1;
+            }
+        }
+    /* the command line's options, then the group's over them */
+    char **args = xmalloc(sizeof *args * (size_t)(argc + nw));
+    memcpy(args, argv, sizeof *args * (size_t)argc);
+    memcpy(args + argc, words + 1, sizeof *args * (size_t)(nw - 1));
+    args[argc + nw - 1] = NULL;
+    struct sim_config c;
+    const int rc = cli_sim_parse(argc + nw - 1, args, &c);
+    free(args);
+    if (rc) {
+        fprintf(stderr, "tessera sim: %s: the replica group's options (said above)\n", where);
+        return -1;
+    }
+    as_replica(&c);
+    return group_builds(&c, where) || add_group(cfg, n, &c, count, where) ? -1 : 0;
+}
+
+static int read_fleet(const char *path, int argc, char **argv, struct sim_config **cfg, int *n)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "tessera sim: --fleet %s: cannot open\n", path);
+        return -1;
+    }
+    char buf[4096];
+    int line = 0, rc = 0;
+    while (rc == 0 && fgets(buf, sizeof buf, f)) {
+        line++;
+        if (!strchr(buf, '\n') && !feof(f)) {
+            fprintf(stderr, "tessera sim: %s:%d: a line longer than %zu characters\n", path, line, sizeof buf - 1);
+            rc = -1;
+            break;
+        }
+        char *hash = strchr(buf, '#');
+        if (hash)
+            *hash = '\0';
+        rc = fleet_line(path, line, buf, argc, argv, cfg, n);
+    }
+    fclose(f);
+    if (rc == 0 && *n == 0) {
+        fprintf(stderr, "tessera sim: %s: no replica group (a line: COUNT then tessera sim options)\n", path);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* "8 x llada-8b on h100 (dllm-serve), 16 x ..." of consecutive equal replicas. */
+static void describe(const struct sim_config *cfg, int n, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < n;) {
+        int j = i + 1;
+        while (j < n && strcmp(cfg[j].gpu, cfg[i].gpu) == 0 && strcmp(cfg[j].model, cfg[i].model) == 0 &&
+               strcmp(cfg[j].system, cfg[i].system) == 0 && strcmp(cfg[j].policy, cfg[i].policy) == 0 &&
+               cfg[j].tp == cfg[i].tp)
+            j++;
+        char tp[24] = "";
+        if (cfg[i].tp > 1)
+            snprintf(tp, sizeof tp, " x %d", cfg[i].tp);
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%d x %s on %s%s (%s%s%s)", i ? ", " : "", j - i,
+                 cfg[i].model, cfg[i].gpu, tp, cfg[i].system[0] ? cfg[i].system : "policy ",
+                 cfg[i].system[0] ? "" : cfg[i].policy, "");
+        i = j;
+    }
+}
+
+static void print_fleet(const struct sim_config *base, const struct sim_config *cfg, const struct fleet_result *r)
+{
+    const struct sim_summary *m = &r->fleet;
+    char what[4096];
+    describe(cfg, r->n, what, sizeof what);
+    printf("tessera sim: a fleet of %d replicas behind router %s (its view at most %g s stale)\n", r->n, base->router,
+           base->router_staleness);
+    printf("  replicas      %s\n", what);
+    char refused[64] = "";
+    if (base->admit_max > 0)
+        snprintf(refused, sizeof refused, " (%lld refused by --admit-max)", (long long)r->refused);
+    printf("  requests      %lld finished, %lld rejected%s, %lld preemptions (of %lld)\n", (long long)m->num_finished,
+           (long long)m->num_rejected, refused, (long long)m->num_preemptions, (long long)m->num_requests);
+    const double span = (double)m->makespan_ns * 1e-9;
+    printf("  makespan      %.3f s over %lld steps of the replicas\n", span, (long long)m->num_steps);
+    printf("  throughput    %.1f generated tokens/s (%.1f content tokens/s, %.3f req/s)\n", m->throughput_tok_s,
+           m->content_tok_s, m->req_s);
+    printf("  latency (s)   mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  std %.3f  max-min %.3f\n", m->lat_mean_s,
+           m->lat_p50_s, m->lat_p90_s, m->lat_p99_s, m->lat_std_s, m->lat_span_s);
+    printf("  first block   mean %.3f s after arrival; queueing mean %.3f s\n", m->ttfb_mean_s, m->queue_mean_s);
+    printf("  energy        %.0f J: %.3f J a generated token, %.1f J a request; mean %.0f W (idle replicas "
+           "included)\n", m->energy_j, m->energy_per_token_j, m->energy_per_request_j, m->mean_power_w);
+    if (base->slo > 0)
+        printf("  SLO           %.1f%% of requests finished within %.3f s of their arrival (--slo)\n",
+               100.0 * m->slo_attainment, base->slo);
+    if (r->n > 32) {
+        printf("  by replica    (%d replicas: --json gives each one's summary)\n", r->n);
+        return;
+    }
+    printf("  by replica    %3s %-10s %-12s %8s %8s %9s %7s %9s\n", "#", "gpu", "system", "routed", "finished",
+           "p99 (s)", "busy", "J/token");
+    for (int i = 0; i < r->n; i++) {
+        const struct sim_summary *s = &r->replica[i];
+        printf("                %3d %-10s %-12s %8lld %8lld %9.3f %6.1f%% %9.3f\n", i, cfg[i].gpu,
+               cfg[i].system[0] ? cfg[i].system : cfg[i].policy, (long long)r->routed[i], (long long)s->num_finished,
+               s->lat_p99_s, span > 0 ? 100.0 * s->busy_s / span : 0, s->energy_per_token_j);
+    }
+}
+
+static void print_fleet_json(const struct sim_config *base, const struct sim_config *cfg, const struct fleet_result *r)
+{
+    json_t *o = json_object(), *f = cli_summary_json(base, &r->fleet), *reps = json_array();
+    json_object_set_new(f, "replicas", json_integer(r->n));
+    json_object_set_new(f, "router", json_string(base->router));
+    json_object_set_new(f, "router_staleness_s", json_real(base->router_staleness));
+    json_object_set_new(f, "refused", json_integer(r->refused));
+    json_object_set_new(o, "fleet", f);
+    for (int i = 0; i < r->n; i++) {
+        json_t *s = cli_summary_json(&cfg[i], &r->replica[i]);
+        json_object_set_new(s, "routed", json_integer(r->routed[i]));
+        json_array_append_new(reps, s);
+    }
+    json_object_set_new(o, "replicas", reps);
+    char *txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    printf("%s\n", txt);
+    free(txt);
+    json_decref(o);
+}
+
+int cli_fleet(const struct sim_config *base, int argc, char **argv)
+{
+    if (base->db[0]) {
+        fprintf(stderr, "tessera sim: --db with a fleet: a fleet's runs are reported (--json gives each replica's), "
+                        "not stored\n");
+        return EXIT_USAGE;
+    }
+    if (base->executor == EXECUTOR_GPU) {
+        fprintf(stderr, "tessera sim: --executor gpu with a fleet: a fleet is simulated (--executor model)\n");
+        return EXIT_USAGE;
+    }
+    if (base->replicas > 1 && base->fleet[0]) {
+        fprintf(stderr, "tessera sim: --replicas and --fleet: one or the other (a fleet file's groups give their "
+                        "counts)\n");
+        return EXIT_USAGE;
+    }
+    struct sim_config *cfg = NULL;
+    int n = 0;
+    if (base->fleet[0]) {
+        if (read_fleet(base->fleet, argc, argv, &cfg, &n)) {
+            free(cfg);
+            return EXIT_USAGE;
+        }
+    } else {
+        struct sim_config c = *base;
+        as_replica(&c);
+        if (group_builds(&c, "--replicas") || add_group(&cfg, &n, &c, base->replicas, "--replicas")) {
+            free(cfg);
+            return EXIT_USAGE;
+        }
+    }
+    const struct fleet_opts o = {.router = router_find(base->router), .staleness_s = base->router_staleness,
+                                 .admit_max = base->admit_max, .progress = base->progress};
+    struct fleet_result r;
+    struct ts_err err;
+    if (fleet_run(base, cfg, n, &o, &r, &err)) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        free(cfg);
+        return EXIT_USAGE;
+    }
+    if (base->json)
+        print_fleet_json(base, cfg, &r);
+    else
+        print_fleet(base, cfg, &r);
+    fleet_result_free(&r);
+    free(cfg);
+    return 0;
+}

@@ -1,0 +1,69 @@
+/*
+ * fleet.h: a fleet of serving instances (replicas) behind one router. Each replica is a simulator
+ * instance of its own configuration (card, model, system, TP degree: fleets may mix them) whose
+ * requests are fed to it (sim_create_fed); the router takes the workload's arrivals in order and
+ * places each on a replica by its policy, from what it sees of the replicas' load.
+ *
+ * What the router sees: each replica's load (sim_load) as it was at the last refresh of its view,
+ * every `staleness` seconds of simulated time (0: at every arrival), plus the requests it has sent
+ * each replica since (a router knows what it routed). Admission control: with admit_max > 0 a
+ * request that finds every replica holding admit_max outstanding requests or more (as the router
+ * sees them) is refused by the fleet.
+ *
+ * Adding a router: one `const struct router_ops` in fleet.c's table: its name, help and pick.
+ */
+#ifndef TESSERA_FLEET_H
+#define TESSERA_FLEET_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "sim.h"
+#include "util.h"
+
+/* A replica's load as the router sees it. */
+struct router_view {
+    struct sim_load load; /* at the view's last refresh */
+    int64_t sent;         /* requests routed to it since */
+};
+
+struct router_ops {
+    const char *name;
+    const char *help;
+    /* The replica (0..n) for the next request; *next is the router's own cursor (round robin's
+     * next replica, and where ties start from). */
+    int (*pick)(const struct router_view *v, int n, int *next);
+};
+
+const struct router_ops *router_find(const char *name);
+const struct router_ops *router_get(int i); /* the i-th of the table, NULL past its end */
+void router_list(char *buf, size_t len);
+
+struct fleet_opts {
+    const struct router_ops *router;
+    double staleness_s; /* the view's refresh interval (0: every arrival) */
+    int64_t admit_max;  /* > 0: refuse a request every replica holds this many for */
+    bool progress;      /* a progress line on stderr */
+};
+
+/* The fleet's results: its summary over every replica's requests, and each replica's own. */
+struct fleet_result {
+    int n;
+    struct sim_summary fleet;       /* merged: counts and tokens summed, latencies over all finished
+                                     * requests (percentiles exact), energy with every replica's idle
+                                     * draw to the fleet's last finish */
+    struct sim_summary *replica;    /* [n] */
+    int64_t *routed;                /* [n] requests routed to each */
+    int64_t refused;                /* requests the fleet's admission refused */
+    double run_wall_s;
+};
+
+/* Runs the workload of `workload` (its trace or generator options) through replicas with configs
+ * cfg[0..n) behind the router. Returns -1 with err (naming the replica) where a replica cannot be
+ * built or a step cannot be priced. */
+int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, int n, const struct fleet_opts *o,
+              struct fleet_result *out, struct ts_err *err);
+void fleet_result_free(struct fleet_result *r);
+
+#endif

@@ -1,0 +1,210 @@
+/*
+ * check_fleet.c: replicas behind a router (fleet.h). A fleet of one replica is the instance itself,
+ * event for event; round robin's split of a trace, each part run as an instance of its own, gives
+ * the fleet's latency percentiles exactly (an oracle that sorts every request's latency); the
+ * routers place by what they see, stale views included; admission refuses when every replica is
+ * full; energy counts each replica's idle draw to the fleet's end.
+ */
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fleet.h"
+#include "sim_internal.h"
+#include "test_util.h"
+
+/* A tessera-format trace of n requests, request i arriving at i * gap_ms with prompt 100 + 37 i % 400
+ * and output 64; with parts > 0 only the requests i = part (mod parts)... of them, into slot's file. */
+static const char *trace_file(int slot, int n, double gap_ms, int parts, int part)
+{
+    char *text = xmalloc(64 * (size_t)(n + 1));
+    int len = sprintf(text, "arrival_ns,prompt_tokens,output_tokens\n");
+    for (int i = 0; i < n; i++)
+        if (parts == 0 || i % parts == part)
+            len += sprintf(text + len, "%lld,%d,64\n", (long long)(i * gap_ms * 1e6), 100 + 37 * i % 400);
+    const char *path = tmp_file(slot, ".csv", text);
+    free(text);
+    return path;
+}
+
+static void config(struct sim_config *c, const char *trace)
+{
+    test_config(c);
+    snprintf(c->trace, sizeof c->trace, "%s", trace);
+    c->requests = 0;
+    c->rps = 0;
+    c->gen_len = 64;
+}
+
+static void run_fleet(const struct sim_config *c, int n, const char *router, double stale_s, int64_t admit_max,
+                      struct fleet_result *r)
+{
+    struct sim_config *cfg = xmalloc(sizeof *cfg * (size_t)n);
+    for (int i = 0; i < n; i++)
+        cfg[i] = *c;
+    const struct fleet_opts o = {.router = router_find(router), .staleness_s = stale_s, .admit_max = admit_max};
+    ck_assert_ptr_nonnull(o.router);
+    struct ts_err err;
+    ck_assert_msg(fleet_run(c, cfg, n, &o, r, &err) == 0, "%s", err.msg);
+    free(cfg);
+}
+
+/* A fleet of one replica runs the instance's run: the same requests, steps, latencies and energy. */
+START_TEST(one_replica_is_the_instance)
+{
+    struct sim_config c;
+    config(&c, trace_file(0, 150, 90, 0, 0));
+    struct ts_err err;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    ck_assert_int_eq(sim_run(s, &err), 0);
+    struct sim_summary a;
+    sim_get_summary(s, &a);
+    sim_destroy(s);
+    struct fleet_result r;
+    run_fleet(&c, 1, "round-robin", 0, 0, &r);
+    const struct sim_summary *b = &r.fleet;
+    ck_assert_int_eq(b->num_finished, a.num_finished);
+    ck_assert_int_eq(b->num_steps, a.num_steps);
+    ck_assert_int_eq(b->tokens_decoded, a.tokens_decoded);
+    ck_assert_int_eq(b->makespan_ns, a.makespan_ns);
+    ck_assert_int_eq(b->num_preemptions, a.num_preemptions);
+    ck_assert_double_eq_tol(b->lat_mean_s, a.lat_mean_s, 1e-12);
+    ck_assert_double_eq(b->lat_p50_s, a.lat_p50_s);
+    ck_assert_double_eq(b->lat_p99_s, a.lat_p99_s);
+    ck_assert_double_eq_tol(b->lat_std_s, a.lat_std_s, 1e-9);
+    ck_assert_double_eq_tol(b->energy_j, a.energy_j, 1e-6 * a.energy_j);
+    ck_assert_int_eq(r.routed[0], 150);
+    fleet_result_free(&r);
+}
+END_TEST
+
+/* Round robin over three replicas: each its third of the trace, and the fleet's percentiles those
+ * of every request's latency, sorted (each third run as an instance of its own, its requests kept). */
+START_TEST(round_robin_percentiles_exact)
+{
+    enum { N = 180, K = 3 };
+    struct sim_config c;
+    config(&c, trace_file(0, N, 40, 0, 0));
+    struct fleet_result r;
+    run_fleet(&c, K, "round-robin", 0, 0, &r);
+    double lat[N];
+    int n = 0;
+    int64_t tokens = 0;
+    for (int k = 0; k < K; k++) {
+        ck_assert_int_eq(r.routed[k], N / K);
+        struct sim_config p;
+        config(&p, trace_file(1 + k, N, 40, K, k));
+        struct ts_err err;
+        struct sim *s = sim_create(&p, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        sim_keep_requests(s);
+        ck_assert_int_eq(sim_run(s, &err), 0);
+        for (int64_t i = 0; i < s->num_reqs; i++) {
+            const struct request *q = sim_req(s, i);
+            ck_assert_int_eq(q->state, REQ_FINISHED);
+            lat[n++] = (double)(q->finish_ns - q->arrival_ns) * 1e-9;
+            tokens += q->decoded_total;
+        }
+        struct sim_summary m;
+        sim_get_summary(s, &m);
+        ck_assert_double_eq(m.lat_p99_s, r.replica[k].lat_p99_s); /* the replica ran its third alone */
+        sim_destroy(s);
+    }
+    ck_assert_int_eq(n, N);
+    ck_assert_int_eq(r.fleet.tokens_decoded, tokens);
+    gsl_sort(lat, 1, N);
+    ck_assert_double_eq_tol(r.fleet.lat_p50_s, gsl_stats_quantile_from_sorted_data(lat, 1, N, 0.50), 1e-9);
+    ck_assert_double_eq_tol(r.fleet.lat_p90_s, gsl_stats_quantile_from_sorted_data(lat, 1, N, 0.90), 1e-9);
+    ck_assert_double_eq_tol(r.fleet.lat_p99_s, gsl_stats_quantile_from_sorted_data(lat, 1, N, 0.99), 1e-9);
+    ck_assert_double_eq_tol(r.fleet.lat_mean_s, gsl_stats_mean(lat, 1, N), 1e-9);
+    ck_assert_double_eq_tol(r.fleet.lat_std_s, gsl_stats_sd(lat, 1, N), 1e-6);
+    ck_assert_double_eq_tol(r.fleet.lat_span_s, lat[N - 1] - lat[0], 1e-9);
+    /* energy: each replica's own, and its idle draw from its last finish to the fleet's */
+    double e = 0;
+    for (int k = 0; k < K; k++)
+        e += r.replica[k].energy_j +
+             r.replica[k].idle_w * (double)(r.fleet.makespan_ns - r.replica[k].makespan_ns) * 1e-9;
+    ck_assert_double_eq_tol(r.fleet.energy_j, e, 1e-9 * e);
+    fleet_result_free(&r);
+}
+END_TEST
+
+/* A mixed fleet under load: least-outstanding sends the fast card more than the slow one and beats
+ * round robin's tail; a view that never refreshes leaves the router only what it sent, which is
+ * round robin; phase-aware places every request. */
+START_TEST(routers_place_by_load)
+{
+    struct sim_config fast, slow;
+    config(&fast, trace_file(0, 240, 25, 0, 0));
+    slow = fast;
+    snprintf(slow.gpu, sizeof slow.gpu, "l40s");
+    const struct sim_config cfg[2] = {fast, slow};
+    struct fleet_result rr, lo, stale, ph;
+    struct ts_err err;
+    struct fleet_opts o = {.router = router_find("round-robin")};
+    ck_assert_int_eq(fleet_run(&fast, cfg, 2, &o, &rr, &err), 0);
+    o.router = router_find("least-outstanding");
+    ck_assert_int_eq(fleet_run(&fast, cfg, 2, &o, &lo, &err), 0);
+    o.staleness_s = 1e3;
+    ck_assert_int_eq(fleet_run(&fast, cfg, 2, &o, &stale, &err), 0);
+    o.router = router_find("phase-aware"), o.staleness_s = 0;
+    ck_assert_int_eq(fleet_run(&fast, cfg, 2, &o, &ph, &err), 0);
+    ck_assert_int_eq(rr.routed[0], 120);
+    ck_assert_int_eq(rr.routed[1], 120);
+    ck_assert_msg(lo.routed[0] > lo.routed[1] + 20, "least-outstanding: %lld to the H200, %lld to the L40S",
+                  (long long)lo.routed[0], (long long)lo.routed[1]);
+    ck_assert_msg(lo.fleet.lat_p99_s < rr.fleet.lat_p99_s, "p99 %.3f against round robin's %.3f", lo.fleet.lat_p99_s,
+                  rr.fleet.lat_p99_s);
+    ck_assert_int_eq(stale.routed[0], 120);
+    ck_assert_int_eq(stale.routed[1], 120);
+    ck_assert_int_eq(ph.routed[0] + ph.routed[1], 240);
+    ck_assert_int_eq(ph.fleet.num_finished, 240);
+    fleet_result_free(&rr), fleet_result_free(&lo), fleet_result_free(&stale), fleet_result_free(&ph);
+}
+END_TEST
+
+/* Admission: with every replica holding admit_max requests an arrival is refused by the fleet, and
+ * counted among the rejected; the others all finish. */
+START_TEST(admission_refuses_when_full)
+{
+    struct sim_config c;
+    config(&c, trace_file(0, 200, 5, 0, 0));
+    struct fleet_result r;
+    run_fleet(&c, 2, "least-outstanding", 0, 4, &r);
+    ck_assert(r.refused > 0);
+    ck_assert_int_eq(r.fleet.num_requests, 200);
+    ck_assert_int_eq(r.fleet.num_rejected, r.refused);
+    ck_assert_int_eq(r.fleet.num_finished + r.refused, 200);
+    ck_assert_int_eq(r.routed[0] + r.routed[1] + r.refused, 200);
+    fleet_result_free(&r);
+    struct sim_config bad = c;
+    snprintf(bad.gpu, sizeof bad.gpu, "h300");
+    const struct sim_config cfg[2] = {c, bad};
+    const struct fleet_opts o = {.router = router_find("round-robin")};
+    struct ts_err err;
+    ck_assert_int_ne(fleet_run(&c, cfg, 2, &o, &r, &err), 0);
+    ck_assert_msg(strstr(err.msg, "replica 1") && strstr(err.msg, "h300"), "%s", err.msg);
+    c.scheduler[0] = '\0';
+    snprintf(c.scheduler, sizeof c.scheduler, "static");
+    const struct sim_config st[1] = {c};
+    ck_assert_int_ne(fleet_run(&c, st, 1, &o, &r, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "static"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("fleet");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, one_replica_is_the_instance);
+    tcase_add_test(tc, round_robin_percentiles_exact);
+    tcase_add_test(tc, routers_place_by_load);
+    tcase_add_test(tc, admission_refuses_when_full);
+    suite_add_tcase(s, tc);
+    return run_suite("fleet", s) ? EXIT_FAILURE : EXIT_SUCCESS;
+}
