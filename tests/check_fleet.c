@@ -167,6 +167,33 @@ START_TEST(routers_place_by_load)
 }
 END_TEST
 
+/* Each router's pick from a view, by hand: the load it saw plus what it sent since. */
+START_TEST(router_picks_by_the_view)
+{
+    const struct router_view v[3] = {{.load = {.outstanding = 3, .refreshing = 2, .kv_used = 0.5}, .sent = 0},
+                                     {.load = {.outstanding = 0, .refreshing = 0, .kv_used = 0.2}, .sent = 5},
+                                     {.load = {.outstanding = 4, .refreshing = 1, .kv_used = 0.9}, .sent = 0}};
+    int next = 0;
+    ck_assert_int_eq(router_find("least-outstanding")->pick(v, 3, &next), 0); /* 3 < 5 (0 + 5 sent) < 4 */
+    ck_assert_int_eq(next, 1);
+    next = 0;
+    ck_assert_int_eq(router_find("least-kv")->pick(v, 3, &next), 1);
+    next = 0;
+    ck_assert_int_eq(router_find("phase-aware")->pick(v, 3, &next), 2); /* refreshing 1 + 0 sent */
+    next = 2;
+    ck_assert_int_eq(router_find("round-robin")->pick(v, 3, &next), 2);
+    ck_assert_int_eq(router_find("round-robin")->pick(v, 3, &next), 0);
+    const struct router_view tie[2] = {{.load = {.outstanding = 1}}, {.load = {.outstanding = 1}}};
+    next = 1; /* ties from the cursor on */
+    ck_assert_int_eq(router_find("least-outstanding")->pick(tie, 2, &next), 1);
+    ck_assert_int_eq(router_find("least-outstanding")->pick(tie, 2, &next), 0);
+    ck_assert_ptr_null(router_find("nearest"));
+    char list[256];
+    router_list(list, sizeof list);
+    ck_assert_str_eq(list, "round-robin, least-outstanding, least-kv, phase-aware");
+}
+END_TEST
+
 /* Admission: with every replica holding admit_max requests an arrival is refused by the fleet, and
  * counted among the rejected; the others all finish. */
 START_TEST(admission_refuses_when_full)
@@ -204,6 +231,7 @@ int main(void)
     tcase_add_test(tc, one_replica_is_the_instance);
     tcase_add_test(tc, round_robin_percentiles_exact);
     tcase_add_test(tc, routers_place_by_load);
+    tcase_add_test(tc, router_picks_by_the_view);
     tcase_add_test(tc, admission_refuses_when_full);
     suite_add_tcase(s, tc);
     return run_suite("fleet", s) ? EXIT_FAILURE : EXIT_SUCCESS;

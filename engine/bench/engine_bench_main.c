@@ -249,8 +249,6 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc == 1 ? 0 : rc;
-    struct eng_choices ch;
-    eng_choices_of(&a.choices, &ch);
-    eng_set_choices(&ch);
+    eng_choices_use(&a.choices);
     return a.tp > 1 ? run_tp(&a, argc, argv) : run_bench(&a);
 }

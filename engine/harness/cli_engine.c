@@ -283,9 +283,7 @@ int cli_engine(int argc, char **argv)
     int rc = parse_engine_args(argc - 1, argv + 1, &a);
     if (rc)
         return rc == 1 ? 0 : rc;
-    struct eng_choices ch;
-    eng_choices_of(&a.choices, &ch);
-    eng_set_choices(&ch);
+    eng_choices_use(&a.choices);
     if (!a.db) {
         fprintf(stderr, "tessera engine %s: which database? (--db FILE)\n", a.sub);
         return EXIT_USAGE;

@@ -366,9 +366,7 @@ int eng_generate_main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc == 1 ? 0 : rc;
-    struct eng_choices ch;
-    eng_choices_of(&a.choices, &ch);
-    eng_set_choices(&ch);
+    eng_choices_use(&a.choices);
     struct ts_err err;
     struct model_cfg m;
     if (model_resolve(a.model, &m, &err)) {

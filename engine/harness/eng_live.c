@@ -33,9 +33,7 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
 {
     const struct sim_config *c = sim_config(s);
     const struct model_cfg *m = sim_model(s);
-    struct eng_choices ch;
-    eng_choices_of(c, &ch);
-    eng_set_choices(&ch); /* the run's engine options (stored with it) */
+    eng_choices_use(c); /* the run's engine options (stored with it) */
     struct eng_opts o;
     eng_opts_defaults(&o);
     const double cap = sim_sched_param(s, "max-num-batched-tokens", 0); /* the phase scheduler's step cap */
@@ -74,9 +72,10 @@ void eng_opts_follow_impl(struct eng_opts *o, const char *impl_name)
         o->ffn = 1;
 }
 
-void eng_choices_of(const struct sim_config *c, struct eng_choices *ch)
+void eng_choices_use(const struct sim_config *c)
 {
-    *ch = (struct eng_choices){.attention = c->attention, .ffn = c->ffn, .routing = c->routing,
-                               .select_at = c->select_at, .portable = c->kernels == 1,
-                               .gemm_algos = c->gemm_algos, .gemm_cache = c->gemm_cache[0] ? c->gemm_cache : NULL};
+    const struct eng_choices ch = {.attention = c->attention, .ffn = c->ffn, .routing = c->routing,
+                                   .select_at = c->select_at, .portable = c->kernels == 1, .gemm_algos = c->gemm_algos,
+                                   .gemm_cache = c->gemm_cache[0] ? c->gemm_cache : NULL};
+    eng_set_choices(&ch);
 }

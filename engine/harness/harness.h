@@ -25,8 +25,9 @@ struct sim_config;
         {"gemm-cache", required_argument, 0, ENG_CHOICE_OPT}
 extern const char eng_choices_usage[];
 int eng_choice_take(const char *cmd, const char *name, const char *value, struct sim_config *c);
-/* The engine's choices a configuration holds (its gemm_cache is pointed to, not copied). */
-void eng_choices_of(const struct sim_config *c, struct eng_choices *ch);
+/* Sets the engine's choices (eng_set_choices) to those a configuration holds (its gemm_cache is
+ * pointed to, not copied). */
+void eng_choices_use(const struct sim_config *c);
 
 /* --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG] (text) into st[5] (KV_LONG 0 when not given): -1, said on
  * stderr naming cmd, when malformed or out of range, or st NULL (one step more than the max a

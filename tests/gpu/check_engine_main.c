@@ -86,9 +86,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "check_engine: unexpected argument '%s' (see --help)\n", argv[optind]);
         return EXIT_USAGE;
     }
-    struct eng_choices ch;
-    eng_choices_of(&choices, &ch);
-    eng_set_choices(&ch);
+    eng_choices_use(&choices);
     setvbuf(stdout, NULL, _IOLBF, 0); /* a line a check, kept whole when a sanitizer's time limit kills the run */
     if (tp == 1)
         return check_engine_run((uint64_t)seed, only, (int)part, (int)parts, stdout);
