@@ -61,7 +61,7 @@ mutations=(
     "vicinity window one token short at the end|sim/policy_vicinity.c|    *hi = end + w < r->L ? end + w : r->L;|    *hi = end + w < r->L ? end + w : r->L - 1;|check_policy"
     "delayed cache commits one position short|sim/policy_block_delayed.c|st->commit_rest = req_block_len(r, r->cur_block - 1) - st->cached;|st->commit_rest = req_block_len(r, r->cur_block - 1) - st->cached - 1;|check_policy"
     "reservations from the theoretical peak|sim/core/act_cache.c|        *e = (struct entry){{key[0], key[1]}, pl.arena_bytes, -1, packs};|        *e = (struct entry){{key[0], key[1]}, opgraph_peak(&c->graph), -1, packs};|check_sched"
-    "the GPUs' idle draw left out between steps|sim/sim.c|    out->energy_j = s->sum.busy_energy_j + sim_gpus(s) * s->gpu.idle_w * fmax(0, span - s->sum.busy_s);|    out->energy_j = s->sum.busy_energy_j;|check_sim"
+    "the GPUs' idle draw left out between steps|sim/sim.c|    out->energy_j = s->sum.busy_energy_j + out->idle_w * fmax(0, span - s->sum.busy_s);|    out->energy_j = s->sum.busy_energy_j;|check_sim"
     "a step's energy on one GPU whatever --tp says|sim/sim.c|    return sim_gpus(s) * secs * (s->gpu.idle_w + (s->gpu.tdp_w - s->gpu.idle_w) * share);|    return secs * (s->gpu.idle_w + (s->gpu.tdp_w - s->gpu.idle_w) * share);|check_sim"
     "every request within the SLO|sim/sim_requests.c|        s->sum.slo_met += s->cfg.slo > 0 && (double)ns <= s->cfg.slo * 1e9;|        s->sum.slo_met += s->cfg.slo > 0;|check_sim"
     "the compact graph keeps one layer in all|sim/core/opgraph.c|        if (compact && L > 0 && model_is_moe_layer(m, L) == model_is_moe_layer(m, L - 1))|        if (compact && L > 0)|check_planner"
