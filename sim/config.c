@@ -177,8 +177,7 @@ const struct cfg_option cfg_options[] = {
     {"seed", INT64, FIELD(seed), .def = "1", .lo = 0, .hi = 1099511627776.0, .unit = "", .arg = "S", .group = WORK,
      .help = "run seed: arrivals, lengths and every request's decode stream"},
     {"slo", REAL, FIELD(slo), .def = "0", .lo = 0, .hi = 1e9, .unit = "seconds", .arg = "S", .group = WORK,
-     .shown = "none", .help = "a latency objective: the summary gives the share of requests finished within S of "
-                              "their arrival (rejected ones miss it)"},
+     .shown = "none", .help = "the summary's share of requests finished within S of their arrival"},
     {"skip-bad-rows", FLAG, FIELD(skip_bad_rows), .def = "0", .group = WORK,
      .help = "skip and count malformed trace rows instead of stopping"},
     {"clip-prompt", FLAG, FIELD(clip_prompt), .def = "0", .group = WORK,
@@ -193,12 +192,13 @@ const struct cfg_option cfg_options[] = {
      .help = "where each arrival goes:"},
     {"router-staleness", REAL, FIELD(router_staleness), .def = "0", .lo = 0, .hi = 3600, .unit = "seconds",
      .arg = "S", .group = FLEET, .help = "the router sees the replicas' load as of S ago at most (0: now)"},
+    {"autoscale", TEXT, FIELD(autoscale), .def = "", .arg = "SPEC", .group = FLEET, .shown = "off",
+     .help = "replicas started and stopped by queue depth: min=N,up=Q,down=Q,every=S,delay=S,cooldown=S"},
     {"admit-max", INT64, FIELD(admit_max), .def = "0", .lo = 0, .hi = 1e9, .unit = "requests", .arg = "N",
      .group = FLEET, .help = "refuse an arrival when every replica holds N requests (0: never)"},
     {"db", CFG_TEXT, FIELD(db), .def = "", .arg = "FILE", .group = OUT, .shown = "none",
      .help = "runs, requests, steps, segments and summary to SQLite in one transaction; a database holding runs "
-             "is refused unless --append or --replace (before the run, status 2; at its end, status 1, where "
-             "another writer gave it a run meanwhile)"},
+             "is refused unless --append or --replace (status 2; 1 where another writer added one meanwhile)"},
     {"append", CFG_SET, FIELD(db_mode), .value = DB_APPEND, .def = "0", .group = OUT,
      .help = "add this run beside the database's runs, or replace them (--append checks a database of up to "
              "128 MiB for damage first: tessera db check)"},
@@ -358,6 +358,9 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
     }
     double scale[OP_COUNT];
     if (cost_op_scale_parse(c->op_scale, scale, err))
+        return -1;
+    struct fleet_scale autoscale;
+    if (fleet_scale_parse(c->autoscale, &autoscale, err))
         return -1;
     if (!router_find(c->router)) {
         char list[256];

@@ -77,6 +77,7 @@ struct sim_config {
     char router[CFG_STR];      /* the router's policy (fleet.c's table) */
     double router_staleness;   /* seconds between refreshes of the router's view (0: every arrival) */
     int64_t admit_max;         /* refuse an arrival every replica holds this many requests for (0: never) */
+    char autoscale[CFG_STR];   /* the autoscaler's settings (fleet_autoscale_parse; "" = off) */
 
     /* dLLM generation */
     int32_t gen_len;           /* G for every request; 0 = the trace's output length rounded up to blocks */

@@ -1,12 +1,15 @@
 /*
  * fleet.c: replicas behind a router (fleet.h). The workload's arrivals are taken in order; at each,
- * the router's view is refreshed where it is due (every replica run up to the arrival, its load
- * read), the router picks a replica, which is run up to the arrival and fed the request. Once the
+ * the autoscaler's readings due before it are taken (every replica run up to each), the router's
+ * view is refreshed where it is due (every replica run up to the arrival, its load read), the
+ * router picks an open replica, which is run up to the arrival and fed the request. Once the
  * workload is spent, every replica runs to its end and the fleet's summary is merged from theirs.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "fleet.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,22 +20,28 @@
 
 static int pick_round_robin(const struct router_view *v, int n, int *next)
 {
-    (void)v;
-    const int k = *next % n;
+    int k = *next % n;
+    for (int j = 0; j < n && v[k].closed; j++)
+        k = (k + 1) % n;
     *next = (k + 1) % n;
     return k;
 }
 
-/* The replica of the least key, ties to the first met from the cursor on (which then moves past it,
- * so that equal replicas take turns). */
+/* The open replica of the least key, ties to the first met from the cursor on (which then moves past
+ * it, so that equal replicas take turns). */
 static int least(const struct router_view *v, int n, int *next, double (*key)(const struct router_view *))
 {
-    int best = *next % n;
-    for (int j = 1; j < n; j++) {
+    int best = -1;
+    double kb = 0;
+    for (int j = 0; j < n; j++) {
         const int k = (*next + j) % n;
-        if (key(&v[k]) < key(&v[best]))
-            best = k;
+        if (v[k].closed)
+            continue;
+        const double kk = key(&v[k]);
+        if (best < 0 || kk < kb)
+            best = k, kb = kk;
     }
+    TS_ASSERT(best >= 0);
     *next = (best + 1) % n;
     return best;
 }
@@ -98,9 +107,108 @@ static void refresh_view(struct sim **r, int n, int64_t t, struct router_view *v
 static bool fleet_full(const struct router_view *v, int n, int64_t admit_max)
 {
     for (int i = 0; i < n; i++)
-        if (v[i].load.outstanding + v[i].sent < admit_max)
+        if (!v[i].closed && v[i].load.outstanding + v[i].sent < admit_max)
             return false;
     return true;
+}
+
+/* --- the autoscaler ------------------------------------------------------------------------ */
+
+int fleet_scale_parse(const char *spec, struct fleet_scale *out, struct ts_err *err)
+{
+    *out = (struct fleet_scale){.min = 1, .up = 8, .down = 2, .every_s = 10, .delay_s = 60, .cooldown_s = 120};
+    if (!spec || !*spec)
+        return 0;
+    out->on = true;
+    static const char *const keys[] = {"min", "up", "down", "every", "delay", "cooldown"};
+    double *const field[] = {NULL, &out->up, &out->down, &out->every_s, &out->delay_s, &out->cooldown_s};
+    char text[CFG_STR];
+    snprintf(text, sizeof text, "%s", spec);
+    char *save = NULL;
+    for (char *kv = strtok_r(text, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        size_t k = 0;
+        while (eq && k < TS_ARRAY_LEN(keys) && (strlen(keys[k]) != (size_t)(eq - kv) || strncmp(kv, keys[k], (size_t)(eq - kv))))
+            k++;
+        if (!eq || k == TS_ARRAY_LEN(keys))
+            return ts_fail(err, "--autoscale '%s': '%s' is not KEY=VALUE of min, up, down, every, delay or cooldown",
+                           spec, kv);
+        double v;
+        if (ts_parse_double(eq + 1, &v) || !(v >= 0 && v <= 1e6) || (k == 0 && (v < 1 || v != floor(v))) ||
+            (k == 3 && v <= 0))
+            return ts_fail(err, "--autoscale '%s': %s '%s' must be %s", spec, keys[k], eq + 1,
+                           k == 0 ? "a whole number of replicas, at least 1" : k == 3 ? "seconds above 0"
+                                                                             : "a number in 0..1000000");
+        if (k == 0)
+            out->min = (int)v;
+        else
+            *field[k] = v;
+    }
+    if (out->down >= out->up)
+        return ts_fail(err, "--autoscale '%s': down (%g) must be below up (%g), or replicas start and stop in turn",
+                       spec, out->down, out->up);
+    return 0;
+}
+
+enum { R_OFF = 0, R_STARTING, R_UP, R_DRAINING };
+
+/* The fleet's state as the autoscaler keeps it. */
+struct scaler {
+    uint8_t *state;
+    double *ready_s, *since_s; /* when a starting replica takes requests; when each was started */
+    double next_s, last_down_s;
+    size_t cap;
+};
+
+/* Opens the view to the replicas up (a starting one once ready), closes it to the others. */
+static void scaler_doors(const struct scaler *sc, double t_s, int n, struct router_view *v)
+{
+    for (int i = 0; i < n; i++) {
+        if (sc->state[i] == R_STARTING && sc->ready_s[i] <= t_s)
+            sc->state[i] = R_UP;
+        v[i].closed = sc->state[i] != R_UP;
+    }
+}
+
+/* The autoscaler's reading at t (every replica run up to it, its load read). */
+static void scaler_tick(struct scaler *sc, const struct fleet_scale *fs, struct sim **r, int n, double t_s,
+                        struct router_view *v, struct fleet_result *out)
+{
+    const int64_t t_ns = (int64_t)(t_s * 1e9);
+    for (int i = 0; i < n; i++) {
+        sim_advance(r[i], t_ns);
+        sim_load(r[i], &v[i].load);
+        v[i].sent = 0;
+        if (sc->state[i] == R_DRAINING && v[i].load.outstanding == 0) { /* drained: stopped */
+            sc->state[i] = R_OFF;
+            out->active_s[i] += t_s - sc->since_s[i];
+        }
+    }
+    scaler_doors(sc, t_s, n, v);
+    int up = 0, starting = 0, off = -1, drain = -1;
+    int64_t held = 0, all = 0;
+    for (int i = 0; i < n; i++) {
+        all += v[i].load.outstanding;
+        if (sc->state[i] == R_UP) {
+            up++, held += v[i].load.outstanding;
+            if (drain < 0 || v[i].load.outstanding <= v[drain].load.outstanding)
+                drain = i;
+        }
+        starting += sc->state[i] == R_STARTING;
+        if (sc->state[i] == R_OFF && off < 0)
+            off = i;
+    }
+    const double mean = up > 0 ? (double)held / up : 0;
+    if (mean > fs->up && off >= 0 && starting == 0) {
+        sc->state[off] = R_STARTING, sc->ready_s[off] = t_s + fs->delay_s, sc->since_s[off] = t_s;
+        out->started++, starting++;
+    } else if (mean < fs->down && up > fs->min && t_s - sc->last_down_s >= fs->cooldown_s) {
+        sc->state[drain] = R_DRAINING, sc->last_down_s = t_s;
+        v[drain].closed = true;
+        out->stopped++, up--;
+    }
+    ts_grow((void **)&out->scale, &sc->cap, (size_t)out->nscale + 1, sizeof *out->scale);
+    out->scale[out->nscale++] = (struct fleet_scale_point){t_s, up, starting, all};
 }
 
 /* The fleet's summary from the replicas' (their runs done). */
@@ -130,8 +238,8 @@ static int merge(struct sim **r, const struct fleet_result *out, double slo, str
         for (int op = 0; op < OP_COUNT; op++)
             f->ops.op_s[op] += m->ops.op_s[op];
         f->ops.total_s += m->ops.total_s;
-        /* its energy, and its idle draw on to the fleet's last finish */
-        f->energy_j += m->energy_j + m->idle_w * fmax(0, span - (double)m->makespan_ns * 1e-9);
+        /* its steps' energy, and its idle draw the rest of its time up */
+        f->energy_j += m->busy_energy_j + m->idle_w * fmax(0, out->active_s[i] - m->busy_s);
         f->idle_w += m->idle_w;
         f->peak_mem_bytes = TS_MAX(f->peak_mem_bytes, m->peak_mem_bytes);
     }
@@ -180,6 +288,13 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     out->n = n;
     out->replica = xcalloc((size_t)n, sizeof *out->replica);
     out->routed = xcalloc((size_t)n, sizeof *out->routed);
+    out->active_s = xcalloc((size_t)n, sizeof *out->active_s);
+    const struct fleet_scale *fs = &o->scale;
+    struct scaler sc = {.state = xcalloc((size_t)n, 1), .ready_s = xcalloc((size_t)n, sizeof *sc.ready_s),
+                        .since_s = xcalloc((size_t)n, sizeof *sc.since_s), .next_s = fs->every_s,
+                        .last_down_s = -INFINITY};
+    for (int i = 0; i < n; i++) /* up from the start: all of them, or the autoscaler's min */
+        sc.state[i] = !fs->on || i < fs->min ? R_UP : R_OFF;
     struct sim **r = xcalloc((size_t)n, sizeof *r);
     struct router_view *v = xcalloc((size_t)n, sizeof *v);
     struct trace t = {0}, lengths = {0};
@@ -201,11 +316,16 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     int cursor = 0, got;
     struct trace_req tr = {0};
     double shown = ts_wall_s();
+    scaler_doors(&sc, 0, n, v);
     while ((got = trace_stream_next(&st, &tr, err)) == 1) {
+        const double t_s = (double)tr.arrival_ns * 1e-9;
+        for (; fs->on && sc.next_s <= t_s; sc.next_s += fs->every_s)
+            scaler_tick(&sc, fs, r, n, sc.next_s, v, out);
         if (stale_ns <= 0 || tr.arrival_ns >= next_refresh) {
             refresh_view(r, n, tr.arrival_ns, v);
             next_refresh = tr.arrival_ns + stale_ns;
         }
+        scaler_doors(&sc, t_s, n, v);
         if (o->admit_max > 0 && fleet_full(v, n, o->admit_max)) {
             out->refused++;
             continue;
@@ -233,6 +353,13 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
         }
         sim_get_summary(r[i], &out->replica[i]);
     }
+    int64_t end_ns = 0;
+    for (int i = 0; i < n; i++)
+        end_ns = TS_MAX(end_ns, out->replica[i].makespan_ns);
+    for (int i = 0; i < n; i++) /* up to the fleet's last finish, a draining one to its own */
+        if (sc.state[i] != R_OFF)
+            out->active_s[i] += (double)(sc.state[i] == R_DRAINING ? out->replica[i].makespan_ns : end_ns) * 1e-9 -
+                                sc.since_s[i];
     if (merge(r, out, cfg[0].slo, &out->fleet)) {
         ts_fail(err, "cannot read the replicas' spilled latencies back");
         goto done;
@@ -244,6 +371,7 @@ done:
         sim_destroy(r[i]);
     free(r);
     free(v);
+    free(sc.state), free(sc.ready_s), free(sc.since_s);
     trace_stream_free(&st);
     trace_free(&t);
     trace_free(&lengths);
@@ -256,5 +384,7 @@ void fleet_result_free(struct fleet_result *r)
 {
     free(r->replica);
     free(r->routed);
+    free(r->active_s);
+    free(r->scale);
     memset(r, 0, sizeof *r);
 }

@@ -10,6 +10,13 @@
  * request that finds every replica holding admit_max outstanding requests or more (as the router
  * sees them) is refused by the fleet.
  *
+ * The autoscaler (fleet_scale), where on, starts with `min` replicas up and the rest stopped. Every
+ * `every` seconds it reads the replicas' load: where the requests outstanding on the replicas up
+ * average more than `up`, it starts a stopped one (none starting yet), which takes requests `delay`
+ * seconds later; where they average fewer than `down`, at most once a `cooldown`, it drains the up
+ * replica holding the fewest (it takes no more and stops once it holds none). A replica draws its
+ * idle power from its start to its stop, nothing while stopped.
+ *
  * Adding a router: one `const struct router_ops` in fleet.c's table: its name, help and pick.
  */
 #ifndef TESSERA_FLEET_H
@@ -26,13 +33,14 @@
 struct router_view {
     struct sim_load load; /* at the view's last refresh */
     int64_t sent;         /* requests routed to it since */
+    bool closed;          /* it takes no requests (stopped, starting or draining) */
 };
 
 struct router_ops {
     const char *name;
     const char *help;
-    /* The replica (0..n) for the next request; *next is the router's own cursor (round robin's
-     * next replica, and where ties start from). */
+    /* The replica (0..n, an open one: one is) for the next request; *next is the router's own cursor
+     * (round robin's next replica, and where ties start from). */
     int (*pick)(const struct router_view *v, int n, int *next);
 };
 
@@ -40,8 +48,26 @@ const struct router_ops *router_find(const char *name);
 const struct router_ops *router_get(int i); /* the i-th of the table, NULL past its end */
 void router_list(char *buf, size_t len);
 
+struct fleet_scale {
+    bool on;
+    int min;                 /* replicas up at the start, and at least */
+    double up, down;         /* the outstanding requests a replica up averages to start one, to drain one */
+    double every_s, delay_s, cooldown_s;
+};
+/* --autoscale's value: "" (off), or KEY=VALUE,... of min, up, down, every, delay, cooldown (the ones
+ * left out at 1, 8, 2, 10 s, 60 s, 120 s). */
+int fleet_scale_parse(const char *spec, struct fleet_scale *out, struct ts_err *err);
+
+/* The autoscaler at one of its readings: replicas up, starting, and the requests outstanding on all. */
+struct fleet_scale_point {
+    double t_s;
+    int up, starting;
+    int64_t outstanding;
+};
+
 struct fleet_opts {
     const struct router_ops *router;
+    struct fleet_scale scale;
     double staleness_s; /* the view's refresh interval (0: every arrival) */
     int64_t admit_max;  /* > 0: refuse a request every replica holds this many for */
     bool progress;      /* a progress line on stderr */
@@ -56,6 +82,10 @@ struct fleet_result {
     struct sim_summary *replica;    /* [n] */
     int64_t *routed;                /* [n] requests routed to each */
     int64_t refused;                /* requests the fleet's admission refused */
+    double *active_s;               /* [n] each replica's time up (started to stopped) */
+    struct fleet_scale_point *scale; /* the autoscaler's readings, in time */
+    int64_t nscale;
+    int started, stopped;           /* the autoscaler's */
     double run_wall_s;
 };
 

@@ -223,6 +223,93 @@ START_TEST(admission_refuses_when_full)
 }
 END_TEST
 
+/* A trace of three parts: 1 req/s for 300 s, 12 req/s for 300 s, 1 req/s for 600 s, evenly spaced. */
+static const char *step_trace(int slot)
+{
+    char *text = xmalloc(64 * 6000);
+    int len = sprintf(text, "arrival_ns,prompt_tokens,output_tokens\n");
+    const double rate[3] = {1, 12, 1}, from[3] = {0, 300, 600}, to[3] = {300, 600, 1200};
+    for (int p = 0, i = 0; p < 3; p++)
+        for (double t = from[p]; t < to[p]; t += 1 / rate[p], i++)
+            len += sprintf(text + len, "%lld,%d,200\n", (long long)(t * 1e9), 100 + 37 * i % 500);
+    const char *path = tmp_file(slot, ".csv", text);
+    free(text);
+    return path;
+}
+
+/* The autoscaler's settings: defaults, and every bad value refused by name. */
+START_TEST(autoscale_spec)
+{
+    struct fleet_scale fs;
+    struct ts_err err;
+    ck_assert_int_eq(fleet_scale_parse("", &fs, &err), 0);
+    ck_assert(!fs.on);
+    ck_assert_int_eq(fleet_scale_parse("min=2,up=6", &fs, &err), 0);
+    ck_assert(fs.on && fs.min == 2 && fs.up == 6 && fs.down == 2 && fs.every_s == 10 && fs.delay_s == 60 &&
+              fs.cooldown_s == 120);
+    static const struct {
+        const char *spec, *says;
+    } bad[] = {{"min=0", "min '0' must be a whole number"}, {"min=1.5", "min '1.5'"},
+               {"every=0", "every '0' must be seconds above 0"}, {"up=2,down=3", "down (3) must be below up (2)"},
+               {"size=3", "'size=3' is not KEY=VALUE"}, {"up", "'up' is not KEY=VALUE"}, {"delay=-1", "delay '-1'"}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+        ck_assert_int_ne(fleet_scale_parse(bad[i].spec, &fs, &err), 0);
+        ck_assert_msg(strstr(err.msg, bad[i].says) && strstr(err.msg, "--autoscale"), "%s: %s", bad[i].spec, err.msg);
+    }
+}
+END_TEST
+
+/* Autoscaling: an autoscaler that never starts a replica is a fleet of its min; one whose replicas
+ * are never ready routes them nothing but pays their idle draw from their start; under a load step
+ * it starts replicas and drains them after, never below min, and cuts the idle draw of a fleet all
+ * up. */
+START_TEST(autoscale_follows_the_load)
+{
+    struct sim_config c;
+    config(&c, step_trace(0));
+    c.gen_len = 256;
+    struct fleet_result one, lazy, slow, all, auto4;
+    struct sim_config cfg[4] = {c, c, c, c};
+    struct fleet_opts o = {.router = router_find("least-outstanding")};
+    struct ts_err err;
+    ck_assert_int_eq(fleet_run(&c, cfg, 1, &o, &one, &err), 0);
+    ck_assert_int_eq(fleet_run(&c, cfg, 4, &o, &all, &err), 0);
+    ck_assert_int_eq(fleet_scale_parse("min=1,up=1000000", &o.scale, &err), 0);
+    ck_assert_int_eq(fleet_run(&c, cfg, 4, &o, &lazy, &err), 0);
+    ck_assert_int_eq(lazy.started, 0);
+    ck_assert_int_eq(lazy.routed[0], one.routed[0]);
+    ck_assert_int_eq(lazy.fleet.makespan_ns, one.fleet.makespan_ns);
+    ck_assert_double_eq(lazy.fleet.lat_p99_s, one.fleet.lat_p99_s);
+    ck_assert_double_eq_tol(lazy.fleet.energy_j, one.fleet.energy_j, 1e-9 * one.fleet.energy_j);
+    ck_assert_int_eq(fleet_scale_parse("min=1,up=4,down=1,delay=100000", &o.scale, &err), 0);
+    ck_assert_int_eq(fleet_run(&c, cfg, 4, &o, &slow, &err), 0);
+    ck_assert_int_eq(slow.started, 1); /* one starting at a time, never ready */
+    ck_assert_int_eq(slow.routed[1] + slow.routed[2] + slow.routed[3], 0);
+    ck_assert(slow.active_s[1] > 0 && slow.active_s[2] == 0);
+    ck_assert(slow.fleet.energy_j > one.fleet.energy_j + slow.replica[1].idle_w * slow.active_s[1] * 0.99);
+    ck_assert_int_eq(fleet_scale_parse("min=1,up=6,down=2,every=10,delay=30,cooldown=60", &o.scale, &err), 0);
+    ck_assert_int_eq(fleet_run(&c, cfg, 4, &o, &auto4, &err), 0);
+    ck_assert(auto4.started >= 2 && auto4.stopped >= 2);
+    int hi = 0;
+    for (int64_t k = 0; k < auto4.nscale; k++) {
+        ck_assert(auto4.scale[k].up >= 1 && auto4.scale[k].up + auto4.scale[k].starting <= 4);
+        hi = TS_MAX(hi, auto4.scale[k].up);
+        if (auto4.scale[k].t_s < 300) /* the first part: one replica keeps up */
+            ck_assert_int_eq(auto4.scale[k].up + auto4.scale[k].starting, 1);
+    }
+    ck_assert(hi >= 3);
+    ck_assert_int_eq(auto4.scale[auto4.nscale - 1].up, 1); /* back to min by the end */
+    ck_assert_int_eq(auto4.fleet.num_finished, all.fleet.num_finished);
+    /* the idle draw, mostly: the replicas stopped draw none */
+    const double idle_auto = auto4.fleet.energy_j - auto4.fleet.busy_energy_j,
+                 idle_all = all.fleet.energy_j - all.fleet.busy_energy_j;
+    ck_assert_msg(idle_auto < 0.6 * idle_all, "idle energy %.0f J autoscaled against %.0f J all up", idle_auto, idle_all);
+    ck_assert(auto4.fleet.energy_j < all.fleet.energy_j);
+    fleet_result_free(&one), fleet_result_free(&lazy), fleet_result_free(&slow), fleet_result_free(&all);
+    fleet_result_free(&auto4);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("fleet");
@@ -232,6 +319,8 @@ int main(void)
     tcase_add_test(tc, round_robin_percentiles_exact);
     tcase_add_test(tc, routers_place_by_load);
     tcase_add_test(tc, router_picks_by_the_view);
+    tcase_add_test(tc, autoscale_spec);
+    tcase_add_test(tc, autoscale_follows_the_load);
     tcase_add_test(tc, admission_refuses_when_full);
     suite_add_tcase(s, tc);
     return run_suite("fleet", s) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -317,6 +317,20 @@ contains "sim --fleet missing" "none.txt: cannot open"
 expect 2 "sim --replicas with --fleet" -- $bin sim --replicas 2 --fleet "$tmp/fleet.txt"
 expect 2 "sim --replicas with --db" -- $bin sim --replicas 2 --db "$tmp/fleet.db"
 [ ! -e "$tmp/fleet.db" ] && ok || bad "a refused fleet left a database"
+expect 0 "sim --autoscale" -- $bin sim --replicas 3 --requests 200 --rps 2 --autoscale min=1,up=3,every=5,delay=10 --no-progress
+contains "the autoscaler's line" "autoscaling   1 to"
+$bin sim --replicas 3 --requests 200 --rps 2 --autoscale min=1,up=3,every=5,delay=10 --no-progress --json >"$tmp/fleet.json"
+if command -v gnuplot >/dev/null; then # the autoscaled fleet's figure; a run without the autoscaler refused
+    expect 0 "fleet-plot" -- bash "$(dirname "$0")/../analysis/fleet-plot.sh" "$tmp/fleet.json" "$tmp/fleet.png"
+    is_png "$tmp/fleet.png" fleet-plot
+    $bin sim --replicas 2 --requests 20 --no-progress --json >"$tmp/fleet.json"
+    expect 1 "fleet-plot without the autoscaler" -- bash "$(dirname "$0")/../analysis/fleet-plot.sh" "$tmp/fleet.json" "$tmp/x.png"
+    contains "fleet-plot says what is missing" "no autoscaler readings (the run had no --autoscale)"
+fi
+expect 2 "sim --autoscale bad" -- $bin sim --replicas 3 --autoscale min=1,up=2,down=4
+contains "sim --autoscale bad" "--autoscale 'min=1,up=2,down=4': down (4) must be below up (2)"
+expect 2 "sim --autoscale min above the fleet" -- $bin sim --replicas 3 --autoscale min=5
+contains "sim --autoscale min above the fleet" "--autoscale: min=5 of 3 replicas"
 expect 2 "sim --router unknown" -- $bin sim --replicas 2 --router nearest
 contains "sim --router unknown" "'nearest' is not a router (round-robin, least-outstanding, least-kv, phase-aware)"
 # dllm-cache: every bad value refused by name; the preset runs and stores its parameters; live

@@ -183,17 +183,26 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
     if (base->slo > 0)
         printf("  SLO           %.1f%% of requests finished within %.3f s of their arrival (--slo)\n",
                100.0 * m->slo_attainment, base->slo);
+    if (r->nscale > 0) {
+        int lo = r->n, hi = 0;
+        double sum = 0;
+        for (int64_t k = 0; k < r->nscale; k++)
+            lo = TS_MIN(lo, r->scale[k].up), hi = TS_MAX(hi, r->scale[k].up), sum += r->scale[k].up;
+        printf("  autoscaling   %d to %d replicas up (mean %.1f over %lld readings), %d started, %d drained (--json: "
+               "each reading)\n", lo, hi, sum / (double)r->nscale, (long long)r->nscale, r->started, r->stopped);
+    }
     if (r->n > 32) {
         printf("  by replica    (%d replicas: --json gives each one's summary)\n", r->n);
         return;
     }
     printf("  by replica    %3s %-10s %-12s %8s %8s %9s %7s %9s\n", "#", "gpu", "system", "routed", "finished",
            "p99 (s)", "busy", "J/token");
+    /* busy: of the replica's time up */
     for (int i = 0; i < r->n; i++) {
         const struct sim_summary *s = &r->replica[i];
         printf("                %3d %-10s %-12s %8lld %8lld %9.3f %6.1f%% %9.3f\n", i, cfg[i].gpu,
                cfg[i].system[0] ? cfg[i].system : cfg[i].policy, (long long)r->routed[i], (long long)s->num_finished,
-               s->lat_p99_s, span > 0 ? 100.0 * s->busy_s / span : 0, s->energy_per_token_j);
+               s->lat_p99_s, r->active_s[i] > 0 ? 100.0 * s->busy_s / r->active_s[i] : 0, s->energy_per_token_j);
     }
 }
 
@@ -211,6 +220,13 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
         json_array_append_new(reps, s);
     }
     json_object_set_new(o, "replicas", reps);
+    if (r->nscale > 0) { /* the autoscaler's readings: [seconds, up, starting, outstanding] */
+        json_t *sc = json_array();
+        for (int64_t k = 0; k < r->nscale; k++)
+            json_array_append_new(sc, json_pack("[f,i,i,I]", r->scale[k].t_s, r->scale[k].up, r->scale[k].starting,
+                                                (json_int_t)r->scale[k].outstanding));
+        json_object_set_new(o, "scale", sc);
+    }
     char *txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     printf("%s\n", txt);
     free(txt);
@@ -248,10 +264,16 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    const struct fleet_opts o = {.router = router_find(base->router), .staleness_s = base->router_staleness,
-                                 .admit_max = base->admit_max, .progress = base->progress};
-    struct fleet_result r;
+    struct fleet_opts o = {.router = router_find(base->router), .staleness_s = base->router_staleness,
+                           .admit_max = base->admit_max, .progress = base->progress};
     struct ts_err err;
+    if (fleet_scale_parse(base->autoscale, &o.scale, &err) || (o.scale.on && o.scale.min > n &&
+                                                               ts_fail(&err, "--autoscale: min=%d of %d replicas", o.scale.min, n))) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        free(cfg);
+        return EXIT_USAGE;
+    }
+    struct fleet_result r;
     if (fleet_run(base, cfg, n, &o, &r, &err)) {
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         free(cfg);

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# analysis/fleet-plot.sh: an autoscaled fleet over time, from `tessera sim --fleet|--replicas N
+# --autoscale SPEC --json`: the requests outstanding on the fleet (the load, left axis) beside the
+# replicas up and starting (right axis), at each of the autoscaler's readings.
+#
+# Usage: analysis/fleet-plot.sh FLEET.json OUT.png
+# (needs python3 and gnuplot)
+set -euo pipefail
+usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -eq 2 ] || usage
+json=$1 out=$2
+[ -f "$json" ] || { echo "fleet-plot.sh: $json: no such file" >&2; exit 2; }
+for tool in python3 gnuplot; do
+    command -v $tool >/dev/null || { echo "fleet-plot.sh: $tool not found (apt-get install python3 gnuplot-nox)" >&2; exit 1; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 - "$json" "$tmp" <<'PY'
+import json, sys
+path, tmp = sys.argv[1], sys.argv[2]
+try:
+    with open(path) as f:
+        d = json.load(f)
+except (OSError, ValueError) as e:
+    sys.exit(f"fleet-plot.sh: {path}: {e}")
+if not isinstance(d, dict) or "fleet" not in d:
+    sys.exit(f"fleet-plot.sh: {path}: not a fleet's JSON (tessera sim --replicas N|--fleet FILE --json)")
+scale = d.get("scale")
+if not scale:
+    sys.exit(f"fleet-plot.sh: {path}: no autoscaler readings (the run had no --autoscale)")
+with open(f"{tmp}/scale.dat", "w") as out:
+    for k, row in enumerate(scale):
+        if not (isinstance(row, list) and len(row) == 4 and all(isinstance(x, (int, float)) for x in row)):
+            sys.exit(f"fleet-plot.sh: {path}: scale[{k}]: expected [seconds, up, starting, outstanding]")
+        out.write("%g %d %d %d\n" % tuple(row))
+f = d["fleet"]
+with open(f"{tmp}/replicas.txt", "w") as out:
+    out.write("%d" % f["replicas"])
+with open(f"{tmp}/title.txt", "w") as out:
+    out.write("%d replicas behind %s: p99 %.1f s, %.2f J a token" % (f["replicas"], f["router"], f["lat_p99_s"],
+                                                                    f["energy_per_token_j"]))
+PY
+gnuplot <<EOF
+set terminal pngcairo size 1000,480 font "sans,11"
+set output "$out"
+set title "$(cat "$tmp/title.txt")"
+set xlabel "time (s)"
+set ylabel "requests outstanding on the fleet"
+set y2label "replicas"
+set ytics nomirror
+set y2tics
+set yrange [0:*]
+set y2range [0:$(($(cat "$tmp/replicas.txt") + 1))]
+set key top right
+set grid
+plot "$tmp/scale.dat" using 1:4 with filledcurves x1 fillcolor "#c6dbef" title "requests outstanding", \
+     "" using 1:2 axes x1y2 with steps lw 2 lc "#d62728" title "replicas up", \
+     "" using 1:(\$2 + \$3) axes x1y2 with steps lw 1 dt 2 lc "#ff7f0e" title "up and starting"
+EOF
+echo "wrote $out"
