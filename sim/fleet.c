@@ -94,12 +94,15 @@ void router_list(char *buf, size_t len)
 
 /* --- the run ------------------------------------------------------------------------------- */
 
-/* Every replica run up to t and its load read into the view, its sent count cleared. */
-static void refresh_view(struct sim **r, int n, int64_t t, struct router_view *v)
+/* Every replica run up to t and its load read into the view (again only where it ran events or was
+ * fed since: dirty), its sent count cleared. */
+static void refresh_view(struct sim **r, int n, int64_t t, struct router_view *v, bool *dirty)
 {
     for (int i = 0; i < n; i++) {
-        sim_advance(r[i], t);
-        sim_load(r[i], &v[i].load);
+        dirty[i] |= sim_advance(r[i], t) || v[i].sent > 0;
+        if (dirty[i])
+            sim_load(r[i], &v[i].load);
+        dirty[i] = false;
         v[i].sent = 0;
     }
 }
@@ -172,18 +175,14 @@ static void scaler_doors(const struct scaler *sc, double t_s, int n, struct rout
 
 /* The autoscaler's reading at t (every replica run up to it, its load read). */
 static void scaler_tick(struct scaler *sc, const struct fleet_scale *fs, struct sim **r, int n, double t_s,
-                        struct router_view *v, struct fleet_result *out)
+                        struct router_view *v, bool *dirty, struct fleet_result *out)
 {
-    const int64_t t_ns = (int64_t)(t_s * 1e9);
-    for (int i = 0; i < n; i++) {
-        sim_advance(r[i], t_ns);
-        sim_load(r[i], &v[i].load);
-        v[i].sent = 0;
+    refresh_view(r, n, (int64_t)(t_s * 1e9), v, dirty);
+    for (int i = 0; i < n; i++)
         if (sc->state[i] == R_DRAINING && v[i].load.outstanding == 0) { /* drained: stopped */
             sc->state[i] = R_OFF;
             out->active_s[i] += t_s - sc->since_s[i];
         }
-    }
     scaler_doors(sc, t_s, n, v);
     int up = 0, starting = 0, off = -1, drain = -1;
     int64_t held = 0, all = 0;
@@ -297,6 +296,9 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
         sc.state[i] = !fs->on || i < fs->min ? R_UP : R_OFF;
     struct sim **r = xcalloc((size_t)n, sizeof *r);
     struct router_view *v = xcalloc((size_t)n, sizeof *v);
+    bool *dirty = xmalloc(sizeof *dirty * (size_t)n);
+    for (int i = 0; i < n; i++)
+        dirty[i] = true;
     struct trace t = {0}, lengths = {0};
     struct trace_stream st = {0};
     struct model_cfg m;
@@ -320,9 +322,9 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     while ((got = trace_stream_next(&st, &tr, err)) == 1) {
         const double t_s = (double)tr.arrival_ns * 1e-9;
         for (; fs->on && sc.next_s <= t_s; sc.next_s += fs->every_s)
-            scaler_tick(&sc, fs, r, n, sc.next_s, v, out);
+            scaler_tick(&sc, fs, r, n, sc.next_s, v, dirty, out);
         if (stale_ns <= 0 || tr.arrival_ns >= next_refresh) {
-            refresh_view(r, n, tr.arrival_ns, v);
+            refresh_view(r, n, tr.arrival_ns, v, dirty);
             next_refresh = tr.arrival_ns + stale_ns;
         }
         scaler_doors(&sc, t_s, n, v);
@@ -331,7 +333,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
             continue;
         }
         const int k = o->router->pick(v, n, &cursor);
-        sim_advance(r[k], tr.arrival_ns);
+        dirty[k] |= sim_advance(r[k], tr.arrival_ns);
         sim_feed(r[k], &tr);
         v[k].sent++;
         out->routed[k]++;
@@ -371,6 +373,7 @@ done:
         sim_destroy(r[i]);
     free(r);
     free(v);
+    free(dirty);
     free(sc.state), free(sc.ready_s), free(sc.since_s);
     trace_stream_free(&st);
     trace_free(&t);

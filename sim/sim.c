@@ -752,13 +752,18 @@ struct sim *sim_create_fed(const struct sim_config *cfg, struct ts_err *err)
     return sim_create_as(&c, true, err);
 }
 
-void sim_advance(struct sim *s, int64_t until_ns)
+bool sim_advance(struct sim *s, int64_t until_ns)
 {
     TS_ASSERT(s->fed);
+    if (evq_empty(&s->evq) || evq_peek_time(&s->evq) >= until_ns)
+        return false;
     s->sum.run_wall_s -= ts_wall_s();
     run_events(s, until_ns);
     s->sum.run_wall_s += ts_wall_s();
+    return true;
 }
+
+int64_t sim_next_event_ns(const struct sim *s) { return evq_empty(&s->evq) ? INT64_MAX : evq_peek_time(&s->evq); }
 
 void sim_load(const struct sim *s, struct sim_load *out)
 {

@@ -106,9 +106,11 @@ int sim_workload_open(const struct sim_config *c, const struct model_cfg *m, str
                       struct trace_stream *st, struct ts_err *err);
 struct sim *sim_create_fed(const struct sim_config *cfg, struct ts_err *err);
 void sim_feed(struct sim *s, const struct trace_req *tr);
-/* Runs a fed instance's events before until_ns. */
-void sim_advance(struct sim *s, int64_t until_ns);
+/* Runs a fed instance's events before until_ns; true when it ran any. */
+bool sim_advance(struct sim *s, int64_t until_ns);
 int64_t sim_now_ns(const struct sim *s);
+/* When its next event is due (INT64_MAX: none). */
+int64_t sim_next_event_ns(const struct sim *s);
 /* What a router sees of an instance: its requests arrived and not done (queued arrivals included),
  * waiting and running, the share of its KV pool in use, and its running requests whose next step
  * starts a block (a Refresh under the caching policies). */
