@@ -113,7 +113,6 @@ mutations=(
     "a driven Reuse step ignores the policy's window|sim/policy_drive.c|default: return d->po->reuse_from ? d->po->reuse_from(r, &d->pc) : start;|default: return start;|check_eng_gen"
     "a driven segment's block rows left out of its rows|sim/policy_drive.c|for (int32_t p = start; holds_block && p < end; p++)|for (int32_t p = start; holds_block && p < start; p++)|check_eng_gen"
     "the vicinity cache never refreshes inside a block|sim/policy_vicinity.c|POLICY_STATE(r, const struct refresh_state)->since_refresh >= pc->p[REFRESH_INTERVAL];|false;|check_eng_gen check_policy"
-    "a fleet's energy forgets the idle draw of replicas that finish early|sim/fleet.c|f->energy_j += m->energy_j + m->idle_w * fmax(0, span - (double)m->makespan_ns * 1e-9);|f->energy_j += m->energy_j;|check_fleet"
     "the router forgets what it sent since its view's refresh|sim/fleet.c|return (double)(v->load.outstanding + v->sent);|return (double)v->load.outstanding;|check_fleet"
     "round robin stays on one replica|sim/fleet.c|    *next = (k + 1) % n;\n    return k;|    *next = k;\n    return k;|check_fleet"
     "a fed replica counts no requests|sim/sim_requests.c|    s->sum.num_requests = s->num_reqs;\n    req_init|    req_init|check_fleet"
