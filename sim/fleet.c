@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "model.h"
 #include "trace.h"
@@ -138,9 +139,9 @@ int fleet_scale_parse(const char *spec, struct fleet_scale *out, struct ts_err *
                            spec, kv);
         double v;
         if (ts_parse_double(eq + 1, &v) || !(v >= 0 && v <= 1e6) || (k == 0 && (v < 1 || v != floor(v))) ||
-            (k == 3 && v <= 0))
+            (k == 3 && v < 0.01))
             return ts_fail(err, "--autoscale '%s': %s '%s' must be %s", spec, keys[k], eq + 1,
-                           k == 0 ? "a whole number of replicas, at least 1" : k == 3 ? "seconds above 0"
+                           k == 0 ? "a whole number of replicas, at least 1" : k == 3 ? "at least 0.01 s"
                                                                              : "a number in 0..1000000");
         if (k == 0)
             out->min = (int)v;
@@ -159,6 +160,7 @@ enum { R_OFF = 0, R_STARTING, R_UP, R_DRAINING };
 struct scaler {
     uint8_t *state;
     double *ready_s, *since_s; /* when a starting replica takes requests; when each was started */
+    double *drain_s;           /* when a draining one was told to drain */
     double next_s, last_down_s;
     size_t cap;
 };
@@ -175,9 +177,9 @@ static void scaler_doors(const struct scaler *sc, double t_s, int n, struct rout
 
 /* The autoscaler's reading at t (every replica run up to it, its load read). */
 static void scaler_tick(struct scaler *sc, const struct fleet_scale *fs, struct sim **r, int n, double t_s,
-                        struct router_view *v, bool *dirty, struct fleet_result *out)
+                        int64_t t_ns, struct router_view *v, bool *dirty, struct fleet_result *out)
 {
-    refresh_view(r, n, (int64_t)(t_s * 1e9), v, dirty);
+    refresh_view(r, n, t_ns, v, dirty);
     for (int i = 0; i < n; i++)
         if (sc->state[i] == R_DRAINING && v[i].load.outstanding == 0) { /* drained: stopped */
             sc->state[i] = R_OFF;
@@ -202,7 +204,7 @@ static void scaler_tick(struct scaler *sc, const struct fleet_scale *fs, struct 
         sc->state[off] = R_STARTING, sc->ready_s[off] = t_s + fs->delay_s, sc->since_s[off] = t_s;
         out->started++, starting++;
     } else if (mean < fs->down && up > fs->min && t_s - sc->last_down_s >= fs->cooldown_s) {
-        sc->state[drain] = R_DRAINING, sc->last_down_s = t_s;
+        sc->state[drain] = R_DRAINING, sc->last_down_s = sc->drain_s[drain] = t_s;
         v[drain].closed = true;
         out->stopped++, up--;
     }
@@ -210,7 +212,17 @@ static void scaler_tick(struct scaler *sc, const struct fleet_scale *fs, struct 
     out->scale[out->nscale++] = (struct fleet_scale_point){t_s, up, starting, all};
 }
 
-/* The fleet's summary from the replicas' (their runs done). */
+/* A replica's energy over its time up (its summary's own counts it from 0 to its last finish): its
+ * steps', and its idle draw the rest of that time. */
+static void replica_energy(struct sim_summary *m, double active_s)
+{
+    m->energy_j = m->busy_energy_j + m->idle_w * fmax(0, active_s - m->busy_s);
+    m->mean_power_w = active_s > 0 ? m->energy_j / active_s : 0;
+    m->energy_per_token_j = m->tokens_decoded > 0 ? m->energy_j / (double)m->tokens_decoded : 0;
+    m->energy_per_request_j = m->num_finished > 0 ? m->energy_j / (double)m->num_finished : 0;
+}
+
+/* The fleet's summary from the replicas' (their runs done, their energy over their time up). */
 static int merge(struct sim **r, const struct fleet_result *out, double slo, struct sim_summary *f)
 {
     const int n = out->n;
@@ -237,8 +249,7 @@ static int merge(struct sim **r, const struct fleet_result *out, double slo, str
         for (int op = 0; op < OP_COUNT; op++)
             f->ops.op_s[op] += m->ops.op_s[op];
         f->ops.total_s += m->ops.total_s;
-        /* its steps' energy, and its idle draw the rest of its time up */
-        f->energy_j += m->busy_energy_j + m->idle_w * fmax(0, out->active_s[i] - m->busy_s);
+        f->energy_j += m->energy_j;
         f->idle_w += m->idle_w;
         f->peak_mem_bytes = TS_MAX(f->peak_mem_bytes, m->peak_mem_bytes);
     }
@@ -277,12 +288,30 @@ static void show_progress(int64_t done, int64_t total, int64_t now_ns, bool last
             (double)now_ns * 1e-9, last ? "\n" : "");
 }
 
+/* Room for n replicas' open files (two spills each, sim_requests.c): the process's limit raised to
+ * them where its hard limit allows; -1 with err where it does not. */
+static int room_for_files(int n, struct ts_err *err)
+{
+    struct rlimit rl;
+    const rlim_t need = (rlim_t)n * 2 + 64;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return 0;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+        return ts_fail(err, "%d replicas keep %llu files open (two each), more than this process may (ulimit -n: "
+                            "%llu at most)", n, (unsigned long long)need, (unsigned long long)rl.rlim_max);
+    rl.rlim_cur = need;
+    return setrlimit(RLIMIT_NOFILE, &rl) == 0 ? 0 : ts_fail(err, "cannot raise the open-file limit to %llu for %d "
+                                                                 "replicas", (unsigned long long)need, n);
+}
+
 int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, int n, const struct fleet_opts *o,
               struct fleet_result *out, struct ts_err *err)
 {
     memset(out, 0, sizeof *out);
     if (n < 1)
         return ts_fail(err, "a fleet needs at least one replica");
+    if (room_for_files(n, err))
+        return -1;
     const double t0 = ts_wall_s();
     out->n = n;
     out->replica = xcalloc((size_t)n, sizeof *out->replica);
@@ -290,7 +319,8 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     out->active_s = xcalloc((size_t)n, sizeof *out->active_s);
     const struct fleet_scale *fs = &o->scale;
     struct scaler sc = {.state = xcalloc((size_t)n, 1), .ready_s = xcalloc((size_t)n, sizeof *sc.ready_s),
-                        .since_s = xcalloc((size_t)n, sizeof *sc.since_s), .next_s = fs->every_s,
+                        .since_s = xcalloc((size_t)n, sizeof *sc.since_s),
+                        .drain_s = xcalloc((size_t)n, sizeof *sc.drain_s), .next_s = fs->every_s,
                         .last_down_s = -INFINITY};
     for (int i = 0; i < n; i++) /* up from the start: all of them, or the autoscaler's min */
         sc.state[i] = !fs->on || i < fs->min ? R_UP : R_OFF;
@@ -322,7 +352,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     while ((got = trace_stream_next(&st, &tr, err)) == 1) {
         const double t_s = (double)tr.arrival_ns * 1e-9;
         for (; fs->on && sc.next_s <= t_s; sc.next_s += fs->every_s)
-            scaler_tick(&sc, fs, r, n, sc.next_s, v, dirty, out);
+            scaler_tick(&sc, fs, r, n, sc.next_s, TS_MIN((int64_t)(sc.next_s * 1e9), tr.arrival_ns), v, dirty, out);
         if (stale_ns <= 0 || tr.arrival_ns >= next_refresh) {
             refresh_view(r, n, tr.arrival_ns, v, dirty);
             next_refresh = tr.arrival_ns + stale_ns;
@@ -334,7 +364,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
         }
         const int k = o->router->pick(v, n, &cursor);
         dirty[k] |= sim_advance(r[k], tr.arrival_ns);
-        sim_feed(r[k], &tr);
+        sim_feed(r[k], &tr, st.i - 1);
         v[k].sent++;
         out->routed[k]++;
         if (o->progress && ++routed % 1024 == 0 && ts_wall_s() - shown > 0.5) {
@@ -358,10 +388,13 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     int64_t end_ns = 0;
     for (int i = 0; i < n; i++)
         end_ns = TS_MAX(end_ns, out->replica[i].makespan_ns);
-    for (int i = 0; i < n; i++) /* up to the fleet's last finish, a draining one to its own */
+    for (int i = 0; i < n; i++) { /* up to the fleet's last finish, a draining one to its own (or its drain) */
+        const double own_s = (double)out->replica[i].makespan_ns * 1e-9;
         if (sc.state[i] != R_OFF)
-            out->active_s[i] += (double)(sc.state[i] == R_DRAINING ? out->replica[i].makespan_ns : end_ns) * 1e-9 -
-                                sc.since_s[i];
+            out->active_s[i] += fmax(0, (sc.state[i] == R_DRAINING ? fmax(sc.drain_s[i], own_s) : (double)end_ns * 1e-9) -
+                                            sc.since_s[i]);
+        replica_energy(&out->replica[i], out->active_s[i]);
+    }
     if (merge(r, out, cfg[0].slo, &out->fleet)) {
         ts_fail(err, "cannot read the replicas' spilled latencies back");
         goto done;
@@ -374,7 +407,7 @@ done:
     free(r);
     free(v);
     free(dirty);
-    free(sc.state), free(sc.ready_s), free(sc.since_s);
+    free(sc.state), free(sc.ready_s), free(sc.since_s), free(sc.drain_s);
     trace_stream_free(&st);
     trace_free(&t);
     trace_free(&lengths);

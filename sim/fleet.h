@@ -54,8 +54,8 @@ struct fleet_scale {
     double up, down;         /* the outstanding requests a replica up averages to start one, to drain one */
     double every_s, delay_s, cooldown_s;
 };
-/* --autoscale's value: "" (off), or KEY=VALUE,... of min, up, down, every, delay, cooldown (the ones
- * left out at 1, 8, 2, 10 s, 60 s, 120 s). */
+/* --autoscale's value: "" (off), or KEY=VALUE,... of min, up, down, every (at least 0.01 s), delay,
+ * cooldown (the ones left out at 1, 8, 2, 10 s, 60 s, 120 s). */
 int fleet_scale_parse(const char *spec, struct fleet_scale *out, struct ts_err *err);
 
 /* The autoscaler at one of its readings: replicas up, starting, and the requests outstanding on all. */

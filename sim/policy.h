@@ -77,11 +77,12 @@ struct policy_ops {
 const char *policy_drive_lacks(const struct policy_ops *po);
 /* Policy `name` with the parameters given (each one it declares; the rest at their defaults) as a
  * drive over n requests of prompt_len[i] prompt and gen_len response positions in blocks of
- * `block` (sim/policy_drive.c); -1 with err for an unknown policy, one that cannot be driven
+ * `block`, its whole-sequence steps' logits the current block's alone with block_logits (tessera sim
+ * --block-logits) (sim/policy_drive.c); -1 with err for an unknown policy, one that cannot be driven
  * (policy_drive_lacks), or a parameter it lacks or refuses. policy_drive_free releases it. */
 struct policy_drive;
 int policy_drive_init(struct policy_drive *out, const char *name, const struct param_values *given, int32_t n,
-                      const int32_t *prompt_len, int32_t gen_len, int32_t block, struct ts_err *err);
+                      const int32_t *prompt_len, int32_t gen_len, int32_t block, bool block_logits, struct ts_err *err);
 void policy_drive_free(struct policy_drive *d);
 
 /* Adds a policy after the built-in ones (tests, experiments kept out of the tree); -1 when its

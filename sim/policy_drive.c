@@ -73,7 +73,7 @@ static bool drive_advance(void *ctx, int32_t req, const struct segment *s)
 }
 
 int policy_drive_init(struct policy_drive *out, const char *name, const struct param_values *given, int32_t n,
-                      const int32_t *prompt_len, int32_t gen_len, int32_t block, struct ts_err *err)
+                      const int32_t *prompt_len, int32_t gen_len, int32_t block, bool block_logits, struct ts_err *err)
 {
     memset(out, 0, sizeof *out);
     const struct policy_ops *po;
@@ -84,7 +84,7 @@ int policy_drive_init(struct policy_drive *out, const char *name, const struct p
         return ts_fail(err, "policy %s runs in the simulator only: %s", po->name, why);
     struct drive *d = xcalloc(1, sizeof *d);
     d->po = po;
-    d->pc = (struct policy_cfg){.block_size = block};
+    d->pc = (struct policy_cfg){.block_size = block, .block_logits = block_logits};
     for (int i = 0; given && i < given->n; i++)
         if (!params_find(po->params, po->num_params, given->name[i])) {
             free(d);

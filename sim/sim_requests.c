@@ -36,7 +36,9 @@ static void req_shape(const struct sim *s, const struct trace_req *tr, int32_t *
     *C = TS_MIN(tr->output, g);
 }
 
-static void req_init(struct sim *s, struct request *r, int64_t id, const struct trace_req *tr)
+/* Request id of the run, the workload's request `index` (its seeds': a fleet's replica numbers its
+ * requests as they come, the workload by its own order). */
+static void req_init(struct sim *s, struct request *r, int64_t id, int64_t index, const struct trace_req *tr)
 {
     const struct sim_config *c = &s->cfg;
     memset(r, 0, sizeof *r);
@@ -47,10 +49,10 @@ static void req_init(struct sim *s, struct request *r, int64_t id, const struct 
     r->G_orig = r->G;
     r->admitted_ns = r->first_block_ns = r->finish_ns = -1;
     policy_req_init(r, &s->pcfg);
-    r->seed = ts_mix64(c->seed ^ ts_mix64((uint64_t)id + 1) ^ 0x9e3779b97f4a7c15ull);
+    r->seed = ts_mix64(c->seed ^ ts_mix64((uint64_t)index + 1) ^ 0x9e3779b97f4a7c15ull);
     if (decode_needs_rng(&s->dm)) {
         r->rng = gsl_rng_alloc(gsl_rng_taus2);
-        gsl_rng_set(r->rng, (unsigned long)ts_mix64(c->seed ^ ts_mix64((uint64_t)id + 1)));
+        gsl_rng_set(r->rng, (unsigned long)ts_mix64(c->seed ^ ts_mix64((uint64_t)index + 1)));
     }
 }
 
@@ -112,7 +114,7 @@ int sim_requests_open_fed(struct sim *s, struct ts_err *err)
     return open_records(s, err);
 }
 
-void sim_feed(struct sim *s, const struct trace_req *tr)
+void sim_feed(struct sim *s, const struct trace_req *tr, int64_t index)
 {
     TS_ASSERT(s->fed && tr->arrival_ns >= s->now_ns);
     const int64_t id = s->num_arrived++, k = id / SIM_REQ_CHUNK;
@@ -126,7 +128,7 @@ void sim_feed(struct sim *s, const struct trace_req *tr)
     }
     s->num_reqs = s->num_arrived;
     s->sum.num_requests = s->num_reqs;
-    req_init(s, &s->chunks[k][id % SIM_REQ_CHUNK], id, tr);
+    req_init(s, &s->chunks[k][id % SIM_REQ_CHUNK], id, index, tr);
     evq_push(&s->evq, tr->arrival_ns, EV_ARRIVAL, (int32_t)id);
 }
 
@@ -144,7 +146,7 @@ void sim_requests_pull(struct sim *s)
     TS_ASSERT(k < s->num_chunks);
     if (!s->chunks[k])
         s->chunks[k] = xmalloc(sizeof *s->chunks[k] * (size_t)s->chunk_left[k]);
-    req_init(s, &s->chunks[k][id % SIM_REQ_CHUNK], id, &tr);
+    req_init(s, &s->chunks[k][id % SIM_REQ_CHUNK], id, id, &tr);
     evq_push(&s->evq, tr.arrival_ns, EV_ARRIVAL, (int32_t)id);
 }
 

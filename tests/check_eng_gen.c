@@ -266,7 +266,7 @@ static int gen_start(struct gen *g, struct gen_cfg *c, const char *policy, const
         ck_assert(n <= 64);
         for (int32_t i = 0; i < n; i++)
             plen[i] = pr ? pr->len[i] : c->prompt_len;
-        if (policy_drive_init(&runs[k].d, policy, &pv, n, plen, c->gen_len, c->block, err))
+        if (policy_drive_init(&runs[k].d, policy, &pv, n, plen, c->gen_len, c->block, false, err))
             return -1;
         c->policy = &runs[k].d;
     }
@@ -543,6 +543,24 @@ START_TEST(generation_policies)
     ck_assert_int_eq(gen_start(&g, &c, "prefix", NULL, NULL, &err), 0);
     run_gen(&g, "threshold:0.6");
     gen_stop(&g);
+    /* --block-logits: a whole-sequence step's logits the block's rows alone, which end the segment */
+    struct policy_drive d;
+    const int32_t plen[3] = {20, 20, 20};
+    ck_assert_int_eq(policy_drive_init(&d, "dual", NULL, 3, plen, 64, 16, true, &err), 0);
+    c.policy = &d;
+    ck_assert_int_eq(gen_init(&g, &c, NULL, &err), 0);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    int32_t groups[6], masked[3 * 84], ng;
+    ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
+    ck_assert_int_eq(sd.segs[0].phase, PHASE_REFRESH);
+    ck_assert_int_eq(sd.segs[0].q, 84);
+    ck_assert_int_eq(sd.segs[0].logit_rows, 16);
+    ck_assert_int_eq(groups[0], 0);
+    ck_assert_int_eq(gen_tokens(&g).pos(&g, 0, 84 - 16), 20); /* the block's first row */
+    step_desc_free(&sd);
+    gen_free(&g);
+    policy_drive_free(&d);
     static const struct {
         const char *policy, *params, *says;
     } bad[] = {{"sparse", NULL, "selects a sparse cache"},

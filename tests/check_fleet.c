@@ -123,11 +123,16 @@ START_TEST(round_robin_percentiles_exact)
     ck_assert_double_eq_tol(r.fleet.lat_mean_s, gsl_stats_mean(lat, 1, N), 1e-9);
     ck_assert_double_eq_tol(r.fleet.lat_std_s, gsl_stats_sd(lat, 1, N), 1e-6);
     ck_assert_double_eq_tol(r.fleet.lat_span_s, lat[N - 1] - lat[0], 1e-9);
-    /* energy: each replica's own, and its idle draw from its last finish to the fleet's */
+    /* energy: each replica's steps', and its idle draw the rest of the fleet's time (all up throughout) */
     double e = 0;
-    for (int k = 0; k < K; k++)
-        e += r.replica[k].energy_j +
-             r.replica[k].idle_w * (double)(r.fleet.makespan_ns - r.replica[k].makespan_ns) * 1e-9;
+    const double span = (double)r.fleet.makespan_ns * 1e-9;
+    for (int k = 0; k < K; k++) {
+        const struct sim_summary *m = &r.replica[k];
+        const double own = m->busy_energy_j + m->idle_w * (span - m->busy_s);
+        ck_assert_double_eq_tol(m->energy_j, own, 1e-9 * own);
+        ck_assert_double_eq_tol(m->energy_per_token_j, own / (double)m->tokens_decoded, 1e-12);
+        e += own;
+    }
     ck_assert_double_eq_tol(r.fleet.energy_j, e, 1e-9 * e);
     fleet_result_free(&r);
 }
@@ -250,7 +255,7 @@ START_TEST(autoscale_spec)
     static const struct {
         const char *spec, *says;
     } bad[] = {{"min=0", "min '0' must be a whole number"}, {"min=1.5", "min '1.5'"},
-               {"every=0", "every '0' must be seconds above 0"}, {"up=2,down=3", "down (3) must be below up (2)"},
+               {"every=0.001", "every '0.001' must be at least 0.01 s"}, {"up=2,down=3", "down (3) must be below up (2)"},
                {"size=3", "'size=3' is not KEY=VALUE"}, {"up", "'up' is not KEY=VALUE"}, {"delay=-1", "delay '-1'"}};
     for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
         ck_assert_int_ne(fleet_scale_parse(bad[i].spec, &fs, &err), 0);

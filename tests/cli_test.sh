@@ -282,6 +282,7 @@ if $bin engine generate --help 2>/dev/null | grep -q -- --decoder; then
                "--policy dual --vicinity 4|policy dual has no parameter --vicinity" \
                "--policy sparse|policy sparse runs in the simulator only: it selects a sparse cache" \
                "--policy lru|lru" \
+               "--policy focus --model sdar-8b --block-logits|--block-logits with policy focus" \
                "--decoder threshold:0|TAU '0' must be a confidence in (0, 1]" \
                "--decoder threshold:1.5|TAU '1.5' must be a confidence in (0, 1]" \
                "--vicinty 4|did you mean --vicinity?" "--vicinity|--vicinity needs a value"; do

@@ -28,7 +28,7 @@ static void generate_usage(FILE *f)
 "usage: tessera engine generate [--model NAME|config.json] [--weights PATH] [--decoder SPEC]\n"
 "                               [--requests N] [--prompt-len P | --prompts FILE] [--gen-len G]\n"
 "                               [--block B] [--policy NAME] [--focus-alpha A]\n"
-"                               [--vicinity W] [--refresh-interval F]\n"
+"                               [--vicinity W] [--refresh-interval F] [--block-logits]\n"
 "                               [--iter-smooth[=CONT,INIT,GROWTH,DECAY]]\n"
 "                               [--mask-id ID] [--seed S]\n"
 "                               [--mem-limit GB]\n"
@@ -70,6 +70,8 @@ static void generate_usage(FILE *f)
 "                             themselves (but focus), select a sparse cache or count the block's\n"
 "                             cached positions run in the simulator only\n"
 "                             [dual for a bidirectional model, block for a block-causal one]\n"
+"  --block-logits             a whole-sequence step's logits the current block's rows alone, not\n"
+"                             every row's (as tessera sim --block-logits prices it)\n"
 "  --iter-smooth[=CONT,INIT,GROWTH,DECAY]\n"
 "                             dInfer's IterSmooth with a threshold, hierarchical or credit decoder\n"
 "                             (any policy but focus): after a request's n-th step each\n"
@@ -92,6 +94,7 @@ static void generate_usage(FILE *f)
 struct gen_args {
     const char *model, *weights, *prompts, *profile_out, *name, *ids_out, *policy;
     struct param_values params; /* the policy's parameters given (--vicinity, --refresh-interval) */
+    bool block_logits;          /* whole-sequence steps' logits the block's alone (tessera sim's --block-logits) */
     struct sim_config choices; /* the engine's choices as options set them (eng_choice_take) */
     struct unmask_rule rule;
     struct gen_smooth smooth;
@@ -114,6 +117,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {"iter-smooth", optional_argument, 0, 'S'},
                                       {"vicinity", required_argument, 0, 'W'},
                                       {"refresh-interval", required_argument, 0, 'F'},
+                                      {"block-logits", no_argument, 0, 'L'},
                                       ENG_CHOICE_OPTS,
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
@@ -137,6 +141,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'N': a->name = optarg; break;
         case 'i': a->ids_out = optarg; break;
         case 'c': a->policy = optarg; break;
+        case 'L': a->block_logits = true; break;
         case 'a': bad = ts_parse_double(optarg, &a->focus_alpha) || !(a->focus_alpha >= 1 && a->focus_alpha <= 64), range = "1..64"; break;
         case 'S':
             if (gen_smooth_parse(optarg, &a->smooth, &err)) {
@@ -396,11 +401,13 @@ int eng_generate_main(int argc, char **argv)
     if (gc.focus) { /* FOCUS runs by position here (eng_gen.h) */
         if (a.params.n > 0)
             ts_fail(&err, "policy focus has no parameter --%s", a.params.name[0]);
+        else if (a.block_logits)
+            ts_fail(&err, "--block-logits with policy focus: FOCUS's logits are the rows it keeps");
     } else {
         int32_t *plen = xmalloc(sizeof *plen * (size_t)n);
         for (int32_t i = 0; i < n; i++)
             plen[i] = a.prompts ? prompts.len[i] : (int32_t)a.prompt_len;
-        if (policy_drive_init(&drive, policy, &a.params, n, plen, gc.gen_len, B, &err) == 0)
+        if (policy_drive_init(&drive, policy, &a.params, n, plen, gc.gen_len, B, a.block_logits, &err) == 0)
             gc.policy = &drive;
         free(plen);
     }
@@ -408,7 +415,7 @@ int eng_generate_main(int argc, char **argv)
     const int64_t seq = (int64_t)longest + a.gen_len;
     const int64_t each = gen_whole(&gc) ? seq : 2 * B;
     gc.max_tokens = (int32_t)TS_MAX(TS_MAX(seq, 2 * B), TS_MIN((int64_t)n * each, 16384));
-    if ((!gc.focus && !gc.policy) || (gc.focus && a.params.n > 0) ||
+    if ((!gc.focus && !gc.policy) || (gc.focus && (a.params.n > 0 || a.block_logits)) ||
         gen_init(&g, &gc, a.prompts ? &prompts : NULL, &err)) {
         gen_prompts_free(&prompts);
         policy_drive_free(&drive);

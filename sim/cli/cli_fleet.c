@@ -19,9 +19,10 @@
 #define FLEET_MAX 65536  /* replicas */
 #define GROUP_ARGS 64    /* a group's options' words */
 
-/* The options that describe the fleet itself, which a replica group may not set. */
+/* The options that describe the fleet itself or its workload, which a replica group may not set. */
 static const char *const fleet_opts[] = {"--replicas", "--fleet", "--router", "--router-staleness", "--admit-max",
-                                         "--db", "--executor"};
+                                         "--autoscale", "--db", "--executor", "--trace", "--rps", "--requests",
+                                         "--arrivals", "--lengths", "--seed", "--slo", "--json"};
 
 /* A replica's configuration from the fleet's: one instance, its results not stored on its own. */
 static void as_replica(struct sim_config *c)
@@ -88,8 +89,8 @@ static int fleet_line(const char *path, int line, char *text, int argc, char **a
         for (size_t j = 0; j < TS_ARRAY_LEN(fleet_opts); j++) {
             const size_t len = strlen(fleet_opts[j]);
             if (strncmp(words[k], fleet_opts[j], len) == 0 && (words[k][len] == '\0' || words[k][len] == '=')) {
-                fprintf(stderr, "tessera sim: %s: %s: the fleet's option, not a replica group's\n", where,
-                        fleet_opts[j]);
+                fprintf(stderr, "tessera sim: %s: %s: the fleet's option (or its workload's), not a replica "
+                        "group's\n", where, fleet_opts[j]);
                 return -1;
             }
         }
@@ -274,10 +275,10 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
         return EXIT_USAGE;
     }
     struct fleet_result r;
-    if (fleet_run(base, cfg, n, &o, &r, &err)) {
+    if (fleet_run(base, cfg, n, &o, &r, &err)) { /* (its groups built before: a run's failure) */
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         free(cfg);
-        return EXIT_USAGE;
+        return 1;
     }
     if (base->json)
         print_fleet_json(base, cfg, &r);

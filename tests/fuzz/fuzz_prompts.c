@@ -34,7 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gen_cfg c = {.gen_len = 32, .block = 16, .mask_id = 999, .vocab = 1000, .max_tokens = 512,
                         .logit_chunk_rows = 64, .max_pos = 600, .smooth = GEN_SMOOTH_DEFAULTS};
     struct policy_drive drive;
-    if (policy_drive_init(&drive, size % 2 ? "vicinity" : "block", &pv, p.n, p.len, c.gen_len, c.block, &err))
+    if (policy_drive_init(&drive, size % 2 ? "vicinity" : "block", &pv, p.n, p.len, c.gen_len, c.block, size % 4 == 3,
+                          &err))
         __builtin_trap();
     c.policy = &drive;
     struct gen g;

@@ -1502,7 +1502,7 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
     const int32_t plen[3] = {40, 40, 40};
     const bool vicinity = strcmp(policy, "vicinity") == 0;
     if ((vicinity && (param_values_set(&pv, "vicinity", "8", &err) || param_values_set(&pv, "refresh-interval", "3", &err))) ||
-        (!focus && policy_drive_init(&drive, policy, &pv, cfg.requests, plen, cfg.gen_len, cfg.block, &err))) {
+        (!focus && policy_drive_init(&drive, policy, &pv, cfg.requests, plen, cfg.gen_len, cfg.block, false, &err))) {
         fail_msg(c, "generation", err.msg);
         goto done;
     }
