@@ -77,15 +77,15 @@ struct fleet_opts {
 struct fleet_result {
     int n;
     struct sim_summary fleet;       /* merged: counts and tokens summed, latencies over all finished
-                                     * requests (percentiles exact), energy with every replica's idle
-                                     * draw to the fleet's last finish */
-    struct sim_summary *replica;    /* [n] */
+                                     * requests (percentiles exact), energy the replicas' */
+    struct sim_summary *replica;    /* [n], each one's energy over its time up (its steps', and its idle
+                                     * draw the rest of that time) */
     int64_t *routed;                /* [n] requests routed to each */
     int64_t refused;                /* requests the fleet's admission refused */
     double *active_s;               /* [n] each replica's time up (started to stopped) */
     struct fleet_scale_point *scale; /* the autoscaler's readings, in time */
     int64_t nscale;
-    int started, stopped;           /* the autoscaler's */
+    int started, stopped;           /* replicas the autoscaler started, and drained */
     double run_wall_s;
 };
 

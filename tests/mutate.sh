@@ -116,7 +116,7 @@ mutations=(
     "the router forgets what it sent since its view's refresh|sim/fleet.c|return (double)(v->load.outstanding + v->sent);|return (double)v->load.outstanding;|check_fleet"
     "round robin stays on one replica|sim/fleet.c|    *next = (k + 1) % n;\n    return k;|    *next = k;\n    return k;|check_fleet"
     "a fed replica counts no requests|sim/sim_requests.c|    s->sum.num_requests = s->num_reqs;\n    req_init|    req_init|check_fleet"
-    "a stopped replica still draws its idle power|sim/fleet.c|m->idle_w * fmax(0, out->active_s[i] - m->busy_s);|m->idle_w * fmax(0, span - m->busy_s);|check_fleet"
+    "a stopped replica still draws its idle power|sim/fleet.c|    m->energy_j = m->busy_energy_j + m->idle_w * fmax(0, active_s - m->busy_s);|    m->energy_j = m->busy_energy_j + m->idle_w * fmax(0, (double)m->makespan_ns * 1e-9 - m->busy_s);|check_fleet"
     "a starting replica takes requests before it is ready|sim/fleet.c|if (sc->state[i] == R_STARTING && sc->ready_s[i] <= t_s)|if (sc->state[i] == R_STARTING)|check_fleet"
     "the autoscaler drains below its min|sim/fleet.c|up > fs->min && t_s|up > 0 && t_s|check_fleet"
     "IterSmooth's weight grows past its cap|engine/eng_gen.c|return fmin(s->init + s->growth * n, s->cont);|return s->init + s->growth * n;|check_eng_gen"

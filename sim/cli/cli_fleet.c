@@ -152,9 +152,9 @@ static void describe(const struct sim_config *cfg, int n, char *buf, size_t len)
         char tp[24] = "";
         if (cfg[i].tp > 1)
             snprintf(tp, sizeof tp, " x %d", cfg[i].tp);
-        snprintf(buf + strlen(buf), len - strlen(buf), "%s%d x %s on %s%s (%s%s%s)", i ? ", " : "", j - i,
-                 cfg[i].model, cfg[i].gpu, tp, cfg[i].system[0] ? cfg[i].system : "policy ",
-                 cfg[i].system[0] ? "" : cfg[i].policy, "");
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%d x %s on %s%s (%s%s)", i ? ", " : "", j - i,
+                 cfg[i].model, cfg[i].gpu, tp, cfg[i].system[0] ? "" : "policy ",
+                 cfg[i].system[0] ? cfg[i].system : cfg[i].policy);
         i = j;
     }
 }
