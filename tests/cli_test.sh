@@ -1022,6 +1022,10 @@ is_png "$tmp/la/figure.png" "exp run lookahead"
 # the crossover against AR serving, reduced to batches 1 and 64: the dLLM with its cache and parallel
 # decoding ahead at 1, AR ahead of every dLLM variant at 64; one at a time, AR takes a prefill step and
 # then a step a token (8 requests of 256: 8 x 257 steps), the dLLM at one token a step 8 x 256
+expect 0 "exp run fleet" -- env REQUESTS=600 $bin exp run fleet "$tmp/fleet-exp"
+[ "$(grep -c '| holds |' "$tmp/fleet-exp/report.md")" = 6 ] && ok || bad "exp run fleet: a check does not hold ($tmp/fleet-exp/report.md)"
+[ "$(grep -c . "$tmp/fleet-exp/results.jsonl")" = 13 ] && ok || bad "exp run fleet: not 13 runs"
+if command -v gnuplot >/dev/null; then is_png "$tmp/fleet-exp/autoscale.png" "exp run fleet"; is_png "$tmp/fleet-exp/sizes.png" "exp run fleet"; fi
 expect 0 "exp run ar-crossover" -- env BATCHES="1 64" $bin exp run ar-crossover "$tmp/arx"
 got=$(python3 -c 'import json, sys
 r = {(o["system"], o["batch"]): o for o in map(json.loads, open(sys.argv[1]))}

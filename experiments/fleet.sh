@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# experiments/fleet.sh: a worked fleet: a mixed fleet behind each router, an autoscaled day, and energy a token against fleet size.
+#
+# Three parts, each on LLaDA-8B with the dual cache, priced by the roofline (sim/README.md, "Fleets"):
+#   routers    4 H100 + 8 L40S serving 2,000 generated requests at 10 req/s: each router (round robin,
+#              least outstanding, least KV, phase-aware) with a fresh view, and least outstanding with
+#              a view STALE (10) seconds old: p50, p99, the share within SLO (30) s, J a token
+#   autoscale  8 H200 serving a day in three parts (1 req/s for 300 s, 12 req/s for 300 s, 1 req/s
+#              for 600 s, evenly spaced, generated here): all up, and under --autoscale with a 60 s
+#              and a 10 s provisioning delay; the 10 s run's readings drawn beside its load
+#   sizes      1 to 16 H200 replicas behind least outstanding at the same 16 req/s: throughput, p99 and
+#              J a token by fleet size (a small fleet saturates; a large one idles)
+# Writes OUT/results.jsonl (a run a line), OUT/report.md (the three tables and the checks) and, with
+# gnuplot, OUT/autoscale.png and OUT/sizes.png.
+#
+# Usage: tessera exp run fleet OUT [--force]   (REQUESTS=2000; SLO=30; STALE=10; or
+#        experiments/fleet.sh OUT with TESSERA=path)
+set -uo pipefail
+out=${1:?usage: tessera exp run fleet OUT [--force]}
+bin=${TESSERA:-build/tessera}
+here=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out" || exit 2
+: >"$out/results.jsonl"
+requests=${REQUESTS:-2000} slo=${SLO:-30} stale=${STALE:-10}
+die() { echo "fleet.sh: $*" >&2; exit 1; }
+# run PART NAME OPTIONS...: one fleet run, its summary a line of results.jsonl (and OUT/PART-NAME.json)
+run() {
+    local part=$1 name=$2
+    shift 2
+    "$bin" sim "$@" --slo "$slo" --quiet --no-progress --json >"$out/$part-$name.json" ||
+        die "$part $name failed: tessera sim $*"
+    python3 - "$part" "$name" "$out/$part-$name.json" >>"$out/results.jsonl" <<'PY' || exit 1
+import json, sys
+part, name, path = sys.argv[1:]
+d = json.load(open(path))
+f = d["fleet"] if "fleet" in d else dict(d, replicas=1)  # (one replica is a single run)
+print(json.dumps({"part": part, "name": name, "replicas": f["replicas"], "lat_p50_s": f["lat_p50_s"],
+                  "lat_p99_s": f["lat_p99_s"], "slo_attainment": f["slo_attainment"],
+                  "throughput_tok_s": f["throughput_tok_s"], "energy_j": f["energy_j"],
+                  "energy_per_token_j": f["energy_per_token_j"], "num_finished": f["num_finished"]}))
+PY
+}
+
+printf '# the mixed fleet\n4 --gpu h100\n8 --gpu l40s\n' >"$out/fleet.txt"
+for r in round-robin least-outstanding least-kv phase-aware; do
+    run routers "$r" --fleet "$out/fleet.txt" --requests "$requests" --rps 10 --router "$r"
+done
+run routers "least-outstanding-stale" --fleet "$out/fleet.txt" --requests "$requests" --rps 10 \
+    --router least-outstanding --router-staleness "$stale"
+
+python3 - "$out/day.csv" <<'PY' || exit 1
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("arrival_ns,prompt_tokens,output_tokens\n")
+    i = 0
+    for rate, start, end in ((1, 0, 300), (12, 300, 600), (1, 600, 1200)):
+        n = int((end - start) * rate)
+        for k in range(n):
+            f.write("%d,%d,200\n" % (round((start + k / rate) * 1e9), 100 + 37 * i % 500))
+            i += 1
+PY
+day=(--replicas 8 --gpu h200 --trace "$out/day.csv" --gen-len 256)
+run autoscale all-up "${day[@]}"
+run autoscale delay-60 "${day[@]}" --autoscale min=1,up=6,down=2,every=10,delay=60,cooldown=60
+run autoscale delay-10 "${day[@]}" --autoscale min=2,up=4,down=1,every=10,delay=10,cooldown=120
+
+for n in 1 2 4 8 16; do
+    run sizes "$n" --replicas "$n" --gpu h200 --requests "$requests" --rps 16
+done
+
+python3 - "$out" "$slo" "$stale" <<'PY' || exit 1
+import json, os, sys
+out, slo, stale = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+by = {(r["part"], r["name"]): r for r in rows}
+def line(r, label):
+    return "| %s | %.2f | %.2f | %.1f%% | %.0f | %.3f |\n" % (label, r["lat_p50_s"], r["lat_p99_s"],
+                                                           100 * r["slo_attainment"], r["throughput_tok_s"],
+                                                           r["energy_per_token_j"])
+head = "| %s | p50 (s) | p99 (s) | within %g s | tokens/s | J a token |\n|---|---|---|---|---|---|\n"
+with open(os.path.join(out, "report.md"), "w") as f:
+    f.write("# A worked fleet\n\nLLaDA-8B, the dual cache, priced by the roofline (`tessera sim --fleet|--replicas`, "
+            "sim/README.md#fleets).\n\n## Routers: 4 H100 + 8 L40S, 10 req/s\n\n" + head % ("router", slo))
+    for name in ("round-robin", "least-outstanding", "least-kv", "phase-aware"):
+        f.write(line(by[("routers", name)], name))
+    f.write(line(by[("routers", "least-outstanding-stale")], "least-outstanding, view %s s stale" % stale))
+    f.write("\n## An autoscaled day: 8 H200, 1, 12 and 1 req/s\n\n" + head.replace("| J a token |", "| energy (MJ) |")
+            % ("replicas", slo))
+    for name, label in (("all-up", "all 8 up"), ("delay-60", "autoscaled, 60 s to start one"),
+                        ("delay-10", "autoscaled, 10 s to start one, at least 2 up")):
+        r = by[("autoscale", name)]
+        f.write(line(r, label).rsplit("|", 2)[0] + "| %.2f |\n" % (r["energy_j"] / 1e6))
+    f.write("\n## Energy a token against fleet size: H200s at 16 req/s\n\n" + head % ("replicas", slo))
+    sizes = sorted((r for r in rows if r["part"] == "sizes"), key=lambda r: r["replicas"])
+    for r in sizes:
+        f.write(line(r, str(r["replicas"])))
+    rr, lo = by[("routers", "round-robin")], by[("routers", "least-outstanding")]
+    st = by[("routers", "least-outstanding-stale")]
+    up, a60, a10 = by[("autoscale", "all-up")], by[("autoscale", "delay-60")], by[("autoscale", "delay-10")]
+    checks = [
+        ("on the mixed fleet, least outstanding's p99 is below round robin's", lo["lat_p99_s"] < rr["lat_p99_s"]),
+        ("a stale view costs least outstanding some of its p99", st["lat_p99_s"] > lo["lat_p99_s"]),
+        ("autoscaling uses less energy than the fleet all up", a60["energy_j"] < up["energy_j"] and
+         a10["energy_j"] < up["energy_j"]),
+        ("a long provisioning delay misses more deadlines than a short one", a60["slo_attainment"] < a10["slo_attainment"]),
+        ("throughput rises with the fleet until it serves the load", sizes[-1]["throughput_tok_s"] > sizes[0]["throughput_tok_s"]),
+        ("past the size the load needs, a token costs more energy (idle replicas)",
+         sizes[-1]["energy_per_token_j"] > min(r["energy_per_token_j"] for r in sizes)),
+    ]
+    f.write("\n| check | in tessera |\n|---|---|\n")
+    for text, ok in checks:
+        f.write("| %s | %s |\n" % (text, "holds" if ok else "does not hold"))
+    with open(os.path.join(out, "sizes.dat"), "w") as d:
+        for r in sizes:
+            d.write("%d %g %g\n" % (r["replicas"], r["throughput_tok_s"], r["energy_per_token_j"]))
+PY
+if command -v gnuplot >/dev/null 2>&1; then
+    bash "$here/analysis/fleet-plot.sh" "$out/autoscale-delay-10.json" "$out/autoscale.png" >/dev/null ||
+        echo "fleet.sh: no autoscale figure" >&2
+    gnuplot <<EOF 2>"$out/gnuplot.log" || { rm -f "$out/sizes.png"; echo "fleet.sh: no sizes figure: $(head -2 "$out/gnuplot.log")" >&2; }
+set terminal pngcairo size 800,480 font ",10"
+set output "$out/sizes.png"
+set termoption noenhanced
+set title "H200 fleets at 16 req/s: energy a token against throughput"
+set xlabel "Throughput (generated tokens/s)"
+set ylabel "Energy (J a generated token)"
+set grid
+set key off
+set offsets graph 0.02, graph 0.08, graph 0.1, 0
+plot "$out/sizes.dat" using 2:3 with linespoints lc rgb '#0072B2' pt 7 lw 2, \
+     "" using 2:3:(\$1 == 1 ? "1 replica" : sprintf("%d replicas", \$1)) with labels offset 0,1.2
+EOF
+fi
+echo "fleet: $out/report.md, $out/results.jsonl$([ -s "$out/autoscale.png" ] && echo ", $out/autoscale.png")$([ -s "$out/sizes.png" ] && echo ", $out/sizes.png")"
