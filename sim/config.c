@@ -25,6 +25,7 @@
 const char *const cfg_executor_names[2] = {"model", "gpu"};
 const char *const cfg_clock_names[3] = {"auto", "on", "off"};
 const char *const cfg_preempt_names[2] = {"recompute", "swap"};
+const char *const cfg_admit_names[2] = {"refuse", "defer"};
 
 int cfg_choice(const char *opt, const char *name, const char *const *names, int n, int32_t *out, struct ts_err *err)
 {
@@ -193,9 +194,11 @@ const struct cfg_option cfg_options[] = {
     {"router-staleness", REAL, FIELD(router_staleness), .def = "0", .lo = 0, .hi = 3600, .unit = "seconds",
      .arg = "S", .group = FLEET, .help = "the router sees the replicas' load as of S ago at most (0: now)"},
     {"autoscale", TEXT, FIELD(autoscale), .def = "", .arg = "SPEC", .group = FLEET, .shown = "off",
-     .help = "replicas started and stopped by queue depth: min=N,up=Q,down=Q,every=S,delay=S,cooldown=S"},
+     .help = "start and stop replicas: min=N,up=Q,down=Q,every=S,delay=S,cooldown=S"},
     {"admit-max", INT64, FIELD(admit_max), .def = "0", .lo = 0, .hi = 1e9, .unit = "requests", .arg = "N",
-     .group = FLEET, .help = "refuse an arrival when every replica holds N requests (0: never)"},
+     .group = FLEET, .help = "when every replica holds N requests, --admit an arrival (0: never)"},
+    {"admit", CHOICE, FIELD(admit), CHOICES(cfg_admit_names), .def = "refuse", .group = FLEET,
+     .help = "refuse it, or hold it back until a replica has room"},
     {"db", CFG_TEXT, FIELD(db), .def = "", .arg = "FILE", .group = OUT, .shown = "none",
      .help = "runs, requests, steps, segments and summary to SQLite in one transaction; a database holding runs "
              "is refused unless --append or --replace (status 2; 1 where another writer added one meanwhile)"},

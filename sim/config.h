@@ -24,7 +24,9 @@
 enum cfg_executor { EXECUTOR_MODEL = 0, EXECUTOR_GPU };
 enum cfg_clock { CLOCK_AUTO = 0, CLOCK_ON, CLOCK_OFF };
 enum cfg_preempt { PREEMPT_RECOMPUTE = 0, PREEMPT_SWAP };
-extern const char *const cfg_executor_names[2], *const cfg_clock_names[3], *const cfg_preempt_names[2];
+enum cfg_admit { ADMIT_REFUSE = 0, ADMIT_DEFER };
+extern const char *const cfg_executor_names[2], *const cfg_clock_names[3], *const cfg_preempt_names[2],
+    *const cfg_admit_names[2];
 /* Sets *out to the index of `name` among names[0..n) (the value of option --opt); -1 with err
  * "--opt: 'name' is not A, B or C" where it is none of them. */
 int cfg_choice(const char *opt, const char *name, const char *const *names, int n, int32_t *out, struct ts_err *err);
@@ -77,6 +79,7 @@ struct sim_config {
     char router[CFG_STR];      /* the router's policy (fleet.c's table) */
     double router_staleness;   /* seconds between refreshes of the router's view (0: every arrival) */
     int64_t admit_max;         /* refuse an arrival every replica holds this many requests for (0: never) */
+    int32_t admit;             /* enum cfg_admit: what admit_max does with such an arrival */
     char autoscale[CFG_STR];   /* the autoscaler's settings (fleet_autoscale_parse; "" = off) */
 
     /* dLLM generation */

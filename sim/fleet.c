@@ -116,6 +116,84 @@ static bool fleet_full(const struct router_view *v, int n, int64_t admit_max)
     return true;
 }
 
+/* --- admission ----------------------------------------------------------------------------- */
+
+/* The requests the fleet holds back (deferred admission), oldest first: each its trace row and its
+ * place in the workload. */
+struct held {
+    struct trace_req tr;
+    int64_t index;
+};
+struct hold_queue {
+    struct held *v;
+    size_t cap, head, n;
+};
+
+static void hold(struct hold_queue *q, const struct trace_req *tr, int64_t index)
+{
+    if (q->n == q->cap) { /* grown, its ring unrolled */
+        struct held *v = xmalloc(sizeof *v * (q->cap ? 2 * q->cap : 64));
+        for (size_t i = 0; i < q->n; i++)
+            v[i] = q->v[(q->head + i) % q->cap];
+        free(q->v);
+        q->v = v, q->head = 0, q->cap = q->cap ? 2 * q->cap : 64;
+    }
+    q->v[(q->head + q->n++) % q->cap] = (struct held){*tr, index};
+}
+
+/* The fleet: its replicas, the router's view and cursor. */
+struct fleet_state {
+    struct sim **r;
+    int n;
+    const struct fleet_opts *o;
+    struct router_view *v;
+    bool *dirty;
+    int cursor;
+    struct hold_queue q;
+};
+
+/* Request tr (the workload's index-th) routed at t_ns, its arrival or its release. */
+static void route(struct fleet_state *fl, const struct trace_req *tr, int64_t index, int64_t t_ns,
+                  struct fleet_result *out)
+{
+    const int k = fl->o->router->pick(fl->v, fl->n, &fl->cursor);
+    fl->dirty[k] |= sim_advance(fl->r[k], t_ns);
+    sim_feed(fl->r[k], tr, index, t_ns);
+    fl->v[k].sent++;
+    out->routed[k]++;
+}
+
+/* The held requests routed, oldest first, while a replica has room (at t_ns). */
+static void release(struct fleet_state *fl, int64_t t_ns, struct fleet_result *out)
+{
+    while (fl->q.n > 0 && !fleet_full(fl->v, fl->n, fl->o->admit_max)) {
+        const struct held h = fl->q.v[fl->q.head];
+        fl->q.head = (fl->q.head + 1) % fl->q.cap, fl->q.n--;
+        route(fl, &h.tr, h.index, t_ns, out);
+    }
+}
+
+/* After the workload (its last arrival at last_ns): the replicas run event by event, the view
+ * refreshed after each, until every held request is routed. */
+static void release_rest(struct fleet_state *fl, int64_t last_ns, struct fleet_result *out)
+{
+    while (fl->q.n > 0) {
+        int64_t t = INT64_MAX;
+        for (int i = 0; i < fl->n; i++)
+            t = TS_MIN(t, sim_next_event_ns(fl->r[i]));
+        if (t == INT64_MAX) /* every replica idle: each has room */
+            for (int i = 0; i < fl->n; i++)
+                t = TS_MIN(t, sim_now_ns(fl->r[i]));
+        else
+            t++; /* past the next event */
+        int64_t now = last_ns;
+        for (int i = 0; i < fl->n; i++)
+            now = TS_MAX(now, sim_now_ns(fl->r[i]));
+        refresh_view(fl->r, fl->n, TS_MAX(t, now), fl->v, fl->dirty);
+        release(fl, TS_MAX(t, now), out);
+    }
+}
+
 /* --- the autoscaler ------------------------------------------------------------------------ */
 
 int fleet_scale_parse(const char *spec, struct fleet_scale *out, struct ts_err *err)
@@ -329,6 +407,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     bool *dirty = xmalloc(sizeof *dirty * (size_t)n);
     for (int i = 0; i < n; i++)
         dirty[i] = true;
+    struct fleet_state fl = {.r = r, .n = n, .o = o, .v = v, .dirty = dirty};
     struct trace t = {0}, lengths = {0};
     struct trace_stream st = {0};
     struct model_cfg m;
@@ -345,7 +424,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
         goto done;
     const int64_t stale_ns = (int64_t)(o->staleness_s * 1e9);
     int64_t next_refresh = INT64_MIN, routed = 0;
-    int cursor = 0, got;
+    int got;
     struct trace_req tr = {0};
     double shown = ts_wall_s();
     scaler_doors(&sc, 0, n, v);
@@ -358,15 +437,15 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
             next_refresh = tr.arrival_ns + stale_ns;
         }
         scaler_doors(&sc, t_s, n, v);
-        if (o->admit_max > 0 && fleet_full(v, n, o->admit_max)) {
-            out->refused++;
+        release(&fl, tr.arrival_ns, out); /* those held back first, in their order */
+        if (o->admit_max > 0 && (fl.q.n > 0 || fleet_full(v, n, o->admit_max))) {
+            if (o->defer)
+                hold(&fl.q, &tr, st.i - 1), out->deferred++;
+            else
+                out->refused++;
             continue;
         }
-        const int k = o->router->pick(v, n, &cursor);
-        dirty[k] |= sim_advance(r[k], tr.arrival_ns);
-        sim_feed(r[k], &tr, st.i - 1);
-        v[k].sent++;
-        out->routed[k]++;
+        route(&fl, &tr, st.i - 1, tr.arrival_ns, out);
         if (o->progress && ++routed % 1024 == 0 && ts_wall_s() - shown > 0.5) {
             show_progress(routed + out->refused, st.n, tr.arrival_ns, false);
             shown = ts_wall_s();
@@ -374,6 +453,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     }
     if (got < 0)
         goto done;
+    release_rest(&fl, tr.arrival_ns, out);
     if (o->progress)
         show_progress(st.n, st.n, tr.arrival_ns, true);
     for (int i = 0; i < n; i++) {
@@ -404,6 +484,7 @@ done:
     out->run_wall_s = ts_wall_s() - t0;
     for (int i = 0; i < n; i++)
         sim_destroy(r[i]);
+    free(fl.q.v);
     free(r);
     free(v);
     free(dirty);

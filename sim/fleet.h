@@ -8,7 +8,8 @@
  * every `staleness` seconds of simulated time (0: at every arrival), plus the requests it has sent
  * each replica since (a router knows what it routed). Admission control: with admit_max > 0 a
  * request that finds every replica holding admit_max outstanding requests or more (as the router
- * sees them) is refused by the fleet.
+ * sees them) is refused by the fleet, or with defer held back, in arrival order, and routed once a
+ * replica has room (at a refresh of the view), its latency counted from its arrival.
  *
  * The autoscaler (fleet_scale), where on, starts with `min` replicas up and the rest stopped. Every
  * `every` seconds it reads the replicas' load: where the requests outstanding on the replicas up
@@ -69,7 +70,8 @@ struct fleet_opts {
     const struct router_ops *router;
     struct fleet_scale scale;
     double staleness_s; /* the view's refresh interval (0: every arrival) */
-    int64_t admit_max;  /* > 0: refuse a request every replica holds this many for */
+    int64_t admit_max;  /* > 0: refuse (or defer) a request every replica holds this many for */
+    bool defer;         /* hold such requests back instead of refusing them */
     bool progress;      /* a progress line on stderr */
 };
 
@@ -82,6 +84,7 @@ struct fleet_result {
                                      * draw the rest of that time) */
     int64_t *routed;                /* [n] requests routed to each */
     int64_t refused;                /* requests the fleet's admission refused */
+    int64_t deferred;               /* and those it held back a while */
     double *active_s;               /* [n] each replica's time up (started to stopped) */
     struct fleet_scale_point *scale; /* the autoscaler's readings, in time */
     int64_t nscale;

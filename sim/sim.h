@@ -106,8 +106,9 @@ int sim_workload_open(const struct sim_config *c, const struct model_cfg *m, str
                       struct trace_stream *st, struct ts_err *err);
 struct sim *sim_create_fed(const struct sim_config *cfg, struct ts_err *err);
 /* tr fed as the workload's request `index` (its random streams' seed: the same request draws the
- * same wherever it is routed). */
-void sim_feed(struct sim *s, const struct trace_req *tr, int64_t index);
+ * same wherever it is routed), reaching the instance at at_ns: its arrival, or later where the fleet
+ * held it back (its latency still counted from its arrival). */
+void sim_feed(struct sim *s, const struct trace_req *tr, int64_t index, int64_t at_ns);
 /* Runs a fed instance's events before until_ns; true when it ran any. */
 bool sim_advance(struct sim *s, int64_t until_ns);
 int64_t sim_now_ns(const struct sim *s);

@@ -114,9 +114,9 @@ int sim_requests_open_fed(struct sim *s, struct ts_err *err)
     return open_records(s, err);
 }
 
-void sim_feed(struct sim *s, const struct trace_req *tr, int64_t index)
+void sim_feed(struct sim *s, const struct trace_req *tr, int64_t index, int64_t at_ns)
 {
-    TS_ASSERT(s->fed && tr->arrival_ns >= s->now_ns);
+    TS_ASSERT(s->fed && at_ns >= s->now_ns && at_ns >= tr->arrival_ns);
     const int64_t id = s->num_arrived++, k = id / SIM_REQ_CHUNK;
     TS_ASSERTF(id < INT32_MAX, "more than %d requests fed to one replica", INT32_MAX);
     if (k >= s->num_chunks) { /* a new chunk: SIM_REQ_CHUNK requests until the feed ends */
@@ -129,7 +129,7 @@ void sim_feed(struct sim *s, const struct trace_req *tr, int64_t index)
     s->num_reqs = s->num_arrived;
     s->sum.num_requests = s->num_reqs;
     req_init(s, &s->chunks[k][id % SIM_REQ_CHUNK], id, index, tr);
-    evq_push(&s->evq, tr->arrival_ns, EV_ARRIVAL, (int32_t)id);
+    evq_push(&s->evq, at_ns, EV_ARRIVAL, (int32_t)id);
 }
 
 void sim_requests_pull(struct sim *s)

@@ -200,7 +200,8 @@ START_TEST(router_picks_by_the_view)
 END_TEST
 
 /* Admission: with every replica holding admit_max requests an arrival is refused by the fleet, and
- * counted among the rejected; the others all finish. */
+ * counted among the rejected, the others all finish; deferred instead, every request finishes,
+ * later. */
 START_TEST(admission_refuses_when_full)
 {
     struct sim_config c;
@@ -212,6 +213,20 @@ START_TEST(admission_refuses_when_full)
     ck_assert_int_eq(r.fleet.num_rejected, r.refused);
     ck_assert_int_eq(r.fleet.num_finished + r.refused, 200);
     ck_assert_int_eq(r.routed[0] + r.routed[1] + r.refused, 200);
+    /* deferred: every request finishes, those held back later, their wait counted from their arrival */
+    struct fleet_result d;
+    struct sim_config cd[2] = {c, c};
+    const struct fleet_opts od = {.router = router_find("least-outstanding"), .admit_max = 4, .defer = true};
+    struct ts_err derr;
+    ck_assert_msg(fleet_run(&c, cd, 2, &od, &d, &derr) == 0, "%s", derr.msg);
+    ck_assert_int_eq(d.refused, 0);
+    ck_assert(d.deferred >= r.refused);
+    ck_assert_int_eq(d.fleet.num_finished, 200);
+    ck_assert_int_eq(d.routed[0] + d.routed[1], 200);
+    ck_assert(d.fleet.queue_mean_s > r.fleet.queue_mean_s + 1);
+    ck_assert(d.fleet.lat_p99_s > r.fleet.lat_p99_s);
+    ck_assert(d.fleet.makespan_ns > r.fleet.makespan_ns); /* the held ones finish after the rest */
+    fleet_result_free(&d);
     fleet_result_free(&r);
     struct sim_config bad = c;
     snprintf(bad.gpu, sizeof bad.gpu, "h300");

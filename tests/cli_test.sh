@@ -332,6 +332,11 @@ expect 2 "sim --autoscale bad" -- $bin sim --replicas 3 --autoscale min=1,up=2,d
 contains "sim --autoscale bad" "--autoscale 'min=1,up=2,down=4': down (4) must be below up (2)"
 expect 2 "sim --autoscale min above the fleet" -- $bin sim --replicas 3 --autoscale min=5
 contains "sim --autoscale min above the fleet" "--autoscale: min=5 of 3 replicas"
+expect 0 "sim --admit defer" -- $bin sim --replicas 2 --requests 100 --rps 8 --admit-max 4 --admit defer --no-progress
+contains "sim --admit defer" "100 finished, 0 rejected"
+contains "sim --admit defer" "held back by --admit-max a while"
+expect 2 "sim --admit unknown" -- $bin sim --replicas 2 --admit-max 4 --admit wait
+contains "sim --admit unknown" "--admit: 'wait' is not refuse or defer"
 expect 2 "sim --router unknown" -- $bin sim --replicas 2 --router nearest
 contains "sim --router unknown" "'nearest' is not a router (round-robin, least-outstanding, least-kv, phase-aware)"
 # dllm-cache: every bad value refused by name; the preset runs and stores its parameters; live

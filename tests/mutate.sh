@@ -119,6 +119,7 @@ mutations=(
     "a stopped replica still draws its idle power|sim/fleet.c|    m->energy_j = m->busy_energy_j + m->idle_w * fmax(0, active_s - m->busy_s);|    m->energy_j = m->busy_energy_j + m->idle_w * fmax(0, (double)m->makespan_ns * 1e-9 - m->busy_s);|check_fleet"
     "a starting replica takes requests before it is ready|sim/fleet.c|if (sc->state[i] == R_STARTING && sc->ready_s[i] <= t_s)|if (sc->state[i] == R_STARTING)|check_fleet"
     "the autoscaler drains below its min|sim/fleet.c|up > fs->min && t_s|up > 0 && t_s|check_fleet"
+    "held requests released whether or not a replica has room|sim/fleet.c|    while (fl->q.n > 0 && !fleet_full(fl->v, fl->n, fl->o->admit_max)) {|    while (fl->q.n > 0) {|check_fleet"
     "IterSmooth's weight grows past its cap|engine/eng_gen.c|return fmin(s->init + s->growth * n, s->cont);|return s->init + s->growth * n;|check_eng_gen"
     "IterSmooth keeps a soft row at a position the step committed|engine/eng_gen.c|c->commit[row] >= 0 ? 0.0f|c->commit[row] >= 1 << 30 ? 0.0f|check_eng_gen"
     "IterSmooth's threshold never decays|engine/eng_gen.c|return fmaxf((float)(1.0 - s->decay * n), tau);|return tau;|check_eng_gen"

@@ -168,7 +168,9 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
            base->router_staleness);
     printf("  replicas      %s\n", what);
     char refused[64] = "";
-    if (base->admit_max > 0)
+    if (base->admit_max > 0 && base->admit == ADMIT_DEFER)
+        snprintf(refused, sizeof refused, " (%lld held back by --admit-max a while)", (long long)r->deferred);
+    else if (base->admit_max > 0)
         snprintf(refused, sizeof refused, " (%lld refused by --admit-max)", (long long)r->refused);
     printf("  requests      %lld finished, %lld rejected%s, %lld preemptions (of %lld)\n", (long long)m->num_finished,
            (long long)m->num_rejected, refused, (long long)m->num_preemptions, (long long)m->num_requests);
@@ -214,6 +216,7 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
     json_object_set_new(f, "router", json_string(base->router));
     json_object_set_new(f, "router_staleness_s", json_real(base->router_staleness));
     json_object_set_new(f, "refused", json_integer(r->refused));
+    json_object_set_new(f, "deferred", json_integer(r->deferred));
     json_object_set_new(o, "fleet", f);
     for (int i = 0; i < r->n; i++) {
         json_t *s = cli_summary_json(&cfg[i], &r->replica[i]);
@@ -266,7 +269,8 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
         }
     }
     struct fleet_opts o = {.router = router_find(base->router), .staleness_s = base->router_staleness,
-                           .admit_max = base->admit_max, .progress = base->progress};
+                           .admit_max = base->admit_max, .defer = base->admit == ADMIT_DEFER,
+                           .progress = base->progress};
     struct ts_err err;
     if (fleet_scale_parse(base->autoscale, &o.scale, &err) || (o.scale.on && o.scale.min > n &&
                                                                ts_fail(&err, "--autoscale: min=%d of %d replicas", o.scale.min, n))) {
