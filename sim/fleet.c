@@ -414,10 +414,8 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     int rc = -1;
     for (int i = 0; i < n; i++)
         if (!(r[i] = sim_create_fed(&cfg[i], err))) {
-            char msg[sizeof err->msg];
-            snprintf(msg, sizeof msg, "%s", err->msg);
-            ts_fail(err, "replica %d (--gpu %s --model %s%s%s): %s", i, cfg[i].gpu, cfg[i].model,
-                    cfg[i].system[0] ? " --system " : "", cfg[i].system, msg);
+            ts_fail_prefix(err, "replica %d (--gpu %s --model %s%s%s)", i, cfg[i].gpu, cfg[i].model,
+                           cfg[i].system[0] ? " --system " : "", cfg[i].system);
             goto done;
         }
     if (model_resolve(workload->model, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err))
@@ -458,9 +456,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
         show_progress(st.n, st.n, tr.arrival_ns, true);
     for (int i = 0; i < n; i++) {
         if (sim_run(r[i], err)) {
-            char msg[sizeof err->msg];
-            snprintf(msg, sizeof msg, "%s", err->msg);
-            ts_fail(err, "replica %d: %s", i, msg);
+            ts_fail_prefix(err, "replica %d", i);
             goto done;
         }
         sim_get_summary(r[i], &out->replica[i]);

@@ -231,10 +231,7 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
                                                 (json_int_t)r->scale[k].outstanding));
         json_object_set_new(o, "scale", sc);
     }
-    char *txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-    printf("%s\n", txt);
-    free(txt);
-    json_decref(o);
+    cli_print_json(o);
 }
 
 int cli_fleet(const struct sim_config *base, int argc, char **argv)

@@ -474,9 +474,8 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
     return o;
 }
 
-static void print_json(const struct sim_config *c, const struct sim_summary *m)
+void cli_print_json(json_t *o)
 {
-    json_t *o = cli_summary_json(c, m);
     char *txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     printf("%s\n", txt);
     free(txt);
@@ -595,7 +594,7 @@ int cli_sim(int argc, char **argv)
         rc = 1;
     }
     if (c.json) {
-        print_json(sim_config(s), &m);
+        cli_print_json(cli_summary_json(sim_config(s), &m));
     } else {
         print_summary(sim_config(s), &m);
         if (m.num_rejected)
