@@ -57,20 +57,35 @@ int eng_tp_place(struct eng_opts *o, struct ts_err *err)
     return 0;
 }
 
-int eng_tp_create(const struct model_cfg *m, struct eng_opts *o, int size, int *rank, struct eng **e,
-                  struct ts_err *err)
+int eng_tp_in_launch(const char *cmd, int *rank)
 {
+    int size;
+    unsigned char id[ENG_TP_ID_BYTES];
+    struct ts_err err;
+    if (eng_tp_env(rank, &size, id, &err)) {
+        fprintf(stderr, "%s: %s\n", cmd, err.msg);
+        return -1;
+    }
+    return size > 1;
+}
+
+int eng_tp_create(const struct model_cfg *m, uint64_t seed, int size, int *rank, struct eng **e, struct ts_err *err)
+{
+    struct eng_opts o;
+    eng_opts_defaults(&o);
+    o.max_tokens = ENG_TP_TOOL_TOKENS;
+    o.kv_tokens = ENG_TP_TOOL_KV_TOKENS;
+    o.seed = seed;
     *e = NULL;
     *rank = 0;
-    o->tp_size = 1, o->tp_rank = 0, o->tp_id = NULL;
     if (size > 0) {
-        if (eng_tp_place(o, err))
+        if (eng_tp_place(&o, err))
             return -1;
-        if (o->tp_size != size)
-            return ts_fail(err, "--tp %d inside a launch of %d ranks", size, o->tp_size);
-        *rank = o->tp_rank;
+        if (o.tp_size != size)
+            return ts_fail(err, "--tp %d inside a launch of %d ranks", size, o.tp_size);
+        *rank = o.tp_rank;
     }
-    return eng_create(m, o, e, err);
+    return eng_create(m, &o, e, err);
 }
 
 #ifndef TS_HAVE_NCCL

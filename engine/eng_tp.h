@@ -44,12 +44,20 @@ int eng_tp_launch(int size, int argc, char **argv);
 int eng_tp_env(int *rank, int *size, unsigned char id[ENG_TP_ID_BYTES], struct ts_err *err);
 /* The same into o (tp_rank, tp_size and tp_id, the id held here for the process's life). */
 int eng_tp_place(struct eng_opts *o, struct ts_err *err);
-/* This process's place as rank *rank of a launch that must be of `size` ranks (refused otherwise);
- * size 0 (no split): rank 0. Then, with o's other fields as the caller set them, its engine of model
- * m: that rank's share of the model over the launch, or with size 0 the whole model on this
- * process's GPU (the tools that set a split beside one GPU: check_engine --tp, engine_bench --tp). */
-int eng_tp_create(const struct model_cfg *m, struct eng_opts *o, int size, int *rank, struct eng **e,
-                  struct ts_err *err);
+/* Whether this process is a rank of a launch (eng_tp_launch): 1, its rank in *rank; 0 outside one (its
+ * command then launches itself); -1 where the launcher's environment is malformed (said on stderr,
+ * naming cmd). */
+int eng_tp_in_launch(const char *cmd, int *rank);
+
+/* The engine the tools that set a split beside one GPU (check_engine --tp, engine_bench --tp) build:
+ * random weights of seed, steps of ENG_TP_TOOL_TOKENS rows over a pool of ENG_TP_TOOL_KV_TOKENS, LM-head
+ * chunks of ENG_TP_TOOL_LOGIT_CHUNK rows (its steps' logit_chunk_rows: the default workspace's). With
+ * size > 0 this process is rank *rank of a launch that must be of `size` ranks (refused otherwise) and
+ * the engine its share of the model; size 0: the whole model on this process's GPU, rank 0. */
+#define ENG_TP_TOOL_TOKENS 8192
+#define ENG_TP_TOOL_KV_TOKENS 32768
+#define ENG_TP_TOOL_LOGIT_CHUNK 2048
+int eng_tp_create(const struct model_cfg *m, uint64_t seed, int size, int *rank, struct eng **e, struct ts_err *err);
 
 /* The communicator of rank `rank` of `size` (on the current device, which must be GPU rank). NCCL's
  * unique id serves one communicator: the process's first is made, and every later call gets it

@@ -225,13 +225,11 @@ static int run_tp(const struct bench_args *a, int argc, char **argv)
     }
     for (int k = 0; k < a->nsteps; k++)
         memcpy(bo.steps[k], a->steps[k], sizeof bo.steps[k]);
-    int rank, size;
-    unsigned char id[ENG_TP_ID_BYTES];
-    if (eng_tp_env(&rank, &size, id, &err)) {
-        fprintf(stderr, "engine_bench: %s\n", err.msg);
+    int rank;
+    const int in = eng_tp_in_launch("engine_bench", &rank);
+    if (in < 0)
         return EXIT_USAGE;
-    }
-    if (size == 1) /* the launcher: this program again, once per GPU */
+    if (!in) /* the launcher: this program again, once per GPU */
         return eng_tp_launch((int)a->tp, argc - 1, argv + 1);
     if (a->json && rank == 0 && !(bo.json = fopen(a->json, "a"))) {
         fprintf(stderr, "engine_bench: %s: cannot open\n", a->json);

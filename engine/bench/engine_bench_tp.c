@@ -16,26 +16,17 @@
 #include "eng.h"
 #include "eng_tp.h"
 
-#define TP_TOKENS 8192
-#define TP_KV_TOKENS 32768
-#define TP_LOGIT_CHUNK 2048 /* the LM head's chunk rows (the engines' default workspace) */
 #define ALLREDUCE_SIZES 17  /* the all-reduce sweep: 4 KiB, doubling to 256 MiB */
 
-/* The engine of this rank of a launch of `size` (size 0: the whole model on GPU 0) for steps of
- * TP_TOKENS rows over a pool of TP_KV_TOKENS, random weights. */
+/* The tools' engine (eng_tp_create) of this rank of a launch of `size`, or with size 0 the whole
+ * model on GPU 0, said on stderr where it cannot be made. */
 static int tp_engine(const struct model_cfg *m, int size, int *rank, struct eng **e)
 {
-    struct eng_opts o;
     struct ts_err err;
-    eng_opts_defaults(&o);
-    o.max_tokens = TP_TOKENS;
-    o.kv_tokens = TP_KV_TOKENS;
-    o.seed = 1;
-    if (eng_tp_create(m, &o, size, rank, e, &err)) {
-        fprintf(stderr, "engine_bench --tp: %s%s\n", size ? "" : "the one-GPU engine: ", err.msg);
-        return -1;
-    }
-    return 0;
+    if (eng_tp_create(m, 1, size, rank, e, &err) == 0)
+        return 0;
+    fprintf(stderr, "engine_bench --tp: %s%s\n", size ? "" : "the one-GPU engine: ", err.msg);
+    return -1;
 }
 
 static void seg(struct step_desc *sd, int req, int q, int kv, int logits)
@@ -73,7 +64,7 @@ int engine_bench_tp_run(const struct engine_bench_tp_opts *o, FILE *out)
     double ar_us[ENG_BENCH_MAX_STEPS];
     struct step_desc sd;
     step_desc_init(&sd);
-    sd.logit_chunk_rows = TP_LOGIT_CHUNK;
+    sd.logit_chunk_rows = ENG_TP_TOOL_LOGIT_CHUNK;
     struct eng *e = NULL;
     int rc = 1;
     struct ts_err err = {{0}};

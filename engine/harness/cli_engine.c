@@ -253,14 +253,11 @@ static int run_tp(const struct engine_args *a, int argc, char **argv)
         fprintf(stderr, "tessera engine %s --tp: --weights runs on one GPU\n", a->sub);
         return EXIT_USAGE;
     }
-    int rank, size;
-    unsigned char id[ENG_TP_ID_BYTES];
-    struct ts_err err;
-    if (eng_tp_env(&rank, &size, id, &err)) {
-        fprintf(stderr, "tessera engine: %s\n", err.msg);
+    int rank;
+    const int in = eng_tp_in_launch("tessera engine", &rank);
+    if (in < 0)
         return EXIT_USAGE;
-    }
-    if (size == 1) /* the launcher: this very command, once per GPU */
+    if (!in) /* the launcher: this very command, once per GPU */
         return eng_tp_launch((int)a->tp, argc, argv);
     return strcmp(a->sub, "replay") == 0 ? eng_replay_run(a->db, a->run, a->steps, a->mem_gb, a->weights, a->ops, stdout)
                                          : run_profile(a);

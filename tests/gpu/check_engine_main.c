@@ -94,13 +94,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "check_engine --tp: --only runs on one GPU\n");
         return EXIT_USAGE;
     }
-    int rank, size;
-    unsigned char id[ENG_TP_ID_BYTES];
-    struct ts_err err;
-    if (eng_tp_env(&rank, &size, id, &err)) {
-        fprintf(stderr, "check_engine: %s\n", err.msg);
+    int rank;
+    const int in = eng_tp_in_launch("check_engine", &rank);
+    if (in < 0)
         return EXIT_USAGE;
-    }
-    return size == 1 ? eng_tp_launch((int)tp, argc - 1, argv + 1) /* the launcher: this program once per GPU */
-                     : check_engine_tp_run((int)tp, (uint64_t)seed, stdout);
+    return in ? check_engine_tp_run((int)tp, (uint64_t)seed, stdout)
+              : eng_tp_launch((int)tp, argc - 1, argv + 1); /* the launcher: this program once per GPU */
 }

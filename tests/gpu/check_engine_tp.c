@@ -25,25 +25,15 @@
 #include "eng_weights.h"
 
 #define TP_BOUND 2e-2 /* a whole step's normwise relative error, as the one-GPU checks' steps */
-#define TP_TOKENS 8192
-#define TP_KV_TOKENS 32768
-#define TP_LOGIT_CHUNK 2048 /* the LM head's chunk rows (the engines' default workspace) */
-
-/* The engine of this rank of a launch of `size` (size 0: the whole model on GPU 0) for steps of
- * TP_TOKENS rows over a pool of TP_KV_TOKENS. */
+/* The tools' engine (eng_tp_create) of this rank of a launch of `size`, or with size 0 the whole
+ * model on GPU 0, said on stderr where it cannot be made. */
 static int tp_engine(const struct model_cfg *m, uint64_t seed, int size, int *rank, struct eng **e)
 {
-    struct eng_opts o;
     struct ts_err err;
-    eng_opts_defaults(&o);
-    o.max_tokens = TP_TOKENS;
-    o.kv_tokens = TP_KV_TOKENS;
-    o.seed = seed;
-    if (eng_tp_create(m, &o, size, rank, e, &err)) {
-        fprintf(stderr, "check_engine --tp: %s%s\n", size ? "" : "the one-GPU engine: ", err.msg);
-        return -1;
-    }
-    return 0;
+    if (eng_tp_create(m, seed, size, rank, e, &err) == 0)
+        return 0;
+    fprintf(stderr, "check_engine --tp: %s%s\n", size ? "" : "the one-GPU engine: ", err.msg);
+    return -1;
 }
 
 struct tp_out { /* one engine's results of a step */
@@ -228,7 +218,7 @@ static int check_model(const char *name, uint64_t seed, int size, int *failed, i
     struct step_desc sd;
     step_desc_init(&sd);
     sd.attn_block = m.block_causal ? 32 : 0;
-    sd.logit_chunk_rows = TP_LOGIT_CHUNK;
+    sd.logit_chunk_rows = ENG_TP_TOOL_LOGIT_CHUNK;
     int rc = -1;
     int rank;
     if (tp_engine(&m, seed, size, &rank, &tp) || (rank == 0 && tp_engine(&m, seed, 0, &rank, &one)))
