@@ -85,7 +85,7 @@ const struct cfg_option cfg_options[] = {
     {"calib-from", TEXT, FIELD(calib_from), .def = "", .arg = "GPU", .group = SYS, .shown = "--gpu's own",
      .help = "calibrated: GPU's calibration carried to --gpu (calib transfer)"},
     {"host", TEXT, FIELD(host), .def = "", .arg = "NAME|FILE", .group = SYS, .shown = "the calibration's own",
-     .help = "the host issuing an eager implementation's steps (tessera list hosts)"},
+     .help = "the host issuing an eager engine's steps (list hosts)"},
     {"extrapolate", FLAG, FIELD(extrapolate), .def = "0", .group = SYS,
      .help = "calibrated: price steps beyond the profiled range"},
     {"clock", CHOICE, FIELD(clock), CHOICES(cfg_clock_names), .def = "auto", .group = SYS,
@@ -195,6 +195,8 @@ const struct cfg_option cfg_options[] = {
      .arg = "S", .group = FLEET, .help = "the router sees the replicas' load as of S ago at most (0: now)"},
     {"autoscale", TEXT, FIELD(autoscale), .def = "", .arg = "SPEC", .group = FLEET, .shown = "off",
      .help = "start and stop replicas: min=N,up=Q,down=Q,every=S,delay=S,cooldown=S"},
+    {"disagg", TEXT, FIELD(disagg), .def = "", .arg = "SPEC", .group = FLEET, .shown = "off",
+     .help = "Refresh/Reuse pools: first|every,refresh=N,link=NAME,bw=GB/s,lat=us (list links)"},
     {"admit-max", INT64, FIELD(admit_max), .def = "0", .lo = 0, .hi = 1e9, .unit = "requests", .arg = "N",
      .group = FLEET, .help = "when every replica holds N requests, --admit an arrival (0: never)"},
     {"admit", CHOICE, FIELD(admit), CHOICES(cfg_admit_names), .def = "refuse", .group = FLEET,
@@ -363,7 +365,8 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
     if (cost_op_scale_parse(c->op_scale, scale, err))
         return -1;
     struct fleet_scale autoscale;
-    if (fleet_scale_parse(c->autoscale, &autoscale, err))
+    struct fleet_disagg disagg;
+    if (fleet_scale_parse(c->autoscale, &autoscale, err) || fleet_disagg_parse(c->disagg, &disagg, err))
         return -1;
     if (!router_find(c->router)) {
         char list[256];

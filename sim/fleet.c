@@ -14,7 +14,9 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "event.h"
 #include "model.h"
+#include "request.h"
 #include "trace.h"
 
 /* --- the routers --------------------------------------------------------------------------- */
@@ -93,30 +95,71 @@ void router_list(char *buf, size_t len)
         snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? ", " : "", routers[i].name);
 }
 
-/* --- the run ------------------------------------------------------------------------------- */
+/* --- disaggregation ------------------------------------------------------------------------- */
 
-/* Every replica run up to t and its load read into the view (again only where it ran events or was
- * fed since: dirty), its sent count cleared. */
-static void refresh_view(struct sim **r, int n, int64_t t, struct router_view *v, bool *dirty)
+/* Bandwidth a GPU one way, nominal; latency a transfer: an assumption (its setup and completion
+ * message), set with lat= where a fleet's is known. */
+static const struct fleet_link links[] = {
+    {"host", 0, 10e-6, "each card's own link to the GPUs of its host (the GPU table's link_bw: NVLink where the card "
+                       "has it, else PCIe)"},
+    {"ib-ndr", 50e9, 25e-6, "InfiniBand NDR, 400 Gb/s a GPU (NVIDIA ConnectX-7 datasheet; DGX H100: one a GPU)"},
+    {"ib-hdr", 25e9, 25e-6, "InfiniBand HDR, 200 Gb/s a GPU (NVIDIA ConnectX-6 datasheet; DGX A100: one a GPU)"},
+    {"eth-100g", 12.5e9, 50e-6, "100 Gb/s Ethernet with RDMA (RoCE v2), one port a GPU"},
+};
+
+const struct fleet_link *fleet_link_get(int i) { return i >= 0 && i < (int)TS_ARRAY_LEN(links) ? &links[i] : NULL; }
+
+int fleet_disagg_parse(const char *spec, struct fleet_disagg *out, struct ts_err *err)
 {
-    for (int i = 0; i < n; i++) {
-        dirty[i] |= sim_advance(r[i], t) || v[i].sent > 0;
-        if (dirty[i])
-            sim_load(r[i], &v[i].load);
-        dirty[i] = false;
-        v[i].sent = 0;
+    *out = (struct fleet_disagg){0};
+    if (!spec || !*spec)
+        return 0;
+    char text[CFG_STR];
+    snprintf(text, sizeof text, "%s", spec);
+    char *save = NULL, *mode = strtok_r(text, ",", &save);
+    if (!mode || (strcmp(mode, "first") != 0 && strcmp(mode, "every") != 0))
+        return ts_fail(err, "--disagg '%s': begins with its mode, first (a request's first step in the Refresh pool) "
+                            "or every (each Refresh step there)", spec);
+    out->mode = strcmp(mode, "first") == 0 ? DISAGG_FIRST : DISAGG_EVERY;
+    double bw = -1, lat = -1;
+    for (char *kv = strtok_r(NULL, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (eq)
+            *eq++ = '\0';
+        double v = 0;
+        const bool number = eq && !ts_parse_double(eq, &v) && v >= 0 && v <= 1e9;
+        if (eq && strcmp(kv, "link") == 0) {
+            const struct fleet_link *l = NULL;
+            for (int i = 0; (l = fleet_link_get(i)) && strcmp(l->name, eq) != 0; i++)
+                ;
+            if (!l) {
+                char names[128] = "";
+                for (int i = 0; fleet_link_get(i); i++)
+                    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", links[i].name);
+                return ts_fail(err, "--disagg '%s': link '%s' is not in the table (%s)", spec, eq, names);
+            }
+            out->link = *l;
+        } else if (eq && strcmp(kv, "refresh") == 0 && number && v >= 1 && v == floor(v) && v <= 65535) {
+            out->refresh = (int)v;
+        } else if (eq && strcmp(kv, "bw") == 0 && number && v > 0) {
+            bw = v * 1e9;
+        } else if (eq && strcmp(kv, "lat") == 0 && number) {
+            lat = v * 1e-6;
+        } else {
+            return ts_fail(err, "--disagg '%s': '%s%s%s' is not refresh=N (replicas, at least 1), link=NAME, bw=GB/s "
+                                "(above 0) or lat=MICROSECONDS", spec, kv, eq ? "=" : "", eq ? eq : "");
+        }
     }
+    if (!out->link.name)
+        return ts_fail(err, "--disagg '%s': the pools need a link between them (link=NAME: tessera list links)", spec);
+    if (bw > 0)
+        out->link.bw = bw;
+    if (lat >= 0)
+        out->link.lat_s = lat;
+    return 0;
 }
 
-static bool fleet_full(const struct router_view *v, int n, int64_t admit_max)
-{
-    for (int i = 0; i < n; i++)
-        if (!v[i].closed && v[i].load.outstanding + v[i].sent < admit_max)
-            return false;
-    return true;
-}
-
-/* --- admission ----------------------------------------------------------------------------- */
+/* --- the run ------------------------------------------------------------------------------- */
 
 /* The requests the fleet holds back (deferred admission), oldest first: each its trace row and its
  * place in the workload. */
@@ -141,44 +184,94 @@ static void hold(struct hold_queue *q, const struct trace_req *tr, int64_t index
     q->v[(q->head + q->n++) % q->cap] = (struct held){*tr, index};
 }
 
-/* The fleet: its replicas, the router's view and cursor. */
+/* A request moving between the pools: its handoff and the replica it goes to. */
+struct moving {
+    struct sim_handoff h;
+    int to;
+};
+
+/* The fleet: its replicas, the router's view and cursors, and where disaggregated the moves. */
 struct fleet_state {
     struct sim **r;
     int n;
     const struct fleet_opts *o;
     struct router_view *v;
     bool *dirty;
-    int cursor;
+    int cursor[2]; /* the router's in each pool (one: co-located) */
+    int entry;     /* arrivals go to replicas [0, entry): the Refresh pool, or all of them */
     struct hold_queue q;
+    struct fleet_result *out;
+    /* disaggregation */
+    bool disagg;
+    int64_t *port_out, *port_in; /* when each replica's sending and receiving port is next free */
+    struct event_queue xq;       /* the moves in flight by their arrival, each its slot of mv */
+    struct moving *mv;
+    size_t num_mv, cap_mv;
+    int32_t *free_mv; /* slots of mv free again */
+    size_t num_free, cap_free;
 };
 
-/* Request tr (the workload's index-th) routed at t_ns, its arrival or its release. */
-static void route(struct fleet_state *fl, const struct trace_req *tr, int64_t index, int64_t t_ns,
-                  struct fleet_result *out)
+/* The replica of [lo, hi) the router picks, from cursor c's place. */
+static int pick_in(struct fleet_state *fl, int lo, int hi, int c)
 {
-    const int k = fl->o->router->pick(fl->v, fl->n, &fl->cursor);
-    fl->dirty[k] |= sim_advance(fl->r[k], t_ns);
+    return lo + fl->o->router->pick(fl->v + lo, hi - lo, &fl->cursor[c]);
+}
+
+static void step_to(struct fleet_state *fl, int64_t t);
+
+/* Every replica run up to t (disaggregated: the fleet's events in one order) and its load read into
+ * the view (again only where it ran events or was fed since: dirty), its sent count cleared. */
+static void refresh_view(struct fleet_state *fl, int64_t t)
+{
+    if (fl->disagg)
+        step_to(fl, t);
+    for (int i = 0; i < fl->n; i++) {
+        fl->dirty[i] |= sim_advance(fl->r[i], t) || fl->v[i].sent > 0;
+        if (fl->dirty[i])
+            sim_load(fl->r[i], &fl->v[i].load);
+        fl->dirty[i] = false;
+        fl->v[i].sent = 0;
+    }
+}
+
+/* Whether every open replica of the entry pool holds admit_max requests or more. */
+static bool fleet_full(const struct fleet_state *fl)
+{
+    for (int i = 0; i < fl->entry; i++)
+        if (!fl->v[i].closed && fl->v[i].load.outstanding + fl->v[i].sent < fl->o->admit_max)
+            return false;
+    return true;
+}
+
+/* Request tr (the workload's index-th) routed at t_ns, its arrival or its release. */
+static void route(struct fleet_state *fl, const struct trace_req *tr, int64_t index, int64_t t_ns)
+{
+    const int k = pick_in(fl, 0, fl->entry, 0);
+    if (fl->disagg)
+        step_to(fl, t_ns);
+    else
+        fl->dirty[k] |= sim_advance(fl->r[k], t_ns);
     sim_feed(fl->r[k], tr, index, t_ns);
     fl->v[k].sent++;
-    out->routed[k]++;
+    fl->out->routed[k]++;
 }
 
 /* The held requests routed, oldest first, while a replica has room (at t_ns). */
-static void release(struct fleet_state *fl, int64_t t_ns, struct fleet_result *out)
+static void release(struct fleet_state *fl, int64_t t_ns)
 {
-    while (fl->q.n > 0 && !fleet_full(fl->v, fl->n, fl->o->admit_max)) {
+    while (fl->q.n > 0 && !fleet_full(fl)) {
         const struct held h = fl->q.v[fl->q.head];
         fl->q.head = (fl->q.head + 1) % fl->q.cap, fl->q.n--;
-        route(fl, &h.tr, h.index, t_ns, out);
+        route(fl, &h.tr, h.index, t_ns);
     }
 }
 
 /* After the workload (its last arrival at last_ns): the replicas run event by event, the view
  * refreshed after each, until every held request is routed. */
-static void release_rest(struct fleet_state *fl, int64_t last_ns, struct fleet_result *out)
+static void release_rest(struct fleet_state *fl, int64_t last_ns)
 {
     while (fl->q.n > 0) {
-        int64_t t = INT64_MAX;
+        int64_t t = fl->disagg && !evq_empty(&fl->xq) ? evq_peek_time(&fl->xq) : INT64_MAX;
         for (int i = 0; i < fl->n; i++)
             t = TS_MIN(t, sim_next_event_ns(fl->r[i]));
         if (t == INT64_MAX) /* every replica idle: each has room */
@@ -189,8 +282,77 @@ static void release_rest(struct fleet_state *fl, int64_t last_ns, struct fleet_r
         int64_t now = last_ns;
         for (int i = 0; i < fl->n; i++)
             now = TS_MAX(now, sim_now_ns(fl->r[i]));
-        refresh_view(fl->r, fl->n, TS_MAX(t, now), fl->v, fl->dirty);
-        release(fl, TS_MAX(t, now), out);
+        refresh_view(fl, TS_MAX(t, now));
+        release(fl, TS_MAX(t, now));
+    }
+}
+
+/* --- moves between the pools --------------------------------------------------------------- */
+
+/* The requests replica i handed on, each sent to a replica of the other pool over the link: it
+ * leaves once its sender's and its receiver's ports are free, and arrives its bytes' time and the
+ * latency later. */
+static void send_handoffs(struct fleet_state *fl, int i)
+{
+    struct sim_handoff *h;
+    const size_t m = sim_take_handoffs(fl->r[i], &h);
+    const struct fleet_link *link = &fl->o->disagg.link;
+    for (size_t j = 0; j < m; j++) {
+        const bool to_reuse = i < fl->entry;
+        const int lo = to_reuse ? fl->entry : 0, hi = to_reuse ? fl->n : fl->entry;
+        if (fl->o->staleness_s <= 0) /* a fresh view: the other pool's load now */
+            for (int k = lo; k < hi; k++)
+                sim_load(fl->r[k], &fl->v[k].load), fl->v[k].sent = 0;
+        const int to = pick_in(fl, lo, hi, to_reuse);
+        fl->v[to].sent++;
+        const struct sim_config *rc = sim_config(fl->r[to]);
+        const int32_t gpus = TS_MIN(h[j].gpus, TS_MAX(rc->tp, rc->ep)); /* (a port a GPU) */
+        const double bw = (link->bw > 0 ? link->bw : fmin(sim_gpu(fl->r[i])->link_bw, sim_gpu(fl->r[to])->link_bw)) * gpus;
+        const int64_t start = TS_MAX(h[j].left_ns, TS_MAX(fl->port_out[i], fl->port_in[to]));
+        const int64_t end = start + llround((double)h[j].bytes / bw * 1e9);
+        fl->port_out[i] = fl->port_in[to] = end;
+        const int64_t at = end + llround(link->lat_s * 1e9);
+        struct fleet_result *out = fl->out;
+        out->handoffs++, out->handoffs_kv += h[j].cache;
+        out->moved_bytes += (double)h[j].bytes;
+        out->xfer_s += (double)(at - h[j].left_ns) * 1e-9;
+        out->xfer_wait_s += (double)(start - h[j].left_ns) * 1e-9;
+        int32_t slot;
+        if (fl->num_free > 0) {
+            slot = fl->free_mv[--fl->num_free];
+        } else {
+            ts_grow((void **)&fl->mv, &fl->cap_mv, fl->num_mv + 1, sizeof *fl->mv);
+            slot = (int32_t)fl->num_mv++;
+        }
+        fl->mv[slot] = (struct moving){h[j], to};
+        evq_push(&fl->xq, at, EV_ARRIVAL, slot);
+    }
+}
+
+/* Disaggregated: the fleet's events before t in one order of time. At each instant the moves that
+ * arrive then are fed to their replicas, then every replica with an event then runs it, and the
+ * requests it handed on are sent. */
+static void step_to(struct fleet_state *fl, int64_t t)
+{
+    for (;;) {
+        int64_t now = evq_empty(&fl->xq) ? INT64_MAX : evq_peek_time(&fl->xq);
+        for (int i = 0; i < fl->n; i++)
+            now = TS_MIN(now, sim_next_event_ns(fl->r[i]));
+        if (now >= t)
+            return;
+        struct event e;
+        while (!evq_empty(&fl->xq) && evq_peek_time(&fl->xq) == now && evq_pop(&fl->xq, &e)) {
+            struct moving *mv = &fl->mv[e.arg];
+            sim_feed_moved(fl->r[mv->to], &mv->h, now);
+            fl->dirty[mv->to] = true;
+            ts_grow((void **)&fl->free_mv, &fl->cap_free, fl->num_free + 1, sizeof *fl->free_mv);
+            fl->free_mv[fl->num_free++] = e.arg;
+        }
+        for (int i = 0; i < fl->n; i++)
+            if (sim_next_event_ns(fl->r[i]) == now) {
+                fl->dirty[i] |= sim_advance(fl->r[i], now + 1);
+                send_handoffs(fl, i);
+            }
     }
 }
 
@@ -254,10 +416,12 @@ static void scaler_doors(const struct scaler *sc, double t_s, int n, struct rout
 }
 
 /* The autoscaler's reading at t (every replica run up to it, its load read). */
-static void scaler_tick(struct scaler *sc, const struct fleet_scale *fs, struct sim **r, int n, double t_s,
-                        int64_t t_ns, struct router_view *v, bool *dirty, struct fleet_result *out)
+static void scaler_tick(struct scaler *sc, const struct fleet_scale *fs, struct fleet_state *fl, double t_s,
+                        int64_t t_ns, struct fleet_result *out)
 {
-    refresh_view(r, n, t_ns, v, dirty);
+    const int n = fl->n;
+    struct router_view *v = fl->v;
+    refresh_view(fl, t_ns);
     for (int i = 0; i < n; i++)
         if (sc->state[i] == R_DRAINING && v[i].load.outstanding == 0) { /* drained: stopped */
             sc->state[i] = R_OFF;
@@ -296,7 +460,8 @@ static void replica_energy(struct sim_summary *m, double active_s)
 {
     m->energy_j = m->busy_energy_j + m->idle_w * fmax(0, active_s - m->busy_s);
     m->mean_power_w = active_s > 0 ? m->energy_j / active_s : 0;
-    m->energy_per_token_j = m->tokens_decoded > 0 ? m->energy_j / (double)m->tokens_decoded : 0;
+    /* a token of those its steps decoded (a disaggregated replica's requests finish in the other pool) */
+    m->energy_per_token_j = m->step_decoded > 0 ? m->energy_j / (double)m->step_decoded : 0;
     m->energy_per_request_j = m->num_finished > 0 ? m->energy_j / (double)m->num_finished : 0;
 }
 
@@ -304,7 +469,7 @@ static void replica_energy(struct sim_summary *m, double active_s)
 static int merge(struct sim **r, const struct fleet_result *out, double slo, struct sim_summary *f)
 {
     const int n = out->n;
-    double lat_sq = 0, q_steps = 0, redundant = 0;
+    double lat_sq = 0, q_steps = 0;
     for (int i = 0; i < n; i++) {
         const struct sim_summary *m = &out->replica[i];
         f->makespan_ns = TS_MAX(f->makespan_ns, m->makespan_ns);
@@ -313,7 +478,9 @@ static int merge(struct sim **r, const struct fleet_result *out, double slo, str
     for (int i = 0; i < n; i++) {
         const struct sim_summary *m = &out->replica[i];
         const double fin = (double)m->num_finished;
-        f->num_requests += m->num_requests, f->num_finished += m->num_finished, f->num_rejected += m->num_rejected;
+        f->num_requests += m->num_requests - m->handed_in; /* (a request moved in came from another) */
+        f->num_finished += m->num_finished, f->num_rejected += m->num_rejected;
+        f->step_decoded += m->step_decoded, f->handed_in += m->handed_in, f->handed_out += m->handed_out;
         f->num_preemptions += m->num_preemptions, f->num_stalls += m->num_stalls;
         f->num_steps += m->num_steps, f->request_steps += m->request_steps;
         f->tokens_decoded += m->tokens_decoded, f->content_tokens += m->content_tokens;
@@ -323,7 +490,6 @@ static int merge(struct sim **r, const struct fleet_result *out, double slo, str
         if (m->num_finished > 0) /* E[x^2] of its latencies, from its sample variance */
             lat_sq += fin * (m->lat_std_s * m->lat_std_s * (fin - 1) / fin + m->lat_mean_s * m->lat_mean_s);
         q_steps += m->mean_q_per_step * (double)m->num_steps;
-        redundant += m->redundancy * (double)m->tokens_decoded;
         for (int op = 0; op < OP_COUNT; op++)
             f->ops.op_s[op] += m->ops.op_s[op];
         f->ops.total_s += m->ops.total_s;
@@ -353,7 +519,7 @@ static int merge(struct sim **r, const struct fleet_result *out, double slo, str
         f->mean_q_per_step = q_steps / (double)f->num_steps;
         f->mean_segs_per_step = (double)f->request_steps / (double)f->num_steps;
     }
-    f->redundancy = f->tokens_decoded > 0 ? redundant / (double)f->tokens_decoded : 0;
+    f->redundancy = f->step_decoded > 0 ? (double)f->rows_processed / (double)f->step_decoded : 0;
     f->energy_per_token_j = f->tokens_decoded > 0 ? f->energy_j / (double)f->tokens_decoded : 0;
     f->energy_per_request_j = f->num_finished > 0 ? f->energy_j / fin : 0;
     f->slo_attainment = slo > 0 && f->num_requests > 0 ? (double)f->slo_met / (double)f->num_requests : NAN;
@@ -382,6 +548,56 @@ static int room_for_files(int n, struct ts_err *err)
                                                                  "replicas", (unsigned long long)need, n);
 }
 
+/* Disaggregation's pools (o->disagg): the Refresh pool the first replicas, each replica's rule for
+ * handing requests on, the ports and the moves in flight; -1 with err where a pool would be empty or
+ * the fleet autoscaled. */
+static int disagg_setup(struct fleet_state *fl, struct ts_err *err)
+{
+    const struct fleet_disagg *dg = &fl->o->disagg;
+    const int n = fl->n;
+    fl->entry = fl->out->refresh_pool = dg->refresh > 0 ? dg->refresh : n / 2;
+    if (fl->o->scale.on)
+        return ts_fail(err, "--disagg with --autoscale: a disaggregated fleet's pools are fixed");
+    if (fl->entry < 1 || fl->entry >= n)
+        return ts_fail(err, "--disagg: a Refresh pool of %d of the %d replicas leaves %s (refresh=N, 1 to %d)",
+                       fl->entry, n, fl->entry < 1 ? "it empty" : "no Reuse pool", n - 1);
+    fl->disagg = true;
+    fl->port_out = xcalloc((size_t)n, sizeof *fl->port_out);
+    fl->port_in = xcalloc((size_t)n, sizeof *fl->port_in);
+    evq_init(&fl->xq);
+    const bool every = dg->mode == DISAGG_EVERY;
+    for (int i = 0; i < n; i++)
+        sim_set_hand(fl->r[i], i < fl->entry ? (every ? SIM_HAND_REUSE : SIM_HAND_ALL)
+                                             : (every ? SIM_HAND_REFRESH : SIM_HAND_NONE));
+    return 0;
+}
+
+/* The workload routed: every replica's run finished, its summary taken, its energy over its time up,
+ * and the fleet's merged. */
+static int finish(struct fleet_state *fl, const struct scaler *sc, double slo, struct ts_err *err)
+{
+    struct fleet_result *out = fl->out;
+    const int n = fl->n;
+    for (int i = 0; i < n; i++) {
+        if (sim_run(fl->r[i], err))
+            return ts_fail_prefix(err, "replica %d", i);
+        sim_get_summary(fl->r[i], &out->replica[i]);
+    }
+    int64_t end_ns = 0;
+    for (int i = 0; i < n; i++)
+        end_ns = TS_MAX(end_ns, out->replica[i].makespan_ns);
+    for (int i = 0; i < n; i++) { /* up to the fleet's last finish, a draining one to its own (or its drain) */
+        const double own_s = (double)out->replica[i].makespan_ns * 1e-9;
+        if (sc->state[i] != R_OFF)
+            out->active_s[i] += fmax(0, (sc->state[i] == R_DRAINING ? fmax(sc->drain_s[i], own_s) : (double)end_ns * 1e-9) -
+                                            sc->since_s[i]);
+        replica_energy(&out->replica[i], out->active_s[i]);
+    }
+    if (merge(fl->r, out, slo, &out->fleet))
+        return ts_fail(err, "cannot read the replicas' spilled latencies back");
+    return 0;
+}
+
 int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, int n, const struct fleet_opts *o,
               struct fleet_result *out, struct ts_err *err)
 {
@@ -407,7 +623,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     bool *dirty = xmalloc(sizeof *dirty * (size_t)n);
     for (int i = 0; i < n; i++)
         dirty[i] = true;
-    struct fleet_state fl = {.r = r, .n = n, .o = o, .v = v, .dirty = dirty};
+    struct fleet_state fl = {.r = r, .n = n, .o = o, .v = v, .dirty = dirty, .entry = n, .out = out};
     struct trace t = {0}, lengths = {0};
     struct trace_stream st = {0};
     struct model_cfg m;
@@ -418,7 +634,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
                            cfg[i].system[0] ? " --system " : "", cfg[i].system);
             goto done;
         }
-    if (model_resolve(workload->model, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err))
+    if ((o->disagg.mode != DISAGG_OFF && disagg_setup(&fl, err)) || model_resolve(workload->model, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err))
         goto done;
     const int64_t stale_ns = (int64_t)(o->staleness_s * 1e9);
     int64_t next_refresh = INT64_MIN, routed = 0;
@@ -429,21 +645,21 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     while ((got = trace_stream_next(&st, &tr, err)) == 1) {
         const double t_s = (double)tr.arrival_ns * 1e-9;
         for (; fs->on && sc.next_s <= t_s; sc.next_s += fs->every_s)
-            scaler_tick(&sc, fs, r, n, sc.next_s, TS_MIN((int64_t)(sc.next_s * 1e9), tr.arrival_ns), v, dirty, out);
+            scaler_tick(&sc, fs, &fl, sc.next_s, TS_MIN((int64_t)(sc.next_s * 1e9), tr.arrival_ns), out);
         if (stale_ns <= 0 || tr.arrival_ns >= next_refresh) {
-            refresh_view(r, n, tr.arrival_ns, v, dirty);
+            refresh_view(&fl, tr.arrival_ns);
             next_refresh = tr.arrival_ns + stale_ns;
         }
         scaler_doors(&sc, t_s, n, v);
-        release(&fl, tr.arrival_ns, out); /* those held back first, in their order */
-        if (o->admit_max > 0 && (fl.q.n > 0 || fleet_full(v, n, o->admit_max))) {
+        release(&fl, tr.arrival_ns); /* those held back first, in their order */
+        if (o->admit_max > 0 && (fl.q.n > 0 || fleet_full(&fl))) {
             if (o->defer)
                 hold(&fl.q, &tr, st.i - 1), out->deferred++;
             else
                 out->refused++;
             continue;
         }
-        route(&fl, &tr, st.i - 1, tr.arrival_ns, out);
+        route(&fl, &tr, st.i - 1, tr.arrival_ns);
         if (o->progress && ++routed % 1024 == 0 && ts_wall_s() - shown > 0.5) {
             show_progress(routed + out->refused, st.n, tr.arrival_ns, false);
             shown = ts_wall_s();
@@ -451,36 +667,24 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     }
     if (got < 0)
         goto done;
-    release_rest(&fl, tr.arrival_ns, out);
+    release_rest(&fl, tr.arrival_ns);
+    if (fl.disagg) /* (the replicas' runs finish together) */
+        step_to(&fl, INT64_MAX);
     if (o->progress)
         show_progress(st.n, st.n, tr.arrival_ns, true);
-    for (int i = 0; i < n; i++) {
-        if (sim_run(r[i], err)) {
-            ts_fail_prefix(err, "replica %d", i);
-            goto done;
-        }
-        sim_get_summary(r[i], &out->replica[i]);
-    }
-    int64_t end_ns = 0;
-    for (int i = 0; i < n; i++)
-        end_ns = TS_MAX(end_ns, out->replica[i].makespan_ns);
-    for (int i = 0; i < n; i++) { /* up to the fleet's last finish, a draining one to its own (or its drain) */
-        const double own_s = (double)out->replica[i].makespan_ns * 1e-9;
-        if (sc.state[i] != R_OFF)
-            out->active_s[i] += fmax(0, (sc.state[i] == R_DRAINING ? fmax(sc.drain_s[i], own_s) : (double)end_ns * 1e-9) -
-                                            sc.since_s[i]);
-        replica_energy(&out->replica[i], out->active_s[i]);
-    }
-    if (merge(r, out, cfg[0].slo, &out->fleet)) {
-        ts_fail(err, "cannot read the replicas' spilled latencies back");
-        goto done;
-    }
-    rc = 0;
+    rc = finish(&fl, &sc, cfg[0].slo, err);
 done:
     out->run_wall_s = ts_wall_s() - t0;
     for (int i = 0; i < n; i++)
         sim_destroy(r[i]);
     free(fl.q.v);
+    for (struct event e; fl.disagg && evq_pop(&fl.xq, &e);) { /* (moves a failed run left in flight) */
+        if (fl.mv[e.arg].h.req->rng)
+            gsl_rng_free(fl.mv[e.arg].h.req->rng);
+        free(fl.mv[e.arg].h.req);
+    }
+    evq_free(&fl.xq);
+    free(fl.mv), free(fl.free_mv), free(fl.port_out), free(fl.port_in);
     free(r);
     free(v);
     free(dirty);

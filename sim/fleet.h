@@ -18,7 +18,19 @@
  * replica holding the fewest (it takes no more and stops once it holds none). A replica draws its
  * idle power from its start to its stop, nothing while stopped.
  *
+ * Refresh/Reuse disaggregation (fleet_disagg): the first `refresh` replicas form the Refresh pool,
+ * the rest the Reuse pool. Arrivals go to the Refresh pool. With mode `first` a request's first step
+ * runs there and the rest of its life in the Reuse pool (prefill/decode disaggregation's dLLM form);
+ * with `every`, each step that rebuilds the cache (Refresh, prefill) runs in the Refresh pool and each
+ * step that reads it (Reuse) in the Reuse pool, the request moving at every change. A move carries
+ * the request's K/V where its next step reads them, else its token ids, over the link: each GPU
+ * sends and receives over a port of its own at the link's bandwidth, one transfer at a time (a
+ * transfer waits for its sender's and its receiver's port), and takes the link's latency on top.
+ * The router picks the receiving replica of the other pool as it picks for an arrival. Replicas
+ * then run in one order of time: every event of the fleet, and every transfer's arrival, in turn.
+ *
  * Adding a router: one `const struct router_ops` in fleet.c's table: its name, help and pick.
+ * Adding a link: one row of fleet.c's link table: its name, bandwidth, latency and source.
  */
 #ifndef TESSERA_FLEET_H
 #define TESSERA_FLEET_H
@@ -66,12 +78,32 @@ struct fleet_scale_point {
     int64_t outstanding;
 };
 
+/* A link between the pools: bytes/s a GPU one way (0: each card's own link to its peers, NVLink or
+ * PCIe: the GPU table's link_bw), and the latency of one transfer. */
+struct fleet_link {
+    const char *name;
+    double bw, lat_s;
+    const char *source;
+};
+const struct fleet_link *fleet_link_get(int i); /* the i-th of the table, NULL past its end */
+
+enum fleet_disagg_mode { DISAGG_OFF = 0, DISAGG_FIRST, DISAGG_EVERY };
+struct fleet_disagg {
+    int mode;              /* enum fleet_disagg_mode */
+    int refresh;           /* the Refresh pool's replicas, the fleet's first (0: half of them) */
+    struct fleet_link link; /* its bw and lat_s as the spec sets them */
+};
+/* --disagg's value: "" (off), or first|every then ,KEY=VALUE of refresh (replicas), link (a name of
+ * the table: required), bw (GB/s a GPU, over the link's) and lat (microseconds, over the link's). */
+int fleet_disagg_parse(const char *spec, struct fleet_disagg *out, struct ts_err *err);
+
 struct fleet_opts {
     const struct router_ops *router;
     struct fleet_scale scale;
     double staleness_s; /* the view's refresh interval (0: every arrival) */
     int64_t admit_max;  /* > 0: refuse (or defer) a request every replica holds this many for */
     bool defer;         /* hold such requests back instead of refusing them */
+    struct fleet_disagg disagg;
     bool progress;      /* a progress line on stderr */
 };
 
@@ -89,6 +121,10 @@ struct fleet_result {
     struct fleet_scale_point *scale; /* the autoscaler's readings, in time */
     int64_t nscale;
     int started, stopped;           /* replicas the autoscaler started, and drained */
+    int refresh_pool;               /* disaggregated: the Refresh pool's replicas (0: co-located) */
+    int64_t handoffs, handoffs_kv;  /* requests moved between the pools, and those that took their K/V */
+    double moved_bytes;             /* over the link */
+    double xfer_s, xfer_wait_s;     /* the moves' time, left to arrived, summed; the part spent waiting for a port */
     double run_wall_s;
 };
 

@@ -13,7 +13,8 @@
 
 #include "step_desc.h"
 
-enum req_state { REQ_PENDING = 0, REQ_WAITING, REQ_RUNNING, REQ_FINISHED, REQ_REJECTED };
+/* REQ_MOVED: handed to another replica of a disaggregated fleet (sim.h, sim_handoff) */
+enum req_state { REQ_PENDING = 0, REQ_WAITING, REQ_RUNNING, REQ_FINISHED, REQ_REJECTED, REQ_MOVED };
 
 #define REQ_POLICY_STATE 32 /* bytes of per-request policy state (policy.h: POLICY_STATE) */
 

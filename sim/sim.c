@@ -506,6 +506,12 @@ void sim_destroy(struct sim *s)
         gsl_rng_free(s->pcfg.rng);
     trace_free(&s->trace);
     trace_free(&s->length_src);
+    for (size_t i = 0; i < s->num_handoffs; i++) { /* (handed on, never taken) */
+        if (s->handoffs[i].req->rng)
+            gsl_rng_free(s->handoffs[i].req->rng);
+        free(s->handoffs[i].req);
+    }
+    free(s->handoffs);
     free(s->waiting.v);
     free(s->running);
     step_desc_free(&s->sd);
@@ -518,6 +524,7 @@ void sim_destroy(struct sim *s)
 }
 
 const struct model_cfg *sim_model(const struct sim *s) { return &s->model; }
+const struct gpu_spec *sim_gpu(const struct sim *s) { return &s->gpu; }
 const struct step_desc *sim_knobs(const struct sim *s) { return &s->sd; }
 
 double sim_sched_param(const struct sim *s, const char *name, double dflt)
@@ -683,6 +690,20 @@ static void start_step(struct sim *s)
     evq_push(&s->evq, s->now_ns + dur, EV_STEP_DONE, 0);
 }
 
+/* Whether a step reads the request's cache (a Reuse step: disaggregation's Reuse pool runs them). */
+static bool reads_cache(enum seg_phase p) { return p == PHASE_REUSE || p == PHASE_BLOCK; }
+
+/* Whether r, its step done and not finished, is handed on by this replica's rule (its next step's
+ * shape emitted to see: emitting is pure, a drawing policy draws the same again). */
+static bool hands_on(struct sim *s, const struct request *r)
+{
+    if (s->hand == SIM_HAND_ALL)
+        return true;
+    struct segment next;
+    sim_emit(s, (struct request *)r, &next);
+    return reads_cache(next.phase) == (s->hand == SIM_HAND_REUSE);
+}
+
 static void on_step_done(struct sim *s)
 {
     s->busy = false;
@@ -693,7 +714,7 @@ static void on_step_done(struct sim *s)
         if (seg->phase != PHASE_PREFILL) {
             s->sum.rows_processed += seg->q;
             s->sum.missed_decodes += seg->missed;
-            s->decoding_decoded += seg->decoded;
+            s->sum.step_decoded += seg->decoded;
         }
         struct request *r = sim_req(s, seg->req_id);
         TS_ASSERT(r->state == REQ_RUNNING && !r->work_done);
@@ -704,6 +725,8 @@ static void on_step_done(struct sim *s)
             r->work_done = true;
             if (!s->sched->finish_with_batch)
                 sim_finish(s, r);
+        } else if (s->hand != SIM_HAND_NONE && hands_on(s, r)) {
+            sim_hand_on(s, r);
         }
     }
     if (s->sched->after_step)
@@ -763,7 +786,10 @@ bool sim_advance(struct sim *s, int64_t until_ns)
     return true;
 }
 
-int64_t sim_next_event_ns(const struct sim *s) { return evq_empty(&s->evq) ? INT64_MAX : evq_peek_time(&s->evq); }
+int64_t sim_next_event_ns(const struct sim *s)
+{
+    return evq_empty(&s->evq) || s->failed ? INT64_MAX : evq_peek_time(&s->evq);
+}
 
 void sim_load(const struct sim *s, struct sim_load *out)
 {
@@ -775,6 +801,45 @@ void sim_load(const struct sim *s, struct sim_load *out)
 }
 
 int64_t sim_now_ns(const struct sim *s) { return s->now_ns; }
+
+void sim_set_hand(struct sim *s, enum sim_hand h)
+{
+    TS_ASSERT(s->fed);
+    s->hand = h;
+}
+
+void sim_hand_on(struct sim *s, struct request *r)
+{
+    TS_ASSERT(r->state == REQ_RUNNING && !r->work_done);
+    sim_remove_running(s, r->id);
+    struct segment next;
+    sim_emit(s, r, &next);
+    const bool cache = reads_cache(next.phase);
+    const int64_t tokens = r->kv_tokens_held;
+    sim_kv_release(s, r);
+    if (s->sched->forget)
+        s->sched->forget(s, r);
+    struct request *moved = xmalloc(sizeof *moved);
+    *moved = *r; /* (its decode stream goes with it) */
+    r->rng = NULL;
+    r->state = REQ_MOVED;
+    ts_grow((void **)&s->handoffs, &s->cap_handoffs, s->num_handoffs + 1, sizeof *s->handoffs);
+    s->handoffs[s->num_handoffs++] = (struct sim_handoff){
+        .left_ns = s->now_ns, .gpus = sim_gpus(s), .cache = cache, .req = moved,
+        /* the K/V it holds, every GPU's share; else its token ids (int32) */
+        .bytes = cache ? tokens * s->kv_token_bytes * sim_gpus(s) : (int64_t)r->L * 4};
+    s->sum.handed_out++;
+    s->num_done++;
+    sim_let_go(s, r);
+}
+
+size_t sim_take_handoffs(struct sim *s, struct sim_handoff **out)
+{
+    *out = s->handoffs;
+    const size_t n = s->num_handoffs;
+    s->num_handoffs = 0;
+    return n;
+}
 
 int sim_run(struct sim *s, struct ts_err *err)
 {
@@ -805,7 +870,7 @@ void sim_get_summary(const struct sim *s, struct sim_summary *out)
     out->weight_bytes = s->weight_bytes;
     out->kv_pool_bytes = s->kv_pool_bytes;
     out->act_reserved_bytes = s->act_reserved;
-    out->redundancy = s->decoding_decoded > 0 ? (double)s->sum.rows_processed / (double)s->decoding_decoded : 0;
+    out->redundancy = s->sum.step_decoded > 0 ? (double)s->sum.rows_processed / (double)s->sum.step_decoded : 0;
     double span = (double)out->makespan_ns * 1e-9;
     /* the steps' energy, and the GPUs' idle draw between them */
     out->idle_w = sim_gpus(s) * s->gpu.idle_w;

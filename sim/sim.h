@@ -57,6 +57,8 @@ struct sim_summary {
     double slo_attainment;
     double energy_j, mean_power_w, energy_per_token_j, energy_per_request_j;
     double idle_w; /* the instance's GPUs' idle draw, all of them */
+    int64_t step_decoded;          /* tokens the decoding steps decoded (redundancy's denominator) */
+    int64_t handed_in, handed_out; /* requests a disaggregated fleet moved in and out (sim_handoff) */
 };
 
 /* Live execution (`tessera sim --executor gpu`): an executor runs every step for real and returns
@@ -83,6 +85,7 @@ int sim_run(struct sim *s, struct ts_err *err);
 void sim_get_summary(const struct sim *s, struct sim_summary *out);
 const struct sim_config *sim_config(const struct sim *s);
 const struct model_cfg *sim_model(const struct sim *s);
+const struct gpu_spec *sim_gpu(const struct sim *s);
 /* The run's step knobs (step_desc.h), as every step it emits carries them. */
 const struct step_desc *sim_knobs(const struct sim *s);
 /* The run's scheduler's parameter `name` as resolved (its option's name, e.g.
@@ -112,7 +115,7 @@ void sim_feed(struct sim *s, const struct trace_req *tr, int64_t index, int64_t 
 /* Runs a fed instance's events before until_ns; true when it ran any. */
 bool sim_advance(struct sim *s, int64_t until_ns);
 int64_t sim_now_ns(const struct sim *s);
-/* When its next event is due (INT64_MAX: none). */
+/* When its next event is due (INT64_MAX: none, or its run failed). */
 int64_t sim_next_event_ns(const struct sim *s);
 /* What a router sees of an instance: its requests arrived and not done (queued arrivals included),
  * waiting and running, the share of its KV pool in use, and its running requests whose next step
@@ -125,5 +128,32 @@ void sim_load(const struct sim *s, struct sim_load *out);
 /* The latency (seconds) of rank q (0..1) of the finished requests of instances s[0..n), exact
  * (their spilled latencies selected together, as the run's own percentiles are); 0 with none. */
 int sim_latency_quantile(struct sim *const *s, int n, double q, double *out);
+
+/* Disaggregation (fleet.h): a replica that hands a request on once a step leaves its next one to
+ * another pool. A step that reads the cache (Reuse, a block over the cached prefix) is a Reuse
+ * step; the others (Refresh, prefill, a whole forward) rebuild what they need. */
+enum sim_hand {
+    SIM_HAND_NONE = 0, /* keeps its requests (co-located) */
+    SIM_HAND_ALL,      /* hands each on after its step (a Refresh pool that runs first steps only) */
+    SIM_HAND_REUSE,    /* hands on a request whose next step is a Reuse step (a Refresh pool) */
+    SIM_HAND_REFRESH,  /* hands on one whose next step is not (a Reuse pool that returns Refreshes) */
+};
+void sim_set_hand(struct sim *s, enum sim_hand h);
+/* A request handed on: when it left, the bytes that move with it (its K/V where its next step reads
+ * them, else its token ids), the GPUs it leaves from, and the request itself (owned; sim_feed_moved
+ * takes it). */
+struct request;
+struct sim_handoff {
+    int64_t left_ns, bytes;
+    int32_t gpus;
+    bool cache;
+    struct request *req;
+};
+/* The requests handed on since the last call, in the order they left: *out holds them (the instance's
+ * array, valid until its next event), their count returned. */
+size_t sim_take_handoffs(struct sim *s, struct sim_handoff **out);
+/* A handed request fed to s at at_ns (at or after its clock), its progress and caching state as it
+ * left; h->req is taken (freed). */
+void sim_feed_moved(struct sim *s, struct sim_handoff *h, int64_t at_ns);
 
 #endif

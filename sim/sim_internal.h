@@ -66,7 +66,6 @@ struct sim {
     struct sim_executor ex; /* live mode when ex.step is set */
     const struct policy_ops *pol;
     struct policy_cfg pcfg;
-    int64_t decoding_decoded; /* tokens the decoding steps decoded (the redundancy's denominator) */
     int64_t decode_state_tokens; /* pool tokens a running request's decode state takes (credit's matrix) */
     struct allreduce_model allreduce; /* --tp > 1: the all-reduce's times */
     struct clock_params clock;        /* --clock: the card's clock under its power limit */
@@ -100,6 +99,12 @@ struct sim {
     const char *reasons[SIM_MAX_REASONS]; /* the reject reasons met, each once, and how often */
     int64_t reason_n[SIM_MAX_REASONS];
     int num_reasons;
+
+    /* disaggregation (sim_set_hand): the handing rule, and the requests handed on since
+     * sim_take_handoffs last took them */
+    enum sim_hand hand;
+    struct sim_handoff *handoffs;
+    size_t num_handoffs, cap_handoffs;
 
     struct id_deque waiting;
     int32_t *running; /* ids in admission order */
@@ -184,6 +189,11 @@ int sim_requests_open(struct sim *s, struct ts_err *err);
 int sim_requests_open_fed(struct sim *s, struct ts_err *err);
 void sim_requests_pull(struct sim *s);
 void sim_record(struct sim *s, struct request *r);
+/* Hands running request r on (sim_set_hand): its K/V freed, itself copied out to s->handoffs. */
+void sim_hand_on(struct sim *s, struct request *r);
+/* r, done here (recorded or handed on), let go: its scheduler's data forgotten, its chunk freed once
+ * every request of it is. */
+void sim_let_go(struct sim *s, struct request *r);
 void sim_requests_summary(struct sim *s);
 void sim_requests_free(struct sim *s);
 void sim_remove_running(struct sim *s, int32_t id);

@@ -114,9 +114,10 @@ int sim_requests_open_fed(struct sim *s, struct ts_err *err)
     return open_records(s, err);
 }
 
-void sim_feed(struct sim *s, const struct trace_req *tr, int64_t index, int64_t at_ns)
+/* A fed instance's next request slot (its id: num_arrived, then counted), in a new chunk where
+ * the last is full. */
+static struct request *fed_slot(struct sim *s)
 {
-    TS_ASSERT(s->fed && at_ns >= s->now_ns && at_ns >= tr->arrival_ns);
     const int64_t id = s->num_arrived++, k = id / SIM_REQ_CHUNK;
     TS_ASSERTF(id < INT32_MAX, "more than %d requests fed to one replica", INT32_MAX);
     if (k >= s->num_chunks) { /* a new chunk: SIM_REQ_CHUNK requests until the feed ends */
@@ -128,8 +129,30 @@ void sim_feed(struct sim *s, const struct trace_req *tr, int64_t index, int64_t 
     }
     s->num_reqs = s->num_arrived;
     s->sum.num_requests = s->num_reqs;
-    req_init(s, &s->chunks[k][id % SIM_REQ_CHUNK], id, index, tr);
-    evq_push(&s->evq, at_ns, EV_ARRIVAL, (int32_t)id);
+    return &s->chunks[k][id % SIM_REQ_CHUNK];
+}
+
+void sim_feed(struct sim *s, const struct trace_req *tr, int64_t index, int64_t at_ns)
+{
+    TS_ASSERT(s->fed && at_ns >= s->now_ns && at_ns >= tr->arrival_ns);
+    struct request *r = fed_slot(s);
+    req_init(s, r, s->num_arrived - 1, index, tr);
+    evq_push(&s->evq, at_ns, EV_ARRIVAL, r->id);
+}
+
+void sim_feed_moved(struct sim *s, struct sim_handoff *h, int64_t at_ns)
+{
+    TS_ASSERT(s->fed && at_ns >= s->now_ns && h->req);
+    struct request *r = fed_slot(s);
+    *r = *h->req; /* its shape, progress, policy state, record and decode stream as it left */
+    free(h->req);
+    h->req = NULL;
+    r->id = (int32_t)(s->num_arrived - 1);
+    r->state = REQ_PENDING;
+    r->kv_tokens_held = r->act_reserved = r->act_need = 0; /* (this replica's scheduler sizes them) */
+    r->sched_data = NULL;
+    s->sum.handed_in++;
+    evq_push(&s->evq, at_ns, EV_ARRIVAL, r->id);
 }
 
 void sim_requests_pull(struct sim *s)
@@ -199,6 +222,11 @@ void sim_record(struct sim *s, struct request *r)
         spill_failed(s);
     if (s->sched->forget)
         s->sched->forget(s, r);
+    sim_let_go(s, r);
+}
+
+void sim_let_go(struct sim *s, struct request *r)
+{
     const int64_t k = r->id / SIM_REQ_CHUNK;
     if (--s->chunk_left[k] > 0 || s->keep_requests)
         return;
@@ -327,7 +355,8 @@ void sim_requests_free(struct sim *s)
         const int64_t arrived = TS_MIN(SIM_REQ_CHUNK, s->num_arrived - k * SIM_REQ_CHUNK);
         for (int64_t i = 0; i < arrived; i++) {
             struct request *r = &s->chunks[k][i];
-            if (r->state != REQ_FINISHED && r->state != REQ_REJECTED && s->sched && s->sched->forget)
+            if (r->state != REQ_FINISHED && r->state != REQ_REJECTED && r->state != REQ_MOVED && s->sched &&
+                s->sched->forget)
                 s->sched->forget(s, r);
             if (r->rng)
                 gsl_rng_free(r->rng);

@@ -3,7 +3,10 @@
  * event for event; round robin's split of a trace, each part run as an instance of its own, gives
  * the fleet's latency percentiles exactly (an oracle that sorts every request's latency); the
  * routers place by what they see, stale views included; admission refuses when every replica is
- * full; energy counts each replica's idle draw to the fleet's end.
+ * full; energy counts each replica's idle draw to the fleet's end. Disaggregated, each request's
+ * steps are the ones it takes co-located (its progress and decode stream move with it), the pools run
+ * only their own steps, and a move's time is its bytes over the link, its latency and its wait for a
+ * port, by hand.
  */
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
@@ -13,6 +16,7 @@
 #include <string.h>
 
 #include "fleet.h"
+#include "model.h"
 #include "sim_internal.h"
 #include "test_util.h"
 
@@ -243,6 +247,163 @@ START_TEST(admission_refuses_when_full)
 }
 END_TEST
 
+/* A fleet with --disagg's spec (its link given) over n replicas of c. */
+static int run_disagg(const struct sim_config *c, int n, const char *router, const char *spec, struct fleet_result *r,
+                      struct ts_err *err)
+{
+    struct sim_config *cfg = xmalloc(sizeof *cfg * (size_t)n);
+    for (int i = 0; i < n; i++)
+        cfg[i] = *c;
+    struct fleet_opts o = {.router = router_find(router)};
+    int rc = fleet_disagg_parse(spec, &o.disagg, err) || fleet_run(c, cfg, n, &o, r, err) ? -1 : 0;
+    free(cfg);
+    return rc;
+}
+
+/* Disaggregated, every request takes the steps it takes co-located (the same count, rows and decoded
+ * tokens: its progress, policy state and decode stream move with it). With `every` (dual cache, two
+ * blocks a request) each block's Refresh runs in the Refresh pool and sends the K/V on, each block's
+ * end sends the ids back: 2 moves with K/V and 1 without a request, and the Refresh pool's steps are
+ * the Refreshes alone. With `first` one move a request. */
+START_TEST(disagg_moves_keep_each_request)
+{
+    enum { N = 150 };
+    struct sim_config c;
+    config(&c, trace_file(0, N, 60, 0, 0));
+    struct fleet_result co, ev, fi;
+    run_fleet(&c, 4, "least-outstanding", 0, 0, &co);
+    struct ts_err err;
+    ck_assert_msg(run_disagg(&c, 4, "least-outstanding", "every,refresh=1,link=host", &ev, &err) == 0, "%s", err.msg);
+    ck_assert_msg(run_disagg(&c, 4, "least-outstanding", "first,refresh=2,link=ib-ndr", &fi, &err) == 0, "%s", err.msg);
+    const struct fleet_result *d[2] = {&ev, &fi};
+    for (int k = 0; k < 2; k++) {
+        const struct sim_summary *f = &d[k]->fleet;
+        ck_assert_int_eq(f->num_requests, N);
+        ck_assert_int_eq(f->num_finished, N);
+        ck_assert_int_eq(f->num_preemptions, 0);
+        ck_assert_int_eq(f->request_steps, co.fleet.request_steps);
+        ck_assert_int_eq(f->rows_processed, co.fleet.rows_processed);
+        ck_assert_int_eq(f->step_decoded, co.fleet.step_decoded);
+        ck_assert_int_eq(f->tokens_decoded, co.fleet.tokens_decoded);
+        ck_assert_int_eq(f->handed_in, d[k]->handoffs);
+        ck_assert_int_eq(f->handed_out, d[k]->handoffs);
+        int64_t arrivals = 0;
+        for (int i = 0; i < 4; i++)
+            arrivals += d[k]->routed[i];
+        ck_assert_int_eq(arrivals, N);
+        for (int i = d[k]->refresh_pool; i < 4; i++)
+            ck_assert_int_eq(d[k]->routed[i], 0); /* arrivals go to the Refresh pool */
+    }
+    ck_assert_int_eq(co.fleet.num_preemptions, 0);
+    ck_assert_int_eq(ev.refresh_pool, 1);
+    ck_assert_int_eq(ev.handoffs_kv, 2 * N);
+    ck_assert_int_eq(ev.handoffs, 3 * N);
+    ck_assert_int_eq(ev.replica[0].request_steps, 2 * N);
+    ck_assert_int_eq(ev.replica[0].num_finished, 0);
+    ck_assert_int_eq(fi.refresh_pool, 2);
+    ck_assert_int_eq(fi.handoffs, N);
+    ck_assert_int_eq(fi.handoffs_kv, N);
+    ck_assert_int_eq(fi.replica[0].request_steps + fi.replica[1].request_steps, N);
+    ck_assert(ev.fleet.lat_mean_s > co.fleet.lat_mean_s); /* the moves take time */
+    fleet_result_free(&co);
+    fleet_result_free(&ev);
+    fleet_result_free(&fi);
+}
+END_TEST
+
+/* A trace of n requests all arriving at 0, each of prompt P and output 64. */
+static const char *burst_trace(int slot, int n, int P)
+{
+    char text[4096];
+    int len = sprintf(text, "arrival_ns,prompt_tokens,output_tokens\n");
+    for (int i = 0; i < n; i++)
+        len += sprintf(text + len, "0,%d,64\n", P);
+    return tmp_file(slot, ".csv", text);
+}
+
+/* One request, its first step in the Refresh pool: its latency is the instance's alone plus one move,
+ * P + G tokens of K/V over 1 GB/s and 1 ms. Three alike from three Refresh replicas into one Reuse
+ * replica leave together and queue at its port: they wait 0, 1 and 2 moves' bytes. */
+START_TEST(disagg_link_prices_each_move)
+{
+    struct sim_config c;
+    config(&c, burst_trace(0, 1, 200));
+    struct ts_err err;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    ck_assert_int_eq(sim_run(s, &err), 0);
+    struct sim_summary alone;
+    sim_get_summary(s, &alone);
+    struct model_cfg m;
+    ck_assert_int_eq(model_resolve(c.model, &m, &err), 0);
+    sim_destroy(s);
+    const double move_s = (double)(200 + 64) * (double)model_kv_bytes_per_token(&m) / 1e9; /* its bytes' time */
+    struct fleet_result r;
+    ck_assert_msg(run_disagg(&c, 2, "round-robin", "first,refresh=1,link=ib-ndr,bw=1,lat=1000", &r, &err) == 0, "%s",
+                  err.msg);
+    ck_assert_int_eq(r.handoffs, 1);
+    ck_assert_double_eq_tol(r.moved_bytes, move_s * 1e9, 0.5);
+    ck_assert_double_eq_tol(r.xfer_s, move_s + 1e-3, 2e-9);
+    ck_assert_double_eq_tol(r.xfer_wait_s, 0, 1e-12);
+    ck_assert_double_eq_tol(r.fleet.lat_mean_s, alone.lat_mean_s + move_s + 1e-3, 4e-9);
+    fleet_result_free(&r);
+
+    config(&c, burst_trace(1, 3, 200));
+    ck_assert_msg(run_disagg(&c, 4, "round-robin", "first,refresh=3,link=ib-ndr,bw=1,lat=1000", &r, &err) == 0, "%s",
+                  err.msg);
+    ck_assert_int_eq(r.routed[0], 1);
+    ck_assert_int_eq(r.routed[1], 1);
+    ck_assert_int_eq(r.routed[2], 1);
+    ck_assert_int_eq(r.handoffs, 3);
+    ck_assert_double_eq_tol(r.xfer_wait_s, (0 + 1 + 2) * move_s, 6e-9);
+    ck_assert_double_eq_tol(r.xfer_s, 3 * (move_s + 1e-3) + 3 * move_s, 12e-9);
+    fleet_result_free(&r);
+}
+END_TEST
+
+/* --disagg's settings: a mode, a link from the table, the pools' split; each bad value refused by
+ * name, a fleet without a link between its pools among them. */
+START_TEST(disagg_spec)
+{
+    struct fleet_disagg d;
+    struct ts_err err;
+    ck_assert_int_eq(fleet_disagg_parse("", &d, &err), 0);
+    ck_assert_int_eq(d.mode, DISAGG_OFF);
+    ck_assert_int_eq(fleet_disagg_parse("every,link=ib-hdr", &d, &err), 0);
+    ck_assert_int_eq(d.mode, DISAGG_EVERY);
+    ck_assert_int_eq(d.refresh, 0);
+    ck_assert_double_eq(d.link.bw, 25e9);
+    ck_assert_int_eq(fleet_disagg_parse("first,refresh=3,link=host,lat=5", &d, &err), 0);
+    ck_assert_int_eq(d.mode, DISAGG_FIRST);
+    ck_assert_int_eq(d.refresh, 3);
+    ck_assert_double_eq(d.link.bw, 0);
+    ck_assert_double_eq_tol(d.link.lat_s, 5e-6, 1e-18);
+    static const char *const bad[][2] = {
+        {"every", "need a link"},          {"every,refresh=2", "need a link"},
+        {"some,link=host", "first"},       {"every,link=nvlink9", "ib-ndr"},
+        {"every,link=host,refresh=0", "refresh=0"}, {"every,link=host,refresh=1.5", "refresh=1.5"},
+        {"every,link=host,bw=0", "bw=0"},  {"every,link=host,speed=3", "speed=3"},
+        {"every,link=host,lat=-1", "lat=-1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_ne(fleet_disagg_parse(bad[i][0], &d, &err), 0);
+        ck_assert_msg(strstr(err.msg, bad[i][1]), "%s: %s", bad[i][0], err.msg);
+    }
+    /* pools that leave one empty, and an autoscaled disaggregated fleet, are refused at the run */
+    struct sim_config c;
+    config(&c, burst_trace(0, 2, 100));
+    struct fleet_result r;
+    ck_assert_int_ne(run_disagg(&c, 2, "round-robin", "every,refresh=2,link=host", &r, &err), 0);
+    ck_assert_msg(strstr(err.msg, "no Reuse pool"), "%s", err.msg);
+    struct sim_config cfg[2] = {c, c};
+    struct fleet_opts o = {.router = router_find("round-robin")};
+    ck_assert_int_eq(fleet_disagg_parse("every,link=host", &o.disagg, &err), 0);
+    ck_assert_int_eq(fleet_scale_parse("min=1", &o.scale, &err), 0);
+    ck_assert_int_ne(fleet_run(&c, cfg, 2, &o, &r, &err), 0);
+    ck_assert_msg(strstr(err.msg, "--autoscale"), "%s", err.msg);
+}
+END_TEST
+
 /* A trace of three parts: 1 req/s for 300 s, 12 req/s for 300 s, 1 req/s for 600 s, evenly spaced. */
 static const char *step_trace(int slot)
 {
@@ -342,6 +503,9 @@ int main(void)
     tcase_add_test(tc, autoscale_spec);
     tcase_add_test(tc, autoscale_follows_the_load);
     tcase_add_test(tc, admission_refuses_when_full);
+    tcase_add_test(tc, disagg_moves_keep_each_request);
+    tcase_add_test(tc, disagg_link_prices_each_move);
+    tcase_add_test(tc, disagg_spec);
     suite_add_tcase(s, tc);
     return run_suite("fleet", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

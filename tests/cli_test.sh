@@ -332,6 +332,25 @@ expect 2 "sim --autoscale bad" -- $bin sim --replicas 3 --autoscale min=1,up=2,d
 contains "sim --autoscale bad" "--autoscale 'min=1,up=2,down=4': down (4) must be below up (2)"
 expect 2 "sim --autoscale min above the fleet" -- $bin sim --replicas 3 --autoscale min=5
 contains "sim --autoscale min above the fleet" "--autoscale: min=5 of 3 replicas"
+# Refresh/Reuse disaggregation: the pools, the moves' line, the JSON's pools; a fleet without a link
+# between its pools, pools that leave one empty, and --disagg without a fleet refused
+expect 0 "sim --disagg" -- $bin sim --replicas 4 --requests 60 --rps 4 --disagg every,refresh=2,link=ib-ndr --no-progress
+contains "the pools' line" "Refresh: replicas 0-1, Reuse: 2-3 (--disagg every); link ib-ndr: 50.0 GB/s a GPU, 25 us a move"
+contains "the moves' line" "between the pools ("
+$bin sim --replicas 4 --requests 60 --rps 4 --disagg first,link=host --no-progress --json >"$tmp/disagg.json"
+json_check "$tmp/disagg.json" 'd["fleet"]["moves"] == 60 and d["fleet"]["refresh_pool"] == 2 and [r["pool"] for r in d["replicas"]] == ["refresh"] * 2 + ["reuse"] * 2 and sum(r["moved_in"] for r in d["replicas"]) == 60'
+expect 2 "sim --disagg without a link" -- $bin sim --replicas 4 --disagg every,refresh=2
+contains "sim --disagg without a link" "the pools need a link between them (link=NAME: tessera list links)"
+expect 2 "sim --disagg, an unknown link" -- $bin sim --replicas 4 --disagg every,link=nvlink9
+contains "sim --disagg, an unknown link" "link 'nvlink9' is not in the table (host, ib-ndr, ib-hdr, eth-100g)"
+expect 2 "sim --disagg, no Reuse pool" -- $bin sim --replicas 3 --disagg every,refresh=3,link=host
+contains "sim --disagg, no Reuse pool" "a Refresh pool of 3 of the 3 replicas leaves no Reuse pool"
+expect 2 "sim --disagg without a fleet" -- $bin sim --disagg every,link=host
+contains "sim --disagg without a fleet" "--disagg: a fleet's option (--replicas N or --fleet FILE)"
+expect 0 "list links" -- $bin list links
+contains "list links: the table with its sources" "ConnectX-7"
+expect 0 "list routers" -- $bin list routers
+contains "list routers" "phase-aware"
 expect 0 "sim --admit defer" -- $bin sim --replicas 2 --requests 100 --rps 8 --admit-max 4 --admit defer --no-progress
 contains "sim --admit defer" "100 finished, 0 rejected"
 contains "sim --admit defer" "held back by --admit-max a while"

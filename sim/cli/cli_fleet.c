@@ -21,7 +21,7 @@
 
 /* The options that describe the fleet itself or its workload, which a replica group may not set. */
 static const char *const fleet_opts[] = {"--replicas", "--fleet", "--router", "--router-staleness", "--admit-max",
-                                         "--autoscale", "--db", "--executor", "--trace", "--rps", "--requests",
+                                         "--autoscale", "--disagg", "--db", "--executor", "--trace", "--rps", "--requests",
                                          "--arrivals", "--lengths", "--seed", "--slo", "--json"};
 
 /* A replica's configuration from the fleet's: one instance, its results not stored on its own. */
@@ -159,7 +159,8 @@ static void describe(const struct sim_config *cfg, int n, char *buf, size_t len)
     }
 }
 
-static void print_fleet(const struct sim_config *base, const struct sim_config *cfg, const struct fleet_result *r)
+static void print_fleet(const struct sim_config *base, const struct sim_config *cfg, const struct fleet_opts *opts,
+                        const struct fleet_result *r)
 {
     const struct sim_summary *m = &r->fleet;
     char what[4096];
@@ -186,6 +187,19 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
     if (base->slo > 0)
         printf("  SLO           %.1f%% of requests finished within %.3f s of their arrival (--slo)\n",
                100.0 * m->slo_attainment, base->slo);
+    if (r->refresh_pool > 0) {
+        const struct fleet_link *l = &opts->disagg.link;
+        char bw[48] = "each card's own";
+        if (l->bw > 0)
+            snprintf(bw, sizeof bw, "%.1f GB/s a GPU", l->bw / 1e9);
+        printf("  pools         Refresh: replicas 0-%d, Reuse: %d-%d (--disagg %s); link %s: %s, %.0f us a move\n",
+               r->refresh_pool - 1, r->refresh_pool, r->n - 1, opts->disagg.mode == DISAGG_EVERY ? "every" : "first",
+               l->name, bw, l->lat_s * 1e6);
+        printf("  moves         %lld between the pools (%lld with their K/V), %.2f GB over the link; a move takes "
+               "%.3f ms mean, %.3f ms of it waiting for a port\n", (long long)r->handoffs, (long long)r->handoffs_kv,
+               r->moved_bytes / 1e9, r->handoffs ? 1e3 * r->xfer_s / (double)r->handoffs : 0,
+               r->handoffs ? 1e3 * r->xfer_wait_s / (double)r->handoffs : 0);
+    }
     if (r->nscale > 0) {
         int lo = r->n, hi = 0;
         double sum = 0;
@@ -198,14 +212,15 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
         printf("  by replica    (%d replicas: --json gives each one's summary)\n", r->n);
         return;
     }
+    /* routed: arrivals, and requests moved in from the other pool; busy: of the replica's time up */
     printf("  by replica    %3s %-10s %-12s %8s %8s %9s %7s %9s\n", "#", "gpu", "system", "routed", "finished",
            "p99 (s)", "busy", "J/token");
-    /* busy: of the replica's time up */
     for (int i = 0; i < r->n; i++) {
         const struct sim_summary *s = &r->replica[i];
-        printf("                %3d %-10s %-12s %8lld %8lld %9.3f %6.1f%% %9.3f\n", i, cfg[i].gpu,
-               cfg[i].system[0] ? cfg[i].system : cfg[i].policy, (long long)r->routed[i], (long long)s->num_finished,
-               s->lat_p99_s, r->active_s[i] > 0 ? 100.0 * s->busy_s / r->active_s[i] : 0, s->energy_per_token_j);
+        printf("                %3d %-10s %-12s %8lld %8lld %9.3f %6.1f%% %9.3f%s\n", i, cfg[i].gpu,
+               cfg[i].system[0] ? cfg[i].system : cfg[i].policy, (long long)(r->routed[i] + s->handed_in),
+               (long long)s->num_finished, s->lat_p99_s, r->active_s[i] > 0 ? 100.0 * s->busy_s / r->active_s[i] : 0,
+               s->energy_per_token_j, r->refresh_pool == 0 ? "" : i < r->refresh_pool ? "  Refresh" : "  Reuse");
     }
 }
 
@@ -217,10 +232,24 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
     json_object_set_new(f, "router_staleness_s", json_real(base->router_staleness));
     json_object_set_new(f, "refused", json_integer(r->refused));
     json_object_set_new(f, "deferred", json_integer(r->deferred));
+    if (r->refresh_pool > 0) {
+        json_object_set_new(f, "disagg", json_string(base->disagg));
+        json_object_set_new(f, "refresh_pool", json_integer(r->refresh_pool));
+        json_object_set_new(f, "moves", json_integer(r->handoffs));
+        json_object_set_new(f, "moves_with_kv", json_integer(r->handoffs_kv));
+        json_object_set_new(f, "moved_bytes", json_real(r->moved_bytes));
+        json_object_set_new(f, "move_mean_s", json_real(r->handoffs ? r->xfer_s / (double)r->handoffs : 0));
+        json_object_set_new(f, "move_wait_mean_s", json_real(r->handoffs ? r->xfer_wait_s / (double)r->handoffs : 0));
+    }
     json_object_set_new(o, "fleet", f);
     for (int i = 0; i < r->n; i++) {
         json_t *s = cli_summary_json(&cfg[i], &r->replica[i]);
         json_object_set_new(s, "routed", json_integer(r->routed[i]));
+        if (r->refresh_pool > 0) {
+            json_object_set_new(s, "pool", json_string(i < r->refresh_pool ? "refresh" : "reuse"));
+            json_object_set_new(s, "moved_in", json_integer(r->replica[i].handed_in));
+            json_object_set_new(s, "moved_out", json_integer(r->replica[i].handed_out));
+        }
         json_array_append_new(reps, s);
     }
     json_object_set_new(o, "replicas", reps);
@@ -275,6 +304,19 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
         free(cfg);
         return EXIT_USAGE;
     }
+    const int refresh = fleet_disagg_parse(base->disagg, &o.disagg, &err) ? -1
+                        : o.disagg.refresh > 0                              ? o.disagg.refresh
+                                                                            : n / 2;
+    if (refresh < 0 ||
+        (o.disagg.mode != DISAGG_OFF && o.scale.on &&
+         ts_fail(&err, "--disagg with --autoscale: a disaggregated fleet's pools are fixed")) ||
+        (o.disagg.mode != DISAGG_OFF && (refresh < 1 || refresh >= n) &&
+         ts_fail(&err, "--disagg '%s': a Refresh pool of %d of the %d replicas leaves %s (refresh=N, 1 to %d)",
+                 base->disagg, refresh, n, refresh < 1 ? "it empty" : "no Reuse pool", n - 1))) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        free(cfg);
+        return EXIT_USAGE;
+    }
     struct fleet_result r;
     if (fleet_run(base, cfg, n, &o, &r, &err)) { /* (its groups built before: a run's failure) */
         fprintf(stderr, "tessera sim: %s\n", err.msg);
@@ -284,7 +326,7 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
     if (base->json)
         print_fleet_json(base, cfg, &r);
     else
-        print_fleet(base, cfg, &r);
+        print_fleet(base, cfg, &o, &r);
     fleet_result_free(&r);
     free(cfg);
     return 0;

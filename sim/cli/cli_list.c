@@ -12,6 +12,7 @@
 #include "config.h"
 #include "cost.h"
 #include "decode.h"
+#include "fleet.h"
 #include "gpu.h"
 #include "model.h"
 #include "planner.h"
@@ -217,14 +218,15 @@ static void list_hosts(void)
 static void list_usage(FILE *f)
 {
     fprintf(f, "usage: tessera list models | gpus [--measured] | policies | schedulers | planners | costs |\n"
-               "                    systems | impls | decode | calibrations | hosts\n"
+               "                    systems | impls | decode | calibrations | hosts | routers | links\n"
                "       tessera list gpus --device NAME [MEMORY_MIB]\n"
                "\n"
                "Prints one of the built-in tables: the models, the GPUs (--measured: the ceilings measured\n"
                "on cards beside the datasheet's), the policies and schedulers with their parameters, the\n"
                "activation planners, the cost models, the --system presets, the implementation profiles,\n"
-               "the decode models, the calibrations and the host profiles. gpus --device prints the entry\n"
-               "a card is by the name its driver gives it (nvidia-smi's) and its memory, status 1 for none.\n");
+               "the decode models, the calibrations, the host profiles, a fleet's routers and the links\n"
+               "between disaggregated pools. gpus --device prints the entry a card is by the name its\n"
+               "driver gives it (nvidia-smi's) and its memory, status 1 for none.\n");
 }
 
 int cli_list(int argc, char **argv)
@@ -315,11 +317,23 @@ int cli_list(int argc, char **argv)
     } else if (strcmp(what, "impls") == 0) {
         impl_list(buf, sizeof buf);
         printf("%s\n", buf);
-    } else if (strcmp(what, "decode") == 0)
+    } else if (strcmp(what, "decode") == 0) {
         list_decode();
-    else {
+    } else if (strcmp(what, "routers") == 0) {
+        for (int i = 0; router_get(i); i++)
+            printf("%-18s %s\n", router_get(i)->name, router_get(i)->help);
+    } else if (strcmp(what, "links") == 0) {
+        printf("%-9s %12s %9s  %s\n", "link", "GB/s a GPU", "latency", "source (the latency: an assumption, lat=)");
+        for (int i = 0; fleet_link_get(i); i++) {
+            const struct fleet_link *l = fleet_link_get(i);
+            char bw[16] = "the card's";
+            if (l->bw > 0)
+                snprintf(bw, sizeof bw, "%.1f", l->bw / 1e9);
+            printf("%-9s %12s %6.0f us  %s\n", l->name, bw, l->lat_s * 1e6, l->source);
+        }
+    } else {
         static const char *const tables[] = {"models", "gpus", "policies", "schedulers", "planners", "costs",
-                                             "systems", "impls", "decode", "calibrations", "hosts"};
+                                             "systems", "impls", "decode", "calibrations", "hosts", "routers", "links"};
         const char *near = what[0] ? param_nearest(what, tables, (int)TS_ARRAY_LEN(tables)) : NULL;
         if (what[0])
             fprintf(stderr, "tessera list: no table '%s'%s%s%s\n", what, near ? " (did you mean " : "",
