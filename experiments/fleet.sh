@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # experiments/fleet.sh: a worked fleet: a mixed fleet behind each router, an autoscaled day, and energy a token against fleet size.
 #
-# Three parts, each on LLaDA-8B with the dual cache, priced by the roofline (sim/README.md, "Fleets"):
+# Four parts, each on LLaDA-8B with the dual cache, priced by the roofline (sim/README.md, "Fleets"):
 #   routers    4 H100 + 8 L40S serving 2,000 generated requests at 10 req/s: each router (round robin,
 #              least outstanding, least KV, phase-aware) with a fresh view, and least outstanding with
 #              a view STALE (10) seconds old: p50, p99, the share within SLO (30) s, J a token
@@ -10,8 +10,11 @@
 #              and a 10 s provisioning delay; the 10 s run's readings drawn beside its load
 #   sizes      1 to 16 H200 replicas behind least outstanding at the same 16 req/s: throughput, p99 and
 #              J a token by fleet size (a small fleet saturates; a large one idles)
-# Writes OUT/results.jsonl (a run a line), OUT/report.md (the three tables and the checks) and, with
-# gnuplot, OUT/autoscale.png and OUT/sizes.png.
+#   disagg     8 H200 at 4, 8, 12 and 16 req/s, co-located against Refresh/Reuse disaggregated on the
+#              same cards: `first` with 2 Refresh replicas, `every` with 5 (over the cards' NVLink and
+#              over InfiniBand NDR); and at 8 req/s `every` with 2 to 7 Refresh replicas
+# Writes OUT/results.jsonl (a run a line), OUT/report.md (the four parts' tables and the checks) and,
+# with gnuplot, OUT/autoscale.png, OUT/sizes.png and OUT/disagg.png.
 #
 # Usage: tessera exp run fleet OUT [--force]   (REQUESTS=2000; SLO=30; STALE=10; or
 #        experiments/fleet.sh OUT with TESSERA=path)
@@ -68,9 +71,25 @@ for n in 1 2 4 8 16; do
     run sizes "$n" --replicas "$n" --gpu h200 --requests "$requests" --rps 16
 done
 
+for rps in 4 8 12 16; do
+    run disagg "co-located@$rps" --replicas 8 --gpu h200 --requests "$requests" --rps "$rps"
+    run disagg "first-2-host@$rps" --replicas 8 --gpu h200 --requests "$requests" --rps "$rps" \
+        --disagg first,refresh=2,link=host
+    run disagg "every-5-host@$rps" --replicas 8 --gpu h200 --requests "$requests" --rps "$rps" \
+        --disagg every,refresh=5,link=host
+    run disagg "every-5-ib-ndr@$rps" --replicas 8 --gpu h200 --requests "$requests" --rps "$rps" \
+        --disagg every,refresh=5,link=ib-ndr
+done
+for k in 2 3 4 6 7; do
+    run split "every-$k-host" --replicas 8 --gpu h200 --requests "$requests" --rps 8 --disagg "every,refresh=$k,link=host"
+done
+
 python3 - "$out" "$slo" "$stale" <<'PY' || exit 1
 import json, os, sys
 out, slo, stale = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+DISAGG = ("co-located", "first-2-host", "every-5-host", "every-5-ib-ndr")
+LABEL = {"co-located": "co-located", "first-2-host": "first, 2 + 6, NVLink", "every-5-host": "every, 5 + 3, NVLink",
+         "every-5-ib-ndr": "every, 5 + 3, IB NDR"}
 rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
 by = {(r["part"], r["name"]): r for r in rows}
 def line(r, label):
@@ -94,6 +113,24 @@ with open(os.path.join(out, "report.md"), "w") as f:
     sizes = sorted((r for r in rows if r["part"] == "sizes"), key=lambda r: r["replicas"])
     for r in sizes:
         f.write(line(r, str(r["replicas"])))
+    f.write("\n## Refresh/Reuse disaggregation: 8 H200, co-located against split on the same cards\n\n"
+            "p99 latency (s) and J a generated token by load; `first`: a request's first step in 2 Refresh replicas, the "
+            "rest in 6 Reuse ones; `every`: each Refresh step in 5 Refresh replicas, each Reuse step in 3, the K/V moved "
+            "at every change (LLaDA-8B: 512 KiB a token, about 1 GB a request).\n\n"
+            "| req/s | " + " | ".join(LABEL[c] for c in DISAGG) + " |\n|---|" + "---|" * len(DISAGG) + "\n")
+    for rps in (4, 8, 12, 16):
+        f.write("| %d | " % rps + " | ".join("%.2f s, %.2f J" % (by[("disagg", "%s@%d" % (c, rps))]["lat_p99_s"],
+                                                                 by[("disagg", "%s@%d" % (c, rps))]["energy_per_token_j"])
+                                               for c in DISAGG) + " |\n")
+    f.write("\n`every` over NVLink at 8 req/s by the Refresh pool's size (of 8):\n\n| Refresh replicas | p99 (s) | "
+            "J a token |\n|---|---|---|\n")
+    split = {2: by[("split", "every-2-host")], 3: by[("split", "every-3-host")], 4: by[("split", "every-4-host")],
+             5: by[("disagg", "every-5-host@8")], 6: by[("split", "every-6-host")], 7: by[("split", "every-7-host")]}
+    for k in sorted(split):
+        f.write("| %d | %.2f | %.3f |\n" % (k, split[k]["lat_p99_s"], split[k]["energy_per_token_j"]))
+    co = {rps: by[("disagg", "co-located@%d" % rps)] for rps in (4, 8, 12, 16)}
+    ev = {rps: by[("disagg", "every-5-host@%d" % rps)] for rps in (4, 8, 12, 16)}
+    ib = {rps: by[("disagg", "every-5-ib-ndr@%d" % rps)] for rps in (4, 8, 12, 16)}
     rr, lo = by[("routers", "round-robin")], by[("routers", "least-outstanding")]
     st = by[("routers", "least-outstanding-stale")]
     up, a60, a10 = by[("autoscale", "all-up")], by[("autoscale", "delay-60")], by[("autoscale", "delay-10")]
@@ -106,6 +143,12 @@ with open(os.path.join(out, "report.md"), "w") as f:
         ("throughput rises with the fleet until it serves the load", sizes[-1]["throughput_tok_s"] > sizes[0]["throughput_tok_s"]),
         ("past the size the load needs, a token costs more energy (idle replicas)",
          sizes[-1]["energy_per_token_j"] > min(r["energy_per_token_j"] for r in sizes)),
+        ("over InfiniBand NDR the moves of LLaDA-8B's K/V cost `every` more p99 than over NVLink, at every load",
+         all(ib[r]["lat_p99_s"] > ev[r]["lat_p99_s"] for r in ev)),
+        ("a Refresh pool too small for its steps queues them: 2 of 8 has a higher p99 than 5 of 8",
+         split[2]["lat_p99_s"] > split[5]["lat_p99_s"]),
+        ("at the highest load the co-located fleet serves at least the tokens/s of every split",
+         all(co[16]["throughput_tok_s"] >= by[("disagg", "%s@16" % c)]["throughput_tok_s"] for c in DISAGG)),
     ]
     f.write("\n| check | in tessera |\n|---|---|\n")
     for text, ok in checks:
@@ -113,6 +156,9 @@ with open(os.path.join(out, "report.md"), "w") as f:
     with open(os.path.join(out, "sizes.dat"), "w") as d:
         for r in sizes:
             d.write("%d %g %g\n" % (r["replicas"], r["throughput_tok_s"], r["energy_per_token_j"]))
+    with open(os.path.join(out, "disagg.dat"), "w") as d:
+        for rps in (4, 8, 12, 16):
+            d.write("%d %s\n" % (rps, " ".join("%g" % by[("disagg", "%s@%d" % (c, rps))]["lat_p99_s"] for c in DISAGG)))
 PY
 if command -v gnuplot >/dev/null 2>&1; then
     bash "$here/analysis/fleet-plot.sh" "$out/autoscale-delay-10.json" "$out/autoscale.png" >/dev/null ||
@@ -130,5 +176,23 @@ set offsets graph 0.02, graph 0.08, graph 0.1, 0
 plot "$out/sizes.dat" using 2:3 with linespoints lc rgb '#0072B2' pt 7 lw 2, \
      "" using 2:3:(\$1 == 1 ? "1 replica" : sprintf("%d replicas", \$1)) with labels offset 0,1.2
 EOF
+    gnuplot <<EOF 2>"$out/gnuplot.log" || { rm -f "$out/disagg.png"; echo "fleet.sh: no disagg figure: $(head -2 "$out/gnuplot.log")" >&2; }
+set terminal pngcairo size 800,480 font ",10"
+set output "$out/disagg.png"
+set termoption noenhanced
+set title "8 H200, LLaDA-8B dual cache: co-located against Refresh/Reuse pools on the same cards"
+set xlabel "Load (requests/s)"
+set ylabel "p99 latency (s)"
+set logscale y
+set grid
+set key top left
+set xtics 4
+plot "$out/disagg.dat" using 1:2 with linespoints lc rgb '#000000' pt 7 lw 2 title "co-located", \
+     "" using 1:3 with linespoints lc rgb '#E69F00' pt 5 lw 2 title "first: 2 Refresh + 6 Reuse, NVLink", \
+     "" using 1:4 with linespoints lc rgb '#0072B2' pt 9 lw 2 title "every: 5 Refresh + 3 Reuse, NVLink", \
+     "" using 1:5 with linespoints lc rgb '#0072B2' pt 9 lw 2 dt 2 title "every: 5 + 3, InfiniBand NDR"
+EOF
 fi
-echo "fleet: $out/report.md, $out/results.jsonl$([ -s "$out/autoscale.png" ] && echo ", $out/autoscale.png")$([ -s "$out/sizes.png" ] && echo ", $out/sizes.png")"
+figs=""
+for f in autoscale sizes disagg; do [ -s "$out/$f.png" ] && figs="$figs, $out/$f.png"; done
+echo "fleet: $out/report.md, $out/results.jsonl$figs"

@@ -204,6 +204,7 @@ struct fleet_state {
     /* disaggregation */
     bool disagg;
     int64_t *port_out, *port_in; /* when each replica's sending and receiving port is next free */
+    int64_t *inbound;            /* the moves in flight to each (the router counts them as sent) */
     struct event_queue xq;       /* the moves in flight by their arrival, each its slot of mv */
     struct moving *mv;
     size_t num_mv, cap_mv;
@@ -230,7 +231,7 @@ static void refresh_view(struct fleet_state *fl, int64_t t)
         if (fl->dirty[i])
             sim_load(fl->r[i], &fl->v[i].load);
         fl->dirty[i] = false;
-        fl->v[i].sent = 0;
+        fl->v[i].sent = fl->disagg ? fl->inbound[i] : 0;
     }
 }
 
@@ -300,11 +301,11 @@ static void send_handoffs(struct fleet_state *fl, int i)
     for (size_t j = 0; j < m; j++) {
         const bool to_reuse = i < fl->entry;
         const int lo = to_reuse ? fl->entry : 0, hi = to_reuse ? fl->n : fl->entry;
-        if (fl->o->staleness_s <= 0) /* a fresh view: the other pool's load now */
+        if (fl->o->staleness_s <= 0) /* a fresh view: the other pool's load now, and the moves to it */
             for (int k = lo; k < hi; k++)
-                sim_load(fl->r[k], &fl->v[k].load), fl->v[k].sent = 0;
+                sim_load(fl->r[k], &fl->v[k].load), fl->v[k].sent = fl->inbound[k];
         const int to = pick_in(fl, lo, hi, to_reuse);
-        fl->v[to].sent++;
+        fl->v[to].sent++, fl->inbound[to]++;
         const struct sim_config *rc = sim_config(fl->r[to]);
         const int32_t gpus = TS_MIN(h[j].gpus, TS_MAX(rc->tp, rc->ep)); /* (a port a GPU) */
         const double bw = (link->bw > 0 ? link->bw : fmin(sim_gpu(fl->r[i])->link_bw, sim_gpu(fl->r[to])->link_bw)) * gpus;
@@ -345,6 +346,7 @@ static void step_to(struct fleet_state *fl, int64_t t)
             struct moving *mv = &fl->mv[e.arg];
             sim_feed_moved(fl->r[mv->to], &mv->h, now);
             fl->dirty[mv->to] = true;
+            fl->inbound[mv->to]--;
             ts_grow((void **)&fl->free_mv, &fl->cap_free, fl->num_free + 1, sizeof *fl->free_mv);
             fl->free_mv[fl->num_free++] = e.arg;
         }
@@ -564,6 +566,7 @@ static int disagg_setup(struct fleet_state *fl, struct ts_err *err)
     fl->disagg = true;
     fl->port_out = xcalloc((size_t)n, sizeof *fl->port_out);
     fl->port_in = xcalloc((size_t)n, sizeof *fl->port_in);
+    fl->inbound = xcalloc((size_t)n, sizeof *fl->inbound);
     evq_init(&fl->xq);
     const bool every = dg->mode == DISAGG_EVERY;
     for (int i = 0; i < n; i++)
@@ -684,7 +687,7 @@ done:
         free(fl.mv[e.arg].h.req);
     }
     evq_free(&fl.xq);
-    free(fl.mv), free(fl.free_mv), free(fl.port_out), free(fl.port_in);
+    free(fl.mv), free(fl.free_mv), free(fl.port_out), free(fl.port_in), free(fl.inbound);
     free(r);
     free(v);
     free(dirty);

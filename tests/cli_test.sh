@@ -336,7 +336,7 @@ contains "sim --autoscale min above the fleet" "--autoscale: min=5 of 3 replicas
 # between its pools, pools that leave one empty, and --disagg without a fleet refused
 expect 0 "sim --disagg" -- $bin sim --replicas 4 --requests 60 --rps 4 --disagg every,refresh=2,link=ib-ndr --no-progress
 contains "the pools' line" "Refresh: replicas 0-1, Reuse: 2-3 (--disagg every); link ib-ndr: 50.0 GB/s a GPU, 25 us a move"
-contains "the moves' line" "between the pools ("
+contains "the moves' line" "with K/V), "
 $bin sim --replicas 4 --requests 60 --rps 4 --disagg first,link=host --no-progress --json >"$tmp/disagg.json"
 json_check "$tmp/disagg.json" 'd["fleet"]["moves"] == 60 and d["fleet"]["refresh_pool"] == 2 and [r["pool"] for r in d["replicas"]] == ["refresh"] * 2 + ["reuse"] * 2 and sum(r["moved_in"] for r in d["replicas"]) == 60'
 expect 2 "sim --disagg without a link" -- $bin sim --replicas 4 --disagg every,refresh=2
@@ -1047,9 +1047,11 @@ is_png "$tmp/la/figure.png" "exp run lookahead"
 # decoding ahead at 1, AR ahead of every dLLM variant at 64; one at a time, AR takes a prefill step and
 # then a step a token (8 requests of 256: 8 x 257 steps), the dLLM at one token a step 8 x 256
 expect 0 "exp run fleet" -- env REQUESTS=600 $bin exp run fleet "$tmp/fleet-exp"
-[ "$(grep -c '| holds |' "$tmp/fleet-exp/report.md")" = 6 ] && ok || bad "exp run fleet: a check does not hold ($tmp/fleet-exp/report.md)"
-[ "$(grep -c . "$tmp/fleet-exp/results.jsonl")" = 13 ] && ok || bad "exp run fleet: not 13 runs"
-if command -v gnuplot >/dev/null; then is_png "$tmp/fleet-exp/autoscale.png" "exp run fleet"; is_png "$tmp/fleet-exp/sizes.png" "exp run fleet"; fi
+[ "$(grep -c '| holds |' "$tmp/fleet-exp/report.md")" = 9 ] && ok || bad "exp run fleet: a check does not hold ($tmp/fleet-exp/report.md)"
+[ "$(grep -c . "$tmp/fleet-exp/results.jsonl")" = 34 ] && ok || bad "exp run fleet: not 34 runs"
+if command -v gnuplot >/dev/null; then
+    for f in autoscale sizes disagg; do is_png "$tmp/fleet-exp/$f.png" "exp run fleet"; done
+fi
 expect 0 "exp run ar-crossover" -- env BATCHES="1 64" $bin exp run ar-crossover "$tmp/arx"
 got=$(python3 -c 'import json, sys
 r = {(o["system"], o["batch"]): o for o in map(json.loads, open(sys.argv[1]))}

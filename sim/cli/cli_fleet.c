@@ -195,8 +195,8 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
         printf("  pools         Refresh: replicas 0-%d, Reuse: %d-%d (--disagg %s); link %s: %s, %.0f us a move\n",
                r->refresh_pool - 1, r->refresh_pool, r->n - 1, opts->disagg.mode == DISAGG_EVERY ? "every" : "first",
                l->name, bw, l->lat_s * 1e6);
-        printf("  moves         %lld between the pools (%lld with their K/V), %.2f GB over the link; a move takes "
-               "%.3f ms mean, %.3f ms of it waiting for a port\n", (long long)r->handoffs, (long long)r->handoffs_kv,
+        printf("  moves         %lld (%lld with K/V), %.1f GB over the link; %.3f ms a move, %.3f ms of it queued\n",
+               (long long)r->handoffs, (long long)r->handoffs_kv,
                r->moved_bytes / 1e9, r->handoffs ? 1e3 * r->xfer_s / (double)r->handoffs : 0,
                r->handoffs ? 1e3 * r->xfer_wait_s / (double)r->handoffs : 0);
     }
