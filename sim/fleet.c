@@ -496,6 +496,8 @@ static int merge(struct sim **r, const struct fleet_result *out, double slo, str
             f->ops.op_s[op] += m->ops.op_s[op];
         f->ops.total_s += m->ops.total_s;
         f->energy_j += m->energy_j;
+        f->live_steps += m->live_steps, f->live_measured_s += m->live_measured_s;
+        f->live_model_s += m->live_model_s, f->live_abs_rel += m->live_abs_rel;
         f->idle_w += m->idle_w;
         f->peak_mem_bytes = TS_MAX(f->peak_mem_bytes, m->peak_mem_bytes);
     }
@@ -637,6 +639,12 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
                            cfg[i].system[0] ? " --system " : "", cfg[i].system);
             goto done;
         }
+    for (int i = 0; o->ex && i < n; i++)
+        sim_set_executor(r[i], &o->ex[i]);
+    if (o->ex && o->disagg.mode != DISAGG_OFF) {
+        ts_fail(err, "--disagg with --executor gpu: moving a request's K/V between engines is not run live");
+        goto done;
+    }
     if ((o->disagg.mode != DISAGG_OFF && disagg_setup(&fl, err)) || model_resolve(workload->model, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err))
         goto done;
     const int64_t stale_ns = (int64_t)(o->staleness_s * 1e9);

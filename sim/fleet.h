@@ -104,6 +104,7 @@ struct fleet_opts {
     int64_t admit_max;  /* > 0: refuse (or defer) a request every replica holds this many for */
     bool defer;         /* hold such requests back instead of refusing them */
     struct fleet_disagg disagg;
+    const struct sim_executor *ex; /* [n]: live, replica i's steps run by ex[i] (NULL: the cost model) */
     bool progress;      /* a progress line on stderr */
 };
 

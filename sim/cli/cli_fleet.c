@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_fleet_live.h"
 #include "config.h"
 #include "fleet.h"
 #include "sim.h"
@@ -187,6 +188,11 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
     if (base->slo > 0)
         printf("  SLO           %.1f%% of requests finished within %.3f s of their arrival (--slo)\n",
                100.0 * m->slo_attainment, base->slo);
+    if (m->live_steps)
+        printf("  live (gpu)    %lld steps on %d GPUs measured %.3f s; the %s cost model predicted %.3f s (%+.1f%%), "
+               "per-step MAPE %.1f%%\n", (long long)m->live_steps, r->n, m->live_measured_s, cfg[0].cost,
+               m->live_model_s, 100.0 * (m->live_model_s - m->live_measured_s) / m->live_measured_s,
+               100.0 * m->live_abs_rel / (double)m->live_steps);
     if (r->refresh_pool > 0) {
         const struct fleet_link *l = &opts->disagg.link;
         char bw[48] = "each card's own";
@@ -270,10 +276,6 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
                         "not stored\n");
         return EXIT_USAGE;
     }
-    if (base->executor == EXECUTOR_GPU) {
-        fprintf(stderr, "tessera sim: --executor gpu with a fleet: a fleet is simulated (--executor model)\n");
-        return EXIT_USAGE;
-    }
     if (base->replicas > 1 && base->fleet[0]) {
         fprintf(stderr, "tessera sim: --replicas and --fleet: one or the other (a fleet file's groups give their "
                         "counts)\n");
@@ -317,8 +319,29 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
         free(cfg);
         return EXIT_USAGE;
     }
+    struct sim_executor *ex = NULL;
+    struct live_worker *workers = NULL;
+    if (base->executor == EXECUTOR_GPU) { /* live: a worker a replica, each on its own GPU */
+        if (o.disagg.mode != DISAGG_OFF) {
+            fprintf(stderr, "tessera sim: --disagg with --executor gpu: moving a request's K/V between engines is "
+                            "not run live\n");
+            free(cfg);
+            return EXIT_USAGE;
+        }
+        ex = xcalloc((size_t)n, sizeof *ex);
+        o.ex = ex;
+        if (fleet_live_open(cfg, n, ex, &workers, &err)) {
+            fprintf(stderr, "tessera sim: --executor gpu: %s\n", err.msg);
+            fleet_live_close(workers, n);
+            free(ex), free(cfg);
+            return EXIT_USAGE;
+        }
+    }
     struct fleet_result r;
-    if (fleet_run(base, cfg, n, &o, &r, &err)) { /* (its groups built before: a run's failure) */
+    const int failed = fleet_run(base, cfg, n, &o, &r, &err);
+    fleet_live_close(workers, n);
+    free(ex);
+    if (failed) { /* (its groups built before: a run's failure) */
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         free(cfg);
         return 1;

@@ -464,6 +464,7 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
         json_object_set_new(o, "live_steps", json_integer(m->live_steps));
         json_object_set_new(o, "live_measured_s", json_real(m->live_measured_s));
         json_object_set_new(o, "live_model_s", json_real(m->live_model_s));
+        json_object_set_new(o, "live_step_mape", json_real(m->live_abs_rel / (double)m->live_steps));
         json_object_set_new(o, "live_t0_unix", json_real(m->live_t0_unix));
         json_object_set_new(o, "live_t1_unix", json_real(m->live_t1_unix));
     }
