@@ -345,6 +345,11 @@ expect 2 "sim --disagg, an unknown link" -- $bin sim --replicas 4 --disagg every
 contains "sim --disagg, an unknown link" "link 'nvlink9' is not in the table (host, ib-ndr, ib-hdr, eth-100g)"
 expect 2 "sim --disagg, no Reuse pool" -- $bin sim --replicas 3 --disagg every,refresh=3,link=host
 contains "sim --disagg, no Reuse pool" "a Refresh pool of 3 of the 3 replicas leaves no Reuse pool"
+# a live fleet: a replica over several GPUs, and disaggregation, refused before any worker starts
+expect 2 "sim --replicas --executor gpu --tp 2" -- $bin sim --replicas 2 --executor gpu --tp 2
+contains "sim --replicas --executor gpu --tp 2" "a fleet runs live with one GPU a replica (replica 0 has --tp 2 --ep 1)"
+expect 2 "sim --disagg --executor gpu" -- $bin sim --replicas 2 --executor gpu --disagg every,link=host
+contains "sim --disagg --executor gpu" "--disagg with --executor gpu: moving a request's K/V between engines is not run live"
 expect 2 "sim --disagg without a fleet" -- $bin sim --disagg every,link=host
 contains "sim --disagg without a fleet" "--disagg: a fleet's option (--replicas N or --fleet FILE)"
 expect 0 "list links" -- $bin list links

@@ -476,6 +476,24 @@ while IFS=, read -r g tf held copy rec; do
     else bad "sim/data/gpu_measured.csv: $g's ceilings are not what $rec measured"; fi
 done <"$root/sim/data/gpu_measured.csv"
 
+# fleet-live-h100x2: the live fleet's simulations re-predicted by this build (the Azure trace's first
+# 120 requests, from ../shared), each latency statistic and throughput as recorded
+az=$root/../shared/traces/raw/AzureLLMInferenceTrace_conv.csv
+if [ -f "$az" ]; then
+    head -401 "$az" >"$tmp/azure_conv_400.csv"
+    for r in least-outstanding round-robin; do
+        expect 0 "fleet-live-h100x2: $r re-predicted" -- $bin sim --fleet "$rec_dir/fleet-live-h100x2/fleet.txt" --gpu h100 \
+            --cost calibrated --trace "$tmp/azure_conv_400.csv" --requests 120 --rps 2 --gen-len 256 --router "$r" \
+            --no-progress --quiet --json
+        if python3 - "$tmp/out" "$rec_dir/fleet-live-h100x2/model-$r.json" <<'PY'; then ok; else bad "fleet-live-h100x2: $r's simulation is no longer the recorded one"; fi
+import json, sys
+a, b = (json.load(open(p))["fleet"] for p in sys.argv[1:])
+keys = ("lat_mean_s", "lat_p50_s", "lat_p90_s", "lat_p99_s", "throughput_tok_s", "num_finished")
+sys.exit(0 if all(abs(a[k] - b[k]) <= 1e-6 * abs(b[k]) for k in keys) else 1)
+PY
+    done
+fi
+
 # validate-h100: the validation against the seed systems' own code still gives the recorded table
 expect 0 "exp run validate" -- $bin exp run validate "$tmp/validate"
 cmp -s "$tmp/validate/validate.csv" "$rec_dir/validate-h100/validate.csv" && ok ||
