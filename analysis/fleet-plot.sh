@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# analysis/fleet-plot.sh: an autoscaled fleet over time, from `tessera sim --fleet|--replicas N
-# --autoscale SPEC --json`: the requests outstanding on the fleet (the load, left axis) beside the
-# replicas up and starting (right axis), at each of the autoscaler's readings.
+# analysis/fleet-plot.sh: a fleet's control over time, from `tessera sim --fleet|--replicas N --json`
+# with --autoscale SPEC or --load-control SPEC: the requests outstanding on the fleet (the load, left
+# axis) beside the replicas up and starting, or the decode threshold (right axis), at each reading
+# (the autoscaler's where the run has both).
 #
 # Usage: analysis/fleet-plot.sh FLEET.json OUT.png
 # (needs python3 and gnuplot)
 set -euo pipefail
-usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $# -eq 2 ] || usage
 json=$1 out=$2
 [ -f "$json" ] || { echo "fleet-plot.sh: $json: no such file" >&2; exit 2; }
@@ -25,14 +26,18 @@ except (OSError, ValueError) as e:
     sys.exit(f"fleet-plot.sh: {path}: {e}")
 if not isinstance(d, dict) or "fleet" not in d:
     sys.exit(f"fleet-plot.sh: {path}: not a fleet's JSON (tessera sim --replicas N|--fleet FILE --json)")
-scale = d.get("scale")
-if not scale:
-    sys.exit(f"fleet-plot.sh: {path}: no autoscaler readings (the run had no --autoscale)")
+key = "scale" if d.get("scale") else "threshold" if d.get("threshold") else None
+if not key:
+    sys.exit(f"fleet-plot.sh: {path}: no autoscaler or load-control readings (the run had neither --autoscale "
+             "nor --load-control)")
+with open(f"{tmp}/kind.txt", "w") as out:
+    out.write(key)
 with open(f"{tmp}/scale.dat", "w") as out:
-    for k, row in enumerate(scale):
+    for k, row in enumerate(d[key]):
         if not (isinstance(row, list) and len(row) == 4 and all(isinstance(x, (int, float)) for x in row)):
-            sys.exit(f"fleet-plot.sh: {path}: scale[{k}]: expected [seconds, up, starting, outstanding]")
-        out.write("%g %d %d %d\n" % tuple(row))
+            sys.exit(f"fleet-plot.sh: {path}: {key}[{k}]: expected [seconds, %s, outstanding]"
+                     % ("up, starting" if key == "scale" else "threshold, TPF"))
+        out.write("%g %g %g %d\n" % tuple(row))
 f = d["fleet"]
 with open(f"{tmp}/replicas.txt", "w") as out:
     out.write("%d" % f["replicas"])
@@ -40,21 +45,26 @@ with open(f"{tmp}/title.txt", "w") as out:
     out.write("%d replicas behind %s: p99 %.1f s, %.2f J a token" % (f["replicas"], f["router"], f["lat_p99_s"],
                                                                     f["energy_per_token_j"]))
 PY
+if [ "$(cat "$tmp/kind.txt")" = scale ]; then
+    right="set y2label \"replicas\"; set y2range [0:$(($(cat "$tmp/replicas.txt") + 1))]"
+    lines="\"\" using 1:2 axes x1y2 with steps lw 2 lc \"#d62728\" title \"replicas up\", \
+        \"\" using 1:(\$2 + \$3) axes x1y2 with steps lw 1 dt 2 lc \"#ff7f0e\" title \"up and starting\""
+else
+    right="set y2label \"decode threshold\"; set y2range [0:1]"
+    lines="\"\" using 1:2 axes x1y2 with steps lw 2 lc \"#d62728\" title \"threshold\""
+fi
 gnuplot <<EOF
 set terminal pngcairo size 1000,480 font "sans,11"
 set output "$out"
 set title "$(cat "$tmp/title.txt")"
 set xlabel "time (s)"
 set ylabel "requests outstanding on the fleet"
-set y2label "replicas"
+$right
 set ytics nomirror
 set y2tics
 set yrange [0:*]
-set y2range [0:$(($(cat "$tmp/replicas.txt") + 1))]
 set key top right
 set grid
-plot "$tmp/scale.dat" using 1:4 with filledcurves x1 fillcolor "#c6dbef" title "requests outstanding", \
-     "" using 1:2 axes x1y2 with steps lw 2 lc "#d62728" title "replicas up", \
-     "" using 1:(\$2 + \$3) axes x1y2 with steps lw 1 dt 2 lc "#ff7f0e" title "up and starting"
+plot "$tmp/scale.dat" using 1:4 with filledcurves x1 fillcolor "#c6dbef" title "requests outstanding", $lines
 EOF
 echo "wrote $out"

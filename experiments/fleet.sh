@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # experiments/fleet.sh: a worked fleet: a mixed fleet behind each router, an autoscaled day, and energy a token against fleet size.
 #
-# Four parts, each on LLaDA-8B with the dual cache, priced by the roofline (sim/README.md, "Fleets"):
+# Five parts, each on LLaDA-8B with the dual cache, priced by the roofline (sim/README.md, "Fleets"):
 #   routers    4 H100 + 8 L40S serving 2,000 generated requests at 10 req/s: each router (round robin,
 #              least outstanding, least KV, phase-aware) with a fresh view, and least outstanding with
 #              a view STALE (10) seconds old: p50, p99, the share within SLO (30) s, J a token
@@ -13,8 +13,11 @@
 #   disagg     8 H200 at 4, 8, 12 and 16 req/s, co-located against Refresh/Reuse disaggregated on the
 #              same cards: `first` with 2 Refresh replicas, `every` with 5 (over the cards' NVLink and
 #              over InfiniBand NDR); and at 8 req/s `every` with 2 to 7 Refresh replicas
-# Writes OUT/results.jsonl (a run a line), OUT/report.md (the four parts' tables and the checks) and,
-# with gnuplot, OUT/autoscale.png, OUT/sizes.png and OUT/disagg.png.
+#   load       4 L40S serving the day, threshold decoding (Fast-dLLM's, TPF 2.77 at 0.9): the
+#              threshold fixed, and lowered under load to 0.7 at most (--load-control) under each
+#              elasticity swept (0.5, 1, 2: how TPF grows as the threshold falls, an assumption)
+# Writes OUT/results.jsonl (a run a line), OUT/report.md (the five parts' tables and the checks) and,
+# with gnuplot, OUT/autoscale.png, OUT/sizes.png, OUT/disagg.png and OUT/load-control.png.
 #
 # Usage: tessera exp run fleet OUT [--force]   (REQUESTS=2000; SLO=30; STALE=10; or
 #        experiments/fleet.sh OUT with TESSERA=path)
@@ -40,7 +43,8 @@ f = d["fleet"] if "fleet" in d else dict(d, replicas=1)  # (one replica is a sin
 print(json.dumps({"part": part, "name": name, "replicas": f["replicas"], "lat_p50_s": f["lat_p50_s"],
                   "lat_p99_s": f["lat_p99_s"], "slo_attainment": f["slo_attainment"],
                   "throughput_tok_s": f["throughput_tok_s"], "energy_j": f["energy_j"],
-                  "energy_per_token_j": f["energy_per_token_j"], "num_finished": f["num_finished"]}))
+                  "energy_per_token_j": f["energy_per_token_j"], "num_finished": f["num_finished"],
+                  "threshold_mean": f.get("threshold_mean")}))
 PY
 }
 
@@ -82,6 +86,12 @@ for rps in 4 8 12 16; do
 done
 for k in 2 3 4 6 7; do
     run split "every-$k-host" --replicas 8 --gpu h200 --requests "$requests" --rps 8 --disagg "every,refresh=$k,link=host"
+done
+
+load=(--replicas 4 --gpu l40s --trace "$out/day.csv" --gen-len 256 --decode threshold:llada-gsm8k)
+run load fixed "${load[@]}"
+for e in 0.5 1 2; do
+    run load "elasticity-$e" "${load[@]}" --load-control "lo=0.7,elasticity=$e"
 done
 
 python3 - "$out" "$slo" "$stale" <<'PY' || exit 1
@@ -128,6 +138,17 @@ with open(os.path.join(out, "report.md"), "w") as f:
              5: by[("disagg", "every-5-host@8")], 6: by[("split", "every-6-host")], 7: by[("split", "every-7-host")]}
     for k in sorted(split):
         f.write("| %d | %.2f | %.3f |\n" % (k, split[k]["lat_p99_s"], split[k]["energy_per_token_j"]))
+    f.write("\n## Load control: 4 L40S serving the day, threshold decoding\n\nThe threshold fixed at 0.9, and lowered "
+            "under load (a step of 0.05 every 10 s while the requests outstanding average more than 8 a replica, "
+            "to 0.7 at most) under each elasticity: TPF - 1 grows as ((1 - tau) / 0.1)^e, an assumption.\n\n"
+            "| threshold | p50 (s) | p99 (s) | within %g s | mean threshold | TPF at 0.7 |\n|---|---|---|---|---|---|\n" % slo)
+    loads = [("fixed", "0.9, fixed")] + [("elasticity-%s" % e, "lowered, elasticity %s" % e) for e in ("0.5", "1", "2")]
+    for name, label in loads:
+        r = by[("load", name)]
+        e = float(name.split("-")[1]) if "-" in name else 0
+        f.write("| %s | %.2f | %.2f | %.1f%% | %s | %s |\n" % (label, r["lat_p50_s"], r["lat_p99_s"], 100 * r["slo_attainment"],
+                "%.3f" % r["threshold_mean"] if r.get("threshold_mean") else "0.900",
+                "%.2f" % (1 + 1.77 * 3 ** e) if e else "2.77"))
     co = {rps: by[("disagg", "co-located@%d" % rps)] for rps in (4, 8, 12, 16)}
     ev = {rps: by[("disagg", "every-5-host@%d" % rps)] for rps in (4, 8, 12, 16)}
     ib = {rps: by[("disagg", "every-5-ib-ndr@%d" % rps)] for rps in (4, 8, 12, 16)}
@@ -149,6 +170,12 @@ with open(os.path.join(out, "report.md"), "w") as f:
          split[2]["lat_p99_s"] > split[5]["lat_p99_s"]),
         ("at the highest load the co-located fleet serves at least the tokens/s of every split",
          all(co[16]["throughput_tok_s"] >= by[("disagg", "%s@16" % c)]["throughput_tok_s"] for c in DISAGG)),
+        ("lowering the threshold under load meets more deadlines than holding it, at every elasticity swept",
+         all(by[("load", "elasticity-%s" % e)]["slo_attainment"] > by[("load", "fixed")]["slo_attainment"]
+             for e in ("0.5", "1", "2"))),
+        ("the more TPF a lower threshold buys (elasticity), the shorter the tail",
+         by[("load", "elasticity-0.5")]["lat_p99_s"] > by[("load", "elasticity-1")]["lat_p99_s"] >
+         by[("load", "elasticity-2")]["lat_p99_s"]),
     ]
     f.write("\n| check | in tessera |\n|---|---|\n")
     for text, ok in checks:
@@ -163,6 +190,8 @@ PY
 if command -v gnuplot >/dev/null 2>&1; then
     bash "$here/analysis/fleet-plot.sh" "$out/autoscale-delay-10.json" "$out/autoscale.png" >/dev/null ||
         echo "fleet.sh: no autoscale figure" >&2
+    bash "$here/analysis/fleet-plot.sh" "$out/load-elasticity-1.json" "$out/load-control.png" >/dev/null ||
+        echo "fleet.sh: no load-control figure" >&2
     gnuplot <<EOF 2>"$out/gnuplot.log" || { rm -f "$out/sizes.png"; echo "fleet.sh: no sizes figure: $(head -2 "$out/gnuplot.log")" >&2; }
 set terminal pngcairo size 800,480 font ",10"
 set output "$out/sizes.png"
@@ -194,5 +223,5 @@ plot "$out/disagg.dat" using 1:2 with linespoints lc rgb '#000000' pt 7 lw 2 tit
 EOF
 fi
 figs=""
-for f in autoscale sizes disagg; do [ -s "$out/$f.png" ] && figs="$figs, $out/$f.png"; done
+for f in autoscale sizes disagg load-control; do [ -s "$out/$f.png" ] && figs="$figs, $out/$f.png"; done
 echo "fleet: $out/report.md, $out/results.jsonl$figs"

@@ -89,7 +89,7 @@ const struct cfg_option cfg_options[] = {
     {"extrapolate", FLAG, FIELD(extrapolate), .def = "0", .group = SYS,
      .help = "calibrated: price steps beyond the profiled range"},
     {"clock", CHOICE, FIELD(clock), CHOICES(cfg_clock_names), .def = "auto", .group = SYS,
-     .help = "the card's clock under its power limit (tessera calib clock); auto: where calibrated and fitted"},
+     .help = "the card's clock under its power limit; auto: where a fit exists"},
     {"op-scale", TEXT, FIELD(op_scale), .def = "", .arg = "OP=F[,OP=F]", .group = SYS, .shown = "none",
      .help = "an ablation: each named op priced F times over, F in (0, 100]"},
     {"tp", INT, FIELD(tp), .def = "1", .lo = 1, .hi = 8, .unit = "GPUs", .arg = "N", .group = SYS,
@@ -196,7 +196,9 @@ const struct cfg_option cfg_options[] = {
     {"autoscale", TEXT, FIELD(autoscale), .def = "", .arg = "SPEC", .group = FLEET, .shown = "off",
      .help = "start and stop replicas: min=N,up=Q,down=Q,every=S,delay=S,cooldown=S"},
     {"disagg", TEXT, FIELD(disagg), .def = "", .arg = "SPEC", .group = FLEET, .shown = "off",
-     .help = "Refresh/Reuse pools: first|every,refresh=N,link=NAME,bw=GB/s,lat=us (list links)"},
+     .help = "Refresh/Reuse pools: first|every,refresh=N,link=NAME,bw=GB/s,lat=us"},
+    {"load-control", TEXT, FIELD(load_control), .def = "", .arg = "SPEC", .group = FLEET, .shown = "off",
+     .help = "lower the decode threshold under load: lo=TAU,step=D,up=Q,down=Q,..."},
     {"admit-max", INT64, FIELD(admit_max), .def = "0", .lo = 0, .hi = 1e9, .unit = "requests", .arg = "N",
      .group = FLEET, .help = "when every replica holds N requests, --admit an arrival (0: never)"},
     {"admit", CHOICE, FIELD(admit), CHOICES(cfg_admit_names), .def = "refuse", .group = FLEET,
@@ -366,7 +368,9 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
         return -1;
     struct fleet_scale autoscale;
     struct fleet_disagg disagg;
-    if (fleet_scale_parse(c->autoscale, &autoscale, err) || fleet_disagg_parse(c->disagg, &disagg, err))
+    struct fleet_tau tau;
+    if (fleet_scale_parse(c->autoscale, &autoscale, err) || fleet_disagg_parse(c->disagg, &disagg, err) ||
+        fleet_tau_parse(c->load_control, &tau, err))
         return -1;
     if (!router_find(c->router)) {
         char list[256];

@@ -82,6 +82,7 @@ struct sim_config {
     int32_t admit;             /* enum cfg_admit: what admit_max does with such an arrival */
     char autoscale[CFG_STR];   /* the autoscaler's settings (fleet_autoscale_parse; "" = off) */
     char disagg[CFG_STR];      /* Refresh/Reuse disaggregation (fleet_disagg_parse; "" = co-located) */
+    char load_control[CFG_STR]; /* the decode threshold lowered under load (fleet_tau_parse; "" = off) */
 
     /* dLLM generation */
     int32_t gen_len;           /* G for every request; 0 = the trace's output length rounded up to blocks */

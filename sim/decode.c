@@ -312,6 +312,17 @@ static bool eos_in_bulk(const struct decode_model *dm, const struct request *r)
     return bulk && req_content_left_in_block(r) == 0;
 }
 
+int decode_scale_extra(struct decode_model *dm, double base, double factor, struct ts_err *err)
+{
+    if (dm->kind == DECODE_FIXED)
+        return ts_fail(err, "decode model %s commits a fixed count a step: no threshold sets it", dm->spec);
+    if (dm->ncdf > 0)
+        return ts_fail(err, "decode model %s draws from a measured distribution, which a threshold's change does not "
+                            "scale", dm->spec);
+    dm->tpf = 1 + (base - 1) * factor;
+    return 0;
+}
+
 int32_t decode_tokens(const struct decode_model *dm, const struct request *r)
 {
     int32_t masked = req_masked_in_block(r);

@@ -77,6 +77,10 @@ struct decode_ops {
 };
 /* The i-th decode model of the table (indexed by enum decode_kind), NULL past the end. */
 const struct decode_ops *decode_get(int i);
+/* Load control (fleet.h): the tokens a step commits beyond the first scaled by `factor` from those of
+ * TPF `base` (the model's as parsed): tpf = 1 + (base - 1) x factor. -1 with err for a decoder whose
+ * count no threshold sets (fixed:K) or that draws from a measured distribution. */
+int decode_scale_extra(struct decode_model *dm, double base, double factor, struct ts_err *err);
 /* Parses a decode model spec; `datadir` is where decode_profiles.json lives. */
 int decode_parse(const char *spec, const char *datadir, struct decode_model *out,
                  struct ts_err *err);

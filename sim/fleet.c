@@ -205,6 +205,9 @@ struct fleet_state {
     bool disagg;
     int64_t *port_out, *port_in; /* when each replica's sending and receiving port is next free */
     int64_t *inbound;            /* the moves in flight to each (the router counts them as sent) */
+    /* load control: the threshold now, its next reading, its readings' room */
+    double tau, tau_next_s;
+    size_t tau_cap;
     struct event_queue xq;       /* the moves in flight by their arrival, each its slot of mv */
     struct moving *mv;
     size_t num_mv, cap_mv;
@@ -396,6 +399,96 @@ int fleet_scale_parse(const char *spec, struct fleet_scale *out, struct ts_err *
     return 0;
 }
 
+/* KEY=VALUE,... of `spec` (option `opt`) into fields[k] for keys[k], each checked in [lo[k], hi[k]]. */
+static int parse_keys(const char *opt, const char *spec, int n, const char *const *keys, double *const *fields,
+                      const double *lo, const double *hi, struct ts_err *err)
+{
+    char text[CFG_STR];
+    snprintf(text, sizeof text, "%s", spec);
+    char *save = NULL;
+    for (char *kv = strtok_r(text, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        int k = 0;
+        while (eq && k < n && (strlen(keys[k]) != (size_t)(eq - kv) || strncmp(kv, keys[k], (size_t)(eq - kv))))
+            k++;
+        if (!eq || k == n) {
+            char names[160] = "";
+            for (int j = 0; j < n; j++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", j ? ", " : "", keys[j]);
+            return ts_fail(err, "%s '%s': '%s' is not KEY=VALUE of %s", opt, spec, kv, names);
+        }
+        double v;
+        if (ts_parse_double(eq + 1, &v) || !(v >= lo[k] && v <= hi[k]))
+            return ts_fail(err, "%s '%s': %s '%s' must be a number in %g..%g", opt, spec, keys[k], eq + 1, lo[k],
+                           hi[k]);
+        *fields[k] = v;
+    }
+    return 0;
+}
+
+int fleet_tau_parse(const char *spec, struct fleet_tau *out, struct ts_err *err)
+{
+    *out = (struct fleet_tau){.tau0 = 0.9, .lo = 0.7, .step = 0.05, .up = 8, .down = 2, .every_s = 10,
+                              .elasticity = 1};
+    if (!spec || !*spec)
+        return 0;
+    out->on = true;
+    static const char *const keys[] = {"lo", "step", "up", "down", "every", "tau0", "elasticity"};
+    double *const fields[] = {&out->lo, &out->step, &out->up, &out->down, &out->every_s, &out->tau0, &out->elasticity};
+    static const double lo[] = {0.01, 0.001, 0, 0, 0.01, 0.02, 0}, hi[] = {0.99, 0.5, 1e6, 1e6, 1e6, 0.999, 10};
+    if (parse_keys("--load-control", spec, (int)TS_ARRAY_LEN(keys), keys, fields, lo, hi, err))
+        return -1;
+    if (out->lo >= out->tau0)
+        return ts_fail(err, "--load-control '%s': lo (%g) must be below tau0 (%g), the decode model's threshold", spec,
+                       out->lo, out->tau0);
+    if (out->down >= out->up)
+        return ts_fail(err, "--load-control '%s': down (%g) must be below up (%g), or the threshold moves at every "
+                            "reading", spec, out->down, out->up);
+    return 0;
+}
+
+/* Load control's reading at t (every replica run up to it, its load read): the threshold moved a step
+ * by the load, and set on every replica. */
+static int tau_tick(struct fleet_state *fl, double t_s, int64_t t_ns, struct ts_err *err)
+{
+    double *tau = &fl->tau;
+    const struct fleet_tau *lc = &fl->o->tau;
+    refresh_view(fl, t_ns);
+    int open = 0;
+    int64_t held = 0;
+    for (int i = 0; i < fl->n; i++)
+        if (!fl->v[i].closed)
+            open++, held += fl->v[i].load.outstanding;
+    const double mean = open > 0 ? (double)held / open : 0;
+    if (mean > lc->up)
+        *tau = fmax(lc->lo, *tau - lc->step);
+    else if (mean < lc->down)
+        *tau = fmin(lc->tau0, *tau + lc->step);
+    const double factor = pow((1 - *tau) / (1 - lc->tau0), lc->elasticity);
+    double tpf_sum = 0;
+    for (int i = 0; i < fl->n; i++) {
+        double tpf;
+        if (sim_scale_decode(fl->r[i], factor, &tpf, err))
+            return ts_fail_prefix(err, "--load-control: replica %d", i);
+        tpf_sum += tpf;
+    }
+    struct fleet_result *out = fl->out;
+    ts_grow((void **)&out->tau, &fl->tau_cap, (size_t)out->ntau + 1, sizeof *out->tau);
+    out->tau[out->ntau++] = (struct fleet_tau_point){t_s, *tau, tpf_sum / fl->n, held};
+    return 0;
+}
+
+/* Load control's start: every replica's decode model one whose threshold can move (at tau0 now). */
+static int tau_setup(struct fleet_state *fl, struct ts_err *err)
+{
+    for (int i = 0; i < fl->n; i++) {
+        double tpf;
+        if (sim_scale_decode(fl->r[i], 1, &tpf, err))
+            return ts_fail_prefix(err, "--load-control: replica %d", i);
+    }
+    return 0;
+}
+
 enum { R_OFF = 0, R_STARTING, R_UP, R_DRAINING };
 
 /* The fleet's state as the autoscaler keeps it. */
@@ -454,6 +547,28 @@ static void scaler_tick(struct scaler *sc, const struct fleet_scale *fs, struct 
     }
     ts_grow((void **)&out->scale, &sc->cap, (size_t)out->nscale + 1, sizeof *out->scale);
     out->scale[out->nscale++] = (struct fleet_scale_point){t_s, up, starting, all};
+}
+
+/* The control loops' readings due before the arrival at t_ns (the autoscaler's, load control's), in
+ * order of time; -1 with err where load control cannot set a replica's threshold. */
+static int controls(struct fleet_state *fl, struct scaler *sc, int64_t t_ns, struct ts_err *err)
+{
+    const struct fleet_scale *fs = &fl->o->scale;
+    const struct fleet_tau *lc = &fl->o->tau;
+    const double t_s = (double)t_ns * 1e-9;
+    for (;;) {
+        const double a = fs->on ? sc->next_s : INFINITY, b = lc->on ? fl->tau_next_s : INFINITY;
+        if (fmin(a, b) > t_s)
+            return 0;
+        if (a <= b) {
+            scaler_tick(sc, fs, fl, a, TS_MIN((int64_t)(a * 1e9), t_ns), fl->out);
+            sc->next_s += fs->every_s;
+        } else {
+            if (tau_tick(fl, b, TS_MIN((int64_t)(b * 1e9), t_ns), err))
+                return -1;
+            fl->tau_next_s += lc->every_s;
+        }
+    }
 }
 
 /* A replica's energy over its time up (its summary's own counts it from 0 to its last finish): its
@@ -645,7 +760,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
         ts_fail(err, "--disagg with --executor gpu: moving a request's K/V between engines is not run live");
         goto done;
     }
-    if ((o->disagg.mode != DISAGG_OFF && disagg_setup(&fl, err)) || model_resolve(workload->model, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err))
+    if ((o->disagg.mode != DISAGG_OFF && disagg_setup(&fl, err)) || (o->tau.on && tau_setup(&fl, err)) || model_resolve(workload->model, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err))
         goto done;
     const int64_t stale_ns = (int64_t)(o->staleness_s * 1e9);
     int64_t next_refresh = INT64_MIN, routed = 0;
@@ -653,10 +768,11 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     struct trace_req tr = {0};
     double shown = ts_wall_s();
     scaler_doors(&sc, 0, n, v);
+    fl.tau = o->tau.tau0, fl.tau_next_s = o->tau.every_s;
     while ((got = trace_stream_next(&st, &tr, err)) == 1) {
         const double t_s = (double)tr.arrival_ns * 1e-9;
-        for (; fs->on && sc.next_s <= t_s; sc.next_s += fs->every_s)
-            scaler_tick(&sc, fs, &fl, sc.next_s, TS_MIN((int64_t)(sc.next_s * 1e9), tr.arrival_ns), out);
+        if (controls(&fl, &sc, tr.arrival_ns, err))
+            goto done;
         if (stale_ns <= 0 || tr.arrival_ns >= next_refresh) {
             refresh_view(&fl, tr.arrival_ns);
             next_refresh = tr.arrival_ns + stale_ns;
@@ -684,6 +800,12 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     if (o->progress)
         show_progress(st.n, st.n, tr.arrival_ns, true);
     rc = finish(&fl, &sc, cfg[0].slo, err);
+    if (!rc && out->ntau > 0) { /* the threshold weighted by how long it held, to the fleet's end */
+        const double end = fmax((double)out->fleet.makespan_ns * 1e-9, out->tau[out->ntau - 1].t_s), span = end - out->tau[0].t_s;
+        for (int64_t k = 0; k < out->ntau; k++)
+            out->tau_mean += out->tau[k].tau * ((k + 1 < out->ntau ? out->tau[k + 1].t_s : end) - out->tau[k].t_s);
+        out->tau_mean = span > 0 ? out->tau_mean / span : out->tau[0].tau;
+    }
 done:
     out->run_wall_s = ts_wall_s() - t0;
     for (int i = 0; i < n; i++)
@@ -710,6 +832,7 @@ done:
 
 void fleet_result_free(struct fleet_result *r)
 {
+    free(r->tau);
     free(r->replica);
     free(r->routed);
     free(r->active_s);

@@ -29,6 +29,14 @@
  * The router picks the receiving replica of the other pool as it picks for an arrival. Replicas
  * then run in one order of time: every event of the fleet, and every transfer's arrival, in turn.
  *
+ * Load control (fleet_tau, DiLaServe's lever): every `every` seconds while requests arrive, where the
+ * requests outstanding average more than `up` a replica open, the fleet lowers its decode threshold
+ * by `step` (to `lo` at most); where they average fewer than `down`, it raises it by `step` (to
+ * `tau0`, the decode model's own). A threshold tau sets every replica's tokens a step beyond the first
+ * to those of its decode model times ((1 - tau) / (1 - tau0))^elasticity: the share of masked tokens
+ * confident enough to commit grows with the share a lower threshold lets through. The elasticity is
+ * an assumption (no profile holds TPF against the threshold), swept in `tessera exp run fleet`.
+ *
  * Adding a router: one `const struct router_ops` in fleet.c's table: its name, help and pick.
  * Adding a link: one row of fleet.c's link table: its name, bandwidth, latency and source.
  */
@@ -87,6 +95,22 @@ struct fleet_link {
 };
 const struct fleet_link *fleet_link_get(int i); /* the i-th of the table, NULL past its end */
 
+struct fleet_tau {
+    bool on;
+    double tau0, lo, step; /* the decode model's threshold, the lowest allowed, the change a reading */
+    double up, down;       /* the outstanding requests a replica open averages to lower it, to raise it */
+    double every_s, elasticity;
+};
+/* --load-control's value: "" (off), or KEY=VALUE,... of lo, step, up, down, every (seconds, at least
+ * 0.01), tau0, elasticity (the ones left out at 0.7, 0.05, 8, 2, 10 s, 0.9, 1). */
+int fleet_tau_parse(const char *spec, struct fleet_tau *out, struct ts_err *err);
+/* The threshold at one of load control's readings: its value, the replicas' mean TPF then, and the
+ * requests outstanding on them. */
+struct fleet_tau_point {
+    double t_s, tau, tpf;
+    int64_t outstanding;
+};
+
 enum fleet_disagg_mode { DISAGG_OFF = 0, DISAGG_FIRST, DISAGG_EVERY };
 struct fleet_disagg {
     int mode;              /* enum fleet_disagg_mode */
@@ -104,6 +128,7 @@ struct fleet_opts {
     int64_t admit_max;  /* > 0: refuse (or defer) a request every replica holds this many for */
     bool defer;         /* hold such requests back instead of refusing them */
     struct fleet_disagg disagg;
+    struct fleet_tau tau;
     const struct sim_executor *ex; /* [n]: live, replica i's steps run by ex[i] (NULL: the cost model) */
     bool progress;      /* a progress line on stderr */
 };
@@ -122,6 +147,9 @@ struct fleet_result {
     struct fleet_scale_point *scale; /* the autoscaler's readings, in time */
     int64_t nscale;
     int started, stopped;           /* replicas the autoscaler started, and drained */
+    struct fleet_tau_point *tau;    /* load control's readings, in time */
+    int64_t ntau;
+    double tau_mean;                /* the threshold over the readings' span, weighted by time */
     int refresh_pool;               /* disaggregated: the Refresh pool's replicas (0: co-located) */
     int64_t handoffs, handoffs_kv;  /* requests moved between the pools, and those that took their K/V */
     double moved_bytes;             /* over the link */

@@ -405,6 +405,7 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
         goto fail;
     s->act_layout = cfg->act_layout;
     s->dm.eos = (enum decode_eos)cfg->eos;
+    s->tpf_base = s->dm.tpf;
     s->act_plans = act_cache_create(&s->model, s->planner, NULL);
     s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate, cfg->tp, &s->allreduce, NULL, cfg->ep};
     if (cfg->op_scale[0]) { /* an ablation of the cost model (--op-scale) */
@@ -801,6 +802,14 @@ void sim_load(const struct sim *s, struct sim_load *out)
 }
 
 int64_t sim_now_ns(const struct sim *s) { return s->now_ns; }
+
+int sim_scale_decode(struct sim *s, double factor, double *tpf, struct ts_err *err)
+{
+    if (decode_scale_extra(&s->dm, s->tpf_base, factor, err))
+        return -1;
+    *tpf = s->dm.tpf;
+    return 0;
+}
 
 void sim_set_hand(struct sim *s, enum sim_hand h)
 {

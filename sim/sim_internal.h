@@ -71,6 +71,7 @@ struct sim {
     struct clock_params clock;        /* --clock: the card's clock under its power limit */
     struct clock_state clock_st;
     struct decode_model dm;
+    double tpf_base; /* dm's TPF as configured (sim_scale_decode scales from it) */
     const struct sched_ops *sched;
     void *sched_state;
     double sched_p[PARAMS_MAX]; /* the scheduler's parameters, resolved (sched_ops.params) */

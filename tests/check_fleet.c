@@ -6,7 +6,8 @@
  * full; energy counts each replica's idle draw to the fleet's end. Disaggregated, each request's
  * steps are the ones it takes co-located (its progress and decode stream move with it), the pools run
  * only their own steps, and a move's time is its bytes over the link, its latency and its wait for a
- * port, by hand.
+ * port, by hand. Load control lowers the threshold through an overload and back, each reading's TPF
+ * the assumption's by hand, and at its own threshold leaves the fleet as it was.
  */
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
 #include "fleet.h"
 #include "model.h"
 #include "sim_internal.h"
@@ -418,6 +420,98 @@ static const char *step_trace(int slot)
     return path;
 }
 
+/* --load-control's settings: the defaults, and every bad value refused by name. A decoder whose count
+ * no threshold sets, or one drawing from a measured distribution, cannot be scaled. */
+START_TEST(load_control_spec)
+{
+    struct fleet_tau t;
+    struct ts_err err;
+    ck_assert_int_eq(fleet_tau_parse("", &t, &err), 0);
+    ck_assert(!t.on);
+    ck_assert_int_eq(fleet_tau_parse("lo=0.6,elasticity=2", &t, &err), 0);
+    ck_assert(t.on);
+    ck_assert_double_eq(t.lo, 0.6);
+    ck_assert_double_eq(t.elasticity, 2);
+    ck_assert_double_eq(t.tau0, 0.9);
+    ck_assert_double_eq(t.step, 0.05);
+    static const char *const bad[][2] = {
+        {"lo=0.9", "lo (0.9) must be below tau0 (0.9)"}, {"up=2,down=2", "down (2) must be below up (2)"},
+        {"lo=0", "lo '0' must be a number in 0.01..0.99"}, {"step=0", "step '0'"},
+        {"every=0", "every '0'"},                          {"tau=0.5", "'tau=0.5' is not KEY=VALUE of lo, step"},
+        {"lo", "'lo' is not KEY=VALUE"},                   {"elasticity=x", "elasticity 'x'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_ne(fleet_tau_parse(bad[i][0], &t, &err), 0);
+        ck_assert_msg(strstr(err.msg, bad[i][1]), "%s: %s", bad[i][0], err.msg);
+    }
+    struct decode_model dm;
+    ck_assert_int_eq(decode_parse("threshold:2.5", "sim/data", &dm, &err), 0);
+    ck_assert_int_eq(decode_scale_extra(&dm, 2.5, 3, &err), 0);
+    ck_assert_double_eq(dm.tpf, 1 + 1.5 * 3);
+    ck_assert_int_eq(decode_parse("fixed:2", "sim/data", &dm, &err), 0);
+    ck_assert_int_ne(decode_scale_extra(&dm, 2, 3, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "fixed count"));
+    dm.kind = DECODE_THRESHOLD, dm.ncdf = 4;
+    ck_assert_int_ne(decode_scale_extra(&dm, 2, 3, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "measured distribution"));
+}
+END_TEST
+
+/* Through the load step, load control lowers the threshold a step a reading to its floor and raises it
+ * back once the queue drains; each reading's TPF is 1 + (TPF0 - 1) ((1 - tau) / (1 - tau0))^e, its
+ * time-weighted mean the readings' by hand; the tail shortens. Where the load never calls for it, the
+ * fleet is the fleet without it. */
+START_TEST(load_control_follows_the_load)
+{
+    struct sim_config c;
+    config(&c, step_trace(0));
+    c.gen_len = 256;
+    snprintf(c.gpu, sizeof c.gpu, "l40s");
+    snprintf(c.decode, sizeof c.decode, "threshold:2.5");
+    struct sim_config cfg[4] = {c, c, c, c};
+    struct fleet_opts o = {.router = router_find("least-outstanding")};
+    struct ts_err err;
+    struct fleet_result plain, lc, idle;
+    ck_assert_msg(fleet_run(&c, cfg, 4, &o, &plain, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(fleet_tau_parse("lo=0.6,step=0.1,up=8,down=2,every=10,elasticity=1.5", &o.tau, &err), 0);
+    ck_assert_msg(fleet_run(&c, cfg, 4, &o, &lc, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(plain.ntau, 0);
+    ck_assert(lc.ntau >= 100);
+    double lowest = 1, weighted = 0;
+    const double end = (double)lc.fleet.makespan_ns * 1e-9;
+    for (int64_t k = 0; k < lc.ntau; k++) {
+        const struct fleet_tau_point *p = &lc.tau[k];
+        const double prev = k > 0 ? lc.tau[k - 1].tau : 0.9;
+        ck_assert(p->tau >= 0.6 - 1e-12 && p->tau <= 0.9 + 1e-12);
+        ck_assert(fabs(p->tau - prev) <= 0.1 + 1e-12);
+        ck_assert_double_eq_tol(p->tpf, 1 + 1.5 * pow((1 - p->tau) / 0.1, 1.5), 1e-9);
+        if (p->t_s < 300) /* before the step: the threshold as configured */
+            ck_assert_double_eq_tol(p->tau, 0.9, 1e-12);
+        lowest = fmin(lowest, p->tau);
+        weighted += p->tau * ((k + 1 < lc.ntau ? lc.tau[k + 1].t_s : end) - p->t_s);
+    }
+    ck_assert_double_eq_tol(lowest, 0.6, 1e-12);
+    ck_assert_double_eq_tol(lc.tau[lc.ntau - 1].tau, 0.9, 1e-12); /* back once the queue drained */
+    ck_assert_double_eq_tol(lc.tau_mean, weighted / (end - lc.tau[0].t_s), 1e-9);
+    ck_assert_int_eq(lc.fleet.num_finished, plain.fleet.num_finished);
+    ck_assert(lc.fleet.lat_p99_s < 0.8 * plain.fleet.lat_p99_s);
+    ck_assert(lc.fleet.step_decoded == plain.fleet.step_decoded); /* the same tokens, in fewer steps */
+    ck_assert(lc.fleet.request_steps < plain.fleet.request_steps);
+    /* a bar the load never reaches: the threshold stays, and the fleet is the plain one */
+    ck_assert_int_eq(fleet_tau_parse("lo=0.6,up=1000000,down=0", &o.tau, &err), 0);
+    ck_assert_msg(fleet_run(&c, cfg, 4, &o, &idle, &err) == 0, "%s", err.msg);
+    ck_assert_double_eq_tol(idle.tau_mean, 0.9, 1e-12);
+    ck_assert_double_eq(idle.fleet.lat_p99_s, plain.fleet.lat_p99_s);
+    ck_assert_int_eq(idle.fleet.request_steps, plain.fleet.request_steps);
+    /* a replica whose decoder no threshold sets is refused, named */
+    snprintf(cfg[2].decode, sizeof cfg[2].decode, "fixed:1");
+    ck_assert_int_ne(fleet_run(&c, cfg, 4, &o, &idle, &err), 0);
+    ck_assert_msg(strstr(err.msg, "replica 2") && strstr(err.msg, "fixed count"), "%s", err.msg);
+    fleet_result_free(&plain);
+    fleet_result_free(&lc);
+}
+END_TEST
+
 /* The autoscaler's settings: defaults, and every bad value refused by name. */
 START_TEST(autoscale_spec)
 {
@@ -506,6 +600,8 @@ int main(void)
     tcase_add_test(tc, disagg_moves_keep_each_request);
     tcase_add_test(tc, disagg_link_prices_each_move);
     tcase_add_test(tc, disagg_spec);
+    tcase_add_test(tc, load_control_spec);
+    tcase_add_test(tc, load_control_follows_the_load);
     suite_add_tcase(s, tc);
     return run_suite("fleet", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -326,7 +326,7 @@ if command -v gnuplot >/dev/null; then # the autoscaled fleet's figure; a run wi
     is_png "$tmp/fleet.png" fleet-plot
     $bin sim --replicas 2 --requests 20 --no-progress --json >"$tmp/fleet.json"
     expect 1 "fleet-plot without the autoscaler" -- bash "$(dirname "$0")/../analysis/fleet-plot.sh" "$tmp/fleet.json" "$tmp/x.png"
-    contains "fleet-plot says what is missing" "no autoscaler readings (the run had no --autoscale)"
+    contains "fleet-plot says what is missing" "no autoscaler or load-control readings (the run had neither --autoscale nor --load-control)"
 fi
 expect 2 "sim --autoscale bad" -- $bin sim --replicas 3 --autoscale min=1,up=2,down=4
 contains "sim --autoscale bad" "--autoscale 'min=1,up=2,down=4': down (4) must be below up (2)"
@@ -345,6 +345,16 @@ expect 2 "sim --disagg, an unknown link" -- $bin sim --replicas 4 --disagg every
 contains "sim --disagg, an unknown link" "link 'nvlink9' is not in the table (host, ib-ndr, ib-hdr, eth-100g)"
 expect 2 "sim --disagg, no Reuse pool" -- $bin sim --replicas 3 --disagg every,refresh=3,link=host
 contains "sim --disagg, no Reuse pool" "a Refresh pool of 3 of the 3 replicas leaves no Reuse pool"
+# load control: the threshold's readings in the summary and the JSON; a decoder without a threshold,
+# a band above the decoder's threshold, and load control without a fleet refused
+expect 0 "sim --load-control" -- $bin sim --replicas 2 --gpu l40s --requests 300 --rps 6 --decode threshold:llada-gsm8k --load-control lo=0.7,every=5 --no-progress
+contains "the threshold's line" "threshold     0.90 down to 0.70 (TPF 6.31 there)"
+expect 2 "sim --load-control, a fixed decoder" -- $bin sim --replicas 2 --load-control lo=0.7
+contains "sim --load-control, a fixed decoder" "--load-control: replica 0: decode model fixed:1 commits a fixed count a step: no threshold sets it"
+expect 2 "sim --load-control, lo above tau0" -- $bin sim --replicas 2 --decode threshold:2 --load-control lo=0.95
+contains "sim --load-control, lo above tau0" "lo (0.95) must be below tau0 (0.9)"
+expect 2 "sim --load-control without a fleet" -- $bin sim --decode threshold:2 --load-control lo=0.7
+contains "sim --load-control without a fleet" "--load-control: a fleet's option (--replicas N or --fleet FILE)"
 # a live fleet: a replica over several GPUs, and disaggregation, refused before any worker starts
 expect 2 "sim --replicas --executor gpu --tp 2" -- $bin sim --replicas 2 --executor gpu --tp 2
 contains "sim --replicas --executor gpu --tp 2" "a fleet runs live with one GPU a replica (replica 0 has --tp 2 --ep 1)"
@@ -1052,10 +1062,10 @@ is_png "$tmp/la/figure.png" "exp run lookahead"
 # decoding ahead at 1, AR ahead of every dLLM variant at 64; one at a time, AR takes a prefill step and
 # then a step a token (8 requests of 256: 8 x 257 steps), the dLLM at one token a step 8 x 256
 expect 0 "exp run fleet" -- env REQUESTS=600 $bin exp run fleet "$tmp/fleet-exp"
-[ "$(grep -c '| holds |' "$tmp/fleet-exp/report.md")" = 9 ] && ok || bad "exp run fleet: a check does not hold ($tmp/fleet-exp/report.md)"
-[ "$(grep -c . "$tmp/fleet-exp/results.jsonl")" = 34 ] && ok || bad "exp run fleet: not 34 runs"
+[ "$(grep -c '| holds |' "$tmp/fleet-exp/report.md")" = 11 ] && ok || bad "exp run fleet: a check does not hold ($tmp/fleet-exp/report.md)"
+[ "$(grep -c . "$tmp/fleet-exp/results.jsonl")" = 38 ] && ok || bad "exp run fleet: not 38 runs"
 if command -v gnuplot >/dev/null; then
-    for f in autoscale sizes disagg; do is_png "$tmp/fleet-exp/$f.png" "exp run fleet"; done
+    for f in autoscale sizes disagg load-control; do is_png "$tmp/fleet-exp/$f.png" "exp run fleet"; done
 fi
 expect 0 "exp run ar-crossover" -- env BATCHES="1 64" $bin exp run ar-crossover "$tmp/arx"
 got=$(python3 -c 'import json, sys

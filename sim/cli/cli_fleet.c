@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "cli_fleet_live.h"
 #include "config.h"
+#include "decode.h"
 #include "fleet.h"
 #include "sim.h"
 
@@ -22,7 +23,7 @@
 
 /* The options that describe the fleet itself or its workload, which a replica group may not set. */
 static const char *const fleet_opts[] = {"--replicas", "--fleet", "--router", "--router-staleness", "--admit-max",
-                                         "--autoscale", "--disagg", "--db", "--executor", "--trace", "--rps", "--requests",
+                                         "--autoscale", "--disagg", "--load-control", "--db", "--executor", "--trace", "--rps", "--requests",
                                          "--arrivals", "--lengths", "--seed", "--slo", "--json"};
 
 /* A replica's configuration from the fleet's: one instance, its results not stored on its own. */
@@ -206,6 +207,14 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
                r->moved_bytes / 1e9, r->handoffs ? 1e3 * r->xfer_s / (double)r->handoffs : 0,
                r->handoffs ? 1e3 * r->xfer_wait_s / (double)r->handoffs : 0);
     }
+    if (r->ntau > 0) {
+        double lo = 1, tpf_lo = 0;
+        for (int64_t k = 0; k < r->ntau; k++)
+            if (r->tau[k].tau < lo)
+                lo = r->tau[k].tau, tpf_lo = r->tau[k].tpf;
+        printf("  threshold     %.2f down to %.2f (TPF %.2f there), %.3f mean over time, over %lld readings (--json: "
+               "each)\n", opts->tau.tau0, lo, tpf_lo, r->tau_mean, (long long)r->ntau);
+    }
     if (r->nscale > 0) {
         int lo = r->n, hi = 0;
         double sum = 0;
@@ -259,6 +268,14 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
         json_array_append_new(reps, s);
     }
     json_object_set_new(o, "replicas", reps);
+    if (r->ntau > 0) { /* load control's readings: [seconds, threshold, mean TPF, outstanding] */
+        json_t *th = json_array();
+        for (int64_t k = 0; k < r->ntau; k++)
+            json_array_append_new(th, json_pack("[f,f,f,I]", r->tau[k].t_s, r->tau[k].tau, r->tau[k].tpf,
+                                                (json_int_t)r->tau[k].outstanding));
+        json_object_set_new(o, "threshold", th);
+        json_object_set_new(json_object_get(o, "fleet"), "threshold_mean", json_real(r->tau_mean));
+    }
     if (r->nscale > 0) { /* the autoscaler's readings: [seconds, up, starting, outstanding] */
         json_t *sc = json_array();
         for (int64_t k = 0; k < r->nscale; k++)
@@ -306,7 +323,7 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
         free(cfg);
         return EXIT_USAGE;
     }
-    const int refresh = fleet_disagg_parse(base->disagg, &o.disagg, &err) ? -1
+    const int refresh = fleet_disagg_parse(base->disagg, &o.disagg, &err) || fleet_tau_parse(base->load_control, &o.tau, &err) ? -1
                         : o.disagg.refresh > 0                              ? o.disagg.refresh
                                                                             : n / 2;
     if (refresh < 0 ||
@@ -318,6 +335,16 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         free(cfg);
         return EXIT_USAGE;
+    }
+    for (int i = 0; o.tau.on && i < n; i++) { /* load control: a threshold to lower on every replica */
+        struct decode_model *dm = xmalloc(sizeof *dm);
+        const int bad = decode_parse(cfg[i].decode, cfg[i].datadir, dm, &err) || decode_scale_extra(dm, dm->tpf, 1, &err);
+        free(dm);
+        if (bad) {
+            fprintf(stderr, "tessera sim: --load-control: replica %d: %s\n", i, err.msg);
+            free(cfg);
+            return EXIT_USAGE;
+        }
     }
     struct sim_executor *ex = NULL;
     struct live_worker *workers = NULL;

@@ -522,9 +522,9 @@ int cli_sim(int argc, char **argv)
         return rc > 0 ? 0 : EXIT_USAGE;
     if (c.replicas > 1 || c.fleet[0])
         return cli_fleet(&c, argc, argv);
-    if (c.disagg[0] || c.autoscale[0]) {
+    if (c.disagg[0] || c.autoscale[0] || c.load_control[0]) {
         fprintf(stderr, "tessera sim: %s: a fleet's option (--replicas N or --fleet FILE)\n",
-                c.disagg[0] ? "--disagg" : "--autoscale");
+                c.disagg[0] ? "--disagg" : c.autoscale[0] ? "--autoscale" : "--load-control");
         return EXIT_USAGE;
     }
     struct ts_err err;
