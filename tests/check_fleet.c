@@ -503,6 +503,7 @@ START_TEST(load_control_follows_the_load)
     ck_assert_double_eq_tol(idle.tau_mean, 0.9, 1e-12);
     ck_assert_double_eq(idle.fleet.lat_p99_s, plain.fleet.lat_p99_s);
     ck_assert_int_eq(idle.fleet.request_steps, plain.fleet.request_steps);
+    fleet_result_free(&idle);
     /* a replica whose decoder no threshold sets is refused, named */
     snprintf(cfg[2].decode, sizeof cfg[2].decode, "fixed:1");
     ck_assert_int_ne(fleet_run(&c, cfg, 4, &o, &idle, &err), 0);
