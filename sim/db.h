@@ -60,6 +60,15 @@ int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct
 void sim_stream_steps(struct sim *s, struct db_out *out); /* before sim_run */
 int db_out_commit(struct db_out *out, struct sim *s, struct ts_err *err);
 void db_out_close(struct db_out *out); /* NULL is safe */
+/* A fleet's run (fleet.h) written as db_out_commit writes one: the runs row of the fleet's
+ * configuration `base`, the fleet's merged summary in summary and op_breakdown, and its own tables:
+ * fleets (the fleet's figures), fleet_replicas (a row a replica, with its configuration cfg[i]) and
+ * fleet_readings (the autoscaler's and load control's). Its replicas' requests and steps are not
+ * written. */
+struct fleet_result;
+struct sim_config;
+int db_out_commit_fleet(struct db_out *out, const struct sim_config *base, const struct sim_config *cfg,
+                        const struct fleet_result *r, struct ts_err *err);
 /* db_out_open, every recorded step, db_out_commit and db_out_close in one call. */
 int sim_write_db(struct sim *s, const char *path, enum db_mode mode, struct ts_err *err);
 /* Merges the runs of the databases in[0..n) into out (created if new), each run under a new run_id

@@ -58,7 +58,19 @@ static const char *const schema =
     " capacity_bytes INTEGER, static_batch INTEGER, rows_processed INTEGER, missed_decodes INTEGER,"
     " redundancy REAL, num_stalls INTEGER, energy_j REAL, mean_power_w REAL, slo_attainment REAL);"
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
-    " PRIMARY KEY(run_id, op));";
+    " PRIMARY KEY(run_id, op));"
+    /* a fleet's run (tessera sim --replicas|--fleet --db): its summary is the fleet's; these hold the
+     * fleet's own figures, each replica's and the control loops' readings */
+    "CREATE TABLE IF NOT EXISTS fleets(run_id INTEGER PRIMARY KEY, replicas INTEGER, refused INTEGER,"
+    " deferred INTEGER, started INTEGER, stopped INTEGER, refresh_pool INTEGER, moves INTEGER,"
+    " moves_with_kv INTEGER, moved_bytes REAL, move_mean_s REAL, threshold_mean REAL);"
+    "CREATE TABLE IF NOT EXISTS fleet_replicas(run_id INTEGER, replica INTEGER, pool TEXT, routed INTEGER,"
+    " moved_in INTEGER, moved_out INTEGER, num_requests INTEGER, num_finished INTEGER, num_rejected INTEGER,"
+    " num_steps INTEGER, tokens_decoded INTEGER, active_s REAL, lat_mean_s REAL, lat_p50_s REAL,"
+    " lat_p90_s REAL, lat_p99_s REAL, busy_s REAL, energy_j REAL, energy_per_token_j REAL, config_json TEXT,"
+    " PRIMARY KEY(run_id, replica));"
+    "CREATE TABLE IF NOT EXISTS fleet_readings(run_id INTEGER, control TEXT, t_s REAL, value REAL, value2 REAL,"
+    " outstanding INTEGER);";
 
 /* The step rows and the segment rows, one a step and one a request and step, are views over runs:
  * consecutive steps alike but for their start, each starting when the one before ended

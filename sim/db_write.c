@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "db_internal.h"
+#include "fleet.h"
 #include "sim_internal.h"
 
 static const char *const state_names[] = {"pending", "waiting", "running", "finished", "rejected"};
@@ -409,10 +410,10 @@ static int copy_spilled(struct writer *w, int64_t run_id)
     return copy_runs(w, w->segs, "segment_runs", db_seg_cols, SEG_RUN_COLS, 3, run_id);
 }
 
-static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
+/* A run's summary row and its op breakdown, from summary m. */
+static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t run_id)
 {
-    struct sim_summary m;
-    sim_get_summary(s, &m);
+    const struct sim_summary m = *mp;
     sqlite3_stmt *st;
     if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 &st))
@@ -458,7 +459,25 @@ static int write_summary(struct writer *w, const struct sim *s, int64_t run_id)
  * the run (so that a new database's header records WAL mode before the run's transaction starts,
  * and a process killed inside it leaves a write-ahead log SQLite recovers and removes on the next
  * open, rather than one a database that never recorded the mode would ignore and leave behind). */
-static int write_run(struct writer *w, const struct sim *s)
+/* What a run's transaction writes: its configuration and code version (the runs row), and then its
+ * content under its run_id. */
+struct run_src {
+    const struct sim_config *cfg;
+    const char *code_version;
+    int (*content)(struct writer *w, const void *ctx, int64_t run_id);
+    const void *ctx;
+};
+
+/* A simulation's content: its requests, its spilled step rows, its summary. */
+static int sim_content(struct writer *w, const void *ctx, int64_t run_id)
+{
+    const struct sim *s = ctx;
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    return write_requests(w, s, run_id) || copy_spilled(w, run_id) || write_summary(w, &m, run_id) ? -1 : 0;
+}
+
+static int write_run(struct writer *w, const struct run_src *src)
 {
     if (sqlite3_exec(w->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(w, "begin");
@@ -493,7 +512,8 @@ static int write_run(struct writer *w, const struct sim *s)
     }
     if (w->mode == DB_REPLACE &&
         sqlite3_exec(w->db, "DELETE FROM out.runs; DELETE FROM out.requests; DELETE FROM out.step_runs; "
-                            "DELETE FROM out.segment_runs; DELETE FROM out.summary; DELETE FROM out.op_breakdown;",
+                            "DELETE FROM out.segment_runs; DELETE FROM out.summary; DELETE FROM out.op_breakdown; "
+                            "DELETE FROM out.fleets; DELETE FROM out.fleet_replicas; DELETE FROM out.fleet_readings;",
                      NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(w, "replacing the runs");
     sqlite3_stmt *st;
@@ -508,20 +528,17 @@ static int write_run(struct writer *w, const struct sim *s)
     gmtime_r(&now.tv_sec, &tm);
     strftime(secs, sizeof secs, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(created, sizeof created, "%s.%09ldZ", secs, (long)now.tv_nsec);
-    char *cfg = sim_config_to_json(&s->cfg);
+    char *cfg = sim_config_to_json(src->cfg);
     sqlite3_bind_text(st, 1, created, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, s->code_version, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 3, (int64_t)s->cfg.seed);
+    sqlite3_bind_text(st, 2, src->code_version, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, (int64_t)src->cfg->seed);
     sqlite3_bind_text(st, 4, cfg, -1, SQLITE_TRANSIENT);
     int rc = step_done(w, st);
     sqlite3_finalize(st);
     free(cfg);
     if (rc)
         return -1;
-    const int64_t run_id = sqlite3_last_insert_rowid(w->db);
-    if (write_requests(w, s, run_id) || copy_spilled(w, run_id))
-        return -1;
-    if (write_summary(w, s, run_id))
+    if (src->content(w, src->ctx, sqlite3_last_insert_rowid(w->db)))
         return -1;
     if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(w, "commit");
@@ -619,7 +636,7 @@ void sim_stream_steps(struct sim *s, struct db_out *out)
 /* The run written into `name` attached as `out`, in its transaction (rolled back if it fails), the
  * output detached again; *again says whether the failure was another writer's doing, so that a
  * new try may succeed. */
-static int attach_write(struct db_out *o, const struct sim *s, const char *name, bool *again)
+static int attach_write(struct db_out *o, const struct run_src *s, const char *name, bool *again)
 {
     sqlite3_stmt *at = NULL;
     bool attached = sqlite3_prepare_v2(o->db, "ATTACH ? AS out", -1, &at, NULL) == SQLITE_OK;
@@ -643,7 +660,7 @@ static int attach_write(struct db_out *o, const struct sim *s, const char *name,
  * 0 when linked, -1 on a failure, 1 when this way is closed (another writer's database is there
  * by now, or the folder has no unnamed files or no /proc to link one by): then the run goes the
  * way of an existing database. */
-static int write_fresh(struct db_out *o, const struct sim *s)
+static int write_fresh(struct db_out *o, const struct run_src *s)
 {
     const int fd = o->fd_vfs ? db_unnamed_beside(o->path) : -1;
     if (fd < 0)
@@ -666,7 +683,7 @@ static int write_fresh(struct db_out *o, const struct sim *s)
  * (another writer's database there by now, or no unnamed files) as into an existing one. A new
  * database's write that failed is not tried the other way: what failed it (a full disk) would leave
  * a database of the schema alone under its name. */
-static int try_write(struct db_out *o, const struct sim *s, bool *again)
+static int try_write(struct db_out *o, const struct run_src *s, bool *again)
 {
     *again = false;
     const int fresh = write_fresh(o, s);
@@ -679,10 +696,9 @@ static int try_write(struct db_out *o, const struct sim *s, bool *again)
     return rc;
 }
 
-int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
+/* The run of src written, once, with its signals' handling (db_out_commit). */
+static int commit_src(struct db_out *o, const struct run_src *s, struct ts_err *err)
 {
-    if (!s->cfg.no_steps && spill_steps(o, s, s->flush_ctx == o, true, err)) /* the steps still in memory */
-        return -1;
     o->w.err = err;
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
     sigemptyset(&sa.sa_mask);
@@ -728,6 +744,92 @@ int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
         raise(caught);
     }
     return rc;
+}
+
+int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
+{
+    if (!s->cfg.no_steps && spill_steps(o, s, s->flush_ctx == o, true, err)) /* the steps still in memory */
+        return -1;
+    const struct run_src src = {&s->cfg, s->code_version, sim_content, s};
+    return commit_src(o, &src, err);
+}
+
+/* --- a fleet ------------------------------------------------------------------------------- */
+
+struct fleet_src {
+    const struct sim_config *cfg; /* [r->n] */
+    const struct fleet_result *r;
+};
+
+/* A fleet's content: its merged summary as the run's, its own row, a row a replica (its pool, what it
+ * was routed and moved, its summary's main figures, its configuration) and the control loops'
+ * readings. */
+static int fleet_content(struct writer *w, const void *ctx, int64_t run_id)
+{
+    const struct fleet_src *f = ctx;
+    const struct fleet_result *r = f->r;
+    if (write_summary(w, &r->fleet, run_id))
+        return -1;
+    sqlite3_stmt *st;
+    if (prepare(w, "INSERT INTO out.fleets VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", &st))
+        return -1;
+    const int64_t ints[] = {run_id, r->n, r->refused, r->deferred, r->started, r->stopped, r->refresh_pool, r->handoffs,
+                            r->handoffs_kv};
+    for (size_t i = 0; i < TS_ARRAY_LEN(ints); i++)
+        sqlite3_bind_int64(st, (int)i + 1, ints[i]);
+    sqlite3_bind_double(st, 10, r->moved_bytes);
+    sqlite3_bind_double(st, 11, r->handoffs ? r->xfer_s / (double)r->handoffs : 0);
+    if (r->ntau > 0)
+        sqlite3_bind_double(st, 12, r->tau_mean);
+    int rc = step_done(w, st);
+    sqlite3_finalize(st);
+    if (rc || prepare(w, "INSERT INTO out.fleet_replicas VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
+        return -1;
+    for (int i = 0; i < r->n && !rc; i++) {
+        const struct sim_summary *m = &r->replica[i];
+        const int64_t iv[] = {run_id, i};
+        for (int k = 0; k < 2; k++)
+            sqlite3_bind_int64(st, k + 1, iv[k]);
+        sqlite3_bind_text(st, 3, r->refresh_pool == 0 ? "both" : i < r->refresh_pool ? "refresh" : "reuse", -1,
+                          SQLITE_STATIC);
+        const int64_t counts[] = {r->routed[i], m->handed_in, m->handed_out, m->num_requests, m->num_finished,
+                                  m->num_rejected, m->num_steps, m->tokens_decoded};
+        for (size_t k = 0; k < TS_ARRAY_LEN(counts); k++)
+            sqlite3_bind_int64(st, 4 + (int)k, counts[k]);
+        const double reals[] = {r->active_s[i], m->lat_mean_s, m->lat_p50_s, m->lat_p90_s, m->lat_p99_s, m->busy_s,
+                                m->energy_j, m->energy_per_token_j};
+        for (size_t k = 0; k < TS_ARRAY_LEN(reals); k++)
+            sqlite3_bind_double(st, 12 + (int)k, reals[k]);
+        char *cfg = sim_config_to_json(&f->cfg[i]);
+        sqlite3_bind_text(st, 20, cfg, -1, SQLITE_TRANSIENT);
+        free(cfg);
+        rc = step_done(w, st);
+    }
+    sqlite3_finalize(st);
+    if (rc || prepare(w, "INSERT INTO out.fleet_readings VALUES(?,?,?,?,?,?)", &st))
+        return -1;
+    for (int64_t k = 0; k < r->nscale + r->ntau && !rc; k++) {
+        const bool scale = k < r->nscale;
+        const struct fleet_scale_point *p = scale ? &r->scale[k] : NULL;
+        const struct fleet_tau_point *q = scale ? NULL : &r->tau[k - r->nscale];
+        sqlite3_bind_int64(st, 1, run_id);
+        sqlite3_bind_text(st, 2, scale ? "autoscale" : "threshold", -1, SQLITE_STATIC);
+        sqlite3_bind_double(st, 3, scale ? p->t_s : q->t_s);
+        sqlite3_bind_double(st, 4, scale ? p->up : q->tau);
+        sqlite3_bind_double(st, 5, scale ? p->starting : q->tpf);
+        sqlite3_bind_int64(st, 6, scale ? p->outstanding : q->outstanding);
+        rc = step_done(w, st);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int db_out_commit_fleet(struct db_out *o, const struct sim_config *base, const struct sim_config *cfg,
+                        const struct fleet_result *r, struct ts_err *err)
+{
+    const struct fleet_src f = {cfg, r};
+    const struct run_src src = {base, ts_version(), fleet_content, &f};
+    return commit_src(o, &src, err);
 }
 
 /* A database written, left in rollback-journal mode where no other connection has it open (read-only

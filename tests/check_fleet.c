@@ -7,15 +7,18 @@
  * steps are the ones it takes co-located (its progress and decode stream move with it), the pools run
  * only their own steps, and a move's time is its bytes over the link, its latency and its wait for a
  * port, by hand. Load control lowers the threshold through an overload and back, each reading's TPF
- * the assumption's by hand, and at its own threshold leaves the fleet as it was.
+ * the assumption's by hand, and at its own threshold leaves the fleet as it was. A fleet's run in
+ * SQLite holds its summary, a row a replica and its readings, and survives a merge.
  */
 #include <gsl/gsl_sort.h>
+#include <sqlite3.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "db.h"
 #include "decode.h"
 #include "fleet.h"
 #include "model.h"
@@ -513,6 +516,74 @@ START_TEST(load_control_follows_the_load)
 }
 END_TEST
 
+/* An integer of the first row of `sql` on db. */
+static int64_t query_i64(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    const int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static double query_real(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    const double v = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* A fleet's run in SQLite: the fleet's summary as the run's, its row, a row a replica (routed counts
+ * summing to the workload, each replica's p99 its own), the autoscaler's readings; two such databases
+ * merged keep each fleet's rows under its new run. */
+START_TEST(fleet_stored_in_sqlite)
+{
+    struct sim_config c;
+    config(&c, step_trace(0));
+    struct sim_config cfg[3] = {c, c, c};
+    struct fleet_opts o = {.router = router_find("least-outstanding")};
+    struct ts_err err;
+    ck_assert_int_eq(fleet_scale_parse("min=1,up=3,down=1,every=20,delay=10", &o.scale, &err), 0);
+    struct fleet_result r;
+    ck_assert_msg(fleet_run(&c, cfg, 3, &o, &r, &err) == 0, "%s", err.msg);
+    const char *a = tmp_path(0, ".db"), *b = tmp_path(1, ".db"), *m = tmp_path(2, ".db");
+    for (int k = 0; k < 2; k++) {
+        struct db_out *out;
+        ck_assert_int_eq(db_out_open(k ? b : a, DB_NEW, &out, &err), 0);
+        ck_assert_msg(db_out_commit_fleet(out, &c, cfg, &r, &err) == 0, "%s", err.msg);
+        db_out_close(out);
+    }
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(a, &db), SQLITE_OK);
+    ck_assert_int_eq(query_i64(db, "SELECT count(*) FROM runs"), 1);
+    ck_assert_int_eq(query_i64(db, "SELECT num_finished FROM summary"), r.fleet.num_finished);
+    ck_assert_double_eq_tol(query_real(db, "SELECT lat_p99_s FROM summary"), r.fleet.lat_p99_s, 1e-12);
+    ck_assert_int_eq(query_i64(db, "SELECT replicas FROM fleets"), 3);
+    ck_assert_int_eq(query_i64(db, "SELECT started FROM fleets"), r.started);
+    ck_assert_int_eq(query_i64(db, "SELECT count(*) FROM fleet_replicas"), 3);
+    ck_assert_int_eq(query_i64(db, "SELECT sum(routed) FROM fleet_replicas"), r.fleet.num_requests);
+    ck_assert_double_eq_tol(query_real(db, "SELECT lat_p99_s FROM fleet_replicas WHERE replica = 1"),
+                            r.replica[1].lat_p99_s, 1e-12);
+    ck_assert_int_eq(query_i64(db, "SELECT count(*) FROM fleet_readings WHERE control = 'autoscale'"), r.nscale);
+    ck_assert_int_eq(query_i64(db, "SELECT count(*) FROM fleet_replicas WHERE json_extract(config_json, '$.gpu') = 'h200'"), 3);
+    sqlite3_close(db);
+    const char *in[] = {a, b};
+    int64_t runs = 0, already = 0;
+    ck_assert_msg(db_merge(m, in, 2, &runs, &already, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(runs, 2);
+    ck_assert_int_eq(sqlite3_open(m, &db), SQLITE_OK);
+    ck_assert_int_eq(query_i64(db, "SELECT count(*) FROM fleet_replicas f JOIN runs USING (run_id)"), 6);
+    ck_assert_int_eq(query_i64(db, "SELECT count(DISTINCT run_id) FROM fleet_replicas"), 2);
+    ck_assert_int_eq(query_i64(db, "SELECT count(*) FROM fleet_readings JOIN fleets USING (run_id)"), 2 * r.nscale);
+    sqlite3_close(db);
+    fleet_result_free(&r);
+}
+END_TEST
+
 /* The autoscaler's settings: defaults, and every bad value refused by name. */
 START_TEST(autoscale_spec)
 {
@@ -603,6 +674,7 @@ int main(void)
     tcase_add_test(tc, disagg_spec);
     tcase_add_test(tc, load_control_spec);
     tcase_add_test(tc, load_control_follows_the_load);
+    tcase_add_test(tc, fleet_stored_in_sqlite);
     suite_add_tcase(s, tc);
     return run_suite("fleet", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -316,8 +316,15 @@ contains "sim --fleet of no group" "no replica group"
 expect 2 "sim --fleet missing" -- $bin sim --fleet "$tmp/none.txt"
 contains "sim --fleet missing" "none.txt: cannot open"
 expect 2 "sim --replicas with --fleet" -- $bin sim --replicas 2 --fleet "$tmp/fleet.txt"
-expect 2 "sim --replicas with --db" -- $bin sim --replicas 2 --db "$tmp/fleet.db"
-[ ! -e "$tmp/fleet.db" ] && ok || bad "a refused fleet left a database"
+# a fleet's run in SQLite: its summary, a row a replica; a second refused without --append, as a run's;
+# a fleet refused before its run leaves no database
+expect 0 "sim --replicas with --db" -- $bin sim --replicas 2 --requests 40 --rps 4 --db "$tmp/fleet.db" --no-progress
+[ "$(sqlite3 "$tmp/fleet.db" "SELECT count(*) || ' ' || sum(routed) FROM fleet_replicas; SELECT num_finished FROM summary")" = "2 40
+40" ] && ok || bad "a fleet's run is not in its database (fleet_replicas, summary)"
+expect 2 "sim --replicas --db, a database holding a run" -- $bin sim --replicas 2 --requests 40 --db "$tmp/fleet.db"
+contains "sim --replicas --db, a database holding a run" "holds 1 runs already; --append adds this one beside them"
+expect 2 "sim --replicas --db, a bad group" -- $bin sim --replicas 2 --gpu h300 --db "$tmp/fleet2.db"
+[ ! -e "$tmp/fleet2.db" ] && ok || bad "a refused fleet left a database"
 expect 0 "sim --autoscale" -- $bin sim --replicas 3 --requests 200 --rps 2 --autoscale min=1,up=3,every=5,delay=10 --no-progress
 contains "the autoscaler's line" "autoscaling   1 to"
 $bin sim --replicas 3 --requests 200 --rps 2 --autoscale min=1,up=3,every=5,delay=10 --no-progress --json >"$tmp/fleet.json"

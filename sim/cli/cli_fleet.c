@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "cli_fleet_live.h"
 #include "config.h"
+#include "db.h"
 #include "decode.h"
 #include "fleet.h"
 #include "sim.h"
@@ -288,11 +289,6 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
 
 int cli_fleet(const struct sim_config *base, int argc, char **argv)
 {
-    if (base->db[0]) {
-        fprintf(stderr, "tessera sim: --db with a fleet: a fleet's runs are reported (--json gives each replica's), "
-                        "not stored\n");
-        return EXIT_USAGE;
-    }
     if (base->replicas > 1 && base->fleet[0]) {
         fprintf(stderr, "tessera sim: --replicas and --fleet: one or the other (a fleet file's groups give their "
                         "counts)\n");
@@ -346,6 +342,13 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
             return EXIT_USAGE;
         }
     }
+    struct db_out *out = NULL; /* --db: the fleet's run, checked before any work */
+    if (base->db[0] && (db_check(base->db, (enum db_mode)base->db_mode, &err) ||
+                        db_out_open(base->db, (enum db_mode)base->db_mode, &out, &err))) {
+        fprintf(stderr, "tessera sim: --db %s\n", err.msg);
+        free(cfg);
+        return EXIT_USAGE;
+    }
     struct sim_executor *ex = NULL;
     struct live_worker *workers = NULL;
     if (base->executor == EXECUTOR_GPU) { /* live: a worker a replica, each on its own GPU */
@@ -360,6 +363,7 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
         if (fleet_live_open(cfg, n, ex, &workers, &err)) {
             fprintf(stderr, "tessera sim: --executor gpu: %s\n", err.msg);
             fleet_live_close(workers, n);
+            db_out_close(out);
             free(ex), free(cfg);
             return EXIT_USAGE;
         }
@@ -370,14 +374,21 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
     free(ex);
     if (failed) { /* (its groups built before: a run's failure) */
         fprintf(stderr, "tessera sim: %s\n", err.msg);
+        db_out_close(out);
         free(cfg);
         return 1;
+    }
+    int rc = 0;
+    if (out && db_out_commit_fleet(out, base, cfg, &r, &err)) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        rc = 1;
     }
     if (base->json)
         print_fleet_json(base, cfg, &r);
     else
         print_fleet(base, cfg, &o, &r);
     fleet_result_free(&r);
+    db_out_close(out);
     free(cfg);
-    return 0;
+    return rc;
 }
