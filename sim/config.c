@@ -167,7 +167,7 @@ const struct cfg_option cfg_options[] = {
     {"trace", TEXT, FIELD(trace), .def = "synthetic", .arg = "FILE|synthetic", .group = WORK,
      .help = "Azure/BurstGPT/length CSV, Mooncake JSONL, tessera CSV (its output lengths the requests')"},
     {"requests", INT64, FIELD(requests), .def = "0", .lo = 1, .hi = INT32_MAX, .unit = "requests", .arg = "N",
-     .group = WORK, .shown = "200 synthetic; all of a file", .help = "synthetic count, or the first N requests of a file"},
+     .group = WORK, .shown = "200 synthetic; all of a file", .help = "synthetic count, or a file's first N (played again end to end past its last)"},
     {"rps", REAL, FIELD(rps), .def = "0", .lo = 0, .hi = 1e9, .unit = "requests a second", .arg = "R", .group = WORK,
      .shown = "1; a file's own times",
      .help = "synthetic rate, or a file's rescaled to R (a file of lengths alone: --arrivals at R)"},

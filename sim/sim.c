@@ -253,7 +253,7 @@ int sim_workload_open(const struct sim_config *c, const struct model_cfg *m, str
                 (long long)t->skipped_rows);
     if (t->skipped_bom)
         fprintf(stderr, "%s: note: skipped the UTF-8 byte-order mark it begins with\n", c->trace);
-    if (c->requests > 0)
+    if (c->requests > 0) /* (more than the file holds: it is played again, trace_stream_repeat) */
         trace_truncate(t, c->requests);
     int rc = 0;
     if (!t->has_times) {
@@ -262,8 +262,7 @@ int sim_workload_open(const struct sim_config *c, const struct model_cfg *m, str
     } else if (c->rps > 0) {
         rc = trace_rescale(t, c->rps, err);
     }
-    trace_stream_of(st, t);
-    return rc ? -1 : 0;
+    return rc || trace_stream_repeat(st, t, TS_MAX(c->requests, t->n), err) ? -1 : 0;
 }
 
 static int build_workload(struct sim *s, struct ts_err *err)

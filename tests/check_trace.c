@@ -361,6 +361,33 @@ START_TEST(write_and_read_back)
 }
 END_TEST
 
+/* A trace played again: n requests of its rows in turn, each pass's arrivals shifted by its span and
+ * its mean gap (the rate continues across the seam), the lengths as in the file; a pass past the
+ * clock refused; fewer than the rows, the first n. */
+START_TEST(stream_repeats_a_trace)
+{
+    const char *p = tmp_file(0, ".csv", "arrival_ns,prompt_tokens,output_tokens\n0,10,1\n1000,20,2\n3000,30,3\n");
+    ck_assert_int_eq(trace_load(p, false, &T, &E), 0);
+    struct trace_stream st;
+    ck_assert_int_eq(trace_stream_repeat(&st, &T, 8, &E), 0);
+    /* span 3000 over 2 gaps: a mean gap of 1500, a pass every 4500 ns */
+    const int64_t at[8] = {0, 1000, 3000, 4500, 5500, 7500, 9000, 10000};
+    struct trace_req r;
+    for (int i = 0; i < 8; i++) {
+        ck_assert_int_eq(trace_stream_next(&st, &r, &E), 1);
+        ck_assert_int_eq(r.arrival_ns, at[i]);
+        ck_assert_int_eq(r.prompt, 10 * (i % 3 + 1));
+        ck_assert_int_eq(r.output, i % 3 + 1);
+    }
+    ck_assert_int_eq(trace_stream_next(&st, &r, &E), 0);
+    ck_assert_int_eq(trace_stream_repeat(&st, &T, 2, &E), 0); /* (trace_truncate gives the first n) */
+    ck_assert_int_eq(st.n, 3);
+    ck_assert_int_ne(trace_stream_repeat(&st, &T, INT64_MAX / 2, &E), 0);
+    ck_assert_ptr_nonnull(strstr(E.msg, "played again end to end"));
+    trace_free(&T);
+}
+END_TEST
+
 /* The real public traces, when ../shared is beside the checkout (as in CI). */
 START_TEST(shared_traces)
 {
@@ -416,6 +443,7 @@ int main(void)
     tcase_add_test(tc, write_and_read_back);
     tcase_add_test(tc, osc_lengths_match_the_published_statistics);
     tcase_add_test(tc, percentile_profiles_draw_their_tables);
+    tcase_add_test(tc, stream_repeats_a_trace);
     tcase_add_test(tc, shared_traces);
     suite_add_tcase(s, tc);
     return run_suite("trace", s) ? EXIT_FAILURE : EXIT_SUCCESS;

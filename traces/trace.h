@@ -110,6 +110,7 @@ struct pct_draw;
 struct trace_stream {
     const struct trace *t;     /* served in order; NULL: generated */
     int64_t i, n;              /* the next request's index; how many the stream gives */
+    int64_t period_ns;         /* a trace played again: each pass's arrivals this much after the last's */
     struct arrival_gen ag;
     struct length_gen lg;
     gsl_rng *rl, *ra;          /* the lengths' and the arrivals' random streams */
@@ -117,6 +118,9 @@ struct trace_stream {
     double now_s;              /* the last arrival drawn */
 };
 void trace_stream_of(struct trace_stream *st, const struct trace *t);
+/* n requests of trace t, its rows played again end to end where n exceeds them, each pass shifted by the trace's span plus its mean gap (the arrivals keep
+ * their rate across the seam); -1 with err where the last would arrive past TRACE_MAX_NS. */
+int trace_stream_repeat(struct trace_stream *st, const struct trace *t, int64_t n, struct ts_err *err);
 void trace_stream_gen(struct trace_stream *st, int64_t n, const struct arrival_gen *ag, const struct length_gen *lg,
                       uint64_t seed);
 /* The next request into *out: 1, or 0 when the stream has given all it has; -1 with err where a

@@ -319,12 +319,31 @@ static int too_late(int64_t i, double at_ns, double rps, struct ts_err *err)
                    trace_years((double)TRACE_MAX_NS));
 }
 
+int trace_stream_repeat(struct trace_stream *st, const struct trace *t, int64_t n, struct ts_err *err)
+{
+    trace_stream_of(st, t);
+    if (n <= t->n || t->n == 0)
+        return 0;
+    const int64_t first = t->reqs[0].arrival_ns, last = t->reqs[t->n - 1].arrival_ns;
+    st->period_ns = t->n > 1 ? (int64_t)llround((double)(last - first) * (double)t->n / (double)(t->n - 1)) : 1000000000;
+    st->period_ns = TS_MAX(st->period_ns, 1);
+    st->n = n;
+    const double at = (double)last + (double)((n - 1) / t->n) * (double)st->period_ns;
+    return at <= (double)TRACE_MAX_NS ? 0 : ts_fail(err, "%lld requests of a trace of %lld played again end to end: "
+                                                          "the last would arrive after %.3g years, past the %.0f "
+                                                          "years a trace's clock holds; raise --rps or lower --requests",
+                                                          (long long)n, (long long)t->n, trace_years(at),
+                                                          trace_years((double)TRACE_MAX_NS));
+}
+
 int trace_stream_next(struct trace_stream *st, struct trace_req *out, struct ts_err *err)
 {
     if (st->i >= st->n)
         return 0;
     if (st->t) {
-        *out = st->t->reqs[st->i++];
+        *out = st->t->reqs[st->i % st->t->n];
+        out->arrival_ns += st->i / st->t->n * st->period_ns; /* (a pass after the first: trace_stream_repeat) */
+        st->i++;
         return 1;
     }
     draw_lengths(st, &out->prompt, &out->output);
