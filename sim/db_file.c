@@ -37,8 +37,11 @@ int db_lay_out(int fd, const char *path, bool wal, struct ts_err *err)
         rc = ts_fail(err, "%s: cannot lay out a new database", path);
     } else {
         image[18] = image[19] = wal ? 2 : 1; /* the file format's write and read versions */
-        if (write(fd, image, (size_t)size) != (ssize_t)size)
-            rc = ts_fail(err, "%s: cannot write a new database: %s", path, strerror(errno));
+        ssize_t k = 0;
+        for (sqlite3_int64 done = 0; done < size && (k = write(fd, image + done, (size_t)(size - done))) > 0;)
+            done += k; /* (a short write is followed by the one that says why: a full disk) */
+        if (k <= 0)
+            rc = ts_fail(err, "%s: cannot write a new database: %s", path, k < 0 ? strerror(errno) : "nothing written");
     }
     sqlite3_free(image);
     return rc;

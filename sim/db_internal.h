@@ -15,6 +15,9 @@ const char *db_step_cols(void);
 extern const char *const db_seg_cols;
 /* The schema with every table in the attached database `name`. Caller frees. */
 char *db_schema_in(const char *name);
+/* The fleet tables' schema (fleets, fleet_replicas, fleet_readings) in database `name`: made with a
+ * database's first fleet. Caller frees. */
+char *db_fleet_schema_in(const char *name);
 /* Brings the database `name` (main, out, src) to the current schema; 0 or -1. */
 int db_upgrade(sqlite3 *db, const char *name);
 /* SQLite's message for db's last failure, with the system's where one caused it: into buf. */

@@ -58,9 +58,12 @@ static const char *const schema =
     " capacity_bytes INTEGER, static_batch INTEGER, rows_processed INTEGER, missed_decodes INTEGER,"
     " redundancy REAL, num_stalls INTEGER, energy_j REAL, mean_power_w REAL, slo_attainment REAL);"
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
-    " PRIMARY KEY(run_id, op));"
-    /* a fleet's run (tessera sim --replicas|--fleet --db): its summary is the fleet's; these hold the
-     * fleet's own figures, each replica's and the control loops' readings */
+    " PRIMARY KEY(run_id, op));";
+
+/* A fleet's run (tessera sim --replicas|--fleet --db): its summary is the fleet's; these tables hold
+ * the fleet's own figures, each replica's and the control loops' readings. A database gets them with
+ * its first fleet (db_merge carries them), so that a run's database holds no empty ones. */
+static const char *const fleet_schema =
     "CREATE TABLE IF NOT EXISTS fleets(run_id INTEGER PRIMARY KEY, replicas INTEGER, refused INTEGER,"
     " deferred INTEGER, started INTEGER, stopped INTEGER, refresh_pool INTEGER, moves INTEGER,"
     " moves_with_kv INTEGER, moved_bytes REAL, move_mean_s REAL, threshold_mean REAL);"
@@ -226,12 +229,12 @@ int db_upgrade(sqlite3 *db, const char *name)
     return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
 }
 
-/* The schema with every table in the attached database `name`. Caller frees. */
-char *db_schema_in(const char *name)
+/* Schema text `schema` with every table in the attached database `name`. Caller frees. */
+static char *schema_in(const char *text, const char *name)
 {
     static const char create[] = "CREATE TABLE IF NOT EXISTS ", knobs[] = "@KNOBS";
-    char *out = xmalloc(strlen(schema) + 64 * (strlen(name) + 1) + 64 * STEP_KNOBS + 1), *o = out;
-    for (const char *p = schema; *p;) {
+    char *out = xmalloc(strlen(text) + 64 * (strlen(name) + 1) + 64 * STEP_KNOBS + 1), *o = out;
+    for (const char *p = text; *p;) {
         if (strncmp(p, create, sizeof create - 1) == 0) {
             o += sprintf(o, "%s%s.", create, name);
             p += sizeof create - 1;
@@ -246,6 +249,9 @@ char *db_schema_in(const char *name)
     *o = '\0';
     return out;
 }
+
+char *db_schema_in(const char *name) { return schema_in(schema, name); }
+char *db_fleet_schema_in(const char *name) { return schema_in(fleet_schema, name); }
 
 
 /* SQLite's message for db's last failure, with the system's where one caused it (a full disk, a

@@ -512,10 +512,20 @@ static int write_run(struct writer *w, const struct run_src *src)
     }
     if (w->mode == DB_REPLACE &&
         sqlite3_exec(w->db, "DELETE FROM out.runs; DELETE FROM out.requests; DELETE FROM out.step_runs; "
-                            "DELETE FROM out.segment_runs; DELETE FROM out.summary; DELETE FROM out.op_breakdown; "
-                            "DELETE FROM out.fleets; DELETE FROM out.fleet_replicas; DELETE FROM out.fleet_readings;",
+                            "DELETE FROM out.segment_runs; DELETE FROM out.summary; DELETE FROM out.op_breakdown;",
                      NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(w, "replacing the runs");
+    static const char *const fleet_tables[] = {"fleets", "fleet_replicas", "fleet_readings"};
+    for (size_t i = 0; w->mode == DB_REPLACE && i < TS_ARRAY_LEN(fleet_tables); i++) { /* where it has them */
+        char sql[160];
+        sqlite3_stmt *has = NULL;
+        snprintf(sql, sizeof sql, "SELECT 1 FROM out.sqlite_master WHERE type = 'table' AND name = '%s'", fleet_tables[i]);
+        const bool there = prepare(w, sql, &has) == 0 && sqlite3_step(has) == SQLITE_ROW;
+        sqlite3_finalize(has);
+        snprintf(sql, sizeof sql, "DELETE FROM out.%s", fleet_tables[i]);
+        if (there && sqlite3_exec(w->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+            return db_fail(w, "replacing the runs");
+    }
     sqlite3_stmt *st;
     if (prepare(w, "INSERT INTO out.runs(created, code_version, seed, config_json) VALUES(?,?,?,?)", &st))
         return -1;
@@ -768,6 +778,11 @@ static int fleet_content(struct writer *w, const void *ctx, int64_t run_id)
 {
     const struct fleet_src *f = ctx;
     const struct fleet_result *r = f->r;
+    char *sch = db_fleet_schema_in("out");
+    const int made = sqlite3_exec(w->db, sch, NULL, NULL, NULL) == SQLITE_OK;
+    free(sch);
+    if (!made)
+        return db_fail(w, "the fleet tables");
     if (write_summary(w, &r->fleet, run_id))
         return -1;
     sqlite3_stmt *st;

@@ -124,6 +124,19 @@ static void run_copy(void *p)
     cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice, 0);
 }
 
+/* one peer copy, GPU `from` to GPU `to` */
+struct peer_ctx {
+    void *dst, *src;
+    int to, from;
+    size_t bytes;
+};
+
+static void run_peer(void *p)
+{
+    struct peer_ctx *c = p;
+    cudaMemcpyPeerAsync(c->dst, c->to, c->src, c->from, c->bytes, 0);
+}
+
 struct attn_ctx {
     struct k_attn_args a;
     bool wgmma; /* the wgmma kernel alone */
@@ -930,9 +943,52 @@ done:
     return rc;
 }
 
+/* The link between GPUs 0 and 1 of the host, as a disaggregated fleet's moves take it (sim/fleet.c's
+ * host link): copies of 4 KiB to 1 GiB from GPU 0 to GPU 1 with peer access where the pair has it,
+ * timed on GPU 0's stream (the median of reps, after warm-up): the bandwidth, and the small copies'
+ * time, the latency a move pays. */
+static int bench_peer(const struct engine_bench_opts *o, FILE *out)
+{
+    int n = 0, can = 0, rc = -1;
+    void *src = NULL, *dst = NULL;
+    const size_t most = (size_t)1 << 30;
+    CKB(cudaGetDeviceCount(&n));
+    if (n < 2) {
+        fprintf(stderr, "engine_bench --only peer: %d GPU here: the link is between two\n", n);
+        return -1;
+    }
+    CKB(cudaDeviceCanAccessPeer(&can, 0, 1));
+    CKB(cudaSetDevice(1));
+    CKB(cudaMalloc(&dst, most));
+    CKB(cudaSetDevice(0));
+    CKB(cudaMalloc(&src, most));
+    if (can)
+        CKB(cudaDeviceEnablePeerAccess(1, 0));
+    fprintf(out, "\npeer copies, GPU 0 to GPU 1 (%s), median of %d:\n%12s %10s %9s\n",
+            can ? "peer access" : "no peer access: staged through the host", o->reps, "bytes", "ms", "GB/s");
+    for (size_t bytes = 4096; bytes <= most; bytes *= 4) {
+        struct peer_ctx c = {dst, src, 1, 0, bytes};
+        const float ms = time_ms(run_peer, &c, o->reps);
+        CKB(cudaGetLastError());
+        fprintf(out, "%12zu %10.4f %9.1f\n", bytes, ms, (double)bytes / ((double)ms * 1e6));
+        if (o->json)
+            fprintf(o->json, "{\"peer\":true,\"bytes\":%zu,\"ms\":%.5f,\"gbps\":%.2f}\n", bytes, ms,
+                    (double)bytes / ((double)ms * 1e6));
+    }
+    rc = 0;
+done:
+    cudaSetDevice(1);
+    cudaFree(dst);
+    cudaSetDevice(0);
+    cudaFree(src);
+    return rc;
+}
+
 int engine_bench_run(const struct engine_bench_opts *o, FILE *out)
 {
     const bool all = !o->only;
+    if (o->only && strcmp(o->only, "peer") == 0)
+        return bench_peer(o, out) ? 1 : 0;
     struct ceilings cl;
     if (bench_ceilings(o, &cl, out))
         return 1;
