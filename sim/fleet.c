@@ -364,42 +364,6 @@ static void step_to(struct fleet_state *fl, int64_t t)
 
 /* --- the autoscaler ------------------------------------------------------------------------ */
 
-int fleet_scale_parse(const char *spec, struct fleet_scale *out, struct ts_err *err)
-{
-    *out = (struct fleet_scale){.min = 1, .up = 8, .down = 2, .every_s = 10, .delay_s = 60, .cooldown_s = 120};
-    if (!spec || !*spec)
-        return 0;
-    out->on = true;
-    static const char *const keys[] = {"min", "up", "down", "every", "delay", "cooldown"};
-    double *const field[] = {NULL, &out->up, &out->down, &out->every_s, &out->delay_s, &out->cooldown_s};
-    char text[CFG_STR];
-    snprintf(text, sizeof text, "%s", spec);
-    char *save = NULL;
-    for (char *kv = strtok_r(text, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(kv, '=');
-        size_t k = 0;
-        while (eq && k < TS_ARRAY_LEN(keys) && (strlen(keys[k]) != (size_t)(eq - kv) || strncmp(kv, keys[k], (size_t)(eq - kv))))
-            k++;
-        if (!eq || k == TS_ARRAY_LEN(keys))
-            return ts_fail(err, "--autoscale '%s': '%s' is not KEY=VALUE of min, up, down, every, delay or cooldown",
-                           spec, kv);
-        double v;
-        if (ts_parse_double(eq + 1, &v) || !(v >= 0 && v <= 1e6) || (k == 0 && (v < 1 || v != floor(v))) ||
-            (k == 3 && v < 0.01))
-            return ts_fail(err, "--autoscale '%s': %s '%s' must be %s", spec, keys[k], eq + 1,
-                           k == 0 ? "a whole number of replicas, at least 1" : k == 3 ? "at least 0.01 s"
-                                                                             : "a number in 0..1000000");
-        if (k == 0)
-            out->min = (int)v;
-        else
-            *field[k] = v;
-    }
-    if (out->down >= out->up)
-        return ts_fail(err, "--autoscale '%s': down (%g) must be below up (%g), or replicas start and stop in turn",
-                       spec, out->down, out->up);
-    return 0;
-}
-
 /* KEY=VALUE,... of `spec` (option `opt`) into fields[k] for keys[k], each checked in [lo[k], hi[k]]. */
 static int parse_keys(const char *opt, const char *spec, int n, const char *const *keys, double *const *fields,
                       const double *lo, const double *hi, struct ts_err *err)
@@ -420,10 +384,31 @@ static int parse_keys(const char *opt, const char *spec, int n, const char *cons
         }
         double v;
         if (ts_parse_double(eq + 1, &v) || !(v >= lo[k] && v <= hi[k]))
-            return ts_fail(err, "%s '%s': %s '%s' must be a number in %g..%g", opt, spec, keys[k], eq + 1, lo[k],
-                           hi[k]);
+            return ts_fail(err, "%s '%s': %s '%s' must be a number in %.10g..%.10g", opt, spec, keys[k], eq + 1,
+                           lo[k], hi[k]);
         *fields[k] = v;
     }
+    return 0;
+}
+
+int fleet_scale_parse(const char *spec, struct fleet_scale *out, struct ts_err *err)
+{
+    *out = (struct fleet_scale){.min = 1, .up = 8, .down = 2, .every_s = 10, .delay_s = 60, .cooldown_s = 120};
+    if (!spec || !*spec)
+        return 0;
+    out->on = true;
+    static const char *const keys[] = {"min", "up", "down", "every", "delay", "cooldown"};
+    double min = out->min;
+    double *const fields[] = {&min, &out->up, &out->down, &out->every_s, &out->delay_s, &out->cooldown_s};
+    static const double lo[] = {1, 0, 0, 0.01, 0, 0}, hi[] = {65536, 1e6, 1e6, 1e6, 1e6, 1e6};
+    if (parse_keys("--autoscale", spec, (int)TS_ARRAY_LEN(keys), keys, fields, lo, hi, err))
+        return -1;
+    if (min != floor(min))
+        return ts_fail(err, "--autoscale '%s': min %g must be a whole number of replicas", spec, min);
+    out->min = (int)min;
+    if (out->down >= out->up)
+        return ts_fail(err, "--autoscale '%s': down (%g) must be below up (%g), or replicas start and stop in turn",
+                       spec, out->down, out->up);
     return 0;
 }
 

@@ -516,17 +516,7 @@ START_TEST(load_control_follows_the_load)
 }
 END_TEST
 
-/* An integer of the first row of `sql` on db. */
-static int64_t query_i64(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st;
-    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    const int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
+/* The first row's first value of `sql` on db. */
 static double query_real(sqlite3 *db, const char *sql)
 {
     sqlite3_stmt *st;
@@ -559,26 +549,26 @@ START_TEST(fleet_stored_in_sqlite)
     }
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(a, &db), SQLITE_OK);
-    ck_assert_int_eq(query_i64(db, "SELECT count(*) FROM runs"), 1);
-    ck_assert_int_eq(query_i64(db, "SELECT num_finished FROM summary"), r.fleet.num_finished);
+    ck_assert_int_eq((int64_t)query_real(db, "SELECT count(*) FROM runs"), 1);
+    ck_assert_int_eq((int64_t)query_real(db, "SELECT num_finished FROM summary"), r.fleet.num_finished);
     ck_assert_double_eq_tol(query_real(db, "SELECT lat_p99_s FROM summary"), r.fleet.lat_p99_s, 1e-12);
-    ck_assert_int_eq(query_i64(db, "SELECT replicas FROM fleets"), 3);
-    ck_assert_int_eq(query_i64(db, "SELECT started FROM fleets"), r.started);
-    ck_assert_int_eq(query_i64(db, "SELECT count(*) FROM fleet_replicas"), 3);
-    ck_assert_int_eq(query_i64(db, "SELECT sum(routed) FROM fleet_replicas"), r.fleet.num_requests);
+    ck_assert_int_eq((int64_t)query_real(db, "SELECT replicas FROM fleets"), 3);
+    ck_assert_int_eq((int64_t)query_real(db, "SELECT started FROM fleets"), r.started);
+    ck_assert_int_eq((int64_t)query_real(db, "SELECT count(*) FROM fleet_replicas"), 3);
+    ck_assert_int_eq((int64_t)query_real(db, "SELECT sum(routed) FROM fleet_replicas"), r.fleet.num_requests);
     ck_assert_double_eq_tol(query_real(db, "SELECT lat_p99_s FROM fleet_replicas WHERE replica = 1"),
                             r.replica[1].lat_p99_s, 1e-12);
-    ck_assert_int_eq(query_i64(db, "SELECT count(*) FROM fleet_readings WHERE control = 'autoscale'"), r.nscale);
-    ck_assert_int_eq(query_i64(db, "SELECT count(*) FROM fleet_replicas WHERE json_extract(config_json, '$.gpu') = 'h200'"), 3);
+    ck_assert_int_eq((int64_t)query_real(db, "SELECT count(*) FROM fleet_readings WHERE control = 'autoscale'"), r.nscale);
+    ck_assert_int_eq((int64_t)query_real(db, "SELECT count(*) FROM fleet_replicas WHERE json_extract(config_json, '$.gpu') = 'h200'"), 3);
     sqlite3_close(db);
     const char *in[] = {a, b};
     int64_t runs = 0, already = 0;
     ck_assert_msg(db_merge(m, in, 2, &runs, &already, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(runs, 2);
     ck_assert_int_eq(sqlite3_open(m, &db), SQLITE_OK);
-    ck_assert_int_eq(query_i64(db, "SELECT count(*) FROM fleet_replicas f JOIN runs USING (run_id)"), 6);
-    ck_assert_int_eq(query_i64(db, "SELECT count(DISTINCT run_id) FROM fleet_replicas"), 2);
-    ck_assert_int_eq(query_i64(db, "SELECT count(*) FROM fleet_readings JOIN fleets USING (run_id)"), 2 * r.nscale);
+    ck_assert_int_eq((int64_t)query_real(db, "SELECT count(*) FROM fleet_replicas f JOIN runs USING (run_id)"), 6);
+    ck_assert_int_eq((int64_t)query_real(db, "SELECT count(DISTINCT run_id) FROM fleet_replicas"), 2);
+    ck_assert_int_eq((int64_t)query_real(db, "SELECT count(*) FROM fleet_readings JOIN fleets USING (run_id)"), 2 * r.nscale);
     sqlite3_close(db);
     fleet_result_free(&r);
 }
@@ -596,8 +586,8 @@ START_TEST(autoscale_spec)
               fs.cooldown_s == 120);
     static const struct {
         const char *spec, *says;
-    } bad[] = {{"min=0", "min '0' must be a whole number"}, {"min=1.5", "min '1.5'"},
-               {"every=0.001", "every '0.001' must be at least 0.01 s"}, {"up=2,down=3", "down (3) must be below up (2)"},
+    } bad[] = {{"min=0", "min '0' must be a number in 1..65536"}, {"min=1.5", "min 1.5 must be a whole number"},
+               {"every=0.001", "every '0.001' must be a number in 0.01..1000000"}, {"up=2,down=3", "down (3) must be below up (2)"},
                {"size=3", "'size=3' is not KEY=VALUE"}, {"up", "'up' is not KEY=VALUE"}, {"delay=-1", "delay '-1'"}};
     for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
         ck_assert_int_ne(fleet_scale_parse(bad[i].spec, &fs, &err), 0);

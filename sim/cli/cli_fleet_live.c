@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +32,12 @@ struct live_worker {
     char gpu[32];
 };
 
-static int write_all(int fd, const void *p, size_t n)
+/* n bytes written (out) or read (!out) whole, across partial transfers and signals; -1 on an error or
+ * the pipe's end. */
+static int move_all(int fd, char *c, size_t n, bool out)
 {
-    for (const char *c = p; n > 0;) {
-        const ssize_t k = write(fd, c, n);
+    while (n > 0) {
+        const ssize_t k = out ? write(fd, c, n) : read(fd, c, n);
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0)
@@ -44,18 +47,8 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-static int read_all(int fd, void *p, size_t n)
-{
-    for (char *c = p; n > 0;) {
-        const ssize_t k = read(fd, c, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        c += k, n -= (size_t)k;
-    }
-    return 0;
-}
+static int write_all(int fd, const void *p, size_t n) { return move_all(fd, (char *)p, n, true); }
+static int read_all(int fd, void *p, size_t n) { return move_all(fd, p, n, false); }
 
 /* An answer: status 0 and the seconds, or -1 and the message. */
 static int answer(int fd, int32_t status, double seconds, const char *msg)
