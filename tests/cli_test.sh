@@ -362,6 +362,11 @@ expect 2 "sim --load-control, lo above tau0" -- $bin sim --replicas 2 --decode t
 contains "sim --load-control, lo above tau0" "lo (0.95) must be below tau0 (0.9)"
 expect 2 "sim --load-control without a fleet" -- $bin sim --decode threshold:2 --load-control lo=0.7
 contains "sim --load-control without a fleet" "--load-control: a fleet's option (--replicas N or --fleet FILE)"
+# a live fleet's workers on a machine without a GPU: each one's refusal comes back through its pipe,
+# naming its replica and GPU, and no worker is left behind
+expect 2 "sim --replicas --executor gpu, no GPU" -- $bin sim --replicas 2 --requests 3 --executor gpu --no-progress
+contains "sim --replicas --executor gpu, no GPU" "tessera sim: --executor gpu: replica 0 (GPU 0): "
+pgrep -f "$bin sim --replicas 2 --requests 3 --executor gpu" >/dev/null && bad "a live fleet's worker outlived its fleet" || ok
 # a live fleet: a replica over several GPUs, and disaggregation, refused before any worker starts
 expect 2 "sim --replicas --executor gpu --tp 2" -- $bin sim --replicas 2 --executor gpu --tp 2
 contains "sim --replicas --executor gpu --tp 2" "a fleet runs live with one GPU a replica (replica 0 has --tp 2 --ep 1)"
