@@ -455,10 +455,6 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
 }
 
 
-/* The run's transaction on `out`: its schema first in a transaction of its own, then WAL mode, then
- * the run (so that a new database's header records WAL mode before the run's transaction starts,
- * and a process killed inside it leaves a write-ahead log SQLite recovers and removes on the next
- * open, rather than one a database that never recorded the mode would ignore and leave behind). */
 /* What a run's transaction writes: its configuration and code version (the runs row), and then its
  * content under its run_id. */
 struct run_src {
@@ -477,6 +473,10 @@ static int sim_content(struct writer *w, const void *ctx, int64_t run_id)
     return write_requests(w, s, run_id) || copy_spilled(w, run_id) || write_summary(w, &m, run_id) ? -1 : 0;
 }
 
+/* The run's transaction on `out`: its schema first in a transaction of its own, then WAL mode, then
+ * the run (so that a new database's header records WAL mode before the run's transaction starts,
+ * and a process killed inside it leaves a write-ahead log SQLite recovers and removes on the next
+ * open, rather than one a database that never recorded the mode would ignore and leave behind). */
 static int write_run(struct writer *w, const struct run_src *src)
 {
     if (sqlite3_exec(w->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)

@@ -142,13 +142,13 @@ int fleet_disagg_parse(const char *spec, struct fleet_disagg *out, struct ts_err
             out->link = *l;
         } else if (eq && strcmp(kv, "refresh") == 0 && number && v >= 1 && v == floor(v) && v <= 65535) {
             out->refresh = (int)v;
-        } else if (eq && strcmp(kv, "bw") == 0 && number && v > 0) {
+        } else if (eq && strcmp(kv, "bw") == 0 && number && v >= 0.001) {
             bw = v * 1e9;
         } else if (eq && strcmp(kv, "lat") == 0 && number) {
             lat = v * 1e-6;
         } else {
             return ts_fail(err, "--disagg '%s': '%s%s%s' is not refresh=N (replicas, at least 1), link=NAME, bw=GB/s "
-                                "(above 0) or lat=MICROSECONDS", spec, kv, eq ? "=" : "", eq ? eq : "");
+                                "(0.001 to 1e9) or lat=MICROSECONDS (up to 1e9)", spec, kv, eq ? "=" : "", eq ? eq : "");
         }
     }
     if (!out->link.name)
@@ -275,7 +275,10 @@ static void release(struct fleet_state *fl, int64_t t_ns)
  * refreshed after each, until every held request is routed. */
 static void release_rest(struct fleet_state *fl, int64_t last_ns)
 {
-    while (fl->q.n > 0) {
+    bool failed = false;
+    while (fl->q.n > 0 && !failed) { /* (a replica that failed holds its requests: its run says why) */
+        for (int i = 0; i < fl->n; i++)
+            failed = failed || sim_failed(fl->r[i]);
         int64_t t = fl->disagg && !evq_empty(&fl->xq) ? evq_peek_time(&fl->xq) : INT64_MAX;
         for (int i = 0; i < fl->n; i++)
             t = TS_MIN(t, sim_next_event_ns(fl->r[i]));
@@ -666,6 +669,12 @@ static int disagg_setup(struct fleet_state *fl, struct ts_err *err)
     if (fl->entry < 1 || fl->entry >= n)
         return ts_fail(err, "--disagg: a Refresh pool of %d of the %d replicas leaves %s (refresh=N, 1 to %d)",
                        fl->entry, n, fl->entry < 1 ? "it empty" : "no Reuse pool", n - 1);
+    for (int i = 1; i < n; i++) { /* a request moves whole: each replica must run it as the first would */
+        const char *what = sim_hand_mismatch(fl->r[0], fl->r[i]);
+        if (what)
+            return ts_fail(err, "--disagg: replica %d's %s differs from replica 0's, so a request moved between them "
+                                "could not go on (the pools may differ in card, TP and scheduler)", i, what);
+    }
     fl->disagg = true;
     fl->port_out = xcalloc((size_t)n, sizeof *fl->port_out);
     fl->port_in = xcalloc((size_t)n, sizeof *fl->port_in);

@@ -810,6 +810,25 @@ int sim_scale_decode(struct sim *s, double factor, double *tpf, struct ts_err *e
     return 0;
 }
 
+const char *sim_hand_mismatch(const struct sim *a, const struct sim *b)
+{
+    const struct policy_cfg *p = &a->pcfg, *q = &b->pcfg;
+    if (strcmp(a->model.name, b->model.name) != 0)
+        return "model";
+    if (a->pol != b->pol || memcmp(p->p, q->p, sizeof p->p) != 0)
+        return "policy (or its parameters)";
+    if (p->block_size != q->block_size || a->cfg.gen_len != b->cfg.gen_len || a->cfg.max_new_tokens != b->cfg.max_new_tokens ||
+        a->cfg.clip_prompt != b->cfg.clip_prompt)
+        return "block size or generation length";
+    if (p->mask_only != q->mask_only || p->block_logits != q->block_logits || p->early_stop != q->early_stop)
+        return "logit handling or early stop";
+    if (strcmp(a->dm.spec, b->dm.spec) != 0 || a->dm.eos != b->dm.eos)
+        return "decode model";
+    return NULL;
+}
+
+bool sim_failed(const struct sim *s) { return s->failed; }
+
 void sim_set_hand(struct sim *s, enum sim_hand h)
 {
     TS_ASSERT(s->fed);

@@ -144,6 +144,11 @@ enum sim_hand {
     SIM_HAND_REFRESH,  /* hands on one whose next step is not (a Reuse pool that returns Refreshes) */
 };
 void sim_set_hand(struct sim *s, enum sim_hand h);
+/* Whether a request of instance a can continue on b (the same model, block size, policy and its
+ * parameters, logit handling and decode model): NULL, or the setting they differ in. */
+const char *sim_hand_mismatch(const struct sim *a, const struct sim *b);
+/* Whether the instance's run failed (a step it could not price or run: sim_run says why). */
+bool sim_failed(const struct sim *s);
 /* A request handed on: when it left, the bytes that move with it (its K/V where its next step reads
  * them, else its token ids), the GPUs it leaves from, and the request itself (owned; sim_feed_moved
  * takes it). */

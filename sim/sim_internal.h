@@ -192,8 +192,8 @@ void sim_requests_pull(struct sim *s);
 void sim_record(struct sim *s, struct request *r);
 /* Hands running request r on (sim_set_hand): its K/V freed, itself copied out to s->handoffs. */
 void sim_hand_on(struct sim *s, struct request *r);
-/* r, done here (recorded or handed on), let go: its scheduler's data forgotten, its chunk freed once
- * every request of it is. */
+/* r, done here (recorded or handed on, its scheduler's data forgotten by the caller), let go: its
+ * chunk freed once every request of it is. */
 void sim_let_go(struct sim *s, struct request *r);
 void sim_requests_summary(struct sim *s);
 void sim_requests_free(struct sim *s);

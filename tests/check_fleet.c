@@ -406,6 +406,11 @@ START_TEST(disagg_spec)
     ck_assert_int_eq(fleet_scale_parse("min=1", &o.scale, &err), 0);
     ck_assert_int_ne(fleet_run(&c, cfg, 2, &o, &r, &err), 0);
     ck_assert_msg(strstr(err.msg, "--autoscale"), "%s", err.msg);
+    /* pools whose requests could not go on across them (another decoder: no decode stream to draw) */
+    o.scale.on = false;
+    snprintf(cfg[1].decode, sizeof cfg[1].decode, "threshold:2");
+    ck_assert_int_ne(fleet_run(&c, cfg, 2, &o, &r, &err), 0);
+    ck_assert_msg(strstr(err.msg, "replica 1's decode model differs"), "%s", err.msg);
 }
 END_TEST
 

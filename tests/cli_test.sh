@@ -372,6 +372,9 @@ expect 2 "sim --replicas --executor gpu --tp 2" -- $bin sim --replicas 2 --execu
 contains "sim --replicas --executor gpu --tp 2" "a fleet runs live with one GPU a replica (replica 0 has --tp 2 --ep 1)"
 expect 2 "sim --disagg --executor gpu" -- $bin sim --replicas 2 --executor gpu --disagg every,link=host
 contains "sim --disagg --executor gpu" "--disagg with --executor gpu: moving a request's K/V between engines is not run live"
+printf '2 --gpu h100\n2 --gpu h100 --decode threshold:2\n' >"$tmp/disagg-mixed.txt"
+expect 2 "sim --disagg, pools decoding differently" -- $bin sim --fleet "$tmp/disagg-mixed.txt" --disagg every,link=host
+contains "sim --disagg, pools decoding differently" "--disagg: replica 2's decode model differs from replica 0's"
 expect 2 "sim --disagg without a fleet" -- $bin sim --disagg every,link=host
 contains "sim --disagg without a fleet" "--disagg: a fleet's option (--replicas N or --fleet FILE)"
 expect 0 "list links" -- $bin list links

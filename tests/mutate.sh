@@ -128,6 +128,7 @@ mutations=(
     "load control ignores the elasticity|sim/fleet.c|pow((1 - *tau) / (1 - lc->tau0), lc->elasticity)|pow((1 - *tau) / (1 - lc->tau0), 1.0)|check_fleet"
     "the threshold's TPF compounds at each reading|sim/decode.c|    dm->tpf = 1 + (base - 1) * factor;|    dm->tpf = 1 + (dm->tpf - 1) * factor;|check_fleet"
     "a fleet's last replica left out of its database|sim/db_write.c|    for (int i = 0; i < r->n && !rc; i++) {|    for (int i = 0; i < r->n - 1 && !rc; i++) {|check_fleet"
+    "pools decoding differently take each other's requests|sim/sim.c|    if (strcmp(a->dm.spec, b->dm.spec) != 0|    if (0 && strcmp(a->dm.spec, b->dm.spec) != 0|check_fleet"
     "moved requests counted twice by the fleet|sim/fleet.c|        f->num_requests += m->num_requests - m->handed_in;|        f->num_requests += m->num_requests;|check_fleet"
     "IterSmooth's weight grows past its cap|engine/eng_gen.c|return fmin(s->init + s->growth * n, s->cont);|return s->init + s->growth * n;|check_eng_gen"
     "IterSmooth keeps a soft row at a position the step committed|engine/eng_gen.c|c->commit[row] >= 0 ? 0.0f|c->commit[row] >= 1 << 30 ? 0.0f|check_eng_gen"

@@ -228,13 +228,13 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
         printf("  by replica    (%d replicas: --json gives each one's summary)\n", r->n);
         return;
     }
-    /* routed: arrivals, and requests moved in from the other pool; busy: of the replica's time up */
+    /* routed: arrivals (a disaggregated fleet's moves are the moves line's); busy: of the replica's time up */
     printf("  by replica    %3s %-10s %-12s %8s %8s %9s %7s %9s\n", "#", "gpu", "system", "routed", "finished",
            "p99 (s)", "busy", "J/token");
     for (int i = 0; i < r->n; i++) {
         const struct sim_summary *s = &r->replica[i];
         printf("                %3d %-10s %-12s %8lld %8lld %9.3f %6.1f%% %9.3f%s\n", i, cfg[i].gpu,
-               cfg[i].system[0] ? cfg[i].system : cfg[i].policy, (long long)(r->routed[i] + s->handed_in),
+               cfg[i].system[0] ? cfg[i].system : cfg[i].policy, (long long)r->routed[i],
                (long long)s->num_finished, s->lat_p99_s, r->active_s[i] > 0 ? 100.0 * s->busy_s / r->active_s[i] : 0,
                s->energy_per_token_j, r->refresh_pool == 0 ? "" : i < r->refresh_pool ? "  Refresh" : "  Reuse");
     }
@@ -342,9 +342,26 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    struct db_out *out = NULL; /* --db: the fleet's run, checked before any work */
-    if (base->db[0] && (db_check(base->db, (enum db_mode)base->db_mode, &err) ||
-                        db_out_open(base->db, (enum db_mode)base->db_mode, &out, &err))) {
+    for (int i = 1; o.disagg.mode != DISAGG_OFF && i < n; i++) { /* a request moves whole: refused now, not mid-run */
+        if (memcmp(&cfg[i], &cfg[i - 1], sizeof cfg[i]) == 0)
+            continue;
+        struct sim *a = sim_create_fed(&cfg[0], &err), *b = a ? sim_create_fed(&cfg[i], &err) : NULL;
+        const char *what = b ? sim_hand_mismatch(a, b) : NULL;
+        sim_destroy(a), sim_destroy(b);
+        if (what) {
+            fprintf(stderr, "tessera sim: --disagg: replica %d's %s differs from replica 0's, so a request moved "
+                            "between them could not go on (the pools may differ in card, TP and scheduler)\n", i, what);
+            free(cfg);
+            return EXIT_USAGE;
+        }
+    }
+    if (base->executor == EXECUTOR_GPU && o.disagg.mode != DISAGG_OFF) {
+        fprintf(stderr, "tessera sim: --disagg with --executor gpu: moving a request's K/V between engines is not "
+                        "run live\n");
+        free(cfg);
+        return EXIT_USAGE;
+    }
+    if (base->db[0] && db_check(base->db, (enum db_mode)base->db_mode, &err)) { /* --db: before any work */
         fprintf(stderr, "tessera sim: --db %s\n", err.msg);
         free(cfg);
         return EXIT_USAGE;
@@ -352,21 +369,21 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
     struct sim_executor *ex = NULL;
     struct live_worker *workers = NULL;
     if (base->executor == EXECUTOR_GPU) { /* live: a worker a replica, each on its own GPU */
-        if (o.disagg.mode != DISAGG_OFF) {
-            fprintf(stderr, "tessera sim: --disagg with --executor gpu: moving a request's K/V between engines is "
-                            "not run live\n");
-            free(cfg);
-            return EXIT_USAGE;
-        }
         ex = xcalloc((size_t)n, sizeof *ex);
         o.ex = ex;
         if (fleet_live_open(cfg, n, ex, &workers, &err)) {
             fprintf(stderr, "tessera sim: --executor gpu: %s\n", err.msg);
             fleet_live_close(workers, n);
-            db_out_close(out);
             free(ex), free(cfg);
             return EXIT_USAGE;
         }
+    }
+    struct db_out *out = NULL; /* (opened after the workers start: they hold none of it) */
+    if (base->db[0] && db_out_open(base->db, (enum db_mode)base->db_mode, &out, &err)) {
+        fprintf(stderr, "tessera sim: --db %s\n", err.msg);
+        fleet_live_close(workers, n);
+        free(ex), free(cfg);
+        return EXIT_USAGE;
     }
     struct fleet_result r;
     const int failed = fleet_run(base, cfg, n, &o, &r, &err);

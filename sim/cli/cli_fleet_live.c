@@ -29,7 +29,7 @@ struct live_worker {
     pid_t pid;
     int to, from; /* the pipe's ends: steps out, answers in */
     int replica;
-    char gpu[32];
+    char gpu[128];
 };
 
 /* n bytes written (out) or read (!out) whole, across partial transfers and signals; -1 on an error or
@@ -134,7 +134,7 @@ static void remote_release(void *ctx, int32_t req_id)
 }
 
 /* The GPU the i-th worker sees: the i-th of the parent's CUDA_VISIBLE_DEVICES where it is set, else
- * i; "" where the list is shorter than the fleet. */
+ * i; "" where the list is shorter than the fleet or its entry longer than out. */
 static void gpu_of(int i, char *out, size_t len)
 {
     const char *list = getenv("CUDA_VISIBLE_DEVICES");
@@ -145,7 +145,7 @@ static void gpu_of(int i, char *out, size_t len)
     out[0] = '\0';
     for (int k = 0; *list; k++) {
         const size_t n = strcspn(list, ",");
-        if (k == i)
+        if (k == i && n < len)
             snprintf(out, len, "%.*s", (int)n, list);
         list += n + (list[n] == ',');
     }
@@ -162,19 +162,27 @@ int fleet_live_open(const struct sim_config *cfg, int n, struct sim_executor *ex
     signal(SIGPIPE, SIG_IGN); /* (a worker gone: its pipe's write fails, and says so) */
     struct live_worker *w = xcalloc((size_t)n, sizeof *w);
     *out = w;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) { /* every worker's GPU, before any starts */
         w[i] = (struct live_worker){.pid = -1, .to = -1, .from = -1, .replica = i};
         gpu_of(i, w[i].gpu, sizeof w[i].gpu);
         if (!w[i].gpu[0])
-            return ts_fail(err, "%d replicas, but CUDA_VISIBLE_DEVICES (%s) names fewer GPUs", n,
-                           getenv("CUDA_VISIBLE_DEVICES"));
-        int down[2], up[2];
-        if (pipe(down) || pipe(up))
-            return ts_fail(err, "cannot make the pipes to replica %d's worker: %s", i, strerror(errno));
+            return ts_fail(err, "%d replicas, but CUDA_VISIBLE_DEVICES (%s) names fewer GPUs (or one longer than %zu "
+                                "characters)", n, getenv("CUDA_VISIBLE_DEVICES"), sizeof w[i].gpu - 1);
+    }
+    for (int i = 0; i < n; i++) {
+        int down[2] = {-1, -1}, up[2] = {-1, -1};
         fflush(NULL);
-        const pid_t pid = fork();
-        if (pid < 0)
-            return ts_fail(err, "cannot start replica %d's worker: %s", i, strerror(errno));
+        const pid_t pid = pipe(down) || pipe(up) ? -1 : fork();
+        if (pid < 0) {
+            const int e = errno;
+            for (int k = 0; k < 2; k++)
+                if (down[k] >= 0)
+                    close(down[k]);
+            for (int k = 0; k < 2; k++)
+                if (up[k] >= 0)
+                    close(up[k]);
+            return ts_fail(err, "cannot start replica %d's worker: %s", i, strerror(e));
+        }
         if (pid == 0) {
             close(down[1]), close(up[0]);
             for (int k = 0; k < i; k++) /* (the other workers' pipes: theirs alone) */
