@@ -287,6 +287,26 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
     cli_print_json(o);
 }
 
+/* Whether replicas cfg[1..n) differ from cfg[0] in what a request moved between the pools of a
+ * disaggregated fleet needs the same (sim_hand_mismatch), said on stderr: refused before the run. */
+static bool pools_mismatch(const struct sim_config *cfg, int n)
+{
+    for (int i = 1; i < n; i++) {
+        if (memcmp(&cfg[i], &cfg[i - 1], sizeof cfg[i]) == 0)
+            continue;
+        struct ts_err err;
+        struct sim *a = sim_create_fed(&cfg[0], &err), *b = a ? sim_create_fed(&cfg[i], &err) : NULL;
+        const char *what = b ? sim_hand_mismatch(a, b) : NULL;
+        sim_destroy(a), sim_destroy(b);
+        if (what) {
+            fprintf(stderr, "tessera sim: --disagg: replica %d's %s differs from replica 0's, so a request moved "
+                            "between them could not go on (the pools may differ in card, TP and scheduler)\n", i, what);
+            return true;
+        }
+    }
+    return false;
+}
+
 int cli_fleet(const struct sim_config *base, int argc, char **argv)
 {
     if (base->replicas > 1 && base->fleet[0]) {
@@ -342,18 +362,9 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    for (int i = 1; o.disagg.mode != DISAGG_OFF && i < n; i++) { /* a request moves whole: refused now, not mid-run */
-        if (memcmp(&cfg[i], &cfg[i - 1], sizeof cfg[i]) == 0)
-            continue;
-        struct sim *a = sim_create_fed(&cfg[0], &err), *b = a ? sim_create_fed(&cfg[i], &err) : NULL;
-        const char *what = b ? sim_hand_mismatch(a, b) : NULL;
-        sim_destroy(a), sim_destroy(b);
-        if (what) {
-            fprintf(stderr, "tessera sim: --disagg: replica %d's %s differs from replica 0's, so a request moved "
-                            "between them could not go on (the pools may differ in card, TP and scheduler)\n", i, what);
-            free(cfg);
-            return EXIT_USAGE;
-        }
+    if (o.disagg.mode != DISAGG_OFF && pools_mismatch(cfg, n)) {
+        free(cfg);
+        return EXIT_USAGE;
     }
     if (base->executor == EXECUTOR_GPU && o.disagg.mode != DISAGG_OFF) {
         fprintf(stderr, "tessera sim: --disagg with --executor gpu: moving a request's K/V between engines is not "
