@@ -693,15 +693,13 @@ static void start_step(struct sim *s)
 /* Whether a step reads the request's cache (a Reuse step: disaggregation's Reuse pool runs them). */
 static bool reads_cache(enum seg_phase p) { return p == PHASE_REUSE || p == PHASE_BLOCK; }
 
-/* Whether r, its step done and not finished, is handed on by this replica's rule (its next step's
- * shape emitted to see: emitting is pure, a drawing policy draws the same again). */
-static bool hands_on(struct sim *s, const struct request *r)
+/* Whether r's next step reads its cache (its shape emitted to see: emitting is pure, a drawing policy
+ * draws the same again). */
+static bool next_reads_cache(struct sim *s, struct request *r)
 {
-    if (s->hand == SIM_HAND_ALL)
-        return true;
     struct segment next;
-    sim_emit(s, (struct request *)r, &next);
-    return reads_cache(next.phase) == (s->hand == SIM_HAND_REUSE);
+    sim_emit(s, r, &next);
+    return reads_cache(next.phase);
 }
 
 static void on_step_done(struct sim *s)
@@ -725,8 +723,10 @@ static void on_step_done(struct sim *s)
             r->work_done = true;
             if (!s->sched->finish_with_batch)
                 sim_finish(s, r);
-        } else if (s->hand != SIM_HAND_NONE && hands_on(s, r)) {
-            sim_hand_on(s, r);
+        } else if (s->hand != SIM_HAND_NONE) { /* handed on by this replica's rule */
+            const bool cache = next_reads_cache(s, r);
+            if (s->hand == SIM_HAND_ALL || cache == (s->hand == SIM_HAND_REUSE))
+                sim_hand_on(s, r, cache);
         }
     }
     if (s->sched->after_step)
@@ -835,13 +835,10 @@ void sim_set_hand(struct sim *s, enum sim_hand h)
     s->hand = h;
 }
 
-void sim_hand_on(struct sim *s, struct request *r)
+void sim_hand_on(struct sim *s, struct request *r, bool cache)
 {
     TS_ASSERT(r->state == REQ_RUNNING && !r->work_done);
     sim_remove_running(s, r->id);
-    struct segment next;
-    sim_emit(s, r, &next);
-    const bool cache = reads_cache(next.phase);
     const int64_t tokens = r->kv_tokens_held;
     sim_kv_release(s, r);
     if (s->sched->forget)

@@ -190,8 +190,9 @@ int sim_requests_open(struct sim *s, struct ts_err *err);
 int sim_requests_open_fed(struct sim *s, struct ts_err *err);
 void sim_requests_pull(struct sim *s);
 void sim_record(struct sim *s, struct request *r);
-/* Hands running request r on (sim_set_hand): its K/V freed, itself copied out to s->handoffs. */
-void sim_hand_on(struct sim *s, struct request *r);
+/* Hands running request r on (sim_set_hand): its K/V freed, itself copied out to s->handoffs; cache:
+ * its next step reads its cache, which then moves with it (else its token ids do). */
+void sim_hand_on(struct sim *s, struct request *r, bool cache);
 /* r, done here (recorded or handed on, its scheduler's data forgotten by the caller), let go: its
  * chunk freed once every request of it is. */
 void sim_let_go(struct sim *s, struct request *r);

@@ -123,7 +123,7 @@ mutations=(
     "a move's bytes not waited for|sim/fleet.c|        const int64_t end = start + llround(|        const int64_t end = start + 0 * llround(|check_fleet"
     "a move waits for no port|sim/fleet.c|TS_MAX(h[j].left_ns, TS_MAX(fl->port_out[i], fl->port_in[to]))|h[j].left_ns|check_fleet"
     "a handed request loses its progress|sim/sim_requests.c|    *r = *h->req; /* its shape|    *r = *h->req;\n    r->decoded_in_block = 0; /* its shape|check_fleet"
-    "the Refresh pool keeps its Reuse steps|sim/sim.c|    return reads_cache(next.phase) == (s->hand == SIM_HAND_REUSE);|    return !reads_cache(next.phase) && s->hand == SIM_HAND_REFRESH;|check_fleet"
+    "the Refresh pool keeps its Reuse steps|sim/sim.c|cache == (s->hand == SIM_HAND_REUSE))|(!cache && s->hand == SIM_HAND_REFRESH))|check_fleet"
     "load control lowers the threshold when the load is light|sim/fleet.c|    if (mean > lc->up)\n        *tau = fmax|    if (mean < lc->up)\n        *tau = fmax|check_fleet"
     "load control ignores the elasticity|sim/fleet.c|pow((1 - *tau) / (1 - lc->tau0), lc->elasticity)|pow((1 - *tau) / (1 - lc->tau0), 1.0)|check_fleet"
     "the threshold's TPF compounds at each reading|sim/decode.c|    dm->tpf = 1 + (base - 1) * factor;|    dm->tpf = 1 + (dm->tpf - 1) * factor;|check_fleet"
