@@ -157,6 +157,8 @@ const struct cfg_option cfg_options[] = {
      .shown = "engine; the mosaic preset: mosaic", .help = "a layer's activations"},
     {"kv-page", INT, FIELD(kv_page), .def = "16", .lo = 1, .hi = 65536, .unit = "tokens", .arg = "N", .group = MEM,
      .help = "KV pool page size in tokens", .was = "kv_page_tokens"},
+    {"prompt-cache", INT64, FIELD(prompt_cache), .def = "0", .lo = 0, .hi = 1e12, .unit = "tokens", .arg = "N",
+     .group = MEM, .shown = "none", .help = "tokens of prompt (hash_ids) kept for later requests in free KV pages"},
     {"reserve-gib", REAL, FIELD(reserve_gib), .def = "-1", .lo = 0, .hi = 1e5, .unit = "GiB", .arg = "X",
      .group = MEM, .shown = "the implementation profile's", .help = "framework reserve"},
     {"preempt", CHOICE, FIELD(preempt), CHOICES(cfg_preempt_names), .def = "recompute", .group = MEM,
@@ -372,14 +374,15 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
     if (fleet_scale_parse(c->autoscale, &autoscale, err) || fleet_disagg_parse(c->disagg, &disagg, err) ||
         fleet_tau_parse(c->load_control, &tau, err))
         return -1;
-    if (!router_find(c->router)) {
-        char list[256];
-        router_list(list, sizeof list);
-        return ts_fail(err, "--router: '%s' is not a router (%s)", c->router, list);
-    }
+    const struct router_ops *router;
+    struct router_req affinity;
+    if (fleet_router_parse(c->router, &router, &affinity, err))
+        return -1;
     if (c->ep > 1 && c->tp > 1)
         return ts_fail(err, "--ep %d with --tp %d: expert parallelism is modelled with the rest of the step "
                             "replicated on every GPU, not beside tensor parallelism", c->ep, c->tp);
+    if (c->prompt_cache > 0 && c->executor == EXECUTOR_GPU)
+        return ts_fail(err, "--prompt-cache: the engine keeps no K/V across requests (--executor model)");
     if (c->ep > 1 && c->executor == EXECUTOR_GPU)
         return ts_fail(err, "--ep %d: the engine runs no expert parallelism (--executor model)", c->ep);
     if (c->calib_from[0] && (c->calib[0] || strcmp(c->cost, "calibrated") != 0))

@@ -100,6 +100,7 @@ struct sim_config {
     int32_t max_num_logits;    /* logit rows per LM-head chunk; 0 = monolithic */
     int32_t ffn_chunks;
     int32_t kv_page;           /* KV pool page, tokens */
+    int64_t prompt_cache;      /* tokens of the KV pool kept for prompt blocks across requests (0: none) */
     double reserve_gib;        /* framework reserve; < 0 = the implementation profile's */
     double search_margin_mib;  /* with lazy_chunking, memory the chunk search keeps free; < 0 = Mosaic's
                                 * (chunk_search_margin) */

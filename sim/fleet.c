@@ -16,13 +16,18 @@
 
 #include "event.h"
 #include "model.h"
+#include "prompt_cache.h"
 #include "request.h"
 #include "trace.h"
 
 /* --- the routers --------------------------------------------------------------------------- */
 
-static int pick_round_robin(const struct router_view *v, int n, int *next)
+static int parse_keys(const char *opt, const char *spec, int n, const char *const *keys, double *const *fields,
+                      const double *lo, const double *hi, struct ts_err *err);
+
+static int pick_round_robin(const struct router_view *v, int n, int *next, const struct router_req *q)
 {
+    (void)q;
     int k = *next % n;
     for (int j = 0; j < n && v[k].closed; j++)
         k = (k + 1) % n;
@@ -61,21 +66,56 @@ static double refreshing_then_outstanding(const struct router_view *v)
     return (double)(v->load.refreshing + v->sent) * 1e9 + outstanding(v);
 }
 
-static int pick_least_outstanding(const struct router_view *v, int n, int *next) { return least(v, n, next, outstanding); }
-static int pick_least_kv(const struct router_view *v, int n, int *next) { return least(v, n, next, kv_then_outstanding); }
-static int pick_phase_aware(const struct router_view *v, int n, int *next)
+/* The most of the request's blocks held, then the outstanding requests; the fewest blocks held, then
+ * the outstanding requests. */
+static double match_then_outstanding(const struct router_view *v) { return -(double)v->match * 1e9 + outstanding(v); }
+static double held_then_outstanding(const struct router_view *v) { return (double)v->held * 1e9 + outstanding(v); }
+
+static int pick_least_outstanding(const struct router_view *v, int n, int *next, const struct router_req *q)
 {
+    (void)q;
+    return least(v, n, next, outstanding);
+}
+static int pick_least_kv(const struct router_view *v, int n, int *next, const struct router_req *q)
+{
+    (void)q;
+    return least(v, n, next, kv_then_outstanding);
+}
+static int pick_phase_aware(const struct router_view *v, int n, int *next, const struct router_req *q)
+{
+    (void)q;
     return least(v, n, next, refreshing_then_outstanding);
 }
 
+/* SGLang's cache-aware choice (fleet.h): balance first, then the prompt's blocks, then room. */
+static int pick_affinity(const struct router_view *v, int n, int *next, const struct router_req *q)
+{
+    double lo = INFINITY, hi = 0;
+    int32_t most = 0;
+    for (int k = 0; k < n; k++)
+        if (!v[k].closed) {
+            lo = fmin(lo, outstanding(&v[k])), hi = fmax(hi, outstanding(&v[k]));
+            most = TS_MAX(most, v[k].match);
+        }
+    if (q->blocks == 0 || (hi - lo > q->balance_abs && hi > q->balance_rel * lo))
+        return least(v, n, next, outstanding);
+    if ((double)most > q->threshold * q->blocks)
+        return least(v, n, next, match_then_outstanding);
+    return least(v, n, next, held_then_outstanding);
+}
+
 static const struct router_ops routers[] = {
-    {"round-robin", "each replica in turn", pick_round_robin},
-    {"least-outstanding", "the replica holding the fewest requests (arrived, not done)", pick_least_outstanding},
+    {"round-robin", "each replica in turn", pick_round_robin, false},
+    {"least-outstanding", "the replica holding the fewest requests (arrived, not done)", pick_least_outstanding, false},
     {"least-kv", "the replica with the smallest share of its KV pool in use, then the fewest requests",
-     pick_least_kv},
+     pick_least_kv, false},
     {"phase-aware", "the replica with the fewest requests about to start a block (a Refresh, where a new request's "
                     "first step joins them), then the fewest requests: a new Refresh lands among Reuse steps",
-     pick_phase_aware},
+     pick_phase_aware, false},
+    {"affinity", "SGLang's cache-aware router: the replica whose prompt cache holds most of the request's prompt "
+                 "(more than threshold of its blocks), else the one holding least, unless the load is out of "
+                 "balance (then the fewest requests); needs --prompt-cache and a trace's prompt block ids",
+     .affinity = true, .pick = pick_affinity},
 };
 
 const struct router_ops *router_get(int i) { return i >= 0 && i < (int)TS_ARRAY_LEN(routers) ? &routers[i] : NULL; }
@@ -86,6 +126,27 @@ const struct router_ops *router_find(const char *name)
         if (strcmp(routers[i].name, name) == 0)
             return &routers[i];
     return NULL;
+}
+
+int fleet_router_parse(const char *spec, const struct router_ops **ops, struct router_req *q, struct ts_err *err)
+{
+    *q = (struct router_req){.threshold = 0.5, .balance_abs = 32, .balance_rel = 1.1};
+    const char *colon = strchr(spec, ':');
+    char name[CFG_STR];
+    snprintf(name, sizeof name, "%.*s", colon ? (int)(colon - spec) : (int)strlen(spec), spec);
+    if (!(*ops = router_find(name))) {
+        char list[256];
+        router_list(list, sizeof list);
+        return ts_fail(err, "--router: '%s' is not a router (%s)", name, list);
+    }
+    if (!colon)
+        return 0;
+    if (!(*ops)->affinity)
+        return ts_fail(err, "--router '%s': router %s takes no parameters", spec, name);
+    static const char *const keys[] = {"threshold", "abs", "rel"};
+    double *const fields[] = {&q->threshold, &q->balance_abs, &q->balance_rel};
+    static const double lo[] = {0, 0, 1}, hi[] = {1, 1e9, 1e9};
+    return parse_keys("--router", colon + 1, 3, keys, fields, lo, hi, err);
 }
 
 void router_list(char *buf, size_t len)
@@ -214,12 +275,23 @@ struct fleet_state {
     size_t num_mv, cap_mv;
     int32_t *free_mv; /* slots of mv free again */
     size_t num_free, cap_free;
+    struct prompt_cache **seen; /* an affinity router's picture of each replica's prompt cache, or NULL */
 };
 
-/* The replica of [lo, hi) the router picks, from cursor c's place. */
-static int pick_in(struct fleet_state *fl, int lo, int hi, int c)
+/* The replica of [lo, hi) the router picks for request tr (NULL: one moved between the pools), from
+ * cursor c's place; an affinity router's picture of that replica's cache then holds tr's prompt. */
+static int pick_in(struct fleet_state *fl, int lo, int hi, int c, const struct trace_req *tr)
 {
-    return lo + fl->o->router->pick(fl->v + lo, hi - lo, &fl->cursor[c]);
+    struct router_req q = fl->o->affinity;
+    q.blocks = tr && fl->seen ? TS_MIN(tr->n_hash, tr->prompt / TRACE_HASH_BLOCK) : 0;
+    for (int i = lo; q.blocks > 0 && i < hi; i++) {
+        fl->v[i].match = prompt_cache_match(fl->seen[i], tr->hash, q.blocks);
+        fl->v[i].held = prompt_cache_size(fl->seen[i]);
+    }
+    const int k = lo + fl->o->router->pick(fl->v + lo, hi - lo, &fl->cursor[c], &q);
+    if (q.blocks > 0)
+        prompt_cache_put(fl->seen[k], tr->hash, q.blocks);
+    return k;
 }
 
 static void step_to(struct fleet_state *fl, int64_t t);
@@ -251,7 +323,7 @@ static bool fleet_full(const struct fleet_state *fl)
 /* Request tr (the workload's index-th) routed at t_ns, its arrival or its release. */
 static void route(struct fleet_state *fl, const struct trace_req *tr, int64_t index, int64_t t_ns)
 {
-    const int k = pick_in(fl, 0, fl->entry, 0);
+    const int k = pick_in(fl, 0, fl->entry, 0, tr);
     if (fl->disagg)
         step_to(fl, t_ns);
     else
@@ -311,7 +383,7 @@ static void send_handoffs(struct fleet_state *fl, int i)
         if (fl->o->staleness_s <= 0) /* a fresh view: the other pool's load now, and the moves to it */
             for (int k = lo; k < hi; k++)
                 sim_load(fl->r[k], &fl->v[k].load), fl->v[k].sent = fl->inbound[k];
-        const int to = pick_in(fl, lo, hi, to_reuse);
+        const int to = pick_in(fl, lo, hi, to_reuse, NULL);
         fl->v[to].sent++, fl->inbound[to]++;
         const struct sim_config *rc = sim_config(fl->r[to]);
         const int32_t gpus = TS_MIN(h[j].gpus, TS_MAX(rc->tp, rc->ep)); /* (a port a GPU) */
@@ -587,6 +659,8 @@ static int merge(struct sim **r, const struct fleet_result *out, double slo, str
         f->num_requests += m->num_requests - m->handed_in; /* (a request moved in came from another) */
         f->num_finished += m->num_finished, f->num_rejected += m->num_rejected;
         f->step_decoded += m->step_decoded, f->handed_in += m->handed_in, f->handed_out += m->handed_out;
+        f->prompt_tokens += m->prompt_tokens, f->prompt_hit_tokens += m->prompt_hit_tokens;
+        f->prompt_evicted += m->prompt_evicted;
         f->num_preemptions += m->num_preemptions, f->num_stalls += m->num_stalls;
         f->num_steps += m->num_steps, f->request_steps += m->request_steps;
         f->tokens_decoded += m->tokens_decoded, f->content_tokens += m->content_tokens;
@@ -687,6 +761,56 @@ static int disagg_setup(struct fleet_state *fl, struct ts_err *err)
     return 0;
 }
 
+/* Why the replicas' prompt caches cannot run on workload trace t, or 0: the workload must give prompt
+ * block ids where any keeps one, and under an affinity router every replica must keep one. */
+static int prompts_refused(const struct trace *t, const struct sim_config *cfg, int n, bool affinity,
+                           struct ts_err *err)
+{
+    for (int i = 0; i < n && t->n_hash == 0; i++)
+        if (affinity || cfg[i].prompt_cache > 0)
+            return ts_fail(err, "%s: the workload (%s) gives no prompt block ids (a Mooncake trace's hash_ids), so "
+                                "no request could find another's prompt", affinity ? "--router affinity" : "--prompt-cache",
+                           cfg[0].trace);
+    for (int i = 0; i < n && affinity; i++)
+        if (cfg[i].prompt_cache < TRACE_HASH_BLOCK)
+            return ts_fail(err, "--router affinity: replica %d keeps no prompt cache (--prompt-cache TOKENS), so "
+                                "no request gains from the replica it is routed to", i);
+    return 0;
+}
+
+int fleet_check_prompts(const struct sim_config *workload, const struct sim_config *cfg, int n,
+                        const struct fleet_opts *o, struct ts_err *err)
+{
+    bool any = o->router->affinity;
+    for (int i = 0; i < n; i++)
+        any = any || cfg[i].prompt_cache > 0;
+    if (!any)
+        return 0;
+    struct trace t = {0}, lengths = {0};
+    struct trace_stream st = {0};
+    struct model_cfg m;
+    const int rc = model_resolve(workload->model, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err) ||
+                   prompts_refused(&t, cfg, n, o->router->affinity, err);
+    trace_stream_free(&st);
+    trace_free(&t);
+    trace_free(&lengths);
+    return rc ? -1 : 0;
+}
+
+/* An affinity router's pictures of the replicas' prompt caches, each as large as the replica's. */
+static int prompts_setup(struct fleet_state *fl, const struct sim_config *cfg, const struct trace *t,
+                         struct ts_err *err)
+{
+    if (prompts_refused(t, cfg, fl->n, fl->o->router->affinity, err))
+        return -1;
+    if (!fl->o->router->affinity)
+        return 0;
+    fl->seen = xcalloc((size_t)fl->n, sizeof *fl->seen);
+    for (int i = 0; i < fl->n; i++)
+        fl->seen[i] = prompt_cache_new(cfg[i].prompt_cache / TRACE_HASH_BLOCK);
+    return 0;
+}
+
 /* The workload routed: every replica's run finished, its summary taken, its energy over its time up,
  * and the fleet's merged. */
 static int finish(struct fleet_state *fl, const struct scaler *sc, double slo, struct ts_err *err)
@@ -755,7 +879,8 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
         ts_fail(err, "--disagg with --executor gpu: moving a request's K/V between engines is not run live");
         goto done;
     }
-    if ((o->disagg.mode != DISAGG_OFF && disagg_setup(&fl, err)) || (o->tau.on && tau_setup(&fl, err)) || model_resolve(workload->model, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err))
+    if ((o->disagg.mode != DISAGG_OFF && disagg_setup(&fl, err)) || (o->tau.on && tau_setup(&fl, err)) || model_resolve(workload->model, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err) ||
+        prompts_setup(&fl, cfg, &t, err))
         goto done;
     const int64_t stale_ns = (int64_t)(o->staleness_s * 1e9);
     int64_t next_refresh = INT64_MIN, routed = 0;
@@ -813,6 +938,9 @@ done:
     }
     evq_free(&fl.xq);
     free(fl.mv), free(fl.free_mv), free(fl.port_out), free(fl.port_in), free(fl.inbound);
+    for (int i = 0; fl.seen && i < n; i++)
+        prompt_cache_free(fl.seen[i]);
+    free(fl.seen);
     free(r);
     free(v);
     free(dirty);

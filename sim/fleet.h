@@ -37,6 +37,16 @@
  * confident enough to commit grows with the share a lower threshold lets through. The elasticity is
  * an assumption (no profile holds TPF against the threshold), swept in `tessera exp run fleet`.
  *
+ * Prompt affinity (router `affinity`, SGLang's cache-aware router): the fleet keeps, for each replica,
+ * a picture of its prompt cache (prompt_cache.h): the whole prompt blocks of the requests routed to
+ * it, as many blocks as its --prompt-cache holds, least recently routed evicted first. SGLang's router
+ * keeps such a tree of the prompts it routed, not the workers' own caches, and so may believe a block
+ * cached that the replica evicted. Where the replicas' outstanding requests are out of balance (the
+ * most exceeds the fewest by more than `abs` and by more than `rel` times), the request goes to the
+ * replica holding the fewest; else to the replica whose picture holds most of its leading blocks, where
+ * that is more than `threshold` of them; else to the replica whose picture holds the fewest blocks.
+ * Every replica needs a prompt cache, and the workload prompt block ids (a Mooncake trace).
+ *
  * Adding a router: one `const struct router_ops` in fleet.c's table: its name, help and pick.
  * Adding a link: one row of fleet.c's link table: its name, bandwidth, latency and source.
  */
@@ -55,16 +65,32 @@ struct router_view {
     struct sim_load load; /* at the view's last refresh */
     int64_t sent;         /* requests routed to it since */
     bool closed;          /* it takes no requests (stopped, starting or draining) */
+    /* an affinity router's picture of its prompt cache: the routed request's leading whole prompt
+     * blocks it holds, and the blocks it holds in all */
+    int32_t match;
+    int64_t held;
+};
+
+/* The request being routed as a router that weighs prompts sees it: its whole prompt blocks (0: none
+ * known, or a move between pools), and the affinity router's parameters. */
+struct router_req {
+    int32_t blocks;
+    double threshold, balance_abs, balance_rel;
 };
 
 struct router_ops {
     const char *name;
     const char *help;
-    /* The replica (0..n, an open one: one is) for the next request; *next is the router's own cursor
-     * (round robin's next replica, and where ties start from). */
-    int (*pick)(const struct router_view *v, int n, int *next);
+    /* The replica (0..n, an open one: one is) for request q; *next is the router's own cursor (round
+     * robin's next replica, and where ties start from). */
+    int (*pick)(const struct router_view *v, int n, int *next, const struct router_req *q);
+    bool affinity; /* it reads the views' match and held (the fleet keeps its picture of each cache) */
 };
 
+/* --router's value: NAME, or for affinity NAME:KEY=VALUE,... of threshold (the share of a request's
+ * prompt blocks a replica must hold to win it), abs and rel (the balance test), the ones left out at
+ * SGLang's router's defaults (0.5, 32, 1.1). *q gets the parameters (its blocks 0). */
+int fleet_router_parse(const char *spec, const struct router_ops **ops, struct router_req *q, struct ts_err *err);
 const struct router_ops *router_find(const char *name);
 const struct router_ops *router_get(int i); /* the i-th of the table, NULL past its end */
 void router_list(char *buf, size_t len);
@@ -123,6 +149,7 @@ int fleet_disagg_parse(const char *spec, struct fleet_disagg *out, struct ts_err
 
 struct fleet_opts {
     const struct router_ops *router;
+    struct router_req affinity; /* the affinity router's parameters (fleet_router_parse) */
     struct fleet_scale scale;
     double staleness_s; /* the view's refresh interval (0: every arrival) */
     int64_t admit_max;  /* > 0: refuse (or defer) a request every replica holds this many for */
@@ -163,5 +190,10 @@ struct fleet_result {
 int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, int n, const struct fleet_opts *o,
               struct fleet_result *out, struct ts_err *err);
 void fleet_result_free(struct fleet_result *r);
+/* The replicas' prompt caches checked against the workload before a run (fleet_run checks them too):
+ * -1 with err where a replica keeps one and the workload gives no prompt block ids, or the router is
+ * affinity and a replica keeps none. */
+int fleet_check_prompts(const struct sim_config *workload, const struct sim_config *cfg, int n,
+                        const struct fleet_opts *o, struct ts_err *err);
 
 #endif

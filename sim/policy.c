@@ -126,8 +126,8 @@ void policy_emit_refresh(const struct request *r, const struct policy_cfg *pc, s
 void policy_emit_prefill(const struct request *r, struct segment *s)
 {
     s->phase = PHASE_PREFILL;
-    s->q = r->P + r->cur_block * r->Bs;
-    s->kv = 0;
+    s->q = r->P + r->cur_block * r->Bs - r->prefix_hit;
+    s->kv = r->prefix_hit;
     s->kv_write = s->q;
     s->logit_rows = 0;
 }

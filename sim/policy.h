@@ -124,7 +124,8 @@ static inline int32_t policy_logit_rows_seq(const struct policy_cfg *pc, const s
 /* Pieces the policies share. */
 /* REFRESH of the whole sequence: q = L, all its K/V written, logits over the masked positions left. */
 void policy_emit_refresh(const struct request *r, const struct policy_cfg *pc, struct segment *s);
-/* PREFILL of the prompt and the finished blocks: q = kv_write = P + b*Bs, no logits. */
+/* PREFILL of the prompt and the finished blocks: q = kv_write = P + b*Bs, no logits; the prompt's
+ * first r->prefix_hit tokens found in the prompt cache are read (kv) instead of computed. */
 void policy_emit_prefill(const struct request *r, struct segment *s);
 /* The whole sequence: its K/V (kv_tokens, kv_peak_tokens) and its rows (peak_q). */
 int64_t policy_kv_whole(const struct request *r, const struct policy_cfg *pc);

@@ -3,7 +3,7 @@
  * last runs over every cached one and writes its K/V (q = 1, kv = P + t, kv_write = 1), and its one
  * logit row gives the next token: each step commits exactly one, whatever the decode model (an AR
  * model decodes no tokens in parallel). After a preemption by recompute the prefill covers the
- * prompt and the tokens generated. */
+ * prompt and the tokens generated. A prompt found in the prompt cache is read, not computed. */
 #include "policy.h"
 
 struct ar_state {
@@ -15,7 +15,8 @@ static void ar_emit(const struct request *r, const struct policy_cfg *pc, struct
     (void)pc;
     if (!POLICY_STATE(r, const struct ar_state)->prefilled || r->need_refresh) {
         s->phase = PHASE_PREFILL;
-        s->q = s->kv_write = r->P + r->decoded_total;
+        s->q = s->kv_write = r->P + r->decoded_total - r->prefix_hit;
+        s->kv = r->prefix_hit;
         return;
     }
     s->phase = PHASE_BLOCK;

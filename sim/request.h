@@ -57,6 +57,10 @@ struct request {
     uint64_t seed;           /* its seed: a policy that draws (focus) seeds its draws for a step from it
                               * and the step's index, so emitting a step twice draws the same */
     void *sched_data;        /* its scheduler's own data (freed by the scheduler's forget), or NULL */
+    const int32_t *hash;     /* its prompt's block ids (trace.h), or NULL */
+    int32_t n_hash;
+    int32_t prefix_hit;      /* prompt tokens its next prefill finds in the prompt cache (--prompt-cache),
+                              * set at admission: the prefill reads their K/V instead of computing them */
 };
 
 static inline int32_t req_block_len(const struct request *r, int32_t b)

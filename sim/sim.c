@@ -80,6 +80,15 @@ int64_t sim_kv_need(const struct sim *s, const struct request *r, bool peak)
     return (peak ? s->pol->kv_peak_tokens(r, &s->pcfg) : s->pol->kv_tokens(r, &s->pcfg)) + s->decode_state_tokens;
 }
 
+/* The prompt cache within the pool's free pages: its least recently used blocks evicted until it fits
+ * (a request's reservation takes its pages back from it). */
+static void prompts_fit(struct sim *s)
+{
+    if (s->prompts)
+        prompt_cache_trim(s->prompts, TS_MIN(s->cfg.prompt_cache / TRACE_HASH_BLOCK,
+                                             (s->kv_pages_total - s->kv_pages_used) / sim_kv_pages(s, TRACE_HASH_BLOCK)));
+}
+
 bool sim_kv_reserve(struct sim *s, struct request *r, int64_t tokens)
 {
     int64_t have = sim_kv_pages(s, r->kv_tokens_held), need = sim_kv_pages(s, tokens);
@@ -92,6 +101,7 @@ bool sim_kv_reserve(struct sim *s, struct request *r, int64_t tokens)
         return false;
     s->kv_pages_used += need - have;
     r->kv_tokens_held = tokens;
+    prompts_fit(s);
     return true;
 }
 
@@ -148,6 +158,15 @@ static void log_at(const struct sim *s, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+/* The prompt tokens r's prefill finds cached: its leading whole blocks held, all but its last token
+ * at most (the prefill computes one row at least, as vLLM recomputes a fully cached prompt's last). */
+static int32_t prompt_hit(const struct sim *s, const struct request *r)
+{
+    const int32_t whole = TS_MIN(r->n_hash, r->P / TRACE_HASH_BLOCK);
+    const int64_t hit = (int64_t)prompt_cache_match(s->prompts, r->hash, whole) * TRACE_HASH_BLOCK;
+    return (int32_t)TS_MAX(TS_MIN(hit, r->P - 1), 0);
 }
 
 void sim_admit(struct sim *s, struct request *r)
@@ -209,6 +228,8 @@ void sim_finish(struct sim *s, struct request *r)
 void sim_emit(struct sim *s, struct request *r, struct segment *seg)
 {
     memset(seg, 0, sizeof *seg);
+    if (s->prompts && (r->steps == 0 || r->need_refresh) && !r->swapped) /* a prefill: the cache as it is now */
+        r->prefix_hit = prompt_hit(s, r);
     s->pol->emit(r, &s->pcfg, seg);
     seg->req_id = r->id;
 }
@@ -379,6 +400,32 @@ static int resolve_ep(struct sim *s, struct ts_err *err)
 }
 
 /* sim_create, or with fed its requests fed to it (sim_create_fed). */
+/* --prompt-cache: the store, in the KV pool's free pages (prompts_fit). A prompt block's K/V are
+ * another request's own only where the prompt attends causally or block-causally in blocks that tile
+ * the prompt blocks. A fed instance's workload is its fleet's, which checks it for block ids. */
+static int prompts_setup(struct sim *s, bool fed, struct ts_err *err)
+{
+    const int64_t blocks = s->cfg.prompt_cache / TRACE_HASH_BLOCK;
+    if (s->cfg.prompt_cache == 0)
+        return 0;
+    if (s->sd.attn_block == 0)
+        return ts_fail(err, "--prompt-cache: %s under policy %s attends bidirectionally over the prompt, so a "
+                            "prompt block's K/V depend on the tokens after it and another request's are not its "
+                            "own (a block-causal model, e.g. sdar-8b, under a block policy keeps them exact)",
+                       s->model.name, s->pol->name);
+    if (TRACE_HASH_BLOCK % s->sd.attn_block)
+        return ts_fail(err, "--prompt-cache: attention blocks of %d tokens (--block) do not tile the prompt blocks "
+                            "of %d tokens whose ids a trace gives", s->sd.attn_block, TRACE_HASH_BLOCK);
+    if (!fed && s->trace.n_hash == 0)
+        return ts_fail(err, "--prompt-cache: the workload (%s) gives no prompt block ids (a Mooncake trace's "
+                            "hash_ids), so no request could find another's prompt", s->cfg.trace);
+    if (blocks == 0)
+        return ts_fail(err, "--prompt-cache %lld: less than one prompt block of %d tokens",
+                       (long long)s->cfg.prompt_cache, TRACE_HASH_BLOCK);
+    s->prompts = prompt_cache_new(TS_MIN(blocks, s->kv_pages_total / sim_kv_pages(s, TRACE_HASH_BLOCK) + 1));
+    return 0;
+}
+
 static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct ts_err *err)
 {
     if (sim_config_validate(cfg, err))
@@ -484,7 +531,7 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
         goto fail;
     }
     if ((fed ? sim_requests_open_fed(s, err) : build_workload(s, err) || sim_requests_open(s, err)) ||
-        s->sched->init(s, err))
+        s->sched->init(s, err) || prompts_setup(s, fed, err))
         goto fail;
     s->sum.num_requests = s->num_reqs;
     return s;
@@ -506,6 +553,7 @@ void sim_destroy(struct sim *s)
         gsl_rng_free(s->pcfg.rng);
     trace_free(&s->trace);
     trace_free(&s->length_src);
+    prompt_cache_free(s->prompts);
     for (size_t i = 0; i < s->num_handoffs; i++) { /* (handed on, never taken) */
         if (s->handoffs[i].req->rng)
             gsl_rng_free(s->handoffs[i].req->rng);
@@ -716,6 +764,13 @@ static void on_step_done(struct sim *s)
         }
         struct request *r = sim_req(s, seg->req_id);
         TS_ASSERT(r->state == REQ_RUNNING && !r->work_done);
+        if (seg->phase == PHASE_PREFILL && s->prompts) { /* its prompt's whole blocks kept for later ones */
+            s->sum.prompt_tokens += r->P;
+            s->sum.prompt_hit_tokens += r->prefix_hit;
+            prompt_cache_put(s->prompts, r->hash, TS_MIN(r->n_hash, r->P / TRACE_HASH_BLOCK));
+            prompts_fit(s);
+            r->prefix_hit = 0;
+        }
         bool finished = policy_advance(s->pol, r, &s->pcfg, seg);
         if (r->first_block_ns < 0 && (r->cur_block > 0 || finished))
             r->first_block_ns = s->now_ns;
@@ -894,6 +949,7 @@ void sim_get_summary(const struct sim *s, struct sim_summary *out)
     out->weight_bytes = s->weight_bytes;
     out->kv_pool_bytes = s->kv_pool_bytes;
     out->act_reserved_bytes = s->act_reserved;
+    out->prompt_evicted = s->prompts ? prompt_cache_evicted(s->prompts) : 0;
     out->redundancy = s->sum.step_decoded > 0 ? (double)s->sum.rows_processed / (double)s->sum.step_decoded : 0;
     double span = (double)out->makespan_ns * 1e-9;
     /* the steps' energy, and the GPUs' idle draw between them */

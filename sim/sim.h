@@ -59,6 +59,9 @@ struct sim_summary {
     double idle_w; /* the instance's GPUs' idle draw, all of them */
     int64_t step_decoded;          /* tokens the decoding steps decoded (redundancy's denominator) */
     int64_t handed_in, handed_out; /* requests a disaggregated fleet moved in and out (sim_handoff) */
+    /* --prompt-cache: the prompt tokens of the prefills run with it, those they found cached, and the
+     * blocks it evicted */
+    int64_t prompt_tokens, prompt_hit_tokens, prompt_evicted;
 };
 
 /* Live execution (`tessera sim --executor gpu`): an executor runs every step for real and returns

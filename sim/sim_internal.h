@@ -20,6 +20,7 @@
 #include "planner.h"
 #include "model.h"
 #include "policy.h"
+#include "prompt_cache.h"
 #include "request.h"
 #include "sched.h"
 #include "sim.h"
@@ -119,6 +120,7 @@ struct sim {
     int64_t kv_pool_bytes;
     int64_t kv_token_bytes;
     int64_t kv_page_tokens, kv_pages_total, kv_pages_used;
+    struct prompt_cache *prompts; /* --prompt-cache: prompt blocks kept across requests, or NULL */
 
     /* the step being built / executed */
     struct step_desc sd;

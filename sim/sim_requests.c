@@ -47,6 +47,8 @@ static void req_init(struct sim *s, struct request *r, int64_t id, int64_t index
     req_shape(s, tr, &r->P, &r->G, &r->C);
     r->P_orig = r->P;
     r->G_orig = r->G;
+    r->hash = tr->hash;
+    r->n_hash = tr->n_hash;
     r->admitted_ns = r->first_block_ns = r->finish_ns = -1;
     policy_req_init(r, &s->pcfg);
     r->seed = ts_mix64(c->seed ^ ts_mix64((uint64_t)index + 1) ^ 0x9e3779b97f4a7c15ull);

@@ -188,23 +188,55 @@ START_TEST(router_picks_by_the_view)
                                      {.load = {.outstanding = 0, .refreshing = 0, .kv_used = 0.2}, .sent = 5},
                                      {.load = {.outstanding = 4, .refreshing = 1, .kv_used = 0.9}, .sent = 0}};
     int next = 0;
-    ck_assert_int_eq(router_find("least-outstanding")->pick(v, 3, &next), 0); /* 3 < 5 (0 + 5 sent) < 4 */
+    ck_assert_int_eq(router_find("least-outstanding")->pick(v, 3, &next, NULL), 0); /* 3 < 5 (0 + 5 sent) < 4 */
     ck_assert_int_eq(next, 1);
     next = 0;
-    ck_assert_int_eq(router_find("least-kv")->pick(v, 3, &next), 1);
+    ck_assert_int_eq(router_find("least-kv")->pick(v, 3, &next, NULL), 1);
     next = 0;
-    ck_assert_int_eq(router_find("phase-aware")->pick(v, 3, &next), 2); /* refreshing 1 + 0 sent */
+    ck_assert_int_eq(router_find("phase-aware")->pick(v, 3, &next, NULL), 2); /* refreshing 1 + 0 sent */
     next = 2;
-    ck_assert_int_eq(router_find("round-robin")->pick(v, 3, &next), 2);
-    ck_assert_int_eq(router_find("round-robin")->pick(v, 3, &next), 0);
+    ck_assert_int_eq(router_find("round-robin")->pick(v, 3, &next, NULL), 2);
+    ck_assert_int_eq(router_find("round-robin")->pick(v, 3, &next, NULL), 0);
     const struct router_view tie[2] = {{.load = {.outstanding = 1}}, {.load = {.outstanding = 1}}};
     next = 1; /* ties from the cursor on */
-    ck_assert_int_eq(router_find("least-outstanding")->pick(tie, 2, &next), 1);
-    ck_assert_int_eq(router_find("least-outstanding")->pick(tie, 2, &next), 0);
+    ck_assert_int_eq(router_find("least-outstanding")->pick(tie, 2, &next, NULL), 1);
+    ck_assert_int_eq(router_find("least-outstanding")->pick(tie, 2, &next, NULL), 0);
     ck_assert_ptr_null(router_find("nearest"));
     char list[256];
     router_list(list, sizeof list);
-    ck_assert_str_eq(list, "round-robin, least-outstanding, least-kv, phase-aware");
+    ck_assert_str_eq(list, "round-robin, least-outstanding, least-kv, phase-aware, affinity");
+}
+END_TEST
+
+/* The affinity router's three cases, by hand: out of balance, the fewest requests; else the most of
+ * the prompt's blocks held where more than the threshold of them; else the fewest blocks held. */
+START_TEST(affinity_picks_by_hand)
+{
+    const struct router_ops *aff = router_find("affinity");
+    struct router_req q = {.blocks = 10, .threshold = 0.5, .balance_abs = 32, .balance_rel = 1.1};
+    struct router_view v[3] = {{.load = {.outstanding = 4}, .match = 6, .held = 90},
+                               {.load = {.outstanding = 2}, .match = 3, .held = 20},
+                               {.load = {.outstanding = 9}, .match = 0, .held = 50}};
+    int next = 0;
+    ck_assert_int_eq(aff->pick(v, 3, &next, &q), 0); /* 6 of 10 > 0.5: the most held */
+    v[0].match = 5, next = 0;
+    ck_assert_int_eq(aff->pick(v, 3, &next, &q), 1); /* 5 of 10 is not more than half: the least held */
+    v[0].match = 6, v[2].load.outstanding = 40, next = 0;
+    ck_assert_int_eq(aff->pick(v, 3, &next, &q), 1); /* 40 - 2 > 32 and 40 > 1.1 * 2: the fewest requests */
+    q.balance_rel = 30, next = 0;                     /* 40 < 30 * 2: in balance again */
+    ck_assert_int_eq(aff->pick(v, 3, &next, &q), 0);
+    q.blocks = 0, next = 0; /* no prompt to weigh (a move between pools): the fewest requests */
+    ck_assert_int_eq(aff->pick(v, 3, &next, &q), 1);
+    const struct router_ops *ops;
+    struct router_req p;
+    struct ts_err err;
+    ck_assert_int_eq(fleet_router_parse("affinity:threshold=0.25,rel=2", &ops, &p, &err), 0);
+    ck_assert_ptr_eq(ops, aff);
+    ck_assert(p.threshold == 0.25 && p.balance_abs == 32 && p.balance_rel == 2);
+    ck_assert_int_eq(fleet_router_parse("affinity:threshold=2", &ops, &p, &err), -1);
+    ck_assert_int_eq(fleet_router_parse("round-robin:abs=1", &ops, &p, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "takes no parameters"));
+    ck_assert_int_eq(fleet_router_parse("nearest", &ops, &p, &err), -1);
 }
 END_TEST
 
@@ -661,6 +693,7 @@ int main(void)
     tcase_add_test(tc, round_robin_percentiles_exact);
     tcase_add_test(tc, routers_place_by_load);
     tcase_add_test(tc, router_picks_by_the_view);
+    tcase_add_test(tc, affinity_picks_by_hand);
     tcase_add_test(tc, autoscale_spec);
     tcase_add_test(tc, autoscale_follows_the_load);
     tcase_add_test(tc, admission_refuses_when_full);

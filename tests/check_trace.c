@@ -45,6 +45,23 @@ START_TEST(burstgpt_mooncake_lengths_tessera)
                                       " \"output_length\": 3}\n", false), 0);
     ck_assert_int_eq(T.format, TRACE_MOONCAKE);
     ck_assert_int_eq(T.reqs[1].arrival_ns, 40000000);
+    ck_assert(T.reqs[0].n_hash == 2 && T.reqs[0].hash[0] == 0 && T.reqs[0].hash[1] == 1);
+    ck_assert(T.reqs[1].n_hash == 0 && T.reqs[1].hash == NULL);
+    trace_free(&T);
+    /* each row's ids where they were, across a skipped row and the pool's growth */
+    char rows[8192] = "";
+    for (int i = 0; i < 40; i++)
+        snprintf(rows + strlen(rows), sizeof rows - strlen(rows),
+                 "{\"timestamp\": %d, \"input_length\": 2000, \"output_length\": 1, \"hash_ids\": [%d, %d, %s]}\n",
+                 i, i, i + 1, i == 7 ? "-1" : "99");
+    ck_assert_int_eq(parse("m.jsonl", rows, true), 0);
+    ck_assert_int_eq(T.n, 39);
+    ck_assert_int_eq(T.skipped_rows, 1);
+    for (int i = 0; i < 39; i++) {
+        const int row = i < 7 ? i : i + 1;
+        ck_assert(T.reqs[i].n_hash == 3 && T.reqs[i].hash[0] == row && T.reqs[i].hash[1] == row + 1 &&
+                  T.reqs[i].hash[2] == 99);
+    }
     trace_free(&T);
     ck_assert_int_eq(parse("l.csv", "num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio\n"
                                     "81,640,721,0.13\n300,700,1000,0.43\n", false), 0);
@@ -95,6 +112,12 @@ START_TEST(errors_name_file_line_field)
                  "m.jsonl:1: input_length: not a number");
     expect_error("m.jsonl", "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1\n",
                  "m.jsonl:1: json:");
+    expect_error("m.jsonl", "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": 3}\n",
+                 "m.jsonl:1: hash_ids: not an array");
+    expect_error("m.jsonl", "{\"timestamp\": 1, \"input_length\": 512, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n",
+                 "m.jsonl:1: hash_ids: 3 ids for 512 input tokens (one a block of 512 at most)");
+    expect_error("m.jsonl", "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [\"a\"]}\n",
+                 "m.jsonl:1: hash_ids: item 1 is not an integer in 0..2147483647");
     expect_error("x.csv", "a,b,c\n1,2,3\n", "x.csv:1: header: not a known trace format");
     expect_error("e.csv", "", "e.csv: empty file");
     expect_error("h.csv", "num_prefill_tokens,num_decode_tokens\n", "h.csv: no requests");

@@ -387,7 +387,37 @@ contains "sim --admit defer" "held back by --admit-max a while"
 expect 2 "sim --admit unknown" -- $bin sim --replicas 2 --admit-max 4 --admit wait
 contains "sim --admit unknown" "--admit: 'wait' is not refuse or defer"
 expect 2 "sim --router unknown" -- $bin sim --replicas 2 --router nearest
-contains "sim --router unknown" "'nearest' is not a router (round-robin, least-outstanding, least-kv, phase-aware)"
+contains "sim --router unknown" "'nearest' is not a router (round-robin, least-outstanding, least-kv, phase-aware, affinity)"
+# prompt blocks kept across requests, and the router that routes by them
+for i in 0 1 2 3 4 5; do
+    printf '{"timestamp": %d, "input_length": %d, "output_length": 32, "hash_ids": [7, %s%d]}\n' \
+        $((i * 60000)) $((1024 + 100 * (i % 2))) "$([ $((i % 2)) = 1 ] && echo '8, ')" $((100 + i))
+done >"$tmp/conv.jsonl"
+pc="--trace $tmp/conv.jsonl --model sdar-8b --policy block --gen-len 32 --no-progress"
+expect 0 "sim --prompt-cache" -- $bin sim $pc --prompt-cache 100000
+contains "sim --prompt-cache: the hits" "prompt cache  "
+contains "sim --prompt-cache: the hits" "found cached"
+expect 0 "sim --prompt-cache --json" -- $bin sim $pc --prompt-cache 100000 --json
+contains "sim --prompt-cache --json" '"prompt_hit_tokens":'
+expect 2 "sim --prompt-cache on a bidirectional prompt" -- $bin sim $pc --prompt-cache 100000 --model llada-8b
+contains "sim --prompt-cache on a bidirectional prompt" "llada-8b under policy block attends bidirectionally over the prompt"
+expect 2 "sim --prompt-cache without block ids" -- $bin sim --model sdar-8b --policy block --prompt-cache 100000 --no-progress
+contains "sim --prompt-cache without block ids" "--prompt-cache: the workload (synthetic) gives no prompt block ids"
+expect 2 "sim --prompt-cache live" -- $bin sim $pc --prompt-cache 100000 --executor gpu
+contains "sim --prompt-cache live" "--prompt-cache: the engine keeps no K/V across requests"
+expect 0 "sim --router affinity" -- $bin sim $pc --prompt-cache 100000 --replicas 2 --router affinity:threshold=0.4,abs=8
+contains "sim --router affinity: the fleet's hits" "found cached"
+expect 2 "sim --router affinity without a prompt cache" -- $bin sim $pc --replicas 2 --router affinity
+contains "sim --router affinity without a prompt cache" "replica 0 keeps no prompt cache (--prompt-cache TOKENS)"
+expect 2 "sim --router affinity on a trace without block ids" -- $bin sim --model sdar-8b --policy block --prompt-cache 100000 --replicas 2 --router affinity --no-progress
+contains "sim --router affinity on a trace without block ids" "--router affinity: the workload (synthetic) gives no prompt block ids"
+expect 2 "sim --router affinity parameter" -- $bin sim $pc --replicas 2 --router affinity:threshold=2
+contains "sim --router affinity parameter" "--router 'threshold=2': threshold '2' must be a number in 0..1"
+expect 2 "sim --router parameters of another router" -- $bin sim $pc --replicas 2 --router least-kv:abs=3
+contains "sim --router parameters of another router" "router least-kv takes no parameters"
+printf '{"timestamp": 0, "input_length": 600, "output_length": 32, "hash_ids": [1, -2]}\n' >"$tmp/bad.jsonl"
+expect 2 "sim: a bad hash_ids item" -- $bin sim --trace "$tmp/bad.jsonl" --no-progress
+contains "sim: a bad hash_ids item" "bad.jsonl:1: hash_ids: item 2 is not an integer in 0..2147483647"
 # dllm-cache: every bad value refused by name; the preset runs and stores its parameters; live
 # mode is refused at start, naming what the engine lacks
 for bad in "--update-ratio 0|'0' is not a number in (0..1]" "--update-ratio 1.01|'1.01' is not a number in (0..1]" \

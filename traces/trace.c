@@ -25,13 +25,14 @@ void trace_free(struct trace *t)
     if (!t)
         return;
     free(t->reqs);
+    free(t->hash);
     memset(t, 0, sizeof *t);
 }
 
 void trace_push(struct trace *t, int64_t arrival_ns, int32_t prompt, int32_t output)
 {
     ts_grow((void **)&t->reqs, &t->cap, (size_t)t->n + 1, sizeof *t->reqs);
-    t->reqs[t->n++] = (struct trace_req){arrival_ns, prompt, output};
+    t->reqs[t->n++] = (struct trace_req){.arrival_ns = arrival_ns, .prompt = prompt, .output = output};
 }
 
 /* --- lines and fields -------------------------------------------------------------------- */
@@ -323,6 +324,35 @@ static int json_count(const char *path, int64_t line, json_t *o, const char *key
     return 0;
 }
 
+/* The row's optional hash_ids into the trace's pool (row pointers are set once the file is read:
+ * the pool moves as it grows); at most one id a started block of the prompt, each a non-negative
+ * integer. */
+static int json_hashes(const char *path, int64_t line, json_t *o, int32_t prompt, struct trace *out, int32_t *n,
+                       struct ts_err *err)
+{
+    json_t *a = json_object_get(o, "hash_ids");
+    *n = 0;
+    if (!a)
+        return 0;
+    if (!json_is_array(a))
+        return ts_fail(err, "%s:%lld: hash_ids: not an array", path, (long long)line);
+    const size_t m = json_array_size(a);
+    if (m > (size_t)prompt / TRACE_HASH_BLOCK + 1)
+        return ts_fail(err, "%s:%lld: hash_ids: %zu ids for %d input tokens (one a block of %d at most)", path,
+                       (long long)line, m, prompt, TRACE_HASH_BLOCK);
+    for (size_t k = 0; k < m; k++) {
+        json_t *v = json_array_get(a, k);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
+            return ts_fail(err, "%s:%lld: hash_ids: item %zu is not an integer in 0..%d", path, (long long)line,
+                           k + 1, INT32_MAX);
+    }
+    ts_grow((void **)&out->hash, &out->hash_cap, (size_t)out->n_hash + m, sizeof *out->hash);
+    for (size_t k = 0; k < m; k++)
+        out->hash[out->n_hash++] = (int32_t)json_integer_value(json_array_get(a, k));
+    *n = (int32_t)m;
+    return 0;
+}
+
 static int parse_jsonl_row(const char *path, int64_t lineno, const char *line, struct trace *out,
                            int64_t *last_ns, struct ts_err *err)
 {
@@ -346,7 +376,7 @@ static int parse_jsonl_row(const char *path, int64_t lineno, const char *line, s
         goto done;
     }
     int64_t t = llround(json_number_value(ts) * 1e6);
-    int32_t p, q;
+    int32_t p, q, nh;
     if (json_count(path, lineno, o, "input_length", &p, err) ||
         json_count(path, lineno, o, "output_length", &q, err))
         goto done;
@@ -354,8 +384,11 @@ static int parse_jsonl_row(const char *path, int64_t lineno, const char *line, s
         ts_fail(err, "%s:%lld: timestamp: time goes backwards", path, (long long)lineno);
         goto done;
     }
+    if (json_hashes(path, lineno, o, p, out, &nh, err))
+        goto done;
     *last_ns = t;
     trace_push(out, t, p, q);
+    out->reqs[out->n - 1].n_hash = nh;
     rc = 0;
 done:
     json_decref(o);
@@ -377,6 +410,11 @@ static int parse_jsonl(const char *path, struct line_iter *it, bool skip_bad, st
                 return -1;
             out->skipped_rows++;
         }
+    }
+    int64_t at = 0; /* each row's ids, now that the pool holds them all */
+    for (int64_t i = 0; i < out->n; i++) {
+        out->reqs[i].hash = out->reqs[i].n_hash ? out->hash + at : NULL;
+        at += out->reqs[i].n_hash;
     }
     return 0;
 }

@@ -7,7 +7,9 @@
  * Formats (detected from the header or the .jsonl extension):
  *   azure     TIMESTAMP,ContextTokens,GeneratedTokens        (Azure LLM inference 2023)
  *   burstgpt  Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type
- *   mooncake  JSONL {"timestamp": ms, "input_length": n, "output_length": n, ...}
+ *   mooncake  JSONL {"timestamp": ms, "input_length": n, "output_length": n, "hash_ids": [...]}
+ *             (hash_ids optional: the prompt's blocks of TRACE_HASH_BLOCK tokens, one id a block,
+ *             two prompts sharing their first k ids sharing their first k blocks)
  *   lengths   num_prefill_tokens,num_decode_tokens[,...]     (no arrival times)
  *   tessera   arrival_ns,prompt_tokens,output_tokens          (what `tessera trace gen` writes)
  * A malformed row stops the load with "FILE:LINE: FIELD: problem" unless skip_bad is set, in
@@ -29,7 +31,13 @@ struct trace_req {
     int64_t arrival_ns; /* relative to the first request */
     int32_t prompt;     /* tokens */
     int32_t output;     /* tokens the original service generated */
+    const int32_t *hash; /* the prompt's block ids (into the trace's pool), or NULL */
+    int32_t n_hash;
 };
+
+/* Tokens a prompt block's id stands for: Mooncake's traces hash 512-token blocks (their
+ * FAST25-release/traces README; an input of 6,755 tokens carries 14 ids). */
+#define TRACE_HASH_BLOCK 512
 
 struct trace {
     struct trace_req *reqs; /* [n], owned */
@@ -39,6 +47,9 @@ struct trace {
     int64_t skipped_rows;   /* malformed rows skipped under skip_bad */
     bool skipped_bom;       /* the file began with a UTF-8 byte-order mark, which was skipped */
     enum trace_format format;
+    int32_t *hash;          /* the rows' block ids, each row's in turn, owned */
+    int64_t n_hash;
+    size_t hash_cap;
 };
 
 const char *trace_format_name(enum trace_format f);

@@ -23,6 +23,8 @@ struct sim_config;
 struct sim_summary;
 int cli_sim_parse(int argc, char **argv, struct sim_config *c);
 struct json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m);
+/* The summary's prompt cache line (--prompt-cache), where its prefills ran with one. */
+void cli_print_prompt_cache(const struct sim_summary *m);
 /* Prints o compactly on a line (its reals to 10 digits), and releases it. */
 void cli_print_json(struct json_t *o);
 int cli_fleet(const struct sim_config *base, int argc, char **argv);

@@ -190,6 +190,7 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
     if (base->slo > 0)
         printf("  SLO           %.1f%% of requests finished within %.3f s of their arrival (--slo)\n",
                100.0 * m->slo_attainment, base->slo);
+    cli_print_prompt_cache(m);
     if (m->live_steps)
         printf("  live (gpu)    %lld steps on %d GPUs measured %.3f s; the %s cost model predicted %.3f s (%+.1f%%), "
                "per-step MAPE %.1f%%\n", (long long)m->live_steps, r->n, m->live_measured_s, cfg[0].cost,
@@ -329,11 +330,11 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    struct fleet_opts o = {.router = router_find(base->router), .staleness_s = base->router_staleness,
+    struct fleet_opts o = {.staleness_s = base->router_staleness,
                            .admit_max = base->admit_max, .defer = base->admit == ADMIT_DEFER,
                            .progress = base->progress};
     struct ts_err err;
-    if (fleet_scale_parse(base->autoscale, &o.scale, &err) || (o.scale.on && o.scale.min > n &&
+    if (fleet_router_parse(base->router, &o.router, &o.affinity, &err) || fleet_scale_parse(base->autoscale, &o.scale, &err) || (o.scale.on && o.scale.min > n &&
                                                                ts_fail(&err, "--autoscale: min=%d of %d replicas", o.scale.min, n))) {
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         free(cfg);
@@ -366,9 +367,10 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
         free(cfg);
         return EXIT_USAGE;
     }
-    if (base->executor == EXECUTOR_GPU && o.disagg.mode != DISAGG_OFF) {
-        fprintf(stderr, "tessera sim: --disagg with --executor gpu: moving a request's K/V between engines is not "
-                        "run live\n");
+    if ((base->executor == EXECUTOR_GPU && o.disagg.mode != DISAGG_OFF &&
+         ts_fail(&err, "--disagg with --executor gpu: moving a request's K/V between engines is not run live")) ||
+        fleet_check_prompts(base, cfg, n, &o, &err)) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
         free(cfg);
         return EXIT_USAGE;
     }

@@ -156,11 +156,10 @@ static void sim_usage(FILE *f)
     }
     fprintf(f,
 "\n"
-"summary: finished, requests completed; rejected, refused on arrival (each reason with the option\n"
-"  that admits them); preemptions, running requests evicted for memory and resumed; stalls,\n"
-"  request-steps a running request sat out for the step's token budget; makespan, first arrival to\n"
-"  last finish; latency, arrival to finish; first block, arrival to its first block decoded;\n"
-"  queueing, arrival to admission; cost, the cost model that priced the steps.\n"
+"summary: rejected, refused on arrival (each reason with the option that admits them); preemptions,\n"
+"  running requests evicted for memory and resumed; stalls, request-steps a running request sat out\n"
+"  for the step's token budget; makespan, first arrival to last finish; latency, arrival to finish;\n"
+"  first block, arrival to its first block decoded; queueing, arrival to admission.\n"
 "Bad input exits with status 2, a message naming file, line and field, and no database file.\n"
 "With --db, status 0 means the run is in the database: "
 "SIGINT or SIGTERM before its commit rolls it\n"
@@ -341,6 +340,14 @@ static const char *cost_text(const struct sim_config *c, char *buf, size_t len)
     return buf;
 }
 
+void cli_print_prompt_cache(const struct sim_summary *m)
+{
+    if (m->prompt_tokens > 0)
+        printf("  prompt cache  %.1f%% of the prefilled prompts' tokens found cached (%lld of %lld), %lld blocks "
+               "evicted\n", 100.0 * (double)m->prompt_hit_tokens / (double)m->prompt_tokens,
+               (long long)m->prompt_hit_tokens, (long long)m->prompt_tokens, (long long)m->prompt_evicted);
+}
+
 static void print_summary(const struct sim_config *c, const struct sim_summary *m)
 {
     const struct policy_ops *po = policy_find(c->policy);
@@ -378,6 +385,7 @@ static void print_summary(const struct sim_config *c, const struct sim_summary *
                100.0 * m->slo_attainment, c->slo);
     if (m->static_batch)
         printf("  static batch  %d requests\n", m->static_batch);
+    cli_print_prompt_cache(m);
     if (show_redundancy)
         printf("  redundancy    %.2f rows a decoded token in the later layers (%lld rows), %lld decodable "
                "tokens evicted\n", m->redundancy, (long long)m->rows_processed, (long long)m->missed_decodes);
@@ -455,6 +463,11 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
     json_object_set_new(o, "mean_power_w", json_real(m->mean_power_w));
     if (c->slo > 0)
         json_object_set_new(o, "slo_attainment", json_real(m->slo_attainment));
+    if (m->prompt_tokens > 0) {
+        json_object_set_new(o, "prompt_tokens", json_integer(m->prompt_tokens));
+        json_object_set_new(o, "prompt_hit_tokens", json_integer(m->prompt_hit_tokens));
+        json_object_set_new(o, "prompt_evicted_blocks", json_integer(m->prompt_evicted));
+    }
     json_object_set_new(o, "busy_s", json_real(m->busy_s));
     json_object_set_new(o, "busy_energy_j", json_real(m->busy_energy_j));
     json_object_set_new(o, "run_wall_s", json_real(m->run_wall_s));
