@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # experiments/fleet.sh: a worked fleet: a mixed fleet behind each router, an autoscaled day, and energy a token against fleet size.
 #
-# Five parts, each on LLaDA-8B with the dual cache, priced by the roofline (sim/README.md, "Fleets"):
+# Six parts, the first five on LLaDA-8B with the dual cache, priced by the roofline (sim/README.md, "Fleets"):
 #   routers    4 H100 + 8 L40S serving 2,000 generated requests at 10 req/s: each router (round robin,
 #              least outstanding, least KV, phase-aware) with a fresh view, and least outstanding with
 #              a view STALE (10) seconds old: p50, p99, the share within SLO (30) s, J a token
@@ -16,11 +16,19 @@
 #   load       4 L40S serving the day, threshold decoding (Fast-dLLM's, TPF 2.77 at 0.9): the
 #              threshold fixed, and lowered under load to 0.7 at most (--load-control) under each
 #              elasticity swept (0.5, 1, 2: how TPF grows as the threshold falls, an assumption)
-# Writes OUT/results.jsonl (a run a line), OUT/report.md (the five parts' tables and the checks) and,
-# with gnuplot, OUT/autoscale.png, OUT/sizes.png, OUT/disagg.png and OUT/load-control.png.
+#   affinity   4 H100 serving SDAR-8B (block diffusion, block-causal: a prompt's K/V are another
+#              request's own) the first 4,000 requests of Mooncake's conversation trace (its hash_ids
+#              name each prompt's 512-token blocks) at 8, 16 and 24 req/s: least outstanding without a
+#              prompt cache and with one, and SGLang's cache-aware router (--router affinity) with its
+#              balance of 32 requests and with one of 4: the share of prompt tokens found cached,
+#              first-block time, mean and p99 latency
+# Writes OUT/results.jsonl (a run a line), OUT/report.md (the six parts' tables and the checks) and,
+# with gnuplot, OUT/autoscale.png, OUT/sizes.png, OUT/disagg.png, OUT/load-control.png and
+# OUT/affinity.png.
 #
-# Usage: tessera exp run fleet OUT [--force]   (REQUESTS=2000; SLO=30; STALE=10; or
-#        experiments/fleet.sh OUT with TESSERA=path)
+# Usage: tessera exp run fleet OUT [--force]   (REQUESTS=2000; SLO=30; STALE=10; MOONCAKE=the
+#        conversation trace, ../shared/traces/raw/'s by default; or experiments/fleet.sh OUT with
+#        TESSERA=path)
 set -uo pipefail
 out=${1:?usage: tessera exp run fleet OUT [--force]}
 bin=${TESSERA:-build/tessera}
@@ -28,6 +36,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out" || exit 2
 : >"$out/results.jsonl"
 requests=${REQUESTS:-2000} slo=${SLO:-30} stale=${STALE:-10}
+mooncake=${MOONCAKE:-$here/../shared/traces/raw/mooncake_conversation_trace.jsonl}
+[ -r "$mooncake" ] || { echo "fleet.sh: $mooncake: no Mooncake conversation trace (MOONCAKE=PATH)" >&2; exit 2; }
 die() { echo "fleet.sh: $*" >&2; exit 1; }
 # run PART NAME OPTIONS...: one fleet run, its summary a line of results.jsonl (and OUT/PART-NAME.json)
 run() {
@@ -44,7 +54,9 @@ print(json.dumps({"part": part, "name": name, "replicas": f["replicas"], "lat_p5
                   "lat_p99_s": f["lat_p99_s"], "slo_attainment": f["slo_attainment"],
                   "throughput_tok_s": f["throughput_tok_s"], "energy_j": f["energy_j"],
                   "energy_per_token_j": f["energy_per_token_j"], "num_finished": f["num_finished"],
-                  "threshold_mean": f.get("threshold_mean")}))
+                  "threshold_mean": f.get("threshold_mean"), "lat_mean_s": f["lat_mean_s"],
+                  "ttfb_mean_s": f["ttfb_mean_s"], "prompt_tokens": f.get("prompt_tokens", 0),
+                  "prompt_hit_tokens": f.get("prompt_hit_tokens", 0)}))
 PY
 }
 
@@ -92,6 +104,15 @@ load=(--replicas 4 --gpu l40s --trace "$out/day.csv" --gen-len 256 --decode thre
 run load fixed "${load[@]}"
 for e in 0.5 1 2; do
     run load "elasticity-$e" "${load[@]}" --load-control "lo=0.7,elasticity=$e"
+done
+
+aff=(--replicas 4 --gpu h100 --model sdar-8b --policy block --decode threshold:sdar-high --trace "$mooncake"
+     --requests 4000)
+for rps in 8 16 24; do
+    run affinity "no-cache@$rps" "${aff[@]}" --rps "$rps" --router least-outstanding
+    run affinity "least-outstanding@$rps" "${aff[@]}" --rps "$rps" --router least-outstanding --prompt-cache 10000000
+    run affinity "affinity-32@$rps" "${aff[@]}" --rps "$rps" --router affinity --prompt-cache 10000000
+    run affinity "affinity-4@$rps" "${aff[@]}" --rps "$rps" --router affinity:abs=4 --prompt-cache 10000000
 done
 
 python3 - "$out" "$slo" "$stale" <<'PY' || exit 1
@@ -149,6 +170,24 @@ with open(os.path.join(out, "report.md"), "w") as f:
         f.write("| %s | %.2f | %.2f | %.1f%% | %s | %s |\n" % (label, r["lat_p50_s"], r["lat_p99_s"], 100 * r["slo_attainment"],
                 "%.3f" % r["threshold_mean"] if r.get("threshold_mean") else "0.900",
                 "%.2f" % (1 + 1.77 * 3 ** e) if e else "2.77"))
+    AFF = ("no-cache", "least-outstanding", "affinity-32", "affinity-4")
+    ALABEL = {"no-cache": "least outstanding, no prompt cache", "least-outstanding": "least outstanding",
+              "affinity-32": "affinity, balance 32 (SGLang's)", "affinity-4": "affinity, balance 4"}
+    hit = lambda r: r["prompt_hit_tokens"] / r["prompt_tokens"] if r["prompt_tokens"] else 0
+    f.write("\n## Prompt affinity: 4 H100, SDAR-8B, Mooncake's conversations\n\nThe first 4,000 requests of Mooncake's "
+            "conversation trace, rescaled in rate; each replica keeps prompt blocks in its KV pool's free pages "
+            "(`--prompt-cache`), and the affinity router sends a request where its picture of the caches holds more than "
+            "half its prompt's blocks, unless the replicas' outstanding requests differ by more than the balance.\n\n"
+            "| req/s | router | prompt found cached | first block (s) | mean (s) | p99 (s) |\n|---|---|---|---|---|---|\n")
+    for rps in (8, 16, 24):
+        for name in AFF:
+            r = by[("affinity", "%s@%d" % (name, rps))]
+            f.write("| %d | %s | %.1f%% | %.3f | %.3f | %.2f |\n" % (rps, ALABEL[name], 100 * hit(r), r["ttfb_mean_s"],
+                                                                  r["lat_mean_s"], r["lat_p99_s"]))
+    aff = lambda name, rps: by[("affinity", "%s@%d" % (name, rps))]
+    with open(os.path.join(out, "affinity.dat"), "w") as d:
+        for rps in (8, 16, 24):
+            d.write("%d %s\n" % (rps, " ".join("%g %g" % (aff(n, rps)["lat_mean_s"], 100 * hit(aff(n, rps))) for n in AFF)))
     co = {rps: by[("disagg", "co-located@%d" % rps)] for rps in (4, 8, 12, 16)}
     ev = {rps: by[("disagg", "every-5-host@%d" % rps)] for rps in (4, 8, 12, 16)}
     ib = {rps: by[("disagg", "every-5-ib-ndr@%d" % rps)] for rps in (4, 8, 12, 16)}
@@ -176,6 +215,14 @@ with open(os.path.join(out, "report.md"), "w") as f:
         ("the more TPF a lower threshold buys (elasticity), the shorter the tail",
          by[("load", "elasticity-0.5")]["lat_p99_s"] > by[("load", "elasticity-1")]["lat_p99_s"] >
          by[("load", "elasticity-2")]["lat_p99_s"]),
+        ("a prompt cache shortens the first block under least outstanding, at every load",
+         all(aff("least-outstanding", r)["ttfb_mean_s"] < aff("no-cache", r)["ttfb_mean_s"] for r in (8, 16, 24))),
+        ("the affinity router finds more of the prompts cached than least outstanding, at every load and balance",
+         all(hit(aff(n, r)) > hit(aff("least-outstanding", r)) for n in ("affinity-32", "affinity-4") for r in (8, 16, 24))),
+        ("on 4 replicas SGLang's balance of 32 requests lets affinity's p99 pass least outstanding's at 16 req/s",
+         aff("affinity-32", 16)["lat_p99_s"] > aff("least-outstanding", 16)["lat_p99_s"]),
+        ("with a balance of 4, affinity's mean latency is below least outstanding's at 24 req/s",
+         aff("affinity-4", 24)["lat_mean_s"] < aff("least-outstanding", 24)["lat_mean_s"]),
     ]
     f.write("\n| check | in tessera |\n|---|---|\n")
     for text, ok in checks:
@@ -221,7 +268,29 @@ plot "$out/disagg.dat" using 1:2 with linespoints lc rgb '#000000' pt 7 lw 2 tit
      "" using 1:4 with linespoints lc rgb '#0072B2' pt 9 lw 2 title "every: 5 Refresh + 3 Reuse, NVLink", \
      "" using 1:5 with linespoints lc rgb '#0072B2' pt 9 lw 2 dt 2 title "every: 5 + 3, InfiniBand NDR"
 EOF
+    gnuplot <<EOF 2>"$out/gnuplot.log" || { rm -f "$out/affinity.png"; echo "fleet.sh: no affinity figure: $(head -2 "$out/gnuplot.log")" >&2; }
+set terminal pngcairo size 1000,420 font ",10"
+set output "$out/affinity.png"
+set termoption noenhanced
+set multiplot layout 1,2 title "4 H100, SDAR-8B, Mooncake conversations: routing by prompt"
+set xlabel "Load (requests/s)"
+set grid
+set xtics 8
+set key top left
+set ylabel "Mean latency (s)"
+plot "$out/affinity.dat" using 1:2 with linespoints lc rgb '#999999' pt 7 lw 2 title "least outstanding, no cache", \
+     "" using 1:4 with linespoints lc rgb '#000000' pt 7 lw 2 title "least outstanding", \
+     "" using 1:6 with linespoints lc rgb '#E69F00' pt 5 lw 2 title "affinity, balance 32", \
+     "" using 1:8 with linespoints lc rgb '#0072B2' pt 9 lw 2 title "affinity, balance 4"
+set ylabel "Prompt tokens found cached (%)"
+set yrange [0:*]
+set key bottom right
+plot "$out/affinity.dat" using 1:5 with linespoints lc rgb '#000000' pt 7 lw 2 title "least outstanding", \
+     "" using 1:7 with linespoints lc rgb '#E69F00' pt 5 lw 2 title "affinity, balance 32", \
+     "" using 1:9 with linespoints lc rgb '#0072B2' pt 9 lw 2 title "affinity, balance 4"
+unset multiplot
+EOF
 fi
 figs=""
-for f in autoscale sizes disagg load-control; do [ -s "$out/$f.png" ] && figs="$figs, $out/$f.png"; done
+for f in autoscale sizes disagg load-control affinity; do [ -s "$out/$f.png" ] && figs="$figs, $out/$f.png"; done
 echo "fleet: $out/report.md, $out/results.jsonl$figs"

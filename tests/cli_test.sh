@@ -1107,10 +1107,10 @@ is_png "$tmp/la/figure.png" "exp run lookahead"
 # decoding ahead at 1, AR ahead of every dLLM variant at 64; one at a time, AR takes a prefill step and
 # then a step a token (8 requests of 256: 8 x 257 steps), the dLLM at one token a step 8 x 256
 expect 0 "exp run fleet" -- env REQUESTS=600 $bin exp run fleet "$tmp/fleet-exp"
-[ "$(grep -c '| holds |' "$tmp/fleet-exp/report.md")" = 11 ] && ok || bad "exp run fleet: a check does not hold ($tmp/fleet-exp/report.md)"
-[ "$(grep -c . "$tmp/fleet-exp/results.jsonl")" = 38 ] && ok || bad "exp run fleet: not 38 runs"
+[ "$(grep -c '| holds |' "$tmp/fleet-exp/report.md")" = 15 ] && ok || bad "exp run fleet: a check does not hold ($tmp/fleet-exp/report.md)"
+[ "$(grep -c . "$tmp/fleet-exp/results.jsonl")" = 50 ] && ok || bad "exp run fleet: not 50 runs"
 if command -v gnuplot >/dev/null; then
-    for f in autoscale sizes disagg load-control; do is_png "$tmp/fleet-exp/$f.png" "exp run fleet"; done
+    for f in autoscale sizes disagg load-control affinity; do is_png "$tmp/fleet-exp/$f.png" "exp run fleet"; done
 fi
 expect 0 "exp run ar-crossover" -- env BATCHES="1 64" $bin exp run ar-crossover "$tmp/arx"
 got=$(python3 -c 'import json, sys
