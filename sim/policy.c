@@ -16,6 +16,7 @@ static const struct policy_ops *const policies[] = {
     &policy_dllm_cache,
     &policy_focus,
     &policy_ar,
+    &policy_dpad,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

@@ -163,5 +163,6 @@ extern const struct policy_ops policy_sparse;
 extern const struct policy_ops policy_dllm_cache;
 extern const struct policy_ops policy_focus;
 extern const struct policy_ops policy_ar;
+extern const struct policy_ops policy_dpad;
 
 #endif

@@ -558,6 +558,47 @@ START_TEST(focus_property)
 }
 END_TEST
 
+/* DPad keeps n_b of the suffix a block, by hand (W = 64, k = 4, sc = 2: the sum over d < min(64,
+ * G - (b+1) Bs) of min(1, 2 phi(4 d / 63)) is 16.15 past block 0, 15.43 past block 1, none past the
+ * last), over no cache, the prefix cache and the dual cache: P = 100, G = 96, fixed:8. */
+START_TEST(dpad_shapes)
+{
+    struct policy_cfg pc = PC;
+    pc.p[0] = 64, pc.p[1] = 4, pc.p[2] = 2;
+    const int n[3] = {16, 15, 0};
+    for (int cache = 0; cache < 3; cache++) {
+        pc.p[3] = cache;
+        run_life(&policy_dpad, &pc, 100, 96, 96, 8, &L);
+        ck_assert_int_eq(L.n, 12);
+        for (int b = 0; b < 3; b++) {
+            const int pre = 100 + 32 * b, all = pre + 32 + n[b];
+            for (int i = 0; i < 4; i++) {
+                const struct segment *g = &L.seg[4 * b + i];
+                if (cache == 0)
+                    expect_seg(g, PHASE_FULL, all, 0, 0, all, 8);
+                else if (i == 0)
+                    expect_seg(g, PHASE_REFRESH, all, 0, cache == 1 ? pre : all, all, 8);
+                else if (cache == 1)
+                    expect_seg(g, PHASE_REUSE, 32 + n[b], pre, 0, 32 + n[b], 8);
+                else
+                    expect_seg(g, PHASE_REUSE, 32, pre + n[b], 0, 32, 8);
+            }
+        }
+    }
+    /* mask-only logits: the block's masked rows and the kept suffix's */
+    pc.p[3] = 0;
+    pc.mask_only = true;
+    run_life(&policy_dpad, &pc, 100, 96, 96, 8, &L);
+    expect_seg(&L.seg[0], PHASE_FULL, 148, 0, 0, 48, 8);
+    expect_seg(&L.seg[1], PHASE_FULL, 148, 0, 0, 40, 8);
+    expect_seg(&L.seg[8], PHASE_FULL, 196, 0, 0, 32, 8);
+    /* a window wider than the suffix keeps what its probabilities give of the suffix there is */
+    pc.mask_only = false, pc.p[0] = 4096, pc.p[2] = 1;
+    run_life(&policy_dpad, &pc, 10, 64, 64, 32, &L);
+    ck_assert_int_eq(L.seg[0].q, 10 + 32 + 13); /* 32 x 0.3989 (phi near 0 over 32 of 4096) = 12.8 */
+}
+END_TEST
+
 START_TEST(block_shapes)
 {
     run_life(&policy_block, &PC, 100, 96, 96, 1, &L);
@@ -887,6 +928,7 @@ int main(void)
     tcase_add_test(tc, focus_shapes);
     tcase_add_test(tc, focus_property);
     tcase_add_test(tc, focus_placeholders);
+    tcase_add_test(tc, dpad_shapes);
     tcase_add_test(tc, block_shapes);
     tcase_add_test(tc, ar_shapes);
     tcase_add_test(tc, block_partial_last_block);

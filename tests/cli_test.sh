@@ -1440,8 +1440,16 @@ expect 0 "list policies" -- $bin list policies
 contains "list policies shows a policy's parameter" "--refresh-interval N     dual: also refresh every K steps"
 expect 0 "sim --help" -- $bin sim --help
 contains "sim --help lists the policies from the table" "--policy NAME            the denoising policy (tessera list policies): vanilla prefix dual block"
-contains "sim --help lists the policy parameters" "--refresh-interval N     dual [0], vicinity [32]:"
+contains "sim --help lists the policy parameters" "vicinity (policy)        --vicinity N [16] --refresh-interval N [32]"
 contains "sim --help lists the planners from the table" "caching profiled first-fit greedy-size ilp"
+expect 0 "sim --policy dpad over the dual cache" -- $bin sim --policy dpad --dpad-cache dual --dpad-window 128 --requests 20 --no-progress
+contains "sim --policy dpad over the dual cache" "20 finished"
+expect 2 "sim --dpad-window 1" -- $bin sim --policy dpad --dpad-window 1
+contains "sim --dpad-window 1" "--dpad-window: '1' is not a whole number in 2..1048576"
+expect 2 "sim --dpad-cache unknown" -- $bin sim --policy dpad --dpad-cache block
+contains "sim --dpad-cache unknown" "--dpad-cache"
+expect 0 "list policies: dpad with its source" -- $bin list policies
+contains "list policies: dpad with its source" "DPad (arXiv 2508.14148, Crys-Chen/DPad"
 expect 0 "sim --refresh-interval" -- $bin sim --refresh-interval 4 --requests 3 --db "$tmp/ri.db" --quiet --no-progress
 if [ "$(sqlite3 "$tmp/ri.db" "select json_extract(config_json, '$.refresh_interval') from runs")" = 4 ]; then ok
 else bad "--refresh-interval not stored in the run's configuration"; fi

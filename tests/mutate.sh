@@ -138,6 +138,8 @@ mutations=(
     "the affinity router forgets what it routed|sim/fleet.c|    if (q.blocks > 0)\n        prompt_cache_put(fl->seen[k], tr->hash, q.blocks);|    (void)k;|check_prompt_cache"
     "the affinity router wins a request at the threshold exactly|sim/fleet.c|if ((double)most > q->threshold * q->blocks)|if ((double)most >= q->threshold * q->blocks)|check_fleet"
     "a trace row's block ids point at the row before's|traces/trace.c|        out->reqs[i].hash = out->reqs[i].n_hash ? out->hash + at : NULL;\n        at += out->reqs[i].n_hash;|        at += out->reqs[i].n_hash;\n        out->reqs[i].hash = out->reqs[i].n_hash ? out->hash + at - 1 : NULL;|check_trace"
+    "DPad keeps the suffix past its window|sim/policy_dpad.c|    const int32_t m = TS_MIN(W, TS_MAX(left, 0));|    const int32_t m = TS_MAX(left, 0);|check_policy"
+    "DPad's prefix cache reads the kept suffix from the cache|sim/policy_dpad.c|        s->q = cache == DPAD_PREFIX ? bl + n : bl;|        s->q = bl;|check_policy"
     "IterSmooth's weight grows past its cap|engine/eng_gen.c|return fmin(s->init + s->growth * n, s->cont);|return s->init + s->growth * n;|check_eng_gen"
     "IterSmooth keeps a soft row at a position the step committed|engine/eng_gen.c|c->commit[row] >= 0 ? 0.0f|c->commit[row] >= 1 << 30 ? 0.0f|check_eng_gen"
     "IterSmooth's threshold never decays|engine/eng_gen.c|return fmaxf((float)(1.0 - s->decay * n), tau);|return tau;|check_eng_gen"

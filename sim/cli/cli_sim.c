@@ -105,29 +105,32 @@ static void option_usage(FILE *f, const struct cfg_option *o, const struct sim_c
 
 /* The policies' and schedulers' parameters, each option once: the entries declaring it, with
  * their defaults, and the first one's help. */
+/* The parameters, a line an entry that has any: its name, then each --NAME with its argument and
+ * default, kept whole when the line wraps (`tessera list policies` and `list schedulers` give their
+ * help). */
 static void params_usage(FILE *f)
 {
-    struct part p, q;
-    for (int i = 0; parts_get(i, &p); i++)
+    enum { MARGIN = 27, WIDTH = 104 };
+    struct part p;
+    for (int i = 0; parts_get(i, &p); i++) {
+        if (p.num_params == 0)
+            continue;
+        char lhs[64], def[32];
+        snprintf(lhs, sizeof lhs, "%s (%s)", p.name, p.kind);
+        fprintf(f, "  %-24s", lhs);
+        int col = MARGIN - 1;
         for (int k = 0; k < p.num_params; k++) {
             const struct param_spec *s = &p.params[k];
-            bool before = false;
-            for (int j = 0; j < i && !before && parts_get(j, &q); j++)
-                before = params_find(q.params, q.num_params, s->name) != NULL;
-            if (before)
-                continue;
-            char opt[64], owners[256] = "", def[32];
-            snprintf(opt, sizeof opt, "--%s %s", s->name, s->choices ? "NAME" : s->integer || s->odd ? "N" : "X");
-            for (int j = i; parts_get(j, &q); j++) {
-                const struct param_spec *o = params_find(q.params, q.num_params, s->name);
-                if (o)
-                    snprintf(owners + strlen(owners), sizeof owners - strlen(owners), "%s%s [%s]",
-                             owners[0] ? ", " : "", q.name, param_text(o, o->def, def, sizeof def));
-            }
-            char text[1024];
-            snprintf(text, sizeof text, "%s: %s", owners, s->help);
-            print_wrapped(f, opt, text);
+            char item[128];
+            const int len = snprintf(item, sizeof item, "--%s %s [%s]", s->name,
+                                     s->choices ? "NAME" : s->integer || s->odd ? "N" : "X",
+                                     param_text(s, s->def, def, sizeof def));
+            if (k > 0 && col + 1 + len > WIDTH)
+                col = fprintf(f, "\n%*s", MARGIN - 1, "") - 1;
+            col += fprintf(f, " %s", item);
         }
+        fputc('\n', f);
+    }
 }
 
 static void sim_usage(FILE *f)
@@ -145,7 +148,7 @@ static void sim_usage(FILE *f)
         const struct cfg_option *o = &cfg_options[i];
         if (group != o->group) {
             if (group && strcmp(group, "denoising") == 0) {
-                fprintf(f, "\npolicy and scheduler parameters (tessera list policies, tessera list schedulers):\n");
+                fprintf(f, "\npolicy and scheduler parameters (each one's help: tessera list policies, list schedulers):\n");
                 params_usage(f);
             }
             fprintf(f, "\n%s:\n", o->group);
@@ -156,10 +159,10 @@ static void sim_usage(FILE *f)
     }
     fprintf(f,
 "\n"
-"summary: rejected, refused on arrival (each reason with the option that admits them); preemptions,\n"
-"  running requests evicted for memory and resumed; stalls, request-steps a running request sat out\n"
-"  for the step's token budget; makespan, first arrival to last finish; latency, arrival to finish;\n"
-"  first block, arrival to its first block decoded; queueing, arrival to admission.\n"
+"summary: finished, requests completed; rejected, refused on arrival (each with what admits it);\n"
+"  preemptions, running requests evicted for memory and resumed; stalls, request-steps a running\n"
+"  request sat out for the step's token budget; makespan, first arrival to last finish; latency,\n"
+"  arrival to finish; first block, to its first block; queueing, to admission; cost, the pricing.\n"
 "Bad input exits with status 2, a message naming file, line and field, and no database file.\n"
 "With --db, status 0 means the run is in the database: "
 "SIGINT or SIGTERM before its commit rolls it\n"
