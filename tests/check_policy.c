@@ -596,6 +596,11 @@ START_TEST(dpad_shapes)
     pc.mask_only = false, pc.p[0] = 4096, pc.p[2] = 1;
     run_life(&policy_dpad, &pc, 10, 64, 64, 32, &L);
     ck_assert_int_eq(L.seg[0].q, 10 + 32 + 13); /* 32 x 0.3989 (phi near 0 over 32 of 4096) = 12.8 */
+    /* a suffix longer than the window keeps none past it: W = 64 spanning one standard deviation (the
+     * sum of phi(d / 63) over d < 64 is 21.9; the 160 positions past it would add 10) */
+    pc.p[0] = 64, pc.p[1] = 1;
+    run_life(&policy_dpad, &pc, 10, 256, 256, 32, &L);
+    ck_assert_int_eq(L.seg[0].q, 10 + 32 + 22);
 }
 END_TEST
 
