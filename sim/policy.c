@@ -17,6 +17,7 @@ static const struct policy_ops *const policies[] = {
     &policy_focus,
     &policy_ar,
     &policy_dpad,
+    &policy_fdllm_v2,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

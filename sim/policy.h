@@ -164,5 +164,6 @@ extern const struct policy_ops policy_dllm_cache;
 extern const struct policy_ops policy_focus;
 extern const struct policy_ops policy_ar;
 extern const struct policy_ops policy_dpad;
+extern const struct policy_ops policy_fdllm_v2;
 
 #endif

@@ -111,6 +111,14 @@ static const struct preset presets[] = {
      "LLaDA's code samples in float64; for Dream-7B's (fp32) give --impl torch-eager", {{"max-batch", "1"}},
      "Mosaic section 5, its baselines (1): the unmodified official PyTorch code; LLaDA's: ML-GSAI/LLaDA "
      "generate.py (no cache, one prompt a call, the softmax of the logits cast to float64)", "engine", "roofline", false, NULL, 0, 0},
+    {"fast-dllm-v2", "Fast-dLLM v2: its 7B block-diffusion model, blocks of 32 decoded in sub-blocks of 8 over a "
+                     "block-level prefix cache, one token a step, static batches of 32, Hugging Face PyTorch code "
+                     "run eagerly", "fdllm-v2", "static", "fixed:1", "torch-eager", 0, "caching", false, false,
+     "its evaluation sorts a batch's prompts by length and pads them with masks; tessera's static batches take "
+     "requests in arrival order", {{"max-batch", "32"}, {"v2-sub-blocks", "4"}},
+     "Fast-dLLM v2 (arXiv 2509.26328); NVlabs/Fast-dLLM v2/eval.py (bd_size 32, small_block_size 8, batch size "
+     "32, use_block_cache off), v2/eval_script.sh (threshold 1 for GSM8K and MATH: one token a step), "
+     "v2/generation_functions.py batch_sample (the loop)", "engine", "roofline", false, "fast-dllm-v2-7b", 8, 0},
 };
 
 int preset_count(void) { return (int)TS_ARRAY_LEN(presets); }

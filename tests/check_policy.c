@@ -604,6 +604,53 @@ START_TEST(dpad_shapes)
 }
 END_TEST
 
+/* Fast-dLLM v2 by hand: P = 100, G = 64 in 2 blocks of 4 sub-blocks of 8, fixed:2. A prefill; block
+ * 0's four sub-blocks, 4 steps each of its 32 rows over the prompt; the commit forward writing block
+ * 0 and decoding block 1's first token; then block 1 (its first sub-block's 7 left in 2, 2, 2, 1).
+ * With the DualCache a sub-block's first step (and block 1's first, after the commit) runs the block
+ * and keeps its K/V, the others run the sub-block's 8 rows. */
+START_TEST(fdllm_v2_shapes)
+{
+    struct policy_cfg pc = {.block_size = 8};
+    pc.p[0] = 4, pc.p[1] = 0;
+    run_life(&policy_fdllm_v2, &pc, 100, 64, 64, 2, &L);
+    ck_assert_int_eq(L.n, 34);
+    expect_seg(&L.seg[0], PHASE_PREFILL, 100, 0, 100, 0, 0);
+    for (int i = 1; i <= 16; i++)
+        expect_seg(&L.seg[i], PHASE_BLOCK, 32, 100, 0, 32, 2);
+    expect_seg(&L.seg[17], PHASE_BLOCK, 32, 100, 32, 32, 1);
+    for (int i = 18; i < 34; i++)
+        expect_seg(&L.seg[i], PHASE_BLOCK, 32, 132, 0, 32, i == 21 ? 1 : 2);
+    pc.p[1] = 1;
+    run_life(&policy_fdllm_v2, &pc, 100, 64, 64, 2, &L);
+    ck_assert_int_eq(L.n, 34);
+    for (int i = 1; i <= 16; i++) {
+        if ((i - 1) % 4 == 0)
+            expect_seg(&L.seg[i], PHASE_BLOCK, 32, 100, 32, 32, 2);
+        else
+            expect_seg(&L.seg[i], PHASE_REUSE, 8, 124, 8, 8, 2);
+    }
+    expect_seg(&L.seg[17], PHASE_BLOCK, 32, 100, 32, 32, 1);
+    expect_seg(&L.seg[18], PHASE_BLOCK, 32, 132, 32, 32, 2); /* block 1 not kept yet: its rows */
+    expect_seg(&L.seg[19], PHASE_REUSE, 8, 156, 8, 8, 2);
+    expect_seg(&L.seg[22], PHASE_BLOCK, 32, 132, 32, 32, 2); /* the next sub-block's first step */
+    /* mask-only logits: the block's masked rows; the commit's one */
+    pc.p[1] = 0, pc.mask_only = true;
+    run_life(&policy_fdllm_v2, &pc, 100, 64, 64, 2, &L);
+    expect_seg(&L.seg[1], PHASE_BLOCK, 32, 100, 0, 32, 2);
+    expect_seg(&L.seg[2], PHASE_BLOCK, 32, 100, 0, 30, 2);
+    expect_seg(&L.seg[17], PHASE_BLOCK, 32, 100, 32, 1, 1);
+    expect_seg(&L.seg[18], PHASE_BLOCK, 32, 132, 0, 31, 2);
+    /* attention block-causal at the block (its model's training), not the sub-block */
+    struct step_desc sd = {0};
+    policy_step_knobs(&policy_fdllm_v2, &pc, model_find("fast-dllm-v2-7b"), &sd);
+    ck_assert_int_eq(sd.attn_block, 32);
+    sd = (struct step_desc){0};
+    policy_step_knobs(&policy_fdllm_v2, &pc, model_find("llada-8b"), &sd);
+    ck_assert_int_eq(sd.attn_block, 0);
+}
+END_TEST
+
 START_TEST(block_shapes)
 {
     run_life(&policy_block, &PC, 100, 96, 96, 1, &L);
@@ -934,6 +981,7 @@ int main(void)
     tcase_add_test(tc, focus_property);
     tcase_add_test(tc, focus_placeholders);
     tcase_add_test(tc, dpad_shapes);
+    tcase_add_test(tc, fdllm_v2_shapes);
     tcase_add_test(tc, block_shapes);
     tcase_add_test(tc, ar_shapes);
     tcase_add_test(tc, block_partial_last_block);

@@ -12,6 +12,8 @@
  *                   bias, 8 groups of which the best 4 are chosen from, weights renormalised times 2.5)
  *   qwen2.5-3b      Qwen/Qwen2.5-3B-Instruct         (an autoregressive model: dInfer's vLLM baseline;
  *                   causal, which is block-causal at any block; its tied LM head counted apart)
+ *   fast-dllm-v2-7b Efficient-Large-Model/Fast_dLLM_v2_7B (Qwen2.5-7B-Instruct shapes, QKV bias, trained
+ *                   block-causal in blocks of 32: bd_size)
  */
 #include "model.h"
 
@@ -43,6 +45,9 @@ static const struct model_cfg builtin_models[] = {
      .weight_bytes = 2, .kv_bytes = 2},
     {.name = "qwen2.5-3b", .num_layers = 36, .hidden = 2048, .num_heads = 16, .num_kv_heads = 2,
      .head_dim = 128, .ffn = 11008, .vocab = 151936, .max_pos = 32768, .rope_theta = 1000000.0,
+     .qkv_bias = true, .block_causal = true, .weight_bytes = 2, .kv_bytes = 2},
+    {.name = "fast-dllm-v2-7b", .num_layers = 28, .hidden = 3584, .num_heads = 28, .num_kv_heads = 4,
+     .head_dim = 128, .ffn = 18944, .vocab = 152064, .max_pos = 32768, .rope_theta = 1000000.0,
      .qkv_bias = true, .block_causal = true, .weight_bytes = 2, .kv_bytes = 2},
 };
 
