@@ -245,6 +245,10 @@ if command -v python3 >/dev/null 2>&1; then
         --gpu h200 --out "$tmp/te-h200.csv"
     cmp -s "$tmp/te-h200.csv" "$root/sim/data/calib/h200-llada-8b-torch-eager.csv" && ok ||
         bad "sim/data/calib/h200-llada-8b-torch-eager.csv is not the merge torch-eager-ops records"
+    # Fast-dLLM v2's H100 calibration is the one live-mechanisms-h100's `make calibrate` fitted
+    gzip -dc "$rec_dir/live-mechanisms-h100/calib-fast-dllm-v2-7b.csv.gz" |
+        cmp -s - "$root/sim/data/calib/h100-fast-dllm-v2-7b-tessera.csv" && ok ||
+        bad "sim/data/calib/h100-fast-dllm-v2-7b-tessera.csv is not the calibration live-mechanisms-h100 records"
     # the band calib show --gpu h100 gives the transferred H200 calibration (data without the H100's
     # own) holds what the H100's measured calibration prices, for each of its reference steps
     gzip -dc "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" >"$tmp/h100.csv"

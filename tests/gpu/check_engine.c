@@ -1501,8 +1501,12 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
     int64_t exact = 0, parted = 0, rows = 0;
     const int32_t plen[3] = {40, 40, 40};
     const bool vicinity = strcmp(policy, "vicinity") == 0;
+    /* "dpad:CACHE": DPad over that cache, its window (24) shorter than the suffix past block 0 (32) */
+    const char *dpad = strncmp(policy, "dpad:", 5) == 0 ? policy + 5 : NULL;
     if ((vicinity && (param_values_set(&pv, "vicinity", "8", &err) || param_values_set(&pv, "refresh-interval", "3", &err))) ||
-        (!focus && policy_drive_init(&drive, policy, &pv, cfg.requests, plen, cfg.gen_len, cfg.block, false, &err))) {
+        (dpad && (param_values_set(&pv, "dpad-window", "24", &err) || param_values_set(&pv, "dpad-cache", dpad, &err))) ||
+        (!focus && policy_drive_init(&drive, dpad ? "dpad" : policy, &pv, cfg.requests, plen, cfg.gen_len, cfg.block,
+                                     false, &err))) {
         fail_msg(c, "generation", err.msg);
         goto done;
     }
@@ -2523,6 +2527,12 @@ static void check_engine_steps(struct checker *c)
         check_generation(c, &tiny_qk, 32, UNMASK_CREDIT, "block", true);
     if (take(c))
         check_generation(c, &tiny_a, 0, UNMASK_HIERARCHICAL, "vicinity", true);
+    if (take(c))
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, "dpad:none", false);
+    if (take(c))
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, "dpad:prefix", false);
+    if (take(c))
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, "dpad:dual", false);
     fprintf(c->out, "the engine against itself:\n");
     if (take(c))
         check_self(c, &tiny_b);
@@ -2647,6 +2657,9 @@ static void check_generate_only(struct checker *c)
     check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, "dual", true);
     check_generation(c, &tiny_qk, 32, UNMASK_CREDIT, "block", true);
     check_generation(c, &tiny_gqa, 0, UNMASK_HIERARCHICAL, "vicinity", true);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, "dpad:none", false);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, "dpad:prefix", false);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, "dpad:dual", false);
 }
 
 int check_engine_run(uint64_t seed, const char *only, int part, int parts, FILE *out)
