@@ -89,6 +89,7 @@ struct sim_config {
     int32_t max_new_tokens;    /* gen_len 0: G at most this, in whole blocks (0 = no cap) */
     int32_t block;             /* block size, Bs */
     bool early_stop;
+    double early_commit;       /* Prophet: the share of a request's positions decoded after which the rest commit (0: off) */
     int32_t eos;               /* enum decode_eos: when EOS positions commit: auto | bulk | scheduled */
     bool iter_smooth; /* dInfer's IterSmooth (step_desc.iter_smooth) */
     bool mask_only;

@@ -28,6 +28,8 @@ struct policy_cfg {
     bool mask_only;           /* logit rows are only the masked rows among the queries */
     bool block_logits;        /* a whole-sequence segment's logit rows are only the current block's */
     bool early_stop;          /* finish once the content and one EOS block are decoded */
+    double early_commit;      /* > 0: once this share of a request's positions is decoded, the step commits
+                               * the rest (Prophet's early commit) and the request is finished */
     double p[PARAMS_MAX];     /* the policy's own parameters, resolved, in declaration order */
     const struct decode_model *dm; /* the run's decode model (a policy that decides decodes draws it) */
     gsl_rng *rng;             /* scratch stream of a policy that decides, seeded per step from r->seed */

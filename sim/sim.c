@@ -479,7 +479,7 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     }
     s->pcfg = (struct policy_cfg){.block_size = cfg->block, .mask_only = cfg->mask_only,
                                   .block_logits = cfg->block_logits,
-                                  .early_stop = cfg->early_stop, .dm = &s->dm};
+                                  .early_stop = cfg->early_stop, .early_commit = cfg->early_commit, .dm = &s->dm};
     if (s->pol->decides)
         s->pcfg.rng = gsl_rng_alloc(gsl_rng_taus2);
     struct run_params rp;
@@ -875,8 +875,9 @@ const char *sim_hand_mismatch(const struct sim *a, const struct sim *b)
     if (p->block_size != q->block_size || a->cfg.gen_len != b->cfg.gen_len || a->cfg.max_new_tokens != b->cfg.max_new_tokens ||
         a->cfg.clip_prompt != b->cfg.clip_prompt)
         return "block size or generation length";
-    if (p->mask_only != q->mask_only || p->block_logits != q->block_logits || p->early_stop != q->early_stop)
-        return "logit handling or early stop";
+    if (p->mask_only != q->mask_only || p->block_logits != q->block_logits || p->early_stop != q->early_stop ||
+        p->early_commit != q->early_commit)
+        return "logit handling, early stop or early commit";
     if (strcmp(a->dm.spec, b->dm.spec) != 0 || a->dm.eos != b->dm.eos)
         return "decode model";
     return NULL;

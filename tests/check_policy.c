@@ -651,6 +651,24 @@ START_TEST(fdllm_v2_shapes)
 }
 END_TEST
 
+/* Prophet's early commit: the step that brings a request to F of its positions commits the rest */
+START_TEST(early_commit_finishes_the_request)
+{
+    struct policy_cfg pc = PC;
+    pc.early_commit = 0.5;
+    run_life(&policy_vanilla, &pc, 100, 64, 64, 1, &L); /* one a step: the 32nd reaches 32 of 64 */
+    ck_assert_int_eq(L.n, 32);
+    run_life(&policy_dual, &pc, 100, 64, 64, 5, &L); /* 5 a step: 30 after 6, the block's 2 left in the 7th */
+    ck_assert_int_eq(L.n, 7);
+    pc.early_commit = 0.25;
+    run_life(&policy_block, &pc, 100, 64, 64, 8, &L); /* a prefill decodes nothing: then 8, 16 */
+    ck_assert_int_eq(L.n, 3);
+    pc.early_commit = 0;
+    run_life(&policy_block, &pc, 100, 64, 64, 8, &L);
+    ck_assert_int_eq(L.n, 9);
+}
+END_TEST
+
 START_TEST(block_shapes)
 {
     run_life(&policy_block, &PC, 100, 96, 96, 1, &L);
@@ -982,6 +1000,7 @@ int main(void)
     tcase_add_test(tc, focus_placeholders);
     tcase_add_test(tc, dpad_shapes);
     tcase_add_test(tc, fdllm_v2_shapes);
+    tcase_add_test(tc, early_commit_finishes_the_request);
     tcase_add_test(tc, block_shapes);
     tcase_add_test(tc, ar_shapes);
     tcase_add_test(tc, block_partial_last_block);

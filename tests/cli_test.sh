@@ -1442,6 +1442,14 @@ expect 0 "sim --help" -- $bin sim --help
 contains "sim --help lists the policies from the table" "--policy NAME            the denoising policy (tessera list policies): vanilla prefix dual block"
 contains "sim --help lists the policy parameters" "vicinity (policy)        --vicinity N [16] --refresh-interval N [32]"
 contains "sim --help lists the planners from the table" "caching profiled first-fit greedy-size ilp"
+expect 0 "sim --early-commit" -- $bin sim --early-commit 0.45 --requests 10 --no-progress --json
+got=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["tokens_decoded"], d["num_finished"])' "$tmp/out")
+[ "$got" = "2560 10" ] && ok || bad "sim --early-commit: every position of the 10 requests counted decoded (got $got)"
+expect 2 "sim --early-commit 1.5" -- $bin sim --early-commit 1.5
+contains "sim --early-commit 1.5" "--early-commit"
+expect 0 "list decode: LLaDA2.1's modes" -- $bin list decode
+contains "list decode: LLaDA2.1's modes" "threshold:llada2.1-mini-s"
+contains "list decode: LLaDA2.1's modes" "TPF 5.34"
 expect 0 "sim --policy dpad over the dual cache" -- $bin sim --policy dpad --dpad-cache dual --dpad-window 128 --requests 20 --no-progress
 contains "sim --policy dpad over the dual cache" "20 finished"
 expect 2 "sim --dpad-window 1" -- $bin sim --policy dpad --dpad-window 1

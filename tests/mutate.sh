@@ -142,6 +142,7 @@ mutations=(
     "DPad's prefix cache reads the kept suffix from the cache|sim/policy_dpad.c|        s->q = cache == DPAD_PREFIX ? bl + n : bl;|        s->q = bl;|check_policy"
     "Fast-dLLM v2 commits a block in its next decoding step|sim/policy_fdllm_v2.c|        s->decoded = TS_MIN(1, req_masked_in_block(r));\n        return;|        s->decoded = v2_draw(r, pc);\n        return;|check_policy"
     "Fast-dLLM v2's DualCache runs a new block's first step as a sub-block|sim/policy_fdllm_v2.c|    st->block_kept = !st->commit_pending && pc->p[DUAL] > 0|    st->block_kept = pc->p[DUAL] > 0|check_policy"
+    "Prophet's early commit leaves the rest undecoded|sim/policy.c|        r->decoded_total = r->last_block * r->Bs + req_block_len(r, r->last_block);\n        finished = true;|        finished = true;|check_policy"
     "IterSmooth's weight grows past its cap|engine/eng_gen.c|return fmin(s->init + s->growth * n, s->cont);|return s->init + s->growth * n;|check_eng_gen"
     "IterSmooth keeps a soft row at a position the step committed|engine/eng_gen.c|c->commit[row] >= 0 ? 0.0f|c->commit[row] >= 1 << 30 ? 0.0f|check_eng_gen"
     "IterSmooth's threshold never decays|engine/eng_gen.c|return fmaxf((float)(1.0 - s->decay * n), tau);|return tau;|check_eng_gen"
