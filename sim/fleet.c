@@ -678,6 +678,7 @@ static int merge(struct sim **r, const struct fleet_result *out, double slo, str
         f->live_model_s += m->live_model_s, f->live_abs_rel += m->live_abs_rel;
         f->idle_w += m->idle_w;
         f->peak_mem_bytes = TS_MAX(f->peak_mem_bytes, m->peak_mem_bytes);
+        f->peak_kv_bytes = TS_MAX(f->peak_kv_bytes, m->peak_kv_bytes);
     }
     f->num_requests += out->refused, f->num_rejected += out->refused;
     const double fin = (double)f->num_finished;

@@ -113,7 +113,8 @@ bool policy_advance(const struct policy_ops *po, struct request *r, const struct
         r->steps_in_block = 0;
     }
     po->advance(r, pc, seg, block_done);
-    if (!finished && pc->early_commit > 0 && r->decoded_total >= pc->early_commit * r->G) { /* Prophet: every position left commits with this step */
+    /* Prophet's early commit: every position left commits with this step */
+    if (!finished && pc->early_commit > 0 && r->decoded_total >= pc->early_commit * r->G) {
         r->decoded_total = r->last_block * r->Bs + req_block_len(r, r->last_block);
         finished = true;
     }

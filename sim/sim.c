@@ -728,6 +728,7 @@ static void start_step(struct sim *s)
                (long long)s->now_ns, (long long)in_use, (long long)s->capacity, s->sched->name);
     if (in_use > s->sum.peak_mem_bytes)
         s->sum.peak_mem_bytes = in_use;
+    s->sum.peak_kv_bytes = TS_MAX(s->sum.peak_kv_bytes, kv_bytes);
     record_step(s, dur, act, kv_bytes);
     TS_ASSERT(s->num_running >= (size_t)s->sd.num_segs); /* a segment a running request */
     s->sum.num_stalls += (int64_t)s->num_running - s->sd.num_segs;
@@ -760,9 +761,9 @@ static void on_step_done(struct sim *s)
         if (seg->phase != PHASE_PREFILL) {
             s->sum.rows_processed += seg->q;
             s->sum.missed_decodes += seg->missed;
-            s->sum.step_decoded += seg->decoded;
         }
         struct request *r = sim_req(s, seg->req_id);
+        const int32_t before = r->decoded_total; /* (an early commit decodes past the segment's count) */
         TS_ASSERT(r->state == REQ_RUNNING && !r->work_done);
         if (seg->phase == PHASE_PREFILL && s->prompts) { /* its prompt's whole blocks kept for later ones */
             s->sum.prompt_tokens += r->P;
@@ -772,6 +773,7 @@ static void on_step_done(struct sim *s)
             r->prefix_hit = 0;
         }
         bool finished = policy_advance(s->pol, r, &s->pcfg, seg);
+        s->sum.step_decoded += r->decoded_total - before;
         if (r->first_block_ns < 0 && (r->cur_block > 0 || finished))
             r->first_block_ns = s->now_ns;
         if (finished) {

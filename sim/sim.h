@@ -32,6 +32,7 @@ struct sim_summary {
     double queue_mean_s;              /* admitted - arrival */
     double mean_q_per_step, mean_segs_per_step;
     int64_t peak_mem_bytes;           /* weights + KV in use + activations, largest over steps */
+    int64_t peak_kv_bytes;            /* the KV pool's pages in use, largest over steps */
     int64_t weight_bytes, kv_pool_bytes, act_reserved_bytes, capacity_bytes;
     int32_t static_batch;             /* static scheduler: the batch size used (0 otherwise) */
     int64_t rows_processed;           /* the later layers' rows of the decoding steps (not prefill,

@@ -453,6 +453,7 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
     json_object_set_new(o, "ttfb_mean_s", json_real(m->ttfb_mean_s));
     json_object_set_new(o, "queue_mean_s", json_real(m->queue_mean_s));
     json_object_set_new(o, "peak_mem_bytes", json_integer(m->peak_mem_bytes));
+    json_object_set_new(o, "peak_kv_bytes", json_integer(m->peak_kv_bytes));
     json_object_set_new(o, "kv_pool_bytes", json_integer(m->kv_pool_bytes));
     json_object_set_new(o, "act_reserved_bytes", json_integer(m->act_reserved_bytes));
     json_object_set_new(o, "weight_bytes", json_integer(m->weight_bytes));

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# experiments/mechanisms.sh: every caching, sparsity and decoding mechanism in tessera's tables on one workload and card.
+#
+# One H100 serving 100 ShareGPT-shaped requests at 1 req/s (256 generated positions each, blocks of
+# 32, request-level continuous batching), priced by the calibration of tessera's engine for each model
+# on the H100 (LLaDA2.0-mini's carried from the H200). The mechanisms fall into three model groups,
+# since a block-causal mechanism needs a block-causal model; within a group the decode threshold, the
+# knob the papers tie speed to, is held at one value:
+#   LLaDA-8B (bidirectional), threshold decoding at 0.9 (Fast-dLLM's GSM8K profile, TPF 2.77):
+#     vanilla (no cache), prefix, dual (Fast-dLLM), vicinity (dInfer), sparse (Sparse-dLLM, half the
+#     cache kept), dllm-cache (dLLM-Cache), dpad (DPad, no cache and over the dual cache), and the
+#     dual cache with Prophet's early commit (--early-commit PROPHET: the share decoded when it fires,
+#     an assumption)
+#   SDAR-8B (block-causal), threshold decoding (SDAR's low profile, TPF 2.0): block (LMDeploy),
+#     block+delayed and focus (FOCUS), fdllm-v2 (Fast-dLLM v2: sub-blocks of 8 in blocks of 32, with
+#     and without its DualCache), and block with Prophet's early commit
+#   LLaDA2.0-mini (block-causal MoE), block: LLaDA2.0's threshold decoding (TPF 2.55) against
+#     LLaDA2.1's token editing in its Quality and Speed modes (TPF 3.12, 5.34: their model card's)
+# Each mechanism runs twice: at the rate (its mean and p99 latency, the KV pool's peak in use, and
+# the rows the decoding steps run for each token they decode: FOCUS's redundancy, the work a mechanism
+# saves) and with every request there at once (its throughput: what the card serves flat out).
+# Writes OUT/results.jsonl (a run a line), OUT/report.md (the table and the checks) and, with
+# gnuplot, OUT/figure.png.
+#
+# Usage: tessera exp run mechanisms OUT [--force]   (REQUESTS=100; RPS=1; PROPHET=0.45; GPU=h100;
+#        COST=calibrated|roofline; or experiments/mechanisms.sh OUT with TESSERA=path)
+set -uo pipefail
+out=${1:?usage: tessera exp run mechanisms OUT [--force]}
+bin=${TESSERA:-build/tessera}
+mkdir -p "$out" || exit 2
+: >"$out/results.jsonl"
+requests=${REQUESTS:-100} rps=${RPS:-1} prophet=${PROPHET:-0.45} gpu=${GPU:-h100}
+case ${COST:-calibrated} in
+    calibrated) cost=(--cost calibrated --extrapolate) ;;
+    roofline) cost=(--cost roofline) ;;
+    *) echo "mechanisms.sh: COST=$COST: calibrated or roofline" >&2; exit 2 ;;
+esac
+die() { echo "mechanisms.sh: $*" >&2; exit 1; }
+# run GROUP NAME OPTIONS...: the mechanism at the rate and flat out, their summaries a line of results.jsonl
+run() {
+    local group=$1 name=$2
+    shift 2
+    local common=(--gpu "$gpu" --scheduler request --requests "$requests" --gen-len 256 --seed 3 "${cost[@]}" "$@"
+                  --quiet --no-progress --json)
+    "$bin" sim "${common[@]}" --rps "$rps" >"$out/$group-$name.json" || die "$group $name failed: tessera sim $*"
+    "$bin" sim "${common[@]}" --rps 1e6 >"$out/$group-$name-flat.json" || die "$group $name flat out failed: tessera sim $*"
+    python3 - "$group" "$name" "$out/$group-$name.json" "$out/$group-$name-flat.json" >>"$out/results.jsonl" <<'PY' || exit 1
+import json, sys
+group, name, path, flat = sys.argv[1:]
+d, f = json.load(open(path)), json.load(open(flat))
+print(json.dumps({"group": group, "name": name, "throughput_tok_s": f["throughput_tok_s"], "lat_mean_s": d["lat_mean_s"],
+                  "lat_p99_s": d["lat_p99_s"], "peak_kv_gib": d["peak_kv_bytes"] / 2**30,
+                  "rows_per_token": d["redundancy"], "num_finished": min(d["num_finished"], f["num_finished"]),
+                  "cost": d["cost"]}))
+PY
+}
+llada=(--model llada-8b --decode threshold:llada-gsm8k)
+for p in vanilla prefix dual vicinity sparse dllm-cache; do
+    run llada "$p" "${llada[@]}" --policy "$p"
+done
+run llada dpad "${llada[@]}" --policy dpad
+run llada dpad-dual "${llada[@]}" --policy dpad --dpad-cache dual
+run llada dual-prophet "${llada[@]}" --policy dual --early-commit "$prophet"
+sdar=(--model sdar-8b --decode threshold:sdar-low)
+for p in block block+delayed focus; do
+    run sdar "$p" "${sdar[@]}" --policy "$p"
+done
+run sdar fdllm-v2 "${sdar[@]}" --policy fdllm-v2 --block 8
+run sdar fdllm-v2-dual "${sdar[@]}" --policy fdllm-v2 --block 8 --v2-dual 1
+run sdar block-prophet "${sdar[@]}" --policy block --early-commit "$prophet"
+mini=(--model llada2.0-mini --policy block --calib-from h200)
+[ "${COST:-calibrated}" = roofline ] && mini=(--model llada2.0-mini --policy block)
+run mini llada2.0 "${mini[@]}" --decode threshold:llada2-mini
+run mini llada2.1-q "${mini[@]}" --decode threshold:llada2.1-mini-q
+run mini llada2.1-s "${mini[@]}" --decode threshold:llada2.1-mini-s
+
+python3 - "$out" "$prophet" <<'PY' || exit 1
+import json, os, sys
+out, prophet = sys.argv[1], sys.argv[2]
+rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+by = {(r["group"], r["name"]): r for r in rows}
+TITLE = {"llada": "LLaDA-8B, threshold 0.9 (TPF 2.77)", "sdar": "SDAR-8B, threshold decoding (TPF 2.0)",
+         "mini": "LLaDA2.0-mini, block diffusion"}
+LABEL = {"dpad": "dpad (no cache)", "dpad-dual": "dpad over the dual cache",
+         "dual-prophet": "dual + Prophet (F = %s)" % prophet, "fdllm-v2": "fdllm-v2 (Fast-dLLM v2)",
+         "fdllm-v2-dual": "fdllm-v2, DualCache", "block-prophet": "block + Prophet (F = %s)" % prophet,
+         "llada2.0": "LLaDA2.0 threshold (TPF 2.55)", "llada2.1-q": "LLaDA2.1 editing, Q mode (TPF 3.12)",
+         "llada2.1-s": "LLaDA2.1 editing, S mode (TPF 5.34)"}
+with open(os.path.join(out, "report.md"), "w") as f:
+    f.write("# The mechanisms on one card\n\n%d requests of ShareGPT's lengths, 256 positions each, request-level "
+            "batching; %s. Latency, KV and rows at the experiment's rate; tokens/s with every request there at once."
+            "\n" % (rows[0]["num_finished"], rows[0]["cost"]))
+    for g in ("llada", "sdar", "mini"):
+        f.write("\n## %s\n\n| mechanism | tokens/s flat out | mean (s) | p99 (s) | KV peak (GiB) | rows a decoded token |\n"
+                "|---|---|---|---|---|---|\n" % TITLE[g])
+        for r in rows:
+            if r["group"] == g:
+                f.write("| %s | %.0f | %.2f | %.2f | %.2f | %.1f |\n" % (LABEL.get(r["name"], r["name"]), r["throughput_tok_s"],
+                        r["lat_mean_s"], r["lat_p99_s"], r["peak_kv_gib"], r["rows_per_token"]))
+    L = lambda n: by[("llada", n)]
+    S = lambda n: by[("sdar", n)]
+    M = lambda n: by[("mini", n)]
+    checks = [
+        ("every run finishes every request", all(r["num_finished"] == rows[0]["num_finished"] for r in rows)),
+        ("each cache runs fewer rows a token than no cache on LLaDA-8B",
+         all(L(n)["rows_per_token"] < L("vanilla")["rows_per_token"] for n in ("prefix", "dual", "vicinity", "sparse", "dllm-cache"))),
+        ("DPad's dropped suffix runs fewer rows a token than no cache, and over the dual cache fewer than the dual cache",
+         L("dpad")["rows_per_token"] < L("vanilla")["rows_per_token"] and L("dpad-dual")["rows_per_token"] < L("dual")["rows_per_token"]),
+        ("the sparse cache holds less KV at its peak than the dual cache", L("sparse")["peak_kv_gib"] < L("dual")["peak_kv_gib"]),
+        ("Prophet's early commit shortens the mean latency on both models",
+         L("dual-prophet")["lat_mean_s"] < L("dual")["lat_mean_s"] and S("block-prophet")["lat_mean_s"] < S("block")["lat_mean_s"]),
+        ("FOCUS runs fewer rows a token than block diffusion", S("focus")["rows_per_token"] < S("block")["rows_per_token"]),
+        ("Fast-dLLM v2 runs more rows a token than block diffusion (a block's rows to decode a sub-block), "
+         "its DualCache fewer than without", S("fdllm-v2")["rows_per_token"] > S("block")["rows_per_token"] and
+         S("fdllm-v2-dual")["rows_per_token"] < S("fdllm-v2")["rows_per_token"]),
+        ("LLaDA2.1's editing modes serve more tokens/s than LLaDA2.0's threshold decoding, S more than Q",
+         M("llada2.1-s")["throughput_tok_s"] > M("llada2.1-q")["throughput_tok_s"] > M("llada2.0")["throughput_tok_s"]),
+        ("flat out, the dual cache serves more tokens/s than no cache on LLaDA-8B",
+         L("dual")["throughput_tok_s"] > L("vanilla")["throughput_tok_s"]),
+    ]
+    f.write("\n| check | in tessera |\n|---|---|\n")
+    for text, ok in checks:
+        f.write("| %s | %s |\n" % (text, "holds" if ok else "does not hold"))
+with open(os.path.join(out, "figure.dat"), "w") as d:
+    for i, r in enumerate(rows):
+        d.write('%d "%s" %g %g %s\n' % (i, LABEL.get(r["name"], r["name"]).split(" (")[0], r["rows_per_token"],
+                                         r["lat_p99_s"], r["group"]))
+PY
+if command -v gnuplot >/dev/null 2>&1; then
+    gnuplot <<GP 2>"$out/gnuplot.log" || { rm -f "$out/figure.png"; echo "mechanisms.sh: no figure: $(head -2 "$out/gnuplot.log")" >&2; }
+set terminal pngcairo size 1100,520 font ",10"
+set output "$out/figure.png"
+set termoption noenhanced
+set multiplot layout 1,2 title "The mechanisms on one H100: 256 positions a request, each model group at one decode threshold"
+set style fill solid 0.8 border -1
+set boxwidth 0.7
+set grid ytics
+set key off
+set xtics rotate by 60 right font ",8"
+set ylabel "Rows the decoding steps run a decoded token"
+set logscale y
+set key top right
+plot "$out/figure.dat" using 1:3:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : 0x009E73):xtic(2) with boxes lc rgb variable notitle, \
+     NaN with boxes lc rgb '#0072B2' title "LLaDA-8B", NaN with boxes lc rgb '#E69F00' title "SDAR-8B", \
+     NaN with boxes lc rgb '#009E73' title "LLaDA2.0-mini"
+set key off
+set yrange [0.5:*]
+set ylabel "p99 latency (s)"
+plot "$out/figure.dat" using 1:4:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : 0x009E73):xtic(2) with boxes lc rgb variable
+unset multiplot
+GP
+fi
+echo "mechanisms: $out/report.md, $out/results.jsonl$([ -s "$out/figure.png" ] && echo ", $out/figure.png")"
