@@ -12,6 +12,8 @@
 #   dual           Fast-dLLM's dual cache, one token a step: a block's rows over the cached rest
 #   dual-parallel  the dual cache with threshold decoding (DECODE: llada-gsm8k's TPF, 2.77 tokens a
 #                  forward, drawn a step)
+#   dpad-parallel  the best of the newer mechanisms on this shape: DPad's suffix dropout over the dual
+#                  cache, with the same threshold decoding (policy dpad, its defaults)
 #   ar             the same weights decoding autoregressively (policy ar: the prompt once, then one
 #                  row a step over the K/V cache), as vLLM serves a model (--system vllm)
 # priced by the calibration of tessera's engine for LLaDA-8B on the GPU (its decode steps of one row
@@ -43,12 +45,13 @@ args() {
         vanilla) echo --policy vanilla --decode fixed:1 ;;
         dual) echo --policy dual --decode fixed:1 ;;
         dual-parallel) echo --policy dual --decode "$decode" ;;
+        dpad-parallel) echo --policy dpad --dpad-cache dual --decode "$decode" ;;
         ar) echo --system vllm ;;
     esac
 }
 for b in $batches; do
     n=$((4 * b > 8 ? 4 * b : 8))
-    for sys in vanilla dual dual-parallel ar; do
+    for sys in vanilla dual dual-parallel dpad-parallel ar; do
         # shellcheck disable=SC2046
         json=$("$bin" sim $(args $sys) --model "$model" --gpu "$gpu" --scheduler request --max-batch "$b" \
             --lengths "$lengths" --gen-len "$gen" --requests "$n" --rps 1000000 --seed 1 "${cost[@]}" \
@@ -67,7 +70,7 @@ python3 - "$out" "$model" "$gpu" "$lengths" "$decode" "${COST:-calibrated}" <<'P
 import json, os, sys
 out, model, gpu, lengths, decode, cost = sys.argv[1:]
 rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
-systems = ["vanilla", "dual", "dual-parallel", "ar"]
+systems = ["vanilla", "dual", "dual-parallel", "dpad-parallel", "ar"]
 tput = {(r["system"], r["batch"]): r["throughput_tok_s"] for r in rows}
 jtok = {(r["system"], r["batch"]): r["energy_per_token_j"] for r in rows}
 batches = sorted({r["batch"] for r in rows})
@@ -82,24 +85,26 @@ with open(os.path.join(out, "report.md"), "w") as f:
     f.write("%s on %s, prompts and answers %s, every request there at the start, request-level continuous "
             "batching capped at the batch size; cost %s. Throughput in generated tokens/s; the AR model "
             "over each dLLM variant in parentheses.\n\n" % (model, gpu, lengths, cost))
-    f.write("| batch | vanilla | dual | dual-parallel (%s) | ar |\n|---|---|---|---|---|\n" % decode)
+    f.write("| batch | vanilla | dual | dual-parallel (%s) | dpad-parallel | ar |\n|---|---|---|---|---|---|\n" % decode)
     for b in batches:
-        cells = ["%.0f (%.2fx)" % (tput[(s, b)], tput[("ar", b)] / tput[(s, b)]) for s in systems[:3]]
+        cells = ["%.0f (%.2fx)" % (tput[(s, b)], tput[("ar", b)] / tput[(s, b)]) for s in systems[:4]]
         f.write("| %d | %s | %.0f |\n" % (b, " | ".join(cells), tput[("ar", b)]))
     f.write("\n")
-    for s in systems[:3]:
+    for s in systems[:4]:
         c = crossover(s)
         f.write("- %s: %s\n" % (s, "the AR model is ahead from batch %d on" % c if c else "ahead of the AR model at every batch"))
     lo, hi = batches[0], batches[-1]
     checks = [
         ("at batch %d the dLLM with its cache and parallel decoding is ahead of AR" % lo,
          tput[("dual-parallel", lo)] > tput[("ar", lo)]),
-        ("at batch %d AR is ahead of every dLLM variant" % hi, all(tput[("ar", hi)] > tput[(s, hi)] for s in systems[:3])),
+        ("at batch %d AR is ahead of every dLLM variant" % hi, all(tput[("ar", hi)] > tput[(s, hi)] for s in systems[:4])),
+        ("the newer mechanism (DPad over the dual cache) is ahead of the dual cache at batch %d, and AR still overtakes it"
+         % lo, tput[("dpad-parallel", lo)] > tput[("dual-parallel", lo)] and crossover("dpad-parallel") is not None),
         ("the dLLM's lead shrinks with the batch: AR over dual-parallel grows from batch %d to %d" % (lo, hi),
          tput[("ar", hi)] / tput[("dual-parallel", hi)] > tput[("ar", lo)] / tput[("dual-parallel", lo)]),
     ]
     f.write("\nEnergy, joules a generated token (sim/README.md, \"Energy\"):\n\n")
-    f.write("| batch | vanilla | dual | dual-parallel | ar |\n|---|---|---|---|---|\n")
+    f.write("| batch | vanilla | dual | dual-parallel | dpad-parallel | ar |\n|---|---|---|---|---|---|\n")
     for b in batches:
         f.write("| %d | %s |\n" % (b, " | ".join("%.3f" % jtok[(s, b)] for s in systems)))
     f.write("\n| trend the studies report | in tessera |\n|---|---|\n")
@@ -122,12 +127,13 @@ set xlabel "Batch size (requests running at once)"
 set ylabel "Throughput (generated tokens/s)"
 set logscale x 2
 set logscale y
-set key top left
+set key bottom right
 set grid
 plot "$out/figure.dat" index 0 using 1:2 with linespoints lc rgb '#999999' pt 6 title "dLLM, no cache, one token a step", \
      "" index 1 using 1:2 with linespoints lc rgb '#0072B2' pt 5 title "dLLM, dual cache, one token a step", \
      "" index 2 using 1:2 with linespoints lc rgb '#009E73' pt 7 title "dLLM, dual cache, parallel decoding", \
-     "" index 3 using 1:2 with linespoints lc rgb '#D55E00' pt 9 lw 2 title "AR (the same transformer)"
+     "" index 3 using 1:2 with linespoints lc rgb '#CC79A7' pt 13 title "dLLM, DPad over the dual cache, parallel decoding", \
+     "" index 4 using 1:2 with linespoints lc rgb '#D55E00' pt 9 lw 2 title "AR (the same transformer)"
 EOF
 fi
 echo "ar-crossover: $out/report.md, $out/results.jsonl$([ -s "$out/figure.png" ] && echo ", $out/figure.png")"

@@ -219,10 +219,10 @@ with open(os.path.join(out, "report.md"), "w") as f:
          all(aff("least-outstanding", r)["ttfb_mean_s"] < aff("no-cache", r)["ttfb_mean_s"] for r in (8, 16, 24))),
         ("the affinity router finds more of the prompts cached than least outstanding, at every load and balance",
          all(hit(aff(n, r)) > hit(aff("least-outstanding", r)) for n in ("affinity-32", "affinity-4") for r in (8, 16, 24))),
-        ("on 4 replicas SGLang's balance of 32 requests lets affinity's p99 pass least outstanding's at 16 req/s",
-         aff("affinity-32", 16)["lat_p99_s"] > aff("least-outstanding", 16)["lat_p99_s"]),
-        ("with a balance of 4, affinity's mean latency is below least outstanding's at 24 req/s",
-         aff("affinity-4", 24)["lat_mean_s"] < aff("least-outstanding", 24)["lat_mean_s"]),
+        ("near saturation (24 req/s) affinity's mean latency is below least outstanding's at either balance",
+         all(aff(n, 24)["lat_mean_s"] < aff("least-outstanding", 24)["lat_mean_s"] for n in ("affinity-32", "affinity-4"))),
+        ("with a balance of 4, affinity's p99 is below least outstanding's at 16 and 24 req/s",
+         all(aff("affinity-4", r)["lat_p99_s"] < aff("least-outstanding", r)["lat_p99_s"] for r in (16, 24))),
     ]
     f.write("\n| check | in tessera |\n|---|---|\n")
     for text, ok in checks:
@@ -284,6 +284,7 @@ plot "$out/affinity.dat" using 1:2 with linespoints lc rgb '#999999' pt 7 lw 2 t
      "" using 1:8 with linespoints lc rgb '#0072B2' pt 9 lw 2 title "affinity, balance 4"
 set ylabel "Prompt tokens found cached (%)"
 set yrange [0:*]
+set offsets 0, 0, graph 0.15, 0
 set key bottom right
 plot "$out/affinity.dat" using 1:5 with linespoints lc rgb '#000000' pt 7 lw 2 title "least outstanding", \
      "" using 1:7 with linespoints lc rgb '#E69F00' pt 5 lw 2 title "affinity, balance 32", \

@@ -383,6 +383,9 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
     if (c->ep > 1 && c->tp > 1)
         return ts_fail(err, "--ep %d with --tp %d: expert parallelism is modelled with the rest of the step "
                             "replicated on every GPU, not beside tensor parallelism", c->ep, c->tp);
+    if (c->early_commit > 0 && strcmp(c->policy, "ar") == 0)
+        return ts_fail(err, "--early-commit: Prophet's early commit fills a diffusion model's masked positions; policy "
+                            "ar decodes one token a step");
     if (c->prompt_cache > 0 && c->executor == EXECUTOR_GPU)
         return ts_fail(err, "--prompt-cache: the engine keeps no K/V across requests (--executor model)");
     if (c->ep > 1 && c->executor == EXECUTOR_GPU)

@@ -798,7 +798,8 @@ int fleet_check_prompts(const struct sim_config *workload, const struct sim_conf
     return rc ? -1 : 0;
 }
 
-/* An affinity router's pictures of the replicas' prompt caches, each as large as the replica's. */
+/* An affinity router's pictures of the replicas' prompt caches, each as large as the replica's may grow
+ * (its --prompt-cache, bounded by its KV pool). */
 static int prompts_setup(struct fleet_state *fl, const struct sim_config *cfg, const struct trace *t,
                          struct ts_err *err)
 {
@@ -808,7 +809,7 @@ static int prompts_setup(struct fleet_state *fl, const struct sim_config *cfg, c
         return 0;
     fl->seen = xcalloc((size_t)fl->n, sizeof *fl->seen);
     for (int i = 0; i < fl->n; i++)
-        fl->seen[i] = prompt_cache_new(cfg[i].prompt_cache / TRACE_HASH_BLOCK);
+        fl->seen[i] = prompt_cache_new(sim_prompt_blocks(fl->r[i]));
     return 0;
 }
 

@@ -39,7 +39,8 @@
  *
  * Prompt affinity (router `affinity`, SGLang's cache-aware router): the fleet keeps, for each replica,
  * a picture of its prompt cache (prompt_cache.h): the whole prompt blocks of the requests routed to
- * it, as many blocks as its --prompt-cache holds, least recently routed evicted first. SGLang's router
+ * it, as many blocks as its cache may grow to (its --prompt-cache, bounded by its KV pool), least
+ * recently routed evicted first. SGLang's router
  * keeps such a tree of the prompts it routed, not the workers' own caches, and so may believe a block
  * cached that the replica evicted. Where the replicas' outstanding requests are out of balance (the
  * most exceeds the fewest by more than `abs` and by more than `rel` times), the request goes to the

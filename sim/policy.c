@@ -113,9 +113,11 @@ bool policy_advance(const struct policy_ops *po, struct request *r, const struct
         r->steps_in_block = 0;
     }
     po->advance(r, pc, seg, block_done);
-    /* Prophet's early commit: every position left commits with this step */
-    if (!finished && pc->early_commit > 0 && r->decoded_total >= pc->early_commit * r->G) {
-        r->decoded_total = r->last_block * r->Bs + req_block_len(r, r->last_block);
+    /* Prophet's early commit: every position left (to the last block, --early-stop's where it moved it)
+     * commits with this step */
+    const int32_t end = r->last_block * r->Bs + req_block_len(r, r->last_block);
+    if (!finished && pc->early_commit > 0 && r->decoded_total >= pc->early_commit * end) {
+        r->decoded_total = end;
         finished = true;
     }
     return finished;

@@ -154,4 +154,5 @@ void prompt_cache_trim(struct prompt_cache *c, int64_t keep)
 }
 
 int64_t prompt_cache_size(const struct prompt_cache *c) { return c->n; }
+int64_t prompt_cache_cap(const struct prompt_cache *c) { return c->cap; }
 int64_t prompt_cache_evicted(const struct prompt_cache *c) { return c->evicted; }

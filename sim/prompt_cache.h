@@ -26,8 +26,9 @@ int32_t prompt_cache_match(const struct prompt_cache *c, const int32_t *id, int3
 void prompt_cache_put(struct prompt_cache *c, const int32_t *id, int32_t n);
 /* Evicts the least recently used ids until at most `keep` are held. */
 void prompt_cache_trim(struct prompt_cache *c, int64_t keep);
-/* Ids held, and ids evicted since creation. */
+/* Ids held, the most it holds, and ids evicted since creation. */
 int64_t prompt_cache_size(const struct prompt_cache *c);
+int64_t prompt_cache_cap(const struct prompt_cache *c);
 int64_t prompt_cache_evicted(const struct prompt_cache *c);
 
 #endif

@@ -60,7 +60,7 @@ struct request {
     const int32_t *hash;     /* its prompt's block ids (trace.h), or NULL */
     int32_t n_hash;
     int32_t prefix_hit;      /* prompt tokens its next prefill finds in the prompt cache (--prompt-cache),
-                              * set at admission: the prefill reads their K/V instead of computing them */
+                              * set when the prefill is emitted: it reads their K/V instead of computing them */
 };
 
 static inline int32_t req_block_len(const struct request *r, int32_t b)

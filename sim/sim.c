@@ -80,13 +80,17 @@ int64_t sim_kv_need(const struct sim *s, const struct request *r, bool peak)
     return (peak ? s->pol->kv_peak_tokens(r, &s->pcfg) : s->pol->kv_tokens(r, &s->pcfg)) + s->decode_state_tokens;
 }
 
-/* The prompt cache within the pool's free pages: its least recently used blocks evicted until it fits
- * (a request's reservation takes its pages back from it). */
+/* The prompt cache within the memory no request holds (the pool's free pages, less the activations
+ * reserved where a scheduler reserves them from the pool): its least recently used blocks evicted until
+ * it fits, so that a request's reservation takes its pages back from it. */
 static void prompts_fit(struct sim *s)
 {
-    if (s->prompts)
-        prompt_cache_trim(s->prompts, TS_MIN(s->cfg.prompt_cache / TRACE_HASH_BLOCK,
-                                             (s->kv_pages_total - s->kv_pages_used) / sim_kv_pages(s, TRACE_HASH_BLOCK)));
+    if (!s->prompts)
+        return;
+    const int64_t page = s->kv_page_tokens * s->kv_token_bytes;
+    const int64_t left = s->capacity - s->weight_bytes - s->act_reserved - s->kv_pages_used * page;
+    prompt_cache_trim(s->prompts, TS_MIN(s->cfg.prompt_cache / TRACE_HASH_BLOCK,
+                                         TS_MAX(left, 0) / page / sim_kv_pages(s, TRACE_HASH_BLOCK)));
 }
 
 bool sim_kv_reserve(struct sim *s, struct request *r, int64_t tokens)
@@ -228,8 +232,10 @@ void sim_finish(struct sim *s, struct request *r)
 void sim_emit(struct sim *s, struct request *r, struct segment *seg)
 {
     memset(seg, 0, sizeof *seg);
-    if (s->prompts && (r->steps == 0 || r->need_refresh) && !r->swapped) /* a prefill: the cache as it is now */
+    if (s->prompts && (r->steps == 0 || r->need_refresh)) { /* a prefill: the cache as it is now */
+        prompts_fit(s);
         r->prefix_hit = prompt_hit(s, r);
+    }
     s->pol->emit(r, &s->pcfg, seg);
     seg->req_id = r->id;
 }
@@ -399,7 +405,6 @@ static int resolve_ep(struct sim *s, struct ts_err *err)
     return load_allreduce(s, cfg->ep, err);
 }
 
-/* sim_create, or with fed its requests fed to it (sim_create_fed). */
 /* --prompt-cache: the store, in the KV pool's free pages (prompts_fit). A prompt block's K/V are
  * another request's own only where the prompt attends causally or block-causally in blocks that tile
  * the prompt blocks. A fed instance's workload is its fleet's, which checks it for block ids. */
@@ -419,6 +424,12 @@ static int prompts_setup(struct sim *s, bool fed, struct ts_err *err)
     if (!fed && s->trace.n_hash == 0)
         return ts_fail(err, "--prompt-cache: the workload (%s) gives no prompt block ids (a Mooncake trace's "
                             "hash_ids), so no request could find another's prompt", s->cfg.trace);
+    if (s->sched == &sched_static)
+        return ts_fail(err, "--prompt-cache with --scheduler static: a static batch pads its prompts to one length, "
+                            "whose rows a cached prefix cannot shorten request by request");
+    if (s->cfg.lazy_chunking)
+        return ts_fail(err, "--prompt-cache with --lazy-chunking: a step's chunks may take any free page, the cache's "
+                            "too");
     if (blocks == 0)
         return ts_fail(err, "--prompt-cache %lld: less than one prompt block of %d tokens",
                        (long long)s->cfg.prompt_cache, TRACE_HASH_BLOCK);
@@ -426,6 +437,7 @@ static int prompts_setup(struct sim *s, bool fed, struct ts_err *err)
     return 0;
 }
 
+/* sim_create, or with fed its requests fed to it (sim_create_fed). */
 static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct ts_err *err)
 {
     if (sim_config_validate(cfg, err))
@@ -886,6 +898,7 @@ const char *sim_hand_mismatch(const struct sim *a, const struct sim *b)
 }
 
 bool sim_failed(const struct sim *s) { return s->failed; }
+int64_t sim_prompt_blocks(const struct sim *s) { return s->prompts ? prompt_cache_cap(s->prompts) : 0; }
 
 void sim_set_hand(struct sim *s, enum sim_hand h)
 {

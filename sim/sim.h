@@ -90,6 +90,8 @@ void sim_get_summary(const struct sim *s, struct sim_summary *out);
 const struct sim_config *sim_config(const struct sim *s);
 const struct model_cfg *sim_model(const struct sim *s);
 const struct gpu_spec *sim_gpu(const struct sim *s);
+/* The prompt blocks its prompt cache may hold at most (--prompt-cache, bounded by its KV pool), or 0. */
+int64_t sim_prompt_blocks(const struct sim *s);
 /* The run's step knobs (step_desc.h), as every step it emits carries them. */
 const struct step_desc *sim_knobs(const struct sim *s);
 /* The run's scheduler's parameter `name` as resolved (its option's name, e.g.

@@ -666,6 +666,11 @@ START_TEST(early_commit_finishes_the_request)
     pc.early_commit = 0;
     run_life(&policy_block, &pc, 100, 64, 64, 8, &L);
     ck_assert_int_eq(L.n, 9);
+    /* with --early-stop, F of the positions the request will decode: 40 of content end it after block 1
+     * (64 positions), so F = 0.45 commits at 29 */
+    pc.early_commit = 0.45, pc.early_stop = true;
+    run_life(&policy_dual, &pc, 100, 256, 40, 1, &L);
+    ck_assert_int_eq(L.n, 29);
 }
 END_TEST
 

@@ -197,6 +197,13 @@ START_TEST(cache_gives_pages_to_requests)
     ck_assert(sim_kv_reserve(s, &r, (s->kv_pages_total - 10 * ppb) * s->kv_page_tokens));
     ck_assert_int_eq(prompt_cache_size(s->prompts), 10);
     ck_assert_int_eq(prompt_cache_match(s->prompts, ids, 100), 10); /* the prompt's first blocks stay */
+    /* activations reserved (from the pool, as the request scheduler reserves them) take room too: 4
+     * blocks' worth, then a page more of K/V, leave 5 */
+    s->act_reserved += 4 * ppb * s->kv_page_tokens * s->kv_token_bytes;
+    struct request r2 = {0};
+    ck_assert(sim_kv_reserve(s, &r2, 1));
+    ck_assert_int_eq(prompt_cache_size(s->prompts), 5);
+    s->kv_pages_used -= sim_kv_pages(s, r2.kv_tokens_held);
     s->kv_pages_used -= sim_kv_pages(s, r.kv_tokens_held);
     sim_destroy(s);
 }
@@ -218,6 +225,14 @@ START_TEST(refusals_name_the_reason)
     block_config(&c, conv, 100);
     ck_assert_ptr_null(sim_create(&c, &err));
     ck_assert_msg(strstr(err.msg, "less than one prompt block") != NULL, "%s", err.msg);
+    block_config(&c, conv, 1 << 20);
+    snprintf(c.scheduler, sizeof c.scheduler, "static");
+    ck_assert_ptr_null(sim_create(&c, &err));
+    ck_assert_msg(strstr(err.msg, "--scheduler static") != NULL, "%s", err.msg);
+    block_config(&c, conv, 1 << 20);
+    c.lazy_chunking = true;
+    ck_assert_ptr_null(sim_create(&c, &err));
+    ck_assert_msg(strstr(err.msg, "--lazy-chunking") != NULL, "%s", err.msg);
     block_config(&c, tmp_file(1, ".csv", "arrival_ns,prompt_tokens,output_tokens\n0,600,32\n"), 1 << 20);
     ck_assert_ptr_null(sim_create(&c, &err));
     ck_assert_msg(strstr(err.msg, "gives no prompt block ids") != NULL, "%s", err.msg);

@@ -1120,8 +1120,8 @@ expect 0 "exp run ar-crossover" -- env BATCHES="1 64" $bin exp run ar-crossover 
 got=$(python3 -c 'import json, sys
 r = {(o["system"], o["batch"]): o for o in map(json.loads, open(sys.argv[1]))}
 print(len(r), r[("ar", 1)]["num_steps"], r[("dual", 1)]["num_steps"])' "$tmp/arx/results.jsonl" 2>&1)
-[ "$got" = "8 2056 2048" ] && ok || bad "exp run ar-crossover: runs and steps at batch 1 '$got', wanted '8 2056 2048'"
-[ "$(grep -c '| holds |' "$tmp/arx/report.md")" = 3 ] && ok || bad "exp run ar-crossover: a trend does not hold ($tmp/arx/report.md)"
+[ "$got" = "10 2056 2048" ] && ok || bad "exp run ar-crossover: runs and steps at batch 1 '$got', wanted '10 2056 2048'"
+[ "$(grep -c '| holds |' "$tmp/arx/report.md")" = 4 ] && ok || bad "exp run ar-crossover: a trend does not hold ($tmp/arx/report.md)"
 is_png "$tmp/arx/figure.png" "exp run ar-crossover"
 expect 0 "exp run papers --quick" -- $bin exp run papers "$tmp/papers" --quick
 for e in dllm-serve-fig3 dllm-serve-fig4 dllm-serve-fig5 dllm-serve-table4 dllm-serve-fig7 dllm-serve-fig8 focus-fig6 \
@@ -1449,6 +1449,8 @@ contains "sim --help lists the planners from the table" "caching profiled first-
 expect 0 "sim --early-commit" -- $bin sim --early-commit 0.45 --requests 10 --no-progress --json
 got=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["tokens_decoded"], d["num_finished"])' "$tmp/out")
 [ "$got" = "2560 10" ] && ok || bad "sim --early-commit: every position of the 10 requests counted decoded (got $got)"
+expect 2 "sim --early-commit under ar" -- $bin sim --early-commit 0.5 --system vllm --model qwen2.5-3b
+contains "sim --early-commit under ar" "policy ar decodes one token a step"
 expect 2 "sim --early-commit 1.5" -- $bin sim --early-commit 1.5
 contains "sim --early-commit 1.5" "--early-commit"
 expect 0 "list decode: LLaDA2.1's modes" -- $bin list decode

@@ -337,9 +337,9 @@ static int json_hashes(const char *path, int64_t line, json_t *o, int32_t prompt
     if (!json_is_array(a))
         return ts_fail(err, "%s:%lld: hash_ids: not an array", path, (long long)line);
     const size_t m = json_array_size(a);
-    if (m > (size_t)prompt / TRACE_HASH_BLOCK + 1)
-        return ts_fail(err, "%s:%lld: hash_ids: %zu ids for %d input tokens (one a block of %d at most)", path,
-                       (long long)line, m, prompt, TRACE_HASH_BLOCK);
+    if (m > ((size_t)prompt + TRACE_HASH_BLOCK - 1) / TRACE_HASH_BLOCK)
+        return ts_fail(err, "%s:%lld: hash_ids: %zu ids for %d input tokens (one a started block of %d at most)",
+                       path, (long long)line, m, prompt, TRACE_HASH_BLOCK);
     for (size_t k = 0; k < m; k++) {
         json_t *v = json_array_get(a, k);
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)

@@ -346,6 +346,7 @@ int trace_stream_next(struct trace_stream *st, struct trace_req *out, struct ts_
         st->i++;
         return 1;
     }
+    *out = (struct trace_req){0}; /* (a generated request names no prompt blocks) */
     draw_lengths(st, &out->prompt, &out->output);
     if (st->i > 0)
         st->now_s += next_gap_s(&st->ag, st->ra);
@@ -410,8 +411,12 @@ int trace_rescale(struct trace *t, double rps, struct ts_err *err)
 
 void trace_truncate(struct trace *t, int64_t n)
 {
-    if (n >= 0 && n < t->n)
+    if (n >= 0 && n < t->n) {
         t->n = n;
+        t->n_hash = 0; /* (the kept rows' ids: a prefix of the pool) */
+        for (int64_t i = 0; i < n; i++)
+            t->n_hash += t->reqs[i].n_hash;
+    }
 }
 
 int trace_write(const struct trace *t, const char *path, struct ts_err *err)

@@ -103,8 +103,6 @@ static void option_usage(FILE *f, const struct cfg_option *o, const struct sim_c
     print_wrapped(f, lhs, text);
 }
 
-/* The policies' and schedulers' parameters, each option once: the entries declaring it, with
- * their defaults, and the first one's help. */
 /* The parameters, a line an entry that has any: its name, then each --NAME with its argument and
  * default, kept whole when the line wraps (`tessera list policies` and `list schedulers` give their
  * help). */

@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t at = 0;
         for (int64_t i = 0; i < t.n; i++) {
             const struct trace_req *r = &t.reqs[i];
-            if (r->n_hash < 0 || (r->n_hash > 0) != (r->hash != NULL) || r->n_hash > r->prompt / TRACE_HASH_BLOCK + 1 ||
+            if (r->n_hash < 0 || (r->n_hash > 0) != (r->hash != NULL) || r->n_hash > (r->prompt + TRACE_HASH_BLOCK - 1) / TRACE_HASH_BLOCK ||
                 (r->hash && r->hash != t.hash + at))
                 __builtin_trap();
             for (int32_t k = 0; k < r->n_hash; k++)
