@@ -16,6 +16,8 @@
 #     and without its DualCache), and block with Prophet's early commit
 #   LLaDA2.0-mini (block-causal MoE), block: LLaDA2.0's threshold decoding (TPF 2.55) against
 #     LLaDA2.1's token editing in its Quality and Speed modes (TPF 3.12, 5.34: their model card's)
+#   Fast-dLLM v2 7B (its own model and H100 calibration), one token a step (its GSM8K setting):
+#     block diffusion against fdllm-v2 with and without its DualCache
 # Each mechanism runs twice: at the rate (its mean and p99 latency, the KV pool's peak in use, and
 # the rows the decoding steps run for each token they decode: FOCUS's redundancy, the work a mechanism
 # saves) and with every request there at once (its throughput: what the card serves flat out).
@@ -73,6 +75,10 @@ mini=(--model llada2.0-mini --policy block --calib-from h200)
 run mini llada2.0 "${mini[@]}" --decode threshold:llada2-mini
 run mini llada2.1-q "${mini[@]}" --decode threshold:llada2.1-mini-q
 run mini llada2.1-s "${mini[@]}" --decode threshold:llada2.1-mini-s
+fdv2=(--model fast-dllm-v2-7b --decode fixed:1)
+run fdv2 block "${fdv2[@]}" --policy block
+run fdv2 fdllm-v2 "${fdv2[@]}" --policy fdllm-v2 --block 8
+run fdv2 fdllm-v2-dual "${fdv2[@]}" --policy fdllm-v2 --block 8 --v2-dual 1
 
 python3 - "$out" "$prophet" <<'PY' || exit 1
 import json, os, sys
@@ -80,8 +86,8 @@ out, prophet = sys.argv[1], sys.argv[2]
 rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
 by = {(r["group"], r["name"]): r for r in rows}
 TITLE = {"llada": "LLaDA-8B, threshold 0.9 (TPF 2.77)", "sdar": "SDAR-8B, threshold decoding (TPF 2.0)",
-         "mini": "LLaDA2.0-mini, block diffusion"}
-LABEL = {"dpad": "dpad (no cache)", "dpad-dual": "dpad over the dual cache",
+         "mini": "LLaDA2.0-mini, block diffusion", "fdv2": "Fast-dLLM v2 7B, one token a step"}
+LABEL = {"dpad": "dpad (no cache)", "block": "block", "dpad-dual": "dpad over the dual cache",
          "dual-prophet": "dual + Prophet (F = %s)" % prophet, "fdllm-v2": "fdllm-v2 (Fast-dLLM v2)",
          "fdllm-v2-dual": "fdllm-v2, DualCache", "block-prophet": "block + Prophet (F = %s)" % prophet,
          "llada2.0": "LLaDA2.0 threshold (TPF 2.55)", "llada2.1-q": "LLaDA2.1 editing, Q mode (TPF 3.12)",
@@ -90,7 +96,7 @@ with open(os.path.join(out, "report.md"), "w") as f:
     f.write("# The mechanisms on one card\n\n%d requests of ShareGPT's lengths, 256 positions each, request-level "
             "batching; %s. Latency, KV and rows at the experiment's rate; tokens/s with every request there at once."
             "\n" % (rows[0]["num_finished"], rows[0]["cost"]))
-    for g in ("llada", "sdar", "mini"):
+    for g in ("llada", "sdar", "mini", "fdv2"):
         f.write("\n## %s\n\n| mechanism | tokens/s flat out | mean (s) | p99 (s) | KV peak (GiB) | rows a decoded token |\n"
                 "|---|---|---|---|---|---|\n" % TITLE[g])
         for r in rows:
@@ -100,6 +106,7 @@ with open(os.path.join(out, "report.md"), "w") as f:
     L = lambda n: by[("llada", n)]
     S = lambda n: by[("sdar", n)]
     M = lambda n: by[("mini", n)]
+    V = lambda n: by[("fdv2", n)]
     checks = [
         ("every run finishes every request", all(r["num_finished"] == rows[0]["num_finished"] for r in rows)),
         ("each cache runs fewer rows a token than no cache on LLaDA-8B",
@@ -117,6 +124,8 @@ with open(os.path.join(out, "report.md"), "w") as f:
          M("llada2.1-s")["throughput_tok_s"] > M("llada2.1-q")["throughput_tok_s"] > M("llada2.0")["throughput_tok_s"]),
         ("flat out, the dual cache serves more tokens/s than no cache on LLaDA-8B",
          L("dual")["throughput_tok_s"] > L("vanilla")["throughput_tok_s"]),
+        ("on its own model, Fast-dLLM v2's DualCache runs fewer rows a token than its plain path",
+         V("fdllm-v2-dual")["rows_per_token"] < V("fdllm-v2")["rows_per_token"]),
     ]
     f.write("\n| check | in tessera |\n|---|---|\n")
     for text, ok in checks:
@@ -140,13 +149,13 @@ set xtics rotate by 60 right font ",8"
 set ylabel "Rows the decoding steps run a decoded token"
 set logscale y
 set key top right
-plot "$out/figure.dat" using 1:3:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : 0x009E73):xtic(2) with boxes lc rgb variable notitle, \
+plot "$out/figure.dat" using 1:3:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : strcol(5) eq "mini" ? 0x009E73 : 0xCC79A7):xtic(2) with boxes lc rgb variable notitle, \
      NaN with boxes lc rgb '#0072B2' title "LLaDA-8B", NaN with boxes lc rgb '#E69F00' title "SDAR-8B", \
-     NaN with boxes lc rgb '#009E73' title "LLaDA2.0-mini"
+     NaN with boxes lc rgb '#009E73' title "LLaDA2.0-mini", NaN with boxes lc rgb '#CC79A7' title "Fast-dLLM v2 7B"
 set key off
 set yrange [0.5:*]
 set ylabel "p99 latency (s)"
-plot "$out/figure.dat" using 1:4:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : 0x009E73):xtic(2) with boxes lc rgb variable
+plot "$out/figure.dat" using 1:4:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : strcol(5) eq "mini" ? 0x009E73 : 0xCC79A7):xtic(2) with boxes lc rgb variable
 unset multiplot
 GP
 fi
