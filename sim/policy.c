@@ -18,6 +18,7 @@ static const struct policy_ops *const policies[] = {
     &policy_ar,
     &policy_dpad,
     &policy_fdllm_v2,
+    &policy_d2cache,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

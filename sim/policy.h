@@ -50,6 +50,7 @@ struct policy_ops {
                                * replays of it are refused at start, naming this) */
     bool decides;      /* its emit sets the segment's decoded (and missed) itself: which tokens a step
                         * decodes depends on what it computes (focus's eviction) */
+    bool scattered;    /* its steps' rows are positions chosen across the sequence, not a window (d2cache) */
     bool block_causal; /* its steps run one block over the cache of the blocks before it, so a
                         * block-causal model (SDAR, LLaDA2.0) attends block-causally there */
     /* Fills *seg with the next step's shape for r (everything but `decoded`). */
@@ -73,9 +74,9 @@ struct policy_ops {
 };
 
 /* Why policy po cannot be driven with its rows at positions (policy_drive.h), or NULL: it decides
- * what a step decodes itself, selects a sparse cache, sets step knobs (front layers, probes), or
- * keeps a count of cached positions inside the block (the delayed cache, which assumes where the
- * decoded positions lie). */
+ * what a step decodes itself, selects a sparse cache, sets step knobs (front layers, probes), keeps a
+ * count of cached positions inside the block (the delayed cache, which assumes where the decoded
+ * positions lie), or runs rows chosen across the sequence (scattered). */
 const char *policy_drive_lacks(const struct policy_ops *po);
 /* Policy `name` with the parameters given (each one it declares; the rest at their defaults) as a
  * drive over n requests of prompt_len[i] prompt and gen_len response positions in blocks of
@@ -167,5 +168,6 @@ extern const struct policy_ops policy_focus;
 extern const struct policy_ops policy_ar;
 extern const struct policy_ops policy_dpad;
 extern const struct policy_ops policy_fdllm_v2;
+extern const struct policy_ops policy_d2cache;
 
 #endif

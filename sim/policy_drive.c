@@ -30,6 +30,8 @@ const char *policy_drive_lacks(const struct policy_ops *po)
         return "its steps need knobs of their own (front layers, probes)";
     if (po->advance == policy_delayed_advance)
         return "it counts the block's cached positions, assuming where the decoded ones lie";
+    if (po->scattered)
+        return "its rows are positions chosen across the sequence, not a window to place";
     return NULL;
 }
 

@@ -674,6 +674,33 @@ START_TEST(early_commit_finishes_the_request)
 }
 END_TEST
 
+/* d2Cache by hand: one block of 64 after a prompt of 100, fixed:1, k = 32, one rollout position. The
+ * first forward runs all 164 rows; step i runs min(32, 64 - i) masked rows, the one the step before
+ * decoded and the rollout's one, over the other 164 - q. With fixed:4, 4 decoded rows. */
+START_TEST(d2cache_shapes)
+{
+    struct policy_cfg pc = {.block_size = 64};
+    pc.p[0] = 32, pc.p[1] = 1;
+    run_life(&policy_d2cache, &pc, 100, 64, 64, 1, &L);
+    ck_assert_int_eq(L.n, 64);
+    expect_seg(&L.seg[0], PHASE_FULL, 164, 0, 164, 164, 1);
+    for (int i = 1; i < 64; i++) {
+        const int q = (64 - i < 32 ? 64 - i : 32) + 2;
+        expect_seg(&L.seg[i], PHASE_REUSE, q, 164 - q, q, q, 1);
+    }
+    pc.mask_only = true;
+    run_life(&policy_d2cache, &pc, 100, 64, 64, 1, &L);
+    expect_seg(&L.seg[1], PHASE_REUSE, 34, 130, 34, 32, 1);
+    expect_seg(&L.seg[63], PHASE_REUSE, 3, 161, 3, 1, 1);
+    pc.mask_only = false;
+    run_life(&policy_d2cache, &pc, 100, 64, 64, 4, &L);
+    expect_seg(&L.seg[1], PHASE_REUSE, 37, 127, 37, 37, 4);
+    /* its rows are no window: engine generate cannot place them (its steps run live by shape) */
+    ck_assert_ptr_nonnull(policy_drive_lacks(&policy_d2cache));
+    ck_assert_ptr_null(policy_drive_lacks(&policy_dpad));
+}
+END_TEST
+
 START_TEST(block_shapes)
 {
     run_life(&policy_block, &PC, 100, 96, 96, 1, &L);
@@ -1006,6 +1033,7 @@ int main(void)
     tcase_add_test(tc, dpad_shapes);
     tcase_add_test(tc, fdllm_v2_shapes);
     tcase_add_test(tc, early_commit_finishes_the_request);
+    tcase_add_test(tc, d2cache_shapes);
     tcase_add_test(tc, block_shapes);
     tcase_add_test(tc, ar_shapes);
     tcase_add_test(tc, block_partial_last_block);

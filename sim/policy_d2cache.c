@@ -1,0 +1,63 @@
+/* policy_d2cache.c: d2Cache's per-step selection of the rows whose K/V are updated (arXiv 2509.23094;
+ * Kamichanw/d2Cache at 72feb60, src/cache/d2cache.py). The first forward runs the whole sequence and
+ * caches every position's K/V (FULL q = L, kv_write = L). Each later step runs only the rows chosen
+ * after the step before, at every layer, over the cached K/V of all the others (q rows, kv = L - q,
+ * kv_write = q):
+ *   - the k masked positions of the highest certainty-weighted confidence (--d2-k, its current_k 32),
+ *     or all that are left;
+ *   - the positions the step before decoded (their K/V now of the decoded token);
+ *   - the nucleus of the attention rollout: the fewest positions holding a tenth of its importance, at
+ *     least one (--d2-rollout: how many depends on the attention, an assumption).
+ * Only the chosen masked positions produce logits and can be decoded. There is no refresh: after a
+ * recompute the next forward runs the whole sequence again. The rollout itself (the attention
+ * weights, averaged over heads, and a T x T product a layer, each step) is not priced. */
+#include "policy.h"
+
+enum { K, ROLLOUT };
+static const struct param_spec d2_params[] = {
+    [K] = {"d2-k", "masked positions chosen a step, by certainty-weighted confidence (current_k)", 32, 1, 1 << 20, true},
+    [ROLLOUT] = {"d2-rollout", "positions the attention rollout's nucleus adds a step (at least one: an assumption)",
+                 1, 0, 1 << 20, true},
+};
+
+struct d2_state {
+    bool cached;          /* a forward has cached every position's K/V */
+    int32_t last_decoded; /* what the step before decoded */
+};
+
+static void d2_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
+{
+    const struct d2_state *st = POLICY_STATE(r, const struct d2_state);
+    if (!st->cached || r->need_refresh) {
+        s->phase = PHASE_FULL;
+        s->q = s->kv_write = r->L;
+        s->logit_rows = policy_logit_rows_seq(pc, r, s->q);
+        return;
+    }
+    const int32_t masked = TS_MIN((int32_t)pc->p[K], r->G - r->decoded_total);
+    s->phase = PHASE_REUSE;
+    s->q = s->kv_write = TS_MIN(r->L, masked + st->last_decoded + (int32_t)pc->p[ROLLOUT]);
+    s->kv = r->L - s->q;
+    s->logit_rows = policy_logit_rows(pc, s->q, masked);
+}
+
+static void d2_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s, bool block_done)
+{
+    (void)pc, (void)block_done;
+    *POLICY_STATE(r, struct d2_state) = (struct d2_state){.cached = true, .last_decoded = s->decoded};
+}
+
+const struct policy_ops policy_d2cache = {
+    .name = "d2cache",
+    .help = "d2Cache (arXiv 2509.23094, Kamichanw/d2Cache src/cache/d2cache.py): a FULL first forward, then "
+            "each step only the k most certain masked positions, the ones the step before decoded and the "
+            "attention rollout's nucleus, over every other position's cached K/V",
+    .params = d2_params,
+    .num_params = (int)TS_ARRAY_LEN(d2_params),
+    .scattered = true,
+    .emit = d2_emit,
+    .advance = d2_advance,
+    .kv_tokens = policy_kv_whole,
+    .kv_peak_tokens = policy_kv_whole,
+    .peak_q = policy_q_whole,
+};
