@@ -9,7 +9,8 @@
 #   LLaDA-8B (bidirectional), threshold decoding at 0.9 (Fast-dLLM's GSM8K profile, TPF 2.77):
 #     vanilla (no cache), prefix, dual (Fast-dLLM), vicinity (dInfer), sparse (Sparse-dLLM, half the
 #     cache kept), dllm-cache (dLLM-Cache), dpad (DPad, no cache and over the dual cache), d2cache
-#     (d2Cache, its one block of 256: its rollout's own cost unpriced), and the
+#     (d2Cache, its one block of 256: its rollout's own cost unpriced), elastic (Elastic-Cache, a
+#     window of 16, refreshing every 32 steps past its first 16 layers: both assumptions), and the
 #     dual cache with Prophet's early commit (--early-commit PROPHET: the share decoded when it fires,
 #     an assumption)
 #   SDAR-8B (block-causal), threshold decoding (SDAR's low profile, TPF 2.0): block (LMDeploy),
@@ -64,6 +65,7 @@ done
 run llada dpad "${llada[@]}" --policy dpad
 run llada dpad-dual "${llada[@]}" --policy dpad --dpad-cache dual
 run llada d2cache "${llada[@]}" --policy d2cache --block 256
+run llada elastic "${llada[@]}" --policy elastic --ec-refresh-every 32
 run llada dual-prophet "${llada[@]}" --policy dual --early-commit "$prophet"
 sdar=(--model sdar-8b --decode threshold:sdar-low)
 for p in block block+delayed focus; do
@@ -89,7 +91,7 @@ rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
 by = {(r["group"], r["name"]): r for r in rows}
 TITLE = {"llada": "LLaDA-8B, threshold 0.9 (TPF 2.77)", "sdar": "SDAR-8B, threshold decoding (TPF 2.0)",
          "mini": "LLaDA2.0-mini, block diffusion", "fdv2": "Fast-dLLM v2 7B, one token a step"}
-LABEL = {"dpad": "dpad (no cache)", "block": "block", "d2cache": "d2cache (one block)", "dpad-dual": "dpad over the dual cache",
+LABEL = {"dpad": "dpad (no cache)", "block": "block", "d2cache": "d2cache (one block)", "elastic": "elastic (refresh every 32)", "dpad-dual": "dpad over the dual cache",
          "dual-prophet": "dual + Prophet (F = %s)" % prophet, "fdllm-v2": "fdllm-v2 (Fast-dLLM v2)",
          "fdllm-v2-dual": "fdllm-v2, DualCache", "block-prophet": "block + Prophet (F = %s)" % prophet,
          "llada2.0": "LLaDA2.0 threshold (TPF 2.55)", "llada2.1-q": "LLaDA2.1 editing, Q mode (TPF 3.12)",
@@ -124,8 +126,10 @@ with open(os.path.join(out, "report.md"), "w") as f:
          S("fdllm-v2-dual")["rows_per_token"] < S("fdllm-v2")["rows_per_token"]),
         ("LLaDA2.1's editing modes serve more tokens/s than LLaDA2.0's threshold decoding, S more than Q",
          M("llada2.1-s")["throughput_tok_s"] > M("llada2.1-q")["throughput_tok_s"] > M("llada2.0")["throughput_tok_s"]),
-        ("d2Cache's chosen rows run fewer rows a token than the dual cache",
-         L("d2cache")["rows_per_token"] < L("dual")["rows_per_token"]),
+        ("d2Cache's and Elastic-Cache's chosen rows run fewer rows a token than the dual cache",
+         L("d2cache")["rows_per_token"] < L("dual")["rows_per_token"] and L("elastic")["rows_per_token"] < L("dual")["rows_per_token"]),
+        ("Elastic-Cache's pool holds more at its peak than the dual cache's (its queries and layer inputs too)",
+         L("elastic")["peak_kv_gib"] > L("dual")["peak_kv_gib"]),
         ("flat out, the dual cache serves more tokens/s than no cache on LLaDA-8B",
          L("dual")["throughput_tok_s"] > L("vanilla")["throughput_tok_s"]),
         ("on its own model, Fast-dLLM v2's DualCache runs fewer rows a token than its plain path",

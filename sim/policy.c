@@ -19,6 +19,7 @@ static const struct policy_ops *const policies[] = {
     &policy_dpad,
     &policy_fdllm_v2,
     &policy_d2cache,
+    &policy_elastic,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

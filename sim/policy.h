@@ -71,6 +71,9 @@ struct policy_ops {
     /* The first position of a REUSE step's rows, a window of q consecutive positions holding the
      * current block (NULL: the block's first position; policy_drive.h places rows by it). */
     int32_t (*reuse_from)(const struct request *r, const struct policy_cfg *pc);
+    /* Bytes a cached token takes beyond its K and V, on one GPU of the model's (NULL: none): a policy
+     * that caches more of each token (Elastic-Cache's queries and layer inputs). */
+    int64_t (*token_bytes)(const struct model_cfg *m);
 };
 
 /* Why policy po cannot be driven with its rows at positions (policy_drive.h), or NULL: it decides
@@ -169,5 +172,6 @@ extern const struct policy_ops policy_ar;
 extern const struct policy_ops policy_dpad;
 extern const struct policy_ops policy_fdllm_v2;
 extern const struct policy_ops policy_d2cache;
+extern const struct policy_ops policy_elastic;
 
 #endif

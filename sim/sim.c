@@ -525,6 +525,8 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
         goto fail;
     }
     s->kv_token_bytes = model_kv_bytes_per_token(&s->model) / cfg->tp; /* its K/V heads' */
+    if (s->pol->token_bytes) /* what else the policy caches of each token, a GPU's share */
+        s->kv_token_bytes += s->pol->token_bytes(&s->model) / cfg->tp;
     if (s->sd.cache_outputs) /* dLLM-Cache's feature cache: each token's attention and FFN outputs too */
         s->kv_token_bytes += model_feat_bytes_per_token(&s->model);
     s->sd.decode_credit = s->dm.kind == DECODE_CREDIT;

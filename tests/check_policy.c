@@ -701,6 +701,40 @@ START_TEST(d2cache_shapes)
 }
 END_TEST
 
+/* Elastic-Cache by hand: P = 100, G = 64, fixed:1, a window of 16, one tracked token. The first forward
+ * runs all 164 rows; step i runs the tracked one, the one decoded and min(16, 64 - i) masked. Refreshing
+ * every 4 steps with 16 layers kept, steps 4, 8, ... run those rows through 16 layers, then all 164. */
+START_TEST(elastic_shapes)
+{
+    struct policy_cfg pc = PC;
+    pc.p[0] = 16, pc.p[1] = 1, pc.p[2] = 0, pc.p[3] = 16;
+    run_life(&policy_elastic, &pc, 100, 64, 64, 1, &L);
+    ck_assert_int_eq(L.n, 64);
+    expect_seg(&L.seg[0], PHASE_FULL, 164, 0, 164, 164, 1);
+    for (int i = 1; i < 64; i++) {
+        const int q = 2 + (64 - i < 16 ? 64 - i : 16);
+        expect_seg(&L.seg[i], PHASE_REUSE, q, 164 - q, q, q, 1);
+        ck_assert_int_eq(L.seg[i].q_front, 0);
+    }
+    pc.p[2] = 4;
+    run_life(&policy_elastic, &pc, 100, 64, 64, 1, &L);
+    for (int i = 1; i < 64; i++) {
+        const int q = 2 + (64 - i < 16 ? 64 - i : 16);
+        if (i % 4 == 0) {
+            expect_seg(&L.seg[i], PHASE_REFRESH, 164, 0, 164, 164, 1);
+            ck_assert(L.seg[i].q_front == q && L.seg[i].kv_front == 164 - q && L.seg[i].kv_write_front == q);
+        } else {
+            expect_seg(&L.seg[i], PHASE_REUSE, q, 164 - q, q, q, 1);
+        }
+    }
+    struct step_desc sd = {0};
+    policy_step_knobs(&policy_elastic, &pc, model_find("llada-8b"), &sd);
+    ck_assert_int_eq(sd.front_layers, 16);
+    /* each token's query and layer input a layer are cached beside its K/V */
+    ck_assert_int_eq(policy_elastic.token_bytes(model_find("llada-8b")), 2LL * 32 * 4096 * 2);
+}
+END_TEST
+
 START_TEST(block_shapes)
 {
     run_life(&policy_block, &PC, 100, 96, 96, 1, &L);
@@ -1034,6 +1068,7 @@ int main(void)
     tcase_add_test(tc, fdllm_v2_shapes);
     tcase_add_test(tc, early_commit_finishes_the_request);
     tcase_add_test(tc, d2cache_shapes);
+    tcase_add_test(tc, elastic_shapes);
     tcase_add_test(tc, block_shapes);
     tcase_add_test(tc, ar_shapes);
     tcase_add_test(tc, block_partial_last_block);

@@ -939,6 +939,28 @@ START_TEST(slo_attainment_counts_the_requests_within_it)
 }
 END_TEST
 
+/* A policy that caches more of each token than its K and V (Elastic-Cache: its query and layer input a
+ * layer) has a pool of larger tokens: per GPU, under TP too. */
+START_TEST(policy_token_bytes_size_the_pool)
+{
+    int64_t bytes[3];
+    for (int k = 0; k < 3; k++) {
+        struct sim_config c;
+        test_config(&c);
+        snprintf(c.policy, sizeof c.policy, "%s", k == 0 ? "dual" : "elastic");
+        c.tp = k == 2 ? 2 : 1;
+        struct ts_err err;
+        struct sim *s = sim_create(&c, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        bytes[k] = s->kv_token_bytes;
+        sim_destroy(s);
+    }
+    const int64_t feat = model_feat_bytes_per_token(model_find("llada-8b"));
+    ck_assert_int_eq(bytes[1], bytes[0] + feat);
+    ck_assert_int_eq(bytes[2], (bytes[0] + feat) / 2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sim");
@@ -963,6 +985,7 @@ int main(void)
     tcase_add_test(tc, the_mosaic_preset_holds_mosaics_layer);
     tcase_add_test(tc, energy_is_idle_over_the_run_and_the_steps_share_on_top);
     tcase_add_test(tc, slo_attainment_counts_the_requests_within_it);
+    tcase_add_test(tc, policy_token_bytes_size_the_pool);
     suite_add_tcase(s, tc);
     return run_suite("sim", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -1113,8 +1113,8 @@ if command -v gnuplot >/dev/null; then
     for f in autoscale sizes disagg load-control affinity; do is_png "$tmp/fleet-exp/$f.png" "exp run fleet"; done
 fi
 expect 0 "exp run mechanisms" -- env REQUESTS=40 $bin exp run mechanisms "$tmp/mech"
-[ "$(grep -c '| holds |' "$tmp/mech/report.md")" = 11 ] && ok || bad "exp run mechanisms: a check does not hold ($tmp/mech/report.md)"
-[ "$(grep -c . "$tmp/mech/results.jsonl")" = 22 ] && ok || bad "exp run mechanisms: not 22 runs"
+[ "$(grep -c '| holds |' "$tmp/mech/report.md")" = 12 ] && ok || bad "exp run mechanisms: a check does not hold ($tmp/mech/report.md)"
+[ "$(grep -c . "$tmp/mech/results.jsonl")" = 23 ] && ok || bad "exp run mechanisms: not 23 runs"
 if command -v gnuplot >/dev/null; then is_png "$tmp/mech/figure.png" "exp run mechanisms"; fi
 expect 0 "exp run ar-crossover" -- env BATCHES="1 64" $bin exp run ar-crossover "$tmp/arx"
 got=$(python3 -c 'import json, sys
@@ -1458,6 +1458,8 @@ contains "list decode: LLaDA2.1's modes" "threshold:llada2.1-mini-s"
 contains "list decode: LLaDA2.1's modes" "TPF 5.34"
 expect 0 "sim --policy dpad over the dual cache" -- $bin sim --policy dpad --dpad-cache dual --dpad-window 128 --requests 20 --no-progress
 contains "sim --policy dpad over the dual cache" "20 finished"
+expect 2 "sim --policy elastic live" -- $bin sim --policy elastic --executor gpu --requests 2
+contains "sim --policy elastic live" "switches from the chosen rows to every row at a middle layer"
 expect 2 "sim --dpad-window 1" -- $bin sim --policy dpad --dpad-window 1
 contains "sim --dpad-window 1" "--dpad-window: '1' is not a whole number in 2..1048576"
 expect 2 "sim --dpad-cache unknown" -- $bin sim --policy dpad --dpad-cache block

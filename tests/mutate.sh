@@ -147,6 +147,8 @@ mutations=(
     "the prompt cache trims one block short|sim/prompt_cache.c|    while (c->n > TS_MAX(keep, 0))|    while (c->n > TS_MAX(keep, 0) + 1)|check_prompt_cache"
     "the prompt cache sits in the activations' reservation|sim/sim.c|s->weight_bytes - s->act_reserved - s->kv_pages_used * page;|s->weight_bytes - s->kv_pages_used * page;|check_prompt_cache"
     "d2Cache forgets the rows the step before decoded|sim/policy_d2cache.c|masked + st->last_decoded + (int32_t)pc->p[ROLLOUT]|masked + (int32_t)pc->p[ROLLOUT]|check_policy"
+    "Elastic-Cache never refreshes|sim/policy_elastic.c|    if (every > 0 && st->since_refresh >= every) {|    if (every > 0 && st->since_refresh >= every + 1e9) {|check_policy"
+    "Elastic-Cache's pool holds only K and V|sim/sim.c|        s->kv_token_bytes += s->pol->token_bytes(&s->model) / cfg->tp;|        s->kv_token_bytes += 0;|check_sim"
     "IterSmooth's weight grows past its cap|engine/eng_gen.c|return fmin(s->init + s->growth * n, s->cont);|return s->init + s->growth * n;|check_eng_gen"
     "IterSmooth keeps a soft row at a position the step committed|engine/eng_gen.c|c->commit[row] >= 0 ? 0.0f|c->commit[row] >= 1 << 30 ? 0.0f|check_eng_gen"
     "IterSmooth's threshold never decays|engine/eng_gen.c|return fmaxf((float)(1.0 - s->decay * n), tau);|return tau;|check_eng_gen"

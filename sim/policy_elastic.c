@@ -1,0 +1,92 @@
+/* policy_elastic.c: Elastic-Cache (arXiv 2510.14973; its LLaDA code, llada/generate.py
+ * generate_with_elastic_cache and model/modeling_llada.py). The first forward runs the whole sequence
+ * and caches each layer's queries, keys, values and inputs. Each later step runs only Q rows at every
+ * layer, over the cached K/V of all the others (q = Q, kv = L - Q, kv_write = Q): the tracked tokens
+ * (the most-attended decoded one a layer: --ec-track, the distinct ones), the positions the step before
+ * decoded, and a window of the first masked positions left (--ec-window, its GSM8K setting 16); its LM
+ * head runs on the Q rows. When the drift of the tracked tokens' attention passes its bound at some
+ * layer, the step refreshes: the layers up to it run the Q rows as above (the front shape), and every
+ * later layer runs all L rows from the cached inputs, rewriting their K/V (q = L, kv_write = L), the LM
+ * head on all L. When the drift test fires and at which layer depend on the attention: tessera refreshes
+ * every --ec-refresh-every steps (0: never) with the first --ec-depth layers kept, both assumptions. The
+ * cache holds each token's query and input a layer beside its K/V. The drift test's own attention
+ * weights (eager attention) are not priced. */
+#include "policy.h"
+
+enum { WINDOW, TRACK, EVERY, DEPTH };
+static const struct param_spec ec_params[] = {
+    [WINDOW] = {"ec-window", "masked positions a step runs, the first ones left (window_length)", 16, 1, 1 << 20, true},
+    [TRACK] = {"ec-track", "distinct tracked tokens a step runs (the most-attended one a layer: an assumption)", 1, 0,
+               1 << 20, true},
+    [EVERY] = {"ec-refresh-every", "steps between refreshes, when the drift test fires (0: never; an assumption)", 0, 0,
+               1e6, true},
+    [DEPTH] = {"ec-depth", "layers a refresh keeps on the Q rows before it recomputes every row (an assumption)", 16, 0,
+               4096, true},
+};
+
+struct ec_state {
+    bool cached;
+    int32_t last_decoded, since_refresh; /* steps since the first forward or the last refresh */
+};
+
+static void ec_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
+{
+    const struct ec_state *st = POLICY_STATE(r, const struct ec_state);
+    if (!st->cached || r->need_refresh) {
+        s->phase = PHASE_FULL;
+        s->q = s->kv_write = r->L;
+        s->logit_rows = policy_logit_rows_seq(pc, r, s->q);
+        return;
+    }
+    const int32_t window = TS_MIN((int32_t)pc->p[WINDOW], r->G - r->decoded_total);
+    const int32_t q = TS_MIN(r->L, (int32_t)pc->p[TRACK] + st->last_decoded + window);
+    const double every = pc->p[EVERY];
+    if (every > 0 && st->since_refresh >= every) { /* the Q rows through the kept layers, then every row */
+        s->phase = PHASE_REFRESH;
+        s->q_front = s->kv_write_front = q;
+        s->kv_front = r->L - q;
+        s->q = s->kv_write = r->L;
+        s->logit_rows = policy_logit_rows_seq(pc, r, s->q);
+        return;
+    }
+    s->phase = PHASE_REUSE;
+    s->q = s->kv_write = q;
+    s->kv = r->L - q;
+    s->logit_rows = policy_logit_rows(pc, q, window);
+}
+
+static void ec_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s, bool block_done)
+{
+    (void)pc, (void)block_done;
+    struct ec_state *st = POLICY_STATE(r, struct ec_state);
+    const bool fresh = s->phase != PHASE_REUSE; /* a first forward or a refresh */
+    *st = (struct ec_state){.cached = true, .last_decoded = s->decoded, .since_refresh = fresh ? 1 : st->since_refresh + 1};
+}
+
+static void ec_knobs(const struct policy_cfg *pc, struct step_desc *sd)
+{
+    sd->front_layers = (int32_t)pc->p[DEPTH];
+}
+
+/* Each token's query and layer input a layer, beside its K/V. */
+static int64_t ec_token_bytes(const struct model_cfg *m) { return model_feat_bytes_per_token(m); }
+
+const struct policy_ops policy_elastic = {
+    .name = "elastic",
+    .help = "Elastic-Cache (arXiv 2510.14973, llada/generate.py generate_with_elastic_cache): a FULL first forward, "
+            "then each step the tracked tokens, the ones just decoded and a window of masked ones over every other "
+            "position's cache; a refresh (every --ec-refresh-every steps: an assumption) recomputes every row past "
+            "its first --ec-depth layers",
+    .params = ec_params,
+    .num_params = (int)TS_ARRAY_LEN(ec_params),
+    .scattered = true,
+    .engine_lacks = "a refresh that switches from the chosen rows to every row at a middle layer, from the cached "
+                    "layer inputs",
+    .emit = ec_emit,
+    .advance = ec_advance,
+    .kv_tokens = policy_kv_whole,
+    .kv_peak_tokens = policy_kv_whole,
+    .peak_q = policy_q_whole,
+    .knobs = ec_knobs,
+    .token_bytes = ec_token_bytes,
+};
