@@ -71,8 +71,9 @@ struct policy_ops {
     /* The first position of a REUSE step's rows, a window of q consecutive positions holding the
      * current block (NULL: the block's first position; policy_drive.h places rows by it). */
     int32_t (*reuse_from)(const struct request *r, const struct policy_cfg *pc);
-    /* Bytes a cached token takes beyond its K and V, on one GPU of the model's (NULL: none): a policy
-     * that caches more of each token (Elastic-Cache's queries and layer inputs). */
+    /* Bytes a cached token takes beyond its K and V, over the model's GPUs (NULL: none; each GPU holds
+     * a TP share of it): a policy that caches more of each token (Elastic-Cache's queries and layer
+     * inputs). */
     int64_t (*token_bytes)(const struct model_cfg *m);
 };
 

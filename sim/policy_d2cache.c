@@ -16,8 +16,8 @@
 enum { K, ROLLOUT };
 static const struct param_spec d2_params[] = {
     [K] = {"d2-k", "masked positions chosen a step, by certainty-weighted confidence (current_k)", 32, 1, 1 << 20, true},
-    [ROLLOUT] = {"d2-rollout", "positions the attention rollout's nucleus adds a step (at least one: an assumption)",
-                 1, 0, 1 << 20, true},
+    [ROLLOUT] = {"d2-rollout", "positions the attention rollout's nucleus adds a step (its code takes one at least; "
+                               "how many is an assumption)", 1, 1, 1 << 20, true},
 };
 
 struct d2_state {
