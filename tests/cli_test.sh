@@ -1116,13 +1116,13 @@ expect 0 "exp run mechanisms" -- env REQUESTS=40 $bin exp run mechanisms "$tmp/m
 [ "$(grep -c '| holds |' "$tmp/mech/report.md")" = 12 ] && ok || bad "exp run mechanisms: a check does not hold ($tmp/mech/report.md)"
 [ "$(grep -c . "$tmp/mech/results.jsonl")" = 23 ] && ok || bad "exp run mechanisms: not 23 runs"
 if command -v gnuplot >/dev/null; then is_png "$tmp/mech/figure.png" "exp run mechanisms"; fi
-expect 0 "exp run ar-crossover" -- env BATCHES="1 64" $bin exp run ar-crossover "$tmp/arx"
+expect 0 "exp run crossover" -- env BATCHES="1 64" LIMIT=64 $bin exp run crossover "$tmp/arx"
 got=$(python3 -c 'import json, sys
 r = {(o["system"], o["batch"]): o for o in map(json.loads, open(sys.argv[1]))}
 print(len(r), r[("ar", 1)]["num_steps"], r[("dual", 1)]["num_steps"])' "$tmp/arx/results.jsonl" 2>&1)
-[ "$got" = "10 2056 2048" ] && ok || bad "exp run ar-crossover: runs and steps at batch 1 '$got', wanted '10 2056 2048'"
-[ "$(grep -c '| holds |' "$tmp/arx/report.md")" = 4 ] && ok || bad "exp run ar-crossover: a trend does not hold ($tmp/arx/report.md)"
-is_png "$tmp/arx/figure.png" "exp run ar-crossover"
+[ "$got" = "15 2056 2048" ] && ok || bad "exp run crossover: runs and steps at batch 1 '$got', wanted '15 2056 2048'"
+[ "$(grep -c '| holds |' "$tmp/arx/report.md")" = 5 ] && ok || bad "exp run crossover: a trend does not hold ($tmp/arx/report.md)"
+is_png "$tmp/arx/figure.png" "exp run crossover"
 expect 0 "exp run papers --quick" -- $bin exp run papers "$tmp/papers" --quick
 for e in dllm-serve-fig3 dllm-serve-fig4 dllm-serve-fig5 dllm-serve-table4 dllm-serve-fig7 dllm-serve-fig8 focus-fig6 \
          focus-fig7 focus-fig8 focus-table5 mosaic-fig10 mosaic-fig12 mosaic-fig13 mosaic-fig14 dinfer-table1; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# experiments/ar-crossover.sh: a dLLM against autoregressive serving of the same transformer by batch size: where the AR model overtakes.
+# experiments/crossover.sh: a dLLM against autoregressive serving of the same transformer by batch size: where the AR model overtakes.
 #
 # The characterisation studies of dLLM serving (arXiv 2510.04146, 2510.18480) find that the dual cache
 # and parallel decoding help mainly at small batches, and that at large batches autoregressive serving
@@ -16,18 +16,20 @@
 #                  cache, with the same threshold decoding (policy dpad, its defaults)
 #   ar             the same weights decoding autoregressively (policy ar: the prompt once, then one
 #                  row a step over the K/V cache), as vLLM serves a model (--system vllm)
-# priced by the calibration of tessera's engine for LLaDA-8B on the GPU (its decode steps of one row
+# and then each at the card's limit: the request scheduler admitting as many as the card's memory holds
+# (LIMIT requests, 1,024 by default; LIMIT=0 leaves it out). Priced by the calibration of tessera's
+# engine for LLaDA-8B on the GPU (its decode steps of one row
 # are profiled too); steps past the profiled 16,384 packed tokens, the largest batches' prefills, are
 # extrapolated (--extrapolate), and COST=roofline prices everything with the roofline instead.
 # Writes OUT/results.jsonl (a run: system, batch, the summary's figures), OUT/report.md (the throughput
 # table, the crossover batch of each dLLM variant against AR, the energy a generated token, the checks)
 # and, with gnuplot, OUT/figure.png.
 #
-# Usage: tessera exp run ar-crossover OUT [--force]   (BATCHES="1 2 4 8 16 32 64 128"; GPU=h200;
+# Usage: tessera exp run crossover OUT [--force]   (BATCHES="1 2 4 8 16 32 64 128"; LIMIT=1024; GPU=h200;
 #        MODEL=llada-8b; LENGTHS=fixed:512,256; DECODE=threshold:llada-gsm8k; COST=calibrated; or
-#        experiments/ar-crossover.sh OUT with TESSERA=path)
+#        experiments/crossover.sh OUT with TESSERA=path)
 set -uo pipefail
-out=${1:?usage: tessera exp run ar-crossover OUT [--force]}
+out=${1:?usage: tessera exp run crossover OUT [--force]}
 bin=${TESSERA:-build/tessera}
 mkdir -p "$out" || exit 2
 : >"$out/results.jsonl"
@@ -36,7 +38,7 @@ gpu=${GPU:-h200} model=${MODEL:-llada-8b} lengths=${LENGTHS:-fixed:512,256} deco
 case ${COST:-calibrated} in
     calibrated) cost=(--cost calibrated --extrapolate) ;;
     roofline) cost=(--cost roofline) ;;
-    *) echo "ar-crossover.sh: COST=$COST: calibrated or roofline" >&2; exit 2 ;;
+    *) echo "crossover.sh: COST=$COST: calibrated or roofline" >&2; exit 2 ;;
 esac
 gen=${lengths##*,}
 # args SYSTEM: its options
@@ -49,17 +51,20 @@ args() {
         ar) echo --system vllm ;;
     esac
 }
-for b in $batches; do
+limit=${LIMIT:-1024}
+# batch 0: the card's limit (--max-batch 0, the largest that fits), over LIMIT requests
+for b in $batches $([ "$limit" -gt 0 ] && echo 0); do
     n=$((4 * b > 8 ? 4 * b : 8))
+    [ "$b" = 0 ] && n=$limit
     for sys in vanilla dual dual-parallel dpad-parallel ar; do
         # shellcheck disable=SC2046
         json=$("$bin" sim $(args $sys) --model "$model" --gpu "$gpu" --scheduler request --max-batch "$b" \
             --lengths "$lengths" --gen-len "$gen" --requests "$n" --rps 1000000 --seed 1 "${cost[@]}" \
-            --quiet --no-progress --json) || { echo "ar-crossover.sh: $sys at batch $b failed" >&2; exit 1; }
+            --quiet --no-progress --json) || { echo "crossover.sh: $sys at batch $b failed" >&2; exit 1; }
         python3 - "$sys" "$b" "$json" >>"$out/results.jsonl" <<'PY' || exit 1
 import json, sys
 sys_, b, m = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
-print(json.dumps({"system": sys_, "batch": b, "throughput_tok_s": m["throughput_tok_s"],
+print(json.dumps({"system": sys_, "batch": b, "mean_batch": m["request_steps"] / max(m["num_steps"], 1), "throughput_tok_s": m["throughput_tok_s"],
                   "lat_mean_s": m["lat_mean_s"], "num_steps": m["num_steps"], "num_finished": m["num_finished"],
                   "tokens_per_step": m["tokens_decoded"] / max(m["num_steps"], 1),
                   "energy_per_token_j": m["energy_per_token_j"]}))
@@ -69,7 +74,9 @@ done
 python3 - "$out" "$model" "$gpu" "$lengths" "$decode" "${COST:-calibrated}" <<'PY' || exit 1
 import json, os, sys
 out, model, gpu, lengths, decode, cost = sys.argv[1:]
-rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+every = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+rows = [r for r in every if r["batch"] > 0]
+limit = {r["system"]: r for r in every if r["batch"] == 0}
 systems = ["vanilla", "dual", "dual-parallel", "dpad-parallel", "ar"]
 tput = {(r["system"], r["batch"]): r["throughput_tok_s"] for r in rows}
 jtok = {(r["system"], r["batch"]): r["energy_per_token_j"] for r in rows}
@@ -103,6 +110,13 @@ with open(os.path.join(out, "report.md"), "w") as f:
         ("the dLLM's lead shrinks with the batch: AR over dual-parallel grows from batch %d to %d" % (lo, hi),
          tput[("ar", hi)] / tput[("dual-parallel", hi)] > tput[("ar", lo)] / tput[("dual-parallel", lo)]),
     ]
+    if limit:
+        f.write("\nAt the card's limit (the request scheduler admitting as many as its memory holds), tokens/s "
+                "at the batch it ran on average:\n\n| system | tokens/s | mean batch |\n|---|---|---|\n")
+        for s in systems:
+            f.write("| %s | %.0f | %.1f |\n" % (s, limit[s]["throughput_tok_s"], limit[s]["mean_batch"]))
+        checks.append(("at the card's limit AR serves more tokens/s than every dLLM variant",
+                       all(limit["ar"]["throughput_tok_s"] > limit[s]["throughput_tok_s"] for s in systems[:4])))
     f.write("\nEnergy, joules a generated token (sim/README.md, \"Energy\"):\n\n")
     f.write("| batch | vanilla | dual | dual-parallel | dpad-parallel | ar |\n|---|---|---|---|---|---|\n")
     for b in batches:
@@ -118,7 +132,7 @@ with open(os.path.join(out, "report.md"), "w") as f:
             d.write("\n\n")
 PY
 if command -v gnuplot >/dev/null 2>&1; then
-    gnuplot <<EOF 2>"$out/gnuplot.log" || { rm -f "$out/figure.png"; echo "ar-crossover.sh: no figure: gnuplot: $(head -2 "$out/gnuplot.log")" >&2; }
+    gnuplot <<EOF 2>"$out/gnuplot.log" || { rm -f "$out/figure.png"; echo "crossover.sh: no figure: gnuplot: $(head -2 "$out/gnuplot.log")" >&2; }
 set terminal pngcairo size 800,520 font ",10"
 set output "$out/figure.png"
 set termoption noenhanced
@@ -136,4 +150,4 @@ plot "$out/figure.dat" index 0 using 1:2 with linespoints lc rgb '#999999' pt 6 
      "" index 4 using 1:2 with linespoints lc rgb '#D55E00' pt 9 lw 2 title "AR (the same transformer)"
 EOF
 fi
-echo "ar-crossover: $out/report.md, $out/results.jsonl$([ -s "$out/figure.png" ] && echo ", $out/figure.png")"
+echo "crossover: $out/report.md, $out/results.jsonl$([ -s "$out/figure.png" ] && echo ", $out/figure.png")"
