@@ -1456,6 +1456,7 @@ contains "sim --early-commit 1.5" "--early-commit"
 expect 0 "list decode: LLaDA2.1's modes" -- $bin list decode
 contains "list decode: LLaDA2.1's modes" "threshold:llada2.1-mini-s"
 contains "list decode: LLaDA2.1's modes" "TPF 5.34"
+contains "list decode: Prophet's early commit" "Prophet's early commit (arXiv 2508.19982"
 expect 0 "sim --policy dpad over the dual cache" -- $bin sim --policy dpad --dpad-cache dual --dpad-window 128 --requests 20 --no-progress
 contains "sim --policy dpad over the dual cache" "20 finished"
 expect 2 "sim --policy elastic live" -- $bin sim --policy elastic --executor gpu --requests 2

@@ -134,6 +134,9 @@ static void list_decode(void)
     json_t *root = json_load_file(path, 0, &jerr);
     for (int i = 0; decode_get(i); i++)
         printf("%-34s %s\n", decode_get(i)->spec, decode_get(i)->help);
+    printf("%-34s %s\n", "--early-commit F", "with any decoder, Prophet's early commit (arXiv 2508.19982, pixeli99/Prophet "
+           "generate_earlyexit.py): once F of a request's positions are decoded, the step commits the rest (F: "
+           "when its top-2 gap test fires, an assumption)");
     printf("profiles (DECODER:NAME):\n");
     if (!root) {
         fprintf(stderr, "%s:%d: %s\n", path, jerr.line, jerr.text);
