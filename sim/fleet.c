@@ -283,7 +283,7 @@ struct fleet_state {
 static int pick_in(struct fleet_state *fl, int lo, int hi, int c, const struct trace_req *tr)
 {
     struct router_req q = fl->o->affinity;
-    q.blocks = tr && fl->seen ? TS_MIN(tr->n_hash, tr->prompt / TRACE_HASH_BLOCK) : 0;
+    q.blocks = tr && fl->seen ? trace_whole_blocks(tr->n_hash, tr->prompt) : 0;
     for (int i = lo; q.blocks > 0 && i < hi; i++) {
         fl->v[i].match = prompt_cache_match(fl->seen[i], tr->hash, q.blocks);
         fl->v[i].held = prompt_cache_size(fl->seen[i]);

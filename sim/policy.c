@@ -163,6 +163,27 @@ int32_t policy_block_peak_q(const struct request *r, const struct policy_cfg *pc
     return prefill > commit ? prefill : commit;
 }
 
+bool policy_emit_chosen(const struct request *r, const struct policy_cfg *pc, int32_t q, int32_t masked,
+                        struct segment *s)
+{
+    if (!POLICY_STATE(r, const struct chosen_state)->cached || r->need_refresh) {
+        s->phase = PHASE_FULL;
+        s->q = s->kv_write = r->L;
+        s->logit_rows = policy_logit_rows_seq(pc, r, s->q);
+        return true;
+    }
+    s->phase = PHASE_REUSE;
+    s->q = s->kv_write = TS_MIN(r->L, q);
+    s->kv = r->L - s->q;
+    s->logit_rows = policy_logit_rows(pc, s->q, masked);
+    return false;
+}
+
+void policy_chosen_advance(struct request *r, const struct segment *s)
+{
+    *POLICY_STATE(r, struct chosen_state) = (struct chosen_state){.cached = true, .last_decoded = s->decoded};
+}
+
 void policy_refresh_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s,
                             bool block_done)
 {

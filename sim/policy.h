@@ -139,6 +139,19 @@ int64_t policy_kv_whole(const struct request *r, const struct policy_cfg *pc);
 int32_t policy_q_whole(const struct request *r, const struct policy_cfg *pc);
 /* The largest q of a block policy: the fused commit (2*Bs) or a prefill after recompute. */
 int32_t policy_block_peak_q(const struct request *r, const struct policy_cfg *pc);
+/* Rows chosen across the sequence (d2cache, elastic): the state (whether a forward cached every
+ * position, what the step before decoded), read through POLICY_STATE, and the step's shape. The first
+ * forward, and the one after a recompute, runs every row and caches their K/V: FULL q = kv_write = L;
+ * the others run q chosen rows, `masked` of them masked, over the cache of the rest: REUSE
+ * q = kv_write = q, kv = L - q. emit returns whether it emitted the first (full) forward. */
+struct chosen_state {
+    bool cached;
+    int32_t last_decoded;
+};
+bool policy_emit_chosen(const struct request *r, const struct policy_cfg *pc, int32_t q, int32_t masked,
+                        struct segment *s);
+void policy_chosen_advance(struct request *r, const struct segment *s);
+
 /* Periodic refreshes: the state (steps since the last REFRESH, that one counted), read through
  * POLICY_STATE, and the advance that keeps it. */
 struct refresh_state {

@@ -20,31 +20,17 @@ static const struct param_spec d2_params[] = {
                                "how many is an assumption)", 1, 1, 1 << 20, true},
 };
 
-struct d2_state {
-    bool cached;          /* a forward has cached every position's K/V */
-    int32_t last_decoded; /* what the step before decoded */
-};
-
 static void d2_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
 {
-    const struct d2_state *st = POLICY_STATE(r, const struct d2_state);
-    if (!st->cached || r->need_refresh) {
-        s->phase = PHASE_FULL;
-        s->q = s->kv_write = r->L;
-        s->logit_rows = policy_logit_rows_seq(pc, r, s->q);
-        return;
-    }
     const int32_t masked = TS_MIN((int32_t)pc->p[K], r->G - r->decoded_total);
-    s->phase = PHASE_REUSE;
-    s->q = s->kv_write = TS_MIN(r->L, masked + st->last_decoded + (int32_t)pc->p[ROLLOUT]);
-    s->kv = r->L - s->q;
-    s->logit_rows = policy_logit_rows(pc, s->q, masked);
+    const int32_t last = POLICY_STATE(r, const struct chosen_state)->last_decoded;
+    policy_emit_chosen(r, pc, masked + last + (int32_t)pc->p[ROLLOUT], masked, s);
 }
 
 static void d2_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s, bool block_done)
 {
     (void)pc, (void)block_done;
-    *POLICY_STATE(r, struct d2_state) = (struct d2_state){.cached = true, .last_decoded = s->decoded};
+    policy_chosen_advance(r, s);
 }
 
 const struct policy_ops policy_d2cache = {

@@ -25,34 +25,25 @@ static const struct param_spec ec_params[] = {
 };
 
 struct ec_state {
-    bool cached;
-    int32_t last_decoded, since_refresh; /* steps since the first forward or the last refresh */
+    struct chosen_state c;  /* first: the chosen rows' own state */
+    int32_t since_refresh;  /* steps since the first forward or the last refresh */
 };
 
 static void ec_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
 {
     const struct ec_state *st = POLICY_STATE(r, const struct ec_state);
-    if (!st->cached || r->need_refresh) {
-        s->phase = PHASE_FULL;
-        s->q = s->kv_write = r->L;
-        s->logit_rows = policy_logit_rows_seq(pc, r, s->q);
-        return;
-    }
     const int32_t window = TS_MIN((int32_t)pc->p[WINDOW], r->G - r->decoded_total);
-    const int32_t q = TS_MIN(r->L, (int32_t)pc->p[TRACK] + st->last_decoded + window);
     const double every = pc->p[EVERY];
-    if (every > 0 && st->since_refresh >= every) { /* the Q rows through the kept layers, then every row */
-        s->phase = PHASE_REFRESH;
-        s->q_front = s->kv_write_front = q;
-        s->kv_front = r->L - q;
-        s->q = s->kv_write = r->L;
-        s->logit_rows = policy_logit_rows_seq(pc, r, s->q);
+    if (policy_emit_chosen(r, pc, (int32_t)pc->p[TRACK] + st->c.last_decoded + window, window, s) || every <= 0 ||
+        st->since_refresh < every)
         return;
-    }
-    s->phase = PHASE_REUSE;
-    s->q = s->kv_write = q;
-    s->kv = r->L - q;
-    s->logit_rows = policy_logit_rows(pc, q, window);
+    /* a refresh: the chosen rows through the kept layers, then every row */
+    s->phase = PHASE_REFRESH;
+    s->q_front = s->kv_write_front = s->q;
+    s->kv_front = s->kv;
+    s->q = s->kv_write = r->L;
+    s->kv = 0;
+    s->logit_rows = policy_logit_rows_seq(pc, r, s->q);
 }
 
 static void ec_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s, bool block_done)
@@ -60,7 +51,8 @@ static void ec_advance(struct request *r, const struct policy_cfg *pc, const str
     (void)pc, (void)block_done;
     struct ec_state *st = POLICY_STATE(r, struct ec_state);
     const bool fresh = s->phase != PHASE_REUSE; /* a first forward or a refresh */
-    *st = (struct ec_state){.cached = true, .last_decoded = s->decoded, .since_refresh = fresh ? 1 : st->since_refresh + 1};
+    st->since_refresh = fresh ? 1 : st->since_refresh + 1;
+    policy_chosen_advance(r, s);
 }
 
 static void ec_knobs(const struct policy_cfg *pc, struct step_desc *sd)

@@ -168,7 +168,7 @@ static void log_at(const struct sim *s, const char *fmt, ...)
  * at most (the prefill computes one row at least, as vLLM recomputes a fully cached prompt's last). */
 static int32_t prompt_hit(const struct sim *s, const struct request *r)
 {
-    const int32_t whole = TS_MIN(r->n_hash, r->P / TRACE_HASH_BLOCK);
+    const int32_t whole = trace_whole_blocks(r->n_hash, r->P);
     const int64_t hit = (int64_t)prompt_cache_match(s->prompts, r->hash, whole) * TRACE_HASH_BLOCK;
     return (int32_t)TS_MAX(TS_MIN(hit, r->P - 1), 0);
 }
@@ -782,7 +782,7 @@ static void on_step_done(struct sim *s)
         if (seg->phase == PHASE_PREFILL && s->prompts) { /* its prompt's whole blocks kept for later ones */
             s->sum.prompt_tokens += r->P;
             s->sum.prompt_hit_tokens += r->prefix_hit;
-            prompt_cache_put(s->prompts, r->hash, TS_MIN(r->n_hash, r->P / TRACE_HASH_BLOCK));
+            prompt_cache_put(s->prompts, r->hash, trace_whole_blocks(r->n_hash, r->P));
             prompts_fit(s);
             r->prefix_hit = 0;
         }

@@ -38,6 +38,12 @@ struct trace_req {
 /* Tokens a prompt block's id stands for: Mooncake's traces hash 512-token blocks (their
  * FAST25-release/traces README; an input of 6,755 tokens carries 14 ids). */
 #define TRACE_HASH_BLOCK 512
+/* The whole blocks among n_hash ids of a prompt of `prompt` tokens (a last partial block's id is not
+ * another prompt's). */
+static inline int32_t trace_whole_blocks(int32_t n_hash, int32_t prompt)
+{
+    return n_hash < prompt / TRACE_HASH_BLOCK ? n_hash : prompt / TRACE_HASH_BLOCK;
+}
 
 struct trace {
     struct trace_req *reqs; /* [n], owned */
