@@ -12,7 +12,9 @@
 #     (d2Cache, its one block of 256: its rollout's own cost unpriced), elastic (Elastic-Cache, a
 #     window of 16, refreshing every 32 steps past its first 16 layers: both assumptions), and the
 #     dual cache with Prophet's early commit (--early-commit PROPHET: the share decoded when it fires,
-#     an assumption)
+#     an assumption), and d2f (D2F's pipelined blocks over the prefix cache, its paper's tau_add 0.1
+#     and tau_act 0.95; the share of its count a semi-activated block decodes, an assumption, swept
+#     over 0, 0.5 and 1)
 #   SDAR-8B (block-causal), threshold decoding (SDAR's low profile, TPF 2.0): block (LMDeploy),
 #     block+delayed and focus (FOCUS), fdllm-v2 (Fast-dLLM v2: sub-blocks of 8 in blocks of 32, with
 #     and without its DualCache), and block with Prophet's early commit
@@ -67,6 +69,9 @@ run llada dpad-dual "${llada[@]}" --policy dpad --dpad-cache dual
 run llada d2cache "${llada[@]}" --policy d2cache --block 256
 run llada elastic "${llada[@]}" --policy elastic --ec-refresh-every 32
 run llada dual-prophet "${llada[@]}" --policy dual --early-commit "$prophet"
+for semi in 0 0.5 1; do # D2F: the share of its count a semi-activated block decodes, an assumption swept
+    run llada "d2f-$semi" "${llada[@]}" --policy d2f --d2f-semi "$semi"
+done
 sdar=(--model sdar-8b --decode threshold:sdar-low)
 for p in block block+delayed focus; do
     run sdar "$p" "${sdar[@]}" --policy "$p"
@@ -92,7 +97,8 @@ by = {(r["group"], r["name"]): r for r in rows}
 TITLE = {"llada": "LLaDA-8B, threshold 0.9 (TPF 2.77)", "sdar": "SDAR-8B, threshold decoding (TPF 2.0)",
          "mini": "LLaDA2.0-mini, block diffusion", "fdv2": "Fast-dLLM v2 7B, one token a step"}
 LABEL = {"dpad": "dpad (no cache)", "block": "block", "d2cache": "d2cache (one block)", "elastic": "elastic (refresh every 32)", "dpad-dual": "dpad over the dual cache",
-         "dual-prophet": "dual + Prophet (F = %s)" % prophet, "fdllm-v2": "fdllm-v2 (Fast-dLLM v2)",
+         "dual-prophet": "dual + Prophet (F = %s)" % prophet, "d2f-0": "d2f, semi-activated none",
+         "d2f-0.5": "d2f, semi-activated half", "d2f-1": "d2f, semi-activated all", "fdllm-v2": "fdllm-v2 (Fast-dLLM v2)",
          "fdllm-v2-dual": "fdllm-v2, DualCache", "block-prophet": "block + Prophet (F = %s)" % prophet,
          "llada2.0": "LLaDA2.0 threshold (TPF 2.55)", "llada2.1-q": "LLaDA2.1 editing, Q mode (TPF 3.12)",
          "llada2.1-s": "LLaDA2.1 editing, S mode (TPF 5.34)"}
@@ -132,6 +138,10 @@ with open(os.path.join(out, "report.md"), "w") as f:
          L("elastic")["peak_kv_gib"] > L("dual")["peak_kv_gib"]),
         ("flat out, the dual cache serves more tokens/s than no cache on LLaDA-8B",
          L("dual")["throughput_tok_s"] > L("vanilla")["throughput_tok_s"]),
+        ("D2F's pipelined blocks: the more a semi-activated block decodes, the shorter the mean latency",
+         L("d2f-1")["lat_mean_s"] < L("d2f-0.5")["lat_mean_s"] < L("d2f-0")["lat_mean_s"]),
+        ("D2F runs fewer rows a token than the dual cache (block-causal, it never runs the masked suffix)",
+         all(L(n)["rows_per_token"] < L("dual")["rows_per_token"] for n in ("d2f-0", "d2f-0.5", "d2f-1"))),
         ("on its own model, Fast-dLLM v2's DualCache runs fewer rows a token than its plain path",
          V("fdllm-v2-dual")["rows_per_token"] < V("fdllm-v2")["rows_per_token"]),
     ]
@@ -161,7 +171,7 @@ plot "$out/figure.dat" using 1:3:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq
      NaN with boxes lc rgb '#0072B2' title "LLaDA-8B", NaN with boxes lc rgb '#E69F00' title "SDAR-8B", \
      NaN with boxes lc rgb '#009E73' title "LLaDA2.0-mini", NaN with boxes lc rgb '#CC79A7' title "Fast-dLLM v2 7B"
 set key off
-set yrange [0.5:*]
+set yrange [0.1:*]
 set ylabel "p99 latency (s)"
 plot "$out/figure.dat" using 1:4:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : strcol(5) eq "mini" ? 0x009E73 : 0xCC79A7):xtic(2) with boxes lc rgb variable
 unset multiplot

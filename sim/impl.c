@@ -34,7 +34,8 @@
  *                a sequence a step over 46 ms: the rebuild misses host work it does a sequence and a
  *                layer (records/torch-dllm-serve-h100).
  *   tessera      one fused kernel per op, issued from a CUDA graph.
- *   torch-eager-f64, torch-llada, torch-fast-dllm, torch-dllm-cache, torch-sparse-dllm
+ *   torch-eager-f64, torch-llada, torch-fast-dllm, torch-dllm-cache, torch-sparse-dllm, torch-dpad,
+ *   torch-dpad-cache
  *                torch-eager as a seed system's own generate loop runs it (derived_impls below): its
  *                softmax's copies beside the logits (float64: 16 bytes a logit; bf16: 2) priced as
  *                those bytes at the memory bandwidth beyond (or short of) torch-eager's fp32 8, and its
@@ -108,6 +109,13 @@ static const struct derived_impl {
      * block forward over the kept keys issues about as much as the harness's: 28.3 ms against 28.9;
      * its selection (modeling_llada.py filter_cache) one top-k over the batch a layer, no loop */
     {"torch-sparse-dllm", "torch-eager", 2, 0, 0.977, false, true, 0},
+    /* Crys-Chen/DPad llada/generate_dropout.py at 461b36e: float64 softmax over every row of the call
+     * (get_transfer_index); its model file (Fast-dLLM's with RoPE tables kept across a block's forwards,
+     * rebuilt at its first: update_rope) issues less than LLaDA's loop without a cache, 0.835 of it, and
+     * more with one, 1.17 (the prefix and dual loops alike: 1.171 and 1.176), on its own held-out grid
+     * (experiments/records/validate-dpad-h100, profile/) */
+    {"torch-dpad", "torch-eager", 16, 1, 0.835, false, false, 0},
+    {"torch-dpad-cache", "torch-eager", 16, 1, 1.17, false, false, 0},
     /* the engine's --ffn fused: SwiGLU in the gate/up GEMM's epilogue */
     {"tessera-fused", "tessera", -1, 0, 1.0, true, false, 0},
 };

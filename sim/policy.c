@@ -20,6 +20,7 @@ static const struct policy_ops *const policies[] = {
     &policy_fdllm_v2,
     &policy_d2cache,
     &policy_elastic,
+    &policy_d2f,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */
@@ -98,8 +99,9 @@ void policy_req_init(struct request *r, const struct policy_cfg *pc)
     r->need_refresh = false;
 }
 
-bool policy_advance(const struct policy_ops *po, struct request *r, const struct policy_cfg *pc,
-                    const struct segment *seg)
+/* A block policy's step: the block progress moved by the step's count, then the policy's state. */
+static bool advance_block(const struct policy_ops *po, struct request *r, const struct policy_cfg *pc,
+                          const struct segment *seg)
 {
     TS_ASSERT(seg->decoded <= req_masked_in_block(r));
     r->decoded_in_block += seg->decoded;
@@ -115,9 +117,30 @@ bool policy_advance(const struct policy_ops *po, struct request *r, const struct
         r->steps_in_block = 0;
     }
     po->advance(r, pc, seg, block_done);
+    return finished;
+}
+
+/* A pipelined policy's step: its advance (seeing the request as its emit did) moves the block progress. */
+static bool advance_pipelined(const struct policy_ops *po, struct request *r, const struct policy_cfg *pc,
+                              const struct segment *seg, int32_t end)
+{
+    const int32_t block = r->cur_block;
+    po->advance(r, pc, seg, false);
+    r->decoded_total += seg->decoded;
+    TS_ASSERT(r->decoded_total <= end);
+    r->steps++;
+    r->steps_in_block = r->cur_block == block ? r->steps_in_block + 1 : 0;
+    r->need_refresh = false;
+    return r->decoded_total == end;
+}
+
+bool policy_advance(const struct policy_ops *po, struct request *r, const struct policy_cfg *pc,
+                    const struct segment *seg)
+{
+    const int32_t end = r->last_block * r->Bs + req_block_len(r, r->last_block);
+    bool finished = po->pipelined ? advance_pipelined(po, r, pc, seg, end) : advance_block(po, r, pc, seg);
     /* Prophet's early commit: every position left (to the last block, --early-stop's where it moved it)
      * commits with this step */
-    const int32_t end = r->last_block * r->Bs + req_block_len(r, r->last_block);
     if (!finished && pc->early_commit > 0 && r->decoded_total >= pc->early_commit * end) {
         r->decoded_total = end;
         finished = true;

@@ -50,6 +50,8 @@ struct policy_ops {
                                * replays of it are refused at start, naming this) */
     bool decides;      /* its emit sets the segment's decoded (and missed) itself: which tokens a step
                         * decodes depends on what it computes (focus's eviction) */
+    bool pipelined;    /* its steps decode in several blocks at once (D2F): segment.decoded counts them all,
+                        * and its advance moves the block progress (cur_block, decoded_in_block) itself */
     bool scattered;    /* its steps' rows are positions chosen across the sequence, not a window (d2cache) */
     bool block_causal; /* its steps run one block over the cache of the blocks before it, so a
                         * block-causal model (SDAR, LLaDA2.0) attends block-causally there */
@@ -187,5 +189,6 @@ extern const struct policy_ops policy_dpad;
 extern const struct policy_ops policy_fdllm_v2;
 extern const struct policy_ops policy_d2cache;
 extern const struct policy_ops policy_elastic;
+extern const struct policy_ops policy_d2f;
 
 #endif

@@ -16,6 +16,33 @@ static const struct preset presets[] = {
      "(generate_with_dual_cache: the canvas one row; get_transfer_index: softmax of the logits cast to "
      "float64); its loop's host work: torch-fast-dllm (tessera list impls; experiments/records/validate-h100)",
      "engine", "calibrated", false, NULL, 0, 0},
+    {"dpad", "DPad as its code at 461b36e runs it: the Gaussian suffix dropout (window 256, k 4, scale 2) "
+             "over no cache, one request at a time, monolithic logits, PyTorch eager with float64 sampling",
+     "dpad", "static", "fixed:1", "torch-dpad", 0, "caching", false, false, NULL,
+     {{"max-batch", "1"}, {"dpad-cache", "none"}},
+     "Crys-Chen/DPad llada/generate_dropout.py at 461b36e (generate: the canvas one row; get_transfer_index: "
+     "softmax of the logits cast to float64; suffix_dropout over sampler.py's GaussianSampler) and "
+     "llada/scripts/main_instruct.sh (-k=4 -sc=2 -w=256); its loop's host work: torch-dpad (tessera list impls; "
+     "experiments/records/validate-dpad-h100)",
+     "engine", "calibrated", false, NULL, 0, 0},
+    {"dpad-prefix", "DPad as its code at 461b36e runs it: the Gaussian suffix dropout (window 256, k 4, scale 2) "
+             "over Fast-dLLM's prefix cache, one request at a time, monolithic logits, PyTorch eager with float64 sampling",
+     "dpad", "static", "fixed:1", "torch-dpad-cache", 0, "caching", false, false, NULL,
+     {{"max-batch", "1"}, {"dpad-cache", "prefix"}},
+     "Crys-Chen/DPad llada/generate_dropout.py at 461b36e (generate_with_prefix_cache: the canvas one row; get_transfer_index: "
+     "softmax of the logits cast to float64; suffix_dropout over sampler.py's GaussianSampler) and "
+     "llada/scripts/main_instruct.sh (-k=4 -sc=2 -w=256); its loop's host work: torch-dpad-cache (tessera list impls; "
+     "experiments/records/validate-dpad-h100)",
+     "engine", "calibrated", false, NULL, 0, 0},
+    {"dpad-dual", "DPad as its code at 461b36e runs it: the Gaussian suffix dropout (window 256, k 4, scale 2) "
+             "over Fast-dLLM's dual cache, one request at a time, monolithic logits, PyTorch eager with float64 sampling",
+     "dpad", "static", "fixed:1", "torch-dpad-cache", 0, "caching", false, false, NULL,
+     {{"max-batch", "1"}, {"dpad-cache", "dual"}},
+     "Crys-Chen/DPad llada/generate_dropout.py at 461b36e (generate_with_dual_cache: the canvas one row; get_transfer_index: "
+     "softmax of the logits cast to float64; suffix_dropout over sampler.py's GaussianSampler) and "
+     "llada/scripts/main_instruct.sh (-k=4 -sc=2 -w=256); its loop's host work: torch-dpad-cache (tessera list impls; "
+     "experiments/records/validate-dpad-h100)",
+     "engine", "calibrated", false, NULL, 0, 0},
     {"dllm-serve", "dLLM-Serve: head-centric sparse KV cache (r 0.5, one kept set per K/V head), "
                    "phase-multiplexed scheduler, logits of the block rows alone in chunks of 2048, its own PyTorch runtime "
                    "(torch-dllm-serve)", "sparse", "phase",

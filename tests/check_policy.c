@@ -651,6 +651,93 @@ START_TEST(fdllm_v2_shapes)
 }
 END_TEST
 
+/* D2F by hand: P = 100, G = 64 in 8 blocks of 8, fixed:2, tau_add 0.5, tau_act 1 (a block fully
+ * activated once its predecessor is finished), semi-activated blocks decoding nothing. Block 0 joins
+ * at the first step, which writes the prompt; each later block joins once its predecessor is half
+ * decoded, waits semi-activated until it is finished, and decodes in 4 steps; a finished block's K/V
+ * are written by the step after it finishes, beside the rows of the block after it. */
+START_TEST(d2f_shapes)
+{
+    struct policy_cfg pc = {.block_size = 8};
+    pc.p[0] = 0.5, pc.p[1] = 1, pc.p[2] = 0, pc.p[3] = 12;
+    run_life(&policy_d2f, &pc, 100, 64, 64, 2, &L);
+    ck_assert_int_eq(L.n, 32);
+    expect_seg(&L.seg[0], PHASE_REFRESH, 108, 0, 100, 108, 2);
+    expect_seg(&L.seg[1], PHASE_BLOCK, 8, 100, 0, 8, 2);
+    expect_seg(&L.seg[2], PHASE_BLOCK, 16, 100, 0, 16, 2); /* block 1 joins */
+    expect_seg(&L.seg[3], PHASE_BLOCK, 16, 100, 0, 16, 2);
+    for (int k = 1; k < 8; k++) {
+        const int at = 4 * k, cache = 100 + 8 * k, both = k < 7 ? 16 : 8; /* no block after the last */
+        expect_seg(&L.seg[at], PHASE_BLOCK, 16, cache - 8, 8, 16, 2); /* block k - 1 written */
+        expect_seg(&L.seg[at + 1], PHASE_BLOCK, 8, cache, 0, 8, 2);
+        expect_seg(&L.seg[at + 2], PHASE_BLOCK, both, cache, 0, both, 2);
+        expect_seg(&L.seg[at + 3], PHASE_BLOCK, both, cache, 0, both, 2);
+    }
+    /* its mask is block-causal on a bidirectional model too (D2F's LoRA trains it so) */
+    struct step_desc sd = {0};
+    policy_step_knobs(&policy_d2f, &pc, model_find("llada-8b"), &sd);
+    ck_assert_int_eq(sd.attn_block, 8);
+}
+END_TEST
+
+/* D2F against an oracle written as its code keeps its blocks: a list of blocks, each active, waiting
+ * for the cache or cached, with its decoded count and whether it is fully activated. Random shapes
+ * and thresholds, a fixed:k decoder and semi-activated blocks decoding all (1) or nothing (0) of it,
+ * so that every step is determined; at most 12 blocks, so that tessera's bound never binds. */
+enum { D2F_ACTIVE, D2F_TO_CACHE, D2F_CACHED };
+START_TEST(d2f_matches_its_block_list)
+{
+    gsl_rng *g = gsl_rng_alloc(gsl_rng_taus2);
+    gsl_rng_set(g, 17);
+    for (int trial = 0; trial < 200; trial++) {
+        const int bs = 1 + (int)gsl_rng_uniform_int(g, 16), nb = 1 + (int)gsl_rng_uniform_int(g, 12);
+        const int G = (nb - 1) * bs + 1 + (int)gsl_rng_uniform_int(g, bs), P = 1 + (int)gsl_rng_uniform_int(g, 300);
+        const int k = 1 + (int)gsl_rng_uniform_int(g, 5), semi = (int)gsl_rng_uniform_int(g, 2);
+        struct policy_cfg pc = {.block_size = bs};
+        pc.p[0] = gsl_rng_uniform(g), pc.p[1] = gsl_rng_uniform(g), pc.p[2] = semi, pc.p[3] = 12;
+        run_life(&policy_d2f, &pc, P, G, G, k, &L);
+        int len[12], done[12] = {0}, state[12], full[12] = {0}, n = 0, prompt = D2F_TO_CACHE, step = 0;
+        for (int b = 0; b < nb; b++)
+            len[b] = b < nb - 1 ? bs : G - (nb - 1) * bs;
+        for (int left = G; left > 0; step++) {
+            ck_assert_int_lt(step, L.n);
+            const double last = n == 0 ? 1.0 : (double)done[n - 1] / len[n - 1];
+            if (n < nb && last >= pc.p[0])
+                state[n++] = D2F_ACTIVE;
+            for (int b = 0; b < n; b++)
+                full[b] |= b == 0 || (double)done[b - 1] / len[b - 1] >= pc.p[1];
+            int q = prompt == D2F_CACHED ? 0 : P, kv = prompt == D2F_CACHED ? P : 0, w = prompt == D2F_TO_CACHE ? P : 0;
+            int dec = 0;
+            for (int b = 0; b < n; b++) {
+                q += state[b] == D2F_CACHED ? 0 : len[b];
+                kv += state[b] == D2F_CACHED ? len[b] : 0;
+                w += state[b] == D2F_TO_CACHE ? len[b] : 0;
+                const int m = TS_MIN(k, len[b] - done[b]);
+                const int d = state[b] == D2F_ACTIVE && (full[b] || semi) ? m : 0;
+                done[b] += d, dec += d;
+            }
+            const struct segment *s = &L.seg[step];
+            ck_assert_int_eq(s->q, q);
+            ck_assert_int_eq(s->kv, kv);
+            ck_assert_int_eq(s->kv_write, w);
+            ck_assert_int_eq(s->decoded, dec);
+            left -= dec;
+            prompt = D2F_CACHED;
+            bool earlier_active = false;
+            for (int b = 0; b < n; b++) {
+                if (state[b] == D2F_TO_CACHE)
+                    state[b] = D2F_CACHED;
+                else if (state[b] == D2F_ACTIVE && done[b] == len[b] && !earlier_active)
+                    state[b] = D2F_TO_CACHE;
+                earlier_active |= state[b] == D2F_ACTIVE;
+            }
+        }
+        ck_assert_int_eq(step, L.n);
+    }
+    gsl_rng_free(g);
+}
+END_TEST
+
 /* Prophet's early commit: the step that brings a request to F of its positions commits the rest */
 START_TEST(early_commit_finishes_the_request)
 {
@@ -1066,6 +1153,8 @@ int main(void)
     tcase_add_test(tc, focus_placeholders);
     tcase_add_test(tc, dpad_shapes);
     tcase_add_test(tc, fdllm_v2_shapes);
+    tcase_add_test(tc, d2f_shapes);
+    tcase_add_test(tc, d2f_matches_its_block_list);
     tcase_add_test(tc, early_commit_finishes_the_request);
     tcase_add_test(tc, d2cache_shapes);
     tcase_add_test(tc, elastic_shapes);

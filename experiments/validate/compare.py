@@ -12,6 +12,11 @@
                                  its steps' times over their sequences, over the steps in which every
                                  sequence runs its block over the cache (host-bound: 32 rows a sequence),
                                  as a tessera host profile of torch-dllm-serve's own loop
+  compare.py kept SYSTEM RUNS PRED.db  DPad's suffix window, block by block (CSV on stdout:
+                                 system,block,predicted,measured_mean,measured_min,measured_max,requests):
+                                 the masked suffix positions a block's forwards kept past it, from the
+                                 rows of its first forward, predicted (tessera keeps the expected count)
+                                 and measured (DPad draws them at random, a set a block)
   compare.py run SYSTEM RATE RUNS PRED.db   one run's table rows (CSV: system,rate,metric,predicted,
                                  measured,error_pct) on stdout and its requests' latencies
                                  (system,rate,id,predicted_s,measured_s) on stderr
@@ -49,8 +54,8 @@ def host(runs, out):
         f.write(f"{base:.4f},0,0,{n},{meta['gpu']} (validation machine: LLaDA's loop, torch {meta['torch']})\n")
     print(f"host line of the validation machine: {base:.2f} ms a forward (LLaDA's reference loop, "
           f"{n} forwards of the profile grid)")
-    for s in ("native", "fast-dllm", "dllm-cache", "sparse-dllm"):
-        if os.path.isdir(os.path.join(runs, s)):
+    for s in ("native", "fast-dllm", "dllm-cache", "sparse-dllm", "dpad", "dpad-prefix", "dpad-dual"):
+        if os.path.isdir(os.path.join(runs, s, "profile")):
             print(f"  {s:12s} its loop's issue time a forward: {statistics.mean(light_forwards(runs, s)) / base:.3f}"
                   " of LLaDA's")
 
@@ -149,11 +154,41 @@ def run(system, rate, runs, db):
         print(f"{system},{rate},{i},{pl:.4f},{ml:.4f}", file=sys.stderr)
 
 
+def kept(system, runs, db):
+    """The suffix rows a block's first forward keeps past the block, on both sides: its rows less the
+    prompt and the blocks to its end (the loop without a cache and the dual cache's first forward run
+    them all: q = P + (b + 1) Bs + n_b), a block of BLOCK positions."""
+    block = 32
+    d = os.path.join(runs, system, f"{system}-burst")
+    prompt = {int(r["id"]): int(r["prompt_tokens"]) for r in read(os.path.join(d, "requests.csv"))}
+    measured = {}
+    for f in read(os.path.join(d, "forwards.csv")):
+        i, k = int(f["id"]), int(f["index"])
+        if k % block == 0:
+            b = k // block
+            measured.setdefault(b, []).append(int(f["q_tokens"]) - prompt[i] - (b + 1) * block)
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    predicted = {}
+    for req, q, n in con.execute("SELECT g.req_id, g.q, r.P FROM segments g JOIN requests r USING (run_id, req_id) "
+                                 "ORDER BY g.req_id, g.step_id"):
+        predicted.setdefault(req, []).append(q - n)
+    con.close()
+    print("system,block,predicted,measured_mean,measured_min,measured_max,requests")
+    for b in sorted(measured):
+        p = {v[b * block] - (b + 1) * block for v in predicted.values()}
+        if len(p) != 1:
+            sys.exit(f"compare.py: {system}: block {b}'s kept suffix differs between requests of one length: {sorted(p)}")
+        m = measured[b]
+        print(f"{system},{b},{p.pop()},{statistics.mean(m):.2f},{min(m)},{max(m)},{len(m)}")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "host":
         host(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "host-serve":
         host_serve(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 5 and sys.argv[1] == "kept":
+        kept(*sys.argv[2:])
     elif len(sys.argv) == 6 and sys.argv[1] == "run":
         run(*sys.argv[2:])
     else:

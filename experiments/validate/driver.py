@@ -21,6 +21,11 @@ Systems (and the function each runs):
                (prompt every 100 forwards, response every 7, transfer ratio 0.25)
   sparse-dllm  OpenMOSS/Sparse-dLLM opencompass/models/sparse_dllm/llada_generate.py generate()
                (kernel 3, keep ratio 0.5, block 32)
+  dpad         Crys-Chen/DPad llada/generate_dropout.py generate() (no cache), with its own model file;
+  dpad-prefix  generate_with_prefix_cache(), dpad-dual generate_with_dual_cache(): the Gaussian suffix
+  dpad-dual    dropout of its scripts/main_instruct.sh (k 4, scale 2, window 256; the response's length
+               where shorter, as its sampler takes no window past it), early termination off (random
+               weights may decode its EOS anywhere)
 LLaDA's and dLLM-Cache's repositories ship no model file (they load the Hugging Face remote code):
 both run Fast-dLLM's llada/model/modeling_llada.py, the Hugging Face file with Fast-dLLM's
 replace_position path added, which neither of them takes. Sparse-dLLM runs its own model file.
@@ -54,6 +59,9 @@ LLADA_8B = dict(d_model=4096, n_heads=32, n_kv_heads=32, n_layers=32, mlp_hidden
                 attention_layer_norm=False, init_fn="mitchell", init_std=0.02, mask_token_id=MASK_ID,
                 eos_token_id=126081, pad_token_id=126081, use_cache=False)
 SUBSTITUTED = []
+# DPad's loops (llada/generate_dropout.py) and its suffix window (scripts/main_instruct.sh's GSM8K line)
+DPAD = {"dpad": "generate", "dpad-prefix": "generate_with_prefix_cache", "dpad-dual": "generate_with_dual_cache"}
+DPAD_SIGMA, DPAD_SCALE, DPAD_WINDOW = 4.0, 2.0, 256
 
 
 def need(module):
@@ -120,6 +128,15 @@ def make_system(name, code, model_code, seed):
         return model, lambda prompt, G: gen(model, prompt, steps=G, gen_length=G, block_length=BLOCK,
                                             temperature=0.0, cfg_scale=0.0, remasking="low_confidence",
                                             mask_id=MASK_ID)
+    if name in DPAD:
+        sys.path.insert(0, os.path.join(code, "llada"))
+        model = build_llada("model.modeling_llada", "model.configuration_llada", seed)
+        gen = getattr(importlib.import_module("generate_dropout"), DPAD[name])
+        return model, lambda prompt, G: gen(model, prompt, steps=G, gen_length=G, block_length=BLOCK,
+                                            temperature=0.0, remasking="low_confidence", mask_id=MASK_ID,
+                                            threshold=None, dropout="gaussian", sigma=DPAD_SIGMA,
+                                            scale=DPAD_SCALE, window=min(DPAD_WINDOW, G),
+                                            early_termination=False)
     sys.path.insert(0, os.path.join(model_code, "llada"))
     model = build_llada("model.modeling_llada", "model.configuration_llada", seed)
     if name == "fast-dllm":
@@ -156,7 +173,7 @@ def make_system(name, code, model_code, seed):
         return model, lambda prompt, G: gen(prompt, None, model, steps=G, gen_length=G, block_length=BLOCK,
                                             temperature=0.0, cfg_scale=0.0, remasking="low_confidence",
                                             mask_id=MASK_ID)
-    raise SystemExit(f"driver.py: unknown system '{name}' (native fast-dllm dllm-cache sparse-dllm)")
+    raise SystemExit(f"driver.py: unknown system '{name}' (native fast-dllm dllm-cache sparse-dllm {' '.join(DPAD)})")
 
 
 class Timer:
@@ -172,6 +189,8 @@ class Timer:
                 kind = "full" if a[2] < 2 else "block"
             elif system == "fast-dllm":
                 kind = "block" if "replace_position" in kw else "full"
+            elif system in ("dpad-prefix", "dpad-dual"):
+                kind = "block" if kw.get("past_key_values") is not None else "full"
             else:
                 kind = "full"
             ev = torch.cuda.Event(enable_timing=True)

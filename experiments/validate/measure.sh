@@ -2,6 +2,8 @@
 # experiments/validate/measure.sh: on a GPU machine, runs one seed system's own generate loop
 # (experiments/validate/driver.py) over its two validation traces and the held-out profile grid, and
 # writes OUT/SYSTEM.tgz (SYSTEM-low/, SYSTEM-high/, profile/: requests.csv, forwards.csv, meta.json).
+# DPad's loops (dpad, dpad-prefix, dpad-dual) run their burst (SYSTEM-burst/) and the held-out grid.
+# PROFILE_ONLY=1: the held-out grid alone (profile/).
 # dllm-serve runs its own runtime (experiments/validate/serve_driver.py) over its two traces and its
 # held-out grid (serve-N/, with steps.csv).
 # CODE: the checkouts, one folder a system (llada, fast-dllm, dllm-cache, sparse-dllm, dllm-serve, each with a
@@ -15,6 +17,7 @@ code=${CODE:-baselines}
 traces=${TRACES:-$code/traces}
 repo=$code/$sys
 [ "$sys" = native ] && repo=$code/llada
+[ "${sys#dpad-}" != "$sys" ] && repo=$code/dpad
 [ -d "$repo" ] || { echo "measure.sh: $repo not found: make the checkouts as experiments/validate/README.md says" >&2; exit 2; }
 work=$(mktemp -d)
 if [ "$sys" = dllm-serve ]; then
@@ -22,10 +25,16 @@ if [ "$sys" = dllm-serve ]; then
     for n in 1 2 4 8 16 32 48 64; do grid+=(--trace "$traces/serve-$n.csv"); done
     python3 "$(dirname "$0")/serve_driver.py" --code "$repo" --trace "$traces/$sys-low.csv" \
         --trace "$traces/$sys-high.csv" "${grid[@]}" --out "$work/$sys"
+elif [ "${sys#dpad}" != "$sys" ]; then # DPad's three loops: their burst, over its own model file
+    runs=(--trace "$traces/$sys-burst.csv")
+    [ "${PROFILE_ONLY:-0}" = 1 ] && runs=()
+    python3 "$(dirname "$0")/driver.py" --system "$sys" --code "$repo" "${runs[@]}" --trace "$traces/profile.csv" \
+        --warmup 2 --out "$work/$sys" 2>&1 | grep -v "use_return_dict"
 else
+    runs=(--trace "$traces/$sys-low.csv" --trace "$traces/$sys-high.csv")
+    [ "${PROFILE_ONLY:-0}" = 1 ] && runs=()
     python3 "$(dirname "$0")/driver.py" --system "$sys" --code "$repo" --model-code "$code/fast-dllm" \
-        --trace "$traces/$sys-low.csv" --trace "$traces/$sys-high.csv" --trace "$traces/profile.csv" \
-        --out "$work/$sys" 2>&1 | grep -v "use_return_dict"
+        "${runs[@]}" --trace "$traces/profile.csv" --out "$work/$sys" 2>&1 | grep -v "use_return_dict"
     if [ "$sys" = dllm-cache ]; then # its loop in static batches too
         for b in 4 16; do
             python3 "$(dirname "$0")/driver.py" --system "$sys" --code "$repo" --model-code "$code/fast-dllm" \
