@@ -12,8 +12,12 @@
 #   dual           Fast-dLLM's dual cache, one token a step: a block's rows over the cached rest
 #   dual-parallel  the dual cache with threshold decoding (DECODE: llada-gsm8k's TPF, 2.77 tokens a
 #                  forward, drawn a step)
-#   dpad-parallel  the best of the newer mechanisms on this shape: DPad's suffix dropout over the dual
-#                  cache, with the same threshold decoding (policy dpad, its defaults)
+#   dpad-parallel  DPad's suffix dropout over the dual cache, with the same threshold decoding (policy
+#                  dpad, its defaults)
+#   d2f-parallel   D2F's pipelined blocks over the prefix cache, block-causal, the same threshold
+#                  decoding (policy d2f, its paper's thresholds; a semi-activated block decoding half its
+#                  count, an assumption): the newer mechanism that runs the fewest rows a token in
+#                  `tessera exp run mechanisms`
 #   ar             the same weights decoding autoregressively (policy ar: the prompt once, then one
 #                  row a step over the K/V cache), as vLLM serves a model (--system vllm)
 # and then each at the card's limit: the request scheduler admitting as many as the card's memory holds
@@ -48,6 +52,7 @@ args() {
         dual) echo --policy dual --decode fixed:1 ;;
         dual-parallel) echo --policy dual --decode "$decode" ;;
         dpad-parallel) echo --policy dpad --dpad-cache dual --decode "$decode" ;;
+        d2f-parallel) echo --policy d2f --decode "$decode" ;;
         ar) echo --system vllm ;;
     esac
 }
@@ -56,7 +61,7 @@ limit=${LIMIT:-1024}
 for b in $batches $([ "$limit" -gt 0 ] && echo 0); do
     n=$((4 * b > 8 ? 4 * b : 8))
     [ "$b" = 0 ] && n=$limit
-    for sys in vanilla dual dual-parallel dpad-parallel ar; do
+    for sys in vanilla dual dual-parallel dpad-parallel d2f-parallel ar; do
         # shellcheck disable=SC2046
         json=$("$bin" sim $(args $sys) --model "$model" --gpu "$gpu" --scheduler request --max-batch "$b" \
             --lengths "$lengths" --gen-len "$gen" --requests "$n" --rps 1000000 --seed 1 "${cost[@]}" \
@@ -77,7 +82,8 @@ out, model, gpu, lengths, decode, cost = sys.argv[1:]
 every = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
 rows = [r for r in every if r["batch"] > 0]
 limit = {r["system"]: r for r in every if r["batch"] == 0}
-systems = ["vanilla", "dual", "dual-parallel", "dpad-parallel", "ar"]
+systems = ["vanilla", "dual", "dual-parallel", "dpad-parallel", "d2f-parallel", "ar"]
+dllm = systems[:-1]
 tput = {(r["system"], r["batch"]): r["throughput_tok_s"] for r in rows}
 jtok = {(r["system"], r["batch"]): r["energy_per_token_j"] for r in rows}
 batches = sorted({r["batch"] for r in rows})
@@ -92,21 +98,25 @@ with open(os.path.join(out, "report.md"), "w") as f:
     f.write("%s on %s, prompts and answers %s, every request there at the start, request-level continuous "
             "batching capped at the batch size; cost %s. Throughput in generated tokens/s; the AR model "
             "over each dLLM variant in parentheses.\n\n" % (model, gpu, lengths, cost))
-    f.write("| batch | vanilla | dual | dual-parallel (%s) | dpad-parallel | ar |\n|---|---|---|---|---|---|\n" % decode)
+    f.write("| batch | vanilla | dual | dual-parallel (%s) | dpad-parallel | d2f-parallel | ar |\n|---|---|---|---|---|---|---|\n"
+            % decode)
     for b in batches:
-        cells = ["%.0f (%.2fx)" % (tput[(s, b)], tput[("ar", b)] / tput[(s, b)]) for s in systems[:4]]
+        cells = ["%.0f (%.2fx)" % (tput[(s, b)], tput[("ar", b)] / tput[(s, b)]) for s in dllm]
         f.write("| %d | %s | %.0f |\n" % (b, " | ".join(cells), tput[("ar", b)]))
     f.write("\n")
-    for s in systems[:4]:
+    for s in dllm:
         c = crossover(s)
         f.write("- %s: %s\n" % (s, "the AR model is ahead from batch %d on" % c if c else "ahead of the AR model at every batch"))
     lo, hi = batches[0], batches[-1]
     checks = [
         ("at batch %d the dLLM with its cache and parallel decoding is ahead of AR" % lo,
          tput[("dual-parallel", lo)] > tput[("ar", lo)]),
-        ("at batch %d AR is ahead of every dLLM variant" % hi, all(tput[("ar", hi)] > tput[(s, hi)] for s in systems[:4])),
+        ("at batch %d AR is ahead of every dLLM variant" % hi, all(tput[("ar", hi)] > tput[(s, hi)] for s in dllm)),
         ("the newer mechanism (DPad over the dual cache) is ahead of the dual cache at batch %d, and AR still overtakes it"
          % lo, tput[("dpad-parallel", lo)] > tput[("dual-parallel", lo)] and crossover("dpad-parallel") is not None),
+        ("D2F's pipelined blocks move the crossover to a larger batch than the dual cache's parallel decoding, "
+         "and AR still overtakes them", crossover("d2f-parallel") is not None and crossover("dual-parallel") is not None
+         and crossover("d2f-parallel") > crossover("dual-parallel")),
         ("the dLLM's lead shrinks with the batch: AR over dual-parallel grows from batch %d to %d" % (lo, hi),
          tput[("ar", hi)] / tput[("dual-parallel", hi)] > tput[("ar", lo)] / tput[("dual-parallel", lo)]),
     ]
@@ -116,9 +126,9 @@ with open(os.path.join(out, "report.md"), "w") as f:
         for s in systems:
             f.write("| %s | %.0f | %.1f |\n" % (s, limit[s]["throughput_tok_s"], limit[s]["mean_batch"]))
         checks.append(("at the card's limit AR serves more tokens/s than every dLLM variant",
-                       all(limit["ar"]["throughput_tok_s"] > limit[s]["throughput_tok_s"] for s in systems[:4])))
+                       all(limit["ar"]["throughput_tok_s"] > limit[s]["throughput_tok_s"] for s in dllm)))
     f.write("\nEnergy, joules a generated token (sim/README.md, \"Energy\"):\n\n")
-    f.write("| batch | vanilla | dual | dual-parallel | dpad-parallel | ar |\n|---|---|---|---|---|---|\n")
+    f.write("| batch | vanilla | dual | dual-parallel | dpad-parallel | d2f-parallel | ar |\n|---|---|---|---|---|---|---|\n")
     for b in batches:
         f.write("| %d | %s |\n" % (b, " | ".join("%.3f" % jtok[(s, b)] for s in systems)))
     f.write("\n| trend the studies report | in tessera |\n|---|---|\n")
@@ -147,7 +157,8 @@ plot "$out/figure.dat" index 0 using 1:2 with linespoints lc rgb '#999999' pt 6 
      "" index 1 using 1:2 with linespoints lc rgb '#0072B2' pt 5 title "dLLM, dual cache, one token a step", \
      "" index 2 using 1:2 with linespoints lc rgb '#009E73' pt 7 title "dLLM, dual cache, parallel decoding", \
      "" index 3 using 1:2 with linespoints lc rgb '#CC79A7' pt 13 title "dLLM, DPad over the dual cache, parallel decoding", \
-     "" index 4 using 1:2 with linespoints lc rgb '#D55E00' pt 9 lw 2 title "AR (the same transformer)"
+     "" index 4 using 1:2 with linespoints lc rgb '#E69F00' pt 11 title "dLLM, D2F's pipelined blocks, parallel decoding", \
+     "" index 5 using 1:2 with linespoints lc rgb '#D55E00' pt 9 lw 2 title "AR (the same transformer)"
 EOF
 fi
 echo "crossover: $out/report.md, $out/results.jsonl$([ -s "$out/figure.png" ] && echo ", $out/figure.png")"

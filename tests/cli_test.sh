@@ -1103,7 +1103,7 @@ print(r[("phase", "fixed:1")]["num_stalls"] > 0, r[("lookahead", "fixed:1")]["nu
 [ "$got" = "True 0 True" ] && [ -s "$tmp/la/report.md" ] && ok ||
     bad "exp run lookahead: phase's stalls, lookahead's and the threshold runs' '$got'"
 is_png "$tmp/la/figure.png" "exp run lookahead"
-# the crossover against AR serving, reduced to batches 1 and 64: the dLLM with its cache and parallel
+# the crossover against AR serving, reduced to batches 1, 8 and 64: the dLLM with its cache and parallel
 # decoding ahead at 1, AR ahead of every dLLM variant at 64; one at a time, AR takes a prefill step and
 # then a step a token (8 requests of 256: 8 x 257 steps), the dLLM at one token a step 8 x 256
 expect 0 "exp run fleet" -- env REQUESTS=600 $bin exp run fleet "$tmp/fleet-exp"
@@ -1116,12 +1116,12 @@ expect 0 "exp run mechanisms" -- env REQUESTS=40 $bin exp run mechanisms "$tmp/m
 [ "$(grep -c '| holds |' "$tmp/mech/report.md")" = 14 ] && ok || bad "exp run mechanisms: a check does not hold ($tmp/mech/report.md)"
 [ "$(grep -c . "$tmp/mech/results.jsonl")" = 26 ] && ok || bad "exp run mechanisms: not 26 runs"
 if command -v gnuplot >/dev/null; then is_png "$tmp/mech/figure.png" "exp run mechanisms"; fi
-expect 0 "exp run crossover" -- env BATCHES="1 64" LIMIT=64 $bin exp run crossover "$tmp/arx"
+expect 0 "exp run crossover" -- env BATCHES="1 8 64" LIMIT=64 $bin exp run crossover "$tmp/arx"
 got=$(python3 -c 'import json, sys
 r = {(o["system"], o["batch"]): o for o in map(json.loads, open(sys.argv[1]))}
 print(len(r), r[("ar", 1)]["num_steps"], r[("dual", 1)]["num_steps"])' "$tmp/arx/results.jsonl" 2>&1)
-[ "$got" = "15 2056 2048" ] && ok || bad "exp run crossover: runs and steps at batch 1 '$got', wanted '15 2056 2048'"
-[ "$(grep -c '| holds |' "$tmp/arx/report.md")" = 5 ] && ok || bad "exp run crossover: a trend does not hold ($tmp/arx/report.md)"
+[ "$got" = "24 2056 2048" ] && ok || bad "exp run crossover: runs and steps at batch 1 '$got', wanted '15 2056 2048'"
+[ "$(grep -c '| holds |' "$tmp/arx/report.md")" = 6 ] && ok || bad "exp run crossover: a trend does not hold ($tmp/arx/report.md)"
 is_png "$tmp/arx/figure.png" "exp run crossover"
 expect 0 "exp run papers --quick" -- $bin exp run papers "$tmp/papers" --quick
 for e in dllm-serve-fig3 dllm-serve-fig4 dllm-serve-fig5 dllm-serve-table4 dllm-serve-fig7 dllm-serve-fig8 focus-fig6 \
