@@ -198,7 +198,10 @@ static int plan_refusal(const struct step_desc *sd, const struct eng_kv *kv, str
                             "not run; price such runs with the cost model");
     for (int32_t s = 0; s < sd->num_segs; s++) {
         const struct segment *g = &sd->segs[s];
-        const char *why = layered ? layered_refusal(g) : evicting ? evicting_refusal(g, sd->front_layers) : NULL;
+        const char *why = g->attn_keys > 0 ? "a sparse attention pattern (attn_keys)"
+                          : layered          ? layered_refusal(g)
+                          : evicting         ? evicting_refusal(g, sd->front_layers)
+                                             : NULL;
         if (why)
             return ts_fail(err, "step refused: request %d's segment has %s, which the engine does not run; price "
                                 "such runs with the cost model", g->req_id, why);

@@ -8,7 +8,8 @@
 # knob the papers tie speed to, is held at one value:
 #   LLaDA-8B (bidirectional), threshold decoding at 0.9 (Fast-dLLM's GSM8K profile, TPF 2.77):
 #     vanilla (no cache), prefix, dual (Fast-dLLM), vicinity (dInfer), sparse (Sparse-dLLM, half the
-#     cache kept), dllm-cache (dLLM-Cache), dpad (DPad, no cache and over the dual cache), d2cache
+#     cache kept), dllm-cache (dLLM-Cache), sparsed (SparseD: no cache, its attention sparse after the
+#     first fifth of the steps), dpad (DPad, no cache and over the dual cache), d2cache
 #     (d2Cache, its one block of 256: its rollout's own cost unpriced), elastic (Elastic-Cache, a
 #     window of 16, refreshing every 32 steps past its first 16 layers: both assumptions), and the
 #     dual cache with Prophet's early commit (--early-commit PROPHET: the share decoded when it fires,
@@ -64,6 +65,7 @@ llada=(--model llada-8b --decode threshold:llada-gsm8k)
 for p in vanilla prefix dual vicinity sparse dllm-cache; do
     run llada "$p" "${llada[@]}" --policy "$p"
 done
+run llada sparsed "${llada[@]}" --policy sparsed
 run llada dpad "${llada[@]}" --policy dpad
 run llada dpad-dual "${llada[@]}" --policy dpad --dpad-cache dual
 run llada d2cache "${llada[@]}" --policy d2cache --block 256
@@ -96,7 +98,7 @@ rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
 by = {(r["group"], r["name"]): r for r in rows}
 TITLE = {"llada": "LLaDA-8B, threshold 0.9 (TPF 2.77)", "sdar": "SDAR-8B, threshold decoding (TPF 2.0)",
          "mini": "LLaDA2.0-mini, block diffusion", "fdv2": "Fast-dLLM v2 7B, one token a step"}
-LABEL = {"dpad": "dpad (no cache)", "block": "block", "d2cache": "d2cache (one block)", "elastic": "elastic (refresh every 32)", "dpad-dual": "dpad over the dual cache",
+LABEL = {"sparsed": "sparsed (no cache)", "dpad": "dpad (no cache)", "block": "block", "d2cache": "d2cache (one block)", "elastic": "elastic (refresh every 32)", "dpad-dual": "dpad over the dual cache",
          "dual-prophet": "dual + Prophet (F = %s)" % prophet, "d2f-0": "d2f, semi-activated none",
          "d2f-0.5": "d2f, semi-activated half", "d2f-1": "d2f, semi-activated all", "fdllm-v2": "fdllm-v2 (Fast-dLLM v2)",
          "fdllm-v2-dual": "fdllm-v2, DualCache", "block-prophet": "block + Prophet (F = %s)" % prophet,
@@ -138,6 +140,8 @@ with open(os.path.join(out, "report.md"), "w") as f:
          L("elastic")["peak_kv_gib"] > L("dual")["peak_kv_gib"]),
         ("flat out, the dual cache serves more tokens/s than no cache on LLaDA-8B",
          L("dual")["throughput_tok_s"] > L("vanilla")["throughput_tok_s"]),
+        ("SparseD runs the rows of no cache (its sparsity is in the attention) in less time",
+         L("sparsed")["rows_per_token"] == L("vanilla")["rows_per_token"] and L("sparsed")["lat_mean_s"] < L("vanilla")["lat_mean_s"]),
         ("D2F's pipelined blocks: the more a semi-activated block decodes, the shorter the mean latency",
          L("d2f-1")["lat_mean_s"] < L("d2f-0.5")["lat_mean_s"] < L("d2f-0")["lat_mean_s"]),
         ("D2F runs fewer rows a token than the dual cache (block-causal, it never runs the masked suffix)",

@@ -210,19 +210,20 @@ static double tile_keys(int64_t q, int64_t kv, int32_t bs, int rows)
 }
 
 /* A segment of q rows over kv cached keys, block-causal over blocks of bs tokens where bs > 0 (the
- * pairs and the tiles' keys the kernels skip are not counted) */
-static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs)
+ * pairs and the tiles' keys the kernels skip are not counted), or each row over `keys` keys where
+ * keys > 0 (a sparse pattern: segment.attn_keys) */
+static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs, int32_t keys)
 {
-    double *f = a->f, k = (double)(q + kv);
-    f[AF_TILE_KEYS] += tile_keys(q, kv, bs, 64);
+    double *f = a->f, k = keys > 0 ? (double)keys : (double)(q + kv);
+    f[AF_TILE_KEYS] += keys > 0 ? ceil((double)q / 64) * k : tile_keys(q, kv, bs, 64);
     f[AF_SEGS] += 1;
     f[AF_MAX_KEYS] = fmax(f[AF_MAX_KEYS], k);
     f[AF_CONST] = 1;
     f[AF_KV] += (double)kv;
     a->max_q = fmax(a->max_q, (double)q);
     if (q >= ATTN_LONG_Q) { /* the engine's wgmma kernel on Hopper: 128-row blocks */
-        f[AF_LONG_PAIRS] += attn_pairs(q, kv, bs);
-        f[AF_LONG_TILE_KEYS] += tile_keys(q, kv, bs, 128);
+        f[AF_LONG_PAIRS] += keys > 0 ? (double)q * k : attn_pairs(q, kv, bs);
+        f[AF_LONG_TILE_KEYS] += keys > 0 ? ceil((double)q / 128) * k : tile_keys(q, kv, bs, 128);
         a->long_rows += (double)q;
         a->long_tiles += ceil((double)q / 64.0);
         a->long_segs++;
@@ -277,11 +278,11 @@ static double block_keys(double k, int splits)
 
 /* A segment again, once attn_finish has fixed the launch: the keys its tiles' blocks cover, where
  * the mma.sync kernel runs it */
-static void attn_wave_add(struct attn_acc *a, int64_t q, int64_t kv)
+static void attn_wave_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t keys)
 {
     if (a->short_tiles <= 0 || (a->any_long && q >= ATTN_LONG_Q))
         return;
-    a->tile_block_keys += ceil((double)q / 64.0) * block_keys((double)(q + kv), a->splits);
+    a->tile_block_keys += ceil((double)q / 64.0) * block_keys(keys > 0 ? (double)keys : (double)(q + kv), a->splits);
 }
 
 /* The mma.sync launch's time in keys (AF_WAVE_KEYS): the hardware hands its blocks to the SMs as
@@ -306,13 +307,13 @@ static void attn_layers(const struct calib *c, const struct step_desc *sd, bool 
     for (int32_t i = 0; i < sd->num_segs; i++) {
         int32_t q, kv, w;
         segment_layer_shape(&sd->segs[i], front, &q, &kv, &w);
-        attn_add(acc, q, kv, sd->attn_block);
+        attn_add(acc, q, kv, sd->attn_block, sd->segs[i].attn_keys);
     }
     attn_finish(acc, c->heads, c->kv_heads, c->sms, c->attn_rules);
     for (int32_t i = 0; i < sd->num_segs; i++) {
         int32_t q, kv, w;
         segment_layer_shape(&sd->segs[i], front, &q, &kv, &w);
-        attn_wave_add(acc, q, kv);
+        attn_wave_add(acc, q, kv, sd->segs[i].attn_keys);
     }
     attn_wave_finish(acc, c->heads);
 }
@@ -349,10 +350,10 @@ static void attn_features(const struct calib_row *r, int heads, int kv_heads, in
     struct attn_acc a;
     memset(&a, 0, sizeof a);
     for (int s = 0; s < r->segs; s++)
-        attn_add(&a, step_shape_q(&r->shape, s), step_shape_kv(&r->shape, s), 0); /* profiles run bidirectional */
+        attn_add(&a, step_shape_q(&r->shape, s), step_shape_kv(&r->shape, s), 0, 0); /* profiles run bidirectional */
     attn_finish(&a, heads, kv_heads, sms, rules);
     for (int s = 0; s < r->segs; s++)
-        attn_wave_add(&a, step_shape_q(&r->shape, s), step_shape_kv(&r->shape, s));
+        attn_wave_add(&a, step_shape_q(&r->shape, s), step_shape_kv(&r->shape, s), 0);
     attn_wave_finish(&a, heads);
     memcpy(f, a.f, sizeof a.f);
 }

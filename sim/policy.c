@@ -21,6 +21,7 @@ static const struct policy_ops *const policies[] = {
     &policy_d2cache,
     &policy_elastic,
     &policy_d2f,
+    &policy_sparsed,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

@@ -190,5 +190,6 @@ extern const struct policy_ops policy_fdllm_v2;
 extern const struct policy_ops policy_d2cache;
 extern const struct policy_ops policy_elastic;
 extern const struct policy_ops policy_d2f;
+extern const struct policy_ops policy_sparsed;
 
 #endif

@@ -166,6 +166,13 @@ START_TEST(refused_step_changes_nothing)
     ck_assert_int_ne(eng_plan_build(&p, &kv, &sd, 100, 1, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "step refused"));
     ck_assert_int_eq(kv.num_free, 4);
+    /* a sparse attention pattern (SparseD's) the engine does not run */
+    step_desc_clear(&sd);
+    const struct segment sparse = {.req_id = 2, .q = 8, .logit_rows = 8, .attn_keys = 4, .phase = PHASE_FULL};
+    step_desc_add(&sd, &sparse);
+    ck_assert_int_ne(eng_plan_build(&p, &kv, &sd, 100, 1, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "sparse attention pattern"));
+    ck_assert_int_eq(kv.num_free, 4);
     step_desc_free(&sd);
     eng_plan_free(&p);
     eng_kv_free(&kv);

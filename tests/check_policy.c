@@ -738,6 +738,45 @@ START_TEST(d2f_matches_its_block_list)
 }
 END_TEST
 
+/* SparseD by hand: P = 300, G = 128, one position a step, skip 0.2, select 0.3, blocks of 128.
+ * Steps 0-25 are dense; step 26 (SparseD's int(0.2 x 128) + 1) builds the pattern, its scores priced
+ * as half pairs over all 428 keys and the response's 44 (past the prompt's 3 blocks): 428 + 236 = 664
+ * keys a row; the later steps attend to the top int(4 x 0.3) + 1 = 2 blocks of pass 1 (both in the
+ * prompt at share 1) and int(1 x 0.3) + 1 = 1 of the response's: 384 keys. Every step runs the whole
+ * sequence, no cache. */
+START_TEST(sparsed_shapes)
+{
+    struct policy_cfg pc = PC;
+    pc.p[0] = 0.2, pc.p[1] = 0.3, pc.p[2] = 128, pc.p[3] = 1;
+    run_life(&policy_sparsed, &pc, 300, 128, 128, 1, &L);
+    ck_assert_int_eq(L.n, 128);
+    for (int i = 0; i < L.n; i++) {
+        expect_seg(&L.seg[i], PHASE_FULL, 428, 0, 0, 428, 1);
+        ck_assert_int_eq(L.seg[i].attn_keys, i < 26 ? 0 : i == 26 ? 664 : 384);
+    }
+    /* pass 1's blocks none in the prompt: the response's block alone; a longer skip moves the pattern */
+    pc.p[3] = 0, pc.p[0] = 0.5;
+    run_life(&policy_sparsed, &pc, 300, 128, 128, 1, &L);
+    for (int i = 0; i < L.n; i++)
+        ck_assert_int_eq(L.seg[i].attn_keys, i < 65 ? 0 : i == 65 ? 664 : 128);
+    /* four positions a step: the step starting with at least 26 decoded (the 7th, at 28) builds it */
+    pc.p[3] = 1, pc.p[0] = 0.2;
+    run_life(&policy_sparsed, &pc, 300, 128, 128, 4, &L);
+    ck_assert_int_eq(L.n, 32);
+    for (int i = 0; i < L.n; i++)
+        ck_assert_int_eq(L.seg[i].attn_keys, i < 7 ? 0 : i == 7 ? 664 : 384);
+    /* a short prompt: pass 1 keeps its one block at most (of its top 3 of 9), pass 2 the top 3 of the
+     * response's 8: 4 blocks */
+    pc.p[0] = 0.2, pc.p[1] = 0.3;
+    run_life(&policy_sparsed, &pc, 100, 1000, 1000, 8, &L);
+    ck_assert_int_eq(L.seg[L.n - 1].attn_keys, 512);
+    /* a pattern that keeps every block prices the whole sequence */
+    pc.p[1] = 1;
+    run_life(&policy_sparsed, &pc, 300, 128, 128, 4, &L);
+    ck_assert_int_eq(L.seg[L.n - 1].attn_keys, 428);
+}
+END_TEST
+
 /* Prophet's early commit: the step that brings a request to F of its positions commits the rest */
 START_TEST(early_commit_finishes_the_request)
 {
@@ -1154,6 +1193,7 @@ int main(void)
     tcase_add_test(tc, dpad_shapes);
     tcase_add_test(tc, fdllm_v2_shapes);
     tcase_add_test(tc, d2f_shapes);
+    tcase_add_test(tc, sparsed_shapes);
     tcase_add_test(tc, d2f_matches_its_block_list);
     tcase_add_test(tc, early_commit_finishes_the_request);
     tcase_add_test(tc, d2cache_shapes);

@@ -364,6 +364,7 @@ START_TEST(recorded_steps_replay_as_run)
         {"focus", "sdar-8b", NULL, "credit:2.5", NULL, NULL, true, false, false, 16, 2}, /* block-causal, evicting */
         {NULL, NULL, "sparse", NULL, "sparse-select", "head", false, true, true, 0, 1},   /* chunks set a step */
         {"dllm-cache", NULL, NULL, NULL, NULL, NULL, false, false, false, 0, 1},          /* the feature cache */
+        {NULL, NULL, "sparsed", NULL, NULL, NULL, false, false, false, 0, 1},             /* keys a row (attn_keys) */
     };
     int64_t def[STEP_KNOBS], off_default[STEP_KNOBS] = {0};
     struct step_desc d;

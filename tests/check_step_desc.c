@@ -123,6 +123,9 @@ START_TEST(malformed_segments_named)
         {{.q = 4, .carry = 6, .probe = 3, .picked = 4}, "picked outside"},
         {{.q = 4, .picked = 1}, "picked without probe"},
         {{.q = 4, .carry = 6, .probe = 8, .picked = 1}, "always-computed"},
+        {{.q = 4, .kv = 4, .attn_keys = 17}, "attn_keys beyond"},
+        {{.q = 4, .attn_keys = -1}, "negative"},
+        {{.q = 4, .q_front = 8, .attn_keys = 2}, "attn_keys with"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *why = segment_check(&bad[i].s);
@@ -144,6 +147,15 @@ START_TEST(attention_pairs_of_one_segment)
     step_desc_add(&sd, &s);
     ck_assert(sd.tot.attn_qk_pairs == 32.0 * 512.0);
     ck_assert_int_eq(sd.tot.attn_kv_read, 512);
+    /* a sparse pattern: each row scores attn_keys keys, under block-causal attention too; the K/V
+     * read stay the segment's */
+    sd.attn_block = 8;
+    struct segment sparse = {.req_id = 1, .q = 400, .logit_rows = 400, .attn_keys = 128, .phase = PHASE_FULL};
+    step_desc_add(&sd, &sparse);
+    ck_assert(sd.tot.attn_qk_pairs == 32.0 * 512.0 + 400.0 * 128);
+    ck_assert_int_eq(sd.tot.attn_kv_read, 912);
+    ck_assert(segment_attn_pairs(&sparse, 8) == 400.0 * 128);
+    ck_assert(segment_attn_pairs(&s, 8) == attn_pairs(32, 480, 8));
     step_desc_free(&sd);
 }
 END_TEST

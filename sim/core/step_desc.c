@@ -83,6 +83,11 @@ double attn_pairs(int64_t q, int64_t kv, int32_t bs)
     return (double)q * (double)kv + (double)bs * bs * nb * (nb + 1) / 2 + rest * (double)q;
 }
 
+double segment_attn_pairs(const struct segment *s, int32_t bs)
+{
+    return s->attn_keys > 0 ? (double)s->q * s->attn_keys : attn_pairs(s->q, s->kv, bs);
+}
+
 static void totals_add(struct step_totals *t, const struct segment *s, int32_t attn_block)
 {
     t->num_segs++;
@@ -93,7 +98,7 @@ static void totals_add(struct step_totals *t, const struct segment *s, int32_t a
     t->decoded += s->decoded;
     if (s->q > t->max_q)
         t->max_q = s->q;
-    const double pairs = attn_pairs(s->q, s->kv, attn_block);
+    const double pairs = segment_attn_pairs(s, attn_block);
     t->attn_qk_pairs += pairs;
     t->attn_kv_read += (int64_t)s->q + s->kv;
     t->by_phase[s->phase]++;
@@ -122,9 +127,13 @@ const char *segment_check(const struct segment *g)
 {
     /* (one test: an OR of the counts is negative where any is) */
     if ((g->q | g->kv | g->kv_write | g->decoded | g->keep | g->score_rows | g->q_front | g->kv_front |
-         g->kv_write_front | g->probe | g->carry | g->picked) < 0)
+         g->kv_write_front | g->probe | g->carry | g->picked | g->attn_keys) < 0)
         return "a negative count (q, kv, kv_write, decoded, keep, score_rows, q_front, kv_front, "
-               "kv_write_front, probe, carry or picked)";
+               "kv_write_front, probe, carry, picked or attn_keys)";
+    if (g->attn_keys > 2 * ((int64_t)g->q + g->kv))
+        return "attn_keys beyond twice q + kv";
+    if (g->attn_keys > 0 && (g->q_front > 0 || g->keep > 0))
+        return "attn_keys with a front shape or a selection";
     if (g->logit_rows < 0 || (int64_t)g->logit_rows > (int64_t)g->q + g->carry)
         return "logit_rows outside 0..q + carry";
     if (g->q_front == 0 && (g->kv_front != 0 || g->kv_write_front != 0))

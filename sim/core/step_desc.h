@@ -37,6 +37,10 @@
  *   carry       rows the later layers carry on cached attention and FFN outputs (added to the
  *               residual stream, not computed): their logits can still be taken, so logit_rows is
  *               at most q + carry
+ *   attn_keys   > 0: each query row's attention scores this many keys instead of its q + kv, at
+ *               every layer: a block-sparse pattern (SparseD's kept key blocks) keeps fewer; the
+ *               step that builds one scores more (its pattern's scores priced as pairs). The K/V
+ *               read and written are those of q, kv and kv_write
  * Attention within a segment is bidirectional over its own q tokens plus its kv cached tokens
  * (block-causal models attend to the same set: the cached prefix plus the current block).
  */
@@ -80,6 +84,8 @@ struct segment {
     int32_t probe;          /* rows whose values are checked against the cache, at most q + carry */
     int32_t carry;          /* rows carried on cached outputs through the later layers */
     int32_t picked;         /* of the q rows, those the probe picks (1..min(q, probe) with probe > 0) */
+    int32_t attn_keys;      /* > 0: the keys each query row's attention scores, in place of q + kv (a
+                             * sparse pattern keeps fewer; building one scores more: SparseD's) */
 };
 
 /* A segment's shape at the front layers (q_front > 0) or at the others. */
@@ -240,6 +246,8 @@ void step_totals_compute(const struct step_desc *sd, struct step_totals *out);
 int64_t attn_row_keys(int64_t q, int64_t kv, int32_t bs, int64_t row);
 /* The query-key pairs a segment scores: q (q + kv), or the block-causal count (bs > 0). */
 double attn_pairs(int64_t q, int64_t kv, int32_t bs);
+/* The pairs segment s scores at its later layers: q attn_keys where it has them, else attn_pairs. */
+double segment_attn_pairs(const struct segment *s, int32_t bs);
 /* Number of LM-head chunks the step runs (0 when it has no logit rows). */
 int64_t step_num_logit_chunks(const struct step_desc *sd);
 /* The layers of a model of num_layers that run the front shapes: front_layers where some segment
