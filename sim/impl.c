@@ -35,7 +35,7 @@
  *                layer (records/torch-dllm-serve-h100).
  *   tessera      one fused kernel per op, issued from a CUDA graph.
  *   torch-eager-f64, torch-llada, torch-fast-dllm, torch-dllm-cache, torch-sparse-dllm, torch-dpad,
- *   torch-dpad-cache
+ *   torch-dpad-cache, torch-d2f
  *                torch-eager as a seed system's own generate loop runs it (derived_impls below): its
  *                softmax's copies beside the logits (float64: 16 bytes a logit; bf16: 2) priced as
  *                those bytes at the memory bandwidth beyond (or short of) torch-eager's fp32 8, and its
@@ -113,9 +113,13 @@ static const struct derived_impl {
      * (get_transfer_index); its model file (Fast-dLLM's with RoPE tables kept across a block's forwards,
      * rebuilt at its first: update_rope) issues less than LLaDA's loop without a cache, 0.835 of it, and
      * more with one, 1.17 (the prefix and dual loops alike: 1.171 and 1.176), on its own held-out grid
-     * (experiments/records/validate-dpad-h100, profile/) */
+     * (experiments/records/validate-mechanisms-h100, dpad/profile/) */
     {"torch-dpad", "torch-eager", 16, 1, 0.835, false, false, 0},
     {"torch-dpad-cache", "torch-eager", 16, 1, 1.17, false, false, 0},
+    /* zhijie-group/Discrete-Diffusion-Forcing D2F-eval/eval_llada.py at 771f745: the softmax in the
+     * logits' dtype (bf16) over each block's masked rows; its loop issues 0.843 of LLaDA's a forward on
+     * its held-out grid (experiments/records/validate-mechanisms-h100, d2f/) */
+    {"torch-d2f", "torch-eager", 2, 0, 0.843, false, false, 0},
     /* the engine's --ffn fused: SwiGLU in the gate/up GEMM's epilogue */
     {"tessera-fused", "tessera", -1, 0, 1.0, true, false, 0},
 };

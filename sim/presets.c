@@ -23,7 +23,7 @@ static const struct preset presets[] = {
      "Crys-Chen/DPad llada/generate_dropout.py at 461b36e (generate: the canvas one row; get_transfer_index: "
      "softmax of the logits cast to float64; suffix_dropout over sampler.py's GaussianSampler) and "
      "llada/scripts/main_instruct.sh (-k=4 -sc=2 -w=256); its loop's host work: torch-dpad (tessera list impls; "
-     "experiments/records/validate-dpad-h100)",
+     "experiments/records/validate-mechanisms-h100)",
      "engine", "calibrated", false, NULL, 0, 0},
     {"dpad-prefix", "DPad as its code at 461b36e runs it: the Gaussian suffix dropout (window 256, k 4, scale 2) "
              "over Fast-dLLM's prefix cache, one request at a time, monolithic logits, PyTorch eager with float64 sampling",
@@ -32,7 +32,7 @@ static const struct preset presets[] = {
      "Crys-Chen/DPad llada/generate_dropout.py at 461b36e (generate_with_prefix_cache: the canvas one row; get_transfer_index: "
      "softmax of the logits cast to float64; suffix_dropout over sampler.py's GaussianSampler) and "
      "llada/scripts/main_instruct.sh (-k=4 -sc=2 -w=256); its loop's host work: torch-dpad-cache (tessera list impls; "
-     "experiments/records/validate-dpad-h100)",
+     "experiments/records/validate-mechanisms-h100)",
      "engine", "calibrated", false, NULL, 0, 0},
     {"dpad-dual", "DPad as its code at 461b36e runs it: the Gaussian suffix dropout (window 256, k 4, scale 2) "
              "over Fast-dLLM's dual cache, one request at a time, monolithic logits, PyTorch eager with float64 sampling",
@@ -41,7 +41,18 @@ static const struct preset presets[] = {
      "Crys-Chen/DPad llada/generate_dropout.py at 461b36e (generate_with_dual_cache: the canvas one row; get_transfer_index: "
      "softmax of the logits cast to float64; suffix_dropout over sampler.py's GaussianSampler) and "
      "llada/scripts/main_instruct.sh (-k=4 -sc=2 -w=256); its loop's host work: torch-dpad-cache (tessera list impls; "
-     "experiments/records/validate-dpad-h100)",
+     "experiments/records/validate-mechanisms-h100)",
+     "engine", "calibrated", false, NULL, 0, 0},
+    {"d2f", "D2F as its code at 771f745 runs it: pipelined blocks of 32 (tau_add 0.1, tau_act 0.95) over the prefix "
+            "cache, threshold decoding at 0.9, one request at a time, monolithic logits, PyTorch eager",
+     "d2f", "static", "threshold:llada-gsm8k", "torch-d2f", 0, "caching", false, false,
+     "its threshold of 0.9 is priced with Fast-dLLM's profile at 0.9 on GSM8K (TPF 2.77): D2F's LoRA changes the "
+     "confidences; a semi-activated block decoding half its count (--d2f-semi) is an assumption",
+     {{"max-batch", "1"}},
+     "zhijie-group/Discrete-Diffusion-Forcing D2F-eval/eval_llada.py at 771f745 (_generate_block_single, "
+     "_update_block_completion_states; sample_tokens: the softmax in the logits' bf16) and its paper's Appendix "
+     "Table 8 (tau_add 0.1, tau_act 0.95, tau_conf 0.9); its loop's host work: torch-d2f (tessera list impls; "
+     "experiments/records/validate-mechanisms-h100)",
      "engine", "calibrated", false, NULL, 0, 0},
     {"dllm-serve", "dLLM-Serve: head-centric sparse KV cache (r 0.5, one kept set per K/V head), "
                    "phase-multiplexed scheduler, logits of the block rows alone in chunks of 2048, its own PyTorch runtime "

@@ -498,11 +498,11 @@ PY
     done
 fi
 
-# validate-dpad-h100: the validation against DPad's own code still gives the recorded tables
-expect 0 "exp run validate-dpad" -- $bin exp run validate-dpad "$tmp/validate-dpad"
-for f in validate.csv kept.csv; do
-    cmp -s "$tmp/validate-dpad/$f" "$rec_dir/validate-dpad-h100/$f" && ok ||
-        bad "exp run validate-dpad no longer gives validate-dpad-h100/$f: $(diff "$tmp/validate-dpad/$f" "$rec_dir/validate-dpad-h100/$f" | head -4 | tr '\n' ' ')"
+# validate-mechanisms-h100: the validation against the newer mechanisms' own code still gives the recorded tables
+expect 0 "exp run validate-mechanisms" -- $bin exp run validate-mechanisms "$tmp/validate-mech"
+for f in validate.csv rows.csv kept.csv; do
+    cmp -s "$tmp/validate-mech/$f" "$rec_dir/validate-mechanisms-h100/$f" && ok ||
+        bad "exp run validate-mechanisms no longer gives validate-mechanisms-h100/$f: $(diff "$tmp/validate-mech/$f" "$rec_dir/validate-mechanisms-h100/$f" | head -4 | tr '\n' ' ')"
 done
 
 # validate-h100: the validation against the seed systems' own code still gives the recorded table

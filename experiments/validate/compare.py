@@ -17,6 +17,8 @@
                                  the masked suffix positions a block's forwards kept past it, from the
                                  rows of its first forward, predicted (tessera keeps the expected count)
                                  and measured (DPad draws them at random, a set a block)
+  compare.py rows SYSTEM RUNS PRED.db   the rows of every forward, the run's k-th forward against its
+                                 k-th step (CSV on stdout: system,forwards,rows_equal,mean_abs_diff)
   compare.py run SYSTEM RATE RUNS PRED.db   one run's table rows (CSV: system,rate,metric,predicted,
                                  measured,error_pct) on stdout and its requests' latencies
                                  (system,rate,id,predicted_s,measured_s) on stderr
@@ -54,7 +56,7 @@ def host(runs, out):
         f.write(f"{base:.4f},0,0,{n},{meta['gpu']} (validation machine: LLaDA's loop, torch {meta['torch']})\n")
     print(f"host line of the validation machine: {base:.2f} ms a forward (LLaDA's reference loop, "
           f"{n} forwards of the profile grid)")
-    for s in ("native", "fast-dllm", "dllm-cache", "sparse-dllm", "dpad", "dpad-prefix", "dpad-dual"):
+    for s in ("native", "fast-dllm", "dllm-cache", "sparse-dllm", "dpad", "dpad-prefix", "dpad-dual", "d2f"):
         if os.path.isdir(os.path.join(runs, s, "profile")):
             print(f"  {s:12s} its loop's issue time a forward: {statistics.mean(light_forwards(runs, s)) / base:.3f}"
                   " of LLaDA's")
@@ -182,11 +184,28 @@ def kept(system, runs, db):
         print(f"{system},{b},{p.pop()},{statistics.mean(m):.2f},{min(m)},{max(m)},{len(m)}")
 
 
+def rows(system, runs, db):
+    """Each forward's rows against the predicted step's, in order (one request at a time)."""
+    d = os.path.join(runs, system, f"{system}-burst")
+    measured = [int(f["q_tokens"]) for f in read(os.path.join(d, "forwards.csv"))]
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    predicted = [q for (q,) in con.execute("SELECT q FROM segments ORDER BY step_id")]
+    con.close()
+    if len(measured) != len(predicted):
+        sys.exit(f"compare.py: {system}: {len(predicted)} steps predicted, {len(measured)} forwards measured")
+    same = sum(m == p for m, p in zip(measured, predicted))
+    diff = statistics.mean(abs(m - p) for m, p in zip(measured, predicted))
+    print("system,forwards,rows_equal,mean_abs_diff")
+    print(f"{system},{len(measured)},{same},{diff:.2f}")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "host":
         host(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "host-serve":
         host_serve(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 5 and sys.argv[1] == "rows":
+        rows(*sys.argv[2:])
     elif len(sys.argv) == 5 and sys.argv[1] == "kept":
         kept(*sys.argv[2:])
     elif len(sys.argv) == 6 and sys.argv[1] == "run":

@@ -23,6 +23,10 @@ Systems (and the function each runs):
                (kernel 3, keep ratio 0.5, block 32)
   dpad         Crys-Chen/DPad llada/generate_dropout.py generate() (no cache), with its own model file;
   dpad-prefix  generate_with_prefix_cache(), dpad-dual generate_with_dual_cache(): the Gaussian suffix
+  d2f          zhijie-group/Discrete-Diffusion-Forcing D2F-eval/eval_llada.py DreamLoRA._generate_block_single
+               (its pipelined blocks over its own model file, model_cache/llada/: blocks of 32, the paper's
+               tau_add 0.1, tau_act 0.95, tau_conf 0.9, max_length 4096), called on a stand-in for its
+               lm-eval wrapper holding those settings; without its LoRA (random weights either way)
   dpad-dual    dropout of its scripts/main_instruct.sh (k 4, scale 2, window 256; the response's length
                where shorter, as its sampler takes no window past it), early termination off (random
                weights may decode its EOS anywhere)
@@ -62,6 +66,8 @@ SUBSTITUTED = []
 # DPad's loops (llada/generate_dropout.py) and its suffix window (scripts/main_instruct.sh's GSM8K line)
 DPAD = {"dpad": "generate", "dpad-prefix": "generate_with_prefix_cache", "dpad-dual": "generate_with_dual_cache"}
 DPAD_SIGMA, DPAD_SCALE, DPAD_WINDOW = 4.0, 2.0, 256
+# D2F's thresholds (its paper's defaults, Appendix Table 8) and its LLaDA settings (eval_llada.sh)
+D2F = dict(add=0.1, act=0.95, conf=0.9, max_length=4096, eos=126081)
 
 
 def need(module):
@@ -116,6 +122,56 @@ def build_llada(pkg, cfg_mod, seed, extra=None):
     return model
 
 
+def stub_module(name):
+    """A module that lets D2F's evaluation file import what only its lm-eval harness uses (peft,
+    accelerate, datasets, lm_eval, jinja2): any attribute is a class that, called, returns its argument
+    (register_model's decorator), and subclasses fine (TemplateLM)."""
+    class Stub:
+        def __init__(self, *a, **kw):
+            pass
+
+        def __call__(self, x):
+            return x
+
+    m = types.ModuleType(name)
+    m.__path__ = []
+    m.__getattr__ = lambda attr: Stub
+    return m
+
+
+def make_d2f(code, seed):
+    """D2F's generation over its own model file: _generate_block_single, unchanged, called with a
+    stand-in for its wrapper's self. With random weights no position's confidence passes tau_conf, so
+    each fully activated block decodes its top position a step and the semi-activated ones none; the
+    EOS token's output row is zeroed, so that the loop's hard-coded EOS (126081) is never the argmax
+    and the response is decoded to its end. The loop decodes its text every step for display: the
+    stand-in tokenizer returns none."""
+    root = os.path.join(code, "D2F-eval")
+    sys.path.insert(0, root)
+    for mod in ("peft", "accelerate", "datasets", "lm_eval", "lm_eval.api", "lm_eval.api.instance", "lm_eval.api.model",
+                "lm_eval.api.registry", "lm_eval.models", "lm_eval.models.utils", "lm_eval.__main__", "jinja2"):
+        try:
+            importlib.import_module(mod)
+        except Exception:  # missing, or not importable beside this transformers
+            sys.modules[mod] = stub_module(mod)
+            SUBSTITUTED.append(f"{mod}: not installed; a stand-in lets eval_llada.py import (its harness alone uses it)")
+    model = build_llada("model_cache.llada.modeling_llada", "model_cache.llada.configuration_llada", seed)
+    with torch.no_grad():
+        model.model.transformer.ff_out.weight[D2F["eos"]].zero_()
+    ev = importlib.import_module("eval_llada")
+    me = types.SimpleNamespace(model=model, mask_token_id=MASK_ID, block_size=BLOCK, device=torch.device("cuda"),
+                               block_add_threshold=D2F["add"], decoded_token_threshold=D2F["act"],
+                               skip_threshold=D2F["conf"], max_length=D2F["max_length"], target_dtype=torch.bfloat16,
+                               temperature=0.0, top_p=None, top_k=None, sampling_strategy="default",
+                               tokenizer=types.SimpleNamespace(decode=lambda ids, **kw: ""))
+    me._update_block_completion_states = types.MethodType(ev.DreamLoRA._update_block_completion_states, me)
+
+    def run(prompt, G):
+        me.max_new_tokens = G
+        return ev.DreamLoRA._generate_block_single(me, prompt)
+    return model, run
+
+
 def make_system(name, code, model_code, seed):
     """Returns (model, run(prompt, G)) for NAME's own loop."""
     need("einops")
@@ -128,6 +184,8 @@ def make_system(name, code, model_code, seed):
         return model, lambda prompt, G: gen(model, prompt, steps=G, gen_length=G, block_length=BLOCK,
                                             temperature=0.0, cfg_scale=0.0, remasking="low_confidence",
                                             mask_id=MASK_ID)
+    if name == "d2f":
+        return make_d2f(code, seed)
     if name in DPAD:
         sys.path.insert(0, os.path.join(code, "llada"))
         model = build_llada("model.modeling_llada", "model.configuration_llada", seed)
@@ -189,7 +247,7 @@ class Timer:
                 kind = "full" if a[2] < 2 else "block"
             elif system == "fast-dllm":
                 kind = "block" if "replace_position" in kw else "full"
-            elif system in ("dpad-prefix", "dpad-dual"):
+            elif system in ("dpad-prefix", "dpad-dual", "d2f"):
                 kind = "block" if kw.get("past_key_values") is not None else "full"
             else:
                 kind = "full"

@@ -2,7 +2,8 @@
 # experiments/validate/measure.sh: on a GPU machine, runs one seed system's own generate loop
 # (experiments/validate/driver.py) over its two validation traces and the held-out profile grid, and
 # writes OUT/SYSTEM.tgz (SYSTEM-low/, SYSTEM-high/, profile/: requests.csv, forwards.csv, meta.json).
-# DPad's loops (dpad, dpad-prefix, dpad-dual) run their burst (SYSTEM-burst/) and the held-out grid.
+# DPad's loops (dpad, dpad-prefix, dpad-dual) and D2F's run their burst (SYSTEM-burst/) and the held-out
+# grid.
 # PROFILE_ONLY=1: the held-out grid alone (profile/).
 # dllm-serve runs its own runtime (experiments/validate/serve_driver.py) over its two traces and its
 # held-out grid (serve-N/, with steps.csv).
@@ -25,7 +26,7 @@ if [ "$sys" = dllm-serve ]; then
     for n in 1 2 4 8 16 32 48 64; do grid+=(--trace "$traces/serve-$n.csv"); done
     python3 "$(dirname "$0")/serve_driver.py" --code "$repo" --trace "$traces/$sys-low.csv" \
         --trace "$traces/$sys-high.csv" "${grid[@]}" --out "$work/$sys"
-elif [ "${sys#dpad}" != "$sys" ]; then # DPad's three loops: their burst, over its own model file
+elif [ "${sys#dpad}" != "$sys" ] || [ "$sys" = d2f ]; then # DPad's three loops, D2F's: their burst, own model files
     runs=(--trace "$traces/$sys-burst.csv")
     [ "${PROFILE_ONLY:-0}" = 1 ] && runs=()
     python3 "$(dirname "$0")/driver.py" --system "$sys" --code "$repo" "${runs[@]}" --trace "$traces/profile.csv" \

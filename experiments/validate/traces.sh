@@ -11,7 +11,7 @@
 #                     1,024 and 2,048 tokens, 64 positions each, twice, all arriving at once
 #   dllm-cache-bB.csv dLLM-Cache's loop in static batches of B = 4 and 16 (its generate takes several
 #                     rows): 2B requests of 256 prompt tokens and 64 positions, arriving together
-#   dpad-burst.csv    DPad's loops (dpad, dpad-prefix, dpad-dual: one copy each): 6 requests arriving at
+#   dpad-burst.csv    DPad's loops (dpad, dpad-prefix, dpad-dual) and D2F's (d2f; one copy each): 6 requests arriving at
 #                     once, prompts of 128, 512 and 1,024 tokens twice, 256 positions each (its GSM8K
 #                     generation length, where its suffix window spans the whole response)
 #   serve-N.csv       dllm-serve's held-out grid (its runtime's host line is fitted on it): N = 1, 2,
@@ -41,7 +41,7 @@ for n in 1 2 4 8 16 32 48 64; do
         done
     } >"$dir/serve-$n.csv"
 done
-for s in dpad dpad-prefix dpad-dual; do
+for s in dpad dpad-prefix dpad-dual d2f; do
     {
         echo "arrival_ns,prompt_tokens,output_tokens"
         for p in 128 512 1024 128 512 1024; do echo "0,$p,256"; done
