@@ -13,7 +13,13 @@
 #          (torch-d2f). With random weights no confidence passes D2F's threshold, so each fully
 #          activated block decodes one position a step and a semi-activated one none: tessera predicts
 #          it with --decode fixed:1 --d2f-semi 0
-# each over one burst (SYSTEM-burst.csv: 6 requests arriving together, prompts of 128, 512 and 1,024
+#   sparsed/  SparseD's generate (INV-WZQ/SparseD models/LLaDA/generate.py at 52155b4, its FlexAttention
+#          path: skip 0.2, select 0.3, blocks of 128) and the same generate without its sparsity
+#          (sparsed-dense: its --origin, dense SDPA), over sparsed-long.csv: prompts of 2,048 to 16,384
+#          tokens, 128 positions each, one position a step (its figure 4's T = 128); the forwards are
+#          GPU-bound, priced without a host line, LLaDA-8B run past its config's 4,096 positions
+#          (--max-pos 32768, as SparseD runs LLaDA-1.5)
+# dpad/ and d2f/ each over one burst (SYSTEM-burst.csv: 6 requests arriving together, prompts of 128, 512 and 1,024
 # tokens, 256 positions each), run one request at a time by experiments/validate/driver.py (random
 # weights in LLaDA-8B-Instruct's shape): every request's times, every forward's rows and time.
 #
@@ -22,6 +28,8 @@
 #   OUT/validate.csv   system,rate,metric,predicted,measured,error_pct: throughput, mean and p99
 #                      latency, forwards, per-forward means and MAPE (compare.py run)
 #   OUT/rows.csv       every forward's rows against its step's: how many equal, the mean difference
+#   OUT/sparsed.csv    SparseD, request by request: the time with its sparsity and without, the speedup,
+#                      and the mean step before its pattern, the step building it, the steps after
 #   OUT/kept.csv       DPad: the suffix positions each block keeps past it, predicted (the expected
 #                      count) against DPad's draws (mean, least and most over the requests)
 #   OUT/validate.md    the tables; OUT/host.txt the host lines and the loops' issue times
@@ -29,7 +37,8 @@
 # and checks, each a PASS or FAIL line: every run's forward count is predicted exactly; every
 # forward's rows are for D2F, and for DPad's dual cache all but a block's first (DPad's random draw);
 # every block's predicted kept suffix lies within DPad's draws; DPad's cached loops' throughput is
-# within 10%.
+# within 10%; SparseD's dense steps within 12% and its sparse steps within 20% at every length, and its
+# speedup growing with the prompt on both sides.
 #
 # MEASURE=1 measures the runs again first, on this machine's GPU (experiments/validate/measure.sh with
 # the checkouts in CODE, default baselines/, as experiments/validate/README.md makes them), into
@@ -50,6 +59,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rec=$out/record
 if [ "${MEASURE:-0}" = 1 ]; then
+    mkdir -p "$rec/sparsed/traces"
+    TESSERA=$bin "$root/experiments/validate/traces.sh" "$tmp/traces"
+    cp "$tmp/traces/sparsed-long.csv" "$rec/sparsed/traces/"
+    for s in sparsed sparsed-dense; do TRACES=$rec/sparsed/traces "$root/experiments/validate/measure.sh" "$s" "$rec/sparsed"; done
     for g in $groups; do
         mkdir -p "$rec/$g/traces"
         TESSERA=$bin "$root/experiments/validate/traces.sh" "$tmp/traces"
@@ -105,7 +118,29 @@ for g in $groups; do
         [ "$g" = dpad ] && python3 "$cmp" kept "$s" "$runs" "$tmp/$s.db" | tail -n +2 >>"$tmp/kept.csv"
     done
 done
-mv "$tmp/validate.csv" "$tmp/latency.csv" "$tmp/kept.csv" "$tmp/rows.csv" "$out/"
+# SparseD: its generate with its sparsity and without, each request priced as the loop ran it
+runs=$tmp/sparsed/runs
+mkdir -p "$runs"
+for s in sparsed sparsed-dense; do
+    [ -f "$rec/sparsed/$s.tgz" ] || { echo "validate-mechanisms.sh: $rec/sparsed/$s.tgz missing: measure it (MEASURE=1)" >&2; exit 2; }
+    tar -xzf "$rec/sparsed/$s.tgz" -C "$runs"
+done
+for p in sparsed vanilla; do
+    "$bin" sim --policy "$p" --max-pos 32768 --impl torch-llada --scheduler static --max-batch 1 --decode fixed:1 \
+        --calib "$root/sim/data/calib/h100-llada-8b-torch-eager.csv" --gpu h100 --cost calibrated --extrapolate \
+        --trace "$rec/sparsed/traces/sparsed-long.csv" --block 32 --seed 1 --db "$tmp/$p-long.db" --quiet --no-progress \
+        >/dev/null
+done
+python3 "$cmp" sparsed "$runs" "$tmp/sparsed-long.db" "$tmp/vanilla-long.db" >"$tmp/sparsed.csv"
+for s in sparsed sparsed-dense; do
+    p=sparsed
+    [ "$s" = sparsed-dense ] && p=vanilla
+    n=$(awk -F, 'NR > 1 { n += $7 } END { print n }' "$runs/$s/sparsed-long/requests.csv")
+    k=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM steps").fetchone()[0])' \
+        "$tmp/$p-long.db")
+    echo "$s,long,forwards,$k,$n,$(awk -v k="$k" -v n="$n" 'BEGIN { printf "%+.1f", 100 * (k - n) / n }')" >>"$tmp/validate.csv"
+done
+mv "$tmp/validate.csv" "$tmp/latency.csv" "$tmp/kept.csv" "$tmp/rows.csv" "$tmp/sparsed.csv" "$out/"
 
 {
     echo "# tessera against the mechanisms' own code (H100)"
@@ -117,7 +152,7 @@ mv "$tmp/validate.csv" "$tmp/latency.csv" "$tmp/kept.csv" "$tmp/rows.csv" "$out/
     echo "|---|---|---|---|---|---|---|"
     awk -F, 'FNR == 1 { f++; next }
         f == 1 { rows[$1] = $3 " of " $2 }
-        f == 2 { v[$1 "," $3] = $4 " / " $5 " / " $6 "%"; m[$1 "," $3] = $4; if (!seen[$1]++) order[++n] = $1 }
+        f == 2 && $2 != "long" { v[$1 "," $3] = $4 " / " $5 " / " $6 "%"; m[$1 "," $3] = $4; if (!seen[$1]++) order[++n] = $1 }
         END { for (i = 1; i <= n; i++) { s = order[i]
               printf "| %s | %s | %s | %s | %s | %s | %s%% |\n", s, v[s ",throughput_tok_s"], v[s ",lat_mean_s"],
                   v[s ",lat_p99_s"], v[s ",forwards"], rows[s], m[s ",forward_mape_all"] } }' \
@@ -128,6 +163,14 @@ mv "$tmp/validate.csv" "$tmp/latency.csv" "$tmp/kept.csv" "$tmp/rows.csv" "$out/
     echo "| block | predicted (expected count) | measured mean | least | most |"
     echo "|---|---|---|---|---|"
     awk -F, '$1 == "dpad" { printf "| %s | %s | %s | %s | %s |\n", $2, $3, $4, $5, $6 }' "$out/kept.csv"
+    echo
+    echo "SparseD's generate with its sparsity and without (seconds a request of 128 positions; mean step ms before its"
+    echo "pattern, the step building it, after; predicted / measured):"
+    echo
+    echo "| prompt | dense s | SparseD s | speedup | dense step | pattern step | sparse step |"
+    echo "|---|---|---|---|---|---|---|"
+    awk -F, 'NR > 1 { printf "| %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s |\n",
+                      $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 }' "$out/sparsed.csv"
 } >"$out/validate.md"
 cat "$out/validate.md"
 
@@ -149,14 +192,19 @@ r=$(awk -F, '($1 == "dpad-prefix" || $1 == "dpad-dual") && $3 == "throughput_tok
              END { print bad + 0 }' "$out/validate.csv")
 check cached-throughput "DPad's prefix and dual loops' throughput within 10%" "$r"
 
+r=$(awk -F, 'NR > 1 { d = $8 / $9 - 1; s = $12 / $13 - 1; if (d > 0.12 || d < -0.12 || s > 0.2 || s < -0.2) bad = 1
+                     if (NR > 2 && ($6 <= p || $7 <= m)) bad = 1; p = $6; m = $7 } END { print bad + 0 }' "$out/sparsed.csv")
+check sparsed "SparseD's dense steps within 12%, its sparse steps within 20%, its speedup growing with the prompt on both sides" "$r"
+
 if command -v gnuplot >/dev/null; then
     awk -F, '$1 == "dpad" { print $2, $3, $4, $5, $6 }' "$out/kept.csv" >"$tmp/kept.dat"
     for s in dpad dpad-prefix dpad-dual d2f; do awk -F, -v s="$s" '$1 == s { print $5, $4 }' "$out/latency.csv" >"$tmp/$s.dat"; done
     top=$(awk -F, 'NR > 1 { m = $4 > m ? $4 : m; m = $5 > m ? $5 : m } END { print m * 1.05 }' "$out/latency.csv")
+    awk -F, 'NR > 1 { print $1, $6, $7 }' "$out/sparsed.csv" >"$tmp/speedup.dat"
     gnuplot <<EOF
-set terminal pngcairo size 1300,520 font ',11'
+set terminal pngcairo size 1900,520 font ',11'
 set output '$out/mechanisms.png'
-set multiplot layout 1,2 title "The mechanisms' own code on an H100 (DPad 461b36e, D2F 771f745) against tessera's prediction"
+set multiplot layout 1,3 title "The mechanisms' own code on an H100 (DPad 461b36e, D2F 771f745, SparseD 52155b4) against tessera's prediction"
 set title "DPad: suffix positions kept past each block (window 256, k 4, scale 2)"
 set xlabel 'block'; set ylabel 'suffix positions kept'; set grid; set key bottom left opaque box
 set xrange [-0.5:7.5]; set yrange [0:*]
@@ -170,6 +218,12 @@ plot x with lines dt 2 lc rgb '#7F7F7F' title 'predicted = measured', \
      '$tmp/dpad-prefix.dat' with points pt 5 ps 1.2 lc rgb '#D55E00' title 'DPad, prefix cache', \
      '$tmp/dpad-dual.dat' with points pt 9 ps 1.5 lc rgb '#009E73' title 'DPad, dual cache', \
      '$tmp/d2f.dat' with points pt 11 ps 1.5 lc rgb '#CC79A7' title 'D2F, pipelined blocks'
+set title "SparseD: speedup over its own dense path (T = 128)"
+set size nosquare; set logscale x 2; set xrange [1500:22000]; set yrange [0.9:1.3]
+set xlabel 'prompt (tokens)'; set ylabel 'dense time / SparseD time'; set key top left opaque box
+plot 1 with lines dt 2 lc rgb '#7F7F7F' notitle, \
+     '$tmp/speedup.dat' using 1:3 with linespoints pt 7 lc rgb '#D55E00' title 'measured (its FlexAttention path)', \
+     '' using 1:2 with linespoints pt 5 lc rgb '#0072B2' title 'tessera (its pattern as half pairs of a fused kernel)'
 unset multiplot
 EOF
 fi

@@ -71,6 +71,8 @@ const struct cfg_option cfg_options[] = {
      .help = "a paper's system, applied before the other options (tessera list systems):"},
     {"model", TEXT, FIELD(model), .def = "llada-8b", .arg = "NAME|config.json", .group = SYS,
      .help = "built-in model (tessera list models) or a Hugging Face config.json"},
+    {"max-pos", INT, FIELD(max_pos), .def = "0", .lo = 0, .hi = 1 << 28, .unit = "positions", .arg = "N", .group = SYS,
+     .shown = "the model's", .help = "the longest sequence the model runs (a RoPE model runs past its config's)"},
     {"gpu", TEXT, FIELD(gpu), .def = "h200", .arg = "NAME", .group = SYS,
      .help = "rtx3090 rtx4090 l40s a100-40gb a100-80gb h100 h200 (tessera list gpus)"},
     {"gpu-file", TEXT, FIELD(gpu_file), .def = "", .arg = "FILE", .group = SYS, .shown = "none",

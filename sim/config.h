@@ -35,6 +35,7 @@ int cfg_choice(const char *opt, const char *name, const char *const *names, int 
 struct sim_config {
     char system[CFG_STR];      /* preset applied before explicit options ("" = none) */
     char model[CFG_PATH];      /* built-in name or path to config.json */
+    int32_t max_pos;           /* > 0: the longest sequence the model runs, in place of its config's */
     char gpu[CFG_STR];
     char gpu_file[CFG_PATH];   /* JSON overriding/adding GPUs ("" = none) */
     char policy[CFG_STR];

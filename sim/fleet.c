@@ -790,7 +790,7 @@ int fleet_check_prompts(const struct sim_config *workload, const struct sim_conf
     struct trace t = {0}, lengths = {0};
     struct trace_stream st = {0};
     struct model_cfg m;
-    const int rc = model_resolve(workload->model, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err) ||
+    const int rc = sim_model_resolve(workload, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err) ||
                    prompts_refused(&t, cfg, n, o->router->affinity, err);
     trace_stream_free(&st);
     trace_free(&t);
@@ -881,7 +881,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
         ts_fail(err, "--disagg with --executor gpu: moving a request's K/V between engines is not run live");
         goto done;
     }
-    if ((o->disagg.mode != DISAGG_OFF && disagg_setup(&fl, err)) || (o->tau.on && tau_setup(&fl, err)) || model_resolve(workload->model, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err) ||
+    if ((o->disagg.mode != DISAGG_OFF && disagg_setup(&fl, err)) || (o->tau.on && tau_setup(&fl, err)) || sim_model_resolve(workload, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err) ||
         prompts_setup(&fl, cfg, &t, err))
         goto done;
     const int64_t stale_ns = (int64_t)(o->staleness_s * 1e9);

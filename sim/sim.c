@@ -250,6 +250,15 @@ void sim_add_segment(struct sim *s, const struct segment *shape)
     step_desc_add(&s->sd, &seg);
 }
 
+int sim_model_resolve(const struct sim_config *c, struct model_cfg *out, struct ts_err *err)
+{
+    if (model_resolve(c->model, out, err))
+        return -1;
+    if (c->max_pos > 0)
+        out->max_pos = c->max_pos;
+    return 0;
+}
+
 /* --- creation ---------------------------------------------------------------------------- */
 
 int sim_workload_open(const struct sim_config *c, const struct model_cfg *m, struct trace *t, struct trace *length_src,
@@ -448,7 +457,7 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     step_desc_init(&s->sd);
     evq_init(&s->evq);
     struct gpu_table *gt = gpu_table_create();
-    int rc = model_resolve(cfg->model, &s->model, err);
+    int rc = sim_model_resolve(cfg, &s->model, err);
     if (!rc && cfg->gpu_file[0])
         rc = gpu_load_file(gt, cfg->gpu_file, err);
     if (!rc)

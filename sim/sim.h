@@ -102,6 +102,8 @@ void sim_reject_reasons(const struct sim *s, char *buf, size_t len);
 /* Sets the executor before sim_run (NULL: back to the cost model). */
 void sim_set_executor(struct sim *s, const struct sim_executor *ex);
 
+/* The run's model: --model resolved (model_resolve), its longest sequence --max-pos where given. */
+int sim_model_resolve(const struct sim_config *c, struct model_cfg *out, struct ts_err *err);
 /* A fleet's replica (fleet.h): an instance whose requests are fed to it one by one instead of
  * streamed from its configuration's workload. Feed each request at or after the instance's clock
  * (sim_advance it to the arrival first); once every request is fed, sim_run finishes the run. The

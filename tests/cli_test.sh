@@ -1461,6 +1461,13 @@ expect 0 "sim --policy dpad over the dual cache" -- $bin sim --policy dpad --dpa
 contains "sim --policy dpad over the dual cache" "20 finished"
 expect 2 "sim --policy elastic live" -- $bin sim --policy elastic --executor gpu --requests 2
 contains "sim --policy elastic live" "switches from the chosen rows to every row at a middle layer"
+# --max-pos: a model run past its config's positions (SparseD runs LLaDA at 16k and more)
+expect 2 "sim past llada-8b's positions" -- $bin sim --requests 2 --lengths fixed:8192,128 --gen-len 128 --no-progress
+contains "sim past llada-8b's positions" "exceeds the model's maximum positions"
+expect 0 "sim --max-pos 32768" -- $bin sim --max-pos 32768 --requests 2 --lengths fixed:8192,128 --gen-len 128 --no-progress
+contains "sim --max-pos 32768" "2 finished"
+expect 2 "sim --max-pos -1" -- $bin sim --max-pos -1
+contains "sim --max-pos -1" "--max-pos"
 expect 2 "sim --policy sparsed live" -- $bin sim --policy sparsed --executor gpu --requests 2
 contains "sim --policy sparsed live" "block-sparse attention mask a head"
 expect 2 "sim --sparsed-select 2" -- $bin sim --policy sparsed --sparsed-select 2

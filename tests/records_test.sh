@@ -500,7 +500,7 @@ fi
 
 # validate-mechanisms-h100: the validation against the newer mechanisms' own code still gives the recorded tables
 expect 0 "exp run validate-mechanisms" -- $bin exp run validate-mechanisms "$tmp/validate-mech"
-for f in validate.csv rows.csv kept.csv; do
+for f in validate.csv rows.csv kept.csv sparsed.csv; do
     cmp -s "$tmp/validate-mech/$f" "$rec_dir/validate-mechanisms-h100/$f" && ok ||
         bad "exp run validate-mechanisms no longer gives validate-mechanisms-h100/$f: $(diff "$tmp/validate-mech/$f" "$rec_dir/validate-mechanisms-h100/$f" | head -4 | tr '\n' ' ')"
 done

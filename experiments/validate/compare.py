@@ -19,6 +19,10 @@
                                  and measured (DPad draws them at random, a set a block)
   compare.py rows SYSTEM RUNS PRED.db   the rows of every forward, the run's k-th forward against its
                                  k-th step (CSV on stdout: system,forwards,rows_equal,mean_abs_diff)
+  compare.py sparsed RUNS SPARSE.db DENSE.db   SparseD's generate with its sparsity and without, request by
+                                 request (CSV on stdout: prompt_tokens, each side's seconds, the speedup, and
+                                 the mean time of the dense steps before the pattern, of the step that builds
+                                 it and of the sparse steps after, predicted and measured)
   compare.py run SYSTEM RATE RUNS PRED.db   one run's table rows (CSV: system,rate,metric,predicted,
                                  measured,error_pct) on stdout and its requests' latencies
                                  (system,rate,id,predicted_s,measured_s) on stderr
@@ -199,11 +203,51 @@ def rows(system, runs, db):
     print(f"{system},{len(measured)},{same},{diff:.2f}")
 
 
+def sparsed(runs, sparse_db, dense_db):
+    """Each request of SparseD's burst on both sides, its steps split where the pattern is built (the
+    predicted step whose rows score more keys than the sequence holds)."""
+    def measured(system):
+        d = os.path.join(runs, system, "sparsed-long")
+        reqs = read(os.path.join(d, "requests.csv"))
+        fwd = {}
+        for f in read(os.path.join(d, "forwards.csv")):
+            fwd.setdefault(int(f["id"]), []).append(float(f["ms"]))
+        return {int(r["id"]): (int(r["prompt_tokens"]), float(r["finish_s"]) - float(r["start_s"]), fwd[int(r["id"])])
+                for r in reqs}
+
+    def predicted(db):
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        out = {}
+        for req, ns, keys, q in con.execute("SELECT g.req_id, s.duration_ns, g.attn_keys, g.q FROM segments g JOIN "
+                                            "steps s USING (run_id, step_id) ORDER BY g.step_id"):
+            out.setdefault(req, []).append((ns / 1e6, keys > q))
+        con.close()
+        return out
+
+    ms, md, ps, pd = measured("sparsed"), measured("sparsed-dense"), predicted(sparse_db), predicted(dense_db)
+    mean = lambda v: statistics.mean(v) if v else float("nan")
+    print("prompt_tokens,dense_pred_s,dense_meas_s,sparse_pred_s,sparse_meas_s,speedup_pred,speedup_meas,"
+          "dense_step_pred_ms,dense_step_meas_ms,pattern_pred_ms,pattern_meas_ms,sparse_step_pred_ms,sparse_step_meas_ms")
+    for i in sorted(ms):
+        P, s_meas, s_fwd = ms[i]
+        d_meas = md[i][1]
+        steps = ps[i]
+        k = next(j for j, (_, builds) in enumerate(steps) if builds)
+        if len(steps) != len(s_fwd):
+            sys.exit(f"compare.py: sparsed: request {i}: {len(steps)} steps predicted, {len(s_fwd)} forwards measured")
+        s_pred, d_pred = sum(t for t, _ in steps) / 1e3, sum(t for t, _ in pd[i]) / 1e3
+        print(f"{P},{d_pred:.3f},{d_meas:.3f},{s_pred:.3f},{s_meas:.3f},{d_pred / s_pred:.3f},{d_meas / s_meas:.3f},"
+              f"{mean([t for t, _ in steps[:k]]):.1f},{mean(s_fwd[:k]):.1f},{steps[k][0]:.1f},{s_fwd[k]:.1f},"
+              f"{mean([t for t, _ in steps[k + 1:]]):.1f},{mean(s_fwd[k + 1:]):.1f}")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "host":
         host(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "host-serve":
         host_serve(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 5 and sys.argv[1] == "sparsed":
+        sparsed(*sys.argv[2:])
     elif len(sys.argv) == 5 and sys.argv[1] == "rows":
         rows(*sys.argv[2:])
     elif len(sys.argv) == 5 and sys.argv[1] == "kept":

@@ -27,6 +27,9 @@ Systems (and the function each runs):
                (its pipelined blocks over its own model file, model_cache/llada/: blocks of 32, the paper's
                tau_add 0.1, tau_act 0.95, tau_conf 0.9, max_length 4096), called on a stand-in for its
                lm-eval wrapper holding those settings; without its LoRA (random weights either way)
+  sparsed      INV-WZQ/SparseD models/LLaDA/generate.py generate() with SparseD_param (its model file's
+               FlexAttention path: skip 0.2, select 0.3, blocks of 128, its README's settings), steps = G
+  sparsed-dense  the same generate() and model file without SparseD_param (its --origin: dense SDPA)
   dpad-dual    dropout of its scripts/main_instruct.sh (k 4, scale 2, window 256; the response's length
                where shorter, as its sampler takes no window past it), early termination off (random
                weights may decode its EOS anywhere)
@@ -66,6 +69,8 @@ SUBSTITUTED = []
 # DPad's loops (llada/generate_dropout.py) and its suffix window (scripts/main_instruct.sh's GSM8K line)
 DPAD = {"dpad": "generate", "dpad-prefix": "generate_with_prefix_cache", "dpad-dual": "generate_with_dual_cache"}
 DPAD_SIGMA, DPAD_SCALE, DPAD_WINDOW = 4.0, 2.0, 256
+# SparseD's settings (its llada_generation.py defaults and README: skip 0.2, select 0.3, blocks of 128)
+SPARSED = dict(skip=0.2, select=0.3, block_size=128)
 # D2F's thresholds (its paper's defaults, Appendix Table 8) and its LLaDA settings (eval_llada.sh)
 D2F = dict(add=0.1, act=0.95, conf=0.9, max_length=4096, eos=126081)
 
@@ -186,6 +191,14 @@ def make_system(name, code, model_code, seed):
                                             mask_id=MASK_ID)
     if name == "d2f":
         return make_d2f(code, seed)
+    if name in ("sparsed", "sparsed-dense"):  # LLaDA's package alone: models/__init__ imports Dream's too
+        sys.path.insert(0, os.path.join(code, "models"))
+        model = build_llada("LLaDA.modeling_llada", "LLaDA.configuration_llada", seed)
+        gen = importlib.import_module("LLaDA.generate").generate
+        sparse = name == "sparsed"
+        return model, lambda prompt, G: gen(model, prompt, steps=G, gen_length=G, block_length=BLOCK, temperature=0.0,
+                                            remasking="low_confidence", mask_id=MASK_ID,
+                                            SparseD_param=dict(SPARSED, new_generation=G, whole_steps=G) if sparse else None)
     if name in DPAD:
         sys.path.insert(0, os.path.join(code, "llada"))
         model = build_llada("model.modeling_llada", "model.configuration_llada", seed)

@@ -4,7 +4,8 @@
 # writes OUT/SYSTEM.tgz (SYSTEM-low/, SYSTEM-high/, profile/: requests.csv, forwards.csv, meta.json).
 # DPad's loops (dpad, dpad-prefix, dpad-dual) and D2F's run their burst (SYSTEM-burst/) and the held-out
 # grid.
-# PROFILE_ONLY=1: the held-out grid alone (profile/).
+# PROFILE_ONLY=1: the held-out grid alone (profile/). SparseD's generate (sparsed, and sparsed-dense
+# without its sparsity) runs sparsed-long.csv alone (sparsed-long/).
 # dllm-serve runs its own runtime (experiments/validate/serve_driver.py) over its two traces and its
 # held-out grid (serve-N/, with steps.csv).
 # CODE: the checkouts, one folder a system (llada, fast-dllm, dllm-cache, sparse-dllm, dllm-serve, each with a
@@ -19,6 +20,7 @@ traces=${TRACES:-$code/traces}
 repo=$code/$sys
 [ "$sys" = native ] && repo=$code/llada
 [ "${sys#dpad-}" != "$sys" ] && repo=$code/dpad
+[ "$sys" = sparsed-dense ] && repo=$code/sparsed
 [ -d "$repo" ] || { echo "measure.sh: $repo not found: make the checkouts as experiments/validate/README.md says" >&2; exit 2; }
 work=$(mktemp -d)
 if [ "$sys" = dllm-serve ]; then
@@ -26,6 +28,12 @@ if [ "$sys" = dllm-serve ]; then
     for n in 1 2 4 8 16 32 48 64; do grid+=(--trace "$traces/serve-$n.csv"); done
     python3 "$(dirname "$0")/serve_driver.py" --code "$repo" --trace "$traces/$sys-low.csv" \
         --trace "$traces/$sys-high.csv" "${grid[@]}" --out "$work/$sys"
+elif [ "${sys#sparsed}" != "$sys" ]; then # SparseD's generate, sparse and dense: long prompts, no grid
+    repo=$code/sparsed
+    warm=1
+    [ "$sys" = sparsed ] && warm=4 # a request of each length first: FlexAttention compiles for each shape
+    python3 "$(dirname "$0")/driver.py" --system "$sys" --code "$repo" --trace "$traces/sparsed-long.csv" \
+        --warmup $warm --out "$work/$sys" 2>&1 | grep -v "use_return_dict"
 elif [ "${sys#dpad}" != "$sys" ] || [ "$sys" = d2f ]; then # DPad's three loops, D2F's: their burst, own model files
     runs=(--trace "$traces/$sys-burst.csv")
     [ "${PROFILE_ONLY:-0}" = 1 ] && runs=()

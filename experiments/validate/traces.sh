@@ -14,6 +14,8 @@
 #   dpad-burst.csv    DPad's loops (dpad, dpad-prefix, dpad-dual) and D2F's (d2f; one copy each): 6 requests arriving at
 #                     once, prompts of 128, 512 and 1,024 tokens twice, 256 positions each (its GSM8K
 #                     generation length, where its suffix window spans the whole response)
+#   sparsed-long.csv  SparseD's generate, sparse and dense: prompts of 2,048 to 16,384 tokens, 128
+#                     positions each (its figure 4's T = 128), arriving together
 #   serve-N.csv       dllm-serve's held-out grid (its runtime's host line is fitted on it): N = 1, 2,
 #                     4, 8, 16, 32, 48 and 64 requests arriving together, prompts of 128, 256 and 512 tokens
 #                     in turn, 64 positions each (N = 1: three requests 5 s apart)
@@ -47,6 +49,10 @@ for s in dpad dpad-prefix dpad-dual d2f; do
         for p in 128 512 1024 128 512 1024; do echo "0,$p,256"; done
     } >"$dir/$s-burst.csv"
 done
+{
+    echo "arrival_ns,prompt_tokens,output_tokens"
+    for p in 2048 4096 8192 16384; do echo "0,$p,128"; done
+} >"$dir/sparsed-long.csv"
 for b in 4 16; do
     {
         echo "arrival_ns,prompt_tokens,output_tokens"

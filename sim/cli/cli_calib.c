@@ -366,7 +366,7 @@ static int cmd_eval(const char *dbpath, const char *calib_path, const char *host
     struct cost_ctx ctx = {0};
     struct gpu_table *gt = gpu_table_create();
     struct sim_config run_cfg;
-    int bad = sim_config_from_json(cfg, &run_cfg, &err) || model_resolve(run_cfg.model, &ctx.model, &err) ||
+    int bad = sim_config_from_json(cfg, &run_cfg, &err) || sim_model_resolve(&run_cfg, &ctx.model, &err) ||
               gpu_lookup(gt, run_cfg.gpu, &ctx.gpu, &err) || impl_resolve(run_cfg.impl, &ctx.impl, &err);
     gpu_table_destroy(gt);
     int64_t derived[STEP_KNOBS];
