@@ -16,33 +16,19 @@ static const struct preset presets[] = {
      "(generate_with_dual_cache: the canvas one row; get_transfer_index: softmax of the logits cast to "
      "float64); its loop's host work: torch-fast-dllm (tessera list impls; experiments/records/validate-h100)",
      "engine", "calibrated", false, NULL, 0, 0},
-    {"dpad", "DPad as its code at 461b36e runs it: the Gaussian suffix dropout (window 256, k 4, scale 2) "
-             "over no cache, one request at a time, monolithic logits, PyTorch eager with float64 sampling",
-     "dpad", "static", "fixed:1", "torch-dpad", 0, "caching", false, false, NULL,
-     {{"max-batch", "1"}, {"dpad-cache", "none"}},
-     "Crys-Chen/DPad llada/generate_dropout.py at 461b36e (generate: the canvas one row; get_transfer_index: "
-     "softmax of the logits cast to float64; suffix_dropout over sampler.py's GaussianSampler) and "
-     "llada/scripts/main_instruct.sh (-k=4 -sc=2 -w=256); its loop's host work: torch-dpad (tessera list impls; "
-     "experiments/records/validate-mechanisms-h100)",
-     "engine", "calibrated", false, NULL, 0, 0},
-    {"dpad-prefix", "DPad as its code at 461b36e runs it: the Gaussian suffix dropout (window 256, k 4, scale 2) "
-             "over Fast-dLLM's prefix cache, one request at a time, monolithic logits, PyTorch eager with float64 sampling",
-     "dpad", "static", "fixed:1", "torch-dpad-cache", 0, "caching", false, false, NULL,
-     {{"max-batch", "1"}, {"dpad-cache", "prefix"}},
-     "Crys-Chen/DPad llada/generate_dropout.py at 461b36e (generate_with_prefix_cache: the canvas one row; get_transfer_index: "
-     "softmax of the logits cast to float64; suffix_dropout over sampler.py's GaussianSampler) and "
-     "llada/scripts/main_instruct.sh (-k=4 -sc=2 -w=256); its loop's host work: torch-dpad-cache (tessera list impls; "
-     "experiments/records/validate-mechanisms-h100)",
-     "engine", "calibrated", false, NULL, 0, 0},
-    {"dpad-dual", "DPad as its code at 461b36e runs it: the Gaussian suffix dropout (window 256, k 4, scale 2) "
-             "over Fast-dLLM's dual cache, one request at a time, monolithic logits, PyTorch eager with float64 sampling",
-     "dpad", "static", "fixed:1", "torch-dpad-cache", 0, "caching", false, false, NULL,
-     {{"max-batch", "1"}, {"dpad-cache", "dual"}},
-     "Crys-Chen/DPad llada/generate_dropout.py at 461b36e (generate_with_dual_cache: the canvas one row; get_transfer_index: "
-     "softmax of the logits cast to float64; suffix_dropout over sampler.py's GaussianSampler) and "
-     "llada/scripts/main_instruct.sh (-k=4 -sc=2 -w=256); its loop's host work: torch-dpad-cache (tessera list impls; "
-     "experiments/records/validate-mechanisms-h100)",
-     "engine", "calibrated", false, NULL, 0, 0},
+    /* DPad's three loops: NAME, the cache under it, its generate function, its loop's implementation */
+#define DPAD_PRESET(NAME, CACHE, UNDER, FN, IMPL)                                                                      \
+    {NAME, "DPad as its code at 461b36e runs it: the Gaussian suffix dropout (window 256, k 4, scale 2) over " UNDER   \
+           ", one request at a time, monolithic logits, PyTorch eager with float64 sampling",                          \
+     "dpad", "static", "fixed:1", IMPL, 0, "caching", false, false, NULL, {{"max-batch", "1"}, {"dpad-cache", CACHE}}, \
+     "Crys-Chen/DPad llada/generate_dropout.py at 461b36e (" FN ": the canvas one row; get_transfer_index: softmax "   \
+     "of the logits cast to float64; suffix_dropout over sampler.py's GaussianSampler) and llada/scripts/"             \
+     "main_instruct.sh (-k=4 -sc=2 -w=256); its loop's host work: " IMPL " (tessera list impls; experiments/records/"  \
+     "validate-mechanisms-h100)", "engine", "calibrated", false, NULL, 0, 0}
+    DPAD_PRESET("dpad", "none", "no cache", "generate", "torch-dpad"),
+    DPAD_PRESET("dpad-prefix", "prefix", "Fast-dLLM's prefix cache", "generate_with_prefix_cache", "torch-dpad-cache"),
+    DPAD_PRESET("dpad-dual", "dual", "Fast-dLLM's dual cache", "generate_with_dual_cache", "torch-dpad-cache"),
+#undef DPAD_PRESET
     {"d2f", "D2F as its code at 771f745 runs it: pipelined blocks of 32 (tau_add 0.1, tau_act 0.95) over the prefix "
             "cache, threshold decoding at 0.9, one request at a time, monolithic logits, PyTorch eager",
      "d2f", "static", "threshold:llada-gsm8k", "torch-d2f", 0, "caching", false, false,
