@@ -23,7 +23,7 @@
 # tokens, 256 positions each), run one request at a time by experiments/validate/driver.py (random
 # weights in LLaDA-8B-Instruct's shape): every request's times, every forward's rows and time.
 #
-# tessera predicts every burst with the loop's preset (dpad, dpad-prefix, dpad-dual, d2f), the H100's
+# tessera predicts every run with the loop's preset (dpad, dpad-prefix, dpad-dual, d2f, sparsed), the H100's
 # torch-eager calibration and the machine's host line, and compares:
 #   OUT/validate.csv   system,rate,metric,predicted,measured,error_pct: throughput, mean and p99
 #                      latency, forwards, per-forward means and MAPE (compare.py run)
@@ -37,7 +37,7 @@
 # and checks, each a PASS or FAIL line: every run's forward count is predicted exactly; every
 # forward's rows are for D2F, and for DPad's dual cache all but a block's first (DPad's random draw);
 # every block's predicted kept suffix lies within DPad's draws; DPad's cached loops' throughput is
-# within 10%; SparseD's dense steps within 12% and its sparse steps within 20% at every length, and its
+# within 10%; SparseD's dense steps within 15% and its sparse steps within 20% at every length, and its
 # speedup growing with the prompt on both sides.
 #
 # MEASURE=1 measures the runs again first, on this machine's GPU (experiments/validate/measure.sh with
@@ -125,8 +125,8 @@ for s in sparsed sparsed-dense; do
     [ -f "$rec/sparsed/$s.tgz" ] || { echo "validate-mechanisms.sh: $rec/sparsed/$s.tgz missing: measure it (MEASURE=1)" >&2; exit 2; }
     tar -xzf "$rec/sparsed/$s.tgz" -C "$runs"
 done
-for p in sparsed vanilla; do
-    "$bin" sim --policy "$p" --max-pos 32768 --impl torch-llada --scheduler static --max-batch 1 --decode fixed:1 \
+for p in sparsed vanilla; do # its preset, and its preset without the sparsity (--policy vanilla)
+    "$bin" sim --system sparsed --policy "$p" --max-pos 32768 \
         --calib "$root/sim/data/calib/h100-llada-8b-torch-eager.csv" --gpu h100 --cost calibrated --extrapolate \
         --trace "$rec/sparsed/traces/sparsed-long.csv" --block 32 --seed 1 --db "$tmp/$p-long.db" --quiet --no-progress \
         >/dev/null
@@ -192,9 +192,9 @@ r=$(awk -F, '($1 == "dpad-prefix" || $1 == "dpad-dual") && $3 == "throughput_tok
              END { print bad + 0 }' "$out/validate.csv")
 check cached-throughput "DPad's prefix and dual loops' throughput within 10%" "$r"
 
-r=$(awk -F, 'NR > 1 { d = $8 / $9 - 1; s = $12 / $13 - 1; if (d > 0.12 || d < -0.12 || s > 0.2 || s < -0.2) bad = 1
+r=$(awk -F, 'NR > 1 { d = $8 / $9 - 1; s = $12 / $13 - 1; if (d > 0.15 || d < -0.15 || s > 0.2 || s < -0.2) bad = 1
                      if (NR > 2 && ($6 <= p || $7 <= m)) bad = 1; p = $6; m = $7 } END { print bad + 0 }' "$out/sparsed.csv")
-check sparsed "SparseD's dense steps within 12%, its sparse steps within 20%, its speedup growing with the prompt on both sides" "$r"
+check sparsed "SparseD's dense steps within 15%, its sparse steps within 20%, its speedup growing with the prompt on both sides" "$r"
 
 if command -v gnuplot >/dev/null; then
     awk -F, '$1 == "dpad" { print $2, $3, $4, $5, $6 }' "$out/kept.csv" >"$tmp/kept.dat"

@@ -29,6 +29,19 @@ static const struct preset presets[] = {
     DPAD_PRESET("dpad-prefix", "prefix", "Fast-dLLM's prefix cache", "generate_with_prefix_cache", "torch-dpad-cache"),
     DPAD_PRESET("dpad-dual", "dual", "Fast-dLLM's dual cache", "generate_with_dual_cache", "torch-dpad-cache"),
 #undef DPAD_PRESET
+    {"sparsed", "SparseD as its code at 52155b4 runs it: LLaDA's generate without a cache, dense attention for the "
+                "first fifth of the steps, then a pattern of key blocks a query block and head (select 0.3, blocks of "
+                "128), one request at a time, monolithic logits, PyTorch eager",
+     "sparsed", "static", "fixed:1", "torch-llada", 0, "caching", false, false,
+     "its pattern's step is priced as half pairs of a fused attention kernel and its sparse steps at the calibration "
+     "of a dense one: its code builds the pattern in a PyTorch loop and runs FlexAttention, both slower "
+     "(experiments/records/validate-mechanisms-h100)",
+     {{"max-batch", "1"}},
+     "INV-WZQ/SparseD models/LLaDA/generate.py and modeling_llada.py at 52155b4 (generate: the canvas one row, "
+     "the logits of every row; LLaDABlock.attention: the pattern at step int(skip T) + 1, flex_attention after) and "
+     "llada_generation.py's defaults (skip 0.2, select 0.3, block_size 128); its loop: LLaDA's reference generate "
+     "(torch-llada)",
+     "engine", "calibrated", false, NULL, 0, 0},
     {"d2f", "D2F as its code at 771f745 runs it: pipelined blocks of 32 (tau_add 0.1, tau_act 0.95) over the prefix "
             "cache, threshold decoding at 0.9, one request at a time, monolithic logits, PyTorch eager",
      "d2f", "static", "threshold:llada-gsm8k", "torch-d2f", 0, "caching", false, false,
