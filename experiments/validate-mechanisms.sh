@@ -65,7 +65,6 @@ if [ "${MEASURE:-0}" = 1 ]; then
     for s in sparsed sparsed-dense; do TRACES=$rec/sparsed/traces "$root/experiments/validate/measure.sh" "$s" "$rec/sparsed"; done
     for g in $groups; do
         mkdir -p "$rec/$g/traces"
-        TESSERA=$bin "$root/experiments/validate/traces.sh" "$tmp/traces"
         cp "$tmp/traces/profile.csv" "$rec/$g/traces/"
         for s in $(members "$g"); do
             cp "$tmp/traces/$s-burst.csv" "$rec/$g/traces/"

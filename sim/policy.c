@@ -167,6 +167,12 @@ void policy_emit_prefill(const struct request *r, struct segment *s)
     s->logit_rows = 0;
 }
 
+int64_t policy_kv_none(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)r, (void)pc;
+    return 0;
+}
+
 int64_t policy_kv_whole(const struct request *r, const struct policy_cfg *pc)
 {
     (void)pc;

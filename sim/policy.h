@@ -139,6 +139,8 @@ void policy_emit_prefill(const struct request *r, struct segment *s);
 /* The whole sequence: its K/V (kv_tokens, kv_peak_tokens) and its rows (peak_q). */
 int64_t policy_kv_whole(const struct request *r, const struct policy_cfg *pc);
 int32_t policy_q_whole(const struct request *r, const struct policy_cfg *pc);
+/* No cache (vanilla, sparsed): no K/V held (kv_tokens, kv_peak_tokens). */
+int64_t policy_kv_none(const struct request *r, const struct policy_cfg *pc);
 /* The largest q of a block policy: the fused commit (2*Bs) or a prefill after recompute. */
 int32_t policy_block_peak_q(const struct request *r, const struct policy_cfg *pc);
 /* Rows chosen across the sequence (d2cache, elastic): the state (whether a forward cached every

@@ -127,12 +127,11 @@ static void d2f_emit(const struct request *r, const struct policy_cfg *pc, struc
 
 static void d2f_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s, bool block_done)
 {
-    (void)block_done;
+    (void)s, (void)block_done; /* (the step's split over the blocks is drawn again: the segment holds its sum) */
     struct d2f_state st = prepared(r, pc);
     const int32_t written = to_cache(r, &st); /* before this step's decodes */
     for (int32_t b = st.cached; b < st.added; b++)
         st.done[b - st.cached] += (uint16_t)draw(r, pc, &st, b);
-    (void)s;
     st.prompt_cached = true;
     st.cached += (uint16_t)written;
     for (int32_t i = 0; i < D2F_FLIGHT_MAX; i++)

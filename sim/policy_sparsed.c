@@ -83,16 +83,9 @@ static void sparsed_emit(const struct request *r, const struct policy_cfg *pc, s
 
 static void sparsed_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s, bool block_done)
 {
-    (void)block_done;
-    if (s->attn_keys > r->L) /* the step that built the pattern */
+    (void)pc, (void)block_done;
+    if (s->attn_keys > r->L) /* the step that built the pattern (it alone scores more keys than L) */
         POLICY_STATE(r, struct sparsed_state)->built = true;
-    (void)pc;
-}
-
-static int64_t no_cache(const struct request *r, const struct policy_cfg *pc)
-{
-    (void)r, (void)pc;
-    return 0;
 }
 
 const struct policy_ops policy_sparsed = {
@@ -105,7 +98,7 @@ const struct policy_ops policy_sparsed = {
     .engine_lacks = "a block-sparse attention mask a head (SparseD's FlexAttention mask)",
     .emit = sparsed_emit,
     .advance = sparsed_advance,
-    .kv_tokens = no_cache,
-    .kv_peak_tokens = no_cache,
+    .kv_tokens = policy_kv_none,
+    .kv_peak_tokens = policy_kv_none,
     .peak_q = policy_q_whole,
 };

@@ -18,18 +18,12 @@ static void vanilla_advance(struct request *r, const struct policy_cfg *pc,
     (void)r, (void)pc, (void)s, (void)block_done;
 }
 
-static int64_t vanilla_kv(const struct request *r, const struct policy_cfg *pc)
-{
-    (void)r, (void)pc;
-    return 0;
-}
-
 const struct policy_ops policy_vanilla = {
     .name = "vanilla",
     .help = "no cache: every step is a FULL forward over L = P + G tokens",
     .emit = vanilla_emit,
     .advance = vanilla_advance,
-    .kv_tokens = vanilla_kv,
-    .kv_peak_tokens = vanilla_kv,
+    .kv_tokens = policy_kv_none,
+    .kv_peak_tokens = policy_kv_none,
     .peak_q = policy_q_whole,
 };

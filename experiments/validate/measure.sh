@@ -29,7 +29,6 @@ if [ "$sys" = dllm-serve ]; then
     python3 "$(dirname "$0")/serve_driver.py" --code "$repo" --trace "$traces/$sys-low.csv" \
         --trace "$traces/$sys-high.csv" "${grid[@]}" --out "$work/$sys"
 elif [ "${sys#sparsed}" != "$sys" ]; then # SparseD's generate, sparse and dense: long prompts, no grid
-    repo=$code/sparsed
     warm=1
     [ "$sys" = sparsed ] && warm=4 # a request of each length first: FlexAttention compiles for each shape
     python3 "$(dirname "$0")/driver.py" --system "$sys" --code "$repo" --trace "$traces/sparsed-long.csv" \
