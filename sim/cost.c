@@ -1,6 +1,7 @@
 /* cost.c: the table of cost back ends (cost.h); a new back end is one file and one line here. */
 #include "cost.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,6 +71,42 @@ double cost_ep_allreduce_s(const struct cost_ctx *c, const struct step_desc *sd)
     /* the MoE layers among the front ones in proportion, as the back ends share the layers' ops */
     return moe * (nf / nl) * allreduce_s(c->ar, 2.0 * (double)t->front.q_tokens * h) +
            moe * ((nl - nf) / nl) * allreduce_s(c->ar, 2.0 * (double)t->q_tokens * h);
+}
+
+double cost_host_s(const struct cost_ctx *c, const struct step_desc *sd)
+{
+    const struct step_totals *t = &sd->tot;
+    if (t->host_kv_tokens == 0 && t->host_scan_tokens == 0)
+        return 0;
+    const double gpus = c->tp > 1 ? c->tp : 1, kv = (double)model_kv_bytes_per_token(&c->model);
+    const double link = sd->host_link_mbs > 0 ? sd->host_link_mbs * 1e6 : c->gpu.host_bw;
+    double s = (double)t->host_kv_tokens * kv / gpus / link;
+    if (t->host_scan_tokens > 0) {
+        TS_ASSERTF(sd->host_scan_mbs > 0, "a step scores %lld keys on the host at no bandwidth",
+                   (long long)t->host_scan_tokens);
+        s += (double)t->host_scan_tokens * kv / 2 / (sd->host_scan_mbs * 1e6);
+    }
+    return s;
+}
+
+double cost_with_host(const struct step_desc *sd, double gpu_s, double host_s)
+{
+    return sd->host_overlap ? fmax(gpu_s, host_s) : gpu_s + host_s;
+}
+
+static const struct host_link host_links[] = {
+    {"card", 0, "the GPU table's host_bw (tessera list gpus)"},
+    {"pcie4", 25e9, "PCIe 4.0 x16: 31.5 GB/s a direction nominal, 25 GB/s as the GPU table takes it for its "
+                    "PCIe 4.0 cards"},
+    {"pcie5", 50e9, "PCIe 5.0 x16: 63 GB/s a direction nominal, 50 GB/s as the GPU table takes it for the H100 "
+                    "and H200"},
+    {"c2c", 450e9, "NVLink-C2C between a Grace CPU and its Hopper GPU (GH200): 900 GB/s both ways, 450 one way "
+                   "(NVIDIA GH200 Grace Hopper Superchip datasheet)"},
+};
+
+const struct host_link *host_link_get(int i)
+{
+    return i >= 0 && i < (int)TS_ARRAY_LEN(host_links) ? &host_links[i] : NULL;
 }
 
 double cost_op_scale_ops(const double scale[OP_COUNT], struct cost_breakdown *bd)

@@ -111,6 +111,24 @@ struct cost_ctx {
  * parallelism). */
 double cost_ep_allreduce_s(const struct cost_ctx *c, const struct step_desc *sd);
 
+/* The host's part of a step (both back ends; the simulator adds it to the GPU's time): the K/V its
+ * segments bring from host memory (host_kv) over the host link, each GPU its share over its own link
+ * (sd->host_link_mbs, or the card's host_bw), after the host scored host_scan keys, each a K's bytes
+ * (all K/V heads) read at sd->host_scan_mbs. Seconds; 0 for a step without either. */
+double cost_host_s(const struct cost_ctx *c, const struct step_desc *sd);
+/* A step's time with its host part: the longer of the two where they overlap (sd->host_overlap),
+ * else their sum. */
+double cost_with_host(const struct step_desc *sd, double gpu_s, double host_s);
+
+/* Host links a policy's offloaded K/V may cross (HERALD's): a name, the bandwidth one way in
+ * bytes/s (0: the card's host_bw) and its source. */
+struct host_link {
+    const char *name;
+    double bw;
+    const char *source;
+};
+const struct host_link *host_link_get(int i); /* NULL past the table's end */
+
 struct cost_ops {
     const char *name;
     const char *help;

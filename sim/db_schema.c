@@ -8,7 +8,8 @@
  *   steps         (view) per step: start, duration, segments, q/kv/kv_write/logit tokens, decoded,
  *                 Refresh/Reuse/... counts, activation peak, KV in use   (skipped by --no-steps)
  *   segments      (view) per step and request: phase, q, kv, kv_write, logit_rows, decoded, padding,
- *                 keep, score_rows, q_front, kv_front, kv_write_front, probe, carry, picked, attn_keys
+ *                 keep, score_rows, q_front, kv_front, kv_write_front, probe, carry, picked, attn_keys,
+ *                 host_kv, host_scan
  *                 (what `tessera engine replay` executes; skipped by --no-steps)
  *   step_runs     what the steps view expands: runs of consecutive steps alike but for their start
  *   segment_runs  what the segments view expands: runs of consecutive steps in which a request's
@@ -47,7 +48,7 @@ static const char *const schema =
     " first_step INTEGER, last_step INTEGER, phase TEXT, q INTEGER, kv INTEGER, kv_write INTEGER,"
     " logit_rows INTEGER, decoded INTEGER, padding INTEGER, keep INTEGER, score_rows INTEGER,"
     " q_front INTEGER, kv_front INTEGER, kv_write_front INTEGER, probe INTEGER, carry INTEGER,"
-    " picked INTEGER, attn_keys INTEGER);"
+    " picked INTEGER, attn_keys INTEGER, host_kv INTEGER, host_scan INTEGER);"
     "CREATE TABLE IF NOT EXISTS summary(run_id INTEGER PRIMARY KEY, num_requests INTEGER,"
     " num_finished INTEGER, num_rejected INTEGER, num_preemptions INTEGER, num_steps INTEGER,"
     " request_steps INTEGER, tokens_decoded INTEGER, content_tokens INTEGER, makespan_s REAL,"
@@ -114,7 +115,7 @@ const char *db_step_cols(void)
     return buf;
 }
 const char *const db_seg_cols = "req_id, phase, q, kv, kv_write, logit_rows, decoded, padding, keep, score_rows, "
-                                "q_front, kv_front, kv_write_front, probe, carry, picked, attn_keys";
+                                "q_front, kv_front, kv_write_front, probe, carry, picked, attn_keys, host_kv, host_scan";
 
 /* The views in database `name`, into buf. */
 static void views_sql(const char *name, char *buf, size_t len)
@@ -140,7 +141,9 @@ static const char *const added_columns[][3] = {
     {"segments", "kv_write_front", "INTEGER NOT NULL DEFAULT 0"}, {"segments", "probe", "INTEGER NOT NULL DEFAULT 0"},
     {"segments", "carry", "INTEGER NOT NULL DEFAULT 0"},      {"segments", "picked", "INTEGER NOT NULL DEFAULT 0"},
     {"segment_runs", "picked", "INTEGER NOT NULL DEFAULT 0"}, {"segments", "attn_keys", "INTEGER NOT NULL DEFAULT 0"},
-    {"segment_runs", "attn_keys", "INTEGER NOT NULL DEFAULT 0"}, {"summary", "rows_processed", "INTEGER NOT NULL DEFAULT 0"},
+    {"segment_runs", "attn_keys", "INTEGER NOT NULL DEFAULT 0"}, {"segments", "host_kv", "INTEGER NOT NULL DEFAULT 0"},
+    {"segment_runs", "host_kv", "INTEGER NOT NULL DEFAULT 0"}, {"segments", "host_scan", "INTEGER NOT NULL DEFAULT 0"},
+    {"segment_runs", "host_scan", "INTEGER NOT NULL DEFAULT 0"}, {"summary", "rows_processed", "INTEGER NOT NULL DEFAULT 0"},
     {"summary", "missed_decodes", "INTEGER NOT NULL DEFAULT 0"}, {"summary", "redundancy", "INTEGER NOT NULL DEFAULT 0"},
     {"summary", "num_stalls", "INTEGER NOT NULL DEFAULT 0"},
     /* (a run priced before its energy was: NULL, not known) */
@@ -286,7 +289,8 @@ int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out)
                  NULL);
     /* the runs covering the step: those that start no longer before it than the longest run lasts */
     if (sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding, keep, score_rows, "
-                               "q_front, kv_front, kv_write_front, probe, carry, picked, attn_keys FROM segment_runs WHERE run_id = ?1 AND "
+                               "q_front, kv_front, kv_write_front, probe, carry, picked, attn_keys, host_kv, host_scan FROM segment_runs "
+                               "WHERE run_id = ?1 AND "
                                "first_step <= ?2 AND first_step >= ?2 - (SELECT coalesce(max(last_step - first_step), 0) "
                                "FROM segment_runs WHERE run_id = ?1) AND last_step >= ?2 ORDER BY req_id",
                            -1, out, NULL) == SQLITE_OK)
@@ -348,7 +352,8 @@ int db_read_step(sqlite3_stmt *st, int64_t run_id, int64_t step_id, struct step_
                              .q_front = sqlite3_column_int(st, 10), .kv_front = sqlite3_column_int(st, 11),
                              .kv_write_front = sqlite3_column_int(st, 12), .probe = sqlite3_column_int(st, 13),
                              .carry = sqlite3_column_int(st, 14), .picked = sqlite3_column_int(st, 15),
-                             .attn_keys = sqlite3_column_int(st, 16)};
+                             .attn_keys = sqlite3_column_int(st, 16), .host_kv = sqlite3_column_int(st, 17),
+                             .host_scan = sqlite3_column_int(st, 18)};
         if ((bad = segment_check(&g)) != NULL)
             break;
         step_desc_add(sd, &g);

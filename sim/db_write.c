@@ -117,7 +117,7 @@ static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
 /* The columns of a row of step_runs (run_id, first_step, last_step, start_ns, duration_ns and
  * db_step_cols()) and of segment_runs (run_id, first_step, last_step and db_seg_cols). */
 #define STEP_RUN_COLS (18 + STEP_KNOBS)
-#define SEG_RUN_COLS 20
+#define SEG_RUN_COLS 22
 _Static_assert(STEP_RUN_COLS <= TS_SPILL_MAX && SEG_RUN_COLS <= TS_SPILL_MAX, "a run spills as one record");
 
 /* An open run of segments: a request's segment, the shape it has kept since first_step (through
@@ -208,7 +208,8 @@ static bool same_shape(const struct segment *a, const struct segment *b)
            a->decoded == b->decoded && a->phase == b->phase && a->padding == b->padding && a->keep == b->keep &&
            a->score_rows == b->score_rows && a->q_front == b->q_front && a->kv_front == b->kv_front &&
            a->kv_write_front == b->kv_write_front && a->probe == b->probe && a->carry == b->carry &&
-           a->picked == b->picked && a->attn_keys == b->attn_keys;
+           a->picked == b->picked && a->attn_keys == b->attn_keys && a->host_kv == b->host_kv &&
+           a->host_scan == b->host_scan;
 }
 
 static int spill(struct writer *w, const int64_t *v, int n, FILE *f)
@@ -226,7 +227,8 @@ static int run_write(struct writer *w, const struct seg_run *r)
     const int64_t v[SEG_RUN_COLS - 1] = {r->first,     r->last,          g->req_id,   g->phase,    g->q,
                                          g->kv,        g->kv_write,      g->logit_rows, g->decoded, g->padding,
                                          g->keep,      g->score_rows,    g->q_front,  g->kv_front, g->kv_write_front,
-                                         g->probe,     g->carry,         g->picked,   g->attn_keys};
+                                         g->probe,     g->carry,         g->picked,   g->attn_keys,
+                                         g->host_kv,   g->host_scan};
     return spill(w, v, SEG_RUN_COLS - 1, w->segs);
 }
 

@@ -22,6 +22,7 @@ static const struct policy_ops *const policies[] = {
     &policy_elastic,
     &policy_d2f,
     &policy_sparsed,
+    &policy_herald,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

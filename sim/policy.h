@@ -55,6 +55,8 @@ struct policy_ops {
     bool scattered;    /* its steps' rows are positions chosen across the sequence, not a window (d2cache) */
     bool block_causal; /* its steps run one block over the cache of the blocks before it, so a
                         * block-causal model (SDAR, LLaDA2.0) attends block-causally there */
+    bool needs_block_model; /* a model of bidirectional attention is refused (HERALD's selection holds
+                             * for block models alone) */
     /* Fills *seg with the next step's shape for r (everything but `decoded`). */
     void (*emit)(const struct request *r, const struct policy_cfg *pc, struct segment *seg);
     /* Updates the policy state after a step with shape *seg; `block_done` says the step finished
@@ -193,5 +195,6 @@ extern const struct policy_ops policy_d2cache;
 extern const struct policy_ops policy_elastic;
 extern const struct policy_ops policy_d2f;
 extern const struct policy_ops policy_sparsed;
+extern const struct policy_ops policy_herald;
 
 #endif

@@ -470,6 +470,11 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
         goto fail;
     if (cfg->host[0] && s->cost != &cost_calibrated && roofline_host(&s->impl, cfg->host, err))
         goto fail;
+    if (s->pol->needs_block_model && !s->model.block_causal) {
+        ts_fail(err, "policy %s needs a block-causal model (tessera list models: block), and %s attends "
+                     "bidirectionally", s->pol->name, s->model.name);
+        goto fail;
+    }
     s->act_layout = cfg->act_layout;
     s->dm.eos = (enum decode_eos)cfg->eos;
     s->tpf_base = s->dm.tpf;
@@ -733,6 +738,9 @@ static void start_step(struct sim *s)
         s->sum.live_abs_rel += fabs(secs - measured) / measured;
         secs = measured;
     }
+    const double host = cost_host_s(&s->cctx, &s->sd); /* offloaded K/V: the host's part (HERALD's) */
+    if (host > 0)
+        secs = cost_with_host(&s->sd, secs, host);
     s->sum.busy_s += secs;
     s->sum.busy_energy_j += step_joules(s, &rb, secs);
     int64_t dur = llround(secs * 1e9) + s->step_extra_ns;

@@ -418,6 +418,36 @@ END_TEST
  * (large steps: half the time), norms and residual adds run whole, and each layer adds two
  * all-reduces of the step's T x h bf16 rows: measured points where given (interpolated in log-log,
  * the last point's bandwidth beyond), else the link's bandwidth. */
+/* The host's part of a step (HERALD's offloaded K/V): the tokens fetched at their K/V bytes (a GPU's
+ * share over its own link: the step's link, else the card's), then the keys scored at a K's bytes over
+ * the scan's bandwidth; the step takes the longer of it and its GPU time where they overlap, else both. */
+START_TEST(host_part_prices_fetch_and_scan)
+{
+    struct cost_ctx c = ctx("sdar-8b", "tessera");
+    struct step_desc sd;
+    step_desc_init(&sd);
+    test_step_repeat(&sd, &(struct segment){.q = 32, .kv = 400, .logit_rows = 32, .phase = PHASE_BLOCK}, 2);
+    ck_assert(cost_host_s(&c, &sd) == 0);
+    step_desc_clear(&sd);
+    sd.host_scan_mbs = 100000;
+    test_step_repeat(&sd, &(struct segment){.q = 32, .kv = 400, .host_kv = 400, .host_scan = 4000,
+                                            .logit_rows = 32, .phase = PHASE_BLOCK}, 2);
+    const double kv = 36.0 * 2 * 8 * 128 * 2; /* sdar-8b: 36 layers, 8 K/V heads of 128 */
+    double want = 800 * kv / c.gpu.host_bw + 8000 * kv / 2 / 100e9;
+    ck_assert_msg(fabs(cost_host_s(&c, &sd) - want) < 1e-12, "%g vs %g", cost_host_s(&c, &sd), want);
+    sd.host_link_mbs = 450000;
+    want = 800 * kv / 450e9 + 8000 * kv / 2 / 100e9;
+    ck_assert(fabs(cost_host_s(&c, &sd) - want) < 1e-12);
+    c.tp = 2; /* each GPU its half of the heads over its own link; the host scans every head's keys */
+    ck_assert(fabs(cost_host_s(&c, &sd) - (want - 400 * kv / 450e9)) < 1e-12);
+    sd.host_overlap = true;
+    ck_assert(cost_with_host(&sd, 2.0, 1.0) == 2.0 && cost_with_host(&sd, 0.5, 1.0) == 1.0);
+    sd.host_overlap = false;
+    ck_assert(cost_with_host(&sd, 2.0, 1.0) == 3.0);
+    step_desc_free(&sd);
+}
+END_TEST
+
 START_TEST(tensor_parallel_shares_and_allreduces)
 {
     struct cost_ctx c = ctx("llada-8b", "tessera");
@@ -646,6 +676,7 @@ int main(void)
     tcase_add_test(tc, front_layers_priced_by_their_share);
     tcase_add_test(tc, credit_fusion_priced_per_logit);
     tcase_add_test(tc, iter_smooth_pays_the_lm_head_again);
+    tcase_add_test(tc, host_part_prices_fetch_and_scan);
     tcase_add_test(tc, tensor_parallel_shares_and_allreduces);
     tcase_add_test(tc, expert_parallel_shares_the_experts);
     tcase_add_test(tc, eager_sampling_holds_its_casts);

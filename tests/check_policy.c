@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "decode.h"
 #include "policy.h"
 #include "sim_internal.h"
@@ -861,6 +862,131 @@ START_TEST(elastic_shapes)
 }
 END_TEST
 
+/* HERALD by hand: P = 100, G = 96 in blocks of 32, fixed:1, budget 0.1. Block 0 selects ceil(10) of
+ * the prompt's 100 offloaded tokens at its first step (their fetch and the host's scoring of all
+ * 100); block 1's first step commits block 0 (the window, kept on the GPU) and selects among the same
+ * 100; its later steps attend to the 10 and the window's 32; block 2 selects among the prompt and
+ * block 0, 132 tokens: 14. */
+START_TEST(herald_shapes)
+{
+    struct policy_cfg pc = PC;
+    pc.p[0] = 0.1, pc.p[1] = 200, pc.p[2] = 1, pc.p[3] = 0;
+    run_life(&policy_herald, &pc, 100, 96, 96, 1, &L);
+    ck_assert_int_eq(L.n, 1 + 96);
+    expect_seg(&L.seg[0], PHASE_PREFILL, 100, 0, 100, 0, 0);
+    for (int i = 1; i <= 32; i++) {
+        expect_seg(&L.seg[i], PHASE_BLOCK, 32, 10, 0, 32, 1);
+        ck_assert_int_eq(L.seg[i].host_kv, i == 1 ? 10 : 0);
+        ck_assert_int_eq(L.seg[i].host_scan, i == 1 ? 100 : 0);
+    }
+    expect_seg(&L.seg[33], PHASE_BLOCK, 64, 10, 32, 32, 1);
+    ck_assert_int_eq(L.seg[33].host_kv, 10);
+    ck_assert_int_eq(L.seg[33].host_scan, 100);
+    for (int i = 34; i <= 64; i++) {
+        expect_seg(&L.seg[i], PHASE_BLOCK, 32, 42, 0, 32, 1);
+        ck_assert_int_eq(L.seg[i].host_kv + L.seg[i].host_scan, 0);
+    }
+    expect_seg(&L.seg[65], PHASE_BLOCK, 64, 14, 32, 32, 1);
+    ck_assert_int_eq(L.seg[65].host_kv, 14);
+    ck_assert_int_eq(L.seg[65].host_scan, 132);
+    expect_seg(&L.seg[66], PHASE_BLOCK, 32, 46, 0, 32, 1);
+    /* the knobs: the link's bandwidth (0: the card's), the scan's, the overlap */
+    struct step_desc sd = {0};
+    pc.p[3] = 3; /* c2c */
+    policy_step_knobs(&policy_herald, &pc, model_find("sdar-8b"), &sd);
+    ck_assert_int_eq(sd.host_link_mbs, 450000);
+    ck_assert_int_eq(sd.host_scan_mbs, 200000);
+    ck_assert(sd.host_overlap);
+    ck_assert_int_eq(sd.attn_block, 32);
+    /* the link names it declares are the table's, in its order */
+    const struct param_spec *link = &policy_herald.params[3];
+    for (int i = 0; link->choices[i]; i++)
+        ck_assert_str_eq(link->choices[i], host_link_get(i)->name);
+}
+END_TEST
+
+/* HERALD against an oracle that keeps each token's place (the host, the GPU's window, being
+ * written) and the GPU's selection, over random shapes, budgets and decode counts, a preemption by
+ * recompute in some: every step's rows, keys read, keys written, tokens fetched and keys scored, and
+ * the K/V the GPU holds, within the policy's peak. */
+enum { HR_NONE, HR_HOST, HR_WINDOW };
+START_TEST(herald_matches_its_token_places)
+{
+    gsl_rng *g = gsl_rng_alloc(gsl_rng_taus2);
+    gsl_rng_set(g, 23);
+    static uint8_t place[4096];
+    for (int trial = 0; trial < 300; trial++) {
+        const int bs = 1 + (int)gsl_rng_uniform_int(g, 40), nb = 1 + (int)gsl_rng_uniform_int(g, 8);
+        const int G = (nb - 1) * bs + 1 + (int)gsl_rng_uniform_int(g, bs), P = (int)gsl_rng_uniform_int(g, 900);
+        const int k = 1 + (int)gsl_rng_uniform_int(g, 6), drop_at = (int)gsl_rng_uniform_int(g, 3 * nb + 3);
+        struct policy_cfg pc = {.block_size = bs};
+        pc.p[0] = gsl_rng_uniform_pos(g), pc.p[1] = 100, pc.p[2] = 1, pc.p[3] = 0;
+        struct request r;
+        memset(&r, 0, sizeof r);
+        r.P = P, r.G = G, r.C = G;
+        policy_req_init(&r, &pc);
+        memset(place, HR_NONE, sizeof place);
+        int sel = 0, prefilled = 0, block = 0, done = 0, commit = -1, need_select = 1, steps = 0;
+        for (bool finished = false; !finished; steps++) {
+            if (steps == drop_at && prefilled) { /* preempted: its cache dropped, the prefill recomputes */
+                r.need_refresh = true;
+                memset(place, HR_NONE, sizeof place);
+                prefilled = 0, commit = -1, sel = 0;
+            }
+            struct segment s = {0};
+            policy_herald.emit(&r, &pc, &s);
+            const int len = block < nb - 1 ? bs : G - (nb - 1) * bs;
+            if (!prefilled) {
+                const int upto = P + block * bs;
+                ck_assert_int_eq(s.phase, PHASE_PREFILL);
+                ck_assert_int_eq(s.q, upto);
+                for (int i = 0; i < upto; i++)
+                    place[i] = HR_HOST;
+                prefilled = 1, need_select = 1;
+            } else {
+                if (commit >= 0) /* the committing block becomes the window: the old one goes to the host */
+                    for (int i = 0; i < P + G; i++)
+                        if (place[i] == HR_WINDOW)
+                            place[i] = HR_HOST;
+                int host = 0, window = 0;
+                for (int i = 0; i < P + G; i++)
+                    host += place[i] == HR_HOST, window += place[i] == HR_WINDOW;
+                const int scan = need_select ? host : 0;
+                if (need_select)
+                    sel = (int)ceil(pc.p[0] * host - 1e-9), sel = sel > host ? host : sel;
+                const int committing = commit >= 0 ? bs : 0;
+                ck_assert_int_eq(s.phase, PHASE_BLOCK);
+                ck_assert_int_eq(s.q, len + committing);
+                ck_assert_int_eq(s.kv, sel + window);
+                ck_assert_int_eq(s.kv_write, committing);
+                ck_assert_int_eq(s.host_kv, need_select ? sel : 0);
+                ck_assert_int_eq(s.host_scan, scan);
+                if (commit >= 0) {
+                    for (int i = 0; i < bs; i++)
+                        place[P + commit * bs + i] = HR_WINDOW;
+                    commit = -1;
+                }
+                need_select = 0;
+            }
+            s.decoded = s.phase == PHASE_PREFILL ? 0 : TS_MIN(k, len - done);
+            ck_assert_int_le(policy_herald.kv_tokens(&r, &pc), policy_herald.kv_peak_tokens(&r, &pc));
+            finished = policy_advance(&policy_herald, &r, &pc, &s);
+            done += s.decoded;
+            if (done == len && !finished) {
+                commit = block++, done = 0, need_select = 1;
+            }
+            int held = 0; /* what the GPU holds for the next step: the window and the selection */
+            for (int i = 0; i < P + G; i++)
+                held += place[i] == HR_WINDOW;
+            if (!finished && prefilled && !need_select)
+                ck_assert_int_eq(policy_herald.kv_tokens(&r, &pc), sel + held);
+        }
+        ck_assert_int_eq(block, nb - 1);
+    }
+    gsl_rng_free(g);
+}
+END_TEST
+
 START_TEST(block_shapes)
 {
     run_life(&policy_block, &PC, 100, 96, 96, 1, &L);
@@ -1195,6 +1321,8 @@ int main(void)
     tcase_add_test(tc, d2f_shapes);
     tcase_add_test(tc, sparsed_shapes);
     tcase_add_test(tc, d2f_matches_its_block_list);
+    tcase_add_test(tc, herald_shapes);
+    tcase_add_test(tc, herald_matches_its_token_places);
     tcase_add_test(tc, early_commit_finishes_the_request);
     tcase_add_test(tc, d2cache_shapes);
     tcase_add_test(tc, elastic_shapes);

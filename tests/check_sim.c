@@ -365,6 +365,7 @@ START_TEST(recorded_steps_replay_as_run)
         {NULL, NULL, "sparse", NULL, "sparse-select", "head", false, true, true, 0, 1},   /* chunks set a step */
         {"dllm-cache", NULL, NULL, NULL, NULL, NULL, false, false, false, 0, 1},          /* the feature cache */
         {NULL, NULL, "sparsed", NULL, NULL, NULL, false, false, false, 0, 1},             /* keys a row (attn_keys) */
+        {NULL, "sdar-8b", "herald", NULL, "herald-link", "c2c", false, false, false, 0, 1}, /* the host's part */
     };
     int64_t def[STEP_KNOBS], off_default[STEP_KNOBS] = {0};
     struct step_desc d;
@@ -417,6 +418,7 @@ START_TEST(recorded_steps_replay_as_run)
             ck_assert_msg(db_read_step(sq, 1, step, &sd, &err) == 0, "%s", err.msg);
             double t;
             ck_assert_msg(s->cost->step_s(&s->cctx, &sd, &t, NULL, &err) == 0, "%s", err.msg);
+            t = cost_with_host(&sd, t, cost_host_s(&s->cctx, &sd));
             ck_assert_msg(TS_MAX(llround(t * 1e9), 1) == dur, "run %zu, step %lld: %lld ns again, %lld ns in the run", k,
                           (long long)step, (long long)llround(t * 1e9), (long long)dur);
         }

@@ -124,6 +124,8 @@ START_TEST(malformed_segments_named)
         {{.q = 4, .picked = 1}, "picked without probe"},
         {{.q = 4, .carry = 6, .probe = 8, .picked = 1}, "always-computed"},
         {{.q = 4, .kv = 4, .attn_keys = 17}, "attn_keys beyond"},
+        {{.q = 4, .kv = 4, .host_kv = 5}, "host_kv beyond kv"},
+        {{.q = 4, .kv = 4, .host_scan = -1}, "a negative count"},
         {{.q = 4, .attn_keys = -1}, "negative"},
         {{.q = 4, .q_front = 8, .attn_keys = 2}, "attn_keys with"},
     };

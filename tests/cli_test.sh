@@ -1478,9 +1478,28 @@ expect 0 "sim --policy sparsed --db" -- $bin sim --policy sparsed --requests 1 -
     --db "$tmp/sparsed.db" --quiet --no-progress
 got=$(sqlite3 "$tmp/sparsed.db" "select attn_keys, count(*) from segments group by attn_keys order by attn_keys" | tr '\n' ' ')
 [ "$got" = "0|26 384|101 664|1 " ] && ok || bad "sim --policy sparsed --db: keys a row by step '$got'"
+# herald: block models alone; its selections stored a block (host_kv, host_scan), its host part in
+# the step's time: before the step it lengthens the run, beside it no more than that
+expect 2 "sim --policy herald on a bidirectional model" -- $bin sim --policy herald --model llada-8b --requests 2
+contains "sim --policy herald on a bidirectional model" "policy herald needs a block-causal model (tessera list models: block), and llada-8b attends bidirectionally"
+expect 2 "sim --policy herald live" -- $bin sim --policy herald --model sdar-8b --executor gpu --requests 2
+contains "sim --policy herald live" "K/V offloaded to host memory"
+expect 2 "sim --herald-link unknown" -- $bin sim --policy herald --model sdar-8b --herald-link nvlink
+contains "sim --herald-link unknown" "--herald-link"
+expect 0 "sim --policy herald --db" -- $bin sim --policy herald --model sdar-8b --requests 1 --lengths fixed:300,96 \
+    --gen-len 96 --db "$tmp/herald.db" --quiet --no-progress
+got=$(sqlite3 "$tmp/herald.db" "select host_kv, host_scan, count(*) from segments where host_scan > 0 group by host_kv, host_scan order by host_kv" | tr '\n' ' ')
+[ "$got" = "30|300|2 34|332|1 " ] && ok || bad "sim --policy herald --db: selections '$got'"
+for o in 0 1; do
+    expect 0 "sim --policy herald --herald-overlap $o" -- $bin sim --policy herald --model sdar-8b --requests 20 \
+        --lengths fixed:8000,256 --herald-scan-gbs 5 --herald-overlap $o --json --quiet --no-progress
+    cp "$tmp/out" "$tmp/herald$o.json"
+done
+json_check "$tmp/herald0.json" "d['makespan_ns'] > json.load(open('$tmp/herald1.json'))['makespan_ns']"
 expect 0 "list policies: d2f and sparsed with their sources" -- $bin list policies
 contains "list policies: d2f and sparsed with their sources" "D2F (arXiv 2508.09192, zhijie-group/Discrete-Diffusion-Forcing"
 contains "list policies: d2f and sparsed with their sources" "SparseD (arXiv 2509.24014, INV-WZQ/SparseD"
+contains "list policies: herald with its source" "HERALD (arXiv 2606.21633, its abstract)"
 expect 2 "sim --d2f-flight 13" -- $bin sim --policy d2f --d2f-flight 13
 contains "sim --d2f-flight 13" "--d2f-flight"
 expect 2 "sim --dpad-window 1" -- $bin sim --policy dpad --dpad-window 1

@@ -86,7 +86,7 @@ static void option_usage(FILE *f, const struct cfg_option *o, const struct sim_c
     char lhs[96], text[2048], def[CFG_PATH];
     if (with) {
         snprintf(lhs, sizeof lhs, "--%s, --%s", o->name, with->name);
-    } else if (o->kind == CFG_CHOICE) {
+    } else if (o->kind == CFG_CHOICE && !o->arg) {
         snprintf(lhs, sizeof lhs, "--%s ", o->name);
         for (int i = 0; i < o->num_choices; i++)
             snprintf(lhs + strlen(lhs), sizeof lhs - strlen(lhs), "%s%s", i ? "|" : "", o->choices[i]);
@@ -94,6 +94,8 @@ static void option_usage(FILE *f, const struct cfg_option *o, const struct sim_c
         snprintf(lhs, sizeof lhs, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
     }
     snprintf(text, sizeof text, "%s", o->help);
+    for (int i = 0; o->kind == CFG_CHOICE && o->arg && i < o->num_choices; i++) /* (its choices after its help) */
+        snprintf(text + strlen(text), sizeof text - strlen(text), "%s%s", i ? "|" : ": ", o->choices[i]);
     for (int i = 0; o->names && o->names(i); i++)
         snprintf(text + strlen(text), sizeof text - strlen(text), " %s", o->names(i));
     const bool flag = o->kind == CFG_FLAG || o->kind == CFG_SET;

@@ -25,7 +25,8 @@ enum seg_phase seg_phase_from_name(const char *name)
 const struct step_knob step_knobs[STEP_KNOBS] = {
     KNOB(logit_chunk_rows), KNOB(ffn_chunks),  KNOB(mask_only),     KNOB(attn_block),
     KNOB(select_heads),     KNOB(select_kernel), KNOB(front_layers), KNOB(decode_credit),
-    KNOB(iter_smooth),      KNOB(evict),       KNOB(cache_outputs),
+    KNOB(iter_smooth),      KNOB(evict),       KNOB(cache_outputs), KNOB(host_link_mbs),
+    KNOB(host_scan_mbs),    KNOB(host_overlap),
 };
 
 void step_knobs_get(const struct step_desc *sd, int64_t v[STEP_KNOBS])
@@ -113,6 +114,8 @@ static void totals_add(struct step_totals *t, const struct segment *s, int32_t a
     t->probe_tokens += s->probe;
     t->carry_tokens += s->carry;
     t->rows += segment_rows(s);
+    t->host_kv_tokens += s->host_kv;
+    t->host_scan_tokens += s->host_scan;
     if (s->keep > 0) {
         t->sel_segs++;
         t->sel_cand += s->q - s->score_rows;
@@ -127,9 +130,11 @@ const char *segment_check(const struct segment *g)
 {
     /* (one test: an OR of the counts is negative where any is) */
     if ((g->q | g->kv | g->kv_write | g->decoded | g->keep | g->score_rows | g->q_front | g->kv_front |
-         g->kv_write_front | g->probe | g->carry | g->picked | g->attn_keys) < 0)
+         g->kv_write_front | g->probe | g->carry | g->picked | g->attn_keys | g->host_kv | g->host_scan) < 0)
         return "a negative count (q, kv, kv_write, decoded, keep, score_rows, q_front, kv_front, "
-               "kv_write_front, probe, carry, picked or attn_keys)";
+               "kv_write_front, probe, carry, picked, attn_keys, host_kv or host_scan)";
+    if (g->host_kv > g->kv)
+        return "host_kv beyond kv";
     if (g->attn_keys > 2 * ((int64_t)g->q + g->kv))
         return "attn_keys beyond twice q + kv";
     if (g->attn_keys > 0 && (g->q_front > 0 || g->keep > 0))

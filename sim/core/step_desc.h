@@ -41,6 +41,10 @@
  *               every layer: a block-sparse pattern (SparseD's kept key blocks) keeps fewer; the
  *               step that builds one scores more (its pattern's scores priced as pairs). The K/V
  *               read and written are those of q, kv and kv_write
+ *   host_kv     tokens whose K/V the step first brings from host memory into its kv, over the
+ *               card's host link (HERALD's selected entries, offloaded to the host)
+ *   host_scan   keys the host scores for a selection before the step (HERALD's top-k, on the CPU
+ *               over the offloaded keys); each a key's bytes read from host memory
  * Attention within a segment is bidirectional over its own q tokens plus its kv cached tokens
  * (block-causal models attend to the same set: the cached prefix plus the current block).
  */
@@ -86,6 +90,8 @@ struct segment {
     int32_t picked;         /* of the q rows, those the probe picks (1..min(q, probe) with probe > 0) */
     int32_t attn_keys;      /* > 0: the keys each query row's attention scores, in place of q + kv (a
                              * sparse pattern keeps fewer; building one scores more: SparseD's) */
+    int32_t host_kv;        /* tokens of kv whose K/V come from host memory for this step */
+    int32_t host_scan;      /* keys the host scores (reading them from host memory) for this step */
 };
 
 /* A segment's shape at the front layers (q_front > 0) or at the others. */
@@ -140,6 +146,8 @@ struct step_totals {
     int64_t probe_tokens; /* rows checked against the cache, summed */
     int64_t carry_tokens; /* rows carried on cached outputs, summed */
     int64_t rows;         /* sum of segment_rows: the hidden states the step holds at once */
+    int64_t host_kv_tokens;   /* K/V tokens brought from host memory, summed */
+    int64_t host_scan_tokens; /* keys scored on the host, summed */
 };
 
 struct step_desc {
@@ -184,6 +192,10 @@ struct step_desc {
     bool cache_outputs;       /* the cache also holds each token's attention and FFN outputs per
                                * layer (dLLM-Cache's feature cache): every computed row writes its
                                * outputs there, carried rows read theirs */
+    int32_t host_link_mbs;    /* MB/s of the host link host_kv crosses; 0: the card's (gpu.h host_bw) */
+    int32_t host_scan_mbs;    /* MB/s at which the host reads the keys it scores (host_scan) */
+    bool host_overlap;        /* the host's part (scoring, then the link) runs under the step's GPU work,
+                               * layer by layer, the step taking the longer of the two; else before it */
     struct step_totals tot;
 };
 
@@ -221,7 +233,7 @@ struct step_knob {
     size_t offset; /* in struct step_desc */
     bool is_bool;  /* a bool field, else an int32_t */
 };
-#define STEP_KNOBS 11
+#define STEP_KNOBS 14
 extern const struct step_knob step_knobs[STEP_KNOBS];
 /* The knobs of sd as values in step_knobs' order, and back. */
 void step_knobs_get(const struct step_desc *sd, int64_t v[STEP_KNOBS]);
