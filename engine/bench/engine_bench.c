@@ -23,6 +23,8 @@
  * 6. --only clock: the ceilings, then a ladder of steps (or the --step ones) each timed alone from a
  *    card left idle (eng_opts.idle_s) into the warm trace: the clock's fall under the power limit,
  *    which tessera calib clock fits.
+ * 7. --only host: the host link and the host's memory, as offloaded K/V use them (the policy herald):
+ *    pinned copies each way and a pageable one, and the host's read rate over N threads.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "engine_bench.h"
@@ -30,8 +32,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "eng.h"
 #include "kernels.h"
@@ -984,11 +989,135 @@ done:
     return rc;
 }
 
+/* one copy between the host and the GPU */
+struct host_copy_ctx {
+    void *dst, *src;
+    size_t bytes;
+    enum cudaMemcpyKind kind;
+};
+
+static void run_host_copy(void *p)
+{
+    struct host_copy_ctx *c = p;
+    cudaMemcpyAsync(c->dst, c->src, c->bytes, c->kind, 0);
+}
+
+/* One thread's share of a host read: the sum of its 8-byte words (kept, so that the reads stay). */
+struct host_read_ctx {
+    const uint64_t *v;
+    size_t n;
+    uint64_t sum;
+};
+
+static void *host_read(void *p)
+{
+    struct host_read_ctx *c = p;
+    uint64_t a = 0, b = 0, x = 0, y = 0;
+    size_t i = 0;
+    for (; i + 4 <= c->n; i += 4)
+        a += c->v[i], b += c->v[i + 1], x += c->v[i + 2], y += c->v[i + 3];
+    for (; i < c->n; i++)
+        a += c->v[i];
+    c->sum = a + b + x + y;
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The host's read rate over `threads` threads of `bytes` of buf: the best of `reps` reads, GB/s. */
+static double host_read_gbs(const uint64_t *buf, size_t bytes, int threads, int reps)
+{
+    pthread_t th[64];
+    struct host_read_ctx c[64];
+    const size_t words = bytes / 8, share = words / (size_t)threads;
+    double best = 0;
+    uint64_t keep = 0;
+    for (int r = 0; r < reps; r++) {
+        const double t0 = now_s();
+        for (int i = 0; i < threads; i++) {
+            c[i] = (struct host_read_ctx){buf + (size_t)i * share, share, 0};
+            if (pthread_create(&th[i], NULL, host_read, &c[i]))
+                return 0;
+        }
+        for (int i = 0; i < threads; i++) {
+            pthread_join(th[i], NULL);
+            keep += c[i].sum;
+        }
+        best = fmax(best, (double)(share * (size_t)threads * 8) / (now_s() - t0) / 1e9);
+    }
+    return keep == 1 ? best * (1 + 1e-12) : best; /* (the sums used) */
+}
+
+/* The host link and the host's memory as offloaded K/V use them (sim/policy_herald.c, the host-link
+ * table in sim/cost.c): pinned copies of 4 KiB to 1 GiB host to device and back, timed with events
+ * (the median of reps after warm-up); 1 GiB from pageable memory; and the host's read rate over 1,
+ * 2, 4 .. the host's cores threads, reading 2 GiB (the best of 3): what scoring offloaded keys on the
+ * host reads at. */
+static int bench_host(const struct engine_bench_opts *o, FILE *out)
+{
+    int rc = -1;
+    void *dev = NULL, *pin = NULL;
+    uint64_t *page = NULL;
+    const size_t most = (size_t)1 << 30, scan = (size_t)2 << 30;
+    CKB(cudaMalloc(&dev, most));
+    CKB(cudaMallocHost(&pin, most));
+    page = malloc(scan);
+    if (!page) {
+        fprintf(stderr, "engine_bench --only host: cannot allocate %zu bytes of host memory\n", scan);
+        goto done;
+    }
+    memset(page, 1, scan);
+    memset(pin, 1, most);
+    fprintf(out, "\nhost link, pinned host memory, median of %d:\n%12s %10s %9s %10s %9s\n", o->reps, "bytes",
+            "h2d ms", "GB/s", "d2h ms", "GB/s");
+    for (size_t bytes = 4096; bytes <= most; bytes *= 4) {
+        struct host_copy_ctx up = {dev, pin, bytes, cudaMemcpyHostToDevice}, down = {pin, dev, bytes,
+                                                                                       cudaMemcpyDeviceToHost};
+        const float h2d = time_ms(run_host_copy, &up, o->reps), d2h = time_ms(run_host_copy, &down, o->reps);
+        CKB(cudaGetLastError());
+        fprintf(out, "%12zu %10.4f %9.1f %10.4f %9.1f\n", bytes, h2d, (double)bytes / (h2d * 1e6), d2h,
+                (double)bytes / (d2h * 1e6));
+        if (o->json)
+            fprintf(o->json, "{\"host\":\"pinned\",\"bytes\":%zu,\"h2d_ms\":%.5f,\"h2d_gbps\":%.2f,\"d2h_ms\":%.5f,"
+                             "\"d2h_gbps\":%.2f}\n", bytes, h2d, (double)bytes / (h2d * 1e6), d2h,
+                    (double)bytes / (d2h * 1e6));
+    }
+    struct host_copy_ctx pg = {dev, page, most, cudaMemcpyHostToDevice};
+    const float pms = time_ms(run_host_copy, &pg, o->reps);
+    CKB(cudaGetLastError());
+    fprintf(out, "pageable host memory, %zu bytes host to device: %.4f ms, %.1f GB/s\n", most, pms,
+            (double)most / (pms * 1e6));
+    if (o->json)
+        fprintf(o->json, "{\"host\":\"pageable\",\"bytes\":%zu,\"h2d_ms\":%.5f,\"h2d_gbps\":%.2f}\n", most, pms,
+                (double)most / (pms * 1e6));
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    fprintf(out, "host memory read, %zu bytes, best of 3:\n%8s %9s\n", scan, "threads", "GB/s");
+    for (int t = 1; t <= 64 && t <= (cores > 0 ? cores : 1); t *= 2) {
+        const double gbs = host_read_gbs(page, scan, t, 3);
+        fprintf(out, "%8d %9.1f\n", t, gbs);
+        if (o->json)
+            fprintf(o->json, "{\"host\":\"read\",\"threads\":%d,\"bytes\":%zu,\"gbps\":%.2f}\n", t, scan, gbs);
+    }
+    rc = 0;
+done:
+    free(page);
+    cudaFreeHost(pin);
+    cudaFree(dev);
+    return rc;
+}
+
 int engine_bench_run(const struct engine_bench_opts *o, FILE *out)
 {
     const bool all = !o->only;
     if (o->only && strcmp(o->only, "peer") == 0)
         return bench_peer(o, out) ? 1 : 0;
+    if (o->only && strcmp(o->only, "host") == 0)
+        return bench_host(o, out) ? 1 : 0;
     struct ceilings cl;
     if (bench_ceilings(o, &cl, out))
         return 1;

@@ -21,9 +21,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "usage: engine_bench [--model NAME|config.json] [--reps N] [--max-num-logits N] [--mem-limit GB]\n"
-"                    [--json FILE] [--only steps|gemm|attention|focus|anchor|clock|peer] [--weights PATH]\n"
-"                    [--warm-s S] [--warm-trace FILE] [--idle-s S] [--step SEGS,Q,KV,LOGIT_ROWS ...]\n"
-"                    [--anchor ANCHOR.jsonl] [engine choices]\n"
+"                    [--json FILE] [--only steps|gemm|attention|focus|anchor|clock|peer|host]\n"
+"                    [--weights PATH] [--warm-s S] [--warm-trace FILE] [--idle-s S]\n"
+"                    [--step SEGS,Q,KV,LOGIT_ROWS ...] [--anchor ANCHOR.jsonl] [engine choices]\n"
 "       engine_bench --tp N [--model NAME|config.json] [--reps N] [--json FILE]\n"
 "                    [--step SEGS,Q,KV,LOGIT_ROWS ...] [engine choices]\n"
 "\n"
@@ -55,6 +55,8 @@ static void usage(FILE *f)
 "       that (without --anchor: the script's own grid, no PyTorch times)\n"
 "--only peer: the link between GPUs 0 and 1 (a disaggregated fleet's host link, sim/fleet.c): copies\n"
 "       of 4 KiB to 1 GiB from GPU 0 to GPU 1, timed on the sender: GB/s, and the small ones' time\n"
+"--only host: the host link (pinned copies of 4 KiB to 1 GiB each way, a pageable one) and the\n"
+"       host's memory read over 1, 2, 4 .. its cores threads: offloaded K/V's (the policy herald)\n"
 "--only focus times FOCUS's eviction alone: 16, 32 and 64 blocks of 32 over 480 cached keys, whole\n"
 "       beside steps keeping 2 to 32 rows after layer 1, each after its own warm-up, each beyond\n"
 "       layer 1 against K / 32 + 0.15 of the whole block's (also run without --only)\n"
@@ -124,7 +126,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
             a->only = optarg;
             bad = strcmp(optarg, "steps") && strcmp(optarg, "gemm") && strcmp(optarg, "attention") &&
                   strcmp(optarg, "anchor") && strcmp(optarg, "focus") && strcmp(optarg, "clock") &&
-                  strcmp(optarg, "peer");
+                  strcmp(optarg, "peer") && strcmp(optarg, "host");
             break;
         case 'h': usage(stdout); return 1;
         case ENG_CHOICE_OPT:

@@ -334,6 +334,15 @@ int cli_list(int argc, char **argv)
                 snprintf(bw, sizeof bw, "%.1f", l->bw / 1e9);
             printf("%-9s %12s %6.0f us  %s\n", l->name, bw, l->lat_s * 1e6, l->source);
         }
+        printf("\nhost links (a GPU and its host's memory: offloaded K/V, --herald-link)\n%-9s %12s  %s\n", "link",
+               "GB/s a GPU", "source");
+        for (int i = 0; host_link_get(i); i++) {
+            const struct host_link *l = host_link_get(i);
+            char bw[16] = "the card's";
+            if (l->bw > 0)
+                snprintf(bw, sizeof bw, "%.1f", l->bw / 1e9);
+            printf("%-9s %12s  %s\n", l->name, bw, l->source);
+        }
     } else {
         static const char *const tables[] = {"models", "gpus", "policies", "schedulers", "planners", "costs",
                                              "systems", "impls", "decode", "calibrations", "hosts", "routers", "links"};
