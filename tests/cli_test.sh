@@ -1113,8 +1113,8 @@ if command -v gnuplot >/dev/null; then
     for f in autoscale sizes disagg load-control affinity; do is_png "$tmp/fleet-exp/$f.png" "exp run fleet"; done
 fi
 expect 0 "exp run mechanisms" -- env REQUESTS=40 $bin exp run mechanisms "$tmp/mech"
-[ "$(grep -c '| holds |' "$tmp/mech/report.md")" = 15 ] && ok || bad "exp run mechanisms: a check does not hold ($tmp/mech/report.md)"
-[ "$(grep -c . "$tmp/mech/results.jsonl")" = 27 ] && ok || bad "exp run mechanisms: not 27 runs"
+[ "$(grep -c '| holds |' "$tmp/mech/report.md")" = 17 ] && ok || bad "exp run mechanisms: a check does not hold ($tmp/mech/report.md)"
+[ "$(grep -c . "$tmp/mech/results.jsonl")" = 28 ] && ok || bad "exp run mechanisms: not 28 runs"
 if command -v gnuplot >/dev/null; then is_png "$tmp/mech/figure.png" "exp run mechanisms"; fi
 expect 0 "exp run crossover" -- env BATCHES="1 8 64" LIMIT=64 $bin exp run crossover "$tmp/arx"
 got=$(python3 -c 'import json, sys
