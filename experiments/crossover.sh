@@ -33,6 +33,7 @@
 #        MODEL=llada-8b; LENGTHS=fixed:512,256; DECODE=threshold:llada-gsm8k; COST=calibrated; or
 #        experiments/crossover.sh OUT with TESSERA=path)
 set -uo pipefail
+source "$(dirname "$0")/lib/plot.sh"
 out=${1:?usage: tessera exp run crossover OUT [--force]}
 bin=${TESSERA:-build/tessera}
 mkdir -p "$out" || exit 2
@@ -141,11 +142,7 @@ with open(os.path.join(out, "report.md"), "w") as f:
                 d.write("%d %g\n" % (b, tput[(s, b)]))
             d.write("\n\n")
 PY
-if command -v gnuplot >/dev/null 2>&1; then
-    gnuplot <<EOF 2>"$out/gnuplot.log" || { rm -f "$out/figure.png"; echo "crossover.sh: no figure: gnuplot: $(head -2 "$out/gnuplot.log")" >&2; }
-set terminal pngcairo size 800,520 font ",10"
-set output "$out/figure.png"
-set termoption noenhanced
+plot_png crossover.sh "$out/figure.png" 800 520 <<EOF
 set title "$model on $gpu: a dLLM against AR serving by batch size"
 set xlabel "Batch size (requests running at once)"
 set ylabel "Throughput (generated tokens/s)"
@@ -160,5 +157,4 @@ plot "$out/figure.dat" index 0 using 1:2 with linespoints lc rgb '#999999' pt 6 
      "" index 4 using 1:2 with linespoints lc rgb '#E69F00' pt 11 title "dLLM, D2F's pipelined blocks, parallel decoding", \
      "" index 5 using 1:2 with linespoints lc rgb '#D55E00' pt 9 lw 2 title "AR (the same transformer)"
 EOF
-fi
 echo "crossover: $out/report.md, $out/results.jsonl$([ -s "$out/figure.png" ] && echo ", $out/figure.png")"

@@ -30,6 +30,7 @@
 #        conversation trace, ../shared/traces/raw/'s by default; or experiments/fleet.sh OUT with
 #        TESSERA=path)
 set -uo pipefail
+source "$(dirname "$0")/lib/plot.sh"
 out=${1:?usage: tessera exp run fleet OUT [--force]}
 bin=${TESSERA:-build/tessera}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -239,10 +240,7 @@ if command -v gnuplot >/dev/null 2>&1; then
         echo "fleet.sh: no autoscale figure" >&2
     bash "$here/analysis/fleet-plot.sh" "$out/load-elasticity-1.json" "$out/load-control.png" >/dev/null ||
         echo "fleet.sh: no load-control figure" >&2
-    gnuplot <<EOF 2>"$out/gnuplot.log" || { rm -f "$out/sizes.png"; echo "fleet.sh: no sizes figure: $(head -2 "$out/gnuplot.log")" >&2; }
-set terminal pngcairo size 800,480 font ",10"
-set output "$out/sizes.png"
-set termoption noenhanced
+    plot_png fleet.sh "$out/sizes.png" 800 480 <<EOF
 set title "H200 fleets at 16 req/s: energy a token against throughput"
 set xlabel "Throughput (generated tokens/s)"
 set ylabel "Energy (J a generated token)"
@@ -252,10 +250,7 @@ set offsets graph 0.02, graph 0.08, graph 0.1, 0
 plot "$out/sizes.dat" using 2:3 with linespoints lc rgb '#0072B2' pt 7 lw 2, \
      "" using 2:3:(\$1 == 1 ? "1 replica" : sprintf("%d replicas", \$1)) with labels offset 0,1.2
 EOF
-    gnuplot <<EOF 2>"$out/gnuplot.log" || { rm -f "$out/disagg.png"; echo "fleet.sh: no disagg figure: $(head -2 "$out/gnuplot.log")" >&2; }
-set terminal pngcairo size 800,480 font ",10"
-set output "$out/disagg.png"
-set termoption noenhanced
+    plot_png fleet.sh "$out/disagg.png" 800 480 <<EOF
 set title "8 H200, LLaDA-8B dual cache: co-located against Refresh/Reuse pools on the same cards"
 set xlabel "Load (requests/s)"
 set ylabel "p99 latency (s)"
@@ -268,10 +263,7 @@ plot "$out/disagg.dat" using 1:2 with linespoints lc rgb '#000000' pt 7 lw 2 tit
      "" using 1:4 with linespoints lc rgb '#0072B2' pt 9 lw 2 title "every: 5 Refresh + 3 Reuse, NVLink", \
      "" using 1:5 with linespoints lc rgb '#0072B2' pt 9 lw 2 dt 2 title "every: 5 + 3, InfiniBand NDR"
 EOF
-    gnuplot <<EOF 2>"$out/gnuplot.log" || { rm -f "$out/affinity.png"; echo "fleet.sh: no affinity figure: $(head -2 "$out/gnuplot.log")" >&2; }
-set terminal pngcairo size 1000,420 font ",10"
-set output "$out/affinity.png"
-set termoption noenhanced
+    plot_png fleet.sh "$out/affinity.png" 1000 420 <<EOF
 set multiplot layout 1,2 title "4 H100, SDAR-8B, Mooncake conversations: routing by prompt"
 set xlabel "Load (requests/s)"
 set grid

@@ -17,6 +17,7 @@
 # Usage: tessera exp run lookahead OUT [--force]   (RPS="0.1 0.2 0.3 0.5 1.0"; REQUESTS=200; GPU=rtx4090;
 #        LENGTHS=livebench; SEED=1; GPU_UTIL=0; or experiments/lookahead.sh OUT with TESSERA=path)
 set -uo pipefail
+source "$(dirname "$0")/lib/plot.sh"
 out=${1:?usage: tessera exp run lookahead OUT [--force]}
 bin=${TESSERA:-build/tessera}
 mkdir -p "$out" || exit 2
@@ -83,11 +84,7 @@ curves() {
           \"\" index 2 using 1:$1 with linespoints lc rgb '#009E73' pt 9 dt 2 title \"threshold, phase\", \
           \"\" index 3 using 1:$1 with linespoints lc rgb '#CC79A7' pt 13 title \"threshold, lookahead\""
 }
-if command -v gnuplot >/dev/null 2>&1; then
-    gnuplot <<EOF 2>"$out/gnuplot.log" || { rm -f "$out/figure.png"; echo "lookahead.sh: no figure: gnuplot: $(head -2 "$out/gnuplot.log")" >&2; }
-set terminal pngcairo size 1100,480 font ",10"
-set output "$out/figure.png"
-set termoption noenhanced
+plot_png lookahead.sh "$out/figure.png" 1100 480 <<EOF
 set bmargin 7
 set multiplot layout 1,2 title "The lookahead scheduler against phase: dLLM-Serve on ${GPU:-rtx4090}, ${LENGTHS:-livebench} lengths" font ",12"
 set xrange [0:*]
@@ -105,6 +102,4 @@ set title "p99 request latency"
 plot $(curves 3)
 unset multiplot
 EOF
-    rm -f "$out/gnuplot.log"
-fi
 cat "$out/report.md"

@@ -35,6 +35,7 @@
 # Usage: tessera exp run mechanisms OUT [--force]   (REQUESTS=100; RPS=1; PROPHET=0.45; GPU=h100;
 #        COST=calibrated|roofline; or experiments/mechanisms.sh OUT with TESSERA=path)
 set -uo pipefail
+source "$(dirname "$0")/lib/plot.sh"
 out=${1:?usage: tessera exp run mechanisms OUT [--force]}
 bin=${TESSERA:-build/tessera}
 mkdir -p "$out" || exit 2
@@ -185,11 +186,7 @@ with open(os.path.join(out, "figure.dat"), "w") as d:
         d.write('%d "%s" %g %g %s\n' % (i, LABEL.get(r["name"], r["name"]).split(" (")[0], r["rows_per_token"],
                                          r["lat_p99_s"], r["group"]))
 PY
-if command -v gnuplot >/dev/null 2>&1; then
-    gnuplot <<GP 2>"$out/gnuplot.log" || { rm -f "$out/figure.png"; echo "mechanisms.sh: no figure: $(head -2 "$out/gnuplot.log")" >&2; }
-set terminal pngcairo size 1100,520 font ",10"
-set output "$out/figure.png"
-set termoption noenhanced
+plot_png mechanisms.sh "$out/figure.png" 1100 520 <<GP
 set multiplot layout 1,2 title "The mechanisms on one H100: 256 positions a request, each model group at one decode threshold"
 set style fill solid 0.8 border -1
 set boxwidth 0.7
@@ -208,5 +205,4 @@ set ylabel "p99 latency (s)"
 plot "$out/figure.dat" using 1:4:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : strcol(5) eq "mini" ? 0x009E73 : 0xCC79A7):xtic(2) with boxes lc rgb variable
 unset multiplot
 GP
-fi
 echo "mechanisms: $out/report.md, $out/results.jsonl$([ -s "$out/figure.png" ] && echo ", $out/figure.png")"

@@ -23,7 +23,8 @@
 /* --- the routers --------------------------------------------------------------------------- */
 
 static int parse_keys(const char *opt, const char *spec, int n, const char *const *keys, double *const *fields,
-                      const double *lo, const double *hi, struct ts_err *err);
+                      const double *lo, const double *hi, const char *name_key, char *name, size_t name_len,
+                      struct ts_err *err);
 
 static int pick_round_robin(const struct router_view *v, int n, int *next, const struct router_req *q)
 {
@@ -146,7 +147,7 @@ int fleet_router_parse(const char *spec, const struct router_ops **ops, struct r
     static const char *const keys[] = {"threshold", "abs", "rel"};
     double *const fields[] = {&q->threshold, &q->balance_abs, &q->balance_rel};
     static const double lo[] = {0, 0, 1}, hi[] = {1, 1e9, 1e9};
-    return parse_keys("--router", colon + 1, 3, keys, fields, lo, hi, err);
+    return parse_keys("--router", colon + 1, 3, keys, fields, lo, hi, NULL, NULL, 0, err);
 }
 
 void router_list(char *buf, size_t len)
@@ -176,48 +177,38 @@ int fleet_disagg_parse(const char *spec, struct fleet_disagg *out, struct ts_err
     *out = (struct fleet_disagg){0};
     if (!spec || !*spec)
         return 0;
-    char text[CFG_STR];
-    snprintf(text, sizeof text, "%s", spec);
-    char *save = NULL, *mode = strtok_r(text, ",", &save);
-    if (!mode || (strcmp(mode, "first") != 0 && strcmp(mode, "every") != 0))
+    const size_t n = strcspn(spec, ",");
+    if ((n != 5 || strncmp(spec, "first", 5) != 0) && (n != 5 || strncmp(spec, "every", 5) != 0))
         return ts_fail(err, "--disagg '%s': begins with its mode, first (a request's first step in the Refresh pool) "
                             "or every (each Refresh step there)", spec);
-    out->mode = strcmp(mode, "first") == 0 ? DISAGG_FIRST : DISAGG_EVERY;
-    double bw = -1, lat = -1;
-    for (char *kv = strtok_r(NULL, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(kv, '=');
-        if (eq)
-            *eq++ = '\0';
-        double v = 0;
-        const bool number = eq && !ts_parse_double(eq, &v) && v >= 0 && v <= 1e9;
-        if (eq && strcmp(kv, "link") == 0) {
-            const struct fleet_link *l = NULL;
-            for (int i = 0; (l = fleet_link_get(i)) && strcmp(l->name, eq) != 0; i++)
-                ;
-            if (!l) {
-                char names[128] = "";
-                for (int i = 0; fleet_link_get(i); i++)
-                    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", links[i].name);
-                return ts_fail(err, "--disagg '%s': link '%s' is not in the table (%s)", spec, eq, names);
-            }
-            out->link = *l;
-        } else if (eq && strcmp(kv, "refresh") == 0 && number && v >= 1 && v == floor(v) && v <= 65535) {
-            out->refresh = (int)v;
-        } else if (eq && strcmp(kv, "bw") == 0 && number && v >= 0.001) {
-            bw = v * 1e9;
-        } else if (eq && strcmp(kv, "lat") == 0 && number) {
-            lat = v * 1e-6;
-        } else {
-            return ts_fail(err, "--disagg '%s': '%s%s%s' is not refresh=N (replicas, at least 1), link=NAME, bw=GB/s "
-                                "(0.001 to 1e9) or lat=MICROSECONDS (up to 1e9)", spec, kv, eq ? "=" : "", eq ? eq : "");
-        }
-    }
-    if (!out->link.name)
+    out->mode = strncmp(spec, "first", 5) == 0 ? DISAGG_FIRST : DISAGG_EVERY;
+    static const char *const keys[] = {"refresh", "bw", "lat"};
+    double refresh = 0, bw = -1, lat = -1;
+    double *const fields[] = {&refresh, &bw, &lat};
+    static const double lo[] = {1, 0.001, 0}, hi[] = {65535, 1e9, 1e9};
+    char link[32] = "";
+    if (parse_keys("--disagg", spec + n + (spec[n] == ','), (int)TS_ARRAY_LEN(keys), keys, fields, lo, hi, "link", link,
+                   sizeof link, err))
+        return -1;
+    if (refresh != floor(refresh))
+        return ts_fail(err, "--disagg '%s': refresh %g must be a whole number of replicas", spec, refresh);
+    out->refresh = (int)refresh;
+    if (!link[0])
         return ts_fail(err, "--disagg '%s': the pools need a link between them (link=NAME: tessera list links)", spec);
+    const struct fleet_link *l = NULL;
+    for (int i = 0; (l = fleet_link_get(i)) && strcmp(l->name, link) != 0; i++)
+        ;
+    if (!l) {
+        char names[128] = "";
+        for (int i = 0; fleet_link_get(i); i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", links[i].name);
+        return ts_fail(err, "--disagg '%s': link '%s' is not in the table (%s)", spec, link, names);
+    }
+    out->link = *l;
     if (bw > 0)
-        out->link.bw = bw;
+        out->link.bw = bw * 1e9;
     if (lat >= 0)
-        out->link.lat_s = lat;
+        out->link.lat_s = lat * 1e-6;
     return 0;
 }
 
@@ -441,13 +432,18 @@ static void step_to(struct fleet_state *fl, int64_t t)
 
 /* KEY=VALUE,... of `spec` (option `opt`) into fields[k] for keys[k], each checked in [lo[k], hi[k]]. */
 static int parse_keys(const char *opt, const char *spec, int n, const char *const *keys, double *const *fields,
-                      const double *lo, const double *hi, struct ts_err *err)
+                      const double *lo, const double *hi, const char *name_key, char *name, size_t name_len,
+                      struct ts_err *err)
 {
     char text[CFG_STR];
     snprintf(text, sizeof text, "%s", spec);
     char *save = NULL;
     for (char *kv = strtok_r(text, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
+        if (eq && name_key && strlen(name_key) == (size_t)(eq - kv) && strncmp(kv, name_key, (size_t)(eq - kv)) == 0) {
+            snprintf(name, name_len, "%s", eq + 1);
+            continue;
+        }
         int k = 0;
         while (eq && k < n && (strlen(keys[k]) != (size_t)(eq - kv) || strncmp(kv, keys[k], (size_t)(eq - kv))))
             k++;
@@ -455,6 +451,8 @@ static int parse_keys(const char *opt, const char *spec, int n, const char *cons
             char names[160] = "";
             for (int j = 0; j < n; j++)
                 snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", j ? ", " : "", keys[j]);
+            if (name_key)
+                snprintf(names + strlen(names), sizeof names - strlen(names), " or %s=NAME", name_key);
             return ts_fail(err, "%s '%s': '%s' is not KEY=VALUE of %s", opt, spec, kv, names);
         }
         double v;
@@ -476,7 +474,7 @@ int fleet_scale_parse(const char *spec, struct fleet_scale *out, struct ts_err *
     double min = out->min;
     double *const fields[] = {&min, &out->up, &out->down, &out->every_s, &out->delay_s, &out->cooldown_s};
     static const double lo[] = {1, 0, 0, 0.01, 0, 0}, hi[] = {65536, 1e6, 1e6, 1e6, 1e6, 1e6};
-    if (parse_keys("--autoscale", spec, (int)TS_ARRAY_LEN(keys), keys, fields, lo, hi, err))
+    if (parse_keys("--autoscale", spec, (int)TS_ARRAY_LEN(keys), keys, fields, lo, hi, NULL, NULL, 0, err))
         return -1;
     if (min != floor(min))
         return ts_fail(err, "--autoscale '%s': min %g must be a whole number of replicas", spec, min);
@@ -497,7 +495,7 @@ int fleet_tau_parse(const char *spec, struct fleet_tau *out, struct ts_err *err)
     static const char *const keys[] = {"lo", "step", "up", "down", "every", "tau0", "elasticity"};
     double *const fields[] = {&out->lo, &out->step, &out->up, &out->down, &out->every_s, &out->tau0, &out->elasticity};
     static const double lo[] = {0.01, 0.001, 0, 0, 0.01, 0.02, 0}, hi[] = {0.99, 0.5, 1e6, 1e6, 1e6, 0.999, 10};
-    if (parse_keys("--load-control", spec, (int)TS_ARRAY_LEN(keys), keys, fields, lo, hi, err))
+    if (parse_keys("--load-control", spec, (int)TS_ARRAY_LEN(keys), keys, fields, lo, hi, NULL, NULL, 0, err))
         return -1;
     if (out->lo >= out->tau0)
         return ts_fail(err, "--load-control '%s': lo (%g) must be below tau0 (%g), the decode model's threshold", spec,
@@ -779,25 +777,6 @@ static int prompts_refused(const struct trace *t, const struct sim_config *cfg, 
     return 0;
 }
 
-int fleet_check_prompts(const struct sim_config *workload, const struct sim_config *cfg, int n,
-                        const struct fleet_opts *o, struct ts_err *err)
-{
-    bool any = o->router->affinity;
-    for (int i = 0; i < n; i++)
-        any = any || cfg[i].prompt_cache > 0;
-    if (!any)
-        return 0;
-    struct trace t = {0}, lengths = {0};
-    struct trace_stream st = {0};
-    struct model_cfg m;
-    const int rc = sim_model_resolve(workload, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err) ||
-                   prompts_refused(&t, cfg, n, o->router->affinity, err);
-    trace_stream_free(&st);
-    trace_free(&t);
-    trace_free(&lengths);
-    return rc ? -1 : 0;
-}
-
 /* An affinity router's pictures of the replicas' prompt caches, each as large as the replica's may grow
  * (its --prompt-cache, bounded by its KV pool). */
 static int prompts_setup(struct fleet_state *fl, const struct sim_config *cfg, const struct trace *t,
@@ -869,6 +848,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     struct trace_stream st = {0};
     struct model_cfg m;
     int rc = -1;
+    bool started = false; /* past the checks of its input: a failure now is the run's */
     for (int i = 0; i < n; i++)
         if (!(r[i] = sim_create_fed(&cfg[i], err))) {
             ts_fail_prefix(err, "replica %d (--gpu %s --model %s%s%s)", i, cfg[i].gpu, cfg[i].model,
@@ -884,6 +864,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     if ((o->disagg.mode != DISAGG_OFF && disagg_setup(&fl, err)) || (o->tau.on && tau_setup(&fl, err)) || sim_model_resolve(workload, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err) ||
         prompts_setup(&fl, cfg, &t, err))
         goto done;
+    started = true;
     const int64_t stale_ns = (int64_t)(o->staleness_s * 1e9);
     int64_t next_refresh = INT64_MIN, routed = 0;
     int got;
@@ -952,7 +933,7 @@ done:
     trace_free(&lengths);
     if (rc)
         fleet_result_free(out);
-    return rc;
+    return rc && !started ? FLEET_REFUSED : rc;
 }
 
 void fleet_result_free(struct fleet_result *r)

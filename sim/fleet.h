@@ -186,15 +186,13 @@ struct fleet_result {
 };
 
 /* Runs the workload of `workload` (its trace or generator options) through replicas with configs
- * cfg[0..n) behind the router. Returns -1 with err (naming the replica) where a replica cannot be
- * built or a step cannot be priced. */
+ * cfg[0..n) behind the router. Returns FLEET_REFUSED with err where the run is refused before its
+ * first arrival (bad input: a replica that cannot be built, naming it; a workload that cannot be
+ * read; prompt caches the workload cannot feed), -1 with err where it fails later (a step that
+ * cannot be priced). */
+#define FLEET_REFUSED 2
 int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, int n, const struct fleet_opts *o,
               struct fleet_result *out, struct ts_err *err);
 void fleet_result_free(struct fleet_result *r);
-/* The replicas' prompt caches checked against the workload before a run (fleet_run checks them too):
- * -1 with err where a replica keeps one and the workload gives no prompt block ids, or the router is
- * affinity and a replica keeps none. */
-int fleet_check_prompts(const struct sim_config *workload, const struct sim_config *cfg, int n,
-                        const struct fleet_opts *o, struct ts_err *err);
 
 #endif

@@ -274,12 +274,12 @@ START_TEST(admission_refuses_when_full)
     const struct sim_config cfg[2] = {c, bad};
     const struct fleet_opts o = {.router = router_find("round-robin")};
     struct ts_err err;
-    ck_assert_int_ne(fleet_run(&c, cfg, 2, &o, &r, &err), 0);
+    ck_assert_int_eq(fleet_run(&c, cfg, 2, &o, &r, &err), FLEET_REFUSED); /* bad input: refused before the run */
     ck_assert_msg(strstr(err.msg, "replica 1") && strstr(err.msg, "h300"), "%s", err.msg);
     c.scheduler[0] = '\0';
     snprintf(c.scheduler, sizeof c.scheduler, "static");
     const struct sim_config st[1] = {c};
-    ck_assert_int_ne(fleet_run(&c, st, 1, &o, &r, &err), 0);
+    ck_assert_int_eq(fleet_run(&c, st, 1, &o, &r, &err), FLEET_REFUSED);
     ck_assert_ptr_nonnull(strstr(err.msg, "static"));
 }
 END_TEST
@@ -441,7 +441,7 @@ START_TEST(disagg_spec)
     /* pools whose requests could not go on across them (another decoder: no decode stream to draw) */
     o.scale.on = false;
     snprintf(cfg[1].decode, sizeof cfg[1].decode, "threshold:2");
-    ck_assert_int_ne(fleet_run(&c, cfg, 2, &o, &r, &err), 0);
+    ck_assert_int_eq(fleet_run(&c, cfg, 2, &o, &r, &err), FLEET_REFUSED);
     ck_assert_msg(strstr(err.msg, "replica 1's decode model differs"), "%s", err.msg);
 }
 END_TEST

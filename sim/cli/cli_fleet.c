@@ -367,9 +367,8 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
         free(cfg);
         return EXIT_USAGE;
     }
-    if ((base->executor == EXECUTOR_GPU && o.disagg.mode != DISAGG_OFF &&
-         ts_fail(&err, "--disagg with --executor gpu: moving a request's K/V between engines is not run live")) ||
-        fleet_check_prompts(base, cfg, n, &o, &err)) {
+    if (base->executor == EXECUTOR_GPU && o.disagg.mode != DISAGG_OFF &&
+        ts_fail(&err, "--disagg with --executor gpu: moving a request's K/V between engines is not run live")) {
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         free(cfg);
         return EXIT_USAGE;
@@ -402,11 +401,11 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
     const int failed = fleet_run(base, cfg, n, &o, &r, &err);
     fleet_live_close(workers, n);
     free(ex);
-    if (failed) { /* (its groups built before: a run's failure) */
+    if (failed) { /* refused before its first arrival (bad input), or failed in the run */
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         db_out_close(out);
         free(cfg);
-        return 1;
+        return failed == FLEET_REFUSED ? EXIT_USAGE : 1;
     }
     int rc = 0;
     if (out && db_out_commit_fleet(out, base, cfg, &r, &err)) {
