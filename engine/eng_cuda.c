@@ -556,6 +556,8 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         return ts_fail(err, "engine: warm_s %g outside 0..600 seconds", o->warm_s);
     if (!(o->idle_s >= 0 && o->idle_s <= 600))
         return ts_fail(err, "engine: idle_s %g outside 0..600 seconds", o->idle_s);
+    if (model_engine_lacks(m))
+        return ts_fail(err, "engine: model %s has %s, which the engine does not run", m->name, model_engine_lacks(m));
     const struct planner_ops *planner;
     if (planner_resolve(o->planner ? o->planner : "first-fit", &planner, err))
         return -1;

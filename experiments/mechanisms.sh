@@ -28,7 +28,8 @@
 # the rows the decoding steps run for each token they decode: FOCUS's redundancy, the work a mechanism
 # saves) and with every request there at once (its throughput: what the card serves flat out).
 # HERALD also runs over the context, against block diffusion (SDAR-8B, prompts of 2k, 8k and 30k
-# tokens, flat out), the table the abstract's claim stands beside.
+# tokens, flat out), the table the abstract's claim stands beside; and DiffusionGemma on vLLM
+# (--system diffusion-gemma) under each of its runner's self-conditioning buffers, flat out.
 # Writes OUT/results.jsonl (a run a line), OUT/report.md (the table and the checks) and, with
 # gnuplot, OUT/figure.png.
 #
@@ -105,6 +106,12 @@ for P in 2048 8192 30000; do
     done
 done
 
+# DiffusionGemma on vLLM: how many canvases run at once under each self-conditioning buffer, flat out
+for im in vllm-dgemma vllm-dgemma-probs; do
+    "$bin" sim --system diffusion-gemma --impl "$im" --gpu "$gpu" --requests 200 --lengths fixed:512,256 --rps 1e6 \
+        --seed 3 --quiet --no-progress --json >"$out/dgemma-$im.json" || die "diffusion-gemma $im failed"
+done
+
 python3 - "$out" "$prophet" <<'PY' || exit 1
 import json, os, sys
 out, prophet = sys.argv[1], sys.argv[2]
@@ -178,6 +185,20 @@ with open(os.path.join(out, "report.md"), "w") as f:
                 b["peak_kv_bytes"] / 2**30, h["peak_kv_bytes"] / 2**30))
     checks.append(("HERALD serves more tokens/s than block diffusion at every context length",
                    all(v > 1 for v in ctx.values())))
+    f.write("\n## DiffusionGemma on vLLM\n\n200 requests of 512 prompt tokens and one canvas of 256, all there at once; "
+            "vLLM's recipe advises --max-num-seqs 4 for the buffer of probabilities.\n\n"
+            "| self-conditioning buffer a request | canvases at once (mean) | tokens/s | KV pool peak (GiB) |\n"
+            "|---|---|---|---|\n")
+    dg = {}
+    for im, what in (("vllm-dgemma", "256 x 2,816 fp32 soft embeddings (2.75 MiB)"),
+                     ("vllm-dgemma-probs", "256 x 262,144 fp32 probabilities (256 MiB)")):
+        d = dg[im] = json.load(open(os.path.join(out, "dgemma-%s.json" % im)))
+        f.write("| %s | %.1f | %.0f | %.1f |\n" % (what, d["request_steps"] / d["num_steps"], d["throughput_tok_s"],
+                                                 d["peak_kv_bytes"] / 2**30))
+    checks.append(("DiffusionGemma's canvases of probabilities let fewer run at once than its soft embeddings",
+                   dg["vllm-dgemma-probs"]["request_steps"] / dg["vllm-dgemma-probs"]["num_steps"] <
+                   dg["vllm-dgemma"]["request_steps"] / dg["vllm-dgemma"]["num_steps"] and
+                   dg["vllm-dgemma-probs"]["num_finished"] == dg["vllm-dgemma"]["num_finished"] == 200))
     f.write("\n| check | in tessera |\n|---|---|\n")
     for text, ok in checks:
         f.write("| %s | %s |\n" % (text, "holds" if ok else "does not hold"))

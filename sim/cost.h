@@ -48,7 +48,11 @@ struct impl_profile {
     int32_t reuse_row_kernels; /* kernels a layer its loop issues for each REUSE segment of a step
                                 * beyond the first (a Python loop over the batch's rows), each at its
                                 * base's host time a kernel */
+    int32_t self_cond;      /* a self-conditioning buffer a running request keeps across its steps (vLLM's
+                             * DiffusionGemma): SELF_COND_HIDDEN, a canvas (--block) of fp32 soft
+                             * embeddings; SELF_COND_VOCAB, a canvas of fp32 probabilities; 0: none */
 };
+enum { SELF_COND_NONE = 0, SELF_COND_HIDDEN, SELF_COND_VOCAB };
 
 /* The kernels a layer of a dense model issues under im (its two norms, projections, RoPE, attention,
  * two residual adds and FFN: torch-eager's 55). */

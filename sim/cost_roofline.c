@@ -83,25 +83,25 @@ static void add_op(struct pricer *p, enum cost_op op, double count, double flops
     }
 }
 
-/* The ops of `layers` layers whose shape sums are lt (the front layers' or the later ones'); `later`:
- * the later layers, where selections, probes and carried rows run. */
-static void layer_ops(struct pricer *p, const struct step_desc *sd, const struct layer_totals *lt,
-                      double layers, bool later)
+/* The ops of `layers` layers of m (the model, or its global or sliding layers' view: model_layer_view)
+ * whose shape sums are lt (the front layers' or the later ones'); k_eq_v: their V is their K (no V
+ * projection); `later`: the later layers, where selections, probes and carried rows run. */
+static void layer_ops(struct pricer *p, const struct model_cfg *m, bool k_eq_v, const struct step_desc *sd,
+                      const struct layer_totals *lt, double layers, bool later)
 {
     if (layers <= 0 || lt->q_tokens <= 0)
         return;
     const struct cost_ctx *c = p->c;
-    const struct model_cfg *m = &c->model;
     const struct impl_profile *im = &c->impl;
     const struct step_totals *t = &sd->tot;
-    double a = 2.0, h = m->hidden, qd = model_q_dim(m), kvd = model_kv_dim(m);
+    double a = 2.0, h = m->hidden, qd = model_q_dim(m), kvd = model_kv_dim(m), proj = k_eq_v ? kvd : 2 * kvd;
     double T = (double)lt->q_tokens, W = (double)lt->kv_write_tokens;
     double share = layers / m->num_layers, moe = model_num_moe_layers(m) * share, dense = layers - moe;
     double chunks = sd->ffn_chunks > 0 ? sd->ffn_chunks : 1;
     double ge = im->gemm_eff;
 
     add_op(p, OP_NORM, 2 * layers, 5 * T * h, 2 * T * h * a, ge);
-    add_split(p, OP_QKV, layers, 2 * T * h * (qd + 2 * kvd), a * (h * (qd + 2 * kvd) + T * h + T * (qd + 2 * kvd)), ge);
+    add_split(p, OP_QKV, layers, 2 * T * h * (qd + proj), a * (h * (qd + proj) + T * h + T * (qd + proj)), ge);
     add_split(p, OP_ROPE, layers, 6 * T * (qd + kvd), 2 * a * T * (qd + kvd), ge);
     add_split(p, OP_KV_WRITE, W > 0 ? layers : 0, 0, 2 * a * W * 2 * kvd, ge);
     add_split(p, OP_ATTN, layers, 4.0 * qd * lt->attn_qk_pairs, a * (2 * T * qd + (double)lt->attn_kv_read * 2 * kvd),
@@ -152,6 +152,29 @@ static void layer_ops(struct pricer *p, const struct step_desc *sd, const struct
     }
 }
 
+/* The front and later layers' attention sums of a sliding layer of `window`: a row scores the keys
+ * within the window on either side of it among its segment's, at most window + min(q, window) (exact
+ * for a segment of q <= window rows over a cache of window keys or more, an upper bound else), and
+ * reads window + q keys at most. */
+static void window_totals(const struct step_desc *sd, int32_t window, struct layer_totals *front,
+                          struct layer_totals *later)
+{
+    front->attn_qk_pairs = later->attn_qk_pairs = 0;
+    front->attn_kv_read = later->attn_kv_read = 0;
+    for (int32_t i = 0; i < sd->num_segs; i++) {
+        const struct segment *g = &sd->segs[i];
+        for (int f = 0; f < 2; f++) {
+            int32_t q, kv, w;
+            segment_layer_shape(g, f, &q, &kv, &w);
+            const double reach = (double)window + TS_MIN(q, window), keys = fmin((double)q + kv, reach);
+            struct layer_totals *lt = f ? front : later;
+            lt->attn_qk_pairs += fmin(f && g->q_front > 0 ? attn_pairs(q, kv, sd->attn_block) : segment_attn_pairs(g, sd->attn_block),
+                                      (double)q * keys);
+            lt->attn_kv_read += (int64_t)fmin((double)q + kv, (double)window + q);
+        }
+    }
+}
+
 static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd, double *seconds,
                            struct cost_breakdown *bd, struct ts_err *err)
 {
@@ -173,8 +196,21 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
 
     if (T_in > 0)
         add_op(&p, OP_EMBED, 1, 0, 2 * T_in * h * a, im->gemm_eff);
-    layer_ops(&p, sd, &t->front, nf, false);
-    layer_ops(&p, sd, &later, m->num_layers - nf, true);
+    if (m->global_every > 0) { /* interleaved: the sliding layers over their window, then the global ones */
+        const double g = model_num_global_layers(m), share[2] = {1 - g / m->num_layers, g / m->num_layers};
+        for (int global = 0; global < 2; global++) {
+            bool keqv;
+            const struct model_cfg v = model_layer_view(m, global, &keqv);
+            struct layer_totals front = t->front, rest = later;
+            if (!global && m->sliding_window > 0)
+                window_totals(sd, m->sliding_window, &front, &rest);
+            layer_ops(&p, &v, keqv, sd, &front, nf * share[global], false);
+            layer_ops(&p, &v, keqv, sd, &rest, (m->num_layers - nf) * share[global], true);
+        }
+    } else {
+        layer_ops(&p, m, false, sd, &t->front, nf, false);
+        layer_ops(&p, m, false, sd, &later, m->num_layers - nf, true);
+    }
     if (T_out > 0)
         add_op(&p, OP_NORM, 1, 5 * T_out * h, 2 * T_out * h * a, im->gemm_eff); /* the final norm */
     const double t_ep = cost_ep_allreduce_s(c, sd); /* expert parallelism's all-reduces */

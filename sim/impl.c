@@ -40,6 +40,9 @@
  *                softmax's copies beside the logits (float64: 16 bytes a logit; bf16: 2) priced as
  *                those bytes at the memory bandwidth beyond (or short of) torch-eager's fp32 8, and its
  *                loop's host issue time a forward as a multiple of the harness's.
+ *   vllm-dgemma, vllm-dgemma-probs
+ *                vLLM's DiffusionGemma runner as tessera (CUDA graphs), with its sampler's fp32 copies
+ *                beside the logits and a self-conditioning canvas a request (derived_impls below).
  *   tessera-fused  tessera with the fused FFN (the engine's --ffn fused): the gate/up GEMM
  *                computes SwiGLU in its epilogue, so there is no act kernel and no [T, 2F] gate/up
  *                output, in the activations (op graph) as in the bytes moved. Its calibrations:
@@ -90,38 +93,50 @@ static const struct derived_impl {
     double host;
     bool fused_ffn, select_batched;
     int32_t reuse_row_kernels; /* its loop over a batch's rows in REUSE steps (impl_profile's) */
+    int32_t self_cond;         /* impl_profile's */
 } derived_impls[] = {
     /* LLaDA's generate.py before f51cb17 (the native preset's): softmax(logits.to(torch.float64)) */
-    {"torch-eager-f64", "torch-eager", 16, 1, 1.0, false, false, 0},
+    {"torch-eager-f64", "torch-eager", 16, 1, 1.0, false, false, 0, 0},
     /* ML-GSAI/LLaDA generate.py at b7e6c35: the softmax in the logits' dtype (bf16) over every row */
-    {"torch-llada", "torch-eager", 2, 0, 1.0, false, false, 0},
+    {"torch-llada", "torch-eager", 2, 0, 1.0, false, false, 0, 0},
     /* NVlabs/Fast-dLLM llada/generate.py at 24cc59e: float64 softmax over every row of the call
      * (get_transfer_index); its block forwards re-apply RoPE in fp32 to all cached keys and read a
      * position back (.item()) in every layer: 40.4 ms a block forward against 28.9 */
-    {"torch-fast-dllm", "torch-eager", 16, 1, 1.398, false, false, 0},
+    {"torch-fast-dllm", "torch-eager", 16, 1, 1.398, false, false, 0, 0},
     /* maomaocun/dLLM-cache utils/generate_function.py at 17235bf: bf16 softmax over the response's
      * rows; its hooks (cache_hook_LLaDA.py) concatenate the cached features and recompute RoPE in
      * fp32 with a Python loop in every layer: 53.6 ms a forward against 28.9 at batch 1; in a partial
      * update (REUSE) its RoPE_forward loops over the batch's rows, 7 kernels a row and a layer (the
      * row's sin and cos gathered by index, rotate_half's neg and cat, two products and their sum) */
-    {"torch-dllm-cache", "torch-eager", 2, 0, 1.854, false, false, 7},
+    {"torch-dllm-cache", "torch-eager", 2, 0, 1.854, false, false, 7, 0},
     /* OpenMOSS/Sparse-dLLM llada_generate.py at 3fd8986: bf16 softmax over every row of the call; a
      * block forward over the kept keys issues about as much as the harness's: 28.3 ms against 28.9;
      * its selection (modeling_llada.py filter_cache) one top-k over the batch a layer, no loop */
-    {"torch-sparse-dllm", "torch-eager", 2, 0, 0.977, false, true, 0},
+    {"torch-sparse-dllm", "torch-eager", 2, 0, 0.977, false, true, 0, 0},
     /* Crys-Chen/DPad llada/generate_dropout.py at 461b36e: float64 softmax over every row of the call
      * (get_transfer_index); its model file (Fast-dLLM's with RoPE tables kept across a block's forwards,
      * rebuilt at its first: update_rope) issues less than LLaDA's loop without a cache, 0.835 of it, and
      * more with one, 1.17 (the prefix and dual loops alike: 1.171 and 1.176), on its own held-out grid
      * (experiments/records/validate-mechanisms-h100, dpad/profile/) */
-    {"torch-dpad", "torch-eager", 16, 1, 0.835, false, false, 0},
-    {"torch-dpad-cache", "torch-eager", 16, 1, 1.17, false, false, 0},
+    {"torch-dpad", "torch-eager", 16, 1, 0.835, false, false, 0, 0},
+    {"torch-dpad-cache", "torch-eager", 16, 1, 1.17, false, false, 0, 0},
     /* zhijie-group/Discrete-Diffusion-Forcing D2F-eval/eval_llada.py at 771f745: the softmax in the
      * logits' dtype (bf16) over each block's masked rows; its loop issues 0.843 of LLaDA's a forward on
      * its held-out grid (experiments/records/validate-mechanisms-h100, d2f/) */
-    {"torch-d2f", "torch-eager", 2, 0, 0.843, false, false, 0},
+    {"torch-d2f", "torch-eager", 2, 0, 0.843, false, false, 0, 0},
     /* the engine's --ffn fused: SwiGLU in the gate/up GEMM's epilogue */
-    {"tessera-fused", "tessera", -1, 0, 1.0, true, false, 0},
+    {"tessera-fused", "tessera", -1, 0, 1.0, true, false, 0, 0},
+    /* vLLM's DiffusionGemma runner (vllm/model_executor/models/diffusion_gemma.py at 00c25c81), CUDA graphs
+     * as tessera's: its compiled sampler over every canvas row at once keeps the softcapped fp32 logits,
+     * their tempered fp32 copy and the bf16 probabilities beside the bf16 logits (10 bytes a logit: read
+     * from the code, not measured; run eagerly its tensors reach about 34); a request keeps its canvas
+     * of fp32 soft embeddings (probabilities times the embedding: self_conditioning_embeds) across its
+     * steps */
+    {"vllm-dgemma", "tessera", 10, 0, 1.0, false, false, 0, SELF_COND_HIDDEN},
+    /* the same with the runner's earlier state (DiffusionGemma4RequestStates): a canvas of fp32
+     * probabilities a request (self_conditioning_probs, max_num_seqs x canvas x vocab: 256 MiB a request
+     * at 256 x 262,144), the buffer vLLM's recipe names when it advises --max-num-seqs 4 */
+    {"vllm-dgemma-probs", "tessera", 10, 0, 1.0, false, false, 0, SELF_COND_VOCAB},
 };
 
 static const char *impl_name_at(int i)
@@ -158,6 +173,7 @@ int impl_resolve(const char *name, struct impl_profile *out, struct ts_err *err)
         out->host_factor = d->host;
         out->select_batched = d->select_batched;
         out->reuse_row_kernels = d->reuse_row_kernels;
+        out->self_cond = d->self_cond;
         if (d->fused_ffn) {
             out->kernels[OP_ACT] = 0; /* SwiGLU runs in the gate/up GEMM's epilogue */
             out->fused_ffn = true;

@@ -186,6 +186,13 @@ int32_t policy_q_whole(const struct request *r, const struct policy_cfg *pc)
     return r->L;
 }
 
+int32_t policy_peak_logit_rows(const struct policy_ops *po, const struct request *r, const struct policy_cfg *pc,
+                               int32_t q)
+{
+    const int32_t all = policy_logit_rows(pc, q, r->G);
+    return po->peak_logits ? TS_MIN(all, po->peak_logits(r, pc)) : all;
+}
+
 int32_t policy_block_peak_q(const struct request *r, const struct policy_cfg *pc)
 {
     (void)pc;

@@ -69,6 +69,9 @@ struct policy_ops {
     int64_t (*kv_peak_tokens)(const struct request *r, const struct policy_cfg *pc);
     /* The largest q any step of this request can have (admission control uses it). */
     int32_t (*peak_q)(const struct request *r, const struct policy_cfg *pc);
+    /* The most logit rows any step of this request has (NULL: as many as peak_q's, every row of its
+     * largest step); admission reserves the activations of peak_q rows with at most this many logits. */
+    int32_t (*peak_logits)(const struct request *r, const struct policy_cfg *pc);
     /* Sets the step knobs its segments need (NULL: none): the sparse selection's, the front
      * layers and the feature cache. */
     void (*knobs)(const struct policy_cfg *pc, struct step_desc *sd);
@@ -143,6 +146,9 @@ int64_t policy_kv_whole(const struct request *r, const struct policy_cfg *pc);
 int32_t policy_q_whole(const struct request *r, const struct policy_cfg *pc);
 /* No cache (vanilla, sparsed): no K/V held (kv_tokens, kv_peak_tokens). */
 int64_t policy_kv_none(const struct request *r, const struct policy_cfg *pc);
+/* The logit rows admission reserves for r's largest step of q rows (policy_ops.peak_logits). */
+int32_t policy_peak_logit_rows(const struct policy_ops *po, const struct request *r, const struct policy_cfg *pc,
+                               int32_t q);
 /* The largest q of a block policy: the fused commit (2*Bs) or a prefill after recompute. */
 int32_t policy_block_peak_q(const struct request *r, const struct policy_cfg *pc);
 /* Rows chosen across the sequence (d2cache, elastic): the state (whether a forward cached every

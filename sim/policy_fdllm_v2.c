@@ -8,7 +8,9 @@
  *     (LM head over every row); the decode model commits its count among the current sub-block's
  *     masked positions only (the sub-block is the decode model's block);
  *   - once a block is decoded, a forward of its rows writes its K/V to the cache and its last logit
- *     gives the next block's first token: q = Lo, kv = C, kv_write = Lo, one token decoded;
+ *     gives the next block's first token: q = Lo, kv = C, kv_write = Lo, one token decoded
+ *     (--v2-commit-decodes 0: none, as DiffusionGemma's commit pass of its canvas, the --system
+ *     diffusion-gemma, drops its sampler's outputs);
  *   - with --v2-dual 1 (use_block_cache, the sub-block DualCache): a sub-block's first step (and a
  *     block's first after its commit) runs the whole block and keeps its K/V aside (kv_write = Lo),
  *     and its later steps run the sub-block's rows alone over the cache and the block's kept K/V,
@@ -20,11 +22,14 @@
  * counts itself (the commit's is one), seeded by the request and the step. */
 #include "policy.h"
 
-enum { SUBS, DUAL };
+enum { SUBS, DUAL, COMMIT };
 static const struct param_spec v2_params[] = {
     [SUBS] = {"v2-sub-blocks", "sub-blocks of --block positions a block (m: the block's rows run each step, its "
                                "sub-blocks decode in turn)", 4, 1, 1024, true},
     [DUAL] = {"v2-dual", "1: the sub-block DualCache (a sub-block's later steps run its rows alone)", 0, 0, 1, true},
+    [COMMIT] = {"v2-commit-decodes", "positions of the next block a commit forward decodes (1: Fast-dLLM v2's, from "
+                                     "the block's last row; 0: DiffusionGemma's commit pass, its sampler's outputs "
+                                     "dropped)", 1, 0, 1, true},
 };
 
 struct v2_state {
@@ -73,7 +78,7 @@ static void v2_emit(const struct request *r, const struct policy_cfg *pc, struct
         s->q = s->kv_write = w;
         s->kv = cache - w;
         s->logit_rows = pc->mask_only ? 1 : w;
-        s->decoded = TS_MIN(1, req_masked_in_block(r));
+        s->decoded = TS_MIN((int32_t)pc->p[COMMIT], req_masked_in_block(r));
         return;
     }
     if (st->block_kept && r->decoded_in_block > 0) { /* the sub-block over the block's kept K/V */
@@ -127,6 +132,12 @@ static int32_t v2_peak_q(const struct request *r, const struct policy_cfg *pc)
     return TS_MAX(cache, (int32_t)pc->p[SUBS] * r->Bs); /* a prefill after recompute, or a block's rows */
 }
 
+/* Its logits: a block's rows at most (the prefill, its largest step, has none). */
+static int32_t v2_peak_logits(const struct request *r, const struct policy_cfg *pc)
+{
+    return (int32_t)pc->p[SUBS] * r->Bs;
+}
+
 /* A block-causal model attends block-causally at the block, not the sub-block. */
 static void v2_knobs(const struct policy_cfg *pc, struct step_desc *sd)
 {
@@ -149,5 +160,6 @@ const struct policy_ops policy_fdllm_v2 = {
     .kv_tokens = v2_kv,
     .kv_peak_tokens = v2_kv_peak,
     .peak_q = v2_peak_q,
+    .peak_logits = v2_peak_logits,
     .knobs = v2_knobs,
 };

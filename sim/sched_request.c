@@ -18,7 +18,7 @@ static int64_t req_act(struct sim *s, struct request *r)
 {
     if (r->act_need == 0) {
         int32_t q = s->pol->peak_q(r, &s->pcfg);
-        r->act_need = TS_MAX(sim_act_peak(s, q, policy_logit_rows(&s->pcfg, q, r->G)), 1);
+        r->act_need = TS_MAX(sim_act_peak(s, q, policy_peak_logit_rows(s->pol, r, &s->pcfg, q)), 1);
     }
     return r->act_need;
 }

@@ -77,7 +77,8 @@ int64_t sim_kv_pages(const struct sim *s, int64_t tokens)
 
 int64_t sim_kv_need(const struct sim *s, const struct request *r, bool peak)
 {
-    return (peak ? s->pol->kv_peak_tokens(r, &s->pcfg) : s->pol->kv_tokens(r, &s->pcfg)) + s->decode_state_tokens;
+    const int64_t cached = peak ? s->pol->kv_peak_tokens(r, &s->pcfg) : s->pol->kv_tokens(r, &s->pcfg);
+    return model_kv_tokens_held(&s->model, cached) + s->decode_state_tokens; /* (a sliding window's: fewer) */
 }
 
 /* The prompt cache within the memory no request holds (the pool's free pages, less the activations
@@ -552,6 +553,10 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     s->sd.iter_smooth = cfg->iter_smooth;
     if (s->sd.decode_credit) /* credit decoding's matrix: [block, vocab] fp32 a request, in pool tokens */
         s->decode_state_tokens = ((int64_t)cfg->block * s->model.vocab * 4 + s->kv_token_bytes - 1) / s->kv_token_bytes;
+    if (s->impl.self_cond != SELF_COND_NONE) { /* a canvas of fp32 rows a request, in pool tokens */
+        const int64_t width = s->impl.self_cond == SELF_COND_VOCAB ? s->model.vocab : s->model.hidden;
+        s->decode_state_tokens += ((int64_t)cfg->block * width * 4 / cfg->tp + s->kv_token_bytes - 1) / s->kv_token_bytes;
+    }
     s->kv_page_tokens = cfg->kv_page;
 
     if (fed && s->sched == &sched_static) {

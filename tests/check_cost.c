@@ -421,6 +421,35 @@ END_TEST
 /* The host's part of a step (HERALD's offloaded K/V): the tokens fetched at their K/V bytes (a GPU's
  * share over its own link: the step's link, else the card's), then the keys scored at a K's bytes over
  * the scan's bandwidth; the step takes the longer of it and its GPU time where they overlap, else both. */
+/* Interleaved layers (DiffusionGemma's) against the uniform model they reduce to: with the global layers
+ * shaped as the sliding ones and a window no step reaches past, the step prices as the uniform model's;
+ * past the window a sliding layer's attention prices as over the window alone (a q <= window segment
+ * over kv >= window keys: window + q keys a row), the global ones' over every key; a global layer
+ * whose V is its K projects kvd fewer columns (its QKV GEMM compute-bound at these rows). */
+START_TEST(interleaved_layers_price_as_their_parts)
+{
+    struct cost_ctx u = ctx("diffusion-gemma", "tessera"), w = u;
+    u.model.global_every = 0, u.model.sliding_window = 0, u.model.global_k_eq_v = false;
+    w.model.global_kv_heads = w.model.num_kv_heads, w.model.global_head_dim = w.model.head_dim;
+    w.model.global_k_eq_v = false;
+    struct cost_breakdown a, b, c2;
+    ck_assert(fabs(price(&w, 4, 256, 700, 256, 0, &a) - price(&u, 4, 256, 700, 256, 0, &b)) < 1e-12);
+    const double ua_far = (price(&u, 4, 256, 60000, 256, 0, &b), b.op_s[OP_ATTN]);
+    const double ua_win = (price(&u, 4, 256, 1024, 256, 0, &b), b.op_s[OP_ATTN]);
+    price(&w, 4, 256, 60000, 256, 0, &a);
+    const double want = 25.0 / 30 * ua_win + 5.0 / 30 * ua_far;
+    ck_assert_msg(fabs(a.op_s[OP_ATTN] - want) < 1e-9 * want, "%g vs %g", a.op_s[OP_ATTN], want);
+    /* K = V in the global layers: their QKV projects qd + kvd columns, not qd + 2 kvd */
+    struct cost_ctx k = w;
+    k.model.global_k_eq_v = true;
+    price(&k, 16, 256, 700, 256, 0, &c2);
+    price(&w, 16, 256, 700, 256, 0, &a);
+    const double qd = 16.0 * 256, kvd = 8.0 * 256;
+    const double want_qkv = a.op_s[OP_QKV] * (25.0 / 30 + 5.0 / 30 * (qd + kvd) / (qd + 2 * kvd));
+    ck_assert_msg(fabs(c2.op_s[OP_QKV] - want_qkv) < 1e-9 * want_qkv, "%g vs %g", c2.op_s[OP_QKV], want_qkv);
+}
+END_TEST
+
 START_TEST(host_part_prices_fetch_and_scan)
 {
     struct cost_ctx c = ctx("sdar-8b", "tessera");
@@ -677,6 +706,7 @@ int main(void)
     tcase_add_test(tc, credit_fusion_priced_per_logit);
     tcase_add_test(tc, iter_smooth_pays_the_lm_head_again);
     tcase_add_test(tc, host_part_prices_fetch_and_scan);
+    tcase_add_test(tc, interleaved_layers_price_as_their_parts);
     tcase_add_test(tc, tensor_parallel_shares_and_allreduces);
     tcase_add_test(tc, expert_parallel_shares_the_experts);
     tcase_add_test(tc, eager_sampling_holds_its_casts);

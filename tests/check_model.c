@@ -56,6 +56,50 @@ START_TEST(kv_bytes_per_token_of_each_model)
 }
 END_TEST
 
+/* DiffusionGemma 26B-A4B written out from its config: 25 sliding layers (16 query heads and 8 K/V heads
+ * of 256) and 5 global ones (16 query heads and 2 K/V heads of 512, no V projection), every layer
+ * 128 experts of 704 and a dense MLP of 2,112, a tied 262,144 x 2,816 embedding; K/V a token:
+ * 25 x 2 x 8 x 256 x 2 + 5 x 2 x 2 x 512 x 2 bytes (K still stored beside V in the global layers) */
+START_TEST(diffusion_gemma_shape)
+{
+    const struct model_cfg *m = model_find("diffusion-gemma");
+    ck_assert_ptr_nonnull(m);
+    const int64_t h = 2816, norms = 2 * h + 2 * 256, gnorms = 2 * h + 2 * 512;
+    const int64_t sliding = h * (4096 + 2 * 2048) + 4096 * h + norms, global = h * (8192 + 1024) + 8192 * h + gnorms;
+    const int64_t mlp = 3 * h * 2112, experts = 128 * 3 * h * 704, router = h * 128;
+    ck_assert_int_eq(model_params(m), 262144LL * h + h + 25 * sliding + 5 * global + 30 * (mlp + experts + router));
+    ck_assert_int_eq(model_active_params(m),
+                     262144LL * h + h + 25 * sliding + 5 * global + 30 * (mlp + 8 * 3 * h * 704 + router));
+    ck_assert(model_params(m) > 25.0e9 && model_params(m) < 25.5e9 && model_active_params(m) < 4.0e9);
+    ck_assert_int_eq(model_kv_bytes_per_token(m), 25 * 2 * 8 * 256 * 2 + 5 * 2 * 2 * 512 * 2);
+    ck_assert_int_eq(model_num_global_layers(m), 5);
+    /* the window: a request of up to 1,024 tokens holds all; past it the sliding layers hold 1,024 */
+    ck_assert_int_eq(model_kv_tokens_held(m, 1000), 1000);
+    const int64_t g = 5 * 2 * 2 * 512 * 2, l = 25 * 2 * 8 * 256 * 2;
+    ck_assert_int_eq(model_kv_tokens_held(m, 10000), (g * 10000 + l * 1024 + g + l - 1) / (g + l));
+    ck_assert_int_eq(model_kv_tokens_held(model_find("llada-8b"), 10000), 10000);
+    bool keqv;
+    const struct model_cfg v = model_layer_view(m, true, &keqv);
+    ck_assert(keqv && v.num_kv_heads == 2 && v.head_dim == 512 && v.num_heads == 16);
+    const struct model_cfg w = model_layer_view(m, false, &keqv);
+    ck_assert(!keqv && w.num_kv_heads == 8 && w.head_dim == 256);
+    ck_assert_ptr_nonnull(model_engine_lacks(m));
+    ck_assert_ptr_null(model_engine_lacks(model_find("sdar-8b")));
+    /* tensor parallelism splits the global layers' heads too: 2 ways, not 4 */
+    struct model_cfg share;
+    ck_assert_int_eq(model_tp_share(m, 2, &share, NULL), 0);
+    ck_assert_int_eq(share.global_kv_heads, 1);
+    struct ts_err err;
+    ck_assert_int_ne(model_tp_share(m, 4, &share, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "global layers' K/V heads"));
+    /* a global layer's K/V heads must divide the query heads */
+    struct model_cfg bad = *m;
+    bad.global_kv_heads = 3;
+    ck_assert_int_ne(model_validate(&bad, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "global_kv_heads"));
+}
+END_TEST
+
 START_TEST(unknown_model_lists_builtins)
 {
     struct model_cfg m;
@@ -189,6 +233,7 @@ int main(void)
     tcase_add_test(tc, builtin_moe_and_gqa);
     tcase_add_test(tc, unknown_model_lists_builtins);
     tcase_add_test(tc, kv_bytes_per_token_of_each_model);
+    tcase_add_test(tc, diffusion_gemma_shape);
     tcase_add_test(tc, hf_llada_keys);
     tcase_add_test(tc, hf_qwen3_moe_keys);
     tcase_add_test(tc, hf_errors_name_file_and_field);

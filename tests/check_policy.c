@@ -613,7 +613,7 @@ END_TEST
 START_TEST(fdllm_v2_shapes)
 {
     struct policy_cfg pc = {.block_size = 8};
-    pc.p[0] = 4, pc.p[1] = 0;
+    pc.p[0] = 4, pc.p[1] = 0, pc.p[2] = 1;
     run_life(&policy_fdllm_v2, &pc, 100, 64, 64, 2, &L);
     ck_assert_int_eq(L.n, 34);
     expect_seg(&L.seg[0], PHASE_PREFILL, 100, 0, 100, 0, 0);
@@ -642,6 +642,16 @@ START_TEST(fdllm_v2_shapes)
     expect_seg(&L.seg[2], PHASE_BLOCK, 32, 100, 0, 30, 2);
     expect_seg(&L.seg[17], PHASE_BLOCK, 32, 100, 32, 1, 1);
     expect_seg(&L.seg[18], PHASE_BLOCK, 32, 132, 0, 31, 2);
+    /* a commit that decodes nothing (DiffusionGemma's: one block of one sub-block, the canvas): block 1
+     * then takes its 32 in 16 steps of 2 */
+    pc.mask_only = false, pc.p[0] = 1, pc.p[2] = 0, pc.block_size = 32;
+    run_life(&policy_fdllm_v2, &pc, 100, 64, 64, 2, &L);
+    ck_assert_int_eq(L.n, 1 + 16 + 1 + 16);
+    expect_seg(&L.seg[17], PHASE_BLOCK, 32, 100, 32, 32, 0);
+    for (int i = 18; i < 34; i++)
+        expect_seg(&L.seg[i], PHASE_BLOCK, 32, 132, 0, 32, 2);
+    ck_assert_int_eq(policy_fdllm_v2.peak_logits(&(struct request){.Bs = 32}, &pc), 32);
+    pc.block_size = 8, pc.p[0] = 4;
     /* attention block-causal at the block (its model's training), not the sub-block */
     struct step_desc sd = {0};
     policy_step_knobs(&policy_fdllm_v2, &pc, model_find("fast-dllm-v2-7b"), &sd);

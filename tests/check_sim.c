@@ -964,6 +964,32 @@ START_TEST(policy_token_bytes_size_the_pool)
 }
 END_TEST
 
+/* A request's admission reserves its largest step's activations with the logits its steps have at most
+ * (policy_ops.peak_logits): DiffusionGemma's 12,000-token prompt runs without logits, its canvas's 256
+ * rows with them, so on an H100 it is admitted; with the prompt's rows all taken as logit rows of a
+ * 262,144-token vocabulary it could not be (27 GiB of them at 11,152). Its sliding layers hold the
+ * window's K/V, its global ones every token's. */
+START_TEST(admission_reserves_the_logits_a_step_has)
+{
+    struct sim_config c;
+    test_config(&c);
+    struct ts_err err;
+    ck_assert_msg(preset_apply("diffusion-gemma", &c, &err) == 0, "%s", err.msg);
+    snprintf(c.gpu, sizeof c.gpu, "h100");
+    snprintf(c.lengths, sizeof c.lengths, "fixed:12000,256");
+    c.requests = 2;
+    struct sim *s = run(&c);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.num_finished, 2);
+    const struct request *r = sim_req(s, 0);
+    ck_assert_int_eq(sim_kv_need(s, r, true) - s->decode_state_tokens,
+                     model_kv_tokens_held(&s->model, 12000));
+    ck_assert_int_lt(model_kv_tokens_held(&s->model, 12000), 12000 / 5);
+    sim_destroy(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sim");
@@ -989,6 +1015,7 @@ int main(void)
     tcase_add_test(tc, energy_is_idle_over_the_run_and_the_steps_share_on_top);
     tcase_add_test(tc, slo_attainment_counts_the_requests_within_it);
     tcase_add_test(tc, policy_token_bytes_size_the_pool);
+    tcase_add_test(tc, admission_reserves_the_logits_a_step_has);
     suite_add_tcase(s, tc);
     return run_suite("sim", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -28,6 +28,11 @@ static void model_tags(const struct model_cfg *m, char *attn, size_t an, char *r
              m->block_causal ? "block," : "");
     if (m->rotary_dim > 0)
         snprintf(attn + strlen(attn), an - strlen(attn), "rope%d,", m->rotary_dim);
+    if (m->global_every > 0)
+        snprintf(attn + strlen(attn), an - strlen(attn), "win%d,1/%d:%dx%d%s,", m->sliding_window, m->global_every,
+                 m->global_kv_heads, m->global_head_dim, m->global_k_eq_v ? ",k=v" : "");
+    if (m->tied_lm_head)
+        snprintf(attn + strlen(attn), an - strlen(attn), "tied,");
     if (attn[0])
         attn[strlen(attn) - 1] = '\0';
     else
@@ -45,7 +50,7 @@ static void model_tags(const struct model_cfg *m, char *attn, size_t an, char *r
 
 static void list_models(void)
 {
-    printf("%-14s %6s %6s %5s %5s %5s %6s %7s %8s %12s %8s %7s  %-22s %s\n", "model", "layers", "hidden",
+    printf("%-15s %6s %6s %5s %5s %5s %6s %7s %8s %12s %8s %7s  %-25s %s\n", "model", "layers", "hidden",
            "heads", "kv", "hdim", "ffn", "vocab", "max_pos", "experts", "params", "KV/tok", "attention", "router");
     for (int i = 0; i < model_num_builtin(); i++) {
         const struct model_cfg *m = model_builtin(i);
@@ -54,14 +59,16 @@ static void list_models(void)
             snprintf(ex, sizeof ex, "%d/%dx%d+%d", m->experts_top_k, m->num_experts, m->moe_ffn,
                      m->num_shared_experts);
         model_tags(m, attn, sizeof attn, router, sizeof router);
-        printf("%-14s %6d %6d %5d %5d %5d %6d %7d %8d %12s %7.2fB %5.0fKiB  %-22s %s\n", m->name, m->num_layers,
+        printf("%-15s %6d %6d %5d %5d %5d %6d %7d %8d %12s %7.2fB %5.0fKiB  %-25s %s\n", m->name, m->num_layers,
                m->hidden, m->num_heads, m->num_kv_heads, m->head_dim, m->ffn, m->vocab, m->max_pos,
                ex, model_params(m) / 1e9, model_kv_bytes_per_token(m) / 1024.0, attn, router);
     }
     printf("experts: K/ExW+S (K of E experts a token, each W wide, beside S shared experts); attention: bias\n"
            "  (QKV bias), qk-norm (per-head QK norms), block (trained block-causal), ropeN (the rotary embedding\n"
-           "  over a head's first N dimensions); router: softmax or sigmoid scores (+bias: an expert bias\n"
-           "  chooses), norm (the chosen renormalised), K/Gg (the best K of G groups), xS (scaled)\n");
+           "  over a head's first N dimensions), winW,1/N:KxD (a window of W keys a row, every Nth layer global\n"
+           "  with K K/V heads of D, k=v: its V is its K), tied (the LM head is the embedding); router: softmax\n"
+           "  or sigmoid scores (+bias: an expert bias chooses), norm (the chosen renormalised), K/Gg (the best\n"
+           "  K of G groups), xS (scaled)\n");
 }
 
 /* The cards whose clock under the power limit was fitted (sim --clock; this machine's clock.csv,

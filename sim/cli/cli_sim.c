@@ -551,6 +551,15 @@ int cli_sim(int argc, char **argv)
                         "price it with the cost model (--executor model)\n", po->name, po->engine_lacks);
         return EXIT_USAGE;
     }
+    if (c.executor == EXECUTOR_GPU) {
+        struct model_cfg m;
+        const char *lacks = model_resolve(c.model, &m, &err) == 0 ? model_engine_lacks(&m) : NULL;
+        if (lacks) {
+            fprintf(stderr, "tessera sim: --executor gpu: model %s has %s, which the CUDA engine does not run; "
+                            "price it with the cost model (--executor model)\n", m.name, lacks);
+            return EXIT_USAGE;
+        }
+    }
     if (c.executor == EXECUTOR_GPU && c.tp > 1 && (rc = live_tp(&c, argc, argv)) >= 0)
         return rc;
     if (c.db_mode && !c.db[0]) {

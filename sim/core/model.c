@@ -14,6 +14,15 @@
  *                   causal, which is block-causal at any block; its tied LM head counted apart)
  *   fast-dllm-v2-7b Efficient-Large-Model/Fast_dLLM_v2_7B (Qwen2.5-7B-Instruct shapes, QKV bias, trained
  *                   block-causal in blocks of 32: bd_size)
+ *   diffusion-gemma google/diffusiongemma-26B-A4B-it (Gemma 4 26B-A4B: five sliding layers of 8 K/V heads of
+ *                   256 and a window of 1,024, then a global layer of 2 K/V heads of 512 whose V is its
+ *                   K, five times; 16 query heads; every layer a dense MLP of 2,112 (as 3 shared experts
+ *                   of 704: the same weights and FLOPs) beside 128 experts of 704, top 8; per-head QK
+ *                   norms; the LM head tied to the 262,144-token embedding. Its prompt runs causally
+ *                   once, then a canvas of 256 positions, bidirectional over the prompt's K/V, each
+ *                   step, committed by a causal pass of its own: block-causal at 256. The values are
+ *                   those vLLM's model file and the checkpoint's tests name; the rotary base is not used
+ *                   in pricing)
  */
 #include "model.h"
 
@@ -49,6 +58,11 @@ static const struct model_cfg builtin_models[] = {
     {.name = "fast-dllm-v2-7b", .num_layers = 28, .hidden = 3584, .num_heads = 28, .num_kv_heads = 4,
      .head_dim = 128, .ffn = 18944, .vocab = 152064, .max_pos = 32768, .rope_theta = 1000000.0,
      .qkv_bias = true, .block_causal = true, .weight_bytes = 2, .kv_bytes = 2},
+    {.name = "diffusion-gemma", .num_layers = 30, .hidden = 2816, .num_heads = 16, .num_kv_heads = 8,
+     .head_dim = 256, .ffn = 0, .vocab = 262144, .max_pos = 262144, .rope_theta = 10000.0, .qk_norm = true,
+     .block_causal = true, .num_experts = 128, .experts_top_k = 8, .moe_ffn = 704, .num_shared_experts = 3,
+     .global_every = 6, .sliding_window = 1024, .global_kv_heads = 2, .global_head_dim = 512,
+     .global_k_eq_v = true, .tied_lm_head = true, .weight_bytes = 2, .kv_bytes = 2},
 };
 
 int model_num_builtin(void) { return (int)TS_ARRAY_LEN(builtin_models); }
@@ -133,6 +147,16 @@ int model_validate(const struct model_cfg *m, struct ts_err *err)
                        m->name);
     if (m->weight_bytes <= 0 || m->kv_bytes <= 0)
         return ts_fail(err, "model %s: weight_bytes and kv_bytes must be positive", m->name);
+    if (m->global_every < 0 || m->global_every > m->num_layers || m->sliding_window < 0 ||
+        m->sliding_window > m->max_pos)
+        return ts_fail(err, "model %s: global_every %d (0..%d, its layers) or sliding_window %d (0..%d, its positions) "
+                            "out of range", m->name, m->global_every, m->num_layers, m->sliding_window, m->max_pos);
+    if (m->global_every > 0 &&
+        (m->global_kv_heads <= 0 || m->global_head_dim <= 0 || m->global_kv_heads > 16384 ||
+         m->global_head_dim > 16384 || m->num_heads % m->global_kv_heads))
+        return ts_fail(err, "model %s: its global layers need global_kv_heads dividing num_heads %d and a positive "
+                            "global_head_dim (got %d and %d)", m->name, m->num_heads, m->global_kv_heads,
+                       m->global_head_dim);
     return 0;
 }
 
@@ -347,12 +371,13 @@ int model_tp_share(const struct model_cfg *m, int size, struct model_cfg *share,
         const char *what;
         int n;
     } split[] = {{"query heads", m->num_heads}, {"K/V heads", m->num_kv_heads}, {"FFN width", m->ffn},
-                 {"expert width", m->moe_ffn},  {"vocabulary", m->vocab}};
+                 {"expert width", m->moe_ffn},  {"vocabulary", m->vocab}, {"global layers' K/V heads", m->global_kv_heads}};
     for (size_t i = 0; i < TS_ARRAY_LEN(split); i++)
         if (split[i].n % size)
             return ts_fail(err, "--tp %d does not divide %s's %d %s", size, m->name, split[i].n, split[i].what);
     share->num_heads /= size;
     share->num_kv_heads /= size;
+    share->global_kv_heads /= size;
     share->ffn /= size;
     share->moe_ffn /= size;
     share->vocab /= size;
@@ -400,24 +425,57 @@ int model_num_moe_layers(const struct model_cfg *m)
     return m->num_experts > 0 ? m->num_layers - m->first_dense_layers : 0;
 }
 
+const char *model_engine_lacks(const struct model_cfg *m)
+{
+    return m->global_every > 0 || m->sliding_window > 0 ? "interleaved sliding-window and global attention layers"
+                                                         : NULL;
+}
+
+int model_num_global_layers(const struct model_cfg *m)
+{
+    return m->global_every > 0 ? m->num_layers / m->global_every : 0;
+}
+
+struct model_cfg model_layer_view(const struct model_cfg *m, bool global, bool *k_eq_v)
+{
+    struct model_cfg v = *m;
+    if (global && m->global_every > 0) {
+        v.num_kv_heads = m->global_kv_heads;
+        v.head_dim = m->global_head_dim;
+    }
+    if (k_eq_v)
+        *k_eq_v = global && m->global_every > 0 && m->global_k_eq_v;
+    return v;
+}
+
+/* A layer's attention weights as v's (one of model_layer_view's) layers have them. */
+static int64_t view_attn_params(const struct model_cfg *v, bool k_eq_v)
+{
+    const int64_t h = v->hidden, qd = model_q_dim(v), kvd = model_kv_dim(v), kv = (k_eq_v ? 1 : 2) * kvd;
+    int64_t p = h * (qd + kv) + qd * h;
+    if (v->qkv_bias)
+        p += qd + kv;
+    if (v->qk_norm)
+        p += 2 * v->head_dim; /* the per-head QK norms' weights, shared by the heads */
+    return p + 2 * h; /* two RMSNorm weights */
+}
+
+/* The attention weights of all the layers. */
 static int64_t attn_params(const struct model_cfg *m)
 {
-    int64_t h = m->hidden, qd = model_q_dim(m), kvd = model_kv_dim(m);
-    int64_t p = h * (qd + 2 * kvd) + qd * h;
-    if (m->qkv_bias)
-        p += qd + 2 * kvd;
-    if (m->qk_norm)
-        p += 2 * m->head_dim; /* the per-head QK norms' weights, shared by the heads */
-    return p + 2 * h; /* two RMSNorm weights */
+    const int g = model_num_global_layers(m);
+    bool keqv;
+    const struct model_cfg global = model_layer_view(m, true, &keqv);
+    return (int64_t)(m->num_layers - g) * view_attn_params(m, false) + (int64_t)g * view_attn_params(&global, keqv);
 }
 
 static int64_t ffn_params(int64_t hidden, int64_t width) { return 3 * hidden * width; }
 
 int64_t model_params(const struct model_cfg *m)
 {
-    int64_t h = m->hidden, p = 2 * (int64_t)m->vocab * h + h; /* embedding, LM head, final norm */
+    int64_t h = m->hidden, p = (m->tied_lm_head ? 1 : 2) * (int64_t)m->vocab * h + h; /* embedding, LM head, final norm */
     int moe = model_num_moe_layers(m), dense = m->num_layers - moe;
-    p += (int64_t)m->num_layers * attn_params(m);
+    p += attn_params(m);
     p += (int64_t)dense * ffn_params(h, m->ffn);
     p += (int64_t)moe * ((int64_t)(m->num_experts + m->num_shared_experts) *
                              ffn_params(h, m->moe_ffn) + h * m->num_experts + (m->expert_bias ? m->num_experts : 0));
@@ -426,9 +484,9 @@ int64_t model_params(const struct model_cfg *m)
 
 int64_t model_active_params(const struct model_cfg *m)
 {
-    int64_t h = m->hidden, p = 2 * (int64_t)m->vocab * h + h;
+    int64_t h = m->hidden, p = (m->tied_lm_head ? 1 : 2) * (int64_t)m->vocab * h + h;
     int moe = model_num_moe_layers(m), dense = m->num_layers - moe;
-    p += (int64_t)m->num_layers * attn_params(m);
+    p += attn_params(m);
     p += (int64_t)dense * ffn_params(h, m->ffn);
     p += (int64_t)moe * ((int64_t)(m->experts_top_k + m->num_shared_experts) *
                              ffn_params(h, m->moe_ffn) + h * m->num_experts + (m->expert_bias ? m->num_experts : 0));
@@ -442,9 +500,29 @@ int64_t model_expert_weight_bytes(const struct model_cfg *m)
     return (int64_t)model_num_moe_layers(m) * m->num_experts * ffn_params(m->hidden, m->moe_ffn) * m->weight_bytes;
 }
 
+/* K+V bytes a token takes in the global layers and in the others (all of them without interleaving). */
+static void kv_bytes_split(const struct model_cfg *m, int64_t *global, int64_t *local)
+{
+    const int g = model_num_global_layers(m);
+    const struct model_cfg v = model_layer_view(m, true, NULL);
+    *global = 2LL * g * model_kv_dim(&v) * m->kv_bytes;
+    *local = 2LL * (m->num_layers - g) * model_kv_dim(m) * m->kv_bytes;
+}
+
 int64_t model_kv_bytes_per_token(const struct model_cfg *m)
 {
-    return 2LL * m->num_layers * model_kv_dim(m) * m->kv_bytes;
+    int64_t g, l;
+    kv_bytes_split(m, &g, &l);
+    return g + l;
+}
+
+int64_t model_kv_tokens_held(const struct model_cfg *m, int64_t tokens)
+{
+    if (m->sliding_window <= 0 || tokens <= m->sliding_window)
+        return tokens;
+    int64_t g, l;
+    kv_bytes_split(m, &g, &l);
+    return (g * tokens + l * m->sliding_window + g + l - 1) / (g + l);
 }
 
 int64_t model_feat_bytes_per_token(const struct model_cfg *m)

@@ -48,6 +48,15 @@ struct model_cfg {
     bool norm_topk;          /* norm_topk_prob */
     int n_group, topk_group; /* 0: one group */
     double routed_scale;     /* routed_scaling_factor; 0 = 1 */
+    /* Interleaved attention (Gemma 4): every global_every-th layer (the last of each run of that many)
+     * is global, attending to every key with its own K/V shape; the others are sliding, as the fields
+     * above say, each row attending to the keys within sliding_window positions of it (vLLM keeps that
+     * many of a request's latest tokens' K/V for them). 0: every layer alike, no window. */
+    int global_every;
+    int sliding_window;
+    int global_kv_heads, global_head_dim; /* a global layer's K/V heads and head dim (num_heads queries) */
+    bool global_k_eq_v;      /* a global layer's V is its K: no V projection (both still cached) */
+    bool tied_lm_head;       /* the LM head is the embedding, stored once */
     int weight_bytes;        /* bytes per parameter: 2 for bf16 */
     int kv_bytes;            /* bytes per cached K or V element: 2 for bf16 */
 };
@@ -82,6 +91,18 @@ int64_t model_active_params(const struct model_cfg *m);
 int64_t model_weight_bytes(const struct model_cfg *m);
 /* K+V bytes one token occupies across all layers. */
 int64_t model_kv_bytes_per_token(const struct model_cfg *m);
+/* The K/V a request holds with `tokens` tokens cached, in tokens of model_kv_bytes_per_token (rounded
+ * up): all of them, or with a sliding window every global layer's of all and every sliding layer's of
+ * the window's latest. */
+int64_t model_kv_tokens_held(const struct model_cfg *m, int64_t tokens);
+/* What the CUDA engine lacks to run m, or NULL: it runs one attention shape a model (no interleaved
+ * sliding and global layers). */
+const char *model_engine_lacks(const struct model_cfg *m);
+/* Global layers (global_every: one in that many; 0 without interleaving). */
+int model_num_global_layers(const struct model_cfg *m);
+/* The model as its global (global true) or sliding layers see it: the same but for num_kv_heads and
+ * head_dim, a global layer's (global_kv_heads, global_head_dim), and k_eq_v, whether V is K. */
+struct model_cfg model_layer_view(const struct model_cfg *m, bool global, bool *k_eq_v);
 /* Bytes a feature cache (dLLM-Cache) adds per token: its attention and FFN outputs at every layer. */
 int64_t model_feat_bytes_per_token(const struct model_cfg *m);
 int model_q_dim(const struct model_cfg *m);  /* num_heads * head_dim */
