@@ -75,6 +75,8 @@ struct eng_opts {
     int32_t smooth_rows;   /* IterSmooth (eng_smooth_next): the soft-embedding rows the engine keeps
                             * (a generation's requests x response positions); 0: none (a step with
                             * iter_smooth then computes them and keeps none) */
+    bool top2_gap;         /* each logit row's gap between its two largest logits too (eng_out.gap:
+                            * Prophet's early-commit test); one GPU */
     bool feature_cache;    /* the pool also holds each token's attention and FFN outputs per layer
                             * (dLLM-Cache: steps with cache_outputs, front shapes, probes or carried
                             * rows run only then; a pool token takes 2 hidden rows more a layer) */
@@ -124,6 +126,7 @@ struct eng_out {
     int32_t *tok;   /* [R] argmax (host memory owned by the engine, valid until the next step) */
     float *maxv;    /* [R] */
     float *conf;    /* [R] */
+    float *gap;     /* [R] the two largest logits' gap (eng_opts.top2_gap), else NULL */
 };
 
 struct eng;

@@ -123,9 +123,9 @@ struct eng {
     int64_t meta_cap;          /* int32 elements */
     struct dev_meta dm, dm_front; /* the plan's; its front layers' (layered steps) */
     int32_t *d_tok;
-    float *d_max, *d_conf;
+    float *d_max, *d_conf, *d_gap; /* (d_gap: with top2_gap) */
     int32_t *h_tok;
-    float *h_max, *h_conf;
+    float *h_max, *h_conf, *h_gap;
     int32_t *d_um, *h_um;      /* eng_unmask's groups, masks, commits, counts and taus [6 max_tokens] */
     /* credit decoding (eng_credit_next): the credit rows, current (cr_cur) and the next step's, and
      * the next step's logit rows' credit rows and flags ([2 max_tokens], pinned twin in h_um) */
@@ -483,6 +483,7 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
                     alloc((void **)&e->focus_prog, EVICT_REQS * 4, err))) ||
         alloc((void **)&e->d_meta_buf, e->meta_cap * 4, err) || alloc((void **)&e->d_tok, T * 4, err) ||
         alloc((void **)&e->d_max, T * 4, err) || alloc((void **)&e->d_conf, T * 4, err) ||
+        (e->o.top2_gap && alloc((void **)&e->d_gap, T * 4, err)) ||
         alloc((void **)&e->d_um, 6 * T * 4, err) || (e->o.credit_rows > 0 && alloc_credit(e, err)) ||
         alloc((void **)&e->sm_tmp, SMOOTH_SUB * h * 2, err) || alloc((void **)&e->sm_map, 3 * T * 4, err) ||
         alloc((void **)&e->sm_stats, 2 * T * 4, err) ||
@@ -495,6 +496,7 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
         cudaMallocHost((void **)&e->h_tok, (size_t)T * 4) != cudaSuccess ||
         cudaMallocHost((void **)&e->h_max, (size_t)T * 4) != cudaSuccess ||
         cudaMallocHost((void **)&e->h_conf, (size_t)T * 4) != cudaSuccess ||
+        (e->o.top2_gap && cudaMallocHost((void **)&e->h_gap, (size_t)T * 4) != cudaSuccess) ||
         cudaMallocHost((void **)&e->h_um, (size_t)T * 24) != cudaSuccess ||
         cudaMallocHost((void **)&e->h_sm, (size_t)T * 12) != cudaSuccess)
         return ts_fail(err, "engine: cannot allocate pinned host buffers");
@@ -558,6 +560,9 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         return ts_fail(err, "engine: idle_s %g outside 0..600 seconds", o->idle_s);
     if (model_engine_lacks(m))
         return ts_fail(err, "engine: model %s has %s, which the engine does not run", m->name, model_engine_lacks(m));
+    if (o->top2_gap && o->tp_size > 1)
+        return ts_fail(err, "engine: the top-2 gap (Prophet's) is measured on one GPU: its vocabulary shares are "
+                            "not merged");
     const struct planner_ops *planner;
     if (planner_resolve(o->planner ? o->planner : "first-fit", &planner, err))
         return -1;
@@ -659,7 +664,7 @@ void eng_destroy(struct eng *e)
     for (int i = 0; i < MAX_PROF_EVENTS && e->prof_ev[i]; i++)
         cudaEventDestroy(e->prof_ev[i]);
     void *dev[] = {e->w,      e->blas_ws,      e->attn_ws, e->k_pool,  e->v_pool, e->d_meta_buf, e->d_tok,
-                   e->d_max,  e->d_conf,       e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->fc_out,
+                   e->d_max,  e->d_conf,       e->d_gap, e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->fc_out,
                    e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog,
                    e->moe_buf, e->moe_trace, e->tp_gather, e->d_um, e->cr_tok[0], e->cr_tok[1], e->cr_n[0],
                    e->cr_n[1], e->cr_val[0], e->cr_val[1], e->cr_map, e->sm_soft[0], e->sm_soft[1], e->sm_tmp,
@@ -667,7 +672,7 @@ void eng_destroy(struct eng *e)
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
-    void *host[] = {e->h_meta_buf, e->h_tok, e->h_max, e->h_conf, e->h_um, e->h_sm};
+    void *host[] = {e->h_meta_buf, e->h_tok, e->h_max, e->h_conf, e->h_gap, e->h_um, e->h_sm};
     for (size_t i = 0; i < TS_ARRAY_LEN(host); i++)
         if (host[i])
             cudaFreeHost(host[i]);
@@ -1254,7 +1259,7 @@ static int lm_head(struct eng *e, bf16_t *x, struct ts_err *err)
             KL(k_bf16_to_f32((float *)eng_arena_at(&e->arena, a->softmax[c]), logits,
                              (int64_t)rows * m->vocab, st));
         if (runs(e, OP_SAMPLE))
-            KL(k_argmax_conf(logits, rows, m->vocab, tok, maxv, conf, c0, st));
+            KL(k_argmax_conf(logits, rows, m->vocab, tok, maxv, conf, e->d_gap, c0, st));
         if (e->cr_pending && runs(e, OP_SAMPLE)) { /* credit decoding: the fused rows' instead */
             const int now = e->cr_cur, next = now ^ 1, T = e->o.max_tokens;
             if (e->sm_step) { /* IterSmooth's softmax is the plain rows' */
@@ -1335,10 +1340,12 @@ static int fetch_outputs(struct eng *e, struct eng_out *out, struct ts_err *err)
         CU(cudaMemcpyAsync(e->h_tok, e->d_tok, sizeof(int32_t) * (size_t)R, cudaMemcpyDeviceToHost, e->stream));
         CU(cudaMemcpyAsync(e->h_max, e->d_max, sizeof(float) * (size_t)R, cudaMemcpyDeviceToHost, e->stream));
         CU(cudaMemcpyAsync(e->h_conf, e->d_conf, sizeof(float) * (size_t)R, cudaMemcpyDeviceToHost, e->stream));
+        if (e->d_gap)
+            CU(cudaMemcpyAsync(e->h_gap, e->d_gap, sizeof(float) * (size_t)R, cudaMemcpyDeviceToHost, e->stream));
     }
     CU(cudaStreamSynchronize(e->stream));
     if (out)
-        *out = (struct eng_out){R, e->h_tok, e->h_max, e->h_conf};
+        *out = (struct eng_out){R, e->h_tok, e->h_max, e->h_conf, e->h_gap};
     return 0;
 }
 

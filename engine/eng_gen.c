@@ -125,6 +125,13 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
     if (sm->on && !(sm->cont >= 0 && sm->init >= 0 && sm->growth >= 0 && sm->decay >= 0 && sm->cont <= 1e3))
         return ts_fail(err, "--iter-smooth %g,%g,%g,%g: the weights (cont, init, growth) and the threshold decay "
                             "must be numbers of at least 0", sm->cont, sm->init, sm->growth, sm->decay);
+    const struct gen_prophet *pr = &c->prophet;
+    if (pr->on && (c->focus || !c->policy || !gen_whole(c) || strcmp(c->policy->name, "vanilla") != 0))
+        return ts_fail(err, "--prophet reads every position's logits each step, as Prophet's own loop does: --policy "
+                            "vanilla (without --block-logits)");
+    if (pr->on && (pr->answer < 0 || pr->answer >= c->gen_len || pr->len < 1))
+        return ts_fail(err, "--prophet %d: the answer's offset lies outside the response's %d positions", pr->answer,
+                       c->gen_len);
     if (c->mask_id < 0 || c->mask_id >= c->vocab)
         return ts_fail(err, "--mask-id %d: must be a token of the model's vocabulary (0..%d)", c->mask_id, c->vocab - 1);
     const int32_t n = prompts ? TS_MIN(prompts->n, c->requests > 0 ? c->requests : prompts->n) : c->requests;
@@ -561,6 +568,92 @@ void gen_smooth_keep(struct gen *g, const struct step_desc *sd, const int32_t *c
 {
     struct rows_ctx c = {.g = g, .commit = commit};
     each_block_row(g, sd, row_keep, &c);
+}
+
+/* --- Prophet's early commit ---------------------------------------------------------------- */
+
+int gen_prophet_parse(const char *spec, struct gen_prophet *out, struct ts_err *err)
+{
+    static const char *const names[] = {"OFFSET", "EARLY", "MID", "LATE"};
+    struct gen_prophet p = GEN_PROPHET_DEFAULTS;
+    double v[4] = {-1, p.early, p.mid, p.late};
+    const char *at = spec ? spec : "";
+    size_t k = 0;
+    for (; *at && k < TS_ARRAY_LEN(v); k++) {
+        const char *comma = strchr(at, ',');
+        const size_t n = comma ? (size_t)(comma - at) : strlen(at);
+        char text[64];
+        if (n == 0 || n >= sizeof text)
+            return ts_fail(err, "--prophet '%s': %s must be a number (OFFSET[,EARLY,MID,LATE])", spec, names[k]);
+        memcpy(text, at, n);
+        text[n] = '\0';
+        if (ts_parse_double(text, &v[k]) || !(v[k] >= 0 && v[k] <= (k == 0 ? 1 << 24 : 1e6)) ||
+            (k == 0 && v[k] != floor(v[k])))
+            return ts_fail(err, "--prophet '%s': %s '%s' must be %s", spec, names[k], text,
+                           k == 0 ? "a response offset (a whole number, 0 or more)" : "a logit gap of 0 or more");
+        at += n + (comma != NULL);
+        if (comma && !*at)
+            return ts_fail(err, "--prophet '%s': nothing after the last comma", spec);
+        if (comma && k + 1 == TS_ARRAY_LEN(v))
+            return ts_fail(err, "--prophet '%s': at most four numbers (OFFSET,EARLY,MID,LATE)", spec);
+    }
+    if (k != 1 && k != 4)
+        return ts_fail(err, "--prophet '%s': the answer's offset alone, or with the three thresholds "
+                            "(OFFSET[,EARLY,MID,LATE])", spec ? spec : "");
+    p.answer = (int32_t)v[0], p.early = v[1], p.mid = v[2], p.late = v[3];
+    *out = p;
+    return 0;
+}
+
+int gen_prophet_apply(struct gen *g, const struct step_desc *sd, const int32_t *tok, const float *gap,
+                      struct ts_err *err)
+{
+    const struct gen_prophet *p = &g->c.prophet;
+    const int32_t G = g->c.gen_len, first = TS_MIN(p->answer, G - 1), last = TS_MIN(p->answer + p->len, G);
+    int64_t row = 0;
+    int finished = 0;
+    for (int32_t s = 0; s < sd->num_segs; s++) {
+        const struct segment *seg = &sd->segs[s];
+        const int32_t i = g->seg_req[s];
+        struct gen_req *r = &g->r[i];
+        if (r->last != GEN_SEG_BLOCK)
+            continue;
+        const int64_t base = row;
+        row += seg->logit_rows;
+        if (r->done)
+            continue;
+        double sum = 0;
+        int32_t n = 0, masked = 0;
+        for (int32_t k = 0; k < seg->logit_rows; k++) {
+            const int32_t o = logit_offset(r, seg, k);
+            if (o >= first && o < last)
+                sum += gap[base + k], n++;
+            masked += o >= 0 && !r->decided[o];
+        }
+        if (n != last - first || masked != G - r->decoded)
+            return ts_fail(err, "--prophet: request %d's step has logits for %d of its %d answer positions and %d of "
+                                "its %d masked ones: Prophet reads every position's (--policy vanilla)",
+                           i, n, last - first, masked, G - r->decoded);
+        const double share = (double)r->decoded / G, mean = sum / n;
+        if (mean < (share < 0.33 ? p->early : share < 0.67 ? p->mid : p->late))
+            continue;
+        for (int32_t k = 0; k < seg->logit_rows; k++) {
+            const int32_t o = logit_offset(r, seg, k);
+            if (o < 0 || r->decided[o])
+                continue;
+            if (tok[base + k] < 0 || tok[base + k] >= g->c.vocab)
+                return ts_fail(err, "request %d: token %d committed, beyond the vocabulary", i, tok[base + k]);
+            r->decided[o] = 1;
+            r->ids[r->P + o] = tok[base + k];
+        }
+        g->prophet_exits++;
+        g->prophet_share += share;
+        g->prophet_filled += G - r->decoded;
+        r->decoded = G;
+        r->done = true;
+        finished++;
+    }
+    return finished;
 }
 
 double gen_tpf(const struct gen *g) { return g->block_segs > 0 ? (double)g->decoded / (double)g->block_segs : 0; }

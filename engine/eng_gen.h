@@ -45,6 +45,20 @@ struct gen_smooth {
 };
 #define GEN_SMOOTH_DEFAULTS ((struct gen_smooth){.on = true, .cont = 0.3, .init = 0.15, .growth = 0.02, .decay = 0.02})
 
+/* Prophet's early commit (arXiv 2508.19982; pixeli99/Prophet generate_earlyexit.py at 460afe4,
+ * should_early_exit): after a step, a request whose top-2 logit gap, averaged over its len answer
+ * positions from response offset answer, reaches its phase's threshold commits every position still
+ * masked to the step's argmax and is finished. The phase is the decoded share of its response after
+ * the step (Prophet's step over its planned steps, the same at a fixed count a step): early below
+ * 0.33, mid below 0.67, late after. Its positions' logits come from steps over the whole sequence
+ * (--policy vanilla, as Prophet's own loop runs). */
+struct gen_prophet {
+    bool on;
+    int32_t answer, len;
+    double early, mid, late;
+};
+#define GEN_PROPHET_DEFAULTS ((struct gen_prophet){.on = true, .len = 5, .early = 7.5, .mid = 5.0, .late = 2.5})
+
 struct gen_cfg {
     int32_t requests;   /* sequences generated together */
     int32_t prompt_len; /* hashed prompts' length (a prompt file gives its own) */
@@ -60,6 +74,7 @@ struct gen_cfg {
     double focus_alpha;    /* FOCUS's budget expansion (the simulator's --focus-alpha) */
     int32_t logit_chunk_rows;
     struct gen_smooth smooth; /* IterSmooth (a driven policy's generation) */
+    struct gen_prophet prophet; /* Prophet's early commit (a driven policy's generation) */
 };
 
 /* Prompts as token ids, one request each. */
@@ -101,6 +116,8 @@ struct gen {
                                               * (FOCUS: through every layer) */
     int64_t front_rows; /* FOCUS: the block segments' rows of the front layers */
     int64_t *per_step;  /* [block + 1]: block segments by how many positions they committed */
+    int64_t prophet_exits, prophet_filled; /* Prophet: requests it finished, positions it committed */
+    double prophet_share; /* the decoded shares its exits came at, summed */
 };
 
 /* Loads a prompt file: one JSON array of token ids (each in [0, vocab)) a line, at most max lines
@@ -157,6 +174,17 @@ int gen_smooth_parse(const char *spec, struct gen_smooth *out, struct ts_err *er
 /* IterSmooth's weight and threshold after n steps (decoder threshold tau). */
 double gen_smooth_weight(const struct gen_smooth *s, int32_t n);
 float gen_smooth_tau(const struct gen_smooth *s, int32_t n, float tau);
+
+/* Parses --prophet's value: OFFSET[,EARLY,MID,LATE] (the answer's first response offset, at least 0;
+ * the thresholds, at least 0, Prophet's 7.5, 5 and 2.5 where left out); sets out->on. */
+int gen_prophet_parse(const char *spec, struct gen_prophet *out, struct ts_err *err);
+/* After gen_apply: Prophet's test on each request sd's block segments ran and left unfinished, with
+ * the step's logit rows' argmax tok and top-2 gap (eng_out); a request that passes gets every masked
+ * position's argmax and is finished (the policy is not told: it runs no step of it again). Returns
+ * the requests it finished, or -1 with err where a segment's logit rows miss an answer position or
+ * a masked one. */
+int gen_prophet_apply(struct gen *g, const struct step_desc *sd, const int32_t *tok, const float *gap,
+                      struct ts_err *err);
 
 /* Tokens per forward: positions committed over block steps. */
 double gen_tpf(const struct gen *g);

@@ -434,9 +434,10 @@ int k_focus_importance(const struct k_focus_args *a, k_stream stream);
 int k_focus_pick(const struct k_focus_args *a, k_stream stream);
 
 /* Per row of logits [rows, V]: the argmax, its value and its softmax probability (confidence),
- * written at out_*[row_base + row]. */
+ * and where out_gap is not NULL the gap between its two largest logits (0 where the largest is there
+ * twice: Prophet's top-2 gap), written at out_*[row_base + row]. */
 int k_argmax_conf(const bf16_t *logits, int rows, int V, int32_t *out_tok, float *out_max,
-                  float *out_conf, int row_base, k_stream stream);
+                  float *out_conf, float *out_gap, int row_base, k_stream stream);
 /* Tensor parallelism: the ranks' k_argmax_conf results over their vocabulary shares of `share`
  * tokens, gathered as [ranks][3][R] floats (argmax bits, max, confidence), merged into the whole
  * vocabulary's argmax, max and confidence (the lowest index among equal maxima, as k_argmax_conf). */

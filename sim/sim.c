@@ -447,6 +447,21 @@ static int prompts_setup(struct sim *s, bool fed, struct ts_err *err)
     return 0;
 }
 
+/* What a running request keeps beside its K/V, in pool tokens: credit decoding's matrix ([block, vocab]
+ * fp32), an implementation's self-conditioning canvas ([block, hidden or vocab] fp32, a GPU's share). */
+static int64_t decode_state_tokens(const struct sim *s, const struct sim_config *cfg)
+{
+    int64_t bytes = s->sd.decode_credit ? (int64_t)cfg->block * s->model.vocab * 4 : 0, tokens = 0;
+    if (bytes > 0)
+        tokens = (bytes + s->kv_token_bytes - 1) / s->kv_token_bytes;
+    if (s->impl.self_cond != SELF_COND_NONE) {
+        const int64_t width = s->impl.self_cond == SELF_COND_VOCAB ? s->model.vocab : s->model.hidden;
+        bytes = (int64_t)cfg->block * width * 4 / cfg->tp;
+        tokens += (bytes + s->kv_token_bytes - 1) / s->kv_token_bytes;
+    }
+    return tokens;
+}
+
 /* sim_create, or with fed its requests fed to it (sim_create_fed). */
 static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct ts_err *err)
 {
@@ -551,12 +566,7 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
         goto fail;
     }
     s->sd.iter_smooth = cfg->iter_smooth;
-    if (s->sd.decode_credit) /* credit decoding's matrix: [block, vocab] fp32 a request, in pool tokens */
-        s->decode_state_tokens = ((int64_t)cfg->block * s->model.vocab * 4 + s->kv_token_bytes - 1) / s->kv_token_bytes;
-    if (s->impl.self_cond != SELF_COND_NONE) { /* a canvas of fp32 rows a request, in pool tokens */
-        const int64_t width = s->impl.self_cond == SELF_COND_VOCAB ? s->model.vocab : s->model.hidden;
-        s->decode_state_tokens += ((int64_t)cfg->block * width * 4 / cfg->tp + s->kv_token_bytes - 1) / s->kv_token_bytes;
-    }
+    s->decode_state_tokens = decode_state_tokens(s, cfg);
     s->kv_page_tokens = cfg->kv_page;
 
     if (fed && s->sched == &sched_static) {

@@ -415,6 +415,81 @@ START_TEST(generation_topk_exact)
 }
 END_TEST
 
+/* Prophet's early commit, by hand: three requests of a 64-position response in blocks of 16, two
+ * positions a step, every position's logits (vanilla), each row's argmax a token of its request and
+ * position and each request's top-2 gaps one number: request 0's 0.1 never passes; request 1's 8
+ * passes the early threshold 7.5 after its first step (2 of 64 decoded); request 2's 3 passes only
+ * the late one, 2.5, after the step that leaves 44 of 64 decoded (the first share of 0.67 or more).
+ * Each passing request gets every masked position's argmax and is finished. */
+START_TEST(generation_prophet)
+{
+    struct gen g;
+    struct ts_err err;
+    struct gen_cfg c = cfg(3, 20, 64, 16);
+    ck_assert_int_eq(gen_prophet_parse("40", &c.prophet, &err), 0);
+    ck_assert_int_eq(gen_start(&g, &c, "vanilla", NULL, NULL, &err), 0);
+    const double gaps[3] = {0.1, 8, 3};
+    const int32_t most = 3 * (20 + 64);
+    int32_t groups[6], ng, masked[3 * 84], commit[3 * 84], tok[3 * 84];
+    float gap[3 * 84];
+    struct step_desc sd;
+    step_desc_init(&sd);
+    int exits_at[3] = {-1, -1, -1};
+    for (int step = 0; gen_next_step(&g, &sd, groups, &ng, masked); step++) {
+        ck_assert_int_le(sd.tot.logit_rows, most);
+        const struct eng_tokens tk = gen_tokens(&g);
+        int32_t row = 0;
+        for (int32_t s = 0; s < sd.num_segs; s++) {
+            const struct segment *seg = &sd.segs[s];
+            const int32_t i = seg->req_id, P = g.r[i].P;
+            ck_assert_int_eq(seg->logit_rows, seg->q);
+            int32_t taken = 0;
+            for (int32_t k = 0; k < seg->logit_rows; k++, row++) {
+                const int32_t o = tk.pos(&g, i, k) - P;
+                tok[row] = (i * 11 + (o < 0 ? 0 : o)) % 90;
+                gap[row] = (float)gaps[i];
+                const bool in_block = o >= g.r[i].block * 16 && o < g.r[i].block * 16 + 16;
+                commit[row] = in_block && !g.r[i].decided[o] && taken < 2 ? (taken++, tok[row]) : -1;
+            }
+        }
+        ck_assert_msg(gen_apply(&g, &sd, commit, NULL, &err) == 0, "%s", err.msg);
+        const int n = gen_prophet_apply(&g, &sd, tok, gap, &err);
+        ck_assert_msg(n >= 0, "%s", err.msg);
+        for (int i = 0; i < 3; i++)
+            if (exits_at[i] < 0 && g.r[i].done && g.r[i].decoded == 64 && g.prophet_exits > 0 && i > 0)
+                exits_at[i] = step;
+    }
+    ck_assert_int_eq(exits_at[1], 0);
+    ck_assert_int_eq(exits_at[2], 21); /* its 22nd step leaves 44 decoded */
+    ck_assert_int_eq(g.prophet_exits, 2);
+    ck_assert_int_eq(g.prophet_filled, 62 + 20);
+    ck_assert(fabs(g.prophet_share - (2.0 / 64 + 44.0 / 64)) < 1e-12);
+    for (int i = 0; i < 3; i++) { /* every position the argmax of its request and position */
+        ck_assert(g.r[i].done);
+        for (int32_t o = 0; o < 64; o++)
+            ck_assert_int_eq(g.r[i].ids[g.r[i].P + o], (i * 11 + o) % 90);
+    }
+    step_desc_free(&sd);
+    gen_stop(&g);
+    /* its specs, and a policy whose steps do not hold every position's logits */
+    struct gen_prophet p;
+    ck_assert_int_eq(gen_prophet_parse("7,1,0.5,0.25", &p, &err), 0);
+    ck_assert(p.on && p.answer == 7 && p.len == 5 && p.early == 1 && p.mid == 0.5 && p.late == 0.25);
+    const char *bad[] = {"", "-1", "1.5", "3,1", "3,1,2,3,4", "3,1,,2", "3,x,1,1", "3,"};
+    for (size_t k = 0; k < TS_ARRAY_LEN(bad); k++) {
+        ck_assert_msg(gen_prophet_parse(bad[k], &p, &err) != 0, "'%s' accepted", bad[k]);
+        ck_assert_ptr_nonnull(strstr(err.msg, "--prophet"));
+    }
+    c = cfg(3, 20, 64, 16);
+    ck_assert_int_eq(gen_prophet_parse("40", &c.prophet, &err), 0);
+    ck_assert_int_ne(gen_start(&g, &c, "dual", NULL, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--policy vanilla"));
+    ck_assert_int_eq(gen_prophet_parse("64", &c.prophet, &err), 0);
+    ck_assert_int_ne(gen_start(&g, &c, "vanilla", NULL, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "outside the response"));
+}
+END_TEST
+
 START_TEST(generation_threshold)
 {
     struct gen g;
@@ -1081,6 +1156,7 @@ int main(void)
     tcase_add_test(tc, credit_fusion);
     tcase_add_test(tc, generation_topk_exact);
     tcase_add_test(tc, generation_threshold);
+    tcase_add_test(tc, generation_prophet);
     tcase_add_test(tc, generation_room);
     tcase_add_test(tc, generation_dual);
     tcase_add_test(tc, generation_policies);

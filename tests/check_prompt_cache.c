@@ -274,7 +274,7 @@ START_TEST(affinity_keeps_a_conversation_together)
                   aff.fleet.lat_mean_s, rr.fleet.lat_mean_s);
     fleet_result_free(&rr), fleet_result_free(&aff);
     struct fleet_result bad;
-    run_pair(trace, "affinity", 0, &bad, -1);
+    run_pair(trace, "affinity", 0, &bad, FLEET_REFUSED);
 }
 END_TEST
 

@@ -30,6 +30,7 @@ static void generate_usage(FILE *f)
 "                               [--block B] [--policy NAME] [--focus-alpha A]\n"
 "                               [--vicinity W] [--refresh-interval F] [--block-logits]\n"
 "                               [--iter-smooth[=CONT,INIT,GROWTH,DECAY]]\n"
+"                               [--prophet OFFSET[,EARLY,MID,LATE]]\n"
 "                               [--mask-id ID] [--seed S]\n"
 "                               [--mem-limit GB]\n"
 "                               [--profile-out FILE --name NAME] [--ids-out FILE]\n"
@@ -79,6 +80,14 @@ static void generate_usage(FILE *f)
 "                             which its next step adds, times min(INIT + GROWTH n, CONT), to the\n"
 "                             mask token's embedding; step n decides by max(1 - DECAY n, TAU)\n"
 "                             [0.3,0.15,0.02,0.02]\n"
+"  --prophet OFFSET[,EARLY,MID,LATE]\n"
+"                             Prophet's early commit, with --policy vanilla (every position's\n"
+"                             logits each step, as its own loop): after each step a request whose\n"
+"                             top-2 logit gap, averaged over the 5 answer positions from response\n"
+"                             offset OFFSET, reaches its phase's threshold (decoded share below\n"
+"                             0.33: EARLY, below 0.67: MID, after: LATE) [7.5,5,2.5] commits every\n"
+"                             masked position to the step's argmax. Random weights' gaps are tenths:\n"
+"                             the defaults, set for a trained model's, never fire there\n"
 "  --mask-id ID               the mask token (LLaDA-8B 126336, LLaDA-MoE-7B 156895; with random\n"
 "                             weights and another model: the vocabulary's last; with --weights\n"
 "                             for another model: required)\n"
@@ -88,7 +97,8 @@ static void generate_usage(FILE *f)
 "  --ids-out FILE             each request's generated ids, a JSON array a line\n"
 "Prints the steps, tokens per forward (and how many positions each block step committed), the\n"
 "redundancy (block rows computed per position decided), the GPU time of the steps and of the\n"
-"unmasking, and the generated tokens a second.\n");
+"unmasking, the generated tokens a second, and with --prophet the requests it finished early and\n"
+"the decoded share they were at (the simulator's --early-commit F).\n");
 }
 
 struct gen_args {
@@ -98,6 +108,7 @@ struct gen_args {
     struct sim_config choices; /* the engine's choices as options set them (eng_choice_take) */
     struct unmask_rule rule;
     struct gen_smooth smooth;
+    struct gen_prophet prophet;
     char rule_text[64];
     int64_t requests, prompt_len, gen_len, block, mask_id, seed;
     double mem_gb, focus_alpha;
@@ -118,6 +129,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {"vicinity", required_argument, 0, 'W'},
                                       {"refresh-interval", required_argument, 0, 'F'},
                                       {"block-logits", no_argument, 0, 'L'},
+                                      {"prophet", required_argument, 0, 'R'},
                                       ENG_CHOICE_OPTS,
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
@@ -145,6 +157,12 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'a': bad = ts_parse_double(optarg, &a->focus_alpha) || !(a->focus_alpha >= 1 && a->focus_alpha <= 64), range = "1..64"; break;
         case 'S':
             if (gen_smooth_parse(optarg, &a->smooth, &err)) {
+                fprintf(stderr, "tessera engine generate: %s\n", err.msg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'R':
+            if (gen_prophet_parse(optarg, &a->prophet, &err)) {
                 fprintf(stderr, "tessera engine generate: %s\n", err.msg);
                 return EXIT_USAGE;
             }
@@ -293,7 +311,8 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
             if ((rc = eng_smooth_next(e, slot, (int32_t)sd.tot.logit_rows, err)) != 0)
                 break;
         }
-        if ((rc = eng_step(e, &sd, NULL, &ms, err)) != 0)
+        struct eng_out out;
+        if ((rc = eng_step(e, &sd, &out, &ms, err)) != 0)
             break;
         int max_probe = 0;
         if (cand && sd.tot.probe_tokens > 0) {
@@ -308,6 +327,8 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         if (slot)
             gen_smooth_keep(g, &sd, commit);
         if ((rc = gen_apply(g, &sd, commit, cand, err)) != 0)
+            break;
+        if (g->c.prophet.on && (rc = gen_prophet_apply(g, &sd, out.tok, out.gap, err) < 0 ? -1 : 0) != 0)
             break;
         for (int32_t s = 0; s < sd.num_segs; s++)
             if (g->r[sd.segs[s].req_id].done)
@@ -362,7 +383,13 @@ static void report(const struct gen_args *a, const struct model_cfg *m, struct e
            run->step_ms / 1e3, run->nms ? run->ms[run->nms / 2] : 0, run->unmask_ms,
            run->step_ms > 0 ? 100 * run->unmask_ms / run->step_ms : 0);
     printf("  throughput       %.1f generated tokens/s of GPU time\n",
-           run->step_ms > 0 ? (double)g->decoded / (run->step_ms / 1e3) : 0);
+           run->step_ms > 0 ? (double)(g->decoded + g->prophet_filled) / (run->step_ms / 1e3) : 0);
+    if (g->c.prophet.on)
+        printf("  Prophet          %lld of %d requests committed early (answer at offset %d; thresholds %g, %g, %g), "
+               "at a decoded share of %.3f on average, %lld positions committed by it\n",
+               (long long)g->prophet_exits, g->c.requests, g->c.prophet.answer, g->c.prophet.early, g->c.prophet.mid,
+               g->c.prophet.late, g->prophet_exits ? g->prophet_share / (double)g->prophet_exits : 0,
+               (long long)g->prophet_filled);
 }
 
 int eng_generate_main(int argc, char **argv)
@@ -395,7 +422,7 @@ int eng_generate_main(int argc, char **argv)
         .requests = n, .prompt_len = (int32_t)a.prompt_len, .gen_len = (int32_t)a.gen_len, .block = B,
         .mask_id = mask_id, .vocab = m.vocab, .max_pos = m.max_pos, .seed = (uint64_t)a.seed,
         .attn_block = m.block_causal ? B : 0, .logit_chunk_rows = 2048, .focus = strcmp(policy, "focus") == 0,
-        .focus_alpha = a.focus_alpha, .smooth = a.smooth};
+        .focus_alpha = a.focus_alpha, .smooth = a.smooth, .prophet = a.prophet};
     struct policy_drive drive = {0};
     struct gen g = {0};
     if (gc.focus) { /* FOCUS runs by position here (eng_gen.h) */
@@ -433,6 +460,7 @@ int eng_generate_main(int argc, char **argv)
     o.credit_rows = a.rule.kind == UNMASK_CREDIT ? n * B : 0;
     o.smooth_rows = gen_soft_rows(&g);
     o.trace_selection = gc.focus; /* the rows FOCUS kept (eng_picks) */
+    o.top2_gap = gc.prophet.on;    /* Prophet's gaps (eng_out.gap) */
     struct eng *e = NULL;
     struct gen_run run = {0};
     rc = 1;

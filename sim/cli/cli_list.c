@@ -143,7 +143,7 @@ static void list_decode(void)
         printf("%-34s %s\n", decode_get(i)->spec, decode_get(i)->help);
     printf("%-34s %s\n", "--early-commit F", "with any decoder, Prophet's early commit (arXiv 2508.19982, pixeli99/Prophet "
            "generate_earlyexit.py): once F of a request's positions are decoded, the step commits the rest (F: "
-           "when its top-2 gap test fires, an assumption)");
+           "when its top-2 gap test fires, an assumption; tessera engine generate --prophet measures it)");
     printf("profiles (DECODER:NAME):\n");
     if (!root) {
         fprintf(stderr, "%s:%d: %s\n", path, jerr.line, jerr.text);
@@ -237,6 +237,34 @@ static void list_usage(FILE *f)
                "the decode models, the calibrations, the host profiles, a fleet's routers and the links\n"
                "between disaggregated pools. gpus --device prints the entry a card is by the name its\n"
                "driver gives it (nvidia-smi's) and its memory, status 1 for none.\n");
+}
+
+/* A link's bandwidth in GB/s, or the card's where it takes the card's (0). */
+static const char *link_bw(double bw, char *buf, size_t n)
+{
+    if (bw > 0)
+        snprintf(buf, n, "%.1f", bw / 1e9);
+    else
+        snprintf(buf, n, "the card's");
+    return buf;
+}
+
+/* The links between GPUs (a fleet's --disagg) and between a GPU and its host (offloaded K/V). */
+static void list_links(void)
+{
+    printf("%-9s %12s %9s  %s\n", "link", "GB/s a GPU", "latency", "source (the latency: an assumption, lat=)");
+    for (int i = 0; fleet_link_get(i); i++) {
+        const struct fleet_link *l = fleet_link_get(i);
+        char bw[16];
+        printf("%-9s %12s %6.0f us  %s\n", l->name, link_bw(l->bw, bw, sizeof bw), l->lat_s * 1e6, l->source);
+    }
+    printf("\nhost links (a GPU and its host's memory: offloaded K/V, --herald-link)\n%-9s %12s  %s\n", "link",
+           "GB/s a GPU", "source");
+    for (int i = 0; host_link_get(i); i++) {
+        const struct host_link *l = host_link_get(i);
+        char bw[16];
+        printf("%-9s %12s  %s\n", l->name, link_bw(l->bw, bw, sizeof bw), l->source);
+    }
 }
 
 int cli_list(int argc, char **argv)
@@ -333,23 +361,7 @@ int cli_list(int argc, char **argv)
         for (int i = 0; router_get(i); i++)
             printf("%-18s %s\n", router_get(i)->name, router_get(i)->help);
     } else if (strcmp(what, "links") == 0) {
-        printf("%-9s %12s %9s  %s\n", "link", "GB/s a GPU", "latency", "source (the latency: an assumption, lat=)");
-        for (int i = 0; fleet_link_get(i); i++) {
-            const struct fleet_link *l = fleet_link_get(i);
-            char bw[16] = "the card's";
-            if (l->bw > 0)
-                snprintf(bw, sizeof bw, "%.1f", l->bw / 1e9);
-            printf("%-9s %12s %6.0f us  %s\n", l->name, bw, l->lat_s * 1e6, l->source);
-        }
-        printf("\nhost links (a GPU and its host's memory: offloaded K/V, --herald-link)\n%-9s %12s  %s\n", "link",
-               "GB/s a GPU", "source");
-        for (int i = 0; host_link_get(i); i++) {
-            const struct host_link *l = host_link_get(i);
-            char bw[16] = "the card's";
-            if (l->bw > 0)
-                snprintf(bw, sizeof bw, "%.1f", l->bw / 1e9);
-            printf("%-9s %12s  %s\n", l->name, bw, l->source);
-        }
+        list_links();
     } else {
         static const char *const tables[] = {"models", "gpus", "policies", "schedulers", "planners", "costs",
                                              "systems", "impls", "decode", "calibrations", "hosts", "routers", "links"};

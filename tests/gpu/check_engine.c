@@ -1086,30 +1086,51 @@ static void check_argmax(struct checker *c, int V)
 {
     const int rows = 9;
     int64_t n = (int64_t)rows * V;
-    float *lf = xmalloc(4 * n), rmax[9], rconf[9], gmax[9], gconf[9];
+    float *lf = xmalloc(4 * n), rmax[9], rconf[9], gmax[9], gconf[9], ggap[9];
     bf16_t *lb = xmalloc(2 * n), *dl = NULL;
     int32_t rtok[9], gtok[9], *dt = NULL;
-    float *dm = NULL, *dc = NULL;
+    float *dm = NULL, *dc = NULL, *dg = NULL;
     rand_bf16(c, lf, lb, n, 6.0f);
     dl = dev_copy(lb, 2 * n);
     CK(cudaMalloc((void **)&dt, 4 * rows));
     CK(cudaMalloc((void **)&dm, 4 * rows));
     CK(cudaMalloc((void **)&dc, 4 * rows));
-    KK(k_argmax_conf(dl, rows, V, dt, dm, dc, 0, NULL));
+    CK(cudaMalloc((void **)&dg, 4 * rows));
+    /* row 0's largest logit twice (a gap of 0), row 1's two largest apart by a known step (V > 9) */
+    lb[7] = lb[V - 3] = eng_f2bf(40.0f), lf[7] = lf[V - 3] = eng_bf2f(lb[7]);
+    lb[V + 5] = eng_f2bf(30.0f), lb[V + 9] = eng_f2bf(29.0f);
+    lf[V + 5] = eng_bf2f(lb[V + 5]), lf[V + 9] = eng_bf2f(lb[V + 9]);
+    CK(cudaMemcpy(dl, lb, 2 * n, cudaMemcpyHostToDevice));
+    KK(k_argmax_conf(dl, rows, V, dt, dm, dc, dg, 0, NULL));
     CK(cudaMemcpy(gtok, dt, 4 * rows, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(gmax, dm, 4 * rows, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(gconf, dc, 4 * rows, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(ggap, dg, 4 * rows, cudaMemcpyDeviceToHost));
     ref_argmax_conf(lf, rows, V, rtok, rmax, rconf);
-    int wrong = 0;
-    for (int r = 0; r < rows; r++)
+    int wrong = 0, gaps = 0;
+    for (int r = 0; r < rows; r++) {
         wrong += gtok[r] != rtok[r] || gmax[r] != rmax[r];
+        float second = -INFINITY; /* the runner-up: the largest but for one occurrence of the max */
+        bool seen = false;
+        for (int v = 0; v < V; v++) {
+            const float x = lf[(size_t)r * V + v];
+            if (x == rmax[r] && !seen)
+                seen = true;
+            else if (x > second)
+                second = x;
+        }
+        gaps += ggap[r] != rmax[r] - second;
+    }
+    gaps += ggap[0] != 0.0f || ggap[1] != 1.0f;
     char what[96];
     snprintf(what, sizeof what, "argmax + max over V = %d (rows that differ)", V);
     report(c, what, wrong, 0);
+    snprintf(what, sizeof what, "top-2 gap over V = %d (rows that differ)", V);
+    report(c, what, gaps, 0);
     snprintf(what, sizeof what, "confidence over V = %d", V);
     report(c, what, check_rel_err(gconf, rconf, rows), 1e-3);
 done:
-    cudaFree(dl), cudaFree(dt), cudaFree(dm), cudaFree(dc);
+    cudaFree(dl), cudaFree(dt), cudaFree(dm), cudaFree(dc), cudaFree(dg);
     free(lf), free(lb);
 }
 
