@@ -505,28 +505,42 @@ double gen_smooth_weight(const struct gen_smooth *s, int32_t n) { return fmin(s-
 
 float gen_smooth_tau(const struct gen_smooth *s, int32_t n, float tau) { return fmaxf((float)(1.0 - s->decay * n), tau); }
 
+/* An option's value of comma-separated numbers, named names[0..most) in order, into v; *n: how many. */
+static int spec_numbers(const char *opt, const char *spec, const char *form, const char *const *names, size_t most,
+                        double *v, size_t *n, struct ts_err *err)
+{
+    const char *at = spec ? spec : "";
+    for (*n = 0; *at; ++*n) {
+        if (*n == most)
+            return ts_fail(err, "%s '%s': at most %zu numbers (%s)", opt, spec, most, form);
+        const char *comma = strchr(at, ',');
+        const size_t len = comma ? (size_t)(comma - at) : strlen(at);
+        char text[64];
+        if (len == 0 || len >= sizeof text)
+            return ts_fail(err, "%s '%s': %s must be a number (%s)", opt, spec, names[*n], form);
+        memcpy(text, at, len);
+        text[len] = '\0';
+        if (ts_parse_double(text, &v[*n]))
+            return ts_fail(err, "%s '%s': %s '%s' is not a number", opt, spec, names[*n], text);
+        at += len + (comma != NULL);
+        if (comma && !*at)
+            return ts_fail(err, "%s '%s': nothing after the last comma", opt, spec);
+    }
+    return 0;
+}
+
 int gen_smooth_parse(const char *spec, struct gen_smooth *out, struct ts_err *err)
 {
     static const char *const names[] = {"CONT", "INIT", "GROWTH", "DECAY"};
     struct gen_smooth s = GEN_SMOOTH_DEFAULTS;
-    double *field[] = {&s.cont, &s.init, &s.growth, &s.decay};
-    const char *at = spec ? spec : "";
-    for (size_t k = 0; *at && k < TS_ARRAY_LEN(field); k++) {
-        const char *comma = strchr(at, ',');
-        const size_t n = comma ? (size_t)(comma - at) : strlen(at);
-        char text[64];
-        if (n == 0 || n >= sizeof text)
-            return ts_fail(err, "--iter-smooth '%s': %s must be a number (CONT[,INIT[,GROWTH[,DECAY]]])", spec, names[k]);
-        memcpy(text, at, n);
-        text[n] = '\0';
-        if (ts_parse_double(text, field[k]) || !(*field[k] >= 0 && *field[k] <= 1e3))
-            return ts_fail(err, "--iter-smooth '%s': %s '%s' must be a number in 0..1000", spec, names[k], text);
-        at += n + (comma != NULL);
-        if (comma && !*at)
-            return ts_fail(err, "--iter-smooth '%s': nothing after the last comma", spec);
-        if (comma && k + 1 == TS_ARRAY_LEN(field))
-            return ts_fail(err, "--iter-smooth '%s': at most four numbers (CONT,INIT,GROWTH,DECAY)", spec);
-    }
+    double v[4] = {s.cont, s.init, s.growth, s.decay};
+    size_t n;
+    if (spec_numbers("--iter-smooth", spec, "CONT[,INIT[,GROWTH[,DECAY]]]", names, 4, v, &n, err))
+        return -1;
+    for (size_t k = 0; k < n; k++)
+        if (!(v[k] >= 0 && v[k] <= 1e3))
+            return ts_fail(err, "--iter-smooth '%s': %s %g must be a number in 0..1000", spec, names[k], v[k]);
+    s.cont = v[0], s.init = v[1], s.growth = v[2], s.decay = v[3];
     *out = s;
     return 0;
 }
@@ -577,29 +591,17 @@ int gen_prophet_parse(const char *spec, struct gen_prophet *out, struct ts_err *
     static const char *const names[] = {"OFFSET", "EARLY", "MID", "LATE"};
     struct gen_prophet p = GEN_PROPHET_DEFAULTS;
     double v[4] = {-1, p.early, p.mid, p.late};
-    const char *at = spec ? spec : "";
-    size_t k = 0;
-    for (; *at && k < TS_ARRAY_LEN(v); k++) {
-        const char *comma = strchr(at, ',');
-        const size_t n = comma ? (size_t)(comma - at) : strlen(at);
-        char text[64];
-        if (n == 0 || n >= sizeof text)
-            return ts_fail(err, "--prophet '%s': %s must be a number (OFFSET[,EARLY,MID,LATE])", spec, names[k]);
-        memcpy(text, at, n);
-        text[n] = '\0';
-        if (ts_parse_double(text, &v[k]) || !(v[k] >= 0 && v[k] <= (k == 0 ? 1 << 24 : 1e6)) ||
-            (k == 0 && v[k] != floor(v[k])))
-            return ts_fail(err, "--prophet '%s': %s '%s' must be %s", spec, names[k], text,
-                           k == 0 ? "a response offset (a whole number, 0 or more)" : "a logit gap of 0 or more");
-        at += n + (comma != NULL);
-        if (comma && !*at)
-            return ts_fail(err, "--prophet '%s': nothing after the last comma", spec);
-        if (comma && k + 1 == TS_ARRAY_LEN(v))
-            return ts_fail(err, "--prophet '%s': at most four numbers (OFFSET,EARLY,MID,LATE)", spec);
-    }
-    if (k != 1 && k != 4)
+    size_t n;
+    if (spec_numbers("--prophet", spec, "OFFSET[,EARLY,MID,LATE]", names, 4, v, &n, err))
+        return -1;
+    if (n != 1 && n != 4)
         return ts_fail(err, "--prophet '%s': the answer's offset alone, or with the three thresholds "
                             "(OFFSET[,EARLY,MID,LATE])", spec ? spec : "");
+    if (!(v[0] >= 0 && v[0] <= 1 << 24) || v[0] != floor(v[0]))
+        return ts_fail(err, "--prophet '%s': OFFSET %g must be a response offset (a whole number, 0 or more)", spec, v[0]);
+    for (size_t k = 1; k < 4; k++)
+        if (!(v[k] >= 0 && v[k] <= 1e6))
+            return ts_fail(err, "--prophet '%s': %s %g must be a logit gap of 0 or more", spec, names[k], v[k]);
     p.answer = (int32_t)v[0], p.early = v[1], p.mid = v[2], p.late = v[3];
     *out = p;
     return 0;
