@@ -11,7 +11,8 @@
 #     cache kept), dllm-cache (dLLM-Cache), sparsed (SparseD: no cache, its attention sparse after the
 #     first fifth of the steps), dpad (DPad, no cache and over the dual cache), d2cache
 #     (d2Cache, its one block of 256: its rollout's own cost unpriced), elastic (Elastic-Cache, a
-#     window of 16, refreshing every 32 steps past its first 16 layers: both assumptions), and the
+#     window of 16, refreshing every 32 steps past its first 16 layers: both assumptions), dkv-cache
+#     (dKV-Cache-Decode, a refresh every 8 steps: its Table 1's), and the
 #     dual cache with Prophet's early commit (--early-commit PROPHET: the share decoded when it fires,
 #     an assumption), and d2f (D2F's pipelined blocks over the prefix cache, its paper's tau_add 0.1
 #     and tau_act 0.95; the share of its count a semi-activated block decodes, an assumption, swept
@@ -75,6 +76,7 @@ run llada dpad "${llada[@]}" --policy dpad
 run llada dpad-dual "${llada[@]}" --policy dpad --dpad-cache dual
 run llada d2cache "${llada[@]}" --policy d2cache --block 256
 run llada elastic "${llada[@]}" --policy elastic --ec-refresh-every 32
+run llada dkv-cache "${llada[@]}" --policy dkv-cache
 run llada dual-prophet "${llada[@]}" --policy dual --early-commit "$prophet"
 for semi in 0 0.5 1; do # D2F: the share of its count a semi-activated block decodes, an assumption swept
     run llada "d2f-$semi" "${llada[@]}" --policy d2f --d2f-semi "$semi"
@@ -119,7 +121,7 @@ rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
 by = {(r["group"], r["name"]): r for r in rows}
 TITLE = {"llada": "LLaDA-8B, threshold 0.9 (TPF 2.77)", "sdar": "SDAR-8B, threshold decoding (TPF 2.0)",
          "mini": "LLaDA2.0-mini, block diffusion", "fdv2": "Fast-dLLM v2 7B, one token a step"}
-LABEL = {"sparsed": "sparsed (no cache)", "dpad": "dpad (no cache)", "block": "block", "d2cache": "d2cache (one block)", "elastic": "elastic (refresh every 32)", "dpad-dual": "dpad over the dual cache",
+LABEL = {"sparsed": "sparsed (no cache)", "dpad": "dpad (no cache)", "block": "block", "d2cache": "d2cache (one block)", "elastic": "elastic (refresh every 32)", "dkv-cache": "dkv-cache (refresh every 8)", "dpad-dual": "dpad over the dual cache",
          "dual-prophet": "dual + Prophet (F = %s)" % prophet, "d2f-0": "d2f, semi-activated none",
          "d2f-0.5": "d2f, semi-activated half", "d2f-1": "d2f, semi-activated all", "fdllm-v2": "fdllm-v2 (Fast-dLLM v2)",
          "fdllm-v2-dual": "fdllm-v2, DualCache", "herald": "herald (K/V on the host)", "block-prophet": "block + Prophet (F = %s)" % prophet,
@@ -155,6 +157,8 @@ with open(os.path.join(out, "report.md"), "w") as f:
          S("fdllm-v2-dual")["rows_per_token"] < S("fdllm-v2")["rows_per_token"]),
         ("LLaDA2.1's editing modes serve more tokens/s than LLaDA2.0's threshold decoding, S more than Q",
          M("llada2.1-s")["throughput_tok_s"] > M("llada2.1-q")["throughput_tok_s"] > M("llada2.0")["throughput_tok_s"]),
+        ("dKV-Cache's delayed cache runs fewer rows a token than no cache, and more than the dual cache (its masked "
+         "suffix runs every step)", L("vanilla")["rows_per_token"] > L("dkv-cache")["rows_per_token"] > L("dual")["rows_per_token"]),
         ("d2Cache's and Elastic-Cache's chosen rows run fewer rows a token than the dual cache",
          L("d2cache")["rows_per_token"] < L("dual")["rows_per_token"] and L("elastic")["rows_per_token"] < L("dual")["rows_per_token"]),
         ("Elastic-Cache's pool holds more at its peak than the dual cache's (its queries and layer inputs too)",

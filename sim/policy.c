@@ -23,6 +23,7 @@ static const struct policy_ops *const policies[] = {
     &policy_d2f,
     &policy_sparsed,
     &policy_herald,
+    &policy_dkv,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

@@ -202,5 +202,6 @@ extern const struct policy_ops policy_elastic;
 extern const struct policy_ops policy_d2f;
 extern const struct policy_ops policy_sparsed;
 extern const struct policy_ops policy_herald;
+extern const struct policy_ops policy_dkv;
 
 #endif

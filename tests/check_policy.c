@@ -997,6 +997,71 @@ START_TEST(herald_matches_its_token_places)
 }
 END_TEST
 
+/* dKV-Cache-Decode by hand: P = 100, G = 64 in blocks of 32, fixed:4, a refresh every 4 steps. Each
+ * block's step 0 runs the whole sequence uncached, step 1 again caching the prompt and the decoded,
+ * step 4 again; the others the masked positions and the 4 just decoded over the cache of the rest,
+ * writing those 4. */
+START_TEST(dkv_shapes)
+{
+    struct policy_cfg pc = PC;
+    pc.p[0] = 4;
+    run_life(&policy_dkv, &pc, 100, 64, 64, 4, &L);
+    ck_assert_int_eq(L.n, 16);
+    expect_seg(&L.seg[0], PHASE_FULL, 164, 0, 0, 164, 4);
+    expect_seg(&L.seg[1], PHASE_REFRESH, 164, 0, 104, 164, 4);
+    expect_seg(&L.seg[2], PHASE_REUSE, 60, 104, 4, 60, 4);
+    expect_seg(&L.seg[3], PHASE_REUSE, 56, 108, 4, 56, 4);
+    expect_seg(&L.seg[4], PHASE_REFRESH, 164, 0, 116, 164, 4);
+    expect_seg(&L.seg[5], PHASE_REUSE, 48, 116, 4, 48, 4);
+    expect_seg(&L.seg[7], PHASE_REUSE, 40, 124, 4, 40, 4);
+    expect_seg(&L.seg[8], PHASE_FULL, 164, 0, 0, 164, 4); /* the next block: its cache starts empty */
+    expect_seg(&L.seg[9], PHASE_REFRESH, 164, 0, 136, 164, 4);
+    expect_seg(&L.seg[10], PHASE_REUSE, 28, 136, 4, 28, 4);
+}
+END_TEST
+
+/* dKV-Cache-Decode against an oracle that keeps the cache as its code does, a set of positions: empty
+ * at a block's start, every non-masked position on a full step from the block's second on, the
+ * previous step's decoded added on the others, whose rows are the positions outside it. Random shapes,
+ * refresh intervals and decode counts. */
+START_TEST(dkv_matches_its_cache)
+{
+    gsl_rng *g = gsl_rng_alloc(gsl_rng_taus2);
+    gsl_rng_set(g, 29);
+    for (int trial = 0; trial < 300; trial++) {
+        const int bs = 1 + (int)gsl_rng_uniform_int(g, 40), nb = 1 + (int)gsl_rng_uniform_int(g, 6);
+        const int G = nb * bs, P = 1 + (int)gsl_rng_uniform_int(g, 300), k = 1 + (int)gsl_rng_uniform_int(g, 8);
+        struct policy_cfg pc = {.block_size = bs};
+        pc.p[0] = 1 + (int)gsl_rng_uniform_int(g, 10);
+        run_life(&policy_dkv, &pc, P, G, G, k, &L);
+        int cached = 0, decoded = 0, last = 0, i = 0, done_in_block = 0;
+        for (int step = 0; step < L.n; step++) {
+            const struct segment *s = &L.seg[step];
+            const bool full = i < 2 || i % (int)pc.p[0] == 0;
+            if (i == 0)
+                cached = 0; /* past_qkv = None at the block's start */
+            if (full) {
+                ck_assert_int_eq(s->q, P + G);
+                ck_assert_int_eq(s->kv, 0);
+                ck_assert_int_eq(s->kv_write, i == 0 ? 0 : P + decoded);
+                cached = i == 0 ? 0 : P + decoded;
+            } else {
+                cached += last; /* the step before's decoded, written now */
+                ck_assert_int_eq(s->q, P + G - cached + last);
+                ck_assert_int_eq(s->kv, cached - last);
+                ck_assert_int_eq(s->kv_write, last);
+            }
+            last = s->decoded;
+            decoded += s->decoded, done_in_block += s->decoded, i++;
+            if (done_in_block == bs)
+                i = 0, done_in_block = 0;
+        }
+        ck_assert_int_eq(decoded, G);
+    }
+    gsl_rng_free(g);
+}
+END_TEST
+
 START_TEST(block_shapes)
 {
     run_life(&policy_block, &PC, 100, 96, 96, 1, &L);
@@ -1333,6 +1398,8 @@ int main(void)
     tcase_add_test(tc, d2f_matches_its_block_list);
     tcase_add_test(tc, herald_shapes);
     tcase_add_test(tc, herald_matches_its_token_places);
+    tcase_add_test(tc, dkv_shapes);
+    tcase_add_test(tc, dkv_matches_its_cache);
     tcase_add_test(tc, early_commit_finishes_the_request);
     tcase_add_test(tc, d2cache_shapes);
     tcase_add_test(tc, elastic_shapes);

@@ -1113,8 +1113,8 @@ if command -v gnuplot >/dev/null; then
     for f in autoscale sizes disagg load-control affinity; do is_png "$tmp/fleet-exp/$f.png" "exp run fleet"; done
 fi
 expect 0 "exp run mechanisms" -- env REQUESTS=40 $bin exp run mechanisms "$tmp/mech"
-[ "$(grep -c '| holds |' "$tmp/mech/report.md")" = 18 ] && ok || bad "exp run mechanisms: a check does not hold ($tmp/mech/report.md)"
-[ "$(grep -c . "$tmp/mech/results.jsonl")" = 28 ] && ok || bad "exp run mechanisms: not 28 runs"
+[ "$(grep -c '| holds |' "$tmp/mech/report.md")" = 19 ] && ok || bad "exp run mechanisms: a check does not hold ($tmp/mech/report.md)"
+[ "$(grep -c . "$tmp/mech/results.jsonl")" = 29 ] && ok || bad "exp run mechanisms: not 29 runs"
 if command -v gnuplot >/dev/null; then is_png "$tmp/mech/figure.png" "exp run mechanisms"; fi
 expect 0 "exp run crossover" -- env BATCHES="1 8 64" LIMIT=64 $bin exp run crossover "$tmp/arx"
 got=$(python3 -c 'import json, sys
@@ -1511,6 +1511,7 @@ expect 0 "list policies: d2f and sparsed with their sources" -- $bin list polici
 contains "list policies: d2f and sparsed with their sources" "D2F (arXiv 2508.09192, zhijie-group/Discrete-Diffusion-Forcing"
 contains "list policies: d2f and sparsed with their sources" "SparseD (arXiv 2509.24014, INV-WZQ/SparseD"
 contains "list policies: herald with its source" "HERALD (arXiv 2606.21633, its abstract)"
+contains "list policies: dkv-cache with its source" "dKV-Cache-Decode (arXiv 2505.15781, horseee/dKV-Cache"
 expect 2 "sim --d2f-flight 13" -- $bin sim --policy d2f --d2f-flight 13
 contains "sim --d2f-flight 13" "--d2f-flight"
 expect 2 "sim --dpad-window 1" -- $bin sim --policy dpad --dpad-window 1

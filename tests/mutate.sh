@@ -159,6 +159,8 @@ mutations=(
     "DiffusionGemma's commit decodes the next canvas's first position|sim/policy_fdllm_v2.c|        s->decoded = TS_MIN((int32_t)pc->p[COMMIT], req_masked_in_block(r));|        s->decoded = TS_MIN(1, req_masked_in_block(r));|check_policy"
     "Prophet's late phase starts later|engine/eng_gen.c|share < 0.67 ? p->mid : p->late|share < 0.70 ? p->mid : p->late|check_eng_gen"
     "Prophet fills the masked positions with the mask|engine/eng_gen.c|            r->ids[r->P + o] = tok[base + k];|            r->ids[r->P + o] = g->c.mask_id;|check_eng_gen"
+    "dKV-Cache caches from a block's first step|sim/policy_dkv.c|    if (i < 2 |    if (i < 1 |check_policy"
+    "dKV-Cache writes nothing between refreshes|sim/policy_dkv.c|    s->kv_write = last;|    s->kv_write = 0;|check_policy"
     "D2F adds a block every step|sim/policy_d2f.c|&& last >= pc->p[ADD])|)|check_policy"
     "D2F reruns the cached blocks|sim/policy_d2f.c|    s->q = front + span(r, first, st.added);|    s->q = front + span(r, 0, st.added);|check_policy"
     "DPad keeps the suffix past its window|sim/policy_dpad.c|    const int32_t m = TS_MIN(W, TS_MAX(left, 0));|    const int32_t m = TS_MAX(left, 0);|check_policy"

@@ -159,10 +159,9 @@ static void sim_usage(FILE *f)
     }
     fprintf(f,
 "\n"
-"summary: finished, requests completed; rejected, refused on arrival (each with what admits it);\n"
-"  preemptions, running requests evicted for memory and resumed; stalls, request-steps a running\n"
-"  request sat out for the step's token budget; makespan, first arrival to last finish; latency,\n"
-"  arrival to finish; first block, to its first block; queueing, to admission; cost, the pricing.\n"
+"summary: finished, completed; rejected, refused on arrival; preemptions, evicted for memory;\n"
+"  stalls, request-steps sat out for the token budget; makespan, first arrival to last finish;\n"
+"  latency, arrival to finish; first block, to its first; queueing, to admission; cost, the pricing.\n"
 "Bad input exits with status 2, a message naming file, line and field, and no database file.\n"
 "With --db, status 0 means the run is in the database: "
 "SIGINT or SIGTERM before its commit rolls it\n"
