@@ -243,6 +243,37 @@ static int32_t draw_threshold(const struct decode_model *dm, const struct reques
     return 1 + (int32_t)gsl_ran_poisson(r->rng, dm->tpf - 1.0);
 }
 
+static int parse_spiffy(const char *spec, const char *arg, const char *datadir, struct decode_model *out,
+                        struct ts_err *err)
+{
+    (void)datadir;
+    char text[64];
+    snprintf(text, sizeof text, "%s", arg);
+    char *comma = strchr(text, ',');
+    double d = 3;
+    if (comma) {
+        *comma = '\0';
+        if (ts_parse_double(comma + 1, &d) || !(d >= 1 && d <= 64) || d != floor(d))
+            return ts_fail(err, "decode model '%s': D, the draft blocks a forward verifies, must be a whole number in "
+                                "1..64", spec);
+    }
+    double v;
+    if (ts_parse_double(text, &v) || !(v >= 1.0 && v <= 1e6))
+        return ts_fail(err, "decode model '%s': TPF, the tokens a forward, must be a number in 1..1000000 (spiffy:TPF[,D])",
+                       spec);
+    out->tpf = v;
+    out->drafts = (int32_t)d;
+    return 0;
+}
+
+void decode_spiffy_shape(const struct decode_model *dm, int32_t block, struct segment *s)
+{
+    const int32_t rows = dm->drafts * block;
+    s->attn_keys = s->attn_keys > 0 ? s->attn_keys : s->q + s->kv;
+    s->q += rows;
+    s->logit_rows += rows;
+}
+
 /* The decode models, in the order of enum decode_kind. Adding one: its parse and draw functions
  * and a line here. */
 static const struct decode_ops decoders[] = {
@@ -265,6 +296,13 @@ static const struct decode_ops decoders[] = {
                        "matrix of [block, vocab] fp32, kept across the block's steps): 1 + Poisson(TPF - 1); "
                        "its steps pay the fusion and the matrix's memory",
                        true, true, parse_credit, draw_threshold},
+    [DECODE_SPIFFY] = {"spiffy", "spiffy:TPF[,D]",
+                       "Spiffy's lossless self-speculation (arXiv 2509.18085; no public code): each forward also "
+                       "verifies D [3] draft blocks, later states of the block predicted from the model's own "
+                       "distributions, beside the block's rows (D x block rows more, their logits too); "
+                       "1 + Poisson(TPF - 1) tokens a forward, TPF the steps it accepts a forward times its base "
+                       "decoder's (the paper: 2.8-3.1 over one token a step on LLaDA)",
+                       true, true, parse_spiffy, draw_threshold},
 };
 
 const struct decode_ops *decode_get(int i)

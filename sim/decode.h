@@ -12,6 +12,9 @@
  *                        profiles' TPF (dInfer's Table 1)
  *   credit:TPF           dInfer's credit decoding, the same; its steps also fuse the logits with a
  *                        per-block credit matrix ([block, vocab] fp32), which the requests hold
+ *   spiffy:TPF[,D]       Spiffy's lossless self-speculation (arXiv 2509.18085): the same count at TPF
+ *                        tokens a forward, each forward also verifying D draft blocks of the model's
+ *                        own predictions (decode_spiffy_shape)
  * Under the models that decide by confidence (threshold, hierarchical, credit), once a request's
  * content is decoded its EOS positions decode in bulk (the rest of the block in one step); fixed:k
  * keeps its schedule to the end (LLaDA's, Fast-dLLM's and dLLM-Serve's generate loops commit
@@ -26,9 +29,10 @@
 #include <stdint.h>
 
 #include "request.h"
+#include "step_desc.h"
 #include "util.h"
 
-enum decode_kind { DECODE_FIXED = 0, DECODE_THRESHOLD, DECODE_HIERARCHICAL, DECODE_CREDIT };
+enum decode_kind { DECODE_FIXED = 0, DECODE_THRESHOLD, DECODE_HIERARCHICAL, DECODE_CREDIT, DECODE_SPIFFY };
 
 /* The most positions a measured distribution's step commits (engine generate's largest block). */
 #define DECODE_STEPS_MAX 1024
@@ -50,7 +54,8 @@ struct decode_model {
     enum decode_kind kind;
     enum decode_eos eos; /* set after decode_parse (EOS_AUTO there) */
     int32_t k;         /* fixed: tokens per step */
-    double tpf;        /* threshold, hierarchical, credit: mean tokens per forward */
+    double tpf;        /* threshold, hierarchical, credit, spiffy: mean tokens per forward */
+    int32_t drafts;    /* spiffy: draft blocks a forward verifies */
     int32_t ncdf;      /* a measured distribution: cdf[0] = 0, cdf[k] = P(a step commits <= k), k <= ncdf */
     double cdf[DECODE_STEPS_MAX + 1];
     char spec[128];    /* as given, for the run record */
@@ -75,6 +80,11 @@ struct decode_ops {
     int (*parse)(const char *spec, const char *arg, const char *datadir, struct decode_model *out, struct ts_err *err);
     int32_t (*draw)(const struct decode_model *dm, const struct request *r);
 };
+/* Spiffy's verification forward: segment s (a step of a block's rows) also runs dm->drafts draft blocks of
+ * `block` rows, each a predicted later state of the block, every one scoring as many keys as a real row
+ * (its own block in place of the one it replaces): q and logit_rows grow by drafts x block, attn_keys
+ * is the real rows' keys (q + kv, or a sparse pattern's). */
+void decode_spiffy_shape(const struct decode_model *dm, int32_t block, struct segment *s);
 /* The i-th decode model of the table (indexed by enum decode_kind), NULL past the end. */
 const struct decode_ops *decode_get(int i);
 /* Load control (fleet.h): the tokens a step commits beyond the first scaled by `factor` from those of

@@ -239,6 +239,8 @@ void sim_emit(struct sim *s, struct request *r, struct segment *seg)
     }
     s->pol->emit(r, &s->pcfg, seg);
     seg->req_id = r->id;
+    if (s->dm.kind == DECODE_SPIFFY && seg->phase != PHASE_PREFILL) /* its draft blocks beside the rows */
+        decode_spiffy_shape(&s->dm, s->pcfg.block_size, seg);
 }
 
 void sim_add_segment(struct sim *s, const struct segment *shape)
@@ -486,6 +488,12 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
         goto fail;
     if (cfg->host[0] && s->cost != &cost_calibrated && roofline_host(&s->impl, cfg->host, err))
         goto fail;
+    if (s->dm.kind == DECODE_SPIFFY && (s->pol->decides || s->pol->selects || s->pol->knobs)) {
+        ts_fail(err, "--decode %s: Spiffy's draft blocks ride beside a step's rows, which policy %s shapes itself "
+                     "(its own counts, selections or layers); give it vanilla, prefix, dual, block, vicinity, dpad "
+                     "or d2cache", cfg->decode, s->pol->name);
+        goto fail;
+    }
     if (s->pol->needs_block_model && !s->model.block_causal) {
         ts_fail(err, "policy %s needs a block-causal model (tessera list models: block), and %s attends "
                      "bidirectionally", s->pol->name, s->model.name);

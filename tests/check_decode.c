@@ -107,6 +107,33 @@ START_TEST(dinfer_decoders)
 }
 END_TEST
 
+/* Spiffy: its spec (TPF and the draft blocks D [3]), and its forward's shape: D blocks of rows more,
+ * their logits too, every row scoring the real rows' keys (a sparse pattern's where the step has one). */
+START_TEST(spiffy_spec_and_shape)
+{
+    test_config(&C);
+    struct decode_model dm;
+    struct ts_err err;
+    ck_assert_msg(decode_parse("spiffy:2.9", C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(dm.kind == DECODE_SPIFFY && dm.tpf == 2.9 && dm.drafts == 3);
+    ck_assert_msg(decode_parse("spiffy:5,8", C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(dm.tpf == 5 && dm.drafts == 8);
+    const char *bad[] = {"spiffy:0.5", "spiffy:x", "spiffy:3,0", "spiffy:3,65", "spiffy:3,2.5", "spiffy:3,"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+        ck_assert_msg(decode_parse(bad[i], C.datadir, &dm, &err) != 0, "%s accepted", bad[i]);
+        ck_assert_ptr_nonnull(strstr(err.msg, bad[i]));
+    }
+    ck_assert_int_eq(decode_parse("spiffy:5,8", C.datadir, &dm, &err), 0);
+    struct segment s = {.q = 32, .kv = 480, .logit_rows = 32, .phase = PHASE_BLOCK};
+    decode_spiffy_shape(&dm, 32, &s);
+    ck_assert(s.q == 32 + 8 * 32 && s.logit_rows == 32 + 8 * 32 && s.attn_keys == 512 && s.kv == 480);
+    ck_assert_ptr_null(segment_check(&s));
+    struct segment sparse = {.q = 400, .kv = 0, .logit_rows = 400, .attn_keys = 128, .phase = PHASE_FULL};
+    decode_spiffy_shape(&dm, 32, &sparse);
+    ck_assert(sparse.attn_keys == 128 && sparse.q == 400 + 256);
+}
+END_TEST
+
 START_TEST(threshold_mean_and_bounds)
 {
     struct decode_model dm = {.kind = DECODE_THRESHOLD, .tpf = 2.77};
@@ -180,6 +207,7 @@ int main(void)
     tcase_add_test(tc, parse_errors);
     tcase_add_test(tc, parse_tau);
     tcase_add_test(tc, dinfer_decoders);
+    tcase_add_test(tc, spiffy_spec_and_shape);
     tcase_add_test(tc, threshold_mean_and_bounds);
     tcase_add_test(tc, mean_for_projections);
     suite_add_tcase(s, tc);

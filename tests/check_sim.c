@@ -366,6 +366,7 @@ START_TEST(recorded_steps_replay_as_run)
         {"dllm-cache", NULL, NULL, NULL, NULL, NULL, false, false, false, 0, 1},          /* the feature cache */
         {NULL, NULL, "sparsed", NULL, NULL, NULL, false, false, false, 0, 1},             /* keys a row (attn_keys) */
         {NULL, "sdar-8b", "herald", NULL, "herald-link", "c2c", false, false, false, 0, 1}, /* the host's part */
+        {NULL, "sdar-8b", "block", "spiffy:3", NULL, NULL, false, false, false, 0, 1},        /* draft blocks */
     };
     int64_t def[STEP_KNOBS], off_default[STEP_KNOBS] = {0};
     struct step_desc d;

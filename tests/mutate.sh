@@ -161,6 +161,8 @@ mutations=(
     "Prophet fills the masked positions with the mask|engine/eng_gen.c|            r->ids[r->P + o] = tok[base + k];|            r->ids[r->P + o] = g->c.mask_id;|check_eng_gen"
     "dKV-Cache caches from a block's first step|sim/policy_dkv.c|    if (i < 2 |    if (i < 1 |check_policy"
     "dKV-Cache writes nothing between refreshes|sim/policy_dkv.c|    s->kv_write = last;|    s->kv_write = 0;|check_policy"
+    "Spiffy's drafts score no keys of their own|sim/decode.c|    s->attn_keys = s->attn_keys > 0 ? s->attn_keys : s->q + s->kv;|    s->attn_keys = s->attn_keys > 0 ? s->attn_keys : s->q;|check_decode"
+    "Spiffy's drafts take no logits|sim/decode.c|    s->logit_rows += rows;|    s->logit_rows += 0;|check_decode"
     "D2F adds a block every step|sim/policy_d2f.c|&& last >= pc->p[ADD])|)|check_policy"
     "D2F reruns the cached blocks|sim/policy_d2f.c|    s->q = front + span(r, first, st.added);|    s->q = front + span(r, 0, st.added);|check_policy"
     "DPad keeps the suffix past its window|sim/policy_dpad.c|    const int32_t m = TS_MIN(W, TS_MAX(left, 0));|    const int32_t m = TS_MAX(left, 0);|check_policy"

@@ -558,6 +558,12 @@ int cli_sim(int argc, char **argv)
                             "price it with the cost model (--executor model)\n", m.name, lacks);
             return EXIT_USAGE;
         }
+        if (strncmp(c.decode, "spiffy:", 7) == 0) {
+            fprintf(stderr, "tessera sim: --executor gpu: --decode %s verifies draft blocks under a mask of their own "
+                            "(each replacing its block), which the CUDA engine does not run; price it with the cost "
+                            "model (--executor model)\n", c.decode);
+            return EXIT_USAGE;
+        }
     }
     if (c.executor == EXECUTOR_GPU && c.tp > 1 && (rc = live_tp(&c, argc, argv)) >= 0)
         return rc;
