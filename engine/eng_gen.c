@@ -650,6 +650,7 @@ int gen_prophet_apply(struct gen *g, const struct step_desc *sd, const int32_t *
         }
         g->prophet_exits++;
         g->prophet_share += share;
+        r->exit_steps = r->steps;
         g->prophet_filled += G - r->decoded;
         r->decoded = G;
         r->done = true;

@@ -93,6 +93,7 @@ struct gen_req {
     bool prefilled, done;   /* (prefilled: FOCUS's) */
     int32_t steps, decoded; /* its block steps and the positions they committed */
     int32_t block_steps;    /* the steps its current block has run */
+    int32_t exit_steps;     /* Prophet: its steps when it exited (0: it did not) */
     int32_t *rowpos, nrow;  /* where the rows of its segment in the step built last sit (nrow 0: where
                              * the plan puts them; room for its whole sequence) */
     /* FOCUS */

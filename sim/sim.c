@@ -464,6 +464,20 @@ static int64_t decode_state_tokens(const struct sim *s, const struct sim_config 
     return tokens;
 }
 
+/* Whether the run's policy takes its model and decoder: a block model where it needs one, and steps of
+ * a block's rows beside Spiffy's draft blocks. */
+static int policy_fits(const struct sim *s, const struct sim_config *cfg, struct ts_err *err)
+{
+    if (s->dm.kind == DECODE_SPIFFY && (s->pol->decides || s->pol->selects || s->pol->knobs))
+        return ts_fail(err, "--decode %s: Spiffy's draft blocks ride beside a step's rows, which policy %s shapes "
+                            "itself (its own counts, selections or layers); give it vanilla, prefix, dual, block, "
+                            "vicinity, dpad or d2cache", cfg->decode, s->pol->name);
+    if (s->pol->needs_block_model && !s->model.block_causal)
+        return ts_fail(err, "policy %s needs a block-causal model (tessera list models: block), and %s attends "
+                            "bidirectionally", s->pol->name, s->model.name);
+    return 0;
+}
+
 /* sim_create, or with fed its requests fed to it (sim_create_fed). */
 static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct ts_err *err)
 {
@@ -488,17 +502,8 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
         goto fail;
     if (cfg->host[0] && s->cost != &cost_calibrated && roofline_host(&s->impl, cfg->host, err))
         goto fail;
-    if (s->dm.kind == DECODE_SPIFFY && (s->pol->decides || s->pol->selects || s->pol->knobs)) {
-        ts_fail(err, "--decode %s: Spiffy's draft blocks ride beside a step's rows, which policy %s shapes itself "
-                     "(its own counts, selections or layers); give it vanilla, prefix, dual, block, vicinity, dpad "
-                     "or d2cache", cfg->decode, s->pol->name);
+    if (policy_fits(s, cfg, err))
         goto fail;
-    }
-    if (s->pol->needs_block_model && !s->model.block_causal) {
-        ts_fail(err, "policy %s needs a block-causal model (tessera list models: block), and %s attends "
-                     "bidirectionally", s->pol->name, s->model.name);
-        goto fail;
-    }
     s->act_layout = cfg->act_layout;
     s->dm.eos = (enum decode_eos)cfg->eos;
     s->tpf_base = s->dm.tpf;

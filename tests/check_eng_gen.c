@@ -461,6 +461,7 @@ START_TEST(generation_prophet)
     }
     ck_assert_int_eq(exits_at[1], 0);
     ck_assert_int_eq(exits_at[2], 21); /* its 22nd step leaves 44 decoded */
+    ck_assert(g.r[0].exit_steps == 0 && g.r[1].exit_steps == 1 && g.r[2].exit_steps == 22);
     ck_assert_int_eq(g.prophet_exits, 2);
     ck_assert_int_eq(g.prophet_filled, 62 + 20);
     ck_assert(fabs(g.prophet_share - (2.0 / 64 + 44.0 / 64)) < 1e-12);

@@ -20,7 +20,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$root"
 mutations=(
-    "kv bytes use the query heads|sim/core/model.c|return 2LL * m->num_layers * model_kv_dim(m) * m->kv_bytes;|return 2LL * m->num_layers * model_q_dim(m) * m->kv_bytes;|check_model check_cost"
+    "kv bytes use the query heads|sim/core/model.c|    *local = 2LL * (m->num_layers - g) * model_kv_dim(m) * m->kv_bytes;|    *local = 2LL * (m->num_layers - g) * model_q_dim(m) * m->kv_bytes;|check_model check_cost"
     "the card never cools while idle|sim/clock.c|    const double x0 = st->x * exp(-idle / p->tau_s);|    const double x0 = st->x;|check_clock"
     "a step priced at the cool clock whatever its own load|sim/clock.c|/ (1 + p->k * clock_theta(p, g));|;|check_clock"
     "--op-scale leaves the roofline's host unscaled|sim/cost_roofline.c|        host *= c->op_scale[OP_HOST];|        host *= 1;|check_cost"
@@ -82,7 +82,7 @@ mutations=(
     "dllm-cache updates the whole response|sim/policy_dllm_cache.c|        s->q = (prompt ? r->P : 0) + u;|        s->q = (prompt ? r->P : 0) + r->G;|check_policy"
     "focus without placeholder integrity|sim/policy_focus.c|d + k > st->progress;|d + k > st->progress + 65536;|check_policy"
     "all-reduces forgotten under tensor parallelism|sim/cost_roofline.c|        p->total += 2 * layers * t_ar;|        p->total += 0 * layers * t_ar;|check_cost"
-    "front layers priced as the later ones|sim/cost_roofline.c|    layer_ops(&p, sd, &t->front, nf, false);|    layer_ops(&p, sd, &later, nf, false);|check_cost"
+    "front layers priced as the later ones|sim/cost_roofline.c|        layer_ops(&p, m, false, sd, &t->front, nf, false);|        layer_ops(&p, m, false, sd, &later, nf, false);|check_cost"
     "every wave of the attention launch priced at its longest block|sim/calib_fit.c|    a->f[AF_WAVE_KEYS] = (ceil(blocks / a->wave_blocks) - 1) * mean + block_keys(a->short_max_k, a->splits);|    a->f[AF_WAVE_KEYS] = ceil(blocks / a->wave_blocks) * block_keys(a->short_max_k, a->splits);|check_calib"
     "the mma.sync kernel's segments priced by their pairs|sim/calib_fit.c|    if (q >= ATTN_LONG_Q) { /* the engine's wgmma kernel on Hopper: 128-row blocks */|    f[AF_LONG_PAIRS] += q < ATTN_LONG_Q ? attn_pairs(q, kv, bs) : 0; if (q >= ATTN_LONG_Q) {|check_calib"
     "kv_select priced without its candidates|sim/calib_fit.c|f[0] = 1, f[1] = (double)segs, f[2] = (double)cand, f[3] = (double)max_cand;|f[0] = 1, f[1] = (double)segs, f[2] = 0, f[3] = (double)max_cand;|check_calib"

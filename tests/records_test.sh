@@ -505,6 +505,11 @@ for f in validate.csv rows.csv kept.csv sparsed.csv; do
         bad "exp run validate-mechanisms no longer gives validate-mechanisms-h100/$f: $(diff "$tmp/validate-mech/$f" "$rec_dir/validate-mechanisms-h100/$f" | head -4 | tr '\n' ' ')"
 done
 
+# prophet-own-code-h100: its comparison is what compare.py makes of its two sides' outputs
+if python3 "$root/experiments/validate/compare.py" prophet "$rec_dir/prophet-own-code-h100" "0.5,0.4,0.3;0.3,0.25,0.2;1,0.5,0.25" \
+    >"$tmp/prophet.csv" && cmp -s "$tmp/prophet.csv" "$rec_dir/prophet-own-code-h100/prophet.csv"; then ok
+else bad "compare.py prophet no longer gives prophet-own-code-h100/prophet.csv"; fi
+
 # validate-h100: the validation against the seed systems' own code still gives the recorded table
 expect 0 "exp run validate" -- $bin exp run validate "$tmp/validate"
 cmp -s "$tmp/validate/validate.csv" "$rec_dir/validate-h100/validate.csv" && ok ||

@@ -34,6 +34,7 @@ static void generate_usage(FILE *f)
 "                               [--mask-id ID] [--seed S]\n"
 "                               [--mem-limit GB]\n"
 "                               [--profile-out FILE --name NAME] [--ids-out FILE]\n"
+"                               [--requests-out FILE]\n"
 "                               [the engine's choices: tessera engine --help]\n"
 "\n"
 "Generates G tokens for each of N requests on the GPU, block by block: each step runs a request's\n"
@@ -95,6 +96,8 @@ static void generate_usage(FILE *f)
 "                             adds the measured tokens per forward to FILE as decode profile NAME\n"
 "                             (for tessera sim --decode threshold:FILE:NAME, hierarchical:... or credit:...)\n"
 "  --ids-out FILE             each request's generated ids, a JSON array a line\n"
+"  --requests-out FILE        each request's outcome, a JSON object a line: its prompt's length, its\n"
+"                             steps, the steps at which Prophet committed its rest (0: never), its ids\n"
 "Prints the steps, tokens per forward (and how many positions each block step committed), the\n"
 "redundancy (block rows computed per position decided), the GPU time of the steps and of the\n"
 "unmasking, the generated tokens a second, and with --prophet the requests it finished early and\n"
@@ -102,7 +105,7 @@ static void generate_usage(FILE *f)
 }
 
 struct gen_args {
-    const char *model, *weights, *prompts, *profile_out, *name, *ids_out, *policy;
+    const char *model, *weights, *prompts, *profile_out, *name, *ids_out, *requests_out, *policy;
     struct param_values params; /* the policy's parameters given (--vicinity, --refresh-interval) */
     bool block_logits;          /* whole-sequence steps' logits the block's alone (tessera sim's --block-logits) */
     struct sim_config choices; /* the engine's choices as options set them (eng_choice_take) */
@@ -130,6 +133,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {"refresh-interval", required_argument, 0, 'F'},
                                       {"block-logits", no_argument, 0, 'L'},
                                       {"prophet", required_argument, 0, 'R'},
+                                      {"requests-out", required_argument, 0, 'q'},
                                       ENG_CHOICE_OPTS,
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
@@ -152,6 +156,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'o': a->profile_out = optarg; break;
         case 'N': a->name = optarg; break;
         case 'i': a->ids_out = optarg; break;
+        case 'q': a->requests_out = optarg; break;
         case 'c': a->policy = optarg; break;
         case 'L': a->block_logits = true; break;
         case 'a': bad = ts_parse_double(optarg, &a->focus_alpha) || !(a->focus_alpha >= 1 && a->focus_alpha <= 64), range = "1..64"; break;
@@ -363,6 +368,22 @@ static int write_ids(const char *path, const struct gen *g, struct ts_err *err)
     return fclose(f) == 0 ? 0 : ts_fail(err, "%s: write failed", path);
 }
 
+static int write_requests(const char *path, const struct gen *g, struct ts_err *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return ts_fail(err, "%s: cannot write", path);
+    for (int32_t i = 0; i < g->c.requests; i++) {
+        const struct gen_req *r = &g->r[i];
+        fprintf(f, "{\"request\": %d, \"prompt\": %d, \"steps\": %d, \"prophet_exit_steps\": %d, \"ids\": [", i, r->P,
+                r->steps, r->exit_steps);
+        for (int32_t p = 0; p < g->c.gen_len; p++)
+            fprintf(f, "%s%d", p ? ", " : "", r->ids[r->P + p]);
+        fprintf(f, "]}\n");
+    }
+    return fclose(f) == 0 ? 0 : ts_fail(err, "%s: write failed", path);
+}
+
 static void report(const struct gen_args *a, const struct model_cfg *m, struct eng *e, const struct gen *g,
                    struct gen_run *run, int32_t mask_id)
 {
@@ -465,7 +486,7 @@ int eng_generate_main(int argc, char **argv)
     struct gen_run run = {0};
     rc = 1;
     if (eng_create(&m, &o, &e, &err) || run_generation(e, &g, &a.rule, &run, &err) ||
-        (a.ids_out && write_ids(a.ids_out, &g, &err))) {
+        (a.ids_out && write_ids(a.ids_out, &g, &err)) || (a.requests_out && write_requests(a.requests_out, &g, &err))) {
         fprintf(stderr, "tessera engine generate: %s\n", err.msg);
         goto done;
     }

@@ -241,6 +241,19 @@ def sparsed(runs, sparse_db, dense_db):
               f"{mean([t for t, _ in steps[k + 1:]]):.1f},{mean(s_fwd[k + 1:]):.1f}")
 
 
+def prophet(out, sets):
+    """Prophet's own loop against tessera's engine, set by set and request by request (prophet.sh): the step
+    each exits at (0: never) on both sides and the share of their response ids that agree."""
+    own = [json.loads(l) for l in open(os.path.join(out, "prophet.jsonl"))]
+    print("set,thresholds,request,exit_step_prophet,exit_step_tessera,ids_equal_pct")
+    for k, t in enumerate(sets.split(";")):
+        eng = {r["request"]: r for r in map(json.loads, open(os.path.join(out, "tessera-%d.jsonl" % k)))}
+        for r in (r for r in own if r["set"] == k):
+            e = eng[r["request"]]
+            same = sum(a == b for a, b in zip(r["ids"], e["ids"])) / len(r["ids"])
+            print(f'{k},"{t}",{r["request"]},{r["prophet_exit_steps"]},{e["prophet_exit_steps"]},{100 * same:.1f}')
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "host":
         host(sys.argv[2], sys.argv[3])
@@ -252,6 +265,8 @@ if __name__ == "__main__":
         rows(*sys.argv[2:])
     elif len(sys.argv) == 5 and sys.argv[1] == "kept":
         kept(*sys.argv[2:])
+    elif len(sys.argv) == 4 and sys.argv[1] == "prophet":
+        prophet(*sys.argv[2:])
     elif len(sys.argv) == 6 and sys.argv[1] == "run":
         run(*sys.argv[2:])
     else:
