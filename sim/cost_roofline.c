@@ -219,8 +219,9 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
         bd->op_s[OP_ALLREDUCE] += t_ep;
     if (R > 0) {
         double nch = (double)step_num_logit_chunks(sd);
-        /* IterSmooth: softmax(logits) @ W_e, the LM head's GEMM transposed, once more a chunk */
-        const double lm_gemms = sd->iter_smooth ? 2 : 1;
+        /* IterSmooth: softmax(logits) @ W_e, the LM head's GEMM transposed, once more a chunk; a
+         * self-conditioning implementation's soft embeddings the same product (impl_profile.self_cond) */
+        const double lm_gemms = sd->iter_smooth || im->self_cond != SELF_COND_NONE ? 2 : 1;
         add_split(&p, OP_LM_HEAD, lm_gemms * nch, 2 * R / nch * h * V, a * (h * V + R / nch * (h + V)), im->gemm_eff);
         add_split(&p, OP_SAMPLE, nch, 3 * R / nch * V, R / nch * V * (a + 2.0 * im->softmax_copy_bytes), im->gemm_eff);
         if (sd->decode_credit) /* the credit fusion a logit: fp32 softmax, the matrix decayed and read */

@@ -266,10 +266,11 @@ static int parse_spiffy(const char *spec, const char *arg, const char *datadir, 
     return 0;
 }
 
-void decode_spiffy_shape(const struct decode_model *dm, int32_t block, struct segment *s)
+void decode_spiffy_shape(const struct decode_model *dm, int32_t block, int32_t attn_block, struct segment *s)
 {
     const int32_t rows = dm->drafts * block;
-    s->attn_keys = s->attn_keys > 0 ? s->attn_keys : s->q + s->kv;
+    if (s->attn_keys == 0 && s->q > 0) /* the real rows' keys a row, on average */
+        s->attn_keys = (int32_t)llround(attn_pairs(s->q, s->kv, attn_block) / s->q);
     s->q += rows;
     s->logit_rows += rows;
 }

@@ -83,8 +83,9 @@ struct decode_ops {
 /* Spiffy's verification forward: segment s (a step of a block's rows) also runs dm->drafts draft blocks of
  * `block` rows, each a predicted later state of the block, every one scoring as many keys as a real row
  * (its own block in place of the one it replaces): q and logit_rows grow by drafts x block, attn_keys
- * is the real rows' keys (q + kv, or a sparse pattern's). */
-void decode_spiffy_shape(const struct decode_model *dm, int32_t block, struct segment *s);
+ * is the real rows' keys a row (q + kv, fewer where attention is block-causal at attn_block, or a
+ * sparse pattern's). */
+void decode_spiffy_shape(const struct decode_model *dm, int32_t block, int32_t attn_block, struct segment *s);
 /* The i-th decode model of the table (indexed by enum decode_kind), NULL past the end. */
 const struct decode_ops *decode_get(int i);
 /* Load control (fleet.h): the tokens a step commits beyond the first scaled by `factor` from those of

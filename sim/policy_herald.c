@@ -31,7 +31,7 @@ static const struct param_spec herald_params[] = {
     [BUDGET] = {"herald-budget", "share of the host's tokens a block's selection brings to the GPU (an assumption: "
                                  "the abstract's 5-10%)", 0.1, 0, 1, .lo_open = true},
     [SCAN] = {"herald-scan-gbs", "GB/s at which the host reads the keys it scores (the lent H100's 16 cores "
-                                 "read 83: record host-link-h100)", 83, 0, 10000, .lo_open = true},
+                                 "read 83: record host-link-h100)", 83, 0.001, 10000},
     [OVERLAP] = {"herald-overlap", "1: a block's scoring and fetch run under its first step, layer by layer; 0: "
                                    "before it", 1, 0, 1, true},
     [LINK] = {"herald-link", "the host link its K/V cross (card: the GPU table's; pcie4, pcie5, c2c)", 0,

@@ -72,7 +72,9 @@ const char *sched_phase_reject(struct sim *s, const struct request *r)
 {
     if (r->L > s->model.max_pos)
         return "P + G exceeds the model's maximum positions";
-    if (s->pol->peak_q(r, &s->pcfg) > s->sched_p[MAX_TOKENS])
+    int32_t q, logits;
+    sim_peak_shape(s, r, &q, &logits);
+    if (q > s->sched_p[MAX_TOKENS])
         return "its largest step needs more query tokens than max_num_batched_tokens";
     if (sim_kv_pages(s, sim_kv_need(s, r, true)) > s->kv_pages_total)
         return "its KV cache is larger than the whole KV pool";

@@ -17,8 +17,9 @@ static const struct param_spec request_params[] = {
 static int64_t req_act(struct sim *s, struct request *r)
 {
     if (r->act_need == 0) {
-        int32_t q = s->pol->peak_q(r, &s->pcfg);
-        r->act_need = TS_MAX(sim_act_peak(s, q, policy_peak_logit_rows(s->pol, r, &s->pcfg, q)), 1);
+        int32_t q, logits;
+        sim_peak_shape(s, r, &q, &logits);
+        r->act_need = TS_MAX(sim_act_peak(s, q, logits), 1);
     }
     return r->act_need;
 }

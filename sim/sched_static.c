@@ -33,8 +33,9 @@ static int64_t padded_need(struct sim *s, int64_t B, int32_t L_pad, int32_t G_pa
     policy_req_init(&probe, &s->pcfg);
     int64_t kv = sim_kv_pages(s, sim_kv_need(s, &probe, true)) * s->kv_page_tokens *
                  s->kv_token_bytes;
-    int64_t q = s->pol->peak_q(&probe, &s->pcfg);
-    return B * kv + sim_act_peak(s, B * q, B * (int64_t)policy_peak_logit_rows(s->pol, &probe, &s->pcfg, (int32_t)q));
+    int32_t q, logits;
+    sim_peak_shape(s, &probe, &q, &logits);
+    return B * kv + sim_act_peak(s, B * (int64_t)q, B * (int64_t)logits);
 }
 
 static int static_init(struct sim *s, struct ts_err *err)

@@ -75,6 +75,17 @@ int64_t sim_kv_pages(const struct sim *s, int64_t tokens)
     return (tokens + s->kv_page_tokens - 1) / s->kv_page_tokens;
 }
 
+void sim_peak_shape(const struct sim *s, const struct request *r, int32_t *q, int32_t *logit_rows)
+{
+    *q = s->pol->peak_q(r, &s->pcfg);
+    *logit_rows = policy_peak_logit_rows(s->pol, r, &s->pcfg, *q);
+    if (s->dm.kind == DECODE_SPIFFY) {
+        const int32_t drafts = s->dm.drafts * s->pcfg.block_size;
+        *q += drafts;
+        *logit_rows += drafts;
+    }
+}
+
 int64_t sim_kv_need(const struct sim *s, const struct request *r, bool peak)
 {
     const int64_t cached = peak ? s->pol->kv_peak_tokens(r, &s->pcfg) : s->pol->kv_tokens(r, &s->pcfg);
@@ -240,7 +251,7 @@ void sim_emit(struct sim *s, struct request *r, struct segment *seg)
     s->pol->emit(r, &s->pcfg, seg);
     seg->req_id = r->id;
     if (s->dm.kind == DECODE_SPIFFY && seg->phase != PHASE_PREFILL) /* its draft blocks beside the rows */
-        decode_spiffy_shape(&s->dm, s->pcfg.block_size, seg);
+        decode_spiffy_shape(&s->dm, s->pcfg.block_size, s->sd.attn_block, seg);
 }
 
 void sim_add_segment(struct sim *s, const struct segment *shape)
@@ -389,9 +400,9 @@ static int load_allreduce(struct sim *s, int32_t degree, struct ts_err *err)
 static int resolve_tp(struct sim *s, struct ts_err *err)
 {
     const struct sim_config *cfg = &s->cfg;
-    if (s->model.num_kv_heads % cfg->tp || s->model.num_heads % cfg->tp) {
-        ts_fail(err, "--tp: %d does not divide %s's %d query and %d K/V heads", cfg->tp, s->model.name,
-                s->model.num_heads, s->model.num_kv_heads);
+    if (s->model.num_kv_heads % cfg->tp || s->model.num_heads % cfg->tp || s->model.global_kv_heads % cfg->tp) {
+        ts_fail(err, "--tp: %d does not divide %s's %d query and %d K/V heads (%d in its global layers)", cfg->tp,
+                s->model.name, s->model.num_heads, s->model.num_kv_heads, s->model.global_kv_heads);
         return -1;
     }
     const struct model_cfg *m = &s->model;
@@ -450,7 +461,7 @@ static int prompts_setup(struct sim *s, bool fed, struct ts_err *err)
 }
 
 /* What a running request keeps beside its K/V, in pool tokens: credit decoding's matrix ([block, vocab]
- * fp32), an implementation's self-conditioning canvas ([block, hidden or vocab] fp32, a GPU's share). */
+ * fp32), an implementation's self-conditioning canvas ([block, hidden or vocab] fp32, on every GPU). */
 static int64_t decode_state_tokens(const struct sim *s, const struct sim_config *cfg)
 {
     int64_t bytes = s->sd.decode_credit ? (int64_t)cfg->block * s->model.vocab * 4 : 0, tokens = 0;
@@ -458,7 +469,7 @@ static int64_t decode_state_tokens(const struct sim *s, const struct sim_config 
         tokens = (bytes + s->kv_token_bytes - 1) / s->kv_token_bytes;
     if (s->impl.self_cond != SELF_COND_NONE) {
         const int64_t width = s->impl.self_cond == SELF_COND_VOCAB ? s->model.vocab : s->model.hidden;
-        bytes = (int64_t)cfg->block * width * 4 / cfg->tp;
+        bytes = (int64_t)cfg->block * width * 4; /* (whole on every GPU: vLLM keeps it so) */
         tokens += (bytes + s->kv_token_bytes - 1) / s->kv_token_bytes;
     }
     return tokens;
@@ -471,7 +482,7 @@ static int policy_fits(const struct sim *s, const struct sim_config *cfg, struct
     if (s->dm.kind == DECODE_SPIFFY && (s->pol->decides || s->pol->selects || s->pol->knobs))
         return ts_fail(err, "--decode %s: Spiffy's draft blocks ride beside a step's rows, which policy %s shapes "
                             "itself (its own counts, selections or layers); give it vanilla, prefix, dual, block, "
-                            "vicinity, dpad or d2cache", cfg->decode, s->pol->name);
+                            "block+delayed, vicinity, dpad, d2cache, dkv-cache or sparsed", cfg->decode, s->pol->name);
     if (s->pol->needs_block_model && !s->model.block_causal)
         return ts_fail(err, "policy %s needs a block-causal model (tessera list models: block), and %s attends "
                             "bidirectionally", s->pol->name, s->model.name);
@@ -507,7 +518,8 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     s->act_layout = cfg->act_layout;
     s->dm.eos = (enum decode_eos)cfg->eos;
     s->tpf_base = s->dm.tpf;
-    s->act_plans = act_cache_create(&s->model, s->planner, NULL);
+    const struct model_cfg act_view = model_act_view(&s->model); /* (interleaved layers: the larger kind's) */
+    s->act_plans = act_cache_create(&act_view, s->planner, NULL);
     s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate, cfg->tp, &s->allreduce, NULL, cfg->ep};
     if (cfg->op_scale[0]) { /* an ablation of the cost model (--op-scale) */
         if (cost_op_scale_parse(cfg->op_scale, s->op_scale, err))

@@ -159,6 +159,9 @@ static inline struct request *sim_req(const struct sim *s, int64_t id)
 bool sim_kv_reserve(struct sim *s, struct request *r, int64_t tokens);
 void sim_kv_release(struct sim *s, struct request *r);
 int64_t sim_kv_pages(const struct sim *s, int64_t tokens);
+/* r's largest step as admission reserves it: its policy's peak rows and the logit rows its steps have at
+ * most (policy_peak_logit_rows), Spiffy's draft blocks beside them where the decoder is Spiffy. */
+void sim_peak_shape(const struct sim *s, const struct request *r, int32_t *q, int32_t *logit_rows);
 /* The KV pool tokens request r needs now (peak: the most it ever does): its policy's, and what its
  * decode model keeps beside them (credit decoding's matrix), in tokens of the pool. */
 int64_t sim_kv_need(const struct sim *s, const struct request *r, bool peak);

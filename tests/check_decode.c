@@ -125,12 +125,16 @@ START_TEST(spiffy_spec_and_shape)
     }
     ck_assert_int_eq(decode_parse("spiffy:5,8", C.datadir, &dm, &err), 0);
     struct segment s = {.q = 32, .kv = 480, .logit_rows = 32, .phase = PHASE_BLOCK};
-    decode_spiffy_shape(&dm, 32, &s);
+    decode_spiffy_shape(&dm, 32, 0, &s);
     ck_assert(s.q == 32 + 8 * 32 && s.logit_rows == 32 + 8 * 32 && s.attn_keys == 512 && s.kv == 480);
     ck_assert_ptr_null(segment_check(&s));
     struct segment sparse = {.q = 400, .kv = 0, .logit_rows = 400, .attn_keys = 128, .phase = PHASE_FULL};
-    decode_spiffy_shape(&dm, 32, &sparse);
+    decode_spiffy_shape(&dm, 32, 0, &sparse);
     ck_assert(sparse.attn_keys == 128 && sparse.q == 400 + 256);
+    /* block-causal at 32: 64 rows over 100 cached keys score 100 + 32 and 100 + 64, 148 on average */
+    struct segment bc = {.q = 64, .kv = 100, .logit_rows = 64, .phase = PHASE_FULL};
+    decode_spiffy_shape(&dm, 32, 32, &bc);
+    ck_assert_int_eq(bc.attn_keys, 148);
 }
 END_TEST
 

@@ -1017,6 +1017,15 @@ START_TEST(dkv_shapes)
     expect_seg(&L.seg[8], PHASE_FULL, 164, 0, 0, 164, 4); /* the next block: its cache starts empty */
     expect_seg(&L.seg[9], PHASE_REFRESH, 164, 0, 136, 164, 4);
     expect_seg(&L.seg[10], PHASE_REUSE, 28, 136, 4, 28, 4);
+    /* preempted mid-block, its cache dropped: the next step runs the whole sequence and caches the decoded */
+    struct request r;
+    memset(&r, 0, sizeof r);
+    r.P = 100, r.G = 64, r.C = 64;
+    policy_req_init(&r, &pc);
+    r.decoded_total = r.decoded_in_block = 12, r.steps_in_block = 3, r.need_refresh = true;
+    struct segment g = {0};
+    policy_dkv.emit(&r, &pc, &g);
+    expect_seg(&g, PHASE_REFRESH, 164, 0, 112, 164, 0);
 }
 END_TEST
 
@@ -1037,7 +1046,10 @@ START_TEST(dkv_matches_its_cache)
         int cached = 0, decoded = 0, last = 0, i = 0, done_in_block = 0;
         for (int step = 0; step < L.n; step++) {
             const struct segment *s = &L.seg[step];
-            const bool full = i < 2 || i % (int)pc.p[0] == 0;
+            /* its model's layers take the cache where "i > 1 and i % cache_reloading_step != 0" */
+            bool cached_branch = i > 1;
+            cached_branch = cached_branch && i % (int)pc.p[0] != 0;
+            const bool full = !cached_branch;
             if (i == 0)
                 cached = 0; /* past_qkv = None at the block's start */
             if (full) {

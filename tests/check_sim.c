@@ -988,6 +988,21 @@ START_TEST(admission_reserves_the_logits_a_step_has)
                      model_kv_tokens_held(&s->model, 12000));
     ck_assert_int_lt(model_kv_tokens_held(&s->model, 12000), 12000 / 5);
     sim_destroy(s);
+    /* Spiffy's draft blocks are reserved beside the largest step: block's fused commit (2 x 32 rows, logits
+     * taken for all) and 3 blocks of 32 */
+    test_config(&c);
+    snprintf(c.model, sizeof c.model, "sdar-8b");
+    snprintf(c.policy, sizeof c.policy, "block");
+    snprintf(c.decode, sizeof c.decode, "spiffy:3");
+    snprintf(c.lengths, sizeof c.lengths, "fixed:20,64");
+    c.requests = 1;
+    c.gen_len = 64;
+    s = run(&c);
+    int32_t q, logits;
+    sim_peak_shape(s, sim_req(s, 0), &q, &logits);
+    ck_assert_int_eq(q, 64 + 96);
+    ck_assert_int_eq(logits, 64 + 96);
+    sim_destroy(s);
 }
 END_TEST
 

@@ -222,6 +222,11 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                         "on the GPU during the step, after the credits they fuse with must be named\n");
         return EXIT_USAGE;
     }
+    if (a->prophet.on && a->rule.kind == UNMASK_CREDIT) {
+        fprintf(stderr, "tessera engine generate: --prophet with credit decoding: its tokens are the credit-fused "
+                        "logits' argmax, its gap the plain logits' (use topk, threshold or hierarchical)\n");
+        return EXIT_USAGE;
+    }
     if (a->smooth.on && a->rule.kind == UNMASK_TOPK) {
         fprintf(stderr, "tessera engine generate: --iter-smooth: dInfer's IterSmooth decays a threshold; topk:K has "
                         "none (use threshold, hierarchical or credit)\n");

@@ -16,7 +16,7 @@ struct entry {
 };
 
 struct act_cache {
-    const struct model_cfg *m;
+    struct model_cfg m; /* (a copy: a caller may plan with a view it builds) */
     const struct planner_ops *p;
     struct planner_opts o;
     struct opgraph graph; /* scratch */
@@ -32,7 +32,7 @@ struct act_cache *act_cache_create(const struct model_cfg *m, const struct plann
                                    const struct planner_opts *o)
 {
     struct act_cache *c = xcalloc(1, sizeof *c);
-    c->m = m;
+    c->m = *m;
     c->p = p;
     if (o)
         c->o = *o;
@@ -95,9 +95,9 @@ static void build_graph(struct act_cache *c, const struct og_shape *shape)
 {
     const bool alike = c->p->plan == plan_first_fit || c->p->plan == plan_greedy_size;
     if (alike && shape->layout == OG_LAYOUT_ENGINE)
-        opgraph_build_compact(&c->graph, c->m, shape);
+        opgraph_build_compact(&c->graph, &c->m, shape);
     else
-        opgraph_build(&c->graph, c->m, shape);
+        opgraph_build(&c->graph, &c->m, shape);
 }
 
 /* the graph's peaks and the largest tensor at its peak */

@@ -30,7 +30,7 @@ struct act_plan {
     uint8_t largest;     /* enum og_kind: the largest tensor alive at the theoretical peak */
 };
 
-/* A cache for one model and planner (neither is copied: both outlive the cache); o NULL: defaults. */
+/* A cache for one model (copied) and planner (outlives the cache); o NULL: defaults. */
 struct act_cache *act_cache_create(const struct model_cfg *m, const struct planner_ops *p,
                                    const struct planner_opts *o);
 void act_cache_destroy(struct act_cache *c); /* NULL is safe */

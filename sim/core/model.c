@@ -151,6 +151,9 @@ int model_validate(const struct model_cfg *m, struct ts_err *err)
         m->sliding_window > m->max_pos)
         return ts_fail(err, "model %s: global_every %d (0..%d, its layers) or sliding_window %d (0..%d, its positions) "
                             "out of range", m->name, m->global_every, m->num_layers, m->sliding_window, m->max_pos);
+    if (m->sliding_window > 0 && m->global_every == 0)
+        return ts_fail(err, "model %s: a sliding window (%d) without global layers (global_every): every layer would "
+                            "see the window alone", m->name, m->sliding_window);
     if (m->global_every > 0 &&
         (m->global_kv_heads <= 0 || m->global_head_dim <= 0 || m->global_kv_heads > 16384 ||
          m->global_head_dim > 16384 || m->num_heads % m->global_kv_heads))
@@ -429,6 +432,17 @@ const char *model_engine_lacks(const struct model_cfg *m)
 {
     return m->global_every > 0 || m->sliding_window > 0 ? "interleaved sliding-window and global attention layers"
                                                          : NULL;
+}
+
+struct model_cfg model_act_view(const struct model_cfg *m)
+{
+    struct model_cfg v = *m;
+    if (m->global_every > 0) {
+        const struct model_cfg g = model_layer_view(m, true, NULL);
+        v.head_dim = TS_MAX(m->head_dim, g.head_dim);
+        v.num_kv_heads = (TS_MAX(model_kv_dim(m), model_kv_dim(&g)) + v.head_dim - 1) / v.head_dim;
+    }
+    return v;
 }
 
 int model_num_global_layers(const struct model_cfg *m)

@@ -98,6 +98,9 @@ int64_t model_kv_tokens_held(const struct model_cfg *m, int64_t tokens);
 /* What the CUDA engine lacks to run m, or NULL: it runs one attention shape a model (no interleaved
  * sliding and global layers). */
 const char *model_engine_lacks(const struct model_cfg *m);
+/* The shape a layer's activations are planned with: the model, or with interleaved layers the larger of
+ * their two kinds' (the global layers' head dim, the widest K/V of the two, in heads of that dim). */
+struct model_cfg model_act_view(const struct model_cfg *m);
 /* Global layers (global_every: one in that many; 0 without interleaving). */
 int model_num_global_layers(const struct model_cfg *m);
 /* The model as its global (global true) or sliding layers see it: the same but for num_kv_heads and
