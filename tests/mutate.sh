@@ -26,7 +26,7 @@ mutations=(
     "--op-scale leaves the roofline's host unscaled|sim/cost_roofline.c|        host *= c->op_scale[OP_HOST];|        host *= 1;|check_cost"
     "--op-scale scales the calibrated ops after the host's wait|sim/calib_fit.c|        ms += 1e3 * cost_op_scale_ops(cx->op_scale, bd);|        bd->op_s[OP_HOST] -= cost_op_scale_ops(cx->op_scale, bd);|check_calib"
     "attention FLOPs halved|sim/cost_roofline.c|add_split(p, OP_ATTN, layers, 4.0 * qd * lt->attn_qk_pairs,|add_split(p, OP_ATTN, layers, 2.0 * qd * lt->attn_qk_pairs,|check_cost"
-    "IterSmooth's second LM head free under the roofline|sim/cost_roofline.c|const double lm_gemms = sd->iter_smooth ? 2 : 1;|const double lm_gemms = 1;|check_cost"
+    "IterSmooth's second LM head free under the roofline|sim/cost_roofline.c|SELF_COND_NONE ? 2 : 1;|SELF_COND_NONE ? 1 : 1;|check_cost"
     "IterSmooth's second LM head free under the calibration|sim/calib_fit.c|        lm *= 2;|        lm *= 1;|check_cost"
     "--host replaces the line of its own machine's calibration|sim/calib_fit.c|    if (machine_host(c->device, &ref) && ref.host0_ms > 0) {|    if (!machine_host(c->device, &ref) && ref.host0_ms > 0) {|check_calib"
     "a transfer scales GEMMs by the rates the cards hold|sim/calib_transfer.c|        a->bf16_flops = ma.gemm_flops, a->mem_bw = ma.copy_bw;|        a->bf16_flops = ma.gemm_held_flops, a->mem_bw = ma.copy_bw;|check_calib"

@@ -505,6 +505,13 @@ for f in validate.csv rows.csv kept.csv sparsed.csv; do
         bad "exp run validate-mechanisms no longer gives validate-mechanisms-h100/$f: $(diff "$tmp/validate-mech/$f" "$rec_dir/validate-mechanisms-h100/$f" | head -4 | tr '\n' ' ')"
 done
 
+# dkv-own-code-h100: tessera's side of the comparison still gives the recorded table
+dkv=$tmp/dkv-own
+mkdir -p "$dkv" && cp "$rec_dir/dkv-own-code-h100/"{forwards.csv,requests.csv} "$dkv/"
+if TESSERA=$bin bash "$root/experiments/validate/dkv.sh" "$dkv" >/dev/null 2>&1 &&
+    cmp -s "$dkv/dkv.csv" "$rec_dir/dkv-own-code-h100/dkv.csv"; then ok
+else bad "experiments/validate/dkv.sh no longer gives dkv-own-code-h100/dkv.csv"; fi
+
 # prophet-own-code-h100: its comparison is what compare.py makes of its two sides' outputs
 if python3 "$root/experiments/validate/compare.py" prophet "$rec_dir/prophet-own-code-h100" "0.5,0.4,0.3;0.3,0.25,0.2;1,0.5,0.25" \
     >"$tmp/prophet.csv" && cmp -s "$tmp/prophet.csv" "$rec_dir/prophet-own-code-h100/prophet.csv"; then ok

@@ -254,6 +254,33 @@ def prophet(out, sets):
             print(f'{k},"{t}",{r["request"]},{r["prophet_exit_steps"]},{e["prophet_exit_steps"]},{100 * same:.1f}')
 
 
+def dkv(out, db):
+    """dKV-Cache-Decode's own loop against tessera's dkv-cache policy (dkv.sh), request by request: the
+    forwards, how many of them have the rows tessera's step has, the time, and per kind of forward
+    (full, refresh, cached) the mean time each side gives."""
+    meas = {}
+    for r in csv.DictReader(open(os.path.join(out, "forwards.csv"))):
+        meas.setdefault(int(r["request"]), []).append((r["kind"], int(r["rows"]), float(r["ms"])))
+    con = sqlite3.connect(db)
+    pred = {}
+    for req, q, ms in con.execute("SELECT g.req_id, g.q, s.duration_ns / 1e6 FROM segments g JOIN steps s "
+                                  "ON s.run_id = g.run_id AND s.step_id = g.step_id ORDER BY g.req_id, g.step_id"):
+        pred.setdefault(req, []).append((q, ms))
+    print("request,prompt_tokens,forwards_pred,forwards_meas,rows_equal,time_pred_s,time_meas_s,"
+          "full_pred_ms,full_meas_ms,refresh_pred_ms,refresh_meas_ms,cached_pred_ms,cached_meas_ms")
+    P = {int(r["request"]): int(r["prompt_tokens"]) for r in csv.DictReader(open(os.path.join(out, "requests.csv")))}
+    for i in sorted(meas):
+        m, p = meas[i], pred.get(i, [])
+        same = sum(a[1] == b[0] for a, b in zip(m, p))
+        kinds = []
+        for kind in ("full", "refresh", "cached"):
+            idx = [k for k, f in enumerate(m) if f[0] == kind and k < len(p)]
+            kinds += [statistics.mean(p[k][1] for k in idx) if idx else float("nan"),
+                      statistics.mean(m[k][2] for k in idx) if idx else float("nan")]
+        print(f"{i},{P[i]},{len(p)},{len(m)},{same},{sum(t for _, t in p) / 1e3:.3f},{sum(f[2] for f in m) / 1e3:.3f},"
+              + ",".join(f"{v:.2f}" for v in kinds))
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "host":
         host(sys.argv[2], sys.argv[3])
@@ -265,6 +292,8 @@ if __name__ == "__main__":
         rows(*sys.argv[2:])
     elif len(sys.argv) == 5 and sys.argv[1] == "kept":
         kept(*sys.argv[2:])
+    elif len(sys.argv) == 4 and sys.argv[1] == "dkv":
+        dkv(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "prophet":
         prophet(*sys.argv[2:])
     elif len(sys.argv) == 6 and sys.argv[1] == "run":
