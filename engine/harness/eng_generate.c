@@ -117,6 +117,36 @@ struct gen_args {
     double mem_gb, focus_alpha;
 };
 
+/* The options' combinations parse_args refuses, each said on stderr: -1, or 0. */
+static int check_args(const struct gen_args *a)
+{
+    if (!a->profile_out != !a->name) {
+        fprintf(stderr, "tessera engine generate: --profile-out and --name go together (the file and the profile)\n");
+        return -1;
+    }
+    if (a->profile_out && a->rule.kind == UNMASK_TOPK) {
+        fprintf(stderr, "tessera engine generate: --profile-out: topk:K commits K positions a step; the simulator "
+                        "models it as --decode fixed:K, no profile needed\n");
+        return -1;
+    }
+    if (a->policy && strcmp(a->policy, "focus") == 0 && a->rule.kind == UNMASK_CREDIT) {
+        fprintf(stderr, "tessera engine generate: --policy focus with credit decoding: the rows FOCUS keeps are chosen "
+                        "on the GPU during the step, after the credits they fuse with must be named\n");
+        return -1;
+    }
+    if (a->prophet.on && a->rule.kind == UNMASK_CREDIT) {
+        fprintf(stderr, "tessera engine generate: --prophet with credit decoding: its tokens are the credit-fused "
+                        "logits' argmax, its gap the plain logits' (use topk, threshold or hierarchical)\n");
+        return -1;
+    }
+    if (a->smooth.on && a->rule.kind == UNMASK_TOPK) {
+        fprintf(stderr, "tessera engine generate: --iter-smooth: dInfer's IterSmooth decays a threshold; topk:K has "
+                        "none (use threshold, hierarchical or credit)\n");
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct gen_args *a)
 {
     static const struct option o[] = {{"model", required_argument, 0, 'm'},   {"weights", required_argument, 0, 'w'},
@@ -208,30 +238,8 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         fprintf(stderr, "tessera engine generate: unexpected argument '%s' (see --help)\n", argv[optind]);
         return EXIT_USAGE;
     }
-    if (!a->profile_out != !a->name) {
-        fprintf(stderr, "tessera engine generate: --profile-out and --name go together (the file and the profile)\n");
+    if (check_args(a))
         return EXIT_USAGE;
-    }
-    if (a->profile_out && a->rule.kind == UNMASK_TOPK) {
-        fprintf(stderr, "tessera engine generate: --profile-out: topk:K commits K positions a step; the simulator "
-                        "models it as --decode fixed:K, no profile needed\n");
-        return EXIT_USAGE;
-    }
-    if (a->policy && strcmp(a->policy, "focus") == 0 && a->rule.kind == UNMASK_CREDIT) {
-        fprintf(stderr, "tessera engine generate: --policy focus with credit decoding: the rows FOCUS keeps are chosen "
-                        "on the GPU during the step, after the credits they fuse with must be named\n");
-        return EXIT_USAGE;
-    }
-    if (a->prophet.on && a->rule.kind == UNMASK_CREDIT) {
-        fprintf(stderr, "tessera engine generate: --prophet with credit decoding: its tokens are the credit-fused "
-                        "logits' argmax, its gap the plain logits' (use topk, threshold or hierarchical)\n");
-        return EXIT_USAGE;
-    }
-    if (a->smooth.on && a->rule.kind == UNMASK_TOPK) {
-        fprintf(stderr, "tessera engine generate: --iter-smooth: dInfer's IterSmooth decays a threshold; topk:K has "
-                        "none (use threshold, hierarchical or credit)\n");
-        return EXIT_USAGE;
-    }
     unmask_format(&a->rule, a->rule_text, sizeof a->rule_text);
     if (a->smooth.on) {
         const size_t n = strlen(a->rule_text);
