@@ -33,7 +33,7 @@ mutations=(
     "an FFN chunk priced once under the calibration|sim/calib_fit.c|    *ms = (double)full * piece + last;|    *ms = piece + last;|check_calib"
     "LM-head FLOPs halved|sim/cost_roofline.c|add_split(&p, OP_LM_HEAD, lm_gemms * nch, 2 * R / nch * h * V,|add_split(&p, OP_LM_HEAD, lm_gemms * nch, R / nch * h * V,|check_cost"
     "K/V read as the query width|sim/cost_roofline.c|a * (2 * T * qd + (double)lt->attn_kv_read * 2 * kvd)|a * (2 * T * qd + (double)lt->attn_kv_read * 2 * qd)|check_cost"
-    "request admission ignores the activation peak|sim/sched_request.c|r->act_need = TS_MAX(sim_act_peak(s, q, policy_peak_logit_rows(s->pol, r, &s->pcfg, q)), 1);|r->act_need = 1;|check_sched"
+    "request admission ignores the activation peak|sim/sched_request.c|r->act_need = TS_MAX(sim_act_peak(s, q, logits), 1);|r->act_need = 1;|check_sched"
     "lookahead checks its projections against twice the cap|sim/sched_lookahead.c|fits = (in ? st->rows[t] : 0) + p->rows[t] <= cap &&|fits = (in ? st->rows[t] : 0) + p->rows[t] <= 2 * cap &&|check_sched"
     "phase budget overrun|sim/sched_phase.c|int64_t budget = (int64_t)s->sched_p[MAX_TOKENS];|int64_t budget = (int64_t)s->sched_p[MAX_TOKENS] + 512;|check_sched"
     "JSONL negative length accepted|traces/trace.c|    if (d < 0)\n        return ts_fail(err, \"%s:%lld: %s: negative length (%g)\", path, (long long)line, key, d);|    if (d < -1e9)\n        return ts_fail(err, \"%s:%lld: %s: negative length (%g)\", path, (long long)line, key, d);|check_trace"
