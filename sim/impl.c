@@ -35,7 +35,7 @@
  *                layer (records/torch-dllm-serve-h100).
  *   tessera      one fused kernel per op, issued from a CUDA graph.
  *   torch-eager-f64, torch-llada, torch-fast-dllm, torch-dllm-cache, torch-sparse-dllm, torch-dpad,
- *   torch-dpad-cache, torch-d2f
+ *   torch-dpad-cache, torch-d2f, torch-dkv
  *                torch-eager as a seed system's own generate loop runs it (derived_impls below): its
  *                softmax's copies beside the logits (float64: 16 bytes a logit; bf16: 2) priced as
  *                those bytes at the memory bandwidth beyond (or short of) torch-eager's fp32 8, and its
@@ -124,6 +124,11 @@ static const struct derived_impl {
      * logits' dtype (bf16) over each block's masked rows; its loop issues 0.843 of LLaDA's a forward on
      * its held-out grid (experiments/records/validate-mechanisms-h100, d2f/) */
     {"torch-d2f", "torch-eager", 2, 0, 0.843, false, false, 0, 0},
+    /* horseee/dKV-Cache generation_utils/llada_dkv_cache_decode.py at 49a76fc: float64 softmax over every
+     * row of a forward; its cached forwards rebuild the rotary tables of the rows they run and gather
+     * the rows and the cache by index in every layer: 1.52 of LLaDA's loop a forward on its held-out
+     * grid (experiments/records/dkv-own-code-h100, dkv-profile/ and native/profile/) */
+    {"torch-dkv", "torch-eager", 16, 1, 1.52, false, false, 0, 0},
     /* the engine's --ffn fused: SwiGLU in the gate/up GEMM's epilogue */
     {"tessera-fused", "tessera", -1, 0, 1.0, true, false, 0, 0},
     /* vLLM's DiffusionGemma runner (vllm/model_executor/models/diffusion_gemma.py at 00c25c81), CUDA graphs

@@ -507,7 +507,7 @@ done
 
 # dkv-own-code-h100: tessera's side of the comparison still gives the recorded table
 dkv=$tmp/dkv-own
-mkdir -p "$dkv" && cp "$rec_dir/dkv-own-code-h100/"{forwards.csv,requests.csv} "$dkv/"
+mkdir -p "$dkv" && cp -r "$rec_dir/dkv-own-code-h100/." "$dkv/"
 if TESSERA=$bin bash "$root/experiments/validate/dkv.sh" "$dkv" >/dev/null 2>&1 &&
     cmp -s "$dkv/dkv.csv" "$rec_dir/dkv-own-code-h100/dkv.csv"; then ok
 else bad "experiments/validate/dkv.sh no longer gives dkv-own-code-h100/dkv.csv"; fi
