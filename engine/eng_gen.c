@@ -611,7 +611,7 @@ int gen_prophet_apply(struct gen *g, const struct step_desc *sd, const int32_t *
                       struct ts_err *err)
 {
     const struct gen_prophet *p = &g->c.prophet;
-    const int32_t G = g->c.gen_len, first = TS_MIN(p->answer, G - 1), last = TS_MIN(p->answer + p->len, G);
+    const int32_t G = g->c.gen_len, first = p->answer, last = TS_MIN(p->answer + p->len, G); /* (gen_init: first < G) */
     int64_t row = 0;
     int finished = 0;
     for (int32_t s = 0; s < sd->num_segs; s++) {

@@ -49,6 +49,7 @@
 set -euo pipefail
 out=${1:?usage: validate-mechanisms.sh OUT}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$root/experiments/lib/record.sh"
 bin=${TESSERA:-$root/build/tessera}
 [ -x "$bin" ] || { echo "validate-mechanisms.sh: $bin not found: make first, or set TESSERA" >&2; exit 2; }
 cmp=$root/experiments/validate/compare.py
@@ -73,17 +74,8 @@ if [ "${MEASURE:-0}" = 1 ]; then
         PROFILE_ONLY=1 TRACES=$rec/$g/traces "$root/experiments/validate/measure.sh" native "$rec/$g"
     done
 else
-    src=${TESSERA_RECORDS:-}
-    if [ -z "$src" ] || [ ! -d "$src/validate-mechanisms-h100" ]; then
-        src=$tmp/records
-        bash "$root/analysis/records.sh" unpack "$src" validate-mechanisms-h100 >/dev/null 2>&1 || {
-            echo "validate-mechanisms.sh: needs the record experiments/records/validate-mechanisms-h100 (the" \
-                 "mechanisms' own loops on an H100); make it on a GPU machine with MEASURE=1 tessera exp run" \
-                 "validate-mechanisms OUT" >&2
-            exit 2
-        }
-    fi
-    rec=$src/validate-mechanisms-h100
+    rec=$(record_path validate-mechanisms.sh validate-mechanisms-h100 "$tmp" "the mechanisms' own loops on an H100" \
+        "MEASURE=1 tessera exp run validate-mechanisms OUT") || exit 2
 fi
 
 echo "system,rate,metric,predicted,measured,error_pct" >"$tmp/validate.csv"

@@ -34,6 +34,7 @@
 set -euo pipefail
 out=${1:?usage: validate.sh OUT}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$root/experiments/lib/record.sh"
 bin=${TESSERA:-$root/build/tessera}
 [ -x "$bin" ] || { echo "validate.sh: $bin not found: make first, or set TESSERA" >&2; exit 2; }
 systems="native fast-dllm dllm-cache sparse-dllm dllm-serve"
@@ -46,17 +47,8 @@ if [ "${MEASURE:-0}" = 1 ]; then
     TESSERA=$bin "$root/experiments/validate/traces.sh" "$rec/traces"
     for s in $systems; do TRACES=$rec/traces "$root/experiments/validate/measure.sh" "$s" "$rec"; done
 else
-    src=${TESSERA_RECORDS:-}
-    if [ -z "$src" ] || [ ! -d "$src/validate-h100" ]; then
-        src=$tmp/records
-        bash "$root/analysis/records.sh" unpack "$src" validate-h100 >/dev/null 2>&1 || {
-            echo "validate.sh: needs the record experiments/records/validate-h100 (the seed systems' runs on an" \
-                 "H100); make it on a GPU machine with MEASURE=1 tessera exp run validate OUT, as" \
-                 "experiments/validate/README.md says" >&2
-            exit 2
-        }
-    fi
-    rec=$src/validate-h100
+    rec=$(record_path validate.sh validate-h100 "$tmp" "the seed systems' runs on an H100" \
+        "MEASURE=1 tessera exp run validate OUT, as experiments/validate/README.md says") || exit 2
 fi
 runs=$tmp/runs
 mkdir -p "$runs"

@@ -178,10 +178,11 @@ int fleet_disagg_parse(const char *spec, struct fleet_disagg *out, struct ts_err
     if (!spec || !*spec)
         return 0;
     const size_t n = strcspn(spec, ",");
-    if ((n != 5 || strncmp(spec, "first", 5) != 0) && (n != 5 || strncmp(spec, "every", 5) != 0))
+    const bool first = n == 5 && strncmp(spec, "first", 5) == 0, every = n == 5 && strncmp(spec, "every", 5) == 0;
+    if (!first && !every)
         return ts_fail(err, "--disagg '%s': begins with its mode, first (a request's first step in the Refresh pool) "
                             "or every (each Refresh step there)", spec);
-    out->mode = strncmp(spec, "first", 5) == 0 ? DISAGG_FIRST : DISAGG_EVERY;
+    out->mode = first ? DISAGG_FIRST : DISAGG_EVERY;
     static const char *const keys[] = {"refresh", "bw", "lat"};
     double refresh = 0, bw = -1, lat = -1;
     double *const fields[] = {&refresh, &bw, &lat};

@@ -464,15 +464,12 @@ static int prompts_setup(struct sim *s, bool fed, struct ts_err *err)
  * fp32), an implementation's self-conditioning canvas ([block, hidden or vocab] fp32, on every GPU). */
 static int64_t decode_state_tokens(const struct sim *s, const struct sim_config *cfg)
 {
-    int64_t bytes = s->sd.decode_credit ? (int64_t)cfg->block * s->model.vocab * 4 : 0, tokens = 0;
-    if (bytes > 0)
-        tokens = (bytes + s->kv_token_bytes - 1) / s->kv_token_bytes;
-    if (s->impl.self_cond != SELF_COND_NONE) {
-        const int64_t width = s->impl.self_cond == SELF_COND_VOCAB ? s->model.vocab : s->model.hidden;
-        bytes = (int64_t)cfg->block * width * 4; /* (whole on every GPU: vLLM keeps it so) */
-        tokens += (bytes + s->kv_token_bytes - 1) / s->kv_token_bytes;
-    }
-    return tokens;
+    const int64_t credit = s->sd.decode_credit ? s->model.vocab : 0; /* fp32 values a row of the block */
+    const int64_t canvas = s->impl.self_cond == SELF_COND_VOCAB    ? s->model.vocab /* (whole on every GPU: vLLM */
+                           : s->impl.self_cond == SELF_COND_HIDDEN ? s->model.hidden /* keeps it so) */
+                                                                   : 0;
+    const int64_t tb = s->kv_token_bytes;
+    return ((int64_t)cfg->block * credit * 4 + tb - 1) / tb + ((int64_t)cfg->block * canvas * 4 + tb - 1) / tb;
 }
 
 /* Whether the run's policy takes its model and decoder: a block model where it needs one, and steps of

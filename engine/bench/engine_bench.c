@@ -118,15 +118,17 @@ static void run_lin(void *p)
                  CUDA_R_16BF, c->k, &zero, c->y, CUDA_R_16BF, c->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
+/* one copy: on the device, or between the host and the device */
 struct copy_ctx {
     void *src, *dst;
     size_t bytes;
+    enum cudaMemcpyKind kind;
 };
 
 static void run_copy(void *p)
 {
     struct copy_ctx *c = p;
-    cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice, 0);
+    cudaMemcpyAsync(c->dst, c->src, c->bytes, c->kind, 0);
 }
 
 /* one peer copy, GPU `from` to GPU `to` */
@@ -547,7 +549,7 @@ static int bench_ceilings(const struct engine_bench_opts *o, struct ceilings *cl
 {
     int rc = -1;
     struct lin_ctx g = {.M = 8192, .n = 8192, .k = 8192};
-    struct copy_ctx cp = {.bytes = 2ULL << 30};
+    struct copy_ctx cp = {.bytes = 2ULL << 30, .kind = cudaMemcpyDeviceToDevice};
     const size_t gb = 2 * (size_t)g.n * g.n;
     CKB(cublasCreate(&g.h));
     CKB(cudaMalloc(&g.w, gb));
@@ -989,19 +991,6 @@ done:
     return rc;
 }
 
-/* one copy between the host and the GPU */
-struct host_copy_ctx {
-    void *dst, *src;
-    size_t bytes;
-    enum cudaMemcpyKind kind;
-};
-
-static void run_host_copy(void *p)
-{
-    struct host_copy_ctx *c = p;
-    cudaMemcpyAsync(c->dst, c->src, c->bytes, c->kind, 0);
-}
-
 /* One thread's share of a host read: the sum of its 8-byte words (kept, so that the reads stay). */
 struct host_read_ctx {
     const uint64_t *v;
@@ -1076,9 +1065,9 @@ static int bench_host(const struct engine_bench_opts *o, FILE *out)
     fprintf(out, "\nhost link, pinned host memory, median of %d:\n%12s %10s %9s %10s %9s\n", o->reps, "bytes",
             "h2d ms", "GB/s", "d2h ms", "GB/s");
     for (size_t bytes = 4096; bytes <= most; bytes *= 4) {
-        struct host_copy_ctx up = {dev, pin, bytes, cudaMemcpyHostToDevice}, down = {pin, dev, bytes,
-                                                                                       cudaMemcpyDeviceToHost};
-        const float h2d = time_ms(run_host_copy, &up, o->reps), d2h = time_ms(run_host_copy, &down, o->reps);
+        struct copy_ctx up = {.src = pin, .dst = dev, .bytes = bytes, .kind = cudaMemcpyHostToDevice},
+                        down = {.src = dev, .dst = pin, .bytes = bytes, .kind = cudaMemcpyDeviceToHost};
+        const float h2d = time_ms(run_copy, &up, o->reps), d2h = time_ms(run_copy, &down, o->reps);
         CKB(cudaGetLastError());
         fprintf(out, "%12zu %10.4f %9.1f %10.4f %9.1f\n", bytes, h2d, (double)bytes / (h2d * 1e6), d2h,
                 (double)bytes / (d2h * 1e6));
@@ -1087,8 +1076,8 @@ static int bench_host(const struct engine_bench_opts *o, FILE *out)
                              "\"d2h_gbps\":%.2f}\n", bytes, h2d, (double)bytes / (h2d * 1e6), d2h,
                     (double)bytes / (d2h * 1e6));
     }
-    struct host_copy_ctx pg = {dev, page, most, cudaMemcpyHostToDevice};
-    const float pms = time_ms(run_host_copy, &pg, o->reps);
+    struct copy_ctx pg = {.src = page, .dst = dev, .bytes = most, .kind = cudaMemcpyHostToDevice};
+    const float pms = time_ms(run_copy, &pg, o->reps);
     CKB(cudaGetLastError());
     fprintf(out, "pageable host memory, %zu bytes host to device: %.4f ms, %.1f GB/s\n", most, pms,
             (double)most / (pms * 1e6));

@@ -367,32 +367,22 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
     return rc;
 }
 
-static int write_ids(const char *path, const struct gen *g, struct ts_err *err)
+/* Each request's generated ids, a line a request: a JSON array (--ids-out), or with outcome a JSON object
+ * of its prompt's length, its steps and the steps at which Prophet committed its rest beside them
+ * (--requests-out). */
+static int write_requests(const char *path, const struct gen *g, bool outcome, struct ts_err *err)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return ts_fail(err, "%s: cannot write", path);
     for (int32_t i = 0; i < g->c.requests; i++) {
         const struct gen_req *r = &g->r[i];
+        if (outcome)
+            fprintf(f, "{\"request\": %d, \"prompt\": %d, \"steps\": %d, \"prophet_exit_steps\": %d, \"ids\": ", i,
+                    r->P, r->steps, r->exit_steps);
         for (int32_t p = 0; p < g->c.gen_len; p++)
             fprintf(f, "%s%d", p ? ", " : "[", r->ids[r->P + p]);
-        fprintf(f, "]\n");
-    }
-    return fclose(f) == 0 ? 0 : ts_fail(err, "%s: write failed", path);
-}
-
-static int write_requests(const char *path, const struct gen *g, struct ts_err *err)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return ts_fail(err, "%s: cannot write", path);
-    for (int32_t i = 0; i < g->c.requests; i++) {
-        const struct gen_req *r = &g->r[i];
-        fprintf(f, "{\"request\": %d, \"prompt\": %d, \"steps\": %d, \"prophet_exit_steps\": %d, \"ids\": [", i, r->P,
-                r->steps, r->exit_steps);
-        for (int32_t p = 0; p < g->c.gen_len; p++)
-            fprintf(f, "%s%d", p ? ", " : "", r->ids[r->P + p]);
-        fprintf(f, "]}\n");
+        fprintf(f, outcome ? "]}\n" : "]\n");
     }
     return fclose(f) == 0 ? 0 : ts_fail(err, "%s: write failed", path);
 }
@@ -499,7 +489,8 @@ int eng_generate_main(int argc, char **argv)
     struct gen_run run = {0};
     rc = 1;
     if (eng_create(&m, &o, &e, &err) || run_generation(e, &g, &a.rule, &run, &err) ||
-        (a.ids_out && write_ids(a.ids_out, &g, &err)) || (a.requests_out && write_requests(a.requests_out, &g, &err))) {
+        (a.ids_out && write_requests(a.ids_out, &g, false, &err)) ||
+        (a.requests_out && write_requests(a.requests_out, &g, true, &err))) {
         fprintf(stderr, "tessera engine generate: %s\n", err.msg);
         goto done;
     }
