@@ -35,7 +35,7 @@
  *                layer (records/torch-dllm-serve-h100).
  *   tessera      one fused kernel per op, issued from a CUDA graph.
  *   torch-eager-f64, torch-llada, torch-fast-dllm, torch-dllm-cache, torch-sparse-dllm, torch-dpad,
- *   torch-dpad-cache, torch-d2f, torch-dkv
+ *   torch-dpad-cache, torch-d2f, torch-dkv, torch-elastic, torch-d2cache
  *                torch-eager as a seed system's own generate loop runs it (derived_impls below): its
  *                softmax's copies beside the logits (float64: 16 bytes a logit; bf16: 2) priced as
  *                those bytes at the memory bandwidth beyond (or short of) torch-eager's fp32 8, and its
@@ -129,6 +129,16 @@ static const struct derived_impl {
      * the rows and the cache by index in every layer: 1.52 of LLaDA's loop a forward on its held-out
      * grid (experiments/records/dkv-own-code-h100, dkv-profile/ and native/profile/) */
     {"torch-dkv", "torch-eager", 16, 1, 1.52, false, false, 0, 0},
+    /* yxu-dev/Elastic-Cache llada/generate.py at 46c0bc3: float64 softmax over the window's rows; every
+     * layer that reuses the cache computes the tracked tokens' attention twice, eagerly (its drift test),
+     * and picks the most-attended token: 1.117 of LLaDA's loop a forward on its held-out grid
+     * (experiments/records/elastic-own-code-h100, elastic-profile/ and native/profile/) */
+    {"torch-elastic", "torch-eager", 16, 1, 1.117, false, false, 0, 0},
+    /* Kamichanw/d2Cache src/generation/vanilla.py and src/cache/d2cache.py at 72feb60: the softmax in the
+     * logits' dtype (bf16); every layer selects its rows by mask and builds the attention rollout (an
+     * identity of the sequence's size, a product a layer), with read-backs: 1.679 of LLaDA's loop a
+     * forward on its held-out grid (experiments/records/d2cache-own-code-h100) */
+    {"torch-d2cache", "torch-eager", 2, 0, 1.679, false, false, 0, 0},
     /* the engine's --ffn fused: SwiGLU in the gate/up GEMM's epilogue */
     {"tessera-fused", "tessera", -1, 0, 1.0, true, false, 0, 0},
     /* vLLM's DiffusionGemma runner (vllm/model_executor/models/diffusion_gemma.py at 00c25c81), CUDA graphs

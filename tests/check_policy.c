@@ -832,6 +832,16 @@ START_TEST(d2cache_shapes)
     pc.mask_only = false;
     run_life(&policy_d2cache, &pc, 100, 64, 64, 4, &L);
     expect_seg(&L.seg[1], PHASE_REUSE, 37, 127, 37, 37, 4);
+    /* a nucleus of a quarter of the others: step 1 chooses 32 of 164 - 33, step 63 40 of 164 - 2; a
+     * share whose count falls below --d2-rollout keeps that one */
+    pc.p[2] = 0.25;
+    run_life(&policy_d2cache, &pc, 100, 64, 64, 1, &L);
+    expect_seg(&L.seg[1], PHASE_REUSE, 65, 99, 65, 65, 1);
+    expect_seg(&L.seg[63], PHASE_REUSE, 42, 122, 42, 42, 1);
+    pc.p[2] = 0.001;
+    run_life(&policy_d2cache, &pc, 100, 64, 64, 1, &L);
+    expect_seg(&L.seg[1], PHASE_REUSE, 34, 130, 34, 34, 1);
+    pc.p[2] = 0;
     /* its rows are no window: engine generate cannot place them (its steps run live by shape) */
     ck_assert_ptr_nonnull(policy_drive_lacks(&policy_d2cache));
     ck_assert_ptr_null(policy_drive_lacks(&policy_dpad));
@@ -844,7 +854,7 @@ END_TEST
 START_TEST(elastic_shapes)
 {
     struct policy_cfg pc = PC;
-    pc.p[0] = 16, pc.p[1] = 1, pc.p[2] = 0, pc.p[3] = 16;
+    pc.p[0] = 16, pc.p[1] = 1, pc.p[2] = 0, pc.p[3] = 0, pc.p[4] = 16;
     run_life(&policy_elastic, &pc, 100, 64, 64, 1, &L);
     ck_assert_int_eq(L.n, 64);
     expect_seg(&L.seg[0], PHASE_FULL, 164, 0, 164, 164, 1);
@@ -864,6 +874,21 @@ START_TEST(elastic_shapes)
             expect_seg(&L.seg[i], PHASE_REUSE, q, 164 - q, q, q, 1);
         }
     }
+    /* a share S of the cached steps refreshing: each prefix of n of them holds floor(n S), whatever the
+     * step's shape (an oracle counting them apart from the policy's own test) */
+    pc.p[2] = 0;
+    for (double share = 0.25; share <= 1.0; share += 0.125) {
+        pc.p[3] = share;
+        run_life(&policy_elastic, &pc, 100, 64, 64, 1, &L);
+        int refreshed = 0;
+        for (int i = 1; i < 64; i++) {
+            const int q = 2 + (64 - i < 16 ? 64 - i : 16);
+            refreshed += L.seg[i].phase == PHASE_REFRESH;
+            ck_assert_int_eq(refreshed, (int)floor(i * share + 1e-9));
+            ck_assert_int_eq(L.seg[i].phase == PHASE_REFRESH ? L.seg[i].q_front : L.seg[i].q, q);
+        }
+    }
+    pc.p[3] = 0;
     struct step_desc sd = {0};
     policy_step_knobs(&policy_elastic, &pc, model_find("llada-8b"), &sd);
     ck_assert_int_eq(sd.front_layers, 16);

@@ -505,12 +505,14 @@ for f in validate.csv rows.csv kept.csv sparsed.csv; do
         bad "exp run validate-mechanisms no longer gives validate-mechanisms-h100/$f: $(diff "$tmp/validate-mech/$f" "$rec_dir/validate-mechanisms-h100/$f" | head -4 | tr '\n' ' ')"
 done
 
-# dkv-own-code-h100: tessera's side of the comparison still gives the recorded table
-dkv=$tmp/dkv-own
-mkdir -p "$dkv" && cp -r "$rec_dir/dkv-own-code-h100/." "$dkv/"
-if TESSERA=$bin bash "$root/experiments/validate/dkv.sh" "$dkv" >/dev/null 2>&1 &&
-    cmp -s "$dkv/dkv.csv" "$rec_dir/dkv-own-code-h100/dkv.csv"; then ok
-else bad "experiments/validate/dkv.sh no longer gives dkv-own-code-h100/dkv.csv"; fi
+# dkv-, elastic- and d2cache-own-code-h100: tessera's side of each comparison still gives the recorded table
+for system in dkv elastic d2cache; do
+    own=$tmp/$system-own
+    mkdir -p "$own" && cp -r "$rec_dir/$system-own-code-h100/." "$own/"
+    if TESSERA=$bin bash "$root/experiments/validate/own.sh" "$system" "$own" >/dev/null 2>&1 &&
+        cmp -s "$own/$system.csv" "$rec_dir/$system-own-code-h100/$system.csv"; then ok
+    else bad "experiments/validate/own.sh $system no longer gives $system-own-code-h100/$system.csv"; fi
+done
 
 # prophet-own-code-h100: its comparison is what compare.py makes of its two sides' outputs
 if python3 "$root/experiments/validate/compare.py" prophet "$rec_dir/prophet-own-code-h100" "0.5,0.4,0.3;0.3,0.25,0.2;1,0.5,0.25" \

@@ -23,6 +23,15 @@
                                  request (CSV on stdout: prompt_tokens, each side's seconds, the speedup, and
                                  the mean time of the dense steps before the pattern, of the step that builds
                                  it and of the sparse steps after, predicted and measured)
+  compare.py issue RUNS PROFILE  an own loop's issue time a forward over LLaDA's reference loop's: the mean of
+                                 the light forwards (the host line's rule) of RUNS/PROFILE (ownloop.py's
+                                 files) over those of RUNS/native/profile
+  compare.py elastic-knobs RUNS  the decisions Elastic-Cache's own loop took (own.sh elastic), as tessera's
+                                 --ec-track, --ec-refresh-share and --ec-depth
+  compare.py d2cache-knobs RUNS  the rollout's nucleus d2Cache's own loop chose (own.sh d2cache), as tessera's
+                                 --d2-rollout-share
+  compare.py elastic|d2cache RUNS PRED.db  the own loop against tessera's policy, request by request (CSV
+                                 on stdout)
   compare.py run SYSTEM RATE RUNS PRED.db   one run's table rows (CSV: system,rate,metric,predicted,
                                  measured,error_pct) on stdout and its requests' latencies
                                  (system,rate,id,predicted_s,measured_s) on stderr
@@ -255,7 +264,7 @@ def prophet(out, sets):
 
 
 def dkv(out, db):
-    """dKV-Cache-Decode's own loop against tessera's dkv-cache policy (dkv.sh), request by request: the
+    """dKV-Cache-Decode's own loop against tessera's dkv-cache policy (own.sh dkv), request by request: the
     forwards, how many of them have the rows tessera's step has, the time, and per kind of forward
     (full, refresh, cached) the mean time each side gives."""
     meas = {}
@@ -281,6 +290,97 @@ def dkv(out, db):
               + ",".join(f"{v:.2f}" for v in kinds))
 
 
+def own_forwards(d):
+    """An own-code run's forwards (ownloop.py): per request, a list of dicts, with its request's P and G."""
+    req = {int(r["request"]): r for r in read(os.path.join(d, "requests.csv"))}
+    fwd = {}
+    for f in read(os.path.join(d, "forwards.csv")):
+        i = int(f["request"])
+        f["N"] = int(req[i]["prompt_tokens"]) + int(req[i]["gen_tokens"])
+        fwd.setdefault(i, []).append(f)
+    return req, fwd
+
+
+def own_light(d):
+    """The forwards of an own-code run the GPU does not bound (compare.py host's rule): at most 576 rows at
+    every layer (a forward's full_from, where it has one, runs its later layers on every row)."""
+    _, fwd = own_forwards(d)
+    return [float(f["ms"]) for fs in fwd.values() for f in fs
+            if int(f["rows"]) <= HOST_LIGHT_TOKENS and (f.get("full_from", "") == "" or f["N"] <= HOST_LIGHT_TOKENS)]
+
+
+def issue(runs, profile):
+    """An own loop's issue time a forward over LLaDA's reference loop's, on the held-out grid of both."""
+    print(f"{statistics.mean(own_light(os.path.join(runs, profile))) / statistics.mean(light_forwards(runs, 'native')):.3f}")
+
+
+def elastic_knobs(out):
+    """The decisions Elastic-Cache's loop took (own.sh elastic), as tessera's elastic parameters: the tracked
+    tokens a step (the mean over its cached forwards, rounded), the share of them that refreshed and the
+    layers a refresh keeps (the median)."""
+    _, fwd = own_forwards(out)
+    cached = [f for fs in fwd.values() for f in fs if f["full_from"] != "0"]
+    refresh = [int(f["full_from"]) for f in cached if f["full_from"] != ""]
+    print(f"--ec-track {round(statistics.mean(int(f['tracked']) for f in cached))} --ec-refresh-share "
+          f"{len(refresh) / len(cached):.4f} --ec-depth {round(statistics.median(refresh)) if refresh else 0}")
+
+
+def d2cache_knobs(out):
+    """The rollout's nucleus d2Cache's loop chose (own.sh d2cache), as tessera's --d2-rollout-share: the mean
+    over its cached forwards of the nucleus (the rows neither masked nor the one the step before decoded)
+    over the positions it was chosen among (all but the masked rows and that one)."""
+    _, fwd = own_forwards(out)
+    share = [(int(f["others"]) - 1) / (f["N"] - int(f["masked"]) - 1) for fs in fwd.values() for f in fs[1:]]
+    print(f"--d2-rollout-share {statistics.mean(share):.4f}")
+
+
+def segment_rows(db):
+    """Per request, its steps' (rows, phase, ms): a REFRESH step's rows are those of its layers before the
+    refresh (q_front), as an own loop's forward counts its first layer's."""
+    pred = {}
+    for r, phase, q, qf, ms in sqlite3.connect(db).execute(
+            "SELECT g.req_id, g.phase, g.q, g.q_front, s.duration_ns / 1e6 FROM segments g JOIN steps s "
+            "ON s.run_id = g.run_id AND s.step_id = g.step_id ORDER BY g.req_id, g.step_id"):
+        pred.setdefault(r, []).append((qf if phase == "REFRESH" else q, phase, ms))
+    return pred
+
+
+def own_against(out, db, extra_head, extra):
+    """An own loop's forwards against tessera's steps, request by request (elastic, d2cache): the forwards,
+    how many run the rows tessera's step runs, EXTRA's columns, the time, and the mean time of the first
+    forward and of the later ones on each side."""
+    req, meas = own_forwards(out)
+    pred = segment_rows(db)
+    print("request,prompt_tokens,forwards_pred,forwards_meas,rows_equal,rows_mean_pred,rows_mean_meas,"
+          + extra_head + ",time_pred_s,time_meas_s,first_pred_ms,first_meas_ms,later_pred_ms,later_meas_ms")
+    for i in sorted(meas):
+        m, p = meas[i], pred.get(i, [])
+        n = min(len(m), len(p))
+        print(f"{i},{req[i]['prompt_tokens']},{len(p)},{len(m)},{sum(int(a['rows']) == b[0] for a, b in zip(m, p))},"
+              f"{statistics.mean(b[0] for b in p[1:]):.1f},{statistics.mean(int(a['rows']) for a in m[1:]):.1f},"
+              f"{extra(m, p)},{sum(b[2] for b in p) / 1e3:.3f},{sum(float(f['ms']) for f in m) / 1e3:.3f},"
+              f"{p[0][2]:.2f},{float(m[0]['ms']):.2f},{statistics.mean(b[2] for b in p[1:n]):.2f},"
+              f"{statistics.mean(float(f['ms']) for f in m[1:n]):.2f}")
+
+
+def elastic(out, db):
+    """Elastic-Cache's own loop against tessera's elastic policy (own.sh elastic), with the refreshes on each
+    side and the tracked tokens a step its loop ran (mean, least, most)."""
+    def extra(m, p):
+        tracked = [int(f["tracked"]) for f in m[1:]]
+        return (f"{sum(b[1] == 'REFRESH' for b in p)},{sum(f['full_from'] not in ('', '0') for f in m)},"
+                f"{statistics.mean(tracked):.1f},{min(tracked)},{max(tracked)}")
+    own_against(out, db, "refresh_pred,refresh_meas,tracked_mean,tracked_min,tracked_max", extra)
+
+
+def d2cache(out, db):
+    """d2Cache's own loop against tessera's d2cache policy (own.sh d2cache), with the rollout's nucleus a step
+    its loop chose (mean, least, most)."""
+    def extra(m, p):
+        nucleus = [int(f["others"]) - 1 for f in m[1:]]
+        return f"{statistics.mean(nucleus):.1f},{min(nucleus)},{max(nucleus)}"
+    own_against(out, db, "nucleus_mean,nucleus_min,nucleus_max", extra)
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "host":
         host(sys.argv[2], sys.argv[3])
@@ -294,6 +394,16 @@ if __name__ == "__main__":
         kept(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "dkv":
         dkv(*sys.argv[2:])
+    elif len(sys.argv) == 4 and sys.argv[1] == "elastic":
+        elastic(*sys.argv[2:])
+    elif len(sys.argv) == 3 and sys.argv[1] == "elastic-knobs":
+        elastic_knobs(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "d2cache":
+        d2cache(*sys.argv[2:])
+    elif len(sys.argv) == 3 and sys.argv[1] == "d2cache-knobs":
+        d2cache_knobs(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "issue":
+        issue(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "prophet":
         prophet(*sys.argv[2:])
     elif len(sys.argv) == 6 and sys.argv[1] == "run":

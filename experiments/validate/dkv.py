@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """dkv.py: dKV-Cache-Decode's own loop run on the GPU, for the record dkv-own-code-h100
-(experiments/validate/dkv.sh).
+(experiments/validate/own.sh dkv).
 
 Builds LLaDA-8B's shape as driver.py does (weights normal with std 0.02 and norms 1 in bf16, one seed)
 from dKV-Cache's own model file (models/modeling_llada_dkv_cache_decode.py in CODE, horseee/dKV-Cache),
@@ -14,7 +14,6 @@ OUT/requests.csv (request,prompt_tokens,gen_tokens,forwards,ms).
 Usage: dkv.py --code CODE --trace FILE --out DIR [--refresh 8] [--seed 1] [--warmup 1]
 """
 import argparse
-import csv
 import importlib
 import os
 import sys
@@ -23,6 +22,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import driver  # noqa: E402  (its model builder and constants)
+import ownloop  # noqa: E402
 
 
 def main():
@@ -38,20 +38,6 @@ def main():
     sys.path.insert(0, a.code)
     model = driver.build_llada("models.modeling_llada_dkv_cache_decode", "models.configuration_llada", a.seed)
     gen = importlib.import_module("generation_utils.llada_dkv_cache_decode").generate
-    marks = []
-    orig = model.forward
-
-    def timed(*args, **kw):
-        ids = args[0] if args else kw.get("input_ids")
-        kind = "cached" if kw.get("use_cache") else "refresh" if kw.get("preprocess_cache") else "full"
-        ev = torch.cuda.Event(enable_timing=True)
-        ev.record()
-        marks.append((kind, int(ids.shape[1]), ev))
-        return orig(*args, **kw)
-
-    model.forward = timed
-    with open(a.trace) as f:
-        reqs = [(int(r["prompt_tokens"]), int(r["output_tokens"])) for r in csv.DictReader(f)]
     g = torch.Generator().manual_seed(a.seed)
 
     def run(P, G):
@@ -60,25 +46,12 @@ def main():
                    remasking="low_confidence", mask_id=driver.MASK_ID, enable_cache=True,
                    cache_reloading_step=a.refresh)
 
-    for _ in range(a.warmup):
-        run(*reqs[0])
-    torch.cuda.synchronize()
-    marks.clear()
-    with open(os.path.join(a.out, "forwards.csv"), "w") as ff, open(os.path.join(a.out, "requests.csv"), "w") as fr:
-        ff.write("request,index,kind,rows,ms\n")
-        fr.write("request,prompt_tokens,gen_tokens,forwards,ms\n")
-        for i, (P, G) in enumerate(reqs):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            run(P, G)
-            end.record()
-            end.synchronize()
-            for k, (kind, q, ev) in enumerate(marks):
-                nxt = marks[k + 1][2] if k + 1 < len(marks) else end
-                ff.write(f"{i},{k},{kind},{q},{ev.elapsed_time(nxt):.4f}\n")
-            fr.write(f"{i},{P},{G},{len(marks)},{start.elapsed_time(end):.3f}\n")
-            marks.clear()
+    def describe(args, kw):
+        ids = args[0] if args else kw.get("input_ids")
+        kind = "cached" if kw.get("use_cache") else "refresh" if kw.get("preprocess_cache") else "full"
+        return kind, int(ids.shape[1])
+
+    ownloop.timed_requests(model, a.trace, run, describe, ("kind", "rows"), a.out, a.warmup)
 
 
 if __name__ == "__main__":
