@@ -75,6 +75,9 @@ struct eng_opts {
     int32_t smooth_rows;   /* IterSmooth (eng_smooth_next): the soft-embedding rows the engine keeps
                             * (a generation's requests x response positions); 0: none (a step with
                             * iter_smooth then computes them and keeps none) */
+    int32_t drift_positions, drift_requests; /* Elastic-Cache's drift test (eng_drift_next): the
+                            * positions a request holds at most (prompt and response) and the
+                            * requests; 0: none. One GPU */
     bool top2_gap;         /* each logit row's gap between its two largest logits too (eng_out.gap:
                             * Prophet's early-commit test); one GPU */
     bool feature_cache;    /* the pool also holds each token's attention and FFN outputs per layer
@@ -178,6 +181,22 @@ int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *s
  * embedding plus the weight times that current soft row (plain steps: no per-layer rows, no
  * eviction; one GPU). */
 int eng_smooth_next(struct eng *e, const int32_t *slot, int32_t R, struct ts_err *err);
+/* Elastic-Cache's drift test (kernels.h k_drift), measured in every layer of the next step: each entry
+ * names a segment of the step that runs all N positions of request req (< eng_opts.drift_requests;
+ * N <= drift_positions), position p at the segment's row rowmap[p], nwin window positions then ntrack
+ * tracked ones (sel), which positions may be tracked (eligible [N]) and which rows Elastic-Cache's step
+ * computes (queried [N]: the first step all), over gamma, its drift bound. A request's queries and keys of the step before are kept by
+ * the engine (a step run again for its GEMMs' warm-up reads the same); a request whose previous step
+ * ran no drift test has ntrack 0. eng_drift_out after the step: entry i's tracked token and similarity
+ * at layer L, track[i * layers + L] and sim[...] (NaN without tracked tokens). */
+struct eng_drift_req {
+    int32_t seg, req, N, nwin, ntrack;
+    const int32_t *sel, *rowmap;
+    const uint8_t *eligible, *queried;
+    float gamma;
+};
+int eng_drift_next(struct eng *e, const struct eng_drift_req *r, int32_t n, struct ts_err *err);
+int eng_drift_out(struct eng *e, int32_t *track, float *sim, struct ts_err *err);
 /* Captures one step into a CUDA graph (executing it once); eng_graph_replay() then reruns the
  * identical step at least n times and for at least ENG_TIMED_S and gives the median milliseconds
  * per step, after warm-up replays for at least eng_opts.warm_s (the step is timed at the clock its

@@ -147,6 +147,18 @@ struct eng {
     bool sm_pending;   /* eng_smooth_next named the next step's logit rows' soft rows */
     int32_t sm_R;      /* how many */
     int32_t sm_in;     /* the step's embedded rows that add a soft row (0: none) */
+    /* Elastic-Cache's drift test (eng_drift_next): each request's queries and keys by position, in
+     * every layer, of the step before (drift_cur) and of this one; the next step's entries (their sel
+     * , rowmap, eligible and queried at drift_sel, drift_rowmap, drift_elig, drift_query: K_DRIFT_MAX_ROWS
+     * and drift_positions each a request), scratch,
+     * and each entry's tracked token and similarity a layer */
+    bf16_t *drift_q[2], *drift_k[2];
+    int drift_cur;
+    bool drift_pending;
+    struct eng_drift_req *drift;
+    int32_t drift_n, *drift_sel, *drift_rowmap, *d_drift_track, *h_drift_track;
+    uint8_t *drift_elig, *drift_query;
+    float *drift_probs, *d_drift_sim, *h_drift_sim;
     struct eng_tokens tokens;  /* eng_set_tokens (tokens.id NULL: none) */
     int32_t max_segs, max_tiles, max_page_refs;
     struct eng_kv kv;
@@ -394,6 +406,32 @@ static int hold_ballast(struct eng *e, int64_t budget, size_t free_b, size_t tot
     return 0;
 }
 
+/* Elastic-Cache's drift test's buffers (eng_opts.drift_positions): two steps' queries and keys of
+ * every request and layer, its scratch and its entries' positions. */
+static int64_t drift_q_elems(const struct eng *e)
+{
+    return (int64_t)e->m.num_layers * e->o.drift_requests * e->o.drift_positions * e->m.num_heads * e->m.head_dim;
+}
+
+static int64_t drift_k_elems(const struct eng *e)
+{
+    return (int64_t)e->m.num_layers * e->o.drift_requests * e->o.drift_positions * e->m.num_kv_heads * e->m.head_dim;
+}
+
+static int64_t drift_probs_bytes(const struct eng *e)
+{
+    return (int64_t)2 * K_DRIFT_MAX_ROWS * e->m.num_heads * e->o.drift_positions * 4;
+}
+
+static int64_t drift_bytes(const struct eng *e)
+{
+    if (e->o.drift_positions <= 0)
+        return 0;
+    return 2 * 2 * (drift_q_elems(e) + drift_k_elems(e)) + drift_probs_bytes(e) +
+           (int64_t)e->o.drift_requests * (K_DRIFT_MAX_ROWS * 4 + 6LL * e->o.drift_positions) +
+           (int64_t)e->o.drift_requests * e->m.num_layers * 8;
+}
+
 /* The KV pool: what the budget leaves after the weights, the workspace and the reserve (or
  * eng_opts.kv_tokens), in whole pages; and the step metadata's capacity, which its pages bound. */
 static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
@@ -403,7 +441,7 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
     const int64_t token_bytes = (int64_t)e->m.num_layers * 2 * (kvrow + (o->feature_cache ? e->m.hidden : 0)) * 2;
     const int64_t smooth = (2LL * o->smooth_rows + SMOOTH_SUB) * e->m.hidden * 2; /* IterSmooth's rows */
     const int64_t left = budget - RESERVE_MARGIN - (e->tp ? TP_MARGIN : 0) - e->mem.weights - e->mem.workspace -
-                         e->mem.blas_workspace - smooth;
+                         e->mem.blas_workspace - smooth - drift_bytes(e);
     int64_t pool_tokens = o->kv_tokens > 0 ? o->kv_tokens : (left > 0 ? left / token_bytes : 0);
     if (e->tp) { /* every rank the same pool: the smallest (free memory differs between GPUs) */
         double v = (double)pool_tokens;
@@ -465,6 +503,7 @@ static int alloc_moe(struct eng *e, struct ts_err *err)
 /* The device buffers (weights, workspaces, the KV pool poisoned so that a read of an unwritten key
  * shows, step metadata and outputs) and their pinned host twins. */
 static int alloc_credit(struct eng *e, struct ts_err *err);
+static int alloc_drift(struct eng *e, struct ts_err *err);
 static int alloc_buffers(struct eng *e, struct ts_err *err)
 {
     const int64_t T = e->o.max_tokens, h = e->m.hidden, kvd = (int64_t)e->m.num_kv_heads * e->m.head_dim;
@@ -490,7 +529,8 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
         (e->o.smooth_rows > 0 && (alloc((void **)&e->sm_soft[0], (int64_t)e->o.smooth_rows * h * 2, err) ||
                                   alloc((void **)&e->sm_soft[1], (int64_t)e->o.smooth_rows * h * 2, err))) ||
         (e->o.trace_selection && alloc((void **)&e->sel_trace, SELECTION_TRACE, err)) ||
-        (e->tp && alloc((void **)&e->tp_gather, 12LL * (e->o.tp_size + 1) * T, err)))
+        (e->tp && alloc((void **)&e->tp_gather, 12LL * (e->o.tp_size + 1) * T, err)) ||
+        (e->o.drift_positions > 0 && alloc_drift(e, err)))
         return -1;
     if (cudaMallocHost((void **)&e->h_meta_buf, (size_t)e->meta_cap * 4) != cudaSuccess ||
         cudaMallocHost((void **)&e->h_tok, (size_t)T * 4) != cudaSuccess ||
@@ -506,6 +546,28 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
         return ts_fail(err, "engine: poisoning the KV pool failed");
     if (pooled && cudaMemsetAsync(e->focus_prog, 0xff, EVICT_REQS * 4, e->stream) != cudaSuccess)
         return ts_fail(err, "engine: clearing the eviction progress failed");
+    return 0;
+}
+
+/* Elastic-Cache's drift test's buffers (drift_bytes). */
+static int alloc_drift(struct eng *e, struct ts_err *err)
+{
+    const int64_t R = e->o.drift_requests, layers = e->m.num_layers;
+    for (int b = 0; b < 2; b++)
+        if (alloc((void **)&e->drift_q[b], 2 * drift_q_elems(e), err) ||
+            alloc((void **)&e->drift_k[b], 2 * drift_k_elems(e), err))
+            return -1;
+    if (alloc((void **)&e->drift_probs, drift_probs_bytes(e), err) ||
+        alloc((void **)&e->drift_sel, R * K_DRIFT_MAX_ROWS * 4, err) ||
+        alloc((void **)&e->drift_elig, R * e->o.drift_positions, err) ||
+        alloc((void **)&e->drift_query, R * e->o.drift_positions, err) ||
+        alloc((void **)&e->drift_rowmap, R * e->o.drift_positions * 4, err) ||
+        alloc((void **)&e->d_drift_track, R * layers * 4, err) || alloc((void **)&e->d_drift_sim, R * layers * 4, err))
+        return -1;
+    e->drift = xcalloc((size_t)R, sizeof *e->drift);
+    if (cudaMallocHost((void **)&e->h_drift_track, (size_t)(R * layers) * 4) != cudaSuccess ||
+        cudaMallocHost((void **)&e->h_drift_sim, (size_t)(R * layers) * 4) != cudaSuccess)
+        return ts_fail(err, "engine: cannot allocate pinned host buffers");
     return 0;
 }
 
@@ -563,6 +625,11 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     if (o->top2_gap && o->tp_size > 1)
         return ts_fail(err, "engine: the top-2 gap (Prophet's) is measured on one GPU: its vocabulary shares are "
                             "not merged");
+    if (o->drift_positions < 0 || o->drift_requests < 0 || (o->drift_positions > 0 && o->drift_requests < 1))
+        return ts_fail(err, "engine: drift_positions %d, drift_requests %d (both 0, or both positive)",
+                       o->drift_positions, o->drift_requests);
+    if (o->drift_positions > 0 && (o->tp_size > 1 || o->stateless))
+        return ts_fail(err, "engine: Elastic-Cache's drift test runs on one GPU, over the KV pool");
     const struct planner_ops *planner;
     if (planner_resolve(o->planner ? o->planner : "first-fit", &planner, err))
         return -1;
@@ -668,11 +735,14 @@ void eng_destroy(struct eng *e)
                    e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog,
                    e->moe_buf, e->moe_trace, e->tp_gather, e->d_um, e->cr_tok[0], e->cr_tok[1], e->cr_n[0],
                    e->cr_n[1], e->cr_val[0], e->cr_val[1], e->cr_map, e->sm_soft[0], e->sm_soft[1], e->sm_tmp,
-                   e->sm_map, e->sm_stats, e->sel_means};
+                   e->sm_map, e->sm_stats, e->sel_means, e->drift_q[0], e->drift_q[1], e->drift_k[0],
+                   e->drift_k[1], e->drift_probs, e->drift_sel, e->drift_rowmap, e->drift_elig, e->drift_query, e->d_drift_track,
+                   e->d_drift_sim};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
-    void *host[] = {e->h_meta_buf, e->h_tok, e->h_max, e->h_conf, e->h_gap, e->h_um, e->h_sm};
+    void *host[] = {e->h_meta_buf, e->h_tok, e->h_max, e->h_conf, e->h_gap, e->h_um, e->h_sm, e->h_drift_track,
+                    e->h_drift_sim};
     for (size_t i = 0; i < TS_ARRAY_LEN(host); i++)
         if (host[i])
             cudaFreeHost(host[i]);
@@ -688,6 +758,7 @@ void eng_destroy(struct eng *e)
     opgraph_free(&e->prof_graph);
     eng_kv_free(&e->kv);
     eng_plan_free(&e->plan);
+    free(e->drift);
     eng_layout_free(&e->lay);
     eng_layout_free(&e->glay);
     eng_tp_destroy(e->tp);
@@ -1103,6 +1174,35 @@ static int layered_layer(struct eng *e, int L, const struct eng_plan *lp, const 
     return 0;
 }
 
+/* Elastic-Cache's drift test in layer L of a step (eng_drift_next), after its attention: each entry's
+ * tracked token and similarity at this layer, and its queries and keys kept for the next step. */
+static int drift_layer(struct eng *e, int L, const bf16_t *qkv, const bf16_t *kp, struct ts_err *err)
+{
+    const struct model_cfg *m = &e->m;
+    const int H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
+    const int64_t Np = e->o.drift_positions, qd = (int64_t)H * d, kvd = (int64_t)Hkv * d;
+    for (int32_t i = 0; i < e->drift_n; i++) {
+        const struct eng_drift_req *r = &e->drift[i];
+        if (r->seg >= e->plan.S || e->plan.q_len[r->seg] != r->N || e->plan.kv_cached[r->seg] != 0)
+            return ts_fail(err, "Elastic-Cache's drift test: entry %d names segment %d, which does not run its request's "
+                                "%d positions alone", i, r->seg, r->N);
+        const int64_t at = ((int64_t)L * e->o.drift_requests + r->req) * Np; /* the request's first position */
+        const struct k_drift_args a = {
+            .q = qkv, .k_pool = kp, .slot = e->dm.tok_slot, .prev_q_read = e->drift_q[e->drift_cur] + at * qd,
+            .prev_k_read = e->drift_k[e->drift_cur] + at * kvd, .prev_q_write = e->drift_q[e->drift_cur ^ 1] + at * qd,
+            .prev_k_write = e->drift_k[e->drift_cur ^ 1] + at * kvd, .sel = e->drift_sel + (int64_t)i * K_DRIFT_MAX_ROWS,
+            .rowmap = e->drift_rowmap + (int64_t)i * Np, .eligible = e->drift_elig + (int64_t)i * Np,
+            .queried = e->drift_query + (int64_t)i * Np, .sims = e->d_drift_sim + (int64_t)i * m->num_layers,
+            .layer = L, .gamma = r->gamma, .probs = e->drift_probs,
+            .out_track = e->d_drift_track + (int64_t)i * m->num_layers + L,
+            .out_sim = e->d_drift_sim + (int64_t)i * m->num_layers + L, .row0 = e->plan.q_start[r->seg], .N = r->N,
+            .nwin = r->nwin, .ntrack = r->ntrack, .q_stride = (H + 2 * Hkv) * d, .k_stride = (int)kvd, .H = H,
+            .Hkv = Hkv, .d = d, .scale = 1.0f / sqrtf((float)d)};
+        KL(k_drift(&a, e->stream));
+    }
+    return 0;
+}
+
 /* Layer L over T packed rows x of the plan whose attention is aa (its arrays in dm): its selections
  * where the step's plan selects; importance: an evicting step's front layer 0 or 1, which also
  * scores its candidates (k_focus_importance, timed with the attention). */
@@ -1128,6 +1228,8 @@ static int dense_layer(struct eng *e, int L, struct k_attn_args *aa, const struc
         return -1;
     mark(e, OP_QKV);
     if (rope_attend(e, L, aa, qkv, att, kp, vp, dm->tok_pos, dm->tok_slot, T, err))
+        return -1;
+    if (e->drift_pending && dm == &e->dm && drift_layer(e, L, qkv, kp, err))
         return -1;
     if (importance) {
         if (runs(e, OP_ATTN)) {
@@ -1459,6 +1561,9 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
     if (sd->iter_smooth && (e->tp || split))
         return ts_fail(err, "step refused: IterSmooth runs on one GPU, in steps whose rows are the same in every "
                             "layer (no feature cache, front shapes or eviction)");
+    if (e->drift_pending && split)
+        return ts_fail(err, "step refused: Elastic-Cache's drift test runs in steps whose rows are the same in every "
+                            "layer (no feature cache, front shapes or eviction)");
     if (layered && e->m.num_experts > 0)
         return ts_fail(err, "step refused: its rows differ by layer (a feature cache, front shapes, probes or "
                             "carried rows), which the engine does not run on a mixture of experts");
@@ -1548,6 +1653,10 @@ int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, flo
         e->sm_cur ^= 1;
         e->sm_pending = false;
     }
+    if (e->drift_pending) { /* the queries and keys the step kept are the step before's now */
+        e->drift_cur ^= 1;
+        e->drift_pending = false;
+    }
     /* a selecting request keeps the pages of its kept keys alone: its candidates' go back to the pool
      * (a graph of the step keeps them: its replays write there) */
     for (int32_t s = 0; s < sd->num_segs && !e->o.stateless; s++)
@@ -1619,6 +1728,54 @@ int eng_smooth_next(struct eng *e, const int32_t *slot, int32_t R, struct ts_err
     CU(cudaStreamSynchronize(e->stream));
     e->sm_pending = true;
     e->sm_R = R;
+    return 0;
+}
+
+int eng_drift_next(struct eng *e, const struct eng_drift_req *r, int32_t n, struct ts_err *err)
+{
+    if (e->o.drift_positions <= 0)
+        return ts_fail(err, "Elastic-Cache's drift test: the engine keeps no queries and keys for it "
+                            "(eng_opts.drift_positions)");
+    if (n < 0 || n > e->o.drift_requests)
+        return ts_fail(err, "Elastic-Cache's drift test: %d requests (at most %d)", n, e->o.drift_requests);
+    for (int32_t i = 0; i < n; i++) {
+        const struct eng_drift_req *q = &r[i];
+        if (q->req < 0 || q->req >= e->o.drift_requests || q->N < 1 || q->N > e->o.drift_positions || q->nwin < 0 ||
+            q->ntrack < 0 || q->nwin + q->ntrack > K_DRIFT_MAX_ROWS || q->seg < 0)
+            return ts_fail(err, "Elastic-Cache's drift test: entry %d (request %d, %d positions, %d window and %d "
+                                "tracked rows) out of range", i, q->req, q->N, q->nwin, q->ntrack);
+        for (int32_t k = 0; k < q->nwin + q->ntrack; k++)
+            if (q->sel[k] < 0 || q->sel[k] >= q->N)
+                return ts_fail(err, "Elastic-Cache's drift test: entry %d's row %d at position %d (of %d)", i, k,
+                               q->sel[k], q->N);
+        for (int32_t p = 0; p < q->N; p++)
+            if (q->rowmap[p] < 0 || q->rowmap[p] >= q->N)
+                return ts_fail(err, "Elastic-Cache's drift test: entry %d's position %d at row %d (of %d)", i, p,
+                               q->rowmap[p], q->N);
+        CU(cudaMemcpyAsync(e->drift_sel + (int64_t)i * K_DRIFT_MAX_ROWS, q->sel,
+                           sizeof(int32_t) * (size_t)(q->nwin + q->ntrack), cudaMemcpyHostToDevice, e->stream));
+        CU(cudaMemcpyAsync(e->drift_elig + (int64_t)i * e->o.drift_positions, q->eligible, (size_t)q->N,
+                           cudaMemcpyHostToDevice, e->stream));
+        CU(cudaMemcpyAsync(e->drift_rowmap + (int64_t)i * e->o.drift_positions, q->rowmap, sizeof(int32_t) * (size_t)q->N,
+                           cudaMemcpyHostToDevice, e->stream));
+        CU(cudaMemcpyAsync(e->drift_query + (int64_t)i * e->o.drift_positions, q->queried, (size_t)q->N,
+                           cudaMemcpyHostToDevice, e->stream));
+        e->drift[i] = *q;
+        e->drift[i].sel = e->drift[i].rowmap = NULL, e->drift[i].eligible = e->drift[i].queried = NULL;
+    }
+    CU(cudaStreamSynchronize(e->stream));
+    e->drift_n = n;
+    e->drift_pending = n > 0;
+    return 0;
+}
+
+int eng_drift_out(struct eng *e, int32_t *track, float *sim, struct ts_err *err)
+{
+    const size_t n = (size_t)e->drift_n * (size_t)e->m.num_layers;
+    CU(cudaMemcpy(e->h_drift_track, e->d_drift_track, n * 4, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(e->h_drift_sim, e->d_drift_sim, n * 4, cudaMemcpyDeviceToHost));
+    memcpy(track, e->h_drift_track, n * 4);
+    memcpy(sim, e->h_drift_sim, n * 4);
     return 0;
 }
 

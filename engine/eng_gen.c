@@ -1,6 +1,7 @@
 /* eng_gen.c: a generation's host side (eng_gen.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "eng_gen.h"
+#include "kernels.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -132,6 +133,14 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
     if (pr->on && (pr->answer < 0 || pr->answer >= c->gen_len || pr->len < 1))
         return ts_fail(err, "--prophet %d: the answer's offset lies outside the response's %d positions", pr->answer,
                        c->gen_len);
+    const struct gen_elastic *ec = &c->elastic;
+    if (ec->on && (c->focus || !c->policy || !gen_whole(c) || strcmp(c->policy->name, "vanilla") != 0))
+        return ts_fail(err, "--elastic-drift reads every position's attention each step: --policy vanilla (without "
+                            "--block-logits)");
+    if (ec->on && (ec->layers < 1 || ec->window < 1 || ec->window > GEN_ELASTIC_MAX_WINDOW ||
+                   !(ec->gamma >= 0 && ec->gamma <= 1)))
+        return ts_fail(err, "--elastic-drift: a bound of %g over %d window positions and %d layers (a bound in 0..1, "
+                            "1 to %d positions)", ec->gamma, ec->window, ec->layers, GEN_ELASTIC_MAX_WINDOW);
     if (c->mask_id < 0 || c->mask_id >= c->vocab)
         return ts_fail(err, "--mask-id %d: must be a token of the model's vocabulary (0..%d)", c->mask_id, c->vocab - 1);
     const int32_t n = prompts ? TS_MIN(prompts->n, c->requests > 0 ? c->requests : prompts->n) : c->requests;
@@ -142,6 +151,7 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
     g->r = xcalloc((size_t)n, sizeof *g->r);
     g->seg_req = xcalloc((size_t)n, sizeof *g->seg_req);
     g->per_step = xcalloc((size_t)c->block + 1, sizeof *g->per_step);
+    g->ec_from = ec->on ? xcalloc((size_t)ec->layers, sizeof *g->ec_from) : NULL;
     for (int32_t i = 0; i < n; i++) {
         struct gen_req *r = &g->r[i];
         r->P = prompts ? prompts->len[i] : c->prompt_len;
@@ -164,6 +174,8 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
         r->rowpos = xmalloc(sizeof *r->rowpos * (size_t)(r->P + c->gen_len));
         r->cand = xmalloc(sizeof *r->cand * (size_t)c->block);
         r->rest = xmalloc(sizeof *r->rest * (size_t)c->block);
+        r->ec_track = ec->on ? xmalloc(sizeof *r->ec_track * (size_t)ec->layers) : NULL;
+        r->ec_seen = ec->on ? xcalloc((size_t)c->gen_len, 1) : NULL;
         for (int32_t p = 0; p < r->P; p++)
             r->ids[p] = prompts ? prompts->ids[i][p]
                                 : (int32_t)(ts_mix64(c->seed ^ ts_mix64(((uint64_t)i << 32) | (uint32_t)p)) %
@@ -184,10 +196,13 @@ void gen_free(struct gen *g)
         free(g->r[i].rowpos);
         free(g->r[i].cand);
         free(g->r[i].rest);
+        free(g->r[i].ec_track);
+        free(g->r[i].ec_seen);
     }
     free(g->r);
     free(g->seg_req);
     free(g->per_step);
+    free(g->ec_from);
     memset(g, 0, sizeof *g);
 }
 
@@ -657,6 +672,98 @@ int gen_prophet_apply(struct gen *g, const struct step_desc *sd, const int32_t *
         finished++;
     }
     return finished;
+}
+
+/* --- Elastic-Cache's drift test ----------------------------------------------------------- */
+
+int gen_elastic_parse(const char *spec, struct gen_elastic *out, struct ts_err *err)
+{
+    static const char *const names[] = {"GAMMA", "WINDOW"};
+    struct gen_elastic ec = GEN_ELASTIC_DEFAULTS;
+    double v[2] = {ec.gamma, ec.window};
+    size_t n;
+    if (spec_numbers("--elastic-drift", spec, "GAMMA[,WINDOW]", names, 2, v, &n, err))
+        return -1;
+    if (n < 1)
+        return ts_fail(err, "--elastic-drift '': the drift bound GAMMA, optionally the window (GAMMA[,WINDOW])");
+    if (!(v[0] >= 0 && v[0] <= 1))
+        return ts_fail(err, "--elastic-drift '%s': GAMMA %g must be a cosine similarity in 0..1", spec, v[0]);
+    if (!(v[1] >= 1 && v[1] <= GEN_ELASTIC_MAX_WINDOW) || v[1] != floor(v[1]))
+        return ts_fail(err, "--elastic-drift '%s': WINDOW %g must be a whole number of positions in 1..%d", spec, v[1],
+                       GEN_ELASTIC_MAX_WINDOW);
+    ec.gamma = v[0], ec.window = (int32_t)v[1];
+    *out = ec;
+    return 0;
+}
+
+int32_t gen_elastic_reqs(struct gen *g, const struct step_desc *sd, struct eng_drift_req *out, int32_t *sel,
+                         int32_t *rowmap, uint8_t *eligible, struct ts_err *err)
+{
+    const int32_t G = g->c.gen_len, W = g->c.elastic.window;
+    int64_t at = 0; /* rowmap's and eligible's offset: each entry's N after the one before */
+    for (int32_t s = 0; s < sd->num_segs; s++) {
+        const struct segment *seg = &sd->segs[s];
+        const int32_t i = g->seg_req[s];
+        struct gen_req *r = &g->r[i];
+        const int32_t N = r->P + G;
+        int32_t *map = rowmap + at, placed = 0;
+        for (int32_t p = 0; p < N; p++)
+            map[p] = -1;
+        for (int32_t k = 0; seg->q == N && seg->kv == 0 && k < r->nrow; k++)
+            if (r->rowpos[k] >= 0 && r->rowpos[k] < N && map[r->rowpos[k]] < 0)
+                map[r->rowpos[k]] = k, placed++;
+        if (placed != N)
+            return ts_fail(err, "--elastic-drift: request %d's step runs %d rows over %d cached, not each of its %d "
+                                "positions (--policy vanilla)", i, seg->q, seg->kv, N);
+        int32_t *mine = sel + (int64_t)s * K_DRIFT_MAX_ROWS, nwin = 0;
+        for (int32_t o = 0; o < G && nwin < W; o++)
+            if (!r->decided[o])
+                mine[nwin++] = r->P + o;
+        const int32_t ntrack = r->ec_measured ? TS_MIN(r->ec_ntrack, K_DRIFT_MAX_ROWS - nwin) : 0;
+        memcpy(mine + nwin, r->ec_track, sizeof *mine * (size_t)ntrack);
+        uint8_t *el = eligible + 2 * at, *qu = el + N; /* eligible: decided; queried: the rows Elastic's step runs */
+        memset(el, 1, (size_t)r->P);
+        memset(qu, !r->ec_measured, (size_t)N);
+        for (int32_t o = 0; o < G; o++) {
+            el[r->P + o] = r->decided[o];
+            qu[r->P + o] |= r->decided[o] && !r->ec_seen[o]; /* decoded by the step before */
+            r->ec_seen[o] = r->decided[o];
+        }
+        for (int32_t k = 0; k < nwin + ntrack; k++)
+            qu[mine[k]] = 1;
+        out[s] = (struct eng_drift_req){.seg = s, .req = i, .N = N, .nwin = nwin, .ntrack = ntrack, .sel = mine,
+                                        .rowmap = map, .eligible = el, .queried = qu, .gamma = (float)g->c.elastic.gamma};
+        at += N;
+    }
+    return sd->num_segs;
+}
+
+void gen_elastic_apply(struct gen *g, const struct eng_drift_req *q, int32_t n, const int32_t *track,
+                       const float *sim)
+{
+    const int32_t layers = g->c.elastic.layers;
+    for (int32_t i = 0; i < n; i++) {
+        struct gen_req *r = &g->r[q[i].req];
+        const int32_t *t = track + (int64_t)i * layers;
+        const float *sm = sim + (int64_t)i * layers;
+        if (q[i].ntrack > 0) {
+            r->ec_tested++, g->ec_tested++, g->ec_tracked += q[i].ntrack, r->ec_tracked += q[i].ntrack;
+            int32_t l = 0;
+            while (l < layers && !(sm[l] < g->c.elastic.gamma)) /* (NaN: no test) */
+                l++;
+            if (l + 1 < layers)
+                r->ec_refreshes++, g->ec_refreshes++, g->ec_from[l + 1]++;
+        }
+        r->ec_ntrack = 0; /* the distinct positions the layers track, in layer order */
+        for (int32_t l = 0; l < layers; l++) {
+            bool seen = t[l] < 0;
+            for (int32_t k = 0; k < r->ec_ntrack && !seen; k++)
+                seen = r->ec_track[k] == t[l];
+            if (!seen)
+                r->ec_track[r->ec_ntrack++] = t[l];
+        }
+        r->ec_measured = true;
+    }
 }
 
 double gen_tpf(const struct gen *g) { return g->block_segs > 0 ? (double)g->decoded / (double)g->block_segs : 0; }

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "eng.h"
 #include "eng_plan.h"
 #include "eng_unmask.h"
 #include "policy_drive.h"
@@ -59,6 +60,22 @@ struct gen_prophet {
 };
 #define GEN_PROPHET_DEFAULTS ((struct gen_prophet){.on = true, .len = 5, .early = 7.5, .mid = 5.0, .late = 2.5})
 
+/* Elastic-Cache's drift test (arXiv 2510.14973; yxu-dev/Elastic-Cache at 46c0bc3, llada/generate.py
+ * generate_with_elastic_cache and model/modeling_llada.py's attention), run on steps over the whole
+ * sequence (--policy vanilla): in every layer, the window (the first `window` masked positions) tracks
+ * its most-attended decided position; the next step compares the tracked tokens' attention (the
+ * distinct ones of all layers) with the step before's, by the cosine similarity over the heads of each
+ * key, averaged; the first layer below gamma would start Elastic-Cache's refresh at the next layer (none
+ * at the last). The generation itself is vanilla's: the test is measured, not acted on. */
+struct gen_elastic {
+    bool on;
+    double gamma;   /* its drift bound [0.9] */
+    int32_t window; /* window_length [16], at most GEN_ELASTIC_MAX_WINDOW */
+    int32_t layers; /* the model's */
+};
+#define GEN_ELASTIC_DEFAULTS ((struct gen_elastic){.on = true, .gamma = 0.9, .window = 16})
+#define GEN_ELASTIC_MAX_WINDOW 32
+
 struct gen_cfg {
     int32_t requests;   /* sequences generated together */
     int32_t prompt_len; /* hashed prompts' length (a prompt file gives its own) */
@@ -75,6 +92,7 @@ struct gen_cfg {
     int32_t logit_chunk_rows;
     struct gen_smooth smooth; /* IterSmooth (a driven policy's generation) */
     struct gen_prophet prophet; /* Prophet's early commit (a driven policy's generation) */
+    struct gen_elastic elastic; /* Elastic-Cache's drift test, measured (a vanilla generation) */
 };
 
 /* Prompts as token ids, one request each. */
@@ -101,6 +119,12 @@ struct gen_req {
     int32_t *cand, ncand, nfixed, picked; /* the last block step's candidates (block offsets), fixed rows, K */
     int32_t *rest, nrest;   /* the finished block's uncached offsets (of the response), written next */
     uint8_t last;           /* what its segment in the step built last was (GEN_SEG_*) */
+    /* Elastic-Cache's drift test: the positions its last step tracked (ec_measured: it ran the test),
+     * the steps that tested drift and those whose test would refresh */
+    int32_t *ec_track, ec_ntrack, ec_tested, ec_refreshes;
+    int64_t ec_tracked;  /* the tracked tokens its tested steps tested, summed */
+    uint8_t *ec_seen; /* [gen_len] the positions decided before its last step */
+    bool ec_measured;
 };
 
 enum { GEN_SEG_NONE = 0, GEN_SEG_PREFILL, GEN_SEG_REST, GEN_SEG_BLOCK };
@@ -119,6 +143,8 @@ struct gen {
     int64_t *per_step;  /* [block + 1]: block segments by how many positions they committed */
     int64_t prophet_exits, prophet_filled; /* Prophet: requests it finished, positions it committed */
     double prophet_share; /* the decoded shares its exits came at, summed */
+    int64_t *ec_from;     /* Elastic-Cache: [layers] the refreshes by the layer they would start at */
+    int64_t ec_tested, ec_refreshes, ec_tracked; /* tested steps, refreshing ones, tracked tokens summed */
 };
 
 /* Loads a prompt file: one JSON array of token ids (each in [0, vocab)) a line, at most max lines
@@ -186,6 +212,22 @@ int gen_prophet_parse(const char *spec, struct gen_prophet *out, struct ts_err *
  * a masked one. */
 int gen_prophet_apply(struct gen *g, const struct step_desc *sd, const int32_t *tok, const float *gap,
                       struct ts_err *err);
+
+/* Parses --elastic-drift's value: GAMMA[,WINDOW] (a bound in 0..1; 1 to GEN_ELASTIC_MAX_WINDOW
+ * positions [16]); sets out->on. */
+int gen_elastic_parse(const char *spec, struct gen_elastic *out, struct ts_err *err);
+/* Before a step: its entries for the drift test (eng_drift_next), one for each of sd's segments, each
+ * with sel (K_DRIFT_MAX_ROWS positions an entry), rowmap (prompt + gen_len an entry), eligible and
+ * queried (twice that, in turn) in the buffers given: the rows Elastic-Cache's step runs are the window,
+ * the tracked tokens and the positions decided since the request's step before (its first: all); the
+ * number of entries, or -1 with err where a segment does not run each position of its request's whole
+ * sequence. */
+int32_t gen_elastic_reqs(struct gen *g, const struct step_desc *sd, struct eng_drift_req *out, int32_t *sel,
+                         int32_t *rowmap, uint8_t *eligible, struct ts_err *err);
+/* After the step: each entry's tracked token and similarity a layer (eng_drift_out) into its request's
+ * counts and its next tracked tokens. */
+void gen_elastic_apply(struct gen *g, const struct eng_drift_req *q, int32_t n, const int32_t *track,
+                       const float *sim);
 
 /* Tokens per forward: positions committed over block steps. */
 double gen_tpf(const struct gen *g);

@@ -430,6 +430,45 @@ int k_moe_gemm(const struct k_moe_gemm_args *a, k_stream stream);
 int k_moe_gemm_wgmma(const struct k_moe_gemm_args *a, k_stream stream);
 int k_moe_combine(const struct k_moe_combine_args *a, k_stream stream);
 
+/*
+ * Elastic-Cache's drift test (drift.cu; arXiv 2510.14973, yxu-dev/Elastic-Cache modeling_llada.py's
+ * attention) measured in one layer of a step that runs all N positions of a request as its rows
+ * row0 .. row0 + N - 1 (position p at row row0 + rowmap[p]; engine generate --policy vanilla
+ * --elastic-drift):
+ *   - the window rows' (sel[0 .. nwin)) attention over the N keys, summed over rows and heads: its
+ *     largest eligible key (a decided position; ties: the lower), the token this layer tracks next,
+ *     into *out_track (-1: none eligible);
+ *   - the tracked tokens' (sel[nwin .. nwin + ntrack)) attention rows this step and from Elastic-Cache's
+ *     cache (prev_*_read: the queries and keys by position as its schedule last computed them), their
+ *     cosine similarity over the heads of each key, averaged over tokens and keys, into *out_sim (NaN
+ *     where ntrack = 0). This step's rows attend to fresh keys where Elastic-Cache computes the row
+ *     (queried: the window, the tracked and the positions just decoded; every position in a layer
+ *     after the first whose test fired, sims[0 .. layer) < gamma), to the cache's elsewhere;
+ *   - the cache after the layer into prev_*_write (double-buffered: a step run again reads the same):
+ *     this step's queries and keys where it computes the row, the cache's before elsewhere. probs is
+ *     scratch of [nwin + 2 ntrack][H][N] floats.
+ */
+#define K_DRIFT_MAX_ROWS 96
+#define K_DRIFT_MAX_D 512
+struct k_drift_args {
+    const bf16_t *q;         /* the layer's qkv rows, q_stride apart (queries after RoPE) */
+    const bf16_t *k_pool;    /* the layer's keys: row r's at k_pool + slot[r] * k_stride */
+    const int32_t *slot;     /* the step's rows' pool slots */
+    const int32_t *rowmap;   /* [N] each position's row after row0 */
+    const bf16_t *prev_q_read, *prev_k_read; /* [N][H d], [N][Hkv d] */
+    bf16_t *prev_q_write, *prev_k_write;
+    const int32_t *sel;      /* [nwin + ntrack] positions */
+    const uint8_t *eligible; /* [N] */
+    const uint8_t *queried;  /* [N] */
+    const float *sims;       /* [layer]: the earlier layers' out_sim of this step */
+    float *probs;
+    int32_t *out_track;
+    float *out_sim;
+    int row0, N, nwin, ntrack, q_stride, k_stride, H, Hkv, d, layer;
+    float scale, gamma;
+};
+int k_drift(const struct k_drift_args *a, k_stream stream);
+
 int k_focus_importance(const struct k_focus_args *a, k_stream stream);
 int k_focus_pick(const struct k_focus_args *a, k_stream stream);
 

@@ -26,7 +26,7 @@ static const struct param_spec ec_params[] = {
     [EVERY] = {"ec-refresh-every", "steps between refreshes, when the drift test fires (0: never; an assumption)", 0, 0,
                1e6, true},
     [SHARE] = {"ec-refresh-share", "share of the cached steps that refresh, spread evenly (0: by --ec-refresh-every "
-                                   "alone; an assumption)", 0, 0, 1},
+                                   "alone; an assumption: tessera engine generate --elastic-drift measures it)", 0, 0, 1},
     [DEPTH] = {"ec-depth", "layers a refresh keeps on the Q rows before it recomputes every row (an assumption)", 16, 0,
                4096, true},
 };

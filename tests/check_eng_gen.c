@@ -9,6 +9,7 @@
 
 #include "decode.h"
 #include "eng_gen.h"
+#include "kernels.h"
 #include "eng_plan.h"
 #include "eng_ref.h"
 #include "eng_unmask.h"
@@ -488,6 +489,108 @@ START_TEST(generation_prophet)
     ck_assert_int_eq(gen_prophet_parse("64", &c.prophet, &err), 0);
     ck_assert_int_ne(gen_start(&g, &c, "vanilla", NULL, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "outside the response"));
+}
+END_TEST
+
+/* Elastic-Cache's drift test, by hand: two requests of a 64-position response after prompts of 20, in
+ * blocks of 16, two positions a step, a window of 4 over 3 layers. Each step's entries hold every
+ * position once (rowmap against the rows' positions), the first 4 masked positions as the window, the
+ * tracked tokens the step before's layers named (none at the first), the prompt and the decided ones
+ * eligible, and as queried the window, the tracked ones and the positions the step before decided (the
+ * first step: all). The engine's answers are made up: every layer tracks a prompt position (the last
+ * layer repeats the first's, or none on odd steps); request 0's layer 1 drifts below 0.9 on even steps
+ * (a refresh from layer 2), its last layer on odd ones (no refresh: nothing after it); request 1 never. */
+START_TEST(generation_elastic_drift)
+{
+    struct gen g;
+    struct ts_err err;
+    struct gen_cfg c = cfg(2, 20, 64, 16);
+    ck_assert_int_eq(gen_elastic_parse("0.9,4", &c.elastic, &err), 0);
+    c.elastic.layers = 3;
+    ck_assert_int_eq(gen_start(&g, &c, "vanilla", NULL, NULL, &err), 0);
+    int32_t groups[4], ng, masked[2 * 84], commit[2 * 84], sel[2 * K_DRIFT_MAX_ROWS], map[2 * 84], track[6];
+    int32_t prev_track[2][3], nprev[2] = {0, 0};
+    uint8_t flags[4 * 84], before[2][64] = {{0}}, seen[2][64] = {{0}};
+    float sim[6];
+    struct eng_drift_req q[2];
+    struct step_desc sd;
+    step_desc_init(&sd);
+    int steps = 0, even = 0;
+    for (; gen_next_step(&g, &sd, groups, &ng, masked); steps++) {
+        const struct eng_tokens tk = gen_tokens(&g);
+        for (int i = 0; i < 2; i++)
+            memcpy(before[i], g.r[i].decided, 64);
+        ck_assert_int_eq(gen_elastic_reqs(&g, &sd, q, sel, map, flags, &err), sd.num_segs);
+        int32_t row = 0;
+        for (int32_t s = 0; s < sd.num_segs; s++) {
+            const int32_t i = q[s].req, N = 84;
+            ck_assert(q[s].seg == s && q[s].N == N && i == sd.segs[s].req_id);
+            for (int32_t k = 0; k < N; k++) /* the row of each position, as the step places them */
+                ck_assert_int_eq(q[s].rowmap[tk.pos(&g, i, k)], k);
+            int32_t w = 0;
+            for (int32_t o = 0; o < 64 && w < 4; o++)
+                if (!g.r[i].decided[o])
+                    ck_assert_int_eq(q[s].sel[w++], 20 + o);
+            ck_assert_int_eq(q[s].nwin, w);
+            ck_assert_int_eq(q[s].ntrack, steps ? nprev[i] : 0);
+            for (int32_t t = 0; t < q[s].ntrack; t++)
+                ck_assert_int_eq(q[s].sel[w + t], prev_track[i][t]);
+            for (int32_t p = 0; p < N; p++) {
+                const bool decided = p < 20 || g.r[i].decided[p - 20];
+                bool queried = steps == 0 || (p >= 20 && decided && !seen[i][p - 20]);
+                for (int32_t k = 0; k < q[s].nwin + q[s].ntrack; k++)
+                    queried |= q[s].sel[k] == p;
+                ck_assert_int_eq(q[s].eligible[p], decided);
+                ck_assert_int_eq(q[s].queried[p], queried);
+            }
+            memcpy(seen[i], before[i], 64);
+            for (int l = 0; l < 3; l++) {
+                track[s * 3 + l] = l == 2 ? (steps % 2 ? -1 : track[s * 3]) : (7 * l + steps + i) % 20;
+                sim[s * 3 + l] = i == 0 && ((l == 1 && steps % 2 == 0) || (l == 2 && steps % 2)) ? 0.5f : 0.95f;
+            }
+            int32_t taken = 0;
+            for (int32_t k = 0; k < sd.segs[s].logit_rows; k++, row++) {
+                const int32_t o = tk.pos(&g, i, k) - 20;
+                const bool in_block = o >= g.r[i].block * 16 && o < g.r[i].block * 16 + 16;
+                commit[row] = in_block && !g.r[i].decided[o] && taken < 2 ? (taken++, 5) : -1;
+            }
+        }
+        ck_assert_msg(gen_apply(&g, &sd, commit, NULL, &err) == 0, "%s", err.msg);
+        gen_elastic_apply(&g, q, sd.num_segs, track, sim);
+        even += steps > 0 && steps % 2 == 0;
+        for (int32_t s = 0; s < sd.num_segs; s++) {
+            const int32_t i = q[s].req;
+            nprev[i] = 0;
+            for (int l = 0; l < 3; l++) {
+                bool dup = track[s * 3 + l] < 0;
+                for (int t = 0; t < nprev[i]; t++)
+                    dup |= prev_track[i][t] == track[s * 3 + l];
+                if (!dup)
+                    prev_track[i][nprev[i]++] = track[s * 3 + l];
+            }
+        }
+    }
+    ck_assert_int_eq(steps, 32);
+    ck_assert(g.r[0].ec_tested == 31 && g.r[1].ec_tested == 31 && g.ec_tested == 62);
+    ck_assert_int_eq(g.r[0].ec_refreshes, even);
+    ck_assert_int_eq(g.r[1].ec_refreshes, 0);
+    ck_assert(g.ec_refreshes == even && g.ec_from[2] == even && g.ec_from[0] == 0 && g.ec_from[1] == 0);
+    step_desc_free(&sd);
+    gen_stop(&g);
+    /* its specs, and a policy whose steps do not run every position */
+    struct gen_elastic e;
+    ck_assert_int_eq(gen_elastic_parse("0.75", &e, &err), 0);
+    ck_assert(e.on && e.gamma == 0.75 && e.window == 16);
+    const char *bad[] = {"", "1.5", "-0.1", "0.9,0", "0.9,33", "0.9,2.5", "x", "0.9,4,1", "0.9,"};
+    for (size_t k = 0; k < TS_ARRAY_LEN(bad); k++) {
+        ck_assert_msg(gen_elastic_parse(bad[k], &e, &err) != 0, "'%s' accepted", bad[k]);
+        ck_assert_ptr_nonnull(strstr(err.msg, "--elastic-drift"));
+    }
+    c = cfg(2, 20, 64, 16);
+    ck_assert_int_eq(gen_elastic_parse("0.9", &c.elastic, &err), 0);
+    c.elastic.layers = 3;
+    ck_assert_int_ne(gen_start(&g, &c, "dual", NULL, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--policy vanilla"));
 }
 END_TEST
 
@@ -1158,6 +1261,7 @@ int main(void)
     tcase_add_test(tc, generation_topk_exact);
     tcase_add_test(tc, generation_threshold);
     tcase_add_test(tc, generation_prophet);
+    tcase_add_test(tc, generation_elastic_drift);
     tcase_add_test(tc, generation_room);
     tcase_add_test(tc, generation_dual);
     tcase_add_test(tc, generation_policies);

@@ -514,6 +514,11 @@ for system in dkv elastic d2cache; do
     else bad "experiments/validate/own.sh $system no longer gives $system-own-code-h100/$system.csv"; fi
 done
 
+# elastic-own-code-h100/drift: its comparison is what compare.py makes of its two sides' outputs
+if python3 "$root/experiments/validate/compare.py" elastic-drift "$rec_dir/elastic-own-code-h100/drift" |
+    cmp -s - "$rec_dir/elastic-own-code-h100/drift/drift.csv"; then ok
+else bad "compare.py elastic-drift no longer gives elastic-own-code-h100/drift/drift.csv"; fi
+
 # prophet-own-code-h100: its comparison is what compare.py makes of its two sides' outputs
 if python3 "$root/experiments/validate/compare.py" prophet "$rec_dir/prophet-own-code-h100" "0.5,0.4,0.3;0.3,0.25,0.2;1,0.5,0.25" \
     >"$tmp/prophet.csv" && cmp -s "$tmp/prophet.csv" "$rec_dir/prophet-own-code-h100/prophet.csv"; then ok

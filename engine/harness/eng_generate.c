@@ -18,6 +18,7 @@
 #include "config.h"
 #include "eng.h"
 #include "eng_gen.h"
+#include "kernels.h"
 #include "harness.h"
 #include "model.h"
 #include "policy.h"
@@ -30,7 +31,7 @@ static void generate_usage(FILE *f)
 "                               [--block B] [--policy NAME] [--focus-alpha A]\n"
 "                               [--vicinity W] [--refresh-interval F] [--block-logits]\n"
 "                               [--iter-smooth[=CONT,INIT,GROWTH,DECAY]]\n"
-"                               [--prophet OFFSET[,EARLY,MID,LATE]]\n"
+"                               [--prophet OFFSET[,EARLY,MID,LATE]] [--elastic-drift GAMMA[,WINDOW]]\n"
 "                               [--mask-id ID] [--seed S]\n"
 "                               [--mem-limit GB]\n"
 "                               [--profile-out FILE --name NAME] [--ids-out FILE]\n"
@@ -89,6 +90,15 @@ static void generate_usage(FILE *f)
 "                             0.33: EARLY, below 0.67: MID, after: LATE) [7.5,5,2.5] commits every\n"
 "                             masked position to the step's argmax. Random weights' gaps are tenths:\n"
 "                             the defaults, set for a trained model's, never fire there\n"
+"  --elastic-drift GAMMA[,WINDOW]\n"
+"                             Elastic-Cache's drift test, measured with --policy vanilla: in every\n"
+"                             layer the first WINDOW [16] masked positions track their most-attended\n"
+"                             decided position; each step compares the tracked tokens' attention\n"
+"                             with the step before's (cosine similarity over the heads, averaged\n"
+"                             over keys), and the first layer below GAMMA [0.9] would start its\n"
+"                             refresh at the next layer. The generation stays vanilla's; the steps\n"
+"                             whose test fires, and from which layer, are reported (the simulator's\n"
+"                             --ec-refresh-share and --ec-depth) and the steps' times include it\n"
 "  --mask-id ID               the mask token (LLaDA-8B 126336, LLaDA-MoE-7B 156895; with random\n"
 "                             weights and another model: the vocabulary's last; with --weights\n"
 "                             for another model: required)\n"
@@ -97,11 +107,14 @@ static void generate_usage(FILE *f)
 "                             (for tessera sim --decode threshold:FILE:NAME, hierarchical:... or credit:...)\n"
 "  --ids-out FILE             each request's generated ids, a JSON array a line\n"
 "  --requests-out FILE        each request's outcome, a JSON object a line: its prompt's length, its\n"
-"                             steps, the steps at which Prophet committed its rest (0: never), its ids\n"
+"                             steps, the steps at which Prophet committed its rest (0: never), with\n"
+"                             --elastic-drift its tested steps, those that would refresh and the\n"
+"                             tracked tokens they tested (summed), its ids\n"
 "Prints the steps, tokens per forward (and how many positions each block step committed), the\n"
 "redundancy (block rows computed per position decided), the GPU time of the steps and of the\n"
 "unmasking, the generated tokens a second, and with --prophet the requests it finished early and\n"
-"the decoded share they were at (the simulator's --early-commit F).\n");
+"the decoded share they were at (the simulator's --early-commit F), and with --elastic-drift the steps\n"
+"whose drift test fires, the layers it would refresh from and the tokens it tracks.\n");
 }
 
 struct gen_args {
@@ -112,6 +125,7 @@ struct gen_args {
     struct unmask_rule rule;
     struct gen_smooth smooth;
     struct gen_prophet prophet;
+    struct gen_elastic elastic;
     char rule_text[64];
     int64_t requests, prompt_len, gen_len, block, mask_id, seed;
     double mem_gb, focus_alpha;
@@ -163,6 +177,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {"refresh-interval", required_argument, 0, 'F'},
                                       {"block-logits", no_argument, 0, 'L'},
                                       {"prophet", required_argument, 0, 'R'},
+                                      {"elastic-drift", required_argument, 0, 'E'},
                                       {"requests-out", required_argument, 0, 'q'},
                                       ENG_CHOICE_OPTS,
                                       {"help", no_argument, 0, 'h'},
@@ -192,6 +207,12 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'a': bad = ts_parse_double(optarg, &a->focus_alpha) || !(a->focus_alpha >= 1 && a->focus_alpha <= 64), range = "1..64"; break;
         case 'S':
             if (gen_smooth_parse(optarg, &a->smooth, &err)) {
+                fprintf(stderr, "tessera engine generate: %s\n", err.msg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'E':
+            if (gen_elastic_parse(optarg, &a->elastic, &err)) {
                 fprintf(stderr, "tessera engine generate: %s\n", err.msg);
                 return EXIT_USAGE;
             }
@@ -310,6 +331,18 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         cstate = xmalloc(sizeof *cstate * most);
         cflags = xmalloc(sizeof *cflags * most);
     }
+    struct eng_drift_req *drift = NULL;
+    int32_t *dsel = NULL, *dmap = NULL, *dtrack = NULL, nd = 0;
+    uint8_t *delig = NULL;
+    float *dsim = NULL;
+    if (g->c.elastic.on) { /* Elastic-Cache's drift test: each request's entry, its tracked token and similarity a layer */
+        drift = xmalloc(sizeof *drift * (size_t)n);
+        dsel = xmalloc(sizeof *dsel * (size_t)n * K_DRIFT_MAX_ROWS);
+        delig = xmalloc(2 * most);
+        dmap = xmalloc(sizeof *dmap * most);
+        dtrack = xmalloc(sizeof *dtrack * (size_t)n * (size_t)g->c.elastic.layers);
+        dsim = xmalloc(sizeof *dsim * (size_t)n * (size_t)g->c.elastic.layers);
+    }
     struct step_desc sd;
     step_desc_init(&sd);
     const bool tty = isatty(STDERR_FILENO);
@@ -329,9 +362,19 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
             if ((rc = eng_smooth_next(e, slot, (int32_t)sd.tot.logit_rows, err)) != 0)
                 break;
         }
+        if (drift && ((nd = gen_elastic_reqs(g, &sd, drift, dsel, dmap, delig, err)) < 0 ||
+                      eng_drift_next(e, drift, nd, err))) {
+            rc = -1;
+            break;
+        }
         struct eng_out out;
         if ((rc = eng_step(e, &sd, &out, &ms, err)) != 0)
             break;
+        if (drift) {
+            if ((rc = eng_drift_out(e, dtrack, dsim, err)) != 0)
+                break;
+            gen_elastic_apply(g, drift, nd, dtrack, dsim);
+        }
         int max_probe = 0;
         if (cand && sd.tot.probe_tokens > 0) {
             if ((rc = eng_picks(e, picks, npicks, &max_probe, err)) != 0)
@@ -364,6 +407,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
     eng_set_tokens(e, NULL);
     step_desc_free(&sd);
     free(groups), free(masked), free(commit), free(cstate), free(cflags), free(cand), free(picks), free(slot), free(taus);
+    free(drift), free(dsel), free(dmap), free(delig), free(dtrack), free(dsim);
     return rc;
 }
 
@@ -377,7 +421,11 @@ static int write_requests(const char *path, const struct gen *g, bool outcome, s
         return ts_fail(err, "%s: cannot write", path);
     for (int32_t i = 0; i < g->c.requests; i++) {
         const struct gen_req *r = &g->r[i];
-        if (outcome)
+        if (outcome && g->c.elastic.on)
+            fprintf(f, "{\"request\": %d, \"prompt\": %d, \"steps\": %d, \"prophet_exit_steps\": %d, "
+                       "\"elastic_tested\": %d, \"elastic_refreshes\": %d, \"elastic_tracked\": %lld, \"ids\": ", i, r->P,
+                    r->steps, r->exit_steps, r->ec_tested, r->ec_refreshes, (long long)r->ec_tracked);
+        else if (outcome)
             fprintf(f, "{\"request\": %d, \"prompt\": %d, \"steps\": %d, \"prophet_exit_steps\": %d, \"ids\": ", i,
                     r->P, r->steps, r->exit_steps);
         for (int32_t p = 0; p < g->c.gen_len; p++)
@@ -385,6 +433,25 @@ static int write_requests(const char *path, const struct gen *g, bool outcome, s
         fprintf(f, outcome ? "]}\n" : "]\n");
     }
     return fclose(f) == 0 ? 0 : ts_fail(err, "%s: write failed", path);
+}
+
+/* Elastic-Cache's drift test: the share of tested steps that would refresh, the layers they would start
+ * at (median and quartiles) and the tokens tracked a step. */
+static void report_elastic(const struct gen *g)
+{
+    const int32_t layers = g->c.elastic.layers;
+    int32_t q[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        int64_t seen = 0;
+        const double want = g->ec_refreshes * 0.25 * (k + 1);
+        for (q[k] = 0; q[k] < layers && (double)(seen += g->ec_from[q[k]]) < want; q[k]++)
+            ;
+    }
+    printf("  Elastic drift    %lld of %lld tested steps would refresh (%.4f; bound %g, window %d), from layer %d "
+           "(median; quartiles %d, %d), %.1f tracked tokens a step\n", (long long)g->ec_refreshes,
+           (long long)g->ec_tested, g->ec_tested ? (double)g->ec_refreshes / (double)g->ec_tested : 0,
+           g->c.elastic.gamma, g->c.elastic.window, q[1], q[0], q[2],
+           g->ec_tested ? (double)g->ec_tracked / (double)g->ec_tested : 0);
 }
 
 static void report(const struct gen_args *a, const struct model_cfg *m, struct eng *e, const struct gen *g,
@@ -414,6 +481,8 @@ static void report(const struct gen_args *a, const struct model_cfg *m, struct e
                (long long)g->prophet_exits, g->c.requests, g->c.prophet.answer, g->c.prophet.early, g->c.prophet.mid,
                g->c.prophet.late, g->prophet_exits ? g->prophet_share / (double)g->prophet_exits : 0,
                (long long)g->prophet_filled);
+    if (g->c.elastic.on)
+        report_elastic(g);
 }
 
 int eng_generate_main(int argc, char **argv)
@@ -446,7 +515,8 @@ int eng_generate_main(int argc, char **argv)
         .requests = n, .prompt_len = (int32_t)a.prompt_len, .gen_len = (int32_t)a.gen_len, .block = B,
         .mask_id = mask_id, .vocab = m.vocab, .max_pos = m.max_pos, .seed = (uint64_t)a.seed,
         .attn_block = m.block_causal ? B : 0, .logit_chunk_rows = 2048, .focus = strcmp(policy, "focus") == 0,
-        .focus_alpha = a.focus_alpha, .smooth = a.smooth, .prophet = a.prophet};
+        .focus_alpha = a.focus_alpha, .smooth = a.smooth, .prophet = a.prophet, .elastic = a.elastic};
+    gc.elastic.layers = m.num_layers;
     struct policy_drive drive = {0};
     struct gen g = {0};
     if (gc.focus) { /* FOCUS runs by position here (eng_gen.h) */
@@ -485,6 +555,8 @@ int eng_generate_main(int argc, char **argv)
     o.smooth_rows = gen_soft_rows(&g);
     o.trace_selection = gc.focus; /* the rows FOCUS kept (eng_picks) */
     o.top2_gap = gc.prophet.on;    /* Prophet's gaps (eng_out.gap) */
+    o.drift_positions = gc.elastic.on ? (int32_t)seq : 0; /* Elastic-Cache's drift test (eng_drift_next) */
+    o.drift_requests = gc.elastic.on ? n : 0;
     struct eng *e = NULL;
     struct gen_run run = {0};
     rc = 1;

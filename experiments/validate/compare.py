@@ -30,6 +30,8 @@
                                  --ec-track, --ec-refresh-share and --ec-depth
   compare.py d2cache-knobs RUNS  the rollout's nucleus d2Cache's own loop chose (own.sh d2cache), as tessera's
                                  --d2-rollout-share
+  compare.py elastic-drift RUNS  Elastic-Cache's drift test, its own loop against tessera engine generate
+                                 --elastic-drift on the same weights (elastic_drift.sh; CSV on stdout)
   compare.py elastic|d2cache RUNS PRED.db  the own loop against tessera's policy, request by request (CSV
                                  on stdout)
   compare.py run SYSTEM RATE RUNS PRED.db   one run's table rows (CSV: system,rate,metric,predicted,
@@ -373,6 +375,23 @@ def elastic(out, db):
     own_against(out, db, "refresh_pred,refresh_meas,tracked_mean,tracked_min,tracked_max", extra)
 
 
+def elastic_drift(out):
+    """Elastic-Cache's drift test, its own loop (OUT/own/) against tessera engine generate --elastic-drift
+    (OUT/tessera.jsonl) on the same weights and prompts, request by request: the steps that tested drift,
+    those that refreshed and the tracked tokens a tested step, on each side (elastic_drift.sh)."""
+    req, meas = own_forwards(os.path.join(out, "own"))
+    eng = [json.loads(line) for line in open(os.path.join(out, "tessera.jsonl"))]
+    print("request,prompt_tokens,tested_own,refresh_own,refresh_layer_median_own,tracked_own,tested_tessera,"
+          "refresh_tessera,tracked_tessera")
+    for i in sorted(meas):
+        m, e = meas[i][1:], eng[i]
+        layers = [int(f["full_from"]) for f in m if f["full_from"] != ""]
+        print(f"{i},{req[i]['prompt_tokens']},{len(m)},{len(layers)},"
+              f"{statistics.median(layers) if layers else float('nan'):g},"
+              f"{statistics.mean(int(f['tracked']) for f in m):.1f},{e['elastic_tested']},{e['elastic_refreshes']},"
+              f"{e['elastic_tracked'] / max(1, e['elastic_tested']):.1f}")
+
+
 def d2cache(out, db):
     """d2Cache's own loop against tessera's d2cache policy (own.sh d2cache), with the rollout's nucleus a step
     its loop chose (mean, least, most)."""
@@ -398,6 +417,8 @@ if __name__ == "__main__":
         elastic(*sys.argv[2:])
     elif len(sys.argv) == 3 and sys.argv[1] == "elastic-knobs":
         elastic_knobs(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "elastic-drift":
+        elastic_drift(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == "d2cache":
         d2cache(*sys.argv[2:])
     elif len(sys.argv) == 3 and sys.argv[1] == "d2cache-knobs":

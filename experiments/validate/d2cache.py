@@ -99,7 +99,7 @@ def main():
     g = torch.Generator().manual_seed(a.seed)
     cache_cls = functools.partial(d2, **CACHE)
 
-    def run(P, G):
+    def run(P, G, ids=None):
         prompt = torch.randint(0, eos, (1, P), generator=g).cuda()
         return vanilla(model, prompt, attention_mask=torch.ones_like(prompt), alg="maskgit_plus", gen_length=G,
                        block_length=G, num_transfer_tokens=1, temperature=0.0, sigma=10.0,
@@ -114,7 +114,8 @@ def main():
         return rows, masked, rows - masked
 
     ownloop.write_meta(a.out, a.code, stood_in=STOOD_IN, cache=CACHE)
-    ownloop.timed_requests(model, a.trace, run, describe, ("rows", "masked", "others"), a.out, a.warmup)
+    ownloop.timed_requests(model, ownloop.read_requests(a.trace), run, describe, ("rows", "masked", "others"), a.out,
+                           a.warmup)
 
 
 if __name__ == "__main__":

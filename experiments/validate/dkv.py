@@ -40,7 +40,7 @@ def main():
     gen = importlib.import_module("generation_utils.llada_dkv_cache_decode").generate
     g = torch.Generator().manual_seed(a.seed)
 
-    def run(P, G):
+    def run(P, G, ids=None):
         prompt = torch.randint(0, driver.MASK_ID, (1, P), generator=g).cuda()
         return gen(model, None, prompt, steps=G, gen_length=G, block_length=driver.BLOCK, temperature=0.0,
                    remasking="low_confidence", mask_id=driver.MASK_ID, enable_cache=True,
@@ -51,7 +51,8 @@ def main():
         kind = "cached" if kw.get("use_cache") else "refresh" if kw.get("preprocess_cache") else "full"
         return kind, int(ids.shape[1])
 
-    ownloop.timed_requests(model, a.trace, run, describe, ("kind", "rows"), a.out, a.warmup)
+    ownloop.timed_requests(model, ownloop.read_requests(a.trace), run, describe, ("kind", "rows"), a.out,
+                           a.warmup)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,12 @@ forward's first layer runs, its three parts, and the first layer that ran every 
 forward, the layer after the one whose drift test fired for a refresh, empty where none did) and
 OUT/requests.csv (ownloop.py).
 
-Usage: elastic.py --code CODE --model-code DIR --trace FILE --out DIR [--seed 1] [--warmup 1]
+With --prompts FILE (a JSON array of token ids a line) in place of --trace, each request is one of
+its prompts with --gen positions; --weights FILE writes the model's weights (the EOS row zeroed) as
+safetensors there first, for tessera engine generate --weights (the drift test on the same weights).
+
+Usage: elastic.py --code CODE --model-code DIR (--trace FILE | --prompts FILE [--gen 128]) --out DIR
+                  [--weights FILE] [--seed 1] [--warmup 1]
 """
 import argparse
 import importlib
@@ -50,7 +55,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--code", required=True)
     ap.add_argument("--model-code", required=True)
-    ap.add_argument("--trace", required=True)
+    ap.add_argument("--trace")
+    ap.add_argument("--prompts")
+    ap.add_argument("--gen", type=int, default=128)
+    ap.add_argument("--weights")
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--warmup", type=int, default=1)
@@ -61,11 +69,14 @@ def main():
     model = driver.build_llada("model.modeling_llada", "model.configuration_llada", a.seed)
     with torch.no_grad():
         model.model.transformer.ff_out.weight[driver.LLADA_8B["eos_token_id"]].zero_()
+    if a.weights:
+        from safetensors.torch import save_file
+        save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, a.weights)
     gen = importlib.import_module("generate").generate_with_elastic_cache
     g = torch.Generator().manual_seed(a.seed)
 
-    def run(P, G):
-        prompt = torch.randint(0, driver.MASK_ID, (1, P), generator=g).cuda()
+    def run(P, G, ids=None):
+        prompt = (torch.tensor([ids]) if ids else torch.randint(0, driver.MASK_ID, (1, P), generator=g)).cuda()
         return gen(model, prompt, gen_length=G, mask_id=driver.MASK_ID, eos_id=driver.LLADA_8B["eos_token_id"],
                    **GSM8K)
 
@@ -79,7 +90,8 @@ def main():
 
     ownloop.write_meta(a.out, a.code, settings=GSM8K,
                        substituted=["llada/model/configuration_llada.py: Fast-dLLM's (the repository has none)"])
-    ownloop.timed_requests(model, a.trace, run, describe,
+    reqs = ownloop.read_prompts(a.prompts, a.gen) if a.prompts else ownloop.read_requests(a.trace)
+    ownloop.timed_requests(model, reqs, run, describe,
                            ("rows", "tracked", "decoded_last", "window", "full_from"), a.out, a.warmup)
 
 

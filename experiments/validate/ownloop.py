@@ -4,11 +4,11 @@
 timed_requests wraps MODEL's forward so that a CUDA event marks the start of every forward and
 DESCRIBE(args, kwargs) is called after it returns (the loop's arguments, which some loops change in
 place) for the forward's own columns (a tensor is read after the request, so that no read-back is
-added inside the timed loop); then runs RUN(P, G) on each request of TRACE one at a time
-after WARMUP runs of the first, and writes OUT/forwards.csv (request,index,<COLUMNS>,ms: a forward's
-start to the next one's, the last to the request's end, so that the loop's host work between forwards
-is in it) and OUT/requests.csv (request,prompt_tokens,gen_tokens,forwards,ms). write_meta writes
-OUT/meta.json.
+added inside the timed loop); then runs RUN(P, G, ids) on each request of REQS (read_requests's or
+read_prompts's: ids None for random ones) one at a time after WARMUP runs of the first, and writes
+OUT/forwards.csv (request,index,<COLUMNS>,ms: a forward's start to the next one's, the last to the
+request's end, so that the loop's host work between forwards is in it) and OUT/requests.csv
+(request,prompt_tokens,gen_tokens,forwards,ms). write_meta writes OUT/meta.json.
 """
 import csv
 import json
@@ -29,8 +29,15 @@ def write_meta(out, code, **extra):
 
 
 def read_requests(trace):
+    """TRACE's requests as (P, G, None): a prompt of random ids of P tokens each."""
     with open(trace) as f:
-        return [(int(r["prompt_tokens"]), int(r["output_tokens"])) for r in csv.DictReader(f)]
+        return [(int(r["prompt_tokens"]), int(r["output_tokens"]), None) for r in csv.DictReader(f)]
+
+
+def read_prompts(path, gen):
+    """A prompt file's requests (a JSON array of token ids a line) as (P, GEN, ids)."""
+    with open(path) as f:
+        return [(len(ids), gen, ids) for ids in (json.loads(line) for line in f if line.strip())]
 
 
 def value(c):
@@ -38,7 +45,7 @@ def value(c):
     return c.item() if hasattr(c, "item") else c
 
 
-def timed_requests(model, trace, run, describe, columns, out, warmup=1):
+def timed_requests(model, reqs, run, describe, columns, out, warmup=1):
     os.makedirs(out, exist_ok=True)
     marks = []
     orig = model.forward
@@ -51,7 +58,6 @@ def timed_requests(model, trace, run, describe, columns, out, warmup=1):
         return res
 
     model.forward = timed
-    reqs = read_requests(trace)
     for _ in range(warmup):
         run(*reqs[0])
     torch.cuda.synchronize()
@@ -59,11 +65,11 @@ def timed_requests(model, trace, run, describe, columns, out, warmup=1):
     with open(os.path.join(out, "forwards.csv"), "w") as ff, open(os.path.join(out, "requests.csv"), "w") as fr:
         ff.write("request,index," + ",".join(columns) + ",ms\n")
         fr.write("request,prompt_tokens,gen_tokens,forwards,ms\n")
-        for i, (P, G) in enumerate(reqs):
+        for i, (P, G, ids) in enumerate(reqs):
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             start.record()
-            run(P, G)
+            run(P, G, ids)
             end.record()
             end.synchronize()
             for k, (cols, ev) in enumerate(marks):

@@ -1134,6 +1134,120 @@ done:
     free(lf), free(lb);
 }
 
+/* Elastic-Cache's drift test (k_drift) against a naive double-precision computation from the same bf16
+ * rows: H query heads over Hkv K/V heads of dimension d, N positions at rows row0.. of a qkv buffer (in
+ * another order), their keys at scattered pool slots, the cache's queries and keys by position; every
+ * fourth position queried (its key fresh, the others' the cache's) unless an earlier layer's test fired
+ * (all fresh); the window's most-attended eligible key (checked by its score: within 1e-5 of the best),
+ * the tracked tokens' mean similarity, and the cache after the layer. */
+static void check_drift(struct checker *c, int H, int Hkv, int d, int N, int nwin, int ntrack, bool fired)
+{
+    const int row0 = 3, rows = row0 + N + 2, width = (H + 2 * Hkv) * d, qd = H * d, kvd = Hkv * d;
+    const int64_t nq = (int64_t)rows * width, nk = (int64_t)(2 * N + 5) * kvd;
+    float *qf = xmalloc(4 * nq), *kf = xmalloc(4 * nk), *pqf = xmalloc(4 * (size_t)N * qd);
+    float *pkf = xmalloc(4 * (size_t)N * kvd);
+    bf16_t *qb = xmalloc(2 * nq), *kb = xmalloc(2 * nk), *pqb = xmalloc(2 * (size_t)N * qd);
+    bf16_t *pkb = xmalloc(2 * (size_t)N * kvd), *kq = xmalloc(2 * (size_t)N * qd), *kk = xmalloc(2 * (size_t)N * kvd);
+    int32_t *slot = xmalloc(4 * (size_t)rows), *map = xmalloc(4 * (size_t)N), sel[K_DRIFT_MAX_ROWS], gtrack = -2;
+    uint8_t *elig = xmalloc((size_t)N), *qry = xmalloc((size_t)N);
+    const float sims[2] = {0.95f, fired ? 0.5f : 0.95f}; /* layer 2's earlier layers: 1 fired, or none */
+    double *p = xmalloc(8 * (size_t)(nwin + 2 * ntrack) * H * N), *score = xcalloc((size_t)N, 8);
+    float gsim = 0;
+    bf16_t *dq = NULL, *dk = NULL, *dpq = NULL, *dpk = NULL, *dwq = NULL, *dwk = NULL;
+    int32_t *dslot = NULL, *dsel = NULL, *dmap = NULL, *dtrack = NULL;
+    uint8_t *delig = NULL, *dqry = NULL;
+    float *dprobs = NULL, *dsim = NULL, *dsims = NULL;
+    rand_bf16(c, qf, qb, nq, 1.0f);
+    rand_bf16(c, kf, kb, nk, 1.0f);
+    rand_bf16(c, pqf, pqb, (int64_t)N * qd, 1.0f);
+    rand_bf16(c, pkf, pkb, (int64_t)N * kvd, 1.0f);
+    for (int r = 0; r < rows; r++) /* row row0 + k's key at slot 2 (N - 1 - k) + 1: scattered, reversed */
+        slot[r] = r >= row0 && r < row0 + N ? 2 * (N - 1 - (r - row0)) + 1 : 0;
+    for (int j = 0; j < N; j++) /* position j at row (j + 7) mod N: rows in another order than positions */
+        map[j] = (j + 7) % N;
+    for (int j = 0; j < N; j++)
+        elig[j] = (uint8_t)(j % 3 != 1), qry[j] = (uint8_t)(j % 4 == 0);
+    for (int k = 0; k < nwin + ntrack; k++)
+        sel[k] = k < nwin ? (7 * k + 1) % N : (5 * k + 2) % N, qry[sel[k]] = 1;
+    const int cur = nwin + ntrack;
+    for (int s = 0; s < nwin + 2 * ntrack; s++)
+        for (int h = 0; h < H; h++) {
+            const int pos = sel[s < cur ? s : s - ntrack], kvh = h / (H / Hkv);
+            const float *q = s < cur ? qf + (int64_t)(row0 + map[pos]) * width + h * d : pqf + ((int64_t)pos * H + h) * d;
+            double *row = p + ((int64_t)s * H + h) * N, mx = -INFINITY, sum = 0;
+            for (int j = 0; j < N; j++) {
+                const float *k = s < cur && (fired || qry[j]) ? kf + (int64_t)slot[row0 + map[j]] * kvd + kvh * d
+                                                              : pkf + ((int64_t)j * Hkv + kvh) * d;
+                double dot = 0;
+                for (int e = 0; e < d; e++)
+                    dot += (double)q[e] * k[e];
+                row[j] = dot / sqrt((double)d);
+                mx = fmax(mx, row[j]);
+            }
+            for (int j = 0; j < N; j++)
+                sum += row[j] = exp(row[j] - mx);
+            for (int j = 0; j < N; j++)
+                row[j] /= sum;
+        }
+    double best = -1, sim = 0;
+    for (int j = 0; j < N; j++) {
+        for (int w = 0; w < nwin; w++)
+            for (int h = 0; h < H; h++)
+                score[j] += p[((int64_t)w * H + h) * N + j];
+        if (elig[j])
+            best = fmax(best, score[j]);
+        for (int t = 0; t < ntrack; t++) {
+            double dot = 0, na = 0, nb = 0;
+            for (int h = 0; h < H; h++) {
+                const double x = p[((int64_t)(nwin + t) * H + h) * N + j], y = p[((int64_t)(cur + t) * H + h) * N + j];
+                dot += x * y, na += x * x, nb += y * y;
+            }
+            sim += dot / sqrt(na * nb);
+        }
+    }
+    sim /= (double)ntrack * N;
+    dq = dev_copy(qb, 2 * nq), dk = dev_copy(kb, 2 * nk), dpq = dev_copy(pqb, 2 * (size_t)N * qd);
+    dpk = dev_copy(pkb, 2 * (size_t)N * kvd), dslot = dev_copy(slot, 4 * (size_t)rows);
+    dsel = dev_copy(sel, sizeof sel), delig = dev_copy(elig, (size_t)N), dmap = dev_copy(map, 4 * (size_t)N);
+    dqry = dev_copy(qry, (size_t)N), dsims = dev_copy(sims, sizeof sims);
+    CK(cudaMalloc((void **)&dwq, 2 * (size_t)N * qd));
+    CK(cudaMalloc((void **)&dwk, 2 * (size_t)N * kvd));
+    CK(cudaMalloc((void **)&dprobs, 4 * (size_t)(nwin + 2 * ntrack) * H * N));
+    CK(cudaMalloc((void **)&dtrack, 4));
+    CK(cudaMalloc((void **)&dsim, 4));
+    const struct k_drift_args a = {
+        .q = dq, .k_pool = dk, .slot = dslot, .rowmap = dmap, .prev_q_read = dpq, .prev_k_read = dpk, .prev_q_write = dwq,
+        .prev_k_write = dwk, .sel = dsel, .eligible = delig, .queried = dqry, .sims = dsims, .probs = dprobs,
+        .out_track = dtrack, .out_sim = dsim, .row0 = row0, .N = N, .nwin = nwin, .ntrack = ntrack, .q_stride = width,
+        .k_stride = kvd, .H = H, .Hkv = Hkv, .d = d, .layer = 2, .scale = 1.0f / sqrtf((float)d), .gamma = 0.9f};
+    KK(k_drift(&a, NULL));
+    CK(cudaMemcpy(&gtrack, dtrack, 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&gsim, dsim, 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(kq, dwq, 2 * (size_t)N * qd, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(kk, dwk, 2 * (size_t)N * kvd, cudaMemcpyDeviceToHost));
+    int kept = 0;
+    for (int j = 0; j < N; j++) {
+        const bool fresh = fired || qry[j];
+        kept += memcmp(kq + (int64_t)j * qd, fresh ? qb + (int64_t)(row0 + map[j]) * width : pqb + (int64_t)j * qd,
+                       2 * (size_t)qd) != 0;
+        kept += memcmp(kk + (int64_t)j * kvd, fresh ? kb + (int64_t)slot[row0 + map[j]] * kvd : pkb + (int64_t)j * kvd,
+                       2 * (size_t)kvd) != 0;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "drift: tracked key's score below the best (H %d, N %d%s)", H, N, fired ? ", fired" : "");
+    report(c, what, gtrack >= 0 && gtrack < N && elig[gtrack] ? (best - score[gtrack]) / best : INFINITY, 1e-5);
+    snprintf(what, sizeof what, "drift: tracked tokens' similarity (%d of them)", ntrack);
+    report(c, what, fabs(gsim - sim) / sim, 1e-4);
+    snprintf(what, sizeof what, "drift: queries and keys kept (positions that differ)");
+    report(c, what, kept, 0);
+done:
+    cudaFree(dq), cudaFree(dk), cudaFree(dpq), cudaFree(dpk), cudaFree(dwq), cudaFree(dwk), cudaFree(dslot);
+    cudaFree(dsel), cudaFree(dmap), cudaFree(delig), cudaFree(dqry), cudaFree(dsims), cudaFree(dprobs);
+    cudaFree(dtrack), cudaFree(dsim);
+    free(qf), free(kf), free(pqf), free(pkf), free(qb), free(kb), free(pqb), free(pkb), free(kq), free(kk);
+    free(slot), free(map), free(elig), free(qry), free(p), free(score);
+}
+
 /* The unmasking kernel against unmask_block: blocks of 1 to K_UNMASK_MAX_ROWS rows, confidences
  * on a grid of 1/64 (ties) with NaNs, about 70% of the rows masked, under each rule, and each
  * threshold rule again with a threshold of each block's own (IterSmooth's decaying one). */
@@ -2472,6 +2586,8 @@ static void check_kernels(struct checker *c)
     check_gemm_swiglu(c, 2000, 256, 2048); /* more clusters' work than fit at once */
     check_argmax(c, 126464);
     check_argmax(c, 1003);
+    check_drift(c, 32, 32, 128, 300, 16, 12, false);
+    check_drift(c, 8, 2, 64, 1111, 5, 30, true);
     check_select_kernels(c);
     check_fc_kernels(c, 128, false);
     check_fc_kernels(c, 512, true);
