@@ -53,6 +53,29 @@ static const struct preset presets[] = {
      "Table 8 (tau_add 0.1, tau_act 0.95, tau_conf 0.9); its loop's host work: torch-d2f (tessera list impls; "
      "experiments/records/validate-mechanisms-h100)",
      "engine", "calibrated", false, NULL, 0, 0},
+    {"elastic-cache", "Elastic-Cache as its code at 46c0bc3 runs it: the tracked tokens, the ones just decoded and a "
+                      "window of 16 masked ones over the cache, its drift test refreshing the later layers, threshold "
+                      "decoding at 0.9, one request at a time, PyTorch eager with float64 sampling",
+     "elastic", "static", "threshold:llada-gsm8k", "torch-elastic", 0, "caching", false, false,
+     "its tokens tracked and how often and from which layer its drift test refreshes depend on the attention: its "
+     "loop's on random weights (29 a step, 63% of the steps, from layer 4: experiments/records/elastic-own-code-h100); "
+     "tessera engine generate --elastic-drift measures them on a checkpoint",
+     {{"max-batch", "1"}, {"ec-track", "29"}, {"ec-refresh-share", "0.6325"}, {"ec-depth", "4"}},
+     "yxu-dev/Elastic-Cache llada/generate.py at 46c0bc3 (generate_with_elastic_cache: the canvas one row; "
+     "get_decoded_token_confident: softmax of the logits cast to float64) and llada/eval_gsm8k.sh (window_length 16, "
+     "threshold 0.9, gamma 0.9, track_num 1); its loop's host work: torch-elastic (tessera list impls)",
+     "engine", "calibrated", false, NULL, 0, 0},
+    {"d2cache", "d2Cache as its code at 72feb60 runs it for LLaDA-Instruct: a full first forward, then the 32 most "
+                "certain masked positions, the one just decoded and the attention rollout's nucleus over the cache, "
+                "one position a step, one request at a time, PyTorch eager with bf16 sampling",
+     "d2cache", "static", "fixed:1", "torch-d2cache", 0, "caching", false, false,
+     "its rollout's nucleus depends on the attention: its loop's on random weights (0.0876 of the other positions: "
+     "experiments/records/d2cache-own-code-h100); a trained model's concentrated attention keeps fewer",
+     {{"max-batch", "1"}, {"d2-k", "32"}, {"d2-rollout-share", "0.0876"}},
+     "Kamichanw/d2Cache src/cache/d2cache.py and src/generation/vanilla.py at 72feb60 (current_k 32, rollout_p 0.1, "
+     "one token a step: configs/cache/d2cache.yaml, configs/gen_args.py; sample_tokens: the softmax in the logits' "
+     "bf16); its loop's host work: torch-d2cache (tessera list impls)",
+     "engine", "calibrated", false, NULL, 0, 0},
     {"dllm-serve", "dLLM-Serve: head-centric sparse KV cache (r 0.5, one kept set per K/V head), "
                    "phase-multiplexed scheduler, logits of the block rows alone in chunks of 2048, its own PyTorch runtime "
                    "(torch-dllm-serve)", "sparse", "phase",

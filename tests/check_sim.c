@@ -756,6 +756,14 @@ START_TEST(presets_and_hf_models)
     ck_assert_str_eq(c.policy, "sparse");
     ck_assert_str_eq(c.scheduler, "static");
     ck_assert_str_eq(param_values_get(&c.params, "sparse-select"), "uniform");
+    test_config(&c); /* the own-code checks' systems, their decisions as their loops took them */
+    ck_assert_int_eq(preset_apply("elastic-cache", &c, &err), 0);
+    ck_assert(strcmp(c.policy, "elastic") == 0 && strcmp(c.impl, "torch-elastic") == 0);
+    ck_assert_str_eq(param_values_get(&c.params, "ec-refresh-share"), "0.6325");
+    test_config(&c);
+    ck_assert_int_eq(preset_apply("d2cache", &c, &err), 0);
+    ck_assert(strcmp(c.policy, "d2cache") == 0 && strcmp(c.impl, "torch-d2cache") == 0);
+    ck_assert_str_eq(param_values_get(&c.params, "d2-rollout-share"), "0.0876");
     ck_assert_int_eq(preset_apply("vllm", &c, &err), 0); /* an AR model's steps */
     ck_assert_str_eq(c.policy, "ar");
     ck_assert_int_ne(preset_apply("sglang", &c, &err), 0);
