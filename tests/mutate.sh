@@ -178,6 +178,8 @@ mutations=(
     "d2Cache's nucleus counts the chosen rows among its candidates|sim/policy_d2cache.c|(r->L - masked - last)|(r->L - masked)|check_policy"
     "d2Cache's nucleus ignores its least count|sim/policy_d2cache.c|TS_MAX((int32_t)pc->p[ROLLOUT], others)|others|check_policy"
     "Elastic-Cache never refreshes|sim/policy_elastic.c|st->since_refresh >= every)|st->since_refresh >= every + 1e9)|check_policy"
+    "a common segment passes with one logit row too many|sim/core/step_desc.c|g->logit_rows <= g->q |g->logit_rows <= g->q + 1 |check_step_desc"
+    "a common segment passes with a negative count|sim/core/step_desc.c|g->host_scan) >= 0 |g->host_scan) >= -1000000 |check_step_desc"
     "the drift test refreshes after the last layer|engine/eng_gen.c|            if (l + 1 < layers)|            if (l < layers)|check_eng_gen"
     "the drift test queries every decided position|engine/eng_gen.c|!r->ec_seen[o]; /* decoded|1; /* decoded|check_eng_gen"
     "the drift test tracks a position twice|engine/eng_gen.c|                seen = r->ec_track[k] == t[l];|                seen = false;|check_eng_gen"

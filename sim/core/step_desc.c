@@ -128,6 +128,11 @@ static void totals_add(struct step_totals *t, const struct segment *s, int32_t a
 
 const char *segment_check(const struct segment *g)
 {
+    /* the common segment, none of the rarer fields set: its counts, its logit rows and its phase */
+    if ((g->keep | g->q_front | g->kv_front | g->kv_write_front | g->probe | g->picked | g->carry | g->attn_keys |
+         g->host_kv) == 0 && (g->q | g->kv | g->kv_write | g->decoded | g->score_rows | g->host_scan) >= 0 &&
+        g->logit_rows >= 0 && g->logit_rows <= g->q && g->phase < PHASE_COUNT)
+        return NULL;
     /* (one test: an OR of the counts is negative where any is) */
     if ((g->q | g->kv | g->kv_write | g->decoded | g->keep | g->score_rows | g->q_front | g->kv_front |
          g->kv_write_front | g->probe | g->carry | g->picked | g->attn_keys | g->host_kv | g->host_scan) < 0)
