@@ -856,15 +856,15 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
                            cfg[i].system[0] ? " --system " : "", cfg[i].system);
             goto done;
         }
-    for (int i = 0; o->ex && i < n; i++)
-        sim_set_executor(r[i], &o->ex[i]);
     if (o->ex && o->disagg.mode != DISAGG_OFF) {
         ts_fail(err, "--disagg with --executor gpu: moving a request's K/V between engines is not run live");
         goto done;
     }
     if ((o->disagg.mode != DISAGG_OFF && disagg_setup(&fl, err)) || (o->tau.on && tau_setup(&fl, err)) || sim_model_resolve(workload, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err) ||
-        prompts_setup(&fl, cfg, &t, err))
+        prompts_setup(&fl, cfg, &t, err) || (o->live_open && o->live_open(o->live_ctx, err)))
         goto done;
+    for (int i = 0; o->ex && i < n; i++) /* (live: its workers started, past every check) */
+        sim_set_executor(r[i], &o->ex[i]);
     started = true;
     const int64_t stale_ns = (int64_t)(o->staleness_s * 1e9);
     int64_t next_refresh = INT64_MIN, routed = 0;

@@ -158,6 +158,10 @@ struct fleet_opts {
     struct fleet_disagg disagg;
     struct fleet_tau tau;
     const struct sim_executor *ex; /* [n]: live, replica i's steps run by ex[i] (NULL: the cost model) */
+    /* live: called once the run's input has passed its checks, before its first arrival, to start what
+     * runs ex's steps and fill ex (the engine workers); nonzero refuses the run with err */
+    int (*live_open)(void *ctx, struct ts_err *err);
+    void *live_ctx;
     bool progress;      /* a progress line on stderr */
 };
 

@@ -367,6 +367,11 @@ contains "sim --load-control without a fleet" "--load-control: a fleet's option 
 expect 2 "sim --replicas --executor gpu, no GPU" -- $bin sim --replicas 2 --requests 3 --executor gpu --no-progress
 contains "sim --replicas --executor gpu, no GPU" "tessera sim: --executor gpu: replica 0 (GPU 0): "
 pgrep -f "$bin sim --replicas 2 --requests 3 --executor gpu" >/dev/null && bad "a live fleet's worker outlived its fleet" || ok
+# a live fleet's bad trace is refused before its workers start (its message, not a worker's)
+printf 'arrival_ns,prompt_tokens,output_tokens\n0,10,x\n' >"$tmp/live-bad.csv"
+expect 2 "sim --replicas --executor gpu, a bad trace" -- $bin sim --replicas 2 --executor gpu --trace "$tmp/live-bad.csv" --no-progress
+contains "sim --replicas --executor gpu, a bad trace" "live-bad.csv:2: output_tokens: not an integer ('x')"
+grep -qF -- "--executor gpu" "$tmp/out" && bad "a live fleet's bad trace: a worker started first" || ok
 # a live fleet: a replica over several GPUs, and disaggregation, refused before any worker starts
 expect 2 "sim --replicas --executor gpu --tp 2" -- $bin sim --replicas 2 --executor gpu --tp 2
 contains "sim --replicas --executor gpu --tp 2" "a fleet runs live with one GPU a replica (replica 0 has --tp 2 --ep 1)"

@@ -308,6 +308,23 @@ static bool pools_mismatch(const struct sim_config *cfg, int n)
     return false;
 }
 
+/* A live fleet's engine workers (fleet_live_open), started by fleet_run once its input passes. */
+struct live_open_ctx {
+    const struct sim_config *cfg;
+    int n;
+    struct sim_executor *ex;
+    struct live_worker **workers;
+};
+
+static int live_open(void *ctx, struct ts_err *err)
+{
+    const struct live_open_ctx *c = ctx;
+    if (fleet_live_open(c->cfg, c->n, c->ex, c->workers, err) == 0)
+        return 0;
+    ts_fail_prefix(err, "--executor gpu");
+    return -1;
+}
+
 int cli_fleet(const struct sim_config *base, int argc, char **argv)
 {
     if (base->replicas > 1 && base->fleet[0]) {
@@ -380,22 +397,10 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
     }
     struct sim_executor *ex = NULL;
     struct live_worker *workers = NULL;
-    if (base->executor == EXECUTOR_GPU) { /* live: a worker a replica, each on its own GPU */
-        ex = xcalloc((size_t)n, sizeof *ex);
-        o.ex = ex;
-        if (fleet_live_open(cfg, n, ex, &workers, &err)) {
-            fprintf(stderr, "tessera sim: --executor gpu: %s\n", err.msg);
-            fleet_live_close(workers, n);
-            free(ex), free(cfg);
-            return EXIT_USAGE;
-        }
-    }
-    struct db_out *out = NULL; /* (opened after the workers start: they hold none of it) */
-    if (base->db[0] && db_out_open(base->db, (enum db_mode)base->db_mode, &out, &err)) {
-        fprintf(stderr, "tessera sim: --db %s\n", err.msg);
-        fleet_live_close(workers, n);
-        free(ex), free(cfg);
-        return EXIT_USAGE;
+    struct live_open_ctx lc = {cfg, n, NULL, &workers};
+    if (base->executor == EXECUTOR_GPU) { /* live: a worker a replica, each on its own GPU, once its input passes */
+        o.ex = lc.ex = ex = xcalloc((size_t)n, sizeof *ex);
+        o.live_open = live_open, o.live_ctx = &lc;
     }
     struct fleet_result r;
     const int failed = fleet_run(base, cfg, n, &o, &r, &err);
@@ -403,9 +408,15 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
     free(ex);
     if (failed) { /* refused before its first arrival (bad input), or failed in the run */
         fprintf(stderr, "tessera sim: %s\n", err.msg);
-        db_out_close(out);
         free(cfg);
         return failed == FLEET_REFUSED ? EXIT_USAGE : 1;
+    }
+    struct db_out *out = NULL; /* (opened once the run is done: its live workers hold none of it) */
+    if (base->db[0] && db_out_open(base->db, (enum db_mode)base->db_mode, &out, &err)) {
+        fprintf(stderr, "tessera sim: --db %s\n", err.msg);
+        fleet_result_free(&r);
+        free(cfg);
+        return 1;
     }
     int rc = 0;
     if (out && db_out_commit_fleet(out, base, cfg, &r, &err)) {
