@@ -181,14 +181,15 @@ int eng_credit_next(struct eng *e, const struct unmask_rule *u, const int32_t *s
  * embedding plus the weight times that current soft row (plain steps: no per-layer rows, no
  * eviction; one GPU). */
 int eng_smooth_next(struct eng *e, const int32_t *slot, int32_t R, struct ts_err *err);
-/* Elastic-Cache's drift test (kernels.h k_drift), measured in every layer of the next step: each entry
- * names a segment of the step that runs all N positions of request req (< eng_opts.drift_requests;
- * N <= drift_positions), position p at the segment's row rowmap[p], nwin window positions then ntrack
- * tracked ones (sel), which positions may be tracked (eligible [N]) and which rows Elastic-Cache's step
- * computes (queried [N]: the first step all), over gamma, its drift bound. A request's queries and keys of the step before are kept by
- * the engine (a step run again for its GEMMs' warm-up reads the same); a request whose previous step
- * ran no drift test has ntrack 0. eng_drift_out after the step: entry i's tracked token and similarity
- * at layer L, track[i * layers + L] and sim[...] (NaN without tracked tokens). */
+/* Elastic-Cache's drift test (kernels.h k_drift), measured in every layer of the next step: each
+ * entry names a segment of the step that runs all N positions of request req (<
+ * eng_opts.drift_requests; N <= drift_positions), position p at the segment's row rowmap[p], nwin
+ * window positions then ntrack tracked ones (sel), which positions may be tracked (eligible [N])
+ * and which rows Elastic-Cache's step computes (queried [N]: all at a request's first), with gamma
+ * its drift bound. The engine keeps each request's queries and keys as Elastic-Cache's cache would
+ * hold them (a step run again for its GEMMs' warm-up reads the same). eng_drift_out after the step:
+ * entry i's tracked token and similarity at layer L, track[i * layers + L] and sim[...] (NaN
+ * without tracked tokens). */
 struct eng_drift_req {
     int32_t seg, req, N, nwin, ntrack;
     const int32_t *sel, *rowmap;

@@ -148,10 +148,9 @@ struct eng {
     int32_t sm_R;      /* how many */
     int32_t sm_in;     /* the step's embedded rows that add a soft row (0: none) */
     /* Elastic-Cache's drift test (eng_drift_next): each request's queries and keys by position, in
-     * every layer, of the step before (drift_cur) and of this one; the next step's entries (their sel
-     * , rowmap, eligible and queried at drift_sel, drift_rowmap, drift_elig, drift_query: K_DRIFT_MAX_ROWS
-     * and drift_positions each a request), scratch,
-     * and each entry's tracked token and similarity a layer */
+     * every layer, as its cache held them before the step (drift_cur) and after it; the next step's
+     * entries, their sel, rowmap, eligible and queried (drift_sel: K_DRIFT_MAX_ROWS a request; the
+     * others drift_positions a request); scratch; each entry's tracked token and similarity a layer */
     bf16_t *drift_q[2], *drift_k[2];
     int drift_cur;
     bool drift_pending;
@@ -736,8 +735,8 @@ void eng_destroy(struct eng *e)
                    e->moe_buf, e->moe_trace, e->tp_gather, e->d_um, e->cr_tok[0], e->cr_tok[1], e->cr_n[0],
                    e->cr_n[1], e->cr_val[0], e->cr_val[1], e->cr_map, e->sm_soft[0], e->sm_soft[1], e->sm_tmp,
                    e->sm_map, e->sm_stats, e->sel_means, e->drift_q[0], e->drift_q[1], e->drift_k[0],
-                   e->drift_k[1], e->drift_probs, e->drift_sel, e->drift_rowmap, e->drift_elig, e->drift_query, e->d_drift_track,
-                   e->d_drift_sim};
+                   e->drift_k[1], e->drift_probs, e->drift_sel, e->drift_rowmap, e->drift_elig, e->drift_query,
+                   e->d_drift_track, e->d_drift_sim};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -1184,13 +1183,15 @@ static int drift_layer(struct eng *e, int L, const bf16_t *qkv, const bf16_t *kp
     for (int32_t i = 0; i < e->drift_n; i++) {
         const struct eng_drift_req *r = &e->drift[i];
         if (r->seg >= e->plan.S || e->plan.q_len[r->seg] != r->N || e->plan.kv_cached[r->seg] != 0)
-            return ts_fail(err, "Elastic-Cache's drift test: entry %d names segment %d, which does not run its request's "
-                                "%d positions alone", i, r->seg, r->N);
+            return ts_fail(err, "Elastic-Cache's drift test: entry %d names segment %d, which does not run its "
+                                "request's %d positions alone", i, r->seg, r->N);
         const int64_t at = ((int64_t)L * e->o.drift_requests + r->req) * Np; /* the request's first position */
         const struct k_drift_args a = {
             .q = qkv, .k_pool = kp, .slot = e->dm.tok_slot, .prev_q_read = e->drift_q[e->drift_cur] + at * qd,
-            .prev_k_read = e->drift_k[e->drift_cur] + at * kvd, .prev_q_write = e->drift_q[e->drift_cur ^ 1] + at * qd,
-            .prev_k_write = e->drift_k[e->drift_cur ^ 1] + at * kvd, .sel = e->drift_sel + (int64_t)i * K_DRIFT_MAX_ROWS,
+            .prev_k_read = e->drift_k[e->drift_cur] + at * kvd,
+            .prev_q_write = e->drift_q[e->drift_cur ^ 1] + at * qd,
+            .prev_k_write = e->drift_k[e->drift_cur ^ 1] + at * kvd,
+            .sel = e->drift_sel + (int64_t)i * K_DRIFT_MAX_ROWS,
             .rowmap = e->drift_rowmap + (int64_t)i * Np, .eligible = e->drift_elig + (int64_t)i * Np,
             .queried = e->drift_query + (int64_t)i * Np, .sims = e->d_drift_sim + (int64_t)i * m->num_layers,
             .layer = L, .gamma = r->gamma, .probs = e->drift_probs,
@@ -1756,8 +1757,8 @@ int eng_drift_next(struct eng *e, const struct eng_drift_req *r, int32_t n, stru
                            sizeof(int32_t) * (size_t)(q->nwin + q->ntrack), cudaMemcpyHostToDevice, e->stream));
         CU(cudaMemcpyAsync(e->drift_elig + (int64_t)i * e->o.drift_positions, q->eligible, (size_t)q->N,
                            cudaMemcpyHostToDevice, e->stream));
-        CU(cudaMemcpyAsync(e->drift_rowmap + (int64_t)i * e->o.drift_positions, q->rowmap, sizeof(int32_t) * (size_t)q->N,
-                           cudaMemcpyHostToDevice, e->stream));
+        CU(cudaMemcpyAsync(e->drift_rowmap + (int64_t)i * e->o.drift_positions, q->rowmap,
+                           sizeof(int32_t) * (size_t)q->N, cudaMemcpyHostToDevice, e->stream));
         CU(cudaMemcpyAsync(e->drift_query + (int64_t)i * e->o.drift_positions, q->queried, (size_t)q->N,
                            cudaMemcpyHostToDevice, e->stream));
         e->drift[i] = *q;

@@ -732,7 +732,8 @@ int32_t gen_elastic_reqs(struct gen *g, const struct step_desc *sd, struct eng_d
         for (int32_t k = 0; k < nwin + ntrack; k++)
             qu[mine[k]] = 1;
         out[s] = (struct eng_drift_req){.seg = s, .req = i, .N = N, .nwin = nwin, .ntrack = ntrack, .sel = mine,
-                                        .rowmap = map, .eligible = el, .queried = qu, .gamma = (float)g->c.elastic.gamma};
+                                        .rowmap = map, .eligible = el, .queried = qu,
+                                        .gamma = (float)g->c.elastic.gamma};
         at += N;
     }
     return sd->num_segs;

@@ -26,7 +26,8 @@ static const struct param_spec ec_params[] = {
     [EVERY] = {"ec-refresh-every", "steps between refreshes, when the drift test fires (0: never; an assumption)", 0, 0,
                1e6, true},
     [SHARE] = {"ec-refresh-share", "share of the cached steps that refresh, spread evenly (0: by --ec-refresh-every "
-                                   "alone; an assumption: tessera engine generate --elastic-drift measures it)", 0, 0, 1},
+                                   "alone; an assumption: tessera engine generate --elastic-drift measures it)",
+               0, 0, 1},
     [DEPTH] = {"ec-depth", "layers a refresh keeps on the Q rows before it recomputes every row (an assumption)", 16, 0,
                4096, true},
 };
@@ -83,8 +84,8 @@ const struct policy_ops policy_elastic = {
     .name = "elastic",
     .help = "Elastic-Cache (arXiv 2510.14973, llada/generate.py generate_with_elastic_cache): a FULL first forward, "
             "then each step the tracked tokens, the ones just decoded and a window of masked ones over every other "
-            "position's cache; a refresh (every --ec-refresh-every steps, or a share of them: an assumption) recomputes every row past "
-            "its first --ec-depth layers",
+            "position's cache; a refresh (every --ec-refresh-every steps, or a share of them: an assumption) "
+            "recomputes every row past its first --ec-depth layers",
     .params = ec_params,
     .num_params = (int)TS_ARRAY_LEN(ec_params),
     .scattered = true,

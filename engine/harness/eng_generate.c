@@ -335,7 +335,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
     int32_t *dsel = NULL, *dmap = NULL, *dtrack = NULL, nd = 0;
     uint8_t *delig = NULL;
     float *dsim = NULL;
-    if (g->c.elastic.on) { /* Elastic-Cache's drift test: each request's entry, its tracked token and similarity a layer */
+    if (g->c.elastic.on) { /* Elastic-Cache's drift test: each request's entry, its answers a layer */
         drift = xmalloc(sizeof *drift * (size_t)n);
         dsel = xmalloc(sizeof *dsel * (size_t)n * K_DRIFT_MAX_ROWS);
         delig = xmalloc(2 * most);
@@ -423,8 +423,8 @@ static int write_requests(const char *path, const struct gen *g, bool outcome, s
         const struct gen_req *r = &g->r[i];
         if (outcome && g->c.elastic.on)
             fprintf(f, "{\"request\": %d, \"prompt\": %d, \"steps\": %d, \"prophet_exit_steps\": %d, "
-                       "\"elastic_tested\": %d, \"elastic_refreshes\": %d, \"elastic_tracked\": %lld, \"ids\": ", i, r->P,
-                    r->steps, r->exit_steps, r->ec_tested, r->ec_refreshes, (long long)r->ec_tracked);
+                       "\"elastic_tested\": %d, \"elastic_refreshes\": %d, \"elastic_tracked\": %lld, \"ids\": ",
+                    i, r->P, r->steps, r->exit_steps, r->ec_tested, r->ec_refreshes, (long long)r->ec_tracked);
         else if (outcome)
             fprintf(f, "{\"request\": %d, \"prompt\": %d, \"steps\": %d, \"prophet_exit_steps\": %d, \"ids\": ", i,
                     r->P, r->steps, r->exit_steps);

@@ -1173,7 +1173,8 @@ static void check_drift(struct checker *c, int H, int Hkv, int d, int N, int nwi
     for (int s = 0; s < nwin + 2 * ntrack; s++)
         for (int h = 0; h < H; h++) {
             const int pos = sel[s < cur ? s : s - ntrack], kvh = h / (H / Hkv);
-            const float *q = s < cur ? qf + (int64_t)(row0 + map[pos]) * width + h * d : pqf + ((int64_t)pos * H + h) * d;
+            const float *q = s < cur ? qf + (int64_t)(row0 + map[pos]) * width + h * d
+                                     : pqf + ((int64_t)pos * H + h) * d;
             double *row = p + ((int64_t)s * H + h) * N, mx = -INFINITY, sum = 0;
             for (int j = 0; j < N; j++) {
                 const float *k = s < cur && (fired || qry[j]) ? kf + (int64_t)slot[row0 + map[j]] * kvd + kvh * d
@@ -1216,7 +1217,8 @@ static void check_drift(struct checker *c, int H, int Hkv, int d, int N, int nwi
     CK(cudaMalloc((void **)&dtrack, 4));
     CK(cudaMalloc((void **)&dsim, 4));
     const struct k_drift_args a = {
-        .q = dq, .k_pool = dk, .slot = dslot, .rowmap = dmap, .prev_q_read = dpq, .prev_k_read = dpk, .prev_q_write = dwq,
+        .q = dq, .k_pool = dk, .slot = dslot, .rowmap = dmap, .prev_q_read = dpq, .prev_k_read = dpk,
+        .prev_q_write = dwq,
         .prev_k_write = dwk, .sel = dsel, .eligible = delig, .queried = dqry, .sims = dsims, .probs = dprobs,
         .out_track = dtrack, .out_sim = dsim, .row0 = row0, .N = N, .nwin = nwin, .ntrack = ntrack, .q_stride = width,
         .k_stride = kvd, .H = H, .Hkv = Hkv, .d = d, .layer = 2, .scale = 1.0f / sqrtf((float)d), .gamma = 0.9f};
@@ -1234,7 +1236,8 @@ static void check_drift(struct checker *c, int H, int Hkv, int d, int N, int nwi
                        2 * (size_t)kvd) != 0;
     }
     char what[96];
-    snprintf(what, sizeof what, "drift: tracked key's score below the best (H %d, N %d%s)", H, N, fired ? ", fired" : "");
+    snprintf(what, sizeof what, "drift: tracked key's score below the best (H %d, N %d%s)", H, N,
+             fired ? ", fired" : "");
     report(c, what, gtrack >= 0 && gtrack < N && elig[gtrack] ? (best - score[gtrack]) / best : INFINITY, 1e-5);
     snprintf(what, sizeof what, "drift: tracked tokens' similarity (%d of them)", ntrack);
     report(c, what, fabs(gsim - sim) / sim, 1e-4);
