@@ -32,13 +32,17 @@
 #                      and the mean step before its pattern, the step building it, the steps after
 #   OUT/kept.csv       DPad: the suffix positions each block keeps past it, predicted (the expected
 #                      count) against DPad's draws (mean, least and most over the requests)
+#   OUT/own-SYSTEM.csv dKV-Cache's, Elastic-Cache's and d2Cache's own loops against their policies, request by
+#                      request, with the decisions their loops took (experiments/validate/own.sh over the records
+#                      dkv-, elastic- and d2cache-own-code-h100)
 #   OUT/validate.md    the tables; OUT/host.txt the host lines and the loops' issue times
 #   OUT/mechanisms.png where gnuplot is found: DPad's kept suffix a block, and latency a request
 # and checks, each a PASS or FAIL line: every run's forward count is predicted exactly; every
 # forward's rows are for D2F, and for DPad's dual cache all but a block's first (DPad's random draw);
 # every block's predicted kept suffix lies within DPad's draws; DPad's cached loops' throughput is
 # within 10%; SparseD's dense steps within 15% and its sparse steps within 20% at every length, and its
-# speedup growing with the prompt on both sides.
+# speedup growing with the prompt on both sides; dKV-Cache's rows exact; Elastic-Cache's and d2Cache's
+# forward counts exact, their rows within 10% on average at every prompt and their totals within 10%.
 #
 # MEASURE=1 measures the runs again first, on this machine's GPU (experiments/validate/measure.sh with
 # the checkouts in CODE, default baselines/, as experiments/validate/README.md makes them), into
@@ -54,6 +58,7 @@ bin=${TESSERA:-$root/build/tessera}
 [ -x "$bin" ] || { echo "validate-mechanisms.sh: $bin not found: make first, or set TESSERA" >&2; exit 2; }
 cmp=$root/experiments/validate/compare.py
 groups="dpad d2f"
+own="dkv elastic d2cache"
 members() { case $1 in dpad) echo "dpad dpad-prefix dpad-dual" ;; d2f) echo d2f ;; esac; }
 mkdir -p "$out"
 tmp=$(mktemp -d)
@@ -132,6 +137,14 @@ for s in sparsed sparsed-dense; do
     echo "$s,long,forwards,$k,$n,$(awk -v k="$k" -v n="$n" 'BEGIN { printf "%+.1f", 100 * (k - n) / n }')" >>"$tmp/validate.csv"
 done
 mv "$tmp/validate.csv" "$tmp/latency.csv" "$tmp/kept.csv" "$tmp/rows.csv" "$tmp/sparsed.csv" "$out/"
+# the cache policies checked against their own loops, each from its record (experiments/validate/own.sh)
+for s in $own; do
+    src=$(record_path validate-mechanisms.sh "$s-own-code-h100" "$tmp" "$s's own loop on an H100" \
+        "MEASURE=1 experiments/validate/own.sh $s OUT") || exit 2
+    mkdir -p "$tmp/own-$s" && cp -r "$src/." "$tmp/own-$s/"
+    TESSERA=$bin bash "$root/experiments/validate/own.sh" "$s" "$tmp/own-$s" >/dev/null
+    cp "$tmp/own-$s/$s.csv" "$out/own-$s.csv"
+done
 
 {
     echo "# tessera against the mechanisms' own code (H100)"
@@ -162,6 +175,18 @@ mv "$tmp/validate.csv" "$tmp/latency.csv" "$tmp/kept.csv" "$tmp/rows.csv" "$tmp/
     echo "|---|---|---|---|---|---|---|"
     awk -F, 'NR > 1 { printf "| %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s |\n",
                       $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 }' "$out/sparsed.csv"
+    echo
+    echo "dKV-Cache, Elastic-Cache and d2Cache, each loop serving 6 requests one at a time (prompts of 128, 512 and"
+    echo "1,024 tokens, twice, 128 positions each), predicted with the decisions its loop took (own-SYSTEM.csv):"
+    echo
+    echo "| loop | prompt | forwards (pred / meas) | rows equal | seconds (pred / meas / err) |"
+    echo "|---|---|---|---|---|"
+    for s in $own; do
+        awk -F, -v s="$s" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+            { p = $c["time_pred_s"]; m = $c["time_meas_s"]
+              printf "| %s | %s | %s / %s | %s | %s / %s / %+.1f%% |\n", s, $c["prompt_tokens"], $c["forwards_pred"],
+                     $c["forwards_meas"], $c["rows_equal"], p, m, 100 * (p / m - 1) }' "$out/own-$s.csv"
+    done
 } >"$out/validate.md"
 cat "$out/validate.md"
 
@@ -182,6 +207,18 @@ check kept "every block's predicted kept suffix within DPad's draws for it" "$r"
 r=$(awk -F, '($1 == "dpad-prefix" || $1 == "dpad-dual") && $3 == "throughput_tok_s" && ($6 > 10 || $6 < -10) { bad = 1 }
              END { print bad + 0 }' "$out/validate.csv")
 check cached-throughput "DPad's prefix and dual loops' throughput within 10%" "$r"
+
+r=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+             $c["forwards_pred"] != $c["forwards_meas"] || $c["rows_equal"] != $c["forwards_meas"] { bad = 1 }
+             END { print bad + 0 }' "$out/own-dkv.csv")
+check own-dkv "dKV-Cache: every forward's rows predicted exactly" "$r"
+r=$(awk -F, 'FNR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+             { d = $c["rows_mean_pred"] / $c["rows_mean_meas"] - 1; t[FILENAME] += $c["time_pred_s"]
+               m[FILENAME] += $c["time_meas_s"]
+               if (d > 0.1 || d < -0.1 || $c["forwards_pred"] != $c["forwards_meas"]) bad = 1 }
+             END { for (f in t) if (t[f] / m[f] > 1.1 || t[f] / m[f] < 0.9) bad = 1; print bad + 0 }' \
+    "$out/own-elastic.csv" "$out/own-d2cache.csv")
+check own-decisions "Elastic-Cache and d2Cache, given the decisions their loops took: every forward count exact, the rows a forward within 10% on average at every prompt, the time of their six requests within 10%" "$r"
 
 r=$(awk -F, 'NR > 1 { d = $8 / $9 - 1; s = $12 / $13 - 1; if (d > 0.15 || d < -0.15 || s > 0.2 || s < -0.2) bad = 1
                      if (NR > 2 && ($6 <= p || $7 <= m)) bad = 1; p = $6; m = $7 } END { print bad + 0 }' "$out/sparsed.csv")
