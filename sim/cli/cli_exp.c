@@ -358,7 +358,27 @@ static void on_signal(int sig)
         kill(-child_pid, sig);
 }
 
-/* Runs `bash args...` in its own process group, signals passed on to it; returns its status. */
+/* Waits until no process of the script's group is left (each is this process's child once the script
+ * has ended: run_child makes it their subreaper), so that none still writes in OUT when the command
+ * returns (a run killed mid-write rolls back; the same command run at once must not meet it). One that
+ * outlives SIGTERM by 5 s gets SIGKILL. */
+static void reap_group(pid_t pgid)
+{
+    const struct timespec tick = {0, 25 * 1000 * 1000};
+    for (int i = 0; i < 400; i++) {
+        const pid_t p = waitpid(-pgid, NULL, WNOHANG);
+        if (p < 0 && errno != EINTR)
+            return; /* (ECHILD: none left) */
+        if (p == 0) {
+            if (i == 200)
+                kill(-pgid, SIGKILL);
+            nanosleep(&tick, NULL);
+        }
+    }
+}
+
+/* Runs `bash args...` in its own process group, signals passed on to it; returns its status once the
+ * group has ended. */
 static int run_child(char **args)
 {
     struct sigaction sa = {0}, old[3];
@@ -367,6 +387,7 @@ static int run_child(char **args)
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < 3; i++)
         sigaction(sigs[i], &sa, &old[i]);
+    prctl(PR_SET_CHILD_SUBREAPER, 1); /* the script's own children, once it ends, are reaped here */
     pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0);
@@ -386,6 +407,7 @@ static int run_child(char **args)
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
         kill(-pid, SIGTERM); /* what it left running */
+        reap_group(pid);
         child_pid = 0;
     }
     for (int i = 0; i < 3; i++)
