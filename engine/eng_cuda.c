@@ -155,9 +155,9 @@ struct eng {
     int drift_cur;
     bool drift_pending;
     struct eng_drift_req *drift;
-    int32_t drift_n, *drift_sel, *drift_rowmap, *d_drift_track, *h_drift_track;
+    int32_t drift_n, *drift_sel, *drift_rowmap, *d_drift_track;
     uint8_t *drift_elig, *drift_query;
-    float *drift_probs, *d_drift_sim, *h_drift_sim;
+    float *drift_probs, *d_drift_sim;
     struct eng_tokens tokens;  /* eng_set_tokens (tokens.id NULL: none) */
     int32_t max_segs, max_tiles, max_page_refs;
     struct eng_kv kv;
@@ -564,9 +564,6 @@ static int alloc_drift(struct eng *e, struct ts_err *err)
         alloc((void **)&e->d_drift_track, R * layers * 4, err) || alloc((void **)&e->d_drift_sim, R * layers * 4, err))
         return -1;
     e->drift = xcalloc((size_t)R, sizeof *e->drift);
-    if (cudaMallocHost((void **)&e->h_drift_track, (size_t)(R * layers) * 4) != cudaSuccess ||
-        cudaMallocHost((void **)&e->h_drift_sim, (size_t)(R * layers) * 4) != cudaSuccess)
-        return ts_fail(err, "engine: cannot allocate pinned host buffers");
     return 0;
 }
 
@@ -740,8 +737,7 @@ void eng_destroy(struct eng *e)
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
-    void *host[] = {e->h_meta_buf, e->h_tok, e->h_max, e->h_conf, e->h_gap, e->h_um, e->h_sm, e->h_drift_track,
-                    e->h_drift_sim};
+    void *host[] = {e->h_meta_buf, e->h_tok, e->h_max, e->h_conf, e->h_gap, e->h_um, e->h_sm};
     for (size_t i = 0; i < TS_ARRAY_LEN(host); i++)
         if (host[i])
             cudaFreeHost(host[i]);
@@ -1773,10 +1769,8 @@ int eng_drift_next(struct eng *e, const struct eng_drift_req *r, int32_t n, stru
 int eng_drift_out(struct eng *e, int32_t *track, float *sim, struct ts_err *err)
 {
     const size_t n = (size_t)e->drift_n * (size_t)e->m.num_layers;
-    CU(cudaMemcpy(e->h_drift_track, e->d_drift_track, n * 4, cudaMemcpyDeviceToHost));
-    CU(cudaMemcpy(e->h_drift_sim, e->d_drift_sim, n * 4, cudaMemcpyDeviceToHost));
-    memcpy(track, e->h_drift_track, n * 4);
-    memcpy(sim, e->h_drift_sim, n * 4);
+    CU(cudaMemcpy(track, e->d_drift_track, n * 4, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(sim, e->d_drift_sim, n * 4, cudaMemcpyDeviceToHost));
     return 0;
 }
 

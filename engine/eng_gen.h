@@ -64,8 +64,9 @@ struct gen_prophet {
  * generate_with_elastic_cache and model/modeling_llada.py's attention), run on steps over the whole
  * sequence (--policy vanilla): in every layer, the window (the first `window` masked positions) tracks
  * its most-attended decided position; the next step compares the tracked tokens' attention (the
- * distinct ones of all layers) with the step before's, by the cosine similarity over the heads of each
- * key, averaged; the first layer below gamma would start Elastic-Cache's refresh at the next layer (none
+ * distinct ones of all layers) with their attention from Elastic-Cache's cache (each position's query
+ * and key as its schedule last computed them), by the cosine similarity over the heads of each key,
+ * averaged; the first layer below gamma would start Elastic-Cache's refresh at the next layer (none
  * at the last). The generation itself is vanilla's: the test is measured, not acted on. */
 struct gen_elastic {
     bool on;

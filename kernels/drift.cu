@@ -83,9 +83,16 @@ static __global__ void __launch_bounds__(DRIFT_THREADS) drift_probs_kernel(struc
         p[j] /= sum;
 }
 
+/* Whether key j of score v beats key bj of score bv (-1: none yet): the larger score, the lower position
+ * among equals. */
+static __device__ bool better(float v, int j, float bv, int bj)
+{
+    return j >= 0 && (bj < 0 || v > bv || (v == bv && j < bj));
+}
+
 /* One block: the window rows' attention summed over rows and heads, its largest eligible key (ties:
  * the lower position) into out_track; the tracked tokens' cosine similarity over the heads, this
- * step's against the step before's, averaged over tokens and keys, into out_sim (NaN: none). */
+ * step's against the cache's, averaged over tokens and keys, into out_sim (NaN: none). */
 static __global__ void __launch_bounds__(1024) drift_reduce_kernel(struct k_drift_args a)
 {
     griddep_wait();
@@ -114,10 +121,10 @@ static __global__ void __launch_bounds__(1024) drift_reduce_kernel(struct k_drif
         }
     }
     sim = block_sum(sim, red);
-    for (int o = 16; o > 0; o >>= 1) { /* the largest score, the lower position among equals */
+    for (int o = 16; o > 0; o >>= 1) {
         const float v = __shfl_xor_sync(0xffffffffu, best, o);
         const int j = __shfl_xor_sync(0xffffffffu, bestj, o);
-        if (j >= 0 && (bestj < 0 || v > best || (v == best && j < bestj)))
+        if (better(v, j, best, bestj))
             best = v, bestj = j;
     }
     if ((threadIdx.x & 31) == 0)
@@ -125,7 +132,7 @@ static __global__ void __launch_bounds__(1024) drift_reduce_kernel(struct k_drif
     __syncthreads();
     if (threadIdx.x == 0) {
         for (int w = 1; w < (int)(blockDim.x >> 5); w++)
-            if (bj[w] >= 0 && (bestj < 0 || bv[w] > best || (bv[w] == best && bj[w] < bestj)))
+            if (better(bv[w], bj[w], best, bestj))
                 best = bv[w], bestj = bj[w];
         *a.out_track = bestj;
         *a.out_sim = a.ntrack > 0 ? sim / ((float)a.ntrack * (float)N) : __int_as_float(0x7fc00000);

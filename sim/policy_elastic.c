@@ -10,7 +10,7 @@
  * head on all L. When the drift test fires and at which layer depend on the attention: tessera refreshes
  * every --ec-refresh-every steps (0: never), or a share --ec-refresh-share of the cached steps spread
  * evenly (step k refreshes where floor(k s) passes a whole number), with the first --ec-depth layers
- * kept, all assumptions (its code on random weights: 63% of the steps, from layer 2-5 mostly,
+ * kept, all assumptions (its code on random weights: 63% of the steps, from layer 4 (the median),
  * records/elastic-own-code-h100). The
  * cache holds each token's query and input a layer beside its K/V. The drift test's own attention
  * weights (eager attention) are not priced. */

@@ -94,11 +94,13 @@ static void generate_usage(FILE *f)
 "                             Elastic-Cache's drift test, measured with --policy vanilla: in every\n"
 "                             layer the first WINDOW [16] masked positions track their most-attended\n"
 "                             decided position; each step compares the tracked tokens' attention\n"
-"                             with the step before's (cosine similarity over the heads, averaged\n"
-"                             over keys), and the first layer below GAMMA [0.9] would start its\n"
-"                             refresh at the next layer. The generation stays vanilla's; the steps\n"
-"                             whose test fires, and from which layer, are reported (the simulator's\n"
-"                             --ec-refresh-share and --ec-depth) and the steps' times include it\n"
+"                             with their attention from Elastic-Cache's cache (queries and keys as\n"
+"                             its schedule last computed them; cosine similarity over the heads,\n"
+"                             averaged over keys), and the first layer below GAMMA [0.9] would\n"
+"                             start its refresh at the next layer. The generation stays vanilla's;\n"
+"                             the steps whose test fires, and from which layer, are reported (the\n"
+"                             simulator's --ec-refresh-share and --ec-depth) and the steps' times\n"
+"                             include it\n"
 "  --mask-id ID               the mask token (LLaDA-8B 126336, LLaDA-MoE-7B 156895; with random\n"
 "                             weights and another model: the vocabulary's last; with --weights\n"
 "                             for another model: required)\n"
@@ -412,8 +414,8 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
 }
 
 /* Each request's generated ids, a line a request: a JSON array (--ids-out), or with outcome a JSON object
- * of its prompt's length, its steps and the steps at which Prophet committed its rest beside them
- * (--requests-out). */
+ * of its prompt's length, its steps, the steps at which Prophet committed its rest and (--elastic-drift)
+ * its drift test's counts beside them (--requests-out). */
 static int write_requests(const char *path, const struct gen *g, bool outcome, struct ts_err *err)
 {
     FILE *f = fopen(path, "w");
@@ -421,13 +423,14 @@ static int write_requests(const char *path, const struct gen *g, bool outcome, s
         return ts_fail(err, "%s: cannot write", path);
     for (int32_t i = 0; i < g->c.requests; i++) {
         const struct gen_req *r = &g->r[i];
+        if (outcome)
+            fprintf(f, "{\"request\": %d, \"prompt\": %d, \"steps\": %d, \"prophet_exit_steps\": %d, ", i, r->P,
+                    r->steps, r->exit_steps);
         if (outcome && g->c.elastic.on)
-            fprintf(f, "{\"request\": %d, \"prompt\": %d, \"steps\": %d, \"prophet_exit_steps\": %d, "
-                       "\"elastic_tested\": %d, \"elastic_refreshes\": %d, \"elastic_tracked\": %lld, \"ids\": ",
-                    i, r->P, r->steps, r->exit_steps, r->ec_tested, r->ec_refreshes, (long long)r->ec_tracked);
-        else if (outcome)
-            fprintf(f, "{\"request\": %d, \"prompt\": %d, \"steps\": %d, \"prophet_exit_steps\": %d, \"ids\": ", i,
-                    r->P, r->steps, r->exit_steps);
+            fprintf(f, "\"elastic_tested\": %d, \"elastic_refreshes\": %d, \"elastic_tracked\": %lld, ", r->ec_tested,
+                    r->ec_refreshes, (long long)r->ec_tracked);
+        if (outcome)
+            fprintf(f, "\"ids\": ");
         for (int32_t p = 0; p < g->c.gen_len; p++)
             fprintf(f, "%s%d", p ? ", " : "[", r->ids[r->P + p]);
         fprintf(f, outcome ? "]}\n" : "]\n");

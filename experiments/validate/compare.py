@@ -269,27 +269,20 @@ def dkv(out, db):
     """dKV-Cache-Decode's own loop against tessera's dkv-cache policy (own.sh dkv), request by request: the
     forwards, how many of them have the rows tessera's step has, the time, and per kind of forward
     (full, refresh, cached) the mean time each side gives."""
-    meas = {}
-    for r in csv.DictReader(open(os.path.join(out, "forwards.csv"))):
-        meas.setdefault(int(r["request"]), []).append((r["kind"], int(r["rows"]), float(r["ms"])))
-    con = sqlite3.connect(db)
-    pred = {}
-    for req, q, ms in con.execute("SELECT g.req_id, g.q, s.duration_ns / 1e6 FROM segments g JOIN steps s "
-                                  "ON s.run_id = g.run_id AND s.step_id = g.step_id ORDER BY g.req_id, g.step_id"):
-        pred.setdefault(req, []).append((q, ms))
+    req, meas = own_forwards(out)
+    pred = segment_rows(db)
     print("request,prompt_tokens,forwards_pred,forwards_meas,rows_equal,time_pred_s,time_meas_s,"
           "full_pred_ms,full_meas_ms,refresh_pred_ms,refresh_meas_ms,cached_pred_ms,cached_meas_ms")
-    P = {int(r["request"]): int(r["prompt_tokens"]) for r in csv.DictReader(open(os.path.join(out, "requests.csv")))}
     for i in sorted(meas):
         m, p = meas[i], pred.get(i, [])
-        same = sum(a[1] == b[0] for a, b in zip(m, p))
+        same = sum(int(a["rows"]) == b[0] for a, b in zip(m, p))
         kinds = []
         for kind in ("full", "refresh", "cached"):
-            idx = [k for k, f in enumerate(m) if f[0] == kind and k < len(p)]
-            kinds += [statistics.mean(p[k][1] for k in idx) if idx else float("nan"),
-                      statistics.mean(m[k][2] for k in idx) if idx else float("nan")]
-        print(f"{i},{P[i]},{len(p)},{len(m)},{same},{sum(t for _, t in p) / 1e3:.3f},{sum(f[2] for f in m) / 1e3:.3f},"
-              + ",".join(f"{v:.2f}" for v in kinds))
+            idx = [k for k, f in enumerate(m) if f["kind"] == kind and k < len(p)]
+            kinds += [statistics.mean(p[k][2] for k in idx) if idx else float("nan"),
+                      statistics.mean(float(m[k]["ms"]) for k in idx) if idx else float("nan")]
+        print(f"{i},{req[i]['prompt_tokens']},{len(p)},{len(m)},{same},{sum(b[2] for b in p) / 1e3:.3f},"
+              f"{sum(float(f['ms']) for f in m) / 1e3:.3f}," + ",".join(f"{v:.2f}" for v in kinds))
 
 
 def own_forwards(d):
@@ -337,13 +330,14 @@ def d2cache_knobs(out):
 
 
 def segment_rows(db):
-    """Per request, its steps' (rows, phase, ms): a REFRESH step's rows are those of its layers before the
-    refresh (q_front), as an own loop's forward counts its first layer's."""
+    """Per request, its steps' (rows, phase, ms): a step with a front shape counts its front layers' rows
+    (q_front: an Elastic-Cache refresh's before its layer), as an own loop's forward counts its first
+    layer's."""
     pred = {}
     for r, phase, q, qf, ms in sqlite3.connect(db).execute(
             "SELECT g.req_id, g.phase, g.q, g.q_front, s.duration_ns / 1e6 FROM segments g JOIN steps s "
             "ON s.run_id = g.run_id AND s.step_id = g.step_id ORDER BY g.req_id, g.step_id"):
-        pred.setdefault(r, []).append((qf if phase == "REFRESH" else q, phase, ms))
+        pred.setdefault(r, []).append((qf if qf > 0 else q, phase, ms))
     return pred
 
 

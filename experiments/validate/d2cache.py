@@ -21,7 +21,6 @@ OUT/requests.csv (ownloop.py).
 
 Usage: d2cache.py --code CODE --trace FILE --out DIR [--seed 1] [--warmup 1]
 """
-import argparse
 import functools
 import importlib
 import os
@@ -70,13 +69,7 @@ def stand_in(mod):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--code", required=True)
-    ap.add_argument("--trace", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--warmup", type=int, default=1)
-    a = ap.parse_args()
+    a = ownloop.arguments().parse_args()
     for mod in EVAL_STACK:
         stand_in(mod)
     eos = driver.LLADA_8B["eos_token_id"]

@@ -13,7 +13,6 @@ OUT/requests.csv (request,prompt_tokens,gen_tokens,forwards,ms).
 
 Usage: dkv.py --code CODE --trace FILE --out DIR [--refresh 8] [--seed 1] [--warmup 1]
 """
-import argparse
 import importlib
 import os
 import sys
@@ -26,13 +25,8 @@ import ownloop  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--code", required=True)
-    ap.add_argument("--trace", required=True)
-    ap.add_argument("--out", required=True)
+    ap = ownloop.arguments()
     ap.add_argument("--refresh", type=int, default=8)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--warmup", type=int, default=1)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     sys.path.insert(0, a.code)

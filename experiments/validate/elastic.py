@@ -24,7 +24,6 @@ safetensors there first, for tessera engine generate --weights (the drift test o
 Usage: elastic.py --code CODE --model-code DIR (--trace FILE | --prompts FILE [--gen 128]) --out DIR
                   [--weights FILE] [--seed 1] [--warmup 1]
 """
-import argparse
 import importlib
 import os
 import shutil
@@ -52,16 +51,11 @@ def model_package(code, model_code):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--code", required=True)
+    ap = ownloop.arguments(trace_required=False)
     ap.add_argument("--model-code", required=True)
-    ap.add_argument("--trace")
     ap.add_argument("--prompts")
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--weights")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--warmup", type=int, default=1)
     a = ap.parse_args()
     driver.need("einops")
     sys.path.insert(0, os.path.join(a.code, "llada"))

@@ -10,11 +10,23 @@ OUT/forwards.csv (request,index,<COLUMNS>,ms: a forward's start to the next one'
 request's end, so that the loop's host work between forwards is in it) and OUT/requests.csv
 (request,prompt_tokens,gen_tokens,forwards,ms). write_meta writes OUT/meta.json.
 """
+import argparse
 import csv
 import json
 import os
 
 import torch
+
+
+def arguments(trace_required=True):
+    """The arguments every own-loop driver takes: --code (the checkout), --trace, --out, --seed, --warmup."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--code", required=True)
+    ap.add_argument("--trace", required=trace_required)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--warmup", type=int, default=1)
+    return ap
 
 
 def write_meta(out, code, **extra):

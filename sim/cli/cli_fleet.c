@@ -384,12 +384,6 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
         free(cfg);
         return EXIT_USAGE;
     }
-    if (base->executor == EXECUTOR_GPU && o.disagg.mode != DISAGG_OFF &&
-        ts_fail(&err, "--disagg with --executor gpu: moving a request's K/V between engines is not run live")) {
-        fprintf(stderr, "tessera sim: %s\n", err.msg);
-        free(cfg);
-        return EXIT_USAGE;
-    }
     if (base->db[0] && db_check(base->db, (enum db_mode)base->db_mode, &err)) { /* --db: before any work */
         fprintf(stderr, "tessera sim: --db %s\n", err.msg);
         free(cfg);
