@@ -83,6 +83,9 @@ struct eng_opts {
     bool feature_cache;    /* the pool also holds each token's attention and FFN outputs per layer
                             * (dLLM-Cache: steps with cache_outputs, front shapes, probes or carried
                             * rows run only then; a pool token takes 2 hidden rows more a layer) */
+    bool input_cache;      /* the pool also holds each token's input to every layer (Elastic-Cache:
+                            * steps with cache_inputs run only then; a pool token takes a hidden row
+                            * more a layer) */
     /* Tensor parallelism (eng_tp.h): this engine is rank tp_rank of tp_size (1: the whole model on
      * one GPU), on GPU tp_rank, in the communicator of NCCL's unique id tp_id (ENG_TP_ID_BYTES). It
      * holds its shares of the weights (eng_weights.h) and of the KV pool (its K/V heads), and

@@ -92,6 +92,7 @@ struct eng {
     bf16_t *w;                 /* weights */
     bf16_t *k_pool, *v_pool;   /* [layers][slots][Hkv][d] */
     bf16_t *f_pool;            /* eng_opts.feature_cache: [layers][attention, FFN][slots][h] */
+    bf16_t *i_pool;            /* eng_opts.input_cache: [layers][slots][h], each token's input to a layer */
     bf16_t *fc_out, *fc_hp, *fc_vnew; /* a layered step's scratch: a half-layer's outputs [T, h], the
                                        * normalised probe rows [T, h] and their new V [T, kv_dim] */
     float *fc_sim;                    /* and the probe rows' similarities [T] */
@@ -437,7 +438,8 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
 {
     const struct eng_opts *o = &e->o;
     const int64_t T = o->max_tokens, kvrow = (int64_t)e->m.num_kv_heads * e->m.head_dim;
-    const int64_t token_bytes = (int64_t)e->m.num_layers * 2 * (kvrow + (o->feature_cache ? e->m.hidden : 0)) * 2;
+    const int64_t token_bytes = (int64_t)e->m.num_layers * 2 * (kvrow + (o->feature_cache ? e->m.hidden : 0)) * 2 +
+                                (o->input_cache ? (int64_t)e->m.num_layers * e->m.hidden * 2 : 0);
     const int64_t smooth = (2LL * o->smooth_rows + SMOOTH_SUB) * e->m.hidden * 2; /* IterSmooth's rows */
     const int64_t left = budget - RESERVE_MARGIN - (e->tp ? TP_MARGIN : 0) - e->mem.weights - e->mem.workspace -
                          e->mem.blas_workspace - smooth - drift_bytes(e);
@@ -506,14 +508,16 @@ static int alloc_drift(struct eng *e, struct ts_err *err);
 static int alloc_buffers(struct eng *e, struct ts_err *err)
 {
     const int64_t T = e->o.max_tokens, h = e->m.hidden, kvd = (int64_t)e->m.num_kv_heads * e->m.head_dim;
-    const bool pooled = !e->o.stateless, fc = pooled && e->o.feature_cache;
+    const bool pooled = !e->o.stateless, fc = pooled && e->o.feature_cache, ic = pooled && e->o.input_cache;
     const int64_t kv_bytes = e->slots * e->m.num_layers * kvd * 2, f_bytes = fc ? e->slots * e->m.num_layers * 2 * h * 2 : 0;
+    const int64_t i_bytes = ic ? e->slots * e->m.num_layers * h * 2 : 0;
     if (alloc((void **)&e->w, e->mem.weights, err) || alloc(&e->blas_ws, BLAS_WORKSPACE, err) ||
         alloc(&e->attn_ws, ATTN_WORKSPACE, err) ||
         (pooled && (alloc((void **)&e->k_pool, kv_bytes, err) || alloc((void **)&e->v_pool, kv_bytes, err))) ||
         (fc && (alloc((void **)&e->f_pool, f_bytes, err) || alloc((void **)&e->fc_out, T * h * 2, err) ||
                 alloc((void **)&e->fc_hp, T * h * 2, err) || alloc((void **)&e->fc_vnew, T * kvd * 2, err) ||
                 alloc((void **)&e->fc_sim, T * 4, err))) ||
+        (ic && alloc((void **)&e->i_pool, i_bytes, err)) ||
         (pooled && e->o.trace_selection && alloc((void **)&e->pick_trace, PICK_TRACE, err)) ||
         (pooled && alloc((void **)&e->sel_means, SELECTION_MEANS, err)) ||
         (e->m.num_experts > 0 && alloc_moe(e, err)) ||
@@ -541,7 +545,8 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
         return ts_fail(err, "engine: cannot allocate pinned host buffers");
     if (pooled && (k_fill_bits(e->k_pool, kv_bytes / 2, 0x7fc0, e->stream) ||
                    k_fill_bits(e->v_pool, kv_bytes / 2, 0x7fc0, e->stream) ||
-                   (fc && k_fill_bits(e->f_pool, f_bytes / 2, 0x7fc0, e->stream))))
+                   (fc && k_fill_bits(e->f_pool, f_bytes / 2, 0x7fc0, e->stream)) ||
+                   (ic && k_fill_bits(e->i_pool, i_bytes / 2, 0x7fc0, e->stream))))
         return ts_fail(err, "engine: poisoning the KV pool failed");
     if (pooled && cudaMemsetAsync(e->focus_prog, 0xff, EVICT_REQS * 4, e->stream) != cudaSuccess)
         return ts_fail(err, "engine: clearing the eviction progress failed");
@@ -727,7 +732,7 @@ void eng_destroy(struct eng *e)
     for (int i = 0; i < MAX_PROF_EVENTS && e->prof_ev[i]; i++)
         cudaEventDestroy(e->prof_ev[i]);
     void *dev[] = {e->w,      e->blas_ws,      e->attn_ws, e->k_pool,  e->v_pool, e->d_meta_buf, e->d_tok,
-                   e->d_max,  e->d_conf,       e->d_gap, e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->fc_out,
+                   e->d_max,  e->d_conf,       e->d_gap, e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->i_pool, e->fc_out,
                    e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog,
                    e->moe_buf, e->moe_trace, e->tp_gather, e->d_um, e->cr_tok[0], e->cr_tok[1], e->cr_n[0],
                    e->cr_n[1], e->cr_val[0], e->cr_val[1], e->cr_map, e->sm_soft[0], e->sm_soft[1], e->sm_tmp,
@@ -870,7 +875,7 @@ static int upload_plan(struct eng *e, struct ts_err *err)
     pack_parts(e, parts, TS_ARRAY_LEN(parts), &off);
     if (p->front)
         pack_rows(e, p->front, &e->dm_front, &off);
-    if (p->evict) { /* an evicting step embeds its front rows */
+    if (p->evict || p->widen) { /* an evicting or widening step embeds its front rows */
         const struct meta_part ids = {p->front->tok_ids, p->front->T, &e->dm_front.tok_ids};
         pack_parts(e, &ids, 1, &off);
     }
@@ -1218,6 +1223,10 @@ static int dense_layer(struct eng *e, int L, struct k_attn_args *aa, const struc
     /* the pool's layer, or (stateless) the K/V columns of the qkv rows themselves */
     bf16_t *kp = stateless ? qkv + qd : e->k_pool + L * layer_slots;
     bf16_t *vp = stateless ? qkv + qd + Hkv * d : e->v_pool + L * layer_slots;
+    if (e->i_pool && runs(e, OP_FEAT_CACHE)) /* the rows' inputs, kept by KV slot (the input cache) */
+        KL(k_scatter_rows(e->i_pool + (size_t)L * e->slots * h, x, dm->tok_slot, T, h, st));
+    if (e->i_pool)
+        mark(e, OP_FEAT_CACHE);
     if (runs(e, OP_NORM))
         KL(k_rmsnorm(hn, x, W(e, W_ATTN_NORM, L), T, h, model_rms_eps(&e->m), st));
     mark(e, OP_NORM);
@@ -1290,6 +1299,34 @@ static int forward_evicting(struct eng *e, int layers, bf16_t *x, struct ts_err 
         CU(cudaMemcpyAsync(x, tmp, sizeof *x * (size_t)p->T * h, cudaMemcpyDeviceToDevice, st));
     }
     mark(e, OP_ATTN);
+    struct k_attn_args aa = attn_args(e, p, &e->dm);
+    for (int L = nf; L < layers; L++)
+        if (dense_layer(e, L, &aa, &e->dm, p->T, x, false, err))
+            return -1;
+    return 0;
+}
+
+/* A widening step (eng_plan.h): the front layers over the front rows, their inputs to the first
+ * later layer kept, every later row's input taken from the input cache, the later layers over them.
+ * The input cache's moves are timed as the feature cache. */
+static int forward_widening(struct eng *e, int layers, bf16_t *x, struct ts_err *err)
+{
+    const struct eng_plan *p = &e->plan, *fp = p->front;
+    const int h = e->m.hidden, nf = TS_MIN(e->front_layers, layers);
+    cudaStream_t st = e->stream;
+    if (runs(e, OP_EMBED))
+        KL(k_embed(x, W(e, W_EMB, -1), e->dm_front.tok_ids, fp->T, h, st));
+    mark(e, OP_EMBED);
+    struct k_attn_args af = attn_args(e, fp, &e->dm_front);
+    for (int L = 0; L < nf; L++)
+        if (dense_layer(e, L, &af, &e->dm_front, fp->T, x, false, err))
+            return -1;
+    if (runs(e, OP_FEAT_CACHE)) {
+        bf16_t *in = e->i_pool + (size_t)nf * e->slots * h;
+        KL(k_scatter_rows(in, x, e->dm_front.tok_slot, fp->T, h, st));
+        KL(k_gather_rows(x, in, e->dm.tok_slot, p->T, h, st));
+    }
+    mark(e, OP_FEAT_CACHE);
     struct k_attn_args aa = attn_args(e, p, &e->dm);
     for (int L = nf; L < layers; L++)
         if (dense_layer(e, L, &aa, &e->dm, p->T, x, false, err))
@@ -1398,6 +1435,9 @@ static int forward(struct eng *e, struct ts_err *err)
     e->sel_defer = false;
     if (p->evict) {
         if (forward_evicting(e, layers, x, err))
+            return -1;
+    } else if (p->widen) {
+        if (forward_widening(e, layers, x, err))
             return -1;
     } else if (p->X > 0) { /* a layered step: its hidden rows, each layer computing some of them */
         if (runs(e, OP_EMBED))
@@ -1544,7 +1584,8 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
     if (sd->tot.sel_segs > 0 && (sd->select_kernel < 1 || sd->select_kernel % 2 == 0))
         return ts_fail(err, "step refused: select_kernel %d (the selection's pooling window must be odd)",
                        sd->select_kernel);
-    const bool layered = eng_plan_layered(sd), evicting = eng_plan_evicting(sd), split = layered || evicting;
+    const bool layered = eng_plan_layered(sd), evicting = eng_plan_evicting(sd), widening = eng_plan_widening(sd);
+    const bool split = layered || evicting || widening;
     if (sd->tot.q_tokens > e->o.max_tokens || (split && sd->tot.rows > e->o.max_tokens))
         return ts_fail(err, "step refused: %lld packed tokens exceed the workspace (%d tokens; raise "
                             "--max-tokens)", (long long)TS_MAX(sd->tot.q_tokens, split ? sd->tot.rows : 0),
@@ -1569,6 +1610,12 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
                             "carried rows), which an engine made without a feature cache does not run");
     if (layered && fc_probes_refused(e, sd, err))
         return -1;
+    if (sd->cache_inputs && (e->o.stateless || !e->o.input_cache))
+        return ts_fail(err, "step refused: it keeps each row's layer inputs (cache_inputs), which an engine made "
+                            "without an input cache does not run");
+    if (widening && step_front_layers(sd, e->m.num_layers) >= e->m.num_layers)
+        return ts_fail(err, "step refused: its front shapes run all %d layers, leaving none to widen",
+                       e->m.num_layers);
     struct og_shape s = step_shape(e, sd);
     if (plan_activations(e, &s, err))
         return -1;

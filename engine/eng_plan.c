@@ -151,9 +151,15 @@ bool eng_plan_evicting(const struct step_desc *sd)
     return sd->evict && sd->tot.split_segs > 0 && !sd->cache_outputs && sd->tot.carry_tokens == 0;
 }
 
+bool eng_plan_widening(const struct step_desc *sd)
+{
+    return sd->cache_inputs && sd->tot.split_segs > 0 && sd->front_layers > 0 && !sd->evict && !sd->cache_outputs &&
+           sd->tot.carry_tokens == 0 && sd->tot.probe_tokens == 0;
+}
+
 bool eng_plan_layered(const struct step_desc *sd)
 {
-    return !eng_plan_evicting(sd) &&
+    return !eng_plan_evicting(sd) && !eng_plan_widening(sd) &&
            (sd->cache_outputs || sd->tot.split_segs > 0 || sd->tot.probe_tokens > 0 || sd->tot.carry_tokens > 0);
 }
 
@@ -176,6 +182,18 @@ static const char *evicting_refusal(const struct segment *g, int32_t front_layer
     return NULL;
 }
 
+/* What the engine cannot run of segment g of a widening step, or NULL. */
+static const char *widening_refusal(const struct segment *g)
+{
+    if (g->keep > 0)
+        return "a sparse selection beside a widening step";
+    if (g->q_front == 0)
+        return NULL;
+    if (g->kv > 0 || (int64_t)g->kv_front + g->q_front != g->q)
+        return "later layers that do not run every row (kv > 0, or q differs from kv_front + q_front)";
+    return NULL;
+}
+
 /* What the engine cannot run of segment g of a layered step, or NULL. */
 static const char *layered_refusal(const struct segment *g)
 {
@@ -192,21 +210,25 @@ static const char *layered_refusal(const struct segment *g)
 /* The refusals of a step the engine does not run; 0 when it runs (the pool's room aside). */
 static int plan_refusal(const struct step_desc *sd, const struct eng_kv *kv, struct ts_err *err)
 {
-    const bool layered = eng_plan_layered(sd), evicting = eng_plan_evicting(sd);
+    const bool layered = eng_plan_layered(sd), evicting = eng_plan_evicting(sd), widening = eng_plan_widening(sd);
     if (sd->evict && (sd->cache_outputs || sd->tot.carry_tokens > 0))
         return ts_fail(err, "step refused: eviction beside a feature cache or carried rows, which the engine does "
                             "not run; price such runs with the cost model");
+    if (sd->cache_inputs && (sd->evict || sd->cache_outputs || sd->tot.carry_tokens > 0 || sd->tot.probe_tokens > 0))
+        return ts_fail(err, "step refused: cached layer inputs beside eviction, a feature cache, carried or probe "
+                            "rows, which the engine does not run; price such runs with the cost model");
     for (int32_t s = 0; s < sd->num_segs; s++) {
         const struct segment *g = &sd->segs[s];
         const char *why = g->attn_keys > 0                    ? "a sparse attention pattern (attn_keys)"
                           : g->host_kv > 0 || g->host_scan > 0 ? "K/V offloaded to host memory (host_kv, host_scan)"
+                          : widening         ? widening_refusal(g)
                           : layered          ? layered_refusal(g)
                           : evicting         ? evicting_refusal(g, sd->front_layers)
                                              : NULL;
         if (why)
             return ts_fail(err, "step refused: request %d's segment has %s, which the engine does not run; price "
                                 "such runs with the cost model", g->req_id, why);
-        if (!kv && (g->kv > 0 || g->keep > 0 || layered || evicting))
+        if (!kv && (g->kv > 0 || g->keep > 0 || layered || evicting || widening))
             return ts_fail(err, "step refused: request %d %s, but the engine is stateless (no KV pool)", g->req_id,
                            g->kv > 0 ? "reads cached tokens" : g->keep > 0 ? "selects tokens to keep"
                                                                            : "has per-layer shapes");
@@ -341,11 +363,17 @@ int eng_plan_set_ids(struct eng_plan *p, struct eng_kv *kv, const struct step_de
             }
         }
     }
-    if (t->pos && p->front) /* the later rows where the front rows they continue sit */
+    if (t->pos && p->evict) /* the later rows where the front rows they continue sit */
         for (int32_t j = 0; j < p->T; j++) {
             p->tok_pos[j] = rows->tok_pos[p->c_row[j]];
             p->tok_slot[j] = rows->tok_slot[p->c_row[j]];
         }
+    for (int32_t s = 0; t->pos && p->widen && s < sd->num_segs; s++) /* a segment that does not widen: */
+        if (sd->segs[s].q_front == 0) /* its later rows are its front ones */
+            for (int32_t i = 0; i < p->q_len[s]; i++) {
+                p->tok_pos[p->q_start[s] + i] = rows->tok_pos[rows->q_start[s] + i];
+                p->tok_slot[p->q_start[s] + i] = rows->tok_slot[rows->q_start[s] + i];
+            }
     set_row_ids(p, sd, t);
     if (p->front)
         set_row_ids(p->front, sd, t);
@@ -459,6 +487,26 @@ static void plan_evicting(struct eng_plan *p, struct eng_kv *kv, const struct st
     p->evict = true;
 }
 
+/* A widening step's two plans (eng_plan.h): the front rows, then the later ones, each segment's
+ * logit rows its last later rows. */
+static void plan_widening(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd, int32_t vocab,
+                          uint64_t seed)
+{
+    if (!p->front) {
+        p->front = xmalloc(sizeof *p->front);
+        eng_plan_init(p->front);
+    }
+    fill_rows(p->front, kv, sd, vocab, seed, NULL, true, false);
+    fill_tiles(p->front);
+    p->front->R = 0;
+    fill_rows(p, kv, sd, vocab, seed, NULL, false, false);
+    fill_tiles(p);
+    for (int32_t s = 0, r = 0; s < sd->num_segs; s++)
+        for (int32_t i = sd->segs[s].q - sd->segs[s].logit_rows; i < sd->segs[s].q; i++)
+            p->logit_idx[r++] = p->q_start[s] + i;
+    p->widen = true;
+}
+
 int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd,
                    int32_t vocab, uint64_t seed, struct ts_err *err)
 {
@@ -489,9 +537,13 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
     ts_grow((void **)&p->logit_idx, &p->cap_R, (size_t)R, sizeof(int32_t));
     p->R = (int32_t)R;
     p->X = p->num_probe = p->probe_rows = p->max_probe = 0;
-    p->evict = false;
+    p->evict = p->widen = false;
     if (eng_plan_evicting(sd)) {
         plan_evicting(p, kv, sd, vocab, seed);
+        return 0;
+    }
+    if (eng_plan_widening(sd)) {
+        plan_widening(p, kv, sd, vocab, seed);
         return 0;
     }
     if (!layered) {

@@ -39,6 +39,14 @@
  * up to the right-most row of the block that they run or that an earlier step ran through every
  * layer (the request's progress: k_focus_args), which the GPU writes into key_len. Logits are taken
  * from each segment's last logit_rows later rows.
+ *
+ * A widening step (step_desc.cache_inputs with front shapes; Elastic-Cache's refresh) is two plain
+ * plans too: `front`, every segment's front rows as an evicting step's, and this one, the later
+ * layers' rows: a widening segment's every key, 0..q - 1 (kv = 0, q = kv_front + q_front), a segment
+ * without a front shape its q rows where its front rows sit. Each layer first keeps its rows' inputs
+ * by KV slot (the engine's input cache); the first later layer takes every later row's input from
+ * there, the front rows' just kept, the others' as an earlier step kept them. Logits are taken from
+ * each segment's last logit_rows later rows.
  */
 #define ENG_EVICT_FIELDS 7 /* K_FOCUS_FIELDS (kernels.h) */
 #ifndef TESSERA_ENG_PLAN_H
@@ -104,6 +112,7 @@ struct eng_plan {
     struct eng_plan *front; /* the front layers' plan (T, attention, tok_pos, tok_slot, c_row, x_comp;
                              * owned), or NULL: every layer runs this one */
     bool evict;             /* an evicting step (see above): front and this plan, c_row and probe */
+    bool widen;             /* a widening step (see above): front and this plan */
     size_t cap_T, cap_S, cap_R, cap_tiles, cap_pages, cap_sel, cap_X, cap_probe, cap_probe_idx;
 };
 
@@ -138,9 +147,10 @@ struct eng_tokens {
 int eng_plan_set_ids(struct eng_plan *p, struct eng_kv *kv, const struct step_desc *sd, const struct eng_tokens *t,
                      struct ts_err *err);
 
-/* Whether sd is a layered step, or an evicting one (see above; the evict knob and some segment with
- * a front shape: without one, it is a plain step). */
+/* Whether sd is a layered step, an evicting one or a widening one (see above; the evict or the
+ * cache_inputs knob and some segment with a front shape: without one, it is a plain step). */
 bool eng_plan_layered(const struct step_desc *sd);
 bool eng_plan_evicting(const struct step_desc *sd);
+bool eng_plan_widening(const struct step_desc *sd);
 
 #endif

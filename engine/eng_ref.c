@@ -131,6 +131,7 @@ void ref_linear(float *y, const float *x, const float *W, int rows, int in, int 
 struct ref_cache {
     float *k, *v;   /* [layers][cap][Hkv * d] */
     float *fa, *ff; /* [layers][cap][h]: each key's attention and FFN outputs (layered steps) */
+    float *xi;      /* [layers][cap][h]: each key's input to the layer, as a step last computed it */
     int32_t cap;
     int32_t done;   /* keys 0..done-1 were run through every layer (an evicting step's progress + 1) */
 };
@@ -203,6 +204,7 @@ void eng_ref_release(struct eng_ref *r, int32_t req_id)
     free(r->reqs[req_id].v);
     free(r->reqs[req_id].fa);
     free(r->reqs[req_id].ff);
+    free(r->reqs[req_id].xi);
     memset(&r->reqs[req_id], 0, sizeof r->reqs[req_id]);
 }
 
@@ -229,9 +231,9 @@ static struct ref_cache *cache_for(struct eng_ref *r, int32_t id, int32_t keys)
     struct ref_cache *c = &r->reqs[id];
     if (keys > c->cap) {
         const size_t row = (size_t)r->m.num_kv_heads * r->m.head_dim, h = (size_t)r->m.hidden;
-        float **const arr[] = {&c->k, &c->v, &c->fa, &c->ff};
-        const size_t width[] = {row, row, h, h};
-        for (size_t a = 0; a < 4; a++) {
+        float **const arr[] = {&c->k, &c->v, &c->fa, &c->ff, &c->xi};
+        const size_t width[] = {row, row, h, h, h};
+        for (size_t a = 0; a < TS_ARRAY_LEN(arr); a++) {
             float *n = xcalloc((size_t)r->m.num_layers * keys * width[a], sizeof *n);
             for (int L = 0; L < r->m.num_layers && c->cap > 0; L++)
                 memcpy(n + (size_t)L * keys * width[a], *arr[a] + (size_t)L * c->cap * width[a],
@@ -749,6 +751,12 @@ static void ref_plain_layer(struct eng_ref *r, const struct step_desc *sd, const
     const int T = p->T, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
     const int F = eng_ffn_width(m, L), width = (H + 2 * Hkv) * d, kvrow = Hkv * d;
     int nsel = 0;
+    for (int s = 0; s < p->S; s++) { /* each row's input kept at its key (the input cache) */
+        struct ref_cache *c = &r->reqs[sd->segs[s].req_id];
+        for (int i = 0; i < p->q_len[s]; i++)
+            memcpy(c->xi + ((size_t)L * c->cap + pos[p->q_start[s] + i]) * h, x + (size_t)(p->q_start[s] + i) * h,
+                   sizeof *x * h);
+    }
     ref_rmsnorm(b->hn, x, eng_ref_weight(r, W_ATTN_NORM, L), T, h, model_rms_eps(&r->m));
     ref_linear(b->qkv, b->hn, eng_ref_weight(r, W_QKV, L), T, h, width);
     layer_qkv_rope(r, L, b->qkv, pos, T);
@@ -852,14 +860,46 @@ static void ref_step_evicting(struct eng_ref *r, const struct step_desc *sd, con
     free(imp), free(delta), free(crow), free(cpos), free(own), free(klen), free(ck);
 }
 
+/* A widening step (eng_plan.h) over x [front rows, h]: the front layers, then every later row's
+ * input to the first later layer from the input cache (the front rows' kept there just before), the
+ * later layers over them. x must hold the later rows. */
+static void ref_step_widening(struct eng_ref *r, const struct step_desc *sd, const struct eng_plan *p, int block_size,
+                              float *x)
+{
+    const struct model_cfg *m = &r->m;
+    const struct eng_plan *fp = p->front;
+    const int h = m->hidden, nf = TS_MIN(sd->front_layers, m->num_layers);
+    struct ref_bufs b;
+    bufs_init(&b, m, TS_MAX(fp->T, p->T));
+    for (int s = 0; s < p->S; s++)
+        cache_for(r, sd->segs[s].req_id, TS_MAX(fp->key_len[s], p->key_len[s]));
+    for (int L = 0; L < nf; L++)
+        ref_plain_layer(r, sd, fp, fp->tok_pos, fp->key_len, L, block_size, x, &b);
+    for (int s = 0; s < fp->S; s++) { /* the front rows' inputs to layer nf, then every later row's */
+        struct ref_cache *c = &r->reqs[sd->segs[s].req_id];
+        for (int i = 0; i < fp->q_len[s]; i++)
+            memcpy(c->xi + ((size_t)nf * c->cap + fp->tok_pos[fp->q_start[s] + i]) * h,
+                   x + (size_t)(fp->q_start[s] + i) * h, sizeof *x * h);
+    }
+    for (int s = 0; s < p->S; s++) {
+        const struct ref_cache *c = &r->reqs[sd->segs[s].req_id];
+        for (int i = 0; i < p->q_len[s]; i++)
+            memcpy(x + (size_t)(p->q_start[s] + i) * h, c->xi + ((size_t)nf * c->cap + p->tok_pos[p->q_start[s] + i]) * h,
+                   sizeof *x * h);
+    }
+    for (int L = nf; L < m->num_layers; L++)
+        ref_plain_layer(r, sd, p, p->tok_pos, p->key_len, L, block_size, x, &b);
+    bufs_free(&b);
+}
+
 void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct eng_plan *p,
                   int block_size, float *hidden, int32_t *tok, float *maxv, float *conf)
 {
     const struct model_cfg *m = &r->m;
     const int h = m->hidden, V = m->vocab;
-    const struct eng_plan *in = p->evict ? p->front : p; /* the plan whose rows are embedded */
+    const struct eng_plan *in = p->evict || p->widen ? p->front : p; /* the plan whose rows are embedded */
     const int X = p->X > 0 ? p->X : in->T;
-    float *x = xmalloc(sizeof *x * (size_t)(X ? X : 1) * h);
+    float *x = xmalloc(sizeof *x * (size_t)TS_MAX(TS_MAX(X, p->T), 1) * h);
     const float *emb = eng_ref_weight(r, W_EMB, -1);
     for (int t = 0; t < X; t++)
         memcpy(x + (size_t)t * h, emb + (size_t)(p->X > 0 ? p->x_ids : in->tok_ids)[t] * h, sizeof *x * h);
@@ -869,6 +909,8 @@ void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct en
         ref_step_layered(r, sd, p, block_size, x);
     } else if (p->evict) {
         ref_step_evicting(r, sd, p, block_size, x);
+    } else if (p->widen) {
+        ref_step_widening(r, sd, p, block_size, x);
     } else {
         struct ref_bufs b;
         bufs_init(&b, m, p->T);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [select] [fc] [focus] [moe] [tp] [generate]: the engine's GPU work in one call
+# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [select] [fc] [focus] [elastic] [moe] [tp] [generate]: the engine's GPU work in one call
 # on a GPU machine, its outputs under OUT. The lent GPU machines have nvcc but no Debian -dev
 # packages: unpack those into deps/root here and carry it (engine/README.md, "On a GPU machine");
 # DEPS=deps/root then builds against it.
@@ -37,6 +37,11 @@
 #             focus on SDAR-8B (FOCUS_MODEL), a live focus run on it priced by the cost model, and
 #             the same schedule simulated (OUT/sim-focus.db) and replayed (FOCUS_ARGS replaces the
 #             workload options)
+#   elastic   Elastic-Cache's input cache: check_engine --only elastic on both kernel paths, live
+#             elastic runs on LLaDA-8B priced by the shipped calibration (refreshes from layer 4 and
+#             16, one token a step and threshold decoding; live-ec.txt), and the first schedule
+#             simulated (OUT/sim-ec.db) and replayed with per-op times, summarised by kind of step
+#             (ec-fidelity.txt); EC_ARGS replaces the workload options
 #   moe       mixtures of experts: check_engine --only moe on both kernel paths, engine_bench of a
 #             Reuse (16 x 32 over 480) and a Refresh (16 x 512) step of LLaDA2.0-mini and
 #             LLaDA-MoE-7B against their floors (bench-moe.txt), a live run of each priced by the
@@ -141,6 +146,53 @@ PY
             >"$o/$tool-select.txt" 2>&1 || { tail -20 "$o/$tool-select.txt"; return 1; }
         tail -n 1 "$o/$tool-select.txt"
     done
+}
+
+# the input-cache part (see the header)
+elastic_part() {
+    local o=$1 t=./$b/tessera depth dec tag card=h100
+    gcache=(--gemm-cache "$o/gemm-algos.db")
+    check_both elastic "$o" || return 1
+    grep -q H200 "$out/gpu.txt" && card=h200
+    local args=${EC_ARGS:---model llada-8b --requests 8 --rps 8 --lengths fixed:300,128 --gen-len 128 --seed 7 --eos bulk --ec-track 29 --ec-refresh-share 0.6325}
+    for depth in 4 16; do
+        for dec in fixed:1 threshold:llada-gsm8k; do
+            tag=d$depth-${dec%%:*}
+            $t sim --gpu $card --policy elastic $args --ec-depth $depth --decode $dec --cost calibrated --executor gpu \
+                "${gcache[@]}" --json --no-progress >"$o/live-ec-$tag.json" 2>"$o/live-ec-$tag.err" ||
+                { tail -5 "$o/live-ec-$tag.err"; return 1; }
+            python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print(sys.argv[2], d["live_steps"], "steps: measured %.3f s, predicted %.3f s (%+.1f%%), per-step MAPE %.1f%%" % (
+    d["live_measured_s"], d["live_model_s"], 100 * (d["live_model_s"] / d["live_measured_s"] - 1), 100 * d["live_step_mape"]))' \
+                "$o/live-ec-$tag.json" "$tag" | tee -a "$o/live-ec.txt"
+        done
+    done
+    $t sim --gpu $card --policy elastic $args --ec-depth 4 --cost calibrated --no-progress --quiet --db "$o/sim-ec.db" \
+        >/dev/null || return 1
+    $t engine replay "${gcache[@]}" --db "$o/sim-ec.db" --ops >"$o/replay-ec.txt" 2>&1 || { cat "$o/replay-ec.txt"; return 1; }
+    tail -3 "$o/replay-ec.txt"
+    python3 - "$o/sim-ec.db" >"$o/ec-fidelity.txt" <<'PY' || return 1
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+# each step's kind: whole forwards, refreshes (a front shape), cached steps
+rows = db.execute("""SELECT e.step_id, e.measured_ns * 1e-6, e.predicted_ns * 1e-6,
+    (SELECT group_concat(DISTINCT CASE WHEN g.q_front > 0 THEN 'refresh' WHEN g.kv = 0 THEN 'whole'
+                                  ELSE 'cached' END) FROM segments g WHERE g.run_id = e.run_id AND g.step_id = e.step_id)
+    FROM engine_steps e ORDER BY e.step_id""").fetchall()
+by = {}
+for step, meas, pred, kind in rows[1:]:
+    by.setdefault(kind, []).append((meas, pred))
+print("kind steps measured_ms(mean) predicted_ms(mean) mape_%")
+for kind, v in sorted(by.items()):
+    n = len(v)
+    print(kind, n, "%.3f %.3f %.2f" % (sum(m for m, _ in v) / n, sum(p for _, p in v) / n,
+          100 * sum(abs(p - m) / m for m, p in v) / n))
+print("op ms_per_step(steps with a refresh, measured)")
+for op, ms in db.execute("""SELECT o.op, avg(o.ms) FROM engine_step_ops o WHERE o.step_id IN (SELECT step_id FROM
+        segments WHERE q_front > 0) GROUP BY o.op ORDER BY 2 DESC"""):
+    print(op, "%.3f" % ms)
+PY
+    cat "$o/ec-fidelity.txt"
 }
 
 # the feature-cache part (see the header)
@@ -342,11 +394,12 @@ for p in $parts; do
         select) select_part "$out" || rc=1 ;;
         fc) fc_part "$out" || rc=1 ;;
         focus) focus_part "$out" || rc=1 ;;
+        elastic) elastic_part "$out" || rc=1 ;;
         moe) moe_part "$out" || rc=1 ;;
         tp) tp_part "$out" || rc=1 ;;
         generate) generate_part "$out" || rc=1 ;;
         memcheck) ;;
-        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, select, fc, focus, moe, tp, generate)" >&2
+        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, select, fc, focus, elastic, moe, tp, generate)" >&2
            exit 2 ;;
     esac
 done

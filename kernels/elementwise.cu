@@ -199,6 +199,24 @@ extern "C" int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, 
     return (int)k_launch(gather_kernel, dim3(rows), dim3(threads_for(h)), 0, stream, out, in, idx, h);
 }
 
+static __global__ void scatter_kernel(bf16_t *out, const bf16_t *in, const int32_t *idx, int h)
+{
+    griddep_wait();
+    const uint4 *src = (const uint4 *)(in + (size_t)blockIdx.x * h);
+    uint4 *dst = (uint4 *)(out + (size_t)idx[blockIdx.x] * h);
+    for (int c = threadIdx.x; c < h / 8; c += blockDim.x)
+        dst[c] = src[c];
+}
+
+extern "C" int k_scatter_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, int rows, int h, k_stream stream)
+{
+    if (h % 8)
+        return (int)cudaErrorInvalidValue;
+    if (rows <= 0)
+        return 0;
+    return (int)k_launch(scatter_kernel, dim3(rows), dim3(threads_for(h)), 0, stream, out, in, idx, h);
+}
+
 /*
  * Block (token, group): the token's cos/sin table (d/2 angles) is computed into shared memory and
  * shared by the rotated heads of the group; threads walk the group's (head, 8 i) pairs of 16-byte

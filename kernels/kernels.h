@@ -60,6 +60,8 @@ int k_embed(bf16_t *x, const bf16_t *table, const int32_t *ids, int rows, int h,
 /* Row gather: out[i] = in[idx[i]]. */
 int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, int rows, int h,
                   k_stream stream);
+/* Row scatter: out[idx[i]] = in[i] (the indices distinct). */
+int k_scatter_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, int rows, int h, k_stream stream);
 
 /*
  * QKV post-processing for T packed tokens of qkv [T, (H + 2*Hkv) * d] (d a multiple of 16): adds

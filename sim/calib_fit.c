@@ -1102,6 +1102,20 @@ static int feat_cache_ms(const struct cost_ctx *cx, const struct calib *c, const
     return 0;
 }
 
+/* Elastic-Cache's layer inputs (ms, cache_inputs): each layer's computed rows read and their cache
+ * rows written, and where the front shapes are narrower the first later layer's rows gathered once,
+ * at the memory bandwidth of the cost context. */
+static double input_cache_ms(const struct cost_ctx *cx, const struct step_desc *sd)
+{
+    const struct model_cfg *m = &cx->model;
+    const struct step_totals *t = &sd->tot;
+    const double nl = m->num_layers, nf = step_front_layers(sd, m->num_layers), h = m->hidden, a = 2;
+    double rows = nf * (double)t->front.q_tokens + (nl - nf) * (double)t->q_tokens;
+    if (nf > 0 && nf < nl)
+        rows += (double)t->q_tokens;
+    return bandwidth_ms(cx, 2 * a * rows * h);
+}
+
 int calib_step_s(const struct calib *c, const struct step_desc *sd, bool extrapolate, double *seconds,
                  struct cost_breakdown *bd, struct ts_err *err)
 {
@@ -1153,6 +1167,8 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
         double fc = 0;
         if (cx && feat_cache_ms(cx, c, sd, nl - nf, extrapolate, &fc, err))
             return -1;
+        if (cx && sd->cache_inputs) /* Elastic-Cache's layer inputs, at the memory bandwidth */
+            fc += input_cache_ms(cx, sd);
         bd->op_s[OP_FEAT_CACHE] = fc * 1e-3;
         ms += fc;
         if (cx && cx->ep > 1) { /* its MoE layers' outputs all-reduced, GPU work the host runs ahead of */

@@ -23,6 +23,8 @@
  *              both cached outputs (x, two outputs read, x written); later layers: the probe rows'
  *              norm, V re-projection (weights, rows in, V out) and similarity with the cached V
  *              (new and cached V read, the new one written)
+ *   (Elastic-Cache's layer inputs, cache_inputs: each layer's computed rows read and their cache
+ *   rows written, feat_cache; a step with narrower front shapes gathers its later rows once)
  *   o_proj     2*T*qd*h
  *   resid      2 per layer, read 2 + write 1 [T,h]
  *   gate_up    2*T*h*2F, down 2*T*F*h, act read [T,2F] write [T,F]; FFN chunks re-read weights;
@@ -121,6 +123,8 @@ static void layer_ops(struct pricer *p, const struct model_cfg *m, bool k_eq_v, 
             bytes += a * (3 * P * h + h * kvd + 4 * P * kvd);
         add_split(p, OP_FEAT_CACHE, layers, flops, bytes, ge);
     }
+    if (sd->cache_inputs) /* Elastic-Cache's layer inputs: each computed row's x read, its cache row written */
+        add_op(p, OP_FEAT_CACHE, layers, 0, 2 * a * T * h, ge);
     add_split(p, OP_OPROJ, layers, 2 * T * qd * h, a * (qd * h + T * qd + T * h), ge);
     add_op(p, OP_RESID, 2 * layers, T * h, 3 * T * h * a, ge);
     if (p->tp > 1) { /* the O and down projections' partial sums, all-reduced over the GPUs a layer */
@@ -211,6 +215,8 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
         layer_ops(&p, m, false, sd, &t->front, nf, false);
         layer_ops(&p, m, false, sd, &later, m->num_layers - nf, true);
     }
+    if (sd->cache_inputs && nf > 0 && nf < m->num_layers) /* the first later layer's rows from the cache */
+        add_op(&p, OP_FEAT_CACHE, 1, 0, 2 * a * (double)t->q_tokens * h, im->gemm_eff);
     if (T_out > 0)
         add_op(&p, OP_NORM, 1, 5 * T_out * h, 2 * T_out * h * a, im->gemm_eff); /* the final norm */
     const double t_ep = cost_ep_allreduce_s(c, sd); /* expert parallelism's all-reduces */

@@ -57,6 +57,8 @@ struct policy_ops {
                         * block-causal model (SDAR, LLaDA2.0) attends block-causally there */
     bool needs_block_model; /* a model of bidirectional attention is refused (HERALD's selection holds
                              * for block models alone) */
+    /* Refuses a model its parameters do not fit, naming the parameter (NULL: every model fits). */
+    int (*check_model)(const struct policy_cfg *pc, const struct model_cfg *m, struct ts_err *err);
     /* Fills *seg with the next step's shape for r (everything but `decoded`). */
     void (*emit)(const struct request *r, const struct policy_cfg *pc, struct segment *seg);
     /* Updates the policy state after a step with shape *seg; `block_done` says the step finished

@@ -75,6 +75,17 @@ static void ec_advance(struct request *r, const struct policy_cfg *pc, const str
 static void ec_knobs(const struct policy_cfg *pc, struct step_desc *sd)
 {
     sd->front_layers = (int32_t)pc->p[DEPTH];
+    sd->cache_inputs = true;
+}
+
+/* A refresh recomputes some layer: --ec-depth below the model's layers where the policy refreshes. */
+static int ec_check_model(const struct policy_cfg *pc, const struct model_cfg *m, struct ts_err *err)
+{
+    if ((pc->p[EVERY] > 0 || pc->p[SHARE] > 0) && pc->p[DEPTH] >= m->num_layers)
+        return ts_fail(err, "--ec-depth %g: a refresh keeps its first %g layers on the chosen rows, but %s has %d "
+                            "layers, which leaves none to recompute (at most %d)", pc->p[DEPTH], pc->p[DEPTH], m->name,
+                       m->num_layers, m->num_layers - 1);
+    return 0;
 }
 
 /* Each token's query and layer input a layer, beside its K/V. */
@@ -89,13 +100,12 @@ const struct policy_ops policy_elastic = {
     .params = ec_params,
     .num_params = (int)TS_ARRAY_LEN(ec_params),
     .scattered = true,
-    .engine_lacks = "a refresh that switches from the chosen rows to every row at a middle layer, from the cached "
-                    "layer inputs",
     .emit = ec_emit,
     .advance = ec_advance,
     .kv_tokens = policy_kv_whole,
     .kv_peak_tokens = policy_kv_whole,
     .peak_q = policy_q_whole,
     .knobs = ec_knobs,
+    .check_model = ec_check_model,
     .token_bytes = ec_token_bytes,
 };

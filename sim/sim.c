@@ -553,6 +553,8 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     memcpy(s->sched_p, rp.sched, sizeof s->sched_p);
     s->sd.logit_chunk_rows = cfg->max_num_logits;
     policy_step_knobs(s->pol, &s->pcfg, &s->model, &s->sd);
+    if (s->pol->check_model && s->pol->check_model(&s->pcfg, &s->model, err))
+        goto fail;
     if (s->calib && s->pol->selects && !calib_prices_selection(s->calib, s->sd.select_heads)) {
         ts_fail(err, "--cost calibrated: the calibration of %s on %s has no %s selection (kv_select) measurements "
                      "for policy %s; profile its select grid (tessera engine profile --grid select) and merge it "

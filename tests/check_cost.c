@@ -355,6 +355,46 @@ START_TEST(front_layers_priced_by_their_share)
 }
 END_TEST
 
+/* Elastic-Cache's layer inputs (cache_inputs): each layer's computed rows kept, and a refresh's later
+ * rows gathered once at its first later layer; in the calibrated back end exactly those bytes over
+ * the memory bandwidth, in the roofline more for more rows. Without the knob, none. */
+START_TEST(layer_inputs_priced_at_bandwidth)
+{
+    struct cost_ctx c = ctx("llada-8b", "tessera");
+    struct calib *cal = shipped_calib();
+    const struct cost_ops *backs[] = {&cost_roofline, &cost_calibrated};
+    const double nl = c.model.num_layers, h = c.model.hidden, nf = 4;
+    const struct segment wide = {.q = 556, .kv_write = 556, .logit_rows = 556, .q_front = 64, .kv_front = 492,
+                                 .kv_write_front = 64, .phase = PHASE_REFRESH};
+    const struct segment cached = {.q = 64, .kv = 492, .kv_write = 64, .logit_rows = 64, .phase = PHASE_REUSE};
+    for (int b = 0; b < 2; b++) {
+        c.calib = b ? cal : NULL;
+        double fc[2][2]; /* [segment][knob] */
+        for (int k = 0; k < 4; k++) {
+            struct step_desc sd;
+            step_desc_init(&sd);
+            sd.front_layers = (int32_t)nf;
+            sd.cache_inputs = k & 1;
+            step_desc_add(&sd, k & 2 ? &cached : &wide);
+            double t;
+            struct cost_breakdown bd;
+            struct ts_err err;
+            ck_assert_msg(backs[b]->step_s(&c, &sd, &t, &bd, &err) == 0, "%s", err.msg);
+            fc[k >> 1][k & 1] = bd.op_s[OP_FEAT_CACHE];
+            step_desc_free(&sd);
+        }
+        ck_assert(fc[0][0] == 0 && fc[1][0] == 0);
+        ck_assert_msg(fc[0][1] > fc[1][1] && fc[1][1] > 0, "%s: %g %g", backs[b]->name, fc[0][1], fc[1][1]);
+        if (b) {
+            const double rows = nf * 64 + (nl - nf) * 556 + 556, want = 4 * rows * h / (c.gpu.mem_bw * c.impl.mem_eff);
+            ck_assert_msg(fabs(fc[0][1] - want) <= 1e-9 * want, "%g vs %g", fc[0][1], want);
+            ck_assert(fabs(fc[1][1] - 4 * nl * 64 * h / (c.gpu.mem_bw * c.impl.mem_eff)) <= 1e-9 * fc[1][1]);
+        }
+    }
+    calib_free(cal);
+}
+END_TEST
+
 /* A Reuse step of four 32-token blocks over 500 cached keys, each with its logits, priced by back end b
  * (0: the roofline, 1: the shipped calibration) as it is (plain) and with a decoder's knob set by
  * `knob` (with). */
@@ -703,6 +743,7 @@ int main(void)
     tcase_add_test(tc, fused_ffn_has_no_act_op);
     tcase_add_test(tc, empty_step_costs_host_time);
     tcase_add_test(tc, front_layers_priced_by_their_share);
+    tcase_add_test(tc, layer_inputs_priced_at_bandwidth);
     tcase_add_test(tc, credit_fusion_priced_per_logit);
     tcase_add_test(tc, iter_smooth_pays_the_lm_head_again);
     tcase_add_test(tc, host_part_prices_fetch_and_scan);

@@ -448,6 +448,103 @@ START_TEST(evicting_plan)
 }
 END_TEST
 
+/* Placed rows for widening_plan: request 3's front rows at 10, 12, 14, 16; request 4's at 30, 31. */
+static int32_t widen_pos(void *ctx, int32_t req, int32_t row)
+{
+    (void)ctx;
+    return req == 3 ? 10 + 2 * row : req == 4 ? 30 + row : -1;
+}
+
+static int32_t no_id(void *ctx, int32_t req, int32_t pos)
+{
+    (void)ctx, (void)req, (void)pos;
+    return -1;
+}
+
+START_TEST(widening_plan)
+{
+    struct eng_kv kv;
+    eng_kv_init(&kv, 16, 64);
+    struct eng_plan p;
+    eng_plan_init(&p);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.front_layers = 3;
+    sd.cache_inputs = true;
+    /* request 3 refreshes: 4 rows over 36 cached keys through the front layers, then all 40; request
+     * 4 runs 2 rows over 38 cached keys through every layer */
+    const struct segment a = {.req_id = 3, .q = 40, .kv_write = 40, .logit_rows = 40, .phase = PHASE_REFRESH,
+                              .q_front = 4, .kv_front = 36, .kv_write_front = 4};
+    const struct segment b = {.req_id = 4, .q = 2, .kv = 38, .kv_write = 2, .logit_rows = 2, .phase = PHASE_REUSE};
+    step_desc_add(&sd, &a);
+    step_desc_add(&sd, &b);
+    ck_assert(eng_plan_widening(&sd) && !eng_plan_layered(&sd) && !eng_plan_evicting(&sd));
+    struct ts_err err;
+    ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
+    ck_assert(p.widen && !p.evict && p.X == 0);
+    const struct eng_plan *fp = p.front;
+    ck_assert_ptr_nonnull(fp);
+    ck_assert_int_eq(fp->T, 6);
+    ck_assert_int_eq(p.T, 42);
+    ck_assert_int_eq(kv.reqs[3].num_pages, 3); /* 40 keys */
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(fp->tok_pos[i], 36 + i);
+        ck_assert_int_eq(fp->tok_slot[i], eng_kv_slot(&kv, 3, 36 + i));
+    }
+    ck_assert_int_eq(fp->key_len[0], 40);
+    ck_assert_int_eq(fp->kv_cached[0], 36);
+    for (int i = 0; i < 40; i++) { /* every key of the widening request */
+        ck_assert_int_eq(p.tok_pos[i], i);
+        ck_assert_int_eq(p.tok_slot[i], eng_kv_slot(&kv, 3, i));
+    }
+    ck_assert_int_eq(p.key_len[0], 40);
+    ck_assert_int_eq(p.kv_cached[0], 0);
+    for (int i = 0; i < 2; i++) /* the other: the same rows before and after */
+        ck_assert_int_eq(p.tok_slot[40 + i], fp->tok_slot[4 + i]);
+    ck_assert_int_eq(p.R, 42);
+    for (int r = 0; r < 42; r++)
+        ck_assert_int_eq(p.logit_idx[r], r);
+    /* rows placed by a generation: the front rows where it puts them, the widening request's later
+     * rows still every key, the other's later rows where its front rows sit */
+    const struct eng_tokens t = {.id = no_id, .pos = widen_pos};
+    ck_assert_msg(eng_plan_set_ids(&p, &kv, &sd, &t, &err) == 0, "%s", err.msg);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(fp->tok_pos[i], 10 + 2 * i);
+    for (int i = 0; i < 40; i++)
+        ck_assert_int_eq(p.tok_pos[i], i);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(p.tok_pos[40 + i], 30 + i);
+        ck_assert_int_eq(p.tok_slot[40 + i], eng_kv_slot(&kv, 4, 30 + i));
+    }
+    /* without the input cache the same step is a layered one */
+    sd.cache_inputs = false;
+    ck_assert(!eng_plan_widening(&sd) && eng_plan_layered(&sd));
+    sd.cache_inputs = true;
+    /* refused: later layers over cached keys, and cached inputs beside a feature cache */
+    const int free_before = kv.num_free;
+    struct segment c = a;
+    c.req_id = 9, c.kv = 4, c.q = c.logit_rows = 36;
+    step_desc_clear(&sd);
+    step_desc_add(&sd, &c);
+    ck_assert_int_ne(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "every row"));
+    c.q = 40; /* every front key, and 4 cached keys more */
+    step_desc_clear(&sd);
+    step_desc_add(&sd, &c);
+    ck_assert_int_ne(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "every row"));
+    step_desc_clear(&sd);
+    step_desc_add(&sd, &a);
+    sd.cache_outputs = true;
+    ck_assert_int_ne(eng_plan_build(&p, &kv, &sd, 1000, 7, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "feature cache"));
+    ck_assert_int_eq(kv.num_free, free_before);
+    step_desc_free(&sd);
+    eng_plan_free(&p);
+    eng_kv_free(&kv);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("eng_plan");
@@ -460,6 +557,7 @@ int main(void)
     tcase_add_test(tc, selection_plan);
     tcase_add_test(tc, layered_plan);
     tcase_add_test(tc, evicting_plan);
+    tcase_add_test(tc, widening_plan);
     suite_add_tcase(s, tc);
     return run_suite("eng_plan", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

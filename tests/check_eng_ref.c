@@ -248,6 +248,70 @@ START_TEST(feature_cache_fixed_point)
 }
 END_TEST
 
+/* Elastic-Cache's refresh on the reference, against dLLM-Cache's feature cache as the oracle: after
+ * a whole forward, the last Q tokens change and one step runs them alone through the first NF
+ * layers (over the other rows' cached K/V), then every row through the rest. A widening step takes
+ * the other rows' inputs to layer NF from the input cache; a layered step carries them there on
+ * their cached attention and FFN outputs. Both are the whole forward's rows, so the two agree, and
+ * differ from a whole forward of the new tokens. */
+static int32_t last_rows_changed(void *ctx, int32_t req, int32_t pos)
+{
+    (void)req;
+    return pos >= *(const int *)ctx ? (7 * pos + 3) % 256 : -1;
+}
+
+START_TEST(widening_step_matches_feature_cache)
+{
+    enum { L = 40, Q = 8, NF = 2 };
+    struct model_cfg m = TINY;
+    m.num_layers = 4;
+    int first = L - Q;
+    const struct eng_tokens change = {.id = last_rows_changed, .ctx = &first};
+    float *out[3];
+    for (int way = 0; way < 3; way++) { /* input cache, feature cache, the new tokens from scratch */
+        struct eng_ref *r;
+        struct ts_err err;
+        ck_assert_int_eq(eng_ref_create(&m, NULL, 5, &r, &err), 0);
+        struct eng_kv kv;
+        eng_kv_init(&kv, 16, 64);
+        struct eng_plan p;
+        eng_plan_init(&p);
+        struct step_desc sd;
+        step_desc_init(&sd);
+        sd.front_layers = NF;
+        sd.cache_inputs = way == 0;
+        sd.cache_outputs = way == 1;
+        struct segment full = {.req_id = 1, .q = L, .kv_write = L, .logit_rows = L, .phase = PHASE_FULL};
+        struct segment wide = full;
+        wide.q_front = wide.kv_write_front = Q, wide.kv_front = L - Q, wide.phase = PHASE_REFRESH;
+        for (int k = way == 2; k < 2; k++) {
+            step_desc_clear(&sd);
+            step_desc_add(&sd, k ? &wide : &full);
+            if (way == 2)
+                sd.cache_outputs = false;
+            ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, m.vocab, 5, &err), 0);
+            if (k)
+                ck_assert_int_eq(eng_plan_set_ids(&p, &kv, &sd, &change, &err), 0);
+            ck_assert(way != 0 || k == 0 || (p.widen && p.front->T == Q && p.T == L));
+            out[way] = xmalloc(sizeof *out[way] * L * m.hidden);
+            int32_t tok[L];
+            float mx[L], conf[L];
+            eng_ref_step(r, &sd, &p, 0, out[way], tok, mx, conf);
+            if (k == 0 && way < 2)
+                free(out[way]);
+        }
+        step_desc_free(&sd);
+        eng_plan_free(&p);
+        eng_kv_free(&kv);
+        eng_ref_destroy(r);
+    }
+    ck_assert_msg(max_diff(out[0], out[1], L * m.hidden) < 1e-4, "%g", max_diff(out[0], out[1], L * m.hidden));
+    ck_assert_msg(max_diff(out[0], out[2], L * m.hidden) > 1e-2, "%g", max_diff(out[0], out[2], L * m.hidden));
+    for (int way = 0; way < 3; way++)
+        free(out[way]);
+}
+END_TEST
+
 /* One step sd on a reference r (its plan built over kv); the final hidden rows of its logit rows. */
 static float *ref_run(struct eng_ref *r, struct eng_kv *kv, struct eng_plan *p, const struct step_desc *sd,
                       const struct model_cfg *m)
@@ -621,6 +685,7 @@ int main(void)
     tcase_add_test(tc, weights_layout_and_fill);
     tcase_add_test(tc, tensor_parallel_shares);
     tcase_add_test(tc, feature_cache_fixed_point);
+    tcase_add_test(tc, widening_step_matches_feature_cache);
     tcase_add_test(tc, focus_eviction);
     tcase_add_test(tc, kv_select_by_hand);
     suite_add_tcase(s, tc);

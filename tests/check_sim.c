@@ -367,6 +367,7 @@ START_TEST(recorded_steps_replay_as_run)
         {NULL, NULL, "sparsed", NULL, NULL, NULL, false, false, false, 0, 1},             /* keys a row (attn_keys) */
         {NULL, "sdar-8b", "herald", NULL, "herald-link", "c2c", false, false, false, 0, 1}, /* the host's part */
         {NULL, "sdar-8b", "block", "spiffy:3", NULL, NULL, false, false, false, 0, 1},        /* draft blocks */
+        {"elastic-cache", NULL, NULL, NULL, NULL, NULL, false, false, false, 0, 1},       /* the layer inputs */
     };
     int64_t def[STEP_KNOBS], off_default[STEP_KNOBS] = {0};
     struct step_desc d;
@@ -713,6 +714,19 @@ START_TEST(bad_inputs_fail_cleanly)
     snprintf(c.gpu, sizeof c.gpu, "tiny");
     ck_assert_ptr_null(sim_create(&c, &err));
     ck_assert_ptr_nonnull(strstr(err.msg, "weights"));
+    /* Elastic-Cache's refresh keeping every layer of the model, where it refreshes */
+    for (int depth = 31; depth <= 32; depth++) {
+        test_config(&c);
+        snprintf(c.policy, sizeof c.policy, "elastic");
+        char v[16];
+        snprintf(v, sizeof v, "%d", depth);
+        ck_assert(param_values_set(&c.params, "ec-depth", v, &err) == 0);
+        ck_assert(param_values_set(&c.params, "ec-refresh-every", "4", &err) == 0);
+        s = sim_create(&c, &err);
+        ck_assert_msg((s == NULL) == (depth == 32), "depth %d", depth);
+        ck_assert(s || strstr(err.msg, "--ec-depth 32") != NULL);
+        sim_destroy(s);
+    }
     sim_destroy(NULL);
 }
 END_TEST

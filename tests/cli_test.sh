@@ -1464,8 +1464,9 @@ contains "list decode: LLaDA2.1's modes" "TPF 5.34"
 contains "list decode: Prophet's early commit" "Prophet's early commit (arXiv 2508.19982"
 expect 0 "sim --policy dpad over the dual cache" -- $bin sim --policy dpad --dpad-cache dual --dpad-window 128 --requests 20 --no-progress
 contains "sim --policy dpad over the dual cache" "20 finished"
-expect 2 "sim --policy elastic live" -- $bin sim --policy elastic --executor gpu --requests 2
-contains "sim --policy elastic live" "switches from the chosen rows to every row at a middle layer"
+expect 2 "sim --policy elastic past the model's layers" -- $bin sim --policy elastic --ec-depth 32 --ec-refresh-every 4 --requests 2
+contains "sim --policy elastic past the model's layers" "llada-8b has 32 layers, which leaves none to recompute (at most 31)"
+expect 0 "sim --policy elastic, no refresh, any depth" -- $bin sim --policy elastic --model llada-moe-7b --requests 2 --no-progress
 # --max-pos: a model run past its config's positions (SparseD runs LLaDA at 16k and more)
 expect 2 "sim past llada-8b's positions" -- $bin sim --requests 2 --lengths fixed:8192,128 --gen-len 128 --no-progress
 contains "sim past llada-8b's positions" "exceeds the model's maximum positions"

@@ -194,6 +194,12 @@ mutations=(
     "a placed row written where the plan would have put it|engine/eng_plan.c|                rows->tok_slot[r] = eng_kv_slot(kv, req, at);|                rows->tok_slot[r] = rows->tok_slot[r];|check_eng_gen"
     "a measured distribution drawn one position short|sim/decode.c|        return 1 + (int32_t)gsl_interp_bsearch(dm->cdf, gsl_rng_uniform(r->rng), 0, (size_t)dm->ncdf);|        return (int32_t)gsl_interp_bsearch(dm->cdf, gsl_rng_uniform(r->rng), 0, (size_t)dm->ncdf);|check_eng_gen"
     "the reference's kept rows at contiguous positions|engine/eng_ref.c|            cpos[f[3] + k] = fp->tok_pos[f[0] + use[k]];|            cpos[f[3] + k] = f[4] + use[k];|check_eng_gen"
+    "a refresh gathers its rows from the layer before|engine/eng_ref.c|memcpy(x + (size_t)(p->q_start[s] + i) * h, c->xi + ((size_t)nf * c->cap|memcpy(x + (size_t)(p->q_start[s] + i) * h, c->xi + ((size_t)(nf - 1) * c->cap|check_eng_ref"
+    "a refresh keeps no front row's input|engine/eng_ref.c|        for (int i = 0; i < fp->q_len[s]; i++)\n            memcpy(c->xi + ((size_t)nf * c->cap|        for (int i = 0; i < 0; i++)\n            memcpy(c->xi + ((size_t)nf * c->cap|check_eng_ref"
+    "a cached row beside a refresh loses its placed position|engine/eng_plan.c|        if (sd->segs[s].q_front == 0) /* its later rows are its front ones */|        if (sd->segs[s].q_front < 0) /* its later rows are its front ones */|check_eng_plan"
+    "a refresh's later layers read cached keys|engine/eng_plan.c|    if (g->kv > 0 |    if (g->kv > 1 << 30 |check_eng_plan"
+    "layer inputs cost nothing in the calibrated model|sim/calib_fit.c|            fc += input_cache_ms(cx, sd);|            fc += 0;|check_cost"
+    "Elastic-Cache's depth unchecked against the model|sim/policy_elastic.c| && pc->p[DEPTH] >= m->num_layers)| && pc->p[DEPTH] > m->num_layers)|check_sim"
 )
 
 # the build's compile line for a file, and the suites' link line, as the Makefile gives them

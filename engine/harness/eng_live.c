@@ -50,6 +50,7 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
         return ts_fail(err, "--tp %d, but this process is rank %d of %d (launched by --tp)", c->tp, o.tp_rank,
                        o.tp_size);
     o.feature_cache = sim_knobs(s)->cache_outputs; /* dLLM-Cache's pool: outputs beside K and V */
+    o.input_cache = sim_knobs(s)->cache_inputs;    /* Elastic-Cache's: each layer's inputs beside them */
     struct eng *e;
     if (eng_create(m, &o, &e, err))
         return -1;

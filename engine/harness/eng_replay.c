@@ -117,6 +117,7 @@ static int replay_read_run(struct replay *rp, int64_t run_id, int *ffn_chunks, s
         else if (sim_config_knobs(&c, &rp->m, &rp->knobs, err))
             rc = ts_fail_prefix(err, "run %lld", (long long)rp->run_id);
         rp->o.feature_cache = rp->knobs.cache_outputs;
+        rp->o.input_cache = rp->knobs.cache_inputs;
         rp->logit_chunk_rows = c.max_num_logits;
         *ffn_chunks = c.ffn_chunks;
     }

@@ -26,7 +26,7 @@ const struct step_knob step_knobs[STEP_KNOBS] = {
     KNOB(logit_chunk_rows), KNOB(ffn_chunks),  KNOB(mask_only),     KNOB(attn_block),
     KNOB(select_heads),     KNOB(select_kernel), KNOB(front_layers), KNOB(decode_credit),
     KNOB(iter_smooth),      KNOB(evict),       KNOB(cache_outputs), KNOB(host_link_mbs),
-    KNOB(host_scan_mbs),    KNOB(host_overlap),
+    KNOB(host_scan_mbs),    KNOB(host_overlap), KNOB(cache_inputs),
 };
 
 void step_knobs_get(const struct step_desc *sd, int64_t v[STEP_KNOBS])

@@ -192,6 +192,11 @@ struct step_desc {
     bool cache_outputs;       /* the cache also holds each token's attention and FFN outputs per
                                * layer (dLLM-Cache's feature cache): every computed row writes its
                                * outputs there, carried rows read theirs */
+    bool cache_inputs;        /* the cache also holds each token's input to every layer (Elastic-Cache's
+                               * layer inputs): every computed row writes its input there before the
+                               * layer; a segment whose front shape is narrower (q_front rows over
+                               * kv_front cached keys, then every row: kv = 0, q = kv_front + q_front)
+                               * takes each other row's input to the first later layer from there */
     int32_t host_link_mbs;    /* MB/s of the host link host_kv crosses; 0: the card's (gpu.h host_bw) */
     int32_t host_scan_mbs;    /* MB/s at which the host reads the keys it scores (host_scan) */
     bool host_overlap;        /* the host's part (scoring, then the link) runs under the step's GPU work,
@@ -233,7 +238,7 @@ struct step_knob {
     size_t offset; /* in struct step_desc */
     bool is_bool;  /* a bool field, else an int32_t */
 };
-#define STEP_KNOBS 14
+#define STEP_KNOBS 15
 extern const struct step_knob step_knobs[STEP_KNOBS];
 /* The knobs of sd as values in step_knobs' order, and back. */
 void step_knobs_get(const struct step_desc *sd, int64_t v[STEP_KNOBS]);

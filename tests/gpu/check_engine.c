@@ -2051,6 +2051,61 @@ static void check_fc_steps(struct checker *c, const struct model_cfg *m0)
         step_desc_free(&steps[k]);
 }
 
+/* Elastic-Cache's segments: a whole forward of L rows, q rows over the other L - q cached (a cached
+ * step), or a refresh: q rows over the others through the front layers, then all L. */
+static void ec_seg(struct step_desc *sd, int req, int L, int q, bool refresh)
+{
+    struct segment s = {.req_id = req, .phase = (uint8_t)(q == L ? PHASE_FULL : PHASE_REUSE), .q = q, .kv = L - q,
+                        .kv_write = q, .logit_rows = q};
+    if (refresh) {
+        s = (struct segment){.req_id = req, .phase = PHASE_REFRESH, .q = L, .kv_write = L, .logit_rows = L,
+                             .q_front = q, .kv_front = L - q, .kv_write_front = q};
+    }
+    step_desc_add(sd, &s);
+}
+
+/* Elastic-Cache's steps (a tiny model of four layers: two front, two later) over the input cache:
+ * whole forwards, cached steps and refreshes side by side, and a request of its own beside them. */
+static void check_elastic_steps(struct checker *c, const struct model_cfg *m0)
+{
+    struct model_cfg m = *m0;
+    m.num_layers = 4;
+    struct eng_opts o;
+    ref_step_opts(&o, 0, 128);
+    o.input_cache = true;
+    struct step_desc steps[4];
+    for (int k = 0; k < 4; k++) {
+        step_desc_init(&steps[k]);
+        steps[k].logit_chunk_rows = 64;
+        steps[k].front_layers = 2;
+        steps[k].cache_inputs = true;
+    }
+    ec_seg(&steps[0], 0, 90, 90, false);
+    ec_seg(&steps[0], 1, 70, 70, false);
+    ec_seg(&steps[1], 0, 90, 12, false);
+    ec_seg(&steps[1], 1, 70, 10, true);
+    ec_seg(&steps[2], 0, 90, 12, true);
+    ec_seg(&steps[2], 1, 70, 10, false);
+    ec_seg(&steps[2], 2, 32, 32, false);
+    ec_seg(&steps[3], 2, 32, 5, true);
+    ec_seg(&steps[3], 0, 90, 12, false);
+    compare_steps(c, &m, &o, steps, 4, ", input cache");
+    /* the engine without an input cache refuses them, naming it */
+    struct eng *e = NULL;
+    struct ts_err err;
+    struct eng_out out;
+    o.input_cache = false;
+    if (eng_create(&m, &o, &e, &err) == 0) {
+        const bool refused = eng_step(e, &steps[0], &out, NULL, &err) != 0 && strstr(err.msg, "input cache");
+        report(c, "an engine without an input cache refuses Elastic-Cache's steps", refused ? 0 : 1, 0);
+    } else {
+        fail_msg(c, "engine create", err.msg);
+    }
+    eng_destroy(e);
+    for (int k = 0; k < 4; k++)
+        step_desc_free(&steps[k]);
+}
+
 /* An evicting segment: a block of B rows over kv_front cached keys, `fixed` decoded rows waiting for
  * the cache, the others candidates of which `picked` are kept (logits: the kept rows). */
 static void focus_seg(struct step_desc *sd, int req, int kv_front, int B, int fixed, int picked)
@@ -2648,6 +2703,10 @@ static void check_engine_steps(struct checker *c)
     if (take(c))
         check_focus_steps(c, &tiny_b, 32);
     if (take(c))
+        check_elastic_steps(c, &tiny_a);
+    if (take(c))
+        check_elastic_steps(c, &tiny_b);
+    if (take(c))
         check_moe_steps(c);
     struct model_cfg tiny_qk4 = tiny_qk; /* FOCUS: two front layers, two later ones */
     tiny_qk4.num_layers = 4;
@@ -2780,6 +2839,14 @@ static void check_focus_only(struct checker *c)
     check_focus_steps(c, &tiny_gqa, 32);
 }
 
+/* Elastic-Cache's steps alone, over the input cache. */
+static void check_elastic_only(struct checker *c)
+{
+    fprintf(c->out, "Elastic-Cache's steps over the input cache against the CPU reference:\n");
+    check_elastic_steps(c, &tiny_gqa);
+    check_elastic_steps(c, &tiny_qk);
+}
+
 /* Generation alone: the unmasking kernel and whole generations with real token ids. */
 static void check_generate_only(struct checker *c)
 {
@@ -2820,6 +2887,8 @@ int check_engine_run(uint64_t seed, const char *only, int part, int parts, FILE 
         check_fc_only(&c);
     if (only && strcmp(only, "focus") == 0)
         check_focus_only(&c);
+    if (only && strcmp(only, "elastic") == 0)
+        check_elastic_only(&c);
     if (only && strcmp(only, "moe") == 0)
         check_moe_only(&c);
     if (only && strcmp(only, "generate") == 0)

@@ -18,7 +18,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-"usage: check_engine [--seed S] [--only kernels|steps|steps:K/N|select|fc|focus|moe|generate]\n"
+"usage: check_engine [--seed S] [--only kernels|steps|steps:K/N|select|fc|focus|elastic|moe|generate]\n"
 "                    [engine choices]\n"
 "       check_engine --tp N [--seed S] [engine choices]\n"
 "\n"
@@ -27,9 +27,10 @@ static void usage(FILE *f)
 "--only steps runs one half (the sanitizers run them apart), --only steps:K/N the K-th of N parts\n"
 "of the steps half (its groups of checks dealt in turn); --only select the sparse selection's\n"
 "checks alone (kernels and whole steps), --only fc the feature cache's (dLLM-Cache), --only focus\n"
-"the token eviction's (FOCUS), --only moe the mixture of experts' (routing, dispatch, grouped\n"
-"expert GEMMs, whole steps of tiny MoE models), --only generate the unmasking kernel's and whole\n"
-"generations' (real token ids fed back).\n"
+"the token eviction's (FOCUS), --only elastic the input cache's (Elastic-Cache's steps), --only\n"
+"moe the mixture of experts' (routing, dispatch, grouped expert GEMMs, whole steps of tiny MoE\n"
+"models), --only generate the unmasking kernel's and whole generations' (real token ids fed\n"
+"back).\n"
 "--tp N (2 to 8) runs as N processes, one per GPU (GPUs 0 to N - 1), over NCCL; rank 0 reports,\n"
 "       and a rank that fails stops the others: LLaDA-8B, Dream-7B and LLaDA2.0-mini split over\n"
 "       the N GPUs (heads, FFN, experts' widths and the LM head's vocabulary; an all-reduce after\n"
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
                 break;
             }
             bad = strcmp(optarg, "kernels") && strcmp(optarg, "steps") && strcmp(optarg, "select") &&
-                  strcmp(optarg, "fc") && strcmp(optarg, "focus") && strcmp(optarg, "moe") &&
+                  strcmp(optarg, "fc") && strcmp(optarg, "focus") && strcmp(optarg, "elastic") && strcmp(optarg, "moe") &&
                   strcmp(optarg, "generate");
             break;
         case 'h': usage(stdout); return 0;
