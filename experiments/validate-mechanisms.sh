@@ -32,9 +32,9 @@
 #                      and the mean step before its pattern, the step building it, the steps after
 #   OUT/kept.csv       DPad: the suffix positions each block keeps past it, predicted (the expected
 #                      count) against DPad's draws (mean, least and most over the requests)
-#   OUT/own-SYSTEM.csv dKV-Cache's, Elastic-Cache's and d2Cache's own loops against their policies, request by
-#                      request, with the decisions their loops took (experiments/validate/own.sh over the records
-#                      dkv-, elastic- and d2cache-own-code-h100)
+#   OUT/own-SYSTEM.csv dKV-Cache's, Elastic-Cache's, d2Cache's and Fast-dLLM v2's own loops against their
+#                      policies, request by request, with the decisions their loops took (experiments/validate/own.sh
+#                      over the records dkv-, elastic-, d2cache- and fdllm-v2-own-code-h100)
 #   OUT/validate.md    the tables; OUT/host.txt the host lines and the loops' issue times
 #   OUT/mechanisms.png where gnuplot is found: DPad's kept suffix a block, and latency a request
 # and checks, each a PASS or FAIL line: every run's forward count is predicted exactly; every
@@ -42,7 +42,9 @@
 # every block's predicted kept suffix lies within DPad's draws; DPad's cached loops' throughput is
 # within 10%; SparseD's dense steps within 15% and its sparse steps within 20% at every length, and its
 # speedup growing with the prompt on both sides; dKV-Cache's rows exact; Elastic-Cache's and d2Cache's
-# forward counts exact, their rows within 10% on average at every prompt and their totals within 10%.
+# forward counts exact, their rows within 10% on average at every prompt and their totals within 10%;
+# Fast-dLLM v2's forward counts exact, its rows exact without its DualCache and its whole-block forwards
+# within 10% with it.
 #
 # MEASURE=1 measures the runs again first, on this machine's GPU (experiments/validate/measure.sh with
 # the checkouts in CODE, default baselines/, as experiments/validate/README.md makes them), into
@@ -58,7 +60,7 @@ bin=${TESSERA:-$root/build/tessera}
 [ -x "$bin" ] || { echo "validate-mechanisms.sh: $bin not found: make first, or set TESSERA" >&2; exit 2; }
 cmp=$root/experiments/validate/compare.py
 groups="dpad d2f"
-own="dkv elastic d2cache"
+own="dkv elastic d2cache fdllm-v2 fdllm-v2-dual"
 members() { case $1 in dpad) echo "dpad dpad-prefix dpad-dual" ;; d2f) echo d2f ;; esac; }
 mkdir -p "$out"
 tmp=$(mktemp -d)
@@ -138,10 +140,12 @@ for s in sparsed sparsed-dense; do
 done
 mv "$tmp/validate.csv" "$tmp/latency.csv" "$tmp/kept.csv" "$tmp/rows.csv" "$tmp/sparsed.csv" "$out/"
 # the cache policies checked against their own loops, each from its record (experiments/validate/own.sh)
-for s in $own; do
-    src=$(record_path validate-mechanisms.sh "$s-own-code-h100" "$tmp" "$s's own loop on an H100" \
+for s in $own; do # (fdllm-v2-dual: the dual/ folder of fdllm-v2's record)
+    sub=
+    [ "${s%-dual}" = "$s" ] || sub=dual
+    src=$(record_path validate-mechanisms.sh "${s%-dual}-own-code-h100" "$tmp" "$s's own loop on an H100" \
         "MEASURE=1 experiments/validate/own.sh $s OUT") || exit 2
-    mkdir -p "$tmp/own-$s" && cp -r "$src/." "$tmp/own-$s/"
+    mkdir -p "$tmp/own-$s" && cp -r "$src${sub:+/$sub}/." "$tmp/own-$s/"
     TESSERA=$bin bash "$root/experiments/validate/own.sh" "$s" "$tmp/own-$s" >/dev/null
     cp "$tmp/own-$s/$s.csv" "$out/own-$s.csv"
 done
@@ -176,8 +180,9 @@ done
     awk -F, 'NR > 1 { printf "| %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s |\n",
                       $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 }' "$out/sparsed.csv"
     echo
-    echo "dKV-Cache, Elastic-Cache and d2Cache, each loop serving 6 requests one at a time (prompts of 128, 512 and"
-    echo "1,024 tokens, twice, 128 positions each), predicted with the decisions its loop took (own-SYSTEM.csv):"
+    echo "dKV-Cache, Elastic-Cache, d2Cache and Fast-dLLM v2 (without and with its DualCache), each loop serving 6"
+    echo "requests one at a time (prompts of 128, 512 and 1,024 tokens, twice, 128 positions each), predicted with the"
+    echo "decisions its loop took (own-SYSTEM.csv):"
     echo
     echo "| loop | prompt | forwards (pred / meas) | rows equal | seconds (pred / meas / err) |"
     echo "|---|---|---|---|---|"
@@ -219,6 +224,13 @@ r=$(awk -F, 'FNR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
              END { for (f in t) if (t[f] / m[f] > 1.1 || t[f] / m[f] < 0.9) bad = 1; print bad + 0 }' \
     "$out/own-elastic.csv" "$out/own-d2cache.csv")
 check own-decisions "Elastic-Cache and d2Cache, given the decisions their loops took: every forward count exact, the rows a forward within 10% on average at every prompt, the time of their six requests within 10%" "$r"
+r=$(awk -F, 'FNR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+             { bp[FILENAME] += $c["block_rows_pred"]; bm[FILENAME] += $c["block_rows_meas"]
+               if ($c["forwards_pred"] != $c["forwards_meas"]) bad = 1
+               if (FILENAME ~ /own-fdllm-v2.csv$/ && $c["rows_equal"] != $c["forwards_meas"]) bad = 1 }
+             END { for (f in bp) if (bp[f] / bm[f] > 1.1 || bp[f] / bm[f] < 0.9) bad = 1; print bad + 0 }' \
+    "$out/own-fdllm-v2.csv" "$out/own-fdllm-v2-dual.csv")
+check own-fdllm-v2 "Fast-dLLM v2: every forward count exact; without its DualCache every forward's rows exact; with it, given the whole-block steps its loop took, its whole-block forwards within 10% over the six requests" "$r"
 
 r=$(awk -F, 'NR > 1 { d = $8 / $9 - 1; s = $12 / $13 - 1; if (d > 0.15 || d < -0.15 || s > 0.2 || s < -0.2) bad = 1
                      if (NR > 2 && ($6 <= p || $7 <= m)) bad = 1; p = $6; m = $7 } END { print bad + 0 }' "$out/sparsed.csv")

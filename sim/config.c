@@ -137,7 +137,7 @@ const struct cfg_option cfg_options[] = {
     {"early-stop", FLAG, FIELD(early_stop), .def = "0", .group = DEN,
      .help = "finish once the content and one EOS block are decoded"},
     {"early-commit", REAL, FIELD(early_commit), .def = "0", .lo = 0, .hi = 1, .unit = "of the positions", .arg = "F",
-     .group = DEN, .shown = "off", .help = "Prophet: once F of a request's positions are decoded, the rest commit at once"},
+     .group = DEN, .shown = "off", .help = "Prophet: the rest commit once F of a request's positions are decoded"},
     {"eos", CHOICE, FIELD(eos), CHOICES(eos_names), .def = "auto", .arg = "MODE", .group = DEN,
      .help = "when a block's EOS positions commit"},
     {"iter-smooth", FLAG, FIELD(iter_smooth), .def = "0", .group = DEN,

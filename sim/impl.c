@@ -35,7 +35,7 @@
  *                layer (records/torch-dllm-serve-h100).
  *   tessera      one fused kernel per op, issued from a CUDA graph.
  *   torch-eager-f64, torch-llada, torch-fast-dllm, torch-dllm-cache, torch-sparse-dllm, torch-dpad,
- *   torch-dpad-cache, torch-d2f, torch-dkv, torch-elastic, torch-d2cache
+ *   torch-dpad-cache, torch-d2f, torch-dkv, torch-elastic, torch-d2cache, torch-fdllm-v2
  *                torch-eager as a seed system's own generate loop runs it (derived_impls below): its
  *                softmax's copies beside the logits (float64: 16 bytes a logit; bf16: 2) priced as
  *                those bytes at the memory bandwidth beyond (or short of) torch-eager's fp32 8, and its
@@ -139,6 +139,12 @@ static const struct derived_impl {
      * identity of the sequence's size, a product a layer), with read-backs: 1.679 of LLaDA's loop a
      * forward on its held-out grid (experiments/records/d2cache-own-code-h100) */
     {"torch-d2cache", "torch-eager", 2, 0, 1.679, false, false, 0, 0},
+    /* NVlabs/Fast-dLLM v2/generation_functions.py at af42f51 over Fast-dLLM v2 7B's remote code: the
+     * softmax in the logits' dtype (bf16) over the sub-block's rows; every forward concatenates the
+     * whole cache to its rows' K/V in every layer and builds its block mask on the host: 0.802 of LLaDA's
+     * loop a forward on its held-out grid, a model of 28 layers against 32
+     * (experiments/records/fdllm-v2-own-code-h100, fdllm-v2-profile/ and native/profile/) */
+    {"torch-fdllm-v2", "torch-eager", 2, 0, 0.802, false, false, 0, 0},
     /* the engine's --ffn fused: SwiGLU in the gate/up GEMM's epilogue */
     {"tessera-fused", "tessera", -1, 0, 1.0, true, false, 0, 0},
     /* vLLM's DiffusionGemma runner (vllm/model_executor/models/diffusion_gemma.py at 00c25c81), CUDA graphs

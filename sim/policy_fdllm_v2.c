@@ -3,7 +3,9 @@
  * sub-blocks (--block positions each: m x Bs, 4 of 8 in its evaluation) is decoded one sub-block at
  * a time over a block-level prefix cache of the prompt and the finished blocks, C = P + o*m*Bs for
  * block o. With Lo the block's length:
- *   - PREFILL once: q = P (block-causal, as the model was trained);
+ *   - PREFILL once: q = P (block-causal, as the model was trained), its LM head over every row (the
+ *     model's forward keeps every row's logits; --v2-prefill-logits 0: none, DiffusionGemma's encoder
+ *     pass);
  *   - each decoding step: the whole block's rows over the cache, nothing written: q = Lo, kv = C
  *     (LM head over every row); the decode model commits its count among the current sub-block's
  *     masked positions only (the sub-block is the decode model's block);
@@ -14,15 +16,22 @@
  *   - with --v2-dual 1 (use_block_cache, the sub-block DualCache): a sub-block's first step (and a
  *     block's first after its commit) runs the whole block and keeps its K/V aside (kv_write = Lo),
  *     and its later steps run the sub-block's rows alone over the cache and the block's kept K/V,
- *     rewriting their own: q = len, kv = C + Lo - len, kv_write = len.
+ *     rewriting their own: q = len, kv = C + Lo - len, kv_write = len. A sub-block after the block's
+ *     first starts with its first position masked, which only the block's whole rows predict: its
+ *     steps run the whole block until that position is decoded, --v2-full-steps of them (an
+ *     assumption; its loop on random weights: 4.25, records/fdllm-v2-own-code-h100).
  * Attention is block-causal at the block (m x Bs), not the sub-block. tessera places blocks after the
  * prompt, where Fast-dLLM v2 places them at multiples of m x Bs from position 0 (the prompt's last
- * P mod (m Bs) tokens riding in the first block's rows), and runs no commit forward after the last
- * block (Fast-dLLM v2 runs one, whose token falls past the answer). The policy draws its steps'
- * counts itself (the commit's is one), seeded by the request and the step. */
+ * P mod (m Bs) tokens riding in the first block's rows and its prefill the rest); where P is a multiple
+ * of m Bs the two coincide but for one step: Fast-dLLM v2's prefill decodes the first position and a
+ * last commit forward after the last block decodes one past the G asked for, where tessera's first
+ * block runs one step more and no commit follows the last (as many forwards, of the same rows). The
+ * policy draws its steps' counts itself (the commit's is one), seeded by the request and the step. */
 #include "policy.h"
 
-enum { SUBS, DUAL, COMMIT };
+#include <math.h>
+
+enum { SUBS, DUAL, COMMIT, FULL, PLOGITS };
 static const struct param_spec v2_params[] = {
     [SUBS] = {"v2-sub-blocks", "sub-blocks of --block positions a block (m: the block's rows run each step, its "
                                "sub-blocks decode in turn)", 4, 1, 1024, true},
@@ -30,6 +39,11 @@ static const struct param_spec v2_params[] = {
     [COMMIT] = {"v2-commit-decodes", "positions of the next block a commit forward decodes (1: Fast-dLLM v2's, from "
                                      "the block's last row; 0: DiffusionGemma's commit pass, its sampler's outputs "
                                      "dropped)", 1, 0, 1, true},
+    [FULL] = {"v2-full-steps", "--v2-dual 1: the steps a sub-block after a block's first runs over the whole block, "
+                               "until its first position is decoded (a mean, spread over the sub-blocks; which "
+                               "step decodes it depends on the model: an assumption)", 1, 1, 1024},
+    [PLOGITS] = {"v2-prefill-logits", "1: the prefill's LM head over every row (Fast-dLLM v2's model keeps every row's "
+                                      "logits); 0: none (DiffusionGemma's encoder pass)", 1, 0, 1, true},
 };
 
 struct v2_state {
@@ -59,6 +73,18 @@ static int32_t v2_draw(const struct request *r, const struct policy_cfg *pc)
     return decode_tokens(pc->dm, &drawn);
 }
 
+/* The steps sub-block r->cur_block runs over its whole block (--v2-dual): one where it is its block's first
+ * (its first position was decoded by the commit before it), else --v2-full-steps spread evenly over the
+ * request's later sub-blocks (the j-th runs floor((j + 1) F) - floor(j F), at least one). */
+static int32_t v2_full_steps(const struct request *r, const struct policy_cfg *pc)
+{
+    const int32_t m = (int32_t)pc->p[SUBS], k = r->cur_block % m, j = r->cur_block / m * (m - 1) + k - 1;
+    if (k == 0)
+        return 1;
+    const double F = pc->p[FULL];
+    return TS_MAX(1, (int32_t)(floor((j + 1) * F) - floor(j * F)));
+}
+
 static void v2_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
 {
     const struct v2_state *st = POLICY_STATE(r, const struct v2_state);
@@ -69,6 +95,7 @@ static void v2_emit(const struct request *r, const struct policy_cfg *pc, struct
         s->q = cache - r->prefix_hit;
         s->kv = r->prefix_hit;
         s->kv_write = s->q;
+        s->logit_rows = pc->p[PLOGITS] == 0 ? 0 : pc->mask_only ? 1 : s->q; /* (logits_to_keep 0: every row) */
         return;
     }
     const int32_t sub = req_block_len(r, r->cur_block);
@@ -81,7 +108,7 @@ static void v2_emit(const struct request *r, const struct policy_cfg *pc, struct
         s->decoded = TS_MIN((int32_t)pc->p[COMMIT], req_masked_in_block(r));
         return;
     }
-    if (st->block_kept && r->decoded_in_block > 0) { /* the sub-block over the block's kept K/V */
+    if (st->block_kept && r->steps_in_block >= v2_full_steps(r, pc)) { /* the sub-block over the block's K/V */
         s->phase = PHASE_REUSE;
         s->q = s->kv_write = sub;
         s->kv = cache + len - sub;
@@ -132,10 +159,10 @@ static int32_t v2_peak_q(const struct request *r, const struct policy_cfg *pc)
     return TS_MAX(cache, (int32_t)pc->p[SUBS] * r->Bs); /* a prefill after recompute, or a block's rows */
 }
 
-/* Its logits: a block's rows at most (the prefill, its largest step, has none). */
+/* Its logits: a block's rows, or the prefill's (every row but where only the masked ones are taken). */
 static int32_t v2_peak_logits(const struct request *r, const struct policy_cfg *pc)
 {
-    return (int32_t)pc->p[SUBS] * r->Bs;
+    return TS_MAX((int32_t)pc->p[SUBS] * r->Bs, pc->p[PLOGITS] == 0 || pc->mask_only ? 1 : v2_peak_q(r, pc));
 }
 
 /* A block-causal model attends block-causally at the block, not the sub-block. */

@@ -173,12 +173,13 @@ static const struct preset presets[] = {
      "generate.py (no cache, one prompt a call, the softmax of the logits cast to float64)", "engine", "roofline", false, NULL, 0, 0},
     {"fast-dllm-v2", "Fast-dLLM v2: its 7B block-diffusion model, blocks of 32 decoded in sub-blocks of 8 over a "
                      "block-level prefix cache, one token a step, static batches of 32, Hugging Face PyTorch code "
-                     "run eagerly", "fdllm-v2", "static", "fixed:1", "torch-eager", 0, "caching", false, false,
+                     "run eagerly", "fdllm-v2", "static", "fixed:1", "torch-fdllm-v2", 0, "caching", false, false,
      "its evaluation sorts a batch's prompts by length and pads them with masks; tessera's static batches take "
      "requests in arrival order", {{"max-batch", "32"}, {"v2-sub-blocks", "4"}},
      "Fast-dLLM v2 (arXiv 2509.26328); NVlabs/Fast-dLLM v2/eval.py (bd_size 32, small_block_size 8, batch size "
      "32, use_block_cache off), v2/eval_script.sh (threshold 1 for GSM8K and MATH: one token a step), "
-     "v2/generation_functions.py batch_sample (the loop)", "engine", "roofline", false, "fast-dllm-v2-7b", 8, 0},
+     "v2/generation_functions.py batch_sample (the loop; its host work: torch-fdllm-v2, tessera list impls)",
+     "engine", "roofline", false, "fast-dllm-v2-7b", 8, 0},
     {"diffusion-gemma", "vLLM serving DiffusionGemma 26B-A4B: its prompt once, then a canvas of 256 positions "
                         "denoised over the prompt's K/V and committed by a causal pass of its own, continuous "
                         "batching, every canvas row's logits at once, CUDA graphs",
@@ -186,7 +187,7 @@ static const struct preset presets[] = {
      "a canvas's steps depend on its entropies (entropy bound 0.1, done when stable and confident or after 48): "
      "tessera takes the 48, TPF 256 / 48, an assumption; its sampler's memory (10 bytes a logit) is read from the "
      "code, not measured; the engine runs one attention shape a model, not its sliding and global layers",
-     {{"v2-sub-blocks", "1"}, {"v2-commit-decodes", "0"}},
+     {{"v2-sub-blocks", "1"}, {"v2-commit-decodes", "0"}, {"v2-prefill-logits", "0"}},
      "vllm/model_executor/models/diffusion_gemma.py at 00c25c81 (DiffusionGemmaModelState: the encoder pass of the "
      "prompt, the canvas's bidirectional decoder steps over its K/V, the commit pass that writes the canvas's K/V "
      "and drops its sampler's outputs; self_conditioning_embeds; _compiled_sample_step over every canvas row) and "

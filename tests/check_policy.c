@@ -609,7 +609,8 @@ END_TEST
  * 0's four sub-blocks, 4 steps each of its 32 rows over the prompt; the commit forward writing block
  * 0 and decoding block 1's first token; then block 1 (its first sub-block's 7 left in 2, 2, 2, 1).
  * With the DualCache a sub-block's first step (and block 1's first, after the commit) runs the block
- * and keeps its K/V, the others run the sub-block's 8 rows. */
+ * and keeps its K/V, the others run the sub-block's 8 rows (--v2-full-steps 1; the parameters not set
+ * here are 0). */
 START_TEST(fdllm_v2_shapes)
 {
     struct policy_cfg pc = {.block_size = 8};
@@ -635,6 +636,27 @@ START_TEST(fdllm_v2_shapes)
     expect_seg(&L.seg[18], PHASE_BLOCK, 32, 132, 32, 32, 2); /* block 1 not kept yet: its rows */
     expect_seg(&L.seg[19], PHASE_REUSE, 8, 156, 8, 8, 2);
     expect_seg(&L.seg[22], PHASE_BLOCK, 32, 132, 32, 32, 2); /* the next sub-block's first step */
+    /* --v2-full-steps 2.5: a later sub-block runs the whole block until its first position is decoded,
+     * 2.5 steps on average (the j-th later sub-block floor(2.5 (j + 1)) - floor(2.5 j): 2, 3, 2, ...) */
+    pc.p[3] = 2.5;
+    run_life(&policy_fdllm_v2, &pc, 100, 64, 64, 2, &L);
+    const int full[16] = {1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 0, 0};
+    for (int i = 1; i <= 16; i++) {
+        if (full[i - 1])
+            expect_seg(&L.seg[i], PHASE_BLOCK, 32, 100, 32, 32, 2);
+        else
+            expect_seg(&L.seg[i], PHASE_REUSE, 8, 124, 8, 8, 2);
+    }
+    pc.p[3] = 0;
+    /* --v2-prefill-logits 1: the prefill's LM head over every row (one where only masked rows count) */
+    pc.p[1] = 0, pc.p[4] = 1;
+    run_life(&policy_fdllm_v2, &pc, 100, 64, 64, 2, &L);
+    expect_seg(&L.seg[0], PHASE_PREFILL, 100, 0, 100, 100, 0);
+    ck_assert_int_ge(policy_fdllm_v2.peak_logits(&(struct request){.P = 100, .G = 64, .Bs = 8, .L = 164}, &pc), 100);
+    pc.mask_only = true;
+    run_life(&policy_fdllm_v2, &pc, 100, 64, 64, 2, &L);
+    expect_seg(&L.seg[0], PHASE_PREFILL, 100, 0, 100, 1, 0);
+    pc.mask_only = false, pc.p[4] = 0;
     /* mask-only logits: the block's masked rows; the commit's one */
     pc.p[1] = 0, pc.mask_only = true;
     run_life(&policy_fdllm_v2, &pc, 100, 64, 64, 2, &L);

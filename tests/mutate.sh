@@ -200,6 +200,8 @@ mutations=(
     "a refresh's later layers read cached keys|engine/eng_plan.c|    if (g->kv > 0 |    if (g->kv > 1 << 30 |check_eng_plan"
     "layer inputs cost nothing in the calibrated model|sim/calib_fit.c|            fc += input_cache_ms(cx, sd);|            fc += 0;|check_cost"
     "Elastic-Cache's depth unchecked against the model|sim/policy_elastic.c| && pc->p[DEPTH] >= m->num_layers)| && pc->p[DEPTH] > m->num_layers)|check_sim"
+    "Fast-dLLM v2's later sub-blocks run one whole-block step|sim/policy_fdllm_v2.c|    if (k == 0)\n        return 1;|    if (k >= 0)\n        return 1;|check_policy"
+    "Fast-dLLM v2's prefill keeps no logits|sim/policy_fdllm_v2.c|s->logit_rows = pc->p[PLOGITS] == 0 ? 0 : pc->mask_only ? 1 : s->q;|s->logit_rows = 0;|check_policy"
 )
 
 # the build's compile line for a file, and the suites' link line, as the Makefile gives them

@@ -514,6 +514,16 @@ for system in dkv elastic d2cache; do
     else bad "experiments/validate/own.sh $system no longer gives $system-own-code-h100/$system.csv"; fi
 done
 
+# fdllm-v2-own-code-h100 (and dual/): tessera's side of each comparison still gives the recorded table
+for system in fdllm-v2 fdllm-v2-dual; do
+    sub=${system#fdllm-v2}
+    own=$tmp/$system-own
+    mkdir -p "$own" && cp -r "$rec_dir/fdllm-v2-own-code-h100${sub:+/dual}/." "$own/"
+    if TESSERA=$bin bash "$root/experiments/validate/own.sh" "$system" "$own" >/dev/null 2>&1 &&
+        cmp -s "$own/$system.csv" "$rec_dir/fdllm-v2-own-code-h100${sub:+/dual}/$system.csv"; then ok
+    else bad "experiments/validate/own.sh $system no longer gives fdllm-v2-own-code-h100's $system.csv"; fi
+done
+
 # elastic-own-code-h100/drift: its comparison is what compare.py makes of its two sides' outputs
 if python3 "$root/experiments/validate/compare.py" elastic-drift "$rec_dir/elastic-own-code-h100/drift" |
     cmp -s - "$rec_dir/elastic-own-code-h100/drift/drift.csv"; then ok

@@ -30,10 +30,12 @@
                                  --ec-track, --ec-refresh-share and --ec-depth
   compare.py d2cache-knobs RUNS  the rollout's nucleus d2Cache's own loop chose (own.sh d2cache), as tessera's
                                  --d2-rollout-share
+  compare.py fdllm-v2-dual-knobs RUNS  the whole-block steps Fast-dLLM v2's DualCache ran in a later sub-block
+                                 (own.sh fdllm-v2-dual), as tessera's --v2-full-steps
   compare.py elastic-drift RUNS  Elastic-Cache's drift test, its own loop against tessera engine generate
                                  --elastic-drift on the same weights (elastic_drift.sh; CSV on stdout)
-  compare.py elastic|d2cache RUNS PRED.db  the own loop against tessera's policy, request by request (CSV
-                                 on stdout)
+  compare.py elastic|d2cache|fdllm-v2|fdllm-v2-dual RUNS PRED.db  the own loop against tessera's policy,
+                                 request by request (CSV on stdout)
   compare.py run SYSTEM RATE RUNS PRED.db   one run's table rows (CSV: system,rate,metric,predicted,
                                  measured,error_pct) on stdout and its requests' latencies
                                  (system,rate,id,predicted_s,measured_s) on stderr
@@ -329,6 +331,24 @@ def d2cache_knobs(out):
     print(f"--d2-rollout-share {statistics.mean(share):.4f}")
 
 
+def fdllm_v2_knobs(out):
+    """The steps Fast-dLLM v2's DualCache ran over the whole block in a sub-block after a block's first (own.sh
+    fdllm-v2-dual), as tessera's --v2-full-steps: its steps that kept the block's K/V, less the one a block
+    starts with, over its later sub-blocks (three a block of four), over every request."""
+    _, fwd = own_forwards(out)
+    full = sum(f["block_cache"] == "2" for fs in fwd.values() for f in fs)
+    blocks = sum(f["writes"] == "1" and f["index"] != "0" for fs in fwd.values() for f in fs)  # the commits
+    print(f"--v2-full-steps {(full - blocks) / (3 * blocks):.4f}")
+
+
+def fdllm_v2(out, db):
+    """Fast-dLLM v2's own loop against tessera's fdllm-v2 policy (own.sh fdllm-v2, fdllm-v2-dual), with the
+    forwards that run the whole block (without the DualCache: every one after the prefill) on each side."""
+    def extra(m, p):
+        return f"{sum(b[0] == 32 for b in p[1:])},{sum(int(f['rows']) == 32 for f in m[1:])}"
+    own_against(out, db, "block_rows_pred,block_rows_meas", extra)
+
+
 def segment_rows(db):
     """Per request, its steps' (rows, phase, ms): a step with a front shape counts its front layers' rows
     (q_front: an Elastic-Cache refresh's before its layer), as an own loop's forward counts its first
@@ -417,6 +437,10 @@ if __name__ == "__main__":
         d2cache(*sys.argv[2:])
     elif len(sys.argv) == 3 and sys.argv[1] == "d2cache-knobs":
         d2cache_knobs(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] in ("fdllm-v2", "fdllm-v2-dual"):
+        fdllm_v2(*sys.argv[2:])
+    elif len(sys.argv) == 3 and sys.argv[1] == "fdllm-v2-dual-knobs":
+        fdllm_v2_knobs(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == "issue":
         issue(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "prophet":
