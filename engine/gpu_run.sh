@@ -148,6 +148,33 @@ PY
     done
 }
 
+# kind_fidelity DB KIND WHERE WHAT: a replayed schedule's steps by kind (KIND: an SQL expression of a
+# segment g naming its kind; a step's kind is its segments' distinct ones), each kind's measured and
+# predicted mean and MAPE (the first step left out: it tunes the GEMMs), then each op's measured mean
+# time over the steps holding a segment where WHERE holds (WHAT names them)
+kind_fidelity() {
+    python3 - "$@" <<'PY'
+import sqlite3, sys
+path, kind, where, what = sys.argv[1:5]
+db = sqlite3.connect(path)
+rows = db.execute(f"""SELECT e.step_id, e.measured_ns * 1e-6, e.predicted_ns * 1e-6,
+    (SELECT group_concat(DISTINCT {kind}) FROM segments g WHERE g.run_id = e.run_id AND g.step_id = e.step_id)
+    FROM engine_steps e ORDER BY e.step_id""").fetchall()
+by = {}
+for step, meas, pred, k in rows[1:]:
+    by.setdefault(k, []).append((meas, pred))
+print("kind steps measured_ms(mean) predicted_ms(mean) mape_%")
+for k, v in sorted(by.items()):
+    n = len(v)
+    print(k, n, "%.3f %.3f %.2f" % (sum(m for m, _ in v) / n, sum(p for _, p in v) / n,
+          100 * sum(abs(p - m) / m for m, p in v) / n))
+print(f"op ms_per_step({what}, measured)")
+for op, ms in db.execute(f"""SELECT o.op, avg(o.ms) FROM engine_step_ops o WHERE o.step_id IN (SELECT step_id FROM
+        segments WHERE {where}) GROUP BY o.op ORDER BY 2 DESC"""):
+    print(op, "%.3f" % ms)
+PY
+}
+
 # the input-cache part (see the header)
 elastic_part() {
     local o=$1 t=./$b/tessera depth dec tag card=h100
@@ -171,27 +198,8 @@ print(sys.argv[2], d["live_steps"], "steps: measured %.3f s, predicted %.3f s (%
         >/dev/null || return 1
     $t engine replay "${gcache[@]}" --db "$o/sim-ec.db" --ops >"$o/replay-ec.txt" 2>&1 || { cat "$o/replay-ec.txt"; return 1; }
     tail -3 "$o/replay-ec.txt"
-    python3 - "$o/sim-ec.db" >"$o/ec-fidelity.txt" <<'PY' || return 1
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-# each step's kind: whole forwards, refreshes (a front shape), cached steps
-rows = db.execute("""SELECT e.step_id, e.measured_ns * 1e-6, e.predicted_ns * 1e-6,
-    (SELECT group_concat(DISTINCT CASE WHEN g.q_front > 0 THEN 'refresh' WHEN g.kv = 0 THEN 'whole'
-                                  ELSE 'cached' END) FROM segments g WHERE g.run_id = e.run_id AND g.step_id = e.step_id)
-    FROM engine_steps e ORDER BY e.step_id""").fetchall()
-by = {}
-for step, meas, pred, kind in rows[1:]:
-    by.setdefault(kind, []).append((meas, pred))
-print("kind steps measured_ms(mean) predicted_ms(mean) mape_%")
-for kind, v in sorted(by.items()):
-    n = len(v)
-    print(kind, n, "%.3f %.3f %.2f" % (sum(m for m, _ in v) / n, sum(p for _, p in v) / n,
-          100 * sum(abs(p - m) / m for m, p in v) / n))
-print("op ms_per_step(steps with a refresh, measured)")
-for op, ms in db.execute("""SELECT o.op, avg(o.ms) FROM engine_step_ops o WHERE o.step_id IN (SELECT step_id FROM
-        segments WHERE q_front > 0) GROUP BY o.op ORDER BY 2 DESC"""):
-    print(op, "%.3f" % ms)
-PY
+    kind_fidelity "$o/sim-ec.db" "CASE WHEN g.q_front > 0 THEN 'refresh' WHEN g.kv = 0 THEN 'whole' ELSE 'cached' END" \
+        "q_front > 0" "steps with a refresh" >"$o/ec-fidelity.txt" || return 1
     cat "$o/ec-fidelity.txt"
 }
 
@@ -207,27 +215,8 @@ fc_part() {
     $t sim --policy dllm-cache $args --cost calibrated --no-progress --quiet --db "$o/sim-fc.db" >/dev/null || return 1
     $t engine replay "${gcache[@]}" --db "$o/sim-fc.db" --ops >"$o/replay-fc.txt" 2>&1 || { cat "$o/replay-fc.txt"; return 1; }
     tail -3 "$o/replay-fc.txt"
-    python3 - "$o/sim-fc.db" >"$o/fc-fidelity.txt" <<'PY' || return 1
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-# each step's shape class: whole refresh, response refresh, partial update (by its segments)
-rows = db.execute("""SELECT e.step_id, e.measured_ns * 1e-6, e.predicted_ns * 1e-6,
-    (SELECT group_concat(DISTINCT CASE WHEN g.probe > 0 THEN 'partial' WHEN g.carry > 0 THEN 'response'
-                                  ELSE 'whole' END) FROM segments g WHERE g.run_id = e.run_id AND g.step_id = e.step_id)
-    FROM engine_steps e ORDER BY e.step_id""").fetchall()
-by = {}
-for step, meas, pred, kind in rows[1:]:
-    by.setdefault(kind, []).append((meas, pred))
-print("kind steps measured_ms(mean) predicted_ms(mean) mape_%")
-for kind, v in sorted(by.items()):
-    n = len(v)
-    print(kind, n, "%.3f %.3f %.2f" % (sum(m for m, _ in v) / n, sum(p for _, p in v) / n,
-          100 * sum(abs(p - m) / m for m, p in v) / n))
-print("op ms_per_step(partial steps, measured)")
-for op, ms in db.execute("""SELECT o.op, avg(o.ms) FROM engine_step_ops o WHERE o.step_id IN (SELECT step_id FROM
-        segments WHERE probe > 0) GROUP BY o.op ORDER BY 2 DESC"""):
-    print(op, "%.3f" % ms)
-PY
+    kind_fidelity "$o/sim-fc.db" "CASE WHEN g.probe > 0 THEN 'partial' WHEN g.carry > 0 THEN 'response' ELSE 'whole' END" \
+        "probe > 0" "partial steps" >"$o/fc-fidelity.txt" || return 1
     cat "$o/fc-fidelity.txt"
 }
 

@@ -505,23 +505,16 @@ for f in validate.csv rows.csv kept.csv sparsed.csv; do
         bad "exp run validate-mechanisms no longer gives validate-mechanisms-h100/$f: $(diff "$tmp/validate-mech/$f" "$rec_dir/validate-mechanisms-h100/$f" | head -4 | tr '\n' ' ')"
 done
 
-# dkv-, elastic- and d2cache-own-code-h100: tessera's side of each comparison still gives the recorded table
-for system in dkv elastic d2cache; do
+# dkv-, elastic-, d2cache- and fdllm-v2-own-code-h100 (fdllm-v2-dual: the latter's dual/): tessera's side of
+# each comparison still gives the recorded table
+for system in dkv elastic d2cache fdllm-v2 fdllm-v2-dual; do
+    rec=${system%-dual}-own-code-h100
+    [ "${system%-dual}" = "$system" ] || rec=$rec/dual
     own=$tmp/$system-own
-    mkdir -p "$own" && cp -r "$rec_dir/$system-own-code-h100/." "$own/"
+    mkdir -p "$own" && cp -r "$rec_dir/$rec/." "$own/"
     if TESSERA=$bin bash "$root/experiments/validate/own.sh" "$system" "$own" >/dev/null 2>&1 &&
-        cmp -s "$own/$system.csv" "$rec_dir/$system-own-code-h100/$system.csv"; then ok
-    else bad "experiments/validate/own.sh $system no longer gives $system-own-code-h100/$system.csv"; fi
-done
-
-# fdllm-v2-own-code-h100 (and dual/): tessera's side of each comparison still gives the recorded table
-for system in fdllm-v2 fdllm-v2-dual; do
-    sub=${system#fdllm-v2}
-    own=$tmp/$system-own
-    mkdir -p "$own" && cp -r "$rec_dir/fdllm-v2-own-code-h100${sub:+/dual}/." "$own/"
-    if TESSERA=$bin bash "$root/experiments/validate/own.sh" "$system" "$own" >/dev/null 2>&1 &&
-        cmp -s "$own/$system.csv" "$rec_dir/fdllm-v2-own-code-h100${sub:+/dual}/$system.csv"; then ok
-    else bad "experiments/validate/own.sh $system no longer gives fdllm-v2-own-code-h100's $system.csv"; fi
+        cmp -s "$own/$system.csv" "$rec_dir/$rec/$system.csv"; then ok
+    else bad "experiments/validate/own.sh $system no longer gives $rec/$system.csv"; fi
 done
 
 # elastic-own-code-h100/drift: its comparison is what compare.py makes of its two sides' outputs
