@@ -78,6 +78,8 @@ struct eng_opts {
     int32_t drift_positions, drift_requests; /* Elastic-Cache's drift test (eng_drift_next): the
                             * positions a request holds at most (prompt and response) and the
                             * requests; 0: none. One GPU */
+    int32_t rollout_positions, rollout_requests; /* d2Cache's attention rollout (eng_rollout_next): the
+                            * positions a request holds at most and the requests; 0: none. One GPU */
     bool top2_gap;         /* each logit row's gap between its two largest logits too (eng_out.gap:
                             * Prophet's early-commit test); one GPU */
     bool feature_cache;    /* the pool also holds each token's attention and FFN outputs per layer
@@ -201,6 +203,15 @@ struct eng_drift_req {
 };
 int eng_drift_next(struct eng *e, const struct eng_drift_req *r, int32_t n, struct ts_err *err);
 int eng_drift_out(struct eng *e, int32_t *track, float *sim, struct ts_err *err);
+/* d2Cache's attention rollout (kernels.h k_rollout_layer), measured over every layer of the next step:
+ * each of the n entries (n <= eng_opts.rollout_requests) names a segment of the step that runs N rows
+ * (N <= rollout_positions) over no cached keys, every position of its request. eng_rollout_out after
+ * the step: entry i's importance of its segment's row k, importance[i * rollout_positions + k]. */
+struct eng_rollout_req {
+    int32_t seg, N;
+};
+int eng_rollout_next(struct eng *e, const struct eng_rollout_req *r, int32_t n, struct ts_err *err);
+int eng_rollout_out(struct eng *e, float *importance, struct ts_err *err);
 /* Captures one step into a CUDA graph (executing it once); eng_graph_replay() then reruns the
  * identical step at least n times and for at least ENG_TIMED_S and gives the median milliseconds
  * per step, after warm-up replays for at least eng_opts.warm_s (the step is timed at the clock its

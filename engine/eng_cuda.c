@@ -159,6 +159,12 @@ struct eng {
     int32_t drift_n, *drift_sel, *drift_rowmap, *d_drift_track;
     uint8_t *drift_elig, *drift_query;
     float *drift_probs, *d_drift_sim;
+    /* d2Cache's attention rollout (eng_rollout_next): each entry's mix a layer, its importance and the
+     * products' scratch; the next step's entries */
+    float *ro_mix, *ro_imp, *ro_tmp;
+    struct eng_rollout_req *ro;
+    int32_t ro_n;
+    bool ro_pending;
     struct eng_tokens tokens;  /* eng_set_tokens (tokens.id NULL: none) */
     int32_t max_segs, max_tiles, max_page_refs;
     struct eng_kv kv;
@@ -423,6 +429,14 @@ static int64_t drift_probs_bytes(const struct eng *e)
     return (int64_t)2 * K_DRIFT_MAX_ROWS * e->m.num_heads * e->o.drift_positions * 4;
 }
 
+/* d2Cache's attention rollout's buffers (eng_opts.rollout_positions): each request's mix a layer, its
+ * importance and scratch. */
+static int64_t rollout_bytes(const struct eng *e)
+{
+    const int64_t N = e->o.rollout_positions;
+    return N > 0 ? (int64_t)e->o.rollout_requests * ((int64_t)e->m.num_layers * N * N + 2 * N) * 4 : 0;
+}
+
 static int64_t drift_bytes(const struct eng *e)
 {
     if (e->o.drift_positions <= 0)
@@ -442,7 +456,7 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
                                 (o->input_cache ? (int64_t)e->m.num_layers * e->m.hidden * 2 : 0);
     const int64_t smooth = (2LL * o->smooth_rows + SMOOTH_SUB) * e->m.hidden * 2; /* IterSmooth's rows */
     const int64_t left = budget - RESERVE_MARGIN - (e->tp ? TP_MARGIN : 0) - e->mem.weights - e->mem.workspace -
-                         e->mem.blas_workspace - smooth - drift_bytes(e);
+                         e->mem.blas_workspace - smooth - drift_bytes(e) - rollout_bytes(e);
     int64_t pool_tokens = o->kv_tokens > 0 ? o->kv_tokens : (left > 0 ? left / token_bytes : 0);
     if (e->tp) { /* every rank the same pool: the smallest (free memory differs between GPUs) */
         double v = (double)pool_tokens;
@@ -505,6 +519,7 @@ static int alloc_moe(struct eng *e, struct ts_err *err)
  * shows, step metadata and outputs) and their pinned host twins. */
 static int alloc_credit(struct eng *e, struct ts_err *err);
 static int alloc_drift(struct eng *e, struct ts_err *err);
+static int alloc_rollout(struct eng *e, struct ts_err *err);
 static int alloc_buffers(struct eng *e, struct ts_err *err)
 {
     const int64_t T = e->o.max_tokens, h = e->m.hidden, kvd = (int64_t)e->m.num_kv_heads * e->m.head_dim;
@@ -533,7 +548,7 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
                                   alloc((void **)&e->sm_soft[1], (int64_t)e->o.smooth_rows * h * 2, err))) ||
         (e->o.trace_selection && alloc((void **)&e->sel_trace, SELECTION_TRACE, err)) ||
         (e->tp && alloc((void **)&e->tp_gather, 12LL * (e->o.tp_size + 1) * T, err)) ||
-        (e->o.drift_positions > 0 && alloc_drift(e, err)))
+        (e->o.drift_positions > 0 && alloc_drift(e, err)) || (e->o.rollout_positions > 0 && alloc_rollout(e, err)))
         return -1;
     if (cudaMallocHost((void **)&e->h_meta_buf, (size_t)e->meta_cap * 4) != cudaSuccess ||
         cudaMallocHost((void **)&e->h_tok, (size_t)T * 4) != cudaSuccess ||
@@ -550,6 +565,17 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
         return ts_fail(err, "engine: poisoning the KV pool failed");
     if (pooled && cudaMemsetAsync(e->focus_prog, 0xff, EVICT_REQS * 4, e->stream) != cudaSuccess)
         return ts_fail(err, "engine: clearing the eviction progress failed");
+    return 0;
+}
+
+/* d2Cache's attention rollout's buffers (rollout_bytes). */
+static int alloc_rollout(struct eng *e, struct ts_err *err)
+{
+    const int64_t R = e->o.rollout_requests, N = e->o.rollout_positions;
+    if (alloc((void **)&e->ro_mix, R * e->m.num_layers * N * N * 4, err) || alloc((void **)&e->ro_imp, R * N * 4, err) ||
+        alloc((void **)&e->ro_tmp, R * N * 4, err))
+        return -1;
+    e->ro = xcalloc((size_t)R, sizeof *e->ro);
     return 0;
 }
 
@@ -631,6 +657,12 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
                        o->drift_positions, o->drift_requests);
     if (o->drift_positions > 0 && (o->tp_size > 1 || o->stateless))
         return ts_fail(err, "engine: Elastic-Cache's drift test runs on one GPU, over the KV pool");
+    if (o->rollout_positions < 0 || o->rollout_positions > K_ROLLOUT_MAX_N || o->rollout_requests < 0 ||
+        (o->rollout_positions > 0 && o->rollout_requests < 1))
+        return ts_fail(err, "engine: rollout_positions %d (at most %d), rollout_requests %d (both 0, or both "
+                            "positive)", o->rollout_positions, K_ROLLOUT_MAX_N, o->rollout_requests);
+    if (o->rollout_positions > 0 && (o->tp_size > 1 || o->stateless))
+        return ts_fail(err, "engine: d2Cache's attention rollout runs on one GPU, over the KV pool");
     const struct planner_ops *planner;
     if (planner_resolve(o->planner ? o->planner : "first-fit", &planner, err))
         return -1;
@@ -738,7 +770,7 @@ void eng_destroy(struct eng *e)
                    e->cr_n[1], e->cr_val[0], e->cr_val[1], e->cr_map, e->sm_soft[0], e->sm_soft[1], e->sm_tmp,
                    e->sm_map, e->sm_stats, e->sel_means, e->drift_q[0], e->drift_q[1], e->drift_k[0],
                    e->drift_k[1], e->drift_probs, e->drift_sel, e->drift_rowmap, e->drift_elig, e->drift_query,
-                   e->d_drift_track, e->d_drift_sim};
+                   e->d_drift_track, e->d_drift_sim, e->ro_mix, e->ro_imp, e->ro_tmp};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -759,6 +791,7 @@ void eng_destroy(struct eng *e)
     eng_kv_free(&e->kv);
     eng_plan_free(&e->plan);
     free(e->drift);
+    free(e->ro);
     eng_layout_free(&e->lay);
     eng_layout_free(&e->glay);
     eng_tp_destroy(e->tp);
@@ -1174,6 +1207,43 @@ static int layered_layer(struct eng *e, int L, const struct eng_plan *lp, const 
     return 0;
 }
 
+/* d2Cache's attention rollout in layer L of a step (eng_rollout_next), after its attention: each entry's
+ * mix (k_rollout_layer); after the last layer (importance) each entry's rollout's column sums. */
+static struct k_rollout_args rollout_args(const struct eng *e, int32_t i, int L, int layers, const bf16_t *qkv,
+                                          const bf16_t *kp)
+{
+    const struct model_cfg *m = &e->m;
+    const int64_t N = e->o.rollout_positions;
+    return (struct k_rollout_args){
+        .q = qkv, .k_pool = kp, .slot = e->dm.tok_slot, .mix = e->ro_mix + (int64_t)i * m->num_layers * N * N,
+        .importance = e->ro_imp + i * N, .scratch = e->ro_tmp + i * N, .row0 = e->plan.q_start[e->ro[i].seg],
+        .N = e->ro[i].N, .q_stride = (m->num_heads + 2 * m->num_kv_heads) * m->head_dim,
+        .k_stride = m->num_kv_heads * m->head_dim, .H = m->num_heads, .Hkv = m->num_kv_heads, .d = m->head_dim,
+        .layer = L, .layers = layers, .scale = 1.0f / sqrtf((float)m->head_dim)};
+}
+
+static int rollout_layer(struct eng *e, int L, const bf16_t *qkv, const bf16_t *kp, struct ts_err *err)
+{
+    for (int32_t i = 0; i < e->ro_n; i++) {
+        const struct eng_rollout_req *r = &e->ro[i];
+        if (r->seg >= e->plan.S || e->plan.q_len[r->seg] != r->N || e->plan.kv_cached[r->seg] != 0)
+            return ts_fail(err, "d2Cache's attention rollout: entry %d names segment %d, which does not run its "
+                                "request's %d positions alone", i, r->seg, r->N);
+        const struct k_rollout_args a = rollout_args(e, i, L, e->m.num_layers, qkv, kp);
+        KL(k_rollout_layer(&a, e->stream));
+    }
+    return 0;
+}
+
+static int rollout_importance(struct eng *e, int layers, struct ts_err *err)
+{
+    for (int32_t i = 0; i < e->ro_n; i++) {
+        const struct k_rollout_args a = rollout_args(e, i, layers - 1, layers, NULL, NULL);
+        KL(k_rollout_importance(&a, e->stream));
+    }
+    return 0;
+}
+
 /* Elastic-Cache's drift test in layer L of a step (eng_drift_next), after its attention: each entry's
  * tracked token and similarity at this layer, and its queries and keys kept for the next step. */
 static int drift_layer(struct eng *e, int L, const bf16_t *qkv, const bf16_t *kp, struct ts_err *err)
@@ -1236,6 +1306,8 @@ static int dense_layer(struct eng *e, int L, struct k_attn_args *aa, const struc
     if (rope_attend(e, L, aa, qkv, att, kp, vp, dm->tok_pos, dm->tok_slot, T, err))
         return -1;
     if (e->drift_pending && dm == &e->dm && drift_layer(e, L, qkv, kp, err))
+        return -1;
+    if (e->ro_pending && dm == &e->dm && rollout_layer(e, L, qkv, kp, err))
         return -1;
     if (importance) {
         if (runs(e, OP_ATTN)) {
@@ -1459,6 +1531,8 @@ static int forward(struct eng *e, struct ts_err *err)
         for (int L = 0; L < layers; L++)
             if (dense_layer(e, L, &aa, &e->dm, T, x, false, err))
                 return -1;
+        if (e->ro_pending && rollout_importance(e, layers, err))
+            return -1;
         if (e->sel_defer) {
             if (runs(e, OP_KV_SELECT) && select_deferred(e, layers, err))
                 return -1;
@@ -1602,6 +1676,9 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
     if (e->drift_pending && split)
         return ts_fail(err, "step refused: Elastic-Cache's drift test runs in steps whose rows are the same in every "
                             "layer (no feature cache, front shapes or eviction)");
+    if (e->ro_pending && split)
+        return ts_fail(err, "step refused: d2Cache's attention rollout runs in steps whose rows are the same in every "
+                            "layer (no feature cache, front shapes or eviction)");
     if (layered && e->m.num_experts > 0)
         return ts_fail(err, "step refused: its rows differ by layer (a feature cache, front shapes, probes or "
                             "carried rows), which the engine does not run on a mixture of experts");
@@ -1701,6 +1778,7 @@ int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, flo
         e->drift_cur ^= 1;
         e->drift_pending = false;
     }
+    e->ro_pending = false;
     /* a selecting request keeps the pages of its kept keys alone: its candidates' go back to the pool
      * (a graph of the step keeps them: its replays write there) */
     for (int32_t s = 0; s < sd->num_segs && !e->o.stateless; s++)
@@ -1818,6 +1896,30 @@ int eng_drift_out(struct eng *e, int32_t *track, float *sim, struct ts_err *err)
     const size_t n = (size_t)e->drift_n * (size_t)e->m.num_layers;
     CU(cudaMemcpy(track, e->d_drift_track, n * 4, cudaMemcpyDeviceToHost));
     CU(cudaMemcpy(sim, e->d_drift_sim, n * 4, cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+int eng_rollout_next(struct eng *e, const struct eng_rollout_req *r, int32_t n, struct ts_err *err)
+{
+    if (e->o.rollout_positions <= 0)
+        return ts_fail(err, "d2Cache's attention rollout: the engine keeps no buffers for it (eng_opts.rollout_positions)");
+    if (n < 0 || n > e->o.rollout_requests)
+        return ts_fail(err, "d2Cache's attention rollout: %d requests (at most %d)", n, e->o.rollout_requests);
+    for (int32_t i = 0; i < n; i++) {
+        if (r[i].seg < 0 || r[i].N < 1 || r[i].N > e->o.rollout_positions)
+            return ts_fail(err, "d2Cache's attention rollout: entry %d (segment %d, %d positions) out of range (at "
+                                "most %d positions)", i, r[i].seg, r[i].N, e->o.rollout_positions);
+        e->ro[i] = r[i];
+    }
+    e->ro_n = n;
+    e->ro_pending = n > 0;
+    return 0;
+}
+
+int eng_rollout_out(struct eng *e, float *importance, struct ts_err *err)
+{
+    CU(cudaMemcpy(importance, e->ro_imp, sizeof(float) * (size_t)e->ro_n * (size_t)e->o.rollout_positions,
+                  cudaMemcpyDeviceToHost));
     return 0;
 }
 

@@ -141,6 +141,12 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
                    !(ec->gamma >= 0 && ec->gamma <= 1)))
         return ts_fail(err, "--elastic-drift: a bound of %g over %d window positions and %d layers (a bound in 0..1, "
                             "1 to %d positions)", ec->gamma, ec->window, ec->layers, GEN_ELASTIC_MAX_WINDOW);
+    const struct gen_rollout *ro = &c->rollout;
+    if (ro->on && (c->focus || !c->policy || !gen_whole(c) || strcmp(c->policy->name, "vanilla") != 0))
+        return ts_fail(err, "--d2-rollout reads every position's attention each step: --policy vanilla (without "
+                            "--block-logits)");
+    if (ro->on && !(ro->p >= 0 && ro->p <= 1))
+        return ts_fail(err, "--d2-rollout %g: the nucleus's share must be in 0..1", ro->p);
     if (c->mask_id < 0 || c->mask_id >= c->vocab)
         return ts_fail(err, "--mask-id %d: must be a token of the model's vocabulary (0..%d)", c->mask_id, c->vocab - 1);
     const int32_t n = prompts ? TS_MIN(prompts->n, c->requests > 0 ? c->requests : prompts->n) : c->requests;
@@ -764,6 +770,118 @@ void gen_elastic_apply(struct gen *g, const struct eng_drift_req *q, int32_t n, 
                 r->ec_track[r->ec_ntrack++] = t[l];
         }
         r->ec_measured = true;
+    }
+}
+
+/* --- d2Cache's attention rollout --------------------------------------------------------- */
+
+int gen_rollout_parse(const char *spec, struct gen_rollout *out, struct ts_err *err)
+{
+    static const char *const names[] = {"P", "K"};
+    struct gen_rollout ro = GEN_ROLLOUT_DEFAULTS;
+    double v[2] = {ro.p, ro.k};
+    size_t n;
+    if (spec_numbers("--d2-rollout", spec, "P[,K]", names, 2, v, &n, err))
+        return -1;
+    if (n < 1 || !(v[0] >= 0 && v[0] <= 1))
+        return ts_fail(err, "--d2-rollout '%s': P, the nucleus's share of the other positions' importance, in 0..1",
+                       spec);
+    if (!(v[1] >= 0 && v[1] <= 1 << 20) || v[1] != floor(v[1]))
+        return ts_fail(err, "--d2-rollout '%s': K %g must be a whole number of masked positions", spec, v[1]);
+    ro.p = v[0], ro.k = (int32_t)v[1];
+    *out = ro;
+    return 0;
+}
+
+static const float *nucleus_score; /* (qsort's comparison reads the scores here) */
+
+/* The larger score first, then the lower index. */
+static int by_score_desc(const void *a, const void *b)
+{
+    const int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+    const float x = nucleus_score[i], y = nucleus_score[j];
+    return x > y ? -1 : x < y ? 1 : (i > j) - (i < j);
+}
+
+int32_t gen_rollout_nucleus(const float *score, const uint8_t *eligible, int32_t n, double p, int32_t *order)
+{
+    int32_t m = 0;
+    double total = 1e-9;
+    for (int32_t k = 0; k < n; k++)
+        if (eligible[k]) {
+            order[m++] = k;
+            total += score[k];
+        }
+    nucleus_score = score;
+    qsort(order, (size_t)m, sizeof *order, by_score_desc);
+    int32_t kept = 0;
+    for (double cum = 0; kept < m && (cum += score[order[kept]] / total) <= p;)
+        kept++;
+    return m > 0 ? TS_MAX(kept, 1) : 0;
+}
+
+int32_t gen_rollout_reqs(struct gen *g, const struct step_desc *sd, struct eng_rollout_req *out, uint8_t *before,
+                         int32_t stride, struct ts_err *err)
+{
+    for (int32_t s = 0; s < sd->num_segs; s++) {
+        const struct segment *seg = &sd->segs[s];
+        const int32_t i = g->seg_req[s];
+        const struct gen_req *r = &g->r[i];
+        const int32_t N = r->P + g->c.gen_len;
+        uint8_t *el = before + (int64_t)s * stride;
+        bool whole = seg->q == N && seg->kv == 0 && seg->logit_rows == N && (r->nrow == N || r->nrow == 0);
+        for (int32_t k = 0; whole && k < N; k++) {
+            const int32_t pos = r->nrow ? r->rowpos[k] : k; /* (nrow 0: where the plan puts them) */
+            whole = pos >= 0 && pos < N;
+            el[k] = whole && (pos < r->P || r->decided[pos - r->P]);
+        }
+        if (!whole)
+            return ts_fail(err, "--d2-rollout: request %d's step runs %d rows over %d cached, not each of its %d "
+                                "positions (--policy vanilla)", i, seg->q, seg->kv, N);
+        out[s] = (struct eng_rollout_req){.seg = s, .N = N};
+    }
+    return sd->num_segs;
+}
+
+static const float *certain_conf; /* (qsort's comparison reads the confidences here) */
+
+/* The higher confidence first, then the lower row. */
+static int by_conf_desc(const void *a, const void *b)
+{
+    const int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+    const float x = certain_conf[i], y = certain_conf[j];
+    return x > y ? -1 : x < y ? 1 : (i > j) - (i < j);
+}
+
+void gen_rollout_apply(struct gen *g, const struct step_desc *sd, const struct eng_rollout_req *q, int32_t n,
+                       const float *importance, const float *conf, uint8_t *before, int32_t stride, int32_t *order)
+{
+    int64_t row0 = 0; /* the segment's first logit row: a whole-sequence step's rows each have theirs */
+    for (int32_t s = 0; s < n; row0 += sd->segs[q[s].seg].logit_rows, s++) {
+        struct gen_req *r = &g->r[g->seg_req[q[s].seg]];
+        uint8_t *el = before + (int64_t)s * stride;
+        int32_t masked = 0;
+        for (int32_t k = 0; k < q[s].N; k++) { /* decoded by this step: not a candidate; still masked: listed */
+            const int32_t pos = r->nrow ? r->rowpos[k] : k;
+            const bool now = pos < r->P || r->decided[pos - r->P];
+            el[k] = now && el[k];
+            if (!now)
+                order[masked++] = k;
+        }
+        certain_conf = conf + row0;
+        qsort(order, (size_t)masked, sizeof *order, by_conf_desc);
+        for (int32_t j = 0; j < masked; j++) /* the k most certain run anyway, the rest are candidates */
+            el[order[j]] = j >= g->c.rollout.k;
+        int32_t m = 0;
+        for (int32_t k = 0; k < q[s].N; k++)
+            m += el[k];
+        if (m == 0)
+            continue;
+        const int32_t kept = gen_rollout_nucleus(importance + (int64_t)s * stride, el, q[s].N, g->c.rollout.p, order);
+        r->d2_steps++, g->d2_steps++;
+        r->d2_nucleus += kept, g->d2_nucleus += kept;
+        r->d2_eligible += m, g->d2_eligible += m;
+        r->d2_share += (double)kept / m, g->d2_share += (double)kept / m;
     }
 }
 

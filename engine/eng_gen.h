@@ -77,6 +77,21 @@ struct gen_elastic {
 #define GEN_ELASTIC_DEFAULTS ((struct gen_elastic){.on = true, .gamma = 0.9, .window = 16})
 #define GEN_ELASTIC_MAX_WINDOW 32
 
+/* d2Cache's attention rollout (arXiv 2509.23094; Kamichanw/d2Cache at 72feb60, src/cache/d2cache.py
+ * accumulate_attn_rollout and on_step_end, src/utils/common.py nucleus_select), run on steps over the
+ * whole sequence (--policy vanilla): the product of the layers' (A + I) / 2, A a layer's attention
+ * averaged over its heads, gives each position an importance (its column sum). d2Cache's next step runs
+ * the positions this step decoded, the k masked ones left of the highest confidence (its certainty:
+ * here the step's confidences), and the nucleus of the others: the most important ones whose
+ * importances, as shares of all of theirs, sum to at most p (one at least). The generation itself is
+ * vanilla's: the rule is measured, not acted on. */
+struct gen_rollout {
+    bool on;
+    double p;  /* rollout_p [0.1] */
+    int32_t k; /* current_k [32] */
+};
+#define GEN_ROLLOUT_DEFAULTS ((struct gen_rollout){.on = true, .p = 0.1, .k = 32})
+
 struct gen_cfg {
     int32_t requests;   /* sequences generated together */
     int32_t prompt_len; /* hashed prompts' length (a prompt file gives its own) */
@@ -94,6 +109,7 @@ struct gen_cfg {
     struct gen_smooth smooth; /* IterSmooth (a driven policy's generation) */
     struct gen_prophet prophet; /* Prophet's early commit (a driven policy's generation) */
     struct gen_elastic elastic; /* Elastic-Cache's drift test, measured (a vanilla generation) */
+    struct gen_rollout rollout; /* d2Cache's attention rollout, measured (a vanilla generation) */
 };
 
 /* Prompts as token ids, one request each. */
@@ -124,6 +140,11 @@ struct gen_req {
      * the steps that tested drift and those whose test would refresh */
     int32_t *ec_track, ec_ntrack, ec_tested, ec_refreshes;
     int64_t ec_tracked;  /* the tracked tokens its tested steps tested, summed */
+    /* d2Cache's attention rollout: the steps measured, their nuclei and eligible positions summed, and
+     * their nuclei's shares of the eligible ones summed */
+    int32_t d2_steps;
+    int64_t d2_nucleus, d2_eligible;
+    double d2_share;
     uint8_t *ec_seen; /* [gen_len] the positions decided before its last step */
     bool ec_measured;
 };
@@ -146,6 +167,8 @@ struct gen {
     double prophet_share; /* the decoded shares its exits came at, summed */
     int64_t *ec_from;     /* Elastic-Cache: [layers] the refreshes by the layer they would start at */
     int64_t ec_tested, ec_refreshes, ec_tracked; /* tested steps, refreshing ones, tracked tokens summed */
+    int64_t d2_steps, d2_nucleus, d2_eligible; /* d2Cache's rollout: as each request's, summed */
+    double d2_share;
 };
 
 /* Loads a prompt file: one JSON array of token ids (each in [0, vocab)) a line, at most max lines
@@ -229,6 +252,22 @@ int32_t gen_elastic_reqs(struct gen *g, const struct step_desc *sd, struct eng_d
  * counts and its next tracked tokens. */
 void gen_elastic_apply(struct gen *g, const struct eng_drift_req *q, int32_t n, const int32_t *track,
                        const float *sim);
+/* Parses --d2-rollout's value: P[,K] (the nucleus's share, in 0..1; the certain masked positions). */
+int gen_rollout_parse(const char *spec, struct gen_rollout *out, struct ts_err *err);
+/* How many of the n scores d2Cache's nucleus_select keeps among the eligible ones: in order of score
+ * (ties: the lower index), as long as their shares of the eligible scores' sum (plus 1e-9) add up to
+ * at most p, one at least (0 where none is eligible). order: n ints of scratch. */
+int32_t gen_rollout_nucleus(const float *score, const uint8_t *eligible, int32_t n, double p, int32_t *order);
+/* The step's rollout entries, one a segment (eng_rollout_req), each segment's rows every position of
+ * its request; before[s * stride + k] whether segment s's row k was decided before the step. Fails
+ * where a segment does not run its whole sequence. */
+int32_t gen_rollout_reqs(struct gen *g, const struct step_desc *sd, struct eng_rollout_req *out, uint8_t *before,
+                         int32_t stride, struct ts_err *err);
+/* After the step's commits (gen_apply): records the nucleus d2Cache's next step would add, entry i's
+ * importance of row k at importance[i * stride + k], the step's confidence of each logit row in conf;
+ * before as gen_rollout_reqs left it (overwritten: the eligible rows). order: stride ints of scratch. */
+void gen_rollout_apply(struct gen *g, const struct step_desc *sd, const struct eng_rollout_req *q, int32_t n,
+                       const float *importance, const float *conf, uint8_t *before, int32_t stride, int32_t *order);
 
 /* Tokens per forward: positions committed over block steps. */
 double gen_tpf(const struct gen *g);

@@ -1,7 +1,8 @@
 /*
- * drift.cu: Elastic-Cache's drift test measured over a step that runs every position of a request
- * (kernels.h, k_drift; engine generate --elastic-drift). A measurement, not a fast path: a block a
- * row and a head walks all N keys.
+ * drift.cu: decision rules that read a step's attention, measured over a step that runs every position
+ * of a request: Elastic-Cache's drift test (kernels.h, k_drift; engine generate --elastic-drift) and
+ * d2Cache's attention rollout (k_rollout_layer, k_rollout_importance; --d2-rollout). Measurements, not
+ * fast paths: a block a row (and a head) walks all N keys.
  */
 #include "common.cuh"
 
@@ -171,4 +172,83 @@ extern "C" int k_drift(const struct k_drift_args *a, k_stream stream)
     if (ce == cudaSuccess)
         ce = k_launch(drift_keep_kernel, dim3((unsigned)a->N), dim3(DRIFT_THREADS), 0, stream, *a);
     return (int)ce;
+}
+
+/* Block i: query row i's softmax over the N keys in each head, averaged over the heads, then mixed
+ * with the identity: mix[layer][i][j] = (A[i][j] + (i == j)) / 2. */
+static __global__ void __launch_bounds__(DRIFT_THREADS) rollout_mix_kernel(struct k_rollout_args a)
+{
+    griddep_wait();
+    extern __shared__ float p[]; /* [N] */
+    __shared__ float qs[K_DRIFT_MAX_D], red[DRIFT_THREADS / 32];
+    const int i = blockIdx.x, N = a.N, d = a.d, group = a.H / a.Hkv;
+    float *row = a.mix + ((size_t)a.layer * N + i) * N;
+    for (int h = 0; h < a.H; h++) {
+        const bf16_t *q = a.q + (size_t)(a.row0 + i) * a.q_stride + (size_t)h * d;
+        __syncthreads(); /* (the head before is done with qs) */
+        for (int c = threadIdx.x; c < d; c += blockDim.x)
+            qs[c] = bf2f(q[c]);
+        __syncthreads();
+        float mx = -INFINITY;
+        for (int j = threadIdx.x; j < N; j += blockDim.x) {
+            const bf16_t *k = a.k_pool + (size_t)a.slot[a.row0 + j] * a.k_stride + (size_t)(h / group) * d;
+            float dot = 0.f;
+            for (int c = 0; c < d; c++)
+                dot += qs[c] * bf2f(k[c]);
+            p[j] = dot * a.scale;
+            mx = fmaxf(mx, p[j]);
+        }
+        mx = block_max(mx, red);
+        float sum = 0.f;
+        for (int j = threadIdx.x; j < N; j += blockDim.x)
+            sum += (p[j] = __expf(p[j] - mx));
+        const float w = 1.f / (block_sum(sum, red) * (float)a.H);
+        for (int j = threadIdx.x; j < N; j += blockDim.x)
+            row[j] = (h ? row[j] : 0.f) + p[j] * w;
+    }
+    for (int j = threadIdx.x; j < N; j += blockDim.x)
+        row[j] = 0.5f * (row[j] + (j == i ? 1.f : 0.f));
+}
+
+/* out[j] = sum over i of v[i] M[i][j] (v NULL: ones), a thread a column. */
+static __global__ void rollout_chain_kernel(const float *M, const float *v, float *out, int N)
+{
+    griddep_wait();
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= N)
+        return;
+    float s = 0.f;
+    for (int i = 0; i < N; i++)
+        s += (v ? v[i] : 1.f) * M[(size_t)i * N + j];
+    out[j] = s;
+}
+
+extern "C" int k_rollout_layer(const struct k_rollout_args *a, k_stream stream)
+{
+    if (a->N <= 0)
+        return 0;
+    if (a->N > K_ROLLOUT_MAX_N || a->d > K_DRIFT_MAX_D || a->H % a->Hkv || a->layer < 0 || a->layer >= a->layers)
+        return (int)cudaErrorInvalidValue;
+    return (int)k_launch(rollout_mix_kernel, dim3((unsigned)a->N), dim3(DRIFT_THREADS), (size_t)a->N * sizeof(float),
+                         stream, *a);
+}
+
+/* 1^T M_{layers-1} ... M_0, from the last layer's mix to the first, the last product into importance. */
+extern "C" int k_rollout_importance(const struct k_rollout_args *a, k_stream stream)
+{
+    if (a->N <= 0)
+        return 0;
+    if (a->N > K_ROLLOUT_MAX_N || a->layers < 1)
+        return (int)cudaErrorInvalidValue;
+    const unsigned blocks = (unsigned)((a->N + 255) / 256);
+    const float *v = NULL;
+    for (int l = a->layers - 1; l >= 0; l--) {
+        float *out = l % 2 == 0 ? a->importance : a->scratch; /* (l = 0, the last, into importance) */
+        const cudaError_t ce = k_launch(rollout_chain_kernel, dim3(blocks), dim3(256), 0, stream,
+                                        (const float *)(a->mix + (size_t)l * a->N * a->N), v, out, a->N);
+        if (ce != cudaSuccess)
+            return (int)ce;
+        v = out;
+    }
+    return 0;
 }

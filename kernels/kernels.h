@@ -471,6 +471,26 @@ struct k_drift_args {
 };
 int k_drift(const struct k_drift_args *a, k_stream stream);
 
+/* d2Cache's attention rollout (arXiv 2509.23094; Kamichanw/d2Cache src/cache/d2cache.py at 72feb60,
+ * accumulate_attn_rollout), measured over a step whose rows row0 .. row0 + N - 1 are every position
+ * of a request (engine generate --d2-rollout). k_rollout_layer: layer `layer`'s mix, (A + I) / 2 with
+ * A the attention of the N rows over their N keys averaged over the heads (d2Cache's A + I with its
+ * rows normalised: A's sum to 1), into mix + layer N N (row-major: [query row][key row]).
+ * k_rollout_importance, after `layers` layers: the rollout M_{layers-1} ... M_0's column sums (each
+ * key row's importance) into importance [N], scratch [N] between the products. */
+#define K_ROLLOUT_MAX_N 4096
+struct k_rollout_args {
+    const bf16_t *q;       /* the layer's qkv rows, q_stride apart (queries after RoPE) */
+    const bf16_t *k_pool;  /* the layer's keys: row r's at k_pool + slot[r] * k_stride */
+    const int32_t *slot;   /* the step's rows' pool slots */
+    float *mix;            /* [layers][N][N] */
+    float *importance, *scratch; /* [N] each */
+    int row0, N, q_stride, k_stride, H, Hkv, d, layer, layers;
+    float scale;
+};
+int k_rollout_layer(const struct k_rollout_args *a, k_stream stream);
+int k_rollout_importance(const struct k_rollout_args *a, k_stream stream);
+
 int k_focus_importance(const struct k_focus_args *a, k_stream stream);
 int k_focus_pick(const struct k_focus_args *a, k_stream stream);
 

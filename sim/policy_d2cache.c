@@ -22,7 +22,8 @@ static const struct param_spec d2_params[] = {
     [ROLLOUT] = {"d2-rollout", "positions the attention rollout's nucleus adds a step (its code takes one at least; "
                                "how many is an assumption)", 1, 1, 1 << 20, true},
     [SHARE] = {"d2-rollout-share", "share of the other positions the rollout's nucleus adds a step, where more than "
-                                   "--d2-rollout (an assumption: about rollout_p 0.1 where attention is even)",
+                                   "--d2-rollout (an assumption: about rollout_p 0.1 where attention is even; tessera "
+                                   "engine generate --d2-rollout measures it)",
                0, 0, 1},
 };
 

@@ -594,6 +594,105 @@ START_TEST(generation_elastic_drift)
 }
 END_TEST
 
+/* d2Cache's rollout on the host: its nucleus by hand (nucleus_select: the fewest of the most important
+ * eligible positions whose shares sum to at most p, one at least), and a vanilla generation's entries
+ * (each request's rows, decided before the step) and counts from made-up importances and confidences:
+ * position 0's importance 100, every other's 1; a row's confidence its position, so that the K = 4
+ * masked positions left of the highest confidence are the 4 last. The others: the positions decided
+ * before the step and the masked ones past those 4. */
+START_TEST(generation_d2_rollout)
+{
+    const float sc[6] = {4, 1, 2, 2, 8, 3};
+    const uint8_t all[6] = {1, 1, 1, 1, 1, 1}, some[6] = {1, 1, 0, 1, 0, 1}, none[6] = {0};
+    int32_t order[6];
+    /* shares of 20: 8 0.4, 4 0.2, 3 0.15, 2 0.1, 2 0.1, 1 0.05 */
+    ck_assert_int_eq(gen_rollout_nucleus(sc, all, 6, 0.6, order), 2);
+    ck_assert_int_eq(gen_rollout_nucleus(sc, all, 6, 0.75, order), 3);
+    ck_assert_int_eq(gen_rollout_nucleus(sc, all, 6, 0.1, order), 1); /* one at least */
+    ck_assert_int_eq(gen_rollout_nucleus(sc, all, 6, 1, order), 6);
+    /* among positions 0, 1, 3, 5 (4, 1, 2, 3 of 10): 0.4, 0.3, 0.2, 0.1 */
+    ck_assert_int_eq(gen_rollout_nucleus(sc, some, 6, 0.7, order), 2);
+    ck_assert_int_eq(gen_rollout_nucleus(sc, some, 6, 0.69, order), 1);
+    ck_assert_int_eq(gen_rollout_nucleus(sc, none, 6, 0.5, order), 0);
+    struct gen g;
+    struct ts_err err;
+    struct gen_cfg c = cfg(2, 20, 64, 16);
+    ck_assert_int_eq(gen_rollout_parse("0.5,4", &c.rollout, &err), 0);
+    ck_assert_int_eq(gen_start(&g, &c, "vanilla", NULL, NULL, &err), 0);
+    enum { N = 84 };
+    int32_t groups[4], ng, masked[2 * N], commit[2 * N], ord[N];
+    uint8_t before[2 * N];
+    float imp[2 * N], conf[2 * N];
+    struct eng_rollout_req q[2];
+    struct step_desc sd;
+    step_desc_init(&sd);
+    int steps = 0;
+    int64_t want_eligible = 0;
+    for (; gen_next_step(&g, &sd, groups, &ng, masked); steps++) {
+        const struct eng_tokens tk = gen_tokens(&g);
+        ck_assert_int_eq(gen_rollout_reqs(&g, &sd, q, before, N, &err), sd.num_segs);
+        int32_t row = 0;
+        int64_t decided_before = 0;
+        for (int32_t s = 0; s < sd.num_segs; s++) {
+            const int32_t i = sd.segs[s].req_id;
+            ck_assert(q[s].seg == s && q[s].N == N);
+            for (int32_t k = 0; k < N; k++) {
+                const int32_t p = tk.pos(&g, i, k);
+                ck_assert_int_eq(before[s * N + k], p < 20 || g.r[i].decided[p - 20]);
+                decided_before += before[s * N + k];
+                imp[s * N + k] = p == 0 ? 100.f : 1.f;
+                conf[s * N + k] = (float)p;
+            }
+            int32_t taken = 0;
+            for (int32_t k = 0; k < sd.segs[s].logit_rows; k++, row++) {
+                const int32_t o = tk.pos(&g, i, k) - 20;
+                const bool in_block = o >= g.r[i].block * 16 && o < g.r[i].block * 16 + 16;
+                commit[row] = in_block && !g.r[i].decided[o] && taken < 2 ? (taken++, 5) : -1;
+            }
+        }
+        ck_assert_msg(gen_apply(&g, &sd, commit, NULL, &err) == 0, "%s", err.msg);
+        want_eligible += decided_before;
+        for (int32_t s = 0; s < sd.num_segs; s++) {
+            int32_t left = 0;
+            for (int32_t o = 0; o < 64; o++)
+                left += !g.r[sd.segs[s].req_id].decided[o];
+            want_eligible += TS_MAX(left - 4, 0);
+        }
+        gen_rollout_apply(&g, &sd, q, sd.num_segs, imp, conf, before, N, ord);
+        for (int32_t s = 0; s < sd.num_segs; s++) /* the 4 most certain masked ones are not among the others */
+            for (int32_t k = 0; k < N; k++) {
+                const int32_t i = sd.segs[s].req_id, p = tk.pos(&g, i, k);
+                if (p >= 20 && !g.r[i].decided[p - 20]) {
+                    int32_t above = 0;
+                    for (int32_t o = p - 20 + 1; o < 64; o++)
+                        above += !g.r[i].decided[o];
+                    ck_assert_int_eq(before[s * N + k], above >= 4);
+                }
+            }
+    }
+    /* every step of both requests measured, each nucleus position 0 alone (100 of at most 183: more than half) */
+    ck_assert_int_eq(steps, 32);
+    ck_assert(g.d2_steps == 64 && g.r[0].d2_steps == 32 && g.d2_nucleus == 64);
+    ck_assert_int_eq(g.d2_eligible, want_eligible);
+    ck_assert_int_eq(g.r[0].d2_eligible + g.r[1].d2_eligible, want_eligible);
+    step_desc_free(&sd);
+    gen_stop(&g);
+    /* its specs, and a policy whose steps do not run every position */
+    struct gen_rollout ro;
+    ck_assert(gen_rollout_parse("0.25", &ro, &err) == 0 && ro.on && ro.p == 0.25 && ro.k == 32);
+    ck_assert(gen_rollout_parse("0.1,8", &ro, &err) == 0 && ro.k == 8);
+    const char *bad[] = {"", "1.5", "-0.1", "x", "0.1,2.5", "0.1,-1", "0.1,2,3"};
+    for (size_t k = 0; k < TS_ARRAY_LEN(bad); k++) {
+        ck_assert_msg(gen_rollout_parse(bad[k], &ro, &err) != 0, "'%s' accepted", bad[k]);
+        ck_assert_ptr_nonnull(strstr(err.msg, "--d2-rollout"));
+    }
+    c = cfg(2, 20, 64, 16);
+    ck_assert_int_eq(gen_rollout_parse("0.1", &c.rollout, &err), 0);
+    ck_assert_int_ne(gen_start(&g, &c, "dual", NULL, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--d2-rollout"));
+}
+END_TEST
+
 START_TEST(generation_threshold)
 {
     struct gen g;
@@ -1262,6 +1361,7 @@ int main(void)
     tcase_add_test(tc, generation_threshold);
     tcase_add_test(tc, generation_prophet);
     tcase_add_test(tc, generation_elastic_drift);
+    tcase_add_test(tc, generation_d2_rollout);
     tcase_add_test(tc, generation_room);
     tcase_add_test(tc, generation_dual);
     tcase_add_test(tc, generation_policies);

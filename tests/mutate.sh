@@ -202,6 +202,10 @@ mutations=(
     "Elastic-Cache's depth unchecked against the model|sim/policy_elastic.c| && pc->p[DEPTH] >= m->num_layers)| && pc->p[DEPTH] > m->num_layers)|check_sim"
     "Fast-dLLM v2's later sub-blocks run one whole-block step|sim/policy_fdllm_v2.c|    if (k == 0)\n        return 1;|    if (k >= 0)\n        return 1;|check_policy"
     "Fast-dLLM v2's prefill keeps no logits|sim/policy_fdllm_v2.c|s->logit_rows = pc->p[PLOGITS] == 0 ? 0 : pc->mask_only ? 1 : s->q;|s->logit_rows = 0;|check_policy"
+    "d2Cache's nucleus takes ineligible positions|engine/eng_gen.c|        if (eligible[k]) {\n            order[m++] = k;|        if (1) {\n            order[m++] = k;|check_eng_gen"
+    "d2Cache's nucleus may be empty|engine/eng_gen.c|    return m > 0 ? TS_MAX(kept, 1) : 0;|    return m > 0 ? kept : 0;|check_eng_gen"
+    "d2Cache's rollout counts masked positions eligible|engine/eng_gen.c|r->decided[pos - r->P]);|1);|check_eng_gen"
+    "d2Cache's most certain masked positions stay candidates|engine/eng_gen.c|            el[order[j]] = j >= g->c.rollout.k;|            el[order[j]] = 1;|check_eng_gen"
 )
 
 # the build's compile line for a file, and the suites' link line, as the Makefile gives them

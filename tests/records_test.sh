@@ -522,6 +522,11 @@ if python3 "$root/experiments/validate/compare.py" elastic-drift "$rec_dir/elast
     cmp -s - "$rec_dir/elastic-own-code-h100/drift/drift.csv"; then ok
 else bad "compare.py elastic-drift no longer gives elastic-own-code-h100/drift/drift.csv"; fi
 
+# d2cache-own-code-h100/rollout: its comparison is what compare.py makes of its two sides' outputs
+if python3 "$root/experiments/validate/compare.py" d2cache-rollout "$rec_dir/d2cache-own-code-h100/rollout" |
+    cmp -s - "$rec_dir/d2cache-own-code-h100/rollout/rollout.csv"; then ok
+else bad "compare.py d2cache-rollout no longer gives d2cache-own-code-h100/rollout/rollout.csv"; fi
+
 # prophet-own-code-h100: its comparison is what compare.py makes of its two sides' outputs
 if python3 "$root/experiments/validate/compare.py" prophet "$rec_dir/prophet-own-code-h100" "0.5,0.4,0.3;0.3,0.25,0.2;1,0.5,0.25" \
     >"$tmp/prophet.csv" && cmp -s "$tmp/prophet.csv" "$rec_dir/prophet-own-code-h100/prophet.csv"; then ok

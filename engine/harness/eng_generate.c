@@ -32,6 +32,7 @@ static void generate_usage(FILE *f)
 "                               [--vicinity W] [--refresh-interval F] [--block-logits]\n"
 "                               [--iter-smooth[=CONT,INIT,GROWTH,DECAY]]\n"
 "                               [--prophet OFFSET[,EARLY,MID,LATE]] [--elastic-drift GAMMA[,WINDOW]]\n"
+"                               [--d2-rollout P[,K]]\n"
 "                               [--mask-id ID] [--seed S]\n"
 "                               [--mem-limit GB]\n"
 "                               [--profile-out FILE --name NAME] [--ids-out FILE]\n"
@@ -101,6 +102,15 @@ static void generate_usage(FILE *f)
 "                             the steps whose test fires, and from which layer, are reported (the\n"
 "                             simulator's --ec-refresh-share and --ec-depth) and the steps' times\n"
 "                             include it\n"
+"  --d2-rollout P[,K]         d2Cache's attention rollout, measured with --policy vanilla: each step\n"
+"                             multiplies its layers' (A + I) / 2, A a layer's attention averaged over\n"
+"                             the heads; each position's importance is its column sum. Beside the\n"
+"                             positions the step decoded and the K [32] masked ones of the highest\n"
+"                             confidence, d2Cache's next step runs the nucleus of the others, whose\n"
+"                             shares of their importance sum to at most P [0.1] (its rollout_p). The\n"
+"                             generation stays vanilla's; the nucleus's share of the others is\n"
+"                             reported (the simulator's --d2-rollout-share) and the steps' times\n"
+"                             include it\n"
 "  --mask-id ID               the mask token (LLaDA-8B 126336, LLaDA-MoE-7B 156895; with random\n"
 "                             weights and another model: the vocabulary's last; with --weights\n"
 "                             for another model: required)\n"
@@ -111,12 +121,15 @@ static void generate_usage(FILE *f)
 "  --requests-out FILE        each request's outcome, a JSON object a line: its prompt's length, its\n"
 "                             steps, the steps at which Prophet committed its rest (0: never), with\n"
 "                             --elastic-drift its tested steps, those that would refresh and the\n"
-"                             tracked tokens they tested (summed), its ids\n"
+"                             tracked tokens they tested (summed), with --d2-rollout its measured\n"
+"                             steps, their nuclei and the positions they chose among (summed) and the\n"
+"                             nucleus's mean share, its ids\n"
 "Prints the steps, tokens per forward (and how many positions each block step committed), the\n"
 "redundancy (block rows computed per position decided), the GPU time of the steps and of the\n"
 "unmasking, the generated tokens a second, and with --prophet the requests it finished early and\n"
 "the decoded share they were at (the simulator's --early-commit F), and with --elastic-drift the steps\n"
-"whose drift test fires, the layers it would refresh from and the tokens it tracks.\n");
+"whose drift test fires, the layers it would refresh from and the tokens it tracks, and with\n"
+"--d2-rollout the rollout's nucleus as a share of the positions it is chosen among.\n");
 }
 
 struct gen_args {
@@ -128,6 +141,7 @@ struct gen_args {
     struct gen_smooth smooth;
     struct gen_prophet prophet;
     struct gen_elastic elastic;
+    struct gen_rollout rollout;
     char rule_text[64];
     int64_t requests, prompt_len, gen_len, block, mask_id, seed;
     double mem_gb, focus_alpha;
@@ -180,6 +194,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {"block-logits", no_argument, 0, 'L'},
                                       {"prophet", required_argument, 0, 'R'},
                                       {"elastic-drift", required_argument, 0, 'E'},
+                                      {"d2-rollout", required_argument, 0, 'D'},
                                       {"requests-out", required_argument, 0, 'q'},
                                       ENG_CHOICE_OPTS,
                                       {"help", no_argument, 0, 'h'},
@@ -215,6 +230,12 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
             break;
         case 'E':
             if (gen_elastic_parse(optarg, &a->elastic, &err)) {
+                fprintf(stderr, "tessera engine generate: %s\n", err.msg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'D':
+            if (gen_rollout_parse(optarg, &a->rollout, &err)) {
                 fprintf(stderr, "tessera engine generate: %s\n", err.msg);
                 return EXIT_USAGE;
             }
@@ -345,6 +366,18 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         dtrack = xmalloc(sizeof *dtrack * (size_t)n * (size_t)g->c.elastic.layers);
         dsim = xmalloc(sizeof *dsim * (size_t)n * (size_t)g->c.elastic.layers);
     }
+    struct eng_rollout_req *roll = NULL; /* d2Cache's rollout: each request's entry, its rows' importance */
+    float *rimp = NULL;
+    uint8_t *relig = NULL;
+    int32_t *rorder = NULL, nr = 0, rstride = 0;
+    if (g->c.rollout.on) {
+        for (int32_t i = 0; i < n; i++)
+            rstride = TS_MAX(rstride, g->r[i].P + g->c.gen_len);
+        roll = xmalloc(sizeof *roll * (size_t)n);
+        rimp = xmalloc(sizeof *rimp * (size_t)n * (size_t)rstride);
+        relig = xmalloc((size_t)n * (size_t)rstride);
+        rorder = xmalloc(sizeof *rorder * (size_t)rstride);
+    }
     struct step_desc sd;
     step_desc_init(&sd);
     const bool tty = isatty(STDERR_FILENO);
@@ -369,8 +402,15 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
             rc = -1;
             break;
         }
+        if (roll && ((nr = gen_rollout_reqs(g, &sd, roll, relig, rstride, err)) < 0 ||
+                     eng_rollout_next(e, roll, nr, err))) {
+            rc = -1;
+            break;
+        }
         struct eng_out out;
         if ((rc = eng_step(e, &sd, &out, &ms, err)) != 0)
+            break;
+        if (roll && (rc = eng_rollout_out(e, rimp, err)) != 0)
             break;
         if (drift) {
             if ((rc = eng_drift_out(e, dtrack, dsim, err)) != 0)
@@ -391,6 +431,8 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
             gen_smooth_keep(g, &sd, commit);
         if ((rc = gen_apply(g, &sd, commit, cand, err)) != 0)
             break;
+        if (roll) /* (after the commits: what the next step of d2Cache's would run) */
+            gen_rollout_apply(g, &sd, roll, nr, rimp, out.conf, relig, rstride, rorder);
         if (g->c.prophet.on && (rc = gen_prophet_apply(g, &sd, out.tok, out.gap, err) < 0 ? -1 : 0) != 0)
             break;
         for (int32_t s = 0; s < sd.num_segs; s++)
@@ -410,6 +452,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
     step_desc_free(&sd);
     free(groups), free(masked), free(commit), free(cstate), free(cflags), free(cand), free(picks), free(slot), free(taus);
     free(drift), free(dsel), free(dmap), free(delig), free(dtrack), free(dsim);
+    free(roll), free(rimp), free(relig), free(rorder);
     return rc;
 }
 
@@ -429,6 +472,10 @@ static int write_requests(const char *path, const struct gen *g, bool outcome, s
         if (outcome && g->c.elastic.on)
             fprintf(f, "\"elastic_tested\": %d, \"elastic_refreshes\": %d, \"elastic_tracked\": %lld, ", r->ec_tested,
                     r->ec_refreshes, (long long)r->ec_tracked);
+        if (outcome && g->c.rollout.on)
+            fprintf(f, "\"d2_steps\": %d, \"d2_nucleus\": %lld, \"d2_eligible\": %lld, \"d2_share\": %.6f, ",
+                    r->d2_steps, (long long)r->d2_nucleus, (long long)r->d2_eligible,
+                    r->d2_steps ? r->d2_share / r->d2_steps : 0.0);
         if (outcome)
             fprintf(f, "\"ids\": ");
         for (int32_t p = 0; p < g->c.gen_len; p++)
@@ -486,6 +533,11 @@ static void report(const struct gen_args *a, const struct model_cfg *m, struct e
                (long long)g->prophet_filled);
     if (g->c.elastic.on)
         report_elastic(g);
+    if (g->c.rollout.on)
+        printf("  d2 rollout       a nucleus of %.4f of the other positions a step (mean over %lld measured steps; "
+               "%.1f of %.1f on average; p %g, k %d)\n", g->d2_steps ? g->d2_share / (double)g->d2_steps : 0,
+               (long long)g->d2_steps, g->d2_steps ? (double)g->d2_nucleus / (double)g->d2_steps : 0,
+               g->d2_steps ? (double)g->d2_eligible / (double)g->d2_steps : 0, g->c.rollout.p, g->c.rollout.k);
 }
 
 int eng_generate_main(int argc, char **argv)
@@ -518,7 +570,8 @@ int eng_generate_main(int argc, char **argv)
         .requests = n, .prompt_len = (int32_t)a.prompt_len, .gen_len = (int32_t)a.gen_len, .block = B,
         .mask_id = mask_id, .vocab = m.vocab, .max_pos = m.max_pos, .seed = (uint64_t)a.seed,
         .attn_block = m.block_causal ? B : 0, .logit_chunk_rows = 2048, .focus = strcmp(policy, "focus") == 0,
-        .focus_alpha = a.focus_alpha, .smooth = a.smooth, .prophet = a.prophet, .elastic = a.elastic};
+        .focus_alpha = a.focus_alpha, .smooth = a.smooth, .prophet = a.prophet, .elastic = a.elastic,
+        .rollout = a.rollout};
     gc.elastic.layers = m.num_layers;
     struct policy_drive drive = {0};
     struct gen g = {0};
@@ -560,6 +613,8 @@ int eng_generate_main(int argc, char **argv)
     o.top2_gap = gc.prophet.on;    /* Prophet's gaps (eng_out.gap) */
     o.drift_positions = gc.elastic.on ? (int32_t)seq : 0; /* Elastic-Cache's drift test (eng_drift_next) */
     o.drift_requests = gc.elastic.on ? n : 0;
+    o.rollout_positions = gc.rollout.on ? (int32_t)seq : 0; /* d2Cache's rollout (eng_rollout_next) */
+    o.rollout_requests = gc.rollout.on ? n : 0;
     struct eng *e = NULL;
     struct gen_run run = {0};
     rc = 1;

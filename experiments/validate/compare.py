@@ -34,6 +34,8 @@
                                  (own.sh fdllm-v2-dual), as tessera's --v2-full-steps
   compare.py elastic-drift RUNS  Elastic-Cache's drift test, its own loop against tessera engine generate
                                  --elastic-drift on the same weights (elastic_drift.sh; CSV on stdout)
+  compare.py d2cache-rollout RUNS  d2Cache's rollout nucleus, its own loop against tessera engine generate
+                                 --d2-rollout on the same weights (d2cache_rollout.sh; CSV on stdout)
   compare.py elastic|d2cache|fdllm-v2|fdllm-v2-dual RUNS PRED.db  the own loop against tessera's policy,
                                  request by request (CSV on stdout)
   compare.py run SYSTEM RATE RUNS PRED.db   one run's table rows (CSV: system,rate,metric,predicted,
@@ -406,6 +408,22 @@ def elastic_drift(out):
               f"{e['elastic_tracked'] / max(1, e['elastic_tested']):.1f}")
 
 
+def d2cache_rollout(out):
+    """d2Cache's rollout nucleus, its own loop (OUT/own/) against tessera engine generate --d2-rollout
+    (OUT/tessera.jsonl) on the same weights and prompts, request by request: the mean share of the other
+    positions the nucleus takes a step on each side (d2cache_rollout.sh; its own loop's as
+    compare.py d2cache-knobs reads it), and its mean size."""
+    req, meas = own_forwards(os.path.join(out, "own"))
+    eng = [json.loads(line) for line in open(os.path.join(out, "tessera.jsonl"))]
+    print("request,prompt_tokens,steps_own,nucleus_own,share_own,steps_tessera,nucleus_tessera,share_tessera")
+    for i in sorted(meas):
+        m, e = meas[i][1:], eng[i]
+        share = [(int(f["others"]) - 1) / (f["N"] - int(f["masked"]) - 1) for f in m]
+        print(f"{i},{req[i]['prompt_tokens']},{len(m)},{statistics.mean(int(f['others']) - 1 for f in m):.1f},"
+              f"{statistics.mean(share):.4f},{e['d2_steps']},{e['d2_nucleus'] / max(1, e['d2_steps']):.1f},"
+              f"{e['d2_share']:.4f}")
+
+
 def d2cache(out, db):
     """d2Cache's own loop against tessera's d2cache policy (own.sh d2cache), with the rollout's nucleus a step
     its loop chose (mean, least, most)."""
@@ -435,6 +453,8 @@ if __name__ == "__main__":
         elastic_drift(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == "d2cache":
         d2cache(*sys.argv[2:])
+    elif len(sys.argv) == 3 and sys.argv[1] == "d2cache-rollout":
+        d2cache_rollout(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "d2cache-knobs":
         d2cache_knobs(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] in ("fdllm-v2", "fdllm-v2-dual"):

@@ -19,7 +19,12 @@ Writes OUT/forwards.csv (request,index,rows,masked,others,ms: the rows every lay
 positions among them, the rest: the position the step before decoded and the rollout's nucleus) and
 OUT/requests.csv (ownloop.py).
 
-Usage: d2cache.py --code CODE --trace FILE --out DIR [--seed 1] [--warmup 1]
+With --prompts FILE (a JSON array of token ids a line) in place of --trace, each request is one of
+its prompts with --gen positions; --weights FILE writes the model's weights as safetensors there
+first, for tessera engine generate --weights (the rollout measured on the same weights).
+
+Usage: d2cache.py --code CODE (--trace FILE | --prompts FILE [--gen 128]) --out DIR [--weights FILE]
+                  [--seed 1] [--warmup 1]
 """
 import functools
 import importlib
@@ -69,7 +74,11 @@ def stand_in(mod):
 
 
 def main():
-    a = ownloop.arguments().parse_args()
+    ap = ownloop.arguments(trace_required=False)
+    ap.add_argument("--prompts")
+    ap.add_argument("--gen", type=int, default=128)
+    ap.add_argument("--weights")
+    a = ap.parse_args()
     for mod in EVAL_STACK:
         stand_in(mod)
     eos = driver.LLADA_8B["eos_token_id"]
@@ -89,11 +98,14 @@ def main():
     model.eval()
     driver.random_init(model, a.seed)
     assert model.model.transformer.blocks[0].config._attn_implementation == "eager"
+    if a.weights:
+        from safetensors.torch import save_file
+        save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, a.weights)
     g = torch.Generator().manual_seed(a.seed)
     cache_cls = functools.partial(d2, **CACHE)
 
     def run(P, G, ids=None):
-        prompt = torch.randint(0, eos, (1, P), generator=g).cuda()
+        prompt = (torch.tensor([ids]) if ids else torch.randint(0, eos, (1, P), generator=g)).cuda()
         return vanilla(model, prompt, attention_mask=torch.ones_like(prompt), alg="maskgit_plus", gen_length=G,
                        block_length=G, num_transfer_tokens=1, temperature=0.0, sigma=10.0,
                        mask_token_id=driver.MASK_ID, pad_token_id=eos, eos_token_id=eos, stop_until_eos=False,
@@ -107,8 +119,8 @@ def main():
         return rows, masked, rows - masked
 
     ownloop.write_meta(a.out, a.code, stood_in=STOOD_IN, cache=CACHE)
-    ownloop.timed_requests(model, ownloop.read_requests(a.trace), run, describe, ("rows", "masked", "others"), a.out,
-                           a.warmup)
+    reqs = ownloop.read_prompts(a.prompts, a.gen) if a.prompts else ownloop.read_requests(a.trace)
+    ownloop.timed_requests(model, reqs, run, describe, ("rows", "masked", "others"), a.out, a.warmup)
 
 
 if __name__ == "__main__":

@@ -1251,6 +1251,90 @@ done:
     free(slot), free(map), free(elig), free(qry), free(p), free(score);
 }
 
+/* d2Cache's attention rollout (k_rollout_layer, k_rollout_importance) against a double-precision oracle:
+ * two layers of N rows (queries and keys of their own, keys at scattered slots), each layer's mix
+ * (A + I) / 2 with A the heads' mean attention, and the rollout's column sums 1^T M_1 M_0. */
+static void check_rollout(struct checker *c, int H, int Hkv, int d, int N)
+{
+    const int row0 = 3, rows = row0 + N + 2, width = (H + 2 * Hkv) * d, kvd = Hkv * d;
+    const int64_t nq = (int64_t)rows * width, nk = (int64_t)(2 * N + 5) * kvd, NN = (int64_t)N * N;
+    float *qf[2], *kf[2], *mix = xmalloc(4 * (size_t)(2 * NN)), imp[K_ROLLOUT_MAX_N];
+    bf16_t *qb[2], *kb[2], *dq[2] = {NULL, NULL}, *dk[2] = {NULL, NULL};
+    int32_t *slot = xmalloc(4 * (size_t)rows), *dslot = NULL;
+    double *M = xmalloc(8 * (size_t)(2 * NN)), *v = xmalloc(8 * (size_t)N), *w = xmalloc(8 * (size_t)N);
+    float *dmix = NULL, *dimp = NULL, *dtmp = NULL;
+    for (int r = 0; r < rows; r++) /* row row0 + k's key at slot 2 (N - 1 - k) + 1: scattered, reversed */
+        slot[r] = r >= row0 && r < row0 + N ? 2 * (N - 1 - (r - row0)) + 1 : 0;
+    for (int l = 0; l < 2; l++) {
+        qf[l] = xmalloc(4 * nq), kf[l] = xmalloc(4 * nk), qb[l] = xmalloc(2 * nq), kb[l] = xmalloc(2 * nk);
+        rand_bf16(c, qf[l], qb[l], nq, 1.0f);
+        rand_bf16(c, kf[l], kb[l], nk, 1.0f);
+        double *Ml = M + l * NN, *p = v; /* (v as a row's scratch) */
+        for (int i = 0; i < N; i++) {
+            for (int j = 0; j < N; j++)
+                Ml[i * N + j] = i == j ? 0.5 : 0;
+            for (int h = 0; h < H; h++) {
+                const float *q = qf[l] + (int64_t)(row0 + i) * width + h * d;
+                double mx = -INFINITY, sum = 0;
+                for (int j = 0; j < N; j++) {
+                    const float *k = kf[l] + (int64_t)slot[row0 + j] * kvd + h / (H / Hkv) * d;
+                    double dot = 0;
+                    for (int e = 0; e < d; e++)
+                        dot += (double)q[e] * k[e];
+                    p[j] = dot / sqrt((double)d);
+                    mx = fmax(mx, p[j]);
+                }
+                for (int j = 0; j < N; j++)
+                    sum += p[j] = exp(p[j] - mx);
+                for (int j = 0; j < N; j++)
+                    Ml[i * N + j] += 0.5 * p[j] / sum / H;
+            }
+        }
+    }
+    for (int j = 0; j < N; j++) { /* 1^T M_1, then times M_0 */
+        w[j] = 0;
+        for (int i = 0; i < N; i++)
+            w[j] += M[NN + (int64_t)i * N + j];
+    }
+    for (int j = 0; j < N; j++) {
+        v[j] = 0;
+        for (int i = 0; i < N; i++)
+            v[j] += w[i] * M[(int64_t)i * N + j];
+    }
+    for (int l = 0; l < 2; l++)
+        dq[l] = dev_copy(qb[l], 2 * nq), dk[l] = dev_copy(kb[l], 2 * nk);
+    dslot = dev_copy(slot, 4 * (size_t)rows);
+    CK(cudaMalloc((void **)&dmix, 4 * (size_t)(2 * NN)));
+    CK(cudaMalloc((void **)&dimp, 4 * (size_t)N));
+    CK(cudaMalloc((void **)&dtmp, 4 * (size_t)N));
+    for (int l = 0; l < 2; l++) {
+        const struct k_rollout_args a = {.q = dq[l], .k_pool = dk[l], .slot = dslot, .mix = dmix, .importance = dimp,
+                                         .scratch = dtmp, .row0 = row0, .N = N, .q_stride = width, .k_stride = kvd,
+                                         .H = H, .Hkv = Hkv, .d = d, .layer = l, .layers = 2,
+                                         .scale = 1.0f / sqrtf((float)d)};
+        KK(k_rollout_layer(&a, NULL));
+        if (l == 1)
+            KK(k_rollout_importance(&a, NULL));
+    }
+    CK(cudaMemcpy(mix, dmix, 4 * (size_t)(2 * NN), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(imp, dimp, 4 * (size_t)N, cudaMemcpyDeviceToHost));
+    double em = 0, ei = 0;
+    for (int64_t k = 0; k < 2 * NN; k++)
+        em = fmax(em, fabs(mix[k] - M[k]));
+    for (int j = 0; j < N; j++)
+        ei = fmax(ei, fabs(imp[j] - v[j]) / v[j]);
+    char what[96];
+    snprintf(what, sizeof what, "rollout: each layer's mix (H %d, Hkv %d, N %d), largest difference", H, Hkv, N);
+    report(c, what, em, 1e-5);
+    snprintf(what, sizeof what, "rollout: the positions' importance, largest relative difference");
+    report(c, what, ei, 1e-4);
+done:
+    for (int l = 0; l < 2; l++)
+        cudaFree(dq[l]), cudaFree(dk[l]), free(qf[l]), free(kf[l]), free(qb[l]), free(kb[l]);
+    cudaFree(dslot), cudaFree(dmix), cudaFree(dimp), cudaFree(dtmp);
+    free(mix), free(slot), free(M), free(v), free(w);
+}
+
 /* The unmasking kernel against unmask_block: blocks of 1 to K_UNMASK_MAX_ROWS rows, confidences
  * on a grid of 1/64 (ties) with NaNs, about 70% of the rows masked, under each rule, and each
  * threshold rule again with a threshold of each block's own (IterSmooth's decaying one). */
@@ -2646,6 +2730,8 @@ static void check_kernels(struct checker *c)
     check_argmax(c, 1003);
     check_drift(c, 32, 32, 128, 300, 16, 12, false);
     check_drift(c, 8, 2, 64, 1111, 5, 30, true);
+    check_rollout(c, 32, 32, 128, 300);
+    check_rollout(c, 8, 2, 64, 777);
     check_select_kernels(c);
     check_fc_kernels(c, 128, false);
     check_fc_kernels(c, 512, true);
