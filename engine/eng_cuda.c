@@ -633,10 +633,9 @@ static int setup_shares(struct eng *e, struct ts_err *err)
     return size > 1 ? eng_tp_init(rank, size, e->o.tp_id, &e->tp, err) : 0;
 }
 
-int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng **out,
-               struct ts_err *err)
+/* Whether the options are ones an engine of model m can be made with: 0, or the message. */
+static int opts_refused(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err)
 {
-    *out = NULL;
     if (o->max_tokens < 1 || o->logit_chunk_rows < 1 || o->page_tokens < 1 || o->ffn_chunks < 1)
         return ts_fail(err, "engine: max_tokens, logit_chunk_rows, page_tokens and ffn_chunks must be >= 1");
     if (o->page_tokens & (o->page_tokens - 1))
@@ -663,6 +662,15 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
                             "positive)", o->rollout_positions, K_ROLLOUT_MAX_N, o->rollout_requests);
     if (o->rollout_positions > 0 && (o->tp_size > 1 || o->stateless))
         return ts_fail(err, "engine: d2Cache's attention rollout runs on one GPU, over the KV pool");
+    return 0;
+}
+
+int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng **out,
+               struct ts_err *err)
+{
+    *out = NULL;
+    if (opts_refused(m, o, err))
+        return -1;
     const struct planner_ops *planner;
     if (planner_resolve(o->planner ? o->planner : "first-fit", &planner, err))
         return -1;

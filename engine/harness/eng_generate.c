@@ -329,6 +329,30 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* d2Cache's rollout's buffers (--d2-rollout; all NULL without it): each request's entry, its rows'
+ * importance and eligibility, a stride apart, and the nucleus's scratch. */
+struct rollout_bufs {
+    struct eng_rollout_req *q;
+    float *imp;
+    uint8_t *elig;
+    int32_t *order, n, stride;
+};
+
+static struct rollout_bufs rollout_bufs(const struct gen *g)
+{
+    struct rollout_bufs b = {0};
+    const size_t n = (size_t)g->c.requests;
+    if (!g->c.rollout.on)
+        return b;
+    for (size_t i = 0; i < n; i++)
+        b.stride = TS_MAX(b.stride, g->r[i].P + g->c.gen_len);
+    b.q = xmalloc(sizeof *b.q * n);
+    b.imp = xmalloc(sizeof *b.imp * n * (size_t)b.stride);
+    b.elig = xmalloc(n * (size_t)b.stride);
+    b.order = xmalloc(sizeof *b.order * (size_t)b.stride);
+    return b;
+}
+
 /* Runs g to its end on e; steps' and unmasking's GPU times into run. */
 static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule *u, struct gen_run *run,
                           struct ts_err *err)
@@ -366,18 +390,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         dtrack = xmalloc(sizeof *dtrack * (size_t)n * (size_t)g->c.elastic.layers);
         dsim = xmalloc(sizeof *dsim * (size_t)n * (size_t)g->c.elastic.layers);
     }
-    struct eng_rollout_req *roll = NULL; /* d2Cache's rollout: each request's entry, its rows' importance */
-    float *rimp = NULL;
-    uint8_t *relig = NULL;
-    int32_t *rorder = NULL, nr = 0, rstride = 0;
-    if (g->c.rollout.on) {
-        for (int32_t i = 0; i < n; i++)
-            rstride = TS_MAX(rstride, g->r[i].P + g->c.gen_len);
-        roll = xmalloc(sizeof *roll * (size_t)n);
-        rimp = xmalloc(sizeof *rimp * (size_t)n * (size_t)rstride);
-        relig = xmalloc((size_t)n * (size_t)rstride);
-        rorder = xmalloc(sizeof *rorder * (size_t)rstride);
-    }
+    struct rollout_bufs ro = rollout_bufs(g);
     struct step_desc sd;
     step_desc_init(&sd);
     const bool tty = isatty(STDERR_FILENO);
@@ -402,15 +415,15 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
             rc = -1;
             break;
         }
-        if (roll && ((nr = gen_rollout_reqs(g, &sd, roll, relig, rstride, err)) < 0 ||
-                     eng_rollout_next(e, roll, nr, err))) {
+        if (ro.q && ((ro.n = gen_rollout_reqs(g, &sd, ro.q, ro.elig, ro.stride, err)) < 0 ||
+                     eng_rollout_next(e, ro.q, ro.n, err))) {
             rc = -1;
             break;
         }
         struct eng_out out;
         if ((rc = eng_step(e, &sd, &out, &ms, err)) != 0)
             break;
-        if (roll && (rc = eng_rollout_out(e, rimp, err)) != 0)
+        if (ro.q && (rc = eng_rollout_out(e, ro.imp, err)) != 0)
             break;
         if (drift) {
             if ((rc = eng_drift_out(e, dtrack, dsim, err)) != 0)
@@ -431,8 +444,8 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
             gen_smooth_keep(g, &sd, commit);
         if ((rc = gen_apply(g, &sd, commit, cand, err)) != 0)
             break;
-        if (roll) /* (after the commits: what the next step of d2Cache's would run) */
-            gen_rollout_apply(g, &sd, roll, nr, rimp, out.conf, relig, rstride, rorder);
+        if (ro.q) /* (after the commits: what the next step of d2Cache's would run) */
+            gen_rollout_apply(g, &sd, ro.q, ro.n, ro.imp, out.conf, ro.elig, ro.stride, ro.order);
         if (g->c.prophet.on && (rc = gen_prophet_apply(g, &sd, out.tok, out.gap, err) < 0 ? -1 : 0) != 0)
             break;
         for (int32_t s = 0; s < sd.num_segs; s++)
@@ -452,7 +465,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
     step_desc_free(&sd);
     free(groups), free(masked), free(commit), free(cstate), free(cflags), free(cand), free(picks), free(slot), free(taus);
     free(drift), free(dsel), free(dmap), free(delig), free(dtrack), free(dsim);
-    free(roll), free(rimp), free(relig), free(rorder);
+    free(ro.q), free(ro.imp), free(ro.elig), free(ro.order);
     return rc;
 }
 
