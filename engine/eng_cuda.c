@@ -572,8 +572,8 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
 static int alloc_rollout(struct eng *e, struct ts_err *err)
 {
     const int64_t R = e->o.rollout_requests, N = e->o.rollout_positions;
-    if (alloc((void **)&e->ro_mix, R * e->m.num_layers * N * N * 4, err) || alloc((void **)&e->ro_imp, R * N * 4, err) ||
-        alloc((void **)&e->ro_tmp, R * N * 4, err))
+    if (alloc((void **)&e->ro_mix, R * e->m.num_layers * N * N * 4, err) ||
+        alloc((void **)&e->ro_imp, R * N * 4, err) || alloc((void **)&e->ro_tmp, R * N * 4, err))
         return -1;
     e->ro = xcalloc((size_t)R, sizeof *e->ro);
     return 0;
@@ -772,7 +772,8 @@ void eng_destroy(struct eng *e)
     for (int i = 0; i < MAX_PROF_EVENTS && e->prof_ev[i]; i++)
         cudaEventDestroy(e->prof_ev[i]);
     void *dev[] = {e->w,      e->blas_ws,      e->attn_ws, e->k_pool,  e->v_pool, e->d_meta_buf, e->d_tok,
-                   e->d_max,  e->d_conf,       e->d_gap, e->tune_scratch, e->ballast, e->sel_trace, e->f_pool, e->i_pool, e->fc_out,
+                   e->d_max,  e->d_conf,       e->d_gap, e->tune_scratch, e->ballast, e->sel_trace, e->f_pool,
+                   e->i_pool, e->fc_out,
                    e->fc_hp,  e->fc_vnew,      e->pick_trace, e->fc_sim, e->focus_imp, e->focus_prog,
                    e->moe_buf, e->moe_trace, e->tp_gather, e->d_um, e->cr_tok[0], e->cr_tok[1], e->cr_n[0],
                    e->cr_n[1], e->cr_val[0], e->cr_val[1], e->cr_map, e->sm_soft[0], e->sm_soft[1], e->sm_tmp,

@@ -36,6 +36,27 @@ static __device__ float block_max(float v, float *red)
     return s;
 }
 
+/* One query's softmax over N keys into p[0..N) (unnormalised: p[j] = exp(score - max)), the query in
+ * qs [d], key j at key(j), scores times scale; returns their sum. The block's threads, j by j. */
+template <typename KeyOf>
+static __device__ float softmax_keys(float *p, const float *qs, int N, int d, float scale, float *red, KeyOf key)
+{
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < N; j += blockDim.x) {
+        const bf16_t *k = key(j);
+        float dot = 0.f;
+        for (int c = 0; c < d; c++)
+            dot += qs[c] * bf2f(k[c]);
+        p[j] = dot * scale;
+        mx = fmaxf(mx, p[j]);
+    }
+    mx = block_max(mx, red);
+    float sum = 0.f;
+    for (int j = threadIdx.x; j < N; j += blockDim.x)
+        sum += (p[j] = __expf(p[j] - mx));
+    return block_sum(sum, red);
+}
+
 /* Whether an earlier layer's test of this step fired: its later layers then compute every row. */
 static __device__ bool drift_fired(const struct k_drift_args &a)
 {
@@ -64,22 +85,11 @@ static __global__ void __launch_bounds__(DRIFT_THREADS) drift_probs_kernel(struc
     const bool fired = drift_fired(a);
     __syncthreads();
     float *p = a.probs + ((size_t)s * a.H + h) * N;
-    float mx = -INFINITY;
-    for (int j = threadIdx.x; j < N; j += blockDim.x) {
-        const bf16_t *k = now && (fired || a.queried[j])
-                              ? a.k_pool + (size_t)a.slot[a.row0 + a.rowmap[j]] * a.k_stride + (size_t)kvh * d
-                              : a.prev_k_read + ((size_t)j * a.Hkv + kvh) * d;
-        float dot = 0.f;
-        for (int c = 0; c < d; c++)
-            dot += qs[c] * bf2f(k[c]);
-        p[j] = dot * a.scale;
-        mx = fmaxf(mx, p[j]);
-    }
-    mx = block_max(mx, red);
-    float sum = 0.f;
-    for (int j = threadIdx.x; j < N; j += blockDim.x)
-        sum += (p[j] = __expf(p[j] - mx));
-    sum = block_sum(sum, red);
+    const float sum = softmax_keys(p, qs, N, d, a.scale, red, [&](int j) {
+        return now && (fired || a.queried[j])
+                   ? a.k_pool + (size_t)a.slot[a.row0 + a.rowmap[j]] * a.k_stride + (size_t)kvh * d
+                   : a.prev_k_read + ((size_t)j * a.Hkv + kvh) * d;
+    });
     for (int j = threadIdx.x; j < N; j += blockDim.x)
         p[j] /= sum;
 }
@@ -189,20 +199,10 @@ static __global__ void __launch_bounds__(DRIFT_THREADS) rollout_mix_kernel(struc
         for (int c = threadIdx.x; c < d; c += blockDim.x)
             qs[c] = bf2f(q[c]);
         __syncthreads();
-        float mx = -INFINITY;
-        for (int j = threadIdx.x; j < N; j += blockDim.x) {
-            const bf16_t *k = a.k_pool + (size_t)a.slot[a.row0 + j] * a.k_stride + (size_t)(h / group) * d;
-            float dot = 0.f;
-            for (int c = 0; c < d; c++)
-                dot += qs[c] * bf2f(k[c]);
-            p[j] = dot * a.scale;
-            mx = fmaxf(mx, p[j]);
-        }
-        mx = block_max(mx, red);
-        float sum = 0.f;
-        for (int j = threadIdx.x; j < N; j += blockDim.x)
-            sum += (p[j] = __expf(p[j] - mx));
-        const float w = 1.f / (block_sum(sum, red) * (float)a.H);
+        const float sum = softmax_keys(p, qs, N, d, a.scale, red, [&](int j) {
+            return a.k_pool + (size_t)a.slot[a.row0 + j] * a.k_stride + (size_t)(h / group) * d;
+        });
+        const float w = 1.f / (sum * (float)a.H);
         for (int j = threadIdx.x; j < N; j += blockDim.x)
             row[j] = (h ? row[j] : 0.f) + p[j] * w;
     }
