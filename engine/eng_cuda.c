@@ -1347,6 +1347,21 @@ static int dense_layer(struct eng *e, int L, struct k_attn_args *aa, const struc
     return allreduce_rows(e, x, T, err);
 }
 
+/* A two-plan step's front (an evicting or widening step): its front rows embedded, then layers 0 to
+ * nf - 1 over them (importance: layers 0 and 1 score an evicting step's candidates). */
+static int run_front(struct eng *e, int nf, bf16_t *x, bool importance, struct ts_err *err)
+{
+    const struct eng_plan *fp = e->plan.front;
+    if (runs(e, OP_EMBED))
+        KL(k_embed(x, W(e, W_EMB, -1), e->dm_front.tok_ids, fp->T, e->m.hidden, e->stream));
+    mark(e, OP_EMBED);
+    struct k_attn_args af = attn_args(e, fp, &e->dm_front);
+    for (int L = 0; L < nf; L++)
+        if (dense_layer(e, L, &af, &e->dm_front, fp->T, x, importance && L < 2, err))
+            return -1;
+    return 0;
+}
+
 /* An evicting step (eng_plan.h): the front layers over every front row (layers 0 and 1 scoring the
  * candidates), the kept rows chosen and moved to x's first rows, the later layers over them. The
  * move goes through the last front layer's norm1 buffer, which is dead by then and never overlaps x
@@ -1354,16 +1369,11 @@ static int dense_layer(struct eng *e, int L, struct k_attn_args *aa, const struc
 static int forward_evicting(struct eng *e, int layers, bf16_t *x, struct ts_err *err)
 {
     const struct model_cfg *m = &e->m;
-    const struct eng_plan *p = &e->plan, *fp = p->front;
+    const struct eng_plan *p = &e->plan;
     const int h = m->hidden, nf = TS_MIN(e->front_layers, layers);
     cudaStream_t st = e->stream;
-    if (runs(e, OP_EMBED))
-        KL(k_embed(x, W(e, W_EMB, -1), e->dm_front.tok_ids, fp->T, h, st));
-    mark(e, OP_EMBED);
-    struct k_attn_args af = attn_args(e, fp, &e->dm_front);
-    for (int L = 0; L < nf; L++)
-        if (dense_layer(e, L, &af, &e->dm_front, fp->T, x, L < 2 && p->num_probe > 0, err))
-            return -1;
+    if (run_front(e, nf, x, p->num_probe > 0, err))
+        return -1;
     if (runs(e, OP_ATTN)) {
         if (p->num_probe > 0 && nf >= 2) {
             const struct k_focus_args fa = {
@@ -1395,13 +1405,8 @@ static int forward_widening(struct eng *e, int layers, bf16_t *x, struct ts_err 
     const struct eng_plan *p = &e->plan, *fp = p->front;
     const int h = e->m.hidden, nf = TS_MIN(e->front_layers, layers);
     cudaStream_t st = e->stream;
-    if (runs(e, OP_EMBED))
-        KL(k_embed(x, W(e, W_EMB, -1), e->dm_front.tok_ids, fp->T, h, st));
-    mark(e, OP_EMBED);
-    struct k_attn_args af = attn_args(e, fp, &e->dm_front);
-    for (int L = 0; L < nf; L++)
-        if (dense_layer(e, L, &af, &e->dm_front, fp->T, x, false, err))
-            return -1;
+    if (run_front(e, nf, x, false, err))
+        return -1;
     if (runs(e, OP_FEAT_CACHE)) {
         bf16_t *in = e->i_pool + (size_t)nf * e->slots * h;
         KL(k_scatter_rows(in, x, e->dm_front.tok_slot, fp->T, h, st));

@@ -793,15 +793,27 @@ int gen_rollout_parse(const char *spec, struct gen_rollout *out, struct ts_err *
     return 0;
 }
 
-static const float *nucleus_score; /* (qsort's comparison reads the scores here) */
+static const float *desc_key; /* (qsort's comparison reads the keys of the indices it orders here) */
 
-/* The larger score first, then the lower index. */
-static int by_score_desc(const void *a, const void *b)
+/* The larger key first, then the lower index. */
+static int by_key_desc(const void *a, const void *b)
 {
     const int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
-    const float x = nucleus_score[i], y = nucleus_score[j];
+    const float x = desc_key[i], y = desc_key[j];
     return x > y ? -1 : x < y ? 1 : (i > j) - (i < j);
 }
+
+/* Indices order[0..m) by key, the largest first (ties: the lower index). */
+static void sort_desc(int32_t *order, int32_t m, const float *key)
+{
+    desc_key = key;
+    qsort(order, (size_t)m, sizeof *order, by_key_desc);
+}
+
+/* The position of row k of r's segment in the step built last, and whether it is decided (the prompt's
+ * always). */
+static int32_t row_pos(const struct gen_req *r, int32_t k) { return r->nrow ? r->rowpos[k] : k; }
+static bool pos_decided(const struct gen_req *r, int32_t pos) { return pos < r->P || r->decided[pos - r->P]; }
 
 int32_t gen_rollout_nucleus(const float *score, const uint8_t *eligible, int32_t n, double p, int32_t *order)
 {
@@ -812,8 +824,7 @@ int32_t gen_rollout_nucleus(const float *score, const uint8_t *eligible, int32_t
             order[m++] = k;
             total += score[k];
         }
-    nucleus_score = score;
-    qsort(order, (size_t)m, sizeof *order, by_score_desc);
+    sort_desc(order, m, score);
     int32_t kept = 0;
     for (double cum = 0; kept < m && (cum += score[order[kept]] / total) <= p;)
         kept++;
@@ -831,9 +842,9 @@ int32_t gen_rollout_reqs(struct gen *g, const struct step_desc *sd, struct eng_r
         uint8_t *el = before + (int64_t)s * stride;
         bool whole = seg->q == N && seg->kv == 0 && seg->logit_rows == N && (r->nrow == N || r->nrow == 0);
         for (int32_t k = 0; whole && k < N; k++) {
-            const int32_t pos = r->nrow ? r->rowpos[k] : k; /* (nrow 0: where the plan puts them) */
+            const int32_t pos = row_pos(r, k); /* (nrow 0: where the plan puts them) */
             whole = pos >= 0 && pos < N;
-            el[k] = whole && (pos < r->P || r->decided[pos - r->P]);
+            el[k] = whole && pos_decided(r, pos);
         }
         if (!whole)
             return ts_fail(err, "--d2-rollout: request %d's step runs %d rows over %d cached, not each of its %d "
@@ -841,16 +852,6 @@ int32_t gen_rollout_reqs(struct gen *g, const struct step_desc *sd, struct eng_r
         out[s] = (struct eng_rollout_req){.seg = s, .N = N};
     }
     return sd->num_segs;
-}
-
-static const float *certain_conf; /* (qsort's comparison reads the confidences here) */
-
-/* The higher confidence first, then the lower row. */
-static int by_conf_desc(const void *a, const void *b)
-{
-    const int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
-    const float x = certain_conf[i], y = certain_conf[j];
-    return x > y ? -1 : x < y ? 1 : (i > j) - (i < j);
 }
 
 void gen_rollout_apply(struct gen *g, const struct step_desc *sd, const struct eng_rollout_req *q, int32_t n,
@@ -862,14 +863,12 @@ void gen_rollout_apply(struct gen *g, const struct step_desc *sd, const struct e
         uint8_t *el = before + (int64_t)s * stride;
         int32_t masked = 0;
         for (int32_t k = 0; k < q[s].N; k++) { /* decoded by this step: not a candidate; still masked: listed */
-            const int32_t pos = r->nrow ? r->rowpos[k] : k;
-            const bool now = pos < r->P || r->decided[pos - r->P];
+            const bool now = pos_decided(r, row_pos(r, k));
             el[k] = now && el[k];
             if (!now)
                 order[masked++] = k;
         }
-        certain_conf = conf + row0;
-        qsort(order, (size_t)masked, sizeof *order, by_conf_desc);
+        sort_desc(order, masked, conf + row0);
         for (int32_t j = 0; j < masked; j++) /* the k most certain run anyway, the rest are candidates */
             el[order[j]] = j >= g->c.rollout.k;
         int32_t m = 0;

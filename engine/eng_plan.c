@@ -396,6 +396,14 @@ static void fill_tiles(struct eng_plan *p)
     p->num_tiles = attn_tiles(p->S, p->q_len, p->tiles, &p->long_tiles, &p->long_rows, &p->wg_tiles);
 }
 
+/* Each segment's logit rows: its last logit_rows rows of plan p (a plain step's, or the later layers'). */
+static void fill_logits(struct eng_plan *p, const struct step_desc *sd)
+{
+    for (int32_t s = 0, r = 0; s < sd->num_segs; s++)
+        for (int32_t i = sd->segs[s].q - sd->segs[s].logit_rows; i < sd->segs[s].q; i++)
+            p->logit_idx[r++] = p->q_start[s] + i;
+}
+
 /* A layered step's hidden rows: ids, slots, x_comp (every row -1 before fill_rows marks the computed
  * ones), the probes and the logit rows (each segment's last logit_rows hidden rows). */
 static void fill_hidden(struct eng_plan *p, struct eng_plan *fp, struct eng_kv *kv, const struct step_desc *sd,
@@ -460,14 +468,13 @@ static void plan_evicting(struct eng_plan *p, struct eng_kv *kv, const struct st
     fill_rows(p, kv, sd, vocab, seed, NULL, false, true);
     fill_tiles(p);
     int32_t np = 0, cand = 0;
-    for (int32_t s = 0, r = 0; s < sd->num_segs; s++) {
+    fill_logits(p, sd);
+    for (int32_t s = 0; s < sd->num_segs; s++) {
         const struct segment *g = &sd->segs[s];
         for (int32_t i = 0; i < g->q; i++) { /* the front row at the same key */
             const int32_t j = p->q_start[s] + i;
             p->c_row[j] = fp->q_start[s] + p->tok_pos[j] - fp->kv_cached[s];
         }
-        for (int32_t i = g->q - g->logit_rows; i < g->q; i++)
-            p->logit_idx[r++] = p->q_start[s] + i;
         if (g->probe == 0)
             continue;
         ts_grow((void **)&p->probe, &p->cap_probe, (size_t)(ENG_EVICT_FIELDS * (np + 1)), sizeof(int32_t));
@@ -501,9 +508,7 @@ static void plan_widening(struct eng_plan *p, struct eng_kv *kv, const struct st
     p->front->R = 0;
     fill_rows(p, kv, sd, vocab, seed, NULL, false, false);
     fill_tiles(p);
-    for (int32_t s = 0, r = 0; s < sd->num_segs; s++)
-        for (int32_t i = sd->segs[s].q - sd->segs[s].logit_rows; i < sd->segs[s].q; i++)
-            p->logit_idx[r++] = p->q_start[s] + i;
+    fill_logits(p, sd);
     p->widen = true;
 }
 
@@ -548,9 +553,7 @@ int eng_plan_build(struct eng_plan *p, struct eng_kv *kv, const struct step_desc
     }
     if (!layered) {
         fill_rows(p, kv, sd, vocab, seed, NULL, false, false);
-        for (int32_t s = 0, r = 0; s < S; s++) /* logits: each segment's last logit_rows rows */
-            for (int32_t i = sd->segs[s].q - sd->segs[s].logit_rows; i < sd->segs[s].q; i++)
-                p->logit_idx[r++] = p->q_start[s] + i;
+        fill_logits(p, sd);
         fill_tiles(p);
         if (p->front) {
             eng_plan_free(p->front);

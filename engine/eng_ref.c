@@ -741,6 +741,18 @@ static void ref_moe(struct eng_ref *r, int L, const float *hn, int T, float *out
     free(logits), free(wts), free(gu), free(act), free(y), free(ids);
 }
 
+/* Plan p's rows x kept as their keys' inputs to layer L (the input cache), row i at key pos[i]. */
+static void keep_inputs(struct eng_ref *r, const struct step_desc *sd, const struct eng_plan *p, const int32_t *pos,
+                        int L, const float *x)
+{
+    const size_t h = (size_t)r->m.hidden;
+    for (int s = 0; s < p->S; s++) {
+        struct ref_cache *c = &r->reqs[sd->segs[s].req_id];
+        for (int i = p->q_start[s]; i < p->q_start[s] + p->q_len[s]; i++)
+            memcpy(c->xi + ((size_t)L * c->cap + pos[i]) * h, x + (size_t)i * h, sizeof *x * h);
+    }
+}
+
 /* Layer L of plan p over its T rows x: each row's K/V stored at its position pos[] (its key; the
  * plan's tok_pos, or an evicting step's kept rows), each segment's attention over key_len[s] keys,
  * its selection where it selects; the qkv rows are left in b->qkv. */
@@ -751,12 +763,7 @@ static void ref_plain_layer(struct eng_ref *r, const struct step_desc *sd, const
     const int T = p->T, h = m->hidden, H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
     const int F = eng_ffn_width(m, L), width = (H + 2 * Hkv) * d, kvrow = Hkv * d;
     int nsel = 0;
-    for (int s = 0; s < p->S; s++) { /* each row's input kept at its key (the input cache) */
-        struct ref_cache *c = &r->reqs[sd->segs[s].req_id];
-        for (int i = 0; i < p->q_len[s]; i++)
-            memcpy(c->xi + ((size_t)L * c->cap + pos[p->q_start[s] + i]) * h, x + (size_t)(p->q_start[s] + i) * h,
-                   sizeof *x * h);
-    }
+    keep_inputs(r, sd, p, pos, L, x);
     ref_rmsnorm(b->hn, x, eng_ref_weight(r, W_ATTN_NORM, L), T, h, model_rms_eps(&r->m));
     ref_linear(b->qkv, b->hn, eng_ref_weight(r, W_QKV, L), T, h, width);
     layer_qkv_rope(r, L, b->qkv, pos, T);
@@ -875,12 +882,7 @@ static void ref_step_widening(struct eng_ref *r, const struct step_desc *sd, con
         cache_for(r, sd->segs[s].req_id, TS_MAX(fp->key_len[s], p->key_len[s]));
     for (int L = 0; L < nf; L++)
         ref_plain_layer(r, sd, fp, fp->tok_pos, fp->key_len, L, block_size, x, &b);
-    for (int s = 0; s < fp->S; s++) { /* the front rows' inputs to layer nf, then every later row's */
-        struct ref_cache *c = &r->reqs[sd->segs[s].req_id];
-        for (int i = 0; i < fp->q_len[s]; i++)
-            memcpy(c->xi + ((size_t)nf * c->cap + fp->tok_pos[fp->q_start[s] + i]) * h,
-                   x + (size_t)(fp->q_start[s] + i) * h, sizeof *x * h);
-    }
+    keep_inputs(r, sd, fp, fp->tok_pos, nf, x); /* the front rows' inputs to layer nf, then every later row's */
     for (int s = 0; s < p->S; s++) {
         const struct ref_cache *c = &r->reqs[sd->segs[s].req_id];
         for (int i = 0; i < p->q_len[s]; i++)

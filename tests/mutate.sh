@@ -195,7 +195,7 @@ mutations=(
     "a measured distribution drawn one position short|sim/decode.c|        return 1 + (int32_t)gsl_interp_bsearch(dm->cdf, gsl_rng_uniform(r->rng), 0, (size_t)dm->ncdf);|        return (int32_t)gsl_interp_bsearch(dm->cdf, gsl_rng_uniform(r->rng), 0, (size_t)dm->ncdf);|check_eng_gen"
     "the reference's kept rows at contiguous positions|engine/eng_ref.c|            cpos[f[3] + k] = fp->tok_pos[f[0] + use[k]];|            cpos[f[3] + k] = f[4] + use[k];|check_eng_gen"
     "a refresh gathers its rows from the layer before|engine/eng_ref.c|memcpy(x + (size_t)(p->q_start[s] + i) * h, c->xi + ((size_t)nf * c->cap|memcpy(x + (size_t)(p->q_start[s] + i) * h, c->xi + ((size_t)(nf - 1) * c->cap|check_eng_ref"
-    "a refresh keeps no front row's input|engine/eng_ref.c|        for (int i = 0; i < fp->q_len[s]; i++)\n            memcpy(c->xi + ((size_t)nf * c->cap|        for (int i = 0; i < 0; i++)\n            memcpy(c->xi + ((size_t)nf * c->cap|check_eng_ref"
+    "a refresh keeps no front row's input|engine/eng_ref.c|    keep_inputs(r, sd, fp, fp->tok_pos, nf, x);|    (void)fp;|check_eng_ref"
     "a cached row beside a refresh loses its placed position|engine/eng_plan.c|        if (sd->segs[s].q_front == 0) /* its later rows are its front ones */|        if (sd->segs[s].q_front < 0) /* its later rows are its front ones */|check_eng_plan"
     "a refresh's later layers read cached keys|engine/eng_plan.c|    if (g->kv > 0 |    if (g->kv > 1 << 30 |check_eng_plan"
     "layer inputs cost nothing in the calibrated model|sim/calib_fit.c|            fc += input_cache_ms(cx, sd);|            fc += 0;|check_cost"
@@ -204,7 +204,7 @@ mutations=(
     "Fast-dLLM v2's prefill keeps no logits|sim/policy_fdllm_v2.c|s->logit_rows = pc->p[PLOGITS] == 0 ? 0 : pc->mask_only ? 1 : s->q;|s->logit_rows = 0;|check_policy"
     "d2Cache's nucleus takes ineligible positions|engine/eng_gen.c|        if (eligible[k]) {\n            order[m++] = k;|        if (1) {\n            order[m++] = k;|check_eng_gen"
     "d2Cache's nucleus may be empty|engine/eng_gen.c|    return m > 0 ? TS_MAX(kept, 1) : 0;|    return m > 0 ? kept : 0;|check_eng_gen"
-    "d2Cache's rollout counts masked positions eligible|engine/eng_gen.c|r->decided[pos - r->P]);|1);|check_eng_gen"
+    "d2Cache's rollout counts masked positions eligible|engine/eng_gen.c|            el[k] = whole && pos_decided(r, pos);|            el[k] = whole;|check_eng_gen"
     "d2Cache's most certain masked positions stay candidates|engine/eng_gen.c|            el[order[j]] = j >= g->c.rollout.k;|            el[order[j]] = 1;|check_eng_gen"
 )
 

@@ -324,12 +324,17 @@ def elastic_knobs(out):
           f"{len(refresh) / len(cached):.4f} --ec-depth {round(statistics.median(refresh)) if refresh else 0}")
 
 
+def nucleus_share(f):
+    """A d2Cache forward's nucleus (its rows neither masked nor the one the step before decoded) over the
+    positions it was chosen among (all but the masked rows and that one)."""
+    return (int(f["others"]) - 1) / (f["N"] - int(f["masked"]) - 1)
+
+
 def d2cache_knobs(out):
     """The rollout's nucleus d2Cache's loop chose (own.sh d2cache), as tessera's --d2-rollout-share: the mean
-    over its cached forwards of the nucleus (the rows neither masked nor the one the step before decoded)
-    over the positions it was chosen among (all but the masked rows and that one)."""
+    of its cached forwards' nucleus_share."""
     _, fwd = own_forwards(out)
-    share = [(int(f["others"]) - 1) / (f["N"] - int(f["masked"]) - 1) for fs in fwd.values() for f in fs[1:]]
+    share = [nucleus_share(f) for fs in fwd.values() for f in fs[1:]]
     print(f"--d2-rollout-share {statistics.mean(share):.4f}")
 
 
@@ -418,7 +423,7 @@ def d2cache_rollout(out):
     print("request,prompt_tokens,steps_own,nucleus_own,share_own,steps_tessera,nucleus_tessera,share_tessera")
     for i in sorted(meas):
         m, e = meas[i][1:], eng[i]
-        share = [(int(f["others"]) - 1) / (f["N"] - int(f["masked"]) - 1) for f in m]
+        share = [nucleus_share(f) for f in m]
         print(f"{i},{req[i]['prompt_tokens']},{len(m)},{statistics.mean(int(f['others']) - 1 for f in m):.1f},"
               f"{statistics.mean(share):.4f},{e['d2_steps']},{e['d2_nucleus'] / max(1, e['d2_steps']):.1f},"
               f"{e['d2_share']:.4f}")
