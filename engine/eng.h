@@ -159,6 +159,36 @@ void eng_release(struct eng *e, int32_t req_id);
 /* The KV pool's free pages now. */
 int32_t eng_pool_free_pages(const struct eng *e);
 
+/* A request's K/V moved between engines (a disaggregated fleet's move, sim/fleet.c). The sender sets
+ * its pages aside under a ticket (eng_hold; eng_held gives their ids); the receiver copies them from
+ * the sender's pool into free pages of its own under a ticket of its own (eng_pull, the time in *ms),
+ * then gives those to the request's id there (eng_adopt), and the sender frees its own (eng_drop).
+ * The pool is the K and V pools alone: a move carries no feature or input cache. A pool in another
+ * process is reached through its handle (eng_pool_export there, eng_pool_import here): CUDA IPC, the
+ * copy then a read of the peer GPU's memory over the link between them. */
+struct eng_pool {
+    void *k, *v;   /* device memory, [layers][slots][kv_row] each */
+    int64_t slots; /* pages times page_tokens */
+    int32_t page_tokens, layers, kv_row;
+};
+#define ENG_POOL_HANDLE 64 /* CUDA_IPC_HANDLE_SIZE */
+struct eng_pool_handle {
+    unsigned char k[ENG_POOL_HANDLE], v[ENG_POOL_HANDLE];
+    int64_t slots;
+    int32_t page_tokens, layers, kv_row;
+};
+void eng_pool_of(const struct eng *e, struct eng_pool *out);
+int eng_pool_export(const struct eng *e, struct eng_pool_handle *out, struct ts_err *err);
+int eng_pool_import(const struct eng_pool_handle *h, struct eng_pool *out, struct ts_err *err);
+void eng_pool_close(struct eng_pool *p); /* an imported pool */
+int eng_hold(struct eng *e, int32_t req_id, int64_t ticket, struct ts_err *err);
+/* The pages set aside under ticket (held by eng_hold or pulled by eng_pull): -1 where none are. */
+int eng_held(const struct eng *e, int64_t ticket, const int32_t **pages, int32_t *n);
+int eng_pull(struct eng *e, const struct eng_pool *src, const int32_t *pages, int32_t n, int64_t ticket, float *ms,
+             struct ts_err *err);
+int eng_adopt(struct eng *e, int64_t ticket, int32_t req_id, struct ts_err *err);
+void eng_drop(struct eng *e, int64_t ticket);
+
 /* Generation. The steps that follow embed t's tokens where it has them (a request's real tokens, the
  * mask token at its undecided positions) instead of the hash of eng_opts.seed, and run a segment's
  * query rows at t's q_pos where it gives one (eng_plan_set_ids); NULL: the hash everywhere. */

@@ -27,6 +27,9 @@ void eng_kv_free(struct eng_kv *kv)
     for (int32_t i = 0; i < kv->num_reqs; i++)
         free(kv->reqs[i].pages);
     free(kv->reqs);
+    for (int32_t i = 0; i < kv->num_held; i++)
+        free(kv->held[i].r.pages);
+    free(kv->held);
     free(kv->free_pages);
     memset(kv, 0, sizeof *kv);
 }
@@ -78,6 +81,82 @@ void eng_kv_truncate(struct eng_kv *kv, int32_t req_id, int32_t tokens)
     const int32_t keep = (tokens + kv->page_tokens - 1) / kv->page_tokens;
     while (r->num_pages > keep)
         kv->free_pages[kv->num_free++] = r->pages[--r->num_pages];
+}
+
+/* --- moves between engines --------------------------------------------------------------- */
+
+static int32_t held_index(const struct eng_kv *kv, int64_t ticket)
+{
+    for (int32_t i = 0; i < kv->num_held; i++)
+        if (kv->held[i].ticket == ticket)
+            return i;
+    return -1;
+}
+
+const struct eng_kv_req *eng_kv_held(const struct eng_kv *kv, int64_t ticket)
+{
+    const int32_t i = held_index(kv, ticket);
+    return i < 0 ? NULL : &kv->held[i].r;
+}
+
+/* A new set under ticket holding r's pages (r then none). */
+static void set_aside(struct eng_kv *kv, int64_t ticket, struct eng_kv_req *r)
+{
+    if (kv->num_held == kv->cap_held) {
+        kv->cap_held = kv->cap_held ? 2 * kv->cap_held : 8;
+        kv->held = xrealloc(kv->held, sizeof *kv->held * (size_t)kv->cap_held);
+    }
+    kv->held[kv->num_held++] = (struct eng_kv_held){ticket, *r};
+    *r = (struct eng_kv_req){0};
+}
+
+int eng_kv_hold(struct eng_kv *kv, int32_t req_id, int64_t ticket, struct ts_err *err)
+{
+    if (held_index(kv, ticket) >= 0)
+        return ts_fail(err, "K/V move %lld: its ticket is in use", (long long)ticket);
+    set_aside(kv, ticket, req_of(kv, req_id));
+    return 0;
+}
+
+int eng_kv_take(struct eng_kv *kv, int64_t ticket, int32_t pages, struct ts_err *err)
+{
+    if (held_index(kv, ticket) >= 0)
+        return ts_fail(err, "K/V move %lld: its ticket is in use", (long long)ticket);
+    if (pages < 0 || pages > kv->num_free)
+        return ts_fail(err, "K/V move %lld: %d pages of %d tokens wanted, %d of %d are free", (long long)ticket,
+                       pages, kv->page_tokens, kv->num_free, kv->num_pages);
+    struct eng_kv_req r = {.pages = xmalloc(sizeof *r.pages * (size_t)(pages ? pages : 1)), .cap = pages};
+    while (r.num_pages < pages)
+        r.pages[r.num_pages++] = kv->free_pages[--kv->num_free];
+    set_aside(kv, ticket, &r);
+    return 0;
+}
+
+int eng_kv_adopt(struct eng_kv *kv, int64_t ticket, int32_t req_id, struct ts_err *err)
+{
+    const int32_t i = held_index(kv, ticket);
+    if (i < 0)
+        return ts_fail(err, "K/V move %lld: no pages are set aside under it", (long long)ticket);
+    struct eng_kv_req *r = req_of(kv, req_id);
+    if (r->num_pages > 0)
+        return ts_fail(err, "K/V move %lld: request %d already holds %d pages", (long long)ticket, req_id,
+                       r->num_pages);
+    free(r->pages);
+    *r = kv->held[i].r;
+    kv->held[i] = kv->held[--kv->num_held];
+    return 0;
+}
+
+void eng_kv_drop(struct eng_kv *kv, int64_t ticket)
+{
+    const int32_t i = held_index(kv, ticket);
+    if (i < 0)
+        return;
+    struct eng_kv_req *r = &kv->held[i].r;
+    while (r->num_pages > 0)
+        kv->free_pages[kv->num_free++] = r->pages[--r->num_pages];
+    free(r->pages);
+    kv->held[i] = kv->held[--kv->num_held];
 }
 
 int32_t eng_kv_slot(const struct eng_kv *kv, int32_t req_id, int32_t key)

@@ -69,6 +69,13 @@ struct eng_kv {
         int32_t num_pages, cap;
     } *reqs; /* indexed by request id */
     int32_t num_reqs;
+    /* pages set aside under a ticket, owned by no request: a request's K/V moving to or from another
+     * engine (a disaggregated fleet's move) */
+    struct eng_kv_held {
+        int64_t ticket;
+        struct eng_kv_req r;
+    } *held;
+    int32_t num_held, cap_held;
 };
 
 void eng_kv_init(struct eng_kv *kv, int32_t page_tokens, int32_t num_pages);
@@ -80,6 +87,17 @@ void eng_kv_release(struct eng_kv *kv, int32_t req_id);
  * the kept keys were copied to the front); fewer pages than that are left as they are. */
 void eng_kv_truncate(struct eng_kv *kv, int32_t req_id, int32_t tokens);
 int32_t eng_kv_slot(const struct eng_kv *kv, int32_t req_id, int32_t key);
+/* A move between engines. The sender sets a request's pages aside under a ticket (eng_kv_hold: the
+ * request then holds none) and frees them once they are copied (eng_kv_drop). The receiver takes
+ * free pages under a ticket of its own to copy into (eng_kv_take) and gives them to the request's id
+ * there (eng_kv_adopt), which must hold no pages. A ticket names one set at a time: -1 with err where
+ * it is in use (hold, take) or unknown (adopt), or the pool is short (take); nothing changes then. */
+int eng_kv_hold(struct eng_kv *kv, int32_t req_id, int64_t ticket, struct ts_err *err);
+int eng_kv_take(struct eng_kv *kv, int64_t ticket, int32_t pages, struct ts_err *err);
+int eng_kv_adopt(struct eng_kv *kv, int64_t ticket, int32_t req_id, struct ts_err *err);
+void eng_kv_drop(struct eng_kv *kv, int64_t ticket); /* an unknown ticket: nothing */
+/* The pages set aside under ticket, or NULL. */
+const struct eng_kv_req *eng_kv_held(const struct eng_kv *kv, int64_t ticket);
 
 struct eng_plan {
     int32_t T, S, R, num_tiles, num_page_refs;

@@ -217,6 +217,42 @@ extern "C" int k_scatter_rows(bf16_t *out, const bf16_t *in, const int32_t *idx,
     return (int)k_launch(scatter_kernel, dim3(rows), dim3(threads_for(h)), 0, stream, out, in, idx, h);
 }
 
+/* Block (page j, layer): the page's rows in that layer, 16 bytes a thread at a time, four loads in
+ * flight before their stores (a peer's memory is read over the link, where one load at a time leaves
+ * it idle). */
+static __global__ void copy_pages_kernel(bf16_t *__restrict__ out, int64_t out_slots, const bf16_t *__restrict__ in,
+                                         int64_t in_slots, const int32_t *src, const int32_t *dst, int page_tokens,
+                                         int row)
+{
+    griddep_wait();
+    const int64_t n = (int64_t)page_tokens * row / 8, layer = blockIdx.y, step = blockDim.x;
+    const uint4 *__restrict__ from = (const uint4 *)(in + (layer * in_slots + (int64_t)src[blockIdx.x] * page_tokens) * row);
+    uint4 *__restrict__ to = (uint4 *)(out + (layer * out_slots + (int64_t)dst[blockIdx.x] * page_tokens) * row);
+    int64_t c = threadIdx.x;
+    for (; c + 3 * step < n; c += 4 * step) {
+        uint4 v[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            v[k] = from[c + k * step];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            to[c + k * step] = v[k];
+    }
+    for (; c < n; c += step)
+        to[c] = from[c];
+}
+
+extern "C" int k_copy_pages(bf16_t *out, int64_t out_slots, const bf16_t *in, int64_t in_slots, const int32_t *src,
+                            const int32_t *dst, int pages, int layers, int page_tokens, int row, k_stream stream)
+{
+    if (row % 8 || layers > 65535)
+        return (int)cudaErrorInvalidValue;
+    if (pages <= 0 || layers <= 0)
+        return 0;
+    return (int)k_launch(copy_pages_kernel, dim3(pages, layers), dim3(256), 0, stream, out, out_slots, in, in_slots,
+                         src, dst, page_tokens, row);
+}
+
 /*
  * Block (token, group): the token's cos/sin table (d/2 angles) is computed into shared memory and
  * shared by the rotated heads of the group; threads walk the group's (head, 8 i) pairs of 16-byte

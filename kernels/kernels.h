@@ -62,6 +62,11 @@ int k_gather_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, int rows, i
                   k_stream stream);
 /* Row scatter: out[idx[i]] = in[i] (the indices distinct). */
 int k_scatter_rows(bf16_t *out, const bf16_t *in, const int32_t *idx, int rows, int h, k_stream stream);
+/* Page copy between two pools laid out [layers][slots][row] (a page: page_tokens slots): page src[j] of
+ * in to page dst[j] of out, in every layer, for j < pages. in may be another GPU's memory (a peer's,
+ * read over the link). row a multiple of 8. */
+int k_copy_pages(bf16_t *out, int64_t out_slots, const bf16_t *in, int64_t in_slots, const int32_t *src,
+                 const int32_t *dst, int pages, int layers, int page_tokens, int row, k_stream stream);
 
 /*
  * QKV post-processing for T packed tokens of qkv [T, (H + 2*Hkv) * d] (d a multiple of 16): adds

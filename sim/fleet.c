@@ -238,10 +238,10 @@ static void hold(struct hold_queue *q, const struct trace_req *tr, int64_t index
     q->v[(q->head + q->n++) % q->cap] = (struct held){*tr, index};
 }
 
-/* A request moving between the pools: its handoff and the replica it goes to. */
+/* A request moving between the pools: its handoff and the replicas it leaves and goes to. */
 struct moving {
     struct sim_handoff h;
-    int to;
+    int from, to;
 };
 
 /* The fleet: its replicas, the router's view and cursors, and where disaggregated the moves. */
@@ -361,9 +361,25 @@ static void release_rest(struct fleet_state *fl, int64_t last_ns)
 
 /* --- moves between the pools --------------------------------------------------------------- */
 
+/* Live: move h's K/V from replica `from`'s engine to replica to's under key, the copy's measured
+ * time returned (the link's model_s where it fails, the failure then the sender's run's). */
+static double live_move(struct fleet_state *fl, int from, const struct sim_handoff *h, int to, int64_t key,
+                        double model_s)
+{
+    struct ts_err err = {0};
+    double secs = model_s;
+    if (fl->o->live_move(fl->o->live_ctx, from, h->ticket, to, key, &secs, &err)) {
+        sim_fail(fl->r[from], &err);
+        return model_s;
+    }
+    fl->out->moves_live++;
+    fl->out->move_live_s += secs, fl->out->move_model_s += model_s;
+    return secs;
+}
+
 /* The requests replica i handed on, each sent to a replica of the other pool over the link: it
  * leaves once its sender's and its receiver's ports are free, and arrives its bytes' time and the
- * latency later. */
+ * latency later (live, with K/V: the copy's measured time later, the latency within it). */
 static void send_handoffs(struct fleet_state *fl, int i)
 {
     struct sim_handoff *h;
@@ -380,15 +396,6 @@ static void send_handoffs(struct fleet_state *fl, int i)
         const struct sim_config *rc = sim_config(fl->r[to]);
         const int32_t gpus = TS_MIN(h[j].gpus, TS_MAX(rc->tp, rc->ep)); /* (a port a GPU) */
         const double bw = (link->bw > 0 ? link->bw : fmin(sim_gpu(fl->r[i])->link_bw, sim_gpu(fl->r[to])->link_bw)) * gpus;
-        const int64_t start = TS_MAX(h[j].left_ns, TS_MAX(fl->port_out[i], fl->port_in[to]));
-        const int64_t end = start + llround((double)h[j].bytes / bw * 1e9);
-        fl->port_out[i] = fl->port_in[to] = end;
-        const int64_t at = end + llround(link->lat_s * 1e9);
-        struct fleet_result *out = fl->out;
-        out->handoffs++, out->handoffs_kv += h[j].cache;
-        out->moved_bytes += (double)h[j].bytes;
-        out->xfer_s += (double)(at - h[j].left_ns) * 1e-9;
-        out->xfer_wait_s += (double)(start - h[j].left_ns) * 1e-9;
         int32_t slot;
         if (fl->num_free > 0) {
             slot = fl->free_mv[--fl->num_free];
@@ -396,7 +403,19 @@ static void send_handoffs(struct fleet_state *fl, int i)
             ts_grow((void **)&fl->mv, &fl->cap_mv, fl->num_mv + 1, sizeof *fl->mv);
             slot = (int32_t)fl->num_mv++;
         }
-        fl->mv[slot] = (struct moving){h[j], to};
+        const bool live = h[j].ticket >= 0;
+        const double wire_s = (double)h[j].bytes / bw;
+        const double busy_s = live ? live_move(fl, i, &h[j], to, slot, wire_s + link->lat_s) : wire_s;
+        const int64_t start = TS_MAX(h[j].left_ns, TS_MAX(fl->port_out[i], fl->port_in[to]));
+        const int64_t end = start + llround(busy_s * 1e9);
+        fl->port_out[i] = fl->port_in[to] = end;
+        const int64_t at = end + (live ? 0 : llround(link->lat_s * 1e9));
+        struct fleet_result *out = fl->out;
+        out->handoffs++, out->handoffs_kv += h[j].cache;
+        out->moved_bytes += (double)h[j].bytes;
+        out->xfer_s += (double)(at - h[j].left_ns) * 1e-9;
+        out->xfer_wait_s += (double)(start - h[j].left_ns) * 1e-9;
+        fl->mv[slot] = (struct moving){h[j], i, to};
         evq_push(&fl->xq, at, EV_ARRIVAL, slot);
     }
 }
@@ -415,7 +434,11 @@ static void step_to(struct fleet_state *fl, int64_t t)
         struct event e;
         while (!evq_empty(&fl->xq) && evq_peek_time(&fl->xq) == now && evq_pop(&fl->xq, &e)) {
             struct moving *mv = &fl->mv[e.arg];
-            sim_feed_moved(fl->r[mv->to], &mv->h, now);
+            const int64_t ticket = mv->h.ticket;
+            const int32_t id = sim_feed_moved(fl->r[mv->to], &mv->h, now);
+            struct ts_err err = {0};
+            if (ticket >= 0 && fl->o->live_adopt(fl->o->live_ctx, mv->to, e.arg, id, &err))
+                sim_fail(fl->r[mv->to], &err);
             fl->dirty[mv->to] = true;
             fl->inbound[mv->to]--;
             ts_grow((void **)&fl->free_mv, &fl->cap_free, fl->num_free + 1, sizeof *fl->free_mv);
@@ -761,6 +784,24 @@ static int disagg_setup(struct fleet_state *fl, struct ts_err *err)
     return 0;
 }
 
+/* Why a live disaggregated fleet cannot move its requests between its engines, or 0: a move carries a
+ * request's K and V pages alone, so a policy whose engine keeps more for a request (dLLM-Cache's
+ * feature cache, Elastic-Cache's layer inputs, FOCUS's eviction progress) is refused. */
+static int live_moves_refused(struct sim **r, const struct fleet_opts *o, struct ts_err *err)
+{
+    if (!o->live_move || !o->live_adopt)
+        return ts_fail(err, "--disagg with --executor gpu: this fleet's executors cannot move K/V between them");
+    const struct step_desc *k = sim_knobs(r[0]); /* (every replica runs replica 0's policy: disagg_setup) */
+    const char *what = k->cache_outputs ? "each token's attention and FFN outputs (a feature cache)"
+                       : k->cache_inputs ? "each token's input to every layer"
+                       : k->evict        ? "each request's eviction progress"
+                                         : NULL;
+    if (what)
+        return ts_fail(err, "--disagg with --executor gpu: a live move carries a request's K and V alone, and policy "
+                            "'%s' keeps %s on the engine as well", sim_config(r[0])->policy, what);
+    return 0;
+}
+
 /* Why the replicas' prompt caches cannot run on workload trace t, or 0: the workload must give prompt
  * block ids where any keeps one, and under an affinity router every replica must keep one. */
 static int prompts_refused(const struct trace *t, const struct sim_config *cfg, int n, bool affinity,
@@ -856,11 +897,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
                            cfg[i].system[0] ? " --system " : "", cfg[i].system);
             goto done;
         }
-    if (o->ex && o->disagg.mode != DISAGG_OFF) {
-        ts_fail(err, "--disagg with --executor gpu: moving a request's K/V between engines is not run live");
-        goto done;
-    }
-    if ((o->disagg.mode != DISAGG_OFF && disagg_setup(&fl, err)) || (o->tau.on && tau_setup(&fl, err)) || sim_model_resolve(workload, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err) ||
+    if ((o->disagg.mode != DISAGG_OFF && (disagg_setup(&fl, err) || (o->ex && live_moves_refused(r, o, err)))) || (o->tau.on && tau_setup(&fl, err)) || sim_model_resolve(workload, &m, err) || sim_workload_open(workload, &m, &t, &lengths, &st, err) ||
         prompts_setup(&fl, cfg, &t, err) || (o->live_open && o->live_open(o->live_ctx, err)))
         goto done;
     for (int i = 0; o->ex && i < n; i++) /* (live: its workers started, past every check) */

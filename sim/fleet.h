@@ -162,6 +162,13 @@ struct fleet_opts {
      * runs ex's steps and fill ex (the engine workers); nonzero refuses the run with err */
     int (*live_open)(void *ctx, struct ts_err *err);
     void *live_ctx;
+    /* live and disaggregated: each move that carries K/V run between the engines, its measured time in
+     * place of the link's model. live_move copies the K/V replica `from`'s executor set aside under
+     * `ticket` (sim_executor.hold) to replica `to`, held there under `key` (the move's own, unique
+     * among those in flight) and freed at the sender, the copy's time in *seconds; live_adopt gives
+     * them to request req_id there once it arrives. Nonzero fails the run with err. */
+    int (*live_move)(void *ctx, int from, int64_t ticket, int to, int64_t key, double *seconds, struct ts_err *err);
+    int (*live_adopt)(void *ctx, int to, int64_t key, int32_t req_id, struct ts_err *err);
     bool progress;      /* a progress line on stderr */
 };
 
@@ -186,6 +193,8 @@ struct fleet_result {
     int64_t handoffs, handoffs_kv;  /* requests moved between the pools, and those that took their K/V */
     double moved_bytes;             /* over the link */
     double xfer_s, xfer_wait_s;     /* the moves' time, left to arrived, summed; the part spent waiting for a port */
+    int64_t moves_live;             /* live: the moves run between the engines (those with K/V) */
+    double move_live_s, move_model_s; /* and their copies' measured time, summed, against the link's model */
     double run_wall_s;
 };
 

@@ -956,6 +956,13 @@ const char *sim_hand_mismatch(const struct sim *a, const struct sim *b)
 }
 
 bool sim_failed(const struct sim *s) { return s->failed; }
+
+void sim_fail(struct sim *s, const struct ts_err *err)
+{
+    if (!s->failed)
+        s->run_err = *err;
+    s->failed = true;
+}
 int64_t sim_prompt_blocks(const struct sim *s) { return s->prompts ? prompt_cache_cap(s->prompts) : 0; }
 
 void sim_set_hand(struct sim *s, enum sim_hand h)
@@ -969,6 +976,12 @@ void sim_hand_on(struct sim *s, struct request *r, bool cache)
     TS_ASSERT(r->state == REQ_RUNNING && !r->work_done);
     sim_remove_running(s, r->id);
     const int64_t tokens = r->kv_tokens_held;
+    int64_t ticket = -1;
+    if (cache && s->ex.hold) { /* live: its K/V set aside for the move before they are released */
+        ticket = s->sum.handed_out;
+        if (s->ex.hold(s->ex.ctx, r->id, ticket, &s->run_err))
+            s->failed = true;
+    }
     sim_kv_release(s, r);
     if (s->sched->forget)
         s->sched->forget(s, r);
@@ -978,7 +991,7 @@ void sim_hand_on(struct sim *s, struct request *r, bool cache)
     r->state = REQ_MOVED;
     ts_grow((void **)&s->handoffs, &s->cap_handoffs, s->num_handoffs + 1, sizeof *s->handoffs);
     s->handoffs[s->num_handoffs++] = (struct sim_handoff){
-        .left_ns = s->now_ns, .gpus = sim_gpus(s), .cache = cache, .req = moved,
+        .left_ns = s->now_ns, .gpus = sim_gpus(s), .cache = cache, .ticket = ticket, .req = moved,
         /* the K/V it holds, every GPU's share; else its token ids (int32) */
         .bytes = cache ? tokens * s->kv_token_bytes * sim_gpus(s) : (int64_t)r->L * 4};
     s->sum.handed_out++;

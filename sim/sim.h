@@ -73,6 +73,10 @@ struct sim_executor {
     void *ctx;
     int (*step)(void *ctx, const struct step_desc *sd, double *seconds, struct ts_err *err);
     void (*release)(void *ctx, int32_t req_id);
+    /* A disaggregated fleet's live replica: a request handed on with its K/V has them set aside under
+     * ticket (sim_handoff.ticket) before they are released, for the fleet to move (fleet.h, live_move).
+     * NULL: released with the request. */
+    int (*hold)(void *ctx, int32_t req_id, int64_t ticket, struct ts_err *err);
 };
 
 /* Builds a simulation from a validated config: loads the model, GPU, trace, etc. Returns NULL and
@@ -165,13 +169,17 @@ struct sim_handoff {
     int64_t left_ns, bytes;
     int32_t gpus;
     bool cache;
+    int64_t ticket; /* its K/V's ticket where its executor held them (sim_executor.hold), else -1 */
     struct request *req;
 };
 /* The requests handed on since the last call, in the order they left: *out holds them (the instance's
  * array, valid until its next event), their count returned. */
 size_t sim_take_handoffs(struct sim *s, struct sim_handoff **out);
 /* A handed request fed to s at at_ns (at or after its clock), its progress and caching state as it
- * left; h->req is taken (freed). */
-void sim_feed_moved(struct sim *s, struct sim_handoff *h, int64_t at_ns);
+ * left; h->req is taken (freed). Returns its id in s. */
+int32_t sim_feed_moved(struct sim *s, struct sim_handoff *h, int64_t at_ns);
+/* Fails the instance's run with err's message (a fleet's move that failed on its behalf): its events
+ * stop, and sim_run returns -1 with the message. */
+void sim_fail(struct sim *s, const struct ts_err *err);
 
 #endif

@@ -142,7 +142,7 @@ void sim_feed(struct sim *s, const struct trace_req *tr, int64_t index, int64_t 
     evq_push(&s->evq, at_ns, EV_ARRIVAL, r->id);
 }
 
-void sim_feed_moved(struct sim *s, struct sim_handoff *h, int64_t at_ns)
+int32_t sim_feed_moved(struct sim *s, struct sim_handoff *h, int64_t at_ns)
 {
     TS_ASSERT(s->fed && at_ns >= s->now_ns && h->req);
     struct request *r = fed_slot(s);
@@ -155,6 +155,7 @@ void sim_feed_moved(struct sim *s, struct sim_handoff *h, int64_t at_ns)
     r->sched_data = NULL;
     s->sum.handed_in++;
     evq_push(&s->evq, at_ns, EV_ARRIVAL, r->id);
+    return r->id;
 }
 
 void sim_requests_pull(struct sim *s)

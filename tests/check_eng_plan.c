@@ -51,6 +51,85 @@ START_TEST(pages_reserve_release)
 }
 END_TEST
 
+/* Every page exactly once among the free ones, the requests' and those set aside (an independent
+ * count of where each page is). */
+static void each_page_once(const struct eng_kv *kv)
+{
+    int32_t *seen = xcalloc((size_t)kv->num_pages, sizeof *seen);
+    for (int32_t i = 0; i < kv->num_free; i++)
+        seen[kv->free_pages[i]]++;
+    for (int32_t r = 0; r < kv->num_reqs; r++)
+        for (int32_t i = 0; i < kv->reqs[r].num_pages; i++)
+            seen[kv->reqs[r].pages[i]]++;
+    for (int32_t h = 0; h < kv->num_held; h++)
+        for (int32_t i = 0; i < kv->held[h].r.num_pages; i++)
+            seen[kv->held[h].r.pages[i]]++;
+    for (int32_t p = 0; p < kv->num_pages; p++)
+        ck_assert_int_eq(seen[p], 1);
+    free(seen);
+}
+
+/* A move between two engines' page tables: the sender sets a request's pages aside under a ticket
+ * (the request then holds none, and its id may be used again), the receiver takes as many under a
+ * key and gives them to the request's id there; the sender then drops its set. Tickets in use,
+ * unknown keys, a request that already holds pages and a short pool are refused, changing nothing. */
+START_TEST(pages_moved_between_engines)
+{
+    struct eng_kv a, b;
+    eng_kv_init(&a, 16, 10);
+    eng_kv_init(&b, 16, 6);
+    struct ts_err err;
+    ck_assert_int_eq(eng_kv_reserve(&a, 4, 40, &err), 0); /* 3 pages */
+    const int32_t slot0 = eng_kv_slot(&a, 4, 0);
+    ck_assert_int_eq(eng_kv_hold(&a, 4, 17, &err), 0);
+    ck_assert_int_eq(a.reqs[4].num_pages, 0);
+    ck_assert_int_eq(a.num_free, 7);
+    const struct eng_kv_req *set = eng_kv_held(&a, 17);
+    ck_assert_ptr_nonnull(set);
+    ck_assert_int_eq(set->num_pages, 3);
+    ck_assert_int_eq(set->pages[0] * 16, slot0);
+    ck_assert_ptr_null(eng_kv_held(&a, 18));
+    ck_assert_int_ne(eng_kv_hold(&a, 5, 17, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "in use"));
+    ck_assert_int_eq(eng_kv_reserve(&a, 4, 16, &err), 0); /* the id again: pages of its own */
+    ck_assert_int_eq(a.num_free, 6);
+    each_page_once(&a);
+
+    ck_assert_int_ne(eng_kv_take(&b, 2, 7, &err), 0); /* 6 pages, 7 wanted */
+    ck_assert_ptr_nonnull(strstr(err.msg, "7 pages of 16 tokens wanted, 6 of 6 are free"));
+    ck_assert_int_eq(b.num_free, 6);
+    ck_assert_int_eq(eng_kv_take(&b, 2, set->num_pages, &err), 0);
+    ck_assert_int_ne(eng_kv_take(&b, 2, 1, &err), 0);
+    ck_assert_int_eq(b.num_free, 3);
+    each_page_once(&b);
+    ck_assert_int_eq(eng_kv_reserve(&b, 9, 1, &err), 0);
+    ck_assert_int_ne(eng_kv_adopt(&b, 2, 9, &err), 0); /* request 9 holds a page */
+    ck_assert_ptr_nonnull(strstr(err.msg, "already holds 1 pages"));
+    ck_assert_int_ne(eng_kv_adopt(&b, 3, 0, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no pages are set aside"));
+    ck_assert_int_eq(eng_kv_adopt(&b, 2, 0, &err), 0);
+    ck_assert_ptr_null(eng_kv_held(&b, 2));
+    ck_assert_int_eq(b.reqs[0].num_pages, 3);
+    ck_assert_int_eq(eng_kv_reserve(&b, 0, 48, &err), 0); /* its 48 keys fit the adopted pages */
+    ck_assert_int_eq(b.num_free, 2);
+    char used[96] = {0};
+    for (int k = 0; k < 48; k++) {
+        const int32_t s = eng_kv_slot(&b, 0, k);
+        ck_assert(s >= 0 && s < 96 && !used[s]);
+        used[s] = 1;
+    }
+    each_page_once(&b);
+
+    eng_kv_drop(&a, 17);
+    eng_kv_drop(&a, 17); /* unknown now: nothing */
+    ck_assert_int_eq(a.num_free, 9);
+    each_page_once(&a);
+    ck_assert_int_eq(eng_kv_take(&a, 5, 2, &err), 0); /* one left aside at the end: freed with the table */
+    eng_kv_free(&a);
+    eng_kv_free(&b);
+}
+END_TEST
+
 START_TEST(plan_arrays)
 {
     struct eng_kv kv;
@@ -550,6 +629,7 @@ int main(void)
     Suite *s = suite_create("eng_plan");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, pages_reserve_release);
+    tcase_add_test(tc, pages_moved_between_engines);
     tcase_add_test(tc, plan_arrays);
     tcase_add_test(tc, fused_ffn_auto_rule);
     tcase_add_test(tc, refused_step_changes_nothing);

@@ -348,6 +348,123 @@ START_TEST(disagg_moves_keep_each_request)
 }
 END_TEST
 
+/* A live disaggregated fleet's engines, faked: the K/V tokens each request id holds on each replica,
+ * those a sender set aside under each ticket, and those a receiver holds under each move's key. A
+ * segment that reads more cached keys than its request holds on its replica is counted short: the
+ * oracle that every move carried its request's K/V to where its next step reads them. */
+#define FAKE_IDS 4096
+struct fake_engine {
+    int64_t held[FAKE_IDS], aside[FAKE_IDS], keyed[FAKE_IDS];
+    int64_t steps, reads, short_reads, holds, adopts;
+};
+
+static int fake_step(void *ctx, const struct step_desc *sd, double *seconds, struct ts_err *err)
+{
+    struct fake_engine *f = ctx;
+    for (int32_t k = 0; k < sd->num_segs; k++) {
+        const struct segment *g = &sd->segs[k];
+        if (g->req_id < 0 || g->req_id >= FAKE_IDS)
+            return ts_fail(err, "request %d past the fake's ids", g->req_id);
+        f->reads += g->kv > 0;
+        f->short_reads += g->kv > f->held[g->req_id];
+        f->held[g->req_id] = TS_MAX(f->held[g->req_id], (int64_t)g->kv + g->q);
+    }
+    f->steps++;
+    *seconds = 1e-3 + 1e-6 * (double)sd->tot.rows;
+    return 0;
+}
+
+static void fake_release(void *ctx, int32_t req_id) { ((struct fake_engine *)ctx)->held[req_id] = 0; }
+
+static int fake_hold(void *ctx, int32_t req_id, int64_t ticket, struct ts_err *err)
+{
+    struct fake_engine *f = ctx;
+    if (ticket < 0 || ticket >= FAKE_IDS || f->aside[ticket] >= 0)
+        return ts_fail(err, "ticket %lld reused or out of range", (long long)ticket);
+    f->aside[ticket] = f->held[req_id], f->held[req_id] = 0;
+    f->holds++;
+    return 0;
+}
+
+static int fake_move(void *ctx, int from, int64_t ticket, int to, int64_t key, double *seconds, struct ts_err *err)
+{
+    struct fake_engine *f = ctx;
+    if (key < 0 || key >= FAKE_IDS || f[to].keyed[key] >= 0 || f[from].aside[ticket] < 0)
+        return ts_fail(err, "move %lld: key in use or nothing set aside", (long long)key);
+    f[to].keyed[key] = f[from].aside[ticket], f[from].aside[ticket] = -1;
+    *seconds = 0.25;
+    return 0;
+}
+
+static int fake_adopt(void *ctx, int to, int64_t key, int32_t req_id, struct ts_err *err)
+{
+    struct fake_engine *f = ctx;
+    if (f[to].keyed[key] < 0 || f[to].held[req_id] > 0)
+        return ts_fail(err, "adopt %lld: nothing under the key, or request %d holds K/V", (long long)key, req_id);
+    f[to].held[req_id] = f[to].keyed[key], f[to].keyed[key] = -1;
+    f[to].adopts++;
+    return 0;
+}
+
+/* Live and disaggregated, each move with K/V is run between the replicas' engines: the sender sets
+ * them aside as the request is handed on, the receiver holds the copy under the move's key and gives
+ * it to the request's id there once it arrives. No step reads keys its engine does not hold, every
+ * request takes the steps it takes co-located, and the copies' measured time, not the link's model,
+ * moves the clock. Without the live hooks, or with a policy whose engine keeps more than K/V, the run
+ * is refused before any step. */
+START_TEST(disagg_live_moves_carry_the_kv)
+{
+    enum { N = 60, R = 3 };
+    struct sim_config c;
+    config(&c, trace_file(0, N, 60, 0, 0));
+    struct fleet_result co, r;
+    run_fleet(&c, R, "least-outstanding", 0, 0, &co);
+    struct fake_engine *f = xcalloc(R, sizeof *f);
+    struct sim_executor ex[R];
+    for (int i = 0; i < R; i++) {
+        for (int k = 0; k < FAKE_IDS; k++)
+            f[i].aside[k] = f[i].keyed[k] = -1;
+        ex[i] = (struct sim_executor){&f[i], fake_step, fake_release, fake_hold};
+    }
+    struct sim_config cfg[R] = {c, c, c};
+    struct fleet_opts o = {.router = router_find("least-outstanding"), .ex = ex, .live_move = fake_move,
+                           .live_adopt = fake_adopt, .live_ctx = f};
+    struct ts_err err;
+    ck_assert_int_eq(fleet_disagg_parse("every,refresh=2,link=host", &o.disagg, &err), 0);
+    ck_assert_msg(fleet_run(&c, cfg, R, &o, &r, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(r.fleet.num_finished, N);
+    ck_assert_int_eq(r.fleet.request_steps, co.fleet.request_steps);
+    ck_assert_int_eq(r.fleet.rows_processed, co.fleet.rows_processed);
+    ck_assert_int_eq(r.handoffs_kv, 2 * N);
+    ck_assert_int_eq(r.moves_live, r.handoffs_kv);
+    int64_t holds = 0, adopts = 0;
+    for (int i = 0; i < R; i++) {
+        ck_assert_int_eq(f[i].short_reads, 0);
+        holds += f[i].holds, adopts += f[i].adopts;
+    }
+    ck_assert_int_gt(f[2].reads, N); /* the Reuse replica read the K/V it was sent */
+    ck_assert_int_eq(holds, r.handoffs_kv);
+    ck_assert_int_eq(adopts, r.handoffs_kv);
+    ck_assert_double_eq_tol(r.move_live_s, 0.25 * (double)r.moves_live, 1e-9);
+    ck_assert(r.move_model_s < r.move_live_s / 100); /* NVLink's model: far below the fake's 0.25 s */
+    ck_assert(r.xfer_s >= 0.25 * (double)r.moves_live - 1e-6);
+    fleet_result_free(&r);
+
+    const int64_t steps = f[0].steps + f[1].steps + f[2].steps;
+    o.live_move = NULL; /* executors that cannot move K/V */
+    ck_assert_int_eq(fleet_run(&c, cfg, R, &o, &r, &err), FLEET_REFUSED);
+    ck_assert_ptr_nonnull(strstr(err.msg, "cannot move K/V"));
+    o.live_move = fake_move;
+    for (int i = 0; i < R; i++)
+        snprintf(cfg[i].policy, sizeof cfg[i].policy, "dllm-cache");
+    ck_assert_int_eq(fleet_run(&c, cfg, R, &o, &r, &err), FLEET_REFUSED);
+    ck_assert_ptr_nonnull(strstr(err.msg, "policy 'dllm-cache' keeps each token's attention and FFN outputs"));
+    ck_assert_int_eq(f[0].steps + f[1].steps + f[2].steps, steps); /* refused before any step */
+    fleet_result_free(&co);
+    free(f);
+}
+END_TEST
+
 /* A trace of n requests all arriving at 0, each of prompt P and output 64. */
 static const char *burst_trace(int slot, int n, int P)
 {
@@ -699,6 +816,7 @@ int main(void)
     tcase_add_test(tc, admission_refuses_when_full);
     tcase_add_test(tc, disagg_moves_keep_each_request);
     tcase_add_test(tc, disagg_link_prices_each_move);
+    tcase_add_test(tc, disagg_live_moves_carry_the_kv);
     tcase_add_test(tc, disagg_spec);
     tcase_add_test(tc, load_control_spec);
     tcase_add_test(tc, load_control_follows_the_load);

@@ -132,7 +132,7 @@ START_TEST(executor_drives_the_clock)
     ck_assert_msg(s != NULL, "%s", err.msg);
     sim_keep_requests(s);
     struct fake_exec f = {.cctx = s->cctx};
-    struct sim_executor ex = {&f, fake_step, fake_release};
+    struct sim_executor ex = {&f, fake_step, fake_release, NULL};
     sim_set_executor(s, &ex);
     ck_assert_int_eq(sim_run(s, NULL), 0);
     sim_get_summary(s, &live);

@@ -375,8 +375,13 @@ grep -qF -- "--executor gpu" "$tmp/out" && bad "a live fleet's bad trace: a work
 # a live fleet: a replica over several GPUs, and disaggregation, refused before any worker starts
 expect 2 "sim --replicas --executor gpu --tp 2" -- $bin sim --replicas 2 --executor gpu --tp 2
 contains "sim --replicas --executor gpu --tp 2" "a fleet runs live with one GPU a replica (replica 0 has --tp 2 --ep 1)"
-expect 2 "sim --disagg --executor gpu" -- $bin sim --replicas 2 --executor gpu --disagg every,link=host
-contains "sim --disagg --executor gpu" "--disagg with --executor gpu: moving a request's K/V between engines is not run live"
+expect 2 "sim --disagg --executor gpu, no GPU" -- $bin sim --replicas 2 --executor gpu --disagg every,link=host --no-progress
+contains "sim --disagg --executor gpu, no GPU" "tessera sim: --executor gpu: replica 0 (GPU 0): "
+for p in "dllm-cache:token's attention and FFN outputs" "focus:request's eviction progress"; do
+    expect 2 "sim --disagg --executor gpu --policy ${p%%:*}" -- $bin sim --replicas 2 --executor gpu --policy "${p%%:*}" \
+        --disagg every,link=host --no-progress
+    contains "sim --disagg --executor gpu --policy ${p%%:*}" "a live move carries a request's K and V alone, and policy '${p%%:*}' keeps each ${p#*:}"
+done
 printf '2 --gpu h100\n2 --gpu h100 --decode threshold:2\n' >"$tmp/disagg-mixed.txt"
 expect 2 "sim --disagg, pools decoding differently" -- $bin sim --fleet "$tmp/disagg-mixed.txt" --disagg every,link=host
 contains "sim --disagg, pools decoding differently" "--disagg: replica 2's decode model differs from replica 0's"

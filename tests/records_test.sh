@@ -480,8 +480,18 @@ while IFS=, read -r g tf held copy rec; do
     else bad "sim/data/gpu_measured.csv: $g's ceilings are not what $rec measured"; fi
 done <"$root/sim/data/gpu_measured.csv"
 
-# fleet-live-h100x2: the live fleet's simulations re-predicted by this build (the Azure trace's first
-# 120 requests, from ../shared), each latency statistic and throughput as recorded
+# The live fleets' simulations re-predicted by this build (the Azure trace's first requests, from
+# ../shared), each latency statistic and throughput as recorded: fleet-live-h100x2's two routers,
+# fleet-disagg-live-h200x4's split and co-located fleets. same_fleet NAME RECORDED: the last run's
+# fleet summary is the recorded one's.
+same_fleet() {
+    if python3 - "$tmp/out" "$2" <<'PY'; then ok; else bad "$1's simulation is no longer the recorded one"; fi
+import json, sys
+a, b = (json.load(open(p))["fleet"] for p in sys.argv[1:])
+keys = ("lat_mean_s", "lat_p50_s", "lat_p90_s", "lat_p99_s", "throughput_tok_s", "num_finished")
+sys.exit(0 if all(abs(a[k] - b[k]) <= 1e-6 * abs(b[k]) for k in keys) else 1)
+PY
+}
 az=$root/../shared/traces/raw/AzureLLMInferenceTrace_conv.csv
 if [ -f "$az" ]; then
     head -401 "$az" >"$tmp/azure_conv_400.csv"
@@ -489,12 +499,13 @@ if [ -f "$az" ]; then
         expect 0 "fleet-live-h100x2: $r re-predicted" -- $bin sim --fleet "$rec_dir/fleet-live-h100x2/fleet.txt" --gpu h100 \
             --cost calibrated --trace "$tmp/azure_conv_400.csv" --requests 120 --rps 2 --gen-len 256 --router "$r" \
             --no-progress --quiet --json
-        if python3 - "$tmp/out" "$rec_dir/fleet-live-h100x2/model-$r.json" <<'PY'; then ok; else bad "fleet-live-h100x2: $r's simulation is no longer the recorded one"; fi
-import json, sys
-a, b = (json.load(open(p))["fleet"] for p in sys.argv[1:])
-keys = ("lat_mean_s", "lat_p50_s", "lat_p90_s", "lat_p99_s", "throughput_tok_s", "num_finished")
-sys.exit(0 if all(abs(a[k] - b[k]) <= 1e-6 * abs(b[k]) for k in keys) else 1)
-PY
+        same_fleet "fleet-live-h100x2: $r" "$rec_dir/fleet-live-h100x2/model-$r.json"
+    done
+    for f in "disagg:--disagg every,refresh=2,link=host" "colocated:"; do
+        expect 0 "fleet-disagg-live-h200x4: ${f%%:*} re-predicted" -- $bin sim --replicas 4 --policy dual --gpu h200 \
+            --cost calibrated --trace "$tmp/azure_conv_400.csv" --requests 160 --rps 4 --gen-len 256 ${f#*:} \
+            --no-progress --quiet --json
+        same_fleet "fleet-disagg-live-h200x4: ${f%%:*}" "$rec_dir/fleet-disagg-live-h200x4/model-${f%%:*}.json"
     done
 fi
 

@@ -14,16 +14,84 @@
 #include "harness.h"
 #include "sim.h"
 
+/* A live engine and, in a disaggregated fleet, the other replicas' K/V pools it has opened. */
+struct live {
+    struct eng *e;
+    struct eng_pool *peers; /* [num_peers], by replica; k NULL where not opened */
+    int num_peers;
+};
+
 static int live_step(void *ctx, const struct step_desc *sd, double *seconds, struct ts_err *err)
 {
+    const struct live *l = ctx;
     float ms = 0;
-    if (eng_step(ctx, sd, NULL, &ms, err))
+    if (eng_step(l->e, sd, NULL, &ms, err))
         return -1;
     *seconds = ms * 1e-3;
     return 0;
 }
 
-static void live_release(void *ctx, int32_t req_id) { eng_release(ctx, req_id); }
+static void live_release(void *ctx, int32_t req_id) { eng_release(((struct live *)ctx)->e, req_id); }
+
+static int live_hold(void *ctx, int32_t req_id, int64_t ticket, struct ts_err *err)
+{
+    return eng_hold(((struct live *)ctx)->e, req_id, ticket, err);
+}
+
+/* --- a disaggregated fleet's moves (engine_load.h, engine_moves) ---------------------------- */
+
+_Static_assert(sizeof(struct eng_pool_handle) <= ENGINE_POOL_HANDLE_BYTES, "a pool's handle fits the fleet's message");
+
+static int share(void *ctx, void *handle, struct ts_err *err)
+{
+    memset(handle, 0, ENGINE_POOL_HANDLE_BYTES);
+    return eng_pool_export(((struct live *)ctx)->e, handle, err);
+}
+
+static int open_peer(void *ctx, int index, const void *handle, struct ts_err *err)
+{
+    struct live *l = ctx;
+    if (index < 0 || index >= 65536)
+        return ts_fail(err, "replica %d: out of range", index);
+    if (index >= l->num_peers) {
+        l->peers = xrealloc(l->peers, sizeof *l->peers * (size_t)(index + 1));
+        memset(l->peers + l->num_peers, 0, sizeof *l->peers * (size_t)(index + 1 - l->num_peers));
+        l->num_peers = index + 1;
+    }
+    struct eng_pool_handle h;
+    memcpy(&h, handle, sizeof h);
+    if (eng_pool_import(&h, &l->peers[index], err))
+        return ts_fail_prefix(err, "replica %d's K/V pool", index);
+    return 0;
+}
+
+static int held_pages(void *ctx, int64_t ticket, const int32_t **pages, int32_t *n)
+{
+    return eng_held(((struct live *)ctx)->e, ticket, pages, n);
+}
+
+static int pull(void *ctx, int from, const int32_t *pages, int32_t n, int64_t key, double *seconds, struct ts_err *err)
+{
+    struct live *l = ctx;
+    if (from < 0 || from >= l->num_peers || !l->peers[from].k)
+        return ts_fail(err, "replica %d's K/V pool is not open here", from);
+    float ms = 0;
+    if (eng_pull(l->e, &l->peers[from], pages, n, key, &ms, err))
+        return -1;
+    *seconds = ms * 1e-3;
+    return 0;
+}
+
+static int adopt(void *ctx, int64_t key, int32_t req_id, struct ts_err *err)
+{
+    return eng_adopt(((struct live *)ctx)->e, key, req_id, err);
+}
+
+static void drop(void *ctx, int64_t ticket) { eng_drop(((struct live *)ctx)->e, ticket); }
+
+static const struct engine_moves moves = {share, open_peer, held_pages, pull, adopt, drop};
+
+const struct engine_moves *eng_live_moves(void) { return &moves; }
 
 /* The engine sized for the simulation's steps (its token cap, its LM-head chunk, its FFN chunks: each
  * step then runs by its own step_desc, lazy chunking's counts and block-causal attention included),
@@ -51,17 +119,25 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
                        o.tp_size);
     o.feature_cache = sim_knobs(s)->cache_outputs; /* dLLM-Cache's pool: outputs beside K and V */
     o.input_cache = sim_knobs(s)->cache_inputs;    /* Elastic-Cache's: each layer's inputs beside them */
-    struct eng *e;
-    if (eng_create(m, &o, &e, err))
+    struct live *l = xcalloc(1, sizeof *l);
+    if (eng_create(m, &o, &l->e, err)) {
+        free(l);
         return -1;
-    *ex = (struct sim_executor){e, live_step, live_release};
+    }
+    *ex = (struct sim_executor){l, live_step, live_release, live_hold};
     return 0;
 }
 
 void eng_live_close(struct sim_executor *ex)
 {
-    if (ex && ex->ctx)
-        eng_destroy(ex->ctx);
+    struct live *l = ex ? ex->ctx : NULL;
+    if (l) {
+        for (int i = 0; i < l->num_peers; i++)
+            eng_pool_close(&l->peers[i]);
+        free(l->peers);
+        eng_destroy(l->e);
+        free(l);
+    }
     if (ex)
         memset(ex, 0, sizeof *ex);
 }

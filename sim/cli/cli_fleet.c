@@ -208,6 +208,11 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
                (long long)r->handoffs, (long long)r->handoffs_kv,
                r->moved_bytes / 1e9, r->handoffs ? 1e3 * r->xfer_s / (double)r->handoffs : 0,
                r->handoffs ? 1e3 * r->xfer_wait_s / (double)r->handoffs : 0);
+        if (r->moves_live > 0)
+            printf("  live moves    %lld copies of K/V between the engines measured %.3f ms each; the link's model "
+                   "%.3f ms (%+.1f%%)\n", (long long)r->moves_live, 1e3 * r->move_live_s / (double)r->moves_live,
+                   1e3 * r->move_model_s / (double)r->moves_live,
+                   100.0 * (r->move_model_s - r->move_live_s) / r->move_live_s);
     }
     if (r->ntau > 0) {
         double lo = 1, tpf_lo = 0;
@@ -257,6 +262,11 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
         json_object_set_new(f, "moved_bytes", json_real(r->moved_bytes));
         json_object_set_new(f, "move_mean_s", json_real(r->handoffs ? r->xfer_s / (double)r->handoffs : 0));
         json_object_set_new(f, "move_wait_mean_s", json_real(r->handoffs ? r->xfer_wait_s / (double)r->handoffs : 0));
+        if (r->moves_live > 0) {
+            json_object_set_new(f, "moves_live", json_integer(r->moves_live));
+            json_object_set_new(f, "move_live_s", json_real(r->move_live_s));
+            json_object_set_new(f, "move_model_s", json_real(r->move_model_s));
+        }
     }
     json_object_set_new(o, "fleet", f);
     for (int i = 0; i < r->n; i++) {
@@ -308,10 +318,12 @@ static bool pools_mismatch(const struct sim_config *cfg, int n)
     return false;
 }
 
-/* A live fleet's engine workers (fleet_live_open), started by fleet_run once its input passes. */
+/* A live fleet's engine workers (fleet_live_open), started by fleet_run once its input passes; share:
+ * disaggregated, the K/V moved between them. */
 struct live_open_ctx {
     const struct sim_config *cfg;
     int n;
+    bool share;
     struct sim_executor *ex;
     struct live_worker **workers;
 };
@@ -319,10 +331,23 @@ struct live_open_ctx {
 static int live_open(void *ctx, struct ts_err *err)
 {
     const struct live_open_ctx *c = ctx;
-    if (fleet_live_open(c->cfg, c->n, c->ex, c->workers, err) == 0)
+    if (fleet_live_open(c->cfg, c->n, c->share, c->ex, c->workers, err) == 0 &&
+        (!c->share || fleet_live_share(*c->workers, c->n, err) == 0))
         return 0;
     ts_fail_prefix(err, "--executor gpu");
     return -1;
+}
+
+static int live_move(void *ctx, int from, int64_t ticket, int to, int64_t key, double *seconds, struct ts_err *err)
+{
+    const struct live_open_ctx *c = ctx;
+    return fleet_live_move(*c->workers, from, ticket, to, key, seconds, err);
+}
+
+static int live_adopt(void *ctx, int to, int64_t key, int32_t req_id, struct ts_err *err)
+{
+    const struct live_open_ctx *c = ctx;
+    return fleet_live_adopt(*c->workers, to, key, req_id, err);
 }
 
 int cli_fleet(const struct sim_config *base, int argc, char **argv)
@@ -391,10 +416,11 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
     }
     struct sim_executor *ex = NULL;
     struct live_worker *workers = NULL;
-    struct live_open_ctx lc = {cfg, n, NULL, &workers};
+    struct live_open_ctx lc = {cfg, n, o.disagg.mode != DISAGG_OFF, NULL, &workers};
     if (base->executor == EXECUTOR_GPU) { /* live: a worker a replica, each on its own GPU, once its input passes */
         o.ex = lc.ex = ex = xcalloc((size_t)n, sizeof *ex);
         o.live_open = live_open, o.live_ctx = &lc;
+        o.live_move = live_move, o.live_adopt = live_adopt;
     }
     struct fleet_result r;
     const int failed = fleet_run(base, cfg, n, &o, &r, &err);

@@ -23,6 +23,24 @@ typedef void (*engine_live_close_fn)(struct sim_executor *ex);
 int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor *ex, struct ts_err *err);
 void eng_live_close(struct sim_executor *ex);
 
+/* A disaggregated live fleet's moves between its workers' engines (engine/eng_live.c), each on the
+ * ctx of the executor eng_live_open filled. share writes the engine's K/V pool's handle
+ * (ENGINE_POOL_HANDLE_BYTES) for another process to open; peer opens replica index's from its handle;
+ * pages gives the page ids set aside under ticket (sim_executor.hold; -1: none); pull copies replica
+ * from's pages into pages of this engine held under key (*seconds: the copy's time); adopt gives
+ * those to request req_id; drop frees the pages set aside under ticket. */
+#define ENGINE_POOL_HANDLE_BYTES 160
+struct engine_moves {
+    int (*share)(void *ctx, void *handle, struct ts_err *err);
+    int (*peer)(void *ctx, int index, const void *handle, struct ts_err *err);
+    int (*pages)(void *ctx, int64_t ticket, const int32_t **pages, int32_t *n);
+    int (*pull)(void *ctx, int from, const int32_t *pages, int32_t n, int64_t key, double *seconds, struct ts_err *err);
+    int (*adopt)(void *ctx, int64_t key, int32_t req_id, struct ts_err *err);
+    void (*drop)(void *ctx, int64_t ticket);
+};
+typedef const struct engine_moves *(*engine_moves_fn)(void);
+const struct engine_moves *eng_live_moves(void);
+
 /* `tessera mem lmax --live` (engine/eng_lmax.c): L_max measured on the GPU. */
 struct model_cfg;
 struct lmax_live_req {

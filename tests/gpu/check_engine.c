@@ -2312,6 +2312,81 @@ done:
     free(ha), free(hb), free(ta);
 }
 
+/* A request's K/V moved between two engines (a disaggregated fleet's move, here all on this GPU and
+ * of different pool sizes): a's Refresh, its pages set aside and a's next step beside them; b,
+ * already serving another request, copies them into pages of its own and gives them to the request's
+ * id there. b's Reuse of the last block over them then gives the Refresh's last rows (the oracle
+ * check_self uses). c, given K's pages as V and V's as K, does not; the sender gets its pages back
+ * when it drops them. */
+static void check_moves(struct checker *c, const struct model_cfg *m)
+{
+    struct eng_opts o;
+    eng_opts_defaults(&o);
+    o.max_tokens = 1024;
+    o.logit_chunk_rows = 1024;
+    o.kv_tokens = 4096;
+    struct eng *e[3] = {NULL, NULL, NULL}; /* the sender a, the receivers b and c */
+    struct ts_err err;
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 1024;
+    const int L = 288, Bs = 32;
+    float *ha = xmalloc(4 * (size_t)L * m->hidden), *hb = xmalloc(4 * (size_t)Bs * m->hidden);
+    struct eng_out out;
+    for (int k = 0; k < 3; k++)
+        if ((o.kv_tokens = k ? 2048 : 4096, eng_create(m, &o, &e[k], &err))) {
+            fail_msg(c, "engine create", err.msg);
+            goto done;
+        }
+    seg(&sd, 0, L, 0, L);
+    const int32_t free0 = eng_pool_free_pages(e[0]);
+    if (eng_step(e[0], &sd, &out, NULL, &err) || eng_last_hidden(e[0], ha, &err) || eng_hold(e[0], 0, 7, &err)) {
+        fail_msg(c, "the sender's refresh", err.msg);
+        goto done;
+    }
+    step_desc_clear(&sd);
+    seg(&sd, 1, 200, 0, 200); /* the sender goes on: its next request must not take the pages set aside */
+    if (eng_step(e[0], &sd, &out, NULL, &err) || (step_desc_clear(&sd), seg(&sd, 3, 400, 0, 400), eng_step(e[1], &sd, &out, NULL, &err))) {
+        fail_msg(c, "the steps beside the move", err.msg);
+        goto done;
+    }
+    const int32_t *pages;
+    int32_t n;
+    struct eng_pool src;
+    eng_pool_of(e[0], &src);
+    if (eng_held(e[0], 7, &pages, &n)) {
+        fail_msg(c, "the move", "nothing set aside");
+        goto done;
+    }
+    struct eng_pool swapped = src;
+    swapped.k = src.v, swapped.v = src.k;
+    report(c, "moved pages: those of the refresh's keys (pages - ceil(L / page))", abs(n - (L + o.page_tokens - 1) / o.page_tokens), 0);
+    double rel[3] = {0};
+    for (int k = 1; k < 3; k++) { /* (token ids hash the request id: the same id at each engine) */
+        float ms = 0;
+        step_desc_clear(&sd);
+        seg(&sd, 0, Bs, L - Bs, Bs);
+        if (eng_pull(e[k], k == 1 ? &src : &swapped, pages, n, 9, &ms, &err) || eng_adopt(e[k], 9, 0, &err) ||
+            eng_step(e[k], &sd, &out, NULL, &err) || eng_last_hidden(e[k], hb, &err)) {
+            fail_msg(c, "the receiver's copy and reuse", err.msg);
+            goto done;
+        }
+        if (k == 1)
+            report(c, "the copy timed (1 if not)", ms > 0 ? 0 : 1, 0);
+        rel[k] = check_rel_err(hb, ha + (size_t)(L - Bs) * m->hidden, (int64_t)Bs * m->hidden);
+    }
+    report(c, "reuse over the moved K/V vs the sender's refresh's last rows", rel[1], 2e-2);
+    report(c, "the same reuse over K and V moved into each other's pools differs (1 if not)", rel[2] < 0.2 ? 1 : 0, 0);
+    eng_drop(e[0], 7);
+    eng_release(e[0], 1);
+    report(c, "the sender's pages free again once dropped (pages short)", free0 - eng_pool_free_pages(e[0]), 0);
+done:
+    for (int k = 0; k < 3; k++)
+        eng_destroy(e[k]);
+    step_desc_free(&sd);
+    free(ha), free(hb);
+}
+
 /* Weights saved as an HF checkpoint and loaded back give the seeded engine's results exactly. */
 static void check_weights_file(struct checker *c, const struct model_cfg *m, enum st_names names)
 {
@@ -2822,6 +2897,8 @@ static void check_engine_steps(struct checker *c)
     if (take(c))
         check_self(c, &tiny_b);
     if (take(c))
+        check_moves(c, &tiny_a);
+    if (take(c))
         check_weights_file(c, &tiny_a, ST_NAMES_LLADA);
     if (take(c))
         check_weights_file(c, &tiny_b, ST_NAMES_QWEN);
@@ -2979,6 +3056,11 @@ int check_engine_run(uint64_t seed, const char *only, int part, int parts, FILE 
         check_moe_only(&c);
     if (only && strcmp(only, "generate") == 0)
         check_generate_only(&c);
+    if (only && strcmp(only, "moves") == 0) {
+        fprintf(out, "a request's K/V moved between two engines:\n");
+        check_moves(&c, &tiny_gqa);
+        check_moves(&c, &tiny_qk);
+    }
     fprintf(out, "engine check: %d passed, %d failed\n", c.passed, c.failed);
     return c.failed ? 1 : 0;
 }
