@@ -99,7 +99,7 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubu
 
 # the library: the simulator, traces and the engine's host code that needs no GPU (the command line,
 # sim/cli/, is the executable's own)
-ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_act.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c \
+ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_act.c engine/eng_host.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c \
     engine/eng_safetensors.c engine/eng_unmask.c engine/eng_gen.c engine/eng_anchor.c engine/eng_grid.c
 LIB_SRC := $(wildcard sim/core/*.c sim/*.c) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
 ENGINE_GPU_SRC := engine/eng_arena.c engine/eng_cuda.c engine/eng_gemm.c engine/eng_tp.c engine/harness/eng_replay.c \

@@ -122,6 +122,8 @@ mutations=(
     "held requests released whether or not a replica has room|sim/fleet.c|    while (fl->q.n > 0 && !fleet_full(fl)) {|    while (fl->q.n > 0) {|check_fleet"
     "a move's bytes not waited for|sim/fleet.c|        const int64_t end = start + llround(|        const int64_t end = start + 0 * llround(|check_fleet"
     "a move waits for no port|sim/fleet.c|TS_MAX(h[j].left_ns, TS_MAX(fl->port_out[i], fl->port_in[to]))|h[j].left_ns|check_fleet"
+    "the host's scoring drops a row's tail|engine/eng_host.c|        for (; i < p->row; i++)|        for (; i < p->row - 1; i++)|check_eng_host"
+    "the host's threads each leave their last token unscored|engine/eng_host.c|n * i / threads, n * (i + 1) / threads, row|n * i / threads, n * (i + 1) / threads - 1, row|check_eng_host"
     "a dropped move's pages never freed|engine/eng_plan.c|    while (r->num_pages > 0)\n        kv->free_pages[kv->num_free++] = r->pages[--r->num_pages];\n    free(r->pages);|    free(r->pages);|check_eng_plan"
     "a received move's pages taken twice|engine/eng_plan.c|        r.pages[r.num_pages++] = kv->free_pages[--kv->num_free];|        r.pages[r.num_pages++] = kv->free_pages[kv->num_free - 1];|check_eng_plan"
     "a live move's K/V not set aside as its request is handed on|sim/sim.c|    if (cache && s->ex.hold) {|    if (false && s->ex.hold) {|check_fleet"
