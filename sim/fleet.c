@@ -698,6 +698,8 @@ static int merge(struct sim **r, const struct fleet_result *out, double slo, str
         f->energy_j += m->energy_j;
         f->live_steps += m->live_steps, f->live_measured_s += m->live_measured_s;
         f->live_model_s += m->live_model_s, f->live_abs_rel += m->live_abs_rel;
+        f->live_host_steps += m->live_host_steps, f->live_host_measured_s += m->live_host_measured_s;
+        f->live_host_model_s += m->live_host_model_s, f->live_host_abs_rel += m->live_host_abs_rel;
         f->idle_w += m->idle_w;
         f->peak_mem_bytes = TS_MAX(f->peak_mem_bytes, m->peak_mem_bytes);
         f->peak_kv_bytes = TS_MAX(f->peak_kv_bytes, m->peak_kv_bytes);

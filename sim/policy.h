@@ -48,6 +48,9 @@ struct policy_ops {
     bool selects;      /* some of its steps select a sparse cache (segment.keep > 0) */
     const char *engine_lacks; /* NULL, or what the CUDA engine lacks to run its steps (live runs and
                                * replays of it are refused at start, naming this) */
+    bool live_host;    /* with engine_lacks: a live run is not refused, its executor running the steps' host
+                        * part (segment.host_kv, host_scan) beside the engine (engine/harness/eng_live.c);
+                        * a replay, the engine's steps alone, is */
     bool decides;      /* its emit sets the segment's decoded (and missed) itself: which tokens a step
                         * decodes depends on what it computes (focus's eviction) */
     bool pipelined;    /* its steps decode in several blocks at once (D2F): segment.decoded counts them all,

@@ -127,6 +127,7 @@ const struct policy_ops policy_herald = {
     .params = herald_params,
     .num_params = TS_ARRAY_LEN(herald_params),
     .engine_lacks = "K/V offloaded to host memory (the engine keeps every K/V on the GPU)",
+    .live_host = true,
     .block_causal = true,
     .needs_block_model = true,
     .emit = herald_emit,

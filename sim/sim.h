@@ -45,6 +45,9 @@ struct sim_summary {
     int64_t live_steps;
     double live_measured_s, live_model_s; /* summed: measured, and what the cost model predicted */
     double live_abs_rel;                  /* sum over steps of |model - measured| / measured */
+    /* and of those, the steps with a host part (offloaded K/V: HERALD's) */
+    int64_t live_host_steps;
+    double live_host_measured_s, live_host_model_s, live_host_abs_rel;
     double live_t0_unix, live_t1_unix;    /* the wall clock (Unix seconds) when the first step began and the
                                            * last ended: the window a power trace of the card is read over */
     /* the card's clock modelled (--clock): how much it moved the steps' time, summed */

@@ -98,6 +98,7 @@ struct fake_exec {
     struct cost_ctx cctx;
     int64_t steps, releases;
     int32_t released[64];
+    int64_t host_steps;
 };
 
 static int fake_step(void *ctx, const struct step_desc *sd, double *seconds, struct ts_err *err)
@@ -149,6 +150,51 @@ START_TEST(executor_drives_the_clock)
     for (int i = 0; i < 40; i++)
         ck_assert_int_ge(f.released[i], 1);
     ck_assert_int_ge(f.releases, 40);
+    sim_destroy(s);
+}
+END_TEST
+
+static int fixed_step(void *ctx, const struct step_desc *sd, double *seconds, struct ts_err *err)
+{
+    (void)err;
+    struct fake_exec *f = ctx;
+    f->steps++;
+    f->host_steps += sd->tot.host_scan_tokens > 0;
+    *seconds = 1e-3;
+    return 0;
+}
+
+/* Live, a step over K/V offloaded to host memory (HERALD's) is timed whole by its executor, host part
+ * and all: the clock moves by the measured time alone, and the model's prediction it is set against
+ * holds the host part (here before the step, which the model adds to the step's GPU time). */
+START_TEST(executor_times_the_host_part)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.model, sizeof c.model, "sdar-8b");
+    snprintf(c.policy, sizeof c.policy, "herald");
+    struct ts_err err;
+    ck_assert_int_eq(param_values_set(&c.params, "herald-overlap", "0", &err), 0);
+    ck_assert_int_eq(param_values_set(&c.params, "herald-scan-gbs", "1", &err), 0); /* a slow host: its part long */
+    c.requests = 6;
+    c.rps = 1;
+    struct sim_summary live;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    struct fake_exec f = {.cctx = s->cctx};
+    struct sim_executor ex = {&f, fixed_step, fake_release, NULL};
+    sim_set_executor(s, &ex);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
+    sim_get_summary(s, &live);
+    ck_assert_int_gt(f.host_steps, 0);
+    ck_assert_int_eq(live.live_steps, f.steps);
+    ck_assert_double_eq_tol(live.busy_s, 1e-3 * (double)f.steps, 1e-9);
+    ck_assert_double_eq_tol(live.live_measured_s, live.busy_s, 1e-9);
+    /* the model's steps (each scan of thousands of keys at 1 GB/s: milliseconds) far above the fake's */
+    ck_assert(live.live_model_s > 2 * live.live_measured_s);
+    ck_assert_int_eq(live.live_host_steps, f.host_steps); /* (each host step scores: herald's first of a block) */
+    ck_assert_double_eq_tol(live.live_host_measured_s, 1e-3 * (double)f.host_steps, 1e-9);
+    ck_assert(live.live_host_model_s > 0 && live.live_host_model_s < live.live_model_s);
     sim_destroy(s);
 }
 END_TEST
@@ -1039,6 +1085,7 @@ int main(void)
     tcase_add_test(tc, golden_fast_dllm_on_4090);
     tcase_add_test(tc, golden_lookahead_on_4090);
     tcase_add_test(tc, executor_drives_the_clock);
+    tcase_add_test(tc, executor_times_the_host_part);
     tcase_add_test(tc, same_seed_same_results);
     tcase_add_test(tc, summary_statistics_from_the_requests);
     tcase_add_test(tc, decode_streams_independent_of_batching);

@@ -1493,8 +1493,8 @@ got=$(sqlite3 "$tmp/sparsed.db" "select attn_keys, count(*) from segments group 
 # the step's time: before the step it lengthens the run, beside it no more than that
 expect 2 "sim --policy herald on a bidirectional model" -- $bin sim --policy herald --model llada-8b --requests 2
 contains "sim --policy herald on a bidirectional model" "policy herald needs a block-causal model (tessera list models: block), and llada-8b attends bidirectionally"
-expect 2 "sim --policy herald live" -- $bin sim --policy herald --model sdar-8b --executor gpu --requests 2
-contains "sim --policy herald live" "K/V offloaded to host memory"
+expect 2 "sim --policy herald live, no GPU" -- $bin sim --policy herald --model sdar-8b --executor gpu --requests 2
+contains "sim --policy herald live, no GPU" "tessera sim: --executor gpu: "
 expect 2 "sim --herald-link unknown" -- $bin sim --policy herald --model sdar-8b --herald-link nvlink
 contains "sim --herald-link unknown" "--herald-link"
 expect 0 "sim --policy herald --db" -- $bin sim --policy herald --model sdar-8b --requests 1 --lengths fixed:300,96 \

@@ -4,26 +4,183 @@
  * (CUDA events) advances the simulated clock, so one schedule runs live, its latencies measured.
  * Requests' KV pages are freed when the simulator frees them.
  */
+#define _POSIX_C_SOURCE 200809L
+#include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine_load.h"
 #include "cost.h"
 #include "eng.h"
+#include "eng_host.h"
 #include "eng_tp.h"
 #include "harness.h"
+#include "kernels.h"
 #include "sim.h"
+
+/* The host's part of steps over K/V offloaded to host memory (HERALD's; host_step): the offloaded
+ * tokens' K and V, token by token, in pinned host memory the GPU reads (mapped), the query, the
+ * scores and the kept tokens, and the device memory the kept tokens' K and V cross the link into. */
+struct live_host {
+    uint16_t *kv;    /* [tokens][kv_row]: a token's K (every layer) then its V */
+    int64_t tokens;  /* rows of kv */
+    int64_t kv_row;  /* bf16 values a token: the model's K/V bytes a token / 2 */
+    float *query, *scores;
+    int32_t *top, *d_top;
+    uint16_t *d_stage;
+    int64_t kept;    /* rows of top, d_top and d_stage */
+    cudaStream_t stream;
+    struct step_desc gpu; /* the step without its host part: the engine's share */
+    const struct step_desc *sd;
+    int rc;
+    char msg[sizeof ((struct ts_err *)0)->msg];
+};
 
 /* A live engine and, in a disaggregated fleet, the other replicas' K/V pools it has opened. */
 struct live {
     struct eng *e;
     struct eng_pool *peers; /* [num_peers], by replica; k NULL where not opened */
     int num_peers;
+    struct live_host host;
 };
+
+#define HOST_CU(call)                                                                                        \
+    do {                                                                                                   \
+        const cudaError_t rc_ = (call);                                                                    \
+        if (rc_ != cudaSuccess)                                                                            \
+            return ts_fail(err, "%s: %s", #call, cudaGetErrorString(rc_));                                 \
+    } while (0)
+
+/* Room for a step scoring `tokens` offloaded tokens a request and keeping `kept` in all: grown (never
+ * shrunk), the new K/V filled with small values once. */
+static int host_room(struct live_host *h, int64_t tokens, int64_t kept, struct ts_err *err)
+{
+    if (tokens > h->tokens) {
+        if (h->kv)
+            HOST_CU(cudaFreeHost(h->kv));
+        free(h->query), free(h->scores);
+        h->kv = NULL, h->tokens = 0;
+        HOST_CU(cudaHostAlloc((void **)&h->kv, sizeof *h->kv * (size_t)(tokens * h->kv_row), cudaHostAllocMapped));
+        for (int64_t i = 0; i < tokens * h->kv_row; i++)
+            h->kv[i] = (uint16_t)(0x3c00 + (i * 2654435761u >> 20) % 256); /* bf16 in [2^-7, 2^-6) */
+        h->query = xmalloc(sizeof *h->query * (size_t)h->kv_row);
+        for (int64_t i = 0; i < h->kv_row; i++)
+            h->query[i] = (float)((i * 40503u) % 1000) / 1000.0f - 0.5f;
+        h->scores = xmalloc(sizeof *h->scores * (size_t)tokens);
+        h->tokens = tokens;
+    }
+    if (kept > h->kept) {
+        if (h->d_stage)
+            HOST_CU(cudaFree(h->d_stage));
+        if (h->d_top)
+            HOST_CU(cudaFree(h->d_top));
+        free(h->top);
+        h->d_stage = NULL, h->d_top = NULL, h->kept = 0;
+        HOST_CU(cudaMalloc((void **)&h->d_stage, sizeof *h->d_stage * (size_t)(kept * h->kv_row)));
+        HOST_CU(cudaMalloc((void **)&h->d_top, sizeof *h->d_top * (size_t)kept));
+        h->top = xmalloc(sizeof *h->top * (size_t)kept);
+        h->kept = kept;
+    }
+    if (!h->stream)
+        HOST_CU(cudaStreamCreateWithFlags(&h->stream, cudaStreamNonBlocking));
+    return 0;
+}
+
+/* The host's part of step h->sd: each segment's host_scan tokens scored by the host's threads (the
+ * keys: each token's first half-row), its host_kv best kept; then every kept token's K and V read by
+ * the GPU from host memory over the link into device memory. h->rc and h->msg say how it went. */
+static void *host_part(void *arg)
+{
+    struct live_host *h = arg;
+    struct ts_err e = {0}, *err = &e;
+    int64_t kept = 0;
+    for (int32_t s = 0; s < h->sd->num_segs && !h->rc; s++) {
+        const struct segment *g = &h->sd->segs[s];
+        if (g->host_scan <= 0 && g->host_kv <= 0)
+            continue;
+        const int32_t k = g->host_scan > 0 ? eng_host_select(h->kv, g->host_scan, h->kv_row / 2, h->kv_row, h->query,
+                                                             g->host_kv, ENG_HOST_THREADS, h->scores, h->top + kept)
+                                           : 0;
+        if (k < 0) {
+            h->rc = -1, ts_fail(err, "cannot start the host's scoring threads");
+            break;
+        }
+        for (int32_t i = k; i < g->host_kv; i++) /* those it brings without scoring them */
+            h->top[kept + i] = i;
+        kept += g->host_kv;
+    }
+    if (!h->rc && kept > 0) {
+        const cudaError_t a = cudaMemcpyAsync(h->d_top, h->top, sizeof *h->top * (size_t)kept, cudaMemcpyHostToDevice,
+                                              h->stream);
+        const int b = a == cudaSuccess ? k_gather_rows(h->d_stage, h->kv, h->d_top, (int)kept, (int)h->kv_row, h->stream) : 0;
+        const cudaError_t c = cudaStreamSynchronize(h->stream);
+        if (a != cudaSuccess || b || c != cudaSuccess)
+            h->rc = -1, ts_fail(err, "the kept K/V's copy over the host link: %s",
+                                cudaGetErrorString(a != cudaSuccess ? a : b ? (cudaError_t)b : c));
+    }
+    if (h->rc)
+        snprintf(h->msg, sizeof h->msg, "%s", e.msg);
+    return NULL;
+}
+
+/* A step with a host part (HERALD's): the engine runs the step without it (its attention over the
+ * K/V it keeps on the GPU, as many as the step names) while the host part runs for real, beside it
+ * (host_overlap) or before it; the wall time of both. */
+static int host_step(struct live *l, const struct step_desc *sd, double *seconds, struct ts_err *err)
+{
+    struct live_host *h = &l->host;
+    int64_t scan = 0;
+    for (int32_t s = 0; s < sd->num_segs; s++)
+        scan = TS_MAX(scan, TS_MAX((int64_t)sd->segs[s].host_scan, (int64_t)sd->segs[s].host_kv));
+    if (host_room(h, scan, sd->tot.host_kv_tokens, err))
+        return -1;
+    int64_t knobs[STEP_KNOBS];
+    step_knobs_get(sd, knobs);
+    step_desc_clear(&h->gpu);
+    step_knobs_set(&h->gpu, knobs);
+    for (int32_t s = 0; s < sd->num_segs; s++) {
+        struct segment g = sd->segs[s];
+        g.host_kv = g.host_scan = 0;
+        step_desc_add(&h->gpu, &g);
+    }
+    h->sd = sd, h->rc = 0;
+    pthread_t th;
+    const double t0 = ts_wall_s();
+    if (sd->host_overlap) {
+        if (pthread_create(&th, NULL, host_part, h))
+            return ts_fail(err, "cannot start the host's part of a step");
+    } else {
+        host_part(h);
+    }
+    const int rc = eng_step(l->e, &h->gpu, NULL, NULL, err);
+    if (sd->host_overlap)
+        pthread_join(th, NULL);
+    *seconds = ts_wall_s() - t0;
+    if (rc)
+        return -1;
+    return h->rc ? ts_fail(err, "%s", h->msg) : 0;
+}
+
+static void host_free(struct live_host *h)
+{
+    if (h->kv)
+        cudaFreeHost(h->kv);
+    if (h->d_stage)
+        cudaFree(h->d_stage);
+    if (h->d_top)
+        cudaFree(h->d_top);
+    if (h->stream)
+        cudaStreamDestroy(h->stream);
+    free(h->query), free(h->scores), free(h->top);
+    step_desc_free(&h->gpu);
+}
 
 static int live_step(void *ctx, const struct step_desc *sd, double *seconds, struct ts_err *err)
 {
-    const struct live *l = ctx;
+    struct live *l = ctx;
+    if (sd->tot.host_kv_tokens > 0 || sd->tot.host_scan_tokens > 0)
+        return host_step(l, sd, seconds, err);
     float ms = 0;
     if (eng_step(l->e, sd, NULL, &ms, err))
         return -1;
@@ -124,6 +281,8 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
         free(l);
         return -1;
     }
+    l->host.kv_row = model_kv_bytes_per_token(m) / 2; /* bf16 values: K and V, every layer */
+    step_desc_init(&l->host.gpu);
     *ex = (struct sim_executor){l, live_step, live_release, live_hold};
     return 0;
 }
@@ -135,6 +294,7 @@ void eng_live_close(struct sim_executor *ex)
         for (int i = 0; i < l->num_peers; i++)
             eng_pool_close(&l->peers[i]);
         free(l->peers);
+        host_free(&l->host);
         eng_destroy(l->e);
         free(l);
     }

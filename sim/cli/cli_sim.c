@@ -401,6 +401,11 @@ static void print_summary(const struct sim_config *c, const struct sim_summary *
                "per-step MAPE %.1f%%\n", (long long)m->live_steps, m->live_measured_s, c->cost,
                m->live_model_s, 100.0 * (m->live_model_s - m->live_measured_s) / m->live_measured_s,
                100.0 * m->live_abs_rel / (double)m->live_steps);
+    if (m->live_host_steps)
+        printf("                of them %lld with a host part measured %.3f s, predicted %.3f s (%+.1f%%), per-step "
+               "MAPE %.1f%%\n", (long long)m->live_host_steps, m->live_host_measured_s, m->live_host_model_s,
+               100.0 * (m->live_host_model_s - m->live_host_measured_s) / m->live_host_measured_s,
+               100.0 * m->live_host_abs_rel / (double)m->live_host_steps);
     /* the six ops that took the most time */
     int order[OP_COUNT];
     for (int i = 0; i < OP_COUNT; i++)
@@ -483,6 +488,12 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
         json_object_set_new(o, "live_step_mape", json_real(m->live_abs_rel / (double)m->live_steps));
         json_object_set_new(o, "live_t0_unix", json_real(m->live_t0_unix));
         json_object_set_new(o, "live_t1_unix", json_real(m->live_t1_unix));
+        if (m->live_host_steps) {
+            json_object_set_new(o, "live_host_steps", json_integer(m->live_host_steps));
+            json_object_set_new(o, "live_host_measured_s", json_real(m->live_host_measured_s));
+            json_object_set_new(o, "live_host_model_s", json_real(m->live_host_model_s));
+            json_object_set_new(o, "live_host_step_mape", json_real(m->live_host_abs_rel / (double)m->live_host_steps));
+        }
     }
     json_t *ops = json_object();
     for (int i = 0; i < OP_COUNT; i++)
@@ -545,7 +556,7 @@ int cli_sim(int argc, char **argv)
     }
     struct ts_err err;
     const struct policy_ops *po = policy_find(c.policy);
-    if (c.executor == EXECUTOR_GPU && po && po->engine_lacks) {
+    if (c.executor == EXECUTOR_GPU && po && po->engine_lacks && !po->live_host) {
         fprintf(stderr, "tessera sim: --executor gpu: policy %s needs %s, which the CUDA engine does not run; "
                         "price it with the cost model (--executor model)\n", po->name, po->engine_lacks);
         return EXIT_USAGE;
