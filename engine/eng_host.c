@@ -62,11 +62,13 @@ int32_t eng_host_select(const uint16_t *keys, int64_t n, int64_t row, int64_t st
         pthread_join(th[i], NULL);
     if (failed)
         return -1;
+    /* every token ranked, O(n log n) (the largest-k selection's insertion is O(n k): at a tenth of
+     * thousands of tokens, longer than the scoring) */
     const int32_t kept = (int32_t)TS_MIN((int64_t)k, n);
-    size_t *idx = xmalloc(sizeof *idx * (size_t)(kept ? kept : 1));
-    gsl_sort_float_largest_index(idx, (size_t)kept, scores, 1, (size_t)n);
+    size_t *idx = xmalloc(sizeof *idx * (size_t)(n ? n : 1));
+    gsl_sort_float_index(idx, scores, 1, (size_t)n);
     for (int32_t i = 0; i < kept; i++)
-        top[i] = (int32_t)idx[i];
+        top[i] = (int32_t)idx[n - 1 - i];
     free(idx);
     return kept;
 }

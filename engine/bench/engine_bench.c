@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "eng.h"
+#include "eng_host.h"
 #include "kernels.h"
 #include "cost.h"
 #include "act_cache.h"
@@ -1042,11 +1043,83 @@ static double host_read_gbs(const uint64_t *buf, size_t bytes, int threads, int 
     return keep == 1 ? best * (1 + 1e-12) : best; /* (the sums used) */
 }
 
+/* A kept token's K and V gathered from host memory: the GPU reads them (k_gather_rows over mapped
+ * memory), or each crosses by a copy of its own (the copy engines). */
+struct gather_ctx {
+    bf16_t *dst;
+    const bf16_t *src;
+    const int32_t *d_idx, *idx;
+    int rows, row;
+    bool copies;
+};
+
+static void run_gather(void *p)
+{
+    const struct gather_ctx *g = p;
+    if (!g->copies) {
+        k_gather_rows(g->dst, g->src, g->d_idx, g->rows, g->row, 0);
+        return;
+    }
+    for (int i = 0; i < g->rows; i++)
+        cudaMemcpyAsync(g->dst + (size_t)i * g->row, g->src + (size_t)g->idx[i] * g->row, sizeof *g->dst * (size_t)g->row,
+                        cudaMemcpyHostToDevice, 0);
+}
+
+/* HERALD's host part as a live run does it (engine/harness/eng_live.c) on SDAR-8B's K/V rows, in
+ * `bytes` of pinned host memory: scoring every token's keys over ENG_HOST_THREADS threads
+ * (eng_host_select, the best of 3: its rate over the keys' bytes) against the plain read rate, then
+ * the top tenth's K and V gathered to the GPU both ways (the median of reps). */
+static int bench_herald(const struct engine_bench_opts *o, void *pin, void *dev, size_t bytes, FILE *out)
+{
+    const struct model_cfg *m = model_find("sdar-8b");
+    const int row = (int)(model_kv_bytes_per_token(m) / 2);
+    const int64_t n = (int64_t)(bytes / (sizeof(bf16_t) * (size_t)row));
+    const int32_t k = (int32_t)(n / 10);
+    float *q = xmalloc(sizeof *q * (size_t)row), *scores = xmalloc(sizeof *scores * (size_t)n);
+    int32_t *top = xmalloc(sizeof *top * (size_t)k), *d_idx = NULL;
+    int rc = -1;
+    for (int i = 0; i < row; i++)
+        q[i] = (float)(i % 7) - 3.0f;
+    for (size_t i = 0; i < bytes / sizeof(bf16_t); i++) /* keys of varied scores: the ranking's real work */
+        ((bf16_t *)pin)[i] = (bf16_t)(0x3c00 + (i * 2654435761u >> 20) % 256);
+    double best = INFINITY;
+    for (int r = 0; r < 3; r++) {
+        const double t0 = ts_wall_s();
+        if (eng_host_select(pin, n, row / 2, row, q, k, ENG_HOST_THREADS, scores, top) != k) {
+            fprintf(stderr, "engine_bench --only host: the host's scoring failed\n");
+            goto done;
+        }
+        best = fmin(best, ts_wall_s() - t0);
+    }
+    const double key_bytes = (double)n * row; /* half of each row, in bytes: row / 2 values of 2 */
+    fprintf(out, "HERALD's host part, SDAR-8B (%d K/V values a token), %lld tokens:\n", row, (long long)n);
+    fprintf(out, "  scoring their keys over %d threads: %.2f ms, %.1f GB/s of keys\n", ENG_HOST_THREADS, best * 1e3,
+            key_bytes / best / 1e9);
+    CKB(cudaMalloc((void **)&d_idx, sizeof *d_idx * (size_t)k));
+    CKB(cudaMemcpy(d_idx, top, sizeof *top * (size_t)k, cudaMemcpyHostToDevice));
+    const double kept_bytes = (double)k * row * sizeof(bf16_t);
+    for (int copies = 0; copies < 2; copies++) {
+        struct gather_ctx g = {dev, pin, d_idx, top, k, row, copies};
+        const float ms = time_ms(run_gather, &g, o->reps);
+        CKB(cudaGetLastError());
+        fprintf(out, "  the top %d tokens' K and V to the GPU, %s: %.3f ms, %.1f GB/s\n", k,
+                copies ? "a copy each" : "read by the GPU (k_gather_rows)", ms, kept_bytes / (ms * 1e6));
+        if (o->json)
+            fprintf(o->json, "{\"host\":\"herald\",\"tokens\":%lld,\"score_gbps\":%.2f,\"kept\":%d,\"%s_gbps\":%.2f}\n",
+                    (long long)n, key_bytes / best / 1e9, k, copies ? "copies" : "gather", kept_bytes / (ms * 1e6));
+    }
+    rc = 0;
+done:
+    cudaFree(d_idx);
+    free(q), free(scores), free(top);
+    return rc;
+}
+
 /* The host link and the host's memory as offloaded K/V use them (sim/policy_herald.c, the host-link
  * table in sim/cost.c): pinned copies of 4 KiB to 1 GiB host to device and back, timed with events
  * (the median of reps after warm-up); 1 GiB from pageable memory; and the host's read rate over 1,
  * 2, 4 .. the host's cores threads, reading 2 GiB (the best of 3): what scoring offloaded keys on the
- * host reads at. */
+ * host reads at; then HERALD's host part as a live run does it (bench_herald). */
 static int bench_host(const struct engine_bench_opts *o, FILE *out)
 {
     int rc = -1;
@@ -1092,6 +1165,8 @@ static int bench_host(const struct engine_bench_opts *o, FILE *out)
         if (o->json)
             fprintf(o->json, "{\"host\":\"read\",\"threads\":%d,\"bytes\":%zu,\"gbps\":%.2f}\n", t, scan, gbs);
     }
+    if (bench_herald(o, pin, dev, most, out))
+        goto done;
     rc = 0;
 done:
     free(page);
