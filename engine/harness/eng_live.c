@@ -2,7 +2,9 @@
  * eng_live.c: live mode, the engine in place of the cost model (`tessera sim --executor gpu`).
  * The simulator builds each step as usual; the engine executes it on the GPU and its measured time
  * (CUDA events) advances the simulated clock, so one schedule runs live, its latencies measured.
- * Requests' KV pages are freed when the simulator frees them.
+ * Requests' KV pages are freed when the simulator frees them. Beside the engine, the executor runs
+ * what it does not: a step's host part over offloaded K/V (HERALD's: host_step), and a disaggregated
+ * fleet's moves of K/V between engines (engine_moves).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
@@ -69,7 +71,7 @@ static int host_room(struct live_host *h, int64_t tokens, int64_t kept, struct t
         h->kv = NULL, h->tokens = 0;
         HOST_CU(cudaHostAlloc((void **)&h->kv, sizeof *h->kv * (size_t)(tokens * h->kv_row), cudaHostAllocMapped));
         for (int64_t i = 0; i < tokens * h->kv_row; i++)
-            h->kv[i] = (uint16_t)(0x3c00 + (i * 2654435761u >> 20) % 256); /* bf16 in [2^-7, 2^-6) */
+            h->kv[i] = (uint16_t)(0x3c00 + (i * 2654435761u >> 20) % 256); /* bf16 in [2^-7, 2^-5) */
         h->query = xmalloc(sizeof *h->query * (size_t)h->kv_row);
         for (int64_t i = 0; i < h->kv_row; i++)
             h->query[i] = (float)((i * 40503u) % 1000) / 1000.0f - 0.5f;
