@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [select] [fc] [focus] [elastic] [moe] [tp] [generate]: the engine's GPU work in one call
+# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [select] [fc] [focus] [elastic] [moe] [tp] [generate] [disagg] [herald]: the engine's GPU work in one call
 # on a GPU machine, its outputs under OUT. The lent GPU machines have nvcc but no Debian -dev
 # packages: unpack those into deps/root here and carry it (engine/README.md, "On a GPU machine");
 # DEPS=deps/root then builds against it.
@@ -57,6 +57,16 @@
 #             IterSmooth; dInfer's vicinity cache with hierarchical decoding and IterSmooth) and SDAR-8B (threshold, block cache and FOCUS; block with IterSmooth), 16
 #             requests of 256 + 256 tokens (GEN_ARGS replaces them), each into
 #             OUT/generate-MODEL-DECODER-CACHE[-smooth].txt
+#   disagg    a live Refresh/Reuse split over four GPUs of one host (record fleet-disagg-live-h200x4):
+#             check_engine --only moves, then LLaDA-8B's dual cache on four replicas, split 2 + 2 and
+#             co-located, each live and simulated (OUT/live-disagg.json, live-colocated.json,
+#             model-*.json; disagg.txt sets them side by side). The first 400 lines of TRACE (default
+#             ../shared/traces/raw/AzureLLMInferenceTrace_conv.csv); DISAGG_ARGS replaces the workload
+#             options (default --requests 160 --rps 4 --gen-len 256)
+#   herald    HERALD's host part live (record herald-live-h100): engine_bench --only host (its
+#             scoring rate), then SDAR-8B live with nothing offloaded and with herald, overlapped and
+#             serial, at the default scan rate and at the measured one (OUT/live-*.json; herald.txt
+#             sets them side by side); HERALD_ARGS replaces the workload options
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]}
@@ -358,6 +368,74 @@ sanitize_tool() {
     return $ok
 }
 
+# live_summary FILE...: each live run's predicted total against its measured one, per-step MAPE,
+# and its host steps' (live_host_*) where it has some
+live_summary() {
+    python3 - "$@" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    m = d.get("fleet", d)
+    line = "%s: %d steps, predicted %+.1f%%, per-step MAPE %.1f%%" % (path.split("/")[-1], m["live_steps"],
+        100 * (m["live_model_s"] / m["live_measured_s"] - 1), 100 * m["live_step_mape"])
+    if m.get("live_host_steps"):
+        line += "; %d host steps, predicted %+.1f%%, MAPE %.1f%%" % (m["live_host_steps"],
+            100 * (m["live_host_model_s"] / m["live_host_measured_s"] - 1), 100 * m["live_host_step_mape"])
+    if "lat_p99_s" in m:
+        line += "; mean %.3f s, p99 %.3f s, %.1f tokens/s" % (m["lat_mean_s"], m["lat_p99_s"], m["throughput_tok_s"])
+    if m.get("moves_live"):
+        line += "; %d moves %.3f ms each (model %.3f)" % (m["moves_live"], 1e3 * m["move_live_s"] / m["moves_live"],
+                                                       1e3 * m["move_model_s"] / m["moves_live"])
+    print(line)
+PY
+}
+
+# the disaggregation part (see the header)
+disagg_part() {
+    local o=$1 t=./$b/tessera card=h100 f how
+    grep -q H200 "$out/gpu.txt" && card=h200
+    check_both moves "$o" || return 1
+    head -401 "${TRACE:-../shared/traces/raw/AzureLLMInferenceTrace_conv.csv}" >"$o/trace.csv" || return 1
+    local args="--replicas 4 --policy dual --gpu $card --cost calibrated --trace $o/trace.csv --json --no-progress"
+    args+=" ${DISAGG_ARGS:---requests 160 --rps 4 --gen-len 256}"
+    for f in "disagg:--disagg every,refresh=2,link=host" "colocated:"; do
+        how=${f%%:*}
+        $t sim $args ${f#*:} >"$o/model-$how.json" 2>/dev/null || return 1
+        $t sim $args ${f#*:} --executor gpu >"$o/live-$how.json" 2>"$o/live-$how.err" || { tail "$o/live-$how.err"; return 1; }
+    done
+    live_summary "$o/live-disagg.json" "$o/live-colocated.json" | tee "$o/disagg.txt"
+    python3 - "$o" <<'PY' | tee -a "$o/disagg.txt"
+import json, sys
+for how in ("disagg", "colocated"):
+    a, b = (json.load(open("%s/%s-%s.json" % (sys.argv[1], k, how)))["fleet"] for k in ("live", "model"))
+    print(how, "simulated against live:", ", ".join("%s %+.1f%%" % (k, 100 * (b[k] / a[k] - 1))
+          for k in ("lat_mean_s", "lat_p50_s", "lat_p90_s", "lat_p99_s", "throughput_tok_s")))
+PY
+}
+
+# the HERALD part (see the header)
+herald_part() {
+    local o=$1 t=./$b/tessera card=h100 rate name
+    grep -q H200 "$out/gpu.txt" && card=h200
+    $eb --only host >"$o/host.txt" 2>&1 || { cat "$o/host.txt"; return 1; }
+    rate=$(sed -n 's/.*scoring their keys over 16 threads: [0-9.]* ms, \([0-9.]*\) GB\/s of keys/\1/p' "$o/host.txt")
+    [ -n "$rate" ] || { echo "herald: no scoring rate in host.txt" >&2; return 1; }
+    local args="--model sdar-8b --gpu $card --cost calibrated --executor gpu --json --no-progress"
+    args+=" ${HERALD_ARGS:---requests 8 --rps 1 --lengths fixed:8000,256}"
+    for name in block herald-overlap herald-serial herald-overlap-s herald-serial-s; do
+        local pol="--policy herald"
+        case $name in
+            block) pol="--policy block" ;;
+            herald-overlap) pol+=" --herald-overlap 1" ;;
+            herald-serial) pol+=" --herald-overlap 0" ;;
+            herald-overlap-s) pol+=" --herald-overlap 1 --herald-scan-gbs $rate" ;;
+            herald-serial-s) pol+=" --herald-overlap 0 --herald-scan-gbs $rate" ;;
+        esac
+        $t sim $args $pol >"$o/live-$name.json" 2>"$o/live-$name.err" || { tail "$o/live-$name.err"; return 1; }
+    done
+    { echo "scoring rate: $rate GB/s"; live_summary "$o"/live-block.json "$o"/live-herald-*.json; } | tee "$o/herald.txt"
+}
+
 rc=0
 for p in $parts; do
     case $p in
@@ -387,8 +465,10 @@ for p in $parts; do
         moe) moe_part "$out" || rc=1 ;;
         tp) tp_part "$out" || rc=1 ;;
         generate) generate_part "$out" || rc=1 ;;
+        disagg) disagg_part "$out" || rc=1 ;;
+        herald) herald_part "$out" || rc=1 ;;
         memcheck) ;;
-        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, select, fc, focus, elastic, moe, tp, generate)" >&2
+        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, select, fc, focus, elastic, moe, tp, generate, disagg, herald)" >&2
            exit 2 ;;
     esac
 done

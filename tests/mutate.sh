@@ -122,7 +122,7 @@ mutations=(
     "held requests released whether or not a replica has room|sim/fleet.c|    while (fl->q.n > 0 && !fleet_full(fl)) {|    while (fl->q.n > 0) {|check_fleet"
     "a move's bytes not waited for|sim/fleet.c|        const int64_t end = start + llround(|        const int64_t end = start + 0 * llround(|check_fleet"
     "a move waits for no port|sim/fleet.c|TS_MAX(h[j].left_ns, TS_MAX(fl->port_out[i], fl->port_in[to]))|h[j].left_ns|check_fleet"
-    "a live step's host part added to its measured time|sim/sim.c|        s->sum.live_abs_rel += fabs(secs - measured) / measured;\n        secs = measured;|        s->sum.live_abs_rel += fabs(secs - measured) / measured;\n        secs = host > 0 ? cost_with_host(&s->sd, measured, host) : measured;|check_sim"
+    "a live step's host part added to its measured time|sim/sim.c|measured) / measured;\n        }\n        secs = measured;|measured) / measured;\n        }\n        secs = host > 0 ? cost_with_host(&s->sd, measured, host) : measured;|check_sim"
     "the host's scoring drops a row's tail|engine/eng_host.c|        for (; i < p->row; i++)|        for (; i < p->row - 1; i++)|check_eng_host"
     "the host's threads each leave their last token unscored|engine/eng_host.c|n * i / threads, n * (i + 1) / threads, row|n * i / threads, n * (i + 1) / threads - 1, row|check_eng_host"
     "a dropped move's pages never freed|engine/eng_plan.c|    while (r->num_pages > 0)\n        kv->free_pages[kv->num_free++] = r->pages[--r->num_pages];\n    free(r->pages);|    free(r->pages);|check_eng_plan"
