@@ -8,7 +8,8 @@
 # mutation passes when it is killed); exits 1 when any survives or is stale.
 # Usage: mutate.sh [FILTER]   (FILTER: run only the mutations whose name contains it)
 # Environment: BUILD (the build whose libtessera.a and flags it uses, default build), JOBS (mutations
-# run at once, default 1), SHARD=K/N (only every Nth mutation from the Kth: N runs share the list),
+# run at once, default 1), SHARD=K[,K...]/N (the mutations i, from 1, with (i - 1) mod N + 1 one of
+# the Ks: runs whose Ks cover 1..N share the list),
 # plus the Makefile's settings (NO_CUDA, DEPS, CC) passed to make.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -261,7 +262,7 @@ picked=()
 for i in "${!mutations[@]}"; do
     name=${mutations[$i]%%|*}
     [ -n "$filter" ] && [[ $name != *"$filter"* ]] && continue
-    [ $((i % ${shard#*/})) -eq $((${shard%/*} - 1)) ] || continue
+    case ",${shard%/*}," in *",$((i % ${shard#*/} + 1)),"*) ;; *) continue ;; esac
     picked+=("$i")
 done
 # what every mutation shares, made once: each mutated file's compile line, and the suites' objects
