@@ -336,4 +336,6 @@ fuzz:
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d)
+# (the GPU suite's and the benchmark's objects too: a header they include changed rebuilds them)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(CHECK_ENGINE_SRC:%.c=$(BUILD)/%.d) \
+    $(ENGINE_BENCH_SRC:%.c=$(BUILD)/%.d)
