@@ -5,8 +5,8 @@
 #include <gsl/gsl_sort_float.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "eng_weights.h"
 #include "util.h"
 
 struct score_part {
@@ -15,14 +15,6 @@ struct score_part {
     const float *query;
     float *scores;
 };
-
-static float bf16_to_float(uint16_t v)
-{
-    const uint32_t bits = (uint32_t)v << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
 
 static void *score_tokens(void *arg)
 {
@@ -33,9 +25,9 @@ static void *score_tokens(void *arg)
         int64_t i = 0;
         for (; i + 8 <= p->row; i += 8)
             for (int j = 0; j < 8; j++)
-                acc[j] += bf16_to_float(k[i + j]) * p->query[i + j];
+                acc[j] += eng_bf2f(k[i + j]) * p->query[i + j];
         for (; i < p->row; i++)
-            acc[0] += bf16_to_float(k[i]) * p->query[i];
+            acc[0] += eng_bf2f(k[i]) * p->query[i];
         p->scores[t] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
     }
     return NULL;

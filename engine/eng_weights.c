@@ -98,14 +98,6 @@ float eng_hash_uniform(uint64_t seed, uint64_t i)
     return (float)(int32_t)((uint32_t)(x >> 40) - (1u << 23)) * (1.0f / (float)(1u << 23));
 }
 
-float eng_bf2f(bf16_t v)
-{
-    uint32_t u = (uint32_t)v << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 bf16_t eng_f2bf(float f)
 {
     uint32_t u;

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "model.h"
@@ -86,8 +87,15 @@ static inline struct k_moe_router eng_moe_router(const struct model_cfg *m, cons
 
 uint64_t eng_tensor_seed(uint64_t seed, int index);
 float eng_hash_uniform(uint64_t seed, uint64_t i);
-float eng_bf2f(bf16_t v);
-bf16_t eng_f2bf(float f);
+/* A bf16's value (inline: the host's scoring of offloaded keys converts every key it reads). */
+static inline float eng_bf2f(bf16_t v)
+{
+    const uint32_t u = (uint32_t)v << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+bf16_t eng_f2bf(float f); /* rounded to nearest even */
 /* Host twin of the GPU initialisation of tensor index `i` of the layout. */
 void eng_fill_host(const struct eng_layout *l, int i, uint64_t seed, bf16_t *dst);
 

@@ -492,6 +492,18 @@ START_TEST(generation_prophet)
 }
 END_TEST
 
+/* commit[*row..] for request i's `rows` logit rows (a prompt of 20 tokens, blocks of 16): token 5 at
+ * the first two undecided positions of its block, -1 at the others; *row moves past them. */
+static void commit_two(struct gen *g, const struct eng_tokens *tk, int32_t i, int32_t rows, int32_t *commit, int32_t *row)
+{
+    int32_t taken = 0;
+    for (int32_t k = 0; k < rows; k++, (*row)++) {
+        const int32_t o = tk->pos(g, i, k) - 20;
+        const bool in_block = o >= g->r[i].block * 16 && o < g->r[i].block * 16 + 16;
+        commit[*row] = in_block && !g->r[i].decided[o] && taken < 2 ? (taken++, 5) : -1;
+    }
+}
+
 /* Elastic-Cache's drift test, by hand: two requests of a 64-position response after prompts of 20, in
  * blocks of 16, two positions a step, a window of 4 over 3 layers. Each step's entries hold every
  * position once (rowmap against the rows' positions), the first 4 masked positions as the window, the
@@ -548,12 +560,7 @@ START_TEST(generation_elastic_drift)
                 track[s * 3 + l] = l == 2 ? (steps % 2 ? -1 : track[s * 3]) : (7 * l + steps + i) % 20;
                 sim[s * 3 + l] = i == 0 && ((l == 1 && steps % 2 == 0) || (l == 2 && steps % 2)) ? 0.5f : 0.95f;
             }
-            int32_t taken = 0;
-            for (int32_t k = 0; k < sd.segs[s].logit_rows; k++, row++) {
-                const int32_t o = tk.pos(&g, i, k) - 20;
-                const bool in_block = o >= g.r[i].block * 16 && o < g.r[i].block * 16 + 16;
-                commit[row] = in_block && !g.r[i].decided[o] && taken < 2 ? (taken++, 5) : -1;
-            }
+            commit_two(&g, &tk, i, sd.segs[s].logit_rows, commit, &row);
         }
         ck_assert_msg(gen_apply(&g, &sd, commit, NULL, &err) == 0, "%s", err.msg);
         gen_elastic_apply(&g, q, sd.num_segs, track, sim);
@@ -643,12 +650,7 @@ START_TEST(generation_d2_rollout)
                 imp[s * N + k] = p == 0 ? 100.f : 1.f;
                 conf[s * N + k] = (float)p;
             }
-            int32_t taken = 0;
-            for (int32_t k = 0; k < sd.segs[s].logit_rows; k++, row++) {
-                const int32_t o = tk.pos(&g, i, k) - 20;
-                const bool in_block = o >= g.r[i].block * 16 && o < g.r[i].block * 16 + 16;
-                commit[row] = in_block && !g.r[i].decided[o] && taken < 2 ? (taken++, 5) : -1;
-            }
+            commit_two(&g, &tk, i, sd.segs[s].logit_rows, commit, &row);
         }
         ck_assert_msg(gen_apply(&g, &sd, commit, NULL, &err) == 0, "%s", err.msg);
         want_eligible += decided_before;

@@ -5,25 +5,10 @@
  */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "eng_host.h"
+#include "eng_weights.h"
 #include "test_util.h"
-
-static uint16_t to_bf16(float f)
-{
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    return (uint16_t)(bits >> 16); /* truncated: the value the test then scores is the bf16's */
-}
-
-static double from_bf16(uint16_t v)
-{
-    const uint32_t bits = (uint32_t)v << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
 
 /* Tokens of a key row of `row` values (stride apart), scored in double and ranked by selection. */
 static void check_case(int64_t n, int64_t row, int64_t stride, int32_t k, int threads, unsigned seed)
@@ -34,13 +19,13 @@ static void check_case(int64_t n, int64_t row, int64_t stride, int32_t k, int th
     double *want = xmalloc(sizeof *want * (size_t)n);
     int32_t *top = xmalloc(sizeof *top * (size_t)(k ? k : 1));
     for (int64_t i = 0; i < n * stride; i++)
-        keys[i] = to_bf16((float)rand() / (float)RAND_MAX - 0.5f);
+        keys[i] = eng_f2bf((float)rand() / (float)RAND_MAX - 0.5f);
     for (int64_t i = 0; i < row; i++)
         q[i] = (float)rand() / (float)RAND_MAX - 0.5f;
     for (int64_t t = 0; t < n; t++) {
         want[t] = 0;
         for (int64_t i = 0; i < row; i++)
-            want[t] += from_bf16(keys[t * stride + i]) * q[i];
+            want[t] += eng_bf2f(keys[t * stride + i]) * q[i];
     }
     const int32_t kept = eng_host_select(keys, n, row, stride, q, k, threads, scores, top);
     ck_assert_int_eq(kept, k < n ? k : (int32_t)n);

@@ -56,6 +56,17 @@ struct live {
             return ts_fail(err, "%s: %s", #call, cudaGetErrorString(rc_));                                 \
     } while (0)
 
+/* The rows of h->kv that h->top's first `rows` name read by the GPU from host memory over the link
+ * into h->d_stage, and waited for. */
+static cudaError_t gather(struct live_host *h, int32_t rows)
+{
+    cudaError_t rc = cudaMemcpyAsync(h->d_top, h->top, sizeof *h->top * (size_t)rows, cudaMemcpyHostToDevice, h->stream);
+    if (rc == cudaSuccess)
+        rc = (cudaError_t)k_gather_rows(h->d_stage, h->kv, h->d_top, rows, (int)h->kv_row, h->stream);
+    const cudaError_t sync = cudaStreamSynchronize(h->stream);
+    return rc != cudaSuccess ? rc : sync;
+}
+
 /* Room for a step scoring `tokens` offloaded tokens a request and keeping `kept` in all: grown by half
  * again at least (never shrunk), the new K/V filled with small values, then read once by the host and
  * by the GPU, so that no step pays the first touch of memory it is the first to read. */
@@ -100,9 +111,7 @@ static int host_room(struct live_host *h, int64_t tokens, int64_t kept, struct t
             const int32_t rows = (int32_t)TS_MIN(h->kept, h->tokens - t0);
             for (int32_t i = 0; i < rows; i++)
                 h->top[i] = (int32_t)(t0 + i);
-            HOST_CU(cudaMemcpyAsync(h->d_top, h->top, sizeof *h->top * (size_t)rows, cudaMemcpyHostToDevice, h->stream));
-            HOST_CU((cudaError_t)k_gather_rows(h->d_stage, h->kv, h->d_top, rows, (int)h->kv_row, h->stream));
-            HOST_CU(cudaStreamSynchronize(h->stream));
+            HOST_CU(gather(h, rows));
         }
     }
     return 0;
@@ -133,13 +142,9 @@ static void *host_part(void *arg)
         kept += g->host_kv;
     }
     if (!h->rc && kept > 0) {
-        const cudaError_t a = cudaMemcpyAsync(h->d_top, h->top, sizeof *h->top * (size_t)kept, cudaMemcpyHostToDevice,
-                                              h->stream);
-        const int b = a == cudaSuccess ? k_gather_rows(h->d_stage, h->kv, h->d_top, (int)kept, (int)h->kv_row, h->stream) : 0;
-        const cudaError_t c = cudaStreamSynchronize(h->stream);
-        if (a != cudaSuccess || b || c != cudaSuccess)
-            h->rc = -1, ts_fail(err, "the kept K/V's copy over the host link: %s",
-                                cudaGetErrorString(a != cudaSuccess ? a : b ? (cudaError_t)b : c));
+        const cudaError_t rc = gather(h, (int32_t)kept);
+        if (rc != cudaSuccess)
+            h->rc = -1, ts_fail(err, "the kept K/V's copy over the host link: %s", cudaGetErrorString(rc));
     }
     if (h->rc)
         snprintf(h->msg, sizeof h->msg, "%s", e.msg);
