@@ -80,6 +80,10 @@ struct eng_opts {
                             * requests; 0: none. One GPU */
     int32_t rollout_positions, rollout_requests; /* d2Cache's attention rollout (eng_rollout_next): the
                             * positions a request holds at most and the requests; 0: none. One GPU */
+    int32_t sparsed_positions, sparsed_requests; /* SparseD's patterns (eng_sparsed_next): the positions a
+                            * request holds at most and the requests; 0: none. One GPU */
+    int32_t sparsed_block; /* their blocks of query rows and keys (a multiple of 64) */
+    double sparsed_select; /* the share of key blocks each pass keeps (SparseD's select) */
     bool top2_gap;         /* each logit row's gap between its two largest logits too (eng_out.gap:
                             * Prophet's early-commit test); one GPU */
     bool feature_cache;    /* the pool also holds each token's attention and FFN outputs per layer
@@ -233,6 +237,20 @@ struct eng_drift_req {
 };
 int eng_drift_next(struct eng *e, const struct eng_drift_req *r, int32_t n, struct ts_err *err);
 int eng_drift_out(struct eng *e, int32_t *track, float *sim, struct ts_err *err);
+/* SparseD's patterns (kernels.h k_sparsed_pattern). Each entry names a segment of the next step
+ * that runs every position of its request (N rows over no cached keys), the request's slot (<
+ * eng_opts.sparsed_requests; N <= sparsed_positions) and its prompt's length (pass 2 scores the key
+ * blocks from min(ceil(prompt / block), the last) on). build: the step's attention is dense and each
+ * layer builds the slot's pattern from its own queries and keys; else the segment attends by the
+ * slot's pattern, built over as many positions. A step run again for its GEMMs' warm-up does the
+ * same. eng_sparsed_pattern: slot req's kept blocks, [layers][H][nb][nb] 0 or 1 into keep (nb =
+ * ceil(N / block), into *nb), -1 where none is built. */
+struct eng_sparsed_req {
+    int32_t seg, req, prompt;
+    bool build;
+};
+int eng_sparsed_next(struct eng *e, const struct eng_sparsed_req *r, int32_t n, struct ts_err *err);
+int eng_sparsed_pattern(struct eng *e, int32_t req, uint8_t *keep, int32_t *nb, struct ts_err *err);
 /* d2Cache's attention rollout (kernels.h k_rollout_layer), measured over every layer of the next step:
  * each of the n entries (n <= eng_opts.rollout_requests) names a segment of the step that runs N rows
  * (N <= rollout_positions) over no cached keys, every position of its request. eng_rollout_out after

@@ -167,6 +167,15 @@ struct eng {
     struct eng_rollout_req *ro;
     int32_t ro_n;
     bool ro_pending;
+    /* SparseD's patterns (eng_sparsed_next): each slot's kept key blocks a layer, head and query
+     * block, [layers][requests][H][sp_qb] counts and [...][sp_qb] blocks; the scoring's scratch; each
+     * segment's first pattern entry (-1: dense) for the attention, and its pinned twin; the next
+     * step's entries; each slot's positions once built (0: none) */
+    int32_t *sp_cnt, *sp_base, *h_sp_base;
+    int16_t *sp_list;
+    float *sp_part;
+    int32_t sp_qb, sp_n, sp_sparse, *sp_N;
+    struct eng_sparsed_req *sp;
     struct eng_tokens tokens;  /* eng_set_tokens (tokens.id NULL: none) */
     int32_t max_segs, max_tiles, max_page_refs;
     struct eng_kv kv;
@@ -218,6 +227,8 @@ void eng_opts_defaults(struct eng_opts *o)
     o->tp_size = 1;
     o->planner = "first-fit";
     o->warm_s = ENG_WARM_S;
+    o->sparsed_block = 128;
+    o->sparsed_select = 0.3;
     o->attention = choices.attention;
     o->ffn = choices.ffn;
     o->routing = choices.routing;
@@ -439,6 +450,16 @@ static int64_t rollout_bytes(const struct eng *e)
     return N > 0 ? (int64_t)e->o.rollout_requests * ((int64_t)e->m.num_layers * N * N + 2 * N) * 4 : 0;
 }
 
+/* SparseD's patterns' buffers (eng_opts.sparsed_positions) */
+static int64_t sparsed_bytes(const struct eng *e)
+{
+    if (e->o.sparsed_positions <= 0)
+        return 0;
+    const int64_t qb = (e->o.sparsed_positions + e->o.sparsed_block - 1) / e->o.sparsed_block;
+    return (int64_t)e->m.num_layers * e->o.sparsed_requests * e->m.num_heads * qb * (4 + 2 * qb) +
+           k_sparsed_part_bytes(e->o.sparsed_positions, e->m.num_heads) + (int64_t)e->o.max_tokens * 4;
+}
+
 static int64_t drift_bytes(const struct eng *e)
 {
     if (e->o.drift_positions <= 0)
@@ -458,7 +479,7 @@ static int size_kv_pool(struct eng *e, int64_t budget, struct ts_err *err)
                                 (o->input_cache ? (int64_t)e->m.num_layers * e->m.hidden * 2 : 0);
     const int64_t smooth = (2LL * o->smooth_rows + SMOOTH_SUB) * e->m.hidden * 2; /* IterSmooth's rows */
     const int64_t left = budget - RESERVE_MARGIN - (e->tp ? TP_MARGIN : 0) - e->mem.weights - e->mem.workspace -
-                         e->mem.blas_workspace - smooth - drift_bytes(e) - rollout_bytes(e);
+                         e->mem.blas_workspace - smooth - drift_bytes(e) - rollout_bytes(e) - sparsed_bytes(e);
     int64_t pool_tokens = o->kv_tokens > 0 ? o->kv_tokens : (left > 0 ? left / token_bytes : 0);
     if (e->tp) { /* every rank the same pool: the smallest (free memory differs between GPUs) */
         double v = (double)pool_tokens;
@@ -522,6 +543,7 @@ static int alloc_moe(struct eng *e, struct ts_err *err)
 static int alloc_credit(struct eng *e, struct ts_err *err);
 static int alloc_drift(struct eng *e, struct ts_err *err);
 static int alloc_rollout(struct eng *e, struct ts_err *err);
+static int alloc_sparsed(struct eng *e, struct ts_err *err);
 static int alloc_buffers(struct eng *e, struct ts_err *err)
 {
     const int64_t T = e->o.max_tokens, h = e->m.hidden, kvd = (int64_t)e->m.num_kv_heads * e->m.head_dim;
@@ -550,7 +572,8 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
                                   alloc((void **)&e->sm_soft[1], (int64_t)e->o.smooth_rows * h * 2, err))) ||
         (e->o.trace_selection && alloc((void **)&e->sel_trace, SELECTION_TRACE, err)) ||
         (e->tp && alloc((void **)&e->tp_gather, 12LL * (e->o.tp_size + 1) * T, err)) ||
-        (e->o.drift_positions > 0 && alloc_drift(e, err)) || (e->o.rollout_positions > 0 && alloc_rollout(e, err)))
+        (e->o.drift_positions > 0 && alloc_drift(e, err)) || (e->o.rollout_positions > 0 && alloc_rollout(e, err)) ||
+        (e->o.sparsed_positions > 0 && alloc_sparsed(e, err)))
         return -1;
     if (cudaMallocHost((void **)&e->h_meta_buf, (size_t)e->meta_cap * 4) != cudaSuccess ||
         cudaMallocHost((void **)&e->h_tok, (size_t)T * 4) != cudaSuccess ||
@@ -567,6 +590,22 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
         return ts_fail(err, "engine: poisoning the KV pool failed");
     if (pooled && cudaMemsetAsync(e->focus_prog, 0xff, EVICT_REQS * 4, e->stream) != cudaSuccess)
         return ts_fail(err, "engine: clearing the eviction progress failed");
+    return 0;
+}
+
+/* SparseD's patterns' buffers (sparsed_bytes). */
+static int alloc_sparsed(struct eng *e, struct ts_err *err)
+{
+    const int64_t R = e->o.sparsed_requests, H = e->m.num_heads;
+    e->sp_qb = (e->o.sparsed_positions + e->o.sparsed_block - 1) / e->o.sparsed_block;
+    const int64_t entries = (int64_t)e->m.num_layers * R * H * e->sp_qb;
+    if (alloc((void **)&e->sp_cnt, entries * 4, err) || alloc((void **)&e->sp_list, entries * e->sp_qb * 2, err) ||
+        alloc((void **)&e->sp_part, k_sparsed_part_bytes(e->o.sparsed_positions, (int)H), err) ||
+        alloc((void **)&e->sp_base, (int64_t)e->o.max_tokens * 4, err))
+        return -1;
+    CU(cudaMallocHost((void **)&e->h_sp_base, (size_t)e->o.max_tokens * 4));
+    e->sp = xcalloc((size_t)R, sizeof *e->sp);
+    e->sp_N = xcalloc((size_t)R, sizeof *e->sp_N);
     return 0;
 }
 
@@ -664,6 +703,14 @@ static int opts_refused(const struct model_cfg *m, const struct eng_opts *o, str
                             "positive)", o->rollout_positions, K_ROLLOUT_MAX_N, o->rollout_requests);
     if (o->rollout_positions > 0 && (o->tp_size > 1 || o->stateless))
         return ts_fail(err, "engine: d2Cache's attention rollout runs on one GPU, over the KV pool");
+    if (o->sparsed_positions < 0 || o->sparsed_requests < 0 ||
+        (o->sparsed_positions > 0 && (o->sparsed_requests < 1 || o->sparsed_block < 64 || o->sparsed_block % 64 ||
+                                      !(o->sparsed_select >= 0 && o->sparsed_select <= 1))))
+        return ts_fail(err, "engine: sparsed_positions %d, sparsed_requests %d (both 0, or both positive), "
+                            "sparsed_block %d (a multiple of 64), sparsed_select %g (0 to 1)", o->sparsed_positions,
+                       o->sparsed_requests, o->sparsed_block, o->sparsed_select);
+    if (o->sparsed_positions > 0 && (o->tp_size > 1 || o->stateless))
+        return ts_fail(err, "engine: SparseD's patterns run on one GPU, over the KV pool");
     return 0;
 }
 
@@ -781,11 +828,12 @@ void eng_destroy(struct eng *e)
                    e->cr_n[1], e->cr_val[0], e->cr_val[1], e->cr_map, e->sm_soft[0], e->sm_soft[1], e->sm_tmp,
                    e->sm_map, e->sm_stats, e->sel_means, e->drift_q[0], e->drift_q[1], e->drift_k[0],
                    e->drift_k[1], e->drift_probs, e->drift_sel, e->drift_rowmap, e->drift_elig, e->drift_query,
-                   e->d_drift_track, e->d_drift_sim, e->ro_mix, e->ro_imp, e->ro_tmp, e->d_move};
+                   e->d_drift_track, e->d_drift_sim, e->ro_mix, e->ro_imp, e->ro_tmp, e->d_move, e->sp_cnt,
+                   e->sp_list, e->sp_part, e->sp_base};
     for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
         if (dev[i])
             cudaFree(dev[i]);
-    void *host[] = {e->h_meta_buf, e->h_tok, e->h_max, e->h_conf, e->h_gap, e->h_um, e->h_sm};
+    void *host[] = {e->h_meta_buf, e->h_tok, e->h_max, e->h_conf, e->h_gap, e->h_um, e->h_sm, e->h_sp_base};
     for (size_t i = 0; i < TS_ARRAY_LEN(host); i++)
         if (host[i])
             cudaFreeHost(host[i]);
@@ -803,6 +851,7 @@ void eng_destroy(struct eng *e)
     eng_plan_free(&e->plan);
     free(e->drift);
     free(e->ro);
+    free(e->sp), free(e->sp_N);
     eng_layout_free(&e->lay);
     eng_layout_free(&e->glay);
     eng_tp_destroy(e->tp);
@@ -1286,6 +1335,53 @@ static int drift_layer(struct eng *e, int L, const bf16_t *qkv, const bf16_t *kp
     return 0;
 }
 
+/* The step's SparseD entries (eng_sparsed_next) against its plan: each names a segment of every
+ * position of its request over no cached keys, a sparse one as many positions as its pattern's. */
+static int sparsed_check(const struct eng *e, struct ts_err *err)
+{
+    const struct eng_plan *p = &e->plan;
+    for (int32_t i = 0; i < e->sp_n; i++) {
+        const struct eng_sparsed_req *r = &e->sp[i];
+        if (r->seg >= p->S || p->kv_cached[r->seg] != 0 || p->q_len[r->seg] != p->key_len[r->seg] ||
+            p->q_len[r->seg] > e->o.sparsed_positions)
+            return ts_fail(err, "SparseD: entry %d names segment %d, which does not run its request's positions "
+                                "alone (at most %d)", i, r->seg, e->o.sparsed_positions);
+        if (!r->build && p->q_len[r->seg] != e->sp_N[r->req])
+            return ts_fail(err, "SparseD: entry %d attends by slot %d's pattern, built over %d positions, with %d",
+                           i, r->req, e->sp_N[r->req], p->q_len[r->seg]);
+    }
+    return 0;
+}
+
+/* Layer L's SparseD patterns (eng_sparsed_next): the attention's pattern pointers for the layer, or
+ * (after its attention) the patterns its building entries build from its queries and keys. */
+static void sparsed_layer_args(const struct eng *e, int L, struct k_attn_args *aa)
+{
+    const int64_t layer = (int64_t)L * e->o.sparsed_requests * e->m.num_heads * e->sp_qb;
+    aa->kb_base = e->sp_sparse > 0 ? e->sp_base : NULL;
+    aa->kb_cnt = e->sp_cnt + layer, aa->kb_list = e->sp_list + layer * e->sp_qb;
+    aa->kb_block = e->o.sparsed_block, aa->kb_qblocks = e->sp_qb, aa->kb_stride = e->sp_qb;
+}
+
+static int sparsed_build(struct eng *e, int L, const struct k_attn_args *aa, struct ts_err *err)
+{
+    const int b = e->o.sparsed_block, H = e->m.num_heads;
+    for (int32_t i = 0; i < e->sp_n; i++) {
+        const struct eng_sparsed_req *r = &e->sp[i];
+        if (!r->build)
+            continue;
+        const int N = e->plan.q_len[r->seg], nb = (N + b - 1) / b;
+        const int64_t at = ((int64_t)L * e->o.sparsed_requests + r->req) * H * e->sp_qb;
+        const struct k_sparsed_args a = {
+            .at = aa, .seg = r->seg, .N = N, .block = b, .last = TS_MIN((r->prompt + b - 1) / b, nb - 1),
+            .qblocks = e->sp_qb, .stride = e->sp_qb, .select = e->o.sparsed_select,
+            .scale = 1.0f / sqrtf((float)H), /* SparseD's: its scores divide by sqrt(heads) */
+            .part = e->sp_part, .imp = NULL, .cnt = e->sp_cnt + at, .list = e->sp_list + at * e->sp_qb};
+        KL(k_sparsed_pattern(&a, e->stream));
+    }
+    return 0;
+}
+
 /* Layer L over T packed rows x of the plan whose attention is aa (its arrays in dm): its selections
  * where the step's plan selects; importance: an evicting step's front layer 0 or 1, which also
  * scores its candidates (k_focus_importance, timed with the attention). */
@@ -1314,8 +1410,16 @@ static int dense_layer(struct eng *e, int L, struct k_attn_args *aa, const struc
     if (runs(e, OP_QKV) && gemm(e, W(e, W_QKV, L), hn, qkv, T, h, width, 0.f, err))
         return -1;
     mark(e, OP_QKV);
+    const bool sparsed = e->sp_n > 0 && dm == &e->dm;
+    if (sparsed)
+        sparsed_layer_args(e, L, aa);
     if (rope_attend(e, L, aa, qkv, att, kp, vp, dm->tok_pos, dm->tok_slot, T, err))
         return -1;
+    if (sparsed) { /* the patterns built here are timed with the attention */
+        if (runs(e, OP_ATTN) && sparsed_build(e, L, aa, err))
+            return -1;
+        mark(e, OP_ATTN);
+    }
     if (e->drift_pending && dm == &e->dm && drift_layer(e, L, qkv, kp, err))
         return -1;
     if (e->ro_pending && dm == &e->dm && rollout_layer(e, L, qkv, kp, err))
@@ -1543,6 +1647,8 @@ static int forward(struct eng *e, struct ts_err *err)
                             e->sm_soft[e->sm_cur], st));
         mark(e, OP_EMBED);
         struct k_attn_args aa = attn_args(e, p, &e->dm);
+        if (e->sp_n > 0 && sparsed_check(e, err))
+            return -1;
         e->sel_defer = select_at_end(e, layers);
         for (int L = 0; L < layers; L++)
             if (dense_layer(e, L, &aa, &e->dm, T, x, false, err))
@@ -1695,6 +1801,18 @@ static int prepare(struct eng *e, const struct step_desc *sd, bool run, struct t
     if (e->ro_pending && split)
         return ts_fail(err, "step refused: d2Cache's attention rollout runs in steps whose rows are the same in every "
                             "layer (no feature cache, front shapes or eviction)");
+    if (e->sp_n > 0 && split)
+        return ts_fail(err, "step refused: SparseD's patterns run in steps whose rows are the same in every layer "
+                            "(no feature cache, front shapes or eviction)");
+    for (int32_t s = 0; s < sd->num_segs; s++) { /* a sparse pattern (attn_keys) runs as SparseD's entries say */
+        bool named = false;
+        for (int32_t i = 0; i < e->sp_n && !named; i++)
+            named = e->sp[i].seg == s;
+        if (sd->segs[s].attn_keys > 0 && !named)
+            return ts_fail(err, "step refused: request %d's segment has a sparse attention pattern (attn_keys) that "
+                                "no SparseD entry names (eng_sparsed_next), which the engine does not run; price "
+                                "such runs with the cost model", sd->segs[s].req_id);
+    }
     if (layered && e->m.num_experts > 0)
         return ts_fail(err, "step refused: its rows differ by layer (a feature cache, front shapes, probes or "
                             "carried rows), which the engine does not run on a mixture of experts");
@@ -1795,6 +1913,10 @@ int eng_step(struct eng *e, const struct step_desc *sd, struct eng_out *out, flo
         e->drift_pending = false;
     }
     e->ro_pending = false;
+    for (int32_t i = 0; i < e->sp_n; i++) /* the patterns built are the slots' now */
+        if (e->sp[i].build)
+            e->sp_N[e->sp[i].req] = e->plan.q_len[e->sp[i].seg];
+    e->sp_n = 0;
     /* a selecting request keeps the pages of its kept keys alone: its candidates' go back to the pool
      * (a graph of the step keeps them: its replays write there) */
     for (int32_t s = 0; s < sd->num_segs && !e->o.stateless; s++)
@@ -1913,6 +2035,65 @@ int eng_drift_out(struct eng *e, int32_t *track, float *sim, struct ts_err *err)
     CU(cudaMemcpy(track, e->d_drift_track, n * 4, cudaMemcpyDeviceToHost));
     CU(cudaMemcpy(sim, e->d_drift_sim, n * 4, cudaMemcpyDeviceToHost));
     return 0;
+}
+
+int eng_sparsed_next(struct eng *e, const struct eng_sparsed_req *r, int32_t n, struct ts_err *err)
+{
+    if (e->o.sparsed_positions <= 0)
+        return ts_fail(err, "SparseD: the engine keeps no patterns (eng_opts.sparsed_positions)");
+    if (n < 0 || n > e->o.sparsed_requests)
+        return ts_fail(err, "SparseD: %d requests (at most %d)", n, e->o.sparsed_requests);
+    for (int32_t s = 0; s < e->o.max_tokens; s++)
+        e->h_sp_base[s] = -1;
+    int32_t sparse = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (r[i].seg < 0 || r[i].seg >= e->o.max_tokens || r[i].req < 0 || r[i].req >= e->o.sparsed_requests ||
+            r[i].prompt < 0)
+            return ts_fail(err, "SparseD: entry %d (segment %d, slot %d, prompt %d) out of range (%d slots)", i,
+                           r[i].seg, r[i].req, r[i].prompt, e->o.sparsed_requests);
+        if (!r[i].build && e->sp_N[r[i].req] <= 0)
+            return ts_fail(err, "SparseD: entry %d attends by slot %d's pattern, which is not built", i, r[i].req);
+        for (int32_t j = 0; j < i; j++)
+            if (r[j].req == r[i].req || r[j].seg == r[i].seg)
+                return ts_fail(err, "SparseD: entries %d and %d name the same slot or segment", j, i);
+        if (!r[i].build)
+            e->h_sp_base[r[i].seg] = r[i].req * e->m.num_heads * e->sp_qb, sparse++;
+        e->sp[i] = r[i];
+    }
+    CU(cudaMemcpyAsync(e->sp_base, e->h_sp_base, sizeof(int32_t) * (size_t)e->o.max_tokens, cudaMemcpyHostToDevice,
+                       e->stream));
+    CU(cudaStreamSynchronize(e->stream));
+    e->sp_n = n, e->sp_sparse = sparse;
+    return 0;
+}
+
+int eng_sparsed_pattern(struct eng *e, int32_t req, uint8_t *keep, int32_t *nb, struct ts_err *err)
+{
+    if (e->o.sparsed_positions <= 0 || req < 0 || req >= e->o.sparsed_requests || e->sp_N[req] <= 0)
+        return -1;
+    const int64_t H = e->m.num_heads, Q = e->sp_qb, R = e->o.sparsed_requests;
+    const int32_t n = (e->sp_N[req] + e->o.sparsed_block - 1) / e->o.sparsed_block;
+    int32_t *cnt = xmalloc(sizeof *cnt * (size_t)(H * Q));
+    int16_t *list = xmalloc(sizeof *list * (size_t)(H * Q * Q));
+    int rc = 0;
+    for (int L = 0; L < e->m.num_layers && !rc; L++) {
+        const int64_t at = ((int64_t)L * R + req) * H * Q;
+        if (cudaMemcpy(cnt, e->sp_cnt + at, sizeof *cnt * (size_t)(H * Q), cudaMemcpyDeviceToHost) != cudaSuccess ||
+            cudaMemcpy(list, e->sp_list + at * Q, sizeof *list * (size_t)(H * Q * Q), cudaMemcpyDeviceToHost) !=
+                cudaSuccess) {
+            rc = ts_fail(err, "SparseD: reading slot %d's pattern: %s", req, cudaGetErrorString(cudaGetLastError()));
+            break;
+        }
+        uint8_t *kl = keep + (size_t)L * H * n * n;
+        memset(kl, 0, (size_t)(H * n * n));
+        for (int64_t h = 0; h < H; h++)
+            for (int32_t qb = 0; qb < n; qb++)
+                for (int32_t j = 0; j < cnt[h * Q + qb] && j < n; j++)
+                    kl[(h * n + qb) * n + list[(h * Q + qb) * Q + j]] = 1;
+    }
+    free(cnt), free(list);
+    *nb = n;
+    return rc;
 }
 
 int eng_rollout_next(struct eng *e, const struct eng_rollout_req *r, int32_t n, struct ts_err *err)

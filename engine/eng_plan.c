@@ -298,7 +298,8 @@ static int plan_refusal(const struct step_desc *sd, const struct eng_kv *kv, str
                             "rows, which the engine does not run; price such runs with the cost model");
     for (int32_t s = 0; s < sd->num_segs; s++) {
         const struct segment *g = &sd->segs[s];
-        const char *why = g->attn_keys > 0                    ? "a sparse attention pattern (attn_keys)"
+        const char *why = g->attn_keys > 0 && (g->kv > 0 || g->phase != PHASE_FULL || layered || evicting || widening)
+                              ? "a sparse attention pattern (attn_keys) over cached keys"
                           : g->host_kv > 0 || g->host_scan > 0 ? "K/V offloaded to host memory (host_kv, host_scan)"
                           : widening         ? widening_refusal(g)
                           : layered          ? layered_refusal(g)

@@ -60,10 +60,12 @@ void ref_swiglu(float *out, const float *gu, int rows, int F)
         }
 }
 
-void ref_attention(float *out, const float *q, int q_stride, const float *k, const float *v,
-                   int q_len, int key_len, int kv_cached, int H, int Hkv, int d, int block_size,
-                   float scale)
+/* ref_attention, each query row of head h seeing only the key blocks its block of `kblock` rows keeps
+ * (keep [H][nqb][nkb]) where keep is given */
+static void attend(float *out, const float *q, int q_stride, const float *k, const float *v, int q_len, int key_len,
+                   int kv_cached, int H, int Hkv, int d, int block_size, float scale, const uint8_t *keep, int kblock)
 {
+    const int nqb = keep ? (q_len + kblock - 1) / kblock : 0, nkb = keep ? (key_len + kblock - 1) / kblock : 0;
     double *p = xmalloc(sizeof *p * (size_t)(key_len ? key_len : 1));
     for (int i = 0; i < q_len; i++)
         for (int h = 0; h < H; h++) {
@@ -72,6 +74,8 @@ void ref_attention(float *out, const float *q, int q_stride, const float *k, con
             double mx = -DBL_MAX, sum = 0;
             for (int j = 0; j < key_len; j++) {
                 bool vis = block_size <= 0 || j < kv_cached || (j - kv_cached) / block_size <= i / block_size;
+                if (keep)
+                    vis = vis && keep[((size_t)h * nqb + i / kblock) * nkb + j / kblock];
                 if (!vis) {
                     p[j] = -DBL_MAX;
                     continue;
@@ -91,10 +95,77 @@ void ref_attention(float *out, const float *q, int q_stride, const float *k, con
                 double acc = 0;
                 for (int j = 0; j < key_len; j++)
                     acc += p[j] * v[((size_t)j * Hkv + hk) * d + c];
-                out[(size_t)i * H * d + h * d + c] = (float)(acc / sum);
+                out[(size_t)i * H * d + h * d + c] = sum > 0 ? (float)(acc / sum) : 0.f;
             }
         }
     free(p);
+}
+
+void ref_attention(float *out, const float *q, int q_stride, const float *k, const float *v,
+                   int q_len, int key_len, int kv_cached, int H, int Hkv, int d, int block_size,
+                   float scale)
+{
+    attend(out, q, q_stride, k, v, q_len, key_len, kv_cached, H, Hkv, d, block_size, scale, NULL, 0);
+}
+
+void ref_attention_blocks(float *out, const float *q, int q_stride, const float *k, const float *v, int N, int H,
+                          int Hkv, int d, int block, const uint8_t *keep, float scale)
+{
+    attend(out, q, q_stride, k, v, N, N, 0, H, Hkv, d, 0, scale, keep, block);
+}
+
+/* The kept blocks of one pass: the top `top` of imp[from .. n) (ties: the lower block) */
+static void keep_top(const double *imp, int from, int n, int top, uint8_t *keep)
+{
+    for (int b = from; b < n; b++) {
+        int rank = 0;
+        for (int j = from; j < n; j++)
+            rank += imp[j] > imp[b] || (imp[j] == imp[b] && j < b);
+        if (rank < top)
+            keep[b] = 1;
+    }
+}
+
+void ref_sparsed_pattern(const float *q, int q_stride, const float *k, int N, int H, int Hkv, int d, int block,
+                         int last, double select, float scale, double *imp, uint8_t *keep)
+{
+    const int nb = (N + block - 1) / block, ng = nb - last;
+    double *p1 = xmalloc(sizeof *p1 * (size_t)N), *p2 = xmalloc(sizeof *p2 * (size_t)N);
+    for (int h = 0; h < H; h++) {
+        const int hk = h / (H / Hkv);
+        for (int qb = 0; qb < nb; qb++) {
+            double *i1 = imp + ((size_t)h * nb + qb) * nb, *i2 = imp + (((size_t)H + h) * nb + qb) * nb;
+            memset(i1, 0, sizeof *i1 * (size_t)nb), memset(i2, 0, sizeof *i2 * (size_t)nb);
+            for (int i = qb * block; i < TS_MIN(N, (qb + 1) * block); i++) {
+                double mx = -DBL_MAX, mx2 = -DBL_MAX, sum = 0, sum2 = 0;
+                for (int j = 0; j < N; j++) {
+                    double s = 0;
+                    for (int c = 0; c < d; c++)
+                        s += (double)q[(size_t)i * q_stride + h * d + c] * k[((size_t)j * Hkv + hk) * d + c];
+                    p1[j] = s * scale;
+                    mx = fmax(mx, p1[j]);
+                    if (j >= last * block)
+                        mx2 = fmax(mx2, p1[j]);
+                }
+                for (int j = 0; j < N; j++) {
+                    p2[j] = j >= last * block ? exp(p1[j] - mx2) : 0;
+                    p1[j] = exp(p1[j] - mx);
+                    sum += p1[j], sum2 += p2[j];
+                }
+                for (int j = 0; j < N; j++) {
+                    i1[j / block] += p1[j] / sum;
+                    if (j >= last * block)
+                        i2[j / block] += p2[j] / sum2;
+                }
+            }
+            uint8_t *kq = keep + ((size_t)h * nb + qb) * nb;
+            memset(kq, 0, (size_t)nb);
+            keep_top(i1, 0, nb, TS_MIN(nb, (int)(nb * select) + 1), kq);
+            memset(kq + last, 0, (size_t)ng);
+            keep_top(i2, last, nb, ng > 0 ? TS_MIN(ng, (int)(ng * select) + 1) : 0, kq);
+        }
+    }
+    free(p1), free(p2);
 }
 
 void ref_argmax_conf(const float *logits, int rows, int V, int32_t *tok, float *maxv, float *conf)
@@ -136,6 +207,8 @@ struct ref_cache {
     int32_t done;   /* keys 0..done-1 were run through every layer (an evicting step's progress + 1) */
 };
 
+#define REF_MAX_BLOCKS 8
+
 struct eng_ref {
     struct model_cfg m;
     struct eng_layout lay;
@@ -152,6 +225,11 @@ struct eng_ref {
     const float *embed_add;      /* the next step's additions to its embeddings (eng_ref_add_embed), or NULL */
     int64_t route_stride, route_differ, route_all;
     bool balanced_routes; /* eng_ref_balance_routes */
+    struct ref_blocks {   /* the next step's block-sparse patterns (eng_ref_force_blocks) */
+        int32_t req, block;
+        const uint8_t *keep;
+    } blocks[REF_MAX_BLOCKS];
+    int num_blocks;
 };
 
 /* Layer L's bias, QK norms and rotary embedding over the T rows of qkv at positions pos. */
@@ -614,6 +692,12 @@ void eng_ref_force_routes(struct eng_ref *r, const int32_t *ids, int64_t stride)
 
 void eng_ref_balance_routes(struct eng_ref *r, bool on) { r->balanced_routes = on; }
 
+void eng_ref_force_blocks(struct eng_ref *r, int32_t req_id, const uint8_t *keep, int block)
+{
+    if (r->num_blocks < REF_MAX_BLOCKS)
+        r->blocks[r->num_blocks++] = (struct ref_blocks){req_id, block, keep};
+}
+
 double eng_ref_route_disagreement(struct eng_ref *r) { return take_share(&r->route_differ, &r->route_all); }
 
 static const struct k_moe_router softmax_renormalised = {.norm = true};
@@ -776,8 +860,19 @@ static void ref_plain_layer(struct eng_ref *r, const struct step_desc *sd, const
             memcpy(kc + (size_t)key * kvrow, row + H * d, sizeof *kc * kvrow);
             memcpy(vc + (size_t)key * kvrow, row + (H + Hkv) * d, sizeof *vc * kvrow);
         }
-        ref_attention(b->att + (size_t)p->q_start[s] * H * d, b->qkv + (size_t)p->q_start[s] * width, width, kc, vc,
-                      p->q_len[s], key_len[s], p->kv_cached[s], H, Hkv, d, block_size, 1.0f / sqrtf((float)d));
+        const struct ref_blocks *fb = NULL;
+        for (int i = 0; i < r->num_blocks; i++)
+            if (r->blocks[i].req == sd->segs[s].req_id)
+                fb = &r->blocks[i];
+        if (fb) { /* its every position by the pattern */
+            const int nb = (p->q_len[s] + fb->block - 1) / fb->block;
+            ref_attention_blocks(b->att + (size_t)p->q_start[s] * H * d, b->qkv + (size_t)p->q_start[s] * width, width,
+                                 kc, vc, p->q_len[s], H, Hkv, d, fb->block, fb->keep + (size_t)L * H * nb * nb,
+                                 1.0f / sqrtf((float)d));
+        } else {
+            ref_attention(b->att + (size_t)p->q_start[s] * H * d, b->qkv + (size_t)p->q_start[s] * width, width, kc,
+                          vc, p->q_len[s], key_len[s], p->kv_cached[s], H, Hkv, d, block_size, 1.0f / sqrtf((float)d));
+        }
         const struct segment *g = &sd->segs[s];
         if (g->keep > 0)
             ref_select(r, sd, b->qkv + (size_t)(p->q_start[s] + g->q - g->score_rows) * width, width, s, nsel++, L, kc,
@@ -940,4 +1035,5 @@ void eng_ref_step(struct eng_ref *r, const struct step_desc *sd, const struct en
     r->forced_pick = NULL;
     r->forced_route = NULL;
     r->embed_add = NULL;
+    r->num_blocks = 0;
 }

@@ -28,6 +28,16 @@ void ref_swiglu(float *out, const float *gu, int rows, int F);
 void ref_attention(float *out, const float *q, int q_stride, const float *k, const float *v,
                    int q_len, int key_len, int kv_cached, int H, int Hkv, int d, int block_size,
                    float scale);
+/* ref_attention over no cached keys (N rows and keys), by a block-sparse pattern (k_attn_args.kb_*):
+ * the rows of query block qb (of `block` rows) in head h see the key blocks keep[(h * nb + qb) * nb
+ * + kb] names (nb = ceil(N / block)); a row that sees none gets zeros. */
+void ref_attention_blocks(float *out, const float *q, int q_stride, const float *k, const float *v, int N, int H,
+                          int Hkv, int d, int block, const uint8_t *keep, float scale);
+/* SparseD's pattern (k_sparsed_pattern's reference) over N rows q (stride q_stride) and keys k [N,
+ * Hkv * d]: each pass's sums of each head's query block's probabilities over each key block into imp
+ * [2][H][nb][nb] (nb = ceil(N / block)), and the kept blocks, 0 or 1, into keep [H][nb][nb]. */
+void ref_sparsed_pattern(const float *q, int q_stride, const float *k, int N, int H, int Hkv, int d, int block,
+                         int last, double select, float scale, double *imp, uint8_t *keep);
 /* Sparse selection over one segment's keys k, v [>= cand, Hkv*d] (k_kv_select's reference): the
  * mean of score_rows query rows q (stride q_stride) scores keys 0..cand-1 (summed over each K/V
  * head's query heads; over every head unless per_head), max-pooled over `kernel` keys; the keep best
@@ -95,6 +105,10 @@ void eng_ref_add_embed(struct eng_ref *r, const float *add);
 /* The next eng_ref_step routes its MoE layers' rows to these experts instead of its own choice (the
  * weights its own probabilities renormalised over them): ids [layers][stride], as eng_routes gives. */
 void eng_ref_force_routes(struct eng_ref *r, const int32_t *ids, int64_t stride);
+/* The next eng_ref_step attends request req_id's segment (every position of it over no cached keys)
+ * by a block-sparse pattern: keep [layers][H][nb][nb] as eng_sparsed_pattern gives the engine's, in
+ * blocks of `block` (kept by the caller until that step returns; at most 8 requests a step). */
+void eng_ref_force_blocks(struct eng_ref *r, int32_t req_id, const uint8_t *keep, int block);
 /* Whether its MoE layers route balanced (eng_opts.routing; each layer salted by k_moe_balance, as
  * the engine's). */
 void eng_ref_balance_routes(struct eng_ref *r, bool on);

@@ -145,11 +145,25 @@ static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16
     const int kfull = attn_row_keys(klen, kvc, bs, q0 + rw * 16); /* keys every row of the warp sees */
     const float sl2 = a.scale * 1.4426950408889634f;
 
-    /* the keys this block covers: its split of the keys any row of the tile may see */
-    const int kend = attn_key_end(klen, kvc, bs, q0 + TMH, qlen);
+    /* the K/V tiles this block covers: its split of the tiles any row of the tile may see, tile i
+     * at key kof(i): consecutive, or a pattern's kept blocks' (k_attn_args.kb_base) */
     const int splits = gridDim.z;
-    const int per = ((kend + splits - 1) / splits + TN - 1) / TN * TN;
-    const int kbeg = blockIdx.z * per, kstop = min(kend, kbeg + per);
+    const int16_t *kbl = nullptr;
+    int tpb = 1, ntile, per;
+    if (a.kb_base && a.kb_base[seg] >= 0) {
+        const int e = a.kb_base[seg] + head * a.kb_qblocks + q0 / a.kb_block, cnt = a.kb_cnt[e];
+        kbl = a.kb_list + (size_t)e * a.kb_stride;
+        tpb = a.kb_block / TN;
+        /* the last kept block may be the partial last one: its tiles up to klen */
+        ntile = cnt > 0 ? (cnt - 1) * tpb + min(tpb, (klen - kbl[cnt - 1] * a.kb_block + TN - 1) / TN) : 0;
+        per = (ntile + splits - 1) / splits;
+    } else {
+        const int kend = attn_key_end(klen, kvc, bs, q0 + TMH, qlen);
+        ntile = (kend + TN - 1) / TN;
+        per = ((kend + splits - 1) / splits + TN - 1) / TN;
+    }
+    const int ibeg = blockIdx.z * per, iend = min(ntile, ibeg + per);
+    auto kof = [&](int i) { return kbl ? kbl[i / tpb] * a.kb_block + (i % tpb) * TN : i * TN; };
 
     float o[D / 8][4];
 #pragma unroll
@@ -169,11 +183,11 @@ static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16
      * page table (with the one-barrier loop, 1 x 2,048 keys at 249 TFLOP/s against 178 for a copy
      * of the table in shared memory and per-chunk address arithmetic) */
     int pid[kv_rows<D, TN>::N];
-    auto issue = [&](int st, int k0) {
+    auto issue = [&](int st, int i) {
         const uint32_t ks = smem_u32 + col * 2 + st * 4 * TILE;
-        load_tile<D, TN>(ks, ks + 2 * TILE, kp, vp, slot_bytes, pid, a.page_shift, k0, klen);
-        if (k0 + TN < kstop)
-            tile_pages<D, TN>(pid, pages, a.page_shift, k0 + TN, klen);
+        load_tile<D, TN>(ks, ks + 2 * TILE, kp, vp, slot_bytes, pid, a.page_shift, kof(i), klen);
+        if (i + 1 < iend)
+            tile_pages<D, TN>(pid, pages, a.page_shift, kof(i + 1), klen);
     };
     /* the query tile into shared memory with the first K/V tile (rows past the segment zero): row
      * i holds row q0 + i % TMH of head P blockIdx.y + i / TMH */
@@ -192,21 +206,22 @@ static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16
      * the end): waiting for all but the last NSTAGE - 2 groups means this tile has landed. One
      * barrier a tile: past it, the tile is visible to all and the stage computed before it is
      * free, so the tile NSTAGE - 1 ahead is issued into it. */
-    if (kbeg < kstop)
-        tile_pages<D, TN>(pid, pages, a.page_shift, kbeg, klen);
+    if (ibeg < iend)
+        tile_pages<D, TN>(pid, pages, a.page_shift, kof(ibeg), klen);
 #pragma unroll
     for (int p = 0; p < NSTAGE - 1; p++) {
-        if (kbeg + p * TN < kstop)
-            issue(p, kbeg + p * TN);
+        if (ibeg + p < iend)
+            issue(p, ibeg + p);
         asm volatile("cp.async.commit_group;\n" ::);
     }
     int stage = 0;
-    for (int k0 = kbeg; k0 < kstop; k0 += TN) {
+    for (int i = ibeg; i < iend; i++) {
+        const int k0 = kof(i);
         bf16_t *Ks = smem + stage * 2 * TILE, *Vs = Ks + TILE;
         asm volatile("cp.async.wait_group %0;\n" ::"n"(NSTAGE - 2));
         __syncthreads();
-        if (k0 + (NSTAGE - 1) * TN < kstop)
-            issue((stage + NSTAGE - 1) % NSTAGE, k0 + (NSTAGE - 1) * TN);
+        if (i + NSTAGE - 1 < iend)
+            issue((stage + NSTAGE - 1) % NSTAGE, i + NSTAGE - 1);
         asm volatile("cp.async.commit_group;\n" ::);
         stage = stage + 1 == NSTAGE ? 0 : stage + 1;
         if (!active)
@@ -489,6 +504,13 @@ extern "C" int k_attention(const struct k_attn_args *a, k_stream stream)
         return (int)cudaErrorInvalidValue;
     if (a->impl < 0 || a->impl > 2)
         return (int)cudaErrorInvalidValue;
+    if (a->kb_base) { /* a block-sparse pattern: the mma.sync kernel, one query head a block */
+        if (a->kb_block <= 0 || a->kb_block % 64 || a->kb_qblocks <= 0 || a->kb_stride <= 0)
+            return (int)cudaErrorInvalidValue;
+        k_attn_args b = *a;
+        b.impl = 0, b.head_pack = 1, b.wg_min_q = 0;
+        return a->d == 128 ? launch<128>(&b, stream) : a->d == 64 ? launch<64>(&b, stream) : (int)cudaErrorInvalidValue;
+    }
     if (a->d == 128 && a->impl == 1 && k_attention_splits(a) == 1) {
         int rc = k_attention_wgmma(a, stream);
         if (rc != (int)cudaErrorNotSupported)
@@ -512,4 +534,232 @@ extern "C" int k_attention(const struct k_attn_args *a, k_stream stream)
     if (a->d == 64)
         return launch<64>(a, stream);
     return (int)cudaErrorInvalidValue;
+}
+
+/* --- SparseD's pattern (k_sparsed_pattern) ---------------------------------------------------- */
+
+/* The scalars of a pattern's scoring launch. */
+struct sparsed_launch {
+    int seg, nt, kgt; /* the segment, its 64-key tiles, the first of them pass 2 scores */
+    float sl2;        /* the scale in log2 units */
+    float *part;      /* [2][H][nt][nt] */
+};
+
+/* Block (query tile qt, head h): its 64 rows' softmax over the segment's keys in two sweeps over the
+ * K tiles (two stages deep, as attention_tile's): the first finds each row's maximum and sum over
+ * every key (pass 1) and over the keys from tile kgt on (pass 2), the second sums each K tile's
+ * probabilities over the block's rows, of both passes, into part[pass][h][qt][tile]. Rows past the
+ * segment add nothing. */
+template <int D>
+static __global__ __launch_bounds__(128) void sparsed_scores_kernel(const k_attn_args a, const sparsed_launch p)
+{
+    extern __shared__ __align__(16) bf16_t smem[];
+    __shared__ float red[2][4];
+    griddep_wait();
+    constexpr int TN = TN_LONG, ROW = smem_layout<D, TN>::ROW, TILE = smem_layout<D, TN>::TILE, NT = TN / 8;
+    const uint32_t smem_u32 = (uint32_t)__cvta_generic_to_shared(smem);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    const int seg = p.seg, qt = blockIdx.x, head = blockIdx.y, hk = head / (a.H / a.Hkv);
+    const int N = a.key_len[seg], qlen = a.q_len[seg], qs = a.q_start[seg], q0 = qt * TM;
+    const int r0 = q0 + warp * 16 + g, r1 = r0 + 8;
+    const int32_t *pages = a.pages + a.page_off[seg];
+    const int col = (threadIdx.x % (D / 8)) * 8;
+    const uint32_t slot_bytes = 2u * (a.kv_stride > 0 ? a.kv_stride : a.Hkv * D);
+    const char *kp = (const char *)(a.k_pool + (size_t)hk * D + col);
+    const bf16_t *Qs = smem + smem_layout<D, TN>::Q / 2;
+    {
+        const int r = threadIdx.x / (D / 8);
+        const bf16_t *qg = a.q + (size_t)(qs + q0) * a.q_stride + head * D + col;
+#pragma unroll
+        for (int i = 0; i < TM / kv_rows<D, TN>::RPP; i++) {
+            const int row = r + i * kv_rows<D, TN>::RPP, ok = q0 + row < qlen;
+            cp_async16(smem_u32 + smem_layout<D, TN>::Q + (row * ROW + col) * 2, qg + (ok ? (size_t)row * a.q_stride : 0),
+                       ok ? 16 : 0);
+        }
+    }
+    int pid[kv_rows<D, TN>::N];
+    /* K of tile i into stage st (V's half of the stage unused) */
+    auto issue = [&](int st, int i) {
+        const int r = threadIdx.x / (D / 8);
+        const uint32_t ks = smem_u32 + col * 2 + st * 4 * TILE;
+        tile_pages<D, TN>(pid, pages, a.page_shift, i * TN, N);
+#pragma unroll
+        for (int k = 0; k < kv_rows<D, TN>::N; k++) {
+            const int row = r + k * kv_rows<D, TN>::RPP, j = i * TN + row;
+            const uint32_t slot = ((uint32_t)pid[k] << a.page_shift) | (min(j, N - 1) & ((1 << a.page_shift) - 1));
+            cp_async16(ks + row * ROW * 2, kp + (uint64_t)slot * slot_bytes, j < N ? 16 : 0);
+        }
+    };
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f; /* pass 1: maxima (log2 units), sums */
+    float n0 = -INFINITY, n1 = -INFINITY, g0 = 0.f, g1 = 0.f; /* pass 2 */
+    float il0 = 0.f, il1 = 0.f, ig0 = 0.f, ig1 = 0.f;         /* the sums' inverses (0: a row past the segment) */
+    const size_t out1 = ((size_t)head * p.nt + qt) * p.nt, out2 = out1 + (size_t)a.H * p.nt * p.nt;
+    for (int sweep = 0; sweep < 2; sweep++) {
+        __syncthreads(); /* no warp still reads the stage the sweep's first tile goes into */
+        issue(0, 0);
+        asm volatile("cp.async.commit_group;\n" ::);
+        for (int i = 0; i < p.nt; i++) {
+            const int k0 = i * TN;
+            const bf16_t *Ks = smem + (i & 1) * 2 * TILE;
+            asm volatile("cp.async.wait_group 0;\n" ::);
+            __syncthreads();
+            if (i + 1 < p.nt)
+                issue((i + 1) & 1, i + 1);
+            asm volatile("cp.async.commit_group;\n" ::);
+            float s[NT][4];
+#pragma unroll
+            for (int n = 0; n < NT; n++)
+                s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk += 2) {
+                uint32_t qf[2][4];
+                ldsm_x4(qf[0], Qs + (warp * 16 + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8);
+                ldsm_x4(qf[1], Qs + (warp * 16 + (lane & 15)) * ROW + kk * 16 + 16 + (lane >> 4) * 8);
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    uint32_t b[4];
+                    ldsm_x4(b, Ks + (n * 8 + (lane & 7)) * ROW + kk * 16 + (lane >> 3) * 8);
+                    mma_bf16(s[n], qf[0], b[0], b[1]);
+                    mma_bf16(s[n], qf[1], b[2], b[3]);
+                }
+            }
+            if (k0 + TN > N)
+                attn_mask<NT, false>(s, k0, t4, r0, r1, N, 0, 0, 0.f);
+            const bool two = i >= p.kgt;
+            if (sweep == 0) { /* the online maxima and sums */
+                float mx0, mx1, b0, b1, c0 = 0.f, c1 = 0.f, al0, al1;
+                attn_row_max<NT>(s, mx0, mx1);
+                mx0 *= p.sl2, mx1 *= p.sl2;
+                attn_new_max_l(m0, m1, mx0, mx1, l0, l1, b0, b1, al0, al1);
+                if (two)
+                    attn_new_max_l(n0, n1, mx0, mx1, g0, g1, c0, c1, al0, al1);
+#pragma unroll
+                for (int n = 0; n < NT; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const float x = s[n][e] * p.sl2;
+                        (e < 2 ? l0 : l1) += fast_exp2(x - (e < 2 ? b0 : b1));
+                        if (two)
+                            (e < 2 ? g0 : g1) += fast_exp2(x - (e < 2 ? c0 : c1));
+                    }
+                continue;
+            }
+            float v = 0.f, w = 0.f; /* the tile's probabilities over this thread's rows and keys */
+#pragma unroll
+            for (int n = 0; n < NT; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const float x = s[n][e] * p.sl2;
+                    v += fast_exp2(x - (e < 2 ? m0 : m1)) * (e < 2 ? il0 : il1);
+                    if (two)
+                        w += fast_exp2(x - (e < 2 ? n0 : n1)) * (e < 2 ? ig0 : ig1);
+                }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) {
+                v += __shfl_xor_sync(0xffffffffu, v, o);
+                w += __shfl_xor_sync(0xffffffffu, w, o);
+            }
+            if (lane == 0)
+                red[0][warp] = v, red[1][warp] = w;
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                p.part[out1 + i] = (red[0][0] + red[0][1]) + (red[0][2] + red[0][3]);
+                if (two)
+                    p.part[out2 + i] = (red[1][0] + red[1][1]) + (red[1][2] + red[1][3]);
+            }
+        }
+        if (sweep == 0) {
+            l0 = attn_row_sum(l0), l1 = attn_row_sum(l1), g0 = attn_row_sum(g0), g1 = attn_row_sum(g1);
+            il0 = r0 < qlen && l0 > 0.f ? 1.f / l0 : 0.f, il1 = r1 < qlen && l1 > 0.f ? 1.f / l1 : 0.f;
+            ig0 = r0 < qlen && g0 > 0.f ? 1.f / g0 : 0.f, ig1 = r1 < qlen && g1 > 0.f ? 1.f / g1 : 0.f;
+        }
+    }
+}
+
+/* Block (query block qb, head h): the key blocks' sums of both passes from the tiles' (part), each
+ * pass's kept blocks ranked (ties: the lower block), and the kept ones listed ascending. */
+static __global__ void sparsed_select_kernel(const k_sparsed_args p, int N, int H, int nt)
+{
+    extern __shared__ float imp[]; /* [2][nkb], then a kept flag a block */
+    griddep_wait();
+    const int qb = blockIdx.x, h = blockIdx.y, tpb = p.block / TN_LONG;
+    const int nkb = (N + p.block - 1) / p.block, last = p.last;
+    float *i1 = imp, *i2 = imp + nkb;
+    unsigned char *keep = (unsigned char *)(imp + 2 * nkb);
+    const int qa = qb * tpb, qz = min(nt, qa + tpb);
+    const float *p1 = p.part + (size_t)h * nt * nt, *p2 = p1 + (size_t)H * nt * nt;
+    for (int kb = threadIdx.x; kb < nkb; kb += blockDim.x) {
+        const int ka = kb * tpb, kz = min(nt, ka + tpb);
+        float a1 = 0.f, a2 = 0.f;
+        for (int q = qa; q < qz; q++)
+            for (int k = ka; k < kz; k++) {
+                a1 += p1[(size_t)q * nt + k];
+                if (kb >= last)
+                    a2 += p2[(size_t)q * nt + k];
+            }
+        i1[kb] = a1, i2[kb] = a2;
+    }
+    __syncthreads();
+    const int ng = nkb - last;
+    const int top1 = min(nkb, (int)(nkb * p.select) + 1), top2 = ng > 0 ? min(ng, (int)(ng * p.select) + 1) : 0;
+    for (int kb = threadIdx.x; kb < nkb; kb += blockDim.x) {
+        int rank1 = 0, rank2 = 0;
+        for (int j = 0; j < nkb; j++) {
+            rank1 += i1[j] > i1[kb] || (i1[j] == i1[kb] && j < kb);
+            if (kb >= last && j >= last)
+                rank2 += i2[j] > i2[kb] || (i2[j] == i2[kb] && j < kb);
+        }
+        keep[kb] = (kb < last && rank1 < top1) || (kb >= last && rank2 < top2);
+    }
+    __syncthreads();
+    const size_t e = (size_t)h * p.qblocks + qb;
+    if (p.imp)
+        for (int kb = threadIdx.x; kb < p.stride; kb += blockDim.x) {
+            p.imp[e * p.stride + kb] = kb < nkb ? i1[kb] : 0.f;
+            p.imp[((size_t)H * p.qblocks + e) * p.stride + kb] = kb < nkb ? i2[kb] : 0.f;
+        }
+    if (threadIdx.x == 0) {
+        int c = 0;
+        for (int kb = 0; kb < nkb; kb++)
+            if (keep[kb])
+                p.list[e * p.stride + c++] = (int16_t)kb;
+        p.cnt[e] = c;
+    }
+}
+
+extern "C" int64_t k_sparsed_part_bytes(int N, int H)
+{
+    const int64_t nt = (N + TN_LONG - 1) / TN_LONG;
+    return 2 * (int64_t)H * nt * nt * (int64_t)sizeof(float);
+}
+
+template <int D> static cudaError_t sparsed_scores(const k_attn_args &a, const sparsed_launch &l, cudaStream_t st)
+{
+    static bool configured = false;
+    const int bytes = smem_layout<D, TN_LONG>::BYTES;
+    if (!configured) {
+        const cudaError_t e = cudaFuncSetAttribute(sparsed_scores_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   bytes);
+        if (e != cudaSuccess)
+            return e;
+        configured = true;
+    }
+    return k_launch(sparsed_scores_kernel<D>, dim3((unsigned)l.nt, (unsigned)a.H), dim3(128), (size_t)bytes, st, a, l);
+}
+
+extern "C" int k_sparsed_pattern(const struct k_sparsed_args *p, k_stream stream)
+{
+    if (p->N <= 0)
+        return 0;
+    const k_attn_args &a = *p->at;
+    const int nkb = (p->N + p->block - 1) / max(p->block, 1), nt = (p->N + TN_LONG - 1) / TN_LONG;
+    if (!attn_args_valid(&a) || (a.d != 128 && a.d != 64) || p->block <= 0 || p->block % TN_LONG || p->last < 0 ||
+        p->last >= nkb || p->qblocks < nkb || p->stride < nkb || !(p->select >= 0 && p->select <= 1))
+        return (int)cudaErrorInvalidValue;
+    const sparsed_launch l = {p->seg, nt, p->last * (p->block / TN_LONG), p->scale * 1.4426950408889634f, p->part};
+    cudaError_t e = a.d == 128 ? sparsed_scores<128>(a, l, stream) : sparsed_scores<64>(a, l, stream);
+    if (e == cudaSuccess)
+        e = k_launch(sparsed_select_kernel, dim3((unsigned)nkb, (unsigned)a.H), dim3(128),
+                     (size_t)nkb * (2 * sizeof(float) + 1), stream, *p, p->N, a.H, nt);
+    return (int)e;
 }

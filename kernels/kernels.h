@@ -214,6 +214,15 @@ struct k_attn_args {
     int head_pack;   /* > 0: the query heads of one K/V head a block of the mma.sync kernel takes
                       * together (1, 2 or 4; where attn_pack_fits allows, else 1), instead of
                       * attn_head_pack_v's (0, the engine; attn_bench's ATTN_PACK) */
+    /* A block-sparse pattern (SparseD's; NULL kb_base: none). Segment s with kb_base[s] >= 0
+     * attends by it: the query rows of block qb (kb_block rows, a multiple of 64) of head h see
+     * the keys of the kb_cnt[e] key blocks (kb_block keys each) listed ascending at
+     * kb_list[e * kb_stride ...], e = kb_base[s] + h * kb_qblocks + qb; such a segment reads no
+     * cached keys and is not block-causal. A launch with a pattern runs on the mma.sync kernel,
+     * one query head a block. */
+    const int32_t *kb_base, *kb_cnt;
+    const int16_t *kb_list;
+    int kb_block, kb_qblocks, kb_stride;
 };
 int k_attention(const struct k_attn_args *a, k_stream stream);
 /* The wgmma kernel alone: cudaErrorNotSupported where it cannot run (no sm_90a image for this
@@ -495,6 +504,31 @@ struct k_rollout_args {
 };
 int k_rollout_layer(const struct k_rollout_args *a, k_stream stream);
 int k_rollout_importance(const struct k_rollout_args *a, k_stream stream);
+
+/* SparseD's pattern (arXiv 2509.24014; INV-WZQ/SparseD at 52155b4, models/LLaDA/modeling_llada.py
+ * LLaDABlock.attention, SparseD_utils.py create_attention_block_mask), built in one layer of a step
+ * whose segment `seg` of the attention arguments `at` runs every position of its request over no
+ * cached keys (its N = q_len = key_len rows and keys, after RoPE; N given here too). For each head and query block of `block`
+ * rows (a multiple of 64), pass 1 scores the block's rows against all N keys, softmax(scale q.k)
+ * (SparseD's scale is 1 / sqrt(heads)), and sums each key block's probabilities over its rows
+ * (SparseD's block mean times block^2: the same ranking); pass 2 does the same over the keys from
+ * block `last` on alone. The block keeps pass 1's top min(n, int(n select) + 1) of its n key blocks
+ * less those from `last` on, and pass 2's top min(n_g, int(n_g select) + 1) of the n_g from `last`
+ * (ties: the lower block): their count into cnt[h * qblocks + qb] and their blocks, ascending, into
+ * list[(h * qblocks + qb) * stride ...] (k_attn_args.kb_* read them). part [2][H][ceil(N/64)]^2
+ * floats is scratch; imp (NULL: not wanted) gets each pass's sums, [2][H][qblocks][stride]. */
+struct k_sparsed_args {
+    const struct k_attn_args *at;
+    int seg, N, block, last, qblocks, stride;
+    double select;
+    float scale;
+    float *part, *imp;
+    int32_t *cnt;
+    int16_t *list;
+};
+int k_sparsed_pattern(const struct k_sparsed_args *a, k_stream stream);
+/* The scratch k_sparsed_pattern needs for N positions and H heads, in bytes. */
+int64_t k_sparsed_part_bytes(int N, int H);
 
 int k_focus_importance(const struct k_focus_args *a, k_stream stream);
 int k_focus_pick(const struct k_focus_args *a, k_stream stream);

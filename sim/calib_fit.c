@@ -192,6 +192,8 @@ struct attn_acc {
     double long_rows, long_tiles;                /* the wgmma kernel's */
     int short_segs, long_segs;                   /* segments on each kernel */
     bool any_long;
+    bool any_pattern; /* a segment attends by a block-sparse pattern (SparseD's): the engine runs the
+                       * step on the mma.sync kernel, one query head a block (k_attention) */
     int pack, splits, tile_keys; /* the mma.sync launch (attn_finish; 0 without one) */
     double wave_blocks;          /* the mma.sync launch's blocks a wave (attn_finish) */
     double tile_block_keys;      /* the keys a block covers, summed over its 64-row query tiles (attn_wave_add) */
@@ -221,6 +223,7 @@ static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs, int3
     f[AF_CONST] = 1;
     f[AF_KV] += (double)kv;
     a->max_q = fmax(a->max_q, (double)q);
+    a->any_pattern |= keys > 0 && kv == 0 && keys < q; /* fewer keys than its rows see: a pattern */
     if (q >= ATTN_LONG_Q) { /* the engine's wgmma kernel on Hopper: 128-row blocks */
         f[AF_LONG_PAIRS] += keys > 0 ? (double)q * k : attn_pairs(q, kv, bs);
         f[AF_LONG_TILE_KEYS] += keys > 0 ? ceil((double)q / 128) * k : tile_keys(q, kv, bs, 128);
@@ -238,9 +241,10 @@ static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs, int3
 
 static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, int rules)
 {
-    if (a->any_long && attn_long_on_mma((int)fmin(a->long_tiles, 1e9), heads, sms, (int)a->f[AF_MAX_KEYS])) {
-        /* one short long segment over many keys: the engine runs every segment on the mma.sync
-         * kernel (attn_long_on_mma) */
+    if (a->any_long &&
+        (a->any_pattern || attn_long_on_mma((int)fmin(a->long_tiles, 1e9), heads, sms, (int)a->f[AF_MAX_KEYS]))) {
+        /* one short long segment over many keys, or a pattern: the engine runs every segment on the
+         * mma.sync kernel (attn_long_on_mma, k_attention) */
         a->f[AF_LONG_PAIRS] = a->f[AF_LONG_TILE_KEYS] = 0;
         a->short_rows += a->long_rows;
         a->short_tiles += a->long_tiles;
@@ -255,7 +259,8 @@ static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, in
     /* GQA packing (rules 4, only where every segment is short): a block takes P query heads of
      * one K/V head, so each K/V tile is read once for P heads and there are H / P blocks a tile of
      * P times the rows */
-    const int P = attn_head_pack_v(rules, heads, kv_heads, (int)fmin(a->max_q, 1e9), (int)a->f[AF_MAX_KEYS]);
+    const int P = a->any_pattern ? 1 : attn_head_pack_v(rules, heads, kv_heads, (int)fmin(a->max_q, 1e9),
+                                                        (int)a->f[AF_MAX_KEYS]);
     a->f[AF_TILE_KEYS] /= P;
     /* the engine lists the long segments' tiles first, so the mma.sync kernel runs over the
      * short tiles alone (k_attn_args.long_tiles), its K/V tile size the one it would take alone;

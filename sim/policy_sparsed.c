@@ -17,7 +17,8 @@
  * How many of pass 1's top blocks lie in the prompt depends on the attention: --sparsed-prompt-share
  * [1] of them, rounded (1, the most, is an upper bound on the keys). FlexAttention computes a 128 x
  * 128 tile where any of its blocks is kept: with --sparsed-block below 128, tessera prices the kept
- * blocks alone. */
+ * blocks alone. The engine runs the steps live (k_sparsed_pattern builds the pattern, the attention
+ * kernel attends by it: engine/README.md), in blocks of a multiple of 64. */
 #include "policy.h"
 
 #include <math.h>
@@ -46,12 +47,13 @@ static bool builds_now(const struct request *r, const struct policy_cfg *pc)
     return !POLICY_STATE(r, const struct sparsed_state)->built && r->decoded_total >= pattern_at(r, pc);
 }
 
-/* The pattern's blocks: n over the sequence, the first of the response's (last), n_g from it. */
+/* The pattern's blocks: n over the sequence, the first of the response's (last: the first whose rows
+ * start past the prompt, or the last block), n_g from it. */
 static void blocks_of(const struct request *r, const struct policy_cfg *pc, int32_t *n, int32_t *last, int32_t *n_g)
 {
     const int32_t b = (int32_t)pc->p[BLOCK];
     *n = (r->L + b - 1) / b;
-    *last = (r->P + b - 1) / b;
+    *last = TS_MIN((r->P + b - 1) / b, *n - 1);
     *n_g = *n - *last;
 }
 
@@ -95,9 +97,10 @@ const struct policy_ops policy_sparsed = {
             "and kept, each row attending to its kept blocks alone",
     .params = sparsed_params,
     .num_params = (int)TS_ARRAY_LEN(sparsed_params),
-    .engine_lacks = "a block-sparse attention mask a head (SparseD's FlexAttention mask)",
     .emit = sparsed_emit,
     .advance = sparsed_advance,
+    .replay_lacks = "the pattern its steps attend by, which a live run builds from its own queries and keys "
+                    "(tessera sim --policy sparsed --executor gpu)",
     .kv_tokens = policy_kv_none,
     .kv_peak_tokens = policy_kv_none,
     .peak_q = policy_q_whole,

@@ -649,6 +649,19 @@ double sim_sched_param(const struct sim *s, const char *name, double dflt)
 }
 
 
+double sim_policy_param(const struct sim *s, const char *policy, const char *name, double dflt)
+{
+    if (strcmp(s->pol->name, policy) != 0)
+        return dflt;
+    const struct param_spec *p = params_find(s->pol->params, s->pol->num_params, name);
+    return p ? s->pcfg.p[p - s->pol->params] : dflt;
+}
+
+int32_t sim_request_prompt(const struct sim *s, int32_t req_id)
+{
+    return req_id >= 0 && req_id < s->num_arrived && s->chunks[req_id / SIM_REQ_CHUNK] ? sim_req(s, req_id)->P : -1;
+}
+
 void sim_set_executor(struct sim *s, const struct sim_executor *ex)
 {
     if (ex)

@@ -104,6 +104,10 @@ const struct step_desc *sim_knobs(const struct sim *s);
 /* The run's scheduler's parameter `name` as resolved (its option's name, e.g.
  * "max-num-batched-tokens"), or dflt when the scheduler has no such parameter. */
 double sim_sched_param(const struct sim *s, const char *name, double dflt);
+/* The run's policy's parameter `name` as resolved, where the run's policy is `policy`, else dflt. */
+double sim_policy_param(const struct sim *s, const char *policy, const char *name, double dflt);
+/* Request req_id's prompt tokens (a request arrived and not yet recorded), else -1. */
+int32_t sim_request_prompt(const struct sim *s, int32_t req_id);
 /* The distinct reasons requests were rejected for, each with its count ("N: reason; ..."), into buf. */
 void sim_reject_reasons(const struct sim *s, char *buf, size_t len);
 /* Sets the executor before sim_run (NULL: back to the cost model). */

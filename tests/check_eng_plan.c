@@ -245,13 +245,24 @@ START_TEST(refused_step_changes_nothing)
     ck_assert_int_ne(eng_plan_build(&p, &kv, &sd, 100, 1, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "step refused"));
     ck_assert_int_eq(kv.num_free, 4);
-    /* a sparse attention pattern (SparseD's) the engine does not run */
+    /* a sparse attention pattern over cached keys, which the engine does not run; over a whole
+     * sequence without a cache (SparseD's), planned as its dense rows (the engine attends by the
+     * pattern eng_sparsed_next names) */
     step_desc_clear(&sd);
-    const struct segment sparse = {.req_id = 2, .q = 8, .logit_rows = 8, .attn_keys = 4, .phase = PHASE_FULL};
+    const struct segment sparse = {.req_id = 2, .q = 8, .kv = 8, .logit_rows = 8, .attn_keys = 4,
+                                   .phase = PHASE_REUSE};
     step_desc_add(&sd, &sparse);
     ck_assert_int_ne(eng_plan_build(&p, &kv, &sd, 100, 1, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "sparse attention pattern"));
     ck_assert_int_eq(kv.num_free, 4);
+    step_desc_clear(&sd);
+    const struct segment whole = {.req_id = 2, .q = 8, .kv_write = 8, .logit_rows = 8, .attn_keys = 4,
+                                  .phase = PHASE_FULL};
+    step_desc_add(&sd, &whole);
+    ck_assert_int_eq(eng_plan_build(&p, &kv, &sd, 100, 1, &err), 0);
+    ck_assert_int_eq(p.q_len[0], 8);
+    ck_assert_int_eq(p.key_len[0], 8);
+    eng_kv_release(&kv, 2);
     step_desc_free(&sd);
     eng_plan_free(&p);
     eng_kv_free(&kv);

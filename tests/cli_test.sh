@@ -1479,8 +1479,10 @@ expect 0 "sim --max-pos 32768" -- $bin sim --max-pos 32768 --requests 2 --length
 contains "sim --max-pos 32768" "2 finished"
 expect 2 "sim --max-pos -1" -- $bin sim --max-pos -1
 contains "sim --max-pos -1" "--max-pos"
+# sparsed runs live (its refusal here is the missing GPU's alone)
 expect 2 "sim --policy sparsed live" -- $bin sim --policy sparsed --executor gpu --requests 2
-contains "sim --policy sparsed live" "block-sparse attention mask a head"
+contains "sim --policy sparsed live" "--executor gpu:"
+grep -q "lacks\|cannot run" "$tmp/out" && bad "sim --policy sparsed live: refused for the policy" || ok
 expect 2 "sim --sparsed-select 2" -- $bin sim --policy sparsed --sparsed-select 2
 contains "sim --sparsed-select 2" "--sparsed-select"
 # sparsed stores each step's keys a row: dense before its pattern, the pattern's step, sparse after

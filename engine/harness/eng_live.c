@@ -41,13 +41,58 @@ struct live_host {
     char msg[sizeof ((struct ts_err *)0)->msg];
 };
 
+/* SparseD's patterns (policy sparsed): the engine's slot of each request that built one (-1: none),
+ * the free slots, and the next step's entries. */
+#define LIVE_SPARSED_SLOTS 8 /* SparseD's pattern slots without --max-batch */
+struct live_sparsed {
+    int32_t *slot_of, num_ids; /* by request id */
+    int32_t *free_slots, num_free;
+    struct eng_sparsed_req *next;
+};
+
 /* A live engine and, in a disaggregated fleet, the other replicas' K/V pools it has opened. */
 struct live {
     struct eng *e;
+    const struct sim *s;
     struct eng_pool *peers; /* [num_peers], by replica; k NULL where not opened */
     int num_peers;
     struct live_host host;
+    struct live_sparsed sp; /* slot_of NULL: not SparseD */
 };
+
+/* SparseD's entries of step sd (policy sparsed, policy_sparsed.c): a segment whose attention scores
+ * more keys than its rows see (attn_keys > q + kv) builds its request's pattern in a slot of its own;
+ * one with fewer keys (attn_keys > 0) attends by the pattern its request built. */
+static int sparsed_entries(struct live *l, const struct step_desc *sd, struct ts_err *err)
+{
+    struct live_sparsed *sp = &l->sp;
+    int32_t n = 0;
+    for (int32_t i = 0; i < sd->num_segs; i++) {
+        const struct segment *g = &sd->segs[i];
+        if (g->attn_keys <= 0)
+            continue;
+        const bool build = g->attn_keys > g->q + g->kv;
+        if (g->req_id >= sp->num_ids) {
+            const int32_t ids = TS_MAX(g->req_id + 1, 2 * sp->num_ids);
+            sp->slot_of = xrealloc(sp->slot_of, sizeof *sp->slot_of * (size_t)ids);
+            for (int32_t r = sp->num_ids; r < ids; r++)
+                sp->slot_of[r] = -1;
+            sp->num_ids = ids;
+        }
+        int32_t *slot = &sp->slot_of[g->req_id];
+        if (build && *slot < 0) {
+            if (sp->num_free == 0)
+                return ts_fail(err, "SparseD: more requests building patterns than the engine keeps (%d; "
+                                    "--max-batch bounds them)", sim_sched_param(l->s, "max-batch", 0) > 0 ?
+                                    (int)sim_sched_param(l->s, "max-batch", 0) : LIVE_SPARSED_SLOTS);
+            *slot = sp->free_slots[--sp->num_free];
+        }
+        if (*slot < 0)
+            return ts_fail(err, "SparseD: request %d attends by a pattern it never built", g->req_id);
+        sp->next[n++] = (struct eng_sparsed_req){i, *slot, sim_request_prompt(l->s, g->req_id), build};
+    }
+    return n > 0 ? eng_sparsed_next(l->e, sp->next, n, err) : 0;
+}
 
 #define HOST_CU(call)                                                                                        \
     do {                                                                                                   \
@@ -209,6 +254,8 @@ static void host_free(struct live_host *h)
 static int live_step(void *ctx, const struct step_desc *sd, double *seconds, struct ts_err *err)
 {
     struct live *l = ctx;
+    if (l->sp.slot_of && sparsed_entries(l, sd, err))
+        return -1;
     if (sd->tot.host_kv_tokens > 0 || sd->tot.host_scan_tokens > 0)
         return host_step(l, sd, seconds, err);
     float ms = 0;
@@ -218,7 +265,15 @@ static int live_step(void *ctx, const struct step_desc *sd, double *seconds, str
     return 0;
 }
 
-static void live_release(void *ctx, int32_t req_id) { eng_release(((struct live *)ctx)->e, req_id); }
+static void live_release(void *ctx, int32_t req_id)
+{
+    struct live *l = ctx;
+    eng_release(l->e, req_id);
+    if (l->sp.slot_of && req_id < l->sp.num_ids && l->sp.slot_of[req_id] >= 0) { /* its pattern's slot */
+        l->sp.free_slots[l->sp.num_free++] = l->sp.slot_of[req_id];
+        l->sp.slot_of[req_id] = -1;
+    }
+}
 
 static int live_hold(void *ctx, int32_t req_id, int64_t ticket, struct ts_err *err)
 {
@@ -306,10 +361,32 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
                        o.tp_size);
     o.feature_cache = sim_knobs(s)->cache_outputs; /* dLLM-Cache's pool: outputs beside K and V */
     o.input_cache = sim_knobs(s)->cache_inputs;    /* Elastic-Cache's: each layer's inputs beside them */
+    const int32_t sp_block = (int32_t)sim_policy_param(s, "sparsed", "sparsed-block", 0);
+    if (sp_block > 0) { /* SparseD's patterns: a slot for each request a step may run */
+        if (sp_block % 64)
+            return ts_fail(err, "--sparsed-block %d: the engine's patterns are in blocks of a multiple of 64 rows",
+                           sp_block);
+        const double batch = sim_sched_param(s, "max-batch", 0);
+        o.sparsed_positions = o.max_tokens;
+        o.sparsed_requests = batch > 0 ? (int32_t)TS_MIN(batch, 64) : LIVE_SPARSED_SLOTS;
+        o.sparsed_block = sp_block;
+        o.sparsed_select = sim_policy_param(s, "sparsed", "sparsed-select", 0.3);
+    }
     struct live *l = xcalloc(1, sizeof *l);
     if (eng_create(m, &o, &l->e, err)) {
         free(l);
         return -1;
+    }
+    l->s = s;
+    if (sp_block > 0) {
+        l->sp.free_slots = xmalloc(sizeof *l->sp.free_slots * (size_t)o.sparsed_requests);
+        for (int32_t i = 0; i < o.sparsed_requests; i++)
+            l->sp.free_slots[l->sp.num_free++] = o.sparsed_requests - 1 - i;
+        l->sp.next = xmalloc(sizeof *l->sp.next * (size_t)o.sparsed_requests);
+        l->sp.num_ids = 16;
+        l->sp.slot_of = xmalloc(sizeof *l->sp.slot_of * (size_t)l->sp.num_ids);
+        for (int32_t r = 0; r < l->sp.num_ids; r++)
+            l->sp.slot_of[r] = -1;
     }
     l->host.kv_row = model_kv_bytes_per_token(m) / 2; /* bf16 values: K and V, every layer */
     step_desc_init(&l->host.gpu);
@@ -325,6 +402,7 @@ void eng_live_close(struct sim_executor *ex)
             eng_pool_close(&l->peers[i]);
         free(l->peers);
         host_free(&l->host);
+        free(l->sp.slot_of), free(l->sp.free_slots), free(l->sp.next);
         eng_destroy(l->e);
         free(l);
     }

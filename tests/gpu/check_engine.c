@@ -1251,6 +1251,171 @@ done:
     free(slot), free(map), free(elig), free(qry), free(p), free(score);
 }
 
+/* Whether the reference's sum v of a block that the engine's pattern keeps or drops where the
+ * reference does the opposite is a near tie with its pass's boundary: within 1e-4 of the weakest block
+ * the reference keeps, or of the strongest it drops (rounding decides such ties). */
+static bool sparsed_near_tie(const double *imp, int from, int n, int top, double v)
+{
+    double in = INFINITY, out = -INFINITY; /* the top-th largest and the one after it */
+    for (int b = from; b < n; b++) {
+        int rank = 0;
+        for (int j = from; j < n; j++)
+            rank += imp[j] > imp[b] || (imp[j] == imp[b] && j < b);
+        if (rank == top - 1)
+            in = imp[b];
+        if (rank == top)
+            out = imp[b];
+    }
+    return fabs(v - in) <= 1e-4 * in || fabs(v - out) <= 1e-4 * in;
+}
+
+/* SparseD's pattern (k_sparsed_pattern) and the attention by it (k_attention with kb_*) against the
+ * double-precision reference (ref_sparsed_pattern, ref_attention_blocks): a dense segment of 40 rows,
+ * then one of N rows over its N keys, at permuted pages of pt tokens. The pattern's sums within 1e-3
+ * of the reference's; its kept blocks the reference's but for near ties (sparsed_near_tie); the
+ * attention by the engine's pattern against the reference by the same, with `splits` key splits
+ * forced (0: the rules'); where select keeps every block, against dense attention too. */
+static void check_sparsed(struct checker *c, int H, int Hkv, int d, int N, int block, int prompt, double select,
+                          int pt, int splits)
+{
+    const int nseg = 2, q_len[2] = {40, N}, q_start[2] = {0, 40}, T = 40 + N, qs = H * d, kvd = Hkv * d;
+    const int nb = (N + block - 1) / block, last = TS_MIN((prompt + block - 1) / block, nb - 1);
+    const int qblocks = nb + 1, stride = nb + 2; /* the storage's, wider than the pattern */
+    int key_len[2] = {40, N}, kvc[2] = {0, 0}, page_off[2] = {0, (40 + pt - 1) / pt};
+    const int npages = page_off[1] + (N + pt - 1) / pt, slots = npages * pt, base[2] = {-1, 0};
+    int32_t *pages = xmalloc(4 * (size_t)npages), tiles[2 * 256];
+    for (int i = 0; i < npages; i++)
+        pages[i] = (int32_t)((i * 7 + 3) % npages);
+    int long_tiles, long_rows, wg_tiles;
+    const int ntiles = attn_tiles(nseg, q_len, tiles, &long_tiles, &long_rows, &wg_tiles);
+    const int64_t nq = (int64_t)T * qs, np = (int64_t)slots * kvd, ne = (int64_t)H * qblocks;
+    float *qf = xmalloc(4 * nq), *kf = xmalloc(4 * np), *vf = xmalloc(4 * np), *of = xmalloc(4 * nq);
+    float *rf = xmalloc(4 * nq), *df = xmalloc(4 * nq), *ks = xmalloc(4 * (size_t)N * kvd);
+    float *vs = xmalloc(4 * (size_t)N * kvd), *gimp = xmalloc(4 * (size_t)(2 * ne * stride));
+    bf16_t *qb = xmalloc(2 * nq), *kb = xmalloc(2 * np), *vb = xmalloc(2 * np), *ob = xmalloc(2 * nq);
+    double *rimp = xmalloc(8 * (size_t)(2 * H * nb * nb));
+    uint8_t *rkeep = xmalloc((size_t)(H * nb * nb)), *gkeep = xcalloc((size_t)(H * nb * nb), 1);
+    int32_t *gcnt = xmalloc(4 * (size_t)ne);
+    int16_t *glist = xmalloc(2 * (size_t)(ne * stride));
+    bf16_t *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL;
+    int32_t *dmeta[8] = {0}, *dcnt = NULL;
+    int16_t *dlist = NULL;
+    float *dpart = NULL, *dimp = NULL;
+    void *ws = NULL;
+    rand_bf16(c, qf, qb, nq, 1.5f);
+    rand_bf16(c, kf, kb, np, 1.5f);
+    rand_bf16(c, vf, vb, np, 1.0f);
+    dq = dev_copy(qb, 2 * nq), dk = dev_copy(kb, 2 * np), dv = dev_copy(vb, 2 * np);
+    const int32_t *hm[8] = {q_start, q_len, key_len, kvc, page_off, pages, tiles, base};
+    const size_t hs[8] = {8, 8, 8, 8, 8, 4 * (size_t)npages, 8 * (size_t)ntiles, 8};
+    for (int i = 0; i < 8; i++)
+        dmeta[i] = dev_copy(hm[i], hs[i]);
+    CK(cudaMalloc((void **)&dout, 2 * nq));
+    CK(cudaMalloc((void **)&dcnt, 4 * (size_t)ne));
+    CK(cudaMalloc((void **)&dlist, 2 * (size_t)(ne * stride)));
+    CK(cudaMalloc((void **)&dimp, 4 * (size_t)(2 * ne * stride)));
+    CK(cudaMalloc((void **)&dpart, (size_t)k_sparsed_part_bytes(N, H)));
+    CK(cudaMalloc(&ws, 64 << 20));
+    struct k_attn_args a = {.q = dq, .q_stride = qs, .k_pool = dk, .v_pool = dv, .o = dout, .q_start = dmeta[0],
+                            .q_len = dmeta[1], .key_len = dmeta[2], .kv_cached = dmeta[3], .page_off = dmeta[4],
+                            .pages = dmeta[5], .tiles = dmeta[6], .num_tiles = ntiles, .H = H, .Hkv = Hkv, .d = d,
+                            .page_tokens = pt, .page_shift = __builtin_ctz((unsigned)pt),
+                            .scale = 1.0f / sqrtf((float)d), .ws = ws, .ws_bytes = 64 << 20, .T = T,
+                            .max_key_len = N, .impl = 2, .splits = splits};
+    const struct k_sparsed_args sa = {.at = &a, .seg = 1, .N = N, .block = block, .last = last, .qblocks = qblocks,
+                                      .stride = stride, .select = select, .scale = 1.0f / sqrtf((float)H),
+                                      .part = dpart, .imp = dimp, .cnt = dcnt, .list = dlist};
+    KK(k_sparsed_pattern(&sa, NULL));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(gcnt, dcnt, 4 * (size_t)ne, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(glist, dlist, 2 * (size_t)(ne * stride), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gimp, dimp, 4 * (size_t)(2 * ne * stride), cudaMemcpyDeviceToHost));
+    for (int j = 0; j < N; j++) { /* the long segment's keys, gathered */
+        const int slot = pages[page_off[1] + j / pt] * pt + j % pt;
+        memcpy(ks + (size_t)j * kvd, kf + (size_t)slot * kvd, 4 * (size_t)kvd);
+        memcpy(vs + (size_t)j * kvd, vf + (size_t)slot * kvd, 4 * (size_t)kvd);
+    }
+    ref_sparsed_pattern(qf + (size_t)q_start[1] * qs, qs, ks, N, H, Hkv, d, block, last, select,
+                        1.0f / sqrtf((float)H), rimp, rkeep);
+    double imp_err = 0;
+    int bad = 0, ties = 0, order = 0;
+    const int ng = nb - last, top1 = TS_MIN(nb, (int)(nb * select) + 1), top2 = ng > 0 ? TS_MIN(ng, (int)(ng * select) + 1) : 0;
+    for (int h = 0; h < H; h++)
+        for (int q = 0; q < nb; q++) {
+            const int64_t e = (int64_t)h * qblocks + q;
+            for (int j = 0; j < gcnt[e]; j++) {
+                const int k = glist[e * stride + j];
+                order += k < 0 || k >= nb || (j > 0 && k <= glist[e * stride + j - 1]);
+                if (k >= 0 && k < nb)
+                    gkeep[((size_t)h * nb + q) * nb + k] = 1;
+            }
+            for (int pass = 0; pass < 2; pass++) {
+                const double *r = rimp + (((size_t)pass * H + h) * nb + q) * nb;
+                const float *g = gimp + ((size_t)pass * ne + e) * stride;
+                for (int k = pass ? last : 0; k < nb; k++)
+                    imp_err = fmax(imp_err, fabs(g[k] - r[k]) / fmax(r[k], 1e-6));
+            }
+            for (int k = 0; k < nb; k++) {
+                const size_t i = ((size_t)h * nb + q) * nb + k;
+                if (gkeep[i] == rkeep[i])
+                    continue;
+                const int pass = k >= last;
+                const double *r = rimp + (((size_t)pass * H + h) * nb + q) * nb;
+                const bool tie = pass ? sparsed_near_tie(r, last, nb, top2, r[k]) : sparsed_near_tie(r, 0, nb, top1, r[k]);
+                ties += tie, bad += !tie;
+            }
+        }
+    char what[160];
+    snprintf(what, sizeof what, "sparsed: H %d Hkv %d d %d, N %d, blocks of %d, select %.2f: pattern's sums", H, Hkv, d,
+             N, block, select);
+    report(c, what, imp_err, 1e-3);
+    snprintf(what, sizeof what, "sparsed: N %d: kept blocks not the reference's (%d near ties), out of order", N, ties);
+    report(c, what, bad + order, 0);
+    /* the attention by the engine's pattern (the dense segment beside it) */
+    {
+        float *k0 = xmalloc(4 * (size_t)40 * kvd), *v0 = xmalloc(4 * (size_t)40 * kvd);
+        for (int j = 0; j < 40; j++) {
+            const int slot = pages[j / pt] * pt + j % pt;
+            memcpy(k0 + (size_t)j * kvd, kf + (size_t)slot * kvd, 4 * (size_t)kvd);
+            memcpy(v0 + (size_t)j * kvd, vf + (size_t)slot * kvd, 4 * (size_t)kvd);
+        }
+        ref_attention(rf, qf, qs, k0, v0, 40, 40, 0, H, Hkv, d, 0, 1.0f / sqrtf((float)d));
+        memcpy(df, rf, 4 * (size_t)40 * qs);
+        free(k0), free(v0);
+    }
+    ref_attention_blocks(rf + (size_t)40 * qs, qf + (size_t)40 * qs, qs, ks, vs, N, H, Hkv, d, block, gkeep,
+                         1.0f / sqrtf((float)d));
+    ref_attention(df + (size_t)40 * qs, qf + (size_t)40 * qs, qs, ks, vs, N, N, 0, H, Hkv, d, 0, 1.0f / sqrtf((float)d));
+    a.kb_base = dmeta[7], a.kb_cnt = dcnt, a.kb_list = dlist;
+    a.kb_block = block, a.kb_qblocks = qblocks, a.kb_stride = stride;
+    if (run_attention(c, &a, false, ob, of, nq) < 0)
+        goto done;
+    snprintf(what, sizeof what, "sparsed: attention by the pattern (%s)", splits > 0 ? "key splits forced" : "the rules' splits");
+    report(c, what, check_rel_err(of, rf, nq), 2e-2);
+    if (top1 >= nb) {
+        snprintf(what, sizeof what, "sparsed: every block kept (select %.2f) against dense attention", select);
+        report(c, what, check_rel_err(of, df, nq), 2e-2);
+    }
+done:
+    cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(ws), cudaFree(dcnt), cudaFree(dlist);
+    cudaFree(dimp), cudaFree(dpart);
+    for (int i = 0; i < 8; i++)
+        cudaFree(dmeta[i]);
+    free(pages), free(qf), free(kf), free(vf), free(of), free(rf), free(df), free(ks), free(vs), free(gimp);
+    free(qb), free(kb), free(vb), free(ob), free(rimp), free(rkeep), free(gkeep), free(gcnt), free(glist);
+}
+
+/* SparseD's cases: LLaDA's heads at its blocks of 128 (the last query tile of 20 rows, on the
+ * key-split warp pairs); GQA at head dim 64 in blocks of 64 over one-token pages, three key splits
+ * forced; every block kept (select 1); blocks of 192 (three 64-key tiles a block) */
+static void check_sparsed_all(struct checker *c)
+{
+    check_sparsed(c, 32, 32, 128, 660, 128, 400, 0.3, 16, 0);
+    check_sparsed(c, 8, 2, 64, 1000, 64, 700, 0.25, 1, 3);
+    check_sparsed(c, 8, 8, 128, 530, 128, 300, 1.0, 16, 0);
+    check_sparsed(c, 4, 4, 128, 300, 192, 100, 0.5, 16, 0);
+}
+
 /* d2Cache's attention rollout (k_rollout_layer, k_rollout_importance) against a double-precision oracle:
  * two layers of N rows (queries and keys of their own, keys at scattered slots), each layer's mix
  * (A + I) / 2 with A the heads' mean attention, and the rollout's column sums 1^T M_1 M_0. */
@@ -2807,6 +2972,7 @@ static void check_kernels(struct checker *c)
     check_drift(c, 8, 2, 64, 1111, 5, 30, true);
     check_rollout(c, 32, 32, 128, 300);
     check_rollout(c, 8, 2, 64, 777);
+    check_sparsed_all(c);
     check_select_kernels(c);
     check_fc_kernels(c, 128, false);
     check_fc_kernels(c, 512, true);
@@ -2831,6 +2997,109 @@ static const struct model_cfg tiny_qk = {.name = "tiny-qknorm-d64", .num_layers 
                                          .num_kv_heads = 2, .head_dim = 64, .ffn = 512, .vocab = 1000,
                                          .max_pos = 4096, .rope_theta = 10000.0, .rms_eps = 1e-6, .qk_norm = true,
                                          .rotary_dim = 32, .weight_bytes = 2, .kv_bytes = 2};
+
+/* SparseD's steps (eng_sparsed_next) against the CPU reference: two requests of every position (300
+ * and 200 positions, blocks of 64, select 0.3), a step building both patterns (dense attention), then
+ * one attending by them (the reference given the engine's patterns, eng_ref_force_blocks). Each
+ * pattern keeps, in every layer, head and query block, exactly pass 2's count of the response's
+ * blocks and at most pass 1's of the prompt's. */
+static void check_sparsed_steps(struct checker *c, const struct model_cfg *m)
+{
+    struct eng_opts o;
+    ref_step_opts(&o, 0, 128);
+    o.sparsed_positions = 512, o.sparsed_requests = 2, o.sparsed_block = 64, o.sparsed_select = 0.3;
+    const int N[2] = {300, 200}, P[2] = {180, 150}, layers = m->num_layers, H = m->num_heads;
+    struct eng *e = NULL;
+    struct eng_ref *r = NULL;
+    struct ts_err err;
+    struct eng_plan p;
+    eng_plan_init(&p);
+    struct eng_kv kv;
+    eng_kv_init(&kv, o.page_tokens, 256);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 64;
+    for (int i = 0; i < 2; i++) {
+        const struct segment g = {.req_id = i, .phase = PHASE_FULL, .q = N[i], .kv_write = N[i], .logit_rows = 40};
+        step_desc_add(&sd, &g);
+    }
+    uint8_t *keep[2] = {xmalloc((size_t)layers * H * 5 * 5), xmalloc((size_t)layers * H * 4 * 4)};
+    float *href = NULL, *hgpu = NULL, *rmax = NULL, *rconf = NULL;
+    int32_t *rtok = NULL;
+    char what[160];
+    if (eng_create(m, &o, &e, &err) || eng_ref_create(m, NULL, o.seed, &r, &err)) {
+        fail_msg(c, "engine create", err.msg);
+        goto done;
+    }
+    for (int step = 0; step < 2; step++) {
+        const struct eng_sparsed_req q[2] = {{0, 0, P[0], step == 0}, {1, 1, P[1], step == 0}};
+        struct eng_out out;
+        if (eng_sparsed_next(e, q, 2, &err) || eng_poison_workspace(e, &err) || eng_step(e, &sd, &out, NULL, &err) ||
+            eng_plan_build(&p, &kv, &sd, m->vocab, o.seed, &err)) {
+            fail_msg(c, "SparseD step", err.msg);
+            goto done;
+        }
+        if (!href) {
+            href = xmalloc(4 * (size_t)p.R * m->hidden), hgpu = xmalloc(4 * (size_t)p.R * m->hidden);
+            rmax = xmalloc(4 * (size_t)p.R), rconf = xmalloc(4 * (size_t)p.R), rtok = xmalloc(4 * (size_t)p.R);
+        }
+        int wrong = 0;
+        for (int i = 0; step == 1 && i < 2; i++) {
+            int32_t nb = 0;
+            if (eng_sparsed_pattern(e, i, keep[i], &nb, &err)) {
+                fail_msg(c, "SparseD pattern", err.msg);
+                goto done;
+            }
+            eng_ref_force_blocks(r, i, keep[i], o.sparsed_block);
+            const int last = TS_MIN((P[i] + 63) / 64, nb - 1), ng = nb - last;
+            const int top1 = TS_MIN(nb, (int)(nb * o.sparsed_select) + 1), top2 = TS_MIN(ng, (int)(ng * o.sparsed_select) + 1);
+            for (int64_t row = 0; row < (int64_t)layers * H * nb; row++) {
+                int prompt = 0, resp = 0;
+                for (int k = 0; k < nb; k++)
+                    *(k < last ? &prompt : &resp) += keep[i][row * nb + k];
+                wrong += resp != top2 || prompt > top1;
+            }
+        }
+        eng_ref_step(r, &sd, &p, 0, href, rtok, rmax, rconf);
+        if (eng_last_hidden(e, hgpu, &err)) {
+            fail_msg(c, "read hidden", err.msg);
+            goto done;
+        }
+        snprintf(what, sizeof what, "SparseD %s step of %s: final hidden", step ? "sparse" : "building", m->name);
+        report(c, what, check_rel_err(hgpu, href, (int64_t)p.R * m->hidden), 3e-2);
+        if (step == 1) {
+            snprintf(what, sizeof what, "SparseD patterns of %s: query blocks keeping other counts", m->name);
+            report(c, what, wrong, 0);
+        }
+    }
+    /* a step whose segments carry a sparse pattern that no entry names is refused */
+    {
+        struct step_desc sk;
+        step_desc_init(&sk);
+        sk.logit_chunk_rows = 64;
+        const struct segment g = {.req_id = 0, .phase = PHASE_FULL, .q = N[0], .kv_write = N[0], .logit_rows = 40,
+                                  .attn_keys = 100};
+        step_desc_add(&sk, &g);
+        struct eng_out o2;
+        const bool unnamed = eng_step(e, &sk, &o2, NULL, &err) != 0 && strstr(err.msg, "no SparseD entry");
+        report(c, "SparseD: a sparse pattern no entry names refused", unnamed ? 0 : 1, 0);
+        step_desc_free(&sk);
+    }
+    /* a sparse step over a slot built at another length is refused, naming both */
+    const struct eng_sparsed_req bad = {1, 0, P[0], false};
+    struct eng_out out;
+    const bool refused = eng_sparsed_next(e, &bad, 1, &err) == 0 && eng_step(e, &sd, &out, NULL, &err) != 0 &&
+                         strstr(err.msg, "built over 300 positions");
+    snprintf(what, sizeof what, "SparseD: a pattern of another length refused");
+    report(c, what, refused ? 0 : 1, 0);
+done:
+    eng_destroy(e);
+    eng_ref_destroy(r);
+    eng_plan_free(&p);
+    eng_kv_free(&kv);
+    step_desc_free(&sd);
+    free(keep[0]), free(keep[1]), free(href), free(hgpu), free(rmax), free(rconf), free(rtok);
+}
 
 /* Whole steps against the CPU reference, the engine against itself, the planned activations. */
 static void check_engine_steps(struct checker *c)
@@ -2867,6 +3136,8 @@ static void check_engine_steps(struct checker *c)
         check_elastic_steps(c, &tiny_a);
     if (take(c))
         check_elastic_steps(c, &tiny_b);
+    if (take(c))
+        check_sparsed_steps(c, &tiny_a);
     if (take(c))
         check_moe_steps(c);
     struct model_cfg tiny_qk4 = tiny_qk; /* FOCUS: two front layers, two later ones */
@@ -3003,6 +3274,14 @@ static void check_focus_only(struct checker *c)
 }
 
 /* Elastic-Cache's steps alone, over the input cache. */
+static void check_sparsed_only(struct checker *c)
+{
+    check_sparsed_all(c);
+    fprintf(c->out, "SparseD's steps against the CPU reference:\n");
+    check_sparsed_steps(c, &tiny_gqa);
+    check_sparsed_steps(c, &tiny_qk);
+}
+
 static void check_elastic_only(struct checker *c)
 {
     fprintf(c->out, "Elastic-Cache's steps over the input cache against the CPU reference:\n");
@@ -3052,6 +3331,8 @@ int check_engine_run(uint64_t seed, const char *only, int part, int parts, FILE 
         check_focus_only(&c);
     if (only && strcmp(only, "elastic") == 0)
         check_elastic_only(&c);
+    if (only && strcmp(only, "sparsed") == 0)
+        check_sparsed_only(&c);
     if (only && strcmp(only, "moe") == 0)
         check_moe_only(&c);
     if (only && strcmp(only, "generate") == 0)

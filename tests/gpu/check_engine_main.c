@@ -18,7 +18,8 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-"usage: check_engine [--seed S] [--only kernels|steps|steps:K/N|select|fc|focus|elastic|moe|generate|moves]\n"
+"usage: check_engine [--seed S] [--only kernels|steps|steps:K/N|select|fc|focus|elastic|moe|generate|moves|\n"
+"                     sparsed]\n"
 "                    [engine choices]\n"
 "       check_engine --tp N [--seed S] [engine choices]\n"
 "\n"
@@ -30,7 +31,8 @@ static void usage(FILE *f)
 "the token eviction's (FOCUS), --only elastic the input cache's (Elastic-Cache's steps), --only\n"
 "moe the mixture of experts' (routing, dispatch, grouped expert GEMMs, whole steps of tiny MoE\n"
 "models), --only generate the unmasking kernel's and whole generations' (real token ids fed\n"
-"back), --only moves a request's K/V moved between two engines (a disaggregated fleet's move).\n"
+"back), --only moves a request's K/V moved between two engines (a disaggregated fleet's move),\n"
+"--only sparsed SparseD's patterns and the attention by them (kernels, and whole steps).\n"
 "--tp N (2 to 8) runs as N processes, one per GPU (GPUs 0 to N - 1), over NCCL; rank 0 reports,\n"
 "       and a rank that fails stops the others: LLaDA-8B, Dream-7B and LLaDA2.0-mini split over\n"
 "       the N GPUs (heads, FFN, experts' widths and the LM head's vocabulary; an all-reduce after\n"
@@ -69,7 +71,7 @@ int main(int argc, char **argv)
             }
             bad = strcmp(optarg, "kernels") && strcmp(optarg, "steps") && strcmp(optarg, "select") &&
                   strcmp(optarg, "fc") && strcmp(optarg, "focus") && strcmp(optarg, "elastic") && strcmp(optarg, "moe") &&
-                  strcmp(optarg, "generate") && strcmp(optarg, "moves");
+                  strcmp(optarg, "generate") && strcmp(optarg, "moves") && strcmp(optarg, "sparsed");
             break;
         case 'h': usage(stdout); return 0;
         case ENG_CHOICE_OPT:
