@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [select] [fc] [focus] [elastic] [moe] [tp] [generate] [disagg] [herald]: the engine's GPU work in one call
+# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [select] [fc] [focus] [elastic] [moe] [tp] [generate] [disagg] [herald] [sparsed]: the engine's GPU work in one call
 # on a GPU machine, its outputs under OUT. The lent GPU machines have nvcc but no Debian -dev
 # packages: unpack those into deps/root here and carry it (engine/README.md, "On a GPU machine");
 # DEPS=deps/root then builds against it.
@@ -67,6 +67,11 @@
 #             scoring rate), then SDAR-8B live with nothing offloaded and with herald, overlapped and
 #             serial, at the default scan rate and at the measured one (OUT/live-*.json; herald.txt
 #             sets them side by side); HERALD_ARGS replaces the workload options
+#   sparsed   SparseD's patterns (record sparsed-live-h200): check_engine --only sparsed on both
+#             kernel paths, then LLaDA-8B one request at a time, live and simulated, for each
+#             POLICY:PROMPT of SPARSED_RUNS (default sparsed:2048 sparsed:3968 vanilla:3968; 128
+#             positions generated): the whole run and each kind of step (dense, the pattern's build,
+#             sparse) set side by side (OUT/live-sparsed.txt)
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]}
@@ -390,6 +395,46 @@ for path in sys.argv[1:]:
 PY
 }
 
+# step_kinds LIVE_DB SIM_DB: a live run's steps against the same schedule simulated (one request at a
+# time: the same steps in both), by kind of step (its segments' attn_keys: dense, a pattern's build
+# scoring more keys than its rows, sparse fewer)
+step_kinds() {
+    python3 - "$@" <<'PY'
+import sqlite3, statistics as st, sys
+def steps(path):
+    c = sqlite3.connect(path)
+    dur = dict(c.execute("SELECT step_id, duration_ns FROM steps"))
+    kind = {i: "dense" if k == 0 else "build" if k > q else "sparse"
+            for i, q, k in c.execute("SELECT step_id, q, attn_keys FROM segments")}
+    return dur, kind
+(ld, lk), (md, mk) = steps(sys.argv[1]), steps(sys.argv[2])
+for k in ("dense", "build", "sparse"):
+    ids = [i for i in ld if lk.get(i) == k and mk.get(i) == k and i in md]
+    if ids:
+        print("  %-6s %4d steps: live median %.2f ms, simulated %.2f ms; in all %+.1f%%, MAPE %.1f%%" % (
+            k, len(ids), st.median(ld[i] for i in ids) / 1e6, st.median(md[i] for i in ids) / 1e6,
+            100 * (sum(md[i] for i in ids) / sum(ld[i] for i in ids) - 1),
+            100 * st.mean(abs(md[i] / ld[i] - 1) for i in ids)))
+PY
+}
+
+# the SparseD part (see the header)
+sparsed_part() {
+    local o=$1 t=./$b/tessera card=h100 run pol len
+    check_both sparsed "$o" || return 1
+    grep -q H200 "$out/gpu.txt" && card=h200
+    local args="--model llada-8b --gpu $card --cost calibrated --scheduler static --max-batch 1 --requests 2 --rps 100"
+    args+=" --gen-len 128 --json --no-progress"
+    for run in ${SPARSED_RUNS:-sparsed:2048 sparsed:3968 vanilla:3968}; do
+        pol=${run%%:*} len=${run#*:}
+        $t sim --policy "$pol" $args --lengths "fixed:$len,128" --executor gpu --db "$o/live-$pol-$len.db" \
+            >"$o/live-$pol-$len.json" 2>"$o/live-$pol-$len.err" || { tail -5 "$o/live-$pol-$len.err"; return 1; }
+        $t sim --policy "$pol" $args --lengths "fixed:$len,128" --db "$o/sim-$pol-$len.db" >/dev/null || return 1
+        live_summary "$o/live-$pol-$len.json" | tee -a "$o/live-sparsed.txt"
+        step_kinds "$o/live-$pol-$len.db" "$o/sim-$pol-$len.db" | tee -a "$o/live-sparsed.txt"
+    done
+}
+
 # the disaggregation part (see the header)
 disagg_part() {
     local o=$1 t=./$b/tessera card=h100 f how
@@ -467,8 +512,9 @@ for p in $parts; do
         generate) generate_part "$out" || rc=1 ;;
         disagg) disagg_part "$out" || rc=1 ;;
         herald) herald_part "$out" || rc=1 ;;
+        sparsed) sparsed_part "$out" || rc=1 ;;
         memcheck) ;;
-        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, select, fc, focus, elastic, moe, tp, generate, disagg, herald)" >&2
+        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, select, fc, focus, elastic, moe, tp, generate, disagg, herald, sparsed)" >&2
            exit 2 ;;
     esac
 done

@@ -214,7 +214,7 @@ static double tile_keys(int64_t q, int64_t kv, int32_t bs, int rows)
 /* A segment of q rows over kv cached keys, block-causal over blocks of bs tokens where bs > 0 (the
  * pairs and the tiles' keys the kernels skip are not counted), or each row over `keys` keys where
  * keys > 0 (a sparse pattern: segment.attn_keys) */
-static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs, int32_t keys)
+static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs, int32_t keys, bool pattern_mma)
 {
     double *f = a->f, k = keys > 0 ? (double)keys : (double)(q + kv);
     f[AF_TILE_KEYS] += keys > 0 ? ceil((double)q / 64) * k : tile_keys(q, kv, bs, 64);
@@ -223,7 +223,8 @@ static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs, int3
     f[AF_CONST] = 1;
     f[AF_KV] += (double)kv;
     a->max_q = fmax(a->max_q, (double)q);
-    a->any_pattern |= keys > 0 && kv == 0 && keys < q; /* fewer keys than its rows see: a pattern */
+    if (pattern_mma && keys > 0 && kv == 0 && keys < q) /* fewer keys than its rows see: a pattern */
+        a->any_pattern = true;
     if (q >= ATTN_LONG_Q) { /* the engine's wgmma kernel on Hopper: 128-row blocks */
         f[AF_LONG_PAIRS] += keys > 0 ? (double)q * k : attn_pairs(q, kv, bs);
         f[AF_LONG_TILE_KEYS] += keys > 0 ? ceil((double)q / 128) * k : tile_keys(q, kv, bs, 128);
@@ -305,14 +306,17 @@ static void attn_wave_finish(struct attn_acc *a, int heads)
 }
 
 /* The attention features and launch of a step's front layers' shapes or its later ones', as the
- * calibration's model and rules read them */
-static void attn_layers(const struct calib *c, const struct step_desc *sd, bool front, struct attn_acc *acc)
+ * calibration's model and rules read them; pattern_mma: a block-sparse pattern's step runs on the
+ * mma.sync kernel (tessera's engine; another implementation's pattern kernel is priced as the
+ * dense one) */
+static void attn_layers(const struct calib *c, const struct step_desc *sd, bool front, bool pattern_mma,
+                        struct attn_acc *acc)
 {
     memset(acc, 0, sizeof *acc);
     for (int32_t i = 0; i < sd->num_segs; i++) {
         int32_t q, kv, w;
         segment_layer_shape(&sd->segs[i], front, &q, &kv, &w);
-        attn_add(acc, q, kv, sd->attn_block, sd->segs[i].attn_keys);
+        attn_add(acc, q, kv, sd->attn_block, sd->segs[i].attn_keys, pattern_mma);
     }
     attn_finish(acc, c->heads, c->kv_heads, c->sms, c->attn_rules);
     for (int32_t i = 0; i < sd->num_segs; i++) {
@@ -325,14 +329,14 @@ static void attn_layers(const struct calib *c, const struct step_desc *sd, bool 
 
 static void attn_step(const struct calib *c, const struct step_desc *sd, struct attn_acc *acc)
 {
-    attn_layers(c, sd, false, acc);
+    attn_layers(c, sd, false, true, acc);
 }
 
 /* The attention model's time (ms, every layer) at a step's front or later shapes. */
-static double attn_ms(const struct calib *c, const struct step_desc *sd, bool front)
+static double attn_ms(const struct calib *c, const struct step_desc *sd, bool front, bool pattern_mma)
 {
     struct attn_acc acc;
-    attn_layers(c, sd, front, &acc);
+    attn_layers(c, sd, front, pattern_mma, &acc);
     double ms = 0;
     for (int j = 0; j < ATTN_FEATURES; j++)
         ms += c->beta[j] * acc.f[j];
@@ -355,7 +359,8 @@ static void attn_features(const struct calib_row *r, int heads, int kv_heads, in
     struct attn_acc a;
     memset(&a, 0, sizeof a);
     for (int s = 0; s < r->segs; s++)
-        attn_add(&a, step_shape_q(&r->shape, s), step_shape_kv(&r->shape, s), 0, 0); /* profiles run bidirectional */
+        /* profiles run bidirectional, dense */
+        attn_add(&a, step_shape_q(&r->shape, s), step_shape_kv(&r->shape, s), 0, 0, false);
     attn_finish(&a, heads, kv_heads, sms, rules);
     for (int s = 0; s < r->segs; s++)
         attn_wave_add(&a, step_shape_q(&r->shape, s), step_shape_kv(&r->shape, s), 0);
@@ -1159,9 +1164,10 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
             bd->op_s[op] = y * 1e-3;
             ms += y;
         }
-        double attn = attn_ms(c, sd, false) * later_share;
+        const bool engine = !cx || strncmp(cx->impl.name, "tessera", 7) == 0; /* tessera's engine's kernels */
+        double attn = attn_ms(c, sd, false, engine) * later_share;
         if (nf > 0)
-            attn += attn_ms(c, sd, true) * (1 - later_share);
+            attn += attn_ms(c, sd, true, engine) * (1 - later_share);
         bd->op_s[OP_ATTN] = attn * 1e-3;
         ms += attn;
         double sel;

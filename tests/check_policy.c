@@ -807,6 +807,12 @@ START_TEST(sparsed_shapes)
     pc.p[1] = 1;
     run_life(&policy_sparsed, &pc, 300, 128, 128, 4, &L);
     ck_assert_int_eq(L.seg[L.n - 1].attn_keys, 428);
+    /* a response inside the last block (400 + 28 of 4 blocks): its first block is the last (SparseD's
+     * loop stops there), pass 2's 44 rows and its one block kept beside pass 1's top 2 */
+    pc.p[1] = 0.3;
+    run_life(&policy_sparsed, &pc, 400, 28, 28, 4, &L);
+    ck_assert_int_eq(L.seg[2].attn_keys, 428 + (428 + 44) / 2);
+    ck_assert_int_eq(L.seg[L.n - 1].attn_keys, 3 * 128);
 }
 END_TEST
 
