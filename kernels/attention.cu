@@ -496,20 +496,26 @@ template <int D> static int launch(const struct k_attn_args *a, cudaStream_t str
     return (int)e;
 }
 
-extern "C" int k_attention(const struct k_attn_args *a, k_stream stream)
+extern "C" int k_attention(const struct k_attn_args *a0, k_stream stream)
 {
-    if (a->num_tiles <= 0)
+    if (a0->num_tiles <= 0)
         return 0;
-    if (!attn_args_valid(a))
+    if (!attn_args_valid(a0))
         return (int)cudaErrorInvalidValue;
-    if (a->impl < 0 || a->impl > 2)
+    if (a0->impl < 0 || a0->impl > 2)
         return (int)cudaErrorInvalidValue;
-    if (a->kb_base) { /* a block-sparse pattern: the mma.sync kernel, one query head a block */
-        if (a->kb_block <= 0 || a->kb_block % 64 || a->kb_qblocks <= 0 || a->kb_stride <= 0)
+    /* a block-sparse pattern: one query head a block of the mma.sync kernel; the wgmma kernel's items of
+     * 128 rows take it where its blocks are a multiple of 128 rows, else the mma.sync kernel runs all */
+    k_attn_args pat;
+    const k_attn_args *a = a0;
+    if (a0->kb_base) {
+        if (a0->kb_block <= 0 || a0->kb_block % 64 || a0->kb_qblocks <= 0 || a0->kb_stride <= 0)
             return (int)cudaErrorInvalidValue;
-        k_attn_args b = *a;
-        b.impl = 0, b.head_pack = 1, b.wg_min_q = 0;
-        return a->d == 128 ? launch<128>(&b, stream) : a->d == 64 ? launch<64>(&b, stream) : (int)cudaErrorInvalidValue;
+        pat = *a0;
+        pat.head_pack = 1;
+        if (pat.kb_block % 128)
+            pat.impl = 0;
+        a = &pat;
     }
     if (a->d == 128 && a->impl == 1 && k_attention_splits(a) == 1) {
         int rc = k_attention_wgmma(a, stream);

@@ -110,6 +110,23 @@ struct wg_walk {
     {
         return attn_key_end(it.klen, it.kvc, a.block_size, it.q0 + WM, it.qlen);
     }
+    /* The item's K/V tiles of WN keys, tile i at key kof(i): consecutive up to key_end, or the kept
+     * blocks' of its pattern (k_attn_args.kb_*: a block of a multiple of 128 rows holds the item's) */
+    __device__ int tiles(const wg_item &it, const int16_t *&kbl) const
+    {
+        kbl = nullptr;
+        if (!a.kb_base || a.kb_base[it.seg] < 0)
+            return (key_end(it) + WN - 1) / WN;
+        const int e = a.kb_base[it.seg] + it.head * a.kb_qblocks + it.q0 / a.kb_block, cnt = a.kb_cnt[e];
+        const int tpb = a.kb_block / WN;
+        kbl = a.kb_list + (size_t)e * a.kb_stride;
+        return cnt > 0 ? (cnt - 1) * tpb + min(tpb, (it.klen - kbl[cnt - 1] * a.kb_block + WN - 1) / WN) : 0;
+    }
+    __device__ int kof(const int16_t *kbl, int i) const
+    {
+        const int tpb = a.kb_block / WN;
+        return kbl ? kbl[i / tpb] * a.kb_block + (i % tpb) * WN : i * WN;
+    }
     __device__ void start(int w)
     {
         cur = nxt = nn = wg_item{};
@@ -176,7 +193,8 @@ static __global__ __launch_bounds__(THREADS, 1) void attention_wgmma_kernel(cons
             const wg_item &cur = walk.cur;
             if (!walk.valid(cur))
                 continue;
-            const int kend = walk.key_end(cur), klen = cur.klen;
+            const int16_t *kbl;
+            const int nt = walk.tiles(cur, kbl), klen = cur.klen;
             /* Q: 128 rows, zeros past the segment */
             const int qb = qit & 1;
             mbar_wait(qempty(qb), ((qit >> 1) & 1) ^ 1); /* the first round passes */
@@ -195,7 +213,8 @@ static __global__ __launch_bounds__(THREADS, 1) void attention_wgmma_kernel(cons
             /* K/V tiles of 64 keys, zeros past klen */
             const int32_t *pages = a.pages + cur.poff;
             const char *kp = kv_ptr(a, a.k_pool, cur.head, c), *vp = kv_ptr(a, a.v_pool, cur.head, c);
-            for (int k0 = 0; k0 < kend; k0 += WN, it++) {
+            for (int t = 0; t < nt; t++, it++) {
+                const int k0 = walk.kof(kbl, t);
                 int pid[WN / 16]; /* issued before the wait, so their latency hides behind it */
 #pragma unroll
                 for (int i = 0; i < WN / 16; i++)
@@ -232,7 +251,8 @@ static __global__ __launch_bounds__(THREADS, 1) void attention_wgmma_kernel(cons
         const wg_item &cur = walk.cur;
         if (!walk.valid(cur))
             continue;
-        const int kend = walk.key_end(cur), klen = cur.klen, kvc = cur.kvc;
+        const int16_t *kbl;
+        const int nt = walk.tiles(cur, kbl), klen = cur.klen, kvc = cur.kvc;
         const int r0 = cur.q0 + cw * 64 + warp * 16 + g, r1 = r0 + 8;
         const int kfull = attn_row_keys(klen, kvc, bs, cur.q0 + cw * 64 + warp * 16); /* every row of the warp sees */
         const int qb = qit & 1;
@@ -240,7 +260,7 @@ static __global__ __launch_bounds__(THREADS, 1) void attention_wgmma_kernel(cons
         mbar_wait(qfull(qb), (qit >> 1) & 1);
         fence_async_shared();
         qit++;
-        if (kend <= 0) { /* no key (not met in practice: a segment's keys include its queries) */
+        if (nt <= 0) { /* no key (a pattern keeping no block; else not met: a segment's keys include its queries) */
             if (lane == 0)
                 mbar_arrive(qempty(qb));
             float z[WD / 8][4] = {};
@@ -312,24 +332,24 @@ static __global__ __launch_bounds__(THREADS, 1) void attention_wgmma_kernel(cons
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
             issue_s(s);
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            if (WN >= kend && lane == 0) /* the item's last S: Q's buffer is free */
+            if (nt <= 1 && lane == 0) /* the item's last S: Q's buffer is free */
                 mbar_arrive(qempty(qb));
-            softmax(0, al0, al1);
+            softmax(walk.kof(kbl, 0), al0, al1);
             to_pa();
             vprev = kvbuf + s * KV_BYTES + KV_TILE;
             sprev = s;
             it++;
         }
         /* then tile t's S and tile t - 1's P V in flight together; t's softmax while P V runs */
-        for (int k0 = WN; k0 < kend; k0 += WN, it++) {
-            const int s = it % STAGES;
+        for (int t = 1; t < nt; t++, it++) {
+            const int s = it % STAGES, k0 = walk.kof(kbl, t);
             mbar_wait(full(s), (it / STAGES) & 1);
             fence_async_shared();
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
             issue_s(s);
             issue_pv();
             asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-            if (k0 + WN >= kend && lane == 0)
+            if (t + 1 >= nt && lane == 0)
                 mbar_arrive(qempty(qb));
             softmax(k0, al0, al1);
             /* the previous tile's P V done: its stage is free, and O takes this tile's scale */

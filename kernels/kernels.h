@@ -218,8 +218,9 @@ struct k_attn_args {
      * attends by it: the query rows of block qb (kb_block rows, a multiple of 64) of head h see
      * the keys of the kb_cnt[e] key blocks (kb_block keys each) listed ascending at
      * kb_list[e * kb_stride ...], e = kb_base[s] + h * kb_qblocks + qb; such a segment reads no
-     * cached keys and is not block-causal. A launch with a pattern runs on the mma.sync kernel,
-     * one query head a block. */
+     * cached keys and is not block-causal. With a pattern the mma.sync kernel takes one query head a
+     * block, and the wgmma kernel runs only where kb_block is a multiple of 128 (its items of 128
+     * rows then lie in one block). */
     const int32_t *kb_base, *kb_cnt;
     const int16_t *kb_list;
     int kb_block, kb_qblocks, kb_stride;

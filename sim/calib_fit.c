@@ -192,8 +192,6 @@ struct attn_acc {
     double long_rows, long_tiles;                /* the wgmma kernel's */
     int short_segs, long_segs;                   /* segments on each kernel */
     bool any_long;
-    bool any_pattern; /* a segment attends by a block-sparse pattern (SparseD's): the engine runs the
-                       * step on the mma.sync kernel, one query head a block (k_attention) */
     int pack, splits, tile_keys; /* the mma.sync launch (attn_finish; 0 without one) */
     double wave_blocks;          /* the mma.sync launch's blocks a wave (attn_finish) */
     double tile_block_keys;      /* the keys a block covers, summed over its 64-row query tiles (attn_wave_add) */
@@ -214,7 +212,7 @@ static double tile_keys(int64_t q, int64_t kv, int32_t bs, int rows)
 /* A segment of q rows over kv cached keys, block-causal over blocks of bs tokens where bs > 0 (the
  * pairs and the tiles' keys the kernels skip are not counted), or each row over `keys` keys where
  * keys > 0 (a sparse pattern: segment.attn_keys) */
-static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs, int32_t keys, bool pattern_mma)
+static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs, int32_t keys)
 {
     double *f = a->f, k = keys > 0 ? (double)keys : (double)(q + kv);
     f[AF_TILE_KEYS] += keys > 0 ? ceil((double)q / 64) * k : tile_keys(q, kv, bs, 64);
@@ -223,8 +221,6 @@ static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs, int3
     f[AF_CONST] = 1;
     f[AF_KV] += (double)kv;
     a->max_q = fmax(a->max_q, (double)q);
-    if (pattern_mma && keys > 0 && kv == 0 && keys < q) /* fewer keys than its rows see: a pattern */
-        a->any_pattern = true;
     if (q >= ATTN_LONG_Q) { /* the engine's wgmma kernel on Hopper: 128-row blocks */
         f[AF_LONG_PAIRS] += keys > 0 ? (double)q * k : attn_pairs(q, kv, bs);
         f[AF_LONG_TILE_KEYS] += keys > 0 ? ceil((double)q / 128) * k : tile_keys(q, kv, bs, 128);
@@ -242,10 +238,9 @@ static void attn_add(struct attn_acc *a, int64_t q, int64_t kv, int32_t bs, int3
 
 static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, int rules)
 {
-    if (a->any_long &&
-        (a->any_pattern || attn_long_on_mma((int)fmin(a->long_tiles, 1e9), heads, sms, (int)a->f[AF_MAX_KEYS]))) {
-        /* one short long segment over many keys, or a pattern: the engine runs every segment on the
-         * mma.sync kernel (attn_long_on_mma, k_attention) */
+    if (a->any_long && attn_long_on_mma((int)fmin(a->long_tiles, 1e9), heads, sms, (int)a->f[AF_MAX_KEYS])) {
+        /* one short long segment over many keys: the engine runs every segment on the mma.sync
+         * kernel (attn_long_on_mma) */
         a->f[AF_LONG_PAIRS] = a->f[AF_LONG_TILE_KEYS] = 0;
         a->short_rows += a->long_rows;
         a->short_tiles += a->long_tiles;
@@ -260,8 +255,7 @@ static void attn_finish(struct attn_acc *a, int heads, int kv_heads, int sms, in
     /* GQA packing (rules 4, only where every segment is short): a block takes P query heads of
      * one K/V head, so each K/V tile is read once for P heads and there are H / P blocks a tile of
      * P times the rows */
-    const int P = a->any_pattern ? 1 : attn_head_pack_v(rules, heads, kv_heads, (int)fmin(a->max_q, 1e9),
-                                                        (int)a->f[AF_MAX_KEYS]);
+    const int P = attn_head_pack_v(rules, heads, kv_heads, (int)fmin(a->max_q, 1e9), (int)a->f[AF_MAX_KEYS]);
     a->f[AF_TILE_KEYS] /= P;
     /* the engine lists the long segments' tiles first, so the mma.sync kernel runs over the
      * short tiles alone (k_attn_args.long_tiles), its K/V tile size the one it would take alone;
@@ -306,17 +300,14 @@ static void attn_wave_finish(struct attn_acc *a, int heads)
 }
 
 /* The attention features and launch of a step's front layers' shapes or its later ones', as the
- * calibration's model and rules read them; pattern_mma: a block-sparse pattern's step runs on the
- * mma.sync kernel (tessera's engine; another implementation's pattern kernel is priced as the
- * dense one) */
-static void attn_layers(const struct calib *c, const struct step_desc *sd, bool front, bool pattern_mma,
-                        struct attn_acc *acc)
+ * calibration's model and rules read them */
+static void attn_layers(const struct calib *c, const struct step_desc *sd, bool front, struct attn_acc *acc)
 {
     memset(acc, 0, sizeof *acc);
     for (int32_t i = 0; i < sd->num_segs; i++) {
         int32_t q, kv, w;
         segment_layer_shape(&sd->segs[i], front, &q, &kv, &w);
-        attn_add(acc, q, kv, sd->attn_block, sd->segs[i].attn_keys, pattern_mma);
+        attn_add(acc, q, kv, sd->attn_block, sd->segs[i].attn_keys);
     }
     attn_finish(acc, c->heads, c->kv_heads, c->sms, c->attn_rules);
     for (int32_t i = 0; i < sd->num_segs; i++) {
@@ -329,14 +320,14 @@ static void attn_layers(const struct calib *c, const struct step_desc *sd, bool 
 
 static void attn_step(const struct calib *c, const struct step_desc *sd, struct attn_acc *acc)
 {
-    attn_layers(c, sd, false, true, acc);
+    attn_layers(c, sd, false, acc);
 }
 
 /* The attention model's time (ms, every layer) at a step's front or later shapes. */
-static double attn_ms(const struct calib *c, const struct step_desc *sd, bool front, bool pattern_mma)
+static double attn_ms(const struct calib *c, const struct step_desc *sd, bool front)
 {
     struct attn_acc acc;
-    attn_layers(c, sd, front, pattern_mma, &acc);
+    attn_layers(c, sd, front, &acc);
     double ms = 0;
     for (int j = 0; j < ATTN_FEATURES; j++)
         ms += c->beta[j] * acc.f[j];
@@ -359,8 +350,7 @@ static void attn_features(const struct calib_row *r, int heads, int kv_heads, in
     struct attn_acc a;
     memset(&a, 0, sizeof a);
     for (int s = 0; s < r->segs; s++)
-        /* profiles run bidirectional, dense */
-        attn_add(&a, step_shape_q(&r->shape, s), step_shape_kv(&r->shape, s), 0, 0, false);
+        attn_add(&a, step_shape_q(&r->shape, s), step_shape_kv(&r->shape, s), 0, 0); /* profiles run bidirectional */
     attn_finish(&a, heads, kv_heads, sms, rules);
     for (int s = 0; s < r->segs; s++)
         attn_wave_add(&a, step_shape_q(&r->shape, s), step_shape_kv(&r->shape, s), 0);
@@ -1164,10 +1154,9 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
             bd->op_s[op] = y * 1e-3;
             ms += y;
         }
-        const bool engine = !cx || strncmp(cx->impl.name, "tessera", 7) == 0; /* tessera's engine's kernels */
-        double attn = attn_ms(c, sd, false, engine) * later_share;
+        double attn = attn_ms(c, sd, false) * later_share;
         if (nf > 0)
-            attn += attn_ms(c, sd, true, engine) * (1 - later_share);
+            attn += attn_ms(c, sd, true) * (1 - later_share);
         bd->op_s[OP_ATTN] = attn * 1e-3;
         ms += attn;
         double sel;

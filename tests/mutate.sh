@@ -149,7 +149,6 @@ mutations=(
     "a trace row's block ids point at the row before's|traces/trace.c|        out->reqs[i].hash = out->reqs[i].n_hash ? out->hash + at : NULL;\n        at += out->reqs[i].n_hash;|        at += out->reqs[i].n_hash;\n        out->reqs[i].hash = out->reqs[i].n_hash ? out->hash + at - 1 : NULL;|check_trace"
     "SparseD builds its pattern a step late|sim/policy_sparsed.c|    return (int32_t)(pc->p[SKIP] * r->G) + 1;|    return (int32_t)(pc->p[SKIP] * r->G) + 2;|check_policy"
     "SparseD's response starts past the last block|sim/policy_sparsed.c|    *last = TS_MIN((r->P + b - 1) / b, *n - 1);|    *last = (r->P + b - 1) / b;|check_policy"
-    "a SparseD pattern's step priced on the wgmma kernel|sim/calib_fit.c|    if (keys > 0 && kv == 0 && keys < q)|    if (keys > 0 && kv == 0 && keys < 0)|check_calib"
     "SparseD's pattern keeps the prompt's blocks past the prompt|sim/policy_sparsed.c|TS_MIN(last, (int32_t)lround(pc->p[PROMPT_SHARE] * top))|(int32_t)lround(pc->p[PROMPT_SHARE] * top)|check_policy"
     "a sparse pattern's pairs priced dense|sim/core/step_desc.c|    return s->attn_keys > 0 ? (double)s->q * s->attn_keys : attn_pairs(s->q, s->kv, bs);|    return attn_pairs(s->q, s->kv, bs);|check_step_desc"
     "the calibrated attention ignores a sparse pattern|sim/calib_fit.c|    double *f = a->f, k = keys > 0 ? (double)keys : (double)(q + kv);|    double *f = a->f, k = (double)(q + kv);|check_calib"

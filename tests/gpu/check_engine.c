@@ -1402,13 +1402,26 @@ static void check_sparsed(struct checker *c, int H, int Hkv, int d, int N, int b
     ref_attention(df + (size_t)40 * qs, qf + (size_t)40 * qs, qs, ks, vs, N, N, 0, H, Hkv, d, 0, 1.0f / sqrtf((float)d));
     a.kb_base = dmeta[7], a.kb_cnt = dcnt, a.kb_list = dlist;
     a.kb_block = block, a.kb_qblocks = qblocks, a.kb_stride = stride;
-    if (run_attention(c, &a, false, ob, of, nq) < 0)
-        goto done;
-    snprintf(what, sizeof what, "sparsed: attention by the pattern (%s)", splits > 0 ? "key splits forced" : "the rules' splits");
-    report(c, what, check_rel_err(of, rf, nq), 2e-2);
-    if (TS_MIN(nb, (int)(nb * select) + 1) >= nb) {
-        snprintf(what, sizeof what, "sparsed: every block kept (select %.2f) against dense attention", select);
-        report(c, what, check_rel_err(of, df, nq), 2e-2);
+    /* the mma.sync kernel; the wgmma kernel alone (blocks of a multiple of 128 rows, head dim 128); auto */
+    for (int impl = 0; impl <= 2; impl++) {
+        static const char *const kernel[3] = {"mma.sync", "wgmma", "auto"};
+        if (impl == 1 && (block % 128 || d != 128))
+            continue;
+        a.impl = impl;
+        const int ran = run_attention(c, &a, impl == 1, ob, of, nq);
+        if (ran < 0)
+            goto done;
+        if (ran > 0) {
+            fprintf(c->out, "  %-58s skipped: no sm_90a device\n", "sparsed: attention by the pattern, wgmma");
+            continue;
+        }
+        snprintf(what, sizeof what, "sparsed: attention by the pattern (%s, %s)", kernel[impl],
+                 splits > 0 ? "key splits forced" : "the rules' splits");
+        report(c, what, check_rel_err(of, rf, nq), 2e-2);
+        if (TS_MIN(nb, (int)(nb * select) + 1) >= nb) {
+            snprintf(what, sizeof what, "sparsed: every block kept (select %.2f, %s) against dense", select, kernel[impl]);
+            report(c, what, check_rel_err(of, df, nq), 2e-2);
+        }
     }
 done:
     cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(ws), cudaFree(dcnt), cudaFree(dlist);
@@ -3013,15 +3026,15 @@ static const struct model_cfg tiny_qk = {.name = "tiny-qknorm-d64", .num_layers 
                                          .rotary_dim = 32, .weight_bytes = 2, .kv_bytes = 2};
 
 /* SparseD's steps (eng_sparsed_next) against the CPU reference: two requests of every position (300
- * and 200 positions, blocks of 64, select 0.3), a step building both patterns (dense attention), then
+ * and 200 positions, blocks of `block` rows, select 0.3), a step building both patterns (dense attention), then
  * one attending by them (the reference given the engine's patterns, eng_ref_force_blocks). Each
  * pattern keeps, in every layer, head and query block, exactly pass 2's count of the response's
  * blocks and at most pass 1's of the prompt's. */
-static void check_sparsed_steps(struct checker *c, const struct model_cfg *m)
+static void check_sparsed_steps(struct checker *c, const struct model_cfg *m, int block)
 {
     struct eng_opts o;
     ref_step_opts(&o, 0, 128);
-    o.sparsed_positions = 512, o.sparsed_requests = 2, o.sparsed_block = 64, o.sparsed_select = 0.3;
+    o.sparsed_positions = 512, o.sparsed_requests = 2, o.sparsed_block = block, o.sparsed_select = 0.3;
     const int N[2] = {300, 200}, P[2] = {180, 150}, layers = m->num_layers, H = m->num_heads;
     struct eng *e = NULL;
     struct eng_ref *r = NULL;
@@ -3037,7 +3050,8 @@ static void check_sparsed_steps(struct checker *c, const struct model_cfg *m)
         const struct segment g = {.req_id = i, .phase = PHASE_FULL, .q = N[i], .kv_write = N[i], .logit_rows = 40};
         step_desc_add(&sd, &g);
     }
-    uint8_t *keep[2] = {xmalloc((size_t)layers * H * 5 * 5), xmalloc((size_t)layers * H * 4 * 4)};
+    const int nb0 = (N[0] + block - 1) / block, nb1 = (N[1] + block - 1) / block;
+    uint8_t *keep[2] = {xmalloc((size_t)layers * H * nb0 * nb0), xmalloc((size_t)layers * H * nb1 * nb1)};
     float *href = NULL, *hgpu = NULL, *rmax = NULL, *rconf = NULL;
     int32_t *rtok = NULL;
     char what[160];
@@ -3065,7 +3079,7 @@ static void check_sparsed_steps(struct checker *c, const struct model_cfg *m)
                 goto done;
             }
             eng_ref_force_blocks(r, i, keep[i], o.sparsed_block);
-            const int last = TS_MIN((P[i] + 63) / 64, nb - 1), ng = nb - last;
+            const int last = TS_MIN((P[i] + block - 1) / block, nb - 1), ng = nb - last;
             const int top1 = TS_MIN(nb, (int)(nb * o.sparsed_select) + 1), top2 = TS_MIN(ng, (int)(ng * o.sparsed_select) + 1);
             for (int64_t row = 0; row < (int64_t)layers * H * nb; row++) {
                 int prompt = 0, resp = 0;
@@ -3079,7 +3093,8 @@ static void check_sparsed_steps(struct checker *c, const struct model_cfg *m)
             fail_msg(c, "read hidden", err.msg);
             goto done;
         }
-        snprintf(what, sizeof what, "SparseD %s step of %s: final hidden", step ? "sparse" : "building", m->name);
+        snprintf(what, sizeof what, "SparseD %s step of %s, blocks of %d: final hidden", step ? "sparse" : "building",
+                 m->name, block);
         report(c, what, check_rel_err(hgpu, href, (int64_t)p.R * m->hidden), 3e-2);
         if (step == 1) {
             snprintf(what, sizeof what, "SparseD patterns of %s: query blocks keeping other counts", m->name);
@@ -3151,7 +3166,7 @@ static void check_engine_steps(struct checker *c)
     if (take(c))
         check_elastic_steps(c, &tiny_b);
     if (take(c))
-        check_sparsed_steps(c, &tiny_a);
+        check_sparsed_steps(c, &tiny_a, 64);
     if (take(c))
         check_moe_steps(c);
     struct model_cfg tiny_qk4 = tiny_qk; /* FOCUS: two front layers, two later ones */
@@ -3292,8 +3307,12 @@ static void check_sparsed_only(struct checker *c)
 {
     check_sparsed_all(c);
     fprintf(c->out, "SparseD's steps against the CPU reference:\n");
-    check_sparsed_steps(c, &tiny_gqa);
-    check_sparsed_steps(c, &tiny_qk);
+    check_sparsed_steps(c, &tiny_gqa, 64);
+    check_sparsed_steps(c, &tiny_qk, 64);
+    const struct model_cfg tiny_d128 = {.name = "tiny-d128", .num_layers = 2, .hidden = 256, .num_heads = 2,
+                                        .num_kv_heads = 1, .head_dim = 128, .ffn = 768, .vocab = 2048,
+                                        .max_pos = 4096, .rope_theta = 1000000.0, .weight_bytes = 2, .kv_bytes = 2};
+    check_sparsed_steps(c, &tiny_d128, 128); /* head dim 128, blocks of 128: the wgmma kernel's long items */
 }
 
 static void check_elastic_only(struct checker *c)
