@@ -113,6 +113,31 @@ static __device__ __forceinline__ void load_tile(uint32_t ks, uint32_t vs, const
     }
 }
 
+/* S = Q K^T of a warp's 16 query rows (rows qrow .. of the query tile Qs) over NT 8-key columns of
+ * the K tile Ks from key kc (tiles of TN keys), in mma.sync's accumulator layout */
+template <int D, int TN, int NT>
+static __device__ __forceinline__ void qk_tile(float (&s)[NT][4], const bf16_t *Qs, int qrow, const bf16_t *Ks, int kc,
+                                               int lane)
+{
+    constexpr int ROW = smem_layout<D, TN>::ROW;
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+        s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk += 2) {
+        uint32_t qf[2][4]; /* Q's fragments of columns 16 kk .. + 31, from shared memory */
+        ldsm_x4(qf[0], Qs + (qrow + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8);
+        ldsm_x4(qf[1], Qs + (qrow + (lane & 15)) * ROW + kk * 16 + 16 + (lane >> 4) * 8);
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            uint32_t b[4];
+            ldsm_x4(b, Ks + (kc + n * 8 + (lane & 7)) * ROW + kk * 16 + (lane >> 3) * 8);
+            mma_bf16(s[n], qf[0], b[0], b[1]);
+            mma_bf16(s[n], qf[1], b[2], b[3]);
+        }
+    }
+}
+
 /*
  * One block's work. KS key groups: with KS = 1 warp w owns rows 16 w .. 16 w + 15 of the tile and
  * every key of each K/V tile; with KS = 2 (a tile of at most 32 rows, as in Reuse steps, where half
@@ -228,22 +253,7 @@ static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16
             continue;
 
         float s[NT][4];
-#pragma unroll
-        for (int n = 0; n < NT; n++)
-            s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk += 2) {
-            uint32_t qf[2][4]; /* Q's fragments of columns 16 kk .. + 31, from shared memory */
-            ldsm_x4(qf[0], Qs + (qrow + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8);
-            ldsm_x4(qf[1], Qs + (qrow + (lane & 15)) * ROW + kk * 16 + 16 + (lane >> 4) * 8);
-#pragma unroll
-            for (int n = 0; n < NT; n++) {
-                uint32_t b[4];
-                ldsm_x4(b, Ks + (kc + n * 8 + (lane & 7)) * ROW + kk * 16 + (lane >> 3) * 8);
-                mma_bf16(s[n], qf[0], b[0], b[1]);
-                mma_bf16(s[n], qf[1], b[2], b[3]);
-            }
-        }
+        qk_tile<D, TN, NT>(s, Qs, qrow, Ks, kc, lane);
         /* mask only tiles that reach past the keys the warp's rows see (past klen, or into a
          * later block: a branch the warp takes together); the scale into log2 units is folded into
          * the exponents */
@@ -613,22 +623,7 @@ static __global__ __launch_bounds__(128) void sparsed_scores_kernel(const k_attn
                 issue((i + 1) & 1, i + 1);
             asm volatile("cp.async.commit_group;\n" ::);
             float s[NT][4];
-#pragma unroll
-            for (int n = 0; n < NT; n++)
-                s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-#pragma unroll
-            for (int kk = 0; kk < D / 16; kk += 2) {
-                uint32_t qf[2][4];
-                ldsm_x4(qf[0], Qs + (warp * 16 + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8);
-                ldsm_x4(qf[1], Qs + (warp * 16 + (lane & 15)) * ROW + kk * 16 + 16 + (lane >> 4) * 8);
-#pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    uint32_t b[4];
-                    ldsm_x4(b, Ks + (n * 8 + (lane & 7)) * ROW + kk * 16 + (lane >> 3) * 8);
-                    mma_bf16(s[n], qf[0], b[0], b[1]);
-                    mma_bf16(s[n], qf[1], b[2], b[3]);
-                }
-            }
+            qk_tile<D, TN, NT>(s, Qs, warp * 16, Ks, 0, lane);
             if (k0 + TN > N)
                 attn_mask<NT, false>(s, k0, t4, r0, r1, N, 0, 0, 0.f);
             const bool two = i >= p.kgt;
