@@ -561,6 +561,13 @@ struct sparsed_launch {
     float *part;      /* [2][H][nt][nt] */
 };
 
+/* The scoring block's shared memory: two stages of K tiles, the query tile, then each warp's sum of
+ * each K tile of both passes ([2][4][nt] floats) */
+template <int D> struct sparsed_smem {
+    static constexpr int ROW = D + PAD, TILE = TN_LONG * ROW, Q = 2 * TILE, SUMS = (Q + TM * ROW) * 2;
+    static int bytes(int nt) { return SUMS + 2 * 4 * nt * (int)sizeof(float); }
+};
+
 /* Block (query tile qt, head h): its 64 rows' softmax over the segment's keys in two sweeps over the
  * K tiles (two stages deep, as attention_tile's): the first finds each row's maximum and sum over
  * every key (pass 1) and over the keys from tile kgt on (pass 2), the second sums each K tile's
@@ -570,9 +577,9 @@ template <int D>
 static __global__ __launch_bounds__(128) void sparsed_scores_kernel(const k_attn_args a, const sparsed_launch p)
 {
     extern __shared__ __align__(16) bf16_t smem[];
-    __shared__ float red[2][4];
     griddep_wait();
-    constexpr int TN = TN_LONG, ROW = smem_layout<D, TN>::ROW, TILE = smem_layout<D, TN>::TILE, NT = TN / 8;
+    constexpr int TN = TN_LONG, ROW = sparsed_smem<D>::ROW, TILE = sparsed_smem<D>::TILE, NT = TN / 8;
+    float *sums = (float *)((char *)smem + sparsed_smem<D>::SUMS); /* [pass][warp][tile] */
     const uint32_t smem_u32 = (uint32_t)__cvta_generic_to_shared(smem);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
     const int seg = p.seg, qt = blockIdx.x, head = blockIdx.y, hk = head / (a.H / a.Hkv);
@@ -582,22 +589,22 @@ static __global__ __launch_bounds__(128) void sparsed_scores_kernel(const k_attn
     const int col = (threadIdx.x % (D / 8)) * 8;
     const uint32_t slot_bytes = 2u * (a.kv_stride > 0 ? a.kv_stride : a.Hkv * D);
     const char *kp = (const char *)(a.k_pool + (size_t)hk * D + col);
-    const bf16_t *Qs = smem + smem_layout<D, TN>::Q / 2;
+    const bf16_t *Qs = smem + sparsed_smem<D>::Q;
     {
         const int r = threadIdx.x / (D / 8);
         const bf16_t *qg = a.q + (size_t)(qs + q0) * a.q_stride + head * D + col;
 #pragma unroll
         for (int i = 0; i < TM / kv_rows<D, TN>::RPP; i++) {
             const int row = r + i * kv_rows<D, TN>::RPP, ok = q0 + row < qlen;
-            cp_async16(smem_u32 + smem_layout<D, TN>::Q + (row * ROW + col) * 2, qg + (ok ? (size_t)row * a.q_stride : 0),
+            cp_async16(smem_u32 + (sparsed_smem<D>::Q + row * ROW + col) * 2, qg + (ok ? (size_t)row * a.q_stride : 0),
                        ok ? 16 : 0);
         }
     }
     int pid[kv_rows<D, TN>::N];
-    /* K of tile i into stage st (V's half of the stage unused) */
+    /* K of tile i into stage st */
     auto issue = [&](int st, int i) {
         const int r = threadIdx.x / (D / 8);
-        const uint32_t ks = smem_u32 + col * 2 + st * 4 * TILE;
+        const uint32_t ks = smem_u32 + col * 2 + st * 2 * TILE;
         tile_pages<D, TN>(pid, pages, a.page_shift, i * TN, N);
 #pragma unroll
         for (int k = 0; k < kv_rows<D, TN>::N; k++) {
@@ -616,7 +623,7 @@ static __global__ __launch_bounds__(128) void sparsed_scores_kernel(const k_attn
         asm volatile("cp.async.commit_group;\n" ::);
         for (int i = 0; i < p.nt; i++) {
             const int k0 = i * TN;
-            const bf16_t *Ks = smem + (i & 1) * 2 * TILE;
+            const bf16_t *Ks = smem + (i & 1) * TILE;
             asm volatile("cp.async.wait_group 0;\n" ::);
             __syncthreads();
             if (i + 1 < p.nt)
@@ -661,12 +668,15 @@ static __global__ __launch_bounds__(128) void sparsed_scores_kernel(const k_attn
                 w += __shfl_xor_sync(0xffffffffu, w, o);
             }
             if (lane == 0)
-                red[0][warp] = v, red[1][warp] = w;
+                sums[warp * p.nt + i] = v, sums[(4 + warp) * p.nt + i] = w;
+        }
+        if (sweep == 1) { /* the warps' sums of each tile, added */
             __syncthreads();
-            if (threadIdx.x == 0) {
-                p.part[out1 + i] = (red[0][0] + red[0][1]) + (red[0][2] + red[0][3]);
-                if (two)
-                    p.part[out2 + i] = (red[1][0] + red[1][1]) + (red[1][2] + red[1][3]);
+            for (int i = threadIdx.x; i < p.nt; i += blockDim.x) {
+                const float *t = sums + i;
+                p.part[out1 + i] = (t[0] + t[p.nt]) + (t[2 * p.nt] + t[3 * p.nt]);
+                if (i >= p.kgt)
+                    p.part[out2 + i] = (t[4 * p.nt] + t[5 * p.nt]) + (t[6 * p.nt] + t[7 * p.nt]);
             }
         }
         if (sweep == 0) {
@@ -736,14 +746,14 @@ extern "C" int64_t k_sparsed_part_bytes(int N, int H)
 
 template <int D> static cudaError_t sparsed_scores(const k_attn_args &a, const sparsed_launch &l, cudaStream_t st)
 {
-    static bool configured = false;
-    const int bytes = smem_layout<D, TN_LONG>::BYTES;
-    if (!configured) {
+    static int configured = 0; /* the largest shared memory set so far */
+    const int bytes = sparsed_smem<D>::bytes(l.nt);
+    if (bytes > configured) {
         const cudaError_t e = cudaFuncSetAttribute(sparsed_scores_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                    bytes);
         if (e != cudaSuccess)
             return e;
-        configured = true;
+        configured = bytes;
     }
     return k_launch(sparsed_scores_kernel<D>, dim3((unsigned)l.nt, (unsigned)a.H), dim3(128), (size_t)bytes, st, a, l);
 }
