@@ -48,8 +48,10 @@ struct policy_ops {
     bool selects;      /* some of its steps select a sparse cache (segment.keep > 0) */
     const char *engine_lacks; /* NULL, or what the CUDA engine lacks to run its steps (live runs and
                                * replays of it are refused at start, naming this) */
-    const char *replay_lacks; /* NULL, or what a replay of its stored steps lacks that a live run has
-                               * (a replay is refused, naming this) */
+    const char *engine_state; /* NULL, or what the engine keeps for a request beyond its K/V, built by a
+                               * live run from its own activations: a replay of its stored steps lacks
+                               * it and a live fleet's move does not carry it (both refused, naming
+                               * this) */
     bool live_host;    /* with engine_lacks: a live run is not refused, its executor running the steps' host
                         * part (segment.host_kv, host_scan) beside the engine (engine/harness/eng_live.c);
                         * a replay, the engine's steps alone, is */

@@ -99,8 +99,7 @@ const struct policy_ops policy_sparsed = {
     .num_params = (int)TS_ARRAY_LEN(sparsed_params),
     .emit = sparsed_emit,
     .advance = sparsed_advance,
-    .replay_lacks = "the pattern its steps attend by, which a live run builds from its own queries and keys "
-                    "(tessera sim --policy sparsed --executor gpu)",
+    .engine_state = "each request's pattern of kept key blocks (built from its own queries and keys)",
     .kv_tokens = policy_kv_none,
     .kv_peak_tokens = policy_kv_none,
     .peak_q = policy_q_whole,

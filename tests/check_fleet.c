@@ -459,6 +459,10 @@ START_TEST(disagg_live_moves_carry_the_kv)
         snprintf(cfg[i].policy, sizeof cfg[i].policy, "dllm-cache");
     ck_assert_int_eq(fleet_run(&c, cfg, R, &o, &r, &err), FLEET_REFUSED);
     ck_assert_ptr_nonnull(strstr(err.msg, "policy 'dllm-cache' keeps each token's attention and FFN outputs"));
+    for (int i = 0; i < R; i++)
+        snprintf(cfg[i].policy, sizeof cfg[i].policy, "sparsed");
+    ck_assert_int_eq(fleet_run(&c, cfg, R, &o, &r, &err), FLEET_REFUSED);
+    ck_assert_ptr_nonnull(strstr(err.msg, "policy 'sparsed' keeps each request's pattern of kept key blocks"));
     ck_assert_int_eq(f[0].steps + f[1].steps + f[2].steps, steps); /* refused before any step */
     fleet_result_free(&co);
     free(f);

@@ -108,9 +108,9 @@ static int replay_read_run(struct replay *rp, int64_t run_id, int *ffn_chunks, s
         if (po && po->engine_lacks)
             rc = ts_fail(err, "run %lld: policy %s needs %s, which the engine does not run", (long long)rp->run_id,
                          po->name, po->engine_lacks);
-        else if (po && po->replay_lacks)
-            rc = ts_fail(err, "run %lld: policy %s: a replay lacks %s", (long long)rp->run_id, po->name,
-                         po->replay_lacks);
+        else if (po && po->engine_state)
+            rc = ts_fail(err, "run %lld: policy %s: a replay lacks %s, which a live run builds (tessera sim "
+                              "--executor gpu)", (long long)rp->run_id, po->name, po->engine_state);
         else if (model_engine_lacks(&rp->m))
             rc = ts_fail(err, "run %lld: model %s has %s, which the engine does not run", (long long)rp->run_id,
                          rp->m.name, model_engine_lacks(&rp->m));
