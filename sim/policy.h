@@ -107,6 +107,8 @@ struct policy_drive;
 int policy_drive_init(struct policy_drive *out, const char *name, const struct param_values *given, int32_t n,
                       const int32_t *prompt_len, int32_t gen_len, int32_t block, bool block_logits, struct ts_err *err);
 void policy_drive_free(struct policy_drive *d);
+/* The driven policy's parameter `name` as resolved, or dflt where it has none. */
+double policy_drive_param(const struct policy_drive *d, const char *name, double dflt);
 
 /* Adds a policy after the built-in ones (tests, experiments kept out of the tree); -1 when its
  * name is taken or the table is full. The entry must outlive every run. */

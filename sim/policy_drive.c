@@ -109,6 +109,13 @@ int policy_drive_init(struct policy_drive *out, const char *name, const struct p
     return 0;
 }
 
+double policy_drive_param(const struct policy_drive *pd, const char *name, double dflt)
+{
+    const struct drive *d = pd->ctx;
+    const struct param_spec *p = d ? params_find(d->po->params, d->po->num_params, name) : NULL;
+    return p ? d->pc.p[p - d->po->params] : dflt;
+}
+
 void policy_drive_free(struct policy_drive *pd)
 {
     struct drive *d = pd->ctx;

@@ -70,9 +70,12 @@ static void generate_usage(FILE *f)
 "                             over the block policy: layers 0-1 over the block's uncached\n"
 "                             positions, the later ones over its decided ones and the K masked ones\n"
 "                             the importance delta keeps on the GPU, K = ceil(--focus-alpha [1.5] x\n"
-"                             the mean decodes a step)); the policies that decide a step's decodes\n"
-"                             themselves (but focus), select a sparse cache or count the block's\n"
-"                             cached positions run in the simulator only\n"
+"                             the mean decodes a step)), or sparsed (SparseD's: vanilla's steps,\n"
+"                             its pattern built from a step's own queries and keys and attended\n"
+"                             by; the summary gives pass 1's share of top blocks in the prompt,\n"
+"                             the simulator's --sparsed-prompt-share); the policies that decide\n"
+"                             a step's decodes themselves (but focus), select a sparse cache or\n"
+"                             count the block's cached positions run in the simulator only\n"
 "                             [dual for a bidirectional model, block for a block-causal one]\n"
 "  --block-logits             a whole-sequence step's logits the current block's rows alone, not\n"
 "                             every row's (as tessera sim --block-logits prices it)\n"
@@ -321,7 +324,53 @@ struct gen_run {
     double step_ms, unmask_ms;
     float *ms; /* each step's */
     int64_t nms, cap;
+    /* SparseD (policy sparsed): the patterns built, and over their layers, heads and query blocks,
+     * pass 1's top blocks and those of them in the prompt */
+    int64_t sp_built, sp_top, sp_prompt;
 };
+
+/* SparseD's entries of step sd (policy sparsed; eng_sparsed_next): a segment scoring more keys than
+ * its rows builds its request's pattern (slot: the request), one scoring fewer attends by it. */
+static int sparsed_next(struct eng *e, const struct gen *g, const struct step_desc *sd, struct eng_sparsed_req *q,
+                        struct ts_err *err)
+{
+    int32_t n = 0;
+    for (int32_t s = 0; s < sd->num_segs; s++) {
+        const struct segment *x = &sd->segs[s];
+        if (x->attn_keys > 0)
+            q[n++] = (struct eng_sparsed_req){s, x->req_id, g->r[x->req_id].P, x->attn_keys > x->q + x->kv};
+    }
+    return n > 0 ? eng_sparsed_next(e, q, n, err) : 0;
+}
+
+/* After step sd: each pattern it built read back, pass 1's top blocks counted and those of them in the
+ * prompt (the simulator's --sparsed-prompt-share: the share of them there) */
+static int sparsed_count(struct eng *e, const struct gen *g, const struct step_desc *sd, const struct eng_opts *o,
+                         int layers, int heads, struct gen_run *run, struct ts_err *err)
+{
+    const int32_t b = o->sparsed_block;
+    for (int32_t s = 0; s < sd->num_segs; s++) {
+        const struct segment *x = &sd->segs[s];
+        if (x->attn_keys <= x->q + x->kv)
+            continue;
+        const int32_t nb = (x->q + b - 1) / b, last = TS_MIN((g->r[x->req_id].P + b - 1) / b, nb - 1);
+        const int32_t top = TS_MIN(nb, (int32_t)(nb * o->sparsed_select) + 1);
+        uint8_t *keep = xmalloc((size_t)layers * heads * nb * nb);
+        int32_t got = 0;
+        if (eng_sparsed_pattern(e, x->req_id, keep, &got, err) || got != nb) {
+            free(keep);
+            return ts_fail(err, "SparseD: request %d's pattern not built", x->req_id);
+        }
+        for (int64_t row = 0; row < (int64_t)layers * heads * nb; row++) {
+            for (int32_t k = 0; k < last; k++)
+                run->sp_prompt += keep[row * nb + k];
+            run->sp_top += top;
+        }
+        run->sp_built++;
+        free(keep);
+    }
+    return 0;
+}
 
 static int cmp_float(const void *a, const void *b)
 {
@@ -354,8 +403,8 @@ static struct rollout_bufs rollout_bufs(const struct gen *g)
 }
 
 /* Runs g to its end on e; steps' and unmasking's GPU times into run. */
-static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule *u, struct gen_run *run,
-                          struct ts_err *err)
+static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule *u, const struct eng_opts *o,
+                          const struct model_cfg *m, struct gen_run *run, struct ts_err *err)
 {
     const int32_t n = g->c.requests;
     size_t most = 0; /* a step's logit rows at most: each request's whole sequence */
@@ -390,6 +439,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
         dtrack = xmalloc(sizeof *dtrack * (size_t)n * (size_t)g->c.elastic.layers);
         dsim = xmalloc(sizeof *dsim * (size_t)n * (size_t)g->c.elastic.layers);
     }
+    struct eng_sparsed_req *spr = o->sparsed_positions > 0 ? xmalloc(sizeof *spr * (size_t)n) : NULL;
     struct rollout_bufs ro = rollout_bufs(g);
     struct step_desc sd;
     step_desc_init(&sd);
@@ -420,8 +470,12 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
             rc = -1;
             break;
         }
+        if (spr && (rc = sparsed_next(e, g, &sd, spr, err)) != 0)
+            break;
         struct eng_out out;
         if ((rc = eng_step(e, &sd, &out, &ms, err)) != 0)
+            break;
+        if (spr && (rc = sparsed_count(e, g, &sd, o, m->num_layers, m->num_heads, run, err)) != 0)
             break;
         if (ro.q && (rc = eng_rollout_out(e, ro.imp, err)) != 0)
             break;
@@ -464,7 +518,7 @@ static int run_generation(struct eng *e, struct gen *g, const struct unmask_rule
     eng_set_tokens(e, NULL);
     step_desc_free(&sd);
     free(groups), free(masked), free(commit), free(cstate), free(cflags), free(cand), free(picks), free(slot), free(taus);
-    free(drift), free(dsel), free(dmap), free(delig), free(dtrack), free(dsim);
+    free(drift), free(dsel), free(dmap), free(delig), free(dtrack), free(dsim), free(spr);
     free(ro.q), free(ro.imp), free(ro.elig), free(ro.order);
     return rc;
 }
@@ -551,6 +605,10 @@ static void report(const struct gen_args *a, const struct model_cfg *m, struct e
                "%.1f of %.1f on average; p %g, k %d)\n", g->d2_steps ? g->d2_share / (double)g->d2_steps : 0,
                (long long)g->d2_steps, g->d2_steps ? (double)g->d2_nucleus / (double)g->d2_steps : 0,
                g->d2_steps ? (double)g->d2_eligible / (double)g->d2_steps : 0, g->c.rollout.p, g->c.rollout.k);
+    if (run->sp_built > 0)
+        printf("  SparseD pattern  %lld built; pass 1 kept %lld of its %lld top blocks in the prompt (a share of %.4f: "
+               "sim --sparsed-prompt-share)\n", (long long)run->sp_built, (long long)run->sp_prompt,
+               (long long)run->sp_top, run->sp_top ? (double)run->sp_prompt / (double)run->sp_top : 0);
 }
 
 int eng_generate_main(int argc, char **argv)
@@ -628,10 +686,15 @@ int eng_generate_main(int argc, char **argv)
     o.drift_requests = gc.elastic.on ? n : 0;
     o.rollout_positions = gc.rollout.on ? (int32_t)seq : 0; /* d2Cache's rollout (eng_rollout_next) */
     o.rollout_requests = gc.rollout.on ? n : 0;
+    if (gc.policy && strcmp(gc.policy->name, "sparsed") == 0) { /* SparseD's patterns (eng_sparsed_next) */
+        o.sparsed_positions = (int32_t)seq, o.sparsed_requests = n;
+        o.sparsed_block = (int32_t)policy_drive_param(gc.policy, "sparsed-block", 128);
+        o.sparsed_select = policy_drive_param(gc.policy, "sparsed-select", 0.3);
+    }
     struct eng *e = NULL;
     struct gen_run run = {0};
     rc = 1;
-    if (eng_create(&m, &o, &e, &err) || run_generation(e, &g, &a.rule, &run, &err) ||
+    if (eng_create(&m, &o, &e, &err) || run_generation(e, &g, &a.rule, &o, &m, &run, &err) ||
         (a.ids_out && write_requests(a.ids_out, &g, false, &err)) ||
         (a.requests_out && write_requests(a.requests_out, &g, true, &err))) {
         fprintf(stderr, "tessera engine generate: %s\n", err.msg);

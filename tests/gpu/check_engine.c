@@ -1882,6 +1882,33 @@ static int gen_check_step(struct gen_check *gc, const struct model_cfg *m, struc
  * would leave the hidden rows as they were without them, the threshold decaying by 0.3 a step); the
  * rule's threshold the median confidence of the first block step (IterSmooth: of the step before),
  * so that steps commit several rows. */
+/* A SparseD generation's step sd (policy sparsed): its entries for the engine (a segment scoring
+ * more keys than its rows builds its request's pattern, one scoring fewer attends by it), and the
+ * patterns a sparse segment attends by, read back into keep (per_req bytes a request) and handed to
+ * the reference. */
+static int gen_sparsed_step(struct gen_check *gc, const struct gen *g, const struct step_desc *sd, uint8_t *keep,
+                            int64_t per_req, int block, struct ts_err *err)
+{
+    struct eng_sparsed_req q[3];
+    int32_t n = 0, nb;
+    for (int32_t s = 0; s < sd->num_segs && n < 3; s++) {
+        const struct segment *x = &sd->segs[s];
+        if (x->attn_keys > 0)
+            q[n++] = (struct eng_sparsed_req){s, x->req_id, g->r[x->req_id].P, x->attn_keys > x->q + x->kv};
+    }
+    if (eng_sparsed_next(gc->e, q, n, err))
+        return -1;
+    for (int32_t i = 0; i < n; i++) {
+        if (q[i].build)
+            continue;
+        uint8_t *k = keep + q[i].req * per_req;
+        if (eng_sparsed_pattern(gc->e, q[i].req, k, &nb, err))
+            return ts_fail(err, "SparseD: request %d's pattern is not built", q[i].req);
+        eng_ref_force_blocks(gc->r, q[i].req, k, block);
+    }
+    return 0;
+}
+
 static void check_generation(struct checker *c, const struct model_cfg *m, int attn_block, int kind, const char *policy,
                              bool smooth)
 {
@@ -1889,8 +1916,12 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
     eng_opts_defaults(&o);
     o.max_tokens = 1024, o.logit_chunk_rows = 64, o.kv_tokens = 4096, o.seed = 91;
     o.credit_rows = kind == UNMASK_CREDIT ? 96 : 0;
-    const bool focus = strcmp(policy, "focus") == 0;
+    const bool focus = strcmp(policy, "focus") == 0, sparsed = strcmp(policy, "sparsed") == 0;
     o.trace_selection = focus;
+    if (sparsed) /* SparseD: its patterns in blocks of 64 over the requests' 104 positions */
+        o.sparsed_positions = 128, o.sparsed_requests = 3, o.sparsed_block = 64;
+    const int64_t per_req = (int64_t)m->num_layers * m->num_heads * 2 * 2;
+    uint8_t *spkeep = sparsed ? xmalloc((size_t)(3 * per_req)) : NULL;
     struct gen_cfg cfg = {.requests = 3, .prompt_len = 40, .gen_len = 64, .block = 32, .mask_id = m->vocab - 1,
                           .vocab = m->vocab, .seed = 5, .attn_block = attn_block ? 32 : 0, .max_tokens = 1024,
                           .logit_chunk_rows = 64, .max_pos = m->max_pos, .focus = focus, .focus_alpha = 1.5,
@@ -1936,7 +1967,8 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
         struct eng_out out;
         if (ng > 0 && gc->u.kind < 0)
             gc->u = (struct unmask_rule){.kind = kind, .alpha = 0.7f, .beta = 0.8f, .gamma = 0.2f};
-        if (gen_check_step(gc, m, &g, &sd, o.seed, &out, &err)) {
+        if ((sparsed && gen_sparsed_step(gc, &g, &sd, spkeep, per_req, o.sparsed_block, &err)) ||
+            gen_check_step(gc, m, &g, &sd, o.seed, &out, &err)) {
             fail_msg(c, "generation step", err.msg);
             goto done;
         }
@@ -1964,7 +1996,7 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
     }
     gen_check_report(c, &g, gc, kind, attn_block, policy, exact, rows ? (double)parted / rows : 1);
 done:
-    free(gc->href), free(gc->logits), free(gc->add), free(gc->rsoft), free(gc->gsoft);
+    free(gc->href), free(gc->logits), free(gc->add), free(gc->rsoft), free(gc->gsoft), free(spkeep);
     step_desc_free(&sd);
     eng_plan_free(&gc->p);
     eng_kv_free(&gc->kv);
@@ -3193,6 +3225,8 @@ static void check_engine_steps(struct checker *c)
         check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, "dpad:prefix", false);
     if (take(c))
         check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, "dpad:dual", false);
+    if (take(c))
+        check_generation(c, &tiny_a, 0, UNMASK_THRESHOLD, "sparsed", false);
     fprintf(c->out, "the engine against itself:\n");
     if (take(c))
         check_self(c, &tiny_b);
@@ -3313,6 +3347,7 @@ static void check_sparsed_only(struct checker *c)
                                         .num_kv_heads = 1, .head_dim = 128, .ffn = 768, .vocab = 2048,
                                         .max_pos = 4096, .rope_theta = 1000000.0, .weight_bytes = 2, .kv_bytes = 2};
     check_sparsed_steps(c, &tiny_d128, 128); /* head dim 128, blocks of 128: the wgmma kernel's long items */
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, "sparsed", false);
 }
 
 static void check_elastic_only(struct checker *c)
@@ -3342,6 +3377,7 @@ static void check_generate_only(struct checker *c)
     check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, "dpad:none", false);
     check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, "dpad:prefix", false);
     check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, "dpad:dual", false);
+    check_generation(c, &tiny_gqa, 0, UNMASK_THRESHOLD, "sparsed", false);
 }
 
 int check_engine_run(uint64_t seed, const char *only, int part, int parts, FILE *out)

@@ -32,7 +32,7 @@ static void usage(FILE *f)
 "moe the mixture of experts' (routing, dispatch, grouped expert GEMMs, whole steps of tiny MoE\n"
 "models), --only generate the unmasking kernel's and whole generations' (real token ids fed\n"
 "back), --only moves a request's K/V moved between two engines (a disaggregated fleet's move),\n"
-"--only sparsed SparseD's patterns and the attention by them (kernels, and whole steps).\n"
+"--only sparsed SparseD's patterns and the attention by them (kernels, whole steps, a generation).\n"
 "--tp N (2 to 8) runs as N processes, one per GPU (GPUs 0 to N - 1), over NCCL; rank 0 reports,\n"
 "       and a rank that fails stops the others: LLaDA-8B, Dream-7B and LLaDA2.0-mini split over\n"
 "       the N GPUs (heads, FFN, experts' widths and the LM head's vocabulary; an all-reduce after\n"
