@@ -823,6 +823,21 @@ START_TEST(generation_policies)
     ck_assert_int_eq(gen_start(&g, &c, "prefix", NULL, NULL, &err), 0);
     run_gen(&g, "threshold:0.6");
     gen_stop(&g);
+    /* SparseD: vanilla's steps, the first dense; the driven policy's parameters read back as resolved */
+    ck_assert_int_eq(gen_start(&g, &c, "sparsed", "sparsed-block=64", NULL, &err), 0);
+    ck_assert_double_eq(policy_drive_param(c.policy, "sparsed-block", 0), 64);
+    ck_assert_double_eq_tol(policy_drive_param(c.policy, "sparsed-select", 0), 0.3, 1e-12);
+    ck_assert_double_eq(policy_drive_param(c.policy, "no-such", -1), -1);
+    {
+        struct step_desc sd;
+        step_desc_init(&sd);
+        int32_t groups[6], masked[3 * 84], ng;
+        ck_assert(gen_next_step(&g, &sd, groups, &ng, masked));
+        ck_assert_int_eq(sd.segs[0].phase, PHASE_FULL);
+        ck_assert_int_eq(sd.segs[0].attn_keys, 0);
+        step_desc_free(&sd);
+    }
+    gen_stop(&g);
     /* --block-logits: a whole-sequence step's logits the block's rows alone, which end the segment */
     struct policy_drive d;
     const int32_t plen[3] = {20, 20, 20};

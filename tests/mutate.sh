@@ -148,6 +148,7 @@ mutations=(
     "the affinity router wins a request at the threshold exactly|sim/fleet.c|if ((double)most > q->threshold * q->blocks)|if ((double)most >= q->threshold * q->blocks)|check_fleet"
     "a trace row's block ids point at the row before's|traces/trace.c|        out->reqs[i].hash = out->reqs[i].n_hash ? out->hash + at : NULL;\n        at += out->reqs[i].n_hash;|        at += out->reqs[i].n_hash;\n        out->reqs[i].hash = out->reqs[i].n_hash ? out->hash + at - 1 : NULL;|check_trace"
     "SparseD builds its pattern a step late|sim/policy_sparsed.c|    return (int32_t)(pc->p[SKIP] * r->G) + 1;|    return (int32_t)(pc->p[SKIP] * r->G) + 2;|check_policy"
+    "a driven policy's parameters read as their defaults|sim/policy_drive.c|    return p ? d->pc.p[p - d->po->params] : dflt;|    return p ? dflt : dflt;|check_eng_gen"
     "SparseD's response starts past the last block|sim/policy_sparsed.c|    *last = TS_MIN((r->P + b - 1) / b, *n - 1);|    *last = (r->P + b - 1) / b;|check_policy"
     "SparseD's pattern keeps the prompt's blocks past the prompt|sim/policy_sparsed.c|TS_MIN(last, (int32_t)lround(pc->p[PROMPT_SHARE] * top))|(int32_t)lround(pc->p[PROMPT_SHARE] * top)|check_policy"
     "a sparse pattern's pairs priced dense|sim/core/step_desc.c|    return s->attn_keys > 0 ? (double)s->q * s->attn_keys : attn_pairs(s->q, s->kv, bs);|    return attn_pairs(s->q, s->kv, bs);|check_step_desc"
