@@ -86,7 +86,7 @@ static void sparsed_emit(const struct request *r, const struct policy_cfg *pc, s
 static void sparsed_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s, bool block_done)
 {
     (void)pc, (void)block_done;
-    if (s->attn_keys > r->L) /* the step that built the pattern (it alone scores more keys than L) */
+    if (segment_builds_pattern(s)) /* the step that built the pattern */
         POLICY_STATE(r, struct sparsed_state)->built = true;
 }
 

@@ -338,7 +338,7 @@ static int sparsed_next(struct eng *e, const struct gen *g, const struct step_de
     for (int32_t s = 0; s < sd->num_segs; s++) {
         const struct segment *x = &sd->segs[s];
         if (x->attn_keys > 0)
-            q[n++] = (struct eng_sparsed_req){s, x->req_id, g->r[x->req_id].P, x->attn_keys > x->q + x->kv};
+            q[n++] = (struct eng_sparsed_req){s, x->req_id, g->r[x->req_id].P, segment_builds_pattern(x)};
     }
     return n > 0 ? eng_sparsed_next(e, q, n, err) : 0;
 }
@@ -351,7 +351,7 @@ static int sparsed_count(struct eng *e, const struct gen *g, const struct step_d
     const int32_t b = o->sparsed_block;
     for (int32_t s = 0; s < sd->num_segs; s++) {
         const struct segment *x = &sd->segs[s];
-        if (x->attn_keys <= x->q + x->kv)
+        if (!segment_builds_pattern(x))
             continue;
         const int32_t nb = (x->q + b - 1) / b, last = TS_MIN((g->r[x->req_id].P + b - 1) / b, nb - 1);
         const int32_t top = TS_MIN(nb, (int32_t)(nb * o->sparsed_select) + 1);

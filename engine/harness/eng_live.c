@@ -71,7 +71,7 @@ static int sparsed_entries(struct live *l, const struct step_desc *sd, struct ts
         const struct segment *g = &sd->segs[i];
         if (g->attn_keys <= 0)
             continue;
-        const bool build = g->attn_keys > g->q + g->kv;
+        const bool build = segment_builds_pattern(g);
         if (g->req_id >= sp->num_ids) {
             const int32_t ids = TS_MAX(g->req_id + 1, 2 * sp->num_ids);
             sp->slot_of = xrealloc(sp->slot_of, sizeof *sp->slot_of * (size_t)ids);

@@ -103,6 +103,14 @@ static inline void segment_layer_shape(const struct segment *s, bool front, int3
     *kv_write = f ? s->kv_write_front : s->kv_write;
 }
 
+/* Whether a segment builds a block-sparse pattern (SparseD's: its attention scores more keys than
+ * its rows see, the pattern's scores beside its own), where attn_keys > 0 and it does not: it
+ * attends by the pattern its request built. */
+static inline bool segment_builds_pattern(const struct segment *s)
+{
+    return s->attn_keys > (int64_t)s->q + s->kv;
+}
+
 /* The rows whose hidden state a segment holds at once: the front rows, or the later layers' rows
  * and carried rows, whichever is more. */
 static inline int32_t segment_rows(const struct segment *s)

@@ -1894,7 +1894,7 @@ static int gen_sparsed_step(struct gen_check *gc, const struct gen *g, const str
     for (int32_t s = 0; s < sd->num_segs && n < 3; s++) {
         const struct segment *x = &sd->segs[s];
         if (x->attn_keys > 0)
-            q[n++] = (struct eng_sparsed_req){s, x->req_id, g->r[x->req_id].P, x->attn_keys > x->q + x->kv};
+            q[n++] = (struct eng_sparsed_req){s, x->req_id, g->r[x->req_id].P, segment_builds_pattern(x)};
     }
     if (eng_sparsed_next(gc->e, q, n, err))
         return -1;
