@@ -271,7 +271,7 @@ if [ "$(sqlite3 "$tmp/sparse.db" "select count(*) > 0 and min(score_rows) > 0 fr
 then ok; else bad "the sparse run stored no selecting segments"; fi
 # engine generate (where the engine is built): its bad values refused by name before any GPU work
 if $bin engine generate --help 2>/dev/null | grep -q -- --decoder; then
-    for bad in "--iter-smooth=abc|CONT 'abc' must be a number in 0..1000" \
+    for bad in "--iter-smooth=abc|CONT 'abc' is not a number" \
                "--iter-smooth=0.3,,1|INIT must be a number" \
                "--iter-smooth --decoder topk:2|topk:K has none" \
                "--iter-smooth --policy focus --model sdar-8b|IterSmooth runs over a driven policy, not FOCUS" \
@@ -280,6 +280,8 @@ if $bin engine generate --help 2>/dev/null | grep -q -- --decoder; then
                "--policy vicinity --vicinity -1|--vicinity" \
                "--policy vicinity --refresh-interval 0|--refresh-interval" \
                "--policy dual --vicinity 4|policy dual has no parameter --vicinity" \
+               "--policy dual --sparsed-block 64|policy dual has no parameter --sparsed-block" \
+               "--policy sparsed --sparsed-select 2|--sparsed-select: '2' is not a number in 0..1" \
                "--policy sparse|policy sparse runs in the simulator only: it selects a sparse cache" \
                "--policy lru|lru" \
                "--policy focus --model sdar-8b --block-logits|--block-logits with policy focus" \

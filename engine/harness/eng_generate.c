@@ -30,6 +30,7 @@ static void generate_usage(FILE *f)
 "                               [--requests N] [--prompt-len P | --prompts FILE] [--gen-len G]\n"
 "                               [--block B] [--policy NAME] [--focus-alpha A]\n"
 "                               [--vicinity W] [--refresh-interval F] [--block-logits]\n"
+"                               [--sparsed-skip S] [--sparsed-select S] [--sparsed-block B]\n"
 "                               [--iter-smooth[=CONT,INIT,GROWTH,DECAY]]\n"
 "                               [--prophet OFFSET[,EARLY,MID,LATE]] [--elastic-drift GAMMA[,WINDOW]]\n"
 "                               [--d2-rollout P[,K]]\n"
@@ -72,8 +73,10 @@ static void generate_usage(FILE *f)
 "                             the importance delta keeps on the GPU, K = ceil(--focus-alpha [1.5] x\n"
 "                             the mean decodes a step)), or sparsed (SparseD's: vanilla's steps,\n"
 "                             its pattern built from a step's own queries and keys and attended\n"
-"                             by; the summary gives pass 1's share of top blocks in the prompt,\n"
-"                             the simulator's --sparsed-prompt-share); the policies that decide\n"
+"                             by (--sparsed-skip, --sparsed-select, --sparsed-block: its parameters,\n"
+"                             as tessera sim takes them; blocks a multiple of 64); the summary gives\n"
+"                             pass 1's share of top blocks in the prompt, the simulator's\n"
+"                             --sparsed-prompt-share); the policies that decide\n"
 "                             a step's decodes themselves (but focus), select a sparse cache or\n"
 "                             count the block's cached positions run in the simulator only\n"
 "                             [dual for a bidirectional model, block for a block-causal one]\n"
@@ -137,7 +140,7 @@ static void generate_usage(FILE *f)
 
 struct gen_args {
     const char *model, *weights, *prompts, *profile_out, *name, *ids_out, *requests_out, *policy;
-    struct param_values params; /* the policy's parameters given (--vicinity, --refresh-interval) */
+    struct param_values params; /* the policy's parameters given (--vicinity, --refresh-interval, --sparsed-*) */
     bool block_logits;          /* whole-sequence steps' logits the block's alone (tessera sim's --block-logits) */
     struct sim_config choices; /* the engine's choices as options set them (eng_choice_take) */
     struct unmask_rule rule;
@@ -194,6 +197,9 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {"iter-smooth", optional_argument, 0, 'S'},
                                       {"vicinity", required_argument, 0, 'W'},
                                       {"refresh-interval", required_argument, 0, 'F'},
+                                      {"sparsed-skip", required_argument, 0, 'W'},
+                                      {"sparsed-select", required_argument, 0, 'W'},
+                                      {"sparsed-block", required_argument, 0, 'W'},
                                       {"block-logits", no_argument, 0, 'L'},
                                       {"prophet", required_argument, 0, 'R'},
                                       {"elastic-drift", required_argument, 0, 'E'},
