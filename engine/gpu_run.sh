@@ -71,7 +71,9 @@
 #             kernel paths, then LLaDA-8B one request at a time, live and simulated, for each
 #             POLICY:PROMPT of SPARSED_RUNS (default sparsed:2048 sparsed:3968 vanilla:3968; 128
 #             positions generated): the whole run and each kind of step (dense, the pattern's build,
-#             sparse) set side by side (OUT/live-sparsed.txt)
+#             sparse) set side by side (OUT/live-sparsed.txt); then engine generate under SparseD at
+#             each prompt of SPARSED_GEN (default 2048 3968: 4 requests, 128 tokens), its patterns'
+#             prompt share (OUT/generate-sparsed-PROMPT.txt)
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]}
@@ -432,6 +434,11 @@ sparsed_part() {
         $t sim --policy "$pol" $args --lengths "fixed:$len,128" --db "$o/sim-$pol-$len.db" >/dev/null || return 1
         live_summary "$o/live-$pol-$len.json" | tee -a "$o/live-sparsed.txt"
         step_kinds "$o/live-$pol-$len.db" "$o/sim-$pol-$len.db" | tee -a "$o/live-sparsed.txt"
+    done
+    for len in ${SPARSED_GEN:-2048 3968}; do
+        $t engine generate --model llada-8b --policy sparsed --requests 4 --prompt-len "$len" --gen-len 128 --block 32 \
+            --decoder threshold:0.9 >"$o/generate-sparsed-$len.txt" 2>&1 || { tail -5 "$o/generate-sparsed-$len.txt"; return 1; }
+        grep "SparseD pattern" "$o/generate-sparsed-$len.txt"
     done
 }
 
