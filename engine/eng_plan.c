@@ -46,6 +46,20 @@ static struct eng_kv_req *req_of(struct eng_kv *kv, int32_t id)
     return &kv->reqs[id];
 }
 
+/* n free pages added to r's (room for them there) */
+static void take_free(struct eng_kv *kv, struct eng_kv_req *r, int32_t n)
+{
+    while (n-- > 0)
+        r->pages[r->num_pages++] = kv->free_pages[--kv->num_free];
+}
+
+/* r's pages past its first `keep` back to the free ones */
+static void give_back(struct eng_kv *kv, struct eng_kv_req *r, int32_t keep)
+{
+    while (r->num_pages > keep)
+        kv->free_pages[kv->num_free++] = r->pages[--r->num_pages];
+}
+
 int eng_kv_reserve(struct eng_kv *kv, int32_t req_id, int32_t tokens, struct ts_err *err)
 {
     struct eng_kv_req *r = req_of(kv, req_id);
@@ -59,8 +73,7 @@ int eng_kv_reserve(struct eng_kv *kv, int32_t req_id, int32_t tokens, struct ts_
         r->cap = TS_MAX(r->num_pages + need, r->cap * 2);
         r->pages = xrealloc(r->pages, sizeof *r->pages * (size_t)r->cap);
     }
-    while (need-- > 0)
-        r->pages[r->num_pages++] = kv->free_pages[--kv->num_free];
+    take_free(kv, r, need);
     return 0;
 }
 
@@ -68,19 +81,14 @@ void eng_kv_release(struct eng_kv *kv, int32_t req_id)
 {
     if (req_id < 0 || req_id >= kv->num_reqs)
         return;
-    struct eng_kv_req *r = &kv->reqs[req_id];
-    while (r->num_pages > 0)
-        kv->free_pages[kv->num_free++] = r->pages[--r->num_pages];
+    give_back(kv, &kv->reqs[req_id], 0);
 }
 
 void eng_kv_truncate(struct eng_kv *kv, int32_t req_id, int32_t tokens)
 {
     if (req_id < 0 || req_id >= kv->num_reqs || tokens < 0)
         return;
-    struct eng_kv_req *r = &kv->reqs[req_id];
-    const int32_t keep = (tokens + kv->page_tokens - 1) / kv->page_tokens;
-    while (r->num_pages > keep)
-        kv->free_pages[kv->num_free++] = r->pages[--r->num_pages];
+    give_back(kv, &kv->reqs[req_id], (tokens + kv->page_tokens - 1) / kv->page_tokens);
 }
 
 /* --- moves between engines --------------------------------------------------------------- */
@@ -126,8 +134,7 @@ int eng_kv_take(struct eng_kv *kv, int64_t ticket, int32_t pages, struct ts_err 
         return ts_fail(err, "K/V move %lld: %d pages of %d tokens wanted, %d of %d are free", (long long)ticket,
                        pages, kv->page_tokens, kv->num_free, kv->num_pages);
     struct eng_kv_req r = {.pages = xmalloc(sizeof *r.pages * (size_t)(pages ? pages : 1)), .cap = pages};
-    while (r.num_pages < pages)
-        r.pages[r.num_pages++] = kv->free_pages[--kv->num_free];
+    take_free(kv, &r, pages);
     set_aside(kv, ticket, &r);
     return 0;
 }
@@ -153,8 +160,7 @@ void eng_kv_drop(struct eng_kv *kv, int64_t ticket)
     if (i < 0)
         return;
     struct eng_kv_req *r = &kv->held[i].r;
-    while (r->num_pages > 0)
-        kv->free_pages[kv->num_free++] = r->pages[--r->num_pages];
+    give_back(kv, r, 0);
     free(r->pages);
     kv->held[i] = kv->held[--kv->num_held];
 }

@@ -173,14 +173,9 @@ static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16
     /* the K/V tiles this block covers: its split of the tiles any row of the tile may see, tile i
      * at key kof(i): consecutive, or a pattern's kept blocks' (k_attn_args.kb_base) */
     const int splits = gridDim.z;
-    const int16_t *kbl = nullptr;
-    int tpb = 1, ntile, per;
-    if (a.kb_base && a.kb_base[seg] >= 0) {
-        const int e = a.kb_base[seg] + head * a.kb_qblocks + q0 / a.kb_block, cnt = a.kb_cnt[e];
-        kbl = a.kb_list + (size_t)e * a.kb_stride;
-        tpb = a.kb_block / TN;
-        /* the last kept block may be the partial last one: its tiles up to klen */
-        ntile = cnt > 0 ? (cnt - 1) * tpb + min(tpb, (klen - kbl[cnt - 1] * a.kb_block + TN - 1) / TN) : 0;
+    const int16_t *kbl;
+    int ntile = attn_pattern_tiles<TN>(a, seg, head, q0, klen, kbl), per;
+    if (kbl) {
         per = (ntile + splits - 1) / splits;
     } else {
         const int kend = attn_key_end(klen, kvc, bs, q0 + TMH, qlen);
@@ -188,7 +183,7 @@ static __device__ __forceinline__ void attention_tile(const k_attn_args &a, bf16
         per = ((kend + splits - 1) / splits + TN - 1) / TN;
     }
     const int ibeg = blockIdx.z * per, iend = min(ntile, ibeg + per);
-    auto kof = [&](int i) { return kbl ? kbl[i / tpb] * a.kb_block + (i % tpb) * TN : i * TN; };
+    auto kof = [&](int i) { return attn_tile_key<TN>(a, kbl, i); };
 
     float o[D / 8][4];
 #pragma unroll

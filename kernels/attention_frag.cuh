@@ -30,6 +30,31 @@ static __device__ __forceinline__ int attn_key_end(int klen, int kvc, int bs, in
     return attn_row_keys(klen, kvc, bs, min(q_end, qlen) - 1);
 }
 
+/* A segment's block-sparse pattern (k_attn_args.kb_*) for the query rows from q0 of head `head`: its
+ * kept blocks' list into kbl and the number of TN-key tiles they hold (the last kept block may be the
+ * partial last one: its tiles up to klen); -1, kbl NULL, where the segment has no pattern. */
+template <int TN>
+static __device__ __forceinline__ int attn_pattern_tiles(const k_attn_args &a, int seg, int head, int q0, int klen,
+                                                         const int16_t *&kbl)
+{
+    kbl = nullptr;
+    if (!a.kb_base || a.kb_base[seg] < 0)
+        return -1;
+    const int e = a.kb_base[seg] + head * a.kb_qblocks + q0 / a.kb_block, cnt = a.kb_cnt[e], tpb = a.kb_block / TN;
+    kbl = a.kb_list + (size_t)e * a.kb_stride;
+    return cnt > 0 ? (cnt - 1) * tpb + min(tpb, (klen - kbl[cnt - 1] * a.kb_block + TN - 1) / TN) : 0;
+}
+
+/* The first key of tile i of TN keys: the pattern's (kbl: attn_pattern_tiles), else consecutive. */
+template <int TN>
+static __device__ __forceinline__ int attn_tile_key(const k_attn_args &a, const int16_t *kbl, int i)
+{
+    if (!kbl)
+        return i * TN;
+    const int tpb = a.kb_block / TN;
+    return kbl[i / tpb] * a.kb_block + (i % tpb) * TN;
+}
+
 /* Masks an S tile of NT 8-key columns from key k0 on: keys past those rows r0 and r1 see
  * (attn_row_keys: past klen, or block-causal in a later block) become -inf; SCALE also scales the
  * visible ones by sl2 (the log2 units of the softmax). Each row's limit is found once a tile, so

@@ -114,19 +114,10 @@ struct wg_walk {
      * blocks' of its pattern (k_attn_args.kb_*: a block of a multiple of 128 rows holds the item's) */
     __device__ int tiles(const wg_item &it, const int16_t *&kbl) const
     {
-        kbl = nullptr;
-        if (!a.kb_base || a.kb_base[it.seg] < 0)
-            return (key_end(it) + WN - 1) / WN;
-        const int e = a.kb_base[it.seg] + it.head * a.kb_qblocks + it.q0 / a.kb_block, cnt = a.kb_cnt[e];
-        const int tpb = a.kb_block / WN;
-        kbl = a.kb_list + (size_t)e * a.kb_stride;
-        return cnt > 0 ? (cnt - 1) * tpb + min(tpb, (it.klen - kbl[cnt - 1] * a.kb_block + WN - 1) / WN) : 0;
+        const int n = attn_pattern_tiles<WN>(a, it.seg, it.head, it.q0, it.klen, kbl);
+        return kbl ? n : (key_end(it) + WN - 1) / WN;
     }
-    __device__ int kof(const int16_t *kbl, int i) const
-    {
-        const int tpb = a.kb_block / WN;
-        return kbl ? kbl[i / tpb] * a.kb_block + (i % tpb) * WN : i * WN;
-    }
+    __device__ int kof(const int16_t *kbl, int i) const { return attn_tile_key<WN>(a, kbl, i); }
     __device__ void start(int w)
     {
         cur = nxt = nn = wg_item{};

@@ -509,8 +509,8 @@ int k_rollout_importance(const struct k_rollout_args *a, k_stream stream);
 /* SparseD's pattern (arXiv 2509.24014; INV-WZQ/SparseD at 52155b4, models/LLaDA/modeling_llada.py
  * LLaDABlock.attention, SparseD_utils.py create_attention_block_mask), built in one layer of a step
  * whose segment `seg` of the attention arguments `at` runs every position of its request over no
- * cached keys (its N = q_len = key_len rows and keys, after RoPE; N given here too). For each head and query block of `block`
- * rows (a multiple of 64), pass 1 scores the block's rows against all N keys, softmax(scale q.k)
+ * cached keys (its N = q_len = key_len rows and keys, after RoPE; N given here too). For each head
+ * and query block of `block` rows (a multiple of 64), pass 1 scores the block's rows against all N keys, softmax(scale q.k)
  * (SparseD's scale is 1 / sqrt(heads)), and sums each key block's probabilities over its rows
  * (SparseD's block mean times block^2: the same ranking); pass 2 does the same over the keys from
  * block `last` on alone. The block keeps pass 1's top min(n, int(n select) + 1) of its n key blocks

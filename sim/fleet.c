@@ -789,7 +789,8 @@ static int disagg_setup(struct fleet_state *fl, struct ts_err *err)
 
 /* Why a live disaggregated fleet cannot move its requests between its engines, or 0: a move carries a
  * request's K and V pages alone, so a policy whose engine keeps more for a request (dLLM-Cache's
- * feature cache, Elastic-Cache's layer inputs, FOCUS's eviction progress) is refused. */
+ * feature cache, Elastic-Cache's layer inputs, FOCUS's eviction progress, or its policy_ops.
+ * engine_state: SparseD's pattern) is refused. */
 static int live_moves_refused(struct sim **r, const struct fleet_opts *o, struct ts_err *err)
 {
     if (!o->live_move || !o->live_adopt)

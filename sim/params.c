@@ -108,6 +108,12 @@ const struct param_spec *params_find(const struct param_spec *specs, int n, cons
     return NULL;
 }
 
+double params_value(const struct param_spec *specs, int n, const double *values, const char *name, double dflt)
+{
+    const struct param_spec *p = params_find(specs, n, name);
+    return p ? values[p - specs] : dflt;
+}
+
 void param_json_key(const struct param_spec *s, char *buf, size_t len)
 {
     snprintf(buf, len, "%s", s->name);

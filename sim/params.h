@@ -55,6 +55,9 @@ int params_resolve(const struct param_spec *specs, int n, const struct param_val
                    struct ts_err *err);
 /* The spec named `name` among specs[0..n), or NULL. */
 const struct param_spec *params_find(const struct param_spec *specs, int n, const char *name);
+/* The value of the parameter named `name` among values resolved by params_resolve over specs[0..n),
+ * or dflt where there is none so named. */
+double params_value(const struct param_spec *specs, int n, const double *values, const char *name, double dflt);
 /* The text a resolved value stands for: its choice name, or the number. */
 const char *param_text(const struct param_spec *s, double v, char *buf, size_t len);
 /* The stored-configuration key of a spec: its name with '_' for '-'. */

@@ -112,8 +112,7 @@ int policy_drive_init(struct policy_drive *out, const char *name, const struct p
 double policy_drive_param(const struct policy_drive *pd, const char *name, double dflt)
 {
     const struct drive *d = pd->ctx;
-    const struct param_spec *p = d ? params_find(d->po->params, d->po->num_params, name) : NULL;
-    return p ? d->pc.p[p - d->po->params] : dflt;
+    return d ? params_value(d->po->params, d->po->num_params, d->pc.p, name, dflt) : dflt;
 }
 
 void policy_drive_free(struct policy_drive *pd)

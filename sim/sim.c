@@ -644,17 +644,14 @@ const struct step_desc *sim_knobs(const struct sim *s) { return &s->sd; }
 
 double sim_sched_param(const struct sim *s, const char *name, double dflt)
 {
-    const struct param_spec *p = params_find(s->sched->params, s->sched->num_params, name);
-    return p ? s->sched_p[p - s->sched->params] : dflt;
+    return params_value(s->sched->params, s->sched->num_params, s->sched_p, name, dflt);
 }
 
 
 double sim_policy_param(const struct sim *s, const char *policy, const char *name, double dflt)
 {
-    if (strcmp(s->pol->name, policy) != 0)
-        return dflt;
-    const struct param_spec *p = params_find(s->pol->params, s->pol->num_params, name);
-    return p ? s->pcfg.p[p - s->pol->params] : dflt;
+    return strcmp(s->pol->name, policy) == 0 ? params_value(s->pol->params, s->pol->num_params, s->pcfg.p, name, dflt)
+                                             : dflt;
 }
 
 int32_t sim_request_prompt(const struct sim *s, int32_t req_id)
