@@ -33,6 +33,12 @@ bool db_step_knobs(sqlite3_stmt *st, struct step_desc *sd);
  * SQLite's result code; *db is to be closed either way. */
 int db_open_read(const char *path, sqlite3 **db);
 
+/* Every SQLite connection the process opens from then on is guarded: defensive, its schema
+ * untrusted, no triggers, extensions, ATTACH but tessera's own, or functions that reach outside the
+ * database (db_guard.c). tessera's database functions call it themselves; main() calls it first, for
+ * every other connection. 0, or -1 where SQLite refused. */
+int db_guard_process(void);
+
 /* What --db does with a database that holds runs already: refuse it (the default), add the run
  * beside them (--append), or replace them (--replace). */
 enum db_mode { DB_NEW = 0, DB_APPEND, DB_REPLACE };

@@ -18,6 +18,13 @@ char *db_schema_in(const char *name);
 /* The fleet tables' schema (fleets, fleet_replicas, fleet_readings) in database `name`: made with a
  * database's first fleet. Caller frees. */
 char *db_fleet_schema_in(const char *name);
+/* The index over the segment runs, made by their first reader (db_segments_prepare). */
+#define DB_SEGMENT_INDEX "CREATE INDEX IF NOT EXISTS segment_runs_first ON segment_runs(run_id, first_step)"
+/* The tables an engine replay adds (engine_steps, engine_step_ops) in database `name`. Caller frees. */
+char *db_engine_schema_in(const char *name);
+/* What a database written before column `col` of `table` was added reads it as ("0" or "NULL"), or
+ * NULL where every version's table has it. */
+const char *db_column_fill(const char *table, const char *col);
 /* Brings the database `name` (main, out, src) to the current schema; 0 or -1. */
 int db_upgrade(sqlite3 *db, const char *name);
 /* SQLite's message for db's last failure, with the system's where one caused it: into buf. */
@@ -36,6 +43,15 @@ int db_unnamed_beside(const char *path);
 int db_create_whole(const char *path, struct ts_err *err);
 /* Registers the VFS "tessera-fd" (SQLite's files opened by descriptor); 0, or -1 where it cannot. */
 int db_fd_vfs(void);
+
+/* db_guard.c */
+/* The guards (db_guard.c's head) set on one connection: 0, or -1 where SQLite refused one. */
+int db_guard(sqlite3 *db);
+/* Defensive mode off on a connection that writes a file of tessera's own making alone (a new
+ * database in an unnamed file, which no journal may be written beside), on again for every other. */
+int db_guard_trust(sqlite3 *db, bool own_file);
+/* ATTACH of path as `name` (a constant of tessera's), the one the guard lets through; SQLite's code. */
+int db_attach(sqlite3 *db, const char *path, const char *name);
 
 /* db_write.c */
 /* A database written, left in rollback-journal mode where no other connection has it open (a writer

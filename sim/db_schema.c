@@ -76,6 +76,14 @@ static const char *const fleet_schema =
     "CREATE TABLE IF NOT EXISTS fleet_readings(run_id INTEGER, control TEXT, t_s REAL, value REAL, value2 REAL,"
     " outstanding INTEGER);";
 
+/* The tables an engine replay adds to a run's database (tessera engine replay): each replayed step's
+ * measured time beside the model's, and with --ops each op's. */
+static const char *const engine_schema =
+    "CREATE TABLE IF NOT EXISTS engine_steps(run_id INTEGER, step_id INTEGER, predicted_ns INTEGER,"
+    " measured_ns INTEGER, device TEXT, PRIMARY KEY(run_id, step_id));"
+    "CREATE TABLE IF NOT EXISTS engine_step_ops(run_id INTEGER, step_id INTEGER, op TEXT, ms REAL,"
+    " PRIMARY KEY(run_id, step_id, op));";
+
 /* The step rows and the segment rows, one a step and one a request and step, are views over runs:
  * consecutive steps alike but for their start, each starting when the one before ended
  * (step_runs), and consecutive steps in which a request's segment kept one shape
@@ -256,6 +264,18 @@ static char *schema_in(const char *text, const char *name)
 
 char *db_schema_in(const char *name) { return schema_in(schema, name); }
 char *db_fleet_schema_in(const char *name) { return schema_in(fleet_schema, name); }
+char *db_engine_schema_in(const char *name) { return schema_in(engine_schema, name); }
+
+const char *db_column_fill(const char *table, const char *col)
+{
+    for (size_t i = 0; i < TS_ARRAY_LEN(added_columns); i++)
+        if (strcmp(added_columns[i][0], table) == 0 && strcmp(added_columns[i][1], col) == 0)
+            return strstr(added_columns[i][2], "DEFAULT 0") ? "0" : "NULL";
+    for (int i = 0; i < STEP_KNOBS; i++)
+        if ((strcmp(table, "step_runs") == 0 || strcmp(table, "steps") == 0) && strcmp(step_knobs[i].name, col) == 0)
+            return "NULL";
+    return NULL;
+}
 
 
 /* SQLite's message for db's last failure, with the system's where one caused it (a full disk, a
@@ -285,8 +305,7 @@ int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out)
 {
     /* its index, made by the first reader rather than by every run's write (a database opened read-only
      * goes without: the query is then slower, not wrong) */
-    sqlite3_exec(db, "CREATE INDEX IF NOT EXISTS segment_runs_first ON segment_runs(run_id, first_step)", NULL, NULL,
-                 NULL);
+    sqlite3_exec(db, DB_SEGMENT_INDEX, NULL, NULL, NULL);
     /* the runs covering the step: those that start no longer before it than the longest run lasts */
     if (sqlite3_prepare_v2(db, "SELECT req_id, phase, q, kv, kv_write, logit_rows, decoded, padding, keep, score_rows, "
                                "q_front, kv_front, kv_write_front, probe, carry, picked, attn_keys, host_kv, host_scan FROM segment_runs "
@@ -389,6 +408,8 @@ static int prepare_waiting(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 
 int db_check(const char *path, enum db_mode mode, struct ts_err *err)
 {
+    if (db_guard_process())
+        return ts_fail(err, "%s: cannot set SQLite's guards", path);
     struct stat sb;
     if (stat(path, &sb) != 0) { /* a new database: its folder must take it */
         const int why = errno;
@@ -441,12 +462,14 @@ int db_check(const char *path, enum db_mode mode, struct ts_err *err)
         }
         if (prc != SQLITE_OK) {
             /* an empty file or an empty database becomes a tessera one; a database of other tables does not */
+            char missing[256];
+            snprintf(missing, sizeof missing, "%s", sqlite3_errmsg(db));
             sqlite3_stmt *any = NULL;
             bool empty = prepare_waiting(db, "SELECT count(*) FROM sqlite_master", &any) == SQLITE_OK &&
                          sqlite3_step(any) == SQLITE_ROW && sqlite3_column_int64(any, 0) == 0;
             sqlite3_finalize(any);
             if (!empty) {
-                ts_fail(err, "%s: not a tessera database (table %s: %s)", path, tables[i][0], sqlite3_errmsg(db));
+                ts_fail(err, "%s: not a tessera database (table %s: %s)", path, tables[i][0], missing);
                 goto done;
             }
             rc = 0;
@@ -514,5 +537,8 @@ int db_integrity(sqlite3 *db, const char *path, struct ts_err *err)
 
 int db_open_read(const char *path, sqlite3 **db)
 {
+    *db = NULL;
+    if (db_guard_process())
+        return SQLITE_ERROR;
     return sqlite3_open_v2(path, db, access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY, NULL);
 }

@@ -600,6 +600,8 @@ struct db_out {
 
 int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct ts_err *err)
 {
+    if (db_guard_process())
+        return ts_fail(err, "%s: cannot set SQLite's guards", path);
     struct db_out *o = xcalloc(1, sizeof *o);
     snprintf(o->path, sizeof o->path, "%s", path);
     /* the connection the output is attached to at commit: its own database holds nothing (the step
@@ -650,11 +652,7 @@ void sim_stream_steps(struct sim *s, struct db_out *out)
  * new try may succeed. */
 static int attach_write(struct db_out *o, const struct run_src *s, const char *name, bool *again)
 {
-    sqlite3_stmt *at = NULL;
-    bool attached = sqlite3_prepare_v2(o->db, "ATTACH ? AS out", -1, &at, NULL) == SQLITE_OK;
-    sqlite3_bind_text(at, 1, name, -1, SQLITE_STATIC);
-    attached = attached && sqlite3_step(at) == SQLITE_DONE;
-    sqlite3_finalize(at);
+    const bool attached = db_attach(o->db, name, "out") == SQLITE_OK;
     char why[320];
     const int rc = attached ? write_run(&o->w, s)
                             : ts_fail(o->w.err, "%s: cannot open database: %s", o->path, db_why(o->db, why, sizeof why));
@@ -682,8 +680,13 @@ static int write_fresh(struct db_out *o, const struct run_src *s)
     bool again;
     o->w.fresh = true;
     /* (its header stays in rollback-journal mode, as every database is left: no switch to make after
-     * the link, which a process killed then would leave a journal of) */
-    int rc = db_lay_out(fd, o->path, false, o->w.err) || attach_write(o, s, name, &again) ? -1 : 0;
+     * the link, which a process killed then would leave a journal of; the file is tessera's own
+     * making, written with no journal, which the guard's defensive mode allows for it alone) */
+    int rc = db_lay_out(fd, o->path, false, o->w.err) || db_guard_trust(o->db, true) ||
+                     attach_write(o, s, name, &again)
+                 ? -1
+                 : 0;
+    db_guard_trust(o->db, false);
     o->w.fresh = false;
     if (rc == 0)
         rc = db_link_whole(fd, o->path, o->w.err);
@@ -703,9 +706,10 @@ static int try_write(struct db_out *o, const struct run_src *s, bool *again)
         return fresh ? -1 : 0;
     if (db_create_whole(o->path, o->w.err))
         return -1;
-    const int rc = attach_write(o, s, o->path, again);
-    o->in_wal = rc == 0;
-    return rc;
+    /* (a writer refused here, as when another landed its run first, leaves the database in
+     * rollback-journal mode as one that wrote does: whichever is the last to close switches it) */
+    o->in_wal = true;
+    return attach_write(o, s, o->path, again);
 }
 
 /* The run of src written, once, with its signals' handling (db_out_commit). */

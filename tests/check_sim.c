@@ -360,6 +360,7 @@ START_TEST(requests_freed_as_recorded)
         ck_assert_msg(sim_write_db(freed, pb, DB_NEW, &err) == 0, "%s", err.msg);
         sqlite3 *db;
         ck_assert_int_eq(sqlite3_open(pa, &db), SQLITE_OK);
+        sqlite3_set_authorizer(db, NULL, NULL); /* (the test's own ATTACH, which the process's guard refuses) */
         char sql[512];
         snprintf(sql, sizeof sql, "ATTACH '%s' AS b", pb);
         ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
@@ -481,6 +482,41 @@ START_TEST(recorded_steps_replay_as_run)
     for (int j = 0; j < STEP_KNOBS; j++)
         ck_assert_msg(off_default[j] > 0, "knob %s never away from its default", step_knobs[j].name);
     step_desc_free(&d);
+}
+END_TEST
+
+/* Whether sql runs on db (prepared and stepped to its end). */
+static bool runs_sql(sqlite3 *db, const char *sql) { return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK; }
+
+/* Every connection of a guarded process refuses what reaches outside the database or runs code a
+ * file carries: ATTACH, FTS3's tokenizer pointer, extensions, new triggers, writes to the schema; a
+ * trigger a file holds does not fire. (Each by hand: the statements SQLite runs without the guard.) */
+START_TEST(guarded_connections_run_no_code_from_files)
+{
+    const char *path = tmp_path(0, ".db");
+    unlink(path);
+    sqlite3 *db = NULL;
+    /* a file made unguarded, with a trigger that logs every run */
+    sqlite3_reset_auto_extension();
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert(runs_sql(db, "CREATE TABLE runs(x); CREATE TABLE log(y); CREATE TRIGGER t AFTER INSERT ON runs BEGIN "
+                           "INSERT INTO log VALUES(new.x); END; INSERT INTO runs VALUES(1)"));
+    ck_assert_int_eq(query_int(db, "SELECT count(*) FROM log"), 1);
+    ck_assert(runs_sql(db, "ATTACH ':memory:' AS m; DETACH m"));
+    sqlite3_close(db);
+    ck_assert_int_eq(db_guard_process(), 0);
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert(runs_sql(db, "INSERT INTO runs VALUES(2)"));
+    ck_assert_int_eq(query_int(db, "SELECT count(*) FROM log"), 1); /* the file's trigger did not fire */
+    ck_assert(!runs_sql(db, "ATTACH ':memory:' AS m"));
+    ck_assert(!runs_sql(db, "SELECT fts3_tokenizer('simple')"));
+    ck_assert(!runs_sql(db, "SELECT load_extension('/nonexistent/x')"));
+    ck_assert(!runs_sql(db, "CREATE TRIGGER u AFTER INSERT ON runs BEGIN SELECT 1; END"));
+    ck_assert(!runs_sql(db, "CREATE TEMP TRIGGER u AFTER INSERT ON runs BEGIN SELECT 1; END"));
+    runs_sql(db, "PRAGMA writable_schema = ON");
+    ck_assert(!runs_sql(db, "UPDATE sqlite_master SET sql = 'CREATE TABLE runs(z)' WHERE name = 'runs'"));
+    ck_assert(runs_sql(db, "SELECT count(*) FROM runs")); /* (ordinary work goes on) */
+    sqlite3_close(db);
 }
 END_TEST
 
@@ -1090,6 +1126,7 @@ int main(void)
     tcase_add_test(tc, summary_statistics_from_the_requests);
     tcase_add_test(tc, decode_streams_independent_of_batching);
     tcase_add_test(tc, database_matches_summary);
+    tcase_add_test(tc, guarded_connections_run_no_code_from_files);
     tcase_add_test(tc, views_expand_the_runs);
     tcase_add_test(tc, credit_decoding_holds_its_matrix);
     tcase_add_test(tc, bad_inputs_fail_cleanly);

@@ -133,6 +133,18 @@ START_TEST(errors_name_file_line_field)
     static const char nul[] = "arrival_ns,prompt_tokens,output_tokens\n0,1\0,2\n";
     ck_assert_int_ne(trace_parse("n.csv", nul, sizeof nul - 1, false, &T, &E), 0);
     ck_assert_msg(strstr(E.msg, "n.csv:2: a NUL byte at column 4") != NULL, "got '%s'", E.msg);
+    /* tessera's own arrivals are whole nanoseconds, in decimal */
+    expect_error("t.csv", "arrival_ns,prompt_tokens,output_tokens\n0,1,2\n1.5,1,2\n",
+                 "t.csv:3: arrival_ns: not a whole number of nanoseconds ('1.5')");
+    expect_error("t.csv", "arrival_ns,prompt_tokens,output_tokens\n0,1,2\n0x10,1,2\n",
+                 "t.csv:3: arrival_ns: not a whole number of nanoseconds ('0x10')");
+    expect_error("t.csv", "arrival_ns,prompt_tokens,output_tokens\n0,1,2\n-5,1,2\n",
+                 "t.csv:3: arrival_ns: not a whole number of nanoseconds ('-5')");
+    expect_error("t.csv", "arrival_ns,prompt_tokens,output_tokens\n0,1,2\n99999999999999999999,1,2\n",
+                 "t.csv:3: arrival_ns: time out of range");
+    ck_assert_int_eq(parse("t.csv", "arrival_ns,prompt_tokens,output_tokens\n0,1,2\n4611686018427387904,1,2\n", false), 0);
+    ck_assert_int_eq(T.reqs[1].arrival_ns, TRACE_MAX_NS);
+    trace_free(&T);
     /* a UTF-8 byte-order mark is skipped, and said */
     ck_assert_int_eq(parse("b.csv", "\xef\xbb\xbf" "arrival_ns,prompt_tokens,output_tokens\n0,1,2\n", false), 0);
     ck_assert(T.skipped_bom && T.n == 1 && T.reqs[0].prompt == 1);
@@ -411,6 +423,40 @@ START_TEST(stream_repeats_a_trace)
 }
 END_TEST
 
+/* The clock's edge: a trace whose last arrival is the clock's limit (its span times n / (n - 1)
+ * past int64's range) is played again by no pass (the next would arrive past the clock), and one
+ * whose passes fit is played to the limit exactly; every arrival a stream gives is within the clock
+ * and none goes backwards. */
+START_TEST(stream_repeat_at_the_clocks_edge)
+{
+    struct trace_stream st;
+    struct trace_req r;
+    static const int64_t lasts[] = {TRACE_MAX_NS, TRACE_MAX_NS - 1, TRACE_MAX_NS / 2, TRACE_MAX_NS / 4, 3};
+    for (size_t k = 0; k < sizeof lasts / sizeof *lasts; k++) {
+        memset(&T, 0, sizeof T);
+        trace_push(&T, 0, 100, 50);
+        trace_push(&T, lasts[k], 10, 10);
+        /* by hand: period 2 last; pass p starts at p * 2 last, its last arrival at (2p + 1) last */
+        for (int64_t n = 3; n <= 6; n++) {
+            const int64_t passes = (n - 1) / 2;
+            const bool fits = lasts[k] <= TRACE_MAX_NS / (2 * passes + 1);
+            const int rc = trace_stream_repeat(&st, &T, n, &E);
+            ck_assert_msg((rc == 0) == fits, "last %lld, %lld requests: %s", (long long)lasts[k], (long long)n,
+                          rc ? E.msg : "played");
+            if (rc)
+                continue;
+            int64_t prev = 0;
+            for (int64_t i = 0; i < n; i++) {
+                ck_assert_int_eq(trace_stream_next(&st, &r, &E), 1);
+                ck_assert(r.arrival_ns >= prev && r.arrival_ns <= TRACE_MAX_NS);
+                prev = r.arrival_ns;
+            }
+        }
+        trace_free(&T);
+    }
+}
+END_TEST
+
 /* The real public traces, when ../shared is beside the checkout (as in CI). */
 START_TEST(shared_traces)
 {
@@ -467,6 +513,7 @@ int main(void)
     tcase_add_test(tc, osc_lengths_match_the_published_statistics);
     tcase_add_test(tc, percentile_profiles_draw_their_tables);
     tcase_add_test(tc, stream_repeats_a_trace);
+    tcase_add_test(tc, stream_repeat_at_the_clocks_edge);
     tcase_add_test(tc, shared_traces);
     suite_add_tcase(s, tc);
     return run_suite("trace", s) ? EXIT_FAILURE : EXIT_SUCCESS;

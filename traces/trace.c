@@ -137,6 +137,26 @@ static int field_seconds_ns(const char *path, int64_t line, const char *name, co
     return 0;
 }
 
+/* A whole number of nanoseconds, in decimal digits alone (a fraction, a sign or a hexadecimal
+ * number is refused: tessera's own traces write integers). */
+static int field_ns(const char *path, int64_t line, const char *name, const char *s, int64_t *out, struct ts_err *err)
+{
+    const char *d = s;
+    while (*d == ' ')
+        d++;
+    const char *digits = d;
+    while (*d >= '0' && *d <= '9')
+        d++;
+    const char *end = d;
+    while (*d == ' ' || *d == '\r')
+        d++;
+    if (end == digits || *d)
+        return ts_fail(err, "%s:%lld: %s: not a whole number of nanoseconds ('%s')", path, (long long)line, name, s);
+    if (ts_parse_i64(digits, out) != 0)
+        return ts_fail(err, "%s:%lld: %s: time out of range (%s)", path, (long long)line, name, s);
+    return 0;
+}
+
 /* Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's days_from_civil). */
 static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
 {
@@ -251,7 +271,7 @@ static int parse_csv_row(const char *path, struct line_iter *it, const struct cs
         if (lay->fmt == TRACE_AZURE)
             rc = field_datetime_ns(path, it->lineno, lay->name_time, f[lay->col_time], &t, err);
         else if (lay->fmt == TRACE_TESSERA)
-            rc = field_seconds_ns(path, it->lineno, lay->name_time, f[lay->col_time], 1.0, &t, err);
+            rc = field_ns(path, it->lineno, lay->name_time, f[lay->col_time], &t, err);
         else
             rc = field_seconds_ns(path, it->lineno, lay->name_time, f[lay->col_time], 1e9, &t, err);
         if (rc)

@@ -325,15 +325,19 @@ int trace_stream_repeat(struct trace_stream *st, const struct trace *t, int64_t 
     if (n <= t->n || t->n == 0)
         return 0;
     const int64_t first = t->reqs[0].arrival_ns, last = t->reqs[t->n - 1].arrival_ns;
-    st->period_ns = t->n > 1 ? (int64_t)llround((double)(last - first) * (double)t->n / (double)(t->n - 1)) : 1000000000;
-    st->period_ns = TS_MAX(st->period_ns, 1);
+    TS_ASSERT(first >= 0 && last >= first); /* (trace_parse's and trace_generate's) */
+    /* the period, and the last pass's start, in doubles first: either may lie past int64's range */
+    const double period = t->n > 1 ? (double)(last - first) * (double)t->n / (double)(t->n - 1) : 1e9;
+    const int64_t passes = (n - 1) / t->n;
+    const double at = (double)last + (double)passes * TS_MAX(period, 1.0);
+    /* then exactly: every arrival of pass k is last + k * period at most, within the clock */
+    st->period_ns = period <= (double)TRACE_MAX_NS ? TS_MAX(llround(period), 1) : TRACE_MAX_NS;
+    if (at > (double)TRACE_MAX_NS || passes > (TRACE_MAX_NS - last) / st->period_ns)
+        return ts_fail(err, "%lld requests of a trace of %lld played again end to end: the last would arrive after "
+                       "%.3g years, past the %.0f years a trace's clock holds; raise --rps or lower --requests",
+                       (long long)n, (long long)t->n, trace_years(at), trace_years((double)TRACE_MAX_NS));
     st->n = n;
-    const double at = (double)last + (double)((n - 1) / t->n) * (double)st->period_ns;
-    return at <= (double)TRACE_MAX_NS ? 0 : ts_fail(err, "%lld requests of a trace of %lld played again end to end: "
-                                                          "the last would arrive after %.3g years, past the %.0f "
-                                                          "years a trace's clock holds; raise --rps or lower --requests",
-                                                          (long long)n, (long long)t->n, trace_years(at),
-                                                          trace_years((double)TRACE_MAX_NS));
+    return 0;
 }
 
 int trace_stream_next(struct trace_stream *st, struct trace_req *out, struct ts_err *err)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -37,7 +38,10 @@ static int db_check_files(int n, char **files)
         struct ts_err err;
         sqlite3 *db = NULL;
         /* (read where it cannot be written: db_open_read opens such a file read-only) */
-        int rc = access(files[i], R_OK) != 0 ? ts_fail(&err, "%s: %s", files[i], strerror(errno)) : 0;
+        struct stat sb;
+        int rc = stat(files[i], &sb) != 0 || access(files[i], R_OK) != 0 ? ts_fail(&err, "%s: %s", files[i], strerror(errno))
+                 : !S_ISREG(sb.st_mode) ? ts_fail(&err, "%s: not a regular file (a device, pipe or socket), so no database", files[i])
+                                        : 0;
         if (!rc && db_open_read(files[i], &db) != SQLITE_OK)
             rc = ts_fail(&err, "%s: cannot open it: %s", files[i], db ? sqlite3_errmsg(db) : "out of memory");
         if (!rc)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "db.h"
 #include "engine_load.h"
 #include "params.h"
 
@@ -70,6 +71,12 @@ int main(int argc, char **argv)
 {
     /* GSL's default handler aborts; tessera checks every GSL status itself and reports it */
     gsl_set_error_handler_off();
+    /* every SQLite connection of the process guarded, the engine's and the calibration's among them:
+     * a database is a file users pass to each other, never code */
+    if (db_guard_process()) {
+        fprintf(stderr, "tessera: cannot set SQLite's guards\n");
+        return 1;
+    }
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
