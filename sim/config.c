@@ -214,7 +214,7 @@ const struct cfg_option cfg_options[] = {
              "is refused unless --append or --replace (status 2; 1 where another writer added one meanwhile)"},
     {"append", CFG_SET, FIELD(db_mode), .value = DB_APPEND, .def = "0", .group = OUT,
      .help = "add this run beside the database's runs, or replace them (--append checks a database of up to "
-             "128 MiB for damage first: tessera db check)"},
+             "16 MiB for damage first: tessera db check)"},
     {"replace", CFG_SET, FIELD(db_mode), .value = DB_REPLACE, .def = "0", .group = OUT}, /* (with --append) */
     {"no-steps", CFG_FLAG, FIELD(no_steps), .def = "0", .group = OUT,
      .help = "leave out per-step and per-segment rows (large sweeps)"},

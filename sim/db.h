@@ -50,7 +50,7 @@ int db_check(const char *path, enum db_mode mode, struct ts_err *err);
 /* With DB_APPEND, db_check also runs SQLite's integrity check over a database of at most this many
  * bytes, and refuses a damaged one; a larger one is not read through, so that an append costs the
  * same whatever the database's size (tessera db check reads any database through). */
-#define DB_CHECK_MAX_BYTES (128LL << 20)
+#define DB_CHECK_MAX_BYTES (16LL << 20)
 /* SQLite's integrity check of the open database at path: 0 when it passes, else -1 with err naming
  * the file and the first problems found. */
 int db_integrity(sqlite3 *db, const char *path, struct ts_err *err);

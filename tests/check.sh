@@ -2,8 +2,9 @@
 # check.sh: what `make check` runs once the simulator and its suites are built. Two lanes share the
 # machine's cores:
 #   A: the Check suites (one a module, golden scenarios among them), the layering and function-length
-#      checks, the database's reliability, README's commands, the command line (cli_test.sh), the
-#      rules every command keeps (rules_test.sh) and the papers' figures (figures_test.sh);
+#      checks, the database's reliability, hostile inputs (tests/hostile/), README's commands, the
+#      command line (cli_test.sh), the rules every command keeps (rules_test.sh) and the papers'
+#      figures (figures_test.sh);
 #   B: the suites again under AddressSanitizer + UBSan (built here, host code only);
 # then each lane takes a share of the planted bugs (mutate.sh): B three fifths, A, the longer without
 # them, two.
@@ -75,11 +76,12 @@ lane_b=$!
 ) &
 ticker=$!
 
-echo "check: lane A: the unit suites, layers, functions, db, readme, cli, rules, figures, two fifths of the mutations; lane B: asan, the other three fifths"
+echo "check: lane A: the unit suites, layers, functions, db, hostile, readme, cli, rules, figures, two fifths of the mutations; lane B: asan, the other three fifths"
 part unit suites_run $suites
 part layers bash "$here/check_layers.sh"
 part functions bash "$here/check_functions.sh"
 part db bash "$here/db_test.sh" "$bin"
+part hostile bash "$here/hostile/hostile_test.sh" "$bin"
 part readme bash "$here/readme_test.sh" "$bin"
 part cli bash "$here/cli_test.sh" "$bin"
 part rules bash "$here/rules_test.sh" "$bin"
