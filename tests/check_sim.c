@@ -520,6 +520,75 @@ START_TEST(guarded_connections_run_no_code_from_files)
 }
 END_TEST
 
+/* The rows of `table` in the database at path (a connection of its own). */
+static int64_t rows_in(const char *path, const char *table)
+{
+    sqlite3 *db = NULL;
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    const int64_t n = query_int(db, sql);
+    sqlite3_close(db);
+    return n;
+}
+
+/* db merge: two runs' databases merged hold every row of both (counted table by table, each input
+ * read on its own), merged again add nothing and count both as held; an input holding a table or a
+ * column no tessera database has is refused by name and leaves no OUT; a database is not merged
+ * into itself. */
+START_TEST(merge_copies_tessera_tables_alone)
+{
+    struct sim_config c;
+    test_config(&c);
+    c.requests = 12;
+    c.rps = 4;
+    const char *in[2] = {tmp_path(0, ".db"), tmp_path(1, ".db")}, *out = tmp_path(2, ".db"), *bad = tmp_path(3, ".db");
+    struct ts_err err;
+    for (int i = 0; i < 2; i++) {
+        unlink(in[i]);
+        c.seed = 5 + (uint64_t)i;
+        struct sim *s = run(&c);
+        ck_assert_msg(sim_write_db(s, in[i], DB_NEW, &err) == 0, "%s", err.msg);
+        sim_destroy(s);
+    }
+    unlink(out);
+    int64_t runs = -1, held = -1;
+    ck_assert_msg(db_merge(out, in, 2, &runs, &held, &err) == 0, "%s", err.msg);
+    ck_assert(runs == 2 && held == 0);
+    static const char *const tables[] = {"runs", "requests", "step_runs", "segment_runs", "summary", "op_breakdown"};
+    for (int again = 0; again < 2; again++) {
+        for (size_t t = 0; t < TS_ARRAY_LEN(tables); t++)
+            ck_assert_msg(rows_in(out, tables[t]) == rows_in(in[0], tables[t]) + rows_in(in[1], tables[t]), "%s",
+                          tables[t]);
+        if (!again) {
+            ck_assert_msg(db_merge(out, in, 2, &runs, &held, &err) == 0, "%s", err.msg);
+            ck_assert(runs == 0 && held == 2);
+        }
+    }
+    static const char *const crafted[][2] = {{"CREATE TABLE evil(a TEXT, run_id INTEGER)", "holds table 'evil'"},
+                                             {"ALTER TABLE summary ADD COLUMN extra TEXT", "column 'extra'"},
+                                             {"CREATE VIEW v AS SELECT 1", "holds view 'v'"}};
+    const char *newout = tmp_path(4, ".db");
+    for (size_t k = 0; k < TS_ARRAY_LEN(crafted); k++) {
+        sqlite3 *db = NULL;
+        unlink(bad), unlink(newout);
+        struct sim *s = run(&c);
+        ck_assert_msg(sim_write_db(s, bad, DB_NEW, &err) == 0, "%s", err.msg);
+        sim_destroy(s);
+        ck_assert_int_eq(sqlite3_open(bad, &db), SQLITE_OK);
+        ck_assert_int_eq(sqlite3_exec(db, crafted[k][0], NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        const char *one[1] = {bad};
+        ck_assert_int_ne(db_merge(newout, one, 1, &runs, &held, &err), 0);
+        ck_assert_msg(strstr(err.msg, crafted[k][1]) != NULL, "got '%s'", err.msg);
+        ck_assert(access(newout, F_OK) != 0);
+    }
+    const char *self[1] = {out};
+    ck_assert_int_ne(db_merge(out, self, 1, &runs, &held, &err), 0);
+    ck_assert_msg(strstr(err.msg, "is OUT itself") != NULL, "got '%s'", err.msg);
+}
+END_TEST
+
 START_TEST(database_matches_summary)
 {
     struct sim_config c;
@@ -1127,6 +1196,7 @@ int main(void)
     tcase_add_test(tc, decode_streams_independent_of_batching);
     tcase_add_test(tc, database_matches_summary);
     tcase_add_test(tc, guarded_connections_run_no_code_from_files);
+    tcase_add_test(tc, merge_copies_tessera_tables_alone);
     tcase_add_test(tc, views_expand_the_runs);
     tcase_add_test(tc, credit_decoding_holds_its_matrix);
     tcase_add_test(tc, bad_inputs_fail_cleanly);

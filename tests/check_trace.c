@@ -431,15 +431,18 @@ START_TEST(stream_repeat_at_the_clocks_edge)
 {
     struct trace_stream st;
     struct trace_req r;
-    static const int64_t lasts[] = {TRACE_MAX_NS, TRACE_MAX_NS - 1, TRACE_MAX_NS / 2, TRACE_MAX_NS / 4, 3};
+    /* (a third of the clock and one more: three of it lie 2 ns past, which a double rounds back inside) */
+    static const int64_t lasts[] = {TRACE_MAX_NS, TRACE_MAX_NS - 1, TRACE_MAX_NS / 2, TRACE_MAX_NS / 3 + 1,
+                                    TRACE_MAX_NS / 3, TRACE_MAX_NS / 4, 3};
     for (size_t k = 0; k < sizeof lasts / sizeof *lasts; k++) {
         memset(&T, 0, sizeof T);
         trace_push(&T, 0, 100, 50);
         trace_push(&T, lasts[k], 10, 10);
-        /* by hand: period 2 last; pass p starts at p * 2 last, its last arrival at (2p + 1) last */
+        /* by hand: period 2 last; pass p's two rows arrive at 2p last and (2p + 1) last, and the
+         * stream's n-th request is the first of pass (n - 1) / 2 where n is odd, its second where even */
         for (int64_t n = 3; n <= 6; n++) {
-            const int64_t passes = (n - 1) / 2;
-            const bool fits = lasts[k] <= TRACE_MAX_NS / (2 * passes + 1);
+            const int64_t passes = (n - 1) / 2, times = 2 * passes + (n % 2 == 0);
+            const bool fits = lasts[k] <= TRACE_MAX_NS / times;
             const int rc = trace_stream_repeat(&st, &T, n, &E);
             ck_assert_msg((rc == 0) == fits, "last %lld, %lld requests: %s", (long long)lasts[k], (long long)n,
                           rc ? E.msg : "played");

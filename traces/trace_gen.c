@@ -326,16 +326,21 @@ int trace_stream_repeat(struct trace_stream *st, const struct trace *t, int64_t 
         return 0;
     const int64_t first = t->reqs[0].arrival_ns, last = t->reqs[t->n - 1].arrival_ns;
     TS_ASSERT(first >= 0 && last >= first); /* (trace_parse's and trace_generate's) */
-    /* the period, and the last pass's start, in doubles first: either may lie past int64's range */
-    const double period = t->n > 1 ? (double)(last - first) * (double)t->n / (double)(t->n - 1) : 1e9;
-    const int64_t passes = (n - 1) / t->n;
-    const double at = (double)last + (double)passes * TS_MAX(period, 1.0);
-    /* then exactly: every arrival of pass k is last + k * period at most, within the clock */
-    st->period_ns = period <= (double)TRACE_MAX_NS ? TS_MAX(llround(period), 1) : TRACE_MAX_NS;
-    if (at > (double)TRACE_MAX_NS || passes > (TRACE_MAX_NS - last) / st->period_ns)
+    /* the period, the span times n / (n - 1) rounded, in integers: the span plus its mean gap, or
+     * past the clock (where no pass after the first can start) */
+    const int64_t span = last - first, gaps = t->n - 1;
+    const int64_t gap = gaps > 0 ? span / gaps + (2 * (span % gaps) >= gaps) : 1000000000;
+    const bool past = gaps > 0 && gap > TRACE_MAX_NS - span;
+    st->period_ns = past ? TRACE_MAX_NS : TS_MAX(gaps > 0 ? span + gap : gap, 1);
+    /* the stream's last request, its row's arrival plus its pass's shift, arrives last (a pass ends
+     * no later than the next pass's row of any arrival, the period being at least the span) */
+    const int64_t passes = (n - 1) / t->n, tail = t->reqs[(n - 1) % t->n].arrival_ns;
+    if (past || passes > (TRACE_MAX_NS - tail) / st->period_ns) {
+        const double at = (double)tail + (double)passes * (past ? (double)span + (double)gap : (double)st->period_ns);
         return ts_fail(err, "%lld requests of a trace of %lld played again end to end: the last would arrive after "
                        "%.3g years, past the %.0f years a trace's clock holds; raise --rps or lower --requests",
                        (long long)n, (long long)t->n, trace_years(at), trace_years((double)TRACE_MAX_NS));
+    }
     st->n = n;
     return 0;
 }
