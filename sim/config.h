@@ -115,6 +115,7 @@ struct sim_config {
     char db[CFG_PATH];         /* "" = no database */
     int db_mode;               /* enum db_mode (db.h): what db does with the runs it holds */
     bool json;
+    bool json_wall;            /* --json adds run_wall_s, the host's wall time (which no two runs share) */
     bool no_steps;
     bool quiet;
     bool progress;             /* progress line on stderr (default: when stderr is a terminal) */

@@ -43,6 +43,8 @@ int decode_profile_parse(const char *path, const char *text, size_t len, const c
 {
     out->tpf = 0;
     out->nsteps = 0;
+    if (ts_json_text(path, text, len, err))
+        return -1;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, 0, &jerr);
     if (!root)
@@ -164,6 +166,10 @@ static int tau_profile(const char *kind, const char *spec, const char *arg, cons
     size_t n;
     if (ts_read_file(path, &text, &n, err))
         return -1;
+    if (ts_json_text(path, text, n, err)) {
+        free(text);
+        return -1;
+    }
     json_t *root = json_loadb(text, n, 0, NULL), *v;
     free(text);
     const char *key;

@@ -531,6 +531,33 @@ int fleet_tau_parse(const char *spec, struct fleet_tau *out, struct ts_err *err)
     return 0;
 }
 
+/* Keeps reading p (size bytes, its time first) after the n kept in *v (room for *cap), unless the two
+ * kept last equal it but in their time (same): then the later of them, the last of their run, becomes
+ * p. Of a run of equal readings its first and last are kept (fleet_result). */
+static void keep_reading(void **v, size_t *cap, int64_t *n, size_t size, const void *p,
+                         bool (*same)(const void *, const void *))
+{
+    char *last = *n >= 2 ? (char *)*v + (size_t)(*n - 1) * size : NULL;
+    if (last && same(last, p) && same(last - size, p)) {
+        memcpy(last, p, size);
+        return;
+    }
+    ts_grow(v, cap, (size_t)*n + 1, size);
+    memcpy((char *)*v + (size_t)(*n)++ * size, p, size);
+}
+
+static bool same_tau(const void *a, const void *b)
+{
+    const struct fleet_tau_point *x = a, *y = b;
+    return x->tau == y->tau && x->tpf == y->tpf && x->outstanding == y->outstanding;
+}
+
+static bool same_scale(const void *a, const void *b)
+{
+    const struct fleet_scale_point *x = a, *y = b;
+    return x->up == y->up && x->starting == y->starting && x->outstanding == y->outstanding;
+}
+
 /* Load control's reading at t (every replica run up to it, its load read): the threshold moved a step
  * by the load, and set on every replica. */
 static int tau_tick(struct fleet_state *fl, double t_s, int64_t t_ns, struct ts_err *err)
@@ -557,8 +584,9 @@ static int tau_tick(struct fleet_state *fl, double t_s, int64_t t_ns, struct ts_
         tpf_sum += tpf;
     }
     struct fleet_result *out = fl->out;
-    ts_grow((void **)&out->tau, &fl->tau_cap, (size_t)out->ntau + 1, sizeof *out->tau);
-    out->tau[out->ntau++] = (struct fleet_tau_point){t_s, *tau, tpf_sum / fl->n, held};
+    const struct fleet_tau_point p = {t_s, *tau, tpf_sum / fl->n, held};
+    keep_reading((void **)&out->tau, &fl->tau_cap, &out->ntau, sizeof p, &p, same_tau);
+    out->tau_taken++;
     return 0;
 }
 
@@ -629,8 +657,9 @@ static void scaler_tick(struct scaler *sc, const struct fleet_scale *fs, struct 
         v[drain].closed = true;
         out->stopped++, up--;
     }
-    ts_grow((void **)&out->scale, &sc->cap, (size_t)out->nscale + 1, sizeof *out->scale);
-    out->scale[out->nscale++] = (struct fleet_scale_point){t_s, up, starting, all};
+    const struct fleet_scale_point p = {t_s, up, starting, all};
+    keep_reading((void **)&out->scale, &sc->cap, &out->nscale, sizeof p, &p, same_scale);
+    out->up_mean += (up - out->up_mean) / (double)++out->scale_taken;
 }
 
 /* The control loops' readings due before the arrival at t_ns (the autoscaler's, load control's), in
@@ -740,20 +769,22 @@ static void show_progress(int64_t done, int64_t total, int64_t now_ns, bool last
             (double)now_ns * 1e-9, last ? "\n" : "");
 }
 
-/* Room for n replicas' open files (two spills each, sim_requests.c): the process's limit raised to
- * them where its hard limit allows; -1 with err where it does not. */
-static int room_for_files(int n, struct ts_err *err)
+int fleet_room(int n, struct ts_err *err)
 {
     struct rlimit rl;
-    const rlim_t need = (rlim_t)n * 2 + 64;
+    const rlim_t need = (rlim_t)n * FLEET_FILES_PER_REPLICA + FLEET_FILES_BESIDE;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
         return 0;
-    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
-        return ts_fail(err, "%d replicas keep %llu files open (two each), more than this process may (ulimit -n: "
-                            "%llu at most)", n, (unsigned long long)need, (unsigned long long)rl.rlim_max);
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+        const long long most = ((long long)rl.rlim_max - FLEET_FILES_BESIDE) / FLEET_FILES_PER_REPLICA;
+        return ts_fail(err, "%d replicas keep %llu files open (%d each, %d besides), more than this process may "
+                            "open (ulimit -n: %llu): raise it (ulimit -n %llu) or run at most %lld replicas", n,
+                       (unsigned long long)need, FLEET_FILES_PER_REPLICA, FLEET_FILES_BESIDE,
+                       (unsigned long long)rl.rlim_max, (unsigned long long)need, most > 0 ? most : 0);
+    }
     rl.rlim_cur = need;
-    return setrlimit(RLIMIT_NOFILE, &rl) == 0 ? 0 : ts_fail(err, "cannot raise the open-file limit to %llu for %d "
-                                                                 "replicas", (unsigned long long)need, n);
+    return setrlimit(RLIMIT_NOFILE, &rl) == 0 ? 0 : ts_fail(err, "cannot raise the open-file limit (ulimit -n) to "
+                                                                 "%llu for %d replicas", (unsigned long long)need, n);
 }
 
 /* Disaggregation's pools (o->disagg): the Refresh pool the first replicas, each replica's rule for
@@ -872,8 +903,8 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     memset(out, 0, sizeof *out);
     if (n < 1)
         return ts_fail(err, "a fleet needs at least one replica");
-    if (room_for_files(n, err))
-        return -1;
+    if (fleet_room(n, err))
+        return FLEET_REFUSED;
     const double t0 = ts_wall_s();
     out->n = n;
     out->replica = xcalloc((size_t)n, sizeof *out->replica);
@@ -954,8 +985,10 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
         out->tau_mean = span > 0 ? out->tau_mean / span : out->tau[0].tau;
     }
 done:
-    out->run_wall_s = ts_wall_s() - t0;
-    for (int i = 0; i < n; i++)
+    out->fleet.run_wall_s = ts_wall_s() - t0;
+    /* the last opened first: the C library unlinks each file it closes from its list of open files,
+     * searched newest first, so that n replicas' spills close in O(n) rather than O(n^2) */
+    for (int i = n; i-- > 0;)
         sim_destroy(r[i]);
     free(fl.q.v);
     for (struct event e; fl.disagg && evq_pop(&fl.xq, &e);) { /* (moves a failed run left in flight) */

@@ -176,18 +176,24 @@ struct fleet_opts {
 struct fleet_result {
     int n;
     struct sim_summary fleet;       /* merged: counts and tokens summed, latencies over all finished
-                                     * requests (percentiles exact), energy the replicas' */
+                                     * requests (percentiles exact), energy the replicas'; run_wall_s
+                                     * the host's wall time of the whole fleet_run */
     struct sim_summary *replica;    /* [n], each one's energy over its time up (its steps', and its idle
                                      * draw the rest of that time) */
     int64_t *routed;                /* [n] requests routed to each */
     int64_t refused;                /* requests the fleet's admission refused */
     int64_t deferred;               /* and those it held back a while */
     double *active_s;               /* [n] each replica's time up (started to stopped) */
-    struct fleet_scale_point *scale; /* the autoscaler's readings, in time */
-    int64_t nscale;
-    int started, stopped;           /* replicas the autoscaler started, and drained */
-    struct fleet_tau_point *tau;    /* load control's readings, in time */
-    int64_t ntau;
+    /* The control loops' readings, in time, kept where they show a change: of a run of equal
+     * readings (all but their time) its first and its last, so that their count is bounded by the
+     * changes (arrivals, finishes, replicas started and stopped, thresholds moved), not by the run's
+     * span over `every`, and a plot through them, by steps or by lines, draws every reading taken. */
+    struct fleet_scale_point *scale; /* the autoscaler's */
+    int64_t nscale, scale_taken;     /* kept, and taken */
+    double up_mean;                  /* replicas up, averaged over the readings taken */
+    int started, stopped;            /* replicas the autoscaler started, and drained */
+    struct fleet_tau_point *tau;     /* load control's */
+    int64_t ntau, tau_taken;         /* kept, and taken */
     double tau_mean;                /* the threshold over the readings' span, weighted by time */
     int refresh_pool;               /* disaggregated: the Refresh pool's replicas (0: co-located) */
     int64_t handoffs, handoffs_kv;  /* requests moved between the pools, and those that took their K/V */
@@ -195,13 +201,22 @@ struct fleet_result {
     double xfer_s, xfer_wait_s;     /* the moves' time, left to arrived, summed; the part spent waiting for a port */
     int64_t moves_live;             /* live: the moves run between the engines (those with K/V) */
     double move_live_s, move_model_s; /* and their copies' measured time, summed, against the link's model */
-    double run_wall_s;
 };
+
+/* The files a replica keeps open (sim_requests.c: its finished requests' two spills), and those the
+ * process keeps besides. */
+#define FLEET_FILES_PER_REPLICA 2
+#define FLEET_FILES_BESIDE 64
+/* Whether this process may open the files n replicas keep: 0 (its soft limit raised to them where its
+ * hard limit allows), or -1 with err naming the count, the files and `ulimit -n`. fleet_run checks it
+ * first; a command line checks it before any work. */
+int fleet_room(int n, struct ts_err *err);
 
 /* Runs the workload of `workload` (its trace or generator options) through replicas with configs
  * cfg[0..n) behind the router. Returns FLEET_REFUSED with err where the run is refused before its
- * first arrival (bad input: a replica that cannot be built, naming it; a workload that cannot be
- * read; prompt caches the workload cannot feed), -1 with err where it fails later (a step that
+ * first arrival (bad input: more replicas than the process may open files for (fleet_room); a
+ * replica that cannot be built, naming it; a workload that cannot be read; prompt caches the
+ * workload cannot feed), -1 with err where it fails later (a step that
  * cannot be priced). */
 #define FLEET_REFUSED 2
 int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, int n, const struct fleet_opts *o,

@@ -8,7 +8,7 @@
 set -euo pipefail
 bin=${1:?usage: bench_sim.sh PATH/TO/tessera}
 args=(sim --requests 10000 --rps 200 --gen-len 256 --block 32 --policy dual --scheduler phase
-      --no-steps --quiet --no-progress --json)
+      --no-steps --quiet --no-progress --json --json-wall)
 runs=()
 walls=()
 steps=0

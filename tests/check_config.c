@@ -6,6 +6,8 @@
 
 #include "config.h"
 #include "decode.h"
+#include "gpu.h"
+#include "model.h"
 #include "opgraph.h"
 #include "test_util.h"
 
@@ -131,6 +133,45 @@ START_TEST(stored_configuration_read_back)
 }
 END_TEST
 
+/* The JSON files a run reads (a Hugging Face config.json, --gpu-file, the decode profiles): one that
+ * begins with a UTF-8 byte-order mark, or holds a NUL byte, is refused naming the file and the line
+ * (and the NUL's column); the same text without them parses. */
+START_TEST(json_files_refuse_bom_and_nul)
+{
+    static const char model[] = "{\"hidden_size\": 64, \"num_attention_heads\": 4, \"num_hidden_layers\": 2,\n"
+                                "\"vocab_size\": 100, \"intermediate_size\": 128, \"max_position_embeddings\": 512}";
+    static const char gpu[] = "{\"x\": {\"mem_gib\": 80,\n \"bf16_tflops\": 900, \"mem_bw_gbs\": 3000}}";
+    static const char prof[] = "{\"p\": {\"tpf\": 2,\n \"source\": \"test\"}}";
+    const char *const texts[] = {model, gpu, prof};
+    struct ts_err err;
+    struct model_cfg m;
+    struct gpu_table *t = gpu_table_create();
+    struct decode_profile dp;
+    for (int k = 0; k < 3; k++) {
+        const size_t len = strlen(texts[k]);
+        char *bom = xmalloc(len + 4), *nul = xstrdup(texts[k]);
+        memcpy(bom, "\xef\xbb\xbf", 3), memcpy(bom + 3, texts[k], len + 1);
+        char *at = strchr(nul, '\n') + 3; /* line 2, column 3 */
+        *at = '\0';
+        for (int v = 0; v < 3; v++) {
+            const char *text = v == 0 ? texts[k] : v == 1 ? bom : nul;
+            const size_t n = v == 1 ? len + 3 : len;
+            const int rc = k == 0   ? model_parse_hf("c.json", text, n, &m, &err)
+                           : k == 1 ? gpu_parse(t, "c.json", text, n, &err)
+                                    : decode_profile_parse("c.json", text, n, "p", NULL, &dp, &err);
+            if (v == 0)
+                ck_assert_msg(rc == 0, "%d: %s", k, err.msg);
+            else
+                ck_assert_msg(rc != 0 && strstr(err.msg, v == 1 ? "c.json:1: begins with a UTF-8 byte-order mark"
+                                                                : "c.json:2: a NUL byte at column 3"),
+                              "%d, %s: %s", k, v == 1 ? "BOM" : "NUL", rc ? err.msg : "parsed");
+        }
+        free(bom), free(nul);
+    }
+    gpu_table_destroy(t);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("config");
@@ -138,6 +179,7 @@ int main(void)
     tcase_add_test(tc, one_name_end_to_end);
     tcase_add_test(tc, defaults_are_valid_and_ranges_enforced);
     tcase_add_test(tc, stored_configuration_read_back);
+    tcase_add_test(tc, json_files_refuse_bom_and_nul);
     suite_add_tcase(s, tc);
     return run_suite("config", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

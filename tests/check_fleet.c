@@ -86,6 +86,13 @@ START_TEST(one_replica_is_the_instance)
     ck_assert_double_eq(b->lat_p99_s, a.lat_p99_s);
     ck_assert_double_eq_tol(b->lat_std_s, a.lat_std_s, 1e-9);
     ck_assert_double_eq_tol(b->energy_j, a.energy_j, 1e-6 * a.energy_j);
+    /* and its rates: a second of the span, a step, a watt */
+    const double rates[][2] = {{b->throughput_tok_s, a.throughput_tok_s}, {b->content_tok_s, a.content_tok_s},
+                               {b->req_s, a.req_s},                       {b->mean_power_w, a.mean_power_w},
+                               {b->mean_q_per_step, a.mean_q_per_step},   {b->mean_segs_per_step, a.mean_segs_per_step}};
+    for (size_t k = 0; k < TS_ARRAY_LEN(rates); k++)
+        ck_assert_msg(fabs(rates[k][0] - rates[k][1]) <= 1e-6 * rates[k][1], "rate %zu: %.9g, the instance's %.9g", k,
+                      rates[k][0], rates[k][1]);
     ck_assert_int_eq(r.routed[0], 150);
     fleet_result_free(&r);
 }
@@ -227,6 +234,12 @@ START_TEST(affinity_picks_by_hand)
     ck_assert_int_eq(aff->pick(v, 3, &next, &q), 0);
     q.blocks = 0, next = 0; /* no prompt to weigh (a move between pools): the fewest requests */
     ck_assert_int_eq(aff->pick(v, 3, &next, &q), 1);
+    /* both balance bounds strict: the most exceeding the fewest by exactly abs, or being exactly rel times
+     * it, is in balance, and the prompt's blocks decide */
+    q.blocks = 10, q.balance_rel = 1.1, v[2].load.outstanding = 34, next = 0; /* 34 - 2 = 32 */
+    ck_assert_int_eq(aff->pick(v, 3, &next, &q), 0);
+    q.balance_abs = 0, q.balance_rel = 2, v[2].load.outstanding = 4, next = 0; /* 4 = 2 x 2 */
+    ck_assert_int_eq(aff->pick(v, 3, &next, &q), 0);
     const struct router_ops *ops;
     struct router_req p;
     struct ts_err err;
@@ -519,6 +532,153 @@ START_TEST(disagg_link_prices_each_move)
 }
 END_TEST
 
+/* Moves under tensor parallelism, by hand: a move carries its request's K/V whole, every GPU's share,
+ * P + G tokens at the model's K/V bytes a token whatever the TP degree, over as many ports as the
+ * smaller side has GPUs: from TP 2 to TP 2 in half one port's time, from TP 2 to TP 1 in the whole.
+ * Two requests leaving one Refresh replica together for two Reuse replicas queue at its sending port:
+ * the second waits for the first's bytes. */
+START_TEST(disagg_moves_under_tensor_parallelism)
+{
+    struct sim_config c;
+    config(&c, burst_trace(0, 1, 200));
+    struct ts_err err;
+    struct model_cfg m;
+    ck_assert_int_eq(model_resolve(c.model, &m, &err), 0);
+    const double bytes = (double)(200 + 64) * (double)model_kv_bytes_per_token(&m), move_s = bytes / 1e9;
+    struct fleet_opts o = {.router = router_find("round-robin")};
+    ck_assert_int_eq(fleet_disagg_parse("first,refresh=1,link=ib-ndr,bw=1,lat=1000", &o.disagg, &err), 0);
+    const int reuse_tp[2] = {2, 1};
+    struct fleet_result r;
+    for (int k = 0; k < 2; k++) {
+        struct sim_config cfg[2] = {c, c};
+        cfg[0].tp = 2, cfg[1].tp = reuse_tp[k];
+        ck_assert_msg(fleet_run(&c, cfg, 2, &o, &r, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(r.handoffs_kv, 1);
+        ck_assert_double_eq_tol(r.moved_bytes, bytes, 0.5);
+        ck_assert_double_eq_tol(r.xfer_s, move_s / reuse_tp[k] + 1e-3, 2e-9);
+        fleet_result_free(&r);
+    }
+    config(&c, burst_trace(1, 2, 200));
+    ck_assert_msg(run_disagg(&c, 3, "round-robin", "first,refresh=1,link=ib-ndr,bw=1,lat=1000", &r, &err) == 0, "%s",
+                  err.msg);
+    ck_assert_int_eq(r.handoffs, 2);
+    ck_assert(r.replica[1].handed_in == 1 && r.replica[2].handed_in == 1);
+    ck_assert_double_eq_tol(r.xfer_wait_s, move_s, 4e-9);
+    ck_assert_double_eq_tol(r.xfer_s, 2 * (move_s + 1e-3) + move_s, 8e-9);
+    fleet_result_free(&r);
+}
+END_TEST
+
+/* Admission at its bound, by hand: one replica, admit_max 2, five requests arriving together. The
+ * first finds the replica holding none and the second one (routed a moment before: the router counts
+ * what it sent), and both are routed; the third finds two, admit_max exactly, which is full, and is
+ * refused, as are the two after it. The fleet's rates are the two served requests': 128 tokens and 2
+ * requests over the span, the energy over the span. */
+START_TEST(admission_at_its_bound_by_hand)
+{
+    struct sim_config c;
+    config(&c, burst_trace(2, 5, 100));
+    struct fleet_result r;
+    run_fleet(&c, 1, "least-outstanding", 0, 2, &r);
+    ck_assert_int_eq(r.routed[0], 2);
+    ck_assert_int_eq(r.refused, 3);
+    const struct sim_summary *f = &r.fleet;
+    ck_assert(f->num_requests == 5 && f->num_finished == 2 && f->num_rejected == 3);
+    const double span = (double)f->makespan_ns * 1e-9;
+    ck_assert_double_eq_tol(f->throughput_tok_s * span, 2 * 64, 1e-9);
+    ck_assert_double_eq_tol(f->content_tok_s * span, 2 * 64, 1e-9);
+    ck_assert_double_eq_tol(f->req_s * span, 2, 1e-12);
+    ck_assert_double_eq_tol(f->mean_power_w * span, f->energy_j, 1e-9 * f->energy_j);
+    ck_assert_double_eq_tol(f->energy_per_request_j, f->energy_j / 2, 1e-9 * f->energy_j);
+    fleet_result_free(&r);
+}
+END_TEST
+
+/* The replicas up at time t by the autoscaler's kept readings (the last kept at or before t). */
+static int up_at(const struct fleet_result *r, double t)
+{
+    int up = -1;
+    for (int64_t k = 0; k < r->nscale && r->scale[k].t_s <= t + 1e-9; k++)
+        up = r->scale[k].up;
+    return up;
+}
+
+/* The autoscaler's bounds, by hand (fleet.h: more than up, fewer than down, at most once a cooldown,
+ * a cooldown exactly passed allowing a drain). Two replicas, min 1 and up 4, four long requests at 0:
+ * the reading at 0.01 s finds 4 a replica up, not more than 4, and starts none. Three, min 2 and down
+ * 1, two long requests at 0 (one each): 1 a replica, not fewer than 1, and none drained. Three, min 1,
+ * up 0.4, down 0.25, a reading a second, no delay and a cooldown of one reading: a long request (T s
+ * alone) starts a replica at 1 s (mean 1) and another at 2 s (mean 1/2); at k, the first reading
+ * after T, one is drained (mean 0), and at k + 1, a cooldown later, the other, short requests arriving
+ * half a second after each reading until then. The one drained first stops at k + 1; the other is
+ * still draining when the run ends, idle since before its drain: their times up, start to stop and
+ * start to drain, are k - 1 and k, whichever each is. Each replica's energy is its steps' and its idle
+ * draw the rest of its time up. */
+START_TEST(autoscale_bounds_by_hand)
+{
+    static const char head[] = "arrival_ns,prompt_tokens,output_tokens\n", slow[] = "0,100,1024\n";
+    char text[2048];
+    struct ts_err err;
+    struct fleet_result r;
+    struct fleet_opts o = {.router = router_find("least-outstanding")};
+    struct sim_config c;
+    snprintf(text, sizeof text, "%s%s%s%s%s15000000,100,32\n", head, slow, slow, slow, slow);
+    config(&c, tmp_file(0, ".csv", text));
+    c.gen_len = 0;
+    struct sim_config cfg[3] = {c, c, c};
+    ck_assert_int_eq(fleet_scale_parse("min=1,up=4,down=0,every=0.01,delay=0", &o.scale, &err), 0);
+    ck_assert_msg(fleet_run(&c, cfg, 2, &o, &r, &err) == 0, "%s", err.msg);
+    ck_assert(r.nscale >= 1 && fabs(r.scale[0].t_s - 0.01) < 1e-12);
+    ck_assert(r.scale[0].outstanding == 4 && r.scale[0].up == 1 && r.scale[0].starting == 0 && r.started == 0);
+    fleet_result_free(&r);
+
+    snprintf(text, sizeof text, "%s%s%s15000000,100,32\n", head, slow, slow);
+    config(&c, tmp_file(1, ".csv", text));
+    c.gen_len = 0;
+    cfg[0] = cfg[1] = cfg[2] = c;
+    ck_assert_int_eq(fleet_scale_parse("min=2,up=8,down=1,every=0.01,delay=0,cooldown=0", &o.scale, &err), 0);
+    ck_assert_msg(fleet_run(&c, cfg, 3, &o, &r, &err) == 0, "%s", err.msg);
+    ck_assert(r.nscale >= 1 && fabs(r.scale[0].t_s - 0.01) < 1e-12);
+    ck_assert(r.scale[0].outstanding == 2 && r.scale[0].up == 2 && r.stopped == 0);
+    fleet_result_free(&r);
+
+    snprintf(text, sizeof text, "%s%s", head, slow);
+    config(&c, tmp_file(2, ".csv", text));
+    c.gen_len = 0;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    ck_assert_int_eq(sim_run(s, &err), 0);
+    struct sim_summary alone;
+    sim_get_summary(s, &alone);
+    sim_destroy(s);
+    const int k = (int)floor((double)alone.makespan_ns * 1e-9) + 1;
+    ck_assert_int_ge(k, 4); /* the long request outstanding through the reading at 3 s */
+    int len = snprintf(text, sizeof text, "%s%s", head, slow);
+    for (int j = 1; j <= k + 1; j++)
+        len += snprintf(text + len, sizeof text - (size_t)len, "%lld,100,32\n", (long long)(j * 1000000000LL + 500000000));
+    config(&c, tmp_file(3, ".csv", text));
+    c.gen_len = 0;
+    cfg[0] = cfg[1] = cfg[2] = c;
+    ck_assert_int_eq(fleet_scale_parse("min=1,up=0.4,down=0.25,every=1,delay=0,cooldown=1", &o.scale, &err), 0);
+    ck_assert_msg(fleet_run(&c, cfg, 3, &o, &r, &err) == 0, "%s", err.msg);
+    ck_assert(up_at(&r, 1) == 1 && up_at(&r, 2) == 2 && up_at(&r, k - 1) == 3);
+    ck_assert(up_at(&r, k) == 2 && up_at(&r, k + 1) == 1 && r.started == 2 && r.stopped == 2);
+    const double end = (double)r.fleet.makespan_ns * 1e-9;
+    ck_assert_double_eq_tol(r.active_s[0], end, 1e-9);
+    ck_assert_double_eq_tol(fmin(r.active_s[1], r.active_s[2]), k - 1, 1e-9);
+    ck_assert_double_eq_tol(fmax(r.active_s[1], r.active_s[2]), k, 1e-9);
+    double energy = 0;
+    for (int i = 0; i < 3; i++) {
+        const struct sim_summary *m = &r.replica[i];
+        const double own = m->busy_energy_j + m->idle_w * (r.active_s[i] - m->busy_s);
+        ck_assert_double_eq_tol(m->energy_j, own, 1e-9 * own);
+        energy += own;
+    }
+    ck_assert_double_eq_tol(r.fleet.energy_j, energy, 1e-9 * energy);
+    fleet_result_free(&r);
+}
+END_TEST
+
 /* --disagg's settings: a mode, a link from the table, the pools' split; each bad value refused by
  * name, a fleet without a link between its pools among them. */
 START_TEST(disagg_spec)
@@ -637,7 +797,7 @@ START_TEST(load_control_follows_the_load)
     ck_assert_int_eq(fleet_tau_parse("lo=0.6,step=0.1,up=8,down=2,every=10,elasticity=1.5", &o.tau, &err), 0);
     ck_assert_msg(fleet_run(&c, cfg, 4, &o, &lc, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(plain.ntau, 0);
-    ck_assert(lc.ntau >= 100);
+    ck_assert(lc.tau_taken >= 100 && lc.ntau <= lc.tau_taken);
     double lowest = 1, weighted = 0;
     const double end = (double)lc.fleet.makespan_ns * 1e-9;
     for (int64_t k = 0; k < lc.ntau; k++) {
@@ -671,6 +831,66 @@ START_TEST(load_control_follows_the_load)
     ck_assert_msg(strstr(err.msg, "replica 2") && strstr(err.msg, "fixed count"), "%s", err.msg);
     fleet_result_free(&plain);
     fleet_result_free(&lc);
+}
+END_TEST
+
+/* Readings kept (n of them, size bytes each, time first, every s apart when taken) show every one of
+ * `taken`: times rising, no three in a row equal (same), two that differ one reading apart, and the
+ * runs between them covering every reading taken. */
+static void check_readings(const void *v, int64_t n, size_t size, int64_t taken, double every,
+                           bool (*same)(const void *, const void *))
+{
+    const char *p = v;
+    int64_t covered = n > 0;
+    for (int64_t k = 0; k + 1 < n; k++) {
+        const double t0 = *(const double *)(p + (size_t)k * size), t1 = *(const double *)(p + (size_t)(k + 1) * size);
+        ck_assert(t1 > t0);
+        if (!same(p + (size_t)k * size, p + (size_t)(k + 1) * size))
+            ck_assert_msg(fabs(t1 - t0 - every) < 1e-6, "a change between readings %.6f and %.6f s", t0, t1);
+        else if (k + 2 < n)
+            ck_assert(!same(p + (size_t)(k + 1) * size, p + (size_t)(k + 2) * size));
+        covered += llround((t1 - t0) / every);
+    }
+    ck_assert_int_eq(covered, taken);
+}
+
+static bool same_scale(const void *a, const void *b)
+{
+    const struct fleet_scale_point *x = a, *y = b;
+    return x->up == y->up && x->starting == y->starting && x->outstanding == y->outstanding;
+}
+
+static bool same_tau(const void *a, const void *b)
+{
+    const struct fleet_tau_point *x = a, *y = b;
+    return x->tau == y->tau && x->tpf == y->tpf && x->outstanding == y->outstanding;
+}
+
+/* An idle fleet read every 0.01 s for seven hours (eight requests an hour apart, 2.5 million readings of
+ * each control loop): the readings kept are bounded by the changes (each request's arrival and finish,
+ * the replicas started and drained, the threshold's moves), not by the span over `every`, and still
+ * show every reading taken. */
+START_TEST(readings_bounded_by_the_changes)
+{
+    struct sim_config c;
+    config(&c, trace_file(0, 8, 3.6e6, 0, 0));
+    snprintf(c.decode, sizeof c.decode, "threshold:2.5");
+    struct sim_config cfg[2] = {c, c};
+    struct fleet_opts o = {.router = router_find("least-outstanding")};
+    struct ts_err err;
+    ck_assert_int_eq(fleet_scale_parse("min=1,up=0.5,down=0.1,every=0.01,delay=5,cooldown=10", &o.scale, &err), 0);
+    ck_assert_int_eq(fleet_tau_parse("lo=0.7,step=0.05,up=0.5,down=0.1,every=0.01", &o.tau, &err), 0);
+    struct fleet_result r;
+    ck_assert_msg(fleet_run(&c, cfg, 2, &o, &r, &err) == 0, "%s", err.msg);
+    ck_assert(r.scale_taken > 2500000 && r.tau_taken > 2500000);
+    ck_assert(r.started >= 1 && r.stopped >= 1); /* changes to show */
+    const int64_t scale_changes = 2 * 8 + 2 * r.started + r.stopped, tau_moves = 2 * 8 * 5;
+    ck_assert_msg(r.nscale <= 2 * (1 + scale_changes), "%lld autoscaler readings kept", (long long)r.nscale);
+    ck_assert_msg(r.ntau <= 2 * (1 + 2 * 8 + tau_moves), "%lld load-control readings kept", (long long)r.ntau);
+    check_readings(r.scale, r.nscale, sizeof *r.scale, r.scale_taken, 0.01, same_scale);
+    check_readings(r.tau, r.ntau, sizeof *r.tau, r.tau_taken, 0.01, same_tau);
+    ck_assert_double_eq_tol(r.tau[r.ntau - 1].tau, 0.9, 1e-12); /* back once the last request finished */
+    fleet_result_free(&r);
 }
 END_TEST
 
@@ -716,6 +936,11 @@ START_TEST(fleet_stored_in_sqlite)
     ck_assert_int_eq((int64_t)query_real(db, "SELECT sum(routed) FROM fleet_replicas"), r.fleet.num_requests);
     ck_assert_double_eq_tol(query_real(db, "SELECT lat_p99_s FROM fleet_replicas WHERE replica = 1"),
                             r.replica[1].lat_p99_s, 1e-12);
+    for (int i = 0; i < 3; i++) { /* each replica's time up, apart from its busy time */
+        char sql[96];
+        snprintf(sql, sizeof sql, "SELECT active_s, busy_s FROM fleet_replicas WHERE replica = %d", i);
+        ck_assert_double_eq_tol(query_real(db, sql), r.active_s[i], 1e-9);
+    }
     ck_assert_int_eq((int64_t)query_real(db, "SELECT count(*) FROM fleet_readings WHERE control = 'autoscale'"), r.nscale);
     ck_assert_int_eq((int64_t)query_real(db, "SELECT count(*) FROM fleet_replicas WHERE json_extract(config_json, '$.gpu') = 'h200'"), 3);
     sqlite3_close(db);
@@ -820,10 +1045,14 @@ int main(void)
     tcase_add_test(tc, admission_refuses_when_full);
     tcase_add_test(tc, disagg_moves_keep_each_request);
     tcase_add_test(tc, disagg_link_prices_each_move);
+    tcase_add_test(tc, disagg_moves_under_tensor_parallelism);
+    tcase_add_test(tc, admission_at_its_bound_by_hand);
+    tcase_add_test(tc, autoscale_bounds_by_hand);
     tcase_add_test(tc, disagg_live_moves_carry_the_kv);
     tcase_add_test(tc, disagg_spec);
     tcase_add_test(tc, load_control_spec);
     tcase_add_test(tc, load_control_follows_the_load);
+    tcase_add_test(tc, readings_bounded_by_the_changes);
     tcase_add_test(tc, fleet_stored_in_sqlite);
     suite_add_tcase(s, tc);
     return run_suite("fleet", s) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -183,6 +183,18 @@ json_check() { # json_check FILE PYTHON-EXPR-ON-d   (skipped without python3)
     if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert $2" "$1" 2>/dev/null; then ok; else bad "JSON check '$2' on $(head -c 200 "$1")"; fi
 }
 json_check "$tmp/out" 'd["num_finished"] == 20 and d["tokens_decoded"] == 20 * 256'
+# --json is the same bytes for one seed, a single run's and a fleet's; the wall time only with --json-wall
+for args in "--requests 30" "--replicas 3 --requests 30 --autoscale every=1"; do
+    $bin sim $args --seed 7 --json --quiet >"$tmp/json-1.json"
+    $bin sim $args --seed 7 --json --quiet >"$tmp/json-2.json"
+    cmp -s "$tmp/json-1.json" "$tmp/json-2.json" && ok || bad "sim $args --json: two runs of one seed differ"
+    grep -q run_wall_s "$tmp/json-1.json" && bad "sim $args --json: the wall time without --json-wall" || ok
+    expect 0 "sim $args --json --json-wall" -- $bin sim $args --seed 7 --json --json-wall --quiet
+    contains "sim $args --json --json-wall" '"run_wall_s":'
+done
+# an abbreviated option is the option: --sys is --system, its preset applied before the rest
+expect 0 "sim --sys" -- $bin sim --sys fast-dllm --requests 3 --quiet
+contains "sim --sys" "system fast-dllm"
 # --max-new-tokens caps a trace's output lengths (--gen-len 0) in whole blocks: 500 tokens asked, 64 or 96 run
 expect 0 "sim --gen-len 0 --max-new-tokens 64" -- $bin sim --json --quiet --gen-len 0 --max-new-tokens 64 \
     --lengths fixed:100,500 --requests 3
@@ -307,7 +319,10 @@ contains "a fleet file's groups" "2 x llada-8b on h100 (dllm-serve), 1 x llada-8
 for bad in "2 --gpu h300|fleet.txt:1: unknown GPU 'h300'" "x --gpu h100|fleet.txt:1: count: 'x' is not a number" \
            "2 --router round-robin|fleet.txt:1: --router: the fleet's option" "0|fleet.txt:1: count: '0'" \
            "2 --tp 3|fleet.txt:1: --tp: 3 does not divide" "2 --polcy dual|fleet.txt:1: the replica group's options" \
-           "2 --scheduler static|fleet.txt:1: scheduler static sizes its batch"; do
+           "2 --scheduler static|fleet.txt:1: scheduler static sizes its batch" \
+           "2 --requ 5|fleet.txt:1: --requ (--requests): the fleet's option" \
+           "2 --exec gpu|fleet.txt:1: --exec (--executor): the fleet's option" \
+           "2 --fle=x|fleet.txt:1: --fle (--fleet): the fleet's option" "1 --json-w|fleet.txt:1: --json-w (--json-wall)"; do
     printf '%s\n' "${bad%%|*}" >"$tmp/fleet.txt"
     expect 2 "sim --fleet with '${bad%%|*}'" -- $bin sim --fleet "$tmp/fleet.txt"
     contains "sim --fleet with '${bad%%|*}'" "${bad#*|}"
@@ -317,6 +332,21 @@ expect 2 "sim --fleet of no group" -- $bin sim --fleet "$tmp/fleet.txt"
 contains "sim --fleet of no group" "no replica group"
 expect 2 "sim --fleet missing" -- $bin sim --fleet "$tmp/none.txt"
 contains "sim --fleet missing" "none.txt: cannot open"
+# a fleet file's byte-order mark is skipped and said, as a trace's; a NUL byte refused by line and column;
+# a JSON file's (a Hugging Face config.json) both refused by line
+printf '\xef\xbb\xbf2 --gpu h100\n' >"$tmp/fleet-bom.txt"
+expect 0 "sim --fleet, a byte-order mark" -- $bin sim --fleet "$tmp/fleet-bom.txt" --requests 4 --no-progress
+contains "sim --fleet, a byte-order mark" "fleet-bom.txt: note: skipped the UTF-8 byte-order mark it begins with"
+contains "sim --fleet, a byte-order mark" "2 x llada-8b on h100"
+printf '2 --gpu h100\n1 --g\0pu h200\n' >"$tmp/fleet-nul.txt"
+expect 2 "sim --fleet, a NUL byte" -- $bin sim --fleet "$tmp/fleet-nul.txt" --requests 4
+contains "sim --fleet, a NUL byte" "fleet-nul.txt:2: a NUL byte at column 6: not a text file"
+printf '\xef\xbb\xbf{"hidden_size": 64}\n' >"$tmp/bom-config.json"
+expect 2 "sim --model, a config.json's byte-order mark" -- $bin sim --model "$tmp/bom-config.json" --requests 4
+contains "sim --model, a config.json's byte-order mark" "bom-config.json:1: begins with a UTF-8 byte-order mark"
+printf '{"hidden_size":\n 64\0}\n' >"$tmp/nul-config.json"
+expect 2 "sim --model, a NUL byte in config.json" -- $bin sim --model "$tmp/nul-config.json" --requests 4
+contains "sim --model, a NUL byte in config.json" "nul-config.json:2: a NUL byte at column 4"
 expect 2 "sim --replicas with --fleet" -- $bin sim --replicas 2 --fleet "$tmp/fleet.txt"
 # a fleet's run in SQLite: its summary, a row a replica; a second refused without --append, as a run's;
 # a fleet refused before its run leaves no database
@@ -329,6 +359,10 @@ expect 2 "sim --replicas --db, a bad group" -- $bin sim --replicas 2 --gpu h300 
 [ ! -e "$tmp/fleet2.db" ] && ok || bad "a refused fleet left a database"
 expect 0 "sim --autoscale" -- $bin sim --replicas 3 --requests 200 --rps 2 --autoscale min=1,up=3,every=5,delay=10 --no-progress
 contains "the autoscaler's line" "autoscaling   1 to"
+# a long idle run read every 0.01 s: the readings kept show the changes, not every reading taken
+$bin sim --replicas 2 --requests 20 --rps 0.001 --autoscale every=0.01 --load-control every=0.01 \
+    --decode threshold:tau=0.9 --no-progress --json >"$tmp/idle.json"
+json_check "$tmp/idle.json" 'd["fleet"]["scale_readings"] > 1000000 and len(d["scale"]) < 400 and d["fleet"]["threshold_readings"] > 1000000 and len(d["threshold"]) < 400'
 $bin sim --replicas 3 --requests 200 --rps 2 --autoscale min=1,up=3,every=5,delay=10 --no-progress --json >"$tmp/fleet.json"
 if command -v gnuplot >/dev/null; then # the autoscaled fleet's figure; a run without the autoscaler refused
     expect 0 "fleet-plot" -- bash "$(dirname "$0")/../analysis/fleet-plot.sh" "$tmp/fleet.json" "$tmp/fleet.png"

@@ -22,6 +22,10 @@ int cli_engine(int argc, char **argv); /* engine/cli_engine.c, built with CUDA *
 struct sim_config;
 struct sim_summary;
 int cli_sim_parse(int argc, char **argv, struct sim_config *c);
+/* The name of the tessera sim option that argument `word` (--NAME or --NAME=VALUE) gives, as the
+ * parser resolves it: its exact name, else the one option it abbreviates; NULL where it gives none
+ * (not an option, unknown, or an ambiguous abbreviation, which the parser refuses). */
+const char *cli_sim_option(const char *word);
 struct json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m);
 /* The summary's prompt cache line (--prompt-cache), where its prefills ran with one. */
 void cli_print_prompt_cache(const struct sim_summary *m);

@@ -25,7 +25,7 @@
 /* The options that describe the fleet itself or its workload, which a replica group may not set. */
 static const char *const fleet_opts[] = {"--replicas", "--fleet", "--router", "--router-staleness", "--admit-max",
                                          "--autoscale", "--disagg", "--load-control", "--db", "--executor", "--trace", "--rps", "--requests",
-                                         "--arrivals", "--lengths", "--seed", "--slo", "--json"};
+                                         "--arrivals", "--lengths", "--seed", "--slo", "--json", "--json-wall"};
 
 /* A replica's configuration from the fleet's: one instance, its results not stored on its own. */
 static void as_replica(struct sim_config *c)
@@ -52,13 +52,26 @@ static int group_builds(const struct sim_config *c, const char *where)
     return 0;
 }
 
-/* Adds count copies of c to the fleet's configurations (*cfg, *n of them). */
+/* Whether this process may open the files n replicas keep (fleet_room), said on stderr where not. */
+static int room(int n, const char *where)
+{
+    struct ts_err err;
+    if (fleet_room(n, &err) == 0)
+        return 0;
+    fprintf(stderr, "tessera sim: %s: %s\n", where, err.msg);
+    return -1;
+}
+
+/* Adds count copies of c to the fleet's configurations (*cfg, *n of them), where the fleet stays within
+ * FLEET_MAX and the process's open files. */
 static int add_group(struct sim_config **cfg, int *n, const struct sim_config *c, long count, const char *where)
 {
     if (*n + count > FLEET_MAX) {
         fprintf(stderr, "tessera sim: %s: more than %d replicas in all\n", where, FLEET_MAX);
         return -1;
     }
+    if (room(*n + (int)count, where))
+        return -1;
     *cfg = xrealloc(*cfg, sizeof **cfg * (size_t)(*n + count));
     for (long i = 0; i < count; i++)
         (*cfg)[(*n)++] = *c;
@@ -88,15 +101,17 @@ static int fleet_line(const char *path, int line, char *text, int argc, char **a
                         "then options)\n", where, words[0], FLEET_MAX);
         return -1;
     }
-    for (int k = 1; k < nw; k++)
-        for (size_t j = 0; j < TS_ARRAY_LEN(fleet_opts); j++) {
-            const size_t len = strlen(fleet_opts[j]);
-            if (strncmp(words[k], fleet_opts[j], len) == 0 && (words[k][len] == '\0' || words[k][len] == '=')) {
-                fprintf(stderr, "tessera sim: %s: %s: the fleet's option (or its workload's), not a replica "
-                        "group's\n", where, fleet_opts[j]);
+    for (int k = 1; k < nw; k++) { /* each option as the parser resolves it, abbreviations too */
+        const char *name = cli_sim_option(words[k]);
+        for (size_t j = 0; name && j < TS_ARRAY_LEN(fleet_opts); j++)
+            if (strcmp(name, fleet_opts[j] + 2) == 0) {
+                const int len = (int)strcspn(words[k], "=");
+                const bool whole = len == (int)strlen(fleet_opts[j]);
+                fprintf(stderr, "tessera sim: %s: %.*s%s%s%s: the fleet's option (or its workload's), not a replica "
+                        "group's\n", where, len, words[k], whole ? "" : " (", whole ? "" : fleet_opts[j], whole ? "" : ")");
                 return -1;
             }
-        }
+    }
     /* the command line's options, then the group's over them */
     char **args = xmalloc(sizeof *args * (size_t)(argc + nw));
     memcpy(args, argv, sizeof *args * (size_t)argc);
@@ -113,26 +128,63 @@ static int fleet_line(const char *path, int line, char *text, int argc, char **a
     return group_builds(&c, where) || add_group(cfg, n, &c, count, where) ? -1 : 0;
 }
 
+/* The next line of f into buf (room for len bytes, its newline left out, NUL bytes kept): its length,
+ * or -1 at the file's end; a line longer than len - 1 bytes is read no further, *more set. */
+static long next_line(FILE *f, char *buf, size_t len, bool *more)
+{
+    size_t n = 0;
+    int ch = EOF;
+    *more = false;
+    while (!*more && (ch = getc(f)) != EOF && ch != '\n') {
+        if (n + 1 < len)
+            buf[n++] = (char)ch;
+        else
+            *more = true;
+    }
+    buf[n] = '\0';
+    return ch == EOF && n == 0 ? -1 : (long)n;
+}
+
+/* The fleet file's groups, a line each. A UTF-8 byte-order mark it begins with is skipped, and said; a
+ * NUL byte, a line too long, or a group refused stops it, naming the line. */
 static int read_fleet(const char *path, int argc, char **argv, struct sim_config **cfg, int *n)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "tessera sim: --fleet %s: cannot open\n", path);
         return -1;
     }
     char buf[4096];
     int line = 0, rc = 0;
-    while (rc == 0 && fgets(buf, sizeof buf, f)) {
+    long len;
+    bool more;
+    while (rc == 0 && (len = next_line(f, buf, sizeof buf, &more)) >= 0) {
+        char *text = buf;
+        const char *nul = memchr(buf, '\0', (size_t)len);
         line++;
-        if (!strchr(buf, '\n') && !feof(f)) {
+        if (more) {
             fprintf(stderr, "tessera sim: %s:%d: a line longer than %zu characters\n", path, line, sizeof buf - 1);
             rc = -1;
             break;
         }
-        char *hash = strchr(buf, '#');
+        if (nul) {
+            fprintf(stderr, "tessera sim: %s:%d: a NUL byte at column %ld: not a text file\n", path, line,
+                    (long)(nul - buf) + 1);
+            rc = -1;
+            break;
+        }
+        if (line == 1 && len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0) {
+            fprintf(stderr, "%s: note: skipped the UTF-8 byte-order mark it begins with\n", path);
+            text += 3;
+        }
+        char *hash = strchr(text, '#');
         if (hash)
             *hash = '\0';
-        rc = fleet_line(path, line, buf, argc, argv, cfg, n);
+        rc = fleet_line(path, line, text, argc, argv, cfg, n);
+    }
+    if (rc == 0 && ferror(f)) {
+        fprintf(stderr, "tessera sim: %s: read error after line %d\n", path, line);
+        rc = -1;
     }
     fclose(f);
     if (rc == 0 && *n == 0) {
@@ -220,15 +272,16 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
             if (r->tau[k].tau < lo)
                 lo = r->tau[k].tau, tpf_lo = r->tau[k].tpf;
         printf("  threshold     %.2f down to %.2f (TPF %.2f there), %.3f mean over time, over %lld readings (--json: "
-               "each)\n", opts->tau.tau0, lo, tpf_lo, r->tau_mean, (long long)r->ntau);
+               "the %lld that show its changes)\n", opts->tau.tau0, lo, tpf_lo, r->tau_mean, (long long)r->tau_taken,
+               (long long)r->ntau);
     }
     if (r->nscale > 0) {
         int lo = r->n, hi = 0;
-        double sum = 0;
         for (int64_t k = 0; k < r->nscale; k++)
-            lo = TS_MIN(lo, r->scale[k].up), hi = TS_MAX(hi, r->scale[k].up), sum += r->scale[k].up;
+            lo = TS_MIN(lo, r->scale[k].up), hi = TS_MAX(hi, r->scale[k].up);
         printf("  autoscaling   %d to %d replicas up (mean %.1f over %lld readings), %d started, %d drained (--json: "
-               "each reading)\n", lo, hi, sum / (double)r->nscale, (long long)r->nscale, r->started, r->stopped);
+               "the %lld readings that show the changes)\n", lo, hi, r->up_mean, (long long)r->scale_taken, r->started,
+               r->stopped, (long long)r->nscale);
     }
     if (r->n > 32) {
         printf("  by replica    (%d replicas: --json gives each one's summary)\n", r->n);
@@ -280,20 +333,23 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
         json_array_append_new(reps, s);
     }
     json_object_set_new(o, "replicas", reps);
-    if (r->ntau > 0) { /* load control's readings: [seconds, threshold, mean TPF, outstanding] */
+    /* the control loops' readings that show their changes (fleet_result), and the count taken */
+    if (r->ntau > 0) { /* load control's: [seconds, threshold, mean TPF, outstanding] */
         json_t *th = json_array();
         for (int64_t k = 0; k < r->ntau; k++)
             json_array_append_new(th, json_pack("[f,f,f,I]", r->tau[k].t_s, r->tau[k].tau, r->tau[k].tpf,
                                                 (json_int_t)r->tau[k].outstanding));
         json_object_set_new(o, "threshold", th);
         json_object_set_new(json_object_get(o, "fleet"), "threshold_mean", json_real(r->tau_mean));
+        json_object_set_new(json_object_get(o, "fleet"), "threshold_readings", json_integer(r->tau_taken));
     }
-    if (r->nscale > 0) { /* the autoscaler's readings: [seconds, up, starting, outstanding] */
+    if (r->nscale > 0) { /* the autoscaler's: [seconds, up, starting, outstanding] */
         json_t *sc = json_array();
         for (int64_t k = 0; k < r->nscale; k++)
             json_array_append_new(sc, json_pack("[f,i,i,I]", r->scale[k].t_s, r->scale[k].up, r->scale[k].starting,
                                                 (json_int_t)r->scale[k].outstanding));
         json_object_set_new(o, "scale", sc);
+        json_object_set_new(json_object_get(o, "fleet"), "scale_readings", json_integer(r->scale_taken));
     }
     cli_print_json(o);
 }
@@ -367,7 +423,9 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
     } else {
         struct sim_config c = *base;
         as_replica(&c);
-        if (group_builds(&c, "--replicas") || add_group(&cfg, &n, &c, base->replicas, "--replicas")) {
+        char where[48];
+        snprintf(where, sizeof where, "--replicas %d", base->replicas);
+        if (room(base->replicas, where) || group_builds(&c, where) || add_group(&cfg, &n, &c, base->replicas, where)) {
             free(cfg);
             return EXIT_USAGE;
         }

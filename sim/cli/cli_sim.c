@@ -54,6 +54,38 @@ static void build_opts(struct opt_table *t)
     t->o[t->n] = (struct option){0, 0, 0, 0};
 }
 
+/* The option of table t that argument `word` gives (cli_sim_option), as getopt_long resolves it: an
+ * exact name, else the first option it abbreviates, unless another it abbreviates sets something
+ * else (has_arg, flag, val: the parameters share theirs), which makes it ambiguous. */
+static const char *resolve(const struct opt_table *t, const char *word)
+{
+    if (strncmp(word, "--", 2) != 0 || word[2] == '\0' || word[2] == '=')
+        return NULL;
+    const char *name = word + 2;
+    const size_t len = strcspn(name, "=");
+    const struct option *found = NULL;
+    bool ambiguous = false;
+    for (int i = 0; i < t->n; i++) {
+        const struct option *o = &t->o[i];
+        if (strncmp(o->name, name, len) != 0)
+            continue;
+        if (strlen(o->name) == len)
+            return o->name;
+        if (!found)
+            found = o;
+        else if (found->has_arg != o->has_arg || found->flag != o->flag || found->val != o->val)
+            ambiguous = true;
+    }
+    return found && !ambiguous ? found->name : NULL;
+}
+
+const char *cli_sim_option(const char *word)
+{
+    struct opt_table t;
+    build_opts(&t);
+    return resolve(&t, word);
+}
+
 /* Prints `lhs` in a 24-column margin and `text` wrapped to 104 columns beside it. */
 static void print_wrapped(FILE *f, const char *lhs, const char *text)
 {
@@ -192,14 +224,14 @@ static int apply_opt(const struct cfg_option *o, const char *value, struct sim_c
     return -1;
 }
 
-/* Whether argv gives the option --name. */
-static bool given(int argc, char **argv, const char *name)
+/* Whether argv gives the option --name (of table t), in full or abbreviated. */
+static bool given(const struct opt_table *t, int argc, char **argv, const char *name)
 {
-    const size_t n = strlen(name);
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (strncmp(argv[i], "--", 2) == 0 && strncmp(argv[i] + 2, name, n) == 0 &&
-            (argv[i][2 + n] == '\0' || argv[i][2 + n] == '='))
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *o = resolve(t, argv[i]);
+        if (o && strcmp(o, name) == 0)
             return true;
+    }
     return false;
 }
 
@@ -240,12 +272,11 @@ int cli_sim_parse(int argc, char **argv, struct sim_config *c)
 {
     sim_config_defaults(c);
     c->progress = isatty(STDERR_FILENO);
-    for (int i = 1; i < argc; i++) { /* first pass: the preset */
-        const char *v = NULL;
-        if (strcmp(argv[i], "--system") == 0 && i + 1 < argc)
-            v = argv[i + 1];
-        else if (strncmp(argv[i], "--system=", 9) == 0)
-            v = argv[i] + 9;
+    struct opt_table t;
+    build_opts(&t);
+    for (int i = 1; i < argc; i++) { /* first pass: the preset (--system, or what abbreviates it) */
+        const char *o = resolve(&t, argv[i]), *eq = strchr(argv[i], '=');
+        const char *v = !o || strcmp(o, "system") != 0 ? NULL : eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
         if (v) {
             struct ts_err err;
             if (preset_apply(v, c, &err)) {
@@ -257,8 +288,6 @@ int cli_sim_parse(int argc, char **argv, struct sim_config *c)
     optind = 1;
     opterr = 0;
     int o, idx;
-    struct opt_table t;
-    build_opts(&t);
     const struct cfg_option *set_by[256] = {0};
     while ((o = getopt_long(argc, argv, ":h", t.o, &idx)) != -1) {
         if (o == O_HELP || o == 'h') {
@@ -288,9 +317,10 @@ int cli_sim_parse(int argc, char **argv, struct sim_config *c)
         fprintf(stderr, "tessera sim: unexpected argument '%s' (see --help)\n", argv[optind]);
         return -1;
     }
-    if (!given(argc, argv, "gen-len") && strcmp(c->trace, "synthetic") != 0)
+    if (!given(&t, argc, argv, "gen-len") && strcmp(c->trace, "synthetic") != 0)
         c->gen_len = 0; /* a trace file's output lengths are the requests' unless --gen-len says */
-    if (c->system[0] && !given(argc, argv, "cost") && !given(argc, argv, "calib") && !given(argc, argv, "calib-from"))
+    if (c->system[0] && !given(&t, argc, argv, "cost") && !given(&t, argc, argv, "calib") &&
+        !given(&t, argc, argv, "calib-from"))
         system_cost(c);
     return 0;
 }
@@ -478,7 +508,8 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
     }
     json_object_set_new(o, "busy_s", json_real(m->busy_s));
     json_object_set_new(o, "busy_energy_j", json_real(m->busy_energy_j));
-    json_object_set_new(o, "run_wall_s", json_real(m->run_wall_s));
+    if (c->json_wall)
+        json_object_set_new(o, "run_wall_s", json_real(m->run_wall_s));
     if (m->clock_modelled && !m->live_steps)
         json_object_set_new(o, "clock_delta_s", json_real(m->clock_delta_s));
     if (m->live_steps) {

@@ -147,6 +147,8 @@ static int get_pos(const char *path, const char *gpu, json_t *o, const char *key
 int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t len,
               struct ts_err *err)
 {
+    if (ts_json_text(path, text, len, err))
+        return -1;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, 0, &jerr);
     if (!root)

@@ -274,6 +274,8 @@ static int parse_attn_router(const char *path, json_t *root, struct model_cfg *m
 int model_parse_hf(const char *path, const char *text, size_t len, struct model_cfg *out,
                    struct ts_err *err)
 {
+    if (ts_json_text(path, text, len, err))
+        return -1;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, 0, &jerr);
     if (!root)

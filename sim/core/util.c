@@ -155,6 +155,29 @@ int ts_read_file(const char *path, char **out, size_t *len, struct ts_err *err)
     return 0;
 }
 
+int ts_text_nul(const char *path, const char *buf, size_t len, struct ts_err *err)
+{
+    const char *nul = memchr(buf, '\0', len);
+    if (!nul)
+        return 0;
+    long long line = 1;
+    const char *bol = buf;
+    for (const char *c = buf; c < nul; c++)
+        if (*c == '\n')
+            line++, bol = c + 1;
+    return ts_fail(err, "%s:%lld: a NUL byte at column %lld: not a text file", path, line, (long long)(nul - bol + 1));
+}
+
+int ts_json_text(const char *path, const char *buf, size_t len, struct ts_err *err)
+{
+    if (ts_text_nul(path, buf, len, err))
+        return -1;
+    if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0)
+        return ts_fail(err, "%s:1: begins with a UTF-8 byte-order mark, which JSON leaves out (save the file "
+                            "without it)", path);
+    return 0;
+}
+
 int ts_parse_i64(const char *s, int64_t *out)
 {
     if (!s || !*s)

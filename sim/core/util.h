@@ -56,6 +56,12 @@ int64_t ts_search_largest(int (*fits)(void *ctx, int64_t n), void *ctx, int64_t 
 
 /* Reads a whole file into a NUL-terminated buffer. Caller frees *out. */
 int ts_read_file(const char *path, char **out, size_t *len, struct ts_err *err);
+/* Where buf[0..len), the text of file `path`, holds a NUL byte: -1 with err naming its line and
+ * column ("PATH:LINE: a NUL byte at column C: not a text file"); else 0. */
+int ts_text_nul(const char *path, const char *buf, size_t len, struct ts_err *err);
+/* Where buf[0..len), the text of JSON file `path`, is not one (a NUL byte, ts_text_nul, or a UTF-8
+ * byte-order mark, which JSON leaves out: RFC 8259 8.1): -1 with err naming its line; else 0. */
+int ts_json_text(const char *path, const char *buf, size_t len, struct ts_err *err);
 
 /* Strict number parsing: the whole string must be a number. Return 0 on success. */
 int ts_parse_i64(const char *s, int64_t *out);
