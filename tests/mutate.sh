@@ -89,6 +89,8 @@ mutations=(
     "db merge takes a column no tessera table has|sim/db_merge.c|        if (has_col(m->decl, t, col ? col : \"\") != 1)|        if (has_col(m->decl, t, col ? col : \"\") < 0)|check_sim"
     "db merge copies the rows of a run OUT holds already|sim/db_merge.c|        if (!r \x7c\x7c r->id == 0) /* a row of no run, or of a run OUT holds already */|        if (!r) /* a row of no run, or of a run OUT holds already */|check_sim"
     "db merge counts no run it holds already|sim/db_merge.c|            m->already++;|            ;|check_sim"
+    "a fleet keeps every control reading|sim/fleet.c|    if (last \x26\x26 same(last, p) \x26\x26 same(last - size, p)) {|    if (0) {|check_fleet"
+    "a run of equal readings keeps its first alone|sim/fleet.c|        memcpy(last, p, size);\n        return;|        return;|check_fleet"
     "dllm-cache updates the whole response|sim/policy_dllm_cache.c|        s->q = (prompt ? r->P : 0) + u;|        s->q = (prompt ? r->P : 0) + r->G;|check_policy"
     "focus without placeholder integrity|sim/policy_focus.c|d + k > st->progress;|d + k > st->progress + 65536;|check_policy"
     "all-reduces forgotten under tensor parallelism|sim/cost_roofline.c|        p->total += 2 * layers * t_ar;|        p->total += 0 * layers * t_ar;|check_cost"
