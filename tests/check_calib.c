@@ -130,6 +130,44 @@ START_TEST(planted_coefficients_recovered)
 }
 END_TEST
 
+/* Past the profiled range, by hand: a token op extrapolates along the line through its two largest
+ * profiled sizes (QKV planted here on a curve bending upward, 0.03 + 3e-4 T + 1e-8 T^2 ms, its largest
+ * sizes 3,200 and 8,192 tokens); logit rows past the largest profiled chunk are priced as that many
+ * chunks of it, f(2048) R / 2048 (the profile's logits run in chunks of PROFILE_LOGIT_CHUNK = 2,048
+ * rows: its point at 2,048 rows is the mean of its step of 2,048 logit rows and a chunk of its step of
+ * 8,192, a quarter of that step's time). */
+static double bent_ms(double T) { return 0.03 + 3e-4 * T + 1e-8 * T * T; }
+
+START_TEST(beyond_the_profile_by_hand)
+{
+    struct calib_data d;
+    planted(&d);
+    for (size_t i = 0; i < d.n; i++)
+        if (d.rows[i].op == OP_QKV)
+            d.rows[i].ms = bent_ms((double)d.rows[i].segs * d.rows[i].q);
+    struct ts_err err;
+    ck_assert_msg(calib_data_validate(&d, "h200", &err) == 0, "%s", err.msg);
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    sd.logit_chunk_rows = 0; /* the logits in one chunk */
+    step_desc_add(&sd, &(struct segment){.q = 10000, .logit_rows = 10000, .phase = PHASE_FULL});
+    double secs;
+    struct cost_breakdown bd;
+    ck_assert_int_eq(calib_step_s(c, &sd, true, &secs, &bd, &err), 0);
+    const double qkv = bent_ms(8192) + (bent_ms(8192) - bent_ms(3200)) / (8192 - 3200) * (10000 - 8192);
+    ck_assert_msg(fabs(bd.op_s[OP_QKV] * 1e3 - qkv) < 1e-9 * qkv, "QKV %.9g ms, by hand %.9g", bd.op_s[OP_QKV] * 1e3,
+                  qkv);
+    const double lm = (lm_ms(2048) + lm_ms(8192) / 4) / 2 * 10000 / 2048;
+    ck_assert_msg(fabs(bd.op_s[OP_LM_HEAD] * 1e3 - lm) < 1e-9 * lm, "LM head %.9g ms, by hand %.9g",
+                  bd.op_s[OP_LM_HEAD] * 1e3, lm);
+    step_desc_free(&sd);
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
 /* Block-causal attention (step_desc.attn_block): a prefill is priced by the pairs and the tiles'
  * keys the kernels run, not the bidirectional ones; a block of at most attn_block rows over its
  * cache is priced as the bidirectional Reuse it equals. */
@@ -860,6 +898,43 @@ START_TEST(host_bound_steps_take_the_host_time)
                   "\"NVIDIA H200\",llada-8b,1,8,0,0,qkv,1.0,2.0,1.5,0\n";
     ck_assert_int_ne(calib_data_parse("zero.csv", zero, &e, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "zero.csv:2: host_ms"));
+    step_desc_free(&sd);
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
+/* dLLM-Cache's loop over a batch's rows under the calibration, by hand (the planted host line, 40 ms
+ * and 0.5 ms a segment): a host-bound REUSE step of B segments takes its loop's line, 1.854 times the
+ * planted one, and 7 kernels a layer for each row beyond the first at the line's time a kernel (40 ms
+ * over LLaDA-8B's 32 layers of torch-eager's 55 kernels): (B - 1) 7 x 40 / 55 ms more; a REFRESH step
+ * loops over no rows. */
+START_TEST(row_loop_under_the_calibration)
+{
+    struct calib_data d;
+    planted_split(&d);
+    struct ts_err err;
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    struct cost_ctx cx = {.model = *model_find("llada-8b")};
+    struct gpu_table *t = gpu_table_create();
+    ck_assert_int_eq(gpu_lookup(t, "h200", &cx.gpu, NULL), 0);
+    gpu_table_destroy(t);
+    ck_assert_int_eq(impl_resolve("torch-dllm-cache", &cx.impl, &err), 0);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    for (int B = 1; B <= 16; B *= 4)
+        for (int refresh = 0; refresh < 2; refresh++) {
+            step_desc_clear(&sd);
+            test_step_repeat(&sd, &(struct segment){.q = 8, .kv = refresh ? 0 : 480,
+                                                    .phase = refresh ? PHASE_REFRESH : PHASE_REUSE}, B);
+            double secs;
+            struct cost_breakdown bd;
+            ck_assert_int_eq(calib_step_ctx_s(&cx, c, &sd, false, &secs, &bd, &err), 0);
+            const double want = 1.854 * planted_host(B) + (refresh ? 0 : (B - 1) * 7 * 40.0 / 55);
+            ck_assert_msg(bd.op_s[OP_HOST] > 0 && fabs(secs * 1e3 - want) < 1e-9 * want,
+                          "B %d%s: %.9g ms, by hand %.9g", B, refresh ? " (refresh)" : "", secs * 1e3, want);
+        }
     step_desc_free(&sd);
     calib_free(c);
     calib_data_free(&d);
@@ -1810,6 +1885,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, planted_coefficients_recovered);
+    tcase_add_test(tc, beyond_the_profile_by_hand);
     tcase_add_test(tc, block_causal_attention_priced_by_its_pairs);
     tcase_add_test(tc, monotone_between_points);
     tcase_add_test(tc, ffn_chunks_priced_piece_by_piece);
@@ -1821,6 +1897,7 @@ int main(void)
     tcase_add_test(tc, selection_priced_from_its_steps);
     tcase_add_test(tc, selection_loop_is_a_host_term);
     tcase_add_test(tc, host_bound_steps_take_the_host_time);
+    tcase_add_test(tc, row_loop_under_the_calibration);
     tcase_add_test(tc, op_scale_applies_before_the_host);
     tcase_add_test(tc, the_host_line_reports_how_far_its_steps_lie);
     tcase_add_test(tc, a_host_profile_swaps_the_host_line);

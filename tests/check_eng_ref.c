@@ -111,6 +111,114 @@ START_TEST(rmsnorm_rope_swiglu_argmax)
 }
 END_TEST
 
+/* The single ops against naive ones written here from their definitions: RMSNorm with its epsilon
+ * (x / sqrt(mean x^2 + eps) w); a partial rotary embedding's pair i turned by pos theta^(-2i/rot);
+ * attention by a block-sparse pattern with grouped query heads (the H / Hkv consecutive query heads of
+ * a group share its K/V head), each row over the key blocks its query block keeps in its head; and
+ * SparseD's pattern: pass 1 the softmax of each row over every key, summed a query block and key
+ * block, its top int(nb sel) + 1 blocks kept where they lie in the prompt; pass 2 the softmax over the
+ * response's keys alone, its top int(ng sel) + 1 response blocks kept; ties to the lower block (a head
+ * of zero queries attends evenly: every block ties). */
+START_TEST(single_ops_against_naive_ones)
+{
+    float x[8], w[4], y[8];
+    for (int i = 0; i < 8; i++)
+        x[i] = (float)(1.5 * sin(3 * i + 1.0));
+    for (int i = 0; i < 4; i++)
+        w[i] = 0.5f + 0.25f * i;
+    ref_rmsnorm(y, x, w, 2, 4, 0.5f);
+    for (int t = 0; t < 2; t++) {
+        double ss = 0;
+        for (int c = 0; c < 4; c++)
+            ss += (double)x[t * 4 + c] * x[t * 4 + c];
+        for (int c = 0; c < 4; c++)
+            ck_assert(fabs(y[t * 4 + c] - x[t * 4 + c] / sqrt(ss / 4 + 0.5) * w[c]) < 1e-6);
+    }
+    enum { D = 8 };
+    float r[3 * D], z[3 * D];
+    for (int i = 0; i < 3 * D; i++)
+        r[i] = z[i] = (float)sin(i + 1.0);
+    const int32_t p5[1] = {5};
+    ref_qkv_rope(r, NULL, NULL, NULL, 4, 0.f, p5, 1, 1, 1, D, 10000.f);
+    const double a = 5 * pow(10000.0, -2.0 / 4); /* pair 1 of a rotary width 4: dimensions 1 and 3 */
+    ck_assert(fabs(r[1] - (z[1] * cos(a) - z[3] * sin(a))) < 1e-6);
+    ck_assert(fabs(r[3] - (z[1] * sin(a) + z[3] * cos(a))) < 1e-6);
+
+    enum { N = 8, H = 4, HKV = 2, DH = 4, B = 2, NB = N / B, LAST = 2 };
+    float q[N * H * DH], k[N * HKV * DH], v[N * HKV * DH], out[N * H * DH];
+    for (int i = 0; i < N * H * DH; i++) /* head 0's queries zero: it attends evenly */
+        q[i] = (i / DH) % H == 0 ? 0.f : (float)sin(0.7 * i + 0.3);
+    for (int i = 0; i < N * HKV * DH; i++)
+        k[i] = (float)cos(1.3 * i), v[i] = (float)sin(0.9 * i + 2);
+    uint8_t keep[H * NB * NB];
+    for (int i = 0; i < H * NB * NB; i++)
+        keep[i] = (uint8_t)((i * 7 + i / 5) % 3 != 0);
+    const float scale = 0.5f;
+    ref_attention_blocks(out, q, H * DH, k, v, N, H, HKV, DH, B, keep, scale);
+    double err = 0;
+    for (int i = 0; i < N; i++)
+        for (int h = 0; h < H; h++) {
+            const int g = h / (H / HKV);
+            double p[N], sum = 0, o[DH] = {0};
+            for (int j = 0; j < N; j++) {
+                double s = 0;
+                for (int c = 0; c < DH; c++)
+                    s += (double)q[(i * H + h) * DH + c] * k[(j * HKV + g) * DH + c];
+                p[j] = keep[(h * NB + i / B) * NB + j / B] ? exp(s * scale) : 0;
+                sum += p[j];
+            }
+            for (int j = 0; j < N; j++)
+                for (int c = 0; c < DH; c++)
+                    o[c] += p[j] * v[(j * HKV + g) * DH + c];
+            for (int c = 0; c < DH; c++)
+                err = fmax(err, fabs(out[(i * H + h) * DH + c] - (sum > 0 ? o[c] / sum : 0)));
+        }
+    ck_assert_msg(err < 1e-5, "block-sparse attention off by %g", err);
+
+    const double sel = 0.3;
+    const int top1 = (int)(NB * sel) + 1, top2 = (int)((NB - LAST) * sel) + 1;
+    double imp[2 * H * NB * NB];
+    uint8_t got[H * NB * NB];
+    ref_sparsed_pattern(q, H * DH, k, N, H, HKV, DH, B, LAST, sel, scale, imp, got);
+    int response_tops = 0;
+    for (int h = 0; h < H; h++)
+        for (int qb = 0; qb < NB; qb++) {
+            double i1[NB] = {0}, i2[NB] = {0};
+            for (int i = qb * B; i < qb * B + B; i++) {
+                double s[N], all = 0, resp = 0;
+                for (int j = 0; j < N; j++) {
+                    s[j] = 0;
+                    for (int c = 0; c < DH; c++)
+                        s[j] += (double)q[(i * H + h) * DH + c] * k[(j * HKV + h / (H / HKV)) * DH + c];
+                    s[j] = exp(s[j] * scale);
+                    all += s[j], resp += j >= LAST * B ? s[j] : 0;
+                }
+                for (int j = 0; j < N; j++) {
+                    i1[j / B] += s[j] / all;
+                    i2[j / B] += j >= LAST * B ? s[j] / resp : 0;
+                }
+            }
+            uint8_t want[NB] = {0};
+            for (int b = 0; b < NB; b++) { /* b's rank: the blocks above it, or level with it and lower */
+                int above1 = 0, above2 = 0;
+                for (int j = 0; j < NB; j++) {
+                    above1 += i1[j] > i1[b] + 1e-12 || (fabs(i1[j] - i1[b]) <= 1e-12 && j < b);
+                    above2 += j >= LAST && (i2[j] > i2[b] + 1e-12 || (fabs(i2[j] - i2[b]) <= 1e-12 && j < b));
+                }
+                want[b] = b < LAST ? above1 < top1 : above2 < top2;
+                response_tops += b >= LAST && above1 < top1;
+            }
+            for (int b = 0; b < NB; b++) {
+                ck_assert_msg(got[(h * NB + qb) * NB + b] == want[b], "head %d, query block %d, key block %d", h, qb,
+                              b);
+                ck_assert(fabs(imp[(h * NB + qb) * NB + b] - i1[b]) < 1e-9);
+                ck_assert(b < LAST || fabs(imp[((H + h) * NB + qb) * NB + b] - i2[b]) < 1e-9);
+            }
+        }
+    ck_assert(response_tops > 0); /* pass 1 ranks some response block among its top: cleared */
+}
+END_TEST
+
 static const struct model_cfg TINY = {.name = "tiny", .num_layers = 2, .hidden = 64, .num_heads = 4,
                                       .num_kv_heads = 2, .head_dim = 64, .ffn = 128, .vocab = 97,
                                       .max_pos = 4096, .rope_theta = 10000.0, .qkv_bias = true,
@@ -680,6 +788,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, attention_cases);
     tcase_add_test(tc, rmsnorm_rope_swiglu_argmax);
+    tcase_add_test(tc, single_ops_against_naive_ones);
     tcase_add_test(tc, reuse_equals_refresh);
     tcase_add_test(tc, block_causal_prefill_then_block);
     tcase_add_test(tc, weights_layout_and_fill);

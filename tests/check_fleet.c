@@ -605,8 +605,9 @@ static int up_at(const struct fleet_result *r, double t)
 
 /* The autoscaler's bounds, by hand (fleet.h: more than up, fewer than down, at most once a cooldown,
  * a cooldown exactly passed allowing a drain). Two replicas, min 1 and up 4, four long requests at 0:
- * the reading at 0.01 s finds 4 a replica up, not more than 4, and starts none. Three, min 2 and down
- * 1, two long requests at 0 (one each): 1 a replica, not fewer than 1, and none drained. Three, min 1,
+ * the reading at 0.01 s finds 4 a replica up, not more than 4, and starts none. Two, min 1, up 1.5 and
+ * down 1, two long requests at 0: the reading at 0.01 s finds 2 on the one up and starts the other
+ * (no delay); the reading at 0.02 s finds 1 a replica, not fewer than 1, and drains none. Three, min 1,
  * up 0.4, down 0.25, a reading a second, no delay and a cooldown of one reading: a long request (T s
  * alone) starts a replica at 1 s (mean 1) and another at 2 s (mean 1/2); at k, the first reading
  * after T, one is drained (mean 0), and at k + 1, a cooldown later, the other, short requests arriving
@@ -632,14 +633,14 @@ START_TEST(autoscale_bounds_by_hand)
     ck_assert(r.scale[0].outstanding == 4 && r.scale[0].up == 1 && r.scale[0].starting == 0 && r.started == 0);
     fleet_result_free(&r);
 
-    snprintf(text, sizeof text, "%s%s%s15000000,100,32\n", head, slow, slow);
+    snprintf(text, sizeof text, "%s%s%s25000000,100,32\n", head, slow, slow);
     config(&c, tmp_file(1, ".csv", text));
     c.gen_len = 0;
     cfg[0] = cfg[1] = cfg[2] = c;
-    ck_assert_int_eq(fleet_scale_parse("min=2,up=8,down=1,every=0.01,delay=0,cooldown=0", &o.scale, &err), 0);
-    ck_assert_msg(fleet_run(&c, cfg, 3, &o, &r, &err) == 0, "%s", err.msg);
-    ck_assert(r.nscale >= 1 && fabs(r.scale[0].t_s - 0.01) < 1e-12);
-    ck_assert(r.scale[0].outstanding == 2 && r.scale[0].up == 2 && r.stopped == 0);
+    ck_assert_int_eq(fleet_scale_parse("min=1,up=1.5,down=1,every=0.01,delay=0,cooldown=0", &o.scale, &err), 0);
+    ck_assert_msg(fleet_run(&c, cfg, 2, &o, &r, &err) == 0, "%s", err.msg);
+    ck_assert(r.nscale >= 2 && fabs(r.scale[1].t_s - 0.02) < 1e-12 && r.started == 1);
+    ck_assert(r.scale[1].outstanding == 2 && r.scale[1].up == 2 && r.stopped == 0);
     fleet_result_free(&r);
 
     snprintf(text, sizeof text, "%s%s", head, slow);

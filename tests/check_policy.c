@@ -771,6 +771,79 @@ START_TEST(d2f_matches_its_block_list)
 }
 END_TEST
 
+/* D2F's semi-activated blocks decode the share --d2f-semi of the decode model's count, rounded
+ * stochastically: unbiased, drawn afresh each step. Two blocks of 2,000 under fixed:1, tau_add one
+ * position's share, tau_act 1: block 0 decodes one position a step for 2,000 steps; block 1 joins at
+ * the second and, semi-activated until block 0 is finished, decodes one position with probability 0.3
+ * in each of the 1,999 steps before: Binomial(1999, 0.3), 599.7 within 5 standard deviations (102). */
+START_TEST(d2f_semi_share_unbiased)
+{
+    struct policy_cfg pc = {.block_size = 2000};
+    pc.p[0] = 0.0004, pc.p[1] = 1, pc.p[2] = 0.3, pc.p[3] = 12;
+    run_life(&policy_d2f, &pc, 10, 4000, 4000, 1, &L);
+    int semi = 0;
+    for (int i = 1; i < 2000; i++)
+        semi += L.seg[i].decoded - 1;
+    const double mean = 1999 * 0.3, sd = sqrt(1999 * 0.3 * 0.7);
+    ck_assert_msg(fabs(semi - mean) < 5 * sd, "%d decoded semi-activated, %.1f expected", semi, mean);
+    ck_assert_int_eq(L.n, 2000 + (2000 - semi)); /* then block 1's rest, one a step */
+}
+END_TEST
+
+/* A step after a preemption by recompute (need_refresh) reads no K/V beyond the prompt cache's (none
+ * here): the request's cache is gone, whatever it held. Every policy of the table at its defaults,
+ * D2F's pipelined blocks and DPad over its prefix and dual caches among them, stepped partway into a
+ * request (P = 100, G = 96, fixed:2), then dropped; and the step after it, where all its layers run
+ * its rows, reads no more than the recompute wrote. */
+START_TEST(recompute_reads_no_cache)
+{
+    const struct policy_ops *dpad = policy_find("dpad");
+    struct {
+        const struct policy_ops *po;
+        double cache; /* DPad's --dpad-cache, else -1 */
+    } cases[64];
+    int n = 0;
+    for (const struct policy_ops *po; n < 60 && (po = policy_get(n)); n++)
+        cases[n].po = po, cases[n].cache = -1;
+    cases[n].po = dpad, cases[n++].cache = 1;
+    cases[n].po = dpad, cases[n++].cache = 2;
+    const struct decode_model dm = {.kind = DECODE_FIXED, .k = 2};
+    gsl_rng *g = gsl_rng_alloc(gsl_rng_taus2);
+    for (int k = 0; k < n; k++) {
+        const struct policy_ops *po = cases[k].po;
+        struct policy_cfg pc = {.block_size = 32, .dm = &dm, .rng = g};
+        struct ts_err err;
+        ck_assert_msg(params_resolve(po->params, po->num_params, NULL, pc.p, &err) == 0, "%s", err.msg);
+        if (cases[k].cache >= 0)
+            pc.p[3] = cases[k].cache;
+        struct request r = {.P = 100, .G = 96, .C = 96, .seed = 77};
+        policy_req_init(&r, &pc);
+        struct segment s;
+        for (int i = 0; i < 7; i++) {
+            memset(&s, 0, sizeof s);
+            po->emit(&r, &pc, &s);
+            if (!po->decides)
+                s.decoded = decode_tokens(&dm, &r);
+            ck_assert(!policy_advance(po, &r, &pc, &s));
+        }
+        r.need_refresh = true;
+        memset(&s, 0, sizeof s);
+        po->emit(&r, &pc, &s);
+        ck_assert_msg(s.kv == 0, "%s (cache %g): %d keys read after a recompute", po->name, cases[k].cache, s.kv);
+        const int32_t wrote = s.kv_write;
+        if (!po->decides)
+            s.decoded = decode_tokens(&dm, &r);
+        policy_advance(po, &r, &pc, &s);
+        memset(&s, 0, sizeof s);
+        po->emit(&r, &pc, &s);
+        if (s.q_front == 0) /* (FOCUS's later layers read the evicted rows its front layers ran) */
+            ck_assert_msg(s.kv <= wrote, "%s (cache %g): %d keys read, %d written", po->name, cases[k].cache, s.kv,
+                          wrote);
+    }
+    gsl_rng_free(g);
+}
+END_TEST
+
 /* SparseD by hand: P = 300, G = 128, one position a step, skip 0.2, select 0.3, blocks of 128.
  * Steps 0-25 are dense; step 26 (SparseD's int(0.2 x 128) + 1) builds the pattern, its scores priced
  * as half pairs over all 428 keys and the response's 44 (past the prompt's 3 blocks): 428 + 236 = 664
@@ -1461,6 +1534,8 @@ int main(void)
     tcase_add_test(tc, d2f_shapes);
     tcase_add_test(tc, sparsed_shapes);
     tcase_add_test(tc, d2f_matches_its_block_list);
+    tcase_add_test(tc, d2f_semi_share_unbiased);
+    tcase_add_test(tc, recompute_reads_no_cache);
     tcase_add_test(tc, herald_shapes);
     tcase_add_test(tc, herald_matches_its_token_places);
     tcase_add_test(tc, dkv_shapes);

@@ -234,6 +234,39 @@ START_TEST(impossible_requests_are_rejected_with_reason)
 }
 END_TEST
 
+/* The phase scheduler's bounds, by hand (the dual cache: a request's first step a Refresh of its
+ * L = P + G rows, its largest step). With max-num-batched-tokens 2L, two requests arriving together
+ * are both admitted into the first step, the second's L rows filling exactly the budget the first
+ * left; with L a request is served, its Refresh filling the cap exactly; with L - 1 it is rejected. */
+START_TEST(phase_budget_bounds_by_hand)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.scheduler, sizeof c.scheduler, "phase");
+    snprintf(c.policy, sizeof c.policy, "dual");
+    snprintf(c.trace, sizeof c.trace, "%s",
+             tmp_file(0, ".csv", "arrival_ns,prompt_tokens,output_tokens\n0,100,64\n0,100,64\n"));
+    c.requests = 0, c.rps = 0, c.gen_len = 64;
+    const int32_t L = 100 + 64, caps[] = {2 * L, L, L - 1};
+    for (int k = 0; k < 3; k++) {
+        test_param(&c, "max-num-batched-tokens", caps[k]);
+        struct ts_err err;
+        struct sim *s = sim_create(&c, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        sim_keep_requests(s);
+        ck_assert_int_eq(sim_run(s, NULL), 0);
+        if (k == 0) {
+            ck_assert_int_eq(s->steps[0].tot.q_tokens, 2 * L);
+            ck_assert(sim_req(s, 0)->admitted_ns == 0 && sim_req(s, 1)->admitted_ns == 0);
+        } else {
+            ck_assert_int_eq(sim_req(s, 0)->state, k == 1 ? REQ_FINISHED : REQ_REJECTED);
+        }
+        check_run(s);
+        sim_destroy(s);
+    }
+}
+END_TEST
+
 /* Mosaic's stack (mask-only logits, lazy chunking) runs requests that do not fit without it; the
  * chunk counts it picks keep every step within memory. */
 START_TEST(mosaic_lazy_chunking_fits_long_requests)
@@ -559,6 +592,7 @@ int main(void)
     tcase_add_test(tc, preemption_recompute_and_swap);
     tcase_add_test(tc, swap_moves_the_cache_out_and_the_same_back);
     tcase_add_test(tc, impossible_requests_are_rejected_with_reason);
+    tcase_add_test(tc, phase_budget_bounds_by_hand);
     tcase_add_test(tc, static_batches_finish_together);
     tcase_add_test(tc, caching_planner_reserves_more);
     tcase_add_test(tc, fused_ffn_plans_less);

@@ -274,6 +274,118 @@ START_TEST(summary_statistics_from_the_requests)
 }
 END_TEST
 
+/* The summary's rates are what the requests' own rows give, recomputed here over a run that rejects
+ * some of its requests (prompts past the model's positions) and whose outputs end off the blocks:
+ * tokens and content (each request's C, its output within its G) over the span (its last finish),
+ * finished requests over the span, energy over the span and over the finished requests, SLO
+ * attainment over every request, query tokens and segments a step over the recorded steps. Its
+ * database row then holds the summary column by column, each against these or the summary's own. */
+START_TEST(summary_rates_and_columns_from_the_requests)
+{
+    enum { N = 60 };
+    char *text = xmalloc(64 * (N + 1));
+    int len = sprintf(text, "arrival_ns,prompt_tokens,output_tokens\n");
+    for (int i = 0; i < N; i++) /* every tenth prompt past the 4,096 positions */
+        len += sprintf(text + len, "%lld,%d,%d\n", (long long)i * 20000000, i % 10 == 9 ? 5000 : 100 + 37 * i % 400,
+                       20 + 13 * i % 90);
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.trace, sizeof c.trace, "%s", tmp_file(5, ".csv", text));
+    free(text);
+    c.requests = 0, c.rps = 0, c.gen_len = 0, c.slo = 1.0;
+    struct sim *s = run(&c);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    int64_t fin = 0, rej = 0, tokens = 0, content = 0, met = 0, last = 0, q = 0;
+    for (int64_t i = 0; i < s->num_reqs; i++) {
+        const struct request *r = sim_req(s, i);
+        if (r->state == REQ_REJECTED) {
+            rej++;
+            continue;
+        }
+        fin++, tokens += r->decoded_total, content += r->C, last = TS_MAX(last, r->finish_ns);
+        met += r->finish_ns - r->arrival_ns <= 1000000000;
+    }
+    for (size_t k = 0; k < s->num_steps; k++)
+        q += s->steps[k].tot.q_tokens;
+    ck_assert(rej == N / 10 && fin == N - rej && content < tokens && met > 0 && met < fin);
+    const double span = (double)last * 1e-9, steps = (double)s->num_steps;
+    const double want[] = {(double)tokens / span,   (double)content / span,   (double)fin / span,
+                           m.energy_j / span,        m.energy_j / (double)fin, (double)met / N,
+                           (double)q / steps,        (double)s->num_segs / steps};
+    const double got[] = {m.throughput_tok_s, m.content_tok_s,   m.req_s,           m.mean_power_w,
+                          m.energy_per_request_j, m.slo_attainment, m.mean_q_per_step, m.mean_segs_per_step};
+    for (size_t k = 0; k < TS_ARRAY_LEN(want); k++)
+        ck_assert_msg(fabs(got[k] - want[k]) <= 1e-12 * fabs(want[k]), "rate %zu: %.12g, want %.12g", k, got[k],
+                      want[k]);
+    const char *path = tmp_path(6, ".db");
+    struct ts_err err;
+    ck_assert_msg(sim_write_db(s, path, DB_NEW, &err) == 0, "%s", err.msg);
+    const struct {
+        const char *col;
+        double want;
+    } cols[] = {
+        {"run_id", 1},
+        {"num_requests", N},
+        {"num_finished", (double)fin},
+        {"num_rejected", (double)rej},
+        {"num_preemptions", (double)m.num_preemptions},
+        {"num_steps", steps},
+        {"request_steps", (double)s->num_segs},
+        {"tokens_decoded", (double)tokens},
+        {"content_tokens", (double)content},
+        {"makespan_s", span},
+        {"throughput_tok_s", want[0]},
+        {"content_tok_s", want[1]},
+        {"req_s", want[2]},
+        {"lat_mean_s", m.lat_mean_s},
+        {"lat_p50_s", m.lat_p50_s},
+        {"lat_p90_s", m.lat_p90_s},
+        {"lat_p99_s", m.lat_p99_s},
+        {"lat_std_s", m.lat_std_s},
+        {"lat_span_s", m.lat_span_s},
+        {"ttfb_mean_s", m.ttfb_mean_s},
+        {"queue_mean_s", m.queue_mean_s},
+        {"mean_q_per_step", want[6]},
+        {"mean_segs_per_step", want[7]},
+        {"peak_mem_bytes", (double)m.peak_mem_bytes},
+        {"weight_bytes", (double)s->weight_bytes},
+        {"kv_pool_bytes", (double)s->kv_pool_bytes},
+        {"act_reserved_bytes", (double)s->act_reserved},
+        {"capacity_bytes", (double)s->capacity},
+        {"static_batch", (double)m.static_batch},
+        {"rows_processed", (double)m.rows_processed},
+        {"missed_decodes", (double)m.missed_decodes},
+        {"redundancy", m.redundancy},
+        {"num_stalls", (double)m.num_stalls},
+        {"energy_j", m.energy_j},
+        {"mean_power_w", want[3]},
+        {"slo_attainment", want[5]},
+    };
+    /* (the columns written side by side hold values apart) */
+    ck_assert(m.rows_processed != m.missed_decodes && m.ttfb_mean_s != m.queue_mean_s && m.lat_p90_s != m.lat_p99_s &&
+              s->kv_pool_bytes != s->act_reserved && m.energy_j != m.busy_energy_j);
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT * FROM summary", -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_count(st), (int)TS_ARRAY_LEN(cols)); /* every column checked */
+    for (int k = 0; k < sqlite3_column_count(st); k++) {
+        size_t j = 0;
+        while (j < TS_ARRAY_LEN(cols) && strcmp(cols[j].col, sqlite3_column_name(st, k)) != 0)
+            j++;
+        ck_assert_msg(j < TS_ARRAY_LEN(cols), "column %s", sqlite3_column_name(st, k));
+        const double v = sqlite3_column_double(st, k);
+        ck_assert_msg(fabs(v - cols[j].want) <= 1e-12 * fabs(cols[j].want), "%s: %.15g, want %.15g", cols[j].col, v,
+                      cols[j].want);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    sim_destroy(s);
+}
+END_TEST
+
 /* Under a threshold decode model, each request draws from its own stream: the steps a request
  * takes are the same whichever scheduler batches it with whichever others. */
 START_TEST(decode_streams_independent_of_batching)
@@ -1193,6 +1305,7 @@ int main(void)
     tcase_add_test(tc, executor_times_the_host_part);
     tcase_add_test(tc, same_seed_same_results);
     tcase_add_test(tc, summary_statistics_from_the_requests);
+    tcase_add_test(tc, summary_rates_and_columns_from_the_requests);
     tcase_add_test(tc, decode_streams_independent_of_batching);
     tcase_add_test(tc, database_matches_summary);
     tcase_add_test(tc, guarded_connections_run_no_code_from_files);

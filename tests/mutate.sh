@@ -19,7 +19,7 @@ jobs=${JOBS:-1}
 shard=${SHARD:-1/1}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cd "$root"
+cd "$root" || exit 2
 mutations=(
     "kv bytes use the query heads|sim/core/model.c|    *local = 2LL * (m->num_layers - g) * model_kv_dim(m) * m->kv_bytes;|    *local = 2LL * (m->num_layers - g) * model_q_dim(m) * m->kv_bytes;|check_model check_cost"
     "the card never cools while idle|sim/clock.c|    const double x0 = st->x * exp(-idle / p->tau_s);|    const double x0 = st->x;|check_clock"
@@ -228,6 +228,50 @@ mutations=(
     "d2Cache's nucleus may be empty|engine/eng_gen.c|    return m > 0 ? TS_MAX(kept, 1) : 0;|    return m > 0 ? kept : 0;|check_eng_gen"
     "d2Cache's rollout counts masked positions eligible|engine/eng_gen.c|            el[k] = whole && pos_decided(r, pos);|            el[k] = whole;|check_eng_gen"
     "d2Cache's most certain masked positions stay candidates|engine/eng_gen.c|            el[order[j]] = j >= g->c.rollout.k;|            el[order[j]] = 1;|check_eng_gen"
+    "admission lets a request in at exactly admit_max|sim/fleet.c|fl->v[i].load.outstanding + fl->v[i].sent < fl->o->admit_max|fl->v[i].load.outstanding + fl->v[i].sent <= fl->o->admit_max|check_fleet"
+    "the autoscaler starts a replica at exactly up|sim/fleet.c|    if (mean > fs->up && off >= 0 && starting == 0) {|    if (mean >= fs->up && off >= 0 && starting == 0) {|check_fleet"
+    "the autoscaler drains at exactly down|sim/fleet.c|    } else if (mean < fs->down && up > fs->min|    } else if (mean <= fs->down && up > fs->min|check_fleet"
+    "the autoscaler waits a reading past its cooldown|sim/fleet.c|t_s - sc->last_down_s >= fs->cooldown_s|t_s - sc->last_down_s > fs->cooldown_s|check_fleet"
+    "a stopped replica's time up counted from its drain|sim/fleet.c|            out->active_s[i] += t_s - sc->since_s[i];|            out->active_s[i] += t_s - sc->drain_s[i];|check_fleet"
+    "a draining replica's time up ends at its last finish|sim/fleet.c|sc->state[i] == R_DRAINING ? fmax(sc->drain_s[i], own_s)|sc->state[i] == R_DRAINING ? own_s|check_fleet"
+    "a move under tensor parallelism uses its sender's ports alone|sim/fleet.c|        const int32_t gpus = TS_MIN(h[j].gpus, TS_MAX(rc->tp, rc->ep));|        const int32_t gpus = h[j].gpus;|check_fleet"
+    "a move's K/V bytes one GPU's share|sim/sim.c|        .bytes = cache ? tokens * s->kv_token_bytes * sim_gpus(s) : (int64_t)r->L * 4};|        .bytes = cache ? tokens * s->kv_token_bytes : (int64_t)r->L * 4};|check_fleet"
+    "a move holds its receiver's port alone|sim/fleet.c|        fl->port_out[i] = fl->port_in[to] = end;|        fl->port_in[to] = end;|check_fleet"
+    "the affinity router out of balance at abs exactly|sim/fleet.c|(hi - lo > q->balance_abs && hi > q->balance_rel * lo)|(hi - lo >= q->balance_abs && hi > q->balance_rel * lo)|check_fleet"
+    "the affinity router out of balance at rel times exactly|sim/fleet.c|(hi - lo > q->balance_abs && hi > q->balance_rel * lo)|(hi - lo > q->balance_abs && hi >= q->balance_rel * lo)|check_fleet"
+    "the fleet's request rate over every request|sim/fleet.c|        f->req_s = fin / span;|        f->req_s = (double)f->num_requests / span;|check_fleet"
+    "the fleet's mean power over its busy time|sim/fleet.c|        f->mean_power_w = f->energy_j / span;|        f->mean_power_w = f->energy_j / f->busy_s;|check_fleet"
+    "the fleet's query tokens a step averaged over replicas|sim/fleet.c|        q_steps += m->mean_q_per_step * (double)m->num_steps;|        q_steps += m->mean_q_per_step;|check_fleet"
+    "the request rate over every request|sim/sim.c|        out->req_s = (double)out->num_finished / span;|        out->req_s = (double)out->num_requests / span;|check_sim"
+    "the content rate counts every decoded token|sim/sim.c|        out->content_tok_s = (double)out->content_tokens / span;|        out->content_tok_s = (double)out->tokens_decoded / span;|check_sim"
+    "energy a request over every request|sim/sim.c|out->energy_per_request_j = out->num_finished > 0 ? out->energy_j / (double)out->num_finished : 0;|out->energy_per_request_j = out->num_finished > 0 ? out->energy_j / (double)out->num_requests : 0;|check_sim"
+    "segments a step over the requests|sim/sim.c|        out->mean_segs_per_step = (double)out->request_steps / (double)out->num_steps;|        out->mean_segs_per_step = (double)out->num_requests / (double)out->num_steps;|check_sim"
+    "SLO attainment over the finished requests|sim/sim.c|(double)out->slo_met / (double)out->num_requests|(double)out->slo_met / (double)out->num_finished|check_sim"
+    "the database swaps first block and queueing|sim/db_write.c|m.ttfb_mean_s, m.queue_mean_s, m.mean_q_per_step|m.queue_mean_s, m.ttfb_mean_s, m.mean_q_per_step|check_sim"
+    "the database swaps p90 and p99|sim/db_write.c|m.lat_p50_s, m.lat_p90_s, m.lat_p99_s, m.lat_std_s|m.lat_p50_s, m.lat_p99_s, m.lat_p90_s, m.lat_std_s|check_sim"
+    "the database swaps rows and missed decodes|sim/db_write.c|m.rows_processed, m.missed_decodes};|m.missed_decodes, m.rows_processed};|check_sim"
+    "the database swaps the KV pool and the activations|sim/db_write.c|m.weight_bytes, m.kv_pool_bytes, m.act_reserved_bytes,|m.weight_bytes, m.act_reserved_bytes, m.kv_pool_bytes,|check_sim"
+    "the database stores the steps' energy alone|sim/db_write.c|    sqlite3_bind_double(st, k++, m.energy_j);|    sqlite3_bind_double(st, k++, m.busy_energy_j);|check_sim"
+    "the database stores the makespan in milliseconds|sim/db_write.c|    double reals[] = {(double)m.makespan_ns * 1e-9,|    double reals[] = {(double)m.makespan_ns * 1e-6,|check_sim"
+    "the database swaps steps and request steps|sim/db_write.c|m.num_steps, m.request_steps, m.tokens_decoded|m.request_steps, m.num_steps, m.tokens_decoded|check_sim"
+    "a fleet replica's row stores its busy time as its time up|sim/db_write.c|        const double reals[] = {r->active_s[i], m->lat_mean_s|        const double reals[] = {m->busy_s, m->lat_mean_s|check_fleet"
+    "phase admits no request that fills the budget exactly|sim/sched_phase.c|segment_rows(&seg) > budget |segment_rows(&seg) >= budget |check_sched"
+    "phase rejects a request whose largest step fills the budget exactly|sim/sched_phase.c|    if (q > s->sched_p[MAX_TOKENS])|    if (q >= s->sched_p[MAX_TOKENS])|check_sched"
+    "D2F's semi-activated share rounded down|sim/policy_d2f.c|floor(pc->p[SEMI] * k + gsl_rng_uniform(pc->rng))|floor(pc->p[SEMI] * k)|check_policy"
+    "D2F draws the same at every step|sim/policy_d2f.c|ts_mix64(((uint64_t)r->steps << 16) + (uint64_t)b + 1)|ts_mix64((uint64_t)b + 1)|check_policy"
+    "D2F reads its cache after a recompute|sim/policy_d2f.c|r->need_refresh; /* the prompt (and the cached blocks) run again */|false; /* the prompt (and the cached blocks) run again */|check_policy"
+    "DPad reads its cache after a recompute|sim/policy_dpad.c|r->need_refresh;\n    if (cache == DPAD_NONE|false;\n    if (cache == DPAD_NONE|check_policy"
+    "the calibration's chunks past the largest priced as one|sim/calib_fit.c|            total += ratio * y * rows / max_rows;|            total += ratio * y;|check_calib"
+    "the calibration extrapolates along its first and last points|sim/calib_fit.c|        double slope = (c->y[c->n - 1] - c->y[c->n - 2]) / (c->x[c->n - 1] - c->x[c->n - 2]);|        double slope = (c->y[c->n - 1] - c->y[0]) / (c->x[c->n - 1] - c->x[0]);|check_calib"
+    "the calibrated row loop prices a kernel at a layer's host time|sim/calib_fit.c|            const double kernel_ms = c->host0 / (cx->model.num_layers * (double)layer_kernels);|            const double kernel_ms = c->host0 / (double)layer_kernels;|check_calib"
+    "the row loop runs in every phase|sim/impl.c|    const int64_t rows = t->by_phase[PHASE_REUSE] - 1;|    const int64_t rows = t->num_segs - 1;|check_calib"
+    "the reference's query heads take key heads in turn|engine/eng_ref.c|            int hk = h / (H / Hkv);|            int hk = h % Hkv;|check_eng_ref"
+    "the reference's partial rotary spaced over the whole head|engine/eng_ref.c|pow((double)theta, -2.0 * i / rot)|pow((double)theta, -2.0 * i / d)|check_eng_ref"
+    "SparseD's reference keeps one block short in pass 1|engine/eng_ref.c|keep_top(i1, 0, nb, TS_MIN(nb, (int)(nb * select) + 1), kq);|keep_top(i1, 0, nb, TS_MIN(nb, (int)(nb * select)), kq);|check_eng_ref"
+    "SparseD's reference keeps pass 1's response blocks|engine/eng_ref.c|            memset(kq + last, 0, (size_t)ng);|            memset(kq + last, 0, 0);|check_eng_ref"
+    "SparseD's reference ties to the higher block|engine/eng_ref.c|(imp[j] == imp[b] && j < b)|(imp[j] == imp[b] && j > b)|check_eng_ref"
+    "the reference's block mask read transposed|engine/eng_ref.c|keep[((size_t)h * nqb + i / kblock) * nkb + j / kblock]|keep[((size_t)h * nqb + j / kblock) * nkb + i / kblock]|check_eng_ref"
+    "the reference's RMSNorm without its epsilon|engine/eng_ref.c|        float inv = (float)(1.0 / sqrt(ss / h + eps));|        float inv = (float)(1.0 / sqrt(ss / h));|check_eng_ref"
 )
 
 # the build's compile line for a file, and the suites' link line, as the Makefile gives them
@@ -260,6 +304,7 @@ PY
         return 0
     fi
     for s in $suites; do
+        # shellcheck disable=SC2086 # the link line and the libraries: the Makefile's words, split on purpose
         if ! $link -o "$dir/$s" "$work/$s.o" "$work/test_util.o" "$dir/m.o" "$build/libtessera.a" $libs >"$dir/log" 2>&1; then
             caught="$s (does not link)"
             break
@@ -286,6 +331,7 @@ for i in "${picked[@]}"; do
     [ -n "${cc[$file]:-}" ] || cc[$file]=$(mk print-cc FILE="$file") || exit 1
     suites_used+=" $suites"
 done
+# shellcheck disable=SC2086 # the suites named, a word each
 for s in test_util $(printf '%s\n' $suites_used | sort -u); do
     src=tests/$s.c
     $link -c "$src" -o "$work/$s.o" || { echo "mutate: FAIL: $src does not build"; exit 1; }
