@@ -1,16 +1,17 @@
 # tessera: a simulator (C11) and a CUDA engine for serving diffusion LLMs.
 #
 #   make run         build the simulator, install missing Debian packages (as root), run the default simulation
-#   make check       build the simulator and run every CPU test in 4 to 5 minutes (unit suites, golden
-#                    scenarios, CLI checks, the unit suites under AddressSanitizer + UBSan, planted bugs)
-#   make check-records  re-derive the records from this build (about 7 minutes; after a cost-model change)
+#   make check       build the simulator and run every CPU test (unit suites, golden scenarios, CLI
+#                    checks, hostile inputs, shellcheck, the unit suites under AddressSanitizer + UBSan,
+#                    planted bugs; its time: README.md)
+#   make check-records  re-derive the records from this build (after a cost-model change)
 #   make engine      build the CUDA engine (wherever nvcc is found; `make` builds it too)
 #   make check-gpu   (GPU machine) the engine's kernels and steps against the CPU reference
 #   make check-gpu-tp TP=N  (machine of N GPUs) the engine split over N GPUs against one GPU, and live
 #   make calibrate   (GPU machine) calibrate on this GPU in one command: profile, fit, held-out check, clock,
 #                    install (254 s on an H100; TORCH=1 adds PyTorch eager's profile: 449 s)
 #   make bench-sim, make bench-engine, make bench-gemm, make bench-gemm-rows (GPU machine)
-#   make check-soak  16 writers and 50 killed runs into one database, each run checked (about 2 minutes)
+#   make check-soak  16 writers and 50 killed runs into one database, each run checked
 #   make check-valgrind, make check-layers, make mutate, make fuzz FUZZ_SECONDS=N, make clean  (V=1: commands)
 #   make check-slurm  (root, slurm-wlm) a sweep as a Slurm job array on a single-node Slurm
 #
@@ -206,8 +207,8 @@ run: $(BUILD)/tessera
 	./$(BUILD)/tessera sim --no-progress
 
 # make check: every CPU test (tests/check.sh: the unit suites with their golden scenarios, the CLI,
-# README's commands, the suites under ASan + UBSan and the planted bugs, two lanes at once, 4 to 5
-# minutes on 2 cores). The engine is left out where no GPU answers: the simulator is then built
+# hostile inputs, shellcheck, README's commands, the suites under ASan + UBSan and the planted bugs,
+# two lanes at once). The engine is left out where no GPU answers: the simulator is then built
 # without it, in $(BUILD)/cpu.
 HAVE_GPU = $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo 1)
 check: deps
@@ -217,13 +218,13 @@ check-here: $(BUILD)/tessera $(ENGINE_LIB) $(TESTS)
 	@bash tests/check.sh $(CURDIR)/$(BUILD)/tessera $(BUILD)
 
 # the records re-derived (tests/records_test.sh: the fidelity matrices, replays, live runs, clock fit and
-# the shipped calibrations byte for byte, about 7 minutes): run it when the cost model, the fit or a
+# the shipped calibrations byte for byte): run it when the cost model, the fit or a
 # shipped calibration changes
 check-records: $(BUILD)/tessera
 	@TESSERA_CALIB_DIR=/nonexistent/tessera-calib bash tests/records_test.sh $(CURDIR)/$(BUILD)/tessera
 
 # many writers and kills against one database, each run kept checked row for row against the same
-# run written alone (tests/soak_test.sh: 16 writers, 50 killed runs, about 2 minutes)
+# run written alone (tests/soak_test.sh: 16 writers, 50 killed runs)
 check-soak: $(BUILD)/tessera
 	@bash tests/soak_test.sh $(CURDIR)/$(BUILD)/tessera
 

@@ -14,7 +14,7 @@ usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 bench=$1 out=$2
 [ -f "$bench" ] || { echo "anchor-plot.sh: $bench: no such file" >&2; exit 2; }
 for tool in python3 gnuplot; do
-    command -v $tool >/dev/null || { echo "anchor-plot.sh: $tool not found (apt-get install python3 gnuplot-nox)" >&2; exit 1; }
+    command -v "$tool" >/dev/null || { echo "anchor-plot.sh: $tool not found (apt-get install python3 gnuplot-nox)" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -59,9 +59,11 @@ with open(table, "w") as t:
         t.write("speed-up over PyTorch eager: geometric mean %.2f x over %d steps\n" % (math.exp(sum(logs) / len(logs)),
                                                                                      len(logs)))
 PY
+# shellcheck source=lib_gnuplot.sh
+source "$(dirname "$0")/lib_gnuplot.sh"
 gnuplot 2>"$tmp/gnuplot.err" <<GP || { cat "$tmp/gnuplot.err" >&2; exit 1; }
 set terminal pngcairo size 1400,620 font ",11"
-set output '$out'
+set output $(gp_file "$out")
 set title "the PyTorch anchor's shapes: each step over its floor (speed-up of tessera above each pair)"
 set style data histograms
 set style histogram clustered gap 1
@@ -78,7 +80,7 @@ set ytics 0.5
 set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 1.5 dt 2 lc rgb 'black'
 clip(v) = v > top ? top : v
 lab(v) = v > top ? sprintf('%.1f', v) : ''
-plot '$tmp/steps.dat' using (clip(\$2)):xtic(1) title 'tessera' lc rgb '#1f77b4', \
+plot $(gp_file "$tmp/steps.dat") using (clip(\$2)):xtic(1) title 'tessera' lc rgb '#1f77b4', \
      '' using (clip(\$3)) title 'PyTorch eager (anchor)' lc rgb '#d62728', \
      '' using (\$0 + 0.12):(clip(\$3)):(lab(\$3)) with labels offset 0,-0.7 font ',9' tc rgb 'white' notitle, \
      '' using (\$0):(clip(\$3 > \$2 ? \$3 : \$2) + 0.25):4 with labels font ',9' notitle

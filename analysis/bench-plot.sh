@@ -11,13 +11,13 @@
 # (make bench-engine draws BENCH_OUT/engine_bench.png; needs python3 and gnuplot)
 set -euo pipefail
 usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
-[ $# -ge 2 ] && [ $# -le 3 ] || usage
+{ [ $# -ge 2 ] && [ $# -le 3 ]; } || usage
 bench=$1 out=$2 anchor=${3:-}
-for f in "$bench" $anchor; do
+for f in "$bench" ${anchor:+"$anchor"}; do
     [ -f "$f" ] || { echo "bench-plot.sh: $f: no such file" >&2; exit 2; }
 done
 for tool in python3 gnuplot; do
-    command -v $tool >/dev/null || { echo "bench-plot.sh: $tool not found (apt-get install python3 gnuplot-nox)" >&2; exit 1; }
+    command -v "$tool" >/dev/null || { echo "bench-plot.sh: $tool not found (apt-get install python3 gnuplot-nox)" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -94,9 +94,11 @@ for name in order:
         f.write("%-40s %.3f x its floor (%s)\n" % (name, c["ms"] / fl, "no goal" if goal is None else "goal %.2f" % goal))
 PY
 # (a bench without some of the columns, e.g. an older one, leaves those bars out)
+# shellcheck source=lib_gnuplot.sh
+source "$(dirname "$0")/lib_gnuplot.sh"
 gnuplot 2>"$tmp/gnuplot.err" <<GP || { cat "$tmp/gnuplot.err" >&2; exit 1; }
 set terminal pngcairo size 1000,640 font ",11"
-set output '$out'
+set output $(gp_file "$out")
 set title "engine_bench: each step over its floor"
 set style data histograms
 set style histogram clustered gap 1.4
@@ -116,7 +118,7 @@ lab(v) = v > top ? sprintf('%.1f', v) : ''
 n = 6.0
 w = 1.0 / (n + 1.4)
 xo(i, j) = i + (j - (n - 1) / 2.0) * w
-plot '$tmp/steps.dat' using (clip(\$3)):xtic(1) title 'tessera (default)' lc rgb '#1f77b4', \
+plot $(gp_file "$tmp/steps.dat") using (clip(\$3)):xtic(1) title 'tessera (default)' lc rgb '#1f77b4', \
      '' using (clip(\$4)) title 'fastest FFN (split/fused/auto)' lc rgb '#6baed6', \
      '' using (clip(\$5)) title 'linear layers + LM head alone' lc rgb '#ff7f0e', \
      '' using (clip(\$6)) title 'all but them' lc rgb '#fdae6b', \

@@ -12,7 +12,7 @@ usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 json=$1 out=$2
 [ -f "$json" ] || { echo "fleet-plot.sh: $json: no such file" >&2; exit 2; }
 for tool in python3 gnuplot; do
-    command -v $tool >/dev/null || { echo "fleet-plot.sh: $tool not found (apt-get install python3 gnuplot-nox)" >&2; exit 1; }
+    command -v "$tool" >/dev/null || { echo "fleet-plot.sh: $tool not found (apt-get install python3 gnuplot-nox)" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -45,6 +45,8 @@ with open(f"{tmp}/title.txt", "w") as out:
     out.write("%d replicas behind %s: p99 %.1f s, %.2f J a token" % (f["replicas"], f["router"], f["lat_p99_s"],
                                                                     f["energy_per_token_j"]))
 PY
+# shellcheck source=lib_gnuplot.sh
+source "$(dirname "$0")/lib_gnuplot.sh"
 if [ "$(cat "$tmp/kind.txt")" = scale ]; then
     right="set y2label \"replicas\"; set y2range [0:$(($(cat "$tmp/replicas.txt") + 1))]"
     lines="\"\" using 1:2 axes x1y2 with steps lw 2 lc \"#d62728\" title \"replicas up\", \
@@ -55,8 +57,8 @@ else
 fi
 gnuplot <<EOF
 set terminal pngcairo size 1000,480 font "sans,11"
-set output "$out"
-set title "$(cat "$tmp/title.txt")"
+set output $(gp_file "$out")
+set title $(gp_str "$(cat "$tmp/title.txt")")
 set xlabel "time (s)"
 set ylabel "requests outstanding on the fleet"
 $right
@@ -65,6 +67,6 @@ set y2tics
 set yrange [0:*]
 set key top right
 set grid
-plot "$tmp/scale.dat" using 1:4 with filledcurves x1 fillcolor "#c6dbef" title "requests outstanding", $lines
+plot $(gp_file "$tmp/scale.dat") using 1:4 with filledcurves x1 fillcolor "#c6dbef" title "requests outstanding", $lines
 EOF
 echo "wrote $out"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # analysis/lib_records.sh: sourced by the scripts that price each card's recorded fidelity runs again
 # (transfer_fidelity.sh, refresh_error.sh; no GPU needed).
 #

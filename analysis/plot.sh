@@ -11,16 +11,21 @@
 #
 # Curves are labelled from each run's configuration (system or policy/scheduler, GPU). The
 # options X and BY are named as tessera sim takes them (rps or --rps, max-batch, sparse-ratio);
-# Y is a column of the summary table (throughput_tok_s, lat_mean_s, lat_p99_s, ...).
+# Y is a column of the summary table (throughput_tok_s, lat_mean_s, lat_p99_s, ...). Paths may hold
+# any character: they and the labels reach gnuplot as strings (analysis/lib_gnuplot.sh).
 # Needs sqlite3 and gnuplot (Debian: sqlite3 gnuplot-nox).
 set -euo pipefail
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $# -ge 3 ] || usage
 kind=$1 out=$2
 shift 2
 for tool in sqlite3 gnuplot; do
-    command -v $tool >/dev/null || { echo "plot.sh: $tool not found (apt-get install sqlite3 gnuplot-nox)" >&2; exit 1; }
+    command -v "$tool" >/dev/null || { echo "plot.sh: $tool not found (apt-get install sqlite3 gnuplot-nox)" >&2; exit 1; }
 done
+# shellcheck source=lib_gnuplot.sh
+source "$(dirname "$0")/lib_gnuplot.sh"
+# a database's path as sqlite3's first argument: one starting with '-' would read as an option
+dbarg() { case $1 in -*) echo "./$1" ;; *) echo "$1" ;; esac; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 label_sql="SELECT coalesce(nullif(json_extract(config_json,'\$.system'),''),
@@ -33,7 +38,9 @@ latency-cdf)
     i=0
     for db in "$@"; do
         [ -f "$db" ] || { echo "plot.sh: $db: no such database" >&2; exit 2; }
-        for run in $(sqlite3 "$db" "SELECT run_id FROM runs ORDER BY run_id"); do
+        db=$(dbarg "$db")
+        mapfile -t runs < <(sqlite3 "$db" "SELECT run_id FROM runs ORDER BY run_id")
+        for run in "${runs[@]}"; do
             f="$tmp/cdf$i.dat"
             sqlite3 -separator ' ' "$db" "SELECT (finish_ns - arrival_ns) / 1e9,
                 (ROW_NUMBER() OVER (ORDER BY finish_ns - arrival_ns)) * 1.0 /
@@ -41,7 +48,7 @@ latency-cdf)
                 FROM requests WHERE run_id = $run AND state = 'finished'
                 ORDER BY finish_ns - arrival_ns" >"$f"
             label=$(sqlite3 "$db" "$label_sql $run")
-            plots+=("'$f' using 1:2 with lines lw 2 title '$label'")
+            plots+=("$(gp_file "$f") using 1:2 with lines lw 2 title $(gp_str "$label")")
             i=$((i + 1))
         done
     done
@@ -49,7 +56,7 @@ latency-cdf)
     plotcmd=$(IFS=,; echo "${plots[*]}")
     gnuplot <<GP
 set terminal pngcairo size 900,560 font ",11"
-set output '$out'
+set output $(gp_file "$out")
 set title 'Request latency (finish - arrival)'
 set xlabel 'latency (s)'
 set ylabel 'fraction of requests'
@@ -60,8 +67,9 @@ plot $plotcmd
 GP
     ;;
 steps|ops)
-    db=$1
+    db=$(dbarg "$1")
     run=${2:-$(sqlite3 "$db" "SELECT max(run_id) FROM runs")}
+    [[ $run =~ ^[0-9]+$ ]] || { echo "plot.sh: RUN_ID '$run' is not a run's number" >&2; exit 2; }
     label=$(sqlite3 "$db" "$label_sql $run")
     if [ "$kind" = steps ]; then
         sqlite3 -separator ' ' "$db" "SELECT start_ns / 1e9, duration_ns / 1e6, q_tokens
@@ -69,30 +77,30 @@ steps|ops)
         [ -s "$tmp/steps.dat" ] || { echo "plot.sh: run $run has no steps (run without --no-steps)" >&2; exit 2; }
         gnuplot <<GP
 set terminal pngcairo size 1000,560 font ",11"
-set output '$out'
-set title 'Steps of $label'
+set output $(gp_file "$out")
+set title $(gp_str "Steps of $label")
 set xlabel 'simulated time (s)'
 set ylabel 'step duration (ms)'
 set y2label 'query tokens in the step'
 set y2tics
 set ytics nomirror
 set grid
-plot '$tmp/steps.dat' using 1:2 with points pt 7 ps 0.3 title 'duration (ms)', \
-     '$tmp/steps.dat' using 1:3 axes x1y2 with lines lw 1 lc rgb '#80a0a0a0' title 'query tokens'
+plot $(gp_file "$tmp/steps.dat") using 1:2 with points pt 7 ps 0.3 title 'duration (ms)', \
+     '' using 1:3 axes x1y2 with lines lw 1 lc rgb '#80a0a0a0' title 'query tokens'
 GP
     else
         sqlite3 -separator ' ' "$db" "SELECT op, seconds FROM op_breakdown
             WHERE run_id = $run AND seconds > 0 ORDER BY seconds DESC" >"$tmp/ops.dat"
         gnuplot <<GP
 set terminal pngcairo size 900,500 font ",11"
-set output '$out'
-set title 'Time by op: $label'
+set output $(gp_file "$out")
+set title $(gp_str "Time by op: $label")
 set ylabel 'seconds (summed over steps)'
 set style fill solid 0.8
 set boxwidth 0.7
 set xtics rotate by -35
 set grid ytics
-plot '$tmp/ops.dat' using 0:2:xtic(1) with boxes notitle
+plot $(gp_file "$tmp/ops.dat") using 0:2:xtic(1) with boxes notitle
 GP
     fi
     ;;
@@ -100,6 +108,7 @@ sweep)
     [ $# -ge 3 ] || usage
     db=$1 x=$2 y=$3 by=${4:-}
     [ -f "$db" ] || { echo "plot.sh: $db: no such database" >&2; exit 2; }
+    db=$(dbarg "$db")
     # words_of NAME: an option's or summary column's axis label in words with its unit (the name
     # itself, without its underscores, where it has none here)
     words_of() {
@@ -116,7 +125,7 @@ sweep)
     }
     key() { local k=${1#--}; k=${k//-/_}; [[ $k =~ ^[a-z][a-z0-9_]*$ ]] || { echo "plot.sh: '$1' is not an option's name" >&2; exit 2; }; echo "$k"; }
     xk=$(key "$x")
-    [[ $y =~ ^[a-z][a-z0-9_]*$ ]] && [ "$(sqlite3 "$db" "SELECT count(*) FROM pragma_table_info('summary') WHERE name = '$y'")" = 1 ] || {
+    { [[ $y =~ ^[a-z][a-z0-9_]*$ ]] && [ "$(sqlite3 "$db" "SELECT count(*) FROM pragma_table_info('summary') WHERE name = '$y'")" = 1 ]; } || {
         echo "plot.sh: $db: '$y' is not a column of the summary table ($(sqlite3 "$db" "SELECT group_concat(name, ' ')
             FROM pragma_table_info('summary') WHERE name != 'run_id'"))" >&2; exit 2; }
     # the options that differ between the runs: X and BY must account for all of them
@@ -148,19 +157,19 @@ sweep)
     while IFS= read -r v; do
         i=$((i + 1))
         title=notitle
-        [ -n "$by" ] && title="title '$(printf '%s %s' "${by#--}" "$v" | tr -d "'")'"
+        [ -n "$by" ] && title="title $(gp_str "${by#--} $v")"
         # a colour and a marker a curve (gnuplot's line types cycle through 8 colours; the markers
         # through these 6 filled ones, so no two of the first 24 curves share both)
-        plots+=("'$tmp/sweep$i.dat' using 1:2 with linespoints lw 2 lt $i pt $(echo 7 5 9 11 13 15 | cut -d' ' -f$(((i - 1) % 6 + 1))) $title")
+        plots+=("$(gp_file "$tmp/sweep$i.dat") using 1:2 with linespoints lw 2 lt $i pt $(echo 7 5 9 11 13 15 | cut -d' ' -f$(((i - 1) % 6 + 1))) $title")
     done <"$tmp/curves.txt"
     [ $i -gt 0 ] || { echo "plot.sh: $db: no runs" >&2; exit 2; }
     plotcmd=$(IFS=,; echo "${plots[*]}")
     gnuplot <<GP
 set terminal pngcairo size 900,560 font ",11" noenhanced
-set output '$out'
-set title '$(words_of "$y") over $(words_of "$xk" | sed 's/ (.*//')'
-set xlabel '$(words_of "$xk")'
-set ylabel '$(words_of "$y")'
+set output $(gp_file "$out")
+set title $(gp_str "$(words_of "$y") over $(words_of "$xk" | sed 's/ (.*//')")
+set xlabel $(gp_str "$(words_of "$xk")")
+set ylabel $(gp_str "$(words_of "$y")")
 set key outside right
 set grid
 plot $plotcmd

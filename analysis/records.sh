@@ -71,7 +71,7 @@ unpack() {
     local dst=${1:?} name
     shift
     mkdir -p "$dst"
-    [ $# -gt 0 ] || set -- $(cd "$records" && ls)
+    if [ $# -eq 0 ]; then mapfile -t names < <(cd "$records" && ls) && set -- "${names[@]}"; fi
     for name; do
         [ -d "$records/$name" ] || { echo "records.sh: no record $name under $records" >&2; exit 2; }
         mkdir -p "$dst/$name"

@@ -40,6 +40,7 @@ while read -r gpu impl model record; do
                 "$d/$clock/fidelity.csv" | sort -g | awk '{ v[++n] = $1 }
                 END { printf "%d runs, %.1f-%.1f%%, median %.1f%%", n, v[1], v[n], n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }')")"
         done
+        # shellcheck disable=SC2001 # the trailing spaces, however many: sed's anchored pattern
         printf '%-12s %-13s %-9s %-26s %s\n' "$gpu" "$impl" "$model" "$what" "$(sed 's/ *$//' <<<"$line")"
     done
 done <<<"$runs"

@@ -13,12 +13,12 @@ usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 trace=$1 out=$2
 [ -f "$trace" ] || { echo "warm-plot.sh: $trace: no such file" >&2; exit 2; }
 for tool in python3 gnuplot; do
-    command -v $tool >/dev/null || { echo "warm-plot.sh: $tool not found (apt-get install python3 gnuplot-nox)" >&2; exit 1; }
+    command -v "$tool" >/dev/null || { echo "warm-plot.sh: $tool not found (apt-get install python3 gnuplot-nox)" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # per step k: $tmp/k.dat, one block per group (label, then "t ratio" rows of its warm-up rounds, a
-# blank line, its timed replays), and $tmp/panels.gp the plot commands
+# blank line, its timed replays), and $tmp/panels.tsv its title and its groups' colours and titles
 python3 - "$trace" "$tmp" <<'PY'
 import csv, gzip, io, sys
 path, tmp = sys.argv[1], sys.argv[2]
@@ -55,7 +55,9 @@ except (OSError, EOFError, UnicodeDecodeError) as e:
 if not steps:
     sys.exit(f"warm-plot.sh: {path}: no replays (was it written by `engine_bench --warm-trace`?)")
 colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
-with open(f"{tmp}/panels.gp", "w") as gp:
+def one_line(s):  # a field of panels.tsv: no tab, no line break
+    return s.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+with open(f"{tmp}/panels.tsv", "w") as gp:
     for k, step in enumerate(steps):
         gs = groups[step]
         refs = {}
@@ -67,29 +69,44 @@ with open(f"{tmp}/panels.gp", "w") as gp:
                     for t, ms in g[phase]:
                         d.write(f"{t:.4f} {ms / ref:.5f}\n")
                     d.write("\n\n")
-        title = step.replace('"', "'")
-        gp.write(f'set title "{title}"\n')
-        cmds = []
+        gp.write(f"panel\t{one_line(step)}\n")
         for i, what in enumerate(gs):
-            c = colors[i % len(colors)]
-            w = what.replace('"', "'") + f" ({refs[what]:.3f} ms)"
-            cmds.append(f"'{tmp}/{k}.dat' index {2 * i} with lines lw 1.2 lc rgb '{c}' title \"{w}\"")
-            cmds.append(f"'{tmp}/{k}.dat' index {2 * i + 1} with points pt 7 ps 0.4 lc rgb '{c}' notitle")
-        gp.write("plot " + ", \\\n     ".join(cmds) + "\n")
+            gp.write(f"curve\t{colors[i % len(colors)]}\t{one_line(what)} ({refs[what]:.3f} ms)\n")
 with open(f"{tmp}/n", "w") as f:
     f.write(str(len(steps)))
 PY
+# the panels' plot commands: a panel a step (its title), two clauses a group (its warm-up rounds as a
+# line, titled, its timed replays as points), every title through gp_str
+# shellcheck source=lib_gnuplot.sh
+source "$(dirname "$0")/lib_gnuplot.sh"
+panels() {
+    local kind colour text k=-1 i=0 cmds=""
+    while IFS=$'\t' read -r kind colour text; do
+        if [ "$kind" = panel ]; then
+            [ -z "$cmds" ] || echo "plot $cmds"
+            text=$colour k=$((k + 1)) i=0 cmds=""
+            echo "set title $(gp_str "$text")"
+            continue
+        fi
+        cmds+="${cmds:+, \\
+     }$(gp_file "$tmp/$k.dat") index $((2 * i)) with lines lw 1.2 lc rgb '$colour' title $(gp_str "$text"), \\
+     $(gp_file "$tmp/$k.dat") index $((2 * i + 1)) with points pt 7 ps 0.4 lc rgb '$colour' notitle"
+        i=$((i + 1))
+    done <"$tmp/panels.tsv"
+    [ -z "$cmds" ] || echo "plot $cmds"
+}
+panels >"$tmp/panels.gp"
 n=$(cat "$tmp/n")
 cols=$(( n < 2 ? 1 : 2 )) rows=$(( (n + 1) / 2 ))
 gnuplot 2>"$tmp/gnuplot.err" <<GP || { cat "$tmp/gnuplot.err" >&2; exit 1; }
 set terminal pngcairo size $(( 640 * cols )),$(( 380 * rows + 40 )) font ",10"
-set output '$out'
+set output $(gp_file "$out")
 set multiplot layout $rows,$cols title "engine_bench: every replay's time over its group's timed median, from the start of its warm-up"
 set xlabel 'seconds since the warm-up began'
 set ylabel 'ms / timed median'
 set grid
 set key top right font ",8"
-load '$tmp/panels.gp'
+load $(gp_file "$tmp/panels.gp")
 unset multiplot
 GP
 grep -v -e 'no valid points' -e '^ *$' "$tmp/gnuplot.err" >&2 || true

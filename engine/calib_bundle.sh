@@ -11,15 +11,17 @@ out=${1:?usage: calib_bundle.sh OUT GPU MODEL} gpu=${2:?GPU} model=${3:?MODEL}
 bin=${TESSERA:-build/tessera}
 case $bin in /*) ;; */*) bin=$PWD/$bin ;; esac
 cd "$out" || exit 1
-calibs=$(ls "$gpu-$model"-*.csv 2>/dev/null)
-[ -n "$calibs" ] || { echo "calib_bundle: no calibration $gpu-$model-*.csv in $out" >&2; exit 1; }
+shopt -s nullglob
+calibs=("$gpu-$model"-*.csv)
+shopt -u nullglob
+[ ${#calibs[@]} -gt 0 ] || { echo "calib_bundle: no calibration $gpu-$model-*.csv in $out" >&2; exit 1; }
 {
     "$bin" --version 2>/dev/null | head -1
     command -v nvidia-smi >/dev/null &&
         nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit,clocks.max.sm,clocks.max.mem --format=csv
     lscpu 2>/dev/null | grep -E "^Model name|^CPU\(s\)|^CPU max MHz"
 } >machine.txt
-files=(machine.txt $calibs)
+files=(machine.txt "${calibs[@]}")
 for f in report.txt gpu.json eval.txt replay.txt profile.txt import.txt torch.txt ceilings.txt clock.csv clock-fit.txt \
     clock-bench.txt warm.csv profile.db; do
     [ -f "$f" ] && files+=("$f")

@@ -26,8 +26,8 @@ bin=${TESSERA:-build/tessera}
 eb=$(dirname "$bin")/engine_bench # the engine's benchmark, beside it
 impl=${IMPL:-tessera}
 root=$(cd "$(dirname "$0")/.." && pwd)
-ffn=split
-[ "$impl" = tessera-fused ] && ffn=fused
+ffn="split"
+[ "$impl" = tessera-fused ] && ffn="fused"
 mkdir -p "$out"
 eng=(--gemm-cache "$out/gemm-algos.db" --ffn "$ffn") # every engine command's: one algorithm cache, the FFN
 step() { echo "calibrate: [$1/7] $2" >&2; }
@@ -43,12 +43,12 @@ gpu_opts=()
 if [ -n "$gpu" ]; then
     step 1 "GPU: $name ($mem_mib MiB): tessera's entry $gpu"
 else
-    gpu=$(echo "$name" | tr 'A-Z' 'a-z' | sed 's/nvidia //; s/[^a-z0-9]\+/-/g; s/-$//')
+    gpu=$(echo "$name" | tr '[:upper:]' '[:lower:]' | sed 's/nvidia //; s/[^a-z0-9]\+/-/g; s/-$//')
     step 1 "GPU: $name ($mem_mib MiB): not in tessera's table; measuring its ceilings as entry $gpu"
     "$eb" "${eng[@]}" --model "$model" --only gemm >"$out/ceilings.txt" 2>&1 || die "engine_bench failed ($out/ceilings.txt)"
     read -r tflops tbs < <(awk '/^ceilings:/ { for (i = 1; i <= NF; i++) { if ($i == "TFLOP/s,") t = $(i-1); if ($i == "TB/s") b = $(i-1) } }
         END { print t, b }' "$out/ceilings.txt")
-    [ -n "$tflops" ] && [ -n "$tbs" ] || die "no ceilings in $out/ceilings.txt"
+    { [ -n "$tflops" ] && [ -n "$tbs" ]; } || die "no ceilings in $out/ceilings.txt"
     printf '{"%s": {"mem_gib": %.2f, "bf16_tflops": %s, "mem_bw_gbs": %.0f}}\n' "$gpu" \
         "$(echo "$mem_mib / 1024" | bc -l)" "$tflops" "$(echo "$tbs * 1000" | bc -l)" >"$out/gpu.json"
     gpu_opts=(--gpu-file "$out/gpu.json")
@@ -122,7 +122,8 @@ cp "$calib" "$dir/" || die "cannot write $dir"
 if [ -n "$clock_line" ]; then # this card's line replaces any earlier one of it
     { echo "gpu,k,tau_ms,lo,hi,held_tflops,record"
       [ -f "$dir/clock.csv" ] && tail -n +2 "$dir/clock.csv" | awk -F, -v g="$gpu" '$1 != g'
-      echo "$clock_line"; } >"$out/clock.csv" && cp "$out/clock.csv" "$dir/clock.csv" || die "cannot write $dir/clock.csv"
+      echo "$clock_line"; } >"$out/clock.csv" || die "cannot write $out/clock.csv"
+    cp "$out/clock.csv" "$dir/clock.csv" || die "cannot write $dir/clock.csv"
 fi
 {
     echo "tessera calibration of $name ($gpu), $model, $impl engine"

@@ -82,7 +82,7 @@ parts=${*:-check}
 export PATH=$PATH:/usr/local/cuda/bin
 b=build/gpu
 ce=./$b/tests/gpu/check_engine eb=./$b/engine_bench # the GPU test suite and the benchmark
-mk=(make --no-print-directory BUILD=$b ${DEPS:+DEPS=$DEPS})
+mk=(make --no-print-directory "BUILD=$b" ${DEPS:+"DEPS=$DEPS"})
 gcache=() # a part's engine commands share one GEMM algorithm cache: --gemm-cache FILE
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv | tee "$out/gpu.txt"
@@ -100,9 +100,9 @@ check_both() {
 sparse_part() {
     local o=$1 t=./$b/tessera
     gcache=(--gemm-cache "$o/gemm-algos.db")
-    $t engine profile "${gcache[@]}" --db "$o/profile.db" --grid all --reps 2 >"$o/profile.txt" 2>&1 || return 1
+    "$t" engine profile "${gcache[@]}" --db "$o/profile.db" --grid all --reps 2 >"$o/profile.txt" 2>&1 || return 1
     tail -1 "$o/profile.txt"
-    $t calib import "$o/profile.db" --gpu h200 --out "$o/h200-llada-8b-tessera.csv" || return 1
+    "$t" calib import "$o/profile.db" --gpu h200 --out "$o/h200-llada-8b-tessera.csv" || return 1
     python3 -c 'import sqlite3, sys
 print("segs q keep sel_heads kv_select_ms step_ms share_%")
 for r in sqlite3.connect(sys.argv[1]).execute("SELECT segs, q, keep, sel_heads, ms, total_ms, 100 * ms / total_ms "
@@ -110,12 +110,12 @@ for r in sqlite3.connect(sys.argv[1]).execute("SELECT segs, q, keep, sel_heads, 
     print(*r[:4], "%.3f %.3f %.2f" % r[4:])' "$o/profile.db" >"$o/select-share.txt" || return 1
     cat "$o/select-share.txt"
     for sel in uniform head; do
-        $t sim --policy sparse --sparse-select $sel --requests 8 --rps 8 --gen-len 64 --lengths fixed:1000,64 \
+        "$t" sim --policy sparse --sparse-select $sel --requests 8 --rps 8 --gen-len 64 --lengths fixed:1000,64 \
             --cost calibrated --calib "$o/h200-llada-8b-tessera.csv" --executor gpu --no-progress \
             >"$o/live-sparse-$sel.txt" 2>&1 || return 1
         grep -E "live|throughput" "$o/live-sparse-$sel.txt"
     done
-    $eb "${gcache[@]}" --only steps --step 16,32,8192,32 --step 16,32,4096,32 --step 16,32,2048,32 \
+    "$eb" "${gcache[@]}" --only steps --step 16,32,8192,32 --step 16,32,4096,32 --step 16,32,2048,32 \
         --json "$o/bench-sparse.jsonl" >"$o/bench-sparse.txt" 2>&1 || return 1
     tail -30 "$o/bench-sparse.txt"
 }
@@ -131,7 +131,7 @@ select_part() {
     for m in ${SELECT_MODELS:-llada-8b}; do
         for ((k = 1; k <= ${SELECT_RUNS:-2}; k++)); do
             for how in end layer; do
-                $t engine profile "${gcache[@]}" --select-at $how --model "$m" --grid select \
+                "$t" engine profile "${gcache[@]}" --select-at $how --model "$m" --grid select \
                     --reps 2 --db "$o/select-$how-$m-$k.db" >"$o/profile-select-$how-$m-$k.txt" 2>&1 ||
                     { cat "$o/profile-select-$how-$m-$k.txt"; return 1; }
             done
@@ -198,11 +198,12 @@ elastic_part() {
     gcache=(--gemm-cache "$o/gemm-algos.db")
     check_both elastic "$o" || return 1
     grep -q H200 "$out/gpu.txt" && card=h200
-    local args=${EC_ARGS:---model llada-8b --requests 8 --rps 8 --lengths fixed:300,128 --gen-len 128 --seed 7 --eos bulk --ec-track 29 --ec-refresh-share 0.6325}
+    local args # the runs' options (EC_ARGS, its words split)
+    read -r -a args <<<"${EC_ARGS:---model llada-8b --requests 8 --rps 8 --lengths fixed:300,128 --gen-len 128 --seed 7 --eos bulk --ec-track 29 --ec-refresh-share 0.6325}"
     for depth in 4 16; do
         for dec in fixed:1 threshold:llada-gsm8k; do
             tag=d$depth-${dec%%:*}
-            $t sim --gpu $card --policy elastic $args --ec-depth $depth --decode $dec --cost calibrated --executor gpu \
+            "$t" sim --gpu "$card" --policy elastic "${args[@]}" --ec-depth "$depth" --decode "$dec" --cost calibrated --executor gpu \
                 "${gcache[@]}" --json --no-progress >"$o/live-ec-$tag.json" 2>"$o/live-ec-$tag.err" ||
                 { tail -5 "$o/live-ec-$tag.err"; return 1; }
             python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
@@ -211,9 +212,9 @@ print(sys.argv[2], d["live_steps"], "steps: measured %.3f s, predicted %.3f s (%
                 "$o/live-ec-$tag.json" "$tag" | tee -a "$o/live-ec.txt"
         done
     done
-    $t sim --gpu $card --policy elastic $args --ec-depth 4 --cost calibrated --no-progress --quiet --db "$o/sim-ec.db" \
+    "$t" sim --gpu "$card" --policy elastic "${args[@]}" --ec-depth 4 --cost calibrated --no-progress --quiet --db "$o/sim-ec.db" \
         >/dev/null || return 1
-    $t engine replay "${gcache[@]}" --db "$o/sim-ec.db" --ops >"$o/replay-ec.txt" 2>&1 || { cat "$o/replay-ec.txt"; return 1; }
+    "$t" engine replay "${gcache[@]}" --db "$o/sim-ec.db" --ops >"$o/replay-ec.txt" 2>&1 || { cat "$o/replay-ec.txt"; return 1; }
     tail -3 "$o/replay-ec.txt"
     kind_fidelity "$o/sim-ec.db" "CASE WHEN g.q_front > 0 THEN 'refresh' WHEN g.kv = 0 THEN 'whole' ELSE 'cached' END" \
         "q_front > 0" "steps with a refresh" >"$o/ec-fidelity.txt" || return 1
@@ -225,12 +226,13 @@ fc_part() {
     local o=$1 t=./$b/tessera
     gcache=(--gemm-cache "$o/gemm-algos.db")
     check_both fc "$o" || return 1
-    local args=${FC_ARGS:---requests 16 --rps 4 --gen-len 256 --lengths fixed:300,256}
-    $t sim --policy dllm-cache $args --cost calibrated --executor gpu "${gcache[@]}" --no-progress >"$o/live-fc.txt" 2>&1 ||
+    local args # the runs' options (FC_ARGS, its words split)
+    read -r -a args <<<"${FC_ARGS:---requests 16 --rps 4 --gen-len 256 --lengths fixed:300,256}"
+    "$t" sim --policy dllm-cache "${args[@]}" --cost calibrated --executor gpu "${gcache[@]}" --no-progress >"$o/live-fc.txt" 2>&1 ||
         { cat "$o/live-fc.txt"; return 1; }
     grep -E "live|throughput|time by op" "$o/live-fc.txt"
-    $t sim --policy dllm-cache $args --cost calibrated --no-progress --quiet --db "$o/sim-fc.db" >/dev/null || return 1
-    $t engine replay "${gcache[@]}" --db "$o/sim-fc.db" --ops >"$o/replay-fc.txt" 2>&1 || { cat "$o/replay-fc.txt"; return 1; }
+    "$t" sim --policy dllm-cache "${args[@]}" --cost calibrated --no-progress --quiet --db "$o/sim-fc.db" >/dev/null || return 1
+    "$t" engine replay "${gcache[@]}" --db "$o/sim-fc.db" --ops >"$o/replay-fc.txt" 2>&1 || { cat "$o/replay-fc.txt"; return 1; }
     tail -3 "$o/replay-fc.txt"
     kind_fidelity "$o/sim-fc.db" "CASE WHEN g.probe > 0 THEN 'partial' WHEN g.carry > 0 THEN 'response' ELSE 'whole' END" \
         "probe > 0" "partial steps" >"$o/fc-fidelity.txt" || return 1
@@ -242,15 +244,16 @@ focus_part() {
     local o=$1 t=./$b/tessera model=${FOCUS_MODEL:-sdar-8b}
     gcache=(--gemm-cache "$o/gemm-algos.db")
     check_both focus "$o" || return 1
-    $eb "${gcache[@]}" --only focus --model "$model" --json "$o/bench-focus.jsonl" >"$o/bench-focus.txt" 2>&1 ||
+    "$eb" "${gcache[@]}" --only focus --model "$model" --json "$o/bench-focus.jsonl" >"$o/bench-focus.txt" 2>&1 ||
         { cat "$o/bench-focus.txt"; return 1; }
     grep -E "^(FOCUS's eviction|kept|all 32|[0-9]+ )" "$o/bench-focus.txt"
-    local args=${FOCUS_ARGS:---requests 16 --rps 4 --gen-len 256 --lengths fixed:300,256 --cost calibrated}
-    $t sim --model "$model" --policy focus $args --executor gpu "${gcache[@]}" --no-progress >"$o/live-focus.txt" 2>&1 ||
+    local args # the runs' options (FOCUS_ARGS, its words split)
+    read -r -a args <<<"${FOCUS_ARGS:---requests 16 --rps 4 --gen-len 256 --lengths fixed:300,256 --cost calibrated}"
+    "$t" sim --model "$model" --policy focus "${args[@]}" --executor gpu "${gcache[@]}" --no-progress >"$o/live-focus.txt" 2>&1 ||
         { cat "$o/live-focus.txt"; return 1; }
     grep -E "live|throughput|redundancy" "$o/live-focus.txt"
-    $t sim --model "$model" --policy focus $args --no-progress --quiet --db "$o/sim-focus.db" >/dev/null || return 1
-    $t engine replay "${gcache[@]}" --db "$o/sim-focus.db" >"$o/replay-focus.txt" 2>&1 || { cat "$o/replay-focus.txt"; return 1; }
+    "$t" sim --model "$model" --policy focus "${args[@]}" --no-progress --quiet --db "$o/sim-focus.db" >/dev/null || return 1
+    "$t" engine replay "${gcache[@]}" --db "$o/sim-focus.db" >"$o/replay-focus.txt" 2>&1 || { cat "$o/replay-focus.txt"; return 1; }
     tail -3 "$o/replay-focus.txt"
     python3 - "$o/sim-focus.db" >"$o/focus-fidelity.txt" <<'PY' || return 1
 import sqlite3, sys
@@ -278,18 +281,18 @@ moe_part() {
     check_both moe "$o" || return 1
     : >"$o/bench-moe.txt"
     for model in llada2.0-mini llada-moe-7b; do
-        $eb "${gcache[@]}" --only steps --model $model --step 16,32,480,32 --step 16,512,0,512 \
+        "$eb" "${gcache[@]}" --only steps --model "$model" --step 16,32,480,32 --step 16,512,0,512 \
             --json "$o/bench-moe.jsonl" >>"$o/bench-moe.txt" 2>&1 || { tail -20 "$o/bench-moe.txt"; return 1; }
     done
     grep -E "^engine|^step|eager" "$o/bench-moe.txt"
-    local args="--requests 8 --rps 4 --gen-len 64 --lengths fixed:300,64 --cost roofline"
+    local args=(--requests 8 --rps 4 --gen-len 64 --lengths "fixed:300,64" --cost roofline)
     for model in llada2.0-mini llada-moe-7b; do
-        $t sim --model $model $args --executor gpu "${gcache[@]}" --no-progress >"$o/live-moe-$model.txt" 2>&1 ||
+        "$t" sim --model "$model" "${args[@]}" --executor gpu "${gcache[@]}" --no-progress >"$o/live-moe-$model.txt" 2>&1 ||
             { cat "$o/live-moe-$model.txt"; return 1; }
         grep -E "live|throughput" "$o/live-moe-$model.txt"
     done
-    $t sim --model llada2.0-mini $args --no-progress --quiet --db "$o/sim-moe.db" >/dev/null || return 1
-    $t engine replay "${gcache[@]}" --db "$o/sim-moe.db" --ops >"$o/replay-moe.txt" 2>&1 || { cat "$o/replay-moe.txt"; return 1; }
+    "$t" sim --model llada2.0-mini "${args[@]}" --no-progress --quiet --db "$o/sim-moe.db" >/dev/null || return 1
+    "$t" engine replay "${gcache[@]}" --db "$o/sim-moe.db" --ops >"$o/replay-moe.txt" 2>&1 || { cat "$o/replay-moe.txt"; return 1; }
     tail -3 "$o/replay-moe.txt"
 }
 
@@ -297,13 +300,13 @@ moe_part() {
 tp_part() {
     local o=$1 t=./$b/tessera n=${TP_N:-2}
     gcache=(--gemm-cache "$o/gemm-algos.db")
-    "${mk[@]}" check-gpu-tp TP=$n >"$o/check-tp.txt" 2>&1 || { cat "$o/check-tp.txt"; return 1; }
+    "${mk[@]}" check-gpu-tp "TP=$n" >"$o/check-tp.txt" 2>&1 || { cat "$o/check-tp.txt"; return 1; }
     grep -E "passed|live|throughput" "$o/check-tp.txt"
-    $eb "${gcache[@]}" --tp $n --json "$o/bench-tp.jsonl" >"$o/bench-tp.txt" 2>&1 || { cat "$o/bench-tp.txt"; return 1; }
+    "$eb" "${gcache[@]}" --tp "$n" --json "$o/bench-tp.jsonl" >"$o/bench-tp.txt" 2>&1 || { cat "$o/bench-tp.txt"; return 1; }
     cat "$o/bench-tp.txt"
-    local args="--requests 8 --rps 8 --gen-len 64 --lengths fixed:512,64 --tp $n --cost calibrated --no-progress"
-    $t sim $args --quiet --db "$o/sim-tp.db" >/dev/null || return 1
-    $t engine replay "${gcache[@]}" --db "$o/sim-tp.db" --tp $n >"$o/replay-tp.txt" 2>&1 || { cat "$o/replay-tp.txt"; return 1; }
+    local args=(--requests 8 --rps 8 --gen-len 64 --lengths "fixed:512,64" --tp "$n" --cost calibrated --no-progress)
+    "$t" sim "${args[@]}" --quiet --db "$o/sim-tp.db" >/dev/null || return 1
+    "$t" engine replay "${gcache[@]}" --db "$o/sim-tp.db" --tp "$n" >"$o/replay-tp.txt" 2>&1 || { cat "$o/replay-tp.txt"; return 1; }
     tail -3 "$o/replay-tp.txt"
 }
 
@@ -311,17 +314,20 @@ generate_part() {
     local o=$1 t=./$b/tessera spec
     gcache=(--gemm-cache "$o/gemm-algos.db")
     check_both generate "$o" || return 1
-    timeout "${SANITIZE_S:-900}" compute-sanitizer --tool memcheck --error-exitcode 3 $ce --only generate \
+    timeout "${SANITIZE_S:-900}" compute-sanitizer --tool memcheck --error-exitcode 3 "$ce" --only generate \
         >"$o/memcheck-generate.txt" 2>&1 || { tail -20 "$o/memcheck-generate.txt"; return 1; }
     tail -n 2 "$o/memcheck-generate.txt"
+    local gen words # engine generate's options (GEN_ARGS, its words split); a spec's words
+    read -r -a gen <<<"${GEN_ARGS:---requests 16 --prompt-len 256 --gen-len 256}"
     for spec in "llada-8b threshold:0.9 dual" "llada-8b hierarchical:0.9,0.4 dual" "llada-8b credit:0.9 dual" \
         "llada-8b topk:2 dual" "sdar-8b threshold:0.9 block" "sdar-8b threshold:0.9 focus" \
         "llada-8b threshold:0.9 dual smooth" "llada-8b credit:0.9 dual smooth" "sdar-8b threshold:0.9 block smooth" \
         "llada-8b hierarchical:0.9,0.4 vicinity smooth"; do
-        set -- $spec
+        read -r -a words <<<"$spec" # the model, the decoder, the policy and, where given, smooth
+        set -- "${words[@]}"
         local f="$o/generate-$1-${2%%:*}-$3${4:+-$4}.txt"
-        $t engine generate "${gcache[@]}" --model "$1" --decoder "$2" --policy "$3" ${4:+--iter-smooth} \
-            ${GEN_ARGS:---requests 16 --prompt-len 256 --gen-len 256} >"$f" 2>&1 || { cat "$f"; return 1; }
+        "$t" engine generate "${gcache[@]}" --model "$1" --decoder "$2" --policy "$3" ${4:+--iter-smooth} \
+            "${gen[@]}" >"$f" 2>&1 || { cat "$f"; return 1; }
         cat "$f"
     done
 }
@@ -425,18 +431,18 @@ sparsed_part() {
     local o=$1 t=./$b/tessera card=h100 run pol len
     check_both sparsed "$o" || return 1
     grep -q H200 "$out/gpu.txt" && card=h200
-    local args="--model llada-8b --gpu $card --cost calibrated --scheduler static --max-batch 1 --requests 2 --rps 100"
-    args+=" --gen-len 128 --json --no-progress"
+    local args=(--model llada-8b --gpu "$card" --cost calibrated --scheduler static --max-batch 1 --requests 2 --rps 100
+                --gen-len 128 --json --no-progress)
     for run in ${SPARSED_RUNS:-sparsed:2048 sparsed:3968 vanilla:3968}; do
         pol=${run%%:*} len=${run#*:}
-        $t sim --policy "$pol" $args --lengths "fixed:$len,128" --executor gpu --db "$o/live-$pol-$len.db" \
+        "$t" sim --policy "$pol" "${args[@]}" --lengths "fixed:$len,128" --executor gpu --db "$o/live-$pol-$len.db" \
             >"$o/live-$pol-$len.json" 2>"$o/live-$pol-$len.err" || { tail -5 "$o/live-$pol-$len.err"; return 1; }
-        $t sim --policy "$pol" $args --lengths "fixed:$len,128" --db "$o/sim-$pol-$len.db" >/dev/null || return 1
+        "$t" sim --policy "$pol" "${args[@]}" --lengths "fixed:$len,128" --db "$o/sim-$pol-$len.db" >/dev/null || return 1
         live_summary "$o/live-$pol-$len.json" | tee -a "$o/live-sparsed.txt"
         step_kinds "$o/live-$pol-$len.db" "$o/sim-$pol-$len.db" | tee -a "$o/live-sparsed.txt"
     done
     for len in ${SPARSED_GEN:-2048 3968}; do
-        $t engine generate --model llada-8b --policy sparsed --requests 4 --prompt-len "$len" --gen-len 128 --block 32 \
+        "$t" engine generate --model llada-8b --policy sparsed --requests 4 --prompt-len "$len" --gen-len 128 --block 32 \
             --decoder threshold:0.9 >"$o/generate-sparsed-$len.txt" 2>&1 || { tail -5 "$o/generate-sparsed-$len.txt"; return 1; }
         grep "SparseD pattern" "$o/generate-sparsed-$len.txt"
     done
@@ -448,12 +454,14 @@ disagg_part() {
     grep -q H200 "$out/gpu.txt" && card=h200
     check_both moves "$o" || return 1
     head -401 "${TRACE:-../shared/traces/raw/AzureLLMInferenceTrace_conv.csv}" >"$o/trace.csv" || return 1
-    local args="--replicas 4 --policy dual --gpu $card --cost calibrated --trace $o/trace.csv --json --no-progress"
-    args+=" ${DISAGG_ARGS:---requests 160 --rps 4 --gen-len 256}"
+    local args=(--replicas 4 --policy dual --gpu "$card" --cost calibrated --trace "$o/trace.csv" --json --no-progress) more mode
+    read -r -a more <<<"${DISAGG_ARGS:---requests 160 --rps 4 --gen-len 256}" # its words split
+    args+=("${more[@]}")
     for f in "disagg:--disagg every,refresh=2,link=host" "colocated:"; do
         how=${f%%:*}
-        $t sim $args ${f#*:} >"$o/model-$how.json" 2>/dev/null || return 1
-        $t sim $args ${f#*:} --executor gpu >"$o/live-$how.json" 2>"$o/live-$how.err" || { tail "$o/live-$how.err"; return 1; }
+        read -r -a mode <<<"${f#*:}" # the run's own options
+        "$t" sim "${args[@]}" "${mode[@]}" >"$o/model-$how.json" 2>/dev/null || return 1
+        "$t" sim "${args[@]}" "${mode[@]}" --executor gpu >"$o/live-$how.json" 2>"$o/live-$how.err" || { tail "$o/live-$how.err"; return 1; }
     done
     live_summary "$o/live-disagg.json" "$o/live-colocated.json" | tee "$o/disagg.txt"
     python3 - "$o" <<'PY' | tee -a "$o/disagg.txt"
@@ -469,21 +477,22 @@ PY
 herald_part() {
     local o=$1 t=./$b/tessera card=h100 rate name
     grep -q H200 "$out/gpu.txt" && card=h200
-    $eb --only host >"$o/host.txt" 2>&1 || { cat "$o/host.txt"; return 1; }
+    "$eb" --only host >"$o/host.txt" 2>&1 || { cat "$o/host.txt"; return 1; }
     rate=$(sed -n 's/.*scoring their keys over 16 threads: [0-9.]* ms, \([0-9.]*\) GB\/s of keys/\1/p' "$o/host.txt")
     [ -n "$rate" ] || { echo "herald: no scoring rate in host.txt" >&2; return 1; }
-    local args="--model sdar-8b --gpu $card --cost calibrated --executor gpu --json --no-progress"
-    args+=" ${HERALD_ARGS:---requests 8 --rps 1 --lengths fixed:8000,256}"
+    local args=(--model sdar-8b --gpu "$card" --cost calibrated --executor gpu --json --no-progress) more pol
+    read -r -a more <<<"${HERALD_ARGS:---requests 8 --rps 1 --lengths fixed:8000,256}" # its words split
+    args+=("${more[@]}")
     for name in block herald-overlap herald-serial herald-overlap-s herald-serial-s; do
-        local pol="--policy herald"
+        pol=(--policy herald)
         case $name in
-            block) pol="--policy block" ;;
-            herald-overlap) pol+=" --herald-overlap 1" ;;
-            herald-serial) pol+=" --herald-overlap 0" ;;
-            herald-overlap-s) pol+=" --herald-overlap 1 --herald-scan-gbs $rate" ;;
-            herald-serial-s) pol+=" --herald-overlap 0 --herald-scan-gbs $rate" ;;
+            block) pol=(--policy block) ;;
+            herald-overlap) pol+=(--herald-overlap 1) ;;
+            herald-serial) pol+=(--herald-overlap 0) ;;
+            herald-overlap-s) pol+=(--herald-overlap 1 --herald-scan-gbs "$rate") ;;
+            herald-serial-s) pol+=(--herald-overlap 0 --herald-scan-gbs "$rate") ;;
         esac
-        $t sim $args $pol >"$o/live-$name.json" 2>"$o/live-$name.err" || { tail "$o/live-$name.err"; return 1; }
+        "$t" sim "${args[@]}" "${pol[@]}" >"$o/live-$name.json" 2>"$o/live-$name.err" || { tail "$o/live-$name.err"; return 1; }
     done
     { echo "scoring rate: $rate GB/s"; live_summary "$o"/live-block.json "$o"/live-herald-*.json; } | tee "$o/herald.txt"
 }

@@ -143,14 +143,14 @@ with open(os.path.join(out, "report.md"), "w") as f:
             d.write("\n\n")
 PY
 plot_png crossover.sh "$out/figure.png" 800 520 <<EOF
-set title "$model on $gpu: a dLLM against AR serving by batch size"
+set title $(gp_str "$model on $gpu: a dLLM against AR serving by batch size")
 set xlabel "Batch size (requests running at once)"
 set ylabel "Throughput (generated tokens/s)"
 set logscale x 2
 set logscale y
 set key bottom right
 set grid
-plot "$out/figure.dat" index 0 using 1:2 with linespoints lc rgb '#999999' pt 6 title "dLLM, no cache, one token a step", \
+plot $(gp_file "$out/figure.dat") index 0 using 1:2 with linespoints lc rgb '#999999' pt 6 title "dLLM, no cache, one token a step", \
      "" index 1 using 1:2 with linespoints lc rgb '#0072B2' pt 5 title "dLLM, dual cache, one token a step", \
      "" index 2 using 1:2 with linespoints lc rgb '#009E73' pt 7 title "dLLM, dual cache, parallel decoding", \
      "" index 3 using 1:2 with linespoints lc rgb '#CC79A7' pt 13 title "dLLM, DPad over the dual cache, parallel decoding", \

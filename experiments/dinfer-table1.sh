@@ -74,21 +74,21 @@ declare -A tps=(
 )
 all="avg crux-o gsm8k humaneval ifeval mbpp lcb-v6"
 for b in $benches; do
-    x=$(echo $all | tr ' ' '\n' | grep -nx "$b" | cut -d: -f1)
+    x=$(tr ' ' '\n' <<<"$all" | grep -nx "$b" | cut -d: -f1)
     for s in vllm fast-dllm-nocache fast-dllm dinfer-nocache dinfer; do
         run $s "$b" "$x"
     done
     for s in vllm fast-dllm-nocache fast-dllm dinfer-nocache dinfer; do
-        paper tps $s $wl "$x" "$(echo ${tps[$s]} | cut -d' ' -f"$x")"
-        derived forward_ms_table $s $wl "$x" "$(awk -v p="$(echo ${tps[$s]} | cut -d' ' -f"$x")" -v t="$(value tps $s $wl "$x")" \
-            -v f="$(value forward_ms $s $wl "$x")" 'BEGIN { printf "%.4g", f * t / p }')"
+        paper tps $s "$wl" "$x" "$(cut -d' ' -f"$x" <<<"${tps[$s]}")"
+        derived forward_ms_table $s "$wl" "$x" "$(awk -v p="$(cut -d' ' -f"$x" <<<"${tps[$s]}")" -v t="$(value tps $s "$wl" "$x")" \
+            -v f="$(value forward_ms $s "$wl" "$x")" 'BEGIN { printf "%.4g", f * t / p }')"
     done
 done
 # the host: Fast-dLLM's steps are issued by the host that measured its calibration (the lent H100
 # machine's); on average, again with the lent H200 machine's (workload p512-g1024-lent-h200)
 if [ "$DI_COST" = calibrated ]; then
     for s in fast-dllm-nocache fast-dllm; do
-        run $s avg 1 $wl-lent-h200 --host lent-h200
+        run $s avg 1 "$wl"-lent-h200 --host lent-h200
     done
 fi
 # the table's numbers over the setting's unknowns, one moved at a time: the prompt (128 and 1,024
@@ -103,8 +103,8 @@ inside=0 ranged=0
 for s in vllm fast-dllm-nocache fast-dllm dinfer-nocache dinfer; do
     line="| $s |"
     for b in $benches; do
-        x=$(echo $all | tr ' ' '\n' | grep -nx "$b" | cut -d: -f1)
-        vals="$(value tps $s $wl "$x")"
+        x=$(tr ' ' '\n' <<<"$all" | grep -nx "$b" | cut -d: -f1)
+        vals=("$(value tps $s "$wl" "$x")")
         alts="P=128 P=1024"
         [[ $s == fast-dllm* ]] && alts+=" BLOCK=32 EP=1 EP=8"
         [[ $s == fast-dllm* ]] && [ "$DI_COST" = calibrated ] && alts+=" HOST=lent-h200"
@@ -119,35 +119,36 @@ for s in vllm fast-dllm-nocache fast-dllm dinfer-nocache dinfer; do
                 EP=*) run $s "$b" "$x" "$wl~$av" --ep "${av#EP=}" ;;
                 HOST=*) run $s "$b" "$x" "$wl~$av" --host "${av#HOST=}" ;;
             esac
-            vals+=" $(value tps $s "$wl~$av" "$x")"
+            vals+=("$(value tps $s "$wl~$av" "$x")")
         done
-        derived_range tps $s $wl "$x" $vals
+        derived_range tps $s "$wl" "$x" "${vals[@]}"
         lo=$RANGE_LO hi=$RANGE_HI
-        p=$(echo ${tps[$s]} | cut -d' ' -f"$x")
+        p=$(cut -d' ' -f"$x" <<<"${tps[$s]}")
         in=$(awk -v p="$p" -v l="$lo" -v h="$hi" 'BEGIN { print (p >= l && p <= h) ? 1 : 0 }')
         inside=$((inside + in)) ranged=$((ranged + 1))
-        line+=" $(fmt "$lo")-$(fmt "$hi") ($(fmt "$p")$([ $in = 1 ] && echo ", inside")) |"
+        line+=" $(fmt "$lo")-$(fmt "$hi") ($(fmt "$p")$([ "$in" = 1 ] && echo ", inside")) |"
     done
     DI_RANGES+="
 $line"
 done
 # hf_ms T [LAYERS]: Hugging Face's LLaDA-MoE block at T tokens as PyTorch eager ran it on an H100
-# (records/torch-moe-h100), ms a layer, or a forward over LAYERS layers
+# (records/torch-moe-h100), ms a layer, or a forward over LAYERS layers (the record on sqlite3's
+# stdin, its path never SQL text)
 hf_ms() {
     local n=${2:-1} f
     f="$(dirname "$0")/records/torch-moe-h100/moe.jsonl"
     sqlite3 :memory: "SELECT printf('%.$([ "$n" -gt 1 ] && echo 0 || echo 1)f', json_extract(value, '\$.ms') * $n)
-        FROM json_each('[' || replace(trim(readfile('$f'), char(10)), char(10), ',') || ']')
-        WHERE json_extract(value, '\$.T') = $1"
+        FROM json_each('[' || replace(trim(readfile('/dev/stdin'), char(10)), char(10), ',') || ']')
+        WHERE json_extract(value, '\$.T') = $1" <"$f"
 }
 # tessera's roofline of one forward of vLLM's Qwen2.5-3B with no cache and no host time
 vllm_floor=$(awk -v ms="$(roofline_ms h800 qwen2.5-3b 1,1,0,1)" 'BEGIN { printf "%.2f", ms }')
 # fv SYSTEM [paper]: the average's forward time, tessera's or the table's, in ms
 fv() {
-    fmt "$(value forward_ms${2:+_table} "$1" $wl 1)"
+    fmt "$(value forward_ms${2:+_table} "$1" "$wl" 1)"
 }
 # how far apart dInfer's forwards are, tessera's against the table's (%, the larger of the two)
-dinfer_gap=$(for s in dinfer dinfer-nocache; do ratio "$(value forward_ms $s $wl 1)" "$(value forward_ms_table $s $wl 1)"; done |
+dinfer_gap=$(for s in dinfer dinfer-nocache; do ratio "$(value forward_ms $s "$wl" 1)" "$(value forward_ms_table $s "$wl" 1)"; done |
     awk '{ d = $1 > 1 ? $1 - 1 : 1 / $1 - 1; if (d > m) m = d } END { printf "%.0f", 100 * m }')
 check "dInfer with its cache is 2-3x vLLM's TPS on average (680.71 against 277.45)" \
     "val(\"dinfer\",\"$wl\",\"1\",\"tps\") / val(\"vllm\",\"$wl\",\"1\",\"tps\") >= 2 && val(\"dinfer\",\"$wl\",\"1\",\"tps\") / val(\"vllm\",\"$wl\",\"1\",\"tps\") <= 3"
@@ -158,13 +159,14 @@ check "the KV cache raises both frameworks' TPS on average" \
 check "dInfer without a cache is still ahead of vLLM on average (407.36 against 277.45)" \
     "val(\"dinfer-nocache\",\"$wl\",\"1\",\"tps\") > val(\"vllm\",\"$wl\",\"1\",\"tps\")"
 # tpf SYSTEM: tessera's tokens a forward on average (its TPS times its forward's time)
-tpf() { awk -v t="$(value tps "$1" $wl 1)" -v f="$(value forward_ms "$1" $wl 1)" 'BEGIN { printf "%.2f", t * f / 1000 }'; }
+tpf() { awk -v t="$(value tps "$1" "$wl" 1)" -v f="$(value forward_ms "$1" "$wl" 1)" 'BEGIN { printf "%.2f", t * f / 1000 }'; }
 # the PyTorch harness's CUDA kernels a forward of LLaDA-MoE-7B (records/torch-eager-moe-h100: its
 # layer's ops times the layers, the embedding once), and its host's issue time a step on the H800
-# (the H100 machine's, carried over unchanged)
+# (the H100 machine's, carried over unchanged); the record on sqlite3's stdin
 moe_rec="$(dirname "$0")/records/torch-eager-moe-h100/torch_kernels-moe.json"
-moe_kernels=$(sqlite3 :memory: "SELECT sum(CASE WHEN key = 'embed' THEN value ELSE value * json_extract(readfile('$moe_rec'), '\$.layers') END)
-    FROM json_each(json_extract(readfile('$moe_rec'), '\$.kernels_per_layer_op')) WHERE key NOT IN ('lm_head', 'sample')")
+moe_kernels=$(sqlite3 :memory: "WITH f AS (SELECT readfile('/dev/stdin') AS j)
+    SELECT sum(CASE WHEN key = 'embed' THEN value ELSE value * json_extract(f.j, '\$.layers') END)
+    FROM f, json_each(json_extract(f.j, '\$.kernels_per_layer_op')) WHERE key NOT IN ('lm_head', 'sample')" <"$moe_rec")
 if [ "$DI_COST" = calibrated ]; then
     carry_calib h100 h800 llada-moe-7b torch-eager
     host_ms=$("$bin" calib show --calib "$CARRIED" --gpu h800 --model llada-moe-7b --impl torch-eager |
@@ -182,9 +184,9 @@ tokens a forward ($(tpf fast-dllm) against $(tpf fast-dllm-nocache), the table's
 halves its forward ($(fv fast-dllm paper) ms against $(fv fast-dllm-nocache paper)): the table's Fast-dLLM issued its steps in at most $(fv fast-dllm paper) ms, on a
 faster host or with fewer kernels (RoPE's tables once a forward rather than a layer, fused norms).
 Issued by the lent H200 machines' host instead (--host lent-h200: the calibration's host line scaled
-by the two machines' per-step issue times for LLaDA-8B), Fast-dLLM reaches $(fmt "$(value tps fast-dllm-nocache $wl-lent-h200 1)") and $(fmt "$(value tps fast-dllm $wl-lent-h200 1)") tokens/s on average
-without and with its cache (workload $wl-lent-h200): $(awk -v a="$(value tps fast-dllm $wl-lent-h200 1)" \
-    -v b="$(value tps fast-dllm-nocache $wl-lent-h200 1)" 'BEGIN { print (a > b ? "there its cache raises its TPS, as the table'"'"'s does" : "its cache still lowers its TPS") }')."
+by the two machines' per-step issue times for LLaDA-8B), Fast-dLLM reaches $(fmt "$(value tps fast-dllm-nocache "$wl"-lent-h200 1)") and $(fmt "$(value tps fast-dllm "$wl"-lent-h200 1)") tokens/s on average
+without and with its cache (workload $wl-lent-h200): $(awk -v a="$(value tps fast-dllm "$wl"-lent-h200 1)" \
+    -v b="$(value tps fast-dllm-nocache "$wl"-lent-h200 1)" 'BEGIN { print (a > b ? "there its cache raises its TPS, as the table'"'"'s does" : "its cache still lowers its TPS") }')."
 else
     cost_note="Every TPS is priced by the roofline: the presets' implementations, PyTorch eager for Fast-dLLM,
 compiled kernels for dInfer and vLLM."
@@ -210,7 +212,7 @@ Hugging Face's LLaDA-MoE block, whose Python loop over the 64 experts issues abo
 layer: measured on an H100 (records/torch-moe-h100, engine/bench/torch_moe.py), it takes $(hf_ms 32) ms a
 layer at 32 tokens and $(hf_ms 1536) at 1,536, $(hf_ms 32 16) and $(hf_ms 1536 16) ms a forward over 16 layers, several times the
 table's Fast-dLLM forwards."
-tps_ratio() { fmt "$(ratio_of tps "$1" "$2" $wl 1)"; }
+tps_ratio() { fmt "$(ratio_of tps "$1" "$2" "$wl" 1)"; }
 why "dInfer with its cache is 2-3x vLLM's TPS" "tessera's dInfer is $(tps_ratio dinfer vllm)x its vLLM. dInfer's forwards agree
 with the table's within $dinfer_gap%; vLLM's do not: the table's vLLM takes $(fv vllm paper) ms a token, tessera's $(fv vllm), its
 roofline with no host time $vllm_floor. The table's vLLM paid more a token than one H800 with no host time
@@ -218,11 +220,11 @@ does: its 8 H800s' all-reduces in every forward or its host, which the slides do
 why "dInfer is over ten times Fast-dLLM" "tessera's dInfer is $(tps_ratio dinfer fast-dllm-nocache)x its Fast-dLLM without a cache:
 the table's Fast-dLLM takes $(fv fast-dllm-nocache paper) ms a forward, tessera's $(fv fast-dllm-nocache), $([ -n "$host_note" ] && echo "most of it its host's issue of
 $moe_kernels kernels ($(printf '%.1f' "$host_ms") ms a step on the lent H100 machine)" || echo "priced by the roofline"); the table's ran slower still (its 8 H800s or its host)."
-why "the KV cache raises both frameworks' TPS" "Fast-dLLM's TPS is $(fmt "$(value tps fast-dllm $wl 1)") with its cache and $(fmt "$(value tps fast-dllm-nocache $wl 1)") without:
+why "the KV cache raises both frameworks' TPS" "Fast-dLLM's TPS is $(fmt "$(value tps fast-dllm "$wl" 1)") with its cache and $(fmt "$(value tps fast-dllm-nocache "$wl" 1)") without:
 its forward takes $(fv fast-dllm) ms against $(fv fast-dllm-nocache) (the table's $(fv fast-dllm paper) against $(fv fast-dllm-nocache paper)) while it decides fewer tokens a
 forward ($(tpf fast-dllm) against $(tpf fast-dllm-nocache), the table's TPFs). $([ -n "$host_note" ] && echo "Its forwards are its host's issue, which
-the cache does not shorten; issued by the lent H200 machine's host its cache $(awk -v a="$(value tps fast-dllm $wl-lent-h200 1)" \
-    -v b="$(value tps fast-dllm-nocache $wl-lent-h200 1)" 'BEGIN { print (a > b ? "raises" : "still lowers") }') its TPS (the notes below).")"
+the cache does not shorten; issued by the lent H200 machine's host its cache $(awk -v a="$(value tps fast-dllm "$wl"-lent-h200 1)" \
+    -v b="$(value tps fast-dllm-nocache "$wl"-lent-h200 1)" 'BEGIN { print (a > b ? "raises" : "still lowers") }') its TPS (the notes below).")"
 NOTES+="
 
 The table's TPS over the setting's unknowns (tessera's range a framework and benchmark, the table's
@@ -244,8 +246,8 @@ for s in "vllm:Qwen2.5-3B:vLLM" "fast-dllm-nocache:Without KV cache:Fast-dLLM" "
     IFS=: read -r sys config frame <<<"$s"
     row=("$config" "$frame")
     for b in $benches; do
-        x=$(echo $all | tr ' ' '\n' | grep -nx "$b" | cut -d: -f1)
-        row+=("$(fmt "$(value tps $sys $wl $x)") ($(fmt "$(echo ${tps[$sys]} | cut -d' ' -f"$x")"))")
+        x=$(tr ' ' '\n' <<<"$all" | grep -nx "$b" | cut -d: -f1)
+        row+=("$(fmt "$(value tps "$sys" "$wl" "$x")") ($(fmt "$(cut -d' ' -f"$x" <<<"${tps[$sys]}")"))")
     done
     fig_row "${row[@]}"
 done

@@ -22,24 +22,25 @@ stage() { # stage NAME X IMPL OPTIONS...: one stage's point in DS_WORKLOAD, pric
     local name=$1 x=$2
     ds_cost rtx4090 "$3"
     shift 3
-    point "$name" "$DS_WORKLOAD" "$x" "$@" --gpu rtx4090 --rps 0.5 --requests $n --lengths "$DS_LENGTHS" \
+    point "$name" "$DS_WORKLOAD" "$x" "$@" --gpu rtx4090 --rps 0.5 --requests "$n" --lengths "$DS_LENGTHS" \
         --arrivals "$DS_ARRIVALS" --gen-len 256 --block 32 --seed 1 --host "$DS_HOST" "${DS_COST_ARGS[@]}"
 }
 for w in $DS_WORKLOADS; do
-    ds_use $w
+    ds_use "$w"
+    # shellcheck disable=SC2046 # ds_batch_opts: its options, a word each (none where the batch fits)
     stage baseline 1 torch-eager --system sparse-dllm $(ds_batch_opts sparse-dllm)
     stage engine 2 torch-dllm-serve --policy sparse --sparse-select head --scheduler request --impl torch-dllm-serve \
         --max-num-logits 0 --planner caching
     stage scheduler 3 torch-dllm-serve --policy sparse --sparse-select head --scheduler phase --impl torch-dllm-serve \
         --max-num-logits 0 --planner caching --gpu-memory-utilization 0.8
     stage budgeting 4 torch-dllm-serve --system dllm-serve
-    base=$(value throughput_tok_s baseline $w 1)
+    base=$(value throughput_tok_s baseline "$w" 1)
     prev=$base x=0
     for s in baseline engine scheduler budgeting; do
         x=$((x + 1))
-        t=$(value throughput_tok_s $s $w $x)
-        derived relative_throughput $s $w $x "$(ratio "$t" "$base")"
-        [ $x -gt 1 ] && derived gain $s $w $x "$(ratio "$t" "$prev")"
+        t=$(value throughput_tok_s $s "$w" $x)
+        derived relative_throughput $s "$w" $x "$(ratio "$t" "$base")"
+        [ $x -gt 1 ] && derived gain $s "$w" $x "$(ratio "$t" "$prev")"
         prev=$t
     done
 done
@@ -54,11 +55,11 @@ request_step_ms() { awk -v a="$(point_json makespan_ns "$@")" -v b="$(point_json
 kv_gb() { awk -v a="$(point_json kv_pool_bytes "$@")" 'BEGIN { printf "%.2f", a / 1e9 }'; }
 parts=""
 for w in $DS_WORKLOADS; do
-    parts+="$w $(fmt "$(mean_batch scheduler $w 3)") and $(fmt "$(mean_batch budgeting $w 4)") requests a step, $(request_step_ms scheduler $w 3) and $(request_step_ms budgeting $w 4) ms a request-step, KV pools of $(kv_gb scheduler $w 3) and $(kv_gb budgeting $w 4) GB; "
+    parts+="$w $(fmt "$(mean_batch scheduler "$w" 3)") and $(fmt "$(mean_batch budgeting "$w" 4)") requests a step, $(request_step_ms scheduler "$w" 3) and $(request_step_ms budgeting "$w" 4) ms a request-step, KV pools of $(kv_gb scheduler "$w" 3) and $(kv_gb budgeting "$w" 4) GB; "
 done
 sched=""
 for w in $DS_WORKLOADS; do
-    sched+="$w $(fmt "$(mean_batch engine $w 2)") and $(fmt "$(mean_batch scheduler $w 3)") requests a step, $(request_step_ms engine $w 2) and $(request_step_ms scheduler $w 3) ms a request-step, gain $(fmt "$(value gain scheduler $w 3)")x; "
+    sched+="$w $(fmt "$(mean_batch engine "$w" 2)") and $(fmt "$(mean_batch scheduler "$w" 3)") requests a step, $(request_step_ms engine "$w" 2) and $(request_step_ms scheduler "$w" 3) ms a request-step, gain $(fmt "$(value gain scheduler "$w" 3)")x; "
 done
 why "the scheduler adds to the engine's throughput" "with the request scheduler and with the phase-multiplexed one: ${sched%; }.
 The phase scheduler gains where grouping the requests' Refresh and Reuse steps runs more of them a step
@@ -81,7 +82,7 @@ for w in $DS_FIG_WORKLOADS; do
     x=0
     for s in "baseline:Sparse-dLLM" "engine:+ inference engine" "scheduler:+ phase scheduler" "budgeting:+ logit budgeting"; do
         x=$((x + 1))
-        fig_bar "$(ds_name $w)" "${s#*:}" "${s%%:*}" $w $x relative_throughput
+        fig_bar "$(ds_name "$w")" "${s#*:}" "${s%%:*}" "$w" $x relative_throughput
     done
 done
 paper_finish "dLLM-Serve Fig. 8: throughput as dLLM-Serve's parts are added" "stage" relative_throughput

@@ -57,8 +57,8 @@ bin=${TESSERA:-build/gpu/tessera}
 impl=${IMPL:-tessera}
 gpu=${GPU:-h200}
 [ -x "$bin" ] || { echo "fidelity.sh: $bin not found: make BUILD=build/gpu, or set TESSERA" >&2; exit 2; }
-ffn=split
-[ "$impl" = tessera-fused ] && ffn=fused
+ffn="split"
+[ "$impl" = tessera-fused ] && ffn="fused"
 scratch=${SCRATCH:-$out/scratch}
 mkdir -p "$out" "$scratch"
 echo "model,policy,scheduler,rps,backend,steps,measured_s,mape_pct,p90_pct,total_pct" >"$out/fidelity.csv"

@@ -247,7 +247,7 @@ set ylabel "Energy (J a generated token)"
 set grid
 set key off
 set offsets graph 0.02, graph 0.08, graph 0.1, 0
-plot "$out/sizes.dat" using 2:3 with linespoints lc rgb '#0072B2' pt 7 lw 2, \
+plot $(gp_file "$out/sizes.dat") using 2:3 with linespoints lc rgb '#0072B2' pt 7 lw 2, \
      "" using 2:3:(\$1 == 1 ? "1 replica" : sprintf("%d replicas", \$1)) with labels offset 0,1.2
 EOF
     plot_png fleet.sh "$out/disagg.png" 800 480 <<EOF
@@ -258,7 +258,7 @@ set logscale y
 set grid
 set key top left
 set xtics 4
-plot "$out/disagg.dat" using 1:2 with linespoints lc rgb '#000000' pt 7 lw 2 title "co-located", \
+plot $(gp_file "$out/disagg.dat") using 1:2 with linespoints lc rgb '#000000' pt 7 lw 2 title "co-located", \
      "" using 1:3 with linespoints lc rgb '#E69F00' pt 5 lw 2 title "first: 2 Refresh + 6 Reuse, NVLink", \
      "" using 1:4 with linespoints lc rgb '#0072B2' pt 9 lw 2 title "every: 5 Refresh + 3 Reuse, NVLink", \
      "" using 1:5 with linespoints lc rgb '#0072B2' pt 9 lw 2 dt 2 title "every: 5 + 3, InfiniBand NDR"
@@ -270,7 +270,7 @@ set grid
 set xtics 8
 set key top left
 set ylabel "Mean latency (s)"
-plot "$out/affinity.dat" using 1:2 with linespoints lc rgb '#999999' pt 7 lw 2 title "least outstanding, no cache", \
+plot $(gp_file "$out/affinity.dat") using 1:2 with linespoints lc rgb '#999999' pt 7 lw 2 title "least outstanding, no cache", \
      "" using 1:4 with linespoints lc rgb '#000000' pt 7 lw 2 title "least outstanding", \
      "" using 1:6 with linespoints lc rgb '#E69F00' pt 5 lw 2 title "affinity, balance 32", \
      "" using 1:8 with linespoints lc rgb '#0072B2' pt 9 lw 2 title "affinity, balance 4"
@@ -278,7 +278,7 @@ set ylabel "Prompt tokens found cached (%)"
 set yrange [0:*]
 set offsets 0, 0, graph 0.15, 0
 set key bottom right
-plot "$out/affinity.dat" using 1:5 with linespoints lc rgb '#000000' pt 7 lw 2 title "least outstanding", \
+plot $(gp_file "$out/affinity.dat") using 1:5 with linespoints lc rgb '#000000' pt 7 lw 2 title "least outstanding", \
      "" using 1:7 with linespoints lc rgb '#E69F00' pt 5 lw 2 title "affinity, balance 32", \
      "" using 1:9 with linespoints lc rgb '#0072B2' pt 9 lw 2 title "affinity, balance 4"
 unset multiplot

@@ -18,9 +18,9 @@ for m in $models; do
         w=$d-$m
         workloads+=" $w"
         for sys in lmdeploy focus; do
-            fc_point $sys "$w" $batch $m $batch --lengths "$(lengths_of $d)"
+            fc_point $sys "$w" $batch "$m" $batch --lengths "$(lengths_of "$d")"
             # the decode profile swept: Fig. 2's high end (threshold:sdar-high, above either model's own)
-            fc_point $sys "$w-tpf-high" $batch $m $batch --lengths "$(lengths_of $d)" --decode threshold:sdar-high
+            fc_point $sys "$w-tpf-high" $batch "$m" $batch --lengths "$(lengths_of "$d")" --decode threshold:sdar-high
         done
         derived processed_reduction focus "$w" $batch \
             "$(awk -v r="$(ratio_of redundancy focus lmdeploy "$w" $batch)" 'BEGIN { print 1 - r }')"
@@ -29,9 +29,10 @@ done
 # the paper prints the reduction only as a range ("approximately 65%-80%", its introduction); the
 # table's values are withheld
 check "FOCUS processes 65-80% fewer rows in its later layers than LMDeploy" \
-    "$(for w in $workloads; do printf 'val("focus","%s","%s","processed_reduction") >= 0.65 && val("focus","%s","%s","processed_reduction") <= 0.80 && ' $w $batch $w $batch; done) 1"
+    "$(for w in $workloads; do printf 'val("focus","%s","%s","processed_reduction") >= 0.65 && val("focus","%s","%s","processed_reduction") <= 0.80 && ' "$w" $batch "$w" $batch; done) 1"
 check "FOCUS's redundancy is below LMDeploy's" \
-    "$(for w in $workloads; do printf 'val("focus","%s","%s","redundancy") < val("lmdeploy","%s","%s","redundancy") && ' $w $batch $w $batch; done) 1"
+    "$(for w in $workloads; do printf 'val("focus","%s","%s","redundancy") < val("lmdeploy","%s","%s","redundancy") && ' "$w" $batch "$w" $batch; done) 1"
+# shellcheck disable=SC2086 # fc_notes MODEL...: the models, a word each
 NOTES="$(fc_notes $models)
 WildChat and MATH: --lengths wildchat and math (traces/README.md). Each model decodes at its own TPF:
 FOCUS prints decoded tokens a step for SDAR-8B alone (Fig. 2: 2.00-4.05 at block 32; threshold:sdar-low
@@ -49,7 +50,7 @@ fig_table "FOCUS Table 5: computational redundancy, rows processed / tokens deco
 fig_row Model Dataset Baseline FOCUS Reduction "At TPF 4.05"
 for m in $models; do
     for d in $datasets; do
-        fig_row "$(fc_name $m)" "$(fc_name $d)" "$(fmt "$(value redundancy lmdeploy "$d-$m" $batch)")" \
+        fig_row "$(fc_name "$m")" "$(fc_name "$d")" "$(fmt "$(value redundancy lmdeploy "$d-$m" $batch)")" \
             "$(fmt "$(value redundancy focus "$d-$m" $batch)")" \
             "$(awk -v r="$(value processed_reduction focus "$d-$m" $batch)" 'BEGIN { printf "%.0f%%", 100 * r }')" \
             "$(fmt "$(value redundancy lmdeploy "$d-$m-tpf-high" $batch)"), $(fmt "$(value redundancy focus "$d-$m-tpf-high" $batch)")"

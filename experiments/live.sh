@@ -35,7 +35,7 @@ for model in $models; do
                 batch=() # static batches of at most 8 (a parameter of the static scheduler)
                 [ "$sched" = static ] && batch=(--max-batch 8)
                 args=(--model "$model" --gpu "$gpu" --policy "$policy" --scheduler "$sched" --rps "$rps"
-                      --requests 16 --lengths lognormal:6.0,0.7,5.0,0.6 --gen-len 128 "${batch[@]}"
+                      --requests 16 --lengths "lognormal:6.0,0.7,5.0,0.6" --gen-len 128 "${batch[@]}"
                       --eos bulk --seed 7 --cost calibrated --clock "${CLOCK:-auto}" --extrapolate "${calib[@]}" --quiet --no-progress --json)
                 live="$scratch/$tag-gpu.json"
                 if [ "${REUSE_LIVE:-0}" != 1 ] || [ ! -s "$live" ]; then

@@ -25,6 +25,8 @@ out=${1:?usage: tessera exp run lmax OUT [--force]}
 bin=${TESSERA:-build/tessera}
 model=${MODEL:-llada-8b}
 [ -x "$bin" ] || { echo "lmax.sh: $bin not found: make first, or set TESSERA" >&2; exit 2; }
+# shellcheck source=../analysis/lib_gnuplot.sh
+source "$(dirname "$0")/../analysis/lib_gnuplot.sh"
 mkdir -p "$out" || exit 2
 [ -z "${TABLE_ONLY:-}" ] && : >"$out/lmax.jsonl"
 configs=("caching all none 4" "caching 0.5 lazy 0" "first-fit all none 0" "greedy-size 0.5 lazy 0"
@@ -106,7 +108,7 @@ grep -q '"lmax_live"' "$out/lmax.jsonl" && live=1
 if command -v gnuplot >/dev/null; then
     gnuplot <<GP 2>"$out/gnuplot.log" || { rm -f "$out/lmax.png"; echo "lmax.sh: no figure: gnuplot: $(head -2 "$out/gnuplot.log")" >&2; }
 set terminal pngcairo size $((live ? 1200 : 760)),640 font ",10"
-set output "$out/lmax.png"
+set output $(gp_file "$out/lmax.png")
 colours = "#0072B2 #D55E00 #009E73 #CC79A7 #E69F00 #56B4E9 #000000 #8C564B"
 set style data histogram
 set style histogram clustered gap 1
@@ -122,13 +124,13 @@ set grid ytics lc rgb "#dddddd"
 set key outside below center horizontal maxcols 2 noenhanced width -4
 set termoption noenhanced
 set bmargin 11
-set multiplot layout 1,$((live ? 2 : 1)) title "L_max of $model by memory planner, logits and chunking" font ",12"
+set multiplot layout 1,$((live ? 2 : 1)) title $(gp_str "L_max of $model by memory planner, logits and chunking") font ",12"
 set title "Simulated (tessera mem lmax)"
-plot for [i=2:$((n + 1))] "$out/lmax.dat" using i:xtic(1) title columnheader(i) lc rgb word(colours, i - 1)
+plot for [i=2:$((n + 1))] $(gp_file "$out/lmax.dat") using i:xtic(1) title columnheader(i) lc rgb word(colours, i - 1)
 if ($live) {
     set title "Measured on the GPU (a hard memory limit)"
     unset key
-    plot for [i=$((n + 2)):$((2 * n + 1))] "$out/lmax.dat" using (column(i) > 0 ? column(i) : 1/0):xtic(1) \
+    plot for [i=$((n + 2)):$((2 * n + 1))] $(gp_file "$out/lmax.dat") using (column(i) > 0 ? column(i) : 1/0):xtic(1) \
         title columnheader(i) lc rgb word(colours, i - $((n + 1)))
 }
 unset multiplot

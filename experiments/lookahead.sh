@@ -79,14 +79,14 @@ PY
 # curves COLUMN: the four runs' curves of figure.dat's column COLUMN, as a gnuplot plot's arguments
 # (a colour and marker a decoder and scheduler, phase's dashed)
 curves() {
-    echo "\"$out/figure.dat\" index 0 using 1:$1 with linespoints lc rgb '#0072B2' pt 7 dt 2 title \"fixed:1, phase\", \
+    echo "$(gp_file "$out/figure.dat") index 0 using 1:$1 with linespoints lc rgb '#0072B2' pt 7 dt 2 title \"fixed:1, phase\", \
           \"\" index 1 using 1:$1 with linespoints lc rgb '#D55E00' pt 5 title \"fixed:1, lookahead\", \
           \"\" index 2 using 1:$1 with linespoints lc rgb '#009E73' pt 9 dt 2 title \"threshold, phase\", \
           \"\" index 3 using 1:$1 with linespoints lc rgb '#CC79A7' pt 13 title \"threshold, lookahead\""
 }
 plot_png lookahead.sh "$out/figure.png" 1100 480 <<EOF
 set bmargin 7
-set multiplot layout 1,2 title "The lookahead scheduler against phase: dLLM-Serve on ${GPU:-rtx4090}, ${LENGTHS:-livebench} lengths" font ",12"
+set multiplot layout 1,2 title $(gp_str "The lookahead scheduler against phase: dLLM-Serve on ${GPU:-rtx4090}, ${LENGTHS:-livebench} lengths") font ",12"
 set xrange [0:*]
 set yrange [0:*]
 set grid lc rgb "#dddddd"

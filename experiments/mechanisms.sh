@@ -227,13 +227,13 @@ set xtics rotate by 60 right font ",8"
 set ylabel "Rows the decoding steps run a decoded token"
 set logscale y
 set key top right
-plot "$out/figure.dat" using 1:3:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : strcol(5) eq "mini" ? 0x009E73 : 0xCC79A7):xtic(2) with boxes lc rgb variable notitle, \
+plot $(gp_file "$out/figure.dat") using 1:3:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : strcol(5) eq "mini" ? 0x009E73 : 0xCC79A7):xtic(2) with boxes lc rgb variable notitle, \
      NaN with boxes lc rgb '#0072B2' title "LLaDA-8B", NaN with boxes lc rgb '#E69F00' title "SDAR-8B", \
      NaN with boxes lc rgb '#009E73' title "LLaDA2.0-mini", NaN with boxes lc rgb '#CC79A7' title "Fast-dLLM v2 7B"
 set key off
 set yrange [0.1:*]
 set ylabel "p99 latency (s)"
-plot "$out/figure.dat" using 1:4:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : strcol(5) eq "mini" ? 0x009E73 : 0xCC79A7):xtic(2) with boxes lc rgb variable
+plot $(gp_file "$out/figure.dat") using 1:4:(strcol(5) eq "llada" ? 0x0072B2 : strcol(5) eq "sdar" ? 0xE69F00 : strcol(5) eq "mini" ? 0x009E73 : 0xCC79A7):xtic(2) with boxes lc rgb variable
 unset multiplot
 GP
 echo "mechanisms: $out/report.md, $out/results.jsonl$([ -s "$out/figure.png" ] && echo ", $out/figure.png")"

@@ -71,15 +71,16 @@ extrapolated. The transfer's band (tessera calib show --gpu GPU --from h100):"
         sed -n '/^  /p' "$CARRIED_BAND"
     done; done
 }
-compiled= # the workloads with a Mosaic-Compile point
+compiled=() # the workloads with a Mosaic-Compile point
+read -r -a torch_opts <<<"$(mo_args torch)" # PyTorch eager's mem options
 for g in $gpus; do
     for m in $models; do
-        wl="$m-$g" fused=$(fused_from $m)
+        wl="$m-$g" fused=$(fused_from "$m")
         for rp in $ratios; do
             mask=$(awk -v r="$rp" 'BEGIN { printf "%.4f", 1 / (1 + r) }')
-            mo_run mosaic-torch "$wl" "$rp" $m $g mem lmax --model $m --gpu $g $(mo_args torch)
+            mo_run mosaic-torch "$wl" "$rp" "$m" "$g" mem lmax --model "$m" --gpu "$g" "${torch_opts[@]}"
             derived lmax mosaic-torch "$wl" "$rp" "$(mo_json "$MO_F" lmax)"
-            mo_run mosaic "$wl" "$rp" $m $g mem lmax --model $m --gpu $g --planner first-fit --softmax-copy 8 \
+            mo_run mosaic "$wl" "$rp" "$m" "$g" mem lmax --model "$m" --gpu "$g" --planner first-fit --softmax-copy 8 \
                 --act-layout mosaic --mask-ratio "$mask" --chunking lazy
             derived lmax mosaic "$wl" "$rp" "$(mo_json "$MO_F" lmax)"
             L=$(value lmax mosaic-torch "$wl" "$rp")
@@ -88,10 +89,10 @@ for g in $gpus; do
             # and its runtime's fused kernels (vLLM's RMSNorm, the norm with its residual add and RoPE,
             # its flash sampling) in place of eager's norm, RoPE and sampling, priced as the tessera
             # engine's own single-pass kernels; its GEMMs, attention and SwiGLU as eager runs them
-            read -r e_step _ _ _ e_fused <<<"$(step_ops $m $g "$L" "$L" torch-eager)"
-            read -r k_step k_norm k_rope k_sample _ <<<"$(step_ops $m $g "$L" "$rows" torch-eager)"
-            read -r _ f_norm f_rope f_sample _ <<<"$(step_ops $m $g "$L" "$rows" tessera "$fused")"
-            [ -n "$e_step" ] && [ -n "$k_step" ] && [ -n "$f_norm" ] ||
+            read -r e_step _ _ _ e_fused <<<"$(step_ops "$m" "$g" "$L" "$L" torch-eager)"
+            read -r k_step k_norm k_rope k_sample _ <<<"$(step_ops "$m" "$g" "$L" "$rows" torch-eager)"
+            read -r _ f_norm f_rope f_sample _ <<<"$(step_ops "$m" "$g" "$L" "$rows" tessera "$fused")"
+            { [ -n "$e_step" ] && [ -n "$k_step" ] && [ -n "$f_norm" ]; } ||
                 { echo "$EXP: calib price failed for $m on $g at $L rows" >&2; exit 1; }
             derived latency_ms mosaic-torch "$wl" "$rp" "$e_step"
             derived latency_ms mosaic "$wl" "$rp" "$(awk -v s="$k_step" -v a="$k_norm" -v b="$k_rope" -v c="$k_sample" \
@@ -99,21 +100,21 @@ for g in $gpus; do
             derived reduction mosaic "$wl" "$rp" \
                 "$(awk -v a="$(value latency_ms mosaic "$wl" "$rp")" -v b="$(value latency_ms mosaic-torch "$wl" "$rp")" \
                     'BEGIN { print 1 - a / b }')"
-            cl=$(mo_compile lmax $m $g) ct=$(mo_compile time $m "$L")
+            cl=$(mo_compile lmax "$m" "$g") ct=$(mo_compile time "$m" "$L")
             if [ -n "$cl" ] && [ -n "$ct" ]; then
                 derived lmax mosaic-compile "$wl" "$rp" "$(awk -v l="$L" -v r="$cl" 'BEGIN { printf "%d", l * r + 0.5 }')"
                 # Mosaic-Compile: what torch.compile saved PyTorch on the H100 at this length, as a share
                 # of the layers' ops it fuses (Inductor's pointwise and reduction kernels: the norms,
                 # RoPE, the residual adds, SwiGLU's product; it calls the GEMMs and attention as eager
                 # does, and the head and sampling stay eager), taken off the same ops on this card
-                read -r h_step _ _ _ h_fused <<<"$(step_ops $m h100 "$L" "$L" torch-eager)"
+                read -r h_step _ _ _ h_fused <<<"$(step_ops "$m" h100 "$L" "$L" torch-eager)"
                 fz=$(awk -v r="$ct" -v s="$h_step" -v e="$h_fused" 'BEGIN { printf "%.4f", (e > 0) ? (1 - r) * s / e : 0 }')
                 derived compile_share mosaic-compile "$wl" "$rp" "$fz"
                 derived latency_ms mosaic-compile "$wl" "$rp" "$(awk -v s="$e_step" -v z="$fz" -v e="$e_fused" 'BEGIN { print s - z * e }')"
                 derived reduction_compile mosaic "$wl" "$rp" \
                     "$(awk -v a="$(value latency_ms mosaic "$wl" "$rp")" -v b="$(value latency_ms mosaic-compile "$wl" "$rp")" \
                         'BEGIN { print 1 - a / b }')"
-                compiled="$compiled $m-$g"
+                compiled+=("$m-$g")
             fi
             printf '%s %-22s r_p %s: L_max %s (baselines) and %s (Mosaic); step at %s rows %s ms and %s ms\n' \
                 "$EXP" "$wl" "$rp" "$L" "$(value lmax mosaic "$wl" "$rp")" "$L" \
@@ -124,6 +125,7 @@ done
 first=${ratios%% *} last=${ratios##* }
 each() { # each FORMAT: FORMAT (with %s for the workload and %s for r_p) for every point, joined by &&
     for g in $gpus; do for m in $models; do for rp in $ratios; do
+        # shellcheck disable=SC2059 # FORMAT: the caller's, its %s the workload and r_p
         printf "$1"' && ' "$m-$g" "$rp" "$m-$g" "$rp"
     done; done; done
     echo 1
@@ -146,7 +148,8 @@ extreme() { # extreme MODEL R_P OP: that model's reduction at R_P OP every other
 }
 each_compiled() { # each_compiled FORMAT: as each, over the workloads with Mosaic-Compile points
     local w rp
-    for w in $(printf '%s\n' $compiled | sort -u); do for rp in $ratios; do
+    for w in $(printf '%s\n' "${compiled[@]}" | sort -u); do for rp in $ratios; do
+        # shellcheck disable=SC2059 # FORMAT: the caller's, its %s the workload and r_p
         printf "$1"' && ' "$w" "$rp" "$w" "$rp"
     done; done
     echo 1
@@ -161,7 +164,7 @@ if [[ " $models " == *" llada-moe-7b "* && " $models " == *" dream-7b "* ]]; the
 fi
 # why the two trends that tessera's kernels decide can fail: the points where Mosaic's step is slower
 # than Mosaic-Compile's, and each model's smallest reduction on each card
-slower=$(for w in $(printf '%s\n' $compiled | sort -u); do for rp in $ratios; do
+slower=$(for w in $(printf '%s\n' "${compiled[@]}" | sort -u); do for rp in $ratios; do
     printf '%s %s\n' "$w" "$(ratio "$(value latency_ms mosaic "$w" "$rp")" "$(value latency_ms mosaic-compile "$w" "$rp")")"
 done; done | awk '$2 > 1 { n[$1]++; lo[$1] = (n[$1] == 1 || $2 < lo[$1]) ? $2 : lo[$1]; hi[$1] = $2 > hi[$1] ? $2 : hi[$1] }
     END { for (w in n) printf "%s %.2f-%.2fx (%d r_p)\n", w, lo[w], hi[w], n[w] }' | sort | paste -sd';' | sed 's/;/; /g')
@@ -209,16 +212,17 @@ changes no kernel and is not priced."
 NOTES="$NOTES
 $(cost_notes)"
 SHOW_METRICS="lmax latency_ms reduction reduction_compile compile_share"
+# shellcheck disable=SC2034 # FIG_TITLE: read by lib/figure.sh
 FIG_TITLE="Mosaic Fig. 10: Lₘₐₓ and per-step latency over rₚ"
 # the figure: a column a model, a row a metric on each card (L_max, then the step's latency)
-fig_cols $(echo $models | wc -w)
+fig_cols "$(wc -w <<<"$models")"
 for g in $gpus; do
     for metric in lmax latency_ms; do
         for m in $models; do
             if [ $metric = lmax ]; then
-                fig_lines "$(mo_name $m), $(mo_name $g)" "Prompt-to-output ratio rₚ" "$MO_LMAX_LABEL" logy "yfmt=%.0s%c"
+                fig_lines "$(mo_name "$m"), $(mo_name "$g")" "Prompt-to-output ratio rₚ" "$MO_LMAX_LABEL" logy "yfmt=%.0s%c"
             else
-                fig_lines "$(mo_name $m), $(mo_name $g)" "Prompt-to-output ratio rₚ" "Per-step latency at the baselines' Lₘₐₓ (ms)" yfrom0
+                fig_lines "$(mo_name "$m"), $(mo_name "$g")" "Prompt-to-output ratio rₚ" "Per-step latency at the baselines' Lₘₐₓ (ms)" yfrom0
             fi
             fig_curve "Native / Mosaic-Torch" mosaic-torch "$m-$g" $metric
             fig_curve "Mosaic-Compile" mosaic-compile "$m-$g" $metric

@@ -16,20 +16,20 @@ models="llada-8b dream-7b llada-moe-7b" lengths="2048 8192 32768"
 [ "$QUICK" = 1 ] && models="llada-8b" lengths="2048 8192"
 for m in $models; do
     for T in $lengths; do
-        mo_plan torch "$m" $T $m a100-40gb
-        mo_plan manager "$m" $T $m a100-40gb
+        mo_plan torch "$m" "$T" "$m" a100-40gb
+        mo_plan manager "$m" "$T" "$m" a100-40gb
         for mode in eager compile; do
-            v=$(mo_measured "$m" $mode L $T inflation)
+            v=$(mo_measured "$m" $mode L "$T" inflation)
             sys=torch-measured
             [ $mode = compile ] && sys=compile-measured
-            [ -n "$v" ] && derived inflation $sys "$m" $T "$v"
+            [ -n "$v" ] && derived inflation $sys "$m" "$T" "$v"
         done
     done
 done
 check "the baselines reserve more than their tensors' peak (inflation above 0) for every model and length" \
-    "$(for m in $models; do for T in $lengths; do printf 'val("torch","%s","%s","inflation") > 0 && ' $m $T; done; done) 1"
+    "$(for m in $models; do for T in $lengths; do printf 'val("torch","%s","%s","inflation") > 0 && ' "$m" "$T"; done; done) 1"
 check "Mosaic's manager all but eliminates fragmentation: it reserves within 1% of the theoretical peak, less than the baselines do" \
-    "$(for m in $models; do for T in $lengths; do printf 'val("manager","%s","%s","inflation") < 0.01 && val("manager","%s","%s","inflation") < val("torch","%s","%s","inflation") && ' $m $T $m $T $m $T; done; done) 1"
+    "$(for m in $models; do for T in $lengths; do printf 'val("manager","%s","%s","inflation") < 0.01 && val("manager","%s","%s","inflation") < val("torch","%s","%s","inflation") && ' "$m" "$T" "$m" "$T" "$m" "$T"; done; done) 1"
 # the manager's own residue: first-fit over Mosaic's layer plan is not an exact packing
 mgr=$(for m in $models; do printf '%s %s%%, ' "$m" "$(awk -v v="$(value inflation manager "$m" "${lengths%% *}")" 'BEGIN { printf "%.2f", 100 * v }')"; done)
 NOTES="Mosaic's manager lays out each layer as Mosaic's own plan does (flashserve/Mosaic
@@ -47,10 +47,10 @@ grouped MoE) is 0, 6 and 11% eager and 0, 2 and 5% compiled: at 2k tokens its pe
 over its 157k vocabulary, allocated whole, with nothing freed before them."
 # the figure: a panel a model, the inflation against the context length
 for m in $models; do
-    fig_lines "$(mo_name $m), A100-40GB" "Context length (tokens)" "Inflation of reserved memory (%)" logx ymin=-1 scale=100
-    fig_curve "PyTorch caching allocator (tessera)" torch $m inflation
-    fig_curve "PyTorch eager (measured)" torch-measured $m inflation
-    fig_curve "torch.compile (measured)" compile-measured $m inflation
-    fig_curve "Mosaic's global manager (tessera)" manager $m inflation
+    fig_lines "$(mo_name "$m"), A100-40GB" "Context length (tokens)" "Inflation of reserved memory (%)" logx ymin=-1 scale=100
+    fig_curve "PyTorch caching allocator (tessera)" torch "$m" inflation
+    fig_curve "PyTorch eager (measured)" torch-measured "$m" inflation
+    fig_curve "torch.compile (measured)" compile-measured "$m" inflation
+    fig_curve "Mosaic's global manager (tessera)" manager "$m" inflation
 done
 paper_finish "Mosaic Fig. 13: inflation of reserved memory" "context length (tokens)" inflation logx

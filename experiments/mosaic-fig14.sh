@@ -16,9 +16,9 @@ for g in $gpus; do
         x=0
         for s in $stages; do
             x=$((x + 1))
-            mo_lmax "$s" "$m-$g" $x $m $g
+            mo_lmax "$s" "$m-$g" $x "$m" "$g"
         done
-        prev= x=0
+        prev="" x=0
         for s in $stages; do
             x=$((x + 1))
             [ -n "$prev" ] && derived gain "$s" "$m-$g" $x \
@@ -28,9 +28,9 @@ for g in $gpus; do
     done
 done
 check "every part of Mosaic raises L_max over the stage before it" \
-    "$(for g in $gpus; do for m in $models; do printf 'val("manager","%s-%s","2","lmax") > val("torch","%s-%s","1","lmax") && val("mask-only","%s-%s","3","lmax") > val("manager","%s-%s","2","lmax") && val("mosaic","%s-%s","4","lmax") > val("mask-only","%s-%s","3","lmax") && ' $m $g $m $g $m $g $m $g $m $g $m $g; done; done) 1"
+    "$(for g in $gpus; do for m in $models; do printf 'val("manager","%s-%s","2","lmax") > val("torch","%s-%s","1","lmax") && val("mask-only","%s-%s","3","lmax") > val("manager","%s-%s","2","lmax") && val("mosaic","%s-%s","4","lmax") > val("mask-only","%s-%s","3","lmax") && ' "$m" "$g" "$m" "$g" "$m" "$g" "$m" "$g" "$m" "$g" "$m" "$g"; done; done) 1"
 check "the whole of Mosaic extends L_max 15.89-32.98x over the baselines (the abstract's range)" \
-    "$(for g in $gpus; do for m in $models; do printf 'val("mosaic","%s-%s","4","lmax") / val("torch","%s-%s","1","lmax") >= 15.89 && val("mosaic","%s-%s","4","lmax") / val("torch","%s-%s","1","lmax") <= 32.98 && ' $m $g $m $g $m $g $m $g; done; done) 1"
+    "$(for g in $gpus; do for m in $models; do printf 'val("mosaic","%s-%s","4","lmax") / val("torch","%s-%s","1","lmax") >= 15.89 && val("mosaic","%s-%s","4","lmax") / val("torch","%s-%s","1","lmax") <= 32.98 && ' "$m" "$g" "$m" "$g" "$m" "$g" "$m" "$g"; done; done) 1"
 # why the whole gain leaves the abstract's range: each model's bytes a token under the card's
 # activation budget at L_max, the baselines' and Mosaic's (mem lmax's budget over its L_max)
 per_token() { # per_token SYSTEM MODEL GPU X: the activation budget over L_max, in KB a token
@@ -39,7 +39,7 @@ per_token() { # per_token SYSTEM MODEL GPU X: the activation budget over L_max, 
 }
 parts=""
 for g in $gpus; do for m in $models; do
-    parts+="$m on the $g $(fmt "$(ratio "$(value lmax mosaic "$m-$g" 4)" "$(value lmax torch "$m-$g" 1)")")x ($(per_token torch $m $g 1) KB a token against $(per_token mosaic $m $g 4)), "
+    parts+="$m on the $g $(fmt "$(ratio "$(value lmax mosaic "$m-$g" 4)" "$(value lmax torch "$m-$g" 1)")")x ($(per_token torch "$m" "$g" 1) KB a token against $(per_token mosaic "$m" "$g" 4)), "
 done; done
 why "the whole of Mosaic extends L_max" "the whole gain is the ratio of the bytes a token each holds at its L_max: ${parts%, }.
 The baselines' token is one row of logits with PyTorch's fp32 softmax of it (10 bytes a vocabulary
@@ -58,6 +58,7 @@ NOTES="x is the stage: 1 the baselines' configuration, 2 with Mosaic's memory ma
 mask-only logits (half the rows masked), 4 with lazy chunking: Mosaic. gain is each stage's L_max
 over the one before. The paper's per-part gains are withheld; its abstract gives the whole range,
 15.89-32.98x over its baselines."
+# shellcheck disable=SC2034 # FIG_TITLE: read by lib/figure.sh
 FIG_TITLE="Mosaic Fig. 14: Lₘₐₓ as Mosaic's parts are added"
 # the figure: a cluster a model and card, a bar a stage
 fig_bars "" "" "$MO_LMAX_LABEL" logy "yfmt=%.0s%c"
@@ -65,7 +66,7 @@ for g in $gpus; do for m in $models; do
     x=0
     for s in "torch:Mosaic-Torch" "manager:+ global manager" "mask-only:+ mask-only logits" "mosaic:+ lazy chunking (Mosaic)"; do
         x=$((x + 1))
-        fig_bar "$(mo_name $m), $(mo_name $g)" "${s#*:}" "${s%%:*}" "$m-$g" $x lmax
+        fig_bar "$(mo_name "$m"), $(mo_name "$g")" "${s#*:}" "${s%%:*}" "$m-$g" $x lmax
     done
 done; done
 paper_finish "Mosaic Fig. 14: L_max as Mosaic's parts are added" "stage" lmax

@@ -56,6 +56,7 @@ set -euo pipefail
 out=${1:?usage: validate-mechanisms.sh OUT}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$root/experiments/lib/record.sh"
+source "$root/analysis/lib_gnuplot.sh"
 bin=${TESSERA:-$root/build/tessera}
 [ -x "$bin" ] || { echo "validate-mechanisms.sh: $bin not found: make first, or set TESSERA" >&2; exit 2; }
 cmp=$root/experiments/validate/compare.py
@@ -243,26 +244,26 @@ if command -v gnuplot >/dev/null; then
     awk -F, 'NR > 1 { print $1, $6, $7 }' "$out/sparsed.csv" >"$tmp/speedup.dat"
     gnuplot <<EOF
 set terminal pngcairo size 1900,520 font ',11'
-set output '$out/mechanisms.png'
+set output $(gp_file "$out/mechanisms.png")
 set multiplot layout 1,3 title "The mechanisms' own code on an H100 (DPad 461b36e, D2F 771f745, SparseD 52155b4) against tessera's prediction"
 set title "DPad: suffix positions kept past each block (window 256, k 4, scale 2)"
 set xlabel 'block'; set ylabel 'suffix positions kept'; set grid; set key bottom left opaque box
 set xrange [-0.5:7.5]; set yrange [0:*]
-plot '$tmp/kept.dat' using 1:3:4:5 with yerrorbars pt 7 lc rgb '#D55E00' title 'DPad: mean, least and most of 6 draws', \
+plot $(gp_file "$tmp/kept.dat") using 1:3:4:5 with yerrorbars pt 7 lc rgb '#D55E00' title 'DPad: mean, least and most of 6 draws', \
      '' using 1:2 with linespoints pt 5 lc rgb '#0072B2' title 'tessera: the expected count'
 set title 'Latency a request (6 arriving together, served one at a time)'
 set xlabel 'measured (s)'; set ylabel 'predicted (s)'; set size square; set key top left opaque box
 set xrange [0:$top]; set yrange [0:$top]
 plot x with lines dt 2 lc rgb '#7F7F7F' title 'predicted = measured', \
-     '$tmp/dpad.dat' with points pt 7 ps 1.2 lc rgb '#0072B2' title 'DPad, no cache', \
-     '$tmp/dpad-prefix.dat' with points pt 5 ps 1.2 lc rgb '#D55E00' title 'DPad, prefix cache', \
-     '$tmp/dpad-dual.dat' with points pt 9 ps 1.5 lc rgb '#009E73' title 'DPad, dual cache', \
-     '$tmp/d2f.dat' with points pt 11 ps 1.5 lc rgb '#CC79A7' title 'D2F, pipelined blocks'
+     $(gp_file "$tmp/dpad.dat") with points pt 7 ps 1.2 lc rgb '#0072B2' title 'DPad, no cache', \
+     $(gp_file "$tmp/dpad-prefix.dat") with points pt 5 ps 1.2 lc rgb '#D55E00' title 'DPad, prefix cache', \
+     $(gp_file "$tmp/dpad-dual.dat") with points pt 9 ps 1.5 lc rgb '#009E73' title 'DPad, dual cache', \
+     $(gp_file "$tmp/d2f.dat") with points pt 11 ps 1.5 lc rgb '#CC79A7' title 'D2F, pipelined blocks'
 set title "SparseD: speedup over its own dense path (T = 128)"
 set size nosquare; set logscale x 2; set xrange [1500:22000]; set yrange [0.9:1.3]
 set xlabel 'prompt (tokens)'; set ylabel 'dense time / SparseD time'; set key top left opaque box
 plot 1 with lines dt 2 lc rgb '#7F7F7F' notitle, \
-     '$tmp/speedup.dat' using 1:3 with linespoints pt 7 lc rgb '#D55E00' title 'measured (its FlexAttention path)', \
+     $(gp_file "$tmp/speedup.dat") using 1:3 with linespoints pt 7 lc rgb '#D55E00' title 'measured (its FlexAttention path)', \
      '' using 1:2 with linespoints pt 5 lc rgb '#0072B2' title 'tessera (its pattern as half pairs of a fused kernel)'
 unset multiplot
 EOF

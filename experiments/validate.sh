@@ -35,6 +35,7 @@ set -euo pipefail
 out=${1:?usage: validate.sh OUT}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$root/experiments/lib/record.sh"
+source "$root/analysis/lib_gnuplot.sh"
 bin=${TESSERA:-$root/build/tessera}
 [ -x "$bin" ] || { echo "validate.sh: $bin not found: make first, or set TESSERA" >&2; exit 2; }
 systems="native fast-dllm dllm-cache sparse-dllm dllm-serve"
@@ -121,24 +122,24 @@ if command -v gnuplot >/dev/null; then
     done
     {
         echo "set terminal pngcairo size 2000,460 font ',11'"
-        echo "set output '$out/latency.png'"
-        echo "set multiplot layout 1,5 title 'Request latency: tessera against the systems'' own code (H100, 64 OSC-length requests a rate; the static batches 256 + 64 tokens a request)'"
+        echo "set output $(gp_file "$out/latency.png")"
+        echo "set multiplot layout 1,5 title $(gp_str "Request latency: tessera against the systems' own code (H100, 64 OSC-length requests a rate; the static batches 256 + 64 tokens a request)")"
         echo "set xlabel 'measured (s)'; set ylabel 'predicted (s)'; set grid; set key top left opaque box"
         echo "set size square"
         for s in $systems; do
             top=$(cat "$tmp/$s"-*.dat | awk '{ m = $1 > m ? $1 : m; m = $2 > m ? $2 : m } END { print m * 1.05 }')
-            echo "set title '$s'"
+            echo "set title $(gp_str "$s")"
             case $s in native | dllm-cache) echo "set key top left opaque box" ;; *) echo "unset key" ;; esac
             echo "plot [0:$top][0:$top] x with lines dt 2 lc rgb '#7F7F7F' title 'predicted = measured', \\"
-            echo "  '$tmp/$s-low.dat' with points pt 7 ps 0.6 lc rgb '#0072B2' title 'below saturation', \\"
+            echo "  $(gp_file "$tmp/$s-low.dat") with points pt 7 ps 0.6 lc rgb '#0072B2' title 'below saturation', \\"
             if [ -s "$tmp/$s-batch.dat" ]; then
-                echo "  '$tmp/$s-high.dat' with points pt 5 ps 0.6 lc rgb '#D55E00' title 'above saturation', \\"
-                echo "  '$tmp/$s-batch.dat' with points pt 9 ps 1.4 lc rgb '#009E73' title 'static batches of 4 and 16'"
+                echo "  $(gp_file "$tmp/$s-high.dat") with points pt 5 ps 0.6 lc rgb '#D55E00' title 'above saturation', \\"
+                echo "  $(gp_file "$tmp/$s-batch.dat") with points pt 9 ps 1.4 lc rgb '#009E73' title 'static batches of 4 and 16'"
             else
-                echo "  '$tmp/$s-high.dat' with points pt 5 ps 0.6 lc rgb '#D55E00' title 'above saturation'"
+                echo "  $(gp_file "$tmp/$s-high.dat") with points pt 5 ps 0.6 lc rgb '#D55E00' title 'above saturation'"
             fi
         done
         echo "unset multiplot"
     } >"$tmp/latency.gp"
-    gnuplot "$tmp/latency.gp"
+    gnuplot <"$tmp/latency.gp" # on stdin: gnuplot runs a script file named "<CMD" as CMD's output
 fi

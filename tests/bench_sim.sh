@@ -12,7 +12,7 @@ args=(sim --requests 10000 --rps 200 --gen-len 256 --block 32 --policy dual --sc
 runs=()
 walls=()
 steps=0
-for i in 1 2 3; do
+for _ in 1 2 3; do
     start=$(date +%s.%N)
     out=$("$bin" "${args[@]}")
     end=$(date +%s.%N)

@@ -2,9 +2,9 @@
 # check.sh: what `make check` runs once the simulator and its suites are built. Two lanes share the
 # machine's cores:
 #   A: the Check suites (one a module, golden scenarios among them), the layering and function-length
-#      checks, the database's reliability, hostile inputs (tests/hostile/), README's commands, the
-#      command line (cli_test.sh), the rules every command keeps (rules_test.sh) and the papers'
-#      figures (figures_test.sh);
+#      checks, shellcheck over the scripts (shellcheck_test.sh), the database's reliability, hostile
+#      inputs (tests/hostile/), README's commands, the command line (cli_test.sh), the rules every
+#      command keeps (rules_test.sh) and the papers' figures (figures_test.sh);
 #   B: the suites again under AddressSanitizer + UBSan (built here, host code only);
 # then each lane takes a share of the planted bugs (mutate.sh): B three fifths, A, the longer without
 # them, two.
@@ -16,14 +16,15 @@ set -u
 bin=${1:?usage: check.sh TESSERA_BIN BUILD}
 build=${2:?usage: check.sh TESSERA_BIN BUILD}
 here=$(cd "$(dirname "$0")" && pwd)
-cd "$here/.."
+cd "$here/.." || exit 2
 # the shipped calibrations only: none made on this machine (make calibrate) may answer for them
 export TESSERA_CALIB_DIR=/nonexistent/tessera-calib
 logs=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
 trap 'exit 130' INT TERM
 start=$SECONDS
-suites=$(ls "$build"/tests/check_* | grep -v '\.d$')
+suites=() # the Check suites' binaries (not their .d dependency files)
+for t in "$build"/tests/check_*; do [[ $t == *.d ]] || suites+=("$t"); done
 
 # part NAME COMMAND...: runs it into logs/NAME.log and records "NAME<TAB>passed<TAB>failed<TAB>s"
 # from the "X: N passed, M failed" lines it printed (each Check suite prints one beside Check's own
@@ -54,7 +55,7 @@ suites_run() { # suites_run SUITE...: each Check suite in turn
 }
 asan() {
     local t sanitized=()
-    for t in $suites; do sanitized+=("$build/asan/tests/$(basename "$t")"); done
+    for t in "${suites[@]}"; do sanitized+=("$build/asan/tests/$(basename "$t")"); done
     make -s --no-print-directory BUILD="$build/asan" NO_CUDA=1 \
         OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
         "${sanitized[@]}" || return 1
@@ -76,10 +77,11 @@ lane_b=$!
 ) &
 ticker=$!
 
-echo "check: lane A: the unit suites, layers, functions, db, hostile, readme, cli, rules, figures, two fifths of the mutations; lane B: asan, the other three fifths"
-part unit suites_run $suites
+echo "check: lane A: the unit suites, layers, functions, shellcheck, db, hostile, readme, cli, rules, figures, two fifths of the mutations; lane B: asan, the other three fifths"
+part unit suites_run "${suites[@]}"
 part layers bash "$here/check_layers.sh"
 part functions bash "$here/check_functions.sh"
+part shellcheck bash "$here/shellcheck_test.sh"
 part db bash "$here/db_test.sh" "$bin"
 part hostile bash "$here/hostile/hostile_test.sh" "$bin"
 part readme bash "$here/readme_test.sh" "$bin"

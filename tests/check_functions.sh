@@ -4,8 +4,9 @@
 # counted from the line that starts its signature to its closing brace at column 0. Prints
 # "functions: N passed, M failed", naming each function over the limit with FILE:LINE.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 limit=120
+# shellcheck disable=SC2016 # awk's program: its $ fields are awk's
 out=$(git ls-files 'sim/*.c' 'traces/*.c' 'engine/*.c' 'tests/gpu/*.c' | xargs awk -v limit="$limit" '
     FNR == 1 { sig = 0 }
     !open_ && /^[A-Za-z_]/ && !/;[[:space:]]*$/ && !/^#/ { sig = FNR; name = $0 }

@@ -10,7 +10,7 @@
 #   sim (the simulator)           core, traces
 #   the command line, harness and tools  (sim/cli, engine/harness, engine/bench, tests): all
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 pass=0
 fail=0
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2015 # CHECK && ok || bad WHAT: ok and bad always succeed, so one of them runs
 # db_test.sh: results are never lost. 16 concurrent writers into a new and into an existing
 # database all land their runs, each under its own run_id; a database that holds runs is refused
 # before the work unless --append or --replace says what to do with them; a bad --db is refused
@@ -13,6 +14,8 @@ bin=${1:?usage: db_test.sh PATH/TO/tessera [TRIALS]}
 trials=${2:-60}
 TEST=db
 source "$(dirname "$0")/lib_cli.sh"
+# beside DIR PATTERN: the names in DIR that match PATTERN, a line each (hidden ones too)
+beside() { find "$1" -mindepth 1 -maxdepth 1 -name "$2" -printf '%f\n'; }
 q() { sqlite3 "$1" "$2" 2>/dev/null; }
 small=(sim --requests 20 --rps 4 --gen-len 64 --quiet --no-progress)
 
@@ -35,6 +38,7 @@ timeout 30 "$bin" db merge "$tmp/endless-merged.db" "$tmp/endless.db" >/dev/null
 "$bin" sim --requests 300 --rps 50 --gen-len 32 --quiet --no-progress --db "$tmp/damaged.db" >/dev/null
 cp "$tmp/damaged.db" "$tmp/sound.db"
 pages=$(q "$tmp/damaged.db" "PRAGMA page_count") psize=$(q "$tmp/damaged.db" "PRAGMA page_size")
+# shellcheck disable=SC2017 # the middle page's first byte: pages / 2 rounds down to a whole page
 printf '\336\255\276\357%.0s' $(seq 256) | dd of="$tmp/damaged.db" bs=1 seek=$((pages / 2 * psize)) conv=notrunc status=none
 sum=$(cksum <"$tmp/damaged.db")
 expect 2 "--append to a damaged database" -- "$bin" "${small[@]}" --db "$tmp/damaged.db" --append
@@ -102,7 +106,7 @@ got=$(q "$tmp/runs.db" "SELECT (SELECT count(*) FROM segment_runs) * 5 < (SELECT
 # a run appended to it goes through SQLite's log, and it is left so again
 got=$(q "$tmp/runs.db" "PRAGMA journal_mode; PRAGMA integrity_check; SELECT count(*) FROM runs" | tr '\n' ' ')
 [ "$got" = "delete ok 1 " ] && ok || bad "a new database: journal mode, integrity, runs '$got', wanted 'delete ok 1 '"
-[ "$(ls "$tmp" | grep -c '^runs\.db')" = 1 ] && ok || bad "a new database left files beside it: $(ls "$tmp" | grep '^runs\.db' | tr '\n' ' ')"
+[ "$(beside "$tmp" 'runs.db*' | wc -l)" = 1 ] && ok || bad "a new database left files beside it: $(beside "$tmp" 'runs.db*' | tr '\n' ' ')"
 "$bin" sim --requests 50 --rps 2 --quiet --no-progress --db "$tmp/runs.db" --append >/dev/null 2>&1
 got=$(q "$tmp/runs.db" "PRAGMA integrity_check; SELECT count(*) FROM runs; SELECT count(DISTINCT run_id) FROM segments" | tr '\n' ' ')
 [ "$got" = "ok 2 2 " ] && ok || bad "a run appended to a new database: integrity, runs '$got', wanted 'ok 2 2 '"
@@ -113,7 +117,7 @@ chmod u+w "$tmp/ro"
 # reading it (calib eval, here with no replayed run to find) leaves no -wal/-shm beside it: a
 # read-only connection, the last to close, would
 "$bin" calib eval --db "$tmp/runs.db" >/dev/null 2>&1
-[ "$(ls "$tmp" | grep -c '^runs\.db')" = 1 ] && ok || bad "calib eval left files beside the database: $(ls "$tmp" | grep '^runs\.db' | tr '\n' ' ')"
+[ "$(beside "$tmp" 'runs.db*' | wc -l)" = 1 ] && ok || bad "calib eval left files beside the database: $(beside "$tmp" 'runs.db*' | tr '\n' ' ')"
 
 # 16 writers at once into a new database, then 16 more into it
 for round in 1 2; do
@@ -191,11 +195,11 @@ if mount -t tmpfs -o size=600k tmpfs "$tmp/small" 2>/dev/null; then
     "$bin" sim --requests 2000 --rps 20 --quiet --no-progress --db "$tmp/small/full.db" >/dev/null 2>"$tmp/out"
     st=$?
     [ $st -ne 0 ] && [ -z "$(ls -A "$tmp/small")" ] && grep -qE "disk is full|No space left" "$tmp/out" && ok ||
-        bad "a write on a full disk: exit $st, left '$(ls -A "$tmp/small" | tr '\n' ' ')': $(cat "$tmp/out")"
+        bad "a write on a full disk: exit $st, left '$(beside "$tmp/small" '*' | tr '\n' ' ')': $(cat "$tmp/out")"
     "$bin" trace gen --requests 100000 --rps 20 --out "$tmp/small/t.csv" >/dev/null 2>"$tmp/out"
     st=$?
     [ $st -eq 2 ] && [ -z "$(ls -A "$tmp/small")" ] && grep -qF "t.csv: cannot write it: No space left on device" "$tmp/out" &&
-        ok || bad "trace gen on a full disk: exit $st, left '$(ls -A "$tmp/small" | tr '\n' ' ')': $(cat "$tmp/out")"
+        ok || bad "trace gen on a full disk: exit $st, left '$(beside "$tmp/small" '*' | tr '\n' ' ')': $(cat "$tmp/out")"
     "$bin" "${small[@]}" --db "$tmp/small/ro.db" >/dev/null 2>&1
     mount -o remount,ro "$tmp/small"
     "$bin" "${small[@]}" --db "$tmp/small/ro.db" --append >/dev/null 2>"$tmp/out"
@@ -250,8 +254,8 @@ for t in $(seq 1 "$trials"); do
         none=$((none + 1))
     fi
     # (the check above opened the database, so SQLite has recovered and removed its -wal/-shm)
-    extra=$(ls -A "$d" | grep -v '^r\.db$')
-    [ -z "$extra" ] && ok || bad "trial $t ($sig): left $(echo $extra)"
+    extra=$(beside "$d" '*' | grep -v '^r\.db$')
+    [ -z "$extra" ] && ok || bad "trial $t ($sig): left ${extra//$'\n'/ }"
 done
 echo "db: $trials interrupted runs: $whole whole, $none without a trace" >&2
 
@@ -287,7 +291,7 @@ if grep -q __asan_init "$bin" 2>/dev/null; then
 fi
 # a run's memory does not grow with its length: a million requests (served as they come, with and
 # without their database) peak within 1.3 times what a hundred thousand do
-light=(--rps 20 --lengths fixed:64,32 --gen-len 32 --cost roofline --quiet --no-progress)
+light=(--rps 20 --lengths "fixed:64,32" --gen-len 32 --cost roofline --quiet --no-progress)
 for db in none steps; do
     args=("${light[@]}")
     [ $db = steps ] && args+=(--db "$tmp/mem.db") && rm -f "$tmp/mem.db"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib_cli.sh: what the command-line test scripts share. Sourced after setting TEST (the name their
 # messages and closing line carry); gives tmp (a folder removed on exit), the counts pass and fail, and
 #   ok; bad "what"                   a check passed; one failed (said on stderr)

@@ -13,7 +13,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$bin" sim --requests 6 --rps 8 --gen-len 64 --lengths fixed:200,64 --cost calibrated --executor gpu \
     --json --quiet --no-progress --db "$tmp/live.db" >"$tmp/out.json" || { echo "live: the run failed"; exit 1; }
-python3 - "$tmp/out.json" "$tmp/live.db" "$(dirname "$0")" <<'PY'
+python3 - "$tmp/out.json" "$tmp/live.db" "$(dirname "$0")" <<'PY' || exit 1
 import json, sqlite3, sys
 sys.path.insert(0, sys.argv[3])
 from live_summary import fails as summary_fails
@@ -29,7 +29,6 @@ print(f"live: {s['num_steps']} steps measured {meas:.3f} s (model {model:.3f} s)
       f"{'ok' if not fails else 'failed'}")
 sys.exit(1 if fails else 0)
 PY
-[ $? -eq 0 ] || exit 1
 # executed LABEL FILE: the run whose --json summary is FILE executed every step live and finished
 # its 4 requests
 executed() {
@@ -51,8 +50,7 @@ executed "fast-dllm (caching planner)" "$tmp/caching.json" || exit 1
 # first run above compares a live run with the calibrated model)
 "$bin" sim --impl tessera-fused --cost roofline --requests 4 --rps 8 --gen-len 32 --lengths fixed:600,32 \
     --executor gpu --json --quiet --no-progress >"$tmp/fused.json" || { echo "live: the tessera-fused run failed"; exit 1; }
-executed "tessera-fused" "$tmp/fused.json"
-[ $? -eq 0 ] || exit 1
+executed "tessera-fused" "$tmp/fused.json" || exit 1
 # dInfer's preset live: vicinity windows (the block and 16 tokens each side over the rest of the
 # cache, their K/V rewritten) under threshold decoding
 "$bin" sim --system dinfer --requests 4 --rps 8 --gen-len 64 --lengths fixed:300,64 --executor gpu \

@@ -73,7 +73,8 @@ gpus=$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null |
 beyond=$((gpus * 2))
 for bad in "--tp $beyond" "--tp 3 --model dream-7b"; do
     [ "$bad" = "--tp $beyond" ] && [ $beyond -gt 8 ] && continue
-    timeout 120 "$bin" sim $bad --requests 2 --executor gpu --quiet --no-progress >/dev/null 2>"$tmp/bad.err"
+    read -r -a bad_opts <<<"$bad"
+    timeout 120 "$bin" sim "${bad_opts[@]}" --requests 2 --executor gpu --quiet --no-progress >/dev/null 2>"$tmp/bad.err"
     rc=$?
     if [ $rc -ne 2 ]; then
         echo "live tp: FAIL: $bad gave exit $rc: $(head -c 300 "$tmp/bad.err")"

@@ -29,7 +29,7 @@ for db in new old; do
     "$bin" engine profile --db "$tmp/$db.db" --step $step --reps 1 >"$tmp/$db.out" 2>&1 ||
         { echo "profile: engine profile into the $db database failed"; cat "$tmp/$db.out"; exit 1; }
 done
-python3 - "$tmp/new.db" "$tmp/old.db" "$rules" <<'PY'
+python3 - "$tmp/new.db" "$tmp/old.db" "$rules" <<'PY' || exit 1
 import sqlite3, sys
 new, old, rules = sys.argv[1], sys.argv[2], int(sys.argv[3])
 fails = []
@@ -49,7 +49,6 @@ print(f"profile: attention launch rules {rules} and an uneven step recorded, an 
       f"{'ok' if not fails else 'failed'}")
 sys.exit(1 if fails else 0)
 PY
-[ $? -eq 0 ] || exit 1
 # the grid's batch part (up to 400 rows: 24, 32 and 48 sequences of 8) profiles steps of more than 16
 # sequences, and merges into the shipped calibration of this GPU where one is shipped
 "$bin" engine profile --db "$tmp/batch.db" --grid batch --max-rows 400 --reps 1 >"$tmp/batch.out" 2>&1 ||

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2015 # CHECK && ok || bad WHAT: ok and bad always succeed, so one of them runs
 # records_test.sh: the records re-derived (make check-records). Each record under experiments/records
 # that a shipped file or a documented figure comes from is evaluated again by this build and must give
 # what was recorded: the fidelity matrices (per-step MAPE, p90 and total error within 0.15 points),
@@ -116,8 +117,8 @@ if command -v python3 >/dev/null 2>&1; then
                 done ;;
         esac
         for m in $models; do
-            [ "$(current $gpu-$m $impl)" = "$rec" ] || continue
-            reselect $gpu $m $impl "$cal/calib-$m.csv" "$tmp/rs.csv"
+            [ "$(current $gpu-"$m" $impl)" = "$rec" ] || continue
+            reselect $gpu "$m" $impl "$cal/calib-$m.csv" "$tmp/rs.csv"
             if cmp -s "$tmp/rs.csv" "$root/sim/data/calib/$gpu-$m-$impl.csv"; then ok
             else bad "sim/data/calib/$gpu-$m-$impl.csv is not the calibration $rec recorded with select-end-$gpu's over it"; fi
         done
@@ -142,7 +143,7 @@ if command -v python3 >/dev/null 2>&1; then
     # after 150 ms of each step's own repetition) merged over it
     fd=$rec_dir/fidelity-h200-dream-rules4/profiles
     gzip -dc "$fd/dream-7b.csv.gz" >"$tmp/fd.csv" && gzip -dc "$fd/dream-7b.long.csv.gz" >"$tmp/fd-long.csv"
-    expect 0 "calib merge of fidelity-h200-dream-rules4" -- $bin calib merge "$tmp/fd.csv" --over "$tmp/fd-long.csv" \
+    expect 0 "calib merge of fidelity-h200-dream-rules4" -- "$bin" calib merge "$tmp/fd.csv" --over "$tmp/fd-long.csv" \
         --gpu h200 --out "$tmp/fd-cal.csv"
     cmp -s "$tmp/fd-cal.csv" <(gzip -dc "$rec_dir/fidelity-h200-dream-rules4/calib-dream-7b.csv.gz") && ok ||
         bad "fidelity-h200-dream-rules4: calib-dream-7b.csv.gz is not the merge of its profiles"
@@ -152,10 +153,10 @@ if command -v python3 >/dev/null 2>&1; then
     for m in llada-8b sdar-8b dream-7b; do
         for f in "$fs"/profiles/*"$m".[12].csv.gz; do gzip -dc "$f" >"$tmp/fs-$(basename "$f" .gz)"; done
         if [ $m = llada-8b ]; then
-            expect 0 "calib merge of fused-small-h200, $m" -- $bin calib merge "$tmp"/fs-$m.[12].csv --gpu h200 --out "$tmp/fs.csv"
+            expect 0 "calib merge of fused-small-h200, $m" -- "$bin" calib merge "$tmp"/fs-$m.[12].csv --gpu h200 --out "$tmp/fs.csv"
         else
             gzip -dc "$rec_dir/fidelity-h200-fused-${m%%-*}/calib-$m.csv.gz" >"$tmp/fs-base.csv"
-            expect 0 "calib merge over fused-small-h200's small steps, $m" -- $bin calib merge "$tmp/fs-base.csv" \
+            expect 0 "calib merge over fused-small-h200's small steps, $m" -- "$bin" calib merge "$tmp/fs-base.csv" \
                 --over "$tmp/fs-small-$m.1.csv" --over "$tmp/fs-small-$m.2.csv" --gpu h200 --out "$tmp/fs.csv"
         fi
         cmp -s "$tmp/fs.csv" <(gzip -dc "$fs/calib-$m.csv.gz") && ok ||
@@ -171,13 +172,13 @@ if command -v python3 >/dev/null 2>&1; then
         gzip -dc "$rec_dir/$r/calib-$m.csv.gz" >"$tmp/base-$g-$m.csv"
         if [ -n "$extra" ]; then
             gzip -dc "$rec_dir/$extra" >"$tmp/base-x.csv"
-            expect 0 "calib merge of $r and $extra" -- $bin calib merge "$tmp/base-$g-$m.csv" "$tmp/base-x.csv" \
-                --gpu $g --out "$tmp/base-xm.csv" && mv "$tmp/base-xm.csv" "$tmp/base-$g-$m.csv"
+            expect 0 "calib merge of $r and $extra" -- "$bin" calib merge "$tmp/base-$g-$m.csv" "$tmp/base-x.csv" \
+                --gpu "$g" --out "$tmp/base-xm.csv" && mv "$tmp/base-xm.csv" "$tmp/base-$g-$m.csv"
         fi
         select_over "$rec_dir/select-$g/profiles/select-$m-tessera"
-        expect 0 "calib merge over select-$g's profiles, $m" -- $bin calib merge "$tmp/base-$g-$m.csv" "${over[@]}" \
-            --gpu $g --out "$tmp/sel-$g-$m.csv"
-        reselect $g $m tessera "$tmp/sel-$g-$m.csv" "$tmp/rs.csv"
+        expect 0 "calib merge over select-$g's profiles, $m" -- "$bin" calib merge "$tmp/base-$g-$m.csv" "${over[@]}" \
+            --gpu "$g" --out "$tmp/sel-$g-$m.csv"
+        reselect "$g" "$m" tessera "$tmp/sel-$g-$m.csv" "$tmp/rs.csv"
         grep -q "3 --over profiles where they hold its step" "$tmp/out" && cmp -s "$tmp/rs.csv" \
             "$root/sim/data/calib/$g-$m-tessera.csv" && ok ||
             bad "sim/data/calib/$g-$m-tessera.csv is not $r's calibration with select-$g's and select-end-$g's profiles over it"
@@ -186,10 +187,10 @@ if command -v python3 >/dev/null 2>&1; then
     # selecting steps profiled again with the same selection kernels as the H200's (select-h100)
     gzip -dc "$rec_dir/calibrate-h100/h100-llada-8b-tessera.csv.gz" >"$tmp/c100.csv"
     select_over "$rec_dir/select-h100/profiles/select-llada-8b-tessera"
-    expect 0 "calib merge of calibrate-h100 over select-h100" -- $bin calib merge "$tmp/c100.csv" "${over[@]}" \
+    expect 0 "calib merge of calibrate-h100 over select-h100" -- "$bin" calib merge "$tmp/c100.csv" "${over[@]}" \
         --gpu h100 --out "$tmp/c100s.csv"
     gzip -dc "$rec_dir/fidelity-h200-sparse-select/calib-llada-8b.csv.gz" >"$tmp/c200s.csv"
-    expect 0 "transfer_check.sh" -- env TESSERA=$bin bash "$root/analysis/transfer_check.sh" \
+    expect 0 "transfer_check.sh" -- env TESSERA="$bin" bash "$root/analysis/transfer_check.sh" \
         "$tmp/c200s.csv" h200 "$tmp/c100s.csv" h100
     if cmp -s "$tmp/out" "$rec_dir/calibrate-h100/transfer-check.txt"; then ok
     else bad "transfer_check.sh is not what calibrate-h100/transfer-check.txt recorded"; fi
@@ -200,18 +201,18 @@ if command -v python3 >/dev/null 2>&1; then
     # fused FFN's small-row forms, as recorded
     fr="$rec_dir/calibrate-h100-fused" fh="$rec_dir/fused-small-h100" fm="$rec_dir/fidelity-h100-fused-merged"
     for m in llada-8b sdar-8b dream-7b; do
-        for f in "$fr"/calib-$m-*.csv.gz; do gzip -dc "$f" >"$tmp/$(basename "$f" .gz)"; done
+        for f in "$fr/calib-$m-"*.csv.gz; do gzip -dc "$f" >"$tmp/$(basename "$f" .gz)"; done
         [ -f "$fm/profile-$m.csv.gz" ] && gzip -dc "$fm/profile-$m.csv.gz" >"$tmp/calib-$m-merged.csv"
         select_over "$rec_dir/select-h100/profiles/select-$m-tessera-fused"
-        expect 0 "calib merge of calibrate-h100-fused, $m" -- $bin calib merge "$tmp"/calib-$m-*.csv "${over[@]}" \
+        expect 0 "calib merge of calibrate-h100-fused, $m" -- "$bin" calib merge "$tmp"/calib-$m-*.csv "${over[@]}" \
             --gpu h100 --out "$tmp/fused-sel-$m.csv"
         gzip -dc "$fh/small-$m.csv.gz" >"$tmp/small-$m.csv"
-        expect 0 "calib merge over fused-small-h100, $m" -- $bin calib merge "$tmp/fused-sel-$m.csv" \
+        expect 0 "calib merge over fused-small-h100, $m" -- "$bin" calib merge "$tmp/fused-sel-$m.csv" \
             --over "$tmp/small-$m.csv" --gpu h100 --out "$tmp/fused-$m.csv"
     done
     for mh in llada-8b:2 sdar-8b:3 dream-7b:3; do
         m=${mh%%:*} shipped="$root/sim/data/calib/h100-${mh%%:*}-tessera-fused.csv"
-        reselect h100 $m tessera-fused "$tmp/fused-$m.csv" "$tmp/rs.csv"
+        reselect h100 "$m" tessera-fused "$tmp/fused-$m.csv" "$tmp/rs.csv"
         if cmp -s "$tmp/rs.csv" "$shipped"; then ok
         else bad "sim/data/calib/h100-$m-tessera-fused.csv is not the calibration calibrate-h100-fused, fidelity-h100-fused-merged, fused-small-h100 and select-end-h100 record"; fi
         for f in "$fm/calib-$m.csv.gz" "$rec_dir/fidelity-h100-fused-oos/calib-$m.csv.gz"; do
@@ -219,7 +220,7 @@ if command -v python3 >/dev/null 2>&1; then
             cmp -s "$shipped" <(gzip -dc "$f") && ok || bad "$f is not the shipped calibration"
         done
         gzip -dc "$fh/heldout-$m-${mh#*:}.db.gz" >"$tmp/heldout-$m.db"
-        expect 0 "fused-small-h100 held out, $m" -- $bin calib eval --db "$tmp/heldout-$m.db" --calib "$tmp/fused-$m.csv" --extrapolate --clock off
+        expect 0 "fused-small-h100 held out, $m" -- "$bin" calib eval --db "$tmp/heldout-$m.db" --calib "$tmp/fused-$m.csv" --extrapolate --clock off
         if diff <(grep MAPE "$tmp/out") <(grep MAPE "$fh/eval-$m.txt") >/dev/null; then ok
         else bad "fused-small-h100: $m's held-out replay is not priced as eval-$m.txt recorded"; fi
     done
@@ -231,7 +232,7 @@ if command -v python3 >/dev/null 2>&1; then
             gzip -dc "$te/torch-$m-$n.csv.gz" >"$tmp/te-$n.csv"
             $bin calib import "$tmp/te-$n.csv" --gpu h100 --out "$tmp/te-cal-$n.csv" >/dev/null || bad "import of torch-$m-$n"
         done
-        expect 0 "calib merge of torch-eager-ops, $m" -- $bin calib merge "$tmp/te-cal-1.csv" "$tmp/te-cal-2.csv" \
+        expect 0 "calib merge of torch-eager-ops, $m" -- "$bin" calib merge "$tmp/te-cal-1.csv" "$tmp/te-cal-2.csv" \
             --gpu h100 --out "$tmp/te-$m.csv"
         cmp -s "$tmp/te-$m.csv" "$root/sim/data/calib/h100-$m-torch-eager.csv" && ok ||
             bad "sim/data/calib/h100-$m-torch-eager.csv is not the merge torch-eager-ops records"
@@ -241,7 +242,7 @@ if command -v python3 >/dev/null 2>&1; then
         $bin calib import "$tmp/te-$n.csv" --gpu h200 --out "$tmp/te-cal-$n.csv" >/dev/null || bad "import of torch-llada-8b-h200-$n"
     done
     gzip -dc "$te/select-llada-8b-h200-1.csv.gz" >"$tmp/te-select.csv"
-    expect 0 "calib merge of torch-eager-ops, H200" -- $bin calib merge "$tmp"/te-cal-{1,2,3}.csv "$tmp/te-select.csv" \
+    expect 0 "calib merge of torch-eager-ops, H200" -- "$bin" calib merge "$tmp"/te-cal-{1,2,3}.csv "$tmp/te-select.csv" \
         --gpu h200 --out "$tmp/te-h200.csv"
     cmp -s "$tmp/te-h200.csv" "$root/sim/data/calib/h200-llada-8b-torch-eager.csv" && ok ||
         bad "sim/data/calib/h200-llada-8b-torch-eager.csv is not the merge torch-eager-ops records"
@@ -262,25 +263,25 @@ if command -v python3 >/dev/null 2>&1; then
         else bad "calib show --gpu h100: the band of '$name' misses the H100's measured $meas ms"; fi
     done
     # the fidelity matrix across the two cards: what records/transfer-fidelity recorded
-    expect 0 "transfer_fidelity.sh" -- env TESSERA=$bin bash "$root/analysis/transfer_fidelity.sh"
+    expect 0 "transfer_fidelity.sh" -- env TESSERA="$bin" bash "$root/analysis/transfer_fidelity.sh"
     if cmp -s "$tmp/out" "$rec_dir/transfer-fidelity/transfer-fidelity.txt"; then ok
     else bad "transfer_fidelity.sh is not what transfer-fidelity/transfer-fidelity.txt recorded"; fi
     # one-sequence Refresh steps as the shipped calibrations price them, each at its own steady state
     # (what clock-refresh-h200 recorded) and at the card's clock state (clock-ladder)
-    expect 0 "refresh_error.sh CLOCK=off" -- env TESSERA=$bin CLOCK=off bash "$root/analysis/refresh_error.sh"
+    expect 0 "refresh_error.sh CLOCK=off" -- env TESSERA="$bin" CLOCK=off bash "$root/analysis/refresh_error.sh"
     if cmp -s "$tmp/out" "$rec_dir/clock-refresh-h200/refresh-error.txt"; then ok
     else bad "refresh_error.sh CLOCK=off is not what clock-refresh-h200/refresh-error.txt recorded"; fi
-    expect 0 "refresh_error.sh" -- env TESSERA=$bin bash "$root/analysis/refresh_error.sh"
+    expect 0 "refresh_error.sh" -- env TESSERA="$bin" bash "$root/analysis/refresh_error.sh"
     if cmp -s "$tmp/out" "$rec_dir/clock-ladder/refresh-error.txt"; then ok
     else bad "refresh_error.sh is not what clock-ladder/refresh-error.txt recorded"; fi
     # the torch-eager calibration against the PyTorch anchor's recorded run (../shared/anchors)
     if [ -f "$root/../shared/anchors/torch_llada_step.h200.jsonl" ]; then
-        expect 0 "anchor_compare.sh" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh"
+        expect 0 "anchor_compare.sh" -- env TESSERA="$bin" bash "$root/analysis/anchor_compare.sh"
         contains "anchor_compare.sh prices the anchor's 21 steps" "calibrated: MAPE 8.1% over 21 steps (max 26.3%)"
-        expect 0 "anchor_compare.sh --host lent-h100" -- env TESSERA=$bin bash "$root/analysis/anchor_compare.sh" "" --host lent-h100
+        expect 0 "anchor_compare.sh --host lent-h100" -- env TESSERA="$bin" bash "$root/analysis/anchor_compare.sh" "" --host lent-h100
         contains "anchor_compare.sh --host lent-h100" "calibrated: MAPE 3.4% over 21 steps (max 13.5%)"
         # host-h200-spread: six anchor runs of one H200 start beside the recorded one
-        expect 0 "anchor_spread.sh of host-h200-spread" -- env TESSERA=$bin HOSTS=lent-h100 \
+        expect 0 "anchor_spread.sh of host-h200-spread" -- env TESSERA="$bin" HOSTS=lent-h100 \
             bash "$root/analysis/anchor_spread.sh" "$rec_dir/host-h200-spread"/anchor-{1..6}.jsonl \
             "$root/../shared/anchors/torch_llada_step.h200.jsonl" -- --gpu h200
         if cmp -s "$tmp/out" "$rec_dir/host-h200-spread/spread.txt"; then ok
@@ -302,10 +303,10 @@ if command -v python3 >/dev/null 2>&1; then
     spread=$rec_dir/host-h100-spread
     gzip -dc "$spread/torch-llada-8b.csv.gz" >"$tmp/spread-prof.csv"
     $bin calib import "$tmp/spread-prof.csv" --gpu h100 --out "$tmp/spread-cal.csv" >/dev/null
-    expect 0 "calib host of host-h100-spread's profile" -- $bin calib host "$tmp/spread-cal.csv" --out "$tmp/spread-host.csv"
+    expect 0 "calib host of host-h100-spread's profile" -- "$bin" calib host "$tmp/spread-cal.csv" --out "$tmp/spread-host.csv"
     if cmp -s "$tmp/spread-host.csv" "$spread/host-start.csv"; then ok
     else bad "host-h100-spread's profile does not give its host-start.csv"; fi
-    expect 0 "anchor_spread.sh of host-h100-spread" -- env TESSERA=$bin HOSTS="lent-h100 $spread/host-start.csv" \
+    expect 0 "anchor_spread.sh of host-h100-spread" -- env TESSERA="$bin" HOSTS="lent-h100 $spread/host-start.csv" \
         bash "$root/analysis/anchor_spread.sh" "$spread"/anchor-{1..7}.jsonl "$rec_dir/host-h100/anchor-h100.jsonl" \
         -- --gpu h100 --calib "$tmp/t100.csv"
     if cmp -s "$tmp/out" "$spread/spread.txt"; then ok
@@ -318,7 +319,7 @@ fi
 # the ops-h200 records: the shipped calibration prices their replayed steps as eval-*.txt says
 for w in def long; do
     gzip -dc "$rec_dir/ops-h200/$w.db.gz" >"$tmp/ops-$w.db"
-    expect 0 "calib eval of ops-h200 $w" -- $bin calib eval --db "$tmp/ops-$w.db" --clock off
+    expect 0 "calib eval of ops-h200 $w" -- "$bin" calib eval --db "$tmp/ops-$w.db" --clock off
     if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$rec_dir/ops-h200/eval-$w.txt")" ]; then ok
     else bad "ops-h200/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$rec_dir/ops-h200/eval-$w.txt" | head >&2; fi
 done
@@ -328,7 +329,7 @@ done
 b100=$rec_dir/batch-h100
 for m in sdar-8b llada-8b; do
     gzip -dc "$b100/profiles/batch-$m-tessera.csv.gz" >"$tmp/batch-$m.csv"
-    expect 0 "calib merge of batch-h100's $m profile" -- $bin calib merge "$root/sim/data/calib/h100-$m-tessera.csv" \
+    expect 0 "calib merge of batch-h100's $m profile" -- "$bin" calib merge "$root/sim/data/calib/h100-$m-tessera.csv" \
         "$tmp/batch-$m.csv" --gpu h100 --out "$tmp/batch-$m-cal.csv"
 done
 for w in shipped batch; do
@@ -363,9 +364,9 @@ batch_evals_with() {
     cmp -s "$tmp/evals.txt" "$rec_dir/$1/$3" && ok || bad "$1/$3 is not what calib eval gives"
 }
 bm=$rec_dir/batch-mixed-h100 sdar_runs="lmdeploy-64 lmdeploy-128 lmdeploy-256 focus-64 focus-128 focus-256"
-for r in $sdar_runs lmdeploy-128-llada-8b lmdeploy-128-dream-7b; do batch_eval batch-mixed-h100 $r; done
+for r in $sdar_runs lmdeploy-128-llada-8b lmdeploy-128-dream-7b; do batch_eval batch-mixed-h100 "$r"; done
 # the SDAR-8B replays priced by the shipped H200 calibration carried to the H100
-expect 0 "calib transfer of h200-sdar-8b" -- $bin calib transfer "$root/sim/data/calib/h200-sdar-8b-tessera.csv" \
+expect 0 "calib transfer of h200-sdar-8b" -- "$bin" calib transfer "$root/sim/data/calib/h200-sdar-8b-tessera.csv" \
     --from h200 --to h100 --out "$tmp/h200-sdar-8b-to-h100.csv"
 batch_evals_with batch-mixed-h100 h200-sdar-8b-to-h100.csv eval-h200-transferred.txt
 for r in $sdar_runs lmdeploy-128-llada-8b lmdeploy-128-dream-7b; do rm -f "$tmp/$r.db"; done
@@ -376,9 +377,9 @@ for r in $sdar_runs lmdeploy-128-llada-8b lmdeploy-128-dream-7b; do rm -f "$tmp/
 bh=$rec_dir/batch-mixed-h200
 gzip -dc "$bh/profiles/batch-sdar-8b-tessera.csv.gz" >"$tmp/bh-batch.csv"
 gzip -dc "$bh/profiles/small-q-sdar-8b-tessera.csv.gz" >"$tmp/bh-small-q.csv"
-expect 0 "calib merge of batch-mixed-h200's profiles" -- $bin calib merge "$root/sim/data/calib/h200-sdar-8b-tessera.csv" \
+expect 0 "calib merge of batch-mixed-h200's profiles" -- "$bin" calib merge "$root/sim/data/calib/h200-sdar-8b-tessera.csv" \
     "$tmp/bh-batch.csv" "$tmp/bh-small-q.csv" --gpu h200 --out "$tmp/cal-parts.csv"
-for r in $sdar_runs; do batch_eval batch-mixed-h200 $r; done
+for r in $sdar_runs; do batch_eval batch-mixed-h200 "$r"; done
 batch_evals_with batch-mixed-h200 cal-parts.csv eval-parts-merged.txt
 for r in $sdar_runs; do rm -f "$tmp/$r.db"; done
 # batch-oos-h200: batches of sizes no other record holds, replayed on an H200 (SDAR-8B's totals within
@@ -394,7 +395,7 @@ for spec in "batch-mixed-h200 h200 $root/sim/data/calib/h200-sdar-8b-tessera.csv
     "batch-mixed-h100 h100 $root/sim/data/calib/h100-sdar-8b-tessera.csv small-q.txt"; do
     read -r rec g cal want <<<"$spec"
     OP=attention TESSERA=$bin bash "$root/analysis/price_profile.sh" "$cal" \
-        "$rec_dir/$rec/profiles/small-q-sdar-8b-tessera.csv.gz" $g sdar-8b tessera >"$tmp/out" 2>&1
+        "$rec_dir/$rec/profiles/small-q-sdar-8b-tessera.csv.gz" "$g" sdar-8b tessera >"$tmp/out" 2>&1
     cmp -s "$tmp/out" "$rec_dir/$rec/$want" && ok || bad "$rec/$want is not what price_profile.sh gives"
 done
 # the shipped calibrations price every step of 128 or 256 sequences of 2 to 8 rows there short on both
@@ -417,7 +418,7 @@ for rec in long-sdar-h200 long-dream-h200; do
         gzip -dc "$rec_dir/$rec/$w.db.gz" >"$tmp/long-$w.db"
         cal=()
         [ $rec = long-dream-h200 ] && cal=(--calib "$tmp/dream-rules3.csv")
-        expect 0 "calib eval of $rec $w" -- $bin calib eval --db "$tmp/long-$w.db" "${cal[@]}" --clock off
+        expect 0 "calib eval of $rec $w" -- "$bin" calib eval --db "$tmp/long-$w.db" "${cal[@]}" --clock off
         if [ "$(tail -n +2 "$tmp/out")" = "$(tail -n +2 "$rec_dir/$rec/eval-$w.txt")" ]; then ok
         else bad "$rec/eval-$w.txt is not what the shipped calibration gives"; diff "$tmp/out" "$rec_dir/$rec/eval-$w.txt" | head >&2; fi
     done
@@ -457,7 +458,7 @@ live_check clock-live-h100 "llada-8b sdar-8b dream-7b" 240 "" off "$rec_dir/cloc
 # the clock model (sim/data/clock.csv) is the fit of clock-ladder's warm traces, card by card
 for g in h200 h100; do
     gzip -dc "$rec_dir/clock-ladder/$g-warm.csv.gz" >"$tmp/$g-warm.csv"
-    expect 0 "calib clock of clock-ladder $g" -- $bin calib clock "$tmp/$g-warm.csv" --gpu $g
+    expect 0 "calib clock of clock-ladder $g" -- "$bin" calib clock "$tmp/$g-warm.csv" --gpu $g
     line=$(awk -F': ' '/^clock.csv: / { print $2 }' "$tmp/out")
     if grep -qx "${line%,RECORD},experiments/records/clock-ladder" "$root/sim/data/clock.csv"; then ok
     else bad "sim/data/clock.csv's $g line is not calib clock of clock-ladder/$g-warm.csv.gz ($line)"; fi
@@ -465,7 +466,7 @@ done
 # PyTorch's own peak allocation of a whole-sequence eager step (records/torch-lmax-h100) is the op
 # graph's with its fp32 softmax (--softmax-copy 8), to the byte, for each model and length measured
 while read -r m L want; do
-    expect 0 "mem plan against PyTorch's $m at $L" -- $bin mem plan --model "$m" --tokens "$L" --planner caching --softmax-copy 8 --json
+    expect 0 "mem plan against PyTorch's $m at $L" -- "$bin" mem plan --model "$m" --tokens "$L" --planner caching --softmax-copy 8 --json
     json_check "$tmp/out" "d['allocated_peak_bytes'] == $want"
 done < <(sed -n 's/.*"model": "\([a-z0-9.-]*\)", "mode": "eager", "L": \([0-9]*\), "peak_alloc_bytes": \([0-9]*\),.*/\1 \2 \3/p' \
     "$rec_dir/torch-lmax-h100/torch_lmax.jsonl")
@@ -496,21 +497,22 @@ az=$root/../shared/traces/raw/AzureLLMInferenceTrace_conv.csv
 if [ -f "$az" ]; then
     head -401 "$az" >"$tmp/azure_conv_400.csv"
     for r in least-outstanding round-robin; do
-        expect 0 "fleet-live-h100x2: $r re-predicted" -- $bin sim --fleet "$rec_dir/fleet-live-h100x2/fleet.txt" --gpu h100 \
+        expect 0 "fleet-live-h100x2: $r re-predicted" -- "$bin" sim --fleet "$rec_dir/fleet-live-h100x2/fleet.txt" --gpu h100 \
             --cost calibrated --trace "$tmp/azure_conv_400.csv" --requests 120 --rps 2 --gen-len 256 --router "$r" \
             --no-progress --quiet --json
         same_fleet "fleet-live-h100x2: $r" "$rec_dir/fleet-live-h100x2/model-$r.json"
     done
     for f in "disagg:--disagg every,refresh=2,link=host" "colocated:"; do
-        expect 0 "fleet-disagg-live-h200x4: ${f%%:*} re-predicted" -- $bin sim --replicas 4 --policy dual --gpu h200 \
-            --cost calibrated --trace "$tmp/azure_conv_400.csv" --requests 160 --rps 4 --gen-len 256 ${f#*:} \
+        read -r -a mode <<<"${f#*:}" # the run's own options
+        expect 0 "fleet-disagg-live-h200x4: ${f%%:*} re-predicted" -- "$bin" sim --replicas 4 --policy dual --gpu h200 \
+            --cost calibrated --trace "$tmp/azure_conv_400.csv" --requests 160 --rps 4 --gen-len 256 "${mode[@]}" \
             --no-progress --quiet --json
         same_fleet "fleet-disagg-live-h200x4: ${f%%:*}" "$rec_dir/fleet-disagg-live-h200x4/model-${f%%:*}.json"
     done
 fi
 
 # validate-mechanisms-h100: the validation against the newer mechanisms' own code still gives the recorded tables
-expect 0 "exp run validate-mechanisms" -- $bin exp run validate-mechanisms "$tmp/validate-mech"
+expect 0 "exp run validate-mechanisms" -- "$bin" exp run validate-mechanisms "$tmp/validate-mech"
 for f in validate.csv rows.csv kept.csv sparsed.csv; do
     cmp -s "$tmp/validate-mech/$f" "$rec_dir/validate-mechanisms-h100/$f" && ok ||
         bad "exp run validate-mechanisms no longer gives validate-mechanisms-h100/$f: $(diff "$tmp/validate-mech/$f" "$rec_dir/validate-mechanisms-h100/$f" | head -4 | tr '\n' ' ')"
@@ -544,7 +546,7 @@ if python3 "$root/experiments/validate/compare.py" prophet "$rec_dir/prophet-own
 else bad "compare.py prophet no longer gives prophet-own-code-h100/prophet.csv"; fi
 
 # validate-h100: the validation against the seed systems' own code still gives the recorded table
-expect 0 "exp run validate" -- $bin exp run validate "$tmp/validate"
+expect 0 "exp run validate" -- "$bin" exp run validate "$tmp/validate"
 cmp -s "$tmp/validate/validate.csv" "$rec_dir/validate-h100/validate.csv" && ok ||
     bad "exp run validate no longer gives validate-h100/validate.csv: $(diff "$tmp/validate/validate.csv" "$rec_dir/validate-h100/validate.csv" | head -4 | tr '\n' ' ')"
 

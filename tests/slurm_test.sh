@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2015 # CHECK && ok || bad WHAT: ok and bad always succeed, so one of them runs
 # slurm_test.sh: a sweep as a Slurm job array, end to end, on a single-node Slurm started here
 # (make check-slurm). Starts munged (unless running), slurmctld and slurmd as root on private ports
 # with a private configuration and state under a temporary folder, writes a 2 x 2 sweep with
@@ -61,7 +62,7 @@ if [ ! -S /run/munge/munge.socket.2 ]; then # no munged answering: one of our ow
     started_munge=1
 fi
 slurmctld -f "$SLURM_CONF" && slurmd -f "$SLURM_CONF" || { echo "slurm: the daemons did not start" >&2; exit 1; }
-for i in $(seq 1 30); do # until the node takes jobs
+for _ in $(seq 1 30); do # until the node takes jobs
     sinfo -h -o %t 2>/dev/null | grep -q idle && break
     sleep 1
 done

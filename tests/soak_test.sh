@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2015 # CHECK && ok || bad WHAT: ok and bad always succeed, so one of them runs
 # soak_test.sh: many writers and kills against one database (make check-soak). WRITERS runs append to
 # one database at once while KILLS more are started beside them and killed at random moments by
 # SIGINT, SIGTERM or SIGKILL. Afterwards the database must be sound, hold every writer's run, and each
@@ -32,13 +33,13 @@ declare -A status signal
 { # (the shell's own notes of killed jobs left out)
     for s in $(seq 1 "$writers"); do
         "$bin" "${run[@]}" --seed "$s" --db "$db" --append >/dev/null 2>"$tmp/w$s.err" &
-        pids[$s]=$!
+        pids[s]=$!
     done
     sigs=(INT TERM KILL)
     for k in $(seq 1 "$kills"); do
         s=$((1000 + k))
         "$bin" "${long[@]}" --seed "$s" --db "$db" --append >/dev/null 2>&1 &
-        pids[$s]=$!
+        pids[s]=$!
         signal[$s]=${sigs[$((RANDOM % 3))]}
         (sleep "0.$(printf '%03d' $((RANDOM % 400)))"; kill -s "${signal[$s]}" "${pids[$s]}" 2>/dev/null) &
     done
@@ -78,7 +79,7 @@ while IFS='|' read -r id seed; do
     fi
     rm -f "$tmp/r$seed.db"
 done < <(q "$db" "SELECT run_id, json_extract(config_json, '$.seed') FROM runs ORDER BY run_id")
-ls "$db"-* >/dev/null 2>&1 && bad "files left beside the database: $(ls "$db"-* | tr '\n' ' ')" || ok
+compgen -G "$db-*" >/dev/null && bad "files left beside the database: $(compgen -G "$db-*" | tr '\n' ' ')" || ok
 echo "soak: $((writers + 1 + kept)) runs kept, each equal to its single-writer reference ($mismatched not);" \
      "of $kills killed runs $kept had committed and $lost left no trace; in $((SECONDS - start)) s" >&2
 finish

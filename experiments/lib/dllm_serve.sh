@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # dllm_serve.sh: the dLLM-Serve evaluation's setting (sourced by experiments/dllm-serve-*.sh after
 # lib/paper.sh): LLaDA-8B, 256 tokens generated in 256 steps, blocks of 32 (its Table 3), the four
 # systems as presets, and its three workloads (§6.1) as length profiles (traces/README.md says
@@ -7,6 +8,7 @@
 DS_SYSTEMS="dllm-cache fast-dllm sparse-dllm dllm-serve"
 DS_BASELINES="dllm-cache fast-dllm sparse-dllm"
 DS_WORKLOADS="livebench osc burst"
+# shellcheck disable=SC2034 # PANELS: read by lib/figure.sh
 PANELS=$DS_WORKLOADS # the figures: a panel a workload, as the paper's
 # ds_use WORKLOAD: DS_WORKLOAD, and its lengths and arrivals
 ds_use() {
@@ -34,8 +36,8 @@ DS_FIG_WORKLOADS="livebench burst osc"
 ds_figure() {
     local w s
     for w in $DS_FIG_WORKLOADS; do
-        fig_lines "$(ds_name $w)" "Request rate (req/s)" "$2" yfrom0
-        for s in $DS_SYSTEMS; do fig_curve "$(ds_name $s)" $s $w "$1"; done
+        fig_lines "$(ds_name "$w")" "Request rate (req/s)" "$2" yfrom0
+        for s in $DS_SYSTEMS; do fig_curve "$(ds_name "$s")" "$s" "$w" "$1"; done
     done
 }
 # the host that issues the PyTorch steps (tessera list hosts; HOST=NAME picks another): the papers'
@@ -52,6 +54,7 @@ case $DS_COST in calibrated | roofline) ;; *) echo "$EXP: COST=$DS_COST: calibra
 # its own runtime's, the baselines PyTorch eager's, each loop's sampling and host work a derived profile
 # of it)
 ds_impl() {
+    # shellcheck disable=SC2154 # bin: the binary, set by lib/paper.sh
     "$bin" list systems | awk -v s="$1" '$1 == s { sys = 1; next } sys && $1 == "=" {
         for (i = 2; i < NF; i++) if ($i == "--impl") print ($(i + 1) == "torch-dllm-serve" ? $(i + 1) : "torch-eager")
         exit }'
@@ -80,7 +83,7 @@ DS_GEMM=${GEMM:-1}
 # ds_gemm_opts: the options that scale the card's GEMMs by DS_GEMM (none at 1)
 ds_gemm_opts() { gemm_scale_opts "$DS_GEMM"; }
 # ds_batch_opts SYSTEM: the options that give SYSTEM's static batch as DS_BATCH says (none for dLLM-Serve)
-ds_batch_opts() { [ "$DS_BATCH" = fit ] && [ "$1" != dllm-serve ] && echo --max-batch 0 || true; }
+ds_batch_opts() { if [ "$DS_BATCH" = fit ] && [ "$1" != dllm-serve ]; then echo --max-batch 0; fi; }
 # ds_cost GPU [IMPL]: the cost options of a point on GPU priced with IMPL (torch-eager unless given), in
 # the array DS_COST_ARGS (the H200 calibration carried to GPU once, lib/paper.sh's carry_calib)
 ds_cost() {
@@ -127,12 +130,14 @@ host work a forward, measured with that code (experiments/records/validate-h100)
 # IMPL's (the workload then named after that)
 ds_point() {
     local host=${5:-$DS_HOST} impl=${6:-} wl=$DS_WORKLOAD
-    local run=(--system "$1")
+    local run=(--system "$1") batch
     [ "$host" != "$DS_HOST" ] && wl="$DS_WORKLOAD-$host"
-    run+=($(ds_batch_opts "$1"))
+    read -r -a batch <<<"$(ds_batch_opts "$1")"
+    run+=("${batch[@]}")
     [ -n "$impl" ] && wl="$wl-$impl" run+=(--impl "$impl")
     ds_check_gemm "$2"
     ds_cost "$2" "${impl:-$(ds_impl "$1")}"
+    # shellcheck disable=SC2046 # ds_gemm_opts: its options, a word each (none at 1)
     point "$1" "$wl" "$3" "${run[@]}" --gpu "$2" --rps "$3" --requests "$4" --lengths "$DS_LENGTHS" \
         --arrivals "$DS_ARRIVALS" --gen-len 256 --block 32 --seed 1 --host "$host" "${DS_COST_ARGS[@]}" $(ds_gemm_opts)
 }
@@ -167,37 +172,38 @@ ds_assumptions() {
     DS_ASSUMPTIONS="| workload | at the defaults | N 64 / 128 / 400 | BATCH $alt_batch | HOST $alt_host | arrivals | GEMM ${band% *} / ${band#* } | range | the paper's $lo-${hi}x (its middle) | most sensitive to |
 |---|---|---|---|---|---|---|---|---|---|"
     for w in $DS_WORKLOADS; do
-        ds_use $w
-        d=$(value speedup dllm-serve $w "$x")
-        vals="$d" worst="" worst_d=0 cells=""
+        ds_use "$w"
+        d=$(value speedup dllm-serve "$w" "$x")
+        vals=("$d") worst="" worst_d=0 cells=""
         local k=0 sep
-        for av in N=64 N=128 N=400 BATCH=$alt_batch HOST=$alt_host ARRIVALS=$([ $w = burst ] && echo poisson || echo gamma:2) \
+        for av in N=64 N=128 N=400 BATCH=$alt_batch HOST=$alt_host ARRIVALS=$([ "$w" = burst ] && echo poisson || echo gamma:2) \
                   GEMM=${band% *} GEMM=${band#* }; do
             a=${av%%=*} v=${av#*=} k=$((k + 1))
             case $k in 1 | 2 | 7) sep=" / " ;; *) sep=" | " ;; esac # the table's cells: N's three, GEMM's two
-            if [ "$QUICK" = 1 ] && [ $av != N=64 ] && [ $a != BATCH ]; then # --quick: two of them
+            if [ "$QUICK" = 1 ] && [ "$av" != N=64 ] && [ "$a" != BATCH ]; then # --quick: two of them
                 cells+="-$sep"
                 continue
-            elif { [ $a = N ] && [ "$v" = "$DS_N" ]; } ||
-                 { [ $a = GEMM ] && awk -v a="$v" -v b="$DS_GEMM" 'BEGIN { exit !(a + 0 == b + 0) }'; }; then
+            elif { [ "$a" = N ] && [ "$v" = "$DS_N" ]; } ||
+                 { [ "$a" = GEMM ] && awk -v a="$v" -v b="$DS_GEMM" 'BEGIN { exit !(a + 0 == b + 0) }'; }; then
                 sp=$d
             else
                 save_batch=$DS_BATCH save_host=$DS_HOST save_arr=$DS_ARRIVALS save_gemm=$DS_GEMM
                 n=$DS_N
                 case $a in N) n=$v ;; BATCH) DS_BATCH=$v ;; HOST) DS_HOST=$v ;; ARRIVALS) DS_ARRIVALS=$v ;; GEMM) DS_GEMM=$v ;; esac
                 DS_WORKLOAD="$w~$av"
-                for s in $DS_SYSTEMS; do ds_point $s "$gpu" "$x" "$n"; done
+                for s in $DS_SYSTEMS; do ds_point "$s" "$gpu" "$x" "$n"; done
                 ds_speedup "$x"
                 sp=$(value speedup dllm-serve "$w~$av" "$x")
                 DS_BATCH=$save_batch DS_HOST=$save_host DS_ARRIVALS=$save_arr DS_GEMM=$save_gemm
-                ds_use $w
+                ds_use "$w"
             fi
-            vals+=" $sp"
+            vals+=("$sp")
             case $a in ARRIVALS) cells+="$(fmt "$sp") (${v})$sep" ;; *) cells+="$(fmt "$sp")$sep" ;; esac
             dev=$(awk -v a="$sp" -v b="$d" 'BEGIN { r = log(a / b); print r < 0 ? -r : r }')
             if awk -v a="$dev" -v b="$worst_d" 'BEGIN { exit !(a > b) }'; then worst="$av ($(fmt "$sp")x)" worst_d=$dev; fi
         done
-        derived_range speedup dllm-serve $w "$x" $vals
+        derived_range speedup dllm-serve "$w" "$x" "${vals[@]}"
+        # shellcheck disable=SC2153 # RANGE_LO, RANGE_HI: set by derived_range (lib/paper.sh)
         range_lo=$RANGE_LO range_hi=$RANGE_HI
         DS_ASSUMPTIONS+="
 | $w | $(fmt "$d")x | $cells$(fmt "$range_lo")-$(fmt "$range_hi")x | $(awk -v a="$range_lo" -v b="$range_hi" -v m="$(awk -v l="$lo" -v h="$hi" 'BEGIN { print (l + h) / 2 }')" 'BEGIN { print (m >= a && m <= b) ? "inside" : (b < m ? "below it" : "above it") }') | ${worst:-none} |"
@@ -210,7 +216,7 @@ baselines' static batch ($DS_BATCH; fit as section 6.1 ran them, code as their p
 HOST, the host issuing the PyTorch steps ($DS_HOST, and the other lent machine's: the papers' hosts
 are unknown); ARRIVALS, the arrival process (Poisson, and BurstGPT's Gamma CV 1.41 for Burst; swept
 to Gamma CV 2, and Poisson for Burst); GEMM, the card's GEMM time over the transfer's ($DS_GEMM; swept
-to the ends of the $gpu's transfer band for a Refresh step, $(echo $band | tr ' ' '-')). Each can be
+to the ends of the $gpu's transfer band for a Refresh step, ${band// /-}). Each can be
 set for a whole run (N=, BATCH=, HOST=, GEMM=)."
 }
 # ds_best_baseline METRIC X [min]: the strongest baseline's value in DS_WORKLOAD, the largest
@@ -231,7 +237,7 @@ ds_sweep() {
     local gpu=$1 n=$2 r s
     shift 2
     for r in "$@"; do
-        for s in $DS_SYSTEMS; do ds_point $s "$gpu" "$r" "$n"; done
+        for s in $DS_SYSTEMS; do ds_point "$s" "$gpu" "$r" "$n"; done
     done
 }
 # ds_each CONDITION: CONDITION for each workload (@W in it replaced by the workload), joined by &&:
@@ -249,6 +255,7 @@ ds_ceiling() { awk -v ms="$(roofline_ms "$1" llada-8b 1,32,0,32)" 'BEGIN { print
 # ds_step_weights GPU: the weight bytes a step reads: all but LLaDA-8B's embedding table (126,464 x
 # 4,096 in bf16), from one simulated request on GPU (run once a GPU, kept in OUT/points)
 ds_step_weights() {
+    # shellcheck disable=SC2154 # out: the experiment's folder, set by paper_init (lib/paper.sh)
     local f="$out/points/weights-$1.json"
     [ -s "$f" ] || "$bin" sim --model llada-8b --gpu "$1" --requests 1 --quiet --no-progress --json >"$f" ||
         { echo "$EXP: tessera sim --gpu $1 failed" >&2; exit 1; }
@@ -280,11 +287,11 @@ ds_gemm_ceiling() {
 ds_why_rows() {
     local gpu=$1 x=$2 n=$3 w s e o rows="" eager="" ratios="" was=$DS_WORKLOAD
     for w in $DS_WORKLOADS; do
-        ds_use $w
-        for s in dllm-serve fast-dllm; do derived gemm_ceiling_tok_s $s $w "$x" "$(ds_gemm_ceiling "$gpu" $s "$x")"; done
-        rows+="$w $(fmt "$(value redundancy dllm-serve $w "$x")") and $(fmt "$(value redundancy fast-dllm $w "$x")") (at most $(fmt "$(value gemm_ceiling_tok_s dllm-serve $w "$x")") and $(fmt "$(value gemm_ceiling_tok_s fast-dllm $w "$x")") tok/s; reached $(fmt "$(value throughput_tok_s dllm-serve $w "$x")") and $(fmt "$(value throughput_tok_s fast-dllm $w "$x")")), "
+        ds_use "$w"
+        for s in dllm-serve fast-dllm; do derived gemm_ceiling_tok_s $s "$w" "$x" "$(ds_gemm_ceiling "$gpu" $s "$x")"; done
+        rows+="$w $(fmt "$(value redundancy dllm-serve "$w" "$x")") and $(fmt "$(value redundancy fast-dllm "$w" "$x")") (at most $(fmt "$(value gemm_ceiling_tok_s dllm-serve "$w" "$x")") and $(fmt "$(value gemm_ceiling_tok_s fast-dllm "$w" "$x")") tok/s; reached $(fmt "$(value throughput_tok_s dllm-serve "$w" "$x")") and $(fmt "$(value throughput_tok_s fast-dllm "$w" "$x")")), "
         ds_point dllm-serve "$gpu" "$x" "$n" "$DS_HOST" torch-eager
-        e=$(value throughput_tok_s dllm-serve $w-torch-eager "$x") o=$(value throughput_tok_s dllm-serve $w "$x")
+        e=$(value throughput_tok_s dllm-serve "$w"-torch-eager "$x") o=$(value throughput_tok_s dllm-serve "$w" "$x")
         eager+="$w $(fmt "$e") against $(fmt "$o"), "
         ratios+="$e $o "
     done
@@ -294,7 +301,8 @@ ds_why_rows() {
         END { if (lo > 1.02) print "what its runtime costs it on this card, its host'"'"'s loop more than its compiled norms win back"
               else if (hi < 0.98) print "what its runtime wins it on this card, its compiled norms more than its host'"'"'s loop costs"
               else print "within 2% on every workload: on this card its GPU work is long enough to hide most of the host'"'"'s loop, and its compiled norms win back about what the rest costs" }')
-    ds_use $was
+    ds_use "$was"
+    # shellcheck disable=SC2034 # DS_WHY_ROWS: the experiments' reports read it
     DS_WHY_ROWS="What bounds dLLM-Serve's lead where the baselines batch: it runs Sparse-dLLM's delayed
 caching, two forwards over the whole sequence a block (chosen-ox/dLLM-Serve dllmserve/sparse/state.py
 and engine/model_runner.py: cache states 0 and 1 both take every token), where Fast-dLLM's dual cache
@@ -315,7 +323,7 @@ A host faster than the lent machines' shortens its loop, and the papers' hosts a
 # ds_batch W X: the baselines' static batches at X in workload W, in requests ("1", or "3-4")
 ds_batch() {
     local s
-    for s in $DS_BASELINES; do value static_batch $s "$1" "$2"; done | sort -g | sed -n '1p;$p' | uniq | paste -sd-
+    for s in $DS_BASELINES; do value static_batch "$s" "$1" "$2"; done | sort -g | sed -n '1p;$p' | uniq | paste -sd-
 }
 
 # ds_why GPU X: what the baselines' static batches hold at X on each workload and what one request
@@ -325,10 +333,11 @@ ds_why() {
     local gpu=$1 x=$2 w ceiling bound batches=""
     ceiling=$(ds_ceiling "$gpu") bound=$(ds_bound "$gpu")
     for w in $DS_WORKLOADS; do
-        derived single_request_ceiling fast-dllm $w "$x" "$ceiling"
-        derived single_request_bound fast-dllm $w "$x" "$bound"
-        batches+="$(ds_batch $w "$x") on $w, "
+        derived single_request_ceiling fast-dllm "$w" "$x" "$ceiling"
+        derived single_request_bound fast-dllm "$w" "$x" "$bound"
+        batches+="$(ds_batch "$w" "$x") on $w, "
     done
+    # shellcheck disable=SC2034 # DS_WHY: the experiments' reports read it
     DS_WHY="Why the results move with the workload: at $x req/s the baselines' static batches hold, in requests,
 ${batches%, } (metric static_batch: as many as fit when each is padded to the workload's longest request,
 their sampling holding a softmax over every position's logits (Fast-dLLM's in float64: 18 bytes a
@@ -345,9 +354,9 @@ concurrency."
 ds_why_band() {
     local x=$1 lo=$2 hi=$3 w v where parts=""
     for w in $DS_WORKLOADS; do
-        v=$(value speedup dllm-serve $w "$x")
+        v=$(value speedup dllm-serve "$w" "$x")
         where=$(awk -v v="$v" -v lo="$lo" -v hi="$hi" 'BEGIN { print (v > hi ? "above" : v < lo ? "below" : "within") }')
-        parts+="$w $(fmt "$v")x, $where it (the baselines' static batch: $(ds_batch $w "$x")); "
+        parts+="$w $(fmt "$v")x, $where it (the baselines' static batch: $(ds_batch "$w" "$x")); "
     done
     why "dLLM-Serve's throughput over the strongest baseline's" "at $x req/s the speedup is ${parts%; }. Where a
 baseline's batch holds one request, dLLM-Serve's lead is all its concurrency; where the baselines batch
@@ -364,8 +373,8 @@ ds_why_scaling() {
     for w in $DS_WORKLOADS; do
         keeps=$(awk -F'\t' -v w="$w" '$1 == "dllm-serve" && $2 == w && $4 == "throughput_tok_s" { print $3, $5 }' "$out/points.tsv" |
             sort -g | awk '$2 >= 0.8 * $1 * 256 { k = $1 } END { print (k == "" ? "none of the rates" : k " req/s") }')
-        t=$(value throughput_tok_s dllm-serve $w "$r1") c=$(value gemm_ceiling_tok_s dllm-serve $w "$r1")
-        parts+="$w: $(fmt "$(ratio "$t" "$(value throughput_tok_s dllm-serve $w "$r0")")")x from $r0 to $r1 req/s, serving 80% of the offered tokens up to $keeps; at $r1 req/s $(fmt "$t") tok/s, $(awk -v t="$t" -v c="$c" 'BEGIN { printf "%.0f", 100 * t / c }')% of its GEMM ceiling of $(fmt "$c"); "
+        t=$(value throughput_tok_s dllm-serve "$w" "$r1") c=$(value gemm_ceiling_tok_s dllm-serve "$w" "$r1")
+        parts+="$w: $(fmt "$(ratio "$t" "$(value throughput_tok_s dllm-serve "$w" "$r0")")")x from $r0 to $r1 req/s, serving 80% of the offered tokens up to $keeps; at $r1 req/s $(fmt "$t") tok/s, $(awk -v t="$t" -v c="$c" 'BEGIN { printf "%.0f", 100 * t / c }')% of its GEMM ceiling of $(fmt "$c"); "
     done
     why "dLLM-Serve keeps scaling" "keeping up at $r1 req/s takes $(awk -v r="$r1" 'BEGIN { print r * 256 }') generated tok/s. ${parts%; }.
 The ceiling is what the card's whole bf16 GEMM rate allows at the rows dLLM-Serve processes a decoded
@@ -381,10 +390,10 @@ caching does here, or run its steps nearer the card's GEMM rate."
 ds_why_latency() {
     local x=$1 w s d parts=""
     for w in $DS_WORKLOADS; do
-        d=$(value lat_mean_s dllm-serve $w "$x")
+        d=$(value lat_mean_s dllm-serve "$w" "$x")
         for s in $DS_BASELINES; do
-            awk -v a="$(value lat_mean_s $s $w "$x")" -v b="$d" 'BEGIN { exit !(a <= b) }' || continue
-            parts+="on $w $s's $(fmt "$(value lat_mean_s $s $w "$x")") s against $(fmt "$d") s, $(fmt "$(value throughput_tok_s $s $w "$x")") tok/s against dLLM-Serve's $(fmt "$(value throughput_tok_s dllm-serve $w "$x")"), $(fmt "$(mean_batch $s $w "$x")") requests a step (static batch $(value static_batch $s $w "$x")) against $(fmt "$(mean_batch dllm-serve $w "$x")"); "
+            awk -v a="$(value lat_mean_s "$s" "$w" "$x")" -v b="$d" 'BEGIN { exit !(a <= b) }' || continue
+            parts+="on $w $s's $(fmt "$(value lat_mean_s "$s" "$w" "$x")") s against $(fmt "$d") s, $(fmt "$(value throughput_tok_s "$s" "$w" "$x")") tok/s against dLLM-Serve's $(fmt "$(value throughput_tok_s dllm-serve "$w" "$x")"), $(fmt "$(mean_batch "$s" "$w" "$x")") requests a step (static batch $(value static_batch "$s" "$w" "$x")) against $(fmt "$(mean_batch dllm-serve "$w" "$x")"); "
         done
     done
     why "$2" "${parts%; } (the load brings $(awk -v r="$x" 'BEGIN { print r * 256 }') generated tok/s). A static batch serves its requests
@@ -399,9 +408,9 @@ ds_why_wall() {
     local r0=$1 r1=$2 w s g parts=""
     for w in $DS_WORKLOADS; do
         for s in $DS_BASELINES; do
-            g=$(ratio "$(value throughput_tok_s $s $w "$r1")" "$(value throughput_tok_s $s $w "$r0")")
+            g=$(ratio "$(value throughput_tok_s "$s" "$w" "$r1")" "$(value throughput_tok_s "$s" "$w" "$r0")")
             awk -v g="$g" -v a="$r0" -v b="$r1" 'BEGIN { exit !(g >= 1 + 0.5 * (b / a - 1)) }' &&
-                parts+="$s on $w $(fmt "$g")x (its static batch: $(value static_batch $s $w "$r1")), "
+                parts+="$s on $w $(fmt "$g")x (its static batch: $(value static_batch "$s" "$w" "$r1")), "
         done
     done
     why "the baselines hit a throughput wall" "from $r0 to $r1 req/s the load rises $(fmt "$(ratio "$r1" "$r0")")x and

@@ -1,5 +1,8 @@
+# shellcheck shell=bash
 # figure.sh: a paper experiment's figure, laid out as the paper lays it out (sourced by lib/paper.sh;
-# paper_finish draws it into OUT/figure.png and keeps its gnuplot script as OUT/figure.gp).
+# paper_finish draws it into OUT/figure.png and keeps its gnuplot script as OUT/figure.gp). Every
+# title, label, series name, note and path enters the script through gp_str or gp_file
+# (analysis/lib_gnuplot.sh): text, never gnuplot commands.
 #
 # An experiment describes its figure before paper_finish, from the points in OUT/points.tsv:
 #   fig_cols N                           panels a row (all in one row unless given)
@@ -28,6 +31,8 @@ FIG_COLOURS=('#0072B2' '#D55E00' '#009E73' '#CC79A7' '#E69F00' '#56B4E9' '#00000
 FIG_MARKERS=(7 5 9 13 11 15 7 5 9 13 11 15)
 declare -A FIG_HOLLOW=([7]=6 [5]=4 [9]=8 [13]=12 [11]=10 [15]=14)
 FIG_DASH=(1 2 4 5 3 1 2 4 5 3 1 2)
+# shellcheck source=../../analysis/lib_gnuplot.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../analysis/lib_gnuplot.sh"
 
 fig_reset() {
     FIG_NCOLS=0 FIG_NPANELS=0 FIG_TABLE_TITLE=""
@@ -69,7 +74,7 @@ fig_panel() {
     shift 4
     FIG_NPANELS=$((FIG_NPANELS + 1))
     FIG_SCALE=1
-    gp="set title \"$title\""$'\n'"set xlabel \"$xl\""$'\n'"set ylabel \"$yl\""$'\n'
+    gp="set title $(gp_str "$title")"$'\n'"set xlabel $(gp_str "$xl")"$'\n'"set ylabel $(gp_str "$yl")"$'\n'
     for o in "$@"; do
         case $o in
             logx) gp+="set logscale x 2"$'\n' ;;
@@ -77,38 +82,39 @@ fig_panel() {
             scale=*) FIG_SCALE=${o#scale=} ;;
             yfrom0) gp+="set yrange [0:*]"$'\n'"set offsets graph 0.03, graph 0.03, graph 0.08, 0"$'\n' ;;
             ymin=*) gp+="set yrange [${o#ymin=}:*]"$'\n' ;;
-            yfmt=*) gp+="set format y \"${o#yfmt=}\""$'\n' ;;
-            xfmt=*) gp+="set format x \"${o#xfmt=}\""$'\n' ;;
+            yfmt=*) gp+="set format y $(gp_str "${o#yfmt=}")"$'\n' ;;
+            xfmt=*) gp+="set format x $(gp_str "${o#xfmt=}")"$'\n' ;;
             ref=*) local y=${o#ref=}
                 fig_add_series "${y#*:}" ref
                 gp+="set arrow from graph 0, first ${y%%:*} to graph 1, first ${y%%:*} nohead lc rgb '#CC0000' dt 2 lw 2 back"$'\n' ;;
             *) echo "$EXP: unknown figure option '$o'" >&2; exit 1 ;;
         esac
     done
-    FIG_PANEL[$FIG_NPANELS]=$gp FIG_PLOTS[$FIG_NPANELS]="" FIG_KINDS[$FIG_NPANELS]=$kind
-    FIG_SCALES[$FIG_NPANELS]=$FIG_SCALE
+    FIG_PANEL[FIG_NPANELS]=$gp FIG_PLOTS[FIG_NPANELS]="" FIG_KINDS[FIG_NPANELS]=$kind
+    FIG_SCALES[FIG_NPANELS]=$FIG_SCALE
 }
 fig_lines() { fig_panel lines "$@"; }
-fig_bars() { fig_panel bars "$@"; FIG_BARDATA[$FIG_NPANELS]=""; }
+fig_bars() { fig_panel bars "$@"; FIG_BARDATA[FIG_NPANELS]=""; }
 
 # fig_curve SERIES SYSTEM WORKLOAD METRIC [paper]: a curve in the last panel
 fig_curve() {
     local name=$1 s=$2 w=$3 m=$4 p=$FIG_NPANELS n f
+    # shellcheck disable=SC2154 # out: the experiment's folder, set by paper_init (lib/paper.sh)
     f="$out/points/fig-$p.dat"
-    awk -F'\t' -v s="$s" -v w="$w" -v m="$m" -v k="${FIG_SCALES[$p]}" \
+    awk -F'\t' -v s="$s" -v w="$w" -v m="$m" -v k="${FIG_SCALES[p]}" \
         '$1 == s && $2 == w && $4 == m && $3 ~ /^[0-9.eE+-]+$/ && $5 != "" { print $3, $5 * k }' "$out/points.tsv" | sort -g >"$f"
     [ -s "$f" ] || return 0
     fig_add_series "$name" line
     n=$(fig_series "$name")
     mv "$f" "$out/points/fig-$p-$n.dat"
     f="$out/points/fig-$p-$n.dat"
-    FIG_PLOTS[$p]+="${FIG_PLOTS[$p]:+, }'$f' using 1:2 with linespoints ls $n notitle"
+    FIG_PLOTS[p]+="${FIG_PLOTS[p]:+, }$(gp_file "$f") using 1:2 with linespoints ls $n notitle"
     [ "${5:-}" = paper ] || return 0
-    awk -F'\t' -v s="$s" -v w="$w" -v m="$m" -v k="${FIG_SCALES[$p]}" \
+    awk -F'\t' -v s="$s" -v w="$w" -v m="$m" -v k="${FIG_SCALES[p]}" \
         '$1 == s && $2 == w && $4 == m && $3 ~ /^[0-9.eE+-]+$/ { print $3, $5 * k }' "$out/paper.tsv" | sort -g >"$f.paper"
     [ -s "$f.paper" ] || return 0
     fig_add_series "$name, the paper" paper "$name"
-    FIG_PLOTS[$p]+=", '$f.paper' using 1:2 with points ls $(fig_series "$name, the paper") ps 2.2 notitle"
+    FIG_PLOTS[p]+=", $(gp_file "$f.paper") using 1:2 with points ls $(fig_series "$name, the paper") ps 2.2 notitle"
 }
 
 # fig_bar GROUP SERIES SYSTEM WORKLOAD X METRIC: a bar in the last panel (the point's value)
@@ -120,14 +126,15 @@ fig_bar() {
 }
 fig_bar_value() {
     fig_add_series "$2" bar
-    FIG_BARDATA[$FIG_NPANELS]+="$1"$'\t'"$2"$'\t'"$(awk -v v="$3" -v k="${FIG_SCALES[$FIG_NPANELS]}" 'BEGIN { print v * k }')"$'\n'
+    FIG_BARDATA[FIG_NPANELS]+="$1"$'\t'"$2"$'\t'"$(awk -v v="$3" -v k="${FIG_SCALES[FIG_NPANELS]}" 'BEGIN { print v * k }')"$'\n'
 }
 
 # fig_bar_plots P: the gnuplot settings and plot clauses of bar panel P: a cluster a group, a bar a
 # series (in the order first given), each labelled with its value
 fig_bar_plots() {
-    local p=$1 f="$out/points/fig-$p-bars.dat"
-    printf '%s' "${FIG_BARDATA[$p]}" | awk -F'\t' -v names="$(printf '%s\n' "${FIG_SERIES[@]}")" '
+    local p=$1 f
+    f="$out/points/fig-$p-bars.dat"
+    printf '%s' "${FIG_BARDATA[p]}" | awk -F'\t' -v names="$(printf '%s\n' "${FIG_SERIES[@]}")" '
         BEGIN { n = split(names, all, "\n"); for (i = 1; i <= n; i++) style[all[i]] = i }
         !($1 in g) { g[$1] = ng++; gname[ng - 1] = $1 }
         !($2 in s) { s[$2] = ns++; sname[ns - 1] = $2 }
@@ -139,16 +146,21 @@ fig_bar_plots() {
             printf "#xtics"; for (gi = 0; gi < ng; gi++) printf "\t%s\t%d", gname[gi], gi; printf "\n"
             printf "#range %.3f %.3f\n", -0.5, ng - 0.5
         }' >"$f"
-    local tics range st clauses=""
-    tics=$(sed -n 's/^#xtics\t//p' "$f" | awk -F'\t' '{ for (i = 1; i < NF; i += 2) printf "%s\"%s\" %s", (i > 1 ? ", " : ""), $i, $(i + 1) }')
-    range=$(sed -n 's/^#range //p' "$f")
-    FIG_PANEL[$p]+="set xtics ($tics) scale 0"$'\n'"set xrange [${range% *}:${range#* }]"$'\n'
-    FIG_PANEL[$p]+="set style fill solid 0.85 border lc rgb '#333333'"$'\n'"set grid noxtics ytics"$'\n'
-    for st in $(grep -v '^#' "$f" | awk '{ print $3 }' | awk '!seen[$0]++'); do
-        clauses+="${clauses:+, }'$f' using (\$3 == $st ? \$1 : NaN):2:4 with boxes ls $st dt 1 notitle"
+    local tics="" range st gpf groups i clauses=""
+    # the groups' names and places (a tab between each), a tic each
+    IFS=$'\t' read -r -a groups <<<"$(sed -n 's/^#xtics\t//p' "$f")"
+    for ((i = 0; i + 1 < ${#groups[@]}; i += 2)); do
+        tics+="${tics:+, }$(gp_str "${groups[i]}") ${groups[i + 1]}"
     done
-    clauses+=", '$f' using 1:2:(\$2 >= 10000 ? gprintf('%.0s%c', \$2) : sprintf(\$2 >= 100 ? '%.0f' : '%.3g', \$2)) with labels offset 0,0.6 font ',9' notitle"
-    FIG_PLOTS[$p]=$clauses
+    range=$(sed -n 's/^#range //p' "$f")
+    FIG_PANEL[p]+="set xtics ($tics) scale 0"$'\n'"set xrange [${range% *}:${range#* }]"$'\n'
+    FIG_PANEL[p]+="set style fill solid 0.85 border lc rgb '#333333'"$'\n'"set grid noxtics ytics"$'\n'
+    gpf=$(gp_file "$f")
+    while read -r st; do
+        clauses+="${clauses:+, }$gpf using (\$3 == $st ? \$1 : NaN):2:4 with boxes ls $st dt 1 notitle"
+    done < <(grep -v '^#' "$f" | awk '!seen[$3]++ { print $3 }')
+    clauses+=", $gpf using 1:2:(\$2 >= 10000 ? gprintf('%.0s%c', \$2) : sprintf(\$2 >= 100 ? '%.0f' : '%.3g', \$2)) with labels offset 0,0.6 font ',9' notitle"
+    FIG_PLOTS[p]=$clauses
 }
 
 fig_table() { FIG_TABLE_TITLE=$1; }
@@ -163,7 +175,8 @@ fig_draw() {
         [ "$FIG_NPANELS" -gt 0 ] || return 0
         fig_panels_gp "$title" >"$out/figure.gp"
     fi
-    gnuplot "$out/figure.gp" 2>"$out/points/gnuplot.log" ||
+    # the script on stdin: gnuplot runs a script file named "<CMD" as CMD's output
+    gnuplot <"$out/figure.gp" 2>"$out/points/gnuplot.log" ||
         echo "$EXP: gnuplot failed: $(head -2 "$out/points/gnuplot.log")" >&2
 }
 
@@ -175,8 +188,8 @@ fig_panels_gp() {
     rows=$(((FIG_NPANELS + cols - 1) / cols))
     # a bar panel is wide enough for its bars and their labels, 50 px a bar
     for ((p = 1; p <= FIG_NPANELS; p++)); do
-        [ "${FIG_KINDS[$p]}" = bars ] || continue
-        nbars=$(printf '%s' "${FIG_BARDATA[$p]}" | grep -c .)
+        [ "${FIG_KINDS[p]}" = bars ] || continue
+        nbars=$(printf '%s' "${FIG_BARDATA[p]}" | grep -c .)
         [ $((50 * nbars + 120)) -gt $pw ] && pw=$((50 * nbars + 120))
     done
     W=$((pw * cols)) H=0
@@ -193,25 +206,25 @@ fig_panels_gp() {
     H=$((top + rows * ph + leg + notes))
     # the panels' width: the canvas's, shared out
     pw=$((W / cols))
-    echo "# $EXP: $title"
+    echo "# $EXP: ${title//[[:cntrl:]]/ }"
     echo "set terminal pngcairo size $W,$H font ',11' noenhanced"
-    echo "set output '$out/figure.png'"
+    echo "set output $(gp_file "$out/figure.png")"
     printf '%s\n' "${FIG_STYLE[@]}"
     echo "set grid lc rgb '#DDDDDD'"
     echo "unset key"
-    echo "set multiplot title \"$title\" font ',13'"
+    echo "set multiplot title $(gp_str "$title") font ',13'"
     for ((p = 1; p <= FIG_NPANELS; p++)); do
-        [ "${FIG_KINDS[$p]}" = bars ] && fig_bar_plots $p
+        [ "${FIG_KINDS[p]}" = bars ] && fig_bar_plots "$p"
         i=$((p - 1)) r=$((i / cols)) c=$((i % cols))
         echo
-        echo "# panel $p (${FIG_KINDS[$p]})"
+        echo "# panel $p (${FIG_KINDS[p]})"
         echo "unset logscale; unset arrow; unset label; set autoscale xy; set offsets graph 0.03, graph 0.03, graph 0.08, graph 0.05"
         echo "set xtics autofreq scale 1; set ytics autofreq; set format x '% h'; set format y '% h'"
         echo "set style fill empty; set grid xtics ytics lc rgb '#DDDDDD'"
         awk -v x="$c" -v y="$r" -v pw="$pw" -v ph="$ph" -v W="$W" -v H="$H" -v top="$top" 'BEGIN {
             printf "set origin %.4f, %.4f\nset size %.4f, %.4f\n", x * pw / W, (H - top - (y + 1) * ph) / H, pw / W, ph / H }'
-        printf '%s' "${FIG_PANEL[$p]}"
-        echo "plot ${FIG_PLOTS[$p]}"
+        printf '%s' "${FIG_PANEL[p]}"
+        echo "plot ${FIG_PLOTS[p]}"
     done
     echo
     echo "# the legend, under the panels"
@@ -224,13 +237,13 @@ fig_panels_gp() {
     echo "set key at screen 0.5, $(awk -v H="$H" -v l="$leg" -v n="$notes" 'BEGIN { printf "%.4f", (n + l / 2) / H }') center center horizontal maxcols $legcols width 2 samplen 3 reverse Left box lc rgb '#999999'"
     i=0
     for ((p = 0; p < ${#lines[@]}; p++)); do
-        echo "set label \"${lines[$p]}\" at screen 0.01, $(awk -v H="$H" -v y="$((notes - 18 * p - 10))" 'BEGIN { printf "%.4f", y / H }') left font ',10'"
+        echo "set label $(gp_str "${lines[p]}") at screen 0.01, $(awk -v H="$H" -v y="$((notes - 18 * p - 10))" 'BEGIN { printf "%.4f", y / H }') left font ',10'"
     done
     local clauses=""
     for i in "${!FIG_SERIES[@]}"; do
         local with="linespoints"
-        case ${FIG_KIND[$i]} in ref) with="lines" ;; bar) with="boxes fs solid 0.85 border lc rgb '#333333'" ;; paper) with="points" ;; esac
-        clauses+="${clauses:+, }NaN with $with ls $((i + 1)) title \"${FIG_SERIES[$i]}\""
+        case ${FIG_KIND[i]} in ref) with="lines" ;; bar) with="boxes fs solid 0.85 border lc rgb '#333333'" ;; paper) with="points" ;; esac
+        clauses+="${clauses:+, }NaN with $with ls $((i + 1)) title $(gp_str "${FIG_SERIES[i]}")"
     done
     echo "plot $clauses"
     echo "unset multiplot"
@@ -243,10 +256,16 @@ fig_wrap() {
 }
 
 # fig_table_gp: the gnuplot script of the table: a header row, a rule under it and under each
-# group (a change of the first cell), text left-aligned and numbers right-aligned
+# group (a change of the first cell), text left-aligned and numbers right-aligned. The awk program
+# lays the table out and marks each text it places between two unit separators (\037, taken out of
+# the text itself); fig_gp_text turns each into a gnuplot string. The output's path comes quoted
+# (gp_file) through the environment, where awk reads no escapes.
 fig_table_gp() {
-    printf '%s\n' "${FIG_ROWS[@]}" | awk -F'\t' -v title="$FIG_TABLE_TITLE" -v png="$out/figure.png" -v expname="$EXP" -v notes="$(fig_wrap 900)" '
+    echo "# $EXP: ${FIG_TABLE_TITLE//[[:cntrl:]]/ }"
+    printf '%s\n' "${FIG_ROWS[@]}" | FIG_OUTPUT=$(gp_file "$out/figure.png") \
+        awk -F'\t' -v title="$FIG_TABLE_TITLE" -v notes="$(fig_wrap 900)" '
         function isnum(s) { return s ~ /^[-+]?[0-9.,]+[x%]?( \(.*\))?$/ || s == "-" }
+        function text(s) { gsub(/\037/, " ", s); return "\037" s "\037" }
         { nr++; nf = NF - 1; if (nf > cols) cols = nf
           for (i = 1; i <= nf; i++) { cell[nr, i] = $i; if (length($i) > wid[i]) wid[i] = length($i) } }
         END {
@@ -258,24 +277,22 @@ fig_table_gp() {
             # the table centred, its rules 10 px past its columns
             x0 = (W - tw) / 2; for (i = 1; i <= cols; i++) left[i] += x0; ra = (x0 - 10) / W; rb = (x0 + tw + 10) / W
             H = top + nr * rowh + 20 + 18 * nn
-            printf "# %s: %s\n", expname, title
             printf "set terminal pngcairo size %d,%d font \",11\" noenhanced\n", W, H
-            printf "set output \"%s\"\n", png
+            printf "set output %s\n", ENVIRON["FIG_OUTPUT"]
             print "unset border; unset tics; unset key; set xrange [0:1]; set yrange [0:1]"
             print "set lmargin 0; set rmargin 0; set tmargin 0; set bmargin 0"
-            printf "set label \"%s\" at screen 0.5, %.4f center font \",13\"\n", title, 1 - 24 / H
+            printf "set label %s at screen 0.5, %.4f center font \",13\"\n", text(title), 1 - 24 / H
             for (i = 1; i <= cols; i++) { numcol[i] = nr > 1; for (r = 2; r <= nr; r++) if (!isnum(cell[r, i])) numcol[i] = 0 }
             for (r = 1; r <= nr; r++) {
                 y = 1 - (top + (r - 0.5) * rowh) / H
                 for (i = 1; i <= cols; i++) {
                     s = cell[r, i]
                     if (r > 2 && i == 1 && s == cell[r - 1, 1]) continue
-                    gsub(/"/, "\\\"", s)
                     f = (r == 1) ? " font \":Bold,11\"" : ""
                     if (r > 1 ? isnum(cell[r, i]) : numcol[i])
-                        printf "set label \"%s\" at screen %.4f, %.4f right%s\n", s, (left[i] + wid[i] * cw) / W, y, f
+                        printf "set label %s at screen %.4f, %.4f right%s\n", text(s), (left[i] + wid[i] * cw) / W, y, f
                     else
-                        printf "set label \"%s\" at screen %.4f, %.4f left%s\n", s, left[i] / W, y, f
+                        printf "set label %s at screen %.4f, %.4f left%s\n", text(s), left[i] / W, y, f
                 }
                 if (r == 1 || r == nr || cell[r + 1, 1] != cell[r, 1]) {
                     yl = 1 - (top + r * rowh) / H
@@ -285,9 +302,23 @@ fig_table_gp() {
             }
             yl = 1 - (top - 2) / H
             printf "set arrow from screen %.4f, %.4f to screen %.4f, %.4f nohead lw 1.5\n", ra, yl, rb, yl
-            for (k = 1; k <= nn; k++) printf "set label \"%s\" at screen %.4f, %.4f left font \",10\"\n", note[k], 20 / W, 1 - (top + nr * rowh + 8 + 18 * k) / H
+            for (k = 1; k <= nn; k++) printf "set label %s at screen %.4f, %.4f left font \",10\"\n", text(note[k]), 20 / W, 1 - (top + nr * rowh + 8 + 18 * k) / H
             print "plot NaN notitle"
-        }'
+        }' | fig_gp_text
+}
+
+# fig_gp_text: stdin's lines with each text between two unit separators (\037) as a gnuplot string
+# (gp_str)
+fig_gp_text() {
+    local line head text
+    while IFS= read -r line; do
+        while [[ $line == *$'\037'*$'\037'* ]]; do
+            head=${line%%$'\037'*} line=${line#*$'\037'}
+            text=${line%%$'\037'*} line=${line#*$'\037'}
+            printf '%s%s' "$head" "$(gp_str "$text")"
+        done
+        printf '%s\n' "$line"
+    done
 }
 
 # fig_metric_label METRIC: a metric's axis label in words with its unit
@@ -309,11 +340,13 @@ fig_metric_label() {
 # fig_default XLABEL METRIC LOGX: the figure of an experiment that describes none: METRIC against x,
 # a panel a workload of PANELS (one panel otherwise), a curve a system
 fig_default() {
-    local w s
-    for w in ${PANELS:--}; do
+    local w s panels systems
+    read -r -a panels <<<"${PANELS:--}"
+    for w in "${panels[@]}"; do
         [ "$w" = - ] && w=""
         fig_lines "$w" "$1" "$(fig_metric_label "$2")" ${3:+logx}
-        for s in $(awk -F'\t' -v m="$2" -v w="$w" '$4 == m && (w == "" || $2 == w) && $3 ~ /^[0-9.]+$/ { print $1 "|" $2 }' "$out/points.tsv" | awk '!seen[$0]++'); do
+        mapfile -t systems < <(awk -F'\t' -v m="$2" -v w="$w" '$4 == m && (w == "" || $2 == w) && $3 ~ /^[0-9.]+$/ && !seen[$1 "|" $2]++ { print $1 "|" $2 }' "$out/points.tsv")
+        for s in "${systems[@]}"; do
             fig_curve "${s%%|*}$([ -z "$w" ] && echo " (${s#*|})")" "${s%%|*}" "${s#*|}" "$2" paper
         done
     done

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # focus.sh: the FOCUS evaluation's setting (sourced by experiments/focus-*.sh after lib/paper.sh), as
 # its benchmark runs it (sands-lab/FOCUS benchmark/profile_throughput.py, driven by
 # run_baseline_throughput_evaluation.sh and run_focus_throughput_evaluation.sh): an A100-80GB,
@@ -68,9 +69,9 @@ fc_speedup_range() {
     shift 4
     d=$(value speedup focus "$w" "$x")
     band=$(fc_gemm_band "$m")
-    vals=$d
+    vals=("$d")
     for av in TPF=high SNR=1.5 SNR=6 GEMM=${band% *} GEMM=${band#* }; do
-        [ "$QUICK" = 1 ] && [ $av != TPF=high ] && continue
+        [ "$QUICK" = 1 ] && [ "$av" != TPF=high ] && continue
         f=${av#*=}
         case $av in
             TPF=*) fc_point focus "$w~$av" "$x" "$m" "$b" "$@" --decode threshold:sdar-high ;;
@@ -83,11 +84,12 @@ fc_speedup_range() {
         v=$(ratio "$(value throughput_tok_s focus "$w~$av" "$x")" \
             "$(value throughput_tok_s lmdeploy "$([[ $av == GEMM=* ]] && echo "$w~$av" || echo "$w")" "$x")")
         derived speedup focus "$w~$av" "$x" "$v"
-        vals+=" $v" cells+="${cells:+, }$av $(fmt "$v")x"
+        vals+=("$v") cells+="${cells:+, }$av $(fmt "$v")x"
         dv=$(awk -v a="$v" -v d="$d" 'BEGIN { print (a > d ? a - d : d - a) }')
         awk -v a="$dv" -v m="$worst_d" 'BEGIN { exit !(a > m) }' && worst=${av%%=*} worst_d=$dv
     done
-    derived_range speedup focus "$w" "$x" $vals
+    derived_range speedup focus "$w" "$x" "${vals[@]}"
+    # shellcheck disable=SC2034 # FC_RANGE: the experiments' reports read it
     FC_RANGE="$w at $x: $(fmt "$d")x at the defaults; $cells; range $(fmt "$RANGE_LO")-$(fmt "$RANGE_HI")x, most sensitive to $worst"
 }
 # fc_range_notes: what fc_speedup_range sweeps, said for the report

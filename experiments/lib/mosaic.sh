@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # mosaic.sh: the Mosaic evaluation's setting (sourced by experiments/mosaic-*.sh after lib/paper.sh):
 # one forward of a whole sequence (Mosaic's workload has no KV cache: its activations are recomputed
 # at every step) on an RTX 3090 (24 GB) and an A100 (40 GB), LLaDA-8B, Dream-7B and LLaDA-MoE, a
@@ -37,10 +38,14 @@ mo_name() {
     esac
 }
 # the L_max axis: L_max in tokens, thousands written k
+# shellcheck disable=SC2034 # MO_LMAX_LABEL: the experiments' figures read it
 MO_LMAX_LABEL="Longest context Lₘₐₓ (tokens)"
 
-# mo_json FILE KEY: a number from mem plan's or mem lmax's JSON
-mo_json() { sqlite3 :memory: "SELECT json_extract(readfile('$1'), '\$.$2')"; }
+# mo_json FILE KEY: a number from mem plan's or mem lmax's JSON (empty where FILE is missing; the
+# file reaches sqlite3 on stdin, its path never SQL text)
+mo_json() {
+    if [ -r "$1" ]; then sqlite3 :memory: "SELECT json_extract(readfile('/dev/stdin'), '\$.$2')" <"$1"; else echo; fi
+}
 
 # mo_run SYSTEM WORKLOAD X MODEL GPU ARGS...: one `tessera ARGS... --json` run (mem plan or mem lmax),
 # its JSON in OUT/points/ (its path in MO_F), its model and GPU in the index
@@ -48,7 +53,9 @@ mo_run() {
     local sys=$1 wl=$2 x=$3 model=$4 gpu=$5
     shift 5
     npoints=$((npoints + 1))
+    # shellcheck disable=SC2154 # out: the experiment's folder, set by paper_init (lib/paper.sh)
     MO_F="$out/points/$npoints.json"
+    # shellcheck disable=SC2154 # bin: the binary, set by lib/paper.sh
     if ! "$bin" "$@" --json >"$MO_F" 2>"$out/points/$npoints.log"; then
         echo "$EXP: point $npoints ($sys, $wl, x = $x) failed: $(head -3 "$out/points/$npoints.log")" >&2
         exit 1
@@ -62,6 +69,7 @@ mo_budget() {
     local f="$out/points/budget-$1-$2.json"
     "$bin" mem lmax --model "$1" --gpu "$2" --planner first-fit --json >"$f" 2>&1 ||
         { echo "$EXP: mem lmax --model $1 --gpu $2 failed: $(head -3 "$f")" >&2; exit 1; }
+    # shellcheck disable=SC2034 # MO_BUDGET: the experiments read it
     MO_BUDGET=$(awk -v b="$(mo_json "$f" activation_budget_bytes)" 'BEGIN { printf "%.6f", b / 1073741824 }')
 }
 
@@ -78,9 +86,10 @@ mo_args() {
 # mo_plan SYSTEM WORKLOAD TOKENS MODEL GPU [BUDGET_GIB]: one step of TOKENS rows planned; records its
 # peak-to-average ratio, inflation (reserved over the theoretical peak, minus 1) and reserved peak
 mo_plan() {
-    local sys=$1 wl=$2 T=$3 model=$4 gpu=$5 budget=${6:-}
-    mo_run "$sys" "$wl" "$T" "$model" "$gpu" mem plan --model "$model" --tokens "$T" $(mo_args "$sys") \
-        ${budget:+--budget-gib $budget}
+    local sys=$1 wl=$2 T=$3 model=$4 gpu=$5 budget=${6:-} sys_opts
+    read -r -a sys_opts <<<"$(mo_args "$sys")"
+    mo_run "$sys" "$wl" "$T" "$model" "$gpu" mem plan --model "$model" --tokens "$T" "${sys_opts[@]}" \
+        ${budget:+--budget-gib "$budget"}
     local f=$MO_F
     derived peak_to_average "$sys" "$wl" "$T" "$(mo_json "$f" peak_to_average)"
     derived inflation "$sys" "$wl" "$T" "$(mo_json "$f" inflation)"
@@ -90,8 +99,9 @@ mo_plan() {
 
 # mo_lmax SYSTEM WORKLOAD X MODEL GPU: the longest sequence that fits; records lmax
 mo_lmax() {
-    local sys=$1 wl=$2 x=$3 model=$4 gpu=$5
-    mo_run "$sys" "$wl" "$x" "$model" "$gpu" mem lmax --model "$model" --gpu "$gpu" $(mo_args "$sys")
+    local sys=$1 wl=$2 x=$3 model=$4 gpu=$5 sys_opts
+    read -r -a sys_opts <<<"$(mo_args "$sys")"
+    mo_run "$sys" "$wl" "$x" "$model" "$gpu" mem lmax --model "$model" --gpu "$gpu" "${sys_opts[@]}"
     local f=$MO_F
     derived lmax "$sys" "$wl" "$x" "$(mo_json "$f" lmax)"
     printf '%s %-10s %-22s L_max %s\n' "$EXP" "$sys" "$wl" "$(mo_json "$f" lmax)" >&2
@@ -106,11 +116,12 @@ MO_TORCH=("$(dirname "${BASH_SOURCE[0]}")/../records/torch-lmax-h100/torch_lmax.
 # VALUE; empty when the harness did not measure it
 mo_line() { cat "${MO_TORCH[@]}" | grep -F "\"model\": \"$1\", \"mode\": \"$2\", \"$3\": $4," || true; }
 
-# mo_measured MODEL MODE KEY VALUE FIELD: FIELD of that line (empty without one)
+# mo_measured MODEL MODE KEY VALUE FIELD: FIELD of that line (empty without one); the line enters the
+# SQL as a string literal, each single quote doubled
 mo_measured() {
     local line
     line=$(mo_line "$1" "$2" "$3" "$4")
-    [ -n "$line" ] && sqlite3 :memory: "SELECT json_extract('$line', '\$.$5')"
+    [ -n "$line" ] && sqlite3 :memory: "SELECT json_extract('${line//\'/\'\'}', '\$.$5')"
 }
 
 # mo_card_mib GPU: the card's memory in MiB, the limit the harness ran under for it

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # paper.sh: what the paper experiments share (sourced by experiments/<paper>-<figure>.sh).
 #
 # An experiment script sets EXP (its name) and calls, in order:
@@ -64,8 +65,11 @@ paper_init() {
     npoints=0
 }
 
-# json FILE KEY: a number from a summary tessera sim --json wrote
-json() { sqlite3 :memory: "SELECT json_extract(readfile('$1'), '\$.$2')"; }
+# json FILE KEY: a number from a summary tessera sim --json wrote (empty where FILE is missing); the
+# file reaches sqlite3 on stdin, so that its path is never SQL text
+json() {
+    if [ -r "$1" ]; then sqlite3 :memory: "SELECT json_extract(readfile('/dev/stdin'), '\$.$2')" <"$1"; else echo; fi
+}
 
 point() {
     local sys=$1 wl=$2 x=$3

@@ -1,9 +1,13 @@
+# shellcheck shell=bash
 # plot.sh: an experiment's own figure, drawn by gnuplot where it is installed (sourced by the
 # experiments whose figures are not a paper's layout, lib/figure.sh's):
 #   plot_png EXP PNG WIDTH HEIGHT <<EOF ... EOF
 # runs the gnuplot commands on stdin after setting a PNG of WIDTH x HEIGHT pixels as their output (no
 # enhanced text: labels print as written). Where gnuplot fails, PNG is removed and EXP says why on
-# stderr, the report standing without it; without gnuplot, nothing is drawn.
+# stderr, the report standing without it; without gnuplot, nothing is drawn. The commands name paths
+# and outside text through gp_file and gp_str (analysis/lib_gnuplot.sh, sourced here).
+# shellcheck source=../../analysis/lib_gnuplot.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../analysis/lib_gnuplot.sh"
 plot_png() {
     local exp=$1 png=$2 w=$3 h=$4 log
     if ! command -v gnuplot >/dev/null 2>&1; then
@@ -11,8 +15,8 @@ plot_png() {
         return 0
     fi
     log="$(dirname "$png")/gnuplot.log"
-    if { printf 'set terminal pngcairo size %s,%s font ",10"\nset output "%s"\nset termoption noenhanced\n' "$w" "$h" \
-            "$png"; cat; } | gnuplot 2>"$log"; then
+    if { printf 'set terminal pngcairo size %s,%s font ",10"\nset output %s\nset termoption noenhanced\n' "$w" "$h" \
+            "$(gp_file "$png")"; cat; } | gnuplot 2>"$log"; then
         rm -f "$log"
     else
         rm -f "$png"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # record.sh: where an experiment that compares with a record reads it (sourced by experiments/validate.sh
 # and experiments/validate-mechanisms.sh):
 #   rec=$(record_path EXP NAME TMP WHAT HOW) || exit 2

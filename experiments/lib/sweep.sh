@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# sweep.sh GRID OUT [--jobs N] [--slurm]: `tessera exp sweep`. Expands GRID into independent
-# `tessera sim` runs, one database each, runs them and merges their databases into OUT/sweep.db.
+# sweep.sh GRID OUT [--jobs N] [--slurm] [--max-runs N]: `tessera exp sweep`. Expands GRID into
+# independent `tessera sim` runs, one database each, runs them and merges their databases into
+# OUT/sweep.db.
 #
 # GRID: one option a line, `--NAME VALUE [VALUE ...]` (a line of one value sets it for every run;
 # '#' starts a comment); the runs are every combination of the lines' values, in the lines' order.
 #   --policy dual sparse
 #   --rps 0.5 1 2
 #   --requests 100
-# Every combination is checked first (a one-request run of it): a bad value stops the sweep before
-# any run, naming it. Writes OUT/runs.txt (run K's arguments on line K, its database
-# OUT/runs/run-K.db) and then:
+# The runs are counted first, the product of the lines' counts of values: more than --max-runs N
+# (default 10000) stops the sweep before anything is run or written (a grid of 20 lines of two
+# values is 1,048,576 runs). A line holding a NUL byte or another control character but a tab (a
+# Windows line end's carriage return among them) is refused, naming it; a UTF-8 byte-order mark
+# opening the file is skipped, and said. Every combination is checked next (a one-request run of
+# it): a bad value stops the sweep before any run, naming it. Writes OUT/runs.txt (run K's arguments
+# on line K, its database OUT/runs/run-K.db) and then:
 #   locally: runs them N at a time (--jobs N, default: the cores; xargs -P), a line per finished
 #            run, and merges them (tessera db merge) into OUT/sweep.db; a failed run stops the
 #            sweep: no run starts after it, those under way finish, its log is OUT/runs/run-K.log
@@ -21,31 +26,68 @@
 # A grid that varies three options or more draws no figure (it says so): analysis/plot.sh sweep
 # draws one over any option of OUT/sweep.db. A sweep interrupted (OUT/INCOMPLETE) and run again with
 # the same grid keeps the runs it finished and runs the others; a signal to the sweep ends its runs.
-# Grid values are words, never file patterns; OUT may hold any character.
-# Usage: tessera exp sweep GRID OUT [--jobs N] [--slurm] [--force]   (OUT missing or empty, unless --force)
+# Grid values are words, never file patterns or commands. OUT and GRID may hold any character (a
+# quote, a space, `$(...)`, a newline): every command, job file and figure script written names them
+# quoted, as data. With --slurm, OUT may hold no newline and no backslash, which a #SBATCH line
+# cannot carry (refused, exit 2).
+# Usage: tessera exp sweep GRID OUT [--jobs N] [--slurm] [--max-runs N] [--force]   (OUT missing or empty, unless --force)
 set -uo pipefail
 set -f # a grid's values are words, never file patterns
-grid=${1:?usage: tessera exp sweep GRID OUT [--jobs N] [--slurm]}
-out=${2:?usage: tessera exp sweep GRID OUT [--jobs N] [--slurm]}
+usage="usage: tessera exp sweep GRID OUT [--jobs N] [--slurm] [--max-runs N]"
+grid=${1:?$usage}
+out=${2:?$usage}
 shift 2
 bin=${TESSERA:?sweep.sh runs from tessera exp sweep (TESSERA names the binary)}
-jobs=$(nproc 2>/dev/null || echo 2) slurm=0
+jobs=$(nproc 2>/dev/null || echo 2) slurm=0 max_runs=10000
 while [ $# -gt 0 ]; do
     case $1 in
         --jobs) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "tessera exp sweep: --jobs: '${2:-}' is not a count of 1 or more" >&2; exit 2; }
                 jobs=$2; shift 2 ;;
+        --max-runs) [[ ${2:-} =~ ^[1-9][0-9]{0,8}$ ]] ||
+                        { echo "tessera exp sweep: --max-runs: '${2:-}' is not a count from 1 to 999999999" >&2; exit 2; }
+                    max_runs=$2; shift 2 ;;
         --slurm) slurm=1; shift ;;
-        *) echo "tessera exp sweep: unexpected argument '$1' (--jobs N, --slurm)" >&2; exit 2 ;;
+        *) echo "tessera exp sweep: unexpected argument '$1' (--jobs N, --slurm, --max-runs N)" >&2; exit 2 ;;
     esac
 done
 [ -r "$grid" ] || { echo "tessera exp sweep: $grid: cannot read the grid" >&2; exit 2; }
+# a job file's #SBATCH line is read by Slurm, not the shell: OUT goes there between double quotes,
+# each '"' escaped and each '%' doubled (Slurm's file name pattern); a line break ends the line and
+# a backslash is an escape to the pattern, so neither can be carried
+if [ "$slurm" = 1 ]; then
+    case $out in
+        *$'\n'*) echo "tessera exp sweep: --slurm: OUT $(printf %q "$out") holds a newline, which the job file's #SBATCH --output line cannot carry: name another OUT" >&2
+                 exit 2 ;;
+        *\\*) echo "tessera exp sweep: --slurm: OUT $(printf %q "$out") holds a backslash, which Slurm's file name pattern (#SBATCH --output) reads as an escape: name another OUT" >&2
+              exit 2 ;;
+    esac
+fi
 
-# the grid: its lines' values, checked; the combinations expanded, the last line varying fastest
-combos=("")
-varying=() numeric=()
-lineno=0
+# the grid's bytes: a control character but a tab refused, naming its line; a byte-order mark skipped
+bad=$(LC_ALL=C grep -naP -m1 '[^\t\x20-\x7e\x80-\xff]' "$grid" | cut -d: -f1)
+if [ -n "$bad" ]; then
+    c=$(LC_ALL=C sed -n "${bad}p" "$grid" | LC_ALL=C grep -oaP -m1 '[^\t\x20-\x7e\x80-\xff]' | head -c1 | od -An -tx1 | tr -d ' \n')
+    case $c in
+        00) what="a NUL byte" ;;
+        0d) what="a carriage return (a Windows line end: save the grid with Unix line ends)" ;;
+        *) what="the control character 0x$c" ;;
+    esac
+    echo "tessera exp sweep: $grid:$bad: $what; a grid is text, one option and its values a line" >&2
+    exit 2
+fi
+bom=0
+if [ "$(head -c3 "$grid" | od -An -tx1 | tr -d ' \n')" = efbbbf ]; then
+    bom=1
+    echo "sweep: $grid:1: a UTF-8 byte-order mark, skipped" >&2
+fi
+
+# the grid's lines: each option and its values, checked, and the runs counted (their product) before
+# any is expanded
+opts=() values=() varying=() numeric=()
+lineno=0 count=1 over=0
 while IFS= read -r line || [ -n "$line" ]; do
     lineno=$((lineno + 1))
+    [ "$lineno" = 1 ] && [ "$bom" = 1 ] && line=${line#$'\xef\xbb\xbf'}
     line=${line%%#*}
     read -r -a words <<<"$line"
     [ ${#words[@]} -eq 0 ] && continue
@@ -61,27 +103,47 @@ while IFS= read -r line || [ -n "$line" ]; do
         varying+=("${opt#--}")
         numeric+=("$(printf '%s\n' "${words[@]:1}" | grep -qvE '^-?[0-9]+([.][0-9]+)?$' && echo 0 || echo 1)")
     fi
+    opts+=("$opt") values+=("${words[*]:1}")
+    # the count is at most max_runs + 1 before each line's product, so it cannot overflow
+    count=$((count * (${#words[@]} - 1)))
+    [ "$count" -gt "$max_runs" ] && count=$((max_runs + 1)) over=1
+done <"$grid"
+[ ${#opts[@]} -gt 0 ] || { echo "tessera exp sweep: $grid: no option to sweep" >&2; exit 2; }
+if [ "$over" = 1 ]; then
+    runs=1
+    for v in "${values[@]}"; do
+        read -r -a words <<<"$v"
+        runs=$(awk -v a="$runs" -v b="${#words[@]}" 'BEGIN { printf "%.0f", a * b }')
+    done
+    echo "tessera exp sweep: $grid: $runs runs (every combination of its ${#opts[@]} lines' values), more than --max-runs $max_runs: vary fewer options or fewer values, or raise --max-runs" >&2
+    exit 2
+fi
+# the combinations, the last line varying fastest
+combos=("")
+for i in "${!opts[@]}"; do
+    read -r -a words <<<"${values[i]}"
     next=()
     for c in "${combos[@]}"; do
-        for v in "${words[@]:1}"; do next+=("$c $opt $v"); done
+        for v in "${words[@]}"; do next+=("$c ${opts[i]} $v"); done
     done
     combos=("${next[@]}")
-done <"$grid"
+done
 n=${#combos[@]}
-[ "$n" -gt 0 ] && [ -n "${combos[0]}" ] || { echo "tessera exp sweep: $grid: no option to sweep" >&2; exit 2; }
 
 # every run's options checked before anything is written (a one-request run): a refusal names the
 # bad value
 for k in "${!combos[@]}"; do
-    if ! err=$("$bin" sim ${combos[$k]} --requests 1 --quiet --no-progress 2>&1 >/dev/null); then
-        echo "tessera exp sweep: $grid: run $((k + 1)) (${combos[$k]# }): $err" >&2
+    # shellcheck disable=SC2086 # a run's options: the grid's words, split on purpose (set -f: no patterns)
+    if ! err=$("$bin" sim ${combos[k]} --requests 1 --quiet --no-progress 2>&1 >/dev/null); then
+        echo "tessera exp sweep: $grid: run $((k + 1)) (${combos[k]# }): $err" >&2
         exit 2
     fi
 done
 mkdir -p "$out/runs" || exit 2
 # runs.txt: run K's arguments on line K, each word quoted for the shell (paths with spaces too)
 runs=$(for k in "${!combos[@]}"; do
-    printf '%q ' ${combos[$k]} --db "$out/runs/run-$((k + 1)).db" --quiet --no-progress | sed 's/ $//'
+    # shellcheck disable=SC2086 # as above: the grid's words, one argument each
+    printf '%q ' ${combos[k]} --db "$out/runs/run-$((k + 1)).db" --quiet --no-progress | sed 's/ $//'
     echo
 done)
 # an interrupted sweep run again (tessera exp sweep sets TESSERA_SWEEP_RESUME where OUT says so):
@@ -113,16 +175,23 @@ else
 fi
 
 if [ "$slurm" = 1 ]; then
+    # the shell's lines name every path quoted for the shell (printf %q); the #SBATCH line names the
+    # log between double quotes, as Slurm reads it (OUT's newline and backslash refused above)
+    q_out=$(printf %q "$out") q_bin=$(printf %q "$bin")
+    slurm_log=$out/runs/slurm-
+    slurm_log=${slurm_log//%/%%} slurm_log=${slurm_log//\"/\\\"}
     cat >"$out/sweep.sbatch" <<EOF
 #!/usr/bin/env bash
 #SBATCH --job-name=tessera-sweep
 #SBATCH --array=1-$n
-#SBATCH --output=$out/runs/slurm-%a.log
+#SBATCH --output="${slurm_log}%a.log"
 # one task a run: line SLURM_ARRAY_TASK_ID of runs.txt; afterwards:
-#   $bin db merge $out/sweep.db $out/runs/run-*.db
-args=\$(sed -n "\${SLURM_ARRAY_TASK_ID}p" "$out/runs.txt")
+#   $q_bin db merge $(printf %q "$out/sweep.db") $q_out/runs/run-*.db
+out=$q_out
+bin=$q_bin
+args=\$(sed -n "\${SLURM_ARRAY_TASK_ID}p" "\$out/runs.txt")
 eval "set -- \$args" # (its words are quoted for the shell)
-exec "$bin" sim "\$@"
+exec "\$bin" sim "\$@"
 EOF
     echo "sweep: wrote $out/sweep.sbatch (sbatch it; then: tessera db merge $out/sweep.db $out/runs/run-*.db)"
     exit 0
@@ -145,12 +214,12 @@ for k in $(seq 1 "$n"); do [ -f "$out/runs/run-$k.db" ] && dbs+=("$out/runs/run-
 # figures where the grid varies one option, or two of which the last numeric one is the x axis:
 # throughput and mean latency over it, a curve for each value of the other
 x="" by=""
-for i in "${!varying[@]}"; do [ "${numeric[$i]}" = 1 ] && x=${varying[$i]}; done
+for i in "${!varying[@]}"; do [ "${numeric[i]}" = 1 ] && x=${varying[i]}; done
 for v in "${varying[@]}"; do [ "$v" = "$x" ] || by=$v; done
 if [ -n "$x" ] && [ ${#varying[@]} -le 2 ] && command -v gnuplot >/dev/null; then
     plot="$(dirname "$0")/../../analysis/plot.sh"
-    if bash "$plot" sweep "$out/throughput.png" "$out/sweep.db" "$x" throughput_tok_s $by >/dev/null 2>"$out/plot.err" &&
-        bash "$plot" sweep "$out/latency.png" "$out/sweep.db" "$x" lat_mean_s $by >/dev/null 2>"$out/plot.err"; then
+    if bash "$plot" sweep "$out/throughput.png" "$out/sweep.db" "$x" throughput_tok_s ${by:+"$by"} >/dev/null 2>"$out/plot.err" &&
+        bash "$plot" sweep "$out/latency.png" "$out/sweep.db" "$x" lat_mean_s ${by:+"$by"} >/dev/null 2>"$out/plot.err"; then
         echo "sweep: $out/throughput.png and $out/latency.png over $x${by:+, a curve for each $by} (analysis/plot.sh sweep draws others)"
     else
         echo "sweep: no figure: $(cat "$out/plot.err")"

@@ -46,7 +46,7 @@ dkv) policy=(--policy dkv-cache --dkv-refresh 8 --block 32) ;;
 elastic) policy=(--policy elastic --ec-window 16 --block 32) ;;
 d2cache) policy=(--policy d2cache --d2-k 32 --block 128) ;;
 fdllm-v2 | fdllm-v2-dual)
-    policy=(--policy fdllm-v2 --block 8 --v2-sub-blocks 4 --v2-dual $([ "$system" = fdllm-v2 ] && echo 0 || echo 1))
+    policy=(--policy fdllm-v2 --block 8 --v2-sub-blocks 4 --v2-dual "$([ "$system" = fdllm-v2 ] && echo 0 || echo 1)")
     model=(--model fast-dllm-v2-7b) calib=dream code=${CODE:-baselines/fast-dllm-v2} ;;
 *) echo "own.sh: SYSTEM '$system' is not one of dkv, elastic, d2cache, fdllm-v2, fdllm-v2-dual" >&2 && exit 2 ;;
 esac
@@ -58,7 +58,7 @@ if [ "$calib" = dream ]; then # Dream-7B's rows, of the same shape, as Fast-dLLM
     sed 's/,dream-7b,/,fast-dllm-v2-7b,/' "$root/sim/data/calib/h100-dream-7b-torch-eager.csv" >"$calib"
 fi
 printf 'arrival_ns,prompt_tokens,output_tokens\n' >"$out/trace.csv"
-for k in 1 2; do for P in 128 512 1024; do echo "0,$P,128" >>"$out/trace.csv"; done; done
+for _ in 1 2; do for P in 128 512 1024; do echo "0,$P,128" >>"$out/trace.csv"; done; done
 if [ "${MEASURE:-0}" = 1 ]; then
     base=$(dirname "$code")
     case $system in

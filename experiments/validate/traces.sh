@@ -26,7 +26,8 @@ bin=${TESSERA:-build/tessera}
 mkdir -p "$dir"
 rates() { case $1 in native|sparse-dllm) echo "0.55 1.25" ;; dllm-serve) echo "0.55 6" ;; *) echo "0.33 0.7" ;; esac; }
 for s in native fast-dllm dllm-cache sparse-dllm dllm-serve; do
-    set -- $(rates "$s")
+    read -r -a r <<<"$(rates "$s")" # the rates below and above saturation
+    set -- "${r[@]}"
     "$bin" trace gen --lengths osc --requests 64 --seed 5 --rps "$1" --out "$dir/$s-low.csv" --force
     "$bin" trace gen --lengths osc --requests 64 --seed 5 --rps "$2" --out "$dir/$s-high.csv" --force
 done

@@ -47,7 +47,7 @@ static void exp_usage(FILE *f)
     fprintf(f, "usage: tessera exp list\n"
                "       tessera exp run NAME OUT [--force] [ARGS]   (tessera exp run NAME --help: its options)\n"
                "       tessera exp run papers OUT [--force] [--quick] [--strict]\n"
-               "       tessera exp sweep GRID OUT [--jobs N] [--slurm] [--force]\n"
+               "       tessera exp sweep GRID OUT [--jobs N] [--max-runs N] [--slurm] [--force]\n"
                "\n"
                "list    the experiments of experiments/ (GPU: needs the CUDA engine and a device) and the\n"
                "        papers' evaluations (experiments/papers.tsv)\n"
@@ -474,6 +474,16 @@ static int exp_exec(const char *cmd, const struct exp_script *s, const char *out
     return rc;
 }
 
+/* A path as the scripts take it: one beginning with '-' behind "./", so that no command they run
+ * reads it as an option; into buf. */
+static const char *as_path(const char *p, char *buf, size_t len)
+{
+    if (p[0] != '-')
+        return p;
+    snprintf(buf, len, "./%s", p);
+    return buf;
+}
+
 /* `exp run NAME ...` and `exp sweep GRID OUT ...`: argv[1] the verb. */
 static int exp_run(const char *dir, int argc, char **argv)
 {
@@ -521,8 +531,10 @@ static int exp_run(const char *dir, int argc, char **argv)
         self[n] = '\0';
         setenv("TESSERA", self, 1);
     }
-    char *head[3] = {sweep ? argv[2] : argv[3], sweep ? argv[3] : NULL, NULL};
-    return exp_exec(cmd, &s, argv[3], head, argc - 4, argv + 4); /* argv[4..): the arguments after OUT */
+    char grid_buf[4080], out_buf[4080]; /* (room for OUT/INCOMPLETE in the 4096 bytes of a path) */
+    char *out = (char *)as_path(argv[3], out_buf, sizeof out_buf);
+    char *head[3] = {sweep ? (char *)as_path(argv[2], grid_buf, sizeof grid_buf) : out, sweep ? out : NULL, NULL};
+    return exp_exec(cmd, &s, out, head, argc - 4, argv + 4); /* argv[4..): the arguments after OUT */
 }
 
 int cli_exp(int argc, char **argv)

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2154 # bin: hostile_test.sh's
 # The clock's edge: arrivals at or past the limit of a trace's clock (2^62 ns) are refused by name
 # or played within it, never past it; arrival_ns is a whole number of nanoseconds.
 # (Sourced by hostile_test.sh in a folder of its own.)

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2154,SC2015 # bin: hostile_test.sh's; CHECK && ok || bad: one of them runs
 # Databases handed to tessera: db merge copies data and never code. Crafted inputs are refused by
 # name (exit 2), leaving OUT as it was and nothing beside it; inputs are read-only to it; a database
 # is not merged into itself; db check takes files alone; concurrent writers leave no logs behind.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2015 # CHECK && ok || bad WHAT: ok and bad always succeed, so one of them runs
 # hostile_test.sh: files and paths a user is handed are data, never code. Every case file beside this
 # one (NAME.case.sh, in name order) is sourced in a folder of its own, the sandbox, with the functions
 # of lib_cli.sh, bin (the tessera binary), root (the repository) and case (its folder). A case hands
@@ -12,6 +13,7 @@ set -u
 bin=${1:?usage: hostile_test.sh PATH/TO/tessera [FILTER]}
 filter=${2:-}
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC2034 # root: the cases read it
 root=$(cd "$here/../.." && pwd)
 TEST=hostile
 # shellcheck source=tests/lib_cli.sh
@@ -23,6 +25,7 @@ for f in "$here"/*.case.sh; do
     case=$tmp/cases/$name
     mkdir -p "$case"
     before=$fail
+    # shellcheck source=/dev/null # a case, found at run time (each is checked on its own)
     (cd "$case" && source "$f" && echo "$pass $fail" >"$tmp/.counts") || bad "$name: the case stopped early"
     [ -f "$tmp/.counts" ] && read -r pass fail <"$tmp/.counts" && rm -f "$tmp/.counts"
     # nothing outside the case folders, no PWNED anywhere, no process left

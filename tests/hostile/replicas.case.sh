@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154,SC2015 # bin: hostile_test.sh's; CHECK && ok || bad: one of them runs
 # replicas.case.sh: the advertised maximum of replicas against the open-file limit. Each replica keeps
 # two files open (its spills), so under `ulimit -n 1024` (set here, in the case's own subshell, so that
 # the result is the same on every machine) --replicas 65536, or a fleet file's groups adding up past

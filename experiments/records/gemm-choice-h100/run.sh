@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2086,SC2043 # a record (experiments/records): the script as it ran, its lines unedited
 # device batch: does the GEMM algorithm choice move small steps' times? The same steps and the same
 # recorded schedule under three H100 algorithm caches (earlier machine starts) and a fresh tuning.
 set -uo pipefail
