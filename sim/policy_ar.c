@@ -34,7 +34,7 @@ static void ar_advance(struct request *r, const struct policy_cfg *pc, const str
 static int64_t ar_kv(const struct request *r, const struct policy_cfg *pc)
 {
     (void)pc;
-    return r->P + (int64_t)r->decoded_total;
+    return r->P + (int64_t)r->decoded_total + (POLICY_STATE(r, const struct ar_state)->prefilled && !r->need_refresh);
 }
 
 static int64_t ar_kv_peak(const struct request *r, const struct policy_cfg *pc)

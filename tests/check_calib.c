@@ -908,7 +908,8 @@ END_TEST
  * and 0.5 ms a segment): a host-bound REUSE step of B segments takes its loop's line, 1.854 times the
  * planted one, and 7 kernels a layer for each row beyond the first at the line's time a kernel (40 ms
  * over LLaDA-8B's 32 layers of torch-eager's 55 kernels): (B - 1) 7 x 40 / 55 ms more; a REFRESH step
- * loops over no rows. */
+ * loops over no rows. --op-scale host=2 scales the host's issue, the loop's kernels with it: twice the
+ * whole. */
 START_TEST(row_loop_under_the_calibration)
 {
     struct calib_data d;
@@ -923,18 +924,25 @@ START_TEST(row_loop_under_the_calibration)
     ck_assert_int_eq(impl_resolve("torch-dllm-cache", &cx.impl, &err), 0);
     struct step_desc sd;
     step_desc_init(&sd);
-    for (int B = 1; B <= 16; B *= 4)
-        for (int refresh = 0; refresh < 2; refresh++) {
-            step_desc_clear(&sd);
-            test_step_repeat(&sd, &(struct segment){.q = 8, .kv = refresh ? 0 : 480,
-                                                    .phase = refresh ? PHASE_REFRESH : PHASE_REUSE}, B);
-            double secs;
-            struct cost_breakdown bd;
-            ck_assert_int_eq(calib_step_ctx_s(&cx, c, &sd, false, &secs, &bd, &err), 0);
-            const double want = 1.854 * planted_host(B) + (refresh ? 0 : (B - 1) * 7 * 40.0 / 55);
-            ck_assert_msg(bd.op_s[OP_HOST] > 0 && fabs(secs * 1e3 - want) < 1e-9 * want,
-                          "B %d%s: %.9g ms, by hand %.9g", B, refresh ? " (refresh)" : "", secs * 1e3, want);
-        }
+    double host2[OP_COUNT];
+    ck_assert_msg(cost_op_scale_parse("host=2", host2, &err) == 0, "%s", err.msg);
+    for (int scaled = 0; scaled < 2; scaled++) {
+        cx.op_scale = scaled ? host2 : NULL;
+        for (int B = 1; B <= 16; B *= 4)
+            for (int refresh = 0; refresh < 2; refresh++) {
+                step_desc_clear(&sd);
+                test_step_repeat(&sd, &(struct segment){.q = 8, .kv = refresh ? 0 : 480,
+                                                        .phase = refresh ? PHASE_REFRESH : PHASE_REUSE}, B);
+                double secs;
+                struct cost_breakdown bd;
+                ck_assert_int_eq(calib_step_ctx_s(&cx, c, &sd, false, &secs, &bd, &err), 0);
+                const double loop = refresh ? 0 : (B - 1) * 7 * 40.0 / 55,
+                             want = (scaled ? 2 : 1) * (1.854 * planted_host(B) + loop);
+                ck_assert_msg(bd.op_s[OP_HOST] > 0 && fabs(secs * 1e3 - want) < 1e-9 * want,
+                              "B %d%s%s: %.9g ms, by hand %.9g", B, refresh ? " (refresh)" : "",
+                              scaled ? " (host x 2)" : "", secs * 1e3, want);
+            }
+    }
     step_desc_free(&sd);
     calib_free(c);
     calib_data_free(&d);

@@ -671,6 +671,12 @@ START_TEST(eager_sampling_holds_its_casts)
     ck_assert_int_eq(f.softmax_copy_bytes, 16);
     ck_assert_int_eq(f.calib_extra_bytes, 8);
     ck_assert_str_eq(f.calib_base, "torch-eager");
+    /* the float64 softmax casts the logits first: one kernel more than the fp32 sampling; LLaDA's bf16
+     * softmax casts nothing */
+    struct impl_profile l;
+    ck_assert_int_eq(impl_resolve("torch-llada", &l, NULL), 0);
+    ck_assert_int_eq(f.kernels[OP_SAMPLE], e.kernels[OP_SAMPLE] + 1);
+    ck_assert_int_eq(l.kernels[OP_SAMPLE], e.kernels[OP_SAMPLE]);
 }
 END_TEST
 
@@ -713,7 +719,9 @@ START_TEST(row_loop_issues_kernels_a_row)
     ck_assert_int_eq(l.impl.reuse_row_kernels, 0);
     ck_assert_int_eq(impl_layer_kernels(&l.impl), 55); /* torch-eager's layer (impl.c) */
     const double per_row = 7.0 * 32 * 11.4e-6;         /* LLaDA-8B's 32 layers at torch-eager's launch */
-    for (int b = 1; b <= 16; b *= 4) {
+    static const int batches[] = {1, 2, 4, 16}; /* (two: one row beyond the first) */
+    for (size_t i = 0; i < TS_ARRAY_LEN(batches); i++) {
+        const int b = batches[i];
         struct cost_breakdown one, many, lone, lmany;
         price(&c, 1, 16, 304, 16, 0, &one);
         price(&c, b, 16, 304, 16, 0, &many);

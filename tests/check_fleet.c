@@ -2,7 +2,8 @@
  * check_fleet.c: replicas behind a router (fleet.h). A fleet of one replica is the instance itself,
  * event for event; round robin's split of a trace, each part run as an instance of its own, gives
  * the fleet's latency percentiles exactly (an oracle that sorts every request's latency); the
- * routers place by what they see, stale views included; admission refuses when every replica is
+ * routers place by what they see, stale views included, round robin and the load routers as naive
+ * references over closed replicas and ties; admission refuses when every replica is
  * full; energy counts each replica's idle draw to the fleet's end. Disaggregated, each request's
  * steps are the ones it takes co-located (its progress and decode stream move with it), the pools run
  * only their own steps, and a move's time is its bytes over the link, its latency and its wait for a
@@ -212,6 +213,83 @@ START_TEST(router_picks_by_the_view)
     char list[256];
     router_list(list, sizeof list);
     ck_assert_str_eq(list, "round-robin, least-outstanding, least-kv, phase-aware, affinity");
+}
+END_TEST
+
+/* The first open replica of n at or after `from`, going round (-1: none open). */
+static int next_open(const bool *closed, int n, int from)
+{
+    for (int j = 0; j < n; j++)
+        if (!closed[(from + j) % n])
+            return (from + j) % n;
+    return -1;
+}
+
+/* Round robin over every pattern of closed replicas of five: its first pick the first open one from
+ * its cursor, each later one the next open one after the last, so that the open replicas take turns. */
+START_TEST(round_robin_takes_the_open_in_turn)
+{
+    const struct router_ops *rr = router_find("round-robin");
+    enum { N = 5 };
+    for (int mask = 0; mask < (1 << N) - 1; mask++)
+        for (int start = 0; start < N; start++) {
+            struct router_view v[N] = {{.sent = 0}};
+            bool closed[N];
+            for (int k = 0; k < N; k++)
+                closed[k] = v[k].closed = (mask >> k) & 1;
+            int next = start, want = next_open(closed, N, start);
+            for (int t = 0; t < 3 * N; t++) {
+                const int got = rr->pick(v, N, &next, NULL);
+                ck_assert_msg(got == want, "closed %#x from %d, pick %d: %d, wanted %d", mask, start, t, got, want);
+                want = next_open(closed, N, got + 1);
+            }
+        }
+}
+END_TEST
+
+/* The load routers against a naive argmin over random views (some replicas closed, small counts so
+ * that ties are common): the open replica of the least key, compared as a tuple, ties to the first
+ * met from the cursor, which then moves past it. least-outstanding: its requests (seen and sent
+ * since); least-kv: its pool's share in use, then its requests; phase-aware: its requests about to
+ * start a block (the ones sent since among them), then its requests. */
+START_TEST(load_routers_pick_the_naive_argmin)
+{
+    static const char *const names[] = {"least-outstanding", "least-kv", "phase-aware"};
+    gsl_rng *g = gsl_rng_alloc(gsl_rng_taus2);
+    gsl_rng_set(g, 37);
+    for (int trial = 0; trial < 3000; trial++) {
+        const int n = 1 + (int)gsl_rng_uniform_int(g, 6), who = (int)gsl_rng_uniform_int(g, 3);
+        struct router_view v[6];
+        int open = 0;
+        for (int k = 0; k < n; k++) {
+            v[k] = (struct router_view){.load = {.outstanding = (int64_t)gsl_rng_uniform_int(g, 4),
+                                                 .refreshing = (int64_t)gsl_rng_uniform_int(g, 3),
+                                                 .kv_used = 0.25 * (double)gsl_rng_uniform_int(g, 3)},
+                                        .sent = (int64_t)gsl_rng_uniform_int(g, 3),
+                                        .closed = gsl_rng_uniform(g) < 0.3};
+            open += !v[k].closed;
+        }
+        if (open == 0)
+            v[gsl_rng_uniform_int(g, n)].closed = false;
+        const int start = (int)gsl_rng_uniform_int(g, n);
+        int best = -1;
+        double kb[2] = {0, 0};
+        for (int j = 0; j < n; j++) {
+            const int k = (start + j) % n;
+            if (v[k].closed)
+                continue;
+            const double reqs = (double)(v[k].load.outstanding + v[k].sent),
+                         starting = (double)(v[k].load.refreshing + v[k].sent);
+            const double key[2] = {who == 0 ? reqs : who == 1 ? v[k].load.kv_used : starting, reqs};
+            if (best < 0 || key[0] < kb[0] || (key[0] == kb[0] && key[1] < kb[1]))
+                best = k, kb[0] = key[0], kb[1] = key[1];
+        }
+        int next = start;
+        const int got = router_find(names[who])->pick(v, n, &next, NULL);
+        ck_assert_msg(got == best, "%s, %d replicas from %d: %d, wanted %d", names[who], n, start, got, best);
+        ck_assert_int_eq(next, (best + 1) % n);
+    }
+    gsl_rng_free(g);
 }
 END_TEST
 
@@ -1040,6 +1118,8 @@ int main(void)
     tcase_add_test(tc, round_robin_percentiles_exact);
     tcase_add_test(tc, routers_place_by_load);
     tcase_add_test(tc, router_picks_by_the_view);
+    tcase_add_test(tc, round_robin_takes_the_open_in_turn);
+    tcase_add_test(tc, load_routers_pick_the_naive_argmin);
     tcase_add_test(tc, affinity_picks_by_hand);
     tcase_add_test(tc, autoscale_spec);
     tcase_add_test(tc, autoscale_follows_the_load);

@@ -1,6 +1,8 @@
 /*
  * check_policy.c: exact segment shapes of every policy over a whole request (SPEC section 2),
- * content/EOS decoding and early stop; a policy with a parameter added as a user would.
+ * content/EOS decoding and early stop; every policy's K/V held and peaks against what its steps read
+ * and write over random shapes; a driven policy's whole-sequence flag against its steps; a policy
+ * with a parameter added as a user would.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -11,6 +13,7 @@
 #include "cost.h"
 #include "decode.h"
 #include "policy.h"
+#include "policy_drive.h"
 #include "sim_internal.h"
 #include "test_util.h"
 
@@ -664,6 +667,10 @@ START_TEST(fdllm_v2_shapes)
     expect_seg(&L.seg[2], PHASE_BLOCK, 32, 100, 0, 30, 2);
     expect_seg(&L.seg[17], PHASE_BLOCK, 32, 100, 32, 1, 1);
     expect_seg(&L.seg[18], PHASE_BLOCK, 32, 132, 0, 31, 2);
+    /* the block's masked rows over its sub-blocks: the second's first step after the first's 8, the
+     * block's last step after 30 */
+    expect_seg(&L.seg[5], PHASE_BLOCK, 32, 100, 0, 24, 2);
+    expect_seg(&L.seg[16], PHASE_BLOCK, 32, 100, 0, 2, 2);
     /* a commit that decodes nothing (DiffusionGemma's: one block of one sub-block, the canvas): block 1
      * then takes its 32 in 16 steps of 2 */
     pc.mask_only = false, pc.p[0] = 1, pc.p[2] = 0, pc.block_size = 32;
@@ -886,6 +893,11 @@ START_TEST(sparsed_shapes)
     run_life(&policy_sparsed, &pc, 400, 28, 28, 4, &L);
     ck_assert_int_eq(L.seg[2].attn_keys, 428 + (428 + 44) / 2);
     ck_assert_int_eq(L.seg[L.n - 1].attn_keys, 3 * 128);
+    /* every block selected, none of pass 1's in the prompt: pass 2 keeps the response's one block
+     * (min(n_g, int(n_g x 1) + 1) = 1 of n_g = 1), 128 keys */
+    pc.p[1] = 1, pc.p[3] = 0;
+    run_life(&policy_sparsed, &pc, 300, 128, 128, 4, &L);
+    ck_assert_int_eq(L.seg[L.n - 1].attn_keys, 128);
 }
 END_TEST
 
@@ -995,6 +1007,16 @@ START_TEST(elastic_shapes)
     ck_assert_int_eq(sd.front_layers, 16);
     /* each token's query and layer input a layer are cached beside its K/V */
     ck_assert_int_eq(policy_elastic.token_bytes(model_find("llada-8b")), 2LL * 32 * 4096 * 2);
+    /* a refresh by share recomputes the layers past --ec-depth as one by interval does: LLaDA-8B's 32
+     * layers leave none at depth 32, 31 leaves one; without refreshes any depth fits */
+    struct ts_err err;
+    pc.p[2] = 0, pc.p[3] = 0.5, pc.p[4] = 32;
+    ck_assert_int_ne(policy_elastic.check_model(&pc, model_find("llada-8b"), &err), 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--ec-depth 32"));
+    pc.p[4] = 31;
+    ck_assert_int_eq(policy_elastic.check_model(&pc, model_find("llada-8b"), &err), 0);
+    pc.p[3] = 0, pc.p[4] = 32;
+    ck_assert_int_eq(policy_elastic.check_model(&pc, model_find("llada-8b"), &err), 0);
 }
 END_TEST
 
@@ -1034,6 +1056,13 @@ START_TEST(herald_shapes)
     ck_assert_int_eq(sd.host_scan_mbs, 200000);
     ck_assert(sd.host_overlap);
     ck_assert_int_eq(sd.attn_block, 32);
+    pc.p[2] = 0; /* the scoring and fetch before the block's first step */
+    policy_step_knobs(&policy_herald, &pc, model_find("sdar-8b"), &sd);
+    ck_assert(!sd.host_overlap);
+    /* one block: no window ever joins the selection, the peak is the prompt's ceil(0.1 x 100) */
+    struct request one = {.P = 100, .G = 32, .C = 32};
+    policy_req_init(&one, &pc);
+    ck_assert_int_eq(policy_herald.kv_peak_tokens(&one, &pc), 10);
     /* the link names it declares are the table's, in its order */
     const struct param_spec *link = &policy_herald.params[3];
     for (int i = 0; link->choices[i]; i++)
@@ -1062,10 +1091,11 @@ START_TEST(herald_matches_its_token_places)
         r.P = P, r.G = G, r.C = G;
         policy_req_init(&r, &pc);
         memset(place, HR_NONE, sizeof place);
-        int sel = 0, prefilled = 0, block = 0, done = 0, commit = -1, need_select = 1, steps = 0;
+        int sel = 0, prefilled = 0, block = 0, done = 0, commit = -1, need_select = 1, steps = 0, dropped = 0;
+        int64_t most = 0; /* the most K/V the GPU holds for a step */
         for (bool finished = false; !finished; steps++) {
             if (steps == drop_at && prefilled) { /* preempted: its cache dropped, the prefill recomputes */
-                r.need_refresh = true;
+                r.need_refresh = true, dropped = 1;
                 memset(place, HR_NONE, sizeof place);
                 prefilled = 0, commit = -1, sel = 0;
             }
@@ -1106,6 +1136,7 @@ START_TEST(herald_matches_its_token_places)
             }
             s.decoded = s.phase == PHASE_PREFILL ? 0 : TS_MIN(k, len - done);
             ck_assert_int_le(policy_herald.kv_tokens(&r, &pc), policy_herald.kv_peak_tokens(&r, &pc));
+            most = TS_MAX(most, policy_herald.kv_tokens(&r, &pc));
             finished = policy_advance(&policy_herald, &r, &pc, &s);
             done += s.decoded;
             if (done == len && !finished) {
@@ -1118,6 +1149,8 @@ START_TEST(herald_matches_its_token_places)
                 ck_assert_int_eq(policy_herald.kv_tokens(&r, &pc), sel + held);
         }
         ck_assert_int_eq(block, nb - 1);
+        if (!dropped) /* its peak is what a life holds at most (a drop can skip the last block's window) */
+            ck_assert_int_eq(policy_herald.kv_peak_tokens(&r, &pc), most);
     }
     gsl_rng_free(g);
 }
@@ -1244,6 +1277,11 @@ START_TEST(ar_shapes)
     expect_seg(&g, PHASE_PREFILL, 110, 0, 110, 0, 0);
     ck_assert_int_eq(policy_ar.kv_tokens(&r, &PC), 110);
     ck_assert_int_eq(policy_ar.kv_peak_tokens(&r, &PC), 196);
+    /* a prompt found in the prompt cache: its first 64 read, the rest (and the 10 generated) computed */
+    r.prefix_hit = 64;
+    memset(&g, 0, sizeof g);
+    policy_ar.emit(&r, &PC, &g);
+    expect_seg(&g, PHASE_PREFILL, 46, 64, 46, 0, 0);
 }
 END_TEST
 
@@ -1391,6 +1429,124 @@ START_TEST(attention_block_follows_policy_and_model)
     ck_assert_int_eq(policy_attn_block("dual", model_find("sdar-8b"), 32), 0);
     ck_assert_int_eq(policy_attn_block("ar", model_find("qwen2.5-3b"), 32), 32); /* a causal prefill */
     ck_assert_int_eq(policy_attn_block(NULL, model_find("sdar-8b"), 32), 0);
+}
+END_TEST
+
+/* Every policy, at its defaults and at settings that change its steps' shapes, over random shapes,
+ * decode counts and a preemption by recompute at a random step, against what a step's numbers mean:
+ *   - its keys (kv + q) are positions of the sequence, at most L;
+ *   - the K/V the request holds for the step (kv_tokens) cover those it reads and writes, kv +
+ *     kv_write (but for HERALD's prefill, whose K/V go to the host, and a step whose later layers
+ *     read the rows its front layers ran, q_front > 0: FOCUS's evicted rows);
+ *   - its peaks (kv_peak_tokens, peak_q) are one number a life, read before its first step, that
+ *     no step's holding or rows pass;
+ *   - the steps decode G positions in all. */
+START_TEST(every_policy_holds_what_its_steps_touch)
+{
+    static const struct {
+        const char *policy, *params;
+    } variants[] = {{"fdllm-v2", "v2-dual=1"},          {"fdllm-v2", "v2-dual=1,v2-full-steps=2.5"},
+                    {"elastic", "ec-refresh-every=3"},  {"elastic", "ec-refresh-share=0.5"},
+                    {"d2cache", "d2-rollout-share=0.25"}, {"dkv-cache", "dkv-refresh=3"},
+                    {"dpad", "dpad-cache=prefix"},      {"dpad", "dpad-cache=dual"},
+                    {"sparsed", "sparsed-block=16"},    {"herald", "herald-budget=0.5"},
+                    {"dual", "refresh-interval=2"}};
+    int num_table = 0;
+    while (policy_get(num_table))
+        num_table++;
+    gsl_rng *g = gsl_rng_alloc(gsl_rng_taus2), *draws = gsl_rng_alloc(gsl_rng_taus2);
+    gsl_rng_set(g, 31);
+    for (int v = 0; v < num_table + (int)TS_ARRAY_LEN(variants); v++) {
+        const bool own = v >= num_table;
+        const struct policy_ops *po = own ? policy_find(variants[v - num_table].policy) : policy_get(v);
+        ck_assert_ptr_nonnull(po);
+        struct param_values pv = {0};
+        struct ts_err err;
+        if (own) {
+            char text[128];
+            snprintf(text, sizeof text, "%s", variants[v - num_table].params);
+            for (char *save = NULL, *kv = strtok_r(text, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(kv, '=');
+                *eq = '\0';
+                ck_assert_int_eq(param_values_set(&pv, kv, eq + 1, &err), 0);
+            }
+        }
+        for (int trial = 0; trial < 150; trial++) {
+            const int bs = 1 + (int)gsl_rng_uniform_int(g, 40), G = 1 + (int)gsl_rng_uniform_int(g, 200);
+            const int P = (int)gsl_rng_uniform_int(g, 300), k = 1 + (int)gsl_rng_uniform_int(g, 6);
+            const int drop_at = 1 + (int)gsl_rng_uniform_int(g, 40);
+            const struct decode_model dm = {.kind = DECODE_FIXED, .k = k};
+            struct policy_cfg pc = {.block_size = bs, .dm = &dm, .rng = draws};
+            ck_assert_msg(params_resolve(po->params, po->num_params, &pv, pc.p, &err) == 0, "%s", err.msg);
+            struct request r = {.P = P, .G = G, .C = G, .seed = 101 + (uint64_t)trial};
+            policy_req_init(&r, &pc);
+            const int64_t peak = po->kv_peak_tokens(&r, &pc);
+            const int32_t peak_q = po->peak_q(&r, &pc);
+            int64_t decoded = 0;
+            char bad[256] = ""; /* the first step that breaks a rule (checked in C: a Check assert writes to a pipe) */
+            bool finished = false;
+            for (int step = 0; !finished && step < 10000; step++) {
+                r.need_refresh = r.need_refresh || step == drop_at;
+                struct segment s = {0};
+                po->emit(&r, &pc, &s);
+                const int64_t held = po->kv_tokens(&r, &pc);
+                const bool touched = s.q_front > 0 || (po == &policy_herald && s.phase == PHASE_PREFILL) ||
+                                     held >= (int64_t)s.kv + s.kv_write;
+                if (!bad[0] && (s.kv + s.q > r.L || !touched || po->kv_peak_tokens(&r, &pc) != peak ||
+                                po->peak_q(&r, &pc) != peak_q || held > peak || s.q > peak_q))
+                    snprintf(bad, sizeof bad, "step %d (%s): %d rows over %d keys of %d positions, holds %lld (peak "
+                             "%lld, then %lld), writes %d, peak q %d (then %d)", step, seg_phase_name(s.phase), s.q,
+                             s.kv, r.L, (long long)held, (long long)peak, (long long)po->kv_peak_tokens(&r, &pc),
+                             s.kv_write, peak_q, po->peak_q(&r, &pc));
+                if (!po->decides)
+                    s.decoded = s.phase == PHASE_PREFILL ? 0 : decode_tokens(&dm, &r);
+                decoded += s.decoded;
+                finished = policy_advance(po, &r, &pc, &s);
+            }
+            ck_assert_msg(!bad[0] && finished && r.decoded_total == G && decoded == G,
+                          "%s %s: P %d G %d Bs %d fixed:%d: %s; decoded %d (%lld by its steps) of %d", po->name,
+                          own ? variants[v - num_table].params : "", P, G, bs, k, bad[0] ? bad : "no rule broken",
+                          r.decoded_total, (long long)decoded, G);
+        }
+    }
+    gsl_rng_free(g);
+    gsl_rng_free(draws);
+}
+END_TEST
+
+/* A driven policy says whether its steps may run a request's whole sequence (policy_drive.h: on
+ * bidirectional models only): over a driven run of two requests, some step of each policy the drive
+ * places runs all L rows exactly where it says so. */
+START_TEST(a_driven_policy_says_where_it_runs_whole)
+{
+    int driven = 0;
+    for (int i = 0; policy_get(i); i++) {
+        const struct policy_ops *po = policy_get(i);
+        if (policy_drive_lacks(po))
+            continue;
+        struct policy_drive d;
+        struct ts_err err;
+        const int32_t plen[2] = {5, 9};
+        ck_assert_msg(policy_drive_init(&d, po->name, NULL, 2, plen, 8, 4, false, &err) == 0, "%s", err.msg);
+        bool whole = false;
+        for (int32_t req = 0; req < 2; req++) {
+            int32_t pos[64];
+            bool done = false;
+            for (int step = 0; !done; step++) {
+                ck_assert_int_lt(step, 100);
+                struct segment s = {.req_id = req};
+                d.emit(d.ctx, req, &s, pos);
+                whole = whole || s.q == plen[req] + 8;
+                s.decoded = s.phase == PHASE_PREFILL ? 0 : 2;
+                done = d.advance(d.ctx, req, &s);
+            }
+        }
+        ck_assert_msg(d.whole == whole, "%s: whole %d, but its steps %s the whole sequence", po->name, d.whole,
+                      whole ? "run" : "never run");
+        policy_drive_free(&d);
+        driven++;
+    }
+    ck_assert_int_ge(driven, 2);
 }
 END_TEST
 
@@ -1552,6 +1708,8 @@ int main(void)
     tcase_add_test(tc, early_stop_after_one_eos_block);
     tcase_add_test(tc, fixed_k_and_peaks);
     tcase_add_test(tc, attention_block_follows_policy_and_model);
+    tcase_add_test(tc, every_policy_holds_what_its_steps_touch);
+    tcase_add_test(tc, a_driven_policy_says_where_it_runs_whole);
     tcase_add_test(tc, registry);
     tcase_add_test(tc, a_policy_with_a_parameter);
     suite_add_tcase(s, tc);

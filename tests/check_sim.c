@@ -1,7 +1,8 @@
 /*
  * check_sim.c: whole runs. Golden scenarios with fixed seeds pin exact results; the same seed gives
  * the same run bit for bit; a request's decode stream does not depend on the batch it runs in;
- * the SQLite output holds what the summary says; presets and overrides resolve.
+ * the SQLite output holds what the summary says; presets and overrides resolve; what a router reads
+ * of a replica matches its running requests.
  */
 #include <math.h>
 #include <sqlite3.h>
@@ -1012,6 +1013,115 @@ START_TEST(trace_files_drive_the_run)
     s = run(&c);
     ck_assert_int_eq(sim_req(s, 1)->arrival_ns, 250000000);
     sim_destroy(s);
+    /* --max-new-tokens 70 in whole blocks of 32: at most 64, the short request's 32 as it was */
+    c.max_new_tokens = 70;
+    s = run(&c);
+    ck_assert_int_eq(sim_req(s, 0)->G, 32);
+    ck_assert_int_eq(sim_req(s, 1)->G, 64);
+    sim_destroy(s);
+}
+END_TEST
+
+/* What a request decodes under --early-stop and --early-commit, by hand. Blocks of 32 of G = 256:
+ * with --early-stop a request of C content tokens decodes the blocks up to the one holding position
+ * C (its first EOS) and no more: C = 40 two blocks, 100 four, 300 (C = 256) all eight: 448 in all.
+ * --early-commit 0.5 under vanilla and fixed:1: the 32nd step brings 32 of 64 positions and commits
+ * the other 32, so the request takes 32 steps and still decodes 64. */
+START_TEST(early_stop_and_early_commit_through_the_run)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.trace, sizeof c.trace, "%s",
+             tmp_file(0, ".csv", "arrival_ns,prompt_tokens,output_tokens\n0,100,40\n1000,100,100\n2000,100,300\n"));
+    c.requests = 0, c.rps = 0, c.gen_len = 256, c.block = 32, c.early_stop = true;
+    struct sim *s = run(&c);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.num_finished, 3);
+    ck_assert_int_eq(m.tokens_decoded, 64 + 128 + 256);
+    ck_assert_int_eq(m.content_tokens, 40 + 100 + 256);
+    sim_destroy(s);
+    test_config(&c);
+    snprintf(c.policy, sizeof c.policy, "vanilla");
+    snprintf(c.decode, sizeof c.decode, "fixed:1");
+    c.requests = 1, c.gen_len = 64, c.block = 32;
+    for (int commit = 0; commit < 2; commit++) {
+        c.early_commit = commit ? 0.5 : 0;
+        s = run(&c);
+        ck_assert_int_eq(sim_req(s, 0)->steps, commit ? 32 : 64);
+        ck_assert_int_eq(sim_req(s, 0)->decoded_total, 64);
+        sim_destroy(s);
+    }
+}
+END_TEST
+
+/* What a router reads of a replica (sim_load), against the replica's requests after each of its
+ * events: the running requests whose next step starts a block, counted as those whose next step under
+ * the dual cache is a Refresh (its policy's own emit), and the share of the KV pool in use, as the
+ * pages the running requests hold over the pool's. */
+START_TEST(load_reads_the_running_requests)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.policy, sizeof c.policy, "dual");
+    c.gen_len = 64, c.block = 32;
+    struct ts_err err;
+    struct sim *s = sim_create_fed(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    for (int i = 0; i < 8; i++) {
+        const struct trace_req tr = {.arrival_ns = i * 20000000LL, .prompt = 100 + 40 * i, .output = 64};
+        sim_advance(s, tr.arrival_ns);
+        sim_feed(s, &tr, i, tr.arrival_ns);
+    }
+    int64_t seen = 0, starting = 0;
+    for (int64_t t; (t = sim_next_event_ns(s)) != INT64_MAX;) {
+        sim_advance(s, t + 1);
+        struct sim_load ld;
+        sim_load(s, &ld);
+        int64_t refresh = 0, pages = 0;
+        for (size_t i = 0; i < s->num_running; i++) {
+            const struct request *r = sim_req(s, s->running[i]);
+            struct segment g = {0};
+            s->pol->emit(r, &s->pcfg, &g);
+            refresh += g.phase == PHASE_REFRESH;
+            pages += sim_kv_pages(s, r->kv_tokens_held);
+        }
+        ck_assert_int_eq(ld.refreshing, refresh);
+        ck_assert(ld.kv_used >= 0 && ld.kv_used <= 1);
+        ck_assert_double_eq_tol(ld.kv_used, (double)pages / (double)s->kv_pages_total, 1e-12);
+        seen += (int64_t)s->num_running, starting += refresh;
+    }
+    ck_assert(starting > 0 && starting < seen); /* (some running requests mid-block) */
+    ck_assert_int_eq(sim_run(s, &err), 0);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.num_finished, 8);
+    ck_assert_int_eq(m.num_preemptions, 0);
+    sim_destroy(s);
+}
+END_TEST
+
+/* The static scheduler sizes its batch for the workload's longest request that fits the model: one
+ * of exactly --max-pos positions counts (positions 0 .. max_pos - 1), so a workload whose longest
+ * takes all 512 gets a batch no larger than one whose longest takes 480. */
+START_TEST(static_batch_sized_for_the_longest_that_fits)
+{
+    int32_t batch[2];
+    for (int k = 0; k < 2; k++) {
+        struct sim_config c;
+        test_config(&c);
+        snprintf(c.scheduler, sizeof c.scheduler, "static");
+        char text[128];
+        snprintf(text, sizeof text, "arrival_ns,prompt_tokens,output_tokens\n0,%d,64\n1000,36,64\n", 448 - 32 * k);
+        snprintf(c.trace, sizeof c.trace, "%s", tmp_file(k, ".csv", text));
+        c.requests = 0, c.rps = 0, c.gen_len = 64, c.block = 32, c.max_pos = 512;
+        struct ts_err err;
+        struct sim *s = sim_create(&c, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        batch[k] = s->sum.static_batch;
+        sim_destroy(s);
+    }
+    ck_assert_msg(batch[0] >= 1 && batch[0] <= batch[1], "L 512: %d, L 480: %d", batch[0], batch[1]);
 }
 END_TEST
 
@@ -1321,6 +1431,9 @@ int main(void)
     tcase_add_test(tc, slo_attainment_counts_the_requests_within_it);
     tcase_add_test(tc, policy_token_bytes_size_the_pool);
     tcase_add_test(tc, admission_reserves_the_logits_a_step_has);
+    tcase_add_test(tc, early_stop_and_early_commit_through_the_run);
+    tcase_add_test(tc, load_reads_the_running_requests);
+    tcase_add_test(tc, static_batch_sized_for_the_longest_that_fits);
     suite_add_tcase(s, tc);
     return run_suite("sim", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }
