@@ -51,7 +51,10 @@ endif
 # Include paths by floor: a file sees its own floor and those below it, nothing above.
 INC_CORE := -Isim/core
 INC_TRACES := $(INC_CORE) -Itraces
-INC_SIM := $(INC_CORE) -Itraces -Isim
+# the simulator's rooms, by job: caching policies, schedulers, cost models and their calibration,
+# the database, the fleet; the event loop, configuration and requests stay in sim/ itself
+SIM_ROOMS := policies sched cost db fleet
+INC_SIM := $(INC_CORE) -Itraces -Isim $(SIM_ROOMS:%=-Isim/%)
 INC_ENGINE := $(INC_CORE) -Iengine -Ikernels
 INC_KERNELS := $(INC_CORE) -Ikernels
 INC_TOP := $(INC_SIM) -Isim/cli -Iengine -Iengine/harness -Ikernels
@@ -102,7 +105,7 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubu
 # sim/cli/, is the executable's own)
 ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_act.c engine/eng_host.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c \
     engine/eng_safetensors.c engine/eng_unmask.c engine/eng_gen.c engine/eng_anchor.c engine/eng_grid.c
-LIB_SRC := $(wildcard sim/core/*.c sim/*.c) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
+LIB_SRC := $(wildcard sim/core/*.c sim/*.c $(SIM_ROOMS:%=sim/%/*.c)) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
 ENGINE_GPU_SRC := engine/eng_arena.c engine/eng_cuda.c engine/eng_gemm.c engine/eng_tp.c engine/harness/eng_replay.c \
     engine/harness/eng_profile.c engine/harness/eng_live.c engine/harness/eng_lmax.c engine/harness/eng_generate.c \
     engine/harness/cli_engine.c

@@ -163,7 +163,7 @@ void eng_release(struct eng *e, int32_t req_id);
 /* The KV pool's free pages now. */
 int32_t eng_pool_free_pages(const struct eng *e);
 
-/* A request's K/V moved between engines (a disaggregated fleet's move, sim/fleet.c). The sender sets
+/* A request's K/V moved between engines (a disaggregated fleet's move, sim/fleet/fleet.c). The sender sets
  * its pages aside under a ticket (eng_hold; eng_held gives their ids); the receiver copies them from
  * the sender's pool into free pages of its own under a ticket of its own (eng_pull, the time in *ms),
  * then gives those to the request's id there (eng_adopt), and the sender frees its own (eng_drop).

@@ -7,13 +7,15 @@
 #   traces                        core
 #   kernels                       core
 #   engine (the engine proper)    core, kernels
-#   sim (the simulator)           core, traces
+#   sim (the simulator: sim/ and its rooms policies/, sched/, cost/, db/, fleet/)  core, traces
 #   the command line, harness and tools  (sim/cli, engine/harness, engine/bench, tests): all
 set -u
 cd "$(dirname "$0")/.." || exit 2
 pass=0
 fail=0
 
+# the simulator's rooms (the Makefile's SIM_ROOMS): one floor, each room a folder of its own
+sim_rooms="sim/policies sim/sched sim/cost sim/db sim/fleet"
 floor_of() {
     case $1 in
         sim/core/*) echo core ;;
@@ -31,11 +33,11 @@ sees() { # the folders a floor's includes resolve in, in order
         traces) echo sim/core traces ;;
         kernels) echo sim/core kernels ;;
         engine) echo sim/core engine kernels ;;
-        sim) echo sim/core traces sim ;;
-        top) echo sim/core traces sim sim/cli engine engine/harness kernels ;;
+        sim) echo sim/core traces sim $sim_rooms ;;
+        top) echo sim/core traces sim $sim_rooms sim/cli engine engine/harness kernels ;;
     esac
 }
-all_dirs="sim/core traces sim sim/cli engine engine/harness kernels"
+all_dirs="sim/core traces sim $sim_rooms sim/cli engine engine/harness kernels"
 
 for f in $(git ls-files 'sim/*.[ch]' 'traces/*.[ch]' 'engine/*.[ch]' 'kernels/*.h' 'kernels/*.cu' 'kernels/*.cuh' 'kernels/*.inc'); do
     fl=$(floor_of "$f")
@@ -69,9 +71,9 @@ room_rule() { # room_rule HEADER GLOB-OF-FILES-THAT-MAY-NOT-INCLUDE-IT...
         fi
     done
 }
-room_rule db_internal.h ':(glob)sim/*.c' ':(glob)sim/*.h' ':!sim/db_*'
-room_rule db.h ':(glob)sim/sim*.c' ':(glob)sim/sched*.c' ':(glob)sim/policy*.c' ':(glob)sim/decode.c' \
-    ':(glob)sim/cost*.c' ':(glob)sim/core/*'
-room_rule cli.h ':(glob)sim/*.c' ':(glob)sim/core/*' ':(glob)engine/*.c' ':(glob)traces/*.c'
+room_rule db_internal.h ':(glob)sim/**/*.c' ':(glob)sim/**/*.h' ':(glob)sim/*.c' ':(glob)sim/*.h' ':!sim/db/*'
+room_rule db.h ':(glob)sim/sim*.c' ':(glob)sim/sched/*' ':(glob)sim/policies/*' ':(glob)sim/decode.c' \
+    ':(glob)sim/cost/cost*.c' ':(glob)sim/core/*'
+room_rule cli.h ':(glob)sim/*.c' ':(glob)sim/*/*.c' ':!sim/cli/*' ':(glob)sim/core/*' ':(glob)engine/*.c' ':(glob)traces/*.c'
 echo "layers: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -951,7 +951,7 @@ done:
     return rc;
 }
 
-/* The link between GPUs 0 and 1 of the host, as a disaggregated fleet's moves take it (sim/fleet.c's
+/* The link between GPUs 0 and 1 of the host, as a disaggregated fleet's moves take it (sim/fleet/fleet.c's
  * host link): copies of 4 KiB to 1 GiB from GPU 0 to GPU 1 with peer access where the pair has it,
  * timed on GPU 0's stream (the median of reps, after warm-up): the bandwidth, and the small copies'
  * time, the latency a move pays. */
@@ -1115,8 +1115,8 @@ done:
     return rc;
 }
 
-/* The host link and the host's memory as offloaded K/V use them (sim/policy_herald.c, the host-link
- * table in sim/cost.c): pinned copies of 4 KiB to 1 GiB host to device and back, timed with events
+/* The host link and the host's memory as offloaded K/V use them (sim/policies/policy_herald.c, the host-link
+ * table in sim/cost/cost.c): pinned copies of 4 KiB to 1 GiB host to device and back, timed with events
  * (the median of reps after warm-up); 1 GiB from pageable memory; and the host's read rate over 1,
  * 2, 4 .. the host's cores threads, reading 2 GiB (the best of 3): what scoring offloaded keys on the
  * host reads at; then HERALD's host part as a live run does it (bench_herald). */

@@ -53,7 +53,7 @@ static void usage(FILE *f)
 "       over the T - 32 before it; each against its floors, with its attention's share of an eager\n"
 "       run, beside PyTorch eager's time (speed-up) and peak activations; --only anchor runs only\n"
 "       that (without --anchor: the script's own grid, no PyTorch times)\n"
-"--only peer: the link between GPUs 0 and 1 (a disaggregated fleet's host link, sim/fleet.c): copies\n"
+"--only peer: the link between GPUs 0 and 1 (a disaggregated fleet's host link, sim/fleet/fleet.c): copies\n"
 "       of 4 KiB to 1 GiB from GPU 0 to GPU 1, timed on the sender: GB/s, and the small ones' time\n"
 "--only host: the host link (pinned copies of 4 KiB to 1 GiB each way, a pageable one) and the\n"
 "       host's memory read over 1, 2, 4 .. its cores threads: offloaded K/V's (the policy herald);\n"

@@ -14,7 +14,7 @@ graph and replayed (the GPU's work alone, no launch gaps), and host_ms, the time
 issue the eager step (measured from an idle GPU, before synchronising). Eager PyTorch runs ahead
 of the GPU, so its step takes about max(host_ms, gpu_ms); `tessera calib fit` models it so.
 And it counts the CUDA kernels each op launches (torch.profiler), for the torch-eager roofline
-profile (sim/impl.c), written to --kernels.
+profile (sim/cost/impl.c), written to --kernels.
 A mixture of experts (--experts E --top-k K --expert-ffn F: LLaDA-MoE-7B's form) runs its FFN as
 torch_model.py's grouped MoE, timed as two ops: router (the fp32 softmax's top k, the copies sorted
 by expert) and experts (the grouped GEMMs, SwiGLU, the weighted copies added back).

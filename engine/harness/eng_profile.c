@@ -2,7 +2,7 @@
  * eng_profile.c: `tessera engine profile`: sweeps step shapes of a model over the engine, timing
  * each op of each step (an event after every op) and the whole step without the events, into the
  * table engine_profile of a database, in one transaction (ROLLBACK on any failure). The calibrated
- * cost model is fitted from these rows (sim/calib_fit.c).
+ * cost model is fitted from these rows (sim/cost/calib_fit.c).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cublas_v2.h>

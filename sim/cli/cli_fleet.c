@@ -1,6 +1,6 @@
 /*
  * cli_fleet.c: `tessera sim --replicas N` and `tessera sim --fleet FILE`: replicas of the run behind
- * one router (sim/fleet.h). A fleet file holds replica groups, one a line: a count, then tessera sim
+ * one router (sim/fleet/fleet.h). A fleet file holds replica groups, one a line: a count, then tessera sim
  * options over the command line's (the card, the system, the model, the TP degree...), '#' to the
  * end of a line a comment. Each group is parsed and built before the run; a bad one is refused
  * naming the file, the line and the option.

@@ -1,7 +1,7 @@
 /*
  * policy_drive.h: a caching policy driven request by request outside the simulator's event loop,
  * with its rows placed at positions. `tessera engine generate` runs the simulator's policies
- * through it (sim/policy_drive.c makes one of a policy in the table; engine/eng_gen.c runs its
+ * through it (sim/policies/policy_drive.c makes one of a policy in the table; engine/eng_gen.c runs its
  * steps on the GPU, where the unmasking rule decides what each step commits), so a policy added to
  * the table runs in the simulator and in engine generate alike.
  *

@@ -1,5 +1,5 @@
 /*
- * fleet.h: a fleet of serving instances (replicas) behind one router. Each replica is a simulator
+ * fleet.h: a fleet of serving instances (replicas) behind one router (the room sim/fleet/). Each replica is a simulator
  * instance of its own configuration (card, model, system, TP degree: fleets may mix them) whose
  * requests are fed to it (sim_create_fed); the router takes the workload's arrivals in order and
  * places each on a replica by its policy, from what it sees of the replicas' load.

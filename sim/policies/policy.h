@@ -1,7 +1,8 @@
 /*
- * policy.h: denoising/caching policies (SPEC section 2). A policy is a small state machine per
- * request: emit() gives the exact shape of the request's next step, advance() moves its phase
- * state after the step, and kv_tokens()/kv_peak_tokens() say how much KV cache it holds.
+ * policy.h: denoising/caching policies (SPEC section 2), the room sim/policies/: this table, a file
+ * a policy, and a policy driven outside the event loop (policy_drive.c). A policy is a small state
+ * machine per request: emit() gives the exact shape of the request's next step, advance() moves its
+ * phase state after the step, and kv_tokens()/kv_peak_tokens() say how much KV cache it holds.
  * Block progress (decoded tokens, block index) is advanced by policy_advance() for every policy.
  *
  * Adding a policy: one new file policy_NAME.c defining a `const struct policy_ops` (with its
@@ -101,7 +102,7 @@ const char *policy_drive_lacks(const struct policy_ops *po);
 /* Policy `name` with the parameters given (each one it declares; the rest at their defaults) as a
  * drive over n requests of prompt_len[i] prompt and gen_len response positions in blocks of
  * `block`, its whole-sequence steps' logits the current block's alone with block_logits (tessera sim
- * --block-logits) (sim/policy_drive.c); -1 with err for an unknown policy, one that cannot be driven
+ * --block-logits) (sim/policies/policy_drive.c); -1 with err for an unknown policy, one that cannot be driven
  * (policy_drive_lacks), or a parameter it lacks or refuses. policy_drive_free releases it. */
 struct policy_drive;
 int policy_drive_init(struct policy_drive *out, const char *name, const struct param_values *given, int32_t n,

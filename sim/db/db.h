@@ -2,8 +2,9 @@
  * db.h: a run's SQLite database (SPEC section 10), by job: its tables, reading recorded steps back
  * and the checks before a write (db_schema.c); files made whole, and opened by descriptor
  * (db_file.c); writing a run, its steps streamed to the writer as the simulator makes them
- * (db_write.c); merging databases (db_merge.c). The simulator knows none of it: a run's steps reach
- * the writer through the sink sim_stream_steps sets.
+ * (db_write.c); merging databases (db_merge.c); what every connection may do (db_guard.c). These
+ * files are the room sim/db/. The simulator knows none of it: a run's steps reach the writer through
+ * the sink sim_stream_steps sets.
  */
 #ifndef TESSERA_DB_H
 #define TESSERA_DB_H
