@@ -33,8 +33,8 @@ sees() { # the folders a floor's includes resolve in, in order
         traces) echo sim/core traces ;;
         kernels) echo sim/core kernels ;;
         engine) echo sim/core engine kernels ;;
-        sim) echo sim/core traces sim $sim_rooms ;;
-        top) echo sim/core traces sim $sim_rooms sim/cli engine engine/harness kernels ;;
+        sim) echo sim/core traces sim "$sim_rooms" ;;
+        top) echo sim/core traces sim "$sim_rooms" sim/cli engine engine/harness kernels ;;
     esac
 }
 all_dirs="sim/core traces sim $sim_rooms sim/cli engine engine/harness kernels"
