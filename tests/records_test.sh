@@ -7,7 +7,7 @@
 # shipped calibrations byte for byte as the merges of their records' profiles. Run it when the cost
 # model, the calibration fit or a shipped calibration changes, and re-record what it then reports.
 # The records' data is packed (analysis/records.sh): it is unpacked into a scratch folder first.
-# Takes about 7 minutes on a 2-core machine; prints a line a record as it goes.
+# Its time: README.md. Prints a line a record as it goes.
 # Usage: records_test.sh PATH/TO/tessera    Prints "records: N passed, M failed".
 set -u
 bin=${1:?usage: records_test.sh PATH/TO/tessera}

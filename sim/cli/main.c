@@ -29,7 +29,7 @@ static void usage(FILE *f)
             "  db       merge OUT IN...: a sweep's run databases made one\n"
             "  list     models | gpus | policies | schedulers | planners | costs | systems | impls |\n"
             "           decode | calibrations | hosts: the built-in tables\n"
-            "  engine   check | bench | replay | profile | generate: the CUDA engine (%s)\n"
+            "  engine   replay | profile | generate: the CUDA engine (%s)\n"
             "\n"
             "Every command takes --help. `tessera sim` alone runs the default scenario.\n",
             ts_version(),
