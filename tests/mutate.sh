@@ -86,7 +86,7 @@ mutations=(
     "the guard lets any ATTACH through|sim/db/db_guard.c|        return allow ? SQLITE_OK : SQLITE_DENY;|        return SQLITE_OK;|check_sim"
     "the guard leaves a file's triggers on|sim/db/db_guard.c|    static const int off[] = {SQLITE_DBCONFIG_TRUSTED_SCHEMA, SQLITE_DBCONFIG_ENABLE_TRIGGER,|    static const int off[] = {SQLITE_DBCONFIG_TRUSTED_SCHEMA,|check_sim"
     "db merge takes any object of a declared name's kind|sim/db/db_merge.c|        else if (!want \x7c\x7c strcmp(want, type) != 0)|        else if (!want \x26\x26 0)|check_sim"
-    "db merge takes a column no tessera table has|sim/db/db_merge.c|        if (has_col(m->decl, t, col ? col : \"\") != 1)|        if (has_col(m->decl, t, col ? col : \"\") < 0)|check_sim"
+    "db merge takes a column no tessera table has|sim/db/db_merge.c|        if (db_has_column(m->decl, \"main\", t, col ? col : \"\") != 1)|        if (db_has_column(m->decl, \"main\", t, col ? col : \"\") < 0)|check_sim"
     "db merge copies the rows of a run OUT holds already|sim/db/db_merge.c|        if (!r \x7c\x7c r->id == 0) /* a row of no run, or of a run OUT holds already */|        if (!r) /* a row of no run, or of a run OUT holds already */|check_sim"
     "db merge counts no run it holds already|sim/db/db_merge.c|            m->already++;|            ;|check_sim"
     "a fleet keeps every control reading|sim/fleet/fleet.c|    if (last \x26\x26 same(last, p) \x26\x26 same(last - size, p)) {|    if (0) {|check_fleet"

@@ -452,16 +452,8 @@ int trace_parse(const char *path, const char *buf, size_t len, bool skip_bad, st
 {
     memset(out, 0, sizeof *out);
     /* a text file: a NUL byte is named where it is, not taken for the end of its line */
-    const char *nul = memchr(buf, '\0', len);
-    if (nul) {
-        int64_t line = 1;
-        const char *bol = buf;
-        for (const char *c = buf; c < nul; c++)
-            if (*c == '\n')
-                line++, bol = c + 1;
-        return ts_fail(err, "%s:%lld: a NUL byte at column %lld: not a text trace", path, (long long)line,
-                       (long long)(nul - bol + 1));
-    }
+    if (ts_text_nul(path, buf, len, err))
+        return -1;
     if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0) { /* a UTF-8 byte-order mark: skipped, and said */
         buf += 3, len -= 3;
         out->skipped_bom = true;

@@ -25,6 +25,11 @@ char *db_engine_schema_in(const char *name);
 /* What a database written before column `col` of `table` was added reads it as ("0" or "NULL"), or
  * NULL where every version's table has it. */
 const char *db_column_fill(const char *table, const char *col);
+/* Whether table or view `table` of the attached database `name` (main, out, src) has column `col`:
+ * 1 or 0, -1 on an SQLite error. */
+int db_has_column(sqlite3 *db, const char *name, const char *table, const char *col);
+/* Whether `name`.`what` is a table rather than a view or nothing (*out); 0, or -1 on an SQLite error. */
+int db_is_table(sqlite3 *db, const char *name, const char *what, bool *out);
 /* Brings the database `name` (main, out, src) to the current schema; 0 or -1. */
 int db_upgrade(sqlite3 *db, const char *name);
 /* SQLite's message for db's last failure, with the system's where one caused it: into buf. */

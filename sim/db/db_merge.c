@@ -68,22 +68,6 @@ static const char *declared_type(struct merge *m, const char *name, char *buf, s
     return buf[0] ? buf : NULL;
 }
 
-/* Whether table or view `t` of db has column `col`: 1 or 0, -1 on an SQLite error. */
-static int has_col(sqlite3 *db, const char *t, const char *col)
-{
-    sqlite3_stmt *st = NULL;
-    int have = -1;
-    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2", -1, &st, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(st, 1, t, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, col, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW)
-            have = sqlite3_column_int(st, 0) > 0;
-    }
-    sqlite3_finalize(st);
-    return have;
-}
-
 /* Every column of db's table `t` is one of the declared object's of that name; else refused by name. */
 static int check_columns(struct merge *m, sqlite3 *db, const char *path, const char *t)
 {
@@ -94,7 +78,7 @@ static int check_columns(struct merge *m, sqlite3 *db, const char *path, const c
     sqlite3_bind_text(st, 1, t, -1, SQLITE_STATIC);
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
         const char *col = (const char *)sqlite3_column_text(st, 0);
-        if (has_col(m->decl, t, col ? col : "") != 1)
+        if (db_has_column(m->decl, "main", t, col ? col : "") != 1)
             rc = ts_fail(m->err, "%s: table %s has a column '%s' that no tessera database has; db merge copies "
                          "tessera's tables and columns alone", path, t, col ? col : "");
     }
@@ -166,7 +150,7 @@ static int map_runs(struct merge *m, sqlite3 *in, const char *path)
     sqlite3_stmt *sel = NULL, *held = NULL, *ins = NULL;
     int rc = -1;
     m->n_map = 0;
-    if (has_col(in, "runs", "run_id") != 1) { /* an empty database: no runs */
+    if (db_has_column(in, "main", "runs", "run_id") != 1) { /* an empty database: no runs */
         rc = 0;
         goto done;
     }
@@ -256,7 +240,7 @@ static int copy_table(struct merge *m, sqlite3 *in, const char *path, const char
         const char *c = (const char *)sqlite3_column_text(cols, 0);
         const bool step_of_run = runs_of_one && (strcmp(c, "first_step") == 0 || strcmp(c, "last_step") == 0);
         const char *from = step_of_run ? "step_id" : c;
-        const int have = has_col(in, src, from);
+        const int have = db_has_column(in, "main", src, from);
         const char *fill = db_column_fill(src, from);
         if (have < 0)
             goto sql_fail;
@@ -308,18 +292,11 @@ done:
     return rc;
 }
 
-/* Whether db holds a table named `name` (not a view). */
+/* Whether db holds a table named `name` (not a view); false on an SQLite error. */
 static bool has_table(sqlite3 *db, const char *name)
 {
-    sqlite3_stmt *st = NULL;
     bool have = false;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        have = sqlite3_step(st) == SQLITE_ROW;
-    }
-    sqlite3_finalize(st);
-    return have;
+    return db_is_table(db, "main", name, &have) == 0 && have;
 }
 
 /* The declared table t made in OUT, by the declared schema's own statement for it. */

@@ -94,7 +94,6 @@ static const char *const step_totals_cols = "num_segs, q_tokens, kv_tokens, kv_w
                                             "num_full, num_refresh, num_reuse, num_prefill, num_block, act_peak_bytes, "
                                             "kv_in_use_bytes";
 
-static int has_column(sqlite3 *db, const char *name, const char *table, const char *col);
 
 /* Appends ", KNOB" for every step knob (step_knobs) to buf[*n..len): with db, NULL for one that
  * `name`.`table` lacks (a database written before it was recorded), as SELECT's "NULL AS KNOB".
@@ -102,7 +101,7 @@ static int has_column(sqlite3 *db, const char *name, const char *table, const ch
 static int knob_cols(sqlite3 *db, const char *name, const char *table, char *buf, size_t *n, size_t len)
 {
     for (int i = 0; i < STEP_KNOBS; i++) {
-        const int have = db ? has_column(db, name, table, step_knobs[i].name) : 1;
+        const int have = db ? db_has_column(db, name, table, step_knobs[i].name) : 1;
         if (have < 0)
             return -1;
         *n += (size_t)snprintf(buf + *n, len - *n, have ? ", %s" : ", NULL AS %s", step_knobs[i].name);
@@ -157,28 +156,31 @@ static const char *const added_columns[][3] = {
     /* (a run priced before its energy was: NULL, not known) */
     {"summary", "energy_j", "REAL"}, {"summary", "mean_power_w", "REAL"}, {"summary", "slo_attainment", "REAL"}};
 
-/* Whether table `table` of database `name` has column `col`: 1 or 0, -1 on an SQLite error. */
-static int has_column(sqlite3 *db, const char *name, const char *table, const char *col)
+int db_has_column(sqlite3 *db, const char *name, const char *table, const char *col)
 {
-    char sql[256];
     sqlite3_stmt *st = NULL;
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('%s', '%s') WHERE name = '%s'", table, name, col);
     int have = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        have = sqlite3_column_int(st, 0);
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_table_info(?1, ?2) WHERE name = ?3", -1, &st, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, col, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            have = sqlite3_column_int(st, 0) > 0;
+    }
     sqlite3_finalize(st);
     return have;
 }
 
-/* Whether `name`.`what` is a table (an older database's step or segment rows) rather than a view. */
-static int is_table(sqlite3 *db, const char *name, const char *what, bool *out)
+int db_is_table(sqlite3 *db, const char *name, const char *what, bool *out)
 {
     char sql[160];
     sqlite3_stmt *ty = NULL;
-    snprintf(sql, sizeof sql, "SELECT type FROM %s.sqlite_master WHERE name = '%s'", name, what);
+    snprintf(sql, sizeof sql, "SELECT type FROM %s.sqlite_master WHERE name = ?1", name);
     *out = false;
     if (sqlite3_prepare_v2(db, sql, -1, &ty, NULL) != SQLITE_OK)
         return -1;
+    sqlite3_bind_text(ty, 1, what, -1, SQLITE_STATIC);
     if (sqlite3_step(ty) == SQLITE_ROW)
         *out = strcmp((const char *)sqlite3_column_text(ty, 0), "table") == 0;
     sqlite3_finalize(ty);
@@ -192,13 +194,13 @@ int db_upgrade(sqlite3 *db, const char *name)
 {
     char sql[8192];
     bool old_steps, old_segs;
-    if (is_table(db, name, "steps", &old_steps) || is_table(db, name, "segments", &old_segs))
+    if (db_is_table(db, name, "steps", &old_steps) || db_is_table(db, name, "segments", &old_segs))
         return -1;
     for (size_t i = 0; i < TS_ARRAY_LEN(added_columns); i++) {
         const bool runs_col = strcmp(added_columns[i][0], "segment_runs") == 0;
         if (strcmp(added_columns[i][0], "segments") == 0 && !old_segs)
             continue; /* the view has them */
-        const int have = has_column(db, name, added_columns[i][0], added_columns[i][1]);
+        const int have = db_has_column(db, name, added_columns[i][0], added_columns[i][1]);
         if (have < 0)
             return -1;
         /* a column added to the runs: the view over them is made again with it */
@@ -211,7 +213,7 @@ int db_upgrade(sqlite3 *db, const char *name)
     /* step knobs a database's step runs do not record yet: NULL in its older rows (not recorded; a
      * replay derives them from the run's configuration), and the steps view made again with them */
     for (int i = 0; i < STEP_KNOBS && !old_steps; i++) {
-        const int have = has_column(db, name, "step_runs", step_knobs[i].name);
+        const int have = db_has_column(db, name, "step_runs", step_knobs[i].name);
         if (have < 0)
             return -1;
         snprintf(sql, sizeof sql, "ALTER TABLE %s.step_runs ADD COLUMN %s INTEGER; DROP VIEW IF EXISTS %s.steps;", name,
@@ -321,7 +323,7 @@ int db_segments_prepare(sqlite3 *db, sqlite3_stmt **out)
     for (size_t i = 0; i < TS_ARRAY_LEN(added_columns); i++) {
         if (strcmp(added_columns[i][0], "segments") != 0)
             continue;
-        const bool have = has_column(db, "main", added_columns[i][0], added_columns[i][1]) > 0;
+        const bool have = db_has_column(db, "main", added_columns[i][0], added_columns[i][1]) > 0;
         n += snprintf(sql + n, sizeof sql - (size_t)n, ", %s", have ? added_columns[i][1] : "0");
     }
     snprintf(sql + n, sizeof sql - (size_t)n, " FROM segments WHERE run_id = ?1 AND step_id = ?2 ORDER BY req_id");
