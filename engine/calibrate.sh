@@ -138,6 +138,6 @@ fi
         echo "  clock        not fitted (tessera sim prices each step at its own steady state on this card)"
     fi
     echo "  use it:      tessera sim --gpu $gpu ${gpu_opts[*]:+${gpu_opts[*]} }--model $model --impl $impl --cost calibrated"
-    echo "  send it:     $out/tessera-calibration-$gpu-$model.tar.gz (sim/README.md, \"Sending a calibration\")"
+    echo "  send it:     $out/tessera-calibration-$gpu-$model.tar.gz (sim/docs/calibration.md, \"Sending a calibration\")"
 } | tee "$out/report.txt"
 TESSERA=$bin bash "$root/engine/calib_bundle.sh" "$out" "$gpu" "$model" >/dev/null || die "cannot bundle $out"

@@ -128,7 +128,7 @@ with open(os.path.join(out, "report.md"), "w") as f:
             f.write("| %s | %.0f | %.1f |\n" % (s, limit[s]["throughput_tok_s"], limit[s]["mean_batch"]))
         checks.append(("at the card's limit AR serves more tokens/s than every dLLM variant",
                        all(limit["ar"]["throughput_tok_s"] > limit[s]["throughput_tok_s"] for s in dllm)))
-    f.write("\nEnergy, joules a generated token (sim/README.md, \"Energy\"):\n\n")
+    f.write("\nEnergy, joules a generated token (sim/docs/cost-model.md, \"Energy\"):\n\n")
     f.write("| batch | vanilla | dual | dual-parallel | dpad-parallel | d2f-parallel | ar |\n|---|---|---|---|---|---|---|\n")
     for b in batches:
         f.write("| %d | %s |\n" % (b, " | ".join("%.3f" % jtok[(s, b)] for s in systems)))

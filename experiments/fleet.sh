@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # experiments/fleet.sh: a worked fleet: a mixed fleet behind each router, an autoscaled day, and energy a token against fleet size.
 #
-# Six parts, the first five on LLaDA-8B with the dual cache, priced by the roofline (sim/README.md, "Fleets"):
+# Six parts, the first five on LLaDA-8B with the dual cache, priced by the roofline (sim/docs/fleets.md):
 #   routers    4 H100 + 8 L40S serving 2,000 generated requests at 10 req/s: each router (round robin,
 #              least outstanding, least KV, phase-aware) with a fresh view, and least outstanding with
 #              a view STALE (10) seconds old: p50, p99, the share within SLO (30) s, J a token
@@ -131,7 +131,7 @@ def line(r, label):
 head = "| %s | p50 (s) | p99 (s) | within %g s | tokens/s | J a token |\n|---|---|---|---|---|---|\n"
 with open(os.path.join(out, "report.md"), "w") as f:
     f.write("# A worked fleet\n\nLLaDA-8B, the dual cache, priced by the roofline (`tessera sim --fleet|--replicas`, "
-            "sim/README.md#fleets).\n\n## Routers: 4 H100 + 8 L40S, 10 req/s\n\n" + head % ("router", slo))
+            "sim/docs/fleets.md).\n\n## Routers: 4 H100 + 8 L40S, 10 req/s\n\n" + head % ("router", slo))
     for name in ("round-robin", "least-outstanding", "least-kv", "phase-aware"):
         f.write(line(by[("routers", name)], name))
     f.write(line(by[("routers", "least-outstanding-stale")], "least-outstanding, view %s s stale" % stale))

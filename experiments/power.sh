@@ -8,7 +8,7 @@
 # requests of 2,048 tokens, and dual cache with a Refresh every 4 steps. Each run's measured energy
 # is the trace's integral between its first step's start and its last step's end (the summary's
 # live_t0_unix and live_t1_unix); the prediction is the steps' energy as `tessera sim` prices it
-# (sim/README.md, "Energy") for their measured times. A live run also holds the host's time between
+# (sim/docs/cost-model.md, "Energy") for their measured times. A live run also holds the host's time between
 # steps, which the simulated timeline does not: the card's mean draw over the window is set against
 # the steps' predicted mean power, and the window's energy with those gaps idle is printed beside it.
 #

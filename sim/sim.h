@@ -53,7 +53,7 @@ struct sim_summary {
     /* the card's clock modelled (--clock): how much it moved the steps' time, summed */
     bool clock_modelled;
     double clock_delta_s;
-    /* energy (sim/README.md, "Energy"): the steps' time and energy summed, then the run's with the
+    /* energy (sim/docs/cost-model.md, "Energy"): the steps' time and energy summed, then the run's with the
      * GPUs' idle draw between steps, its mean power, and a generated token's and a request's share */
     double busy_s, busy_energy_j;
     /* --slo: the requests finished within it, and their share of all requests (NAN without one) */

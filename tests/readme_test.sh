@@ -47,7 +47,7 @@ while IFS=$'\t' read -r cmd want shown; do
     else fail=$((fail + 1)); echo "readme: FAIL: '$cmd': its output lacks the line README shows: $missing" >&2; fi
 done <"$tmp/cmds"
 # the topic pages' command blocks, but those that need a GPU machine (or what one makes)
-for page in sim/README.md traces/README.md analysis/README.md engine/README.md experiments/README.md; do
+for page in sim/README.md $(cd "$root" && echo sim/docs/*.md) traces/README.md analysis/README.md engine/README.md experiments/README.md; do
     awk -v page="$page" '
         /^```sh/ { inblock = 1; n = 0; gpu = 0; next }
         /^```/ && inblock { inblock = 0; if (!gpu) for (i = 1; i <= n; i++) print page "\t" lines[i]; next }

@@ -288,7 +288,7 @@ if command -v python3 >/dev/null 2>&1; then
         else bad "anchor_spread.sh is not what host-h200-spread/spread.txt recorded"; fi
     fi
     # the host apart from the GPU (host-h100): the H100 machine's anchor priced by the H200's calibration
-    # carried over, with its own host and with the H100 machine's, as sim/README.md says
+    # carried over, with its own host and with the H100 machine's, as sim/docs/calibration.md says
     $bin calib transfer "$root/sim/data/calib/h200-llada-8b-torch-eager.csv" --from h200 --to h100 --impl torch-eager \
         --out "$tmp/t100.csv" >/dev/null
     for c in "|--gpu h100|MAPE 6.2%" "|--gpu h100 --calib $tmp/t100.csv|MAPE 7.7%" "|--gpu h100 --calib $tmp/t100.csv --host lent-h100|MAPE 7.0%"; do

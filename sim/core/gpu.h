@@ -22,7 +22,7 @@ struct gpu_spec {
     double idle_w;         /* an idle card's draw (W) */
 };
 /* The share of the dynamic power (TDP less idle) memory-bound work draws, against compute-bound
- * work's 1 (sim/README.md, "Energy"): 0.83, what an H100's draw over the engine's small-batch
+ * work's 1 (sim/docs/cost-model.md, "Energy"): 0.83, what an H100's draw over the engine's small-batch
  * decoding steps gave (experiments/records/power-h100, its first run); taken for every card. */
 #define GPU_MEM_POWER_SHARE 0.83
 /* An idle card's draw as a share of its TDP where no measurement gives it: an assumption (NVIDIA

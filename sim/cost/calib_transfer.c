@@ -17,7 +17,7 @@
 /* Where both GPUs' ceilings were measured (DATADIR/gpu_measured.csv), the GEMM rate each reaches
  * (not the lower rate it holds for 2 s under its power limit: a profile times each op or step in
  * short runs, and the held ratio left every H200/H100 transfer but tessera-fused LLaDA-8B's further
- * off, analysis/transfer_check.sh, sim/README.md) and its copy bandwidth in place of the datasheet's
+ * off, analysis/transfer_check.sh, sim/docs/calibration.md) and its copy bandwidth in place of the datasheet's
  * peaks: the ratios a transfer scales by are then measured ones. Mixing one GPU's measured figures
  * with another's datasheet would bias the ratio, so one measured is not enough. */
 static int measured_ceilings(struct gpu_spec *a, struct gpu_spec *b, struct ts_err *err)
