@@ -55,9 +55,13 @@ INC_TRACES := $(INC_CORE) -Itraces
 # the database, the fleet; the event loop, configuration and requests stay in sim/ itself
 SIM_ROOMS := policies sched cost db fleet
 INC_SIM := $(INC_CORE) -Itraces -Isim $(SIM_ROOMS:%=-Isim/%)
-INC_ENGINE := $(INC_CORE) -Iengine -Ikernels
+# the engine's rooms: the device side (engine/gpu/: creation, steps, the forward, the head, graphs,
+# moves, the arena, GEMMs, tensor parallelism) and the extensions (engine/ext/: a file a mechanism that
+# hooks into the step, and their table); its host side stays in engine/ itself
+ENGINE_ROOMS := gpu ext
+INC_ENGINE := $(INC_CORE) -Iengine $(ENGINE_ROOMS:%=-Iengine/%) -Ikernels
 INC_KERNELS := $(INC_CORE) -Ikernels
-INC_TOP := $(INC_SIM) -Isim/cli -Iengine -Iengine/harness -Ikernels
+INC_TOP := $(INC_SIM) -Isim/cli -Iengine -Iengine/gpu -Iengine/harness -Ikernels
 # the command line and the harness stand on every floor
 CLI_SRC := $(wildcard sim/cli/*.c)
 TOP_SRC := $(CLI_SRC) $(wildcard engine/harness/*.c)
@@ -83,7 +87,7 @@ NVCCFLAGS ?= -O3 -std=c++17 -lineinfo
 ALL_NVCCFLAGS := $(NVCCFLAGS) $(INC_KERNELS) $(foreach c,$(CUDA_CCS),-gencode arch=compute_$(c)$(comma)code=sm_$(c)) \
     $(if $(filter 90,$(CUDA_CCS)),-gencode arch=compute_90a$(comma)code=sm_90a) \
     -gencode arch=compute_$(lastword $(CUDA_CCS))$(comma)code=compute_$(lastword $(CUDA_CCS)) -MMD -MP
-# NCCL (tensor parallelism, engine/eng_tp.h) where its header is found: CUDA's own folder, NCCL_HOME,
+# NCCL (tensor parallelism, engine/gpu/eng_tp.h) where its header is found: CUDA's own folder, NCCL_HOME,
 # or the Debian package libnccl-dev; without it --tp is refused with the reason
 NCCL_H := $(firstword $(wildcard $(if $(NCCL_HOME),$(NCCL_HOME)/include/nccl.h) $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 $(if $(NCCL_HOME),-L$(NCCL_HOME)/lib -Wl$(comma)-rpath$(comma)$(NCCL_HOME)/lib) \
@@ -106,7 +110,7 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubu
 ENGINE_CPU_SRC := engine/eng_algos.c engine/eng_act.c engine/eng_host.c engine/eng_plan.c engine/eng_weights.c engine/eng_ref.c \
     engine/eng_safetensors.c engine/eng_unmask.c engine/eng_gen.c engine/eng_anchor.c engine/eng_grid.c
 LIB_SRC := $(wildcard sim/core/*.c sim/*.c $(SIM_ROOMS:%=sim/%/*.c)) $(wildcard traces/*.c) $(ENGINE_CPU_SRC)
-ENGINE_GPU_SRC := engine/eng_arena.c engine/eng_cuda.c engine/eng_gemm.c engine/eng_tp.c engine/harness/eng_replay.c \
+ENGINE_GPU_SRC := $(wildcard $(ENGINE_ROOMS:%=engine/%/*.c)) engine/harness/eng_replay.c \
     engine/harness/eng_profile.c engine/harness/eng_live.c engine/harness/eng_lmax.c engine/harness/eng_generate.c \
     engine/harness/cli_engine.c
 # the programs beside the engine library, linked against it: its GPU test suite and its benchmark

@@ -2,7 +2,7 @@
  * eng_act.h: the engine's activations laid out by a planner (SPEC section 6). The engine
  * instantiates the simulator's op-graph template (sim/opgraph.h) for a step's shapes, runs a planner
  * over it and reads back, for every buffer its forward touches, the offset the plan gave it inside
- * one arena. Pure host code, tested on the CPU; eng_cuda.c maps the arena in CUDA virtual memory.
+ * one arena. Pure host code, tested on the CPU; engine/gpu/eng_step.c maps the arena in CUDA virtual memory.
  *
  * Buffers by op-graph tensor (dense models):
  *   x                  the residual stream, alive for the whole step

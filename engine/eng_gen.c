@@ -127,24 +127,25 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
         return ts_fail(err, "--iter-smooth %g,%g,%g,%g: the weights (cont, init, growth) and the threshold decay "
                             "must be numbers of at least 0", sm->cont, sm->init, sm->growth, sm->decay);
     const struct gen_prophet *pr = &c->prophet;
-    if (pr->on && (c->focus || !c->policy || !gen_whole(c) || strcmp(c->policy->name, "vanilla") != 0))
-        return ts_fail(err, "--prophet reads every position's logits each step, as Prophet's own loop does: --policy "
-                            "vanilla (without --block-logits)");
+    if (pr->on && !gen_every_position(c))
+        return ts_fail(err, "--prophet reads every position's logits each step, as Prophet's own loop does: a policy "
+                            "whose steps run every position (tessera list policies: 'every position'), without "
+                            "--block-logits");
     if (pr->on && (pr->answer < 0 || pr->answer >= c->gen_len || pr->len < 1))
         return ts_fail(err, "--prophet %d: the answer's offset lies outside the response's %d positions", pr->answer,
                        c->gen_len);
     const struct gen_elastic *ec = &c->elastic;
-    if (ec->on && (c->focus || !c->policy || !gen_whole(c) || strcmp(c->policy->name, "vanilla") != 0))
-        return ts_fail(err, "--elastic-drift reads every position's attention each step: --policy vanilla (without "
-                            "--block-logits)");
+    if (ec->on && !gen_every_position(c))
+        return ts_fail(err, "--elastic-drift reads every position's attention each step: a policy whose steps run every "
+                            "position (tessera list policies: 'every position'), without --block-logits");
     if (ec->on && (ec->layers < 1 || ec->window < 1 || ec->window > GEN_ELASTIC_MAX_WINDOW ||
                    !(ec->gamma >= 0 && ec->gamma <= 1)))
         return ts_fail(err, "--elastic-drift: a bound of %g over %d window positions and %d layers (a bound in 0..1, "
                             "1 to %d positions)", ec->gamma, ec->window, ec->layers, GEN_ELASTIC_MAX_WINDOW);
     const struct gen_rollout *ro = &c->rollout;
-    if (ro->on && (c->focus || !c->policy || !gen_whole(c) || strcmp(c->policy->name, "vanilla") != 0))
-        return ts_fail(err, "--d2-rollout reads every position's attention each step: --policy vanilla (without "
-                            "--block-logits)");
+    if (ro->on && !gen_every_position(c))
+        return ts_fail(err, "--d2-rollout reads every position's attention each step: a policy whose steps run every "
+                            "position (tessera list policies: 'every position'), without --block-logits");
     if (ro->on && !(ro->p >= 0 && ro->p <= 1))
         return ts_fail(err, "--d2-rollout %g: the nucleus's share must be in 0..1", ro->p);
     if (c->mask_id < 0 || c->mask_id >= c->vocab)
@@ -213,6 +214,7 @@ void gen_free(struct gen *g)
 }
 
 bool gen_whole(const struct gen_cfg *c) { return c->policy && c->policy->whole; }
+bool gen_every_position(const struct gen_cfg *c) { return !c->focus && c->policy && c->policy->every_position; }
 
 int32_t gen_token(void *ctx, int32_t req, int32_t pos)
 {

@@ -185,6 +185,9 @@ int gen_init(struct gen *g, const struct gen_cfg *c, const struct gen_prompts *p
 void gen_free(struct gen *g);
 /* Whether c's steps may run a request's whole sequence (a driven policy's whole, policy_drive.h). */
 bool gen_whole(const struct gen_cfg *c);
+/* Whether c's steps run every position of each request, each with its logits (a driven policy's
+ * every_position): what Prophet's gap, the drift test and the rollout read. */
+bool gen_every_position(const struct gen_cfg *c);
 /* Request req's token id at pos, -1 past its end. */
 int32_t gen_token(void *ctx, int32_t req, int32_t pos);
 /* The engine's view of g's tokens (eng_set_tokens, eng_plan_set_ids): each request's ids, and where

@@ -259,7 +259,7 @@ void sim_add_segment(struct sim *s, const struct segment *shape)
     struct segment seg = *shape;
     if (seg.padding)
         seg.decoded = seg.missed = 0;
-    else if (seg.phase != PHASE_PREFILL && !s->pol->decides)
+    else if (seg.phase != PHASE_PREFILL && !(s->pol->caps & POLICY_DECIDES))
         seg.decoded = decode_tokens(&s->dm, sim_req(s, seg.req_id));
     step_desc_add(&s->sd, &seg);
 }
@@ -476,11 +476,11 @@ static int64_t decode_state_tokens(const struct sim *s, const struct sim_config 
  * a block's rows beside Spiffy's draft blocks. */
 static int policy_fits(const struct sim *s, const struct sim_config *cfg, struct ts_err *err)
 {
-    if (s->dm.kind == DECODE_SPIFFY && (s->pol->decides || s->pol->selects || s->pol->knobs))
+    if (s->dm.kind == DECODE_SPIFFY && ((s->pol->caps & (POLICY_DECIDES | POLICY_SELECTS)) || s->pol->knobs))
         return ts_fail(err, "--decode %s: Spiffy's draft blocks ride beside a step's rows, which policy %s shapes "
                             "itself (its own counts, selections or layers); give it vanilla, prefix, dual, block, "
                             "block+delayed, vicinity, dpad, d2cache, dkv-cache or sparsed", cfg->decode, s->pol->name);
-    if (s->pol->needs_block_model && !s->model.block_causal)
+    if ((s->pol->caps & POLICY_NEEDS_BLOCK_MODEL) && !s->model.block_causal)
         return ts_fail(err, "policy %s needs a block-causal model (tessera list models: block), and %s attends "
                             "bidirectionally", s->pol->name, s->model.name);
     return 0;
@@ -544,7 +544,7 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     s->pcfg = (struct policy_cfg){.block_size = cfg->block, .mask_only = cfg->mask_only,
                                   .block_logits = cfg->block_logits,
                                   .early_stop = cfg->early_stop, .early_commit = cfg->early_commit, .dm = &s->dm};
-    if (s->pol->decides)
+    if (s->pol->caps & POLICY_DECIDES)
         s->pcfg.rng = gsl_rng_alloc(gsl_rng_taus2);
     struct run_params rp;
     if (parts_resolve(s->pol, s->sched, &cfg->params, &rp, err))
@@ -555,7 +555,7 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     policy_step_knobs(s->pol, &s->pcfg, &s->model, &s->sd);
     if (s->pol->check_model && s->pol->check_model(&s->pcfg, &s->model, err))
         goto fail;
-    if (s->calib && s->pol->selects && !calib_prices_selection(s->calib, s->sd.select_heads)) {
+    if (s->calib && (s->pol->caps & POLICY_SELECTS) && !calib_prices_selection(s->calib, s->sd.select_heads)) {
         ts_fail(err, "--cost calibrated: the calibration of %s on %s has no %s selection (kv_select) measurements "
                      "for policy %s; profile its select grid (tessera engine profile --grid select) and merge it "
                      "in (tessera calib merge), or price with --cost roofline", s->model.name, s->gpu.name,
@@ -724,7 +724,7 @@ static void lazy_chunk(struct sim *s, int64_t budget)
 /* A step's energy on the run's GPUs: each draws its idle power and, on top, its dynamic power (TDP
  * less idle) in the share its work sets: all of it while compute bounds the work, GPU_MEM_POWER_SHARE
  * of it while memory does, weighed by the roofline's time of each; for the step's whole time
- * (sim/README.md, "Energy"). */
+ * (sim/docs/cost-model.md, "Energy"). */
 static double step_joules(const struct sim *s, const struct cost_breakdown *rb, double secs)
 {
     const double work = rb->compute_s + rb->memory_s;

@@ -41,7 +41,7 @@ static void rd(const struct shadow *s, int64_t off, int64_t bytes, int32_t id, c
     ck_assert_msg(b == end, "%s: %s was overwritten before it was read", s->where, what);
 }
 
-/* The engine's forward (eng_cuda.c) as reads and writes: each op writes its output first, then
+/* The engine's forward (engine/gpu/eng_forward.c) as reads and writes: each op writes its output first, then
  * reads its inputs, since a kernel's inputs and outputs live at the same time. */
 static void replay(const struct eng_act *a, const struct model_cfg *m, struct shadow *s)
 {

@@ -485,7 +485,7 @@ START_TEST(generation_prophet)
     c = cfg(3, 20, 64, 16);
     ck_assert_int_eq(gen_prophet_parse("40", &c.prophet, &err), 0);
     ck_assert_int_ne(gen_start(&g, &c, "dual", NULL, NULL, &err), 0);
-    ck_assert_ptr_nonnull(strstr(err.msg, "--policy vanilla"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "a policy whose steps run every position"));
     ck_assert_int_eq(gen_prophet_parse("64", &c.prophet, &err), 0);
     ck_assert_int_ne(gen_start(&g, &c, "vanilla", NULL, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "outside the response"));
@@ -597,7 +597,7 @@ START_TEST(generation_elastic_drift)
     ck_assert_int_eq(gen_elastic_parse("0.9", &c.elastic, &err), 0);
     c.elastic.layers = 3;
     ck_assert_int_ne(gen_start(&g, &c, "dual", NULL, NULL, &err), 0);
-    ck_assert_ptr_nonnull(strstr(err.msg, "--policy vanilla"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "a policy whose steps run every position"));
 }
 END_TEST
 

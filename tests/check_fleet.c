@@ -553,7 +553,8 @@ START_TEST(disagg_live_moves_carry_the_kv)
     for (int i = 0; i < R; i++)
         snprintf(cfg[i].policy, sizeof cfg[i].policy, "sparsed");
     ck_assert_int_eq(fleet_run(&c, cfg, R, &o, &r, &err), FLEET_REFUSED);
-    ck_assert_ptr_nonnull(strstr(err.msg, "policy 'sparsed' keeps each request's pattern of kept key blocks"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "policy 'sparsed' needs SparseD's patterns"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "keeps each request's pattern of kept key blocks"));
     ck_assert_int_eq(f[0].steps + f[1].steps + f[2].steps, steps); /* refused before any step */
     fleet_result_free(&co);
     free(f);

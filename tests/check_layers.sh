@@ -6,7 +6,7 @@
 #   sim/core                      the ground floor: sees only itself
 #   traces                        core
 #   kernels                       core
-#   engine (the engine proper)    core, kernels
+#   engine (the engine proper: engine/ and its rooms gpu/, ext/)  core, kernels
 #   sim (the simulator: sim/ and its rooms policies/, sched/, cost/, db/, fleet/)  core, traces
 #   the command line, harness and tools  (sim/cli, engine/harness, engine/bench, tests): all
 set -u
@@ -16,6 +16,8 @@ fail=0
 
 # the simulator's rooms (the Makefile's SIM_ROOMS): one floor, each room a folder of its own
 sim_rooms="sim/policies sim/sched sim/cost sim/db sim/fleet"
+# the engine's rooms (the Makefile's ENGINE_ROOMS): the device side and the extensions
+engine_rooms="engine/gpu engine/ext"
 floor_of() {
     case $1 in
         sim/core/*) echo core ;;
@@ -32,12 +34,12 @@ sees() { # the folders a floor's includes resolve in, in order
         core) echo sim/core ;;
         traces) echo sim/core traces ;;
         kernels) echo sim/core kernels ;;
-        engine) echo sim/core engine kernels ;;
+        engine) echo sim/core engine "$engine_rooms" kernels ;;
         sim) echo sim/core traces sim "$sim_rooms" ;;
-        top) echo sim/core traces sim "$sim_rooms" sim/cli engine engine/harness kernels ;;
+        top) echo sim/core traces sim "$sim_rooms" sim/cli engine engine/gpu engine/harness kernels ;;
     esac
 }
-all_dirs="sim/core traces sim $sim_rooms sim/cli engine engine/harness kernels"
+all_dirs="sim/core traces sim $sim_rooms sim/cli engine $engine_rooms engine/harness kernels"
 
 for f in $(git ls-files 'sim/*.[ch]' 'traces/*.[ch]' 'engine/*.[ch]' 'kernels/*.h' 'kernels/*.cu' 'kernels/*.cuh' 'kernels/*.inc'); do
     fl=$(floor_of "$f")
@@ -74,6 +76,11 @@ room_rule() { # room_rule HEADER GLOB-OF-FILES-THAT-MAY-NOT-INCLUDE-IT...
 room_rule db_internal.h ':(glob)sim/**/*.c' ':(glob)sim/**/*.h' ':(glob)sim/*.c' ':(glob)sim/*.h' ':!sim/db/*'
 room_rule db.h ':(glob)sim/sim*.c' ':(glob)sim/sched/*' ':(glob)sim/policies/*' ':(glob)sim/decode.c' \
     ':(glob)sim/cost/cost*.c' ':(glob)sim/core/*'
+# the engine's inside (struct eng) and its extension hooks are the device side's and the extensions' alone
+room_rule eng_internal.h ':(glob)engine/*.[ch]' ':(glob)engine/harness/*' ':(glob)engine/bench/*' ':(glob)tests/**' \
+    ':(glob)sim/**'
+room_rule eng_ext.h ':(glob)engine/*.[ch]' ':(glob)engine/harness/*' ':(glob)engine/bench/*' ':(glob)tests/**' \
+    ':(glob)sim/**'
 room_rule cli.h ':(glob)sim/*.c' ':(glob)sim/*/*.c' ':!sim/cli/*' ':(glob)sim/core/*' ':(glob)engine/*.c' ':(glob)traces/*.c'
 echo "layers: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

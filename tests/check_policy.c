@@ -12,6 +12,7 @@
 
 #include "cost.h"
 #include "decode.h"
+#include "eng_ext_decl.h"
 #include "policy.h"
 #include "policy_drive.h"
 #include "sim_internal.h"
@@ -36,7 +37,7 @@ static void run_life_dm(const struct policy_ops *po, const struct policy_cfg *pc
     policy_req_init(&r, pc);
     struct policy_cfg pcd = *pc; /* a policy that decides draws the same decode model */
     pcd.dm = &dm;
-    pcd.rng = po->decides || decode_needs_rng(&dm) ? gsl_rng_alloc(gsl_rng_taus2) : NULL;
+    pcd.rng = (po->caps & POLICY_DECIDES) || decode_needs_rng(&dm) ? gsl_rng_alloc(gsl_rng_taus2) : NULL;
     r.rng = decode_needs_rng(&dm) ? pcd.rng : NULL;
     pc = &pcd;
     r.seed = 0x1234567u + (uint64_t)P * 7919u + (uint64_t)G;
@@ -48,7 +49,7 @@ static void run_life_dm(const struct policy_ops *po, const struct policy_cfg *pc
         po->emit(&r, pc, s);
         ck_assert_int_le(po->kv_tokens(&r, pc), po->kv_peak_tokens(&r, pc));
         ck_assert_int_le(s->q, po->peak_q(&r, pc));
-        if (!po->decides)
+        if (!(po->caps & POLICY_DECIDES))
             s->decoded = s->phase == PHASE_PREFILL ? 0 : decode_tokens(&dm, &r);
         if (policy_advance(po, &r, pc, s))
             break;
@@ -829,7 +830,7 @@ START_TEST(recompute_reads_no_cache)
         for (int i = 0; i < 7; i++) {
             memset(&s, 0, sizeof s);
             po->emit(&r, &pc, &s);
-            if (!po->decides)
+            if (!(po->caps & POLICY_DECIDES))
                 s.decoded = decode_tokens(&dm, &r);
             ck_assert(!policy_advance(po, &r, &pc, &s));
         }
@@ -838,7 +839,7 @@ START_TEST(recompute_reads_no_cache)
         po->emit(&r, &pc, &s);
         ck_assert_msg(s.kv == 0, "%s (cache %g): %d keys read after a recompute", po->name, cases[k].cache, s.kv);
         const int32_t wrote = s.kv_write;
-        if (!po->decides)
+        if (!(po->caps & POLICY_DECIDES))
             s.decoded = decode_tokens(&dm, &r);
         policy_advance(po, &r, &pc, &s);
         memset(&s, 0, sizeof s);
@@ -1498,7 +1499,7 @@ START_TEST(every_policy_holds_what_its_steps_touch)
                              "%lld, then %lld), writes %d, peak q %d (then %d)", step, seg_phase_name(s.phase), s.q,
                              s.kv, r.L, (long long)held, (long long)peak, (long long)po->kv_peak_tokens(&r, &pc),
                              s.kv_write, peak_q, po->peak_q(&r, &pc));
-                if (!po->decides)
+                if (!(po->caps & POLICY_DECIDES))
                     s.decoded = s.phase == PHASE_PREFILL ? 0 : decode_tokens(&dm, &r);
                 decoded += s.decoded;
                 finished = policy_advance(po, &r, &pc, &s);
@@ -1547,6 +1548,42 @@ START_TEST(a_driven_policy_says_where_it_runs_whole)
         driven++;
     }
     ck_assert_int_ge(driven, 2);
+}
+END_TEST
+
+/* The engine's extensions a policy names: each one declared; a live run takes them all, a replay none
+ * that runs beside the engine or keeps state of its own, a live move none that keeps state; a name
+ * the engine lacks runs nowhere. A naive scan of the names is the oracle of eng_ext_named. */
+START_TEST(engine_extensions_by_declaration)
+{
+    for (int i = 0; policy_get(i); i++) {
+        const char *list = policy_get(i)->engine;
+        char copy[256], buf[512];
+        snprintf(copy, sizeof copy, "%s", list ? list : "");
+        for (char *w = strtok(copy, " "); w; w = strtok(NULL, " ")) {
+            ck_assert_msg(eng_ext_decl_find(w) != NULL, "policy %s names undeclared extension %s", policy_get(i)->name, w);
+            ck_assert(eng_ext_named(list, w));
+        }
+        ck_assert_msg(!eng_ext_refused(list, ENG_EXT_LIVE, buf, sizeof buf), "%s refused live: %s",
+                      policy_get(i)->name, buf);
+    }
+    char buf[512];
+    const struct policy_ops *sp = policy_find("sparsed"), *he = policy_find("herald"), *va = policy_find("vanilla");
+    ck_assert(eng_ext_named(sp->engine, "sparsed") && !eng_ext_named(he->engine, "sparsed") && !va->engine);
+    ck_assert(eng_ext_refused(sp->engine, ENG_EXT_REPLAY, buf, sizeof buf) && strstr(buf, "a replay of stored steps"));
+    ck_assert(eng_ext_refused(sp->engine, ENG_EXT_MOVE, buf, sizeof buf) && strstr(buf, "K and V alone"));
+    ck_assert(eng_ext_refused(he->engine, ENG_EXT_REPLAY, buf, sizeof buf) && strstr(buf, "beside the engine"));
+    ck_assert(!eng_ext_refused(he->engine, ENG_EXT_MOVE, buf, sizeof buf));
+    ck_assert(!eng_ext_refused(NULL, ENG_EXT_REPLAY, buf, sizeof buf));
+    for (int use = ENG_EXT_LIVE; use <= ENG_EXT_MOVE; use++)
+        ck_assert(eng_ext_refused("drift warp", (enum eng_ext_use)use, buf, sizeof buf) && strstr(buf, "'warp'"));
+    ck_assert(eng_ext_named("  drift  rollout ", "rollout") && !eng_ext_named("drift rollout", "roll") &&
+              !eng_ext_named("driftx", "drift") && !eng_ext_named(NULL, "drift"));
+    for (int i = 0; eng_ext_decl_get(i); i++)
+        ck_assert_ptr_eq(eng_ext_decl_find(eng_ext_decl_get(i)->name), eng_ext_decl_get(i));
+    ck_assert(va->caps & POLICY_EVERY_POSITION);
+    for (int i = 0; policy_get(i); i++) /* a policy that caches does not run every position */
+        ck_assert(!(policy_get(i)->caps & POLICY_EVERY_POSITION) || policy_get(i)->kv_tokens == va->kv_tokens);
 }
 END_TEST
 
@@ -1711,6 +1748,7 @@ int main(void)
     tcase_add_test(tc, every_policy_holds_what_its_steps_touch);
     tcase_add_test(tc, a_driven_policy_says_where_it_runs_whole);
     tcase_add_test(tc, registry);
+    tcase_add_test(tc, engine_extensions_by_declaration);
     tcase_add_test(tc, a_policy_with_a_parameter);
     suite_add_tcase(s, tc);
     return run_suite("policy", s) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -21,6 +21,7 @@
 #include "kernels.h"
 #include "harness.h"
 #include "model.h"
+#include "eng_ext_decl.h"
 #include "policy.h"
 
 static void generate_usage(FILE *f)
@@ -692,7 +693,7 @@ int eng_generate_main(int argc, char **argv)
     o.drift_requests = gc.elastic.on ? n : 0;
     o.rollout_positions = gc.rollout.on ? (int32_t)seq : 0; /* d2Cache's rollout (eng_rollout_next) */
     o.rollout_requests = gc.rollout.on ? n : 0;
-    if (gc.policy && strcmp(gc.policy->name, "sparsed") == 0) { /* SparseD's patterns (eng_sparsed_next) */
+    if (gc.policy && eng_ext_named(gc.policy->engine, "sparsed")) { /* SparseD's patterns (eng_sparsed_next) */
         o.sparsed_positions = (int32_t)seq, o.sparsed_requests = n;
         o.sparsed_block = (int32_t)policy_drive_param(gc.policy, "sparsed-block", 128);
         o.sparsed_select = policy_drive_param(gc.policy, "sparsed-select", 0.3);

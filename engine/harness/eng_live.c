@@ -16,10 +16,12 @@
 #include "engine_load.h"
 #include "cost.h"
 #include "eng.h"
+#include "eng_ext_decl.h"
 #include "eng_host.h"
 #include "eng_tp.h"
 #include "harness.h"
 #include "kernels.h"
+#include "policy.h"
 #include "sim.h"
 
 /* The host's part of steps over K/V offloaded to host memory (HERALD's; host_step): the offloaded
@@ -361,7 +363,9 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
                        o.tp_size);
     o.feature_cache = sim_knobs(s)->cache_outputs; /* dLLM-Cache's pool: outputs beside K and V */
     o.input_cache = sim_knobs(s)->cache_inputs;    /* Elastic-Cache's: each layer's inputs beside them */
-    const int32_t sp_block = (int32_t)sim_policy_param(s, "sparsed", "sparsed-block", 0);
+    const struct policy_ops *po = policy_find(c->policy);
+    const bool sparsed = po && eng_ext_named(po->engine, "sparsed"); /* SparseD's patterns (ext_sparsed.c) */
+    const int32_t sp_block = sparsed ? (int32_t)sim_policy_param(s, c->policy, "sparsed-block", 128) : 0;
     if (sp_block > 0) { /* SparseD's patterns: a slot for each request a step may run */
         if (sp_block % 64)
             return ts_fail(err, "--sparsed-block %d: the engine's patterns are in blocks of a multiple of 64 rows",
@@ -370,7 +374,7 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
         o.sparsed_positions = o.max_tokens;
         o.sparsed_requests = batch > 0 ? (int32_t)TS_MIN(batch, 64) : LIVE_SPARSED_SLOTS;
         o.sparsed_block = sp_block;
-        o.sparsed_select = sim_policy_param(s, "sparsed", "sparsed-select", 0.3);
+        o.sparsed_select = sim_policy_param(s, c->policy, "sparsed-select", 0.3);
     }
     struct live *l = xcalloc(1, sizeof *l);
     if (eng_create(m, &o, &l->e, err)) {

@@ -18,6 +18,7 @@
 
 #include "cost.h"
 #include "eng.h"
+#include "eng_ext_decl.h"
 #include "eng_tp.h"
 #include "harness.h"
 #include "policy.h"
@@ -105,12 +106,9 @@ static int replay_read_run(struct replay *rp, int64_t run_id, int *ffn_chunks, s
         eng_opts_follow_impl(&rp->o, c.impl);
         step_desc_init(&rp->knobs);
         const struct policy_ops *po = policy_find(c.policy);
-        if (po && po->engine_lacks)
-            rc = ts_fail(err, "run %lld: policy %s needs %s, which the engine does not run", (long long)rp->run_id,
-                         po->name, po->engine_lacks);
-        else if (po && po->engine_state)
-            rc = ts_fail(err, "run %lld: policy %s: a replay lacks %s, which a live run builds (tessera sim "
-                              "--executor gpu)", (long long)rp->run_id, po->name, po->engine_state);
+        char why[512];
+        if (po && eng_ext_refused(po->engine, ENG_EXT_REPLAY, why, sizeof why))
+            rc = ts_fail(err, "run %lld: policy %s needs %s", (long long)rp->run_id, po->name, why);
         else if (model_engine_lacks(&rp->m))
             rc = ts_fail(err, "run %lld: model %s has %s, which the engine does not run", (long long)rp->run_id,
                          rp->m.name, model_engine_lacks(&rp->m));

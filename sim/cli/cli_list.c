@@ -303,6 +303,10 @@ int cli_list(int argc, char **argv)
         for (int i = 0; policy_get(i); i++) {
             const struct policy_ops *p = policy_get(i);
             printf("%-*s %s\n", w, p->name, p->help);
+            if (p->caps & POLICY_EVERY_POSITION) /* what engine generate's measurements of every position read */
+                printf("%-*s every position: each step runs every position, with its logits\n", w, "");
+            if (p->engine)
+                printf("%-*s engine extensions: %s\n", w, "", p->engine);
             params_help(stdout, p->params, p->num_params, p->name);
         }
     } else if (strcmp(what, "planners") == 0) {

@@ -17,6 +17,7 @@
 #include "model.h"
 #include "engine_load.h"
 #include "decode.h"
+#include "eng_ext_decl.h"
 #include "parts.h"
 #include "planner.h"
 #include "presets.h"
@@ -383,7 +384,7 @@ void cli_print_prompt_cache(const struct sim_summary *m)
 static void print_summary(const struct sim_config *c, const struct sim_summary *m)
 {
     const struct policy_ops *po = policy_find(c->policy);
-    const bool show_redundancy = po && po->decides; /* the policy decides what its steps decode (focus) */
+    const bool show_redundancy = po && (po->caps & POLICY_DECIDES); /* the policy decides what its steps decode (focus) */
     char tp[32] = "";
     if (c->tp > 1)
         snprintf(tp, sizeof tp, " x %d (tensor parallel)", c->tp);
@@ -587,9 +588,10 @@ int cli_sim(int argc, char **argv)
     }
     struct ts_err err;
     const struct policy_ops *po = policy_find(c.policy);
-    if (c.executor == EXECUTOR_GPU && po && po->engine_lacks && !po->live_host) {
-        fprintf(stderr, "tessera sim: --executor gpu: policy %s needs %s, which the CUDA engine does not run; "
-                        "price it with the cost model (--executor model)\n", po->name, po->engine_lacks);
+    char needs[512];
+    if (c.executor == EXECUTOR_GPU && po && eng_ext_refused(po->engine, ENG_EXT_LIVE, needs, sizeof needs)) {
+        fprintf(stderr, "tessera sim: --executor gpu: policy %s needs %s; price it with the cost model (--executor "
+                        "model)\n", po->name, needs);
         return EXIT_USAGE;
     }
     if (c.executor == EXECUTOR_GPU) {

@@ -21,6 +21,9 @@
 struct policy_drive {
     const char *name; /* the policy's */
     bool whole;       /* its steps may run a request's whole sequence (bidirectional models only) */
+    bool every_position; /* each step runs every position, each with its logits (policy_caps
+                          * POLICY_EVERY_POSITION, its logits not the block's alone) */
+    const char *engine;  /* the engine's extensions its steps need (policy_ops.engine; NULL: none) */
     void *ctx;
     /* Request req's next segment into *s (req_id left as it is) and its rows' positions, in row
      * order, into pos[0 .. s->q) (room for the request's P + G). */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "eng_ext_decl.h"
 #include "event.h"
 #include "model.h"
 #include "policy.h"
@@ -820,22 +821,24 @@ static int disagg_setup(struct fleet_state *fl, struct ts_err *err)
 
 /* Why a live disaggregated fleet cannot move its requests between its engines, or 0: a move carries a
  * request's K and V pages alone, so a policy whose engine keeps more for a request (dLLM-Cache's
- * feature cache, Elastic-Cache's layer inputs, FOCUS's eviction progress, or its policy_ops.
- * engine_state: SparseD's pattern) is refused. */
+ * feature cache, Elastic-Cache's layer inputs, FOCUS's eviction progress, or an extension its steps
+ * need that keeps some: SparseD's pattern) is refused. */
 static int live_moves_refused(struct sim **r, const struct fleet_opts *o, struct ts_err *err)
 {
     if (!o->live_move || !o->live_adopt)
         return ts_fail(err, "--disagg with --executor gpu: this fleet's executors cannot move K/V between them");
     const struct step_desc *k = sim_knobs(r[0]); /* (every replica runs replica 0's policy: disagg_setup) */
     const struct policy_ops *po = policy_find(sim_config(r[0])->policy);
-    const char *what = k->cache_outputs        ? "each token's attention and FFN outputs (a feature cache)"
-                       : k->cache_inputs       ? "each token's input to every layer"
-                       : k->evict              ? "each request's eviction progress"
-                       : po && po->engine_state ? po->engine_state
-                                               : NULL;
+    const char *what = k->cache_outputs  ? "each token's attention and FFN outputs (a feature cache)"
+                       : k->cache_inputs ? "each token's input to every layer"
+                       : k->evict        ? "each request's eviction progress"
+                                         : NULL;
     if (what)
         return ts_fail(err, "--disagg with --executor gpu: a live move carries a request's K and V alone, and policy "
                             "'%s' keeps %s on the engine as well", sim_config(r[0])->policy, what);
+    char why[512];
+    if (po && eng_ext_refused(po->engine, ENG_EXT_MOVE, why, sizeof why))
+        return ts_fail(err, "--disagg with --executor gpu: policy '%s' needs %s", po->name, why);
     return 0;
 }
 

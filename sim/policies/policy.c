@@ -73,13 +73,13 @@ int policy_resolve(const char *name, const struct policy_ops **out, struct ts_er
 int32_t policy_attn_block(const char *policy, const struct model_cfg *m, int32_t block_size)
 {
     const struct policy_ops *po = policy ? policy_find(policy) : NULL;
-    return po && po->block_causal && m->block_causal ? block_size : 0;
+    return po && (po->caps & POLICY_BLOCK_CAUSAL) && m->block_causal ? block_size : 0;
 }
 
 void policy_step_knobs(const struct policy_ops *po, const struct policy_cfg *pc, const struct model_cfg *m,
                        struct step_desc *sd)
 {
-    sd->attn_block = po->block_causal && m->block_causal ? pc->block_size : 0;
+    sd->attn_block = (po->caps & POLICY_BLOCK_CAUSAL) && m->block_causal ? pc->block_size : 0;
     if (po->knobs)
         po->knobs(pc, sd);
 }
@@ -141,7 +141,7 @@ bool policy_advance(const struct policy_ops *po, struct request *r, const struct
                     const struct segment *seg)
 {
     const int32_t end = r->last_block * r->Bs + req_block_len(r, r->last_block);
-    bool finished = po->pipelined ? advance_pipelined(po, r, pc, seg, end) : advance_block(po, r, pc, seg);
+    bool finished = (po->caps & POLICY_PIPELINED) ? advance_pipelined(po, r, pc, seg, end) : advance_block(po, r, pc, seg);
     /* Prophet's early commit: every position left (to the last block, --early-stop's where it moved it)
      * commits with this step */
     if (!finished && pc->early_commit > 0 && r->decoded_total >= pc->early_commit * end) {

@@ -41,30 +41,34 @@ struct policy_cfg {
 #define POLICY_STATE(r, type) \
     ((type *)((r)->pstate + 0 * sizeof(char[sizeof(type) <= REQ_POLICY_STATE ? 1 : -1])))
 
+/* What a policy's steps are (policy_ops.caps, or'ed). */
+enum policy_caps {
+    POLICY_SELECTS = 1u << 0,      /* some of its steps select a sparse cache (segment.keep > 0) */
+    POLICY_DECIDES = 1u << 1,      /* its emit sets the segment's decoded (and missed) itself: which tokens a
+                                    * step decodes depends on what it computes (focus's eviction) */
+    POLICY_PIPELINED = 1u << 2,    /* its steps decode in several blocks at once (D2F): segment.decoded counts
+                                    * them all, and its advance moves the block progress (cur_block,
+                                    * decoded_in_block) itself */
+    POLICY_SCATTERED = 1u << 3,    /* its steps' rows are positions chosen across the sequence, not a window
+                                    * (d2cache) */
+    POLICY_BLOCK_CAUSAL = 1u << 4, /* its steps run one block over the cache of the blocks before it, so a
+                                    * block-causal model (SDAR, LLaDA2.0) attends block-causally there */
+    POLICY_NEEDS_BLOCK_MODEL = 1u << 5, /* a model of bidirectional attention is refused (HERALD's selection
+                                         * holds for block models alone) */
+    POLICY_EVERY_POSITION = 1u << 6,    /* each step runs every position of its request, each with its logits
+                                         * (no cache): what the engine's measurements of every position read
+                                         * (Prophet's gap, Elastic-Cache's drift, d2Cache's rollout) */
+};
+
 struct policy_ops {
     const char *name;
     const char *help;
     const struct param_spec *params; /* its parameters (NULL when none) */
     int num_params;
-    bool selects;      /* some of its steps select a sparse cache (segment.keep > 0) */
-    const char *engine_lacks; /* NULL, or what the CUDA engine lacks to run its steps (live runs and
-                               * replays of it are refused at start, naming this) */
-    const char *engine_state; /* NULL, or what the engine keeps for a request beyond its K/V, built by a
-                               * live run from its own activations: a replay of its stored steps lacks
-                               * it and a live fleet's move does not carry it (both refused, naming
-                               * this) */
-    bool live_host;    /* with engine_lacks: a live run is not refused, its executor running the steps' host
-                        * part (segment.host_kv, host_scan) beside the engine (engine/harness/eng_live.c);
-                        * a replay, the engine's steps alone, is */
-    bool decides;      /* its emit sets the segment's decoded (and missed) itself: which tokens a step
-                        * decodes depends on what it computes (focus's eviction) */
-    bool pipelined;    /* its steps decode in several blocks at once (D2F): segment.decoded counts them all,
-                        * and its advance moves the block progress (cur_block, decoded_in_block) itself */
-    bool scattered;    /* its steps' rows are positions chosen across the sequence, not a window (d2cache) */
-    bool block_causal; /* its steps run one block over the cache of the blocks before it, so a
-                        * block-causal model (SDAR, LLaDA2.0) attends block-causally there */
-    bool needs_block_model; /* a model of bidirectional attention is refused (HERALD's selection holds
-                             * for block models alone) */
+    uint32_t caps;     /* what its steps are: enum policy_caps, or'ed */
+    const char *engine; /* NULL, or the engine's extensions its steps need, space-separated
+                         * (sim/core/eng_ext_decl.h): a live run, a replay or a live fleet's move that
+                         * cannot carry one is refused at start, naming what it lacks */
     /* Refuses a model its parameters do not fit, naming the parameter (NULL: every model fits). */
     int (*check_model)(const struct policy_cfg *pc, const struct model_cfg *m, struct ts_err *err);
     /* Fills *seg with the next step's shape for r (everything but `decoded`). */

@@ -51,8 +51,7 @@ static int32_t ar_peak_q(const struct request *r, const struct policy_cfg *pc)
 
 const struct policy_ops policy_ar = {
     .name = "ar",
-    .decides = true,
-    .block_causal = true, /* a causal model's prefill: block-causal over --block, causal at 1 */
+    .caps = POLICY_DECIDES | POLICY_BLOCK_CAUSAL, /* a causal model's prefill: block-causal over --block, causal at 1 */
     .help = "autoregressive decoding (vLLM's AR baseline): PREFILL once, then q = 1 a step over the "
             "cache, one token committed a step",
     .emit = ar_emit,

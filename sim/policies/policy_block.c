@@ -60,7 +60,7 @@ static int64_t block_kv_peak(const struct request *r, const struct policy_cfg *p
 
 const struct policy_ops policy_block = {
     .name = "block",
-    .block_causal = true,
+    .caps = POLICY_BLOCK_CAUSAL,
     .help = "block diffusion: PREFILL once, then q = Bs per step over the cached prefix, the "
             "finished block committed in the next block's first step (q = 2*Bs)",
     .emit = block_emit,

@@ -53,7 +53,7 @@ int64_t policy_delayed_kv_peak(const struct request *r, const struct policy_cfg 
 
 const struct policy_ops policy_block_delayed = {
     .name = "block+delayed",
-    .block_causal = true,
+    .caps = POLICY_BLOCK_CAUSAL,
     .help = "block with FOCUS's delayed intra-block cache: a decoded token whose right neighbour is decoded is "
             "written by the next step and then leaves q (q = Bs - cached over the prefix and the cached ones)",
     .emit = policy_delayed_emit,

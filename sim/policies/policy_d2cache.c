@@ -48,7 +48,7 @@ const struct policy_ops policy_d2cache = {
             "attention rollout's nucleus, over every other position's cached K/V",
     .params = d2_params,
     .num_params = (int)TS_ARRAY_LEN(d2_params),
-    .scattered = true,
+    .caps = POLICY_SCATTERED,
     .emit = d2_emit,
     .advance = d2_advance,
     .kv_tokens = policy_kv_whole,

@@ -61,7 +61,7 @@ const struct policy_ops policy_dkv = {
             "--dkv-refresh-th run the whole sequence, the others the masked positions and the ones just decoded",
     .params = dkv_params,
     .num_params = (int)TS_ARRAY_LEN(dkv_params),
-    .scattered = true,
+    .caps = POLICY_SCATTERED,
     .emit = dkv_emit,
     .advance = dkv_advance,
     .kv_tokens = dkv_kv,

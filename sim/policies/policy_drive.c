@@ -22,15 +22,15 @@ struct drive {
 
 const char *policy_drive_lacks(const struct policy_ops *po)
 {
-    if (po->decides)
+    if (po->caps & POLICY_DECIDES)
         return "it decides what a step decodes itself";
-    if (po->selects)
+    if (po->caps & POLICY_SELECTS)
         return "it selects a sparse cache";
     if (po->knobs)
         return "its steps need knobs of their own (front layers, probes)";
     if (po->advance == policy_delayed_advance)
         return "it counts the block's cached positions, assuming where the decoded ones lie";
-    if (po->scattered)
+    if (po->caps & POLICY_SCATTERED)
         return "its rows are positions chosen across the sequence, not a window to place";
     return NULL;
 }
@@ -104,8 +104,9 @@ int policy_drive_init(struct policy_drive *out, const char *name, const struct p
         r->P_orig = r->P, r->G_orig = r->G;
         policy_req_init(r, &d->pc);
     }
-    *out = (struct policy_drive){.name = po->name, .whole = !po->block_causal, .ctx = d, .emit = drive_emit,
-                                 .advance = drive_advance};
+    *out = (struct policy_drive){.name = po->name, .whole = !(po->caps & POLICY_BLOCK_CAUSAL),
+                                 .every_position = (po->caps & POLICY_EVERY_POSITION) && !block_logits,
+                                 .engine = po->engine, .ctx = d, .emit = drive_emit, .advance = drive_advance};
     return 0;
 }
 

@@ -99,7 +99,7 @@ const struct policy_ops policy_elastic = {
             "recomputes every row past its first --ec-depth layers",
     .params = ec_params,
     .num_params = (int)TS_ARRAY_LEN(ec_params),
-    .scattered = true,
+    .caps = POLICY_SCATTERED,
     .emit = ec_emit,
     .advance = ec_advance,
     .kv_tokens = policy_kv_whole,

@@ -21,6 +21,7 @@ static void vanilla_advance(struct request *r, const struct policy_cfg *pc,
 const struct policy_ops policy_vanilla = {
     .name = "vanilla",
     .help = "no cache: every step is a FULL forward over L = P + G tokens",
+    .caps = POLICY_EVERY_POSITION,
     .emit = vanilla_emit,
     .advance = vanilla_advance,
     .kv_tokens = policy_kv_none,

@@ -1,0 +1,148 @@
+/*
+ * eng_ext.c: the extension table and its dispatch (eng_ext.h). Adding an extension: its file
+ * ext_NAME.c defining `const struct eng_ext ext_NAME`, its declaration in sim/core/eng_ext_decl.c,
+ * and one line below. The order of the rows is the order of their hooks: IterSmooth keeps the plain
+ * rows' max and confidence before credit decoding fuses its rows into them.
+ */
+#include "eng_ext.h"
+
+#include <stdlib.h>
+
+extern const struct eng_ext ext_sparsed, ext_drift, ext_rollout, ext_smooth, ext_credit;
+
+const struct eng_ext *const eng_exts[] = {
+    &ext_sparsed, /* SparseD's patterns of kept key blocks, built and attended by */
+    &ext_drift,   /* Elastic-Cache's drift test, measured */
+    &ext_rollout, /* d2Cache's attention rollout, measured */
+    &ext_smooth,  /* dInfer's IterSmooth: soft embeddings of the masked rows */
+    &ext_credit,  /* dInfer's credit decoding: logits fused with each row's credits */
+};
+const int eng_num_exts = (int)TS_ARRAY_LEN(eng_exts);
+_Static_assert(TS_ARRAY_LEN(eng_exts) <= ENG_EXT_MAX, "the table outgrows struct eng's ext[]");
+
+void *eng_ext_state(const struct eng *e, const struct eng_ext *x)
+{
+    for (int i = 0; i < eng_num_exts; i++)
+        if (eng_exts[i] == x)
+            return e->ext[i];
+    TS_ASSERT(!"an extension outside the table");
+    return NULL;
+}
+
+int eng_exts_refused(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err)
+{
+    for (int i = 0; i < eng_num_exts; i++)
+        if (eng_exts[i]->refused && eng_exts[i]->refused(m, o, err))
+            return -1;
+    return 0;
+}
+
+int64_t eng_exts_reserve(const struct eng *e)
+{
+    int64_t bytes = 0;
+    for (int i = 0; i < eng_num_exts; i++)
+        bytes += eng_exts[i]->reserve ? eng_exts[i]->reserve(e) : 0;
+    return bytes;
+}
+
+int eng_exts_create(struct eng *e, struct ts_err *err)
+{
+    for (int i = 0; i < eng_num_exts; i++) {
+        e->ext[i] = xcalloc(1, eng_exts[i]->state_bytes ? eng_exts[i]->state_bytes : 1);
+        if (eng_exts[i]->create && eng_exts[i]->create(e, e->ext[i], err))
+            return -1;
+    }
+    return 0;
+}
+
+void eng_exts_destroy(struct eng *e)
+{
+    for (int i = 0; i < eng_num_exts; i++) {
+        if (e->ext[i] && eng_exts[i]->destroy)
+            eng_exts[i]->destroy(e, e->ext[i]);
+        free(e->ext[i]);
+        e->ext[i] = NULL;
+    }
+}
+
+int eng_exts_refuse_step(const struct eng *e, const struct step_desc *sd, bool split, struct ts_err *err)
+{
+    for (int i = 0; i < eng_num_exts; i++)
+        if (eng_exts[i]->refuse_step && eng_exts[i]->refuse_step(e, e->ext[i], sd, split, err))
+            return -1;
+    return 0;
+}
+
+int eng_exts_prepare(struct eng *e, const struct step_desc *sd, bool split, struct ts_err *err)
+{
+    for (int i = 0; i < eng_num_exts; i++)
+        if (eng_exts[i]->prepare && eng_exts[i]->prepare(e, e->ext[i], sd, split, err))
+            return -1;
+    return 0;
+}
+
+int eng_exts_after_embed(struct eng *e, bf16_t *x, struct ts_err *err)
+{
+    for (int i = 0; i < eng_num_exts; i++)
+        if (eng_exts[i]->after_embed && eng_exts[i]->after_embed(e, e->ext[i], x, err))
+            return -1;
+    return 0;
+}
+
+void eng_exts_before_attention(const struct eng *e, int L, struct k_attn_args *aa)
+{
+    for (int i = 0; i < eng_num_exts; i++)
+        if (eng_exts[i]->before_attention)
+            eng_exts[i]->before_attention(e, e->ext[i], L, aa);
+}
+
+int eng_exts_after_attention(struct eng *e, int L, const struct k_attn_args *aa, const bf16_t *qkv, const bf16_t *kp,
+                             struct ts_err *err)
+{
+    for (int i = 0; i < eng_num_exts; i++)
+        if (eng_exts[i]->after_attention && eng_exts[i]->after_attention(e, e->ext[i], L, aa, qkv, kp, err))
+            return -1;
+    return 0;
+}
+
+int eng_exts_after_layers(struct eng *e, int layers, struct ts_err *err)
+{
+    for (int i = 0; i < eng_num_exts; i++)
+        if (eng_exts[i]->after_layers && eng_exts[i]->after_layers(e, e->ext[i], layers, err))
+            return -1;
+    return 0;
+}
+
+int eng_exts_head_sampled(struct eng *e, const struct eng_chunk *c, struct ts_err *err)
+{
+    for (int i = 0; i < eng_num_exts; i++)
+        if (eng_exts[i]->head_sampled && eng_exts[i]->head_sampled(e, e->ext[i], c, err))
+            return -1;
+    return 0;
+}
+
+int eng_exts_head_chunk(struct eng *e, const struct eng_chunk *c, struct ts_err *err)
+{
+    for (int i = 0; i < eng_num_exts; i++)
+        if (eng_exts[i]->head_chunk && eng_exts[i]->head_chunk(e, e->ext[i], c, err))
+            return -1;
+    return 0;
+}
+
+void eng_exts_step_done(struct eng *e, const struct step_desc *sd)
+{
+    for (int i = 0; i < eng_num_exts; i++)
+        if (eng_exts[i]->step_done)
+            eng_exts[i]->step_done(e, e->ext[i], sd);
+}
+
+int eng_ext_rows_check(const struct eng *e, const char *what, const char *kind, const char *opt, int32_t have,
+                       int32_t R, struct ts_err *err)
+{
+    if (have < 1 || e->tp)
+        return ts_fail(err, "%s: the engine was made without %s rows (eng_opts.%s)%s", what, kind, opt,
+                       e->tp ? " or is split over GPUs" : "");
+    if (R < 0 || R > e->o.max_tokens)
+        return ts_fail(err, "%s: %d logit rows (at most %d)", what, R, e->o.max_tokens);
+    return 0;
+}

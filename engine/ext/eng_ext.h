@@ -1,0 +1,85 @@
+/*
+ * eng_ext.h: the engine's extensions (the room engine/ext/): a mechanism that adds work of its own to
+ * a step, beside the forward every policy's steps run. One file an extension (ext_NAME.c: its state,
+ * its hooks and its entry points, declared in eng.h) and one row of the table (eng_ext.c); the forward
+ * (engine/gpu/) calls each row's hooks at fixed points, in the table's order, and names no mechanism.
+ *
+ * The points, in the order of a step:
+ *   refused       at eng_create: the options the extension takes, checked (0, or the message);
+ *   reserve       at eng_create: device bytes it holds, taken from the KV pool's budget;
+ *   create        at eng_create: its state (state_bytes, zeroed) and buffers; destroy frees them;
+ *   refuse_step   before a step is planned: 0, or why the step cannot run (nothing has changed yet);
+ *   prepare       once the step's plan is built: its per-step inputs checked and uploaded;
+ *   after_embed   after the embedding of a step whose rows are the same in every layer;
+ *   before_attention / after_attention: in each layer of such a step (the attention's arguments,
+ *                 the layer's qkv rows and its K pool);
+ *   after_layers  after the last layer;
+ *   head_sampled  per LM-head chunk, after the argmax and confidence (timed as the sampling);
+ *   head_chunk    then, after every extension's head_sampled;
+ *   step_done     after the step ran (eng_step): its results become the next step's inputs.
+ * Every hook may be NULL. An extension's entry points (eng_drift_next, ...) set what its next step
+ * does; without them its hooks do nothing.
+ */
+#ifndef TESSERA_ENG_EXT_H
+#define TESSERA_ENG_EXT_H
+
+#include "eng_internal.h"
+
+/* One LM-head chunk: its logits [rows, vocab] and its rows' argmax, max and confidence from row c0. */
+struct eng_chunk {
+    bf16_t *logits;
+    int rows, c0;
+    int32_t *tok;
+    float *maxv, *conf;
+};
+
+struct eng_ext {
+    const char *name;   /* as sim/core/eng_ext_decl.h declares it */
+    size_t state_bytes; /* its state, zeroed at creation (e->ext[i]) */
+    int (*refused)(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err);
+    int64_t (*reserve)(const struct eng *e);
+    int (*create)(struct eng *e, void *st, struct ts_err *err);
+    void (*destroy)(struct eng *e, void *st);
+    int (*refuse_step)(const struct eng *e, const void *st, const struct step_desc *sd, bool split,
+                       struct ts_err *err);
+    int (*prepare)(struct eng *e, void *st, const struct step_desc *sd, bool split, struct ts_err *err);
+    int (*after_embed)(struct eng *e, void *st, bf16_t *x, struct ts_err *err);
+    void (*before_attention)(const struct eng *e, const void *st, int L, struct k_attn_args *aa);
+    int (*after_attention)(struct eng *e, void *st, int L, const struct k_attn_args *aa, const bf16_t *qkv,
+                           const bf16_t *kp, struct ts_err *err);
+    int (*after_layers)(struct eng *e, void *st, int layers, struct ts_err *err);
+    int (*head_sampled)(struct eng *e, void *st, const struct eng_chunk *c, struct ts_err *err);
+    int (*head_chunk)(struct eng *e, void *st, const struct eng_chunk *c, struct ts_err *err);
+    void (*step_done)(struct eng *e, void *st, const struct step_desc *sd);
+};
+
+/* The table (eng_ext.c), eng_num_exts rows. */
+extern const struct eng_ext *const eng_exts[];
+extern const int eng_num_exts;
+
+/* Extension x's state in e. */
+void *eng_ext_state(const struct eng *e, const struct eng_ext *x);
+
+/* The hooks of every row at one point, in order: the first failure is returned. */
+int eng_exts_refused(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err);
+int64_t eng_exts_reserve(const struct eng *e);
+int eng_exts_create(struct eng *e, struct ts_err *err);
+void eng_exts_destroy(struct eng *e);
+int eng_exts_refuse_step(const struct eng *e, const struct step_desc *sd, bool split, struct ts_err *err);
+int eng_exts_prepare(struct eng *e, const struct step_desc *sd, bool split, struct ts_err *err);
+int eng_exts_after_embed(struct eng *e, bf16_t *x, struct ts_err *err);
+void eng_exts_before_attention(const struct eng *e, int L, struct k_attn_args *aa);
+int eng_exts_after_attention(struct eng *e, int L, const struct k_attn_args *aa, const bf16_t *qkv, const bf16_t *kp,
+                             struct ts_err *err);
+int eng_exts_after_layers(struct eng *e, int layers, struct ts_err *err);
+int eng_exts_head_sampled(struct eng *e, const struct eng_chunk *c, struct ts_err *err);
+int eng_exts_head_chunk(struct eng *e, const struct eng_chunk *c, struct ts_err *err);
+void eng_exts_step_done(struct eng *e, const struct step_desc *sd);
+
+/* What an extension whose next step keeps logit rows checks first (what: its name): the engine keeps
+ * `have` rows of its `kind`, sized by eng_opts.`opt`, on one GPU, and the next step has R logit rows,
+ * at most max_tokens. */
+int eng_ext_rows_check(const struct eng *e, const char *what, const char *kind, const char *opt, int32_t have,
+                       int32_t R, struct ts_err *err);
+
+#endif

@@ -1,0 +1,208 @@
+/*
+ * ext_drift.c: Elastic-Cache's drift test, measured on the engine (eng_drift_next, eng_drift_out;
+ * kernels.h k_drift): an extension (eng_ext.h) run after each layer's attention.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "eng_ext.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+struct drift {
+    /* each request's queries and keys by position, in every layer, as its cache held them before the
+     * step (drift_cur) and after it; the next step's entries, their sel, rowmap, eligible and queried
+     * (drift_sel: K_DRIFT_MAX_ROWS a request; the others drift_positions a request); scratch; each
+     * entry's tracked token and similarity a layer */
+    bf16_t *drift_q[2], *drift_k[2];
+    int drift_cur;
+    bool drift_pending;
+    struct eng_drift_req *drift;
+    int32_t drift_n, *drift_sel, *drift_rowmap, *d_drift_track;
+    uint8_t *drift_elig, *drift_query;
+    float *drift_probs, *d_drift_sim;
+};
+
+extern const struct eng_ext ext_drift;
+
+/* Elastic-Cache's drift test's buffers (eng_opts.drift_positions): two steps' queries and keys of
+ * every request and layer, its scratch and its entries' positions. */
+static int64_t drift_q_elems(const struct eng *e)
+{
+    return (int64_t)e->m.num_layers * e->o.drift_requests * e->o.drift_positions * e->m.num_heads * e->m.head_dim;
+}
+
+static int64_t drift_k_elems(const struct eng *e)
+{
+    return (int64_t)e->m.num_layers * e->o.drift_requests * e->o.drift_positions * e->m.num_kv_heads * e->m.head_dim;
+}
+
+static int64_t drift_probs_bytes(const struct eng *e)
+{
+    return (int64_t)2 * K_DRIFT_MAX_ROWS * e->m.num_heads * e->o.drift_positions * 4;
+}
+
+static int64_t drift_reserve(const struct eng *e)
+{
+    if (e->o.drift_positions <= 0)
+        return 0;
+    return 2 * 2 * (drift_q_elems(e) + drift_k_elems(e)) + drift_probs_bytes(e) +
+           (int64_t)e->o.drift_requests * (K_DRIFT_MAX_ROWS * 4 + 6LL * e->o.drift_positions) +
+           (int64_t)e->o.drift_requests * e->m.num_layers * 8;
+}
+
+/* Elastic-Cache's drift test's buffers (drift_bytes), where the engine is made with them. */
+static int drift_create(struct eng *e, void *st, struct ts_err *err)
+{
+    struct drift *x = st;
+    if (e->o.drift_positions <= 0)
+        return 0;
+    const int64_t R = e->o.drift_requests, layers = e->m.num_layers;
+    for (int b = 0; b < 2; b++)
+        if (eng_dev_alloc((void **)&x->drift_q[b], 2 * drift_q_elems(e), err) ||
+            eng_dev_alloc((void **)&x->drift_k[b], 2 * drift_k_elems(e), err))
+            return -1;
+    if (eng_dev_alloc((void **)&x->drift_probs, drift_probs_bytes(e), err) ||
+        eng_dev_alloc((void **)&x->drift_sel, R * K_DRIFT_MAX_ROWS * 4, err) ||
+        eng_dev_alloc((void **)&x->drift_elig, R * e->o.drift_positions, err) ||
+        eng_dev_alloc((void **)&x->drift_query, R * e->o.drift_positions, err) ||
+        eng_dev_alloc((void **)&x->drift_rowmap, R * e->o.drift_positions * 4, err) ||
+        eng_dev_alloc((void **)&x->d_drift_track, R * layers * 4, err) || eng_dev_alloc((void **)&x->d_drift_sim, R * layers * 4, err))
+        return -1;
+    x->drift = xcalloc((size_t)R, sizeof *x->drift);
+    return 0;
+}
+
+/* Elastic-Cache's drift test in layer L of a step (eng_drift_next), after its attention: each entry's
+ * tracked token and similarity at this layer, and its queries and keys kept for the next step. */
+static int drift_layer(struct eng *e, void *st, int L, const struct k_attn_args *aa, const bf16_t *qkv,
+                       const bf16_t *kp, struct ts_err *err)
+{
+    struct drift *x = st;
+    (void)aa;
+    if (!x->drift_pending)
+        return 0;
+    const struct model_cfg *m = &e->m;
+    const int H = m->num_heads, Hkv = m->num_kv_heads, d = m->head_dim;
+    const int64_t Np = e->o.drift_positions, qd = (int64_t)H * d, kvd = (int64_t)Hkv * d;
+    for (int32_t i = 0; i < x->drift_n; i++) {
+        const struct eng_drift_req *r = &x->drift[i];
+        if (r->seg >= e->plan.S || e->plan.q_len[r->seg] != r->N || e->plan.kv_cached[r->seg] != 0)
+            return ts_fail(err, "Elastic-Cache's drift test: entry %d names segment %d, which does not run its "
+                                "request's %d positions alone", i, r->seg, r->N);
+        const int64_t at = ((int64_t)L * e->o.drift_requests + r->req) * Np; /* the request's first position */
+        const struct k_drift_args a = {
+            .q = qkv, .k_pool = kp, .slot = e->dm.tok_slot, .prev_q_read = x->drift_q[x->drift_cur] + at * qd,
+            .prev_k_read = x->drift_k[x->drift_cur] + at * kvd,
+            .prev_q_write = x->drift_q[x->drift_cur ^ 1] + at * qd,
+            .prev_k_write = x->drift_k[x->drift_cur ^ 1] + at * kvd,
+            .sel = x->drift_sel + (int64_t)i * K_DRIFT_MAX_ROWS,
+            .rowmap = x->drift_rowmap + (int64_t)i * Np, .eligible = x->drift_elig + (int64_t)i * Np,
+            .queried = x->drift_query + (int64_t)i * Np, .sims = x->d_drift_sim + (int64_t)i * m->num_layers,
+            .layer = L, .gamma = r->gamma, .probs = x->drift_probs,
+            .out_track = x->d_drift_track + (int64_t)i * m->num_layers + L,
+            .out_sim = x->d_drift_sim + (int64_t)i * m->num_layers + L, .row0 = e->plan.q_start[r->seg], .N = r->N,
+            .nwin = r->nwin, .ntrack = r->ntrack, .q_stride = (H + 2 * Hkv) * d, .k_stride = (int)kvd, .H = H,
+            .Hkv = Hkv, .d = d, .scale = 1.0f / sqrtf((float)d)};
+        KL(k_drift(&a, e->stream));
+    }
+    return 0;
+}
+
+int eng_drift_next(struct eng *e, const struct eng_drift_req *r, int32_t n, struct ts_err *err)
+{
+    struct drift *x = eng_ext_state(e, &ext_drift);
+    if (e->o.drift_positions <= 0)
+        return ts_fail(err, "Elastic-Cache's drift test: the engine keeps no queries and keys for it "
+                            "(eng_opts.drift_positions)");
+    if (n < 0 || n > e->o.drift_requests)
+        return ts_fail(err, "Elastic-Cache's drift test: %d requests (at most %d)", n, e->o.drift_requests);
+    for (int32_t i = 0; i < n; i++) {
+        const struct eng_drift_req *q = &r[i];
+        if (q->req < 0 || q->req >= e->o.drift_requests || q->N < 1 || q->N > e->o.drift_positions || q->nwin < 0 ||
+            q->ntrack < 0 || q->nwin + q->ntrack > K_DRIFT_MAX_ROWS || q->seg < 0)
+            return ts_fail(err, "Elastic-Cache's drift test: entry %d (request %d, %d positions, %d window and %d "
+                                "tracked rows) out of range", i, q->req, q->N, q->nwin, q->ntrack);
+        for (int32_t k = 0; k < q->nwin + q->ntrack; k++)
+            if (q->sel[k] < 0 || q->sel[k] >= q->N)
+                return ts_fail(err, "Elastic-Cache's drift test: entry %d's row %d at position %d (of %d)", i, k,
+                               q->sel[k], q->N);
+        for (int32_t p = 0; p < q->N; p++)
+            if (q->rowmap[p] < 0 || q->rowmap[p] >= q->N)
+                return ts_fail(err, "Elastic-Cache's drift test: entry %d's position %d at row %d (of %d)", i, p,
+                               q->rowmap[p], q->N);
+        CU(cudaMemcpyAsync(x->drift_sel + (int64_t)i * K_DRIFT_MAX_ROWS, q->sel,
+                           sizeof(int32_t) * (size_t)(q->nwin + q->ntrack), cudaMemcpyHostToDevice, e->stream));
+        CU(cudaMemcpyAsync(x->drift_elig + (int64_t)i * e->o.drift_positions, q->eligible, (size_t)q->N,
+                           cudaMemcpyHostToDevice, e->stream));
+        CU(cudaMemcpyAsync(x->drift_rowmap + (int64_t)i * e->o.drift_positions, q->rowmap,
+                           sizeof(int32_t) * (size_t)q->N, cudaMemcpyHostToDevice, e->stream));
+        CU(cudaMemcpyAsync(x->drift_query + (int64_t)i * e->o.drift_positions, q->queried, (size_t)q->N,
+                           cudaMemcpyHostToDevice, e->stream));
+        x->drift[i] = *q;
+        x->drift[i].sel = x->drift[i].rowmap = NULL, x->drift[i].eligible = x->drift[i].queried = NULL;
+    }
+    CU(cudaStreamSynchronize(e->stream));
+    x->drift_n = n;
+    x->drift_pending = n > 0;
+    return 0;
+}
+
+int eng_drift_out(struct eng *e, int32_t *track, float *sim, struct ts_err *err)
+{
+    const struct drift *x = eng_ext_state(e, &ext_drift);
+    const size_t n = (size_t)x->drift_n * (size_t)e->m.num_layers;
+    CU(cudaMemcpy(track, x->d_drift_track, n * 4, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(sim, x->d_drift_sim, n * 4, cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+static int drift_refused(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err)
+{
+    (void)m;
+    if (o->drift_positions < 0 || o->drift_requests < 0 || (o->drift_positions > 0 && o->drift_requests < 1))
+        return ts_fail(err, "engine: drift_positions %d, drift_requests %d (both 0, or both positive)",
+                       o->drift_positions, o->drift_requests);
+    if (o->drift_positions > 0 && (o->tp_size > 1 || o->stateless))
+        return ts_fail(err, "engine: Elastic-Cache's drift test runs on one GPU, over the KV pool");
+    return 0;
+}
+
+static void drift_destroy(struct eng *e, void *st)
+{
+    struct drift *x = st;
+    (void)e;
+    void *dev[] = {x->drift_q[0], x->drift_q[1], x->drift_k[0], x->drift_k[1], x->drift_probs, x->drift_sel,
+                   x->drift_rowmap, x->drift_elig, x->drift_query, x->d_drift_track, x->d_drift_sim};
+    for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
+        if (dev[i])
+            cudaFree(dev[i]);
+    free(x->drift);
+}
+
+static int drift_refuse_step(const struct eng *e, const void *st, const struct step_desc *sd, bool split,
+                             struct ts_err *err)
+{
+    const struct drift *x = st;
+    (void)e, (void)sd;
+    if (x->drift_pending && split)
+        return ts_fail(err, "step refused: Elastic-Cache's drift test runs in steps whose rows are the same in every "
+                            "layer (no feature cache, front shapes or eviction)");
+    return 0;
+}
+
+/* the queries and keys the step kept are the step before's now */
+static void drift_step_done(struct eng *e, void *st, const struct step_desc *sd)
+{
+    struct drift *x = st;
+    (void)e, (void)sd;
+    if (x->drift_pending) {
+        x->drift_cur ^= 1;
+        x->drift_pending = false;
+    }
+}
+
+const struct eng_ext ext_drift = {
+    .name = "drift", .state_bytes = sizeof(struct drift), .refused = drift_refused, .reserve = drift_reserve,
+    .create = drift_create, .destroy = drift_destroy, .refuse_step = drift_refuse_step,
+    .after_attention = drift_layer, .step_done = drift_step_done,
+};

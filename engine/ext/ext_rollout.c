@@ -1,0 +1,159 @@
+/*
+ * ext_rollout.c: d2Cache's attention rollout, measured on the engine (eng_rollout_next,
+ * eng_rollout_out; kernels.h k_rollout_layer): an extension (eng_ext.h) run after each layer's
+ * attention and after the last layer.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "eng_ext.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+struct rollout { /* each entry's mix a layer, its importance and the products' scratch; the next step's entries */
+    float *ro_mix, *ro_imp, *ro_tmp;
+    struct eng_rollout_req *ro;
+    int32_t ro_n;
+    bool ro_pending;
+};
+
+extern const struct eng_ext ext_rollout;
+
+/* d2Cache's attention rollout's buffers (eng_opts.rollout_positions): each request's mix a layer, its
+ * importance and scratch. */
+static int64_t rollout_reserve(const struct eng *e)
+{
+    const int64_t N = e->o.rollout_positions;
+    return N > 0 ? (int64_t)e->o.rollout_requests * ((int64_t)e->m.num_layers * N * N + 2 * N) * 4 : 0;
+}
+
+/* d2Cache's attention rollout's buffers (rollout_reserve), where the engine is made with them. */
+static int rollout_create(struct eng *e, void *st, struct ts_err *err)
+{
+    struct rollout *x = st;
+    if (e->o.rollout_positions <= 0)
+        return 0;
+    const int64_t R = e->o.rollout_requests, N = e->o.rollout_positions;
+    if (eng_dev_alloc((void **)&x->ro_mix, R * e->m.num_layers * N * N * 4, err) ||
+        eng_dev_alloc((void **)&x->ro_imp, R * N * 4, err) || eng_dev_alloc((void **)&x->ro_tmp, R * N * 4, err))
+        return -1;
+    x->ro = xcalloc((size_t)R, sizeof *x->ro);
+    return 0;
+}
+
+/* d2Cache's attention rollout in layer L of a step (eng_rollout_next), after its attention: each entry's
+ * mix (k_rollout_layer); after the last layer (importance) each entry's rollout's column sums. */
+static struct k_rollout_args rollout_args(const struct eng *e, const struct rollout *x, int32_t i, int L, int layers, const bf16_t *qkv,
+                                          const bf16_t *kp)
+{
+    const struct model_cfg *m = &e->m;
+    const int64_t N = e->o.rollout_positions;
+    return (struct k_rollout_args){
+        .q = qkv, .k_pool = kp, .slot = e->dm.tok_slot, .mix = x->ro_mix + (int64_t)i * m->num_layers * N * N,
+        .importance = x->ro_imp + i * N, .scratch = x->ro_tmp + i * N, .row0 = e->plan.q_start[x->ro[i].seg],
+        .N = x->ro[i].N, .q_stride = (m->num_heads + 2 * m->num_kv_heads) * m->head_dim,
+        .k_stride = m->num_kv_heads * m->head_dim, .H = m->num_heads, .Hkv = m->num_kv_heads, .d = m->head_dim,
+        .layer = L, .layers = layers, .scale = 1.0f / sqrtf((float)m->head_dim)};
+}
+
+static int rollout_layer(struct eng *e, void *st, int L, const struct k_attn_args *aa, const bf16_t *qkv,
+                         const bf16_t *kp, struct ts_err *err)
+{
+    struct rollout *x = st;
+    (void)aa;
+    if (!x->ro_pending)
+        return 0;
+    for (int32_t i = 0; i < x->ro_n; i++) {
+        const struct eng_rollout_req *r = &x->ro[i];
+        if (r->seg >= e->plan.S || e->plan.q_len[r->seg] != r->N || e->plan.kv_cached[r->seg] != 0)
+            return ts_fail(err, "d2Cache's attention rollout: entry %d names segment %d, which does not run its "
+                                "request's %d positions alone", i, r->seg, r->N);
+        const struct k_rollout_args a = rollout_args(e, x, i, L, e->m.num_layers, qkv, kp);
+        KL(k_rollout_layer(&a, e->stream));
+    }
+    return 0;
+}
+
+static int rollout_importance(struct eng *e, void *st, int layers, struct ts_err *err)
+{
+    struct rollout *x = st;
+    if (!x->ro_pending)
+        return 0;
+    for (int32_t i = 0; i < x->ro_n; i++) {
+        const struct k_rollout_args a = rollout_args(e, x, i, layers - 1, layers, NULL, NULL);
+        KL(k_rollout_importance(&a, e->stream));
+    }
+    return 0;
+}
+
+int eng_rollout_next(struct eng *e, const struct eng_rollout_req *r, int32_t n, struct ts_err *err)
+{
+    struct rollout *x = eng_ext_state(e, &ext_rollout);
+    if (e->o.rollout_positions <= 0)
+        return ts_fail(err, "d2Cache's attention rollout: the engine keeps no buffers for it (eng_opts.rollout_positions)");
+    if (n < 0 || n > e->o.rollout_requests)
+        return ts_fail(err, "d2Cache's attention rollout: %d requests (at most %d)", n, e->o.rollout_requests);
+    for (int32_t i = 0; i < n; i++) {
+        if (r[i].seg < 0 || r[i].N < 1 || r[i].N > e->o.rollout_positions)
+            return ts_fail(err, "d2Cache's attention rollout: entry %d (segment %d, %d positions) out of range (at "
+                                "most %d positions)", i, r[i].seg, r[i].N, e->o.rollout_positions);
+        x->ro[i] = r[i];
+    }
+    x->ro_n = n;
+    x->ro_pending = n > 0;
+    return 0;
+}
+
+int eng_rollout_out(struct eng *e, float *importance, struct ts_err *err)
+{
+    const struct rollout *x = eng_ext_state(e, &ext_rollout);
+    CU(cudaMemcpy(importance, x->ro_imp, sizeof(float) * (size_t)x->ro_n * (size_t)e->o.rollout_positions,
+                  cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+static int rollout_refused(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err)
+{
+    (void)m;
+    if (o->rollout_positions < 0 || o->rollout_positions > K_ROLLOUT_MAX_N || o->rollout_requests < 0 ||
+        (o->rollout_positions > 0 && o->rollout_requests < 1))
+        return ts_fail(err, "engine: rollout_positions %d (at most %d), rollout_requests %d (both 0, or both "
+                            "positive)", o->rollout_positions, K_ROLLOUT_MAX_N, o->rollout_requests);
+    if (o->rollout_positions > 0 && (o->tp_size > 1 || o->stateless))
+        return ts_fail(err, "engine: d2Cache's attention rollout runs on one GPU, over the KV pool");
+    return 0;
+}
+
+static void rollout_destroy(struct eng *e, void *st)
+{
+    struct rollout *x = st;
+    (void)e;
+    void *dev[] = {x->ro_mix, x->ro_imp, x->ro_tmp};
+    for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
+        if (dev[i])
+            cudaFree(dev[i]);
+    free(x->ro);
+}
+
+static int rollout_refuse_step(const struct eng *e, const void *st, const struct step_desc *sd, bool split,
+                               struct ts_err *err)
+{
+    const struct rollout *x = st;
+    (void)e, (void)sd;
+    if (x->ro_pending && split)
+        return ts_fail(err, "step refused: d2Cache's attention rollout runs in steps whose rows are the same in every "
+                            "layer (no feature cache, front shapes or eviction)");
+    return 0;
+}
+
+static void rollout_step_done(struct eng *e, void *st, const struct step_desc *sd)
+{
+    (void)e, (void)sd;
+    ((struct rollout *)st)->ro_pending = false;
+}
+
+const struct eng_ext ext_rollout = {
+    .name = "rollout", .state_bytes = sizeof(struct rollout), .refused = rollout_refused,
+    .reserve = rollout_reserve, .create = rollout_create, .destroy = rollout_destroy,
+    .refuse_step = rollout_refuse_step, .after_attention = rollout_layer, .after_layers = rollout_importance,
+    .step_done = rollout_step_done,
+};

@@ -1,0 +1,251 @@
+/*
+ * ext_sparsed.c: SparseD's patterns on the engine (eng_sparsed_next, eng_sparsed_pattern; kernels.h
+ * k_sparsed_pattern): an extension (eng_ext.h). A building entry's patterns are scored from each
+ * layer's queries and keys after its attention; an attending entry's segment attends by its slot's
+ * pattern (the attention's kb_* arguments, set before each layer's attention).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "eng_ext.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sparsed {
+    /* each slot's kept key blocks a layer, head and query block, [layers][requests][H][sp_qb] counts
+     * and [...][sp_qb] blocks; the scoring's scratch; each segment's first pattern entry (-1: dense)
+     * for the attention, and its pinned twin; the next step's entries; each slot's positions once
+     * built (0: none) */
+    int32_t *sp_cnt, *sp_base, *h_sp_base;
+    int16_t *sp_list;
+    float *sp_part;
+    int32_t sp_qb, sp_n, sp_sparse, *sp_N;
+    struct eng_sparsed_req *sp;
+};
+
+extern const struct eng_ext ext_sparsed;
+static int sparsed_build(struct eng *e, const struct sparsed *x, int L, const struct k_attn_args *aa,
+                         struct ts_err *err);
+
+/* SparseD's patterns' buffers (eng_opts.sparsed_positions) */
+static int64_t sparsed_reserve(const struct eng *e)
+{
+    if (e->o.sparsed_positions <= 0)
+        return 0;
+    const int64_t qb = (e->o.sparsed_positions + e->o.sparsed_block - 1) / e->o.sparsed_block;
+    return (int64_t)e->m.num_layers * e->o.sparsed_requests * e->m.num_heads * qb * (4 + 2 * qb) +
+           k_sparsed_part_bytes(e->o.sparsed_positions, e->m.num_heads) + (int64_t)e->o.max_tokens * 4;
+}
+
+/* SparseD's patterns' buffers (sparsed_reserve), where the engine is made with them. */
+static int sparsed_create(struct eng *e, void *st, struct ts_err *err)
+{
+    struct sparsed *x = st;
+    if (e->o.sparsed_positions <= 0)
+        return 0;
+    const int64_t R = e->o.sparsed_requests, H = e->m.num_heads;
+    x->sp_qb = (e->o.sparsed_positions + e->o.sparsed_block - 1) / e->o.sparsed_block;
+    const int64_t entries = (int64_t)e->m.num_layers * R * H * x->sp_qb;
+    if (eng_dev_alloc((void **)&x->sp_cnt, entries * 4, err) || eng_dev_alloc((void **)&x->sp_list, entries * x->sp_qb * 2, err) ||
+        eng_dev_alloc((void **)&x->sp_part, k_sparsed_part_bytes(e->o.sparsed_positions, (int)H), err) ||
+        eng_dev_alloc((void **)&x->sp_base, (int64_t)e->o.max_tokens * 4, err))
+        return -1;
+    CU(cudaMallocHost((void **)&x->h_sp_base, (size_t)e->o.max_tokens * 4));
+    x->sp = xcalloc((size_t)R, sizeof *x->sp);
+    x->sp_N = xcalloc((size_t)R, sizeof *x->sp_N);
+    return 0;
+}
+
+/* The step's SparseD entries (eng_sparsed_next) against its plan: each names a segment of every
+ * position of its request over no cached keys, a sparse one as many positions as its pattern's. */
+static int sparsed_check(struct eng *e, void *st, const struct step_desc *sd, bool split, struct ts_err *err)
+{
+    const struct sparsed *x = st;
+    (void)sd, (void)split;
+    const struct eng_plan *p = &e->plan;
+    for (int32_t i = 0; i < x->sp_n; i++) {
+        const struct eng_sparsed_req *r = &x->sp[i];
+        if (r->seg >= p->S || p->kv_cached[r->seg] != 0 || p->q_len[r->seg] != p->key_len[r->seg] ||
+            p->q_len[r->seg] > e->o.sparsed_positions)
+            return ts_fail(err, "SparseD: entry %d names segment %d, which does not run its request's positions "
+                                "alone (at most %d)", i, r->seg, e->o.sparsed_positions);
+        if (!r->build && p->q_len[r->seg] != x->sp_N[r->req])
+            return ts_fail(err, "SparseD: entry %d attends by slot %d's pattern, built over %d positions, with %d",
+                           i, r->req, x->sp_N[r->req], p->q_len[r->seg]);
+    }
+    return 0;
+}
+
+/* Layer L's SparseD patterns (eng_sparsed_next): the attention's pattern pointers for the layer, or
+ * (after its attention) the patterns its building entries build from its queries and keys. */
+static void sparsed_layer_args(const struct eng *e, const void *st, int L, struct k_attn_args *aa)
+{
+    const struct sparsed *x = st;
+    if (x->sp_n <= 0)
+        return;
+    const int64_t layer = (int64_t)L * e->o.sparsed_requests * e->m.num_heads * x->sp_qb;
+    aa->kb_base = x->sp_sparse > 0 ? x->sp_base : NULL;
+    aa->kb_cnt = x->sp_cnt + layer, aa->kb_list = x->sp_list + layer * x->sp_qb;
+    aa->kb_block = e->o.sparsed_block, aa->kb_qblocks = x->sp_qb, aa->kb_stride = x->sp_qb;
+}
+
+static int sparsed_layer(struct eng *e, void *st, int L, const struct k_attn_args *aa, const bf16_t *qkv,
+                         const bf16_t *kp, struct ts_err *err)
+{
+    const struct sparsed *x = st;
+    (void)qkv, (void)kp;
+    if (x->sp_n <= 0)
+        return 0;
+    if (eng_runs(e, OP_ATTN) && sparsed_build(e, x, L, aa, err)) /* timed with the attention */
+        return -1;
+    eng_mark(e, OP_ATTN);
+    return 0;
+}
+
+static int sparsed_build(struct eng *e, const struct sparsed *x, int L, const struct k_attn_args *aa,
+                         struct ts_err *err)
+{
+    const int b = e->o.sparsed_block, H = e->m.num_heads;
+    for (int32_t i = 0; i < x->sp_n; i++) {
+        const struct eng_sparsed_req *r = &x->sp[i];
+        if (!r->build)
+            continue;
+        const int N = e->plan.q_len[r->seg], nb = (N + b - 1) / b;
+        const int64_t at = ((int64_t)L * e->o.sparsed_requests + r->req) * H * x->sp_qb;
+        const struct k_sparsed_args a = {
+            .at = aa, .seg = r->seg, .N = N, .block = b, .last = TS_MIN((r->prompt + b - 1) / b, nb - 1),
+            .qblocks = x->sp_qb, .stride = x->sp_qb, .select = e->o.sparsed_select,
+            .scale = 1.0f / sqrtf((float)H), /* SparseD's: its scores divide by sqrt(heads) */
+            .part = x->sp_part, .imp = NULL, .cnt = x->sp_cnt + at, .list = x->sp_list + at * x->sp_qb};
+        KL(k_sparsed_pattern(&a, e->stream));
+    }
+    return 0;
+}
+
+int eng_sparsed_next(struct eng *e, const struct eng_sparsed_req *r, int32_t n, struct ts_err *err)
+{
+    struct sparsed *x = eng_ext_state(e, &ext_sparsed);
+    if (e->o.sparsed_positions <= 0)
+        return ts_fail(err, "SparseD: the engine keeps no patterns (eng_opts.sparsed_positions)");
+    if (n < 0 || n > e->o.sparsed_requests)
+        return ts_fail(err, "SparseD: %d requests (at most %d)", n, e->o.sparsed_requests);
+    for (int32_t s = 0; s < e->o.max_tokens; s++)
+        x->h_sp_base[s] = -1;
+    int32_t sparse = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (r[i].seg < 0 || r[i].seg >= e->o.max_tokens || r[i].req < 0 || r[i].req >= e->o.sparsed_requests ||
+            r[i].prompt < 0)
+            return ts_fail(err, "SparseD: entry %d (segment %d, slot %d, prompt %d) out of range (%d slots)", i,
+                           r[i].seg, r[i].req, r[i].prompt, e->o.sparsed_requests);
+        if (!r[i].build && x->sp_N[r[i].req] <= 0)
+            return ts_fail(err, "SparseD: entry %d attends by slot %d's pattern, which is not built", i, r[i].req);
+        for (int32_t j = 0; j < i; j++)
+            if (r[j].req == r[i].req || r[j].seg == r[i].seg)
+                return ts_fail(err, "SparseD: entries %d and %d name the same slot or segment", j, i);
+        if (!r[i].build)
+            x->h_sp_base[r[i].seg] = r[i].req * e->m.num_heads * x->sp_qb, sparse++;
+        x->sp[i] = r[i];
+    }
+    CU(cudaMemcpyAsync(x->sp_base, x->h_sp_base, sizeof(int32_t) * (size_t)e->o.max_tokens, cudaMemcpyHostToDevice,
+                       e->stream));
+    CU(cudaStreamSynchronize(e->stream));
+    x->sp_n = n, x->sp_sparse = sparse;
+    return 0;
+}
+
+int eng_sparsed_pattern(struct eng *e, int32_t req, uint8_t *keep, int32_t *nb, struct ts_err *err)
+{
+    const struct sparsed *x = eng_ext_state(e, &ext_sparsed);
+    if (e->o.sparsed_positions <= 0 || req < 0 || req >= e->o.sparsed_requests || x->sp_N[req] <= 0)
+        return -1;
+    const int64_t H = e->m.num_heads, Q = x->sp_qb, R = e->o.sparsed_requests;
+    const int32_t n = (x->sp_N[req] + e->o.sparsed_block - 1) / e->o.sparsed_block;
+    int32_t *cnt = xmalloc(sizeof *cnt * (size_t)(H * Q));
+    int16_t *list = xmalloc(sizeof *list * (size_t)(H * Q * Q));
+    int rc = 0;
+    for (int L = 0; L < e->m.num_layers && !rc; L++) {
+        const int64_t at = ((int64_t)L * R + req) * H * Q;
+        if (cudaMemcpy(cnt, x->sp_cnt + at, sizeof *cnt * (size_t)(H * Q), cudaMemcpyDeviceToHost) != cudaSuccess ||
+            cudaMemcpy(list, x->sp_list + at * Q, sizeof *list * (size_t)(H * Q * Q), cudaMemcpyDeviceToHost) !=
+                cudaSuccess) {
+            rc = ts_fail(err, "SparseD: reading slot %d's pattern: %s", req, cudaGetErrorString(cudaGetLastError()));
+            break;
+        }
+        uint8_t *kl = keep + (size_t)L * H * n * n;
+        memset(kl, 0, (size_t)(H * n * n));
+        for (int64_t h = 0; h < H; h++)
+            for (int32_t qb = 0; qb < n; qb++)
+                for (int32_t j = 0; j < cnt[h * Q + qb] && j < n; j++)
+                    kl[(h * n + qb) * n + list[(h * Q + qb) * Q + j]] = 1;
+    }
+    free(cnt), free(list);
+    *nb = n;
+    return rc;
+}
+
+static int sparsed_refused(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err)
+{
+    (void)m;
+    if (o->sparsed_positions < 0 || o->sparsed_requests < 0 ||
+        (o->sparsed_positions > 0 && (o->sparsed_requests < 1 || o->sparsed_block < 64 || o->sparsed_block % 64 ||
+                                      !(o->sparsed_select >= 0 && o->sparsed_select <= 1))))
+        return ts_fail(err, "engine: sparsed_positions %d, sparsed_requests %d (both 0, or both positive), "
+                            "sparsed_block %d (a multiple of 64), sparsed_select %g (0 to 1)", o->sparsed_positions,
+                       o->sparsed_requests, o->sparsed_block, o->sparsed_select);
+    if (o->sparsed_positions > 0 && (o->tp_size > 1 || o->stateless))
+        return ts_fail(err, "engine: SparseD's patterns run on one GPU, over the KV pool");
+    return 0;
+}
+
+static void sparsed_destroy(struct eng *e, void *st)
+{
+    struct sparsed *x = st;
+    (void)e;
+    void *dev[] = {x->sp_cnt, x->sp_list, x->sp_part, x->sp_base};
+    for (size_t i = 0; i < TS_ARRAY_LEN(dev); i++)
+        if (dev[i])
+            cudaFree(dev[i]);
+    if (x->h_sp_base)
+        cudaFreeHost(x->h_sp_base);
+    free(x->sp), free(x->sp_N);
+}
+
+/* A step whose rows differ by layer is refused while entries are set; a segment of a sparse pattern
+ * (attn_keys) runs only as an entry names it. */
+static int sparsed_refuse_step(const struct eng *e, const void *st, const struct step_desc *sd, bool split,
+                               struct ts_err *err)
+{
+    const struct sparsed *x = st;
+    (void)e;
+    if (x->sp_n > 0 && split)
+        return ts_fail(err, "step refused: SparseD's patterns run in steps whose rows are the same in every layer "
+                            "(no feature cache, front shapes or eviction)");
+    for (int32_t s = 0; s < sd->num_segs; s++) {
+        bool named = false;
+        for (int32_t i = 0; i < x->sp_n && !named; i++)
+            named = x->sp[i].seg == s;
+        if (sd->segs[s].attn_keys > 0 && !named)
+            return ts_fail(err, "step refused: request %d's segment has a sparse attention pattern (attn_keys) that "
+                                "no SparseD entry names (eng_sparsed_next), which the engine does not run; price "
+                                "such runs with the cost model", sd->segs[s].req_id);
+    }
+    return 0;
+}
+
+/* the patterns built are the slots' now */
+static void sparsed_step_done(struct eng *e, void *st, const struct step_desc *sd)
+{
+    struct sparsed *x = st;
+    (void)sd;
+    for (int32_t i = 0; i < x->sp_n; i++)
+        if (x->sp[i].build)
+            x->sp_N[x->sp[i].req] = e->plan.q_len[x->sp[i].seg];
+    x->sp_n = 0;
+}
+
+const struct eng_ext ext_sparsed = {
+    .name = "sparsed", .state_bytes = sizeof(struct sparsed), .refused = sparsed_refused,
+    .reserve = sparsed_reserve, .create = sparsed_create, .destroy = sparsed_destroy,
+    .refuse_step = sparsed_refuse_step, .prepare = sparsed_check, .before_attention = sparsed_layer_args,
+    .after_attention = sparsed_layer, .step_done = sparsed_step_done,
+};
