@@ -5,7 +5,7 @@
  *
  * Conventions: activations are bf16 row-major [tokens, width]; bf16 values travel as uint16_t.
  * The KV pool holds, per layer, K and V as [slots, kv_heads, head_dim] bf16, a slot being
- * page * page_tokens + offset. Every kernel has a CPU reference in engine/eng_ref.c.
+ * page * page_tokens + offset. Every kernel has a CPU reference in engine/eng_ref_ops.c.
  */
 #ifndef TESSERA_KERNELS_H
 #define TESSERA_KERNELS_H

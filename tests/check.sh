@@ -79,7 +79,7 @@ ticker=$!
 
 echo "check: lane A: the unit suites, layers, functions, shellcheck, db, hostile, readme, cli, rules, figures, two fifths of the mutations; lane B: asan, the other three fifths"
 part unit suites_run "${suites[@]}"
-part layers bash "$here/check_layers.sh"
+BUILD=$build part layers bash "$here/check_layers.sh"
 part functions bash "$here/check_functions.sh"
 part shellcheck bash "$here/shellcheck_test.sh"
 part db bash "$here/db_test.sh" "$bin"

@@ -1090,7 +1090,7 @@ START_TEST(attention_packed_law_recovered)
 }
 END_TEST
 
-/* The attention model's launch term (sim/cost/calib_fit.c) for segs segments of q rows over kv keys that
+/* The attention model's launch term (sim/cost/calib_price.c) for segs segments of q rows over kv keys that
  * the engine runs on its mma.sync kernel (q < ATTN_LONG_Q, or one short long segment over many
  * keys: attn_long_on_mma), 32 query heads over kv_heads K/V heads (llada-8b's 32, sdar-8b's
  * 8) on 132 SMs, by launch rules `rules`: the mma.sync kernel's waves times the keys a block

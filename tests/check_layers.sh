@@ -2,7 +2,8 @@
 # check_layers.sh: the include graph keeps tessera's floors (Makefile, "Layers"). Each quoted
 # include is resolved as the compiler would (the file's own folder, then its floor's paths); a
 # header that resolves only on a floor the file may not see is reported as FILE:LINE: the include
-# and the floors involved. Prints "layers: N passed, M failed".
+# and the floors involved. Then the calls between the build's objects (BUILD) must hold no circle.
+# Prints "layers: N passed, M failed".
 #   sim/core                      the ground floor: sees only itself
 #   traces                        core
 #   kernels                       core
@@ -81,6 +82,33 @@ room_rule eng_internal.h ':(glob)engine/*.[ch]' ':(glob)engine/harness/*' ':(glo
     ':(glob)sim/**'
 room_rule eng_ext.h ':(glob)engine/*.[ch]' ':(glob)engine/harness/*' ':(glob)engine/bench/*' ':(glob)tests/**' \
     ':(glob)sim/**'
+# a room's internal header is its own files' alone
+room_rule calib_internal.h ':(glob)sim/**' ':(glob)engine/**' ':(glob)tests/**' ':!sim/cost/calib_*'
+room_rule cli_calib.h ':(glob)sim/**' ':(glob)engine/**' ':(glob)tests/**' ':!sim/cli/cli_calib*'
+room_rule eng_ref_internal.h ':(glob)sim/**' ':(glob)engine/**' ':(glob)tests/**' ':!engine/eng_ref*'
+room_rule engine_bench_internal.h ':(glob)sim/**' ':(glob)engine/**' ':(glob)tests/**' ':!engine/bench/engine_bench*'
 room_rule cli.h ':(glob)sim/*.c' ':(glob)sim/*/*.c' ':!sim/cli/*' ':(glob)sim/core/*' ':(glob)engine/*.c' ':(glob)traces/*.c'
+# no circles: the product's objects in the build (BUILD, default build) as a graph, an arrow from
+# each file to the files whose functions it calls (nm; a table's rows, data, are no arrow: a part's
+# file uses its table's helpers); tsort names every loop it finds. Objects of no source are left out.
+objs=$(find "${BUILD:-build}" -name '*.o' ! -path '*/tests/*' ! -path '*/fuzz/*' 2>/dev/null |
+    while read -r o; do src=${o#"${BUILD:-build}"/}; src=${src%.o}; [ -e "$src.c" ] && echo "$o"; done)
+if [ -n "$objs" ]; then
+    edges=$(for o in $objs; do nm -A "$o" 2>/dev/null; done | awk '
+        { i = index($0, ":"); file = substr($0, 1, i - 1); n = split(substr($0, i + 1), w, " ")
+          if (n == 2 && w[1] == "U") use[file] = use[file] " " w[2]
+          else if (n == 3 && w[2] == "T") def[w[3]] = file }
+        END { for (f in use) { n = split(use[f], u, " ")
+                  for (i = 1; i <= n; i++) if ((u[i] in def) && def[u[i]] != f) print f, def[u[i]] }
+              for (f in use) print f, f }' | sort -u)
+    loops=$(echo "$edges" | tsort 2>&1 >/dev/null | grep -v 'input contains a loop')
+    if [ -n "$loops" ]; then
+        fail=$((fail + 1))
+        echo "layers: FAIL: files that use each other's functions, round a circle:" >&2
+        echo "$loops" | sed "s|${BUILD:-build}/||; s|^tsort: |    |" >&2
+    else
+        pass=$((pass + 1))
+    fi
+fi
 echo "layers: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

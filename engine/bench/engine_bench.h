@@ -1,6 +1,6 @@
-/* engine_bench.h: the engine's benchmark (build/engine_bench): measured ceilings, then dLLM steps and
- * attention timed against their floors (engine_bench.c); the split engine beside one GPU
- * (engine_bench_tp.c). */
+/* engine_bench.h: the engine's benchmark (build/engine_bench): measured ceilings, the GEMMs and
+ * attention alone, the peer and host links (engine_bench.c); dLLM steps timed against their floors
+ * (engine_bench_steps.c); the split engine beside one GPU (engine_bench_tp.c). */
 #ifndef TESSERA_ENGINE_BENCH_H
 #define TESSERA_ENGINE_BENCH_H
 

@@ -20,15 +20,6 @@ const struct eng_ext *const eng_exts[] = {
 const int eng_num_exts = (int)TS_ARRAY_LEN(eng_exts);
 _Static_assert(TS_ARRAY_LEN(eng_exts) <= ENG_EXT_MAX, "the table outgrows struct eng's ext[]");
 
-void *eng_ext_state(const struct eng *e, const struct eng_ext *x)
-{
-    for (int i = 0; i < eng_num_exts; i++)
-        if (eng_exts[i] == x)
-            return e->ext[i];
-    TS_ASSERT(!"an extension outside the table");
-    return NULL;
-}
-
 int eng_exts_refused(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err)
 {
     for (int i = 0; i < eng_num_exts; i++)
@@ -48,6 +39,7 @@ int64_t eng_exts_reserve(const struct eng *e)
 int eng_exts_create(struct eng *e, struct ts_err *err)
 {
     for (int i = 0; i < eng_num_exts; i++) {
+        e->ext_row[i] = eng_exts[i];
         e->ext[i] = xcalloc(1, eng_exts[i]->state_bytes ? eng_exts[i]->state_bytes : 1);
         if (eng_exts[i]->create && eng_exts[i]->create(e, e->ext[i], err))
             return -1;
@@ -136,13 +128,3 @@ void eng_exts_step_done(struct eng *e, const struct step_desc *sd)
             eng_exts[i]->step_done(e, e->ext[i], sd);
 }
 
-int eng_ext_rows_check(const struct eng *e, const char *what, const char *kind, const char *opt, int32_t have,
-                       int32_t R, struct ts_err *err)
-{
-    if (have < 1 || e->tp)
-        return ts_fail(err, "%s: the engine was made without %s rows (eng_opts.%s)%s", what, kind, opt,
-                       e->tp ? " or is split over GPUs" : "");
-    if (R < 0 || R > e->o.max_tokens)
-        return ts_fail(err, "%s: %d logit rows (at most %d)", what, R, e->o.max_tokens);
-    return 0;
-}

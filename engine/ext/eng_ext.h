@@ -57,8 +57,15 @@ struct eng_ext {
 extern const struct eng_ext *const eng_exts[];
 extern const int eng_num_exts;
 
-/* Extension x's state in e. */
-void *eng_ext_state(const struct eng *e, const struct eng_ext *x);
+/* Extension x's state in e (its row's, by the rows e was made with). */
+static inline void *eng_ext_state(const struct eng *e, const struct eng_ext *x)
+{
+    for (int i = 0; i < ENG_EXT_MAX; i++)
+        if (e->ext_row[i] == x)
+            return e->ext[i];
+    TS_ASSERT(!"an extension outside the table");
+    return NULL;
+}
 
 /* The hooks of every row at one point, in order: the first failure is returned. */
 int eng_exts_refused(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err);
@@ -75,11 +82,5 @@ int eng_exts_after_layers(struct eng *e, int layers, struct ts_err *err);
 int eng_exts_head_sampled(struct eng *e, const struct eng_chunk *c, struct ts_err *err);
 int eng_exts_head_chunk(struct eng *e, const struct eng_chunk *c, struct ts_err *err);
 void eng_exts_step_done(struct eng *e, const struct step_desc *sd);
-
-/* What an extension whose next step keeps logit rows checks first (what: its name): the engine keeps
- * `have` rows of its `kind`, sized by eng_opts.`opt`, on one GPU, and the next step has R logit rows,
- * at most max_tokens. */
-int eng_ext_rows_check(const struct eng *e, const char *what, const char *kind, const char *opt, int32_t have,
-                       int32_t R, struct ts_err *err);
 
 #endif

@@ -85,13 +85,27 @@ void eng_set_run_layers(struct eng *e, int32_t layers) { e->o.run_layers = TS_MA
 void eng_set_attention(struct eng *e, int32_t impl) { e->o.attention = impl >= 0 && impl <= 2 ? impl : 2; }
 void eng_set_ffn(struct eng *e, int32_t impl) { e->o.ffn = impl >= 0 && impl <= 2 ? impl : 0; }
 
-bool eng_routes_balanced(const struct eng *e) { return e->o.routing == 2 || (e->o.routing == 0 && !e->o.weights); }
-
-bool eng_ffn_fused_runs(const struct eng *e) { return e->fused_ffn_runs; }
-
-bool eng_ffn_fuses(const struct eng *e, int rows)
+/* Plans the activations of a step of shape s (kept when the shape repeats). */
+int eng_plan_activations(struct eng *e, const struct og_shape *s, struct ts_err *err)
 {
-    return e->fused_ffn_runs && (e->o.ffn == 1 || (e->o.ffn == 2 && k_gemm_swiglu_auto(rows, e->m.ffn)));
+    if (eng_act_same(&e->act, s))
+        return 0;
+    return eng_act_plan(&e->act, &e->m, s, e->planner, &e->po, err);
+}
+
+/* Destroys the captured graph and every kept one (the first error is returned, all are dropped). */
+cudaError_t eng_drop_graphs(struct eng *e)
+{
+    cudaError_t ce = cudaSuccess, c2;
+    if (e->have_graph && (c2 = cudaGraphExecDestroy(e->graph)) != cudaSuccess)
+        ce = c2;
+    e->have_graph = false;
+    for (int i = 0; i < ENG_KEPT_GRAPHS; i++) {
+        if (e->kept[i] && (c2 = cudaGraphExecDestroy(e->kept[i])) != cudaSuccess && ce == cudaSuccess)
+            ce = c2;
+        e->kept[i] = NULL;
+    }
+    return ce;
 }
 
 int eng_release_activations(struct eng *e, struct ts_err *err)
@@ -108,12 +122,6 @@ int eng_device_used(const struct eng *e, int64_t *bytes, struct ts_err *err)
     size_t free_b = 0, total_b = 0;
     CU(cudaMemGetInfo(&free_b, &total_b));
     *bytes = (int64_t)(total_b - free_b) - e->mem.ballast;
-    return 0;
-}
-
-int eng_dev_alloc(void **p, int64_t bytes, struct ts_err *err)
-{
-    CU(cudaMalloc(p, (size_t)(bytes > 0 ? bytes : 16)));
     return 0;
 }
 
@@ -441,6 +449,26 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
 fail:
     eng_destroy(e);
     return rc;
+}
+
+/* An engine of the tools (check_engine's and engine_bench's --tp), as eng_tp.h says. */
+int eng_tp_create(const struct model_cfg *m, uint64_t seed, int size, int *rank, struct eng **e, struct ts_err *err)
+{
+    struct eng_opts o;
+    eng_opts_defaults(&o);
+    o.max_tokens = ENG_TP_TOOL_TOKENS;
+    o.kv_tokens = ENG_TP_TOOL_KV_TOKENS;
+    o.seed = seed;
+    *e = NULL;
+    *rank = 0;
+    if (size > 0) {
+        if (eng_tp_place(&o, err))
+            return -1;
+        if (o.tp_size != size)
+            return ts_fail(err, "--tp %d inside a launch of %d ranks", size, o.tp_size);
+        *rank = o.tp_rank;
+    }
+    return eng_create(m, &o, e, err);
 }
 
 void eng_destroy(struct eng *e)

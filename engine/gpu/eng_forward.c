@@ -13,54 +13,13 @@
 #include "eng_ext.h"
 #include "eng_tp.h"
 
-/* Y[rows, out] (+)= X[rows, in] W^T, W [out, in] row-major, through cuBLASLt (eng_gemm.c). A shape
- * tuned for the first time gets a scratch output outside the plan, freed when the step ends. */
-/* The tuning scratch a GEMM of rows x out outputs needs, held while tuning. */
-static int tune_scratch_for(struct eng *e, int rows, int in, int out, float beta, bool kn, struct ts_err *err)
-{
-    size_t need = 2 * (size_t)rows * (size_t)out;
-    if (e->tuning && need > e->tune_scratch_bytes && !eng_gemm_is_tuned(e->gemm, rows, out, in, beta, kn)) {
-        CU(cudaStreamSynchronize(e->stream));
-        if (e->tune_scratch)
-            CU(cudaFree(e->tune_scratch));
-        e->tune_scratch = NULL;
-        e->tune_scratch_bytes = 0;
-        if (cudaMalloc(&e->tune_scratch, need) == cudaSuccess)
-            e->tune_scratch_bytes = need;
-        else /* no room: the heuristic's first algorithm */
-            cudaGetLastError();
-    }
-    return 0;
-}
+bool eng_routes_balanced(const struct eng *e) { return e->o.routing == 2 || (e->o.routing == 0 && !e->o.weights); }
 
-int eng_run_gemm(struct eng *e, const bf16_t *Wt, const bf16_t *X, bf16_t *Y, int rows, int in,
-                int out, float beta, struct ts_err *err)
-{
-    if (tune_scratch_for(e, rows, in, out, beta, false, err))
-        return -1;
-    return eng_gemm_run(e->gemm, Wt, X, Y, rows, out, in, beta, e->stream, e->tuning, e->tune_scratch,
-                        e->tune_scratch_bytes, err);
-}
+bool eng_ffn_fused_runs(const struct eng *e) { return e->fused_ffn_runs; }
 
-/* Y [rows, out] = X [rows, in] W for W [in, out] (the embedding matrix). */
-int eng_run_gemm_kn(struct eng *e, const bf16_t *W, const bf16_t *X, bf16_t *Y, int rows, int in, int out,
-                   struct ts_err *err)
+bool eng_ffn_fuses(const struct eng *e, int rows)
 {
-    if (tune_scratch_for(e, rows, in, out, 0.f, true, err))
-        return -1;
-    return eng_gemm_run_kn(e->gemm, W, X, Y, rows, out, in, e->stream, e->tuning, e->tune_scratch,
-                           e->tune_scratch_bytes, err);
-}
-
-int eng_drop_tune_scratch(struct eng *e, struct ts_err *err)
-{
-    if (e->tune_scratch) {
-        CU(cudaStreamSynchronize(e->stream));
-        CU(cudaFree(e->tune_scratch));
-    }
-    e->tune_scratch = NULL;
-    e->tune_scratch_bytes = 0;
-    return 0;
+    return e->fused_ffn_runs && (e->o.ffn == 1 || (e->o.ffn == 2 && k_gemm_swiglu_auto(rows, e->m.ffn)));
 }
 
 /* The kept keys of one layer's selections: [num_sel][sets][max_keep] int32. */

@@ -11,21 +11,6 @@
 
 #include "eng_tp.h"
 
-/* Destroys the captured graph and every kept one (the first error is returned, all are dropped). */
-cudaError_t eng_drop_graphs(struct eng *e)
-{
-    cudaError_t ce = cudaSuccess, c2;
-    if (e->have_graph && (c2 = cudaGraphExecDestroy(e->graph)) != cudaSuccess)
-        ce = c2;
-    e->have_graph = false;
-    for (int i = 0; i < ENG_KEPT_GRAPHS; i++) {
-        if (e->kept[i] && (c2 = cudaGraphExecDestroy(e->kept[i])) != cudaSuccess && ce == cudaSuccess)
-            ce = c2;
-        e->kept[i] = NULL;
-    }
-    return ce;
-}
-
 int eng_graph_capture(struct eng *e, const struct step_desc *sd, struct ts_err *err)
 {
     if (e->have_graph) {
@@ -66,12 +51,6 @@ static int go_on(struct eng *e, bool *more, struct ts_err *err)
         return -1;
     *more = v != 0;
     return 0;
-}
-
-int eng_cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
 }
 
 /* Replays of graphs[0..n-1] in turn before any is timed: at least three rounds, and rounds until

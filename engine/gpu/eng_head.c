@@ -134,17 +134,6 @@ int eng_unmask(struct eng *e, const struct unmask_rule *u, const int32_t *groups
     return 0;
 }
 
-/* n bf16 values of device memory src, widened into dst (what: the rows' name for an error). */
-int eng_read_widened(const bf16_t *src, int64_t n, float *dst, const char *what, struct ts_err *err)
-{
-    bf16_t *tmp = xmalloc(sizeof *tmp * (size_t)(n ? n : 1));
-    const cudaError_t ce = n ? cudaMemcpy(tmp, src, sizeof *tmp * (size_t)n, cudaMemcpyDeviceToHost) : cudaSuccess;
-    for (int64_t i = 0; ce == cudaSuccess && i < n; i++)
-        dst[i] = eng_bf2f(tmp[i]);
-    free(tmp);
-    return ce == cudaSuccess ? 0 : ts_fail(err, "engine: reading the %s rows back failed: %s", what, cudaGetErrorString(ce));
-}
-
 int eng_last_hidden(struct eng *e, float *dst, struct ts_err *err)
 {
     return eng_read_widened(e->hr_last, (int64_t)e->last_R * e->m.hidden, dst, "hidden", err);

@@ -54,6 +54,8 @@
 #define MAX_PROF_EVENTS 1024
 #define ENG_EXT_MAX 16               /* rows of the extension table (eng_ext.h) at most */
 
+struct eng_ext;
+
 struct dev_meta { /* device copies of the plan's arrays, carved from one buffer */
     int32_t *tok_pos, *tok_slot, *tok_ids, *q_start, *q_len, *key_len, *kv_cached, *page_off;
     int32_t *pages, *tiles, *logit_idx, *sel;
@@ -127,7 +129,8 @@ struct eng {
     float *h_max, *h_conf, *h_gap;
     int32_t *d_um, *h_um;      /* eng_unmask's groups, masks, commits, counts and taus [6 max_tokens]
                                 * (h_um: pinned, an extension's staging too between steps) */
-    void *ext[ENG_EXT_MAX];    /* each extension's state, by its row of the table (eng_ext.h) */
+    void *ext[ENG_EXT_MAX];    /* each extension's state, and its row of the table (eng_ext.h) */
+    const struct eng_ext *ext_row[ENG_EXT_MAX];
     struct eng_tokens tokens;  /* eng_set_tokens (tokens.id NULL: none) */
     int32_t max_segs, max_tiles, max_page_refs;
     struct eng_kv kv;
@@ -165,10 +168,15 @@ static inline const bf16_t *eng_w(const struct eng *e, enum w_kind k, int layer)
     return t ? e->w + t->offset : NULL;
 }
 
-/* bytes of device memory at *p (at least 16) */
+/* eng_dev.c, what the room's files and the extensions share: bytes of device memory at *p (at least
+ * 16); and what an extension whose next step keeps logit rows checks first (what: its name): the
+ * engine keeps `have` rows of its `kind`, sized by eng_opts.`opt`, on one GPU, and the next step has
+ * R logit rows, at most max_tokens. */
 int eng_dev_alloc(void **p, int64_t bytes, struct ts_err *err);
+int eng_ext_rows_check(const struct eng *e, const char *what, const char *kind, const char *opt, int32_t have,
+                       int32_t R, struct ts_err *err);
 
-/* eng_forward.c. Y[rows, out] (+)= X[rows, in] W^T, W [out, in] row-major, through cuBLASLt
+/* eng_dev.c: Y[rows, out] (+)= X[rows, in] W^T, W [out, in] row-major, through cuBLASLt
  * (eng_gemm.c); a shape tuned for the first time gets a scratch output outside the plan, freed when
  * the step ends (eng_drop_tune_scratch). eng_run_gemm_kn: Y [rows, out] = X [rows, in] W for W [in,
  * out] (the embedding matrix). */
@@ -177,7 +185,7 @@ int eng_run_gemm(struct eng *e, const bf16_t *Wt, const bf16_t *X, bf16_t *Y, in
 int eng_run_gemm_kn(struct eng *e, const bf16_t *W, const bf16_t *X, bf16_t *Y, int rows, int in, int out,
                     struct ts_err *err);
 int eng_drop_tune_scratch(struct eng *e, struct ts_err *err);
-/* The prepared step's forward, its LM head included (eng_head.c's eng_lm_head). */
+/* eng_forward.c: the prepared step's forward, its LM head included (eng_head.c's eng_lm_head). */
 int eng_forward(struct eng *e, struct ts_err *err);
 /* The kept keys of one layer's selections: [num_sel][sets][max_keep] int32. */
 int64_t eng_selection_ints(const struct eng *e);
@@ -186,18 +194,18 @@ int64_t eng_selection_ints(const struct eng *e);
  * where not wanted). */
 int eng_lm_head(struct eng *e, bf16_t *x, struct ts_err *err);
 int eng_fetch_outputs(struct eng *e, struct eng_out *out, struct ts_err *err);
-/* n bf16 values of device memory src, widened into dst (what: the rows' name for an error). */
+/* eng_dev.c: n bf16 values of device memory src, widened into dst (what: the rows' name for an error). */
 int eng_read_widened(const bf16_t *src, int64_t n, float *dst, const char *what, struct ts_err *err);
 
 /* eng_step.c: plans and maps the step's activations, then (run = true) reserves its KV pages and
  * uploads its arrays; nothing changes when the step is refused. 1: out of device memory. */
 int eng_prepare(struct eng *e, const struct step_desc *sd, bool run, struct ts_err *err);
-/* The activations of a step of shape s planned (kept when the shape repeats). */
-int eng_plan_activations(struct eng *e, const struct og_shape *s, struct ts_err *err);
 
-/* eng_graph.c: destroys the captured graph and every kept one (the first error is returned, all are
- * dropped). */
+/* eng_create.c: the activations of a step of shape s planned (kept when the shape repeats); the
+ * captured graph and every kept one destroyed (the first error is returned, all are dropped). */
+int eng_plan_activations(struct eng *e, const struct og_shape *s, struct ts_err *err);
 cudaError_t eng_drop_graphs(struct eng *e);
+/* eng_dev.c: qsort's order of floats */
 int eng_cmp_float(const void *a, const void *b);
 
 #endif

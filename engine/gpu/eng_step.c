@@ -22,14 +22,6 @@ static struct og_shape step_shape(const struct eng *e, const struct step_desc *s
                              .fused_ffn = T > 0 && eng_ffn_fuses(e, (int)((T + chunks - 1) / chunks))};
 }
 
-/* Plans the activations of a step of shape s (kept when the shape repeats). */
-int eng_plan_activations(struct eng *e, const struct og_shape *s, struct ts_err *err)
-{
-    if (eng_act_same(&e->act, s))
-        return 0;
-    return eng_act_plan(&e->act, &e->m, s, e->planner, &e->po, err);
-}
-
 int64_t eng_step_workspace_bytes(struct eng *e, const struct step_desc *sd)
 {
     struct og_shape s = step_shape(e, sd);

@@ -69,25 +69,6 @@ int eng_tp_in_launch(const char *cmd, int *rank)
     return size > 1;
 }
 
-int eng_tp_create(const struct model_cfg *m, uint64_t seed, int size, int *rank, struct eng **e, struct ts_err *err)
-{
-    struct eng_opts o;
-    eng_opts_defaults(&o);
-    o.max_tokens = ENG_TP_TOOL_TOKENS;
-    o.kv_tokens = ENG_TP_TOOL_KV_TOKENS;
-    o.seed = seed;
-    *e = NULL;
-    *rank = 0;
-    if (size > 0) {
-        if (eng_tp_place(&o, err))
-            return -1;
-        if (o.tp_size != size)
-            return ts_fail(err, "--tp %d inside a launch of %d ranks", size, o.tp_size);
-        *rank = o.tp_rank;
-    }
-    return eng_create(m, &o, e, err);
-}
-
 #ifndef TS_HAVE_NCCL
 
 bool eng_tp_built(void) { return false; }

@@ -420,11 +420,3 @@ void eng_opts_follow_impl(struct eng_opts *o, const char *impl_name)
     if (impl_name && impl_resolve(impl_name, &ip, NULL) == 0 && ip.fused_ffn)
         o->ffn = 1;
 }
-
-void eng_choices_use(const struct sim_config *c)
-{
-    const struct eng_choices ch = {.attention = c->attention, .ffn = c->ffn, .routing = c->routing,
-                                   .select_at = c->select_at, .portable = c->kernels == 1, .gemm_algos = c->gemm_algos,
-                                   .gemm_cache = c->gemm_cache[0] ? c->gemm_cache : NULL};
-    eng_set_choices(&ch);
-}

@@ -4,6 +4,8 @@
 #define TESSERA_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 
 int cli_sim(int argc, char **argv);
 int cli_trace(int argc, char **argv);
@@ -16,7 +18,7 @@ int cli_engine(int argc, char **argv); /* engine/cli_engine.c, built with CUDA *
 
 #define EXIT_USAGE 2
 
-/* tessera sim's own (cli_sim.c): argv parsed into *c (0, 1 for --help, printed, -1 on a usage
+/* tessera sim's own (cli_sim_opts.c, cli_summary.c): argv parsed into *c (0, 1 for --help, printed, -1 on a usage
  * error, said); a run's summary as the JSON object --json prints. And a fleet (cli_fleet.c): the
  * replicas of base (--replicas, --fleet) run behind its router, reported. */
 struct sim_config;
@@ -31,6 +33,13 @@ struct json_t *cli_summary_json(const struct sim_config *c, const struct sim_sum
 void cli_print_prompt_cache(const struct sim_summary *m);
 /* Prints o compactly on a line (its reals to 10 digits), and releases it. */
 void cli_print_json(struct json_t *o);
+/* The run's summary as tessera sim prints it; the reasons its requests were rejected, each with how
+ * many and what admits them, a line each after indent (cli_summary.c); the cost model that priced
+ * it in words, into buf (cli_sim_opts.c). */
+struct sim;
+void cli_print_summary(const struct sim_config *c, const struct sim_summary *m);
+void cli_reject_lines(const struct sim *s, const char *indent, FILE *to);
+const char *cli_cost_text(const struct sim_config *c, char *buf, size_t len);
 int cli_fleet(const struct sim_config *base, int argc, char **argv);
 
 /* What the parsers share (cli_common.c). Each error is said on stderr and returns EXIT_USAGE. */

@@ -3,7 +3,7 @@
  * varlen segments into launches: which segments take the wgmma kernel (Hopper) and which the
  * mma.sync kernel, how query tiles are listed, how many query heads a block packs (GQA) and how
  * many ways the keys are split. The engine launches by these rules (kernels/attention.cu) and the
- * calibrated cost model prices attention by them (sim/cost/calib_fit.c), so both read this one header.
+ * calibrated cost model prices attention by them (sim/cost/calib_price.c), so both read this one header.
  *
  * Pure C, no CUDA: every function is a static inline of plain integers, callable from C11 host
  * code and from the kernels' host-side launchers alike. The constants were fitted to sweeps of

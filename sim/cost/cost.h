@@ -1,7 +1,7 @@
 /*
  * cost.h: the cost model, cost_step(step_desc) -> seconds with a per-op breakdown (SPEC section 7).
  * One interface, several back ends (struct cost_ops) in one table (cost.c): `roofline`
- * (cost_roofline.c) and `calibrated` (calib_fit.c). An implementation profile says how an implementation runs
+ * (cost_roofline.c) and `calibrated` (calib_price.c). An implementation profile says how an implementation runs
  * the forward on the GPU: kernels per op, the cost of issuing one, per-step host overhead and the
  * fraction of peak its kernels reach. The room sim/cost/ holds them with the calibration (calib.h:
  * its data, fit and transfer), the card's clock (clock.h) and the all-reduce's table.

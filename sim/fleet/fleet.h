@@ -48,8 +48,8 @@
  * that is more than `threshold` of them; else to the replica whose picture holds the fewest blocks.
  * Every replica needs a prompt cache, and the workload prompt block ids (a Mooncake trace).
  *
- * Adding a router: one `const struct router_ops` in fleet.c's table: its name, help and pick.
- * Adding a link: one row of fleet.c's link table: its name, bandwidth, latency and source.
+ * Adding a router: its pick and one `const struct router_ops` row of fleet_spec.c's table: its name, help and pick.
+ * Adding a link: one row of fleet_spec.c's link table: its name, bandwidth, latency and source.
  */
 #ifndef TESSERA_FLEET_H
 #define TESSERA_FLEET_H
