@@ -177,7 +177,8 @@ struct sim_handoff {
     int32_t gpus;
     bool cache;
     int64_t ticket; /* its K/V's ticket where its executor held them (sim_executor.hold), else -1 */
-    struct request *req;
+    struct request *req; /* the request itself, its decode stream with it: the simulator's alone to read;
+                          * sim_feed_moved takes it, sim_handoff_drop frees one that goes nowhere */
 };
 /* The requests handed on since the last call, in the order they left: *out holds them (the instance's
  * array, valid until its next event), their count returned. */
@@ -185,6 +186,9 @@ size_t sim_take_handoffs(struct sim *s, struct sim_handoff **out);
 /* A handed request fed to s at at_ns (at or after its clock), its progress and caching state as it
  * left; h->req is taken (freed). Returns its id in s. */
 int32_t sim_feed_moved(struct sim *s, struct sim_handoff *h, int64_t at_ns);
+/* A handed request that will not be fed (a run that failed with it in flight) released; h->req NULL
+ * after (h NULL, or one already taken: nothing). */
+void sim_handoff_drop(struct sim_handoff *h);
 /* Fails the instance's run with err's message (a fleet's move that failed on its behalf): its events
  * stop, and sim_run returns -1 with the message. */
 void sim_fail(struct sim *s, const struct ts_err *err);

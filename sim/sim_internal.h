@@ -25,12 +25,12 @@
 #include "sched.h"
 #include "sim.h"
 #include "step_desc.h"
+#include "sim_record.h"
 #include "trace.h"
 
-/* Requests a chunk holds; a run's distinct reject reasons, at most; the values of a request's row. */
+/* Requests a chunk holds; a run's distinct reject reasons, at most (a request's row: sim_record.h). */
 #define SIM_REQ_CHUNK 4096
 #define SIM_MAX_REASONS 16
-#define SIM_REQ_ROW 12
 
 /* A FIFO of request ids that also allows pushing at the front (preempted requests go first). */
 struct id_deque {
@@ -43,13 +43,6 @@ void deque_push_front(struct id_deque *d, int32_t id);
 int32_t deque_front(const struct id_deque *d);
 int32_t deque_pop_front(struct id_deque *d);
 
-struct step_rec {
-    int64_t start_ns, duration_ns;
-    struct step_totals tot;
-    int64_t act_peak_bytes, kv_in_use_bytes;
-    int64_t knobs[STEP_KNOBS]; /* the step's knobs (step_knobs_get; lazy chunking changes two) */
-    int64_t first_seg; /* index into sim.segs */
-};
 
 struct sim {
     struct sim_config cfg;
@@ -130,10 +123,10 @@ struct sim {
     struct event_queue evq;
 
     /* records */
-    /* where step rows stream during the run, every SIM_STEP_BATCH steps (sim_stream_steps sets it):
+    /* where step rows stream during the run, every SIM_STEP_BATCH steps (sim_set_step_sink sets it):
      * the rows recorded since the last call (steps[0..num_steps), segs) handed over and dropped; -1
      * with err where they cannot be taken. NULL: kept in memory. */
-    int (*flush_steps)(void *ctx, struct sim *s, struct ts_err *err);
+    sim_step_sink flush_steps;
     void *flush_ctx;
     int64_t steps_flushed;   /* step rows handed to out before steps[0] */
     struct step_rec *steps;

@@ -9,6 +9,7 @@
  * rank, 16 bits at a time from the top (a radix select over the file, 65,536 counters), and
  * interpolated between neighbouring ranks as gsl_stats_quantile_from_sorted_data does.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "sim_internal.h"
 
 #include <errno.h>
@@ -156,6 +157,16 @@ int32_t sim_feed_moved(struct sim *s, struct sim_handoff *h, int64_t at_ns)
     s->sum.handed_in++;
     evq_push(&s->evq, at_ns, EV_ARRIVAL, r->id);
     return r->id;
+}
+
+void sim_handoff_drop(struct sim_handoff *h)
+{
+    if (!h || !h->req)
+        return;
+    if (h->req->rng)
+        gsl_rng_free(h->req->rng);
+    free(h->req);
+    h->req = NULL;
 }
 
 void sim_requests_pull(struct sim *s)
@@ -378,3 +389,37 @@ void sim_requests_free(struct sim *s)
         fclose(s->req_spill);
     trace_stream_free(&s->stream);
 }
+
+/* --- the records, as the writer reads them (sim_record.h) ---------------------------------- */
+
+void sim_steps_recorded(const struct sim *s, struct sim_steps *out)
+{
+    *out = (struct sim_steps){s->steps, s->num_steps, s->segs, s->num_segs, s->steps_flushed};
+}
+
+void sim_steps_drop(struct sim *s)
+{
+    s->steps_flushed += (int64_t)s->num_steps;
+    s->num_steps = s->num_segs = 0;
+}
+
+void sim_set_step_sink(struct sim *s, sim_step_sink sink, void *ctx)
+{
+    s->flush_steps = sink;
+    s->flush_ctx = ctx;
+}
+
+bool sim_steps_stream_to(const struct sim *s, const void *ctx) { return s->flush_steps && s->flush_ctx == ctx; }
+
+FILE *sim_request_rows(const struct sim *s, int64_t *n)
+{
+    *n = s->num_done;
+    return fflush(s->req_spill) || fseeko(s->req_spill, 0, SEEK_SET) ? NULL : s->req_spill;
+}
+
+const char *sim_reject_reason(const struct sim *s, int64_t i)
+{
+    return i >= 0 && i < s->num_reasons ? s->reasons[i] : NULL;
+}
+
+const char *sim_code_version(const struct sim *s) { return s->code_version; }

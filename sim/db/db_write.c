@@ -29,7 +29,8 @@
 
 #include "db_internal.h"
 #include "fleet.h"
-#include "sim_internal.h"
+#include "sim.h"
+#include "sim_record.h"
 
 static const char *const state_names[] = {"pending", "waiting", "running", "finished", "rejected"};
 
@@ -73,10 +74,11 @@ static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
     if (prepare(w, "INSERT INTO out.requests VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", &st))
         return -1;
     int rc = 0, got;
-    int64_t v[SIM_REQ_ROW], rows = 0;
-    if (fflush(s->req_spill) || fseeko(s->req_spill, 0, SEEK_SET))
-        rc = ts_fail(w->err, "%s: cannot read back the requests' rows: %s", w->path, strerror(errno));
-    while (!rc && (got = ts_spill_read(s->req_spill, v, SIM_REQ_ROW)) != 0) {
+    int64_t v[SIM_REQ_ROW], rows = 0, num = 0;
+    FILE *spill = sim_request_rows(s, &num);
+    if (!spill)
+        return ts_fail(w->err, "%s: cannot read back the requests' rows: %s", w->path, strerror(errno));
+    while (!rc && (got = ts_spill_read(spill, v, SIM_REQ_ROW)) != 0) {
         if (got < 0) {
             rc = ts_fail(w->err, "%s: the requests' rows spilled to a temporary file came back short", w->path);
             break;
@@ -93,23 +95,24 @@ static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
         }
         for (int j = 5; j < 10; j++)
             sqlite3_bind_int64(st, k++, v[j]);
-        if (v[10] < 0 || v[10] >= (int64_t)TS_ARRAY_LEN(state_names) || v[11] >= s->num_reasons) {
+        if (v[10] < 0 || v[10] >= (int64_t)TS_ARRAY_LEN(state_names) ||
+            (v[11] >= 0 && !sim_reject_reason(s, v[11]))) {
             rc = ts_fail(w->err, "%s: request %lld's row spilled to a temporary file came back damaged", w->path,
                          (long long)v[0]);
             break;
         }
         sqlite3_bind_text(st, k++, state_names[v[10]], -1, SQLITE_STATIC);
         if (v[11] >= 0)
-            sqlite3_bind_text(st, k++, s->reasons[v[11]], -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, k++, sim_reject_reason(s, v[11]), -1, SQLITE_STATIC);
         else
             sqlite3_bind_null(st, k++);
         rc = step_done(w, st);
         rows++;
     }
-    if (!rc && (ferror(s->req_spill) || rows != s->num_done))
+    if (!rc && (ferror(spill) || rows != num))
         rc = ts_fail(w->err, "%s: %lld of the %lld requests' rows came back from their temporary file%s", w->path,
-                     (long long)rows, (long long)s->num_done, ferror(s->req_spill) ? " (a read error)" : "");
-    fseeko(s->req_spill, 0, SEEK_END); /* where the requests recorded next are spilled */
+                     (long long)rows, (long long)num, ferror(spill) ? " (a read error)" : "");
+    fseeko(spill, 0, SEEK_END); /* where the requests recorded next are spilled */
     sqlite3_finalize(st);
     return rc;
 }
@@ -304,20 +307,22 @@ static int step_add(struct writer *w, struct seg_runs *rs, const struct step_rec
 
 /* The step rows recorded since the last flush into runs of steps and of segments, spilled as they
  * close (step ids counted over the run); `last`: the run's last rows, so every open run is spilled. */
-static int write_steps(struct writer *w, const struct sim *s, struct seg_runs *rs, bool last)
+static int write_steps(struct writer *w, const struct sim *sim, struct seg_runs *rs, bool last)
 {
+    struct sim_steps s;
+    sim_steps_recorded(sim, &s);
     int rc = 0;
-    for (size_t i = 0; i < s->num_steps && !rc; i++) {
-        const struct step_rec *p = &s->steps[i];
-        const int64_t step_id = s->steps_flushed + (int64_t)i;
+    for (size_t i = 0; i < s.num_steps && !rc; i++) {
+        const struct step_rec *p = &s.steps[i];
+        const int64_t step_id = s.first_id + (int64_t)i;
         rc = step_add(w, rs, p, step_id);
-        size_t end = i + 1 < s->num_steps ? (size_t)s->steps[i + 1].first_seg : s->num_segs;
+        size_t end = i + 1 < s.num_steps ? (size_t)s.steps[i + 1].first_seg : s.num_segs;
         for (size_t j = (size_t)p->first_seg; j < end && !rc; j++)
-            rc = runs_add(w, rs, &s->segs[j], step_id);
+            rc = runs_add(w, rs, &s.segs[j], step_id);
     }
     /* a run that missed the batch's last step has ended */
     if (!rc)
-        rc = runs_close(w, rs, last ? INT64_MAX : s->steps_flushed + (int64_t)s->num_steps - 1);
+        rc = runs_close(w, rs, last ? INT64_MAX : s.first_id + (int64_t)s.num_steps - 1);
     if (!rc && last && rs->step_open)
         rc = step_run_write(w, rs);
     return rc;
@@ -631,21 +636,15 @@ static int spill_steps(struct db_out *o, struct sim *s, bool drop, bool last, st
     o->w.err = err;
     if (write_steps(&o->w, s, &o->runs, last))
         return -1;
-    if (drop) {
-        s->steps_flushed += (int64_t)s->num_steps;
-        s->num_steps = s->num_segs = 0;
-    }
+    if (drop)
+        sim_steps_drop(s);
     return 0;
 }
 
-/* the simulator's step sink (sim_internal.h): a streaming run's steps handed over and dropped */
+/* the simulator's step sink (sim_record.h): a streaming run's steps handed over and dropped */
 static int flush_steps(void *o, struct sim *s, struct ts_err *err) { return spill_steps(o, s, true, false, err); }
 
-void sim_stream_steps(struct sim *s, struct db_out *out)
-{
-    s->flush_steps = flush_steps;
-    s->flush_ctx = out;
-}
+void sim_stream_steps(struct sim *s, struct db_out *out) { sim_set_step_sink(s, flush_steps, out); }
 
 /* The run written into `name` attached as `out`, in its transaction (rolled back if it fails), the
  * output detached again; *again says whether the failure was another writer's doing, so that a
@@ -764,9 +763,10 @@ static int commit_src(struct db_out *o, const struct run_src *s, struct ts_err *
 
 int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
 {
-    if (!s->cfg.no_steps && spill_steps(o, s, s->flush_ctx == o, true, err)) /* the steps still in memory */
+    /* the steps still in memory */
+    if (!sim_config(s)->no_steps && spill_steps(o, s, sim_steps_stream_to(s, o), true, err))
         return -1;
-    const struct run_src src = {&s->cfg, s->code_version, sim_content, s};
+    const struct run_src src = {sim_config(s), sim_code_version(s), sim_content, s};
     return commit_src(o, &src, err);
 }
 

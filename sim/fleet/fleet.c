@@ -19,7 +19,6 @@
 #include "model.h"
 #include "policy.h"
 #include "prompt_cache.h"
-#include "request.h"
 #include "trace.h"
 
 /* --- the run ------------------------------------------------------------------------------- */
@@ -723,11 +722,8 @@ done:
     for (int i = n; i-- > 0;)
         sim_destroy(r[i]);
     free(fl.q.v);
-    for (struct event e; fl.disagg && evq_pop(&fl.xq, &e);) { /* (moves a failed run left in flight) */
-        if (fl.mv[e.arg].h.req->rng)
-            gsl_rng_free(fl.mv[e.arg].h.req->rng);
-        free(fl.mv[e.arg].h.req);
-    }
+    for (struct event e; fl.disagg && evq_pop(&fl.xq, &e);) /* (moves a failed run left in flight) */
+        sim_handoff_drop(&fl.mv[e.arg].h);
     evq_free(&fl.xq);
     free(fl.mv), free(fl.free_mv), free(fl.port_out), free(fl.port_in), free(fl.inbound);
     for (int i = 0; fl.seen && i < n; i++)
