@@ -8,6 +8,8 @@
 
 #include <stdlib.h>
 
+#include "eng_ext_decl.h"
+
 extern const struct eng_ext ext_sparsed, ext_drift, ext_rollout, ext_smooth, ext_credit;
 
 const struct eng_ext *const eng_exts[] = {
@@ -20,11 +22,23 @@ const struct eng_ext *const eng_exts[] = {
 const int eng_num_exts = (int)TS_ARRAY_LEN(eng_exts);
 _Static_assert(TS_ARRAY_LEN(eng_exts) <= ENG_EXT_MAX, "the table outgrows struct eng's ext[]");
 
+/* What extension x does, by its declaration. */
+static const char *what(const struct eng_ext *x)
+{
+    const struct eng_ext_decl *d = eng_ext_decl_find(x->name);
+    TS_ASSERTF(d, "the engine's extension %s has no declaration (sim/core/eng_ext_decl.c)", x->name);
+    return d->what;
+}
+
 int eng_exts_refused(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err)
 {
-    for (int i = 0; i < eng_num_exts; i++)
-        if (eng_exts[i]->refused && eng_exts[i]->refused(m, o, err))
+    for (int i = 0; i < eng_num_exts; i++) {
+        const struct eng_ext *x = eng_exts[i];
+        if (x->refused && x->refused(m, o, err))
             return -1;
+        if (x->one_gpu && x->on && x->on(o) && (o->tp_size > 1 || o->stateless))
+            return ts_fail(err, "engine: the extension %s (%s) runs on one GPU, over the KV pool", x->name, what(x));
+    }
     return 0;
 }
 
@@ -39,6 +53,7 @@ int64_t eng_exts_reserve(const struct eng *e)
 int eng_exts_create(struct eng *e, struct ts_err *err)
 {
     for (int i = 0; i < eng_num_exts; i++) {
+        (void)what(eng_exts[i]); /* (every row declared) */
         e->ext_row[i] = eng_exts[i];
         e->ext[i] = xcalloc(1, eng_exts[i]->state_bytes ? eng_exts[i]->state_bytes : 1);
         if (eng_exts[i]->create && eng_exts[i]->create(e, e->ext[i], err))
@@ -59,9 +74,14 @@ void eng_exts_destroy(struct eng *e)
 
 int eng_exts_refuse_step(const struct eng *e, const struct step_desc *sd, bool split, struct ts_err *err)
 {
-    for (int i = 0; i < eng_num_exts; i++)
-        if (eng_exts[i]->refuse_step && eng_exts[i]->refuse_step(e, e->ext[i], sd, split, err))
+    for (int i = 0; i < eng_num_exts; i++) {
+        const struct eng_ext *x = eng_exts[i];
+        if (split && x->pending && x->pending(e->ext[i]))
+            return ts_fail(err, "step refused: the extension %s (%s) runs in steps whose rows are the same in every "
+                                "layer (no feature cache, front shapes or eviction)", x->name, what(x));
+        if (x->refuse_step && x->refuse_step(e, e->ext[i], sd, split, err))
             return -1;
+    }
     return 0;
 }
 

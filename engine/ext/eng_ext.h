@@ -5,10 +5,12 @@
  * (engine/gpu/) calls each row's hooks at fixed points, in the table's order, and names no mechanism.
  *
  * The points, in the order of a step:
- *   refused       at eng_create: the options the extension takes, checked (0, or the message);
+ *   refused       at eng_create: the options the extension takes, checked (0, or the message), then
+ *                 one_gpu's demand;
  *   reserve       at eng_create: device bytes it holds, taken from the KV pool's budget;
  *   create        at eng_create: its state (state_bytes, zeroed) and buffers; destroy frees them;
- *   refuse_step   before a step is planned: 0, or why the step cannot run (nothing has changed yet);
+ *   refuse_step   before a step is planned: pending's demand, then 0 or why the step cannot run
+ *                 (nothing has changed yet);
  *   prepare       once the step's plan is built: its per-step inputs checked and uploaded;
  *   after_embed   after the embedding of a step whose rows are the same in every layer;
  *   before_attention / after_attention: in each layer of such a step (the attention's arguments,
@@ -34,8 +36,15 @@ struct eng_chunk {
 };
 
 struct eng_ext {
-    const char *name;   /* as sim/core/eng_ext_decl.h declares it */
+    const char *name;   /* as sim/core/eng_ext_decl.h declares it (what it does: the declaration's) */
     size_t state_bytes; /* its state, zeroed at creation (e->ext[i]) */
+    /* What it asks of the engine and its steps, checked by the table for it: with one_gpu, an engine
+     * made with it (on) runs on one GPU over the KV pool (no tensor parallelism, not stateless); with
+     * pending, a step it has work in (its entry points set) has the same rows in every layer (no
+     * feature cache, front shapes or eviction). */
+    bool (*on)(const struct eng_opts *o);
+    bool one_gpu;
+    bool (*pending)(const void *st);
     int (*refused)(const struct model_cfg *m, const struct eng_opts *o, struct ts_err *err);
     int64_t (*reserve)(const struct eng *e);
     int (*create)(struct eng *e, void *st, struct ts_err *err);

@@ -66,7 +66,8 @@ static int drift_create(struct eng *e, void *st, struct ts_err *err)
         eng_dev_alloc((void **)&x->drift_elig, R * e->o.drift_positions, err) ||
         eng_dev_alloc((void **)&x->drift_query, R * e->o.drift_positions, err) ||
         eng_dev_alloc((void **)&x->drift_rowmap, R * e->o.drift_positions * 4, err) ||
-        eng_dev_alloc((void **)&x->d_drift_track, R * layers * 4, err) || eng_dev_alloc((void **)&x->d_drift_sim, R * layers * 4, err))
+        eng_dev_alloc((void **)&x->d_drift_track, R * layers * 4, err) ||
+        eng_dev_alloc((void **)&x->d_drift_sim, R * layers * 4, err))
         return -1;
     x->drift = xcalloc((size_t)R, sizeof *x->drift);
     return 0;
@@ -162,8 +163,6 @@ static int drift_refused(const struct model_cfg *m, const struct eng_opts *o, st
     if (o->drift_positions < 0 || o->drift_requests < 0 || (o->drift_positions > 0 && o->drift_requests < 1))
         return ts_fail(err, "engine: drift_positions %d, drift_requests %d (both 0, or both positive)",
                        o->drift_positions, o->drift_requests);
-    if (o->drift_positions > 0 && (o->tp_size > 1 || o->stateless))
-        return ts_fail(err, "engine: Elastic-Cache's drift test runs on one GPU, over the KV pool");
     return 0;
 }
 
@@ -179,17 +178,6 @@ static void drift_destroy(struct eng *e, void *st)
     free(x->drift);
 }
 
-static int drift_refuse_step(const struct eng *e, const void *st, const struct step_desc *sd, bool split,
-                             struct ts_err *err)
-{
-    const struct drift *x = st;
-    (void)e, (void)sd;
-    if (x->drift_pending && split)
-        return ts_fail(err, "step refused: Elastic-Cache's drift test runs in steps whose rows are the same in every "
-                            "layer (no feature cache, front shapes or eviction)");
-    return 0;
-}
-
 /* the queries and keys the step kept are the step before's now */
 static void drift_step_done(struct eng *e, void *st, const struct step_desc *sd)
 {
@@ -201,8 +189,11 @@ static void drift_step_done(struct eng *e, void *st, const struct step_desc *sd)
     }
 }
 
+static bool drift_on(const struct eng_opts *o) { return o->drift_positions > 0; }
+static bool drift_pending(const void *st) { return ((const struct drift *)st)->drift_pending; }
+
 const struct eng_ext ext_drift = {
     .name = "drift", .state_bytes = sizeof(struct drift), .refused = drift_refused, .reserve = drift_reserve,
-    .create = drift_create, .destroy = drift_destroy, .refuse_step = drift_refuse_step,
+    .create = drift_create, .destroy = drift_destroy, .on = drift_on, .one_gpu = true, .pending = drift_pending,
     .after_attention = drift_layer, .step_done = drift_step_done,
 };

@@ -42,7 +42,8 @@ static int rollout_create(struct eng *e, void *st, struct ts_err *err)
 
 /* d2Cache's attention rollout in layer L of a step (eng_rollout_next), after its attention: each entry's
  * mix (k_rollout_layer); after the last layer (importance) each entry's rollout's column sums. */
-static struct k_rollout_args rollout_args(const struct eng *e, const struct rollout *x, int32_t i, int L, int layers, const bf16_t *qkv,
+static struct k_rollout_args rollout_args(const struct eng *e, const struct rollout *x, int32_t i, int L, int layers,
+                                          const bf16_t *qkv,
                                           const bf16_t *kp)
 {
     const struct model_cfg *m = &e->m;
@@ -89,7 +90,8 @@ int eng_rollout_next(struct eng *e, const struct eng_rollout_req *r, int32_t n, 
 {
     struct rollout *x = eng_ext_state(e, &ext_rollout);
     if (e->o.rollout_positions <= 0)
-        return ts_fail(err, "d2Cache's attention rollout: the engine keeps no buffers for it (eng_opts.rollout_positions)");
+        return ts_fail(err, "d2Cache's attention rollout: the engine keeps no buffers for it "
+                            "(eng_opts.rollout_positions)");
     if (n < 0 || n > e->o.rollout_requests)
         return ts_fail(err, "d2Cache's attention rollout: %d requests (at most %d)", n, e->o.rollout_requests);
     for (int32_t i = 0; i < n; i++) {
@@ -118,8 +120,6 @@ static int rollout_refused(const struct model_cfg *m, const struct eng_opts *o, 
         (o->rollout_positions > 0 && o->rollout_requests < 1))
         return ts_fail(err, "engine: rollout_positions %d (at most %d), rollout_requests %d (both 0, or both "
                             "positive)", o->rollout_positions, K_ROLLOUT_MAX_N, o->rollout_requests);
-    if (o->rollout_positions > 0 && (o->tp_size > 1 || o->stateless))
-        return ts_fail(err, "engine: d2Cache's attention rollout runs on one GPU, over the KV pool");
     return 0;
 }
 
@@ -134,26 +134,18 @@ static void rollout_destroy(struct eng *e, void *st)
     free(x->ro);
 }
 
-static int rollout_refuse_step(const struct eng *e, const void *st, const struct step_desc *sd, bool split,
-                               struct ts_err *err)
-{
-    const struct rollout *x = st;
-    (void)e, (void)sd;
-    if (x->ro_pending && split)
-        return ts_fail(err, "step refused: d2Cache's attention rollout runs in steps whose rows are the same in every "
-                            "layer (no feature cache, front shapes or eviction)");
-    return 0;
-}
-
 static void rollout_step_done(struct eng *e, void *st, const struct step_desc *sd)
 {
     (void)e, (void)sd;
     ((struct rollout *)st)->ro_pending = false;
 }
 
+static bool rollout_on(const struct eng_opts *o) { return o->rollout_positions > 0; }
+static bool rollout_pending(const void *st) { return ((const struct rollout *)st)->ro_pending; }
+
 const struct eng_ext ext_rollout = {
     .name = "rollout", .state_bytes = sizeof(struct rollout), .refused = rollout_refused,
     .reserve = rollout_reserve, .create = rollout_create, .destroy = rollout_destroy,
-    .refuse_step = rollout_refuse_step, .after_attention = rollout_layer, .after_layers = rollout_importance,
-    .step_done = rollout_step_done,
+    .on = rollout_on, .one_gpu = true, .pending = rollout_pending, .after_attention = rollout_layer,
+    .after_layers = rollout_importance, .step_done = rollout_step_done,
 };

@@ -46,7 +46,8 @@ static int sparsed_create(struct eng *e, void *st, struct ts_err *err)
     const int64_t R = e->o.sparsed_requests, H = e->m.num_heads;
     x->sp_qb = (e->o.sparsed_positions + e->o.sparsed_block - 1) / e->o.sparsed_block;
     const int64_t entries = (int64_t)e->m.num_layers * R * H * x->sp_qb;
-    if (eng_dev_alloc((void **)&x->sp_cnt, entries * 4, err) || eng_dev_alloc((void **)&x->sp_list, entries * x->sp_qb * 2, err) ||
+    if (eng_dev_alloc((void **)&x->sp_cnt, entries * 4, err) ||
+        eng_dev_alloc((void **)&x->sp_list, entries * x->sp_qb * 2, err) ||
         eng_dev_alloc((void **)&x->sp_part, k_sparsed_part_bytes(e->o.sparsed_positions, (int)H), err) ||
         eng_dev_alloc((void **)&x->sp_base, (int64_t)e->o.max_tokens * 4, err))
         return -1;
@@ -192,8 +193,6 @@ static int sparsed_refused(const struct model_cfg *m, const struct eng_opts *o, 
         return ts_fail(err, "engine: sparsed_positions %d, sparsed_requests %d (both 0, or both positive), "
                             "sparsed_block %d (a multiple of 64), sparsed_select %g (0 to 1)", o->sparsed_positions,
                        o->sparsed_requests, o->sparsed_block, o->sparsed_select);
-    if (o->sparsed_positions > 0 && (o->tp_size > 1 || o->stateless))
-        return ts_fail(err, "engine: SparseD's patterns run on one GPU, over the KV pool");
     return 0;
 }
 
@@ -210,16 +209,12 @@ static void sparsed_destroy(struct eng *e, void *st)
     free(x->sp), free(x->sp_N);
 }
 
-/* A step whose rows differ by layer is refused while entries are set; a segment of a sparse pattern
- * (attn_keys) runs only as an entry names it. */
+/* A segment of a sparse pattern (attn_keys) runs only as an entry names it. */
 static int sparsed_refuse_step(const struct eng *e, const void *st, const struct step_desc *sd, bool split,
                                struct ts_err *err)
 {
     const struct sparsed *x = st;
-    (void)e;
-    if (x->sp_n > 0 && split)
-        return ts_fail(err, "step refused: SparseD's patterns run in steps whose rows are the same in every layer "
-                            "(no feature cache, front shapes or eviction)");
+    (void)e, (void)split;
     for (int32_t s = 0; s < sd->num_segs; s++) {
         bool named = false;
         for (int32_t i = 0; i < x->sp_n && !named; i++)
@@ -243,9 +238,13 @@ static void sparsed_step_done(struct eng *e, void *st, const struct step_desc *s
     x->sp_n = 0;
 }
 
+static bool sparsed_on(const struct eng_opts *o) { return o->sparsed_positions > 0; }
+static bool sparsed_pending(const void *st) { return ((const struct sparsed *)st)->sp_n > 0; }
+
 const struct eng_ext ext_sparsed = {
     .name = "sparsed", .state_bytes = sizeof(struct sparsed), .refused = sparsed_refused,
     .reserve = sparsed_reserve, .create = sparsed_create, .destroy = sparsed_destroy,
+    .on = sparsed_on, .one_gpu = true, .pending = sparsed_pending,
     .refuse_step = sparsed_refuse_step, .prepare = sparsed_check, .before_attention = sparsed_layer_args,
     .after_attention = sparsed_layer, .step_done = sparsed_step_done,
 };

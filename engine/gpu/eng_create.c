@@ -261,7 +261,8 @@ static int alloc_moe(struct eng *e, struct ts_err *err)
         return -1;
     moe_scratch(e, e->moe_buf);
     return e->o.trace_selection &&
-           eng_dev_alloc((void **)&e->moe_trace, (int64_t)e->m.num_layers * e->o.max_tokens * e->m.experts_top_k * 4, err);
+           eng_dev_alloc((void **)&e->moe_trace,
+                         (int64_t)e->m.num_layers * e->o.max_tokens * e->m.experts_top_k * 4, err);
 }
 
 /* The device buffers (weights, workspaces, the KV pool poisoned so that a read of an unwritten key
@@ -270,13 +271,16 @@ static int alloc_buffers(struct eng *e, struct ts_err *err)
 {
     const int64_t T = e->o.max_tokens, h = e->m.hidden, kvd = (int64_t)e->m.num_kv_heads * e->m.head_dim;
     const bool pooled = !e->o.stateless, fc = pooled && e->o.feature_cache, ic = pooled && e->o.input_cache;
-    const int64_t kv_bytes = e->slots * e->m.num_layers * kvd * 2, f_bytes = fc ? e->slots * e->m.num_layers * 2 * h * 2 : 0;
+    const int64_t kv_bytes = e->slots * e->m.num_layers * kvd * 2;
+    const int64_t f_bytes = fc ? e->slots * e->m.num_layers * 2 * h * 2 : 0;
     const int64_t i_bytes = ic ? e->slots * e->m.num_layers * h * 2 : 0;
     if (eng_dev_alloc((void **)&e->w, e->mem.weights, err) || eng_dev_alloc(&e->blas_ws, BLAS_WORKSPACE, err) ||
         eng_dev_alloc(&e->attn_ws, ATTN_WORKSPACE, err) ||
-        (pooled && (eng_dev_alloc((void **)&e->k_pool, kv_bytes, err) || eng_dev_alloc((void **)&e->v_pool, kv_bytes, err))) ||
+        (pooled &&
+         (eng_dev_alloc((void **)&e->k_pool, kv_bytes, err) || eng_dev_alloc((void **)&e->v_pool, kv_bytes, err))) ||
         (fc && (eng_dev_alloc((void **)&e->f_pool, f_bytes, err) || eng_dev_alloc((void **)&e->fc_out, T * h * 2, err) ||
-                eng_dev_alloc((void **)&e->fc_hp, T * h * 2, err) || eng_dev_alloc((void **)&e->fc_vnew, T * kvd * 2, err) ||
+                eng_dev_alloc((void **)&e->fc_hp, T * h * 2, err) ||
+                eng_dev_alloc((void **)&e->fc_vnew, T * kvd * 2, err) ||
                 eng_dev_alloc((void **)&e->fc_sim, T * 4, err))) ||
         (ic && eng_dev_alloc((void **)&e->i_pool, i_bytes, err)) ||
         (pooled && e->o.trace_selection && eng_dev_alloc((void **)&e->pick_trace, PICK_TRACE, err)) ||

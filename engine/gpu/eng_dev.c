@@ -23,7 +23,8 @@ int eng_read_widened(const bf16_t *src, int64_t n, float *dst, const char *what,
     for (int64_t i = 0; ce == cudaSuccess && i < n; i++)
         dst[i] = eng_bf2f(tmp[i]);
     free(tmp);
-    return ce == cudaSuccess ? 0 : ts_fail(err, "engine: reading the %s rows back failed: %s", what, cudaGetErrorString(ce));
+    return ce == cudaSuccess ? 0
+                             : ts_fail(err, "engine: reading the %s rows back failed: %s", what, cudaGetErrorString(ce));
 }
 
 /* Y[rows, out] (+)= X[rows, in] W^T, W [out, in] row-major, through cuBLASLt (eng_gemm.c). A shape
