@@ -608,6 +608,16 @@ contains "an unknown length profile" "lengths 'alpaca': expected sharegpt, share
 expect 2 "trace info missing file" -- "$bin" trace info "$tmp/none.csv"
 contains "missing file" "cannot open"
 expect 2 "trace gen bad arrivals" -- "$bin" trace gen --arrivals weibull
+# trace gen's workload options are tessera sim's rows: the same checks, the same words
+expect 2 "trace gen --requests 0" -- "$bin" trace gen --requests 0
+"$bin" sim --requests 0 >"$tmp/sim-req0.txt" 2>&1
+msg=$(sed -n 's/^tessera sim: //p' "$tmp/sim-req0.txt" | head -1)
+[ -n "$msg" ] && grep -qF -- "$msg" "$tmp/out" && ok || bad "trace gen --requests 0 says otherwise than sim ('$msg')"
+expect 2 "trace gen --seed -1" -- "$bin" trace gen --seed -1
+contains "trace gen --seed -1" "--seed"
+expect 0 "trace gen --rps 0 is its default rate" -- "$bin" trace gen --requests 50 --rps 0 --seed 3 --out "$tmp/rps0.csv"
+expect 0 "trace gen --rps 1" -- "$bin" trace gen --requests 50 --rps 1 --seed 3 --out "$tmp/rps1.csv"
+cmp -s "$tmp/rps0.csv" "$tmp/rps1.csv" && ok || bad "trace gen --rps 0 is not 1 req/s"
 raw=../shared/traces/raw
 if [ -d "$raw" ]; then
     expect 0 "trace info azure" -- "$bin" trace info "$raw/AzureLLMInferenceTrace_conv.csv"

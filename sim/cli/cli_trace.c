@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace.h"
 #include "cli.h"
+#include "config.h"
+#include "trace.h"
 
 static void trace_usage(FILE *f)
 {
@@ -105,43 +106,34 @@ static int cmd_fit(const char *path, bool skip_bad)
     return 0;
 }
 
+/* `trace gen`: its workload options (--requests, --rps, --arrivals, --lengths, --seed) are rows of
+ * tessera sim's table (config.c), parsed and checked by it, their defaults its own; --requests and
+ * --rps unset (0) are 1000 requests at 1 req/s here. */
 static int cmd_gen(int argc, char **argv)
 {
+    enum { WORKLOAD = 'w' };
     static const struct option o[] = {
-        {"requests", required_argument, 0, 'n'}, {"rps", required_argument, 0, 'r'},
-        {"arrivals", required_argument, 0, 'a'}, {"lengths", required_argument, 0, 'l'},
-        {"seed", required_argument, 0, 's'},     {"out", required_argument, 0, 'o'},
-        {"rescale", required_argument, 0, 'R'},  {"help", no_argument, 0, 'h'},
-        {"force", no_argument, 0, 'f'},          {0, 0, 0, 0}};
-    int64_t n = -1, seed = 1;
-    double rps = 1.0;
-    const char *arrivals = "poisson", *lengths = "sharegpt", *out = "-", *rescale = NULL;
+        {"requests", required_argument, 0, WORKLOAD}, {"rps", required_argument, 0, WORKLOAD},
+        {"arrivals", required_argument, 0, WORKLOAD}, {"lengths", required_argument, 0, WORKLOAD},
+        {"seed", required_argument, 0, WORKLOAD},     {"out", required_argument, 0, 'o'},
+        {"rescale", required_argument, 0, 'R'},       {"help", no_argument, 0, 'h'},
+        {"force", no_argument, 0, 'f'},               {0, 0, 0, 0}};
+    struct sim_config cfg;
+    sim_config_defaults(&cfg);
+    struct ts_err err;
+    const char *out = "-", *rescale = NULL;
     bool force = false;
     optind = 1;
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", o, NULL)) != -1) {
+    int c, idx = 0;
+    while ((c = getopt_long(argc, argv, ":h", o, &idx)) != -1) {
         switch (c) {
-        case 'n':
-            if (ts_parse_i64(optarg, &n) || n < 1) {
-                fprintf(stderr, "tessera trace gen: --requests: '%s' is not a positive integer\n", optarg);
+        case WORKLOAD:
+            if (cfg_option_set(cfg_option_find(o[idx].name), optarg, &cfg, &err)) {
+                fprintf(stderr, "tessera trace gen: %s\n", err.msg);
                 return EXIT_USAGE;
             }
             break;
-        case 'r':
-            if (ts_parse_double(optarg, &rps) || rps <= 0) {
-                fprintf(stderr, "tessera trace gen: --rps: '%s' is not a positive number\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 's':
-            if (ts_parse_i64(optarg, &seed) || seed < 0) {
-                fprintf(stderr, "tessera trace gen: --seed: '%s' is not a non-negative integer\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'a': arrivals = optarg; break;
-        case 'l': lengths = optarg; break;
         case 'o': out = optarg; break;
         case 'R': rescale = optarg; break;
         case 'f': force = true; break;
@@ -149,13 +141,15 @@ static int cmd_gen(int argc, char **argv)
         default: return cli_getopt_error("trace gen", c, argv, o);
         }
     }
+    const int64_t n = cfg.requests, seed = cfg.seed;
+    const double rps = cfg.rps > 0 ? cfg.rps : 1.0;
+    const char *arrivals = cfg.arrivals, *lengths = cfg.lengths;
     if (optind < argc) {
         fprintf(stderr, "tessera trace gen: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
     if (cli_check_out_file("trace gen", out, force))
         return EXIT_USAGE;
-    struct ts_err err;
     struct trace t = {0}, src = {0};
     if (rescale) {
         if (load(rescale, false, &t))
