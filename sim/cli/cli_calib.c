@@ -15,6 +15,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +249,25 @@ struct calib_args {
     int novers;
 };
 
+/* calib's options, each a row: its name, the field of calib_args it sets (a value, or with flag true a
+ * flag); --over's values are appended to overs (OVER_ROW). */
+#define OVER_ROW SIZE_MAX
+static const struct calib_opt {
+    const char *name;
+    size_t off;
+    bool flag;
+} calib_opts[] = {
+#define VALUE(opt, field) {opt, offsetof(struct calib_args, field), false}
+#define FLAG(opt, field) {opt, offsetof(struct calib_args, field), true}
+    VALUE("--gpu", gpu),   VALUE("--gpu-file", gpu_file), VALUE("--out", out),     VALUE("--db", db),
+    VALUE("--calib", calib_path), VALUE("--model", model), VALUE("--impl", impl),  VALUE("--csv", csv),
+    VALUE("--from", from), VALUE("--to", to),             VALUE("--step", step),   VALUE("--attn-block", attn_block),
+    VALUE("--host", host), VALUE("--clock", clock),       VALUE("--held-tflops", held), {"--over", OVER_ROW, false},
+    FLAG("--extrapolate", extrapolate), FLAG("--roofline", roofline), FLAG("--iter-smooth", iter_smooth),
+#undef VALUE
+#undef FLAG
+};
+
 /* Parses argv (argv[1] the subcommand) into *a, refusing an option the subcommand does not take
  * rather than ignoring it. Returns 0, 1 for --help (printed), or EXIT_USAGE (said on stderr). */
 static int parse_calib_args(int argc, char **argv, struct calib_args *a)
@@ -272,17 +293,13 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
     }
     for (int i = 2; i < argc; i++) {
         const char *o = argv[i];
-        const char **dst = strcmp(o, "--gpu") == 0 ? &a->gpu : strcmp(o, "--out") == 0 ? &a->out
-                         : strcmp(o, "--db") == 0 ? &a->db : strcmp(o, "--calib") == 0 ? &a->calib_path
-                         : strcmp(o, "--model") == 0 ? &a->model : strcmp(o, "--impl") == 0 ? &a->impl
-                         : strcmp(o, "--csv") == 0 ? &a->csv : strcmp(o, "--from") == 0 ? &a->from
-                         : strcmp(o, "--to") == 0 ? &a->to : strcmp(o, "--step") == 0 ? &a->step
-                         : strcmp(o, "--attn-block") == 0 ? &a->attn_block : strcmp(o, "--host") == 0 ? &a->host
-                         : strcmp(o, "--gpu-file") == 0 ? &a->gpu_file : strcmp(o, "--clock") == 0 ? &a->clock
-                         : strcmp(o, "--held-tflops") == 0 ? &a->held
-                         : strcmp(o, "--over") == 0 ? &a->overs[a->novers] : NULL;
-        const bool flag = strcmp(o, "--extrapolate") == 0 || strcmp(o, "--roofline") == 0 ||
-                          strcmp(o, "--iter-smooth") == 0;
+        const struct calib_opt *row = NULL;
+        for (size_t k = 0; k < TS_ARRAY_LEN(calib_opts) && !row; k++)
+            row = strcmp(o, calib_opts[k].name) == 0 ? &calib_opts[k] : NULL;
+        const char **dst = !row || row->flag       ? NULL
+                           : row->off == OVER_ROW ? &a->overs[a->novers]
+                                                  : (const char **)(void *)((char *)a + row->off);
+        const bool flag = row && row->flag;
         if ((dst || flag) && !in_list(opts, o)) {
             fprintf(stderr, "tessera calib %s: %s does not apply here (%s takes %s)\n", sub, o, sub, opts);
             return EXIT_USAGE;
@@ -295,8 +312,7 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
             *dst = argv[++i];
             a->novers += dst == &a->overs[a->novers];
         } else if (flag) {
-            *(strcmp(o, "--roofline") == 0 ? &a->roofline : strcmp(o, "--iter-smooth") == 0 ? &a->iter_smooth
-                                                                                        : &a->extrapolate) = true;
+            *(bool *)(void *)((char *)a + row->off) = true;
         } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
             calib_usage(stdout);
             return 1;
