@@ -247,7 +247,7 @@ print-libs:
 
 # the include graph keeps the floors (sim/core at the bottom), no files call each other round a
 # circle (tests/check_layers.sh)
-check-layers:
+check-layers: $(LIB_OBJ) $(CLI_OBJ) $(ENGINE_OBJ)
 	@BUILD=$(BUILD) bash tests/check_layers.sh
 
 check-valgrind: $(BUILD)/tessera $(TESTS)

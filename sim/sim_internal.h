@@ -1,6 +1,7 @@
 /*
- * sim_internal.h: the simulator's state as schedulers see it. Only sim.c, the schedulers and the
- * database writer include it.
+ * sim_internal.h: the simulator's state as schedulers see it. Only the event loop's files (sim.c,
+ * sim_create.c, sim_requests.c), the schedulers and the tests include it (check_layers); the database
+ * writer reads a run through sim_record.h.
  */
 #ifndef TESSERA_SIM_INTERNAL_H
 #define TESSERA_SIM_INTERNAL_H

@@ -92,10 +92,17 @@ room_rule engine_bench_internal.h ':(glob)sim/**' ':(glob)engine/**' ':(glob)tes
 room_rule cli.h ':(glob)sim/*.c' ':(glob)sim/*/*.c' ':!sim/cli/*' ':(glob)sim/core/*' ':(glob)engine/*.c' ':(glob)traces/*.c'
 # no circles: the product's objects in the build (BUILD, default build) as a graph, an arrow from
 # each file to the files whose functions it calls (nm; a table's rows, data, are no arrow: a part's
-# file uses its table's helpers); tsort names every loop it finds. Objects of no source are left out.
+# file uses its table's helpers); tsort names every loop it finds. Objects of no source, or older than
+# theirs, are left out.
 objs=$(find "${BUILD:-build}" -name '*.o' ! -path '*/tests/*' ! -path '*/fuzz/*' 2>/dev/null |
-    while read -r o; do src=${o#"${BUILD:-build}"/}; src=${src%.o}; [ -e "$src.c" ] && echo "$o"; done)
-if [ -n "$objs" ]; then
+    while read -r o; do
+        src=${o#"${BUILD:-build}"/}
+        src=${src%.o}
+        [ -e "$src.c" ] && [ "$o" -nt "$src.c" ] && echo "$o"
+    done)
+if [ -z "$objs" ]; then
+    echo "layers: the circle check skipped: no objects of the sources in ${BUILD:-build} (build first)" >&2
+else
     edges=$(for o in $objs; do nm -A "$o" 2>/dev/null; done | awk '
         { i = index($0, ":"); file = substr($0, 1, i - 1); n = split(substr($0, i + 1), w, " ")
           if (n == 2 && w[1] == "U") use[file] = use[file] " " w[2]

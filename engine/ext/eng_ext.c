@@ -13,7 +13,7 @@
 extern const struct eng_ext ext_sparsed, ext_drift, ext_rollout, ext_smooth, ext_credit;
 
 const struct eng_ext *const eng_exts[] = {
-    &ext_sparsed, /* SparseD's patterns of kept key blocks, built and attended by */
+    &ext_sparsed, /* SparseD's patterns of kept key blocks, built, then attended by */
     &ext_drift,   /* Elastic-Cache's drift test, measured */
     &ext_rollout, /* d2Cache's attention rollout, measured */
     &ext_smooth,  /* dInfer's IterSmooth: soft embeddings of the masked rows */

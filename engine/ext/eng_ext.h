@@ -13,14 +13,17 @@
  *                 (nothing has changed yet);
  *   prepare       once the step's plan is built: its per-step inputs checked and uploaded;
  *   after_embed   after the embedding of a step whose rows are the same in every layer;
- *   before_attention / after_attention: in each layer of such a step (the attention's arguments,
- *                 the layer's qkv rows and its K pool);
+ *   before_attention / after_attention: in each layer over the step's own plan (the attention's
+ *                 arguments, the layer's qkv rows and its K pool): every layer of a step whose rows
+ *                 are the same in every layer, the later layers of an evicting or widening step (an
+ *                 extension that needs the former refuses the latter by `pending`);
  *   after_layers  after the last layer;
  *   head_sampled  per LM-head chunk, after the argmax and confidence (timed as the sampling);
  *   head_chunk    then, after every extension's head_sampled;
  *   step_done     after the step ran (eng_step): its results become the next step's inputs.
  * Every hook may be NULL. An extension's entry points (eng_drift_next, ...) set what its next step
- * does; without them its hooks do nothing.
+ * does; without them its hooks do nothing, but where a step's own knobs ask for its work
+ * (step_desc.iter_smooth: IterSmooth's products, kept or not).
  */
 #ifndef TESSERA_ENG_EXT_H
 #define TESSERA_ENG_EXT_H

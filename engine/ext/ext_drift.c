@@ -50,7 +50,7 @@ static int64_t drift_reserve(const struct eng *e)
            (int64_t)e->o.drift_requests * e->m.num_layers * 8;
 }
 
-/* Elastic-Cache's drift test's buffers (drift_bytes), where the engine is made with them. */
+/* Elastic-Cache's drift test's buffers (drift_reserve), where the engine is made with them. */
 static int drift_create(struct eng *e, void *st, struct ts_err *err)
 {
     struct drift *x = st;

@@ -11,7 +11,8 @@
 
 static const struct eng_ext_decl decls[] = {
     {.name = "sparsed",
-     .what = "SparseD's patterns of kept key blocks, built from each request's queries and keys and attended by",
+     .what = "SparseD's patterns of kept key blocks, built from each request's queries and keys, its steps "
+             "attending by them",
      .keeps = "each request's pattern of kept key blocks (built from its own queries and keys)"},
     {.name = "drift", .what = "Elastic-Cache's drift test, measured in every layer"},
     {.name = "rollout", .what = "d2Cache's attention rollout, measured over every layer"},

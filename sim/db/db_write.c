@@ -76,8 +76,11 @@ static int write_requests(struct writer *w, const struct sim *s, int64_t run_id)
     int rc = 0, got;
     int64_t v[SIM_REQ_ROW], rows = 0, num = 0;
     FILE *spill = sim_request_rows(s, &num);
-    if (!spill)
-        return ts_fail(w->err, "%s: cannot read back the requests' rows: %s", w->path, strerror(errno));
+    if (!spill) {
+        rc = ts_fail(w->err, "%s: cannot read back the requests' rows: %s", w->path, strerror(errno));
+        sqlite3_finalize(st);
+        return rc;
+    }
     while (!rc && (got = ts_spill_read(spill, v, SIM_REQ_ROW)) != 0) {
         if (got < 0) {
             rc = ts_fail(w->err, "%s: the requests' rows spilled to a temporary file came back short", w->path);
