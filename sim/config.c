@@ -357,7 +357,7 @@ void sim_config_defaults(struct sim_config *c)
         snprintf(c->datadir, sizeof c->datadir, "%s", env);
 }
 
-int sim_config_validate(const struct sim_config *c, struct ts_err *err)
+int sim_config_validate(const struct sim_config *c, struct sim_setup *setup, struct ts_err *err)
 {
     for (int i = 0; i < cfg_num_options; i++) {
         const struct cfg_option *o = &cfg_options[i];
@@ -404,12 +404,8 @@ int sim_config_validate(const struct sim_config *c, struct ts_err *err)
     if (c->max_new_tokens > 0 && c->max_new_tokens < c->block)
         return ts_fail(err, "--max-new-tokens: %d is less than one block (--block %d)", c->max_new_tokens,
                        c->block);
-    const struct policy_ops *po = policy_find(c->policy);
-    const struct sched_ops *so = sched_find(c->scheduler);
-    struct run_params rp;
-    if (po && so && parts_resolve(po, so, &c->params, &rp, err))
-        return -1;
-    return 0;
+    struct sim_setup own;
+    return sim_setup_resolve(c, setup ? setup : &own, err);
 }
 
 /* the JSON key of an option: its name with '_' for '-' */
@@ -443,12 +439,10 @@ char *sim_config_to_json(const struct sim_config *c)
         }
         json_object_set_new(o, key, v);
     }
-    const struct policy_ops *po = policy_find(c->policy);
-    const struct sched_ops *so = sched_find(c->scheduler);
-    struct run_params rp;
-    if (po && so && parts_resolve(po, so, &c->params, &rp, NULL) == 0) { /* their parameters, resolved */
-        params_json(o, po->params, po->num_params, rp.policy);
-        params_json(o, so->params, so->num_params, rp.sched);
+    struct sim_setup su;
+    if (sim_setup_resolve(c, &su, NULL) == 0) { /* the parts' parameters, resolved */
+        params_json(o, su.policy->params, su.policy->num_params, su.params.policy);
+        params_json(o, su.sched->params, su.sched->num_params, su.params.sched);
     }
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);

@@ -165,8 +165,10 @@ int cfg_option_set(const struct cfg_option *o, const char *text, struct sim_conf
 const char *cfg_option_text(const struct cfg_option *o, const struct sim_config *c, char *buf, size_t len);
 
 void sim_config_defaults(struct sim_config *c);
-/* Every option's field in its range or choices, then the rules between options. */
-int sim_config_validate(const struct sim_config *c, struct ts_err *err);
+/* Every option's field in its range or choices, then the rules between options, then the parts it
+ * names resolved (parts.h), into *setup where setup is not NULL. */
+struct sim_setup;
+int sim_config_validate(const struct sim_config *c, struct sim_setup *setup, struct ts_err *err);
 /* Returns a newly allocated JSON text of the stored options and the parts' parameters; caller frees. */
 char *sim_config_to_json(const struct sim_config *c);
 /* The configuration a run stored (config_json): the defaults, then every stored option and the

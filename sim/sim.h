@@ -95,6 +95,10 @@ void sim_keep_requests(struct sim *s);
 int sim_run(struct sim *s, struct ts_err *err);
 void sim_get_summary(const struct sim *s, struct sim_summary *out);
 const struct sim_config *sim_config(const struct sim *s);
+/* The parts its configuration names (policy, scheduler, their parameters), as resolved once when it
+ * was made (parts.h). */
+struct sim_setup;
+const struct sim_setup *sim_setup_of(const struct sim *s);
 const struct model_cfg *sim_model(const struct sim *s);
 const struct gpu_spec *sim_gpu(const struct sim *s);
 /* The prompt blocks its prompt cache may hold at most (--prompt-cache, bounded by its KV pool), or 0. */

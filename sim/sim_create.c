@@ -238,10 +238,14 @@ static int policy_fits(const struct sim *s, const struct sim_config *cfg, struct
 /* sim_create, or with fed its requests fed to it (sim_create_fed). */
 static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct ts_err *err)
 {
-    if (sim_config_validate(cfg, err))
+    struct sim_setup setup; /* the parts, resolved once */
+    if (sim_config_validate(cfg, &setup, err))
         return NULL;
     struct sim *s = xcalloc(1, sizeof *s);
     s->cfg = *cfg;
+    s->setup = setup;
+    s->pol = setup.policy;
+    s->sched = setup.sched;
     snprintf(s->code_version, sizeof s->code_version, "%s", ts_version());
     step_desc_init(&s->sd);
     evq_init(&s->evq);
@@ -253,7 +257,6 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
         rc = gpu_lookup(gt, cfg->gpu, &s->gpu, err);
     gpu_table_destroy(gt);
     if (rc || impl_resolve(cfg->impl, &s->impl, err) || cost_resolve(cfg->cost, &s->cost, err) ||
-        policy_resolve(cfg->policy, &s->pol, err) || sched_resolve(cfg->scheduler, &s->sched, err) ||
         planner_resolve(cfg->planner, &s->planner, err) ||
         decode_parse(cfg->decode, cfg->datadir, &s->dm, err))
         goto fail;
@@ -295,11 +298,8 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
                                   .early_stop = cfg->early_stop, .early_commit = cfg->early_commit, .dm = &s->dm};
     if (s->pol->caps & POLICY_DECIDES)
         s->pcfg.rng = gsl_rng_alloc(gsl_rng_taus2);
-    struct run_params rp;
-    if (parts_resolve(s->pol, s->sched, &cfg->params, &rp, err))
-        goto fail;
-    memcpy(s->pcfg.p, rp.policy, sizeof s->pcfg.p);
-    memcpy(s->sched_p, rp.sched, sizeof s->sched_p);
+    memcpy(s->pcfg.p, s->setup.params.policy, sizeof s->pcfg.p);
+    memcpy(s->sched_p, s->setup.params.sched, sizeof s->sched_p);
     s->sd.logit_chunk_rows = cfg->max_num_logits;
     policy_step_knobs(s->pol, &s->pcfg, &s->model, &s->sd);
     if (s->pol->check_model && s->pol->check_model(&s->pcfg, &s->model, err))
@@ -424,3 +424,4 @@ void sim_set_executor(struct sim *s, const struct sim_executor *ex)
 }
 
 const struct sim_config *sim_config(const struct sim *s) { return &s->cfg; }
+const struct sim_setup *sim_setup_of(const struct sim *s) { return &s->setup; }

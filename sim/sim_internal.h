@@ -59,7 +59,8 @@ struct sim {
     struct ts_err run_err;
     bool failed;
     struct sim_executor ex; /* live mode when ex.step is set */
-    const struct policy_ops *pol;
+    struct sim_setup setup;          /* the parts cfg names, resolved once (sim_setup_resolve) */
+    const struct policy_ops *pol;    /* (setup.policy) */
     struct policy_cfg pcfg;
     int64_t decode_state_tokens; /* pool tokens a running request's decode state takes (credit's matrix) */
     struct allreduce_model allreduce; /* --tp > 1: the all-reduce's times */

@@ -44,7 +44,7 @@ START_TEST(defaults_are_valid_and_ranges_enforced)
     struct sim_config c;
     struct ts_err err;
     sim_config_defaults(&c);
-    ck_assert_int_eq(sim_config_validate(&c, &err), 0);
+    ck_assert_int_eq(sim_config_validate(&c, NULL, &err), 0);
     ck_assert_int_eq(c.block, 32);
     ck_assert_int_eq(c.max_num_logits, 2048);
     ck_assert_int_eq(c.act_layout, OG_LAYOUT_ENGINE);
@@ -69,7 +69,7 @@ START_TEST(defaults_are_valid_and_ranges_enforced)
     ck_assert_int_ne(cfg_option_set(cfg_option_find("reserve-gib"), "-1", &c, &err), 0);
     ck_assert_int_ne(cfg_option_set(cfg_option_find("requests"), "0", &c, &err), 0);
     c.ffn_chunks = 0;
-    ck_assert_int_ne(sim_config_validate(&c, &err), 0);
+    ck_assert_int_ne(sim_config_validate(&c, NULL, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "--ffn-chunks"));
 }
 END_TEST

@@ -1654,10 +1654,14 @@ START_TEST(a_policy_with_a_parameter)
     for (int k = 0; k < 2; k++) {
         if (k == 1)
             ck_assert_int_eq(param_values_set(&c.params, "period", "1", &err), 0);
-        ck_assert_int_eq(sim_config_validate(&c, &err), 0);
+        struct sim_setup su; /* the parts resolved once: validation hands them out, the simulator keeps them */
+        ck_assert_int_eq(sim_config_validate(&c, &su, &err), 0);
+        ck_assert(su.policy == &policy_periodic && su.params.policy[PERIOD] == (k == 0 ? 4 : 1));
         struct sim *s = sim_create(&c, &err);
         ck_assert_msg(s != NULL, "%s", err.msg);
         ck_assert_int_eq(s->pcfg.p[PERIOD], k == 0 ? 4 : 1);
+        ck_assert(sim_setup_of(s)->policy == &policy_periodic && s->pol == &policy_periodic &&
+                  sim_setup_of(s)->sched == s->sched && sim_setup_of(s)->params.policy[PERIOD] == s->pcfg.p[PERIOD]);
         ck_assert_int_eq(sim_run(s, &err), 0);
         steps[k] = 0;
         for (size_t i = 0; i < s->num_steps; i++)
@@ -1669,10 +1673,10 @@ START_TEST(a_policy_with_a_parameter)
     ck_assert_ptr_nonnull(strstr(json, "\"period\":1"));
     free(json);
     ck_assert_int_eq(param_values_set(&c.params, "period", "0", &err), 0);
-    ck_assert_int_ne(sim_config_validate(&c, &err), 0);
+    ck_assert_int_ne(sim_config_validate(&c, NULL, &err), 0);
     ck_assert_str_eq(err.msg, "--period: '0' is not a whole number in 1..1000");
     snprintf(c.policy, sizeof c.policy, "dual");
-    ck_assert_int_ne(sim_config_validate(&c, &err), 0);
+    ck_assert_int_ne(sim_config_validate(&c, NULL, &err), 0);
     ck_assert_str_eq(err.msg, "--period: not a parameter of policy dual or scheduler phase (it is one of: policy periodic)");
     char *help = NULL;
     size_t len = 0;

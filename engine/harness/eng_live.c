@@ -21,6 +21,7 @@
 #include "eng_tp.h"
 #include "harness.h"
 #include "kernels.h"
+#include "parts.h"
 #include "policy.h"
 #include "sim.h"
 
@@ -363,8 +364,8 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
                        o.tp_size);
     o.feature_cache = sim_knobs(s)->cache_outputs; /* dLLM-Cache's pool: outputs beside K and V */
     o.input_cache = sim_knobs(s)->cache_inputs;    /* Elastic-Cache's: each layer's inputs beside them */
-    const struct policy_ops *po = policy_find(c->policy);
-    const bool sparsed = po && eng_ext_named(po->engine, "sparsed"); /* SparseD's patterns (ext_sparsed.c) */
+    const struct policy_ops *po = sim_setup_of(s)->policy;
+    const bool sparsed = eng_ext_named(po->engine, "sparsed"); /* SparseD's patterns (ext_sparsed.c) */
     const int32_t sp_block = sparsed ? (int32_t)sim_policy_param(s, c->policy, "sparsed-block", 128) : 0;
     if (sp_block > 0) { /* SparseD's patterns: a slot for each request a step may run */
         if (sp_block % 64)

@@ -17,6 +17,7 @@
 #include "eng_ext_decl.h"
 #include "event.h"
 #include "model.h"
+#include "parts.h"
 #include "policy.h"
 #include "prompt_cache.h"
 #include "trace.h"
@@ -556,7 +557,7 @@ static int live_moves_refused(struct sim **r, const struct fleet_opts *o, struct
     if (!o->live_move || !o->live_adopt)
         return ts_fail(err, "--disagg with --executor gpu: this fleet's executors cannot move K/V between them");
     const struct step_desc *k = sim_knobs(r[0]); /* (every replica runs replica 0's policy: disagg_setup) */
-    const struct policy_ops *po = policy_find(sim_config(r[0])->policy);
+    const struct policy_ops *po = sim_setup_of(r[0])->policy;
     const char *what = k->cache_outputs  ? "each token's attention and FFN outputs (a feature cache)"
                        : k->cache_inputs ? "each token's input to every layer"
                        : k->evict        ? "each request's eviction progress"
