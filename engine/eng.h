@@ -21,6 +21,7 @@
 #include "eng_plan.h"
 #include "eng_unmask.h"
 #include "eng_choices.h"
+#include "eng_ext_decl.h"
 #include "model.h"
 #include "step_desc.h"
 #include "util.h"
@@ -46,6 +47,11 @@ struct eng_opts {
     int32_t run_layers;    /* layers executed (0 = all); the plan and the weights stay the model's */
     bool no_tune;          /* never time GEMM algorithms (they need scratch memory outside the plan) */
     const char *gemm_cache; /* GEMM algorithm cache file (eng_algos.h), or NULL (eng_choices) */
+    int32_t gemm_algos;    /* cuBLASLt's candidates a new GEMM shape's tuning times, 1 to 128; 0: 16
+                            * (eng_choices) */
+    bool portable;         /* the kernels of a GPU before Hopper, whatever the device (k_portable:
+                            * the kernels' setting is the process's, so engines alive together
+                            * must agree on it; eng_choices) */
     int32_t attention;     /* k_attn_args.impl: 0 the mma.sync attention kernel, 1 the wgmma kernel
                             * where it runs, 2 (the default) each segment on the one its query length
                             * calls for (k_attn_args.impl); --attention mma, wgmma or auto
@@ -82,8 +88,8 @@ struct eng_opts {
                             * positions a request holds at most and the requests; 0: none. One GPU */
     int32_t sparsed_positions, sparsed_requests; /* SparseD's patterns (eng_sparsed_next): the positions a
                             * request holds at most and the requests; 0: none. One GPU */
-    int32_t sparsed_block; /* their blocks of query rows and keys (a multiple of 64) */
-    double sparsed_select; /* the share of key blocks each pass keeps (SparseD's select) */
+    struct eng_ext_params ext; /* what the policy's parameters set in them (its ext_params: SparseD's
+                            * block and select) */
     bool top2_gap;         /* each logit row's gap between its two largest logits too (eng_out.gap:
                             * Prophet's early-commit test); one GPU */
     bool feature_cache;    /* the pool also holds each token's attention and FFN outputs per layer
@@ -113,9 +119,10 @@ struct eng_opts {
 /* graph replays are timed for at least this long, and at least the rounds asked for */
 #define ENG_TIMED_S 1.0
 
-/* Sets the process's choices (eng_choices.h): every eng_opts made after starts from them. */
-void eng_set_choices(const struct eng_choices *c);
-void eng_opts_defaults(struct eng_opts *o);
+/* The defaults, with the choices of a command line (eng_choices.h) where c is not NULL (else auto
+ * attention, a split FFN, auto routing, selections at the end, the device's kernels, 16 GEMM
+ * candidates, no GEMM cache). */
+void eng_opts_defaults(struct eng_opts *o, const struct eng_choices *c);
 
 struct eng_mem {
     int64_t weights, workspace, blas_workspace, kv_pool, total; /* workspace: activation budget */

@@ -11,7 +11,7 @@
 #include "decode.h"
 #include "eng_choices.h"
 #include "opgraph.h"
-#include "parts.h"
+#include "setup.h"
 #include "planner.h"
 #include "fleet.h"
 #include "presets.h"
@@ -417,7 +417,7 @@ static void json_key(const struct cfg_option *o, char *key, size_t len)
             *p = '_';
 }
 
-char *sim_config_to_json(const struct sim_config *c)
+char *sim_config_to_json(const struct sim_config *c, const struct sim_setup *setup)
 {
     json_t *o = json_object();
     for (int i = 0; i < cfg_num_options; i++) {
@@ -439,10 +439,12 @@ char *sim_config_to_json(const struct sim_config *c)
         }
         json_object_set_new(o, key, v);
     }
-    struct sim_setup su;
-    if (sim_setup_resolve(c, &su, NULL) == 0) { /* the parts' parameters, resolved */
-        params_json(o, su.policy->params, su.policy->num_params, su.params.policy);
-        params_json(o, su.sched->params, su.sched->num_params, su.params.sched);
+    struct sim_setup own;
+    if (!setup && sim_setup_resolve(c, &own, NULL) == 0)
+        setup = &own;
+    if (setup) { /* the parts' parameters, resolved */
+        params_json(o, setup->policy->params, setup->policy->num_params, setup->params.policy);
+        params_json(o, setup->sched->params, setup->sched->num_params, setup->params.sched);
     }
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
@@ -515,20 +517,11 @@ int sim_config_from_json(const json_t *o, struct sim_config *c, struct ts_err *e
     return 0;
 }
 
-int sim_config_knobs(const struct sim_config *c, const struct model_cfg *m, struct step_desc *sd, struct ts_err *err)
+void sim_config_knobs(const struct sim_config *c, const struct sim_setup *setup, const struct model_cfg *m,
+                      struct step_desc *sd)
 {
-    const struct policy_ops *po = policy_find(c->policy);
-    const struct sched_ops *so = sched_find(c->scheduler);
-    if (!po)
-        return ts_fail(err, "its configuration names no known policy (%s)", c->policy);
-    if (!so) /* (its parameters do not reach the policy's knobs) */
-        so = sched_get(0);
-    struct run_params rp;
-    if (parts_resolve(po, so, &c->params, &rp, err))
-        return -1;
     struct policy_cfg pc = {.block_size = c->block};
-    memcpy(pc.p, rp.policy, sizeof pc.p);
-    policy_step_knobs(po, &pc, m, sd);
+    memcpy(pc.p, setup->params.policy, sizeof pc.p);
+    policy_step_knobs(setup->policy, &pc, m, sd);
     sd->logit_chunk_rows = c->max_num_logits;
-    return 0;
 }

@@ -166,20 +166,23 @@ const char *cfg_option_text(const struct cfg_option *o, const struct sim_config 
 
 void sim_config_defaults(struct sim_config *c);
 /* Every option's field in its range or choices, then the rules between options, then the parts it
- * names resolved (parts.h), into *setup where setup is not NULL. */
+ * names resolved (setup.h), into *setup where setup is not NULL. */
 struct sim_setup;
 int sim_config_validate(const struct sim_config *c, struct sim_setup *setup, struct ts_err *err);
-/* Returns a newly allocated JSON text of the stored options and the parts' parameters; caller frees. */
-char *sim_config_to_json(const struct sim_config *c);
+/* Returns a newly allocated JSON text of the stored options and the parameters of setup, c's parts
+ * as resolved (NULL: resolved here; a configuration that does not resolve stores none); caller frees. */
+char *sim_config_to_json(const struct sim_config *c, const struct sim_setup *setup);
 /* The configuration a run stored (config_json): the defaults, then every stored option and the
  * policy's and scheduler's parameters the JSON holds; -1 with err where a value is of the wrong
  * type or out of range, naming its key. */
 struct json_t;
 int sim_config_from_json(const struct json_t *o, struct sim_config *c, struct ts_err *err);
 /* The step knobs a configuration gives its steps that older databases did not record with each
- * step: its policy's (policy_step_knobs, its parameters resolved) and its LM-head chunk rows. */
+ * step: its policy's (policy_step_knobs, with setup's parameters: c's, resolved) and its LM-head
+ * chunk rows. */
 struct model_cfg;
 struct step_desc;
-int sim_config_knobs(const struct sim_config *c, const struct model_cfg *m, struct step_desc *sd, struct ts_err *err);
+void sim_config_knobs(const struct sim_config *c, const struct sim_setup *setup, const struct model_cfg *m,
+                      struct step_desc *sd);
 
 #endif

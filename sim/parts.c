@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
 
 int parts_get(int i, struct part *out)
 {
@@ -44,12 +43,4 @@ int parts_resolve(const struct policy_ops *po, const struct sched_ops *so, const
                    params_resolve(so->params, so->num_params, given, out->sched, err)
                ? -1
                : 0;
-}
-
-int sim_setup_resolve(const struct sim_config *c, struct sim_setup *out, struct ts_err *err)
-{
-    *out = (struct sim_setup){0};
-    if (policy_resolve(c->policy, &out->policy, err) || sched_resolve(c->scheduler, &out->sched, err))
-        return -1;
-    return parts_resolve(out->policy, out->sched, &c->params, &out->params, err);
 }

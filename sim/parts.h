@@ -31,16 +31,4 @@ struct run_params {
 int parts_resolve(const struct policy_ops *po, const struct sched_ops *so, const struct param_values *given,
                   struct run_params *out, struct ts_err *err);
 
-/* The parts a configuration names, resolved once from it: its policy and scheduler and their
- * parameters. A simulator keeps the one it was made from (sim_setup_of). */
-struct sim_config;
-struct sim_setup {
-    const struct policy_ops *policy;
-    const struct sched_ops *sched;
-    struct run_params params;
-};
-/* c's setup into *out: 0, or -1 with err naming an unknown policy or scheduler (with the known ones)
- * or a parameter neither declares. */
-int sim_setup_resolve(const struct sim_config *c, struct sim_setup *out, struct ts_err *err);
-
 #endif

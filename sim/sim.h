@@ -95,8 +95,8 @@ void sim_keep_requests(struct sim *s);
 int sim_run(struct sim *s, struct ts_err *err);
 void sim_get_summary(const struct sim *s, struct sim_summary *out);
 const struct sim_config *sim_config(const struct sim *s);
-/* The parts its configuration names (policy, scheduler, their parameters), as resolved once when it
- * was made (parts.h). */
+/* The parts its configuration names (policy, scheduler, their parameters, implementation, cost,
+ * planner, decode model), as resolved once when it was made (setup.h). */
 struct sim_setup;
 const struct sim_setup *sim_setup_of(const struct sim *s);
 const struct model_cfg *sim_model(const struct sim *s);
@@ -108,8 +108,9 @@ const struct step_desc *sim_knobs(const struct sim *s);
 /* The run's scheduler's parameter `name` as resolved (its option's name, e.g.
  * "max-num-batched-tokens"), or dflt when the scheduler has no such parameter. */
 double sim_sched_param(const struct sim *s, const char *name, double dflt);
-/* The run's policy's parameter `name` as resolved, where the run's policy is `policy`, else dflt. */
-double sim_policy_param(const struct sim *s, const char *policy, const char *name, double dflt);
+/* What the run's policy's parameters set in the engine's extensions (policy_ext_params), into *out. */
+struct eng_ext_params;
+void sim_ext_params(const struct sim *s, struct eng_ext_params *out);
 /* Request req_id's prompt tokens (a request arrived and not yet recorded), else -1. */
 int32_t sim_request_prompt(const struct sim *s, int32_t req_id);
 /* The distinct reasons requests were rejected for, each with its count ("N: reason; ..."), into buf. */

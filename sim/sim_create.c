@@ -244,8 +244,8 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     struct sim *s = xcalloc(1, sizeof *s);
     s->cfg = *cfg;
     s->setup = setup;
-    s->pol = setup.policy;
-    s->sched = setup.sched;
+    s->pol = setup.policy, s->sched = setup.sched;
+    s->impl = setup.impl, s->cost = setup.cost, s->planner = setup.planner, s->dm = setup.decode;
     snprintf(s->code_version, sizeof s->code_version, "%s", ts_version());
     step_desc_init(&s->sd);
     evq_init(&s->evq);
@@ -256,9 +256,7 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     if (!rc)
         rc = gpu_lookup(gt, cfg->gpu, &s->gpu, err);
     gpu_table_destroy(gt);
-    if (rc || impl_resolve(cfg->impl, &s->impl, err) || cost_resolve(cfg->cost, &s->cost, err) ||
-        planner_resolve(cfg->planner, &s->planner, err) ||
-        decode_parse(cfg->decode, cfg->datadir, &s->dm, err))
+    if (rc)
         goto fail;
     if (cfg->host[0] && s->cost != &cost_calibrated && roofline_host(&s->impl, cfg->host, err))
         goto fail;
@@ -404,11 +402,7 @@ double sim_sched_param(const struct sim *s, const char *name, double dflt)
 }
 
 
-double sim_policy_param(const struct sim *s, const char *policy, const char *name, double dflt)
-{
-    return strcmp(s->pol->name, policy) == 0 ? params_value(s->pol->params, s->pol->num_params, s->pcfg.p, name, dflt)
-                                             : dflt;
-}
+void sim_ext_params(const struct sim *s, struct eng_ext_params *out) { policy_ext_params(s->pol, &s->pcfg, out); }
 
 int32_t sim_request_prompt(const struct sim *s, int32_t req_id)
 {

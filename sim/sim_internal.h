@@ -17,7 +17,7 @@
 #include "decode.h"
 #include "event.h"
 #include "gpu.h"
-#include "parts.h"
+#include "setup.h"
 #include "planner.h"
 #include "model.h"
 #include "policy.h"

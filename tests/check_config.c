@@ -9,6 +9,7 @@
 #include "gpu.h"
 #include "model.h"
 #include "opgraph.h"
+#include "setup.h"
 #include "test_util.h"
 
 /* an option's name with '_' for '-' */
@@ -101,7 +102,7 @@ START_TEST(stored_configuration_read_back)
         }
         snprintf(c.policy, sizeof c.policy, "dual"); /* (the parts' names must resolve for their parameters) */
         snprintf(c.scheduler, sizeof c.scheduler, "phase");
-        char *json = sim_config_to_json(&c);
+        char *json = sim_config_to_json(&c, NULL);
         json_error_t jerr;
         json_t *o = json_loads(json, 0, &jerr);
         ck_assert_int_eq(sim_config_from_json(o, &back, &err), 0);
@@ -172,6 +173,57 @@ START_TEST(json_files_refuse_bom_and_nul)
 }
 END_TEST
 
+/* A configuration's parts resolved once, each as named, and a part that does not resolve refused by its
+ * name; what a policy's parameters set in the engine (SparseD's block and select) read typed from the
+ * resolved parameters, the given value and the declared default, and nothing for a policy that sets none */
+START_TEST(setup_resolved_once)
+{
+    struct sim_config c;
+    struct sim_setup su;
+    struct ts_err err;
+    sim_config_defaults(&c);
+    snprintf(c.decode, sizeof c.decode, "fixed:3");
+    ck_assert_int_eq(sim_setup_resolve(&c, &su, &err), 0);
+    ck_assert_str_eq(su.policy->name, c.policy);
+    ck_assert_str_eq(su.sched->name, c.scheduler);
+    ck_assert_str_eq(su.impl.name, c.impl);
+    ck_assert_str_eq(su.cost->name, c.cost);
+    ck_assert_str_eq(su.planner->name, c.planner);
+    ck_assert(su.decode.kind == DECODE_FIXED && su.decode.k == 3);
+    const struct {
+        size_t offset, len;
+        const char *value;
+    } bad[] = {{offsetof(struct sim_config, policy), sizeof c.policy, "no-policy"},
+               {offsetof(struct sim_config, scheduler), sizeof c.scheduler, "no-sched"},
+               {offsetof(struct sim_config, impl), sizeof c.impl, "no-impl"},
+               {offsetof(struct sim_config, cost), sizeof c.cost, "no-cost"},
+               {offsetof(struct sim_config, planner), sizeof c.planner, "no-planner"},
+               {offsetof(struct sim_config, decode), sizeof c.decode, "no-decode:1"}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++) {
+        sim_config_defaults(&c);
+        snprintf((char *)&c + bad[i].offset, bad[i].len, "%s", bad[i].value);
+        ck_assert_int_ne(sim_setup_resolve(&c, &su, &err), 0);
+        ck_assert_msg(strstr(err.msg, bad[i].value), "%s: %s", bad[i].value, err.msg);
+        ck_assert_int_ne(sim_config_validate(&c, &su, &err), 0);
+    }
+    struct eng_ext_params ext;
+    struct policy_cfg pc = {.block_size = 32};
+    sim_config_defaults(&c);
+    snprintf(c.policy, sizeof c.policy, "sparsed");
+    ck_assert_int_eq(param_values_set(&c.params, "sparsed-block", "256", &err), 0);
+    ck_assert_int_eq(sim_setup_resolve(&c, &su, &err), 0);
+    memcpy(pc.p, su.params.policy, sizeof pc.p);
+    policy_ext_params(su.policy, &pc, &ext);
+    ck_assert_int_eq(ext.sparsed_block, 256);
+    ck_assert_double_eq_tol(ext.sparsed_select, 0.3, 1e-12);
+    sim_config_defaults(&c);
+    ck_assert_int_eq(sim_setup_resolve(&c, &su, &err), 0);
+    memcpy(pc.p, su.params.policy, sizeof pc.p);
+    policy_ext_params(su.policy, &pc, &ext);
+    ck_assert(ext.sparsed_block == 0 && ext.sparsed_select == 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("config");
@@ -180,6 +232,7 @@ int main(void)
     tcase_add_test(tc, defaults_are_valid_and_ranges_enforced);
     tcase_add_test(tc, stored_configuration_read_back);
     tcase_add_test(tc, json_files_refuse_bom_and_nul);
+    tcase_add_test(tc, setup_resolved_once);
     suite_add_tcase(s, tc);
     return run_suite("config", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -814,6 +814,7 @@ START_TEST(generation_policies)
     ck_assert_int_eq(gen_start(&g, &c, "vanilla", NULL, NULL, &err), 0);
     ck_assert_int_eq(run_gen(&g, "topk:4"), 4 * 4);
     ck_assert_int_eq(g.block_rows, 3 * 16 * 84); /* the whole sequence every step */
+    ck_assert_int_eq(c.policy->ext.sparsed_block, 0); /* (a policy that sets nothing in the engine) */
     gen_stop(&g);
     ck_assert_int_eq(gen_start(&g, &c, "prefix", NULL, NULL, &err), 0);
     ck_assert_int_eq(run_gen(&g, "topk:4"), 4 * 4);
@@ -823,11 +824,11 @@ START_TEST(generation_policies)
     ck_assert_int_eq(gen_start(&g, &c, "prefix", NULL, NULL, &err), 0);
     run_gen(&g, "threshold:0.6");
     gen_stop(&g);
-    /* SparseD: vanilla's steps, the first dense; the driven policy's parameters read back as resolved */
+    /* SparseD: vanilla's steps, the first dense; what the driven policy's parameters set in the engine
+     * arrives typed, the given one and the default */
     ck_assert_int_eq(gen_start(&g, &c, "sparsed", "sparsed-block=64", NULL, &err), 0);
-    ck_assert_double_eq(policy_drive_param(c.policy, "sparsed-block", 0), 64);
-    ck_assert_double_eq_tol(policy_drive_param(c.policy, "sparsed-select", 0), 0.3, 1e-12);
-    ck_assert_double_eq(policy_drive_param(c.policy, "no-such", -1), -1);
+    ck_assert_int_eq(c.policy->ext.sparsed_block, 64);
+    ck_assert_double_eq_tol(c.policy->ext.sparsed_select, 0.3, 1e-12);
     {
         struct step_desc sd;
         step_desc_init(&sd);

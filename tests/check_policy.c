@@ -1669,7 +1669,7 @@ START_TEST(a_policy_with_a_parameter)
         sim_destroy(s);
     }
     ck_assert_int_gt(steps[1], steps[0]); /* refreshing every step refreshes more */
-    char *json = sim_config_to_json(&c);
+    char *json = sim_config_to_json(&c, NULL);
     ck_assert_ptr_nonnull(strstr(json, "\"period\":1"));
     free(json);
     ck_assert_int_eq(param_values_set(&c.params, "period", "0", &err), 0);

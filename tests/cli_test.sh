@@ -305,7 +305,10 @@ if $bin engine generate --help 2>/dev/null | grep -q -- --decoder; then
                "--policy focus --model sdar-8b --block-logits|--block-logits with policy focus" \
                "--decoder threshold:0|TAU '0' must be a confidence in (0, 1]" \
                "--decoder threshold:1.5|TAU '1.5' must be a confidence in (0, 1]" \
-               "--vicinty 4|did you mean --vicinity?" "--vicinity|--vicinity needs a value"; do
+               "--vicinty 4|did you mean --vicinity?" "--vicinity|--vicinity needs a value" \
+               "--gen-len 0|a generation's length is at least 1" "--block 2048|--block 2048: at most 1024" \
+               "--requests 70000|at most 65536 requests" "--seed -1|--seed" "--block 0|--block" \
+               "--model nosuch|nosuch"; do
         opts=${bad%%|*} msg=${bad#*|}
         # shellcheck disable=SC2086 # the options and their values, a word each
         expect 2 "engine generate $opts" -- $bin engine generate $opts

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "eng_anchor.h"
+#include "eng_choices.h"
 #include "model.h"
 
 #define ENG_BENCH_MAX_STEPS 8     /* --step at most this often */
@@ -29,6 +30,7 @@ struct engine_bench_opts {
     const struct anchor_run *anchor; /* the PyTorch anchor's shapes (and times, where read from its
                                       * output): each step timed beside it; NULL = not run */
     const char *anchor_path;         /* where it was read, or NULL (the script's default grid) */
+    struct eng_choices choices;      /* the command line's engine choices (eng_opts_defaults) */
 };
 
 int engine_bench_run(const struct engine_bench_opts *o, FILE *out);
@@ -39,6 +41,7 @@ struct engine_bench_tp_opts {
     FILE *json;  /* one JSON object per step (rank 0), or NULL */
     int nsteps;  /* > 0: these steps (SEGS, Q, KV, LOGIT_ROWS) instead of Refresh 16 x 512 and Reuse 16 x 32 */
     int32_t steps[ENG_BENCH_MAX_STEPS][4];
+    struct eng_choices choices; /* the command line's engine choices */
 };
 /* Steps replayed tensor-parallel (this process one of o->size ranks) and on one GPU, with the
  * all-reduce alone at their sizes. */

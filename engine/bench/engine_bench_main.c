@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "config.h"
 #include "eng.h"
+#include "kernels.h"
 #include "eng_tp.h"
 #include "engine_bench.h"
 #include "harness.h"
@@ -171,6 +172,7 @@ static int run_bench(const struct bench_args *a)
                                    .warm_s = a->warm_s,
                                    .idle_s = a->idle_s >= 0 ? a->idle_s : a->only && strcmp(a->only, "clock") == 0 ? 3 : 0,
                                    .nsteps = a->nsteps};
+    eng_choices_of(&a->choices, &bo.choices);
     for (int k = 0; k < a->nsteps; k++)
         memcpy(bo.steps[k], a->steps[k], sizeof bo.steps[k]);
     struct ts_err err;
@@ -226,6 +228,7 @@ static int run_tp(const struct bench_args *a, int argc, char **argv)
         return EXIT_USAGE;
     }
     struct engine_bench_tp_opts bo = {.size = (int)a->tp, .reps = (int)a->reps, .nsteps = a->nsteps};
+    eng_choices_of(&a->choices, &bo.choices);
     struct ts_err err;
     if (model_resolve(a->model, &bo.model, &err)) {
         fprintf(stderr, "engine_bench: %s\n", err.msg);
@@ -255,6 +258,6 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc == 1 ? 0 : rc;
-    eng_choices_use(&a.choices);
+    k_set_portable(a.choices.kernels == 1); /* the kernels timed alone run as the bench's engines do */
     return a.tp > 1 ? run_tp(&a, argc, argv) : run_bench(&a);
 }

@@ -200,7 +200,7 @@ static int bench_engine(const struct engine_bench_opts *o, struct eng_opts *eo, 
 {
     const struct model_cfg *m = &o->model;
     struct ts_err err;
-    eng_opts_defaults(eo);
+    eng_opts_defaults(eo, &o->choices);
     eo->max_tokens = ENG_BENCH_MAX_TOKENS;
     eo->logit_chunk_rows = o->logit_chunk_rows;
     eo->mem_limit = o->mem_limit;

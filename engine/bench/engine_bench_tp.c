@@ -20,10 +20,10 @@
 
 /* The tools' engine (eng_tp_create) of this rank of a launch of `size`, or with size 0 the whole
  * model on GPU 0, said on stderr where it cannot be made. */
-static int tp_engine(const struct model_cfg *m, int size, int *rank, struct eng **e)
+static int tp_engine(const struct model_cfg *m, int size, const struct eng_choices *choices, int *rank, struct eng **e)
 {
     struct ts_err err;
-    if (eng_tp_create(m, 1, size, rank, e, &err) == 0)
+    if (eng_tp_create(m, 1, size, choices, rank, e, &err) == 0)
         return 0;
     fprintf(stderr, "engine_bench --tp: %s%s\n", size ? "" : "the one-GPU engine: ", err.msg);
     return -1;
@@ -68,7 +68,7 @@ int engine_bench_tp_run(const struct engine_bench_tp_opts *o, FILE *out)
     struct eng *e = NULL;
     int rc = 1;
     struct ts_err err = {{0}};
-    if (tp_engine(m, o->size, &rank, &e))
+    if (tp_engine(m, o->size, &o->choices, &rank, &e))
         goto done;
     for (int k = 0; k < n; k++) { /* the tensor-parallel engine, every rank */
         const int32_t *st = steps[k];
@@ -97,7 +97,7 @@ int engine_bench_tp_run(const struct engine_bench_tp_opts *o, FILE *out)
         }
     }
     if (rank == 0) { /* the whole model on GPU 0 */
-        if (tp_engine(m, 0, &rank, &e))
+        if (tp_engine(m, 0, &o->choices, &rank, &e))
             goto done;
         for (int k = 0; k < n; k++) {
             const int32_t *st = steps[k];

@@ -87,9 +87,8 @@ static int drift_layer(struct eng *e, void *st, int L, const struct k_attn_args 
     const int64_t Np = e->o.drift_positions, qd = (int64_t)H * d, kvd = (int64_t)Hkv * d;
     for (int32_t i = 0; i < x->drift_n; i++) {
         const struct eng_drift_req *r = &x->drift[i];
-        if (r->seg >= e->plan.S || e->plan.q_len[r->seg] != r->N || e->plan.kv_cached[r->seg] != 0)
-            return ts_fail(err, "Elastic-Cache's drift test: entry %d names segment %d, which does not run its "
-                                "request's %d positions alone", i, r->seg, r->N);
+        if (eng_ext_seg_alone(e, "Elastic-Cache's drift test", i, r->seg, r->N, err))
+            return -1;
         const int64_t at = ((int64_t)L * e->o.drift_requests + r->req) * Np; /* the request's first position */
         const struct k_drift_args a = {
             .q = qkv, .k_pool = kp, .slot = e->dm.tok_slot, .prev_q_read = x->drift_q[x->drift_cur] + at * qd,

@@ -65,9 +65,8 @@ static int rollout_layer(struct eng *e, void *st, int L, const struct k_attn_arg
         return 0;
     for (int32_t i = 0; i < x->ro_n; i++) {
         const struct eng_rollout_req *r = &x->ro[i];
-        if (r->seg >= e->plan.S || e->plan.q_len[r->seg] != r->N || e->plan.kv_cached[r->seg] != 0)
-            return ts_fail(err, "d2Cache's attention rollout: entry %d names segment %d, which does not run its "
-                                "request's %d positions alone", i, r->seg, r->N);
+        if (eng_ext_seg_alone(e, "d2Cache's attention rollout", i, r->seg, r->N, err))
+            return -1;
         const struct k_rollout_args a = rollout_args(e, x, i, L, e->m.num_layers, qkv, kp);
         KL(k_rollout_layer(&a, e->stream));
     }

@@ -32,7 +32,7 @@ static int64_t sparsed_reserve(const struct eng *e)
 {
     if (e->o.sparsed_positions <= 0)
         return 0;
-    const int64_t qb = (e->o.sparsed_positions + e->o.sparsed_block - 1) / e->o.sparsed_block;
+    const int64_t qb = (e->o.sparsed_positions + e->o.ext.sparsed_block - 1) / e->o.ext.sparsed_block;
     return (int64_t)e->m.num_layers * e->o.sparsed_requests * e->m.num_heads * qb * (4 + 2 * qb) +
            k_sparsed_part_bytes(e->o.sparsed_positions, e->m.num_heads) + (int64_t)e->o.max_tokens * 4;
 }
@@ -44,7 +44,7 @@ static int sparsed_create(struct eng *e, void *st, struct ts_err *err)
     if (e->o.sparsed_positions <= 0)
         return 0;
     const int64_t R = e->o.sparsed_requests, H = e->m.num_heads;
-    x->sp_qb = (e->o.sparsed_positions + e->o.sparsed_block - 1) / e->o.sparsed_block;
+    x->sp_qb = (e->o.sparsed_positions + e->o.ext.sparsed_block - 1) / e->o.ext.sparsed_block;
     const int64_t entries = (int64_t)e->m.num_layers * R * H * x->sp_qb;
     if (eng_dev_alloc((void **)&x->sp_cnt, entries * 4, err) ||
         eng_dev_alloc((void **)&x->sp_list, entries * x->sp_qb * 2, err) ||
@@ -87,7 +87,7 @@ static void sparsed_layer_args(const struct eng *e, const void *st, int L, struc
     const int64_t layer = (int64_t)L * e->o.sparsed_requests * e->m.num_heads * x->sp_qb;
     aa->kb_base = x->sp_sparse > 0 ? x->sp_base : NULL;
     aa->kb_cnt = x->sp_cnt + layer, aa->kb_list = x->sp_list + layer * x->sp_qb;
-    aa->kb_block = e->o.sparsed_block, aa->kb_qblocks = x->sp_qb, aa->kb_stride = x->sp_qb;
+    aa->kb_block = e->o.ext.sparsed_block, aa->kb_qblocks = x->sp_qb, aa->kb_stride = x->sp_qb;
 }
 
 static int sparsed_layer(struct eng *e, void *st, int L, const struct k_attn_args *aa, const bf16_t *qkv,
@@ -106,7 +106,7 @@ static int sparsed_layer(struct eng *e, void *st, int L, const struct k_attn_arg
 static int sparsed_build(struct eng *e, const struct sparsed *x, int L, const struct k_attn_args *aa,
                          struct ts_err *err)
 {
-    const int b = e->o.sparsed_block, H = e->m.num_heads;
+    const int b = e->o.ext.sparsed_block, H = e->m.num_heads;
     for (int32_t i = 0; i < x->sp_n; i++) {
         const struct eng_sparsed_req *r = &x->sp[i];
         if (!r->build)
@@ -115,7 +115,7 @@ static int sparsed_build(struct eng *e, const struct sparsed *x, int L, const st
         const int64_t at = ((int64_t)L * e->o.sparsed_requests + r->req) * H * x->sp_qb;
         const struct k_sparsed_args a = {
             .at = aa, .seg = r->seg, .N = N, .block = b, .last = TS_MIN((r->prompt + b - 1) / b, nb - 1),
-            .qblocks = x->sp_qb, .stride = x->sp_qb, .select = e->o.sparsed_select,
+            .qblocks = x->sp_qb, .stride = x->sp_qb, .select = e->o.ext.sparsed_select,
             .scale = 1.0f / sqrtf((float)H), /* SparseD's: its scores divide by sqrt(heads) */
             .part = x->sp_part, .imp = NULL, .cnt = x->sp_cnt + at, .list = x->sp_list + at * x->sp_qb};
         KL(k_sparsed_pattern(&a, e->stream));
@@ -160,7 +160,7 @@ int eng_sparsed_pattern(struct eng *e, int32_t req, uint8_t *keep, int32_t *nb, 
     if (e->o.sparsed_positions <= 0 || req < 0 || req >= e->o.sparsed_requests || x->sp_N[req] <= 0)
         return -1;
     const int64_t H = e->m.num_heads, Q = x->sp_qb, R = e->o.sparsed_requests;
-    const int32_t n = (x->sp_N[req] + e->o.sparsed_block - 1) / e->o.sparsed_block;
+    const int32_t n = (x->sp_N[req] + e->o.ext.sparsed_block - 1) / e->o.ext.sparsed_block;
     int32_t *cnt = xmalloc(sizeof *cnt * (size_t)(H * Q));
     int16_t *list = xmalloc(sizeof *list * (size_t)(H * Q * Q));
     int rc = 0;
@@ -188,11 +188,11 @@ static int sparsed_refused(const struct model_cfg *m, const struct eng_opts *o, 
 {
     (void)m;
     if (o->sparsed_positions < 0 || o->sparsed_requests < 0 ||
-        (o->sparsed_positions > 0 && (o->sparsed_requests < 1 || o->sparsed_block < 64 || o->sparsed_block % 64 ||
-                                      !(o->sparsed_select >= 0 && o->sparsed_select <= 1))))
+        (o->sparsed_positions > 0 && (o->sparsed_requests < 1 || o->ext.sparsed_block < 64 || o->ext.sparsed_block % 64 ||
+                                      !(o->ext.sparsed_select >= 0 && o->ext.sparsed_select <= 1))))
         return ts_fail(err, "engine: sparsed_positions %d, sparsed_requests %d (both 0, or both positive), "
-                            "sparsed_block %d (a multiple of 64), sparsed_select %g (0 to 1)", o->sparsed_positions,
-                       o->sparsed_requests, o->sparsed_block, o->sparsed_select);
+                            "ext.sparsed_block %d (a multiple of 64), ext.sparsed_select %g (0 to 1)", o->sparsed_positions,
+                       o->sparsed_requests, o->ext.sparsed_block, o->ext.sparsed_select);
     return 0;
 }
 

@@ -17,17 +17,11 @@
 #define TS_CUDA_ARCHS "(unknown)"
 #endif
 
-/* the process's choices (eng_set_choices), which every eng_opts starts from */
-static struct eng_choices choices = {.attention = 2};
+/* Engines alive in the process, and the kernels' setting they share (eng_opts.portable) */
+static int engines_alive;
+static bool engines_portable;
 
-void eng_set_choices(const struct eng_choices *c)
-{
-    choices = *c;
-    k_set_portable(c->portable);
-    eng_gemm_set_algos(c->gemm_algos);
-}
-
-void eng_opts_defaults(struct eng_opts *o)
+void eng_opts_defaults(struct eng_opts *o, const struct eng_choices *c)
 {
     memset(o, 0, sizeof *o);
     o->max_tokens = 16384;
@@ -38,13 +32,16 @@ void eng_opts_defaults(struct eng_opts *o)
     o->tp_size = 1;
     o->planner = "first-fit";
     o->warm_s = ENG_WARM_S;
-    o->sparsed_block = 128;
-    o->sparsed_select = 0.3;
-    o->attention = choices.attention;
-    o->ffn = choices.ffn;
-    o->routing = choices.routing;
-    o->select_at = choices.select_at;
-    o->gemm_cache = choices.gemm_cache;
+    o->attention = 2; /* auto */
+    if (c) {
+        o->attention = c->attention;
+        o->ffn = c->ffn;
+        o->routing = c->routing;
+        o->select_at = c->select_at;
+        o->portable = c->portable;
+        o->gemm_algos = c->gemm_algos;
+        o->gemm_cache = c->gemm_cache;
+    }
 }
 
 const char *eng_device_name(const struct eng *e) { return e->device; }
@@ -362,6 +359,10 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     *out = NULL;
     if (opts_refused(m, o, err))
         return -1;
+    if (engines_alive > 0 && o->portable != engines_portable)
+        return ts_fail(err, "engine: --kernels %s, while an engine alive in this process runs the %s kernels (the "
+                            "kernels' setting is the process's)",
+                       o->portable ? "portable" : "device", engines_portable ? "portable" : "device's");
     const struct planner_ops *planner;
     if (planner_resolve(o->planner ? o->planner : "first-fit", &planner, err))
         return -1;
@@ -369,6 +370,9 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
     e->gm = *m;
     e->o = *o;
     e->planner = planner;
+    engines_alive++;
+    engines_portable = o->portable;
+    k_set_portable(o->portable);
     planner_opts_defaults(&e->po);
     e->po.ilp_time_limit_s = 2; /* a step waits for it: the ILP falls back quickly */
     int rc = -1;
@@ -439,7 +443,7 @@ int eng_create(const struct model_cfg *m, const struct eng_opts *o, struct eng *
         goto fail;
     if (e->o.weights ? load_weights(e, err) : init_weights(e, err))
         goto fail;
-    if (eng_gemm_create(&e->gemm, e->blas_ws, BLAS_WORKSPACE, err) ||
+    if (eng_gemm_create(&e->gemm, e->blas_ws, BLAS_WORKSPACE, o->gemm_algos, err) ||
         (o->gemm_cache && o->tp_rank == 0 && eng_gemm_use_cache(e->gemm, o->gemm_cache, e->device, err)))
         goto fail;
     e->tuning = !o->no_tune;
@@ -456,10 +460,11 @@ fail:
 }
 
 /* An engine of the tools (check_engine's and engine_bench's --tp), as eng_tp.h says. */
-int eng_tp_create(const struct model_cfg *m, uint64_t seed, int size, int *rank, struct eng **e, struct ts_err *err)
+int eng_tp_create(const struct model_cfg *m, uint64_t seed, int size, const struct eng_choices *choices, int *rank,
+                  struct eng **e, struct ts_err *err)
 {
     struct eng_opts o;
-    eng_opts_defaults(&o);
+    eng_opts_defaults(&o, choices);
     o.max_tokens = ENG_TP_TOOL_TOKENS;
     o.kv_tokens = ENG_TP_TOOL_KV_TOKENS;
     o.seed = seed;
@@ -479,6 +484,7 @@ void eng_destroy(struct eng *e)
 {
     if (!e)
         return;
+    engines_alive--;
     eng_drop_graphs(e);
     for (int i = 0; i < MAX_PROF_EVENTS && e->prof_ev[i]; i++)
         cudaEventDestroy(e->prof_ev[i]);

@@ -88,6 +88,15 @@ int eng_ext_rows_check(const struct eng *e, const char *what, const char *kind, 
     return 0;
 }
 
+int eng_ext_seg_alone(const struct eng *e, const char *what, int32_t entry, int32_t seg, int32_t N,
+                      struct ts_err *err)
+{
+    if (seg < 0 || seg >= e->plan.S || e->plan.q_len[seg] != N || e->plan.kv_cached[seg] != 0)
+        return ts_fail(err, "%s: entry %d names segment %d, which does not run its request's %d positions alone", what,
+                       entry, seg, N);
+    return 0;
+}
+
 int eng_cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;

@@ -44,11 +44,13 @@ struct eng_gemm {
     cudaEvent_t e0, e1;
     struct algo_cache cache;
     bool have_cache;
+    int algos; /* cuBLASLt's candidates a new shape's tuning times */
 };
 
-int eng_gemm_create(struct eng_gemm **out, void *workspace, size_t ws_bytes, struct ts_err *err)
+int eng_gemm_create(struct eng_gemm **out, void *workspace, size_t ws_bytes, int algos, struct ts_err *err)
 {
     struct eng_gemm *g = xcalloc(1, sizeof *g);
+    g->algos = algos >= 1 && algos <= MAX_ALGOS ? algos : DEF_ALGOS;
     g->ws = workspace;
     g->ws_bytes = ws_bytes;
     if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS || cudaEventCreate(&g->e0) != cudaSuccess ||
@@ -100,13 +102,6 @@ static int describe(struct eng_gemm *g, struct shape *s, struct ts_err *err)
     return 0;
 }
 
-static int algos = DEF_ALGOS; /* eng_gemm_set_algos */
-
-void eng_gemm_set_algos(int n) { algos = n >= 1 && n <= MAX_ALGOS ? n : DEF_ALGOS; }
-
-/* How many of cuBLASLt's candidates a shape's tuning times. */
-static int algos_asked(void) { return algos; }
-
 static int candidates(struct eng_gemm *g, struct shape *s, cublasLtMatmulHeuristicResult_t *res,
                       int *n, struct ts_err *err)
 {
@@ -115,7 +110,7 @@ static int candidates(struct eng_gemm *g, struct shape *s, cublasLtMatmulHeurist
     cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g->ws_bytes, sizeof g->ws_bytes);
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulAlgoGetHeuristic(g->lt, s->op, s->a, s->b, s->c, s->c, pref, algos_asked(), res, n);
+        st = cublasLtMatmulAlgoGetHeuristic(g->lt, s->op, s->a, s->b, s->c, s->c, pref, g->algos, res, n);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || *n == 0)
         return ts_fail(err, "engine: no cuBLASLt algorithm for a %d x %d x %d GEMM (%s)", s->M, s->N,

@@ -20,7 +20,9 @@
 
 struct eng_gemm;
 
-int eng_gemm_create(struct eng_gemm **out, void *workspace, size_t ws_bytes, struct ts_err *err);
+/* A GEMM runner over workspace; a new shape's tuning times `algos` of cuBLASLt's candidates, 1 to 128
+ * (else the default, 16). */
+int eng_gemm_create(struct eng_gemm **out, void *workspace, size_t ws_bytes, int algos, struct ts_err *err);
 void eng_gemm_destroy(struct eng_gemm *g);
 /* scratch (scratch_bytes) receives the candidates' outputs while tuning; NULL disables tuning. */
 int eng_gemm_run(struct eng_gemm *g, const bf16_t *W, const bf16_t *X, bf16_t *Y, int M, int N,
@@ -35,9 +37,6 @@ bool eng_gemm_is_tuned(const struct eng_gemm *g, int M, int N, int K, float beta
 int eng_gemm_use_cache(struct eng_gemm *g, const char *path, const char *device, struct ts_err *err);
 /* How many shapes this process has met so far (a step that met a new one is not a clean timing). */
 int eng_gemm_shape_count(const struct eng_gemm *g);
-/* How many of cuBLASLt's candidate algorithms a new GEMM shape's tuning times, 1 to 128 (else the
- * default, 16); for every GEMM of the process from then on. */
-void eng_gemm_set_algos(int n);
 /* Shapes tuned so far and the speed-up of the chosen algorithm over the heuristic's first. */
 void eng_gemm_report(const struct eng_gemm *g, FILE *out);
 

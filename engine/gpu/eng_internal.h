@@ -175,6 +175,10 @@ static inline const bf16_t *eng_w(const struct eng *e, enum w_kind k, int layer)
 int eng_dev_alloc(void **p, int64_t bytes, struct ts_err *err);
 int eng_ext_rows_check(const struct eng *e, const char *what, const char *kind, const char *opt, int32_t have,
                        int32_t R, struct ts_err *err);
+/* What an extension that measures a request's whole sequence checks of an entry (what: its name): its
+ * segment seg of the step's plan runs the request's N positions alone, over no cached keys. */
+int eng_ext_seg_alone(const struct eng *e, const char *what, int32_t entry, int32_t seg, int32_t N,
+                      struct ts_err *err);
 
 /* eng_dev.c: Y[rows, out] (+)= X[rows, in] W^T, W [out, in] row-major, through cuBLASLt
  * (eng_gemm.c); a shape tuned for the first time gets a scratch output outside the plan, freed when

@@ -57,7 +57,9 @@ int eng_tp_in_launch(const char *cmd, int *rank);
 #define ENG_TP_TOOL_TOKENS 8192
 #define ENG_TP_TOOL_KV_TOKENS 32768
 #define ENG_TP_TOOL_LOGIT_CHUNK 2048
-int eng_tp_create(const struct model_cfg *m, uint64_t seed, int size, int *rank, struct eng **e, struct ts_err *err);
+struct eng_choices;
+int eng_tp_create(const struct model_cfg *m, uint64_t seed, int size, const struct eng_choices *choices, int *rank,
+                  struct eng **e, struct ts_err *err);
 
 /* The communicator of rank `rank` of `size` (on the current device, which must be GPU rank). NCCL's
  * unique id serves one communicator: the process's first is made, and every later call gets it

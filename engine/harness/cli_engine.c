@@ -100,6 +100,7 @@ struct engine_args {
     int grid; /* profile's --grid; -1: not given (all) */
     int64_t max_rows; /* profile's --max-rows; 0: not given */
     struct sim_config choices; /* the engine's choices as options set them (eng_choice_take) */
+    struct eng_choices engine_choices; /* the same for the engine (eng_choices_of) */
 };
 
 int eng_parse_step(const char *cmd, int max, const char *text, int32_t *st)
@@ -187,6 +188,12 @@ static int parse_engine_args(int argc, char **argv, struct engine_args *a)
     return 0;
 }
 
+/* `engine replay` */
+static int run_replay(const struct engine_args *a)
+{
+    return eng_replay_run(a->db, a->run, a->steps, a->mem_gb, a->weights, a->ops, &a->engine_choices, stdout);
+}
+
 /* `engine profile`: the steps given (--step, LOGIT_ROWS 0 or Q) or the grid (--grid), not both. */
 static int run_profile(const struct engine_args *a)
 {
@@ -211,7 +218,7 @@ static int run_profile(const struct engine_args *a)
     }
     return eng_profile_run(&m, a->db, (int)TS_MIN(a->reps, 5), (int)a->warmup, a->warm_ms,
                            (const int32_t(*)[5])a->step_list, a->nstep, a->grid < 0 ? GRID_ALL : a->grid,
-                           a->max_rows, a->mem_gb, stdout);
+                           a->max_rows, a->mem_gb, &a->engine_choices, stdout);
 }
 
 /* `engine replay --tp N` and `engine profile --tp N`: outside a launch, the launch of N ranks running
@@ -228,8 +235,7 @@ static int run_tp(const struct engine_args *a, int argc, char **argv)
         return EXIT_USAGE;
     if (!in) /* the launcher: this very command, once per GPU */
         return eng_tp_launch((int)a->tp, argc, argv);
-    return strcmp(a->sub, "replay") == 0 ? eng_replay_run(a->db, a->run, a->steps, a->mem_gb, a->weights, a->ops, stdout)
-                                         : run_profile(a);
+    return strcmp(a->sub, "replay") == 0 ? run_replay(a) : run_profile(a);
 }
 
 int cli_engine(int argc, char **argv)
@@ -249,13 +255,12 @@ int cli_engine(int argc, char **argv)
     int rc = parse_engine_args(argc - 1, argv + 1, &a);
     if (rc)
         return rc == 1 ? 0 : rc;
-    eng_choices_use(&a.choices);
+    eng_choices_of(&a.choices, &a.engine_choices);
     if (!a.db) {
         fprintf(stderr, "tessera engine %s: which database? (--db FILE)\n", a.sub);
         return EXIT_USAGE;
     }
     if (a.tp > 1)
         return run_tp(&a, argc, argv);
-    return strcmp(a.sub, "replay") == 0 ? eng_replay_run(a.db, a.run, a.steps, a.mem_gb, a.weights, a.ops, stdout)
-                                        : run_profile(&a);
+    return strcmp(a.sub, "replay") == 0 ? run_replay(&a) : run_profile(&a);
 }

@@ -1,7 +1,7 @@
 /*
  * eng_choices_cli.c: the engine's choices (eng_choices) as every engine command's options
  * (harness.h): their --help, one given taken into a configuration by its row of tessera sim's table
- * (config.c), and a configuration's choices set for the process.
+ * (config.c), and a configuration's choices for the engines it makes (eng_opts_defaults).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -43,10 +43,9 @@ int eng_choice_take(const char *cmd, const char *name, const char *value, struct
     return EXIT_USAGE;
 }
 
-void eng_choices_use(const struct sim_config *c)
+void eng_choices_of(const struct sim_config *c, struct eng_choices *out)
 {
-    const struct eng_choices ch = {.attention = c->attention, .ffn = c->ffn, .routing = c->routing,
-                                   .select_at = c->select_at, .portable = c->kernels == 1, .gemm_algos = c->gemm_algos,
-                                   .gemm_cache = c->gemm_cache[0] ? c->gemm_cache : NULL};
-    eng_set_choices(&ch);
+    *out = (struct eng_choices){.attention = c->attention, .ffn = c->ffn, .routing = c->routing,
+                                .select_at = c->select_at, .portable = c->kernels == 1, .gemm_algos = c->gemm_algos,
+                                .gemm_cache = c->gemm_cache[0] ? c->gemm_cache : NULL};
 }

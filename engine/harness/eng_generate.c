@@ -46,6 +46,9 @@ static void generate_usage(FILE *f)
 "each row's argmax and confidence; the committed tokens are the next step's input. Requests advance\n"
 "on their own, one step holding each one's.\n"
 "\n"
+"--model, --requests, --gen-len, --block, --seed, --policy and --block-logits are read and checked as\n"
+"tessera sim reads them.\n"
+"\n"
 "  --model NAME|config.json   the model [llada-8b]; --weights PATH a safetensors checkpoint (a file or\n"
 "                             a directory of shards) instead of random weights\n"
 "  --decoder SPEC             topk:K (the K most confident masked positions a step), threshold:TAU\n"
@@ -54,7 +57,8 @@ static void generate_usage(FILE *f)
 "                             above LOW [0.4], every one above TAU, and the most confident) or\n"
 "                             credit:TAU (dInfer's: threshold over logits fused with each position's\n"
 "                             credit, an EMA of its top-1 probabilities, in the LM head)\n"
-"                             [threshold:0.9]\n"
+"                             [threshold:0.9]. This is the rule the GPU runs; tessera sim's --decode\n"
+"                             is a model of its outcome (such as the profile --profile-out writes)\n"
 "  --requests N               sequences [16] (with --prompts: at most N of the file's [all])\n"
 "  --prompt-len P             hashed prompt ids of P tokens [256]; --prompts FILE one JSON array of\n"
 "                             token ids a line instead (a tokenizer's output)\n"
@@ -143,7 +147,8 @@ struct gen_args {
     const char *model, *weights, *prompts, *profile_out, *name, *ids_out, *requests_out, *policy;
     struct param_values params; /* the policy's parameters given (--vicinity, --refresh-interval, --sparsed-*) */
     bool block_logits;          /* whole-sequence steps' logits the block's alone (tessera sim's --block-logits) */
-    struct sim_config choices; /* the engine's choices as options set them (eng_choice_take) */
+    struct sim_config cfg; /* the options that are rows of tessera sim's table (SIM_ROW), as they set them, and the
+                            * engine's choices (eng_choice_take) */
     struct unmask_rule rule;
     struct gen_smooth smooth;
     struct gen_prophet prophet;
@@ -184,16 +189,41 @@ static int check_args(const struct gen_args *a)
     return 0;
 }
 
+/* The options that are rows of tessera sim's table (--model, --requests, --gen-len, --block, --seed,
+ * --policy, --block-logits) as a generation takes them: parsed and checked by their rows, then the
+ * bounds of a generation on the GPU (a block of at most UNMASK_MAX_ROWS rows, at most 65,536 requests,
+ * a length given); --requests unset is 16 (or the prompt file's), --policy unset the model's kind's. */
+static int take_rows(bool policy_given, struct gen_args *a)
+{
+    const struct sim_config *c = &a->cfg;
+    struct ts_err err;
+    if ((c->requests > 65536 && ts_fail(&err, "--requests %lld: at most 65536 requests", (long long)c->requests)) ||
+        (c->gen_len < 1 && ts_fail(&err, "--gen-len 0: a generation's length is at least 1 (0, the trace's lengths, "
+                                         "is tessera sim's)")) ||
+        (c->block > UNMASK_MAX_ROWS && ts_fail(&err, "--block %d: at most %d positions (a block's rows are unmasked in "
+                                                     "one kernel block)", c->block, UNMASK_MAX_ROWS))) {
+        fprintf(stderr, "tessera engine generate: %s\n", err.msg);
+        return -1;
+    }
+    a->model = c->model;
+    a->requests = c->requests > 0 ? c->requests : -1;
+    a->gen_len = c->gen_len, a->block = c->block, a->seed = c->seed;
+    a->policy = policy_given ? c->policy : NULL;
+    a->block_logits = c->block_logits;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct gen_args *a)
 {
-    static const struct option o[] = {{"model", required_argument, 0, 'm'},   {"weights", required_argument, 0, 'w'},
-                                      {"decoder", required_argument, 0, 'd'}, {"requests", required_argument, 0, 'n'},
+    enum { SIM_ROW = ENG_CHOICE_OPT + 1 };
+    static const struct option o[] = {{"model", required_argument, 0, SIM_ROW},   {"weights", required_argument, 0, 'w'},
+                                      {"decoder", required_argument, 0, 'd'}, {"requests", required_argument, 0, SIM_ROW},
                                       {"prompt-len", required_argument, 0, 'p'}, {"prompts", required_argument, 0, 'P'},
-                                      {"gen-len", required_argument, 0, 'g'}, {"block", required_argument, 0, 'b'},
-                                      {"mask-id", required_argument, 0, 'k'}, {"seed", required_argument, 0, 's'},
+                                      {"gen-len", required_argument, 0, SIM_ROW}, {"block", required_argument, 0, SIM_ROW},
+                                      {"mask-id", required_argument, 0, 'k'}, {"seed", required_argument, 0, SIM_ROW},
                                       {"mem-limit", required_argument, 0, 'M'},
                                       {"profile-out", required_argument, 0, 'o'}, {"name", required_argument, 0, 'N'},
-                                      {"ids-out", required_argument, 0, 'i'}, {"policy", required_argument, 0, 'c'},
+                                      {"ids-out", required_argument, 0, 'i'}, {"policy", required_argument, 0, SIM_ROW},
                                       {"focus-alpha", required_argument, 0, 'a'},
                                       {"iter-smooth", optional_argument, 0, 'S'},
                                       {"vicinity", required_argument, 0, 'W'},
@@ -201,7 +231,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       {"sparsed-skip", required_argument, 0, 'W'},
                                       {"sparsed-select", required_argument, 0, 'W'},
                                       {"sparsed-block", required_argument, 0, 'W'},
-                                      {"block-logits", no_argument, 0, 'L'},
+                                      {"block-logits", no_argument, 0, SIM_ROW},
                                       {"prophet", required_argument, 0, 'R'},
                                       {"elastic-drift", required_argument, 0, 'E'},
                                       {"d2-rollout", required_argument, 0, 'D'},
@@ -209,9 +239,9 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                                       ENG_CHOICE_OPTS,
                                       {"help", no_argument, 0, 'h'},
                                       {0, 0, 0, 0}};
-    *a = (struct gen_args){.model = "llada-8b", .requests = -1, .prompt_len = 256, .gen_len = 256, .block = 32,
-                           .mask_id = -1, .seed = 1, .focus_alpha = 1.5};
-    sim_config_defaults(&a->choices);
+    *a = (struct gen_args){.prompt_len = 256, .mask_id = -1, .focus_alpha = 1.5};
+    sim_config_defaults(&a->cfg);
+    bool policy_given = false;
     struct ts_err err;
     if (unmask_parse("threshold:0.9", &a->rule, &err))
         return EXIT_USAGE;
@@ -222,15 +252,19 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         bool bad = false;
         const char *range = "";
         switch (c) {
-        case 'm': a->model = optarg; break;
+        case SIM_ROW:
+            if (cfg_option_set(cfg_option_find(o[idx].name), optarg, &a->cfg, &err)) {
+                fprintf(stderr, "tessera engine generate: %s\n", err.msg);
+                return EXIT_USAGE;
+            }
+            policy_given |= strcmp(o[idx].name, "policy") == 0;
+            break;
         case 'w': a->weights = optarg; break;
         case 'P': a->prompts = optarg; break;
         case 'o': a->profile_out = optarg; break;
         case 'N': a->name = optarg; break;
         case 'i': a->ids_out = optarg; break;
         case 'q': a->requests_out = optarg; break;
-        case 'c': a->policy = optarg; break;
-        case 'L': a->block_logits = true; break;
         case 'a': bad = ts_parse_double(optarg, &a->focus_alpha) || !(a->focus_alpha >= 1 && a->focus_alpha <= 64), range = "1..64"; break;
         case 'S':
             if (gen_smooth_parse(optarg, &a->smooth, &err)) {
@@ -262,12 +296,8 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
                 return EXIT_USAGE;
             }
             break;
-        case 'n': bad = ts_parse_i64(optarg, &a->requests) || a->requests < 1 || a->requests > 65536, range = "1..65536"; break;
         case 'p': bad = ts_parse_i64(optarg, &a->prompt_len) || a->prompt_len < 1 || a->prompt_len > 1 << 20, range = "1..1048576"; break;
-        case 'g': bad = ts_parse_i64(optarg, &a->gen_len) || a->gen_len < 1 || a->gen_len > 1 << 20, range = "1..1048576"; break;
-        case 'b': bad = ts_parse_i64(optarg, &a->block) || a->block < 1 || a->block > UNMASK_MAX_ROWS, range = "1..1024"; break;
         case 'k': bad = ts_parse_i64(optarg, &a->mask_id) || a->mask_id < 0 || a->mask_id > INT32_MAX, range = "a token id"; break;
-        case 's': bad = ts_parse_i64(optarg, &a->seed) || a->seed < 0, range = ">= 0"; break;
         case 'W':
         case 'F': /* the policy's, checked against it once it is known */
             if (param_values_set(&a->params, o[idx].name, optarg, &err)) {
@@ -278,7 +308,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         case 'M': bad = ts_parse_double(optarg, &a->mem_gb) || !(a->mem_gb > 0 && a->mem_gb < 1e6), range = "GB > 0"; break;
         case 'h': generate_usage(stdout); return 1;
         case ENG_CHOICE_OPT:
-            if (eng_choice_take("engine generate", o[idx].name, optarg, &a->choices))
+            if (eng_choice_take("engine generate", o[idx].name, optarg, &a->cfg))
                 return EXIT_USAGE;
             break;
         default: return cli_getopt_error("engine generate", c, argv, o);
@@ -292,7 +322,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
         fprintf(stderr, "tessera engine generate: unexpected argument '%s' (see --help)\n", argv[optind]);
         return EXIT_USAGE;
     }
-    if (check_args(a))
+    if (take_rows(policy_given, a) || check_args(a))
         return EXIT_USAGE;
     unmask_format(&a->rule, a->rule_text, sizeof a->rule_text);
     if (a->smooth.on) {
@@ -355,13 +385,13 @@ static int sparsed_next(struct eng *e, const struct gen *g, const struct step_de
 static int sparsed_count(struct eng *e, const struct gen *g, const struct step_desc *sd, const struct eng_opts *o,
                          int layers, int heads, struct gen_run *run, struct ts_err *err)
 {
-    const int32_t b = o->sparsed_block;
+    const int32_t b = o->ext.sparsed_block;
     for (int32_t s = 0; s < sd->num_segs; s++) {
         const struct segment *x = &sd->segs[s];
         if (!segment_builds_pattern(x))
             continue;
         const int32_t nb = (x->q + b - 1) / b, last = TS_MIN((g->r[x->req_id].P + b - 1) / b, nb - 1);
-        const int32_t top = TS_MIN(nb, (int32_t)(nb * o->sparsed_select) + 1);
+        const int32_t top = TS_MIN(nb, (int32_t)(nb * o->ext.sparsed_select) + 1);
         uint8_t *keep = xmalloc((size_t)layers * heads * nb * nb);
         int32_t got = 0;
         if (eng_sparsed_pattern(e, x->req_id, keep, &got, err) || got != nb) {
@@ -624,7 +654,6 @@ int eng_generate_main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc == 1 ? 0 : rc;
-    eng_choices_use(&a.choices);
     struct ts_err err;
     struct model_cfg m;
     if (model_resolve(a.model, &m, &err)) {
@@ -678,8 +707,10 @@ int eng_generate_main(int argc, char **argv)
         return EXIT_USAGE;
     }
     gen_prompts_free(&prompts);
+    struct eng_choices choices;
+    eng_choices_of(&a.cfg, &choices);
     struct eng_opts o;
-    eng_opts_defaults(&o);
+    eng_opts_defaults(&o, &choices);
     o.max_tokens = gc.max_tokens;
     o.logit_chunk_rows = gc.logit_chunk_rows;
     o.mem_limit = (int64_t)(a.mem_gb * 1e9);
@@ -693,10 +724,10 @@ int eng_generate_main(int argc, char **argv)
     o.drift_requests = gc.elastic.on ? n : 0;
     o.rollout_positions = gc.rollout.on ? (int32_t)seq : 0; /* d2Cache's rollout (eng_rollout_next) */
     o.rollout_requests = gc.rollout.on ? n : 0;
-    if (gc.policy && eng_ext_named(gc.policy->engine, "sparsed")) { /* SparseD's patterns (eng_sparsed_next) */
-        o.sparsed_positions = (int32_t)seq, o.sparsed_requests = n;
-        o.sparsed_block = (int32_t)policy_drive_param(gc.policy, "sparsed-block", 128);
-        o.sparsed_select = policy_drive_param(gc.policy, "sparsed-select", 0.3);
+    if (gc.policy) { /* what its parameters set in the engine (SparseD's block and select), typed */
+        o.ext = gc.policy->ext;
+        if (eng_ext_named(gc.policy->engine, "sparsed")) /* SparseD's patterns (eng_sparsed_next) */
+            o.sparsed_positions = (int32_t)seq, o.sparsed_requests = n;
     }
     struct eng *e = NULL;
     struct gen_run run = {0};

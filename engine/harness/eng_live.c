@@ -21,7 +21,7 @@
 #include "eng_tp.h"
 #include "harness.h"
 #include "kernels.h"
-#include "parts.h"
+#include "setup.h"
 #include "policy.h"
 #include "sim.h"
 
@@ -346,9 +346,10 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
 {
     const struct sim_config *c = sim_config(s);
     const struct model_cfg *m = sim_model(s);
-    eng_choices_use(c); /* the run's engine options (stored with it) */
+    struct eng_choices choices; /* the run's engine options (stored with it) */
+    eng_choices_of(c, &choices);
     struct eng_opts o;
-    eng_opts_defaults(&o);
+    eng_opts_defaults(&o, &choices);
     const double cap = sim_sched_param(s, "max-num-batched-tokens", 0); /* the phase scheduler's step cap */
     o.max_tokens = cap > 0 ? (int32_t)cap : 16384;
     o.logit_chunk_rows = c->max_num_logits > 0 ? c->max_num_logits : o.max_tokens;
@@ -356,7 +357,7 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
     o.page_tokens = c->kv_page;
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);
     o.planner = c->planner;
-    eng_opts_follow_impl(&o, c->impl); /* --impl tessera-fused: the FFN fused, as simulated */
+    eng_opts_follow_impl(&o, &sim_setup_of(s)->impl); /* --impl tessera-fused: the FFN fused, as simulated */
     if (eng_tp_place(&o, err)) /* --tp: this rank's place in the launch (eng_tp.h) */
         return -1;
     if (o.tp_size != c->tp)
@@ -365,17 +366,14 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
     o.feature_cache = sim_knobs(s)->cache_outputs; /* dLLM-Cache's pool: outputs beside K and V */
     o.input_cache = sim_knobs(s)->cache_inputs;    /* Elastic-Cache's: each layer's inputs beside them */
     const struct policy_ops *po = sim_setup_of(s)->policy;
-    const bool sparsed = eng_ext_named(po->engine, "sparsed"); /* SparseD's patterns (ext_sparsed.c) */
-    const int32_t sp_block = sparsed ? (int32_t)sim_policy_param(s, c->policy, "sparsed-block", 128) : 0;
-    if (sp_block > 0) { /* SparseD's patterns: a slot for each request a step may run */
-        if (sp_block % 64)
+    sim_ext_params(s, &o.ext); /* the policy's parameters, typed */
+    if (eng_ext_named(po->engine, "sparsed")) { /* SparseD's patterns: a slot for each request a step may run */
+        if (o.ext.sparsed_block % 64)
             return ts_fail(err, "--sparsed-block %d: the engine's patterns are in blocks of a multiple of 64 rows",
-                           sp_block);
+                           o.ext.sparsed_block);
         const double batch = sim_sched_param(s, "max-batch", 0);
         o.sparsed_positions = o.max_tokens;
         o.sparsed_requests = batch > 0 ? (int32_t)TS_MIN(batch, 64) : LIVE_SPARSED_SLOTS;
-        o.sparsed_block = sp_block;
-        o.sparsed_select = sim_policy_param(s, c->policy, "sparsed-select", 0.3);
     }
     struct live *l = xcalloc(1, sizeof *l);
     if (eng_create(m, &o, &l->e, err)) {
@@ -383,7 +381,7 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
         return -1;
     }
     l->s = s;
-    if (sp_block > 0) {
+    if (o.sparsed_requests > 0) { /* SparseD's slots */
         l->sp.free_slots = xmalloc(sizeof *l->sp.free_slots * (size_t)o.sparsed_requests);
         for (int32_t i = 0; i < o.sparsed_requests; i++)
             l->sp.free_slots[l->sp.num_free++] = o.sparsed_requests - 1 - i;
@@ -415,9 +413,8 @@ void eng_live_close(struct sim_executor *ex)
         memset(ex, 0, sizeof *ex);
 }
 
-void eng_opts_follow_impl(struct eng_opts *o, const char *impl_name)
+void eng_opts_follow_impl(struct eng_opts *o, const struct impl_profile *impl)
 {
-    struct impl_profile ip;
-    if (impl_name && impl_resolve(impl_name, &ip, NULL) == 0 && ip.fused_ffn)
+    if (impl->fused_ffn)
         o->ffn = 1;
 }

@@ -82,7 +82,7 @@ int eng_lmax_live(const struct lmax_live_req *q, struct lmax_live_result *r, str
     planner_opts_defaults(&c.po);
     c.po.ilp_max_tensors = 0; /* big graphs: the heuristics only */
     struct eng_opts o;
-    eng_opts_defaults(&o);
+    eng_opts_defaults(&o, NULL); /* (tessera mem takes no engine choices) */
     o.mem_limit = q->mem_limit;
     o.hard_limit = true;
     o.stateless = true;

@@ -239,7 +239,7 @@ static int profile_store(sqlite3_stmt *ins, const struct machine *mc, const char
 
 int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int warmup, double warm_ms,
                     const int32_t (*steps)[5], int n_steps, int grid_part, int64_t max_rows,
-                    double mem_limit_gb, FILE *out)
+                    double mem_limit_gb, const struct eng_choices *choices, FILE *out)
 {
     if (n_steps <= 0) { /* a grid without a step for this model (only the long part can be: the
                        * model's context is too short; or none is small enough) is refused before
@@ -272,7 +272,7 @@ int eng_profile_run(const struct model_cfg *m, const char *path, int reps, int w
     struct ts_err err;
     struct machine mc;
     struct eng_opts o;
-    eng_opts_defaults(&o);
+    eng_opts_defaults(&o, choices);
     o.max_tokens = 16384;
     o.logit_chunk_rows = PROFILE_LOGIT_CHUNK;
     o.mem_limit = (int64_t)(mem_limit_gb * 1e9);

@@ -22,6 +22,7 @@
 #include "eng_tp.h"
 #include "harness.h"
 #include "policy.h"
+#include "setup.h"
 #include "sim.h"
 #include "step_desc.h"
 
@@ -67,6 +68,7 @@ static int record_ops(struct eng *e, const struct step_desc *sd, float ms, sqlit
 struct replay {
     sqlite3 *db;
     const char *path;
+    const struct eng_choices *choices; /* the command line's engine choices */
     int64_t run_id, num_steps, max_req;
     int32_t *last_step; /* [max_req + 1]: each request's last step; -1: none */
     struct model_cfg m;
@@ -98,16 +100,18 @@ static int replay_read_run(struct replay *rp, int64_t run_id, int *ffn_chunks, s
     if (!cfg)
         return ts_fail(err, "run %lld: unreadable config_json", (long long)rp->run_id);
     struct sim_config c;
+    struct sim_setup setup;
     int rc = 0;
-    if (sim_config_from_json(cfg, &c, err) || model_resolve(c.model, &rp->m, err))
+    if (sim_config_from_json(cfg, &c, err) || sim_setup_resolve(&c, &setup, err) ||
+        model_resolve(c.model, &rp->m, err))
         rc = ts_fail_prefix(err, "run %lld", (long long)rp->run_id);
     if (rc == 0) {
-        eng_opts_defaults(&rp->o);
-        eng_opts_follow_impl(&rp->o, c.impl);
+        eng_opts_defaults(&rp->o, rp->choices);
+        eng_opts_follow_impl(&rp->o, &setup.impl);
         step_desc_init(&rp->knobs);
-        const struct policy_ops *po = policy_find(c.policy);
+        const struct policy_ops *po = setup.policy;
         char why[512];
-        if (po && eng_ext_refused(po->engine, ENG_EXT_REPLAY, why, sizeof why))
+        if (eng_ext_refused(po->engine, ENG_EXT_REPLAY, why, sizeof why))
             rc = ts_fail(err, "run %lld: policy %s needs %s", (long long)rp->run_id, po->name, why);
         else if (model_engine_lacks(&rp->m))
             rc = ts_fail(err, "run %lld: model %s has %s, which the engine does not run", (long long)rp->run_id,
@@ -115,8 +119,8 @@ static int replay_read_run(struct replay *rp, int64_t run_id, int *ffn_chunks, s
         else if (c.ep > 1)
             rc = ts_fail(err, "run %lld: simulated with --ep %d, expert parallelism, which the engine does not run",
                          (long long)rp->run_id, c.ep);
-        else if (sim_config_knobs(&c, &rp->m, &rp->knobs, err))
-            rc = ts_fail_prefix(err, "run %lld", (long long)rp->run_id);
+        else
+            sim_config_knobs(&c, &setup, &rp->m, &rp->knobs);
         rp->o.feature_cache = rp->knobs.cache_outputs;
         rp->o.input_cache = rp->knobs.cache_inputs;
         rp->logit_chunk_rows = c.max_num_logits;
@@ -271,9 +275,9 @@ done:
 }
 
 int eng_replay_run(const char *path, int64_t run_id, int64_t max_steps, double mem_limit_gb,
-                   const char *weights, bool ops, FILE *out)
+                   const char *weights, bool ops, const struct eng_choices *choices, FILE *out)
 {
-    struct replay rp = {.path = path};
+    struct replay rp = {.path = path, .choices = choices};
     struct replay_err re = {0};
     struct eng *e = NULL;
     struct ts_err err;

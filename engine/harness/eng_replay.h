@@ -16,13 +16,14 @@
  * With ops, each step is also run once with an event after every op, and the ops' times, scaled
  * to sum to the step's measured time, go to engine_step_ops(run_id, step_id, op, ms).
  */
+struct eng_choices;
 int eng_replay_run(const char *db, int64_t run_id, int64_t max_steps, double mem_limit_gb,
-                   const char *weights, bool ops, FILE *out);
+                   const char *weights, bool ops, const struct eng_choices *choices, FILE *out);
 
 /*
  * Profile: sweeps step shapes of a model (segments of q tokens over kv cached keys, with and
  * without logits), times each op of each step with CUDA events (an event after each op) and the
- * whole step without them (total_ms), and stores the rows in the table engine_profile of `db` with
+ * whole step without them (total_ms), its engine made with the command line's choices, and stores the rows in the table engine_profile of `db` with
  * the GPU name, clocks, driver, CUDA runtime and cuBLAS versions.
  */
 /* Each step runs warmup times untimed first, and then again until its warm-up runs have taken warm_ms
@@ -34,6 +35,6 @@ int eng_replay_run(const char *db, int64_t run_id, int64_t max_steps, double mem
 #define ENG_PROFILE_MAX_STEPS 32 /* engine profile --step at most this often */
 int eng_profile_run(const struct model_cfg *m, const char *db, int reps, int warmup, double warm_ms,
                     const int32_t (*steps)[5], int n_steps, int grid_part, int64_t max_rows, double mem_limit_gb,
-                    FILE *out);
+                    const struct eng_choices *choices, FILE *out);
 
 #endif

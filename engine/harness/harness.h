@@ -8,9 +8,10 @@
 
 #include "eng.h"
 
-/* The engine as the simulator's implementation profile impl_name runs it: one with a fused FFN
- * (tessera-fused) sets ffn to 1; any other name, or none, leaves o as it is. */
-void eng_opts_follow_impl(struct eng_opts *o, const char *impl_name);
+/* The engine as the simulator's implementation profile impl runs it: one with a fused FFN
+ * (tessera-fused) sets ffn to 1; any other leaves o as it is. */
+struct impl_profile;
+void eng_opts_follow_impl(struct eng_opts *o, const struct impl_profile *impl);
 
 /* The engine's choices (eng_choices) as every engine command's options: their getopt entries (all
  * of value ENG_CHOICE_OPT), their --help lines, and one given (its option's name and value) set in
@@ -25,9 +26,9 @@ struct sim_config;
         {"gemm-cache", required_argument, 0, ENG_CHOICE_OPT}
 extern const char eng_choices_usage[];
 int eng_choice_take(const char *cmd, const char *name, const char *value, struct sim_config *c);
-/* Sets the engine's choices (eng_set_choices) to those a configuration holds (its gemm_cache is
- * pointed to, not copied). */
-void eng_choices_use(const struct sim_config *c);
+/* The engine's choices a configuration holds, into *out (its gemm_cache is pointed to, not copied),
+ * for eng_opts_defaults. */
+void eng_choices_of(const struct sim_config *c, struct eng_choices *out);
 
 /* --step SEGS,Q,KV,LOGIT_ROWS[,KV_LONG] (text) into st[5] (KV_LONG 0 when not given): -1, said on
  * stderr naming cmd, when malformed or out of range, or st NULL (one step more than the max a

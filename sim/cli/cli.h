@@ -37,7 +37,8 @@ void cli_print_json(struct json_t *o);
  * many and what admits them, a line each after indent (cli_summary.c); the cost model that priced
  * it in words, into buf (cli_sim_opts.c). */
 struct sim;
-void cli_print_summary(const struct sim_config *c, const struct sim_summary *m);
+struct sim_setup;
+void cli_print_summary(const struct sim_config *c, const struct sim_setup *setup, const struct sim_summary *m);
 void cli_reject_lines(const struct sim *s, const char *indent, FILE *to);
 const char *cli_cost_text(const struct sim_config *c, char *buf, size_t len);
 int cli_fleet(const struct sim_config *base, int argc, char **argv);

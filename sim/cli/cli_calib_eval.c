@@ -24,6 +24,7 @@
 #include "cost.h"
 #include "gpu.h"
 #include "model.h"
+#include "setup.h"
 #include "sim.h"
 #include "step_desc.h"
 
@@ -216,15 +217,14 @@ static void write_csv_step(FILE *cf, int64_t step, const struct step_desc *sd, d
 
 /* The knobs of a run recorded before its steps carried them, from its configuration; a run with expert
  * parallelism refused (the engine replays none). */
-static int derived_knobs(const struct sim_config *c, const struct model_cfg *m, int64_t v[STEP_KNOBS],
-                         struct ts_err *err)
+static int derived_knobs(const struct sim_config *c, const struct sim_setup *setup, const struct model_cfg *m,
+                         int64_t v[STEP_KNOBS], struct ts_err *err)
 {
     struct step_desc sd;
     step_desc_init(&sd);
     if (c->ep > 1) /* (the engine runs no expert parallelism) */
         return ts_fail(err, "a run with --ep %d: the engine replays no expert-parallel steps", c->ep);
-    if (sim_config_knobs(c, m, &sd, err))
-        return -1;
+    sim_config_knobs(c, setup, m, &sd);
     step_knobs_get(&sd, v);
     return 0;
 }
@@ -279,12 +279,15 @@ int cli_calib_eval(const char *dbpath, const char *calib_path, const char *host_
     struct cost_ctx ctx = {0};
     struct gpu_table *gt = gpu_table_create();
     struct sim_config run_cfg;
-    int bad = sim_config_from_json(cfg, &run_cfg, &err) || sim_model_resolve(&run_cfg, &ctx.model, &err) ||
-              gpu_lookup(gt, run_cfg.gpu, &ctx.gpu, &err) || impl_resolve(run_cfg.impl, &ctx.impl, &err);
+    struct sim_setup setup;
+    int bad = sim_config_from_json(cfg, &run_cfg, &err) || sim_setup_resolve(&run_cfg, &setup, &err) ||
+              sim_model_resolve(&run_cfg, &ctx.model, &err) || gpu_lookup(gt, run_cfg.gpu, &ctx.gpu, &err);
     gpu_table_destroy(gt);
     int64_t derived[STEP_KNOBS];
-    if (!bad)
-        bad = derived_knobs(&run_cfg, &ctx.model, derived, &err);
+    if (!bad) {
+        ctx.impl = setup.impl;
+        bad = derived_knobs(&run_cfg, &setup, &ctx.model, derived, &err);
+    }
     char path[CFG_PATH + 256];
     if (!bad)
         bad = load_for(&ctx, calib_path, host_path, path, sizeof path, &cal, &err);

@@ -18,7 +18,7 @@
 #include "engine_load.h"
 #include "decode.h"
 #include "eng_ext_decl.h"
-#include "parts.h"
+#include "setup.h"
 #include "planner.h"
 #include "presets.h"
 #include "sim.h"
@@ -65,9 +65,14 @@ int cli_sim(int argc, char **argv)
         return EXIT_USAGE;
     }
     struct ts_err err;
-    const struct policy_ops *po = policy_find(c.policy);
+    struct sim_setup setup;
+    if (sim_config_validate(&c, &setup, &err)) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    const struct policy_ops *po = setup.policy;
     char needs[512];
-    if (c.executor == EXECUTOR_GPU && po && eng_ext_refused(po->engine, ENG_EXT_LIVE, needs, sizeof needs)) {
+    if (c.executor == EXECUTOR_GPU && eng_ext_refused(po->engine, ENG_EXT_LIVE, needs, sizeof needs)) {
         fprintf(stderr, "tessera sim: --executor gpu: policy %s needs %s; price it with the cost model (--executor "
                         "model)\n", po->name, needs);
         return EXIT_USAGE;
@@ -122,7 +127,7 @@ int cli_sim(int argc, char **argv)
         if (!live_open || !live_close || live_open(s, c.live_mem_gib, &ex, &err)) {
             fprintf(stderr, "tessera sim: --executor gpu: %s\n", err.msg);
             sim_destroy(s);
-        db_out_close(out);
+            db_out_close(out);
             return EXIT_USAGE;
         }
         sim_set_executor(s, &ex);
@@ -155,7 +160,7 @@ int cli_sim(int argc, char **argv)
     if (c.json) {
         cli_print_json(cli_summary_json(sim_config(s), &m));
     } else {
-        cli_print_summary(sim_config(s), &m);
+        cli_print_summary(sim_config(s), sim_setup_of(s), &m);
         if (m.num_rejected)
             cli_reject_lines(s, "  rejected      ", stdout);
     }

@@ -18,7 +18,7 @@
 #include "engine_load.h"
 #include "decode.h"
 #include "eng_ext_decl.h"
-#include "parts.h"
+#include "setup.h"
 #include "planner.h"
 #include "presets.h"
 #include "sim.h"
@@ -60,10 +60,9 @@ void cli_print_prompt_cache(const struct sim_summary *m)
                (long long)m->prompt_hit_tokens, (long long)m->prompt_tokens, (long long)m->prompt_evicted);
 }
 
-void cli_print_summary(const struct sim_config *c, const struct sim_summary *m)
+void cli_print_summary(const struct sim_config *c, const struct sim_setup *setup, const struct sim_summary *m)
 {
-    const struct policy_ops *po = policy_find(c->policy);
-    const bool show_redundancy = po && (po->caps & POLICY_DECIDES); /* the policy decides what its steps decode (focus) */
+    const bool show_redundancy = setup->policy->caps & POLICY_DECIDES; /* the policy decides what its steps decode (focus) */
     char tp[32] = "";
     if (c->tp > 1)
         snprintf(tp, sizeof tp, " x %d (tensor parallel)", c->tp);

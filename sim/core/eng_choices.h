@@ -9,9 +9,9 @@
 #include <stdint.h>
 
 /* The choices of the engine's command lines (tessera engine's options, tessera sim --executor gpu's):
- * its kernels, attention, FFN, routing, selection and GEMM tuning, for the whole process. Every
- * eng_opts starts from them (eng_opts_defaults); a command sets them once, before any engine is made.
- * Their names, in the order of their values, are the options' choices. */
+ * its kernels, attention, FFN, routing, selection and GEMM tuning. Each engine takes them in its
+ * eng_opts (eng_opts_defaults). Their names, in the order of their values, are the options'
+ * choices. */
 struct eng_choices {
     int32_t attention;  /* eng_opts.attention: mma, wgmma, auto (the default) */
     int32_t ffn;        /* eng_opts.ffn: split (the default), fused, auto */

@@ -8,6 +8,7 @@
 #define TESSERA_ENG_EXT_DECL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct eng_ext_decl {
     const char *name;
@@ -17,6 +18,14 @@ struct eng_ext_decl {
                         * it, and a live fleet's move does not carry it */
     bool beside;       /* run beside the engine by the live executor (engine/harness/eng_live.c), not by
                         * the engine itself: a replay, the engine's steps alone, lacks it */
+};
+
+/* What a policy's parameters set in the extensions its steps need, typed (policy_ops.ext_params fills
+ * it from the policy's own parameters; the engine takes it as eng_opts.ext). Zero where the policy
+ * needs no such extension. */
+struct eng_ext_params {
+    int32_t sparsed_block; /* SparseD's patterns: their blocks of query rows and keys (a multiple of 64) */
+    double sparsed_select; /* the share of key blocks each pass keeps (SparseD's select) */
 };
 
 /* The declaration named `name`, or NULL. */

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "eng_ext_decl.h"
 #include "step_desc.h"
 
 struct policy_drive {
@@ -24,6 +25,7 @@ struct policy_drive {
     bool every_position; /* each step runs every position, each with its logits (policy_caps
                           * POLICY_EVERY_POSITION, its logits not the block's alone) */
     const char *engine;  /* the engine's extensions its steps need (policy_ops.engine; NULL: none) */
+    struct eng_ext_params ext; /* what its parameters set in them (policy_ops.ext_params) */
     void *ctx;
     /* Request req's next segment into *s (req_id left as it is) and its rows' positions, in row
      * order, into pos[0 .. s->q) (room for the request's P + G). */

@@ -469,6 +469,7 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
  * content under its run_id. */
 struct run_src {
     const struct sim_config *cfg;
+    const struct sim_setup *setup; /* cfg's parts, resolved */
     const char *code_version;
     int (*content)(struct writer *w, const void *ctx, int64_t run_id);
     const void *ctx;
@@ -548,7 +549,7 @@ static int write_run(struct writer *w, const struct run_src *src)
     gmtime_r(&now.tv_sec, &tm);
     strftime(secs, sizeof secs, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(created, sizeof created, "%s.%09ldZ", secs, (long)now.tv_nsec);
-    char *cfg = sim_config_to_json(src->cfg);
+    char *cfg = sim_config_to_json(src->cfg, src->setup);
     sqlite3_bind_text(st, 1, created, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, src->code_version, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, (int64_t)src->cfg->seed);
@@ -769,7 +770,7 @@ int db_out_commit(struct db_out *o, struct sim *s, struct ts_err *err)
     /* the steps still in memory */
     if (!sim_config(s)->no_steps && spill_steps(o, s, sim_steps_stream_to(s, o), true, err))
         return -1;
-    const struct run_src src = {sim_config(s), sim_code_version(s), sim_content, s};
+    const struct run_src src = {sim_config(s), sim_setup_of(s), sim_code_version(s), sim_content, s};
     return commit_src(o, &src, err);
 }
 
@@ -824,7 +825,7 @@ static int fleet_content(struct writer *w, const void *ctx, int64_t run_id)
                                 m->energy_j, m->energy_per_token_j};
         for (size_t k = 0; k < TS_ARRAY_LEN(reals); k++)
             sqlite3_bind_double(st, 12 + (int)k, reals[k]);
-        char *cfg = sim_config_to_json(&f->cfg[i]);
+        char *cfg = sim_config_to_json(&f->cfg[i], NULL);
         sqlite3_bind_text(st, 20, cfg, -1, SQLITE_TRANSIENT);
         free(cfg);
         rc = step_done(w, st);
@@ -852,7 +853,7 @@ int db_out_commit_fleet(struct db_out *o, const struct sim_config *base, const s
                         const struct fleet_result *r, struct ts_err *err)
 {
     const struct fleet_src f = {cfg, r};
-    const struct run_src src = {base, ts_version(), fleet_content, &f};
+    const struct run_src src = {base, NULL, ts_version(), fleet_content, &f};
     return commit_src(o, &src, err);
 }
 

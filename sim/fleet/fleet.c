@@ -17,7 +17,7 @@
 #include "eng_ext_decl.h"
 #include "event.h"
 #include "model.h"
-#include "parts.h"
+#include "setup.h"
 #include "policy.h"
 #include "prompt_cache.h"
 #include "trace.h"

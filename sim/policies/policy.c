@@ -84,6 +84,13 @@ void policy_step_knobs(const struct policy_ops *po, const struct policy_cfg *pc,
         po->knobs(pc, sd);
 }
 
+void policy_ext_params(const struct policy_ops *po, const struct policy_cfg *pc, struct eng_ext_params *out)
+{
+    *out = (struct eng_ext_params){0};
+    if (po->ext_params)
+        po->ext_params(pc, out);
+}
+
 void policy_req_init(struct request *r, const struct policy_cfg *pc)
 {
     TS_ASSERT(pc->block_size > 0 && r->G > 0 && r->P >= 0 && r->C >= 0 && r->C <= r->G);

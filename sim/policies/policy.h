@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "decode.h"
+#include "eng_ext_decl.h"
 #include "model.h"
 #include "params.h"
 #include "request.h"
@@ -69,6 +70,8 @@ struct policy_ops {
     const char *engine; /* NULL, or the engine's extensions its steps need, space-separated
                          * (sim/core/eng_ext_decl.h): a live run, a replay or a live fleet's move that
                          * cannot carry one is refused at start, naming what it lacks */
+    /* What its parameters set in the extensions it needs (engine), typed (NULL: nothing to set). */
+    void (*ext_params)(const struct policy_cfg *pc, struct eng_ext_params *out);
     /* Refuses a model its parameters do not fit, naming the parameter (NULL: every model fits). */
     int (*check_model)(const struct policy_cfg *pc, const struct model_cfg *m, struct ts_err *err);
     /* Fills *seg with the next step's shape for r (everything but `decoded`). */
@@ -112,8 +115,6 @@ struct policy_drive;
 int policy_drive_init(struct policy_drive *out, const char *name, const struct param_values *given, int32_t n,
                       const int32_t *prompt_len, int32_t gen_len, int32_t block, bool block_logits, struct ts_err *err);
 void policy_drive_free(struct policy_drive *d);
-/* The driven policy's parameter `name` as resolved, or dflt where it has none. */
-double policy_drive_param(const struct policy_drive *d, const char *name, double dflt);
 
 /* Adds a policy after the built-in ones (tests, experiments kept out of the tree); -1 when its
  * name is taken or the table is full. The entry must outlive every run. */
@@ -130,6 +131,9 @@ int32_t policy_attn_block(const char *policy, const struct model_cfg *m, int32_t
  * (policy_ops.knobs: the selection's). */
 void policy_step_knobs(const struct policy_ops *po, const struct policy_cfg *pc, const struct model_cfg *m,
                        struct step_desc *sd);
+/* What po's parameters (pc's) set in the engine's extensions (policy_ops.ext_params), into *out:
+ * zero where it sets nothing. */
+void policy_ext_params(const struct policy_ops *po, const struct policy_cfg *pc, struct eng_ext_params *out);
 
 /* Sets up r's shape-derived fields for the policy config (num_blocks, last_block, progress). */
 void policy_req_init(struct request *r, const struct policy_cfg *pc);

@@ -107,13 +107,8 @@ int policy_drive_init(struct policy_drive *out, const char *name, const struct p
     *out = (struct policy_drive){.name = po->name, .whole = !(po->caps & POLICY_BLOCK_CAUSAL),
                                  .every_position = (po->caps & POLICY_EVERY_POSITION) && !block_logits,
                                  .engine = po->engine, .ctx = d, .emit = drive_emit, .advance = drive_advance};
+    policy_ext_params(po, &d->pc, &out->ext);
     return 0;
-}
-
-double policy_drive_param(const struct policy_drive *pd, const char *name, double dflt)
-{
-    const struct drive *d = pd->ctx;
-    return d ? params_value(d->po->params, d->po->num_params, d->pc.p, name, dflt) : dflt;
 }
 
 void policy_drive_free(struct policy_drive *pd)

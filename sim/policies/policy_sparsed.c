@@ -68,6 +68,12 @@ static int32_t sparse_keys(const struct request *r, const struct policy_cfg *pc)
     return (int32_t)TS_MIN((int64_t)r->L, (int64_t)(kept_p + kept_g) * (int32_t)pc->p[BLOCK]);
 }
 
+static void sparsed_ext_params(const struct policy_cfg *pc, struct eng_ext_params *out)
+{
+    out->sparsed_block = (int32_t)pc->p[BLOCK];
+    out->sparsed_select = pc->p[SELECT];
+}
+
 static void sparsed_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
 {
     s->phase = PHASE_FULL;
@@ -100,6 +106,7 @@ const struct policy_ops policy_sparsed = {
     .emit = sparsed_emit,
     .advance = sparsed_advance,
     .engine = "sparsed",
+    .ext_params = sparsed_ext_params,
     .kv_tokens = policy_kv_none,
     .kv_peak_tokens = policy_kv_none,
     .peak_q = policy_q_whole,

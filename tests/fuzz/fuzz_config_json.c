@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sim_config c, again;
     struct ts_err err;
     if (sim_config_from_json(o, &c, &err) == 0 && sim_config_validate(&c, NULL, &err) == 0) {
-        char *text = sim_config_to_json(&c);
+        char *text = sim_config_to_json(&c, NULL);
         json_t *back = json_loads(text, 0, &jerr);
         if (!back || sim_config_from_json(back, &again, &err) != 0)
             abort(); /* what was stored must read back */

@@ -1913,13 +1913,13 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
                              bool smooth)
 {
     struct eng_opts o;
-    eng_opts_defaults(&o);
+    eng_opts_defaults(&o, &check_choices);
     o.max_tokens = 1024, o.logit_chunk_rows = 64, o.kv_tokens = 4096, o.seed = 91;
     o.credit_rows = kind == UNMASK_CREDIT ? 96 : 0;
     const bool focus = strcmp(policy, "focus") == 0, sparsed = strcmp(policy, "sparsed") == 0;
     o.trace_selection = focus;
     if (sparsed) /* SparseD: its patterns in blocks of 64 over the requests' 104 positions */
-        o.sparsed_positions = 128, o.sparsed_requests = 3, o.sparsed_block = 64;
+        o.sparsed_positions = 128, o.sparsed_requests = 3, o.ext.sparsed_block = 64, o.ext.sparsed_select = 0.3;
     const int64_t per_req = (int64_t)m->num_layers * m->num_heads * 2 * 2;
     uint8_t *spkeep = sparsed ? xmalloc((size_t)(3 * per_req)) : NULL;
     struct gen_cfg cfg = {.requests = 3, .prompt_len = 40, .gen_len = 64, .block = 32, .mask_id = m->vocab - 1,
@@ -1967,7 +1967,7 @@ static void check_generation(struct checker *c, const struct model_cfg *m, int a
         struct eng_out out;
         if (ng > 0 && gc->u.kind < 0)
             gc->u = (struct unmask_rule){.kind = kind, .alpha = 0.7f, .beta = 0.8f, .gamma = 0.2f};
-        if ((sparsed && gen_sparsed_step(gc, &g, &sd, spkeep, per_req, o.sparsed_block, &err)) ||
+        if ((sparsed && gen_sparsed_step(gc, &g, &sd, spkeep, per_req, o.ext.sparsed_block, &err)) ||
             gen_check_step(gc, m, &g, &sd, o.seed, &out, &err)) {
             fail_msg(c, "generation step", err.msg);
             goto done;
@@ -2227,7 +2227,7 @@ done:
 /* The options of the steps checked against the reference. */
 static void ref_step_opts(struct eng_opts *o, int ffn, int logit_chunk)
 {
-    eng_opts_defaults(o);
+    eng_opts_defaults(o, &check_choices);
     o->trace_selection = true;
     o->ffn = ffn;
     o->max_tokens = 1024;
@@ -2464,7 +2464,7 @@ static void check_focus_steps(struct checker *c, const struct model_cfg *m0, int
 static void check_self(struct checker *c, const struct model_cfg *m)
 {
     struct eng_opts o;
-    eng_opts_defaults(&o);
+    eng_opts_defaults(&o, &check_choices);
     o.max_tokens = 1024;
     o.kv_tokens = 4096;
     struct eng *a = NULL, *b = NULL;
@@ -2545,7 +2545,7 @@ done:
 static void check_moves(struct checker *c, const struct model_cfg *m)
 {
     struct eng_opts o;
-    eng_opts_defaults(&o);
+    eng_opts_defaults(&o, &check_choices);
     o.max_tokens = 1024;
     o.logit_chunk_rows = 1024;
     o.kv_tokens = 4096;
@@ -2631,7 +2631,7 @@ static void check_weights_file(struct checker *c, const struct model_cfg *m, enu
     for (int i = 0; i < l.n; i++)
         eng_fill_host(&l, i, 77, w + l.t[i].offset);
     struct eng_opts o;
-    eng_opts_defaults(&o);
+    eng_opts_defaults(&o, &check_choices);
     o.max_tokens = 512;
     o.logit_chunk_rows = 256;
     o.kv_tokens = 2048;
@@ -2774,7 +2774,7 @@ static double outs_diff(const struct step_outs *a, const struct step_outs *b, in
  * tuning (every engine then runs the same algorithms, so outputs compare bit for bit). */
 static void self_check_opts(struct eng_opts *o, uint64_t seed)
 {
-    eng_opts_defaults(o);
+    eng_opts_defaults(o, &check_choices);
     o->max_tokens = 1024;
     o->kv_tokens = 4096;
     o->no_tune = true;
@@ -3066,7 +3066,7 @@ static void check_sparsed_steps(struct checker *c, const struct model_cfg *m, in
 {
     struct eng_opts o;
     ref_step_opts(&o, 0, 128);
-    o.sparsed_positions = 512, o.sparsed_requests = 2, o.sparsed_block = block, o.sparsed_select = 0.3;
+    o.sparsed_positions = 512, o.sparsed_requests = 2, o.ext.sparsed_block = block, o.ext.sparsed_select = 0.3;
     const int N[2] = {300, 200}, P[2] = {180, 150}, layers = m->num_layers, H = m->num_heads;
     struct eng *e = NULL;
     struct eng_ref *r = NULL;
@@ -3110,9 +3110,9 @@ static void check_sparsed_steps(struct checker *c, const struct model_cfg *m, in
                 fail_msg(c, "SparseD pattern", err.msg);
                 goto done;
             }
-            eng_ref_force_blocks(r, i, keep[i], o.sparsed_block);
+            eng_ref_force_blocks(r, i, keep[i], o.ext.sparsed_block);
             const int last = TS_MIN((P[i] + block - 1) / block, nb - 1), ng = nb - last;
-            const int top1 = TS_MIN(nb, (int)(nb * o.sparsed_select) + 1), top2 = TS_MIN(ng, (int)(ng * o.sparsed_select) + 1);
+            const int top1 = TS_MIN(nb, (int)(nb * o.ext.sparsed_select) + 1), top2 = TS_MIN(ng, (int)(ng * o.ext.sparsed_select) + 1);
             for (int64_t row = 0; row < (int64_t)layers * H * nb; row++) {
                 int prompt = 0, resp = 0;
                 for (int k = 0; k < nb; k++)

@@ -30,7 +30,7 @@
 static int tp_engine(const struct model_cfg *m, uint64_t seed, int size, int *rank, struct eng **e)
 {
     struct ts_err err;
-    if (eng_tp_create(m, seed, size, rank, e, &err) == 0)
+    if (eng_tp_create(m, seed, size, &check_choices, rank, e, &err) == 0)
         return 0;
     fprintf(stderr, "check_engine --tp: %s%s\n", size ? "" : "the one-GPU engine: ", err.msg);
     return -1;

@@ -1,0 +1,17 @@
+/* setup.c: a configuration's parts, resolved once (setup.h). */
+#include "setup.h"
+
+#include "config.h"
+
+int sim_setup_resolve(const struct sim_config *c, struct sim_setup *out, struct ts_err *err)
+{
+    *out = (struct sim_setup){0};
+    if (policy_resolve(c->policy, &out->policy, err) || sched_resolve(c->scheduler, &out->sched, err) ||
+        parts_resolve(out->policy, out->sched, &c->params, &out->params, err))
+        return -1;
+    return impl_resolve(c->impl, &out->impl, err) || cost_resolve(c->cost, &out->cost, err) ||
+                   planner_resolve(c->planner, &out->planner, err) ||
+                   decode_parse(c->decode, c->datadir, &out->decode, err)
+               ? -1
+               : 0;
+}
