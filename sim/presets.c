@@ -193,6 +193,29 @@ static const struct preset presets[] = {
      "and drops its sampler's outputs; self_conditioning_embeds; _compiled_sample_step over every canvas row) and "
      "the checkpoint's generation_config (canvas_length 256, max_denoising_steps 48)",
      "engine", "roofline", false, "diffusion-gemma", 256, 0},
+    /* SGLang's dLLM path, first done first out (its default) and sync */
+#define SGLANG_PRESET(NAME, FDFO, MODE)                                                                               \
+    {NAME, "SGLang serving LLaDA2.0-mini on its dLLM path (release 0.5.23), " MODE ": rounds of at most "             \
+           "--max-running-requests [1, its dLLM default], prefill first, the prompt a block of 32 a forward, each "   \
+           "block confirmed by a forward that finds it resolved, LowConfidence decoding; SDAR: --model sdar-8b "      \
+           "--block 4", "sglang-block", "sglang", "threshold:llada2-mini", "tessera", 0, "first-fit", false, false,   \
+     "its forwards are priced as tessera's engine runs them: SGLang's FlashInfer attention, CUDA graphs and its "     \
+     "scheduler's host work a round are not modelled, and no SGLang run checked it (its release for PyTorch 2.11 "    \
+     "has no FDFO and its kernels' wheel does not reach the lent GPUs); the TPF is LLaDA2.0-mini's published "        \
+     "mean (decode profile llada2-mini), not LowConfidence's at its threshold 0.95 (an assumption)",                  \
+     {{"fdfo", FDFO}, {"max-running-requests", "1"}},                                                                 \
+     "sgl-project/sglang release 0.5.23 (its wheel, files dated 2026-10-30; it records no commit), "                  \
+     "python/sglang/srt/: dllm/config.py (LLaDA2's block 32, SDAR's 4; max_running_requests 1 unless given), "       \
+     "dllm/mixin/scheduler.py (get_new_batch_dllm: prefill first; process_batch_result_dllm), dllm/mixin/req.py "     \
+     "(the phases; blocks from position 0), dllm/algorithm/base.py (_run_sync, _run_fdfo), "                          \
+     "dllm/algorithm/low_confidence.py (threshold 0.95, at least one a step, done tested before the step), "          \
+     "managers/schedule_policy.py (a request's extend at most one block), arg_groups/fields/exec_.py (--dllm-fdfo "  \
+     "on by default), managers/tp_worker.py (the longest input less a block)",                                        \
+     "engine", "calibrated", false, "llada2.0-mini", 32, 0}
+    SGLANG_PRESET("sglang", "1", "first done, first out (--dllm-fdfo, its default): a forward a round, a request "
+                                  "leaving its block as it resolves"),
+    SGLANG_PRESET("sglang-sync", "0", "sync (--no-dllm-fdfo): a round runs its requests' blocks to the end, those "
+                                       "done early padded"),
 };
 
 int preset_count(void) { return (int)TS_ARRAY_LEN(presets); }

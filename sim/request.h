@@ -27,7 +27,9 @@ struct request {
     int32_t C;          /* content tokens (<= G); the other positions become EOS */
     int32_t L;          /* P + G */
     int32_t Bs;         /* block size */
-    int32_t num_blocks; /* ceil(G / Bs) */
+    int32_t head;       /* the prompt's positions in the first block: 0 where blocks start at the prompt's end;
+                         * P mod Bs where they are the sequence's (POLICY_ALIGNED_BLOCKS: SGLang's) */
+    int32_t num_blocks; /* ceil((G + head) / Bs) */
     int32_t last_block; /* the block after which the request is done (early stop moves it) */
 
     /* denoising progress */
@@ -63,10 +65,16 @@ struct request {
                               * set when the prefill is emitted: it reads their K/V instead of computing them */
 };
 
+/* The first generation position (0 .. G) of block b, and the generation positions it holds. */
+static inline int32_t req_block_start(const struct request *r, int32_t b)
+{
+    const int32_t start = b * r->Bs - r->head;
+    return start > 0 ? start : 0;
+}
 static inline int32_t req_block_len(const struct request *r, int32_t b)
 {
-    int32_t left = r->G - b * r->Bs;
-    return left < r->Bs ? left : r->Bs;
+    const int32_t end = (b + 1) * r->Bs - r->head;
+    return (end < r->G ? end : r->G) - req_block_start(r, b);
 }
 
 /* Masked positions left in the current block. */
@@ -78,8 +86,8 @@ static inline int32_t req_masked_in_block(const struct request *r)
 /* Content (non-EOS) positions still masked in the current block, assuming content decodes first. */
 static inline int32_t req_content_left_in_block(const struct request *r)
 {
-    int32_t start = r->cur_block * r->Bs + r->decoded_in_block;
-    int32_t end = r->cur_block * r->Bs + req_block_len(r, r->cur_block);
+    int32_t start = req_block_start(r, r->cur_block) + r->decoded_in_block;
+    int32_t end = req_block_start(r, r->cur_block) + req_block_len(r, r->cur_block);
     int32_t c_end = r->C < end ? r->C : end;
     return c_end > start ? c_end - start : 0;
 }

@@ -259,7 +259,8 @@ void sim_add_segment(struct sim *s, const struct segment *shape)
     struct segment seg = *shape;
     if (seg.padding)
         seg.decoded = seg.missed = 0;
-    else if (seg.phase != PHASE_PREFILL && !(s->pol->caps & POLICY_DECIDES))
+    else if (seg.phase != PHASE_PREFILL && !(s->pol->caps & POLICY_DECIDES) &&
+             req_masked_in_block(sim_req(s, seg.req_id)) > 0) /* (a block's confirming step commits nothing) */
         seg.decoded = decode_tokens(&s->dm, sim_req(s, seg.req_id));
     step_desc_add(&s->sd, &seg);
 }
@@ -432,6 +433,14 @@ static bool next_reads_cache(struct sim *s, struct request *r)
     return reads_cache(next.phase);
 }
 
+/* Whether r's next step is a prefill too (one in chunks) */
+static bool next_prefills(struct sim *s, struct request *r)
+{
+    struct segment next = {0};
+    s->pol->emit(r, &s->pcfg, &next);
+    return next.phase == PHASE_PREFILL;
+}
+
 static void on_step_done(struct sim *s)
 {
     s->busy = false;
@@ -446,14 +455,15 @@ static void on_step_done(struct sim *s)
         struct request *r = sim_req(s, seg->req_id);
         const int32_t before = r->decoded_total; /* (an early commit decodes past the segment's count) */
         TS_ASSERT(r->state == REQ_RUNNING && !r->work_done);
-        if (seg->phase == PHASE_PREFILL && s->prompts) { /* its prompt's whole blocks kept for later ones */
+        bool finished = policy_advance(s->pol, r, &s->pcfg, seg);
+        if (seg->phase == PHASE_PREFILL && s->prompts && (finished || !next_prefills(s, r))) {
+            /* its prompt's whole blocks kept for later ones (a prefill in chunks: after its last) */
             s->sum.prompt_tokens += r->P;
             s->sum.prompt_hit_tokens += r->prefix_hit;
             prompt_cache_put(s->prompts, r->hash, trace_whole_blocks(r->n_hash, r->P));
             prompts_fit(s);
             r->prefix_hit = 0;
         }
-        bool finished = policy_advance(s->pol, r, &s->pcfg, seg);
         s->sum.step_decoded += r->decoded_total - before;
         if (r->first_block_ns < 0 && (r->cur_block > 0 || finished))
             r->first_block_ns = s->now_ns;

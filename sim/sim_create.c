@@ -293,7 +293,8 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     }
     s->pcfg = (struct policy_cfg){.block_size = cfg->block, .mask_only = cfg->mask_only,
                                   .block_logits = cfg->block_logits,
-                                  .early_stop = cfg->early_stop, .early_commit = cfg->early_commit, .dm = &s->dm};
+                                  .early_stop = cfg->early_stop, .early_commit = cfg->early_commit, .dm = &s->dm,
+                                  .aligned_blocks = (s->pol->caps & POLICY_ALIGNED_BLOCKS) != 0};
     if (s->pol->caps & POLICY_DECIDES)
         s->pcfg.rng = gsl_rng_alloc(gsl_rng_taus2);
     memcpy(s->pcfg.p, s->setup.params.policy, sizeof s->pcfg.p);

@@ -1435,7 +1435,8 @@ END_TEST
 
 /* Every policy, at its defaults and at settings that change its steps' shapes, over random shapes,
  * decode counts and a preemption by recompute at a random step, against what a step's numbers mean:
- *   - its keys (kv + q) are positions of the sequence, at most L;
+ *   - its keys (kv + q) are positions of the sequence, at most L (with blocks aligned to the sequence's
+ *     start, at most the end of its last block);
  *   - the K/V the request holds for the step (kv_tokens) cover those it reads and writes, kv +
  *     kv_write (but for HERALD's prefill, whose K/V go to the host, and a step whose later layers
  *     read the rows its front layers ran, q_front > 0: FOCUS's evicted rows);
@@ -1477,7 +1478,8 @@ START_TEST(every_policy_holds_what_its_steps_touch)
             const int P = (int)gsl_rng_uniform_int(g, 300), k = 1 + (int)gsl_rng_uniform_int(g, 6);
             const int drop_at = 1 + (int)gsl_rng_uniform_int(g, 40);
             const struct decode_model dm = {.kind = DECODE_FIXED, .k = k};
-            struct policy_cfg pc = {.block_size = bs, .dm = &dm, .rng = draws};
+            struct policy_cfg pc = {.block_size = bs, .dm = &dm, .rng = draws,
+                                    .aligned_blocks = (po->caps & POLICY_ALIGNED_BLOCKS) != 0};
             ck_assert_msg(params_resolve(po->params, po->num_params, &pv, pc.p, &err) == 0, "%s", err.msg);
             struct request r = {.P = P, .G = G, .C = G, .seed = 101 + (uint64_t)trial};
             policy_req_init(&r, &pc);
@@ -1493,14 +1495,15 @@ START_TEST(every_policy_holds_what_its_steps_touch)
                 const int64_t held = po->kv_tokens(&r, &pc);
                 const bool touched = s.q_front > 0 || (po == &policy_herald && s.phase == PHASE_PREFILL) ||
                                      held >= (int64_t)s.kv + s.kv_write;
-                if (!bad[0] && (s.kv + s.q > r.L || !touched || po->kv_peak_tokens(&r, &pc) != peak ||
+                const int32_t end = (po->caps & POLICY_ALIGNED_BLOCKS) ? r.P - r.head + r.num_blocks * bs : r.L;
+                if (!bad[0] && (s.kv + s.q > end || !touched || po->kv_peak_tokens(&r, &pc) != peak ||
                                 po->peak_q(&r, &pc) != peak_q || held > peak || s.q > peak_q))
                     snprintf(bad, sizeof bad, "step %d (%s): %d rows over %d keys of %d positions, holds %lld (peak "
                              "%lld, then %lld), writes %d, peak q %d (then %d)", step, seg_phase_name(s.phase), s.q,
                              s.kv, r.L, (long long)held, (long long)peak, (long long)po->kv_peak_tokens(&r, &pc),
                              s.kv_write, peak_q, po->peak_q(&r, &pc));
                 if (!(po->caps & POLICY_DECIDES))
-                    s.decoded = s.phase == PHASE_PREFILL ? 0 : decode_tokens(&dm, &r);
+                    s.decoded = s.phase == PHASE_PREFILL || req_masked_in_block(&r) == 0 ? 0 : decode_tokens(&dm, &r);
                 decoded += s.decoded;
                 finished = policy_advance(po, &r, &pc, &s);
             }

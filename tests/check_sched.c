@@ -22,12 +22,14 @@ static void check_run(struct sim *s)
 {
     /* per step: memory and the token cap */
     bool phase = s->sched->budgeted;
+    const double cap = s->sched == &sched_sglang ? sim_sched_param(s, "max-running-requests", 0) * s->pcfg.block_size
+                                                 : sim_sched_param(s, "max-num-batched-tokens", 0);
     int64_t *seen = xcalloc((size_t)s->num_reqs, sizeof *seen);
     for (size_t i = 0; i < s->num_steps; i++) {
         const struct step_rec *p = &s->steps[i];
         ck_assert_int_le(s->weight_bytes + p->kv_in_use_bytes + p->act_peak_bytes, s->capacity);
         if (phase) {
-            ck_assert_int_le(p->tot.q_tokens, sim_sched_param(s, "max-num-batched-tokens", 0));
+            ck_assert_int_le(p->tot.q_tokens, cap);
             ck_assert_int_le(p->act_peak_bytes, s->act_reserved);
         }
         ck_assert_int_gt(p->tot.num_segs, 0);
@@ -74,8 +76,9 @@ static void check_run(struct sim *s)
     ck_assert_int_eq(m.num_finished, finished);
     ck_assert_int_eq(m.num_steps, (int64_t)s->num_steps);
     ck_assert_int_eq(m.request_steps, (int64_t)s->num_segs);
-    if (strcmp(s->sched->name, "static") != 0 && m.num_preemptions == 0)
-        ck_assert_int_eq(steps, (int64_t)s->num_segs); /* no padding rows outside static */
+    const bool pads = s->sched == &sched_static || (s->sched == &sched_sglang && sim_sched_param(s, "fdfo", 1) == 0);
+    if (!pads && m.num_preemptions == 0)
+        ck_assert_int_eq(steps, (int64_t)s->num_segs); /* no padding rows outside static batches and sync rounds */
     /* a running request sits a step out only where the token budget left it no room */
     if (!phase)
         ck_assert_int_eq(m.num_stalls, 0);
@@ -102,6 +105,8 @@ struct scenario {
     const char *sched, *policy, *gpu, *lengths, *decode;
     double rps;
     int32_t mnbt, mnl;
+    const char *model; /* NULL: the tests' default */
+    int32_t fdfo;      /* sglang's mode; mnbt is then its max-running-requests */
 };
 
 static void run_scenario(const struct scenario *sc, uint64_t seed, bool early_stop, const char *planner)
@@ -118,6 +123,12 @@ static void run_scenario(const struct scenario *sc, uint64_t seed, bool early_st
     c.seed = seed;
     if (strcmp(sc->sched, "phase") == 0 || strcmp(sc->sched, "lookahead") == 0) /* their parameter */
         test_param(&c, "max-num-batched-tokens", sc->mnbt);
+    if (strcmp(sc->sched, "sglang") == 0) {
+        test_param(&c, "max-running-requests", sc->mnbt);
+        test_param(&c, "fdfo", sc->fdfo);
+    }
+    if (sc->model)
+        snprintf(c.model, sizeof c.model, "%s", sc->model);
     c.max_num_logits = sc->mnl;
     c.early_stop = early_stop;
     snprintf(c.planner, sizeof c.planner, "%s", planner);
@@ -126,23 +137,25 @@ static void run_scenario(const struct scenario *sc, uint64_t seed, bool early_st
 }
 
 static const struct scenario scenarios[] = {
-    {"phase", "dual", "rtx4090", "lognormal:6.0,0.8,5.0,0.6", "fixed:1", 4.0, 4000, 2048},
-    {"phase", "block", "l40s", "sharegpt", "threshold:llada-gsm8k", 8.0, 16384, 2048},
-    {"phase", "prefix", "rtx4090", "lognormal:6.5,0.5,5.0,0.6", "fixed:2", 2.0, 6000, 0},
-    {"phase", "vanilla", "a100-40gb", "lognormal:5.5,0.5,4.0,0.5", "fixed:4", 3.0, 8192, 1024},
-    {"request", "dual", "rtx4090", "lognormal:6.0,0.8,5.0,0.6", "fixed:1", 3.0, 0, 2048},
-    {"request", "block", "l40s", "sharegpt", "threshold:sdar-high", 6.0, 0, 0},
-    {"static", "dual", "l40s", "lognormal:6.0,0.8,5.0,0.6", "fixed:1", 2.0, 0, 0},
-    {"static", "prefix", "h100", "sharegpt", "threshold:2.0", 5.0, 0, 2048},
-    {"static", "block", "rtx4090", "lognormal:6.0,0.5,5.0,0.6", "fixed:1", 3.0, 0, 0},
-    {"lookahead", "dual", "rtx4090", "lognormal:6.0,0.8,5.0,0.6", "fixed:1", 4.0, 4000, 2048},
-    {"lookahead", "block", "l40s", "sharegpt", "threshold:llada-gsm8k", 8.0, 16384, 2048},
-    {"lookahead", "sparse", "a100-40gb", "lognormal:5.5,0.5,4.0,0.5", "fixed:2", 3.0, 6000, 1024},
+    {"phase", "dual", "rtx4090", "lognormal:6.0,0.8,5.0,0.6", "fixed:1", 4.0, 4000, 2048, NULL, 0},
+    {"phase", "block", "l40s", "sharegpt", "threshold:llada-gsm8k", 8.0, 16384, 2048, NULL, 0},
+    {"phase", "prefix", "rtx4090", "lognormal:6.5,0.5,5.0,0.6", "fixed:2", 2.0, 6000, 0, NULL, 0},
+    {"phase", "vanilla", "a100-40gb", "lognormal:5.5,0.5,4.0,0.5", "fixed:4", 3.0, 8192, 1024, NULL, 0},
+    {"request", "dual", "rtx4090", "lognormal:6.0,0.8,5.0,0.6", "fixed:1", 3.0, 0, 2048, NULL, 0},
+    {"request", "block", "l40s", "sharegpt", "threshold:sdar-high", 6.0, 0, 0, NULL, 0},
+    {"static", "dual", "l40s", "lognormal:6.0,0.8,5.0,0.6", "fixed:1", 2.0, 0, 0, NULL, 0},
+    {"static", "prefix", "h100", "sharegpt", "threshold:2.0", 5.0, 0, 2048, NULL, 0},
+    {"static", "block", "rtx4090", "lognormal:6.0,0.5,5.0,0.6", "fixed:1", 3.0, 0, 0, NULL, 0},
+    {"lookahead", "dual", "rtx4090", "lognormal:6.0,0.8,5.0,0.6", "fixed:1", 4.0, 4000, 2048, NULL, 0},
+    {"lookahead", "block", "l40s", "sharegpt", "threshold:llada-gsm8k", 8.0, 16384, 2048, NULL, 0},
+    {"lookahead", "sparse", "a100-40gb", "lognormal:5.5,0.5,4.0,0.5", "fixed:2", 3.0, 6000, 1024, NULL, 0},
+    {"sglang", "sglang-block", "h100", "sharegpt", "threshold:llada2-mini", 6.0, 8, 0, "llada2.0-mini", 1},
+    {"sglang", "sglang-block", "l40s", "lognormal:6.0,0.8,5.0,0.6", "threshold:sdar-low", 4.0, 16, 0, "sdar-8b", 0},
 };
 /* scenario i also runs with the planner below (the arena planners give the theoretical peak) */
 static const char *const scenario_planner[] = {"profiled", "caching", "first-fit", "caching", "caching",
                                                "greedy-size", "caching", "first-fit", "caching", "profiled",
-                                               "caching", "first-fit"};
+                                               "caching", "first-fit", "caching", "first-fit"};
 
 START_TEST(invariants_randomized)
 {
@@ -513,6 +526,80 @@ START_TEST(static_batches_finish_together)
 }
 END_TEST
 
+/* The 1-based step whose end finished request id. */
+static int64_t finish_step(const struct sim *s, int64_t id)
+{
+    for (size_t i = 0; i < s->num_steps; i++)
+        if (s->steps[i].start_ns + s->steps[i].duration_ns == sim_req(s, id)->finish_ns)
+            return (int64_t)i + 1;
+    return -1;
+}
+
+/* SGLang's rounds counted by hand: blocks of 32 under fixed:8 with the EOS in bulk (a block of 32
+ * content positions takes four steps and the forward that finds it resolved; one of 16 content
+ * positions takes two, one for its 16 EOS positions and that forward). Requests 0 (P 32, 16 tokens of
+ * content) and 1 (P 32, 32), then 2 (P 64, 32), at most two running.
+ * sync: step 1 prefills 0 and 1 (a block each); steps 2-6 denoise their blocks, 0 padded in step 6,
+ *   both leaving with the round (step 6); then 2 alone: two prefill rounds (7, 8) and its block (9-13).
+ * fdfo: step 1 the same; 0 leaves after step 5; 2 comes in and is prefilled first (6, 7) while 1 waits;
+ *   1 ends its block in step 8, 2 in steps 8-12. */
+START_TEST(sglang_rounds_by_hand)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.model, sizeof c.model, "sdar-8b");
+    snprintf(c.policy, sizeof c.policy, "sglang-block");
+    snprintf(c.scheduler, sizeof c.scheduler, "sglang");
+    snprintf(c.decode, sizeof c.decode, "fixed:8");
+    snprintf(c.trace, sizeof c.trace, "%s",
+             tmp_file(0, ".csv", "arrival_ns,prompt_tokens,output_tokens\n0,32,16\n0,32,32\n0,64,32\n"));
+    c.requests = 0, c.rps = 0, c.gen_len = 0, c.block = 32, c.eos = EOS_BULK;
+    test_param(&c, "max-running-requests", 2);
+    const struct {
+        int fdfo;
+        int64_t steps, segs, padding, finish[3];
+    } want[] = {{0, 13, 19, 1, {6, 6, 13}}, {1, 12, 18, 0, {5, 8, 12}}};
+    for (size_t k = 0; k < TS_ARRAY_LEN(want); k++) {
+        test_param(&c, "fdfo", want[k].fdfo);
+        struct ts_err err;
+        struct sim *s = sim_create(&c, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        sim_keep_requests(s);
+        ck_assert_int_eq(sim_run(s, NULL), 0);
+        check_run(s);
+        ck_assert_int_eq((int64_t)s->num_steps, want[k].steps);
+        ck_assert_int_eq((int64_t)s->num_segs, want[k].segs);
+        ck_assert_int_eq(padded_rows(s), want[k].padding);
+        for (int64_t i = 0; i < 3; i++) {
+            ck_assert_msg(finish_step(s, i) == want[k].finish[i], "fdfo %d: request %lld finished in step %lld, not %lld",
+                          want[k].fdfo, (long long)i, (long long)finish_step(s, i), (long long)want[k].finish[i]);
+            ck_assert_int_eq(sim_req(s, i)->decoded_total, sim_req(s, i)->G);
+        }
+        /* every step's rows are whole blocks, each with its logits */
+        for (size_t j = 0; j < s->num_segs; j++)
+            ck_assert(s->segs[j].q == 32 && s->segs[j].logit_rows == 32);
+        sim_destroy(s);
+    }
+    /* blocks are the sequence's: a prompt of 40 is one block prefilled and 8 positions of the first
+     * generation block, so 32 new tokens are 24 in it (three steps and its confirming forward) and 8
+     * in a second (one and its own), each step over the whole blocks before it */
+    snprintf(c.trace, sizeof c.trace, "%s", tmp_file(0, ".csv", "arrival_ns,prompt_tokens,output_tokens\n0,40,32\n"));
+    struct ts_err err;
+    struct sim *s = sim_create(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    sim_keep_requests(s);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
+    check_run(s);
+    const int32_t kv[] = {0, 32, 32, 32, 32, 64, 64}, decoded[] = {0, 8, 8, 8, 0, 8, 0};
+    ck_assert_int_eq((int64_t)s->num_segs, 7);
+    for (int j = 0; j < 7; j++)
+        ck_assert_msg(s->segs[j].kv == kv[j] && s->segs[j].decoded == decoded[j] &&
+                          (s->segs[j].phase == PHASE_PREFILL) == (j == 0),
+                      "step %d: %d keys, %d decoded", j + 1, s->segs[j].kv, s->segs[j].decoded);
+    sim_destroy(s);
+}
+END_TEST
+
 /* gpu-memory-utilization U sizes the phase scheduler's pool as dLLM-Serve's allocate_kv_cache does:
  * U of the device less the reserve, the weights and the warm-up's peak (max_num_batched_tokens / max
  * positions whole sequences, 128 logit rows each: four on the L40S, none on the RTX 4090), the
@@ -601,6 +688,7 @@ int main(void)
     tcase_add_test(tc, mosaic_lazy_chunking_fits_long_requests);
     tcase_add_test(tc, lookahead_avoids_phase_stalls);
     tcase_add_test(tc, gpu_utilization_sizes_the_pool_as_dllm_serve);
+    tcase_add_test(tc, sglang_rounds_by_hand);
     suite_add_tcase(s, tc);
     return run_suite("sched", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -1153,7 +1153,10 @@ START_TEST(presets_and_hf_models)
     ck_assert_str_eq(param_values_get(&c.params, "d2-rollout-share"), "0.0876");
     ck_assert_int_eq(preset_apply("vllm", &c, &err), 0); /* an AR model's steps */
     ck_assert_str_eq(c.policy, "ar");
-    ck_assert_int_ne(preset_apply("sglang", &c, &err), 0);
+    ck_assert_int_eq(preset_apply("sglang-sync", &c, &err), 0); /* SGLang's dLLM path, sync */
+    ck_assert(strcmp(c.scheduler, "sglang") == 0 && strcmp(c.model, "llada2.0-mini") == 0 && c.block == 32);
+    ck_assert_str_eq(param_values_get(&c.params, "fdfo"), "0");
+    ck_assert_int_ne(preset_apply("trtllm", &c, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "fast-dllm"));
     /* a model from a config.json */
     test_config(&c);

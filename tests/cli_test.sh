@@ -515,7 +515,7 @@ if [ "$(sqlite3 "$tmp/focus.db" "select count(*) > 0 and min(q - picked = q_fron
 then ok; else bad "the focus run stored no evicting segments with their candidates and kept rows"; fi
 expect 0 "block+delayed" -- "$bin" sim --model sdar-8b --policy block+delayed --requests 20 --quiet --no-progress
 contains "block+delayed" "20 finished, 0 rejected"
-expect 2 "unknown system" -- "$bin" sim --system sglang
+expect 2 "unknown system" -- "$bin" sim --system trtllm
 contains "unknown system" "fast-dllm"
 expect 2 "bad number" -- "$bin" sim --rps fast
 contains "bad number" "--rps: 'fast'"
@@ -1171,6 +1171,23 @@ print(r[("phase", "fixed:1")]["num_stalls"] > 0, r[("lookahead", "fixed:1")]["nu
 [ "$got" = "True 0 True" ] && [ -s "$tmp/la/report.md" ] && ok ||
     bad "exp run lookahead: phase's stalls, lookahead's and the threshold runs' '$got'"
 is_png "$tmp/la/figure.png" "exp run lookahead"
+# SGLang's two modes, reduced: with one running request (its dLLM default) they are one schedule; with
+# eight, first done first out's requests leave their blocks sooner at a light load (its mean latency
+# lower) and its forwards run unbatched prefills under a heavy one (more forwards than sync's)
+expect 0 "exp run sglang-modes, one running" -- env RPS="0.5" MRR=1 REQUESTS=40 "$bin" exp run sglang-modes "$tmp/sgm1"
+expect 0 "exp run sglang-modes" -- env RPS="0.5 8" MRR=8 REQUESTS=120 "$bin" exp run sglang-modes "$tmp/sgm"
+got=$(python3 -c 'import json, sys
+one = {o["mode"]: o for o in map(json.loads, open(sys.argv[1]))}
+r = {(o["mode"], o["rps"]): o for o in map(json.loads, open(sys.argv[2]))}
+print(one["fdfo"]["num_steps"] == one["sync"]["num_steps"] and one["fdfo"]["lat_mean_s"] == one["sync"]["lat_mean_s"],
+      r[("fdfo", 0.5)]["lat_mean_s"] < r[("sync", 0.5)]["lat_mean_s"],
+      r[("fdfo", 8)]["num_steps"] > r[("sync", 8)]["num_steps"])' "$tmp/sgm1/results.jsonl" "$tmp/sgm/results.jsonl" 2>&1)
+[ "$got" = "True True True" ] && [ -s "$tmp/sgm/report.md" ] && ok || bad "exp run sglang-modes: '$got'"
+is_png "$tmp/sgm/figure.png" "exp run sglang-modes"
+expect 0 "sim --system sglang-sync" -- "$bin" sim --system sglang-sync --max-running-requests 4 --requests 20 --no-progress
+contains "sim --system sglang-sync" "policy sglang-block, scheduler sglang"
+expect 2 "sglang-block on a bidirectional model" -- "$bin" sim --policy sglang-block --scheduler sglang --requests 2
+contains "sglang-block on a bidirectional model" "block-causal model"
 # the crossover against AR serving, reduced to batches 1, 8 and 64: the dLLM with its cache and parallel
 # decoding ahead at 1, AR ahead of every dLLM variant at 64; one at a time, AR takes a prefill step and
 # then a step a token (8 requests of 256: 8 x 257 steps), the dLLM at one token a step 8 x 256

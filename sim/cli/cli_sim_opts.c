@@ -139,18 +139,32 @@ static void option_usage(FILE *f, const struct cfg_option *o, const struct sim_c
     print_wrapped(f, lhs, text);
 }
 
-/* The parameters, a line an entry that has any: its name, then each --NAME with its argument and
- * default, kept whole when the line wraps (`tessera list policies` and `list schedulers` give their
- * help). */
+/* Whether two entries of a kind declare the same parameters, with the same defaults. */
+static bool same_params(const struct part *a, const struct part *b)
+{
+    if (strcmp(a->kind, b->kind) != 0 || a->num_params != b->num_params)
+        return false;
+    for (int k = 0; k < a->num_params; k++)
+        if (strcmp(a->params[k].name, b->params[k].name) != 0 || a->params[k].def != b->params[k].def)
+            return false;
+    return true;
+}
+
+/* The parameters, a line an entry that has any (one line for entries in a row that declare the same):
+ * its name, then each --NAME with its argument and default, kept whole when the line wraps (`tessera
+ * list policies` and `list schedulers` give their help). */
 static void params_usage(FILE *f)
 {
     enum { MARGIN = 27, WIDTH = 104 };
-    struct part p;
+    struct part p, next;
     for (int i = 0; parts_get(i, &p); i++) {
         if (p.num_params == 0)
             continue;
         char lhs[64], def[32];
-        snprintf(lhs, sizeof lhs, "%s (%s)", p.name, p.kind);
+        int n = snprintf(lhs, sizeof lhs, "%s", p.name);
+        for (; parts_get(i + 1, &next) && same_params(&p, &next); i++)
+            n += snprintf(lhs + n, sizeof lhs - (size_t)n, ", %s", next.name);
+        snprintf(lhs + n, sizeof lhs - (size_t)n, " (%s%s)", p.kind, strchr(lhs, ',') ? "s" : "");
         fprintf(f, "  %-24s", lhs);
         int col = MARGIN - 1;
         for (int k = 0; k < p.num_params; k++) {

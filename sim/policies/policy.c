@@ -24,6 +24,7 @@ static const struct policy_ops *const policies[] = {
     &policy_sparsed,
     &policy_herald,
     &policy_dkv,
+    &policy_sglang,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */
@@ -96,10 +97,11 @@ void policy_req_init(struct request *r, const struct policy_cfg *pc)
     TS_ASSERT(pc->block_size > 0 && r->G > 0 && r->P >= 0 && r->C >= 0 && r->C <= r->G);
     r->Bs = pc->block_size;
     r->L = r->P + r->G;
-    r->num_blocks = (r->G + r->Bs - 1) / r->Bs;
+    r->head = pc->aligned_blocks ? r->P % r->Bs : 0;
+    r->num_blocks = (r->G + r->head + r->Bs - 1) / r->Bs;
     r->last_block = r->num_blocks - 1;
     if (pc->early_stop) {
-        int32_t eos_block = r->C / r->Bs; /* the block holding the first EOS position */
+        int32_t eos_block = (r->C + r->head) / r->Bs; /* the block holding the first EOS position */
         if (eos_block < r->last_block)
             r->last_block = eos_block;
     }
@@ -114,12 +116,14 @@ static bool advance_block(const struct policy_ops *po, struct request *r, const 
                           const struct segment *seg)
 {
     TS_ASSERT(seg->decoded <= req_masked_in_block(r));
+    const bool resolved = req_masked_in_block(r) == 0; /* (before the step) */
     r->decoded_in_block += seg->decoded;
     r->decoded_total += seg->decoded;
     r->steps++;
     r->steps_in_block++;
     r->need_refresh = false;
-    bool block_done = r->decoded_in_block == req_block_len(r, r->cur_block);
+    bool block_done = (po->caps & POLICY_CONFIRMS_BLOCK) ? resolved && seg->phase != PHASE_PREFILL
+                                                         : r->decoded_in_block == req_block_len(r, r->cur_block);
     bool finished = block_done && r->cur_block == r->last_block;
     if (block_done && !finished) {
         r->cur_block++;
@@ -147,7 +151,7 @@ static bool advance_pipelined(const struct policy_ops *po, struct request *r, co
 bool policy_advance(const struct policy_ops *po, struct request *r, const struct policy_cfg *pc,
                     const struct segment *seg)
 {
-    const int32_t end = r->last_block * r->Bs + req_block_len(r, r->last_block);
+    const int32_t end = req_block_start(r, r->last_block) + req_block_len(r, r->last_block);
     bool finished = (po->caps & POLICY_PIPELINED) ? advance_pipelined(po, r, pc, seg, end) : advance_block(po, r, pc, seg);
     /* Prophet's early commit: every position left (to the last block, --early-stop's where it moved it)
      * commits with this step */

@@ -30,6 +30,7 @@ struct policy_cfg {
     bool mask_only;           /* logit rows are only the masked rows among the queries */
     bool block_logits;        /* a whole-sequence segment's logit rows are only the current block's */
     bool early_stop;          /* finish once the content and one EOS block are decoded */
+    bool aligned_blocks;      /* blocks are the sequence's (policy_ops.caps' POLICY_ALIGNED_BLOCKS; request.head) */
     double early_commit;      /* > 0: once this share of a request's positions is decoded, the step commits
                                * the rest (Prophet's early commit) and the request is finished */
     double p[PARAMS_MAX];     /* the policy's own parameters, resolved, in declaration order */
@@ -59,6 +60,13 @@ enum policy_caps {
     POLICY_EVERY_POSITION = 1u << 6,    /* each step runs every position of its request, each with its logits
                                          * (no cache): what the engine's measurements of every position read
                                          * (Prophet's gap, Elastic-Cache's drift, d2Cache's rollout) */
+    POLICY_CONFIRMS_BLOCK = 1u << 7,    /* a block is done only after a step that begins with none of its
+                                         * positions masked, which commits nothing (SGLang's dLLM path: the
+                                         * forward that finds the block resolved writes its K/V) */
+    POLICY_ALIGNED_BLOCKS = 1u << 8,    /* its blocks are the sequence's, from position 0 (SGLang's): the
+                                         * first generation block holds the prompt's last P mod Bs positions
+                                         * (request.head) and masks the rest; a run sets
+                                         * policy_cfg.aligned_blocks by it */
 };
 
 struct policy_ops {
@@ -223,5 +231,6 @@ extern const struct policy_ops policy_d2f;
 extern const struct policy_ops policy_sparsed;
 extern const struct policy_ops policy_herald;
 extern const struct policy_ops policy_dkv;
+extern const struct policy_ops policy_sglang;
 
 #endif

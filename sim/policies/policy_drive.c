@@ -32,6 +32,8 @@ const char *policy_drive_lacks(const struct policy_ops *po)
         return "it counts the block's cached positions, assuming where the decoded ones lie";
     if (po->caps & POLICY_SCATTERED)
         return "its rows are positions chosen across the sequence, not a window to place";
+    if (po->caps & POLICY_CONFIRMS_BLOCK)
+        return "a block of it ends with a step that commits nothing, which the engine's unmasking does not take";
     return NULL;
 }
 

@@ -3,7 +3,7 @@
 
 #include <stdio.h>
 
-static const struct sched_ops *const scheds[] = {&sched_static, &sched_request, &sched_phase, &sched_lookahead};
+static const struct sched_ops *const scheds[] = {&sched_static, &sched_request, &sched_phase, &sched_lookahead, &sched_sglang};
 
 const struct sched_ops *sched_find(const char *name)
 {

@@ -62,5 +62,6 @@ extern const struct sched_ops sched_static;
 extern const struct sched_ops sched_request;
 extern const struct sched_ops sched_phase;
 extern const struct sched_ops sched_lookahead;
+extern const struct sched_ops sched_sglang;
 
 #endif

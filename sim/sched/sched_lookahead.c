@@ -100,7 +100,7 @@ static void project(struct sim *s, const struct request *r, struct proj *p)
         }
         memset(&seg, 0, sizeof seg);
         s->pol->emit(&c, &s->pcfg, &seg);
-        if (seg.phase != PHASE_PREFILL && !(s->pol->caps & POLICY_DECIDES))
+        if (seg.phase != PHASE_PREFILL && !(s->pol->caps & POLICY_DECIDES) && req_masked_in_block(&c) > 0)
             seg.decoded = decode_tokens_mean(&s->dm, &c, &carry);
         held = TS_MAX(held, sim_kv_pages(s, sim_kv_need(s, &c, false))); /* a request's pages only grow */
         p->rows[p->n] = (int32_t)segment_rows(&seg);

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# experiments/sglang-modes.sh: SGLang's dLLM path, first done first out against sync, throughput and latency by load.
+#
+# Beyond the papers: the `sglang` preset (LLaDA2.0-mini on SGLang's dLLM path, release 0.5.23) run
+# once with --fdfo 1 (first done, first out, SGLang's default: a forward a round, a request leaving
+# its block as soon as it resolves) and once with --fdfo 0 (sync: a round runs its requests' blocks
+# to the end, those done early padded), at the same arrival rates, lengths and concurrency cap
+# (--max-running-requests MRR; SGLang's dLLM default, 1, makes the two modes one). For each run: throughput,
+# mean and p99 latency, forwards, padded rows and stalls (request-rounds a running request sat out
+# while others prefilled, SGLang's prefill first). Its forwards are priced as tessera's engine runs
+# them: SGLang's host work a round, which first done first out pays every forward and sync every
+# block, is not priced (sim/docs/steps.md).
+# Writes OUT/results.jsonl (one object a run), OUT/report.md (the table and the ratios) and, with
+# gnuplot, OUT/figure.png (throughput and mean latency by rate, the two modes side by side).
+#
+# Usage: tessera exp run sglang-modes OUT [--force]   (RPS="0.5 1 2 4 8"; MRR=16; REQUESTS=300; GPU=h100;
+#        LENGTHS=sharegpt; SEED=1; or experiments/sglang-modes.sh OUT with TESSERA=path)
+set -uo pipefail
+source "$(dirname "$0")/lib/plot.sh"
+out=${1:?usage: tessera exp run sglang-modes OUT [--force]}
+bin=${TESSERA:-build/tessera}
+mkdir -p "$out" || exit 2
+: >"$out/results.jsonl"
+for rps in ${RPS:-0.5 1 2 4 8}; do
+    for fdfo in 1 0; do
+        json=$("$bin" sim --system sglang --fdfo "$fdfo" --max-running-requests "${MRR:-16}" --gpu "${GPU:-h100}" \
+            --lengths "${LENGTHS:-sharegpt}" --rps "$rps" --requests "${REQUESTS:-300}" --seed "${SEED:-1}" \
+            --quiet --no-progress --json) || { echo "sglang-modes.sh: fdfo $fdfo at $rps req/s failed" >&2; exit 1; }
+        python3 - "$fdfo" "$rps" "$json" >>"$out/results.jsonl" <<'PY' || exit 1
+import json, sys
+fdfo, rps, m = int(sys.argv[1]), float(sys.argv[2]), json.loads(sys.argv[3])
+print(json.dumps({"mode": "fdfo" if fdfo else "sync", "rps": rps, "throughput_tok_s": m["throughput_tok_s"],
+                  "lat_mean_s": m["lat_mean_s"], "lat_p99_s": m["lat_p99_s"], "num_steps": m["num_steps"],
+                  "request_steps": m["request_steps"], "num_stalls": m["num_stalls"],
+                  "num_finished": m["num_finished"], "num_rejected": m["num_rejected"]}))
+PY
+    done
+done
+python3 - "$out" "${MRR:-16}" "${GPU:-h100}" "${LENGTHS:-sharegpt}" <<'PY' || exit 1
+import json, os, sys
+out, mrr, gpu, lengths = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+by = {(r["mode"], r["rps"]): r for r in rows}
+rates = sorted({r["rps"] for r in rows})
+with open(os.path.join(out, "report.md"), "w") as f:
+    f.write("# SGLang's dLLM path: first done, first out against sync\n\n")
+    f.write("LLaDA2.0-mini on %s, %s lengths, at most %s running requests.\n\n" % (gpu, lengths, mrr))
+    f.write("| req/s | mode | tok/s | mean latency s | p99 latency s | forwards | stalls |\n|---|---|---|---|---|---|---|\n")
+    for x in rates:
+        for mode in ("fdfo", "sync"):
+            r = by[(mode, x)]
+            f.write("| %g | %s | %.1f | %.2f | %.2f | %d | %d |\n" % (x, mode, r["throughput_tok_s"], r["lat_mean_s"],
+                                                               r["lat_p99_s"], r["num_steps"], r["num_stalls"]))
+    f.write("\nfirst done, first out over sync, rate by rate:\n\n| req/s | throughput | mean latency | forwards |\n"
+            "|---|---|---|---|\n")
+    for x in rates:
+        a, b = by[("fdfo", x)], by[("sync", x)]
+        f.write("| %g | %.3fx | %.3fx | %.3fx |\n" % (x, a["throughput_tok_s"] / b["throughput_tok_s"],
+                                                      a["lat_mean_s"] / b["lat_mean_s"], a["num_steps"] / b["num_steps"]))
+with open(os.path.join(out, "figure.dat"), "w") as d:
+    for mode in ("fdfo", "sync"):
+        d.write("# %s\n" % mode)
+        for x in rates:
+            r = by[(mode, x)]
+            d.write("%g %g %g %g\n" % (x, r["throughput_tok_s"], r["lat_mean_s"], r["lat_p99_s"]))
+        d.write("\n\n")
+PY
+# curves COLUMN: the two modes' curves of figure.dat's column COLUMN, as a gnuplot plot's arguments
+curves() {
+    echo "$(gp_file "$out/figure.dat") index 0 using 1:$1 with linespoints lc rgb '#D55E00' pt 7 title \"first done, first out (--fdfo 1)\", \
+          \"\" index 1 using 1:$1 with linespoints lc rgb '#0072B2' pt 5 dt 2 title \"sync (--fdfo 0)\""
+}
+plot_png sglang-modes.sh "$out/figure.png" 1100 480 <<EOF
+set bmargin 6
+set multiplot layout 1,2 title $(gp_str "SGLang's dLLM path: LLaDA2.0-mini on ${GPU:-h100}, ${LENGTHS:-sharegpt} lengths, at most ${MRR:-16} running") font ",12"
+set xrange [0:*]
+set yrange [0:*]
+set grid lc rgb "#dddddd"
+set pointsize 1.4
+set xlabel "Request rate (req/s)"
+set key outside below center horizontal
+set ylabel "Generated tokens/s"
+set title "Throughput"
+plot $(curves 2)
+unset key
+set ylabel "Mean latency (s)"
+set title "Mean request latency"
+plot $(curves 3)
+unset multiplot
+EOF
+cat "$out/report.md"

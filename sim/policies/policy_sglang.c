@@ -1,0 +1,82 @@
+/* policy_sglang.c: block diffusion as SGLang's dLLM path runs a block-causal model (LLaDA2.0/2.1,
+ * SDAR; sglang 0.5.23, python/sglang/srt/dllm/ and the scheduler's dLLM branch). Every forward is one
+ * block of Bs rows per request over the request's cached blocks, with logits for all Bs rows:
+ *   - the prompt is prefilled a block a forward (schedule_policy.py caps a request's extend at one
+ *     block): q = Bs over the blocks before, kv_write = Bs, for each of its floor(P / Bs) whole
+ *     blocks; its last partial block is the first generation block's head;
+ *   - each denoising step runs the block over the prefix: q = Bs, kv = the whole blocks before it,
+ *     its K/V written into the block's slots (kv_write = Bs);
+ *   - a block is done only after the forward that finds it resolved (the decoder's done test comes
+ *     before its step: low_confidence.py), whose K/V is the block's committed K/V: one forward more
+ *     a block, committing nothing (POLICY_CONFIRMS_BLOCK).
+ * Blocks are the sequence's (POLICY_ALIGNED_BLOCKS): the first generation block holds the prompt's last
+ * P mod Bs positions (request.head) and masks the rest, and the last runs all its Bs rows, past the
+ * generation's end where G + head is not a multiple of Bs. After a preemption by recompute the prompt
+ * and every finished block are prefilled again, a block a forward. */
+#include "policy.h"
+
+struct sglang_state {
+    int32_t cached; /* positions whose K/V the cache holds: whole prompt blocks, then finished blocks */
+};
+
+/* The positions before block b's rows: the prompt's whole blocks and the b blocks before it. */
+static int32_t prefix_of(const struct request *r, int32_t b)
+{
+    return r->P - r->head + b * r->Bs;
+}
+
+static void sglang_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
+{
+    (void)pc;
+    const struct sglang_state *st = POLICY_STATE(r, const struct sglang_state);
+    const int32_t prefix = prefix_of(r, r->cur_block);
+    int32_t cached = r->need_refresh ? 0 : st->cached;
+    if (cached == 0 && r->prefix_hit > 0) /* whole blocks the prompt cache holds */
+        cached = TS_MIN(r->prefix_hit / r->Bs * r->Bs, prefix);
+    s->q = r->Bs;
+    s->kv = cached;
+    s->kv_write = r->Bs;
+    s->logit_rows = r->Bs; /* every row's logits (the logits processor's full logits) */
+    s->phase = cached < prefix ? PHASE_PREFILL : PHASE_BLOCK;
+}
+
+static void sglang_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s, bool block_done)
+{
+    (void)pc;
+    struct sglang_state *st = POLICY_STATE(r, struct sglang_state);
+    if (s->phase == PHASE_PREFILL)
+        st->cached = s->kv + s->q;
+    else if (block_done) /* (cur_block has moved on) */
+        st->cached = prefix_of(r, r->cur_block);
+}
+
+static int64_t sglang_kv(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)pc;
+    return (int64_t)prefix_of(r, r->cur_block) + r->Bs;
+}
+
+static int64_t sglang_kv_peak(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)pc;
+    return (int64_t)prefix_of(r, r->last_block) + r->Bs;
+}
+
+static int32_t sglang_peak_q(const struct request *r, const struct policy_cfg *pc)
+{
+    (void)pc;
+    return r->Bs;
+}
+
+const struct policy_ops policy_sglang = {
+    .name = "sglang-block",
+    .caps = POLICY_BLOCK_CAUSAL | POLICY_NEEDS_BLOCK_MODEL | POLICY_CONFIRMS_BLOCK | POLICY_ALIGNED_BLOCKS,
+    .help = "block diffusion as SGLang's dLLM path runs it (sgl-project/sglang 0.5.23 python/sglang/srt/dllm/): "
+            "the prompt prefilled a block a forward, each step the block over the cached blocks with every "
+            "row's logits, each block confirmed by one forward more that finds it resolved",
+    .emit = sglang_emit,
+    .advance = sglang_advance,
+    .kv_tokens = sglang_kv,
+    .kv_peak_tokens = sglang_kv_peak,
+    .peak_q = sglang_peak_q,
+};

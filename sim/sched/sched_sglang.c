@@ -1,0 +1,170 @@
+/*
+ * sched_sglang.c: SGLang's dLLM scheduler (sglang 0.5.23: srt/dllm/mixin/scheduler.py's
+ * get_new_batch_dllm and process_batch_result_dllm, srt/dllm/algorithm/base.py's _run_sync and
+ * _run_fdfo, srt/dllm/config.py).
+ *
+ * A round forms a batch of the running requests, at most max-running-requests of them (SGLang's
+ * --max-running-requests; its dLLM default 1), admitted FCFS from the queue at the start of a round
+ * with their whole KV reserved. Prefill first: while any running request has a prompt block to
+ * prefill, a round holds only those (each one block a forward, policy sglang-block), and the others
+ * wait; else it holds every running request's denoising step. The two modes:
+ *   fdfo 1 (first done, first out; SGLang's default): a round is one forward. A row whose block
+ *     resolves leaves it with that forward and starts its next block in the next round, while the
+ *     others go on denoising theirs; a request that finishes leaves at once.
+ *   fdfo 0 (sync, --no-dllm-fdfo): a denoising round runs its rows' blocks to the end in forward after
+ *     forward; a row whose block is done early stays in the batch as padding (its block's rows again,
+ *     committing nothing) until the slowest is done, and requests join or leave only between rounds.
+ *     A prefill round is one forward.
+ * Memory: the activation budget of a forward of max-running-requests blocks (every row's logits) is
+ * reserved once; the rest of the device after the weights is the KV pool.
+ */
+#include <stdlib.h>
+
+#include "sim_internal.h"
+
+enum { MAX_RUNNING, FDFO };
+static const struct param_spec sglang_params[] = {
+    [MAX_RUNNING] = {"max-running-requests", "requests a dLLM round batches at most (SGLang's "
+                     "--max-running-requests; 1 where not given, as its dLLM config sets it)", 1, 1, 1 << 16, true},
+    [FDFO] = {"fdfo", "1: first done, first out (SGLang's default, --dllm-fdfo): one forward a round, a row leaving "
+              "its block as soon as it resolves; 0: sync (--no-dllm-fdfo): a round runs its rows' blocks to the "
+              "end, rows done early padded", 1, 0, 1, true},
+};
+
+struct sglang_round {
+    int32_t *id;     /* the round's requests */
+    int32_t *block;  /* each one's block when the round began */
+    int32_t *kv;     /* and the keys its block's rows read (its padding rows read them again) */
+    int32_t n, cap;
+    bool prefill;    /* a round of prompt blocks: one forward */
+};
+
+static int sglang_init(struct sim *s, struct ts_err *err)
+{
+    s->sched_state = xcalloc(1, sizeof(struct sglang_round));
+    const int64_t rows = (int64_t)s->sched_p[MAX_RUNNING] * s->pcfg.block_size;
+    s->act_reserved = sim_act_peak(s, rows, rows);
+    s->kv_pool_bytes = s->capacity - s->weight_bytes - s->act_reserved;
+    if (s->kv_pool_bytes <= 0)
+        return ts_fail(err, "sglang scheduler: a forward of max-running-requests=%d blocks of %d plans %.2f GiB of "
+                            "activations, which with %.2f GiB of weights leaves no KV pool on %s; lower "
+                            "--max-running-requests",
+                       (int)s->sched_p[MAX_RUNNING], s->pcfg.block_size, s->act_reserved / TS_GIB,
+                       s->weight_bytes / TS_GIB, s->gpu.name);
+    s->kv_pages_total = s->kv_pool_bytes / (s->kv_page_tokens * s->kv_token_bytes);
+    return 0;
+}
+
+static const char *sglang_reject(struct sim *s, const struct request *r)
+{
+    if (r->L + s->pcfg.block_size > s->model.max_pos) /* (tp_worker.py: the longest input less a block) */
+        return "P + G and a block exceed the model's maximum positions";
+    if (sim_kv_pages(s, sim_kv_need(s, r, true)) > s->kv_pages_total)
+        return "its KV cache is larger than the whole KV pool";
+    return NULL;
+}
+
+/* Admits queued requests (FCFS, their whole KV reserved) while the running set has room. */
+static void admit(struct sim *s)
+{
+    while (s->waiting.n > 0 && s->num_running < (size_t)s->sched_p[MAX_RUNNING]) {
+        struct request *r = sim_req(s, deque_front(&s->waiting));
+        if (!sim_kv_reserve(s, r, sim_kv_need(s, r, true)))
+            break;
+        deque_pop_front(&s->waiting);
+        sim_admit(s, r);
+    }
+}
+
+/* The next round: the running requests with a prompt block to prefill, else all of them. */
+static void start_round(struct sim *s, struct sglang_round *rd)
+{
+    admit(s);
+    rd->n = 0;
+    rd->prefill = false;
+    struct segment seg;
+    for (size_t i = 0; i < s->num_running && !rd->prefill; i++) {
+        sim_emit(s, sim_req(s, s->running[i]), &seg);
+        rd->prefill = seg.phase == PHASE_PREFILL;
+    }
+    for (size_t i = 0; i < s->num_running; i++) {
+        struct request *r = sim_req(s, s->running[i]);
+        sim_emit(s, r, &seg);
+        if ((seg.phase == PHASE_PREFILL) != rd->prefill)
+            continue;
+        if (rd->n == rd->cap) {
+            rd->cap = rd->cap ? 2 * rd->cap : 16;
+            rd->id = xrealloc(rd->id, sizeof *rd->id * (size_t)rd->cap);
+            rd->block = xrealloc(rd->block, sizeof *rd->block * (size_t)rd->cap);
+            rd->kv = xrealloc(rd->kv, sizeof *rd->kv * (size_t)rd->cap);
+        }
+        rd->id[rd->n] = r->id, rd->block[rd->n] = r->cur_block, rd->kv[rd->n] = seg.kv;
+        rd->n++;
+    }
+}
+
+/* Whether row i of the round is done with the block it began the round in. */
+static bool row_done(struct sim *s, const struct sglang_round *rd, int32_t i)
+{
+    const struct request *r = sim_req(s, rd->id[i]);
+    return r->work_done || r->cur_block != rd->block[i];
+}
+
+static void sglang_build(struct sim *s)
+{
+    struct sglang_round *rd = s->sched_state;
+    if (rd->n == 0)
+        start_round(s, rd);
+    struct segment seg;
+    for (int32_t i = 0; i < rd->n; i++) {
+        if (row_done(s, rd, i)) { /* (sync: the batch's row, committing nothing) */
+            seg = (struct segment){.req_id = rd->id[i], .phase = PHASE_BLOCK, .q = s->pcfg.block_size,
+                                   .kv = rd->kv[i], .logit_rows = s->pcfg.block_size, .padding = 1};
+            sim_add_segment(s, &seg);
+            continue;
+        }
+        sim_emit(s, sim_req(s, rd->id[i]), &seg);
+        sim_add_segment(s, &seg);
+    }
+}
+
+static void sglang_after_step(struct sim *s)
+{
+    struct sglang_round *rd = s->sched_state;
+    if (s->sched_p[FDFO] == 0 && !rd->prefill) /* sync: the round lasts while a row is in its block */
+        for (int32_t i = 0; i < rd->n; i++)
+            if (!row_done(s, rd, i))
+                return;
+    for (size_t i = 0; i < s->num_running;) { /* (sim_finish takes it out of the running set) */
+        struct request *r = sim_req(s, s->running[i]);
+        if (r->work_done)
+            sim_finish(s, r);
+        else
+            i++;
+    }
+    rd->n = 0;
+}
+
+static void sglang_free(struct sim *s)
+{
+    struct sglang_round *rd = s->sched_state;
+    if (rd)
+        free(rd->id), free(rd->block), free(rd->kv);
+    free(rd);
+    s->sched_state = NULL;
+}
+
+const struct sched_ops sched_sglang = {
+    .name = "sglang",
+    .help = "SGLang's dLLM scheduler: rounds of at most max-running-requests, prefill first; fdfo 1 a forward a "
+            "round, a row leaving its block as it resolves; fdfo 0 (sync) a round runs its blocks to the end",
+    .params = sglang_params,
+    .num_params = (int)TS_ARRAY_LEN(sglang_params),
+    .finish_with_batch = true,
+    .budgeted = true,
+    .init = sglang_init,
+    .reject = sglang_reject,
+    .build = sglang_build,
+    .after_step = sglang_after_step,
+    .free = sglang_free,
+};
