@@ -43,6 +43,8 @@ int decode_profile_parse(const char *path, const char *text, size_t len, const c
 {
     out->tpf = 0;
     out->nsteps = 0;
+    out->accuracy = -1;
+    out->task[0] = '\0';
     if (ts_json_text(path, text, len, err))
         return -1;
     json_error_t jerr;
@@ -72,11 +74,24 @@ int decode_profile_parse(const char *path, const char *text, size_t len, const c
     json_t *v;
     json_object_foreach(p, key, v) { /* a misspelt key would otherwise be ignored */
         if (strcmp(key, "tpf") != 0 && strcmp(key, "source") != 0 && strcmp(key, "decoder") != 0 &&
-            strcmp(key, "steps") != 0 && strcmp(key, "tau") != 0) {
-            ts_fail(err, "%s: %s.%s: unknown key (a profile has tpf, source, decoder, tau and steps)", path, name, key);
+            strcmp(key, "steps") != 0 && strcmp(key, "tau") != 0 && strcmp(key, "accuracy") != 0 &&
+            strcmp(key, "task") != 0) {
+            ts_fail(err, "%s: %s.%s: unknown key (a profile has tpf, source, decoder, tau, steps, accuracy and task)",
+                    path, name, key);
             goto done;
         }
     }
+    /* the published accuracy at its setting, on the task it names (the two together) */
+    json_t *acc = json_object_get(p, "accuracy"), *task = json_object_get(p, "task");
+    if (!acc != !task || (acc && (!json_is_number(acc) || !(json_number_value(acc) >= 0 && json_number_value(acc) <= 100))) ||
+        (task && (!json_is_string(task) || !json_string_value(task)[0] ||
+                  strlen(json_string_value(task)) >= sizeof out->task))) {
+        ts_fail(err, "%s: %s: accuracy (a percentage, 0 to 100) and task (what it scores, a name of at most %zu "
+                     "characters) go together", path, name, sizeof out->task - 1);
+        goto done;
+    }
+    out->accuracy = acc ? json_number_value(acc) : -1;
+    snprintf(out->task, sizeof out->task, "%s", task ? json_string_value(task) : "");
     json_t *tau = json_object_get(p, "tau");
     if (tau && (!json_is_number(tau) || !(json_number_value(tau) > 0 && json_number_value(tau) <= 1))) {
         ts_fail(err, "%s: %s.tau: must be a confidence threshold in (0, 1]", path, name);
@@ -120,6 +135,8 @@ static int profile_lookup(const char *path, const char *name, const char *kind, 
     free(text);
     if (rc == 0) {
         out->tpf = pr->tpf;
+        out->accuracy = pr->accuracy;
+        snprintf(out->task, sizeof out->task, "%s", pr->task);
         out->ncdf = pr->nsteps;
         double all = 0;
         for (int32_t k = 0; k < pr->nsteps; k++)
@@ -321,6 +338,7 @@ int decode_parse(const char *spec, const char *datadir, struct decode_model *out
 {
     memset(out, 0, sizeof *out);
     snprintf(out->spec, sizeof out->spec, "%s", spec);
+    out->accuracy = -1;
     const char *colon = strchr(spec, ':');
     const size_t kind_len = colon ? (size_t)(colon - spec) : strlen(spec);
     char known[256] = "";

@@ -40,6 +40,8 @@ enum decode_kind { DECODE_FIXED = 0, DECODE_THRESHOLD, DECODE_HIERARCHICAL, DECO
 /* A decode profile: its TPF, and the measured distribution of a step's commits where it has one. */
 struct decode_profile {
     double tpf;
+    double accuracy;                 /* the published accuracy at the TPF's setting, percent; < 0: none */
+    char task[32];                   /* what it scores ("GSM8K", "average of 6"); "" where none */
     int32_t nsteps;                  /* 0: none; else steps[k - 1] counts the steps committing k */
     double steps[DECODE_STEPS_MAX];
 };
@@ -59,6 +61,8 @@ struct decode_model {
     int32_t ncdf;      /* a measured distribution: cdf[0] = 0, cdf[k] = P(a step commits <= k), k <= ncdf */
     double cdf[DECODE_STEPS_MAX + 1];
     char spec[128];    /* as given, for the run record */
+    double accuracy;   /* a profile's published accuracy at its setting (percent) on `task`; < 0: none */
+    char task[32];
 };
 
 /* Finds profile `name` in the text of a profile file (path names it in messages): {"NAME":

@@ -185,10 +185,13 @@ static const struct preset presets[] = {
                         "batching, every canvas row's logits at once, CUDA graphs",
      "fdllm-v2", "request", "threshold:5.33", "vllm-dgemma", 0, "first-fit", false, false,
      "a canvas's steps depend on its entropies (entropy bound 0.1, done when stable and confident or after 48): "
-     "tessera takes the 48, TPF 256 / 48, an assumption; its sampler's memory (10 bytes a logit) is read from the "
-     "code, not measured; the engine runs one attention shape a model, not its sliding and global layers",
+     "tessera takes the 48, TPF 256 / 48, an assumption and an upper bound (reports of real runs give 20-34); "
+     "its sampler's memory (10 bytes a logit) is read from the code, not measured; vLLM's default CUDA graphs "
+     "cover at most two canvases, tessera's profile prices any batch as graphed; the engine runs one attention "
+     "shape a model, not its sliding and global layers",
      {{"v2-sub-blocks", "1"}, {"v2-commit-decodes", "0"}, {"v2-prefill-logits", "0"}},
-     "vllm/model_executor/models/diffusion_gemma.py at 00c25c81 (DiffusionGemmaModelState: the encoder pass of the "
+     "vllm-project/vllm vllm/model_executor/models/diffusion_gemma.py as merged at eb28452 (PR #45163) and "
+     "released in 0.33.0 (DiffusionGemmaModelState: the encoder pass of the "
      "prompt, the canvas's bidirectional decoder steps over its K/V, the commit pass that writes the canvas's K/V "
      "and drops its sampler's outputs; self_conditioning_embeds; _compiled_sample_step over every canvas row) and "
      "the checkpoint's generation_config (canvas_length 256, max_denoising_steps 48)",

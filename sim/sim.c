@@ -548,6 +548,7 @@ int sim_scale_decode(struct sim *s, double factor, double *tpf, struct ts_err *e
     if (decode_scale_extra(&s->dm, s->tpf_base, factor, err))
         return -1;
     *tpf = s->dm.tpf;
+    s->decode_moved |= s->dm.tpf != s->tpf_base;
     return 0;
 }
 
@@ -661,6 +662,8 @@ void sim_get_summary(const struct sim *s, struct sim_summary *out)
     out->energy_per_request_j = out->num_finished > 0 ? out->energy_j / (double)out->num_finished : 0;
     out->slo_attainment = s->cfg.slo > 0 && out->num_requests > 0 ? (double)out->slo_met / (double)out->num_requests
                                                                   : NAN;
+    out->expected_accuracy = s->decode_moved ? -1 : s->dm.accuracy;
+    snprintf(out->accuracy_task, sizeof out->accuracy_task, "%s", s->dm.accuracy >= 0 ? s->dm.task : "");
     if (span > 0) {
         out->throughput_tok_s = (double)out->tokens_decoded / span;
         out->content_tok_s = (double)out->content_tokens / span;

@@ -66,6 +66,12 @@ struct sim_summary {
     /* --prompt-cache: the prompt tokens of the prefills run with it, those they found cached, and the
      * blocks it evicted */
     int64_t prompt_tokens, prompt_hit_tokens, prompt_evicted;
+    /* the accuracy the run's decode profile publishes for its setting (percent) on accuracy_task: what
+     * its speed costs, read from the profile's source, not simulated; < 0 where no profile gives one
+     * (accuracy_task "") or where load control moved the decoder off the profile's setting during the
+     * run (accuracy_task the profile's) */
+    double expected_accuracy;
+    char accuracy_task[32];
 };
 
 /* Live execution (`tessera sim --executor gpu`): an executor runs every step for real and returns

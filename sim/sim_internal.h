@@ -67,6 +67,7 @@ struct sim {
     struct clock_params clock;        /* --clock: the card's clock under its power limit */
     struct clock_state clock_st;
     struct decode_model dm;
+    bool decode_moved;  /* load control set the decoder off its profile's setting (sim_scale_decode) */
     double tpf_base; /* dm's TPF as configured (sim_scale_decode scales from it) */
     const struct sched_ops *sched;
     void *sched_state;

@@ -44,6 +44,43 @@ START_TEST(parse_errors)
 }
 END_TEST
 
+/* A profile's published accuracy and the task it scores come with the model, read from the file as
+ * written (dInfer's Table 1 for its GSM8K run); a profile without them, and a decoder that reads no
+ * profile, carry none; either one without the other, a score past 100 or a long task are refused by
+ * file and profile. */
+START_TEST(profile_accuracy)
+{
+    test_config(&C);
+    struct decode_model dm;
+    struct ts_err err;
+    ck_assert_msg(decode_parse("hierarchical:dinfer-moe-cache-gsm8k", C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(fabs(dm.accuracy - 80.97) < 1e-12 && fabs(dm.tpf - 3.42) < 1e-12);
+    ck_assert_str_eq(dm.task, "GSM8K");
+    ck_assert_int_eq(decode_parse("threshold:llada-gsm8k", C.datadir, &dm, &err), 0);
+    ck_assert(dm.accuracy < 0 && dm.task[0] == '\0');
+    ck_assert_int_eq(decode_parse("fixed:2", C.datadir, &dm, &err), 0);
+    ck_assert(dm.accuracy < 0 && dm.task[0] == '\0');
+    const char *p = tmp_file(0, ".json", "{\"a\": {\"tpf\": 3, \"accuracy\": 61.5, \"task\": \"MBPP\"},"
+                                          " \"b\": {\"tpf\": 3, \"accuracy\": 61.5},"
+                                          " \"c\": {\"tpf\": 3, \"task\": \"MBPP\"},"
+                                          " \"d\": {\"tpf\": 3, \"accuracy\": 101, \"task\": \"MBPP\"},"
+                                          " \"e\": {\"tpf\": 3, \"accuracy\": \"high\", \"task\": \"MBPP\"},"
+                                          " \"f\": {\"tpf\": 3, \"accuracy\": 50, \"task\": \"a task whose name runs "
+                                          "past thirty-one characters\"}}");
+    char spec[512];
+    snprintf(spec, sizeof spec, "threshold:%s:a", p);
+    ck_assert_msg(decode_parse(spec, C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(dm.accuracy == 61.5 && strcmp(dm.task, "MBPP") == 0);
+    for (const char *bad = "bcdef"; *bad; bad++) {
+        snprintf(spec, sizeof spec, "threshold:%s:%c", p, *bad);
+        ck_assert_int_ne(decode_parse(spec, C.datadir, &dm, &err), 0);
+        char want[8];
+        snprintf(want, sizeof want, ": %c:", *bad);
+        ck_assert_msg(strstr(err.msg, p) && strstr(err.msg, want) && strstr(err.msg, "go together"), "%s", err.msg);
+    }
+}
+END_TEST
+
 /* threshold:tau=TAU: the profile measured at the papers' confidence threshold (its "tau"), the
  * first such or the one named; a threshold no profile was measured at is refused naming those. */
 START_TEST(parse_tau)
@@ -214,6 +251,7 @@ int main(void)
     tcase_add_test(tc, spiffy_spec_and_shape);
     tcase_add_test(tc, threshold_mean_and_bounds);
     tcase_add_test(tc, mean_for_projections);
+    tcase_add_test(tc, profile_accuracy);
     suite_add_tcase(s, tc);
     return run_suite("decode", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -189,6 +189,40 @@ START_TEST(routers_place_by_load)
 }
 END_TEST
 
+/* The fleet's expected accuracy: each replica's decode profile's published score weighted by the tokens
+ * the replica decoded (dInfer's and Fast-dLLM's GSM8K runs with a cache, dInfer Table 1: 80.97 and
+ * 79.9), by hand from the replicas' own; a replica whose decoder publishes none leaves the fleet with
+ * none, and one on another task too. */
+START_TEST(fleet_accuracy_weighted_by_tokens)
+{
+    struct sim_config a, b;
+    config(&a, trace_file(0, 60, 25, 0, 0));
+    snprintf(a.decode, sizeof a.decode, "hierarchical:dinfer-moe-cache-gsm8k");
+    b = a;
+    snprintf(b.decode, sizeof b.decode, "threshold:fastdllm-moe-cache-gsm8k");
+    struct sim_config cfg[2] = {a, b};
+    struct fleet_result r;
+    struct ts_err err;
+    const struct fleet_opts o = {.router = router_find("round-robin")};
+    ck_assert_msg(fleet_run(&a, cfg, 2, &o, &r, &err) == 0, "%s", err.msg);
+    const struct sim_summary *m0 = &r.replica[0], *m1 = &r.replica[1];
+    ck_assert(m0->expected_accuracy == 80.97 && m1->expected_accuracy == 79.9);
+    const double want = (80.97 * (double)m0->tokens_decoded + 79.9 * (double)m1->tokens_decoded) /
+                        (double)(m0->tokens_decoded + m1->tokens_decoded);
+    ck_assert_double_eq_tol(r.fleet.expected_accuracy, want, 1e-9);
+    ck_assert_str_eq(r.fleet.accuracy_task, "GSM8K");
+    fleet_result_free(&r);
+    snprintf(cfg[1].decode, sizeof cfg[1].decode, "fixed:2");
+    ck_assert_msg(fleet_run(&a, cfg, 2, &o, &r, &err) == 0, "%s", err.msg);
+    ck_assert(r.fleet.expected_accuracy < 0 && r.fleet.accuracy_task[0] == '\0');
+    fleet_result_free(&r);
+    snprintf(cfg[1].decode, sizeof cfg[1].decode, "threshold:fastdllm-moe-cache-mbpp");
+    ck_assert_msg(fleet_run(&a, cfg, 2, &o, &r, &err) == 0, "%s", err.msg);
+    ck_assert(r.fleet.expected_accuracy < 0 && r.fleet.accuracy_task[0] == '\0');
+    fleet_result_free(&r);
+}
+END_TEST
+
 /* Each router's pick from a view, by hand: the load it saw plus what it sent since. */
 START_TEST(router_picks_by_the_view)
 {
@@ -1118,6 +1152,7 @@ int main(void)
     tcase_add_test(tc, one_replica_is_the_instance);
     tcase_add_test(tc, round_robin_percentiles_exact);
     tcase_add_test(tc, routers_place_by_load);
+    tcase_add_test(tc, fleet_accuracy_weighted_by_tokens);
     tcase_add_test(tc, router_picks_by_the_view);
     tcase_add_test(tc, round_robin_takes_the_open_in_turn);
     tcase_add_test(tc, load_routers_pick_the_naive_argmin);

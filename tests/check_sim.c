@@ -26,6 +26,47 @@ static struct sim *run(struct sim_config *c)
     return s;
 }
 
+/* A run's expected accuracy is its decode profile's published score on its task (dInfer's GSM8K run with
+ * a cache, Table 1: 80.97); none where the decoder reads no profile; and not known, the task kept,
+ * once load control moved the decoder off the profile's setting (a factor of 1 leaves it). */
+START_TEST(expected_accuracy_from_the_profile)
+{
+    struct sim_config c;
+    test_config(&c);
+    c.requests = 10;
+    snprintf(c.decode, sizeof c.decode, "hierarchical:dinfer-moe-cache-gsm8k");
+    struct sim *s = run(&c);
+    struct sim_summary m;
+    double tpf;
+    struct ts_err err;
+    sim_get_summary(s, &m);
+    ck_assert(m.expected_accuracy == 80.97 && strcmp(m.accuracy_task, "GSM8K") == 0);
+    const char *path = tmp_path(3, ".db"); /* the run's summary row holds them */
+    ck_assert_msg(sim_write_db(s, path, DB_NEW, &err) == 0, "%s", err.msg);
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT expected_accuracy, accuracy_task FROM summary", -1, &st, NULL), 0);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    ck_assert(sqlite3_column_double(st, 0) == 80.97 && strcmp((const char *)sqlite3_column_text(st, 1), "GSM8K") == 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    ck_assert_int_eq(sim_scale_decode(s, 1.0, &tpf, &err), 0);
+    sim_get_summary(s, &m);
+    ck_assert(m.expected_accuracy == 80.97);
+    ck_assert_int_eq(sim_scale_decode(s, 0.5, &tpf, &err), 0);
+    ck_assert(tpf < 3.42);
+    sim_get_summary(s, &m);
+    ck_assert(m.expected_accuracy < 0 && strcmp(m.accuracy_task, "GSM8K") == 0);
+    sim_destroy(s);
+    snprintf(c.decode, sizeof c.decode, "fixed:2");
+    s = run(&c);
+    sim_get_summary(s, &m);
+    ck_assert(m.expected_accuracy < 0 && m.accuracy_task[0] == '\0');
+    sim_destroy(s);
+}
+END_TEST
+
 /* Golden: the default scenario (`tessera sim` with no options). If a deliberate model change moves
  * these numbers, update them in the same commit and say why. */
 START_TEST(golden_default_scenario)
@@ -362,6 +403,8 @@ START_TEST(summary_rates_and_columns_from_the_requests)
         {"energy_j", m.energy_j},
         {"mean_power_w", want[3]},
         {"slo_attainment", want[5]},
+        {"expected_accuracy", 0}, /* (NULL: the decoder reads no profile; below) */
+        {"accuracy_task", 0},
     };
     /* (the columns written side by side hold values apart) */
     ck_assert(m.rows_processed != m.missed_decodes && m.ttfb_mean_s != m.queue_mean_s && m.lat_p90_s != m.lat_p99_s &&
@@ -381,6 +424,8 @@ START_TEST(summary_rates_and_columns_from_the_requests)
         ck_assert_msg(fabs(v - cols[j].want) <= 1e-12 * fabs(cols[j].want), "%s: %.15g, want %.15g", cols[j].col, v,
                       cols[j].want);
     }
+    for (int k = sqlite3_column_count(st) - 2; k < sqlite3_column_count(st); k++)
+        ck_assert_int_eq(sqlite3_column_type(st, k), SQLITE_NULL);
     sqlite3_finalize(st);
     sqlite3_close(db);
     sim_destroy(s);
@@ -1419,6 +1464,7 @@ int main(void)
     tcase_add_test(tc, same_seed_same_results);
     tcase_add_test(tc, summary_statistics_from_the_requests);
     tcase_add_test(tc, summary_rates_and_columns_from_the_requests);
+    tcase_add_test(tc, expected_accuracy_from_the_profile);
     tcase_add_test(tc, decode_streams_independent_of_batching);
     tcase_add_test(tc, database_matches_summary);
     tcase_add_test(tc, guarded_connections_run_no_code_from_files);

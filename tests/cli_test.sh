@@ -1188,6 +1188,24 @@ expect 0 "sim --system sglang-sync" -- "$bin" sim --system sglang-sync --max-run
 contains "sim --system sglang-sync" "policy sglang-block, scheduler sglang"
 expect 2 "sglang-block on a bidirectional model" -- "$bin" sim --policy sglang-block --scheduler sglang --requests 2
 contains "sglang-block on a bidirectional model" "block-causal model"
+# speed against accuracy, reduced to GSM8K: each configuration's published score (dInfer Table 1, and
+# Table 2 for the distilled model) beside tessera's throughput, like for like: the distilled model's
+# decoding fastest, Fast-dLLM's without a cache slowest; a run's summary and database carry its score
+expect 0 "exp run quality" -- env TASKS=gsm8k REQUESTS=4 "$bin" exp run quality "$tmp/qual"
+got=$(python3 -c 'import json, sys
+r = {o["config"]: o for o in map(json.loads, open(sys.argv[1]))}
+print(len(r), [r[k]["accuracy"] for k in ("Fast-dLLM, no cache", "dInfer, no cache", "Fast-dLLM, cache", "dInfer, cache",
+                                          "dInfer TD, cache")],
+      max(r, key=lambda k: r[k]["throughput_tok_s"]), min(r, key=lambda k: r[k]["throughput_tok_s"]),
+      all("dInfer Table" in o["source"] for o in r.values()))' "$tmp/qual/results.jsonl" 2>&1)
+[ "$got" = "5 [82.79, 82.26, 79.9, 80.97, 79.15] dInfer TD, cache Fast-dLLM, no cache True" ] && ok ||
+    bad "exp run quality: '$got'"
+is_png "$tmp/qual/figure.png" "exp run quality"
+expect 0 "sim with a scored decode profile" -- "$bin" sim --decode hierarchical:dinfer-moe-cache-gsm8k --requests 4 \
+    --no-progress --db "$tmp/acc.db"
+contains "sim with a scored decode profile" "accuracy      80.97% expected on GSM8K"
+[ "$(sqlite3 "$tmp/acc.db" "SELECT expected_accuracy || ' ' || accuracy_task FROM summary" 2>/dev/null)" = "80.97 GSM8K" ] &&
+    ok || bad "the database's summary lacks the expected accuracy"
 # the crossover against AR serving, reduced to batches 1, 8 and 64: the dLLM with its cache and parallel
 # decoding ahead at 1, AR ahead of every dLLM variant at 64; one at a time, AR takes a prefill step and
 # then a step a token (8 requests of 256: 8 x 257 steps), the dLLM at one token a step 8 x 256

@@ -155,10 +155,14 @@ static void list_decode(void)
         if (key[0] == '_' || !json_is_object(v))
             continue;
         json_t *src = json_object_get(v, "source"), *dec = json_object_get(v, "decoder");
-        char spec[96];
+        json_t *acc = json_object_get(v, "accuracy"), *task = json_object_get(v, "task");
+        char spec[96], score[64] = "";
         snprintf(spec, sizeof spec, "%s:%s", json_is_string(dec) ? json_string_value(dec) : "threshold", key);
-        printf("%-38s TPF %.2f%s  %s\n", spec, json_number_value(json_object_get(v, "tpf")),
-               json_object_get(v, "steps") ? " (measured distribution)" : "", json_is_string(src) ? json_string_value(src) : "");
+        if (json_is_number(acc) && json_is_string(task)) /* (what its speed costs, published with it) */
+            snprintf(score, sizeof score, ", %.2f%% on %s", json_number_value(acc), json_string_value(task));
+        printf("%-38s TPF %.2f%s%s  %s\n", spec, json_number_value(json_object_get(v, "tpf")),
+               json_object_get(v, "steps") ? " (measured distribution)" : "", score,
+               json_is_string(src) ? json_string_value(src) : "");
     }
     json_decref(root);
 }

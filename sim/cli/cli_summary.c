@@ -94,6 +94,9 @@ void cli_print_summary(const struct sim_config *c, const struct sim_setup *setup
     if (c->slo > 0)
         printf("  SLO           %.1f%% of requests finished within %.3f s of their arrival (--slo)\n",
                100.0 * m->slo_attainment, c->slo);
+    if (m->expected_accuracy >= 0)
+        printf("  accuracy      %.2f%% expected on %s: the decode profile's published figure at its setting (decode "
+               "%s; tessera list decode), not simulated\n", m->expected_accuracy, m->accuracy_task, c->decode);
     if (m->static_batch)
         printf("  static batch  %d requests\n", m->static_batch);
     cli_print_prompt_cache(m);
@@ -180,6 +183,8 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
     json_object_set_new(o, "mean_power_w", json_real(m->mean_power_w));
     if (c->slo > 0)
         json_object_set_new(o, "slo_attainment", json_real(m->slo_attainment));
+    json_object_set_new(o, "expected_accuracy", m->expected_accuracy >= 0 ? json_real(m->expected_accuracy) : json_null());
+    json_object_set_new(o, "accuracy_task", m->accuracy_task[0] ? json_string(m->accuracy_task) : json_null());
     if (m->prompt_tokens > 0) {
         json_object_set_new(o, "prompt_tokens", json_integer(m->prompt_tokens));
         json_object_set_new(o, "prompt_hit_tokens", json_integer(m->prompt_hit_tokens));

@@ -147,16 +147,17 @@ static const struct derived_impl {
     {"torch-fdllm-v2", "torch-eager", 2, 0, 0.802, false, false, 0, 0},
     /* the engine's --ffn fused: SwiGLU in the gate/up GEMM's epilogue */
     {"tessera-fused", "tessera", -1, 0, 1.0, true, false, 0, 0},
-    /* vLLM's DiffusionGemma runner (vllm/model_executor/models/diffusion_gemma.py at 00c25c81), CUDA graphs
-     * as tessera's: its compiled sampler over every canvas row at once keeps the softcapped fp32 logits,
+    /* vLLM's DiffusionGemma runner (vllm/model_executor/models/diffusion_gemma.py as merged at eb28452 and
+     * released in 0.33.0), CUDA graphs as tessera's (vLLM's default captures at most 512 tokens, two
+     * canvases: a batch of more runs its forward unreplayed, which this profile does not price): its compiled sampler over every canvas row at once keeps the softcapped fp32 logits,
      * their tempered fp32 copy and the bf16 probabilities beside the bf16 logits (10 bytes a logit: read
      * from the code, not measured; run eagerly its tensors reach about 34); a request keeps its canvas
      * of fp32 soft embeddings (probabilities times the embedding: self_conditioning_embeds) across its
      * steps */
     {"vllm-dgemma", "tessera", 10, 0, 1.0, false, false, 0, SELF_COND_HIDDEN},
-    /* the same with the runner's earlier state (DiffusionGemma4RequestStates): a canvas of fp32
-     * probabilities a request (self_conditioning_probs, max_num_seqs x canvas x vocab: 256 MiB a request
-     * at 256 x 262,144), the buffer vLLM's recipe names when it advises --max-num-seqs 4 */
+    /* the same with the runner's pre-merge state (DiffusionGemma4RequestStates, in no merged commit): a
+     * canvas of fp32 probabilities a request (self_conditioning_probs, max_num_seqs x canvas x vocab: 256
+     * MiB a request at 256 x 262,144), the buffer vLLM's recipe names when it advises --max-num-seqs 4 */
     {"vllm-dgemma-probs", "tessera", 10, 0, 1.0, false, false, 0, SELF_COND_VOCAB},
 };
 

@@ -57,7 +57,8 @@ static const char *const schema =
     " queue_mean_s REAL, mean_q_per_step REAL, mean_segs_per_step REAL, peak_mem_bytes INTEGER,"
     " weight_bytes INTEGER, kv_pool_bytes INTEGER, act_reserved_bytes INTEGER,"
     " capacity_bytes INTEGER, static_batch INTEGER, rows_processed INTEGER, missed_decodes INTEGER,"
-    " redundancy REAL, num_stalls INTEGER, energy_j REAL, mean_power_w REAL, slo_attainment REAL);"
+    " redundancy REAL, num_stalls INTEGER, energy_j REAL, mean_power_w REAL, slo_attainment REAL,"
+    " expected_accuracy REAL, accuracy_task TEXT);"
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
     " PRIMARY KEY(run_id, op));";
 
@@ -154,7 +155,8 @@ static const char *const added_columns[][3] = {
     {"summary", "missed_decodes", "INTEGER NOT NULL DEFAULT 0"}, {"summary", "redundancy", "INTEGER NOT NULL DEFAULT 0"},
     {"summary", "num_stalls", "INTEGER NOT NULL DEFAULT 0"},
     /* (a run priced before its energy was: NULL, not known) */
-    {"summary", "energy_j", "REAL"}, {"summary", "mean_power_w", "REAL"}, {"summary", "slo_attainment", "REAL"}};
+    {"summary", "energy_j", "REAL"}, {"summary", "mean_power_w", "REAL"}, {"summary", "slo_attainment", "REAL"},
+    {"summary", "expected_accuracy", "REAL"}, {"summary", "accuracy_task", "TEXT"}};
 
 int db_has_column(sqlite3 *db, const char *name, const char *table, const char *col)
 {

@@ -425,7 +425,7 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
 {
     const struct sim_summary m = *mp;
     sqlite3_stmt *st;
-    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 &st))
         return -1;
     int k = 1;
@@ -450,6 +450,14 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
         sqlite3_bind_null(st, k++);
     else
         sqlite3_bind_double(st, k++, m.slo_attainment);
+    if (m.expected_accuracy < 0) /* (no decode profile publishes one, or load control moved the decoder) */
+        sqlite3_bind_null(st, k++);
+    else
+        sqlite3_bind_double(st, k++, m.expected_accuracy);
+    if (m.accuracy_task[0])
+        sqlite3_bind_text(st, k++, m.accuracy_task, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, k++);
     int rc = step_done(w, st);
     sqlite3_finalize(st);
     if (rc || prepare(w, "INSERT INTO out.op_breakdown VALUES(?,?,?)", &st))

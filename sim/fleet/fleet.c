@@ -425,6 +425,32 @@ static void replica_energy(struct sim_summary *m, double active_s)
     m->energy_per_request_j = m->num_finished > 0 ? m->energy_j / (double)m->num_finished : 0;
 }
 
+/* The fleet's expected accuracy: its replicas' weighted by the tokens each decoded, where every replica
+ * that decoded any has one on one task. None where one has none; not known (its task kept) where load
+ * control moved one off its profile's setting. */
+static void merge_accuracy(const struct fleet_result *out, struct sim_summary *f)
+{
+    double sum = 0;
+    int64_t tokens = 0;
+    f->expected_accuracy = -1;
+    f->accuracy_task[0] = '\0';
+    for (int i = 0; i < out->n; i++) {
+        const struct sim_summary *m = &out->replica[i];
+        if (m->tokens_decoded == 0)
+            continue;
+        if (!m->accuracy_task[0] || (tokens > 0 && strcmp(m->accuracy_task, f->accuracy_task) != 0)) {
+            f->accuracy_task[0] = '\0';
+            return;
+        }
+        snprintf(f->accuracy_task, sizeof f->accuracy_task, "%s", m->accuracy_task);
+        if (m->expected_accuracy < 0)
+            return;
+        sum += m->expected_accuracy * (double)m->tokens_decoded, tokens += m->tokens_decoded;
+    }
+    if (tokens > 0)
+        f->expected_accuracy = sum / (double)tokens;
+}
+
 /* The fleet's summary from the replicas' (their runs done, their energy over their time up). */
 static int merge(struct sim **r, const struct fleet_result *out, double slo, struct sim_summary *f)
 {
@@ -490,6 +516,7 @@ static int merge(struct sim **r, const struct fleet_result *out, double slo, str
     f->energy_per_token_j = f->tokens_decoded > 0 ? f->energy_j / (double)f->tokens_decoded : 0;
     f->energy_per_request_j = f->num_finished > 0 ? f->energy_j / fin : 0;
     f->slo_attainment = slo > 0 && f->num_requests > 0 ? (double)f->slo_met / (double)f->num_requests : NAN;
+    merge_accuracy(out, f);
     return 0;
 }
 
