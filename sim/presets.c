@@ -196,12 +196,27 @@ static const struct preset presets[] = {
      "and drops its sampler's outputs; self_conditioning_embeds; _compiled_sample_step over every canvas row) and "
      "the checkpoint's generation_config (canvas_length 256, max_denoising_steps 48)",
      "engine", "roofline", false, "diffusion-gemma", 256, 0},
+    {"vllm-dllm-plugin", "vLLM serving LLaDA2.0-mini through vllm-project/dllm-plugin: continuous batching of up to "
+                         "32 requests, the prompt prefilled at once, then blocks of 32 from position 0 denoised with "
+                         "every row's logits (threshold 0.9, at least one token a step), each block ended by a K/V "
+                         "refresh forward", "serve-block", "request", "threshold:llada2-mini", "tessera", 0,
+     "first-fit", false, false,
+     "not run: the plugin needs a vLLM fork (its scheduler's dllm_* fields are not upstream) and neither travels to the "
+     "lent GPUs; its forwards are priced as tessera's engine runs them, though the plugin runs without CUDA graphs (its "
+     "docs: 10-15% longer steps) and syncs with the host every step, neither priced; the TPF is LLaDA2.0-mini's "
+     "published mean (decode profile llada2-mini), not the plugin's at 0.9 (an assumption)",
+     {{"serve-prefill-block", "0"}, {"max-batch", "32"}},
+     "vllm-project/dllm-plugin at 0c53db5 (dllm/config.py: DRAFT_SIZE 32) and its later files as the code index "
+     "holds them: dllm_plugin/models/llada2_model_state.py (commit threshold 0.9, at most 64 iterations, the first "
+     "block the prompt's tail and masks), sampling/diffusion_sampler.py (at least one token a step; a K/V refresh "
+     "forward once a block has no mask), docs/KNOWN_LIMITATIONS.md (CUDA graphs disabled), "
+     "docs/TP2_BENCHMARK_RESULTS.md (--max-num-seqs 32)", "engine", "calibrated", false, "llada2.0-mini", 32, 0},
     /* SGLang's dLLM path, first done first out (its default) and sync */
 #define SGLANG_PRESET(NAME, FDFO, MODE)                                                                               \
     {NAME, "SGLang serving LLaDA2.0-mini on its dLLM path (release 0.5.23), " MODE ": rounds of at most "             \
            "--max-running-requests [1, its dLLM default], prefill first, the prompt a block of 32 a forward, each "   \
            "block confirmed by a forward that finds it resolved, LowConfidence decoding; SDAR: --model sdar-8b "      \
-           "--block 4", "sglang-block", "sglang", "threshold:llada2-mini", "tessera", 0, "first-fit", false, false,   \
+           "--block 4", "serve-block", "sglang", "threshold:llada2-mini", "tessera", 0, "first-fit", false, false,   \
      "its forwards are priced as tessera's engine runs them: SGLang's FlashInfer attention, CUDA graphs and its "     \
      "scheduler's host work a round are not modelled, and no SGLang run checked it (its release for PyTorch 2.11 "    \
      "has no FDFO and its kernels' wheel does not reach the lent GPUs); the TPF is LLaDA2.0-mini's published "        \

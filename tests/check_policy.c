@@ -1452,7 +1452,7 @@ START_TEST(every_policy_holds_what_its_steps_touch)
                     {"d2cache", "d2-rollout-share=0.25"}, {"dkv-cache", "dkv-refresh=3"},
                     {"dpad", "dpad-cache=prefix"},      {"dpad", "dpad-cache=dual"},
                     {"sparsed", "sparsed-block=16"},    {"herald", "herald-budget=0.5"},
-                    {"dual", "refresh-interval=2"}};
+                    {"dual", "refresh-interval=2"},     {"serve-block", "serve-prefill-block=0"}};
     int num_table = 0;
     while (policy_get(num_table))
         num_table++;

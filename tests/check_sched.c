@@ -149,8 +149,8 @@ static const struct scenario scenarios[] = {
     {"lookahead", "dual", "rtx4090", "lognormal:6.0,0.8,5.0,0.6", "fixed:1", 4.0, 4000, 2048, NULL, 0},
     {"lookahead", "block", "l40s", "sharegpt", "threshold:llada-gsm8k", 8.0, 16384, 2048, NULL, 0},
     {"lookahead", "sparse", "a100-40gb", "lognormal:5.5,0.5,4.0,0.5", "fixed:2", 3.0, 6000, 1024, NULL, 0},
-    {"sglang", "sglang-block", "h100", "sharegpt", "threshold:llada2-mini", 6.0, 8, 0, "llada2.0-mini", 1},
-    {"sglang", "sglang-block", "l40s", "lognormal:6.0,0.8,5.0,0.6", "threshold:sdar-low", 4.0, 16, 0, "sdar-8b", 0},
+    {"sglang", "serve-block", "h100", "sharegpt", "threshold:llada2-mini", 6.0, 8, 0, "llada2.0-mini", 1},
+    {"sglang", "serve-block", "l40s", "lognormal:6.0,0.8,5.0,0.6", "threshold:sdar-low", 4.0, 16, 0, "sdar-8b", 0},
 };
 /* scenario i also runs with the planner below (the arena planners give the theoretical peak) */
 static const char *const scenario_planner[] = {"profiled", "caching", "first-fit", "caching", "caching",
@@ -548,7 +548,7 @@ START_TEST(sglang_rounds_by_hand)
     struct sim_config c;
     test_config(&c);
     snprintf(c.model, sizeof c.model, "sdar-8b");
-    snprintf(c.policy, sizeof c.policy, "sglang-block");
+    snprintf(c.policy, sizeof c.policy, "serve-block");
     snprintf(c.scheduler, sizeof c.scheduler, "sglang");
     snprintf(c.decode, sizeof c.decode, "fixed:8");
     snprintf(c.trace, sizeof c.trace, "%s",
@@ -595,6 +595,23 @@ START_TEST(sglang_rounds_by_hand)
     for (int j = 0; j < 7; j++)
         ck_assert_msg(s->segs[j].kv == kv[j] && s->segs[j].decoded == decoded[j] &&
                           (s->segs[j].phase == PHASE_PREFILL) == (j == 0),
+                      "step %d: %d keys, %d decoded", j + 1, s->segs[j].kv, s->segs[j].decoded);
+    sim_destroy(s);
+    /* the dllm-plugin's prefill (--serve-prefill-block 0): a prompt of 70 is its two whole blocks in one
+     * forward of 64 rows without logits; the first generation block holds 6 of it and 26 masks (8, 8, 8,
+     * 2 and its confirming forward), the second the last 6 (one step and its own) */
+    snprintf(c.trace, sizeof c.trace, "%s", tmp_file(0, ".csv", "arrival_ns,prompt_tokens,output_tokens\n0,70,32\n"));
+    test_param(&c, "serve-prefill-block", 0);
+    s = sim_create(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    sim_keep_requests(s);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
+    check_run(s);
+    const int32_t kv0[] = {0, 64, 64, 64, 64, 64, 96, 96}, dec0[] = {0, 8, 8, 8, 2, 0, 6, 0};
+    ck_assert_int_eq((int64_t)s->num_segs, 8);
+    ck_assert(s->segs[0].q == 64 && s->segs[0].logit_rows == 0 && s->segs[0].phase == PHASE_PREFILL);
+    for (int j = 1; j < 8; j++)
+        ck_assert_msg(s->segs[j].kv == kv0[j] && s->segs[j].decoded == dec0[j] && s->segs[j].q == 32,
                       "step %d: %d keys, %d decoded", j + 1, s->segs[j].kv, s->segs[j].decoded);
     sim_destroy(s);
 }

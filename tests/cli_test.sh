@@ -1185,9 +1185,12 @@ print(one["fdfo"]["num_steps"] == one["sync"]["num_steps"] and one["fdfo"]["lat_
 [ "$got" = "True True True" ] && [ -s "$tmp/sgm/report.md" ] && ok || bad "exp run sglang-modes: '$got'"
 is_png "$tmp/sgm/figure.png" "exp run sglang-modes"
 expect 0 "sim --system sglang-sync" -- "$bin" sim --system sglang-sync --max-running-requests 4 --requests 20 --no-progress
-contains "sim --system sglang-sync" "policy sglang-block, scheduler sglang"
-expect 2 "sglang-block on a bidirectional model" -- "$bin" sim --policy sglang-block --scheduler sglang --requests 2
-contains "sglang-block on a bidirectional model" "block-causal model"
+contains "sim --system sglang-sync" "policy serve-block, scheduler sglang"
+expect 0 "sim --system vllm-dllm-plugin" -- "$bin" sim --system vllm-dllm-plugin --requests 20 --no-progress
+contains "sim --system vllm-dllm-plugin" "policy serve-block, scheduler request"
+contains "sim --system vllm-dllm-plugin" "note: --system vllm-dllm-plugin: not run"
+expect 2 "serve-block on a bidirectional model" -- "$bin" sim --policy serve-block --scheduler sglang --requests 2
+contains "serve-block on a bidirectional model" "block-causal model"
 # speed against accuracy, reduced to GSM8K: each configuration's published score (dInfer Table 1, and
 # Table 2 for the distilled model) beside tessera's throughput, like for like: the distilled model's
 # decoding fastest, Fast-dLLM's without a cache slowest; a run's summary and database carry its score

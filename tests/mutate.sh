@@ -42,6 +42,7 @@ mutations=(
     "blocks confirmed without a forward|sim/policies/policy.c|(po->caps & POLICY_CONFIRMS_BLOCK) ? resolved|(po->caps & 0) ? resolved|check_sched"
     "blocks from the prompt's end under sglang|sim/policies/policy.c|    r->head = pc->aligned_blocks ? r->P % r->Bs : 0;|    r->head = 0;|check_sched"
     "a block's confirming step decodes|sim/sim.c|             req_masked_in_block(sim_req(s, seg.req_id)) > 0)|             req_masked_in_block(sim_req(s, seg.req_id)) >= 0)|check_sched"
+    "serve-block prefills at once where a block a forward is asked|sim/policies/policy_serve_block.c|pc->p[PREFILL_BLOCK] == 0) {|pc->p[PREFILL_BLOCK] != 0) {|check_sched"
     "a fleet's accuracy unweighted by its replicas' tokens|sim/fleet/fleet.c|        sum += m->expected_accuracy * (double)m->tokens_decoded, tokens += m->tokens_decoded;|        sum += m->expected_accuracy, tokens += m->tokens_decoded;|check_fleet"
     "a run's accuracy kept when load control moved its decoder|sim/sim.c|    out->expected_accuracy = s->decode_moved ? -1 : s->dm.accuracy;|    out->expected_accuracy = s->dm.accuracy;|check_sim"
     "a profile's accuracy past 100 taken|sim/decode.c|json_number_value(acc) <= 100|json_number_value(acc) <= 1000|check_decode"

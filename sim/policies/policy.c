@@ -24,7 +24,7 @@ static const struct policy_ops *const policies[] = {
     &policy_sparsed,
     &policy_herald,
     &policy_dkv,
-    &policy_sglang,
+    &policy_serve_block,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

@@ -231,6 +231,6 @@ extern const struct policy_ops policy_d2f;
 extern const struct policy_ops policy_sparsed;
 extern const struct policy_ops policy_herald;
 extern const struct policy_ops policy_dkv;
-extern const struct policy_ops policy_sglang;
+extern const struct policy_ops policy_serve_block;
 
 #endif

@@ -6,7 +6,7 @@
  * A round forms a batch of the running requests, at most max-running-requests of them (SGLang's
  * --max-running-requests; its dLLM default 1), admitted FCFS from the queue at the start of a round
  * with their whole KV reserved. Prefill first: while any running request has a prompt block to
- * prefill, a round holds only those (each one block a forward, policy sglang-block), and the others
+ * prefill, a round holds only those (each one block a forward, policy serve-block), and the others
  * wait; else it holds every running request's denoising step. The two modes:
  *   fdfo 1 (first done, first out; SGLang's default): a round is one forward. A row whose block
  *     resolves leaves it with that forward and starts its next block in the next round, while the
