@@ -88,6 +88,18 @@ static void check_run(struct sim *s)
     }
 }
 
+/* Runs c with its requests kept and checks its invariants (check_run); the caller destroys it. */
+static struct sim *run_kept(const struct sim_config *c)
+{
+    struct ts_err err;
+    struct sim *s = sim_create(c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    sim_keep_requests(s);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
+    check_run(s);
+    return s;
+}
+
 /* Runs c, checks its invariants (check_run) and gives its summary. */
 static void run_checked(struct sim_config *c, struct sim_summary *m)
 {
@@ -561,12 +573,7 @@ START_TEST(sglang_rounds_by_hand)
     } want[] = {{0, 13, 19, 1, {6, 6, 13}}, {1, 12, 18, 0, {5, 8, 12}}};
     for (size_t k = 0; k < TS_ARRAY_LEN(want); k++) {
         test_param(&c, "fdfo", want[k].fdfo);
-        struct ts_err err;
-        struct sim *s = sim_create(&c, &err);
-        ck_assert_msg(s != NULL, "%s", err.msg);
-        sim_keep_requests(s);
-        ck_assert_int_eq(sim_run(s, NULL), 0);
-        check_run(s);
+        struct sim *s = run_kept(&c);
         ck_assert_int_eq((int64_t)s->num_steps, want[k].steps);
         ck_assert_int_eq((int64_t)s->num_segs, want[k].segs);
         ck_assert_int_eq(padded_rows(s), want[k].padding);
@@ -584,12 +591,7 @@ START_TEST(sglang_rounds_by_hand)
      * generation block, so 32 new tokens are 24 in it (three steps and its confirming forward) and 8
      * in a second (one and its own), each step over the whole blocks before it */
     snprintf(c.trace, sizeof c.trace, "%s", tmp_file(0, ".csv", "arrival_ns,prompt_tokens,output_tokens\n0,40,32\n"));
-    struct ts_err err;
-    struct sim *s = sim_create(&c, &err);
-    ck_assert_msg(s != NULL, "%s", err.msg);
-    sim_keep_requests(s);
-    ck_assert_int_eq(sim_run(s, NULL), 0);
-    check_run(s);
+    struct sim *s = run_kept(&c);
     const int32_t kv[] = {0, 32, 32, 32, 32, 64, 64}, decoded[] = {0, 8, 8, 8, 0, 8, 0};
     ck_assert_int_eq((int64_t)s->num_segs, 7);
     for (int j = 0; j < 7; j++)
@@ -602,11 +604,7 @@ START_TEST(sglang_rounds_by_hand)
      * 2 and its confirming forward), the second the last 6 (one step and its own) */
     snprintf(c.trace, sizeof c.trace, "%s", tmp_file(0, ".csv", "arrival_ns,prompt_tokens,output_tokens\n0,70,32\n"));
     test_param(&c, "serve-prefill-block", 0);
-    s = sim_create(&c, &err);
-    ck_assert_msg(s != NULL, "%s", err.msg);
-    sim_keep_requests(s);
-    ck_assert_int_eq(sim_run(s, NULL), 0);
-    check_run(s);
+    s = run_kept(&c);
     const int32_t kv0[] = {0, 64, 64, 64, 64, 64, 96, 96}, dec0[] = {0, 8, 8, 8, 2, 0, 6, 0};
     ck_assert_int_eq((int64_t)s->num_segs, 8);
     ck_assert(s->segs[0].q == 64 && s->segs[0].logit_rows == 0 && s->segs[0].phase == PHASE_PREFILL);

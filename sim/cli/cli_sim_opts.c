@@ -88,13 +88,15 @@ const char *cli_sim_option(const char *word)
     return resolve(&t, word);
 }
 
-/* Prints `lhs` in a 24-column margin and `text` wrapped to 104 columns beside it. */
+/* Prints `lhs` in a 24-column margin and `text` wrapped to 104 columns beside it (a longer lhs: the
+ * text after it where its first word fits, the rest at the margin). */
 static void print_wrapped(FILE *f, const char *lhs, const char *text)
 {
     enum { MARGIN = 27, WIDTH = 104 };
     int col = MARGIN;
+    bool after = false; /* the line holds something the next word is spaced from */
     if (strlen(lhs) > MARGIN - 3)
-        fprintf(f, "  %s\n%*s", lhs, MARGIN, "");
+        col = fprintf(f, "  %s", lhs), after = true;
     else
         fprintf(f, "  %-24s ", lhs);
     for (const char *p = text; *p;) {
@@ -102,11 +104,12 @@ static void print_wrapped(FILE *f, const char *lhs, const char *text)
         const int len = (int)strcspn(p, " ");
         if (len == 0)
             break;
-        if (col > MARGIN && col + 1 + len > WIDTH) {
+        if (after && col + 1 + len > WIDTH) {
             fprintf(f, "\n%*s", MARGIN, "");
-            col = MARGIN;
+            col = MARGIN, after = false;
         }
-        col += fprintf(f, "%s%.*s", col > MARGIN ? " " : "", len, p);
+        col += fprintf(f, "%s%.*s", after ? " " : "", len, p);
+        after = true;
         p += len;
     }
     fputc('\n', f);
