@@ -201,13 +201,13 @@ static const struct preset presets[] = {
                          "every row's logits (threshold 0.9, at least one token a step), each block ended by a K/V "
                          "refresh forward", "serve-block", "request", "threshold:llada2-mini", "tessera", 0,
      "first-fit", false, false,
-     "not run: the plugin needs a vLLM fork (its scheduler's dllm_* fields are not upstream) and neither travels to the "
-     "lent GPUs; its forwards are priced as tessera's engine runs them, though the plugin runs without CUDA graphs (its "
-     "docs: 10-15% longer steps) and syncs with the host every step, neither priced; the TPF is LLaDA2.0-mini's "
-     "published mean (decode profile llada2-mini), not the plugin's at 0.9 (an assumption)",
+     "not run: the plugin needs a vLLM fork (its scheduler's dllm_* fields are not upstream), and neither could "
+     "be installed offline; its forwards are priced as tessera's engine runs them, though the plugin runs without "
+     "CUDA graphs (its docs: 10-15% longer steps) and syncs with the host every step, neither priced; the TPF is "
+     "LLaDA2.0-mini's published mean (decode profile llada2-mini), not the plugin's at 0.9 (an assumption)",
      {{"serve-prefill-block", "0"}, {"max-batch", "32"}},
-     "vllm-project/dllm-plugin at 0c53db5 (dllm/config.py: DRAFT_SIZE 32) and its later files as the code index "
-     "holds them: dllm_plugin/models/llada2_model_state.py (commit threshold 0.9, at most 64 iterations, the first "
+     "vllm-project/dllm-plugin at 0c53db5 (dllm/config.py: DRAFT_SIZE 32) and its later files (PRs "
+     "#30 and #38): dllm_plugin/models/llada2_model_state.py (commit threshold 0.9, at most 64 iterations, the first "
      "block the prompt's tail and masks), sampling/diffusion_sampler.py (at least one token a step; a K/V refresh "
      "forward once a block has no mask), docs/KNOWN_LIMITATIONS.md (CUDA graphs disabled), "
      "docs/TP2_BENCHMARK_RESULTS.md (--max-num-seqs 32)", "engine", "calibrated", false, "llada2.0-mini", 32, 0},
@@ -219,8 +219,9 @@ static const struct preset presets[] = {
            "--block 4", "serve-block", "sglang", "threshold:llada2-mini", "tessera", 0, "first-fit", false, false,   \
      "its forwards are priced as tessera's engine runs them: SGLang's FlashInfer attention, CUDA graphs and its "     \
      "scheduler's host work a round are not modelled, and no SGLang run checked it (its release for PyTorch 2.11 "    \
-     "has no FDFO and its kernels' wheel does not reach the lent GPUs); the TPF is LLaDA2.0-mini's published "        \
-     "mean (decode profile llada2-mini), not LowConfidence's at its threshold 0.95 (an assumption)",                  \
+     "has no FDFO, and its kernels' wheel could not be installed on the offline H200 its schedule ran on); the TPF "  \
+     "is LLaDA2.0-mini's published mean (decode profile llada2-mini), not LowConfidence's at its threshold 0.95 (an " \
+     "assumption)",                                                                                                    \
      {{"fdfo", FDFO}, {"max-running-requests", "1"}},                                                                 \
      "sgl-project/sglang release 0.5.23 (its wheel, files dated 2026-10-30; it records no commit), "                  \
      "python/sglang/srt/: dllm/config.py (LLaDA2's block 32, SDAR's 4; max_running_requests 1 unless given), "       \
