@@ -463,6 +463,12 @@ expect 2 "sim --prompt-cache live" -- "$bin" sim "${pc[@]}" --prompt-cache 10000
 contains "sim --prompt-cache live" "--prompt-cache: the engine keeps no K/V across requests"
 expect 0 "sim --router affinity" -- "$bin" sim "${pc[@]}" --prompt-cache 100000 --replicas 2 --router affinity:threshold=0.4,abs=8
 contains "sim --router affinity: the fleet's hits" "found cached"
+# SGLang's radix cache of whole blocks as the prompt cache, the affinity router over it: the cached
+# blocks' prefill forwards skipped
+expect 0 "sim --system sglang --router affinity" -- "$bin" sim --trace "$tmp/conv.jsonl" --gen-len 32 --no-progress \
+    --system sglang --model sdar-8b --max-running-requests 4 --prompt-cache 100000 --replicas 2 --router affinity
+contains "sim --system sglang --router affinity: the fleet's hits" "found cached"
+contains "sim --system sglang --router affinity: its policy" "2 x sdar-8b on h200 (sglang)"
 expect 2 "sim --router affinity without a prompt cache" -- "$bin" sim "${pc[@]}" --replicas 2 --router affinity
 contains "sim --router affinity without a prompt cache" "replica 0 keeps no prompt cache (--prompt-cache TOKENS)"
 expect 2 "sim --router affinity on a trace without block ids" -- "$bin" sim --model sdar-8b --policy block --prompt-cache 100000 --replicas 2 --router affinity --no-progress
