@@ -599,18 +599,33 @@ START_TEST(sglang_rounds_by_hand)
                           (s->segs[j].phase == PHASE_PREFILL) == (j == 0),
                       "step %d: %d keys, %d decoded", j + 1, s->segs[j].kv, s->segs[j].decoded);
     sim_destroy(s);
-    /* the dllm-plugin's prefill (--serve-prefill-block 0): a prompt of 70 is its two whole blocks in one
-     * forward of 64 rows without logits; the first generation block holds 6 of it and 26 masks (8, 8, 8,
-     * 2 and its confirming forward), the second the last 6 (one step and its own) */
-    snprintf(c.trace, sizeof c.trace, "%s", tmp_file(0, ".csv", "arrival_ns,prompt_tokens,output_tokens\n0,70,32\n"));
-    test_param(&c, "serve-prefill-block", 0);
-    s = run_kept(&c);
+    /* the dllm-plugin's prefill (--serve-prefill-block 0, under continuous batching): a prompt of 70 is its
+     * two whole blocks in one forward of 64 rows without logits; the first generation block holds 6 of it
+     * and 26 masks (8, 8, 8, 2 and its confirming forward), the second the last 6 (one step and its own).
+     * SGLang's scheduler, whose rounds hold a block a request, refuses that prefill */
+    struct sim_config plugin;
+    test_config(&plugin);
+    snprintf(plugin.model, sizeof plugin.model, "sdar-8b");
+    snprintf(plugin.policy, sizeof plugin.policy, "serve-block");
+    snprintf(plugin.scheduler, sizeof plugin.scheduler, "request");
+    snprintf(plugin.decode, sizeof plugin.decode, "fixed:8");
+    snprintf(plugin.trace, sizeof plugin.trace, "%s",
+             tmp_file(0, ".csv", "arrival_ns,prompt_tokens,output_tokens\n0,70,32\n"));
+    plugin.requests = 0, plugin.rps = 0, plugin.gen_len = 0, plugin.block = 32;
+    test_param(&plugin, "serve-prefill-block", 0);
+    s = run_kept(&plugin);
     const int32_t kv0[] = {0, 64, 64, 64, 64, 64, 96, 96}, dec0[] = {0, 8, 8, 8, 2, 0, 6, 0};
     ck_assert_int_eq((int64_t)s->num_segs, 8);
     ck_assert(s->segs[0].q == 64 && s->segs[0].logit_rows == 0 && s->segs[0].phase == PHASE_PREFILL);
     for (int j = 1; j < 8; j++)
         ck_assert_msg(s->segs[j].kv == kv0[j] && s->segs[j].decoded == dec0[j] && s->segs[j].q == 32,
                       "step %d: %d keys, %d decoded", j + 1, s->segs[j].kv, s->segs[j].decoded);
+    sim_destroy(s);
+    snprintf(plugin.scheduler, sizeof plugin.scheduler, "sglang");
+    s = run_kept(&plugin);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.num_rejected, 1);
     sim_destroy(s);
 }
 END_TEST

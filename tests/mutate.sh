@@ -42,6 +42,7 @@ mutations=(
     "blocks confirmed without a forward|sim/policies/policy.c|(po->caps & POLICY_CONFIRMS_BLOCK) ? resolved|(po->caps & 0) ? resolved|check_sched"
     "blocks from the prompt's end under sglang|sim/policies/policy.c|    r->head = pc->aligned_blocks ? r->P % r->Bs : 0;|    r->head = 0;|check_sched"
     "a block's confirming step decodes|sim/sim.c|             req_masked_in_block(sim_req(s, seg.req_id)) > 0)|             req_masked_in_block(sim_req(s, seg.req_id)) >= 0)|check_sched"
+    "sglang takes a request whose step outgrows its rounds' reservation|sim/sched/sched_sglang.c|    if (q > s->pcfg.block_size)|    if (q > 4 * s->pcfg.block_size)|check_sched"
     "serve-block prefills at once where a block a forward is asked|sim/policies/policy_serve_block.c|pc->p[PREFILL_BLOCK] == 0) {|pc->p[PREFILL_BLOCK] != 0) {|check_sched"
     "SparseD's block reaches the engine as its select|sim/policies/policy_sparsed.c|    out->sparsed_block = (int32_t)pc->p[BLOCK];|    out->sparsed_block = (int32_t)pc->p[SELECT];|check_eng_gen check_config"
     "a configuration's planner left out of its setup|sim/setup.c|planner_resolve(c->planner, &out->planner, err)|planner_resolve(\"first-fit\", &out->planner, err)|check_config"

@@ -25,7 +25,7 @@ static const struct param_spec serve_params[] = {
                        "one forward (vLLM's dllm-plugin)", 1, 0, 1, true},
 };
 
-struct sglang_state {
+struct serve_state {
     int32_t cached; /* positions whose K/V the cache holds: whole prompt blocks, then finished blocks */
 };
 
@@ -35,9 +35,9 @@ static int32_t prefix_of(const struct request *r, int32_t b)
     return r->P - r->head + b * r->Bs;
 }
 
-static void sglang_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
+static void serve_emit(const struct request *r, const struct policy_cfg *pc, struct segment *s)
 {
-    const struct sglang_state *st = POLICY_STATE(r, const struct sglang_state);
+    const struct serve_state *st = POLICY_STATE(r, const struct serve_state);
     const int32_t prefix = prefix_of(r, r->cur_block);
     int32_t cached = r->need_refresh ? 0 : st->cached;
     if (cached == 0 && r->prefix_hit > 0) /* whole blocks the prompt cache holds */
@@ -53,35 +53,35 @@ static void sglang_emit(const struct request *r, const struct policy_cfg *pc, st
     }
 }
 
-static void sglang_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s, bool block_done)
+static void serve_advance(struct request *r, const struct policy_cfg *pc, const struct segment *s, bool block_done)
 {
     (void)pc;
-    struct sglang_state *st = POLICY_STATE(r, struct sglang_state);
+    struct serve_state *st = POLICY_STATE(r, struct serve_state);
     if (s->phase == PHASE_PREFILL)
         st->cached = s->kv + s->q;
     else if (block_done) /* (cur_block has moved on) */
         st->cached = prefix_of(r, r->cur_block);
 }
 
-static int64_t sglang_kv(const struct request *r, const struct policy_cfg *pc)
+static int64_t serve_kv(const struct request *r, const struct policy_cfg *pc)
 {
     (void)pc;
     return (int64_t)prefix_of(r, r->cur_block) + r->Bs;
 }
 
-static int64_t sglang_kv_peak(const struct request *r, const struct policy_cfg *pc)
+static int64_t serve_kv_peak(const struct request *r, const struct policy_cfg *pc)
 {
     (void)pc;
     return (int64_t)prefix_of(r, r->last_block) + r->Bs;
 }
 
-static int32_t sglang_peak_q(const struct request *r, const struct policy_cfg *pc)
+static int32_t serve_peak_q(const struct request *r, const struct policy_cfg *pc)
 {
     /* (in one forward: the prompt and, after a recompute, every finished block) */
     return pc->p[PREFILL_BLOCK] != 0 ? r->Bs : TS_MAX(r->Bs, prefix_of(r, r->last_block));
 }
 
-static int32_t sglang_peak_logits(const struct request *r, const struct policy_cfg *pc)
+static int32_t serve_peak_logits(const struct request *r, const struct policy_cfg *pc)
 {
     (void)pc;
     return r->Bs;
@@ -96,10 +96,10 @@ const struct policy_ops policy_serve_block = {
             "block confirmed by one forward more that finds it resolved",
     .params = serve_params,
     .num_params = (int)TS_ARRAY_LEN(serve_params),
-    .emit = sglang_emit,
-    .advance = sglang_advance,
-    .kv_tokens = sglang_kv,
-    .kv_peak_tokens = sglang_kv_peak,
-    .peak_q = sglang_peak_q,
-    .peak_logits = sglang_peak_logits,
+    .emit = serve_emit,
+    .advance = serve_advance,
+    .kv_tokens = serve_kv,
+    .kv_peak_tokens = serve_kv_peak,
+    .peak_q = serve_peak_q,
+    .peak_logits = serve_peak_logits,
 };

@@ -16,7 +16,8 @@
  *     committing nothing) until the slowest is done, and requests join or leave only between rounds.
  *     A prefill round is one forward.
  * Memory: the activation budget of a forward of max-running-requests blocks (every row's logits) is
- * reserved once; the rest of the device after the weights is the KV pool.
+ * reserved once, and a request whose largest step runs more than a block is rejected; the rest of the
+ * device after the weights is the KV pool.
  */
 #include <stdlib.h>
 
@@ -61,6 +62,11 @@ static const char *sglang_reject(struct sim *s, const struct request *r)
         return "P + G and a block exceed the model's maximum positions";
     if (sim_kv_pages(s, sim_kv_need(s, r, true)) > s->kv_pages_total)
         return "its KV cache is larger than the whole KV pool";
+    int32_t q, logits;
+    sim_peak_shape(s, r, &q, &logits);
+    if (q > s->pcfg.block_size) /* (a round's activations are reserved for a block a request) */
+        return "its largest step runs more rows than a block, which a round of max-running-requests blocks does "
+               "not hold (policy serve-block prefills a block a forward)";
     return NULL;
 }
 
