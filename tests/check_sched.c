@@ -555,17 +555,24 @@ static int64_t finish_step(const struct sim *s, int64_t id)
  *   both leaving with the round (step 6); then 2 alone: two prefill rounds (7, 8) and its block (9-13).
  * fdfo: step 1 the same; 0 leaves after step 5; 2 comes in and is prefilled first (6, 7) while 1 waits;
  *   1 ends its block in step 8, 2 in steps 8-12. */
+/* SDAR-8B under policy serve-block and scheduler `sched`, blocks of 32 under fixed:8, the requests of
+ * the trace `csv` (its text). */
+static void serve_config(struct sim_config *c, const char *sched, const char *csv)
+{
+    test_config(c);
+    snprintf(c->model, sizeof c->model, "sdar-8b");
+    snprintf(c->policy, sizeof c->policy, "serve-block");
+    snprintf(c->scheduler, sizeof c->scheduler, "%s", sched);
+    snprintf(c->decode, sizeof c->decode, "fixed:8");
+    snprintf(c->trace, sizeof c->trace, "%s", tmp_file(0, ".csv", csv));
+    c->requests = 0, c->rps = 0, c->gen_len = 0, c->block = 32;
+}
+
 START_TEST(sglang_rounds_by_hand)
 {
     struct sim_config c;
-    test_config(&c);
-    snprintf(c.model, sizeof c.model, "sdar-8b");
-    snprintf(c.policy, sizeof c.policy, "serve-block");
-    snprintf(c.scheduler, sizeof c.scheduler, "sglang");
-    snprintf(c.decode, sizeof c.decode, "fixed:8");
-    snprintf(c.trace, sizeof c.trace, "%s",
-             tmp_file(0, ".csv", "arrival_ns,prompt_tokens,output_tokens\n0,32,16\n0,32,32\n0,64,32\n"));
-    c.requests = 0, c.rps = 0, c.gen_len = 0, c.block = 32, c.eos = EOS_BULK;
+    serve_config(&c, "sglang", "arrival_ns,prompt_tokens,output_tokens\n0,32,16\n0,32,32\n0,64,32\n");
+    c.eos = EOS_BULK;
     test_param(&c, "max-running-requests", 2);
     const struct {
         int fdfo;
@@ -604,14 +611,7 @@ START_TEST(sglang_rounds_by_hand)
      * and 26 masks (8, 8, 8, 2 and its confirming forward), the second the last 6 (one step and its own).
      * SGLang's scheduler, whose rounds hold a block a request, refuses that prefill */
     struct sim_config plugin;
-    test_config(&plugin);
-    snprintf(plugin.model, sizeof plugin.model, "sdar-8b");
-    snprintf(plugin.policy, sizeof plugin.policy, "serve-block");
-    snprintf(plugin.scheduler, sizeof plugin.scheduler, "request");
-    snprintf(plugin.decode, sizeof plugin.decode, "fixed:8");
-    snprintf(plugin.trace, sizeof plugin.trace, "%s",
-             tmp_file(0, ".csv", "arrival_ns,prompt_tokens,output_tokens\n0,70,32\n"));
-    plugin.requests = 0, plugin.rps = 0, plugin.gen_len = 0, plugin.block = 32;
+    serve_config(&plugin, "request", "arrival_ns,prompt_tokens,output_tokens\n0,70,32\n");
     test_param(&plugin, "serve-prefill-block", 0);
     s = run_kept(&plugin);
     const int32_t kv0[] = {0, 64, 64, 64, 64, 64, 96, 96}, dec0[] = {0, 8, 8, 8, 2, 0, 6, 0};

@@ -37,7 +37,7 @@ mutations=(
     "request admission ignores the activation peak|sim/sched/sched_request.c|r->act_need = TS_MAX(sim_act_peak(s, q, logits), 1);|r->act_need = 1;|check_sched"
     "lookahead checks its projections against twice the cap|sim/sched/sched_lookahead.c|fits = (in ? st->rows[t] : 0) + p->rows[t] <= cap &&|fits = (in ? st->rows[t] : 0) + p->rows[t] <= 2 * cap &&|check_sched"
     "sglang admits one request past its cap|sim/sched/sched_sglang.c|s->num_running < (size_t)s->sched_p[MAX_RUNNING]|s->num_running <= (size_t)s->sched_p[MAX_RUNNING]|check_sched"
-    "sglang's rounds without prefill first|sim/sched/sched_sglang.c|        rd->prefill = seg.phase == PHASE_PREFILL;|        rd->prefill = false;|check_sched"
+    "sglang's prefill rounds keep the denoising rows before them|sim/sched/sched_sglang.c|            rd->n = 0, rd->prefill = true;|            rd->prefill = true;|check_sched"
     "sglang's sync rounds end when one row is done|sim/sched/sched_sglang.c|            if (!row_done(s, rd, i))|            if (row_done(s, rd, i))|check_sched"
     "blocks confirmed without a forward|sim/policies/policy.c|(po->caps & POLICY_CONFIRMS_BLOCK) ? resolved|(po->caps & 0) ? resolved|check_sched"
     "blocks from the prompt's end under sglang|sim/policies/policy.c|    r->head = pc->aligned_blocks ? r->P % r->Bs : 0;|    r->head = 0;|check_sched"

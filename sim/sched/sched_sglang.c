@@ -89,14 +89,13 @@ static void start_round(struct sim *s, struct sglang_round *rd)
     rd->n = 0;
     rd->prefill = false;
     struct segment seg;
-    for (size_t i = 0; i < s->num_running && !rd->prefill; i++) {
-        sim_emit(s, sim_req(s, s->running[i]), &seg);
-        rd->prefill = seg.phase == PHASE_PREFILL;
-    }
     for (size_t i = 0; i < s->num_running; i++) {
         struct request *r = sim_req(s, s->running[i]);
         sim_emit(s, r, &seg);
-        if ((seg.phase == PHASE_PREFILL) != rd->prefill)
+        const bool prefill = seg.phase == PHASE_PREFILL;
+        if (prefill && !rd->prefill) /* prefill first: the denoising rows taken so far sit the round out */
+            rd->n = 0, rd->prefill = true;
+        if (prefill != rd->prefill)
             continue;
         if (rd->n == rd->cap) {
             rd->cap = rd->cap ? 2 * rd->cap : 16;
