@@ -101,7 +101,7 @@ int decode_profile_parse(const char *path, const char *text, size_t len, const c
     json_t *dec = json_object_get(p, "decoder");
     const char *by = json_is_string(dec) ? json_string_value(dec) : "threshold";
     if (dec && !json_is_string(dec)) {
-        ts_fail(err, "%s: %s.decoder: must be a decoder's name (threshold, hierarchical, credit)", path, name);
+        ts_fail(err, "%s: %s.decoder: must be a decoder's name (threshold, hierarchical, credit, wino)", path, name);
         goto done;
     }
     if (kind && strcmp(by, kind) != 0) {
@@ -289,6 +289,14 @@ static int parse_spiffy(const char *spec, const char *arg, const char *datadir, 
     return 0;
 }
 
+/* WINO: a TPF, a profile of wino's (its Table 1), and its shadow block. */
+static int parse_wino(const char *spec, const char *arg, const char *datadir, struct decode_model *out,
+                      struct ts_err *err)
+{
+    out->drafts = 1;
+    return parse_tpf("wino", spec, arg, datadir, out, err);
+}
+
 void decode_spiffy_shape(const struct decode_model *dm, int32_t block, int32_t attn_block, struct segment *s)
 {
     const int32_t rows = dm->drafts * block;
@@ -327,6 +335,13 @@ static const struct decode_ops decoders[] = {
                        "1 + Poisson(TPF - 1) tokens a forward, TPF the steps it accepts a forward times its base "
                        "decoder's (the paper: 2.8-3.1 over one token a step on LLaDA)",
                        true, true, parse_spiffy, draw_threshold},
+    [DECODE_WINO] = {"wino", "wino:PROFILE|TPF",
+                     "WINO's revokable decoding (arXiv 2507.18578, Feng-Hong/WINO-DLLM): drafts every masked "
+                     "position above a low threshold and re-masks those that a shadow block (the block's "
+                     "positions again as masks, seeing the drafts) scores below a high one; each forward "
+                     "runs the shadow block beside its rows (a block of rows more, their logits too); "
+                     "1 + Poisson(TPF - 1) tokens a forward at its profiles' TPF, drafts net of those revoked",
+                     true, true, parse_wino, draw_threshold},
 };
 
 const struct decode_ops *decode_get(int i)

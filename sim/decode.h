@@ -15,6 +15,10 @@
  *   spiffy:TPF[,D]       Spiffy's lossless self-speculation (arXiv 2509.18085): the same count at TPF
  *                        tokens a forward, each forward also verifying D draft blocks of the model's
  *                        own predictions (decode_spiffy_shape)
+ *   wino:PROFILE|TPF     WINO's revokable decoding (arXiv 2507.18578): drafts above a low
+ *                        threshold, re-masks those a shadow block of masks no longer trusts; the
+ *                        count at its profiles' TPF, each forward also running the shadow block
+ *                        (decode_spiffy_shape with one block)
  * Under the models that decide by confidence (threshold, hierarchical, credit), once a request's
  * content is decoded its EOS positions decode in bulk (the rest of the block in one step); fixed:k
  * keeps its schedule to the end (LLaDA's, Fast-dLLM's and dLLM-Serve's generate loops commit
@@ -32,7 +36,7 @@
 #include "step_desc.h"
 #include "util.h"
 
-enum decode_kind { DECODE_FIXED = 0, DECODE_THRESHOLD, DECODE_HIERARCHICAL, DECODE_CREDIT, DECODE_SPIFFY };
+enum decode_kind { DECODE_FIXED = 0, DECODE_THRESHOLD, DECODE_HIERARCHICAL, DECODE_CREDIT, DECODE_SPIFFY, DECODE_WINO };
 
 /* The most positions a measured distribution's step commits (engine generate's largest block). */
 #define DECODE_STEPS_MAX 1024
@@ -56,8 +60,8 @@ struct decode_model {
     enum decode_kind kind;
     enum decode_eos eos; /* set after decode_parse (EOS_AUTO there) */
     int32_t k;         /* fixed: tokens per step */
-    double tpf;        /* threshold, hierarchical, credit, spiffy: mean tokens per forward */
-    int32_t drafts;    /* spiffy: draft blocks a forward verifies */
+    double tpf;        /* threshold, hierarchical, credit, spiffy, wino: mean tokens per forward */
+    int32_t drafts;    /* spiffy: draft blocks a forward verifies; wino: its shadow block (1); else 0 */
     int32_t ncdf;      /* a measured distribution: cdf[0] = 0, cdf[k] = P(a step commits <= k), k <= ncdf */
     double cdf[DECODE_STEPS_MAX + 1];
     char spec[128];    /* as given, for the run record */
@@ -84,9 +88,10 @@ struct decode_ops {
     int (*parse)(const char *spec, const char *arg, const char *datadir, struct decode_model *out, struct ts_err *err);
     int32_t (*draw)(const struct decode_model *dm, const struct request *r);
 };
-/* Spiffy's verification forward: segment s (a step of a block's rows) also runs dm->drafts draft blocks of
- * `block` rows, each a predicted later state of the block, every one scoring as many keys as a real row
- * (its own block in place of the one it replaces): q and logit_rows grow by drafts x block, attn_keys
+/* Spiffy's verification forward (and WINO's, its one shadow block): segment s (a step of a block's rows)
+ * also runs dm->drafts draft blocks of `block` rows, each a predicted later state of the block (WINO's:
+ * the block's positions as masks), every one scoring as many keys as a real row (its own block in
+ * place of the one it replaces): q and logit_rows grow by drafts x block, attn_keys
  * is the real rows' keys a row (q + kv, fewer where attention is block-causal at attn_block, or a
  * sparse pattern's). */
 void decode_spiffy_shape(const struct decode_model *dm, int32_t block, int32_t attn_block, struct segment *s);

@@ -79,7 +79,7 @@ void sim_peak_shape(const struct sim *s, const struct request *r, int32_t *q, in
 {
     *q = s->pol->peak_q(r, &s->pcfg);
     *logit_rows = policy_peak_logit_rows(s->pol, r, &s->pcfg, *q);
-    if (s->dm.kind == DECODE_SPIFFY) {
+    if (s->dm.drafts > 0) { /* Spiffy's draft blocks, WINO's shadow block */
         const int32_t drafts = s->dm.drafts * s->pcfg.block_size;
         *q += drafts;
         *logit_rows += drafts;
@@ -250,7 +250,7 @@ void sim_emit(struct sim *s, struct request *r, struct segment *seg)
     }
     s->pol->emit(r, &s->pcfg, seg);
     seg->req_id = r->id;
-    if (s->dm.kind == DECODE_SPIFFY && seg->phase != PHASE_PREFILL) /* its draft blocks beside the rows */
+    if (s->dm.drafts > 0 && seg->phase != PHASE_PREFILL) /* draft or shadow blocks beside the rows */
         decode_spiffy_shape(&s->dm, s->pcfg.block_size, s->sd.attn_block, seg);
 }
 

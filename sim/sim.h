@@ -129,7 +129,8 @@ int sim_model_resolve(const struct sim_config *c, struct model_cfg *out, struct 
 /* A fleet's replica (fleet.h): an instance whose requests are fed to it one by one instead of
  * streamed from its configuration's workload. Feed each request at or after the instance's clock
  * (sim_advance it to the arrival first); once every request is fed, sim_run finishes the run. The
- * static scheduler, which sizes its batch by the whole workload, is refused. */
+ * static scheduler sizes each replica's batch by the configuration's whole workload (the fleet's),
+ * and forms batches from the requests fed to it. */
 struct trace_req;
 struct trace;
 struct trace_stream;

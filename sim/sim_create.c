@@ -222,13 +222,14 @@ static int64_t decode_state_tokens(const struct sim *s, const struct sim_config 
 }
 
 /* Whether the run's policy takes its model and decoder: a block model where it needs one, and steps of
- * a block's rows beside Spiffy's draft blocks. */
+ * a block's rows beside Spiffy's draft blocks or WINO's shadow block. */
 static int policy_fits(const struct sim *s, const struct sim_config *cfg, struct ts_err *err)
 {
-    if (s->dm.kind == DECODE_SPIFFY && ((s->pol->caps & (POLICY_DECIDES | POLICY_SELECTS)) || s->pol->knobs))
-        return ts_fail(err, "--decode %s: Spiffy's draft blocks ride beside a step's rows, which policy %s shapes "
+    if (s->dm.drafts > 0 && ((s->pol->caps & (POLICY_DECIDES | POLICY_SELECTS)) || s->pol->knobs))
+        return ts_fail(err, "--decode %s: %s blocks ride beside a step's rows, which policy %s shapes "
                             "itself (its own counts, selections or layers); give it vanilla, prefix, dual, block, "
-                            "block+delayed, vicinity, dpad, d2cache, dkv-cache or sparsed", cfg->decode, s->pol->name);
+                            "block+delayed, vicinity, dpad, d2cache, dkv-cache or sparsed", cfg->decode,
+                       s->dm.kind == DECODE_WINO ? "WINO's shadow" : "Spiffy's draft", s->pol->name);
     if ((s->pol->caps & POLICY_NEEDS_BLOCK_MODEL) && !s->model.block_causal)
         return ts_fail(err, "policy %s needs a block-causal model (tessera list models: block), and %s attends "
                             "bidirectionally", s->pol->name, s->model.name);
@@ -341,11 +342,11 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     s->decode_state_tokens = decode_state_tokens(s, cfg);
     s->kv_page_tokens = cfg->kv_page;
 
-    if (fed && s->sched == &sched_static) {
-        ts_fail(err, "scheduler static sizes its batch by the whole workload, which a fleet's replica does not see");
-        goto fail;
-    }
-    if ((fed ? sim_requests_open_fed(s, err) : build_workload(s, err) || sim_requests_open(s, err)) ||
+    /* the static scheduler sizes its batch by the workload's longest request: a replica reads its
+     * configuration's workload, which is its fleet's, before it is fed */
+    const bool scan = fed && s->sched == &sched_static;
+    if ((fed ? (scan && build_workload(s, err)) || sim_requests_open_fed(s, scan, err)
+             : build_workload(s, err) || sim_requests_open(s, err)) ||
         s->sched->init(s, err) || prompts_setup(s, fed, err))
         goto fail;
     s->sum.num_requests = s->num_reqs;

@@ -187,8 +187,9 @@ void sim_finish(struct sim *s, struct request *r);
  * spilled row and latency, its scheduler's data forgotten, its chunk freed once all of its are); the
  * latency statistics into s->sum at the run's end; everything freed. */
 int sim_requests_open(struct sim *s, struct ts_err *err);
-/* A fed instance's (sim_create_fed): no stream; the chunks grow as requests are fed. */
-int sim_requests_open_fed(struct sim *s, struct ts_err *err);
+/* A fed instance's (sim_create_fed): no stream; the chunks grow as requests are fed. With scan, the
+ * workload's stream, opened, is read once for its longest request (the static scheduler's sizing). */
+int sim_requests_open_fed(struct sim *s, bool scan, struct ts_err *err);
 void sim_requests_pull(struct sim *s);
 void sim_record(struct sim *s, struct request *r);
 /* Hands running request r on (sim_set_hand): its K/V freed, itself copied out to s->handoffs; cache:

@@ -73,27 +73,33 @@ static int open_records(struct sim *s, struct ts_err *err)
     return 0;
 }
 
-int sim_requests_open(struct sim *s, struct ts_err *err)
+/* A first pass over a second copy of the stream: its count into *n, and the longest request within
+ * the model's positions (the static scheduler sizes its batch for it). An arrival the clock cannot
+ * hold is refused now rather than mid-run. */
+static int workload_scan(struct sim *s, int64_t *n, struct ts_err *err)
 {
-    /* a first pass over a second copy of the stream: its count, the longest request within the
-     * model's positions (the static scheduler sizes its batch for it), and any arrival the clock
-     * cannot hold, refused now rather than mid-run */
     struct trace_stream pre = s->stream;
     if (!pre.t) /* a generated stream: its own random streams, from the same seeds */
         trace_stream_gen(&pre, s->stream.n, &s->stream.ag, &s->stream.lg, s->cfg.seed);
     struct trace_req tr;
     int rc;
-    int64_t n = 0;
+    *n = 0;
     while ((rc = trace_stream_next(&pre, &tr, err)) == 1) {
         int32_t P, G, C;
         req_shape(s, &tr, &P, &G, &C);
         if (P + G <= s->model.max_pos)
             s->wl_L_max = TS_MAX(s->wl_L_max, P + G), s->wl_G_max = TS_MAX(s->wl_G_max, G);
-        n++;
+        (*n)++;
     }
     if (!pre.t)
         trace_stream_free(&pre);
-    if (rc < 0)
+    return rc < 0 ? -1 : 0;
+}
+
+int sim_requests_open(struct sim *s, struct ts_err *err)
+{
+    int64_t n;
+    if (workload_scan(s, &n, err))
         return -1;
     if (n > INT32_MAX) /* (a request's id is an int32) */
         return ts_fail(err, "%lld requests: more than the %d a run can hold (--requests)", (long long)n, INT32_MAX);
@@ -109,11 +115,16 @@ int sim_requests_open(struct sim *s, struct ts_err *err)
     return 0;
 }
 
-int sim_requests_open_fed(struct sim *s, struct ts_err *err)
+int sim_requests_open_fed(struct sim *s, bool scan, struct ts_err *err)
 {
     s->fed = true;
-    s->wl_L_max = s->model.max_pos; /* (the static scheduler, which sizes its batch by the workload, is refused) */
-    s->wl_G_max = s->model.max_pos;
+    int64_t n;
+    if (scan) { /* the configuration's workload, the one its fleet feeds from: its longest request */
+        if (workload_scan(s, &n, err))
+            return -1;
+    } else {
+        s->wl_L_max = s->model.max_pos, s->wl_G_max = s->model.max_pos;
+    }
     return open_records(s, err);
 }
 

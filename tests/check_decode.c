@@ -175,6 +175,26 @@ START_TEST(spiffy_spec_and_shape)
 }
 END_TEST
 
+/* WINO: a number or one of its own profiles (its Table 1's step reduction and score), one shadow block
+ * beside a step's rows; another decoder's profile refused, and its profiles refused to the others. */
+START_TEST(wino_spec_and_profiles)
+{
+    test_config(&C);
+    struct decode_model dm;
+    struct ts_err err;
+    ck_assert_msg(decode_parse("wino:wino-llada-gsm8k", C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(dm.kind == DECODE_WINO && dm.tpf == 6.10 && dm.drafts == 1);
+    ck_assert(dm.accuracy == 75.82 && strcmp(dm.task, "GSM8K") == 0);
+    ck_assert_msg(decode_parse("wino:2.5", C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(dm.tpf == 2.5 && dm.drafts == 1 && dm.accuracy < 0);
+    const char *bad[] = {"wino:llada-gsm8k", "threshold:wino-llada-gsm8k", "wino:0.5", "wino:"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(bad); i++)
+        ck_assert_msg(decode_parse(bad[i], C.datadir, &dm, &err) != 0, "%s accepted", bad[i]);
+    ck_assert_msg(decode_parse("threshold:d3llm-llada-gsm8k-cot", C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(dm.tpf == 9.11 && dm.drafts == 0 && dm.accuracy == 73.09);
+}
+END_TEST
+
 START_TEST(threshold_mean_and_bounds)
 {
     struct decode_model dm = {.kind = DECODE_THRESHOLD, .tpf = 2.77};
@@ -249,6 +269,7 @@ int main(void)
     tcase_add_test(tc, parse_tau);
     tcase_add_test(tc, dinfer_decoders);
     tcase_add_test(tc, spiffy_spec_and_shape);
+    tcase_add_test(tc, wino_spec_and_profiles);
     tcase_add_test(tc, threshold_mean_and_bounds);
     tcase_add_test(tc, mean_for_projections);
     tcase_add_test(tc, profile_accuracy);

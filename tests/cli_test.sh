@@ -246,10 +246,10 @@ expect 0 "mosaic preset" -- "$bin" sim --system mosaic --model dream-7b --gpu rt
 contains "mosaic preset" "2 finished, 0 rejected"
 # Mosaic's baselines: Mosaic-Torch without its memory optimizations, Native one request at a time
 expect 0 "mosaic-torch preset" -- "$bin" sim --system mosaic-torch --requests 3 --rps 1 --quiet
-contains "mosaic-torch preset" "scheduler request, decode fixed:1, impl torch-eager, system mosaic-torch"
+contains "mosaic-torch preset" "runtime torch-eager, cost roofline, policy vanilla, scheduler request, decode fixed:1, system mosaic-torch"
 expect 0 "native preset" -- "$bin" sim --system native --requests 3 --rps 1 --quiet
 contains "native preset" "static batch  1 requests"
-contains "native preset" "impl torch-eager-f64, system native"
+contains "native preset" "runtime torch-eager-f64, cost roofline, policy vanilla, scheduler static"
 # the fused FFN's implementation profile: roofline-priced, or calibrated where a calibration of it
 # is shipped (LLaDA-8B and SDAR-8B on the H200, no other GPU)
 expect 0 "sim --impl tessera-fused" -- "$bin" sim --impl tessera-fused --requests 20 --quiet --no-progress
@@ -329,7 +329,6 @@ contains "a fleet file's groups" "2 x llada-8b on h100 (dllm-serve), 1 x llada-8
 for bad in "2 --gpu h300|fleet.txt:1: unknown GPU 'h300'" "x --gpu h100|fleet.txt:1: count: 'x' is not a number" \
            "2 --router round-robin|fleet.txt:1: --router: the fleet's option" "0|fleet.txt:1: count: '0'" \
            "2 --tp 3|fleet.txt:1: --tp: 3 does not divide" "2 --polcy dual|fleet.txt:1: the replica group's options" \
-           "2 --scheduler static|fleet.txt:1: scheduler static sizes its batch" \
            "2 --requ 5|fleet.txt:1: --requ (--requests): the fleet's option" \
            "2 --exec gpu|fleet.txt:1: --exec (--executor): the fleet's option" \
            "2 --fle=x|fleet.txt:1: --fle (--fleet): the fleet's option" "1 --json-w|fleet.txt:1: --json-w (--json-wall)"; do
@@ -337,6 +336,11 @@ for bad in "2 --gpu h300|fleet.txt:1: unknown GPU 'h300'" "x --gpu h100|fleet.tx
     expect 2 "sim --fleet with '${bad%%|*}'" -- "$bin" sim --fleet "$tmp/fleet.txt"
     contains "sim --fleet with '${bad%%|*}'" "${bad#*|}"
 done
+# a static-batch preset in a fleet: each replica sizes its batches by the fleet's workload and forms them from
+# what the router sends it (round robin: half the requests each, every one finished)
+expect 0 "sim --system fast-dllm --replicas 2" -- "$bin" sim --system fast-dllm --max-batch 8 --replicas 2 \
+    --router round-robin --requests 24 --rps 2 --json --quiet --no-progress
+json_check "$tmp/out" "d['fleet']['num_finished'] == 24 and [r['routed'] for r in d['replicas']] == [12, 12] and d['replicas'][0]['static_batch'] == d['replicas'][1]['static_batch'] == 8"
 printf '# nothing\n' >"$tmp/fleet.txt"
 expect 2 "sim --fleet of no group" -- "$bin" sim --fleet "$tmp/fleet.txt"
 contains "sim --fleet of no group" "no replica group"
@@ -1197,19 +1201,46 @@ contains "sim --system vllm-dllm-plugin" "policy serve-block, scheduler request"
 contains "sim --system vllm-dllm-plugin" "note: --system vllm-dllm-plugin: not run"
 expect 2 "serve-block on a bidirectional model" -- "$bin" sim --policy serve-block --scheduler sglang --requests 2
 contains "serve-block on a bidirectional model" "block-causal model"
-# speed against accuracy, reduced to GSM8K: each configuration's published score (dInfer Table 1, and
-# Table 2 for the distilled model) beside tessera's throughput, like for like: the distilled model's
-# decoding fastest, Fast-dLLM's without a cache slowest; a run's summary and database carry its score
+# speed against accuracy, dInfer's panels reduced to GSM8K: each configuration's published score (dInfer Table
+# 1, and Table 2 for the distilled model) beside tessera's throughput, like for like: the distilled model's
+# decoding fastest, Fast-dLLM's without a cache slowest; on LLaDA-8B, d3LLM's leaderboard (d3LLM fastest, the
+# model itself a token a forward slowest) and WINO's Table 1; a run's summary and database carry its score
 expect 0 "exp run quality" -- env TASKS=gsm8k REQUESTS=4 "$bin" exp run quality "$tmp/qual"
 got=$(python3 -c 'import json, sys
-r = {o["config"]: o for o in map(json.loads, open(sys.argv[1]))}
+rows = list(map(json.loads, open(sys.argv[1])))
+r = {o["config"]: o for o in rows if o["task"] == "gsm8k"}
+a = {o["config"]: o for o in rows if o["task"] == "aup-gsm8k-cot"}
+w = {o["config"]: o for o in rows if o["task"] == "wino-gsm8k"}
 print(len(r), [r[k]["accuracy"] for k in ("Fast-dLLM, no cache", "dInfer, no cache", "Fast-dLLM, cache", "dInfer, cache",
                                           "dInfer TD, cache")],
       max(r, key=lambda k: r[k]["throughput_tok_s"]), min(r, key=lambda k: r[k]["throughput_tok_s"]),
-      all("dInfer Table" in o["source"] for o in r.values()))' "$tmp/qual/results.jsonl" 2>&1)
-[ "$got" = "5 [82.79, 82.26, 79.9, 80.97, 79.15] dInfer TD, cache Fast-dLLM, no cache True" ] && ok ||
+      all("dInfer Table" in o["source"] for o in r.values()), len(a),
+      max(a, key=lambda k: a[k]["throughput_tok_s"]), min(a, key=lambda k: a[k]["throughput_tok_s"]),
+      a["d3LLM"]["accuracy"], w["WINO"]["accuracy"], w["LLaDA"]["accuracy"],
+      w["WINO"]["throughput_tok_s"] > 4 * w["LLaDA"]["throughput_tok_s"])' "$tmp/qual/results.jsonl" 2>&1)
+[ "$got" = "5 [82.79, 82.26, 79.9, 80.97, 79.15] dInfer TD, cache Fast-dLLM, no cache True 5 d3LLM LLaDA 73.09 75.82 73.24 True" ] && ok ||
     bad "exp run quality: '$got'"
 is_png "$tmp/qual/figure.png" "exp run quality"
+# the Python module (analysis/tessera.py, stdlib alone): a run's summary as sim --json's, a database's rows
+# as db export's, and tessera's own message in the error a bad option raises
+if command -v python3 >/dev/null; then
+    got=$(TESSERA=$bin python3 - "$root/analysis" "$tmp/py.db" <<'PY' 2>&1
+import sys
+sys.path.insert(0, sys.argv[1])
+import tessera
+m = tessera.sim(requests=6, rps=2, max_batch=4, scheduler="request", db=sys.argv[2])
+req = tessera.read(sys.argv[2], "requests", run=1)
+runs = tessera.read(sys.argv[2])
+try:
+    tessera.sim(requests=2, polcy="dual")
+    bad = "no error"
+except tessera.TesseraError as e:
+    bad = "did you mean --policy" in str(e) and e.status == 2
+print(m["num_finished"], len(req), runs[0]["num_finished"], abs(runs[0]["throughput_tok_s"] - m["throughput_tok_s"]) <= 1e-9 * m["throughput_tok_s"], bad)
+PY
+)
+    [ "$got" = "6 6 6 True True" ] && ok || bad "analysis/tessera.py: '$got'"
+fi
 expect 0 "sim with a scored decode profile" -- "$bin" sim --decode hierarchical:dinfer-moe-cache-gsm8k --requests 4 \
     --no-progress --db "$tmp/acc.db"
 contains "sim with a scored decode profile" "accuracy      80.97% expected on GSM8K"
@@ -1632,9 +1663,22 @@ expect 0 "sim --decode spiffy --db" -- "$bin" sim --model sdar-8b --policy block
 got=$(sqlite3 "$tmp/spiffy.db" "select distinct q, attn_keys - kv from segments where phase = 'BLOCK' order by q" | tr '\n' ' ')
 [ "$got" = "128|32 160|48 " ] && ok || bad "sim --decode spiffy: rows and keys a block step '$got'"
 expect 2 "sim --decode spiffy live" -- "$bin" sim --decode spiffy:3 --executor gpu --requests 2
-contains "sim --decode spiffy live" "verifies draft blocks under a mask of their own"
+contains "sim --decode spiffy live" "verifies draft blocks under a mask of its own"
 expect 2 "sim --decode spiffy under ar" -- "$bin" sim --system vllm --model qwen2.5-3b --decode spiffy:3
 contains "sim --decode spiffy under ar" "Spiffy's draft blocks ride beside a step's rows, which policy ar shapes itself"
+# WINO: every step of LLaDA's whole sequence (vanilla: 20 + 64 rows) runs its shadow block of 32 rows beside them
+expect 0 "sim --decode wino --db" -- "$bin" sim --policy vanilla --decode wino:wino-llada-gsm8k --lengths fixed:20,64 \
+    --gen-len 64 --block 32 --requests 3 --db "$tmp/wino.db" --quiet --no-progress
+got=$(sqlite3 "$tmp/wino.db" "select distinct phase, q, logit_rows from segments" | tr '\n' ' ')
+[ "$got" = "FULL|116|116 " ] && ok || bad "sim --decode wino: rows a step '$got'"
+expect 0 "sim --decode wino's accuracy" -- "$bin" sim --policy vanilla --decode wino:wino-llada-gsm8k --requests 3 --json --quiet --no-progress
+json_check "$tmp/out" "d['expected_accuracy'] == 75.82 and d['accuracy_task'] == 'GSM8K'"
+expect 2 "sim --decode wino live" -- "$bin" sim --decode wino:3 --executor gpu --requests 2
+contains "sim --decode wino live" "verifies a shadow block under a mask of its own"
+expect 2 "sim --decode wino under ar" -- "$bin" sim --system vllm --model qwen2.5-3b --decode wino:3
+contains "sim --decode wino under ar" "WINO's shadow blocks ride beside a step's rows, which policy ar shapes itself"
+expect 2 "sim --decode wino with a threshold profile" -- "$bin" sim --decode wino:llada-gsm8k --requests 2
+contains "sim --decode wino with a threshold profile" "profile 'llada-gsm8k' is the TPF of threshold decoding, not of wino"
 expect 0 "list policies: d2f and sparsed with their sources" -- "$bin" list policies
 contains "list policies: d2f and sparsed with their sources" "D2F (arXiv 2508.09192, zhijie-group/Discrete-Diffusion-Forcing"
 contains "list policies: d2f and sparsed with their sources" "SparseD (arXiv 2509.24014, INV-WZQ/SparseD"

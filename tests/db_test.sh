@@ -32,6 +32,46 @@ timeout 30 "$bin" db merge "$tmp/endless-merged.db" "$tmp/endless.db" >/dev/null
     [ "$(q "$tmp/endless-merged.db" "SELECT count(*) FROM runs")" = 2 ] && ok ||
     bad "db merge read the stored rows through the views, or lost a run"
 
+# tessera db export: a table as CSV or JSON, row for row what SQLite holds (a text with commas, quotes and
+# a line break comes back whole through Python's csv reader); a view in place of a table, a missing
+# table and an unknown one refused with status 2; a failed --out leaves no file
+"$bin" sim --requests 6 --quiet --no-progress --db "$tmp/export.db" >/dev/null
+"$bin" sim --requests 4 --quiet --no-progress --db "$tmp/export.db" --append >/dev/null
+sqlite3 "$tmp/export.db" "UPDATE requests SET reject_reason = 'a, \"quoted\"'||char(10)||'reason' WHERE run_id = 2 AND req_id = 1"
+for t in runs requests steps segments ops; do
+    got=$(python3 - "$bin" "$tmp/export.db" "$t" <<'PY' 2>&1
+import csv, io, json, sqlite3, subprocess, sys
+bin_, path, t = sys.argv[1:4]
+src = {"runs": "runs LEFT JOIN summary USING (run_id)", "ops": "op_breakdown"}.get(t, t)
+want = sqlite3.connect(path).execute("SELECT * FROM %s WHERE run_id = 2" % src).fetchall()
+out = subprocess.run([bin_, "db", "export", path, t, "--run", "2"], capture_output=True, text=True, check=True).stdout
+rows = list(csv.reader(io.StringIO(out)))[1:]
+js = json.loads(subprocess.run([bin_, "db", "export", path, t, "--run", "2", "--json"], capture_output=True,
+                               text=True, check=True).stdout)
+def same(w, c):  # an SQLite value against its CSV cell: NULL empty, a real to its last digits
+    return c == "" if w is None else abs(w - float(c)) <= 1e-12 * abs(w) if isinstance(w, float) else str(w) == c
+ok = len(rows) == len(want) == len(js) > 0 and all(
+    len(r) == len(wr) and all(same(w, c) for w, c in zip(wr, r)) and list(j.values()) == list(wr)
+    for r, j, wr in zip(rows, js, want))
+print("ok" if ok else "%d csv rows, %d json, %d in SQLite" % (len(rows), len(js), len(want)))
+PY
+)
+    [ "$got" = ok ] && ok || bad "db export $t: $got"
+done
+cp "$tmp/export.db" "$tmp/export-view.db"
+sqlite3 "$tmp/export-view.db" "ALTER TABLE requests RENAME TO r0; CREATE VIEW requests AS SELECT * FROM r0"
+expect 2 "db export of a view in place of a table" -- "$bin" db export "$tmp/export-view.db" requests
+contains "db export of a view in place of a table" "holds no table requests"
+expect 2 "db export replicas of single runs" -- "$bin" db export "$tmp/export.db" replicas
+contains "db export replicas of single runs" "none of its runs recorded them"
+expect 2 "db export of an unknown table" -- "$bin" db export "$tmp/export.db" summaries
+contains "db export of an unknown table" "no table 'summaries' to export (runs, requests"
+mkdir -p "$tmp/adir"
+expect 2 "db export --out onto a folder" -- "$bin" db export "$tmp/export.db" steps --out "$tmp/adir"
+[ -z "$(beside "$tmp" 'adir.tmp*')" ] && ok || bad "db export left a file behind: $(beside "$tmp" 'adir.tmp*')"
+expect 0 "db export --out" -- "$bin" db export "$tmp/export.db" steps --json --out "$tmp/steps.json"
+python3 -c 'import json, sys; assert len(json.load(open(sys.argv[1]))) > 0' "$tmp/steps.json" && ok || bad "db export --out wrote no JSON"
+
 # a damaged database (a page in its middle overwritten) is refused before the run by --append and by
 # db merge, with status 2, naming the damage, and left as it was; tessera db check says which of its
 # files are damaged (status 1) and which are sound

@@ -1,5 +1,5 @@
-/* cli_db.c: `tessera db merge OUT IN...`, a sweep's databases made one, and `tessera db check FILE...`,
- * SQLite's integrity check of each. */
+/* cli_db.c: `tessera db merge OUT IN...`, a sweep's databases made one; `tessera db check FILE...`,
+ * SQLite's integrity check of each; `tessera db export DB TABLE`, a table as CSV or JSON. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +16,7 @@ static void db_usage(FILE *f)
 {
     fprintf(f, "usage: tessera db merge OUT IN...\n"
                "       tessera db check FILE...\n"
+               "       tessera db export DB TABLE [--csv | --json] [--run ID] [--out FILE]\n"
                "\n"
                "Copies every run of the databases IN into OUT (created if it does not exist), each under a new\n"
                "run_id, with its requests, steps, segments, summary, op breakdown, fleet tables and engine\n"
@@ -30,8 +31,48 @@ static void db_usage(FILE *f)
                "\n"
                "check runs SQLite's integrity check over each FILE, reading all of it, and says ok or what is\n"
                "damaged: status 0 when every one passes, 1 when one is damaged, 2 when one is not a database.\n"
-               "(sim --append and db merge run it themselves before writing, on databases up to %lld MiB.)\n",
+               "(sim --append and db merge run it themselves before writing, on databases up to %lld MiB.)\n"
+               "\n"
+               "export writes one table of a run database (sim --db) for tools that read CSV or JSON: CSV by\n"
+               "default (a header, then a line a row), or with --json an array of objects, one a line; every\n"
+               "run, or with --run ID that run's rows; to stdout, or with --out FILE into FILE, whole or not at\n"
+               "all. The database is read-only and nothing it holds runs as SQL. Its tables:\n",
                (long long)(DB_CHECK_MAX_BYTES >> 20));
+    const char *help;
+    for (int i = 0; db_export_table(i, &help); i++)
+        fprintf(f, "  %-9s %s\n", db_export_table(i, NULL), help);
+}
+
+/* db export DB TABLE [--csv | --json] [--run ID] [--out FILE] */
+static int db_export_cmd(int argc, char **argv)
+{
+    bool json = false;
+    int64_t run = -1;
+    const char *out = NULL;
+    for (int i = 4; i < argc; i++) {
+        const bool more = i + 1 < argc;
+        if (strcmp(argv[i], "--csv") == 0 || strcmp(argv[i], "--json") == 0) {
+            json = argv[i][2] == 'j';
+        } else if (strcmp(argv[i], "--run") == 0 && more) {
+            if (ts_parse_i64(argv[++i], &run) || run < 1) {
+                fprintf(stderr, "tessera db export: --run: '%s' is not a run id (a whole number from 1)\n", argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (strcmp(argv[i], "--out") == 0 && more) {
+            out = argv[++i];
+        } else if (strcmp(argv[i], "--run") == 0 || strcmp(argv[i], "--out") == 0) {
+            fprintf(stderr, "tessera db export: %s needs a value\n", argv[i]);
+            return EXIT_USAGE;
+        } else {
+            return cli_unknown_in_list("db export", argv[i], "--csv --json --run --out --help");
+        }
+    }
+    struct ts_err err;
+    if (db_export(argv[2], argv[3], json, run, out, &err)) {
+        fprintf(stderr, "tessera db export: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    return 0;
 }
 
 /* db check FILE...: each database read through by SQLite's integrity check */
@@ -66,6 +107,13 @@ int cli_db(int argc, char **argv)
     if (cli_help_asked(argc, argv)) {
         db_usage(stdout);
         return 0;
+    }
+    if (argc >= 2 && strcmp(argv[1], "export") == 0) {
+        if (argc < 4) {
+            db_usage(stderr);
+            return EXIT_USAGE;
+        }
+        return db_export_cmd(argc, argv);
     }
     const bool check = argc >= 3 && strcmp(argv[1], "check") == 0;
     if (!check && (argc < 4 || strcmp(argv[1], "merge") != 0)) {

@@ -85,10 +85,10 @@ int cli_sim(int argc, char **argv)
                             "price it with the cost model (--executor model)\n", m.name, lacks);
             return EXIT_USAGE;
         }
-        if (strncmp(c.decode, "spiffy:", 7) == 0) {
-            fprintf(stderr, "tessera sim: --executor gpu: --decode %s verifies draft blocks under a mask of their own "
-                            "(each replacing its block), which the CUDA engine does not run; price it with the cost "
-                            "model (--executor model)\n", c.decode);
+        if (strncmp(c.decode, "spiffy:", 7) == 0 || strncmp(c.decode, "wino:", 5) == 0) {
+            fprintf(stderr, "tessera sim: --executor gpu: --decode %s verifies %s under a mask of its own "
+                            "(in place of its block), which the CUDA engine does not run; price it with the cost "
+                            "model (--executor model)\n", c.decode, c.decode[0] == 's' ? "draft blocks" : "a shadow block");
             return EXIT_USAGE;
         }
     }

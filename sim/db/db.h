@@ -76,6 +76,13 @@ struct fleet_result;
 struct sim_config;
 int db_out_commit_fleet(struct db_out *out, const struct sim_config *base, const struct sim_config *cfg,
                         const struct fleet_result *r, struct ts_err *err);
+/* tessera db export: table `table` of the run database at path (runs, requests, steps, segments, ops,
+ * replicas; db_export_table), of run run_id (< 0: every run), written as CSV (a header, a line a row) or
+ * JSON (an array of objects, one a line) into out, a file made whole or not at all (NULL: stdout). The
+ * database is read-only and its text never SQL (db_export.c). 0, or -1 with err naming the file. */
+int db_export(const char *path, const char *table, bool json, int64_t run_id, const char *out, struct ts_err *err);
+/* The i-th table db_export writes and its help, NULL past the last. */
+const char *db_export_table(int i, const char **help);
 /* db_out_open, every recorded step, db_out_commit and db_out_close in one call. */
 int sim_write_db(struct sim *s, const char *path, enum db_mode mode, struct ts_err *err);
 /* Merges the runs of the databases in[0..n) into out (created if new), each run under a new run_id

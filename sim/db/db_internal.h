@@ -30,6 +30,9 @@ const char *db_column_fill(const char *table, const char *col);
 int db_has_column(sqlite3 *db, const char *name, const char *table, const char *col);
 /* Whether `name`.`what` is a table rather than a view or nothing (*out); 0, or -1 on an SQLite error. */
 int db_is_table(sqlite3 *db, const char *name, const char *what, bool *out);
+/* The views of step and segment rows over the runs of them (steps, segments) made in schema `name`
+ * (temp: over the main database's runs, for a connection that reads it); 0 or -1. */
+int db_views_in(sqlite3 *db, const char *name);
 /* Brings the database `name` (main, out, src) to the current schema; 0 or -1. */
 int db_upgrade(sqlite3 *db, const char *name);
 /* SQLite's message for db's last failure, with the system's where one caused it: into buf. */

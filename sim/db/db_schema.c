@@ -245,6 +245,13 @@ int db_upgrade(sqlite3 *db, const char *name)
     return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
 }
 
+int db_views_in(sqlite3 *db, const char *name)
+{
+    char sql[8192];
+    views_sql(name, sql, sizeof sql);
+    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
 /* Schema text `schema` with every table in the attached database `name`. Caller frees. */
 static char *schema_in(const char *text, const char *name)
 {
