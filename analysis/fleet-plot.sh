@@ -24,7 +24,10 @@ try:
         d = json.load(f)
 except (OSError, ValueError) as e:
     sys.exit(f"fleet-plot.sh: {path}: {e}")
-if not isinstance(d, dict) or "fleet" not in d:
+if isinstance(d, dict) and isinstance(d.get("fleet"), dict):  # (a fleet's JSON as earlier versions wrote it)
+    f = d.pop("fleet")
+    d = dict(d, **{k: v for k, v in f.items() if k != "replicas"}, num_replicas=f.get("replicas"))
+if not isinstance(d, dict) or "num_replicas" not in d or not isinstance(d.get("replicas"), list):
     sys.exit(f"fleet-plot.sh: {path}: not a fleet's JSON (tessera sim --replicas N|--fleet FILE --json)")
 key = "scale" if d.get("scale") else "threshold" if d.get("threshold") else None
 if not key:
@@ -38,12 +41,11 @@ with open(f"{tmp}/scale.dat", "w") as out:
             sys.exit(f"fleet-plot.sh: {path}: {key}[{k}]: expected [seconds, %s, outstanding]"
                      % ("up, starting" if key == "scale" else "threshold, TPF"))
         out.write("%g %g %g %d\n" % tuple(row))
-f = d["fleet"]
 with open(f"{tmp}/replicas.txt", "w") as out:
-    out.write("%d" % f["replicas"])
+    out.write("%d" % d["num_replicas"])
 with open(f"{tmp}/title.txt", "w") as out:
-    out.write("%d replicas behind %s: p99 %.1f s, %.2f J a token" % (f["replicas"], f["router"], f["lat_p99_s"],
-                                                                    f["energy_per_token_j"]))
+    out.write("%d replicas behind %s: p99 %.1f s, %.2f J a token" % (d["num_replicas"], d["router"], d["lat_p99_s"],
+                                                                    d["energy_per_token_j"]))
 PY
 # shellcheck source=lib_gnuplot.sh
 source "$(dirname "$0")/lib_gnuplot.sh"

@@ -10,7 +10,8 @@ sim() takes tessera sim's options as keywords (an underscore for a dash: max_bat
 8; True for a flag: early_stop=True) or as a list of arguments. read() and frame() read a table of a
 run database (sim --db) through `tessera db export --json`: runs, requests, steps, segments, ops,
 replicas (tessera db --help). A failed command raises TesseraError with tessera's own message.
-The binary is $TESSERA, else build/tessera beside this folder, else `tessera` on the PATH.
+The binary is $TESSERA, else build/tessera (or build/cpu/tessera) beside this folder, else `tessera` on
+the PATH.
 """
 import json
 import os
@@ -29,13 +30,15 @@ class TesseraError(RuntimeError):
 
 
 def binary():
-    """The tessera binary: $TESSERA, the repository's build/tessera, or tessera on the PATH."""
+    """The tessera binary: $TESSERA, the repository's build/tessera or build/cpu/tessera, or tessera on the PATH."""
     env = os.environ.get("TESSERA")
     if env:
         return env
-    built = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "build", "tessera")
-    if os.access(built, os.X_OK):
-        return os.path.normpath(built)
+    here = os.path.dirname(os.path.abspath(__file__))  # (.. taken by name: analysis/ may be a link)
+    for built in ("build/tessera", "build/cpu/tessera"):
+        path = os.path.normpath(os.path.join(here, os.pardir, built))
+        if os.access(path, os.X_OK):
+            return path
     found = shutil.which("tessera")
     if not found:
         raise TesseraError(["tessera"], 127, "no tessera binary: build it (make) or set TESSERA")

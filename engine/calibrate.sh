@@ -7,7 +7,9 @@
 #   4. with TORCH=1, profiles PyTorch eager too where python3 imports torch (the torch-eager
 #      implementation; its harness runs the model's shapes: the dense models, not the mixtures of
 #      experts). It adds about 200 s on an H100 to the 250 s the other stages take
-#      (records/calibrate-time-h100), so it is off unless asked for;
+#      (records/calibrate-time-h100), so it is off unless asked for; without it, where torch imports,
+#      the host probe (tessera calib host --probe: PyTorch eager's host on this machine, about a
+#      minute) writes OUT/host.csv, installed as host-GPU.csv beside the calibrations;
 #   5. replays a held-out schedule (16 requests the profile never ran) on the engine and prices it:
 #      the calibration's per-step MAPE against the roofline's;
 #   6. fits the card's clock under its power limit (tessera sim --clock): eight steps benched alone,
@@ -83,8 +85,12 @@ if [ "${TORCH:-0}" = 1 ] && [ -n "$shape" ] && python3 -c "import torch; assert 
         echo "calibrate: the PyTorch profile failed ($out/torch.txt); going on without it" >&2
         torch_calib=
     fi
+elif python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    step 4 "PyTorch eager's host on this machine: the host probe (about a minute; TORCH=1 profiles the whole grid)"
+    "$bin" calib host --probe --out "$out/host.csv" >"$out/host.txt" 2>&1 ||
+        echo "calibrate: the host probe failed ($out/host.txt); going on without it" >&2
 else
-    step 4 "PyTorch eager: skipped (TORCH=1 profiles it where torch with CUDA imports and the harness runs the model: about 200 s more)"
+    step 4 "PyTorch eager: skipped (torch with CUDA does not import here)"
 fi
 
 # 5. a held-out schedule: simulated, replayed on the engine, priced
@@ -119,6 +125,7 @@ step 7 "installing into $dir"
 mkdir -p "$dir" || die "cannot create $dir"
 cp "$calib" "$dir/" || die "cannot write $dir"
 [ -n "$torch_calib" ] && cp "$torch_calib" "$dir/"
+[ -s "$out/host.csv" ] && cp "$out/host.csv" "$dir/host-$gpu.csv"
 if [ -n "$clock_line" ]; then # this card's line replaces any earlier one of it
     { echo "gpu,k,tau_ms,lo,hi,held_tflops,record"
       [ -f "$dir/clock.csv" ] && tail -n +2 "$dir/clock.csv" | awk -F, -v g="$gpu" '$1 != g'
@@ -130,6 +137,7 @@ fi
     echo "  profile      $(tail -1 "$out/profile.txt")"
     echo "  calibration  $dir/$(basename "$calib")${torch_calib:+ and $(basename "$torch_calib")}"
     [ ${#gpu_opts[@]} -gt 0 ] && echo "  GPU entry    $out/gpu.json (not in tessera's table: pass --gpu-file $out/gpu.json --gpu $gpu)"
+    [ -s "$out/host.csv" ] && echo "  host         $dir/host-$gpu.csv: $(grep -m1 '^host of ' "$out/host.txt" | sed 's/^host of [^:]*: //') (PyTorch eager's loops as this machine issues them: tessera sim --host $dir/host-$gpu.csv)"
     echo "  held-out schedule, replayed on the engine and priced:"
     sed -n 's/^  \(calibrated\|roofline\)/    \1/p' "$out/eval.txt"
     if [ -n "$clock_line" ]; then

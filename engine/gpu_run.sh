@@ -467,7 +467,7 @@ disagg_part() {
     python3 - "$o" <<'PY' | tee -a "$o/disagg.txt"
 import json, sys
 for how in ("disagg", "colocated"):
-    a, b = (json.load(open("%s/%s-%s.json" % (sys.argv[1], k, how)))["fleet"] for k in ("live", "model"))
+    a, b = (json.load(open("%s/%s-%s.json" % (sys.argv[1], k, how))) for k in ("live", "model"))
     print(how, "simulated against live:", ", ".join("%s %+.1f%%" % (k, 100 * (b[k] / a[k] - 1))
           for k in ("lat_mean_s", "lat_p50_s", "lat_p90_s", "lat_p99_s", "throughput_tok_s")))
 PY

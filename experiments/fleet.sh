@@ -50,8 +50,8 @@ run() {
 import json, sys
 part, name, path = sys.argv[1:]
 d = json.load(open(path))
-f = d["fleet"] if "fleet" in d else dict(d, replicas=1)  # (one replica is a single run)
-print(json.dumps({"part": part, "name": name, "replicas": f["replicas"], "lat_p50_s": f["lat_p50_s"],
+f = dict(d, num_replicas=d.get("num_replicas", 1))  # (one replica is a single run)
+print(json.dumps({"part": part, "name": name, "replicas": f["num_replicas"], "lat_p50_s": f["lat_p50_s"],
                   "lat_p99_s": f["lat_p99_s"], "slo_attainment": f["slo_attainment"],
                   "throughput_tok_s": f["throughput_tok_s"], "energy_j": f["energy_j"],
                   "energy_per_token_j": f["energy_per_token_j"], "num_finished": f["num_finished"],

@@ -148,19 +148,18 @@ int param_edit_distance(const char *a, const char *b)
 {
     enum { MAXLEN = 64 };
     const int na = (int)TS_MIN(strlen(a), (size_t)MAXLEN), nb = (int)TS_MIN(strlen(b), (size_t)MAXLEN);
-    int row[MAXLEN + 1];
+    int d[MAXLEN + 1][MAXLEN + 1]; /* d[i][j]: a's first i characters to b's first j */
+    for (int i = 0; i <= na; i++)
+        d[i][0] = i;
     for (int j = 0; j <= nb; j++)
-        row[j] = j;
-    for (int i = 1; i <= na; i++) {
-        int diag = row[0]; /* the distance of a[0..i-1) to b[0..j-1) */
-        row[0] = i;
+        d[0][j] = j;
+    for (int i = 1; i <= na; i++)
         for (int j = 1; j <= nb; j++) {
-            const int up = row[j];
-            row[j] = TS_MIN(TS_MIN(row[j] + 1, row[j - 1] + 1), diag + (a[i - 1] != b[j - 1]));
-            diag = up;
+            d[i][j] = TS_MIN(TS_MIN(d[i - 1][j] + 1, d[i][j - 1] + 1), d[i - 1][j - 1] + (a[i - 1] != b[j - 1]));
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) /* two letters swapped: one edit */
+                d[i][j] = TS_MIN(d[i][j], d[i - 2][j - 2] + 1);
         }
-    }
-    return row[nb];
+    return d[na][nb];
 }
 
 const char *param_nearest(const char *given, const char *const *names, int n)

@@ -68,8 +68,8 @@ void params_json(struct json_t *o, const struct param_spec *specs, int n, const 
 /* Writes one help line a parameter: "  --NAME N   help [default; lo..hi]", `owner` naming its entry. */
 void params_help(FILE *f, const struct param_spec *specs, int n, const char *owner);
 
-/* The edit distance (insertions, deletions, substitutions) between a and b, their first 64
- * characters each. */
+/* The edit distance (insertions, deletions, substitutions, and two neighbours swapped: --rsp is one
+ * edit from --rps) between a and b, their first 64 characters each. */
 int param_edit_distance(const char *a, const char *b);
 /* Of names[0..n), the one nearest to given by edit distance (the first of equals), or NULL when
  * none is near: more than max(2, a third of given's length) edits away, or all of it. For the

@@ -75,6 +75,12 @@ int64_t sim_kv_pages(const struct sim *s, int64_t tokens)
     return (tokens + s->kv_page_tokens - 1) / s->kv_page_tokens;
 }
 
+const char *sim_positions_refused(const struct sim *s, const struct request *r)
+{
+    return r->G > s->model.max_pos ? "G alone exceeds the model's maximum positions"
+                                   : "P + G exceeds the model's maximum positions";
+}
+
 void sim_peak_shape(const struct sim *s, const struct request *r, int32_t *q, int32_t *logit_rows)
 {
     *q = s->pol->peak_q(r, &s->pcfg);

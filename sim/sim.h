@@ -72,7 +72,16 @@ struct sim_summary {
      * run (accuracy_task the profile's) */
     double expected_accuracy;
     char accuracy_task[32];
+    /* overload (a streamed run of SIM_OVERLOAD_MIN requests or more): the requests outstanding (arrived,
+     * not yet gone) when a third of them had arrived and when the last did, the rate they arrive at
+     * (requests over the last arrival), and whether the run could not keep up (the outstanding more
+     * than doubled, arrivals 10% faster than finishes): its latency percentiles then grow with the
+     * number of requests, not with the configuration */
+    int64_t outstanding[2];
+    double offered_rps;
+    bool overloaded;
 };
+#define SIM_OVERLOAD_MIN 30
 
 /* Live execution (`tessera sim --executor gpu`): an executor runs every step for real and returns
  * its time, which replaces the cost model's on the clock (the cost model still prices the step,

@@ -94,6 +94,9 @@ struct sim {
     FILE *lat_spill, *req_spill;
     int64_t lat_min_ns, lat_max_ns;
     gsl_rstat_workspace *lat_st, *ttfb_st, *queue_st; /* running statistics (s) of the finished */
+    /* the arrival of the request a third of the way through the workload, and of its last (-1 until
+     * pulled), and the requests gone (finished or rejected) before each: the requests outstanding then */
+    int64_t at_arrival_ns[2], gone_before[2];
     const char *reasons[SIM_MAX_REASONS]; /* the reject reasons met, each once, and how often */
     int64_t reason_n[SIM_MAX_REASONS];
     int num_reasons;
@@ -155,6 +158,9 @@ static inline struct request *sim_req(const struct sim *s, int64_t id)
 bool sim_kv_reserve(struct sim *s, struct request *r, int64_t tokens);
 void sim_kv_release(struct sim *s, struct request *r);
 int64_t sim_kv_pages(const struct sim *s, int64_t tokens);
+/* Why request r, longer than the model's positions (r->L > max_pos), is refused: its generation alone
+ * too long (no clipping of its prompt admits it) or prompt and generation together. */
+const char *sim_positions_refused(const struct sim *s, const struct request *r);
 /* r's largest step as admission reserves it: its policy's peak rows and the logit rows its steps have at
  * most (policy_peak_logit_rows), Spiffy's draft blocks beside them where the decoder is Spiffy. */
 void sim_peak_shape(const struct sim *s, const struct request *r, int32_t *q, int32_t *logit_rows);

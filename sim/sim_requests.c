@@ -111,6 +111,7 @@ int sim_requests_open(struct sim *s, struct ts_err *err)
         s->chunk_left[k] = (int32_t)TS_MIN(SIM_REQ_CHUNK, n - k * SIM_REQ_CHUNK);
     if (open_records(s, err))
         return -1;
+    s->at_arrival_ns[0] = s->at_arrival_ns[1] = -1;
     sim_requests_pull(s);
     return 0;
 }
@@ -196,6 +197,10 @@ void sim_requests_pull(struct sim *s)
         s->chunks[k] = xmalloc(sizeof *s->chunks[k] * (size_t)s->chunk_left[k]);
     req_init(s, &s->chunks[k][id % SIM_REQ_CHUNK], id, id, &tr);
     evq_push(&s->evq, tr.arrival_ns, EV_ARRIVAL, (int32_t)id);
+    if (id == s->num_reqs / 3) /* the arrivals the outstanding requests are counted at (sim_record) */
+        s->at_arrival_ns[0] = tr.arrival_ns;
+    if (id == s->num_reqs - 1)
+        s->at_arrival_ns[1] = tr.arrival_ns;
 }
 
 /* --- recording ------------------------------------------------------------------------------ */
@@ -223,6 +228,11 @@ void sim_record(struct sim *s, struct request *r)
 {
     TS_ASSERT(r->state == REQ_FINISHED || r->state == REQ_REJECTED);
     int reason = -1;
+    /* gone before a third of the requests had arrived, and before the last did (where not yet pulled,
+     * they had not) */
+    const int64_t gone_ns = r->state == REQ_FINISHED ? r->finish_ns : r->arrival_ns;
+    for (int k = 0; k < 2; k++)
+        s->gone_before[k] += s->at_arrival_ns[k] < 0 || gone_ns < s->at_arrival_ns[k];
     if (r->state == REQ_REJECTED) {
         reason = reason_index(s, r->reject_reason);
         s->reason_n[reason]++;
@@ -370,6 +380,17 @@ void sim_requests_summary(struct sim *s)
     if (fflush(s->lat_spill) || lat_quantile(s, 0.50, &m->lat_p50_s) || lat_quantile(s, 0.90, &m->lat_p90_s) ||
         lat_quantile(s, 0.99, &m->lat_p99_s))
         spill_failed(s);
+    /* overload: the requests outstanding grow through the arrivals (more than twice, and by more than
+     * SIM_OVERLOAD_MIN / 6, from a third of the way to the last), and arrive faster than the run
+     * finishes them */
+    const int64_t n = s->num_reqs;
+    if (!s->fed && n >= SIM_OVERLOAD_MIN && s->at_arrival_ns[1] > 0) {
+        m->outstanding[0] = n / 3 - s->gone_before[0];
+        m->outstanding[1] = n - 1 - s->gone_before[1];
+        m->offered_rps = (double)(n - 1) / ((double)s->at_arrival_ns[1] * 1e-9);
+        const double served = (double)m->num_finished / ((double)m->makespan_ns * 1e-9);
+        m->overloaded = m->outstanding[1] > 2 * m->outstanding[0] + SIM_OVERLOAD_MIN / 6 && m->offered_rps > 1.1 * served;
+    }
 }
 
 void sim_requests_free(struct sim *s)

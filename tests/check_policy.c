@@ -1699,6 +1699,8 @@ START_TEST(param_suggestions)
     ck_assert_int_eq(param_edit_distance("--reqests", "--requests"), 1);
     ck_assert_int_eq(param_edit_distance("kitten", "sitting"), 3);
     ck_assert_int_eq(param_edit_distance("abc", ""), 3);
+    ck_assert_int_eq(param_edit_distance("--rsp", "--rps"), 1); /* a swap is one edit */
+    ck_assert_int_eq(param_edit_distance("ca", "abc"), 3);      /* (no edit twice: not 2) */
     static const char *const opts[] = {"--rps", "--requests", "--seed", "--refresh-interval"};
     ck_assert_str_eq(param_nearest("--reqests", opts, 4), "--requests");
     ck_assert_str_eq(param_nearest("--rpss", opts, 4), "--rps");

@@ -26,6 +26,39 @@ static struct sim *run(struct sim_config *c)
     return s;
 }
 
+/* Overload: the requests outstanding when a third had arrived and at the last arrival, counted again
+ * from every request's arrival and finish (an independent count), grow more than twice over where the
+ * arrivals outrun the card (8 req/s on LLaDA-8B's dual cache) and do not at half a request a second. */
+START_TEST(overload_said_where_outstanding_grows)
+{
+    const double rates[] = {8, 0.5};
+    for (int k = 0; k < 2; k++) {
+        struct sim_config c;
+        test_config(&c);
+        c.requests = 90;
+        c.rps = rates[k];
+        c.gen_len = 128;
+        struct sim *s = run(&c);
+        struct sim_summary m;
+        sim_get_summary(s, &m);
+        const int64_t n = m.num_requests, at[2] = {sim_req(s, n / 3)->arrival_ns, sim_req(s, n - 1)->arrival_ns};
+        int64_t out[2] = {0, 0};
+        for (int64_t i = 0; i < n; i++) {
+            const struct request *r = sim_req(s, i);
+            const int64_t gone = r->state == REQ_FINISHED ? r->finish_ns : r->arrival_ns;
+            for (int j = 0; j < 2; j++)
+                out[j] += r->arrival_ns <= at[j] && gone >= at[j] && i != (j ? n - 1 : n / 3);
+        }
+        ck_assert_int_eq(m.outstanding[0], out[0]);
+        ck_assert_int_eq(m.outstanding[1], out[1]);
+        ck_assert_msg(m.overloaded == (k == 0), "at %g req/s: outstanding %lld then %lld, overloaded %d", rates[k],
+                      (long long)out[0], (long long)out[1], m.overloaded);
+        ck_assert(fabs(m.offered_rps - (double)(n - 1) / (at[1] * 1e-9)) < 1e-9 * m.offered_rps);
+        sim_destroy(s);
+    }
+}
+END_TEST
+
 /* A run's expected accuracy is its decode profile's published score on its task (dInfer's GSM8K run with
  * a cache, Table 1: 80.97); none where the decoder reads no profile; and not known, the task kept,
  * once load control moved the decoder off the profile's setting (a factor of 1 leaves it). */
@@ -1455,6 +1488,7 @@ int main(void)
     TCase *tc = tcase_create("runs");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, golden_default_scenario);
+    tcase_add_test(tc, overload_said_where_outstanding_grows);
     tcase_add_test(tc, requests_freed_as_recorded);
     tcase_add_test(tc, recorded_steps_replay_as_run);
     tcase_add_test(tc, golden_fast_dllm_on_4090);

@@ -315,13 +315,49 @@ if $bin engine generate --help 2>/dev/null | grep -q -- --decoder; then
         contains "engine generate $opts" "$msg"
     done
 fi
+# a run file: options a line (with or without --, = or a space, comments), the command line's over them; a
+# stored run written back as one (db show) runs again to the same summary; a bad line named by its line
+printf '# a run\nsystem dllm-serve\n--rps 2\nrequests=30   # thirty\ngpu h100\n\nearly-stop\n' >"$tmp/run.txt"
+expect 0 "sim --config" -- "$bin" sim --config "$tmp/run.txt" --requests 12 --seed 5 --db "$tmp/runfile.db" --json --quiet --no-progress
+cp "$tmp/out" "$tmp/runfile-a.json"
+json_check "$tmp/out" "d['num_requests'] == 12"
+expect 0 "db show" -- "$bin" db show "$tmp/runfile.db" 1
+contains "db show" "system dllm-serve"
+contains "db show" "gpu h100"
+cp "$tmp/out" "$tmp/shown.txt"
+expect 0 "sim --config of a stored run" -- "$bin" sim --config "$tmp/shown.txt" --json --quiet --no-progress
+python3 -c 'import json, sys; a, b = (json.load(open(p)) for p in sys.argv[1:]); assert a == b' "$tmp/runfile-a.json" "$tmp/out" &&
+    ok || bad "a stored run run again from db show's run file gives another summary"
+for bad in "rps 2;plicy dual|bad.txt:2: the option of this line" "rps two|bad.txt:1: the option of this line" \
+           "config other.txt|bad.txt:1: config: a run file names no other run file"; do
+    printf '%s\n' "${bad%%|*}" | tr ';' '\n' >"$tmp/bad.txt"
+    expect 2 "sim --config with '${bad%%|*}'" -- "$bin" sim --config "$tmp/bad.txt" --requests 2
+    contains "sim --config with '${bad%%|*}'" "${bad#*|}"
+done
+expect 2 "db show of a missing run" -- "$bin" db show "$tmp/runfile.db" 9
+contains "db show of a missing run" "no run 9"
+# an overloaded run says so: its requests outstanding grow through the arrivals (at 8 req/s on one H200),
+# and a run that keeps up (0.5 req/s) says nothing of it
+expect 0 "sim past the card's capacity" -- "$bin" sim --rps 8 --requests 100 --no-progress
+contains "sim past the card's capacity" "overloaded    requests arrive at 7.522 req/s, faster than this configuration finishes them"
+expect 0 "sim within the card's capacity" -- "$bin" sim --rps 0.5 --requests 100 --no-progress
+grep -q overloaded "$tmp/out" && bad "a run that keeps up said it was overloaded" || ok
+# a swapped pair of letters is one edit (--rsp: --rps, not --tp); a folder given as a trace says so; a --db the
+# kernel's proc file system would hold is refused before the run, with nothing printed of one
+for bad in "--rsp 2|did you mean --rps?" "--trace $tmp|$tmp: a folder, not a file" \
+           "--db /proc/tessera.db|'/proc' is the kernel's proc file system, which holds no database"; do
+    read -r -a opts <<<"${bad%%|*}"
+    expect 2 "sim ${bad%%|*}" -- "$bin" sim "${opts[@]}" --requests 2 --no-progress
+    contains "sim ${bad%%|*}" "${bad#*|}"
+    grep -q "throughput" "$tmp/out" && bad "sim ${bad%%|*} ran before it was refused" || ok
+done
 # a fleet: replicas behind a router, its summary and each replica's; a fleet file's bad group refused
 # naming the file, the line and the option, before any run
 expect 0 "sim --replicas 3" -- "$bin" sim --replicas 3 --requests 60 --rps 4 --no-progress
 contains "a fleet's summary" "a fleet of 3 replicas behind router least-outstanding"
 contains "each replica's line" "by replica"
 expect 0 "sim --replicas --json" -- "$bin" sim --replicas 2 --router round-robin --requests 40 --json --no-progress
-if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["fleet"]["replicas"] == 2 and [r["routed"] for r in d["replicas"]] == [20, 20] and d["fleet"]["num_finished"] == 40' "$tmp/out"
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["num_replicas"] == 2 and [r["routed"] for r in d["replicas"]] == [20, 20] and d["num_finished"] == 40 and "fleet" not in d' "$tmp/out"
 then ok; else bad "the fleet's JSON lacks its replicas or round robin's even split"; fi
 printf '# two cards\n2 --gpu h100 --system dllm-serve\n\n1 --gpu l40s  # the slower one\n' >"$tmp/fleet.txt"
 expect 0 "sim --fleet" -- "$bin" sim --fleet "$tmp/fleet.txt" --requests 60 --rps 4 --no-progress
@@ -340,7 +376,7 @@ done
 # what the router sends it (round robin: half the requests each, every one finished)
 expect 0 "sim --system fast-dllm --replicas 2" -- "$bin" sim --system fast-dllm --max-batch 8 --replicas 2 \
     --router round-robin --requests 24 --rps 2 --json --quiet --no-progress
-json_check "$tmp/out" "d['fleet']['num_finished'] == 24 and [r['routed'] for r in d['replicas']] == [12, 12] and d['replicas'][0]['static_batch'] == d['replicas'][1]['static_batch'] == 8"
+json_check "$tmp/out" "d['num_finished'] == 24 and [r['routed'] for r in d['replicas']] == [12, 12] and d['replicas'][0]['static_batch'] == d['replicas'][1]['static_batch'] == 8"
 printf '# nothing\n' >"$tmp/fleet.txt"
 expect 2 "sim --fleet of no group" -- "$bin" sim --fleet "$tmp/fleet.txt"
 contains "sim --fleet of no group" "no replica group"
@@ -376,7 +412,7 @@ contains "the autoscaler's line" "autoscaling   1 to"
 # a long idle run read every 0.01 s: the readings kept show the changes, not every reading taken
 $bin sim --replicas 2 --requests 20 --rps 0.001 --autoscale every=0.01 --load-control every=0.01 \
     --decode threshold:tau=0.9 --no-progress --json >"$tmp/idle.json"
-json_check "$tmp/idle.json" 'd["fleet"]["scale_readings"] > 1000000 and len(d["scale"]) < 400 and d["fleet"]["threshold_readings"] > 1000000 and len(d["threshold"]) < 400'
+json_check "$tmp/idle.json" 'd["scale_readings"] > 1000000 and len(d["scale"]) < 400 and d["threshold_readings"] > 1000000 and len(d["threshold"]) < 400'
 $bin sim --replicas 3 --requests 200 --rps 2 --autoscale min=1,up=3,every=5,delay=10 --no-progress --json >"$tmp/fleet.json"
 if command -v gnuplot >/dev/null; then # the autoscaled fleet's figure; a run without the autoscaler refused
     expect 0 "fleet-plot" -- bash "$(dirname "$0")/../analysis/fleet-plot.sh" "$tmp/fleet.json" "$tmp/fleet.png"
@@ -395,7 +431,7 @@ expect 0 "sim --disagg" -- "$bin" sim --replicas 4 --requests 60 --rps 4 --disag
 contains "the pools' line" "Refresh: replicas 0-1, Reuse: 2-3 (--disagg every); link ib-ndr: 50.0 GB/s a GPU, 25 us a move"
 contains "the moves' line" "with K/V), "
 $bin sim --replicas 4 --requests 60 --rps 4 --disagg first,link=host --no-progress --json >"$tmp/disagg.json"
-json_check "$tmp/disagg.json" 'd["fleet"]["moves"] == 60 and d["fleet"]["refresh_pool"] == 2 and [r["pool"] for r in d["replicas"]] == ["refresh"] * 2 + ["reuse"] * 2 and sum(r["moved_in"] for r in d["replicas"]) == 60'
+json_check "$tmp/disagg.json" 'd["moves"] == 60 and d["refresh_pool"] == 2 and [r["pool"] for r in d["replicas"]] == ["refresh"] * 2 + ["reuse"] * 2 and sum(r["moved_in"] for r in d["replicas"]) == 60'
 expect 2 "sim --disagg without a link" -- "$bin" sim --replicas 4 --disagg every,refresh=2
 contains "sim --disagg without a link" "the pools need a link between them (link=NAME: tessera list links)"
 expect 2 "sim --disagg, an unknown link" -- "$bin" sim --replicas 4 --disagg every,link=nvlink9
@@ -537,7 +573,7 @@ contains "--requests 0 named" "--requests: '0' is not a whole number in 1..21474
 expect 2 "a missing option value" -- "$bin" sim --trace --rps 3
 contains "a missing value says which option took the next flag" "--trace: missing value (the next argument is the option --rps)"
 expect 2 "every request rejected" -- "$bin" sim --gen-len 1000000 --requests 5 --db "$tmp/rej.db"
-contains "every request rejected, with the reasons" "every one of the 5 requests was rejected (5: P + G exceeds the model's maximum positions)"
+contains "every request rejected, with the reasons" "every one of the 5 requests was rejected (5: G alone exceeds the model's maximum positions)"
 [ ! -e "$tmp/rej.db" ] && ok || bad "a run whose requests were all rejected left a database"
 printf '{"h200": {"bf16_flops": 700}}' >"$tmp/gpu-typo.json"
 expect 2 "a misspelt --gpu-file key" -- "$bin" sim --gpu-file "$tmp/gpu-typo.json"
@@ -808,7 +844,7 @@ contains "sim --act-layout names the layouts" "--act-layout: 'vllm' is not engin
 expect 0 "sim --system mosaic: its layout in the configuration" -- "$bin" sim --system mosaic --model dream-7b --gpu rtx3090 --requests 2 --gen-len 32 --quiet --db "$tmp/layout.db"
 [ "$(sqlite3 "$tmp/layout.db" "SELECT json_extract(config_json, '\$.act_layout') FROM runs")" = mosaic ] && ok ||
     bad "sim --system mosaic: act_layout not stored in the run's configuration"
-expect 0 "list systems" -- "$bin" list systems
+expect 0 "list systems mosaic" -- "$bin" list systems mosaic
 contains "list systems: the mosaic preset's layout" "--lazy-chunking --act-layout mosaic"
 expect 0 "mem lmax --mem-limit" -- "$bin" mem lmax --mem-limit 24 --planner caching --softmax-copy 4 --json
 json_check "$tmp/out" 'd["mem_bytes"] == 24000000000 and 5000 < d["lmax"] < 12000'
@@ -1045,8 +1081,18 @@ expect 2 "the user's parameter of another scheduler" -- "$bin" sim --system dllm
 contains "the user's parameter of another scheduler" "--gpu-memory-utilization: not a parameter of policy sparse or scheduler request"
 expect 2 "lookahead with --max-batch" -- "$bin" sim --scheduler lookahead --max-batch 4 --requests 2
 contains "lookahead with --max-batch" "--max-batch: not a parameter"
-# a preset's whole configuration, its policy's parameters included
+# a line a preset, with its runtime and cost model; one in full by its name; a misspelt one suggested
 expect 0 "list systems" -- "$bin" list systems
+[ "$(wc -l <"$tmp/out")" -le 30 ] && ok || bad "list systems: $(wc -l <"$tmp/out") lines for a choice among presets"
+grep -q "^dllm-serve  *torch-dllm-serve  *calibrated  *sparse  *phase  *dLLM-Serve" "$tmp/out" && ok ||
+    bad "list systems: dllm-serve's line lacks its runtime, cost, policy or scheduler"
+expect 0 "list systems sglang" -- "$bin" list systems sglang
+contains "list systems sglang" "--max-running-requests 1 --model llada2.0-mini"
+[ "$(grep -c "^            from: " "$tmp/out")" = 1 ] && ok || bad "list systems sglang: not the one preset in full"
+expect 2 "list systems sglan" -- "$bin" list systems sglan
+contains "list systems sglan" "no system 'sglan' (did you mean sglang?)"
+# a preset's whole configuration, its policy's parameters included
+expect 0 "list systems all" -- "$bin" list systems all
 contains "list systems shows a preset's policy parameters" "--planner profiled --sparse-select head"
 contains "list systems shows Mosaic's switches" "--planner first-fit --mask-only --lazy-chunking"
 # every preset says where its choices come from
@@ -1184,7 +1230,15 @@ is_png "$tmp/la/figure.png" "exp run lookahead"
 # SGLang's two modes, reduced: with one running request (its dLLM default) they are one schedule; with
 # eight, first done first out's requests leave their blocks sooner at a light load (its mean latency
 # lower) and its forwards run unbatched prefills under a heavy one (more forwards than sync's)
-expect 0 "exp run sglang-modes, one running" -- env RPS="0.5" MRR=1 REQUESTS=40 "$bin" exp run sglang-modes "$tmp/sgm1"
+# (an experiment's variables are its options too: --mrr 1 is MRR=1)
+expect 0 "exp run sglang-modes, one running" -- "$bin" exp run sglang-modes "$tmp/sgm1" --rps 0.5 --mrr 1 --requests 40 \
+    --gpu h200
+contains "exp run sglang-modes, one running" "on h200, sharegpt lengths, at most 1 running requests"
+expect 0 "exp run sglang-modes --help" -- "$bin" exp run sglang-modes --help
+contains "exp run sglang-modes --help" "(--name VALUE sets NAME): --rps --mrr --requests --gpu --lengths --seed"
+expect 2 "exp run sglang-modes --gpuu" -- "$bin" exp run sglang-modes "$tmp/sgm-typo" --gpuu h100
+contains "exp run sglang-modes --gpuu" "unknown option '--gpuu' (did you mean --gpu?)"
+[ ! -e "$tmp/sgm-typo" ] && ok || bad "exp run with an unknown option made its OUT"
 expect 0 "exp run sglang-modes" -- env RPS="0.5 8" MRR=8 REQUESTS=120 "$bin" exp run sglang-modes "$tmp/sgm"
 got=$(python3 -c 'import json, sys
 one = {o["mode"]: o for o in map(json.loads, open(sys.argv[1]))}

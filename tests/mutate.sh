@@ -47,6 +47,7 @@ mutations=(
     "SparseD's block reaches the engine as its select|sim/policies/policy_sparsed.c|    out->sparsed_block = (int32_t)pc->p[BLOCK];|    out->sparsed_block = (int32_t)pc->p[SELECT];|check_eng_gen check_config"
     "a static replica sizes its batch by the model's positions, not its fleet's workload|sim/sim_create.c|    const bool scan = fed && s->sched == &sched_static;|    const bool scan = false;|check_fleet"
     "WINO runs without its shadow block|sim/decode.c|    out->drafts = 1;|    out->drafts = 0;|check_decode"
+    "the last arrival counted among the outstanding|sim/sim_requests.c|        m->outstanding[1] = n - 1 - s->gone_before[1];|        m->outstanding[1] = n - s->gone_before[1];|check_sim"
     "a configuration's planner left out of its setup|sim/setup.c|planner_resolve(c->planner, &out->planner, err)|planner_resolve(\"first-fit\", &out->planner, err)|check_config"
     "a fleet's accuracy unweighted by its replicas' tokens|sim/fleet/fleet.c|        sum += m->expected_accuracy * (double)m->tokens_decoded, tokens += m->tokens_decoded;|        sum += m->expected_accuracy, tokens += m->tokens_decoded;|check_fleet"
     "a run's accuracy kept when load control moved its decoder|sim/sim.c|    out->expected_accuracy = s->decode_moved ? -1 : s->dm.accuracy;|    out->expected_accuracy = s->dm.accuracy;|check_sim"

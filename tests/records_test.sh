@@ -488,7 +488,7 @@ done <"$root/sim/data/gpu_measured.csv"
 same_fleet() {
     if python3 - "$tmp/out" "$2" <<'PY'; then ok; else bad "$1's simulation is no longer the recorded one"; fi
 import json, sys
-a, b = (json.load(open(p))["fleet"] for p in sys.argv[1:])
+a, b = (d.get("fleet", d) for d in (json.load(open(p)) for p in sys.argv[1:]))  # (recorded: under "fleet")
 keys = ("lat_mean_s", "lat_p50_s", "lat_p90_s", "lat_p99_s", "throughput_tok_s", "num_finished")
 sys.exit(0 if all(abs(a[k] - b[k]) <= 1e-6 * abs(b[k]) for k in keys) else 1)
 PY

@@ -33,7 +33,9 @@ Writes a calibration CSV (device,model,segs,q,kv,logit_rows,op,ms,total_ms,gpu_m
 sel_heads) to stdout or --out;
 import it with
     tessera calib import FILE --gpu h200 --out sim/data/calib/h200-llada-8b-torch-eager.csv
-Usage: torch_profile.py [--out FILE] [--reps N] [--quick] [--kernels FILE] [--grid base|select]
+With --host-probe it runs --quick's shapes and names the device with this machine's CPU and driver: the
+profile `tessera calib host --probe` fits a host profile to.
+Usage: torch_profile.py [--out FILE] [--reps N] [--quick] [--host-probe] [--kernels FILE] [--grid base|select]
                         [--runtime eager|dllm-serve]
                         [--model NAME --layers L --hidden D --heads H --kv-heads KV --head-dim HD
                          --ffn F --vocab V [--qkv-bias] [--qk-norm] [--experts E --top-k K --expert-ffn F]]
@@ -59,6 +61,9 @@ ap.add_argument("--out", help="CSV file (default: stdout)")
 ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--quick", action="store_true", help="a few shapes only (smoke test)")
 ap.add_argument("--kernels", help="JSON file for the CUDA kernels launched per op of one layer")
+ap.add_argument("--host-probe", action="store_true",
+                help="the host probe (tessera calib host --probe): --quick's shapes, the device named with this "
+                     "machine's CPU and driver")
 ap.add_argument("--grid", choices=("base", "select"), default="base",
                 help="base: the step grid; select: Refresh steps with dLLM-Serve's KV selection [base]")
 ap.add_argument("--runtime", choices=("eager", "dllm-serve"), default="eager",
@@ -277,6 +282,17 @@ wr.writerow(["device", "model", "segs", "q", "kv", "logit_rows", "op", "ms", "to
              "keep", "sel_heads"])
 device = f"{torch.cuda.get_device_name()} (torch {torch.__version__} " + \
     (f"dLLM-Serve runtime, {RT.attention_kernel})" if RT else "eager)")
+if args.host_probe:  # the machine a host profile was measured on: its CPU and its driver beside the card
+    args.quick = True
+    cpu = next((l.split(":", 1)[1].strip().replace(",", " ") for l in open("/proc/cpuinfo") if l.startswith("model name")),
+               "CPU unknown")
+    try:
+        import subprocess
+        drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
+                             capture_output=True, text=True, timeout=30).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        drv = "unknown"
+    device = device[:-1] + f"; {cpu}; driver {drv})"
 steps = []  # (segs, q, kv, with_logits, per_head: None where the step selects nothing)
 if args.grid == "select":
     q_grid, seg_grid = ([256, 1024], [1, 4]) if args.quick else (SEL_Q_GRID, SEL_SEG_GRID)

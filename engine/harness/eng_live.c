@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@
 #include "eng_ext_decl.h"
 #include "eng_host.h"
 #include "eng_tp.h"
+#include "gpu.h"
 #include "harness.h"
 #include "kernels.h"
 #include "setup.h"
@@ -380,6 +382,20 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
         free(l);
         return -1;
     }
+    /* the card the steps run on is the card they are priced for: a live step measured on another card
+     * reads as the cost model's error */
+    const char *card = gpu_of_device(eng_device_name(l->e), 0);
+    if (card && !c->gpu_file[0] && !ts_name_eq(card, c->gpu)) {
+        ts_fail(err, "--gpu %s, but the engine runs on %s (%s in tessera list gpus): its steps would be priced as "
+                     "another card's; give --gpu %s", c->gpu, eng_device_name(l->e), card, card);
+        eng_destroy(l->e);
+        free(l);
+        return -1;
+    }
+    if (!card && !c->gpu_file[0])
+        fprintf(stderr, "tessera sim: note: the engine runs on %s, which tessera's GPU table does not name; its "
+                        "steps are priced as --gpu %s's (--gpu-file FILE adds the card)\n", eng_device_name(l->e),
+                c->gpu);
     l->s = s;
     if (o.sparsed_requests > 0) { /* SparseD's slots */
         l->sp.free_slots = xmalloc(sizeof *l->sp.free_slots * (size_t)o.sparsed_requests);

@@ -55,7 +55,7 @@ case $DS_COST in calibrated | roofline) ;; *) echo "$EXP: COST=$DS_COST: calibra
 # of it)
 ds_impl() {
     # shellcheck disable=SC2154 # bin: the binary, set by lib/paper.sh
-    "$bin" list systems | awk -v s="$1" '$1 == s { sys = 1; next } sys && $1 == "=" {
+    "$bin" list systems "$1" | awk '$1 == "=" {
         for (i = 2; i < NF; i++) if ($i == "--impl") print ($(i + 1) == "torch-dllm-serve" ? $(i + 1) : "torch-eager")
         exit }'
 }

@@ -23,7 +23,16 @@ int cli_engine(int argc, char **argv); /* engine/cli_engine.c, built with CUDA *
  * replicas of base (--replicas, --fleet) run behind its router, reported. */
 struct sim_config;
 struct sim_summary;
+struct ts_err;
 int cli_sim_parse(int argc, char **argv, struct sim_config *c);
+/* A run file (cli_runfile.c): where argv holds --config FILE, *nargv is argv[0], the file's options (one
+ * a line, each checked by parse, tessera sim's parser, a bad one named by its line) and the rest of
+ * argv; else NULL.
+ * -1 with err for a file that cannot be read or holds a bad line. cli_runfile_write writes c as a run
+ * file: its preset, then each stored option and parameter that differs from it. */
+typedef int (*cli_parse_fn)(int argc, char **argv, struct sim_config *c);
+int cli_runfile_expand(int argc, char **argv, int *nargc, char ***nargv, cli_parse_fn parse, struct ts_err *err);
+void cli_runfile_write(const struct sim_config *c, FILE *f);
 /* The name of the tessera sim option that argument `word` (--NAME or --NAME=VALUE) gives, as the
  * parser resolves it: its exact name, else the one option it abbreviates; NULL where it gives none
  * (not an option, unknown, or an ambiguous abbreviation, which the parser refuses). */

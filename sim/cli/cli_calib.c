@@ -19,7 +19,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "calib.h"
@@ -43,6 +45,7 @@ static void calib_usage(FILE *f)
 "                         [--csv STEPS.csv]\n"
 "       tessera calib transfer FILE.csv --from GPU --to GPU --out FILE.csv [--impl NAME]\n"
 "       tessera calib host FILE.csv [--out HOST.csv]\n"
+"       tessera calib host --probe [--out HOST.csv]\n"
 "       tessera calib clock TRACE.csv --gpu NAME [--gpu-file FILE] [--model NAME] [--held-tflops T]\n"
 "       tessera calib price --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK[,FFN_CHUNKS]] [--attn-block N] [--iter-smooth] [--gpu --model --impl\n"
 "                         --calib]\n"
@@ -90,7 +93,10 @@ static void calib_usage(FILE *f)
 "        host was); --out writes the line as a host profile. --host HOST (a host profile, or a\n"
 "        calibration whose host is taken) on price, eval and tessera sim prices the calibration's\n"
 "        GPU work issued by that machine's CPU: a calibration carried to another GPU (transfer)\n"
-"        keeps the host it was measured with unless given the other machine's\n"
+"        keeps the host it was measured with unless given the other machine's. --probe measures\n"
+"        this machine's host in about a minute (python3 with torch and a GPU: PyTorch eager's\n"
+"        steps at a few small shapes of LLaDA-8B's layers on random weights) and names its CPU,\n"
+"        driver and torch; tessera sim --host HOST.csv then prices the eager loops as run here\n"
 "clock   fits the card's clock under its power limit (how much slower a step runs once the card\n"
 "        holds its limit, k; the load's time constant, tau; the loads where the clock begins to\n"
 "        fall and where it is held, lo and hi) to the warm traces of an engine_bench (--warm-trace\n"
@@ -242,7 +248,7 @@ static bool in_list(const char *list, const char *word)
 struct calib_args {
     const char *sub, *file, *gpu, *gpu_file, *out, *db, *calib_path, *csv, *from, *to, *step, *attn_block, *model,
         *impl, *host, *clock, *held;
-    bool extrapolate, roofline, iter_smooth;
+    bool extrapolate, roofline, iter_smooth, probe;
     const char **files; /* the PROFILE/FILE arguments (merge takes several) */
     int nfiles;
     const char **overs; /* merge's --over profiles */
@@ -264,6 +270,7 @@ static const struct calib_opt {
     VALUE("--from", from), VALUE("--to", to),             VALUE("--step", step),   VALUE("--attn-block", attn_block),
     VALUE("--host", host), VALUE("--clock", clock),       VALUE("--held-tflops", held), {"--over", OVER_ROW, false},
     FLAG("--extrapolate", extrapolate), FLAG("--roofline", roofline), FLAG("--iter-smooth", iter_smooth),
+    FLAG("--probe", probe),
 #undef VALUE
 #undef FLAG
 };
@@ -279,7 +286,7 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                  {"fit", "--gpu --calib"},
                  {"show", "--gpu --model --impl --from --calib"},
                  {"eval", "--db --calib --host --extrapolate --clock --csv"},
-                 {"host", "--out"},
+                 {"host", "--out --probe"},
                  {"transfer", "--from --to --out --impl"},
                  {"clock", "--gpu --gpu-file --model --held-tflops"},
                  {"price", "--step --attn-block --gpu --model --impl --calib --host --extrapolate --roofline --iter-smooth"}};
@@ -487,10 +494,61 @@ static int cmd_show(const struct calib_args *a)
     return 0;
 }
 
+/* `calib host --probe`: this machine's host measured by PyTorch eager on its GPU, a profile of a few
+ * small shapes (engine/bench/torch_profile.py --host-probe, LLaDA-8B's layers on random weights), into
+ * a file in a scratch folder whose host the caller takes. python3 is run by its arguments, no shell. */
+static int probe_host(char *csv, size_t len)
+{
+    char dir[] = "/tmp/tessera-probe-XXXXXX", script[CFG_PATH + 64];
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "tessera calib host --probe: cannot make a scratch folder: %s\n", strerror(errno));
+        return -1;
+    }
+    snprintf(csv, len, "%s/probe.csv", dir);
+    snprintf(script, sizeof script, "%s/engine/bench/torch_profile.py", TS_SRCDIR);
+    fprintf(stderr, "tessera calib host --probe: timing PyTorch eager's steps on this machine's GPU (about a minute)\n");
+    char *argv[] = {"python3", script, "--host-probe", "--out", csv, NULL};
+    const double t0 = ts_wall_s();
+    int status = -1;
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        execvp("python3", argv);
+        fprintf(stderr, "tessera calib host --probe: cannot run python3: %s\n", strerror(errno));
+        _exit(127);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "tessera calib host --probe: %s did not finish (it needs python3 with torch and a GPU it "
+                        "sees; its messages are above)\n", script);
+        remove(csv);
+        rmdir(dir);
+        return -1;
+    }
+    fprintf(stderr, "tessera calib host --probe: measured in %.0f s\n", ts_wall_s() - t0);
+    return 0;
+}
+
 /* `calib host FILE [--out HOST.csv]`: the host of a calibration whose host was measured apart from its
- * GPU (eager PyTorch), as a host profile another calibration can take (--host). */
+ * GPU (eager PyTorch), as a host profile another calibration can take (--host); with --probe, this
+ * machine's. */
 static int cmd_host(const struct calib_args *a)
 {
+    char probed[CFG_PATH + 64] = "";
+    if (a->probe && a->file) {
+        fprintf(stderr, "tessera calib host: --probe measures this machine; it takes no FILE (%s)\n", a->file);
+        return EXIT_USAGE;
+    }
+    if (a->probe) {
+        if (probe_host(probed, sizeof probed))
+            return EXIT_USAGE;
+        struct calib_args b = *a;
+        b.file = probed, b.probe = false;
+        const int rc = cmd_host(&b);
+        remove(probed);
+        probed[strlen(probed) - strlen("/probe.csv")] = '\0';
+        rmdir(probed);
+        return rc;
+    }
     if (!a->file) {
         fprintf(stderr, "tessera calib host: needs a calibration or profile CSV (or a host profile)\n");
         return EXIT_USAGE;

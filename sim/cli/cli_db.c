@@ -1,13 +1,16 @@
 /* cli_db.c: `tessera db merge OUT IN...`, a sweep's databases made one; `tessera db check FILE...`,
- * SQLite's integrity check of each; `tessera db export DB TABLE`, a table as CSV or JSON. */
+ * SQLite's integrity check of each; `tessera db export DB TABLE`, a table as CSV or JSON; `tessera db
+ * show DB RUN`, a stored run's configuration as a run file. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <sqlite3.h>
 
+#include "config.h"
 #include "db.h"
 #include "cli.h"
 #include "sim.h"
@@ -17,6 +20,7 @@ static void db_usage(FILE *f)
     fprintf(f, "usage: tessera db merge OUT IN...\n"
                "       tessera db check FILE...\n"
                "       tessera db export DB TABLE [--csv | --json] [--run ID] [--out FILE]\n"
+               "       tessera db show DB RUN [--config]\n"
                "\n"
                "Copies every run of the databases IN into OUT (created if it does not exist), each under a new\n"
                "run_id, with its requests, steps, segments, summary, op breakdown, fleet tables and engine\n"
@@ -41,6 +45,61 @@ static void db_usage(FILE *f)
     const char *help;
     for (int i = 0; db_export_table(i, &help); i++)
         fprintf(f, "  %-9s %s\n", db_export_table(i, NULL), help);
+    fprintf(f, "\n"
+               "show writes run RUN's configuration as a run file (--config, the default): its preset, then\n"
+               "each option and parameter it ran with that differs from it, a line each; tessera sim --config\n"
+               "FILE runs it again as it ran.\n");
+}
+
+/* db show DB RUN [--config]: the run's stored configuration as a run file */
+static int db_show(int argc, char **argv)
+{
+    int64_t run;
+    if (ts_parse_i64(argv[3], &run) || run < 1) {
+        fprintf(stderr, "tessera db show: RUN: '%s' is not a run id (a whole number from 1)\n", argv[3]);
+        return EXIT_USAGE;
+    }
+    for (int i = 4; i < argc; i++)
+        if (strcmp(argv[i], "--config") != 0)
+            return cli_unknown_in_list("db show", argv[i], "--config --help");
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc = EXIT_USAGE;
+    struct ts_err err;
+    if (access(argv[2], R_OK) != 0) {
+        fprintf(stderr, "tessera db show: %s: %s\n", argv[2], strerror(errno));
+        return EXIT_USAGE;
+    }
+    if (sqlite3_open_v2(argv[2], &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT config_json, created, code_version FROM main.runs WHERE run_id = ?1", -1, &st,
+                           NULL) != SQLITE_OK) {
+        fprintf(stderr, "tessera db show: %s: %s\n", argv[2], db ? sqlite3_errmsg(db) : "out of memory");
+        goto done;
+    }
+    sqlite3_bind_int64(st, 1, run);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        fprintf(stderr, "tessera db show: %s: no run %lld\n", argv[2], (long long)run);
+        goto done;
+    }
+    const char *text = (const char *)sqlite3_column_text(st, 0);
+    json_error_t jerr;
+    json_t *o = text ? json_loads(text, 0, &jerr) : NULL;
+    struct sim_config c;
+    if (!o || sim_config_from_json(o, &c, &err)) {
+        fprintf(stderr, "tessera db show: %s: run %lld: %s\n", argv[2], (long long)run,
+                o ? err.msg : "its config_json is not JSON");
+        json_decref(o);
+        goto done;
+    }
+    json_decref(o);
+    printf("# run %lld of %s (created %s by tessera %s): tessera sim --config FILE runs it again\n", (long long)run,
+           argv[2], (const char *)sqlite3_column_text(st, 1), (const char *)sqlite3_column_text(st, 2));
+    cli_runfile_write(&c, stdout);
+    rc = 0;
+done:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rc;
 }
 
 /* db export DB TABLE [--csv | --json] [--run ID] [--out FILE] */
@@ -107,6 +166,13 @@ int cli_db(int argc, char **argv)
     if (cli_help_asked(argc, argv)) {
         db_usage(stdout);
         return 0;
+    }
+    if (argc >= 2 && strcmp(argv[1], "show") == 0) {
+        if (argc < 4) {
+            db_usage(stderr);
+            return EXIT_USAGE;
+        }
+        return db_show(argc, argv);
     }
     if (argc >= 2 && strcmp(argv[1], "export") == 0) {
         if (argc < 4) {

@@ -11,6 +11,7 @@
  * "# Needs: GPU" is refused at once where there is no CUDA engine or device.
  */
 #define _XOPEN_SOURCE 700
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
@@ -40,6 +41,8 @@ struct exp_script {
     char about[512];  /* its first line, after "NAME.sh: " */
     char opts[512];   /* the options of its "# Usage:" line, space-separated; a value's after '=' */
     char needs[64];   /* its "# Needs:" line: "", "GPU", "GPU unless VAR", "GPU with VAR" */
+    char knobs[512];  /* the environment variables its usage and needs name ("RPS GPU ..."), each an option
+                       * too: --gpu h100 sets GPU=h100 */
 };
 
 static void exp_usage(FILE *f)
@@ -99,6 +102,48 @@ static void usage_opts(const char *line, char *opts, size_t len)
     }
 }
 
+/* Adds the environment variables text names to knobs, once each: every NAME of "NAME=" (TESSERA, the
+ * binary's own, left out), or with bare the NAME text begins with (a "# Needs:" line's variable). */
+static void knob_names(const char *text, bool bare, char *knobs, size_t len)
+{
+    for (const char *p = text; *p; p++) {
+        const bool starts = p == text || (!isalnum((unsigned char)p[-1]) && p[-1] != '_');
+        const size_t n = starts ? strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") : 0;
+        if (n == 0 || n >= 64 || *p < 'A' || *p > 'Z' || !(p[n] == '=' || (bare && p == text)))
+            continue;
+        char key[72], have[600];
+        snprintf(key, sizeof key, " %.*s ", (int)n, p);
+        snprintf(have, sizeof have, " %s ", knobs);
+        if (strcmp(key, " TESSERA ") != 0 && !strstr(have, key))
+            snprintf(knobs + strlen(knobs), len - strlen(knobs), "%s%.*s", knobs[0] ? " " : "", (int)n, p);
+        p += n - 1;
+    }
+}
+
+/* Whether option opt (--gpu) stands for one of the script's knobs (GPU): its name into name. */
+static bool knob_of(const struct exp_script *s, const char *opt, char *name, size_t len)
+{
+    if (strncmp(opt, "--", 2) != 0 || !opt[2] || strlen(opt) >= len + 2)
+        return false;
+    size_t i = 0;
+    for (const char *p = opt + 2; *p; p++)
+        name[i++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+    name[i] = '\0';
+    char key[80], have[600];
+    snprintf(key, sizeof key, " %s ", name);
+    snprintf(have, sizeof have, " %s ", s->knobs);
+    return strstr(have, key) != NULL;
+}
+
+/* The knobs given as options among args (--gpu h100) set in the environment the script runs in. */
+static void knobs_set(const struct exp_script *s, int n, char **args)
+{
+    char name[64];
+    for (int i = 0; i + 1 < n; i++)
+        if (knob_of(s, args[i], name, sizeof name))
+            setenv(name, args[++i], 1);
+}
+
 /* Reads the header comment of experiments/FILE (or of the script at path). False if unreadable. */
 static bool script_read(const char *path, struct exp_script *s)
 {
@@ -108,15 +153,24 @@ static bool script_read(const char *path, struct exp_script *s)
     if (!fp)
         return false;
     char line[1024];
+    bool usage = false; /* within the usage lines (the first and those indented under it) */
     for (int i = 0; fgets(line, sizeof line, fp) && (line[0] == '#' || i == 0); i++) {
         line[strcspn(line, "\n")] = '\0';
         const char *colon = strstr(line, ".sh: ");
         if (!s->about[0] && colon)
             snprintf(s->about, sizeof s->about, "%s", colon + 5);
+        usage = strncmp(line, "# Usage:", 8) == 0 || (usage && strncmp(line, "#   ", 4) == 0);
         if (strncmp(line, "# Usage:", 8) == 0)
             usage_opts(line, s->opts, sizeof s->opts);
-        if (strncmp(line, "# Needs: ", 9) == 0)
+        if (strncmp(line, "# Needs: ", 9) == 0) {
             snprintf(s->needs, sizeof s->needs, "%.63s", line + 9);
+            const char *var = strstr(line, " unless ") ? strstr(line, " unless ") + 8
+                              : strstr(line, " with ") ? strstr(line, " with ") + 6 : NULL;
+            if (var)
+                knob_names(var, true, s->knobs, sizeof s->knobs);
+        }
+        if (usage)
+            knob_names(line, false, s->knobs, sizeof s->knobs);
     }
     fclose(fp);
     return true;
@@ -198,31 +252,55 @@ static int exp_list(const char *dir, FILE *to)
     return 0;
 }
 
-/* `exp run NAME --help`: the script's header comment, without its "# ". */
-static int print_header(const char *path)
+/* `exp run NAME --help`: the script's header comment, without its "# ", and its knobs as options. */
+static int print_header(const struct exp_script *s)
 {
-    FILE *fp = fopen(path, "r");
+    FILE *fp = fopen(s->path, "r");
     char line[1024];
     for (int i = 0; fp && fgets(line, sizeof line, fp) && (line[0] == '#' || i == 0); i++)
         if (line[0] == '#' && line[1] != '!')
             fputs(line[1] == ' ' ? line + 2 : line + 1, stdout);
     if (fp)
         fclose(fp);
+    if (s->knobs[0]) {
+        printf("\nEach variable above is an option too, after OUT (--name VALUE sets NAME):");
+        for (const char *k = s->knobs; *k; k += strcspn(k, " "), k += *k == ' ') {
+            printf(" --");
+            for (size_t j = 0, m = strcspn(k, " "); j < m; j++)
+                putchar(k[j] == '_' ? '-' : tolower((unsigned char)k[j]));
+        }
+        printf("\n");
+    }
     return 0;
 }
 
 /* Checks the arguments after OUT against the script's options: an unknown option is refused with
  * the nearest; --force is taken out (*force). The rest go to args. */
 static int check_args(const char *cmd, const struct exp_script *s, int n, char **in, char **args, int *nargs,
-                      bool *force)
+                      bool *force, char *knobs_given, size_t knobs_len)
 {
-    char list[600];
+    char list[1200], name[64];
     snprintf(list, sizeof list, "--force %s", s->opts);
     for (char *p = list; (p = strchr(p, '=')) != NULL;)
         *p = ' ';
+    for (const char *k = s->knobs; *k; k += strcspn(k, " "), k += *k == ' ') { /* GPU: --gpu */
+        snprintf(list + strlen(list), sizeof list - strlen(list), " --");
+        for (size_t j = 0, m = strcspn(k, " "); j < m; j++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%c",
+                     k[j] == '_' ? '-' : (char)tolower((unsigned char)k[j]));
+    }
     for (int i = 0; i < n; i++) {
         if (strcmp(in[i], "--force") == 0) {
             *force = true;
+            continue;
+        }
+        if (knob_of(s, in[i], name, sizeof name)) { /* (set in the environment already: knobs_set) */
+            if (i + 1 >= n) {
+                fprintf(stderr, "tessera %s: %s needs a value (it sets %s)\n", cmd, in[i], name);
+                return EXIT_USAGE;
+            }
+            snprintf(knobs_given + strlen(knobs_given), knobs_len - strlen(knobs_given), " %s %s", in[i], in[i + 1]);
+            i++;
             continue;
         }
         if (in[i][0] == '-') {
@@ -428,7 +506,8 @@ static int exp_exec(const char *cmd, const struct exp_script *s, const char *out
     pass[1] = (char *)s->path;
     for (int i = 0; args[i]; i++) /* the arguments before OUT's options (GRID OUT, or OUT) */
         pass[npass++] = args[i];
-    if ((rc = check_args(cmd, s, argc, argv, pass, &npass, &force)) ||
+    char knobs_given[1024] = "";
+    if ((rc = check_args(cmd, s, argc, argv, pass, &npass, &force, knobs_given, sizeof knobs_given)) ||
         (rc = out_prepare(cmd, out, force, resumes, &made))) {
         free(pass);
         return rc;
@@ -437,6 +516,7 @@ static int exp_exec(const char *cmd, const struct exp_script *s, const char *out
     snprintf(command, sizeof command, "tessera %s", cmd);
     for (int i = 2; i < npass; i++)
         snprintf(command + strlen(command), sizeof command - strlen(command), " %s", pass[i]);
+    snprintf(command + strlen(command), sizeof command - strlen(command), "%s", knobs_given);
     mark_write(out, command, "under way", resumes);
     setenv("TESSERA_EXP_OUT_CHECKED", "1", 1); /* the scripts leave OUT's rule to this command */
     const int status = run_child(pass);
@@ -515,11 +595,12 @@ static int exp_run(const char *dir, int argc, char **argv)
         return EXIT_USAGE;
     }
     if (cli_help_asked(argc - 1, argv + 1))
-        return print_header(path);
+        return print_header(&s);
     if (argc < 4) {
         fprintf(stderr, "tessera %s: which OUT folder? (tessera %s --help)\n", cmd, cmd);
         return EXIT_USAGE;
     }
+    knobs_set(&s, argc - 4, argv + 4); /* before the GPU's need, which a knob may decide */
     char why[512];
     if (needs_gpu_now(&s) && !gpu_ready(why, sizeof why)) {
         fprintf(stderr, "tessera %s: needs a GPU and the CUDA engine: %s; nothing was run\n", cmd, why);

@@ -307,8 +307,10 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
 
 static void print_fleet_json(const struct sim_config *base, const struct sim_config *cfg, const struct fleet_result *r)
 {
-    json_t *o = json_object(), *f = cli_summary_json(base, &r->fleet), *reps = json_array();
-    json_object_set_new(f, "replicas", json_integer(r->n));
+    /* a single run's keys, the fleet's merged summary, with the fleet's own and each replica's beside
+     * them: a script written for single runs reads a fleet's */
+    json_t *f = cli_summary_json(base, &r->fleet), *o = f, *reps = json_array();
+    json_object_set_new(f, "num_replicas", json_integer(r->n));
     json_object_set_new(f, "router", json_string(base->router));
     json_object_set_new(f, "router_staleness_s", json_real(base->router_staleness));
     json_object_set_new(f, "refused", json_integer(r->refused));
@@ -327,7 +329,6 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
             json_object_set_new(f, "move_model_s", json_real(r->move_model_s));
         }
     }
-    json_object_set_new(o, "fleet", f);
     for (int i = 0; i < r->n; i++) {
         json_t *s = cli_summary_json(&cfg[i], &r->replica[i]);
         json_object_set_new(s, "routed", json_integer(r->routed[i]));
@@ -346,8 +347,8 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
             json_array_append_new(th, json_pack("[f,f,f,I]", r->tau[k].t_s, r->tau[k].tau, r->tau[k].tpf,
                                                 (json_int_t)r->tau[k].outstanding));
         json_object_set_new(o, "threshold", th);
-        json_object_set_new(json_object_get(o, "fleet"), "threshold_mean", json_real(r->tau_mean));
-        json_object_set_new(json_object_get(o, "fleet"), "threshold_readings", json_integer(r->tau_taken));
+        json_object_set_new(f, "threshold_mean", json_real(r->tau_mean));
+        json_object_set_new(f, "threshold_readings", json_integer(r->tau_taken));
     }
     if (r->nscale > 0) { /* the autoscaler's: [seconds, up, starting, outstanding] */
         json_t *sc = json_array();
@@ -355,7 +356,7 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
             json_array_append_new(sc, json_pack("[f,i,i,I]", r->scale[k].t_s, r->scale[k].up, r->scale[k].starting,
                                                 (json_int_t)r->scale[k].outstanding));
         json_object_set_new(o, "scale", sc);
-        json_object_set_new(json_object_get(o, "fleet"), "scale_readings", json_integer(r->scale_taken));
+        json_object_set_new(f, "scale_readings", json_integer(r->scale_taken));
     }
     cli_print_json(o);
 }

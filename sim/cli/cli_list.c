@@ -234,13 +234,15 @@ static void list_usage(FILE *f)
     fprintf(f, "usage: tessera list models | gpus [--measured] | policies | schedulers | planners | costs |\n"
                "                    systems | impls | decode | calibrations | hosts | routers | links\n"
                "       tessera list gpus --device NAME [MEMORY_MIB]\n"
+               "       tessera list systems [NAME | all]\n"
                "\n"
                "Prints one of the built-in tables: the models, the GPUs (--measured: the ceilings measured\n"
                "on cards beside the datasheet's), the policies and schedulers with their parameters, the\n"
                "activation planners, the cost models, the --system presets, the implementation profiles,\n"
                "the decode models, the calibrations, the host profiles, a fleet's routers and the links\n"
                "between disaggregated pools. gpus --device prints the entry a card is by the name its\n"
-               "driver gives it (nvidia-smi's) and its memory, status 1 for none.\n");
+               "driver gives it (nvidia-smi's) and its memory, status 1 for none. systems prints a line a\n"
+               "preset; systems NAME one in full (its options, note and sources), systems all every one.\n");
 }
 
 /* A link's bandwidth in GB/s, or the card's where it takes the card's (0). */
@@ -269,6 +271,73 @@ static void list_links(void)
         char bw[16];
         printf("%-9s %12s  %s\n", l->name, link_bw(l->bw, bw, sizeof bw), l->source);
     }
+}
+
+/* A preset in full: its help, its options, its cost model, its note and its sources. */
+static void list_system(const struct preset *p)
+{
+    printf("%-11s %s\n            = --policy %s --scheduler %s --decode %s --impl %s "
+           "--max-num-logits %d --planner %s", p->name, p->help, p->policy, p->scheduler,
+           p->decode, p->impl, p->max_num_logits, p->planner);
+    for (size_t k = 0; k < TS_ARRAY_LEN(p->params) && p->params[k].name; k++)
+        printf(" --%s %s", p->params[k].name, p->params[k].value);
+    if (p->model)
+        printf(" --model %s", p->model);
+    if (p->block)
+        printf(" --block %d", p->block);
+    if (p->ep)
+        printf(" --ep %d", p->ep);
+    printf("%s%s%s --act-layout %s\n", p->mask_only ? " --mask-only" : "",
+           p->block_logits ? " --block-logits" : "", p->lazy_chunking ? " --lazy-chunking" : "",
+           p->act_layout);
+    printf("            cost: %s\n", strcmp(p->cost, "calibrated") == 0
+                                         ? "calibrated where its model and implementation have a calibration "
+                                           "for the GPU or one carried to it (else roofline)"
+                                         : "roofline");
+    if (p->note)
+        printf("            note: %s\n", p->note);
+    print_wrapped("            from: ", p->sources);
+}
+
+/* list systems: a line a preset (its runtime, cost model, policy and scheduler, and what it is, cut
+ * at its first clause); list systems NAME: that one in full (all: every one). */
+static int list_systems(const char *name)
+{
+    if (name && strcmp(name, "all") != 0) {
+        for (int i = 0; i < preset_count(); i++)
+            if (strcmp(preset_get(i)->name, name) == 0) {
+                list_system(preset_get(i));
+                return 0;
+            }
+        const char *names[64];
+        int n = 0;
+        for (int i = 0; i < preset_count() && n < 64; i++)
+            names[n++] = preset_get(i)->name;
+        const char *near = param_nearest(name, names, n);
+        fprintf(stderr, "tessera list systems: no system '%s'%s%s%s (tessera list systems names them)\n", name,
+                near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+        return EXIT_USAGE;
+    }
+    enum { WHAT = 64 }; /* the characters of its help shown, cut at a word */
+    if (!name)
+        printf("%-17s %-17s %-10s %-11s %-9s %s\n", "system", "runtime", "cost", "policy", "scheduler", "what it is");
+    for (int i = 0; i < preset_count(); i++) {
+        const struct preset *p = preset_get(i);
+        if (name) {
+            list_system(p);
+            continue;
+        }
+        int cut = (int)strlen(p->help);
+        if (cut > WHAT)
+            for (cut = WHAT; cut > 0 && p->help[cut] != ' '; cut--)
+                ;
+        printf("%-17s %-17s %-10s %-11s %-9s %.*s%s\n", p->name, p->impl, p->cost, p->policy, p->scheduler, cut,
+               p->help, p->help[cut] ? " ..." : "");
+    }
+    if (!name)
+        printf("(runtime and cost: the implementation profile and cost model it runs with; tessera list systems NAME:\n"
+               " one in full, its options, note and sources; tessera list systems all: every one)\n");
+    return 0;
 }
 
 int cli_list(int argc, char **argv)
@@ -326,30 +395,7 @@ int cli_list(int argc, char **argv)
             params_help(stdout, s->params, s->num_params, s->name);
         }
     } else if (strcmp(what, "systems") == 0) {
-        for (int i = 0; i < preset_count(); i++) {
-            const struct preset *p = preset_get(i);
-            printf("%-11s %s\n            = --policy %s --scheduler %s --decode %s --impl %s "
-                   "--max-num-logits %d --planner %s", p->name, p->help, p->policy, p->scheduler,
-                   p->decode, p->impl, p->max_num_logits, p->planner);
-            for (size_t k = 0; k < TS_ARRAY_LEN(p->params) && p->params[k].name; k++)
-                printf(" --%s %s", p->params[k].name, p->params[k].value);
-            if (p->model)
-                printf(" --model %s", p->model);
-            if (p->block)
-                printf(" --block %d", p->block);
-            if (p->ep)
-                printf(" --ep %d", p->ep);
-            printf("%s%s%s --act-layout %s\n", p->mask_only ? " --mask-only" : "",
-                   p->block_logits ? " --block-logits" : "", p->lazy_chunking ? " --lazy-chunking" : "",
-                   p->act_layout);
-            printf("            cost: %s\n", strcmp(p->cost, "calibrated") == 0
-                                                 ? "calibrated where its model and implementation have a calibration "
-                                                   "for the GPU or one carried to it (else roofline)"
-                                                 : "roofline");
-            if (p->note)
-                printf("            note: %s\n", p->note);
-            print_wrapped("            from: ", p->sources);
-        }
+        return list_systems(argc > 2 ? argv[2] : NULL);
     } else if (strcmp(what, "calibrations") == 0) {
         struct sim_config c;
         sim_config_defaults(&c);

@@ -191,7 +191,9 @@ static void sim_usage(FILE *f)
 "\n"
 "Replays a request trace through a dLLM denoising policy, a scheduler and a cost model, and\n"
 "prints a summary. Every option has a default: `tessera sim` alone simulates 200 requests with\n"
-"ShareGPT-shaped lengths arriving at 1 req/s on LLaDA-8B / H200 (dual cache, phase scheduler).\n");
+"ShareGPT-shaped lengths arriving at 1 req/s on LLaDA-8B / H200 (dual cache, phase scheduler).\n"
+"--config FILE takes options from a run file, one a line (rps 2), the command line's over them;\n"
+"tessera db show DB RUN writes a stored run's as one.\n");
     struct sim_config d;
     sim_config_defaults(&d);
     const char *group = NULL;
@@ -289,6 +291,18 @@ static void system_cost(struct sim_config *c)
 
 int cli_sim_parse(int argc, char **argv, struct sim_config *c)
 {
+    struct ts_err why;
+    char **expanded;
+    int nargc;
+    if (cli_runfile_expand(argc, argv, &nargc, &expanded, cli_sim_parse, &why)) {
+        fprintf(stderr, "tessera sim: %s\n", why.msg);
+        return -1;
+    }
+    if (expanded) { /* the run file's options, then the command line's over them */
+        const int rc = cli_sim_parse(nargc, expanded, c);
+        free(expanded);
+        return rc;
+    }
     sim_config_defaults(c);
     c->progress = isatty(STDERR_FILENO);
     struct opt_table t;
@@ -358,6 +372,21 @@ const char *cli_cost_text(const struct sim_config *c, char *buf, size_t len)
         const char *shown = strstr(path, "/sim/data/") ? strstr(path, "/sim/data/") + 1 : path;
         snprintf(buf, len, "calibrated, %s%s%s%s", shown, c->calib_from[0] ? " carried to " : "",
                  c->calib_from[0] ? c->gpu : "", c->extrapolate ? " (extrapolated)" : "");
+    }
+    /* an eager runtime's host, which issues its GPU work: the machine it was measured on */
+    struct impl_profile im;
+    struct calib_host h;
+    struct ts_err err;
+    const char *host = c->host[0] ? c->host : NULL;
+    if (impl_resolve(c->impl, &im, &err) == 0 && im.host_ref[0]) {
+        if (!host && strcmp(c->cost, "calibrated") != 0)
+            host = im.host_ref; /* (the roofline prices its launches as that host issued them) */
+        if (host && calib_host_load(host, &h, &err) == 0)
+            snprintf(buf + strlen(buf), len - strlen(buf), "; host %s (%s)%s", host, h.device,
+                     c->host[0] ? "" : ", another machine's: tessera calib host --probe measures this one's");
+        else if (!host)
+            snprintf(buf + strlen(buf), len - strlen(buf), "; host as calibrated, on the profiling machine "
+                     "(tessera calib host --probe measures this one's, --host takes it)");
     }
     return buf;
 }

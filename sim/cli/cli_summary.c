@@ -29,7 +29,10 @@ static const char *reject_hint(const char *why)
     static const struct {
         const char *reason, *hint;
     } hints[] = {
-        {"maximum positions", "--clip-prompt admits them (their prompts truncated to fit), as does a smaller --gen-len"},
+        {"G alone exceeds", "a smaller --gen-len admits them, or with a trace's own output lengths (--gen-len 0) "
+                            "--max-new-tokens N capping them; no clipping of their prompts does"},
+        {"maximum positions", "--clip-prompt admits them (their prompts truncated to fit), as do a smaller --gen-len "
+                              "and --max-new-tokens N (a trace's output lengths capped)"},
         {"max_num_batched_tokens", "a larger --max-num-batched-tokens admits them"},
         {"KV pool", "a GPU with more memory (--gpu), --tp N or a smaller --gen-len admits them"},
         {"memory", "a GPU with more memory (--gpu), --tp N or a smaller --gen-len admits them"},
@@ -86,6 +89,11 @@ void cli_print_summary(const struct sim_config *c, const struct sim_setup *setup
            m->throughput_tok_s, m->content_tok_s, m->req_s);
     printf("  latency (s)   mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  std %.3f  max-min %.3f\n",
            m->lat_mean_s, m->lat_p50_s, m->lat_p90_s, m->lat_p99_s, m->lat_std_s, m->lat_span_s);
+    if (m->overloaded)
+        printf("  overloaded    requests arrive at %.3f req/s, faster than this configuration finishes them (%.3f a "
+               "second): %lld were outstanding at the last arrival against %lld a third of the way in, so the "
+               "latency percentiles grow with --requests (a lower --rps, or more capacity)\n", m->offered_rps,
+               m->req_s, (long long)m->outstanding[1], (long long)m->outstanding[0]);
     printf("  first block   mean %.3f s after arrival; queueing mean %.3f s\n", m->ttfb_mean_s,
            m->queue_mean_s);
     printf("  memory (GiB)  capacity %.2f = weights %.2f + KV pool %.2f (+ activations); "
@@ -148,6 +156,12 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
     json_object_set_new(o, "scheduler", json_string(c->scheduler));
     char cost[CFG_PATH + 1024];
     json_object_set_new(o, "cost", json_string(cli_cost_text(c, cost, sizeof cost)));
+    json_object_set_new(o, "overloaded", json_boolean(m->overloaded));
+    if (m->offered_rps > 0) {
+        json_object_set_new(o, "offered_rps", json_real(m->offered_rps));
+        json_object_set_new(o, "outstanding_third", json_integer(m->outstanding[0]));
+        json_object_set_new(o, "outstanding_last", json_integer(m->outstanding[1]));
+    }
     json_object_set_new(o, "seed", json_integer((json_int_t)c->seed));
     json_object_set_new(o, "num_requests", json_integer(m->num_requests));
     json_object_set_new(o, "num_finished", json_integer(m->num_finished));

@@ -32,9 +32,15 @@ void *engine_symbol(const char *name, struct ts_err *err)
         if (slash)
             *slash = '\0';
         snprintf(lib, sizeof lib, "%s/libtessera_engine.so", exe);
+        if (access(lib, F_OK) != 0) { /* built for CUDA, the engine not built (make builds the simulator) */
+            ts_fail(err, "the CUDA engine is not built beside this tessera: make engine builds it (it needs a "
+                         "GPU to run); the simulator works without it");
+            return NULL;
+        }
         h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-        if (!h) {
-            ts_fail(err, "cannot load the engine (%s); the simulator works without it", dlerror());
+        if (!h) { /* (dlerror names the library and the symbol or dependency it lacks) */
+            ts_fail(err, "cannot load the CUDA engine, libtessera_engine.so beside this tessera: %s; make engine "
+                         "builds it again, and the simulator works without it", dlerror());
             return NULL;
         }
     }

@@ -138,9 +138,11 @@ int ts_read_file(const char *path, char **out, size_t *len, struct ts_err *err)
         n += got;
         if (n < cap) {
             if (ferror(f)) {
+                const int why = errno;
                 free(buf);
                 fclose(f);
-                return ts_fail(err, "%s: read error", path);
+                return why == EISDIR ? ts_fail(err, "%s: a folder, not a file", path)
+                                     : ts_fail(err, "%s: cannot read it: %s", path, strerror(why));
             }
             break;
         }

@@ -19,13 +19,16 @@
  *   op_breakdown  per-op seconds summed over the run
  *
  */
-#define _DEFAULT_SOURCE /* lstat */
+#define _GNU_SOURCE /* lstat, O_TMPFILE */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -417,6 +420,26 @@ static int prepare_waiting(sqlite3 *db, const char *sql, sqlite3_stmt **st)
     return rc;
 }
 
+/* Whether folder dir takes path, a new file, tried without naming one: an unnamed file made and dropped
+ * (O_TMPFILE). Where its file system has none, a kernel's own (/proc, /sys), which holds no database,
+ * is refused by its type; any other is taken on its permissions. */
+static int folder_takes_files(const char *path, const char *dir, struct ts_err *err)
+{
+    const int fd = open(dir, O_TMPFILE | O_RDWR, 0600);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    const int why = errno;
+    struct statfs fs;
+    if (why != EOPNOTSUPP && why != EISDIR && why != EINVAL)
+        return ts_fail(err, "%s: cannot create a file in '%s': %s", path, dir, strerror(why));
+    if (statfs(dir, &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC))
+        return ts_fail(err, "%s: '%s' is the kernel's %s file system, which holds no database", path, dir,
+                       fs.f_type == PROC_SUPER_MAGIC ? "proc" : "sysfs");
+    return 0;
+}
+
 int db_check(const char *path, enum db_mode mode, struct ts_err *err)
 {
     if (db_guard_process())
@@ -434,7 +457,7 @@ int db_check(const char *path, enum db_mode mode, struct ts_err *err)
             return ts_fail(err, "%s: no such folder '%s'", path, dir);
         if (access(dir, W_OK | X_OK) != 0)
             return ts_fail(err, "%s: cannot create a file in '%s': %s", path, dir, strerror(errno));
-        return 0;
+        return folder_takes_files(path, dir, err);
     }
     if (S_ISDIR(sb.st_mode))
         return ts_fail(err, "%s: a folder, not a database file", path);

@@ -71,7 +71,7 @@ int sched_phase_init(struct sim *s, struct ts_err *err)
 const char *sched_phase_reject(struct sim *s, const struct request *r)
 {
     if (r->L > s->model.max_pos)
-        return "P + G exceeds the model's maximum positions";
+        return sim_positions_refused(s, r);
     int32_t q, logits;
     sim_peak_shape(s, r, &q, &logits);
     if (q > s->sched_p[MAX_TOKENS])

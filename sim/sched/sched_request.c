@@ -42,7 +42,7 @@ static int64_t reservation(struct sim *s, struct request *r)
 static const char *request_reject(struct sim *s, const struct request *r)
 {
     if (r->L > s->model.max_pos)
-        return "P + G exceeds the model's maximum positions";
+        return sim_positions_refused(s, r);
     if (reservation(s, sim_req(s, r->id)) > s->kv_pool_bytes)
         return "its peak KV cache plus its Refresh activation exceed the memory left after weights";
     return NULL;

@@ -76,7 +76,7 @@ static int static_init(struct sim *s, struct ts_err *err)
 static const char *static_reject(struct sim *s, const struct request *r)
 {
     if (r->L > s->model.max_pos)
-        return "P + G exceeds the model's maximum positions";
+        return sim_positions_refused(s, r);
     if (padded_need(s, 1, r->L, r->G) > s->kv_pool_bytes)
         return "alone it needs more KV and activation memory than the device has after weights";
     return NULL;

@@ -1,0 +1,176 @@
+/*
+ * cli_runfile.c: a run file, `tessera sim --config FILE`: tessera sim's options, one a line, as the
+ * option table names them ("rps 2", "--policy dual", "early-stop"), the rest of a line its value
+ * (a path may hold spaces), '#' beginning a comment. The file's options come first and the command
+ * line's over them. `tessera db show DB RUN` writes a stored run's configuration as such a file, so
+ * that any stored run runs again as it ran.
+ */
+#define _POSIX_C_SOURCE 200809L /* getline */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "cli.h"
+#include "config.h"
+#include "presets.h"
+#include "sim.h"
+
+enum { RUNFILE_LINE = 4096, RUNFILE_ARGS = 512 };
+
+/* A line's option: its name (with "--" in front) and its value, or none for a flag; args takes them. */
+static int line_args(const char *path, int line, char *text, char **args, int *n, struct ts_err *err)
+{
+    char *hash = strchr(text, '#');
+    if (hash)
+        *hash = '\0';
+    text += strspn(text, " \t\r");
+    size_t end = strlen(text);
+    while (end > 0 && strchr(" \t\r\n", text[end - 1]))
+        text[--end] = '\0';
+    if (!text[0])
+        return 0;
+    const size_t name_len = strcspn(text, " \t=");
+    char *value = text[name_len] ? text + name_len + 1 : NULL;
+    text[name_len] = '\0';
+    if (value)
+        value += strspn(value, " \t");
+    const char *name = strncmp(text, "--", 2) == 0 ? text + 2 : text;
+    if (strcmp(name, "config") == 0)
+        return ts_fail(err, "%s:%d: config: a run file names no other run file", path, line);
+    if (*n + 2 > RUNFILE_ARGS)
+        return ts_fail(err, "%s:%d: more than %d options", path, line, RUNFILE_ARGS / 2);
+    const size_t len = strlen(name) + 3;
+    args[*n] = xmalloc(len);
+    snprintf(args[(*n)++], len, "--%s", name);
+    if (value && value[0])
+        args[(*n)++] = xstrdup(value);
+    return 0;
+}
+
+/* The options of run file path into args (each allocated), *n of them; each line checked alone by the
+ * parser, a bad one refused by its line. */
+static int read_runfile(const char *path, char **args, int *n, cli_parse_fn parse, struct ts_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ts_fail(err, "--config %s: cannot open it", path);
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int line = 0, rc = 0;
+    while (rc == 0 && (len = getline(&buf, &cap, f)) >= 0) {
+        line++;
+        const char *nul = memchr(buf, '\0', (size_t)len);
+        if (len > RUNFILE_LINE)
+            rc = ts_fail(err, "%s:%d: a line longer than %d characters", path, line, RUNFILE_LINE);
+        else if (nul)
+            rc = ts_fail(err, "%s:%d: a NUL byte at column %ld: not a text file", path, line, (long)(nul - buf) + 1);
+        if (rc)
+            break;
+        char *text = buf;
+        if (line == 1 && strncmp(text, "\xef\xbb\xbf", 3) == 0)
+            text += 3; /* a UTF-8 byte-order mark */
+        const int before = *n;
+        if ((rc = line_args(path, line, text, args, n, err)) != 0 || *n == before)
+            continue;
+        char *one[4] = {"tessera", args[before], *n - before > 1 ? args[before + 1] : NULL, NULL};
+        struct sim_config scratch;
+        if (parse(*n - before + 1, one, &scratch) != 0) /* (the parser says what is wrong) */
+            rc = ts_fail(err, "%s:%d: the option of this line (said above)", path, line);
+    }
+    if (rc == 0 && ferror(f))
+        rc = ts_fail(err, "%s: cannot read it after line %d", path, line);
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+int cli_runfile_expand(int argc, char **argv, int *nargc, char ***nargv, cli_parse_fn parse, struct ts_err *err)
+{
+    *nargv = NULL;
+    int at = -1;
+    const char *path = NULL;
+    for (int i = 1; i < argc && at < 0; i++)
+        if (strcmp(argv[i], "--config") == 0 || strncmp(argv[i], "--config=", 9) == 0) {
+            at = i;
+            path = argv[i][8] == '=' ? argv[i] + 9 : i + 1 < argc ? argv[i + 1] : NULL;
+        }
+    if (at < 0)
+        return 0;
+    if (!path || !path[0])
+        return ts_fail(err, "--config needs a run file");
+    char **args = xcalloc(RUNFILE_ARGS + (size_t)argc + 1, sizeof *args);
+    int n = 0;
+    if (read_runfile(path, args, &n, parse, err)) {
+        for (int i = 0; i < n; i++)
+            free(args[i]);
+        free(args);
+        return -1;
+    }
+    /* argv[0], the file's options, then the command line's but --config FILE */
+    char **out = xcalloc((size_t)(argc + n + 1), sizeof *out);
+    int k = 0;
+    out[k++] = argv[0];
+    for (int i = 0; i < n; i++)
+        out[k++] = args[i];
+    const int skip = argv[at][8] == '=' ? 1 : 2;
+    for (int i = 1; i < argc; i++)
+        if (i < at || i >= at + skip)
+            out[k++] = argv[i];
+    for (int i = 1; i < argc; i++)
+        if (i != at && (strcmp(argv[i], "--config") == 0 || strncmp(argv[i], "--config=", 9) == 0)) {
+            free(out), free(args);
+            return ts_fail(err, "--config given twice (one run file a run)");
+        }
+    free(args); /* (its strings live on in out until the process ends) */
+    *nargc = k;
+    *nargv = out;
+    return 0;
+}
+
+/* A number's text as the shortest that reads back to the same double (0.8, not 0.80000000000000004);
+ * other text as it is. */
+static const char *shortest(const char *text, char *buf, size_t len)
+{
+    double x, back;
+    if (ts_parse_double(text, &x) != 0)
+        return text;
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, x);
+        if (ts_parse_double(buf, &back) == 0 && back == x)
+            return buf;
+    }
+    return text;
+}
+
+void cli_runfile_write(const struct sim_config *c, FILE *f)
+{
+    struct sim_config base; /* what the file's lines are said over: the defaults, the preset applied */
+    sim_config_defaults(&base);
+    struct ts_err err;
+    if (c->system[0] && preset_apply(c->system, &base, &err) == 0)
+        fprintf(f, "system %s\n", c->system);
+    for (int i = 0; i < cfg_num_options; i++) {
+        const struct cfg_option *o = &cfg_options[i];
+        char have[CFG_PATH], was[CFG_PATH];
+        if (!o->stored || !o->help || strcmp(o->name, "system") == 0)
+            continue;
+        cfg_option_text(o, c, have, sizeof have);
+        if (strcmp(have, cfg_option_text(o, &base, was, sizeof was)) == 0)
+            continue;
+        char num[64];
+        if (o->kind == CFG_FLAG) /* (a flag no option unsets: only ever set over the preset) */
+            fprintf(f, "%s\n", o->name);
+        else
+            fprintf(f, "%s %s\n", o->name, o->kind == CFG_REAL ? shortest(have, num, sizeof num) : have);
+    }
+    for (int i = 0; i < c->params.n; i++) {
+        const char *preset = param_values_get(&base.params, c->params.name[i]);
+        char num[64];
+        if (!preset || strcmp(preset, c->params.text[i]) != 0)
+            fprintf(f, "%s %s\n", c->params.name[i], shortest(c->params.text[i], num, sizeof num));
+    }
+}
