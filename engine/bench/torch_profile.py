@@ -33,8 +33,9 @@ Writes a calibration CSV (device,model,segs,q,kv,logit_rows,op,ms,total_ms,gpu_m
 sel_heads) to stdout or --out;
 import it with
     tessera calib import FILE --gpu h200 --out sim/data/calib/h200-llada-8b-torch-eager.csv
-With --host-probe it runs --quick's shapes and names the device with this machine's CPU and driver: the
-profile `tessera calib host --probe` fits a host profile to.
+With --host-probe it runs a small grid (token counts 1 to 512 and one of 4,096, at least 5 repetitions)
+and names the device with this machine's CPU and driver: the profile `tessera calib host --probe` fits
+a host profile to.
 Usage: torch_profile.py [--out FILE] [--reps N] [--quick] [--host-probe] [--kernels FILE] [--grid base|select]
                         [--runtime eager|dllm-serve]
                         [--model NAME --layers L --hidden D --heads H --kv-heads KV --head-dim HD
@@ -62,7 +63,7 @@ ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--quick", action="store_true", help="a few shapes only (smoke test)")
 ap.add_argument("--kernels", help="JSON file for the CUDA kernels launched per op of one layer")
 ap.add_argument("--host-probe", action="store_true",
-                help="the host probe (tessera calib host --probe): --quick's shapes, the device named with this "
+                help="the host probe (tessera calib host --probe): a small grid, the device named with this "
                      "machine's CPU and driver")
 ap.add_argument("--grid", choices=("base", "select"), default="base",
                 help="base: the step grid; select: Refresh steps with dLLM-Serve's KV selection [base]")
@@ -283,7 +284,7 @@ wr.writerow(["device", "model", "segs", "q", "kv", "logit_rows", "op", "ms", "to
 device = f"{torch.cuda.get_device_name()} (torch {torch.__version__} " + \
     (f"dLLM-Serve runtime, {RT.attention_kernel})" if RT else "eager)")
 if args.host_probe:  # the machine a host profile was measured on: its CPU and its driver beside the card
-    args.quick = True
+    args.reps = max(args.reps, 5)
     cpu = next((l.split(":", 1)[1].strip().replace(",", " ") for l in open("/proc/cpuinfo") if l.startswith("model name")),
                "CPU unknown")
     try:
@@ -299,6 +300,8 @@ if args.grid == "select":
     steps = [(sg, q, 0, 0, ph) for ph in (False, True) for q in q_grid for sg in seg_grid if q * sg <= 16384]
 else:
     q_grid, kv_grid = ([1, 32, 512, 4096], [0, 480]) if args.quick else (Q_GRID, KV_GRID)
+    if args.host_probe:  # host-bound steps enough for a steady line, and GPU-bound ones for the gaps
+        q_grid, kv_grid = [1, 8, 32, 64, 128, 512, 4096], [0, 480]
     for q in q_grid:
         for kv in kv_grid:
             for sg in SEG_GRID:
