@@ -21,9 +21,12 @@
 # fitted on its held-out grid only (compare.py host-serve).
 #
 # Writes OUT/validate.csv (system,rate,metric,predicted,measured,error_pct: throughput, mean and p99
-# latency, the forward count, the per-forward MAPE overall and by kind), OUT/validate.md (a table a
-# system), OUT/latency.csv (every request's predicted and measured latency) and, where gnuplot is
-# found, OUT/latency.png (predicted against measured latency a request, a panel a system).
+# latency, the forward count, the per-forward MAPE overall and by kind), OUT/coverage.csv (each
+# throughput, mean and p99 latency against its prediction's 90% interval: inside, its half-width, the
+# error, the load), OUT/validate.md (a table a system, then coverage and error by load: below and above
+# saturation, static batches), OUT/latency.csv (every request's predicted and measured latency) and,
+# where gnuplot is found, OUT/latency.png (predicted against measured latency a request, a panel a
+# system).
 #
 # MEASURE=1 measures the runs again first, on this machine's GPU (experiments/validate/measure.sh:
 # the checkouts in CODE, default baselines/, as experiments/validate/README.md makes them), into
@@ -87,12 +90,50 @@ for s in $systems; do
         "$bin" sim --system "$s" "${opts[@]}" "${batch[@]}" --gpu h100 --cost calibrated --extrapolate \
             --trace "$rec/traces/$s-$rate.csv" --block 32 --seed 1 \
             --db "$tmp/$s-$rate.db" --quiet --no-progress >/dev/null
+        # the same prediction's 90% interval over the measured sources of variance (sim --interval)
+        "$bin" sim --system "$s" "${opts[@]}" "${batch[@]}" --gpu h100 --cost calibrated --extrapolate \
+            --trace "$rec/traces/$s-$rate.csv" --block 32 --seed 1 --interval 90 \
+            --json --quiet --no-progress >"$tmp/$s-$rate.interval.json"
         python3 "$root/experiments/validate/compare.py" run "$s" "$rate" "$runs" "$tmp/$s-$rate.db" \
             >>"$tmp/validate.csv" 2>"$tmp/latency-one.csv" || { cat "$tmp/latency-one.csv" >&2; exit 1; }
         cat "$tmp/latency-one.csv" >>"$tmp/latency.csv"
     done
 done
 mv "$tmp/validate.csv" "$tmp/latency.csv" "$out/"
+# coverage: each measurement inside its prediction's 90% interval or not, and the interval's half-width
+# as a share of the prediction, by load (below saturation: the low rates; above: the high ones; static
+# batches: b4, b16)
+python3 - "$out/validate.csv" "$tmp" "$out/coverage.csv" >"$tmp/coverage.md" <<'PY'
+import csv, json, statistics, sys
+rows, tmp, out = list(csv.DictReader(open(sys.argv[1]))), sys.argv[2], sys.argv[3]
+load = {"low": "below saturation", "high": "above saturation", "b4": "static batches", "b16": "static batches"}
+res = []
+for r in rows:
+    if r["metric"] not in ("throughput_tok_s", "lat_mean_s", "lat_p99_s"):
+        continue
+    lo, hi = json.load(open("%s/%s-%s.interval.json" % (tmp, r["system"], r["rate"])))["interval"][r["metric"]]
+    p, m = float(r["predicted"]), float(r["measured"])
+    res.append(dict(system=r["system"], rate=r["rate"], load=load[r["rate"]], metric=r["metric"], predicted=p,
+                    measured=m, lo=lo, hi=hi, inside=int(lo <= m <= hi), half_width_pct=100 * (hi - lo) / 2 / p,
+                    error_pct=100 * (p - m) / m))
+with open(out, "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(res[0]))
+    w.writeheader()
+    for r in res:
+        w.writerow({k: ("%.4g" % v if isinstance(v, float) else v) for k, v in r.items()})
+print("\n## 90% intervals and errors by load\n")
+print("Each prediction's 90% interval (`tessera sim --interval 90`: the sources of sim/data/variance.csv this run "
+      "has) against the measurement: inside or not, the interval's half-width, and the error, by load.\n")
+print("| load | measurements | inside | median half-width: throughput, mean latency, p99 | median abs error | "
+      "largest abs error |\n|---|---|---|---|---|---|")
+for l in ("below saturation", "above saturation", "static batches", "all"):
+    g = [r for r in res if l == "all" or r["load"] == l]
+    w = ", ".join("±%.1f%%" % statistics.median(r["half_width_pct"] for r in g if r["metric"] == k)
+                  for k in ("throughput_tok_s", "lat_mean_s", "lat_p99_s"))
+    print("| %s | %d | %d (%.0f%%) | %s | %.1f%% | %.1f%% |" % (
+        l, len(g), sum(r["inside"] for r in g), 100 * sum(r["inside"] for r in g) / len(g), w,
+        statistics.median(abs(r["error_pct"]) for r in g), max(abs(r["error_pct"]) for r in g)))
+PY
 
 # the table a system
 {
@@ -110,6 +151,7 @@ mv "$tmp/validate.csv" "$tmp/latency.csv" "$out/"
               printf "| %s | %s | %s | %s | %s | %s | %s%% |\n", k[1], k[2], v[order[i] ",throughput_tok_s"],
                   v[order[i] ",lat_mean_s"], v[order[i] ",lat_p99_s"], v[order[i] ",forwards"],
                   m[order[i] ",forward_mape_all"] } }' "$out/validate.csv"
+    cat "$tmp/coverage.md"
 } >"$out/validate.md"
 cat "$out/validate.md"
 

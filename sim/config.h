@@ -70,6 +70,8 @@ struct sim_config {
     double rps;                /* target rate; 0 = keep a file's own timing */
     int64_t requests;          /* synthetic count, or the first N of a file (0 = all) */
     uint64_t seed;
+    uint64_t decode_seed;      /* the requests' decode streams' seed (0: seed's): drawn decodes varied, the
+                                * workload kept (--interval's replicates) */
     bool skip_bad_rows;
     bool clip_prompt;          /* truncate prompts so that P + G fits the model */
     double slo;                /* a request's latency objective, seconds (0: none): the summary's attainment */
@@ -119,6 +121,11 @@ struct sim_config {
     bool no_steps;
     bool quiet;
     bool progress;             /* progress line on stderr (default: when stderr is a terminal) */
+    int32_t interval;          /* --interval P: each figure's P% interval (0: none; cli_interval.c) */
+    int32_t interval_runs;     /* its replicates */
+    /* a replicate of --interval's (no option sets them, none is stored): every GPU op's time and the
+     * host's times these factors, over --op-scale's (0: 1) */
+    double speed_gpu, speed_host;
 };
 
 /* --- the options ------------------------------------------------------------------------- */

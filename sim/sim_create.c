@@ -236,6 +236,21 @@ static int policy_fits(const struct sim *s, const struct sim_config *cfg, struct
     return 0;
 }
 
+/* The ops' scales: --op-scale's ablation, and a replicate's draw of the GPU's and the host's speed
+ * (--interval); none where neither is asked. */
+static int op_scales(struct sim *s, const struct sim_config *cfg, struct ts_err *err)
+{
+    if (!cfg->op_scale[0] && !(cfg->speed_gpu > 0) && !(cfg->speed_host > 0))
+        return 0;
+    if (cost_op_scale_parse(cfg->op_scale, s->op_scale, err))
+        return -1;
+    for (int op = 0; op < OP_COUNT; op++)
+        s->op_scale[op] *= op == OP_HOST ? (cfg->speed_host > 0 ? cfg->speed_host : 1)
+                                         : (cfg->speed_gpu > 0 ? cfg->speed_gpu : 1);
+    s->cctx.op_scale = s->op_scale;
+    return 0;
+}
+
 /* sim_create, or with fed its requests fed to it (sim_create_fed). */
 static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct ts_err *err)
 {
@@ -269,11 +284,8 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     const struct model_cfg act_view = model_act_view(&s->model); /* (interleaved layers: the larger kind's) */
     s->act_plans = act_cache_create(&act_view, s->planner, NULL);
     s->cctx = (struct cost_ctx){s->model, s->gpu, s->impl, NULL, cfg->extrapolate, cfg->tp, &s->allreduce, NULL, cfg->ep};
-    if (cfg->op_scale[0]) { /* an ablation of the cost model (--op-scale) */
-        if (cost_op_scale_parse(cfg->op_scale, s->op_scale, err))
-            goto fail;
-        s->cctx.op_scale = s->op_scale;
-    }
+    if (op_scales(s, cfg, err))
+        goto fail;
     if ((cfg->tp > 1 && resolve_tp(s, err)) || (cfg->ep > 1 && resolve_ep(s, err)))
         goto fail;
     if (s->cost == &cost_calibrated && load_calibration(s, err))

@@ -55,7 +55,8 @@ static void req_init(struct sim *s, struct request *r, int64_t id, int64_t index
     r->seed = ts_mix64(c->seed ^ ts_mix64((uint64_t)index + 1) ^ 0x9e3779b97f4a7c15ull);
     if (decode_needs_rng(&s->dm)) {
         r->rng = gsl_rng_alloc(gsl_rng_taus2);
-        gsl_rng_set(r->rng, (unsigned long)ts_mix64(c->seed ^ ts_mix64((uint64_t)index + 1)));
+        const uint64_t seed = c->decode_seed ? c->decode_seed : c->seed;
+        gsl_rng_set(r->rng, (unsigned long)ts_mix64(seed ^ ts_mix64((uint64_t)index + 1)));
     }
 }
 

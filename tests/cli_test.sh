@@ -342,6 +342,36 @@ expect 0 "sim past the card's capacity" -- "$bin" sim --rps 8 --requests 100 --n
 contains "sim past the card's capacity" "overloaded    requests arrive at 7.522 req/s, faster than this configuration finishes them"
 expect 0 "sim within the card's capacity" -- "$bin" sim --rps 0.5 --requests 100 --no-progress
 grep -q overloaded "$tmp/out" && bad "a run that keeps up said it was overloaded" || ok
+# --interval: each figure's 90% interval over the sources this run has (the roofline and tessera's engine:
+# the clock alone; an eager runtime: its host too, from machine to machine unless --host names this
+# one's; a drawn decoder: its streams), the point inside, the same for one seed; with every source's
+# spread 0 and a fixed decoder the interval is the point itself, and a wider spread gives a wider one
+expect 0 "sim --interval" -- "$bin" sim --interval 90 --interval-runs 10 --requests 60 --json --quiet --no-progress
+cp "$tmp/out" "$tmp/iv-a.json"
+json_check "$tmp/out" "list(d['interval']['sources']) == ['clock'] and all(d['interval'][k][0] <= d[k] <= d['interval'][k][1] for k in ('throughput_tok_s', 'lat_mean_s', 'lat_p99_s', 'energy_j')) and d['interval']['lat_mean_s'][0] < d['interval']['lat_mean_s'][1]"
+"$bin" sim --interval 90 --interval-runs 10 --requests 60 --json --quiet --no-progress >"$tmp/iv-b.json"
+cmp -s "$tmp/iv-a.json" "$tmp/iv-b.json" && ok || bad "sim --interval: two runs of one seed differ"
+"$bin" sim --interval 90 --interval-runs 10 --requests 60 --db "$tmp/iv.db" --quiet --no-progress >/dev/null
+python3 - "$tmp/iv.db" "$tmp/iv-a.json" <<'PY' && ok || bad "sim --interval --db: the summary's interval_json is not --json's"
+import json, sqlite3, sys
+got = json.loads(sqlite3.connect(sys.argv[1]).execute("SELECT interval_json FROM summary").fetchone()[0])
+assert got == json.load(open(sys.argv[2]))["interval"]
+PY
+expect 0 "sim --interval, an eager runtime" -- "$bin" sim --system fast-dllm --interval 90 --interval-runs 10 --requests 20 \
+    --rps 0.1 --json --quiet --no-progress
+json_check "$tmp/out" "list(d['interval']['sources']) == ['host-run', 'host-machine', 'clock', 'calibration']"
+expect 0 "sim --interval, this machine's host" -- "$bin" sim --system fast-dllm --host lent-h200 --interval 90 \
+    --interval-runs 10 --requests 20 --rps 0.1 --decode threshold:llada-gsm8k --json --quiet --no-progress
+json_check "$tmp/out" "list(d['interval']['sources']) == ['host-run', 'clock', 'calibration', 'decode']"
+mkdir -p "$tmp/data0" && cp -r "$root/sim/data/." "$tmp/data0/"
+awk -F, 'BEGIN { OFS = "," } NR > 1 && $1 !~ /^#/ { $3 = 0 } { print }' "$root/sim/data/variance.csv" >"$tmp/data0/variance.csv"
+expect 0 "sim --interval, no spread" -- env TESSERA_DATA="$tmp/data0" "$bin" sim --system fast-dllm --interval 90 \
+    --interval-runs 5 --requests 20 --rps 0.1 --json --quiet --no-progress
+json_check "$tmp/out" "all(d['interval'][k] == [d[k], d[k]] for k in ('throughput_tok_s', 'lat_mean_s', 'lat_p50_s', 'lat_p90_s', 'lat_p99_s', 'energy_j'))"
+expect 2 "sim --interval live" -- "$bin" sim --interval 90 --executor gpu --requests 2
+contains "sim --interval live" "a live run (--executor gpu) measures instead"
+expect 2 "sim --interval in a fleet" -- "$bin" sim --interval 90 --replicas 2 --requests 2
+contains "sim --interval in a fleet" "--interval: a single instance's run"
 # a swapped pair of letters is one edit (--rsp: --rps, not --tp); a folder given as a trace says so; a --db the
 # kernel's proc file system would hold is refused before the run, with nothing printed of one
 for bad in "--rsp 2|did you mean --rps?" "--trace $tmp|$tmp: a folder, not a file" \

@@ -228,7 +228,18 @@ v=$tmp/val/validate.csv
     ok || bad "exp run validate: dLLM-Serve's step count off by 5% or more"
 [ "$(awk -F, '$3 == "throughput_tok_s" { e = $6 < 0 ? -$6 : $6; if (e < 15) n++ } END { print n + 0 }' "$v" 2>/dev/null)" -eq 12 ] &&
     ok || bad "exp run validate: a throughput off by 15% or more"
-[ "$(grep -c '^| ' "$tmp/val/validate.md" 2>/dev/null)" -eq 13 ] && ok || bad "exp run validate: its table lacks a run"
+[ "$(grep -cE '^\| [a-z-]+ \| (low|high|b4|b16) \|' "$tmp/val/validate.md" 2>/dev/null)" -eq 12 ] && ok ||
+    bad "exp run validate: its table lacks a run"
+# each throughput, mean and p99 latency against its prediction's 90% interval, by load: at least 85% inside
+python3 - "$tmp/val/coverage.csv" <<'PY' && ok || bad "exp run validate: its coverage of the measurements by the 90% intervals"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 36 and {r["load"] for r in rows} == {"below saturation", "above saturation", "static batches"}
+assert all(float(r["lo"]) <= float(r["predicted"]) <= float(r["hi"]) for r in rows)
+assert sum(int(r["inside"]) for r in rows) >= 0.85 * len(rows)
+assert all(int(r["inside"]) == (float(r["lo"]) <= float(r["measured"]) <= float(r["hi"])) for r in rows)
+PY
+grep -q "^| below saturation | 15 | " "$tmp/val/validate.md" && ok || bad "exp run validate: no coverage below saturation"
 [ "$(wc -l <"$tmp/val/latency.csv")" -eq $((10 * 64 + 8 + 32 + 1)) ] && ok || bad "exp run validate: latency.csv lacks requests"
 expect 2 "exp run validate without its record" -- env RECORDS="$tmp/no-records" "$bin" exp run validate "$tmp/val2"
 contains "exp run validate names the record" "needs the record experiments/records/validate-h100"

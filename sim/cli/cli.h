@@ -30,6 +30,27 @@ int cli_sim_parse(int argc, char **argv, struct sim_config *c);
  * argv; else NULL.
  * -1 with err for a file that cannot be read or holds a bad line. cli_runfile_write writes c as a run
  * file: its preset, then each stored option and parameter that differs from it. */
+/* --interval P (cli_interval.c): the summary's figures (throughput, mean/p50/p90/p99 latency, energy)
+ * over iv->runs replicates of the configuration, each drawing the sources of variance of
+ * sim/data/variance.csv that the run has (an eager runtime's host, from run to run and, without
+ * --host, from machine to machine; the card's clock; the calibration's held-out error; a drawn
+ * decoder's streams), their central iv->level percent. */
+enum cli_interval_source { SRC_HOST_RUN, SRC_HOST_MACHINE, SRC_CLOCK, SRC_CALIBRATION, SRC_COUNT };
+#define CLI_INTERVAL_FIGURES 6
+struct cli_interval {
+    int level, runs;                 /* set by the caller */
+    double sigma[SRC_COUNT];         /* each source's spread (the log of a speed's factor) */
+    char record[SRC_COUNT][64];      /* and the record it was measured in */
+    bool used[SRC_COUNT], decode;    /* the sources this run has */
+    double lo[CLI_INTERVAL_FIGURES], hi[CLI_INTERVAL_FIGURES];
+};
+struct sim_setup;
+struct json_t;
+const char *cli_interval_source_name(int k);
+int cli_interval_run(const struct sim_config *base, const struct sim_setup *setup, struct cli_interval *iv,
+                     struct ts_err *err);
+void cli_interval_print(const struct cli_interval *iv, const struct sim_summary *m, FILE *f);
+void cli_interval_json(const struct cli_interval *iv, struct json_t *o);
 typedef int (*cli_parse_fn)(int argc, char **argv, struct sim_config *c);
 int cli_runfile_expand(int argc, char **argv, int *nargc, char ***nargv, cli_parse_fn parse, struct ts_err *err);
 void cli_runfile_write(const struct sim_config *c, FILE *f);

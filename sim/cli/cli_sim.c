@@ -51,12 +51,65 @@ static int live_tp(struct sim_config *c, int argc, char **argv)
     return launch(c->tp, argc, argv);
 }
 
+/* Whether a live run (--executor gpu) of c is refused, said on stderr: its policy, model or decoder
+ * needing what the engine does not run, or an interval asked of it. */
+static bool live_refused(const struct sim_config *c, const struct sim_setup *setup)
+{
+    const struct policy_ops *po = setup->policy;
+    char needs[512];
+    struct ts_err err;
+    struct model_cfg m;
+    const char *lacks = model_resolve(c->model, &m, &err) == 0 ? model_engine_lacks(&m) : NULL;
+    if (eng_ext_refused(po->engine, ENG_EXT_LIVE, needs, sizeof needs))
+        fprintf(stderr, "tessera sim: --executor gpu: policy %s needs %s; price it with the cost model (--executor "
+                        "model)\n", po->name, needs);
+    else if (lacks)
+        fprintf(stderr, "tessera sim: --executor gpu: model %s has %s, which the CUDA engine does not run; "
+                        "price it with the cost model (--executor model)\n", m.name, lacks);
+    else if (strncmp(c->decode, "spiffy:", 7) == 0 || strncmp(c->decode, "wino:", 5) == 0)
+        fprintf(stderr, "tessera sim: --executor gpu: --decode %s verifies %s under a mask of its own "
+                        "(in place of its block), which the CUDA engine does not run; price it with the cost "
+                        "model (--executor model)\n", c->decode, c->decode[0] == 's' ? "draft blocks" : "a shadow block");
+    else if (c->interval > 0)
+        fprintf(stderr, "tessera sim: --interval draws the sources of a prediction's variance; a live run "
+                        "(--executor gpu) measures instead\n");
+    else
+        return false;
+    return true;
+}
+
+/* --interval's replicates (cli_interval.c), their interval stored beside the summary as --json gives it
+ * where the run goes to a database; -1 where a replicate fails, said on stderr. */
+static int run_interval(const struct sim_config *c, const struct sim_setup *setup, struct cli_interval *iv,
+                        struct db_out *out)
+{
+    struct ts_err err;
+    if (cli_interval_run(c, setup, iv, &err)) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        return -1;
+    }
+    if (out) {
+        json_t *o = json_object();
+        cli_interval_json(iv, o);
+        char *text = json_dumps(json_object_get(o, "interval"),
+                                JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+        db_out_set_interval(out, text);
+        free(text);
+        json_decref(o);
+    }
+    return 0;
+}
+
 int cli_sim(int argc, char **argv)
 {
     struct sim_config c;
     int rc = cli_sim_parse(argc, argv, &c);
     if (rc)
         return rc > 0 ? 0 : EXIT_USAGE;
+    if ((c.replicas > 1 || c.fleet[0]) && c.interval > 0) {
+        fprintf(stderr, "tessera sim: --interval: a single instance's run; a fleet's figures are given none\n");
+        return EXIT_USAGE;
+    }
     if (c.replicas > 1 || c.fleet[0])
         return cli_fleet(&c, argc, argv);
     if (c.disagg[0] || c.autoscale[0] || c.load_control[0]) {
@@ -70,28 +123,8 @@ int cli_sim(int argc, char **argv)
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         return EXIT_USAGE;
     }
-    const struct policy_ops *po = setup.policy;
-    char needs[512];
-    if (c.executor == EXECUTOR_GPU && eng_ext_refused(po->engine, ENG_EXT_LIVE, needs, sizeof needs)) {
-        fprintf(stderr, "tessera sim: --executor gpu: policy %s needs %s; price it with the cost model (--executor "
-                        "model)\n", po->name, needs);
+    if (c.executor == EXECUTOR_GPU && live_refused(&c, &setup))
         return EXIT_USAGE;
-    }
-    if (c.executor == EXECUTOR_GPU) {
-        struct model_cfg m;
-        const char *lacks = model_resolve(c.model, &m, &err) == 0 ? model_engine_lacks(&m) : NULL;
-        if (lacks) {
-            fprintf(stderr, "tessera sim: --executor gpu: model %s has %s, which the CUDA engine does not run; "
-                            "price it with the cost model (--executor model)\n", m.name, lacks);
-            return EXIT_USAGE;
-        }
-        if (strncmp(c.decode, "spiffy:", 7) == 0 || strncmp(c.decode, "wino:", 5) == 0) {
-            fprintf(stderr, "tessera sim: --executor gpu: --decode %s verifies %s under a mask of its own "
-                            "(in place of its block), which the CUDA engine does not run; price it with the cost "
-                            "model (--executor model)\n", c.decode, c.decode[0] == 's' ? "draft blocks" : "a shadow block");
-            return EXIT_USAGE;
-        }
-    }
     if (c.executor == EXECUTOR_GPU && c.tp > 1 && (rc = live_tp(&c, argc, argv)) >= 0)
         return rc;
     if (c.db_mode && !c.db[0]) {
@@ -152,15 +185,26 @@ int cli_sim(int argc, char **argv)
         db_out_close(out);
         return EXIT_USAGE;
     }
+    struct cli_interval iv = {.level = c.interval, .runs = c.interval_runs};
+    if (c.interval > 0 && run_interval(&c, &setup, &iv, out)) {
+        sim_destroy(s);
+        db_out_close(out);
+        return EXIT_USAGE;
+    }
     rc = 0;
     if (out && db_out_commit(out, s, &err)) {
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         rc = 1;
     }
     if (c.json) {
-        cli_print_json(cli_summary_json(sim_config(s), &m));
+        json_t *o = cli_summary_json(sim_config(s), &m);
+        if (c.interval > 0)
+            cli_interval_json(&iv, o);
+        cli_print_json(o);
     } else {
         cli_print_summary(sim_config(s), sim_setup_of(s), &m);
+        if (c.interval > 0)
+            cli_interval_print(&iv, &m, stdout);
         if (m.num_rejected)
             cli_reject_lines(s, "  rejected      ", stdout);
     }

@@ -192,8 +192,7 @@ static void sim_usage(FILE *f)
 "Replays a request trace through a dLLM denoising policy, a scheduler and a cost model, and\n"
 "prints a summary. Every option has a default: `tessera sim` alone simulates 200 requests with\n"
 "ShareGPT-shaped lengths arriving at 1 req/s on LLaDA-8B / H200 (dual cache, phase scheduler).\n"
-"--config FILE takes options from a run file, one a line (rps 2), the command line's over them;\n"
-"tessera db show DB RUN writes a stored run's as one.\n");
+"--config FILE: options from a run file, one a line (rps 2); tessera db show DB RUN writes one.\n");
     struct sim_config d;
     sim_config_defaults(&d);
     const char *group = NULL;

@@ -65,6 +65,8 @@ int db_integrity(sqlite3 *db, const char *path, struct ts_err *err);
 struct db_out;
 int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct ts_err *err);
 void sim_stream_steps(struct sim *s, struct db_out *out); /* before sim_run */
+/* The run's --interval (its JSON object, the summary's interval_json), before db_out_commit; NULL: none. */
+void db_out_set_interval(struct db_out *out, const char *json);
 int db_out_commit(struct db_out *out, struct sim *s, struct ts_err *err);
 void db_out_close(struct db_out *out); /* NULL is safe */
 /* A fleet's run (fleet.h) written as db_out_commit writes one: the runs row of the fleet's

@@ -61,7 +61,7 @@ static const char *const schema =
     " weight_bytes INTEGER, kv_pool_bytes INTEGER, act_reserved_bytes INTEGER,"
     " capacity_bytes INTEGER, static_batch INTEGER, rows_processed INTEGER, missed_decodes INTEGER,"
     " redundancy REAL, num_stalls INTEGER, energy_j REAL, mean_power_w REAL, slo_attainment REAL,"
-    " expected_accuracy REAL, accuracy_task TEXT);"
+    " expected_accuracy REAL, accuracy_task TEXT, interval_json TEXT);"
     "CREATE TABLE IF NOT EXISTS op_breakdown(run_id INTEGER, op TEXT, seconds REAL,"
     " PRIMARY KEY(run_id, op));";
 
@@ -159,7 +159,8 @@ static const char *const added_columns[][3] = {
     {"summary", "num_stalls", "INTEGER NOT NULL DEFAULT 0"},
     /* (a run priced before its energy was: NULL, not known) */
     {"summary", "energy_j", "REAL"}, {"summary", "mean_power_w", "REAL"}, {"summary", "slo_attainment", "REAL"},
-    {"summary", "expected_accuracy", "REAL"}, {"summary", "accuracy_task", "TEXT"}};
+    {"summary", "expected_accuracy", "REAL"}, {"summary", "accuracy_task", "TEXT"},
+    {"summary", "interval_json", "TEXT"}};
 
 int db_has_column(sqlite3 *db, const char *name, const char *table, const char *col)
 {

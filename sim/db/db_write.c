@@ -43,6 +43,7 @@ struct writer {
     /* the run's runs of steps and of segments, spilled as they close into two unnamed temporary
      * files (gone with the process, whatever ends it) and inserted into the database at commit */
     FILE *steps, *segs;
+    char *interval_json; /* the run's --interval (db_out_set_interval), or NULL */
 };
 
 
@@ -425,7 +426,7 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
 {
     const struct sim_summary m = *mp;
     sqlite3_stmt *st;
-    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    if (prepare(w, "INSERT INTO out.summary VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 &st))
         return -1;
     int k = 1;
@@ -456,6 +457,10 @@ static int write_summary(struct writer *w, const struct sim_summary *mp, int64_t
         sqlite3_bind_double(st, k++, m.expected_accuracy);
     if (m.accuracy_task[0])
         sqlite3_bind_text(st, k++, m.accuracy_task, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, k++);
+    if (w->interval_json) /* (no --interval: NULL) */
+        sqlite3_bind_text(st, k++, w->interval_json, -1, SQLITE_TRANSIENT);
     else
         sqlite3_bind_null(st, k++);
     int rc = step_done(w, st);
@@ -614,6 +619,12 @@ struct db_out {
     bool in_wal; /* the run went into an existing database, in WAL mode: closing leaves it in
                   * rollback-journal mode (a new database is made so) */
 };
+
+void db_out_set_interval(struct db_out *out, const char *json)
+{
+    free(out->w.interval_json);
+    out->w.interval_json = json ? xstrdup(json) : NULL;
+}
 
 int db_out_open(const char *path, enum db_mode mode, struct db_out **out, struct ts_err *err)
 {
@@ -893,6 +904,7 @@ void db_out_close(struct db_out *o)
         fclose(o->w.segs);
     free(o->runs.v);
     free(o->runs.at.key), free(o->runs.at.val);
+    free(o->w.interval_json);
     free(o);
 }
 
