@@ -7,7 +7,7 @@
 # issue of the eager step), the median and range of the MAPE the other runs give it, and the
 # calibrated back end's MAPE under each host; then the run-by-run matrix.
 #
-# Usage: HOSTS="lent-h100 FILE ..." analysis/anchor_spread.sh ANCHOR.jsonl... [-- calib price's options]
+# Usage: HOSTS="h100-xeon FILE ..." analysis/anchor_spread.sh ANCHOR.jsonl... [-- calib price's options]
 #        (HOSTS empty: the calibration's own host only; tessera in build/ or TESSERA=path)
 set -euo pipefail
 here=$(dirname "$0")

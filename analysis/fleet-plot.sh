@@ -58,7 +58,7 @@ else
     lines="\"\" using 1:2 axes x1y2 with steps lw 2 lc \"#d62728\" title \"threshold\""
 fi
 gnuplot <<EOF
-set terminal pngcairo size 1000,480 font "sans,11"
+set terminal pngcairo size 1000,520 font "sans,11"
 set output $(gp_file "$out")
 set title $(gp_str "$(cat "$tmp/title.txt")")
 set xlabel "time (s)"
@@ -67,7 +67,7 @@ $right
 set ytics nomirror
 set y2tics
 set yrange [0:*]
-set key top right
+set key outside bottom center horizontal
 set grid
 plot $(gp_file "$tmp/scale.dat") using 1:4 with filledcurves x1 fillcolor "#c6dbef" title "requests outstanding", $lines
 EOF

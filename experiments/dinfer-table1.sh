@@ -84,15 +84,15 @@ for b in $benches; do
             -v f="$(value forward_ms $s "$wl" "$x")" 'BEGIN { printf "%.4g", f * t / p }')"
     done
 done
-# the host: Fast-dLLM's steps are issued by the host that measured its calibration (the lent H100
-# machine's); on average, again with the lent H200 machine's (workload p512-g1024-lent-h200)
+# the host: Fast-dLLM's steps are issued by the host that measured its calibration (the H100
+# machine's); on average, again with the H200 calibration machine's (workload p512-g1024-h200-xeon)
 if [ "$DI_COST" = calibrated ]; then
     for s in fast-dllm-nocache fast-dllm; do
-        run $s avg 1 "$wl"-lent-h200 --host lent-h200
+        run $s avg 1 "$wl"-h200-xeon --host h200-xeon
     done
 fi
 # the table's numbers over the setting's unknowns, one moved at a time: the prompt (128 and 1,024
-# tokens), and for Fast-dLLM the host issuing its eager steps (the other lent machine's), its blocks
+# tokens), and for Fast-dLLM the host issuing its eager steps (the other measured machine's), its blocks
 # (32, Fast-dLLM's own default, where dInfer's port runs 64: inclusionAI/dInfer
 # benchmarks/benchmark_dataset_fastdllm.py at fce4e32, --block_length 64) and the GPUs its experts
 # are split over (one, and the slides' eight, where the port's --gpu default is four); the derived
@@ -107,7 +107,7 @@ for s in vllm fast-dllm-nocache fast-dllm dinfer-nocache dinfer; do
         vals=("$(value tps $s "$wl" "$x")")
         alts="P=128 P=1024"
         [[ $s == fast-dllm* ]] && alts+=" BLOCK=32 EP=1 EP=8"
-        [[ $s == fast-dllm* ]] && [ "$DI_COST" = calibrated ] && alts+=" HOST=lent-h200"
+        [[ $s == fast-dllm* ]] && [ "$DI_COST" = calibrated ] && alts+=" HOST=h200-xeon"
         [ "$QUICK" = 1 ] && alts="P=128"
         for av in $alts; do
             case $av in
@@ -178,15 +178,15 @@ and carried to the H800 by tessera calib transfer (the same chip and memory: the
 and vLLM's by the roofline of compiled kernels (the dInfer table's 8 H800s with tensor and expert
 parallelism are not what a calibration of one GPU measures; no calibration measures Qwen2.5-3B)."
     host_note="Fast-dLLM's forwards are the host's: the harness's eager forward issues $moe_kernels CUDA kernels, $(printf '%.1f' "$host_ms") ms
-a step on the lent H100 machines' host, where its GPU work takes less with the cache and about as
+a step on the host of the H100 machines its calibration was measured on, where its GPU work takes less with the cache and about as
 much without it. So its cache saves little time a forward ($(fv fast-dllm) ms against $(fv fast-dllm-nocache)) while it decides fewer
 tokens a forward ($(tpf fast-dllm) against $(tpf fast-dllm-nocache), the table's TPFs), and the cache lowers its TPS, where the table's
 halves its forward ($(fv fast-dllm paper) ms against $(fv fast-dllm-nocache paper)): the table's Fast-dLLM issued its steps in at most $(fv fast-dllm paper) ms, on a
 faster host or with fewer kernels (RoPE's tables once a forward rather than a layer, fused norms).
-Issued by the lent H200 machines' host instead (--host lent-h200: the calibration's host line scaled
-by the two machines' per-step issue times for LLaDA-8B), Fast-dLLM reaches $(fmt "$(value tps fast-dllm-nocache "$wl"-lent-h200 1)") and $(fmt "$(value tps fast-dllm "$wl"-lent-h200 1)") tokens/s on average
-without and with its cache (workload $wl-lent-h200): $(awk -v a="$(value tps fast-dllm "$wl"-lent-h200 1)" \
-    -v b="$(value tps fast-dllm-nocache "$wl"-lent-h200 1)" 'BEGIN { print (a > b ? "there its cache raises its TPS, as the table'"'"'s does" : "its cache still lowers its TPS") }')."
+Issued by the host of the H200 machines its calibration was measured on instead (--host h200-xeon: the calibration's host line scaled
+by the two machines' per-step issue times for LLaDA-8B), Fast-dLLM reaches $(fmt "$(value tps fast-dllm-nocache "$wl"-h200-xeon 1)") and $(fmt "$(value tps fast-dllm "$wl"-h200-xeon 1)") tokens/s on average
+without and with its cache (workload $wl-h200-xeon): $(awk -v a="$(value tps fast-dllm "$wl"-h200-xeon 1)" \
+    -v b="$(value tps fast-dllm-nocache "$wl"-h200-xeon 1)" 'BEGIN { print (a > b ? "there its cache raises its TPS, as the table'"'"'s does" : "its cache still lowers its TPS") }')."
 else
     cost_note="Every TPS is priced by the roofline: the presets' implementations, PyTorch eager for Fast-dLLM,
 compiled kernels for dInfer and vLLM."
@@ -219,19 +219,19 @@ roofline with no host time $vllm_floor. The table's vLLM paid more a token than 
 does: its 8 H800s' all-reduces in every forward or its host, which the slides do not detail."
 why "dInfer is over ten times Fast-dLLM" "tessera's dInfer is $(tps_ratio dinfer fast-dllm-nocache)x its Fast-dLLM without a cache:
 the table's Fast-dLLM takes $(fv fast-dllm-nocache paper) ms a forward, tessera's $(fv fast-dllm-nocache), $([ -n "$host_note" ] && echo "most of it its host's issue of
-$moe_kernels kernels ($(printf '%.1f' "$host_ms") ms a step on the lent H100 machine)" || echo "priced by the roofline"); the table's ran slower still (its 8 H800s or its host)."
+$moe_kernels kernels ($(printf '%.1f' "$host_ms") ms a step on the host of the H100 machine its calibration was measured on)" || echo "priced by the roofline"); the table's ran slower still (its 8 H800s or its host)."
 why "the KV cache raises both frameworks' TPS" "Fast-dLLM's TPS is $(fmt "$(value tps fast-dllm "$wl" 1)") with its cache and $(fmt "$(value tps fast-dllm-nocache "$wl" 1)") without:
 its forward takes $(fv fast-dllm) ms against $(fv fast-dllm-nocache) (the table's $(fv fast-dllm paper) against $(fv fast-dllm-nocache paper)) while it decides fewer tokens a
 forward ($(tpf fast-dllm) against $(tpf fast-dllm-nocache), the table's TPFs). $([ -n "$host_note" ] && echo "Its forwards are its host's issue, which
-the cache does not shorten; issued by the lent H200 machine's host its cache $(awk -v a="$(value tps fast-dllm "$wl"-lent-h200 1)" \
-    -v b="$(value tps fast-dllm-nocache "$wl"-lent-h200 1)" 'BEGIN { print (a > b ? "raises" : "still lowers") }') its TPS (the notes below).")"
+the cache does not shorten; issued by the H200 calibration machine's host its cache $(awk -v a="$(value tps fast-dllm "$wl"-h200-xeon 1)" \
+    -v b="$(value tps fast-dllm-nocache "$wl"-h200-xeon 1)" 'BEGIN { print (a > b ? "raises" : "still lowers") }') its TPS (the notes below).")"
 NOTES+="
 
 The table's TPS over the setting's unknowns (tessera's range a framework and benchmark, the table's
 number in parentheses; workloads $wl~ASSUMPTION=VALUE, derived metrics tps_lo and tps_hi): the prompt
 at 128 and 1,024 tokens (PROMPT=, $DI_P here); for Fast-dLLM blocks of 32 (its own code's, where dInfer's
 port runs 64), its experts on one H800 or split over the slides' eight (EP=, four here: the port's --gpu
-default)$([ "$DI_COST" = calibrated ] && echo " and the lent H200 machine's host"). $inside of $ranged lie inside.
+default)$([ "$DI_COST" = calibrated ] && echo " and the host of the H200 machine its calibration was measured on"). $inside of $ranged lie inside.
 
 $DI_RANGES"
 SHOW_METRICS="tps forward_ms forward_ms_table"

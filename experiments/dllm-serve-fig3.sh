@@ -19,11 +19,11 @@ for w in $DS_WORKLOADS; do
     # beside each workload's peak-rate point
     paper speedup dllm-serve "$w" "$r1" 1.71
 done
-# how far the result moves with the host: LiveBench's peak rate again, issued by the other lent
+# how far the result moves with the host: LiveBench's peak rate again, issued by the other measured
 # machine's host
 ds_use livebench
-alt=lent-h100
-[ "$DS_HOST" = lent-h100 ] && alt=lent-h200
+alt=h100-xeon
+[ "$DS_HOST" = h100-xeon ] && alt=h200-xeon
 for s in $DS_SYSTEMS; do ds_point "$s" rtx4090 "$r1" "$n" $alt; done
 DS_WORKLOAD="livebench-$alt" ds_speedup "$r1"
 check "dLLM-Serve's throughput over the strongest baseline's at ${r1} req/s is within the paper's 1.61-1.81x on each workload" \

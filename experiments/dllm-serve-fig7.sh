@@ -74,7 +74,7 @@ $(ds_cost_notes rtx4090)"
 # the figure: (a) by input length, (b) by output length, each at 0.5 and at 8 req/s
 for sweep in input output; do
     fig_lines "($([ $sweep = input ] && echo a || echo b)) ${sweep^} length" "${sweep^} length (tokens)" \
-        "Throughput relative to Sparse-dLLM (×)" "ref=1:Sparse-dLLM" yfrom0
+        "Throughput relative to Sparse-dLLM (×)" "ref=1:Sparse-dLLM" yaround=1
     fig_curve "0.5 req/s" dllm-serve $sweep speedup
     fig_curve "8 req/s (neither keeps up)" dllm-serve $sweep-8rps speedup
 done

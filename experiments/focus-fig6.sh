@@ -52,7 +52,7 @@ ridge=$("$bin" list gpus | awk '$1 == "a100-80gb" { printf "%.0f", $3 * 1e3 / $4
 # appendix F.1: CUDA graphs off in every throughput run): 12 kernels a layer in its SDAR model
 # (lmdeploy/pytorch/models/sdar.py: the input and post-attention add-RMSNorms, the QKV, O, gate/up and
 # down GEMMs, the q and k norms, RoPE, the K/V cache fill, the attention, SiLU-and-mul), each at what a
-# PyTorch kernel takes the lent H200 machine's host to issue (host profile lent-h200's step over the
+# PyTorch kernel takes the H200 calibration machine's host to issue (host profile h200-xeon's step over the
 # PyTorch harness's kernels a step, records/host-h100/torch_kernels-h100.json, on sqlite3's stdin)
 lmd_layers=$("$bin" list models | awk -v m="$m0" '$1 == m { print $2 }')
 kj="$(dirname "$0")/records/host-h100/torch_kernels-h100.json"
@@ -60,7 +60,7 @@ harness_kernels=$(sqlite3 :memory: "SELECT json_extract(j, '\$.layers') * (SELEC
     json_each(j, '\$.kernels_per_layer_op') WHERE key NOT IN ('embed', 'lm_head', 'sample')) + (SELECT sum(value)
     FROM json_each(j, '\$.kernels_per_layer_op') WHERE key IN ('embed', 'lm_head', 'sample'))
     FROM (SELECT readfile('/dev/stdin') AS j)" <"$kj")
-issue_us=$("$bin" list hosts | awk -v n="$harness_kernels" '$1 == "lent-h200" { printf "%.1f", $2 * 1e3 / n }')
+issue_us=$("$bin" list hosts | awk -v n="$harness_kernels" '$1 == "h200-xeon" { printf "%.1f", $2 * 1e3 / n }')
 issue_ms=$(awk -v l="$lmd_layers" -v u="$issue_us" 'BEGIN { printf "%.1f", 12 * l * u / 1e3 }')
 step_ms() { ratio "$(point_json makespan_ns "$@")" "$(awk -v n="$(point_json num_steps "$@")" 'BEGIN { print n * 1e6 }')"; }
 why "FOCUS gains more from larger batches" "on $m0 over ShareGPT, from batch $first to $last FOCUS's throughput
@@ -69,7 +69,7 @@ process $(fmt "$(rows_step focus sharegpt-"$m0" "$first")") rows at batch $first
 compute-bound from about $ridge rows (its bf16 rate over its bandwidth): past that a larger batch
 adds time in proportion, for both. The benchmark ran LMDeploy's PyTorch backend eager (--eager-mode),
 its host issuing every kernel of a step: 12 a layer in LMDeploy's SDAR model, $((12 * lmd_layers)) in its $lmd_layers layers, $issue_ms ms at
-the lent H200 machine's $issue_us µs a PyTorch kernel, under the $(fmt "$(step_ms focus sharegpt-"$m0" "$first")") ms FOCUS's steps take at batch
+the H200 calibration machine's $issue_us µs a PyTorch kernel, under the $(fmt "$(step_ms focus sharegpt-"$m0" "$first")") ms FOCUS's steps take at batch
 $first here, so issuing them does not bind even FOCUS's small batches. For the paper's FOCUS to gain
 with the batch, each step must carry more host work than its kernels' issue (its Python scheduler,
 which runs between steps), a larger share of its shorter steps; tessera models no scheduler time."

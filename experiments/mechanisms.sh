@@ -217,13 +217,15 @@ with open(os.path.join(out, "figure.dat"), "w") as d:
         d.write('%d "%s" %g %g %s\n' % (i, LABEL.get(r["name"], r["name"]).split(" (")[0], r["rows_per_token"],
                                          r["lat_p99_s"], r["group"]))
 PY
-plot_png mechanisms.sh "$out/figure.png" 1100 520 <<GP
-set multiplot layout 1,2 title "The mechanisms on one H100: 256 positions a request, each model group at one decode threshold"
+plot_png mechanisms.sh "$out/figure.png" 1400 1000 <<GP
+set multiplot layout 2,1 title "The mechanisms on one H100: 256 positions a request, each model group at one decode threshold"
 set style fill solid 0.8 border -1
 set boxwidth 0.7
 set grid ytics
 set key off
-set xtics rotate by 60 right font ",8"
+set xtics rotate by 90 right font ",9"
+set bmargin 11
+set xrange [-0.7:$(($(wc -l <"$out/figure.dat") - 1)).7]
 set ylabel "Rows the decoding steps run a decoded token"
 set logscale y
 set key top right

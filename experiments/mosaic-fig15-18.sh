@@ -117,7 +117,7 @@ memory less the weights, a 1 GiB reserve and the 900 MiB Mosaic's chunk search k
 first-fit planning; mosaic-bf: brute-force search over every pair of chunk counts; mosaic-ilp: the lazy
 search with tessera's GLPK planner over the step's whole op graph (about 200 tensors), each solve
 given $ilp_s s (its note says when it stops at that limit with the best plan found, seeded by the
-heuristics). Search and planning latencies are this machine's CPU time, single-threaded; the paper's are
+heuristics). Search and planning latencies are the CPU time of the machine tessera runs on, single-threaded; the paper's are
 withheld. Fig. 15 (latency_ms, at 1K to 32K tokens): a whole-sequence step priced by the roofline
 with PyTorch eager's kernels in the LM-head and FFN chunks each system runs (calib price --step
 1,T,0,T/2,CHUNK,FFN), plus that system's search and planning time for the step, each step; mosaic-fc
@@ -134,11 +134,13 @@ fig_lines "Fig. 15: step latency" "Context length (tokens)" "Step latency (ms)" 
 for sys in mosaic mosaic-fc mosaic-bf mosaic-ilp; do fig_curve "$(mo_name $sys)" $sys "$wl" latency_ms; done
 fig_bars "Fig. 16: Lₘₐₓ by search strategy" "" "$MO_LMAX_LABEL" yfrom0 "yfmt=%.0s%c"
 for sys in mosaic mosaic-bf; do fig_bar "LLaDA-8B, A100-40GB" "$(mo_name $sys)" $sys "$wl" 1 lmax; done
-fig_lines "Fig. 17: search latency" "Context length (tokens)" "Search latency (ms)" logy scale=0.001 "xfmt=%.0s%c"
+fig_lines "Fig. 17: search latency" "Context length (tokens)" "Search latency (ms)" logy scale=0.001 "xfmt=%.0s%c" \
+    xtics=100000
 for sys in mosaic mosaic-bf; do fig_curve "$(mo_name $sys)" $sys "$wl" search_us; done
-fig_lines "Fig. 18: planning latency" "Context length (tokens)" "Planning latency (ms)" logy scale=0.001 "xfmt=%.0s%c"
+fig_lines "Fig. 18: planning latency" "Context length (tokens)" "Planning latency (ms)" logy scale=0.001 "xfmt=%.0s%c" \
+    xtics=100000
 for sys in mosaic mosaic-ilp; do fig_curve "$(mo_name $sys)" $sys "$wl" plan_us; done
 fig_note "Fig. 15: Mosaic, Mosaic-FC and Mosaic-BF lie within $(for T in "${short[@]}"; do for v in mosaic-fc mosaic-bf; do ratio "$(value latency_ms $v "$wl" "$T")" "$(value latency_ms mosaic "$wl" "$T")"; done; done |
     awk '{ d = $1 > 1 ? $1 - 1 : 1 - $1; if (d > m) m = d } END { printf "%.1f%%", 100 * m }') of each other at every length: their curves overlap (each its own marker and dashes)."
-fig_note "Fig. 16: Mosaic-ILP's Lₘₐₓ is Mosaic's (first-fit's plan at Lₘₐₓ already meets the step's theoretical peak). Search and planning: this machine's CPU time."
+fig_note "Fig. 16: Mosaic-ILP's Lₘₐₓ is Mosaic's (first-fit's plan at Lₘₐₓ already meets the step's theoretical peak). Search and planning: CPU time where tessera runs, single-threaded."
 paper_finish "Mosaic Figs. 15-18: step latency, search latency by strategy, LLaDA-8B, A100-40GB" "context length (tokens)" latency_ms

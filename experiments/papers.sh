@@ -90,10 +90,10 @@ rc=$?
             [ -s "$out/$n/failing.tsv" ] && awk -F'\t' -v n="$n" '{ printf "- %s, *%s*: %s\n", n, $1, $2 }' "$out/$n/failing.tsv"
         done
     fi
-    echo
-    echo "Waiting on parts not built yet:"
-    echo
-    awk -F'\t' '!/^#/ && NF >= 3 && $3 != "" { printf "- %s (%s): %s\n", $1, $2, $3 }' "$here/papers.tsv"
+    waiting=$(awk -F'\t' '!/^#/ && NF >= 3 && $3 != "" { printf "- %s (%s): %s\n", $1, $2, $3 }' "$here/papers.tsv")
+    if [ -n "$waiting" ]; then # (a heading only over a list)
+        printf '\nWaiting on parts not built yet:\n\n%s\n' "$waiting"
+    fi
     for n in "${names[@]}"; do
         [ -f "$out/$n/report.md" ] && { echo; sed -e 's/^# /## /' -e "s|](figure.png)|]($n/figure.png)|" "$out/$n/report.md"; }
     done

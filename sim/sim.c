@@ -490,12 +490,19 @@ static void on_step_done(struct sim *s)
 static void show_progress(struct sim *s, bool last)
 {
     double now = ts_wall_s();
+    if (s->progress_t0 == 0)
+        s->progress_t0 = now;
     if (!last && now < s->progress_next_s)
         return;
     s->progress_next_s = now + 0.25;
-    fprintf(stderr, "\r[%10.3f s] %lld/%lld requests done, %zu running, %zu waiting%s",
+    /* the wall time left, at the pace of the requests done so far (a fed instance's total is not known) */
+    char eta[48] = "";
+    const double took = now - s->progress_t0;
+    if (!last && s->num_done > 0 && s->num_reqs > s->num_done && took > 2)
+        snprintf(eta, sizeof eta, ", about %.0f s left", took * (double)(s->num_reqs - s->num_done) / (double)s->num_done);
+    fprintf(stderr, "\r[%10.3f s] %lld/%lld requests done, %zu running, %zu waiting%s   %s",
             (double)s->now_ns * 1e-9, (long long)s->num_done, (long long)s->num_reqs,
-            s->num_running, s->waiting.n, last ? "\n" : "");
+            s->num_running, s->waiting.n, eta, last ? "\n" : "");
 }
 
 /* Runs the events before until_ns (INT64_MAX: all), each instant's together, a step started after

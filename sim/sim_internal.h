@@ -141,7 +141,7 @@ struct sim {
     size_t num_segs, cap_segs;
     struct sim_summary sum;
     int64_t num_done; /* finished + rejected */
-    double progress_next_s;
+    double progress_next_s, progress_t0; /* the progress line: its next update, and its first (wall s) */
 };
 
 /* --- services for schedulers ------------------------------------------------------------- */

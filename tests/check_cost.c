@@ -665,7 +665,7 @@ START_TEST(eager_sampling_holds_its_casts)
     /* dLLM-Serve's runtime: its own host line (scaled by --host, not replaced), a bf16 softmax copy */
     struct impl_profile ds;
     ck_assert_int_eq(impl_resolve("torch-dllm-serve", &ds, NULL), 0);
-    ck_assert(ds.host_line_own && !e.host_line_own && strcmp(ds.host_ref, "lent-h200") == 0);
+    ck_assert(ds.host_line_own && !e.host_line_own && strcmp(ds.host_ref, "h200-xeon") == 0);
     ck_assert(ds.softmax_copy_bytes == 2 && ds.host_seg_s > 100 * e.host_seg_s && ds.calib_base[0] == 0);
     ck_assert_int_eq(e.softmax_copy_bytes, 8);
     ck_assert_int_eq(f.softmax_copy_bytes, 16);

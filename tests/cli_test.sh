@@ -114,8 +114,8 @@ expect 1 "evict_share.sh on a CSV without ncu's columns" -- bash "$root/analysis
 contains "evict_share.sh on a CSV without ncu's columns" "bad-ncu.csv:2: not an ncu CSV header"
 expect 2 "evict_share.sh without a file" -- bash "$root/analysis/evict_share.sh"
 # (the engine's runs have no host to swap: calib eval --host refuses, naming the host)
-expect 2 "calib eval --host on an engine run" -- "$bin" calib eval --db "$tmp/ops-def.db" --host lent-h100
-contains "calib eval --host on an engine run" "--host lent-h100: the calibration of llada-8b on NVIDIA H200"
+expect 2 "calib eval --host on an engine run" -- "$bin" calib eval --db "$tmp/ops-def.db" --host h100-xeon
+contains "calib eval --host on an engine run" "--host h100-xeon: the calibration of llada-8b on NVIDIA H200"
 expect 2 "calib clock without --gpu" -- "$bin" calib clock "$tmp/h200-warm.csv"
 contains "calib clock without --gpu" "needs TRACE.csv"
 expect 2 "calib clock of a GPU never measured" -- "$bin" calib clock "$tmp/h200-warm.csv" --gpu l40s
@@ -360,7 +360,7 @@ PY
 expect 0 "sim --interval, an eager runtime" -- "$bin" sim --system fast-dllm --interval 90 --interval-runs 10 --requests 20 \
     --rps 0.1 --json --quiet --no-progress
 json_check "$tmp/out" "list(d['interval']['sources']) == ['host-run', 'host-machine', 'clock', 'calibration']"
-expect 0 "sim --interval, this machine's host" -- "$bin" sim --system fast-dllm --host lent-h200 --interval 90 \
+expect 0 "sim --interval, this machine's host" -- "$bin" sim --system fast-dllm --host h200-xeon --interval 90 \
     --interval-runs 10 --requests 20 --rps 0.1 --decode threshold:llada-gsm8k --json --quiet --no-progress
 json_check "$tmp/out" "list(d['interval']['sources']) == ['host-run', 'clock', 'calibration', 'decode']"
 mkdir -p "$tmp/data0" && cp -r "$root/sim/data/." "$tmp/data0/"
@@ -947,12 +947,15 @@ contains "--host, a bad file" "--host: $tmp/badhost.csv:1: header: column 'devic
 # machine's; a calibration without a host measured apart, a bad host file and --host without the
 # calibrated back end are refused by name
 expect 0 "list hosts" -- "$bin" list hosts
-contains "list hosts" "lent-h100    30.09 ms a step + 0.000 ms a segment, measured on NVIDIA H100 80GB HBM3"
+contains "list hosts" "h100-xeon    30.09 ms a step + 0.000 ms a segment, measured on NVIDIA H100 80GB HBM3"
 expect 0 "calib host" -- "$bin" calib host "$data/calib/h200-llada-8b-torch-eager.csv" --out "$tmp/host.csv"
 contains "calib host" "a step's issue takes 23.99 ms + 0.034 ms a segment (fitted on 52 host-bound steps, 80% of them 0.88-1.21x the line)"
-expect 0 "calib host of a host file" -- "$bin" calib host lent-h100
+expect 0 "calib host of a host file" -- "$bin" calib host h100-xeon
 contains "calib host of a host file: the line alone" "(fitted on 59 host-bound steps); its"
-cmp -s "$tmp/host.csv" "$data/hosts/lent-h200.csv" && ok || bad "calib host --out is not the shipped lent-h200.csv"
+cmp -s "$tmp/host.csv" "$data/hosts/h200-xeon.csv" && ok || bad "calib host --out is not the shipped h200-xeon.csv"
+# (the names older runs stored the two under still take them)
+expect 0 "calib host lent-h100" -- "$bin" calib host lent-h100
+contains "calib host lent-h100" "a step's issue takes 30.09 ms"
 # FFN chunks (the sixth field): a small step's FFN weights read once a chunk, so more chunks cost more
 for f in 1 8; do
     expect 0 "calib price, $f FFN chunks" -- "$bin" calib price --roofline --model llada-8b --gpu a100-40gb \
@@ -963,32 +966,32 @@ awk 'NR == FNR { a = $1; next } { exit !($1 > 4 * a) }' "$tmp/gu-1" "$tmp/gu-8" 
     bad "calib price: 8 FFN chunks of a 64-row step should read the gate/up weights 8 times"
 expect 2 "calib price, 0 FFN chunks" -- "$bin" calib price --roofline --step 1,64,0,32,2048,0
 contains "calib price, 0 FFN chunks" "FFN_CHUNKS 1 to 64"
-expect 0 "calib price --host" -- "$bin" calib price --impl torch-eager --step 1,32,480,32 --host lent-h100
+expect 0 "calib price --host" -- "$bin" calib price --impl torch-eager --step 1,32,480,32 --host h100-xeon
 contains "calib price --host" "step          30.131"
 expect 0 "calib price with its own host" -- "$bin" calib price --impl torch-eager --step 1,32,480,32 --host "$tmp/host.csv"
 contains "calib price with its own host" "step          24.026"
 expect 2 "calib host of an engine calibration" -- "$bin" calib host "$data/calib/h200-llada-8b-tessera.csv"
 contains "calib host of an engine calibration" "measured no host apart from its GPU"
-expect 2 "calib price --host on an engine calibration" -- "$bin" calib price --step 1,32,480,32 --host lent-h100
-contains "calib price --host on an engine calibration" "--host lent-h100: the calibration of llada-8b"
+expect 2 "calib price --host on an engine calibration" -- "$bin" calib price --step 1,32,480,32 --host h100-xeon
+contains "calib price --host on an engine calibration" "--host h100-xeon: the calibration of llada-8b"
 printf 'host0_ms,seg_ms,eager_gap_ms,steps,device\n-3,0.1,2,40,X\n' >"$tmp/badhost.csv"
 expect 2 "a bad host profile" -- "$bin" calib price --impl torch-eager --step 1,32,480,32 --host "$tmp/badhost.csv"
 contains "a bad host profile" "badhost.csv:2: expected host0_ms,seg_ms,eager_gap_ms,steps,device"
 expect 2 "an unknown host profile" -- "$bin" sim --impl torch-eager --cost calibrated --host nosuch --requests 2
 contains "an unknown host profile" "hosts/nosuch.csv: cannot open"
-expect 2 "--host on the engine's implementation" -- "$bin" sim --host lent-h100 --requests 2
-contains "--host on the engine's implementation" "--host lent-h100: the tessera implementation issues its steps from CUDA graphs"
+expect 2 "--host on the engine's implementation" -- "$bin" sim --host h100-xeon --requests 2
+contains "--host on the engine's implementation" "--host h100-xeon: the tessera implementation issues its steps from CUDA graphs"
 # under the roofline, an eager implementation's launch costs scale from the host they were measured
-# with (lent-h200: no change) to the other's (lent-h100: 30.09 / 23.99 ms a step, a slower run)
-for h in lent-h200 lent-h100; do
+# with (h200-xeon: no change) to the other's (h100-xeon: 30.09 / 23.99 ms a step, a slower run)
+for h in h200-xeon h100-xeon; do
     $bin sim --impl torch-eager --host $h --requests 20 --quiet --no-progress --json >"$tmp/rh-$h.json" 2>&1
 done
 $bin sim --impl torch-eager --requests 20 --quiet --no-progress --json >"$tmp/rh-none.json" 2>&1
 t() { sqlite3 :memory: "SELECT json_extract(readfile('$1'), '\$.makespan_ns')"; }
-[ "$(t "$tmp/rh-lent-h200.json")" = "$(t "$tmp/rh-none.json")" ] && [ "$(t "$tmp/rh-lent-h100.json")" -gt "$(t "$tmp/rh-none.json")" ] &&
-    ok || bad "roofline --host: lent-h200 should change nothing and lent-h100 slow the run"
-expect 0 "sim --host" -- "$bin" sim --impl torch-eager --cost calibrated --host lent-h100 --requests 4 --quiet --db "$tmp/host.db"
-[ "$(sqlite3 "$tmp/host.db" "SELECT json_extract(config_json, '\$.host') FROM runs")" = lent-h100 ] && ok ||
+[ "$(t "$tmp/rh-h200-xeon.json")" = "$(t "$tmp/rh-none.json")" ] && [ "$(t "$tmp/rh-h100-xeon.json")" -gt "$(t "$tmp/rh-none.json")" ] &&
+    ok || bad "roofline --host: h200-xeon should change nothing and h100-xeon slow the run"
+expect 0 "sim --host" -- "$bin" sim --impl torch-eager --cost calibrated --host h100-xeon --requests 4 --quiet --db "$tmp/host.db"
+[ "$(sqlite3 "$tmp/host.db" "SELECT json_extract(config_json, '\$.host') FROM runs")" = h100-xeon ] && ok ||
     bad "sim --host: the run's configuration does not name its host profile"
 # --roofline needs no calibration: a card and model none was made for
 expect 0 "calib price --roofline" -- "$bin" calib price --roofline --gpu rtx3090 --model dream-7b --impl torch-eager --step 1,4096,0,2048,0
@@ -1399,7 +1402,7 @@ f="$tmp/papers/dllm-serve-fig3/results.jsonl"
           AND json_extract(value, '\$.metric') = 'throughput_tok_s')
     SELECT count(*) = 3 AND max(e.v != o.v) FROM r o JOIN r e ON e.w = o.w || '-torch-eager'")" = 1 ] &&
     tr -s ' \n' '  ' <"$tmp/papers/dllm-serve-fig3/report.md" |
-    grep -q "its host takes 27.2 ms a step and 3.57 ms more a sequence on the lent H200 machine.*in tok/s: livebench [0-9.]* against [0-9.]*, osc .*: \(what its runtime\|within 2% on every workload\)" &&
+    grep -q "its host takes 27.2 ms a step and 3.57 ms more a sequence on the H200 machine the calibration was measured on.*in tok/s: livebench [0-9.]* against [0-9.]*, osc .*: \(what its runtime\|within 2% on every workload\)" &&
     [ -s "$tmp/papers/dllm-serve-fig3/calib-rtx4090-llada-8b-torch-dllm-serve.csv" ] && ok ||
     bad "dllm-serve-fig3: dLLM-Serve not priced by its own runtime's calibration, or its eager-layer counterfactual missing"
 # dInfer's table: each system's forward, tessera's and the table's, and why two trends fail
@@ -1418,7 +1421,7 @@ f="$tmp/papers/dinfer-table1/results.jsonl"
               WHERE json_extract(value, '\$.x') = 1 AND json_extract(value, '\$.metric') = 'forward_ms'
                 AND json_extract(value, '\$.workload') = 'p512-g1024')")" = 1 ] &&
     tr -s ' \n' '  ' <"$tmp/papers/dinfer-table1/report.md" |
-    grep -q "Fast-dLLM's forwards are the host's: the harness's eager forward issues 1569 CUDA kernels.* Issued by the lent H200 machines' host instead" && ok ||
+    grep -q "Fast-dLLM's forwards are the host's: the harness's eager forward issues 1569 CUDA kernels.* Issued by the host of the H200 machines its calibration was measured on instead" && ok ||
     bad "dinfer-table1: Fast-dLLM not priced by the carried torch-eager LLaDA-MoE-7B calibration, or its hosts not said"
 # ... and Hugging Face's expert loop as torch-moe-h100 measured it (11.471 and 28.280 ms a layer)
 tr -s ' \n' '  ' <"$tmp/papers/dinfer-table1/report.md" |

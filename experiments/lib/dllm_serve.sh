@@ -41,8 +41,8 @@ ds_figure() {
     done
 }
 # the host that issues the PyTorch steps (tessera list hosts; HOST=NAME picks another): the papers'
-# hosts are unknown, and the torch-eager profile's launch costs are the lent H200 machine's
-DS_HOST=${HOST:-lent-h200}
+# hosts are unknown, and the torch-eager profile's launch costs are the H200 machine's it was measured on
+DS_HOST=${HOST:-h200-xeon}
 # the cost model (COST=roofline prices with the roofline instead): every system here runs PyTorch, so
 # the PyTorch harness's LLaDA-8B profiles measured on an H200, carried to the paper's GPU by tessera
 # calib transfer (no calibration of an RTX 4090 or an L40S is measured): the baselines' Hugging Face
@@ -159,7 +159,7 @@ ds_check_gemm() {
 # ds_assumptions GPU X PAPER_LO PAPER_HI: the paper's speedup at X, tessera's at the defaults and over
 # each assumption's plausible values, one assumption at a time, the others at their defaults, on
 # each workload (--quick: N 64 and BATCH alone): N 64, 128 and 400 (from DS_N); BATCH code (from
-# fit) or fit; HOST the other lent machine's; the arrivals Gamma CV 2 for the Poisson workloads and
+# fit) or fit; HOST the other measured machine's; the arrivals Gamma CV 2 for the Poisson workloads and
 # Poisson for Burst; GEMM the ends of the card's transfer band. Each run is the workload W~NAME=VALUE; the derived metrics speedup_lo and
 # speedup_hi (W, X) hold the range, and DS_ASSUMPTIONS a table for the report: the value at the
 # defaults, the range, whether the paper's range meets it, and the assumption that moves it most.
@@ -168,7 +168,7 @@ ds_assumptions() {
     local save_batch save_host save_arr save_gemm alt_batch alt_host
     band=$(ds_gemm_band "$gpu")
     alt_batch=$([ "$DS_BATCH" = fit ] && echo code || echo fit)
-    alt_host=$([ "$DS_HOST" = lent-h100 ] && echo lent-h200 || echo lent-h100)
+    alt_host=$([ "$DS_HOST" = h100-xeon ] && echo h200-xeon || echo h100-xeon)
     DS_ASSUMPTIONS="| workload | at the defaults | N 64 / 128 / 400 | BATCH $alt_batch | HOST $alt_host | arrivals | GEMM ${band% *} / ${band#* } | range | the paper's $lo-${hi}x (its middle) | most sensitive to |
 |---|---|---|---|---|---|---|---|---|---|"
     for w in $DS_WORKLOADS; do
@@ -213,7 +213,7 @@ ds_assumptions() {
 Assumptions (one moved at a time, the others at their defaults): N, the requests a run ($DS_N; swept
 64, 128 and 400: dLLM-Serve states none, LiveBench's coding section has 128 questions); BATCH, the
 baselines' static batch ($DS_BATCH; fit as section 6.1 ran them, code as their public code runs);
-HOST, the host issuing the PyTorch steps ($DS_HOST, and the other lent machine's: the papers' hosts
+HOST, the host issuing the PyTorch steps ($DS_HOST, and the other measured machine's: the papers' hosts
 are unknown); ARRIVALS, the arrival process (Poisson, and BurstGPT's Gamma CV 1.41 for Burst; swept
 to Gamma CV 2, and Poisson for Burst); GEMM, the card's GEMM time over the transfer's ($DS_GEMM; swept
 to the ends of the $gpu's transfer band for a Refresh step, ${band// /-}). Each can be
@@ -313,11 +313,11 @@ a block costs it what its scheduler gains where the baselines batch too. Its own
 (torch-dllm-serve, engine/bench/torch_dllm_serve.py), adds a bound of its own: in every layer its
 attention loops over the sequences in Python (chosen-ox/dLLM-Serve dllmserve/layers/attention.py,
 _mixed_sparse_dense_attention) and copies their lengths to the GPU, a copy that waits for the GPU, so
-its host takes 27.2 ms a step and 3.57 ms more a sequence on the lent H200 machine (a Reuse step of 16
+its host takes 27.2 ms a step and 3.57 ms more a sequence on the H200 machine the calibration was measured on (a Reuse step of 16
 sequences 85-93 ms, where its GPU work is 30-42 ms there; compiled RMSNorm and RoPE make the GPU's part
 of a Refresh 16 x 512 about 13% shorter than the eager layer's). Run by the baselines' eager layer
 instead (workloads W-torch-eager), dLLM-Serve would reach at $x req/s, in tok/s: ${eager%, }: $what.
-A host faster than the lent machines' shortens its loop, and the papers' hosts are unknown."
+A host faster than the measured machines' shortens its loop, and the papers' hosts are unknown."
 }
 
 # ds_batch W X: the baselines' static batches at X in workload W, in requests ("1", or "3-4")

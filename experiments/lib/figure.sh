@@ -19,7 +19,9 @@
 #   fig_note TEXT                        a line of text under the legend
 #   FIG_TITLE=TEXT                       the figure's title, where it is not the report's
 # Panel options: logx, logy (base 2 for x, 10 for y), scale=K (values times K, a unit's change),
-# ref=Y:TEXT (a dashed red line at Y, TEXT in the legend), yfrom0 (the y axis from 0), ymin=Y (from Y), xfmt=FORMAT, yfmt=FORMAT (the tics' gnuplot format).
+# ref=Y:TEXT (a dashed red line at Y, TEXT in the legend), yfrom0 (the y axis from 0), ymin=Y (from Y),
+# yaround=Y (the data's range, held open to include Y and 5% either side: a ratio near 1), xfmt=FORMAT,
+# yfmt=FORMAT (the tics' gnuplot format), xtics=STEP (a tic every STEP).
 # A series (a name in the legend) keeps one colour and marker in every panel; no two series share
 # both. The legend is drawn once, under the panels, outside every panel's data. FIG_DASHES=1 gives
 # each series its own dash pattern too (for curves that lie close together).
@@ -82,8 +84,11 @@ fig_panel() {
             scale=*) FIG_SCALE=${o#scale=} ;;
             yfrom0) gp+="set yrange [0:*]"$'\n'"set offsets graph 0.03, graph 0.03, graph 0.08, 0"$'\n' ;;
             ymin=*) gp+="set yrange [${o#ymin=}:*]"$'\n' ;;
+            yaround=*) local a=${o#yaround=} # the data's own range, widened to hold Y and 5% on each side of it
+                gp+="set yrange [*<$(awk -v a="$a" 'BEGIN { print 0.95 * a }'):$(awk -v a="$a" 'BEGIN { print 1.05 * a }')<*]"$'\n'"set offsets graph 0.03, graph 0.03, graph 0.1, graph 0.1"$'\n' ;;
             yfmt=*) gp+="set format y $(gp_str "${o#yfmt=}")"$'\n' ;;
             xfmt=*) gp+="set format x $(gp_str "${o#xfmt=}")"$'\n' ;;
+            xtics=*) gp+="set xtics ${o#xtics=}"$'\n' ;; # a tic every STEP (a number)
             ref=*) local y=${o#ref=}
                 fig_add_series "${y#*:}" ref
                 gp+="set arrow from graph 0, first ${y%%:*} to graph 1, first ${y%%:*} nohead lc rgb '#CC0000' dt 2 lw 2 back"$'\n' ;;

@@ -361,7 +361,7 @@ static int cmd_import(const struct calib_args *a)
 }
 
 /* The warm rounds a clock fit weighs: the first 0.8 s of each trace, before the power limiter's
- * cycle of about a second (a replay 15-20% slower near 0.9 s on the lent H100 and H200) */
+ * cycle of about a second (a replay 15-20% slower near 0.9 s on the measured H100 and H200) */
 #define CLOCK_FIT_WINDOW_S 0.8
 
 /* `calib clock TRACE --gpu G [--model M]`: the clock model fitted to an engine_bench's warm traces. */

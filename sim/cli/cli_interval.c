@@ -120,7 +120,8 @@ int cli_interval_run(const struct sim_config *base, const struct sim_setup *setu
             v[(size_t)k * runs + i] = figure(&m, k);
         done++;
         if (base->progress)
-            fprintf(stderr, "\r--interval: %d of %d replicates (%.0f s)", done, runs, ts_wall_s() - t0);
+            fprintf(stderr, "\r--interval: %d of %d replicates (%.0f s, about %.0f s left)   ", done, runs,
+                    ts_wall_s() - t0, (ts_wall_s() - t0) * (runs - done) / done);
     }
     if (base->progress)
         fprintf(stderr, "\n");

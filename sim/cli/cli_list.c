@@ -93,7 +93,7 @@ static bool list_clocks(const struct gpu_table *t, const char *datadir)
     return false;
 }
 
-/* measured: the ceilings measured on the lent GPUs beside the datasheet's, and their clocks. */
+/* measured: the ceilings measured on the cards beside the datasheet's, and their clocks. */
 static int list_gpus(bool measured)
 {
     struct gpu_table *t = gpu_table_create();
