@@ -9,7 +9,8 @@
 #   make check-gpu   (GPU machine) the engine's kernels and steps against the CPU reference
 #   make check-gpu-tp TP=N  (machine of N GPUs) the engine split over N GPUs against one GPU, and live
 #   make calibrate   (GPU machine) calibrate on this GPU in one command: profile, fit, held-out check, clock,
-#                    install (254 s on an H100; TORCH=1 adds PyTorch eager's profile: 449 s)
+#                    install, and the host probe where torch imports (its time: README.md; TORCH=1 adds
+#                    PyTorch eager's whole profile)
 #   make bench-sim, make bench-engine, make bench-gemm, make bench-gemm-rows (GPU machine)
 #   make check-soak  16 writers and 50 killed runs into one database, each run checked
 #   make check-valgrind, make check-layers, make mutate, make fuzz FUZZ_SECONDS=N, make clean  (V=1: commands)

@@ -438,6 +438,7 @@ START_TEST(summary_rates_and_columns_from_the_requests)
         {"slo_attainment", want[5]},
         {"expected_accuracy", 0}, /* (NULL: the decoder reads no profile; below) */
         {"accuracy_task", 0},
+        {"interval_json", 0}, /* (NULL: no --interval) */
     };
     /* (the columns written side by side hold values apart) */
     ck_assert(m.rows_processed != m.missed_decodes && m.ttfb_mean_s != m.queue_mean_s && m.lat_p90_s != m.lat_p99_s &&
@@ -457,7 +458,7 @@ START_TEST(summary_rates_and_columns_from_the_requests)
         ck_assert_msg(fabs(v - cols[j].want) <= 1e-12 * fabs(cols[j].want), "%s: %.15g, want %.15g", cols[j].col, v,
                       cols[j].want);
     }
-    for (int k = sqlite3_column_count(st) - 2; k < sqlite3_column_count(st); k++)
+    for (int k = sqlite3_column_count(st) - 3; k < sqlite3_column_count(st); k++)
         ck_assert_int_eq(sqlite3_column_type(st, k), SQLITE_NULL);
     sqlite3_finalize(st);
     sqlite3_close(db);

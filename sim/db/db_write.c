@@ -769,9 +769,14 @@ static int commit_src(struct db_out *o, const struct run_src *s, struct ts_err *
             sigaction(SIGTERM, &saved, NULL);
         if (caught)
             on_signal_saved(caught);
-        /* fault injection for the tests: a SIGINT the moment the run is committed */
-        if (getenv("TESSERA_FAULT") && strcmp(getenv("TESSERA_FAULT"), "sigint-after-commit") == 0)
-            raise(SIGINT);
+        /* fault injection for the tests: a SIGINT the moment the run is committed (its handler called
+         * where the process was started with SIGINT ignored, as a shell's background job is) */
+        if (getenv("TESSERA_FAULT") && strcmp(getenv("TESSERA_FAULT"), "sigint-after-commit") == 0) {
+            if (old_int.sa_handler != SIG_IGN)
+                raise(SIGINT);
+            else
+                on_signal_saved(SIGINT);
+        }
         return 0;
     }
     sigaction(SIGINT, &old_int, NULL);
