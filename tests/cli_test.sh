@@ -1139,6 +1139,14 @@ contains "exp sweep --slurm" "sweep: 4 runs from"
 if grep -q -- "--array=1-4" "$tmp/sws/sweep.sbatch" && [ "$(wc -l <"$tmp/sws/runs.txt")" -eq 4 ] &&
     [ "$(sed -n 3p "$tmp/sws/runs.txt")" = "--policy sparse --rps 1 --requests 20 --db $tmp/sws/runs/run-3.db --quiet --no-progress" ]
 then ok; else bad "exp sweep --slurm: its job array or runs.txt is not the grid's"; fi
+# a sweep over presets of different runtimes (Fast-dLLM's PyTorch loop, dLLM-Serve's runtime) says it is not
+# like for like and what holds them fixed; with --impl and --cost given it says nothing of it
+printf -- '--system fast-dllm dllm-serve\n--requests 4\n' >"$tmp/sysgrid.txt"
+expect 0 "exp sweep over presets" -- "$bin" exp sweep "$tmp/sysgrid.txt" "$tmp/sys1" --slurm
+contains "exp sweep over presets" "sweep: note: its runs differ in runtime or cost model (runtime torch-dllm-serve, cost calibrated; runtime torch-fast-dllm, cost calibrated): give --impl and --cost"
+printf -- '--system fast-dllm dllm-serve\n--impl tessera\n--cost calibrated\n--requests 4\n' >"$tmp/sysgrid.txt"
+expect 0 "exp sweep over presets, like for like" -- "$bin" exp sweep "$tmp/sysgrid.txt" "$tmp/sys2" --slurm
+grep -q "sweep: note: its runs differ" "$tmp/out" && bad "a like-for-like sweep said its runs differ" || ok
 printf -- '--policy dual\n--rps 1 -4\n' >"$tmp/badgrid.txt"
 expect 2 "exp sweep with a bad value" -- "$bin" exp sweep "$tmp/badgrid.txt" "$tmp/swb" --slurm
 contains "exp sweep with a bad value" "run 2 (--policy dual --rps -4)"

@@ -13,8 +13,9 @@
 # values is 1,048,576 runs). A line holding a NUL byte or another control character but a tab (a
 # Windows line end's carriage return among them) is refused, naming it; a UTF-8 byte-order mark
 # opening the file is skipped, and said. Every combination is checked next (a one-request run of
-# it): a bad value stops the sweep before any run, naming it. Writes OUT/runs.txt (run K's arguments
-# on line K, its database OUT/runs/run-K.db) and then:
+# it): a bad value stops the sweep before any run, naming it; runs that differ in runtime or cost
+# model (presets of different runtimes) are said not to compare like for like. Writes OUT/runs.txt
+# (run K's arguments on line K, its database OUT/runs/run-K.db) and then:
 #   locally: runs them N at a time (--jobs N, default: the cores; xargs -P), a line per finished
 #            run, and merges them (tessera db merge) into OUT/sweep.db; a failed run stops the
 #            sweep: no run starts after it, those under way finish, its log is OUT/runs/run-K.log
@@ -131,14 +132,21 @@ done
 n=${#combos[@]}
 
 # every run's options checked before anything is written (a one-request run): a refusal names the
-# bad value
+# bad value; each run's runtime and cost model noted (their summary's impl and cost)
+kinds=""
 for k in "${!combos[@]}"; do
     # shellcheck disable=SC2086 # a run's options: the grid's words, split on purpose (set -f: no patterns)
-    if ! err=$("$bin" sim ${combos[k]} --requests 1 --quiet --no-progress 2>&1 >/dev/null); then
-        echo "tessera exp sweep: $grid: run $((k + 1)) (${combos[k]# }): $err" >&2
+    if ! js=$("$bin" sim ${combos[k]} --requests 1 --quiet --no-progress --json 2>&1); then
+        echo "tessera exp sweep: $grid: run $((k + 1)) (${combos[k]# }): $js" >&2
         exit 2
     fi
+    kinds+="$(sed -n 's/.*"impl":"\([^"]*\)","cost":"\([a-z]*\).*/runtime \1, cost \2/p' <<<"$js")"$'\n'
 done
+# a comparison of runs that differ in runtime or cost model is not like for like: said, with the
+# options that hold them fixed
+if [ "$(sort -u <<<"${kinds%$'\n'}" | wc -l)" -gt 1 ]; then
+    echo "sweep: note: its runs differ in runtime or cost model ($(sort -u <<<"${kinds%$'\n'}" | paste -sd ';' | sed 's/;/; /g')): give --impl and --cost on a line of their own to compare like for like" >&2
+fi
 mkdir -p "$out/runs" || exit 2
 # runs.txt: run K's arguments on line K, each word quoted for the shell (paths with spaces too)
 runs=$(for k in "${!combos[@]}"; do

@@ -154,6 +154,7 @@ json_t *cli_summary_json(const struct sim_config *c, const struct sim_summary *m
     json_object_set_new(o, "gpu", json_string(c->gpu));
     json_object_set_new(o, "policy", json_string(c->policy));
     json_object_set_new(o, "scheduler", json_string(c->scheduler));
+    json_object_set_new(o, "impl", json_string(c->impl)); /* the runtime, beside the cost model */
     char cost[CFG_PATH + 1024];
     json_object_set_new(o, "cost", json_string(cli_cost_text(c, cost, sizeof cost)));
     json_object_set_new(o, "overloaded", json_boolean(m->overloaded));
