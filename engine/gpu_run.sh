@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [select] [fc] [focus] [elastic] [moe] [tp] [generate] [disagg] [herald] [sparsed]: the engine's GPU work in one call
-# on a GPU machine, its outputs under OUT. The lent GPU machines have nvcc but no Debian -dev
+# on a GPU machine, its outputs under OUT. A GPU machine may have nvcc but no Debian -dev
 # packages: unpack those into deps/root here and carry it (engine/README.md, "On a GPU machine");
 # DEPS=deps/root then builds against it.
 #   check     make check-gpu: the engine against the CPU reference, live mode, L_max, profile, anchor

@@ -1699,7 +1699,7 @@ START_TEST(a_host_profile_of_the_machine_scales_the_line)
 END_TEST
 
 /* How far a profile's host-bound steps lie from the fitted line: on the line, a band of 1-1x; a host
- * in two states 1.5x apart (every other step slowed, as a lent machine's host drifts for minutes at
+ * in two states 1.5x apart (every other step slowed, as an H100 machine's host drifts for minutes at
  * a time), a band whose ends stand about 1.5x apart around the line; a host file keeps only the line. */
 START_TEST(the_host_line_reports_how_far_its_steps_lie)
 {

@@ -1665,7 +1665,7 @@ grep -qE "^ +attention +[0-9.]+ +30\.0%" "$tmp/out" && grep -qE "^ +gate_up +[0-
 # lists
 for w in models gpus policies schedulers planners costs systems impls calibrations decode; do expect 0 "list $w" -- "$bin" list $w; done
 contains "list decode" "threshold:llada-gsm8k"
-# the ceilings measured on the lent GPUs beside the datasheet's; an unknown option refused
+# the ceilings measured on the H100 and H200 cards beside the datasheet's; an unknown option refused
 # printed it; an unknown option refused
 expect 0 "list gpus --measured" -- "$bin" list gpus --measured
 contains "list gpus --measured" "h200              989.4         780.5       676.6       4800           4200"

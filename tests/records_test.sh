@@ -472,7 +472,7 @@ done < <(sed -n 's/.*"model": "\([a-z0-9.-]*\)", "mode": "eager", "L": \([0-9]*\
     "$rec_dir/torch-lmax-h100/torch_lmax.jsonl")
 [ "$(grep -c '"mode": "eager", "L"' "$rec_dir/torch-lmax-h100/torch_lmax.jsonl")" -ge 6 ] && ok ||
     bad "records/torch-lmax-h100: fewer than 6 eager peaks"
-# sim/data/gpu_measured.csv: the ceilings measured on the lent GPUs, each as its record's engine_bench
+# sim/data/gpu_measured.csv: the ceilings measured on the H100 and H200 cards, each as its record's engine_bench
 # printed it
 while IFS=, read -r g tf held copy rec; do
     [ "$g" = gpu ] && continue

@@ -87,5 +87,13 @@ int cli_getopt_error(const char *cmd, int ret, char **argv, const struct option 
 bool cli_help_asked(int argc, char **argv);
 /* A file a command writes (PATH, "-" for stdout): refused where it holds something unless force. */
 int cli_check_out_file(const char *cmd, const char *path, bool force);
+/* The lines of the open text file f (path names it in messages), each given to fn with its number,
+ * its newline and any '#' comment cut off: a UTF-8 byte-order mark it begins with is skipped and said
+ * on stderr; a line longer than CLI_LINE_MAX characters or holding a NUL byte stops it with err,
+ * naming the line, as does fn's nonzero return (its err as fn set it). 0, or -1. */
+#define CLI_LINE_MAX 4095
+struct ts_err;
+typedef int (*cli_line_fn)(void *ctx, const char *path, int line, char *text, struct ts_err *err);
+int cli_text_lines(FILE *f, const char *path, cli_line_fn fn, void *ctx, struct ts_err *err);
 
 #endif

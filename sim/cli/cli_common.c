@@ -1,7 +1,8 @@
 /*
  * cli_common.c: what the subcommands' parsers share: an unknown option answered with the nearest
- * valid one ("did you mean --requests?"), and the rule for a file a command writes (refused where
- * it holds something, unless --force; written whole or not at all).
+ * valid one ("did you mean --requests?"), the rule for a file a command writes (refused where
+ * it holds something, unless --force; written whole or not at all), and the lines of a file of
+ * options (a fleet file, a run file).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
@@ -81,4 +82,49 @@ int cli_check_out_file(const char *cmd, const char *path, bool force)
         return EXIT_USAGE;
     }
     return 0;
+}
+
+/* The next line of f into buf (room for len bytes, its newline left out, NUL bytes kept): its length,
+ * or -1 at the file's end; a line longer than len - 1 bytes is read no further, *more set. */
+static long next_line(FILE *f, char *buf, size_t len, bool *more)
+{
+    size_t n = 0;
+    int ch = EOF;
+    *more = false;
+    while (!*more && (ch = getc(f)) != EOF && ch != '\n') {
+        if (n + 1 < len)
+            buf[n++] = (char)ch;
+        else
+            *more = true;
+    }
+    buf[n] = '\0';
+    return ch == EOF && n == 0 ? -1 : (long)n;
+}
+
+int cli_text_lines(FILE *f, const char *path, cli_line_fn fn, void *ctx, struct ts_err *err)
+{
+    char buf[CLI_LINE_MAX + 1];
+    int line = 0, rc = 0;
+    long len;
+    bool more;
+    while (rc == 0 && (len = next_line(f, buf, sizeof buf, &more)) >= 0) {
+        char *text = buf;
+        const char *nul = memchr(buf, '\0', (size_t)len);
+        line++;
+        if (more)
+            return ts_fail(err, "%s:%d: a line longer than %d characters", path, line, CLI_LINE_MAX);
+        if (nul)
+            return ts_fail(err, "%s:%d: a NUL byte at column %ld: not a text file", path, line, (long)(nul - buf) + 1);
+        if (line == 1 && len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0) {
+            fprintf(stderr, "%s: note: skipped the UTF-8 byte-order mark it begins with\n", path);
+            text += 3;
+        }
+        char *hash = strchr(text, '#');
+        if (hash)
+            *hash = '\0';
+        rc = fn(ctx, path, line, text, err);
+    }
+    if (rc == 0 && ferror(f))
+        rc = ts_fail(err, "%s: read error after line %d", path, line);
+    return rc;
 }

@@ -252,6 +252,16 @@ static int exp_list(const char *dir, FILE *to)
     return 0;
 }
 
+/* The script's knobs as options, each " --name" (GPU_UTIL: --gpu-util), appended to buf. */
+static void knob_options(const struct exp_script *s, char *buf, size_t len)
+{
+    for (const char *k = s->knobs; *k; k += strcspn(k, " "), k += *k == ' ') {
+        snprintf(buf + strlen(buf), len - strlen(buf), " --");
+        for (size_t j = 0, m = strcspn(k, " "); j < m; j++)
+            snprintf(buf + strlen(buf), len - strlen(buf), "%c", k[j] == '_' ? '-' : (char)tolower((unsigned char)k[j]));
+    }
+}
+
 /* `exp run NAME --help`: the script's header comment, without its "# ", and its knobs as options. */
 static int print_header(const struct exp_script *s)
 {
@@ -263,13 +273,9 @@ static int print_header(const struct exp_script *s)
     if (fp)
         fclose(fp);
     if (s->knobs[0]) {
-        printf("\nEach variable above is an option too, after OUT (--name VALUE sets NAME):");
-        for (const char *k = s->knobs; *k; k += strcspn(k, " "), k += *k == ' ') {
-            printf(" --");
-            for (size_t j = 0, m = strcspn(k, " "); j < m; j++)
-                putchar(k[j] == '_' ? '-' : tolower((unsigned char)k[j]));
-        }
-        printf("\n");
+        char opts[1200] = "";
+        knob_options(s, opts, sizeof opts);
+        printf("\nEach variable above is an option too, after OUT (--name VALUE sets NAME):%s\n", opts);
     }
     return 0;
 }
@@ -283,12 +289,7 @@ static int check_args(const char *cmd, const struct exp_script *s, int n, char *
     snprintf(list, sizeof list, "--force %s", s->opts);
     for (char *p = list; (p = strchr(p, '=')) != NULL;)
         *p = ' ';
-    for (const char *k = s->knobs; *k; k += strcspn(k, " "), k += *k == ' ') { /* GPU: --gpu */
-        snprintf(list + strlen(list), sizeof list - strlen(list), " --");
-        for (size_t j = 0, m = strcspn(k, " "); j < m; j++)
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%c",
-                     k[j] == '_' ? '-' : (char)tolower((unsigned char)k[j]));
-    }
+    knob_options(s, list + strlen(list), sizeof list - strlen(list));
     for (int i = 0; i < n; i++) {
         if (strcmp(in[i], "--force") == 0) {
             *force = true;

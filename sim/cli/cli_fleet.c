@@ -128,25 +128,26 @@ static int fleet_line(const char *path, int line, char *text, int argc, char **a
     return group_builds(&c, where) || add_group(cfg, n, &c, count, where) ? -1 : 0;
 }
 
-/* The next line of f into buf (room for len bytes, its newline left out, NUL bytes kept): its length,
- * or -1 at the file's end; a line longer than len - 1 bytes is read no further, *more set. */
-static long next_line(FILE *f, char *buf, size_t len, bool *more)
+/* What the lines of a fleet file add to: the command line, and the replicas so far. */
+struct fleet_file {
+    int argc;
+    char **argv;
+    struct sim_config **cfg;
+    int *n;
+};
+
+/* cli_text_lines' function: a line's replica group (fleet_line says what it refuses; err left empty) */
+static int group_of_line(void *ctx, const char *path, int line, char *text, struct ts_err *err)
 {
-    size_t n = 0;
-    int ch = EOF;
-    *more = false;
-    while (!*more && (ch = getc(f)) != EOF && ch != '\n') {
-        if (n + 1 < len)
-            buf[n++] = (char)ch;
-        else
-            *more = true;
-    }
-    buf[n] = '\0';
-    return ch == EOF && n == 0 ? -1 : (long)n;
+    struct fleet_file *ff = ctx;
+    if (fleet_line(path, line, text, ff->argc, ff->argv, ff->cfg, ff->n) == 0)
+        return 0;
+    err->msg[0] = '\0';
+    return -1;
 }
 
-/* The fleet file's groups, a line each. A UTF-8 byte-order mark it begins with is skipped, and said; a
- * NUL byte, a line too long, or a group refused stops it, naming the line. */
+/* The fleet file's groups, a line each (cli_text_lines: a byte-order mark skipped and said; a NUL
+ * byte, a line too long, or a group refused stops it, naming the line). */
 static int read_fleet(const char *path, int argc, char **argv, struct sim_config **cfg, int *n)
 {
     FILE *f = fopen(path, "rb");
@@ -154,39 +155,12 @@ static int read_fleet(const char *path, int argc, char **argv, struct sim_config
         fprintf(stderr, "tessera sim: --fleet %s: cannot open\n", path);
         return -1;
     }
-    char buf[4096];
-    int line = 0, rc = 0;
-    long len;
-    bool more;
-    while (rc == 0 && (len = next_line(f, buf, sizeof buf, &more)) >= 0) {
-        char *text = buf;
-        const char *nul = memchr(buf, '\0', (size_t)len);
-        line++;
-        if (more) {
-            fprintf(stderr, "tessera sim: %s:%d: a line longer than %zu characters\n", path, line, sizeof buf - 1);
-            rc = -1;
-            break;
-        }
-        if (nul) {
-            fprintf(stderr, "tessera sim: %s:%d: a NUL byte at column %ld: not a text file\n", path, line,
-                    (long)(nul - buf) + 1);
-            rc = -1;
-            break;
-        }
-        if (line == 1 && len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0) {
-            fprintf(stderr, "%s: note: skipped the UTF-8 byte-order mark it begins with\n", path);
-            text += 3;
-        }
-        char *hash = strchr(text, '#');
-        if (hash)
-            *hash = '\0';
-        rc = fleet_line(path, line, text, argc, argv, cfg, n);
-    }
-    if (rc == 0 && ferror(f)) {
-        fprintf(stderr, "tessera sim: %s: read error after line %d\n", path, line);
-        rc = -1;
-    }
+    struct fleet_file ff = {argc, argv, cfg, n};
+    struct ts_err err;
+    int rc = cli_text_lines(f, path, group_of_line, &ff, &err);
     fclose(f);
+    if (rc && err.msg[0])
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
     if (rc == 0 && *n == 0) {
         fprintf(stderr, "tessera sim: %s: no replica group (a line: COUNT then tessera sim options)\n", path);
         rc = -1;

@@ -5,30 +5,34 @@
  * line's over them. `tessera db show DB RUN` writes a stored run's configuration as such a file, so
  * that any stored run runs again as it ran.
  */
-#define _POSIX_C_SOURCE 200809L /* getline */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-#include <sqlite3.h>
 
 #include "cli.h"
 #include "config.h"
 #include "presets.h"
 #include "sim.h"
 
-enum { RUNFILE_LINE = 4096, RUNFILE_ARGS = 512 };
+enum { RUNFILE_ARGS = 512 };
 
-/* A line's option: its name (with "--" in front) and its value, or none for a flag; args takes them. */
-static int line_args(const char *path, int line, char *text, char **args, int *n, struct ts_err *err)
+/* What the lines of a run file add to: its options so far (each allocated), and the parser each line
+ * is checked by. */
+struct runfile {
+    char **args;
+    int n;
+    cli_parse_fn parse;
+};
+
+/* cli_text_lines' function: a line's option, its name (with "--" in front) and its value, or none for
+ * a flag, checked alone by the parser (which says what is wrong). */
+static int option_of_line(void *ctx, const char *path, int line, char *text, struct ts_err *err)
 {
-    char *hash = strchr(text, '#');
-    if (hash)
-        *hash = '\0';
+    struct runfile *rf = ctx;
     text += strspn(text, " \t\r");
     size_t end = strlen(text);
-    while (end > 0 && strchr(" \t\r\n", text[end - 1]))
+    while (end > 0 && strchr(" \t\r", text[end - 1]))
         text[--end] = '\0';
     if (!text[0])
         return 0;
@@ -40,50 +44,29 @@ static int line_args(const char *path, int line, char *text, char **args, int *n
     const char *name = strncmp(text, "--", 2) == 0 ? text + 2 : text;
     if (strcmp(name, "config") == 0)
         return ts_fail(err, "%s:%d: config: a run file names no other run file", path, line);
-    if (*n + 2 > RUNFILE_ARGS)
+    if (rf->n + 2 > RUNFILE_ARGS)
         return ts_fail(err, "%s:%d: more than %d options", path, line, RUNFILE_ARGS / 2);
+    const int before = rf->n;
     const size_t len = strlen(name) + 3;
-    args[*n] = xmalloc(len);
-    snprintf(args[(*n)++], len, "--%s", name);
+    rf->args[rf->n] = xmalloc(len);
+    snprintf(rf->args[rf->n++], len, "--%s", name);
     if (value && value[0])
-        args[(*n)++] = xstrdup(value);
+        rf->args[rf->n++] = xstrdup(value);
+    char *one[4] = {"tessera", rf->args[before], rf->n - before > 1 ? rf->args[before + 1] : NULL, NULL};
+    struct sim_config scratch;
+    if (rf->parse(rf->n - before + 1, one, &scratch) != 0)
+        return ts_fail(err, "%s:%d: the option of this line (said above)", path, line);
     return 0;
 }
 
-/* The options of run file path into args (each allocated), *n of them; each line checked alone by the
- * parser, a bad one refused by its line. */
-static int read_runfile(const char *path, char **args, int *n, cli_parse_fn parse, struct ts_err *err)
+/* The options of run file path into rf (cli_text_lines: a byte-order mark skipped and said; a NUL
+ * byte, a line too long or a bad option refused by its line). */
+static int read_runfile(const char *path, struct runfile *rf, struct ts_err *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         return ts_fail(err, "--config %s: cannot open it", path);
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int line = 0, rc = 0;
-    while (rc == 0 && (len = getline(&buf, &cap, f)) >= 0) {
-        line++;
-        const char *nul = memchr(buf, '\0', (size_t)len);
-        if (len > RUNFILE_LINE)
-            rc = ts_fail(err, "%s:%d: a line longer than %d characters", path, line, RUNFILE_LINE);
-        else if (nul)
-            rc = ts_fail(err, "%s:%d: a NUL byte at column %ld: not a text file", path, line, (long)(nul - buf) + 1);
-        if (rc)
-            break;
-        char *text = buf;
-        if (line == 1 && strncmp(text, "\xef\xbb\xbf", 3) == 0)
-            text += 3; /* a UTF-8 byte-order mark */
-        const int before = *n;
-        if ((rc = line_args(path, line, text, args, n, err)) != 0 || *n == before)
-            continue;
-        char *one[4] = {"tessera", args[before], *n - before > 1 ? args[before + 1] : NULL, NULL};
-        struct sim_config scratch;
-        if (parse(*n - before + 1, one, &scratch) != 0) /* (the parser says what is wrong) */
-            rc = ts_fail(err, "%s:%d: the option of this line (said above)", path, line);
-    }
-    if (rc == 0 && ferror(f))
-        rc = ts_fail(err, "%s: cannot read it after line %d", path, line);
-    free(buf);
+    const int rc = cli_text_lines(f, path, option_of_line, rf, err);
     fclose(f);
     return rc;
 }
@@ -102,30 +85,27 @@ int cli_runfile_expand(int argc, char **argv, int *nargc, char ***nargv, cli_par
         return 0;
     if (!path || !path[0])
         return ts_fail(err, "--config needs a run file");
-    char **args = xcalloc(RUNFILE_ARGS + (size_t)argc + 1, sizeof *args);
-    int n = 0;
-    if (read_runfile(path, args, &n, parse, err)) {
-        for (int i = 0; i < n; i++)
-            free(args[i]);
-        free(args);
+    for (int i = at + 1; i < argc; i++)
+        if (strcmp(argv[i], "--config") == 0 || strncmp(argv[i], "--config=", 9) == 0)
+            return ts_fail(err, "--config given twice (one run file a run)");
+    struct runfile rf = {xcalloc(RUNFILE_ARGS, sizeof *rf.args), 0, parse};
+    if (read_runfile(path, &rf, err)) {
+        for (int i = 0; i < rf.n; i++)
+            free(rf.args[i]);
+        free(rf.args);
         return -1;
     }
     /* argv[0], the file's options, then the command line's but --config FILE */
-    char **out = xcalloc((size_t)(argc + n + 1), sizeof *out);
+    char **out = xcalloc((size_t)(argc + rf.n + 1), sizeof *out);
     int k = 0;
     out[k++] = argv[0];
-    for (int i = 0; i < n; i++)
-        out[k++] = args[i];
+    for (int i = 0; i < rf.n; i++)
+        out[k++] = rf.args[i];
     const int skip = argv[at][8] == '=' ? 1 : 2;
     for (int i = 1; i < argc; i++)
         if (i < at || i >= at + skip)
             out[k++] = argv[i];
-    for (int i = 1; i < argc; i++)
-        if (i != at && (strcmp(argv[i], "--config") == 0 || strncmp(argv[i], "--config=", 9) == 0)) {
-            free(out), free(args);
-            return ts_fail(err, "--config given twice (one run file a run)");
-        }
-    free(args); /* (its strings live on in out until the process ends) */
+    free(rf.args); /* (its strings live on in out until the process ends) */
     *nargc = k;
     *nargv = out;
     return 0;

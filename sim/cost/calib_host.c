@@ -180,11 +180,12 @@ int calib_host_parse(const char *path, const char *text, struct calib_host *h, s
 
 int calib_host_load(const char *name, struct calib_host *h, struct ts_err *err)
 {
-    /* a bare name: a shipped host profile, DATADIR/hosts/NAME.csv (lent-h100 and lent-h200: the names
-     * older runs stored h100-xeon and h200-xeon under) */
+    /* a bare name: a shipped host profile, DATADIR/hosts/NAME.csv (or its name in older runs) */
+    static const char *const renamed[][2] = {{"lent-h100", "h100-xeon"}, {"lent-h200", "h200-xeon"}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(renamed); i++)
+        if (strcmp(name, renamed[i][0]) == 0)
+            name = renamed[i][1];
     char path[CFG_PATH + 64];
-    if (strcmp(name, "lent-h100") == 0 || strcmp(name, "lent-h200") == 0)
-        name = name[6] == '1' ? "h100-xeon" : "h200-xeon";
     if (!strchr(name, '/') && !strstr(name, ".csv")) {
         char dir[CFG_PATH + 16];
         calib_hosts_dir(dir, sizeof dir);

@@ -8,8 +8,8 @@
  *   - the budget: a block's selection brings --herald-budget [0.1] of the host's tokens (the
  *     abstract's near-lossless 5-10%), ceil(budget H), H the tokens offloaded;
  *   - the scoring: on the host (the CPU), reading each offloaded token's K (all K/V heads, every
- *     layer) from host memory at --herald-scan-gbs [83: what 16 threads read on the host of the lent
- *     H100, engine_bench --only host, record host-link-h100];
+ *     layer) from host memory at --herald-scan-gbs [83: what 16 threads read on the host of an
+ *     H100 machine, engine_bench --only host, record host-link-h100];
  *   - the overlap: --herald-overlap 1 runs the block's scoring and fetch under its first step, layer
  *     by layer, the step taking the longer of the two; 0 runs them before it;
  *   - the local window: the last finished block's K/V, written by the fused commit, stay on the GPU
@@ -30,7 +30,7 @@ static const char *const link_names[] = {"card", "pcie4", "pcie5", "c2c", NULL};
 static const struct param_spec herald_params[] = {
     [BUDGET] = {"herald-budget", "share of the host's tokens a block's selection brings to the GPU (an assumption: "
                                  "the abstract's 5-10%)", 0.1, 0, 1, .lo_open = true},
-    [SCAN] = {"herald-scan-gbs", "GB/s at which the host reads the keys it scores (the lent H100's 16 cores "
+    [SCAN] = {"herald-scan-gbs", "GB/s at which the host reads the keys it scores (an H100 machine's 16 cores "
                                  "read 83: record host-link-h100)", 83, 0.001, 10000},
     [OVERLAP] = {"herald-overlap", "1: a block's scoring and fetch run under its first step, layer by layer; 0: "
                                    "before it", 1, 0, 1, true},
