@@ -1811,6 +1811,23 @@ START_TEST(a_host_profile_swaps_the_host_line)
     ck_assert_msg(fabs(scaled * 1e3 - (40 + 7)) < 1e-6, "%g ms", scaled * 1e3);
     ck_assert_int_ne(calib_use_host(c, loop, &eager, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "measured on own's own loop, not --impl eager's"));
+    /* a derived loop (torch-fast-dllm: 1.398 times the harness's issue) priced with the harness's line
+     * takes its multiple of it; with a line measured on its own loop, that line alone (the multiple is
+     * in it). Oracle: the host-bound step's time against the two lines by hand. */
+    struct cost_ctx cx = {.model = *model_find("llada-8b")};
+    struct gpu_table *gt = gpu_table_create();
+    ck_assert_int_eq(gpu_lookup(gt, "h200", &cx.gpu, NULL), 0);
+    gpu_table_destroy(gt);
+    ck_assert_int_eq(impl_resolve("torch-fast-dllm", &cx.impl, NULL), 0);
+    ck_assert(cx.impl.host_factor > 1.3);
+    ck_assert_msg(calib_use_host(c, twice, &cx.impl, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(calib_step_ctx_s(&cx, c, &sd, false, &scaled, NULL, &err), 0);
+    ck_assert_msg(fabs(scaled * 1e3 - cx.impl.host_factor * (30 + 9)) < 1e-6, "%g ms", scaled * 1e3);
+    const char *fast_loop = tmp_file(2, ".csv", "host0_ms,seg_ms,eager_gap_ms,steps,impl,device\n"
+                                                "50,0,0,64,torch-fast-dllm,NVIDIA H200 (fast-dllm's own loop)\n");
+    ck_assert_msg(calib_use_host(c, fast_loop, &cx.impl, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(calib_step_ctx_s(&cx, c, &sd, false, &scaled, NULL, &err), 0);
+    ck_assert_msg(fabs(scaled * 1e3 - 50) < 1e-6, "%g ms", scaled * 1e3);
     const char *again = tmp_path(0, ".csv");
     struct calib_host reread;
     ck_assert_int_eq(calib_host_write(&back, again, &err), 0);

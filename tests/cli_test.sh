@@ -979,6 +979,22 @@ expect 2 "a bad host profile" -- "$bin" calib price --impl torch-eager --step 1,
 contains "a bad host profile" "badhost.csv:2: expected host0_ms,seg_ms,eager_gap_ms,steps,device"
 expect 2 "an unknown host profile" -- "$bin" sim --impl torch-eager --cost calibrated --host nosuch --requests 2
 contains "an unknown host profile" "hosts/nosuch.csv: cannot open"
+# a loop's own host line (calib host --probe --loop): priced as the loop's line, its multiple in it, and
+# refused for another runtime, naming the one it was measured on; the loop probe's refusals come before
+# anything runs
+printf 'host0_ms,seg_ms,eager_gap_ms,steps,impl,device\n50,0,0,128,torch-fast-dllm,X (its own loop)\n' >"$tmp/loop-host.csv"
+expect 0 "calib price on a loop's own line" -- "$bin" calib price --impl torch-fast-dllm --step 1,32,480,32 --host "$tmp/loop-host.csv"
+contains "calib price on a loop's own line" "step          50.0"
+expect 2 "a loop's own line for another runtime" -- "$bin" sim --system native --cost calibrated --host "$tmp/loop-host.csv" --requests 2
+contains "a loop's own line for another runtime" "measured on torch-fast-dllm's own loop, not --impl torch-eager-f64's (give --impl torch-fast-dllm)"
+expect 2 "calib host --probe --loop, an unknown loop" -- "$bin" calib host --probe --loop fastdllm
+contains "calib host --probe --loop, an unknown loop" "a batch-1 loop tessera models: native, fast-dllm, dllm-cache, sparse-dllm"
+expect 2 "calib host --probe --loop, no checkout" -- "$bin" calib host --probe --loop dllm-cache --code "$tmp/none"
+contains "calib host --probe --loop, no checkout" "needs dllm-cache's checkout in $tmp/none/dllm-cache"
+expect 2 "calib host --loop without --probe" -- "$bin" calib host --loop native
+contains "calib host --loop without --probe" "(add --probe)"
+expect 2 "calib host --probe --code without --loop" -- "$bin" calib host --probe --code "$tmp"
+contains "calib host --probe --code without --loop" "--code names the checkouts of the loop --loop SYSTEM times"
 expect 2 "--host on the engine's implementation" -- "$bin" sim --host h100-xeon --requests 2
 contains "--host on the engine's implementation" "--host h100-xeon: the tessera implementation issues its steps from CUDA graphs"
 # under the roofline, an eager implementation's launch costs scale from the host they were measured

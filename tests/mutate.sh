@@ -29,6 +29,8 @@ mutations=(
     "attention FLOPs halved|sim/cost/cost_roofline.c|add_split(p, OP_ATTN, layers, 4.0 * qd * lt->attn_qk_pairs,|add_split(p, OP_ATTN, layers, 2.0 * qd * lt->attn_qk_pairs,|check_cost"
     "IterSmooth's second LM head free under the roofline|sim/cost/cost_roofline.c|SELF_COND_NONE ? 2 : 1;|SELF_COND_NONE ? 1 : 1;|check_cost"
     "IterSmooth's second LM head free under the calibration|sim/cost/calib_price.c|        lm *= 2;|        lm *= 1;|check_cost"
+    "a loop's own host line multiplied by its loop's factor again|sim/cost/calib_price.c|(cx && cx->impl.host_factor > 0 && !c->host_own_loop ? cx->impl.host_factor : 1.0);|(cx && cx->impl.host_factor > 0 ? cx->impl.host_factor : 1.0);|check_calib"
+    "a loop's own host line kept after another host profile replaces it|sim/cost/calib_host.c|    c->host_own_loop = false;|    (void)c;|check_calib"
     "--host replaces the line of its own machine's calibration|sim/cost/calib_host.c|    if (machine_host(c->device, &ref) && ref.host0_ms > 0) {|    if (!machine_host(c->device, &ref) && ref.host0_ms > 0) {|check_calib"
     "a transfer scales GEMMs by the rates the cards hold|sim/cost/calib_transfer.c|        a->bf16_flops = ma.gemm_flops, a->mem_bw = ma.copy_bw;|        a->bf16_flops = ma.gemm_held_flops, a->mem_bw = ma.copy_bw;|check_calib"
     "an FFN chunk priced once under the calibration|sim/cost/calib_price.c|    *ms = (double)full * piece + last;|    *ms = piece + last;|check_calib"

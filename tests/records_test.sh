@@ -518,6 +518,13 @@ for f in validate.csv rows.csv kept.csv sparsed.csv; do
         bad "exp run validate-mechanisms no longer gives validate-mechanisms-h100/$f: $(diff "$tmp/validate-mech/$f" "$rec_dir/validate-mechanisms-h100/$f" | head -4 | tr '\n' ' ')"
 done
 
+# loops-h200: the four loops on two unseen H200 machines still give the recorded tables
+expect 0 "exp run validate-lengths" -- "$bin" exp run validate-lengths "$tmp/validate-lengths"
+for f in lengths.csv forwards.csv lengths.md host.txt; do
+    cmp -s "$tmp/validate-lengths/$f" "$rec_dir/loops-h200/$f" && ok ||
+        bad "exp run validate-lengths no longer gives loops-h200/$f: $(diff "$tmp/validate-lengths/$f" "$rec_dir/loops-h200/$f" | head -4 | tr '\n' ' ')"
+done
+
 # dkv-, elastic-, d2cache- and fdllm-v2-own-code-h100 (fdllm-v2-dual: the latter's dual/): tessera's side of
 # each comparison still gives the recorded table
 for system in dkv elastic d2cache fdllm-v2 fdllm-v2-dual; do

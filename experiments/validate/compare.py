@@ -12,6 +12,19 @@
                                  its steps' times over their sequences, over the steps in which every
                                  sequence runs its block over the cache (host-bound: 32 rows a sequence),
                                  as a tessera host profile of torch-dllm-serve's own loop
+  compare.py loop-host SYSTEM RUN OUT.csv [ID...]   a loop's own host line, from one run's forwards
+                                 (RUN: a folder of requests.csv and forwards.csv; the requests ID... alone
+                                 where given): the mean of its light forwards (the host line's rule),
+                                 as a tessera host profile naming the loop's implementation profile
+                                 (driver.py --host-line, tessera calib host --probe --loop)
+  compare.py lengths-forwards MACHINE SYSTEM BLOCK RUN   a length run's mean forward a request, its block
+                                 forwards where it has them (CSV rows
+                                 without a header: machine,system,prompt,gen,block,context,forwards,mean_ms;
+                                 the context is the prompt and the generation, the cache a forward reads)
+  compare.py lengths-report LENGTHS.csv FORWARDS.csv HOST.txt   experiments/validate-lengths.sh's tables
+  compare.py lengths-check LENGTHS.csv   its goals, each met or missed: the loop probe within 15% for every
+                                 request and within 10% for at least 90% of them; at least 85% inside the
+                                 intervals
   compare.py kept SYSTEM RUNS PRED.db  DPad's suffix window, block by block (CSV on stdout:
                                  system,block,predicted,measured_mean,measured_min,measured_max,requests):
                                  the masked suffix positions a block's forwards kept past it, from the
@@ -64,6 +77,99 @@ def light_forwards(runs, system):
     prompt = {r["id"]: int(r["prompt_tokens"]) + int(r["gen_tokens"]) for r in read(os.path.join(d, "requests.csv"))}
     return [float(f["ms"]) for f in read(os.path.join(d, "forwards.csv"))
             if f["kind"] == "block" or prompt[f["id"]] <= HOST_LIGHT_TOKENS]
+
+
+# each batch-1 loop's implementation profile (tessera list impls): a host line measured on the loop names it
+LOOP_IMPL = {"native": "torch-llada", "fast-dllm": "torch-fast-dllm", "dllm-cache": "torch-dllm-cache",
+             "sparse-dllm": "torch-sparse-dllm"}
+
+
+def loop_host_line(run, ids=None):
+    """The mean light forward (ms) of a run's requests (ids: those alone) and their count."""
+    ctx = {r["id"]: int(r["prompt_tokens"]) + int(r["gen_tokens"]) for r in read(os.path.join(run, "requests.csv"))
+           if ids is None or r["id"] in ids}
+    ms = [float(f["ms"]) for f in read(os.path.join(run, "forwards.csv"))
+          if f["id"] in ctx and (f["kind"] == "block" or ctx[f["id"]] <= HOST_LIGHT_TOKENS)]
+    if not ms:
+        sys.exit(f"compare.py: {run}: no light forwards (block forwards, or full ones of at most "
+                 f"{HOST_LIGHT_TOKENS} tokens) to fit a host line on")
+    return statistics.mean(ms), len(ms)
+
+
+def loop_host(system, run, out, *ids):
+    if system not in LOOP_IMPL:
+        sys.exit(f"compare.py: loop-host: {system}: one of {', '.join(LOOP_IMPL)}")
+    line, n = loop_host_line(run, set(ids) if ids else None)
+    meta = read_meta(run)
+    with open(out, "w") as f:
+        f.write("host0_ms,seg_ms,eager_gap_ms,steps,impl,device\n")
+        f.write(f"{line:.4f},0,0,{n},{LOOP_IMPL[system]},{meta['gpu']} ({system}'s own loop, torch {meta['torch']})\n")
+    print(f"{system}'s own loop: {line:.2f} ms a forward ({n} light forwards) -> {out}")
+
+
+def lengths_forwards(machine, system, block, run):
+    reqs = read(os.path.join(run, "requests.csv"))
+    fw = read(os.path.join(run, "forwards.csv"))
+    for r in reqs:
+        mine = [f for f in fw if f["id"] == r["id"]]
+        blocks = [float(f["ms"]) for f in mine if f["kind"] == "block"]
+        ms = blocks or [float(f["ms"]) for f in mine]
+        p, g = int(r["prompt_tokens"]), int(r["gen_tokens"])
+        print(f"{machine},{system},{p},{g},{block},{p + g},{len(ms)},{statistics.mean(ms):.2f}")
+
+
+def lengths_report(lengths, forwards, host_txt):
+    rows, fw = read(lengths), read(forwards)
+    med = lambda xs: statistics.median(xs) if xs else float("nan")
+    print("# Four batch-1 loops on two unseen H200 machines\n")
+    print("Each machine's probes:\n")
+    for line in open(host_txt):
+        print(f"- {line.strip()}")
+    print("\n## Each request, predicted after each probe\n")
+    print("| machine | loop | prompt | generation | block | measured (s) | harness probe (s) | error | loop probe (s) "
+          "| error | 90% interval (s) | inside |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    for r in rows:
+        print(f"| {r['machine']} | {r['system']} | {r['prompt']} | {r['gen']} | {r['block']} | {float(r['measured_s']):.2f} "
+              f"| {float(r['probe_s']):.2f} | {float(r['probe_err_pct']):+.1f}% | {float(r['loop_s']):.2f} "
+              f"| {float(r['loop_err_pct']):+.1f}% | {float(r['loop_lo_s']):.2f}-{float(r['loop_hi_s']):.2f} | {r['inside']} |")
+    print("\n## Summary\n")
+    print("| requests | harness probe: median abs error | within 10% | loop probe: median abs error | within 10% "
+          "| worst | inside the 90% interval | median half-width |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    groups = [("all", rows)] + [(f"machine {m}", [r for r in rows if r["machine"] == m]) for m in ("a", "b")]
+    groups += [(f"generation {g}", [r for r in rows if r["gen"] == g]) for g in sorted({r["gen"] for r in rows}, key=int)]
+    for name, rs in groups:
+        if not rs:
+            continue
+        pe = [abs(float(r["probe_err_pct"])) for r in rs]
+        le = [abs(float(r["loop_err_pct"])) for r in rs]
+        hw = [50 * (float(r["loop_hi_s"]) - float(r["loop_lo_s"])) / float(r["loop_s"]) for r in rs]
+        inside = sum(r["inside"] == "yes" for r in rs)
+        print(f"| {name} ({len(rs)}) | {med(pe):.1f}% | {sum(e <= 10 for e in pe)}/{len(rs)} | {med(le):.1f}% "
+              f"| {sum(e <= 10 for e in le)}/{len(rs)} | {max(le):.1f}% | {inside}/{len(rs)} | ±{med(hw):.1f}% |")
+    print("\n## A loop's time a forward against its cached length\n")
+    print("The mean forward of each request (its block forwards where its loop has them), in ms, by the context "
+          "it reads (prompt and generation):\n")
+    print("| machine | loop | block | context: mean forward (ms) |")
+    print("|---|---|---:|---|")
+    keys = sorted({(r["machine"], r["system"], r["block"]) for r in fw}, key=lambda k: (k[0], k[1], int(k[2])))
+    for m, sy, b in keys:
+        cells = [f"{r['context']}: {float(r['mean_ms']):.1f}" for r in fw
+                 if (r["machine"], r["system"], r["block"]) == (m, sy, b) and int(r["forwards"]) > 0]
+        print(f"| {m} | {sy} | {b} | {', '.join(cells)} |")
+
+
+def lengths_check(lengths):
+    rows = read(lengths)
+    le = [abs(float(r["loop_err_pct"])) for r in rows]
+    inside = sum(r["inside"] == "yes" for r in rows)
+    checks = [(max(le) <= 15, f"the loop probe predicts every request within 15% (worst {max(le):.1f}%)"),
+              (sum(e <= 10 for e in le) >= 0.9 * len(le),
+               f"the loop probe predicts at least 90% of the requests within 10% ({sum(e <= 10 for e in le)}/{len(le)})"),
+              (inside >= 0.85 * len(rows), f"at least 85% of the measurements lie in their 90% intervals ({inside}/{len(rows)})")]
+    for ok, what in checks:
+        print(("goal met: " if ok else "goal missed: ") + what)
 
 
 def host(runs, out):
@@ -442,6 +548,14 @@ if __name__ == "__main__":
         host(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "host-serve":
         host_serve(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) >= 5 and sys.argv[1] == "loop-host":
+        loop_host(*sys.argv[2:])
+    elif len(sys.argv) == 6 and sys.argv[1] == "lengths-forwards":
+        lengths_forwards(*sys.argv[2:])
+    elif len(sys.argv) == 5 and sys.argv[1] == "lengths-report":
+        lengths_report(*sys.argv[2:])
+    elif len(sys.argv) == 3 and sys.argv[1] == "lengths-check":
+        lengths_check(sys.argv[2])
     elif len(sys.argv) == 5 and sys.argv[1] == "sparsed":
         sparsed(*sys.argv[2:])
     elif len(sys.argv) == 5 and sys.argv[1] == "rows":

@@ -11,7 +11,7 @@ experiments/validate/README.md); this driver supplies only the glue:
     one at a time, as every one of these loops allocates its canvas with one row;
   - timing: a CUDA event at the start of every forward of the model and one after each request;
     wall-clock arrival, start and finish.
-Every request denoises G = its output length rounded up to blocks of 32, one position a step
+Every request denoises G = its output length rounded up to blocks of 32 (--block), one position a step
 (steps = G, no threshold: tessera's fixed:1).
 
 Systems (and the function each runs):
@@ -48,7 +48,8 @@ has arrived and the batch before it is done, its prompts stacked (they must be o
 padding is involved), and forwards.csv holds each forward once (under the batch's first request).
 
 Usage: driver.py --system NAME --code DIR [--model-code DIR] --trace FILE [--trace FILE...] --out DIR
-                 [--warmup N] [--limit N] [--batch B]   (one run a trace, into OUT/TRACE-STEM/)
+                 [--warmup N] [--limit N] [--batch B] [--block N]
+                 [--host-line FILE]   (one run a trace, into OUT/TRACE-STEM/)
 """
 import argparse, csv, importlib, importlib.util, json, math, os, sys, time, types
 
@@ -293,7 +294,13 @@ def main():
     ap.add_argument("--limit", type=int, default=0, help="the first N requests only")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batch", type=int, default=1, help="static batches of B requests (dllm-cache only) [1]")
+    ap.add_argument("--host-line", metavar="FILE",
+                    help="also writes the loop's own host line, fitted on the last trace's run (compare.py loop-host)")
+    ap.add_argument("--block", type=int, default=BLOCK, help=f"the loop's block length [{BLOCK}]")
     a = ap.parse_args()
+    if a.block < 1:
+        raise SystemExit(f"driver.py: --block {a.block}: a block holds at least one position")
+    globals()["BLOCK"] = a.block
     if a.batch < 1 or (a.batch > 1 and a.system != "dllm-cache"):
         raise SystemExit(f"driver.py: --batch {a.batch}: only dllm-cache's loop takes several rows (B >= 1)")
     os.makedirs(a.out, exist_ok=True)
@@ -355,12 +362,16 @@ def main():
         import transformers
         meta = dict(system=a.system, commit=commit_of(a.code), torch=torch.__version__,
                     transformers=transformers.__version__, gpu=torch.cuda.get_device_name(), requests=len(reqs),
-                    warmup=a.warmup, seed=a.seed, batch=a.batch, build_s=round(build_s, 1), substituted=SUBSTITUTED,
+                    warmup=a.warmup, seed=a.seed, batch=a.batch, block=BLOCK, build_s=round(build_s, 1), substituted=SUBSTITUTED,
                     peak_gib=round(torch.cuda.max_memory_allocated() / 2**30, 2), trace=os.path.basename(path))
         if a.system in ("native", "fast-dllm", "dllm-cache") and a.model_code:
             meta["model_commit"] = commit_of(a.model_code)
         with open(os.path.join(out, "meta.json"), "w") as f:
             json.dump(meta, f, indent=1)
+    if a.host_line:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import compare
+        compare.loop_host(a.system, out, a.host_line)
 
 
 if __name__ == "__main__":

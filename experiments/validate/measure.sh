@@ -8,6 +8,8 @@
 # without its sparsity) runs sparsed-long.csv alone (sparsed-long/).
 # dllm-serve runs its own runtime (experiments/validate/serve_driver.py) over its two traces and its
 # held-out grid (serve-N/, with steps.csv).
+# LENGTHS=fit|held (native, fast-dllm, dllm-cache, sparse-dllm): the length grid alone instead
+# (lengths-LENGTHS-b32/ and -b64/, each in its block length).
 # CODE: the checkouts, one folder a system (llada, fast-dllm, dllm-cache, sparse-dllm, dllm-serve, each with a
 # COMMIT file; experiments/validate/README.md says how to make them) [baselines]; TRACES: the folder
 # experiments/validate/traces.sh wrote [CODE/traces].
@@ -23,7 +25,13 @@ repo=$code/$sys
 [ "$sys" = sparsed-dense ] && repo=$code/sparsed
 [ -d "$repo" ] || { echo "measure.sh: $repo not found: make the checkouts as experiments/validate/README.md says" >&2; exit 2; }
 work=$(mktemp -d)
-if [ "$sys" = dllm-serve ]; then
+if [ -n "${LENGTHS:-}" ]; then
+    case $sys in native | fast-dllm | dllm-cache | sparse-dllm) ;; *) echo "measure.sh: LENGTHS: a batch-1 loop (native, fast-dllm, dllm-cache, sparse-dllm), not $sys" >&2; exit 2 ;; esac
+    for b in 32 64; do
+        python3 "$(dirname "$0")/driver.py" --system "$sys" --code "$repo" --model-code "$code/fast-dllm" --block $b \
+            --warmup 1 --trace "$traces/lengths-$LENGTHS-b$b.csv" --out "$work/$sys" 2>&1 | grep -v "use_return_dict"
+    done
+elif [ "$sys" = dllm-serve ]; then
     grid=()
     for n in 1 2 4 8 16 32 48 64; do grid+=(--trace "$traces/serve-$n.csv"); done
     python3 "$(dirname "$0")/serve_driver.py" --code "$repo" --trace "$traces/$sys-low.csv" \

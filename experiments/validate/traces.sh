@@ -16,6 +16,12 @@
 #                     generation length, where its suffix window spans the whole response)
 #   sparsed-long.csv  SparseD's generate, sparse and dense: prompts of 2,048 to 16,384 tokens, 128
 #                     positions each (its figure 4's T = 128), arriving together
+#   lengths-fit-bB.csv, lengths-held-bB.csv  the length grid (block length B = 32, 64), all arriving at
+#                     once: a loop's time a forward against its cached length is fitted on the fit grid
+#                     (prompts of 128, 1,024 and 2,048 tokens with 64 positions in blocks of 32; 256 and
+#                     1,536 with 256 in blocks of 64) and checked on the held-out one (512 with 512 in
+#                     blocks of 32, 2,048 with 512 in blocks of 64, each after one of 128 with 64, which
+#                     the driver runs first untimed)
 #   serve-N.csv       dllm-serve's held-out grid (its runtime's host line is fitted on it): N = 1, 2,
 #                     4, 8, 16, 32, 48 and 64 requests arriving together, prompts of 128, 256 and 512 tokens
 #                     in turn, 64 positions each (N = 1: three requests 5 s apart)
@@ -35,6 +41,15 @@ done
     echo "arrival_ns,prompt_tokens,output_tokens"
     for p in 128 512 1024 2048 128 512 1024 2048; do echo "0,$p,64"; done
 } >"$dir/profile.csv"
+grid() { # FILE PROMPT,GEN...
+    local f=$1
+    shift
+    { echo "arrival_ns,prompt_tokens,output_tokens"; for pg in "$@"; do echo "0,$pg"; done; } >"$dir/$f"
+}
+grid lengths-fit-b32.csv 128,64 1024,64 2048,64
+grid lengths-fit-b64.csv 256,256 1536,256
+grid lengths-held-b32.csv 128,64 512,512
+grid lengths-held-b64.csv 128,64 2048,512
 for n in 1 2 4 8 16 32 48 64; do
     {
         echo "arrival_ns,prompt_tokens,output_tokens"

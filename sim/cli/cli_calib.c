@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,7 +46,7 @@ static void calib_usage(FILE *f)
 "                         [--csv STEPS.csv]\n"
 "       tessera calib transfer FILE.csv --from GPU --to GPU --out FILE.csv [--impl NAME]\n"
 "       tessera calib host FILE.csv [--out HOST.csv]\n"
-"       tessera calib host --probe [--out HOST.csv]\n"
+"       tessera calib host --probe [--loop SYSTEM [--code DIR]] [--out HOST.csv]\n"
 "       tessera calib clock TRACE.csv --gpu NAME [--gpu-file FILE] [--model NAME] [--held-tflops T]\n"
 "       tessera calib price --step SEGS,Q,KV,LOGIT_ROWS[,CHUNK[,FFN_CHUNKS]] [--attn-block N] [--iter-smooth] [--gpu --model --impl\n"
 "                         --calib]\n"
@@ -96,7 +97,11 @@ static void calib_usage(FILE *f)
 "        keeps the host it was measured with unless given the other machine's. --probe measures\n"
 "        this machine's host in about a minute (python3 with torch and a GPU: PyTorch eager's\n"
 "        steps at a few small shapes of LLaDA-8B's layers on random weights) and names its CPU,\n"
-"        driver and torch; tessera sim --host HOST.csv then prices the eager loops as run here\n"
+"        driver and torch; tessera sim --host HOST.csv then prices the eager loops as run here.\n"
+"        --loop SYSTEM (native, fast-dllm, dllm-cache, sparse-dllm) times that system's own loop\n"
+"        instead (its public code, checked out in DIR/REPO as experiments/validate/README.md says\n"
+"        [baselines]; two requests of 128 prompt tokens and 64 positions, about 30 s): a host profile\n"
+"        of its loop, which --host takes with that loop's --impl\n"
 "clock   fits the card's clock under its power limit (how much slower a step runs once the card\n"
 "        holds its limit, k; the load's time constant, tau; the loads where the clock begins to\n"
 "        fall and where it is held, lo and hi) to the warm traces of an engine_bench (--warm-trace\n"
@@ -247,7 +252,7 @@ static bool in_list(const char *list, const char *word)
 /* What `tessera calib SUB` was asked. */
 struct calib_args {
     const char *sub, *file, *gpu, *gpu_file, *out, *db, *calib_path, *csv, *from, *to, *step, *attn_block, *model,
-        *impl, *host, *clock, *held;
+        *impl, *host, *clock, *held, *loop, *code;
     bool extrapolate, roofline, iter_smooth, probe;
     const char **files; /* the PROFILE/FILE arguments (merge takes several) */
     int nfiles;
@@ -269,6 +274,7 @@ static const struct calib_opt {
     VALUE("--calib", calib_path), VALUE("--model", model), VALUE("--impl", impl),  VALUE("--csv", csv),
     VALUE("--from", from), VALUE("--to", to),             VALUE("--step", step),   VALUE("--attn-block", attn_block),
     VALUE("--host", host), VALUE("--clock", clock),       VALUE("--held-tflops", held), {"--over", OVER_ROW, false},
+    VALUE("--loop", loop), VALUE("--code", code),
     FLAG("--extrapolate", extrapolate), FLAG("--roofline", roofline), FLAG("--iter-smooth", iter_smooth),
     FLAG("--probe", probe),
 #undef VALUE
@@ -286,7 +292,7 @@ static int parse_calib_args(int argc, char **argv, struct calib_args *a)
                  {"fit", "--gpu --calib"},
                  {"show", "--gpu --model --impl --from --calib"},
                  {"eval", "--db --calib --host --extrapolate --clock --csv"},
-                 {"host", "--out --probe"},
+                 {"host", "--out --probe --loop --code"},
                  {"transfer", "--from --to --out --impl"},
                  {"clock", "--gpu --gpu-file --model --held-tflops"},
                  {"price", "--step --attn-block --gpu --model --impl --calib --host --extrapolate --roofline --iter-smooth"}};
@@ -494,6 +500,20 @@ static int cmd_show(const struct calib_args *a)
     return 0;
 }
 
+/* run argv (python3 first) to its end; 0 where it exited 0 */
+static int run_python(char **argv, const char *what)
+{
+    int status = -1;
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        execvp("python3", argv);
+        fprintf(stderr, "%s: cannot run python3: %s\n", what, strerror(errno));
+        _exit(127);
+    }
+    return pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ? -1 : 0;
+}
+
 /* `calib host --probe`: this machine's host measured by PyTorch eager on its GPU, a profile of a few
  * small shapes (engine/bench/torch_profile.py --host-probe, LLaDA-8B's layers on random weights), into
  * a file in a scratch folder whose host the caller takes. python3 is run by its arguments, no shell. */
@@ -509,17 +529,76 @@ static int probe_host(char *csv, size_t len)
     fprintf(stderr, "tessera calib host --probe: timing PyTorch eager's steps on this machine's GPU (about a minute)\n");
     char *argv[] = {"python3", script, "--host-probe", "--out", csv, NULL};
     const double t0 = ts_wall_s();
-    int status = -1;
-    fflush(NULL);
-    const pid_t pid = fork();
-    if (pid == 0) {
-        execvp("python3", argv);
-        fprintf(stderr, "tessera calib host --probe: cannot run python3: %s\n", strerror(errno));
-        _exit(127);
-    }
-    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (run_python(argv, "tessera calib host --probe")) {
         fprintf(stderr, "tessera calib host --probe: %s did not finish (it needs python3 with torch and a GPU it "
                         "sees; its messages are above)\n", script);
+        remove(csv);
+        rmdir(dir);
+        return -1;
+    }
+    fprintf(stderr, "tessera calib host --probe: measured in %.0f s\n", ts_wall_s() - t0);
+    return 0;
+}
+
+/* `calib host --probe --loop SYSTEM [--code DIR]`: SYSTEM's own loop timed on this machine's GPU
+ * (experiments/validate/driver.py --host-line: two requests of 128 prompt tokens and 64 positions, the
+ * first untimed) into a host profile naming its implementation, in a scratch folder (csv). The
+ * checkouts' folders follow experiments/validate/measure.sh. Every path reaches python3 as an argument. */
+static int probe_loop(const char *loop, const char *code, char *csv, size_t len)
+{
+    static const char *const loops[][2] = {
+        {"native", "llada"}, {"fast-dllm", "fast-dllm"}, {"dllm-cache", "dllm-cache"}, {"sparse-dllm", "sparse-dllm"}};
+    const char *repo = NULL;
+    for (size_t i = 0; i < TS_ARRAY_LEN(loops); i++)
+        if (strcmp(loops[i][0], loop) == 0)
+            repo = loops[i][1];
+    if (!repo) {
+        fprintf(stderr, "tessera calib host --probe --loop %s: a batch-1 loop tessera models: native, fast-dllm, "
+                        "dllm-cache, sparse-dllm\n", loop);
+        return -1;
+    }
+    char dir[] = "/tmp/tessera-probe-XXXXXX", src[CFG_PATH + 16], model[CFG_PATH + 16], script[CFG_PATH + 64],
+         trace[64], runs[64];
+    snprintf(src, sizeof src, "%s/%s", code, repo);
+    snprintf(model, sizeof model, "%s/fast-dllm", code);
+    struct stat st;
+    if (stat(src, &st) != 0 || !S_ISDIR(st.st_mode) || stat(model, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "tessera calib host --probe --loop %s: needs %s's checkout in %s and Fast-dLLM's (its model "
+                        "file) in %s: make them as experiments/validate/README.md says, or name their folder "
+                        "with --code DIR\n", loop, loop, src, model);
+        return -1;
+    }
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "tessera calib host --probe: cannot make a scratch folder: %s\n", strerror(errno));
+        return -1;
+    }
+    snprintf(csv, len, "%s/probe.csv", dir);
+    snprintf(trace, sizeof trace, "%s/loop.csv", dir);
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    snprintf(script, sizeof script, "%s/experiments/validate/driver.py", TS_SRCDIR);
+    FILE *f = fopen(trace, "w");
+    const bool wrote = f && fputs("arrival_ns,prompt_tokens,output_tokens\n0,128,64\n0,128,64\n", f) >= 0;
+    if (!f || fclose(f) != 0 || !wrote) {
+        fprintf(stderr, "tessera calib host --probe: cannot write %s\n", trace);
+        remove(trace);
+        rmdir(dir);
+        return -1;
+    }
+    fprintf(stderr, "tessera calib host --probe: timing %s's own loop on this machine's GPU (about 30 s)\n", loop);
+    char *argv[] = {"python3", script, "--system", (char *)loop, "--code", src, "--model-code", model, "--trace",
+                    trace, "--warmup", "1", "--out", runs, "--host-line", csv, NULL};
+    const double t0 = ts_wall_s();
+    const int rc = run_python(argv, "tessera calib host --probe");
+    static const char *const made[] = {"loop/requests.csv", "loop/forwards.csv", "loop/meta.json", "loop", ""};
+    for (size_t i = 0; i < TS_ARRAY_LEN(made); i++) { /* the driver's files, then its folders */
+        char path[sizeof runs + 32];
+        snprintf(path, sizeof path, "%s/%s", runs, made[i]);
+        remove(path);
+    }
+    remove(trace);
+    if (rc) {
+        fprintf(stderr, "tessera calib host --probe: %s did not finish (it needs python3 with torch and "
+                        "transformers and a GPU it sees; its messages are above)\n", script);
         remove(csv);
         rmdir(dir);
         return -1;
@@ -538,11 +617,20 @@ static int cmd_host(const struct calib_args *a)
         fprintf(stderr, "tessera calib host: --probe measures this machine; it takes no FILE (%s)\n", a->file);
         return EXIT_USAGE;
     }
+    if ((a->loop || a->code) && !a->probe) {
+        fprintf(stderr, "tessera calib host: --loop and --code name the loop --probe times (add --probe)\n");
+        return EXIT_USAGE;
+    }
+    if (a->code && !a->loop) {
+        fprintf(stderr, "tessera calib host --probe: --code names the checkouts of the loop --loop SYSTEM times\n");
+        return EXIT_USAGE;
+    }
     if (a->probe) {
-        if (probe_host(probed, sizeof probed))
+        if (a->loop ? probe_loop(a->loop, a->code ? a->code : "baselines", probed, sizeof probed)
+                    : probe_host(probed, sizeof probed))
             return EXIT_USAGE;
         struct calib_args b = *a;
-        b.file = probed, b.probe = false;
+        b.file = probed, b.probe = false, b.loop = b.code = NULL;
         const int rc = cmd_host(&b);
         remove(probed);
         probed[strlen(probed) - strlen("/probe.csv")] = '\0';

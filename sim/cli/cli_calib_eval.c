@@ -48,7 +48,8 @@ void cli_calib_shipped_path(const char *gpu, const char *model, const char *impl
 
 /* The calibration for ctx's GPU, model and implementation: calib_path, or the shipped one; its
  * path is left in path. */
-/* The calibration of ctx's GPU, model and implementation (calib_path, else the shipped one), fitted,
+/* The calibration of ctx's GPU, model and implementation (calib_path, else the shipped one: a derived
+ * implementation's base's), fitted,
  * its host swapped for the host profile host_path where one is given (--host; calib_use_host). */
 static int load_for(const struct cost_ctx *ctx, const char *calib_path, const char *host_path, char *path,
                     size_t len, struct calib **out, struct ts_err *err)
@@ -56,7 +57,8 @@ static int load_for(const struct cost_ctx *ctx, const char *calib_path, const ch
     if (calib_path)
         snprintf(path, len, "%s", calib_path);
     else
-        cli_calib_shipped_path(ctx->gpu.name, ctx->model.name, ctx->impl.name, path, len);
+        cli_calib_shipped_path(ctx->gpu.name, ctx->model.name,
+                               ctx->impl.calib_base[0] ? ctx->impl.calib_base : ctx->impl.name, path, len);
     if (cli_calib_load_fit(path, ctx->gpu.name, out, err))
         return -1;
     if (host_path && calib_use_host(*out, host_path, &ctx->impl, err)) {

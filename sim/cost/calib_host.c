@@ -122,10 +122,15 @@ int calib_use_host(struct calib *c, const char *name, const struct impl_profile 
     struct calib_host h, ref;
     if (calib_host_load(name, &h, err))
         return host_fail(err, name);
+    c->host_own_loop = false;
     if (h.impl[0]) { /* measured on an implementation's own loop: that implementation's line */
         if (strcmp(h.impl, im->name) != 0)
-            return ts_fail(err, "--host %s: measured on %s's own loop, not --impl %s's", name, h.impl, im->name);
-        return calib_set_host(c, &h, err) ? host_fail(err, name) : 0;
+            return ts_fail(err, "--host %s: measured on %s's own loop, not --impl %s's (give --impl %s)", name, h.impl,
+                           im->name, h.impl);
+        if (calib_set_host(c, &h, err))
+            return host_fail(err, name);
+        c->host_own_loop = true;
+        return 0;
     }
     if (im->host_line_own) {
         double scale;

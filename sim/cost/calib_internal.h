@@ -69,6 +69,8 @@ struct calib {
     int host_sel_steps;         /* the selecting profile steps host_sel is the median over (0: none) */
     double eager_gap;           /* ms an eager GPU-bound step adds to its graph-replayed GPU time */
     int host_steps;             /* host-bound profile steps the line was fitted on */
+    bool host_own_loop;         /* the line was measured on the implementation's own loop (a host profile
+                                 * naming it): a derived profile's host factor is in it already */
     double host_lo, host_hi;    /* their issue times over the line, 10th and 90th percentiles (0: none) */
     int64_t max_T;
     const struct calib_data *data; /* for residuals in calib_show (not owned; may be NULL later) */

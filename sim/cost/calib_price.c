@@ -468,7 +468,7 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
     bd->op_s[OP_SAMPLE] = smp * 1e-3;
     ms += lm + smp;
     const double host_scale = (cx && cx->op_scale ? cx->op_scale[OP_HOST] : 1.0) *
-                              (cx && cx->impl.host_factor > 0 ? cx->impl.host_factor : 1.0);
+                              (cx && cx->impl.host_factor > 0 && !c->host_own_loop ? cx->impl.host_factor : 1.0);
     if (cx && cx->op_scale) /* an ablation (--op-scale): before the host, which it scales apart */
         ms += 1e3 * cost_op_scale_ops(cx->op_scale, bd);
     if (c->host_bound) { /* the GPU waits for the host's issue when that takes longer */
@@ -477,7 +477,8 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
         const int32_t layer_kernels = cx && cx->impl.reuse_row_kernels > 0 ? impl_layer_kernels(&cx->impl) : 0;
         double row_loop = 0;
         if (layer_kernels > 0) {
-            const double kernel_ms = c->host0 / (cx->model.num_layers * (double)layer_kernels);
+            const double base0 = c->host_own_loop && cx->impl.host_factor > 0 ? c->host0 / cx->impl.host_factor : c->host0;
+            const double kernel_ms = base0 / (cx->model.num_layers * (double)layer_kernels);
             row_loop = (cx->op_scale ? cx->op_scale[OP_HOST] : 1.0) *
                        impl_row_loop(&cx->impl, cx->model.num_layers, t, kernel_ms);
         }
