@@ -22,19 +22,22 @@ if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && [ $force = 0 ] && [ -z "${TESSER
     exit 2
 fi
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=experiments/lib/eta.sh
+source "$here/lib/eta.sh"
 mkdir -p "$out" || exit 2
 mapfile -t names < <(awk -F'\t' '!/^#/ && NF >= 2 && $3 == "" { print $1 }' "$here/papers.tsv")
 echo "papers: ${#names[@]} experiments, $(nproc 2>/dev/null || echo 2) at a time, into $out" >&2
 # each experiment says when it is done, how long it took and how many of its trends hold; its name,
 # OUT and the options reach the script as its arguments, never as its text
 # shellcheck disable=SC2016 # the script's expansions are its own, at its run
-printf '%s\n' "${names[@]}" | xargs -P "$(nproc 2>/dev/null || echo 2)" -I{} \
+# (their lines pass through eta_lines, which adds the time left)
+{ printf '%s\n' "${names[@]}" | xargs -P "$(nproc 2>/dev/null || echo 2)" -I{} \
     bash -c 'n=$1 out=$2 s=$SECONDS
         shift 2
         bash "$0/$n.sh" "$out/$n" "$@" >"$out/$n.log" 2>&1 || { echo "papers: $n failed (its log: $out/$n.log)" >&2; exit 1; }
         echo "papers: $n done in $((SECONDS - s)) s, $(grep -c "holds$" "$out/$n/checks.tsv") of $(wc -l <"$out/$n/checks.tsv") trends holding" >&2' \
-    "$here" {} "$out" "${args[@]}"
-rc=$?
+    "$here" {} "$out" "${args[@]}"; } 2>&1 | eta_lines "${#names[@]}" >&2
+rc=${PIPESTATUS[0]}
 {
     echo "# The papers' evaluations in tessera"
     echo
@@ -99,4 +102,4 @@ rc=$?
     done
 } >"$out/report.md"
 echo "papers: $out/report.md" >&2
-exit $rc
+exit "$rc"

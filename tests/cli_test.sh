@@ -334,6 +334,12 @@ for bad in "rps 2;plicy dual|bad.txt:2: the option of this line" "rps two|bad.tx
     expect 2 "sim --config with '${bad%%|*}'" -- "$bin" sim --config "$tmp/bad.txt" --requests 2
     contains "sim --config with '${bad%%|*}'" "${bad#*|}"
 done
+# a fleet reads its run file once, not again for each replica group: the byte-order mark said once
+printf '\357\273\277rps 2\nrequests 12\n' >"$tmp/run-bom.txt"
+printf '2 --policy dual\n1 --policy vanilla\n' >"$tmp/fleet-two.txt"
+expect 0 "sim --config in a fleet" -- "$bin" sim --config "$tmp/run-bom.txt" --fleet "$tmp/fleet-two.txt" --no-progress
+[ "$(grep -c "run-bom.txt: note: skipped the UTF-8 byte-order mark" "$tmp/out")" = 1 ] && ok ||
+    bad "a fleet's run file was read more than once (its note said $(grep -c byte-order "$tmp/out") times)"
 expect 2 "db show of a missing run" -- "$bin" db show "$tmp/runfile.db" 9
 contains "db show of a missing run" "no run 9"
 # an overloaded run says so: its requests outstanding grow through the arrivals (at 8 req/s on one H200),

@@ -34,6 +34,8 @@
 # Usage: tessera exp sweep GRID OUT [--jobs N] [--slurm] [--max-runs N] [--force]   (OUT missing or empty, unless --force)
 set -uo pipefail
 set -f # a grid's values are words, never file patterns
+# shellcheck source=experiments/lib/eta.sh
+source "$(dirname "${BASH_SOURCE[0]}")/eta.sh"
 usage="usage: tessera exp sweep GRID OUT [--jobs N] [--slurm] [--max-runs N]"
 grid=${1:?$usage}
 out=${2:?$usage}
@@ -210,9 +212,15 @@ rm -f "$out/sweep.db" "$out/throughput.png" "$out/latency.png"
 # starts no more (its own note of that discarded: the run's line says it). A signal to the sweep
 # ends its runs too (they share its process group), and the runs finished stay for a rerun.
 trap 'trap - INT TERM HUP; kill -TERM 0 2>/dev/null; exit 143' INT TERM HUP
-xargs -d '\n' -P "$jobs" -I CMD bash -c CMD <"$out/commands.txt" 2>/dev/null &
+# the runs' lines pass through eta_lines, which adds the time left; xargs's status comes back in a file
+rm -f "$out/runs/xargs.rc"
+{
+    xargs -d '\n' -P "$jobs" -I CMD bash -c CMD <"$out/commands.txt" 2>/dev/null
+    echo $? >"$out/runs/xargs.rc"
+} | eta_lines "$(wc -l <"$out/commands.txt")" &
 wait $!
-rc=$?
+rc=$(cat "$out/runs/xargs.rc" 2>/dev/null || echo 1)
+rm -f "$out/runs/xargs.rc"
 trap - INT TERM HUP
 dbs=() # in run order
 for k in $(seq 1 "$n"); do [ -f "$out/runs/run-$k.db" ] && dbs+=("$out/runs/run-$k.db"); done

@@ -100,7 +100,27 @@ static int run_interval(const struct sim_config *c, const struct sim_setup *setu
     return 0;
 }
 
+static int sim_command(int argc, char **argv);
+
+/* A run file is read once, here: a fleet's replica groups and a live run's children parse its options
+ * from the expanded command line. */
 int cli_sim(int argc, char **argv)
+{
+    struct ts_err why;
+    char **expanded;
+    int nargc;
+    if (cli_runfile_expand(argc, argv, &nargc, &expanded, cli_sim_parse, &why)) {
+        fprintf(stderr, "tessera sim: %s\n", why.msg);
+        return EXIT_USAGE;
+    }
+    if (!expanded)
+        return sim_command(argc, argv);
+    const int rc = sim_command(nargc, expanded);
+    free(expanded);
+    return rc;
+}
+
+static int sim_command(int argc, char **argv)
 {
     struct sim_config c;
     int rc = cli_sim_parse(argc, argv, &c);
