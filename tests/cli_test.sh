@@ -1161,6 +1161,13 @@ contains "exp sweep --slurm" "sweep: 4 runs from"
 if grep -q -- "--array=1-4" "$tmp/sws/sweep.sbatch" && [ "$(wc -l <"$tmp/sws/runs.txt")" -eq 4 ] &&
     [ "$(sed -n 3p "$tmp/sws/runs.txt")" = "--policy sparse --rps 1 --requests 20 --db $tmp/sws/runs/run-3.db --quiet --no-progress" ]
 then ok; else bad "exp sweep --slurm: its job array or runs.txt is not the grid's"; fi
+# the time a batch of runs has left (experiments/lib/eta.sh, on a sweep's and exp run papers' lines): a
+# finished run's line gets it at the pace so far, a line that ends no run and the last run's get none
+eta=$( { echo "run 1 of 4 done"; sleep 1.2; echo "run 2 of 4 done"; echo "merging"; echo "run 3 of 4 done"
+         sleep 1.2; echo "run 4 of 4 done"; } | bash -c 'source "$1/experiments/lib/eta.sh"; eta_lines 4' _ "$root")
+if [[ $(sed -n 2p <<<"$eta") =~ ^"run 2 of 4 done (about "[1-9][0-9]*" s left)"$ ]] &&
+    [ "$(sed -n 3p <<<"$eta")" = "merging" ] && [ "$(sed -n 5p <<<"$eta")" = "run 4 of 4 done" ]
+then ok; else bad "eta_lines: $(tr '\n' '|' <<<"$eta")"; fi
 # a sweep over presets of different runtimes (Fast-dLLM's PyTorch loop, dLLM-Serve's runtime) says it is not
 # like for like and what holds them fixed; with --impl and --cost given it says nothing of it
 printf -- '--system fast-dllm dllm-serve\n--requests 4\n' >"$tmp/sysgrid.txt"
