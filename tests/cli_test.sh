@@ -376,8 +376,21 @@ expect 0 "sim --interval, no spread" -- env TESSERA_DATA="$tmp/data0" "$bin" sim
 json_check "$tmp/out" "all(d['interval'][k] == [d[k], d[k]] for k in ('throughput_tok_s', 'lat_mean_s', 'lat_p50_s', 'lat_p90_s', 'lat_p99_s', 'energy_j'))"
 expect 2 "sim --interval live" -- "$bin" sim --interval 90 --executor gpu --requests 2
 contains "sim --interval live" "a live run (--executor gpu) measures instead"
-expect 2 "sim --interval in a fleet" -- "$bin" sim --interval 90 --replicas 2 --requests 2
-contains "sim --interval in a fleet" "--interval: a single instance's run"
+# a fleet's interval: each replica drawn as its own machine, by its runtime (an eager loop's host beside
+# tessera's engine), the point inside it, stored as --json gives it; with every spread 0 it is the point
+printf '1 --system fast-dllm\n1 --policy dual\n' >"$tmp/iv-fleet.txt"
+expect 0 "sim --interval in a fleet" -- "$bin" sim --fleet "$tmp/iv-fleet.txt" --interval 90 --interval-runs 8 --requests 30 \
+    --db "$tmp/iv-fleet.db" --json --quiet --no-progress
+cp "$tmp/out" "$tmp/iv-fleet.json"
+json_check "$tmp/out" "list(d['interval']['sources']) == ['host-run', 'host-machine', 'clock', 'calibration'] and all(d['interval'][k][0] <= d[k] <= d['interval'][k][1] for k in ('throughput_tok_s', 'lat_mean_s', 'lat_p99_s')) and d['interval']['lat_mean_s'][0] < d['interval']['lat_mean_s'][1]"
+python3 - "$tmp/iv-fleet.db" "$tmp/iv-fleet.json" <<'PY' && ok || bad "sim --interval in a fleet --db: the summary's interval_json is not --json's"
+import json, sqlite3, sys
+got = json.loads(sqlite3.connect(sys.argv[1]).execute("SELECT interval_json FROM summary").fetchone()[0])
+assert got == json.load(open(sys.argv[2]))["interval"]
+PY
+expect 0 "sim --interval in a fleet, no spread" -- env TESSERA_DATA="$tmp/data0" "$bin" sim --fleet "$tmp/iv-fleet.txt" \
+    --interval 90 --interval-runs 5 --requests 20 --json --quiet --no-progress
+json_check "$tmp/out" "all(d['interval'][k] == [d[k], d[k]] for k in ('throughput_tok_s', 'lat_mean_s', 'lat_p50_s', 'lat_p90_s', 'lat_p99_s', 'energy_j'))"
 # a swapped pair of letters is one edit (--rsp: --rps, not --tp); a folder given as a trace says so; a --db the
 # kernel's proc file system would hold is refused before the run, with nothing printed of one
 for bad in "--rsp 2|did you mean --rps?" "--trace $tmp|$tmp: a folder, not a file" \

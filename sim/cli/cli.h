@@ -49,8 +49,14 @@ struct json_t;
 const char *cli_interval_source_name(int k);
 int cli_interval_run(const struct sim_config *base, const struct sim_setup *setup, struct cli_interval *iv,
                      struct ts_err *err);
+struct fleet_opts;
+int cli_interval_fleet(const struct sim_config *workload, const struct sim_config *cfg, int n,
+                       const struct fleet_opts *o, struct cli_interval *iv, struct ts_err *err);
 void cli_interval_print(const struct cli_interval *iv, const struct sim_summary *m, FILE *f);
 void cli_interval_json(const struct cli_interval *iv, struct json_t *o);
+struct db_out;
+/* The interval as --json gives it, stored beside the run's summary (the database's interval_json). */
+void cli_interval_to_db(const struct cli_interval *iv, struct db_out *out);
 typedef int (*cli_parse_fn)(int argc, char **argv, struct sim_config *c);
 int cli_runfile_expand(int argc, char **argv, int *nargc, char ***nargv, cli_parse_fn parse, struct ts_err *err);
 void cli_runfile_write(const struct sim_config *c, FILE *f);

@@ -189,7 +189,7 @@ static void describe(const struct sim_config *cfg, int n, char *buf, size_t len)
 }
 
 static void print_fleet(const struct sim_config *base, const struct sim_config *cfg, const struct fleet_opts *opts,
-                        const struct fleet_result *r)
+                        const struct fleet_result *r, const struct cli_interval *iv)
 {
     const struct sim_summary *m = &r->fleet;
     char what[4096];
@@ -263,6 +263,8 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
                "the %lld readings that show the changes)\n", lo, hi, r->up_mean, (long long)r->scale_taken, r->started,
                r->stopped, (long long)r->nscale);
     }
+    if (iv)
+        cli_interval_print(iv, m, stdout);
     if (r->n > 32) {
         printf("  by replica    (%d replicas: --json gives each one's summary)\n", r->n);
         return;
@@ -279,7 +281,8 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
     }
 }
 
-static void print_fleet_json(const struct sim_config *base, const struct sim_config *cfg, const struct fleet_result *r)
+static void print_fleet_json(const struct sim_config *base, const struct sim_config *cfg, const struct fleet_result *r,
+                             const struct cli_interval *iv)
 {
     /* a single run's keys, the fleet's merged summary, with the fleet's own and each replica's beside
      * them: a script written for single runs reads a fleet's */
@@ -332,6 +335,8 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
         json_object_set_new(o, "scale", sc);
         json_object_set_new(f, "scale_readings", json_integer(r->scale_taken));
     }
+    if (iv)
+        cli_interval_json(iv, o);
     cli_print_json(o);
 }
 
@@ -456,6 +461,12 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
     struct sim_executor *ex = NULL;
     struct live_worker *workers = NULL;
     struct live_open_ctx lc = {cfg, n, o.disagg.mode != DISAGG_OFF, NULL, &workers};
+    if (base->executor == EXECUTOR_GPU && base->interval > 0) {
+        fprintf(stderr, "tessera sim: --interval draws the sources of a prediction's variance; a live fleet is "
+                        "measured, not predicted\n");
+        free(cfg);
+        return EXIT_USAGE;
+    }
     if (base->executor == EXECUTOR_GPU) { /* live: a worker a replica, each on its own GPU, once its input passes */
         o.ex = lc.ex = ex = xcalloc((size_t)n, sizeof *ex);
         o.live_open = live_open, o.live_ctx = &lc;
@@ -477,15 +488,26 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
         free(cfg);
         return 1;
     }
+    /* --interval: the fleet again over the sources of its replicas' variance, each replica its own machine */
+    struct cli_interval iv = {.level = base->interval, .runs = base->interval_runs};
+    if (base->interval > 0 && cli_interval_fleet(base, cfg, n, &o, &iv, &err)) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        db_out_close(out);
+        fleet_result_free(&r);
+        free(cfg);
+        return 1;
+    }
+    if (out && base->interval > 0)
+        cli_interval_to_db(&iv, out);
     int rc = 0;
     if (out && db_out_commit_fleet(out, base, cfg, &r, &err)) {
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         rc = 1;
     }
     if (base->json)
-        print_fleet_json(base, cfg, &r);
+        print_fleet_json(base, cfg, &r, base->interval > 0 ? &iv : NULL);
     else
-        print_fleet(base, cfg, &o, &r);
+        print_fleet(base, cfg, &o, &r, base->interval > 0 ? &iv : NULL);
     fleet_result_free(&r);
     db_out_close(out);
     free(cfg);

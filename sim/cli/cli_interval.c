@@ -4,7 +4,8 @@
  * simulation by running it again: each replicate draws the host's speed (an eager runtime's), the
  * card's GPU speed (its clock's state and the calibration's held-out error) and the requests' decode
  * streams (a drawn decoder's), and the interval is the central P% of the replicates' figures. The
- * point figures are the configuration's own run, unchanged.
+ * point figures are the configuration's own run, unchanged. A fleet's replicate draws each replica's
+ * as its own machine's, by that replica's card and runtime.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +20,9 @@
 
 #include "cli.h"
 #include "config.h"
+#include "db.h"
 #include "decode.h"
+#include "fleet.h"
 #include "setup.h"
 #include "sim.h"
 
@@ -77,29 +80,57 @@ const char *cli_interval_source_name(int k)
     return k >= 0 && k < SRC_COUNT ? names[k] : NULL;
 }
 
+/* Which sources a run of configuration c (with its setup) has, into iv->used and iv->decode, and the
+ * spread of its host's speed (sh) and of its GPU's (sg): the root of the sum of their sources' squares. */
+static int run_sources(const struct sim_config *c, const struct sim_setup *setup, struct cli_interval *iv,
+                       double *sh, double *sg, struct ts_err *err)
+{
+    if (load_sources(c->datadir, c->gpu, iv, err))
+        return -1;
+    const bool eager = setup->impl.host_ref[0] != '\0';
+    iv->used[SRC_HOST_RUN] = eager;
+    iv->used[SRC_HOST_MACHINE] = eager && !c->host[0]; /* a host of its own (--host) measured this machine */
+    iv->used[SRC_CLOCK] = true;
+    iv->used[SRC_CALIBRATION] = strcmp(c->cost, "calibrated") == 0;
+    iv->decode = decode_needs_rng(&setup->decode);
+    double h = 0, g = 0;
+    for (int k = 0; k < SRC_COUNT; k++)
+        if (iv->used[k])
+            *(k <= SRC_HOST_MACHINE ? &h : &g) += iv->sigma[k] * iv->sigma[k];
+    *sh = sqrt(h), *sg = sqrt(g);
+    return 0;
+}
+
+/* The central level% of each figure's replicates (v: runs a figure), into iv->lo and iv->hi. */
+static void set_bounds(struct cli_interval *iv, double *v, int runs)
+{
+    const double tail = (1 - iv->level / 100.0) / 2;
+    for (int k = 0; k < CLI_INTERVAL_FIGURES; k++) {
+        double *x = v + (size_t)k * runs;
+        gsl_sort(x, 1, (size_t)runs);
+        iv->lo[k] = gsl_stats_quantile_from_sorted_data(x, 1, (size_t)runs, tail);
+        iv->hi[k] = gsl_stats_quantile_from_sorted_data(x, 1, (size_t)runs, 1 - tail);
+    }
+}
+
+static void say_progress(bool on, int done, int runs, double t0)
+{
+    if (on)
+        fprintf(stderr, "\r--interval: %d of %d replicates (%.0f s, about %.0f s left)   ", done, runs,
+                ts_wall_s() - t0, (ts_wall_s() - t0) * (runs - done) / done);
+}
+
 int cli_interval_run(const struct sim_config *base, const struct sim_setup *setup, struct cli_interval *iv,
                      struct ts_err *err)
 {
     const int runs = iv->runs;
-    if (load_sources(base->datadir, base->gpu, iv, err))
+    double sh, sg;
+    if (run_sources(base, setup, iv, &sh, &sg, err))
         return -1;
-    /* which sources a run of this configuration has */
-    const bool eager = setup->impl.host_ref[0] != '\0', drawn = decode_needs_rng(&setup->decode);
-    const bool calibrated = strcmp(base->cost, "calibrated") == 0;
-    iv->used[SRC_HOST_RUN] = eager;
-    iv->used[SRC_HOST_MACHINE] = eager && !base->host[0]; /* a host of its own (--host) measured this machine */
-    iv->used[SRC_CLOCK] = true;
-    iv->used[SRC_CALIBRATION] = calibrated;
-    iv->decode = drawn;
-    double sh = 0, sg = 0;
-    for (int k = 0; k < SRC_COUNT; k++)
-        if (iv->used[k])
-            *(k <= SRC_HOST_MACHINE ? &sh : &sg) += iv->sigma[k] * iv->sigma[k];
-    sh = sqrt(sh), sg = sqrt(sg);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
     gsl_rng_set(rng, (unsigned long)ts_mix64(base->seed ^ 0x5eedull));
     double *v = xcalloc((size_t)runs * CLI_INTERVAL_FIGURES, sizeof *v);
-    int rc = 0, done = 0;
+    int rc = 0;
     const double t0 = ts_wall_s();
     for (int i = 0; rc == 0 && i < runs; i++) {
         struct sim_config c = *base;
@@ -118,23 +149,68 @@ int cli_interval_run(const struct sim_config *base, const struct sim_setup *setu
         sim_destroy(s);
         for (int k = 0; k < CLI_INTERVAL_FIGURES; k++)
             v[(size_t)k * runs + i] = figure(&m, k);
-        done++;
-        if (base->progress)
-            fprintf(stderr, "\r--interval: %d of %d replicates (%.0f s, about %.0f s left)   ", done, runs,
-                    ts_wall_s() - t0, (ts_wall_s() - t0) * (runs - done) / done);
+        say_progress(base->progress, i + 1, runs, t0);
     }
     if (base->progress)
         fprintf(stderr, "\n");
-    const double tail = (1 - iv->level / 100.0) / 2;
-    for (int k = 0; rc == 0 && k < CLI_INTERVAL_FIGURES; k++) {
-        double *x = v + (size_t)k * runs;
-        gsl_sort(x, 1, (size_t)runs);
-        iv->lo[k] = gsl_stats_quantile_from_sorted_data(x, 1, (size_t)runs, tail);
-        iv->hi[k] = gsl_stats_quantile_from_sorted_data(x, 1, (size_t)runs, 1 - tail);
-    }
+    if (rc == 0)
+        set_bounds(iv, v, runs);
     free(v);
     gsl_rng_free(rng);
     return rc;
+}
+
+int cli_interval_fleet(const struct sim_config *workload, const struct sim_config *cfg, int n,
+                       const struct fleet_opts *o, struct cli_interval *iv, struct ts_err *err)
+{
+    const int runs = iv->runs;
+    double *sh = xcalloc((size_t)n, sizeof *sh), *sg = xcalloc((size_t)n, sizeof *sg);
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < n; i++) { /* each replica's sources, by its card and runtime */
+        struct sim_setup setup;
+        struct cli_interval own = {.level = iv->level, .runs = runs};
+        rc = sim_config_validate(&cfg[i], &setup, err) || run_sources(&cfg[i], &setup, &own, &sh[i], &sg[i], err);
+        for (int k = 0; rc == 0 && k < SRC_COUNT; k++)
+            if (own.used[k] && !iv->used[k]) { /* (the first replica that has it names its spread) */
+                iv->used[k] = true, iv->sigma[k] = own.sigma[k];
+                snprintf(iv->record[k], sizeof iv->record[k], "%s", own.record[k]);
+            }
+        iv->decode = iv->decode || own.decode;
+    }
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
+    gsl_rng_set(rng, (unsigned long)ts_mix64(workload->seed ^ 0xf1ee75eedull));
+    double *v = xcalloc((size_t)runs * CLI_INTERVAL_FIGURES, sizeof *v);
+    struct sim_config *c = xmalloc(sizeof *c * (size_t)n), w = *workload;
+    struct fleet_opts quiet = *o;
+    quiet.progress = false, w.progress = false, w.db[0] = '\0';
+    const double t0 = ts_wall_s();
+    for (int r = 0; rc == 0 && r < runs; r++) {
+        for (int i = 0; i < n; i++) { /* each replica its own machine: its own draws */
+            c[i] = cfg[i];
+            c[i].speed_host = exp(gsl_ran_gaussian(rng, sh[i])), c[i].speed_gpu = exp(gsl_ran_gaussian(rng, sg[i]));
+            c[i].decode_seed = ts_mix64(workload->seed + 1 + (uint64_t)r * (uint64_t)n + (uint64_t)i) >> 24 | 1;
+            c[i].progress = false, c[i].no_steps = true, c[i].db[0] = '\0';
+        }
+        struct fleet_result res;
+        if (fleet_run(&w, c, n, &quiet, &res, err)) {
+            rc = ts_fail_prefix(err, "--interval: replicate %d", r + 1);
+            break;
+        }
+        for (int k = 0; k < CLI_INTERVAL_FIGURES; k++)
+            v[(size_t)k * runs + r] = figure(&res.fleet, k);
+        fleet_result_free(&res);
+        say_progress(workload->progress, r + 1, runs, t0);
+    }
+    if (workload->progress)
+        fprintf(stderr, "\n");
+    if (rc == 0)
+        set_bounds(iv, v, runs);
+    free(c);
+    free(v);
+    free(sh);
+    free(sg);
+    gsl_rng_free(rng);
+    return rc ? -1 : 0;
 }
 
 /* The sources a run's interval draws, in words, into buf. */
@@ -159,6 +235,16 @@ void cli_interval_print(const struct cli_interval *iv, const struct sim_summary 
             iv->lo[2], iv->hi[2], iv->lo[3], iv->hi[3], iv->lo[4], iv->hi[4], iv->lo[5], iv->hi[5]);
     if (m->overloaded)
         fprintf(f, "                (overloaded: the latency's interval is the queue's growth, wide as it must be)\n");
+}
+
+void cli_interval_to_db(const struct cli_interval *iv, struct db_out *out)
+{
+    json_t *o = json_object();
+    cli_interval_json(iv, o);
+    char *text = json_dumps(json_object_get(o, "interval"), JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    db_out_set_interval(out, text);
+    free(text);
+    json_decref(o);
 }
 
 void cli_interval_json(const struct cli_interval *iv, json_t *o)

@@ -88,15 +88,8 @@ static int run_interval(const struct sim_config *c, const struct sim_setup *setu
         fprintf(stderr, "tessera sim: %s\n", err.msg);
         return -1;
     }
-    if (out) {
-        json_t *o = json_object();
-        cli_interval_json(iv, o);
-        char *text = json_dumps(json_object_get(o, "interval"),
-                                JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-        db_out_set_interval(out, text);
-        free(text);
-        json_decref(o);
-    }
+    if (out)
+        cli_interval_to_db(iv, out);
     return 0;
 }
 
@@ -126,10 +119,6 @@ static int sim_command(int argc, char **argv)
     int rc = cli_sim_parse(argc, argv, &c);
     if (rc)
         return rc > 0 ? 0 : EXIT_USAGE;
-    if ((c.replicas > 1 || c.fleet[0]) && c.interval > 0) {
-        fprintf(stderr, "tessera sim: --interval: a single instance's run; a fleet's figures are given none\n");
-        return EXIT_USAGE;
-    }
     if (c.replicas > 1 || c.fleet[0])
         return cli_fleet(&c, argc, argv);
     if (c.disagg[0] || c.autoscale[0] || c.load_control[0]) {
