@@ -392,6 +392,39 @@ static int live_adopt(void *ctx, int to, int64_t key, int32_t req_id, struct ts_
     return fleet_live_adopt(*c->workers, to, key, req_id, err);
 }
 
+/* A fleet's run done: its interval where asked (--interval), its database (--db) and its summary or
+ * --json; 0, or 1 where a part of it failed (said on stderr). */
+static int report(const struct sim_config *base, const struct sim_config *cfg, int n, const struct fleet_opts *o,
+                  const struct fleet_result *r)
+{
+    struct ts_err err;
+    struct db_out *out = NULL; /* (opened once the run is done: its live workers hold none of it) */
+    if (base->db[0] && db_out_open(base->db, (enum db_mode)base->db_mode, &out, &err)) {
+        fprintf(stderr, "tessera sim: --db %s\n", err.msg);
+        return 1;
+    }
+    /* --interval: the fleet again over the sources of its replicas' variance, each replica its own machine */
+    struct cli_interval iv = {.level = base->interval, .runs = base->interval_runs};
+    if (base->interval > 0 && cli_interval_fleet(base, cfg, n, o, &iv, &err)) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        db_out_close(out);
+        return 1;
+    }
+    if (out && base->interval > 0)
+        cli_interval_to_db(&iv, out);
+    int rc = 0;
+    if (out && db_out_commit_fleet(out, base, cfg, r, &err)) {
+        fprintf(stderr, "tessera sim: %s\n", err.msg);
+        rc = 1;
+    }
+    if (base->json)
+        print_fleet_json(base, cfg, r, base->interval > 0 ? &iv : NULL);
+    else
+        print_fleet(base, cfg, o, r, base->interval > 0 ? &iv : NULL);
+    db_out_close(out);
+    return rc;
+}
+
 int cli_fleet(const struct sim_config *base, int argc, char **argv)
 {
     if (base->replicas > 1 && base->fleet[0]) {
@@ -481,35 +514,8 @@ int cli_fleet(const struct sim_config *base, int argc, char **argv)
         free(cfg);
         return failed == FLEET_REFUSED ? EXIT_USAGE : 1;
     }
-    struct db_out *out = NULL; /* (opened once the run is done: its live workers hold none of it) */
-    if (base->db[0] && db_out_open(base->db, (enum db_mode)base->db_mode, &out, &err)) {
-        fprintf(stderr, "tessera sim: --db %s\n", err.msg);
-        fleet_result_free(&r);
-        free(cfg);
-        return 1;
-    }
-    /* --interval: the fleet again over the sources of its replicas' variance, each replica its own machine */
-    struct cli_interval iv = {.level = base->interval, .runs = base->interval_runs};
-    if (base->interval > 0 && cli_interval_fleet(base, cfg, n, &o, &iv, &err)) {
-        fprintf(stderr, "tessera sim: %s\n", err.msg);
-        db_out_close(out);
-        fleet_result_free(&r);
-        free(cfg);
-        return 1;
-    }
-    if (out && base->interval > 0)
-        cli_interval_to_db(&iv, out);
-    int rc = 0;
-    if (out && db_out_commit_fleet(out, base, cfg, &r, &err)) {
-        fprintf(stderr, "tessera sim: %s\n", err.msg);
-        rc = 1;
-    }
-    if (base->json)
-        print_fleet_json(base, cfg, &r, base->interval > 0 ? &iv : NULL);
-    else
-        print_fleet(base, cfg, &o, &r, base->interval > 0 ? &iv : NULL);
+    const int rc = report(base, cfg, n, &o, &r);
     fleet_result_free(&r);
-    db_out_close(out);
     free(cfg);
     return rc;
 }
