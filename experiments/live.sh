@@ -9,7 +9,9 @@
 # experiments/fidelity.sh's do. REUSE_LIVE=1 keeps live summaries already in SCRATCH (re-predicting
 # needs no GPU). Needs the calibrations of sim/data/calib/ for the GPU (or CALIB_DIR with
 # calib-MODEL.csv files, as experiments/fidelity.sh writes them). CLOCK=auto|on|off: the calibrated
-# prediction's --clock (the card's clock under its power limit) [auto].
+# prediction's --clock (the card's clock under its power limit) [auto]. INTERVAL=P: the calibrated
+# prediction's P% interval too (sim --interval P), and OUT/coverage.csv: for each run and metric, the
+# interval, the live figure and whether it lies inside.
 # Writes OUT/live.csv (one row per run and metric: predicted, live, error %) and OUT/live-runs.tgz
 # (both JSON summaries of every run; kept unpacked in SCRATCH, default OUT/runs).
 #
@@ -25,6 +27,7 @@ gpu=${GPU:-h200}
 scratch=${SCRATCH:-$out/runs}
 mkdir -p "$out" "$scratch"
 echo "model,policy,scheduler,rps,backend,metric,predicted,live,error_pct" >"$out/live.csv"
+[ -z "${INTERVAL:-}" ] || echo "model,policy,scheduler,rps,metric,predicted,lo,hi,live,inside" >"$out/coverage.csv"
 for model in $models; do
     calib=()
     [ -n "${CALIB_DIR:-}" ] && calib=(--calib "$CALIB_DIR/calib-$model.csv")
@@ -43,6 +46,16 @@ for model in $models; do
                 fi
                 "$bin" sim "${args[@]}" >"$scratch/$tag-model.json" || continue
                 "$bin" sim "${args[@]}" --cost roofline >"$scratch/$tag-roofline.json" || continue
+                if [ -n "${INTERVAL:-}" ]; then
+                    "$bin" sim "${args[@]}" --interval "$INTERVAL" >"$scratch/$tag-interval.json" || continue
+                    python3 - "$scratch/$tag-interval.json" "$live" "$model,$policy,$sched,$rps" >>"$out/coverage.csv" <<'PY'
+import json, sys
+p, l = (json.load(open(f)) for f in sys.argv[1:3])
+for k in ("throughput_tok_s", "lat_mean_s", "lat_p50_s", "lat_p99_s"):
+    lo, hi = p["interval"][k]
+    print(f"{sys.argv[3]},{k},{p[k]:.6g},{lo:.6g},{hi:.6g},{l[k]:.6g},{'yes' if lo <= l[k] <= hi else 'no'}")
+PY
+                fi
                 for backend in calibrated roofline; do
                     pred="$scratch/$tag-model.json"
                     [ "$backend" = roofline ] && pred="$scratch/$tag-roofline.json"

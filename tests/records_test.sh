@@ -518,6 +518,11 @@ for f in validate.csv rows.csv kept.csv sparsed.csv; do
         bad "exp run validate-mechanisms no longer gives validate-mechanisms-h100/$f: $(diff "$tmp/validate-mech/$f" "$rec_dir/validate-mechanisms-h100/$f" | head -4 | tr '\n' ' ')"
 done
 
+# the live records' coverage by their intervals: at least 85% of their figures inside
+expect 0 "exp run live-coverage" -- "$bin" exp run live-coverage "$tmp/live-coverage"
+grep -q "^goal met: at least 85% of the live measurements" "$tmp/live-coverage/coverage.md" && ok ||
+    bad "exp run live-coverage: fewer than 85% of the live figures inside their intervals: $(grep '^All' "$tmp/live-coverage/coverage.md")"
+
 # loops-h200: the four loops on two unseen H200 machines still give the recorded tables
 expect 0 "exp run validate-lengths" -- "$bin" exp run validate-lengths "$tmp/validate-lengths"
 for f in lengths.csv forwards.csv lengths.md host.txt; do
