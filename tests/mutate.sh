@@ -281,7 +281,7 @@ mutations=(
     "DPad reads its cache after a recompute|sim/policies/policy_dpad.c|r->need_refresh;\n    if (cache == DPAD_NONE|false;\n    if (cache == DPAD_NONE|check_policy"
     "the calibration's chunks past the largest priced as one|sim/cost/calib_price.c|            total += ratio * y * rows / max_rows;|            total += ratio * y;|check_calib"
     "the calibration extrapolates along its first and last points|sim/cost/calib_price.c|        double slope = (c->y[c->n - 1] - c->y[c->n - 2]) / (c->x[c->n - 1] - c->x[c->n - 2]);|        double slope = (c->y[c->n - 1] - c->y[0]) / (c->x[c->n - 1] - c->x[0]);|check_calib"
-    "the calibrated row loop prices a kernel at a layer's host time|sim/cost/calib_price.c|            const double kernel_ms = c->host0 / (cx->model.num_layers * (double)layer_kernels);|            const double kernel_ms = c->host0 / (double)layer_kernels;|check_calib"
+    "the calibrated row loop prices a kernel at a layer's host time|sim/cost/calib_price.c|            const double kernel_ms = base0 / (cx->model.num_layers * (double)layer_kernels);|            const double kernel_ms = base0 / (double)layer_kernels;|check_calib"
     "the row loop runs in every phase|sim/cost/impl.c|    const int64_t rows = t->by_phase[PHASE_REUSE] - 1;|    const int64_t rows = t->num_segs - 1;|check_calib"
     "the reference's query heads take key heads in turn|engine/eng_ref_ops.c|            int hk = h / (H / Hkv);|            int hk = h % Hkv;|check_eng_ref"
     "the reference's partial rotary spaced over the whole head|engine/eng_ref_ops.c|pow((double)theta, -2.0 * i / rot)|pow((double)theta, -2.0 * i / d)|check_eng_ref"
