@@ -514,6 +514,20 @@ static int run_python(char **argv, const char *what)
     return pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ? -1 : 0;
 }
 
+/* A probe's script ended (rc 0: it finished): said on stderr; a failed one's scratch files removed. */
+static int probe_done(int rc, const char *script, const char *needs, const char *csv, const char *dir, double t0)
+{
+    if (rc) {
+        fprintf(stderr, "tessera calib host --probe: %s did not finish (it needs python3 with %s and a GPU it "
+                        "sees; its messages are above)\n", script, needs);
+        remove(csv);
+        rmdir(dir);
+        return -1;
+    }
+    fprintf(stderr, "tessera calib host --probe: measured in %.0f s\n", ts_wall_s() - t0);
+    return 0;
+}
+
 /* `calib host --probe`: this machine's host measured by PyTorch eager on its GPU, a profile of a few
  * small shapes (engine/bench/torch_profile.py --host-probe, LLaDA-8B's layers on random weights), into
  * a file in a scratch folder whose host the caller takes. python3 is run by its arguments, no shell. */
@@ -529,15 +543,7 @@ static int probe_host(char *csv, size_t len)
     fprintf(stderr, "tessera calib host --probe: timing PyTorch eager's steps on this machine's GPU (about a minute)\n");
     char *argv[] = {"python3", script, "--host-probe", "--out", csv, NULL};
     const double t0 = ts_wall_s();
-    if (run_python(argv, "tessera calib host --probe")) {
-        fprintf(stderr, "tessera calib host --probe: %s did not finish (it needs python3 with torch and a GPU it "
-                        "sees; its messages are above)\n", script);
-        remove(csv);
-        rmdir(dir);
-        return -1;
-    }
-    fprintf(stderr, "tessera calib host --probe: measured in %.0f s\n", ts_wall_s() - t0);
-    return 0;
+    return probe_done(run_python(argv, "tessera calib host --probe"), script, "torch", csv, dir, t0);
 }
 
 /* `calib host --probe --loop SYSTEM [--code DIR]`: SYSTEM's own loop timed on this machine's GPU
@@ -596,15 +602,7 @@ static int probe_loop(const char *loop, const char *code, char *csv, size_t len)
         remove(path);
     }
     remove(trace);
-    if (rc) {
-        fprintf(stderr, "tessera calib host --probe: %s did not finish (it needs python3 with torch and "
-                        "transformers and a GPU it sees; its messages are above)\n", script);
-        remove(csv);
-        rmdir(dir);
-        return -1;
-    }
-    fprintf(stderr, "tessera calib host --probe: measured in %.0f s\n", ts_wall_s() - t0);
-    return 0;
+    return probe_done(rc, script, "torch and transformers", csv, dir, t0);
 }
 
 /* `calib host FILE [--out HOST.csv]`: the host of a calibration whose host was measured apart from its
