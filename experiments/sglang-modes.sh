@@ -10,11 +10,16 @@
 # while others prefilled, SGLang's prefill first). Its forwards are priced as tessera's engine runs
 # them: SGLang's host work a round, which first done first out pays every forward and sync every
 # block, is not priced (sim/docs/steps.md).
-# Writes OUT/results.jsonl (one object a run), OUT/report.md (the table and the ratios) and, with
-# gnuplot, OUT/figure.png (throughput and mean latency by rate, the two modes side by side).
+# An editing decoder (SGLang's JointThreshold, LLaDA2.1; JointThresholdInDel, LLaDA2.2) runs forwards
+# after a block's last commit, as many as the model edits, which no published table gives: the report
+# sweeps them (--post-edit, POST_EDIT, at EDIT_RPS under first done, first out), an assumption.
+# Writes OUT/results.jsonl (one object a run), OUT/edits.jsonl (the sweep), OUT/report.md (the tables and
+# the ratios) and, with gnuplot, OUT/figure.png (throughput and mean latency by rate, the two modes side by
+# side).
 #
 # Usage: tessera exp run sglang-modes OUT [--force]   (RPS="0.5 1 2 4 8"; MRR=16; REQUESTS=300; GPU=h100;
-#        LENGTHS=sharegpt; SEED=1; or experiments/sglang-modes.sh OUT with TESSERA=path)
+#        LENGTHS=sharegpt; SEED=1; POST_EDIT="0 2 4 8 16"; EDIT_RPS=1; or experiments/sglang-modes.sh OUT with
+#        TESSERA=path)
 set -uo pipefail
 source "$(dirname "$0")/lib/plot.sh"
 out=${1:?usage: tessera exp run sglang-modes OUT [--force]}
@@ -35,6 +40,16 @@ print(json.dumps({"mode": "fdfo" if fdfo else "sync", "rps": rps, "throughput_to
                   "num_finished": m["num_finished"], "num_rejected": m["num_rejected"]}))
 PY
     done
+done
+: >"$out/edits.jsonl"
+for edits in ${POST_EDIT:-0 2 4 8 16}; do
+    "$bin" sim --system sglang --post-edit "$edits" --max-running-requests "${MRR:-16}" --gpu "${GPU:-h100}" \
+        --lengths "${LENGTHS:-sharegpt}" --rps "${EDIT_RPS:-1}" --requests "${REQUESTS:-300}" --seed "${SEED:-1}" \
+        --quiet --no-progress --json | python3 -c 'import json, sys
+m = json.load(sys.stdin)
+print(json.dumps({"post_edit": int(sys.argv[1]), "throughput_tok_s": m["throughput_tok_s"], "lat_mean_s": m["lat_mean_s"],
+                  "lat_p99_s": m["lat_p99_s"], "num_steps": m["num_steps"]}))' "$edits" >>"$out/edits.jsonl" ||
+        { echo "sglang-modes.sh: --post-edit $edits failed" >&2; exit 1; }
 done
 python3 - "$out" "${MRR:-16}" "${GPU:-h100}" "${LENGTHS:-sharegpt}" <<'PY' || exit 1
 import json, os, sys
@@ -57,6 +72,16 @@ with open(os.path.join(out, "report.md"), "w") as f:
         a, b = by[("fdfo", x)], by[("sync", x)]
         f.write("| %g | %.3fx | %.3fx | %.3fx |\n" % (x, a["throughput_tok_s"] / b["throughput_tok_s"],
                                                       a["lat_mean_s"] / b["lat_mean_s"], a["num_steps"] / b["num_steps"]))
+    edits = [json.loads(l) for l in open(os.path.join(out, "edits.jsonl"))]
+    base = edits[0]
+    f.write("\nAn editing decoder's forwards after a block's last commit (--post-edit; first done, first out at "
+            "%s req/s): how many the model runs is an assumption, swept here; SGLang caps JointThreshold's at 16.\n\n"
+            "| post-edit forwards a block | tok/s | mean latency s | p99 latency s | forwards | throughput over none |\n"
+            "|---|---|---|---|---|---|\n" % os.environ.get("EDIT_RPS", "1"))
+    for r in edits:
+        f.write("| %d | %.1f | %.2f | %.2f | %d | %.3fx |\n" % (r["post_edit"], r["throughput_tok_s"], r["lat_mean_s"],
+                                                               r["lat_p99_s"], r["num_steps"],
+                                                               r["throughput_tok_s"] / base["throughput_tok_s"]))
 with open(os.path.join(out, "figure.dat"), "w") as d:
     for mode in ("fdfo", "sync"):
         d.write("# %s\n" % mode)

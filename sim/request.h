@@ -37,6 +37,7 @@ struct request {
     int32_t decoded_in_block;
     int32_t decoded_total;
     int32_t steps_in_block;
+    int32_t resolved_in_block; /* forwards that began with the block resolved (POLICY_CONFIRMS_BLOCK) */
     int32_t steps;
     _Alignas(8) unsigned char pstate[REQ_POLICY_STATE]; /* the policy's own state (its struct, opaque
                                                           * to the rest), zeroed at admission */

@@ -606,6 +606,20 @@ START_TEST(sglang_rounds_by_hand)
                           (s->segs[j].phase == PHASE_PREFILL) == (j == 0),
                       "step %d: %d keys, %d decoded", j + 1, s->segs[j].kv, s->segs[j].decoded);
     sim_destroy(s);
+    /* an editing decoder's post-edit forwards (--post-edit 3): each block runs three block forwards
+     * more after its last commit, committing nothing, before the one that confirms it, over the same
+     * keys: 24 in the first block (3 steps, 3 edits, the confirming one), 8 in the second (1, 3, 1) */
+    test_param(&c, "post-edit", 3);
+    s = run_kept(&c);
+    const int32_t kv_e[] = {0, 32, 32, 32, 32, 32, 32, 32, 64, 64, 64, 64, 64},
+                  dec_e[] = {0, 8, 8, 8, 0, 0, 0, 0, 8, 0, 0, 0, 0};
+    ck_assert_int_eq((int64_t)s->num_segs, 13);
+    for (int j = 0; j < 13; j++)
+        ck_assert_msg(s->segs[j].kv == kv_e[j] && s->segs[j].decoded == dec_e[j] && s->segs[j].q == 32,
+                      "post-edit, step %d: %d keys, %d decoded", j + 1, s->segs[j].kv, s->segs[j].decoded);
+    ck_assert_int_eq(sim_req(s, 0)->decoded_total, 32);
+    sim_destroy(s);
+    test_param(&c, "post-edit", 0);
     /* the dllm-plugin's prefill (--serve-prefill-block 0, under continuous batching): a prompt of 70 is its
      * two whole blocks in one forward of 64 rows without logits; the first generation block holds 6 of it
      * and 26 masks (8, 8, 8, 2 and its confirming forward), the second the last 6 (one step and its own).

@@ -106,7 +106,7 @@ void policy_req_init(struct request *r, const struct policy_cfg *pc)
             r->last_block = eos_block;
     }
     r->cur_block = r->decoded_in_block = r->decoded_total = 0;
-    r->steps_in_block = r->steps = 0;
+    r->steps_in_block = r->steps = r->resolved_in_block = 0;
     memset(r->pstate, 0, sizeof r->pstate);
     r->need_refresh = false;
 }
@@ -122,13 +122,17 @@ static bool advance_block(const struct policy_ops *po, struct request *r, const 
     r->steps++;
     r->steps_in_block++;
     r->need_refresh = false;
-    bool block_done = (po->caps & POLICY_CONFIRMS_BLOCK) ? resolved && seg->phase != PHASE_PREFILL
-                                                         : r->decoded_in_block == req_block_len(r, r->cur_block);
+    if (resolved && seg->phase != PHASE_PREFILL)
+        r->resolved_in_block++;
+    bool block_done = (po->caps & POLICY_CONFIRMS_BLOCK)
+                          ? r->resolved_in_block >= (po->confirm_steps ? po->confirm_steps(pc) : 1)
+                          : r->decoded_in_block == req_block_len(r, r->cur_block);
     bool finished = block_done && r->cur_block == r->last_block;
     if (block_done && !finished) {
         r->cur_block++;
         r->decoded_in_block = 0;
         r->steps_in_block = 0;
+        r->resolved_in_block = 0;
     }
     po->advance(r, pc, seg, block_done);
     return finished;

@@ -62,7 +62,8 @@ enum policy_caps {
                                          * (Prophet's gap, Elastic-Cache's drift, d2Cache's rollout) */
     POLICY_CONFIRMS_BLOCK = 1u << 7,    /* a block is done only after a step that begins with none of its
                                          * positions masked, which commits nothing (SGLang's dLLM path: the
-                                         * forward that finds the block resolved writes its K/V) */
+                                         * forward that finds the block resolved writes its K/V), or after
+                                         * policy_ops.confirm_steps of them */
     POLICY_ALIGNED_BLOCKS = 1u << 8,    /* its blocks are the sequence's, from position 0 (SGLang's): the
                                          * first generation block holds the prompt's last P mod Bs positions
                                          * (request.head) and masks the rest; a run sets
@@ -88,6 +89,9 @@ struct policy_ops {
      * the block r->cur_block had when the step was emitted (r->cur_block is already advanced). */
     void (*advance)(struct request *r, const struct policy_cfg *pc, const struct segment *seg,
                     bool block_done);
+    /* A POLICY_CONFIRMS_BLOCK policy's forwards a block runs once none of its positions is masked, the
+     * last of them the confirming one (NULL: 1): a decoder's edits after the block's masks are filled. */
+    int32_t (*confirm_steps)(const struct policy_cfg *pc);
     /* K/V tokens the request must hold for its next step. */
     int64_t (*kv_tokens)(const struct request *r, const struct policy_cfg *pc);
     /* The most K/V tokens it holds at any point of its life. */

@@ -12,17 +12,29 @@
  *   - a block is done only after the forward that finds it resolved (SGLang's decoders test it before
  *     their step: low_confidence.py; the plugin's sampler runs a K/V refresh forward once a block has
  *     no mask), whose K/V is the block's committed K/V: one forward more a block, committing nothing
- *     (POLICY_CONFIRMS_BLOCK).
+ *     (POLICY_CONFIRMS_BLOCK);
+ *   - an editing decoder runs --post-edit forwards more between the block's last commit and that one
+ *     (SGLang's JointThreshold, python/sglang/srt/dllm/algorithm/joint_threshold.py: with no mask left it
+ *     rewrites any token its argmax disagrees with, edit_threshold 0, until a forward writes nothing or
+ *     after max_post_edit_steps = 16; JointThresholdInDel, joint_threshold_indel.py, LLaDA2.2: its
+ *     DELETE and SPLIT tokens shift the block and reopen masks that its later forwards commit, then a
+ *     cleanup forward and one that stores the block's K/V). Each is a block forward committing
+ *     nothing; their count is the model's, an assumption (0: LowConfidence).
  * Blocks are the sequence's (POLICY_ALIGNED_BLOCKS): the first generation block holds the prompt's last
  * P mod Bs positions (request.head) and masks the rest, and the last runs all its Bs rows, past the
  * generation's end where G + head is not a multiple of Bs. After a preemption by recompute the prompt
  * and every finished block are prefilled again, a block a forward. */
 #include "policy.h"
 
-enum { PREFILL_BLOCK };
+enum { PREFILL_BLOCK, POST_EDIT };
 static const struct param_spec serve_params[] = {
     [PREFILL_BLOCK] = {"serve-prefill-block", "1: the prompt prefilled a block a forward (SGLang's dLLM path); 0: in "
                        "one forward (vLLM's dllm-plugin)", 1, 0, 1, true},
+    [POST_EDIT] = {"post-edit", "forwards a block runs after its last mask is committed, before the one that "
+                   "confirms it: an editing decoder's token-to-token edits (SGLang's JointThreshold, LLaDA2.1: "
+                   "at most 16, max_post_edit_steps) and, with insert and delete (JointThresholdInDel, "
+                   "LLaDA2.2), the reopened masks' and the cleanup's; how many depends on the model's edits",
+                   0, 0, 64, true},
 };
 
 struct serve_state {
@@ -63,6 +75,8 @@ static void serve_advance(struct request *r, const struct policy_cfg *pc, const 
         st->cached = prefix_of(r, r->cur_block);
 }
 
+static int32_t serve_confirm_steps(const struct policy_cfg *pc) { return 1 + (int32_t)pc->p[POST_EDIT]; }
+
 static int64_t serve_kv(const struct request *r, const struct policy_cfg *pc)
 {
     (void)pc;
@@ -98,6 +112,7 @@ const struct policy_ops policy_serve_block = {
     .num_params = (int)TS_ARRAY_LEN(serve_params),
     .emit = serve_emit,
     .advance = serve_advance,
+    .confirm_steps = serve_confirm_steps,
     .kv_tokens = serve_kv,
     .kv_peak_tokens = serve_kv_peak,
     .peak_q = serve_peak_q,
