@@ -721,6 +721,72 @@ START_TEST(d2f_shapes)
 }
 END_TEST
 
+/* DSB by hand (P 16, G 64, B 32, fixed:8): DSB Cache's full forward, then the window of the next 32
+ * masked positions and the 24 before it over the cache until 32 are committed in the cycle, the window
+ * shrinking only at the end; without its cache every step a full forward. */
+START_TEST(dsb_shapes)
+{
+    struct policy_cfg pc = {.block_size = 32};
+    pc.p[0] = 1, pc.p[1] = 24;
+    run_life(&policy_dsb, &pc, 16, 64, 64, 8, &L);
+    ck_assert_int_eq(L.n, 8);
+    expect_seg(&L.seg[0], PHASE_REFRESH, 80, 0, 80, 80, 8);
+    for (int j = 1; j < 4; j++)
+        expect_seg(&L.seg[j], PHASE_REUSE, 56, 24, 56, 56, 8);
+    expect_seg(&L.seg[4], PHASE_REFRESH, 80, 0, 80, 80, 8); /* a cycle of 32 commits */
+    expect_seg(&L.seg[5], PHASE_REUSE, 48, 32, 48, 48, 8); /* 24 left: the window's 24 and 24 before */
+    expect_seg(&L.seg[6], PHASE_REUSE, 40, 40, 40, 40, 8);
+    expect_seg(&L.seg[7], PHASE_REUSE, 32, 48, 32, 32, 8);
+    pc.p[1] = 0; /* no floor: the positions before are the last step's slide */
+    run_life(&policy_dsb, &pc, 16, 64, 64, 8, &L);
+    expect_seg(&L.seg[1], PHASE_REUSE, 40, 40, 40, 40, 8);
+    pc.p[0] = 0;
+    run_life(&policy_dsb, &pc, 16, 64, 64, 8, &L);
+    ck_assert_int_eq(L.n, 8);
+    for (int j = 0; j < 8; j++)
+        expect_seg(&L.seg[j], PHASE_FULL, 80, 0, 0, 80, 8);
+}
+END_TEST
+
+/* DSB against an oracle written as its code runs: positions committed left to right, the window
+ * [s, min(s + B, P + G)) from the first masked position s, a cycle's commits (blk_acc) against B, the
+ * last step's slide (cur_idx) against the floor (prefix_window_length). Random shapes and fixed:k. */
+START_TEST(dsb_matches_its_window)
+{
+    gsl_rng *g = gsl_rng_alloc(gsl_rng_taus2);
+    for (int t = 0; t < 300; t++) {
+        const int B = 1 + (int)gsl_rng_uniform_int(g, 64), P = (int)gsl_rng_uniform_int(g, 200);
+        const int G = 1 + (int)gsl_rng_uniform_int(g, 300), k = 1 + (int)gsl_rng_uniform_int(g, 40);
+        const int cache = (int)gsl_rng_uniform_int(g, 2), pwl = (int)gsl_rng_uniform_int(g, 40);
+        struct policy_cfg pc = {.block_size = B};
+        pc.p[0] = cache, pc.p[1] = pwl;
+        run_life(&policy_dsb, &pc, P, G, G, k, &L);
+        int committed = 0, acc = 0, slide = 0, n = 0;
+        bool built = false;
+        while (committed < G) {
+            ck_assert_int_lt(n, L.n);
+            const int s = P + committed, w = TS_MIN(s + B, P + G) - s, take = TS_MIN(k, w);
+            const struct segment *seg = &L.seg[n++];
+            if (!cache) {
+                ck_assert(seg->phase == PHASE_FULL && seg->q == P + G && seg->kv == 0);
+            } else if (!built || acc >= B) {
+                ck_assert(seg->phase == PHASE_REFRESH && seg->q == P + G && seg->kv_write == P + G);
+                built = true, acc = 0;
+            } else {
+                const int pw = TS_MIN(TS_MAX(slide, pwl), s);
+                ck_assert_msg(seg->phase == PHASE_REUSE && seg->q == pw + w && seg->kv == P + G - pw - w &&
+                                  seg->kv_write == pw + w,
+                              "P %d G %d B %d k %d: step %d q %d, wanted %d", P, G, B, k, n, seg->q, pw + w);
+            }
+            ck_assert_int_eq(seg->decoded, take);
+            committed += take, acc += take, slide = take;
+        }
+        ck_assert_int_eq(n, L.n);
+    }
+    gsl_rng_free(g);
+}
+END_TEST
+
 /* D2F against an oracle written as its code keeps its blocks: a list of blocks, each active, waiting
  * for the cache or cached, with its decoded count and whether it is fully activated. Random shapes
  * and thresholds, a fixed:k decoder and semi-activated blocks decoding all (1) or nothing (0) of it,
@@ -1734,6 +1800,8 @@ int main(void)
     tcase_add_test(tc, dpad_shapes);
     tcase_add_test(tc, fdllm_v2_shapes);
     tcase_add_test(tc, d2f_shapes);
+    tcase_add_test(tc, dsb_shapes);
+    tcase_add_test(tc, dsb_matches_its_window);
     tcase_add_test(tc, sparsed_shapes);
     tcase_add_test(tc, d2f_matches_its_block_list);
     tcase_add_test(tc, d2f_semi_share_unbiased);

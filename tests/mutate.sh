@@ -29,6 +29,8 @@ mutations=(
     "attention FLOPs halved|sim/cost/cost_roofline.c|add_split(p, OP_ATTN, layers, 4.0 * qd * lt->attn_qk_pairs,|add_split(p, OP_ATTN, layers, 2.0 * qd * lt->attn_qk_pairs,|check_cost"
     "IterSmooth's second LM head free under the roofline|sim/cost/cost_roofline.c|SELF_COND_NONE ? 2 : 1;|SELF_COND_NONE ? 1 : 1;|check_cost"
     "IterSmooth's second LM head free under the calibration|sim/cost/calib_price.c|        lm *= 2;|        lm *= 1;|check_cost"
+    "DSB's cycle runs one step past its B commits|sim/policies/policy_dsb.c|st->cycle >= r->Bs;|st->cycle > r->Bs;|check_policy"
+    "DSB's positions before the window ignore the last slide|sim/policies/policy_dsb.c|TS_MIN(TS_MAX(st->slide, (int32_t)pc->p[PREV]), first)|TS_MIN((int32_t)pc->p[PREV], first)|check_policy"
     "an editing decoder's post-edit forwards not run|sim/policies/policy.c|? r->resolved_in_block >= (po->confirm_steps ? po->confirm_steps(pc) : 1)|? r->resolved_in_block >= 1|check_sched"
     "a block's post-edit forwards counted on from the block before|sim/policies/policy.c|        r->resolved_in_block = 0;\n|\n|check_sched"
     "a loop's own host line multiplied by its loop's factor again|sim/cost/calib_price.c|(cx && cx->impl.host_factor > 0 && !c->host_own_loop ? cx->impl.host_factor : 1.0);|(cx && cx->impl.host_factor > 0 ? cx->impl.host_factor : 1.0);|check_calib"

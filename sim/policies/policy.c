@@ -25,6 +25,7 @@ static const struct policy_ops *const policies[] = {
     &policy_herald,
     &policy_dkv,
     &policy_serve_block,
+    &policy_dsb,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

@@ -236,5 +236,6 @@ extern const struct policy_ops policy_sparsed;
 extern const struct policy_ops policy_herald;
 extern const struct policy_ops policy_dkv;
 extern const struct policy_ops policy_serve_block;
+extern const struct policy_ops policy_dsb;
 
 #endif
