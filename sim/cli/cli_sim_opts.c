@@ -189,10 +189,9 @@ static void sim_usage(FILE *f)
     fprintf(f,
 "usage: tessera sim [options]\n"
 "\n"
-"Replays a request trace through a dLLM denoising policy, a scheduler and a cost model, and\n"
-"prints a summary. Every option has a default: `tessera sim` alone simulates 200 requests with\n"
-"ShareGPT-shaped lengths arriving at 1 req/s on LLaDA-8B / H200 (dual cache, phase scheduler).\n"
-"--config FILE: options from a run file, one a line (rps 2); tessera db show DB RUN writes one.\n");
+"Replays a request trace through a dLLM denoising policy, a scheduler and a cost model, and prints a\n"
+"summary. Every option has a default: alone, 200 ShareGPT-shaped requests at 1 req/s on LLaDA-8B /\n"
+"H200 (dual cache, phase scheduler). --config FILE: options a line (rps 2); tessera db show writes one.\n");
     struct sim_config d;
     sim_config_defaults(&d);
     const char *group = NULL;
