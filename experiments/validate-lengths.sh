@@ -118,31 +118,43 @@ python3 "$cmp" lengths-report "$out/lengths.csv" "$out/forwards.csv" "$out/host.
 cat "$out/lengths.md"
 
 if command -v gnuplot >/dev/null; then
-    for w in probe loop; do # measured, predicted, interval: a file a way and a generation
-        for g in 64 256 512; do
-            awk -F, -v w=$w -v g=$g 'NR > 1 && $4 == g { print $6, (w == "probe" ? $7 : $9), $11, $12 }' \
-                "$out/lengths.csv" >"$tmp/$w-$g.dat"
+    # a file a loop and a machine: measured, predicted after the harness probe, after the loop probe, its interval
+    for sy in $systems; do
+        for m in a b; do
+            awk -F, -v s="$sy" -v m="$m" 'NR > 1 && $1 == m && $2 == s { print $6, $7, $9, $11, $12 }' \
+                "$out/lengths.csv" >"$tmp/$sy-$m.dat"
         done
     done
     top=$(awk -F, 'NR > 1 { m = $6 > m ? $6 : m; m = $12 > m ? $12 : m } END { print m * 1.3 }' "$out/lengths.csv")
+    # series COLUMNS: a plot's series, a colour a loop, filled circles machine a and open squares machine b
+    series() {
+        local cols=$1 c sy n=0 colours=('#0072B2' '#D55E00' '#009E73' '#CC79A7') sep="" m pt
+        for sy in $systems; do
+            c=${colours[n]} n=$((n + 1))
+            for m in a b; do
+                pt=7 && [ "$m" = b ] && pt=4
+                printf '%s%s using %s with %s pt %d ps 1.4 lc rgb "%s" %s' "$sep" "$(gp_file "$tmp/$sy-$m.dat")" "$cols" \
+                    "$([ "$cols" = 1:2 ] && echo points || echo yerrorbars)" "$pt" "$c" \
+                    "$([ "$m" = a ] && echo "title \"$sy\"" || echo notitle)"
+                sep=", "
+            done
+        done
+    }
     gnuplot <<EOF
-set terminal pngcairo size 1500,640 font ',11'
+set terminal pngcairo size 1500,660 font ',11'
 set output $(gp_file "$out/lengths.png")
-set multiplot layout 1,2 title "Four batch-1 loops (LLaDA, Fast-dLLM dual cache, dLLM-Cache, Sparse-dLLM) on two unseen H200 machines"
-set xlabel 'measured latency (s)'; set ylabel 'predicted latency (s)'; set grid; set key top left opaque box
+set multiplot layout 1,2 title "Four batch-1 loops on two unseen H200 machines (filled: machine a, open: machine b), predicted after each probe"
+set xlabel 'measured latency of a request (s)'; set ylabel 'predicted latency (s)'; set grid; set key top left opaque box
 set logscale xy; set xrange [1:$top]; set yrange [1:$top]; set size square
+set xtics (1, 2, 5, 10, 20, 50); set ytics (1, 2, 5, 10, 20, 50)
 set title "After the harness probe (the loop's multiple of its line)"
-plot x with lines dt 2 lc rgb '#7F7F7F' title 'predicted = measured', \
-     0.9*x with lines dt 3 lc rgb '#BBBBBB' title '±10%', 1.1*x with lines dt 3 lc rgb '#BBBBBB' notitle, \
-     $(gp_file "$tmp/probe-64.dat") using 1:2 with points pt 7 ps 1.3 lc rgb '#0072B2' title '64 positions', \
-     $(gp_file "$tmp/probe-256.dat") using 1:2 with points pt 5 ps 1.3 lc rgb '#D55E00' title '256 positions', \
-     $(gp_file "$tmp/probe-512.dat") using 1:2 with points pt 9 ps 1.6 lc rgb '#009E73' title '512 positions'
+plot x with lines dt 2 lw 1.5 lc rgb '#555555' title 'predicted = measured', \
+     0.9*x with lines dt 3 lw 1.5 lc rgb '#888888' title '±10%', 1.1*x with lines dt 3 lw 1.5 lc rgb '#888888' notitle, \
+     $(series 1:2)
 set title "After the loop probe (its own line), with 90% intervals"
-plot x with lines dt 2 lc rgb '#7F7F7F' title 'predicted = measured', \
-     0.9*x with lines dt 3 lc rgb '#BBBBBB' title '±10%', 1.1*x with lines dt 3 lc rgb '#BBBBBB' notitle, \
-     $(gp_file "$tmp/loop-64.dat") using 1:2:3:4 with yerrorbars pt 7 ps 1.3 lc rgb '#0072B2' title '64 positions', \
-     $(gp_file "$tmp/loop-256.dat") using 1:2:3:4 with yerrorbars pt 5 ps 1.3 lc rgb '#D55E00' title '256 positions', \
-     $(gp_file "$tmp/loop-512.dat") using 1:2:3:4 with yerrorbars pt 9 ps 1.6 lc rgb '#009E73' title '512 positions'
+plot x with lines dt 2 lw 1.5 lc rgb '#555555' title 'predicted = measured', \
+     0.9*x with lines dt 3 lw 1.5 lc rgb '#888888' title '±10%', 1.1*x with lines dt 3 lw 1.5 lc rgb '#888888' notitle, \
+     $(series 1:3:4:5)
 unset multiplot
 EOF
 fi
