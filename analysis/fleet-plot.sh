@@ -44,8 +44,13 @@ with open(f"{tmp}/scale.dat", "w") as out:
 with open(f"{tmp}/replicas.txt", "w") as out:
     out.write("%d" % d["num_replicas"])
 with open(f"{tmp}/title.txt", "w") as out:
-    out.write("%d replicas behind %s: p99 %.1f s, %.2f J a token" % (d["num_replicas"], d["router"], d["lat_p99_s"],
-                                                                    d["energy_per_token_j"]))
+    gpus = sorted({str(r.get("gpu", "")).upper() for r in d["replicas"] if isinstance(r, dict)} - {""})
+    control = ("--autoscale " + d["autoscale"] if key == "scale" and d.get("autoscale")
+               else "--load-control " + d["load_control"] if key == "threshold" and d.get("load_control") else key)
+    most = ", at most %d up" % max(row[1] for row in d[key]) if key == "scale" else ""
+    out.write("%d %s replicas behind %s: p99 %.1f s, %.2f J a token\n%s%s"
+              % (d["num_replicas"], "+".join(gpus) or "GPU", d["router"], d["lat_p99_s"], d["energy_per_token_j"],
+                 control, most))
 PY
 # shellcheck source=lib_gnuplot.sh
 source "$(dirname "$0")/lib_gnuplot.sh"
@@ -68,6 +73,7 @@ set ytics nomirror
 set y2tics
 set yrange [0:*]
 set key outside bottom center horizontal
+set bmargin 6
 set grid
 plot $(gp_file "$tmp/scale.dat") using 1:4 with filledcurves x1 fillcolor "#c6dbef" title "requests outstanding", $lines
 EOF

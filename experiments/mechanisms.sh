@@ -124,7 +124,7 @@ rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
 by = {(r["group"], r["name"]): r for r in rows}
 TITLE = {"llada": "LLaDA-8B, threshold 0.9 (TPF 2.77)", "sdar": "SDAR-8B, threshold decoding (TPF 2.0)",
          "mini": "LLaDA2.0-mini, block diffusion", "fdv2": "Fast-dLLM v2 7B, one token a step"}
-LABEL = {"sparsed": "sparsed (no cache)", "dpad": "dpad (no cache)", "block": "block", "d2cache": "d2cache (one block)", "elastic": "elastic (refresh every 32)", "dkv-cache": "dkv-cache (refresh every 8)", "dpad-dual": "dpad over the dual cache",
+LABEL = {"sparsed": "sparsed, no cache", "dpad": "dpad, no cache", "block": "block", "d2cache": "d2cache (one block)", "elastic": "elastic (refresh every 32)", "dkv-cache": "dkv-cache (refresh every 8)", "dpad-dual": "dpad over the dual cache",
          "dual-prophet": "dual + Prophet (F = %s)" % prophet, "d2f-0": "d2f, semi-activated none",
          "d2f-0.5": "d2f, semi-activated half", "d2f-1": "d2f, semi-activated all", "fdllm-v2": "fdllm-v2 (Fast-dLLM v2)",
          "fdllm-v2-dual": "fdllm-v2, DualCache", "herald": "herald (K/V on the host)", "spiffy": "block + Spiffy (3 drafts, TPF 2.9)", "block-prophet": "block + Prophet (F = %s)" % prophet,
@@ -218,7 +218,7 @@ with open(os.path.join(out, "figure.dat"), "w") as d:
                                          r["lat_p99_s"], r["group"]))
 PY
 plot_png mechanisms.sh "$out/figure.png" 1400 1000 <<GP
-set multiplot layout 2,1 title "The mechanisms on one H100: 256 positions a request, each model group at one decode threshold"
+set multiplot layout 2,1 title "The mechanisms on one H100: 256 positions a request, each model group under one decoder (Fast-dLLM v2: a token a step; LLaDA2.1: its Q and S modes)"
 set style fill solid 0.8 border -1
 set boxwidth 0.7
 set grid ytics

@@ -292,6 +292,10 @@ static void print_fleet_json(const struct sim_config *base, const struct sim_con
     json_object_set_new(f, "router_staleness_s", json_real(base->router_staleness));
     json_object_set_new(f, "refused", json_integer(r->refused));
     json_object_set_new(f, "deferred", json_integer(r->deferred));
+    if (base->autoscale[0])
+        json_object_set_new(f, "autoscale", json_string(base->autoscale));
+    if (base->load_control[0])
+        json_object_set_new(f, "load_control", json_string(base->load_control));
     if (r->refresh_pool > 0) {
         json_object_set_new(f, "disagg", json_string(base->disagg));
         json_object_set_new(f, "refresh_pool", json_integer(r->refresh_pool));
