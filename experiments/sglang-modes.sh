@@ -108,7 +108,9 @@ set ylabel "Generated tokens/s"
 set title "Throughput"
 plot $(curves 2)
 unset key
-set ylabel "Mean latency (s)"
+set ylabel "Mean latency (s, log scale)"
+set logscale y
+set yrange [*:*]
 set title "Mean request latency"
 plot $(curves 3)
 unset multiplot
