@@ -142,5 +142,5 @@ fig_lines "Fig. 18: planning latency" "Context length (tokens)" "Planning latenc
 for sys in mosaic mosaic-ilp; do fig_curve "$(mo_name $sys)" $sys "$wl" plan_us; done
 fig_note "Fig. 15: Mosaic, Mosaic-FC and Mosaic-BF lie within $(for T in "${short[@]}"; do for v in mosaic-fc mosaic-bf; do ratio "$(value latency_ms $v "$wl" "$T")" "$(value latency_ms mosaic "$wl" "$T")"; done; done |
     awk '{ d = $1 > 1 ? $1 - 1 : 1 - $1; if (d > m) m = d } END { printf "%.1f%%", 100 * m }') of each other at every length: their curves overlap (each its own marker and dashes)."
-fig_note "Fig. 16: Mosaic-ILP's Lₘₐₓ is Mosaic's (first-fit's plan at Lₘₐₓ already meets the step's theoretical peak). Search and planning: CPU time where tessera runs, single-threaded."
+fig_note "Fig. 16: Mosaic-ILP, not drawn, reaches Mosaic's Lₘₐₓ: first-fit's plan at Lₘₐₓ already meets the step's theoretical peak. Search and planning: CPU time where tessera runs, single-threaded."
 paper_finish "Mosaic Figs. 15-18: step latency, search latency by strategy, LLaDA-8B, A100-40GB" "context length (tokens)" latency_ms

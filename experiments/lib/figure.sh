@@ -164,7 +164,7 @@ fig_bar_plots() {
     while read -r st; do
         clauses+="${clauses:+, }$gpf using (\$3 == $st ? \$1 : NaN):2:4 with boxes ls $st dt 1 notitle"
     done < <(grep -v '^#' "$f" | awk '!seen[$3]++ { print $3 }')
-    clauses+=", $gpf using 1:2:(\$2 >= 10000 ? gprintf('%.0s%c', \$2) : sprintf(\$2 >= 100 ? '%.0f' : '%.3g', \$2)) with labels offset 0,0.6 font ',9' notitle"
+    clauses+=", $gpf using 1:2:(\$2 >= 10000 ? sprintf('%.3g', \$2 / 10 ** (3 * floor(log10(\$2) / 3))) . word('k M G T', floor(log10(\$2) / 3)) : sprintf(\$2 >= 100 ? '%.0f' : '%.3g', \$2)) with labels offset 0,0.6 font ',9' notitle"
     FIG_PLOTS[p]=$clauses
 }
 
