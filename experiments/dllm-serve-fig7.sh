@@ -75,8 +75,8 @@ $(ds_cost_notes rtx4090)"
 for sweep in input output; do
     fig_lines "($([ $sweep = input ] && echo a || echo b)) ${sweep^} length" "${sweep^} length (tokens)" \
         "Throughput relative to Sparse-dLLM (×)" "ref=1:Sparse-dLLM" yaround=1
-    fig_curve "0.5 req/s" dllm-serve $sweep speedup
-    fig_curve "8 req/s (neither keeps up)" dllm-serve $sweep-8rps speedup
+    fig_curve "dLLM-Serve, 0.5 req/s" dllm-serve $sweep speedup
+    fig_curve "dLLM-Serve, 8 req/s (the sweep's two ends; neither keeps up)" dllm-serve $sweep-8rps speedup
 done
 paper_finish "dLLM-Serve Fig. 7: throughput relative to Sparse-dLLM by input and output length, RTX 4090" \
     "tokens" speedup
