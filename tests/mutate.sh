@@ -45,7 +45,7 @@ mutations=(
     "sglang admits one request past its cap|sim/sched/sched_sglang.c|s->num_running < (size_t)s->sched_p[MAX_RUNNING]|s->num_running <= (size_t)s->sched_p[MAX_RUNNING]|check_sched"
     "sglang's prefill rounds keep the denoising rows before them|sim/sched/sched_sglang.c|            rd->n = 0, rd->prefill = true;|            rd->prefill = true;|check_sched"
     "sglang's sync rounds end when one row is done|sim/sched/sched_sglang.c|            if (!row_done(s, rd, i))|            if (row_done(s, rd, i))|check_sched"
-    "blocks confirmed without a forward|sim/policies/policy.c|(po->caps & POLICY_CONFIRMS_BLOCK) ? resolved|(po->caps & 0) ? resolved|check_sched"
+    "blocks confirmed without a forward|sim/policies/policy.c|    bool block_done = (po->caps & POLICY_CONFIRMS_BLOCK)|    bool block_done = (po->caps & 0)|check_sched"
     "blocks from the prompt's end under sglang|sim/policies/policy.c|    r->head = pc->aligned_blocks ? r->P % r->Bs : 0;|    r->head = 0;|check_sched"
     "a block's confirming step decodes|sim/sim.c|             req_masked_in_block(sim_req(s, seg.req_id)) > 0)|             req_masked_in_block(sim_req(s, seg.req_id)) >= 0)|check_sched"
     "sglang takes a request whose step outgrows its rounds' reservation|sim/sched/sched_sglang.c|    if (q > s->pcfg.block_size)|    if (q > 4 * s->pcfg.block_size)|check_sched"
