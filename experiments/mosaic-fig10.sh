@@ -222,7 +222,7 @@ for g in $gpus; do
             if [ $metric = lmax ]; then
                 fig_lines "$(mo_name "$m"), $(mo_name "$g")" "Prompt-to-output ratio rₚ" "$MO_LMAX_LABEL" logy "yfmt=%.0s%c"
             else
-                fig_lines "$(mo_name "$m"), $(mo_name "$g")" "Prompt-to-output ratio rₚ" "Per-step latency at the baselines' Lₘₐₓ (ms)"
+                fig_lines "$(mo_name "$m"), $(mo_name "$g")" "Prompt-to-output ratio rₚ" "Per-step latency at the baselines' Lₘₐₓ (ms)" yfrom0
             fi
             fig_curve "Native / Mosaic-Torch" mosaic-torch "$m-$g" $metric
             fig_curve "Mosaic-Compile" mosaic-compile "$m-$g" $metric
