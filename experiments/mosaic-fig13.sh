@@ -45,9 +45,12 @@ at 2k tokens to 21% at 32k for the dense models, where tessera's allocator model
 tensors alone, stays flat; with the layers compiled it is 3-10%. LLaDA-MoE-7B's (its experts a
 grouped MoE) is 0, 6 and 11% eager and 0, 2 and 5% compiled: at 2k tokens its peak is the logits'
 over its 157k vocabulary, allocated whole, with nothing freed before them."
-# the figure: a panel a model, the inflation against the context length
+# the figure: a panel a model, the inflation against the context length, every panel on one scale
+top=$(awk -F'\t' '$4 == "inflation" && $5 ~ /^[0-9.eE+-]+$/ { v = 100 * $5; if (v > m) m = v } END { print int(m * 1.15) + 1 }' \
+    "$out/points.tsv")
 for m in $models; do
-    fig_lines "$(mo_name "$m"), A100-40GB" "Context length (tokens)" "Inflation of reserved memory (%)" logx ymin=-1 scale=100
+    fig_lines "$(mo_name "$m"), A100-40GB" "Context length (tokens)" "Inflation of reserved memory (%)" logx "yrange=-1:$top" \
+        scale=100
     fig_curve "PyTorch caching allocator (tessera)" torch "$m" inflation
     fig_curve "PyTorch eager (measured)" torch-measured "$m" inflation
     fig_curve "torch.compile (measured)" compile-measured "$m" inflation

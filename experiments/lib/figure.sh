@@ -20,6 +20,7 @@
 #   FIG_TITLE=TEXT                       the figure's title, where it is not the report's
 # Panel options: logx, logy (base 2 for x, 10 for y), scale=K (values times K, a unit's change),
 # ref=Y:TEXT (a dashed red line at Y, TEXT in the legend), yfrom0 (the y axis from 0), ymin=Y (from Y),
+# yrange=LO:HI (numbers: panels on one scale),
 # yaround=Y (the data's range, held open to include Y and 5% either side: a ratio near 1), xfmt=FORMAT,
 # yfmt=FORMAT (the tics' gnuplot format), xtics=STEP (a tic every STEP).
 # A series (a name in the legend) keeps one colour and marker in every panel; no two series share
@@ -84,6 +85,7 @@ fig_panel() {
             scale=*) FIG_SCALE=${o#scale=} ;;
             yfrom0) gp+="set yrange [0:*]"$'\n'"set offsets graph 0.03, graph 0.03, graph 0.08, 0"$'\n' ;;
             ymin=*) gp+="set yrange [${o#ymin=}:*]"$'\n' ;;
+            yrange=*) gp+="set yrange [${o#yrange=}]"$'\n' ;; # LO:HI, numbers (panels of one scale)
             yaround=*) local a=${o#yaround=} # the data's own range, widened to hold Y and 5% on each side of it
                 gp+="set yrange [*<$(awk -v a="$a" 'BEGIN { print 0.95 * a }'):$(awk -v a="$a" 'BEGIN { print 1.05 * a }')<*]"$'\n'"set offsets graph 0.03, graph 0.03, graph 0.1, graph 0.1"$'\n' ;;
             yfmt=*) gp+="set format y $(gp_str "${o#yfmt=}")"$'\n' ;;
