@@ -72,11 +72,17 @@ def read(path):
         return list(csv.DictReader(f))
 
 
+def light_ms(run, ids=None):
+    """The times (ms) of a run's light forwards (block forwards, or full ones of at most HOST_LIGHT_TOKENS),
+    of its requests ids alone where given."""
+    ctx = {r["id"]: int(r["prompt_tokens"]) + int(r["gen_tokens"]) for r in read(os.path.join(run, "requests.csv"))
+           if ids is None or r["id"] in ids}
+    return [float(f["ms"]) for f in read(os.path.join(run, "forwards.csv"))
+            if f["id"] in ctx and (f["kind"] == "block" or ctx[f["id"]] <= HOST_LIGHT_TOKENS)]
+
+
 def light_forwards(runs, system):
-    d = os.path.join(runs, system, "profile")
-    prompt = {r["id"]: int(r["prompt_tokens"]) + int(r["gen_tokens"]) for r in read(os.path.join(d, "requests.csv"))}
-    return [float(f["ms"]) for f in read(os.path.join(d, "forwards.csv"))
-            if f["kind"] == "block" or prompt[f["id"]] <= HOST_LIGHT_TOKENS]
+    return light_ms(os.path.join(runs, system, "profile"))
 
 
 # each batch-1 loop's implementation profile (tessera list impls): a host line measured on the loop names it
@@ -86,10 +92,7 @@ LOOP_IMPL = {"native": "torch-llada", "fast-dllm": "torch-fast-dllm", "dllm-cach
 
 def loop_host_line(run, ids=None):
     """The mean light forward (ms) of a run's requests (ids: those alone) and their count."""
-    ctx = {r["id"]: int(r["prompt_tokens"]) + int(r["gen_tokens"]) for r in read(os.path.join(run, "requests.csv"))
-           if ids is None or r["id"] in ids}
-    ms = [float(f["ms"]) for f in read(os.path.join(run, "forwards.csv"))
-          if f["id"] in ctx and (f["kind"] == "block" or ctx[f["id"]] <= HOST_LIGHT_TOKENS)]
+    ms = light_ms(run, ids)
     if not ms:
         sys.exit(f"compare.py: {run}: no light forwards (block forwards, or full ones of at most "
                  f"{HOST_LIGHT_TOKENS} tokens) to fit a host line on")

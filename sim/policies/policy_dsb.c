@@ -30,7 +30,6 @@ static const struct param_spec dsb_params[] = {
 struct dsb_state {
     int32_t cycle;  /* positions committed since the last full forward */
     int32_t slide;  /* positions the last step committed: how far the window slid */
-    bool refreshed; /* a full forward has built the cache */
 };
 
 /* The end of the response a request decodes to (--early-stop's last block's end). */
@@ -45,7 +44,7 @@ static int32_t window(const struct request *r) { return TS_MIN(r->Bs, end_of(r) 
 static bool full_step(const struct request *r, const struct policy_cfg *pc)
 {
     const struct dsb_state *st = POLICY_STATE(r, const struct dsb_state);
-    return pc->p[CACHE] == 0 || !st->refreshed || r->need_refresh || st->cycle >= r->Bs;
+    return pc->p[CACHE] == 0 || r->steps == 0 || r->need_refresh || st->cycle >= r->Bs; /* (the first builds it) */
 }
 
 /* What the step commits: the decode model's count over the window, as if the window were the block. */
@@ -85,8 +84,9 @@ static void dsb_advance(struct request *r, const struct policy_cfg *pc, const st
 {
     (void)block_done;
     struct dsb_state *st = POLICY_STATE(r, struct dsb_state);
+    (void)pc;
     if (s->phase != PHASE_REUSE)
-        st->cycle = 0, st->refreshed = pc->p[CACHE] != 0;
+        st->cycle = 0;
     st->cycle += s->decoded;
     st->slide = s->decoded;
     /* the block progress: the block holding the first masked position (the last, once all are done) */
