@@ -530,6 +530,13 @@ for f in lengths.csv forwards.csv lengths.md host.txt; do
         bad "exp run validate-lengths no longer gives loops-h200/$f: $(diff "$tmp/validate-lengths/$f" "$rec_dir/loops-h200/$f" | head -4 | tr '\n' ' ')"
 done
 
+# sglang-h200: SGLang's own runs still give the recorded tables beside tessera's predictions
+expect 0 "exp run validate-sglang" -- "$bin" exp run validate-sglang "$tmp/validate-sglang"
+for f in sglang.csv rounds.csv sglang.md; do
+    cmp -s "$tmp/validate-sglang/$f" "$rec_dir/sglang-h200/$f" && ok ||
+        bad "exp run validate-sglang no longer gives sglang-h200/$f: $(diff "$tmp/validate-sglang/$f" "$rec_dir/sglang-h200/$f" | head -4 | tr '\n' ' ')"
+done
+
 # dkv-, elastic-, d2cache- and fdllm-v2-own-code-h100 (fdllm-v2-dual: the latter's dual/): tessera's side of
 # each comparison still gives the recorded table
 for system in dkv elastic d2cache fdllm-v2 fdllm-v2-dual; do
