@@ -217,10 +217,11 @@ static const struct preset presets[] = {
            "--max-running-requests [1, its dLLM default], prefill first, the prompt a block of 32 a forward, each "   \
            "block confirmed by a forward that finds it resolved, LowConfidence decoding; SDAR: --model sdar-8b "      \
            "--block 4", "serve-block", "sglang", "threshold:llada2-mini", "tessera", 0, "first-fit", false, false,   \
-     "its forwards are priced as tessera's engine runs them: SGLang's FlashInfer attention, CUDA graphs and its "     \
-     "scheduler's host work a round are not modelled. SGLang 0.5.17 itself, first done first out on an H200 "        \
+     "its forwards are priced as tessera's engine runs them, each round padded to SGLang's captured CUDA-graph "    \
+     "batch: SGLang's FlashInfer attention and its scheduler's host work a round are not modelled. SGLang 0.5.17 "  \
+     "itself, first done first out on an H200 "                                                                      \
      "(experiments/records/sglang-h200), ran the preset's forwards and matched its throughput within 0.6%, its "     \
-     "mean latency within 1.5% at 73% load but not at 49% (+29%: a round of one or two requests priced 18-20% "       \
+     "mean latency within 0.1% at 73% load but not at 50% (+30%: a round of one or two requests priced 18-20% "       \
      "over SGLang's round and host gap); sync is unchecked against SGLang. The TPF is LLaDA2.0-mini's published "    \
      "mean (decode profile llada2-mini), not LowConfidence's at its threshold 0.95 (an assumption)",                  \
      {{"fdfo", FDFO}, {"max-running-requests", "1"}},                                                                 \

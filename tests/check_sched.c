@@ -36,6 +36,10 @@ static void check_run(struct sim *s)
         size_t end = i + 1 < s->num_steps ? (size_t)s->steps[i + 1].first_seg : s->num_segs;
         for (size_t j = (size_t)p->first_seg; j < end; j++) {
             int32_t id = s->segs[j].req_id;
+            if (s->segs[j].padding == PAD_GRAPH) { /* no request's rows: SGLang's graph past its batch */
+                ck_assert(s->sched == &sched_sglang && sim_sched_param(s, "cuda-graph", 1) == 1);
+                continue;
+            }
             ck_assert_msg(seen[id] != (int64_t)i + 1, "request %d twice in step %zu", id, i);
             seen[id] = (int64_t)i + 1;
         }
@@ -77,8 +81,11 @@ static void check_run(struct sim *s)
     ck_assert_int_eq(m.num_steps, (int64_t)s->num_steps);
     ck_assert_int_eq(m.request_steps, (int64_t)s->num_segs);
     const bool pads = s->sched == &sched_static || (s->sched == &sched_sglang && sim_sched_param(s, "fdfo", 1) == 0);
-    if (!pads && m.num_preemptions == 0)
-        ck_assert_int_eq(steps, (int64_t)s->num_segs); /* no padding rows outside static batches and sync rounds */
+    int64_t graph_rows = 0;
+    for (size_t j = 0; j < s->num_segs; j++)
+        graph_rows += s->segs[j].padding == PAD_GRAPH;
+    if (!pads && m.num_preemptions == 0) /* no padding rows for a request outside static batches and sync rounds */
+        ck_assert_int_eq(steps, (int64_t)s->num_segs - graph_rows);
     /* a running request sits a step out only where the token budget left it no room */
     if (!phase)
         ck_assert_int_eq(m.num_stalls, 0);
@@ -485,14 +492,17 @@ START_TEST(a_poor_planner_changes_admissions)
 }
 END_TEST
 
-/* Padded rows over a run's steps (a static batch's finished requests). */
-static int64_t padded_rows(const struct sim *s)
+/* Padded rows over a run's steps of kind pad (PAD_REQUEST: a static batch's finished requests, a sync
+ * round's done rows; PAD_GRAPH: SGLang's captured graph's rows past its batch). */
+static int64_t padded_rows_of(const struct sim *s, int pad)
 {
     int64_t padding = 0;
     for (size_t j = 0; j < s->num_segs; j++)
-        padding += s->segs[j].padding;
+        padding += s->segs[j].padding == pad;
     return padding;
 }
+
+static int64_t padded_rows(const struct sim *s) { return padded_rows_of(s, PAD_REQUEST); }
 
 START_TEST(static_batches_finish_together)
 {
@@ -644,6 +654,60 @@ START_TEST(sglang_rounds_by_hand)
 }
 END_TEST
 
+/* SGLang's decode graph sizes as server_args.py's _generate_decode_cuda_graph_batch_sizes lists them
+ * (the normal case) and base_cuda_graph_runner.py filters them: sizes up to max_bs, and max_bs. */
+static int32_t graph_batch_oracle(int32_t n, int32_t max_bs)
+{
+    int32_t list[1024], k = 0;
+    const int32_t head[] = {1, 2, 4, 8, 12};
+    for (int i = 0; i < 5; i++)
+        list[k++] = head[i];
+    for (int32_t b = 16; b < 257; b += 8)
+        list[k++] = b;
+    for (int32_t b = 272; b < 512; b += 16)
+        list[k++] = b;
+    for (int32_t b = 512; b < max_bs + 1; b += 32)
+        list[k++] = b;
+    int32_t best = max_bs; /* (max_bs is captured too) */
+    for (int i = 0; i < k; i++)
+        if (list[i] <= max_bs && list[i] >= n && list[i] < best)
+            best = list[i];
+    return best;
+}
+
+START_TEST(sglang_graph_batches)
+{
+    const int32_t caps[] = {1, 2, 3, 8, 10, 13, 64, 257, 300, 512, 600, 1000};
+    for (size_t c = 0; c < TS_ARRAY_LEN(caps); c++)
+        for (int32_t n = 1; n <= caps[c]; n++)
+            ck_assert_msg(sglang_graph_batch(n, caps[c]) == graph_batch_oracle(n, caps[c]),
+                          "%d requests under a cap of %d: %d, SGLang's list %d", n, caps[c],
+                          sglang_graph_batch(n, caps[c]), graph_batch_oracle(n, caps[c]));
+    /* a round of three (blocks of 32, fixed:8, each request 32 prompt tokens and 32 new): its prefill
+     * round holds three blocks and no graph; its denoising rounds (four steps and the confirming
+     * forward) run the graph of four, one row padding, the last request's block again */
+    struct sim_config c;
+    serve_config(&c, "sglang", "arrival_ns,prompt_tokens,output_tokens\n0,32,32\n0,32,32\n0,32,32\n");
+    test_param(&c, "max-running-requests", 8);
+    for (int graph = 1; graph >= 0; graph--) {
+        test_param(&c, "cuda-graph", graph);
+        struct sim *s = run_kept(&c);
+        ck_assert_int_eq((int64_t)s->num_steps, 6);
+        ck_assert_int_eq((int64_t)s->num_segs, graph ? 3 + 5 * 4 : 3 + 5 * 3);
+        ck_assert_int_eq(padded_rows_of(s, PAD_GRAPH), graph ? 5 : 0);
+        ck_assert_int_eq(padded_rows(s), 0);
+        for (size_t j = 0; j < s->num_segs; j++)
+            if (s->segs[j].padding == PAD_GRAPH)
+                ck_assert(s->segs[j].req_id == s->segs[j - 1].req_id && s->segs[j].kv == s->segs[j - 1].kv &&
+                          s->segs[j].q == 32 && s->segs[j].decoded == 0);
+        struct sim_summary m;
+        sim_get_summary(s, &m);
+        ck_assert_int_eq(m.num_stalls, 0);
+        sim_destroy(s);
+    }
+}
+END_TEST
+
 /* gpu-memory-utilization U sizes the phase scheduler's pool as dLLM-Serve's allocate_kv_cache does:
  * U of the device less the reserve, the weights and the warm-up's peak (max_num_batched_tokens / max
  * positions whole sequences, 128 logit rows each: four on the L40S, none on the RTX 4090), the
@@ -733,6 +797,7 @@ int main(void)
     tcase_add_test(tc, lookahead_avoids_phase_stalls);
     tcase_add_test(tc, gpu_utilization_sizes_the_pool_as_dllm_serve);
     tcase_add_test(tc, sglang_rounds_by_hand);
+    tcase_add_test(tc, sglang_graph_batches);
     suite_add_tcase(s, tc);
     return run_suite("sched", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -1199,7 +1199,8 @@ printf -- '--db x.db\n' >"$tmp/badgrid.txt"
 expect 2 "exp sweep sets --db itself" -- "$bin" exp sweep "$tmp/badgrid.txt" "$tmp/swb" --slurm
 expect 2 "exp sweep --jobs 0" -- "$bin" exp sweep "$tmp/grid.txt" "$tmp/swb" --jobs 0
 expect 0 "exp sweep" -- "$bin" exp sweep "$tmp/grid.txt" "$tmp/swp" --jobs 2
-[ "$(grep -c "^sweep: run [1-4] of 4 done$" "$tmp/out")" -eq 4 ] && ok || bad "exp sweep: not a line for each finished run"
+[ "$(grep -c "^sweep: run [1-4] of 4 done\( (about [0-9].* left)\)\?$" "$tmp/out")" -eq 4 ] && ok ||
+    bad "exp sweep: not a line for each finished run (the time left after it, where a run took a second)"
 got=$(sqlite3 "$tmp/swp/sweep.db" "SELECT group_concat(json_extract(config_json, '$.policy') || ':' ||
     json_extract(config_json, '$.rps') || ':' || num_finished, ' ') FROM runs JOIN summary USING (run_id)")
 [ "$got" = "dual:1.0:20 dual:4.0:20 sparse:1.0:20 sparse:4.0:20" ] && ok || bad "exp sweep merged '$got'"
@@ -1836,6 +1837,45 @@ expect 2 "a parameter of another policy" -- "$bin" sim --refresh-interval 4 --po
 contains "a parameter of another policy, named" "--refresh-interval: not a parameter of policy block or scheduler phase (it is one of: policy dual, policy vicinity)"
 expect 2 "a parameter out of range" -- "$bin" sim --refresh-interval -4 --requests 3
 contains "a parameter out of range, named with its range" "--refresh-interval: '-4' is not a whole number in 0..1000000"
+# exp run validate-sglang's arithmetic on a record made by hand: three requests and ten rounds, SGLang's
+# figures worked out here, tessera's read from sim --json
+rec=$tmp/sg-records/sglang-h200
+mkdir -p "$rec/traces" "$tmp/sg-run/fdfo/t"
+printf 'arrival_ns,prompt_tokens,output_tokens\n0,32,32\n100000000,32,32\n200000000,32,32\n' >"$rec/traces/t.csv"
+printf '{"sglang": "0.5.17", "gpu": "H", "fdfo": 1, "max_running_requests": 8, "algorithm": "LowConfidence", "traces": ["t.csv"], "server_args": {"attention_backend": "flashinfer", "disable_cuda_graph": "False"}}\n' \
+    >"$tmp/sg-run/fdfo/meta.json"
+printf 'id,arrival_s,finish_s,prompt_tokens,gen_tokens,out_tokens\n0,0.0,1.0,32,32,32\n1,0.5,2.0,32,32,32\n2,0.2,2.7,32,32,32\n' \
+    >"$tmp/sg-run/fdfo/t/requests.csv"
+# five rounds of one request (4, 6, 5, 5, 5 ms; two pairs 1 ms apart, the rest after idle gaps, which are
+# no host work), then five of two (8 ms, 2 ms apart)
+{
+    echo 'start_s,ms,reqs,q_tokens,forwards,graph'
+    printf '%s,1,32,1,1\n' 0.000,4 0.005,6 0.300,5 0.306,5 0.600,5
+    printf '%s,8,2,64,1,1\n' 0.900 0.910 0.920 0.930 0.940
+} >"$tmp/sg-run/fdfo/t/rounds.csv"
+tar -czf "$rec/fdfo.tgz" -C "$tmp/sg-run" fdfo
+expect 0 "exp run validate-sglang on a record made by hand" -- env TESSERA_RECORDS="$tmp/sg-records" \
+    "$bin" exp run validate-sglang "$tmp/sg-out"
+"$bin" sim --system sglang --fdfo 1 --max-running-requests 8 --decode fixed:1 --gpu h200 --trace "$rec/traces/t.csv" \
+    --seed 1 --json --quiet --no-progress >"$tmp/sg.json" 2>/dev/null
+if python3 - "$tmp/sg-out/sglang.csv" "$tmp/sg-out/rounds.csv" "$tmp/sg.json" <<'PY'; then ok; else bad "validate-sglang: the hand-made record's figures (above)"; fi
+import csv, json, sys
+row = next(csv.DictReader(open(sys.argv[1])))
+rounds = {r["requests"]: r for r in csv.DictReader(open(sys.argv[2]))}
+d = json.load(open(sys.argv[3]))
+want = {"meas_req_s": 3 / 2.7, "meas_mean_s": 5 / 3, "meas_p99_s": 2.5, "meas_forwards": 15 / 3, "meas_rounds": 10,
+        "pred_req_s": d["req_s"], "pred_mean_s": d["lat_mean_s"], "pred_p99_s": d["lat_p99_s"],
+        "mean_err_pct": 100 * (d["lat_mean_s"] - 5 / 3) / (5 / 3)}
+bad = [f"{k} {row[k]} != {v}" for k, v in want.items() if abs(float(row[k]) - v) > 1e-4 * max(1, abs(v))]
+for b, ms, gap in (("1", 5.0, 1.0), ("2", 8.0, 2.0)):  # medians; a round's gap to the next, the last's left out
+    r = rounds.get(b)
+    if not r or abs(float(r["sglang_round_ms"]) - ms) > 1e-6 or abs(float(r["sglang_host_ms"]) - gap) > 1e-6 \
+            or r["sglang_rounds"] != "5":
+        bad.append(f"rounds of {b}: {r}")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+
 expect 0 "list calibrations" -- "$bin" list calibrations
 if [ "$(tail -n +2 "$tmp/out" | sed 's/^  //')" = "$(cd "$root/sim/data/calib" && LC_ALL=C ls -1 -- *.csv)" ]; then ok
 else bad "list calibrations: not the shipped calibrations in name order"; sed 's/^/    /' "$tmp/out" >&2; fi

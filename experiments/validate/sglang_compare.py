@@ -41,12 +41,14 @@ def measured(d):
 def predicted(json_path, db_path):
     d = json.load(open(json_path))
     con = sqlite3.connect(db_path)
-    by = {}
-    for q, ns in con.execute("SELECT q_tokens, duration_ns FROM steps"):
-        by.setdefault(q // 32, []).append(ns / 1e6)
+    by = {}  # a step by its requests' rows (a captured graph's extra rows, padding 2, are no request's)
+    for rows, ns in con.execute("SELECT count(*), s.duration_ns FROM steps s JOIN segments g ON g.run_id = s.run_id "
+                                "AND g.step_id = s.step_id WHERE g.padding != 2 GROUP BY s.run_id, s.step_id"):
+        by.setdefault(rows, []).append(ns / 1e6)
+    rows = con.execute("SELECT count(*) FROM segments WHERE padding != 2").fetchone()[0]
     iv = d.get("interval", {})
     return {"n": d["num_finished"], "req_s": d["req_s"], "mean": d["lat_mean_s"], "p50": d["lat_p50_s"],
-            "p99": d["lat_p99_s"], "forwards": d["request_steps"] / d["num_finished"], "rounds": d["num_steps"],
+            "p99": d["lat_p99_s"], "forwards": rows / d["num_finished"], "rounds": d["num_steps"],
             "by": by, "mean_iv": iv.get("lat_mean_s"), "p99_iv": iv.get("lat_p99_s"),
             "busy": d["busy_s"], "makespan": d["makespan_ns"] / 1e9}
 

@@ -14,7 +14,9 @@
  *   missed      decodable tokens the step did not decode because it did not compute them (FOCUS's
  *               eviction); an outcome like decoded, not a shape
  *   phase       FULL, REFRESH, REUSE, PREFILL or BLOCK
- *   padding     the rows are run only to keep a static (padded) batch in lockstep
+ *   padding     the rows are run only to keep a batch in lockstep: PAD_REQUEST (1), a static batch's or a
+ *               sync round's rows for a request that waits; PAD_GRAPH (2), the rows a captured CUDA
+ *               graph runs past the batch's requests (no request's)
  *   keep        > 0: sparse KV (Sparse-dLLM, dLLM-Serve): after this step the cache keeps only keep
  *               of the segment's tokens per layer, those its scoring rows attend to most (see below)
  *   score_rows  with keep > 0: its last score_rows query rows (the current block) score the other
@@ -55,6 +57,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+enum { PAD_REQUEST = 1, PAD_GRAPH = 2 };
 enum seg_phase {
     PHASE_FULL = 0, /* vanilla: the whole sequence, no cache */
     PHASE_REFRESH,  /* recompute everything and (re)write the cache */
@@ -77,7 +80,7 @@ struct segment {
     int32_t decoded;    /* tokens */
     int32_t missed;     /* tokens */
     uint8_t phase;      /* enum seg_phase */
-    uint8_t padding;    /* 1: rows a static batch runs for a request that waits; commit nothing */
+    uint8_t padding;    /* 0, PAD_REQUEST or PAD_GRAPH (above); padding commits nothing */
     int32_t keep;       /* tokens the cache keeps after the step (sparse selection); 0: no selection.
                          * A selecting segment reads no cache (kv = 0) and keeps at most its
                          * candidates, q - score_rows */

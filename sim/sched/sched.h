@@ -63,5 +63,8 @@ extern const struct sched_ops sched_request;
 extern const struct sched_ops sched_phase;
 extern const struct sched_ops sched_lookahead;
 extern const struct sched_ops sched_sglang;
+/* The batch SGLang's decode CUDA graphs run a round of n requests as (n <= max_bs, its
+ * --max-running-requests): the smallest captured size of at least n (sched_sglang.c). */
+int32_t sglang_graph_batch(int32_t n, int32_t max_bs);
 
 #endif

@@ -15,6 +15,14 @@
  *     forward; a row whose block is done early stays in the batch as padding (its block's rows again,
  *     committing nothing) until the slowest is done, and requests join or leave only between rounds.
  *     A prefill round is one forward.
+ * CUDA graphs (cuda-graph 1, SGLang's default): a denoising round of n requests runs as the captured
+ * decode graph of the smallest batch of at least n (server_args.py's
+ * _generate_decode_cuda_graph_batch_sizes: 1, 2, 4, 8, 12, 16 to 256 in 8s, 272 to 496 in 16s, then
+ * 32s; only sizes up to max-running-requests, which is captured too:
+ * model_executor/runner/base_cuda_graph_runner.py), the rows past n padding (a copy of the round's last
+ * row, committing nothing). A prefill round's blocks run under its piecewise graphs, whose token counts
+ * hold every multiple of a block up to 512 tokens: no padding is modelled there. cuda-graph 0 is
+ * --disable-cuda-graph.
  * Memory: the activation budget of a forward of max-running-requests blocks (every row's logits) is
  * reserved once, and a request whose largest step runs more than a block is rejected; the rest of the
  * device after the weights is the KV pool.
@@ -23,14 +31,38 @@
 
 #include "sim_internal.h"
 
-enum { MAX_RUNNING, FDFO };
+enum { MAX_RUNNING, FDFO, CUDA_GRAPH };
 static const struct param_spec sglang_params[] = {
     [MAX_RUNNING] = {"max-running-requests", "requests a dLLM round batches at most (SGLang's "
                      "--max-running-requests; 1 where not given, as its dLLM config sets it)", 1, 1, 1 << 16, true},
     [FDFO] = {"fdfo", "1: first done, first out (SGLang's default, --dllm-fdfo): one forward a round, a row leaving "
               "its block as soon as it resolves; 0: sync (--no-dllm-fdfo): a round runs its rows' blocks to the "
               "end, rows done early padded", 1, 0, 1, true},
+    [CUDA_GRAPH] = {"cuda-graph", "1: a denoising round runs as SGLang's captured decode graph of the smallest batch at least "
+                    "its size (1, 2, 4, 8, 12, 16, 24, ... up to max-running-requests), the rest padding; 0: "
+                    "--disable-cuda-graph", 1, 0, 1, true},
 };
+
+int32_t sglang_graph_batch(int32_t n, int32_t max_bs)
+{
+    TS_ASSERT(n >= 1 && n <= max_bs);
+    int32_t b;
+    if (n <= 2)
+        b = n;
+    else if (n <= 4)
+        b = 4;
+    else if (n <= 8)
+        b = 8;
+    else if (n <= 12)
+        b = 12;
+    else if (n <= 256)
+        b = (n + 7) / 8 * 8;
+    else if (n <= 496)
+        b = 272 + (n - 272 + 15) / 16 * 16;
+    else
+        b = 512 + (n - 512 + 31) / 32 * 32;
+    return TS_MIN(b, max_bs);
+}
 
 struct sglang_round {
     int32_t *id;     /* the round's requests */
@@ -124,12 +156,20 @@ static void sglang_build(struct sim *s)
     for (int32_t i = 0; i < rd->n; i++) {
         if (row_done(s, rd, i)) { /* (sync: the batch's row, committing nothing) */
             seg = (struct segment){.req_id = rd->id[i], .phase = PHASE_BLOCK, .q = s->pcfg.block_size,
-                                   .kv = rd->kv[i], .logit_rows = s->pcfg.block_size, .padding = 1};
+                                   .kv = rd->kv[i], .logit_rows = s->pcfg.block_size, .padding = PAD_REQUEST};
             sim_add_segment(s, &seg);
             continue;
         }
         sim_emit(s, sim_req(s, rd->id[i]), &seg);
         sim_add_segment(s, &seg);
+    }
+    if (s->sched_p[CUDA_GRAPH] && !rd->prefill && rd->n > 0) { /* the captured graph's rows past the round's */
+        const int32_t graph = sglang_graph_batch(rd->n, (int32_t)s->sched_p[MAX_RUNNING]);
+        for (int32_t i = rd->n; i < graph; i++) {
+            seg = (struct segment){.req_id = rd->id[rd->n - 1], .phase = PHASE_BLOCK, .q = s->pcfg.block_size,
+                                   .kv = rd->kv[rd->n - 1], .logit_rows = s->pcfg.block_size, .padding = PAD_GRAPH};
+            sim_add_segment(s, &seg);
+        }
     }
 }
 
@@ -162,7 +202,8 @@ static void sglang_free(struct sim *s)
 const struct sched_ops sched_sglang = {
     .name = "sglang",
     .help = "SGLang's dLLM scheduler: rounds of at most max-running-requests, prefill first; fdfo 1 a forward a "
-            "round, a row leaving its block as it resolves; fdfo 0 (sync) a round runs its blocks to the end",
+            "round, a row leaving its block as it resolves; fdfo 0 (sync) a round runs its blocks to the end; "
+            "denoising rounds padded to its captured CUDA-graph batches",
     .params = sglang_params,
     .num_params = (int)TS_ARRAY_LEN(sglang_params),
     .finish_with_batch = true,

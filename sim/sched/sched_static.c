@@ -139,7 +139,7 @@ static void static_build(struct sim *s)
             continue;
         seg = tmpl;
         seg.req_id = r->id;
-        seg.padding = 1;
+        seg.padding = PAD_REQUEST;
         seg.decoded = 0;
         sim_add_segment(s, &seg);
     }
