@@ -678,11 +678,21 @@ static int32_t graph_batch_oracle(int32_t n, int32_t max_bs)
 START_TEST(sglang_graph_batches)
 {
     const int32_t caps[] = {1, 2, 3, 8, 10, 13, 64, 257, 300, 512, 600, 1000};
-    for (size_t c = 0; c < TS_ARRAY_LEN(caps); c++)
+    for (size_t c = 0; c < TS_ARRAY_LEN(caps); c++) {
         for (int32_t n = 1; n <= caps[c]; n++)
             ck_assert_msg(sglang_graph_batch(n, caps[c]) == graph_batch_oracle(n, caps[c]),
                           "%d requests under a cap of %d: %d, SGLang's list %d", n, caps[c],
                           sglang_graph_batch(n, caps[c]), graph_batch_oracle(n, caps[c]));
+        ck_assert_int_eq(sglang_graph_batch(caps[c] + 1, caps[c]), caps[c] + 1); /* past every graph: eager */
+    }
+    /* its cap by the card's memory (server_args.py's table): an RTX 4090, an L40S, an H100, an H200, a B200 */
+    const struct {
+        double gib;
+        int32_t tp, max_bs;
+    } cards[] = {{16, 1, 8}, {24, 1, 24}, {24, 4, 80}, {48, 1, 32}, {48, 8, 160}, {80, 1, 256}, {80, 4, 512},
+                 {141, 1, 256}, {180, 1, 512}};
+    for (size_t k = 0; k < TS_ARRAY_LEN(cards); k++)
+        ck_assert_int_eq(sglang_graph_max_bs((int64_t)(cards[k].gib * TS_GIB), cards[k].tp), cards[k].max_bs);
     /* a round of three (blocks of 32, fixed:8, each request 32 prompt tokens and 32 new): its prefill
      * round holds three blocks and no graph; its denoising rounds (four steps and the confirming
      * forward) run the graph of four, one row padding, the last request's block again */

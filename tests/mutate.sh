@@ -49,6 +49,8 @@ mutations=(
     "blocks from the prompt's end under sglang|sim/policies/policy.c|    r->head = pc->aligned_blocks ? r->P % r->Bs : 0;|    r->head = 0;|check_sched"
     "a block's confirming step decodes|sim/sim.c|             req_masked_in_block(sim_req(s, seg.req_id)) > 0)|             req_masked_in_block(sim_req(s, seg.req_id)) >= 0)|check_sched"
     "sglang's graphs of 16 to 256 go in fours|sim/sched/sched_sglang.c|        b = (n + 7) / 8 * 8;|        b = (n + 3) / 4 * 4;|check_sched"
+    "sglang's graph cap on a 24 GiB card is an L40S's|sim/sched/sched_sglang.c|        return tp < 4 ? 24 : 80;|        return tp < 4 ? 32 : 80;|check_sched"
+    "sglang runs a round past every graph as the largest graph|sim/sched/sched_sglang.c|    if (n > max_bs) /* (no graph holds it: the round runs eagerly) */\n        return n;|    if (n > max_bs) /* (no graph holds it: the round runs eagerly) */\n        return max_bs;|check_sched"
     "sglang pads its prefill rounds to a graph too|sim/sched/sched_sglang.c|    if (s->sched_p[CUDA_GRAPH] && !rd->prefill && rd->n > 0) {|    if (s->sched_p[CUDA_GRAPH] && rd->n > 0) {|check_sched"
     "a captured graph's extra rows counted as a stalled request's|sim/sim.c|        rows_of_requests -= s->sd.segs[i].padding == PAD_GRAPH;|        rows_of_requests -= 0;|check_sched"
     "sglang takes a request whose step outgrows its rounds' reservation|sim/sched/sched_sglang.c|    if (q > s->pcfg.block_size)|    if (q > 4 * s->pcfg.block_size)|check_sched"

@@ -63,8 +63,11 @@ extern const struct sched_ops sched_request;
 extern const struct sched_ops sched_phase;
 extern const struct sched_ops sched_lookahead;
 extern const struct sched_ops sched_sglang;
-/* The batch SGLang's decode CUDA graphs run a round of n requests as (n <= max_bs, its
- * --max-running-requests): the smallest captured size of at least n (sched_sglang.c). */
+/* SGLang's decode CUDA graphs (sched_sglang.c): the largest it captures on a card of mem_bytes under
+ * tensor parallelism tp (its --cuda-graph-max-bs default), and the batch a round of n requests runs as
+ * when it captures up to max_bs (the smaller of that and --max-running-requests): the smallest captured
+ * size of at least n, or n where none holds it. */
+int32_t sglang_graph_max_bs(int64_t mem_bytes, int32_t tp);
 int32_t sglang_graph_batch(int32_t n, int32_t max_bs);
 
 #endif

@@ -18,9 +18,11 @@
  * CUDA graphs (cuda-graph 1, SGLang's default): a denoising round of n requests runs as the captured
  * decode graph of the smallest batch of at least n (server_args.py's
  * _generate_decode_cuda_graph_batch_sizes: 1, 2, 4, 8, 12, 16 to 256 in 8s, 272 to 496 in 16s, then
- * 32s; only sizes up to max-running-requests, which is captured too:
- * model_executor/runner/base_cuda_graph_runner.py), the rows past n padding (a copy of the round's last
- * row, committing nothing). A prefill round's blocks run under its piecewise graphs, whose token counts
+ * 32s, up to its --cuda-graph-max-bs, which it sets by the card's memory: 8 under 20 GiB, 24 under 35,
+ * 32 under 60, 256 under 160 (with tensor parallelism of 4 or more 80, 160, 512), 512 above; then only
+ * sizes up to max-running-requests, which is captured too: model_executor/runner/
+ * base_cuda_graph_runner.py), the rows past n padding (a copy of the round's last row, committing
+ * nothing). A round larger than every graph runs eagerly, unpadded. A prefill round's blocks run under its piecewise graphs, whose token counts
  * hold every multiple of a block up to 512 tokens: no padding is modelled there. cuda-graph 0 is
  * --disable-cuda-graph.
  * Memory: the activation budget of a forward of max-running-requests blocks (every row's logits) is
@@ -39,13 +41,29 @@ static const struct param_spec sglang_params[] = {
               "its block as soon as it resolves; 0: sync (--no-dllm-fdfo): a round runs its rows' blocks to the "
               "end, rows done early padded", 1, 0, 1, true},
     [CUDA_GRAPH] = {"cuda-graph", "1: a denoising round runs as SGLang's captured decode graph of the smallest batch at least "
-                    "its size (1, 2, 4, 8, 12, 16, 24, ... up to max-running-requests), the rest padding; 0: "
-                    "--disable-cuda-graph", 1, 0, 1, true},
+                    "its size (1, 2, 4, 8, 12, 16, 24, ... up to max-running-requests or its cap for the card's "
+                    "memory), the rest padding; 0: --disable-cuda-graph", 1, 0, 1, true},
 };
+
+int32_t sglang_graph_max_bs(int64_t mem_bytes, int32_t tp)
+{
+    const double mib = (double)mem_bytes / (1 << 20);
+    if (mib < 20 * 1024)
+        return 8;
+    if (mib < 35 * 1024)
+        return tp < 4 ? 24 : 80;
+    if (mib < 60 * 1024)
+        return tp < 4 ? 32 : 160;
+    if (mib < 160 * 1024)
+        return tp < 4 ? 256 : 512;
+    return 512;
+}
 
 int32_t sglang_graph_batch(int32_t n, int32_t max_bs)
 {
-    TS_ASSERT(n >= 1 && n <= max_bs);
+    TS_ASSERT(n >= 1);
+    if (n > max_bs) /* (no graph holds it: the round runs eagerly) */
+        return n;
     int32_t b;
     if (n <= 2)
         b = n;
@@ -164,7 +182,8 @@ static void sglang_build(struct sim *s)
         sim_add_segment(s, &seg);
     }
     if (s->sched_p[CUDA_GRAPH] && !rd->prefill && rd->n > 0) { /* the captured graph's rows past the round's */
-        const int32_t graph = sglang_graph_batch(rd->n, (int32_t)s->sched_p[MAX_RUNNING]);
+        const int32_t cap = TS_MIN((int32_t)s->sched_p[MAX_RUNNING], sglang_graph_max_bs(s->gpu.mem_bytes, sim_gpus(s)));
+        const int32_t graph = sglang_graph_batch(rd->n, cap);
         for (int32_t i = rd->n; i < graph; i++) {
             seg = (struct segment){.req_id = rd->id[rd->n - 1], .phase = PHASE_BLOCK, .q = s->pcfg.block_size,
                                    .kv = rd->kv[rd->n - 1], .logit_rows = s->pcfg.block_size, .padding = PAD_GRAPH};
