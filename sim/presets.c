@@ -188,7 +188,8 @@ static const struct preset presets[] = {
      "tessera takes the 48, TPF 256 / 48, an assumption and an upper bound (reports of real runs give 20-34); "
      "its sampler's memory (10 bytes a logit) is read from the code, not measured; vLLM's default CUDA graphs "
      "cover at most two canvases, tessera's profile prices any batch as graphed; the engine runs one attention "
-     "shape a model, not its sliding and global layers",
+     "shape a model, not its sliding and global layers; vLLM itself has not run it: 0.33.0 needs PyTorch 2.14, and "
+     "the newest release for the GPU machines' 2.11 (0.26.0) holds an earlier runner",
      {{"v2-sub-blocks", "1"}, {"v2-commit-decodes", "0"}, {"v2-prefill-logits", "0"}},
      "vllm-project/vllm vllm/model_executor/models/diffusion_gemma.py as merged at eb28452 (PR #45163) and "
      "released in 0.33.0 (DiffusionGemmaModelState: the encoder pass of the "
