@@ -222,7 +222,7 @@ static const struct preset presets[] = {
      "batch: SGLang's FlashInfer attention and its scheduler's host work a round are not modelled. SGLang 0.5.17 "  \
      "itself, first done first out on an H200 "                                                                      \
      "(experiments/records/sglang-h200), ran the preset's forwards and matched its throughput within 0.6%, its "     \
-     "mean latency within 0.1% at 73% load but not at 50% (+30%: a round of one or two requests priced 18-20% "       \
+     "mean latency within 0.2% at 73% load but not at 50% (+30%: a round of one or two requests priced 18-20% "       \
      "over SGLang's round and host gap); sync is unchecked against SGLang. The TPF is LLaDA2.0-mini's published "    \
      "mean (decode profile llada2-mini), not LowConfidence's at its threshold 0.95 (an assumption)",                  \
      {{"fdfo", FDFO}, {"max-running-requests", "1"}},                                                                 \

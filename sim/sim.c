@@ -424,7 +424,7 @@ static void start_step(struct sim *s)
     TS_ASSERT(s->num_running >= (size_t)rows_of_requests); /* a segment a running request */
     s->sum.num_stalls += (int64_t)s->num_running - rows_of_requests;
     s->sum.num_steps++;
-    s->sum.request_steps += s->sd.num_segs;
+    s->sum.request_steps += rows_of_requests;
     s->sum.mean_q_per_step += (double)s->sd.tot.q_tokens;
     s->busy = true;
     evq_push(&s->evq, s->now_ns + dur, EV_STEP_DONE, 0);

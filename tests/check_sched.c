@@ -79,11 +79,11 @@ static void check_run(struct sim *s)
     sim_get_summary(s, &m);
     ck_assert_int_eq(m.num_finished, finished);
     ck_assert_int_eq(m.num_steps, (int64_t)s->num_steps);
-    ck_assert_int_eq(m.request_steps, (int64_t)s->num_segs);
     const bool pads = s->sched == &sched_static || (s->sched == &sched_sglang && sim_sched_param(s, "fdfo", 1) == 0);
     int64_t graph_rows = 0;
     for (size_t j = 0; j < s->num_segs; j++)
         graph_rows += s->segs[j].padding == PAD_GRAPH;
+    ck_assert_int_eq(m.request_steps, (int64_t)s->num_segs - graph_rows);
     if (!pads && m.num_preemptions == 0) /* no padding rows for a request outside static batches and sync rounds */
         ck_assert_int_eq(steps, (int64_t)s->num_segs - graph_rows);
     /* a running request sits a step out only where the token budget left it no room */
@@ -694,8 +694,8 @@ START_TEST(sglang_graph_batches)
     for (size_t k = 0; k < TS_ARRAY_LEN(cards); k++)
         ck_assert_int_eq(sglang_graph_max_bs((int64_t)(cards[k].gib * TS_GIB), cards[k].tp), cards[k].max_bs);
     /* a round of three (blocks of 32, fixed:8, each request 32 prompt tokens and 32 new): its prefill
-     * round holds three blocks and no graph; its denoising rounds (four steps and the confirming
-     * forward) run the graph of four, one row padding, the last request's block again */
+     * round and its denoising rounds (four steps and the confirming forward) run the graph of four, one
+     * block of padding rows each, reading no cache, under the last request's id */
     struct sim_config c;
     serve_config(&c, "sglang", "arrival_ns,prompt_tokens,output_tokens\n0,32,32\n0,32,32\n0,32,32\n");
     test_param(&c, "max-running-requests", 8);
@@ -703,16 +703,17 @@ START_TEST(sglang_graph_batches)
         test_param(&c, "cuda-graph", graph);
         struct sim *s = run_kept(&c);
         ck_assert_int_eq((int64_t)s->num_steps, 6);
-        ck_assert_int_eq((int64_t)s->num_segs, graph ? 3 + 5 * 4 : 3 + 5 * 3);
-        ck_assert_int_eq(padded_rows_of(s, PAD_GRAPH), graph ? 5 : 0);
+        ck_assert_int_eq((int64_t)s->num_segs, graph ? 6 * 4 : 6 * 3);
+        ck_assert_int_eq(padded_rows_of(s, PAD_GRAPH), graph ? 6 : 0);
         ck_assert_int_eq(padded_rows(s), 0);
         for (size_t j = 0; j < s->num_segs; j++)
             if (s->segs[j].padding == PAD_GRAPH)
-                ck_assert(s->segs[j].req_id == s->segs[j - 1].req_id && s->segs[j].kv == s->segs[j - 1].kv &&
+                ck_assert(s->segs[j].req_id == s->segs[j - 1].req_id && s->segs[j].kv == 0 &&
                           s->segs[j].q == 32 && s->segs[j].decoded == 0);
         struct sim_summary m;
         sim_get_summary(s, &m);
         ck_assert_int_eq(m.num_stalls, 0);
+        ck_assert_int_eq(m.request_steps, 6 * 3); /* the requests' rows: a graph's padding is none of theirs */
         sim_destroy(s);
     }
 }

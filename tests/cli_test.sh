@@ -1863,7 +1863,8 @@ import csv, json, sys
 row = next(csv.DictReader(open(sys.argv[1])))
 rounds = {r["requests"]: r for r in csv.DictReader(open(sys.argv[2]))}
 d = json.load(open(sys.argv[3]))
-want = {"meas_req_s": 3 / 2.7, "meas_mean_s": 5 / 3, "meas_p99_s": 2.5, "meas_forwards": 15 / 3, "meas_rounds": 10,
+# p99 as tessera takes it: 0.98 of the way from rank 1 (1.5 s) to rank 2 (2.5 s)
+want = {"meas_req_s": 3 / 2.7, "meas_mean_s": 5 / 3, "meas_p99_s": 1.5 + 0.98 * 1.0, "meas_forwards": 15 / 3, "meas_rounds": 10,
         "pred_req_s": d["req_s"], "pred_mean_s": d["lat_mean_s"], "pred_p99_s": d["lat_p99_s"],
         "mean_err_pct": 100 * (d["lat_mean_s"] - 5 / 3) / (5 / 3)}
 bad = [f"{k} {row[k]} != {v}" for k, v in want.items() if abs(float(row[k]) - v) > 1e-4 * max(1, abs(v))]

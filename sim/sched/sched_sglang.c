@@ -15,15 +15,16 @@
  *     forward; a row whose block is done early stays in the batch as padding (its block's rows again,
  *     committing nothing) until the slowest is done, and requests join or leave only between rounds.
  *     A prefill round is one forward.
- * CUDA graphs (cuda-graph 1, SGLang's default): a denoising round of n requests runs as the captured
- * decode graph of the smallest batch of at least n (server_args.py's
+ * CUDA graphs (cuda-graph 1, SGLang's default): a round of n requests, its prompt blocks' or its
+ * denoising steps' (both DLLM_EXTEND, a mode forward_batch_info.py's is_cuda_graph takes), runs as the
+ * captured decode graph of the smallest batch of at least n (server_args.py's
  * _generate_decode_cuda_graph_batch_sizes: 1, 2, 4, 8, 12, 16 to 256 in 8s, 272 to 496 in 16s, then
  * 32s, up to its --cuda-graph-max-bs, which it sets by the card's memory: 8 under 20 GiB, 24 under 35,
  * 32 under 60, 256 under 160 (with tensor parallelism of 4 or more 80, 160, 512), 512 above; then only
  * sizes up to max-running-requests, which is captured too: model_executor/runner/
- * base_cuda_graph_runner.py), the rows past n padding (a copy of the round's last row, committing
- * nothing). A round larger than every graph runs eagerly, unpadded. A prefill round's blocks run under its piecewise graphs, whose token counts
- * hold every multiple of a block up to 512 tokens: no padding is modelled there. cuda-graph 0 is
+ * base_cuda_graph_runner.py), the rows past n padding: a block of rows each, reading no cache (the
+ * graph's padded sequence lengths are its fill value, a token), committing nothing, carrying the
+ * round's last request's id. A round larger than every graph runs eagerly, unpadded. cuda-graph 0 is
  * --disable-cuda-graph.
  * Memory: the activation budget of a forward of max-running-requests blocks (every row's logits) is
  * reserved once, and a request whose largest step runs more than a block is rejected; the rest of the
@@ -40,7 +41,7 @@ static const struct param_spec sglang_params[] = {
     [FDFO] = {"fdfo", "1: first done, first out (SGLang's default, --dllm-fdfo): one forward a round, a row leaving "
               "its block as soon as it resolves; 0: sync (--no-dllm-fdfo): a round runs its rows' blocks to the "
               "end, rows done early padded", 1, 0, 1, true},
-    [CUDA_GRAPH] = {"cuda-graph", "1: a denoising round runs as SGLang's captured decode graph of the smallest batch at least "
+    [CUDA_GRAPH] = {"cuda-graph", "1: a round runs as SGLang's captured decode graph of the smallest batch at least "
                     "its size (1, 2, 4, 8, 12, 16, 24, ... up to max-running-requests or its cap for the card's "
                     "memory), the rest padding; 0: --disable-cuda-graph", 1, 0, 1, true},
 };
@@ -181,12 +182,12 @@ static void sglang_build(struct sim *s)
         sim_emit(s, sim_req(s, rd->id[i]), &seg);
         sim_add_segment(s, &seg);
     }
-    if (s->sched_p[CUDA_GRAPH] && !rd->prefill && rd->n > 0) { /* the captured graph's rows past the round's */
+    if (s->sched_p[CUDA_GRAPH] && rd->n > 0) { /* the captured graph's rows past the round's */
         const int32_t cap = TS_MIN((int32_t)s->sched_p[MAX_RUNNING], sglang_graph_max_bs(s->gpu.mem_bytes, sim_gpus(s)));
         const int32_t graph = sglang_graph_batch(rd->n, cap);
         for (int32_t i = rd->n; i < graph; i++) {
             seg = (struct segment){.req_id = rd->id[rd->n - 1], .phase = PHASE_BLOCK, .q = s->pcfg.block_size,
-                                   .kv = rd->kv[rd->n - 1], .logit_rows = s->pcfg.block_size, .padding = PAD_GRAPH};
+                                   .logit_rows = s->pcfg.block_size, .padding = PAD_GRAPH};
             sim_add_segment(s, &seg);
         }
     }
@@ -222,7 +223,7 @@ const struct sched_ops sched_sglang = {
     .name = "sglang",
     .help = "SGLang's dLLM scheduler: rounds of at most max-running-requests, prefill first; fdfo 1 a forward a "
             "round, a row leaving its block as it resolves; fdfo 0 (sync) a round runs its blocks to the end; "
-            "denoising rounds padded to its captured CUDA-graph batches",
+            "rounds padded to its captured CUDA-graph batches",
     .params = sglang_params,
     .num_params = (int)TS_ARRAY_LEN(sglang_params),
     .finish_with_batch = true,
