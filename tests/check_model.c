@@ -30,6 +30,12 @@ START_TEST(builtin_moe_and_gqa)
     /* 16 B total, about 1.4 B active */
     ck_assert(model_params(mini) > 15e9 && model_params(mini) < 17.5e9);
     ck_assert(model_active_params(mini) > 1.2e9 && model_active_params(mini) < 1.8e9);
+    /* LLaDA2.0-flash: 100 B total, 6.1 B active (its model card), 31 MoE layers after a dense one */
+    const struct model_cfg *flash = model_find("llada2.0-flash");
+    ck_assert_ptr_nonnull(flash);
+    ck_assert_int_eq(model_num_moe_layers(flash), 31);
+    ck_assert(model_params(flash) > 98e9 && model_params(flash) < 106e9);
+    ck_assert(model_active_params(flash) > 5.6e9 && model_active_params(flash) < 6.6e9);
     const struct model_cfg *dream = model_find("dream-7b");
     ck_assert(dream->qkv_bias);
     ck_assert_int_eq(model_kv_dim(dream), 4 * 128);
@@ -50,7 +56,8 @@ START_TEST(kv_bytes_per_token_of_each_model)
         const char *name;
         int64_t bytes;
     } want[] = {{"llada-8b", 2 * 32 * 32 * 128 * 2}, {"dream-7b", 2 * 28 * 4 * 128 * 2}, {"sdar-8b", 2 * 36 * 8 * 128 * 2},
-                {"llada-moe-7b", 2 * 16 * 16 * 128 * 2}, {"llada2.0-mini", 2 * 20 * 4 * 128 * 2}};
+                {"llada-moe-7b", 2 * 16 * 16 * 128 * 2}, {"llada2.0-mini", 2 * 20 * 4 * 128 * 2},
+                {"llada2.0-flash", 2 * 32 * 4 * 128 * 2}};
     for (size_t i = 0; i < TS_ARRAY_LEN(want); i++)
         ck_assert_msg(model_kv_bytes_per_token(model_find(want[i].name)) == want[i].bytes, "%s", want[i].name);
 }

@@ -10,6 +10,10 @@
  *   llada2.0-mini   inclusionAI/LLaDA2.0-mini        (256 experts, top-8, 1 shared, layer 0 dense; per-head
  *                   QK norms, rotary over 64 of each head's 128 dimensions; sigmoid scores with an expert
  *                   bias, 8 groups of which the best 4 are chosen from, weights renormalised times 2.5)
+ *   llada2.0-flash  inclusionAI/LLaDA2.0-flash (100B, 6.1B active; dFactory's vendored config at c29d72c,
+ *                   configs/model_configs/llada2_flash: LLaDA2.0-mini's design at 32 layers of 4096, 32
+ *                   heads, experts of 1,024, a dense first layer of 9,216, 16,384 positions; LLaDA2.1-flash
+ *                   has its shapes)
  *   qwen2.5-3b      Qwen/Qwen2.5-3B-Instruct         (an autoregressive model: dInfer's vLLM baseline;
  *                   causal, which is block-causal at any block; its tied LM head counted apart)
  *   fast-dllm-v2-7b Efficient-Large-Model/Fast_dLLM_v2_7B (Qwen2.5-7B-Instruct shapes, QKV bias, trained
@@ -50,6 +54,12 @@ static const struct model_cfg builtin_models[] = {
      .head_dim = 128, .ffn = 5120, .vocab = 157184, .max_pos = 32768, .rope_theta = 600000.0,
      .qk_norm = true, .rotary_dim = 64, .block_causal = true, .num_experts = 256, .experts_top_k = 8,
      .moe_ffn = 512, .num_shared_experts = 1, .first_dense_layers = 1, .router_sigmoid = true,
+     .expert_bias = true, .norm_topk = true, .n_group = 8, .topk_group = 4, .routed_scale = 2.5,
+     .weight_bytes = 2, .kv_bytes = 2},
+    {.name = "llada2.0-flash", .num_layers = 32, .hidden = 4096, .num_heads = 32, .num_kv_heads = 4,
+     .head_dim = 128, .ffn = 9216, .vocab = 157184, .max_pos = 16384, .rope_theta = 600000.0,
+     .qk_norm = true, .rotary_dim = 64, .block_causal = true, .num_experts = 256, .experts_top_k = 8,
+     .moe_ffn = 1024, .num_shared_experts = 1, .first_dense_layers = 1, .router_sigmoid = true,
      .expert_bias = true, .norm_topk = true, .n_group = 8, .topk_group = 4, .routed_scale = 2.5,
      .weight_bytes = 2, .kv_bytes = 2},
     {.name = "qwen2.5-3b", .num_layers = 36, .hidden = 2048, .num_heads = 16, .num_kv_heads = 2,
