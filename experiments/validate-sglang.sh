@@ -18,9 +18,9 @@
 # medians), OUT/sglang.md (the tables) and, where gnuplot is found, OUT/rounds.png; then the goals, each
 # a line saying met or missed (they do not fail the run).
 #
-# MEASURE=1 runs SGLang again first (experiments/validate/sglang.sh, on a GPU machine with PyTorch 2.11,
-# SGLang's packages unpacked from BUNDLE, the folder experiments/validate/sglang_bundle.sh writes) into
-# OUT/record/fdfo, and compares that run instead.
+# MEASURE=1 with BUNDLE=DIR runs SGLang again first (experiments/validate/sglang.sh, on a GPU machine
+# with PyTorch 2.11, SGLang's packages unpacked from DIR, the folder experiments/validate/sglang_bundle.sh
+# writes) into OUT/record/fdfo, and compares that run instead.
 #
 # Usage: tessera exp run validate-sglang OUT [--force]   (or experiments/validate-sglang.sh OUT with TESSERA=path)
 # Needs: GPU with MEASURE
