@@ -1877,6 +1877,61 @@ print("\n".join(bad), file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
 
+# the SGLang driver's hook (experiments/validate/sglang_hook/sitecustomize.py) over stand-ins for the
+# modules it patches: a round timed with its requests, query tokens and forwards; a config registered
+# over one already taken; a missing package stood in for, its classes refusing use
+h=$tmp/hook
+mkdir -p "$h/sglang/srt/managers" "$h/sglang/srt/model_executor" "$h/torch" "$h/transformers/models/auto"
+for d in sglang sglang/srt sglang/srt/managers sglang/srt/model_executor transformers transformers/models \
+    transformers/models/auto; do : >"$h/$d/__init__.py"; done
+printf 'import types\ncuda = types.SimpleNamespace(synchronize=lambda: None)\n' >"$h/torch/__init__.py"
+cat >"$h/sglang/srt/model_executor/model_runner.py" <<'PY'
+class ModelRunner:
+    def forward(self, fb):
+        return None
+PY
+cat >"$h/sglang/srt/managers/tp_worker.py" <<'PY'
+class Res:
+    can_run_cuda_graph = True
+class TpModelWorker:
+    def _forward_batch_generation_dllm(self, fb, batch=None):
+        from sglang.srt.model_executor.model_runner import ModelRunner
+        r = ModelRunner()
+        r.forward(fb), r.forward(fb), r.forward(fb)
+        return Res()
+PY
+cat >"$h/transformers/models/auto/configuration_auto.py" <<'PY'
+class AutoConfig:
+    @staticmethod
+    def register(model_type, config, exist_ok=False):
+        if model_type == "taken" and not exist_ok:
+            raise ValueError("taken")
+        return "registered"
+PY
+if (cd "$tmp" && env PYTHONPATH="$h:$root/experiments/validate/sglang_hook" SGLANG_STEP_LOG="$h/log" \
+    SGLANG_STAND_INS=xgrammar python3 - "$h/log" <<'PY'
+import glob, os, sys
+from sglang.srt.managers.tp_worker import TpModelWorker
+class Ids:
+    def numel(self):
+        return 96
+class FB:
+    batch_size, input_ids = 3, Ids()
+TpModelWorker()._forward_batch_generation_dllm(FB())
+from transformers.models.auto.configuration_auto import AutoConfig
+assert AutoConfig.register("taken", object) == "registered"
+from xgrammar.structural_tag import StructuralTag
+try:
+    StructuralTag()
+    sys.exit("a stand-in's class let itself be built")
+except RuntimeError:
+    pass
+rows = open(f"{sys.argv[1]}.{os.getpid()}").read().splitlines()
+assert rows[0] == "start_s,ms,reqs,q_tokens,forwards,graph", rows
+assert len(rows) == 2 and rows[1].split(",")[2:] == ["3", "96", "3", "1"], rows
+PY
+) >"$tmp/out" 2>&1; then ok; else bad "the SGLang driver's hook: $(tail -3 "$tmp/out" | tr '\n' ' ')"; fi
+
 expect 0 "list calibrations" -- "$bin" list calibrations
 if [ "$(tail -n +2 "$tmp/out" | sed 's/^  //')" = "$(cd "$root/sim/data/calib" && LC_ALL=C ls -1 -- *.csv)" ]; then ok
 else bad "list calibrations: not the shipped calibrations in name order"; sed 's/^/    /' "$tmp/out" >&2; fi
