@@ -217,11 +217,12 @@ static const struct preset presets[] = {
     {NAME, "SGLang serving LLaDA2.0-mini on its dLLM path (release 0.5.23), " MODE ": rounds of at most "             \
            "--max-running-requests [1, its dLLM default], prefill first, the prompt a block of 32 a forward, each "   \
            "block confirmed by a forward that finds it resolved, LowConfidence decoding; SDAR: --model sdar-8b "      \
-           "--block 4; LLaDA2.0-flash (100B): --model llada2.0-flash --tp 4", "serve-block", "sglang", "threshold:llada2-mini", "tessera", 0, "first-fit", false, false,   \
-     "its forwards are priced as tessera's engine runs them, each round padded to SGLang's captured CUDA-graph "    \
-     "batch: SGLang's FlashInfer attention and its scheduler's host work a round are not modelled. SGLang 0.5.17 "  \
-     "itself, first done first out on an H200 "                                                                      \
-     "(experiments/records/sglang-h200), ran the preset's forwards and matched its throughput within 0.6%, its "     \
+           "--block 4; LLaDA2.0-flash (100B): --model llada2.0-flash --tp 4",                                        \
+           "serve-block", "sglang", "threshold:llada2-mini", "tessera", 0, "first-fit", false, false,                \
+     "its forwards are priced as tessera's engine runs them, each round padded to SGLang's captured CUDA-graph "     \
+     "batch: SGLang's FlashInfer attention and its scheduler's host work a round are not modelled. SGLang 0.5.17 "   \
+     "itself, first done first out on an H200 (experiments/records/sglang-h200), ran the preset's forwards and "     \
+     "matched its throughput within 0.6%, its "                                                                      \
      "mean latency within 0.2% at 73% load but not at 50% (+30%: a round of one or two requests priced 18-20% "       \
      "over SGLang's round and host gap); sync is unchecked against SGLang. The TPF is LLaDA2.0-mini's published "    \
      "mean (decode profile llada2-mini), not LowConfidence's at its threshold 0.95 (an assumption)",                  \

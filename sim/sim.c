@@ -418,9 +418,8 @@ static void start_step(struct sim *s)
         s->sum.peak_mem_bytes = in_use;
     s->sum.peak_kv_bytes = TS_MAX(s->sum.peak_kv_bytes, kv_bytes);
     record_step(s, dur, act, kv_bytes);
-    int32_t rows_of_requests = s->sd.num_segs; /* (a captured graph's extra rows are no request's) */
-    for (int32_t i = 0; i < s->sd.num_segs; i++)
-        rows_of_requests -= s->sd.segs[i].padding == PAD_GRAPH;
+    /* (a captured graph's padding rows are no request's) */
+    const int32_t rows_of_requests = s->sd.num_segs - (int32_t)s->sd.tot.graph_rows;
     TS_ASSERT(s->num_running >= (size_t)rows_of_requests); /* a segment a running request */
     s->sum.num_stalls += (int64_t)s->num_running - rows_of_requests;
     s->sum.num_steps++;

@@ -13,8 +13,10 @@ beside tessera's predictions of them.
 """
 import csv, json, os, sqlite3, statistics as st, sys
 
+from compare import pct as err  # the validation's error of a prediction p against a measurement m, in %
 
-def pct(p, xs):
+
+def percentile(p, xs):
     """The p-th percentile as tessera's summary takes it (GSL's: linear between the two nearest ranks)."""
     xs = sorted(xs)
     i = p / 100 * (len(xs) - 1)
@@ -36,7 +38,7 @@ def measured(d):
     for r in rounds:
         by.setdefault(int(r["reqs"]), []).append(float(r["ms"]))
     return {"n": len(req), "req_s": len(req) / max(float(r["finish_s"]) for r in req),
-            "mean": st.mean(lat), "p50": pct(50, lat), "p99": pct(99, lat),
+            "mean": st.mean(lat), "p50": percentile(50, lat), "p99": percentile(99, lat),
             "forwards": sum(int(r["reqs"]) * int(r["forwards"]) for r in rounds) / len(req),
             "rounds": len(rounds), "by": by, "gaps": gaps}
 
@@ -54,10 +56,6 @@ def predicted(json_path, db_path):
             "p99": d["lat_p99_s"], "forwards": rows / d["num_finished"], "rounds": d["num_steps"],
             "by": by, "mean_iv": iv.get("lat_mean_s"), "p99_iv": iv.get("lat_p99_s"),
             "busy": d["busy_s"], "makespan": d["makespan_ns"] / 1e9}
-
-
-def err(p, m):
-    return 100 * (p - m) / m
 
 
 def report(runs, pred, out):

@@ -92,6 +92,7 @@ double segment_attn_pairs(const struct segment *s, int32_t bs)
 static void totals_add(struct step_totals *t, const struct segment *s, int32_t attn_block)
 {
     t->num_segs++;
+    t->graph_rows += s->padding == PAD_GRAPH;
     t->q_tokens += s->q;
     t->kv_tokens += s->kv;
     t->kv_write_tokens += s->kv_write;

@@ -157,6 +157,7 @@ struct step_totals {
     int64_t probe_tokens; /* rows checked against the cache, summed */
     int64_t carry_tokens; /* rows carried on cached outputs, summed */
     int64_t rows;         /* sum of segment_rows: the hidden states the step holds at once */
+    int64_t graph_rows;   /* segments that are a captured graph's padding (PAD_GRAPH): no request's */
     int64_t host_kv_tokens;   /* K/V tokens brought from host memory, summed */
     int64_t host_scan_tokens; /* keys scored on the host, summed */
 };

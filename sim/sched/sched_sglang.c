@@ -89,11 +89,15 @@ struct sglang_round {
     int32_t *kv;     /* and the keys its block's rows read (its padding rows read them again) */
     int32_t n, cap;
     bool prefill;    /* a round of prompt blocks: one forward */
+    int32_t graph_cap; /* the largest captured graph (cuda-graph 1; 0: none): the card's cap or max-running-requests */
 };
 
 static int sglang_init(struct sim *s, struct ts_err *err)
 {
-    s->sched_state = xcalloc(1, sizeof(struct sglang_round));
+    struct sglang_round *rd = xcalloc(1, sizeof *rd);
+    s->sched_state = rd;
+    if (s->sched_p[CUDA_GRAPH])
+        rd->graph_cap = TS_MIN((int32_t)s->sched_p[MAX_RUNNING], sglang_graph_max_bs(s->gpu.mem_bytes, sim_gpus(s)));
     const int64_t rows = (int64_t)s->sched_p[MAX_RUNNING] * s->pcfg.block_size;
     s->act_reserved = sim_act_peak(s, rows, rows);
     s->kv_pool_bytes = s->capacity - s->weight_bytes - s->act_reserved;
@@ -182,9 +186,8 @@ static void sglang_build(struct sim *s)
         sim_emit(s, sim_req(s, rd->id[i]), &seg);
         sim_add_segment(s, &seg);
     }
-    if (s->sched_p[CUDA_GRAPH] && rd->n > 0) { /* the captured graph's rows past the round's */
-        const int32_t cap = TS_MIN((int32_t)s->sched_p[MAX_RUNNING], sglang_graph_max_bs(s->gpu.mem_bytes, sim_gpus(s)));
-        const int32_t graph = sglang_graph_batch(rd->n, cap);
+    if (rd->graph_cap > 0 && rd->n > 0) { /* the captured graph's rows past the round's */
+        const int32_t graph = sglang_graph_batch(rd->n, rd->graph_cap);
         for (int32_t i = rd->n; i < graph; i++) {
             seg = (struct segment){.req_id = rd->id[rd->n - 1], .phase = PHASE_BLOCK, .q = s->pcfg.block_size,
                                    .logit_rows = s->pcfg.block_size, .padding = PAD_GRAPH};
