@@ -7,9 +7,11 @@
 # to the end, those done early padded), at the same arrival rates, lengths and concurrency cap
 # (--max-running-requests MRR; SGLang's dLLM default, 1, makes the two modes one). For each run: throughput,
 # mean and p99 latency, forwards, padded rows and stalls (request-rounds a running request sat out
-# while others prefilled, SGLang's prefill first). Its forwards are priced as tessera's engine runs
-# them: SGLang's host work a round, which first done first out pays every forward and sync every
-# block, is not priced (sim/docs/steps.md).
+# while others prefilled, SGLang's prefill first). On an H100 (GPU's default) its forwards are priced
+# as tessera's engine runs them and SGLang's host work between rounds is not priced; on an H200
+# (--gpu h200) each step is SGLang's own round, measured whole (--impl sglang, sim/data/rounds/):
+# its host work, which first done first out pays every forward and sync once a block, included
+# (sim/docs/steps.md).
 # An editing decoder (SGLang's JointThreshold, LLaDA2.1; JointThresholdInDel, LLaDA2.2) runs forwards
 # after a block's last commit, as many as the model edits, which no published table gives: the report
 # sweeps them (--post-edit, POST_EDIT, at EDIT_RPS under first done, first out), an assumption.

@@ -410,8 +410,13 @@ int sim_config_validate(const struct sim_config *c, struct sim_setup *setup, str
     if (c->max_new_tokens > 0 && c->max_new_tokens < c->block)
         return ts_fail(err, "--max-new-tokens: %d is less than one block (--block %d)", c->max_new_tokens,
                        c->block);
-    struct sim_setup own;
-    return sim_setup_resolve(c, setup ? setup : &own, err);
+    struct sim_setup own, *su = setup ? setup : &own;
+    if (sim_setup_resolve(c, su, err))
+        return -1;
+    if (c->executor == EXECUTOR_GPU && su->impl.rounds)
+        return ts_fail(err, "--impl %s: the engine runs tessera's forwards, not %s's rounds; a live run is priced as "
+                            "the engine runs (--impl tessera)", su->impl.name, su->impl.name);
+    return 0;
 }
 
 /* the JSON key of an option: its name with '_' for '-' */

@@ -218,14 +218,17 @@ static const struct preset presets[] = {
            "--max-running-requests [1, its dLLM default], prefill first, the prompt a block of 32 a forward, each "   \
            "block confirmed by a forward that finds it resolved, LowConfidence decoding; SDAR: --model sdar-8b "      \
            "--block 4; LLaDA2.0-flash (100B): --model llada2.0-flash --tp 4",                                        \
-           "serve-block", "sglang", "threshold:llada2-mini", "tessera", 0, "first-fit", false, false,                \
-     "its forwards are priced as tessera's engine runs them, each round padded to SGLang's captured CUDA-graph "     \
-     "batch: SGLang's FlashInfer attention and its scheduler's host work a round are not modelled. SGLang 0.5.17 "   \
-     "itself, first done first out on an H200 (experiments/records/sglang-h200), ran the preset's forwards and "     \
-     "matched its throughput within 0.6%, its "                                                                      \
-     "mean latency within 0.2% at 73% load but not at 50% (+30%: a round of one or two requests priced 18-20% "       \
-     "over SGLang's round and host gap); sync is unchecked against SGLang. The TPF is LLaDA2.0-mini's published "    \
-     "mean (decode profile llada2-mini), not LowConfidence's at its threshold 0.95 (an assumption)",                  \
+           "serve-block", "sglang", "threshold:llada2-mini", "sglang", 0, "first-fit", false, false,                 \
+     "each round padded to SGLang's captured CUDA-graph batch and priced by SGLang's own rounds, measured whole on "  \
+     "an H200 for LLaDA2.0-mini (--impl sglang: a round's forward by its requests, graph and keys read, and the "      \
+     "scheduler's host work between rounds, fitted on bursts of 1-32 requests); another card or model is priced "    \
+     "as tessera's engine runs the forward, the host's work unpriced (the summary says which). SGLang 0.5.17 itself " \
+     "on an H200 (experiments/records/sglang-h200: --max-running-requests 8, five traces a mode) matched its "       \
+     "throughput within 1% and its mean latency at +2% to +15% first done first out (+15% at 1 request a second), " \
+     "-1% to +15% sync (+15% with lognormal lengths, where the preset runs 6% more forwards); the profile's engine "  \
+     "ran --max-running-requests 32, its rounds of one or two requests 10% longer than at 8. The TPF is "             \
+     "LLaDA2.0-mini's published mean (decode profile llada2-mini), not LowConfidence's at its threshold 0.95 (an "    \
+     "assumption)",                                                                                                   \
      {{"fdfo", FDFO}, {"max-running-requests", "1"}},                                                                 \
      "sgl-project/sglang release 0.5.23 (its wheel, files dated 2026-10-30; it records no commit), "                  \
      "python/sglang/srt/: dllm/config.py (LLaDA2's block 32, SDAR's 4; max_running_requests 1 unless given), "       \

@@ -1,7 +1,10 @@
 /* setup.c: a configuration's parts, resolved once (setup.h). */
 #include "setup.h"
 
+#include <unistd.h>
+
 #include "config.h"
+#include "rounds.h"
 
 int sim_setup_resolve(const struct sim_config *c, struct sim_setup *out, struct ts_err *err)
 {
@@ -14,4 +17,13 @@ int sim_setup_resolve(const struct sim_config *c, struct sim_setup *out, struct 
                    decode_parse(c->decode, c->datadir, &out->decode, err)
                ? -1
                : 0;
+}
+
+int sim_rounds_path(const struct sim_config *c, const char *gpu, const char *model, const struct impl_profile *im,
+                    char *out, size_t len)
+{
+    if (!im->rounds || c->tp > 1 || c->ep > 1)
+        return 0;
+    rounds_shipped_path(c->datadir, gpu, model, im->name, out, len);
+    return access(out, R_OK) == 0;
 }

@@ -27,5 +27,10 @@ struct sim_setup {
  * scheduler, implementation, cost model or planner, with the known ones; a parameter neither the
  * policy nor the scheduler declares; a decode model that does not parse). */
 int sim_setup_resolve(const struct sim_config *c, struct sim_setup *out, struct ts_err *err);
+/* Where implementation im is priced by its rounds (rounds.h): the profile measured for gpu and model
+ * on one GPU (no tensor or expert parallelism), DATADIR/rounds/GPU-MODEL-IMPL.csv, into out; 1 when
+ * there is one, 0 when the run is priced as im's base. */
+int sim_rounds_path(const struct sim_config *c, const char *gpu, const char *model, const struct impl_profile *im,
+                    char *out, size_t len);
 
 #endif

@@ -334,6 +334,27 @@ static double step_joules(const struct sim *s, const struct cost_breakdown *rb, 
     return sim_gpus(s) * secs * (s->gpu.idle_w + (s->gpu.tdp_w - s->gpu.idle_w) * share);
 }
 
+/* A runtime priced by its rounds measured whole (rounds.h): the step's time is its round's forward and,
+ * where it begins a round, the host's work; the back end's ops keep their shares of the forward. */
+static int rounds_step(struct sim *s, double *secs, struct cost_breakdown *bd)
+{
+    double fwd, host;
+    if (rounds_price(s->rounds, &s->sd, s->cfg.extrapolate, &fwd, &host, &s->run_err))
+        return -1;
+    const double *scale = s->cctx.op_scale; /* an ablation's or an interval's replicate's factors, which the
+                                             * back end applied to its ops: applied to the round alike */
+    double ops = 0, raw = 0;
+    for (int i = 0; i < OP_COUNT; i++)
+        if (i != OP_HOST)
+            ops += bd->op_s[i], raw += scale ? bd->op_s[i] / scale[i] : bd->op_s[i];
+    fwd *= raw > 0 ? ops / raw : 1;
+    host *= scale ? scale[OP_HOST] : 1;
+    for (int i = 0; i < OP_COUNT; i++)
+        bd->op_s[i] = i == OP_HOST ? host : ops > 0 ? bd->op_s[i] * fwd / ops : 0;
+    bd->total_s = *secs = fwd + host;
+    return 0;
+}
+
 static void start_step(struct sim *s)
 {
     step_desc_clear(&s->sd);
@@ -353,7 +374,7 @@ static void start_step(struct sim *s)
     }
     struct cost_breakdown bd;
     double secs;
-    if (s->cost->step_s(&s->cctx, &s->sd, &secs, &bd, &s->run_err)) {
+    if (s->cost->step_s(&s->cctx, &s->sd, &secs, &bd, &s->run_err) || (s->rounds && rounds_step(s, &secs, &bd))) {
         s->failed = true;
         return;
     }

@@ -136,6 +136,20 @@ done:
     return rc;
 }
 
+/* A runtime priced by its rounds measured whole (rounds.h): its profile for this GPU and model on one
+ * GPU, where one was measured (else s->rounds stays NULL and the steps are priced as its base's). */
+static int load_rounds(struct sim *s, struct ts_err *err)
+{
+    char path[CFG_PATH + 256];
+    if (!sim_rounds_path(&s->cfg, s->gpu.name, s->model.name, &s->impl, path, sizeof path))
+        return 0;
+    if (strcmp(s->sched->name, "sglang") != 0)
+        return ts_fail(err, "--impl %s prices the sglang scheduler's rounds, measured whole (%s): give --scheduler "
+                            "sglang (or --system sglang), not %s", s->impl.name, path, s->sched->name);
+    s->rounds = xcalloc(1, sizeof *s->rounds);
+    return rounds_load(path, s->gpu.name, s->model.name, s->impl.name, s->rounds, err);
+}
+
 /* The all-reduce's times over `degree` GPUs of the run's kind (data/allreduce.csv, else the link). */
 static int load_allreduce(struct sim *s, int32_t degree, struct ts_err *err)
 {
@@ -290,6 +304,8 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
         goto fail;
     if (s->cost == &cost_calibrated && load_calibration(s, err))
         goto fail;
+    if (s->impl.rounds && load_rounds(s, err))
+        goto fail;
     if (cfg->clock != CLOCK_OFF) { /* the card's clock under its power limit (clock.h) */
         const int found = s->cost == &cost_calibrated ? clock_params_find(cfg->datadir, s->gpu.name, &s->clock, err) : 0;
         if (found < 0)
@@ -302,7 +318,7 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
                              "clock fits one to an engine_bench --warm-trace)", s->gpu.name, cfg->datadir);
             goto fail;
         }
-        s->sum.clock_modelled = found == 1;
+        s->sum.clock_modelled = found == 1 && !s->rounds; /* (a runtime's measured rounds hold their clock) */
     }
     s->pcfg = (struct policy_cfg){.block_size = cfg->block, .mask_only = cfg->mask_only,
                                   .block_logits = cfg->block_logits,
@@ -402,6 +418,7 @@ void sim_destroy(struct sim *s)
     free(s->steps);
     free(s->segs);
     calib_free(s->calib);
+    free(s->rounds);
     act_cache_destroy(s->act_plans);
     free(s);
 }

@@ -23,6 +23,7 @@
 #include "policy.h"
 #include "prompt_cache.h"
 #include "request.h"
+#include "rounds.h"
 #include "sched.h"
 #include "sim.h"
 #include "step_desc.h"
@@ -54,6 +55,8 @@ struct sim {
     struct cost_ctx cctx;
     double op_scale[OP_COUNT]; /* --op-scale (cctx.op_scale where given) */
     struct calib *calib;  /* owned; the calibrated back end's fit */
+    struct rounds_profile *rounds; /* owned; an implementation priced by its rounds (rounds.h), where the GPU
+                                    * and model have them (NULL: priced as its base) */
     const struct planner_ops *planner; /* activation reservations (planner.h) */
     struct act_cache *act_plans;       /* the planner's plans by shape (owned) */
     struct ts_err run_err;

@@ -10,9 +10,13 @@
  *   - a request appears at most once per step; static batches step in lockstep
  *   - padding only lengthens a request (P >= its own, G >= its own)
  */
+#define _DEFAULT_SOURCE /* symlink */
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "presets.h"
 #include "sim_internal.h"
@@ -654,6 +658,62 @@ START_TEST(sglang_rounds_by_hand)
 }
 END_TEST
 
+/* A runtime priced by its rounds (--impl sglang) charges the host's work once a round: a profile whose
+ * forward takes 1 ms and whose host work 1 s (every mode and phase, graphs 1 and 2), in a data folder
+ * beside the shipped one, over the hand-counted rounds above: sync begins rounds in steps 1, 2, 7, 8
+ * and 9, first done first out in each of its 12 steps. */
+START_TEST(sglang_rounds_charge_the_host_once_a_round)
+{
+    struct sim_config c;
+    serve_config(&c, "sglang", "arrival_ns,prompt_tokens,output_tokens\n0,32,16\n0,32,32\n0,64,32\n");
+    c.eos = EOS_BULK;
+    test_param(&c, "max-running-requests", 2);
+    snprintf(c.impl, sizeof c.impl, "sglang");
+    const char *dir = tmp_dir(1);
+    DIR *d = opendir(c.datadir);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        char from[CFG_PATH + 300], to[CFG_PATH + 300];
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "rounds") == 0)
+            continue;
+        snprintf(from, sizeof from, "%s/%s", c.datadir, e->d_name);
+        snprintf(to, sizeof to, "%s/%s", dir, e->d_name);
+        ck_assert_int_eq(symlink(from, to), 0);
+    }
+    closedir(d);
+    char path[CFG_PATH + 300];
+    snprintf(path, sizeof path, "%s/rounds", dir);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/rounds/%s-sdar-8b-sglang.csv", dir, c.gpu);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "device,model,impl,mode,phase,requests,graph,kv_per_request,rounds,forward_ms,host_ms\n");
+    for (int m = 0; m < 2; m++)
+        for (int ph = 0; ph < 2; ph++)
+            for (int n = 1; n <= 2; n++)
+                for (int kv = 0; kv <= 500; kv += 500)
+                    fprintf(f, "%s,sdar-8b,sglang,%s,%s,%d,%d,%d,5,1.0,1000.0\n", c.gpu, m ? "sync" : "fdfo",
+                            ph ? "denoise" : "prefill", n, n, kv);
+    fclose(f);
+    snprintf(c.datadir, sizeof c.datadir, "%s", dir);
+    const struct {
+        int fdfo;
+        int64_t steps, rounds;
+    } want[] = {{0, 13, 5}, {1, 12, 12}};
+    for (size_t k = 0; k < TS_ARRAY_LEN(want); k++) {
+        test_param(&c, "fdfo", want[k].fdfo);
+        struct sim *s = run_kept(&c);
+        struct sim_summary m;
+        sim_get_summary(s, &m);
+        ck_assert_int_eq((int64_t)m.num_steps, want[k].steps);
+        ck_assert_msg(fabs(m.ops.op_s[OP_HOST] - (double)want[k].rounds) < 1e-9 &&
+                          fabs(m.ops.total_s - (double)want[k].rounds - 1e-3 * (double)want[k].steps) < 1e-9,
+                      "fdfo %d: host %.6f s, all %.6f s", want[k].fdfo, m.ops.op_s[OP_HOST], m.ops.total_s);
+        sim_destroy(s);
+    }
+}
+END_TEST
+
 /* SGLang's decode graph sizes as server_args.py's _generate_decode_cuda_graph_batch_sizes lists them
  * (the normal case) and base_cuda_graph_runner.py filters them: sizes up to max_bs, and max_bs. */
 static int32_t graph_batch_oracle(int32_t n, int32_t max_bs)
@@ -809,6 +869,7 @@ int main(void)
     tcase_add_test(tc, gpu_utilization_sizes_the_pool_as_dllm_serve);
     tcase_add_test(tc, sglang_rounds_by_hand);
     tcase_add_test(tc, sglang_graph_batches);
+    tcase_add_test(tc, sglang_rounds_charge_the_host_once_a_round);
     suite_add_tcase(s, tc);
     return run_suite("sched", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

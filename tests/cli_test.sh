@@ -1311,9 +1311,11 @@ print(r[("phase", "fixed:1")]["num_stalls"] > 0, r[("lookahead", "fixed:1")]["nu
 [ "$got" = "True 0 True" ] && [ -s "$tmp/la/report.md" ] && ok ||
     bad "exp run lookahead: phase's stalls, lookahead's and the threshold runs' '$got'"
 is_png "$tmp/la/figure.png" "exp run lookahead"
-# SGLang's two modes, reduced: with one running request (its dLLM default) they are one schedule; with
-# eight, first done first out's requests leave their blocks sooner at a light load (its mean latency
-# lower) and its forwards run unbatched prefills under a heavy one (more forwards than sync's)
+# SGLang's two modes, reduced: with one running request (its dLLM default) they run the same forwards,
+# and on an H200 (SGLang's own rounds) sync's mean latency is the lower, its host work once a round;
+# with eight on an H100 (the engine's forwards, no host work), first done first out's requests leave
+# their blocks sooner at a light load (its mean latency lower) and its forwards run unbatched prefills
+# under a heavy one (more forwards than sync's)
 # (an experiment's variables are its options too: --mrr 1 is MRR=1)
 expect 0 "exp run sglang-modes, one running" -- "$bin" exp run sglang-modes "$tmp/sgm1" --rps 0.5 --mrr 1 --requests 40 \
     --gpu h200
@@ -1327,7 +1329,7 @@ expect 0 "exp run sglang-modes" -- env RPS="0.5 8" MRR=8 REQUESTS=120 "$bin" exp
 got=$(python3 -c 'import json, sys
 one = {o["mode"]: o for o in map(json.loads, open(sys.argv[1]))}
 r = {(o["mode"], o["rps"]): o for o in map(json.loads, open(sys.argv[2]))}
-print(one["fdfo"]["num_steps"] == one["sync"]["num_steps"] and one["fdfo"]["lat_mean_s"] == one["sync"]["lat_mean_s"],
+print(one["fdfo"]["num_steps"] == one["sync"]["num_steps"] and one["fdfo"]["lat_mean_s"] > one["sync"]["lat_mean_s"],
       r[("fdfo", 0.5)]["lat_mean_s"] < r[("sync", 0.5)]["lat_mean_s"],
       r[("fdfo", 8)]["num_steps"] > r[("sync", 8)]["num_steps"])' "$tmp/sgm1/results.jsonl" "$tmp/sgm/results.jsonl" 2>&1)
 [ "$got" = "True True True" ] && [ -s "$tmp/sgm/report.md" ] && ok || bad "exp run sglang-modes: '$got'"
@@ -1858,7 +1860,7 @@ expect 0 "exp run validate-sglang on a record made by hand" -- env TESSERA_RECOR
     "$bin" exp run validate-sglang "$tmp/sg-out"
 "$bin" sim --system sglang --fdfo 1 --max-running-requests 8 --decode fixed:1 --gpu h200 --trace "$rec/traces/t.csv" \
     --seed 1 --json --quiet --no-progress >"$tmp/sg.json" 2>/dev/null
-if python3 - "$tmp/sg-out/sglang.csv" "$tmp/sg-out/rounds.csv" "$tmp/sg.json" <<'PY'; then ok; else bad "validate-sglang: the hand-made record's figures (above)"; fi
+if python3 - "$tmp/sg-out/fdfo-sglang/sglang.csv" "$tmp/sg-out/fdfo-sglang/rounds.csv" "$tmp/sg.json" <<'PY'; then ok; else bad "validate-sglang: the hand-made record's figures (above)"; fi
 import csv, json, sys
 row = next(csv.DictReader(open(sys.argv[1])))
 rounds = {r["requests"]: r for r in csv.DictReader(open(sys.argv[2]))}
@@ -1916,7 +1918,7 @@ class Ids:
     def numel(self):
         return 96
 class FB:
-    batch_size, input_ids = 3, Ids()
+    batch_size, input_ids, seq_lens_sum = 3, Ids(), 1056
 TpModelWorker()._forward_batch_generation_dllm(FB())
 from transformers.models.auto.configuration_auto import AutoConfig
 assert AutoConfig.register("taken", object) == "registered"
@@ -1927,8 +1929,8 @@ try:
 except RuntimeError:
     pass
 rows = open(f"{sys.argv[1]}.{os.getpid()}").read().splitlines()
-assert rows[0] == "start_s,ms,reqs,q_tokens,forwards,graph", rows
-assert len(rows) == 2 and rows[1].split(",")[2:] == ["3", "96", "3", "1"], rows
+assert rows[0] == "start_s,ms,reqs,q_tokens,forwards,graph,kv_tokens", rows
+assert len(rows) == 2 and rows[1].split(",")[2:] == ["3", "96", "3", "1", "1056"], rows
 PY
 ) >"$tmp/out" 2>&1; then ok; else bad "the SGLang driver's hook: $(tail -3 "$tmp/out" | tr '\n' ' ')"; fi
 

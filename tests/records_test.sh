@@ -532,7 +532,8 @@ done
 
 # sglang-h200: SGLang's own runs still give the recorded tables beside tessera's predictions
 expect 0 "exp run validate-sglang" -- "$bin" exp run validate-sglang "$tmp/validate-sglang"
-for f in sglang.csv rounds.csv sglang.md; do
+for f in sglang.md fdfo-sglang/sglang.csv fdfo-sglang/rounds.csv fdfo-tessera/sglang.csv fdfo-tessera/rounds.csv \
+    sync-sglang/sglang.csv sync-tessera/sglang.csv; do
     cmp -s "$tmp/validate-sglang/$f" "$rec_dir/sglang-h200/$f" && ok ||
         bad "exp run validate-sglang no longer gives sglang-h200/$f: $(diff "$tmp/validate-sglang/$f" "$rec_dir/sglang-h200/$f" | head -4 | tr '\n' ' ')"
 done

@@ -8,8 +8,13 @@ beside tessera's predictions of them.
                                            trace. Writes OUT/sglang.csv (a row a trace), OUT/rounds.csv
                                            (a row a batch size: SGLang's round, its host gap and
                                            tessera's step, medians) and prints the tables (markdown).
-  sglang_compare.py check OUT              the goals of issue 91 on OUT/sglang.csv, a line each: met or
-                                           missed (they do not fail the run).
+  sglang_compare.py summary OUT TABLES [FIT]
+                                           OUT/sglang.md's text: each mode's tables (TABLES/MODE-sglang.md,
+                                           report's output for SGLang's rounds), the mean latency's error
+                                           by trace priced both ways (OUT/MODE-IMPL/sglang.csv) and, with
+                                           FIT (the shipped rounds), whether OUT/rounds-fit.csv is it.
+  sglang_compare.py check OUT              the goals of issue 91 on OUT/MODE-sglang/sglang.csv (each mode
+                                           there), a line each: met or missed (they do not fail the run).
 """
 import csv, json, os, sqlite3, statistics as st, sys
 
@@ -88,7 +93,7 @@ def report(runs, pred, out):
         f.write(",".join(rows[0]) + "\n")
         for r in rows:
             f.write(",".join(fmt(v) if v is not None else "" for v in r.values()) + "\n")
-    with open(os.path.join(out, "rounds.csv"), "w") as f:
+    with open(os.path.join(out, "rounds.csv") if meta["fdfo"] else os.devnull, "w") as f:
         f.write("requests,sglang_rounds,sglang_round_ms,sglang_host_ms,sglang_total_ms,tessera_steps,tessera_step_ms,err_pct\n")
         for b in sorted(set(rounds_m) | set(steps_p)):
             r, g, s = rounds_m.get(b, []), gaps_m.get(b, []), steps_p.get(b, [])
@@ -110,7 +115,9 @@ def report(runs, pred, out):
               f"| {r['req_s_err_pct']:+.1f}% | {r['meas_mean_s']:.3f} | {r['pred_mean_s']:.3f}{iv} | {r['mean_err_pct']:+.1f}% "
               f"| {r['meas_p99_s']:.3f} | {r['pred_p99_s']:.3f} | {r['p99_err_pct']:+.1f}% "
               f"| {r['meas_forwards']:.1f} / {r['pred_forwards']:.1f} |")
-    print("\nA round by the requests in it (medians over both traces, prompt blocks' rounds and denoising ones "
+    if not meta["fdfo"]:  # (a sync round is a block's forwards, a tessera step one of them: sglang_rounds.py's rows)
+        return
+    print("\nA round by the requests in it (medians over the traces, prompt blocks' rounds and denoising ones "
           "together): SGLang's round (its forward and LowConfidence's step), the host gap before its next round, "
           "and tessera's step:\n")
     print("| requests | SGLang rounds | round (ms) | host gap (ms) | together (ms) | tessera steps | step (ms) | error |")
@@ -121,8 +128,40 @@ def report(runs, pred, out):
               f"| {float(r['err_pct']):+.1f}% |")
 
 
+MODES = (("fdfo", "first done, first out"), ("sync", "sync"))
+
+
+def summary(out, tables, fit=None):
+    for mode, name in MODES:
+        t = os.path.join(tables, f"{mode}-sglang.md")
+        if os.path.exists(t):
+            print(f"## {name[0].upper() + name[1:]}, priced by SGLang's own rounds (--impl sglang)\n")
+            print(open(t).read())
+    print("## Mean latency's error, priced by SGLang's rounds and by the tessera engine's forwards\n")
+    print("| mode | trace | load | measured (s) | SGLang's rounds (s) | error | the engine's forwards (s) | error |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for mode, _ in MODES:
+        path = {i: os.path.join(out, f"{mode}-{i}", "sglang.csv") for i in ("sglang", "tessera")}
+        if not all(os.path.exists(p) for p in path.values()):
+            continue
+        eng = {r["trace"]: r for r in csv.DictReader(open(path["tessera"]))}
+        for r in csv.DictReader(open(path["sglang"])):
+            e = eng[r["trace"]]
+            print(f"| {mode} | {r['trace']} | {float(r['load']):.2f} ({r['regime']}) | {float(r['meas_mean_s']):.3f} "
+                  f"| {float(r['pred_mean_s']):.3f} | {float(r['mean_err_pct']):+.1f}% | {float(e['pred_mean_s']):.3f} "
+                  f"| {float(e['mean_err_pct']):+.1f}% |")
+    if fit:
+        same = open(fit).read() == open(os.path.join(out, "rounds-fit.csv")).read()
+        print(f"\nThe shipped rounds ({os.path.relpath(fit, os.path.join(os.path.dirname(__file__), '..', '..'))}) "
+              f"are the record's profile as sglang_rounds.py makes them: {'yes' if same else 'no'}.")
+
+
 def check(out):
-    rows = list(csv.DictReader(open(os.path.join(out, "sglang.csv"))))
+    rows = []
+    for mode, _ in MODES:
+        p = os.path.join(out, f"{mode}-sglang", "sglang.csv")
+        if os.path.exists(p):
+            rows += [dict(r, mode=mode) for r in csv.DictReader(open(p))]
     below = [r for r in rows if r["regime"] == "below"]
 
     def goal(name, ok, over=rows):
@@ -135,6 +174,8 @@ def check(out):
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "report":
         report(*sys.argv[2:])
+    elif len(sys.argv) in (4, 5) and sys.argv[1] == "summary":
+        summary(*sys.argv[2:])
     elif len(sys.argv) == 3 and sys.argv[1] == "check":
         check(sys.argv[2])
     else:

@@ -99,7 +99,7 @@ def main():
             for r in done:
                 f.write("%d,%.6f,%.6f,%d,%d,%d\n" % r)
         with open(os.path.join(d, "rounds.csv"), "w") as f:
-            f.write("start_s,ms,reqs,q_tokens,forwards,graph\n")
+            f.write("start_s,ms,reqs,q_tokens,forwards,graph,kv_tokens\n")
             for log in sorted(glob.glob(step_log + ".*")):
                 with open(log) as g:
                     g.seek(marks.get(log, 0))

@@ -22,6 +22,7 @@
 #include "parts.h"
 #include "planner.h"
 #include "presets.h"
+#include "setup.h"
 #include "sim.h"
 
 enum { O_HELP = 1024, O_PARAM /* a policy's or scheduler's parameter, found by its option's name */ };
@@ -385,6 +386,15 @@ const char *cli_cost_text(const struct sim_config *c, char *buf, size_t len)
         else if (!host)
             snprintf(buf + strlen(buf), len - strlen(buf), "; host as calibrated, on the profiling machine "
                      "(tessera calib host --probe measures this one's, --host takes it)");
+    }
+    struct model_cfg m;
+    if (impl_resolve(c->impl, &im, &err) == 0 && im.rounds && sim_model_resolve(c, &m, &err) == 0) {
+        if (sim_rounds_path(c, c->gpu, m.name, &im, path, sizeof path))
+            snprintf(buf + strlen(buf), len - strlen(buf), "; each step %s's own round, measured whole: %s", im.name,
+                     strstr(path, "/sim/data/") ? strstr(path, "/sim/data/") + 1 : path);
+        else
+            snprintf(buf + strlen(buf), len - strlen(buf), "; no %s rounds measured for %s on %s%s: priced as %s",
+                     im.name, m.name, c->gpu, c->tp > 1 || c->ep > 1 ? " on one GPU" : "", im.calib_base);
     }
     return buf;
 }

@@ -52,6 +52,9 @@ struct impl_profile {
     int32_t self_cond;      /* a self-conditioning buffer a running request keeps across its steps (vLLM's
                              * DiffusionGemma): SELF_COND_HIDDEN, a canvas (--block) of fp32 soft
                              * embeddings; SELF_COND_VOCAB, a canvas of fp32 probabilities; 0: none */
+    bool rounds;            /* a serving runtime priced by its scheduler's rounds measured whole (rounds.h:
+                             * DATADIR/rounds/GPU-MODEL-NAME.csv); where the run's GPU and model have none,
+                             * priced as its base */
 };
 enum { SELF_COND_NONE = 0, SELF_COND_HIDDEN, SELF_COND_VOCAB };
 

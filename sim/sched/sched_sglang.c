@@ -173,8 +173,11 @@ static bool row_done(struct sim *s, const struct sglang_round *rd, int32_t i)
 static void sglang_build(struct sim *s)
 {
     struct sglang_round *rd = s->sched_state;
-    if (rd->n == 0)
+    const bool begins = rd->n == 0;
+    if (begins)
         start_round(s, rd);
+    s->sd.round_mode = s->sched_p[FDFO] ? ROUND_FDFO : ROUND_SYNC;
+    s->sd.round_host = begins;
     struct segment seg;
     for (int32_t i = 0; i < rd->n; i++) {
         if (row_done(s, rd, i)) { /* (sync: the batch's row, committing nothing) */

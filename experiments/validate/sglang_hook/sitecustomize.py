@@ -5,8 +5,9 @@
   a block's steps in sync mode, one step first done first out) and ModelRunner.forward (one model
   forward) are wrapped. A round's row (SGLANG_STEP_LOG.PID): its wall-clock start (s), its time from a
   CUDA synchronize before it to its return (ms; the algorithm reads its results back to the host, so
-  it ends synchronized), its requests, its query tokens, its forwards and whether the first ran as a
-  CUDA graph. The gap between one round's end and the next one's start is the scheduler's host work.
+  it ends synchronized), its requests, its query tokens, its forwards, whether the first ran as a
+  CUDA graph and its requests' sequence lengths summed (cached tokens and the block: what the round's
+  attention reads; -1 where the batch does not say). The gap between one round's end and the next one's start is the scheduler's host work.
 - The dummy load format draws weights uniform within 1e-3, which lets the router's expert bias
   outweigh each token's own scores, so tokens crowd onto the experts the bias favours. The draw is
   replaced by the seeds' drivers' (normal, std 0.02; norms 1; biases 0), which spreads tokens over the
@@ -37,7 +38,7 @@ def _patch_worker(mod):
     import torch
     orig = mod.TpModelWorker._forward_batch_generation_dllm
     out = open(f"{LOG}.{os.getpid()}", "w", buffering=1)
-    out.write("start_s,ms,reqs,q_tokens,forwards,graph\n")
+    out.write("start_s,ms,reqs,q_tokens,forwards,graph,kv_tokens\n")
 
     def run(self, forward_batch, batch=None):
         torch.cuda.synchronize()
@@ -46,7 +47,7 @@ def _patch_worker(mod):
         res = orig(self, forward_batch, batch)
         ms = (time.perf_counter() - t0) * 1e3
         out.write(f"{w0:.6f},{ms:.3f},{forward_batch.batch_size},{forward_batch.input_ids.numel()},"
-                  f"{_forwards[0]},{int(bool(res.can_run_cuda_graph))}\n")
+                  f"{_forwards[0]},{int(bool(res.can_run_cuda_graph))},{getattr(forward_batch, 'seq_lens_sum', None) or -1}\n")
         return res
     mod.TpModelWorker._forward_batch_generation_dllm = run
 
