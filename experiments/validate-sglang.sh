@@ -46,10 +46,11 @@ runs=$tmp/runs
 mkdir -p "$runs"
 if [ "${MEASURE:-0}" = 1 ]; then
     bundle=${BUNDLE:?MEASURE=1 needs BUNDLE, the folder sglang_bundle.sh writes}
-    names=$(cd "$rec/traces" && ls -- *.csv | sed 's/\.csv$//' | tr '\n' ' ')
+    names=$(for t in "$rec"/traces/*.csv; do basename "$t" .csv; done | tr '\n' ' ')
     MODES="fdfo sync" TRACE_NAMES="$names" DRIVER_OPTS=--fresh-prompts "$val/sglang.sh" "$bundle" "$rec/traces" "$out/record"
     mkdir -p "$tmp/profile" && tar -xzf "$rec/profile.tgz" -C "$tmp/profile"
-    bursts=$(cd "$tmp/profile/profile/traces" && ls -- burst-*.csv | sed 's/\.csv$//' | sort -t- -k2.2n -k3.2n | tr '\n' ' ')
+    bursts=$(for t in "$tmp"/profile/profile/traces/burst-*.csv; do basename "$t" .csv; done |
+        sort -t- -k2.2n -k3.2n | tr '\n' ' ')
     MODES="fdfo sync" MRR=32 TRACE_NAMES="$bursts" DRIVER_OPTS=--fresh-prompts "$val/sglang.sh" - \
         "$tmp/profile/profile/traces" "$out/record/profile"
     cp -r "$out/record/fdfo" "$out/record/sync" "$runs/"
@@ -68,19 +69,19 @@ for mode in fdfo sync; do
         mkdir -p "$pred" "$out/$mode-$impl"
         for t in "$rec"/traces/*.csv; do
             s=$(basename "$t" .csv)
-            "$bin" sim --system sglang --impl $impl --fdfo $f --max-running-requests 8 --decode fixed:1 --gpu h200 \
+            "$bin" sim --system sglang --impl "$impl" --fdfo "$f" --max-running-requests 8 --decode fixed:1 --gpu h200 \
                 --trace "$t" --interval 90 --seed 1 --json --quiet --no-progress --db "$pred/$s.db" >"$pred/$s.json"
         done
         python3 "$cmp" report "$runs/$mode" "$pred" "$out/$mode-$impl" >"$tmp/$mode-$impl.md"
     done
 done
-fit=
+fit=()
 if [ -d "$runs/profile" ]; then
     python3 "$val/sglang_rounds.py" h200 llada2.0-mini fdfo="$runs/profile/fdfo" sync="$runs/profile/sync" \
         >"$out/rounds-fit.csv"
-    fit=$root/sim/data/rounds/h200-llada2.0-mini-sglang.csv
+    fit=("$root/sim/data/rounds/h200-llada2.0-mini-sglang.csv")
 fi
-python3 "$cmp" summary "$out" "$tmp" $fit >"$out/sglang.md"
+python3 "$cmp" summary "$out" "$tmp" "${fit[@]}" >"$out/sglang.md"
 cat "$out/sglang.md"
 
 if command -v gnuplot >/dev/null && [ -f "$out/fdfo-sglang/rounds.csv" ]; then
