@@ -35,7 +35,8 @@ int cli_sim_parse(int argc, char **argv, struct sim_config *c);
  * sim/data/variance.csv that the run has (an eager runtime's host, from run to run and, without
  * --host, from machine to machine; the card's clock; the calibration's held-out error; a drawn
  * decoder's streams), their central iv->level percent. */
-enum cli_interval_source { SRC_HOST_RUN, SRC_HOST_MACHINE, SRC_CLOCK, SRC_CALIBRATION, SRC_RUNTIME_RUN, SRC_COUNT };
+enum cli_interval_source { SRC_HOST_RUN, SRC_HOST_MACHINE, SRC_CLOCK, SRC_CALIBRATION, SRC_RUNTIME_RUN, SRC_RUNTIME_MACHINE,
+                             SRC_COUNT };
 #define CLI_INTERVAL_FIGURES 6
 struct cli_interval {
     int level, runs;                 /* set by the caller */

@@ -76,7 +76,8 @@ static int load_sources(const char *datadir, const char *gpu, struct cli_interva
 
 const char *cli_interval_source_name(int k)
 {
-    static const char *const names[SRC_COUNT] = {"host-run", "host-machine", "clock", "calibration", "runtime-run"};
+    static const char *const names[SRC_COUNT] = {"host-run", "host-machine", "clock", "calibration", "runtime-run",
+                                                 "runtime-machine"};
     return k >= 0 && k < SRC_COUNT ? names[k] : NULL;
 }
 
@@ -90,15 +91,15 @@ static int run_sources(const struct sim_config *c, const struct sim_setup *setup
     const bool eager = setup->impl.host_ref[0] != '\0';
     iv->used[SRC_HOST_RUN] = eager;
     iv->used[SRC_HOST_MACHINE] = eager && !c->host[0]; /* a host of its own (--host) measured this machine */
-    /* a runtime priced by its own rounds measured whole (rounds.h): their run-to-run spread, in place of
-     * the card's clock and the calibration, which they hold */
+    /* a runtime priced by its own rounds measured whole (rounds.h): their spread from run to run and from
+     * machine to machine, in place of the card's clock and the calibration, which they hold */
     struct model_cfg m;
     char path[CFG_PATH + 256];
     const bool rounds = setup->impl.rounds && sim_model_resolve(c, &m, err) == 0 &&
                         sim_rounds_path(c, c->gpu, m.name, &setup->impl, path, sizeof path);
     iv->used[SRC_CLOCK] = !rounds;
     iv->used[SRC_CALIBRATION] = !rounds && strcmp(c->cost, "calibrated") == 0;
-    iv->used[SRC_RUNTIME_RUN] = rounds;
+    iv->used[SRC_RUNTIME_RUN] = iv->used[SRC_RUNTIME_MACHINE] = rounds;
     iv->decode = decode_needs_rng(&setup->decode);
     double h = 0, g = 0;
     for (int k = 0; k < SRC_COUNT; k++)
