@@ -36,19 +36,26 @@ static int name_index(const char *const *names, int n, const char *s)
     return -1;
 }
 
-/* One data line into r; fields split in place at the commas. */
-static int parse_row(const char *path, long lineno, char *line, const int *idx, const char *gpu, const char *model,
-                     const char *impl, struct row *r, struct ts_err *err)
+/* line's fields, split in place at the commas, into f (at most max); their count. */
+static int split_commas(char *line, char **f, int max)
 {
-    char *f[NCOLS + 8];
     int nf = 0;
-    for (char *p = line; nf < NCOLS + 8;) {
+    for (char *p = line; nf < max;) {
         f[nf++] = p;
         p = strchr(p, ',');
         if (!p)
             break;
         *p++ = '\0';
     }
+    return nf;
+}
+
+/* One data line into r. */
+static int parse_row(const char *path, long lineno, char *line, const int *idx, const char *gpu, const char *model,
+                     const char *impl, struct row *r, struct ts_err *err)
+{
+    char *f[NCOLS + 8];
+    const int nf = split_commas(line, f, NCOLS + 8);
     for (int c = 0; c < NCOLS; c++)
         if (idx[c] >= nf)
             return ts_fail(err, "%s:%ld: %s: missing field", path, lineno, cols[c]);
@@ -206,14 +213,7 @@ int rounds_parse(const char *path, char *text, const char *gpu, const char *mode
         lineno++;
         if (lineno == 1) {
             char *f[NCOLS + 8];
-            int nf = 0;
-            for (char *p = line; nf < NCOLS + 8;) {
-                f[nf++] = p;
-                p = strchr(p, ',');
-                if (!p)
-                    break;
-                *p++ = '\0';
-            }
+            const int nf = split_commas(line, f, NCOLS + 8);
             for (int c = 0; c < NCOLS; c++) {
                 idx[c] = -1;
                 for (int i = 0; i < nf; i++)
