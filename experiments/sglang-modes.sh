@@ -7,11 +7,12 @@
 # to the end, those done early padded), at the same arrival rates, lengths and concurrency cap
 # (--max-running-requests MRR; SGLang's dLLM default, 1, makes the two modes one). For each run: throughput,
 # mean and p99 latency, forwards, padded rows and stalls (request-rounds a running request sat out
-# while others prefilled, SGLang's prefill first). On an H100 (GPU's default) its forwards are priced
-# as tessera's engine runs them and SGLang's host work between rounds is not priced; on an H200
-# (--gpu h200) each step is SGLang's own round, measured whole (--impl sglang, sim/data/rounds/):
-# its host work, which first done first out pays every forward and sync once a block, included
-# (sim/docs/steps.md).
+# while others prefilled, SGLang's prefill first). On an H200 (GPU's default) each step is SGLang's own
+# round, measured whole (--impl sglang, sim/data/rounds/): its host work, which first done first out pays
+# every forward and sync once a block, included; the default lengths (LENGTHS: prompts of 81-2,000
+# tokens) are those SGLang itself ran with (experiments/records/sglang-h200), within the rounds'
+# measured lengths. On another card the forwards are priced as tessera's engine runs them and SGLang's
+# host work is not priced (sim/docs/steps.md).
 # An editing decoder (SGLang's JointThreshold, LLaDA2.1; JointThresholdInDel, LLaDA2.2) runs forwards
 # after a block's last commit, as many as the model edits, which no published table gives: the report
 # sweeps them (--post-edit, POST_EDIT, at EDIT_RPS under first done, first out), an assumption.
@@ -19,8 +20,8 @@
 # the ratios) and, with gnuplot, OUT/figure.png (throughput and mean latency by rate, the two modes side by
 # side).
 #
-# Usage: tessera exp run sglang-modes OUT [--force]   (RPS="0.5 1 2 4 8"; MRR=16; REQUESTS=300; GPU=h100;
-#        LENGTHS=sharegpt; SEED=1; POST_EDIT="0 2 4 8 16"; EDIT_RPS=1; or experiments/sglang-modes.sh OUT with
+# Usage: tessera exp run sglang-modes OUT [--force]   (RPS="0.5 1 2 4 8"; MRR=16; REQUESTS=300; GPU=h200;
+#        LENGTHS=lognormal:6,0.7,5,0.6; SEED=1; POST_EDIT="0 2 4 8 16"; EDIT_RPS=1; or experiments/sglang-modes.sh OUT with
 #        TESSERA=path)
 set -uo pipefail
 source "$(dirname "$0")/lib/plot.sh"
@@ -30,8 +31,8 @@ mkdir -p "$out" || exit 2
 : >"$out/results.jsonl"
 for rps in ${RPS:-0.5 1 2 4 8}; do
     for fdfo in 1 0; do
-        json=$("$bin" sim --system sglang --fdfo "$fdfo" --max-running-requests "${MRR:-16}" --gpu "${GPU:-h100}" \
-            --lengths "${LENGTHS:-sharegpt}" --rps "$rps" --requests "${REQUESTS:-300}" --seed "${SEED:-1}" \
+        json=$("$bin" sim --system sglang --fdfo "$fdfo" --max-running-requests "${MRR:-16}" --gpu "${GPU:-h200}" \
+            --lengths "${LENGTHS:-lognormal:6,0.7,5,0.6}" --rps "$rps" --requests "${REQUESTS:-300}" --seed "${SEED:-1}" \
             --quiet --no-progress --json) || { echo "sglang-modes.sh: fdfo $fdfo at $rps req/s failed" >&2; exit 1; }
         python3 - "$fdfo" "$rps" "$json" >>"$out/results.jsonl" <<'PY' || exit 1
 import json, sys
@@ -45,15 +46,15 @@ PY
 done
 : >"$out/edits.jsonl"
 for edits in ${POST_EDIT:-0 2 4 8 16}; do
-    "$bin" sim --system sglang --post-edit "$edits" --max-running-requests "${MRR:-16}" --gpu "${GPU:-h100}" \
-        --lengths "${LENGTHS:-sharegpt}" --rps "${EDIT_RPS:-1}" --requests "${REQUESTS:-300}" --seed "${SEED:-1}" \
+    "$bin" sim --system sglang --post-edit "$edits" --max-running-requests "${MRR:-16}" --gpu "${GPU:-h200}" \
+        --lengths "${LENGTHS:-lognormal:6,0.7,5,0.6}" --rps "${EDIT_RPS:-1}" --requests "${REQUESTS:-300}" --seed "${SEED:-1}" \
         --quiet --no-progress --json | python3 -c 'import json, sys
 m = json.load(sys.stdin)
 print(json.dumps({"post_edit": int(sys.argv[1]), "throughput_tok_s": m["throughput_tok_s"], "lat_mean_s": m["lat_mean_s"],
                   "lat_p99_s": m["lat_p99_s"], "num_steps": m["num_steps"]}))' "$edits" >>"$out/edits.jsonl" ||
         { echo "sglang-modes.sh: --post-edit $edits failed" >&2; exit 1; }
 done
-python3 - "$out" "${MRR:-16}" "${GPU:-h100}" "${LENGTHS:-sharegpt}" <<'PY' || exit 1
+python3 - "$out" "${MRR:-16}" "${GPU:-h200}" "${LENGTHS:-lognormal:6,0.7,5,0.6}" <<'PY' || exit 1
 import json, os, sys
 out, mrr, gpu, lengths = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
@@ -61,7 +62,10 @@ by = {(r["mode"], r["rps"]): r for r in rows}
 rates = sorted({r["rps"] for r in rows})
 with open(os.path.join(out, "report.md"), "w") as f:
     f.write("# SGLang's dLLM path: first done, first out against sync\n\n")
-    f.write("LLaDA2.0-mini on %s, %s lengths, at most %s running requests.\n\n" % (gpu, lengths, mrr))
+    f.write("LLaDA2.0-mini on %s, %s lengths, at most %s running requests. %s\n\n" % (
+        gpu, lengths, mrr, "Each step is SGLang's own round, measured whole (--impl sglang: its forward and its "
+        "scheduler's host work between rounds)." if gpu == "h200" else "Each step is priced as tessera's engine runs "
+        "the forward; SGLang's host work between rounds is not priced (its rounds were measured on an H200 only)."))
     f.write("| req/s | mode | tok/s | mean latency s | p99 latency s | forwards | stalls |\n|---|---|---|---|---|---|---|\n")
     for x in rates:
         for mode in ("fdfo", "sync"):
@@ -99,7 +103,7 @@ curves() {
 }
 plot_png sglang-modes.sh "$out/figure.png" 1100 480 <<EOF
 set bmargin 6
-set multiplot layout 1,2 title $(gp_str "SGLang's dLLM path: LLaDA2.0-mini on ${GPU:-h100}, ${LENGTHS:-sharegpt} lengths, at most ${MRR:-16} running") font ",12"
+set multiplot layout 1,2 title $(gp_str "SGLang's dLLM path: LLaDA2.0-mini on ${GPU:-h200}, ${LENGTHS:-lognormal:6,0.7,5,0.6} lengths, at most ${MRR:-16} running") font ",12"
 set xrange [0:*]
 set yrange [0:*]
 set grid lc rgb "#dddddd"
