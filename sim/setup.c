@@ -1,6 +1,7 @@
 /* setup.c: a configuration's parts, resolved once (setup.h). */
 #include "setup.h"
 
+#include <ctype.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -24,6 +25,11 @@ int sim_rounds_path(const struct sim_config *c, const char *gpu, const char *mod
 {
     if (!im->rounds || c->tp > 1 || c->ep > 1)
         return 0;
-    rounds_shipped_path(c->datadir, gpu, model, im->name, out, len);
+    char card[64]; /* (the card's table name: --gpu is taken in any case) */
+    size_t i = 0;
+    for (; gpu[i] && i + 1 < sizeof card; i++)
+        card[i] = (char)tolower((unsigned char)gpu[i]);
+    card[i] = '\0';
+    rounds_shipped_path(c->datadir, card, model, im->name, out, len);
     return access(out, R_OK) == 0;
 }

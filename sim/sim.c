@@ -348,7 +348,9 @@ static int rounds_step(struct sim *s, double *secs, struct cost_breakdown *bd)
         if (i != OP_HOST)
             ops += bd->op_s[i], raw += scale ? bd->op_s[i] / scale[i] : bd->op_s[i];
     fwd *= raw > 0 ? ops / raw : 1;
-    host *= scale ? scale[OP_HOST] : 1;
+    /* the host's share by the host's factor and by the runtime's own draw (an interval's replicate: the
+     * runtime's spread was measured on the rounds whole) */
+    host *= (scale ? scale[OP_HOST] : 1) * (s->cfg.speed_gpu > 0 ? s->cfg.speed_gpu : 1);
     for (int i = 0; i < OP_COUNT; i++)
         bd->op_s[i] = i == OP_HOST ? host : ops > 0 ? bd->op_s[i] * fwd / ops : 0;
     bd->total_s = *secs = fwd + host;
@@ -420,7 +422,12 @@ static void start_step(struct sim *s)
         secs = measured;
     }
     s->sum.busy_s += secs;
-    s->sum.busy_energy_j += step_joules(s, &rb, secs);
+    if (s->rounds && !s->ex.step) { /* (the GPU idles through the host's work between rounds) */
+        const double idle = TS_MIN(bd.op_s[OP_HOST], secs);
+        s->sum.busy_energy_j += step_joules(s, &rb, secs - idle) + sim_gpus(s) * idle * s->gpu.idle_w;
+    } else {
+        s->sum.busy_energy_j += step_joules(s, &rb, secs);
+    }
     int64_t dur = llround(secs * 1e9) + s->step_extra_ns;
     if (dur < 1)
         dur = 1;

@@ -146,6 +146,12 @@ static int load_rounds(struct sim *s, struct ts_err *err)
     if (strcmp(s->sched->name, "sglang") != 0)
         return ts_fail(err, "--impl %s prices the sglang scheduler's rounds, measured whole (%s): give --scheduler "
                             "sglang (or --system sglang), not %s", s->impl.name, path, s->sched->name);
+    if (params_value(s->sched->params, s->sched->num_params, s->setup.params.sched, "cuda-graph", 1) == 0)
+        return ts_fail(err, "--impl %s: its rounds were measured as CUDA graphs (%s); --cuda-graph 0 runs them eagerly, "
+                            "which was not measured (--impl tessera prices the engine's forwards)", s->impl.name, path);
+    if (s->cfg.clock == CLOCK_ON)
+        return ts_fail(err, "--clock on: --impl %s's rounds were measured at the card's own clock, which they hold "
+                            "(%s)", s->impl.name, path);
     s->rounds = xcalloc(1, sizeof *s->rounds);
     return rounds_load(path, s->gpu.name, s->model.name, s->impl.name, s->rounds, err);
 }

@@ -147,7 +147,12 @@ START_TEST(bad_files_are_refused_by_line_and_field)
         {"h200,llada2.0-mini,sglang,fdfo,denoise,1,1,0,1,0,1\n", "p.csv:2: forward_ms: not a positive time"},
         {"h200,llada2.0-mini,sglang,fdfo,denoise,1,1,0,1,4,nan\n", "p.csv:2: host_ms:"},
         {"h200,llada2.0-mini,sglang,fdfo,denoise,1,1\n", "p.csv:2: kv_per_request: missing field"},
+        {"h200,llada2.0-mini,sglang,fdfo,denoise,1,1,0,1,inf,1\n", "p.csv:2: forward_ms: not a positive time"},
+        {"h200,llada2.0-mini,sglang,fdfo,denoise,1,,0,1,4,1\n", "p.csv:2: graph: not a batch"},
         {"", "p.csv: no rounds measured"},
+        /* a graph batch and two more coefficients want three rows at least */
+        {"h200,llada2.0-mini,sglang,sync,prefill,1,1,0,1,4,1\nh200,llada2.0-mini,sglang,sync,prefill,1,1,500,1,4,1\n",
+         "p.csv: sync prefill rounds: 2 rows for 3 coefficients"},
     };
     for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
         char text[512];
@@ -157,6 +162,17 @@ START_TEST(bad_files_are_refused_by_line_and_field)
         ck_assert_int_eq(rounds_parse("p.csv", text, "h200", "llada2.0-mini", "sglang", &p, &err), -1);
         ck_assert_msg(strstr(err.msg, cases[i].want), "case %zu: '%s' lacks '%s'", i, err.msg, cases[i].want);
     }
+    /* more graph batches than a fit holds: refused at the row that brings one too many */
+    size_t cap = 1 << 16, len = 0;
+    char *many = xmalloc(cap);
+    len += (size_t)snprintf(many, cap, "%s", HEADER);
+    for (int g = 1; g <= ROUNDS_MAX_GRAPHS + 1; g++)
+        len += (size_t)snprintf(many + len, cap - len, "h200,llada2.0-mini,sglang,fdfo,denoise,%d,%d,0,1,4,1\n", g, g);
+    struct rounds_profile mp;
+    struct ts_err merr = {0};
+    ck_assert_int_eq(rounds_parse("p.csv", many, "h200", "llada2.0-mini", "sglang", &mp, &merr), -1);
+    free(many);
+    ck_assert_msg(strstr(merr.msg, "p.csv:66: graph: more than 64 graph batches in fdfo denoise rounds"), "%s", merr.msg);
     char text[] = "device,model,impl,mode,requests\nh200\n";
     struct rounds_profile p;
     struct ts_err err = {0};

@@ -95,7 +95,8 @@ static int run_sources(const struct sim_config *c, const struct sim_setup *setup
      * machine to machine, in place of the card's clock and the calibration, which they hold */
     struct model_cfg m;
     char path[CFG_PATH + 256];
-    const bool rounds = setup->impl.rounds && sim_model_resolve(c, &m, err) == 0 &&
+    struct ts_err unused;
+    const bool rounds = setup->impl.rounds && sim_model_resolve(c, &m, &unused) == 0 &&
                         sim_rounds_path(c, c->gpu, m.name, &setup->impl, path, sizeof path);
     iv->used[SRC_CLOCK] = !rounds;
     iv->used[SRC_CALIBRATION] = !rounds && strcmp(c->cost, "calibrated") == 0;

@@ -20,6 +20,7 @@ void rounds_shipped_path(const char *datadir, const char *gpu, const char *model
 
 struct row {
     int mode, phase;
+    long line;
     int32_t n, g;
     double kv, k, fwd_ms, host_ms; /* kv: a request's sequence; k: keys summed, thousands */
 };
@@ -84,11 +85,12 @@ static int parse_row(const char *path, long lineno, char *line, const int *idx, 
         return ts_fail(err, "%s:%ld: forward_ms: not a positive time ('%s')", path, lineno, f[idx[C_FWD]]);
     if (ts_parse_double(f[idx[C_HOST]], &r->host_ms) || !(r->host_ms >= 0) || r->host_ms > 1e5)
         return ts_fail(err, "%s:%ld: host_ms: not a time of at least 0 ('%s')", path, lineno, f[idx[C_HOST]]);
-    r->n = (int32_t)n, r->g = (int32_t)g, r->kv = kv, r->k = (double)n * kv / 1e3;
+    r->n = (int32_t)n, r->g = (int32_t)g, r->kv = kv, r->k = (double)n * kv / 1e3, r->line = lineno;
     return 0;
 }
 
-/* Least squares y ~ X b, truncated SVD (a coefficient the rows do not determine is left 0). */
+/* Least squares y ~ X b, X at least as tall as it is wide, by truncated SVD (where the rows do not
+ * determine the coefficients, the smallest solution). */
 static int lsq(gsl_matrix *X, gsl_vector *y, gsl_vector *b, struct ts_err *err)
 {
     gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(X->size1, X->size2);
@@ -98,7 +100,7 @@ static int lsq(gsl_matrix *X, gsl_vector *y, gsl_vector *b, struct ts_err *err)
     const int st = gsl_multifit_linear_tsvd(X, y, ROUNDS_SVD_TOL, b, cov, &chisq, &rank, ws);
     gsl_matrix_free(cov);
     gsl_multifit_linear_free(ws);
-    return st ? ts_fail(err, "the rounds' least-squares fit failed (GSL error %d)", st) : 0;
+    return st ? ts_fail(err, "the rounds' least-squares fit failed (GSL error %d)", st) : 0; /* (X's shape is checked) */
 }
 
 static double graph_a(const struct rounds_fit *f, int32_t g, bool extrapolate, bool *ok)
@@ -125,7 +127,8 @@ static double fit_forward(const struct rounds_fit *f, int32_t n, int32_t g, doub
 
 static double fit_host(const struct rounds_fit *f, int32_t n, double k) { return f->h0 + f->h1 * n + f->h2 * k; }
 
-static int fit_one(const struct row *rows, int nrows, int mode, int phase, struct rounds_fit *f, struct ts_err *err)
+static int fit_one(const char *path, const struct row *rows, int nrows, int mode, int phase, struct rounds_fit *f,
+                   struct ts_err *err)
 {
     memset(f, 0, sizeof *f);
     for (int i = 0; i < nrows; i++) {
@@ -139,7 +142,8 @@ static int fit_one(const struct row *rows, int nrows, int mode, int phase, struc
         if (j < f->graphs && f->graph[j] == rows[i].g)
             continue;
         if (f->graphs == ROUNDS_MAX_GRAPHS)
-            return ts_fail(err, "more than %d graph batches in one mode and phase", ROUNDS_MAX_GRAPHS);
+            return ts_fail(err, "%s:%ld: graph: more than %d graph batches in %s %s rounds", path, rows[i].line,
+                           ROUNDS_MAX_GRAPHS, mode_names[mode], phase_names[phase]);
         memmove(&f->graph[j + 1], &f->graph[j], sizeof f->graph[0] * (size_t)(f->graphs - j));
         f->graph[j] = rows[i].g;
         f->graphs++;
@@ -147,6 +151,9 @@ static int fit_one(const struct row *rows, int nrows, int mode, int phase, struc
     if (f->rows == 0)
         return 0;
     const size_t p = (size_t)f->graphs + 2;
+    if ((size_t)f->rows < p)
+        return ts_fail(err, "%s: %s %s rounds: %d rows for %zu coefficients (one a graph batch, and two more)", path,
+                       mode_names[mode], phase_names[phase], f->rows, p);
     gsl_matrix *X = gsl_matrix_calloc((size_t)f->rows, p), *H = gsl_matrix_calloc((size_t)f->rows, 3);
     gsl_vector *y = gsl_vector_alloc((size_t)f->rows), *yh = gsl_vector_alloc((size_t)f->rows);
     gsl_vector *b = gsl_vector_alloc(p), *bh = gsl_vector_alloc(3);
@@ -246,10 +253,8 @@ int rounds_parse(const char *path, char *text, const char *gpu, const char *mode
     }
     for (int m = ROUND_FDFO; m < ROUND_MODES; m++)
         for (int ph = 0; ph < ROUNDS_PHASES; ph++)
-            if (fit_one(rows, nrows, m, ph, &out->fit[m][ph], err)) {
-                ts_fail_prefix(err, "%s", path);
+            if (fit_one(path, rows, nrows, m, ph, &out->fit[m][ph], err))
                 goto done;
-            }
     rc = 0;
 done:
     free(rows);

@@ -4,7 +4,8 @@
  * at its queue: one forward (first done, first out; a prefill round) or a block's forwards back to back
  * (sync). Its measured rows (experiments/validate/sglang_rounds.py writes them from the runtime's own
  * rounds, sim/data/rounds/GPU-MODEL-IMPL.csv) give, for each mode and phase, a forward's time and the
- * host's work after the round by the round's shape, and a least-squares fit of each:
+ * host's work between that round and the next (charged at a round's start) by the round's shape, and a
+ * least-squares fit of each (a mode and phase needs a row for each coefficient at least):
  *   forward_ms = a(g) + c_req (n - g) + c_kv K / 1000
  *   host_ms    = h0 + h1 n + h2 K / 1000
  * n the round's requests, g the captured CUDA-graph batch it runs as (n and padding), K its requests'
@@ -51,8 +52,8 @@ int rounds_parse(const char *path, char *text, const char *gpu, const char *mode
                  struct rounds_profile *out, struct ts_err *err);
 int rounds_load(const char *path, const char *gpu, const char *model, const char *impl, struct rounds_profile *out,
                 struct ts_err *err);
-/* A step of the runtime's scheduler: its forward's seconds and the host's after it (0 unless the step
- * begins a round). A graph batch beyond the measured ones is priced on the line through the last two,
+/* A step of the runtime's scheduler: its forward's seconds and the host's between rounds (0 unless the
+ * step begins a round). A graph batch beyond the measured ones is priced on the line through the last two,
  * and requests' sequences longer than the measured ones on the fit's lines, where extrapolate is set,
  * else refused; a mode and phase the profile did not measure is refused. */
 int rounds_price(const struct rounds_profile *p, const struct step_desc *sd, bool extrapolate, double *forward_s,
