@@ -709,8 +709,21 @@ START_TEST(sglang_rounds_charge_the_host_once_a_round)
         ck_assert_msg(fabs(m.ops.op_s[OP_HOST] - (double)want[k].rounds) < 1e-9 &&
                           fabs(m.ops.total_s - (double)want[k].rounds - 1e-3 * (double)want[k].steps) < 1e-9,
                       "fdfo %d: host %.6f s, all %.6f s", want[k].fdfo, m.ops.op_s[OP_HOST], m.ops.total_s);
+        /* the GPU idles through the host's work: its seconds at idle power, the forwards' at most at TDP */
+        const double host = (double)want[k].rounds, fwd = 1e-3 * (double)want[k].steps;
+        ck_assert_msg(m.busy_energy_j >= s->gpu.idle_w * (host + fwd) - 1e-6 &&
+                          m.busy_energy_j <= s->gpu.idle_w * host + s->gpu.tdp_w * fwd + 1e-6,
+                      "fdfo %d: %.3f J busy", want[k].fdfo, m.busy_energy_j);
         sim_destroy(s);
     }
+    /* an interval's replicate twice as slow: the round's forward and its host work alike */
+    c.speed_gpu = 2;
+    struct sim *s = run_kept(&c);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_msg(fabs(m.ops.op_s[OP_HOST] - 24.0) < 1e-9 && fabs(m.ops.total_s - 24.0 - 24e-3) < 1e-9,
+                  "speed 2: host %.6f s, all %.6f s", m.ops.op_s[OP_HOST], m.ops.total_s);
+    sim_destroy(s);
 }
 END_TEST
 

@@ -46,6 +46,8 @@ mutations=(
     "the rounds' host work charged to every forward|sim/cost/rounds.c|    *host_s = sd->round_host ? |    *host_s = true ? |check_rounds"
     "a graph between two measured ones priced as the smaller|sim/cost/rounds.c|    return f->a[j] + (f->a[j + 1] - f->a[j]) * ((double)g - x0) / (x1 - x0);|    return f->a[j];|check_rounds"
     "sglang's sync rounds charge the host every forward|sim/sched/sched_sglang.c|    s->sd.round_host = begins;|    s->sd.round_host = true;|check_sched"
+    "the host's work between rounds charged at busy power|sim/sim.c|    if (s->rounds && !s->ex.step) {|    if (false) {|check_sched"
+    "an interval's draw leaves the rounds' host work alone|sim/sim.c|* (s->cfg.speed_gpu > 0 ? s->cfg.speed_gpu : 1);|* 1;|check_sched"
     "sglang admits one request past its cap|sim/sched/sched_sglang.c|s->num_running < (size_t)s->sched_p[MAX_RUNNING]|s->num_running <= (size_t)s->sched_p[MAX_RUNNING]|check_sched"
     "sglang's prefill rounds keep the denoising rows before them|sim/sched/sched_sglang.c|            rd->n = 0, rd->prefill = true;|            rd->prefill = true;|check_sched"
     "sglang's sync rounds end when one row is done|sim/sched/sched_sglang.c|            if (!row_done(s, rd, i))|            if (row_done(s, rd, i))|check_sched"
