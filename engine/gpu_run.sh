@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [select] [fc] [focus] [elastic] [moe] [tp] [generate] [disagg] [herald] [sparsed]: the engine's GPU work in one call
+# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [select] [fc] [focus] [elastic] [moe] [tp] [generate] [disagg] [herald] [sparsed] [linear-spec]: the engine's GPU work in one call
 # on a GPU machine, its outputs under OUT. A GPU machine may have nvcc but no Debian -dev
 # packages: unpack those into deps/root here and carry it (engine/README.md, "On a GPU machine");
 # DEPS=deps/root then builds against it.
@@ -74,6 +74,10 @@
 #             sparse) set side by side (OUT/live-sparsed.txt); then engine generate under SparseD at
 #             each prompt of SPARSED_GEN (default 2048 3968: 4 requests, 128 tokens), its patterns'
 #             prompt share (OUT/generate-sparsed-PROMPT.txt)
+#   linear-spec  LinearSpec live (record linear-spec-live-h200): LLaDA2.0-mini and SDAR-8B, one
+#             request at a time and static batches of 8, LinearSpec beside block diffusion, each
+#             priced by the shipped calibration (OUT/live-MODEL-bN-POLICY.json; linear-spec.txt the
+#             whole runs' errors; LSPEC_ARGS, default 16 requests of 256 + 256)
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]}
@@ -497,6 +501,28 @@ herald_part() {
     { echo "scoring rate: $rate GB/s"; live_summary "$o"/live-block.json "$o"/live-herald-*.json; } | tee "$o/herald.txt"
 }
 
+# linear_spec_part OUT: LinearSpec live beside block diffusion, on LLaDA2.0-mini and SDAR-8B, one request
+# at a time and static batches of 8, 16 requests of 256 + 256, each priced by the shipped calibration
+# (LSPEC_ARGS); block diffusion at LLaDA2.0-mini's published TPF (2.55), LinearSpec at its default
+# acceptance (5.46 a round).
+linear_spec_part() {
+    local o=$1 t=./$b/tessera card=h100 m n pol more
+    grep -q H200 "$out/gpu.txt" && card=h200
+    read -r -a more <<<"${LSPEC_ARGS:---requests 16 --rps 1000 --lengths fixed:256,256 --gen-len 256 --seed 3}"
+    for m in llada2.0-mini sdar-8b; do
+        for n in 1 8; do
+            for pol in linear-spec block; do
+                local args=(--model "$m" --gpu "$card" --cost calibrated --scheduler static --max-batch "$n" "${more[@]}"
+                            --policy "$pol" --executor gpu --json --no-progress)
+                [ "$pol" = block ] && args+=(--decode threshold:llada2-mini)
+                "$t" sim "${args[@]}" >"$o/live-$m-b$n-$pol.json" 2>"$o/live-$m-b$n-$pol.err" ||
+                    { tail "$o/live-$m-b$n-$pol.err"; return 1; }
+            done
+        done
+    done
+    live_summary "$o"/live-*-b*-*.json | tee "$o/linear-spec.txt"
+}
+
 rc=0
 for p in $parts; do
     case $p in
@@ -529,8 +555,9 @@ for p in $parts; do
         disagg) disagg_part "$out" || rc=1 ;;
         herald) herald_part "$out" || rc=1 ;;
         sparsed) sparsed_part "$out" || rc=1 ;;
+        linear-spec) linear_spec_part "$out" || rc=1 ;;
         memcheck) ;;
-        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, select, fc, focus, elastic, moe, tp, generate, disagg, herald, sparsed)" >&2
+        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, select, fc, focus, elastic, moe, tp, generate, disagg, herald, sparsed, linear-spec)" >&2
            exit 2 ;;
     esac
 done

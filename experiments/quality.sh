@@ -7,7 +7,11 @@
 # - d3LLM's leaderboard (LLaDA-8B-Instruct, GSM8K-CoT): Fast-dLLM, D2F, the distilled dParallel and
 #   d3LLM, each at its tokens per forward;
 # - WINO's Table 1 (LLaDA-8B-Instruct, GSM8K): its revokable decoding, a shadow block a forward;
-# and in the last two, LLaDA itself, a token a forward without a cache, at its row's score.
+# and in the last two, LLaDA itself, a token a forward without a cache, at its row's score;
+# - LLaDA2.0's report (LLaDA2.0-mini, blocks of 32, a subset of its benchmarks): threshold 0.95 and
+#   0.85, the ends of its published sweep (threshold:llada2-mini-sweep);
+# - LLaDA2.1's Table 2 (the average of 33 benchmarks): LLaDA2.0-mini, and LLaDA2.1-mini in its Quality
+#   and Speed modes, each at its tokens per forward (LLaDA2.1-mini shares LLaDA2.0-mini's architecture).
 # tessera runs each one like for like within its panel: the same model, GPU, runtime (the engine's
 # calibration), cost model and load, one request at a time (static batches of one), its cache as the
 # policy (none: vanilla; Fast-dLLM's: dual; dInfer's: vicinity; d3LLM's: prefix), its decoder at the
@@ -44,7 +48,12 @@ runs+=("aup-gsm8k-cot|llada-8b|LLaDA|vanilla|fixed:1|72.55|d3LLM's leaderboard, 
        "aup-gsm8k-cot|llada-8b|dParallel|prefix|threshold:aup-dparallel-llada-gsm8k-cot"
        "aup-gsm8k-cot|llada-8b|d3LLM|prefix|threshold:d3llm-llada-gsm8k-cot"
        "wino-gsm8k|llada-8b|LLaDA|vanilla|fixed:1|73.24|WINO Table 1, LLaDA's row"
-       "wino-gsm8k|llada-8b|WINO|vanilla|wino:wino-llada-gsm8k")
+       "wino-gsm8k|llada-8b|WINO|vanilla|wino:wino-llada-gsm8k"
+       "llada2-threshold|llada2.0-mini|LLaDA2.0-mini, 0.95|block|threshold:llada2-mini-sweep"
+       "llada2-threshold|llada2.0-mini|LLaDA2.0-mini, 0.85|block|threshold:3.31|67.90|LLaDA2.0's report, section 6.3, at threshold 0.85"
+       "llada2.1-avg|llada2.0-mini|LLaDA2.0-mini|block|threshold:2.60|63.39|LLaDA2.1's Table 2 (arXiv 2602.08676), LLaDA2.0-mini's row"
+       "llada2.1-avg|llada2.0-mini|LLaDA2.1-mini Q|block|threshold:llada2.1-mini-q"
+       "llada2.1-avg|llada2.0-mini|LLaDA2.1-mini S|block|threshold:llada2.1-mini-s")
 for run in "${runs[@]}"; do
     IFS='|' read -r task model label policy decode own own_src <<<"$run"
     json=$("$bin" sim --model "$model" --gpu "${GPU:-h200}" --cost "${COST:-calibrated}" --policy "$policy" \
@@ -55,8 +64,9 @@ for run in "${runs[@]}"; do
     python3 - "$label" "$policy" "$decode" "$task" "$model" "$src" "$own" "$json" >>"$out/results.jsonl" <<'PY' || exit 1
 import json, sys
 label, policy, decode, task, model, src, own, m = sys.argv[1:8] + [json.loads(sys.argv[8])]
-bench = {"aup-gsm8k-cot": "GSM8K-CoT", "wino-gsm8k": "GSM8K"}
-if own:  # the model's own row: its score as the source prints it
+bench = {"aup-gsm8k-cot": "GSM8K-CoT", "wino-gsm8k": "GSM8K", "llada2-threshold": "a subset of LLaDA2.0's",
+         "llada2.1-avg": "the average of 33"}
+if own:  # a row the source prints that no profile holds (the model's own): its score as printed
     m["expected_accuracy"], m["accuracy_task"] = float(own), bench[task]
 if m["expected_accuracy"] is None:
     sys.exit("quality.sh: %s publishes no accuracy" % decode)
@@ -70,10 +80,13 @@ import json, os, sys
 out, gpu, cost = sys.argv[1:4]
 # the model's own score in each panel's source, decoded a token a forward: dInfer Table 1's LLaDA-MoE row,
 # LLaDA's row of d3LLM's leaderboard, LLaDA's of WINO's Table 1
+# (none for LLaDA2's panels: their sources decode a block model by threshold alone)
 own = {"avg": 54.83, "crux-o": 42.38, "gsm8k": 82.41, "humaneval": 61.59, "ifeval": 59.33, "mbpp": 70.02, "lcb-v6": 13.27,
        "aup-gsm8k-cot": 72.55, "wino-gsm8k": 73.24}
-source = {"aup-gsm8k-cot": "d3LLM's leaderboard", "wino-gsm8k": "WINO Table 1"}
-models = {"llada-moe-7b": "LLaDA-MoE", "llada-8b": "LLaDA-8B"}
+source = {"aup-gsm8k-cot": "d3LLM's leaderboard", "wino-gsm8k": "WINO Table 1", "llada2-threshold": "LLaDA2.0's report",
+          "llada2.1-avg": "LLaDA2.1's Table 2"}
+models = {"llada-moe-7b": "LLaDA-MoE", "llada-8b": "LLaDA-8B", "llada2.0-mini": "LLaDA2.x-mini"}
+show = lambda v: "%.2f" % v if v is not None else "-"
 rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
 tasks = list(dict.fromkeys(r["task"] for r in rows))
 with open(os.path.join(out, "report.md"), "w") as f:
@@ -84,9 +97,9 @@ with open(os.path.join(out, "report.md"), "w") as f:
     f.write("| model | task | configuration | tok/s | mean latency s | accuracy % | the model's own % | source |\n"
             "|---|---|---|---|---|---|---|---|\n")
     for r in rows:
-        f.write("| %s | %s | %s | %.1f | %.2f | %.2f | %.2f | %s |\n" % (
+        f.write("| %s | %s | %s | %.1f | %.2f | %.2f | %s | %s |\n" % (
             models[r["model"]], r["benchmark"], r["config"], r["throughput_tok_s"], r["lat_mean_s"], r["accuracy"],
-            own[r["task"]], r["source"]))
+            show(own.get(r["task"])), r["source"]))
     for t in tasks:
         rs = [r for r in rows if r["task"] == t]
         fast = max(rs, key=lambda r: r["throughput_tok_s"])
@@ -109,7 +122,7 @@ with open(os.path.join(out, "figure.dat"), "w") as d:
 with open(os.path.join(out, "figure.own"), "w") as d:
     for i, t in enumerate(tasks):
         r = next(r for r in rows if r["task"] == t)
-        d.write("%d %g %s %s|%s\n" % (i, own[t], t, models[r["model"]], source.get(t, "dInfer Tables 1-2")))
+        d.write("%d %s %s %s|%s\n" % (i, own.get(t, "none"), t, models[r["model"]], source.get(t, "dInfer Tables 1-2")))
 PY
 npanels=$(wc -l <"$out/figure.own")
 rows=$(((npanels + 2) / 3))
@@ -120,9 +133,11 @@ for l in open(sys.argv[1]):
     o = json.loads(l)
     if o["task"] == sys.argv[2]:
         print(o["benchmark"]); break' "$out/results.jsonl" "$task")
+    line="unset arrow 1; unset label 1"
+    [ "$own" = none ] || line="set arrow 1 from graph 0, first $own to graph 1, first $own nohead dt 2 lc rgb '#777777'
+set label 1 $(gp_str "the model's own") at graph 0.98, first $own right offset 0, 0.6 tc rgb '#777777'"
     panels+="set title $(gp_str "${title%%|*}, $bench (${title#*|})")
-set arrow 1 from graph 0, first $own to graph 1, first $own nohead dt 2 lc rgb '#777777'
-set label 1 $(gp_str "the model's own") at graph 0.98, first $own right offset 0, 0.6 tc rgb '#777777'
+$line
 plot $(gp_file "$out/figure.dat") index $i using 1:2 with points pt 7 ps 1.6 lc rgb '#0072B2' notitle, \
      '' index $i using 1:(\$4 > 0 ? NaN : \$2):3 with labels offset 0, -1.1 font ',8' notitle, \
      '' index $i using 1:(\$4 > 0 ? \$2 : NaN):3 with labels offset 0, 1.1 font ',8' notitle

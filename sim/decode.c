@@ -38,11 +38,56 @@ static int parse_steps(const char *path, const char *name, const json_t *a, stru
     return 0;
 }
 
+/* A profile's "sweep" into out->sweep, tau descending: 2 to DECODE_SWEEP_MAX points of distinct
+ * thresholds, each with its TPF and accuracy; the profile's own tau must be one of them, with that
+ * point's TPF and accuracy. */
+static int parse_sweep(const char *path, const char *name, const json_t *a, struct decode_profile *out,
+                       struct ts_err *err)
+{
+    const size_t n = json_is_array(a) ? json_array_size(a) : 0;
+    if (n < 2 || n > DECODE_SWEEP_MAX)
+        return ts_fail(err, "%s: %s.sweep: must be an array of 2 to %d points ({\"tau\": t, \"tpf\": x, \"accuracy\": "
+                            "a}, each a published threshold's)", path, name, DECODE_SWEEP_MAX);
+    if (out->tau < 0 || out->accuracy < 0)
+        return ts_fail(err, "%s: %s.sweep: the profile's own tau, accuracy and task must be given (its point of the "
+                            "sweep)", path, name);
+    struct decode_sweep *sw = &out->sweep;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *pt = json_array_get(a, i);
+        const json_t *t = json_object_get(pt, "tau"), *x = json_object_get(pt, "tpf"), *c = json_object_get(pt, "accuracy");
+        if (!json_is_object(pt) || json_object_size(pt) != 3 || !json_is_number(t) || !json_is_number(x) ||
+            !json_is_number(c))
+            return ts_fail(err, "%s: %s.sweep[%zu]: must be {\"tau\": t, \"tpf\": x, \"accuracy\": a}", path, name, i);
+        const double tau = json_number_value(t), tpf = json_number_value(x), acc = json_number_value(c);
+        if (!(tau > 0 && tau <= 1) || !(tpf >= 1 && tpf <= 1e6) || !(acc >= 0 && acc <= 100))
+            return ts_fail(err, "%s: %s.sweep[%zu]: tau must be in (0, 1], tpf in 1..1000000 and accuracy a percentage",
+                           path, name, i);
+        int32_t k = sw->n; /* insertion, tau descending */
+        while (k > 0 && sw->tau[k - 1] < tau)
+            sw->tau[k] = sw->tau[k - 1], sw->tpf[k] = sw->tpf[k - 1], sw->accuracy[k] = sw->accuracy[k - 1], k--;
+        if (k > 0 && sw->tau[k - 1] == tau)
+            return ts_fail(err, "%s: %s.sweep[%zu]: tau %g is given twice", path, name, i, tau);
+        sw->tau[k] = tau, sw->tpf[k] = tpf, sw->accuracy[k] = acc;
+        sw->n++;
+    }
+    for (int32_t k = 0; k < sw->n; k++)
+        if (sw->tau[k] == out->tau) {
+            if (fabs(sw->tpf[k] - out->tpf) > 1e-9 || fabs(sw->accuracy[k] - out->accuracy) > 1e-9)
+                return ts_fail(err, "%s: %s.sweep: its point at tau %g (tpf %g, accuracy %g) is not the profile's own "
+                                    "(tpf %g, accuracy %g)", path, name, out->tau, sw->tpf[k], sw->accuracy[k], out->tpf,
+                               out->accuracy);
+            return 0;
+        }
+    return ts_fail(err, "%s: %s.sweep: holds no point at the profile's tau %g", path, name, out->tau);
+}
+
 int decode_profile_parse(const char *path, const char *text, size_t len, const char *name, const char *kind,
                          struct decode_profile *out, struct ts_err *err)
 {
     out->tpf = 0;
     out->nsteps = 0;
+    out->sweep.n = 0;
+    out->tau = -1;
     out->accuracy = -1;
     out->task[0] = '\0';
     if (ts_json_text(path, text, len, err))
@@ -75,9 +120,9 @@ int decode_profile_parse(const char *path, const char *text, size_t len, const c
     json_object_foreach(p, key, v) { /* a misspelt key would otherwise be ignored */
         if (strcmp(key, "tpf") != 0 && strcmp(key, "source") != 0 && strcmp(key, "decoder") != 0 &&
             strcmp(key, "steps") != 0 && strcmp(key, "tau") != 0 && strcmp(key, "accuracy") != 0 &&
-            strcmp(key, "task") != 0) {
-            ts_fail(err, "%s: %s.%s: unknown key (a profile has tpf, source, decoder, tau, steps, accuracy and task)",
-                    path, name, key);
+            strcmp(key, "task") != 0 && strcmp(key, "sweep") != 0) {
+            ts_fail(err, "%s: %s.%s: unknown key (a profile has tpf, source, decoder, tau, steps, accuracy, task and "
+                         "sweep)", path, name, key);
             goto done;
         }
     }
@@ -97,6 +142,7 @@ int decode_profile_parse(const char *path, const char *text, size_t len, const c
         ts_fail(err, "%s: %s.tau: must be a confidence threshold in (0, 1]", path, name);
         goto done;
     }
+    out->tau = tau ? json_number_value(tau) : -1;
     /* the decoder whose TPF it is (threshold where it does not say): another one's is refused */
     json_t *dec = json_object_get(p, "decoder");
     const char *by = json_is_string(dec) ? json_string_value(dec) : "threshold";
@@ -114,8 +160,10 @@ int decode_profile_parse(const char *path, const char *text, size_t len, const c
         goto done;
     }
     out->tpf = json_number_value(t);
-    json_t *steps = json_object_get(p, "steps");
+    json_t *steps = json_object_get(p, "steps"), *sweep = json_object_get(p, "sweep");
     rc = steps ? parse_steps(path, name, steps, out, err) : 0;
+    if (rc == 0 && sweep)
+        rc = parse_sweep(path, name, sweep, out, err);
 done:
     json_decref(root);
     return rc;
@@ -137,6 +185,8 @@ static int profile_lookup(const char *path, const char *name, const char *kind, 
         out->tpf = pr->tpf;
         out->accuracy = pr->accuracy;
         snprintf(out->task, sizeof out->task, "%s", pr->task);
+        out->tau = pr->tau;
+        out->sweep = pr->sweep;
         out->ncdf = pr->nsteps;
         double all = 0;
         for (int32_t k = 0; k < pr->nsteps; k++)
@@ -353,7 +403,7 @@ int decode_parse(const char *spec, const char *datadir, struct decode_model *out
 {
     memset(out, 0, sizeof *out);
     snprintf(out->spec, sizeof out->spec, "%s", spec);
-    out->accuracy = -1;
+    out->accuracy = out->tau = -1;
     const char *colon = strchr(spec, ':');
     const size_t kind_len = colon ? (size_t)(colon - spec) : strlen(spec);
     char known[256] = "";
@@ -398,6 +448,24 @@ int decode_scale_extra(struct decode_model *dm, double base, double factor, stru
         return ts_fail(err, "decode model %s draws from a measured distribution, which a threshold's change does not "
                             "scale", dm->spec);
     dm->tpf = 1 + (base - 1) * factor;
+    return 0;
+}
+
+int decode_at_threshold(struct decode_model *dm, double tau, struct ts_err *err)
+{
+    const struct decode_sweep *sw = &dm->sweep;
+    if (sw->n < 2)
+        return ts_fail(err, "decode model %s has no published sweep of thresholds", dm->spec);
+    if (!(tau <= sw->tau[0] && tau >= sw->tau[sw->n - 1]))
+        return ts_fail(err, "threshold %g lies outside decode model %s's published sweep (%g to %g)", tau, dm->spec,
+                       sw->tau[sw->n - 1], sw->tau[0]);
+    int32_t k = 0;
+    while (k + 2 < sw->n && tau < sw->tau[k + 1])
+        k++;
+    const double w = (sw->tau[k] - tau) / (sw->tau[k] - sw->tau[k + 1]); /* 0 at tau[k], 1 at tau[k + 1] */
+    dm->tpf = sw->tpf[k] + w * (sw->tpf[k + 1] - sw->tpf[k]);
+    dm->accuracy = sw->accuracy[k] + w * (sw->accuracy[k + 1] - sw->accuracy[k]);
+    dm->tau = tau;
     return 0;
 }
 

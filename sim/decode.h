@@ -40,6 +40,14 @@ enum decode_kind { DECODE_FIXED = 0, DECODE_THRESHOLD, DECODE_HIERARCHICAL, DECO
 
 /* The most positions a measured distribution's step commits (engine generate's largest block). */
 #define DECODE_STEPS_MAX 1024
+/* The most thresholds a profile's published sweep holds. */
+#define DECODE_SWEEP_MAX 16
+
+/* A published sweep: TPF and accuracy at n confidence thresholds, tau descending. */
+struct decode_sweep {
+    int32_t n;
+    double tau[DECODE_SWEEP_MAX], tpf[DECODE_SWEEP_MAX], accuracy[DECODE_SWEEP_MAX];
+};
 
 /* A decode profile: its TPF, and the measured distribution of a step's commits where it has one. */
 struct decode_profile {
@@ -48,6 +56,8 @@ struct decode_profile {
     char task[32];                   /* what it scores ("GSM8K", "average of 6"); "" where none */
     int32_t nsteps;                  /* 0: none; else steps[k - 1] counts the steps committing k */
     double steps[DECODE_STEPS_MAX];
+    double tau;                      /* the threshold it was measured at; < 0: not given */
+    struct decode_sweep sweep;       /* n = 0: none */
 };
 
 /* When a block's EOS positions commit (--eos): auto as the decoder does it (bulk_eos), bulk in one
@@ -67,13 +77,18 @@ struct decode_model {
     char spec[128];    /* as given, for the run record */
     double accuracy;   /* a profile's published accuracy at its setting (percent) on `task`; < 0: none */
     char task[32];
+    double tau;        /* the threshold it decodes at, where its profile says; < 0: not given */
+    struct decode_sweep sweep; /* its profile's published sweep (n = 0: none): load control moves along it */
 };
 
 /* Finds profile `name` in the text of a profile file (path names it in messages): {"NAME":
  * {"tpf": x, "source": "...", "decoder": "...", "steps": [n1, n2, ...]}, ...}, of decoder `kind`
  * (threshold, hierarchical, credit; a profile without "decoder" is threshold's; NULL: any); unknown
  * keys of a profile, another decoder's profile, a TPF outside 1..1e6, and steps that are not counts
- * or whose mean is not the TPF (within 1%) are refused. */
+ * or whose mean is not the TPF (within 1%) are refused. A profile may carry a published sweep,
+ * "sweep": [{"tau": t, "tpf": x, "accuracy": a}, ...] (2 to DECODE_SWEEP_MAX distinct thresholds,
+ * with "tau", "accuracy" and "task" of its own: its tau one of the sweep's, its tpf and accuracy
+ * that point's). */
 int decode_profile_parse(const char *path, const char *text, size_t len, const char *name, const char *kind,
                          struct decode_profile *out, struct ts_err *err);
 /* A decode model of the table (decode.c): the spec's prefix, its form and help, whether it draws
@@ -101,6 +116,10 @@ const struct decode_ops *decode_get(int i);
  * TPF `base` (the model's as parsed): tpf = 1 + (base - 1) x factor. -1 with err for a decoder whose
  * count no threshold sets (fixed:K) or that draws from a measured distribution. */
 int decode_scale_extra(struct decode_model *dm, double base, double factor, struct ts_err *err);
+/* Load control along a published sweep: dm's TPF and accuracy at threshold tau, each interpolated
+ * linearly between the two published thresholds around it (the sweep's own values at them). -1 with
+ * err for a tau outside the sweep, or a model without one. */
+int decode_at_threshold(struct decode_model *dm, double tau, struct ts_err *err);
 /* Parses a decode model spec; `datadir` is where decode_profiles.json lives. */
 int decode_parse(const char *spec, const char *datadir, struct decode_model *out,
                  struct ts_err *err);

@@ -501,6 +501,7 @@ static void on_step_done(struct sim *s)
             r->prefix_hit = 0;
         }
         s->sum.step_decoded += r->decoded_total - before;
+        s->acc_sum += (r->decoded_total - before) * s->dm.accuracy;
         if (r->first_block_ns < 0 && (r->cur_block > 0 || finished))
             r->first_block_ns = s->now_ns;
         if (finished) {
@@ -586,9 +587,11 @@ void sim_load(const struct sim *s, struct sim_load *out)
 
 int64_t sim_now_ns(const struct sim *s) { return s->now_ns; }
 
-int sim_scale_decode(struct sim *s, double factor, double *tpf, struct ts_err *err)
+const struct decode_model *sim_decode_model(const struct sim *s) { return &s->dm; }
+
+int sim_scale_decode(struct sim *s, double factor, double tau, double *tpf, struct ts_err *err)
 {
-    if (decode_scale_extra(&s->dm, s->tpf_base, factor, err))
+    if (s->dm.sweep.n > 0 ? decode_at_threshold(&s->dm, tau, err) : decode_scale_extra(&s->dm, s->tpf_base, factor, err))
         return -1;
     *tpf = s->dm.tpf;
     s->decode_moved |= s->dm.tpf != s->tpf_base;
@@ -705,7 +708,11 @@ void sim_get_summary(const struct sim *s, struct sim_summary *out)
     out->energy_per_request_j = out->num_finished > 0 ? out->energy_j / (double)out->num_finished : 0;
     out->slo_attainment = s->cfg.slo > 0 && out->num_requests > 0 ? (double)out->slo_met / (double)out->num_requests
                                                                   : NAN;
-    out->expected_accuracy = s->decode_moved ? -1 : s->dm.accuracy;
+    /* moved along a published sweep: the accuracy at the threshold each token was committed at, weighted
+     * by the tokens; moved without one: not known */
+    out->expected_accuracy = !s->decode_moved ? s->dm.accuracy
+                             : s->dm.sweep.n > 0 && s->sum.step_decoded > 0 ? s->acc_sum / (double)s->sum.step_decoded
+                                                                           : -1;
     snprintf(out->accuracy_task, sizeof out->accuracy_task, "%s", s->dm.accuracy >= 0 ? s->dm.task : "");
     if (span > 0) {
         out->throughput_tok_s = (double)out->tokens_decoded / span;

@@ -169,10 +169,14 @@ void sim_load(const struct sim *s, struct sim_load *out);
  * (their spilled latencies selected together, as the run's own percentiles are); 0 with none. */
 int sim_latency_quantile(struct sim *const *s, int n, double q, double *out);
 
-/* Load control (fleet.h): the instance's decode model's tokens a step beyond the first scaled by
- * factor from its configuration's (1: as configured), its TPF then returned in *tpf; -1 with err
- * where the decode model has no threshold to lower (decode_scale_extra). */
-int sim_scale_decode(struct sim *s, double factor, double *tpf, struct ts_err *err);
+/* Load control (fleet.h) at threshold tau: a decode model whose profile publishes a sweep of
+ * thresholds takes its TPF and accuracy there (decode_at_threshold); any other has its tokens a step
+ * beyond the first scaled by factor from its configuration's (1: as configured), and its accuracy is
+ * no longer known. Its TPF then in *tpf; -1 with err where the decode model has no threshold to lower
+ * (decode_scale_extra) or tau lies outside its sweep. */
+int sim_scale_decode(struct sim *s, double factor, double tau, double *tpf, struct ts_err *err);
+/* The instance's decode model (load control reads its sweep). */
+const struct decode_model *sim_decode_model(const struct sim *s);
 
 /* Disaggregation (fleet.h): a replica that hands a request on once a step leaves its next one to
  * another pool. A step that reads the cache (Reuse, a block over the cached prefix) is a Reuse

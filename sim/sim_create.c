@@ -250,6 +250,9 @@ static int policy_fits(const struct sim *s, const struct sim_config *cfg, struct
                             "itself (its own counts, selections or layers); give it vanilla, prefix, dual, block, "
                             "block+delayed, vicinity, dpad, d2cache, dkv-cache or sparsed", cfg->decode,
                        s->dm.kind == DECODE_WINO ? "WINO's shadow" : "Spiffy's draft", s->pol->name);
+    if ((s->pol->caps & POLICY_OWN_COUNT) && strcmp(cfg->decode, "fixed:1") != 0)
+        return ts_fail(err, "--decode %s: policy %s draws its steps' commits itself (tessera list policies: its "
+                            "options), so it reads no decode model", cfg->decode, s->pol->name);
     if ((s->pol->caps & POLICY_NEEDS_BLOCK_MODEL) && !s->model.block_causal)
         return ts_fail(err, "policy %s needs a block-causal model (tessera list models: block), and %s attends "
                             "bidirectionally", s->pol->name, s->model.name);

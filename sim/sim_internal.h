@@ -71,6 +71,7 @@ struct sim {
     struct clock_state clock_st;
     struct decode_model dm;
     bool decode_moved;  /* load control set the decoder off its profile's setting (sim_scale_decode) */
+    double acc_sum;     /* the tokens committed, each weighted by the decoder's accuracy then (dm.accuracy) */
     double tpf_base; /* dm's TPF as configured (sim_scale_decode scales from it) */
     const struct sched_ops *sched;
     void *sched_state;

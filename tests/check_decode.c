@@ -81,6 +81,64 @@ START_TEST(profile_accuracy)
 }
 END_TEST
 
+/* A published sweep: LLaDA2.0's report prints 70.15 at 2.55 TPF at threshold 0.95 and 67.90 at 3.31 at
+ * 0.85. Between them the model moves along the straight line (at 0.90: 69.025 at 2.93, by hand); at
+ * either end it is the printed point; outside it, and on a profile without a sweep, it is refused. A
+ * sweep without the profile's own point, with a threshold twice, of one point, or whose point at the
+ * profile's threshold is not the profile's, is refused by file and profile. */
+START_TEST(profile_sweep)
+{
+    test_config(&C);
+    struct decode_model dm;
+    struct ts_err err;
+    ck_assert_msg(decode_parse("threshold:llada2-mini-sweep", C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(dm.sweep.n == 2 && dm.tau == 0.95 && dm.tpf == 2.55 && dm.accuracy == 70.15);
+    ck_assert_msg(decode_at_threshold(&dm, 0.90, &err) == 0, "%s", err.msg);
+    ck_assert_msg(fabs(dm.tpf - 2.93) < 1e-9 && fabs(dm.accuracy - 69.025) < 1e-9, "%g %g", dm.tpf, dm.accuracy);
+    ck_assert_int_eq(decode_at_threshold(&dm, 0.85, &err), 0);
+    ck_assert(fabs(dm.tpf - 3.31) < 1e-12 && fabs(dm.accuracy - 67.90) < 1e-12);
+    ck_assert_int_eq(decode_at_threshold(&dm, 0.95, &err), 0);
+    ck_assert(fabs(dm.tpf - 2.55) < 1e-12 && fabs(dm.accuracy - 70.15) < 1e-12);
+    ck_assert_int_ne(decode_at_threshold(&dm, 0.8, &err), 0);
+    ck_assert_msg(strstr(err.msg, "0.85 to 0.95"), "%s", err.msg);
+    ck_assert_int_ne(decode_at_threshold(&dm, 0.96, &err), 0);
+    ck_assert_int_eq(decode_parse("threshold:llada-gsm8k", C.datadir, &dm, &err), 0);
+    ck_assert_int_ne(decode_at_threshold(&dm, 0.9, &err), 0);
+    /* three points, given out of order: the middle segment's line */
+    const char *p = tmp_file(0, ".json",
+        "{\"a\": {\"tpf\": 2, \"tau\": 0.9, \"accuracy\": 80, \"task\": \"T\", \"sweep\": [{\"tau\": 0.5, \"tpf\": 6, "
+        "\"accuracy\": 60}, {\"tau\": 0.9, \"tpf\": 2, \"accuracy\": 80}, {\"tau\": 0.7, \"tpf\": 3, \"accuracy\": 76}]},"
+        " \"b\": {\"tpf\": 2, \"accuracy\": 80, \"task\": \"T\", \"sweep\": [{\"tau\": 0.5, \"tpf\": 6, \"accuracy\": 60},"
+        " {\"tau\": 0.9, \"tpf\": 2, \"accuracy\": 80}]},"
+        " \"c\": {\"tpf\": 2, \"tau\": 0.9, \"accuracy\": 80, \"task\": \"T\", \"sweep\": [{\"tau\": 0.5, \"tpf\": 6, "
+        "\"accuracy\": 60}, {\"tau\": 0.5, \"tpf\": 5, \"accuracy\": 61}, {\"tau\": 0.9, \"tpf\": 2, \"accuracy\": 80}]},"
+        " \"d\": {\"tpf\": 2, \"tau\": 0.9, \"accuracy\": 80, \"task\": \"T\", \"sweep\": [{\"tau\": 0.9, \"tpf\": 2, "
+        "\"accuracy\": 80}]},"
+        " \"e\": {\"tpf\": 2, \"tau\": 0.9, \"accuracy\": 80, \"task\": \"T\", \"sweep\": [{\"tau\": 0.5, \"tpf\": 6, "
+        "\"accuracy\": 60}, {\"tau\": 0.9, \"tpf\": 2.5, \"accuracy\": 80}]},"
+        " \"f\": {\"tpf\": 2, \"tau\": 0.8, \"accuracy\": 80, \"task\": \"T\", \"sweep\": [{\"tau\": 0.5, \"tpf\": 6, "
+        "\"accuracy\": 60}, {\"tau\": 0.9, \"tpf\": 2, \"accuracy\": 80}]},"
+        " \"g\": {\"tpf\": 2, \"tau\": 0.9, \"accuracy\": 80, \"task\": \"T\", \"sweep\": [{\"tau\": 0.5, \"tpf\": 6}, "
+        "{\"tau\": 0.9, \"tpf\": 2, \"accuracy\": 80}]}}");
+    char spec[512];
+    snprintf(spec, sizeof spec, "threshold:%s:a", p);
+    ck_assert_msg(decode_parse(spec, C.datadir, &dm, &err) == 0, "%s", err.msg);
+    ck_assert(dm.sweep.n == 3 && dm.sweep.tau[0] == 0.9 && dm.sweep.tau[1] == 0.7 && dm.sweep.tau[2] == 0.5);
+    ck_assert_int_eq(decode_at_threshold(&dm, 0.6, &err), 0);
+    ck_assert(fabs(dm.tpf - 4.5) < 1e-12 && fabs(dm.accuracy - 68) < 1e-12);
+    ck_assert_int_eq(decode_at_threshold(&dm, 0.8, &err), 0);
+    ck_assert(fabs(dm.tpf - 2.5) < 1e-12 && fabs(dm.accuracy - 78) < 1e-12);
+    const char *why[] = {"own tau", "given twice", "2 to", "not the profile's own", "no point at", "sweep[0]"};
+    for (int k = 0; k < 6; k++) {
+        snprintf(spec, sizeof spec, "threshold:%s:%c", p, 'b' + k);
+        ck_assert_int_ne(decode_parse(spec, C.datadir, &dm, &err), 0);
+        char want[16];
+        snprintf(want, sizeof want, "%c.sweep", 'b' + k);
+        ck_assert_msg(strstr(err.msg, p) && strstr(err.msg, want) && strstr(err.msg, why[k]), "%c: %s", 'b' + k, err.msg);
+    }
+}
+END_TEST
+
 /* threshold:tau=TAU: the profile measured at the papers' confidence threshold (its "tau"), the
  * first such or the one named; a threshold no profile was measured at is refused naming those. */
 START_TEST(parse_tau)
@@ -273,6 +331,7 @@ int main(void)
     tcase_add_test(tc, threshold_mean_and_bounds);
     tcase_add_test(tc, mean_for_projections);
     tcase_add_test(tc, profile_accuracy);
+    tcase_add_test(tc, profile_sweep);
     suite_add_tcase(s, tc);
     return run_suite("decode", s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

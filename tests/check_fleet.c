@@ -947,6 +947,47 @@ START_TEST(load_control_follows_the_load)
 }
 END_TEST
 
+/* Load control along a published sweep (LLaDA2.0-mini's: 70.15 at 2.55 TPF at threshold 0.95, 67.90 at
+ * 3.31 at 0.85): each reading's TPF is the straight line between them, by hand; the fleet expects an
+ * accuracy between the two, below the plain fleet's 70.15, for a shorter tail. A band that leaves the
+ * sweep is refused before the run, naming the replica and the thresholds published. */
+START_TEST(load_control_along_a_sweep)
+{
+    struct sim_config c;
+    config(&c, step_trace(0));
+    c.gen_len = 256;
+    snprintf(c.gpu, sizeof c.gpu, "l40s");
+    snprintf(c.model, sizeof c.model, "llada2.0-mini");
+    snprintf(c.policy, sizeof c.policy, "block");
+    snprintf(c.decode, sizeof c.decode, "threshold:llada2-mini-sweep");
+    struct sim_config cfg[4] = {c, c, c, c};
+    struct fleet_opts o = {.router = router_find("least-outstanding")};
+    struct ts_err err;
+    struct fleet_result plain, lc;
+    ck_assert_msg(fleet_run(&c, cfg, 4, &o, &plain, &err) == 0, "%s", err.msg);
+    ck_assert_double_eq_tol(plain.fleet.expected_accuracy, 70.15, 1e-9);
+    ck_assert_int_eq(fleet_tau_parse("lo=0.85,tau0=0.95,step=0.05,up=8,down=2,every=10", &o.tau, &err), 0);
+    ck_assert_msg(fleet_run(&c, cfg, 4, &o, &lc, &err) == 0, "%s", err.msg);
+    double lowest = 1;
+    for (int64_t k = 0; k < lc.ntau; k++) {
+        const struct fleet_tau_point *p = &lc.tau[k];
+        ck_assert_double_eq_tol(p->tpf, 2.55 + (0.95 - p->tau) / 0.1 * (3.31 - 2.55), 1e-9);
+        lowest = fmin(lowest, p->tau);
+    }
+    ck_assert_double_eq_tol(lowest, 0.85, 1e-12);
+    ck_assert_msg(lc.fleet.expected_accuracy > 67.90 && lc.fleet.expected_accuracy < 70.15 - 0.05, "%g",
+                  lc.fleet.expected_accuracy);
+    ck_assert_str_eq(lc.fleet.accuracy_task, "a subset of LLaDA2.0's");
+    ck_assert(lc.fleet.lat_p99_s < plain.fleet.lat_p99_s);
+    fleet_result_free(&lc);
+    struct fleet_result bad;
+    ck_assert_int_eq(fleet_tau_parse("lo=0.8,tau0=0.95", &o.tau, &err), 0);
+    ck_assert_int_ne(fleet_run(&c, cfg, 4, &o, &bad, &err), 0);
+    ck_assert_msg(strstr(err.msg, "replica 0") && strstr(err.msg, "0.85 to 0.95"), "%s", err.msg);
+    fleet_result_free(&plain);
+}
+END_TEST
+
 /* Readings kept (n of them, size bytes each, time first, every s apart when taken) show every one of
  * `taken`: times rising, no three in a row equal (same), two that differ one reading apart, and the
  * runs between them covering every reading taken. */
@@ -1168,6 +1209,7 @@ int main(void)
     tcase_add_test(tc, disagg_spec);
     tcase_add_test(tc, load_control_spec);
     tcase_add_test(tc, load_control_follows_the_load);
+    tcase_add_test(tc, load_control_along_a_sweep);
     tcase_add_test(tc, readings_bounded_by_the_changes);
     tcase_add_test(tc, fleet_stored_in_sqlite);
     suite_add_tcase(s, tc);

@@ -18,7 +18,7 @@
 #include "sim_internal.h"
 #include "test_util.h"
 
-#define MAX_STEPS 4096
+#define MAX_STEPS 8192
 
 struct life {
     struct segment seg[MAX_STEPS];
@@ -784,6 +784,71 @@ START_TEST(dsb_matches_its_window)
         ck_assert_int_eq(n, L.n);
     }
     gsl_rng_free(g);
+}
+END_TEST
+
+/* LinearSpec by hand (P 16, G 10, B 4, every draft matching: --lspec-accept 1e6): the prompt's forward
+ * with one logit row, then rounds of a draft (no K/V kept) and a verify (the window's K/V written)
+ * of the seed and the 3 after it, committing all 4, the last window the 2 left; at --lspec-accept 1,
+ * no draft matches: a position a round, two forwards a position, the window sliding by one. */
+START_TEST(linear_spec_shapes)
+{
+    struct policy_cfg pc = {.block_size = 4};
+    pc.p[0] = 1e6;
+    run_life(&policy_linear_spec, &pc, 16, 10, 10, 1, &L);
+    ck_assert_int_eq(L.n, 7);
+    expect_seg(&L.seg[0], PHASE_PREFILL, 16, 0, 16, 1, 0);
+    expect_seg(&L.seg[1], PHASE_BLOCK, 4, 16, 0, 4, 0);
+    expect_seg(&L.seg[2], PHASE_BLOCK, 4, 16, 4, 4, 4);
+    expect_seg(&L.seg[3], PHASE_BLOCK, 4, 20, 0, 4, 0);
+    expect_seg(&L.seg[4], PHASE_BLOCK, 4, 20, 4, 4, 4);
+    expect_seg(&L.seg[5], PHASE_BLOCK, 2, 24, 0, 2, 0);
+    expect_seg(&L.seg[6], PHASE_BLOCK, 2, 24, 2, 2, 2);
+    pc.p[0] = 1;
+    run_life(&policy_linear_spec, &pc, 16, 10, 10, 1, &L);
+    ck_assert_int_eq(L.n, 21);
+    for (int j = 0; j < 10; j++) {
+        const int w = TS_MIN(4, 10 - j);
+        expect_seg(&L.seg[1 + 2 * j], PHASE_BLOCK, w, 16 + j, 0, w, 0);
+        expect_seg(&L.seg[2 + 2 * j], PHASE_BLOCK, w, 16 + j, w, w, 1);
+    }
+}
+END_TEST
+
+/* LinearSpec's commits against the law of a run of matches: where each draft matches with probability
+ * 1 - 1/A and the run stops at the first miss, a round commits k >= 1 with P(k) = (1/A)(1 - 1/A)^(k-1).
+ * Over a long response in windows too wide to clamp (B 4096), the mean round commits A and a fifth of the
+ * rounds (1/A at A 5) commit only the seed, within four standard errors; every verify commits at least one
+ * and at most its window; the counts do not depend on whether a step is emitted twice. */
+START_TEST(linear_spec_commits_a_run_of_matches)
+{
+    struct policy_cfg pc = {.block_size = 4096};
+    pc.p[0] = 5;
+    run_life(&policy_linear_spec, &pc, 64, 15000, 15000, 1, &L);
+    int rounds = 0, ones = 0;
+    double sum = 0, sq = 0;
+    for (int j = 1; j < L.n; j++) {
+        const struct segment *s = &L.seg[j];
+        if (s->kv_write == 0) {
+            ck_assert_int_eq(s->decoded, 0);
+            continue;
+        }
+        ck_assert(s->decoded >= 1 && s->decoded <= s->q);
+        if (j + 1 == L.n) /* (the last window may clamp) */
+            break;
+        rounds++, ones += s->decoded == 1, sum += s->decoded, sq += (double)s->decoded * s->decoded;
+    }
+    const double mean = sum / rounds, var = sq / rounds - mean * mean, p1 = (double)ones / rounds;
+    ck_assert_int_gt(rounds, 2500);
+    ck_assert_msg(fabs(mean - 5) < 4 * sqrt(var / rounds), "mean %g over %d rounds", mean, rounds);
+    ck_assert_msg(fabs(var - 20) < 4.5, "variance %g (the law's (1 - p) / p^2 = 20)", var);
+    ck_assert_msg(fabs(p1 - 0.2) < 4 * sqrt(0.2 * 0.8 / rounds), "P(1) %g", p1);
+    struct life *again = xmalloc(sizeof *again);
+    run_life(&policy_linear_spec, &pc, 64, 15000, 15000, 1, again);
+    ck_assert_int_eq(again->n, L.n);
+    for (int j = 0; j < L.n; j++)
+        ck_assert_int_eq(again->seg[j].decoded, L.seg[j].decoded);
+    free(again);
 }
 END_TEST
 
@@ -1802,6 +1867,8 @@ int main(void)
     tcase_add_test(tc, d2f_shapes);
     tcase_add_test(tc, dsb_shapes);
     tcase_add_test(tc, dsb_matches_its_window);
+    tcase_add_test(tc, linear_spec_shapes);
+    tcase_add_test(tc, linear_spec_commits_a_run_of_matches);
     tcase_add_test(tc, sparsed_shapes);
     tcase_add_test(tc, d2f_matches_its_block_list);
     tcase_add_test(tc, d2f_semi_share_unbiased);

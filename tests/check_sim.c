@@ -59,6 +59,52 @@ START_TEST(overload_said_where_outstanding_grows)
 }
 END_TEST
 
+/* Load control along a published sweep (LLaDA2.0-mini: 70.15 at threshold 0.95, 67.90 at 0.85): a run
+ * whose first half of the time decodes at 0.95 and the rest at 0.85 expects the accuracy of each token's
+ * threshold, weighted by the tokens committed at each (counted here from the requests' own progress at
+ * the switch); its steps at 0.85 commit more tokens a forward (3.31 against 2.55, drawn). */
+START_TEST(expected_accuracy_along_a_sweep)
+{
+    struct sim_config c;
+    test_config(&c);
+    snprintf(c.model, sizeof c.model, "llada2.0-mini");
+    snprintf(c.policy, sizeof c.policy, "block");
+    snprintf(c.decode, sizeof c.decode, "threshold:llada2-mini-sweep");
+    c.gen_len = 128, c.block = 32;
+    struct ts_err err;
+    struct sim *s = sim_create_fed(&c, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    sim_keep_requests(s);
+    double tpf;
+    ck_assert_msg(sim_scale_decode(s, 1, 0.95, &tpf, &err) == 0, "%s", err.msg);
+    ck_assert(tpf == 2.55);
+    for (int i = 0; i < 8; i++) {
+        const struct trace_req tr = {.arrival_ns = i * 50000000LL, .prompt = 200, .output = 128};
+        sim_advance(s, tr.arrival_ns);
+        sim_feed(s, &tr, i, tr.arrival_ns);
+    }
+    int64_t before = 0; /* the tokens committed by the switch */
+    for (int64_t i = 0; i < 8; i++)
+        before += sim_req(s, i)->decoded_total;
+    ck_assert(before > 0);
+    ck_assert_msg(sim_scale_decode(s, 0, 0.85, &tpf, &err) == 0, "%s", err.msg);
+    ck_assert(fabs(tpf - 3.31) < 1e-12);
+    ck_assert_int_eq(sim_run(s, NULL), 0);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.num_finished, 8);
+    int64_t all = 0;
+    for (int64_t i = 0; i < 8; i++)
+        all += sim_req(s, i)->decoded_total;
+    ck_assert(all > before);
+    const double want = (70.15 * (double)before + 67.90 * (double)(all - before)) / (double)all;
+    ck_assert_msg(fabs(m.expected_accuracy - want) < 1e-9, "%.6f against %.6f", m.expected_accuracy, want);
+    ck_assert_str_eq(m.accuracy_task, "a subset of LLaDA2.0's");
+    ck_assert_int_ne(sim_scale_decode(s, 0, 0.7, &tpf, &err), 0); /* below the sweep */
+    sim_destroy(s);
+}
+END_TEST
+
 /* A run's expected accuracy is its decode profile's published score on its task (dInfer's GSM8K run with
  * a cache, Table 1: 80.97); none where the decoder reads no profile; and not known, the task kept,
  * once load control moved the decoder off the profile's setting (a factor of 1 leaves it). */
@@ -84,10 +130,10 @@ START_TEST(expected_accuracy_from_the_profile)
     ck_assert(sqlite3_column_double(st, 0) == 80.97 && strcmp((const char *)sqlite3_column_text(st, 1), "GSM8K") == 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
-    ck_assert_int_eq(sim_scale_decode(s, 1.0, &tpf, &err), 0);
+    ck_assert_int_eq(sim_scale_decode(s, 1.0, 0.9, &tpf, &err), 0);
     sim_get_summary(s, &m);
     ck_assert(m.expected_accuracy == 80.97);
-    ck_assert_int_eq(sim_scale_decode(s, 0.5, &tpf, &err), 0);
+    ck_assert_int_eq(sim_scale_decode(s, 0.5, 0.8, &tpf, &err), 0);
     ck_assert(tpf < 3.42);
     sim_get_summary(s, &m);
     ck_assert(m.expected_accuracy < 0 && strcmp(m.accuracy_task, "GSM8K") == 0);
@@ -1500,6 +1546,7 @@ int main(void)
     tcase_add_test(tc, summary_statistics_from_the_requests);
     tcase_add_test(tc, summary_rates_and_columns_from_the_requests);
     tcase_add_test(tc, expected_accuracy_from_the_profile);
+    tcase_add_test(tc, expected_accuracy_along_a_sweep);
     tcase_add_test(tc, decode_streams_independent_of_batching);
     tcase_add_test(tc, database_matches_summary);
     tcase_add_test(tc, guarded_connections_run_no_code_from_files);

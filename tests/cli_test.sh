@@ -1359,6 +1359,14 @@ print(len(r), [r[k]["accuracy"] for k in ("Fast-dLLM, no cache", "dInfer, no cac
 [ "$got" = "5 [82.79, 82.26, 79.9, 80.97, 79.15] dInfer TD, cache Fast-dLLM, no cache True 5 d3LLM LLaDA 73.09 75.82 73.24 True" ] && ok ||
     bad "exp run quality: '$got'"
 is_png "$tmp/qual/figure.png" "exp run quality"
+# LLaDA2's panels: the published pairs, and the faster setting the less accurate in each
+got=$(python3 -c 'import json, sys
+l = {(o["task"], o["config"]): o for o in map(json.loads, open(sys.argv[1])) if o["task"].startswith("llada2")}
+t = lambda k: l[k]["throughput_tok_s"]
+print([l[k]["accuracy"] for k in sorted(l)], t(("llada2-threshold", "LLaDA2.0-mini, 0.85")) > t(("llada2-threshold", "LLaDA2.0-mini, 0.95")),
+      t(("llada2.1-avg", "LLaDA2.1-mini S")) > t(("llada2.1-avg", "LLaDA2.1-mini Q")) > t(("llada2.1-avg", "LLaDA2.0-mini")))' \
+    "$tmp/qual/results.jsonl" 2>&1)
+[ "$got" = "[67.9, 70.15, 63.39, 63.9, 62.07] True True" ] && ok || bad "exp run quality, LLaDA2's panels: '$got'"
 # the Python module (analysis/tessera.py, stdlib alone): a run's summary as sim --json's, a database's rows
 # as db export's, and tessera's own message in the error a bad option raises
 if command -v python3 >/dev/null; then
@@ -1388,8 +1396,8 @@ contains "sim with a scored decode profile" "accuracy      80.97% expected on GS
 # decoding ahead at 1, AR ahead of every dLLM variant at 64; one at a time, AR takes a prefill step and
 # then a step a token (8 requests of 256: 8 x 257 steps), the dLLM at one token a step 8 x 256
 expect 0 "exp run fleet" -- env REQUESTS=600 "$bin" exp run fleet "$tmp/fleet-exp"
-[ "$(grep -c '| holds |' "$tmp/fleet-exp/report.md")" = 15 ] && ok || bad "exp run fleet: a check does not hold ($tmp/fleet-exp/report.md)"
-[ "$(grep -c . "$tmp/fleet-exp/results.jsonl")" = 50 ] && ok || bad "exp run fleet: not 50 runs"
+[ "$(grep -c '| holds |' "$tmp/fleet-exp/report.md")" = 16 ] && ok || bad "exp run fleet: a check does not hold ($tmp/fleet-exp/report.md)"
+[ "$(grep -c . "$tmp/fleet-exp/results.jsonl")" = 52 ] && ok || bad "exp run fleet: not 52 runs"
 if command -v gnuplot >/dev/null; then
     for f in autoscale sizes disagg load-control affinity; do is_png "$tmp/fleet-exp/$f.png" "exp run fleet"; done
 fi
@@ -1729,6 +1737,13 @@ expect 0 "sim --help" -- "$bin" sim --help
 contains "sim --help lists the policies from the table" "--policy NAME            the denoising policy (tessera list policies): vanilla prefix dual block"
 contains "sim --help lists the policy parameters" "vicinity (policy)        --vicinity N [16] --refresh-interval N [32]"
 contains "sim --help lists the planners from the table" "caching profiled first-fit greedy-size ilp"
+# LinearSpec: its commits its own (a decoder named is refused); at --lspec-accept 1 two forwards a token
+expect 2 "sim linear-spec with a decoder" -- "$bin" sim --model sdar-8b --policy linear-spec --decode threshold:2.5 --requests 2
+contains "sim linear-spec with a decoder" "policy linear-spec draws its steps' commits itself"
+expect 0 "sim linear-spec" -- "$bin" sim --model sdar-8b --policy linear-spec --lspec-accept 1 --requests 3 --rps 100 \
+    --scheduler static --max-batch 1 --lengths fixed:100,64 --gen-len 64 --no-progress --json
+got=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["request_steps"], d["tokens_decoded"])' "$tmp/out")
+[ "$got" = "387 192" ] && ok || bad "sim linear-spec: 3 x (1 + 2 x 64) forwards for 192 tokens (got $got)"
 expect 0 "sim --early-commit" -- "$bin" sim --early-commit 0.45 --requests 10 --no-progress --json
 got=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["tokens_decoded"], d["num_finished"])' "$tmp/out")
 [ "$got" = "2560 10" ] && ok || bad "sim --early-commit: every position of the 10 requests counted decoded (got $got)"

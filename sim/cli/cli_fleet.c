@@ -217,11 +217,13 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
         printf("  SLO           %.1f%% of requests finished within %.3f s of their arrival (--slo)\n",
                100.0 * m->slo_attainment, base->slo);
     if (m->expected_accuracy >= 0)
-        printf("  accuracy      %.2f%% expected on %s: the replicas' decode profiles' published figures, weighted by "
-               "the tokens each decoded; not simulated\n", m->expected_accuracy, m->accuracy_task);
+        printf("  accuracy      %.2f%% expected on %s: the replicas' decode profiles' published figures%s, weighted by "
+               "the tokens each decoded; not simulated\n", m->expected_accuracy, m->accuracy_task,
+               r->ntau > 0 ? " at the thresholds load control set (each profile's published sweep, between its points "
+                             "on the line)" : "");
     else if (m->accuracy_task[0])
         printf("  accuracy      not known on %s: load control moved the decoders off their profiles' published "
-               "setting\n", m->accuracy_task);
+               "setting, and their profiles publish no sweep of thresholds\n", m->accuracy_task);
     cli_print_prompt_cache(m);
     if (m->live_steps)
         printf("  live (gpu)    %lld steps on %d GPUs measured %.3f s; the %s cost model predicted %.3f s (%+.1f%%), "

@@ -74,7 +74,8 @@ void cli_print_summary(const struct sim_config *c, const struct sim_setup *setup
     /* the runtime (implementation profile) and the cost model first: two runs compare like for like
      * only where both agree */
     printf("tessera sim: %s on %s%s, runtime %s, cost %s, policy %s, scheduler %s, decode %s%s%s\n", c->model,
-           c->gpu, tp, c->impl, c->cost, c->policy, c->scheduler, c->decode, c->system[0] ? ", system " : "",
+           c->gpu, tp, c->impl, c->cost, c->policy, c->scheduler,
+           setup->policy->caps & POLICY_OWN_COUNT ? "the policy's own" : c->decode, c->system[0] ? ", system " : "",
            c->system);
     char cost[CFG_PATH + 1024];
     printf("  cost          %s\n", cli_cost_text(c, cost, sizeof cost));

@@ -309,7 +309,7 @@ static int tau_tick(struct fleet_state *fl, double t_s, int64_t t_ns, struct ts_
     double tpf_sum = 0;
     for (int i = 0; i < fl->n; i++) {
         double tpf;
-        if (sim_scale_decode(fl->r[i], factor, &tpf, err))
+        if (sim_scale_decode(fl->r[i], factor, *tau, &tpf, err))
             return ts_fail_prefix(err, "--load-control: replica %d", i);
         tpf_sum += tpf;
     }
@@ -320,12 +320,20 @@ static int tau_tick(struct fleet_state *fl, double t_s, int64_t t_ns, struct ts_
     return 0;
 }
 
-/* Load control's start: every replica's decode model one whose threshold can move (at tau0 now). */
+/* Load control's start: every replica's decode model one whose threshold can move (at tau0 now),
+ * along the whole band where its profile publishes a sweep. */
 static int tau_setup(struct fleet_state *fl, struct ts_err *err)
 {
+    const struct fleet_tau *lc = &fl->o->tau;
     for (int i = 0; i < fl->n; i++) {
+        const struct decode_model *dm = sim_decode_model(fl->r[i]);
+        const struct decode_sweep *sw = &dm->sweep;
+        if (sw->n > 0 && (lc->tau0 > sw->tau[0] || lc->lo < sw->tau[sw->n - 1]))
+            return ts_fail(err, "--load-control: replica %d: its band, lo %g to tau0 %g, leaves the thresholds decode "
+                                "model %s publishes (%g to %g): set lo and tau0 within them", i, lc->lo, lc->tau0,
+                           dm->spec, sw->tau[sw->n - 1], sw->tau[0]);
         double tpf;
-        if (sim_scale_decode(fl->r[i], 1, &tpf, err))
+        if (sim_scale_decode(fl->r[i], 1, fl->o->tau.tau0, &tpf, err))
             return ts_fail_prefix(err, "--load-control: replica %d", i);
     }
     return 0;

@@ -26,6 +26,7 @@ static const struct policy_ops *const policies[] = {
     &policy_dkv,
     &policy_serve_block,
     &policy_dsb,
+    &policy_linear_spec,
 };
 
 /* policies added at run time (policy_register), after the built-in ones */

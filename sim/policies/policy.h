@@ -64,6 +64,9 @@ enum policy_caps {
                                          * positions masked, which commits nothing (SGLang's dLLM path: the
                                          * forward that finds the block resolved writes its K/V), or after
                                          * policy_ops.confirm_steps of them */
+    POLICY_OWN_COUNT = 1u << 9,         /* its commits follow a law of its own (LinearSpec's verify): the decode
+                                         * model is not read, and a run naming one other than fixed:1 is
+                                         * refused */
     POLICY_ALIGNED_BLOCKS = 1u << 8,    /* its blocks are the sequence's, from position 0 (SGLang's): the
                                          * first generation block holds the prompt's last P mod Bs positions
                                          * (request.head) and masks the rest; a run sets
@@ -237,5 +240,6 @@ extern const struct policy_ops policy_herald;
 extern const struct policy_ops policy_dkv;
 extern const struct policy_ops policy_serve_block;
 extern const struct policy_ops policy_dsb;
+extern const struct policy_ops policy_linear_spec;
 
 #endif
