@@ -22,7 +22,9 @@
 #     and without its DualCache), block with Prophet's early commit, herald (HERALD: the K/V on
 #     the host, a tenth of it fetched a block over PCIe, scored by the host: its defaults), and block
 #     with Spiffy's drafts (3 draft blocks a forward, TPF 2.9: the low profile's 2.0 times 1.45, the
-#     middle of the 1.3-1.6 its paper reports over threshold unmasking, an assumption)
+#     middle of the 1.3-1.6 its paper reports over threshold unmasking, an assumption), and
+#     linear-spec (LinearSpec: a draft and a verify forward of 32 rows a round, 5.46 positions a
+#     round: NLD-8B's acceptance, an assumption)
 #   LLaDA2.0-mini (block-causal MoE), block: LLaDA2.0's threshold decoding (TPF 2.55) against
 #     LLaDA2.1's token editing in its Quality and Speed modes (TPF 3.12, 5.34: their model card's)
 #   Fast-dLLM v2 7B (its own model and H100 calibration), one token a step (its GSM8K setting):
@@ -92,6 +94,7 @@ run sdar fdllm-v2-dual "${sdar[@]}" --policy fdllm-v2 --block 8 --v2-dual 1
 run sdar block-prophet "${sdar[@]}" --policy block --early-commit "$prophet"
 run sdar herald "${sdar[@]}" --policy herald
 run sdar spiffy "${sdar[@]}" --policy block --decode spiffy:2.9
+run sdar linear-spec --model sdar-8b --policy linear-spec # (its commits its own: no decoder)
 mini=(--model llada2.0-mini --policy block --calib-from h200)
 [ "${COST:-calibrated}" = roofline ] && mini=(--model llada2.0-mini --policy block)
 run mini llada2.0 "${mini[@]}" --decode threshold:llada2-mini
@@ -127,7 +130,8 @@ TITLE = {"llada": "LLaDA-8B, threshold 0.9 (TPF 2.77)", "sdar": "SDAR-8B, thresh
 LABEL = {"sparsed": "sparsed, no cache", "dpad": "dpad, no cache", "block": "block", "d2cache": "d2cache (one block)", "elastic": "elastic (refresh every 32)", "dkv-cache": "dkv-cache (refresh every 8)", "dpad-dual": "dpad over the dual cache",
          "dual-prophet": "dual + Prophet (F = %s)" % prophet, "d2f-0": "d2f, semi-activated none",
          "d2f-0.5": "d2f, semi-activated half", "d2f-1": "d2f, semi-activated all", "fdllm-v2": "fdllm-v2 (Fast-dLLM v2)",
-         "fdllm-v2-dual": "fdllm-v2, DualCache", "herald": "herald (K/V on the host)", "spiffy": "block + Spiffy (3 drafts, TPF 2.9)", "block-prophet": "block + Prophet (F = %s)" % prophet,
+         "fdllm-v2-dual": "fdllm-v2, DualCache", "herald": "herald (K/V on the host)", "spiffy": "block + Spiffy (3 drafts, TPF 2.9)",
+         "linear-spec": "linear-spec (a draft and a verify, 5.46 a round)", "block-prophet": "block + Prophet (F = %s)" % prophet,
          "llada2.0": "LLaDA2.0 threshold (TPF 2.55)", "llada2.1-q": "LLaDA2.1 editing, Q mode (TPF 3.12)",
          "llada2.1-s": "LLaDA2.1 editing, S mode (TPF 5.34)"}
 with open(os.path.join(out, "report.md"), "w") as f:
@@ -180,6 +184,8 @@ with open(os.path.join(out, "report.md"), "w") as f:
         ("HERALD's GPU holds less K/V at its peak than block diffusion's, and runs the same rows a token",
          S("herald")["peak_kv_gib"] < S("block")["peak_kv_gib"] and
          abs(S("herald")["rows_per_token"] - S("block")["rows_per_token"]) < 1e-9),
+        ("LinearSpec's rounds (two forwards of 32 rows for 5.46 positions) run fewer rows a token than block "
+         "diffusion at TPF 2.0", S("linear-spec")["rows_per_token"] < S("block")["rows_per_token"]),
         ("on its own model, Fast-dLLM v2's DualCache runs fewer rows a token than its plain path",
          V("fdllm-v2-dual")["rows_per_token"] < V("fdllm-v2")["rows_per_token"]),
     ]

@@ -24,6 +24,7 @@
 
 const char *const cfg_executor_names[2] = {"model", "gpu"};
 const char *const cfg_clock_names[3] = {"auto", "on", "off"};
+const char *const cfg_weights_names[2] = {"bf16", "fp8"};
 const char *const cfg_preempt_names[2] = {"recompute", "swap"};
 const char *const cfg_admit_names[2] = {"refuse", "defer"};
 
@@ -74,7 +75,9 @@ const struct cfg_option cfg_options[] = {
     {"max-pos", INT, FIELD(max_pos), .def = "0", .lo = 0, .hi = 1 << 28, .unit = "positions", .arg = "N", .group = SYS,
      .shown = "the model's", .help = "the longest sequence the model runs (RoPE: past its config's)"},
     {"gpu", TEXT, FIELD(gpu), .def = "h200", .arg = "NAME", .group = SYS,
-     .help = "rtx3090 rtx4090 l40s a100-40gb a100-80gb h100 h200 (tessera list gpus)"},
+     .help = "rtx3090 rtx4090 l40s a100-40gb a100-80gb h100 h200 b200 (tessera list gpus)"},
+    {"weights", CHOICE, FIELD(weights), CHOICES(cfg_weights_names), .def = "bf16", .group = SYS,
+     .help = "bf16, or fp8: weights of a byte and their GEMMs at the card's FP8 rate (W8A8; --cost roofline)"},
     {"gpu-file", TEXT, FIELD(gpu_file), .def = "", .arg = "FILE", .group = SYS, .shown = "none",
      .help = "JSON adding or overriding GPUs: {\"NAME\": {\"mem_gib\":.., ..}}"},
     {"impl", TEXT, FIELD(impl), .def = "tessera", .arg = "NAME", .group = SYS,
@@ -88,6 +91,9 @@ const struct cfg_option cfg_options[] = {
      .help = "calibrated: GPU's calibration carried to --gpu (calib transfer)"},
     {"host", TEXT, FIELD(host), .def = "", .arg = "NAME|FILE", .group = SYS, .shown = "the calibration's own",
      .help = "the host issuing an eager engine's steps (list hosts)"},
+    {"rounds-host", TEXT, FIELD(rounds_host), .def = "", .arg = "GPU", .group = SYS, .shown = "none",
+     .help = "a runtime priced by its rounds (--impl sglang) on a card with none: the host's work between rounds "
+             "as measured beside GPU (an assumption: the hosts alike), the forwards priced as the engine runs them"},
     {"extrapolate", FLAG, FIELD(extrapolate), .def = "0", .group = SYS,
      .help = "calibrated: price steps beyond the profiled range"},
     {"clock", CHOICE, FIELD(clock), CHOICES(cfg_clock_names), .def = "auto", .group = SYS,
@@ -413,6 +419,9 @@ int sim_config_validate(const struct sim_config *c, struct sim_setup *setup, str
     struct sim_setup own, *su = setup ? setup : &own;
     if (sim_setup_resolve(c, su, err))
         return -1;
+    if (c->weights == WEIGHTS_FP8 && (strcmp(c->cost, "roofline") != 0 || c->executor == EXECUTOR_GPU))
+        return ts_fail(err, "--weights fp8: the engine and its calibrations run bf16 weights; FP8 is priced by the "
+                            "roofline alone (--cost roofline, --executor model)");
     if (c->executor == EXECUTOR_GPU && su->impl.rounds)
         return ts_fail(err, "--impl %s: the engine runs tessera's forwards, not %s's rounds; a live run is priced as "
                             "the engine runs (--impl tessera)", su->impl.name, su->impl.name);

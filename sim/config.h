@@ -25,8 +25,9 @@ enum cfg_executor { EXECUTOR_MODEL = 0, EXECUTOR_GPU };
 enum cfg_clock { CLOCK_AUTO = 0, CLOCK_ON, CLOCK_OFF };
 enum cfg_preempt { PREEMPT_RECOMPUTE = 0, PREEMPT_SWAP };
 enum cfg_admit { ADMIT_REFUSE = 0, ADMIT_DEFER };
+enum cfg_weights { WEIGHTS_BF16 = 0, WEIGHTS_FP8 };
 extern const char *const cfg_executor_names[2], *const cfg_clock_names[3], *const cfg_preempt_names[2],
-    *const cfg_admit_names[2];
+    *const cfg_admit_names[2], *const cfg_weights_names[2];
 /* Sets *out to the index of `name` among names[0..n) (the value of option --opt); -1 with err
  * "--opt: 'name' is not A, B or C" where it is none of them. */
 int cfg_choice(const char *opt, const char *name, const char *const *names, int n, int32_t *out, struct ts_err *err);
@@ -36,6 +37,7 @@ struct sim_config {
     char system[CFG_STR];      /* preset applied before explicit options ("" = none) */
     char model[CFG_PATH];      /* built-in name or path to config.json */
     int32_t max_pos;           /* > 0: the longest sequence the model runs, in place of its config's */
+    int32_t weights;           /* enum cfg_weights: bf16 (the model's), or fp8 (W8A8 GEMMs) */
     char gpu[CFG_STR];
     char gpu_file[CFG_PATH];   /* JSON overriding/adding GPUs ("" = none) */
     char policy[CFG_STR];
@@ -47,6 +49,7 @@ struct sim_config {
     char calib_from[CFG_STR];  /* calibrated: the shipped calibration of this GPU carried to gpu
                                 * (calib_data_transfer); "" = gpu's own */
     char host[CFG_PATH];       /* calibrated: a host profile replacing the calibration's ("" = its own) */
+    char rounds_host[CFG_STR]; /* a card whose measured rounds give the host's work where --gpu has none ("" = none) */
     bool extrapolate;          /* calibrated: price steps beyond the profiled range */
     int32_t clock;             /* enum cfg_clock: the card's clock under its power limit (clock.h): auto
                                 * (modelled where the cost is calibrated and the GPU's clock was

@@ -222,7 +222,8 @@ static const struct preset presets[] = {
      "each round padded to SGLang's captured CUDA-graph batch and priced by SGLang's own rounds, measured whole on "  \
      "an H200 for LLaDA2.0-mini (--impl sglang: a round's forward by its requests, graph and keys read, and the "      \
      "scheduler's host work between rounds, fitted on bursts of 1-32 requests); another card or model is priced "    \
-     "as tessera's engine runs the forward, the host's work unpriced (the summary says which). SGLang 0.5.17 itself " \
+     "as tessera's engine runs the forward, the host's work unpriced unless --rounds-host h200 carries the "         \
+     "H200 host's (an assumption; the summary says which). SGLang 0.5.17 itself "                                  \
      "on an H200 (experiments/records/sglang-h200: --max-running-requests 8, five traces a mode) matched its "       \
      "throughput within 1% and its mean latency at +2% to +15% first done first out (+15% at 1 request a second), " \
      "-1% to +15% sync (+15% with lognormal lengths, where the preset runs 6% more forwards); the profile's engine "  \

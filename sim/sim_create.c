@@ -19,6 +19,8 @@ int sim_model_resolve(const struct sim_config *c, struct model_cfg *out, struct 
         return -1;
     if (c->max_pos > 0)
         out->max_pos = c->max_pos;
+    if (c->weights == WEIGHTS_FP8)
+        out->weight_bytes = 1;
     return 0;
 }
 
@@ -141,8 +143,20 @@ done:
 static int load_rounds(struct sim *s, struct ts_err *err)
 {
     char path[CFG_PATH + 256];
-    if (!sim_rounds_path(&s->cfg, s->gpu.name, s->model.name, &s->impl, path, sizeof path))
+    const char *card = s->gpu.name;
+    if (sim_rounds_path(&s->cfg, card, s->model.name, &s->impl, path, sizeof path)) {
+        if (s->cfg.rounds_host[0])
+            return ts_fail(err, "--rounds-host %s: %s's own rounds of %s are measured (%s): they price the run whole",
+                           s->cfg.rounds_host, card, s->model.name, path);
+    } else if (s->cfg.rounds_host[0]) {
+        card = s->cfg.rounds_host;
+        if (!s->impl.rounds || !sim_rounds_path(&s->cfg, card, s->model.name, &s->impl, path, sizeof path))
+            return ts_fail(err, "--rounds-host %s: no rounds of --impl %s measured for %s on %s", card, s->impl.name,
+                           s->model.name, card);
+        s->rounds_host_only = true;
+    } else {
         return 0;
+    }
     if (strcmp(s->sched->name, "sglang") != 0)
         return ts_fail(err, "--impl %s prices the sglang scheduler's rounds, measured whole (%s): give --scheduler "
                             "sglang (or --system sglang), not %s", s->impl.name, path, s->sched->name);
@@ -153,7 +167,7 @@ static int load_rounds(struct sim *s, struct ts_err *err)
         return ts_fail(err, "--clock on: --impl %s's rounds were measured at the card's own clock, which they hold "
                             "(%s)", s->impl.name, path);
     s->rounds = xcalloc(1, sizeof *s->rounds);
-    return rounds_load(path, s->gpu.name, s->model.name, s->impl.name, s->rounds, err);
+    return rounds_load(path, card, s->model.name, s->impl.name, s->rounds, err);
 }
 
 /* The all-reduce's times over `degree` GPUs of the run's kind (data/allreduce.csv, else the link). */
@@ -295,6 +309,8 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
     if (!rc)
         rc = gpu_lookup(gt, cfg->gpu, &s->gpu, err);
     gpu_table_destroy(gt);
+    if (!rc && s->model.weight_bytes == 1 && !(s->gpu.fp8_flops > 0))
+        rc = ts_fail(err, "--weights fp8: %s has no FP8 tensor cores (tessera list gpus: fp8_TFLOPS)", s->gpu.name);
     if (rc)
         goto fail;
     if (cfg->host[0] && s->cost != &cost_calibrated && roofline_host(&s->impl, cfg->host, err))
@@ -313,7 +329,7 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
         goto fail;
     if (s->cost == &cost_calibrated && load_calibration(s, err))
         goto fail;
-    if (s->impl.rounds && load_rounds(s, err))
+    if ((s->impl.rounds || cfg->rounds_host[0]) && load_rounds(s, err))
         goto fail;
     if (cfg->clock != CLOCK_OFF) { /* the card's clock under its power limit (clock.h) */
         const int found = s->cost == &cost_calibrated ? clock_params_find(cfg->datadir, s->gpu.name, &s->clock, err) : 0;
@@ -327,7 +343,8 @@ static struct sim *sim_create_as(const struct sim_config *cfg, bool fed, struct 
                              "clock fits one to an engine_bench --warm-trace)", s->gpu.name, cfg->datadir);
             goto fail;
         }
-        s->sum.clock_modelled = found == 1 && !s->rounds; /* (a runtime's measured rounds hold their clock) */
+        s->sum.clock_modelled = found == 1 && !s->rounds; /* (a runtime's measured rounds hold their clock; with
+                                                           * another card's, their host's time is not the card's) */
     }
     s->pcfg = (struct policy_cfg){.block_size = cfg->block, .mask_only = cfg->mask_only,
                                   .block_logits = cfg->block_logits,

@@ -55,6 +55,7 @@ struct sim {
     struct cost_ctx cctx;
     double op_scale[OP_COUNT]; /* --op-scale (cctx.op_scale where given) */
     struct calib *calib;  /* owned; the calibrated back end's fit */
+    bool rounds_host_only;         /* rounds measured beside another card (--rounds-host): their host work alone */
     struct rounds_profile *rounds; /* owned; an implementation priced by its rounds (rounds.h), where the GPU
                                     * and model have them (NULL: priced as its base) */
     const struct planner_ops *planner; /* activation reservations (planner.h) */

@@ -165,6 +165,45 @@ START_TEST(ops_match_their_closed_forms)
 }
 END_TEST
 
+/* FP8 weights (--weights fp8, weight_bytes 1): a GEMM over the weights reads a byte a weight and runs at
+ * the card's FP8 rate, its activations still bf16; the LM head, attention and K/V stay bf16. By hand, on
+ * LLaDA-8B's Reuse step of 4 x 32 rows over 480 keys, and a Refresh of 2,048 rows (compute-bound: the
+ * FP8 rate halves its GEMMs' time on an H200). */
+START_TEST(fp8_weights_read_a_byte_at_the_fp8_rate)
+{
+    struct cost_ctx c = ctx("llada-8b", "tessera"), b = c;
+    c.model.weight_bytes = 1;
+    const double L = 32, h = 4096, qd = 4096, kvd = 4096, F = 12288, a = 2, ge = c.impl.gemm_eff;
+    for (int big = 0; big < 2; big++) {
+        const double T = big ? 2048 : 128;
+        struct cost_breakdown bd, bb;
+        if (big) {
+            price(&c, 1, 2048, 0, 0, 0, &bd);
+            price(&b, 1, 2048, 0, 0, 0, &bb);
+        } else {
+            price(&c, 4, 32, 480, 32, 0, &bd);
+            price(&b, 4, 32, 480, 32, 0, &bb);
+        }
+        const struct {
+            int op;
+            double flops, bytes;
+        } ops[] = {{OP_QKV, 2 * T * h * (qd + 2 * kvd), h * (qd + 2 * kvd) + a * (T * h + T * (qd + 2 * kvd))},
+                   {OP_OPROJ, 2 * T * qd * h, qd * h + a * (T * qd + T * h)},
+                   {OP_GATE_UP, 2 * T * h * 2 * F, 2 * F * h + a * T * (h + 2 * F)},
+                   {OP_DOWN, 2 * T * F * h, F * h + a * T * (F + h)}};
+        for (size_t i = 0; i < TS_ARRAY_LEN(ops); i++) {
+            const double gpu = fmax(ops[i].flops / (1978.9e12 * ge), ops[i].bytes / (c.gpu.mem_bw * c.impl.mem_eff));
+            const double want = L * fmax(gpu, c.impl.kernels[ops[i].op] * c.impl.launch_s);
+            ck_assert_msg(fabs(bd.op_s[ops[i].op] - want) <= 1e-12 * want, "%s (T %g): %.9g s, by hand %.9g",
+                          cost_op_name(ops[i].op), T, bd.op_s[ops[i].op], want);
+            if (big) /* compute-bound: the FP8 rate halves it */
+                ck_assert_msg(fabs(bd.op_s[ops[i].op] / bb.op_s[ops[i].op] - 989.4 / 1978.9) < 1e-9, "%s %g", cost_op_name(ops[i].op), bd.op_s[ops[i].op] / bb.op_s[ops[i].op]);
+        }
+        ck_assert(bd.op_s[OP_ATTN] == bb.op_s[OP_ATTN] && bd.op_s[OP_LM_HEAD] == bb.op_s[OP_LM_HEAD]);
+    }
+}
+END_TEST
+
 START_TEST(reuse_one_block_reads_the_weights)
 {
     /* one 32-token block over 480 cached tokens: bound by reading 16 GB of weights */
@@ -743,6 +782,7 @@ int main(void)
     tcase_add_test(tc, op_scale_scales_the_roofline);
     tcase_add_test(tc, ops_match_their_closed_forms);
     tcase_add_test(tc, reuse_one_block_reads_the_weights);
+    tcase_add_test(tc, fp8_weights_read_a_byte_at_the_fp8_rate);
     tcase_add_test(tc, eager_is_launch_bound_on_small_steps);
     tcase_add_test(tc, lm_head_chunks_reread_weights);
     tcase_add_test(tc, attention_grows_with_context);

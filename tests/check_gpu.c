@@ -1,4 +1,5 @@
 /* check_gpu.c: the GPU table and its override file. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,13 +10,23 @@ START_TEST(builtins)
 {
     struct gpu_table *t = gpu_table_create();
     struct gpu_spec g;
-    const char *names[] = {"rtx3090", "RTX4090", "l40s", "a100-40gb", "a100-80gb", "h100", "H200"};
+    const char *names[] = {"rtx3090", "RTX4090", "l40s", "a100-40gb", "a100-80gb", "h100", "H200", "b200"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         ck_assert_msg(gpu_lookup(t, names[i], &g, NULL) == 0, "%s", names[i]);
     gpu_lookup(t, "h200", &g, NULL);
     ck_assert(g.mem_bytes > 140LL << 30 && g.mem_bw == 4.8e12);
     gpu_lookup(t, "rtx4090", &g, NULL);
     ck_assert(g.mem_bytes < 24LL << 30 && g.bf16_flops > 150e12);
+    /* FP8 tensor cores: twice the bf16 rate on Ada, Hopper and Blackwell; none on Ampere */
+    const char *fp8[] = {"rtx4090", "l40s", "h100", "h800", "h200", "b200"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(fp8); i++) {
+        gpu_lookup(t, fp8[i], &g, NULL);
+        ck_assert_msg(fabs(g.fp8_flops / g.bf16_flops - 2) < 0.03, "%s: fp8 %g bf16 %g", fp8[i], g.fp8_flops, g.bf16_flops);
+    }
+    for (const char *const *n = (const char *const[]){"rtx3090", "a100-40gb", "a100-80gb", NULL}; *n; n++) {
+        gpu_lookup(t, *n, &g, NULL);
+        ck_assert_msg(g.fp8_flops == 0, "%s", *n);
+    }
     struct ts_err err;
     ck_assert_int_ne(gpu_lookup(t, "tpu", &g, &err), 0);
     ck_assert_ptr_nonnull(strstr(err.msg, "l40s"));
@@ -37,7 +48,8 @@ START_TEST(driver_names)
                  {"NVIDIA GeForce RTX 4090", 24564, "rtx4090"}, {"NVIDIA GeForce RTX 3090", 0, "rtx3090"},
                  {"NVIDIA A100-SXM4-80GB", 0, "a100-80gb"},    {"NVIDIA A100-PCIE-40GB", 81920, "a100-40gb"},
                  {"NVIDIA A100-SXM4", 81920, "a100-80gb"},     {"NVIDIA A100-PCIE", 40536, "a100-40gb"},
-                 {"NVIDIA A100", 0, "a100"},                   {"Tesla T4", 15360, NULL}};
+                 {"NVIDIA A100", 0, "a100"},                   {"Tesla T4", 15360, NULL},
+                 {"NVIDIA B200", 183359, "b200"}};
     for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
         const char *got = gpu_of_device(cases[i].driver, cases[i].mib);
         ck_assert_msg(cases[i].want ? got && strcmp(got, cases[i].want) == 0 : got == NULL, "%s: %s", cases[i].driver,
@@ -53,7 +65,7 @@ START_TEST(override_and_add)
     struct gpu_table *t = gpu_table_create();
     const char *p = tmp_file(0, ".json", "{\"h200\": {\"bf16_tflops\": 768.6, \"mem_bw_gbs\": 4240},"
                                          " \"mi300x\": {\"mem_gib\": 192, \"bf16_tflops\": 1307,"
-                                         " \"mem_bw_gbs\": 5300}}");
+                                         " \"mem_bw_gbs\": 5300, \"fp8_tflops\": 2615}}");
     struct ts_err err;
     ck_assert_msg(gpu_load_file(t, p, &err) == 0, "%s", err.msg);
     struct gpu_spec g;
@@ -62,7 +74,8 @@ START_TEST(override_and_add)
     ck_assert(g.mem_bytes > 140LL << 30); /* untouched field kept */
     ck_assert_int_eq(gpu_lookup(t, "mi300x", &g, NULL), 0);
     ck_assert_int_eq(g.mem_bytes, 192LL << 30);
-    ck_assert_int_eq(gpu_table_count(t), 9); /* the 8 built in and mi300x */
+    ck_assert(g.fp8_flops == 2615e12);
+    ck_assert_int_eq(gpu_table_count(t), 10); /* the 9 built in and mi300x */
     gpu_table_destroy(t);
 }
 END_TEST

@@ -18,6 +18,13 @@ START_TEST(builtin_llada)
     ck_assert_int_eq(model_params(m), expect);
     ck_assert_int_eq(model_kv_bytes_per_token(m), 2LL * 32 * 32 * 128 * 2); /* 512 KiB */
     ck_assert_int_eq(model_params(m), model_active_params(m));
+    /* its weights: 2 bytes a parameter; FP8, a byte but the embedding and LM head's two (tied or not) */
+    ck_assert_int_eq(model_weight_bytes(m), 2 * expect);
+    struct model_cfg f = *m;
+    f.weight_bytes = 1;
+    ck_assert_int_eq(model_weight_bytes(&f), expect + 2LL * 126464 * 4096);
+    f.tied_lm_head = true;
+    ck_assert_int_eq(model_weight_bytes(&f), model_params(&f) + 126464LL * 4096);
 }
 END_TEST
 

@@ -724,6 +724,31 @@ START_TEST(sglang_rounds_charge_the_host_once_a_round)
     ck_assert_msg(fabs(m.ops.op_s[OP_HOST] - 24.0) < 1e-9 && fabs(m.ops.total_s - 24.0 - 24e-3) < 1e-9,
                   "speed 2: host %.6f s, all %.6f s", m.ops.op_s[OP_HOST], m.ops.total_s);
     sim_destroy(s);
+    /* on a card with no rounds of its own, --rounds-host carries the other card's host work alone: first
+     * done, first out's 12 host seconds beside the forwards as the cost model prices them on that card
+     * (the same as a run without it, but for the host's line); the card with rounds of its own refuses it */
+    c.speed_gpu = 0;
+    test_param(&c, "fdfo", 1);
+    char own[sizeof c.gpu];
+    snprintf(own, sizeof own, "%s", c.gpu);
+    snprintf(c.gpu, sizeof c.gpu, "%s", strcmp(own, "h100") == 0 ? "h200" : "h100");
+    s = run_kept(&c);
+    struct sim_summary plain;
+    sim_get_summary(s, &plain);
+    sim_destroy(s);
+    snprintf(c.rounds_host, sizeof c.rounds_host, "%s", own);
+    s = run_kept(&c);
+    sim_get_summary(s, &m);
+    sim_destroy(s);
+    ck_assert_int_eq((int64_t)m.num_steps, 12);
+    ck_assert_msg(fabs(m.ops.op_s[OP_HOST] - 12.0) < 1e-9 &&
+                      fabs((m.ops.total_s - m.ops.op_s[OP_HOST]) - (plain.ops.total_s - plain.ops.op_s[OP_HOST])) < 1e-12,
+                  "carried host %.6f s, forwards %.9f s against %.9f s", m.ops.op_s[OP_HOST],
+                  m.ops.total_s - m.ops.op_s[OP_HOST], plain.ops.total_s - plain.ops.op_s[OP_HOST]);
+    snprintf(c.gpu, sizeof c.gpu, "%s", own);
+    struct ts_err err;
+    ck_assert_ptr_null(sim_create(&c, &err));
+    ck_assert_msg(strstr(err.msg, "own rounds"), "%s", err.msg);
 }
 END_TEST
 

@@ -227,7 +227,7 @@ contains "a distribution whose mean is not its TPF" "off.steps: their mean, 3 po
 # unknown names list the valid ones
 expect 2 "unknown model" -- "$bin" sim --model gpt-5
 contains "unknown model" "llada-8b, dream-7b, sdar-8b, llada-moe-7b, llada2.0-mini"
-expect 2 "unknown gpu" -- "$bin" sim --gpu b200
+expect 2 "unknown gpu" -- "$bin" sim --gpu mi300x
 contains "unknown gpu" "rtx4090"
 expect 2 "unknown policy" -- "$bin" sim --policy magic
 contains "unknown policy" "vanilla, prefix, dual, block"
@@ -1318,6 +1318,19 @@ is_png "$tmp/la/figure.png" "exp run lookahead"
 # (an experiment's variables are its options too: --mrr 1 is MRR=1)
 expect 0 "exp run sglang-modes, one running" -- "$bin" exp run sglang-modes "$tmp/sgm1" --rps 0.5 --mrr 1 --requests 40
 contains "exp run sglang-modes, one running" "on h200, lognormal:6,0.7,5,0.6 lengths, at most 1 running requests"
+expect 0 "exp run published-speeds" -- "$bin" exp run published-speeds "$tmp/pubs"
+got=$(python3 -c 'import json, sys
+rows = list(map(json.loads, open(sys.argv[1])))
+d = {(r["gpu"], r["weights"], r["gen"]): r["makespan_ns"] for r in rows if r["part"] == "dgemma"}
+canvas = {k[:2]: d[k[0], k[1], "512"] - d[k[0], k[1], "256"] for k in d}
+s = {(r["how"], r["mode"], r["concurrency"]): r["throughput_tok_s"] for r in rows if r["part"] == "sglang"}
+print(len(rows), all(canvas[g, "fp8"] < canvas[g, "bf16"] for g in ("h100", "h200")), canvas["h200", "fp8"] < canvas["h100", "fp8"],
+      all(s[h, "s", c] > s[h, "q", c] and s["b200-host", m, c] < s["b200", m, c] for h in ("b200", "b200-host", "h200")
+          for m in ("q", "s") for c in ("1", "100")),
+      all(r["num_finished"] == (10 if r.get("concurrency") == "1" else 500 if r["part"] == "sglang" else 1) for r in rows))' \
+    "$tmp/pubs/results.jsonl" 2>&1)
+[ "$got" = "24 True True True True" ] && ok || bad "exp run published-speeds: '$got'"
+contains "exp run published-speeds" "| h100 | fp8 |"
 expect 0 "exp run sglang-modes --help" -- "$bin" exp run sglang-modes --help
 contains "exp run sglang-modes --help" "(--name VALUE sets NAME): --rps --mrr --requests --gpu --lengths --seed"
 expect 2 "exp run sglang-modes --gpuu" -- "$bin" exp run sglang-modes "$tmp/sgm-typo" --gpuu h100
@@ -1402,8 +1415,8 @@ if command -v gnuplot >/dev/null; then
     for f in autoscale sizes disagg load-control affinity; do is_png "$tmp/fleet-exp/$f.png" "exp run fleet"; done
 fi
 expect 0 "exp run mechanisms" -- env REQUESTS=40 "$bin" exp run mechanisms "$tmp/mech"
-[ "$(grep -c '| holds |' "$tmp/mech/report.md")" = 20 ] && ok || bad "exp run mechanisms: a check does not hold ($tmp/mech/report.md)"
-[ "$(grep -c . "$tmp/mech/results.jsonl")" = 30 ] && ok || bad "exp run mechanisms: not 30 runs"
+[ "$(grep -c '| holds |' "$tmp/mech/report.md")" = 21 ] && ok || bad "exp run mechanisms: a check does not hold ($tmp/mech/report.md)"
+[ "$(grep -c . "$tmp/mech/results.jsonl")" = 31 ] && ok || bad "exp run mechanisms: not 31 runs"
 if command -v gnuplot >/dev/null; then is_png "$tmp/mech/figure.png" "exp run mechanisms"; fi
 expect 0 "exp run crossover" -- env BATCHES="1 8 64" LIMIT=64 "$bin" exp run crossover "$tmp/arx"
 got=$(python3 -c 'import json, sys
@@ -1737,6 +1750,23 @@ expect 0 "sim --help" -- "$bin" sim --help
 contains "sim --help lists the policies from the table" "--policy NAME            the denoising policy (tessera list policies): vanilla prefix dual block"
 contains "sim --help lists the policy parameters" "vicinity (policy)        --vicinity N [16] --refresh-interval N [32]"
 contains "sim --help lists the planners from the table" "caching profiled first-fit greedy-size ilp"
+# --weights fp8: a byte a weight (the embedding and LM head kept in bf16), the roofline's alone, on cards with FP8
+expect 0 "sim --weights fp8" -- "$bin" sim --model llada-8b --weights fp8 --requests 2 --no-progress --json
+got=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["weight_bytes"])' "$tmp/out")
+[ "$got" = "$(( 16031162368 / 2 + 2 * 126464 * 4096 ))" ] && ok || bad "sim --weights fp8: weight bytes $got"
+expect 2 "sim --weights fp8 calibrated" -- "$bin" sim --model llada-8b --weights fp8 --cost calibrated --requests 2
+contains "sim --weights fp8 calibrated" "FP8 is priced by the roofline alone"
+expect 2 "sim --weights fp8 on an A100" -- "$bin" sim --model llada-8b --weights fp8 --gpu a100-80gb --requests 2
+contains "sim --weights fp8 on an A100" "a100-80gb has no FP8 tensor cores"
+expect 2 "sim --weights fp4" -- "$bin" sim --weights fp4 --requests 2
+# --rounds-host: another card's measured host work between rounds, where --gpu has no rounds of its own
+expect 0 "sim --rounds-host" -- "$bin" sim --system sglang --gpu b200 --cost roofline --rounds-host h200 --requests 4 \
+    --lengths fixed:500,256 --gen-len 256
+contains "sim --rounds-host" "the host's work between rounds as measured beside h200 (--rounds-host"
+expect 2 "sim --rounds-host, the card's own rounds" -- "$bin" sim --system sglang --gpu h200 --rounds-host h200 --requests 4
+contains "sim --rounds-host, the card's own rounds" "h200's own rounds of llada2.0-mini are measured"
+expect 2 "sim --rounds-host, a runtime without rounds" -- "$bin" sim --rounds-host h200 --requests 2
+contains "sim --rounds-host, a runtime without rounds" "no rounds of --impl tessera measured for llada-8b on h200"
 # LinearSpec: its commits its own (a decoder named is refused); at --lspec-accept 1 two forwards a token
 expect 2 "sim linear-spec with a decoder" -- "$bin" sim --model sdar-8b --policy linear-spec --decode threshold:2.5 --requests 2
 contains "sim linear-spec with a decoder" "policy linear-spec draws its steps' commits itself"

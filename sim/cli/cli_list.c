@@ -104,8 +104,8 @@ static int list_gpus(bool measured)
         printf("%-10s %12s %13s %11s %10s %13s  %s\n", "gpu", "bf16_TFLOPS", "measured_GEMM", "held_2s", "mem_GB/s",
                "copy_GB/s(r+w)", "record");
     else
-        printf("%-10s %9s %12s %10s %10s %7s %7s\n", "gpu", "mem_GiB", "bf16_TFLOPS", "mem_GB/s", "host_GB/s", "tdp_W",
-               "idle_W");
+        printf("%-10s %9s %12s %10s %10s %7s %7s %11s\n", "gpu", "mem_GiB", "bf16_TFLOPS", "mem_GB/s", "host_GB/s",
+               "tdp_W", "idle_W", "fp8_TFLOPS");
     char path[CFG_PATH + 32];
     snprintf(path, sizeof path, "%s/gpu_measured.csv", c.datadir);
     for (int i = 0; i < gpu_table_count(t) && !bad; i++) {
@@ -117,8 +117,8 @@ static int list_gpus(bool measured)
             fprintf(stderr, "tessera list: %s\n", err.msg);
             bad = true;
         } else if (!measured)
-            printf("%-10s %9.1f %12.1f %10.0f %10.0f %7.0f %7.0f\n", g->name, g->mem_bytes / TS_GIB,
-                   g->bf16_flops / 1e12, g->mem_bw / 1e9, g->host_bw / 1e9, g->tdp_w, g->idle_w);
+            printf("%-10s %9.1f %12.1f %10.0f %10.0f %7.0f %7.0f %11.1f\n", g->name, g->mem_bytes / TS_GIB,
+                   g->bf16_flops / 1e12, g->mem_bw / 1e9, g->host_bw / 1e9, g->tdp_w, g->idle_w, g->fp8_flops / 1e12);
         else if (found)
             printf("%-10s %12.1f %13.1f %11.1f %10.0f %14.0f  %s\n", g->name, g->bf16_flops / 1e12, gm.gemm_flops / 1e12,
                    gm.gemm_held_flops / 1e12, g->mem_bw / 1e9, gm.copy_bw / 1e9, gm.record);

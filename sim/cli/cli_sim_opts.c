@@ -392,6 +392,11 @@ const char *cli_cost_text(const struct sim_config *c, char *buf, size_t len)
         if (sim_rounds_path(c, c->gpu, m.name, &im, path, sizeof path))
             snprintf(buf + strlen(buf), len - strlen(buf), "; each step %s's own round, measured whole: %s", im.name,
                      strstr(path, "/sim/data/") ? strstr(path, "/sim/data/") + 1 : path);
+        else if (c->rounds_host[0] && sim_rounds_path(c, c->rounds_host, m.name, &im, path, sizeof path))
+            snprintf(buf + strlen(buf), len - strlen(buf), "; no %s rounds measured for %s on %s: the forwards priced "
+                     "as %s, the host's work between rounds as measured beside %s (--rounds-host: %s)", im.name, m.name,
+                     c->gpu, im.calib_base, c->rounds_host,
+                     strstr(path, "/sim/data/") ? strstr(path, "/sim/data/") + 1 : path);
         else
             snprintf(buf + strlen(buf), len - strlen(buf), "; no %s rounds measured for %s on %s%s: priced as %s",
                      im.name, m.name, c->gpu, c->tp > 1 || c->ep > 1 ? " on one GPU" : "", im.calib_base);

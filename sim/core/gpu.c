@@ -24,26 +24,33 @@
 static const struct gpu_spec builtin_gpus[] = {
     /* NVIDIA Ampere GA102 GPU Architecture whitepaper, GeForce RTX 3090: peak BF16 tensor TFLOPS with
      * FP32 accumulate 71 (dense), GDDR6X 936 GB/s; total graphics power 350 W */
-    {"rtx3090", 24576 * MIB, 71e12, 936e9, 25e9, 25e9, 350, 350 * GPU_IDLE_SHARE},
+    {"rtx3090", 24576 * MIB, 71e12, 936e9, 25e9, 25e9, 350, 350 * GPU_IDLE_SHARE, 0},
     /* NVIDIA Ada Lovelace GPU Architecture whitepaper, GeForce RTX 4090: peak BF16 tensor TFLOPS with
-     * FP32 accumulate 165.2 (dense), 1,008 GB/s; total graphics power 450 W */
-    {"rtx4090", 24564 * MIB, 165.2e12, 1008e9, 25e9, 25e9, 450, 450 * GPU_IDLE_SHARE},
-    /* NVIDIA L40S datasheet: BF16 tensor core 362.05 TFLOPS dense (733 with sparsity), 864 GB/s; max power
-     * consumption 350 W */
-    {"l40s", 46068 * MIB, 362.05e12, 864e9, 25e9, 25e9, 350, 350 * GPU_IDLE_SHARE},
+     * FP32 accumulate 165.2 (dense), FP8 with FP32 accumulate 330.3 (dense), 1,008 GB/s; total graphics
+     * power 450 W */
+    {"rtx4090", 24564 * MIB, 165.2e12, 1008e9, 25e9, 25e9, 450, 450 * GPU_IDLE_SHARE, 330.3e12},
+    /* NVIDIA L40S datasheet: BF16 tensor core 362.05 TFLOPS dense (733 with sparsity), FP8 733 dense (1,466
+     * with sparsity), 864 GB/s; max power consumption 350 W */
+    {"l40s", 46068 * MIB, 362.05e12, 864e9, 25e9, 25e9, 350, 350 * GPU_IDLE_SHARE, 733e12},
     /* NVIDIA A100 Tensor Core GPU datasheet: BF16 tensor core 312 TFLOPS (dense); 40GB 1,555 GB/s,
-     * 80GB SXM 2,039 GB/s; NVLink 600 GB/s both ways; max TDP 400 W (SXM) */
-    {"a100-40gb", 40960 * MIB, 312e12, 1555e9, 25e9, 300e9, 400, 400 * GPU_IDLE_SHARE},
-    {"a100-80gb", 81920 * MIB, 312e12, 2039e9, 25e9, 300e9, 400, 400 * GPU_IDLE_SHARE},
+     * 80GB SXM 2,039 GB/s; NVLink 600 GB/s both ways; max TDP 400 W (SXM); no FP8 tensor cores */
+    {"a100-40gb", 40960 * MIB, 312e12, 1555e9, 25e9, 300e9, 400, 400 * GPU_IDLE_SHARE, 0},
+    {"a100-80gb", 81920 * MIB, 312e12, 2039e9, 25e9, 300e9, 400, 400 * GPU_IDLE_SHARE, 0},
     /* NVIDIA H100 Tensor Core GPU datasheet, SXM: BF16 tensor core 1,979 TFLOPS with sparsity, 989.4
-     * dense; 3.35 TB/s; NVLink 900 GB/s both ways; max TDP up to 700 W */
-    {"h100", 81559 * MIB, 989.4e12, 3350e9, 50e9, 450e9, 700, 72},
+     * dense; FP8 3,958 with sparsity, 1,979 dense; 3.35 TB/s; NVLink 900 GB/s both ways; max TDP up to
+     * 700 W */
+    {"h100", 81559 * MIB, 989.4e12, 3350e9, 50e9, 450e9, 700, 72, 1978.9e12},
     /* NVIDIA H800 Tensor Core GPU (SXM), the H100 SXM's compute and memory (989.4 TFLOPS BF16 dense,
      * 80 GB HBM3 at 3.35 TB/s, up to 700 W) with NVLink cut to 400 GB/s both ways: dInfer's GPU */
-    {"h800", 81559 * MIB, 989.4e12, 3350e9, 50e9, 200e9, 700, 700 * GPU_IDLE_SHARE},
+    {"h800", 81559 * MIB, 989.4e12, 3350e9, 50e9, 200e9, 700, 700 * GPU_IDLE_SHARE, 1978.9e12},
     /* NVIDIA H200 Tensor Core GPU datasheet, SXM: BF16 tensor core 1,979 TFLOPS with sparsity, 989.4
-     * dense; 4.8 TB/s; NVLink 900 GB/s both ways; max TDP up to 700 W */
-    {"h200", 143771 * MIB, 989.4e12, 4800e9, 50e9, 450e9, 700, 700 * GPU_IDLE_SHARE},
+     * dense; FP8 1,979 dense; 4.8 TB/s; NVLink 900 GB/s both ways; max TDP up to 700 W */
+    {"h200", 143771 * MIB, 989.4e12, 4800e9, 50e9, 450e9, 700, 700 * GPU_IDLE_SHARE, 1978.9e12},
+    /* NVIDIA HGX B200 specifications, one GPU: FP16/BF16 tensor core 4.5 PFLOPS with sparsity (2.25 dense),
+     * FP8 9 with sparsity (4.5 dense); 180 GB HBM3e at 7.7 TB/s; NVLink 1.8 TB/s both ways; TDP
+     * configurable up to 1,000 W; memory as the driver reports it (179 GB on a provider's HGX B200 page:
+     * 183,359 MiB taken, an assumption to a few MiB) */
+    {"b200", 183359 * MIB, 2250e12, 7700e9, 64e9, 900e9, 1000, 1000 * GPU_IDLE_SHARE, 4500e12},
 };
 
 struct gpu_table {
@@ -95,7 +102,8 @@ int gpu_measured_find(const char *path, const char *name, struct gpu_measured *o
 const char *gpu_of_device(const char *driver_name, int64_t mem_mib)
 {
     static const char *const cards[][2] = {{"H200", "h200"}, {"H100", "h100"},         {"H800", "h800"},
-                                           {"L40S", "l40s"}, {"RTX 4090", "rtx4090"}, {"RTX 3090", "rtx3090"}};
+                                           {"L40S", "l40s"}, {"RTX 4090", "rtx4090"}, {"RTX 3090", "rtx3090"},
+                                           {"B200", "b200"}};
     for (size_t i = 0; i < sizeof cards / sizeof cards[0]; i++)
         if (strstr(driver_name, cards[i][0]))
             return cards[i][1];
@@ -169,8 +177,8 @@ int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t le
             ts_fail(err, "%s: GPU name '%s' is empty or longer than 31 characters", path, key);
             goto done;
         }
-        static const char *const known[] = {"mem_gib",     "bf16_tflops", "mem_bw_gbs", "host_bw_gbs",
-                                            "link_bw_gbs", "tdp_w",       "idle_w"};
+        static const char *const known[] = {"mem_gib", "bf16_tflops", "mem_bw_gbs", "host_bw_gbs",
+                                            "link_bw_gbs", "tdp_w", "idle_w", "fp8_tflops"};
         const char *k;
         json_t *v;
         json_object_foreach(o, k, v) { /* a misspelt key would otherwise leave the stock figure */
@@ -179,7 +187,7 @@ int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t le
                 i++;
             if (i == TS_ARRAY_LEN(known)) {
                 ts_fail(err, "%s: %s.%s: unknown key (a GPU has mem_gib, bf16_tflops, mem_bw_gbs, host_bw_gbs, "
-                        "link_bw_gbs, tdp_w, idle_w)", path, key, k);
+                        "link_bw_gbs, tdp_w, idle_w, fp8_tflops)", path, key, k);
                 goto done;
             }
         }
@@ -197,7 +205,8 @@ int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t le
             get_pos(path, key, o, "mem_bw_gbs", 1e9, &g.mem_bw, err) ||
             get_pos(path, key, o, "host_bw_gbs", 1e9, &g.host_bw, err) ||
             get_pos(path, key, o, "link_bw_gbs", 1e9, &g.link_bw, err) ||
-            get_pos(path, key, o, "tdp_w", 1, &g.tdp_w, err) || get_pos(path, key, o, "idle_w", 1, &g.idle_w, err))
+            get_pos(path, key, o, "tdp_w", 1, &g.tdp_w, err) || get_pos(path, key, o, "idle_w", 1, &g.idle_w, err) ||
+            get_pos(path, key, o, "fp8_tflops", 1e12, &g.fp8_flops, err))
             goto done;
         g.mem_bytes = (int64_t)mem;
         if (g.host_bw == 0)

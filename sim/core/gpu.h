@@ -20,6 +20,7 @@ struct gpu_spec {
     double tdp_w;          /* the board's power limit (TDP, W): what a step that keeps the tensor cores
                             * busy draws */
     double idle_w;         /* an idle card's draw (W) */
+    double fp8_flops;      /* dense fp8 tensor FLOP/s with fp32 accumulation; 0: no fp8 tensor cores */
 };
 /* The share of the dynamic power (TDP less idle) memory-bound work draws, against compute-bound
  * work's 1 (sim/docs/cost-model.md, "Energy"): 0.83, what an H100's draw over the engine's small-batch
@@ -35,7 +36,7 @@ struct gpu_table;
 struct gpu_table *gpu_table_create(void);
 void gpu_table_destroy(struct gpu_table *t);
 /* Merges {"GPU-NAME": {"mem_gib":..,"bf16_tflops":..,"mem_bw_gbs":..,"host_bw_gbs":..,
- * "link_bw_gbs":..,"tdp_w":..,"idle_w":..}, ...} into
+ * "link_bw_gbs":..,"tdp_w":..,"idle_w":..,"fp8_tflops":..}, ...} into
  * the table: known names are overridden field by field, unknown names are added. */
 int gpu_load_file(struct gpu_table *t, const char *path, struct ts_err *err);
 int gpu_parse(struct gpu_table *t, const char *path, const char *text, size_t len,

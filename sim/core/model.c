@@ -519,7 +519,12 @@ int64_t model_active_params(const struct model_cfg *m)
     return p;
 }
 
-int64_t model_weight_bytes(const struct model_cfg *m) { return model_params(m) * m->weight_bytes; }
+int64_t model_weight_bytes(const struct model_cfg *m)
+{
+    /* weights of fewer than 2 bytes (FP8) keep the embedding and the LM head in bf16, as FP8 checkpoints do */
+    const int64_t vocab = (m->tied_lm_head ? 1 : 2) * (int64_t)m->vocab * m->hidden;
+    return model_params(m) * m->weight_bytes + (m->weight_bytes < 2 ? vocab * (2 - m->weight_bytes) : 0);
+}
 
 int64_t model_expert_weight_bytes(const struct model_cfg *m)
 {

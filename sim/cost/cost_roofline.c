@@ -5,7 +5,9 @@
  * max(gpu, kernels * launch_s): large ops hide their launches, small ones are launch-bound. The
  * step adds host_step_s + host_seg_s per segment.
  *
- * FLOPs and bytes per op, T packed tokens, R logit rows, W K/V tokens written, a = 2 bytes:
+ * FLOPs and bytes per op, T packed tokens, R logit rows, W K/V tokens written, a = 2 bytes (activations
+ * and K/V), w the weights' bytes (the model's weight_bytes: 2, or 1 under --weights fp8, whose GEMMs
+ * over weights, W8A8, run at the card's FP8 rate and write bf16):
  *   norm       2 per layer, read + write [T,h], and the final one
  *   (a step whose segments have front shapes prices its first front_layers layers at the front
  *   sums and the others at the later ones; the embedding takes the front rows, the final norm the
@@ -51,12 +53,25 @@ struct pricer {
     const struct cost_ctx *c;
     struct cost_breakdown *bd;
     double total;
-    double tp; /* the tensor-parallel degree: ops split over it run 1/tp of their work a GPU */
+    double tp;        /* the tensor-parallel degree: ops split over it run 1/tp of their work a GPU */
+    double gemm_rate; /* the tensor cores' rate for a GEMM over the weights: bf16's, or FP8's (w = 1) */
 };
 
+/* Adds `count` instances of an op, each with the given FLOPs (at `rate`) and bytes. */
+static void add_op_at(struct pricer *p, enum cost_op op, double count, double flops, double bytes, double eff,
+                      double rate);
+
 /* Adds `count` instances of an op, each with the given FLOPs and bytes. */
-static void add_op(struct pricer *p, enum cost_op op, double count, double flops, double bytes,
-                   double eff);
+static void add_op(struct pricer *p, enum cost_op op, double count, double flops, double bytes, double eff)
+{
+    add_op_at(p, op, count, flops, bytes, eff, p->c->gpu.bf16_flops);
+}
+
+/* A GEMM over the weights, tensor parallelism splitting it: its FLOPs at the weights' rate. */
+static void add_gemm(struct pricer *p, enum cost_op op, double count, double flops, double bytes, double eff)
+{
+    add_op_at(p, op, count, flops / p->tp, bytes / p->tp, eff, p->gemm_rate);
+}
 
 /* The same for an op tensor parallelism splits over the GPUs (heads, FFN columns and rows, the
  * vocabulary): each runs 1/tp of its work. */
@@ -65,14 +80,14 @@ static void add_split(struct pricer *p, enum cost_op op, double count, double fl
     add_op(p, op, count, flops / p->tp, bytes / p->tp, eff);
 }
 
-static void add_op(struct pricer *p, enum cost_op op, double count, double flops, double bytes,
-                   double eff)
+static void add_op_at(struct pricer *p, enum cost_op op, double count, double flops, double bytes, double eff,
+                      double rate)
 {
     if (count <= 0)
         return;
     const struct gpu_spec *g = &p->c->gpu;
     const struct impl_profile *im = &p->c->impl;
-    const double tc = flops / (g->bf16_flops * eff), tm = bytes / (g->mem_bw * im->mem_eff);
+    const double tc = flops / (rate * eff), tm = bytes / (g->mem_bw * im->mem_eff);
     double t = count * fmax(fmax(tc, tm), im->kernels[op] * im->launch_s);
     p->total += t;
     if (p->bd) {
@@ -96,14 +111,15 @@ static void layer_ops(struct pricer *p, const struct model_cfg *m, bool k_eq_v, 
     const struct cost_ctx *c = p->c;
     const struct impl_profile *im = &c->impl;
     const struct step_totals *t = &sd->tot;
-    double a = 2.0, h = m->hidden, qd = model_q_dim(m), kvd = model_kv_dim(m), proj = k_eq_v ? kvd : 2 * kvd;
+    double a = 2.0, w = m->weight_bytes, h = m->hidden, qd = model_q_dim(m), kvd = model_kv_dim(m),
+           proj = k_eq_v ? kvd : 2 * kvd;
     double T = (double)lt->q_tokens, W = (double)lt->kv_write_tokens;
     double share = layers / m->num_layers, moe = model_num_moe_layers(m) * share, dense = layers - moe;
     double chunks = sd->ffn_chunks > 0 ? sd->ffn_chunks : 1;
     double ge = im->gemm_eff;
 
     add_op(p, OP_NORM, 2 * layers, 5 * T * h, 2 * T * h * a, ge);
-    add_split(p, OP_QKV, layers, 2 * T * h * (qd + proj), a * (h * (qd + proj) + T * h + T * (qd + proj)), ge);
+    add_gemm(p, OP_QKV, layers, 2 * T * h * (qd + proj), w * h * (qd + proj) + a * (T * h + T * (qd + proj)), ge);
     add_split(p, OP_ROPE, layers, 6 * T * (qd + kvd), 2 * a * T * (qd + kvd), ge);
     add_split(p, OP_KV_WRITE, W > 0 ? layers : 0, 0, 2 * a * W * 2 * kvd, ge);
     add_split(p, OP_ATTN, layers, 4.0 * qd * lt->attn_qk_pairs, a * (2 * T * qd + (double)lt->attn_kv_read * 2 * kvd),
@@ -125,7 +141,7 @@ static void layer_ops(struct pricer *p, const struct model_cfg *m, bool k_eq_v, 
     }
     if (sd->cache_inputs) /* Elastic-Cache's layer inputs: each computed row's x read, its cache row written */
         add_op(p, OP_FEAT_CACHE, layers, 0, 2 * a * T * h, ge);
-    add_split(p, OP_OPROJ, layers, 2 * T * qd * h, a * (qd * h + T * qd + T * h), ge);
+    add_gemm(p, OP_OPROJ, layers, 2 * T * qd * h, w * qd * h + a * (T * qd + T * h), ge);
     add_op(p, OP_RESID, 2 * layers, T * h, 3 * T * h * a, ge);
     if (p->tp > 1) { /* the O and down projections' partial sums, all-reduced over the GPUs a layer */
         const double t_ar = allreduce_s(c->ar, T * h * a);
@@ -136,22 +152,23 @@ static void layer_ops(struct pricer *p, const struct model_cfg *m, bool k_eq_v, 
     if (dense > 0) {
         double F = m->ffn;
         const double out = im->fused_ffn ? F : 2 * F; /* fused: SwiGLU in the epilogue writes [T, F] */
-        add_split(p, OP_GATE_UP, dense * chunks, 2 * T / chunks * h * 2 * F, a * (2 * F * h + T / chunks * (h + out)), ge);
+        add_gemm(p, OP_GATE_UP, dense * chunks, 2 * T / chunks * h * 2 * F, w * 2 * F * h + a * T / chunks * (h + out), ge);
         if (!im->fused_ffn)
             add_split(p, OP_ACT, dense * chunks, 4 * T / chunks * F, a * T / chunks * 3 * F, ge);
-        add_split(p, OP_DOWN, dense * chunks, 2 * T / chunks * F * h, a * (F * h + T / chunks * (F + h)), ge);
+        add_gemm(p, OP_DOWN, dense * chunks, 2 * T / chunks * F * h, w * F * h + a * T / chunks * (F + h), ge);
     }
     if (moe > 0) {
         double E = m->num_experts, k = m->experts_top_k, Fe = m->moe_ffn;
         double touched = E * (1.0 - pow(1.0 - k / E, T));
-        add_op(p, OP_ROUTER, moe, 2 * T * h * E, a * (h * E + T * h) + 4 * T * E, ge);
+        add_op(p, OP_ROUTER, moe, 2 * T * h * E, a * (h * E + T * h) + 4 * T * E, ge); /* (kept in bf16) */
         const double ep = c->ep > 1 ? c->ep : 1; /* expert parallelism: a GPU's share of the experts */
-        add_split(p, OP_EXPERTS, moe, 6 * T * k * h * Fe / ep, a * (touched * 3 * h * Fe + T * k * (2 * h + 3 * Fe)) / ep, ge);
+        add_gemm(p, OP_EXPERTS, moe, 6 * T * k * h * Fe / ep, (w * touched * 3 * h * Fe + a * T * k * (2 * h + 3 * Fe)) / ep,
+                 ge);
         if (m->num_shared_experts > 0) {
             double S = Fe * m->num_shared_experts;
-            add_split(p, OP_GATE_UP, moe, 2 * T * h * 2 * S, a * (2 * S * h + T * (h + 2 * S)), ge);
+            add_gemm(p, OP_GATE_UP, moe, 2 * T * h * 2 * S, w * 2 * S * h + a * T * (h + 2 * S), ge);
             add_split(p, OP_ACT, moe, 4 * T * S, a * T * 3 * S, ge);
-            add_split(p, OP_DOWN, moe, 2 * T * S * h, a * (S * h + T * (S + h)), ge);
+            add_gemm(p, OP_DOWN, moe, 2 * T * S * h, w * S * h + a * T * (S + h), ge);
         }
     }
 }
@@ -188,7 +205,8 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
         bd = &own;
     if (bd)
         memset(bd, 0, sizeof *bd);
-    struct pricer p = {c, bd, 0.0, c->tp > 1 ? c->tp : 1};
+    struct pricer p = {c, bd, 0.0, c->tp > 1 ? c->tp : 1,
+                       c->model.weight_bytes == 1 ? c->gpu.fp8_flops : c->gpu.bf16_flops};
     TS_ASSERT(p.tp == 1 || c->ar != NULL);
     const struct model_cfg *m = &c->model;
     const struct impl_profile *im = &c->impl;
@@ -229,6 +247,7 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
          * self-conditioning implementation's soft embeddings the same product (impl_profile.self_cond) */
         const double lm_gemms = sd->iter_smooth || im->self_cond != SELF_COND_NONE ? 2 : 1;
         add_split(&p, OP_LM_HEAD, lm_gemms * nch, 2 * R / nch * h * V, a * (h * V + R / nch * (h + V)), im->gemm_eff);
+        /* (the LM head stays bf16 under --weights fp8, as FP8 checkpoints keep it) */
         add_split(&p, OP_SAMPLE, nch, 3 * R / nch * V, R / nch * V * (a + 2.0 * im->softmax_copy_bytes), im->gemm_eff);
         if (sd->decode_credit) /* the credit fusion a logit: fp32 softmax, the matrix decayed and read */
             add_split(&p, OP_SAMPLE, nch, 10 * R / nch * V, R / nch * V * CREDIT_BYTES, im->gemm_eff);
