@@ -113,7 +113,7 @@ done
 sweep=(--replicas 4 --gpu l40s --trace "$out/day.csv" --gen-len 256 --model llada2.0-mini --policy block
        --decode threshold:llada2-mini-sweep)
 run load sweep-fixed "${sweep[@]}"
-run load sweep-lowered "${sweep[@]}" --load-control "lo=0.85,tau0=0.95"
+run load sweep-lowered "${sweep[@]}" --load-control lo=0.85
 
 aff=(--replicas 4 --gpu h100 --model sdar-8b --policy block --decode threshold:sdar-high --trace "$mooncake"
      --requests 4000)

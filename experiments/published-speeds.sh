@@ -82,8 +82,8 @@ with open(os.path.join(out, "report.md"), "w") as f:
             "prediction from the setup they state; what they leave unstated is an assumption, named. Nothing is "
             "fitted to these figures.\n\n")
     f.write("## DiffusionGemma on vLLM, batch 1 (vLLM's blog, 2026-06-10)\n\n16 denoising steps a canvas of 256 "
-            "positions, then its commit forward; a prompt of 4,096 tokens (the blog's draft's harness; the final "
-            "figures' lengths are in a gist not read here). Generation tokens/s, prefill left out: 256 over a "
+            "positions, then its commit forward; a prompt of 4,096 tokens (the blog's draft's harness; the blog "
+            "does not state the final figures' lengths). Generation tokens/s, prefill left out: 256 over a "
             "canvas's time (two canvases' run less one canvas's).\n\n"
             "| GPU | weights | canvas ms | tokens/s predicted | published (FP8) | predicted / published |\n"
             "|---|---|---|---|---|---|\n")

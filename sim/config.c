@@ -75,7 +75,7 @@ const struct cfg_option cfg_options[] = {
     {"max-pos", INT, FIELD(max_pos), .def = "0", .lo = 0, .hi = 1 << 28, .unit = "positions", .arg = "N", .group = SYS,
      .shown = "the model's", .help = "the longest sequence the model runs (RoPE: past its config's)"},
     {"gpu", TEXT, FIELD(gpu), .def = "h200", .arg = "NAME", .group = SYS,
-     .help = "rtx3090 rtx4090 l40s a100-40gb a100-80gb h100 h200 b200 (tessera list gpus)"},
+     .help = "rtx3090 rtx4090 l40s a100-40gb a100-80gb h100 h800 h200 b200 (tessera list gpus)"},
     {"weights", CHOICE, FIELD(weights), CHOICES(cfg_weights_names), .def = "bf16", .group = SYS,
      .help = "bf16, or fp8: weights of a byte and their GEMMs at the card's FP8 rate (W8A8; --cost roofline)"},
     {"gpu-file", TEXT, FIELD(gpu_file), .def = "", .arg = "FILE", .group = SYS, .shown = "none",

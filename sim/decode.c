@@ -51,6 +51,9 @@ static int parse_sweep(const char *path, const char *name, const json_t *a, stru
     if (out->tau < 0 || out->accuracy < 0)
         return ts_fail(err, "%s: %s.sweep: the profile's own tau, accuracy and task must be given (its point of the "
                             "sweep)", path, name);
+    if (out->nsteps > 0)
+        return ts_fail(err, "%s: %s.sweep: a measured distribution (steps) holds at one threshold; a sweep moves the "
+                            "TPF, which the distribution would not follow", path, name);
     struct decode_sweep *sw = &out->sweep;
     for (size_t i = 0; i < n; i++) {
         const json_t *pt = json_array_get(a, i);

@@ -23,7 +23,7 @@ int sim_setup_resolve(const struct sim_config *c, struct sim_setup *out, struct 
 int sim_rounds_path(const struct sim_config *c, const char *gpu, const char *model, const struct impl_profile *im,
                     char *out, size_t len)
 {
-    if (!im->rounds || c->tp > 1 || c->ep > 1 || c->weights == WEIGHTS_FP8) /* (its rounds ran bf16 weights) */
+    if (!im->rounds || c->tp > 1 || c->ep > 1)
         return 0;
     char card[64]; /* (the card's table name: --gpu is taken in any case) */
     size_t i = 0;

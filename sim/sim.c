@@ -350,7 +350,7 @@ static int rounds_step(struct sim *s, double *secs, struct cost_breakdown *bd)
     fwd = s->rounds_host_only ? ops : fwd * (raw > 0 ? ops / raw : 1); /* (another card's rounds: their host alone) */
     /* the host's share by the host's factor and by the runtime's own draw (an interval's replicate: the
      * runtime's spread was measured on the rounds whole) */
-    host *= (scale ? scale[OP_HOST] : 1) * (s->cfg.speed_gpu > 0 ? s->cfg.speed_gpu : 1);
+    host *= (scale ? scale[OP_HOST] : 1) * (s->cfg.speed_gpu > 0 && !s->rounds_host_only ? s->cfg.speed_gpu : 1);
     for (int i = 0; i < OP_COUNT; i++)
         bd->op_s[i] = i == OP_HOST ? host : ops > 0 ? bd->op_s[i] * fwd / ops : 0;
     bd->total_s = *secs = fwd + host;

@@ -67,9 +67,10 @@ struct sim_summary {
      * blocks it evicted */
     int64_t prompt_tokens, prompt_hit_tokens, prompt_evicted;
     /* the accuracy the run's decode profile publishes for its setting (percent) on accuracy_task: what
-     * its speed costs, read from the profile's source, not simulated; < 0 where no profile gives one
-     * (accuracy_task "") or where load control moved the decoder off the profile's setting during the
-     * run (accuracy_task the profile's) */
+     * its speed costs, read from the profile's source, not simulated; where load control moved the
+     * decoder along the profile's published sweep, the published accuracy at each committed token's
+     * threshold, weighted by the tokens; < 0 where no profile gives one (accuracy_task "") or where load
+     * control moved a decoder whose profile publishes no sweep (accuracy_task the profile's) */
     double expected_accuracy;
     char accuracy_task[32];
     /* overload (a streamed run of SIM_OVERLOAD_MIN requests or more): the requests outstanding (arrived,

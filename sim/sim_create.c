@@ -157,6 +157,8 @@ static int load_rounds(struct sim *s, struct ts_err *err)
     } else {
         return 0;
     }
+    if (s->cfg.weights == WEIGHTS_FP8) /* (the rounds ran bf16 weights: their host work alone applies) */
+        s->rounds_host_only = true;
     if (strcmp(s->sched->name, "sglang") != 0)
         return ts_fail(err, "--impl %s prices the sglang scheduler's rounds, measured whole (%s): give --scheduler "
                             "sglang (or --system sglang), not %s", s->impl.name, path, s->sched->name);

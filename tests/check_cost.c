@@ -283,6 +283,21 @@ START_TEST(moe_touches_distinct_experts)
     ck_assert(one.op_s[OP_EXPERTS] < moe * 9 * expert_bytes / bw);
     ck_assert(many.op_s[OP_EXPERTS] > moe * 60 * expert_bytes / bw);
     ck_assert(one.op_s[OP_ROUTER] > 0 && one.op_s[OP_GATE_UP] == 0);
+    /* FP8 weights, by hand: a 32-row step over 480 keys reads the touched experts' weights at a byte, their
+     * rows' activations at two, at the FP8 rate; the router stays bf16 */
+    struct cost_ctx f = c;
+    f.model.weight_bytes = 1;
+    struct cost_breakdown b8, b16;
+    price(&f, 1, 32, 480, 32, 0, &b8);
+    price(&c, 1, 32, 480, 32, 0, &b16);
+    const double E = c.model.num_experts, k = c.model.experts_top_k, h = c.model.hidden, Fe = c.model.moe_ffn, T = 32;
+    const double touched = E * (1 - pow(1 - k / E, T));
+    const double gpu = fmax(6 * T * k * h * Fe / (1978.9e12 * c.impl.gemm_eff),
+                            (touched * 3 * h * Fe + 2 * T * k * (2 * h + 3 * Fe)) / bw);
+    const double want = moe * fmax(gpu, c.impl.kernels[OP_EXPERTS] * c.impl.launch_s);
+    ck_assert_msg(fabs(b8.op_s[OP_EXPERTS] - want) <= 1e-12 * want, "experts %.9g s, by hand %.9g", b8.op_s[OP_EXPERTS],
+                  want);
+    ck_assert(b8.op_s[OP_ROUTER] == b16.op_s[OP_ROUTER]);
 }
 END_TEST
 

@@ -119,7 +119,9 @@ START_TEST(profile_sweep)
         " \"f\": {\"tpf\": 2, \"tau\": 0.8, \"accuracy\": 80, \"task\": \"T\", \"sweep\": [{\"tau\": 0.5, \"tpf\": 6, "
         "\"accuracy\": 60}, {\"tau\": 0.9, \"tpf\": 2, \"accuracy\": 80}]},"
         " \"g\": {\"tpf\": 2, \"tau\": 0.9, \"accuracy\": 80, \"task\": \"T\", \"sweep\": [{\"tau\": 0.5, \"tpf\": 6}, "
-        "{\"tau\": 0.9, \"tpf\": 2, \"accuracy\": 80}]}}");
+        "{\"tau\": 0.9, \"tpf\": 2, \"accuracy\": 80}]},"
+        " \"h\": {\"tpf\": 2, \"tau\": 0.9, \"accuracy\": 80, \"task\": \"T\", \"steps\": [0, 1], \"sweep\": [{\"tau\": 0.5, "
+        "\"tpf\": 6, \"accuracy\": 60}, {\"tau\": 0.9, \"tpf\": 2, \"accuracy\": 80}]}}");
     char spec[512];
     snprintf(spec, sizeof spec, "threshold:%s:a", p);
     ck_assert_msg(decode_parse(spec, C.datadir, &dm, &err) == 0, "%s", err.msg);
@@ -128,8 +130,9 @@ START_TEST(profile_sweep)
     ck_assert(fabs(dm.tpf - 4.5) < 1e-12 && fabs(dm.accuracy - 68) < 1e-12);
     ck_assert_int_eq(decode_at_threshold(&dm, 0.8, &err), 0);
     ck_assert(fabs(dm.tpf - 2.5) < 1e-12 && fabs(dm.accuracy - 78) < 1e-12);
-    const char *why[] = {"own tau", "given twice", "2 to", "not the profile's own", "no point at", "sweep[0]"};
-    for (int k = 0; k < 6; k++) {
+    const char *why[] = {"own tau", "given twice", "2 to", "not the profile's own", "no point at", "sweep[0]",
+                         "measured distribution"};
+    for (int k = 0; k < 7; k++) {
         snprintf(spec, sizeof spec, "threshold:%s:%c", p, 'b' + k);
         ck_assert_int_ne(decode_parse(spec, C.datadir, &dm, &err), 0);
         char want[16];

@@ -869,7 +869,7 @@ START_TEST(load_control_spec)
     ck_assert_double_eq(t.tau0, 0.9);
     ck_assert_double_eq(t.step, 0.05);
     static const char *const bad[][2] = {
-        {"lo=0.9", "lo (0.9) must be below tau0 (0.9)"}, {"up=2,down=2", "down (2) must be below up (2)"},
+        {"lo=0.9,tau0=0.9", "lo (0.9) must be below tau0 (0.9)"}, {"up=2,down=2", "down (2) must be below up (2)"},
         {"lo=0", "lo '0' must be a number in 0.01..0.99"}, {"step=0", "step '0'"},
         {"every=0", "every '0'"},                          {"tau=0.5", "'tau=0.5' is not KEY=VALUE of lo, step"},
         {"lo", "'lo' is not KEY=VALUE"},                   {"elasticity=x", "elasticity 'x'"},
@@ -980,7 +980,18 @@ START_TEST(load_control_along_a_sweep)
     ck_assert_str_eq(lc.fleet.accuracy_task, "a subset of LLaDA2.0's");
     ck_assert(lc.fleet.lat_p99_s < plain.fleet.lat_p99_s);
     fleet_result_free(&lc);
+    /* without tau0, the decoders' own threshold: the profile's 0.95 */
+    ck_assert_int_eq(fleet_tau_parse("lo=0.85,step=0.05,up=8,down=2,every=10", &o.tau, &err), 0);
+    ck_assert_msg(fleet_run(&c, cfg, 4, &o, &lc, &err) == 0, "%s", err.msg);
+    double highest = 0;
+    for (int64_t k = 0; k < lc.ntau; k++)
+        highest = fmax(highest, lc.tau[k].tau);
+    ck_assert(lc.tau0 == 0.95 && highest == 0.95 && lc.tau_swept);
+    fleet_result_free(&lc);
     struct fleet_result bad;
+    ck_assert_int_eq(fleet_tau_parse("lo=0.96", &o.tau, &err), 0);
+    ck_assert_int_ne(fleet_run(&c, cfg, 4, &o, &bad, &err), 0);
+    ck_assert_msg(strstr(err.msg, "lo (0.96) must be below tau0 (0.95)"), "%s", err.msg);
     ck_assert_int_eq(fleet_tau_parse("lo=0.8,tau0=0.95", &o.tau, &err), 0);
     ck_assert_int_ne(fleet_run(&c, cfg, 4, &o, &bad, &err), 0);
     ck_assert_msg(strstr(err.msg, "replica 0") && strstr(err.msg, "0.85 to 0.95"), "%s", err.msg);

@@ -49,7 +49,7 @@ START_TEST(driver_names)
                  {"NVIDIA A100-SXM4-80GB", 0, "a100-80gb"},    {"NVIDIA A100-PCIE-40GB", 81920, "a100-40gb"},
                  {"NVIDIA A100-SXM4", 81920, "a100-80gb"},     {"NVIDIA A100-PCIE", 40536, "a100-40gb"},
                  {"NVIDIA A100", 0, "a100"},                   {"Tesla T4", 15360, NULL},
-                 {"NVIDIA B200", 183359, "b200"}};
+                 {"NVIDIA B200", 183359, "b200"},              {"NVIDIA GB200", 189471, NULL}};
     for (size_t i = 0; i < TS_ARRAY_LEN(cases); i++) {
         const char *got = gpu_of_device(cases[i].driver, cases[i].mib);
         ck_assert_msg(cases[i].want ? got && strcmp(got, cases[i].want) == 0 : got == NULL, "%s: %s", cases[i].driver,

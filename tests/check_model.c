@@ -25,6 +25,11 @@ START_TEST(builtin_llada)
     ck_assert_int_eq(model_weight_bytes(&f), expect + 2LL * 126464 * 4096);
     f.tied_lm_head = true;
     ck_assert_int_eq(model_weight_bytes(&f), model_params(&f) + 126464LL * 4096);
+    /* a MoE model's router too: LLaDA2.0-mini's 19 MoE layers of 2,048 x 256 */
+    struct model_cfg mo = *model_find("llada2.0-mini");
+    const int64_t bf16 = model_weight_bytes(&mo);
+    mo.weight_bytes = 1;
+    ck_assert_int_eq(model_weight_bytes(&mo), bf16 / 2 + 2LL * 157184 * 2048 + 19LL * 2048 * 256);
 }
 END_TEST
 

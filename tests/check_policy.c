@@ -849,6 +849,27 @@ START_TEST(linear_spec_commits_a_run_of_matches)
     for (int j = 0; j < L.n; j++)
         ck_assert_int_eq(again->seg[j].decoded, L.seg[j].decoded);
     free(again);
+    /* a step emitted twice, another request's emitted between, draws the same count */
+    struct policy_cfg q = {.block_size = 32};
+    q.p[0] = 5.46;
+    q.rng = gsl_rng_alloc(gsl_rng_taus2);
+    struct request r, other;
+    memset(&r, 0, sizeof r);
+    r.P = 16, r.G = r.C = 256, r.seed = 77;
+    policy_req_init(&r, &q);
+    other = r, other.seed = 78;
+    for (bool done = false; !done;) {
+        struct segment s1 = {0}, s2 = {0}, s3 = {0};
+        policy_linear_spec.emit(&r, &q, &s1);
+        policy_linear_spec.emit(&other, &q, &s3);
+        policy_linear_spec.emit(&r, &q, &s2);
+        ck_assert(s1.decoded == s2.decoded && s1.q == s2.q && s1.kv_write == s2.kv_write);
+        done = policy_advance(&policy_linear_spec, &r, &q, &s1);
+        if (!policy_advance(&policy_linear_spec, &other, &q, &s3))
+            continue;
+        policy_req_init(&other, &q); /* (finished first: again from its start) */
+    }
+    gsl_rng_free(q.rng);
 }
 END_TEST
 

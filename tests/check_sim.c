@@ -60,9 +60,9 @@ START_TEST(overload_said_where_outstanding_grows)
 END_TEST
 
 /* Load control along a published sweep (LLaDA2.0-mini: 70.15 at threshold 0.95, 67.90 at 0.85): a run
- * whose first half of the time decodes at 0.95 and the rest at 0.85 expects the accuracy of each token's
+ * that decodes at 0.95 until its last arrival and at 0.85 after it expects the accuracy of each token's
  * threshold, weighted by the tokens committed at each (counted here from the requests' own progress at
- * the switch); its steps at 0.85 commit more tokens a forward (3.31 against 2.55, drawn). */
+ * the switch); at 0.85 its decoder's TPF is the published 3.31. */
 START_TEST(expected_accuracy_along_a_sweep)
 {
     struct sim_config c;

@@ -457,8 +457,8 @@ live_check clock-live-h100 "llada-8b sdar-8b dream-7b" 240 "" off "$rec_dir/cloc
 
 # linear-spec-live-h200: each live run's schedule (static batches, all arrivals at once: the same whatever
 # the steps' times) priced again by the shipped calibration gives the run's steps, and its recorded
-# prediction within 2% (the card's clock model follows a live run's measured times: SDAR-8B's batches of
-# 8, where the clock moves their steps, differ by 1-1.4%; the other runs agree to 1e-6)
+# prediction to 1e-6, but SDAR-8B's batches of 8 within 2% (the card's clock model follows a live run's
+# measured times, and moves those steps: they differ by 1-1.4%)
 echo "records: ... linear-spec-live-h200" >&2
 for m in llada2.0-mini sdar-8b; do
     for n in 1 8; do
@@ -467,10 +467,12 @@ for m in llada2.0-mini sdar-8b; do
                   --lengths "fixed:256,256" --gen-len 256 --seed 3 --policy "$pol" --json --no-progress)
             [ "$pol" = block ] && args+=(--decode threshold:llada2-mini)
             expect 0 "linear-spec-live-h200 $m b$n $pol re-predicted" -- "$bin" sim "${args[@]}"
-            want="$rec_dir/linear-spec-live-h200/live-$m-b$n-$pol.json"
+            want="$rec_dir/linear-spec-live-h200/live-$m-b$n-$pol.json" tol=1e-6
+            [ "$m$n" = sdar-8b8 ] && tol=0.02
             if python3 -c 'import json, sys
 d, w = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-assert d["num_steps"] == w["live_steps"] and abs(d["makespan_ns"] * 1e-9 / w["live_model_s"] - 1) < 0.02' "$tmp/out" "$want" 2>/dev/null
+assert d["num_steps"] == w["live_steps"] and abs(d["makespan_ns"] * 1e-9 / w["live_model_s"] - 1) < float(sys.argv[3])' \
+                "$tmp/out" "$want" "$tol" 2>/dev/null
             then ok; else bad "linear-spec-live-h200: $m b$n $pol is not the recorded prediction"; fi
         done
     done

@@ -219,8 +219,8 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
     if (m->expected_accuracy >= 0)
         printf("  accuracy      %.2f%% expected on %s: the replicas' decode profiles' published figures%s, weighted by "
                "the tokens each decoded; not simulated\n", m->expected_accuracy, m->accuracy_task,
-               r->ntau > 0 ? " at the thresholds load control set (each profile's published sweep, between its points "
-                             "on the line)" : "");
+               r->tau_swept ? " at the thresholds load control set (each profile's published sweep, between its points "
+                              "on the line)" : "");
     else if (m->accuracy_task[0])
         printf("  accuracy      not known on %s: load control moved the decoders off their profiles' published "
                "setting, and their profiles publish no sweep of thresholds\n", m->accuracy_task);
@@ -254,7 +254,7 @@ static void print_fleet(const struct sim_config *base, const struct sim_config *
             if (r->tau[k].tau < lo)
                 lo = r->tau[k].tau, tpf_lo = r->tau[k].tpf;
         printf("  threshold     %.2f down to %.2f (TPF %.2f there), %.3f mean over time, over %lld readings (--json: "
-               "the %lld that show its changes)\n", opts->tau.tau0, lo, tpf_lo, r->tau_mean, (long long)r->tau_taken,
+               "the %lld that show its changes)\n", r->tau0, lo, tpf_lo, r->tau_mean, (long long)r->tau_taken,
                (long long)r->ntau);
     }
     if (r->nscale > 0) {

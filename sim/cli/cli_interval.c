@@ -96,8 +96,9 @@ static int run_sources(const struct sim_config *c, const struct sim_setup *setup
     struct model_cfg m;
     char path[CFG_PATH + 256];
     struct ts_err unused;
-    const bool rounds = setup->impl.rounds && sim_model_resolve(c, &m, &unused) == 0 &&
-                        sim_rounds_path(c, c->gpu, m.name, &setup->impl, path, sizeof path);
+    const bool rounds = setup->impl.rounds && c->weights != WEIGHTS_FP8 && sim_model_resolve(c, &m, &unused) == 0 &&
+                        sim_rounds_path(c, c->gpu, m.name, &setup->impl, path, sizeof path); /* (priced whole by
+                                                                                                * them) */
     iv->used[SRC_CLOCK] = !rounds;
     iv->used[SRC_CALIBRATION] = !rounds && strcmp(c->cost, "calibrated") == 0;
     iv->used[SRC_RUNTIME_RUN] = iv->used[SRC_RUNTIME_MACHINE] = rounds;

@@ -389,7 +389,11 @@ const char *cli_cost_text(const struct sim_config *c, char *buf, size_t len)
     }
     struct model_cfg m;
     if (impl_resolve(c->impl, &im, &err) == 0 && im.rounds && sim_model_resolve(c, &m, &err) == 0) {
-        if (sim_rounds_path(c, c->gpu, m.name, &im, path, sizeof path))
+        if (sim_rounds_path(c, c->gpu, m.name, &im, path, sizeof path) && c->weights == WEIGHTS_FP8)
+            snprintf(buf + strlen(buf), len - strlen(buf), "; %s's rounds ran bf16 weights: the forwards priced as %s, "
+                     "the host's work between rounds from them: %s", im.name, im.calib_base,
+                     strstr(path, "/sim/data/") ? strstr(path, "/sim/data/") + 1 : path);
+        else if (sim_rounds_path(c, c->gpu, m.name, &im, path, sizeof path))
             snprintf(buf + strlen(buf), len - strlen(buf), "; each step %s's own round, measured whole: %s", im.name,
                      strstr(path, "/sim/data/") ? strstr(path, "/sim/data/") + 1 : path);
         else if (c->rounds_host[0] && sim_rounds_path(c, c->rounds_host, m.name, &im, path, sizeof path))

@@ -48,7 +48,7 @@ static const struct gpu_spec builtin_gpus[] = {
     {"h200", 143771 * MIB, 989.4e12, 4800e9, 50e9, 450e9, 700, 700 * GPU_IDLE_SHARE, 1978.9e12},
     /* NVIDIA HGX B200 specifications, one GPU: FP16/BF16 tensor core 4.5 PFLOPS with sparsity (2.25 dense),
      * FP8 9 with sparsity (4.5 dense); 180 GB HBM3e at 7.7 TB/s; NVLink 1.8 TB/s both ways; TDP
-     * configurable up to 1,000 W; memory as the driver reports it (179 GB on a provider's HGX B200 page:
+     * configurable up to 1,000 W; memory as the driver reports it (179 GiB on a provider's HGX B200 page:
      * 183,359 MiB taken, an assumption to a few MiB) */
     {"b200", 183359 * MIB, 2250e12, 7700e9, 64e9, 900e9, 1000, 1000 * GPU_IDLE_SHARE, 4500e12},
 };
@@ -104,6 +104,8 @@ const char *gpu_of_device(const char *driver_name, int64_t mem_mib)
     static const char *const cards[][2] = {{"H200", "h200"}, {"H100", "h100"},         {"H800", "h800"},
                                            {"L40S", "l40s"}, {"RTX 4090", "rtx4090"}, {"RTX 3090", "rtx3090"},
                                            {"B200", "b200"}};
+    if (strstr(driver_name, "GB200")) /* (a B200 beside a Grace CPU, at another power limit: not the table's) */
+        return NULL;
     for (size_t i = 0; i < sizeof cards / sizeof cards[0]; i++)
         if (strstr(driver_name, cards[i][0]))
             return cards[i][1];

@@ -521,9 +521,11 @@ int64_t model_active_params(const struct model_cfg *m)
 
 int64_t model_weight_bytes(const struct model_cfg *m)
 {
-    /* weights of fewer than 2 bytes (FP8) keep the embedding and the LM head in bf16, as FP8 checkpoints do */
-    const int64_t vocab = (m->tied_lm_head ? 1 : 2) * (int64_t)m->vocab * m->hidden;
-    return model_params(m) * m->weight_bytes + (m->weight_bytes < 2 ? vocab * (2 - m->weight_bytes) : 0);
+    /* weights of fewer than 2 bytes (FP8) keep the embedding, the LM head and the MoE router in bf16, as FP8
+     * checkpoints do */
+    const int64_t kept = (m->tied_lm_head ? 1 : 2) * (int64_t)m->vocab * m->hidden +
+                         (int64_t)model_num_moe_layers(m) * m->hidden * m->num_experts;
+    return model_params(m) * m->weight_bytes + (m->weight_bytes < 2 ? kept * (2 - m->weight_bytes) : 0);
 }
 
 int64_t model_expert_weight_bytes(const struct model_cfg *m)

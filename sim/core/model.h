@@ -88,8 +88,8 @@ int64_t model_params(const struct model_cfg *m);
 /* The bytes of the routed experts' weights (expert parallelism splits them over its GPUs). */
 int64_t model_expert_weight_bytes(const struct model_cfg *m);
 int64_t model_active_params(const struct model_cfg *m);
-/* The weights' bytes: every parameter at weight_bytes, the embedding and the LM head at 2 where
- * weight_bytes is less (FP8 checkpoints keep them in bf16). */
+/* The weights' bytes: every parameter at weight_bytes, the embedding, the LM head and the MoE router at
+ * 2 where weight_bytes is less (FP8 checkpoints keep them in bf16). */
 int64_t model_weight_bytes(const struct model_cfg *m);
 /* K+V bytes one token occupies across all layers. */
 int64_t model_kv_bytes_per_token(const struct model_cfg *m);

@@ -136,7 +136,7 @@ static void layer_ops(struct pricer *p, const struct model_cfg *m, bool k_eq_v, 
         const double flops = P * (5 * h + 2 * h * kvd + 3 * kvd) + 2 * T * h + 2 * C * h;
         double bytes = a * (8 * T * h + 4 * C * h);
         if (P > 0)
-            bytes += a * (3 * P * h + h * kvd + 4 * P * kvd);
+            bytes += a * (3 * P * h + 4 * P * kvd) + w * h * kvd; /* (the V projection's weights at w) */
         add_split(p, OP_FEAT_CACHE, layers, flops, bytes, ge);
     }
     if (sd->cache_inputs) /* Elastic-Cache's layer inputs: each computed row's x read, its cache row written */
@@ -207,6 +207,7 @@ static int roofline_step_s(const struct cost_ctx *c, const struct step_desc *sd,
         memset(bd, 0, sizeof *bd);
     struct pricer p = {c, bd, 0.0, c->tp > 1 ? c->tp : 1,
                        c->model.weight_bytes == 1 ? c->gpu.fp8_flops : c->gpu.bf16_flops};
+    TS_ASSERTF(p.gemm_rate > 0, "%s: no tensor-core rate for weights of %d bytes", c->gpu.name, c->model.weight_bytes);
     TS_ASSERT(p.tp == 1 || c->ar != NULL);
     const struct model_cfg *m = &c->model;
     const struct impl_profile *im = &c->impl;

@@ -69,7 +69,7 @@ struct fleet_state {
     int64_t *port_out, *port_in; /* when each replica's sending and receiving port is next free */
     int64_t *inbound;            /* the moves in flight to each (the router counts them as sent) */
     /* load control: the threshold now, its next reading, its readings' room */
-    double tau, tau_next_s;
+    double tau, tau0, tau_next_s; /* (tau0: the spec's, or the decode models' own) */
     size_t tau_cap;
     struct event_queue xq;       /* the moves in flight by their arrival, each its slot of mv */
     struct moving *mv;
@@ -304,8 +304,8 @@ static int tau_tick(struct fleet_state *fl, double t_s, int64_t t_ns, struct ts_
     if (mean > lc->up)
         *tau = fmax(lc->lo, *tau - lc->step);
     else if (mean < lc->down)
-        *tau = fmin(lc->tau0, *tau + lc->step);
-    const double factor = pow((1 - *tau) / (1 - lc->tau0), lc->elasticity);
+        *tau = fmin(fl->tau0, *tau + lc->step);
+    const double factor = pow((1 - *tau) / (1 - fl->tau0), lc->elasticity);
     double tpf_sum = 0;
     for (int i = 0; i < fl->n; i++) {
         double tpf;
@@ -325,15 +325,28 @@ static int tau_tick(struct fleet_state *fl, double t_s, int64_t t_ns, struct ts_
 static int tau_setup(struct fleet_state *fl, struct ts_err *err)
 {
     const struct fleet_tau *lc = &fl->o->tau;
+    fl->tau0 = lc->tau0;
+    if (!lc->tau0_given) { /* the decode models' own threshold, where their profiles all say one */
+        const double own = sim_decode_model(fl->r[0])->tau;
+        bool same = own > 0;
+        for (int i = 1; i < fl->n && same; i++)
+            same = sim_decode_model(fl->r[i])->tau == own;
+        fl->tau0 = same ? own : 0.9;
+        if (lc->lo >= fl->tau0)
+            return ts_fail(err, "--load-control: lo (%g) must be below tau0 (%g), the decode models' threshold", lc->lo,
+                           fl->tau0);
+    }
+    fl->tau = fl->out->tau0 = fl->tau0;
     for (int i = 0; i < fl->n; i++) {
         const struct decode_model *dm = sim_decode_model(fl->r[i]);
         const struct decode_sweep *sw = &dm->sweep;
-        if (sw->n > 0 && (lc->tau0 > sw->tau[0] || lc->lo < sw->tau[sw->n - 1]))
+        if (sw->n > 0 && (fl->tau0 > sw->tau[0] || lc->lo < sw->tau[sw->n - 1]))
             return ts_fail(err, "--load-control: replica %d: its band, lo %g to tau0 %g, leaves the thresholds decode "
-                                "model %s publishes (%g to %g): set lo and tau0 within them", i, lc->lo, lc->tau0,
+                                "model %s publishes (%g to %g): set lo and tau0 within them", i, lc->lo, fl->tau0,
                            dm->spec, sw->tau[sw->n - 1], sw->tau[0]);
+        fl->out->tau_swept |= sw->n > 0;
         double tpf;
-        if (sim_scale_decode(fl->r[i], 1, fl->o->tau.tau0, &tpf, err))
+        if (sim_scale_decode(fl->r[i], 1, fl->tau0, &tpf, err))
             return ts_fail_prefix(err, "--load-control: replica %d", i);
     }
     return 0;
@@ -433,9 +446,9 @@ static void replica_energy(struct sim_summary *m, double active_s)
     m->energy_per_request_j = m->num_finished > 0 ? m->energy_j / (double)m->num_finished : 0;
 }
 
-/* The fleet's expected accuracy: its replicas' weighted by the tokens each decoded, where every replica
- * that decoded any has one on one task. None where one has none; not known (its task kept) where load
- * control moved one off its profile's setting. */
+/* The fleet's expected accuracy: its replicas' weighted by the tokens each one's steps decoded, where every
+ * replica that decoded any has one on one task. None where one has none; not known (its task kept) where
+ * load control moved one off its profile's setting without a published sweep. */
 static void merge_accuracy(const struct fleet_result *out, struct sim_summary *f)
 {
     double sum = 0;
@@ -444,7 +457,7 @@ static void merge_accuracy(const struct fleet_result *out, struct sim_summary *f
     f->accuracy_task[0] = '\0';
     for (int i = 0; i < out->n; i++) {
         const struct sim_summary *m = &out->replica[i];
-        if (m->tokens_decoded == 0)
+        if (m->step_decoded == 0)
             continue;
         if (!m->accuracy_task[0] || (tokens > 0 && strcmp(m->accuracy_task, f->accuracy_task) != 0)) {
             f->accuracy_task[0] = '\0';
@@ -453,7 +466,7 @@ static void merge_accuracy(const struct fleet_result *out, struct sim_summary *f
         snprintf(f->accuracy_task, sizeof f->accuracy_task, "%s", m->accuracy_task);
         if (m->expected_accuracy < 0)
             return;
-        sum += m->expected_accuracy * (double)m->tokens_decoded, tokens += m->tokens_decoded;
+        sum += m->expected_accuracy * (double)m->step_decoded, tokens += m->step_decoded;
     }
     if (tokens > 0)
         f->expected_accuracy = sum / (double)tokens;
@@ -713,7 +726,7 @@ int fleet_run(const struct sim_config *workload, const struct sim_config *cfg, i
     struct trace_req tr = {0};
     double shown = ts_wall_s();
     scaler_doors(&sc, 0, n, v);
-    fl.tau = o->tau.tau0, fl.tau_next_s = o->tau.every_s;
+    fl.tau_next_s = o->tau.every_s; /* (the threshold itself: tau_setup's) */
     while ((got = trace_stream_next(&st, &tr, err)) == 1) {
         const double t_s = (double)tr.arrival_ns * 1e-9;
         if (controls(&fl, &sc, tr.arrival_ns, err))

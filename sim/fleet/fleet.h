@@ -124,12 +124,15 @@ const struct fleet_link *fleet_link_get(int i); /* the i-th of the table, NULL p
 
 struct fleet_tau {
     bool on;
+    bool tau0_given;       /* tau0 set by the spec; else the decode models' own (their profile's tau, or 0.9) */
     double tau0, lo, step; /* the decode model's threshold, the lowest allowed, the change a reading */
     double up, down;       /* the outstanding requests a replica open averages to lower it, to raise it */
     double every_s, elasticity;
 };
 /* --load-control's value: "" (off), or KEY=VALUE,... of lo, step, up, down, every (seconds, at least
- * 0.01), tau0, elasticity (the ones left out at 0.7, 0.05, 8, 2, 10 s, 0.9, 1). */
+ * 0.01), tau0, elasticity (the ones left out at 0.7, 0.05, 8, 2, 10 s, the decode models' own, 1: the
+ * threshold their profiles were measured at where all say the same, else 0.9; lo below it is checked
+ * once it is known, at the fleet's start). */
 int fleet_tau_parse(const char *spec, struct fleet_tau *out, struct ts_err *err);
 /* The threshold at one of load control's readings: its value, the replicas' mean TPF then, and the
  * requests outstanding on them. */
@@ -195,6 +198,8 @@ struct fleet_result {
     struct fleet_tau_point *tau;     /* load control's */
     int64_t ntau, tau_taken;         /* kept, and taken */
     double tau_mean;                /* the threshold over the readings' span, weighted by time */
+    double tau0;                    /* the threshold load control began at and returns to */
+    bool tau_swept;                 /* the replicas' decoders move along their profiles' published sweeps */
     int refresh_pool;               /* disaggregated: the Refresh pool's replicas (0: co-located) */
     int64_t handoffs, handoffs_kv;  /* requests moved between the pools, and those that took their K/V */
     double moved_bytes;             /* over the link */

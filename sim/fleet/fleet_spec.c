@@ -274,7 +274,8 @@ int fleet_tau_parse(const char *spec, struct fleet_tau *out, struct ts_err *err)
     static const double lo[] = {0.01, 0.001, 0, 0, 0.01, 0.02, 0}, hi[] = {0.99, 0.5, 1e6, 1e6, 1e6, 0.999, 10};
     if (parse_keys("--load-control", spec, (int)TS_ARRAY_LEN(keys), keys, fields, lo, hi, NULL, NULL, 0, err))
         return -1;
-    if (out->lo >= out->tau0)
+    out->tau0_given = strstr(spec, "tau0=") != NULL; /* (its keys checked: only tau0's name holds it) */
+    if (out->tau0_given && out->lo >= out->tau0)
         return ts_fail(err, "--load-control '%s': lo (%g) must be below tau0 (%g), the decode model's threshold", spec,
                        out->lo, out->tau0);
     if (out->down >= out->up)

@@ -16,7 +16,7 @@
  * How many drafts match is the model's and the task's: c is drawn from a geometric law (each draft
  * matching with one probability, the run stopping at the first miss) whose mean round commits
  * --lspec-accept (NLD-8B's acceptance on SPEED-Bench at blocks of 32: 5.46 without its LoRA drafter,
- * 6.82 with it, the paper's). The draw is seeded by the request and the step, so emitting a step again
+ * 6.82 with it, the paper's figures as a third party's notes transcribe them). The draw is seeded by the request and the step, so emitting a step again
  * draws the same. The decode model is not read (a run that names one is refused). The engine runs the verify's rows bidirectionally
  * (the cost model prices them so too): the causal mask would spare a row at most the window's later
  * positions, against the P + committed keys both read. */
@@ -27,9 +27,10 @@
 
 enum { ACCEPT };
 static const struct param_spec lspec_params[] = {
-    [ACCEPT] = {"lspec-accept", "mean positions a round (a draft and a verify) commits: the seed and the drafts the "
-                                "verify accepts (an assumption: NLD-8B's 5.46 on SPEED-Bench at blocks of 32, 6.82 "
-                                "with its LoRA drafter)", 5.46, 1, 1024, false},
+    [ACCEPT] = {"lspec-accept", "mean positions a round (a draft and a verify) commits before the window's cap: the "
+                                "seed and the drafts the verify accepts (an assumption: NLD-8B's 5.46 on SPEED-Bench at "
+                                "blocks of 32, 6.82 with its LoRA drafter, the paper's as transcribed)", 5.46, 1, 1024,
+                false},
 };
 
 struct lspec_state {
