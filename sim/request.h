@@ -78,6 +78,12 @@ static inline int32_t req_block_len(const struct request *r, int32_t b)
     return (end < r->G ? end : r->G) - req_block_start(r, b);
 }
 
+/* The end of the response the request decodes to: its last block's end (--early-stop's, where it moved it). */
+static inline int32_t req_end(const struct request *r)
+{
+    return req_block_start(r, r->last_block) + req_block_len(r, r->last_block);
+}
+
 /* Masked positions left in the current block. */
 static inline int32_t req_masked_in_block(const struct request *r)
 {

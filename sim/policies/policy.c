@@ -140,6 +140,15 @@ static bool advance_block(const struct policy_ops *po, struct request *r, const 
     return finished;
 }
 
+void policy_progress_to(struct request *r, int32_t total)
+{
+    int32_t b = r->cur_block;
+    while (b < r->last_block && total >= req_block_start(r, b) + req_block_len(r, b))
+        b++;
+    r->cur_block = b;
+    r->decoded_in_block = total - req_block_start(r, b);
+}
+
 /* A pipelined policy's step: its advance (seeing the request as its emit did) moves the block progress. */
 static bool advance_pipelined(const struct policy_ops *po, struct request *r, const struct policy_cfg *pc,
                               const struct segment *seg, int32_t end)
@@ -157,7 +166,7 @@ static bool advance_pipelined(const struct policy_ops *po, struct request *r, co
 bool policy_advance(const struct policy_ops *po, struct request *r, const struct policy_cfg *pc,
                     const struct segment *seg)
 {
-    const int32_t end = req_block_start(r, r->last_block) + req_block_len(r, r->last_block);
+    const int32_t end = req_end(r);
     bool finished = (po->caps & POLICY_PIPELINED) ? advance_pipelined(po, r, pc, seg, end) : advance_block(po, r, pc, seg);
     /* Prophet's early commit: every position left (to the last block, --early-stop's where it moved it)
      * commits with this step */

@@ -152,6 +152,9 @@ void policy_ext_params(const struct policy_ops *po, const struct policy_cfg *pc,
 
 /* Sets up r's shape-derived fields for the policy config (num_blocks, last_block, progress). */
 void policy_req_init(struct request *r, const struct policy_cfg *pc);
+/* A pipelined policy's block progress once `total` positions are committed left to right: the block
+ * holding the first one not committed (the last, once all are) and the positions committed in it. */
+void policy_progress_to(struct request *r, int32_t total);
 /* Applies a finished step: advances the block progress and the policy state. Returns true when
  * the request is finished. */
 bool policy_advance(const struct policy_ops *po, struct request *r, const struct policy_cfg *pc,

@@ -32,14 +32,8 @@ struct dsb_state {
     int32_t slide;  /* positions the last step committed: how far the window slid */
 };
 
-/* The end of the response a request decodes to (--early-stop's last block's end). */
-static int32_t end_of(const struct request *r)
-{
-    return req_block_start(r, r->last_block) + req_block_len(r, r->last_block);
-}
-
 /* The window's masked positions: the next B, fewer at the end. */
-static int32_t window(const struct request *r) { return TS_MIN(r->Bs, end_of(r) - r->decoded_total); }
+static int32_t window(const struct request *r) { return TS_MIN(r->Bs, req_end(r) - r->decoded_total); }
 
 static bool full_step(const struct request *r, const struct policy_cfg *pc)
 {
@@ -89,13 +83,7 @@ static void dsb_advance(struct request *r, const struct policy_cfg *pc, const st
         st->cycle = 0;
     st->cycle += s->decoded;
     st->slide = s->decoded;
-    /* the block progress: the block holding the first masked position (the last, once all are done) */
-    const int32_t total = r->decoded_total + s->decoded;
-    int32_t b = r->cur_block;
-    while (b < r->last_block && total >= req_block_start(r, b) + req_block_len(r, b))
-        b++;
-    r->cur_block = b;
-    r->decoded_in_block = total - req_block_start(r, b);
+    policy_progress_to(r, r->decoded_total + s->decoded);
 }
 
 /* DSB Cache holds every position's K/V; without it, none. */

@@ -38,14 +38,8 @@ struct lspec_state {
     bool verify;    /* the next step is the round's verify */
 };
 
-/* The end of the response a request decodes to (--early-stop's last block's end). */
-static int32_t end_of(const struct request *r)
-{
-    return req_block_start(r, r->last_block) + req_block_len(r, r->last_block);
-}
-
 /* The window: the seed and the positions after it, Bs at most, fewer at the end. */
-static int32_t window(const struct request *r) { return TS_MIN(r->Bs, end_of(r) - r->decoded_total); }
+static int32_t window(const struct request *r) { return TS_MIN(r->Bs, req_end(r) - r->decoded_total); }
 
 /* The positions a verify commits: 1 + c, c geometric with mean accept - 1 (a draft matches with
  * probability 1 - 1 / accept), at most the window. */
@@ -91,13 +85,7 @@ static void lspec_advance(struct request *r, const struct policy_cfg *pc, const 
         return;
     }
     st->verify = !st->verify;
-    /* the block progress: the block holding the first position not committed (the last, once all are) */
-    const int32_t total = r->decoded_total + s->decoded;
-    int32_t b = r->cur_block;
-    while (b < r->last_block && total >= req_block_start(r, b) + req_block_len(r, b))
-        b++;
-    r->cur_block = b;
-    r->decoded_in_block = total - req_block_start(r, b);
+    policy_progress_to(r, r->decoded_total + s->decoded);
 }
 
 /* The committed K/V and the window's, written by a verify. */
