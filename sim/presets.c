@@ -197,6 +197,33 @@ static const struct preset presets[] = {
      "and drops its sampler's outputs; self_conditioning_embeds; _compiled_sample_step over every canvas row) and "
      "the checkpoint's generation_config (canvas_length 256, max_denoising_steps 48)",
      "engine", "roofline", false, "diffusion-gemma", 256, 0},
+    {"sglang-dgemma", "SGLang serving DiffusionGemma 26B-A4B on its dLLM path (release 0.5.23, Gemma4Renoise), first "
+                      "done, first out: rounds of at most --max-running-requests [1, its dLLM default], prefill first, "
+                      "the prompt whole in an EXTEND forward with no logits, then a canvas of 256 positions a forward a "
+                      "round over the prompt's K/V with every row's logits, each finished canvas but the last encoded "
+                      "again by an EXTEND forward of its own; --fdfo 0: sync",
+     "fdllm-v2", "sglang", "threshold:5.33", "sglang-dgemma", 0, "first-fit", false, false,
+     "a canvas's steps depend on its entropies (entropy bound 0.1, done when its argmax is stable and its mean "
+     "entropy under 0.005, or after 48; at least 2): tessera takes the 48, TPF 256 / 48, an assumption and an upper "
+     "bound, as for vLLM's (--system diffusion-gemma); its sampler's memory (10 bytes a logit) is read from the code, "
+     "not measured; its EXTEND forwards run eagerly and its canvas rounds as captured graphs, both priced as "
+     "tessera's engine runs a forward; a prompt past --max-prefill-tokens is refused where SGLang cuts it; the engine "
+     "runs one attention shape a model, not DiffusionGemma's sliding and global layers. SGLang itself has not run "
+     "it: 0.5.17, the newest release for the GPU machines' PyTorch 2.11, has no DiffusionGemma. Its schedule, run "
+     "on the engine with LLaDA2.0-mini in its place (experiments/records/sglang-dgemma-live-h200), is priced "
+     "within 1.7-3.0% a run and a step",
+     {{"v2-sub-blocks", "1"}, {"v2-commit-decodes", "0"}, {"v2-prefill-logits", "0"}, {"v2-context-pass", "1"},
+      {"separate-context", "1"}, {"fdfo", "1"}, {"max-running-requests", "1"}},
+     "sgl-project/sglang release 0.5.23 (its wheel, files dated 2026-10-30; it records no commit), python/sglang/srt/: "
+     "dllm/algorithm/gemma4_renoise.py (max_denoising_steps 48, entropy bound 0.1, stable and confident or 48; "
+     "configure_server_args: radix cache off, chunked prefill off, prefill graphs off but with FA4; the per-request "
+     "exponential race; the soft embeddings), dllm/mixin/scheduler.py (prefill first, EXTEND for a "
+     "separate-context model's prefill rounds; _stash_dllm_context: the canvas's K/V freed), dllm/mixin/req.py (a "
+     "finished canvas re-encoded as a prefill), managers/schedule_policy.py (rem_dllm_tokens: "
+     "--max-prefill-tokens for it), models/gemma4_diffusion.py (context passes return no logits; every canvas row's "
+     "logits), model_executor/runner/base_cuda_graph_runner.py (its graphs' batches capped at "
+     "max_running_requests)",
+     "engine", "roofline", false, "diffusion-gemma", 256, 0},
     {"vllm-dllm-plugin", "vLLM serving LLaDA2.0-mini through vllm-project/dllm-plugin: continuous batching of up to "
                          "32 requests, the prompt prefilled at once, then blocks of 32 from position 0 denoised with "
                          "every row's logits (threshold 0.9, at least one token a step), each block ended by a K/V "

@@ -18,7 +18,7 @@ struct preset {
     const char *note;       /* what is not modelled yet, or NULL */
     struct preset_param {   /* its policy's or scheduler's parameters (name NULL: none further) */
         const char *name, *value;
-    } params[4];
+    } params[8];
     const char *sources;    /* where each choice comes from: the paper's sections, the public code's files */
     const char *act_layout; /* its layer's activations (opgraph.h): "engine", or "mosaic", Mosaic's own */
     const char *cost;       /* the cost model its paper experiments price it with where --cost is not

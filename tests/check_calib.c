@@ -949,6 +949,45 @@ START_TEST(row_loop_under_the_calibration)
 }
 END_TEST
 
+/* Under the calibration, a loop that rotates every cached key again (torch-fast-dllm: 52 bytes a K
+ * element) pays those bytes at the card's bandwidth on RoPE's op, over the calibrated curve its base
+ * prices the rows' with: against torch-llada (the same base, no such work) the difference is, by hand,
+ * 32 layers x the step's cached keys x 4,096 x 52 / (bandwidth x mem_eff), and none over no cache. */
+START_TEST(cached_keys_under_the_calibration)
+{
+    struct calib_data d;
+    planted_split(&d);
+    struct ts_err err;
+    struct calib *c;
+    ck_assert_msg(calib_fit(&d, &c, &err) == 0, "%s", err.msg);
+    struct cost_ctx fast = {.model = *model_find("llada-8b")}, plain;
+    struct gpu_table *t = gpu_table_create();
+    ck_assert_int_eq(gpu_lookup(t, "h200", &fast.gpu, NULL), 0);
+    gpu_table_destroy(t);
+    plain = fast;
+    ck_assert_int_eq(impl_resolve("torch-fast-dllm", &fast.impl, &err), 0);
+    ck_assert_int_eq(impl_resolve("torch-llada", &plain.impl, &err), 0);
+    struct step_desc sd;
+    step_desc_init(&sd);
+    for (int B = 1; B <= 16; B *= 4)
+        for (int kv = 0; kv <= 2016; kv += 672) {
+            step_desc_clear(&sd);
+            test_step_repeat(&sd, &(struct segment){.q = 32, .kv = kv, .logit_rows = 32,
+                                                    .phase = kv ? PHASE_REUSE : PHASE_REFRESH}, B);
+            double secs;
+            struct cost_breakdown bf, bp;
+            ck_assert_int_eq(calib_step_ctx_s(&fast, c, &sd, false, &secs, &bf, &err), 0);
+            ck_assert_int_eq(calib_step_ctx_s(&plain, c, &sd, false, &secs, &bp, &err), 0);
+            const double want = 32.0 * B * kv * 4096 * 52 / (fast.gpu.mem_bw * fast.impl.mem_eff);
+            ck_assert_msg(fabs(bf.op_s[OP_ROPE] - bp.op_s[OP_ROPE] - want) < 1e-12 + 1e-9 * want,
+                          "B %d over %d keys: %.9g s more, by hand %.9g", B, kv, bf.op_s[OP_ROPE] - bp.op_s[OP_ROPE], want);
+        }
+    step_desc_free(&sd);
+    calib_free(c);
+    calib_data_free(&d);
+}
+END_TEST
+
 /* An eager selection's loop over its sequences (a planted 7 ms a selecting segment beyond the step's
  * max(host, GPU)): fitted as a host term of its own, added to a selecting step's price, and kept by a
  * transfer to another GPU, which also keeps the launch gap of GPU-bound steps. */
@@ -1923,6 +1962,7 @@ int main(void)
     tcase_add_test(tc, selection_loop_is_a_host_term);
     tcase_add_test(tc, host_bound_steps_take_the_host_time);
     tcase_add_test(tc, row_loop_under_the_calibration);
+    tcase_add_test(tc, cached_keys_under_the_calibration);
     tcase_add_test(tc, op_scale_applies_before_the_host);
     tcase_add_test(tc, the_host_line_reports_how_far_its_steps_lie);
     tcase_add_test(tc, a_host_profile_swaps_the_host_line);

@@ -788,6 +788,41 @@ START_TEST(row_loop_issues_kernels_a_row)
 }
 END_TEST
 
+/* A loop whose model code rotates every key it reads again each layer (Fast-dLLM's fp32 RoPE over the
+ * whole cache: 52 bytes a K element, read from its code) or concatenates its cache to the rows' K/V
+ * (8; dLLM-Cache both) moves those bytes for every cached key: RoPE's op, by hand from LLaDA-8B's
+ * shape (32 layers, K/V width 4,096), is count x max(FLOPs, bytes at the bandwidth, its kernels' issue)
+ * with the keys' bytes beside the rows'; the other loops' are the rows' alone, and a step over no
+ * cache (a Refresh) costs every loop its rows' alone. */
+START_TEST(cached_keys_moved_by_the_loops_that_rotate_them)
+{
+    static const struct { const char *loop; int bytes; } loops[] = {
+        {"torch-fast-dllm", 52}, {"torch-dllm-cache", 60}, {"torch-fdllm-v2", 8},
+        {"torch-llada", 0}, {"torch-sparse-dllm", 0}, {"tessera", 0},
+    };
+    const double L = 32, qd = 4096, kvd = 4096, a = 2;
+    for (size_t i = 0; i < TS_ARRAY_LEN(loops); i++) {
+        struct cost_ctx c = ctx("llada-8b", loops[i].loop);
+        ck_assert_int_eq(c.impl.key_rope_bytes, loops[i].bytes);
+        for (int kv = 0; kv <= 4064; kv += 4064) {
+            const double T = 16 * 32.0, K = 16.0 * kv;
+            struct cost_breakdown bd;
+            price(&c, 16, 32, kv, 32, 0, &bd);
+            const double want = op_closed_form(&c, OP_ROPE, L, 6 * T * (qd + kvd) + 6 * (loops[i].bytes ? K : 0) * kvd,
+                                               2 * a * T * (qd + kvd) + loops[i].bytes * K * kvd, c.impl.gemm_eff);
+            ck_assert_msg(fabs(bd.op_s[OP_ROPE] - want) < 1e-12 + 1e-9 * want, "%s over %d keys: %.9g s, by hand %.9g",
+                          loops[i].loop, kv, bd.op_s[OP_ROPE], want);
+        }
+    }
+    /* at 16 x 4,064 keys the bytes bound it: Fast-dLLM's RoPE is then its keys' 52 bytes at the bandwidth */
+    struct cost_ctx f = ctx("llada-8b", "torch-fast-dllm");
+    struct cost_breakdown bd;
+    price(&f, 16, 32, 4064, 32, 0, &bd);
+    const double keys_s = L * 52 * 16 * 4064.0 * kvd / (f.gpu.mem_bw * f.impl.mem_eff);
+    ck_assert(bd.op_s[OP_ROPE] > keys_s && bd.op_s[OP_ROPE] < 1.01 * keys_s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cost");
@@ -796,6 +831,7 @@ int main(void)
     tcase_add_test(tc, op_scale_parses_and_refuses);
     tcase_add_test(tc, op_scale_scales_the_roofline);
     tcase_add_test(tc, ops_match_their_closed_forms);
+    tcase_add_test(tc, cached_keys_moved_by_the_loops_that_rotate_them);
     tcase_add_test(tc, reuse_one_block_reads_the_weights);
     tcase_add_test(tc, fp8_weights_read_a_byte_at_the_fp8_rate);
     tcase_add_test(tc, eager_is_launch_bound_on_small_steps);

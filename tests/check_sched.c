@@ -33,7 +33,10 @@ static void check_run(struct sim *s)
         const struct step_rec *p = &s->steps[i];
         ck_assert_int_le(s->weight_bytes + p->kv_in_use_bytes + p->act_peak_bytes, s->capacity);
         if (phase) {
-            ck_assert_int_le(p->tot.q_tokens, cap);
+            /* (SGLang's prefill rounds of a separate-context model: within max-prefill-tokens) */
+            const bool extend = s->sched == &sched_sglang && sim_sched_param(s, "separate-context", 0) != 0 &&
+                                p->tot.by_phase[PHASE_PREFILL] > 0;
+            ck_assert_int_le(p->tot.q_tokens, extend ? sim_sched_param(s, "max-prefill-tokens", 0) : cap);
             ck_assert_int_le(p->act_peak_bytes, s->act_reserved);
         }
         ck_assert_int_gt(p->tot.num_segs, 0);
@@ -817,6 +820,99 @@ START_TEST(sglang_graph_batches)
 }
 END_TEST
 
+/* The phase of step i's segments (all one: a round is prefills or denoising), its segments and the graph's
+ * padding rows among them. */
+static void step_shape(const struct sim *s, size_t i, int *phase, int64_t *segs, int64_t *pad)
+{
+    const int64_t end = i + 1 < s->num_steps ? s->steps[i + 1].first_seg : (int64_t)s->num_segs;
+    *segs = end - s->steps[i].first_seg, *pad = 0;
+    *phase = s->segs[s->steps[i].first_seg].phase;
+    for (int64_t j = s->steps[i].first_seg; j < end; j++) {
+        ck_assert_int_eq(s->segs[j].phase, *phase);
+        *pad += s->segs[j].padding == PAD_GRAPH;
+    }
+}
+
+/* SGLang's DiffusionGemma path (separate-context 1 under policy fdllm-v2 --v2-context-pass 1), worked by
+ * hand on SDAR-8B with canvases of 32 under fixed:8 (four steps a canvas) and at most four running: A (P 64,
+ * G 96), B (P 40, G 32) and C (P 64, G 32), all at 0.
+ *   round 1: the three prompts whole (64 + 40 + 64 rows over no keys, no logits), no graph padding;
+ *   rounds 2-5: the three canvases (32 rows over the prompt, every row's logits), the graph of four
+ *     padding a block; B and C finish with round 5 (one canvas, no context pass after the last);
+ *   round 6: A's context pass (32 rows over its 64, K/V written, no logits); 7-10 its second canvas;
+ *   round 11: its context pass over 96; 12-15 its last canvas over 128.
+ * With max-prefill-tokens 100 the prompts go one a round (A; B, as C's 64 more would pass 100; C), the
+ * canvases waiting, so every later round is two later: 17 in all. A prompt past the budget is rejected. */
+START_TEST(sglang_separate_context_by_hand)
+{
+    struct sim_config c;
+    serve_config(&c, "sglang", "arrival_ns,prompt_tokens,output_tokens\n0,64,96\n0,40,32\n0,64,32\n");
+    snprintf(c.policy, sizeof c.policy, "fdllm-v2");
+    test_param(&c, "v2-sub-blocks", 1);
+    test_param(&c, "v2-commit-decodes", 0);
+    test_param(&c, "v2-prefill-logits", 0);
+    test_param(&c, "v2-context-pass", 1);
+    test_param(&c, "separate-context", 1);
+    test_param(&c, "max-running-requests", 4);
+    struct sim *s = run_kept(&c);
+    ck_assert_int_eq((int64_t)s->num_steps, 15);
+    const struct {
+        int phase;
+        int64_t segs, pad;
+    } round[15] = {{PHASE_PREFILL, 3, 0}, {PHASE_BLOCK, 4, 1}, {PHASE_BLOCK, 4, 1}, {PHASE_BLOCK, 4, 1},
+                   {PHASE_BLOCK, 4, 1},   {PHASE_PREFILL, 1, 0}, {PHASE_BLOCK, 1, 0}, {PHASE_BLOCK, 1, 0},
+                   {PHASE_BLOCK, 1, 0},   {PHASE_BLOCK, 1, 0},   {PHASE_PREFILL, 1, 0}, {PHASE_BLOCK, 1, 0},
+                   {PHASE_BLOCK, 1, 0},   {PHASE_BLOCK, 1, 0},   {PHASE_BLOCK, 1, 0}};
+    for (size_t i = 0; i < 15; i++) {
+        int phase;
+        int64_t segs, pad;
+        step_shape(s, i, &phase, &segs, &pad);
+        ck_assert_msg(phase == round[i].phase && segs == round[i].segs && pad == round[i].pad,
+                      "round %zu: phase %d, %lld segments, %lld padding", i + 1, phase, (long long)segs, (long long)pad);
+    }
+    const struct segment *g = s->segs;
+    ck_assert(g[0].q == 64 && g[1].q == 40 && g[2].q == 64 && g[0].kv == 0 && g[0].logit_rows == 0);
+    ck_assert(g[3].q == 32 && g[3].kv == 64 && g[3].logit_rows == 32 && g[4].kv == 40);
+    const struct segment *ctx6 = &g[s->steps[5].first_seg], *ctx11 = &g[s->steps[10].first_seg];
+    ck_assert(ctx6->q == 32 && ctx6->kv == 64 && ctx6->kv_write == 32 && ctx6->logit_rows == 0 && ctx6->decoded == 0);
+    ck_assert(ctx11->kv == 96 && g[s->steps[11].first_seg].kv == 128);
+    ck_assert_int_eq(finish_step(s, 0), 15);
+    ck_assert_int_eq(finish_step(s, 1), 5);
+    ck_assert_int_eq(finish_step(s, 2), 5);
+    for (int64_t i = 0; i < 3; i++)
+        ck_assert_int_eq(sim_req(s, i)->decoded_total, sim_req(s, i)->G);
+    sim_destroy(s);
+    /* a prefill round's budget */
+    test_param(&c, "max-prefill-tokens", 100);
+    s = run_kept(&c);
+    ck_assert_int_eq((int64_t)s->num_steps, 17);
+    const int64_t prompt_q[3] = {64, 40, 64};
+    for (size_t i = 0; i < 3; i++) {
+        int phase;
+        int64_t segs, pad;
+        step_shape(s, i, &phase, &segs, &pad);
+        ck_assert(phase == PHASE_PREFILL && segs == 1 && s->segs[s->steps[i].first_seg].q == prompt_q[i]);
+    }
+    ck_assert_int_eq(finish_step(s, 0), 17);
+    ck_assert_int_eq(finish_step(s, 1), 7);
+    sim_destroy(s);
+    test_param(&c, "max-prefill-tokens", 63);
+    s = run_kept(&c);
+    struct sim_summary m;
+    sim_get_summary(s, &m);
+    ck_assert_int_eq(m.num_rejected, 2); /* the prompts of 64 */
+    sim_destroy(s);
+    /* a context pass only where SGLang encodes the context apart, and only then */
+    struct ts_err err;
+    test_param(&c, "max-prefill-tokens", 16384);
+    test_param(&c, "separate-context", 0);
+    ck_assert(sim_create(&c, &err) == NULL && strstr(err.msg, "separate-context 0 under policy fdllm-v2"));
+    serve_config(&c, "sglang", "arrival_ns,prompt_tokens,output_tokens\n0,64,96\n");
+    test_param(&c, "separate-context", 1);
+    ck_assert(sim_create(&c, &err) == NULL && strstr(err.msg, "separate-context 1 under policy serve-block"));
+}
+END_TEST
+
 /* gpu-memory-utilization U sizes the phase scheduler's pool as dLLM-Serve's allocate_kv_cache does:
  * U of the device less the reserve, the weights and the warm-up's peak (max_num_batched_tokens / max
  * positions whole sequences, 128 logit rows each: four on the L40S, none on the RTX 4090), the
@@ -907,6 +1003,7 @@ int main(void)
     tcase_add_test(tc, gpu_utilization_sizes_the_pool_as_dllm_serve);
     tcase_add_test(tc, sglang_rounds_by_hand);
     tcase_add_test(tc, sglang_graph_batches);
+    tcase_add_test(tc, sglang_separate_context_by_hand);
     tcase_add_test(tc, sglang_rounds_charge_the_host_once_a_round);
     suite_add_tcase(s, tc);
     return run_suite("sched", s) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -1352,6 +1352,27 @@ contains "sim --system vllm-dllm-plugin" "policy serve-block, scheduler request"
 contains "sim --system vllm-dllm-plugin" "note: --system vllm-dllm-plugin: not run"
 expect 2 "serve-block on a bidirectional model" -- "$bin" sim --policy serve-block --scheduler sglang --requests 2
 contains "serve-block on a bidirectional model" "block-causal model"
+# SGLang's DiffusionGemma: the prompt an EXTEND forward with no logits, two canvases of 256 with every row's
+# logits, the first encoded again by a context pass of 256 rows (a prefill: no logits, nothing decoded), the
+# last not; a context pass only where the scheduler encodes the context apart; the engine runs no
+# self-conditioning, so a live run of its profile is refused
+expect 0 "sim --system sglang-dgemma" -- "$bin" sim --system sglang-dgemma --requests 2 --rps 1000 \
+    --lengths fixed:300,512 --gen-len 0 --decode fixed:128 --no-progress --db "$tmp/dg.db"
+contains "sim --system sglang-dgemma" "policy fdllm-v2, scheduler sglang, decode fixed:128, system sglang-dgemma"
+contains "sim --system sglang-dgemma" "note: --system sglang-dgemma: a canvas's steps depend on its entropies"
+got=$(sqlite3 "$tmp/dg.db" "SELECT phase || ':' || q || ':' || kv || ':' || logit_rows || ':' || decoded FROM segments
+    WHERE req_id = 0 ORDER BY step_id" | tr '\n' ' ')
+want="PREFILL:300:0:0:0 BLOCK:256:300:256:128 BLOCK:256:300:256:128 PREFILL:256:300:0:0 BLOCK:256:556:256:128 BLOCK:256:556:256:128 "
+[ "$got" = "$want" ] && ok || bad "sim --system sglang-dgemma: request 0's steps '$got', not '$want'"
+expect 0 "list systems sglang-dgemma" -- "$bin" list systems sglang-dgemma
+contains "list systems sglang-dgemma" "--v2-context-pass 1 --separate-context 1 --fdfo 1 --max-running-requests 1"
+contains "list systems sglang-dgemma" "dllm/algorithm/gemma4_renoise.py"
+expect 2 "sim --v2-context-pass 1 without a separate context" -- "$bin" sim --system sglang-dgemma --separate-context 0 \
+    --requests 2 --no-progress
+contains "sim --v2-context-pass 1 without a separate context" "separate-context 0 under policy fdllm-v2 with --v2-context-pass 1"
+expect 2 "sim --system sglang-dgemma --executor gpu" -- "$bin" sim --system sglang-dgemma --model llada2.0-mini \
+    --executor gpu --requests 2
+contains "sim --system sglang-dgemma --executor gpu" "--impl sglang-dgemma prices a self-conditioning product"
 # speed against accuracy, dInfer's panels reduced to GSM8K: each configuration's published score (dInfer Table
 # 1, and Table 2 for the distilled model) beside tessera's throughput, like for like: the distilled model's
 # decoding fastest, Fast-dLLM's without a cache slowest; on LLaDA-8B, d3LLM's leaderboard (d3LLM fastest, the

@@ -478,6 +478,33 @@ assert d["num_steps"] == w["live_steps"] and abs(d["makespan_ns"] * 1e-9 / w["li
     done
 done
 
+# sglang-dgemma-live-h200: the runs whose requests all arrive at once (the schedule the same whatever the
+# steps' times) priced again by the shipped calibration give each run's steps and its recorded prediction
+echo "records: ... sglang-dgemma-live-h200" >&2
+for run in fdfo-m4:1:4 sync-m4:0:4 fdfo-m1:1:1; do
+    IFS=: read -r name fdfo mrr <<<"$run"
+    expect 0 "sglang-dgemma-live-h200 $name re-predicted" -- "$bin" sim --system sglang-dgemma --model llada2.0-mini \
+        --impl tessera --cost calibrated --gpu h200 --fdfo "$fdfo" --max-running-requests "$mrr" \
+        --trace "$rec_dir/sglang-dgemma-live-h200/burst.csv" --gen-len 0 --seed 3 --json --no-progress --quiet
+    if python3 -c 'import json, sys
+d, w = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert d["num_steps"] == w["live_steps"] and abs(d["makespan_ns"] * 1e-9 / w["live_model_s"] - 1) < 1e-6' \
+        "$tmp/out" "$rec_dir/sglang-dgemma-live-h200/live-dgemma-$name.json" 2>/dev/null
+    then ok; else bad "sglang-dgemma-live-h200: $name is not the recorded prediction"; fi
+done
+
+# key-rope-h200: the predicted time of the cached keys' work, 1,024 to 4,096 keys at batch 4, is RoPE's op
+# under each loop's profile over torch-llada's, as its README's table gives it
+echo "records: ... key-rope-h200" >&2
+rope_ms() { "$bin" calib price --step "4,32,$2,32" --gpu h200 --model llada-8b --impl "$1" | awk '$1 == "rope" { print $2 }'; }
+for loop in torch-fast-dllm:Fast-dLLM torch-dllm-cache:dLLM-Cache; do
+    im=${loop%%:*} who=${loop#*:}
+    want=$(python3 -c 'import sys; a, b, c, d = map(float, sys.argv[1:]); print("%.3f" % (((b - d) - (a - c)) / 32))' \
+        "$(rope_ms "$im" 992)" "$(rope_ms "$im" 4064)" "$(rope_ms torch-llada 992)" "$(rope_ms torch-llada 4064)")
+    grep -q "^| $who | 4 | 1,024 to 4,096 | [0-9.]* | $want |" "$rec_dir/key-rope-h200/README.md" && ok ||
+        bad "key-rope-h200: $who's predicted $want ms is not its README's"
+done
+
 # the clock model (sim/data/clock.csv) is the fit of clock-ladder's warm traces, card by card
 for g in h200 h100; do
     gzip -dc "$rec_dir/clock-ladder/$g-warm.csv.gz" >"$tmp/$g-warm.csv"

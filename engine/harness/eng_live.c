@@ -63,6 +63,8 @@ struct live {
     int num_peers;
     struct live_host host;
     struct live_sparsed sp; /* slot_of NULL: not SparseD */
+    struct step_desc padded;  /* a step whose captured graph pads it, its padding under ids of its own */
+    int32_t next_id;          /* past every request id a step has named: no request holds K/V there */
 };
 
 /* SparseD's entries of step sd (policy sparsed, policy_sparsed.c): a segment whose attention scores
@@ -256,15 +258,40 @@ static void host_free(struct live_host *h)
     step_desc_free(&h->gpu);
 }
 
+/* A step a captured graph pads (SGLang's rounds, PAD_GRAPH): the graph's padding rows are no request's,
+ * so each runs under an id no request has held K/V under (past every id a step has named; a request's
+ * K/V are taken at its first step), its pages freed with the step. */
+static int padded_step(struct live *l, const struct step_desc *sd, float *ms, struct ts_err *err)
+{
+    int64_t knobs[STEP_KNOBS];
+    step_knobs_get(sd, knobs);
+    step_desc_clear(&l->padded);
+    step_knobs_set(&l->padded, knobs);
+    int32_t id = l->next_id;
+    for (int32_t s = 0; s < sd->num_segs; s++) {
+        struct segment g = sd->segs[s];
+        if (g.padding == PAD_GRAPH)
+            g.req_id = id++;
+        step_desc_add(&l->padded, &g);
+    }
+    const int rc = eng_step(l->e, &l->padded, NULL, ms, err);
+    while (id > l->next_id)
+        eng_release(l->e, --id);
+    return rc;
+}
+
 static int live_step(void *ctx, const struct step_desc *sd, double *seconds, struct ts_err *err)
 {
     struct live *l = ctx;
+    for (int32_t s = 0; s < sd->num_segs; s++)
+        if (sd->segs[s].padding != PAD_GRAPH)
+            l->next_id = TS_MAX(l->next_id, sd->segs[s].req_id + 1);
     if (l->sp.slot_of && sparsed_entries(l, sd, err))
         return -1;
     if (sd->tot.host_kv_tokens > 0 || sd->tot.host_scan_tokens > 0)
         return host_step(l, sd, seconds, err);
     float ms = 0;
-    if (eng_step(l->e, sd, NULL, &ms, err))
+    if (sd->tot.graph_rows > 0 ? padded_step(l, sd, &ms, err) : eng_step(l->e, sd, NULL, &ms, err))
         return -1;
     *seconds = ms * 1e-3;
     return 0;
@@ -409,6 +436,7 @@ int eng_live_open(const struct sim *s, double mem_limit_gb, struct sim_executor 
     }
     l->host.kv_row = model_kv_bytes_per_token(m) / 2; /* bf16 values: K and V, every layer */
     step_desc_init(&l->host.gpu);
+    step_desc_init(&l->padded);
     *ex = (struct sim_executor){l, live_step, live_release, live_hold};
     return 0;
 }
@@ -421,6 +449,7 @@ void eng_live_close(struct sim_executor *ex)
             eng_pool_close(&l->peers[i]);
         free(l->peers);
         host_free(&l->host);
+        step_desc_free(&l->padded);
         free(l->sp.slot_of), free(l->sp.free_slots), free(l->sp.next);
         eng_destroy(l->e);
         free(l);

@@ -66,6 +66,9 @@ static bool live_refused(const struct sim_config *c, const struct sim_setup *set
     else if (lacks)
         fprintf(stderr, "tessera sim: --executor gpu: model %s has %s, which the CUDA engine does not run; "
                         "price it with the cost model (--executor model)\n", m.name, lacks);
+    else if (setup->impl.self_cond != SELF_COND_NONE)
+        fprintf(stderr, "tessera sim: --executor gpu: --impl %s prices a self-conditioning product the CUDA engine "
+                        "does not run; run the schedule with --impl tessera\n", setup->impl.name);
     else if (strncmp(c->decode, "spiffy:", 7) == 0 || strncmp(c->decode, "wino:", 5) == 0)
         fprintf(stderr, "tessera sim: --executor gpu: --decode %s verifies %s under a mask of its own "
                         "(in place of its block), which the CUDA engine does not run; price it with the cost "

@@ -430,6 +430,13 @@ int calib_step_ctx_s(const struct cost_ctx *cx, const struct calib *c, const str
             attn += attn_ms(c, sd, true) * (1 - later_share);
         bd->op_s[OP_ATTN] = attn * 1e-3;
         ms += attn;
+        if (cx && cx->impl.key_rope_bytes > 0) { /* a loop's work over every cached key it reads */
+            const double keys = (nl - nf) * (double)(t->attn_kv_read - t->q_tokens) +
+                                nf * (double)(t->front.attn_kv_read - t->front.q_tokens),
+                         rope = bandwidth_ms(cx, keys * model_kv_dim(&cx->model) * cx->impl.key_rope_bytes);
+            bd->op_s[OP_ROPE] += rope * 1e-3;
+            ms += rope;
+        }
         double sel;
         if (select_ms(c, sd, &sel, err))
             return -1;

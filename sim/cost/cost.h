@@ -52,6 +52,10 @@ struct impl_profile {
     int32_t self_cond;      /* a self-conditioning buffer a running request keeps across its steps (vLLM's
                              * DiffusionGemma): SELF_COND_HIDDEN, a canvas (--block) of fp32 soft
                              * embeddings; SELF_COND_VOCAB, a canvas of fp32 probabilities; 0: none */
+    int32_t key_rope_bytes; /* bytes a cached key's element moves each layer a forward, GPU work that grows with
+                             * the cached length: a loop whose model code rotates every key it reads again (its
+                             * RoPE in fp32 over the whole cache), and concatenates the cache to its rows' K/V,
+                             * beyond the rows' own RoPE; 0: none */
     bool rounds;            /* a serving runtime priced by its scheduler's rounds measured whole (rounds.h:
                              * DATADIR/rounds/GPU-MODEL-NAME.csv); where the run's GPU and model have none,
                              * priced as its base */

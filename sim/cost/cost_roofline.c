@@ -120,7 +120,10 @@ static void layer_ops(struct pricer *p, const struct model_cfg *m, bool k_eq_v, 
 
     add_op(p, OP_NORM, 2 * layers, 5 * T * h, 2 * T * h * a, ge);
     add_gemm(p, OP_QKV, layers, 2 * T * h * (qd + proj), w * h * (qd + proj) + a * (T * h + T * (qd + proj)), ge);
-    add_split(p, OP_ROPE, layers, 6 * T * (qd + kvd), 2 * a * T * (qd + kvd), ge);
+    /* (with a loop's work over every cached key it reads: impl_profile.key_rope_bytes) */
+    const double keys = im->key_rope_bytes > 0 ? (double)lt->attn_kv_read - T : 0;
+    add_split(p, OP_ROPE, layers, 6 * T * (qd + kvd) + 6 * keys * kvd,
+              2 * a * T * (qd + kvd) + im->key_rope_bytes * keys * kvd, ge);
     add_split(p, OP_KV_WRITE, W > 0 ? layers : 0, 0, 2 * a * W * 2 * kvd, ge);
     add_split(p, OP_ATTN, layers, 4.0 * qd * lt->attn_qk_pairs, a * (2 * T * qd + (double)lt->attn_kv_read * 2 * kvd),
            im->attn_eff);

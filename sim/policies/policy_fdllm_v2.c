@@ -12,7 +12,9 @@
  *   - once a block is decoded, a forward of its rows writes its K/V to the cache and its last logit
  *     gives the next block's first token: q = Lo, kv = C, kv_write = Lo, one token decoded
  *     (--v2-commit-decodes 0: none, as DiffusionGemma's commit pass of its canvas, the --system
- *     diffusion-gemma, drops its sampler's outputs);
+ *     diffusion-gemma, drops its sampler's outputs; --v2-context-pass 1: a context pass of the block's rows,
+ *     a prefill with no logits that decodes nothing, as SGLang's Gemma4Renoise re-encodes a finished
+ *     canvas by an EXTEND forward of its own, --system sglang-dgemma);
  *   - with --v2-dual 1 (use_block_cache, the sub-block DualCache): a sub-block's first step (and a
  *     block's first after its commit) runs the whole block and keeps its K/V aside (kv_write = Lo),
  *     and its later steps run the sub-block's rows alone over the cache and the block's kept K/V,
@@ -31,7 +33,7 @@
 
 #include <math.h>
 
-enum { SUBS, DUAL, COMMIT, FULL, PLOGITS };
+enum { SUBS, DUAL, COMMIT, FULL, PLOGITS, CONTEXT };
 static const struct param_spec v2_params[] = {
     [SUBS] = {"v2-sub-blocks", "sub-blocks of --block positions a block (m: the block's rows run each step, its "
                                "sub-blocks decode in turn)", 4, 1, 1024, true},
@@ -44,6 +46,10 @@ static const struct param_spec v2_params[] = {
                                "step decodes it depends on the model: an assumption)", 1, 1, 1024},
     [PLOGITS] = {"v2-prefill-logits", "1: the prefill's LM head over every row (Fast-dLLM v2's model keeps every row's "
                                       "logits); 0: none (DiffusionGemma's encoder pass)", 1, 0, 1, true},
+    [CONTEXT] = {"v2-context-pass", "1: a finished block's K/V written by a context pass, a prefill of its rows with "
+                                    "no logits (SGLang's DiffusionGemma: an EXTEND forward of its own, which its "
+                                    "scheduler runs as a prefill; it decodes nothing, whatever --v2-commit-decodes); 0: "
+                                    "by a commit forward of the block's rows with their logits", 0, 0, 1, true},
 };
 
 struct v2_state {
@@ -101,11 +107,11 @@ static void v2_emit(const struct request *r, const struct policy_cfg *pc, struct
     const int32_t sub = req_block_len(r, r->cur_block);
     if (st->commit_pending) { /* the block before: its K/V written, the next token from its last row */
         const int32_t w = (int32_t)pc->p[SUBS] * r->Bs;
-        s->phase = PHASE_BLOCK;
+        s->phase = pc->p[CONTEXT] ? PHASE_PREFILL : PHASE_BLOCK;
         s->q = s->kv_write = w;
         s->kv = cache - w;
-        s->logit_rows = pc->mask_only ? 1 : w;
-        s->decoded = TS_MIN((int32_t)pc->p[COMMIT], req_masked_in_block(r));
+        s->logit_rows = pc->p[CONTEXT] ? 0 : pc->mask_only ? 1 : w;
+        s->decoded = pc->p[CONTEXT] ? 0 : TS_MIN((int32_t)pc->p[COMMIT], req_masked_in_block(r));
         return;
     }
     if (st->block_kept && r->steps_in_block >= v2_full_steps(r, pc)) { /* the sub-block over the block's K/V */

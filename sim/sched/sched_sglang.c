@@ -15,6 +15,14 @@
  *     forward; a row whose block is done early stays in the batch as padding (its block's rows again,
  *     committing nothing) until the slowest is done, and requests join or leave only between rounds.
  *     A prefill round is one forward.
+ * A model whose algorithm encodes its context apart (separate-context 1: DiffusionGemma's Gemma4Renoise,
+ * dllm/algorithm/gemma4_renoise.py, requires_separate_context_encoding) has its prompt and each finished
+ * canvas but the last encoded by EXTEND forwards of their own (policy fdllm-v2 --v2-context-pass 1): its
+ * prefill rounds (prefill first still holds) take a request's prompt whole, within a round's budget of
+ * max-prefill-tokens (SGLang's --max-prefill-tokens, 16,384: schedule_policy.py's rem_dllm_tokens for a
+ * separate-context model; a request that does not fit waits for the next round, where SGLang would cut
+ * it and carry the rest), and run eagerly (gemma4_renoise.py turns prefill graphs off but on
+ * Blackwell's FA4).
  * CUDA graphs (cuda-graph 1, SGLang's default): a round of n requests, its prompt blocks' or its
  * denoising steps' (both DLLM_EXTEND, a mode forward_batch_info.py's is_cuda_graph takes), runs as the
  * captured decode graph of the smallest batch of at least n (server_args.py's
@@ -27,14 +35,15 @@
  * round's last request's id. A round larger than every graph runs eagerly, unpadded. cuda-graph 0 is
  * --disable-cuda-graph.
  * Memory: the activation budget of a forward of max-running-requests blocks (every row's logits) is
- * reserved once, and a request whose largest step runs more than a block is rejected; the rest of the
- * device after the weights is the KV pool.
+ * reserved once (separate-context 1: or of a prefill round's max-prefill-tokens rows without logits, the
+ * larger), and a request whose largest step runs more than a block (separate-context 1: whose prompt is
+ * longer than max-prefill-tokens) is rejected; the rest of the device after the weights is the KV pool.
  */
 #include <stdlib.h>
 
 #include "sim_internal.h"
 
-enum { MAX_RUNNING, FDFO, CUDA_GRAPH };
+enum { MAX_RUNNING, FDFO, CUDA_GRAPH, SEPARATE, MAX_PREFILL };
 static const struct param_spec sglang_params[] = {
     [MAX_RUNNING] = {"max-running-requests", "requests a dLLM round batches at most (SGLang's "
                      "--max-running-requests; 1 where not given, as its dLLM config sets it)", 1, 1, 1 << 16, true},
@@ -44,6 +53,11 @@ static const struct param_spec sglang_params[] = {
     [CUDA_GRAPH] = {"cuda-graph", "1: a round runs as SGLang's captured decode graph of the smallest batch at least "
                     "its size (1, 2, 4, 8, 12, 16, 24, ... up to max-running-requests or its cap for the card's "
                     "memory), the rest padding; 0: --disable-cuda-graph", 1, 0, 1, true},
+    [SEPARATE] = {"separate-context", "1: prompts and finished canvases encoded by EXTEND forwards of their own "
+                  "(DiffusionGemma's Gemma4Renoise; policy fdllm-v2 --v2-context-pass 1): a prefill round takes "
+                  "prompts whole within max-prefill-tokens and runs eagerly; 0: a prompt a block a forward", 0, 0, 1, true},
+    [MAX_PREFILL] = {"max-prefill-tokens", "separate-context 1: the tokens a prefill round holds at most (SGLang's "
+                     "--max-prefill-tokens)", 16384, 1, 1 << 24, true},
 };
 
 int32_t sglang_graph_max_bs(int64_t mem_bytes, int32_t tp)
@@ -94,17 +108,25 @@ struct sglang_round {
 
 static int sglang_init(struct sim *s, struct ts_err *err)
 {
+    const bool context_pass = params_value(s->pol->params, s->pol->num_params, s->pcfg.p, "v2-context-pass", 0) != 0;
+    if (context_pass != (s->sched_p[SEPARATE] != 0))
+        return ts_fail(err, "sglang scheduler: separate-context %d under policy %s%s: SGLang encodes the context "
+                            "apart exactly where a finished canvas's K/V is written by a context pass (--policy "
+                            "fdllm-v2 --v2-context-pass 1 --separate-context 1, as --system sglang-dgemma runs)",
+                       (int)s->sched_p[SEPARATE], s->pol->name, context_pass ? " with --v2-context-pass 1" : "");
     struct sglang_round *rd = xcalloc(1, sizeof *rd);
     s->sched_state = rd;
     if (s->sched_p[CUDA_GRAPH])
         rd->graph_cap = TS_MIN((int32_t)s->sched_p[MAX_RUNNING], sglang_graph_max_bs(s->gpu.mem_bytes, sim_gpus(s)));
     const int64_t rows = (int64_t)s->sched_p[MAX_RUNNING] * s->pcfg.block_size;
     s->act_reserved = sim_act_peak(s, rows, rows);
+    if (s->sched_p[SEPARATE]) /* (a prefill round's rows, without logits) */
+        s->act_reserved = TS_MAX(s->act_reserved, sim_act_peak(s, (int64_t)s->sched_p[MAX_PREFILL], 0));
     s->kv_pool_bytes = s->capacity - s->weight_bytes - s->act_reserved;
     if (s->kv_pool_bytes <= 0)
-        return ts_fail(err, "sglang scheduler: a forward of max-running-requests=%d blocks of %d plans %.2f GiB of "
-                            "activations, which with %.2f GiB of weights leaves no KV pool on %s; lower "
-                            "--max-running-requests",
+        return ts_fail(err, "sglang scheduler: a forward of max-running-requests=%d blocks of %d (or a prefill round) "
+                            "plans %.2f GiB of activations, which with %.2f GiB of weights leaves no KV pool on %s; "
+                            "lower --max-running-requests (or --max-prefill-tokens)",
                        (int)s->sched_p[MAX_RUNNING], s->pcfg.block_size, s->act_reserved / TS_GIB,
                        s->weight_bytes / TS_GIB, s->gpu.name);
     s->kv_pages_total = s->kv_pool_bytes / (s->kv_page_tokens * s->kv_token_bytes);
@@ -119,9 +141,14 @@ static const char *sglang_reject(struct sim *s, const struct request *r)
         return "its KV cache is larger than the whole KV pool";
     int32_t q, logits;
     sim_peak_shape(s, r, &q, &logits);
-    if (q > s->pcfg.block_size) /* (a round's activations are reserved for a block a request) */
+    if (s->sched_p[SEPARATE]) { /* (its largest forward the prompt's pass: no preemption recomputes more) */
+        if (r->P > s->sched_p[MAX_PREFILL] || logits > s->pcfg.block_size)
+            return "its prompt pass runs more rows than --max-prefill-tokens (SGLang carries the rest to the next "
+                   "round; tessera does not), or a step more logit rows than a canvas";
+    } else if (q > s->pcfg.block_size) { /* (a round's activations are reserved for a block a request) */
         return "its largest step runs more rows than a block, which a round of max-running-requests blocks does "
                "not hold (policy serve-block prefills a block a forward)";
+    }
     return NULL;
 }
 
@@ -143,6 +170,7 @@ static void start_round(struct sim *s, struct sglang_round *rd)
     admit(s);
     rd->n = 0;
     rd->prefill = false;
+    int64_t tokens = 0; /* separate-context: the prefill round's, within max-prefill-tokens */
     struct segment seg;
     for (size_t i = 0; i < s->num_running; i++) {
         struct request *r = sim_req(s, s->running[i]);
@@ -152,6 +180,11 @@ static void start_round(struct sim *s, struct sglang_round *rd)
             rd->n = 0, rd->prefill = true;
         if (prefill != rd->prefill)
             continue;
+        if (prefill && s->sched_p[SEPARATE]) {
+            if (rd->n > 0 && tokens + seg.q > s->sched_p[MAX_PREFILL])
+                continue; /* (it waits for a round with room) */
+            tokens += seg.q;
+        }
         if (rd->n == rd->cap) {
             rd->cap = rd->cap ? 2 * rd->cap : 16;
             rd->id = xrealloc(rd->id, sizeof *rd->id * (size_t)rd->cap);
@@ -189,7 +222,7 @@ static void sglang_build(struct sim *s)
         sim_emit(s, sim_req(s, rd->id[i]), &seg);
         sim_add_segment(s, &seg);
     }
-    if (rd->graph_cap > 0 && rd->n > 0) { /* the captured graph's rows past the round's */
+    if (rd->graph_cap > 0 && rd->n > 0 && !(rd->prefill && s->sched_p[SEPARATE])) { /* the graph's rows past the round's */
         const int32_t graph = sglang_graph_batch(rd->n, rd->graph_cap);
         for (int32_t i = rd->n; i < graph; i++) {
             seg = (struct segment){.req_id = rd->id[rd->n - 1], .phase = PHASE_BLOCK, .q = s->pcfg.block_size,
