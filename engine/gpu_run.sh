@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [select] [fc] [focus] [elastic] [moe] [tp] [generate] [disagg] [herald] [sparsed] [linear-spec] [sglang-dgemma]: the engine's GPU work in one call
+# gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize] [sparse] [select] [fc] [focus] [elastic] [moe] [tp] [generate] [disagg] [herald] [sparsed] [linear-spec] [dgemma]: the engine's GPU work in one call
 # on a GPU machine, its outputs under OUT. A GPU machine may have nvcc but no Debian -dev
 # packages: unpack those into deps/root here and carry it (engine/README.md, "On a GPU machine");
 # DEPS=deps/root then builds against it.
@@ -78,13 +78,14 @@
 #             request at a time and static batches of 8, LinearSpec beside block diffusion, each
 #             priced by the shipped calibration (OUT/live-MODEL-bN-POLICY.json; linear-spec.txt the
 #             whole runs' errors; LSPEC_ARGS, default 16 requests of 256 + 256)
-#   sglang-dgemma  SGLang's DiffusionGemma schedule live (record sglang-dgemma-live-h200): --system
-#             sglang-dgemma with LLaDA2.0-mini in DiffusionGemma's place (the engine does not run its
-#             sliding and global layers) and the engine's runtime, 16 requests of 512 + 512 (two canvases
-#             of 256 and a context pass between), all at once: first done first out and sync at
-#             --max-running-requests 4, first done first out one at a time; and arriving at 2 a second;
-#             then --system sglang at 8 running, its rounds padded to captured graphs; each priced by the
-#             shipped calibration (OUT/live-*.json; sglang-dgemma.txt the whole runs' errors)
+#   dgemma    DiffusionGemma's serving schedules live (record dgemma-live-h200), with LLaDA2.0-mini in
+#             its place (the engine does not run its sliding and global layers) and the engine's runtime,
+#             16 requests of 512 + 512 (two canvases of 256), each priced by the shipped calibration:
+#             SGLang's (--system sglang-dgemma: a context pass between the canvases) all at once, first
+#             done first out and sync at --max-running-requests 4, first done first out one at a time,
+#             and arriving at 2 a second; vLLM's (--system diffusion-gemma: a commit pass) all at once at
+#             --max-batch 4 and 8; then --system sglang at 8 running, its rounds padded to captured
+#             graphs (OUT/live-*.json; dgemma.txt the whole runs' errors)
 # Default: check. Prints each part's last lines; OUT holds the whole logs.
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUT [check] [bench] [memcheck] [racecheck] [sanitize]}
@@ -530,26 +531,30 @@ linear_spec_part() {
     live_summary "$o"/live-*-b*-*.json | tee "$o/linear-spec.txt"
 }
 
-# sglang_dgemma_part OUT: SGLang's DiffusionGemma schedule (separate context passes, prefill first) run
-# live on LLaDA2.0-mini, beside its calibrated price; then LLaDA2.0-mini's own SGLang rounds padded to
-# their captured graphs (the padding rows run live too).
-sglang_dgemma_part() {
+# dgemma_part OUT: DiffusionGemma's serving schedules, SGLang's (separate context passes, prefill first)
+# and vLLM's (a commit pass a canvas), run live on LLaDA2.0-mini beside their calibrated price; then
+# LLaDA2.0-mini's own SGLang rounds padded to their captured graphs (the padding rows run live too).
+dgemma_part() {
     local o=$1 t=./$b/tessera card=h100 run name fdfo mrr load
     grep -q H200 "$out/gpu.txt" && card=h200
     { echo "arrival_ns,prompt_tokens,output_tokens"; yes "0,512,512" | head -16; } >"$o/burst.csv"
+    local common=(--model llada2.0-mini --impl tessera --cost calibrated --gpu "$card" --gen-len 0 --seed 3
+                  --executor gpu --json --no-progress)
     for run in fdfo-m4:1:4:burst sync-m4:0:4:burst fdfo-m1:1:1:burst fdfo-m4-rps2:1:4:2; do
         IFS=: read -r name fdfo mrr load <<<"$run"
         local arr=(--trace "$o/burst.csv")
         [ "$load" = burst ] || arr=(--requests 16 --rps "$load" --lengths "fixed:512,512")
-        "$t" sim --system sglang-dgemma --model llada2.0-mini --impl tessera --cost calibrated --gpu "$card" \
-            --fdfo "$fdfo" --max-running-requests "$mrr" "${arr[@]}" --gen-len 0 --seed 3 --executor gpu --json \
-            --no-progress >"$o/live-dgemma-$name.json" 2>"$o/live-dgemma-$name.err" ||
-            { tail "$o/live-dgemma-$name.err"; return 1; }
+        "$t" sim --system sglang-dgemma "${common[@]}" --fdfo "$fdfo" --max-running-requests "$mrr" "${arr[@]}" \
+            >"$o/live-dgemma-$name.json" 2>"$o/live-dgemma-$name.err" || { tail "$o/live-dgemma-$name.err"; return 1; }
+    done
+    for mrr in 4 8; do
+        "$t" sim --system diffusion-gemma "${common[@]}" --max-batch "$mrr" --trace "$o/burst.csv" \
+            >"$o/live-vllm-b$mrr.json" 2>"$o/live-vllm-b$mrr.err" || { tail "$o/live-vllm-b$mrr.err"; return 1; }
     done
     "$t" sim --system sglang --max-running-requests 8 --requests 16 --rps 8 --lengths fixed:300,128 --impl tessera \
         --cost calibrated --gpu "$card" --seed 3 --executor gpu --json --no-progress >"$o/live-sglang-m8.json" \
         2>"$o/live-sglang-m8.err" || { tail "$o/live-sglang-m8.err"; return 1; }
-    live_summary "$o"/live-dgemma-*.json "$o/live-sglang-m8.json" | tee "$o/sglang-dgemma.txt"
+    live_summary "$o"/live-dgemma-*.json "$o"/live-vllm-b*.json "$o/live-sglang-m8.json" | tee "$o/dgemma.txt"
 }
 
 rc=0
@@ -585,9 +590,9 @@ for p in $parts; do
         herald) herald_part "$out" || rc=1 ;;
         sparsed) sparsed_part "$out" || rc=1 ;;
         linear-spec) linear_spec_part "$out" || rc=1 ;;
-        sglang-dgemma) sglang_dgemma_part "$out" || rc=1 ;;
+        dgemma) dgemma_part "$out" || rc=1 ;;
         memcheck) ;;
-        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, select, fc, focus, elastic, moe, tp, generate, disagg, herald, sparsed, linear-spec, sglang-dgemma)" >&2
+        *) echo "gpu_run.sh: unknown part '$p' (check, bench, memcheck, racecheck, sanitize, sparse, select, fc, focus, elastic, moe, tp, generate, disagg, herald, sparsed, linear-spec, dgemma)" >&2
            exit 2 ;;
     esac
 done

@@ -189,7 +189,9 @@ static const struct preset presets[] = {
      "its sampler's memory (10 bytes a logit) is read from the code, not measured; vLLM's default CUDA graphs "
      "cover at most two canvases, tessera's profile prices any batch as graphed; the engine runs one attention "
      "shape a model, not its sliding and global layers; vLLM itself has not run it: 0.33.0 needs PyTorch 2.14, and "
-     "the newest release for the GPU machines' 2.11 (0.26.0) holds an earlier runner",
+     "the newest release for the GPU machines' 2.11 (0.26.0) holds an earlier runner. Its schedule, run on the "
+     "engine with LLaDA2.0-mini in its place (experiments/records/dgemma-live-h200), is priced within 1.3-1.7% "
+     "a run and 1.7% a step",
      {{"v2-sub-blocks", "1"}, {"v2-commit-decodes", "0"}, {"v2-prefill-logits", "0"}},
      "vllm-project/vllm vllm/model_executor/models/diffusion_gemma.py as merged at eb28452 (PR #45163) and "
      "released in 0.33.0 (DiffusionGemmaModelState: the encoder pass of the "
@@ -210,8 +212,8 @@ static const struct preset presets[] = {
      "tessera's engine runs a forward; a prompt past --max-prefill-tokens is refused where SGLang cuts it; the engine "
      "runs one attention shape a model, not DiffusionGemma's sliding and global layers. SGLang itself has not run "
      "it: 0.5.17, the newest release for the GPU machines' PyTorch 2.11, has no DiffusionGemma. Its schedule, run "
-     "on the engine with LLaDA2.0-mini in its place (experiments/records/sglang-dgemma-live-h200), is priced "
-     "within 1.7-3.0% a run and a step",
+     "on the engine with LLaDA2.0-mini in its place (experiments/records/dgemma-live-h200), is priced within "
+     "1.2-2.4% a run and 1.3-2.4% a step",
      {{"v2-sub-blocks", "1"}, {"v2-commit-decodes", "0"}, {"v2-prefill-logits", "0"}, {"v2-context-pass", "1"},
       {"separate-context", "1"}, {"fdfo", "1"}, {"max-running-requests", "1"}},
      "sgl-project/sglang release 0.5.23 (its wheel, files dated 2026-10-30; it records no commit), python/sglang/srt/: "

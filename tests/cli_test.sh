@@ -1318,6 +1318,20 @@ is_png "$tmp/la/figure.png" "exp run lookahead"
 # (an experiment's variables are its options too: --mrr 1 is MRR=1)
 expect 0 "exp run sglang-modes, one running" -- "$bin" exp run sglang-modes "$tmp/sgm1" --rps 0.5 --mrr 1 --requests 40
 contains "exp run sglang-modes, one running" "on h200, lognormal:6,0.7,5,0.6 lengths, at most 1 running requests"
+# DiffusionGemma on both engines: at a low rate they finish alike; at a high one SGLang's default (one running)
+# falls behind vLLM's 8 and waits longer, while SGLang at 8 keeps up; only SGLang's first done, first out stalls
+# canvases (for its context passes and prompts)
+expect 0 "exp run dgemma-engines" -- env RPS="0.25 4" REQUESTS=60 "$bin" exp run dgemma-engines "$tmp/dge"
+got=$(python3 -c 'import json, sys
+r = {(x["config"], x["rps"]): x for x in map(json.loads, open(sys.argv[1]))}
+lo, hi = 0.25, 4.0
+print(len(r), abs(r[("sglang-1", lo)]["throughput_tok_s"] / r[("vllm", lo)]["throughput_tok_s"] - 1) < 0.01,
+      r[("sglang-1", hi)]["throughput_tok_s"] < 0.7 * r[("vllm", hi)]["throughput_tok_s"],
+      r[("sglang-1", hi)]["lat_mean_s"] > 3 * r[("vllm", hi)]["lat_mean_s"],
+      r[("sglang-8", hi)]["throughput_tok_s"] > 0.9 * r[("vllm", hi)]["throughput_tok_s"],
+      r[("vllm", hi)]["num_stalls"] == 0 and r[("sglang-8", hi)]["num_stalls"] > 0)' "$tmp/dge/results.jsonl" 2>&1)
+[ "$got" = "10 True True True True True" ] && [ -s "$tmp/dge/report.md" ] && ok || bad "exp run dgemma-engines: '$got'"
+is_png "$tmp/dge/figure.png" "exp run dgemma-engines"
 expect 0 "exp run published-speeds" -- "$bin" exp run published-speeds "$tmp/pubs"
 got=$(python3 -c 'import json, sys
 rows = list(map(json.loads, open(sys.argv[1])))

@@ -478,19 +478,24 @@ assert d["num_steps"] == w["live_steps"] and abs(d["makespan_ns"] * 1e-9 / w["li
     done
 done
 
-# sglang-dgemma-live-h200: the runs whose requests all arrive at once (the schedule the same whatever the
-# steps' times) priced again by the shipped calibration give each run's steps and its recorded prediction
-echo "records: ... sglang-dgemma-live-h200" >&2
-for run in fdfo-m4:1:4 sync-m4:0:4 fdfo-m1:1:1; do
-    IFS=: read -r name fdfo mrr <<<"$run"
-    expect 0 "sglang-dgemma-live-h200 $name re-predicted" -- "$bin" sim --system sglang-dgemma --model llada2.0-mini \
-        --impl tessera --cost calibrated --gpu h200 --fdfo "$fdfo" --max-running-requests "$mrr" \
-        --trace "$rec_dir/sglang-dgemma-live-h200/burst.csv" --gen-len 0 --seed 3 --json --no-progress --quiet
+# dgemma-live-h200: the runs whose requests all arrive at once (the schedule the same whatever the steps'
+# times) priced again by the shipped calibration give each run's steps and its recorded prediction
+echo "records: ... dgemma-live-h200" >&2
+for run in sglang-dgemma:fdfo-m4:"--fdfo 1 --max-running-requests 4" sglang-dgemma:sync-m4:"--fdfo 0 --max-running-requests 4" \
+    sglang-dgemma:fdfo-m1:"--fdfo 1 --max-running-requests 1" diffusion-gemma:b4:"--max-batch 4" \
+    diffusion-gemma:b8:"--max-batch 8"; do
+    IFS=: read -r sys name knobs <<<"$run"
+    read -r -a knobs <<<"$knobs"
+    want="$rec_dir/dgemma-live-h200/live-dgemma-$name.json"
+    [ "$sys" = diffusion-gemma ] && want="$rec_dir/dgemma-live-h200/live-vllm-$name.json"
+    expect 0 "dgemma-live-h200 $sys $name re-predicted" -- "$bin" sim --system "$sys" --model llada2.0-mini \
+        --impl tessera --cost calibrated --gpu h200 "${knobs[@]}" --trace "$rec_dir/dgemma-live-h200/burst.csv" \
+        --gen-len 0 --seed 3 --json --no-progress --quiet
     if python3 -c 'import json, sys
 d, w = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert d["num_steps"] == w["live_steps"] and abs(d["makespan_ns"] * 1e-9 / w["live_model_s"] - 1) < 1e-6' \
-        "$tmp/out" "$rec_dir/sglang-dgemma-live-h200/live-dgemma-$name.json" 2>/dev/null
-    then ok; else bad "sglang-dgemma-live-h200: $name is not the recorded prediction"; fi
+        "$tmp/out" "$want" 2>/dev/null
+    then ok; else bad "dgemma-live-h200: $sys $name is not the recorded prediction"; fi
 done
 
 # key-rope-h200: the predicted time of the cached keys' work, 1,024 to 4,096 keys at batch 4, is RoPE's op
