@@ -13,7 +13,7 @@
  * sampling bounds them, torch-fast-dllm) */
 #define GOLDEN_FAST_BATCH 2
 #define GOLDEN_FAST_STEPS 8448
-#define GOLDEN_FAST_MAKESPAN_NS 426397892016LL
+#define GOLDEN_FAST_MAKESPAN_NS 428708413032LL
 /* tessera sim --scheduler lookahead --gpu rtx4090 --rps 4 --requests 200
  *             --decode threshold:llada-gsm8k --seed 7 --json
  * (its projections at the decoder's mean TPF; the drawn counts leave some stalls) */
