@@ -477,6 +477,13 @@ static bool next_prefills(struct sim *s, struct request *r)
     return next.phase == PHASE_PREFILL;
 }
 
+/* Whether seg is a pass over r's prompt (a prefill that begins inside it), not a prefill of what r
+ * generated (a context pass: fdllm-v2 --v2-context-pass 1) */
+static bool prompt_pass(const struct segment *seg, const struct request *r)
+{
+    return seg->phase == PHASE_PREFILL && seg->kv < r->P;
+}
+
 static void on_step_done(struct sim *s)
 {
     s->busy = false;
@@ -484,15 +491,16 @@ static void on_step_done(struct sim *s)
         const struct segment *seg = &s->sd.segs[i];
         if (seg->padding)
             continue;
-        if (seg->phase != PHASE_PREFILL) {
+        struct request *r = sim_req(s, seg->req_id);
+        const bool prompt = prompt_pass(seg, r);
+        if (!prompt) {
             s->sum.rows_processed += seg->q;
             s->sum.missed_decodes += seg->missed;
         }
-        struct request *r = sim_req(s, seg->req_id);
         const int32_t before = r->decoded_total; /* (an early commit decodes past the segment's count) */
         TS_ASSERT(r->state == REQ_RUNNING && !r->work_done);
         bool finished = policy_advance(s->pol, r, &s->pcfg, seg);
-        if (seg->phase == PHASE_PREFILL && s->prompts && (finished || !next_prefills(s, r))) {
+        if (prompt && s->prompts && (finished || !next_prefills(s, r))) {
             /* its prompt's whole blocks kept for later ones (a prefill in chunks: after its last) */
             s->sum.prompt_tokens += r->P;
             s->sum.prompt_hit_tokens += r->prefix_hit;

@@ -879,6 +879,9 @@ START_TEST(sglang_separate_context_by_hand)
     ck_assert_int_eq(finish_step(s, 0), 15);
     ck_assert_int_eq(finish_step(s, 1), 5);
     ck_assert_int_eq(finish_step(s, 2), 5);
+    /* the rows the requests ran beyond their prompts' passes: the canvases' 4 steps a canvas of 32 rows (A
+     * three, B and C one) and A's two context passes, a prefill of what it generated */
+    ck_assert_int_eq(s->sum.rows_processed, (3 + 1 + 1) * 4 * 32 + 2 * 32);
     for (int64_t i = 0; i < 3; i++)
         ck_assert_int_eq(sim_req(s, i)->decoded_total, sim_req(s, i)->G);
     sim_destroy(s);
@@ -902,14 +905,39 @@ START_TEST(sglang_separate_context_by_hand)
     sim_get_summary(s, &m);
     ck_assert_int_eq(m.num_rejected, 2); /* the prompts of 64 */
     sim_destroy(s);
-    /* a context pass only where SGLang encodes the context apart, and only then */
+    /* a budget under a canvas's context pass is refused */
     struct ts_err err;
+    test_param(&c, "max-prefill-tokens", 31);
+    ck_assert(sim_create(&c, &err) == NULL && strstr(err.msg, "less than a canvas's context pass"));
+    /* a context pass only where SGLang encodes the context apart, and only then */
     test_param(&c, "max-prefill-tokens", 16384);
     test_param(&c, "separate-context", 0);
     ck_assert(sim_create(&c, &err) == NULL && strstr(err.msg, "separate-context 0 under policy fdllm-v2"));
     serve_config(&c, "sglang", "arrival_ns,prompt_tokens,output_tokens\n0,64,96\n");
     test_param(&c, "separate-context", 1);
     ck_assert(sim_create(&c, &err) == NULL && strstr(err.msg, "separate-context 1 under policy serve-block"));
+}
+END_TEST
+
+/* A round's graph padding writes K/V (a block a padding row): the pool keeps room for the largest graph's
+ * padding, graph_cap - 1 blocks, out of the requests' pages (at most four running: three blocks of 32). */
+START_TEST(sglang_pool_keeps_the_graph_padding)
+{
+    struct sim_config c;
+    serve_config(&c, "sglang", "arrival_ns,prompt_tokens,output_tokens\n0,32,32\n");
+    test_param(&c, "max-running-requests", 4);
+    struct ts_err err;
+    int64_t pages[2];
+    for (int graph = 0; graph < 2; graph++) {
+        test_param(&c, "cuda-graph", graph);
+        struct sim *s = sim_create(&c, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        pages[graph] = s->kv_pages_total;
+        const int64_t block_pages = (32 + s->kv_page_tokens - 1) / s->kv_page_tokens;
+        if (graph)
+            ck_assert_int_eq(pages[0] - pages[1], 3 * block_pages);
+        sim_destroy(s);
+    }
 }
 END_TEST
 
@@ -1004,6 +1032,7 @@ int main(void)
     tcase_add_test(tc, sglang_rounds_by_hand);
     tcase_add_test(tc, sglang_graph_batches);
     tcase_add_test(tc, sglang_separate_context_by_hand);
+    tcase_add_test(tc, sglang_pool_keeps_the_graph_padding);
     tcase_add_test(tc, sglang_rounds_charge_the_host_once_a_round);
     suite_add_tcase(s, tc);
     return run_suite("sched", s) ? EXIT_FAILURE : EXIT_SUCCESS;

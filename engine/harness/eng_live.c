@@ -259,8 +259,9 @@ static void host_free(struct live_host *h)
 }
 
 /* A step a captured graph pads (SGLang's rounds, PAD_GRAPH): the graph's padding rows are no request's,
- * so each runs under an id no request has held K/V under (past every id a step has named; a request's
- * K/V are taken at its first step), its pages freed with the step. */
+ * so each runs under an id no request has held K/V under (past every id a step has named or a move has
+ * given K/V: a request's K/V are taken at its first step or adopted before it), its pages freed with the
+ * step (the sglang scheduler keeps them out of the simulated pool). */
 static int padded_step(struct live *l, const struct step_desc *sd, float *ms, struct ts_err *err)
 {
     int64_t knobs[STEP_KNOBS];
@@ -358,7 +359,9 @@ static int pull(void *ctx, int from, const int32_t *pages, int32_t n, int64_t ke
 
 static int adopt(void *ctx, int64_t key, int32_t req_id, struct ts_err *err)
 {
-    return eng_adopt(((struct live *)ctx)->e, key, req_id, err);
+    struct live *l = ctx;
+    l->next_id = TS_MAX(l->next_id, req_id + 1); /* (its K/V are here before its first step) */
+    return eng_adopt(l->e, key, req_id, err);
 }
 
 static void drop(void *ctx, int64_t ticket) { eng_drop(((struct live *)ctx)->e, ticket); }

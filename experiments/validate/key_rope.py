@@ -10,9 +10,9 @@ the same over its concatenated cache. tessera prices this as bytes a cached key'
 
 For each batch B and cached length L, one layer's call on LLaDA-8B's shape (32 heads of 128, 32 query
 rows a sequence over L keys) runs --reps times after --warmup, timed with CUDA events around each call
-(the median is written): the rows' call alone (L = 32) and over L keys. The GPU is busy for each call's
-whole length at these sizes (the host's issue of its seven kernels is shorter than their run from
-B x L = 1,024 keys up), so the difference is the cached keys' GPU work.
+(the median is written): the rows' call alone (L = 32) and over L keys. At batch 4 the GPU is busy for
+each call's whole length from 1,024 keys up, so the difference between two lengths is the cached keys'
+GPU work; at batch 1 the host's issue of the call's kernels bounds it up to about 2,048 keys.
 Writes CSV: loop,batch,keys,call_ms (keys 32: the rows alone).
 Usage: key_rope.py --code BASELINES [--out FILE] [--lengths 1024,2048,3072,4096] [--batches 1,4]
 """

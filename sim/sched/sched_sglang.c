@@ -37,7 +37,8 @@
  * Memory: the activation budget of a forward of max-running-requests blocks (every row's logits) is
  * reserved once (separate-context 1: or of a prefill round's max-prefill-tokens rows without logits, the
  * larger), and a request whose largest step runs more than a block (separate-context 1: whose prompt is
- * longer than max-prefill-tokens) is rejected; the rest of the device after the weights is the KV pool.
+ * longer than max-prefill-tokens) is rejected; the rest of the device after the weights, less the K/V a
+ * round's graph padding writes (graph_cap - 1 blocks), is the KV pool.
  */
 #include <stdlib.h>
 
@@ -55,7 +56,8 @@ static const struct param_spec sglang_params[] = {
                     "memory), the rest padding; 0: --disable-cuda-graph", 1, 0, 1, true},
     [SEPARATE] = {"separate-context", "1: prompts and finished canvases encoded by EXTEND forwards of their own "
                   "(DiffusionGemma's Gemma4Renoise; policy fdllm-v2 --v2-context-pass 1): a prefill round takes "
-                  "prompts whole within max-prefill-tokens and runs eagerly; 0: a prompt a block a forward", 0, 0, 1, true},
+                  "prompts whole within max-prefill-tokens and runs eagerly; 0: a prompt a block a forward",
+                  0, 0, 1, true},
     [MAX_PREFILL] = {"max-prefill-tokens", "separate-context 1: the tokens a prefill round holds at most (SGLang's "
                      "--max-prefill-tokens)", 16384, 1, 1 << 24, true},
 };
@@ -114,6 +116,11 @@ static int sglang_init(struct sim *s, struct ts_err *err)
                             "apart exactly where a finished canvas's K/V is written by a context pass (--policy "
                             "fdllm-v2 --v2-context-pass 1 --separate-context 1, as --system sglang-dgemma runs)",
                        (int)s->sched_p[SEPARATE], s->pol->name, context_pass ? " with --v2-context-pass 1" : "");
+    const double canvas = params_value(s->pol->params, s->pol->num_params, s->pcfg.p, "v2-sub-blocks", 1) *
+                          s->pcfg.block_size;
+    if (context_pass && s->sched_p[MAX_PREFILL] < canvas)
+        return ts_fail(err, "sglang scheduler: --max-prefill-tokens %d is less than a canvas's context pass (%.0f "
+                            "rows)", (int)s->sched_p[MAX_PREFILL], canvas);
     struct sglang_round *rd = xcalloc(1, sizeof *rd);
     s->sched_state = rd;
     if (s->sched_p[CUDA_GRAPH])
@@ -129,7 +136,16 @@ static int sglang_init(struct sim *s, struct ts_err *err)
                             "lower --max-running-requests (or --max-prefill-tokens)",
                        (int)s->sched_p[MAX_RUNNING], s->pcfg.block_size, s->act_reserved / TS_GIB,
                        s->weight_bytes / TS_GIB, s->gpu.name);
-    s->kv_pages_total = s->kv_pool_bytes / (s->kv_page_tokens * s->kv_token_bytes);
+    /* a round's graph padding writes K/V too, at most graph_cap - 1 blocks of them: kept out of the pool */
+    const int64_t page = s->kv_page_tokens * s->kv_token_bytes,
+                  block_pages = (s->pcfg.block_size + s->kv_page_tokens - 1) / s->kv_page_tokens,
+                  pad = rd->graph_cap > 1 ? (int64_t)(rd->graph_cap - 1) * block_pages * page : 0;
+    if (s->kv_pool_bytes <= pad)
+        return ts_fail(err, "sglang scheduler: the KV its captured graphs' padding writes (%.2f GiB) takes the whole "
+                            "KV pool on %s; lower --max-running-requests or give --cuda-graph 0", pad / TS_GIB,
+                       s->gpu.name);
+    s->kv_pool_bytes -= pad;
+    s->kv_pages_total = s->kv_pool_bytes / page;
     return 0;
 }
 
@@ -142,9 +158,11 @@ static const char *sglang_reject(struct sim *s, const struct request *r)
     int32_t q, logits;
     sim_peak_shape(s, r, &q, &logits);
     if (s->sched_p[SEPARATE]) { /* (its largest forward the prompt's pass: no preemption recomputes more) */
-        if (r->P > s->sched_p[MAX_PREFILL] || logits > s->pcfg.block_size)
+        if (r->P > s->sched_p[MAX_PREFILL])
             return "its prompt pass runs more rows than --max-prefill-tokens (SGLang carries the rest to the next "
-                   "round; tessera does not), or a step more logit rows than a canvas";
+                   "round; tessera does not)";
+        if (logits > s->pcfg.block_size)
+            return "a step of it takes more logit rows than a canvas, which a round's activations are reserved for";
     } else if (q > s->pcfg.block_size) { /* (a round's activations are reserved for a block a request) */
         return "its largest step runs more rows than a block, which a round of max-running-requests blocks does "
                "not hold (policy serve-block prefills a block a forward)";
@@ -222,7 +240,8 @@ static void sglang_build(struct sim *s)
         sim_emit(s, sim_req(s, rd->id[i]), &seg);
         sim_add_segment(s, &seg);
     }
-    if (rd->graph_cap > 0 && rd->n > 0 && !(rd->prefill && s->sched_p[SEPARATE])) { /* the graph's rows past the round's */
+    /* the captured graph's rows past the round's (a separate-context model's prefill rounds run eagerly) */
+    if (rd->graph_cap > 0 && rd->n > 0 && !(rd->prefill && s->sched_p[SEPARATE])) {
         const int32_t graph = sglang_graph_batch(rd->n, rd->graph_cap);
         for (int32_t i = rd->n; i < graph; i++) {
             seg = (struct segment){.req_id = rd->id[rd->n - 1], .phase = PHASE_BLOCK, .q = s->pcfg.block_size,
