@@ -97,23 +97,6 @@ curves() {
           \"\" index 3 using 1:$1 with linespoints lc rgb '#E69F00' pt 6 dt 2 title \"SGLang first done first out, 8\", \
           \"\" index 4 using 1:$1 with linespoints lc rgb '#009E73' pt 9 dt 3 title \"SGLang sync, 8\""
 }
-plot_png dgemma-engines.sh "$out/figure.png" 1100 480 <<EOF
-set multiplot layout 1,2 title $(gp_str "DiffusionGemma on ${GPU:-h200}, SGLang and vLLM at N requests running: ${LENGTHS:-lognormal:6,0.7,5,0.6} lengths, 48 forwards a canvas") font ",12"
-set xrange [0:*]
-set yrange [0:*]
-set grid lc rgb "#dddddd"
-set pointsize 1.3
-set xlabel "Request rate (req/s)"
-set key inside top left Left reverse font ",9"
-set ylabel "Generated tokens/s"
-set title "Throughput"
-plot $(curves 2)
-unset key
-set ylabel "Mean latency (s, log scale)"
-set logscale y
-set yrange [*:*]
-set title "Mean request latency"
-plot $(curves 3)
-unset multiplot
-EOF
+rate_panels "DiffusionGemma on ${GPU:-h200}, SGLang and vLLM at N requests running: ${LENGTHS:-lognormal:6,0.7,5,0.6} lengths, 48 forwards a canvas" \
+    'set key inside top left Left reverse font ",9"' | plot_png dgemma-engines.sh "$out/figure.png" 1100 480
 cat "$out/report.md"

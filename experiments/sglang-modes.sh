@@ -101,24 +101,7 @@ curves() {
     echo "$(gp_file "$out/figure.dat") index 0 using 1:$1 with linespoints lc rgb '#D55E00' pt 7 title \"first done, first out (--fdfo 1)\", \
           \"\" index 1 using 1:$1 with linespoints lc rgb '#0072B2' pt 5 dt 2 title \"sync (--fdfo 0)\""
 }
-plot_png sglang-modes.sh "$out/figure.png" 1100 480 <<EOF
-set bmargin 6
-set multiplot layout 1,2 title $(gp_str "SGLang's dLLM path: LLaDA2.0-mini on ${GPU:-h200}, ${LENGTHS:-lognormal:6,0.7,5,0.6} lengths, at most ${MRR:-16} running") font ",12"
-set xrange [0:*]
-set yrange [0:*]
-set grid lc rgb "#dddddd"
-set pointsize 1.4
-set xlabel "Request rate (req/s)"
-set key outside below center horizontal
-set ylabel "Generated tokens/s"
-set title "Throughput"
-plot $(curves 2)
-unset key
-set ylabel "Mean latency (s, log scale)"
-set logscale y
-set yrange [*:*]
-set title "Mean request latency"
-plot $(curves 3)
-unset multiplot
-EOF
+{ echo "set bmargin 6"
+  rate_panels "SGLang's dLLM path: LLaDA2.0-mini on ${GPU:-h200}, ${LENGTHS:-lognormal:6,0.7,5,0.6} lengths, at most ${MRR:-16} running" \
+      "set key outside below center horizontal"; } | plot_png sglang-modes.sh "$out/figure.png" 1100 480
 cat "$out/report.md"

@@ -23,3 +23,29 @@ plot_png() {
         echo "$exp: no figure $(basename "$png"): gnuplot: $(head -2 "$log")" >&2
     fi
 }
+
+# rate_panels TITLE KEY: the gnuplot commands of two panels by request rate, generated tokens/s and mean
+# latency (log scale), each plotting the caller's `curves COLUMN` (a gnuplot plot's arguments: columns 2
+# and 3 of its data); KEY is the throughput panel's `set key` line, the latency panel has none. For
+# plot_png's stdin.
+rate_panels() {
+    cat <<EOF
+set multiplot layout 1,2 title $(gp_str "$1") font ",12"
+set xrange [0:*]
+set yrange [0:*]
+set grid lc rgb "#dddddd"
+set pointsize 1.4
+set xlabel "Request rate (req/s)"
+$2
+set ylabel "Generated tokens/s"
+set title "Throughput"
+plot $(curves 2)
+unset key
+set ylabel "Mean latency (s, log scale)"
+set logscale y
+set yrange [*:*]
+set title "Mean request latency"
+plot $(curves 3)
+unset multiplot
+EOF
+}
