@@ -204,6 +204,15 @@ static void *host_part(void *arg)
     return NULL;
 }
 
+/* dst emptied to a step of src's knobs, for a copy of src's segments as the engine is to run them */
+static void step_like(struct step_desc *dst, const struct step_desc *src)
+{
+    int64_t knobs[STEP_KNOBS];
+    step_knobs_get(src, knobs);
+    step_desc_clear(dst);
+    step_knobs_set(dst, knobs);
+}
+
 /* A step with a host part (HERALD's): the engine runs the step without it (its attention over the
  * K/V it keeps on the GPU, as many as the step names) while the host part runs for real, beside it
  * (host_overlap) or before it. Its time: the GPU's by CUDA events, as every live step's (the host's
@@ -217,10 +226,7 @@ static int host_step(struct live *l, const struct step_desc *sd, double *seconds
         scan = TS_MAX(scan, TS_MAX((int64_t)sd->segs[s].host_scan, (int64_t)sd->segs[s].host_kv));
     if (host_room(h, scan, sd->tot.host_kv_tokens, err))
         return -1;
-    int64_t knobs[STEP_KNOBS];
-    step_knobs_get(sd, knobs);
-    step_desc_clear(&h->gpu);
-    step_knobs_set(&h->gpu, knobs);
+    step_like(&h->gpu, sd);
     for (int32_t s = 0; s < sd->num_segs; s++) {
         struct segment g = sd->segs[s];
         g.host_kv = g.host_scan = 0;
@@ -264,10 +270,7 @@ static void host_free(struct live_host *h)
  * step (the sglang scheduler keeps them out of the simulated pool). */
 static int padded_step(struct live *l, const struct step_desc *sd, float *ms, struct ts_err *err)
 {
-    int64_t knobs[STEP_KNOBS];
-    step_knobs_get(sd, knobs);
-    step_desc_clear(&l->padded);
-    step_knobs_set(&l->padded, knobs);
+    step_like(&l->padded, sd);
     int32_t id = l->next_id;
     for (int32_t s = 0; s < sd->num_segs; s++) {
         struct segment g = sd->segs[s];
